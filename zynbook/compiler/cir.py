@@ -1,0 +1,439 @@
+"""Compute IR (CIR): the device-independent form of one `compute()` block.
+
+The CIR keeps the loop nest exactly as the user wrote it (that is its meaning); the kernel
+type and the annotations ride along as the `Schedule`, which backends may use to pick a
+faster implementation but never to change results.
+
+Conventions every backend relies on:
+
+* Sizes are named. `Kernel.dims` lists every size name the body uses (`M`, `seq_len`, ...);
+  their values are bound at launch from the input shapes (`Buffer.shape` entries that are
+  strings) or from scalar arguments. `Kernel.scalars` are the other scalar arguments
+  (`eps`, `stride`, ...), in order.
+* `Load(buffer, index)` reads an input, the output or a shared array. An index entry is an
+  `Expr` (one position) or a `Span` (a half-open slice `start:stop`, clipped to the axis as
+  numpy clips). Trailing axes that are not indexed are taken whole, so `Q[b, h, i]` of a
+  rank-4 `Q` is the row vector of head_dim values.
+* `Store(buffer, index, value)` writes; an empty index writes the whole buffer.
+* Expressions carry their type (`Ty`): dtype and a shape. Scalars have shape `()`; tile
+  values (slices, `zeros(64, d)`, `A @ B`) carry symbolic shapes.
+* `Loop(parallel=True)` marks loops whose iterations write disjoint parts of the output
+  and share no mutable state: GPU backends map them to threads and blocks.
+* `Yield` appears only in `reduce` kernels: the value(s) combined by the reduction.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, fields
+from typing import Any, Union
+
+# ----------------------------------------------------------------------------- types
+
+FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
+INT_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+DTYPES = FLOAT_DTYPES + INT_DTYPES + ("bool",)
+
+Dim = Union[int, str]          # a fixed size or a named one ("?" when not known statically)
+
+
+@dataclass(frozen=True)
+class Ty:
+    dtype: str
+    shape: tuple = ()
+
+    @property
+    def is_scalar(self) -> bool:
+        return not self.shape
+
+    def __str__(self) -> str:
+        if not self.shape:
+            return self.dtype
+        return f"{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+
+
+# ----------------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Expr:
+    pass
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: Any              # int, float or bool; float("inf") for `inf`
+    ty: Ty
+
+
+@dataclass(frozen=True)
+class Var(Expr):
+    """A loop variable, a local, a size name or a scalar argument."""
+    name: str
+    ty: Ty
+
+
+@dataclass(frozen=True)
+class Span:
+    """A slice `start:stop` inside an index (stop exclusive, clipped to the axis)."""
+    start: Expr
+    stop: Expr
+
+
+@dataclass(frozen=True)
+class Load(Expr):
+    buffer: str
+    index: tuple            # of Expr | Span
+    ty: Ty
+
+
+@dataclass(frozen=True)
+class Bin(Expr):
+    """Binary operator. ops: + - * / % ** @ (tile matmul) < <= > >= == != and or"""
+    op: str
+    left: Expr
+    right: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True)
+class Unary(Expr):
+    """ops: neg, not"""
+    op: str
+    operand: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """A builtin function: math (exp, sqrt, rsqrt, tanh, max, ...) and tile operations
+    (transpose, row_max, row_sum, zeros, ones). `MATH_FUNCTIONS` and `TILE_FUNCTIONS` list them."""
+    fn: str
+    args: tuple
+    ty: Ty
+
+
+@dataclass(frozen=True)
+class Dot(Expr):
+    """Inner product of two equal-length vectors (e.g. rows `Q[b, h, i]` and `K[b, h, j]`)."""
+    a: Expr
+    b: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True)
+class Reduce(Expr):
+    """Reduce a tile or a whole buffer: op in REDUCE_OPS, axis None for all axes."""
+    op: str
+    input: Expr
+    axis: int | None
+    ty: Ty
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    operand: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True)
+class Select(Expr):
+    cond: Expr
+    if_true: Expr
+    if_false: Expr
+    ty: Ty
+
+
+MATH_FUNCTIONS = {
+    # name: arity (None = variadic min 2)
+    "sin": 1, "cos": 1, "tan": 1, "exp": 1, "exp2": 1, "log": 1, "log2": 1, "sqrt": 1,
+    "rsqrt": 1, "abs": 1, "floor": 1, "ceil": 1, "round": 1, "tanh": 1, "sinh": 1, "cosh": 1,
+    "sigmoid": 1, "relu": 1, "silu": 1, "gelu": 1, "erf": 1,
+    "pow": 2, "min": None, "max": None, "clamp": 3,
+}
+TILE_FUNCTIONS = {"transpose": 1, "row_max": 1, "row_sum": 1, "zeros": None, "ones": None,
+                  "sum": 1}
+REDUCE_OPS = ("+", "*", "min", "max", "and", "or", "argmin", "argmax")
+
+
+# ------------------------------------------------------------------------ statements
+
+
+@dataclass(frozen=True)
+class Stmt:
+    pass
+
+
+@dataclass(frozen=True)
+class Let(Stmt):
+    name: str
+    value: Expr
+    mutable: bool = False   # `var` (True) or `let` (False)
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Assign(Stmt):
+    """`name = value` on a local (compound assignments are already expanded)."""
+    name: str
+    value: Expr
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Store(Stmt):
+    buffer: str
+    index: tuple            # of Expr | Span; () writes the whole buffer
+    value: Expr
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Loop(Stmt):
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: tuple
+    parallel: bool = False
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    cond: Expr
+    then: tuple
+    orelse: tuple = ()
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Yield(Stmt):
+    """A value for the kernel's reduction; `index` is set for argmin/argmax."""
+    value: Expr
+    index: Expr | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class SharedAlloc(Stmt):
+    """`shared var name[shape]`: scratch memory shared by one parallel iteration's threads."""
+    name: str
+    shape: tuple
+    dtype: str
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Barrier(Stmt):
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Atomic(Stmt):
+    """Atomic read-modify-write `buffer[index] op= value` (op in + min max)."""
+    op: str
+    buffer: str
+    index: tuple
+    value: Expr
+    line: int = 0
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str               # as written in the body: `x`, `weights.qkv_proj`
+    dtype: str
+    shape: tuple            # of Dim
+    access: str = "read"    # read | write | readwrite
+
+
+@dataclass(frozen=True)
+class Scalar:
+    name: str
+    dtype: str
+
+
+@dataclass(frozen=True)
+class KernelType:
+    """`kind` is the @kernel name (elementwise, reduce, matmul, batched_matmul, conv2d,
+    conv2d_depthwise, attention, flash_attention, fused, or a user name treated as custom);
+    `params` holds its parameters, e.g. {"op": "+", "axis": 1} for reduce(+, axis=1)."""
+    kind: str
+    params: tuple = ()      # sorted (key, value) pairs so the type stays hashable
+
+    def param(self, key, default=None):
+        return dict(self.params).get(key, default)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Hints from the annotations. They may change speed, never results."""
+    workgroup: tuple | None = None      # @workgroup(x, y, z)
+    shared_bytes: int | None = None     # @shared(bytes)
+    tile: tuple = ()                    # @tile(block_q=64, ...) as sorted pairs
+    broadcast: tuple = ()               # @broadcast(name, axis=1) as (name, axis) pairs
+    parallel: str | None = None         # @parallel(data|model)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    kernel_type: KernelType
+    inputs: tuple           # of Buffer, in compute(...) order
+    output: Buffer          # `out`; shape in terms of dims
+    dims: tuple             # size names, sorted
+    scalars: tuple          # of Scalar: non-size scalar arguments (eps, ...)
+    body: tuple             # of Stmt
+    schedule: Schedule = field(default_factory=Schedule)
+    source: str = ""        # the ZynML text of the block, for comments in generated code
+    first_line: int = 0     # line of the block in the program
+
+    def stable_hash(self) -> str:
+        """A hash of the meaning and the schedule (not the source text or its position)."""
+        text = print_kernel(self, with_source=False)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- printer
+
+_PREC = {"or": 1, "and": 2, "<": 3, "<=": 3, ">": 3, ">=": 3, "==": 3, "!=": 3,
+         "+": 4, "-": 4, "*": 5, "/": 5, "%": 5, "@": 5, "**": 7}
+
+
+def format_expr(e, prec: int = 0) -> str:
+    if isinstance(e, Const):
+        v = e.value
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, float):
+            if v == float("inf"):
+                return "inf"
+            if v == float("-inf"):
+                return "-inf"
+            return repr(v)
+        return str(v)
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, Span):
+        return f"{format_expr(e.start)}:{format_expr(e.stop)}"
+    if isinstance(e, Load):
+        if not e.index:
+            return e.buffer
+        return f"{e.buffer}[{', '.join(format_expr(i) for i in e.index)}]"
+    if isinstance(e, Bin):
+        p = _PREC[e.op]
+        right_p = p + 1 if e.op != "**" else p
+        text = f"{format_expr(e.left, p if e.op != '**' else p + 1)} {e.op} {format_expr(e.right, right_p)}"
+        return f"({text})" if p < prec else text
+    if isinstance(e, Unary):
+        if e.op == "neg":
+            return f"-{format_expr(e.operand, 6)}"
+        text = f"not {format_expr(e.operand, 3)}"
+        return f"({text})" if prec > 2 else text
+    if isinstance(e, Call):
+        return f"{e.fn}({', '.join(format_expr(a) for a in e.args)})"
+    if isinstance(e, Dot):
+        return f"dot({format_expr(e.a)}, {format_expr(e.b)})"
+    if isinstance(e, Reduce):
+        axis = "" if e.axis is None else f", axis={e.axis}"
+        return f"reduce({e.op}, {format_expr(e.input)}{axis})"
+    if isinstance(e, Cast):
+        return f"{e.ty.dtype}({format_expr(e.operand)})"
+    if isinstance(e, Select):
+        return f"select({format_expr(e.cond)}, {format_expr(e.if_true)}, {format_expr(e.if_false)})"
+    raise TypeError(f"not a CIR expression: {e!r}")
+
+
+def _format_body(body, indent: int, out: list):
+    pad = "  " * indent
+    for s in body:
+        if isinstance(s, Let):
+            kw = "var" if s.mutable else "let"
+            out.append(f"{pad}{kw} {s.name}: {s.value.ty} = {format_expr(s.value)}")
+        elif isinstance(s, Assign):
+            out.append(f"{pad}{s.name} = {format_expr(s.value)}")
+        elif isinstance(s, Store):
+            target = s.buffer if not s.index else f"{s.buffer}[{', '.join(format_expr(i) for i in s.index)}]"
+            out.append(f"{pad}store {target} = {format_expr(s.value)}")
+        elif isinstance(s, Loop):
+            kw = "parallel for" if s.parallel else "for"
+            step = "" if (isinstance(s.step, Const) and s.step.value == 1) else f" step {format_expr(s.step)}"
+            out.append(f"{pad}{kw} {s.var} in {format_expr(s.start)}..{format_expr(s.stop)}{step}:")
+            _format_body(s.body, indent + 1, out)
+        elif isinstance(s, If):
+            out.append(f"{pad}if {format_expr(s.cond)}:")
+            _format_body(s.then, indent + 1, out)
+            if s.orelse:
+                out.append(f"{pad}else:")
+                _format_body(s.orelse, indent + 1, out)
+        elif isinstance(s, Yield):
+            if s.index is None:
+                out.append(f"{pad}yield {format_expr(s.value)}")
+            else:
+                out.append(f"{pad}yield ({format_expr(s.value)}, {format_expr(s.index)})")
+        elif isinstance(s, SharedAlloc):
+            out.append(f"{pad}shared {s.name}: {s.dtype}[{', '.join(str(format_expr(d)) if isinstance(d, Expr) else str(d) for d in s.shape)}]")
+        elif isinstance(s, Barrier):
+            out.append(f"{pad}barrier")
+        elif isinstance(s, Atomic):
+            out.append(f"{pad}atomic {s.buffer}[{', '.join(format_expr(i) for i in s.index)}] {s.op}= {format_expr(s.value)}")
+        else:
+            raise TypeError(f"not a CIR statement: {s!r}")
+
+
+def format_body(body, indent: int = 0) -> str:
+    out: list = []
+    _format_body(body, indent, out)
+    return "\n".join(out)
+
+
+def _format_buffer(b: Buffer) -> str:
+    return f"{b.name}: {b.dtype}[{', '.join(str(d) for d in b.shape)}]"
+
+
+def print_kernel(k: Kernel, with_source: bool = True) -> str:
+    params = ", ".join(f"{key}={value}" for key, value in k.kernel_type.params)
+    ktype = k.kernel_type.kind + (f"({params})" if params else "")
+    lines = [f"kernel {k.name} : {ktype}"]
+    if with_source and k.first_line:
+        lines[0] += f"    // line {k.first_line}"
+    lines.append("  in  " + ", ".join(_format_buffer(b) for b in k.inputs))
+    lines.append("  out " + _format_buffer(k.output))
+    if k.dims:
+        lines.append("  dims " + ", ".join(k.dims))
+    if k.scalars:
+        lines.append("  scalars " + ", ".join(f"{s.name}: {s.dtype}" for s in k.scalars))
+    hints = []
+    sch = k.schedule
+    for f in fields(sch):
+        v = getattr(sch, f.name)
+        if v not in (None, ()):
+            hints.append(f"{f.name}={v}")
+    if hints:
+        lines.append("  schedule " + ", ".join(hints))
+    lines.append("  body:")
+    lines.append(format_body(k.body, 2))
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------- utilities
+
+
+def walk(node):
+    """Yield every CIR statement and expression below `node` (a Kernel, Stmt, Expr or tuple)."""
+    if isinstance(node, (tuple, list)):
+        for n in node:
+            yield from walk(n)
+        return
+    if isinstance(node, Kernel):
+        yield from walk(node.body)
+        return
+    if not isinstance(node, (Expr, Stmt, Span)):
+        return
+    yield node
+    for f in fields(node):
+        if f.name == "ty":
+            continue
+        yield from walk(getattr(node, f.name))

@@ -1,0 +1,426 @@
+"""Parse ZynML text into the syntax tree of `ast.py`.
+
+lark does the parsing (LALR, `grammar.lark`); `BlockIndenter` turns indentation into
+_INDENT/_DEDENT tokens. Unlike Python's rules, a `{` opens a fresh indentation context
+whose base is the indentation of its first line, so compute bodies may sit at any depth
+(inside a list literal, a pipeline or a call) and `}` closes whatever is still open.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from ..errors import Span, ZynMLSyntaxError
+from . import ast as A
+
+_GRAMMAR = Path(__file__).with_name("grammar.lark")
+
+
+class BlockIndenter:
+    """Post-lexer: newline handling and indentation tokens (see the module docstring)."""
+
+    always_accept = ("_NL",)
+
+    def process(self, stream):
+        # each context: [opening bracket, indentation levels or None before its first line]
+        contexts = [["", [0]]]
+        last = None
+        for tok in stream:
+            if tok.type == "_NL":
+                if contexts[-1][0] in ("(", "["):
+                    continue
+                yield from self._newline(tok, contexts)
+                last = tok
+                continue
+            if tok.type in ("LPAR", "LSQB", "LBRACE"):
+                contexts.append([tok.value, None])
+            elif tok.type in ("RPAR", "RSQB", "RBRACE") and len(contexts) > 1:
+                ctx = contexts.pop()
+                for _ in (ctx[1] or [0])[1:]:
+                    yield Token.new_borrow_pos("_DEDENT", "", tok)
+            yield tok
+            last = tok
+        # end of input: close the last line and every open level
+        if last is not None:
+            if last.type != "_NL":
+                yield Token.new_borrow_pos("_NL", "\n", last)
+            for _ in contexts[0][1][1:]:
+                yield Token.new_borrow_pos("_DEDENT", "", last)
+
+    @staticmethod
+    def _indent_of(nl_token) -> int:
+        text = nl_token.value.rsplit("\n", 1)[-1]
+        return len(text[: len(text) - len(text.lstrip(" \t"))].expandtabs(8))
+
+    def _newline(self, nl, contexts):
+        ctx = contexts[-1]
+        indent = self._indent_of(nl)
+        yield nl
+        if ctx[1] is None:
+            # first line inside a `{`: it sets the block's base indentation
+            ctx[1] = [indent]
+            return
+        levels = ctx[1]
+        if indent > levels[-1]:
+            levels.append(indent)
+            yield Token.new_borrow_pos("_INDENT", "", nl)
+            return
+        while indent < levels[-1] and len(levels) > 1:
+            levels.pop()
+            yield Token.new_borrow_pos("_DEDENT", "", nl)
+        if indent != levels[-1] and not (ctx[0] == "{" and indent < levels[0]):
+            # (a line left of a block's base can only be its closing `}`; the parser checks)
+            raise ZynMLSyntaxError(
+                "this line's indentation matches no enclosing block",
+                Span(nl.end_line or nl.line, indent + 1))
+
+
+def _span(meta) -> A.Span:
+    if getattr(meta, "empty", True):
+        return A.NO_SPAN
+    return Span(meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+def _tok_span(tok: Token) -> Span:
+    return Span(tok.line, tok.column, tok.end_line or tok.line,
+                tok.end_column or tok.column + len(tok.value))
+
+
+_UNITS_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+_UNITS_B = {"B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4,
+            "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
+
+
+def _split_args(items):
+    args, kwargs = [], []
+    for it in items:
+        if it is None:
+            continue
+        (kwargs if isinstance(it, A.Keyword) else args).append(it)
+    return args, kwargs
+
+
+@v_args(meta=True)
+class ToAst(Transformer):
+    """lark tree -> ast.py nodes, spans attached."""
+
+    # ---- statements
+    def start(self, meta, stmts):
+        return A.Program(list(stmts), span=_span(meta))
+
+    def let_stmt(self, meta, c):
+        pattern, typ, value = c
+        names, spans, destructure = pattern
+        return A.Let(names, value, typ, destructure, spans, span=_span(meta))
+
+    def name_pattern(self, meta, c):
+        return ([c[0].id], [c[0].span], False)
+
+    def tuple_pattern(self, meta, c):
+        return ([n.id for n in c], [n.span for n in c], True)
+
+    def var_stmt(self, meta, c):
+        _, name, typ, value = c
+        return A.VarDecl(name.id, value, typ, span=_span(meta))
+
+    def type_opt(self, meta, c):
+        return c[0] if c else None
+
+    def type(self, meta, c):
+        dims = c[1] if len(c) > 1 else None
+        return A.TypeExpr(c[0].value, dims, span=_span(meta))
+
+    def assign_stmt(self, meta, c):
+        target, op, value = c
+        return A.Assign(target, op, value, span=_span(meta))
+
+    def assign_op(self, meta, c):
+        return c[0].value
+
+    def expr_stmt(self, meta, c):
+        return A.ExprStmt(c[0], span=_span(meta))
+
+    def yield_stmt(self, meta, c):
+        return A.Yield(c[0], span=_span(meta))
+
+    def return_stmt(self, meta, c):
+        return A.Return(c[0] if c else None, span=_span(meta))
+
+    def shared_stmt(self, meta, c):
+        _, name, dims, typ = c
+        return A.SharedVar(name.id, dims, typ, span=_span(meta))
+
+    def ellipsis_stmt(self, meta, c):
+        return A.Ellipsis(span=_span(meta))
+
+    def annotation(self, meta, c):
+        tok = c[0]
+        ann = A.Annotation(tok.value[1:], span=_span(meta))
+        for part in c[1:]:
+            if isinstance(part, tuple) and part[0] == "args":
+                ann.args, ann.kwargs = part[1], part[2]
+            elif isinstance(part, tuple) and part[0] == "kernel":
+                _, ann.kernel, ann.kernel_args, ann.kernel_kwargs, ann.kernel_span = part
+        return A.AnnotationStmt(ann, span=_span(meta))
+
+    def kernel_name(self, meta, c):
+        args, kwargs = (c[1][1], c[1][2]) if len(c) > 1 else ([], [])
+        return ("kernel", c[0].value, args, kwargs, _tok_span(c[0]))
+
+    def call_args(self, meta, c):
+        args, kwargs = _split_args(c)
+        return ("args", args, kwargs)
+
+    def config_stmt(self, meta, c):
+        return A.Config([e for e in c if isinstance(e, A.Keyword)], span=_span(meta))
+
+    def config_entry(self, meta, c):
+        return A.Keyword(c[0].id, c[1], span=_span(meta))
+
+    def for_stmt(self, meta, c):
+        *iters, body = c
+        return A.For(iters, body, span=_span(meta))
+
+    def range_iter(self, meta, c):
+        name, start, stop = c[0], c[1], c[2]
+        step = c[3] if len(c) > 3 else None
+        return A.RangeIter(name.id, start, stop, step, span=_span(meta))
+
+    def each_iter(self, meta, c):
+        return A.EachIter(c[0].id, c[1], span=_span(meta))
+
+    def if_stmt(self, meta, c):
+        cond, then, *rest = c
+        node = A.If(cond, then, span=_span(meta))
+        tail = node
+        for clause in rest:
+            if clause[0] == "elif":
+                nested = A.If(clause[1], clause[2], span=clause[3])
+                tail.orelse = [nested]
+                tail = nested
+            else:
+                tail.orelse = clause[1]
+        return node
+
+    def elif_clause(self, meta, c):
+        return ("elif", c[0], c[1], _span(meta))
+
+    def else_clause(self, meta, c):
+        return ("else", c[0])
+
+    def pipeline_def(self, meta, c):
+        name = c[0].value
+        params, ret, body = [], None, c[-1]
+        for part in c[1:-1]:
+            if isinstance(part, list):
+                params = part
+            elif isinstance(part, A.TypeExpr):
+                ret = part
+        return A.Pipeline(name, params, ret, body, span=_span(meta))
+
+    def params(self, meta, c):
+        return list(c)
+
+    def param(self, meta, c):
+        return A.Param(c[0].id, c[1] if len(c) > 1 else None, span=_span(meta))
+
+    def ret_type(self, meta, c):
+        return c[0]
+
+    def suite(self, meta, c):
+        return list(c)
+
+    def block(self, meta, c):
+        return list(c)
+
+    def expr_list(self, meta, c):
+        return list(c)
+
+    # ---- expressions
+    def name(self, meta, c):
+        return A.Name(c[0].value, span=_tok_span(c[0]))
+
+    def _expr(self, x):
+        if isinstance(x, Token):
+            return A.Name(x.value, span=_tok_span(x))
+        return x
+
+    def __default_token__(self, token):
+        return token
+
+    def pipe(self, meta, c):
+        return A.Pipe(self._expr(c[0]), self._expr(c[1]), span=_span(meta))
+
+    def _bin(self, op, meta, c):
+        return A.BinOp(op, self._expr(c[0]), self._expr(c[-1]), span=_span(meta))
+
+    def or_op(self, meta, c): return self._bin("or", meta, c)
+    def and_op(self, meta, c): return self._bin("and", meta, c)
+    def add(self, meta, c): return self._bin("+", meta, c)
+    def sub(self, meta, c): return self._bin("-", meta, c)
+    def mul(self, meta, c): return self._bin("*", meta, c)
+    def div(self, meta, c): return self._bin("/", meta, c)
+    def mod(self, meta, c): return self._bin("%", meta, c)
+    def matmul(self, meta, c): return self._bin("@", meta, c)
+    def pow(self, meta, c): return self._bin("**", meta, c)
+
+    def compare(self, meta, c):
+        return A.BinOp(c[1], self._expr(c[0]), self._expr(c[2]), span=_span(meta))
+
+    def comp_op(self, meta, c):
+        return c[0].value
+
+    def not_op(self, meta, c):
+        return A.UnaryOp("not", self._expr(c[0]), span=_span(meta))
+
+    def neg(self, meta, c):
+        return A.UnaryOp("neg", self._expr(c[0]), span=_span(meta))
+
+    def pos(self, meta, c):
+        return A.UnaryOp("pos", self._expr(c[0]), span=_span(meta))
+
+    def await_expr(self, meta, c):
+        c = [self._expr(x) for x in c]
+        return A.Await(c[0], c[1] if len(c) > 1 else None, c[2] if len(c) > 2 else None,
+                       span=_span(meta))
+
+    def call(self, meta, c):
+        _, args, kwargs = c[1]
+        return A.Call(self._expr(c[0]), [self._expr(a) for a in args], kwargs, span=_span(meta))
+
+    def kwarg(self, meta, c):
+        return A.Keyword(c[0].id, self._expr(c[1]), span=_span(meta))
+
+    def op_add(self, meta, c):
+        return A.OpRef("+", span=_span(meta))
+
+    def op_mul(self, meta, c):
+        return A.OpRef("*", span=_span(meta))
+
+    def index(self, meta, c):
+        return A.Index(self._expr(c[0]), c[1], span=_span(meta))
+
+    def index_list(self, meta, c):
+        return [x if isinstance(x, A.SliceItem) else self._expr(x) for x in c]
+
+    def slice(self, meta, c):
+        start = self._expr(c[0]) if c[0] is not None else None
+        stop = self._expr(c[1]) if c[1] is not None else None
+        return A.SliceItem(start, stop, span=_span(meta))
+
+    def attr(self, meta, c):
+        return A.Attr(self._expr(c[0]), c[1].id, span=_span(meta))
+
+    def int_lit(self, meta, c):
+        return A.Number(int(c[0].value), span=_span(meta))
+
+    def float_lit(self, meta, c):
+        return A.Number(float(c[0].value), span=_span(meta))
+
+    def string_lit(self, meta, c):
+        raw = c[0].value[1:-1]
+        return A.String(bytes(raw, "utf-8").decode("unicode_escape"), span=_span(meta))
+
+    def duration_lit(self, meta, c):
+        text = c[0].value
+        unit = text.lstrip("0123456789.")
+        return A.Duration(float(text[: len(text) - len(unit)]) * _UNITS_S[unit], text,
+                          span=_span(meta))
+
+    def size_lit(self, meta, c):
+        text = c[0].value
+        unit = text.lstrip("0123456789")
+        return A.Size(int(text[: len(text) - len(unit)]) * _UNITS_B[unit], text, span=_span(meta))
+
+    def true_lit(self, meta, c):
+        return A.Bool(True, span=_span(meta))
+
+    def false_lit(self, meta, c):
+        return A.Bool(False, span=_span(meta))
+
+    def tuple_lit(self, meta, c):
+        return A.TupleLit([self._expr(x) for x in c if x is not None], span=_span(meta))
+
+    def list_lit(self, meta, c):
+        return A.ListLit([self._expr(x) for x in c if x is not None], span=_span(meta))
+
+    def compute_expr(self, meta, c):
+        body = c[-1]
+        inputs = [self._expr(x) for x in c[:-1] if x is not None and not isinstance(x, A.Annotation)]
+        anns = [x for x in c[:-1] if isinstance(x, A.Annotation)]
+        return A.Compute(inputs, anns, body, span=_span(meta))
+
+    def compute_annotation(self, meta, c):
+        ann = A.Annotation(c[0].value[1:], span=_span(meta))
+        if len(c) > 1:
+            ann.args, ann.kwargs = c[1][1], c[1][2]
+        return ann
+
+
+@functools.lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(_GRAMMAR.read_text(), parser="lalr", lexer="contextual",
+                postlex=BlockIndenter(), propagate_positions=True, maybe_placeholders=True)
+
+
+_TOKEN_WORDS = {
+    "_NL": "end of line", "_INDENT": "indented block", "_DEDENT": "end of block",
+    "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'",
+    "RBRACE": "'}'", "COLON": "':'", "COMMA": "','", "EQUAL": "'='", "NAME": "a name",
+    "INT": "a number", "FLOAT": "a number", "STRING": "a string", "$END": "end of input",
+}
+
+
+def _describe(expected) -> str:
+    words = sorted({_TOKEN_WORDS.get(t, t.lower().replace("_", " ")) for t in expected})
+    if len(words) > 8:
+        words = words[:8] + ["..."]
+    return ", ".join(words)
+
+
+def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
+    line, column = getattr(err, "line", 0) or 0, getattr(err, "column", 0) or 0
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        if tok.type == "$END":
+            lines = source.rstrip().splitlines() or [""]
+            line, column = len(lines), len(lines[-1]) + 1
+            msg = "unexpected end of input"
+        elif tok.type in ("_NL", "_INDENT", "_DEDENT"):
+            msg = {"_NL": "unexpected end of line", "_INDENT": "unexpected indentation",
+                   "_DEDENT": "unexpected end of block"}[tok.type]
+            if tok.type == "_NL":
+                # point at the end of the line the statement broke on
+                line = tok.line
+                column = tok.column
+        else:
+            msg = f"unexpected {tok.value!r}"
+        if err.expected:
+            msg += f"; expected {_describe(err.expected)}"
+    elif isinstance(err, UnexpectedCharacters):
+        msg = f"unexpected character {source.splitlines()[line - 1][column - 1]!r}" \
+            if line and column else "unexpected character"
+    elif isinstance(err, UnexpectedEOF):
+        lines = source.rstrip().splitlines() or [""]
+        line, column = len(lines), len(lines[-1]) + 1
+        msg = "unexpected end of input"
+    else:
+        msg = str(err).splitlines()[0]
+    return ZynMLSyntaxError(msg, Span(max(line, 1), max(column, 1)), source)
+
+
+def parse(source: str) -> A.Program:
+    """Parse a ZynML program. Raises ZynMLSyntaxError with line and column."""
+    text = source if source.endswith("\n") else source + "\n"
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as err:
+        raise _syntax_error(err, source) from None
+    except ZynMLSyntaxError as err:
+        raise err.with_source(source) from None
+    program = ToAst().transform(tree)
+    program.source = source
+    return program

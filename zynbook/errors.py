@@ -1,0 +1,127 @@
+"""The ZynML error family: every mistake a user can make ends up as one of these.
+
+Each error carries its kind, a message, and the 1-based line and column of the source it
+points at. `render()` shows the source line with a caret under the column, which is what
+the CLI, the Jupyter kernel and the magics print instead of a Python traceback.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Span:
+    """A region of ZynML source: 1-based line/column of its start and end."""
+
+    line: int
+    column: int
+    end_line: int = 0
+    end_column: int = 0
+
+    def __post_init__(self):
+        if not self.end_line:
+            object.__setattr__(self, "end_line", self.line)
+        if not self.end_column:
+            object.__setattr__(self, "end_column", self.column + 1)
+
+
+NO_SPAN = Span(0, 0, 0, 0)
+
+
+class ZynMLError(Exception):
+    """Base of all ZynML errors. `kind` names the family member."""
+
+    kind = "error"
+
+    def __init__(self, message: str, span: Span | None = None, source: str | None = None,
+                 notes: tuple[tuple[str, Span], ...] = ()):
+        super().__init__(message)
+        self.message = message
+        self.span = span or NO_SPAN
+        self.source = source
+        # extra places worth pointing at ("the other side of the mismatch is here")
+        self.notes = tuple(notes)
+
+    @property
+    def line(self) -> int:
+        return self.span.line
+
+    @property
+    def column(self) -> int:
+        return self.span.column
+
+    def with_source(self, source: str) -> "ZynMLError":
+        if self.source is None:
+            self.source = source
+        return self
+
+    @property
+    def source_line(self) -> str:
+        if not self.source or self.line <= 0:
+            return ""
+        lines = self.source.splitlines()
+        return lines[self.line - 1] if self.line <= len(lines) else ""
+
+    def _excerpt(self, span: Span) -> list[str]:
+        if not self.source or span.line <= 0:
+            return []
+        lines = self.source.splitlines()
+        if span.line > len(lines):
+            return []
+        text = lines[span.line - 1]
+        width = 1
+        if span.end_line == span.line and span.end_column > span.column:
+            width = span.end_column - span.column
+        width = max(1, min(width, len(text) - span.column + 2))
+        gutter = f"{span.line:>4} | "
+        return [gutter + text, " " * (len(gutter) + span.column - 1) + "^" * width]
+
+    def render(self) -> str:
+        where = f" at line {self.line}, column {self.column}" if self.line > 0 else ""
+        out = [f"ZynML {self.kind} error{where}: {self.message}"]
+        out += self._excerpt(self.span)
+        for note, span in self.notes:
+            out.append(f"  note: {note}" + (f" (line {span.line}, column {span.column})"
+                                              if span.line > 0 else ""))
+            out += ["  " + s for s in self._excerpt(span)]
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class ZynMLSyntaxError(ZynMLError):
+    kind = "syntax"
+
+
+class ZynMLNameError(ZynMLError):
+    kind = "name"
+
+
+class ZynMLTypeError(ZynMLError):
+    kind = "type"
+
+
+class ZynMLShapeError(ZynMLError):
+    kind = "shape"
+
+
+class ZynMLDeviceError(ZynMLError):
+    kind = "device"
+
+
+class ZynMLRuntimeError(ZynMLError):
+    kind = "runtime"
+
+
+class ZynMLTimeoutError(ZynMLRuntimeError):
+    kind = "timeout"
+
+
+class ZynMLMemoryError(ZynMLRuntimeError):
+    kind = "memory"
+
+
+ERROR_KINDS = {cls.kind: cls for cls in (
+    ZynMLSyntaxError, ZynMLNameError, ZynMLTypeError, ZynMLShapeError, ZynMLDeviceError,
+    ZynMLRuntimeError, ZynMLTimeoutError, ZynMLMemoryError)}

@@ -437,3 +437,36 @@ def walk(node):
         if f.name == "ty":
             continue
         yield from walk(getattr(node, f.name))
+
+
+def eval_dim(dim, sizes: dict) -> int:
+    """The value of a buffer dimension (int, size name or CIR expression over size names)."""
+    if isinstance(dim, int):
+        return dim
+    if isinstance(dim, str):
+        return int(sizes[dim])
+    return int(eval_expr_static(dim, sizes))
+
+
+def eval_expr_static(e, sizes: dict):
+    """Evaluate a CIR expression made only of constants, size names and arithmetic."""
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Var):
+        return sizes[e.name]
+    if isinstance(e, Unary) and e.op == "neg":
+        return -eval_expr_static(e.operand, sizes)
+    if isinstance(e, Bin):
+        a, b = eval_expr_static(e.left, sizes), eval_expr_static(e.right, sizes)
+        if e.op == "/":
+            return a // b if isinstance(a, int) and isinstance(b, int) else a / b
+        return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+                "%": lambda: a % b, "**": lambda: a ** b}[e.op]()
+    if isinstance(e, Call) and e.fn in ("min", "max"):
+        vals = [eval_expr_static(a, sizes) for a in e.args]
+        return min(vals) if e.fn == "min" else max(vals)
+    raise TypeError(f"not a static size expression: {format_expr(e)}")
+
+
+def output_shape(kernel: "Kernel", sizes: dict) -> tuple:
+    return tuple(eval_dim(d, sizes) for d in kernel.output.shape)

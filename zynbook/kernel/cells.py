@@ -1,0 +1,329 @@
+"""Reading ZynML notebook cells: magics, completeness, the name or block under the cursor.
+
+Pure text functions (no kernel, no IPython), shared by the ZynML kernel and the magics.
+
+A ZynML cell is ZynML source with optional line magics, each a line that starts with `%`
+in column 1:
+
+    %device cuda:0          set the session's default device
+    %inspect                show the generated code of the last compute block
+    %time [code]            run `code` (or the rest of the cell) and report its times
+    %timeit [code]          time `code` (or the rest of the cell) over several runs
+    %python code            one line of Python in the shared namespace
+    %other args             any other IPython line magic
+
+and `%%python` (or `%%time` / `%%timeit`) on the first line makes the whole cell Python
+(or times the whole ZynML cell).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..compiler import ast as A
+from ..compiler.parser import parse
+from ..errors import ZynMLError, ZynMLSyntaxError
+
+ZYNML_MAGICS = ("device", "inspect", "time", "timeit", "python")
+
+
+@dataclass
+class Part:
+    """One piece of a cell, in order.
+
+    kind: "zynml" (text is ZynML, padded with blank lines so that line numbers are those
+    of the cell), "python" (Python source), or "magic" (name and args).
+    """
+    kind: str
+    text: str = ""
+    name: str = ""
+    args: str = ""
+    line: int = 1
+    timed: str = ""          # "time" / "timeit" when a ZynML part runs under that magic
+
+
+_MAGIC_LINE = re.compile(r"^%(?!%)([A-Za-z_][\w.]*)[ \t]*(.*)$")
+
+
+def split_cell(cell: str) -> list[Part]:
+    lines = cell.splitlines()
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if first is None:
+        return []
+    head = lines[first].strip()
+    if head.startswith("%%"):
+        name, _, args = head[2:].partition(" ")
+        rest = "\n".join(lines[first + 1:])
+        if name == "python":
+            return [Part("python", rest, line=first + 2)]
+        if name in ("time", "timeit"):
+            body = "\n" * (first + 1) + rest
+            return [Part("zynml", body, line=first + 2, timed=name, args=args.strip())]
+        return [Part("magic", rest, name="%%" + name, args=args.strip(), line=first + 1)]
+
+    parts: list[Part] = []
+    chunk: list[str] = []
+    chunk_start = 0
+
+    def flush(end: int, timed: str = "", args: str = ""):
+        nonlocal chunk
+        if any(_is_code(ln) for ln in chunk):
+            parts.append(Part("zynml", "\n" * chunk_start + "\n".join(chunk),
+                              line=chunk_start + 1, timed=timed, args=args))
+        chunk = []
+
+    i = 0
+    while i < len(lines):
+        m = _MAGIC_LINE.match(lines[i])
+        if not m:
+            if not chunk:
+                chunk_start = i
+            chunk.append(lines[i])
+            i += 1
+            continue
+        flush(i)
+        name, args = m.group(1), m.group(2).rstrip()
+        if name == "python":
+            parts.append(Part("python", args, line=i + 1))
+        elif name in ("time", "timeit"):
+            if args:
+                parts.append(Part("zynml", "\n" * i + args, line=i + 1, timed=name))
+            else:
+                # the rest of the cell runs under the timer
+                chunk_start = i + 1
+                chunk = lines[i + 1:]
+                flush(len(lines), timed=name)
+                return parts
+        else:
+            parts.append(Part("magic", name=name, args=args, line=i + 1))
+        i += 1
+    flush(len(lines))
+    return parts
+
+
+def _is_code(line: str) -> bool:
+    s = line.strip()
+    return bool(s) and not s.startswith("//")
+
+
+def zynml_text(cell: str) -> str:
+    """The cell's ZynML with magic lines blanked (line numbers kept)."""
+    if cell.lstrip().startswith("%%python"):
+        return ""
+    out = []
+    for ln in cell.splitlines():
+        m = _MAGIC_LINE.match(ln)
+        if m and m.group(1) in ("time", "timeit") and m.group(2).strip():
+            out.append(m.group(2).strip())
+        elif m or ln.startswith("%%"):
+            out.append("")
+        else:
+            out.append(ln)
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- is_complete
+
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _open_brackets(text: str) -> list[str]:
+    """Brackets still open at the end of `text` (strings and // comments skipped)."""
+    stack: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c in _OPENERS:
+            stack.append(c)
+        elif c in ")]}" and stack and _OPENERS[stack[-1]] == c:
+            stack.pop()
+        i += 1
+    return stack
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def is_complete(cell: str) -> tuple[str, str]:
+    """("complete" | "incomplete" | "invalid", indent for the next line)."""
+    if cell.lstrip().startswith("%%"):
+        # a cell magic's body goes on until the user runs it (a blank line ends it)
+        return ("complete", "") if cell.endswith("\n\n") else ("incomplete", "")
+    text = zynml_text(cell)
+    lines = [ln for ln in text.splitlines() if _is_code(ln)]
+    if not lines:
+        return "complete", ""
+    last = lines[-1]
+    code_last = re.sub(r"//.*$", "", last).rstrip()
+    stack = _open_brackets(text)
+    if code_last.endswith(":") or code_last.endswith("\\"):
+        return "incomplete", " " * (_indent(last) + 4)
+    if stack:
+        extra = 4 if stack[-1] == "{" and code_last.endswith("{") else 0
+        return "incomplete", " " * (_indent(last) + extra)
+    # an indented last line of a `for`/`if`/`pipeline` outside brackets: the block may go on
+    # until an empty line ends it, as in Python's console
+    if _indent(last) > 0 and not cell.endswith("\n\n"):
+        return "incomplete", " " * _indent(last)
+    try:
+        parse(text)
+    except ZynMLSyntaxError as err:
+        if err.message.startswith("unexpected end of input"):
+            return "incomplete", ""
+        return "invalid", ""
+    except ZynMLError:
+        return "invalid", ""
+    return "complete", ""
+
+
+# ---------------------------------------------------------------------- cursor helpers
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def token_before(code: str, cursor: int) -> tuple[str, int]:
+    """The identifier (with a leading `@` or `%` if any) ending at `cursor`, and its start."""
+    start = cursor
+    while start > 0 and (code[start - 1].isalnum() or code[start - 1] == "_"):
+        start -= 1
+    if start > 0 and code[start - 1] in "@%":
+        start -= 1
+        if start > 0 and code[start - 1] == "%":
+            start -= 1
+    return code[start:cursor], start
+
+
+def word_at(code: str, cursor: int) -> tuple[str, int, int]:
+    """The dotted name under the cursor (`x`, `x.shape`) and its span."""
+    start = cursor
+    while start > 0 and (code[start - 1].isalnum() or code[start - 1] in "_."):
+        start -= 1
+    end = cursor
+    while end < len(code) and (code[end].isalnum() or code[end] == "_"):
+        end += 1
+    word = code[start:end].strip(".")
+    if not word:
+        # right after a name and an opening parenthesis: `exp(|`
+        m = re.search(r"([A-Za-z_][\w.]*)\s*\($", code[:cursor])
+        if m:
+            return m.group(1), m.start(1), m.end(1)
+    return word, start, end
+
+
+def line_col(code: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of a character offset."""
+    before = code[:offset]
+    line = before.count("\n") + 1
+    col = offset - (before.rfind("\n") + 1) + 1
+    return line, col
+
+
+def defined_names(code: str) -> list[str]:
+    """Names a cell's text binds (`let`, `var`, `for`, pipelines), for completion before the
+    cell has run; read with a regular expression so that half-written code still counts."""
+    names = []
+    for m in re.finditer(r"\b(?:let|var)\s+\(?\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)", code):
+        names += [n.strip() for n in m.group(1).split(",")]
+    names += re.findall(r"\bfor\s+([A-Za-z_]\w*)\s+in\b", code)
+    names += re.findall(r",\s*([A-Za-z_]\w*)\s+in\b", code)
+    names += re.findall(r"\bpipeline\s+([A-Za-z_]\w*)", code)
+    return list(dict.fromkeys(names))
+
+
+# ------------------------------------------------------------------- syntax-tree helpers
+
+def _children(node):
+    if isinstance(node, list):
+        for n in node:
+            yield from _children(n)
+        return
+    if isinstance(node, A.Node):
+        yield node
+        return
+
+
+def walk(node):
+    """Every syntax-tree node below `node` (a Node or a list), depth first."""
+    stack = list(_children(node))
+    while stack:
+        n = stack.pop()
+        yield n
+        for value in vars(n).values():
+            if isinstance(value, (list, A.Node)):
+                stack.extend(_children(value))
+
+
+def _contains(span, line: int, col: int) -> bool:
+    if span.line <= 0:
+        return False
+    after_start = (line, col) >= (span.line, span.column)
+    before_end = (line, col) <= (span.end_line, span.end_column)
+    return after_start and before_end
+
+
+def compute_at(program: A.Program, line: int, col: int):
+    """The innermost `compute` block whose text holds (line, col), or None."""
+    best = None
+    for node in walk(program.body):
+        if isinstance(node, A.Compute) and _contains(node.span, line, col):
+            if best is None or (node.span.line, node.span.column) > \
+                    (best.span.line, best.span.column):
+                best = node
+    return best
+
+
+def compute_blocks(program: A.Program) -> list:
+    """Every compute block of the program, in source order."""
+    blocks = [n for n in walk(program.body) if isinstance(n, A.Compute)]
+    return sorted(blocks, key=lambda n: (n.span.line, n.span.column))
+
+
+def span_text(source: str, span) -> str:
+    lines = source.splitlines()
+    if span.line <= 0 or span.line > len(lines):
+        return ""
+    if span.line == span.end_line:
+        return lines[span.line - 1][span.column - 1:span.end_column - 1]
+    first = lines[span.line - 1][span.column - 1:]
+    middle = lines[span.line:span.end_line - 1]
+    last = lines[span.end_line - 1][:span.end_column - 1] if span.end_line <= len(lines) else ""
+    return "\n".join([first, *middle, last])
+
+
+def free_names(program: A.Program) -> list[str]:
+    """Names the program reads (candidates for binding from a host namespace)."""
+    names = []
+    for node in walk(program.body):
+        if isinstance(node, A.Name):
+            names.append(node.id)
+        elif isinstance(node, A.Attr):
+            base = node.base
+            while isinstance(base, A.Attr):
+                base = base.base
+            if isinstance(base, A.Name):
+                names.append(base.id)
+    return list(dict.fromkeys(names))
+
+
+def bound_names(program: A.Program) -> list[str]:
+    """Names the program's top-level statements bind (`let`, `var`, pipelines)."""
+    names = []
+    for stmt in program.body:
+        if isinstance(stmt, A.Let):
+            names += list(stmt.names)
+        elif isinstance(stmt, A.VarDecl):
+            names.append(stmt.name)
+        elif isinstance(stmt, A.Pipeline):
+            names.append(stmt.name)
+    return list(dict.fromkeys(names))

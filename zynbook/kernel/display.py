@@ -1,0 +1,137 @@
+"""How ZynML values and errors look in a notebook (the ZynML kernel and the Python magics).
+
+Tensors show their shape, dtype, device and a preview (an HTML table for small 2-D data);
+errors become Jupyter errors whose traceback is the ZynML source line with a caret.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from ..errors import ZynMLError
+
+TABLE_MAX_ROWS = 16
+TABLE_MAX_COLS = 16
+PREVIEW_THRESHOLD = 200          # numpy summarises arrays with more elements than this
+
+
+def is_tensor(value) -> bool:
+    """A ZynBook tensor (duck-typed on the documented attributes, so views work too)."""
+    try:
+        from .. import Tensor
+    except ImportError:
+        Tensor = None
+    if Tensor is not None and isinstance(value, Tensor):
+        return True
+    return all(hasattr(value, a) for a in ("shape", "dtype", "device", "numpy")) \
+        and not isinstance(value, np.ndarray) and isinstance(getattr(value, "device"), str)
+
+
+def shape_text(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def tensor_summary(t) -> str:
+    """`f32[3, 4] on cpu`"""
+    return f"{t.dtype}{shape_text(t.shape)} on {t.device}"
+
+
+def _host(t) -> np.ndarray:
+    return np.asarray(t.numpy())
+
+
+def tensor_text(t) -> str:
+    data = _host(t)
+    body = np.array2string(data, threshold=PREVIEW_THRESHOLD, edgeitems=3,
+                           max_line_width=100, precision=6)
+    return f"Tensor {tensor_summary(t)}\n{body}"
+
+
+def _cell(v) -> str:
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.6g}"
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    return html.escape(str(v))
+
+
+_STYLE = ("<style>.zynml-tensor table{border-collapse:collapse;font-family:monospace;"
+          "font-size:12px}.zynml-tensor td,.zynml-tensor th{border:1px solid #ccc;"
+          "padding:1px 6px;text-align:right}.zynml-tensor th{background:#f3f3f3;"
+          "color:#666;font-weight:normal}.zynml-tensor .zynml-meta{font-family:monospace;"
+          "color:#444;margin-bottom:4px}</style>")
+
+
+def tensor_html(t) -> str:
+    data = _host(t)
+    meta = (f"<div class='zynml-meta'><b>Tensor</b> {html.escape(t.dtype)}"
+            f"{html.escape(shape_text(t.shape))} &middot; {html.escape(t.device)}</div>")
+    if data.ndim in (1, 2) and data.size and data.shape[0] <= TABLE_MAX_ROWS \
+            and (data.ndim == 1 or data.shape[1] <= TABLE_MAX_COLS):
+        rows = data.reshape(1, -1) if data.ndim == 1 else data
+        if data.ndim == 1 and data.shape[0] > TABLE_MAX_COLS:
+            rows = None
+        if rows is not None:
+            head = "<tr><th></th>" + "".join(f"<th>{j}</th>" for j in range(rows.shape[1])) \
+                + "</tr>"
+            body = "".join(
+                "<tr><th>" + (str(i) if data.ndim == 2 else "") + "</th>"
+                + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>"
+                for i, row in enumerate(rows))
+            return f"<div class='zynml-tensor'>{_STYLE}{meta}<table>{head}{body}</table></div>"
+    pre = html.escape(np.array2string(data, threshold=PREVIEW_THRESHOLD, edgeitems=3,
+                                      max_line_width=100, precision=6))
+    return f"<div class='zynml-tensor'>{_STYLE}{meta}<pre>{pre}</pre></div>"
+
+
+def describe(value) -> str:
+    """One line about a value: its type, and shape/dtype/device for tensors."""
+    if is_tensor(value):
+        return f"Tensor {tensor_summary(value)}"
+    if isinstance(value, np.ndarray):
+        return f"numpy.ndarray {value.dtype}{shape_text(value.shape)} on cpu"
+    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "shape"):
+        dev = getattr(getattr(value, "device", None), "id", 0)
+        return f"{type(value).__module__}.{type(value).__name__} {value.dtype}" \
+            f"{shape_text(value.shape)} on cuda:{dev}"
+    kind = type(value).__name__
+    text = repr(value)
+    if len(text) > 200:
+        text = text[:200] + "..."
+    return f"{kind}: {text}"
+
+
+def register_formatters(shell) -> None:
+    """Show ZynBook tensors richly in `shell` (an IPython InteractiveShell)."""
+    try:
+        from .. import Tensor
+    except ImportError:
+        return
+    formatters = shell.display_formatter.formatters
+    formatters["text/plain"].for_type(Tensor, lambda t, p, cycle: p.text(tensor_text(t)))
+    formatters["text/html"].for_type(Tensor, tensor_html)
+
+
+# ------------------------------------------------------------------------------- errors
+
+def error_evalue(err: ZynMLError) -> str:
+    where = f" (line {err.line}, column {err.column})" if err.line > 0 else ""
+    return f"{err.message}{where}"
+
+
+def error_ename(err: ZynMLError) -> str:
+    return type(err).__name__
+
+
+_RED, _BOLD, _RESET = "\x1b[31m", "\x1b[1m", "\x1b[0m"
+
+
+def error_traceback(err: ZynMLError, color: bool = True) -> list[str]:
+    """The Jupyter `traceback` lines of a ZynML error: the rendered error with its caret."""
+    lines = err.render().splitlines()
+    if color and lines:
+        lines[0] = f"{_RED}{_BOLD}{lines[0]}{_RESET}"
+        lines = [f"{_RED}{ln}{_RESET}" if ln.strip() and set(ln.strip()) == {"^"} else ln
+                 for ln in lines]
+    return lines

@@ -1,0 +1,582 @@
+"""The ZynML kernel, built on ipykernel's IPythonKernel.
+
+Why IPythonKernel: comms (ipywidgets), rich display, history, execution counts, `%python`
+cells and interrupts all come from IPython. A ZynML cell is turned into a few lines of Python
+(`ZynMLShell.transform_cell`) that call `ZynMLRunner` on each piece of ZynML, so IPython runs
+it like any cell: the last expression's value goes through the display hook (Out[n], `_`),
+SIGINT raises KeyboardInterrupt in the running cell, and ZynML errors are caught by a
+custom exception handler that shows the ZynML source line and caret instead of a Python stack.
+
+The ZynML namespace (`Session.namespace`) and IPython's user namespace are bridged both ways:
+names a ZynML cell reads are taken from Python when Python defined or rebound them, and names
+ZynML binds are written back to Python after each piece of ZynML.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any
+
+import numpy as np
+from ipykernel.ipkernel import IPythonKernel
+from ipykernel.zmqshell import ZMQInteractiveShell
+from IPython.display import HTML, display
+from traitlets import Type
+
+from ..compiler.parser import parse
+from ..errors import ZynMLError
+from ..highlight import ANNOTATIONS, BUILTIN_FUNCTIONS, KERNEL_TYPES, KEYWORDS
+from . import LANGUAGE_INFO, cells
+from .display import (describe, error_evalue, error_traceback, is_tensor,
+                      register_formatters, tensor_text)
+from .state import notebook_session, set_notebook_session
+
+TENSOR_ATTRIBUTES = ("shape", "dtype", "device", "numpy", "to_device", "ndim", "size")
+
+ANNOTATION_DOCS = {
+    "kernel": "@kernel TYPE [params]: the kernel type, the schedule for a recognised shape",
+    "device": '@device("cuda:0"): where the compute block runs (cpu, cuda:N, vulkan:N, '
+              'metal:N, webgpu:N, auto)',
+    "async": "@async: the block returns a future; `await` it for the value",
+    "workgroup": "@workgroup(x, y, z): threads per workgroup (a hint)",
+    "shared": "@shared(bytes): shared memory per workgroup (a hint)",
+    "tile": "@tile(block_q=64, ...): tile sizes (a hint)",
+    "broadcast": "@broadcast(name, axis=1): broadcast an input along an axis",
+    "parallel": "@parallel(data|model): multi-device split",
+}
+
+
+def _format_seconds(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    if s >= 1e-6:
+        return f"{s * 1e6:.3g} µs"
+    return f"{s * 1e9:.3g} ns"
+
+
+def launch_table(launches) -> str:
+    """Per-launch times as text rows."""
+    rows = [f"{'kernel':<24} {'device':<10} {'compile':>10} {'upload':>10} {'kernel':>10} "
+            f"{'download':>10}  clock"]
+    for ln in launches:
+        t = ln.times
+        rows.append(f"{ln.kernel:<24} {ln.device:<10} {_format_seconds(t.compile):>10} "
+                    f"{_format_seconds(t.upload):>10} {_format_seconds(t.kernel):>10} "
+                    f"{_format_seconds(t.download):>10}  {t.source}")
+    return "\n".join(rows)
+
+
+class _ShortValue:
+    """Stands in for an exception value where only its short text is wanted (the `evalue`
+    of a Jupyter error message)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _bindable(value) -> bool:
+    """Whether a Python value can become a ZynML value (the Session's env rules)."""
+    if isinstance(value, (bool, int, float, str, list, tuple, dict, np.ndarray, np.generic)):
+        return True
+    if isinstance(value, type) or callable(value) and not hasattr(value, "__dlpack__"):
+        return False
+    return any(hasattr(value, a) for a in ("__dlpack__", "__array__", "__array_interface__",
+                                          "__cuda_array_interface__"))
+
+
+class ZynMLRunner:
+    """Runs the ZynML pieces of cells in the notebook session and bridges the namespaces."""
+
+    def __init__(self, shell, session):
+        self.shell = shell
+        self.session = session
+        self.last_kernels: list = []
+        self.last_launches: list = []
+        self.kernels_by_source: dict[str, Any] = {}
+        # name -> (Python value, ZynML value) as of the last exchange
+        self._links: dict[str, tuple] = {}
+
+    # ----------------------------------------------------------------- namespaces
+    def _hidden(self) -> set:
+        return set(getattr(self.shell, "user_ns_hidden", {}))
+
+    def python_names(self, source: str) -> dict:
+        """Values from the Python namespace for the names `source` reads, where Python has
+        a value ZynML has not seen yet."""
+        try:
+            program = parse(source)
+        except ZynMLError:
+            return {}
+        user_ns, hidden = self.shell.user_ns, self._hidden()
+        env = {}
+        for name in cells.free_names(program):
+            if name.startswith("_") or name in hidden or name not in user_ns:
+                continue
+            value = user_ns[name]
+            link = self._links.get(name)
+            if link is not None and (value is link[1] or (
+                    value is link[0] and self.session.namespace.get(name) is link[1])):
+                continue
+            if _bindable(value):
+                env[name] = value
+        return env
+
+    def export_names(self) -> None:
+        """Write the names ZynML bound or rebound into the Python namespace."""
+        user_ns = self.shell.user_ns
+        for name, value in list(self.session.namespace.items()):
+            if name.startswith("_"):
+                continue
+            link = self._links.get(name)
+            if link is not None and link[1] is value:
+                continue
+            user_ns[name] = value
+            self._links[name] = (value, value)
+
+    # ------------------------------------------------------------------- running
+    def run(self, source: str):
+        """Run one piece of ZynML; its value if it ends in an expression, else None."""
+        env = self.python_names(source)
+        try:
+            value, is_expr = self.session.run_cell(source, **env)
+        finally:
+            for name, pyvalue in env.items():
+                if name in self.session.namespace:
+                    self._links[name] = (pyvalue, self.session.namespace[name])
+            self._remember()
+            self.export_names()
+        return value if is_expr else None
+
+    def _remember(self) -> None:
+        kernels = list(self.session.last_kernels or [])
+        if kernels:
+            self.last_kernels = kernels
+            self.last_launches = list(self.session.launches or [])
+            for k in kernels:
+                text = getattr(k, "zynml", "") or ""
+                if text:
+                    self.kernels_by_source[_norm(text)] = k
+
+    def time(self, source: str):
+        """`%time`: run once, print the wall time and each launch's phases."""
+        t0 = time.perf_counter()
+        try:
+            return self.run(source)
+        finally:
+            wall = time.perf_counter() - t0
+            print(f"Wall time: {_format_seconds(wall)}")
+            launches = list(self.session.launches or [])
+            if launches:
+                print(launch_table(launches))
+
+    def timeit(self, source: str, args: str = ""):
+        """`%timeit [-n N] [-r R]`: best-effort loop count, mean ± std of R repeats."""
+        opts = args.split()
+        number = int(opts[opts.index("-n") + 1]) if "-n" in opts else 0
+        repeat = int(opts[opts.index("-r") + 1]) if "-r" in opts else 5
+        self.run(source)                     # compile and warm the caches
+        if not number:
+            number = 1
+            while True:
+                t0 = time.perf_counter()
+                for _ in range(number):
+                    self.run(source)
+                if time.perf_counter() - t0 >= 0.2 or number >= 10**6:
+                    break
+                number *= 10
+        per_loop = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                self.run(source)
+            per_loop.append((time.perf_counter() - t0) / number)
+        mean = sum(per_loop) / len(per_loop)
+        std = math.sqrt(sum((x - mean) ** 2 for x in per_loop) / len(per_loop))
+        print(f"{_format_seconds(mean)} ± {_format_seconds(std)} per loop (mean ± std. dev. "
+              f"of {repeat} runs, {number} loop{'s' if number != 1 else ''} each)")
+        kernel_times = [ln.times.kernel for ln in (self.session.launches or [])
+                        if ln.times.kernel is not None]
+        if kernel_times:
+            print(f"kernel time of the last run: {_format_seconds(sum(kernel_times))}")
+        return None
+
+    # -------------------------------------------------------------------- magics
+    def device(self, args: str = ""):
+        """`%device [ID]`: set (or show) the default device."""
+        args = args.strip().strip("'\"")
+        if args:
+            self.session.default_device = args
+            print(f"default device: {self.session.default_device}")
+            return None
+        from .. import compute_devices
+
+        print(f"default device: {self.session.default_device}")
+        for d in compute_devices():
+            print(f"  {d.get('id', '?'):<10} {d.get('type', ''):<4} {d.get('name', '')}")
+        return None
+
+    def inspect(self, args: str = ""):
+        """`%inspect [LANGUAGE|KERNEL]`: the last compute block's generated code."""
+        if not self.last_kernels:
+            print("No compute block has run yet.")
+            return None
+        want = args.strip()
+        display(code_bundle(self.last_kernels, self.last_launches, want), raw=True)
+        return None
+
+
+def _norm(text: str) -> str:
+    return "\n".join(ln.rstrip() for ln in text.strip().splitlines())
+
+
+def kernel_sections(kernel, language: str = "") -> list[tuple[str, str]]:
+    """(title, text) sections for a compiled kernel: ZynML, CIR, then each generated source."""
+    out = [("zynml", getattr(kernel, "zynml", "") or ""),
+           ("cir", getattr(kernel, "cir_text", "") or "")]
+    try:
+        sources = kernel.sources()
+    except Exception as err:  # a renderer that fails must not hide the others
+        sources = {"error": f"{type(err).__name__}: {err}"}
+    out += list(sources.items())
+    if language:
+        out = [s for s in out if s[0] == language] or out
+    return out
+
+
+def code_bundle(kernels, launches=(), want: str = "") -> dict:
+    """A display bundle (text/plain and text/html) of kernels' generated code."""
+    from ..highlight import highlight_css, highlight_html
+
+    plain, html = [], [f"<style>{highlight_css()}</style>"]
+    chosen = [k for k in kernels if getattr(k, "name", "") == want] or kernels
+    language = "" if chosen is not kernels else want
+    for k in chosen:
+        geometry = [ln for ln in launches if ln.kernel == k.name]
+        head = f"compute block {k.name}"
+        kt = getattr(getattr(k, "kernel", None), "kernel_type", None)
+        if kt is not None:
+            head += f" ({kt.kind})"
+        if geometry:
+            head += f" on {geometry[-1].device}"
+            if geometry[-1].geometry:
+                head += " " + ", ".join(f"{a}={b}" for a, b in geometry[-1].geometry.items())
+        plain.append(head)
+        html.append(f"<h4 style='margin:6px 0'>{_esc(head)}</h4>")
+        for title, text in kernel_sections(k, language):
+            plain.append(f"--- {title} ---\n{text}")
+            html.append(f"<div><b>{_esc(title)}</b></div>{highlight_html(text, title)}")
+    return {"text/plain": "\n".join(plain), "text/html": "\n".join(html)}
+
+
+def _esc(s: str) -> str:
+    import html as _html
+
+    return _html.escape(str(s))
+
+
+class ZynMLShell(ZMQInteractiveShell):
+    """IPython's kernel shell with ZynML cells: see the module docstring."""
+
+    zynml: ZynMLRunner | None = None
+
+    def init_zynml(self, session) -> None:
+        self.zynml = ZynMLRunner(self, session)
+        self.set_custom_exc((ZynMLError, KeyboardInterrupt), _custom_exc)
+        register_formatters(self)
+
+    def python_transform(self, code: str) -> str:
+        return super().transform_cell(code)
+
+    def transform_cell(self, raw_cell: str) -> str:
+        if self.zynml is None:
+            return super().transform_cell(raw_cell)
+        return self.zynml_to_python(raw_cell)
+
+    def zynml_to_python(self, cell: str) -> str:
+        out = []
+        call = "get_ipython().zynml"
+        for part in cells.split_cell(cell):
+            if part.kind == "python":
+                out.append(self.python_transform(_dedent(part.text)))
+            elif part.kind == "zynml":
+                if part.timed == "time":
+                    out.append(f"{call}.time({part.text!r})\n")
+                elif part.timed == "timeit":
+                    out.append(f"{call}.timeit({part.text!r}, {part.args!r})\n")
+                else:
+                    out.append(f"{call}.run({part.text!r})\n")
+            elif part.name == "device":
+                out.append(f"{call}.device({part.args!r})\n")
+            elif part.name == "inspect":
+                out.append(f"{call}.inspect({part.args!r})\n")
+            elif part.name.startswith("%%"):
+                out.append(f"get_ipython().run_cell_magic({part.name[2:]!r}, {part.args!r}, "
+                           f"{part.text!r})\n")
+            else:
+                out.append(f"get_ipython().run_line_magic({part.name!r}, {part.args!r})\n")
+        return "".join(out) or "pass\n"
+
+    def _showtraceback(self, etype, evalue, stb):
+        if isinstance(evalue, ZynMLError):
+            evalue = _ShortValue(error_evalue(evalue))
+        return super()._showtraceback(etype, evalue, stb)
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text).strip("\n") + "\n"
+
+
+def _custom_exc(shell, etype, value, tb, tb_offset=None):
+    if isinstance(value, KeyboardInterrupt):
+        stb = ["\x1b[31mKeyboardInterrupt\x1b[0m: the cell was interrupted"]
+    else:
+        stb = error_traceback(value)
+    shell._showtraceback(etype, value, stb)
+    return stb
+
+
+class ZynMLKernel(IPythonKernel):
+    implementation = "zynml"
+    implementation_version = "0.1.0"
+    language = "zynml"
+    language_version = "0.1"
+    language_info = dict(LANGUAGE_INFO)
+    banner = ("ZynML kernel: compute() kernels on CPU, CUDA and WebGPU.\n"
+              "%device ID, %inspect, %time, %timeit, %python / %%python")
+    help_links = [{"text": "ZynBook Python API", "url": "https://github.com/zynbook/zynbook"}]
+    shell_class = Type(ZynMLShell)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        session = notebook_session()
+        set_notebook_session(session)
+        self.shell.init_zynml(session)
+
+    @property
+    def runner(self) -> ZynMLRunner:
+        return self.shell.zynml
+
+    # ------------------------------------------------------------------- execute
+    async def do_execute(self, code, silent, store_history=True, user_expressions=None,
+                         allow_stdin=False, **kwargs):
+        reply = await super().do_execute(code, silent, store_history, user_expressions,
+                                         allow_stdin, **kwargs)
+        if reply.get("status") == "error":
+            result = self.shell.last_execution_result
+            err = result and (result.error_in_exec or result.error_before_exec)
+            if isinstance(err, ZynMLError):
+                reply["evalue"] = error_evalue(err)
+        return reply
+
+    # --------------------------------------------------------------- is_complete
+    def do_is_complete(self, code):
+        if code.lstrip().startswith("%%python"):
+            body = code.lstrip().split("\n", 1)[1] if "\n" in code.lstrip() else ""
+            return super().do_is_complete(body) if body.strip() else \
+                {"status": "incomplete", "indent": ""}
+        status, indent = cells.is_complete(code)
+        reply = {"status": status}
+        if status == "incomplete":
+            reply["indent"] = indent
+        return reply
+
+    # ---------------------------------------------------------------- completion
+    def _python_region(self, code: str, cursor: int):
+        """(python code, its offset in `code`) if the cursor is in Python, else None."""
+        stripped = code.lstrip()
+        if stripped.startswith("%%python"):
+            start = code.index("%%python")
+            nl = code.find("\n", start)
+            if nl >= 0 and cursor > nl:
+                return code[nl + 1:], nl + 1
+            return None
+        line_start = code.rfind("\n", 0, cursor) + 1
+        line_end = code.find("\n", cursor)
+        line = code[line_start:line_end if line_end >= 0 else len(code)]
+        if line.startswith("%python ") and cursor - line_start >= len("%python "):
+            return line[len("%python "):], line_start + len("%python ")
+        return None
+
+    def do_complete(self, code, cursor_pos):
+        cursor_pos = len(code) if cursor_pos is None else cursor_pos
+        region = self._python_region(code, cursor_pos)
+        if region is not None:
+            text, offset = region
+            reply = super().do_complete(text, cursor_pos - offset)
+            reply["cursor_start"] += offset
+            reply["cursor_end"] += offset
+            return reply
+        matches, start = self.zynml_completions(code, cursor_pos)
+        return {"status": "ok", "matches": matches, "cursor_start": start,
+                "cursor_end": cursor_pos, "metadata": {}}
+
+    def names_in_scope(self, code: str = "") -> list[str]:
+        user_ns, hidden = self.shell.user_ns, set(self.shell.user_ns_hidden)
+        names = [n for n in self.runner.session.namespace if not n.startswith("_")]
+        names += [n for n, v in user_ns.items()
+                  if not n.startswith("_") and n not in hidden and _bindable(v)]
+        names += cells.defined_names(code)
+        return list(dict.fromkeys(names))
+
+    def lookup(self, dotted: str):
+        """The value a dotted name refers to in the ZynML or Python namespace."""
+        head, *rest = dotted.split(".")
+        if head in self.runner.session.namespace:
+            value = self.runner.session.namespace[head]
+        elif head in self.shell.user_ns and head not in self.shell.user_ns_hidden:
+            value = self.shell.user_ns[head]
+        else:
+            raise KeyError(dotted)
+        for attr in rest:
+            value = _attr(value, attr)
+        return value
+
+    def zynml_completions(self, code: str, cursor: int) -> tuple[list[str], int]:
+        line_start = code.rfind("\n", 0, cursor) + 1
+        before = code[line_start:cursor]
+        token, start = cells.token_before(code, cursor)
+        if token.startswith("%") and start == line_start:
+            names = [f"%{m}" for m in cells.ZYNML_MAGICS]
+            names += [f"%{m}" for m in sorted(self.shell.magics_manager.lsmagic()["line"])]
+            names += ["%%python", "%%time", "%%timeit"]
+            return _prefixed(list(dict.fromkeys(names)), token), start
+        if token.startswith("@"):
+            return _prefixed([f"@{a}" for a in ANNOTATIONS], token), start
+        # `@kernel <type>`
+        import re
+
+        if re.search(r"@kernel\s+[A-Za-z_]*$", before):
+            return _prefixed(list(KERNEL_TYPES), token), start
+        # attribute: `x.sh|`
+        m = re.search(r"([A-Za-z_][\w.]*)\.([A-Za-z_]\w*)?$", before)
+        if m:
+            try:
+                value = self.lookup(m.group(1))
+            except (KeyError, AttributeError):
+                return [], start
+            return _prefixed(attributes(value), m.group(2) or ""), cursor - len(m.group(2) or "")
+        words = list(KEYWORDS) + list(builtin_names()) + self.names_in_scope(code)
+        if not token:
+            return [], start
+        return _prefixed(list(dict.fromkeys(words)), token), start
+
+    # ---------------------------------------------------------------- inspection
+    def do_inspect(self, code, cursor_pos, detail_level=0, omit_sections=()):
+        cursor_pos = len(code) if cursor_pos is None else cursor_pos
+        region = self._python_region(code, cursor_pos)
+        if region is not None:
+            text, offset = region
+            return super().do_inspect(text, cursor_pos - offset, detail_level, omit_sections)
+        data = self.zynml_inspection(code, cursor_pos, detail_level)
+        return {"status": "ok", "found": bool(data), "data": data or {}, "metadata": {}}
+
+    def zynml_inspection(self, code: str, cursor: int, detail_level: int = 0) -> dict | None:
+        word, _, _ = cells.word_at(code, cursor)
+        if word:
+            try:
+                value = self.lookup(word)
+            except (KeyError, AttributeError):
+                value = None
+            else:
+                text = f"{word}: {describe(value)}"
+                if is_tensor(value):
+                    text = f"{word}: {tensor_text(value)}"
+                return {"text/plain": text}
+            base = word.split(".")[-1]
+            if base in ANNOTATION_DOCS or word.lstrip("@") in ANNOTATION_DOCS:
+                return {"text/plain": ANNOTATION_DOCS[word.lstrip("@").split(".")[-1]]}
+        block = self.block_at(code, cursor)
+        if block is not None:
+            return block
+        if word in KERNEL_TYPES:
+            return {"text/plain": f"kernel type {word}: a schedule for the "
+                                  f"{word.replace('_', ' ')} shape (@kernel {word})"}
+        if word in builtin_names():
+            return {"text/plain": f"{word}: ZynML builtin function"}
+        if word in KEYWORDS:
+            return {"text/plain": f"{word}: ZynML keyword"}
+        return None
+
+    def block_at(self, code: str, cursor: int) -> dict | None:
+        """The generated code of the compute block under the cursor."""
+        text = cells.zynml_text(code)
+        try:
+            program = parse(text)
+        except ZynMLError:
+            return None
+        line, col = cells.line_col(code, cursor)
+        node = cells.compute_at(program, line, col)
+        if node is None:
+            return None
+        block_text = cells.span_text(text, node.span)
+        kernel = self.runner.kernels_by_source.get(_norm(block_text))
+        if kernel is None:
+            kernel = self._compile_block(text, program, node)
+        if kernel is None:
+            return {"text/plain": f"compute block (not run yet):\n{block_text}"}
+        return code_bundle([kernel], self.runner.last_launches)
+
+    def _compile_block(self, text, program, node):
+        """Compile the cell (without running it) and pick the kernel of `node`."""
+        import zynbook
+
+        try:
+            compiled = zynbook.compile(text)
+        except ZynMLError:
+            return None
+        blocks = cells.compute_blocks(program)
+        kernels = list(getattr(compiled, "kernels", []) or [])
+        for k in kernels:
+            if _norm(getattr(k, "zynml", "") or "") == _norm(cells.span_text(text, node.span)):
+                return k
+        if len(kernels) == len(blocks) and node in blocks:
+            return kernels[blocks.index(node)]
+        return None
+
+
+def _attr(value, name):
+    if isinstance(value, dict):
+        return value[name]
+    return getattr(value, name)
+
+
+def attributes(value) -> list[str]:
+    """Completion candidates after `value.`: tensor attributes, record fields."""
+    if isinstance(value, dict):
+        return sorted(str(k) for k in value)
+    names = list(TENSOR_ATTRIBUTES) if is_tensor(value) else []
+    fields = getattr(value, "fields", None)
+    if isinstance(fields, dict):
+        names += list(fields)
+    names += [n for n in dir(value) if not n.startswith("_")]
+    return sorted(set(n for n in names if hasattr(value, n) or n in (fields or {})))
+
+
+def builtin_names() -> tuple:
+    """ZynML builtins: the host interpreter's table where it has one, else the lexer's."""
+    try:
+        from ..runtime import interp
+    except ImportError:
+        return BUILTIN_FUNCTIONS
+    table = getattr(interp, "BUILTINS", None)
+    if isinstance(table, dict) and table:
+        return tuple(sorted(set(table) | set(BUILTIN_FUNCTIONS)))
+    return BUILTIN_FUNCTIONS
+
+
+def _prefixed(words, prefix: str) -> list[str]:
+    return sorted(w for w in set(words) if w.startswith(prefix))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("run `python -m zynbook.kernel`")

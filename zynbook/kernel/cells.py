@@ -18,7 +18,7 @@ and `%%python` (or `%%time` / `%%timeit`) on the first line makes the whole cell
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..compiler import ast as A
 from ..compiler.parser import parse

@@ -102,6 +102,16 @@ def describe(value) -> str:
     return f"{kind}: {text}"
 
 
+def bindable(value) -> bool:
+    """Whether a Python value can become a ZynML value (the Session's env rules)."""
+    if isinstance(value, (bool, int, float, str, list, tuple, dict, np.ndarray, np.generic)):
+        return True
+    if isinstance(value, type) or callable(value) and not hasattr(value, "__dlpack__"):
+        return False
+    return any(hasattr(value, a) for a in ("__dlpack__", "__array__", "__array_interface__",
+                                          "__cuda_array_interface__"))
+
+
 def register_formatters(shell) -> None:
     """Show ZynBook tensors richly in `shell` (an IPython InteractiveShell)."""
     try:
@@ -135,3 +145,93 @@ def error_traceback(err: ZynMLError, color: bool = True) -> list[str]:
         lines = [f"{_RED}{ln}{_RESET}" if ln.strip() and set(ln.strip()) == {"^"} else ln
                  for ln in lines]
     return lines
+
+
+def format_seconds(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    if s >= 1e-6:
+        return f"{s * 1e6:.3g} µs"
+    return f"{s * 1e9:.3g} ns"
+
+
+def launch_table(launches) -> str:
+    """Per-launch times as text rows."""
+    rows = [f"{'kernel':<24} {'device':<10} {'compile':>10} {'upload':>10} {'kernel':>10} "
+            f"{'download':>10}  clock"]
+    for ln in launches:
+        t = ln.times
+        rows.append(f"{ln.kernel:<24} {ln.device:<10} {format_seconds(t.compile):>10} "
+                    f"{format_seconds(t.upload):>10} {format_seconds(t.kernel):>10} "
+                    f"{format_seconds(t.download):>10}  {t.source}")
+    return "\n".join(rows)
+
+
+class ShortValue:
+    """Stands in for an exception value where only its short text is wanted (the `evalue`
+    of a Jupyter error message)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def normalize_source(text: str) -> str:
+    return "\n".join(ln.rstrip() for ln in text.strip().splitlines())
+
+
+def kernel_sections(kernel, language: str = "") -> list[tuple[str, str]]:
+    """(title, text) sections for a compiled kernel: ZynML, CIR, then each generated source."""
+    out = [("zynml", getattr(kernel, "zynml", "") or ""),
+           ("cir", getattr(kernel, "cir_text", "") or "")]
+    try:
+        sources = kernel.sources()
+    except Exception as err:  # a renderer that fails must not hide the others
+        sources = {"error": f"{type(err).__name__}: {err}"}
+    out += list(sources.items())
+    if language:
+        out = [s for s in out if s[0] == language] or out
+    return out
+
+
+def code_bundle(kernels, launches=(), want: str = "") -> dict:
+    """A display bundle (text/plain and text/html) of kernels' generated code."""
+    from ..highlight import highlight_css, highlight_html
+
+    plain, rich = [], [f"<style>{highlight_css()}</style>"]
+    chosen = [k for k in kernels if getattr(k, "name", "") == want] or kernels
+    language = "" if chosen is not kernels else want
+    for k in chosen:
+        geometry = [ln for ln in launches if ln.kernel == k.name]
+        head = f"compute block {k.name}"
+        kt = getattr(getattr(k, "kernel", None), "kernel_type", None)
+        if kt is not None:
+            head += f" ({kt.kind})"
+        if geometry:
+            head += f" on {geometry[-1].device}"
+            if geometry[-1].geometry:
+                head += " " + ", ".join(f"{a}={b}" for a, b in geometry[-1].geometry.items())
+        plain.append(head)
+        rich.append(f"<h4 style='margin:6px 0'>{html.escape(head)}</h4>")
+        for title, text in kernel_sections(k, language):
+            plain.append(f"--- {title} ---\n{text}")
+            rich.append(f"<div><b>{html.escape(title)}</b></div>{highlight_html(text, title)}")
+    return {"text/plain": "\n".join(plain), "text/html": "\n".join(rich)}
+
+
+def show_error(shell, etype, value, tb, tb_offset=None):
+    """IPython custom exception handler: a ZynML error as its source line and caret (no
+    Python stack), an interrupt as one line."""
+    if isinstance(value, KeyboardInterrupt):
+        stb = ["\x1b[31mKeyboardInterrupt\x1b[0m: the cell was interrupted"]
+    else:
+        stb = error_traceback(value)
+        value = ShortValue(error_evalue(value))
+    shell._showtraceback(etype, value, stb)
+    return stb

@@ -18,18 +18,18 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
 from ipykernel.ipkernel import IPythonKernel
 from ipykernel.zmqshell import ZMQInteractiveShell
-from IPython.display import HTML, display
+from IPython.display import display
 from traitlets import Type
 
 from ..compiler.parser import parse
 from ..errors import ZynMLError
 from ..highlight import ANNOTATIONS, BUILTIN_FUNCTIONS, KERNEL_TYPES, KEYWORDS
 from . import LANGUAGE_INFO, cells
-from .display import (describe, error_evalue, error_traceback, is_tensor,
-                      register_formatters, tensor_text)
+from .display import (ShortValue, bindable, code_bundle, describe, error_evalue, format_seconds,
+                      is_tensor, launch_table, normalize_source, register_formatters,
+                      show_error, tensor_text)
 from .state import notebook_session, set_notebook_session
 
 TENSOR_ATTRIBUTES = ("shape", "dtype", "device", "numpy", "to_device", "ndim", "size")
@@ -45,51 +45,6 @@ ANNOTATION_DOCS = {
     "broadcast": "@broadcast(name, axis=1): broadcast an input along an axis",
     "parallel": "@parallel(data|model): multi-device split",
 }
-
-
-def _format_seconds(s: float | None) -> str:
-    if s is None:
-        return "-"
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    if s >= 1e-6:
-        return f"{s * 1e6:.3g} µs"
-    return f"{s * 1e9:.3g} ns"
-
-
-def launch_table(launches) -> str:
-    """Per-launch times as text rows."""
-    rows = [f"{'kernel':<24} {'device':<10} {'compile':>10} {'upload':>10} {'kernel':>10} "
-            f"{'download':>10}  clock"]
-    for ln in launches:
-        t = ln.times
-        rows.append(f"{ln.kernel:<24} {ln.device:<10} {_format_seconds(t.compile):>10} "
-                    f"{_format_seconds(t.upload):>10} {_format_seconds(t.kernel):>10} "
-                    f"{_format_seconds(t.download):>10}  {t.source}")
-    return "\n".join(rows)
-
-
-class _ShortValue:
-    """Stands in for an exception value where only its short text is wanted (the `evalue`
-    of a Jupyter error message)."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def _bindable(value) -> bool:
-    """Whether a Python value can become a ZynML value (the Session's env rules)."""
-    if isinstance(value, (bool, int, float, str, list, tuple, dict, np.ndarray, np.generic)):
-        return True
-    if isinstance(value, type) or callable(value) and not hasattr(value, "__dlpack__"):
-        return False
-    return any(hasattr(value, a) for a in ("__dlpack__", "__array__", "__array_interface__",
-                                          "__cuda_array_interface__"))
 
 
 class ZynMLRunner:
@@ -125,7 +80,7 @@ class ZynMLRunner:
             if link is not None and (value is link[1] or (
                     value is link[0] and self.session.namespace.get(name) is link[1])):
                 continue
-            if _bindable(value):
+            if bindable(value):
                 env[name] = value
         return env
 
@@ -163,7 +118,7 @@ class ZynMLRunner:
             for k in kernels:
                 text = getattr(k, "zynml", "") or ""
                 if text:
-                    self.kernels_by_source[_norm(text)] = k
+                    self.kernels_by_source[normalize_source(text)] = k
 
     def time(self, source: str):
         """`%time`: run once, print the wall time and each launch's phases."""
@@ -172,7 +127,7 @@ class ZynMLRunner:
             return self.run(source)
         finally:
             wall = time.perf_counter() - t0
-            print(f"Wall time: {_format_seconds(wall)}")
+            print(f"Wall time: {format_seconds(wall)}")
             launches = list(self.session.launches or [])
             if launches:
                 print(launch_table(launches))
@@ -200,12 +155,12 @@ class ZynMLRunner:
             per_loop.append((time.perf_counter() - t0) / number)
         mean = sum(per_loop) / len(per_loop)
         std = math.sqrt(sum((x - mean) ** 2 for x in per_loop) / len(per_loop))
-        print(f"{_format_seconds(mean)} ± {_format_seconds(std)} per loop (mean ± std. dev. "
+        print(f"{format_seconds(mean)} ± {format_seconds(std)} per loop (mean ± std. dev. "
               f"of {repeat} runs, {number} loop{'s' if number != 1 else ''} each)")
         kernel_times = [ln.times.kernel for ln in (self.session.launches or [])
                         if ln.times.kernel is not None]
         if kernel_times:
-            print(f"kernel time of the last run: {_format_seconds(sum(kernel_times))}")
+            print(f"kernel time of the last run: {format_seconds(sum(kernel_times))}")
         return None
 
     # -------------------------------------------------------------------- magics
@@ -233,55 +188,6 @@ class ZynMLRunner:
         return None
 
 
-def _norm(text: str) -> str:
-    return "\n".join(ln.rstrip() for ln in text.strip().splitlines())
-
-
-def kernel_sections(kernel, language: str = "") -> list[tuple[str, str]]:
-    """(title, text) sections for a compiled kernel: ZynML, CIR, then each generated source."""
-    out = [("zynml", getattr(kernel, "zynml", "") or ""),
-           ("cir", getattr(kernel, "cir_text", "") or "")]
-    try:
-        sources = kernel.sources()
-    except Exception as err:  # a renderer that fails must not hide the others
-        sources = {"error": f"{type(err).__name__}: {err}"}
-    out += list(sources.items())
-    if language:
-        out = [s for s in out if s[0] == language] or out
-    return out
-
-
-def code_bundle(kernels, launches=(), want: str = "") -> dict:
-    """A display bundle (text/plain and text/html) of kernels' generated code."""
-    from ..highlight import highlight_css, highlight_html
-
-    plain, html = [], [f"<style>{highlight_css()}</style>"]
-    chosen = [k for k in kernels if getattr(k, "name", "") == want] or kernels
-    language = "" if chosen is not kernels else want
-    for k in chosen:
-        geometry = [ln for ln in launches if ln.kernel == k.name]
-        head = f"compute block {k.name}"
-        kt = getattr(getattr(k, "kernel", None), "kernel_type", None)
-        if kt is not None:
-            head += f" ({kt.kind})"
-        if geometry:
-            head += f" on {geometry[-1].device}"
-            if geometry[-1].geometry:
-                head += " " + ", ".join(f"{a}={b}" for a, b in geometry[-1].geometry.items())
-        plain.append(head)
-        html.append(f"<h4 style='margin:6px 0'>{_esc(head)}</h4>")
-        for title, text in kernel_sections(k, language):
-            plain.append(f"--- {title} ---\n{text}")
-            html.append(f"<div><b>{_esc(title)}</b></div>{highlight_html(text, title)}")
-    return {"text/plain": "\n".join(plain), "text/html": "\n".join(html)}
-
-
-def _esc(s: str) -> str:
-    import html as _html
-
-    return _html.escape(str(s))
-
-
 class ZynMLShell(ZMQInteractiveShell):
     """IPython's kernel shell with ZynML cells: see the module docstring."""
 
@@ -289,7 +195,7 @@ class ZynMLShell(ZMQInteractiveShell):
 
     def init_zynml(self, session) -> None:
         self.zynml = ZynMLRunner(self, session)
-        self.set_custom_exc((ZynMLError, KeyboardInterrupt), _custom_exc)
+        self.set_custom_exc((ZynMLError, KeyboardInterrupt), show_error)
         register_formatters(self)
 
     def python_transform(self, code: str) -> str:
@@ -326,7 +232,7 @@ class ZynMLShell(ZMQInteractiveShell):
 
     def _showtraceback(self, etype, evalue, stb):
         if isinstance(evalue, ZynMLError):
-            evalue = _ShortValue(error_evalue(evalue))
+            evalue = ShortValue(error_evalue(evalue))
         return super()._showtraceback(etype, evalue, stb)
 
 
@@ -334,15 +240,6 @@ def _dedent(text: str) -> str:
     import textwrap
 
     return textwrap.dedent(text).strip("\n") + "\n"
-
-
-def _custom_exc(shell, etype, value, tb, tb_offset=None):
-    if isinstance(value, KeyboardInterrupt):
-        stb = ["\x1b[31mKeyboardInterrupt\x1b[0m: the cell was interrupted"]
-    else:
-        stb = error_traceback(value)
-    shell._showtraceback(etype, value, stb)
-    return stb
 
 
 class ZynMLKernel(IPythonKernel):
@@ -424,7 +321,7 @@ class ZynMLKernel(IPythonKernel):
         user_ns, hidden = self.shell.user_ns, set(self.shell.user_ns_hidden)
         names = [n for n in self.runner.session.namespace if not n.startswith("_")]
         names += [n for n, v in user_ns.items()
-                  if not n.startswith("_") and n not in hidden and _bindable(v)]
+                  if not n.startswith("_") and n not in hidden and bindable(v)]
         names += cells.defined_names(code)
         return list(dict.fromkeys(names))
 
@@ -519,7 +416,7 @@ class ZynMLKernel(IPythonKernel):
         if node is None:
             return None
         block_text = cells.span_text(text, node.span)
-        kernel = self.runner.kernels_by_source.get(_norm(block_text))
+        kernel = self.runner.kernels_by_source.get(normalize_source(block_text))
         if kernel is None:
             kernel = self._compile_block(text, program, node)
         if kernel is None:
@@ -537,7 +434,7 @@ class ZynMLKernel(IPythonKernel):
         blocks = cells.compute_blocks(program)
         kernels = list(getattr(compiled, "kernels", []) or [])
         for k in kernels:
-            if _norm(getattr(k, "zynml", "") or "") == _norm(cells.span_text(text, node.span)):
+            if normalize_source(getattr(k, "zynml", "") or "") == normalize_source(cells.span_text(text, node.span)):
                 return k
         if len(kernels) == len(blocks) and node in blocks:
             return kernels[blocks.index(node)]

@@ -1,0 +1,199 @@
+"""`%%compute`, `%zynml_devices`, `%zynml_device`, `%zynml_inspect`."""
+from __future__ import annotations
+
+import html
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.display import display
+
+from ..compiler.parser import parse
+from ..errors import Span, ZynMLSyntaxError
+from ..kernel import cells
+from ..kernel.display import bindable, code_bundle, is_tensor
+from ..kernel.state import notebook_session
+
+
+# ------------------------------------------------------------------ magic-line annotations
+
+def _skip_string(text: str, i: int) -> int:
+    quote, j = text[i], i + 1
+    while j < len(text) and text[j] != quote:
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
+def _match_paren(text: str, i: int) -> int:
+    """Index just past the bracket closing the one at `i`."""
+    depth, j = 0, i
+    while j < len(text):
+        c = text[j]
+        if c in "\"'":
+            j = _skip_string(text, j)
+            continue
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return len(text)
+
+
+def split_annotations(line: str) -> list[tuple[str, str]]:
+    """`@device("cpu") @async` -> [("device", '@device("cpu")'), ("async", "@async")]."""
+    out, i, text = [], 0, line.strip()
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+            continue
+        if text[i] != "@":
+            raise ZynMLSyntaxError(
+                f"%%compute takes annotations such as @device(\"cpu\") or @async, "
+                f"not {text[i:].split()[0]!r}", Span(1, i + 1), text)
+        j = i + 1
+        while j < len(text) and (text[j].isalnum() or text[j] == "_"):
+            j += 1
+        name = text[i + 1:j]
+        if not name:
+            raise ZynMLSyntaxError("an annotation needs a name after '@'", Span(1, i + 1), text)
+        k = j
+        while k < len(text) and text[k] in " \t":
+            k += 1
+        if k < len(text) and text[k] == "(":
+            j = _match_paren(text, k)
+        out.append((name, text[i:j]))
+        i = j
+    return out
+
+
+def apply_annotations(source: str, line: str) -> str:
+    """`source` with the annotations of `line` written after the header of every compute
+    block (`compute(x, y) @device("cpu") {`), except where the block already carries an
+    annotation of that name (the block's own wins)."""
+    anns = split_annotations(line)
+    if not anns:
+        return source
+    program = parse(source)
+    starts = [0]
+    for ln in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(ln))
+    inserts = []
+    for node in cells.compute_blocks(program):
+        offset = starts[node.span.line - 1] + node.span.column - 1
+        open_paren = source.index("(", offset)
+        i = _match_paren(source, open_paren)
+        # skip the block's own annotations up to its `{`
+        while i < len(source) and source[i] != "{":
+            if source[i] in "\"'":
+                i = _skip_string(source, i)
+            elif source[i] == "(":
+                i = _match_paren(source, i)
+            else:
+                i += 1
+        have = {a.name for a in node.annotations}
+        text = " ".join(t for name, t in anns if name not in have)
+        if text:
+            inserts.append((i, text))
+    for pos, text in sorted(inserts, reverse=True):
+        before = source[:pos]
+        sep = "" if before.endswith((" ", "\t")) else " "
+        source = before + sep + text + " " + source[pos:]
+    return source
+
+
+# ----------------------------------------------------------------------- values to Python
+
+def to_python(value):
+    """A ZynML value as Python code wants it: numpy for a tensor on `cpu`, CuPy (no copy,
+    through DLPack) for `cuda:N`, the ZynBook tensor itself on other devices; lists and
+    tuples element by element; everything else as it is."""
+    if is_tensor(value):
+        device = value.device
+        if device == "cpu":
+            return value.numpy()
+        if device.startswith("cuda"):
+            import cupy
+
+            return cupy.from_dlpack(value)
+        return value
+    if isinstance(value, list):
+        return [to_python(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(to_python(v) for v in value)
+    return value
+
+
+# --------------------------------------------------------------------------------- magics
+
+@magics_class
+class ComputeMagics(Magics):
+    """See the package docstring."""
+
+    @property
+    def session(self):
+        return notebook_session()
+
+    @cell_magic
+    def compute(self, line, cell):
+        """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
+        source = apply_annotations(cell, line) if line.strip() else cell
+        program = parse(source)
+        user_ns = self.shell.user_ns
+        hidden = set(getattr(self.shell, "user_ns_hidden", {}))
+        env = {name: user_ns[name] for name in cells.free_names(program)
+               if name in user_ns and name not in hidden and not name.startswith("_")
+               and bindable(user_ns[name])}
+        session = self.session
+        try:
+            value, is_expr = session.run_cell(source, **env)
+        finally:
+            for name in cells.bound_names(program):
+                if name in session.namespace:
+                    user_ns[name] = to_python(session.namespace[name])
+        return to_python(value) if is_expr else None
+
+    @line_magic
+    def zynml_devices(self, line=""):
+        """List the compute devices ZynBook sees (the default one is marked)."""
+        from .. import compute_devices
+
+        devices = compute_devices()
+        default = self.session.default_device
+        keys = ["id", "type", "name", "backend"]
+        for d in devices:
+            keys += [k for k in d if k not in keys]
+        rows = [[str(d.get(k, "")) for k in keys] for d in devices]
+        widths = [max(len(k), *(len(r[i]) for r in rows)) for i, k in enumerate(keys)]
+        text = ["  " + "  ".join(k.ljust(w) for k, w in zip(keys, widths))]
+        for d, r in zip(devices, rows):
+            mark = "* " if d.get("id") == default else "  "
+            text.append(mark + "  ".join(c.ljust(w) for c, w in zip(r, widths)))
+        head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
+        body = "".join(
+            "<tr>" + "".join(
+                f"<td>{'<b>' if d.get('id') == default else ''}{html.escape(c)}"
+                f"{'</b>' if d.get('id') == default else ''}</td>" for c in r) + "</tr>"
+            for d, r in zip(devices, rows))
+        display({"text/plain": "\n".join(text),
+                 "text/html": f"<table><tr>{head}</tr>{body}</table>"
+                              f"<div>default device: <code>{html.escape(default)}</code></div>"},
+                raw=True)
+
+    @line_magic
+    def zynml_device(self, line=""):
+        """%zynml_device ID: set the default device of %%compute cells (no ID: show it)."""
+        device = line.strip().strip("'\"")
+        if device:
+            self.session.default_device = device
+        print(f"default device: {self.session.default_device}")
+
+    @line_magic
+    def zynml_inspect(self, line=""):
+        """Show the generated code of the compute blocks the last %%compute cell ran."""
+        kernels = list(self.session.last_kernels or [])
+        if not kernels:
+            print("No compute block has run yet.")
+            return
+        display(code_bundle(kernels, list(self.session.launches or []), line.strip()),
+                raw=True)

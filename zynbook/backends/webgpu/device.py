@@ -1,0 +1,443 @@
+"""The WebGPU device: every wgpu adapter (Vulkan, Metal, DX12, GL; a real GPU or Mesa's
+lavapipe on a CPU) runs CIR kernels through the WGSL renderer.
+
+Ids: each adapter is `webgpu:N` (N in discovery order, best adapter first) and also
+`<backend>:M` with M counted per backend (`vulkan:0`, `metal:0`, `dx12:0`, `gl:0`); both ids
+name the same `WebGPUDevice` object, whose `.id` is the backend id and `.aliases` holds both.
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+
+import numpy as np
+
+from ...compiler import cir
+from ...compiler.codegen import wgsl
+from ...errors import ZynMLDeviceError, ZynMLError
+from ..base import Device, Launch, LaunchTimes
+from . import runtime as rt
+
+
+class WebGPUArray:
+    """A tensor held in a device buffer: `.shape`, `.dtype` (CIR dtype), `numpy()`."""
+
+    def __init__(self, device: "WebGPUDevice", buffer, shape: tuple, dtype: str, storage: str):
+        self.device = device
+        self.buffer = buffer
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype
+        self.storage = storage
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape)) if self.shape else 1
+
+    def numpy(self) -> np.ndarray:
+        return self.device.to_host(self)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self):
+        return f"WebGPUArray(shape={self.shape}, dtype={self.dtype}, device={self.device.id})"
+
+
+class WebGPUDevice(Device):
+    """One wgpu adapter. The wgpu device is requested on first use."""
+
+    kind = "gpu"
+
+    def __init__(self, adapter, index: int, backend_index: int):
+        self.adapter = adapter
+        info = dict(adapter.info)
+        self.adapter_info = info
+        self.adapter_type = info.get("adapter_type", "Unknown")
+        self.backend = rt.BACKEND_IDS.get(info.get("backend_type", ""), "webgpu")
+        self.kind = "cpu" if self.adapter_type == "CPU" else "gpu"
+        self.name = info.get("device") or info.get("description") or "wgpu adapter"
+        self.index = index
+        self.id = f"{self.backend}:{backend_index}"
+        self.aliases = (f"webgpu:{index}", self.id)
+        self.features = set(adapter.features)
+        self.limits = dict(adapter.limits)
+        self._device = None
+        self.cache = rt.PipelineCache()
+        self.wgsl_version = getattr(rt.load_wgpu(), "__version__", "")
+        self.last_programs: list = []
+
+    # ------------------------------------------------------------------- description
+
+    def info(self) -> dict:
+        lim = self.limits
+        return {
+            "id": self.id, "ids": list(self.aliases), "type": self.kind, "name": self.name,
+            "backend": self.backend, "adapter_type": self.adapter_type,
+            "driver": self.adapter_info.get("description", ""),
+            "max_buffer_size": lim.get("max-buffer-size"),
+            "max_storage_buffer_binding_size": lim.get("max-storage-buffer-binding-size"),
+            "max_workgroup_storage": lim.get("max-compute-workgroup-storage-size"),
+            "max_invocations_per_workgroup": lim.get("max-compute-invocations-per-workgroup"),
+            "features": sorted(f for f in self.features if f in
+                               ("shader-f16", "subgroups", "timestamp-query", "shader-f64")),
+        }
+
+    def preference(self) -> tuple:
+        """Sort key for `auto`: smaller is better (discrete GPU first, CPU adapters last)."""
+        return rt.adapter_rank(self.adapter_info) + (self.index,)
+
+    # ------------------------------------------------------------------------ device
+
+    @property
+    def device(self):
+        if self._device is None:
+            wanted = [f for f in ("timestamp-query", "shader-f16") if f in self.features]
+            lim = self.limits
+            required = {k: lim[k] for k in (
+                "max-buffer-size", "max-storage-buffer-binding-size",
+                "max-compute-workgroup-storage-size", "max-compute-invocations-per-workgroup",
+                "max-compute-workgroup-size-x", "max-storage-buffers-per-shader-stage")
+                if k in lim}
+            try:
+                self._device = self.adapter.request_device_sync(
+                    label=f"zynbook {self.id}", required_features=wanted, required_limits=required)
+            except Exception as exc:
+                raise ZynMLDeviceError(f"{self.id}: the adapter refused a device: {exc}") from None
+            self.enabled = set(wanted)
+        return self._device
+
+    def options(self) -> wgsl.WGSLOptions:
+        lim = self.limits
+        return wgsl.WGSLOptions(
+            workgroup_size=min(256, lim.get("max-compute-invocations-per-workgroup", 256),
+                               lim.get("max-compute-workgroup-size-x", 256)),
+            f16="shader-f16" in self.features,
+            subgroups=False,
+            max_workgroup_storage=lim.get("max-compute-workgroup-storage-size", 16384),
+            max_invocations=lim.get("max-compute-invocations-per-workgroup", 256),
+            max_storage_buffers=lim.get("max-storage-buffers-per-shader-stage", 8),
+        )
+
+    # --------------------------------------------------------------------- compiling
+
+    def program(self, kernel: cir.Kernel) -> wgsl.Program:
+        return self.compile(kernel).program
+
+    def compile(self, kernel: cir.Kernel) -> rt.CompiledProgram:
+        """The kernel's WGSL compiled into pipelines (cached by CIR hash, options and device).
+        Adapter-limit problems raise ZynMLDeviceError here, before anything runs."""
+        opts = self.options()
+        key = (kernel.stable_hash(), kernel.name, opts.key(), self.id, self.wgsl_version)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        t0 = time.perf_counter()
+        program = wgsl.render(kernel, opts)
+        dev = self.device
+        try:
+            module = dev.create_shader_module(label=kernel.name, code=program.source)
+        except Exception as exc:
+            raise ZynMLDeviceError(
+                f"{self.id}: the WGSL of kernel {kernel.name} did not compile: "
+                f"{_first_lines(str(exc))}") from None
+        layout = dev.create_bind_group_layout(entries=[_layout_entry(b) for b in program.bindings])
+        playout = dev.create_pipeline_layout(bind_group_layouts=[layout])
+        pipelines = {}
+        for p in program.passes:
+            try:
+                pipelines[p.entry] = dev.create_compute_pipeline(
+                    label=p.entry, layout=playout, compute={"module": module, "entry_point": p.entry})
+            except Exception as exc:
+                raise ZynMLDeviceError(
+                    f"{self.id}: pipeline {p.entry} was refused: {_first_lines(str(exc))}") from None
+        compiled = rt.CompiledProgram(program, module, pipelines, layout, time.perf_counter() - t0)
+        self.cache.put(key, compiled)
+        return compiled
+
+    def generated_source(self, kernel: cir.Kernel) -> dict:
+        return {"wgsl": wgsl.render(kernel, self.options()).source}
+
+    # ---------------------------------------------------------------------- buffers
+
+    def _buffer(self, nbytes: int, label: str, usage=None):
+        wgpu = rt.load_wgpu()
+        usage = usage or (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC |
+                          wgpu.BufferUsage.COPY_DST)
+        size = max(16, (int(nbytes) + 15) // 16 * 16)
+        if size > self.limits.get("max-buffer-size", 1 << 28):
+            raise ZynMLDeviceError(f"{self.id}: `{label}` needs {size} bytes; the adapter's "
+                                   f"largest buffer is {self.limits.get('max-buffer-size')} bytes")
+        return self.device.create_buffer(label=label, size=size, usage=usage)
+
+    def from_host(self, array, dtype: str | None = None) -> WebGPUArray:
+        a = np.asarray(array)
+        if dtype is None:
+            dtype = _cir_dtype(a.dtype)
+        storage = wgsl.storage_type(dtype, "shader-f16" in self.features)
+        data = rt.to_storage(a, storage)
+        buf = self._buffer(data.nbytes, "tensor")
+        if data.nbytes:
+            self.device.queue.write_buffer(buf, 0, _padded(data))
+        return WebGPUArray(self, buf, a.shape, dtype, storage)
+
+    def to_host(self, array) -> np.ndarray:
+        if not isinstance(array, WebGPUArray):
+            return np.asarray(array)
+        n = array.size
+        st = rt.STORAGE_NUMPY[array.storage]
+        nbytes = n * np.dtype(st).itemsize
+        if nbytes == 0:
+            return np.zeros(array.shape, rt.NUMPY_OF[array.dtype])
+        raw = self.device.queue.read_buffer(array.buffer, 0, (nbytes + 3) // 4 * 4)
+        host = np.frombuffer(raw, dtype=st, count=n).reshape(array.shape)
+        return rt.from_storage(host, array.dtype).copy()
+
+    def synchronize(self):
+        if self._device is not None:
+            self.device.queue.on_submitted_work_done_sync()
+
+    # ------------------------------------------------------------------------ launch
+
+    def launch(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict,
+               keep_on_device: bool = False):
+        """Run `kernel`; returns (numpy output, Launch), or a WebGPUArray output with
+        keep_on_device=True (for chaining kernels without a round trip)."""
+        encoder, finish = self._encode(kernel, inputs, sizes, scalars)
+        self.device.queue.submit([encoder.finish()])
+        return finish(keep_on_device)
+
+    def launch_async(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict) -> Future:
+        """Submit `kernel` and return a Future of (numpy output, Launch); the output is read
+        back through wgpu's asynchronous buffer mapping, so the host is free meanwhile."""
+        fut: Future = Future()
+        try:
+            encoder, finish = self._encode(kernel, inputs, sizes, scalars, staging=True)
+            self.device.queue.submit([encoder.finish()])
+            promise = finish.staging.map_async(rt.load_wgpu().MapMode.READ)
+        except ZynMLError as exc:
+            fut.set_exception(exc)
+            return fut
+
+        def done(_=None):
+            try:
+                fut.set_result(finish(False, mapped=True))
+            except Exception as exc:   # surfaces through fut.result()
+                fut.set_exception(exc)
+
+        def wait(timeout=None):
+            if not fut.done():
+                promise.sync_wait()
+                done()
+            return Future.result(fut, timeout)
+        fut.result = wait
+        return fut
+
+    def _encode(self, kernel, inputs, sizes, scalars, staging=False):
+        wgpu = rt.load_wgpu()
+        t0 = time.perf_counter()
+        was_cached = len(self.cache)
+        compiled = self.compile(kernel)
+        t_compile = time.perf_counter() - t0 if len(self.cache) != was_cached else 0.0
+        prog = compiled.program
+        out_shape = cir.output_shape(kernel, sizes)
+        shapes = {}
+        for b, a in zip(kernel.inputs, inputs):
+            shapes[b.name] = tuple(a.shape)
+        shapes[kernel.output.name] = tuple(out_shape)
+        env = {"sizes": dict(sizes), "scalars": dict(scalars), "shapes": shapes}
+        max_bind = self.limits.get("max-storage-buffer-binding-size", 1 << 27)
+
+        t1 = time.perf_counter()
+        buffers = {}
+        for b, a in zip(kernel.inputs, inputs):
+            if isinstance(a, WebGPUArray) and a.device is self:
+                st = wgsl.storage_type(b.dtype, "shader-f16" in self.features)
+                if a.storage != st:
+                    a = self.from_host(a.numpy(), b.dtype)
+                buffers[b.name] = a.buffer
+            else:
+                host = np.asarray(a.numpy() if isinstance(a, WebGPUArray) else a)
+                buffers[b.name] = self.from_host(host, b.dtype).buffer
+        out_b = kernel.output
+        out_storage = wgsl.storage_type(out_b.dtype, "shader-f16" in self.features)
+        out_n = int(np.prod(out_shape)) if out_shape else 1
+        out_bytes = out_n * np.dtype(rt.STORAGE_NUMPY[out_storage]).itemsize
+        out_buf = self._buffer(out_bytes, "out")
+        buffers[out_b.name] = out_buf
+        for st, count in prog.scratch.items():
+            n = int(count(env)) * _slots(prog, env)
+            buffers[f"@scratch_{st}"] = self._buffer(max(1, n) * 4, f"scratch {st}")
+        part = getattr(prog, "partials", None)
+        for b in prog.bindings:
+            if b.buffer in ("@partials", "@partials_i"):
+                g = next(p.workgroups(env) for p in prog.passes)
+                buffers[b.buffer] = self._buffer(max(1, g) * 4, b.buffer)
+        for b in prog.bindings:
+            if b.access != "uniform" and b.buffer in buffers and buffers[b.buffer].size > max_bind:
+                raise ZynMLDeviceError(
+                    f"{self.id}: `{b.buffer}` needs {buffers[b.buffer].size} bytes; the adapter "
+                    f"binds at most {max_bind} bytes per storage buffer")
+        params = rt.pack_uniform(prog.param_values(env))
+        ubuf = self._buffer(len(params), "params",
+                            wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
+        self.device.queue.write_buffer(ubuf, 0, params)
+        entries = []
+        for b in prog.bindings:
+            res = ubuf if b.access == "uniform" else buffers[b.buffer]
+            entries.append({"binding": b.binding, "resource": {"buffer": res, "offset": 0,
+                                                                "size": res.size}})
+        group = self.device.create_bind_group(layout=compiled.layout, entries=entries)
+        t_upload = time.perf_counter() - t1
+
+        timestamps = "timestamp-query" in getattr(self, "enabled", set())
+        encoder = self.device.create_command_encoder()
+        qset = None
+        if timestamps:
+            qset = self.device.create_query_set(type="timestamp", count=2 * len(prog.passes))
+        geometry = []
+        for n, p in enumerate(prog.passes):
+            count = int(p.workgroups(env))
+            if count <= 0:
+                continue
+            dims = rt.split_workgroups(count, self.limits.get("max-compute-workgroups-per-dimension", 65535))
+            tw = None
+            if qset is not None:
+                tw = {"query_set": qset, "beginning_of_pass_write_index": 2 * n,
+                      "end_of_pass_write_index": 2 * n + 1}
+            cpass = encoder.begin_compute_pass(label=p.label, timestamp_writes=tw)
+            cpass.set_pipeline(compiled.pipelines[p.entry])
+            cpass.set_bind_group(0, group)
+            cpass.dispatch_workgroups(*dims)
+            cpass.end()
+            geometry.append({"entry": p.entry, "workgroups": dims, "workgroup_size": prog.workgroup_size})
+        tsbuf = None
+        if qset is not None and geometry:
+            tsbuf = self._buffer(16 * len(prog.passes), "timestamps",
+                                 wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+            encoder.resolve_query_set(qset, 0, 2 * len(prog.passes), tsbuf, 0)
+        stage = None
+        if staging:
+            stage = self._buffer(out_bytes, "staging",
+                                 wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+            encoder.copy_buffer_to_buffer(out_buf, 0, stage, 0, out_buf.size)
+        t_submit = time.perf_counter()
+        dev = self
+
+        def finish(keep_on_device: bool, mapped: bool = False):
+            t2 = time.perf_counter()
+            kernel_s, source = None, "host-clock"
+            if tsbuf is not None:
+                raw = np.frombuffer(dev.device.queue.read_buffer(tsbuf), dtype=np.uint64)
+                spans = [int(raw[2 * i + 1]) - int(raw[2 * i]) for i in range(len(geometry))]
+                if all(s >= 0 for s in spans):
+                    kernel_s = sum(spans) * 1e-9
+                    source = "gpu-timestamps"
+            else:
+                dev.synchronize()
+            if kernel_s is None:
+                dev.synchronize()
+                kernel_s = time.perf_counter() - t_submit
+            t3 = time.perf_counter()
+            result = WebGPUArray(dev, out_buf, out_shape, out_b.dtype, out_storage)
+            if mapped:
+                raw = stage.read_mapped(0, (out_bytes + 3) // 4 * 4 if out_bytes else None)
+                stage.unmap()
+                st = rt.STORAGE_NUMPY[out_storage]
+                host = np.frombuffer(raw, dtype=st, count=out_n).reshape(out_shape)
+                value = rt.from_storage(host, out_b.dtype).copy()
+            elif keep_on_device:
+                value = result
+            else:
+                value = dev.to_host(result)
+            t_down = time.perf_counter() - t3
+            launch = Launch(kernel.name, dev.id, LaunchTimes(
+                compile=t_compile, upload=t_upload, kernel=kernel_s, download=t_down, source=source),
+                {"schedule": prog.schedule, "passes": geometry, "notes": list(prog.notes)})
+            return value, launch
+        finish.staging = stage
+        self.last_programs = [prog]
+        return encoder, finish
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _slots(prog, env) -> int:
+    """How many scratch slots a launch needs: one per invocation (generic) or per workgroup."""
+    total = 0
+    for p in prog.passes:
+        total = max(total, int(p.workgroups(env)))
+    if prog.schedule == "generic":
+        return total * prog.workgroup_size[0]
+    return max(1, total)
+
+
+def _layout_entry(b) -> dict:
+    wgpu = rt.load_wgpu()
+    if b.access == "uniform":
+        kind = wgpu.BufferBindingType.uniform
+    elif b.access == "read":
+        kind = wgpu.BufferBindingType.read_only_storage
+    else:
+        kind = wgpu.BufferBindingType.storage
+    return {"binding": b.binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}}
+
+
+def _padded(data: np.ndarray) -> bytes:
+    raw = data.tobytes()
+    pad = (-len(raw)) % 4
+    return raw + b"\0" * pad
+
+
+def _cir_dtype(dt) -> str:
+    dt = np.dtype(dt)
+    for name, npd in rt.NUMPY_OF.items():
+        if name != "bf16" and np.dtype(npd) == dt:
+            return name
+    raise ZynMLDeviceError(f"numpy dtype {dt} has no ZynML dtype")
+
+
+def _first_lines(text: str, n: int = 12) -> str:
+    return "\n".join(text.strip().splitlines()[:n])
+
+
+# ------------------------------------------------------------------------- discovery
+
+_DEVICES = None
+
+
+def discover() -> list:
+    """Every wgpu adapter as a WebGPUDevice, best first (discrete GPU, integrated GPU, then
+    CPU adapters such as lavapipe; native APIs before GL). Each device answers to two ids,
+    listed in `.aliases`: `webgpu:N` (its place in this list) and `<backend>:M` (its place
+    among adapters of its backend: `vulkan:M`, `metal:M`, `dx12:M`, `gl:M`); `.id` is the
+    backend one. The same objects are returned on every call. Empty without wgpu-py or a
+    driver."""
+    global _DEVICES
+    if _DEVICES is None:
+        found = rt.adapters()
+        infos = [dict(a.info) for a in found]
+        order = sorted(range(len(found)), key=lambda i: (rt.adapter_rank(infos[i]), i))
+        per_backend: dict = {}
+        devices = []
+        for n, i in enumerate(order):
+            backend = rt.BACKEND_IDS.get(infos[i].get("backend_type", ""), "webgpu")
+            m = per_backend.get(backend, 0)
+            per_backend[backend] = m + 1
+            devices.append(WebGPUDevice(found[i], n, m))
+        _DEVICES = devices
+    return list(_DEVICES)
+
+
+def device_ids() -> dict:
+    """{id: device} for every id of every discovered device."""
+    return {alias: d for d in discover() for alias in d.aliases}
+
+
+def get_device(device_id: str) -> WebGPUDevice:
+    ids = device_ids()
+    if device_id not in ids:
+        known = ", ".join(sorted(ids)) or "none (no wgpu adapter)"
+        raise ZynMLDeviceError(f"no WebGPU device `{device_id}`; known: {known}")
+    return ids[device_id]

@@ -1,0 +1,197 @@
+"""WebGPU runtime pieces the device is built from: adapter discovery, host <-> buffer dtype
+conversion, uniform layout per WGSL's alignment rules, dispatch geometry past the
+65535-workgroups-per-dimension limit, and the pipeline cache."""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import ZynMLDeviceError
+
+# ------------------------------------------------------------------------ wgpu import
+
+
+def load_wgpu():
+    """The wgpu module, or None when wgpu-py (or its native library) is missing."""
+    try:
+        os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences a Mesa warning on Linux
+        import wgpu  # noqa: F401
+        return wgpu
+    except Exception:   # ImportError, or the native library failing to load
+        return None
+
+
+_ADAPTERS = None
+_LOCK = threading.Lock()
+
+
+def adapters() -> list:
+    """Every wgpu adapter on this machine (cached; empty without wgpu or a driver)."""
+    global _ADAPTERS
+    with _LOCK:
+        if _ADAPTERS is None:
+            wgpu = load_wgpu()
+            found = []
+            if wgpu is not None:
+                try:
+                    found = list(wgpu.gpu.enumerate_adapters_sync())
+                except Exception:
+                    found = []
+            _ADAPTERS = found
+        return list(_ADAPTERS)
+
+
+_TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3, "Unknown": 4}
+_BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 2, "BrowserWebGPU": 1}
+BACKEND_IDS = {"Vulkan": "vulkan", "Metal": "metal", "D3D12": "dx12", "OpenGL": "gl",
+               "BrowserWebGPU": "browser"}
+
+
+def adapter_rank(info) -> tuple:
+    """Sort key: discrete before integrated before CPU adapters; native APIs before GL."""
+    return (_TYPE_RANK.get(info.get("adapter_type", "Unknown"), 4),
+            _BACKEND_RANK.get(info.get("backend_type", ""), 3))
+
+
+# ---------------------------------------------------------------------- host dtypes
+
+# storage type of the WGSL buffer -> numpy dtype the host converts to
+STORAGE_NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "u32": np.uint32}
+
+NUMPY_OF = {"f16": np.float16, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
+            "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
+            "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bool": np.bool_}
+
+
+def to_storage(array: np.ndarray, storage: str, name: str = "") -> np.ndarray:
+    """`array` converted to the buffer's storage type (contiguous). Integer values that the
+    32-bit storage cannot hold are an error, never wrapped silently."""
+    target = STORAGE_NUMPY[storage]
+    a = np.asarray(array)
+    if a.dtype == np.bool_:
+        a = a.astype(np.uint32)
+    if a.dtype.kind in "iu" and np.dtype(target).kind in "iu" and a.size:
+        info = np.iinfo(target)
+        lo, hi = a.min(), a.max()
+        if lo < info.min or hi > info.max:
+            raise ZynMLDeviceError(
+                f"values of `{name}` ({a.dtype}) do not fit the device's {storage} storage")
+    return np.ascontiguousarray(a, dtype=target)
+
+
+def from_storage(array: np.ndarray, dtype: str) -> np.ndarray:
+    """A buffer's contents as the CIR dtype's numpy array."""
+    target = NUMPY_OF[dtype]
+    if dtype == "bool":
+        return array != 0
+    return array.astype(target, copy=False)
+
+
+# ---------------------------------------------------------------------- uniform layout
+
+_SCALAR = {"f32": (4, 4), "i32": (4, 4), "u32": (4, 4), "f16": (2, 2)}
+
+
+def wgsl_align_size(t: str) -> tuple:
+    """(alignment, size) of a WGSL host-shareable type: scalars, vecN<T> and arrays of them."""
+    if t in _SCALAR:
+        return _SCALAR[t]
+    if t.startswith("vec"):
+        n = int(t[3])
+        inner = t[t.index("<") + 1:-1]
+        a, s = _SCALAR[inner]
+        size = n * s
+        align = {2: 2 * s, 3: 4 * s, 4: 4 * s}[n]
+        return align, size
+    raise ZynMLDeviceError(f"no uniform layout for WGSL type {t}")
+
+
+def uniform_layout(types: list) -> tuple:
+    """Offsets of struct members of `types` in the uniform address space, and the struct's
+    size (rounded up to its alignment, and to 16 as uniform buffers require)."""
+    offsets, off, struct_align = [], 0, 16
+    for t in types:
+        a, s = wgsl_align_size(t)
+        off = (off + a - 1) // a * a
+        offsets.append(off)
+        off += s
+        struct_align = max(struct_align, a)
+    size = (off + struct_align - 1) // struct_align * struct_align
+    return offsets, max(size, 16)
+
+
+def pack_uniform(values: list) -> bytes:
+    """values: [(wgsl type, number)] -> the struct's bytes."""
+    offsets, size = uniform_layout([t for t, _ in values])
+    buf = bytearray(size)
+    for (t, v), off in zip(values, offsets):
+        dt = {"f32": "<f4", "i32": "<i4", "u32": "<u4", "f16": "<f2"}[t]
+        if t in ("i32", "u32"):
+            iv = int(v)
+            lim = (-2**31, 2**31 - 1) if t == "i32" else (0, 2**32 - 1)
+            if not lim[0] <= iv <= lim[1]:
+                raise ZynMLDeviceError(f"size or scalar {iv} does not fit the device's {t}")
+            v = iv
+        arr = np.array([v], dtype=dt)
+        buf[off:off + arr.nbytes] = arr.tobytes()
+    return bytes(buf)
+
+
+# ------------------------------------------------------------------ dispatch geometry
+
+
+def split_workgroups(n: int, limit: int = 65535) -> tuple:
+    """A (x, y, z) dispatch with x*y*z >= n and each at most `limit`; shaders recover the
+    linear id as x + y*nx + z*nx*ny and skip ids past n."""
+    if n <= 0:
+        return (0, 1, 1)
+    if n <= limit:
+        return (n, 1, 1)
+    y = -(-n // limit)
+    if y <= limit:
+        x = -(-n // y)
+        return (x, y, 1)
+    z = -(-n // (limit * limit))
+    if z > limit:
+        raise ZynMLDeviceError(f"{n} workgroups exceed what one dispatch can address")
+    per = -(-n // z)
+    y = -(-per // limit)
+    x = -(-per // y)
+    return (x, y, z)
+
+
+# ------------------------------------------------------------------------- cache
+
+
+@dataclass
+class CompiledProgram:
+    program: object         # codegen.wgsl.Program
+    module: object
+    pipelines: dict         # entry -> GPUComputePipeline
+    layout: object          # GPUBindGroupLayout
+    compile_seconds: float
+
+
+class PipelineCache:
+    """Compiled programs keyed by (CIR hash, schedule options, device id, wgpu version)."""
+
+    def __init__(self):
+        self._items: dict = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key):
+        item = self._items.get(key)
+        if item is not None:
+            self.hits += 1
+        return item
+
+    def put(self, key, value):
+        self.misses += 1
+        self._items[key] = value
+
+    def __len__(self):
+        return len(self._items)

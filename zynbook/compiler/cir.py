@@ -48,7 +48,11 @@ class Ty:
     def __str__(self) -> str:
         if not self.shape:
             return self.dtype
-        return f"{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+        return f"{self.dtype}[{', '.join(format_dim(d) for d in self.shape)}]"
+
+
+def format_dim(d) -> str:
+    return format_expr(d) if isinstance(d, Expr) else str(d)
 
 
 # ----------------------------------------------------------------------- expressions
@@ -374,7 +378,7 @@ def _format_body(body, indent: int, out: list):
             else:
                 out.append(f"{pad}yield ({format_expr(s.value)}, {format_expr(s.index)})")
         elif isinstance(s, SharedAlloc):
-            out.append(f"{pad}shared {s.name}: {s.dtype}[{', '.join(str(format_expr(d)) if isinstance(d, Expr) else str(d) for d in s.shape)}]")
+            out.append(f"{pad}shared {s.name}: {s.dtype}[{', '.join(format_dim(d) for d in s.shape)}]")
         elif isinstance(s, Barrier):
             out.append(f"{pad}barrier")
         elif isinstance(s, Atomic):
@@ -390,7 +394,7 @@ def format_body(body, indent: int = 0) -> str:
 
 
 def _format_buffer(b: Buffer) -> str:
-    return f"{b.name}: {b.dtype}[{', '.join(str(d) for d in b.shape)}]"
+    return f"{b.name}: {b.dtype}[{', '.join(format_dim(d) for d in b.shape)}]"
 
 
 def print_kernel(k: Kernel, with_source: bool = True) -> str:

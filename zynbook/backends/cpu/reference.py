@@ -1,0 +1,1008 @@
+"""The CPU reference executor: runs any CIR kernel with numpy, exactly as its loop nest says.
+
+It is the definition every other backend is tested against, so it favours being obviously
+right; it is vectorised the way a GPU runs a kernel, which also makes it fast enough:
+
+* A parallel loop becomes a *lane* axis: its variable is an index vector, and every value
+  computed below it is an array with one leading axis per open lane (size 1 where it does
+  not vary), followed by the value's own axes (tiles: rows, cols).
+* Divergent `if`s run both ways under a lane mask; locals assigned under a mask keep their
+  old value in inactive lanes; stores write only active lanes.
+* A serial loop whose body only accumulates (`acc += e`, `m = max(m, e)`) is evaluated as
+  one more, temporary lane axis and reduced along it (in chunks, to bound memory).
+* Loads and stores whose indices are affine in the lane variables use numpy views; other
+  indices gather and scatter, with bounds checked in the active lanes.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...compiler import cir
+from ...compiler.types import NUMPY_NAMES, is_float
+from ...errors import Span, ZynMLRuntimeError
+
+_CHUNK_ELEMENTS = 1 << 23      # temporary-lane evaluation works on at most this many values
+
+
+def np_dtype(dtype: str):
+    return np.dtype(NUMPY_NAMES[dtype])
+
+
+class Val:
+    """A per-lane value: `arr` has `lanes` leading lane axes, then the value's own axes."""
+    __slots__ = ("arr", "lanes")
+
+    def __init__(self, arr, lanes: int):
+        self.arr = arr
+        self.lanes = lanes
+
+    @property
+    def vrank(self) -> int:
+        return np.ndim(self.arr) - self.lanes
+
+
+class LaneIndex:
+    """`a * lane_k + b`: the value of a vectorised loop variable (or an affine form of it)."""
+    __slots__ = ("axis", "a", "b", "n")
+
+    def __init__(self, axis, a, b, n):
+        self.axis, self.a, self.b, self.n = axis, a, b, n
+
+    def materialize(self) -> Val:
+        arr = self.b + self.a * np.arange(self.n, dtype=np.int64)
+        return Val(arr.reshape((1,) * self.axis + (self.n,)), self.axis + 1)
+
+
+def as_val(x) -> Val:
+    if isinstance(x, Val):
+        return x
+    if isinstance(x, LaneIndex):
+        return x.materialize()
+    return Val(x, 0)
+
+
+def _align(vals: list[Val]) -> list:
+    """Arrays of these values reshaped so numpy broadcasting matches lanes with lanes."""
+    lanes = max(v.lanes for v in vals)
+    vrank = max(v.vrank for v in vals)
+    out = []
+    for v in vals:
+        arr = v.arr
+        if v.lanes == lanes and v.vrank == vrank:
+            out.append(arr)
+            continue
+        arr = np.asarray(arr)
+        shape = arr.shape
+        new = shape[:v.lanes] + (1,) * (lanes - v.lanes) + (1,) * (vrank - v.vrank) + shape[v.lanes:]
+        out.append(arr.reshape(new))
+    return out
+
+
+def _lanes_of(*vals) -> int:
+    return max((v.lanes for v in vals if isinstance(v, Val)), default=0)
+
+
+def _erf(x):
+    # Abramowitz & Stegun 7.1.26: absolute error below 1.5e-7, enough for f32 results
+    x = np.asarray(x, dtype=np.float64)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t
+            + 0.254829592) * t
+    return np.sign(x) * (1.0 - poly * np.exp(-a * a))
+
+
+def _int_div(a, b):
+    q = np.floor_divide(a, b)
+    fix = (np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
+    return q + fix
+
+
+_UNARY = {
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp, "exp2": np.exp2, "log": np.log,
+    "log2": np.log2, "sqrt": np.sqrt, "abs": np.abs, "floor": np.floor, "ceil": np.ceil,
+    "round": np.rint, "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "relu": lambda x: np.maximum(x, 0),
+    "silu": lambda x: x / (1.0 + np.exp(-x)),
+    "erf": lambda x: _erf(x),
+    "gelu": lambda x: 0.5 * x * (1.0 + _erf(np.asarray(x) / math.sqrt(2.0)).astype(np.result_type(x, np.float32))),
+}
+
+_IDENTITY = {"+": 0, "*": 1, "max": -np.inf, "min": np.inf, "and": True, "or": False,
+             "argmax": -np.inf, "argmin": np.inf}
+
+
+class ReferenceExecutor:
+    """Runs one kernel launch. Use `run_kernel` (below) rather than this class directly."""
+
+    def __init__(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict):
+        self.kernel = kernel
+        self.buffers = {b.name: np.asarray(a) for b, a in zip(kernel.inputs, inputs)}
+        self.sizes = sizes
+        shape = cir.output_shape(kernel, sizes) if kernel.output.shape else ()
+        self.out_dtype = np_dtype(kernel.output.dtype)
+        self.is_reduce = kernel.kernel_type.kind == "reduce" or any(
+            isinstance(n, cir.Yield) for n in cir.walk(kernel.body))
+        self.out = np.zeros(shape, dtype=self.out_dtype)
+        self.buffers["out"] = self.out
+        self.env: dict = dict(sizes)
+        self.env.update(scalars)
+        self.lanes = 0                     # open lane axes
+        self.lane_vars: list = []          # loop variable of each lane
+        self.mask = None                   # Val of bool, or None when every lane is active
+        self.shared_defs: dict = {}
+        self.reduction = None
+        if self.is_reduce:
+            self._init_reduction()
+
+    # ------------------------------------------------------------------ running
+    def run(self):
+        self.block(self.kernel.body)
+        if self.is_reduce:
+            self._finish_reduction()
+        return self.out
+
+    def block(self, body):
+        for s in body:
+            self.stmt(s)
+
+    def error(self, msg, line):
+        return ZynMLRuntimeError(msg, Span(line, 1) if line else None)
+
+    def stmt(self, s):
+        if isinstance(s, cir.Let):
+            self.env[s.name] = self._masked_value(s.name, self.eval(s.value), declare=True)
+        elif isinstance(s, cir.Assign):
+            self.env[s.name] = self._masked_value(s.name, self.eval(s.value))
+        elif isinstance(s, cir.Store):
+            self.store(s)
+        elif isinstance(s, cir.Loop):
+            self.loop(s)
+        elif isinstance(s, cir.If):
+            self.if_(s)
+        elif isinstance(s, cir.Yield):
+            self.yield_(s)
+        elif isinstance(s, cir.SharedAlloc):
+            shape = tuple(int(self.uniform(self.eval(d), s.line)) if isinstance(d, cir.Expr) else
+                          (self.sizes[d] if isinstance(d, str) else int(d)) for d in s.shape)
+            lane_shape = self._lane_shape()
+            self.buffers[s.name] = np.zeros(lane_shape + shape, dtype=np_dtype(s.dtype))
+            self.shared_defs[s.name] = len(lane_shape)
+        elif isinstance(s, cir.Barrier):
+            pass    # lanes run in lock step: every write before the barrier is already done
+        elif isinstance(s, cir.Atomic):
+            raise self.error("atomic operations are not produced by ZynML source", s.line)
+        else:
+            raise TypeError(f"unknown CIR statement {s!r}")
+
+    def _lane_shape(self) -> tuple:
+        return tuple(1 if v is None else v for v in self._lane_sizes())
+
+    def _lane_sizes(self):
+        return [n for (_var, n) in self.lane_vars]
+
+    def _masked_value(self, name, value, declare=False):
+        if self.mask is None or declare:
+            return value
+        old = self.env.get(name)
+        if old is None:
+            return value
+        a, b, m = _align([as_val(value), as_val(old), self.mask])
+        return Val(np.where(m, a, b), _lanes_of(as_val(value), as_val(old), self.mask))
+
+    # ------------------------------------------------------------------ control
+    def uniform(self, v, line=0):
+        """A Python number for a value that must be the same in every lane."""
+        if isinstance(v, LaneIndex):
+            raise self.error("this value differs between parallel iterations but must not",
+                             line)
+        if isinstance(v, Val):
+            arr = np.asarray(v.arr)
+            if arr.size == 0:
+                return 0
+            first = arr.flat[0]
+            if arr.size > 1 and not np.all(arr == first):
+                return None
+            return first.item() if hasattr(first, "item") else first
+        return v
+
+    def loop(self, s: cir.Loop):
+        start, stop, step = (self.eval(e) for e in (s.start, s.stop, s.step))
+        ustart, ustop, ustep = (self.uniform(v, s.line) for v in (start, stop, step))
+        if ustep is None or ustep <= 0:
+            raise self.error("a loop step must be positive and the same in every lane", s.line)
+        if s.parallel and ustart is not None and ustop is not None and self._vectorizable(s):
+            n = max(0, -(-(int(ustop) - int(ustart)) // int(ustep)))
+            if n == 0:
+                return
+            self.lane_vars.append((s.var, n))
+            axis = self.lanes
+            self.lanes += 1
+            saved = dict(self.env)
+            self.env[s.var] = LaneIndex(axis, int(ustep), int(ustart), n)
+            try:
+                self.block(s.body)
+            finally:
+                self.lanes -= 1
+                self.lane_vars.pop()
+                self._restore_env(saved)
+            return
+        if self._accumulation(s) and ustart is not None and ustop is not None:
+            if self._run_accumulation(s, int(ustart), int(ustop), int(ustep)):
+                return
+        self._serial_loop(s, start, stop, ustart, ustop, int(ustep))
+
+    def _restore_env(self, saved):
+        # lowering marks a loop parallel only when it assigns no outer name, so the names
+        # bound inside it simply go out of scope
+        self.env = saved
+
+    def _serial_loop(self, s, start, stop, ustart, ustop, step):
+        lo = ustart if ustart is not None else int(np.min(as_val(start).arr))
+        hi = ustop if ustop is not None else int(np.max(as_val(stop).arr))
+        saved_mask = self.mask
+        for i in range(int(lo), int(hi), step):
+            if ustart is None or ustop is None:
+                active = Val((as_val(start).arr <= i) & (i < as_val(stop).arr),
+                             _lanes_of(as_val(start), as_val(stop)))
+                self.mask = self._and_mask(saved_mask, active)
+            self.env[s.var] = i
+            self.block(s.body)
+        self.mask = saved_mask
+        self.env.pop(s.var, None)
+
+    def _and_mask(self, a, b):
+        if a is None:
+            return b
+        if b is None:
+            return a
+        x, y = _align([a, b])
+        return Val(x & y, _lanes_of(a, b))
+
+    def if_(self, s: cir.If):
+        cond = self.eval(s.cond)
+        u = self.uniform(cond, s.line) if not isinstance(cond, LaneIndex) else None
+        if u is not None and (self.mask is None or not isinstance(cond, Val) or cond.lanes == 0):
+            self.block(s.then if u else s.orelse)
+            return
+        cond = as_val(cond)
+        saved = self.mask
+        self.mask = self._and_mask(saved, cond)
+        if np.any(self.mask.arr):
+            self.block(s.then)
+        if s.orelse:
+            self.mask = self._and_mask(saved, Val(~np.asarray(cond.arr, dtype=bool), cond.lanes))
+            if np.any(self.mask.arr):
+                self.block(s.orelse)
+        self.mask = saved
+
+    def _vectorizable(self, s: cir.Loop) -> bool:
+        """A parallel loop runs as a lane unless its variable starts a slice (the tiles of
+        different iterations could then differ in size)."""
+        for n in cir.walk(s.body):
+            if isinstance(n, cir.Span) and _uses(n.start, s.var):
+                return False
+        return True
+
+    # ----------------------------------------------------- accumulation loops
+    def _accumulation(self, s: cir.Loop) -> bool:
+        """The body only accumulates into outer variables: `acc = acc + e` / `max(acc, e)`,
+        with pure lets and ifs around them, and nothing else reads the accumulators."""
+        accs: set = set()
+        lets: set = set()
+
+        def ok(body) -> bool:
+            for st in body:
+                if isinstance(st, cir.Let):
+                    if any(_uses(st.value, a) for a in accs):
+                        return False
+                    lets.add(st.name)
+                elif isinstance(st, cir.Assign):
+                    kind = _accumulate_kind(st)
+                    if kind is None or st.name in lets:
+                        return False
+                    accs.add(st.name)
+                elif isinstance(st, cir.If):
+                    if any(_uses(st.cond, a) for a in accs) or not ok(st.then) or not ok(st.orelse):
+                        return False
+                else:
+                    return False
+            return True
+
+        if not ok(s.body) or not accs:
+            return False
+        # an accumulator may not feed another term, and each is updated once per iteration
+        for st in cir.walk(s.body):
+            if isinstance(st, cir.Assign):
+                term = _accumulate_term(st)
+                if any(_uses(term, a) for a in accs):
+                    return False
+        names = [st.name for st in cir.walk(s.body) if isinstance(st, cir.Assign)]
+        return len(names) == len(set(names))
+
+    def _run_accumulation(self, s: cir.Loop, start, stop, step) -> bool:
+        n = max(0, -(-(stop - start) // step))
+        if n == 0:
+            return True
+        lane_elems = int(np.prod(self._lane_shape(), dtype=np.int64)) if self.lanes else 1
+        chunk = max(1, min(n, _CHUNK_ELEMENTS // max(1, lane_elems)))
+        if chunk < 8 and n > 8:
+            return False        # too wide to be worth it; the serial loop is as good
+        assigns = [st for st in cir.walk(s.body) if isinstance(st, cir.Assign)]
+        for first in range(0, n, chunk):
+            m = min(chunk, n - first)
+            axis = self.lanes
+            saved_env, saved_mask = dict(self.env), self.mask
+            self.lane_vars.append((s.var, m))
+            self.lanes += 1
+            self.env[s.var] = LaneIndex(axis, step, start + first * step, m)
+            terms: dict = {}
+            try:
+                self._collect_terms(s.body, terms)
+            finally:
+                self.lanes -= 1
+                self.lane_vars.pop()
+                self.env, self.mask = saved_env, saved_mask
+            for st in assigns:
+                if st.name not in terms:
+                    continue
+                kind = _accumulate_kind(st)
+                term, active = terms[st.name]
+                probe = Val(np.zeros((1,) * axis + (m,), dtype=bool), axis + 1)
+                parts = _align([as_val(term), probe] + ([active] if active is not None else []))
+                shape = np.broadcast_shapes(*[np.shape(p) for p in parts])
+                arr = np.broadcast_to(parts[0], shape)
+                if active is not None:
+                    fill = {"+": 0, "max": -np.inf, "min": np.inf}[kind]
+                    arr = np.where(np.broadcast_to(parts[2], shape), arr,
+                                   np.asarray(fill).astype(np.result_type(arr, np.float32)
+                                                           if kind != "+" else arr.dtype))
+                red = _reduce({"+": "+", "max": "max", "min": "min"}[kind], arr, (axis,))
+                new = self._combine(kind, as_val(self.env[st.name]), Val(red, axis))
+                self.env[st.name] = self._masked_value(st.name, new)
+        return True
+
+    def _combine(self, kind, old, red):
+        a, b = _align([old, red])
+        lanes = _lanes_of(old, red)
+        if kind == "+":
+            res = a + b
+        elif kind == "max":
+            res = np.maximum(a, b)
+        else:
+            res = np.minimum(a, b)
+        dtype = np.result_type(old.arr)
+        if np.issubdtype(dtype, np.floating):
+            res = np.asarray(res).astype(np.result_type(dtype, np.asarray(red.arr).dtype), copy=False)
+        return Val(res, lanes)
+
+    def _collect_terms(self, body, terms):
+        for st in body:
+            if isinstance(st, cir.Let):
+                self.env[st.name] = self.eval(st.value)
+            elif isinstance(st, cir.Assign):
+                terms[st.name] = (self.eval(_accumulate_term(st)), self.mask)
+            elif isinstance(st, cir.If):
+                cond = as_val(self.eval(st.cond))
+                saved = self.mask
+                self.mask = self._and_mask(saved, cond)
+                self._collect_terms(st.then, terms)
+                if st.orelse:
+                    self.mask = self._and_mask(saved, Val(~np.asarray(cond.arr, dtype=bool),
+                                                          cond.lanes))
+                    self._collect_terms(st.orelse, terms)
+                self.mask = saved
+
+    # ------------------------------------------------------------------ memory
+    def _index_parts(self, index, line):
+        return [i if isinstance(i, cir.Span) else self.eval(i) for i in index]
+
+    def load(self, e: cir.Load):
+        arr = self.buffers[e.buffer]
+        if e.buffer in self.shared_defs:
+            return self._shared_load(e, arr)
+        parts = self._index_parts(e.index, 0)
+        return self._gather(arr, parts, e.buffer)
+
+    def _span_bounds(self, span, size, line=0):
+        start = self.uniform(self.eval(span.start), line)
+        stop = self.uniform(self.eval(span.stop), line) if not (
+            isinstance(span.stop, cir.Var) and span.stop.name == "__end__") else size
+        if start is None or stop is None:
+            raise self.error("a slice's bounds must be the same in every lane", line)
+        start, stop = int(start), int(stop)
+        start = min(max(start, 0), size)
+        stop = min(max(stop, start), size)
+        return start, stop
+
+    def _basic_plan(self, arr, parts):
+        """numpy basic indexing for these index parts, or None if a gather is needed.
+        Returns (index tuple, axis order) where the view's axes are rearranged to lanes
+        followed by value axes."""
+        idx = []
+        lane_axes = {}           # view axis -> lane axis
+        value_axes = []
+        view_axis = 0
+        for k, p in enumerate(parts):
+            size = arr.shape[k]
+            if isinstance(p, cir.Span):
+                start, stop = self._span_bounds(p, size)
+                idx.append(slice(start, stop))
+                value_axes.append(view_axis)
+                view_axis += 1
+            elif isinstance(p, LaneIndex):
+                last = p.b + p.a * (p.n - 1)
+                if p.a <= 0 or p.b < 0 or last >= size or p.axis in lane_axes.values():
+                    return None
+                idx.append(slice(p.b, last + 1, p.a))
+                lane_axes[view_axis] = p.axis
+                view_axis += 1
+            else:
+                u = p
+                if isinstance(p, Val):
+                    if p.lanes:
+                        return None
+                    u = p.arr
+                u = int(u)
+                if not 0 <= u < size:
+                    return None
+                idx.append(u)
+        for k in range(len(parts), arr.ndim):
+            value_axes.append(view_axis)
+            view_axis += 1
+        return tuple(idx), lane_axes, value_axes
+
+    def _gather(self, arr, parts, name):
+        plan = self._basic_plan(arr, parts)
+        if plan is not None:
+            idx, lane_axes, value_axes = plan
+            view = arr[idx]
+            if not lane_axes:
+                return Val(view, 0) if np.ndim(view) else view.item() if hasattr(view, "item") else view
+            nl = max(lane_axes.values()) + 1
+            order = sorted(lane_axes, key=lambda a: lane_axes[a])
+            view = np.transpose(view, order + value_axes)
+            shape = [1] * nl
+            for va in order:
+                shape[lane_axes[va]] = view.shape[order.index(va)]
+            view = view.reshape(tuple(shape) + view.shape[len(order):])
+            return Val(view, nl)
+        return self._fancy_gather(arr, parts, name)
+
+    def _fancy_gather(self, arr, parts, name):
+        points = [k for k, p in enumerate(parts) if not isinstance(p, cir.Span)]
+        vals = [as_val(parts[k]) for k in points]
+        lanes = _lanes_of(*vals)
+        idx_arrays = [np.asarray(a) for a in _align(vals)] if vals else []
+        if idx_arrays:
+            idx_arrays = list(np.broadcast_arrays(*idx_arrays))
+        self._check_bounds(idx_arrays, [arr.shape[k] for k in points], name)
+        idx_arrays = [np.clip(a, 0, arr.shape[k] - 1) for a, k in zip(idx_arrays, points)]
+        moved = np.moveaxis(arr, points, list(range(len(points)))) if points else arr
+        rest = []
+        for k, p in enumerate(parts):
+            if isinstance(p, cir.Span):
+                rest.append(slice(*self._span_bounds(p, arr.shape[k])))
+        out = moved[tuple(idx_arrays) + tuple(rest)]
+        return Val(out, lanes)
+
+    def _check_bounds(self, idx_arrays, sizes, name):
+        for a, size in zip(idx_arrays, sizes):
+            bad = (a < 0) | (a >= size)
+            if self.mask is not None:
+                m = _align([Val(bad, self.lanes), self.mask])
+                bad = np.logical_and(*np.broadcast_arrays(m[0], m[1]))
+            if np.any(bad):
+                value = int(np.asarray(a)[np.nonzero(np.broadcast_to(bad, np.shape(a)))][0]) \
+                    if np.shape(a) == np.shape(bad) else "?"
+                raise ZynMLRuntimeError(f"index {value} is out of range for an axis of size "
+                                        f"{size} of `{name}`")
+
+    def _shared_load(self, e, arr):
+        nl = self.shared_defs[e.buffer]
+        parts = [self.uniform(self.eval(i)) if not isinstance(i, cir.Span) else i for i in e.index]
+        if any(p is None for p in parts):
+            raise self.error("shared arrays are indexed by values the same in every lane",
+                             0)
+        idx = [slice(None)] * nl + [p if not isinstance(p, cir.Span) else
+                                    slice(*self._span_bounds(p, arr.shape[nl + k]))
+                                    for k, p in enumerate(parts)]
+        return Val(arr[tuple(idx)], nl)
+
+    def store(self, s: cir.Store):
+        value = self.eval(s.value)
+        target = self.buffers[s.buffer]
+        if s.buffer in self.shared_defs:
+            self._shared_store(s, target, value)
+            return
+        if not s.index:
+            v = as_val(value)
+            arr = np.asarray(v.arr)
+            if v.lanes:
+                arr = arr.reshape(arr.shape[v.lanes:]) if all(d == 1 for d in arr.shape[:v.lanes]) \
+                    else arr[(-1,) * v.lanes]
+            if self.mask is not None:
+                raise self.error("out as a whole cannot be written under a divergent if", s.line)
+            try:
+                target[...] = np.broadcast_to(arr, target.shape)
+            except ValueError:
+                raise self.error(f"out has shape {list(target.shape)} but the value written has "
+                                 f"shape {list(np.shape(arr))}", s.line) from None
+            return
+        parts = self._index_parts(s.index, s.line)
+        plan = self._basic_plan(target, parts)
+        v = as_val(value)
+        if plan is not None:
+            idx, lane_axes, value_axes = plan
+            view = target[idx]
+            order = sorted(lane_axes, key=lambda a: lane_axes[a])
+            view = np.transpose(view, order + value_axes) if np.ndim(view) else view
+            lane_ids = [lane_axes[a] for a in order]
+            val = self._value_for(v, lane_ids, view)
+            if self.mask is not None:
+                m = self._value_for(self.mask, lane_ids, view, is_mask=True)
+                np.copyto(view, val, where=np.broadcast_to(m, np.shape(view))) if np.ndim(view) \
+                    else self._scalar_store(target, idx, val, m)
+            elif np.ndim(view):
+                view[...] = val
+            else:
+                target[idx] = val
+            return
+        self._scatter(target, parts, v, s)
+
+    def _scalar_store(self, target, idx, val, m):
+        if bool(np.asarray(m).any()):
+            target[idx] = val
+
+    def _value_for(self, v: Val, lane_ids, view, is_mask=False):
+        """`v` laid out like a store's view: the lanes the store indexes (in lane order),
+        then the value's axes. Along lanes the store does not index, every iteration writes
+        the same place: the last one wins (a mask: the place is written if any is active)."""
+        arr = np.asarray(v.arr)
+        arr = arr.reshape(arr.shape[:v.lanes] + (1,) * (self.lanes - v.lanes) + arr.shape[v.lanes:])
+        other = tuple(k for k in range(self.lanes) if k not in lane_ids)
+        if other:
+            if is_mask:
+                arr = np.any(arr, axis=other)
+            else:
+                arr = arr[tuple(slice(None) if k in lane_ids else -1 for k in range(self.lanes))]
+        nview_values = np.ndim(view) - len(lane_ids)
+        nvalues = arr.ndim - len(lane_ids)
+        if nvalues < nview_values:
+            n = len(lane_ids)
+            arr = arr.reshape(arr.shape[:n] + (1,) * (nview_values - nvalues) + arr.shape[n:])
+        if is_mask or not hasattr(view, "dtype"):
+            return arr
+        return arr.astype(view.dtype, copy=False)
+
+    def _scatter(self, target, parts, v, s):
+        points = [k for k, p in enumerate(parts) if not isinstance(p, cir.Span)]
+        spans = [k for k, p in enumerate(parts) if isinstance(p, cir.Span)]
+        vals = [as_val(parts[k]) for k in points]
+        lanes = max(_lanes_of(*vals), v.lanes, self.mask.lanes if self.mask is not None else 0)
+        idx = [np.asarray(a) for a in _align(vals + [Val(np.zeros((1,) * lanes, bool), lanes)])][:-1]
+        lane_shape = np.broadcast_shapes(*[a.shape[:lanes] for a in idx],
+                                         np.shape(v.arr)[:v.lanes] + (1,) * (lanes - v.lanes))
+        if self.mask is not None:
+            lane_shape = np.broadcast_shapes(lane_shape, np.shape(self.mask.arr)[:self.mask.lanes]
+                                             + (1,) * (lanes - self.mask.lanes))
+        idx = [np.broadcast_to(a.reshape(a.shape[:lanes]), lane_shape) for a in idx]
+        active = np.ones(lane_shape, dtype=bool)
+        if self.mask is not None:
+            m = np.asarray(self.mask.arr)
+            m = m.reshape(m.shape[:self.mask.lanes] + (1,) * (lanes - self.mask.lanes))
+            active = np.broadcast_to(m, lane_shape)
+        self._check_bounds([np.where(active, a, 0) for a in idx], [target.shape[k] for k in points],
+                           "out")
+        if spans or target.ndim > len(parts):
+            raise self.error("a store of a tile needs indices that are the loop variables "
+                             "themselves", s.line)
+        arr = np.asarray(v.arr)
+        arr = arr.reshape(arr.shape[:v.lanes] + (1,) * (lanes - v.lanes) + arr.shape[v.lanes:])
+        arr = np.broadcast_to(arr, lane_shape + arr.shape[lanes:])
+        sel = tuple(a[active] for a in idx)
+        moved = np.moveaxis(target, points, list(range(len(points))))
+        moved[sel] = arr[active]
+
+    def _shared_store(self, s, target, value):
+        nl = self.shared_defs[s.buffer]
+        parts = [self.uniform(self.eval(i), s.line) if not isinstance(i, cir.Span) else i
+                 for i in s.index]
+        if any(p is None for p in parts):
+            raise self.error("shared arrays are indexed by values the same in every lane", s.line)
+        idx = tuple([slice(None)] * nl + [p if not isinstance(p, cir.Span) else
+                                          slice(*self._span_bounds(p, target.shape[nl + k]))
+                                          for k, p in enumerate(parts)])
+        view = target[idx]
+        v = as_val(value)
+        arr = np.asarray(v.arr)
+        lanes_shape = target.shape[:nl]
+        if v.lanes > nl:
+            raise self.error("a shared array is written from inside a nested parallel loop",
+                             s.line)
+        arr = arr.reshape(arr.shape[:v.lanes] + (1,) * (nl - v.lanes) + arr.shape[v.lanes:])
+        arr = np.broadcast_to(arr, lanes_shape + view.shape[nl:]) if arr.ndim else arr
+        if self.mask is not None:
+            m = np.asarray(self.mask.arr)
+            m = m.reshape(m.shape[:self.mask.lanes] + (1,) * (nl - self.mask.lanes))
+            m = m.reshape(m.shape + (1,) * (view.ndim - m.ndim))
+            np.copyto(view, arr, where=np.broadcast_to(m, view.shape))
+        else:
+            view[...] = arr
+
+    # --------------------------------------------------------------- reductions
+    def _init_reduction(self):
+        op = self.kernel.kernel_type.param("op", "+")
+        self.reduction = {"op": op, "value": None, "index": None}
+
+    def yield_(self, s: cir.Yield):
+        op = self.reduction["op"]
+        kt = self.kernel.kernel_type
+        axis = kt.param("axis")
+        loops = [v for v, _n in self.lane_vars]
+        value = as_val(self.eval(s.value))
+        index = as_val(self.eval(s.index)) if s.index is not None else None
+        # every loop around the yield: the lane ones vary along lane axes, the serial ones
+        # are at one position now
+        enclosing = _enclosing_loops(self.kernel.body, s)
+        if axis is not None:
+            axis %= len(enclosing)
+        kept = [v for k, v in enumerate(enclosing) if axis is not None and k != axis]
+        lanes = self.lanes
+        lane_shape = tuple(self._lane_shape())
+        arrs = _align([value] + ([index] if index is not None else []) +
+                      ([self.mask] if self.mask is not None else []) +
+                      [Val(np.zeros((1,) * lanes, bool), lanes)])
+        val = np.broadcast_to(arrs[0], lane_shape)
+        idx = np.broadcast_to(arrs[1], lane_shape) if index is not None else None
+        active = np.broadcast_to(arrs[2 if index is not None else 1], lane_shape) \
+            if self.mask is not None else None
+        ident = _IDENTITY[op]
+        if active is not None:
+            val = np.where(active, val, np.asarray(ident, dtype=np.result_type(val, type(ident))
+                                                    if op not in ("and", "or") else bool))
+        # lanes of loops that are kept become output axes; the rest are reduced now
+        kept_lanes = [loops.index(v) for v in kept if v in loops]
+        red_axes = tuple(k for k in range(lanes) if k not in kept_lanes)
+        if op in ("argmax", "argmin"):
+            part_v, part_i = _arg_reduce(op, val, idx, red_axes)
+        else:
+            part_v, part_i = _reduce(op, val, red_axes), None
+        # place into the accumulator: kept serial loops index it, kept lanes span it
+        out_index = []
+        for v in kept:
+            if v in loops:
+                out_index.append(slice(None))
+            else:
+                out_index.append(int(self.env[v]))
+        order = [loops.index(v) for v in kept if v in loops]
+        if order and order != sorted(order):
+            part_v = np.moveaxis(part_v, list(range(len(order))), np.argsort(np.argsort(order)))
+        self._accumulate(op, tuple(out_index), part_v, part_i)
+
+    def _accumulate(self, op, where, value, index):
+        r = self.reduction
+        if r["value"] is None:
+            dtype = np.result_type(value) if op not in ("and", "or") else np.bool_
+            shape = self.out.shape
+            r["value"] = np.full(shape, _IDENTITY[op], dtype=np.float64 if op in ("argmax", "argmin")
+                                 else np.result_type(dtype, type(_IDENTITY[op])) if op in ("max", "min")
+                                 else dtype)
+            if op in ("argmax", "argmin"):
+                r["index"] = np.full(shape, -1, dtype=np.int64)
+        cur = r["value"][where] if where else r["value"]
+        if op == "+":
+            new = cur + value
+        elif op == "*":
+            new = cur * value
+        elif op == "max":
+            new = np.maximum(cur, value)
+        elif op == "min":
+            new = np.minimum(cur, value)
+        elif op == "and":
+            new = np.logical_and(cur, value)
+        elif op == "or":
+            new = np.logical_or(cur, value)
+        else:
+            better = value > cur if op == "argmax" else value < cur
+            better = better | ((r["index"][where] if where else r["index"]) < 0) & (index >= 0)
+            new = np.where(better, value, cur)
+            idx_cur = r["index"][where] if where else r["index"]
+            new_idx = np.where(better, index, idx_cur)
+            if where:
+                r["index"][where] = new_idx
+            else:
+                r["index"][...] = new_idx
+        if where:
+            r["value"][where] = new
+        else:
+            r["value"][...] = new
+
+    def _finish_reduction(self):
+        r = self.reduction
+        if r["value"] is None:
+            if r["op"] in ("argmax", "argmin"):
+                self.out[...] = -1
+            else:
+                self.out[...] = _IDENTITY[r["op"]] if np.isfinite(_IDENTITY[r["op"]]) else 0
+            return
+        result = r["index"] if r["op"] in ("argmax", "argmin") else r["value"]
+        self.out[...] = result
+
+    # -------------------------------------------------------------- expressions
+    def eval(self, e):
+        if isinstance(e, cir.Const):
+            return e.value
+        if isinstance(e, cir.Var):
+            try:
+                return self.env[e.name]
+            except KeyError:
+                raise ZynMLRuntimeError(f"`{e.name}` has no value") from None
+        if isinstance(e, cir.Load):
+            return self.load(e)
+        if isinstance(e, cir.Bin):
+            return self.binary(e)
+        if isinstance(e, cir.Unary):
+            v = self.eval(e.operand)
+            if e.op == "neg":
+                if isinstance(v, LaneIndex):
+                    return LaneIndex(v.axis, -v.a, -v.b, v.n)
+                if isinstance(v, Val):
+                    return Val(-np.asarray(v.arr), v.lanes)
+                return -v
+            v = as_val(v)
+            return Val(np.logical_not(v.arr), v.lanes)
+        if isinstance(e, cir.Call):
+            return self.call(e)
+        if isinstance(e, cir.Dot):
+            a, b = as_val(self.eval(e.a)), as_val(self.eval(e.b))
+            x, y = _align([a, b])
+            return Val(np.sum(x * y, axis=-1), _lanes_of(a, b))
+        if isinstance(e, cir.Reduce):
+            v = as_val(self.eval(e.input))
+            arr = np.asarray(v.arr)
+            axes = tuple(range(v.lanes, arr.ndim)) if e.axis is None else (v.lanes + e.axis,)
+            if e.op in ("argmax", "argmin"):
+                flat = arr.reshape(arr.shape[:v.lanes] + (-1,)) if e.axis is None else arr
+                ax = v.lanes if e.axis is None else v.lanes + e.axis
+                return Val((np.argmax if e.op == "argmax" else np.argmin)(flat, axis=ax), v.lanes)
+            return Val(_reduce(e.op, arr, axes), v.lanes)
+        if isinstance(e, cir.Cast):
+            v = as_val(self.eval(e.operand))
+            return Val(np.asarray(v.arr).astype(np_dtype(e.ty.dtype)), v.lanes)
+        if isinstance(e, cir.Select):
+            c, a, b = (as_val(self.eval(x)) for x in (e.cond, e.if_true, e.if_false))
+            x, y, z = _align([c, a, b])
+            return Val(np.where(x, y, z), _lanes_of(c, a, b))
+        raise TypeError(f"unknown CIR expression {e!r}")
+
+    def binary(self, e: cir.Bin):
+        a, b = self.eval(e.left), self.eval(e.right)
+        op = e.op
+        # keep affine index forms symbolic so loads stay views
+        if isinstance(a, LaneIndex) or isinstance(b, LaneIndex):
+            r = _affine_op(op, a, b)
+            if r is not None:
+                return r
+        if op in ("and", "or"):
+            va, vb = as_val(a), as_val(b)
+            x, y = _align([va, vb])
+            return Val((np.logical_and if op == "and" else np.logical_or)(x, y), _lanes_of(va, vb))
+        if not isinstance(a, (Val, LaneIndex)) and not isinstance(b, (Val, LaneIndex)):
+            return _scalar_op(op, a, b, e.ty.dtype)
+        va, vb = as_val(a), as_val(b)
+        x, y = _align([va, vb])
+        lanes = _lanes_of(va, vb)
+        if op == "@":
+            return Val(np.matmul(x, y), lanes)
+        return Val(_array_op(op, x, y, e.ty.dtype), lanes)
+
+    def call(self, e: cir.Call):
+        fn = e.fn
+        if fn in ("zeros", "ones"):
+            dims = [self.uniform(self.eval(a)) for a in e.args]
+            # a constant tile broadcasts: it takes the shape of the (possibly clipped) tiles it
+            # meets, e.g. the last query block of a sequence that is not a multiple of 64
+            return Val(np.full((1,) * len(dims), 0.0 if fn == "zeros" else 1.0, np.float32), 0)
+        args = [self.eval(a) for a in e.args]
+        if fn in ("transpose", "row_max", "row_sum"):
+            v = as_val(args[0])
+            arr = np.asarray(v.arr)
+            if fn == "transpose":
+                return Val(np.swapaxes(arr, -1, -2), v.lanes)
+            if fn == "row_max":
+                return Val(np.max(arr, axis=-1, keepdims=True), v.lanes)
+            return Val(np.sum(arr, axis=-1, keepdims=True), v.lanes)
+        if fn in _UNARY:
+            v = args[0]
+            if not isinstance(v, (Val, LaneIndex)):
+                return _scalar_unary(fn, v, e.ty.dtype)
+            v = as_val(v)
+            arr = np.asarray(v.arr)
+            if is_float(e.ty.dtype) and not np.issubdtype(arr.dtype, np.floating):
+                arr = arr.astype(np_dtype(e.ty.dtype))
+            with np.errstate(all="ignore"):
+                res = _UNARY[fn](arr)
+            if is_float(e.ty.dtype):
+                res = np.asarray(res).astype(np_dtype(e.ty.dtype), copy=False)
+            return Val(res, v.lanes)
+        if fn in ("min", "max", "pow", "clamp"):
+            vals = [as_val(a) for a in args]
+            arrs = _align(vals)
+            lanes = _lanes_of(*vals)
+            if fn == "pow":
+                with np.errstate(all="ignore"):
+                    res = np.power(np.asarray(arrs[0], dtype=np_dtype(e.ty.dtype)), arrs[1])
+            elif fn == "clamp":
+                res = np.minimum(np.maximum(arrs[0], arrs[1]), arrs[2])
+            else:
+                f = np.maximum if fn == "max" else np.minimum
+                res = arrs[0]
+                for x in arrs[1:]:
+                    res = f(res, x)
+            if lanes == 0 and np.ndim(res) == 0:
+                return _cast_scalar(res, e.ty.dtype)
+            return Val(np.asarray(res).astype(np_dtype(e.ty.dtype), copy=False)
+                       if is_float(e.ty.dtype) else res, lanes)
+        raise ZynMLRuntimeError(f"unknown function {fn}")
+
+
+# ------------------------------------------------------------------------- helpers
+
+
+def _uses(e, name) -> bool:
+    return any(isinstance(n, cir.Var) and n.name == name for n in cir.walk(e))
+
+
+def _accumulate_kind(st: cir.Assign):
+    v = st.value
+    if isinstance(v, cir.Bin) and v.op == "+" and isinstance(v.left, cir.Var) and \
+            v.left.name == st.name and not v.ty.shape:
+        return "+"
+    if isinstance(v, cir.Call) and v.fn in ("max", "min") and len(v.args) == 2 and \
+            isinstance(v.args[0], cir.Var) and v.args[0].name == st.name and not v.ty.shape:
+        return v.fn
+    return None
+
+
+def _accumulate_term(st: cir.Assign):
+    v = st.value
+    return v.right if isinstance(v, cir.Bin) else v.args[1]
+
+
+def _enclosing_loops(body, target, stack=()):
+    for s in body:
+        if s is target:
+            return list(stack)
+        if isinstance(s, cir.Loop):
+            r = _enclosing_loops(s.body, target, stack + (s.var,))
+            if r is not None:
+                return r
+        elif isinstance(s, cir.If):
+            r = _enclosing_loops(s.then, target, stack) or _enclosing_loops(s.orelse, target, stack)
+            if r is not None:
+                return r
+    return None
+
+
+def _reduce(op, arr, axes):
+    if not axes:
+        return arr
+    if op == "+":
+        return np.add.reduce(arr, axis=axes)
+    if op == "*":
+        return np.multiply.reduce(arr, axis=axes)
+    if op == "max":
+        return np.max(arr, axis=axes)
+    if op == "min":
+        return np.min(arr, axis=axes)
+    if op == "and":
+        return np.all(arr, axis=axes)
+    if op == "or":
+        return np.any(arr, axis=axes)
+    raise ValueError(op)
+
+
+def _arg_reduce(op, val, idx, axes):
+    if not axes:
+        return val, idx
+    keep = [k for k in range(val.ndim) if k not in axes]
+    v = np.transpose(val, keep + list(axes)).reshape(tuple(val.shape[k] for k in keep) + (-1,))
+    i = np.transpose(idx, keep + list(axes)).reshape(v.shape)
+    pos = (np.argmax if op == "argmax" else np.argmin)(v, axis=-1)
+    best_v = np.take_along_axis(v, pos[..., None], axis=-1)[..., 0]
+    best_i = np.take_along_axis(i, pos[..., None], axis=-1)[..., 0]
+    return best_v, best_i
+
+
+def _affine_op(op, a, b):
+    if op in ("+", "-"):
+        if isinstance(a, LaneIndex) and _is_int(b):
+            return LaneIndex(a.axis, a.a, a.b + b if op == "+" else a.b - b, a.n)
+        if isinstance(b, LaneIndex) and _is_int(a):
+            return LaneIndex(b.axis, b.a if op == "+" else -b.a, a + b.b if op == "+" else a - b.b, b.n)
+    if op == "*":
+        if isinstance(a, LaneIndex) and _is_int(b):
+            return LaneIndex(a.axis, a.a * b, a.b * b, a.n)
+        if isinstance(b, LaneIndex) and _is_int(a):
+            return LaneIndex(b.axis, b.a * a, b.b * a, b.n)
+    return None
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _cast_scalar(x, dtype):
+    if dtype == "bool":
+        return bool(x)
+    if is_float(dtype):
+        return np_dtype(dtype).type(x)
+    return int(x)
+
+
+def _scalar_op(op, a, b, dtype):
+    if op == "/" and not is_float(dtype):
+        if b == 0:
+            raise ZynMLRuntimeError("integer division by zero")
+        q = abs(int(a)) // abs(int(b))
+        return q if (a >= 0) == (b >= 0) else -q
+    if op == "%" and not is_float(dtype):
+        if b == 0:
+            raise ZynMLRuntimeError("integer remainder by zero")
+        return int(math.fmod(int(a), int(b)))
+    with np.errstate(all="ignore"):
+        res = _array_op(op, np.asarray(a), np.asarray(b), dtype)
+    res = res.item() if hasattr(res, "item") else res
+    if op in ("<", "<=", ">", ">=", "==", "!="):
+        return bool(res)
+    return _cast_scalar(res, dtype) if is_float(dtype) else res
+
+
+def _scalar_unary(fn, v, dtype):
+    with np.errstate(all="ignore"):
+        res = _UNARY[fn](np.asarray(v, dtype=np_dtype(dtype) if is_float(dtype) else None))
+    return _cast_scalar(np.asarray(res).item(), dtype) if is_float(dtype) else np.asarray(res).item()
+
+
+def _array_op(op, x, y, dtype):
+    with np.errstate(all="ignore"):
+        if op == "+":
+            return x + y
+        if op == "-":
+            return x - y
+        if op == "*":
+            return x * y
+        if op == "/":
+            if is_float(dtype):
+                x = np.asarray(x)
+                if not np.issubdtype(x.dtype, np.floating):
+                    x = x.astype(np_dtype(dtype))
+                return np.true_divide(x, y)
+            return _int_div(x, y)
+        if op == "%":
+            return np.fmod(x, y)
+        if op == "**":
+            return np.power(x, y)
+        if op == "<":
+            return x < y
+        if op == "<=":
+            return x <= y
+        if op == ">":
+            return x > y
+        if op == ">=":
+            return x >= y
+        if op == "==":
+            return x == y
+        if op == "!=":
+            return x != y
+    raise ZynMLRuntimeError(f"unsupported operator {op}")
+
+
+def run_kernel(kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict) -> np.ndarray:
+    """Run `kernel` on numpy `inputs`; returns the output array."""
+    return ReferenceExecutor(kernel, inputs, sizes, scalars).run()

@@ -1,0 +1,142 @@
+"""Affine arithmetic on CIR size expressions: simplify `S - 1 + 1` to `S`, compare forms,
+and bound index expressions by the ranges of their loop variables."""
+from __future__ import annotations
+
+from . import cir
+
+I32 = cir.Ty("i32")
+
+
+def const(v: int) -> cir.Const:
+    return cir.Const(int(v), I32)
+
+
+def var(name: str) -> cir.Var:
+    return cir.Var(name, I32)
+
+
+def linear(e) -> tuple[dict, int] | None:
+    """e as ({opaque term key: (coefficient, expr)}, constant), or None if not integer-affine."""
+    if isinstance(e, cir.Const):
+        if isinstance(e.value, bool) or not isinstance(e.value, int):
+            return None
+        return {}, e.value
+    if isinstance(e, cir.Var):
+        return {e.name: (1, e)}, 0
+    if isinstance(e, cir.Unary) and e.op == "neg":
+        inner = linear(e.operand)
+        return None if inner is None else _scale(inner, -1)
+    if isinstance(e, cir.Bin):
+        if e.op in ("+", "-"):
+            a, b = linear(e.left), linear(e.right)
+            if a is None or b is None:
+                return _opaque(e)
+            return _add(a, b if e.op == "+" else _scale(b, -1))
+        if e.op == "*":
+            a, b = linear(e.left), linear(e.right)
+            if a is not None and b is not None:
+                if not a[0]:
+                    return _scale(b, a[1])
+                if not b[0]:
+                    return _scale(a, b[1])
+            return _opaque(e)
+        if e.op in ("/", "%") and cir_is_int(e):
+            return _opaque(e)
+    if isinstance(e, (cir.Call,)) and cir_is_int(e):
+        return _opaque(e)
+    return None
+
+
+def cir_is_int(e) -> bool:
+    ty = getattr(e, "ty", None)
+    return ty is not None and ty.dtype.startswith(("i", "u")) and not ty.shape
+
+
+def _opaque(e):
+    return {cir.format_expr(e): (1, e)}, 0
+
+
+def _scale(form, k: int):
+    terms, c = form
+    return {key: (coef * k, ex) for key, (coef, ex) in terms.items() if coef * k}, c * k
+
+
+def _add(a, b):
+    terms = dict(a[0])
+    for key, (coef, ex) in b[0].items():
+        old = terms.get(key, (0, ex))[0]
+        if old + coef:
+            terms[key] = (old + coef, ex)
+        else:
+            terms.pop(key, None)
+    return terms, a[1] + b[1]
+
+
+def rebuild(form) -> cir.Expr:
+    terms, c = form
+    out = None
+    for _key, (coef, ex) in sorted(terms.items()):
+        term = ex if abs(coef) == 1 else cir.Bin("*", const(abs(coef)), ex, I32)
+        if out is None:
+            out = term if coef > 0 else cir.Unary("neg", term, I32)
+        else:
+            out = cir.Bin("+" if coef > 0 else "-", out, term, I32)
+    if out is None:
+        return const(c)
+    if c:
+        out = cir.Bin("+" if c > 0 else "-", out, const(abs(c)), I32)
+    return out
+
+
+def simplify(e) -> cir.Expr:
+    form = linear(e)
+    return e if form is None else rebuild(form)
+
+
+def same(a, b) -> bool:
+    fa, fb = linear(a), linear(b)
+    if fa is None or fb is None:
+        return cir.format_expr(a) == cir.format_expr(b)
+    return ({k: v[0] for k, v in fa[0].items()}, fa[1]) == ({k: v[0] for k, v in fb[0].items()}, fb[1])
+
+
+def add(a, b) -> cir.Expr:
+    return simplify(cir.Bin("+", a, b, I32))
+
+
+def sub(a, b) -> cir.Expr:
+    return simplify(cir.Bin("-", a, b, I32))
+
+
+def maximum(a, b) -> cir.Expr:
+    """max of two size expressions, folded where their difference is a constant."""
+    fa, fb = linear(a), linear(b)
+    if fa is not None and fb is not None:
+        if {k: v[0] for k, v in fa[0].items()} == {k: v[0] for k, v in fb[0].items()}:
+            return a if fa[1] >= fb[1] else b
+    return cir.Call("max", (a, b), I32)
+
+
+def bounds(e, ranges: dict):
+    """(low, high) inclusive CIR bounds of integer expression e, given loop ranges
+    {var: (start, stop)} (stop exclusive); None where e is not affine in them."""
+    form = linear(e)
+    if form is None:
+        return None
+    terms, c = form
+    lo_form, hi_form = ({}, c), ({}, c)
+    for key, (coef, ex) in terms.items():
+        if isinstance(ex, cir.Var) and ex.name in ranges:
+            start, stop = ranges[ex.name]
+            last = sub(stop, const(1))
+            smallest, largest = (start, last) if coef > 0 else (last, start)
+            lo_form = _add(lo_form, _scale(linear(smallest) or _opaque(smallest), coef))
+            hi_form = _add(hi_form, _scale(linear(largest) or _opaque(largest), coef))
+        else:
+            lo_form = _add(lo_form, ({key: (coef, ex)}, 0))
+            hi_form = _add(hi_form, ({key: (coef, ex)}, 0))
+    return rebuild(lo_form), rebuild(hi_form)
+
+
+def uses_vars(e, names) -> bool:
+    return any(isinstance(n, cir.Var) and n.name in names for n in cir.walk(e))

@@ -1,0 +1,178 @@
+"""Solve a kernel's named dimensions against the shapes of its inputs.
+
+Every input axis has a size name (`A_d1`); lowering ties those names to loop bounds
+(`A_d1 = K` because `A[i, k]` with `k in 0..K`). Solving unifies the names, takes values
+from the real shapes and from sizes the program defines, and reports a disagreement
+before any data moves, pointing at both places that disagree. With shapes only partly
+known (checking a program before its inputs are bound) it refuses what is already wrong.
+"""
+from __future__ import annotations
+
+from ..errors import ZynMLNameError, ZynMLShapeError
+from . import cir
+from .lower import LoweredKernel
+
+
+class _Classes:
+    """Union-find over size names; each class remembers where it was tied together."""
+
+    def __init__(self):
+        self.parent: dict = {}
+
+    def find(self, x):
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a, b):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
+
+
+def _try_eval(e, values):
+    try:
+        return cir.eval_expr_static(e, values)
+    except (KeyError, TypeError, ZeroDivisionError):
+        return None
+
+
+def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = False) -> dict:
+    """Sizes for every name in lowered.kernel.dims. `shapes`: buffer name -> shape (or None
+    when unknown); `given`: sizes the program defines. With partial=True unknown sizes are
+    left out instead of being an error."""
+    kernel = lowered.kernel
+    values: dict = {}
+    origin: dict = {}            # name -> (value, span or None, description)
+    for name, value in given.items():
+        values[name] = int(value)
+        origin[name] = (int(value), None, f"`{name}` = {value} in the program")
+    for buf, axes in lowered.placeholders.items():
+        shape = shapes.get(buf)
+        if shape is None:
+            continue
+        label = lowered.labels[buf]
+        if len(shape) != len(axes):
+            raise ZynMLShapeError(f"`{label}` has {len(shape)} axes; the kernel was built for "
+                                  f"{len(axes)}")
+        for k, (axis, size) in enumerate(zip(axes, shape)):
+            values[axis] = int(size)
+            origin[axis] = (int(size), None, f"`{label}` is {list(shape)}")
+
+    classes = _Classes()
+    spans: dict = {}             # class member -> (span, what) that tied it
+    pending = []
+    for c in lowered.constraints:
+        if isinstance(c.right, cir.Var):
+            classes.union(c.left, c.right.name)
+            spans.setdefault(c.left, (c.span, c.what))
+            spans.setdefault(c.right.name, (c.span, c.what))
+        else:
+            pending.append(c)
+
+    # every class takes one value; two different ones are the mistake we report
+    members: dict = {}
+    for name in list(classes.parent):
+        members.setdefault(classes.find(name), []).append(name)
+    for root, names in members.items():
+        known = [(n, values[n]) for n in names if n in values]
+        if not known:
+            continue
+        first_name, first_value = known[0]
+        for n, v in known[1:]:
+            if v != first_value:
+                raise _mismatch(lowered, names, values, origin, spans, first_name, n)
+        for n in names:
+            values.setdefault(n, first_value)
+
+    defaults = dict(lowered.defaults)
+    for _ in range(4):                       # defaults may depend on one another
+        for c in pending:
+            v = _try_eval(c.right, values)
+            if v is None:
+                if c.left in values:
+                    _solve_one(c.right, values[c.left], values, members, classes)
+                continue
+            root_names = members.get(classes.find(c.left), [c.left])
+            if c.left in values:
+                if values[c.left] != v:
+                    raise ZynMLShapeError(
+                        f"{c.what}: the loop covers {v} positions but the axis has "
+                        f"{values[c.left]}", c.span)
+            else:
+                for n in root_names:
+                    values[n] = int(v)
+        for name, expr in list(defaults.items()):
+            if name in values:
+                defaults.pop(name)
+                continue
+            v = _try_eval(expr, values)
+            if v is not None:
+                for n in members.get(classes.find(name), [name]):
+                    values.setdefault(n, int(v))
+                defaults.pop(name)
+
+    for check in lowered.bound_checks:
+        low, high = _try_eval(check.low, values), _try_eval(check.high, values)
+        size = values.get(check.dim)
+        if size is None or high is None:
+            continue
+        if high >= size or (low is not None and low < 0):
+            bad = high if high >= size else low
+            raise ZynMLShapeError(f"index {bad} is outside {check.what}, which has size {size}",
+                                  check.span)
+
+    if partial:
+        return values
+    for name in kernel.dims:
+        if name not in values:
+            span = lowered.size_spans.get(name)
+            raise ZynMLNameError(
+                f"cannot tell the size `{name}`: it bounds no loop that indexes an input; "
+                f"define it before the compute block (let {name} = ...)", span)
+    return {n: values[n] for n in kernel.dims}
+
+
+def _mismatch(lowered, names, values, origin, spans, a, b):
+    def where(n):
+        for m in [n] + names:
+            if m in spans:
+                return spans[m]
+        return (None, "")
+
+    def said(n):
+        return origin.get(n, (values.get(n), None, ""))[2]
+
+    span_a, what_a = where(a)
+    span_b, what_b = where(b)
+    # report at the later of the two places, with a note at the earlier one
+    if span_a is not None and span_b is not None and \
+            (span_b.line, span_b.column) < (span_a.line, span_a.column):
+        a, b = b, a
+        span_a, what_a, span_b, what_b = span_b, what_b, span_a, what_a
+    size_name = next((n for n in names if not _is_placeholder(n, lowered)), None)
+    label = f"`{size_name}`" if size_name else "this size"
+    msg = (f"shape mismatch: {label} is {values[a]} for {what_a} ({said(a)}) but {values[b]} "
+           f"for {what_b} ({said(b)})")
+    notes = (("the other side is here", span_a),) if span_a is not None else ()
+    return ZynMLShapeError(msg, span_b, notes=notes)
+
+
+def _is_placeholder(name, lowered) -> bool:
+    return any(name in axes for axes in lowered.placeholders.values())
+
+
+def _solve_one(expr, target: int, values: dict, members: dict, classes: _Classes):
+    """Bind the one unknown size in `expr` so that it evaluates to `target`, choosing the
+    smallest such value (`d in 0..head_dim/2` indexing an axis of 8 gives head_dim = 16)."""
+    unknown = {n.name for n in cir.walk(expr) if isinstance(n, cir.Var)} - set(values)
+    if len(unknown) != 1:
+        return
+    name = unknown.pop()
+    for guess in range(0, 4 * target + 130):
+        if _try_eval(expr, {**values, name: guess}) == target:
+            for n in members.get(classes.find(name), [name]):
+                values.setdefault(n, guess)
+            return

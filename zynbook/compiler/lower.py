@@ -1,0 +1,1054 @@
+"""Lower one checked `compute()` block to a CIR kernel.
+
+Lowering resolves every name of the body (inputs, loop variables, locals, shared arrays,
+size names, scalar arguments), gives every expression its type, marks the loops whose
+iterations are independent as parallel, works out the output's shape from the stores (or
+the reduction), and records the *dimension constraints* that tie the inputs' axes to the
+loop ranges that index them. `dims.solve` checks those constraints against real shapes.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import NO_SPAN, Span, ZynMLNameError, ZynMLShapeError, ZynMLTypeError
+from . import affine, cir
+from . import ast as A
+from .types import canonical_dtype, is_float, is_int, promote
+
+BOOL = cir.Ty("bool")
+I32 = affine.I32
+F32 = cir.Ty("f32")
+
+KERNEL_TYPES = ("elementwise", "reduce", "matmul", "batched_matmul", "conv2d",
+                "conv2d_depthwise", "attention", "flash_attention", "fused")
+ANNOTATIONS = ("kernel", "device", "async", "parallel", "workgroup", "shared", "broadcast",
+               "tile")
+CONSTANTS = {"inf": float("inf"), "pi": 3.141592653589793, "e": 2.718281828459045}
+CAST_NAMES = {"float": "f32", "int": "i32", "f16": "f16", "bf16": "bf16", "f32": "f32",
+              "f64": "f64", "i32": "i32", "i64": "i64", "u32": "u32", "bool": "bool"}
+KERNEL_BUILTINS = (set(cir.MATH_FUNCTIONS) | set(cir.TILE_FUNCTIONS) | set(CAST_NAMES)
+                   | {"dot", "reduce", "barrier"})
+
+
+@dataclass
+class InputSig:
+    """What lowering knows of one input: how the body names it and its element type/rank."""
+    label: str                 # as written: "x", "weights.qkv_proj"
+    dtype: str
+    rank: int
+    span: Span = NO_SPAN
+
+
+@dataclass
+class Constraint:
+    """`left` (a size name) must equal the size expression `right` (`what` says why)."""
+    left: str
+    right: cir.Expr
+    span: Span
+    what: str
+
+
+@dataclass
+class BoundCheck:
+    """Index expression whose largest value `high` must stay below axis size `dim`."""
+    dim: str
+    low: cir.Expr
+    high: cir.Expr
+    span: Span
+    what: str
+
+
+@dataclass
+class LoweredKernel:
+    kernel: cir.Kernel
+    constraints: list
+    bound_checks: list
+    size_spans: dict           # size name -> span of its first use (for "cannot infer")
+    labels: dict               # buffer name -> label as written
+    defaults: dict             # size name -> CIR expr used when nothing else binds it
+    annotations: dict          # annotation name -> A.Annotation (device, async, ...)
+    placeholders: dict = field(default_factory=dict)   # buffer name -> axis size names
+
+
+def identifier(label: str) -> str:
+    return re.sub(r"\W", "_", label)
+
+
+def dotted(e) -> str | None:
+    """`weights.ln1_weight` for an attribute chain on a name, else None."""
+    if isinstance(e, A.Name):
+        return e.id
+    if isinstance(e, A.Attr):
+        base = dotted(e.base)
+        return None if base is None else f"{base}.{e.name}"
+    return None
+
+
+@dataclass
+class _Binding:
+    kind: str                  # input | loop | local | size | scalar | shared
+    ty: cir.Ty
+    name: str                  # the CIR name
+    mutable: bool = False
+    line: int = 0
+    shadowed_loop: "_Binding | None" = None
+
+
+class _Lowering:
+    def __init__(self, node: A.Compute, inputs: list, scalars: dict, name: str, source: str,
+                 extra_annotations: list):
+        self.node = node
+        self.kernel_name = name
+        self.source = source
+        self.inputs = inputs
+        self.scalar_types = scalars        # free name -> dtype of a host scalar (ints = sizes)
+        self.constraints: list = []
+        self.bound_checks: list = []
+        self.size_spans: dict = {}
+        self.sizes: set = set()
+        self.scalar_args: dict = {}        # name -> dtype (non-size scalars)
+        self.buffers: dict = {}            # cir name -> (label, dtype, rank, [axis names])
+        self.shared: dict = {}             # shared array name -> cir.Ty
+        self.out_stores: list = []         # (index tuple, value, span)
+        self.whole_out: list = []          # values written by `out = ...`
+        self.yields: list = []
+        self.ranges: dict = {}             # loop var -> (start, stop)
+        self.loop_stack: list = []
+        self.guard_depth = 0
+        self.annotations: dict = {}
+        self.annotation_spans: dict = {}
+        for ann in list(node.annotations) + list(extra_annotations):
+            self._annotation(ann)
+        self.scopes: list = [{}]
+        for sig in inputs:
+            if sig.label == "out":
+                raise ZynMLNameError("`out` names the kernel's output and cannot be an input",
+                                     sig.span)
+            cname = identifier(sig.label)
+            axes = [f"{cname}_d{k}" for k in range(sig.rank)]
+            self.buffers[cname] = (sig.label, sig.dtype, sig.rank, axes)
+            self.sizes.update(axes)
+
+    # ------------------------------------------------------------------ scopes
+    def lookup(self, name: str):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def bind(self, name: str, binding: _Binding):
+        self.scopes[-1][name] = binding
+
+    def buffer_for(self, e) -> str | None:
+        label = dotted(e)
+        if label is None:
+            return None
+        if isinstance(e, A.Name):
+            b = self.lookup(e.id)
+            if b is not None and b.kind != "input":
+                return None
+            if b is not None:
+                return b.name
+        cname = identifier(label)
+        if cname in self.buffers and self.buffers[cname][0] == label:
+            return cname
+        if cname in self.shared:
+            return cname
+        return None
+
+    # ----------------------------------------------------------- annotations
+    def _annotation(self, ann: A.Annotation):
+        if ann.name not in ANNOTATIONS:
+            close = [a for a in ANNOTATIONS if _similar(a, ann.name)]
+            hint = f" (did you mean @{close[0]}?)" if close else \
+                f"; known annotations: {', '.join('@' + a for a in ANNOTATIONS)}"
+            raise ZynMLNameError(f"unknown annotation @{ann.name}{hint}", ann.span)
+        if ann.name in self.annotations and ann.name != "broadcast":
+            raise ZynMLTypeError(f"@{ann.name} is given twice", ann.span)
+        if ann.name == "broadcast":
+            self.annotations.setdefault("broadcast", []).append(ann)
+        else:
+            self.annotations[ann.name] = ann
+
+    # --------------------------------------------------------------- entry
+    def run(self) -> LoweredKernel:
+        for stmt in self.node.body:
+            if isinstance(stmt, A.AnnotationStmt):
+                self._annotation(stmt.annotation)
+        kernel_type = self._kernel_type()
+        self.kernel_kind = kernel_type.kind
+        for key, value in kernel_type.params:
+            if key in ("stride", "padding") and isinstance(value, int):
+                self.bind(key, _Binding("size", I32, key))
+                self.sizes.add(key)
+        body = self.block(self.node.body, top=True)
+        body = self._mark_parallel(body, ancestors_parallel=True)
+        output = self._output(kernel_type)
+        schedule = self._schedule()
+        dims = tuple(sorted(self.sizes))
+        scalars = tuple(cir.Scalar(n, t) for n, t in sorted(self.scalar_args.items()))
+        inputs = tuple(cir.Buffer(cname, dtype, tuple(axes))
+                       for cname, (label, dtype, rank, axes) in self.buffers.items())
+        kernel = cir.Kernel(self.kernel_name, kernel_type, inputs, output, dims, scalars, tuple(body),
+                            schedule, _block_text(self.source, self.node.span),
+                            self.node.span.line)
+        defaults = self._defaults(kernel_type)
+        labels = {c: v[0] for c, v in self.buffers.items()}
+        placeholders = {c: v[3] for c, v in self.buffers.items()}
+        return LoweredKernel(kernel, self.constraints, self.bound_checks, self.size_spans,
+                             labels, defaults, self.annotations, placeholders)
+
+    def _kernel_type(self) -> cir.KernelType:
+        ann = self.annotations.get("kernel")
+        if ann is None:
+            return cir.KernelType("custom")
+        if not ann.kernel:
+            raise ZynMLTypeError("@kernel needs a kernel type, e.g. `@kernel elementwise`",
+                                 ann.span)
+        kind = ann.kernel
+        params = {}
+        if kind == "reduce":
+            if not ann.kernel_args:
+                raise ZynMLTypeError("reduce needs an operator: reduce(+), reduce(max, axis=1)",
+                                     ann.kernel_span)
+            op = ann.kernel_args[0]
+            opname = op.op if isinstance(op, A.OpRef) else (op.id if isinstance(op, A.Name) else None)
+            if opname not in cir.REDUCE_OPS:
+                raise ZynMLTypeError(
+                    f"unknown reduction operator; expected one of {', '.join(cir.REDUCE_OPS)}",
+                    op.span)
+            params["op"] = opname
+            if len(ann.kernel_args) > 1:
+                raise ZynMLTypeError("reduce takes one operator and an optional axis=",
+                                     ann.kernel_args[1].span)
+        elif ann.kernel_args:
+            raise ZynMLTypeError(f"{kind} takes only keyword parameters", ann.kernel_args[0].span)
+        for kw in ann.kernel_kwargs:
+            if not isinstance(kw.value, A.Number) and not (
+                    isinstance(kw.value, A.UnaryOp) and isinstance(kw.value.operand, A.Number)):
+                raise ZynMLTypeError(f"kernel parameter `{kw.name}` must be a number", kw.value.span)
+            value = kw.value.value if isinstance(kw.value, A.Number) else -kw.value.operand.value
+            if kind == "reduce" and kw.name != "axis":
+                raise ZynMLTypeError(f"reduce has no parameter `{kw.name}` (only axis=)", kw.span)
+            params[kw.name] = value
+        return cir.KernelType(kind, tuple(sorted(params.items())))
+
+    def _schedule(self) -> cir.Schedule:
+        wg = shared = None
+        tile, bcast, parallel = (), (), None
+        if "workgroup" in self.annotations:
+            ann = self.annotations["workgroup"]
+            if not 1 <= len(ann.args) <= 3 or ann.kwargs:
+                raise ZynMLTypeError("@workgroup takes one to three sizes: @workgroup(16, 16)",
+                                     ann.span)
+            wg = tuple(self._positive_const(a, "@workgroup") for a in ann.args)
+            if _prod(wg) > 1024:
+                raise ZynMLTypeError(f"@workgroup{wg} has {_prod(wg)} threads; at most 1024",
+                                     ann.span)
+        if "shared" in self.annotations:
+            ann = self.annotations["shared"]
+            if len(ann.args) != 1:
+                raise ZynMLTypeError("@shared takes one size in bytes: @shared(16 * 16 * 4)",
+                                     ann.span)
+            shared = self._positive_const(ann.args[0], "@shared", allow_names=True)
+        if "tile" in self.annotations:
+            ann = self.annotations["tile"]
+            if ann.args or not ann.kwargs:
+                raise ZynMLTypeError("@tile takes named sizes: @tile(block_q=64, block_kv=64)",
+                                     ann.span)
+            tile = tuple(sorted((kw.name, self._positive_const(kw.value, f"@tile {kw.name}"))
+                                for kw in ann.kwargs))
+        for ann in self.annotations.get("broadcast", []):
+            if not ann.args or len(ann.args) > 1:
+                raise ZynMLTypeError("@broadcast takes an input and an axis: @broadcast(v, axis=1)",
+                                     ann.span)
+            target = self.buffer_for(ann.args[0])
+            if target is None:
+                raise ZynMLNameError(f"@broadcast names `{dotted(ann.args[0]) or '?'}`, "
+                                     "which is not an input of this compute block",
+                                     ann.args[0].span)
+            axis = 0
+            for kw in ann.kwargs:
+                if kw.name != "axis":
+                    raise ZynMLTypeError(f"@broadcast has no parameter `{kw.name}`", kw.span)
+                axis = self._positive_const(kw.value, "@broadcast axis", allow_zero=True)
+            bcast += ((target, axis),)
+        if "parallel" in self.annotations:
+            ann = self.annotations["parallel"]
+            if len(ann.args) != 1 or not isinstance(ann.args[0], A.Name) or \
+                    ann.args[0].id not in ("data", "model"):
+                raise ZynMLTypeError("@parallel takes `data` or `model`", ann.span)
+            parallel = ann.args[0].id
+        return cir.Schedule(wg, shared, tile, bcast, parallel)
+
+    def _positive_const(self, e, what, allow_zero=False, allow_names=False):
+        value = _const_int(e, allow_names)
+        if value is None:
+            raise ZynMLTypeError(f"{what} must be a constant integer", e.span)
+        if value < 0 or (value == 0 and not allow_zero):
+            raise ZynMLTypeError(f"{what} must be positive, not {value}", e.span)
+        return value
+
+    def _defaults(self, kt: cir.KernelType) -> dict:
+        """Sizes a kernel type defines when the program does not: conv2d's geometry."""
+        out = {}
+        if kt.kind in ("conv2d", "conv2d_depthwise") and self.buffers:
+            first = next(iter(self.buffers.values()))
+            if first[2] == 4:
+                v = affine.var
+                stride, padding = kt.param("stride"), kt.param("padding")
+                out["stride"] = affine.const(stride if stride is not None else 1)
+                out["padding"] = affine.const(padding if padding is not None else 0)
+                out["in_h"], out["in_w"] = v(first[3][2]), v(first[3][3])
+                for o, i, k in (("out_h", "in_h", "kernel_h"), ("out_w", "in_w", "kernel_w")):
+                    num = cir.Bin("-", cir.Bin("+", v(i), cir.Bin("*", affine.const(2), v("padding"), I32), I32), v(k), I32)
+                    out[o] = cir.Bin("+", cir.Bin("/", num, v("stride"), I32), affine.const(1), I32)
+        return out
+
+    # -------------------------------------------------------------- statements
+    def block(self, stmts, top=False) -> list:
+        self.scopes.append({})
+        out = []
+        try:
+            for s in stmts:
+                lowered = self.stmt(s, top)
+                if lowered is not None:
+                    out.extend(lowered if isinstance(lowered, list) else [lowered])
+        finally:
+            self.scopes.pop()
+        return out
+
+    def stmt(self, s, top):
+        line = s.span.line
+        if isinstance(s, A.AnnotationStmt):
+            if not top:
+                raise ZynMLTypeError("annotations belong at the top of a compute body",
+                                     s.span)
+            return None
+        if isinstance(s, A.Let):
+            if s.destructure:
+                raise ZynMLTypeError("tuple destructuring is host code; not inside a kernel",
+                                     s.span)
+            value = self.expr(s.value)
+            value = self._annotated(value, s.type)
+            name = s.names[0]
+            prev = self.lookup(name)
+            shadow = prev if prev is not None and prev.kind == "loop" else None
+            cname = self._fresh_local(name)
+            self.bind(name, _Binding("local", value.ty, cname, False, line, shadow))
+            return cir.Let(cname, value, False, line)
+        if isinstance(s, A.VarDecl):
+            value = self._annotated(self.expr(s.value), s.type)
+            cname = self._fresh_local(s.name)
+            self.bind(s.name, _Binding("local", value.ty, cname, True, line))
+            return cir.Let(cname, value, True, line)
+        if isinstance(s, A.Assign):
+            return self.assign(s)
+        if isinstance(s, A.For):
+            return self.loop(s.iters, s.body, line)
+        if isinstance(s, A.If):
+            cond = self.condition(s.cond)
+            self.guard_depth += 1
+            try:
+                then = self.block(s.then)
+                orelse = self.block(s.orelse) if s.orelse else []
+            finally:
+                self.guard_depth -= 1
+            return cir.If(cond, tuple(then), tuple(orelse), line)
+        if isinstance(s, A.Yield):
+            return self.yield_(s)
+        if isinstance(s, A.SharedVar):
+            dims = tuple(self.size_expr(d) for d in s.dims)
+            dtype = "f32"
+            if s.type is not None:
+                dtype = canonical_dtype(s.type.name)
+                if dtype is None:
+                    raise ZynMLTypeError(f"unknown element type `{s.type.name}`", s.type.span)
+            cname = identifier(s.name)
+            self.shared[cname] = cir.Ty(dtype, dims)
+            self.bind(s.name, _Binding("shared", cir.Ty(dtype, dims), cname, True, line))
+            return cir.SharedAlloc(cname, dims, dtype, line)
+        if isinstance(s, A.ExprStmt):
+            e = s.expr
+            if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.id == "barrier":
+                if e.args or e.kwargs:
+                    raise ZynMLTypeError("barrier() takes no arguments", e.span)
+                return cir.Barrier(line)
+            raise ZynMLTypeError("this expression's value is unused; assign it or store it "
+                                 "into out[...]", s.span)
+        if isinstance(s, A.Ellipsis):
+            raise ZynMLTypeError("`...` stands for an elided kernel body; write the body out",
+                                 s.span)
+        if isinstance(s, A.Return):
+            raise ZynMLTypeError("`return` is for pipelines; a kernel writes out[...] or yields",
+                                 s.span)
+        if isinstance(s, (A.Pipeline, A.Config)):
+            raise ZynMLTypeError("not allowed inside a compute body", s.span)
+        raise ZynMLTypeError(f"unsupported statement in a compute body", s.span)
+
+    def _annotated(self, value, typ):
+        if typ is None:
+            return value
+        dtype = canonical_dtype(typ.name)
+        if dtype is None:
+            raise ZynMLTypeError(f"unknown type `{typ.name}`", typ.span)
+        return value if value.ty.dtype == dtype else cir.Cast(value, cir.Ty(dtype, value.ty.shape))
+
+    def _fresh_local(self, name: str) -> str:
+        # renderers see one flat namespace per kernel; rename shadowing locals apart
+        base = identifier(name)
+        used = getattr(self, "_used_locals", None)
+        if used is None:
+            used = self._used_locals = set(self.buffers) | {"out"}
+        cname, n = base, 1
+        while cname in used:
+            n += 1
+            cname = f"{base}_{n}"
+        used.add(cname)
+        return cname
+
+    def assign(self, s: A.Assign):
+        line = s.span.line
+        target = s.target
+        if isinstance(target, A.Name) and target.id == "out":
+            if s.op != "=":
+                raise ZynMLTypeError("`out` as a whole can only be assigned with =", s.span)
+            value = self.expr(s.value)
+            self.whole_out.append((value, s.span))
+            return cir.Store("out", (), value, line)
+        if isinstance(target, A.Index) and isinstance(target.base, A.Name) and \
+                target.base.id == "out" and self.lookup("out") is None:
+            index = tuple(self.index_item(it) for it in target.items)
+            value = self.expr(s.value)
+            if s.op != "=":
+                value = self._compound(s.op, cir.Load("out", index, value.ty), value, s.span)
+            for it, item in zip(index, target.items):
+                if not isinstance(it, cir.Span) and not is_int(it.ty.dtype):
+                    raise ZynMLTypeError(f"an index must be an integer, not {it.ty}", item.span)
+            self.out_stores.append((index, value, s.span, list(self.loop_stack)))
+            return cir.Store("out", index, value, line)
+        if isinstance(target, A.Index):
+            buf = self.buffer_for(target.base)
+            if buf is not None and buf in self.shared:
+                index = tuple(self.index_item(it) for it in target.items)
+                value = self.expr(s.value)
+                old = cir.Load(buf, index, cir.Ty(self.shared[buf].dtype))
+                if s.op != "=":
+                    value = self._compound(s.op, old, value, s.span)
+                return cir.Store(buf, index, value, line)
+            if buf is not None:
+                raise ZynMLTypeError(f"`{dotted(target.base)}` is an input and cannot be written; "
+                                     "write the result into out[...]", target.span)
+            raise ZynMLNameError(f"`{dotted(target.base) or 'this'}` is not out, a shared array "
+                                 "or an input", target.base.span)
+        if isinstance(target, A.Name):
+            b = self.lookup(target.id)
+            if b is None:
+                if target.id in [sig.label for sig in self.inputs]:
+                    raise ZynMLTypeError(f"`{target.id}` is an input and cannot be assigned",
+                                         target.span)
+                raise ZynMLNameError(f"`{target.id}` is not declared; declare it with "
+                                     f"`var {target.id} = ...`", target.span)
+            if b.kind != "local" or not b.mutable:
+                what = {"local": "declared with let (use var to change it)",
+                        "loop": "a loop variable", "input": "an input"}.get(b.kind, "not a variable")
+                raise ZynMLTypeError(f"cannot assign to `{target.id}`: it is {what}", target.span)
+            value = self.expr(s.value)
+            if s.op != "=":
+                value = self._compound(s.op, cir.Var(b.name, b.ty), value, s.span)
+            if value.ty.shape != b.ty.shape or value.ty.dtype != b.ty.dtype:
+                # `var m = -inf` later holding a row of maxima: the variable takes the wider type
+                b.ty = cir.Ty(promote(b.ty.dtype, value.ty.dtype), value.ty.shape or b.ty.shape)
+            return cir.Assign(b.name, value, line)
+        raise ZynMLTypeError("cannot assign to this expression", target.span)
+
+    def _compound(self, op, old, value, span):
+        return self.binary(op[0], old, value, span)
+
+    def loop(self, iters, body, line):
+        it, rest = iters[0], iters[1:]
+        if isinstance(it, A.EachIter):
+            raise ZynMLTypeError("kernel loops run over ranges: `for i in 0..n:`", it.span)
+        start = self.size_expr(it.start)
+        stop = self.size_expr(it.stop)
+        step = self.size_expr(it.step) if it.step is not None else affine.const(1)
+        if isinstance(step, cir.Const) and step.value <= 0:
+            raise ZynMLTypeError("a loop step must be positive", it.step.span)
+        self.scopes.append({})
+        self.bind(it.var, _Binding("loop", I32, self._fresh_local(it.var), line=line))
+        cname = self.lookup(it.var).name
+        self.ranges[cname] = (start, stop)
+        self.loop_info = getattr(self, "loop_info", {})
+        self.loop_info[cname] = (start, stop, step, it)
+        self.loop_stack.append(cname)
+        try:
+            inner = [self.loop(rest, body, line)] if rest else self.block(body)
+        finally:
+            self.loop_stack.pop()
+            self.scopes.pop()
+        return cir.Loop(cname, start, stop, step, tuple(inner), False, line)
+
+    def yield_(self, s: A.Yield):
+        line = s.span.line
+        if isinstance(s.value, A.TupleLit):
+            if len(s.value.items) != 2:
+                raise ZynMLTypeError("yield takes a value or a (value, index) pair", s.value.span)
+            value = self.expr(s.value.items[0])
+            index = self.expr(s.value.items[1])
+            if not is_int(index.ty.dtype):
+                raise ZynMLTypeError("the index of a (value, index) pair must be an integer",
+                                     s.value.items[1].span)
+        else:
+            value, index = self.expr(s.value), None
+        self.yields.append((value, index, s.span, list(self.loop_stack)))
+        return cir.Yield(value, index, line)
+
+    # ------------------------------------------------------------- expressions
+    def condition(self, e):
+        c = self.expr(e)
+        if c.ty.shape:
+            raise ZynMLTypeError("a condition must be one value, not a tile", e.span)
+        if c.ty.dtype != "bool":
+            c = cir.Bin("!=", c, cir.Const(0, cir.Ty(c.ty.dtype)), BOOL)
+        return c
+
+    def size_expr(self, e):
+        """A loop bound or shared size: an integer expression over sizes and loop vars."""
+        v = self.expr(e, size_context=True)
+        if not is_int(v.ty.dtype) or v.ty.shape:
+            raise ZynMLTypeError(f"a range bound must be an integer, not {v.ty}", e.span)
+        return affine.simplify(v)
+
+    def expr(self, e, size_context=False, index_context=False) -> cir.Expr:
+        if isinstance(e, A.Number):
+            if isinstance(e.value, float):
+                return cir.Const(e.value, F32)
+            return cir.Const(e.value, I32)
+        if isinstance(e, A.Bool):
+            return cir.Const(e.value, BOOL)
+        if isinstance(e, A.Name):
+            return self.name(e, size_context, index_context)
+        if isinstance(e, A.Attr):
+            buf = self.buffer_for(e)
+            if buf is not None:
+                return self.whole(buf)
+            if dotted(e) and dotted(e).split(".")[0] not in [s.label.split(".")[0] for s in self.inputs]:
+                raise ZynMLNameError(f"unknown name `{dotted(e).split('.')[0]}`", e.span)
+            raise ZynMLNameError(f"`{dotted(e) or 'this'}` is not an input of this compute "
+                                 "block; pass it in compute(...)", e.span)
+        if isinstance(e, A.Index):
+            return self.index(e)
+        if isinstance(e, A.BinOp):
+            if e.op in ("and", "or"):
+                a, b = self.condition(e.left), self.condition(e.right)
+                return cir.Bin(e.op, a, b, BOOL)
+            a = self.expr(e.left, size_context)
+            b = self.expr(e.right, size_context)
+            return self.binary(e.op, a, b, e.span)
+        if isinstance(e, A.UnaryOp):
+            if e.op == "not":
+                return cir.Unary("not", self.condition(e.operand), BOOL)
+            v = self.expr(e.operand, size_context)
+            if e.op == "pos":
+                return v
+            if isinstance(v, cir.Const) and not isinstance(v.value, bool):
+                return cir.Const(-v.value, v.ty)
+            return cir.Unary("neg", v, v.ty)
+        if isinstance(e, A.Call):
+            return self.call(e)
+        if isinstance(e, A.Pipe):
+            func = e.func
+            if isinstance(func, A.Call):
+                call = A.Call(func.func, [e.value] + list(func.args), func.kwargs, span=e.span)
+            else:
+                call = A.Call(func, [e.value], [], span=e.span)
+            return self.call(call)
+        if isinstance(e, A.Compute):
+            raise ZynMLTypeError("compute blocks do not nest; compute the inner value first",
+                                 e.span)
+        if isinstance(e, A.OpRef):
+            raise ZynMLTypeError(f"`{e.op}` as a value only makes sense in reduce({e.op}, x)",
+                                 e.span)
+        if isinstance(e, (A.String, A.ListLit, A.TupleLit, A.Await, A.Duration, A.Size)):
+            raise ZynMLTypeError("this kind of value is host code; not inside a kernel", e.span)
+        raise ZynMLTypeError("unsupported expression in a kernel", e.span)
+
+    def name(self, e: A.Name, size_context=False, index_context=False):
+        b = self.lookup(e.id)
+        if b is not None and index_context and b.shadowed_loop is not None and \
+                not is_int(b.ty.dtype):
+            # `let s = sin_cache[s, d]` inside `for s in ...`: as an index, `s` still means
+            # the loop position (a float cannot index), in arithmetic it means the new value
+            b = b.shadowed_loop
+        if b is not None:
+            if b.kind == "input":
+                return self.whole(b.name)
+            if b.kind == "shared":
+                return cir.Load(b.name, (), b.ty)
+            return cir.Var(b.name, b.ty)
+        buf = self.buffer_for(e)
+        if buf is not None:
+            return self.whole(buf)
+        if e.id in CONSTANTS:
+            return cir.Const(CONSTANTS[e.id], F32)
+        if e.id == "out":
+            raise ZynMLTypeError("`out` is written, not read, except as out[...] += ...", e.span)
+        if e.id in KERNEL_BUILTINS:
+            raise ZynMLTypeError(f"`{e.id}` is a function; call it: {e.id}(...)", e.span)
+        # a free name: a host scalar argument or a size (given or inferred from shapes)
+        dtype = self.scalar_types.get(e.id)
+        if dtype is not None and is_float(dtype):
+            self.scalar_args[e.id] = dtype
+            return cir.Var(e.id, cir.Ty(dtype))
+        if dtype is not None and dtype == "bool":
+            self.scalar_args[e.id] = dtype
+            return cir.Var(e.id, BOOL)
+        if dtype is None and e.id in self.scalar_types:
+            raise ZynMLTypeError(f"`{e.id}` is not a number or tensor usable in a kernel", e.span)
+        self.sizes.add(e.id)
+        self.size_spans.setdefault(e.id, e.span)
+        return cir.Var(e.id, I32)
+
+    def whole(self, buf):
+        if buf in self.shared:
+            return cir.Load(buf, (), self.shared[buf])
+        label, dtype, rank, axes = self.buffers[buf]
+        return cir.Load(buf, (), cir.Ty(dtype, tuple(axes)))
+
+    def index_item(self, item):
+        if isinstance(item, A.SliceItem):
+            start = self.expr(item.start, index_context=True) if item.start is not None else affine.const(0)
+            stop = self.expr(item.stop, index_context=True) if item.stop is not None else None
+            for part, node in ((start, item.start), (stop, item.stop)):
+                if part is not None and (not is_int(part.ty.dtype) or part.ty.shape):
+                    raise ZynMLTypeError(f"a slice bound must be an integer, not {part.ty}",
+                                         node.span)
+            return cir.Span(start, stop if stop is not None else cir.Var("__end__", I32))
+        v = self.expr(item, index_context=True)
+        if not is_int(v.ty.dtype) or v.ty.shape:
+            raise ZynMLTypeError(f"an index must be an integer, not {v.ty}", item.span)
+        return v
+
+    def index(self, e: A.Index):
+        buf = self.buffer_for(e.base)
+        if buf is None:
+            if isinstance(e.base, A.Name) and e.base.id == "out":
+                raise ZynMLTypeError("`out` is written, not read", e.base.span)
+            base_name = dotted(e.base)
+            if base_name is not None:
+                b = self.lookup(base_name) if isinstance(e.base, A.Name) else None
+                if b is not None:
+                    raise ZynMLTypeError(f"`{base_name}` is a {b.kind} value and cannot be "
+                                         "indexed", e.span)
+                raise ZynMLNameError(f"`{base_name}` is not an input of this compute block",
+                                     e.base.span)
+            raise ZynMLTypeError("only inputs and shared arrays can be indexed", e.span)
+        if buf in self.shared:
+            ty = self.shared[buf]
+            axes = list(ty.shape)
+            dtype = ty.dtype
+        else:
+            label, dtype, rank, axes = self.buffers[buf]
+        if len(e.items) > len(axes):
+            raise ZynMLShapeError(f"`{dotted(e.base)}` has {len(axes)} axes but is indexed with "
+                                  f"{len(e.items)}", e.items[len(axes)].span)
+        index = []
+        shape = []
+        for k, item in enumerate(e.items):
+            it = self.index_item(item)
+            index.append(it)
+            if buf not in self.shared:
+                self._constrain(buf, k, it, item)
+            if isinstance(it, cir.Span):
+                if isinstance(it.stop, cir.Var) and it.stop.name == "__end__":
+                    it = cir.Span(it.start, affine.var(axes[k]) if isinstance(axes[k], str) else axes[k])
+                    index[-1] = it
+                shape.append(_dim_value(affine.sub(it.stop, it.start)))
+        shape.extend(axes[len(e.items):])
+        return cir.Load(buf, tuple(index), cir.Ty(dtype, tuple(shape)))
+
+    def _constrain(self, buf, axis, it, item):
+        """Tie axis `axis` of input `buf` to the loop range that indexes it."""
+        label, dtype, rank, axes = self.buffers[buf]
+        dim = axes[axis]
+        what = f"axis {axis} of `{label}`"
+        if isinstance(it, cir.Span):
+            start = it.start
+            if isinstance(start, cir.Var) and start.name in self.loop_info:
+                lstart, lstop, lstep, node = self.loop_info[start.name]
+                if isinstance(lstart, cir.Const) and lstart.value == 0:
+                    self.constraints.append(Constraint(
+                        dim, lstop, item.span, f"{what}, sliced by `{node.var}` in "
+                        f"{cir.format_expr(lstart)}..{cir.format_expr(lstop)}"))
+            return
+        if isinstance(it, cir.Var) and it.name in self.loop_info:
+            lstart, lstop, lstep, node = self.loop_info[it.name]
+            if isinstance(lstart, cir.Const) and lstart.value == 0 and \
+                    isinstance(lstep, cir.Const) and lstep.value == 1:
+                self.constraints.append(Constraint(
+                    dim, lstop, item.span,
+                    f"{what}, indexed by `{node.var}` in 0..{cir.format_expr(lstop)}"))
+                return
+        if self.guard_depth:
+            return      # guarded by an `if`: out-of-range values are the program's intent
+        b = affine.bounds(it, self.ranges)
+        if b is not None:
+            self.bound_checks.append(BoundCheck(dim, b[0], b[1], item.span, what))
+
+    def binary(self, op, a, b, span):
+        if op == "@":
+            if len(a.ty.shape) != 2 or len(b.ty.shape) != 2:
+                raise ZynMLShapeError("@ multiplies two 2-D tiles (rows x cols)", span)
+            dtype = promote(a.ty.dtype, b.ty.dtype)
+            self._same_dim(a.ty.shape[1], b.ty.shape[0], span, "the inner sizes of @")
+            return cir.Bin("@", a, b, cir.Ty(dtype, (a.ty.shape[0], b.ty.shape[1])))
+        shape = self._broadcast(a.ty.shape, b.ty.shape, span)
+        if op in ("<", "<=", ">", ">=", "==", "!="):
+            return cir.Bin(op, a, b, cir.Ty("bool", shape))
+        if op not in ("+", "-", "*", "/", "%", "**"):
+            raise ZynMLTypeError(f"unsupported operator {op}", span)
+        if a.ty.dtype == "bool" and b.ty.dtype == "bool":
+            raise ZynMLTypeError(f"arithmetic on booleans; use `and`/`or`", span)
+        dtype = promote(a.ty.dtype, b.ty.dtype, _weak(a), _weak(b))
+        if op == "**" and is_int(dtype) and not (isinstance(b, cir.Const) and b.value >= 0):
+            dtype = "f32"
+        return cir.Bin(op, a, b, cir.Ty(dtype, shape))
+
+    def call(self, e: A.Call):
+        if not isinstance(e.func, A.Name):
+            raise ZynMLTypeError("only builtin functions can be called inside a kernel", e.span)
+        fn = e.func.id
+        if self.lookup(fn) is not None:
+            raise ZynMLTypeError(f"`{fn}` is a value, not a function", e.func.span)
+        if fn == "reduce":
+            return self.reduce_call(e)
+        if e.kwargs and fn not in ("zeros", "ones"):
+            raise ZynMLTypeError(f"{fn}() takes no keyword arguments", e.kwargs[0].span)
+        args = [self.expr(a) for a in e.args]
+        if fn in CAST_NAMES:
+            if len(args) != 1:
+                raise ZynMLTypeError(f"{fn}() takes one value", e.span)
+            return cir.Cast(args[0], cir.Ty(CAST_NAMES[fn], args[0].ty.shape))
+        if fn == "dot":
+            if len(args) != 2:
+                raise ZynMLTypeError("dot(a, b) takes two vectors", e.span)
+            for a, node in zip(args, e.args):
+                if len(a.ty.shape) != 1:
+                    raise ZynMLShapeError(f"dot() takes vectors; this is {a.ty}", node.span)
+            self._same_dim(args[0].ty.shape[0], args[1].ty.shape[0], e.args[1].span,
+                           "the lengths of dot()'s vectors")
+            return cir.Dot(args[0], args[1], cir.Ty(promote(args[0].ty.dtype, args[1].ty.dtype)))
+        if fn in cir.MATH_FUNCTIONS:
+            arity = cir.MATH_FUNCTIONS[fn]
+            if (arity is None and len(args) < 2) or (arity is not None and len(args) != arity):
+                want = "two or more" if arity is None else str(arity)
+                raise ZynMLTypeError(f"{fn}() takes {want} argument{'s' if want != '1' else ''}",
+                                     e.span)
+            shape = ()
+            dtype = args[0].ty.dtype
+            for a, node in zip(args, e.args):
+                shape = self._broadcast(shape, a.ty.shape, node.span)
+            for a, prev in zip(args[1:], args):
+                dtype = promote(dtype, a.ty.dtype, False, _weak(a))
+            if fn not in ("min", "max", "abs", "clamp", "relu") and not is_float(dtype):
+                dtype = "f32"
+            return cir.Call(fn, tuple(args), cir.Ty(dtype, shape))
+        if fn in cir.TILE_FUNCTIONS:
+            return self.tile_call(fn, args, e)
+        raise ZynMLNameError(f"unknown function `{fn}`", e.func.span)
+
+    def tile_call(self, fn, args, e):
+        if fn in ("zeros", "ones"):
+            if not args or e.kwargs and any(k.name != "dtype" for k in e.kwargs):
+                raise ZynMLTypeError(f"{fn}(rows, cols) makes a tile of that shape", e.span)
+            for a, node in zip(args, e.args):
+                if not is_int(a.ty.dtype) or a.ty.shape:
+                    raise ZynMLTypeError(f"{fn}() sizes must be integers", node.span)
+            dims = tuple(affine.simplify(a) for a in args)
+            return cir.Call(fn, dims, cir.Ty("f32", tuple(_dim_value(d) for d in dims)))
+        if len(args) != 1:
+            raise ZynMLTypeError(f"{fn}() takes one tile", e.span)
+        t = args[0]
+        if fn == "transpose":
+            if len(t.ty.shape) != 2:
+                raise ZynMLShapeError(f"transpose() takes a 2-D tile; this is {t.ty}", e.args[0].span)
+            return cir.Call(fn, (t,), cir.Ty(t.ty.dtype, (t.ty.shape[1], t.ty.shape[0])))
+        if fn in ("row_max", "row_sum"):
+            if len(t.ty.shape) != 2:
+                raise ZynMLShapeError(f"{fn}() takes a 2-D tile; this is {t.ty}", e.args[0].span)
+            # a column (rows x 1): it broadcasts against the tile's rows
+            return cir.Call(fn, (t,), cir.Ty(t.ty.dtype, (t.ty.shape[0], 1)))
+        if fn == "sum":
+            return cir.Reduce("+", t, None, cir.Ty(t.ty.dtype))
+        raise ZynMLNameError(f"unknown function `{fn}`", e.func.span)
+
+    def reduce_call(self, e):
+        if not e.args:
+            raise ZynMLTypeError("reduce(op, x) needs an operator and a value", e.span)
+        op = e.args[0]
+        opname = op.op if isinstance(op, A.OpRef) else (op.id if isinstance(op, A.Name) else None)
+        if opname not in cir.REDUCE_OPS:
+            raise ZynMLTypeError(f"unknown reduction operator; expected one of "
+                                 f"{', '.join(cir.REDUCE_OPS)}", op.span)
+        if len(e.args) != 2:
+            raise ZynMLTypeError("reduce(op, x) takes an operator and one value", e.span)
+        x = self.expr(e.args[1])
+        axis = None
+        for kw in e.kwargs:
+            if kw.name != "axis":
+                raise ZynMLTypeError(f"reduce() has no parameter `{kw.name}`", kw.span)
+            axis = _const_int(kw.value)
+            if axis is None:
+                raise ZynMLTypeError("axis must be a constant integer", kw.value.span)
+            if not -len(x.ty.shape) <= axis < len(x.ty.shape):
+                raise ZynMLShapeError(f"axis {axis} is out of range for {x.ty}", kw.value.span)
+            axis %= len(x.ty.shape)
+        if axis is None:
+            shape = ()
+        else:
+            shape = tuple(d for k, d in enumerate(x.ty.shape) if k != axis)
+        dtype = "i64" if opname in ("argmin", "argmax") else \
+            ("bool" if opname in ("and", "or") else x.ty.dtype)
+        return cir.Reduce(opname, x, axis, cir.Ty(dtype, shape))
+
+    def _same_dim(self, a, b, span, what):
+        if isinstance(a, str) and isinstance(b, str) and a != b:
+            self.constraints.append(Constraint(a, affine.var(b), span, what))
+        elif isinstance(a, str) and isinstance(b, cir.Expr):
+            self.constraints.append(Constraint(a, b, span, what))
+        elif isinstance(b, str) and isinstance(a, cir.Expr):
+            self.constraints.append(Constraint(b, a, span, what))
+
+    def _broadcast(self, a: tuple, b: tuple, span) -> tuple:
+        """numpy broadcasting of two tile shapes; equal-position named sizes are tied."""
+        if not a or not b:
+            return a or b
+        out = []
+        for k in range(1, max(len(a), len(b)) + 1):
+            da = a[-k] if k <= len(a) else 1
+            db = b[-k] if k <= len(b) else 1
+            if da == 1 or db == 1:
+                out.append(db if da == 1 else da)
+                continue
+            if isinstance(da, int) and isinstance(db, int) and da != db:
+                raise ZynMLShapeError(f"tiles of shapes {_shape_text(a)} and {_shape_text(b)} "
+                                      "do not broadcast", span)
+            self._same_dim(da, db, span, "the sizes of two tiles combined here")
+            out.append(da)
+        return tuple(reversed(out))
+
+    # ------------------------------------------------------------- parallel loops
+    def _mark_parallel(self, body, ancestors_parallel) -> list:
+        out = []
+        for s in body:
+            if isinstance(s, cir.Loop):
+                par = ancestors_parallel and self._independent(s)
+                inner = self._mark_parallel(s.body, par)
+                out.append(cir.Loop(s.var, s.start, s.stop, s.step, tuple(inner), par, s.line))
+            elif isinstance(s, cir.If):
+                out.append(cir.If(s.cond, tuple(self._mark_parallel(s.then, False)),
+                                  tuple(self._mark_parallel(s.orelse, False)), s.line))
+            else:
+                out.append(s)
+        return out
+
+    def _independent(self, loop: cir.Loop) -> bool:
+        """Iterations of `loop` are independent: each writes its own part of out (or yields),
+        and none changes a variable declared outside it."""
+        declared = {n.name for n in cir.walk(loop.body) if isinstance(n, cir.Let)}
+        stores, yields = [], []
+        for n in cir.walk(loop.body):
+            if isinstance(n, cir.Assign) and n.name not in declared:
+                return False
+            if isinstance(n, cir.Store):
+                if n.buffer == "out":
+                    stores.append(n)
+                elif n.buffer in self.shared and not any(
+                        isinstance(m, cir.SharedAlloc) and m.name == n.buffer
+                        for m in cir.walk(loop.body)):
+                    return False
+            if isinstance(n, cir.Yield):
+                yields.append(n)
+            if isinstance(n, cir.Barrier):
+                return False
+        if yields:
+            return not stores
+        if not stores:
+            return False
+        for st in stores:
+            if not st.index or not any(affine.uses_vars(i.start if isinstance(i, cir.Span) else i,
+                                                         {loop.var}) for i in st.index):
+                return False
+        return True
+
+    # ---------------------------------------------------------------- the output
+    def _output(self, kt: cir.KernelType) -> cir.Buffer:
+        if kt.kind == "reduce" or (self.yields and not self.out_stores and not self.whole_out):
+            return self._reduce_output(kt)
+        if self.yields:
+            raise ZynMLTypeError("`yield` belongs in a reduce kernel; this kernel writes out",
+                                 self.yields[0][2])
+        if self.whole_out and self.out_stores:
+            raise ZynMLShapeError("write out either whole (out = ...) or by element "
+                                  "(out[...] = ...), not both", self.out_stores[0][2])
+        if self.whole_out:
+            value, span = self.whole_out[0]
+            dtype = value.ty.dtype
+            for v, s in self.whole_out[1:]:
+                dtype = promote(dtype, v.ty.dtype)
+            return cir.Buffer("out", dtype, tuple(value.ty.shape), "write")
+        if not self.out_stores:
+            raise ZynMLTypeError("this kernel never writes out: store results with "
+                                 "out[...] = value (or yield them in a reduce kernel)",
+                                 self.node.span)
+        rank = None
+        extents: list = []
+        dtype = None
+        for index, value, span, loops in self.out_stores:
+            width = len(index) + len(value.ty.shape) - sum(isinstance(i, cir.Span) for i in index)
+            if rank is None:
+                rank = width
+            elif width != rank:
+                raise ZynMLShapeError(f"out is written with {width} axes here but {rank} "
+                                      "elsewhere", span)
+            dtype = value.ty.dtype if dtype is None else promote(dtype, value.ty.dtype,
+                                                                 False, _weak(value))
+            ext = []
+            for k, it in enumerate(index):
+                ext.append(self._extent(it, span))
+            if len(index) < rank:
+                ext.extend(value.ty.shape[len(value.ty.shape) - (rank - len(index)):])
+            extents.append(ext)
+        shape = []
+        for axis in range(rank):
+            dim = None
+            for ext in extents:
+                d = ext[axis]
+                d = affine.var(d) if isinstance(d, str) else (affine.const(d) if isinstance(d, int) else d)
+                dim = d if dim is None else affine.maximum(dim, d)
+            shape.append(_dim_value(dim))
+        return cir.Buffer("out", dtype, tuple(shape), "write")
+
+    def _extent(self, it, span):
+        """The smallest out axis size that holds every value of this index."""
+        if isinstance(it, cir.Span):
+            start = it.start
+            if isinstance(start, cir.Var) and start.name in self.loop_info:
+                lstart, lstop, lstep, node = self.loop_info[start.name]
+                return lstop
+            b = affine.bounds(it.stop, self.ranges)
+        else:
+            b = affine.bounds(it, self.ranges)
+        if b is None:
+            raise ZynMLShapeError("cannot tell the size of out from this index; index out with "
+                                  "loop variables (e.g. out[i, j]) or affine forms of them", span)
+        return affine.simplify(cir.Bin("+", b[1], affine.const(0 if isinstance(it, cir.Span) else 1), I32))
+
+    def _reduce_output(self, kt) -> cir.Buffer:
+        if not self.yields:
+            raise ZynMLTypeError("a reduce kernel must `yield` the values it combines",
+                                 self.annotations["kernel"].kernel_span)
+        if self.out_stores or self.whole_out:
+            span = self.out_stores[0][2] if self.out_stores else self.whole_out[0][1]
+            raise ZynMLTypeError("a reduce kernel yields its values; it does not write out", span)
+        op = kt.param("op")
+        first_loops = self.yields[0][3]
+        for value, index, span, loops in self.yields:
+            if loops != first_loops:
+                raise ZynMLShapeError("every yield of a reduce kernel must sit in the same loops",
+                                      span)
+            if op in ("argmin", "argmax") and index is None:
+                raise ZynMLTypeError(f"reduce({op}) yields (value, index) pairs", span)
+            if op not in ("argmin", "argmax") and index is not None:
+                raise ZynMLTypeError(f"reduce({op}) yields single values; (value, index) pairs "
+                                     "are for argmin/argmax", span)
+        axis = kt.param("axis")
+        value = self.yields[0][0]
+        if value.ty.shape:
+            raise ZynMLShapeError("yield one value per iteration, not a tile", self.yields[0][2])
+        if op in ("argmin", "argmax"):
+            dtype = "i64"
+        elif op in ("and", "or"):
+            dtype = "bool"
+        else:
+            dtype = value.ty.dtype
+        if axis is None:
+            return cir.Buffer("out", dtype, (), "write")
+        if not -len(first_loops) <= axis < len(first_loops):
+            raise ZynMLShapeError(f"axis={axis}, but the reduction runs over "
+                                  f"{len(first_loops)} loop variable(s)",
+                                  self.annotations["kernel"].kernel_span)
+        axis %= len(first_loops)
+        shape = []
+        for k, var in enumerate(first_loops):
+            if k == axis:
+                continue
+            start, stop = self.ranges[var]
+            step = self.loop_info[var][2]
+            if not (isinstance(start, cir.Const) and start.value == 0 and
+                    isinstance(step, cir.Const) and step.value == 1):
+                raise ZynMLShapeError("the kept axes of a reduction must run 0..n",
+                                      self.loop_info[var][3].span)
+            shape.append(_dim_value(stop))
+        return cir.Buffer("out", dtype, tuple(shape), "write")
+
+
+def _dim_value(d):
+    if isinstance(d, cir.Var):
+        return d.name
+    if isinstance(d, cir.Const):
+        return d.value
+    return d
+
+
+def _weak(e) -> bool:
+    return isinstance(e, cir.Const) and isinstance(e.value, (float, int)) and \
+        not isinstance(e.value, bool)
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join(cir.format_expr(d) if isinstance(d, cir.Expr) else str(d)
+                           for d in shape) + "]"
+
+
+def _const_int(e, allow_names=False):
+    if isinstance(e, A.Number) and isinstance(e.value, int):
+        return e.value
+    if isinstance(e, A.UnaryOp) and e.op == "neg":
+        v = _const_int(e.operand, allow_names)
+        return None if v is None else -v
+    if isinstance(e, A.BinOp) and e.op in ("+", "-", "*", "/"):
+        a, b = _const_int(e.left, allow_names), _const_int(e.right, allow_names)
+        if a is None or b is None:
+            return None
+        if e.op == "/":
+            return a // b if b else None
+        return {"+": a + b, "-": a - b, "*": a * b}[e.op]
+    return None
+
+
+def _prod(xs):
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def _similar(a: str, b: str) -> bool:
+    import difflib
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.75
+
+
+def _block_text(source: str, span: Span) -> str:
+    if not source or span.line <= 0:
+        return ""
+    lines = source.splitlines()
+    return "\n".join(lines[span.line - 1: span.end_line])
+
+
+def lower_compute(node: A.Compute, inputs: list, scalars: dict, name: str = "kernel",
+                  source: str = "", extra_annotations: list = ()) -> LoweredKernel:
+    """Lower a compute block given its inputs' signatures and the dtypes of host scalars
+    its body may name (free names absent from `scalars` are sizes to infer)."""
+    return _Lowering(node, inputs, scalars, name, source, list(extra_annotations)).run()

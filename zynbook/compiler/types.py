@@ -1,0 +1,85 @@
+"""Dtypes and the promotion rules the checker and lowering share.
+
+Rules, in order:
+* comparisons and `and`/`or`/`not` give bool;
+* two integers give the wider integer (signed wins a tie of widths); `/` of two
+  integers is integer division, as in C, CUDA and WGSL;
+* an integer with a float gives the float;
+* two floats give the wider float; a float *literal* is weak: `x * 0.5` keeps x's dtype,
+  so f16 code stays f16;
+* bool in arithmetic counts as i32.
+"""
+from __future__ import annotations
+
+from ..errors import ZynMLTypeError
+
+FLOATS = ("f16", "bf16", "f32", "f64")
+INTS = ("i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64")
+
+_WIDTH = {"bool": 1, "i8": 8, "u8": 8, "i16": 16, "u16": 16, "f16": 16, "bf16": 16,
+          "i32": 32, "u32": 32, "f32": 32, "i64": 64, "u64": 64, "f64": 64}
+
+# names a user may write for dtypes (allocate(dtype=float32), tensor[f16, ...])
+DTYPE_ALIASES = {
+    "f16": "f16", "float16": "f16", "half": "f16", "bf16": "bf16", "bfloat16": "bf16",
+    "f32": "f32", "float32": "f32", "float": "f32", "f64": "f64", "float64": "f64",
+    "double": "f64", "i8": "i8", "int8": "i8", "i16": "i16", "int16": "i16",
+    "i32": "i32", "int32": "i32", "int": "i32", "i64": "i64", "int64": "i64",
+    "u8": "u8", "uint8": "u8", "u16": "u16", "uint16": "u16", "u32": "u32",
+    "uint32": "u32", "u64": "u64", "uint64": "u64", "bool": "bool",
+}
+
+NUMPY_NAMES = {"f16": "float16", "bf16": "float32", "f32": "float32", "f64": "float64",
+               "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+               "u16": "uint16", "u32": "uint32", "u64": "uint64", "bool": "bool"}
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOATS
+
+
+def is_int(dtype: str) -> bool:
+    return dtype in INTS
+
+
+def promote(a: str, b: str, weak_a: bool = False, weak_b: bool = False) -> str:
+    """The dtype of an arithmetic result on operands of dtypes a and b."""
+    a = "i32" if a == "bool" else a
+    b = "i32" if b == "bool" else b
+    if a == b:
+        return a
+    fa, fb = is_float(a), is_float(b)
+    if fa and fb:
+        if weak_a:
+            return b
+        if weak_b:
+            return a
+        if {a, b} == {"f16", "bf16"}:
+            return "f32"
+        return a if _WIDTH[a] >= _WIDTH[b] else b
+    if fa:
+        return a
+    if fb:
+        return b
+    if weak_a:
+        return b
+    if weak_b:
+        return a
+    wa, wb = _WIDTH[a], _WIDTH[b]
+    if wa != wb:
+        return a if wa > wb else b
+    return a if a.startswith("i") else b
+
+
+def dtype_from_numpy(np_dtype) -> str:
+    name = str(np_dtype)
+    for short, long in NUMPY_NAMES.items():
+        if long == name and short != "bf16":
+            return short
+    if name == "bfloat16":
+        return "bf16"
+    raise ZynMLTypeError(f"unsupported element type {name}")
+
+
+def canonical_dtype(name: str) -> str | None:
+    return DTYPE_ALIASES.get(name)

@@ -1,0 +1,77 @@
+"""The device picker."""
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from ..errors import ZynMLError
+from ..kernel.state import notebook_session
+
+
+def device_label(info: dict) -> str:
+    """`cuda:0 · NVIDIA H100 (gpu)`"""
+    name = info.get("name") or info.get("backend") or ""
+    kind = info.get("type", "")
+    return f"{info['id']} · {name}" + (f" ({kind})" if kind else "")
+
+
+class DevicePicker(W.VBox):
+    """A dropdown of the devices `compute_devices()` lists (and `auto`); choosing one sets
+    the session's default device."""
+
+    def __init__(self, session=None, devices=None, **kwargs):
+        self.session = session if session is not None else notebook_session()
+        self.dropdown = W.Dropdown(description="Device", layout=W.Layout(width="420px"),
+                                   style={"description_width": "60px"})
+        self.status = W.HTML()
+        super().__init__([self.dropdown, self.status], **kwargs)
+        self.refresh(devices)
+        self.dropdown.observe(self._on_change, names="value")
+
+    def refresh(self, devices=None) -> None:
+        """List the devices again (`devices`: the dicts of compute_devices(), for tests)."""
+        if devices is None:
+            from .. import compute_devices
+
+            devices = compute_devices()
+        self.devices = {d["id"]: d for d in devices}
+        options = [(device_label(d), d["id"]) for d in devices]
+        options.append(("auto · the best GPU, else the CPU", "auto"))
+        current = self.session.default_device
+        ids = [o[1] for o in options]
+        if current not in ids:
+            options.insert(0, (current, current))
+        with self.hold_trait_notifications():
+            self.dropdown.options = options
+            self.dropdown.value = current
+        self._show(current)
+
+    @property
+    def value(self) -> str:
+        return self.dropdown.value
+
+    @value.setter
+    def value(self, device: str) -> None:
+        self.dropdown.value = device
+
+    def _on_change(self, change) -> None:
+        device = change["new"]
+        try:
+            self.session.default_device = device
+        except ZynMLError as err:
+            self.status.value = (f"<span style='color:#b00020'>{html.escape(err.message)}"
+                                 f"</span>")
+            self.dropdown.unobserve(self._on_change, names="value")
+            self.dropdown.value = change["old"]
+            self.dropdown.observe(self._on_change, names="value")
+            return
+        self._show(self.session.default_device)
+
+    def _show(self, device: str) -> None:
+        info = self.devices.get(device, {})
+        extra = ", ".join(f"{k}: {v}" for k, v in info.items()
+                          if k not in ("id", "name", "type") and v not in (None, ""))
+        self.status.value = (f"default device: <code>{html.escape(device)}</code>"
+                             + (f" <span style='color:#666'>({html.escape(extra)})</span>"
+                                if extra else ""))

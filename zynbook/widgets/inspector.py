@@ -1,0 +1,99 @@
+"""The shader inspector: a compute block's ZynML, CIR and generated code, side by side."""
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from ..highlight import highlight_css, highlight_html
+from ..kernel.display import kernel_sections
+from ..kernel.state import notebook_session
+
+TAB_TITLES = {"zynml": "ZynML", "cir": "CIR", "python": "CPU (Python)", "c": "CPU (C)",
+              "numba": "CPU (Numba)", "cuda": "CUDA C", "ptx": "PTX", "wgsl": "WGSL",
+              "msl": "MSL", "spirv": "SPIR-V"}
+
+
+def tab_title(language: str) -> str:
+    return TAB_TITLES.get(language, language.upper())
+
+
+def launch_info_html(kernel, launches, devices: dict | None = None) -> str:
+    """Kernel type, device, arch and launch geometry of `kernel`'s last launch."""
+    ktype = getattr(getattr(kernel, "kernel", None), "kernel_type", None)
+    rows = [("kernel", kernel.name)]
+    if ktype is not None:
+        params = ", ".join(f"{k}={v}" for k, v in ktype.params)
+        rows.append(("type", ktype.kind + (f"({params})" if params else "")))
+    mine = [ln for ln in launches if ln.kernel == kernel.name]
+    if mine:
+        last = mine[-1]
+        rows.append(("device", last.device))
+        info = (devices or {}).get(last.device, {})
+        arch = last.geometry.get("arch") or info.get("arch") or info.get("compute_capability")
+        if arch:
+            rows.append(("arch", str(arch)))
+        geometry = {k: v for k, v in last.geometry.items() if k != "arch"}
+        if geometry:
+            rows.append(("launch", ", ".join(f"{k}={v}" for k, v in geometry.items())))
+        rows.append(("launches", str(len(mine))))
+    else:
+        rows.append(("device", "not launched"))
+    cells = "".join(f"<tr><th style='text-align:left;padding-right:12px;color:#666'>"
+                    f"{html.escape(k)}</th><td><code>{html.escape(str(v))}</code></td></tr>"
+                    for k, v in rows)
+    return f"<table class='zynml-launch-info'>{cells}</table>"
+
+
+class ShaderInspector(W.VBox):
+    """Tabs for ZynML source, CIR and every generated source of a compiled kernel.
+
+    `kernels`: CompiledKernels (default: the session's `last_kernels`); `launches`: the
+    launches to take device and geometry from (default: the session's `launches`)."""
+
+    def __init__(self, kernels=None, launches=None, session=None, **kwargs):
+        self.session = session
+        self.picker = W.Dropdown(description="Kernel", style={"description_width": "60px"})
+        self.info = W.HTML()
+        self.tabs = W.Tab()
+        super().__init__([self.picker, self.info, self.tabs], **kwargs)
+        self.picker.observe(lambda change: self._show(change["new"]), names="value")
+        self.update(kernels, launches)
+
+    def _session(self):
+        return self.session if self.session is not None else notebook_session()
+
+    def update(self, kernels=None, launches=None) -> None:
+        """Show `kernels` (default: the session's last ones)."""
+        if kernels is None:
+            kernels = list(self._session().last_kernels or [])
+            if launches is None:
+                launches = list(self._session().launches or [])
+        self.kernels = list(kernels)
+        self.launches = list(launches or [])
+        try:
+            from .. import compute_devices
+
+            self.devices = {d["id"]: d for d in compute_devices()}
+        except Exception:  # device discovery failing must not hide the code
+            self.devices = {}
+        names = [k.name for k in self.kernels]
+        self.picker.layout.display = "" if len(names) > 1 else "none"
+        with self.picker.hold_trait_notifications():
+            self.picker.options = [(n, i) for i, n in enumerate(names)]
+            self.picker.value = 0 if names else None
+        self._show(0 if names else None)
+
+    def _show(self, index) -> None:
+        if index is None or not self.kernels:
+            self.info.value = "<i>No compute block has run yet.</i>"
+            self.tabs.children = []
+            return
+        kernel = self.kernels[index]
+        self.info.value = launch_info_html(kernel, self.launches, self.devices)
+        style = f"<style>{highlight_css()} .zynml-hl pre{{margin:0;font-size:12px}}</style>"
+        sections = kernel_sections(kernel)
+        self.tabs.children = [W.HTML(style + highlight_html(text, lang)) for lang, text in
+                              sections]
+        self.tabs.titles = [tab_title(lang) for lang, _ in sections]
+        self.sections = dict(sections)

@@ -30,7 +30,7 @@ from . import LANGUAGE_INFO, cells
 from .display import (ShortValue, bindable, code_bundle, describe, error_evalue, format_seconds,
                       is_tensor, launch_table, normalize_source, register_formatters,
                       show_error, tensor_text)
-from .state import notebook_session, set_notebook_session
+from .state import notebook_session
 
 TENSOR_ATTRIBUTES = ("shape", "dtype", "device", "numpy", "to_device", "ndim", "size")
 
@@ -50,14 +50,23 @@ ANNOTATION_DOCS = {
 class ZynMLRunner:
     """Runs the ZynML pieces of cells in the notebook session and bridges the namespaces."""
 
-    def __init__(self, shell, session):
+    def __init__(self, shell):
         self.shell = shell
-        self.session = session
+        self._formatters = False
         self.last_kernels: list = []
         self.last_launches: list = []
         self.kernels_by_source: dict[str, Any] = {}
         # name -> (Python value, ZynML value) as of the last exchange
         self._links: dict[str, tuple] = {}
+
+    @property
+    def session(self):
+        """The notebook session (made on first use, so the kernel starts fast)."""
+        session = notebook_session()
+        if not self._formatters:
+            register_formatters(self.shell)
+            self._formatters = True
+        return session
 
     # ----------------------------------------------------------------- namespaces
     def _hidden(self) -> set:
@@ -193,10 +202,9 @@ class ZynMLShell(ZMQInteractiveShell):
 
     zynml: ZynMLRunner | None = None
 
-    def init_zynml(self, session) -> None:
-        self.zynml = ZynMLRunner(self, session)
+    def init_zynml(self) -> None:
+        self.zynml = ZynMLRunner(self)
         self.set_custom_exc((ZynMLError, KeyboardInterrupt), show_error)
-        register_formatters(self)
 
     def python_transform(self, code: str) -> str:
         return super().transform_cell(code)
@@ -255,9 +263,7 @@ class ZynMLKernel(IPythonKernel):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        session = notebook_session()
-        set_notebook_session(session)
-        self.shell.init_zynml(session)
+        self.shell.init_zynml()
 
     @property
     def runner(self) -> ZynMLRunner:

@@ -58,7 +58,8 @@ def split_cell(cell: str) -> list[Part]:
             return [Part("python", rest, line=first + 2)]
         if name in ("time", "timeit"):
             body = "\n" * (first + 1) + rest
-            return [Part("zynml", body, line=first + 2, timed=name, args=args.strip())]
+            return [Part("zynml", body, line=first + 2, timed=name,
+                         args=_timer_args(args)[0])]
         return [Part("magic", rest, name="%%" + name, args=args.strip(), line=first + 1)]
 
     parts: list[Part] = []
@@ -86,19 +87,27 @@ def split_cell(cell: str) -> list[Part]:
         if name == "python":
             parts.append(Part("python", args, line=i + 1))
         elif name in ("time", "timeit"):
-            if args:
-                parts.append(Part("zynml", "\n" * i + args, line=i + 1, timed=name))
+            opts, code = _timer_args(args)
+            if code:
+                parts.append(Part("zynml", "\n" * i + code, line=i + 1, timed=name,
+                                  args=opts))
             else:
                 # the rest of the cell runs under the timer
                 chunk_start = i + 1
                 chunk = lines[i + 1:]
-                flush(len(lines), timed=name)
+                flush(len(lines), timed=name, args=opts)
                 return parts
         else:
             parts.append(Part("magic", name=name, args=args, line=i + 1))
         i += 1
     flush(len(lines))
     return parts
+
+
+def _timer_args(args: str) -> tuple[str, str]:
+    """`-n 3 -r 2 let a = 1` -> ("-n 3 -r 2", "let a = 1")."""
+    m = re.match(r"((?:-[nr]\s*\d+\s*)*)(.*)$", args)
+    return m.group(1).strip(), m.group(2).strip()
 
 
 def _is_code(line: str) -> bool:
@@ -113,8 +122,8 @@ def zynml_text(cell: str) -> str:
     out = []
     for ln in cell.splitlines():
         m = _MAGIC_LINE.match(ln)
-        if m and m.group(1) in ("time", "timeit") and m.group(2).strip():
-            out.append(m.group(2).strip())
+        if m and m.group(1) in ("time", "timeit") and _timer_args(m.group(2))[1]:
+            out.append(_timer_args(m.group(2))[1])
         elif m or ln.startswith("%%"):
             out.append("")
         else:

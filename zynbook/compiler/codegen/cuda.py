@@ -1,0 +1,1179 @@
+"""CIR -> CUDA C, with a real schedule per kernel type.
+
+`render_cuda(kernel, sizes)` returns a `CudaProgram`: the source text (sizes baked in as
+constants), the launches to make in order (grid, block, arguments) and the scratch memory
+they need. Schedules, tried in this order:
+
+* **attention / flash_attention** whose body is the spec's algorithm (checked by comparing
+  the CIR with the spec's kernels up to renaming): one block per 64 queries of one head,
+  K/V tiles in shared memory, online softmax, optional mask.
+* **contractions** (matmul, batched_matmul, conv2d and any kernel of that shape):
+  `out[P] = epilogue(init + sum_R A(P, R) * B(P, R))` becomes a tiled GEMM: 128x128x8 tiles
+  (64 where a side is small) in double-buffered shared memory, 8x8 (or 4x4) outputs per
+  thread in registers; a convolution is the same GEMM with the input gathered on the fly
+  (implicit im2col); f16/bf16 inputs load and convert, accumulation is f32.
+* **reduce**: grid-stride per thread, warp shuffles, a block reduction and a second pass over
+  the per-block partials for a whole-input reduction; `axis=` reductions one warp or block
+  per output row (loop innermost) or one thread per output (strided axis); argmin/argmax
+  carry (value, index) pairs and keep the first index on ties.
+* **generic**, for every other loop nest: thread mode (elementwise kernels, with 16-byte
+  vector loads and stores when the innermost loop is contiguous and aligned) or block mode
+  (row kernels: softmax, layer norm, RMS norm; fused kernels with `shared var` and
+  `barrier()` -> `__syncthreads()`), see cstyle.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import cir
+from . import cstyle
+from .cstyle import (CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported, cname,
+                     find_nest, free_vars, has_node, has_tiles, classify_loop, inline_tile_lets,
+                     substitute, trip_count, raise_unsupported)
+
+PRELUDE = r"""
+#define ZYN_INF_F __int_as_float(0x7f800000)
+#define ZYN_NAN_F __int_as_float(0x7fc00000)
+#define ZYN_INF_D __longlong_as_double(0x7ff0000000000000LL)
+#define ZYN_NAN_D __longlong_as_double(0x7ff8000000000000LL)
+template <typename T> __device__ __forceinline__ T zyn_min(T a, T b) { return b < a ? b : a; }
+template <typename T> __device__ __forceinline__ T zyn_max(T a, T b) { return a < b ? b : a; }
+template <typename T> __device__ __forceinline__ T zyn_iabs(T a) { return a < 0 ? -a : a; }
+template <typename T> __device__ __forceinline__ T zyn_sq(T a) { return a * a; }
+template <typename T> __device__ __forceinline__ T zyn_floordiv(T a, T b) {
+    T q = a / b; if ((a % b != 0) && ((a < 0) != (b < 0))) --q; return q; }
+template <typename T> __device__ __forceinline__ T zyn_mod(T a, T b) {
+    T r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
+template <typename T> __device__ __forceinline__ T zyn_ipow(T a, T b) {
+    T r = 1; for (T i = 0; i < b; ++i) r *= a; return r; }
+__device__ __forceinline__ float zyn_fmod(float a, float b) { return a - floorf(a / b) * b; }
+__device__ __forceinline__ double zyn_fmod(double a, double b) { return a - floor(a / b) * b; }
+__device__ __forceinline__ float zyn_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
+__device__ __forceinline__ double zyn_gelu(double x) { return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); }
+__device__ __forceinline__ float zyn_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ double zyn_silu(double x) { return x / (1.0 + exp(-x)); }
+template <typename T> __device__ __forceinline__ T zyn_span_len(T start, T stop, T dim) {
+    T s = start < 0 ? 0 : start; T e = stop < dim ? stop : dim; return e > s ? e - s : 0; }
+struct ZynAdd { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct ZynMul { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a * b; } };
+struct ZynMax { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a < b ? b : a; } };
+struct ZynMin { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return b < a ? b : a; } };
+struct ZynAnd { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a && b; } };
+struct ZynOr { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a || b; } };
+template <typename T, typename Op> __device__ __forceinline__ T zyn_warp_allreduce(T v, Op op) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+// Every thread of the block gets the reduction of `v` over the block.
+template <typename T, typename Op> __device__ __forceinline__ T zyn_block_allreduce(T v, Op op, T identity) {
+    __shared__ T zyn_red[32];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    v = zyn_warp_allreduce(v, op);
+    __syncthreads();
+    if (lane == 0) zyn_red[wid] = v;
+    __syncthreads();
+    T r = lane < nw ? zyn_red[lane] : identity;
+    return zyn_warp_allreduce(r, op);
+}
+// (value, index) pairs: the better value wins, the smaller index on ties
+template <bool IS_MAX, typename T> __device__ __forceinline__ void zyn_arg_combine(T& v, long long& i, T v2, long long i2) {
+    bool better = IS_MAX ? (v2 > v) : (v2 < v);
+    if (better || (v2 == v && i2 < i)) { v = v2; i = i2; }
+}
+template <bool IS_MAX, typename T> __device__ __forceinline__ void zyn_warp_argreduce(T& v, long long& i) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        T v2 = __shfl_xor_sync(0xffffffffu, v, o);
+        long long i2 = __shfl_xor_sync(0xffffffffu, i, o);
+        zyn_arg_combine<IS_MAX>(v, i, v2, i2);
+    }
+}
+template <bool IS_MAX, typename T> __device__ __forceinline__ void zyn_block_argreduce(T& v, long long& i, T identity) {
+    __shared__ T zyn_rv[32];
+    __shared__ long long zyn_ri[32];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    zyn_warp_argreduce<IS_MAX>(v, i);
+    __syncthreads();
+    if (lane == 0) { zyn_rv[wid] = v; zyn_ri[wid] = i; }
+    __syncthreads();
+    v = lane < nw ? zyn_rv[lane] : identity;
+    i = lane < nw ? zyn_ri[lane] : 0x7fffffffffffffffLL;
+    zyn_warp_argreduce<IS_MAX>(v, i);
+}
+__device__ __forceinline__ void zyn_atomic_max(float* p, float v) {
+    int* ip = (int*)p; int old = *ip, assumed;
+    do { assumed = old; if (__int_as_float(assumed) >= v) break;
+         old = atomicCAS(ip, assumed, __float_as_int(v)); } while (assumed != old);
+}
+__device__ __forceinline__ void zyn_atomic_min(float* p, float v) {
+    int* ip = (int*)p; int old = *ip, assumed;
+    do { assumed = old; if (__int_as_float(assumed) <= v) break;
+         old = atomicCAS(ip, assumed, __float_as_int(v)); } while (assumed != old);
+}
+"""
+
+OP_FUNCTOR = {"+": "ZynAdd", "*": "ZynMul", "max": "ZynMax", "min": "ZynMin", "and": "ZynAnd",
+              "or": "ZynOr"}
+
+
+@dataclass
+class Step:
+    func: str
+    grid: tuple
+    block: tuple
+    args: tuple             # "buffers" (inputs then out), "scratch:<name>", "scalars"
+    smem: int = 0           # dynamic shared memory bytes
+
+
+@dataclass
+class CudaProgram:
+    name: str
+    source: str
+    steps: list
+    scratch: dict = field(default_factory=dict)      # name -> (dtype, count)
+    schedule: str = ""
+    notes: list = field(default_factory=list)
+    line_map: dict = field(default_factory=dict)     # generated line (1-based) -> ZynML line
+    unaligned_steps: list | None = None              # used when a pointer is not 16-byte aligned
+    aligned_buffers: tuple = ()                      # buffers whose alignment the vector path needs
+
+
+class CUDARenderer(CStyleRenderer, GenericSchedules):
+    lang = "cuda"
+    kernel_prefix = 'extern "C" __global__ void'
+    shared_qualifier = "__shared__"
+    restrict = "__restrict__"
+    barrier_stmt = "__syncthreads();"
+    storage_types = dict(CStyleRenderer.storage_types, f16="__half", bf16="__nv_bfloat16")
+
+    def __init__(self):
+        self.nt = 256
+
+    def thread_id(self):
+        return "(int)threadIdx.x"
+
+    def block_id(self):
+        return "blockIdx.x"
+
+    def block_size(self):
+        return str(self.nt)
+
+    def grid_size(self):
+        return "gridDim.x"
+
+    def load_value(self, text, dtype):
+        if dtype == "f16":
+            return f"__half2float({text})"
+        if dtype == "bf16":
+            return f"__bfloat162float({text})"
+        return text
+
+    def store_value(self, text, dtype):
+        if dtype == "f16":
+            return f"__float2half_rn({text})"
+        if dtype == "bf16":
+            return f"__float2bfloat16_rn({text})"
+        return text
+
+    def float_literal(self, v, dtype):
+        d = dtype == "f64"
+        if v != v:
+            return "ZYN_NAN_D" if d else "ZYN_NAN_F"
+        if v == float("inf"):
+            return "ZYN_INF_D" if d else "ZYN_INF_F"
+        if v == float("-inf"):
+            return "(-ZYN_INF_D)" if d else "(-ZYN_INF_F)"
+        return super().float_literal(v, dtype)
+
+    def block_reduce(self, op, value, ctype):
+        ident = self.identity(op, "f32" if ctype == "float" else
+                              ("f64" if ctype == "double" else "i32"))
+        if op in ("and", "or"):
+            ident = "1" if op == "and" else "0"
+        return f"zyn_block_allreduce<{ctype}>({value}, {OP_FUNCTOR[op]}(), ({ctype})({ident}))"
+
+    def atomic_stmt(self, em, s: cir.Atomic, scope):
+        buf = self.buffer_of(s.buffer, scope)
+        pre: list = []
+        idx = [self.index_expr(i, scope, pre) for i in s.index]
+        v = self.cast_to(self.expr(s.value, scope, pre), s.value.ty.dtype, buf.dtype)
+        self.emit_pre(em, pre, s.line)
+        addr = f"&{buf.c}[{self.offset(buf, idx)}]"
+        if s.op == "+":
+            em(f"atomicAdd({addr}, {v});", s.line)
+        elif buf.dtype == "f32":
+            em(f"zyn_atomic_{s.op}({addr}, {v});", s.line)
+        elif buf.dtype in ("i32", "u32", "i64", "u64"):
+            em(f"atomic{s.op.capitalize()}({addr}, {v});", s.line)
+        else:
+            raise Unsupported(f"atomic {s.op}= on {buf.dtype}", s.line)
+
+    # ---- yields (reduce kernels) ------------------------------------------------------
+
+    def yield_stmt(self, em, s: cir.Yield, scope):
+        tgt = getattr(self, "_yield", None)
+        if tgt is None:
+            raise Unsupported("`yield` outside a reduce kernel", s.line)
+        op, acc, accidx, dt, flat = tgt
+        pre: list = []
+        v = self.expr(s.value, scope, pre)
+        if op in ("argmax", "argmin"):
+            i = self.expr(s.index, scope, pre) if s.index is not None else flat
+            self.emit_pre(em, pre, s.line)
+            ct = self.compute_type(dt)
+            em(f"zyn_arg_combine<{'true' if op == 'argmax' else 'false'}>({acc}, {accidx}, "
+               f"({ct})({v}), (long long)({i}));", s.line)
+            return
+        self.emit_pre(em, pre, s.line)
+        ct = self.compute_type(dt) if dt != "bool" else "int"
+        em(self._combine(op, acc, f"({ct})({v})", dt), s.line)
+
+    # ---- assembly -------------------------------------------------------------------
+
+    def headers(self) -> list[str]:
+        out = []
+        if self.uses_half or "__half" in self._body_text:
+            out.append("#include <cuda_fp16.h>")
+        if self.uses_bf16 or "__nv_bfloat16" in self._body_text:
+            out.append("#include <cuda_bf16.h>")
+        return out
+
+    def assemble(self, kernels: list[str], banner: str) -> tuple[str, dict]:
+        """Join kernel texts under the prelude; returns (source, generated line -> ZynML line)."""
+        self._body_text = "\n".join(kernels)
+        head = [f"// ZynBook CUDA C for kernel `{self.kernel.name}` ({banner})",
+                "// sizes: " + ", ".join(f"{k}={v}" for k, v in sorted(self.sizes.items()))]
+        head += self.headers()
+        text = "\n".join(head) + PRELUDE + "\n" + "\n\n".join(kernels) + "\n"
+        line_map = {}
+        for n, ln in enumerate(text.splitlines(), 1):
+            if "// line " in ln:
+                try:
+                    line_map[n] = int(ln.split("// line ", 1)[1].split(":", 1)[0])
+                except ValueError:
+                    pass
+        # lines below a "// line N" comment belong to that ZynML line until the next one
+        cur = 0
+        for n in range(1, len(text.splitlines()) + 1):
+            if n in line_map:
+                cur = line_map[n]
+            elif cur:
+                line_map[n] = cur
+        return text, line_map
+
+    def signature(self, name: str, extra: list[str] = (), bounds: int | None = None) -> str:
+        lb = f" __launch_bounds__({bounds})" if bounds else ""
+        params = self.kernel_params(list(extra))
+        return f"{self.kernel_prefix}{lb} {name}(\n    " + ",\n    ".join(params) + ")"
+
+
+# ======================================================================== schedules
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def _pow2_at_least(n, lo, hi):
+    p = lo
+    while p < n and p < hi:
+        p *= 2
+    return p
+
+
+def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: dict | None = None) -> CudaProgram:
+    """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible."""
+    options = dict(options or {})
+    sizes = {k: int(v) for k, v in sizes.items()}
+    missing = [d for d in kernel.dims if d not in sizes]
+    if missing:
+        raise Unsupported(f"sizes not bound: {', '.join(missing)}")
+    try:
+        return _render(kernel, sizes, arch, options)
+    except Unsupported as err:
+        raise_unsupported(kernel, err, "CUDA")
+
+
+def _render(kernel, sizes, arch, options) -> CudaProgram:
+    kind = kernel.kernel_type.kind
+    notes = []
+    body = inline_tile_lets(kernel.body)
+    if kind in ("attention", "flash_attention") and not options.get("generic"):
+        from . import cuda_attention
+        prog = cuda_attention.try_attention(kernel, body, sizes, notes)
+        if prog is not None:
+            return prog
+    if kind != "reduce" and not options.get("generic"):
+        prog = try_contraction(kernel, body, sizes, notes, options)
+        if prog is not None:
+            return prog
+        if kind in ("matmul", "batched_matmul", "conv2d"):
+            notes.append(f"the body of this `{kind}` kernel is not a plain contraction "
+                         f"(out = init + sum of products); it runs on the generic schedule")
+    if kind == "reduce":
+        return render_reduce(kernel, body, sizes, notes)
+    return render_generic(kernel, body, sizes, notes, options)
+
+
+# ---------------------------------------------------------------------- generic
+
+
+def render_generic(kernel, body, sizes, notes, options=None) -> CudaProgram:
+    options = options or {}
+    r = CUDARenderer()
+    r.setup(kernel, sizes)
+    nest = find_nest(body, sizes)
+    wg = 1
+    for w in (kernel.schedule.workgroup or ()):
+        wg *= int(w)
+    if not nest.loops:
+        return _block_program(r, kernel, Nest([], [], [], body), 1, notes,
+                              "block: one block runs the whole body")
+    inner = nest.body
+    needs_block = has_node(inner, (cir.SharedAlloc, cir.Barrier))
+    coop_trip = 0
+    for s in cir.walk(inner):
+        if isinstance(s, cir.Loop):
+            kind = classify_loop(s, {n.name for n in cir.walk(inner)
+                                     if isinstance(n, cir.Let) and n.mutable})
+            if kind is not None or s.parallel:
+                coop_trip = max(coop_trip, trip_count(s, sizes) or 0)
+    tiles = has_tiles(inner)
+    mode = options.get("mode")
+    if mode is None:
+        if needs_block or tiles or (coop_trip >= 64 and nest.total <= 65536):
+            mode = "block"
+        else:
+            mode = "thread"
+    if mode == "block":
+        if wg >= 32:
+            nt = min(1024, wg)
+        else:
+            nt = _pow2_at_least(max(coop_trip // 8, 1), 32, 1024) if coop_trip else 256
+        r.nt = nt
+        return _block_program(r, kernel, nest, nest.total, notes,
+                              f"block: one block of {nt} threads per iteration of "
+                              f"({', '.join(l.var for l in nest.loops)})")
+    return _thread_program(r, kernel, nest, notes, wg)
+
+
+def _block_program(r: CUDARenderer, kernel, nest: Nest, blocks: int, notes, banner):
+    if not nest.loops:
+        r.nt = 1024 if has_tiles(nest.body) or any(isinstance(s, cir.Loop) for s in nest.body) else 32
+    em = Emitter(1)
+    scope = r.root.child()
+    for c in r.size_constants():
+        em(c)
+    if nest.loops:
+        em(f"const {r.idx} _blk = blockIdx.x;")
+        r.stmts(em, nest.prologue, scope)
+        r.decompose(em, "_blk", nest, scope)
+    mutable = set()
+    r.block_stmts(em, nest.body, scope, mutable)
+    name = cname(kernel.name)
+    text = r.signature(name, bounds=r.nt) + " {\n"
+    text += "\n".join("    " + d for d in r.shared_decls) + ("\n" if r.shared_decls else "")
+    text += em.text() + "\n}"
+    src, lm = r.assemble([text], banner)
+    return CudaProgram(name, src, [Step(name, (max(blocks, 1), 1, 1), (r.nt, 1, 1), ("buffers", "scalars"))],
+                       schedule=banner, notes=notes, line_map=lm)
+
+
+def _thread_program(r: CUDARenderer, kernel, nest: Nest, notes, wg):
+    nt = min(1024, wg) if wg >= 32 else 256
+    r.nt = nt
+    name = cname(kernel.name)
+    kernels = []
+    scalar_text = _thread_kernel(r, kernel, nest, name + ("_scalar" if False else ""), nt, None)
+    vec = _vector_width(r, kernel, nest)
+    steps_scalar = [Step(name, (max(1, _ceil(nest.total, nt)), 1, 1), (nt, 1, 1), ("buffers", "scalars"))]
+    if vec:
+        W, bufs = vec
+        vname = name + "_vec"
+        r2 = CUDARenderer()
+        r2.setup(kernel, r.sizes)
+        r2.nt = nt
+        try:
+            vec_text = _thread_kernel(r2, kernel, nest, vname, nt, W)
+        except Unsupported:
+            vec = None
+    if vec:
+        kernels = [vec_text, scalar_text]
+        steps = [Step(vname, (max(1, _ceil(nest.total // W, nt)), 1, 1), (nt, 1, 1), ("buffers", "scalars"))]
+        banner = (f"thread: one thread per {W} consecutive elements of "
+                  f"({', '.join(l.var for l in nest.loops)}), {16}-byte vector loads")
+        r._body_text = ""
+        src, lm = r.assemble(kernels, banner)
+        return CudaProgram(name, src, steps, schedule=banner, notes=notes, line_map=lm,
+                           unaligned_steps=steps_scalar, aligned_buffers=tuple(W_b for W_b in bufs))
+    banner = f"thread: one thread per iteration of ({', '.join(l.var for l in nest.loops)})"
+    src, lm = r.assemble([scalar_text], banner)
+    return CudaProgram(name, src, steps_scalar, schedule=banner, notes=notes, line_map=lm)
+
+
+def _thread_kernel(r: CUDARenderer, kernel, nest: Nest, name, nt, W):
+    em = Emitter(1)
+    scope = r.root.child()
+    for c in r.size_constants():
+        em(c)
+    r.stmts(em, nest.prologue, scope)
+    total = nest.total if W is None else nest.total // W
+    em.open(f"for ({r.idx} _g = ({r.idx})blockIdx.x * {nt} + threadIdx.x; _g < {total}; "
+            f"_g += ({r.idx})gridDim.x * {nt})")
+    if W is None:
+        r.decompose(em, "_g", nest, scope)
+        r.stmts(em, nest.body, scope)
+    else:
+        _vector_body(r, em, nest, scope, W)
+    em.close()
+    return r.signature(name, bounds=nt) + " {\n" + em.text() + "\n}"
+
+
+VEC_TYPES = {16: "uint4", 8: "uint2", 4: "unsigned int", 2: "unsigned short"}
+
+
+def _contiguous_in(e: cir.Load, var: str) -> bool:
+    if not e.index or any(isinstance(i, cir.Span) for i in e.index):
+        return False
+    last = e.index[-1]
+    if not (isinstance(last, cir.Var) and last.name == var):
+        return False
+    return not any(var in free_vars(i) for i in e.index[:-1])
+
+
+def _vector_width(r: CUDARenderer, kernel, nest: Nest):
+    """(lanes, buffers) if the innermost loop can move 16 bytes per access, else None."""
+    if not nest.loops:
+        return None
+    lp = nest.loops[-1]
+    if not (isinstance(lp.start, cir.Const) and lp.start.value == 0 and isinstance(lp.step, cir.Const)
+            and lp.step.value == 1):
+        return None
+    v = lp.var
+    body = nest.body
+    for s in body:
+        if isinstance(s, cir.Let):
+            if s.mutable or s.value.ty.shape:
+                return None
+        elif isinstance(s, cir.Store):
+            if not (_contiguous_in(cir.Load(s.buffer, s.index, s.value.ty), v)):
+                return None
+            if s.value.ty.shape:
+                return None
+        else:
+            return None
+    bufs = set()
+    sizes_b = []
+    for n in cir.walk(body):
+        if isinstance(n, cir.Load) and v in free_vars(n):
+            if n.buffer not in r.buffers or not _contiguous_in(n, v):
+                return None
+            bufs.add(n.buffer)
+        if isinstance(n, (cir.Dot, cir.Reduce)):
+            return None
+        if isinstance(n, cir.Load) and any(isinstance(i, cir.Span) for i in n.index):
+            return None
+    for s in body:
+        if isinstance(s, cir.Store):
+            bufs.add(s.buffer)
+    if not bufs:
+        return None
+    elem = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
+            "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
+    biggest = max(elem[r.buffers[b].dtype] for b in bufs)
+    smallest = min(elem[r.buffers[b].dtype] for b in bufs)
+    W = 16 // biggest
+    if W < 2 or W * smallest < 2:
+        return None
+    ext = nest.extents[-1]
+    if ext % W:
+        return None
+    for b in bufs:
+        if r.buffers[b].shape[-1] % W:
+            return None
+    return W, tuple(sorted(bufs))
+
+
+def _vector_body(r: CUDARenderer, em: Emitter, nest: Nest, scope, W):
+    lp = nest.loops[-1]
+    ext = nest.extents[-1]
+    vnest = Nest(nest.loops, nest.extents[:-1] + [ext // W], nest.prologue, nest.body)
+    r.decompose(em, "_g", vnest, scope)
+    base_c = scope.vars[lp.var][0]
+    em(f"const {r.idx} _v0 = {base_c} * {W};")
+    elem = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
+            "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
+    # vector loads (once per distinct load)
+    arrays = {}
+    lane0 = scope.child()
+    lane0.vars[lp.var] = ("_v0", "i32", ())
+    for n in cir.walk(nest.body):
+        if isinstance(n, cir.Load) and lp.var in free_vars(n) and (n.buffer, n.index) not in arrays:
+            buf = r.buffers[n.buffer]
+            a = r.new_tmp("vin")
+            pre: list = []
+            idx = [r.index_expr(i, lane0, pre) for i in n.index]
+            r.emit_pre(em, pre)
+            vt = VEC_TYPES[W * elem[buf.dtype]]
+            em(f"{r.storage_types[buf.dtype]} {a}[{W}];")
+            em(f"*reinterpret_cast<{vt}*>({a}) = *reinterpret_cast<const {vt}*>(&{buf.c}[{r.offset(buf, idx)}]);")
+            arrays[(n.buffer, n.index)] = a
+    outs = {}
+    for s in nest.body:
+        if isinstance(s, cir.Store) and s.buffer not in outs:
+            buf = r.buffers[s.buffer]
+            a = r.new_tmp("vout")
+            em(f"{r.storage_types[buf.dtype]} {a}[{W}];")
+            outs[(s.buffer, s.index)] = a
+    for lane in range(W):
+        ls = scope.child()
+        ls.vars[lp.var] = (f"(_v0 + {lane})", "i32", ())
+        body = _replace_loads(nest.body, arrays, lane)
+        em(f"// lane {lane}")
+        for s in body:
+            if isinstance(s, cir.Store):
+                buf = r.buffers[s.buffer]
+                pre = []
+                v = r.cast_to(r.expr(s.value, ls, pre), s.value.ty.dtype, buf.dtype)
+                r.emit_pre(em, pre, s.line)
+                em(f"{outs[(s.buffer, s.index)]}[{lane}] = {r.store_value(v, buf.dtype)};", s.line)
+            else:
+                r.stmt(em, s, ls)
+    for (bname, index), a in outs.items():
+        buf = r.buffers[bname]
+        pre = []
+        idx = [r.index_expr(i, lane0, pre) for i in index]
+        r.emit_pre(em, pre)
+        vt = VEC_TYPES[W * elem[buf.dtype]]
+        em(f"*reinterpret_cast<{vt}*>(&{buf.c}[{r.offset(buf, idx)}]) = *reinterpret_cast<const {vt}*>({a});")
+
+
+class _LaneLoad(cir.Expr):
+    pass
+
+
+def _replace_loads(body, arrays, lane):
+    """Loads that were fetched as vectors become reads of the lane's element."""
+    def rep(e):
+        if isinstance(e, cir.Load) and (e.buffer, e.index) in arrays:
+            return cstyle._Text(f"_LANE_{arrays[(e.buffer, e.index)]}", e.ty.dtype)
+        return None
+    out = []
+    for s in body:
+        if isinstance(s, cir.Let):
+            out.append(cir.Let(s.name, _map(s.value, rep, arrays, lane), s.mutable, s.line))
+        elif isinstance(s, cir.Store):
+            out.append(cir.Store(s.buffer, s.index, _map(s.value, rep, arrays, lane), s.line))
+        else:
+            out.append(s)
+    return out
+
+
+def _map(e, rep, arrays, lane):
+    if isinstance(e, cir.Load) and (e.buffer, e.index) in arrays:
+        return _LaneText(arrays[(e.buffer, e.index)], lane, e.buffer, e.ty.dtype)
+    if isinstance(e, cir.Bin):
+        return cir.Bin(e.op, _map(e.left, rep, arrays, lane), _map(e.right, rep, arrays, lane), e.ty)
+    if isinstance(e, cir.Unary):
+        return cir.Unary(e.op, _map(e.operand, rep, arrays, lane), e.ty)
+    if isinstance(e, cir.Call):
+        return cir.Call(e.fn, tuple(_map(a, rep, arrays, lane) for a in e.args), e.ty)
+    if isinstance(e, cir.Cast):
+        return cir.Cast(_map(e.operand, rep, arrays, lane), e.ty)
+    if isinstance(e, cir.Select):
+        return cir.Select(_map(e.cond, rep, arrays, lane), _map(e.if_true, rep, arrays, lane),
+                          _map(e.if_false, rep, arrays, lane), e.ty)
+    return e
+
+
+class _LaneText(cstyle._Text):
+    def __init__(self, array, lane, buffer, dtype):
+        conv = {"f16": "__half2float", "bf16": "__bfloat162float"}.get(dtype)
+        text = f"{array}[{lane}]"
+        super().__init__(f"{conv}({text})" if conv else text, dtype)
+
+
+# ----------------------------------------------------------------------- reduce
+
+
+def _yield_nest(body, sizes):
+    prologue = []
+    rest = list(body)
+    while rest and isinstance(rest[0], cir.Let) and not rest[0].mutable and not rest[0].value.ty.shape:
+        prologue.append(rest.pop(0))
+    loops, extents = [], []
+    cur = tuple(rest)
+    while len(cur) == 1 and isinstance(cur[0], cir.Loop):
+        lp = cur[0]
+        n = trip_count(lp, sizes)
+        if n is None or free_vars((lp.start, lp.stop, lp.step)) & {l.var for l in loops}:
+            break
+        loops.append(lp)
+        extents.append(n)
+        cur = lp.body
+    return Nest(loops, extents, prologue, cur)
+
+
+def render_reduce(kernel, body, sizes, notes) -> CudaProgram:
+    r = CUDARenderer()
+    r.setup(kernel, sizes)
+    op = kernel.kernel_type.param("op", "+")
+    axis = kernel.kernel_type.param("axis")
+    nest = _yield_nest(body, sizes)
+    ydts = [n.value.ty.dtype for n in cir.walk(body) if isinstance(n, cir.Yield)]
+    if not ydts:
+        raise Unsupported("a reduce kernel needs a `yield`")
+    ydt = ydts[0]
+    if op in ("+", "*") and ydt == "bool":
+        ydt = "i64"
+    if op not in ("argmax", "argmin") and kernel.output.dtype in cir.FLOAT_DTYPES and ydt not in cir.FLOAT_DTYPES:
+        ydt = kernel.output.dtype
+    name = cname(kernel.name)
+    out = r.buffers[kernel.output.name]
+    arg = op in ("argmax", "argmin")
+    ct = r.compute_type(ydt) if ydt != "bool" else "int"
+    ident = r.identity(op, ydt)
+    if axis is not None:
+        if not nest.loops or not (0 <= int(axis) < len(nest.loops)):
+            raise Unsupported(f"reduce axis={axis} does not name one of the "
+                              f"{len(nest.loops)} loops around the yield")
+        return _reduce_axis(r, kernel, nest, int(axis), op, ydt, ct, ident, notes)
+    # whole-input reduction: pass 1 per block partials, pass 2 one block over the partials
+    total = nest.total if nest.loops else 1
+    nt = 256
+    r.nt = nt
+    blocks = max(1, min(_ceil(total, nt * 4), 1024))
+    em = Emitter(1)
+    scope = r.root.child()
+    for c in r.size_constants():
+        em(c)
+    r.stmts(em, nest.prologue, scope)
+    em(f"{ct} _acc = {ident};")
+    em("long long _acci = 0x7fffffffffffffffLL;")
+    r._yield = (op, "_acc", "_acci", ydt, "_g")
+    em.open(f"for ({r.idx} _g = ({r.idx})blockIdx.x * {nt} + threadIdx.x; _g < {total}; "
+            f"_g += ({r.idx})gridDim.x * {nt})")
+    if nest.loops:
+        r.decompose(em, "_g", nest, scope)
+    r.stmts(em, nest.body, scope)
+    em.close()
+    r._yield = None
+    two = blocks > 1
+    if arg:
+        em(f"zyn_block_argreduce<{'true' if op == 'argmax' else 'false'}>(_acc, _acci, ({ct})({ident}));")
+    else:
+        em(f"_acc = {r.block_reduce(op, '_acc', ct)};")
+    em.open("if (threadIdx.x == 0)")
+    if two:
+        em("_part[blockIdx.x] = _acc;")
+        if arg:
+            em("_parti[blockIdx.x] = _acci;")
+    else:
+        v = "_acci" if arg else "_acc"
+        em(f"{out.c}[0] = {r.store_value(r.cast_to(v, 'i64' if arg else ydt, out.dtype), out.dtype)};")
+    em.close()
+    extra = [f"{ct}* __restrict__ _part", "long long* __restrict__ _parti"]
+    k1 = r.signature(name, extra, bounds=nt) + " {\n" + em.text() + "\n}"
+    kernels = [k1]
+    steps = [Step(name, (blocks, 1, 1), (nt, 1, 1), ("buffers", "scratch:_part", "scratch:_parti", "scalars"))]
+    scratch = {"_part": (ydt if ydt != "bool" else "i32", blocks), "_parti": ("i64", blocks)}
+    if two:
+        em = Emitter(1)
+        em(f"{ct} _acc = {ident};")
+        em("long long _acci = 0x7fffffffffffffffLL;")
+        em.open(f"for (int _b = threadIdx.x; _b < {blocks}; _b += 1024)")
+        if arg:
+            em(f"zyn_arg_combine<{'true' if op == 'argmax' else 'false'}>(_acc, _acci, _part[_b], _parti[_b]);")
+        else:
+            em(r._combine(op, "_acc", "_part[_b]", ydt))
+        em.close()
+        if arg:
+            em(f"zyn_block_argreduce<{'true' if op == 'argmax' else 'false'}>(_acc, _acci, ({ct})({ident}));")
+        else:
+            em(f"_acc = {r.block_reduce(op, '_acc', ct)};")
+        v = "_acci" if arg else "_acc"
+        em(f"if (threadIdx.x == 0) {out.c}[0] = "
+           f"{r.store_value(r.cast_to(v, 'i64' if arg else ydt, out.dtype), out.dtype)};")
+        k2 = r.signature(name + "_final", extra, bounds=1024) + " {\n" + em.text() + "\n}"
+        kernels.append(k2)
+        steps.append(Step(name + "_final", (1, 1, 1), (1024, 1, 1),
+                          ("buffers", "scratch:_part", "scratch:_parti", "scalars")))
+    banner = (f"reduce({op}): {blocks} blocks of {nt} threads, warp shuffles + block reduction"
+              + (", second pass over the block partials" if two else ""))
+    src, lm = r.assemble(kernels, banner)
+    return CudaProgram(name, src, steps, scratch=scratch, schedule=banner, notes=notes, line_map=lm)
+
+
+def _reduce_axis(r, kernel, nest, axis, op, ydt, ct, ident, notes):
+    name = cname(kernel.name)
+    out = r.buffers[kernel.output.name]
+    arg = op in ("argmax", "argmin")
+    keep = [k for k in range(len(nest.loops)) if k != axis]
+    outer = Nest([nest.loops[k] for k in keep], [nest.extents[k] for k in keep], [], ())
+    n_out = outer.total
+    red_loop = nest.loops[axis]
+    red_ext = nest.extents[axis]
+    innermost = axis == len(nest.loops) - 1
+    em = Emitter(1)
+    scope = r.root.child()
+    for c in r.size_constants():
+        em(c)
+    r.stmts(em, nest.prologue, scope)
+    # the loops after the reduced one must still nest inside it; rebuild the inner body
+    inner_body = nest.body
+    for k in range(len(nest.loops) - 1, axis, -1):
+        pass
+    if innermost:
+        # one warp (short rows) or one block (long rows) per output element
+        per_warp = red_ext <= 2048
+        nt = 256 if per_warp else _pow2_at_least(red_ext // 8, 128, 1024)
+        r.nt = nt
+        lanes = 32 if per_warp else nt
+        rows_per_block = nt // lanes
+        if per_warp:
+            em(f"const {r.idx} _row = ({r.idx})blockIdx.x * {rows_per_block} + (threadIdx.x >> 5);")
+            em("const int _lane = threadIdx.x & 31;")
+        else:
+            em(f"const {r.idx} _row = blockIdx.x;")
+            em("const int _lane = threadIdx.x;")
+        em.open(f"if (_row < {n_out})")
+        r.decompose(em, "_row", outer, scope)
+        em(f"{ct} _acc = {ident};")
+        em("long long _acci = 0x7fffffffffffffffLL;")
+        r._yield = (op, "_acc", "_acci", ydt, "_flat")
+        c = r.loop_var_name(red_loop.var)
+        pre: list = []
+        a = r.index_expr(red_loop.start, scope, pre)
+        st = r.index_expr(red_loop.step, scope, pre)
+        r.emit_pre(em, pre)
+        em.open(f"for ({r.idx} _t = _lane; _t < {red_ext}; _t += {lanes})")
+        em(f"const {r.idx} {c} = {a} + _t * {st};")
+        em(f"const long long _flat = (long long)_row * {red_ext} + _t;")
+        inner = scope.child()
+        inner.vars[red_loop.var] = (c, "i32", ())
+        r.stmts(em, nest.body, inner)
+        em.close()
+        r._yield = None
+        if per_warp:
+            if arg:
+                em(f"zyn_warp_argreduce<{'true' if op == 'argmax' else 'false'}>(_acc, _acci);")
+            else:
+                em(f"_acc = zyn_warp_allreduce(_acc, {OP_FUNCTOR[op]}());")
+        em.close()
+        if not per_warp:
+            if arg:
+                em(f"zyn_block_argreduce<{'true' if op == 'argmax' else 'false'}>(_acc, _acci, ({ct})({ident}));")
+            else:
+                em(f"_acc = {r.block_reduce(op, '_acc', ct)};")
+        v = "_acci" if arg else "_acc"
+        em(f"if (_lane == 0 && _row < {n_out}) {out.c}[_row] = "
+           f"{r.store_value(r.cast_to(v, 'i64' if arg else ydt, out.dtype), out.dtype)};")
+        blocks = _ceil(n_out, rows_per_block)
+        banner = (f"reduce({op}, axis={axis}): one {'warp' if per_warp else 'block'} per output, "
+                  "shuffle reduction")
+        # when not per_warp, `_acc` is declared inside the guarded scope; hoist it
+        text = em.text()
+        if not per_warp:
+            text = text.replace(f"    if (_row < {n_out}) {{", f"    {ct} _acc = {ident};\n"
+                                "    long long _acci = 0x7fffffffffffffffLL;\n"
+                                f"    if (_row < {n_out}) {{", 1)
+            text = text.replace(f"        {ct} _acc = {ident};\n        long long _acci = 0x7fffffffffffffffLL;\n", "", 1)
+        k = r.signature(name, bounds=nt) + " {\n" + text + "\n}"
+    else:
+        # strided axis: one thread per output element loops over the reduced axis (coalesced)
+        nt = 256
+        r.nt = nt
+        em.open(f"for ({r.idx} _g = ({r.idx})blockIdx.x * {nt} + threadIdx.x; _g < {n_out}; "
+                f"_g += ({r.idx})gridDim.x * {nt})")
+        r.decompose(em, "_g", outer, scope)
+        em(f"{ct} _acc = {ident};")
+        em("long long _acci = 0x7fffffffffffffffLL;")
+        r._yield = (op, "_acc", "_acci", ydt, "_flat")
+        c = r.loop_var_name(red_loop.var)
+        pre = []
+        a = r.index_expr(red_loop.start, scope, pre)
+        st = r.index_expr(red_loop.step, scope, pre)
+        r.emit_pre(em, pre)
+        em.open(f"for ({r.idx} _t = 0; _t < {red_ext}; ++_t)")
+        em(f"const {r.idx} {c} = {a} + _t * {st};")
+        em("const long long _flat = (long long)_t;")
+        inner = scope.child()
+        inner.vars[red_loop.var] = (c, "i32", ())
+        r.stmts(em, nest.body, inner)
+        em.close()
+        r._yield = None
+        v = "_acci" if arg else "_acc"
+        em(f"{out.c}[_g] = {r.store_value(r.cast_to(v, 'i64' if arg else ydt, out.dtype), out.dtype)};")
+        em.close()
+        blocks = _ceil(n_out, nt)
+        banner = f"reduce({op}, axis={axis}): one thread per output, sequential over the axis"
+        k = r.signature(name, bounds=nt) + " {\n" + em.text() + "\n}"
+    src, lm = r.assemble([k], banner)
+    return CudaProgram(name, src, [Step(name, (max(1, blocks), 1, 1), (nt, 1, 1), ("buffers", "scalars"))],
+                       schedule=banner, notes=notes, line_map=lm)
+
+
+# ------------------------------------------------------------------ contractions
+
+
+@dataclass
+class Contraction:
+    ploops: list            # parallel loops (outer first)
+    pext: list
+    rloops: list            # reduction loops (outer first)
+    rext: list
+    acc: str
+    init: cir.Expr
+    a: cir.Expr             # M side factor
+    b: cir.Expr             # N side factor
+    cond_a: cir.Expr | None
+    cond_b: cir.Expr | None
+    mvars: list
+    nvars: list
+    bvars: list
+    store: cir.Store
+    a_kcontig: bool
+    b_kcontig: bool
+
+
+def _match_contraction(kernel, body, sizes):
+    nest = find_nest(body, sizes)
+    if not nest.loops or nest.prologue:
+        return None
+    inner = list(nest.body)
+    if len(inner) != 3:
+        return None
+    let, red, store = inner
+    if not (isinstance(let, cir.Let) and let.mutable and not let.value.ty.shape
+            and isinstance(red, cir.Loop) and isinstance(store, cir.Store)):
+        return None
+    acc = let.name
+    if store.buffer != kernel.output.name or acc in free_vars(store.index):
+        return None
+    if any(isinstance(i, cir.Span) for i in store.index):
+        return None
+    # reduction loops: perfectly nested, static
+    rloops, rext = [], []
+    cur = (red,)
+    while len(cur) == 1 and isinstance(cur[0], cir.Loop):
+        lp = cur[0]
+        n = trip_count(lp, sizes)
+        if n is None or lp.parallel:
+            return None
+        rloops.append(lp)
+        rext.append(n)
+        cur = lp.body
+    env = {}
+    cond = None
+    stmts = list(cur)
+    upd = None
+    while stmts:
+        s = stmts.pop(0)
+        if isinstance(s, cir.Let) and not s.mutable and not s.value.ty.shape:
+            env[s.name] = substitute(s.value, env)
+        elif isinstance(s, cir.If) and not s.orelse and not stmts and cond is None:
+            cond = substitute(s.cond, env)
+            stmts = list(s.then)
+        elif isinstance(s, cir.Assign) and s.name == acc and not stmts:
+            upd = s
+        else:
+            return None
+    if upd is None:
+        return None
+    v = upd.value
+    if not (isinstance(v, cir.Bin) and v.op == "+" and isinstance(v.left, cir.Var) and v.left.name == acc):
+        return None
+    prod = substitute(v.right, env)
+    if not (isinstance(prod, cir.Bin) and prod.op == "*"):
+        return None
+    x, y = prod.left, prod.right
+    if not (isinstance(x, cir.Load) and isinstance(y, cir.Load)):
+        return None
+    if x.ty.shape or y.ty.shape or prod.ty.dtype not in ("f32", "f16", "bf16", "f64"):
+        return None
+    if any(isinstance(i, cir.Span) for i in x.index + y.index):
+        return None
+    pvars = [l.var for l in nest.loops]
+    rvars = {l.var for l in rloops}
+    if acc in free_vars(x) | free_vars(y):
+        return None
+    fx, fy = free_vars(x) & set(pvars), free_vars(y) & set(pvars)
+    others = (free_vars(x) | free_vars(y)) - set(pvars) - rvars - set(sizes)
+    if others - {s.name for s in kernel.scalars}:
+        return None
+    bvars = [p for p in pvars if p in fx and p in fy]
+    xs = [p for p in pvars if p in fx and p not in fy]
+    ys = [p for p in pvars if p in fy and p not in fx]
+    if set(pvars) - set(bvars) - set(xs) - set(ys):
+        return None
+    if not xs or not ys:
+        return None
+    cond_x = cond_y = None
+    if cond is not None:
+        cv = free_vars(cond) & set(pvars)
+        if cv <= set(xs) | set(bvars):
+            cond_x = cond
+        elif cv <= set(ys) | set(bvars):
+            cond_y = cond
+        else:
+            return None
+    if free_vars(let.value) & rvars or acc in free_vars(let.value):
+        return None
+    # the side holding the output's innermost index is N (stores and loads coalesce)
+    last = store.index[-1]
+    lastv = free_vars(last)
+    if lastv & set(xs):
+        xs, ys, x, y, cond_x, cond_y = ys, xs, y, x, cond_y, cond_x
+    # the value stored: any expression of acc and the parallel variables
+    if free_vars(store.value) - {acc} - set(pvars) - set(sizes) - {s.name for s in kernel.scalars}:
+        return None
+    if has_node(store.value, (cir.Dot, cir.Reduce)) or store.value.ty.shape:
+        return None
+
+    def kcontig(load, side_vars):
+        lv = free_vars(load.index[-1]) if load.index else set()
+        return not (lv & set(side_vars))
+
+    M = 1
+    for p, e in zip(nest.loops, nest.extents):
+        if p.var in xs:
+            M *= e
+    N = 1
+    for p, e in zip(nest.loops, nest.extents):
+        if p.var in ys:
+            N *= e
+    if M < 16 or N < 16:
+        return None
+    return Contraction(nest.loops, nest.extents, rloops, rext, acc, let.value, x, y, cond_x, cond_y,
+                       xs, ys, bvars, store, kcontig(x, xs), kcontig(y, ys))
+
+
+def try_contraction(kernel, body, sizes, notes, options):
+    c = _match_contraction(kernel, body, sizes)
+    if c is None:
+        return None
+    return render_contraction(kernel, c, sizes, notes, options)
+
+
+def render_contraction(kernel, c: Contraction, sizes, notes, options) -> CudaProgram:
+    r = CUDARenderer()
+    r.setup(kernel, sizes)
+    ext = dict(zip([l.var for l in c.ploops], c.pext))
+    M = 1
+    for v in c.mvars:
+        M *= ext[v]
+    N = 1
+    for v in c.nvars:
+        N *= ext[v]
+    K = 1
+    for e in c.rext:
+        K *= e
+    Bt = 1
+    for v in c.bvars:
+        Bt *= ext[v]
+    BM = 128 if M > 64 else 64
+    BN = 128 if N > 64 else 64
+    TM = 8 if BM == 128 else 4
+    TN = 8 if BN == 128 else 4
+    BK = 8
+    NT = (BM // TM) * (BN // TN)
+    r.nt = NT
+    name = cname(kernel.name)
+    ploop = {l.var: l for l in c.ploops}
+    em = Emitter(1)
+    for s in r.size_constants():
+        em(s)
+    em(f"constexpr int BM = {BM}, BN = {BN}, BK = {BK}, TM = {TM}, TN = {TN};")
+    em(f"constexpr {r.idx} MM = {M}, NN = {N}, KK = {K};")
+    em("__shared__ __align__(16) float As[2][BK][BM];")
+    em("__shared__ __align__(16) float Bs[2][BK][BN];")
+    em("const int tid = threadIdx.x;")
+    em("const int tx = tid % (BN / TN), ty = tid / (BN / TN);")
+    em(f"const {r.idx} m0 = ({r.idx})blockIdx.y * BM, n0 = ({r.idx})blockIdx.x * BN;")
+    base = r.root.child()
+    # batch variables from blockIdx.z
+    if c.bvars:
+        bl = [ploop[v] for v in c.bvars]
+        bn = Nest(bl, [ext[v] for v in c.bvars], [], ())
+        em(f"const {r.idx} _bz = blockIdx.z;")
+        r.decompose(em, "_bz", bn, base)
+
+    def bind(flat, vars_, scope, emit_to):
+        """C expressions for `vars_` from a flat index over them (in loop order)."""
+        sc = scope.child()
+        order = [v for v in [l.var for l in c.ploops] if v in vars_]
+        rem = flat
+        exprs = {}
+        div = 1
+        for v in reversed(order):
+            e = ext[v]
+            lp = ploop[v]
+            part = f"((({rem}) / {div}) % {e})" if div > 1 else f"(({rem}) % {e})"
+            if v == order[0]:
+                part = f"(({rem}) / {div})" if div > 1 else f"({rem})"
+            pre: list = []
+            a = r.index_expr(lp.start, scope, pre)
+            st = r.index_expr(lp.step, scope, pre)
+            val = part if (a == "0" and st == "1") else f"({a} + {part} * {st})"
+            exprs[v] = val
+            div *= e
+        for v, val in exprs.items():
+            tmp = r.new_tmp(cname(v))
+            emit_to.append(f"const {r.idx} {tmp} = {val};")
+            sc.vars[v] = (tmp, "i32", ())
+        return sc
+
+    def bind_r(flat, scope, emit_to):
+        sc = scope
+        rem = flat
+        div = 1
+        for k in range(len(c.rloops) - 1, -1, -1):
+            lp, e = c.rloops[k], c.rext[k]
+            part = f"((({rem}) / {div}) % {e})" if div > 1 else f"(({rem}) % {e})"
+            if k == 0:
+                part = f"(({rem}) / {div})" if div > 1 else f"({rem})"
+            pre: list = []
+            a = r.index_expr(lp.start, scope, pre)
+            st = r.index_expr(lp.step, scope, pre)
+            val = part if (a == "0" and st == "1") else f"({a} + {part} * {st})"
+            tmp = r.new_tmp(cname(lp.var))
+            emit_to.append(f"const {r.idx} {tmp} = {val};")
+            sc.vars[lp.var] = (tmp, "i32", ())
+            div *= e
+        return sc
+
+    def loader(side, load, cond, side_vars, kcontig, extent_side, rows, fn):
+        """A device lambda-like block: loads tile element e of this side into register."""
+        lines = []
+        lines.append(f"// {side} tile: element (row, k) -> {cir.format_expr(load)}"
+                     + (f" if {cir.format_expr(cond)}" if cond is not None else ""))
+        return lines
+
+    per_a = BM * BK // NT
+    per_b = BN * BK // NT
+
+    def load_elem(load, cond, side_vars, flat_side, flat_k, scope):
+        lines: list = []
+        sc = bind(flat_side, side_vars, scope, lines)
+        sc = bind_r(flat_k, sc, lines)
+        pre: list = []
+        val = r.expr(load, sc, pre)
+        lines.extend(pre)
+        cnd = None
+        if cond is not None:
+            cnd = r.expr(cond, sc, lines)
+        return lines, val, cnd
+
+    def emit_tile_load(side, load, cond, side_vars, kcontig, BX, per, regs, base0, limit):
+        em.open(f"for (int _r = 0; _r < {per}; ++_r)")
+        em(f"const int _e = tid + _r * {NT};")
+        if kcontig:
+            em(f"const int _x = _e / BK, _k = _e % BK;")
+        else:
+            em(f"const int _k = _e / {BX}, _x = _e % {BX};")
+        em(f"const {r.idx} _gx = {base0} + _x, _gk = _k0 + _k;")
+        lines, val, cnd = load_elem(load, cond, side_vars, "_gx", "_gk", base)
+        guard = f"_gx < {limit} && _gk < KK"
+        em(f"float _v = 0.0f;")
+        em.open(f"if ({guard})")
+        for ln in lines:
+            em(ln)
+        if cnd is not None:
+            em(f"if ({cnd}) _v = (float)({val});")
+        else:
+            em(f"_v = (float)({val});")
+        em.close()
+        em(f"{regs}[_r] = _v;")
+        em.close()
+
+    def emit_tile_store(kcontig, BX, per, regs, arr):
+        em.open(f"for (int _r = 0; _r < {per}; ++_r)")
+        em(f"const int _e = tid + _r * {NT};")
+        if kcontig:
+            em(f"const int _x = _e / BK, _k = _e % BK;")
+        else:
+            em(f"const int _k = _e / {BX}, _x = _e % {BX};")
+        em(f"{arr}[_buf][_k][_x] = {regs}[_r];")
+        em.close()
+
+    em(f"float ra[{per_a}], rb[{per_b}];")
+    em(f"float acc[TM][TN];")
+    em("#pragma unroll")
+    em("for (int i = 0; i < TM; ++i) for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;")
+    em(f"{r.idx} _k0 = 0;")
+    em("int _buf = 0;")
+    em(f"// line {c.store.line}: " + r.source_line(c.store.line).strip() if c.store.line else "")
+    emit_tile_load("A", c.a, c.cond_a, c.mvars, c.a_kcontig, BM, per_a, "ra", "m0", "MM")
+    emit_tile_load("B", c.b, c.cond_b, c.nvars, c.b_kcontig, BN, per_b, "rb", "n0", "NN")
+    emit_tile_store(c.a_kcontig, BM, per_a, "ra", "As")
+    emit_tile_store(c.b_kcontig, BN, per_b, "rb", "Bs")
+    em("__syncthreads();")
+    em.open(f"for (_k0 = BK; ; _k0 += BK)")
+    em("const bool _more = _k0 < KK;")
+    em.open("if (_more)")
+    emit_tile_load("A", c.a, c.cond_a, c.mvars, c.a_kcontig, BM, per_a, "ra", "m0", "MM")
+    emit_tile_load("B", c.b, c.cond_b, c.nvars, c.b_kcontig, BN, per_b, "rb", "n0", "NN")
+    em.close()
+    em("#pragma unroll")
+    em.open("for (int kk = 0; kk < BK; ++kk)")
+    em("float a[TM], b[TN];")
+    if TM == 8:
+        em("*reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(&As[_buf][kk][ty * 4]);")
+        em("*reinterpret_cast<float4*>(&a[4]) = *reinterpret_cast<const float4*>(&As[_buf][kk][BM / 2 + ty * 4]);")
+    else:
+        em("*reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(&As[_buf][kk][ty * 4]);")
+    if TN == 8:
+        em("*reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(&Bs[_buf][kk][tx * 4]);")
+        em("*reinterpret_cast<float4*>(&b[4]) = *reinterpret_cast<const float4*>(&Bs[_buf][kk][BN / 2 + tx * 4]);")
+    else:
+        em("*reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(&Bs[_buf][kk][tx * 4]);")
+    em("#pragma unroll")
+    em("for (int i = 0; i < TM; ++i)")
+    em("#pragma unroll")
+    em("    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);")
+    em.close()
+    em("if (!_more) break;")
+    em("_buf ^= 1;")
+    emit_tile_store(c.a_kcontig, BM, per_a, "ra", "As")
+    emit_tile_store(c.b_kcontig, BN, per_b, "rb", "Bs")
+    em("__syncthreads();")
+    em.close()
+    # epilogue: out[P] = value(init + acc)
+    em("#pragma unroll")
+    em.open("for (int i = 0; i < TM; ++i)")
+    if TM == 8:
+        em(f"const {r.idx} _gm = m0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);")
+    else:
+        em(f"const {r.idx} _gm = m0 + ty * 4 + i;")
+    em("if (_gm >= MM) continue;")
+    em("#pragma unroll")
+    em.open("for (int j = 0; j < TN; ++j)")
+    if TN == 8:
+        em(f"const {r.idx} _gn = n0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4);")
+    else:
+        em(f"const {r.idx} _gn = n0 + tx * 4 + j;")
+    em("if (_gn >= NN) continue;")
+    lines: list = []
+    sc = bind("_gm", c.mvars, base, lines)
+    sc = bind("_gn", c.nvars, sc, lines)
+    for ln in lines:
+        em(ln)
+    pre: list = []
+    acc_dt = c.init.ty.dtype if c.init.ty.dtype in cir.FLOAT_DTYPES else "f32"
+    init = r.expr(c.init, sc, pre)
+    for ln in pre:
+        em(ln)
+    em(f"const {r.compute_type(acc_dt)} {cname(c.acc)} = ({init}) + acc[i][j];")
+    sc.vars[c.acc] = (cname(c.acc), acc_dt, ())
+    r.store_stmt(em, c.store, sc)
+    em.close()
+    em.close()
+    text = r.signature(name, bounds=NT) + " {\n" + em.text() + "\n}"
+    grid = (_ceil(N, BN), _ceil(M, BM), Bt)
+    kind = "implicit GEMM (gathered operand)" if (len(c.rloops) > 1 or c.cond_a or c.cond_b) else "GEMM"
+    banner = (f"contraction as {kind}: M={M} N={N} K={K}" + (f" batch={Bt}" if Bt > 1 else "")
+              + f"; {BM}x{BN}x{BK} tiles in double-buffered shared memory, {TM}x{TN} per thread")
+    src, lm = r.assemble([text], banner)
+    return CudaProgram(name, src, [Step(name, grid, (NT, 1, 1), ("buffers", "scalars"))],
+                       schedule=banner, notes=notes, line_map=lm)

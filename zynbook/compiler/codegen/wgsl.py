@@ -207,6 +207,35 @@ def host_eval(e, env):
     raise KeyError(cir.format_expr(e))
 
 
+def host_interval(e, env, ranges: dict) -> tuple:
+    """(low, high) of a CIR integer expression when loop variables take any value of their
+    ranges (`ranges`: var -> (start, stop) expressions) and sizes their launch values."""
+    if isinstance(e, cir.Var) and e.name in ranges and e.name not in env["sizes"]:
+        lo = host_interval(ranges[e.name][0], env, ranges)[0]
+        hi = host_interval(ranges[e.name][1], env, ranges)[1] - 1
+        return lo, max(lo, hi)
+    if isinstance(e, (cir.Const, cir.Var)):
+        v = host_eval(e, env)
+        return v, v
+    if isinstance(e, cir.Unary) and e.op == "neg":
+        lo, hi = host_interval(e.operand, env, ranges)
+        return -hi, -lo
+    if isinstance(e, cir.Bin) and e.op in ("+", "-", "*"):
+        a, b = host_interval(e.left, env, ranges), host_interval(e.right, env, ranges)
+        if e.op == "+":
+            return a[0] + b[0], a[1] + b[1]
+        if e.op == "-":
+            return a[0] - b[1], a[1] - b[0]
+        prods = [x * y for x in a for y in b]
+        return min(prods), max(prods)
+    if isinstance(e, cir.Call) and e.fn in ("min", "max"):
+        parts = [host_interval(a, env, ranges) for a in e.args]
+        f = min if e.fn == "min" else max
+        return f(p[0] for p in parts), f(p[1] for p in parts)
+    v = host_eval(e, env)
+    return v, v
+
+
 def _free_vars(e) -> set:
     return {n.name for n in cir.walk(e) if isinstance(n, cir.Var)}
 
@@ -293,6 +322,7 @@ class KernelRenderer:
         self.reduce_ctx = None          # set while rendering a reduce kernel's body
         self.coop = None                # set while rendering a rows schedule
         self.slot_expr = "z_slot"       # WGSL expression of this invocation's scratch slot
+        self.ranges: dict = {}          # loop variable -> (start, stop) CIR expressions
         for a in kernel.dims:
             self.params.setdefault(ident(a), ParamField(ident(a), "i32",
                                                         (lambda env, a=a: int(env["sizes"][a]))))
@@ -507,7 +537,7 @@ class KernelRenderer:
             if e.fn == "transpose":
                 return self.rank(e.args[0])
             if e.fn in ("row_max", "row_sum"):
-                return max(0, self.rank(e.args[0]) - 1)
+                return self.rank(e.args[0])     # keeps the reduced axis with extent 1
             if e.fn in ("zeros", "ones"):
                 return len(e.args)
             if e.fn == "sum":
@@ -590,7 +620,7 @@ class KernelRenderer:
             if e.fn == "transpose":
                 return list(reversed(self.shape(e.args[0])))
             if e.fn in ("row_max", "row_sum"):
-                return self.shape(e.args[0])[:-1]
+                return self.shape(e.args[0])[:-1] + ["1i"]
             if e.fn in ("zeros", "ones"):
                 return [self.hoist_let(self.scalar_int(a), "i32", "n") for a in e.args]
             if e.fn == "sum":
@@ -629,12 +659,17 @@ class KernelRenderer:
         return ts.shape[0] == tb.shape[0] and ts.shape[0] != tb.shape[1]
 
     def _sub_index(self, parent, child, idx: list) -> list:
+        """numpy broadcasting: the child's axes align right; axes of extent 1 read index 0."""
         rc = self.rank(child)
         if rc == 0:
             return []
-        if rc == 1 and len(idx) == 2 and self._column_vector(parent, child):
-            return [idx[0]]
-        return idx[len(idx) - rc:]
+        sub = list(idx[len(idx) - rc:])
+        ty = getattr(child, "ty", None)
+        if ty is not None and len(ty.shape) == rc:
+            for k, d in enumerate(ty.shape):
+                if isinstance(d, int) and d == 1:
+                    sub[k] = "0i"
+        return sub
 
     # ------------------------------------------------------------------- expressions
 
@@ -701,7 +736,10 @@ class KernelRenderer:
             return self.reduce_expr(e.op, e.input, e.axis, e.ty.dtype, idx)
         raise ZynMLDeviceError(f"cannot render {type(e).__name__} in WGSL")
 
-    def tile_elem(self, s: _Sym, sub: list) -> str:
+    def tile_elem(self, s: _Sym, sub: list, exact: bool = False) -> str:
+        if not exact:
+            # an axis of runtime extent 1 broadcasts (min(i, n - 1) is then 0)
+            sub = [x if x == "0i" else f"min({x}, {n} - 1i)" for x, n in zip(sub, s.extents)]
         return f"{s.store}[{s.base} + {self.flat(sub, s.extents)}]"
 
     def load(self, e: cir.Load, idx: list):
@@ -792,7 +830,7 @@ class KernelRenderer:
             return self.ex(e.args[0], list(reversed(idx)))
         if fn in ("row_max", "row_sum"):
             return self.reduce_expr("max" if fn == "row_max" else "+", e.args[0],
-                                    self.rank(e.args[0]) - 1, dt, idx)
+                                    self.rank(e.args[0]) - 1, dt, idx[:-1])
         if fn == "sum":
             return self.reduce_expr("+", e.args[0], None, dt, idx)
         args = []
@@ -956,6 +994,7 @@ class KernelRenderer:
         neg = isinstance(s.step, cir.Const) and s.step.value < 0
         cmp = ">" if neg else "<"
         self.w.open(f"for (var {v}: i32 = {start}; {v} {cmp} {stop}; {v} = {v} + {step})")
+        self.ranges[s.var] = (s.start, s.stop)
         self.push()
         self.declare(s.var, _Sym("loop", v, "i32"))
         self.stmts(s.body)
@@ -966,8 +1005,8 @@ class KernelRenderer:
         """Host-side capacity (elements per axis) of a tile expression, from CIR types."""
         ty = getattr(e, "ty", None)
         dims = list(ty.shape) if ty is not None else []
-        r = self.rank(e)
-        if len(dims) != r:
+        r = self.rank(e) if not (isinstance(e, cir.Var) and self.lookup(e.name) is None) else len(dims)
+        if len(dims) != r or any(isinstance(d, str) and d == "?" for d in dims):
             dims = self._cap_from_expr(e)
         return dims
 
@@ -989,11 +1028,14 @@ class KernelRenderer:
         raise ZynMLDeviceError(f"the size of tile `{cir.format_expr(e)}` is not known before launch")
 
     def host_dim(self, d, env):
+        """The largest value of a tile dimension over the loop ranges it depends on."""
         if isinstance(d, tuple) and d and d[0] == "buf":
             return int(env["shapes"][d[1]][d[2]])
         if isinstance(d, str) and d == "?":
             raise KeyError("?")
-        return int(host_eval(d, env))
+        if isinstance(d, (int, str)):
+            return int(host_eval(d, env))
+        return int(math.ceil(host_interval(d, env, self.ranges)[1]))
 
     def new_tile(self, name: str, dtype: str, rank: int, cap: list, extents: list) -> _Sym:
         """A tile local in this invocation's scratch slot."""
@@ -1038,12 +1080,28 @@ class KernelRenderer:
             self.w.open(f"for (var {v}: i32 = 0i; {v} < {n}; {v} = {v} + 1i)")
         t, dt = self.ex(value, loops)
         st = sym.store.rsplit("_", 1)[1]
-        self.w.line(f"{self.tile_elem(sym, loops)} = {st}({self.convert(t, dt, sym.dtype)});")
+        self.w.line(f"{self.tile_elem(sym, loops, True)} = {st}({self.convert(t, dt, sym.dtype)});")
         for _ in loops:
             self.w.close()
 
+    def _later_tile(self, name):
+        """The first tile value assigned to `name` anywhere in the kernel, if any."""
+        for n in cir.walk(self.k.body):
+            if isinstance(n, cir.Assign) and n.name == name and n.value.ty.shape:
+                return n.value
+        return None
+
     def let(self, name, value, mutable):
         r = self.rank(value)
+        later = self._later_tile(name) if mutable and r == 0 else None
+        if later is not None:
+            # a running value that starts as a scalar and later holds a tile (`var m = -inf`,
+            # then `m = m_new`): a tile of extent 1 on every axis until its first assignment
+            cap = self._tile_capacity(later)
+            sym = self.new_tile(name, later.ty.dtype, len(cap), cap, ["1i"] * len(cap))
+            self.fill_tile(sym, value, sym.extents)
+            self.declare(name, sym)
+            return
         if r == 0:
             t, dt = self.ex(value, [])
             dt = value.ty.dtype if value.ty.dtype != "bool" or dt == "bool" else dt
@@ -1092,7 +1150,7 @@ class KernelRenderer:
             loops = [self.fresh("e") for _ in s.extents]
             for v, n in zip(loops, s.extents):
                 self.w.open(f"for (var {v}: i32 = 0i; {v} < {n}; {v} = {v} + 1i)")
-            self.w.line(f"{self.tile_elem(s, loops)} = {self.tile_elem(tmp, loops)};")
+            self.w.line(f"{self.tile_elem(s, loops, True)} = {self.tile_elem(tmp, loops, True)};")
             for _ in loops:
                 self.w.close()
         else:
@@ -1233,6 +1291,7 @@ class KernelRenderer:
             self.comment_line(lp.line)
             self.w.line(f"let {v}: i32 = {start} + {it} * {step};")
             self.declare(lp.var, _Sym("loop", v, "i32"))
+            self.ranges[lp.var] = (lp.start, lp.stop)
         return its
 
     def product(self, terms: list) -> str:
@@ -1626,8 +1685,11 @@ def render(kernel: cir.Kernel, options: WGSLOptions | None = None,
     for sched in order:
         r = KernelRenderer(kernel, options)
         r.notes.extend(notes)
+        fn = getattr(r, f"render_{sched}", None)
+        if fn is None:
+            continue
         try:
-            return getattr(r, f"render_{sched}")()
+            return fn()
         except RenderError as exc:
             if schedule:
                 raise ZynMLDeviceError(f"schedule {sched} does not fit kernel {kernel.name}: {exc}")

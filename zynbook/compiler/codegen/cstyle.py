@@ -573,16 +573,13 @@ class CStyleRenderer:
         a, b = self.cast_to(a, lt, dt), self.cast_to(b, rt, dt)
         if dt in cir.FLOAT_DTYPES:
             if op == "%":
-                return f"zyn_fmod({a}, {b})"
+                return self.math_call("fmod", [a, b], dt)
             if op == "**":
                 if isinstance(e.right, cir.Const) and e.right.value == 2:
                     return f"zyn_sq({a})"
                 return self.math_call("pow", [a, b], dt)
             return f"({a} {op} {b})"
-        if op == "/":
-            return f"zyn_floordiv({a}, {b})"
-        if op == "%":
-            return f"zyn_mod({a}, {b})"
+        # integers divide and take remainders as C does (truncating), like the reference
         if op == "**":
             return f"zyn_ipow({a}, {b})"
         if dt == "bool" and op in ("+", "*"):

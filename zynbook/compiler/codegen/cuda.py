@@ -300,8 +300,7 @@ def _render(kernel, sizes, arch, options) -> CudaProgram:
     notes = []
     body = inline_tile_lets(kernel.body)
     if kind in ("attention", "flash_attention") and not options.get("generic"):
-        from . import cuda_attention
-        prog = cuda_attention.try_attention(kernel, body, sizes, notes)
+        prog = try_attention(kernel, sizes, notes)
         if prog is not None:
             return prog
     if kind != "reduce" and not options.get("generic"):
@@ -1177,3 +1176,252 @@ def render_contraction(kernel, c: Contraction, sizes, notes, options) -> CudaPro
     src, lm = r.assemble([text], banner)
     return CudaProgram(name, src, [Step(name, grid, (NT, 1, 1), ("buffers", "scalars"))],
                        schedule=banner, notes=notes, line_map=lm)
+
+
+# -------------------------------------------------------------------- attention
+
+FLASH_TEMPLATE = """let attn = compute(Q, K, V) {
+    @kernel flash_attention
+    for b in 0..batch, h in 0..heads:
+        for q_block in 0..seq_len step BLOCK:
+            var m = -inf
+            var l = 0.0
+            var o = zeros(BLOCK, head_dim)
+            for kv_block in 0..seq_len step BLOCK:
+                let K_block = K[b, h, kv_block:kv_block+BLOCK]
+                let V_block = V[b, h, kv_block:kv_block+BLOCK]
+                let S = Q[b, h, q_block:q_block+BLOCK] @ transpose(K_block) / sqrt(head_dim)
+                let m_new = max(m, row_max(S))
+                let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
+                o = exp(m - m_new) * o + exp(S - m_new) @ V_block
+                m = m_new
+                l = l_new
+            out[b, h, q_block:q_block+BLOCK] = o / l
+}
+"""
+
+ATTENTION_TEMPLATE = """let attn = compute(Q, K, V, mask) {
+    @kernel attention
+    for b in 0..batch, h in 0..heads, i in 0..seq_len:
+        var max_score = -inf
+        for j in 0..seq_len:
+            if mask[i, j]:
+                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                max_score = max(max_score, score)
+        var sum_exp = 0.0
+        for j in 0..seq_len:
+            if mask[i, j]:
+                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                sum_exp += exp(score - max_score)
+        for d in 0..head_dim:
+            var acc = 0.0
+            for j in 0..seq_len:
+                if mask[i, j]:
+                    let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                    let weight = exp(score - max_score) / sum_exp
+                    acc += weight * V[b, h, j, d]
+            out[b, h, i, d] = acc
+}
+"""
+
+_TEMPLATES: dict = {}
+
+
+def _lower_template(text: str, ranks: list):
+    from .. import ast as A
+    from ..lower import InputSig, lower_compute
+    from ..parser import parse
+    prog = parse(text)
+    node = None
+    stack = [prog.body]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, A.Compute):
+            node = x
+            break
+        if isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, A.Node):
+            stack.extend(vars(x).values())
+    sigs = [InputSig(e.id, "f32", r) for e, r in zip(node.inputs, ranks)]
+    return lower_compute(node, sigs, {}, source=text).kernel
+
+
+def _templates():
+    if not _TEMPLATES:
+        try:
+            for blk in (16, 32, 64, 128):
+                k = _lower_template(FLASH_TEMPLATE.replace("BLOCK", str(blk)), [4, 4, 4])
+                _TEMPLATES[("flash_attention", blk)] = canon(k)
+            k = _lower_template(ATTENTION_TEMPLATE, [4, 4, 4, 2])
+            _TEMPLATES[("attention", 0)] = canon(k)
+        except Exception:           # the lowering is unavailable: no template, generic schedule
+            _TEMPLATES[("none", 0)] = None
+    return _TEMPLATES
+
+
+def canon(k: cir.Kernel):
+    """The kernel's body up to renaming of buffers, sizes and variables, without dtypes."""
+    names: dict = {}
+
+    def nm(x):
+        if x not in names:
+            names[x] = f"n{len(names)}"
+        return names[x]
+
+    for b_ in k.inputs:
+        nm(b_.name)
+    nm(k.output.name)
+
+    def ty(t):
+        return tuple(nm(d) if isinstance(d, str) else (d if isinstance(d, int) else ex(d)) for d in t.shape)
+
+    def ex(e):
+        if isinstance(e, (tuple, list)):
+            return tuple(ex(x) for x in e)
+        if e is None:
+            return None
+        if isinstance(e, cir.Var):
+            return ("V", nm(e.name), ty(e.ty))
+        if isinstance(e, cir.Const):
+            return ("C", float(e.value) if not isinstance(e.value, bool) else e.value)
+        if isinstance(e, cir.Span):
+            return ("S", ex(e.start), ex(e.stop))
+        if isinstance(e, cir.Load):
+            return ("L", nm(e.buffer), ex(e.index), ty(e.ty))
+        if isinstance(e, cir.Let):
+            return ("let", nm(e.name), ex(e.value), e.mutable)
+        if isinstance(e, cir.Assign):
+            return ("asg", nm(e.name), ex(e.value))
+        if isinstance(e, cir.Store):
+            return ("st", nm(e.buffer), ex(e.index), ex(e.value))
+        if isinstance(e, cir.Loop):
+            return ("loop", nm(e.var), ex(e.start), ex(e.stop), ex(e.step), ex(e.body), e.parallel)
+        if isinstance(e, cir.If):
+            return ("if", ex(e.cond), ex(e.then), ex(e.orelse))
+        out = [type(e).__name__]
+        for f in e.__dataclass_fields__:
+            if f in ("ty", "line"):
+                continue
+            val = getattr(e, f)
+            out.append(ex(val) if isinstance(val, (cir.Expr, cir.Stmt, tuple, list, cir.Span)) else val)
+        if isinstance(e, cir.Expr):
+            out.append(ty(e.ty))
+        return tuple(out)
+
+    body = ex(k.body)
+    return (len(k.inputs), tuple(len(b_.shape) for b_ in k.inputs), len(k.output.shape), body)
+
+
+def try_attention(kernel, sizes, notes):
+    kind = kernel.kernel_type.kind
+    templates = _templates()
+    c = canon(kernel)
+    block = None
+    for (tk, blk), tc in templates.items():
+        if tk == kind and tc == c:
+            block = blk
+            break
+    if block is None:
+        notes.append(f"the body of this `{kind}` kernel is not the spec's {kind} algorithm; "
+                     "it runs on the generic schedule")
+        return None
+    return render_flash(kernel, sizes, masked=(kind == "attention"))
+
+
+def render_flash(kernel, sizes, masked: bool) -> CudaProgram:
+    r = CUDARenderer()
+    r.setup(kernel, sizes)
+    q, k_, v_ = (r.buffers[b_.name] for b_ in kernel.inputs[:3])
+    out = r.buffers[kernel.output.name]
+    B, H, S, D = q.shape
+    SK = k_.shape[2]
+    BQ, BKV, CH = 64, 64, 16
+    r.nt = BQ
+    name = cname(kernel.name)
+    lq = lambda x: r.load_value(x, q.dtype)
+    lk = lambda x: r.load_value(x, k_.dtype)
+    lv = lambda x: r.load_value(x, v_.dtype)
+    em = Emitter(1)
+    em(f"constexpr int B = {B}, H = {H}, S = {S}, SK = {SK}, D = {D}, BQ = {BQ}, BKV = {BKV}, CH = {CH};")
+    em("__shared__ __align__(16) float Ks[BKV][D];")
+    em("__shared__ __align__(16) float Vs[BKV][D];")
+    em("const int tid = threadIdx.x;")
+    em("const int qi = blockIdx.x * BQ + tid;")
+    em("const int h = blockIdx.y, b = blockIdx.z;")
+    em("const long long qbase = ((long long)b * H + h) * S * D;")
+    em("const long long kbase = ((long long)b * H + h) * SK * D;")
+    em("const bool active = qi < S;")
+    em("const float scale = 1.0f / sqrtf((float)D);")
+    em("float qr[D], o[D];")
+    em("#pragma unroll")
+    em(f"for (int d = 0; d < D; ++d) {{ qr[d] = active ? {lq(q.c + '[qbase + (long long)qi * D + d]')} * scale : 0.0f; o[d] = 0.0f; }}")
+    em("float m = -ZYN_INF_F, l = 0.0f;")
+    em.open("for (int kv0 = 0; kv0 < SK; kv0 += BKV)")
+    em("__syncthreads();")
+    em.open("for (int e = tid; e < BKV * D; e += BQ)")
+    em("const int rr = e / D, cc = e % D;")
+    em("const bool ok = kv0 + rr < SK;")
+    em(f"Ks[rr][cc] = ok ? {lk(k_.c + '[kbase + (long long)(kv0 + rr) * D + cc]')} : 0.0f;")
+    em(f"Vs[rr][cc] = ok ? {lv(v_.c + '[kbase + (long long)(kv0 + rr) * D + cc]')} : 0.0f;")
+    em.close()
+    em("__syncthreads();")
+    em.open("for (int j0 = 0; j0 < BKV; j0 += CH)")
+    em("float s[CH];")
+    em("float mt = m;")
+    em("#pragma unroll")
+    em.open("for (int jj = 0; jj < CH; ++jj)")
+    em("const int j = j0 + jj;")
+    em("float acc = 0.0f;")
+    if D % 4 == 0:
+        em("#pragma unroll")
+        em.open("for (int d = 0; d < D; d += 4)")
+        em("const float4 kv = *reinterpret_cast<const float4*>(&Ks[j][d]);")
+        em("acc = fmaf(qr[d], kv.x, fmaf(qr[d + 1], kv.y, fmaf(qr[d + 2], kv.z, fmaf(qr[d + 3], kv.w, acc))));")
+        em.close()
+    else:
+        em("#pragma unroll")
+        em("for (int d = 0; d < D; ++d) acc = fmaf(qr[d], Ks[j][d], acc);")
+    cond = "kv0 + j < SK"
+    if masked:
+        mk = r.buffers[kernel.inputs[3].name]
+        cond += f" && active && {mk.c}[(long long)qi * {mk.shape[1]} + kv0 + j]"
+    em(f"s[jj] = ({cond}) ? acc : -ZYN_INF_F;")
+    em("mt = fmaxf(mt, s[jj]);")
+    em.close()
+    em("if (mt == -ZYN_INF_F) continue;")
+    em("const float alpha = expf(m - mt);")
+    em("l *= alpha;")
+    em("#pragma unroll")
+    em("for (int d = 0; d < D; ++d) o[d] *= alpha;")
+    em("#pragma unroll")
+    em.open("for (int jj = 0; jj < CH; ++jj)")
+    em("const float p = s[jj] == -ZYN_INF_F ? 0.0f : expf(s[jj] - mt);")
+    em("l += p;")
+    em("const int j = j0 + jj;")
+    if D % 4 == 0:
+        em("#pragma unroll")
+        em.open("for (int d = 0; d < D; d += 4)")
+        em("const float4 vv = *reinterpret_cast<const float4*>(&Vs[j][d]);")
+        em("o[d] = fmaf(p, vv.x, o[d]); o[d + 1] = fmaf(p, vv.y, o[d + 1]);")
+        em("o[d + 2] = fmaf(p, vv.z, o[d + 2]); o[d + 3] = fmaf(p, vv.w, o[d + 3]);")
+        em.close()
+    else:
+        em("#pragma unroll")
+        em("for (int d = 0; d < D; ++d) o[d] = fmaf(p, Vs[j][d], o[d]);")
+    em.close()
+    em("m = mt;")
+    em.close()
+    em.close()
+    em.open("if (active)")
+    em("const float inv = l > 0.0f ? 1.0f / l : 0.0f;")
+    em("#pragma unroll")
+    em(f"for (int d = 0; d < D; ++d) {out.c}[qbase + (long long)qi * D + d] = "
+       f"{r.store_value('o[d] * inv', out.dtype)};")
+    em.close()
+    text = r.signature(name, bounds=BQ) + " {\n" + em.text() + "\n}"
+    banner = (f"{'masked attention' if masked else 'flash attention'}: one thread per query, "
+              f"{BQ} queries per block, K/V tiles of {BKV} in shared memory, online softmax")
+    src, lm = r.assemble([text], banner)
+    return CudaProgram(name, src, [Step(name, (_ceil(S, BQ), H, B), (BQ, 1, 1), ("buffers", "scalars"))],
+                       schedule=banner, notes=[], line_map=lm)

@@ -1653,6 +1653,262 @@ class KernelRenderer:
         return self.finish("reduce", self.w.text(), passes, (WG, 1, 1))
 
 
+    # ------------------------------------------------------------------------ rows
+
+    def _accumulation(self, st, name):
+        """The reduction operator of `name = name op e` (or min/max(name, e)), else None."""
+        v = st.value
+        isx = lambda e: isinstance(e, cir.Var) and e.name == name
+        uses = lambda e: any(isinstance(n, cir.Var) and n.name == name for n in cir.walk(e))
+        if isinstance(v, cir.Bin) and v.op in ("+", "*", "-"):
+            if isx(v.left) and not uses(v.right):
+                return "+" if v.op == "-" else v.op
+            if v.op != "-" and isx(v.right) and not uses(v.left):
+                return v.op
+        if isinstance(v, cir.Call) and v.fn in ("min", "max") and len(v.args) == 2:
+            a, b = v.args
+            if (isx(a) and not uses(b)) or (isx(b) and not uses(a)):
+                return v.fn
+        return None
+
+    def _distributable(self, lp: cir.Loop):
+        """{accumulated outer name: op} when the iterations of `lp` may be split over the
+        workgroup's invocations, else None."""
+        if not isinstance(lp.step, cir.Const) or lp.step.value <= 0:
+            return None
+        inner = {n.name for n in cir.walk(lp.body) if isinstance(n, cir.Let)}
+        accs, stores = {}, False
+        for n in cir.walk(lp.body):
+            if isinstance(n, (cir.Yield, cir.Barrier, cir.SharedAlloc, cir.Atomic)):
+                return None
+            if isinstance(n, (cir.Let, cir.Assign)) and n.value.ty.shape:
+                return None
+            if isinstance(n, cir.Assign) and n.name not in inner:
+                op = self._accumulation(n, n.name)
+                if op is None or accs.get(n.name, op) != op:
+                    return None
+                accs[n.name] = op
+            if isinstance(n, cir.Store):
+                stores = True
+                if not any(isinstance(i, cir.Var) and i.name == lp.var for i in n.index):
+                    return None
+            if isinstance(n, cir.Load) and n.buffer == self.k.output.name:
+                return None
+            if isinstance(n, cir.Load) and n.buffer in self.shared_allocs:
+                if any(isinstance(m, cir.Store) and m.buffer == n.buffer for m in cir.walk(lp.body)):
+                    return None
+        for name in accs:
+            count = sum(1 for n in cir.walk(lp.body) if isinstance(n, cir.Var) and n.name == name)
+            writes = sum(1 for n in cir.walk(lp.body) if isinstance(n, cir.Assign) and n.name == name)
+            if count != writes:
+                return None     # read elsewhere in the loop: not a pure accumulation
+        if not accs and not stores:
+            return None
+        return accs
+
+    def row_stmts(self, body):
+        for s in body:
+            if isinstance(s, cir.Loop):
+                accs = self._distributable(s)
+                if accs is not None:
+                    self.comment_line(s.line)
+                    self.distributed_loop(s, accs)
+                    continue
+            if isinstance(s, cir.SharedAlloc):
+                self.comment_line(s.line)
+                self.shared_alloc(s)
+                continue
+            if isinstance(s, cir.Barrier):
+                self.comment_line(s.line)
+                self.w.line("storageBarrier();")
+                self.w.line("workgroupBarrier();")
+                continue
+            self.stmt(s)
+            if isinstance(s, (cir.Loop, cir.If)) and any(
+                    isinstance(n, cir.Store) for n in cir.walk(s)):
+                self.w.line("storageBarrier();")
+                self.w.line("workgroupBarrier();")
+
+    def distributed_loop(self, lp: cir.Loop, accs: dict):
+        WG = self.o.workgroup_size
+        start = self.hoist_let(self.scalar_int(lp.start), "i32", "lo")
+        stop = self.hoist_let(self.scalar_int(lp.stop), "i32", "hi")
+        step = lp.step.value
+        partial = {}
+        self.push()
+        for name, op in accs.items():
+            sym = self.lookup(name)
+            if sym is None or sym.kind != "scalar":
+                raise RenderError(f"`{name}` is not a scalar")
+            p = self.fresh(f"{ident(name)}_part")
+            self.w.line(f"var {p}: {self.cty(sym.dtype)} = {self.identity(op, sym.dtype)};")
+            partial[name] = (p, op, sym)
+            self.declare(name, _Sym("scalar", p, sym.dtype, mutable=True))
+        v = self._unique(ident(lp.var))
+        self.w.line(f"// the {lp.var} loop is split over the workgroup's {WG} invocations")
+        self.w.open(f"for (var {v}: i32 = {start} + i32(z_lid.x) * {step}i; {v} < {stop}; "
+                    f"{v} = {v} + {WG * step}i)")
+        self.ranges[lp.var] = (lp.start, lp.stop)
+        self.push()
+        self.declare(lp.var, _Sym("loop", v, "i32"))
+        self.stmts(lp.body)
+        self.pop()
+        self.w.close()
+        self.pop()
+        for name, (p, op, sym) in partial.items():
+            arr = self.red_array(sym.dtype)
+            self.w.line(f"{arr}[z_lid.x] = {p};")
+            self.tree(op, arr, None, WG, sym.dtype)
+            self.w.line(f"{sym.wgsl} = {self.combine(op, sym.wgsl, arr + '[0]', sym.dtype)};")
+            self.w.line("workgroupBarrier();")
+        if any(isinstance(n, cir.Store) for n in cir.walk(lp.body)):
+            self.w.line("storageBarrier();")
+            self.w.line("workgroupBarrier();")
+
+    def red_array(self, dtype: str) -> str:
+        t = self.cty(dtype)
+        if t == "bool":
+            raise RenderError("boolean accumulation")
+        name = f"z_red_{t}"
+        if name not in self._red_arrays:
+            self._red_arrays.add(name)
+            self.workgroup_array(name, t, self.o.workgroup_size)
+        return name
+
+    def render_rows(self) -> Program:
+        WG = self.o.workgroup_size
+        self._red_arrays = set()
+        loops = self.chain(self.k.body)
+        if not loops:
+            raise RenderError("no parallel loop to give one workgroup per iteration")
+        body = loops[-1].body
+        for n in cir.walk(body):
+            if isinstance(n, (cir.Let, cir.Assign)) and n.value.ty.shape:
+                raise RenderError("tile values inside the rows")
+            if isinstance(n, cir.Atomic):
+                raise RenderError("atomics")
+        if not any(isinstance(s, cir.Loop) and self._distributable(s) is not None for s in body):
+            raise RenderError("no loop inside the rows can be split over a workgroup")
+        counts = self.chain_params(loops)
+        total = [self.params[x[2:]] for x in counts]
+        name = ident(self.k.name)
+        self.slot_expr = "z_wid"
+        self.entry_open(name, (WG, 1, 1))
+        self.w.line(f"let z_wid: i32 = {self.WID};")
+        self.w.line(f"if (z_wid >= {self.product(counts)}) {{ return; }}")
+        self.w.line("// one workgroup per iteration of the parallel loops "
+                    + ", ".join(lp.var for lp in loops))
+        self.bind_chain(loops, counts, "z_wid")
+        self.row_stmts(body)
+        self.w.close()
+
+        def nwg(env):
+            return int(math.prod(p.value(env) for p in total))
+        return self.finish("rows", self.w.text(), [ProgramPass(name, nwg, name)], (WG, 1, 1))
+
+    # ----------------------------------------------------------------------- flash
+
+    FLASH_TILE = 64
+    FLASH_DMAX = 256
+
+    def render_flash(self) -> Program:
+        """Attention softmax(Q K^T / sqrt(d)) V for Q, K, V of shape [batch, heads, seq, d]:
+        one workgroup per query row; keys and values stream through in tiles of 64 with an
+        online softmax (running max m, running sum l, running output o), so any sequence
+        length works and no score matrix is ever held."""
+        k = self.k
+        if len(k.inputs) < 3 or any(len(b.shape) != 4 for b in k.inputs[:3]) or \
+                len(k.output.shape) != 4:
+            raise RenderError("flash attention takes Q, K, V and writes out, all 4-D")
+        fns = {n.fn for n in cir.walk(k.body) if isinstance(n, cir.Call)}
+        ops = {n.op for n in cir.walk(k.body) if isinstance(n, cir.Bin)}
+        if not {"transpose", "row_max", "row_sum", "exp", "sqrt"} <= fns or "@" not in ops:
+            raise RenderError("the body is not the online-softmax attention this schedule implements")
+        Q, K, V = (self.buf_ident[b.name] for b in k.inputs[:3])
+        o = self.buf_ident[k.output.name]
+        for b in k.inputs[:3] + (k.output,):
+            if storage_type(b.dtype, self.o.f16) not in ("f32", "f16"):
+                raise RenderError("flash attention on a non-float tensor")
+        T, DM = self.FLASH_TILE, self.FLASH_DMAX
+        R = DM // T
+        self.workgroup_array("z_q", "f32", DM)
+        self.workgroup_array("z_p", "f32", T)
+        self.workgroup_array("z_red_f32", "f32", T)
+
+        def heads_rows(env):
+            q = env["shapes"][k.inputs[0].name]
+            if q[3] > DM:
+                raise ZynMLDeviceError(f"flash attention on WebGPU supports head_dim up to {DM}; "
+                                       f"this one is {q[3]}")
+            return q[0] * q[1] * q[2]
+        w = self.w
+        name = ident(k.name)
+        ld = lambda buf, idx: f"f32({buf}[{idx}])"
+        self.entry_open(name, (T, 1, 1))
+        w.line(f"let z_wid: i32 = {self.WID};")
+        w.line(f"if (z_wid >= P.{Q}_d0 * P.{Q}_d1 * P.{Q}_d2) {{ return; }}")
+        w.line("// one workgroup per query row (b, h, i)")
+        w.line(f"let i: i32 = z_wid % P.{Q}_d2;")
+        w.line(f"let bh: i32 = z_wid / P.{Q}_d2;")
+        w.line(f"let D: i32 = P.{Q}_d3;")
+        w.line(f"let S: i32 = P.{K}_d2;")
+        w.line("let t: i32 = i32(z_lid.x);")
+        w.line("let scale: f32 = 1.0 / sqrt(f32(D));")
+        w.line(f"let q_base: i32 = (bh * P.{Q}_d2 + i) * D;")
+        w.line(f"let kv_base: i32 = bh * S * D;")
+        w.open(f"for (var d: i32 = t; d < D; d = d + {T}i)")
+        w.line(f"z_q[d] = {ld(Q, 'q_base + d')};")
+        w.close()
+        w.line("workgroupBarrier();")
+        w.line("var m: f32 = bitcast<f32>(0xff800000u);   // running max")
+        w.line("var l: f32 = 0.0f;                        // running sum of exp")
+        w.line(f"var acc: array<f32, {R}>;                  // running output, dims t + {T} * r")
+        w.open(f"for (var j0: i32 = 0i; j0 < S; j0 = j0 + {T}i)")
+        w.line("// score of key j0 + t")
+        w.line("let j: i32 = j0 + t;")
+        w.line("var s: f32 = bitcast<f32>(0xff800000u);")
+        w.open("if (j < S)")
+        w.line("var dot: f32 = 0.0f;")
+        w.open("for (var d: i32 = 0i; d < D; d = d + 1i)")
+        w.line(f"dot = dot + z_q[d] * {ld(K, 'kv_base + j * D + d')};")
+        w.close()
+        w.line("s = dot * scale;")
+        w.close()
+        w.line("z_red_f32[z_lid.x] = s;")
+        self.tree("max", "z_red_f32", None, T, "f32")
+        w.line("let m_new: f32 = max(m, z_red_f32[0]);")
+        w.line("workgroupBarrier();")
+        w.line("let p: f32 = select(0.0f, exp(s - m_new), j < S);")
+        w.line("z_p[z_lid.x] = p;")
+        w.line("z_red_f32[z_lid.x] = p;")
+        self.tree("+", "z_red_f32", None, T, "f32")
+        w.line("let alpha: f32 = exp(m - m_new);")
+        w.line("l = alpha * l + z_red_f32[0];")
+        w.line("m = m_new;")
+        w.line(f"let n: i32 = min({T}i, S - j0);")
+        w.open(f"for (var r: i32 = 0i; r < {R}i; r = r + 1i)")
+        w.line(f"let d: i32 = t + {T}i * r;")
+        w.open("if (d < D)")
+        w.line("var o: f32 = alpha * acc[r];")
+        w.open("for (var jj: i32 = 0i; jj < n; jj = jj + 1i)")
+        w.line(f"o = o + z_p[jj] * {ld(V, 'kv_base + (j0 + jj) * D + d')};")
+        w.close()
+        w.line("acc[r] = o;")
+        w.close()
+        w.close()
+        w.line("workgroupBarrier();")
+        w.close()
+        w.open(f"for (var r: i32 = 0i; r < {R}i; r = r + 1i)")
+        w.line(f"let d: i32 = t + {T}i * r;")
+        w.open("if (d < D)")
+        w.line(self.buf_store(k.output.name, "q_base + d", "acc[r] / l", "f32"))
+        w.close()
+        w.close()
+        w.close()
+        self.notes.append("online softmax over key tiles of 64; the body was recognised as "
+                          "flash attention (Q K^T / sqrt(head_dim), row_max, row_sum, @ V)")
+        return self.finish("flash", w.text(), [ProgramPass(name, heads_rows, name)], (T, 1, 1))
+
 # ------------------------------------------------------------------------- entry point
 
 SCHEDULES = ("generic", "reduce", "matmul", "rows", "flash")

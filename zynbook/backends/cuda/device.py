@@ -1,0 +1,474 @@
+"""`cuda:N`: runs CIR kernels as CUDA C compiled by NVRTC, through CuPy.
+
+* Compilation: `render_cuda` bakes the sizes into the source; NVRTC turns it into PTX for
+  the device's arch; the module is cached in memory by (CIR hash, sizes, options, arch) and
+  on disk by a hash of (source, options, arch, NVRTC version) under
+  `$ZYNBOOK_CACHE_DIR/cuda` (default `~/.cache/zynbook/cuda`). A cache entry that does not
+  load is deleted and rebuilt.
+* Errors: NVRTC and launch failures become ZynML errors that show the generated CUDA line
+  and point at the ZynML line it came from.
+* Memory: CuPy's device memory pool and pinned-memory pool (`allocate`, `memory_pool`).
+* Streams: every host thread launches on its own non-blocking stream (so `@async`
+  launches, which run on worker threads, overlap); CUDA events time each launch.
+* DLPack: inputs may be CuPy arrays, torch tensors or anything with `__dlpack__` /
+  `__cuda_array_interface__`; they are used in place (no copy) when their dtype and layout
+  fit. `to_torch` / `from_dlpack` exchange without copies.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ...compiler import cir
+from ...compiler.codegen import cuda as cuda_codegen
+from ...compiler.types import NUMPY_NAMES
+from ...errors import Span, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLRuntimeError
+from ..base import Device, Launch, LaunchTimes
+
+_SCALAR_NP = {"f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
+              "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
+              "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bool": np.bool_}
+
+
+def _cp():
+    import cupy
+    return cupy
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("ZYNBOOK_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "zynbook")
+    p = Path(base) / "cuda"
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
+    return p
+
+
+def storage_dtype(dtype: str):
+    """numpy dtype of a buffer on the device (bf16 is kept as its 16 raw bits)."""
+    if dtype == "bf16":
+        return np.dtype(np.uint16)
+    return np.dtype(NUMPY_NAMES[dtype])
+
+
+def _include_dirs() -> list:
+    """Directories holding cuda_fp16.h / cuda_bf16.h for NVRTC."""
+    cands = []
+    for env in ("CUDA_PATH", "CUDA_HOME"):
+        if os.environ.get(env):
+            cands.append(os.path.join(os.environ[env], "include"))
+    cands += ["/usr/local/cuda/include", "/usr/cuda/include"]
+    try:
+        import cupy._environment as env_
+        p = env_.get_cuda_path()
+        if p:
+            cands.append(os.path.join(p, "include"))
+    except Exception:
+        pass
+    try:
+        import importlib.util
+        for pkg in ("nvidia.cuda_runtime", "nvidia.cuda_nvrtc", "nvidia.cu13", "nvidia.cu12"):
+            spec = importlib.util.find_spec(pkg)
+            if spec and spec.submodule_search_locations:
+                for loc in spec.submodule_search_locations:
+                    cands.append(os.path.join(loc, "include"))
+    except Exception:
+        pass
+    out = []
+    for c in cands:
+        if os.path.exists(os.path.join(c, "cuda_fp16.h")) and c not in out:
+            out.append(c)
+    return out
+
+
+class CompiledCuda:
+    """One rendered program loaded on one device: launch it on CuPy arrays."""
+
+    def __init__(self, device: "CudaDevice", kernel: cir.Kernel, program, module, ptx: str,
+                 compile_seconds: float):
+        self.device = device
+        self.kernel = kernel
+        self.program = program
+        self.module = module
+        self.ptx = ptx
+        self.compile_seconds = compile_seconds
+        self.functions = {}
+
+    def function(self, name):
+        f = self.functions.get(name)
+        if f is None:
+            f = self.module.get_function(name)
+            self.functions[name] = f
+        return f
+
+    def steps_for(self, buffers):
+        prog = self.program
+        if prog.unaligned_steps is not None:
+            for b, arr in zip(list(self.kernel.inputs) + [self.kernel.output], buffers):
+                if b.name in prog.aligned_buffers and arr.data.ptr % 16:
+                    return prog.unaligned_steps
+        return prog.steps
+
+    def scratch(self):
+        cp = _cp()
+        return {name: cp.empty(max(1, n), dtype=storage_dtype(dt))
+                for name, (dt, n) in self.program.scratch.items()}
+
+    def launch_raw(self, buffers, scalars: dict, stream=None, scratch=None):
+        """Launch every step on `buffers` (inputs then output, CuPy arrays in storage dtype)."""
+        cp = _cp()
+        scratch = scratch if scratch is not None else self.scratch()
+        scalar_args = []
+        for s in self.kernel.scalars:
+            if s.name in self.program_sizes:
+                continue
+            scalar_args.append(_SCALAR_NP[s.dtype](scalars[s.name]))
+        for step in self.steps_for(buffers):
+            args = []
+            for a in step.args:
+                if a == "buffers":
+                    args.extend(buffers)
+                elif a == "scalars":
+                    args.extend(scalar_args)
+                elif a.startswith("scratch:"):
+                    args.append(scratch[a.split(":", 1)[1]])
+            f = self.function(step.func)
+            try:
+                f(step.grid, step.block, tuple(args), shared_mem=step.smem, stream=stream)
+            except Exception as err:
+                raise ZynMLRuntimeError(f"CUDA launch of `{step.func}` failed: {err}") from None
+        return scratch
+
+
+class CudaDevice(Device):
+    kind = "gpu"
+    backend = "cuda"
+
+    def __init__(self, index: int = 0):
+        cp = _cp()
+        self.index = index
+        self.id = f"cuda:{index}"
+        props = cp.cuda.runtime.getDeviceProperties(index)
+        name = props.get("name", b"CUDA GPU")
+        self.name = name.decode() if isinstance(name, bytes) else str(name)
+        self.cc = (int(props.get("major", 0)), int(props.get("minor", 0)))
+        self.memory = int(props.get("totalGlobalMem", 0))
+        self.multiprocessors = int(props.get("multiProcessorCount", 0))
+        self.l2_bytes = int(props.get("l2CacheSize", 0))
+        self._compiled: dict = {}
+        self._sources: dict = {}
+        self._lock = threading.Lock()
+        self._tls = threading.local()
+        self._includes = None
+        try:
+            from cupy_backends.cuda.libs import nvrtc
+            self._nvrtc_version = ".".join(str(x) for x in nvrtc.getVersion())
+        except Exception:
+            self._nvrtc_version = "?"
+
+    # ------------------------------------------------------------------- info
+    def info(self) -> dict:
+        d = super().info()
+        d.update(compute_capability=f"{self.cc[0]}.{self.cc[1]}", memory=self.memory,
+                 memory_gb=round(self.memory / 2 ** 30, 1), multiprocessors=self.multiprocessors,
+                 arch=f"sm_{self.cc[0]}{self.cc[1]}")
+        return d
+
+    @property
+    def cupy_device(self):
+        return _cp().cuda.Device(self.index)
+
+    def stream(self):
+        """This thread's stream on this device (non-blocking, created on first use)."""
+        s = getattr(self._tls, "stream", None)
+        if s is None:
+            with self.cupy_device:
+                s = _cp().cuda.Stream(non_blocking=True)
+            self._tls.stream = s
+        return s
+
+    # ------------------------------------------------------------- compilation
+    def _options(self):
+        opts = ["--std=c++17", f"--gpu-architecture=compute_{self.cc[0]}{self.cc[1]}",
+                "--use_fast_math" if False else "--fmad=true", "-default-device"]
+        if self._includes is None:
+            self._includes = _include_dirs()
+        opts += [f"-I{p}" for p in self._includes]
+        return opts
+
+    def compile(self, kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> CompiledCuda:
+        sizes = {d: int(sizes[d]) for d in kernel.dims if d in sizes}
+        key = (kernel.stable_hash(), tuple(sorted(sizes.items())),
+               tuple(sorted((options or {}).items())), self.cc)
+        hit = self._compiled.get(key)
+        if hit is not None:
+            return hit
+        t0 = time.perf_counter()
+        program = cuda_codegen.render_cuda(kernel, sizes, self.cc, options)
+        ptx = self._ptx(program, kernel)
+        module = self._load(ptx, program, kernel)
+        compiled = CompiledCuda(self, kernel, program, module, ptx, time.perf_counter() - t0)
+        compiled.program_sizes = sizes
+        with self._lock:
+            self._compiled[key] = compiled
+            self._sources[kernel.stable_hash()] = compiled
+        return compiled
+
+    def _ptx(self, program, kernel) -> str:
+        opts = self._options()
+        digest = hashlib.sha256("\0".join([program.source, " ".join(opts), self._nvrtc_version,
+                                           f"{self.cc}"]).encode()).hexdigest()[:32]
+        path = cache_dir() / f"{digest}.ptx"
+        if path.exists():
+            try:
+                text = path.read_text()
+                if text.strip().endswith("}") and ".entry" in text:
+                    return text
+            except OSError:
+                pass
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        from cupy_backends.cuda.libs import nvrtc
+        prog = nvrtc.createProgram(program.source, f"{program.name}.cu", (), ())
+        try:
+            try:
+                nvrtc.compileProgram(prog, opts)
+            except Exception:
+                log = nvrtc.getProgramLog(prog)
+                log = log.decode() if isinstance(log, bytes) else str(log)
+                raise self._compile_error(program, kernel, log) from None
+            ptx = nvrtc.getPTX(prog)
+        finally:
+            try:
+                nvrtc.destroyProgram(prog)
+            except Exception:
+                pass
+        if isinstance(ptx, bytes):
+            ptx = ptx.decode()
+        ptx = ptx.rstrip("\0")
+        try:
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(ptx)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+        return ptx
+
+    def _load(self, ptx: str, program, kernel):
+        cp = _cp()
+        with self.cupy_device:
+            mod = cp.cuda.function.Module()
+            try:
+                mod.load(ptx.encode())
+            except Exception as err:
+                raise ZynMLDeviceError(f"the CUDA driver could not load the PTX of kernel "
+                                       f"`{kernel.name}`: {err}") from None
+        return mod
+
+    def _compile_error(self, program, kernel, log: str) -> ZynMLError:
+        lines = program.source.splitlines()
+        first = None
+        for m in re.finditer(r"\((\d+)\): (?:catastrophic )?error: (.*)", log):
+            first = (int(m.group(1)), m.group(2))
+            break
+        if first is None:
+            return ZynMLDeviceError(f"NVRTC could not compile kernel `{kernel.name}`:\n{log.strip()}")
+        n, msg = first
+        gen = lines[n - 1].strip() if 0 < n <= len(lines) else ""
+        zline = program.line_map.get(n, 0)
+        text = (f"NVRTC could not compile kernel `{kernel.name}`: {msg}\n"
+                f"  generated line {n}: {gen}")
+        return ZynMLDeviceError(text, Span(zline, 1) if zline else None)
+
+    # ----------------------------------------------------------------- arrays
+    def _as_device_array(self, a, dtype: str):
+        """A CuPy array on this device in the buffer's storage dtype (no copy when it fits)."""
+        cp = _cp()
+        want = storage_dtype(dtype)
+        if dtype == "bf16":
+            arr = self._as_cupy(a, None)
+            if arr.dtype == np.uint16:
+                return cp.ascontiguousarray(arr)
+            return f32_to_bf16_bits(cp.ascontiguousarray(arr, dtype=np.float32))
+        arr = self._as_cupy(a, want)
+        if arr.dtype != want:
+            arr = arr.astype(want)
+        return cp.ascontiguousarray(arr)
+
+    def _as_cupy(self, a, want):
+        cp = _cp()
+        if isinstance(a, cp.ndarray):
+            if a.device.id != self.index:
+                with self.cupy_device:
+                    return cp.asarray(a)
+            return a
+        if _is_torch(a):
+            import torch
+            if a.dtype == torch.bfloat16:
+                a = a.contiguous().view(torch.int16)
+                return cp.from_dlpack(a).view(np.uint16) if a.is_cuda else cp.asarray(a.cpu().numpy()).view(np.uint16)
+            if a.is_cuda:
+                return cp.from_dlpack(a)
+            a = a.numpy()
+        if hasattr(a, "__cuda_array_interface__"):
+            return cp.asarray(a)
+        if hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray):
+            try:
+                if a.__dlpack_device__()[0] == 2:       # kDLCUDA
+                    return cp.from_dlpack(a)
+            except Exception:
+                pass
+        with self.cupy_device:
+            return cp.asarray(np.asarray(a))
+
+    def from_host(self, array):
+        cp = _cp()
+        if isinstance(array, cp.ndarray):
+            return array
+        with self.cupy_device:
+            return cp.asarray(np.ascontiguousarray(array))
+
+    def to_host(self, array):
+        cp = _cp()
+        if isinstance(array, cp.ndarray):
+            return cp.asnumpy(array)
+        return np.asarray(array)
+
+    def from_dlpack(self, obj):
+        return _cp().from_dlpack(obj)
+
+    def to_torch(self, array):
+        import torch
+        return torch.from_dlpack(array)
+
+    def synchronize(self):
+        with self.cupy_device:
+            _cp().cuda.runtime.deviceSynchronize()
+
+    # ------------------------------------------------------------------ memory
+    def allocate(self, shape, dtype: str = "f32", pinned: bool = False):
+        """Zeroed memory: on the GPU from CuPy's pool, or pinned host memory (`pinned=true`)."""
+        cp = _cp()
+        shape = tuple(int(s) for s in shape)
+        if pinned:
+            import cupyx
+            arr = cupyx.zeros_pinned(shape, dtype=np.dtype(NUMPY_NAMES[dtype]))
+            return arr
+        try:
+            with self.cupy_device:
+                return cp.zeros(shape, dtype=np.dtype(NUMPY_NAMES[dtype]))
+        except cp.cuda.memory.OutOfMemoryError as err:
+            raise ZynMLMemoryError(f"out of GPU memory on {self.id}: {err}") from None
+
+    def memory_pool(self, size: int | None = None) -> "CudaMemoryPool":
+        return CudaMemoryPool(self, size)
+
+    # ------------------------------------------------------------------ launch
+    def launch(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict):
+        cp = _cp()
+        times = LaunchTimes(source="gpu-events")
+        with self.cupy_device:
+            t0 = time.perf_counter()
+            compiled = self.compile(kernel, sizes)
+            times.compile = time.perf_counter() - t0
+            stream = self.stream()
+            with stream:
+                t0 = time.perf_counter()
+                bufs = [self._as_device_array(a, b.dtype) for a, b in zip(inputs, kernel.inputs)]
+                times.upload = time.perf_counter() - t0
+                shape = cir.output_shape(kernel, sizes)
+                try:
+                    out = cp.zeros(shape, dtype=storage_dtype(kernel.output.dtype))
+                except cp.cuda.memory.OutOfMemoryError as err:
+                    raise ZynMLMemoryError(f"out of GPU memory on {self.id}: {err}") from None
+                scratch = compiled.scratch()
+                start, end = cp.cuda.Event(), cp.cuda.Event()
+                start.record(stream)
+                compiled.launch_raw(bufs + [out], scalars, stream=stream, scratch=scratch)
+                end.record(stream)
+                try:
+                    end.synchronize()
+                except Exception as err:
+                    raise ZynMLRuntimeError(f"kernel `{kernel.name}` failed on {self.id}: {err}") from None
+                times.kernel = cp.cuda.get_elapsed_time(start, end) / 1000.0
+                if kernel.output.dtype == "bf16":
+                    out = bf16_bits_to_f32(out)
+        prog = compiled.program
+        geometry = {"steps": [{"kernel": s.func, "grid": s.grid, "block": s.block} for s in prog.steps],
+                    "schedule": prog.schedule}
+        if prog.notes:
+            geometry["notes"] = list(prog.notes)
+        return out, Launch(kernel.name, self.id, times, geometry)
+
+    def generated_source(self, kernel: cir.Kernel, sizes: dict | None = None) -> dict:
+        """CUDA C and PTX. Sizes are compiled in: without `sizes`, the last launch's."""
+        hit = None
+        if sizes is not None:
+            hit = self.compile(kernel, sizes)
+        else:
+            hit = self._sources.get(kernel.stable_hash())
+        if hit is None:
+            return {"cuda": f"// kernel `{kernel.name}`: CUDA C is generated at the first launch, "
+                            "with the sizes of that launch compiled in"}
+        return {"cuda": hit.program.source, "ptx": hit.ptx}
+
+
+class CudaMemoryPool:
+    """`memory_pool(device="cuda:0", size=1GB)`: a CuPy MemoryPool with a size limit."""
+
+    def __init__(self, device: CudaDevice, size: int | None):
+        cp = _cp()
+        self.device = device
+        self.pool = cp.cuda.MemoryPool()
+        if size:
+            self.pool.set_limit(size=int(size))
+        self.live: dict = {}
+
+    def allocate(self, shape, dtype: str = "f32"):
+        cp = _cp()
+        shape = tuple(int(s) for s in shape)
+        with self.device.cupy_device, cp.cuda.using_allocator(self.pool.malloc):
+            try:
+                arr = cp.zeros(shape, dtype=np.dtype(NUMPY_NAMES[dtype]))
+            except cp.cuda.memory.OutOfMemoryError as err:
+                raise ZynMLMemoryError(f"the memory pool is full: {err}") from None
+        self.live[id(arr)] = arr
+        return arr
+
+    def free(self, arr):
+        self.live.pop(id(arr), None)
+
+    def reset(self):
+        self.live.clear()
+        self.pool.free_all_blocks()
+
+    def used_bytes(self) -> int:
+        return int(self.pool.used_bytes())
+
+
+def f32_to_bf16_bits(x):
+    """float32 CuPy array -> bf16 bits (uint16), rounded to nearest even."""
+    cp = _cp()
+    u = x.view(cp.uint32)
+    r = (u + cp.uint32(0x7FFF) + ((u >> 16) & cp.uint32(1))) >> 16
+    nan = cp.isnan(x)
+    r = cp.where(nan, cp.uint32(0x7FC0), r)
+    return r.astype(cp.uint16)
+
+
+def bf16_bits_to_f32(b):
+    cp = _cp()
+    return (b.astype(cp.uint32) << 16).view(cp.float32)
+
+
+def _is_torch(a) -> bool:
+    return type(a).__module__.split(".")[0] == "torch"

@@ -1,0 +1,62 @@
+// reduce_sum: @kernel reduce(op=+) -- WGSL schedule `reduce`, ZynML line 1
+
+struct Params {
+    data_d0: i32,
+    len: i32,
+    z_n_i: i32,
+    z_groups: i32,
+}
+
+@group(0) @binding(0) var<storage, read> data: array<f32>;  // data: f32
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;  // out: f32
+@group(0) @binding(2) var<storage, read_write> z_part: array<f32>;
+@group(0) @binding(3) var<uniform> P: Params;
+
+var<workgroup> z_red: array<f32, 256>;
+
+@compute @workgroup_size(256, 1, 1)
+fn reduce_sum_partials(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
+    let z_wid: i32 = i32(z_wg.x + z_wg.y * z_nwg.x + z_wg.z * z_nwg.x * z_nwg.y);
+    // pass 1 of 2: workgroup z_wid combines every P.z_groups-th block of 256
+    var z_acc: f32 = 0.0f;
+    for (var z_t: i32 = z_wid * 256i + i32(z_lid.x); z_t < P.z_n_i; z_t = z_t + P.z_groups * 256i) {
+        var z_r1: i32 = z_t;
+        let z_i_it2: i32 = z_r1 % P.z_n_i;
+        z_r1 = z_r1 / P.z_n_i;
+        // line 3: for i in 0..len:
+        let i: i32 = 0i + z_i_it2 * 1i;
+        // line 4: yield data[i]
+        z_acc = z_acc + data[i];
+    }
+    z_red[z_lid.x] = z_acc;
+    workgroupBarrier();
+    for (var z_s: u32 = 128u; z_s > 0u; z_s = z_s >> 1u) {
+        if (z_lid.x < z_s) {
+            z_red[z_lid.x] = z_red[z_lid.x] + z_red[z_lid.x + z_s];
+        }
+        workgroupBarrier();
+    }
+    if (z_lid.x == 0u) {
+        z_part[z_wid] = z_red[0];
+    }
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn reduce_sum_final(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
+    // pass 2 of 2: one workgroup combines the partials
+    var z_acc: f32 = 0.0f;
+    for (var z_t: i32 = i32(z_lid.x); z_t < P.z_groups; z_t = z_t + 256i) {
+        z_acc = z_acc + z_part[z_t];
+    }
+    z_red[z_lid.x] = z_acc;
+    workgroupBarrier();
+    for (var z_s: u32 = 128u; z_s > 0u; z_s = z_s >> 1u) {
+        if (z_lid.x < z_s) {
+            z_red[z_lid.x] = z_red[z_lid.x] + z_red[z_lid.x + z_s];
+        }
+        workgroupBarrier();
+    }
+    if (z_lid.x == 0u) {
+        out[0] = z_red[0];
+    }
+}

@@ -1,0 +1,570 @@
+"""WebGPU backend: the WGSL renderer (pure text, pinned by golden files) and the wgpu device
+(run for real on any adapter, e.g. Mesa's lavapipe), compared against numpy.
+
+Tests that need an adapter are marked `webgpu` and skip when wgpu-py or a driver is absent.
+Set ZYNBOOK_UPDATE_GOLDEN=1 to rewrite tests/golden/wgsl/ after an intended change.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zynbook.compiler import ast as A
+from zynbook.compiler import cir, dims, lower
+from zynbook.compiler.codegen import wgsl
+from zynbook.compiler.parser import parse
+from zynbook.errors import ZynMLDeviceError
+from zynbook.backends.webgpu import runtime as rt
+
+GOLDEN = Path(__file__).parent / "golden" / "wgsl"
+
+# Tolerances, written once: (relative, absolute) by kind of computation.
+TOL = {
+    "elementwise": (1e-5, 1e-6),
+    "reduction": (1e-4, 1e-5),      # tree order differs from a sequential sum
+    "matmul": (1e-4, 1e-5),
+    "attention": (1e-4, 1e-5),
+}
+
+
+def close(got, want, kind):
+    rtol, atol = TOL[kind]
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                               rtol=rtol, atol=atol)
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+def _find_compute(node):
+    if isinstance(node, A.Compute):
+        return node
+    if isinstance(node, list):
+        for n in node:
+            r = _find_compute(n)
+            if r is not None:
+                return r
+        return None
+    if hasattr(node, "__dataclass_fields__"):
+        for f in node.__dataclass_fields__:
+            r = _find_compute(getattr(node, f))
+            if r is not None:
+                return r
+    return None
+
+
+_DT = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool",
+       "float16": "f16"}
+
+
+def lower_block(src, arrays, scalars=None, sizes=None, name="kernel"):
+    """(kernel, inputs, sizes, scalars) of the one compute block in `src`."""
+    scalars = scalars or {}
+    node = _find_compute(parse(src).body)
+    sigs = [lower.InputSig(lower.dotted(e), _DT[str(arrays[lower.dotted(e)].dtype)],
+                           arrays[lower.dotted(e)].ndim) for e in node.inputs]
+    types = {k: ("f32" if isinstance(v, float) else "i32") for k, v in scalars.items()}
+    types.update({k: "i32" for k in (sizes or {})})
+    lk = lower.lower_compute(node, sigs, types, name, src)
+    k = lk.kernel
+    shapes = {b.name: arrays[lk.labels[b.name]].shape for b in k.inputs}
+    sz = dims.solve(lk, shapes, dict(sizes or {}))
+    return k, [arrays[lk.labels[b.name]] for b in k.inputs], sz, \
+        {s.name: scalars[s.name] for s in k.scalars}
+
+
+# ------------------------------------------------------------------------- programs
+
+RNG = np.random.default_rng(1234)
+
+
+def randn(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+MUL_ADD = """let z = compute(x, y) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i] * y[i] + 1.0
+}"""
+
+GELU = """let a = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        let x3 = x[i] * x[i] * x[i]
+        out[i] = x[i] * 0.5 * (1.0 + tanh(0.7978845608 * (x[i] + 0.044715 * x3)))
+}"""
+
+BROADCAST = """let s = compute(matrix, vector) {
+    @kernel elementwise
+    @broadcast(vector, axis=1)
+    for i in 0..rows, j in 0..cols:
+        out[i, j] = matrix[i, j] * vector[j]
+}"""
+
+REDUCE_SUM = """let s = compute(data) {
+    @kernel reduce(+)
+    for i in 0..len:
+        yield data[i]
+}"""
+
+REDUCE_MAX = """let s = compute(data) {
+    @kernel reduce(max)
+    for i in 0..len:
+        yield data[i]
+}"""
+
+ARGMAX = """let s = compute(data) {
+    @kernel reduce(argmax)
+    for i in 0..len:
+        yield (data[i], i)
+}"""
+
+ROW_SUMS = """let s = compute(matrix) {
+    @kernel reduce(+, axis=1)
+    for i in 0..rows, j in 0..cols:
+        yield matrix[i, j]
+}"""
+
+MATMUL = """let C = compute(A, B) {
+    @kernel matmul
+    @workgroup(16, 16)
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[i, k] * B[k, j]
+        out[i, j] = sum
+}"""
+
+BMM = """let C = compute(A, B) {
+    @kernel batched_matmul
+    @workgroup(16, 16, 1)
+    for b in 0..batch, i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[b, i, k] * B[b, k, j]
+        out[b, i, j] = sum
+}"""
+
+CONV2D = """let output = compute(input, kernel, bias) {
+    @kernel conv2d
+    @workgroup(8, 8, 4)
+    for b in 0..batch, oc in 0..out_channels:
+        for oh in 0..out_h, ow in 0..out_w:
+            var sum = bias[oc]
+            for ic in 0..in_channels:
+                for kh in 0..kernel_h, kw in 0..kernel_w:
+                    let ih = oh * stride + kh - padding
+                    let iw = ow * stride + kw - padding
+                    if ih >= 0 and ih < in_h and iw >= 0 and iw < in_w:
+                        sum += input[b, ic, ih, iw] * kernel[oc, ic, kh, kw]
+            out[b, oc, oh, ow] = sum
+}"""
+
+SOFTMAX_FUSED = """let probs = compute(logits) {
+    @kernel fused
+    let max_val = reduce(max, logits)
+    let shifted = logits - max_val
+    let exp_vals = exp(shifted)
+    let sum_exp = reduce(+, exp_vals)
+    out = exp_vals / sum_exp
+}"""
+
+SOFTMAX_ROWS = """let probs = compute(x) {
+    @kernel fused
+    for b in 0..batch:
+        var m = -inf
+        for i in 0..n:
+            m = max(m, x[b, i])
+        var s = 0.0
+        for i in 0..n:
+            s += exp(x[b, i] - m)
+        for i in 0..n:
+            out[b, i] = exp(x[b, i] - m) / s
+}"""
+
+LAYER_NORM = """let n = compute(x, gamma, beta) {
+    @kernel fused
+    @workgroup(256)
+    for b in 0..batch:
+        var mean = 0.0
+        for i in 0..hidden:
+            mean += x[b, i]
+        mean /= hidden
+        var var = 0.0
+        for i in 0..hidden:
+            let diff = x[b, i] - mean
+            var += diff * diff
+        var /= hidden
+        let inv_std = rsqrt(var + eps)
+        for i in 0..hidden:
+            out[b, i] = (x[b, i] - mean) * inv_std * gamma[i] + beta[i]
+}"""
+
+RMS_NORM = """let n = compute(x, weight) {
+    @kernel fused
+    for b in 0..batch:
+        var ss = 0.0
+        for i in 0..hidden:
+            ss += x[b, i] * x[b, i]
+        let r = rsqrt(ss / hidden + eps)
+        for i in 0..hidden:
+            out[b, i] = x[b, i] * r * weight[i]
+}"""
+
+ATTENTION = """let attn = compute(Q, K, V, mask) {
+    @kernel attention
+    @workgroup(32, 4)
+    for b in 0..batch, h in 0..heads, i in 0..seq_len:
+        var max_score = -inf
+        for j in 0..seq_len:
+            if mask[i, j]:
+                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                max_score = max(max_score, score)
+        var sum_exp = 0.0
+        for j in 0..seq_len:
+            if mask[i, j]:
+                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                sum_exp += exp(score - max_score)
+        for d in 0..head_dim:
+            var acc = 0.0
+            for j in 0..seq_len:
+                if mask[i, j]:
+                    let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                    let weight = exp(score - max_score) / sum_exp
+                    acc += weight * V[b, h, j, d]
+            out[b, h, i, d] = acc
+}"""
+
+FLASH = """let attn = compute(Q, K, V) {
+    @kernel flash_attention
+    @workgroup(64)
+    @tile(block_q=BLOCK, block_kv=BLOCK)
+    for b in 0..batch, h in 0..heads:
+        for q_block in 0..seq_len step BLOCK:
+            var m = -inf
+            var l = 0.0
+            var o = zeros(min(BLOCK, seq_len - q_block), head_dim)
+            for kv_block in 0..seq_len step BLOCK:
+                let K_block = K[b, h, kv_block:kv_block+BLOCK]
+                let V_block = V[b, h, kv_block:kv_block+BLOCK]
+                let S = Q[b, h, q_block:q_block+BLOCK] @ transpose(K_block) / sqrt(head_dim)
+                let m_new = max(m, row_max(S))
+                let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
+                o = exp(m - m_new) * o + exp(S - m_new) @ V_block
+                m = m_new
+                l = l_new
+            out[b, h, q_block:q_block+BLOCK] = o / l
+}"""
+
+SHARED_FFN = """let y = compute(x, up_w, down_w) {
+    @kernel fused
+    for r in 0..rows:
+        shared var up[ffn]
+        for f in 0..ffn:
+            var sum = 0.0
+            for h in 0..hidden:
+                sum += x[r, h] * up_w[h, f]
+            up[f] = max(sum, 0.0)
+        barrier()
+        for h in 0..hidden:
+            var sum = 0.0
+            for f in 0..ffn:
+                sum += up[f] * down_w[f, h]
+            out[r, h] = sum
+}"""
+
+
+def np_attention(Q, K, V, mask=None):
+    s = Q.astype(np.float64) @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    s = s - s.max(-1, keepdims=True)
+    p = np.exp(s)
+    return (p / p.sum(-1, keepdims=True)) @ V
+
+
+def np_conv2d(x, w, bias, stride, padding):
+    B, C, H, W = x.shape
+    O, _, kh, kw = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    oh = (H + 2 * padding - kh) // stride + 1
+    ow = (W + 2 * padding - kw) // stride + 1
+    out = np.zeros((B, O, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            patch = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.einsum("bchw,ochw->bo", patch, w)
+    return out + bias[None, :, None, None]
+
+
+# Each case: source, arrays, scalars, sizes, numpy reference, tolerance kind.
+# Sizes are deliberately not multiples of the workgroup (256) or the tiles (64).
+def _cases():
+    x, y = randn(1000), randn(1000)
+    m, v = randn(37, 53), randn(53)
+    data = randn(100_003)
+    ln_x, g, bt = randn(37, 300), RNG.random(300).astype(np.float32), randn(300)
+    A, B = randn(70, 33), randn(33, 45)
+    A3, B3 = randn(3, 21, 17), randn(3, 17, 19)
+    ci, ck, cb = randn(2, 3, 9, 11), randn(4, 3, 3, 3), randn(4)
+    Q, K, V = randn(2, 3, 300, 16), randn(2, 3, 300, 16), randn(2, 3, 300, 16)
+    mask = np.tril(np.ones((300, 300), bool))
+    fq, fk, fv = randn(2, 3, 100, 16), randn(2, 3, 100, 16), randn(2, 3, 100, 16)
+    sq, sk, sv = randn(1, 2, 21, 4), randn(1, 2, 21, 4), randn(1, 2, 21, 4)
+    fx, fu, fd = randn(5, 12), randn(12, 40), randn(40, 12)
+    logits = randn(1000)
+    sm = randn(7, 1000)
+    return {
+        "mul_add": (MUL_ADD, {"x": x, "y": y}, {}, {}, x * y + 1, "elementwise"),
+        "gelu": (GELU, {"x": x * 4}, {}, {},
+                 0.5 * (x * 4) * (1 + np.tanh(0.7978845608 * (x * 4 + 0.044715 * (x * 4) ** 3))),
+                 "elementwise"),
+        "broadcast": (BROADCAST, {"matrix": m, "vector": v}, {}, {}, m * v, "elementwise"),
+        "reduce_sum": (REDUCE_SUM, {"data": data}, {}, {}, data.astype(np.float64).sum(), "reduction"),
+        "reduce_max": (REDUCE_MAX, {"data": data}, {}, {}, data.max(), "reduction"),
+        "argmax": (ARGMAX, {"data": data}, {}, {}, data.argmax(), "reduction"),
+        "row_sums": (ROW_SUMS, {"matrix": m}, {}, {}, m.astype(np.float64).sum(1), "reduction"),
+        "matmul": (MATMUL, {"A": A, "B": B}, {}, {}, A.astype(np.float64) @ B, "matmul"),
+        "batched_matmul": (BMM, {"A": A3, "B": B3}, {}, {}, A3.astype(np.float64) @ B3, "matmul"),
+        "conv2d": (CONV2D, {"input": ci, "kernel": ck, "bias": cb}, {},
+                   {"stride": 2, "padding": 1, "out_h": 5, "out_w": 6},
+                   np_conv2d(ci, ck, cb, 2, 1), "matmul"),
+        "softmax_fused": (SOFTMAX_FUSED, {"logits": logits}, {}, {},
+                          np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum(),
+                          "reduction"),
+        "softmax_rows": (SOFTMAX_ROWS, {"x": sm}, {}, {},
+                         np.exp(sm - sm.max(1, keepdims=True)) /
+                         np.exp(sm - sm.max(1, keepdims=True)).sum(1, keepdims=True), "reduction"),
+        "layer_norm": (LAYER_NORM, {"x": ln_x, "gamma": g, "beta": bt}, {"eps": 1e-5}, {},
+                       (ln_x - ln_x.mean(1, keepdims=True)) /
+                       np.sqrt(ln_x.var(1, keepdims=True) + 1e-5) * g + bt, "reduction"),
+        "rms_norm": (RMS_NORM, {"x": ln_x, "weight": g}, {"eps": 1e-6}, {},
+                     ln_x / np.sqrt((ln_x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6) * g,
+                     "reduction"),
+        "attention": (ATTENTION, {"Q": Q, "K": K, "V": V, "mask": mask}, {}, {},
+                      np_attention(Q, K, V, mask), "attention"),
+        "flash_attention": (FLASH.replace("BLOCK", "64"), {"Q": fq, "K": fk, "V": fv}, {},
+                            {"seq_len": 100, "head_dim": 16}, np_attention(fq, fk, fv), "attention"),
+        # small blocks keep the generic tile path within lavapipe's loop limit
+        "flash_tiles_generic": (FLASH.replace("BLOCK", "8").replace("flash_attention", "fused"),
+                                {"Q": sq, "K": sk, "V": sv}, {}, {"seq_len": 21, "head_dim": 4},
+                                np_attention(sq, sk, sv), "attention"),
+        "shared_ffn": (SHARED_FFN, {"x": fx, "up_w": fu, "down_w": fd}, {}, {},
+                       np.maximum(fx.astype(np.float64) @ fu, 0) @ fd, "matmul"),
+    }
+
+
+CASES = _cases()
+
+EXPECTED_SCHEDULE = {
+    "mul_add": "generic", "reduce_sum": "reduce", "argmax": "reduce", "row_sums": "reduce",
+    "layer_norm": "rows", "softmax_rows": "rows", "rms_norm": "rows", "attention": "rows",
+    "flash_attention": "flash", "flash_tiles_generic": "generic", "shared_ffn": "generic",
+}
+
+# ------------------------------------------------------------------ renderer (no adapter)
+
+GOLDEN_CASES = ["mul_add", "reduce_sum", "argmax", "row_sums", "layer_norm", "attention",
+                "flash_attention", "softmax_fused", "matmul"]
+
+
+@pytest.mark.parametrize("name", GOLDEN_CASES)
+def test_generated_wgsl_is_pinned(name):
+    src, arrays, scalars, sizes, _, _ = CASES[name]
+    k, _, _, _ = lower_block(src, arrays, scalars, sizes, name)
+    text = wgsl.render(k, wgsl.WGSLOptions()).source
+    path = GOLDEN / f"{name}.wgsl"
+    if os.environ.get("ZYNBOOK_UPDATE_GOLDEN") or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"generated WGSL of {name} changed; see {path}"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_SCHEDULE))
+def test_schedule_choice(name):
+    src, arrays, scalars, sizes, _, _ = CASES[name]
+    k, _, _, _ = lower_block(src, arrays, scalars, sizes, name)
+    assert wgsl.render(k).schedule == EXPECTED_SCHEDULE[name]
+
+
+def test_generated_code_is_readable():
+    src, arrays, scalars, sizes, _, _ = CASES["layer_norm"]
+    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "layer_norm")
+    text = wgsl.render(k).source
+    assert "fn layer_norm(" in text
+    assert "// line 14: let inv_std = rsqrt(var + eps)" in text
+    assert "var var_:" in text          # a ZynML name that is a WGSL keyword is renamed
+
+
+def test_workgroup_storage_limit_is_a_compile_error():
+    src, arrays, scalars, sizes, _, _ = CASES["reduce_sum"]
+    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "reduce_sum")
+    with pytest.raises(ZynMLDeviceError, match="workgroup memory"):
+        wgsl.render(k, wgsl.WGSLOptions(max_workgroup_storage=512))
+
+
+def test_storage_buffer_count_limit_is_a_compile_error():
+    src, arrays, scalars, sizes, _, _ = CASES["attention"]
+    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "attention")
+    with pytest.raises(ZynMLDeviceError, match="storage buffers"):
+        wgsl.render(k, wgsl.WGSLOptions(max_storage_buffers=3))
+
+
+def test_uniform_layout_follows_wgsl_alignment():
+    offsets, size = rt.uniform_layout(["f32", "vec3<f32>", "f32", "vec2<f32>", "i32"])
+    assert offsets == [0, 16, 28, 32, 40]
+    assert size == 48
+    offsets, size = rt.uniform_layout(["i32", "i32", "f32"])
+    assert offsets == [0, 4, 8] and size == 16
+    packed = rt.pack_uniform([("i32", 7), ("f32", 0.5), ("u32", 3)])
+    assert np.frombuffer(packed[:4], "<i4")[0] == 7
+    assert np.frombuffer(packed[4:8], "<f4")[0] == 0.5
+    with pytest.raises(ZynMLDeviceError):
+        rt.pack_uniform([("i32", 2**40)])
+
+
+@pytest.mark.parametrize("n", [1, 65535, 65536, 65535 * 3 + 1, 65535 * 65535 + 5])
+def test_dispatch_split_covers_every_workgroup(n):
+    x, y, z = rt.split_workgroups(n)
+    assert max(x, y, z) <= 65535
+    assert x * y * z >= n
+    assert x * y * z - n < x * y  # at most one partial layer
+
+
+def test_storage_conversion_refuses_values_that_do_not_fit():
+    with pytest.raises(ZynMLDeviceError):
+        rt.to_storage(np.array([2**40], np.int64), "i32")
+    got = rt.to_storage(np.array([True, False]), "u32")
+    assert got.tolist() == [1, 0]
+
+
+# ------------------------------------------------------------------- device (adapter)
+
+from zynbook.backends.webgpu import discover  # noqa: E402
+
+DEVICES = discover()
+webgpu = pytest.mark.webgpu
+needs_adapter = pytest.mark.skipif(not DEVICES, reason="no wgpu adapter (install wgpu and "
+                                   "mesa-vulkan-drivers)")
+
+
+@pytest.fixture(scope="module")
+def device():
+    wanted = os.environ.get("ZYNBOOK_WEBGPU_DEVICE")
+    if wanted:
+        from zynbook.backends.webgpu import get_device
+        return get_device(wanted)
+    return DEVICES[0]
+
+
+@webgpu
+@needs_adapter
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernel_equals_numpy(device, name):
+    src, arrays, scalars, sizes, want, kind = CASES[name]
+    k, ins, sz, sc = lower_block(src, arrays, scalars, sizes, name)
+    got, launch = device.launch(k, ins, sz, sc)
+    assert got.shape == np.shape(want)
+    close(got, want, kind)
+    assert launch.device == device.id
+    assert launch.times.kernel is not None and launch.times.kernel >= 0
+
+
+@webgpu
+@needs_adapter
+def test_discovery_ids(device):
+    ids = {a for d in DEVICES for a in d.aliases}
+    assert {f"webgpu:{i}" for i in range(len(DEVICES))} <= ids
+    info = device.info()
+    assert info["id"] == device.id and info["backend"] in ("vulkan", "metal", "dx12", "gl")
+    assert info["max_storage_buffer_binding_size"] > 0
+    prefs = [d.preference() for d in DEVICES]
+    assert prefs == sorted(prefs)
+
+
+@webgpu
+@needs_adapter
+def test_more_workgroups_than_one_dimension_allows(device):
+    # one workgroup per row: 70000 rows need a 2-D dispatch
+    mat = randn(70_000, 3)
+    k, ins, sz, sc = lower_block(ROW_SUMS, {"matrix": mat})
+    got, launch = device.launch(k, ins, sz, sc)
+    assert launch.geometry["passes"][0]["workgroups"][1] > 1
+    close(got, mat.astype(np.float64).sum(1), "reduction")
+
+
+@webgpu
+@needs_adapter
+def test_int64_and_bool_buffers(device):
+    src = """let z = compute(a, b, flags) {
+    @kernel elementwise
+    for i in 0..len:
+        if flags[i]:
+            out[i] = a[i] + f32(b[i])
+        else:
+            out[i] = -1.0
+}"""
+    a = randn(300)
+    b = RNG.integers(-50, 50, 300).astype(np.int64)
+    flags = RNG.random(300) > 0.5
+    k, ins, sz, sc = lower_block(src, {"a": a, "b": b, "flags": flags})
+    got, _ = device.launch(k, ins, sz, sc)
+    close(got, np.where(flags, a + b, -1.0), "elementwise")
+
+
+@webgpu
+@needs_adapter
+def test_pipeline_cache_reuses_compiled_kernels(device):
+    src, arrays, scalars, sizes, want, kind = CASES["mul_add"]
+    k, ins, sz, sc = lower_block(src, arrays, scalars, sizes, "mul_add")
+    device.launch(k, ins, sz, sc)
+    misses = device.cache.misses
+    x2 = randn(777)
+    y2 = randn(777)
+    k2, ins2, sz2, sc2 = lower_block(src, {"x": x2, "y": y2}, name="mul_add")
+    got, launch = device.launch(k2, ins2, sz2, sc2)
+    assert device.cache.misses == misses          # same CIR, new sizes: no recompile
+    assert launch.times.compile == 0.0
+    close(got, x2 * y2 + 1, "elementwise")
+
+
+@webgpu
+@needs_adapter
+def test_async_launch_maps_asynchronously(device):
+    src, arrays, scalars, sizes, want, kind = CASES["layer_norm"]
+    k, ins, sz, sc = lower_block(src, arrays, scalars, sizes, "layer_norm")
+    fut = device.launch_async(k, ins, sz, sc)
+    got, launch = fut.result()
+    close(got, want, kind)
+
+
+@webgpu
+@needs_adapter
+def test_resident_arrays_chain_without_round_trip(device):
+    src, arrays, scalars, sizes, want, kind = CASES["mul_add"]
+    k, ins, sz, sc = lower_block(src, arrays, scalars, sizes, "mul_add")
+    xd, yd = device.from_host(ins[0]), device.from_host(ins[1])
+    out, _ = device.launch(k, [xd, yd], sz, sc, keep_on_device=True)
+    out2, _ = device.launch(k, [out, yd], sz, sc)
+    close(out2, (arrays["x"] * arrays["y"] + 1) * arrays["y"] + 1, "elementwise")
+
+
+@webgpu
+@needs_adapter
+def test_buffer_larger_than_the_adapter_allows_is_a_device_error(device):
+    src, arrays, scalars, sizes, want, kind = CASES["mul_add"]
+    k, ins, sz, sc = lower_block(src, arrays, scalars, sizes, "mul_add")
+    limit = device.limits["max-storage-buffer-binding-size"]
+    saved = dict(device.limits)
+    device.limits["max-storage-buffer-binding-size"] = 1024
+    try:
+        with pytest.raises(ZynMLDeviceError, match="binds at most"):
+            device.launch(k, ins, sz, sc)
+    finally:
+        device.limits.clear()
+        device.limits.update(saved)
+    assert device.limits["max-storage-buffer-binding-size"] == limit

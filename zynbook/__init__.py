@@ -1,0 +1,23 @@
+"""ZynBook: ZynML compute() kernels in Jupyter, on the CPU, CUDA and WebGPU."""
+from .backends.registry import compute_devices
+from .errors import (ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameError,
+                     ZynMLRuntimeError, ZynMLShapeError, ZynMLSyntaxError, ZynMLTimeoutError,
+                     ZynMLTypeError)
+from .program import Program, compile
+from .runtime.tensor import Tensor
+from .session import Session, run
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "run", "compile", "compute_devices", "Session", "Program", "Tensor", "ZynMLError",
+    "ZynMLSyntaxError", "ZynMLNameError", "ZynMLTypeError", "ZynMLShapeError",
+    "ZynMLDeviceError", "ZynMLRuntimeError", "ZynMLTimeoutError", "ZynMLMemoryError",
+    "load_ipython_extension",
+]
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext zynbook`: the %%compute and %zynml_devices magics."""
+    from .magics import load_ipython_extension as load
+    load(ipython)

@@ -146,10 +146,10 @@ class _Lowering:
             return None
         if isinstance(e, A.Name):
             b = self.lookup(e.id)
-            if b is not None and b.kind != "input":
-                return None
-            if b is not None:
+            if b is not None and b.kind in ("input", "shared"):
                 return b.name
+            if b is not None:
+                return None
         cname = identifier(label)
         if cname in self.buffers and self.buffers[cname][0] == label:
             return cname
@@ -185,6 +185,7 @@ class _Lowering:
         body = self.block(self.node.body, top=True)
         body = self._mark_parallel(body, ancestors_parallel=True)
         output = self._output(kernel_type)
+        verify_kernel_shape(kernel_type, body, self.annotations.get("kernel"), self.yields)
         schedule = self._schedule()
         dims = tuple(sorted(self.sizes))
         scalars = tuple(cir.Scalar(n, t) for n, t in sorted(self.scalar_args.items()))
@@ -242,7 +243,7 @@ class _Lowering:
             if not 1 <= len(ann.args) <= 3 or ann.kwargs:
                 raise ZynMLTypeError("@workgroup takes one to three sizes: @workgroup(16, 16)",
                                      ann.span)
-            wg = tuple(self._positive_const(a, "@workgroup") for a in ann.args)
+            wg = tuple(self._positive_const(a, "@workgroup", at=ann) for a in ann.args)
             if _prod(wg) > 1024:
                 raise ZynMLTypeError(f"@workgroup{wg} has {_prod(wg)} threads; at most 1024",
                                      ann.span)
@@ -251,13 +252,15 @@ class _Lowering:
             if len(ann.args) != 1:
                 raise ZynMLTypeError("@shared takes one size in bytes: @shared(16 * 16 * 4)",
                                      ann.span)
-            shared = self._positive_const(ann.args[0], "@shared", allow_names=True)
+            # a size expression over named sizes is a hint we cannot price yet: keep none
+            if _const_int(ann.args[0]) is not None:
+                shared = self._positive_const(ann.args[0], "@shared", at=ann)
         if "tile" in self.annotations:
             ann = self.annotations["tile"]
             if ann.args or not ann.kwargs:
                 raise ZynMLTypeError("@tile takes named sizes: @tile(block_q=64, block_kv=64)",
                                      ann.span)
-            tile = tuple(sorted((kw.name, self._positive_const(kw.value, f"@tile {kw.name}"))
+            tile = tuple(sorted((kw.name, self._positive_const(kw.value, f"@tile {kw.name}", at=ann))
                                 for kw in ann.kwargs))
         for ann in self.annotations.get("broadcast", []):
             if not ann.args or len(ann.args) > 1:
@@ -272,7 +275,7 @@ class _Lowering:
             for kw in ann.kwargs:
                 if kw.name != "axis":
                     raise ZynMLTypeError(f"@broadcast has no parameter `{kw.name}`", kw.span)
-                axis = self._positive_const(kw.value, "@broadcast axis", allow_zero=True)
+                axis = self._positive_const(kw.value, "@broadcast axis", allow_zero=True, at=ann)
             bcast += ((target, axis),)
         if "parallel" in self.annotations:
             ann = self.annotations["parallel"]
@@ -282,12 +285,13 @@ class _Lowering:
             parallel = ann.args[0].id
         return cir.Schedule(wg, shared, tile, bcast, parallel)
 
-    def _positive_const(self, e, what, allow_zero=False, allow_names=False):
+    def _positive_const(self, e, what, allow_zero=False, allow_names=False, at=None):
         value = _const_int(e, allow_names)
+        span = at.span if at is not None else e.span
         if value is None:
-            raise ZynMLTypeError(f"{what} must be a constant integer", e.span)
+            raise ZynMLTypeError(f"{what} must be a constant integer", span)
         if value < 0 or (value == 0 and not allow_zero):
-            raise ZynMLTypeError(f"{what} must be positive, not {value}", e.span)
+            raise ZynMLTypeError(f"{what} must be positive, not {value}", span)
         return value
 
     def _defaults(self, kt: cir.KernelType) -> dict:
@@ -992,6 +996,63 @@ class _Lowering:
                                       self.loop_info[var][3].span)
             shape.append(_dim_value(stop))
         return cir.Buffer("out", dtype, tuple(shape), "write")
+
+
+# What each kernel type expects of its body; a body of another shape is refused.
+_EXPECTED = {
+    "elementwise": "parallel loops whose every iteration writes out[...] on its own "
+                   "(no reduction loops, no yield)",
+    "reduce": "loops that `yield` the values to combine",
+    "matmul": "parallel loops over the output with an inner loop accumulating products "
+              "(sum += A[.., k] * B[k, ..]) stored into out",
+    "batched_matmul": "parallel loops over batch and output with an inner loop accumulating "
+                      "products stored into out",
+    "conv2d": "parallel loops over the output with inner loops accumulating "
+              "input * kernel products stored into out",
+    "conv2d_depthwise": "parallel loops over the output with inner loops accumulating "
+                        "input * kernel products stored into out",
+    "attention": "loops that compute scores, a softmax and a weighted sum into out",
+    "flash_attention": "loops over query blocks that update a running max, sum and output "
+                       "over key blocks and write out",
+    "fused": "a body that writes out",
+}
+
+
+def verify_kernel_shape(kt: cir.KernelType, body, ann, yields):
+    """Refuse a @kernel type whose body does not have that kernel's shape."""
+    kind = kt.kind
+    if kind not in _EXPECTED or ann is None:
+        return
+    span = ann.kernel_span
+    stores = [n for n in cir.walk(body) if isinstance(n, cir.Store) and n.buffer == "out"]
+    loops = [n for n in cir.walk(body) if isinstance(n, cir.Loop)]
+
+    def refuse(what):
+        raise ZynMLTypeError(f"@kernel {kind} expects {_EXPECTED[kind]}; {what}", span)
+
+    if kind != "reduce" and yields:
+        refuse("this body yields, which is what reduce kernels do")
+    if kind == "elementwise":
+        serial = [lp for lp in loops if not lp.parallel]
+        if serial:
+            refuse(f"the loop over `{serial[0].var}` (line {serial[0].line}) runs in order "
+                   "(it carries a value or writes no part of out of its own)")
+    if kind in ("matmul", "batched_matmul", "conv2d", "conv2d_depthwise"):
+        accumulates = any(
+            isinstance(n, cir.Loop) and not n.parallel and any(
+                isinstance(m, cir.Assign) and isinstance(m.value, cir.Bin) and m.value.op == "+"
+                and any(isinstance(t, cir.Bin) and t.op == "*" for t in cir.walk(m.value.right))
+                for m in cir.walk(n.body))
+            for n in loops)
+        if not accumulates:
+            refuse("this body has no loop accumulating products")
+        need = 3 if kind == "batched_matmul" else 2
+        parallel = [lp for lp in loops if lp.parallel]
+        if len(parallel) < need:
+            refuse(f"it has {len(parallel)} parallel loop(s)")
+    if kind in ("attention", "flash_attention", "fused", "elementwise", "matmul",
+                "batched_matmul", "conv2d", "conv2d_depthwise") and not stores:
+        refuse("this body never writes out")
 
 
 def _dim_value(d):

@@ -1,0 +1,76 @@
+"""Device ids -> devices. `cpu` always; `cuda:N`, `webgpu:N` / `vulkan:N` / `metal:N` /
+`dx12:N` where their backends find hardware; `auto` is the best GPU, else the CPU."""
+from __future__ import annotations
+
+import importlib
+import threading
+
+from ..errors import ZynMLDeviceError
+from .cpu.device import CpuDevice
+
+# backend packages that provide `discover() -> list[Device]`, in order of preference for `auto`
+_BACKENDS = ("zynbook.backends.cuda", "zynbook.backends.metal", "zynbook.backends.webgpu")
+
+_lock = threading.Lock()
+_devices: dict | None = None
+
+
+def _discover() -> dict:
+    global _devices
+    with _lock:
+        if _devices is None:
+            found = {"cpu": CpuDevice()}
+            for module in _BACKENDS:
+                try:
+                    mod = importlib.import_module(module)
+                    devices = mod.discover()
+                except Exception:       # a backend without its library or hardware is absent
+                    continue
+                for dev in devices:
+                    for dev_id in [dev.id] + list(getattr(dev, "aliases", ())):
+                        found.setdefault(dev_id, dev)
+            _devices = found
+        return _devices
+
+
+def refresh():
+    """Forget what was found (tests and notebooks call this after plugging a backend)."""
+    global _devices
+    with _lock:
+        _devices = None
+
+
+def best_device_id() -> str:
+    devices = _discover()
+    gpus = [d for d in dict.fromkeys(devices.values()) if d.kind == "gpu"]
+    if not gpus:
+        return "cpu"
+    order = {"cuda": 0, "metal": 1, "vulkan": 2, "dx12": 3}
+    discrete = [d for d in gpus if getattr(d, "discrete", True)]
+    pick = min(discrete or gpus, key=lambda d: order.get(d.backend, 9))
+    return pick.id
+
+
+def get_device(device_id: str):
+    if not isinstance(device_id, str):
+        raise ZynMLDeviceError(f"a device id is a string like \"cpu\" or \"cuda:0\", "
+                               f"not {device_id!r}")
+    devices = _discover()
+    if device_id == "auto":
+        device_id = best_device_id()
+    dev = devices.get(device_id)
+    if dev is None:
+        known = ", ".join(sorted(devices)) or "none"
+        raise ZynMLDeviceError(f"no device `{device_id}` here; available: {known}, auto")
+    return dev
+
+
+def compute_devices() -> list:
+    """One entry per device (aliases not repeated), as dicts with at least id, type, name."""
+    seen, out = set(), []
+    for dev in _discover().values():
+        if id(dev) in seen:
+            continue
+        seen.add(id(dev))
+        out.append(dev.info())
+    return out

@@ -1,0 +1,454 @@
+"""The static checker: what can be refused before any data moves.
+
+It walks the host program with *abstract* values (a tensor's dtype and the sizes known so
+far, an int's value when it is a literal), so names resolve, pipelines are called with
+the right number of arguments, and every compute block is lowered and its dimensions
+solved against whatever shapes the program fixes (`randn([64, 32])`). Names a program
+uses but never defines are its inputs, to be bound later; the checker refuses them only
+where they cannot be inputs (called as functions, used before their definition, or one
+letter away from a defined name).
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from ..errors import ZynMLError, ZynMLNameError, ZynMLShapeError, ZynMLTypeError
+from . import ast as A
+from . import cir
+from .dims import solve
+from .freenames import compute_free_names
+from .lower import InputSig, dotted, lower_compute
+from .types import canonical_dtype
+
+HOST_BUILTINS = {
+    "zeros", "ones", "randn", "rand", "arange", "tensor", "allocate", "memory_pool",
+    "compute_devices", "reshape", "split", "concat", "transpose", "len", "shape", "print",
+    "sqrt", "rsqrt", "exp", "log", "abs", "tanh", "sin", "cos", "floor", "ceil", "relu",
+    "sigmoid", "sum", "mean", "max", "min", "argmax", "argmin", "softmax", "sinkhorn",
+    "range", "all", "any",
+}
+HOST_CONSTANTS = {"inf", "pi", "e", "nan", "f16", "bf16", "f32", "f64", "i8", "i16", "i32",
+                  "i64", "u8", "u16", "u32", "u64", "float16", "float32", "float64", "int32",
+                  "int64", "uint32", "bfloat16", "half"}
+_CONSTRUCTORS = {"zeros", "ones", "randn", "rand"}
+
+
+@dataclass
+class TensorShape:
+    """A tensor known only by its dtype and (some of) its sizes; None: not known."""
+    dtype: str = "f32"
+    shape: tuple | None = None
+
+
+class Unknown:
+    """A value the checker cannot follow (an input, a record field, a call's result)."""
+
+
+UNKNOWN = Unknown()
+
+
+@dataclass
+class CheckedKernel:
+    lowered: object
+    node: A.Compute
+
+    @property
+    def kernel(self) -> cir.Kernel:
+        return self.lowered.kernel
+
+
+@dataclass
+class CheckResult:
+    kernels: list = field(default_factory=list)
+    free_names: dict = field(default_factory=dict)     # name -> span of first use
+
+
+class Checker:
+    def __init__(self, program: A.Program, source: str, known: dict | None = None):
+        self.program = program
+        self.source = source
+        self.scopes: list = [dict(known or {})]
+        self.result = CheckResult()
+        self.defined_later = _top_level_names(program)
+        self.kernel_count = 0
+        self.pipeline_depth = 0     # inside a pipeline, later top-level names are visible
+
+    # --------------------------------------------------------------- scopes
+    def lookup(self, name: str):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def define(self, name: str, value):
+        self.scopes[-1][name] = value
+
+    def all_names(self) -> list:
+        names = set(HOST_BUILTINS) | set(HOST_CONSTANTS)
+        for s in self.scopes:
+            names |= set(s)
+        return sorted(names)
+
+    # ----------------------------------------------------------- statements
+    def check(self) -> CheckResult:
+        self.block(self.program.body)
+        return self.result
+
+    def block(self, body):
+        for s in body:
+            self.stmt(s)
+
+    def stmt(self, s):
+        if isinstance(s, A.Let):
+            value = self.expr(s.value)
+            if s.destructure:
+                for n in s.names:
+                    self.define(n, UNKNOWN if not isinstance(value, tuple) else UNKNOWN)
+            else:
+                self.define(s.names[0], value)
+        elif isinstance(s, A.VarDecl):
+            self.define(s.name, self.expr(s.value))
+        elif isinstance(s, A.Assign):
+            if isinstance(s.target, A.Name) and self.lookup(s.target.id) is None and \
+                    s.target.id not in self.defined_later:
+                raise ZynMLNameError(f"`{s.target.id}` is not declared; declare it with "
+                                     f"`var {s.target.id} = ...`", s.target.span)
+            if not isinstance(s.target, A.Name):
+                self.expr(s.target)
+            self.expr(s.value)
+        elif isinstance(s, A.ExprStmt):
+            self.expr(s.expr)
+        elif isinstance(s, A.For):
+            self.scopes.append({})
+            for it in s.iters:
+                if isinstance(it, A.RangeIter):
+                    for e in (it.start, it.stop, it.step):
+                        if e is not None:
+                            self.expr(e)
+                else:
+                    self.expr(it.iterable)
+                self.define(it.var, UNKNOWN)
+            self.block(s.body)
+            self.scopes.pop()
+        elif isinstance(s, A.If):
+            self.expr(s.cond)
+            for body in (s.then, s.orelse):
+                self.scopes.append({})
+                self.block(body)
+                self.scopes.pop()
+        elif isinstance(s, A.Pipeline):
+            self.define(s.name, s)
+            self.scopes.append({})
+            self.pipeline_depth += 1
+            for p in s.params:
+                self.define(p.name, self.param_value(p))
+            self.block(s.body)
+            self.pipeline_depth -= 1
+            self.scopes.pop()
+        elif isinstance(s, A.Return):
+            if s.value is not None:
+                self.expr(s.value)
+        elif isinstance(s, A.Config):
+            for kw in s.entries:
+                if kw.name not in ("compute_device", "seed"):
+                    raise ZynMLNameError(f"unknown config key `{kw.name}`; known: "
+                                         "compute_device, seed", kw.span)
+                self.expr(kw.value)
+        elif isinstance(s, A.Yield):
+            raise ZynMLTypeError("`yield` belongs inside a reduce kernel's compute body", s.span)
+        elif isinstance(s, A.SharedVar):
+            raise ZynMLTypeError("`shared var` belongs inside a compute body", s.span)
+        elif isinstance(s, A.AnnotationStmt):
+            raise ZynMLTypeError(f"@{s.annotation.name} belongs inside or after compute(...)",
+                                 s.span)
+        elif isinstance(s, A.Ellipsis):
+            pass        # elided code in a sketch: nothing to check
+
+    def param_value(self, p: A.Param):
+        if p.type is None:
+            return UNKNOWN
+        if p.type.name == "tensor":
+            if p.type.dims is None:
+                return TensorShape("f32", None)
+            dims = []
+            dtype = "f32"
+            for d in p.type.dims:
+                if isinstance(d, A.Name) and canonical_dtype(d.id):
+                    dtype = canonical_dtype(d.id)
+                    continue
+                dims.append(None)
+                if isinstance(d, A.Name):
+                    self.define(d.id, UNKNOWN)
+            return TensorShape(dtype, tuple(dims))
+        return UNKNOWN
+
+    # ---------------------------------------------------------- expressions
+    def name(self, e: A.Name):
+        v = self.lookup(e.id)
+        if v is not None:
+            return v
+        if e.id in HOST_CONSTANTS:
+            return e.id if e.id not in ("inf", "pi", "e", "nan") else 1.0
+        if e.id in HOST_BUILTINS:
+            return UNKNOWN
+        if e.id in self.defined_later:
+            if self.pipeline_depth:
+                return UNKNOWN
+            raise ZynMLNameError(f"`{e.id}` is used before it is defined (line "
+                                 f"{self.defined_later[e.id]})", e.span)
+        close = difflib.get_close_matches(e.id, self.all_names(), n=1, cutoff=0.8)
+        if close:
+            raise ZynMLNameError(f"unknown name `{e.id}`; did you mean `{close[0]}`?", e.span)
+        # a free name: an input of the program, bound when it runs
+        self.result.free_names.setdefault(e.id, e.span)
+        self.scopes[0][e.id] = UNKNOWN
+        return UNKNOWN
+
+    def expr(self, e):
+        if isinstance(e, A.Number):
+            return e.value
+        if isinstance(e, (A.String,)):
+            return e.value
+        if isinstance(e, A.Bool):
+            return e.value
+        if isinstance(e, (A.Duration, A.Size)):
+            return e.seconds if isinstance(e, A.Duration) else e.nbytes
+        if isinstance(e, A.Name):
+            return self.name(e)
+        if isinstance(e, (A.ListLit, A.TupleLit)):
+            items = [self.expr(x) for x in e.items]
+            return items if isinstance(e, A.ListLit) else tuple(items)
+        if isinstance(e, A.BinOp):
+            a, b = self.expr(e.left), self.expr(e.right)
+            return self.binary(e, a, b)
+        if isinstance(e, A.UnaryOp):
+            v = self.expr(e.operand)
+            if e.op == "neg" and isinstance(v, (int, float)) and not isinstance(v, bool):
+                return -v
+            return v if isinstance(v, TensorShape) else UNKNOWN
+        if isinstance(e, A.Attr):
+            self.expr(e.base)
+            return UNKNOWN
+        if isinstance(e, A.Index):
+            base = self.expr(e.base)
+            for it in e.items:
+                if isinstance(it, A.SliceItem):
+                    self.expr(it.start) if it.start is not None else None
+                    self.expr(it.stop) if it.stop is not None else None
+                else:
+                    self.expr(it)
+            return UNKNOWN if not isinstance(base, TensorShape) else TensorShape(base.dtype, None)
+        if isinstance(e, A.Call):
+            return self.call(e, [])
+        if isinstance(e, A.Pipe):
+            value = self.expr(e.value)
+            if isinstance(e.func, A.Call):
+                return self.call(e.func, [value])
+            self.callee(e.func)
+            return UNKNOWN
+        if isinstance(e, A.Await):
+            self.expr(e.future)
+            if e.timeout is not None:
+                self.expr(e.timeout)
+                self.expr(e.default)
+            return UNKNOWN
+        if isinstance(e, A.Compute):
+            return self.compute(e)
+        if isinstance(e, A.OpRef):
+            raise ZynMLTypeError(f"`{e.op}` is an operator, not a value", e.span)
+        return UNKNOWN
+
+    def binary(self, e, a, b):
+        if isinstance(a, str) and isinstance(b, (int, float)) and not isinstance(b, bool) or \
+                isinstance(b, str) and isinstance(a, (int, float)) and not isinstance(a, bool):
+            if e.op not in ("==", "!="):
+                bad = e.left if isinstance(a, str) else e.right
+                raise ZynMLTypeError(f"cannot apply {e.op} to a string and a number", bad.span)
+        if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and \
+                not isinstance(b, bool) and e.op in ("+", "-", "*", "/"):
+            if e.op == "/":
+                return a // b if b and (a >= 0) == (b > 0) else UNKNOWN
+            return {"+": a + b, "-": a - b, "*": a * b}[e.op]
+        if isinstance(a, TensorShape) and isinstance(b, TensorShape):
+            if e.op == "@" and a.shape and b.shape and len(a.shape) >= 1 and len(b.shape) >= 1:
+                inner_a = a.shape[-1]
+                inner_b = b.shape[-2] if len(b.shape) > 1 else b.shape[0]
+                if inner_a is not None and inner_b is not None and inner_a != inner_b:
+                    raise ZynMLShapeError(f"cannot multiply {list(a.shape)} @ {list(b.shape)}: "
+                                          "inner sizes differ", e.right.span)
+            return TensorShape(a.dtype, None)
+        if isinstance(a, TensorShape):
+            return TensorShape(a.dtype, a.shape)
+        if isinstance(b, TensorShape):
+            return TensorShape(b.dtype, b.shape)
+        return UNKNOWN
+
+    def callee(self, func):
+        if isinstance(func, A.Name):
+            v = self.lookup(func.id)
+            if v is not None:
+                return v
+            if func.id in HOST_BUILTINS:
+                return func.id
+            if func.id in self.defined_later:
+                if self.pipeline_depth:
+                    return UNKNOWN
+                raise ZynMLNameError(f"`{func.id}` is used before it is defined (line "
+                                     f"{self.defined_later[func.id]})", func.span)
+            close = difflib.get_close_matches(func.id, self.all_names(), n=1, cutoff=0.6)
+            hint = f"; did you mean `{close[0]}`?" if close else ""
+            raise ZynMLNameError(f"unknown function `{func.id}`{hint}", func.span)
+        self.expr(func)
+        return UNKNOWN
+
+    def call(self, e: A.Call, prepend: list):
+        fn = self.callee(e.func)
+        args = prepend + [self.expr(a) for a in e.args]
+        kwargs = {kw.name: self.expr(kw.value) for kw in e.kwargs}
+        if isinstance(fn, A.Pipeline):
+            if len(args) + len(kwargs) != len(fn.params):
+                raise ZynMLTypeError(f"pipeline {fn.name} takes {len(fn.params)} argument(s), "
+                                     f"got {len(args) + len(kwargs)}", e.span)
+            return UNKNOWN
+        if fn in _CONSTRUCTORS:
+            shape = kwargs.get("shape", args[0] if args else None)
+            return TensorShape(_dtype(kwargs.get("dtype")), _literal_shape(shape))
+        if fn == "allocate":
+            return TensorShape(_dtype(kwargs.get("dtype")), _literal_shape(kwargs.get("shape")))
+        if fn == "reshape" and len(args) == 2 and isinstance(args[1], list):
+            dtype = args[0].dtype if isinstance(args[0], TensorShape) else "f32"
+            return TensorShape(dtype, _literal_shape(args[1]))
+        if fn == "split" and args and isinstance(args[0], TensorShape):
+            return UNKNOWN
+        return UNKNOWN
+
+    # --------------------------------------------------------------- compute
+    def compute(self, node: A.Compute):
+        sigs, shapes = [], []
+        for expr in node.inputs:
+            label = dotted(expr)
+            if label is None:
+                raise ZynMLTypeError("compute() inputs are names (x) or fields (weights.w)",
+                                     expr.span)
+            value = self.expr(expr)
+            if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+                raise ZynMLTypeError(f"compute() inputs are tensors; `{label}` is a "
+                                     f"{type(value).__name__}", expr.span)
+            sigs.append((label, value, expr.span))
+        scalars, given = {}, {}
+        for label, span in compute_free_names(node).items():
+            root = label.split(".")[0]
+            value = self.lookup(root)
+            if value is None:
+                continue                      # a size to infer, or an input bound later
+            if "." in label or isinstance(value, TensorShape):
+                sigs.append((label, value if "." not in label else UNKNOWN, span))
+            elif isinstance(value, bool):
+                scalars[label] = "bool"
+            elif isinstance(value, int):
+                scalars[label] = "i32"
+                given[label] = value
+            elif isinstance(value, float):
+                scalars[label] = "f32"
+            elif value is UNKNOWN:
+                scalars[label] = "i32"        # most likely a size the program computes
+        inputs, known_shapes = [], {}
+        for label, value, span in sigs:
+            dtype = value.dtype if isinstance(value, TensorShape) else "f32"
+            rank = len(value.shape) if isinstance(value, TensorShape) and value.shape is not None \
+                else _rank_in_body(node, label)
+            inputs.append(InputSig(label, dtype, rank, span))
+            if isinstance(value, TensorShape) and value.shape is not None:
+                known_shapes[label] = value.shape
+        self.kernel_count += 1
+        lowered = lower_compute(node, inputs, scalars, _kernel_name(node), self.source)
+        for kw_ann in ("device",):
+            ann = lowered.annotations.get(kw_ann)
+            if ann is not None:
+                for a in ann.args:
+                    v = self.expr(a)
+                    if not isinstance(v, (str, list)) and not isinstance(v, Unknown):
+                        raise ZynMLTypeError("@device takes a device id string like \"cuda:0\"",
+                                             ann.span)
+        shapes = {}
+        for b in lowered.kernel.inputs:
+            label = lowered.labels[b.name]
+            shape = known_shapes.get(label)
+            if shape is not None and all(d is not None for d in shape):
+                shapes[b.name] = shape
+        sizes = solve(lowered, shapes, {k: v for k, v in given.items()
+                                        if k in lowered.kernel.dims}, partial=True)
+        self.result.kernels.append(CheckedKernel(lowered, node))
+        out = lowered.kernel.output
+        if not out.shape:
+            return 1.0
+        dims = []
+        for d in out.shape:
+            try:
+                dims.append(cir.eval_dim(d, sizes))
+            except (KeyError, TypeError, ZeroDivisionError):
+                dims.append(None)
+        return TensorShape(out.dtype, tuple(dims))
+
+
+def _dtype(value) -> str:
+    return canonical_dtype(value) if isinstance(value, str) and canonical_dtype(value) else "f32"
+
+
+def _literal_shape(value):
+    if isinstance(value, list):
+        return tuple(v if isinstance(v, int) and not isinstance(v, bool) else None for v in value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,)
+    return None
+
+
+def _rank_in_body(node: A.Compute, label: str) -> int:
+    """How many axes a body indexes `label` with (for inputs whose rank is not known yet)."""
+    best = 0
+
+    def visit(x):
+        nonlocal best
+        if isinstance(x, A.Index) and dotted(x.base) == label:
+            best = max(best, len(x.items))
+        if isinstance(x, A.Node):
+            for v in vars(x).values():
+                if isinstance(v, list):
+                    for item in v:
+                        visit(item)
+                elif isinstance(v, A.Node):
+                    visit(v)
+
+    for s in node.body:
+        visit(s)
+    return max(best, 1)
+
+
+def _kernel_name(node: A.Compute) -> str:
+    kind = "kernel"
+    for s in node.body:
+        if isinstance(s, A.AnnotationStmt) and s.annotation.name == "kernel" and s.annotation.kernel:
+            kind = s.annotation.kernel
+    return f"{kind}_l{node.span.line}"
+
+
+def _top_level_names(program: A.Program) -> dict:
+    names = {}
+    for s in program.body:
+        if isinstance(s, A.Let):
+            for n in s.names:
+                names.setdefault(n, s.span.line)
+        elif isinstance(s, A.VarDecl):
+            names.setdefault(s.name, s.span.line)
+        elif isinstance(s, A.Pipeline):
+            names.setdefault(s.name, s.span.line)
+    return names
+
+
+def check_program(program: A.Program, source: str, known: dict | None = None) -> CheckResult:
+    """Check a parsed program; raises the first ZynMLError it finds."""
+    try:
+        return Checker(program, source, known).check()
+    except ZynMLError as err:
+        raise err.with_source(source) from None

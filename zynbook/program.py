@@ -1,0 +1,39 @@
+"""`zynbook.compile`: a program parsed, checked and lowered, before any data is bound."""
+from __future__ import annotations
+
+from .compiler import cir
+from .compiler.check import check_program
+from .compiler.parser import parse
+from .runtime.interp import CompiledKernel
+
+
+class Program:
+    """A checked ZynML program. Its compute blocks are lowered with what the program itself
+    fixes (inputs not yet bound are taken as f32, of the rank the body indexes them with);
+    running it binds the real inputs, and shapes are checked again then."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.ast = parse(source)
+        result = check_program(self.ast, source)
+        self.free_names = dict(result.free_names)
+        self.kernels = [CompiledKernel(k.lowered) for k in result.kernels]
+
+    def cir_text(self) -> str:
+        return "\n\n".join(cir.print_kernel(k.kernel) for k in self.kernels)
+
+    def sources(self, language: str) -> list:
+        """The generated source of every compute block in one language."""
+        return [k.sources().get(language, "") for k in self.kernels]
+
+    def run(self, device: str = "cpu", **env):
+        from .session import Session
+        return Session(device).run(self.source, **env)
+
+    def __repr__(self):
+        return f"<ZynML program: {len(self.kernels)} compute block(s), inputs " \
+               f"{sorted(self.free_names) or 'none'}>"
+
+
+def compile(source: str) -> Program:  # noqa: A001 - the public name mirrors Python's
+    return Program(source)

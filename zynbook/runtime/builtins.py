@@ -1,0 +1,403 @@
+"""Host builtins: tensor constructors, shape functions, math, memory and devices.
+
+Each builtin is `fn(interp, args, kwargs) -> value`; `interp.span` is the call's span for
+errors. Tensor math runs with the array module of the tensor's device (numpy, CuPy).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backends.registry import compute_devices, get_device
+from ..compiler.types import NUMPY_NAMES, canonical_dtype
+from ..errors import ZynMLDeviceError, ZynMLShapeError, ZynMLTypeError
+from .tensor import Tensor
+from .values import MemoryPool, Record
+
+BUILTINS: dict = {}
+
+
+def builtin(name, *aliases):
+    def register(fn):
+        for n in (name,) + aliases:
+            BUILTINS[n] = fn
+        return fn
+    return register
+
+
+# ------------------------------------------------------------------- arguments
+
+
+def _shape(value, what="shape") -> tuple:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),)
+    if isinstance(value, (list, tuple)) and all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
+        if any(d < 0 for d in value):
+            raise ZynMLShapeError(f"a {what} has no negative sizes: {list(value)}")
+        return tuple(int(d) for d in value)
+    raise ZynMLTypeError(f"a {what} is a list of integers like [2, 3], not {_kind(value)}")
+
+
+def _dtype(value, default="f32") -> str:
+    if value is None:
+        return default
+    if isinstance(value, str) and canonical_dtype(value):
+        return canonical_dtype(value)
+    raise ZynMLTypeError(f"unknown dtype {value!r}; use f16, f32, f64, i32, i64, u32 or bool")
+
+
+def _np(dtype: str):
+    return np.dtype(NUMPY_NAMES[dtype])
+
+
+def _kind(value) -> str:
+    if isinstance(value, Tensor):
+        return value.summary()
+    if isinstance(value, bool):
+        return "a bool"
+    if isinstance(value, int):
+        return "an int"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, tuple):
+        return "a tuple"
+    return type(value).__name__
+
+
+def _tensor(value, what="argument") -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    raise ZynMLTypeError(f"the {what} must be a tensor, not {_kind(value)}")
+
+
+def xp_of(t: Tensor):
+    """The array module for a tensor's data: numpy, or CuPy for CUDA arrays."""
+    if type(t.data).__module__.split(".")[0] == "cupy":
+        import cupy
+        return cupy
+    return np
+
+
+def host_array(t: Tensor):
+    if isinstance(t.data, np.ndarray) or type(t.data).__module__.split(".")[0] == "cupy":
+        return t.data
+    return t.numpy()
+
+
+def wrap(array, like: Tensor | None = None, device: str | None = None):
+    if np.ndim(array) == 0 and not hasattr(array, "device"):
+        return array.item() if hasattr(array, "item") else array
+    dev = device or (like.device if like is not None and
+                     type(array).__module__.split(".")[0] == "cupy" else "cpu")
+    return Tensor(array, dev)
+
+
+def _unexpected(kwargs, allowed, fn):
+    for k in kwargs:
+        if k not in allowed:
+            raise ZynMLTypeError(f"{fn}() has no parameter `{k}`" +
+                                 (f"; it takes {', '.join(allowed)}" if allowed else ""))
+
+
+def _arity(args, n, fn, usage):
+    if len(args) not in (n if isinstance(n, tuple) else (n,)):
+        raise ZynMLTypeError(f"{fn}() is called as {usage}")
+
+
+# -------------------------------------------------------------- constructors
+
+
+def _fill(fn_name, value_fn):
+    def make(interp, args, kwargs):
+        _unexpected(kwargs, ("shape", "dtype", "device", "seed"), fn_name)
+        shape = kwargs.get("shape", args[0] if args else None)
+        if shape is None:
+            raise ZynMLTypeError(f"{fn_name}() needs a shape: {fn_name}([2, 3])")
+        if len(args) > 1 and all(isinstance(a, int) for a in args):
+            shape = list(args)
+        shape = _shape(shape)
+        dtype = _dtype(kwargs.get("dtype"))
+        arr = value_fn(interp, shape, dtype, kwargs.get("seed"))
+        device = kwargs.get("device")
+        t = Tensor(arr, "cpu")
+        return interp.move(t, device) if device else t
+    return make
+
+
+def _rng(interp, seed):
+    if seed is None:
+        return interp.rng
+    if not isinstance(seed, int):
+        raise ZynMLTypeError("seed= takes an integer")
+    return np.random.default_rng(seed)
+
+
+BUILTINS["zeros"] = _fill("zeros", lambda i, s, d, seed: np.zeros(s, _np(d)))
+BUILTINS["ones"] = _fill("ones", lambda i, s, d, seed: np.ones(s, _np(d)))
+BUILTINS["randn"] = _fill("randn", lambda i, s, d, seed:
+                          _rng(i, seed).standard_normal(s).astype(_np(d)))
+BUILTINS["rand"] = _fill("rand", lambda i, s, d, seed: _rng(i, seed).random(s).astype(_np(d)))
+
+
+@builtin("arange")
+def _arange(interp, args, kwargs):
+    _unexpected(kwargs, ("dtype",), "arange")
+    if not 1 <= len(args) <= 3 or not all(isinstance(a, (int, float)) for a in args):
+        raise ZynMLTypeError("arange(n) or arange(start, stop[, step])")
+    dtype = _dtype(kwargs.get("dtype"), "f32" if any(isinstance(a, float) for a in args) else "i32")
+    return Tensor(np.arange(*args).astype(_np(dtype)), "cpu")
+
+
+@builtin("tensor")
+def _tensor_fn(interp, args, kwargs):
+    _unexpected(kwargs, ("dtype", "device"), "tensor")
+    _arity(args, 1, "tensor", "tensor([[1, 2], [3, 4]])")
+    data = _plain(args[0])
+    arr = np.asarray(data)
+    dtype = _dtype(kwargs.get("dtype"), "f32" if arr.dtype.kind == "f" else
+                   "bool" if arr.dtype.kind == "b" else "i32")
+    t = Tensor(arr.astype(_np(dtype)), "cpu")
+    return interp.move(t, kwargs["device"]) if "device" in kwargs else t
+
+
+def _plain(v):
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, Tensor):
+        return v.numpy()
+    return v
+
+
+@builtin("allocate")
+def _allocate(interp, args, kwargs):
+    _unexpected(kwargs, ("shape", "dtype", "device", "pinned"), "allocate")
+    if args:
+        raise ZynMLTypeError("allocate() takes named arguments: allocate(shape=[4, 4], "
+                             "dtype=float32, device=\"cpu\")")
+    if "shape" not in kwargs:
+        raise ZynMLTypeError("allocate() needs shape=[...]")
+    shape = _shape(kwargs["shape"])
+    dtype = _dtype(kwargs.get("dtype"))
+    device = kwargs.get("device", interp.default_device)
+    pinned = kwargs.get("pinned", False)
+    if not isinstance(pinned, bool):
+        raise ZynMLTypeError("pinned= takes true or false")
+    dev = get_device(device)
+    if pinned and dev.kind != "cpu":
+        raise ZynMLDeviceError("pinned memory is host memory: use device=\"cpu\" with "
+                               "pinned=true")
+    return interp.allocate(shape, dtype, dev.id, pinned=pinned)
+
+
+@builtin("memory_pool")
+def _memory_pool(interp, args, kwargs):
+    _unexpected(kwargs, ("device", "size"), "memory_pool")
+    if "size" not in kwargs or not isinstance(kwargs["size"], int) or kwargs["size"] <= 0:
+        raise ZynMLTypeError("memory_pool() needs size= in bytes, e.g. size=1GB")
+    dev = get_device(kwargs.get("device", interp.default_device))
+    return MemoryPool(dev, kwargs["size"],
+                      lambda shape, dtype, device: interp.allocate(
+                          _shape(shape), _dtype(dtype), device))
+
+
+@builtin("compute_devices")
+def _compute_devices(interp, args, kwargs):
+    _arity(args, 0, "compute_devices", "compute_devices()")
+    return [Record(d) for d in compute_devices()]
+
+
+# ------------------------------------------------------------------- shapes
+
+
+@builtin("reshape")
+def _reshape(interp, args, kwargs):
+    _arity(args, 2, "reshape", "reshape(x, [d0, d1, ...])")
+    t = _tensor(args[0], "first argument of reshape()")
+    shape = list(args[1]) if isinstance(args[1], (list, tuple)) else None
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        raise ZynMLTypeError("reshape()'s shape is a list of integers (-1 for one inferred size)")
+    known = 1
+    for d in shape:
+        if d != -1:
+            known *= d
+    if shape.count(-1) > 1 or (shape.count(-1) == 0 and known != t.size) or \
+            (shape.count(-1) == 1 and (known == 0 or t.size % known)):
+        raise ZynMLShapeError(f"cannot reshape a tensor of shape {list(t.shape)} "
+                              f"({t.size} values) to {shape}")
+    return wrap(xp_of(t).reshape(host_array(t), shape), t)
+
+
+@builtin("split")
+def _split(interp, args, kwargs):
+    _unexpected(kwargs, ("axis",), "split")
+    _arity(args, 2, "split", "split(x, parts, axis=-1)")
+    t = _tensor(args[0])
+    n = args[1]
+    axis = kwargs.get("axis", 0)
+    if not isinstance(n, int) or n <= 0:
+        raise ZynMLTypeError("split()'s second argument is the number of equal parts")
+    if not -t.ndim <= axis < t.ndim:
+        raise ZynMLShapeError(f"axis {axis} is out of range for a {t.ndim}-D tensor")
+    if t.shape[axis] % n:
+        raise ZynMLShapeError(f"cannot split an axis of {t.shape[axis]} into {n} equal parts")
+    return tuple(wrap(a, t) for a in xp_of(t).split(host_array(t), n, axis=axis))
+
+
+@builtin("concat")
+def _concat(interp, args, kwargs):
+    _unexpected(kwargs, ("axis",), "concat")
+    _arity(args, 1, "concat", "concat([a, b], axis=0)")
+    parts = [_tensor(t) for t in args[0]]
+    try:
+        return wrap(xp_of(parts[0]).concatenate([host_array(p) for p in parts],
+                                                axis=kwargs.get("axis", 0)), parts[0])
+    except ValueError as err:
+        raise ZynMLShapeError(f"concat(): {err}") from None
+
+
+@builtin("transpose")
+def _transpose(interp, args, kwargs):
+    _arity(args, (1, 2), "transpose", "transpose(x) or transpose(x, [axes])")
+    t = _tensor(args[0])
+    arr = host_array(t)
+    if len(args) == 2:
+        return wrap(xp_of(t).transpose(arr, list(args[1])), t)
+    return wrap(xp_of(t).swapaxes(arr, -1, -2) if t.ndim >= 2 else arr, t)
+
+
+@builtin("len")
+def _len(interp, args, kwargs):
+    _arity(args, 1, "len", "len(x)")
+    v = args[0]
+    if isinstance(v, (list, tuple, str)):
+        return len(v)
+    return len(_tensor(v))
+
+
+@builtin("shape")
+def _shape_fn(interp, args, kwargs):
+    _arity(args, 1, "shape", "shape(x)")
+    return list(_tensor(args[0]).shape)
+
+
+@builtin("print")
+def _print(interp, args, kwargs):
+    interp.write(" ".join(_show(a) for a in args) + "\n")
+    return None
+
+
+def _show(v) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v)
+
+
+# --------------------------------------------------------------------- math
+
+
+def _math(name, np_fn, scalar_fn):
+    def fn(interp, args, kwargs):
+        _arity(args, 1, name, f"{name}(x)")
+        v = args[0]
+        if isinstance(v, Tensor):
+            xp = xp_of(v)
+            with np.errstate(all="ignore"):
+                return wrap(np_fn(xp, host_array(v)), v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            try:
+                return scalar_fn(v)
+            except (ValueError, OverflowError):
+                return float("nan")
+        raise ZynMLTypeError(f"{name}() takes a number or a tensor, not {_kind(v)}")
+    BUILTINS[name] = fn
+
+
+_math("sqrt", lambda xp, a: xp.sqrt(a), math.sqrt)
+_math("rsqrt", lambda xp, a: 1 / xp.sqrt(a), lambda x: 1 / math.sqrt(x))
+_math("exp", lambda xp, a: xp.exp(a), math.exp)
+_math("log", lambda xp, a: xp.log(a), math.log)
+_math("abs", lambda xp, a: xp.abs(a), abs)
+_math("tanh", lambda xp, a: xp.tanh(a), math.tanh)
+_math("sin", lambda xp, a: xp.sin(a), math.sin)
+_math("cos", lambda xp, a: xp.cos(a), math.cos)
+_math("floor", lambda xp, a: xp.floor(a), math.floor)
+_math("ceil", lambda xp, a: xp.ceil(a), math.ceil)
+_math("relu", lambda xp, a: xp.maximum(a, 0), lambda x: max(x, 0))
+_math("sigmoid", lambda xp, a: 1 / (1 + xp.exp(-a)), lambda x: 1 / (1 + math.exp(-x)))
+
+
+def _reduction(name, method):
+    def fn(interp, args, kwargs):
+        _unexpected(kwargs, ("axis",), name)
+        if len(args) > 1 and all(not isinstance(a, Tensor) for a in args):
+            vals = args
+            return {"max": max, "min": min, "sum": sum}.get(name, max)(vals) \
+                if name in ("max", "min", "sum") else None
+        _arity(args, 1, name, f"{name}(x, axis=k)")
+        v = args[0]
+        if isinstance(v, list):
+            v = Tensor(np.asarray(_plain(v)))
+        t = _tensor(v)
+        return wrap(getattr(xp_of(t), method)(host_array(t), axis=kwargs.get("axis")), t)
+    BUILTINS[name] = fn
+
+
+_reduction("sum", "sum")
+_reduction("mean", "mean")
+_reduction("max", "max")
+_reduction("min", "min")
+_reduction("argmax", "argmax")
+_reduction("argmin", "argmin")
+
+
+@builtin("softmax")
+def _softmax(interp, args, kwargs):
+    _unexpected(kwargs, ("axis",), "softmax")
+    _arity(args, 1, "softmax", "softmax(x, axis=-1)")
+    t = _tensor(args[0])
+    xp, a = xp_of(t), host_array(t)
+    axis = kwargs.get("axis", -1)
+    e = xp.exp(a - a.max(axis=axis, keepdims=True))
+    return wrap(e / e.sum(axis=axis, keepdims=True), t)
+
+
+@builtin("sinkhorn")
+def _sinkhorn(interp, args, kwargs):
+    """Sinkhorn-Knopp: alternately normalise rows and columns of exp(m) so that both sum
+    to 1 (a doubly stochastic matrix), `iterations` times."""
+    _unexpected(kwargs, ("iterations",), "sinkhorn")
+    _arity(args, 1, "sinkhorn", "sinkhorn(m, iterations=20)")
+    t = _tensor(args[0])
+    if t.ndim != 2 or t.shape[0] != t.shape[1]:
+        raise ZynMLShapeError(f"sinkhorn() takes a square matrix, not {list(t.shape)}")
+    iterations = kwargs.get("iterations", 20)
+    if not isinstance(iterations, int) or iterations < 1:
+        raise ZynMLTypeError("iterations= takes a positive integer")
+    xp, a = xp_of(t), host_array(t)
+    p = xp.exp(a - a.max())
+    for _ in range(iterations):
+        p = p / p.sum(axis=1, keepdims=True)
+        p = p / p.sum(axis=0, keepdims=True)
+    return wrap(p.astype(a.dtype), t)
+
+
+@builtin("range")
+def _range(interp, args, kwargs):
+    if not 1 <= len(args) <= 3 or not all(isinstance(a, int) for a in args):
+        raise ZynMLTypeError("range(n) or range(start, stop[, step]) with integers")
+    return list(range(*args))
+
+
+# dtype names are values too: allocate(dtype=float32)
+DTYPE_VALUES = {name: canonical_dtype(name) for name in (
+    "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
+    "float16", "float32", "float64", "int32", "int64", "uint32", "bfloat16", "half")}
+CONSTANTS = {"inf": float("inf"), "pi": math.pi, "e": math.e, "nan": float("nan")}

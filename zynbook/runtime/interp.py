@@ -1,0 +1,876 @@
+"""The host interpreter: runs ZynML programs statement by statement.
+
+Host code (let/var, pipelines, config, await, tensor math) is interpreted here directly;
+every `compute()` block goes through the compiler (lower -> CIR -> dimension solving)
+and runs on a device. Values: Tensor, int, float, bool, str, list, tuple, Record, Future,
+Pipeline, MemoryPool.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import difflib
+import sys
+import threading
+
+import numpy as np
+
+from ..backends.registry import get_device
+from ..compiler import ast as A
+from ..compiler import cir
+from ..compiler.dims import solve
+from ..compiler.freenames import compute_free_names
+from ..compiler.lower import InputSig, LoweredKernel, dotted, lower_compute
+from ..compiler.types import canonical_dtype, is_float
+from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLNameError, ZynMLRuntimeError,
+                      ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
+from . import builtins as B
+from .tensor import Tensor, to_tensor
+from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record
+
+KEYWORDS = ("let", "var", "for", "in", "if", "elif", "else", "and", "or", "not", "return",
+            "pipeline", "config", "compute", "yield", "await", "timeout", "step", "true",
+            "false", "shared")
+
+
+class _Return(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+class CompiledKernel:
+    """One compute block as compiled for one input signature (what the inspector shows)."""
+
+    def __init__(self, lowered: LoweredKernel, device=None, launch=None, sizes=None):
+        self.lowered = lowered
+        self.kernel: cir.Kernel = lowered.kernel
+        self.name = self.kernel.name
+        self.device = device
+        self.launch = launch
+        self.sizes = dict(sizes or {})
+
+    @property
+    def cir_text(self) -> str:
+        return cir.print_kernel(self.kernel)
+
+    @property
+    def zynml(self) -> str:
+        return self.kernel.source
+
+    def sources(self) -> dict:
+        """{language: generated source} from every renderer available here."""
+        from ..compiler.codegen import available_sources
+        return available_sources(self.kernel, self.device)
+
+    def __repr__(self):
+        return f"<compiled kernel {self.name} ({self.kernel.kernel_type.kind})>"
+
+
+class Interpreter:
+    def __init__(self, session):
+        self.session = session
+        self.globals: dict = session.namespace
+        self.mutable: set = set()
+        self.frames: list = []              # pipeline calls: [(locals, mutable names)]
+        self.rng = np.random.default_rng(0)
+        self.cache: dict = {}
+        self.kernel_counter = 0
+        self.source = ""
+        self.extra_annotations: list = []
+        self._lock = threading.RLock()
+
+    # ---------------------------------------------------------------- helpers
+    @property
+    def default_device(self) -> str:
+        return self.session.default_device
+
+    def write(self, text: str):
+        sys.stdout.write(text)
+
+    def move(self, t: Tensor, device_id: str) -> Tensor:
+        dev = get_device(device_id)
+        if t.device == dev.id:
+            return t
+        host = t.numpy()
+        return Tensor(dev.from_host(host), dev.id, host.shape, t.dtype)
+
+    def allocate(self, shape, dtype, device_id, pinned=False) -> Tensor:
+        dev = get_device(device_id)
+        np_dtype = np.dtype(B.NUMPY_NAMES[dtype])
+        if hasattr(dev, "allocate"):
+            return Tensor(dev.allocate(shape, np_dtype, pinned=pinned), dev.id, shape, dtype)
+        return Tensor(dev.from_host(np.zeros(shape, np_dtype)), dev.id, shape, dtype)
+
+    # ----------------------------------------------------------------- scopes
+    def lookup(self, name: str, span):
+        if self.frames and name in self.frames[-1][0]:
+            return self.frames[-1][0][name]
+        if name in self.globals:
+            return self.globals[name]
+        if name in B.CONSTANTS:
+            return B.CONSTANTS[name]
+        if name in B.DTYPE_VALUES:
+            return B.DTYPE_VALUES[name]
+        if name in B.BUILTINS or name in ("all", "any"):
+            return _BuiltinRef(name)
+        raise ZynMLNameError(f"unknown name `{name}`{self._suggest(name)}", span)
+
+    def _suggest(self, name: str) -> str:
+        pool = list(self.globals) + list(B.BUILTINS) + list(KEYWORDS)
+        if self.frames:
+            pool += list(self.frames[-1][0])
+        close = difflib.get_close_matches(name, pool, n=1, cutoff=0.75)
+        return f"; did you mean `{close[0]}`?" if close else ""
+
+    def bind(self, name: str, value, mutable: bool):
+        scope, muts = (self.frames[-1] if self.frames else (self.globals, self.mutable))
+        scope[name] = value
+        (muts.add if mutable else muts.discard)(name)
+
+    def assign_name(self, target: A.Name, value):
+        name = target.id
+        scope, muts = (self.frames[-1] if self.frames and name in self.frames[-1][0]
+                       else (self.globals, self.mutable))
+        if name not in scope:
+            raise ZynMLNameError(f"`{name}` is not declared; declare it with "
+                                 f"`var {name} = ...`{self._suggest(name)}", target.span)
+        if name not in muts:
+            raise ZynMLTypeError(f"cannot assign to `{name}`: it is declared with let "
+                                 "(use var to change it)", target.span)
+        scope[name] = value
+
+    # -------------------------------------------------------------- programs
+    def run_program(self, program: A.Program, source: str):
+        """Run every statement; returns (value of the last one, it was an expression)."""
+        self.source = source
+        value, is_expr = None, False
+        for stmt in program.body:
+            value, is_expr = self.exec_top(stmt)
+        return value, is_expr
+
+    def exec_top(self, stmt):
+        value = self.exec(stmt)
+        if isinstance(stmt, A.ExprStmt):
+            return value, True
+        if isinstance(stmt, A.Let):
+            return value, False
+        return value, False
+
+    def exec_block(self, body):
+        value = None
+        for s in body:
+            value = self.exec(s)
+        return value
+
+    def exec(self, s):
+        try:
+            return self._exec(s)
+        except ZynMLError as err:
+            if err.span is NO_SPAN or err.span.line <= 0:
+                err.span = s.span
+            raise err.with_source(self.source)
+        except (ValueError, ArithmeticError, IndexError) as err:
+            raise ZynMLRuntimeError(str(err), s.span, self.source) from None
+
+    def _exec(self, s):
+        if isinstance(s, A.Let):
+            value = self.eval(s.value)
+            if s.type is not None:
+                self.check_type(value, s.type, {}, s.names[0])
+            if s.destructure:
+                if not isinstance(value, (tuple, list)):
+                    raise ZynMLTypeError(f"cannot unpack {B._kind(value)} into "
+                                         f"({', '.join(s.names)})", s.value.span)
+                if len(value) != len(s.names):
+                    raise ZynMLShapeError(f"unpacking {len(value)} values into "
+                                          f"{len(s.names)} names", s.value.span)
+                for n, v in zip(s.names, value):
+                    self.bind(n, v, False)
+            else:
+                self.bind(s.names[0], value, False)
+            return value
+        if isinstance(s, A.VarDecl):
+            value = self.eval(s.value)
+            self.bind(s.name, value, True)
+            return value
+        if isinstance(s, A.Assign):
+            return self.assign(s)
+        if isinstance(s, A.ExprStmt):
+            return self.eval(s.expr)
+        if isinstance(s, A.For):
+            return self.host_loop(s.iters, s.body)
+        if isinstance(s, A.If):
+            if self.truth(self.eval(s.cond), s.cond):
+                return self.exec_block(s.then)
+            return self.exec_block(s.orelse)
+        if isinstance(s, A.Pipeline):
+            p = Pipeline(s, self)
+            self.bind(s.name, p, False)
+            return None
+        if isinstance(s, A.Return):
+            if not self.frames:
+                raise ZynMLTypeError("`return` outside a pipeline", s.span)
+            raise _Return(self.eval(s.value) if s.value is not None else None)
+        if isinstance(s, A.Config):
+            return self.config(s)
+        if isinstance(s, A.Yield):
+            raise ZynMLTypeError("`yield` belongs inside a reduce kernel's compute body", s.span)
+        if isinstance(s, A.SharedVar):
+            raise ZynMLTypeError("`shared var` belongs inside a compute body", s.span)
+        if isinstance(s, A.AnnotationStmt):
+            raise ZynMLTypeError(f"@{s.annotation.name} belongs inside or after compute(...)",
+                                 s.span)
+        if isinstance(s, A.Ellipsis):
+            raise ZynMLTypeError("`...` stands for elided code; write it out", s.span)
+        raise ZynMLTypeError("unsupported statement", s.span)
+
+    def assign(self, s: A.Assign):
+        if isinstance(s.target, A.Name):
+            if s.op == "=":
+                value = self.eval(s.value)
+            else:
+                old = self.lookup(s.target.id, s.target.span)
+                value = self.binary(s.op[0], old, self.eval(s.value), s.span)
+            self.assign_name(s.target, value)
+            return value
+        if isinstance(s.target, A.Index):
+            base = self.eval(s.target.base)
+            key = self.index_key(s.target.items)
+            value = self.eval(s.value)
+            if isinstance(base, list):
+                if len(key) != 1 or not isinstance(key[0], int):
+                    raise ZynMLTypeError("a list is indexed by one integer", s.target.span)
+                if s.op != "=":
+                    value = self.binary(s.op[0], base[key[0]], value, s.span)
+                base[key[0]] = value
+                return value
+            if isinstance(base, Tensor):
+                arr = B.host_array(base)
+                if s.op != "=":
+                    value = self.binary(s.op[0], B.wrap(arr[key], base), value, s.span)
+                arr[key] = value.numpy() if isinstance(value, Tensor) and \
+                    isinstance(arr, np.ndarray) else (value.data if isinstance(value, Tensor) else value)
+                return value
+            raise ZynMLTypeError(f"cannot assign into {B._kind(base)}", s.target.span)
+        raise ZynMLTypeError("cannot assign to this expression", s.target.span)
+
+    def host_loop(self, iters, body):
+        it, rest = iters[0], iters[1:]
+        if isinstance(it, A.RangeIter):
+            start, stop = self.eval(it.start), self.eval(it.stop)
+            step = self.eval(it.step) if it.step is not None else 1
+            for v, node in ((start, it.start), (stop, it.stop), (step, it.step or it.start)):
+                if not isinstance(v, int) or isinstance(v, bool):
+                    raise ZynMLTypeError("range bounds are integers", node.span)
+            if step <= 0:
+                raise ZynMLTypeError("a loop step must be positive", it.step.span)
+            values = range(start, stop, step)
+        else:
+            seq = self.eval(it.iterable)
+            if isinstance(seq, Tensor):
+                seq = [B.wrap(x, seq) for x in B.host_array(seq)]
+            if not isinstance(seq, (list, tuple)):
+                raise ZynMLTypeError(f"cannot loop over {B._kind(seq)}", it.iterable.span)
+            values = seq
+        for v in values:
+            self.bind(it.var, v, False)
+            if rest:
+                self.host_loop(rest, body)
+            else:
+                self.exec_block(body)
+        return None
+
+    def config(self, s: A.Config):
+        for kw in s.entries:
+            value = self.eval(kw.value)
+            if kw.name == "compute_device":
+                get_device(value) if value != "auto" else None
+                self.session.default_device = value
+            elif kw.name == "seed":
+                if not isinstance(value, int):
+                    raise ZynMLTypeError("seed takes an integer", kw.value.span)
+                self.rng = np.random.default_rng(value)
+            else:
+                raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
+                                     "seed", kw.span)
+        return None
+
+    def truth(self, value, node) -> bool:
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        if isinstance(value, (int, float)):
+            return value != 0
+        if isinstance(value, Tensor) and value.size == 1:
+            return bool(value.numpy().reshape(()))
+        raise ZynMLTypeError(f"a condition must be true or false, not {B._kind(value)}",
+                             node.span)
+
+    # ------------------------------------------------------------ expressions
+    def eval(self, e):
+        if isinstance(e, A.Number):
+            return e.value
+        if isinstance(e, A.String):
+            return e.value
+        if isinstance(e, A.Bool):
+            return e.value
+        if isinstance(e, A.Duration):
+            return e.seconds
+        if isinstance(e, A.Size):
+            return e.nbytes
+        if isinstance(e, A.Name):
+            return self.lookup(e.id, e.span)
+        if isinstance(e, A.ListLit):
+            return [self.eval(x) for x in e.items]
+        if isinstance(e, A.TupleLit):
+            return tuple(self.eval(x) for x in e.items)
+        if isinstance(e, A.BinOp):
+            if e.op == "and":
+                return self.truth(self.eval(e.left), e.left) and self.truth(self.eval(e.right), e.right)
+            if e.op == "or":
+                return self.truth(self.eval(e.left), e.left) or self.truth(self.eval(e.right), e.right)
+            return self.binary(e.op, self.eval(e.left), self.eval(e.right), e.span)
+        if isinstance(e, A.UnaryOp):
+            v = self.eval(e.operand)
+            if e.op == "not":
+                return not self.truth(v, e.operand)
+            if e.op == "pos":
+                return v
+            if isinstance(v, Tensor):
+                return B.wrap(-B.host_array(v), v)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return -v
+            raise ZynMLTypeError(f"cannot negate {B._kind(v)}", e.span)
+        if isinstance(e, A.Attr):
+            return self.attr(self.eval(e.base), e.name, e)
+        if isinstance(e, A.Index):
+            return self.index(self.eval(e.base), e)
+        if isinstance(e, A.Call):
+            return self.call(e)
+        if isinstance(e, A.Pipe):
+            return self.pipe(e)
+        if isinstance(e, A.Await):
+            return self.await_(e)
+        if isinstance(e, A.Compute):
+            return self.compute(e)
+        if isinstance(e, A.OpRef):
+            raise ZynMLTypeError(f"`{e.op}` is an operator, not a value", e.span)
+        raise ZynMLTypeError("unsupported expression", e.span)
+
+    def binary(self, op, a, b, span):
+        if isinstance(a, Tensor) or isinstance(b, Tensor):
+            return self.tensor_binary(op, a, b, span)
+        if op in ("==", "!="):
+            return (a == b) if op == "==" else (a != b)
+        numeric = (int, float, np.integer, np.floating)
+        if isinstance(a, str) and isinstance(b, str) and op == "+":
+            return a + b
+        if isinstance(a, list) and isinstance(b, list) and op == "+":
+            return a + b
+        if not (isinstance(a, numeric) and isinstance(b, numeric)) or \
+                isinstance(a, bool) or isinstance(b, bool):
+            raise ZynMLTypeError(f"cannot apply {op} to {B._kind(a)} and {B._kind(b)}", span)
+        try:
+            if op == "+":
+                return a + b
+            if op == "-":
+                return a - b
+            if op == "*":
+                return a * b
+            if op == "/":
+                if isinstance(a, int) and isinstance(b, int):
+                    q = abs(a) // abs(b)
+                    return q if (a >= 0) == (b >= 0) else -q
+                return a / b
+            if op == "%":
+                import math
+                return int(math.fmod(a, b)) if isinstance(a, int) and isinstance(b, int) \
+                    else math.fmod(a, b)
+            if op == "**":
+                return a ** b
+            if op == "<":
+                return a < b
+            if op == "<=":
+                return a <= b
+            if op == ">":
+                return a > b
+            if op == ">=":
+                return a >= b
+        except ZeroDivisionError:
+            raise ZynMLRuntimeError("division by zero", span) from None
+        raise ZynMLTypeError(f"cannot apply {op} to numbers", span)
+
+    def tensor_binary(self, op, a, b, span):
+        t = a if isinstance(a, Tensor) else b
+        xp = B.xp_of(t)
+        x = B.host_array(a) if isinstance(a, Tensor) else a
+        y = B.host_array(b) if isinstance(b, Tensor) else b
+        for v in (a, b):
+            if not isinstance(v, (Tensor, int, float, bool, np.number)):
+                raise ZynMLTypeError(f"cannot apply {op} to a tensor and {B._kind(v)}", span)
+        if isinstance(a, Tensor) and isinstance(b, Tensor) and a.device != b.device:
+            raise ZynMLDeviceError(f"operands live on {a.device} and {b.device}; move one with "
+                                   ".to_device(...)", span)
+        try:
+            with np.errstate(all="ignore"):
+                if op == "@":
+                    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+                        raise ZynMLTypeError("@ multiplies two tensors", span)
+                    if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
+                        raise ZynMLShapeError(f"cannot multiply {list(a.shape)} @ {list(b.shape)}: "
+                                              "inner sizes differ", span)
+                    r = xp.matmul(x, y)
+                elif op == "/":
+                    r = xp.true_divide(x, y)
+                else:
+                    r = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
+                         "%": lambda: xp.fmod(x, y), "**": lambda: x ** y,
+                         "<": lambda: x < y, "<=": lambda: x <= y, ">": lambda: x > y,
+                         ">=": lambda: x >= y, "==": lambda: x == y, "!=": lambda: x != y}[op]()
+        except ValueError:
+            sa = list(a.shape) if isinstance(a, Tensor) else "scalar"
+            sb = list(b.shape) if isinstance(b, Tensor) else "scalar"
+            raise ZynMLShapeError(f"shapes {sa} and {sb} do not broadcast for {op}", span) from None
+        return B.wrap(r, t)
+
+    def attr(self, base, name, node):
+        if isinstance(base, Record):
+            if name in base.keys():
+                return base.get(name)
+            raise ZynMLNameError(f"the record has no field `{name}`; it has "
+                                 f"{', '.join(base.keys()) or 'none'}", node.span)
+        if isinstance(base, Tensor):
+            if name == "shape":
+                return list(base.shape)
+            if name in ("dtype", "device", "ndim", "size"):
+                return getattr(base, name)
+            if name == "T":
+                return B.wrap(B.host_array(base).T, base)
+            if name in _TENSOR_METHODS:
+                return _Method(base, name)
+            raise ZynMLNameError(f"a tensor has no attribute `{name}`; it has shape, dtype, "
+                                 "device, ndim, size, T, to_device(...)", node.span)
+        if isinstance(base, MemoryPool):
+            if name in ("allocate", "free", "reset"):
+                return _Method(base, name)
+            if name in ("size", "used", "free_bytes"):
+                return getattr(base, name)
+        if isinstance(base, Future) and name == "done":
+            return _Method(base, name)
+        if isinstance(base, dict):
+            if name in base:
+                return base[name]
+        raise ZynMLNameError(f"{B._kind(base)} has no attribute `{name}`", node.span)
+
+    def index_key(self, items):
+        key = []
+        for it in items:
+            if isinstance(it, A.SliceItem):
+                lo = self.eval(it.start) if it.start is not None else None
+                hi = self.eval(it.stop) if it.stop is not None else None
+                key.append(slice(lo, hi))
+            else:
+                v = self.eval(it)
+                if isinstance(v, Tensor):
+                    v = B.host_array(v)
+                key.append(v)
+        return tuple(key)
+
+    def index(self, base, e: A.Index):
+        key = self.index_key(e.items)
+        if isinstance(base, (list, tuple)):
+            if len(key) != 1:
+                raise ZynMLTypeError("a list is indexed by one integer", e.span)
+            k = key[0]
+            if isinstance(k, slice):
+                return base[k]
+            if not isinstance(k, int) or isinstance(k, bool):
+                raise ZynMLTypeError(f"a list index is an integer, not {B._kind(k)}",
+                                     e.items[0].span)
+            if not -len(base) <= k < len(base):
+                raise ZynMLShapeError(f"index {k} is out of range for a list of {len(base)}",
+                                      e.items[0].span)
+            return base[k]
+        if isinstance(base, Tensor):
+            if len(key) > base.ndim:
+                raise ZynMLShapeError(f"a {base.ndim}-D tensor indexed with {len(key)} indices",
+                                      e.span)
+            for k, (item, size) in enumerate(zip(key, base.shape)):
+                if isinstance(item, int) and not -size <= item < size:
+                    raise ZynMLShapeError(f"index {item} is out of range for axis {k} of size "
+                                          f"{size}", e.items[k].span)
+            return B.wrap(B.host_array(base)[key], base)
+        if isinstance(base, Record) and len(key) == 1 and isinstance(key[0], str):
+            return self.attr(base, key[0], e)
+        raise ZynMLTypeError(f"{B._kind(base)} cannot be indexed", e.span)
+
+    # ------------------------------------------------------------------ calls
+    def call(self, e: A.Call, prepend=()):
+        func = self.eval(e.func)
+        args = list(prepend) + [self.eval(a) for a in e.args]
+        kwargs = {}
+        for kw in e.kwargs:
+            if kw.name in kwargs:
+                raise ZynMLTypeError(f"`{kw.name}` is given twice", kw.span)
+            kwargs[kw.name] = self.eval(kw.value)
+        return self.apply(func, args, kwargs, e)
+
+    def apply(self, func, args, kwargs, node):
+        if isinstance(func, _BuiltinRef):
+            if func.name in ("all", "any"):
+                return self.combine_futures(func.name, args, kwargs, node)
+            try:
+                return B.BUILTINS[func.name](self, args, kwargs)
+            except ZynMLError as err:
+                if err.span is NO_SPAN or err.span.line <= 0:
+                    err.span = node.span
+                raise
+        if isinstance(func, Pipeline):
+            return self.call_pipeline(func, args, kwargs, node)
+        if isinstance(func, _Method):
+            return func.call(self, args, kwargs, node)
+        raise ZynMLTypeError(f"{B._kind(func)} is not a function", node.span)
+
+    def pipe(self, e: A.Pipe):
+        value = self.eval(e.value)
+        if isinstance(e.func, A.Call):
+            return self.call(e.func, prepend=(value,))
+        func = self.eval(e.func)
+        return self.apply(func, [value], {}, e)
+
+    def call_pipeline(self, p: Pipeline, args, kwargs, node):
+        params = p.node.params
+        if kwargs:
+            names = [q.name for q in params]
+            for k in kwargs:
+                if k not in names:
+                    raise ZynMLTypeError(f"pipeline {p.name} has no parameter `{k}`",
+                                         node.span if node else NO_SPAN)
+            args = args + [kwargs[q.name] for q in params[len(args):] if q.name in kwargs]
+        if len(args) != len(params):
+            raise ZynMLTypeError(f"pipeline {p.name} takes {len(params)} argument(s), got "
+                                 f"{len(args)}", node.span if node else NO_SPAN)
+        local: dict = {}
+        dims: dict = {}
+        for q, v in zip(params, args):
+            if q.type is not None:
+                self.check_type(v, q.type, dims, q.name)
+            local[q.name] = v
+        for name, size in dims.items():
+            local.setdefault(name, size)
+        self.frames.append((local, set()))
+        try:
+            try:
+                self.exec_block(p.node.body)
+                result = None
+            except _Return as r:
+                result = r.value
+            if p.node.returns is not None and result is not None:
+                self.check_type(result, p.node.returns, dims, f"the result of {p.name}")
+            return result
+        finally:
+            self.frames.pop()
+
+    def check_type(self, value, typ: A.TypeExpr, dims: dict, what: str):
+        name = typ.name
+        if name == "tensor":
+            if not isinstance(value, Tensor):
+                raise ZynMLTypeError(f"`{what}` must be a tensor, not {B._kind(value)}", typ.span)
+            if typ.dims is None:
+                return
+            dtype_dims = [d for d in typ.dims if isinstance(d, A.Name) and canonical_dtype(d.id)
+                          and d.id not in dims and d.id not in self.globals]
+            shape_dims = [d for d in typ.dims if d not in dtype_dims]
+            for d in dtype_dims:
+                if canonical_dtype(d.id) != value.dtype:
+                    raise ZynMLTypeError(f"`{what}` must be {canonical_dtype(d.id)}, not "
+                                         f"{value.dtype}", d.span)
+            if len(shape_dims) != value.ndim:
+                raise ZynMLShapeError(f"`{what}` must have {len(shape_dims)} axes "
+                                      f"({', '.join(_dim_text(d) for d in shape_dims)}), but its "
+                                      f"shape is {list(value.shape)}", typ.span)
+            for d, size in zip(shape_dims, value.shape):
+                if isinstance(d, A.Name):
+                    if d.id in dims and dims[d.id] != size:
+                        raise ZynMLShapeError(f"`{what}` has {d.id} = {size}, but {d.id} = "
+                                              f"{dims[d.id]} elsewhere in this call", d.span)
+                    dims.setdefault(d.id, size)
+                else:
+                    expected = self.eval(d)
+                    if expected != size:
+                        raise ZynMLShapeError(f"`{what}` must have size {expected} here, not "
+                                              f"{size}", d.span)
+            return
+        dtype = canonical_dtype(name)
+        if name in ("int", "i32", "i64", "u32"):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ZynMLTypeError(f"`{what}` must be an int, not {B._kind(value)}", typ.span)
+        elif name in ("float", "f32", "f64", "f16"):
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ZynMLTypeError(f"`{what}` must be a number, not {B._kind(value)}", typ.span)
+        elif name == "bool":
+            if not isinstance(value, bool):
+                raise ZynMLTypeError(f"`{what}` must be a bool, not {B._kind(value)}", typ.span)
+        elif name in ("str", "string"):
+            if not isinstance(value, str):
+                raise ZynMLTypeError(f"`{what}` must be a string, not {B._kind(value)}", typ.span)
+        elif dtype is None and name not in ("any", "record", "list", "future"):
+            raise ZynMLTypeError(f"unknown type `{name}`", typ.span)
+
+    # ------------------------------------------------------------------ async
+    def await_(self, e: A.Await):
+        fut = self.eval(e.future)
+        if isinstance(fut, list) and all(isinstance(f, Future) for f in fut):
+            fut = _Gather(fut)
+        if not isinstance(fut, (Future, _Gather, _FirstOf)):
+            raise ZynMLTypeError(f"await takes a future (from compute(...) @async), not "
+                                 f"{B._kind(fut)}", e.future.span)
+        timeout = None
+        if e.timeout is not None:
+            timeout = self.eval(e.timeout)
+            if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0:
+                raise ZynMLTypeError("timeout takes a duration like 500ms or 2s", e.timeout.span)
+        try:
+            return fut.result(timeout)
+        except cf.TimeoutError:
+            if e.default is None:
+                raise ZynMLTimeoutError(f"the future did not finish within {timeout:g} s",
+                                        e.span) from None
+            return self.eval(e.default)
+
+    def combine_futures(self, name, args, kwargs, node):
+        if kwargs or len(args) != 1:
+            raise ZynMLTypeError(f"{name}(futures) takes one list", node.span)
+        items = args[0]
+        if not isinstance(items, (list, tuple)):
+            raise ZynMLTypeError(f"{name}() takes a list, not {B._kind(items)}", node.span)
+        if items and all(isinstance(f, Future) for f in items):
+            return _Gather(list(items)) if name == "all" else _FirstOf(list(items))
+        if any(isinstance(f, Future) for f in items):
+            raise ZynMLTypeError(f"{name}() takes a list of futures (or of booleans)", node.span)
+        return (all if name == "all" else any)(self.truth(v, node) for v in items)
+
+    # ---------------------------------------------------------------- compute
+    def compute(self, node: A.Compute):
+        inputs, sigs = [], []
+        for expr in node.inputs:
+            label = dotted(expr)
+            if label is None:
+                raise ZynMLTypeError("compute() inputs are names (x) or fields (weights.w)",
+                                     expr.span)
+            inputs.append(self._input_tensor(self.eval(expr), label, expr))
+            sigs.append(InputSig(label, inputs[-1].dtype, inputs[-1].ndim, expr.span))
+        scalars, given = {}, {}
+        for label, span in compute_free_names(node).items():
+            value = self._free_value(label, span)
+            if value is _MISSING:
+                continue
+            if isinstance(value, Tensor) or to_tensor(value) is not None and \
+                    not isinstance(value, (int, float, bool, list, tuple, str)):
+                t = self._input_tensor(value, label, None, span)
+                inputs.append(t)
+                sigs.append(InputSig(label, t.dtype, t.ndim, span))
+            elif isinstance(value, bool):
+                scalars[label] = "bool"
+                given[label] = value
+            elif isinstance(value, (int, np.integer)):
+                scalars[label] = "i32"
+                given[label] = int(value)
+            elif isinstance(value, (float, np.floating)):
+                scalars[label] = "f32"
+                given[label] = float(value)
+            else:
+                scalars[label] = None
+        lowered = self.lower(node, sigs, scalars)
+        kernel = lowered.kernel
+        shapes = {b.name: t.shape for b, t in zip(kernel.inputs, inputs)}
+        sizes_given = {k: v for k, v in given.items() if k in kernel.dims}
+        sizes = solve(lowered, shapes, sizes_given)
+        scalar_values = {s.name: given[s.name] for s in kernel.scalars}
+        device_id = self._device_for(lowered)
+        run_async = "async" in lowered.annotations
+        if "parallel" in lowered.annotations and isinstance(device_id, list):
+            device_id = device_id[0]
+        device = get_device(device_id)
+        job = lambda: self._launch(device, lowered, inputs, sizes, scalar_values, node)
+        if run_async:
+            return Future(DeviceQueue.for_device(device.id).submit(job), kernel.name)
+        return job()
+
+    def _free_value(self, label, span):
+        root, *fields = label.split(".")
+        if self.frames and root in self.frames[-1][0]:
+            value = self.frames[-1][0][root]
+        elif root in self.globals:
+            value = self.globals[root]
+        else:
+            return _MISSING         # a size the kernel infers from its inputs' shapes
+        if isinstance(value, Pipeline):
+            return _MISSING
+        for f in fields:
+            value = self.attr(value, f, _Spanned(span))
+        return value
+
+    def _input_tensor(self, value, label, expr, span=None):
+        t = to_tensor(value)
+        if t is None:
+            where = expr.span if expr is not None else span
+            raise ZynMLTypeError(f"compute() inputs are tensors; `{label}` is {B._kind(value)}"
+                                 + ("; use it by name inside the body instead"
+                                    if isinstance(value, (int, float)) else ""), where)
+        return t
+
+    def lower(self, node, sigs, scalars) -> LoweredKernel:
+        key = (id(node), tuple((s.label, s.dtype, s.rank) for s in sigs),
+               tuple(sorted(scalars.items(), key=lambda kv: kv[0])),
+               tuple(id(a) for a in self.extra_annotations))
+        hit = self.cache.get(key)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        self.kernel_counter += 1
+        name = self._kernel_name(node)
+        lowered = lower_compute(node, sigs, scalars, name, self.source, self.extra_annotations)
+        self.cache[key] = (node, lowered)
+        return lowered
+
+    def _kernel_name(self, node) -> str:
+        kind = "kernel"
+        for s in node.body:
+            if isinstance(s, A.AnnotationStmt) and s.annotation.name == "kernel" and \
+                    s.annotation.kernel:
+                kind = s.annotation.kernel
+        return f"{kind}_l{node.span.line}"
+
+    def _device_for(self, lowered):
+        ann = lowered.annotations.get("device")
+        if ann is None:
+            return self.default_device
+        if len(ann.args) != 1 or ann.kwargs:
+            raise ZynMLDeviceError("@device takes one device id: @device(\"cuda:0\")", ann.span)
+        value = self.eval(ann.args[0])
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            for v in value:
+                get_device(v)
+            return value[0]
+        if not isinstance(value, str):
+            raise ZynMLDeviceError(f"@device takes a device id string like \"cuda:0\", not "
+                                   f"{B._kind(value)}", ann.args[0].span)
+        return value
+
+    def _launch(self, device, lowered, inputs, sizes, scalars, node):
+        arrays = []
+        for t in inputs:
+            arrays.append(t.data if t.device == device.id else device.from_host(t.numpy()))
+        try:
+            out, launch = device.launch(lowered.kernel, arrays, sizes, scalars)
+        except ZynMLError as err:
+            if err.span is NO_SPAN or err.span.line <= 0:
+                err.span = node.span
+            raise err.with_source(self.source)
+        compiled = CompiledKernel(lowered, device, launch, sizes)
+        with self._lock:
+            self.session.last_kernels.append(compiled)
+            self.session.launches.append(launch)
+        if lowered.kernel.output.shape == () and device.kind == "cpu":
+            v = np.asarray(out).reshape(())
+            return v.item()
+        if lowered.kernel.output.shape == ():
+            return np.asarray(device.to_host(out)).reshape(()).item()
+        return Tensor(out, device.id, cir.output_shape(lowered.kernel, sizes),
+                      lowered.kernel.output.dtype)
+
+
+_MISSING = object()
+
+
+class _Spanned:
+    def __init__(self, span):
+        self.span = span
+
+
+class _BuiltinRef:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"<builtin {self.name}>"
+
+
+_TENSOR_METHODS = ("to_device", "reshape", "sum", "mean", "max", "min", "numpy")
+
+
+class _Method:
+    def __init__(self, obj, name):
+        self.obj, self.name = obj, name
+
+    def __repr__(self):
+        return f"<method {self.name}>"
+
+    def call(self, interp, args, kwargs, node):
+        obj = self.obj
+        if isinstance(obj, Tensor):
+            if self.name == "to_device":
+                B._unexpected(kwargs, ("copy",), "to_device")
+                B._arity(args, 1, "to_device", "x.to_device(\"cuda:0\", copy=true)")
+                copy = kwargs.get("copy", True)
+                moved = interp.move(obj, args[0])
+                if copy and moved is obj:
+                    return Tensor(B.xp_of(obj).array(B.host_array(obj), copy=True)
+                                  if isinstance(obj.data, np.ndarray) or B.xp_of(obj) is not np
+                                  else obj.numpy().copy(), obj.device)
+                return moved
+            if self.name == "numpy":
+                return Tensor(obj.numpy(), "cpu")
+            fn = B.BUILTINS[self.name]
+            return fn(interp, [obj] + list(args), kwargs)
+        if isinstance(obj, MemoryPool):
+            if self.name == "allocate":
+                B._unexpected(kwargs, ("shape", "dtype"), "allocate")
+                shape = kwargs.get("shape", args[0] if args else None)
+                if shape is None:
+                    raise ZynMLTypeError("pool.allocate(shape=[...]) needs a shape", node.span)
+                return obj.allocate(B._shape(shape), B._dtype(kwargs.get("dtype")))
+            if self.name == "free":
+                B._arity(args, 1, "free", "pool.free(tensor)")
+                return obj.free(args[0])
+            if self.name == "reset":
+                return obj.reset()
+        if isinstance(obj, Future) and self.name == "done":
+            return obj.done()
+        raise ZynMLTypeError(f"cannot call {self.name}", node.span)
+
+
+class _Gather:
+    """`all(futures)`: every result, in order."""
+
+    def __init__(self, futures):
+        self.futures = futures
+
+    def done(self):
+        return all(f.done() for f in self.futures)
+
+    def result(self, timeout=None):
+        done, pending = cf.wait([f.inner for f in self.futures], timeout=timeout)
+        if pending:
+            raise cf.TimeoutError()
+        return [f.result() for f in self.futures]
+
+
+class _FirstOf:
+    """`any(futures)`: (result, index) of the first to finish."""
+
+    def __init__(self, futures):
+        self.futures = futures
+
+    def done(self):
+        return any(f.done() for f in self.futures)
+
+    def result(self, timeout=None):
+        inner = [f.inner for f in self.futures]
+        done, _ = cf.wait(inner, timeout=timeout, return_when=cf.FIRST_COMPLETED)
+        if not done:
+            raise cf.TimeoutError()
+        first = min(inner.index(f) for f in done)
+        return (inner[first].result(), first)
+
+
+def _dim_text(d) -> str:
+    return d.id if isinstance(d, A.Name) else "?"

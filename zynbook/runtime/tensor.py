@@ -1,0 +1,143 @@
+"""`zynbook.Tensor`: an n-dimensional array on a device, as ZynML programs see it."""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from ..compiler.types import dtype_from_numpy
+
+
+def _module_of(array) -> str:
+    return type(array).__module__.split(".")[0]
+
+
+class Tensor:
+    """An array living on a device (`cpu`, `cuda:0`, `vulkan:0`, ...).
+
+    `data` is the device's own array type (numpy for the CPU, CuPy for CUDA, a buffer
+    handle for WebGPU); `numpy()` always gives a host copy (or the array itself on the CPU).
+    """
+
+    __slots__ = ("data", "device", "_shape", "_dtype")
+
+    def __init__(self, data, device: str = "cpu", shape=None, dtype=None):
+        self.data = data
+        self.device = device
+        self._shape = tuple(int(d) for d in (shape if shape is not None else data.shape))
+        self._dtype = dtype or dtype_from_numpy(data.dtype)
+
+    # --------------------------------------------------------------- properties
+    @property
+    def shape(self) -> tuple:
+        return self._shape
+
+    @property
+    def dtype(self) -> str:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(self.numpy_dtype).itemsize
+
+    @property
+    def numpy_dtype(self):
+        from ..compiler.types import NUMPY_NAMES
+        return np.dtype(NUMPY_NAMES[self._dtype])
+
+    # ------------------------------------------------------------- conversions
+    def numpy(self) -> np.ndarray:
+        if isinstance(self.data, np.ndarray):
+            return self.data
+        from ..backends.registry import get_device
+        return get_device(self.device).to_host(self.data)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy()
+        if dtype is not None:
+            arr = arr.astype(dtype, copy=False)
+        return arr
+
+    def __dlpack__(self, *args, **kwargs):
+        data = self.data
+        if hasattr(data, "__dlpack__"):
+            return data.__dlpack__(*args, **kwargs)
+        return self.numpy().__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        data = self.data
+        if hasattr(data, "__dlpack_device__"):
+            return data.__dlpack_device__()
+        return self.numpy().__dlpack_device__()
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    # ---------------------------------------------------------------- display
+    def __repr__(self) -> str:
+        body = np.array2string(self.numpy(), precision=4, threshold=64, edgeitems=3,
+                               separator=", ", suppress_small=True)
+        return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, device={self.device!r},\n" \
+               f"       {body.replace(chr(10), chr(10) + '       ')})"
+
+    def summary(self) -> str:
+        return f"tensor[{', '.join(map(str, self.shape))}] {self.dtype} on {self.device}"
+
+    def _repr_html_(self) -> str:
+        head = (f"<div class='zynbook-tensor'><b>Tensor</b> "
+                f"<code>[{', '.join(map(str, self.shape))}]</code> "
+                f"<code>{self.dtype}</code> on <code>{html.escape(self.device)}</code>")
+        arr = self.numpy()
+        if arr.ndim == 2 and arr.shape[0] <= 16 and arr.shape[1] <= 16:
+            rows = "".join(
+                "<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in arr)
+            return head + f"<table class='zynbook-tensor-table'>{rows}</table></div>"
+        if arr.ndim == 1 and arr.shape[0] <= 16:
+            cells = "".join(f"<td>{_fmt(v)}</td>" for v in arr)
+            return head + f"<table class='zynbook-tensor-table'><tr>{cells}</tr></table></div>"
+        preview = np.array2string(arr, precision=4, threshold=64, edgeitems=3, separator=", ")
+        return head + f"<pre>{html.escape(preview)}</pre></div>"
+
+
+def _fmt(v) -> str:
+    if isinstance(v, (np.floating, float)):
+        return f"{float(v):.4g}"
+    return html.escape(str(v))
+
+
+def to_tensor(value, device: str = "cpu"):
+    """A Tensor for numpy arrays, anything with __array__ or __dlpack__; None otherwise."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, np.ndarray):
+        return Tensor(value, "cpu")
+    module = _module_of(value)
+    if module == "cupy":
+        dev = value.device.id
+        return Tensor(value, f"cuda:{dev}")
+    if module == "torch":
+        if value.device.type == "cuda":
+            try:
+                import cupy
+                return Tensor(cupy.from_dlpack(value.detach()), f"cuda:{value.device.index or 0}")
+            except ImportError:
+                pass
+        return Tensor(np.asarray(value.detach().cpu().numpy()), "cpu")
+    if hasattr(value, "__array__"):
+        return Tensor(np.asarray(value), "cpu")
+    if hasattr(value, "__dlpack__"):
+        return Tensor(np.from_dlpack(value), "cpu")
+    return None

@@ -1,0 +1,132 @@
+"""Host values a ZynML program handles besides tensors and numbers: records, futures,
+pipelines and memory pools."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import threading
+
+from ..errors import ZynMLMemoryError, ZynMLTypeError
+
+
+class Record:
+    """A read-only record whose fields are read with `.name` (dicts bound from the host,
+    device descriptions)."""
+
+    def __init__(self, fields: dict):
+        object.__setattr__(self, "_fields", dict(fields))
+
+    def __getattr__(self, name):
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def get(self, name, default=None):
+        return self._fields.get(name, default)
+
+    def keys(self):
+        return self._fields.keys()
+
+    def __eq__(self, other):
+        return isinstance(other, Record) and other._fields == self._fields
+
+    def __repr__(self):
+        return "{" + ", ".join(f"{k}: {v!r}" for k, v in self._fields.items()) + "}"
+
+
+class Future:
+    """The result of `compute(...) @async`: resolved with `await`."""
+
+    def __init__(self, inner: cf.Future, label: str = "compute"):
+        self.inner = inner
+        self.label = label
+
+    def done(self) -> bool:
+        return self.inner.done()
+
+    def result(self, timeout=None):
+        return self.inner.result(timeout)
+
+    def __repr__(self):
+        state = "done" if self.inner.done() else "running"
+        return f"<future {self.label} ({state})>"
+
+
+class DeviceQueue:
+    """One worker thread per device: launches on a device run in submission order."""
+
+    _queues: dict = {}
+    _lock = threading.Lock()
+
+    @classmethod
+    def for_device(cls, device_id: str) -> cf.ThreadPoolExecutor:
+        with cls._lock:
+            q = cls._queues.get(device_id)
+            if q is None:
+                q = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"zynml-{device_id}")
+                cls._queues[device_id] = q
+            return q
+
+
+class Pipeline:
+    """A `pipeline name(params) -> type:` definition, callable like a function."""
+
+    def __init__(self, node, interpreter):
+        self.node = node
+        self.interpreter = interpreter
+        self.name = node.name
+
+    def __call__(self, *args, **kwargs):
+        return self.interpreter.call_pipeline(self, list(args), kwargs, None)
+
+    def __repr__(self):
+        params = ", ".join(p.name for p in self.node.params)
+        return f"<pipeline {self.name}({params})>"
+
+
+class MemoryPool:
+    """`memory_pool(device=, size=)`: allocations on one device within a fixed budget."""
+
+    def __init__(self, device, size: int, allocate_fn):
+        self.device = device
+        self.size = int(size)
+        self._allocate = allocate_fn
+        self.live: dict = {}            # id(tensor) -> (tensor, nbytes)
+        self._native = None
+
+    @property
+    def used(self) -> int:
+        return sum(n for _t, n in self.live.values())
+
+    @property
+    def free_bytes(self) -> int:
+        return self.size - self.used
+
+    def allocate(self, shape, dtype="f32"):
+        tensor = self._allocate(shape, dtype, self.device.id)
+        nbytes = tensor.nbytes
+        if nbytes > self.free_bytes:
+            raise ZynMLMemoryError(
+                f"out of memory in the pool on {self.device.id}: asked for {_bytes(nbytes)}, "
+                f"{_bytes(self.free_bytes)} of {_bytes(self.size)} free")
+        self.live[id(tensor)] = (tensor, nbytes)
+        return tensor
+
+    def free(self, tensor):
+        if id(tensor) not in self.live:
+            raise ZynMLTypeError("this tensor was not allocated from this pool (or was freed)")
+        del self.live[id(tensor)]
+
+    def reset(self):
+        self.live.clear()
+
+    def __repr__(self):
+        return (f"<memory_pool on {self.device.id}: {_bytes(self.used)} used of "
+                f"{_bytes(self.size)}, {len(self.live)} allocations>")
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GB", 1000**3), ("MB", 1000**2), ("KB", 1000)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"

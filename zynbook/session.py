@@ -1,0 +1,87 @@
+"""Sessions: the state one notebook (or one `zynbook.run`) keeps between cells."""
+from __future__ import annotations
+
+from .backends.registry import get_device
+from .compiler import ast as A
+from .compiler.parser import parse
+from .errors import ZynMLDeviceError, ZynMLError
+from .runtime.interp import Interpreter
+from .runtime.tensor import to_tensor
+from .runtime.values import Record
+
+
+def bind_value(value):
+    """A Python value as ZynML sees it: arrays become tensors, dicts records."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return Record({k: bind_value(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [bind_value(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(bind_value(v) for v in value)
+    t = to_tensor(value)
+    return t if t is not None else value
+
+
+class Session:
+    """Names, the default device, and what the last cell compiled and launched."""
+
+    def __init__(self, device: str = "cpu", namespace: dict | None = None):
+        self.namespace: dict = namespace if namespace is not None else {}
+        self._default_device = "cpu"
+        self.default_device = device
+        self.last_kernels: list = []
+        self.launches: list = []
+        self.interpreter = Interpreter(self)
+
+    @property
+    def default_device(self) -> str:
+        return self._default_device
+
+    @default_device.setter
+    def default_device(self, device_id: str):
+        if device_id != "auto":
+            get_device(device_id)        # raises ZynMLDeviceError for unknown ids
+        elif not isinstance(device_id, str):
+            raise ZynMLDeviceError(f"a device id is a string, not {device_id!r}")
+        self._default_device = device_id
+
+    def run_cell(self, source: str, compute_annotations: str = "", **env):
+        """Run ZynML `source`; returns (value of the last statement, it was an expression).
+        `compute_annotations` (e.g. '@device("cuda:0") @async') apply to every compute block."""
+        for name, value in env.items():
+            self.namespace[name] = bind_value(value)
+        self.last_kernels = []
+        self.launches = []
+        program = parse(source)
+        extra = parse_annotations(compute_annotations) if compute_annotations else []
+        interp = self.interpreter
+        interp.extra_annotations = extra
+        try:
+            return interp.run_program(program, source)
+        except ZynMLError as err:
+            raise err.with_source(source) from None
+        finally:
+            interp.extra_annotations = []
+
+    def run(self, source: str, **env):
+        """Run ZynML `source`; returns the value of its last statement."""
+        return self.run_cell(source, **env)[0]
+
+
+def parse_annotations(text: str) -> list:
+    """'@device("cpu") @async' -> [Annotation, Annotation] (for magics' annotation lines)."""
+    program = parse(f"compute() {text} {{\n}}\n")
+    stmt = program.body[0]
+    node = stmt.expr if isinstance(stmt, A.ExprStmt) else None
+    if not isinstance(node, A.Compute):
+        raise ZynMLError("expected annotations such as @device(\"cpu\") @async")
+    return node.annotations
+
+
+def run(source: str, device: str = "cpu", **env):
+    """Run a ZynML program (or one expression) and return the value of its last statement.
+    Keyword arguments are bound as names: arrays (numpy, anything with __array__ or
+    __dlpack__) become tensors, ints and floats scalars, dicts records, lists lists."""
+    return Session(device).run(source, **env)

@@ -1,0 +1,122 @@
+"""WebGPU benchmarks: matmul 4096 f32, softmax, layer norm and attention through ZynML on a
+wgpu adapter, beside PyTorch on the same machine where torch is installed.
+
+Times are medians after warm-up; the WebGPU column uses GPU timestamps (timestamp-query)
+where the adapter has them. Prints a table and writes JSON (--json PATH).
+
+    python bench/bench_webgpu.py [--device webgpu:0] [--reps 10] [--small] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from test_webgpu import ATTENTION, LAYER_NORM, MATMUL, SOFTMAX_ROWS, lower_block  # noqa: E402
+
+from zynbook.backends.webgpu import discover, get_device  # noqa: E402
+
+
+def cases(small: bool):
+    rng = np.random.default_rng(0)
+    r = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    n = 512 if small else 4096
+    rows, seq = (64, 512) if small else (4096, 2048)
+    b, h, s, d = (1, 2, 128, 64) if small else (2, 12, 512, 64)
+    mask = np.ones((s, s), bool)
+    return [
+        ("matmul", MATMUL, {"A": r(n, n), "B": r(n, n)}, {}, (n, n, n),
+         lambda t, a: t["A"] @ t["B"]),
+        ("softmax", SOFTMAX_ROWS, {"x": r(rows, seq)}, {}, (rows, seq),
+         lambda t, a: a.softmax(t["x"], dim=-1)),
+        ("layer_norm", LAYER_NORM, {"x": r(rows, 1024), "gamma": r(1024), "beta": r(1024)},
+         {"eps": 1e-5}, (rows, 1024),
+         lambda t, a: a.layer_norm(t["x"], (1024,), t["gamma"], t["beta"], 1e-5)),
+        ("attention", ATTENTION, {"Q": r(b, h, s, d), "K": r(b, h, s, d), "V": r(b, h, s, d),
+                                  "mask": mask}, {}, (b, h, s, d),
+         lambda t, a: a.scaled_dot_product_attention(t["Q"], t["K"], t["V"], attn_mask=t["mask"])),
+    ]
+
+
+def bench_webgpu(dev, src, arrays, scalars, reps):
+    k, ins, sz, sc = lower_block(src, arrays, scalars)
+    resident = [dev.from_host(a) for a in ins]
+    for _ in range(2):
+        dev.launch(k, resident, sz, sc, keep_on_device=True)
+    times = []
+    source = ""
+    for _ in range(reps):
+        _, launch = dev.launch(k, resident, sz, sc, keep_on_device=True)
+        times.append(launch.times.kernel)
+        source = launch.times.source
+    return statistics.median(times), source, dev.program(k).schedule
+
+
+def bench_torch(fn, arrays, reps):
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        return None, ""
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    t = {k: torch.from_numpy(v).to(dev) for k, v in arrays.items()}
+    for _ in range(2):
+        fn(t, F)
+    times = []
+    for _ in range(reps):
+        if dev == "cuda":
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn(t, F)
+            e.record()
+            torch.cuda.synchronize()
+            times.append(s.elapsed_time(e) / 1e3)
+        else:
+            import time
+            t0 = time.perf_counter()
+            fn(t, F)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times), f"torch-{dev}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--small", action="store_true", help="small shapes (CPU adapters)")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    devs = discover()
+    if not devs:
+        print("no wgpu adapter")
+        return 1
+    dev = get_device(args.device) if args.device else devs[0]
+    rows = []
+    for name, src, arrays, scalars, shape, tfn in cases(args.small):
+        ours, source, sched = bench_webgpu(dev, src, arrays, scalars, args.reps)
+        peer, peer_name = bench_torch(tfn, arrays, args.reps)
+        rows.append({"op": name, "device": dev.id, "adapter": dev.name, "dtype": "f32",
+                     "shape": list(shape), "schedule": sched, "webgpu_s": ours,
+                     "webgpu_timer": source, "peer": peer_name or None, "peer_s": peer,
+                     "ratio": (ours / peer) if peer else None})
+    print(f"{'op':<12}{'device':<12}{'shape':<22}{'schedule':<10}{'webgpu ms':>11}"
+          f"{'peer':>14}{'peer ms':>10}{'ratio':>8}")
+    for r in rows:
+        peer = f"{r['peer_s'] * 1e3:10.3f}" if r["peer_s"] else f"{'-':>10}"
+        ratio = f"{r['ratio']:8.2f}" if r["ratio"] else f"{'-':>8}"
+        print(f"{r['op']:<12}{r['device']:<12}{str(r['shape']):<22}{r['schedule']:<10}"
+              f"{r['webgpu_s'] * 1e3:11.3f}{(r['peer'] or '-'):>14}{peer}{ratio}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

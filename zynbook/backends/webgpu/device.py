@@ -194,8 +194,12 @@ class WebGPUDevice(Device):
         return rt.from_storage(host, array.dtype).copy()
 
     def synchronize(self):
+        """Wait for all submitted work: a read-back completes only after the queue drains
+        (wgpu-py 0.32's on_submitted_work_done_sync is broken, so it is not used)."""
         if self._device is not None:
-            self.device.queue.on_submitted_work_done_sync()
+            if getattr(self, "_fence", None) is None:
+                self._fence = self._buffer(16, "fence")
+            self.device.queue.read_buffer(self._fence, 0, 4)
 
     # ------------------------------------------------------------------------ launch
 

@@ -8,9 +8,14 @@ known (checking a program before its inputs are bound) it refuses what is alread
 """
 from __future__ import annotations
 
-from ..errors import ZynMLNameError, ZynMLShapeError
+import difflib
+
+from ..errors import Span, ZynMLNameError, ZynMLShapeError
 from . import cir
 from .lower import LoweredKernel
+
+
+_FAR = Span(10**9, 0)
 
 
 class _Classes:
@@ -126,13 +131,33 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
 
     if partial:
         return values
-    for name in kernel.dims:
-        if name not in values:
-            span = lowered.size_spans.get(name)
-            raise ZynMLNameError(
-                f"cannot tell the size `{name}`: it bounds no loop that indexes an input; "
-                f"define it before the compute block (let {name} = ...)", span)
+    missing = [n for n in kernel.dims if n not in values]
+    if missing:
+        raise _unknown_size(lowered, missing)
     return {n: values[n] for n in kernel.dims}
+
+
+def _unknown_size(lowered, missing):
+    """A name nothing defines. One that bounds no loop is most likely a typo (`m[i, jj]`),
+    so it is reported first, as an unknown name; a loop bound is a size we could not infer."""
+    bounds, loop_vars = set(), []
+    for n in cir.walk(lowered.kernel.body):
+        if isinstance(n, cir.Loop):
+            loop_vars.append(n.var)
+            for e in (n.start, n.stop, n.step):
+                bounds |= {v.name for v in cir.walk(e) if isinstance(v, cir.Var)}
+    typos = [n for n in missing if n not in bounds and n in lowered.size_spans]
+    if typos:
+        name = min(typos, key=lambda n: (lowered.size_spans[n].line, lowered.size_spans[n].column))
+        close = difflib.get_close_matches(name, loop_vars + list(lowered.labels.values()), n=1,
+                                          cutoff=0.5)
+        hint = f"; did you mean `{close[0]}`?" if close else ""
+        return ZynMLNameError(f"unknown name `{name}`{hint}", lowered.size_spans[name])
+    name = min(missing, key=lambda n: (lowered.size_spans.get(n, _FAR).line,
+                                       lowered.size_spans.get(n, _FAR).column))
+    return ZynMLNameError(
+        f"cannot tell the size `{name}`: it bounds no loop that indexes an input; "
+        f"define it before the compute block (let {name} = ...)", lowered.size_spans.get(name))
 
 
 def _mismatch(lowered, names, values, origin, spans, a, b):

@@ -217,8 +217,8 @@ class _Lowering:
             opname = op.op if isinstance(op, A.OpRef) else (op.id if isinstance(op, A.Name) else None)
             if opname not in cir.REDUCE_OPS:
                 raise ZynMLTypeError(
-                    f"unknown reduction operator; expected one of {', '.join(cir.REDUCE_OPS)}",
-                    op.span)
+                    f"unknown reduction operator{f' `{opname}`' if opname else ''}; expected "
+                    f"one of {', '.join(cir.REDUCE_OPS)}", op.span)
             params["op"] = opname
             if len(ann.kernel_args) > 1:
                 raise ZynMLTypeError("reduce takes one operator and an optional axis=",

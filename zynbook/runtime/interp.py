@@ -327,7 +327,13 @@ class Interpreter:
                 return self.truth(self.eval(e.left), e.left) and self.truth(self.eval(e.right), e.right)
             if e.op == "or":
                 return self.truth(self.eval(e.left), e.left) or self.truth(self.eval(e.right), e.right)
-            return self.binary(e.op, self.eval(e.left), self.eval(e.right), e.span)
+            left, right = self.eval(e.left), self.eval(e.right)
+            try:
+                return self.binary(e.op, left, right, e.span)
+            except ZynMLShapeError as err:
+                if err.span is e.span:
+                    err.span = e.right.span     # the operand that disagrees with the first
+                raise
         if isinstance(e, A.UnaryOp):
             v = self.eval(e.operand)
             if e.op == "not":

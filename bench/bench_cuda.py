@@ -1,0 +1,351 @@
+"""ZynBook on CUDA beside PyTorch: each row of the spec's performance table, in one process.
+
+Every row: the ZynML kernel (lowered and compiled by ZynBook, launched on the same stream
+as PyTorch) and its peers (PyTorch eager: cuBLAS, cuDNN, SDPA; torch.compile where it
+applies), timed with CUDA events after warm-up, L2 flushed before every repetition,
+medians reported. Memory-bound rows also give achieved bandwidth as a share of the copy
+bandwidth measured in the same run. Writes a table to stdout and JSON to --json.
+
+    python bench/bench_cuda.py [--json bench/results/cuda.json] [--reps 20] [--rows a,b]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import numpy as np  # noqa: E402
+
+
+def lower_program(text: str, inputs: dict, dtypes: dict | None = None, given: dict | None = None):
+    """(cir.Kernel, sizes) for the first compute() of `text`, with inputs of these shapes."""
+    from zynbook.compiler import ast as A
+    from zynbook.compiler.dims import solve
+    from zynbook.compiler.lower import InputSig, lower_compute
+    from zynbook.compiler.parser import parse
+    prog = parse(text)
+    node, stack = None, [prog.body]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, A.Compute):
+            node = x
+            break
+        if isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, A.Node):
+            stack.extend(vars(x).values())
+    dtypes = dtypes or {}
+    names = [e.id for e in node.inputs]
+    sigs = [InputSig(n, dtypes.get(n, "f32"), len(inputs[n])) for n in names]
+    scalars = {k: "f32" for k, v in (given or {}).items() if isinstance(v, float)}
+    lowered = lower_compute(node, sigs, scalars, name="bench", source=text)
+    k = lowered.kernel
+    shapes = {b.name: tuple(inputs[n]) for b, n in zip(k.inputs, names)}
+    sizes = solve(lowered, shapes, {kk: v for kk, v in (given or {}).items() if kk in k.dims})
+    return k, sizes
+
+
+class Timer:
+    def __init__(self, torch, l2_bytes):
+        self.torch = torch
+        self.flush = torch.empty(max(l2_bytes * 2, 64 << 20), dtype=torch.uint8, device="cuda")
+
+    def median(self, fn, reps, warmup=3):
+        torch = self.torch
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(reps):
+            self.flush.zero_()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e) / 1000.0)
+        return statistics.median(times)
+
+
+def zyn_callable(dev, kernel, sizes, tensors, out, scalars=None):
+    """A no-allocation launch of ZynBook's compiled kernel on torch's current stream."""
+    import cupy as cp
+    import torch
+    compiled = dev.compile(kernel, sizes)
+    bufs = [dev._as_device_array(t, b.dtype) for t, b in zip(tensors, kernel.inputs)]
+    outb = dev._as_device_array(out, kernel.output.dtype) if kernel.output.dtype != "bf16" else \
+        cp.from_dlpack(out.view(torch.int16)).view(cp.uint16)
+    scratch = compiled.scratch()
+    stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    args = bufs + [outb]
+
+    def run():
+        compiled.launch_raw(args, scalars or {}, stream=stream, scratch=scratch)
+    return run, compiled
+
+
+MATMUL = """let C = compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[i, k] * B[k, j]
+        out[i, j] = sum
+}
+"""
+
+SOFTMAX = """let p = compute(x) {
+    @kernel fused
+    for r in 0..rows:
+        var m = -inf
+        for i in 0..cols:
+            m = max(m, x[r, i])
+        var s = 0.0
+        for i in 0..cols:
+            s += exp(x[r, i] - m)
+        for i in 0..cols:
+            out[r, i] = exp(x[r, i] - m) / s
+}
+"""
+
+RESIDUAL_LN = """let normed = compute(x, projected, w, bias) {
+    @kernel fused
+    for r in 0..rows:
+        var sum = 0.0
+        var sq_sum = 0.0
+        for h in 0..hidden:
+            let val = x[r, h] + projected[r, h]
+            sum += val
+            sq_sum += val * val
+        let mean = sum / hidden
+        let var = sq_sum / hidden - mean * mean
+        let inv_std = rsqrt(var + 1e-5)
+        for h in 0..hidden:
+            let val = x[r, h] + projected[r, h]
+            out[r, h] = (val - mean) * inv_std * w[h] + bias[h]
+}
+"""
+
+BIAS_GELU = """let y = compute(x, bias) {
+    @kernel elementwise
+    for i in 0..rows, j in 0..cols:
+        out[i, j] = gelu(x[i, j] + bias[j])
+}
+"""
+
+CONV = """let y = compute(input, kernel, bias) {
+    @kernel conv2d
+    for b in 0..batch, oc in 0..out_channels:
+        for oh in 0..out_h, ow in 0..out_w:
+            var sum = bias[oc]
+            for ic in 0..in_channels:
+                for kh in 0..kernel_h, kw in 0..kernel_w:
+                    let ih = oh * stride + kh - padding
+                    let iw = ow * stride + kw - padding
+                    if ih >= 0 and ih < in_h and iw >= 0 and iw < in_w:
+                        sum += input[b, ic, ih, iw] * kernel[oc, ic, kh, kw]
+            out[b, oc, oh, ow] = sum
+}
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "cuda.json"))
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--rows", default="")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile peers")
+    args = ap.parse_args()
+    import torch
+    import torch.nn.functional as F
+    from zynbook.backends.cuda.device import CudaDevice
+    from zynbook.compiler.codegen.cuda import FLASH_TEMPLATE
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = CudaDevice(0)
+    T = Timer(torch, dev.l2_bytes)
+    reps = args.reps
+    want = set(args.rows.split(",")) if args.rows else None
+    rows = []
+    gen = torch.Generator(device="cuda").manual_seed(0)
+
+    def rnd(*shape, dtype=torch.float32):
+        return torch.randn(*shape, device="cuda", generator=gen, dtype=torch.float32).to(dtype)
+
+    # copy bandwidth of this GPU, this run
+    src = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
+    dst = torch.empty_like(src)
+    t_copy = T.median(lambda: dst.copy_(src), 10)
+    copy_bw = 2 * src.numel() * 4 / t_copy
+    del src, dst
+    print(f"device: {dev.name} ({dev.info()['compute_capability']}, {dev.multiprocessors} SMs); "
+          f"copy bandwidth {copy_bw / 1e9:.0f} GB/s (read + write)", flush=True)
+
+    def compiled_peer(fn):
+        if args.no_compile:
+            return None
+        try:
+            return torch.compile(fn)
+        except Exception:
+            return None
+
+    def add(row, shape, dtype, zyn_fn, peers, nbytes=None, flops=None, schedule="", check=None):
+        if want and row not in want:
+            return
+        if check is not None:
+            check()
+        tz = T.median(zyn_fn, reps)
+        for peer, fn in peers:
+            if fn is None:
+                continue
+            try:
+                tp = T.median(fn, reps)
+            except Exception as err:
+                print(f"  {row}: peer {peer} failed: {err}", flush=True)
+                continue
+            rec = dict(row=row, device=dev.name, dtype=dtype, shape=shape, peer=peer,
+                       zynbook_ms=tz * 1e3, peer_ms=tp * 1e3, ratio=tp / tz, schedule=schedule)
+            if nbytes:
+                rec["zynbook_bw_share"] = nbytes / tz / copy_bw
+                rec["peer_bw_share"] = nbytes / tp / copy_bw
+            if flops:
+                rec["zynbook_tflops"] = flops / tz / 1e12
+                rec["peer_tflops"] = flops / tp / 1e12
+            rows.append(rec)
+            print(f"  {row:<22} {peer:<26} zyn {tz * 1e3:8.3f} ms  peer {tp * 1e3:8.3f} ms  "
+                  f"ratio {tp / tz:5.2f}", flush=True)
+
+    def check_close(got, ref, tol):
+        def f():
+            g, r = got().float(), ref().float()
+            err = (g - r).abs().max().item() / max(1.0, r.abs().max().item())
+            assert err < tol, f"mismatch {err}"
+        return f
+
+    # ---- matmul 4096 f32 / bf16
+    for dt_name, tdt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+        row = f"matmul_4096_{dt_name}"
+        if want and row not in want:
+            continue
+        n = 4096
+        A, B = rnd(n, n, dtype=tdt), rnd(n, n, dtype=tdt)
+        C = torch.empty(n, n, device="cuda", dtype=tdt)
+        k, sizes = lower_program(MATMUL, {"A": A.shape, "B": B.shape}, {"A": dt_name, "B": dt_name})
+        k = _with_out_dtype(k, dt_name)
+        fn, comp = zyn_callable(dev, k, sizes, [A, B], C)
+        add(row, [n, n, n], dt_name, fn, [("torch eager (cuBLAS)", lambda: torch.mm(A, B, out=C if tdt == torch.float32 else None))],
+            flops=2 * n ** 3, schedule=comp.program.schedule,
+            check=check_close(lambda: (fn(), C)[1], lambda: A.float() @ B.float(), 2e-2 if dt_name == "bf16" else 1e-3))
+        del A, B, C
+
+    # ---- softmax over rows of 2048
+    if not want or "softmax_2048" in want:
+        x = rnd(8192, 2048)
+        y = torch.empty_like(x)
+        k, sizes = lower_program(SOFTMAX, {"x": x.shape})
+        fn, comp = zyn_callable(dev, k, sizes, [x], y)
+        sm = lambda: torch.softmax(x, -1)
+        add("softmax_2048", [8192, 2048], "f32", fn,
+            [("torch eager", sm), ("torch.compile", compiled_peer(lambda: torch.softmax(x, -1)))],
+            nbytes=2 * x.numel() * 4, schedule=comp.program.schedule,
+            check=check_close(lambda: (fn(), y)[1], sm, 1e-5))
+        del x, y
+
+    # ---- attention, BERT-base
+    if not want or "attention_bert" in want:
+        b, h, s, d = 32, 12, 512, 64
+        Q, K_, V = rnd(b, h, s, d), rnd(b, h, s, d), rnd(b, h, s, d)
+        O = torch.empty_like(Q)
+        k, sizes = lower_program(FLASH_TEMPLATE.replace("BLOCK", "64"),
+                                 {"Q": Q.shape, "K": K_.shape, "V": V.shape})
+        fn, comp = zyn_callable(dev, k, sizes, [Q, K_, V], O)
+        sd = lambda: F.scaled_dot_product_attention(Q, K_, V)
+        add("attention_bert", [b, h, s, d], "f32", fn,
+            [("torch SDPA", sd)], flops=4 * b * h * s * s * d, schedule=comp.program.schedule,
+            check=check_close(lambda: (fn(), O)[1], sd, 1e-3))
+        Qh, Kh, Vh = Q.half(), K_.half(), V.half()
+        add("attention_bert", [b, h, s, d], "f32 (peer f16)", fn,
+            [("torch SDPA f16 (flash)", lambda: F.scaled_dot_product_attention(Qh, Kh, Vh))],
+            flops=4 * b * h * s * s * d, schedule=comp.program.schedule)
+        del Q, K_, V, O, Qh, Kh, Vh
+
+    # ---- conv2d ResNet block
+    if not want or "conv2d_resnet" in want:
+        xb = rnd(32, 64, 56, 56)
+        w = rnd(64, 64, 3, 3) * 0.05
+        bias = rnd(64)
+        y = torch.empty(32, 64, 56, 56, device="cuda")
+        k, sizes = lower_program(CONV, {"input": xb.shape, "kernel": w.shape, "bias": bias.shape},
+                                 given=dict(stride=1, padding=1, out_h=56, out_w=56))
+        fn, comp = zyn_callable(dev, k, sizes, [xb, w, bias], y)
+        cv = lambda: F.conv2d(xb, w, bias, padding=1)
+        add("conv2d_resnet", [32, 64, 56, 56, 3, 3], "f32", fn,
+            [("torch eager (cuDNN)", cv)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9,
+            schedule=comp.program.schedule, check=check_close(lambda: (fn(), y)[1], cv, 1e-3))
+
+        def cv_tf32():
+            torch.backends.cudnn.allow_tf32 = True
+            try:
+                return F.conv2d(xb, w, bias, padding=1)
+            finally:
+                torch.backends.cudnn.allow_tf32 = False
+        add("conv2d_resnet", [32, 64, 56, 56, 3, 3], "f32 (peer TF32)", fn,
+            [("torch eager (cuDNN, TF32)", cv_tf32)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9,
+            schedule=comp.program.schedule)
+        del xb, y
+
+    # ---- residual + layer norm, bias + GELU over 8192 x 4096
+    if not want or "residual_layernorm" in want:
+        x, p = rnd(8192, 4096), rnd(8192, 4096)
+        w, bb = rnd(4096), rnd(4096)
+        y = torch.empty_like(x)
+        k, sizes = lower_program(RESIDUAL_LN, {"x": x.shape, "projected": p.shape, "w": w.shape,
+                                               "bias": bb.shape})
+        fn, comp = zyn_callable(dev, k, sizes, [x, p, w, bb], y)
+        eager = lambda: F.layer_norm(x + p, (4096,), w, bb, 1e-5)
+        add("residual_layernorm", [8192, 4096], "f32", fn,
+            [("torch eager", eager), ("torch.compile", compiled_peer(lambda: F.layer_norm(x + p, (4096,), w, bb, 1e-5)))],
+            nbytes=3 * x.numel() * 4, schedule=comp.program.schedule,
+            check=check_close(lambda: (fn(), y)[1], eager, 1e-4))
+        del x, p, y
+    if not want or "bias_gelu" in want:
+        x, bb = rnd(8192, 4096), rnd(4096)
+        y = torch.empty_like(x)
+        k, sizes = lower_program(BIAS_GELU, {"x": x.shape, "bias": bb.shape})
+        fn, comp = zyn_callable(dev, k, sizes, [x, bb], y)
+        eager = lambda: F.gelu(x + bb)
+        add("bias_gelu", [8192, 4096], "f32", fn,
+            [("torch eager", eager), ("torch.compile", compiled_peer(lambda: F.gelu(x + bb)))],
+            nbytes=2 * x.numel() * 4, schedule=comp.program.schedule,
+            check=check_close(lambda: (fn(), y)[1], eager, 1e-5))
+        del x, y
+
+    print()
+    print(f"{'row':<22} {'dtype':<15} {'peer':<26} {'ZynBook ms':>10} {'peer ms':>9} {'ratio':>6}  extra")
+    for r in rows:
+        extra = ""
+        if "zynbook_bw_share" in r:
+            extra = f"bw {r['zynbook_bw_share'] * 100:.0f}% vs {r['peer_bw_share'] * 100:.0f}% of copy"
+        if "zynbook_tflops" in r:
+            extra = f"{r['zynbook_tflops']:.1f} vs {r['peer_tflops']:.1f} TFLOP/s"
+        print(f"{r['row']:<22} {r['dtype']:<15} {r['peer']:<26} {r['zynbook_ms']:>10.3f} "
+              f"{r['peer_ms']:>9.3f} {r['ratio']:>6.2f}  {extra}")
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(dict(device=dev.info(), copy_bandwidth=copy_bw, torch=torch.__version__,
+                       rows=rows, when=time.strftime("%Y-%m-%d %H:%M:%S")), f, indent=1)
+    print(f"\nwrote {args.json}")
+
+
+def _with_out_dtype(k, dtype):
+    import dataclasses
+    return dataclasses.replace(k, output=dataclasses.replace(k.output, dtype=dtype))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""The CUDA renderer without a GPU: every kernel type renders, picks its schedule, and the
+generated CUDA C compiles with this machine's nvcc (`--ptx -arch=sm_90`)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import cuda_cir_kernels as K  # noqa: E402
+
+from zynbook.compiler import cir  # noqa: E402
+from zynbook.compiler.codegen import cuda  # noqa: E402
+from zynbook.errors import ZynMLDeviceError  # noqa: E402
+
+NVCC = shutil.which("nvcc")
+
+EXPECTED_SCHEDULE = {
+    "relu": "16-byte vector", "mul_add": "16-byte vector", "broadcast": "16-byte vector",
+    "gelu": "16-byte vector", "rope": "thread:", "reduce_sum": "second pass",
+    "argmax": "reduce(argmax)", "row_sums": "one block per output",
+    "col_sums": "one thread per output", "matmul": "GEMM", "batched_matmul": "batch=3",
+    "conv2d": "implicit GEMM", "layer_norm": "block:", "softmax_rows": "block:",
+    "softmax_whole": "one block runs the whole body", "ffn_shared": "block:",
+    "rms_norm": "block:", "residual_ln": "block:", "relu_f16": "8 consecutive",
+    "matmul_f16": "GEMM",
+}
+
+
+def nvcc_compile(source: str, tmp_path, name: str):
+    path = tmp_path / f"{name}.cu"
+    path.write_text(source)
+    res = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-o", str(tmp_path / f"{name}.ptx"), str(path)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-4000:]
+    ptx = (tmp_path / f"{name}.ptx").read_text()
+    assert ".entry" in ptx
+
+
+@pytest.mark.parametrize("name", sorted(K.ALL))
+def test_renders_with_schedule(name):
+    kernel, sizes, _, _ = K.ALL[name]()
+    prog = cuda.render_cuda(kernel, sizes)
+    assert f'extern "C" __global__' in prog.source
+    for step in prog.steps:
+        assert f" {step.func}(" in prog.source
+        assert all(g >= 1 for g in step.grid) and 1 <= step.block[0] <= 1024
+    if name in EXPECTED_SCHEDULE:
+        assert EXPECTED_SCHEDULE[name] in prog.schedule, prog.schedule
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("name", sorted(K.ALL))
+def test_nvcc_compiles(name, tmp_path):
+    kernel, sizes, _, _ = K.ALL[name]()
+    prog = cuda.render_cuda(kernel, sizes)
+    nvcc_compile(prog.source, tmp_path, name)
+
+
+SPEC_KERNELS = {
+    "flash_attention": (cuda.FLASH_TEMPLATE.replace("BLOCK", "64"), [4, 4, 4], "flash attention"),
+    "attention": (cuda.ATTENTION_TEMPLATE, [4, 4, 4, 2], "masked attention"),
+}
+
+
+def _spec_sizes(kernel):
+    sizes = {}
+    for d in kernel.dims:
+        if d.endswith("_d0") or d == "batch":
+            sizes[d] = 2
+        elif d.endswith("_d1") or d == "heads":
+            sizes[d] = 3
+        elif d.endswith("_d3") or d == "head_dim":
+            sizes[d] = 64
+        else:
+            sizes[d] = 128
+    return sizes
+
+
+@pytest.mark.parametrize("kind", sorted(SPEC_KERNELS))
+def test_spec_attention_kernels_get_the_attention_schedule(kind, tmp_path):
+    text, ranks, schedule = SPEC_KERNELS[kind]
+    kernel = cuda._lower_template(text, ranks)
+    prog = cuda.render_cuda(kernel, _spec_sizes(kernel))
+    assert schedule in prog.schedule
+    if NVCC:
+        nvcc_compile(prog.source, tmp_path, kind)
+
+
+def test_changed_attention_body_is_not_taken_for_the_spec_algorithm():
+    # the same kernel with exp replaced by exp2 is not the spec's algorithm: generic schedule
+    text = cuda.ATTENTION_TEMPLATE.replace("sum_exp += exp(", "sum_exp += exp2(")
+    kernel = cuda._lower_template(text, [4, 4, 4, 2])
+    prog = cuda.render_cuda(kernel, _spec_sizes(kernel))
+    assert "masked attention" not in prog.schedule
+    assert any("not the spec's attention" in n for n in prog.notes)
+
+
+def test_matmul_epilogue_and_bias_init_are_kept():
+    kernel, sizes, _, _ = K.conv2d()
+    prog = cuda.render_cuda(kernel, sizes)
+    assert "bias[" in prog.source          # the accumulator starts from bias[oc]
+
+
+def test_not_a_matmul_falls_back_with_a_note():
+    k, sizes, _, _ = K.matmul()
+    # sum += A[i, k] + B[k, j] is no contraction
+    loop = k.body[0].body[0].body[1]
+    upd = loop.body[0]
+    prod = upd.value.right
+    bad = cir.Assign(upd.name, cir.Bin("+", upd.value.left, cir.Bin("+", prod.left, prod.right, prod.ty),
+                                       upd.value.ty))
+    body = list(k.body[0].body[0].body)
+    body[1] = cir.Loop(loop.var, loop.start, loop.stop, loop.step, (bad,), loop.parallel)
+    inner = cir.Loop("j", k.body[0].body[0].start, k.body[0].body[0].stop, k.body[0].body[0].step,
+                     tuple(body), True)
+    outer = cir.Loop("i", k.body[0].start, k.body[0].stop, k.body[0].step, (inner,), True)
+    k2 = cir.Kernel(k.name, k.kernel_type, k.inputs, k.output, k.dims, k.scalars, (outer,))
+    prog = cuda.render_cuda(k2, sizes)
+    assert "GEMM" not in prog.schedule
+    assert any("not a plain contraction" in n for n in prog.notes)
+
+
+def test_sizes_must_be_bound():
+    kernel, sizes, _, _ = K.relu()
+    with pytest.raises(Exception):
+        cuda.render_cuda(kernel, {})
+
+
+def test_unrenderable_tile_program_is_a_zynml_error():
+    # a mutable scalar later assigned a tile cannot be held per thread: a ZynML device error
+    text = cuda.FLASH_TEMPLATE.replace("BLOCK", "64")
+    kernel = cuda._lower_template(text, [4, 4, 4])
+    with pytest.raises(ZynMLDeviceError):
+        cuda.render_cuda(kernel, _spec_sizes(kernel), options={"generic": True})
+
+
+def test_discover_without_cupy_or_gpu_is_empty_or_devices():
+    from zynbook.backends import cuda as backend
+    devs = backend.discover()
+    assert isinstance(devs, list)
+    for d in devs:
+        info = d.info()
+        assert info["id"].startswith("cuda:") and "compute_capability" in info

@@ -11,9 +11,10 @@ import functools
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInput,
+                             UnexpectedToken, VisitError)
 
-from ..errors import Span, ZynMLSyntaxError
+from ..errors import Span, ZynMLError, ZynMLSyntaxError
 from . import ast as A
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -25,8 +26,9 @@ class BlockIndenter:
     always_accept = ("_NL",)
 
     def process(self, stream):
-        # each context: [opening bracket, indentation levels or None before its first line]
-        contexts = [["", [0]]]
+        # each context: [opening bracket, indentation levels or None before its first line,
+        #                a line left of the block's base waiting for its `}`]
+        contexts = [["", [0], None]]
         last = None
         for tok in stream:
             if tok.type == "_NL":
@@ -35,8 +37,14 @@ class BlockIndenter:
                 yield from self._newline(tok, contexts)
                 last = tok
                 continue
+            pending = contexts[-1][2]
+            if pending is not None:
+                if tok.type != "RBRACE":
+                    raise ZynMLSyntaxError("this line is indented left of its block; close the "
+                                           "block with `}` first", pending)
+                contexts[-1][2] = None
             if tok.type in ("LPAR", "LSQB", "LBRACE"):
-                contexts.append([tok.value, None])
+                contexts.append([tok.value, None, None])
             elif tok.type in ("RPAR", "RSQB", "RBRACE") and len(contexts) > 1:
                 ctx = contexts.pop()
                 for _ in (ctx[1] or [0])[1:]:
@@ -59,6 +67,9 @@ class BlockIndenter:
         ctx = contexts[-1]
         indent = self._indent_of(nl)
         yield nl
+        line = (nl.line or 1) + nl.value.count("\n")
+        at = dict(line=line, column=indent + 1, end_line=line, end_column=indent + 1,
+                  start_pos=nl.end_pos, end_pos=nl.end_pos)
         if ctx[1] is None:
             # first line inside a `{`: it sets the block's base indentation
             ctx[1] = [indent]
@@ -66,16 +77,17 @@ class BlockIndenter:
         levels = ctx[1]
         if indent > levels[-1]:
             levels.append(indent)
-            yield Token.new_borrow_pos("_INDENT", "", nl)
+            yield Token("_INDENT", "", **at)
             return
         while indent < levels[-1] and len(levels) > 1:
             levels.pop()
-            yield Token.new_borrow_pos("_DEDENT", "", nl)
-        if indent != levels[-1] and not (ctx[0] == "{" and indent < levels[0]):
-            # (a line left of a block's base can only be its closing `}`; the parser checks)
-            raise ZynMLSyntaxError(
-                "this line's indentation matches no enclosing block",
-                Span(nl.end_line or nl.line, indent + 1))
+            yield Token("_DEDENT", "", **at)
+        if indent != levels[-1]:
+            if ctx[0] == "{" and indent < levels[0]:
+                ctx[2] = Span(line, indent + 1)     # only its closing `}` may sit here
+                return
+            raise ZynMLSyntaxError("this line's indentation matches no enclosing block",
+                                   Span(line, indent + 1))
 
 
 def _span(meta) -> A.Span:
@@ -321,8 +333,7 @@ class ToAst(Transformer):
         return A.Number(float(c[0].value), span=_span(meta))
 
     def string_lit(self, meta, c):
-        raw = c[0].value[1:-1]
-        return A.String(bytes(raw, "utf-8").decode("unicode_escape"), span=_span(meta))
+        return A.String(_unescape(c[0]), span=_span(meta))
 
     def duration_lit(self, meta, c):
         text = c[0].value
@@ -360,6 +371,31 @@ class ToAst(Transformer):
         return ann
 
 
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+
+
+def _unescape(tok: Token) -> str:
+    raw, out, k = tok.value[1:-1], [], 0
+    while k < len(raw):
+        ch = raw[k]
+        if ch != "\\":
+            out.append(ch)
+            k += 1
+            continue
+        nxt = raw[k + 1] if k + 1 < len(raw) else ""
+        if nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+            k += 2
+        elif nxt == "u" and len(raw) >= k + 6 and all(c in "0123456789abcdefABCDEF"
+                                                       for c in raw[k + 2:k + 6]):
+            out.append(chr(int(raw[k + 2:k + 6], 16)))
+            k += 6
+        else:
+            raise ZynMLSyntaxError(f"unknown escape \\{nxt} in a string; use \\n, \\t, \\\\, "
+                                   "\\\" or \\uXXXX", Span(tok.line, tok.column + k + 1))
+    return "".join(out)
+
+
 @functools.lru_cache(maxsize=1)
 def _lark() -> Lark:
     return Lark(_GRAMMAR.read_text(), parser="lalr", lexer="contextual",
@@ -374,8 +410,20 @@ _TOKEN_WORDS = {
 }
 
 
+def _word(terminal: str) -> str:
+    if terminal in _TOKEN_WORDS:
+        return _TOKEN_WORDS[terminal]
+    try:
+        pattern = _lark().get_terminal(terminal).pattern
+    except KeyError:
+        return terminal.lower()
+    if pattern.type == "str":
+        return repr(pattern.value)
+    return terminal.lower().replace("_", " ")
+
+
 def _describe(expected) -> str:
-    words = sorted({_TOKEN_WORDS.get(t, t.lower().replace("_", " ")) for t in expected})
+    words = sorted({_word(t) for t in expected})
     if len(words) > 8:
         words = words[:8] + ["..."]
     return ", ".join(words)
@@ -393,9 +441,10 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
             msg = {"_NL": "unexpected end of line", "_INDENT": "unexpected indentation",
                    "_DEDENT": "unexpected end of block"}[tok.type]
             if tok.type == "_NL":
-                # point at the end of the line the statement broke on
+                # point just past the code of the line the statement broke on
                 line = tok.line
-                column = tok.column
+                text = source.splitlines()[line - 1] if line <= len(source.splitlines()) else ""
+                column = len(_code_part(text).rstrip()) + 1
         else:
             msg = f"unexpected {tok.value!r}"
         if err.expected:
@@ -412,6 +461,20 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
     return ZynMLSyntaxError(msg, Span(max(line, 1), max(column, 1)), source)
 
 
+def _code_part(line: str) -> str:
+    """The line without its `//` comment (outside string literals)."""
+    quote = None
+    for k, ch in enumerate(line):
+        if quote:
+            if ch == quote and line[k - 1] != "\\":
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif line.startswith("//", k):
+            return line[:k]
+    return line
+
+
 def parse(source: str) -> A.Program:
     """Parse a ZynML program. Raises ZynMLSyntaxError with line and column."""
     text = source if source.endswith("\n") else source + "\n"
@@ -421,6 +484,20 @@ def parse(source: str) -> A.Program:
         raise _syntax_error(err, source) from None
     except ZynMLSyntaxError as err:
         raise err.with_source(source) from None
-    program = ToAst().transform(tree)
+    try:
+        program = ToAst().transform(tree)
+    except VisitError as err:
+        if isinstance(err.orig_exc, ZynMLError):
+            raise err.orig_exc.with_source(source) from None
+        if isinstance(err.orig_exc, RecursionError):
+            raise _too_deep(source) from None
+        raise
+    except RecursionError:
+        raise _too_deep(source) from None
     program.source = source
     return program
+
+
+def _too_deep(source: str) -> ZynMLSyntaxError:
+    return ZynMLSyntaxError("this program nests expressions too deeply to compile; split long "
+                            "expressions with `let`", Span(1, 1), source)

@@ -55,8 +55,11 @@ class ZynMLKernelTests(jkt.KernelTests):
         {"code": X_2D + DOUBLE + "%inspect", "mime": "text/html"},
     ]
     code_inspect_sample = "compute"
+    code_clear_output = "%python from IPython.display import clear_output; clear_output()"
+    supported_history_operations = ("tail", "search")
+    code_history_pattern = "let a = 6 *"
     completion_samples = [
-        {"text": "le", "matches": {"let"}},
+        {"text": "le", "matches": {"let", "len"}},
         {"text": "@ker", "matches": {"@kernel"}},
         {"text": "@as", "matches": {"@async"}},
         {"text": "let y = compute(x) {\n    @kernel elem", "matches": {"elementwise"}},

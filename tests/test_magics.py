@@ -11,8 +11,6 @@ from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 import zynbook  # noqa: E402
 from zynbook.errors import ZynMLError  # noqa: E402
 from zynbook.kernel import state  # noqa: E402
-from zynbook.magics import apply_annotations  # noqa: E402
-from zynbook.magics.compute import split_annotations  # noqa: E402
 
 AXPY = """let z = compute(x, y) {
     @kernel elementwise
@@ -28,7 +26,6 @@ def shell():
     state.set_notebook_session(zynbook.Session(device="cpu"))
     sh.run_line_magic("load_ext", "zynbook")
     yield sh
-    sh.run_line_magic("unload_ext", "zynbook")
     for name in ("x", "y", "z", "s", "f", "r", "a", "b", "scale", "t", "m"):
         sh.user_ns.pop(name, None)
     state.set_notebook_session(None)
@@ -131,26 +128,6 @@ def test_inspect_magic_shows_the_last_blocks(shell, capsys):
     out = capsys.readouterr().out
     assert "--- cir ---" in out and "--- python ---" in out
     assert "x[i] * y[i] + 1.0" in out
-
-
-# -------------------------------------------------------------- annotations as text
-
-def test_split_annotations():
-    assert split_annotations('@device("metal:0")  @async @workgroup(16, 16)') == [
-        ("device", '@device("metal:0")'), ("async", "@async"),
-        ("workgroup", "@workgroup(16, 16)")]
-    with pytest.raises(ZynMLError):
-        split_annotations("device(cpu)")
-
-
-def test_apply_annotations_keeps_a_blocks_own():
-    src = ('let a = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n'
-           '        out[i] = x[i]\n}\nlet b = compute(x) @device("cpu") {\n'
-           '    @kernel elementwise\n    for i in 0..n:\n        out[i] = x[i]\n}\n')
-    out = apply_annotations(src, '@device("cuda:0") @async')
-    assert 'let a = compute(x) @device("cuda:0") @async {' in out
-    assert 'let b = compute(x) @device("cpu") @async {' in out
-    assert out.count("\n") == src.count("\n")
 
 
 # ------------------------------------------------------------------ other array kinds

@@ -194,10 +194,18 @@ def kernel_sections(kernel, language: str = "") -> list[tuple[str, str]]:
         sources = kernel.sources()
     except Exception as err:  # a renderer that fails must not hide the others
         sources = {"error": f"{type(err).__name__}: {err}"}
-    out += list(sources.items())
+    out += [(lang, _text_of(src)) for lang, src in sources.items()]
     if language:
         out = [s for s in out if s[0] == language] or out
     return out
+
+
+def _text_of(source) -> str:
+    """Generated code as text (a renderer may hand back an object that carries its text)."""
+    if isinstance(source, str):
+        return source
+    text = getattr(source, "source", None)
+    return text if isinstance(text, str) else str(source)
 
 
 def code_bundle(kernels, launches=(), want: str = "") -> dict:

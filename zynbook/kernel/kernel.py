@@ -13,6 +13,7 @@ ZynML binds are written back to Python after each piece of ZynML.
 """
 from __future__ import annotations
 
+import html as _html
 import math
 import sys
 import time
@@ -384,31 +385,25 @@ class ZynMLKernel(IPythonKernel):
         return {"status": "ok", "found": bool(data), "data": data or {}, "metadata": {}}
 
     def zynml_inspection(self, code: str, cursor: int, detail_level: int = 0) -> dict | None:
+        """A value's type, shape and device; inside a compute block, its generated code
+        (after a line on the word under the cursor, if it is a ZynML word)."""
         word, _, _ = cells.word_at(code, cursor)
         if word:
             try:
                 value = self.lookup(word)
             except (KeyError, AttributeError):
-                value = None
+                pass
             else:
-                text = f"{word}: {describe(value)}"
-                if is_tensor(value):
-                    text = f"{word}: {tensor_text(value)}"
-                return {"text/plain": text}
-            base = word.split(".")[-1]
-            if base in ANNOTATION_DOCS or word.lstrip("@") in ANNOTATION_DOCS:
-                return {"text/plain": ANNOTATION_DOCS[word.lstrip("@").split(".")[-1]]}
+                text = tensor_text(value) if is_tensor(value) else describe(value)
+                return {"text/plain": f"{word}: {text}"}
+        doc = word_doc(word.split(".")[-1]) if word else ""
         block = self.block_at(code, cursor)
         if block is not None:
+            if doc:
+                block = {"text/plain": doc + "\n\n" + block["text/plain"],
+                         "text/html": f"<p>{_html.escape(doc)}</p>" + block.get("text/html", "")}
             return block
-        if word in KERNEL_TYPES:
-            return {"text/plain": f"kernel type {word}: a schedule for the "
-                                  f"{word.replace('_', ' ')} shape (@kernel {word})"}
-        if word in builtin_names():
-            return {"text/plain": f"{word}: ZynML builtin function"}
-        if word in KEYWORDS:
-            return {"text/plain": f"{word}: ZynML keyword"}
-        return None
+        return {"text/plain": doc} if doc else None
 
     def block_at(self, code: str, cursor: int) -> dict | None:
         """The generated code of the compute block under the cursor."""
@@ -447,6 +442,20 @@ class ZynMLKernel(IPythonKernel):
         return None
 
 
+def word_doc(word: str) -> str:
+    """One line on a ZynML word: annotation, kernel type, builtin or keyword."""
+    if word in ANNOTATION_DOCS:
+        return ANNOTATION_DOCS[word]
+    if word in KERNEL_TYPES:
+        return f"kernel type {word}: the schedule for the {word.replace('_', ' ')} shape " \
+               f"(@kernel {word})"
+    if word in builtin_names():
+        return f"{word}: ZynML builtin function"
+    if word in KEYWORDS:
+        return f"{word}: ZynML keyword"
+    return ""
+
+
 def _attr(value, name):
     if isinstance(value, dict):
         return value[name]
@@ -458,23 +467,18 @@ def attributes(value) -> list[str]:
     if isinstance(value, dict):
         return sorted(str(k) for k in value)
     names = list(TENSOR_ATTRIBUTES) if is_tensor(value) else []
-    fields = getattr(value, "fields", None)
-    if isinstance(fields, dict):
-        names += list(fields)
+    keys = getattr(value, "keys", None)
+    if callable(keys):
+        names += [str(k) for k in keys()]
     names += [n for n in dir(value) if not n.startswith("_")]
-    return sorted(set(n for n in names if hasattr(value, n) or n in (fields or {})))
+    return sorted(set(n for n in names if hasattr(value, n)))
 
 
 def builtin_names() -> tuple:
-    """ZynML builtins: the host interpreter's table where it has one, else the lexer's."""
-    try:
-        from ..runtime import interp
-    except ImportError:
-        return BUILTIN_FUNCTIONS
-    table = getattr(interp, "BUILTINS", None)
-    if isinstance(table, dict) and table:
-        return tuple(sorted(set(table) | set(BUILTIN_FUNCTIONS)))
-    return BUILTIN_FUNCTIONS
+    """ZynML builtins: the host interpreter's functions and the kernel math functions."""
+    from ..runtime.builtins import BUILTINS
+
+    return tuple(sorted(set(BUILTINS) | set(BUILTIN_FUNCTIONS)))
 
 
 def _prefixed(words, prefix: str) -> list[str]:

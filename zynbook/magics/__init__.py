@@ -11,10 +11,9 @@ last cell's compute blocks.
 """
 from __future__ import annotations
 
-from .compute import ComputeMagics, apply_annotations, to_python
+from .compute import ComputeMagics, to_python
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension", "ComputeMagics",
-           "apply_annotations", "to_python"]
+__all__ = ["load_ipython_extension", "unload_ipython_extension", "ComputeMagics", "to_python"]
 
 
 def load_ipython_extension(ipython) -> None:

@@ -7,99 +7,9 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
 from ..compiler.parser import parse
-from ..errors import Span, ZynMLSyntaxError
 from ..kernel import cells
 from ..kernel.display import bindable, code_bundle, is_tensor
 from ..kernel.state import notebook_session
-
-
-# ------------------------------------------------------------------ magic-line annotations
-
-def _skip_string(text: str, i: int) -> int:
-    quote, j = text[i], i + 1
-    while j < len(text) and text[j] != quote:
-        j += 2 if text[j] == "\\" else 1
-    return j + 1
-
-
-def _match_paren(text: str, i: int) -> int:
-    """Index just past the bracket closing the one at `i`."""
-    depth, j = 0, i
-    while j < len(text):
-        c = text[j]
-        if c in "\"'":
-            j = _skip_string(text, j)
-            continue
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    return len(text)
-
-
-def split_annotations(line: str) -> list[tuple[str, str]]:
-    """`@device("cpu") @async` -> [("device", '@device("cpu")'), ("async", "@async")]."""
-    out, i, text = [], 0, line.strip()
-    while i < len(text):
-        if text[i].isspace():
-            i += 1
-            continue
-        if text[i] != "@":
-            raise ZynMLSyntaxError(
-                f"%%compute takes annotations such as @device(\"cpu\") or @async, "
-                f"not {text[i:].split()[0]!r}", Span(1, i + 1), text)
-        j = i + 1
-        while j < len(text) and (text[j].isalnum() or text[j] == "_"):
-            j += 1
-        name = text[i + 1:j]
-        if not name:
-            raise ZynMLSyntaxError("an annotation needs a name after '@'", Span(1, i + 1), text)
-        k = j
-        while k < len(text) and text[k] in " \t":
-            k += 1
-        if k < len(text) and text[k] == "(":
-            j = _match_paren(text, k)
-        out.append((name, text[i:j]))
-        i = j
-    return out
-
-
-def apply_annotations(source: str, line: str) -> str:
-    """`source` with the annotations of `line` written after the header of every compute
-    block (`compute(x, y) @device("cpu") {`), except where the block already carries an
-    annotation of that name (the block's own wins)."""
-    anns = split_annotations(line)
-    if not anns:
-        return source
-    program = parse(source)
-    starts = [0]
-    for ln in source.splitlines(keepends=True):
-        starts.append(starts[-1] + len(ln))
-    inserts = []
-    for node in cells.compute_blocks(program):
-        offset = starts[node.span.line - 1] + node.span.column - 1
-        open_paren = source.index("(", offset)
-        i = _match_paren(source, open_paren)
-        # skip the block's own annotations up to its `{`
-        while i < len(source) and source[i] != "{":
-            if source[i] in "\"'":
-                i = _skip_string(source, i)
-            elif source[i] == "(":
-                i = _match_paren(source, i)
-            else:
-                i += 1
-        have = {a.name for a in node.annotations}
-        text = " ".join(t for name, t in anns if name not in have)
-        if text:
-            inserts.append((i, text))
-    for pos, text in sorted(inserts, reverse=True):
-        before = source[:pos]
-        sep = "" if before.endswith((" ", "\t")) else " "
-        source = before + sep + text + " " + source[pos:]
-    return source
 
 
 # ----------------------------------------------------------------------- values to Python
@@ -137,7 +47,7 @@ class ComputeMagics(Magics):
     @cell_magic
     def compute(self, line, cell):
         """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
-        source = apply_annotations(cell, line) if line.strip() else cell
+        source = cell
         program = parse(source)
         user_ns = self.shell.user_ns
         hidden = set(getattr(self.shell, "user_ns_hidden", {}))
@@ -146,7 +56,7 @@ class ComputeMagics(Magics):
                and bindable(user_ns[name])}
         session = self.session
         try:
-            value, is_expr = session.run_cell(source, **env)
+            value, is_expr = session.run_cell(source, compute_annotations=line.strip(), **env)
         finally:
             for name in cells.bound_names(program):
                 if name in session.namespace:

@@ -25,6 +25,7 @@ class DevicePicker(W.VBox):
         self.dropdown = W.Dropdown(description="Device", layout=W.Layout(width="420px"),
                                    style={"description_width": "60px"})
         self.status = W.HTML()
+        self._updating = False
         super().__init__([self.dropdown, self.status], **kwargs)
         self.refresh(devices)
         self.dropdown.observe(self._on_change, names="value")
@@ -42,9 +43,12 @@ class DevicePicker(W.VBox):
         ids = [o[1] for o in options]
         if current not in ids:
             options.insert(0, (current, current))
-        with self.hold_trait_notifications():
+        self._updating = True
+        try:
             self.dropdown.options = options
             self.dropdown.value = current
+        finally:
+            self._updating = False
         self._show(current)
 
     @property
@@ -56,15 +60,19 @@ class DevicePicker(W.VBox):
         self.dropdown.value = device
 
     def _on_change(self, change) -> None:
+        if self._updating:
+            return
         device = change["new"]
         try:
             self.session.default_device = device
         except ZynMLError as err:
             self.status.value = (f"<span style='color:#b00020'>{html.escape(err.message)}"
                                  f"</span>")
-            self.dropdown.unobserve(self._on_change, names="value")
-            self.dropdown.value = change["old"]
-            self.dropdown.observe(self._on_change, names="value")
+            self._updating = True
+            try:
+                self.dropdown.value = change["old"]
+            finally:
+                self._updating = False
             return
         self._show(self.session.default_device)
 

@@ -57,7 +57,8 @@ class ShaderInspector(W.VBox):
         self.info = W.HTML()
         self.tabs = W.Tab()
         super().__init__([self.picker, self.info, self.tabs], **kwargs)
-        self.picker.observe(lambda change: self._show(change["new"]), names="value")
+        self._updating = False
+        self.picker.observe(self._on_pick, names="value")
         self.update(kernels, launches)
 
     def _session(self):
@@ -79,10 +80,17 @@ class ShaderInspector(W.VBox):
             self.devices = {}
         names = [k.name for k in self.kernels]
         self.picker.layout.display = "" if len(names) > 1 else "none"
-        with self.picker.hold_trait_notifications():
+        self._updating = True
+        try:
             self.picker.options = [(n, i) for i, n in enumerate(names)]
             self.picker.value = 0 if names else None
+        finally:
+            self._updating = False
         self._show(0 if names else None)
+
+    def _on_pick(self, change) -> None:
+        if not self._updating:
+            self._show(change["new"])
 
     def _show(self, index) -> None:
         if index is None or not self.kernels:

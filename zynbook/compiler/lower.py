@@ -861,6 +861,7 @@ class _Lowering:
         """Iterations of `loop` are independent: each writes its own part of out (or yields),
         and none changes a variable declared outside it."""
         declared = {n.name for n in cir.walk(loop.body) if isinstance(n, cir.Let)}
+        own_shared = {n.name for n in cir.walk(loop.body) if isinstance(n, cir.SharedAlloc)}
         stores, yields = [], []
         for n in cir.walk(loop.body):
             if isinstance(n, cir.Assign) and n.name not in declared:
@@ -868,14 +869,12 @@ class _Lowering:
             if isinstance(n, cir.Store):
                 if n.buffer == "out":
                     stores.append(n)
-                elif n.buffer in self.shared and not any(
-                        isinstance(m, cir.SharedAlloc) and m.name == n.buffer
-                        for m in cir.walk(loop.body)):
+                elif n.buffer in self.shared and n.buffer not in own_shared:
                     return False
             if isinstance(n, cir.Yield):
                 yields.append(n)
-            if isinstance(n, cir.Barrier):
-                return False
+            if isinstance(n, cir.Barrier) and not own_shared:
+                return False        # a barrier over memory shared between iterations
         if yields:
             return not stores
         if not stores:

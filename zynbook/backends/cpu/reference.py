@@ -70,7 +70,8 @@ def _align(vals: list[Val]) -> list:
     out = []
     for v in vals:
         arr = v.arr
-        if v.lanes == lanes and v.vrank == vrank:
+        if (v.lanes == lanes and v.vrank == vrank) or np.ndim(arr) == 0:
+            # (a Python scalar stays one: it is weakly typed, so f32 math stays f32)
             out.append(arr)
             continue
         arr = np.asarray(arr)
@@ -504,14 +505,31 @@ class ReferenceExecutor:
 
     def _shared_load(self, e, arr):
         nl = self.shared_defs[e.buffer]
-        parts = [self.uniform(self.eval(i)) if not isinstance(i, cir.Span) else i for i in e.index]
-        if any(p is None for p in parts):
-            raise self.error("shared arrays are indexed by values the same in every lane",
-                             0)
+        raw = [self.eval(i) if not isinstance(i, cir.Span) else i for i in e.index]
+        parts = [i if isinstance(i, cir.Span) or isinstance(i, LaneIndex) else self.uniform(i)
+                 for i in raw]
+        if any(p is None or isinstance(p, LaneIndex) for p in parts):
+            return self._shared_gather(e, arr, nl, raw)
         idx = [slice(None)] * nl + [p if not isinstance(p, cir.Span) else
                                     slice(*self._span_bounds(p, arr.shape[nl + k]))
                                     for k, p in enumerate(parts)]
         return Val(arr[tuple(idx)], nl)
+
+    def _shared_gather(self, e, arr, nl, parts):
+        """A shared array read at positions that differ between lanes (a loop over it run
+        as a temporary lane axis): every lane reads its own copy at its own position."""
+        if len(parts) != arr.ndim - nl or any(isinstance(p, cir.Span) for p in parts):
+            raise self.error(f"`{e.buffer}` is read with a slice whose bounds differ between "
+                             "parallel iterations", 0)
+        lanes = self.lanes
+        vals = [as_val(p) for p in parts]
+        own = [np.asarray(a) for a in _align(vals + [Val(np.zeros((1,) * lanes, bool), lanes)])]
+        own = [a.reshape(a.shape[:lanes]) for a in own[:-1]]
+        self._check_bounds(own, arr.shape[nl:], e.buffer)
+        own = [np.clip(a, 0, size - 1) for a, size in zip(own, arr.shape[nl:])]
+        copies = [np.arange(arr.shape[k]).reshape((1,) * k + (-1,) + (1,) * (lanes - k - 1))
+                  for k in range(nl)]
+        return Val(arr[tuple(copies + own)], lanes)
 
     def store(self, s: cir.Store):
         value = self.eval(s.value)
@@ -617,7 +635,7 @@ class ReferenceExecutor:
         idx = tuple([slice(None)] * nl + [p if not isinstance(p, cir.Span) else
                                           slice(*self._span_bounds(p, target.shape[nl + k]))
                                           for k, p in enumerate(parts)])
-        view = target[idx]
+        view = target[idx + (Ellipsis,)]    # a view even when idx picks one element
         v = as_val(value)
         arr = np.asarray(v.arr)
         lanes_shape = target.shape[:nl]

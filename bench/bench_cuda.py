@@ -81,7 +81,9 @@ def zyn_callable(dev, kernel, sizes, tensors, out, scalars=None):
     outb = dev._as_device_array(out, kernel.output.dtype) if kernel.output.dtype != "bf16" else \
         cp.from_dlpack(out.view(torch.int16)).view(cp.uint16)
     scratch = compiled.scratch()
-    stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    ts = torch.cuda.current_stream()
+    stream = (cp.cuda.Stream.from_external(ts) if hasattr(cp.cuda.Stream, "from_external")
+              else cp.cuda.ExternalStream(ts.cuda_stream))
     args = bufs + [outb]
 
     def run():

@@ -363,7 +363,7 @@ CASES = _cases()
 EXPECTED_SCHEDULE = {
     "mul_add": "generic", "reduce_sum": "reduce", "argmax": "reduce", "row_sums": "reduce",
     "layer_norm": "rows", "softmax_rows": "rows", "rms_norm": "rows", "attention": "rows",
-    "flash_attention": "flash", "flash_tiles_generic": "generic", "shared_ffn": "generic",
+    "flash_attention": "flash", "flash_tiles_generic": "generic", "shared_ffn": "rows",
 }
 
 # ------------------------------------------------------------------ renderer (no adapter)

@@ -47,8 +47,9 @@ class Device:
         cir.output_shape(kernel, sizes) and kernel.output.dtype."""
         raise NotImplementedError
 
-    def generated_source(self, kernel: cir.Kernel) -> dict:
-        """{language: source text} of what this device would run for `kernel`."""
+    def generated_source(self, kernel: cir.Kernel, sizes: dict | None = None) -> dict:
+        """{language: source text} of what this device would run for `kernel` (with `sizes`
+        bound, for devices that compile sizes in)."""
         return {}
 
     def to_host(self, array):

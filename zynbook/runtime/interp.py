@@ -59,7 +59,7 @@ class CompiledKernel:
     def sources(self) -> dict:
         """{language: generated source} from every renderer available here."""
         from ..compiler.codegen import available_sources
-        return available_sources(self.kernel, self.device)
+        return available_sources(self.kernel, self.device, self.sizes or None)
 
     def __repr__(self):
         return f"<compiled kernel {self.name} ({self.kernel.kernel_type.kind})>"

@@ -40,7 +40,7 @@ class CpuDevice(Device):
                             source="host-clock")
         return out, Launch(kernel.name, self.id, times, {"executor": "numpy reference"})
 
-    def generated_source(self, kernel: cir.Kernel) -> dict:
+    def generated_source(self, kernel: cir.Kernel, sizes: dict | None = None) -> dict:
         return {"python": python_codegen.render(kernel)}
 
     def to_host(self, array):

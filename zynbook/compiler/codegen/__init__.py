@@ -4,13 +4,16 @@ from __future__ import annotations
 import importlib
 
 
-def available_sources(kernel, device=None) -> dict:
+def available_sources(kernel, device=None, sizes=None) -> dict:
     """{language: generated source} for `kernel` from every renderer that can render it
     (a renderer that cannot shows why instead). The device's own view comes first."""
     out: dict = {}
     if device is not None:
         try:
-            out.update(device.generated_source(kernel))
+            try:
+                out.update(device.generated_source(kernel, sizes=sizes))
+            except TypeError:
+                out.update(device.generated_source(kernel))
         except Exception as err:        # the inspector shows why instead of failing
             out[device.backend] = f"// not available: {err}"
     for lang, module, fn in (("python", "python", "render"), ("cuda", "cuda", "render"),

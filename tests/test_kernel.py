@@ -114,6 +114,19 @@ def test_kernelspec_is_portable():
     assert (SPEC_DIR / "logo-64x64.png").exists()
 
 
+@pytest.mark.parametrize("args,user,prefix", [
+    ([], False, None), (["--user"], True, None), (["--sys-prefix"], False, sys.prefix),
+    (["--prefix", "/opt/env"], False, "/opt/env")])
+def test_install_command_line(monkeypatch, capsys, args, user, prefix):
+    from zynbook.kernel import kernelspec as inst
+
+    calls = []
+    monkeypatch.setattr(inst, "install", lambda **kw: calls.append(kw) or "/somewhere/zynml")
+    assert inst.main(args) == 0
+    assert calls == [{"user": user, "prefix": prefix, "name": "zynml"}]
+    assert "/somewhere/zynml" in capsys.readouterr().out
+
+
 def test_kernelspec_list_shows_zynml():
     from jupyter_client.kernelspec import KernelSpecManager
 

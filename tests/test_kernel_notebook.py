@@ -66,3 +66,22 @@ def test_compute_magic_in_the_notebook(executed):
     assert "ndarray (3, 4)" in text
     (devices,) = [o for o in _outputs(executed, "%zynml_devices") if "data" in o]
     assert "cpu" in devices.data["text/plain"]
+
+
+def test_nbconvert_html_highlights_zynml(executed):
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    nbconvert = pytest.importorskip("nbconvert")
+    try:
+        get_lexer_by_name("zynml")
+    except ClassNotFound:
+        pytest.skip("zynbook is not installed (the pygments.lexers entry point comes with it)")
+    from nbconvert.filters.highlight import Highlight2HTML
+
+    # what nbconvert's HTML exporter does with the notebook's language_info
+    lexer = executed.metadata.language_info.pygments_lexer
+    assert lexer == "zynml"
+    block = next(c.source for c in executed.cells if "@kernel" in c.source)
+    html = Highlight2HTML(pygments_lexer=lexer)(block)
+    assert '<span class="nd">@kernel</span>' in html

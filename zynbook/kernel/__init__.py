@@ -17,6 +17,6 @@ LANGUAGE_INFO = {
     "nbconvert_exporter": "script",
 }
 
-from .install import install, kernelspec_dir  # noqa: E402
+from .kernelspec import install, kernelspec_dir  # noqa: E402
 
 __all__ = ["KERNEL_NAME", "LANGUAGE_INFO", "install", "kernelspec_dir"]

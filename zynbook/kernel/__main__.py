@@ -4,7 +4,7 @@ import sys
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "install":
-        from .install import main
+        from .kernelspec import main
 
         sys.exit(main(sys.argv[2:]))
 

@@ -161,7 +161,7 @@ def format_seconds(s: float | None) -> str:
 
 def launch_table(launches) -> str:
     """Per-launch times as text rows."""
-    rows = [f"{'kernel':<24} {'device':<10} {'compile':>10} {'upload':>10} {'kernel':>10} "
+    rows = [f"{'launch':<24} {'device':<10} {'compile':>10} {'upload':>10} {'kernel':>10} "
             f"{'download':>10}  clock"]
     for ln in launches:
         t = ln.times

@@ -34,6 +34,15 @@ def to_python(value):
     return value
 
 
+def _cell(value) -> str:
+    """A device property for the table: memory in GiB, nothing for a missing one."""
+    if value is None:
+        return ""
+    if isinstance(value, int) and value >= 2**30:
+        return f"{value / 2**30:.1f} GiB"
+    return str(value)
+
+
 # --------------------------------------------------------------------------------- magics
 
 @magics_class
@@ -70,22 +79,20 @@ class ComputeMagics(Magics):
 
         devices = compute_devices()
         default = self.session.default_device
-        keys = ["id", "type", "name", "backend"]
-        for d in devices:
-            keys += [k for k in d if k not in keys]
-        rows = [[str(d.get(k, "")) for k in keys] for d in devices]
+        keys = ["id", "type", "name", "backend", "memory"]
+        rows = [[_cell(d.get(k)) for k in keys] for d in devices]
         widths = [max(len(k), *(len(r[i]) for r in rows)) for i, k in enumerate(keys)]
-        text = ["  " + "  ".join(k.ljust(w) for k, w in zip(keys, widths))]
+        text = ["  " + "  ".join(k.ljust(w) for k, w in zip(keys, widths)).rstrip()]
         for d, r in zip(devices, rows):
             mark = "* " if d.get("id") == default else "  "
-            text.append(mark + "  ".join(c.ljust(w) for c, w in zip(r, widths)))
+            text.append((mark + "  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip())
         head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
+        bold = " style='font-weight:bold'"
         body = "".join(
-            "<tr>" + "".join(
-                f"<td>{'<b>' if d.get('id') == default else ''}{html.escape(c)}"
-                f"{'</b>' if d.get('id') == default else ''}</td>" for c in r) + "</tr>"
+            f"<tr{bold if d.get('id') == default else ''}>"
+            + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
             for d, r in zip(devices, rows))
-        display({"text/plain": "\n".join(text),
+        display({"text/plain": "\n".join(text) + f"\n(* default device: {default})",
                  "text/html": f"<table><tr>{head}</tr>{body}</table>"
                               f"<div>default device: <code>{html.escape(default)}</code></div>"},
                 raw=True)

@@ -94,10 +94,19 @@ class Interpreter:
         return Tensor(dev.from_host(host), dev.id, host.shape, t.dtype)
 
     def allocate(self, shape, dtype, device_id, pinned=False) -> Tensor:
+        """Zeroed memory on a device; `pinned` host memory comes from the CUDA driver
+        (page-locked, for fast transfers) where there is a CUDA device."""
         dev = get_device(device_id)
-        np_dtype = np.dtype(B.NUMPY_NAMES[dtype])
+        if pinned:
+            try:
+                cuda = get_device("cuda:0")
+            except ZynMLDeviceError:
+                cuda = None
+            if cuda is not None and hasattr(cuda, "allocate"):
+                return Tensor(cuda.allocate(shape, dtype, pinned=True), "cpu", shape, dtype)
         if hasattr(dev, "allocate"):
-            return Tensor(dev.allocate(shape, np_dtype, pinned=pinned), dev.id, shape, dtype)
+            return Tensor(dev.allocate(shape, dtype), dev.id, shape, dtype)
+        np_dtype = np.dtype(B.NUMPY_NAMES[dtype])
         return Tensor(dev.from_host(np.zeros(shape, np_dtype)), dev.id, shape, dtype)
 
     # ----------------------------------------------------------------- scopes

@@ -155,6 +155,15 @@ class ReferenceExecutor:
         return ZynMLRuntimeError(msg, Span(line, 1) if line else None)
 
     def stmt(self, s):
+        try:
+            self._stmt(s)
+        except ZynMLRuntimeError as err:
+            # an error in an expression (an index out of range, ...) points at its statement
+            if err.line <= 0 and s.line:
+                err.span = Span(s.line, 1)
+            raise
+
+    def _stmt(self, s):
         if isinstance(s, cir.Let):
             self.env[s.name] = self._masked_value(s.name, self.eval(s.value), declare=True)
         elif isinstance(s, cir.Assign):

@@ -162,3 +162,21 @@ def test_cupy_inputs_stay_on_the_gpu(shell):
     value = run(shell, '@device("cuda:0")', AXPY + "z\n")
     assert isinstance(value, cupy.ndarray)
     np.testing.assert_allclose(cupy.asnumpy(value), np.arange(4) + 1.0)
+
+
+def test_device_picker_drives_the_next_compute_cell(shell):
+    pytest.importorskip("ipywidgets")
+    from zynbook.widgets import DevicePicker
+
+    others = [d["id"] for d in zynbook.compute_devices() if d["id"] != "cpu"]
+    if not others:
+        pytest.skip("only the CPU is present")
+    picker = DevicePicker()                     # the notebook's session, as %%compute uses
+    picker.value = others[0]
+    shell.user_ns.update(x=np.arange(4, dtype=np.float32), y=np.ones(4, np.float32))
+    result = shell.run_cell("%%compute\n" + AXPY + "z\n")
+    assert result.success, result.error_in_exec
+    assert {ln.device for ln in state.notebook_session().launches} == {others[0]}
+    np.testing.assert_allclose(np.asarray(result.result), np.arange(4) + 1.0)
+    if not others[0].startswith("cuda"):
+        assert isinstance(result.result, zynbook.Tensor)   # neither numpy nor CuPy: a tensor

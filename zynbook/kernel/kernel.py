@@ -94,14 +94,18 @@ class ZynMLRunner:
                 env[name] = value
         return env
 
-    def export_names(self) -> None:
-        """Write the names ZynML bound or rebound into the Python namespace."""
-        user_ns = self.shell.user_ns
-        for name, value in list(self.session.namespace.items()):
-            if name.startswith("_"):
+    def export_names(self, before: dict, env: dict) -> None:
+        """Write the names the ZynML just run bound or rebound (compared with `before`,
+        the namespace as it was) into the Python namespace; names bound from Python (`env`)
+        stay as Python has them."""
+        user_ns, namespace = self.shell.user_ns, self.session.namespace
+        for name, pyvalue in env.items():
+            if name in namespace:
+                self._links[name] = (pyvalue, namespace[name])
+        for name, value in list(namespace.items()):
+            if name.startswith("_") or before.get(name) is value:
                 continue
-            link = self._links.get(name)
-            if link is not None and link[1] is value:
+            if name in env and self._links[name][1] is value:
                 continue
             user_ns[name] = value
             self._links[name] = (value, value)
@@ -109,15 +113,14 @@ class ZynMLRunner:
     # ------------------------------------------------------------------- running
     def run(self, source: str):
         """Run one piece of ZynML; its value if it ends in an expression, else None."""
+        session = self.session
+        before = dict(session.namespace)
         env = self.python_names(source)
         try:
-            value, is_expr = self.session.run_cell(source, **env)
+            value, is_expr = session.run_cell(source, **env)
         finally:
-            for name, pyvalue in env.items():
-                if name in self.session.namespace:
-                    self._links[name] = (pyvalue, self.session.namespace[name])
             self._remember()
-            self.export_names()
+            self.export_names(before, env)
         return value if is_expr else None
 
     def _remember(self) -> None:

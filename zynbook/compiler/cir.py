@@ -173,6 +173,12 @@ class Let(Stmt):
     value: Expr
     mutable: bool = False   # `var` (True) or `let` (False)
     line: int = 0
+    ty: Ty | None = None    # a `var` later assigned a wider value (`var m = -inf`, then a
+                            # column of maxima) is declared with that type; None: value's
+
+    @property
+    def declared_ty(self) -> Ty:
+        return self.ty or self.value.ty
 
 
 @dataclass(frozen=True)
@@ -355,7 +361,7 @@ def _format_body(body, indent: int, out: list):
     for s in body:
         if isinstance(s, Let):
             kw = "var" if s.mutable else "let"
-            out.append(f"{pad}{kw} {s.name}: {s.value.ty} = {format_expr(s.value)}")
+            out.append(f"{pad}{kw} {s.name}: {s.declared_ty} = {format_expr(s.value)}")
         elif isinstance(s, Assign):
             out.append(f"{pad}{s.name} = {format_expr(s.value)}")
         elif isinstance(s, Store):

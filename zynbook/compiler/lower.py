@@ -117,7 +117,7 @@ class _Lowering:
         self.loop_stack: list = []
         self.guard_depth = 0
         self.annotations: dict = {}
-        self.annotation_spans: dict = {}
+        self.var_bindings: dict = {}       # cir name of each `var` -> its binding
         for ann in list(node.annotations) + list(extra_annotations):
             self._annotation(ann)
         self.scopes: list = [{}]
@@ -183,6 +183,7 @@ class _Lowering:
                 self.bind(key, _Binding("size", I32, key))
                 self.sizes.add(key)
         body = self.block(self.node.body, top=True)
+        body = self._declare_widened(body)
         body = self._mark_parallel(body, ancestors_parallel=True)
         output = self._output(kernel_type)
         verify_kernel_shape(kernel_type, body, self.annotations.get("kernel"), self.yields)
@@ -345,7 +346,9 @@ class _Lowering:
         if isinstance(s, A.VarDecl):
             value = self._annotated(self.expr(s.value), s.type)
             cname = self._fresh_local(s.name)
-            self.bind(s.name, _Binding("local", value.ty, cname, True, line))
+            binding = _Binding("local", value.ty, cname, True, line)
+            self.bind(s.name, binding)
+            self.var_bindings[cname] = binding
             return cir.Let(cname, value, True, line)
         if isinstance(s, A.Assign):
             return self.assign(s)
@@ -841,6 +844,23 @@ class _Lowering:
             self._same_dim(da, db, span, "the sizes of two tiles combined here")
             out.append(da)
         return tuple(reversed(out))
+
+    def _declare_widened(self, body) -> list:
+        """Give each `var` whose assignments widened it its final type at its declaration."""
+        out = []
+        for s in body:
+            if isinstance(s, cir.Let) and s.mutable:
+                b = self.var_bindings.get(s.name)
+                if b is not None and b.ty != s.value.ty:
+                    s = cir.Let(s.name, s.value, True, s.line, b.ty)
+            elif isinstance(s, cir.Loop):
+                s = cir.Loop(s.var, s.start, s.stop, s.step, tuple(self._declare_widened(s.body)),
+                             s.parallel, s.line)
+            elif isinstance(s, cir.If):
+                s = cir.If(s.cond, tuple(self._declare_widened(s.then)),
+                           tuple(self._declare_widened(s.orelse)), s.line)
+            out.append(s)
+        return out
 
     # ------------------------------------------------------------- parallel loops
     def _mark_parallel(self, body, ancestors_parallel) -> list:

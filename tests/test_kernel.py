@@ -199,6 +199,9 @@ def test_tensor_display_and_python_arrays(kc):
     assert "<table" in data["text/html"] and "10" in data["text/html"]
     reply, outputs = execute(kc, "%python print(np.asarray(y).tolist())")
     assert stdout_of(outputs).strip() == "[[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]"
+    # ZynML read Python's `x` and bound `y`: Python keeps its numpy array, gets the tensor
+    reply, outputs = execute(kc, "%python print(type(x).__name__, type(y).__name__)")
+    assert stdout_of(outputs).strip() == "ndarray Tensor"
 
 
 def test_device_magic(kc):

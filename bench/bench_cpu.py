@@ -1,0 +1,190 @@
+"""CPU benchmarks: ZynML kernels on the `cpu` device (the numpy reference executor) beside
+the equivalent numpy expression on the same machine.
+
+Each row times a whole `session.run` of the compute block (binding, the cached lowering,
+the launch and the result) and, separately, the kernel launch alone as the device reports
+it; numpy is timed on the same arrays. Medians of repeated runs after warm-up. Prints a
+table and writes JSON.
+
+    python bench/bench_cpu.py [--reps 7] [--small] [--json bench/results/cpu.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import zynbook  # noqa: E402
+
+MUL_ADD = """
+compute(x, y) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i] * y[i] + 1.0
+}
+"""
+
+GELU = """
+compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        let x3 = x[i] * x[i] * x[i]
+        out[i] = x[i] * 0.5 * (1.0 + tanh(0.7978845608 * (x[i] + 0.044715 * x3)))
+}
+"""
+
+MATMUL = """
+compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[i, k] * B[k, j]
+        out[i, j] = sum
+}
+"""
+
+SOFTMAX_ROWS = """
+compute(x) {
+    @kernel fused
+    for r in 0..rows:
+        var m = -inf
+        for c in 0..cols:
+            m = max(m, x[r, c])
+        var s = 0.0
+        for c in 0..cols:
+            s += exp(x[r, c] - m)
+        for c in 0..cols:
+            out[r, c] = exp(x[r, c] - m) / s
+}
+"""
+
+LAYER_NORM = """
+compute(x, gamma, beta) {
+    @kernel fused
+    for b in 0..batch:
+        var mean = 0.0
+        for i in 0..hidden:
+            mean += x[b, i]
+        mean /= hidden
+        var var = 0.0
+        for i in 0..hidden:
+            let diff = x[b, i] - mean
+            var += diff * diff
+        var /= hidden
+        let inv_std = rsqrt(var + eps)
+        for i in 0..hidden:
+            out[b, i] = (x[b, i] - mean) * inv_std * gamma[i] + beta[i]
+}
+"""
+
+
+def np_softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def np_layer_norm(x, gamma, beta, eps):
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def np_gelu(x):
+    return x * 0.5 * (1.0 + np.tanh(np.float32(0.7978845608) * (x + np.float32(0.044715) * x * x * x)))
+
+
+def cases(small: bool):
+    rng = np.random.default_rng(0)
+    r = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    n = 1_000_000 if small else 10_000_000
+    mm = 128 if small else 512
+    rows, cols = (256, 1024) if small else (4096, 1024)
+    x, y = r(n), r(n)
+    a, b = r(mm, mm), r(mm, mm)
+    s = r(rows, cols)
+    g, be = r(cols), r(cols)
+    return [
+        ("elementwise x*y+1", MUL_ADD, {"x": x, "y": y}, (n,), lambda: x * y + np.float32(1.0)),
+        ("gelu (tanh)", GELU, {"x": x}, (n,), lambda: np_gelu(x)),
+        ("matmul", MATMUL, {"A": a, "B": b}, (mm, mm, mm), lambda: a @ b),
+        ("softmax rows", SOFTMAX_ROWS, {"x": s}, (rows, cols), lambda: np_softmax(s)),
+        ("layer norm", LAYER_NORM, {"x": s, "gamma": g, "beta": be, "eps": 1e-5}, (rows, cols),
+         lambda: np_layer_norm(s, g, be, np.float32(1e-5))),
+    ]
+
+
+def median_time(fn, reps: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_case(name, src, env, shape, numpy_fn, reps):
+    session = zynbook.Session(device="cpu")
+    result = np.asarray(session.run(src, **env))
+    expected = numpy_fn()
+    scale = max(1.0, float(np.abs(expected).max()))
+    error = float(np.abs(result.astype(np.float64) - expected).max()) / scale
+    kernel_times = []
+
+    def zynml_run():
+        session.run(src, **env)
+        kernel_times.append(session.launches[-1].times.kernel)
+
+    t_zynml = median_time(zynml_run, reps)
+    t_kernel = statistics.median(kernel_times[-reps:])
+    t_numpy = median_time(numpy_fn, reps)
+    return {"name": name, "device": "cpu", "dtype": "f32", "shape": list(shape),
+            "peer": f"numpy {np.__version__}", "zynml_s": t_zynml, "zynml_kernel_s": t_kernel,
+            "peer_s": t_numpy, "ratio": t_zynml / t_numpy,
+            "kernel_ratio": t_kernel / t_numpy, "max_rel_error": error}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--small", action="store_true", help="small sizes (a quick check)")
+    parser.add_argument("--json", default=str(Path(__file__).resolve().parent / "results" /
+                                              "cpu.json"))
+    args = parser.parse_args(argv)
+
+    rows = [bench_case(*case, reps=args.reps) for case in cases(args.small)]
+    header = f"{'kernel':<20} {'shape':<18} {'zynml run':>11} {'kernel':>11} {'numpy':>11} " \
+             f"{'ratio':>7} {'kernel':>7} {'max err':>9}"
+    print(f"cpu: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"numpy {np.__version__}; medians of {args.reps} after warm-up")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r['name']:<20} {'x'.join(map(str, r['shape'])):<18} "
+              f"{r['zynml_s'] * 1e3:>9.2f}ms {r['zynml_kernel_s'] * 1e3:>9.2f}ms "
+              f"{r['peer_s'] * 1e3:>9.2f}ms {r['ratio']:>6.2f}x {r['kernel_ratio']:>6.2f}x "
+              f"{r['max_rel_error']:>9.1e}")
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": {"processor": platform.processor(),
+                                           "machine": platform.machine(),
+                                           "cores": os.cpu_count(),
+                                           "numpy": np.__version__},
+                               "reps": args.reps, "rows": rows}, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

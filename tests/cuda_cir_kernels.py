@@ -487,4 +487,10 @@ ALL = {
     "rms_norm": rms_norm, "softmax_rows": softmax_rows, "softmax_whole": softmax_whole,
     "ffn_shared": ffn_shared, "attention": attention,
     "relu_f16": lambda: relu(4096, "f16"), "matmul_f16": lambda: matmul(128, 128, 64, "f16"),
+    # row schedules at sizes that are not multiples of the vector width or the block
+    "softmax_odd": lambda: softmax_rows(7, 1001), "softmax_short": lambda: softmax_rows(37, 100),
+    "softmax_ragged": lambda: softmax_rows(9, 1000), "softmax_long": lambda: softmax_rows(3, 50_000),
+    "softmax_too_long": lambda: softmax_rows(2, 300_000),
+    "layer_norm_odd": lambda: layer_norm(5, 1000), "rms_norm_odd": lambda: rms_norm(3, 4100),
+    "residual_ln_odd": lambda: residual_layer_norm(3, 5, 333),
 }

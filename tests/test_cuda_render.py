@@ -23,10 +23,12 @@ EXPECTED_SCHEDULE = {
     "gelu": "16-byte vector", "rope": "thread:", "reduce_sum": "second pass",
     "argmax": "reduce(argmax)", "row_sums": "one block per output",
     "col_sums": "one thread per output", "matmul": "GEMM", "batched_matmul": "batch=3",
-    "conv2d": "implicit GEMM", "layer_norm": "block:", "softmax_rows": "block:",
+    "conv2d": "implicit GEMM", "layer_norm": "rows: one block", "softmax_rows": "16-byte vector loads",
     "softmax_whole": "one block runs the whole body", "ffn_shared": "block:",
-    "rms_norm": "block:", "residual_ln": "block:", "relu_f16": "8 consecutive",
-    "matmul_f16": "GEMM",
+    "rms_norm": "rows:", "residual_ln": "rows: one warp per row", "relu_f16": "8 consecutive",
+    "matmul_f16": "GEMM", "softmax_odd": "(4 x 1 per thread)", "softmax_short": "one warp per row",
+    "softmax_ragged": "rows:", "softmax_long": "rows:", "softmax_too_long": "block:",
+    "layer_norm_odd": "rows:", "rms_norm_odd": "rows:", "residual_ln_odd": "(3 x 1 per thread)",
 }
 
 

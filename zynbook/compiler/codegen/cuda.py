@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from .. import cir
 from . import cstyle
 from .cstyle import (CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported, cname,
-                     find_nest, free_vars, has_node, has_tiles, classify_loop, inline_tile_lets,
+                     assigned_vars, declared_vars, stored_buffers, find_nest, free_vars, has_node, has_tiles, classify_loop, inline_tile_lets,
                      substitute, trip_count, raise_unsupported)
 
 PRELUDE = r"""
@@ -312,6 +312,10 @@ def _render(kernel, sizes, arch, options) -> CudaProgram:
                          f"(out = init + sum of products); it runs on the generic schedule")
     if kind == "reduce":
         return render_reduce(kernel, body, sizes, notes)
+    if not options.get("generic") and not options.get("mode"):
+        prog = try_rows(kernel, body, sizes, notes)
+        if prog is not None:
+            return prog
     return render_generic(kernel, body, sizes, notes, options)
 
 
@@ -591,6 +595,287 @@ class _LaneText(cstyle._Text):
         conv = {"f16": "__half2float", "bf16": "__bfloat162float"}.get(dtype)
         text = f"{array}[{lane}]"
         super().__init__(f"{conv}({text})" if conv else text, dtype)
+
+
+# ------------------------------------------------------------------------- rows
+
+ELEM_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
+              "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
+
+
+def _row_key(e: cir.Load, var: str):
+    """(buffer, leading index) when `e` reads element `var` of a contiguous row, else None."""
+    if not e.index or any(isinstance(i, cir.Span) for i in e.index):
+        return None
+    last = e.index[-1]
+    if not (isinstance(last, cir.Var) and last.name == var):
+        return None
+    if any(var in free_vars(i) for i in e.index[:-1]):
+        return None
+    return (e.buffer, tuple(e.index[:-1]))
+
+
+@dataclass
+class RowPlan:
+    nest: Nest
+    cols: int               # trip count shared by every loop over the row
+    loops: list             # the row loops, in order
+    kinds: dict             # id(loop) -> "independent" | ("reduction", {acc: op})
+    keys: list              # cached (buffer, leading index), in first-use order
+    first_use: dict         # key -> id(loop) that loads it
+
+
+def _match_rows(kernel, body, sizes):
+    """A row kernel (softmax, layer norm, RMS norm, ...): per iteration of the parallel loops,
+    scalar statements and loops over one row of `cols` elements that either write the row
+    element by element or only accumulate into scalars. None when the body is anything else."""
+    nest = find_nest(body, sizes)
+    if not nest.loops or has_tiles(nest.body):
+        return None
+    if has_node(nest.body, (cir.SharedAlloc, cir.Barrier, cir.Yield, cir.Atomic, cir.Dot,
+                            cir.Reduce)):
+        return None
+    written = stored_buffers(nest.body)
+    if written != {kernel.output.name}:
+        return None
+    if any(isinstance(n, cir.Load) and n.buffer in written for n in cir.walk(nest.body)):
+        return None
+    cols, loops, kinds, keys, first_use = None, [], {}, [], {}
+    mutable = set()
+    for s in nest.body:
+        if isinstance(s, cir.Let):
+            if s.mutable:
+                mutable.add(s.name)
+            continue
+        if isinstance(s, cir.Assign):
+            continue
+        if not isinstance(s, cir.Loop):
+            return None
+        n = trip_count(s, sizes)
+        if n is None or not (isinstance(s.start, cir.Const) and s.start.value == 0
+                             and isinstance(s.step, cir.Const) and s.step.value == 1):
+            return None
+        if cols is None:
+            cols = n
+        elif n != cols:
+            return None
+        if has_node(s.body, cir.Loop):
+            return None
+        for t in s.body:
+            if isinstance(t, cir.Store):
+                if t.value.ty.shape or _row_key(cir.Load(t.buffer, t.index, t.value.ty), s.var) is None:
+                    return None
+            elif isinstance(t, cir.If):
+                if has_node(t, cir.Store):
+                    return None
+            elif not isinstance(t, (cir.Let, cir.Assign)):
+                return None
+        if s.parallel and not (assigned_vars(s.body) - declared_vars(s.body)):
+            kind = "independent"
+        else:
+            kind = classify_loop(s, mutable)
+        if kind is None:
+            return None
+        kinds[id(s)] = kind
+        loops.append(s)
+        for ld in cir.walk(s.body):
+            if isinstance(ld, cir.Load):
+                key = _row_key(ld, s.var)
+                if key is not None and key not in first_use:
+                    first_use[key] = id(s)
+                    keys.append(key)
+    if not loops or cols < 32:
+        return None
+    return RowPlan(nest, cols, loops, kinds, keys, first_use)
+
+
+class _RowRenderer(CUDARenderer):
+    """Reads of cached row elements become reads of the thread's registers."""
+
+    def __init__(self):
+        super().__init__()
+        self.row_cache = {}     # key -> C array (storage type)
+        self.row_ctx = None     # (loop variable, C slot expression) inside a row loop
+
+    def expr(self, e, scope, pre):
+        if isinstance(e, cir.Load) and self.row_ctx is not None:
+            var, slot = self.row_ctx
+            key = _row_key(e, var)
+            if key is not None and key in self.row_cache:
+                return self.load_value(f"{self.row_cache[key]}[{slot}]", self.buffers[e.buffer].dtype)
+        return super().expr(e, scope, pre)
+
+
+def try_rows(kernel, body, sizes, notes):
+    plan = _match_rows(kernel, body, sizes)
+    if plan is None:
+        return None
+    r = _RowRenderer()
+    r.setup(kernel, sizes)
+    C = plan.cols
+    bufs = {k[0] for k in plan.keys} | {kernel.output.name}
+    big = max(ELEM_BYTES[r.buffers[b_].dtype] for b_ in bufs)
+    small = min(ELEM_BYTES[r.buffers[b_].dtype] for b_ in bufs)
+    W = 16 // big
+    if W < 2 or W * small < 2 or C % W or any(r.buffers[b_].shape[-1] % W for b_ in bufs):
+        W = 1
+    layout = _row_layout(C, W, len(plan.keys))
+    if layout is None and W > 1:
+        W = 1
+        layout = _row_layout(C, W, len(plan.keys))
+    if layout is None:
+        notes.append(f"rows of {C} elements are too long to hold in registers; generic block schedule")
+        return None
+    T, E, RPB = layout
+    name = cname(kernel.name)
+    texts = [_row_kernel(r, kernel, plan, name, T, E, RPB, W)]
+    rows = plan.nest.total
+    grid = (_ceil(rows, RPB), 1, 1)
+    steps = [Step(name, grid, (T * RPB, 1, 1), ("buffers", "scalars"))]
+    unaligned = None
+    if W > 1:
+        r1 = _RowRenderer()
+        r1.setup(kernel, sizes)
+        T1, E1, RPB1 = _row_layout(C, 1, len(plan.keys)) or (T, E * W, RPB)
+        texts.append(_row_kernel(r1, kernel, plan, name + "_w1", T1, E1, RPB1, 1))
+        unaligned = [Step(name + "_w1", (_ceil(rows, RPB1), 1, 1), (T1 * RPB1, 1, 1), ("buffers", "scalars"))]
+    who = f"one warp per row, {RPB} rows per block" if T == 32 else f"one block of {T} threads per row"
+    banner = (f"rows: {who} of ({', '.join(l.var for l in plan.nest.loops)}); the row's {C} elements "
+              f"held in registers ({E} x {W} per thread"
+              + (f", {W * big}-byte vector loads" if W > 1 else "")
+              + "), one pass over memory, shuffle reductions")
+    r._body_text = ""
+    src, lm = r.assemble(texts, banner)
+    return CudaProgram(name, src, steps, schedule=banner, notes=notes, line_map=lm,
+                       unaligned_steps=unaligned, aligned_buffers=tuple(sorted(bufs)) if W > 1 else ())
+
+
+def _row_layout(C, W, nkeys):
+    """(threads per row, vectors per thread, rows per block), or None when too many registers."""
+    vecs = _ceil(C, W)
+    budget = 64                         # cached elements per thread (registers)
+    if vecs <= 32 * 4:                  # short rows: a warp each, no block barriers
+        E = _ceil(vecs, 32)
+        return (32, E, 4) if E * W * max(nkeys, 1) <= budget else None
+    T = _pow2_at_least(_ceil(vecs, 4), 64, 1024)
+    while True:
+        E = _ceil(vecs, T)
+        if E * W * max(nkeys, 1) <= budget:
+            return T, E, 1
+        if T >= 1024:
+            return None
+        T *= 2
+
+
+def _row_kernel(r: _RowRenderer, kernel, plan: RowPlan, name, T, E, RPB, W):
+    C = plan.cols
+    exact = _ceil(C, W) % T == 0 and C % W == 0
+    nest = plan.nest
+    warp = T == 32
+    em = Emitter(1)
+    scope = r.root.child()
+    for c in r.size_constants():
+        em(c)
+    rows = nest.total
+    if warp:
+        em("const int _lane = threadIdx.x & 31;")
+        em(f"const {r.idx} _row = ({r.idx})blockIdx.x * {RPB} + (threadIdx.x >> 5);")
+        em(f"if (_row >= {rows}) return;      // whole warps leave; no block barrier follows")
+    else:
+        em("const int _lane = threadIdx.x;")
+        em(f"const {r.idx} _row = blockIdx.x;")
+    r.stmts(em, nest.prologue, scope)
+    r.decompose(em, "_row", nest, scope)
+    mutable = set()
+    guard = "" if exact else f"if (_c < {C}) "
+
+    def chunk_loop():
+        em("#pragma unroll")
+        em.open(f"for (int _k = 0; _k < {E}; ++_k)")
+        em(f"const int _c = (_lane + _k * {T}) * {W};")
+
+    for s in nest.body:
+        if not isinstance(s, cir.Loop):
+            if isinstance(s, cir.Let) and s.mutable:
+                mutable.add(s.name)
+            r.stmt(em, s, scope)
+            continue
+        r.comment(em, s)
+        # registers for the rows this loop reads first
+        for key in plan.keys:
+            if plan.first_use[key] != id(s):
+                continue
+            bname, lead = key
+            buf = r.buffers[bname]
+            arr = r.new_tmp("row")
+            r.row_cache[key] = arr
+            pre: list = []
+            idx = [r.index_expr(i, scope, pre) for i in lead] + ["_c"]
+            r.emit_pre(em, pre)
+            st = r.storage_types[buf.dtype]
+            em(f"{st} {arr}[{E * W}];")
+            chunk_loop()
+            src_ = f"{buf.c}[{r.offset(buf, idx)}]"
+            if W > 1:
+                vt = VEC_TYPES[W * ELEM_BYTES[buf.dtype]]
+                em(f"{guard}*reinterpret_cast<{vt}*>(&{arr}[_k * {W}]) = "
+                   f"*reinterpret_cast<const {vt}*>(&{src_});")
+            else:
+                em(f"{guard}{arr}[_k] = {src_};")
+            em.close()
+        kind = plan.kinds[id(s)]
+        inner = scope.child()
+        parts = {}
+        if isinstance(kind, tuple):
+            for acc, op in kind[1].items():
+                c, dt, _ = scope.lookup(acc)
+                p = r.new_tmp("part")
+                ct = r.compute_type(dt) if dt != "bool" else "int"
+                em(f"{ct} {p} = {r.identity(op, dt)};")
+                parts[acc] = (p, op, dt, c, ct)
+                inner.vars[acc] = (p, dt, ())
+        chunk_loop()
+        if guard:
+            em.open(f"if (_c < {C})")
+        stores = [t for t in s.body if isinstance(t, cir.Store)]
+        outs = {}
+        if W > 1:
+            for t in stores:
+                a = r.new_tmp("vout")
+                em(f"{r.storage_types[r.buffers[t.buffer].dtype]} {a}[{W}];")
+                outs[id(t)] = a
+        for w in range(W):
+            ls = inner.child()
+            ls.vars[s.var] = (f"(_c + {w})" if w else "_c", "i32", ())
+            r.row_ctx = (s.var, f"_k * {W} + {w}" if W > 1 else "_k")
+            em.open("")
+            for t in s.body:
+                if isinstance(t, cir.Store) and W > 1:
+                    r.comment(em, t)
+                    buf = r.buffers[t.buffer]
+                    pre = []
+                    v = r.cast_to(r.expr(t.value, ls, pre), t.value.ty.dtype, buf.dtype)
+                    r.emit_pre(em, pre, t.line)
+                    em(f"{outs[id(t)]}[{w}] = {r.store_value(v, buf.dtype)};", t.line)
+                else:
+                    r.stmt(em, t, ls)
+            em.close()
+            r.row_ctx = None
+        for t in stores if W > 1 else ():
+            buf = r.buffers[t.buffer]
+            pre = []
+            idx = [r.index_expr(i, scope, pre) for i in t.index[:-1]] + ["_c"]
+            r.emit_pre(em, pre)
+            vt = VEC_TYPES[W * ELEM_BYTES[buf.dtype]]
+            em(f"*reinterpret_cast<{vt}*>(&{buf.c}[{r.offset(buf, idx)}]) = "
+               f"*reinterpret_cast<const {vt}*>({outs[id(t)]});")
+        if guard:
+            em.close()
+        em.close()
+        for acc, (p, op, dt, c, ct) in parts.items():
+            red = f"zyn_warp_allreduce({p}, {OP_FUNCTOR[op]}())" if warp else r.block_reduce(op, p, ct)
+            em(r._combine(op, c, red, dt))
+    return r.signature(name, bounds=T * RPB) + " {\n" + em.text() + "\n}"
 
 
 # ----------------------------------------------------------------------- reduce

@@ -1,0 +1,879 @@
+"""CIR -> Metal Shading Language, with a schedule per kernel type.
+
+`render_program(kernel, sizes)` returns an `MSLProgram`: the source text, the dispatches to
+make in order (entry point, threadgroups in the grid, threads per threadgroup), the buffer
+table (`[[buffer(n)]]` index -> input, output, scratch or the argument struct) and the
+layout of the constant argument struct. `render(kernel, sizes)` is its source text and
+`geometry(kernel, sizes)` the `(grid, threadgroup)` of its main dispatch.
+
+The renderer shares the C-like base (cstyle.py) with the CUDA renderer: expressions, tiles,
+statements and the generic thread/block schedules are the same code; what differs is a
+hook here (address spaces `device` / `threadgroup` / `constant`, `threadgroup_barrier`,
+SIMD-group collectives, MSL math names, `half`, `long`). As in the CUDA renderer, sizes are
+compiled in as constants for one binding of the kernel's sizes (trip counts, strides and
+tile extents fold); the scalar arguments that are not sizes (`eps`, ...) travel in one
+`constant ZynArgs&` struct bound after the buffers.
+
+Schedules:
+
+* **generic / thread**: one thread per iteration of the leading parallel loops, grid-stride
+  over the flattened space (elementwise kernels, matmuls, convolutions).
+* **rows / block**: one threadgroup per iteration of the parallel loops; the serial loops
+  inside are spread over the threadgroup's threads and accumulations become SIMD-group
+  reductions (`simd_sum`, `simd_max`, ...) followed by a threadgroup tree; `shared var` is
+  `threadgroup` memory and `barrier()` is `threadgroup_barrier` (softmax, layer norm,
+  attention, fused kernels).
+* **reduce**: grid-stride partials per thread, SIMD-group + threadgroup reduction, a
+  second dispatch over the per-threadgroup partials for a whole-input reduction; `axis=`
+  reductions one SIMD group per output row (or one threadgroup for long rows, or one thread
+  per output for a strided axis); argmin/argmax keep the first index on ties.
+* **flash**: the spec's flash attention (and masked attention) body: one thread per query,
+  64 queries per threadgroup, K/V tiles of 64 keys in threadgroup memory, online softmax.
+
+Metal has no `double`: f64 kernels are refused with a ZynML error, never computed in f32.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from .. import cir
+from .cstyle import (CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported, cname,
+                     classify_loop, find_nest, has_node, has_tiles, inline_tile_lets,
+                     raise_unsupported, trip_count)
+from .cuda import _yield_nest, canon, _templates
+
+PRELUDE = r"""
+template <typename T> inline T zyn_min(T a, T b) { return b < a ? b : a; }
+template <typename T> inline T zyn_max(T a, T b) { return a < b ? b : a; }
+template <typename T> inline T zyn_iabs(T a) { return a < 0 ? -a : a; }
+template <typename T> inline T zyn_sq(T a) { return a * a; }
+template <typename T> inline T zyn_ipow(T a, T b) { T r = 1; for (T i = 0; i < b; ++i) r *= a; return r; }
+template <typename T> inline T zyn_span_len(T start, T stop, T dim) {
+    T s = start < 0 ? 0 : start; T e = stop < dim ? stop : dim; return e > s ? e - s : 0; }
+// pow with C semantics for a negative base and an integral exponent
+inline float zyn_pow(float a, float b) {
+    if (a >= 0.0f || b != floor(b)) return pow(a, b);
+    const float r = pow(-a, b);
+    return fmod(b, 2.0f) != 0.0f ? -r : r;
+}
+// erf (Metal has none): Abramowitz-Stegun 7.1.26 refined, |error| < 2e-7 in float
+inline float zyn_erf(float x) {
+    const float ax = fabs(x);
+    if (ax < 0.5f) {
+        const float x2 = x * x;
+        return x * (1.1283791671f + x2 * (-0.3761263890f + x2 * (0.1128379167f +
+               x2 * (-0.0268661707f + x2 * (0.0052239776f - x2 * 0.0008548327f)))));
+    }
+    const float t = 1.0f / (1.0f + 0.5f * ax);
+    const float y = t * exp(-ax * ax - 1.26551223f + t * (1.00002368f + t * (0.37409196f +
+                    t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f +
+                    t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));
+    return x >= 0.0f ? 1.0f - y : y - 1.0f;
+}
+inline float zyn_gelu(float x) { return 0.5f * x * (1.0f + zyn_erf(x * 0.7071067811865476f)); }
+inline float zyn_silu(float x) { return x / (1.0f + exp(-x)); }
+struct ZynAdd { template <typename T> T operator()(T a, T b) const { return a + b; } };
+struct ZynMul { template <typename T> T operator()(T a, T b) const { return a * b; } };
+struct ZynMax { template <typename T> T operator()(T a, T b) const { return a < b ? b : a; } };
+struct ZynMin { template <typename T> T operator()(T a, T b) const { return b < a ? b : a; } };
+struct ZynAnd { template <typename T> T operator()(T a, T b) const { return a && b; } };
+struct ZynOr { template <typename T> T operator()(T a, T b) const { return a || b; } };
+// SIMD-group reductions: every lane gets the result
+template <typename T> inline T zyn_simd_allreduce(T v, ZynAdd) { return simd_sum(v); }
+template <typename T> inline T zyn_simd_allreduce(T v, ZynMul) { return simd_product(v); }
+template <typename T> inline T zyn_simd_allreduce(T v, ZynMax) { return simd_max(v); }
+template <typename T> inline T zyn_simd_allreduce(T v, ZynMin) { return simd_min(v); }
+template <typename T> inline T zyn_simd_allreduce(T v, ZynAnd) { return simd_min(v != 0 ? 1 : 0); }
+template <typename T> inline T zyn_simd_allreduce(T v, ZynOr) { return simd_max(v != 0 ? 1 : 0); }
+// Every thread of the threadgroup gets the reduction of `v`: SIMD groups first, then one
+// SIMD group over the per-group partials in threadgroup memory `red` (one slot per group).
+template <typename T, typename Op> inline T zyn_group_allreduce(T v, Op op, T identity,
+        threadgroup T* red, uint lane, uint sg, uint nsg) {
+    v = zyn_simd_allreduce(v, op);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (lane == 0) red[sg] = v;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    T r = lane < nsg ? red[lane] : identity;
+    return zyn_simd_allreduce(r, op);
+}
+// (value, index) pairs: the better value wins, the smaller index on ties
+template <bool IS_MAX, typename T> inline void zyn_arg_combine(thread T& v, thread int& i, T v2, int i2) {
+    const bool better = IS_MAX ? (v2 > v) : (v2 < v);
+    if (better || (v2 == v && i2 < i)) { v = v2; i = i2; }
+}
+template <bool IS_MAX, typename T> inline void zyn_simd_argreduce(thread T& v, thread int& i) {
+    for (ushort o = 16; o > 0; o >>= 1) {
+        const T v2 = simd_shuffle_xor(v, o);
+        const int i2 = simd_shuffle_xor(i, o);
+        zyn_arg_combine<IS_MAX>(v, i, v2, i2);
+    }
+}
+template <bool IS_MAX, typename T> inline void zyn_group_argreduce(thread T& v, thread int& i, T identity,
+        threadgroup T* rv, threadgroup int* ri, uint lane, uint sg, uint nsg) {
+    zyn_simd_argreduce<IS_MAX>(v, i);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (lane == 0) { rv[sg] = v; ri[sg] = i; }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    v = lane < nsg ? rv[lane] : identity;
+    i = lane < nsg ? ri[lane] : 2147483647;
+    zyn_simd_argreduce<IS_MAX>(v, i);
+}
+"""
+
+OP_FUNCTOR = {"+": "ZynAdd", "*": "ZynMul", "max": "ZynMax", "min": "ZynMin", "and": "ZynAnd",
+              "or": "ZynOr"}
+
+# the builtins every entry point receives (1-D grids)
+BUILTINS = ("uint _tid [[thread_position_in_threadgroup]]",
+            "uint _gid [[threadgroup_position_in_grid]]",
+            "uint _ngroups [[threadgroups_per_grid]]",
+            "uint _lane [[thread_index_in_simdgroup]]",
+            "uint _sg [[simdgroup_index_in_threadgroup]]",
+            "uint _nsg [[simdgroups_per_threadgroup]]")
+
+ARG_TYPES = {"f16": "float", "bf16": "float", "f32": "float", "i8": "int", "i16": "int",
+             "i32": "int", "bool": "int", "u8": "uint", "u16": "uint", "u32": "uint",
+             "i64": "long", "u64": "ulong"}
+
+
+@dataclass
+class Dispatch:
+    entry: str
+    grid: int               # threadgroups (1-D)
+    threadgroup: int        # threads per threadgroup
+
+
+@dataclass
+class BufferSlot:
+    index: int              # [[buffer(index)]]
+    role: str               # "input", "output", "scratch", "args"
+    name: str               # CIR buffer name, scratch name, or "zyn_args"
+    dtype: str = ""         # element dtype (inputs, output, scratch)
+    count: int = 0          # elements (scratch) or bytes (args)
+
+
+@dataclass
+class MSLProgram:
+    name: str
+    source: str
+    dispatches: list
+    slots: list             # of BufferSlot, by index
+    args: list              # (field name, MSL type, CIR scalar name) in struct order
+    schedule: str = ""
+    notes: list = field(default_factory=list)
+    threadgroup_bytes: int = 0
+
+    def pack_args(self, scalars: dict) -> bytes:
+        """The bytes of the `constant ZynArgs&` struct (natural C alignment)."""
+        out = b""
+        for _, ty, name in self.args:
+            fmt, size = {"float": ("<f", 4), "int": ("<i", 4), "uint": ("<I", 4),
+                         "long": ("<q", 8), "ulong": ("<Q", 8)}[ty]
+            out += b"\0" * (-len(out) % size)
+            v = scalars[name]
+            out += struct.pack(fmt, float(v) if ty == "float" else int(v))
+        out += b"\0" * (-len(out) % 8)
+        return out or b"\0" * 8
+
+
+class MSLRenderer(CStyleRenderer, GenericSchedules):
+    lang = "msl"
+    kernel_prefix = "kernel void"
+    buffer_qualifier = "device"
+    shared_qualifier = "threadgroup"
+    restrict = ""
+    barrier_stmt = "threadgroup_barrier(mem_flags::mem_threadgroup);"
+    index_type = "int"
+    long_index_type = "long"
+    storage_types = {
+        "f16": "half", "bf16": "bfloat", "f32": "float",
+        "i8": "char", "i16": "short", "i32": "int", "i64": "long",
+        "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong", "bool": "bool",
+    }
+
+    def __init__(self):
+        self.nt = 256
+        self.red_scratch: dict = {}         # C type -> threadgroup array name
+
+    def setup(self, kernel, sizes, scalar_dtypes=None):
+        for b in list(kernel.inputs) + [kernel.output]:
+            if b.dtype == "f64":
+                raise Unsupported(f"Metal has no 64-bit floats (`{b.name}` is f64)")
+        for s in kernel.scalars:
+            if s.dtype == "f64":
+                raise Unsupported(f"Metal has no 64-bit floats (scalar `{s.name}` is f64)")
+        super().setup(kernel, sizes, scalar_dtypes)
+        self.red_scratch = {}
+        self.arg_fields = []
+        for s in kernel.scalars:
+            if s.name in self.sizes:
+                self.root.vars[s.name] = (cname(s.name), s.dtype, ())
+                continue
+            c = cname(s.name)
+            self.arg_fields.append((c, ARG_TYPES[s.dtype], s.name))
+            ref = f"zyn_args.{c}"
+            if s.dtype == "bool":
+                ref = f"(zyn_args.{c} != 0)"
+            self.root.vars[s.name] = (ref, s.dtype, ())
+
+    # ---- language hooks -----------------------------------------------------------
+
+    def thread_id(self):
+        return "(int)_tid"
+
+    def block_id(self):
+        return "_gid"
+
+    def block_size(self):
+        return str(self.nt)
+
+    def grid_size(self):
+        return "_ngroups"
+
+    def compute_type(self, dtype):
+        if dtype == "f64":
+            raise Unsupported("Metal has no 64-bit floats (f64)")
+        if dtype in ("f16", "bf16"):
+            return "float"
+        return self.storage_types[dtype]
+
+    def load_value(self, text, dtype):
+        if dtype in ("f16", "bf16"):
+            return f"float({text})"
+        return text
+
+    def store_value(self, text, dtype):
+        if dtype == "f16":
+            return f"half({text})"
+        if dtype == "bf16":
+            return f"bfloat({text})"
+        return text
+
+    def literal(self, value, dtype):
+        if dtype in ("i64", "u64") or (dtype not in cir.FLOAT_DTYPES and dtype != "bool"
+                                       and not isinstance(value, bool) and abs(int(value)) >= 2 ** 31):
+            return f"{'long' if dtype != 'u64' else 'ulong'}({int(value)})"
+        return super().literal(value, dtype)
+
+    def float_literal(self, v, dtype):
+        if dtype == "f64":
+            raise Unsupported("Metal has no 64-bit floats (f64)")
+        if v != v:
+            return "NAN"
+        if v == float("inf"):
+            return "INFINITY"
+        if v == float("-inf"):
+            return "(-INFINITY)"
+        return super().float_literal(v, "f32")
+
+    def lowest(self, dtype):
+        if dtype == "i64":
+            return "long(-9223372036854775807 - 1)"
+        return super().lowest(dtype)
+
+    def highest(self, dtype):
+        if dtype == "i64":
+            return "long(9223372036854775807)"
+        if dtype == "u64":
+            return "ulong(18446744073709551615ul)"
+        return super().highest(dtype)
+
+    def cast_to(self, text, from_dtype, to_dtype):
+        if from_dtype == to_dtype:
+            return text
+        ct = self.compute_type(to_dtype)
+        if self.compute_type(from_dtype) == ct:
+            return text
+        return f"{ct}({text})"
+
+    def math_call(self, fn, args, dtype):
+        if dtype == "f64":
+            raise Unsupported("Metal has no 64-bit floats (f64)")
+        a = args
+        if fn == "relu":
+            return f"fmax({a[0]}, 0.0f)"
+        if fn == "sigmoid":
+            return f"(1.0f / (1.0f + exp(-({a[0]}))))"
+        if fn == "silu":
+            return f"zyn_silu({a[0]})"
+        if fn == "gelu":
+            return f"zyn_gelu({a[0]})"
+        if fn == "erf":
+            return f"zyn_erf({a[0]})"
+        if fn == "rsqrt":
+            return f"rsqrt({a[0]})"
+        if fn == "round":
+            return f"rint({a[0]})"
+        if fn == "abs":
+            return f"fabs({a[0]})"
+        if fn in ("min", "max"):
+            out = a[0]
+            for x in a[1:]:
+                out = f"f{fn}({out}, {x})"
+            return out
+        if fn == "clamp":
+            return f"fmin(fmax({a[0]}, {a[1]}), {a[2]})"
+        if fn == "pow":
+            return f"zyn_pow({a[0]}, {a[1]})"
+        return f"{fn}({', '.join(a)})"
+
+    def _combine(self, op, acc, v, dtype):
+        if op in ("max", "min") and dtype in cir.FLOAT_DTYPES:
+            return f"{acc} = f{op}({acc}, {v});"
+        return super()._combine(op, acc, v, dtype)
+
+    def red_array(self, ctype: str) -> str:
+        if ctype not in self.red_scratch:
+            self.red_scratch[ctype] = f"zyn_red_{ctype}"
+        return self.red_scratch[ctype]
+
+    def block_reduce(self, op, value, ctype):
+        ident = self.identity(op, "f32" if ctype == "float" else "i32")
+        if op in ("and", "or"):
+            ident = "1" if op == "and" else "0"
+        return (f"zyn_group_allreduce<{ctype}>({value}, {OP_FUNCTOR[op]}(), ({ctype})({ident}), "
+                f"{self.red_array(ctype)}, _lane, _sg, _nsg)")
+
+    def atomic_stmt(self, em, s: cir.Atomic, scope):
+        buf = self.buffer_of(s.buffer, scope)
+        pre: list = []
+        idx = [self.index_expr(i, scope, pre) for i in s.index]
+        v = self.cast_to(self.expr(s.value, scope, pre), s.value.ty.dtype, buf.dtype)
+        self.emit_pre(em, pre, s.line)
+        at = {"f32": "atomic_float", "i32": "atomic_int", "u32": "atomic_uint"}.get(buf.dtype)
+        if at is None or (s.op != "+" and buf.dtype == "f32"):
+            raise Unsupported(f"atomic {s.op}= on {buf.dtype} is not available in Metal", s.line)
+        fn = {"+": "add", "min": "min", "max": "max"}[s.op]
+        em(f"atomic_fetch_{fn}_explicit((device {at}*)&{buf.c}[{self.offset(buf, idx)}], {v}, "
+           "memory_order_relaxed);", s.line)
+
+    def yield_stmt(self, em, s: cir.Yield, scope):
+        tgt = getattr(self, "_yield", None)
+        if tgt is None:
+            raise Unsupported("`yield` outside a reduce kernel", s.line)
+        op, acc, accidx, dt, flat = tgt
+        pre: list = []
+        v = self.expr(s.value, scope, pre)
+        if op in ("argmax", "argmin"):
+            i = self.expr(s.index, scope, pre) if s.index is not None else flat
+            self.emit_pre(em, pre, s.line)
+            ct = self.compute_type(dt)
+            em(f"zyn_arg_combine<{'true' if op == 'argmax' else 'false'}>({acc}, {accidx}, "
+               f"({ct})({v}), (int)({i}));", s.line)
+            return
+        self.emit_pre(em, pre, s.line)
+        ct = self.compute_type(dt) if dt != "bool" else "int"
+        em(self._combine(op, acc, f"({ct})({v})", dt), s.line)
+
+    # ---- assembly ---------------------------------------------------------------------
+
+    def signature(self, name: str, scratch: list = ()) -> str:
+        """Parameters: buffers (inputs, output) then scratch by [[buffer(n)]], the argument
+        struct, then the thread-position builtins."""
+        ps = []
+        n = 0
+        for b in list(self.kernel.inputs) + [self.kernel.output]:
+            info = self.buffers[b.name]
+            const = "const " if info.const else ""
+            ps.append(f"device {const}{self.storage_types[info.dtype]}* {info.c} [[buffer({n})]]")
+            n += 1
+        for sname, ctype in scratch:
+            ps.append(f"device {ctype}* {sname} [[buffer({n})]]")
+            n += 1
+        if self.arg_fields:
+            ps.append(f"constant ZynArgs& zyn_args [[buffer({n})]]")
+        ps.extend(BUILTINS)
+        return f"{self.kernel_prefix} {name}(\n    " + ",\n    ".join(ps) + ")"
+
+    def kernel_text(self, name: str, body: Emitter, scratch: list = ()) -> str:
+        decls = list(self.shared_decls)
+        for ctype, arr in self.red_scratch.items():
+            decls.append(f"threadgroup {ctype} {arr}[32];")
+        text = self.signature(name, scratch) + " {\n"
+        text += "".join("    " + d + "\n" for d in decls)
+        text += body.text() + "\n}"
+        self.shared_decls = []
+        self.red_scratch = {}
+        return text
+
+    def assemble(self, kernels: list, banner: str) -> str:
+        head = [f"// ZynBook MSL for kernel `{self.kernel.name}` ({banner})",
+                "// sizes: " + ", ".join(f"{k}={v}" for k, v in sorted(self.sizes.items())),
+                "#include <metal_stdlib>", "using namespace metal;"]
+        text = "\n".join(head) + "\n" + PRELUDE
+        if self.arg_fields:
+            text += "\nstruct ZynArgs {\n" + "".join(f"    {t} {c};\n" for c, t, _ in self.arg_fields) + "};\n"
+        return text + "\n" + "\n\n".join(kernels) + "\n"
+
+
+# ======================================================================== schedules
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def _pow2_at_least(n, lo, hi):
+    p = lo
+    while p < n and p < hi:
+        p *= 2
+    return p
+
+
+_TG_BYTES = {"float": 4, "int": 4, "uint": 4, "half": 2, "bfloat": 2, "char": 1, "uchar": 1,
+             "short": 2, "ushort": 2, "long": 8, "ulong": 8, "bool": 1}
+
+
+def _threadgroup_bytes(source: str) -> int:
+    """Bytes of `threadgroup` arrays declared by the largest entry point."""
+    import re
+    best = cur = 0
+    for ln in source.splitlines():
+        if ln.startswith("kernel void"):
+            best, cur = max(best, cur), 0
+        m = re.match(r"\s+threadgroup (\w+) \w+((?:\[\d+\])+);", ln)
+        if m:
+            n = 1
+            for d in re.findall(r"\[(\d+)\]", m.group(2)):
+                n *= int(d)
+            cur += n * _TG_BYTES.get(m.group(1), 4)
+    return max(best, cur)
+
+
+def _slots(r: MSLRenderer, kernel, scratch: list) -> list:
+    slots = []
+    n = 0
+    for b in kernel.inputs:
+        slots.append(BufferSlot(n, "input", b.name, b.dtype))
+        n += 1
+    slots.append(BufferSlot(n, "output", kernel.output.name, kernel.output.dtype))
+    n += 1
+    for sname, dtype, count in scratch:
+        slots.append(BufferSlot(n, "scratch", sname, dtype, count))
+        n += 1
+    if r.arg_fields:
+        slots.append(BufferSlot(n, "args", "zyn_args"))
+    return slots
+
+
+def _program(r, kernel, kernels, dispatches, banner, notes, scratch=()) -> MSLProgram:
+    src = r.assemble(kernels, banner)
+    return MSLProgram(cname(kernel.name), src, dispatches, _slots(r, kernel, list(scratch)),
+                      list(r.arg_fields), banner, list(notes), _threadgroup_bytes(src))
+
+
+def render_program(kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> MSLProgram:
+    """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible."""
+    options = dict(options or {})
+    sizes = {k: int(v) for k, v in sizes.items()}
+    try:
+        missing = [d for d in kernel.dims if d not in sizes]
+        if missing:
+            raise Unsupported(f"sizes not bound: {', '.join(missing)}")
+        return _render(kernel, sizes, options)
+    except Unsupported as err:
+        raise_unsupported(kernel, err, "MSL")
+
+
+def render(kernel: cir.Kernel, sizes: dict | None = None, options: dict | None = None) -> str:
+    """MSL source of `kernel`. Sizes are compiled in: without `sizes`, only a kernel whose
+    sizes are all fixed renders; otherwise the text says so."""
+    if sizes is None:
+        if kernel.dims:
+            return (f"// kernel `{kernel.name}`: MSL is generated at launch, with the sizes "
+                    f"({', '.join(kernel.dims)}) of that launch compiled in")
+        sizes = {}
+    return render_program(kernel, sizes, options).source
+
+
+def geometry(kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> tuple:
+    """(threadgroups in the grid, threads per threadgroup) of the main dispatch; the full
+    list, with the second pass of a whole-input reduction, is `render_program(...).dispatches`."""
+    d = render_program(kernel, sizes, options).dispatches[0]
+    return d.grid, d.threadgroup
+
+
+def schedule_name(prog: MSLProgram) -> str:
+    s = prog.schedule
+    for key, name in (("flash", "flash"), ("attention", "flash"), ("reduce", "reduce"),
+                      ("threadgroup of", "rows"), ("whole body", "rows")):
+        if key in s:
+            return name
+    return "generic"
+
+
+def _render(kernel, sizes, options) -> MSLProgram:
+    kind = kernel.kernel_type.kind
+    notes: list = []
+    body = inline_tile_lets(kernel.body)
+    if kind in ("attention", "flash_attention") and not options.get("generic"):
+        prog = _try_attention(kernel, sizes, notes)
+        if prog is not None:
+            return prog
+    if kind == "reduce":
+        return render_reduce(kernel, body, sizes, notes)
+    return render_generic(kernel, body, sizes, notes, options)
+
+
+# ---------------------------------------------------------------------- generic
+
+
+def render_generic(kernel, body, sizes, notes, options=None) -> MSLProgram:
+    options = options or {}
+    r = MSLRenderer()
+    r.setup(kernel, sizes)
+    nest = find_nest(body, sizes)
+    wg = 1
+    for w in (kernel.schedule.workgroup or ()):
+        wg *= int(w)
+    if not nest.loops:
+        return _block_program(r, kernel, Nest([], [], [], body), 1, notes,
+                              "rows: one threadgroup runs the whole body")
+    inner = nest.body
+    needs_block = has_node(inner, (cir.SharedAlloc, cir.Barrier))
+    coop_trip = 0
+    mutable = {n.name for n in cir.walk(inner) if isinstance(n, cir.Let) and n.mutable}
+    for s in cir.walk(inner):
+        if isinstance(s, cir.Loop):
+            k = classify_loop(s, mutable)
+            if k is not None or s.parallel:
+                coop_trip = max(coop_trip, trip_count(s, sizes) or 0)
+    mode = options.get("mode")
+    if mode is None:
+        if needs_block or has_tiles(inner) or (coop_trip >= 64 and nest.total <= 65536):
+            mode = "block"
+        else:
+            mode = "thread"
+    if mode == "block":
+        if wg >= 32:
+            nt = min(1024, _pow2_at_least(wg, 32, 1024))
+        else:
+            nt = _pow2_at_least(max(coop_trip // 8, 1), 32, 1024) if coop_trip else 256
+        r.nt = nt
+        return _block_program(r, kernel, nest, nest.total, notes,
+                              f"rows: one threadgroup of {nt} threads per iteration of "
+                              f"({', '.join(l.var for l in nest.loops)}), SIMD-group reductions")
+    return _thread_program(r, kernel, nest, notes, wg)
+
+
+def _block_program(r: MSLRenderer, kernel, nest: Nest, groups: int, notes, banner):
+    if not nest.loops:
+        r.nt = 1024 if has_tiles(nest.body) or any(isinstance(s, cir.Loop) for s in nest.body) else 32
+    em = Emitter(1)
+    scope = r.root.child()
+    for c in r.size_constants():
+        em(c)
+    if nest.loops:
+        em(f"const {r.idx} _blk = _gid;")
+        r.stmts(em, nest.prologue, scope)
+        r.decompose(em, "_blk", nest, scope)
+    r.block_stmts(em, nest.body, scope, set())
+    name = cname(kernel.name)
+    text = r.kernel_text(name, em)
+    return _program(r, kernel, [text], [Dispatch(name, max(groups, 1), r.nt)], banner, notes)
+
+
+def _thread_program(r: MSLRenderer, kernel, nest: Nest, notes, wg):
+    nt = min(1024, _pow2_at_least(wg, 32, 1024)) if wg >= 32 else 256
+    r.nt = nt
+    name = cname(kernel.name)
+    em = Emitter(1)
+    scope = r.root.child()
+    for c in r.size_constants():
+        em(c)
+    r.stmts(em, nest.prologue, scope)
+    em.open(f"for ({r.idx} _g = ({r.idx})_gid * {nt} + ({r.idx})_tid; _g < {nest.total}; "
+            f"_g += ({r.idx})_ngroups * {nt})")
+    r.decompose(em, "_g", nest, scope)
+    r.stmts(em, nest.body, scope)
+    em.close()
+    text = r.kernel_text(name, em)
+    groups = max(1, min(_ceil(nest.total, nt), 65535))
+    banner = f"generic: one thread per iteration of ({', '.join(l.var for l in nest.loops)})"
+    return _program(r, kernel, [text], [Dispatch(name, groups, nt)], banner, notes)
+
+
+# ----------------------------------------------------------------------- reduce
+
+
+def render_reduce(kernel, body, sizes, notes) -> MSLProgram:
+    r = MSLRenderer()
+    r.setup(kernel, sizes)
+    op = kernel.kernel_type.param("op", "+")
+    axis = kernel.kernel_type.param("axis")
+    nest = _yield_nest(body, sizes)
+    ydts = [n.value.ty.dtype for n in cir.walk(body) if isinstance(n, cir.Yield)]
+    if not ydts:
+        raise Unsupported("a reduce kernel needs a `yield`")
+    ydt = ydts[0]
+    if op in ("+", "*") and ydt == "bool":
+        ydt = "i64"
+    if op not in ("argmax", "argmin") and kernel.output.dtype in cir.FLOAT_DTYPES \
+            and ydt not in cir.FLOAT_DTYPES:
+        ydt = kernel.output.dtype
+    arg = op in ("argmax", "argmin")
+    ct = r.compute_type(ydt) if ydt != "bool" else "int"
+    ident = r.identity(op, ydt)
+    total = nest.total if nest.loops else 1
+    if arg and total >= 2 ** 31:
+        raise Unsupported("argmin/argmax over 2^31 elements or more")
+    if axis is not None:
+        if not nest.loops or not (0 <= int(axis) < len(nest.loops)):
+            raise Unsupported(f"reduce axis={axis} does not name one of the "
+                              f"{len(nest.loops)} loops around the yield")
+        return _reduce_axis(r, kernel, nest, int(axis), op, ydt, ct, ident, notes)
+    name = cname(kernel.name)
+    out = r.buffers[kernel.output.name]
+    is_max = "true" if op == "argmax" else "false"
+    nt = 256
+    r.nt = nt
+    groups = max(1, min(_ceil(total, nt * 4), 1024))
+    two = groups > 1
+    st_dt = ydt if ydt != "bool" else "i32"
+    scratch_decl = [("_part", r.storage_types[st_dt] if st_dt not in ("f16", "bf16") else "float"),
+                    ("_parti", "int")]
+    em = Emitter(1)
+    scope = r.root.child()
+    for c in r.size_constants():
+        em(c)
+    r.stmts(em, nest.prologue, scope)
+    em(f"{ct} _acc = {ident};")
+    em("int _acci = 2147483647;")
+    r._yield = (op, "_acc", "_acci", ydt, "_g")
+    em.open(f"for ({r.idx} _g = ({r.idx})_gid * {nt} + ({r.idx})_tid; _g < {total}; "
+            f"_g += ({r.idx})_ngroups * {nt})")
+    if nest.loops:
+        r.decompose(em, "_g", nest, scope)
+    r.stmts(em, nest.body, scope)
+    em.close()
+    r._yield = None
+
+    def group_reduce(e):
+        if arg:
+            e(f"zyn_group_argreduce<{is_max}>(_acc, _acci, ({ct})({ident}), "
+              f"{r.red_array(ct)}, zyn_red_idx, _lane, _sg, _nsg);")
+        else:
+            e(f"_acc = {r.block_reduce(op, '_acc', ct)};")
+
+    group_reduce(em)
+    v = "_acci" if arg else "_acc"
+    final = r.store_value(r.cast_to(v, 'i32' if arg else ydt, out.dtype), out.dtype)
+    em.open("if (_tid == 0)")
+    if two:
+        em("_part[_gid] = _acc;")
+        if arg:
+            em("_parti[_gid] = _acci;")
+    else:
+        em(f"{out.c}[0] = {final};")
+    em.close()
+    if arg:
+        r.shared_decls.append("threadgroup int zyn_red_idx[32];")
+    k1 = r.kernel_text(name, em, scratch_decl)
+    kernels = [k1]
+    dispatches = [Dispatch(name, groups, nt)]
+    scratch = [("_part", st_dt if st_dt not in ("f16", "bf16") else "f32", groups),
+               ("_parti", "i32", groups)]
+    if two:
+        em = Emitter(1)
+        em(f"{ct} _acc = {ident};")
+        em("int _acci = 2147483647;")
+        em.open("for (uint _b = _tid; _b < " + str(groups) + "u; _b += 1024u)")
+        if arg:
+            em(f"zyn_arg_combine<{is_max}>(_acc, _acci, ({ct})_part[_b], _parti[_b]);")
+        else:
+            em(r._combine(op, "_acc", f"({ct})_part[_b]", ydt))
+        em.close()
+        r.nt = 1024
+        group_reduce(em)
+        em(f"if (_tid == 0) {out.c}[0] = {final};")
+        if arg:
+            r.shared_decls.append("threadgroup int zyn_red_idx[32];")
+        kernels.append(r.kernel_text(name + "_final", em, scratch_decl))
+        dispatches.append(Dispatch(name + "_final", 1, 1024))
+    banner = (f"reduce({op}): {groups} threadgroups of {nt} threads, SIMD-group + threadgroup "
+              "reduction" + (", second dispatch over the threadgroup partials" if two else ""))
+    return _program(r, kernel, kernels, dispatches, banner, notes, scratch)
+
+
+def _reduce_axis(r, kernel, nest, axis, op, ydt, ct, ident, notes) -> MSLProgram:
+    name = cname(kernel.name)
+    out = r.buffers[kernel.output.name]
+    arg = op in ("argmax", "argmin")
+    is_max = "true" if op == "argmax" else "false"
+    keep = [k for k in range(len(nest.loops)) if k != axis]
+    outer = Nest([nest.loops[k] for k in keep], [nest.extents[k] for k in keep], [], ())
+    n_out = outer.total
+    red_loop = nest.loops[axis]
+    red_ext = nest.extents[axis]
+    em = Emitter(1)
+    scope = r.root.child()
+    for c in r.size_constants():
+        em(c)
+    r.stmts(em, nest.prologue, scope)
+    final = r.store_value(r.cast_to("_acci" if arg else "_acc", "i32" if arg else ydt,
+                                    out.dtype), out.dtype)
+    if axis == len(nest.loops) - 1:
+        # one SIMD group (short rows) or one threadgroup (long rows) per output element
+        per_simd = red_ext <= 2048
+        nt = 256 if per_simd else _pow2_at_least(red_ext // 8, 128, 1024)
+        r.nt = nt
+        rows = nt // 32 if per_simd else 1
+        lane = "_lane" if per_simd else "_tid"
+        lanes = 32 if per_simd else nt
+        em(f"const {r.idx} _row = ({r.idx})_gid * {rows} + " + ("(int)_sg;" if per_simd else "0;"))
+        em(f"{ct} _acc = {ident};")
+        em("int _acci = 2147483647;")
+        em.open(f"if (_row < {n_out})")
+        r.decompose(em, "_row", outer, scope)
+        r._yield = (op, "_acc", "_acci", ydt, "_flat")
+        c = r.loop_var_name(red_loop.var)
+        pre: list = []
+        a = r.index_expr(red_loop.start, scope, pre)
+        st = r.index_expr(red_loop.step, scope, pre)
+        r.emit_pre(em, pre)
+        em.open(f"for ({r.idx} _t = (int){lane}; _t < {red_ext}; _t += {lanes})")
+        em(f"const {r.idx} {c} = {a} + _t * {st};")
+        em(f"const int _flat = (int)(_row * {red_ext} + _t);")
+        inner = scope.child()
+        inner.vars[red_loop.var] = (c, "i32", ())
+        r.stmts(em, nest.body, inner)
+        em.close()
+        r._yield = None
+        if per_simd:
+            if arg:
+                em(f"zyn_simd_argreduce<{is_max}>(_acc, _acci);")
+            else:
+                em(f"_acc = zyn_simd_allreduce(_acc, {OP_FUNCTOR[op]}());")
+        em.close()
+        if not per_simd:
+            if arg:
+                r.shared_decls.append("threadgroup int zyn_red_idx[32];")
+                em(f"zyn_group_argreduce<{is_max}>(_acc, _acci, ({ct})({ident}), "
+                   f"{r.red_array(ct)}, zyn_red_idx, _lane, _sg, _nsg);")
+            else:
+                em(f"_acc = {r.block_reduce(op, '_acc', ct)};")
+        em(f"if ({lane} == 0 && _row < {n_out}) {out.c}[_row] = {final};")
+        groups = _ceil(n_out, rows)
+        banner = (f"reduce({op}, axis={axis}): one {'SIMD group' if per_simd else 'threadgroup'} "
+                  "per output, SIMD-group reduction")
+    else:
+        # strided axis: one thread per output element loops over the reduced axis
+        nt = 256
+        r.nt = nt
+        em.open(f"for ({r.idx} _g = ({r.idx})_gid * {nt} + ({r.idx})_tid; _g < {n_out}; "
+                f"_g += ({r.idx})_ngroups * {nt})")
+        r.decompose(em, "_g", outer, scope)
+        em(f"{ct} _acc = {ident};")
+        em("int _acci = 2147483647;")
+        r._yield = (op, "_acc", "_acci", ydt, "_flat")
+        c = r.loop_var_name(red_loop.var)
+        pre = []
+        a = r.index_expr(red_loop.start, scope, pre)
+        st = r.index_expr(red_loop.step, scope, pre)
+        r.emit_pre(em, pre)
+        em.open(f"for ({r.idx} _t = 0; _t < {red_ext}; ++_t)")
+        em(f"const {r.idx} {c} = {a} + _t * {st};")
+        em("const int _flat = (int)_t;")
+        inner = scope.child()
+        inner.vars[red_loop.var] = (c, "i32", ())
+        r.stmts(em, nest.body, inner)
+        em.close()
+        r._yield = None
+        em(f"{out.c}[_g] = {final};")
+        em.close()
+        groups = _ceil(n_out, nt)
+        banner = f"reduce({op}, axis={axis}): one thread per output, sequential over the axis"
+    text = r.kernel_text(name, em)
+    return _program(r, kernel, [text], [Dispatch(name, max(1, groups), r.nt)], banner, notes)
+
+
+# -------------------------------------------------------------------- attention
+
+
+def _try_attention(kernel, sizes, notes):
+    kind = kernel.kernel_type.kind
+    c = canon(kernel)
+    for (tk, _blk), tc in _templates().items():
+        if tk == kind and tc == c:
+            return render_flash(kernel, sizes, masked=(kind == "attention"))
+    notes.append(f"the body of this `{kind}` kernel is not the spec's {kind} algorithm; "
+                 "it runs on the generic schedule")
+    return None
+
+
+def render_flash(kernel, sizes, masked: bool) -> MSLProgram:
+    r = MSLRenderer()
+    r.setup(kernel, sizes)
+    q, k_, v_ = (r.buffers[b_.name] for b_ in kernel.inputs[:3])
+    out = r.buffers[kernel.output.name]
+    B, H, S, D = q.shape
+    SK = k_.shape[2]
+    BQ, BKV, CH = 64, 64, 16
+    if 2 * BKV * D * 4 > 32768:
+        raise Unsupported(f"head_dim {D} needs more than 32 KiB of threadgroup memory")
+    r.nt = BQ
+    name = cname(kernel.name)
+    lq = lambda x: r.load_value(x, q.dtype)
+    lk = lambda x: r.load_value(x, k_.dtype)
+    lv = lambda x: r.load_value(x, v_.dtype)
+    nqb = _ceil(S, BQ)
+    em = Emitter(1)
+    em(f"constexpr int B = {B}, H = {H}, S = {S}, SK = {SK}, D = {D}, BQ = {BQ}, BKV = {BKV}, CH = {CH};")
+    em("const int tid = (int)_tid;")
+    em(f"const int qb = (int)_gid % {nqb}, h = ((int)_gid / {nqb}) % H, b = (int)_gid / ({nqb} * H);")
+    em("const int qi = qb * BQ + tid;")
+    em("const long qbase = ((long)b * H + h) * S * D;")
+    em("const long kbase = ((long)b * H + h) * SK * D;")
+    em("const bool active = qi < S;")
+    em("const float scale = 1.0f / sqrt((float)D);")
+    em("float qr[D], o[D];")
+    em(f"for (int d = 0; d < D; ++d) {{ qr[d] = active ? {lq(q.c + '[qbase + (long)qi * D + d]')} * scale : 0.0f; o[d] = 0.0f; }}")
+    em("float m = -INFINITY, l = 0.0f;")
+    em.open("for (int kv0 = 0; kv0 < SK; kv0 += BKV)")
+    em(r.barrier_stmt)
+    em.open("for (int e = tid; e < BKV * D; e += BQ)")
+    em("const int rr = e / D, cc = e % D;")
+    em("const bool ok = kv0 + rr < SK;")
+    em(f"Ks[rr * D + cc] = ok ? {lk(k_.c + '[kbase + (long)(kv0 + rr) * D + cc]')} : 0.0f;")
+    em(f"Vs[rr * D + cc] = ok ? {lv(v_.c + '[kbase + (long)(kv0 + rr) * D + cc]')} : 0.0f;")
+    em.close()
+    em(r.barrier_stmt)
+    em.open("for (int j0 = 0; j0 < BKV; j0 += CH)")
+    em("float s[CH];")
+    em("float mt = m;")
+    em.open("for (int jj = 0; jj < CH; ++jj)")
+    em("const int j = j0 + jj;")
+    em("float acc = 0.0f;")
+    em("for (int d = 0; d < D; ++d) acc = fma(qr[d], Ks[j * D + d], acc);")
+    cond = "kv0 + j < SK"
+    if masked:
+        mk = r.buffers[kernel.inputs[3].name]
+        cond += f" && active && {mk.c}[(long)qi * {mk.shape[1]} + kv0 + j]"
+    em(f"s[jj] = ({cond}) ? acc : -INFINITY;")
+    em("mt = fmax(mt, s[jj]);")
+    em.close()
+    em("if (mt == -INFINITY) continue;")
+    em("const float alpha = exp(m - mt);")
+    em("l *= alpha;")
+    em("for (int d = 0; d < D; ++d) o[d] *= alpha;")
+    em.open("for (int jj = 0; jj < CH; ++jj)")
+    em("const float p = s[jj] == -INFINITY ? 0.0f : exp(s[jj] - mt);")
+    em("l += p;")
+    em("const int j = j0 + jj;")
+    em("for (int d = 0; d < D; ++d) o[d] = fma(p, Vs[j * D + d], o[d]);")
+    em.close()
+    em("m = mt;")
+    em.close()
+    em.close()
+    em.open("if (active)")
+    em("const float inv = l > 0.0f ? 1.0f / l : 0.0f;")
+    em(f"for (int d = 0; d < D; ++d) {out.c}[qbase + (long)qi * D + d] = "
+       f"{r.store_value('o[d] * inv', out.dtype)};")
+    em.close()
+    r.shared_decls += [f"threadgroup float Ks[{BKV * D}];", f"threadgroup float Vs[{BKV * D}];"]
+    text = r.kernel_text(name, em)
+    banner = (f"{'masked attention' if masked else 'flash attention'}: one thread per query, "
+              f"{BQ} queries per threadgroup, K/V tiles of {BKV} in threadgroup memory, "
+              "online softmax")
+    return _program(r, kernel, [text], [Dispatch(name, nqb * H * B, BQ)], banner, [])

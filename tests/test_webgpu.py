@@ -27,6 +27,7 @@ TOL = {
     "reduction": (1e-4, 1e-5),      # tree order differs from a sequential sum
     "matmul": (1e-4, 1e-5),
     "attention": (1e-4, 1e-5),
+    "matmul_f16": (2e-3, 2e-3),     # f16 result rounding
 }
 
 
@@ -260,6 +261,25 @@ FLASH = """let attn = compute(Q, K, V) {
             out[b, h, q_block:q_block+BLOCK] = o / l
 }"""
 
+LINEAR = """let y = compute(x, w, bias) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += x[i, k] * w[j, k]
+        out[i, j] = max(sum + bias[j], 0.0)
+}"""
+
+# the accumulator starts at a load: not the tiled form, so the generic schedule runs it
+MATMUL_BIAS_INIT = """let y = compute(x, w, bias) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var sum = bias[j]
+        for k in 0..K:
+            sum += x[i, k] * w[k, j]
+        out[i, j] = sum
+}"""
+
 SHARED_FFN = """let y = compute(x, up_w, down_w) {
     @kernel fused
     for r in 0..rows:
@@ -318,6 +338,9 @@ def _cases():
     fx, fu, fd = randn(5, 12), randn(12, 40), randn(40, 12)
     logits = randn(1000)
     sm = randn(7, 1000)
+    tA, tB = randn(150, 70), randn(70, 200)
+    lx, lw, lb = randn(130, 37), randn(67, 37), randn(67)
+    hA, hB = randn(33, 20).astype(np.float16), randn(20, 9).astype(np.float16)
     return {
         "mul_add": (MUL_ADD, {"x": x, "y": y}, {}, {}, x * y + 1, "elementwise"),
         "gelu": (GELU, {"x": x * 4}, {}, {},
@@ -330,6 +353,15 @@ def _cases():
         "row_sums": (ROW_SUMS, {"matrix": m}, {}, {}, m.astype(np.float64).sum(1), "reduction"),
         "matmul": (MATMUL, {"A": A, "B": B}, {}, {}, A.astype(np.float64) @ B, "matmul"),
         "batched_matmul": (BMM, {"A": A3, "B": B3}, {}, {}, A3.astype(np.float64) @ B3, "matmul"),
+        # several block tiles in each direction, k not a multiple of the tile depth
+        "matmul_tiles": (MATMUL, {"A": tA, "B": tB}, {}, {}, tA.astype(np.float64) @ tB, "matmul"),
+        # x @ w^T with a bias and ReLU epilogue; w's contiguous axis is k
+        "linear_bias_relu": (LINEAR, {"x": lx, "w": lw, "bias": lb}, {}, {},
+                             np.maximum(lx.astype(np.float64) @ lw.T + lb, 0), "matmul"),
+        "matmul_f16": (MATMUL, {"A": hA, "B": hB}, {}, {},
+                       hA.astype(np.float64) @ hB.astype(np.float64), "matmul_f16"),
+        "matmul_bias_init": (MATMUL_BIAS_INIT, {"x": lx, "w": lw.T.copy(), "bias": lb}, {}, {},
+                             lx.astype(np.float64) @ lw.T + lb, "matmul"),
         "conv2d": (CONV2D, {"input": ci, "kernel": ck, "bias": cb}, {},
                    {"stride": 2, "padding": 1, "out_h": 5, "out_w": 6},
                    np_conv2d(ci, ck, cb, 2, 1), "matmul"),
@@ -364,12 +396,15 @@ EXPECTED_SCHEDULE = {
     "mul_add": "generic", "reduce_sum": "reduce", "argmax": "reduce", "row_sums": "reduce",
     "layer_norm": "rows", "softmax_rows": "rows", "rms_norm": "rows", "attention": "rows",
     "flash_attention": "flash", "flash_tiles_generic": "generic", "shared_ffn": "rows",
+    "matmul": "matmul", "batched_matmul": "matmul", "matmul_tiles": "matmul",
+    "linear_bias_relu": "matmul", "matmul_f16": "matmul", "matmul_bias_init": "generic",
+    "conv2d": "generic",
 }
 
 # ------------------------------------------------------------------ renderer (no adapter)
 
 GOLDEN_CASES = ["mul_add", "reduce_sum", "argmax", "row_sums", "layer_norm", "attention",
-                "flash_attention", "softmax_fused", "matmul"]
+                "flash_attention", "softmax_fused", "matmul", "batched_matmul", "linear_bias_relu"]
 
 
 @pytest.mark.parametrize("name", GOLDEN_CASES)

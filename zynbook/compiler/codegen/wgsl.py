@@ -1379,7 +1379,7 @@ class KernelRenderer:
         if self.wg_decls:
             out.append("")
             out += self.wg_decls
-        helpers = self.helper_text()
+        helpers = self.helper_text() + list(getattr(self, "helper_extra", []))
         if helpers:
             out.append("")
             out += helpers
@@ -1466,7 +1466,7 @@ class KernelRenderer:
     # ---------------------------------------------------------------------- reduce
 
     def workgroup_array(self, name: str, wgsl_type: str, n: int):
-        size = {"f32": 4, "i32": 4, "u32": 4, "f16": 2, "bool": 4}[wgsl_type]
+        size = {"f32": 4, "i32": 4, "u32": 4, "f16": 2, "bool": 4, "vec4<f32>": 16}[wgsl_type]
         t = "u32" if wgsl_type == "bool" else wgsl_type
         self.wg_decls.append(f"var<workgroup> {name}: array<{t}, {n}>;")
         self.wg_bytes += size * n
@@ -1651,6 +1651,249 @@ class KernelRenderer:
                   ProgramPass(f"{out_name}_final", lambda env: 1, "final")]
         self.partials = groups
         return self.finish("reduce", self.w.text(), passes, (WG, 1, 1))
+
+
+    # ---------------------------------------------------------------------- matmul
+
+    # Block tiles, best first: (rows BM, cols BN, depth BK, rows TM and cols TN per
+    # invocation, invocations). TM and TN are multiples of 4 (vec4 accumulators).
+    MATMUL_TILES = ((128, 128, 8, 8, 8, 256), (64, 64, 8, 4, 4, 256),
+                    (64, 64, 8, 8, 8, 64), (32, 32, 8, 4, 4, 64))
+
+    def _matmul_form(self):
+        """The parts of a matmul-shaped body, else RenderError: a chain of 2 or 3 parallel
+        loops from 0 in steps of 1 (i, j or b, i, j), then `acc = c`, a serial loop
+        `for k: acc += X[.., k ..] * Y[.., k ..]`, and one store of an expression of acc to
+        out[.., i, j] (the epilogue)."""
+        loops = self.chain(self.k.body)
+        if len(loops) not in (2, 3):
+            raise RenderError("not a parallel (i, j) or (b, i, j) loop nest")
+        for lp in loops:
+            if not (isinstance(lp.start, cir.Const) and lp.start.value == 0 and
+                    isinstance(lp.step, cir.Const) and lp.step.value == 1):
+                raise RenderError("parallel loops must run from 0 in steps of 1")
+        body = loops[-1].body
+        if len(body) != 3 or not isinstance(body[0], cir.Let) or not body[0].mutable or \
+                not isinstance(body[1], cir.Loop) or not isinstance(body[2], cir.Store):
+            raise RenderError("the body is not `var acc = c; for k: acc += x * y; out[..] = f(acc)`")
+        init, kl, st = body
+        acc = init.name
+        if not isinstance(init.value, cir.Const) or init.value.ty.shape or \
+                not _is_float(init.value.ty.dtype):
+            raise RenderError("the accumulator does not start at a float constant")
+        if kl.parallel or not (isinstance(kl.start, cir.Const) and kl.start.value == 0 and
+                               isinstance(kl.step, cir.Const) and kl.step.value == 1):
+            raise RenderError("the k loop must run from 0 in steps of 1")
+        names = [lp.var for lp in loops]
+        known = set(self.k.dims) | {s.name for s in self.k.scalars}
+        if not _free_vars(kl.stop) <= known:
+            raise RenderError("the k loop's bound is not known before launch")
+        if len(kl.body) != 1 or not isinstance(kl.body[0], cir.Assign) or kl.body[0].name != acc:
+            raise RenderError("the k loop does more than accumulate")
+        v = kl.body[0].value
+        isacc = lambda e: isinstance(e, cir.Var) and e.name == acc
+        if not (isinstance(v, cir.Bin) and v.op == "+"):
+            raise RenderError("the k loop does not add to the accumulator")
+        prod = v.right if isacc(v.left) else (v.left if isacc(v.right) else None)
+        if not (isinstance(prod, cir.Bin) and prod.op == "*" and
+                isinstance(prod.left, cir.Load) and isinstance(prod.right, cir.Load)):
+            raise RenderError("the accumulated term is not a product of two loads")
+        b = names[0] if len(loops) == 3 else None
+        i, j, k = names[-2], names[-1], kl.var
+
+        def pattern(ld, row):
+            """The index variables of a load, each exactly one of b, row and k."""
+            if ld.buffer not in self.bufs or ld.buffer == self.k.output.name:
+                raise RenderError("an operand is not an input buffer")
+            dt = self.bufs[ld.buffer].dtype
+            if not _is_float(dt) or len(ld.index) != len(self.bufs[ld.buffer].shape):
+                raise RenderError("an operand is not a float tensor indexed element by element")
+            vs = []
+            for x in ld.index:
+                if not isinstance(x, cir.Var) or x.name not in (b, row, k) or x.name in vs:
+                    raise RenderError("operand indices are not the loop variables")
+                vs.append(x.name)
+            if row not in vs or k not in vs:
+                raise RenderError("an operand does not run over its row and k")
+            return vs
+
+        l, r = prod.left, prod.right
+        li = {x.name for x in l.index if isinstance(x, cir.Var)}
+        if i in li and j not in li:
+            X, Y = l, r
+        else:
+            X, Y = r, l
+        xp, yp = pattern(X, i), pattern(Y, j)
+        if len(st.index) != len(self.bufs[self.k.output.name].shape) or \
+                [x.name if isinstance(x, cir.Var) else None for x in st.index] != names:
+            raise RenderError("the result is not stored at out[.., i, j]")
+        allowed = set(names) | {acc} | known
+        if not _free_vars(st.value) <= allowed or st.value.ty.shape:
+            raise RenderError("the stored value depends on more than the accumulator and i, j")
+        for n in cir.walk(st.value):
+            if isinstance(n, cir.Load) and n.buffer == self.k.output.name:
+                raise RenderError("the epilogue reads the output")
+        return loops, init, kl, st, X, Y, xp, yp, (b, i, j, k)
+
+    def _matmul_tile(self):
+        """The block tile: the @workgroup hint picks the invocation count, the workgroup
+        memory (the @shared hint where given, within the adapter's limit) bounds the tile."""
+        hint = self.k.schedule.workgroup
+        threads = math.prod(hint) if hint else 256
+        budget = self.o.max_workgroup_storage
+        shared = self.k.schedule.shared_bytes
+        if shared:
+            budget = min(budget, shared)
+        fits = lambda t: 4 * t[2] * (t[0] + t[1]) <= budget and t[5] <= self.o.max_invocations
+        for t in self.MATMUL_TILES:
+            if t[5] == threads and fits(t):
+                return t
+        for t in self.MATMUL_TILES:
+            if fits(t):
+                return t
+        small = self.MATMUL_TILES[-1]
+        if 4 * small[2] * (small[0] + small[1]) > self.o.max_workgroup_storage:
+            raise RenderError("the adapter's workgroup memory is too small for a matmul tile")
+        self.notes.append(f"@shared({shared}) is smaller than the smallest tile; it needs "
+                          f"{4 * small[2] * (small[0] + small[1])} bytes")
+        return small
+
+    def render_matmul(self) -> Program:
+        loops, init, kl, st, X, Y, xp, yp, (b, i, j, k) = self._matmul_form()
+        BM, BN, BK, TM, TN, NT = self._matmul_tile()
+        TX, TY = BN // TN, BM // TM
+        GM, GN = TM // 4, TN // 4          # vec4 groups of rows and of columns per invocation
+        w = self.w
+        counts = self.chain_params(loops)
+        kcount = self.chain_params([kl])[0]
+        Mn, Nn = counts[-2], counts[-1]
+        Bn = counts[0] if b else "1i"
+        self.workgroup_array("z_As", "vec4<f32>", BK * BM // 4)
+        self.workgroup_array("z_Bs", "vec4<f32>", BK * BN // 4)
+        name = ident(self.k.name)
+        xb, yb = X.buffer, Y.buffer
+
+        def addr(buf, pat, vals):
+            dims = self.dims_of(buf)
+            return self.flat([vals[v] for v in pat], dims)
+
+        # the epilogue: out[.., i, j] = f(acc), bounds-checked, as a function
+        ep = _Writer()
+        saved, self.w = self.w, ep
+        self.push()
+        args = ["z_i: i32", "z_j: i32", "z_b: i32", "z_acc: f32"]
+        ep.open(f"fn z_store({', '.join(args)})")
+        ep.line(f"if (z_i >= {Mn} || z_j >= {Nn}) {{ return; }}")
+        self.declare(i, _Sym("loop", "z_i", "i32"))
+        self.declare(j, _Sym("loop", "z_j", "i32"))
+        if b:
+            self.declare(b, _Sym("loop", "z_b", "i32"))
+        self.declare(init.name, _Sym("scalar", "z_acc", "f32"))
+        self.comment_line(st.line)
+        self.store(st.buffer, st.index, st.value)
+        ep.close()
+        self.pop()
+        self.w = saved
+
+        # tile loads: consecutive invocations walk the operand's contiguous axis
+        def load_tile(buf, pat, row, rows_n, tile_rows, reg, bvar, row0, k0):
+            per = tile_rows * BK // NT
+            contiguous_k = pat[-1] == k
+            for r in range(per):
+                e = f"(z_t + {r * NT}i)"
+                if contiguous_k:
+                    rr, kk = f"({e} / {BK}i)", f"({e} % {BK}i)"
+                else:
+                    rr, kk = f"({e} % {tile_rows}i)", f"({e} / {tile_rows}i)"
+                g_r, g_k = f"({row0} + {rr})", f"({k0} + {kk})"
+                vals = {row: g_r, k: g_k, b: bvar}
+                a = addr(buf, pat, vals)
+                v = self.convert(self.buf_load(buf, a), self.bufs[buf].dtype, "f32")
+                w.line(f"{reg}[{r}] = select(0.0f, {v}, "
+                       f"{g_r} < {rows_n} && {g_k} < {kcount});")
+
+        def store_tile(arr, pat, row, tile_rows, reg):
+            per = tile_rows * BK // NT
+            contiguous_k = pat[-1] == k
+            for r in range(per):
+                e = f"(z_t + {r * NT}i)"
+                if contiguous_k:
+                    rr, kk = f"({e} / {BK}i)", f"({e} % {BK}i)"
+                else:
+                    rr, kk = f"({e} % {tile_rows}i)", f"({e} / {tile_rows}i)"
+                flat = f"{kk} * {tile_rows}i + {rr}"
+                w.line(f"{arr}[({flat}) / 4i][({flat}) % 4i] = {reg}[{r}];")
+
+        pa, pb = BM * BK // NT, BN * BK // NT
+        self.entry_open(name, (NT, 1, 1))
+        w.line(f"let z_wid: i32 = {self.WID};")
+        w.line(f"let z_tm: i32 = ({Mn} + {BM - 1}i) / {BM}i;")
+        w.line(f"let z_tn: i32 = ({Nn} + {BN - 1}i) / {BN}i;")
+        w.line(f"if (z_wid >= {Bn} * z_tm * z_tn) {{ return; }}")
+        w.line(f"// one workgroup per {BM} x {BN} block of out; each of its {NT} invocations "
+               f"keeps {TM} x {TN} sums in registers")
+        w.line("let z_t: i32 = i32(z_lid.x);")
+        w.line(f"let z_bz: i32 = z_wid / (z_tm * z_tn);")
+        w.line(f"let z_row0: i32 = ((z_wid / z_tn) % z_tm) * {BM}i;")
+        w.line(f"let z_col0: i32 = (z_wid % z_tn) * {BN}i;")
+        w.line(f"let z_tx: i32 = z_t % {TX}i;")
+        w.line(f"let z_ty: i32 = z_t / {TX}i;")
+        c0 = self.const(init.value.value, "f32")
+        for r in range(TM):
+            for g in range(GN):
+                w.line(f"var z_c{r}_{g}: vec4<f32> = vec4<f32>({c0});")
+        w.line(f"var z_ra: array<f32, {pa}>;")
+        w.line(f"var z_rb: array<f32, {pb}>;")
+        w.line(f"let z_ktiles: i32 = ({kcount} + {BK - 1}i) / {BK}i;")
+        self.comment_line(kl.line)
+        w.line(f"// tile 0 of {X.buffer} and {Y.buffer} into workgroup memory ({X.buffer} transposed)")
+        load_tile(xb, xp, i, Mn, BM, "z_ra", "z_bz", "z_row0", "0i")
+        load_tile(yb, yp, j, Nn, BN, "z_rb", "z_bz", "z_col0", "0i")
+        store_tile("z_As", xp, i, BM, "z_ra")
+        store_tile("z_Bs", yp, j, BN, "z_rb")
+        w.line("workgroupBarrier();")
+        w.open("for (var z_kt: i32 = 0i; z_kt < z_ktiles; z_kt = z_kt + 1i)")
+        w.line(f"let z_k1: i32 = (z_kt + 1i) * {BK}i;")
+        w.line("let z_more: bool = z_kt + 1i < z_ktiles;")
+        w.open("if (z_more)")
+        w.line("// the next tile into registers while this one is used")
+        load_tile(xb, xp, i, Mn, BM, "z_ra", "z_bz", "z_row0", "z_k1")
+        load_tile(yb, yp, j, Nn, BN, "z_rb", "z_bz", "z_col0", "z_k1")
+        w.close()
+        w.open(f"for (var z_kk: i32 = 0i; z_kk < {BK}i; z_kk = z_kk + 1i)")
+        for g in range(GM):
+            w.line(f"let z_a{g}: vec4<f32> = z_As[z_kk * {BM // 4}i + {g * TY}i + z_ty];")
+        for g in range(GN):
+            w.line(f"let z_b{g}: vec4<f32> = z_Bs[z_kk * {BN // 4}i + {g * TX}i + z_tx];")
+        for r in range(TM):
+            a = f"z_a{r // 4}[{r % 4}]"
+            for g in range(GN):
+                w.line(f"z_c{r}_{g} = fma(vec4<f32>({a}), z_b{g}, z_c{r}_{g});")
+        w.close()
+        w.line("workgroupBarrier();")
+        w.open("if (z_more)")
+        store_tile("z_As", xp, i, BM, "z_ra")
+        store_tile("z_Bs", yp, j, BN, "z_rb")
+        w.close()
+        w.line("workgroupBarrier();")
+        w.close()
+        for r in range(TM):
+            row = f"z_row0 + {(r // 4) * TY * 4}i + z_ty * 4i + {r % 4}i"
+            for g in range(GN):
+                for c in range(4):
+                    col = f"z_col0 + {g * TX * 4}i + z_tx * 4i + {c}i"
+                    w.line(f"z_store({row}, {col}, z_bz, z_c{r}_{g}[{c}]);")
+        w.close()
+        self.helper_extra = ep.lines
+
+        def nwg(env, mp=self.params[Mn[2:]], np_=self.params[Nn[2:]],
+                bp=self.params[Bn[2:]] if b else None):
+            m, n = mp.value(env), np_.value(env)
+            nb = bp.value(env) if bp else 1
+            return nb * (-(-m // BM)) * (-(-n // BN))
+        self.notes.append(f"tiled matmul: {BM} x {BN} block tiles, {BK} deep, {TM} x {TN} "
+                          f"per invocation, {X.buffer} and {Y.buffer} tiles in workgroup memory")
+        return self.finish("matmul", w.text(), [ProgramPass(name, nwg, name)], (NT, 1, 1))
 
 
     # ------------------------------------------------------------------------ rows

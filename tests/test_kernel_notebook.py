@@ -72,7 +72,7 @@ def test_nbconvert_html_highlights_zynml(executed):
     from pygments.lexers import get_lexer_by_name
     from pygments.util import ClassNotFound
 
-    nbconvert = pytest.importorskip("nbconvert")
+    pytest.importorskip("nbconvert")
     try:
         get_lexer_by_name("zynml")
     except ClassNotFound:

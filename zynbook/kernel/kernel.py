@@ -16,6 +16,7 @@ from __future__ import annotations
 import html as _html
 import math
 import sys
+import textwrap
 import time
 from typing import Any
 
@@ -249,8 +250,6 @@ class ZynMLShell(ZMQInteractiveShell):
 
 
 def _dedent(text: str) -> str:
-    import textwrap
-
     return textwrap.dedent(text).strip("\n") + "\n"
 
 

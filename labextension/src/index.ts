@@ -1,0 +1,89 @@
+/**
+ * zynbook-zynml: ZynML in JupyterLab.
+ *
+ * - `zynbook-zynml:language`: ZynML as an editor language (mimetype `text/x-zynml`, the ZynML
+ *   kernel's `codemirror_mode` `zynml`) and the `.zyn` file type;
+ * - `zynbook-zynml:compute-cells`: `%%compute` cells of Python notebooks highlighted as ZynML;
+ * - `zynbook-zynml:device-toolbar`: the default-device item in the toolbar of ZynML notebooks.
+ */
+import {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
+import { DocumentRegistry } from '@jupyterlab/docregistry';
+import { INotebookModel, INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { LabIcon } from '@jupyterlab/ui-components';
+import { DisposableDelegate, IDisposable } from '@lumino/disposable';
+
+import { watchComputeCells } from './computecells';
+import { DeviceToolbarItem } from './devices';
+import { zynml, ZYNML_MIME } from './zynml';
+
+export { zynml, zynmlParser, ZYNML_MIME } from './zynml';
+export { cellMimeType } from './computecells';
+export { DEVICE_QUERY, decodeDeviceState } from './devices';
+
+const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 16 16">
+  <rect class="jp-icon3" fill="#616161" x="1" y="1" width="14" height="14" rx="3"/>
+  <path fill="#fff" d="M4.5 4.5h7v1.4L6.6 10.1h4.9v1.4h-7v-1.4l4.9-4.2H4.5z"/>
+</svg>`;
+
+export const zynmlIcon = new LabIcon({ name: 'zynbook-zynml:zynml', svgstr: ICON_SVG });
+
+const language: JupyterFrontEndPlugin<void> = {
+  id: 'zynbook-zynml:language',
+  description: 'ZynML as an editor language: ZynML cells and .zyn files are highlighted.',
+  autoStart: true,
+  requires: [IEditorLanguageRegistry],
+  activate: (app: JupyterFrontEnd, languages: IEditorLanguageRegistry) => {
+    languages.addLanguage({
+      name: 'zynml',
+      displayName: 'ZynML',
+      alias: ['zyn'],
+      mime: ZYNML_MIME,
+      extensions: ['zyn'],
+      load: async () => zynml()
+    });
+    app.docRegistry.addFileType({
+      name: 'zynml',
+      displayName: 'ZynML',
+      extensions: ['.zyn'],
+      mimeTypes: [ZYNML_MIME],
+      fileFormat: 'text',
+      contentType: 'file',
+      icon: zynmlIcon
+    });
+  }
+};
+
+const computeCells: JupyterFrontEndPlugin<void> = {
+  id: 'zynbook-zynml:compute-cells',
+  description: '%%compute cells of Python notebooks are highlighted as ZynML.',
+  autoStart: true,
+  requires: [INotebookTracker, IEditorLanguageRegistry],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    tracker.widgetAdded.connect((_, panel) => watchComputeCells(panel));
+  }
+};
+
+class DeviceToolbarExtension
+  implements DocumentRegistry.IWidgetExtension<NotebookPanel, INotebookModel>
+{
+  createNew(panel: NotebookPanel): IDisposable {
+    const item = new DeviceToolbarItem(panel);
+    panel.toolbar.insertItem(10, 'zynmlDevice', item);
+    return new DisposableDelegate(() => item.dispose());
+  }
+}
+
+const deviceToolbar: JupyterFrontEndPlugin<void> = {
+  id: 'zynbook-zynml:device-toolbar',
+  description: 'Shows and picks the default compute device of ZynML notebooks.',
+  autoStart: true,
+  activate: (app: JupyterFrontEnd) => {
+    app.docRegistry.addWidgetExtension('Notebook', new DeviceToolbarExtension());
+  }
+};
+
+export default [language, computeCells, deviceToolbar];

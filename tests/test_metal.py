@@ -334,6 +334,10 @@ def _cases():
                       "rows"),
         "flash_attention": (FLASH.replace("BLOCK", "64"), {"Q": fq, "K": fk, "V": fv}, {},
                             {"seq_len": 100, "head_dim": 16}, "contraction", "flash"),
+        "flash_clipped": (FLASH.replace("var o = zeros(BLOCK, head_dim)",
+                                        "var o = zeros(min(BLOCK, seq_len - q_block), head_dim)")
+                          .replace("BLOCK", "32"), {"Q": fq, "K": fk, "V": fv}, {},
+                          {"seq_len": 100, "head_dim": 16}, "contraction", "flash"),
         "shared_ffn": (SHARED_FFN, {"x": randn(5, 12), "up_w": randn(12, 40),
                                     "down_w": randn(40, 12)}, {}, {}, "contraction", "rows"),
     }

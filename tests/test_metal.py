@@ -476,3 +476,14 @@ def test_threadgroup_barrier_is_a_real_barrier():
     name = "softmax_rows"
     for _ in range(3):
         _check(name, lowered_cache()[name][4].source)
+
+
+def test_native_backend_is_absent_off_macos_and_imports_nothing():
+    import sys
+    from zynbook.backends import metal
+    if sys.platform == "darwin" and metal.available():
+        devices = metal.discover()
+        assert all(d.id == f"metal:{n}" for n, d in enumerate(devices))
+        return
+    assert metal.discover() == []
+    assert "zynbook.backends.metal.device" not in sys.modules

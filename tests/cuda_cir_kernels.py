@@ -197,6 +197,27 @@ def matmul(M=256, N=192, K=320, dtype="f32"):
         lambda ins, s: (ins[0].astype(np.float64) @ ins[1].astype(np.float64)).astype(np.float32)
 
 
+def matmul_t(M=96, N=80, K=48, dtype="bf16", ta=True, tb=True):
+    """out = A @ B with A stored (K, M) when `ta` and B stored (N, K) when `tb`."""
+    ty = cir.Ty(dtype)
+    a = ld("A", v("k"), v("i"), ty=ty) if ta else ld("A", v("i"), v("k"), ty=ty)
+    bb = ld("B", v("j"), v("k"), ty=ty) if tb else ld("B", v("k"), v("j"), ty=ty)
+    body = [pnest([("i", "M"), ("j", "N")], [
+        cir.Let("sum", c(0.0), mutable=True),
+        loop("k", "K", [assign_add("sum", b("*", a, bb, ty=F32))]),
+        cir.Store("out", (v("i"), v("j")), v("sum", F32))])]
+    sa, sb = (("K", "M") if ta else ("M", "K")), (("N", "K") if tb else ("K", "N"))
+    k = kernel("matmul_t", "matmul", [buf("A", dtype, *sa), buf("B", dtype, *sb)], out("f32", "M", "N"),
+               ["K", "M", "N"], body)
+    shp = {"M": M, "N": N, "K": K}
+
+    def ref(ins, s):
+        A, B = (x.astype(np.float64) for x in ins)
+        return ((A.T if ta else A) @ (B.T if tb else B)).astype(np.float32)
+    return k, shp, lambda rng: [rng.standard_normal(tuple(shp[d] for d in sa)).astype(_np(dtype)),
+                                rng.standard_normal(tuple(shp[d] for d in sb)).astype(_np(dtype))], ref
+
+
 def batched_matmul(batch=3, M=100, N=70, K=50):
     body = [pnest([("b", "batch"), ("i", "M"), ("j", "N")], [
         cir.Let("sum", c(0.0), mutable=True),
@@ -474,7 +495,7 @@ def attention(batch=2, heads=2, seq=40, hd=16):
 
 
 def _np(dtype):
-    return {"f32": np.float32, "f16": np.float16, "f64": np.float64}[dtype]
+    return {"f32": np.float32, "f16": np.float16, "f64": np.float64, "bf16": np.float32}[dtype]
 
 
 ALL = {
@@ -493,4 +514,11 @@ ALL = {
     "softmax_too_long": lambda: softmax_rows(2, 300_000),
     "layer_norm_odd": lambda: layer_norm(5, 1000), "rms_norm_odd": lambda: rms_norm(3, 4100),
     "residual_ln_odd": lambda: residual_layer_norm(3, 5, 333),
+    # GEMM schedules: ragged tiles, vector and scalar operand loads, tensor cores
+    "matmul_odd": lambda: matmul(131, 77, 45), "matmul_vec_ragged": lambda: matmul(300, 260, 132),
+    "matmul_vec_a_only": lambda: matmul(100, 75, 64), "bmm_vec": lambda: batched_matmul(3, 100, 68, 52),
+    "matmul_bf16": lambda: matmul(200, 136, 72, "bf16"), "matmul_f16_ragged": lambda: matmul(72, 264, 40, "f16"),
+    "matmul_bf16_tt": lambda: matmul_t(96, 80, 48, "bf16"), "matmul_f16_tn": lambda: matmul_t(40, 136, 56, "f16", True, False),
+    "matmul_bf16_nt": lambda: matmul_t(130, 24, 200, "bf16", False, True),
+    "matmul_bf16_odd": lambda: matmul(50, 70, 30, "bf16"),
 }

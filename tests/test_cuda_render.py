@@ -26,9 +26,13 @@ EXPECTED_SCHEDULE = {
     "conv2d": "implicit GEMM", "layer_norm": "rows: one block", "softmax_rows": "16-byte vector loads",
     "softmax_whole": "one block runs the whole body", "ffn_shared": "block:",
     "rms_norm": "rows:", "residual_ln": "rows: one warp per row", "relu_f16": "8 consecutive",
-    "matmul_f16": "GEMM", "softmax_odd": "(4 x 1 per thread)", "softmax_short": "one warp per row",
+    "matmul_f16": "tensor cores", "softmax_odd": "(4 x 1 per thread)", "softmax_short": "one warp per row",
     "softmax_ragged": "rows:", "softmax_long": "rows:", "softmax_too_long": "block:",
     "layer_norm_odd": "rows:", "rms_norm_odd": "rows:", "residual_ln_odd": "(3 x 1 per thread)",
+    "matmul_odd": "8x8 per thread", "matmul_vec_ragged": "A in 16-byte loads and B in 16-byte loads",
+    "matmul_vec_a_only": "; A in 16-byte loads", "bmm_vec": "batch=3", "matmul_bf16": "tensor cores",
+    "matmul_f16_ragged": "tensor cores", "matmul_bf16_tt": "tensor cores", "matmul_f16_tn": "tensor cores",
+    "matmul_bf16_nt": "tensor cores", "matmul_bf16_odd": "4x8 per thread",
 }
 
 

@@ -237,6 +237,8 @@ class CUDARenderer(CStyleRenderer, GenericSchedules):
             out.append("#include <cuda_fp16.h>")
         if self.uses_bf16 or "__nv_bfloat16" in self._body_text:
             out.append("#include <cuda_bf16.h>")
+        if "wmma::" in self._body_text:
+            out += ["#include <mma.h>", "using namespace nvcuda;"]
         return out
 
     def assemble(self, kernels: list[str], banner: str) -> tuple[str, dict]:
@@ -245,7 +247,8 @@ class CUDARenderer(CStyleRenderer, GenericSchedules):
         head = [f"// ZynBook CUDA C for kernel `{self.kernel.name}` ({banner})",
                 "// sizes: " + ", ".join(f"{k}={v}" for k, v in sorted(self.sizes.items()))]
         head += self.headers()
-        text = "\n".join(head) + PRELUDE + "\n" + "\n\n".join(kernels) + "\n"
+        extra = GEMM_PRELUDE if "zyn_cp_async" in self._body_text else ""
+        text = "\n".join(head) + PRELUDE + extra + "\n" + "\n\n".join(kernels) + "\n"
         line_map = {}
         for n, ln in enumerate(text.splitlines(), 1):
             if "// line " in ln:
@@ -304,7 +307,7 @@ def _render(kernel, sizes, arch, options) -> CudaProgram:
         if prog is not None:
             return prog
     if kind != "reduce" and not options.get("generic"):
-        prog = try_contraction(kernel, body, sizes, notes, options)
+        prog = try_contraction(kernel, body, sizes, notes, options, arch)
         if prog is not None:
             return prog
         if kind in ("matmul", "batched_matmul", "conv2d"):
@@ -1233,185 +1236,329 @@ def _match_contraction(kernel, body, sizes):
                        xs, ys, bvars, store, kcontig(x, xs), kcontig(y, ys))
 
 
-def try_contraction(kernel, body, sizes, notes, options):
+def try_contraction(kernel, body, sizes, notes, options, arch=(9, 0)):
     c = _match_contraction(kernel, body, sizes)
     if c is None:
         return None
-    return render_contraction(kernel, c, sizes, notes, options)
+    return render_contraction(kernel, c, sizes, notes, options, arch)
 
 
-def render_contraction(kernel, c: Contraction, sizes, notes, options) -> CudaProgram:
-    r = CUDARenderer()
-    r.setup(kernel, sizes)
-    ext = dict(zip([l.var for l in c.ploops], c.pext))
-    M = 1
-    for v in c.mvars:
-        M *= ext[v]
-    N = 1
-    for v in c.nvars:
-        N *= ext[v]
-    K = 1
-    for e in c.rext:
-        K *= e
-    Bt = 1
-    for v in c.bvars:
-        Bt *= ext[v]
+GEMM_PRELUDE = r"""
+// cp.async: 16 bytes global -> shared without a register round trip; zero-filled when !ok
+__device__ __forceinline__ void zyn_cp_async16(void* smem, const void* gmem, bool ok) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(ok ? 16 : 0));
+}
+__device__ __forceinline__ void zyn_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void zyn_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
+}
+"""
+
+
+class _Gemm:
+    """What every GEMM schedule of one contraction shares: sizes, index binding, epilogue."""
+
+    def __init__(self, kernel, c: Contraction, sizes, options=None):
+        self.kernel, self.c, self.sizes = kernel, c, sizes
+        self.options = dict(options or {})
+        self.ext = dict(zip([l.var for l in c.ploops], c.pext))
+        self.ploop = {l.var: l for l in c.ploops}
+        prod = lambda vs: _prod(self.ext[v] for v in vs)
+        self.M, self.N, self.Bt = prod(c.mvars), prod(c.nvars), prod(c.bvars)
+        self.K = _prod(c.rext)
+
+    def renderer(self):
+        r = CUDARenderer()
+        r.setup(self.kernel, self.sizes)
+        return r
+
+    def head(self, r, em):
+        """Size constants, the batch variables (blockIdx.z); returns the base scope."""
+        for s in r.size_constants():
+            em(s)
+        em(f"constexpr {r.idx} MM = {self.M}, NN = {self.N}, KK = {self.K};")
+        base = r.root.child()
+        if self.c.bvars:
+            bn = Nest([self.ploop[v] for v in self.c.bvars], [self.ext[v] for v in self.c.bvars], [], ())
+            em(f"const {r.idx} _bz = blockIdx.z;")
+            r.decompose(em, "_bz", bn, base)
+        return base
+
+    def bind(self, r, flat, vars_, scope, out):
+        """C expressions for `vars_` from a flat index over them (in loop order)."""
+        sc = scope.child()
+        order = [v for v in [l.var for l in self.c.ploops] if v in vars_]
+        exprs, div = {}, 1
+        for v in reversed(order):
+            e, lp = self.ext[v], self.ploop[v]
+            part = f"((({flat}) / {div}) % {e})" if div > 1 else f"(({flat}) % {e})"
+            if v == order[0]:
+                part = f"(({flat}) / {div})" if div > 1 else f"({flat})"
+            pre: list = []
+            a = r.index_expr(lp.start, scope, pre)
+            st = r.index_expr(lp.step, scope, pre)
+            exprs[v] = part if (a == "0" and st == "1") else f"({a} + {part} * {st})"
+            div *= e
+        for v, val in exprs.items():
+            tmp = r.new_tmp(cname(v))
+            out.append(f"const {r.idx} {tmp} = {val};")
+            sc.vars[v] = (tmp, "i32", ())
+        return sc
+
+    def bind_r(self, r, flat, scope, out):
+        c = self.c
+        sc, div = scope.child(), 1
+        for k in range(len(c.rloops) - 1, -1, -1):
+            lp, e = c.rloops[k], c.rext[k]
+            part = f"((({flat}) / {div}) % {e})" if div > 1 else f"(({flat}) % {e})"
+            if k == 0:
+                part = f"(({flat}) / {div})" if div > 1 else f"({flat})"
+            pre: list = []
+            a = r.index_expr(lp.start, scope, pre)
+            st = r.index_expr(lp.step, scope, pre)
+            tmp = r.new_tmp(cname(lp.var))
+            out.append(f"const {r.idx} {tmp} = {part if (a == '0' and st == '1') else f'({a} + {part} * {st})'};")
+            sc.vars[lp.var] = (tmp, "i32", ())
+            div *= e
+        return sc
+
+    def side(self, which):
+        c = self.c
+        if which == "A":
+            return c.a, c.cond_a, c.mvars, c.a_kcontig, self.M
+        return c.b, c.cond_b, c.nvars, c.b_kcontig, self.N
+
+    def vector_ok(self, r, which, width):
+        """True when `width` consecutive elements of this side's contiguous index are
+        `width` consecutive, aligned addresses that are all in or all out of bounds."""
+        c = self.c
+        load, cond, svars, kcontig, X = self.side(which)
+        if cond is not None or load.buffer not in r.buffers:
+            return False
+        buf = r.buffers[load.buffer]
+        if ELEM_BYTES[buf.dtype] * width > 16 or buf.dtype not in ("f32", "f16", "bf16"):
+            return False
+        last = load.index[-1]
+        if kcontig:
+            if len(c.rloops) != 1:
+                return False
+            lp, n = c.rloops[0], c.rext[0]
+        else:
+            if len(svars) != 1:
+                return False
+            lp, n = self.ploop[svars[0]], self.ext[svars[0]]
+        if not (isinstance(last, cir.Var) and last.name == lp.var):
+            return False
+        if any(lp.var in free_vars(i) for i in load.index[:-1]):
+            return False
+        if not (isinstance(lp.start, cir.Const) and lp.start.value == 0
+                and isinstance(lp.step, cir.Const) and lp.step.value == 1):
+            return False
+        return n % width == 0 and buf.shape[-1] % width == 0
+
+    def address(self, r, which, gx, gk, scope, out):
+        """C address of this side's element (x = gx, k = gk); binding lines go to `out`."""
+        load, _, svars, _, _ = self.side(which)
+        sc = self.bind(r, gx, svars, scope, out)
+        sc = self.bind_r(r, gk, sc, out)
+        pre: list = []
+        buf = r.buffers[load.buffer]
+        idx = [r.index_expr(i, sc, pre) for i in load.index]
+        out.extend(pre)
+        return buf, f"&{buf.c}[{r.offset(buf, idx)}]"
+
+    def value(self, r, which, gx, gk, scope, out):
+        """(C value, condition or None) of this side's element for the scalar gather."""
+        load, cond, svars, _, _ = self.side(which)
+        sc = self.bind(r, gx, svars, scope, out)
+        sc = self.bind_r(r, gk, sc, out)
+        pre: list = []
+        val = r.expr(load, sc, pre)
+        cnd = r.expr(cond, sc, pre) if cond is not None else None
+        out.extend(pre)
+        return val, cnd
+
+    def epilogue(self, r, em, gm, gn, accv, scope):
+        """out[P] = value(init + acc) at output row gm, column gn (bounds checked by the caller)."""
+        c = self.c
+        lines: list = []
+        sc = self.bind(r, gm, c.mvars, scope, lines)
+        sc = self.bind(r, gn, c.nvars, sc, lines)
+        for ln in lines:
+            em(ln)
+        pre: list = []
+        acc_dt = c.init.ty.dtype if c.init.ty.dtype in cir.FLOAT_DTYPES else "f32"
+        init = r.expr(c.init, sc, pre)
+        for ln in pre:
+            em(ln)
+        em(f"const {r.compute_type(acc_dt)} {cname(c.acc)} = ({init}) + {accv};")
+        sc.vars[c.acc] = (cname(c.acc), acc_dt, ())
+        r.store_stmt(em, c.store, sc)
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def _load4(buf, addr):
+    """Four consecutive elements at `addr` as a float4 (f16/bf16 converted)."""
+    if buf.dtype == "f32":
+        return f"*reinterpret_cast<const float4*>({addr})"
+    cvt = "__half22float2" if buf.dtype == "f16" else "__bfloat1622float2"
+    h2 = "__half2" if buf.dtype == "f16" else "__nv_bfloat162"
+    return (f"[&] {{ const uint2 _raw = *reinterpret_cast<const uint2*>({addr}); "
+            f"const float2 _lo = {cvt}(*reinterpret_cast<const {h2}*>(&_raw.x)); "
+            f"const float2 _hi = {cvt}(*reinterpret_cast<const {h2}*>(&_raw.y)); "
+            f"return make_float4(_lo.x, _lo.y, _hi.x, _hi.y); }}()")
+
+
+def render_contraction(kernel, c: Contraction, sizes, notes, options, arch=(9, 0)) -> CudaProgram:
+    g = _Gemm(kernel, c, sizes, options)
+    r = g.renderer()
+    name = cname(kernel.name)
+    da, db = r.buffers[c.a.buffer].dtype if c.a.buffer in r.buffers else "", \
+        r.buffers[c.b.buffer].dtype if c.b.buffer in r.buffers else ""
+    if (da, db) in (("f16", "f16"), ("bf16", "bf16")) and tuple(arch) >= (8, 0) \
+            and not options.get("no_tensor_cores") and g.vector_ok(r, "A", 8) and g.vector_ok(r, "B", 8):
+        return render_mma_gemm(g, name, notes)
+    vec = (g.vector_ok(r, "A", 4), g.vector_ok(r, "B", 4))
+    text, banner, grid, nt = _sgemm_kernel(g, r, name, vec)
+    texts = [text]
+    unaligned, aligned = None, ()
+    if any(vec):
+        r1 = g.renderer()
+        t1, _, grid1, _ = _sgemm_kernel(g, r1, name + "_scalar", (False, False))
+        texts.append(t1)
+        unaligned = [Step(name + "_scalar", grid1, (nt, 1, 1), ("buffers", "scalars"))]
+        aligned = tuple(sorted({(c.a, c.b)[k].buffer for k in (0, 1) if vec[k]}))
+    src, lm = r.assemble(texts, banner)
+    return CudaProgram(name, src, [Step(name, grid, (nt, 1, 1), ("buffers", "scalars"))],
+                       schedule=banner, notes=notes, line_map=lm, unaligned_steps=unaligned,
+                       aligned_buffers=aligned)
+
+
+def _sgemm_kernel(g: _Gemm, r: CUDARenderer, name, vec):
+    """FMA GEMM: BMxBN block tiles over BK-deep slices of K, staged through registers into
+    double-buffered shared memory (the next slice's global loads are in flight while the
+    current one is multiplied), TMxTN outputs per thread. A side whose contiguous index
+    allows it moves 4 elements per load (`vec`); the scalar gather handles any index
+    (implicit im2col for convolutions) with bounds checks on every element."""
+    c = g.c
+    M, N, K, Bt = g.M, g.N, g.K, g.Bt
     BM = 128 if M > 64 else 64
     BN = 128 if N > 64 else 64
     TM = 8 if BM == 128 else 4
     TN = 8 if BN == 128 else 4
-    BK = 8
+    # 16-deep slices halve the barriers per FMA where the loads are vectors (few staging
+    # registers); the scalar gather stays at 8 to keep its staging registers out of local memory
+    BK = int(g.options.get("gemm_bk", 16)) if (any(vec) and K >= 64) else 8
     NT = (BM // TM) * (BN // TN)
     r.nt = NT
-    name = cname(kernel.name)
-    ploop = {l.var: l for l in c.ploops}
+    per = {"A": BM * BK // NT, "B": BN * BK // NT}
     em = Emitter(1)
-    for s in r.size_constants():
-        em(s)
+    base = g.head(r, em)
     em(f"constexpr int BM = {BM}, BN = {BN}, BK = {BK}, TM = {TM}, TN = {TN};")
-    em(f"constexpr {r.idx} MM = {M}, NN = {N}, KK = {K};")
+    # As is k-major (As[k][m]) so that a thread's TM rows are one float4 read
     em("__shared__ __align__(16) float As[2][BK][BM];")
     em("__shared__ __align__(16) float Bs[2][BK][BN];")
     em("const int tid = threadIdx.x;")
     em("const int tx = tid % (BN / TN), ty = tid / (BN / TN);")
     em(f"const {r.idx} m0 = ({r.idx})blockIdx.y * BM, n0 = ({r.idx})blockIdx.x * BN;")
-    base = r.root.child()
-    # batch variables from blockIdx.z
-    if c.bvars:
-        bl = [ploop[v] for v in c.bvars]
-        bn = Nest(bl, [ext[v] for v in c.bvars], [], ())
-        em(f"const {r.idx} _bz = blockIdx.z;")
-        r.decompose(em, "_bz", bn, base)
+    sides = {"A": ("As", "m0", "MM", BM, vec[0]), "B": ("Bs", "n0", "NN", BN, vec[1])}
 
-    def bind(flat, vars_, scope, emit_to):
-        """C expressions for `vars_` from a flat index over them (in loop order)."""
-        sc = scope.child()
-        order = [v for v in [l.var for l in c.ploops] if v in vars_]
-        rem = flat
-        exprs = {}
-        div = 1
-        for v in reversed(order):
-            e = ext[v]
-            lp = ploop[v]
-            part = f"((({rem}) / {div}) % {e})" if div > 1 else f"(({rem}) % {e})"
-            if v == order[0]:
-                part = f"(({rem}) / {div})" if div > 1 else f"({rem})"
-            pre: list = []
-            a = r.index_expr(lp.start, scope, pre)
-            st = r.index_expr(lp.step, scope, pre)
-            val = part if (a == "0" and st == "1") else f"({a} + {part} * {st})"
-            exprs[v] = val
-            div *= e
-        for v, val in exprs.items():
-            tmp = r.new_tmp(cname(v))
-            emit_to.append(f"const {r.idx} {tmp} = {val};")
-            sc.vars[v] = (tmp, "i32", ())
-        return sc
-
-    def bind_r(flat, scope, emit_to):
-        sc = scope
-        rem = flat
-        div = 1
-        for k in range(len(c.rloops) - 1, -1, -1):
-            lp, e = c.rloops[k], c.rext[k]
-            part = f"((({rem}) / {div}) % {e})" if div > 1 else f"(({rem}) % {e})"
-            if k == 0:
-                part = f"(({rem}) / {div})" if div > 1 else f"({rem})"
-            pre: list = []
-            a = r.index_expr(lp.start, scope, pre)
-            st = r.index_expr(lp.step, scope, pre)
-            val = part if (a == "0" and st == "1") else f"({a} + {part} * {st})"
-            tmp = r.new_tmp(cname(lp.var))
-            emit_to.append(f"const {r.idx} {tmp} = {val};")
-            sc.vars[lp.var] = (tmp, "i32", ())
-            div *= e
-        return sc
-
-    def loader(side, load, cond, side_vars, kcontig, extent_side, rows, fn):
-        """A device lambda-like block: loads tile element e of this side into register."""
-        lines = []
-        lines.append(f"// {side} tile: element (row, k) -> {cir.format_expr(load)}"
-                     + (f" if {cir.format_expr(cond)}" if cond is not None else ""))
-        return lines
-
-    per_a = BM * BK // NT
-    per_b = BN * BK // NT
-
-    def load_elem(load, cond, side_vars, flat_side, flat_k, scope):
-        lines: list = []
-        sc = bind(flat_side, side_vars, scope, lines)
-        sc = bind_r(flat_k, sc, lines)
-        pre: list = []
-        val = r.expr(load, sc, pre)
-        lines.extend(pre)
-        cnd = None
-        if cond is not None:
-            cnd = r.expr(cond, sc, lines)
-        return lines, val, cnd
-
-    def emit_tile_load(side, load, cond, side_vars, kcontig, BX, per, regs, base0, limit):
-        em.open(f"for (int _r = 0; _r < {per}; ++_r)")
+    def emit_load(which):
+        arr, x0, lim, BX, v = sides[which]
+        _, _, _, kcontig, _ = g.side(which)
+        n = per[which] // 4 if v else per[which]
+        regs = f"r{which.lower()}"
+        em.open(f"for (int _r = 0; _r < {n}; ++_r)")
         em(f"const int _e = tid + _r * {NT};")
-        if kcontig:
+        if v and kcontig:       # 4 consecutive k of one row x; a warp covers 32 rows
+            em(f"const int _x = _e % {BX}, _k = (_e / {BX}) * 4;")
+        elif v:                 # 4 consecutive x of one k
+            em(f"const int _k = _e / {BX // 4}, _x = (_e % {BX // 4}) * 4;")
+        elif kcontig:
             em(f"const int _x = _e / BK, _k = _e % BK;")
         else:
             em(f"const int _k = _e / {BX}, _x = _e % {BX};")
-        em(f"const {r.idx} _gx = {base0} + _x, _gk = _k0 + _k;")
-        lines, val, cnd = load_elem(load, cond, side_vars, "_gx", "_gk", base)
-        guard = f"_gx < {limit} && _gk < KK"
-        em(f"float _v = 0.0f;")
-        em.open(f"if ({guard})")
-        for ln in lines:
-            em(ln)
-        if cnd is not None:
-            em(f"if ({cnd}) _v = (float)({val});")
+        em(f"const {r.idx} _gx = {x0} + _x, _gk = _k0 + _k;")
+        if v:
+            em(f"float4 _v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);")
+            em.open(f"if (_gx < {lim} && _gk < KK)")
+            lines: list = []
+            buf, addr = g.address(r, which, "_gx", "_gk", base, lines)
+            for ln in lines:
+                em(ln)
+            em(f"_v = {_load4(buf, addr)};")
         else:
-            em(f"_v = (float)({val});")
+            em("float _v = 0.0f;")
+            em.open(f"if (_gx < {lim} && _gk < KK)")
+            lines = []
+            val, cnd = g.value(r, which, "_gx", "_gk", base, lines)
+            for ln in lines:
+                em(ln)
+            em(f"if ({cnd}) _v = (float)({val});" if cnd is not None else f"_v = (float)({val});")
         em.close()
         em(f"{regs}[_r] = _v;")
         em.close()
 
-    def emit_tile_store(kcontig, BX, per, regs, arr):
-        em.open(f"for (int _r = 0; _r < {per}; ++_r)")
+    def emit_store(which):
+        arr, _, _, BX, v = sides[which]
+        _, _, _, kcontig, _ = g.side(which)
+        n = per[which] // 4 if v else per[which]
+        regs = f"r{which.lower()}"
+        em.open(f"for (int _r = 0; _r < {n}; ++_r)")
         em(f"const int _e = tid + _r * {NT};")
-        if kcontig:
-            em(f"const int _x = _e / BK, _k = _e % BK;")
+        if v and kcontig:       # transpose into k-major rows: 32 different x per warp, no conflicts
+            em(f"const int _x = _e % {BX}, _k = (_e / {BX}) * 4;")
+            em(f"{arr}[_buf][_k][_x] = {regs}[_r].x; {arr}[_buf][_k + 1][_x] = {regs}[_r].y;")
+            em(f"{arr}[_buf][_k + 2][_x] = {regs}[_r].z; {arr}[_buf][_k + 3][_x] = {regs}[_r].w;")
+        elif v:
+            em(f"const int _k = _e / {BX // 4}, _x = (_e % {BX // 4}) * 4;")
+            em(f"*reinterpret_cast<float4*>(&{arr}[_buf][_k][_x]) = {regs}[_r];")
         else:
-            em(f"const int _k = _e / {BX}, _x = _e % {BX};")
-        em(f"{arr}[_buf][_k][_x] = {regs}[_r];")
+            if kcontig:
+                em(f"const int _x = _e / BK, _k = _e % BK;")
+            else:
+                em(f"const int _k = _e / {BX}, _x = _e % {BX};")
+            em(f"{arr}[_buf][_k][_x] = {regs}[_r];")
         em.close()
 
-    em(f"float ra[{per_a}], rb[{per_b}];")
-    em(f"float acc[TM][TN];")
+    ta = "float4" if vec[0] else "float"
+    tb = "float4" if vec[1] else "float"
+    em(f"{ta} ra[{per['A'] // 4 if vec[0] else per['A']}];")
+    em(f"{tb} rb[{per['B'] // 4 if vec[1] else per['B']}];")
+    em("float acc[TM][TN];")
     em("#pragma unroll")
     em("for (int i = 0; i < TM; ++i) for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;")
     em(f"{r.idx} _k0 = 0;")
     em("int _buf = 0;")
-    em(f"// line {c.store.line}: " + r.source_line(c.store.line).strip() if c.store.line else "")
-    emit_tile_load("A", c.a, c.cond_a, c.mvars, c.a_kcontig, BM, per_a, "ra", "m0", "MM")
-    emit_tile_load("B", c.b, c.cond_b, c.nvars, c.b_kcontig, BN, per_b, "rb", "n0", "NN")
-    emit_tile_store(c.a_kcontig, BM, per_a, "ra", "As")
-    emit_tile_store(c.b_kcontig, BN, per_b, "rb", "Bs")
+    if c.store.line:
+        em(f"// line {c.store.line}: " + r.source_line(c.store.line).strip())
+    emit_load("A")
+    emit_load("B")
+    emit_store("A")
+    emit_store("B")
     em("__syncthreads();")
-    em.open(f"for (_k0 = BK; ; _k0 += BK)")
+    em.open("for (_k0 = BK; ; _k0 += BK)")
     em("const bool _more = _k0 < KK;")
     em.open("if (_more)")
-    emit_tile_load("A", c.a, c.cond_a, c.mvars, c.a_kcontig, BM, per_a, "ra", "m0", "MM")
-    emit_tile_load("B", c.b, c.cond_b, c.nvars, c.b_kcontig, BN, per_b, "rb", "n0", "NN")
+    emit_load("A")
+    emit_load("B")
     em.close()
     em("#pragma unroll")
     em.open("for (int kk = 0; kk < BK; ++kk)")
     em("float a[TM], b[TN];")
+    em("*reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(&As[_buf][kk][ty * 4]);")
     if TM == 8:
-        em("*reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(&As[_buf][kk][ty * 4]);")
         em("*reinterpret_cast<float4*>(&a[4]) = *reinterpret_cast<const float4*>(&As[_buf][kk][BM / 2 + ty * 4]);")
-    else:
-        em("*reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(&As[_buf][kk][ty * 4]);")
+    em("*reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(&Bs[_buf][kk][tx * 4]);")
     if TN == 8:
-        em("*reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(&Bs[_buf][kk][tx * 4]);")
         em("*reinterpret_cast<float4*>(&b[4]) = *reinterpret_cast<const float4*>(&Bs[_buf][kk][BN / 2 + tx * 4]);")
-    else:
-        em("*reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(&Bs[_buf][kk][tx * 4]);")
     em("#pragma unroll")
     em("for (int i = 0; i < TM; ++i)")
     em("#pragma unroll")
@@ -1419,11 +1566,10 @@ def render_contraction(kernel, c: Contraction, sizes, notes, options) -> CudaPro
     em.close()
     em("if (!_more) break;")
     em("_buf ^= 1;")
-    emit_tile_store(c.a_kcontig, BM, per_a, "ra", "As")
-    emit_tile_store(c.b_kcontig, BN, per_b, "rb", "Bs")
+    emit_store("A")
+    emit_store("B")
     em("__syncthreads();")
     em.close()
-    # epilogue: out[P] = value(init + acc)
     em("#pragma unroll")
     em.open("for (int i = 0; i < TM; ++i)")
     if TM == 8:
@@ -1438,29 +1584,154 @@ def render_contraction(kernel, c: Contraction, sizes, notes, options) -> CudaPro
     else:
         em(f"const {r.idx} _gn = n0 + tx * 4 + j;")
     em("if (_gn >= NN) continue;")
-    lines: list = []
-    sc = bind("_gm", c.mvars, base, lines)
-    sc = bind("_gn", c.nvars, sc, lines)
-    for ln in lines:
-        em(ln)
-    pre: list = []
-    acc_dt = c.init.ty.dtype if c.init.ty.dtype in cir.FLOAT_DTYPES else "f32"
-    init = r.expr(c.init, sc, pre)
-    for ln in pre:
-        em(ln)
-    em(f"const {r.compute_type(acc_dt)} {cname(c.acc)} = ({init}) + acc[i][j];")
-    sc.vars[c.acc] = (cname(c.acc), acc_dt, ())
-    r.store_stmt(em, c.store, sc)
+    g.epilogue(r, em, "_gm", "_gn", "acc[i][j]", base)
+    em.close()
+    em.close()
+    # vector loads: two blocks per multiprocessor (128 registers per thread, 64 accumulators)
+    text = r.signature(name, bounds=NT) + " {\n" + em.text() + "\n}"
+    if any(vec):
+        text = text.replace(f"__launch_bounds__({NT})", f"__launch_bounds__({NT}, 2)", 1)
+    grid = (_ceil(N, BN), _ceil(M, BM), Bt)
+    kind = "implicit GEMM (gathered operand)" if (len(c.rloops) > 1 or c.cond_a or c.cond_b) else "GEMM"
+    loads = " and ".join(f"{s} in 16-byte loads" for s, v in zip("AB", vec) if v)
+    banner = (f"contraction as {kind}: M={M} N={N} K={K}" + (f" batch={Bt}" if Bt > 1 else "")
+              + f"; {BM}x{BN}x{BK} tiles in double-buffered shared memory, {TM}x{TN} per thread"
+              + (f"; {loads}" if loads else ""))
+    return text, banner, grid, NT
+
+
+def render_mma_gemm(g: _Gemm, name, notes) -> CudaProgram:
+    """f16/bf16 GEMM on the tensor cores (WMMA 16x16x16 fragments, f32 accumulation).
+
+    Block tile BMxBN over BK=32 slices of K, 8 warps as 2 (M) x 4 (N), each warp a
+    (BM/2)x(BN/4) piece of fragments. Tiles keep the operands' own layout in shared memory
+    (row- or column-major fragments follow it), so cp.async copies 16-byte chunks straight
+    from global memory, zero-filled out of bounds; two stages: the next slice is copied
+    while the tensor cores work on the current one. Rows are padded by 8 elements against
+    bank conflicts. The epilogue goes through a per-warp 16x16 staging tile in shared memory
+    (fragment element order is opaque), then init + acc and the kernel's own store."""
+    c = g.c
+    r = g.renderer()
+    M, N, K, Bt = g.M, g.N, g.K, g.Bt
+    BM = 128 if M > 64 else 64
+    BN = 128 if N > 64 else 64
+    BK, PAD, NT = 32, 8, 256
+    WM, WN = BM // 2, BN // 4
+    FM, FN = WM // 16, WN // 16
+    r.nt = NT
+    ta = r.storage_types[r.buffers[c.a.buffer].dtype]
+    tb = r.storage_types[r.buffers[c.b.buffer].dtype]
+    em = Emitter(1)
+    base = g.head(r, em)
+    em(f"constexpr int BM = {BM}, BN = {BN}, BK = {BK}, PAD = {PAD}, WM = {WM}, WN = {WN}, "
+       f"FM = {FM}, FN = {FN};")
+    # A: m-major rows when k is contiguous in memory (row-major fragment), else k-major rows
+    a_shape = "[BM][BK + PAD]" if c.a_kcontig else "[BK][BM + PAD]"
+    b_shape = "[BN][BK + PAD]" if c.b_kcontig else "[BK][BN + PAD]"
+    em(f"__shared__ __align__(128) {ta} As[2]{a_shape};")
+    em(f"__shared__ __align__(128) {tb} Bs[2]{b_shape};")
+    em("const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;")
+    em("const int wm = warp >> 2, wn = warp & 3;")
+    em(f"const {r.idx} m0 = ({r.idx})blockIdx.y * BM, n0 = ({r.idx})blockIdx.x * BN;")
+    em(f"wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FM][FN];")
+    em("#pragma unroll")
+    em("for (int i = 0; i < FM; ++i)")
+    em("#pragma unroll")
+    em("    for (int j = 0; j < FN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);")
+
+    def emit_copy(which):
+        arr, x0, lim, BX = ("As", "m0", "MM", BM) if which == "A" else ("Bs", "n0", "NN", BN)
+        kcontig = c.a_kcontig if which == "A" else c.b_kcontig
+        chunks = BX * BK // 8
+        em("#pragma unroll")
+        em.open(f"for (int _r = 0; _r < {_ceil(chunks, NT)}; ++_r)")
+        em(f"const int _e = tid + _r * {NT};")
+        if chunks % NT:
+            em(f"if (_e >= {chunks}) break;")
+        if kcontig:
+            em(f"const int _x = _e / {BK // 8}, _k = (_e % {BK // 8}) * 8;")
+            dst = f"&{arr}[_s][_x][_k]"
+        else:
+            em(f"const int _k = _e / {BX // 8}, _x = (_e % {BX // 8}) * 8;")
+            dst = f"&{arr}[_s][_k][_x]"
+        em(f"const {r.idx} _gx = {x0} + _x, _gk = _k0 + _k;")
+        em(f"const bool _ok = _gx < {lim} && _gk < KK;")
+        lines: list = []
+        gx = f"(_ok ? _gx : 0)"
+        gk = f"(_ok ? _gk : 0)"
+        buf, addr = g.address(r, which, gx, gk, base, lines)
+        for ln in lines:
+            em(ln)
+        em(f"zyn_cp_async16({dst}, {addr}, _ok);")
+        em.close()
+
+    em(f"// line {c.store.line}: " + r.source_line(c.store.line).strip() if c.store.line else "")
+    em.open("auto load_slice = [&](int _s, int _k0)")
+    emit_copy("A")
+    emit_copy("B")
+    em.close(";")
+    em(f"constexpr int NK = (KK + BK - 1) / BK;")
+    em("load_slice(0, 0);")
+    em("zyn_cp_async_commit();")
+    em.open("for (int kt = 0; kt < NK; ++kt)")
+    em("if (kt + 1 < NK) load_slice((kt + 1) & 1, (kt + 1) * BK);")
+    em("zyn_cp_async_commit();")
+    em("zyn_cp_async_wait<1>();     // slice kt has landed (only the newest copy may be pending)")
+    em("__syncthreads();")
+    em("const int s = kt & 1;")
+    em("#pragma unroll")
+    em.open("for (int kk = 0; kk < BK; kk += 16)")
+    la = "row_major" if c.a_kcontig else "col_major"
+    lb = "col_major" if c.b_kcontig else "row_major"
+    em(f"wmma::fragment<wmma::matrix_a, 16, 16, 16, {ta}, wmma::{la}> fa[FM];")
+    em(f"wmma::fragment<wmma::matrix_b, 16, 16, 16, {tb}, wmma::{lb}> fb[FN];")
+    em("#pragma unroll")
+    if c.a_kcontig:
+        em("for (int i = 0; i < FM; ++i) wmma::load_matrix_sync(fa[i], &As[s][wm * WM + i * 16][kk], BK + PAD);")
+    else:
+        em("for (int i = 0; i < FM; ++i) wmma::load_matrix_sync(fa[i], &As[s][kk][wm * WM + i * 16], BM + PAD);")
+    em("#pragma unroll")
+    if c.b_kcontig:
+        em("for (int j = 0; j < FN; ++j) wmma::load_matrix_sync(fb[j], &Bs[s][wn * WN + j * 16][kk], BK + PAD);")
+    else:
+        em("for (int j = 0; j < FN; ++j) wmma::load_matrix_sync(fb[j], &Bs[s][kk][wn * WN + j * 16], BN + PAD);")
+    em("#pragma unroll")
+    em("for (int i = 0; i < FM; ++i)")
+    em("#pragma unroll")
+    em("    for (int j = 0; j < FN; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);")
+    em.close()
+    em("__syncthreads();            // everyone is done with stage s before it is refilled")
+    em.close()
+    # epilogue: the A tiles' memory (no longer needed) holds one 16x16 f32 tile per warp
+    em("float* Cs = reinterpret_cast<float*>(&As[0][0][0]) + warp * 256;")
+    em("#pragma unroll")
+    em.open("for (int i = 0; i < FM; ++i)")
+    em("#pragma unroll")
+    em.open("for (int j = 0; j < FN; ++j)")
+    em("wmma::store_matrix_sync(Cs, acc[i][j], 16, wmma::mem_row_major);")
+    em("__syncwarp();")
+    em.open("for (int _e = lane; _e < 256; _e += 32)")
+    em(f"const {r.idx} _gm = m0 + wm * WM + i * 16 + (_e >> 4);")
+    em(f"const {r.idx} _gn = n0 + wn * WN + j * 16 + (_e & 15);")
+    em("if (_gm >= MM || _gn >= NN) continue;")
+    g.epilogue(r, em, "_gm", "_gn", "Cs[_e]", base)
+    em.close()
+    em("__syncwarp();")
     em.close()
     em.close()
     text = r.signature(name, bounds=NT) + " {\n" + em.text() + "\n}"
     grid = (_ceil(N, BN), _ceil(M, BM), Bt)
-    kind = "implicit GEMM (gathered operand)" if (len(c.rloops) > 1 or c.cond_a or c.cond_b) else "GEMM"
-    banner = (f"contraction as {kind}: M={M} N={N} K={K}" + (f" batch={Bt}" if Bt > 1 else "")
-              + f"; {BM}x{BN}x{BK} tiles in double-buffered shared memory, {TM}x{TN} per thread")
-    src, lm = r.assemble([text], banner)
-    return CudaProgram(name, src, [Step(name, grid, (NT, 1, 1), ("buffers", "scalars"))],
-                       schedule=banner, notes=notes, line_map=lm)
+    banner = (f"contraction as GEMM on tensor cores (WMMA {ta}, f32 accumulate): M={M} N={N} K={K}"
+              + (f" batch={Bt}" if Bt > 1 else "")
+              + f"; {BM}x{BN}x{BK} tiles, 8 warps of {WM}x{WN}, cp.async into 2 shared-memory stages")
+    # the FMA schedule serves buffers that are not 16-byte aligned
+    r1 = g.renderer()
+    t1, _, grid1, nt1 = _sgemm_kernel(g, r1, name + "_scalar", (False, False))
+    src2, lm = r.assemble([text, t1], banner)
+    return CudaProgram(name, src2, [Step(name, grid, (NT, 1, 1), ("buffers", "scalars"))],
+                       schedule=banner, notes=notes, line_map=lm,
+                       unaligned_steps=[Step(name + "_scalar", grid1, (nt1, 1, 1), ("buffers", "scalars"))],
+                       aligned_buffers=tuple(sorted({c.a.buffer, c.b.buffer})))
 
 
 # -------------------------------------------------------------------- attention

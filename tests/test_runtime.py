@@ -365,9 +365,6 @@ compute(x, layer.w) {
     assert_close(out, vec(6) * w.astype(np.float64) + 0.5, "f32")
 
 
-@pytest.mark.xfail(strict=True, reason="a scalar field of a record (layer.bias) read in a "
-                   "kernel body is refused by lowering as 'not an input', though the "
-                   "interpreter collects it as a scalar argument")
 def test_record_scalar_field_in_a_kernel_body():
     w = np.random.default_rng(1).standard_normal(6).astype(np.float32)
     out = zynbook.run("""

@@ -429,16 +429,9 @@ def test_matmul(m, k, n, dtype):
     assert_close(c, a.astype(np.float64) @ b, dtype, "contraction")
 
 
-F16_ACCUMULATOR = (
-    "`var sum = 0.0` is f32 and stays f32 when it accumulates f16 products, so an f16 matmul "
-    "returns f32 (types.py says a float literal is weak so that f16 code stays f16)")
-SQRT_OF_SIZE = (
-    "sqrt(head_dim) of an integer size is typed f32, so an f64 kernel divides by a "
-    "float-rounded sqrt and loses f64 precision")
 
 
-@pytest.mark.parametrize("dtype", [
-    pytest.param("f16", marks=pytest.mark.xfail(strict=True, reason=F16_ACCUMULATOR)), "f64"])
+@pytest.mark.parametrize("dtype", ["f16", "f64"])
 def test_accumulator_takes_the_dtype_it_accumulates(dtype):
     session = zynbook.Session(device="cpu")
     a = randn(0, 3, 5, dtype=dtype)
@@ -511,7 +504,6 @@ def test_flash_attention_verbatim(seq):
     assert_close(out, np_attention(q, k, v), "f32", "contraction")
 
 
-@pytest.mark.xfail(strict=True, reason=SQRT_OF_SIZE)
 def test_flash_attention_f64():
     q, k, v = (randn(i, 1, 2, 100, 8, dtype="f64") for i in range(3))
     out = zynbook.run(FLASH, Q=q, K=k, V=v)

@@ -405,13 +405,19 @@ def _literal_shape(value):
 
 
 def _rank_in_body(node: A.Compute, label: str) -> int:
-    """How many axes a body indexes `label` with (for inputs whose rank is not known yet)."""
+    """The rank a body implies for `label` (for inputs not bound yet): the most indices it
+    takes, plus one where a use leaves a trailing axis (a row for dot(), a tile sliced out)."""
     best = 0
 
     def visit(x):
         nonlocal best
+        if isinstance(x, A.Call) and isinstance(x.func, A.Name) and x.func.id == "dot":
+            for a in x.args:
+                if isinstance(a, A.Index) and dotted(a.base) == label:
+                    best = max(best, len(a.items) + 1)
         if isinstance(x, A.Index) and dotted(x.base) == label:
-            best = max(best, len(x.items))
+            sliced = any(isinstance(it, A.SliceItem) for it in x.items)
+            best = max(best, len(x.items) + (1 if sliced else 0))
         if isinstance(x, A.Node):
             for v in vars(x).values():
                 if isinstance(v, list):

@@ -69,6 +69,7 @@ class LoweredKernel:
     defaults: dict             # size name -> CIR expr used when nothing else binds it
     annotations: dict          # annotation name -> A.Annotation (device, async, ...)
     placeholders: dict = field(default_factory=dict)   # buffer name -> axis size names
+    scalar_labels: dict = field(default_factory=dict)  # scalar argument -> label as written
 
 
 def identifier(label: str) -> str:
@@ -118,6 +119,8 @@ class _Lowering:
         self.guard_depth = 0
         self.annotations: dict = {}
         self.var_bindings: dict = {}       # cir name of each `var` -> its binding
+        self.weak_vars: set = set()        # locals still holding a weakly typed literal
+        self.scalar_labels: dict = {}      # cir name of a scalar argument -> label as written
         for ann in list(node.annotations) + list(extra_annotations):
             self._annotation(ann)
         self.scopes: list = [{}]
@@ -199,7 +202,8 @@ class _Lowering:
         labels = {c: v[0] for c, v in self.buffers.items()}
         placeholders = {c: v[3] for c, v in self.buffers.items()}
         return LoweredKernel(kernel, self.constraints, self.bound_checks, self.size_spans,
-                             labels, defaults, self.annotations, placeholders)
+                             labels, defaults, self.annotations, placeholders,
+                             dict(self.scalar_labels))
 
     def _kernel_type(self) -> cir.KernelType:
         ann = self.annotations.get("kernel")
@@ -342,6 +346,8 @@ class _Lowering:
             shadow = prev if prev is not None and prev.kind == "loop" else None
             cname = self._fresh_local(name)
             self.bind(name, _Binding("local", value.ty, cname, False, line, shadow))
+            if self._is_weak(value):
+                self.weak_vars.add(cname)
             return cir.Let(cname, value, False, line)
         if isinstance(s, A.VarDecl):
             value = self._annotated(self.expr(s.value), s.type)
@@ -349,6 +355,8 @@ class _Lowering:
             binding = _Binding("local", value.ty, cname, True, line)
             self.bind(s.name, binding)
             self.var_bindings[cname] = binding
+            if self._is_weak(value):
+                self.weak_vars.add(cname)
             return cir.Let(cname, value, True, line)
         if isinstance(s, A.Assign):
             return self.assign(s)
@@ -465,8 +473,12 @@ class _Lowering:
             if s.op != "=":
                 value = self._compound(s.op, cir.Var(b.name, b.ty), value, s.span)
             if value.ty.shape != b.ty.shape or value.ty.dtype != b.ty.dtype:
-                # `var m = -inf` later holding a row of maxima: the variable takes the wider type
-                b.ty = cir.Ty(promote(b.ty.dtype, value.ty.dtype), value.ty.shape or b.ty.shape)
+                # `var m = -inf` later holding a row of maxima: the variable takes the wider
+                # type; `var sum = 0.0` summing f16 products stays f16 (the literal is weak)
+                b.ty = cir.Ty(promote(b.ty.dtype, value.ty.dtype, b.name in self.weak_vars,
+                                      self._is_weak(value)), value.ty.shape or b.ty.shape)
+            if not self._is_weak(value):
+                self.weak_vars.discard(b.name)
             return cir.Assign(b.name, value, line)
         raise ZynMLTypeError("cannot assign to this expression", target.span)
 
@@ -540,6 +552,9 @@ class _Lowering:
             buf = self.buffer_for(e)
             if buf is not None:
                 return self.whole(buf)
+            label = dotted(e)
+            if label is not None and self.scalar_types.get(label) is not None:
+                return self._scalar_arg(label, self.scalar_types[label])
             if dotted(e) and dotted(e).split(".")[0] not in [s.label.split(".")[0] for s in self.inputs]:
                 raise ZynMLNameError(f"unknown name `{dotted(e).split('.')[0]}`", e.span)
             raise ZynMLNameError(f"`{dotted(e) or 'this'}` is not an input of this compute "
@@ -605,17 +620,35 @@ class _Lowering:
             raise ZynMLTypeError(f"`{e.id}` is a function; call it: {e.id}(...)", e.span)
         # a free name: a host scalar argument or a size (given or inferred from shapes)
         dtype = self.scalar_types.get(e.id)
-        if dtype is not None and is_float(dtype):
-            self.scalar_args[e.id] = dtype
-            return cir.Var(e.id, cir.Ty(dtype))
-        if dtype is not None and dtype == "bool":
-            self.scalar_args[e.id] = dtype
-            return cir.Var(e.id, BOOL)
+        if dtype is not None and (is_float(dtype) or dtype == "bool"):
+            return self._scalar_arg(e.id, dtype)
         if dtype is None and e.id in self.scalar_types:
             raise ZynMLTypeError(f"`{e.id}` is not a number or tensor usable in a kernel", e.span)
         self.sizes.add(e.id)
         self.size_spans.setdefault(e.id, e.span)
         return cir.Var(e.id, I32)
+
+    def _scalar_arg(self, label: str, dtype: str) -> cir.Var:
+        cname = identifier(label)
+        self.scalar_args[cname] = dtype
+        self.scalar_labels[cname] = label
+        return cir.Var(cname, cir.Ty(dtype))
+
+    def _is_weak(self, e) -> bool:
+        """A value typed only by a literal (or by math on sizes, `sqrt(head_dim)`): it
+        takes the dtype of what it meets, so f16 and f64 kernels keep their precision."""
+        if isinstance(e, cir.Const):
+            return isinstance(e.value, (float, int)) and not isinstance(e.value, bool)
+        if isinstance(e, cir.Var):
+            return e.name in self.weak_vars
+        if isinstance(e, cir.Unary):
+            return e.op == "neg" and self._is_weak(e.operand)
+        if isinstance(e, (cir.Bin, cir.Call)) and not e.ty.shape:
+            args = (e.left, e.right) if isinstance(e, cir.Bin) else e.args
+            if isinstance(e, cir.Bin) and e.op not in ("+", "-", "*", "/", "**", "%"):
+                return False
+            return all(self._is_weak(a) or (is_int(a.ty.dtype) and not a.ty.shape) for a in args)
+        return False
 
     def whole(self, buf):
         if buf in self.shared:
@@ -717,7 +750,7 @@ class _Lowering:
             raise ZynMLTypeError(f"unsupported operator {op}", span)
         if a.ty.dtype == "bool" and b.ty.dtype == "bool":
             raise ZynMLTypeError(f"arithmetic on booleans; use `and`/`or`", span)
-        dtype = promote(a.ty.dtype, b.ty.dtype, _weak(a), _weak(b))
+        dtype = promote(a.ty.dtype, b.ty.dtype, self._is_weak(a), self._is_weak(b))
         if op == "**" and is_int(dtype) and not (isinstance(b, cir.Const) and b.value >= 0):
             dtype = "f32"
         return cir.Bin(op, a, b, cir.Ty(dtype, shape))
@@ -757,7 +790,7 @@ class _Lowering:
             for a, node in zip(args, e.args):
                 shape = self._broadcast(shape, a.ty.shape, node.span)
             for a, prev in zip(args[1:], args):
-                dtype = promote(dtype, a.ty.dtype, False, _weak(a))
+                dtype = promote(dtype, a.ty.dtype, False, self._is_weak(a))
             if fn not in ("min", "max", "abs", "clamp", "relu") and not is_float(dtype):
                 dtype = "f32"
             return cir.Call(fn, tuple(args), cir.Ty(dtype, shape))
@@ -852,7 +885,10 @@ class _Lowering:
             if isinstance(s, cir.Let) and s.mutable:
                 b = self.var_bindings.get(s.name)
                 if b is not None and b.ty != s.value.ty:
-                    s = cir.Let(s.name, s.value, True, s.line, b.ty)
+                    if isinstance(s.value, cir.Const) and not b.ty.shape:
+                        s = cir.Let(s.name, cir.Const(s.value.value, b.ty), True, s.line)
+                    else:
+                        s = cir.Let(s.name, s.value, True, s.line, b.ty)
             elif isinstance(s, cir.Loop):
                 s = cir.Loop(s.var, s.start, s.stop, s.step, tuple(self._declare_widened(s.body)),
                              s.parallel, s.line)
@@ -936,7 +972,7 @@ class _Lowering:
                 raise ZynMLShapeError(f"out is written with {width} axes here but {rank} "
                                       "elsewhere", span)
             dtype = value.ty.dtype if dtype is None else promote(dtype, value.ty.dtype,
-                                                                 False, _weak(value))
+                                                                 False, self._is_weak(value))
             ext = []
             for k, it in enumerate(index):
                 ext.append(self._extent(it, span))

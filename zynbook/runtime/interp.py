@@ -699,7 +699,8 @@ class Interpreter:
         shapes = {b.name: t.shape for b, t in zip(kernel.inputs, inputs)}
         sizes_given = {k: v for k, v in given.items() if k in kernel.dims}
         sizes = solve(lowered, shapes, sizes_given)
-        scalar_values = {s.name: given[s.name] for s in kernel.scalars}
+        scalar_values = {s.name: given[lowered.scalar_labels.get(s.name, s.name)]
+                         for s in kernel.scalars}
         device_id = self._device_for(lowered)
         run_async = "async" in lowered.annotations
         if "parallel" in lowered.annotations and isinstance(device_id, list):

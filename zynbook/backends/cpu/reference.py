@@ -972,6 +972,10 @@ def _cast_scalar(x, dtype):
     return int(x)
 
 
+def _python_number(x) -> bool:
+    return type(x) in (int, float)
+
+
 def _scalar_op(op, a, b, dtype):
     if op == "/" and not is_float(dtype):
         if b == 0:
@@ -987,10 +991,16 @@ def _scalar_op(op, a, b, dtype):
     res = res.item() if hasattr(res, "item") else res
     if op in ("<", "<=", ">", ">=", "==", "!="):
         return bool(res)
+    if _python_number(a) and _python_number(b):
+        return res      # arithmetic on weak values stays weak (a Python number)
     return _cast_scalar(res, dtype) if is_float(dtype) else res
 
 
 def _scalar_unary(fn, v, dtype):
+    if _python_number(v):
+        # math on sizes (`sqrt(head_dim)`) is weakly typed: exact, then it meets a dtype
+        with np.errstate(all="ignore"):
+            return float(np.asarray(_UNARY[fn](np.float64(v))))
     with np.errstate(all="ignore"):
         res = _UNARY[fn](np.asarray(v, dtype=np_dtype(dtype) if is_float(dtype) else None))
     return _cast_scalar(np.asarray(res).item(), dtype) if is_float(dtype) else np.asarray(res).item()

@@ -1,0 +1,122 @@
+"""The checker and lowering: whole programs checked before they run, the CIR pinned."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import zynbook
+from zynbook.compiler import cir
+from zynbook.errors import ZynMLShapeError, ZynMLTypeError
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = Path(os.environ.get("ZYNBOOK_SPEC", ROOT.parent / "shared" / "spec" / "zynml-compute-system.md"))
+GOLDEN = Path(__file__).parent / "golden" / "cir"
+EXAMPLES = sorted((ROOT / "examples").glob("*.zyn"))
+
+
+def spec_kernel_block() -> str:
+    blocks = re.findall(r"```zynml\n(.*?)```", SPEC.read_text(), re.S)
+    block = next(b for b in blocks if "Element-wise" in b)
+    # the spec's flash attention block misses its closing brace
+    return block.replace("out[b, h, q_block:q_block+64] = o / l\n",
+                         "out[b, h, q_block:q_block+64] = o / l\n}\n")
+
+
+@pytest.mark.skipif(not SPEC.exists(), reason="the spec is not beside the project")
+def test_spec_kernel_types_compile_with_free_inputs():
+    program = zynbook.compile(spec_kernel_block())
+    assert len(program.kernels) == 18
+    assert {"x", "A", "B", "Q", "K", "V", "mask", "logits"} <= set(program.free_names)
+    assert "y" not in program.free_names       # defined by the first block
+    kinds = [k.kernel.kernel_type.kind for k in program.kernels]
+    assert kinds.count("elementwise") == 5 and kinds.count("reduce") == 5
+    assert "flash_attention" in kinds and "conv2d_depthwise" in kinds
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_checks_and_lowers(path):
+    program = zynbook.compile(path.read_text())
+    for k in program.kernels:
+        text = cir.print_kernel(k.kernel)
+        assert text.startswith("kernel ")
+        assert k.kernel.stable_hash() == k.kernel.stable_hash()
+
+
+MATMUL_MISMATCH = """let A = randn([64, 32], seed=1)
+let B = randn([48, 16], seed=2)
+let C = compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[i, k] * B[k, j]
+        out[i, j] = sum
+}
+"""
+
+
+def test_matmul_shape_mismatch_is_refused_at_compile_time_pointing_at_both_sides():
+    with pytest.raises(ZynMLShapeError) as info:
+        zynbook.compile(MATMUL_MISMATCH)
+    err = info.value
+    assert (err.line, err.column) == (8, 32)           # B's `k`
+    assert "32" in err.message and "48" in err.message
+    assert [(s.line, s.column) for _, s in err.notes] == [(8, 25)]   # A's `k`
+    rendered = err.render()
+    assert rendered.count("sum += A[i, k] * B[k, j]") == 2 and "^" in rendered
+
+
+def test_the_same_mismatch_from_bound_inputs_is_refused_before_launch():
+    import numpy as np
+    src = MATMUL_MISMATCH.split("let C = ", 1)[1]
+    with pytest.raises(ZynMLShapeError) as info:
+        zynbook.run(src, A=np.ones((64, 32), np.float32), B=np.ones((48, 16), np.float32))
+    assert info.value.line == 6
+
+
+def test_kernel_type_mismatch_says_what_was_expected():
+    src = """let x = randn([10], seed=1)
+let y = compute(x) {
+    @kernel matmul
+    for i in 0..n:
+        out[i] = x[i] + 1.0
+}
+"""
+    with pytest.raises(ZynMLTypeError) as info:
+        zynbook.compile(src)
+    assert (info.value.line, info.value.column) == (3, 13)
+    assert "expects" in info.value.message and "accumulating products" in info.value.message
+
+
+def test_f16_accumulator_and_weak_literals_keep_the_inputs_dtype():
+    src = """compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[i, k] * B[k, j] * 0.5
+        out[i, j] = sum
+}"""
+    import numpy as np
+    a = np.ones((3, 4), np.float16)
+    out = zynbook.run(src, A=a, B=a.T.copy())
+    assert out.dtype == "f16"
+
+
+GOLDEN_PROGRAMS = ["matmul", "row_sums_axis", "argmax", "flash_attention", "layer_norm_fused",
+                   "rope", "softmax_fused", "conv2d"]
+
+
+@pytest.mark.parametrize("name", GOLDEN_PROGRAMS)
+def test_cir_is_pinned(name):
+    """The CIR of these examples is pinned so that changes to lowering are seen
+    (ZYNBOOK_UPDATE_GOLDEN=1 rewrites the files)."""
+    program = zynbook.compile((ROOT / "examples" / f"{name}.zyn").read_text())
+    text = program.cir_text() + "\n"
+    path = GOLDEN / f"{name}.cir"
+    if os.environ.get("ZYNBOOK_UPDATE_GOLDEN") or not path.exists():
+        path.write_text(text)
+    assert text == path.read_text()

@@ -280,6 +280,13 @@ MATMUL_BIAS_INIT = """let y = compute(x, w, bias) {
         out[i, j] = sum
 }"""
 
+# a causal condition on the loop variables instead of a mask tensor
+CAUSAL = ATTENTION.replace("compute(Q, K, V, mask)", "compute(Q, K, V)").replace(
+    "if mask[i, j]:", "if j <= i:")
+
+# not the three-pass form (the score has an extra term): the rows schedule runs it
+ATTENTION_BIASED = ATTENTION.replace("/ sqrt(head_dim)", "/ sqrt(head_dim) + 0.5 * V[b, h, j, 0]")
+
 SHARED_FFN = """let y = compute(x, up_w, down_w) {
     @kernel fused
     for r in 0..rows:
@@ -302,8 +309,17 @@ def np_attention(Q, K, V, mask=None):
     s = Q.astype(np.float64) @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
     if mask is not None:
         s = np.where(mask, s, -np.inf)
-    s = s - s.max(-1, keepdims=True)
-    p = np.exp(s)
+    with np.errstate(invalid="ignore"):     # a query that sees no key gives nan here
+        s = s - s.max(-1, keepdims=True)
+        p = np.exp(s)
+        return (p / p.sum(-1, keepdims=True)) @ V
+
+
+def np_attention_biased(Q, K, V, mask):
+    s = Q.astype(np.float64) @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) + \
+        0.5 * V[..., None, :, 0]
+    s = np.where(mask, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
     return (p / p.sum(-1, keepdims=True)) @ V
 
 
@@ -338,6 +354,10 @@ def _cases():
     fx, fu, fd = randn(5, 12), randn(12, 40), randn(40, 12)
     logits = randn(1000)
     sm = randn(7, 1000)
+    aq, ak, av = randn(1, 2, 77, 64), randn(1, 2, 77, 64), randn(1, 2, 77, 64)
+    amask = RNG.random((77, 77)) > 0.3
+    amask[5] = False                 # a query that sees no key: its output is 0
+    wq, wk, wv = randn(1, 1, 40, 100), randn(1, 1, 40, 100), randn(1, 1, 40, 100)
     tA, tB = randn(150, 70), randn(70, 200)
     lx, lw, lb = randn(130, 37), randn(67, 37), randn(67)
     hA, hB = randn(33, 20).astype(np.float16), randn(20, 9).astype(np.float16)
@@ -379,6 +399,15 @@ def _cases():
                      "reduction"),
         "attention": (ATTENTION, {"Q": Q, "K": K, "V": V, "mask": mask}, {}, {},
                       np_attention(Q, K, V, mask), "attention"),
+        "attention_d64_masked_row": (ATTENTION, {"Q": aq, "K": ak, "V": av, "mask": amask}, {}, {},
+                                     np.nan_to_num(np_attention(aq, ak, av, amask)), "attention"),
+        "attention_causal_d100": (CAUSAL, {"Q": wq, "K": wk, "V": wv}, {}, {},
+                                  np_attention(wq, wk, wv, np.tril(np.ones((40, 40), bool))),
+                                  "attention"),
+        "attention_not_flash": (ATTENTION_BIASED, {"Q": sq, "K": sk, "V": sv,
+                                                   "mask": np.tril(np.ones((21, 21), bool))}, {}, {},
+                                np_attention_biased(sq, sk, sv, np.tril(np.ones((21, 21), bool))),
+                                "attention"),
         "flash_attention": (FLASH.replace("BLOCK", "64"), {"Q": fq, "K": fk, "V": fv}, {},
                             {"seq_len": 100, "head_dim": 16}, np_attention(fq, fk, fv), "attention"),
         # small blocks keep the generic tile path within lavapipe's loop limit
@@ -394,11 +423,12 @@ CASES = _cases()
 
 EXPECTED_SCHEDULE = {
     "mul_add": "generic", "reduce_sum": "reduce", "argmax": "reduce", "row_sums": "reduce",
-    "layer_norm": "rows", "softmax_rows": "rows", "rms_norm": "rows", "attention": "rows",
+    "layer_norm": "rows", "softmax_rows": "rows", "rms_norm": "rows", "attention": "flash",
     "flash_attention": "flash", "flash_tiles_generic": "generic", "shared_ffn": "rows",
     "matmul": "matmul", "batched_matmul": "matmul", "matmul_tiles": "matmul",
     "linear_bias_relu": "matmul", "matmul_f16": "matmul", "matmul_bias_init": "generic",
-    "conv2d": "generic",
+    "conv2d": "generic", "attention_d64_masked_row": "flash", "attention_causal_d100": "flash",
+    "attention_not_flash": "rows",
 }
 
 # ------------------------------------------------------------------ renderer (no adapter)

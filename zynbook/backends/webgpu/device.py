@@ -300,6 +300,7 @@ class WebGPUDevice(Device):
         if timestamps:
             qset = self.device.create_query_set(type="timestamp", count=2 * len(prog.passes))
         geometry = []
+        dispatched = []     # indices of the passes dispatched (a pass of 0 workgroups is not)
         for n, p in enumerate(prog.passes):
             count = int(p.workgroups(env))
             if count <= 0:
@@ -315,6 +316,7 @@ class WebGPUDevice(Device):
             cpass.dispatch_workgroups(*dims)
             cpass.end()
             geometry.append({"entry": p.entry, "workgroups": dims, "workgroup_size": prog.workgroup_size})
+            dispatched.append(n)
         tsbuf = None
         if qset is not None and geometry:
             tsbuf = self._buffer(16 * len(prog.passes), "timestamps",
@@ -333,7 +335,7 @@ class WebGPUDevice(Device):
             kernel_s, source = None, "host-clock"
             if tsbuf is not None:
                 raw = np.frombuffer(dev.device.queue.read_buffer(tsbuf), dtype=np.uint64)
-                spans = [int(raw[2 * i + 1]) - int(raw[2 * i]) for i in range(len(geometry))]
+                spans = [int(raw[2 * i + 1]) - int(raw[2 * i]) for i in dispatched]
                 if all(s >= 0 for s in spans):
                     kernel_s = sum(spans) * 1e-9
                     source = "gpu-timestamps"

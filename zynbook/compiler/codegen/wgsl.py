@@ -2049,16 +2049,370 @@ class KernelRenderer:
             return int(math.prod(p.value(env) for p in total))
         return self.finish("rows", self.w.text(), [ProgramPass(name, nwg, name)], (WG, 1, 1))
 
+    # ------------------------------------------------------------------- attention
+
+    FLASH_LANES = 4                  # invocations sharing one query (keys split between them)
+    FLASH_DMAXES = (32, 64, 128)     # head_dim classes: one entry point each
+
+    def _attention_form(self):
+        """The parts of the three-pass attention body (spec `attention`), else RenderError:
+        for b, h, i (parallel): `var m = -inf; for j: [if cond:] let s = SCORE; m = max(m, s)`,
+        `var l = 0.0; for j: [if cond:] let s = SCORE; l += exp(s - m)`, and
+        `for d: var acc = 0.0; for j: [if cond:] let s = SCORE; let w = exp(s - m) / l;
+        acc += w * V[b, h, j, d]; out[b, h, i, d] = acc`, with SCORE = dot(Q[b, h, i],
+        K[b, h, j]) / c (or * c) and the same condition and key range in all three."""
+        k = self.k
+        loops = self.chain(k.body)
+        if len(loops) != 3:
+            raise RenderError("not a parallel (b, h, i) loop nest")
+        for lp in loops:
+            if not (isinstance(lp.start, cir.Const) and lp.start.value == 0 and
+                    isinstance(lp.step, cir.Const) and lp.step.value == 1):
+                raise RenderError("parallel loops must run from 0 in steps of 1")
+        b, h, i = (lp.var for lp in loops)
+        body = loops[-1].body
+        V_ = lambda n: cir.Var(n, cir.Ty("f32"))
+        known = set(k.dims) | {s.name for s in k.scalars}
+        shape = [type(s).__name__ for s in body]
+        if shape != ["Let", "Loop", "Let", "Loop", "Loop"]:
+            raise RenderError("the body is not the three-pass attention")
+        m_let, l1, l_let, l2, dl = body
+        m, l = m_let.name, l_let.name
+        if not (m_let.mutable and isinstance(m_let.value, cir.Const) and m_let.value.value == -math.inf
+                and l_let.mutable and isinstance(l_let.value, cir.Const) and l_let.value.value == 0):
+            raise RenderError("the running max and sum do not start at -inf and 0")
+        parts = {}
+
+        def vload(e, buf, idx):
+            return isinstance(e, cir.Load) and e.buffer == buf and \
+                [x.name if isinstance(x, cir.Var) else None for x in e.index] == idx
+
+        def jloop(lp):
+            if not (isinstance(lp, cir.Loop) and not lp.parallel and isinstance(lp.start, cir.Const)
+                    and lp.start.value == 0 and isinstance(lp.step, cir.Const) and lp.step.value == 1):
+                raise RenderError("a key loop does not run from 0 in steps of 1")
+            j = lp.var
+            stmts, cond = lp.body, None
+            if len(stmts) == 1 and isinstance(stmts[0], cir.If) and not stmts[0].orelse:
+                cond, stmts = stmts[0].cond, stmts[0].then
+            if not stmts or not isinstance(stmts[0], cir.Let) or stmts[0].mutable:
+                raise RenderError("a key loop does not start with its score")
+            sc = stmts[0].value
+            if not (isinstance(sc, cir.Bin) and sc.op in ("/", "*") and isinstance(sc.left, cir.Dot)):
+                raise RenderError("the score is not dot(q, k) / c")
+            dq, dk = sc.left.a, sc.left.b
+            if not (isinstance(dq, cir.Load) and isinstance(dk, cir.Load) and
+                    [x.name if isinstance(x, cir.Var) else None for x in dq.index] == [b, h, i] and
+                    [x.name if isinstance(x, cir.Var) else None for x in dk.index] == [b, h, j]):
+                raise RenderError("the score is not dot(Q[b, h, i], K[b, h, j])")
+            if not _free_vars(sc.right) <= known or sc.right.ty.shape:
+                raise RenderError("the score's scale depends on the loop variables")
+            if cond is not None and not _free_vars(cond) <= known | {b, h, i, j}:
+                raise RenderError("the key condition depends on more than b, h, i, j")
+            key = (cir.format_expr(lp.stop), sc.op, sc.right, dq.buffer, dk.buffer,
+                   self._rename(cond, j, "z_j") if cond is not None else None)
+            if parts.setdefault("key", key) != key:
+                raise RenderError("the three key loops differ")
+            parts.update(stop=lp.stop, op=sc.op, scale=sc.right, Q=dq.buffer, K=dk.buffer,
+                         cond=cond, j=j)
+            return j, stmts[0].name, stmts[1:]
+
+        j, s, rest = jloop(l1)
+        if not (len(rest) == 1 and isinstance(rest[0], cir.Assign) and rest[0].name == m and
+                isinstance(rest[0].value, cir.Call) and rest[0].value.fn == "max" and
+                sorted(cir.format_expr(a) for a in rest[0].value.args) == sorted([m, s])):
+            raise RenderError("the first key loop is not a running max")
+        j, s, rest = jloop(l2)
+        want = cir.format_expr(cir.Bin("+", V_(l), cir.Call("exp", (cir.Bin("-", V_(s), V_(m), cir.Ty("f32")),),
+                                                            cir.Ty("f32")), cir.Ty("f32")))
+        if not (len(rest) == 1 and isinstance(rest[0], cir.Assign) and rest[0].name == l and
+                cir.format_expr(rest[0].value) == want):
+            raise RenderError("the second key loop is not the softmax denominator")
+        if not (isinstance(dl.start, cir.Const) and dl.start.value == 0 and
+                isinstance(dl.step, cir.Const) and dl.step.value == 1 and len(dl.body) == 3):
+            raise RenderError("the output loop is not `for d: acc = 0; for j: ...; out = acc`")
+        a_let, l3, st = dl.body
+        d = dl.var
+        if not (isinstance(a_let, cir.Let) and a_let.mutable and isinstance(a_let.value, cir.Const)
+                and a_let.value.value == 0 and isinstance(st, cir.Store)
+                and st.buffer == k.output.name and vload(cir.Load(st.buffer, st.index, st.value.ty),
+                                                         st.buffer, [b, h, i, d])
+                and isinstance(st.value, cir.Var) and st.value.name == a_let.name):
+            raise RenderError("the output is not out[b, h, i, d] = acc")
+        j, s, rest = jloop(l3)
+        acc = a_let.name
+        if not (len(rest) == 2 and isinstance(rest[0], cir.Let) and isinstance(rest[1], cir.Assign)):
+            raise RenderError("the third key loop is not the weighted sum of values")
+        wname = rest[0].name
+        want_w = cir.format_expr(cir.Bin("/", cir.Call("exp", (cir.Bin("-", V_(s), V_(m), cir.Ty("f32")),),
+                                                       cir.Ty("f32")), V_(l), cir.Ty("f32")))
+        if cir.format_expr(rest[0].value) != want_w or rest[1].name != acc:
+            raise RenderError("the attention weight is not exp(s - m) / l")
+        av = rest[1].value
+        if not (isinstance(av, cir.Bin) and av.op == "+" and isinstance(av.left, cir.Var) and
+                av.left.name == acc and isinstance(av.right, cir.Bin) and av.right.op == "*"):
+            raise RenderError("the value sum is not acc += w * V[b, h, j, d]")
+        p1, p2 = av.right.left, av.right.right
+        vl = p2 if isinstance(p1, cir.Var) else p1
+        wv = p1 if isinstance(p1, cir.Var) else p2
+        if not (isinstance(wv, cir.Var) and wv.name == wname and isinstance(vl, cir.Load) and
+                vload(vl, vl.buffer, [b, h, j, d])):
+            raise RenderError("the value sum is not acc += w * V[b, h, j, d]")
+        for buf in (parts["Q"], parts["K"], vl.buffer):
+            if buf not in self.bufs or len(self.bufs[buf].shape) != 4 or \
+                    not _is_float(self.bufs[buf].dtype):
+                raise RenderError("Q, K and V are not 4-D float inputs")
+        if len(k.output.shape) != 4 or not _is_float(k.output.dtype):
+            raise RenderError("the output is not a 4-D float tensor")
+        parts.update(loops=loops, V=vl.buffer, dloop=dl, names=(b, h, i))
+        return parts
+
+    def _rename(self, e, old, new):
+        """`e` with the variable `old` renamed `new` (for comparing loop bodies)."""
+        import dataclasses
+        if isinstance(e, cir.Var):
+            return cir.Var(new, e.ty) if e.name == old else e
+        if isinstance(e, (tuple, list)):
+            return type(e)(self._rename(x, old, new) for x in e)
+        if dataclasses.is_dataclass(e):
+            return dataclasses.replace(e, **{f.name: self._rename(getattr(e, f.name), old, new)
+                                             for f in dataclasses.fields(e)
+                                             if isinstance(getattr(e, f.name), (cir.Expr, cir.Span, tuple, list))})
+        return e
+
+    def _flash_shape(self, dmax):
+        """(queries per workgroup, keys per tile) for head_dim class `dmax` within the
+        workgroup memory."""
+        R = self.FLASH_LANES
+        for bq, bk in ((32, 32), (32, 16), (16, 32), (16, 16), (32, 8), (16, 8), (8, 8), (8, 4)):
+            dv = dmax // 4
+            need = 16 * max(2 * bk * (dv + 1), bq * dv) + 4 * 2 * bq * R
+            if need <= self.o.max_workgroup_storage and bq * R <= self.o.max_invocations:
+                return bq, bk, need
+        raise RenderError("the adapter's workgroup memory is too small for attention tiles")
+
+    def flash_core(self, name, Q, K, V, grid, scale, cond, select_entry):
+        """Emit flash-attention entry points, one per head_dim class. Each workgroup takes
+        (b, h, a block of queries); FLASH_LANES invocations share a query, each taking every
+        FLASH_LANES-th key of a tile, keeping its own online softmax (running max m, sum l,
+        output acc in registers); K and V tiles pass through workgroup memory; at the end the
+        lanes' states are merged. grid: WGSL texts {B, H, NQ, S, DQ, DV}; scale(dot) -> score;
+        cond(j) -> WGSL bool or None. Returns the passes."""
+        R = self.FLASH_LANES
+        w = self.w
+        out = self.k.output.name
+        NEG = "bitcast<f32>(0xff800000u)"
+        passes = []
+        most = 0
+        for dmax in self.FLASH_DMAXES:
+            BQ, BK, need = self._flash_shape(dmax)
+            most = max(most, need)
+            NT, DV, U = BQ * R, dmax // 4, BK // R
+            kv, st = f"z_kv{dmax}", f"z_ml{dmax}"
+            self.wg_decls.append(f"var<workgroup> {kv}: array<vec4<f32>, {max(2 * BK * (DV + 1), BQ * DV)}>;")
+            self.wg_decls.append(f"var<workgroup> {st}: array<f32, {2 * NT}>;")
+            entry = f"{name}_d{dmax}"
+            w.line(f"// head_dim up to {dmax}: {BQ} queries per workgroup, {R} invocations per "
+                   f"query, key tiles of {BK}")
+            self.entry_open(entry, (NT, 1, 1))
+            w.line(f"let z_wid: i32 = {self.WID};")
+            w.line(f"let z_qblocks: i32 = ({grid['NQ']} + {BQ - 1}i) / {BQ}i;")
+            w.line(f"if (z_wid >= {grid['B']} * {grid['H']} * z_qblocks) {{ return; }}")
+            w.line("let z_t: i32 = i32(z_lid.x);")
+            w.line(f"let z_q: i32 = z_t / {R}i;")
+            w.line(f"let z_r: i32 = z_t % {R}i;")
+            w.line(f"let z_bh: i32 = z_wid / z_qblocks;")
+            w.line(f"let z_b: i32 = z_bh / {grid['H']};")
+            w.line(f"let z_h: i32 = z_bh % {grid['H']};")
+            w.line(f"let z_i: i32 = (z_wid % z_qblocks) * {BQ}i + z_q;")
+            w.line(f"let z_qok: bool = z_i < {grid['NQ']};")
+            w.line(f"let z_S: i32 = {grid['S']};")
+            w.line(f"let z_DQ: i32 = {grid['DQ']};")
+            w.line(f"let z_DV: i32 = {grid['DV']};")
+            qd, kd, vd, od = (self.dims_of(x) for x in (Q, K, V, out))
+            w.line(f"let z_qbase: i32 = (({'z_b'}) * {qd[1]} + z_h) * {qd[2]} + min(z_i, {qd[2]} - 1i);")
+            w.line(f"let z_kbase: i32 = (z_b * {kd[1]} + z_h) * {kd[2]};")
+            w.line(f"let z_vbase: i32 = (z_b * {vd[1]} + z_h) * {vd[2]};")
+            ld = lambda buf, flat: self.convert(self.buf_load(buf, flat), self.bufs[buf].dtype, "f32")
+
+            def vec(buf, row, dlim, c):
+                comps = [f"select(0.0f, {ld(buf, f'({row}) * {self.dims_of(buf)[3]} + {4 * c + e}i')}, "
+                         f"{4 * c + e}i < {dlim})" for e in range(4)]
+                return f"vec4<f32>({', '.join(comps)})"
+            w.line("// this query's row in registers (zero past head_dim)")
+            for c in range(DV):
+                w.line(f"let z_q{c}: vec4<f32> = {vec(Q, 'z_qbase', 'z_DQ', c)};")
+            w.line(f"var z_m: f32 = {NEG};")
+            w.line("var z_l: f32 = 0.0f;")
+            for c in range(DV):
+                w.line(f"var z_o{c}: vec4<f32> = vec4<f32>(0.0f);")
+            w.open(f"for (var z_k0: i32 = 0i; z_k0 < z_S; z_k0 = z_k0 + {BK}i)")
+            w.line(f"// K and V rows z_k0 .. z_k0 + {BK} into workgroup memory")
+            w.open(f"for (var z_e: i32 = z_t; z_e < {BK * DV}i; z_e = z_e + {NT}i)")
+            w.line(f"let z_row: i32 = z_e / {DV}i;")
+            w.line(f"let z_c: i32 = z_e % {DV}i;")
+            w.line(f"let z_j: i32 = min(z_k0 + z_row, z_S - 1i);")
+            w.line("var z_kv4: vec4<f32> = vec4<f32>(0.0f);")
+            w.line("var z_vv4: vec4<f32> = vec4<f32>(0.0f);")
+            w.open("for (var z_x: i32 = 0i; z_x < 4i; z_x = z_x + 1i)")
+            w.line("let z_d: i32 = z_c * 4i + z_x;")
+            w.line(f"z_kv4[z_x] = select(0.0f, {ld(K, f'(z_kbase + z_j) * {kd[3]} + min(z_d, {kd[3]} - 1i)')}, z_d < z_DQ);")
+            w.line(f"z_vv4[z_x] = select(0.0f, {ld(V, f'(z_vbase + z_j) * {vd[3]} + min(z_d, {vd[3]} - 1i)')}, z_d < z_DV);")
+            w.close()
+            w.line(f"{kv}[z_row * {DV + 1}i + z_c] = z_kv4;")
+            w.line(f"{kv}[{BK * (DV + 1)}i + z_row * {DV + 1}i + z_c] = z_vv4;")
+            w.close()
+            w.line("workgroupBarrier();")
+            w.line(f"// scores of keys z_k0 + z_r + {R} * u")
+            w.line(f"var z_tmax: f32 = {NEG};")
+            for u in range(U):
+                w.line(f"let z_jj{u}: i32 = z_r + {R * u}i;")
+                w.line(f"let z_j{u}: i32 = z_k0 + z_jj{u};")
+                terms = " + ".join(f"dot(z_q{c}, {kv}[z_jj{u} * {DV + 1}i + {c}i])" for c in range(DV))
+                w.line(f"let z_dot{u}: f32 = {terms};")
+                ok = f"z_qok && z_j{u} < z_S"
+                if cond is not None:
+                    ok += f" && {cond(f'z_j{u}')}"
+                w.line(f"let z_s{u}: f32 = select({NEG}, {scale(f'z_dot{u}')}, {ok});")
+                w.line(f"z_tmax = max(z_tmax, z_s{u});")
+            w.line("let z_mnew: f32 = max(z_m, z_tmax);")
+            w.open(f"if (z_mnew > {NEG})")
+            w.line(f"let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), z_m > {NEG});")
+            w.line("z_l = z_l * z_alpha;")
+            for c in range(DV):
+                w.line(f"z_o{c} = z_o{c} * z_alpha;")
+            for u in range(U):
+                w.line(f"let z_p{u}: f32 = select(0.0f, exp(z_s{u} - z_mnew), z_s{u} > {NEG});")
+                w.line(f"z_l = z_l + z_p{u};")
+                for c in range(DV):
+                    w.line(f"z_o{c} = fma(vec4<f32>(z_p{u}), {kv}[{BK * (DV + 1)}i + z_jj{u} * {DV + 1}i + {c}i], z_o{c});")
+            w.line("z_m = z_mnew;")
+            w.close()
+            w.line("workgroupBarrier();")
+            w.close()
+            w.line(f"// merge the {R} lanes of each query")
+            w.line(f"{st}[z_t] = z_m;")
+            w.line(f"{st}[{NT}i + z_t] = z_l;")
+            w.line("workgroupBarrier();")
+            w.line(f"var z_M: f32 = {NEG};")
+            w.open(f"for (var z_x: i32 = 0i; z_x < {R}i; z_x = z_x + 1i)")
+            w.line(f"z_M = max(z_M, {st}[z_q * {R}i + z_x]);")
+            w.close()
+            w.line("var z_L: f32 = 0.0f;")
+            w.open(f"for (var z_x: i32 = 0i; z_x < {R}i; z_x = z_x + 1i)")
+            w.line(f"let z_mx: f32 = {st}[z_q * {R}i + z_x];")
+            w.line(f"z_L = z_L + select(0.0f, {st}[{NT}i + z_q * {R}i + z_x] * exp(z_mx - z_M), z_mx > {NEG});")
+            w.close()
+            w.line(f"let z_f: f32 = select(0.0f, exp(z_m - z_M), z_m > {NEG});")
+            for c in range(DV):
+                w.line(f"z_o{c} = z_o{c} * z_f;")
+            w.open(f"for (var z_x: i32 = 1i; z_x < {R}i; z_x = z_x + 1i)")
+            w.open("if (z_r == z_x)")
+            for c in range(DV):
+                w.line(f"{kv}[z_q * {DV}i + {c}i] = z_o{c};")
+            w.close()
+            w.line("workgroupBarrier();")
+            w.open("if (z_r == 0i)")
+            for c in range(DV):
+                w.line(f"z_o{c} = z_o{c} + {kv}[z_q * {DV}i + {c}i];")
+            w.close()
+            w.line("workgroupBarrier();")
+            w.close()
+            w.open("if (z_r == 0i && z_qok)")
+            w.line(f"let z_obase: i32 = ((z_b * {od[1]} + z_h) * {od[2]} + z_i) * {od[3]};")
+            w.line("let z_inv: f32 = select(0.0f, 1.0f / z_L, z_L > 0.0f);")
+            for c in range(DV):
+                for e in range(4):
+                    d = 4 * c + e
+                    w.line(f"if ({d}i < z_DV) {{ {self.buf_store(out, f'z_obase + {d}i', f'z_o{c}[{e}] * z_inv', 'f32')} }}")
+            w.close()
+            w.close()
+            w.line("")
+
+            def nwg(env, dmax=dmax, BQ=BQ):
+                B, H, NQ, dq, dv = select_entry(env)
+                chosen = next(x for x in self.FLASH_DMAXES if max(dq, dv) <= x)
+                return B * H * (-(-NQ // BQ)) if chosen == dmax else 0
+            passes.append(ProgramPass(entry, nwg, entry))
+            self.flash_wg = getattr(self, "flash_wg", None) or (NT, 1, 1)
+        # each entry point uses only its own workgroup arrays
+        self.wg_bytes = most
+        return passes
+
+    def render_attention(self) -> Program:
+        f = self._attention_form()
+        k = self.k
+        b, h, i = f["names"]
+        loops, dl = f["loops"], f["dloop"]
+        counts = self.chain_params(loops)
+        Sp = ParamField("z_n_keys", "i32", lambda env, stop=f["stop"]: int(host_eval(stop, env)))
+        self.params["z_n_keys"] = Sp
+        S = ["P.z_n_keys"]
+        Dn = self.chain_params([dl])[0]
+        Q, K, V = f["Q"], f["K"], f["V"]
+        qi, ki, vi = (self.buf_ident[x] for x in (Q, K, V))
+        name = ident(k.name)
+        self.push()
+        self.declare(b, _Sym("loop", "z_b", "i32"))
+        self.declare(h, _Sym("loop", "z_h", "i32"))
+        self.declare(i, _Sym("loop", "z_i", "i32"))
+        # the scale is a launch constant: computed once per invocation
+        saved = self.w
+        pre = _Writer()
+        self.w = pre
+        sc, sdt = self.ex(f["scale"], [])
+        self.w = saved
+        if pre.lines:
+            raise RenderError("the score's scale needs statements")
+        sc = self.convert(sc, sdt, "f32")
+        op = f["op"]
+        cond = None
+        if f["cond"] is not None:
+            def cond(jname, c=f["cond"], j=f["j"]):
+                self.push()
+                self.declare(j, _Sym("loop", jname, "i32"))
+                saved2, self.w = self.w, _Writer()
+                t, dt = self.ex(c, [])
+                extra, self.w = self.w, saved2
+                self.pop()
+                if extra.lines:
+                    raise RenderError("the key condition needs statements")
+                return self.convert(t, dt, "bool")
+        cnt = [self.params[x[2:]] for x in counts]
+        dparam = self.params[Dn[2:]]
+
+        def select_entry(env):
+            B, H, NQ = (p.value(env) for p in cnt)
+            q, kk, v = (env["shapes"][x] for x in (Q, K, V))
+            dv = dparam.value(env)
+            if q[3] != kk[3] or dv > v[3] or Sp.value(env) > min(kk[2], v[2]) or NQ > q[2] \
+                    or B > min(q[0], kk[0], v[0]) or H > min(q[1], kk[1], v[1]):
+                raise ZynMLDeviceError(
+                    f"attention {k.name}: Q, K and V shapes {list(q)}, {list(kk)}, {list(v)} do not "
+                    f"fit the loop ranges")
+            if max(q[3], dv) > self.FLASH_DMAXES[-1]:
+                raise ZynMLDeviceError(f"attention on WebGPU supports head_dim up to "
+                                       f"{self.FLASH_DMAXES[-1]}; this one is {max(q[3], dv)}")
+            return B, H, NQ, q[3], dv
+        grid = {"B": counts[0], "H": counts[1], "NQ": counts[2], "S": S[0],
+                "DQ": f"P.{qi}_d3", "DV": Dn}
+        passes = self.flash_core(name, Q, K, V, grid,
+                                 lambda dot: f"({dot} {op} {sc})", cond, select_entry)
+        self.pop()
+        self.notes.append("flash attention: the three-pass attention body was recognised; one "
+                          "workgroup per (b, h, block of queries), K/V tiles in workgroup memory, "
+                          "online softmax")
+        return self.finish("flash", self.w.text(), passes, self.flash_wg)
+
+
     # ----------------------------------------------------------------------- flash
 
-    FLASH_TILE = 64
-    FLASH_DMAX = 256
 
     def render_flash(self) -> Program:
-        """Attention softmax(Q K^T / sqrt(d)) V for Q, K, V of shape [batch, heads, seq, d]:
-        one workgroup per query row; keys and values stream through in tiles of 64 with an
-        online softmax (running max m, running sum l, running output o), so any sequence
-        length works and no score matrix is ever held."""
+        """Attention softmax(Q K^T / sqrt(d)) V for Q, K, V of shape [batch, heads, seq, d]
+        (the spec's tiled flash_attention body): the flash core, one workgroup per (b, h,
+        block of queries), keys and values streaming through workgroup memory in tiles with
+        an online softmax, so any sequence length works and no score matrix is held."""
         k = self.k
         if len(k.inputs) < 3 or any(len(b.shape) != 4 for b in k.inputs[:3]) or \
                 len(k.output.shape) != 4:
@@ -2067,90 +2421,28 @@ class KernelRenderer:
         ops = {n.op for n in cir.walk(k.body) if isinstance(n, cir.Bin)}
         if not {"transpose", "row_max", "row_sum", "exp", "sqrt"} <= fns or "@" not in ops:
             raise RenderError("the body is not the online-softmax attention this schedule implements")
-        Q, K, V = (self.buf_ident[b.name] for b in k.inputs[:3])
-        o = self.buf_ident[k.output.name]
+        Q, K, V = (b.name for b in k.inputs[:3])
         for b in k.inputs[:3] + (k.output,):
             if storage_type(b.dtype, self.o.f16) not in ("f32", "f16"):
                 raise RenderError("flash attention on a non-float tensor")
-        T, DM = self.FLASH_TILE, self.FLASH_DMAX
-        R = DM // T
-        self.workgroup_array("z_q", "f32", DM)
-        self.workgroup_array("z_p", "f32", T)
-        self.workgroup_array("z_red_f32", "f32", T)
+        qi, ki, vi = (self.buf_ident[x] for x in (Q, K, V))
 
-        def heads_rows(env):
-            q = env["shapes"][k.inputs[0].name]
-            if q[3] > DM:
-                raise ZynMLDeviceError(f"flash attention on WebGPU supports head_dim up to {DM}; "
-                                       f"this one is {q[3]}")
-            return q[0] * q[1] * q[2]
-        w = self.w
-        name = ident(k.name)
-        ld = lambda buf, idx: f"f32({buf}[{idx}])"
-        self.entry_open(name, (T, 1, 1))
-        w.line(f"let z_wid: i32 = {self.WID};")
-        w.line(f"if (z_wid >= P.{Q}_d0 * P.{Q}_d1 * P.{Q}_d2) {{ return; }}")
-        w.line("// one workgroup per query row (b, h, i)")
-        w.line(f"let i: i32 = z_wid % P.{Q}_d2;")
-        w.line(f"let bh: i32 = z_wid / P.{Q}_d2;")
-        w.line(f"let D: i32 = P.{Q}_d3;")
-        w.line(f"let S: i32 = P.{K}_d2;")
-        w.line("let t: i32 = i32(z_lid.x);")
-        w.line("let scale: f32 = 1.0 / sqrt(f32(D));")
-        w.line(f"let q_base: i32 = (bh * P.{Q}_d2 + i) * D;")
-        w.line(f"let kv_base: i32 = bh * S * D;")
-        w.open(f"for (var d: i32 = t; d < D; d = d + {T}i)")
-        w.line(f"z_q[d] = {ld(Q, 'q_base + d')};")
-        w.close()
-        w.line("workgroupBarrier();")
-        w.line("var m: f32 = bitcast<f32>(0xff800000u);   // running max")
-        w.line("var l: f32 = 0.0f;                        // running sum of exp")
-        w.line(f"var acc: array<f32, {R}>;                  // running output, dims t + {T} * r")
-        w.open(f"for (var j0: i32 = 0i; j0 < S; j0 = j0 + {T}i)")
-        w.line("// score of key j0 + t")
-        w.line("let j: i32 = j0 + t;")
-        w.line("var s: f32 = bitcast<f32>(0xff800000u);")
-        w.open("if (j < S)")
-        w.line("var dot: f32 = 0.0f;")
-        w.open("for (var d: i32 = 0i; d < D; d = d + 1i)")
-        w.line(f"dot = dot + z_q[d] * {ld(K, 'kv_base + j * D + d')};")
-        w.close()
-        w.line("s = dot * scale;")
-        w.close()
-        w.line("z_red_f32[z_lid.x] = s;")
-        self.tree("max", "z_red_f32", None, T, "f32")
-        w.line("let m_new: f32 = max(m, z_red_f32[0]);")
-        w.line("workgroupBarrier();")
-        w.line("let p: f32 = select(0.0f, exp(s - m_new), j < S);")
-        w.line("z_p[z_lid.x] = p;")
-        w.line("z_red_f32[z_lid.x] = p;")
-        self.tree("+", "z_red_f32", None, T, "f32")
-        w.line("let alpha: f32 = exp(m - m_new);")
-        w.line("l = alpha * l + z_red_f32[0];")
-        w.line("m = m_new;")
-        w.line(f"let n: i32 = min({T}i, S - j0);")
-        w.open(f"for (var r: i32 = 0i; r < {R}i; r = r + 1i)")
-        w.line(f"let d: i32 = t + {T}i * r;")
-        w.open("if (d < D)")
-        w.line("var o: f32 = alpha * acc[r];")
-        w.open("for (var jj: i32 = 0i; jj < n; jj = jj + 1i)")
-        w.line(f"o = o + z_p[jj] * {ld(V, 'kv_base + (j0 + jj) * D + d')};")
-        w.close()
-        w.line("acc[r] = o;")
-        w.close()
-        w.close()
-        w.line("workgroupBarrier();")
-        w.close()
-        w.open(f"for (var r: i32 = 0i; r < {R}i; r = r + 1i)")
-        w.line(f"let d: i32 = t + {T}i * r;")
-        w.open("if (d < D)")
-        w.line(self.buf_store(k.output.name, "q_base + d", "acc[r] / l", "f32"))
-        w.close()
-        w.close()
-        w.close()
-        self.notes.append("online softmax over key tiles of 64; the body was recognised as "
-                          "flash attention (Q K^T / sqrt(head_dim), row_max, row_sum, @ V)")
-        return self.finish("flash", w.text(), [ProgramPass(name, heads_rows, name)], (T, 1, 1))
+        def select_entry(env):
+            q, kk, v = (env["shapes"][x] for x in (Q, K, V))
+            if q[3] != kk[3] or kk[2] != v[2] or q[:2] != kk[:2] or q[:2] != v[:2]:
+                raise ZynMLDeviceError(f"flash attention {k.name}: Q, K and V shapes {list(q)}, "
+                                       f"{list(kk)}, {list(v)} do not match")
+            if max(q[3], v[3]) > self.FLASH_DMAXES[-1]:
+                raise ZynMLDeviceError(f"flash attention on WebGPU supports head_dim up to "
+                                       f"{self.FLASH_DMAXES[-1]}; this one is {max(q[3], v[3])}")
+            return q[0], q[1], q[2], q[3], v[3]
+        grid = {"B": f"P.{qi}_d0", "H": f"P.{qi}_d1", "NQ": f"P.{qi}_d2", "S": f"P.{ki}_d2",
+                "DQ": f"P.{qi}_d3", "DV": f"P.{vi}_d3"}
+        passes = self.flash_core(ident(k.name), Q, K, V, grid,
+                                 lambda dot: f"({dot} / sqrt(f32(P.{qi}_d3)))", None, select_entry)
+        self.notes.append("the body was recognised as flash attention (Q K^T / sqrt(head_dim), "
+                          "row_max, row_sum, @ V): online softmax over key tiles")
+        return self.finish("flash", self.w.text(), passes, self.flash_wg)
 
 # ------------------------------------------------------------------------- entry point
 
@@ -2166,7 +2458,9 @@ def schedule_for(kernel: cir.Kernel) -> list:
         return ["matmul", "generic"]
     if kind == "flash_attention":
         return ["flash", "rows", "generic"]
-    if kind in ("fused", "attention", "softmax", "layernorm", "layer_norm", "rmsnorm",
+    if kind == "attention":
+        return ["attention", "rows", "generic"]
+    if kind in ("fused", "softmax", "layernorm", "layer_norm", "rmsnorm",
                 "rms_norm", "custom"):
         return ["rows", "generic"]
     if kind in ("elementwise", "conv2d", "conv2d_depthwise"):

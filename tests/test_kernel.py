@@ -301,7 +301,9 @@ LONG_CELL = "var acc = 0\nfor i in 0..1000000000:\n    acc += 1\nacc"
 
 def test_interrupt_stops_a_long_cell_and_the_kernel_stays_usable(kernel):
     km, kc = kernel
-    msg_id = kc.execute(LONG_CELL)
+    # (stop_on_error=False: the interrupted cell must not abort the next request, which a
+    # client may send before the kernel has finished reporting the error)
+    msg_id = kc.execute(LONG_CELL, stop_on_error=False)
     # wait until the cell is running
     deadline = time.time() + TIMEOUT
     while time.time() < deadline:

@@ -35,8 +35,9 @@ def kernel_json(spec_dir: Path) -> dict:
 
 
 def execute(kc, code: str, timeout: float = TIMEOUT):
-    """Run `code`; returns (execute_reply content, [iopub messages of this request])."""
-    msg_id = kc.execute(code)
+    """Run `code`; returns (execute_reply content, [iopub messages of this request]).
+    (stop_on_error=False: an error here must not abort the next request while it queues.)"""
+    msg_id = kc.execute(code, stop_on_error=False)
     reply = kc.get_shell_msg(timeout=timeout)
     while reply["parent_header"].get("msg_id") != msg_id:
         reply = kc.get_shell_msg(timeout=timeout)

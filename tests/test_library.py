@@ -1,0 +1,134 @@
+"""The kernel library (zynbook/library): every kernel equals numpy, on the CPU reference and
+on a WebGPU adapter (Mesa's lavapipe where there is no GPU)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zynbook import library
+from zynbook.backends.webgpu import discover
+from zynbook.errors import ZynMLShapeError, ZynMLTypeError
+from zynbook.session import Session
+
+WEBGPU = discover()
+DEVICES = ["cpu"] + ([pytest.param(WEBGPU[0].aliases[0], marks=pytest.mark.webgpu)]
+                     if WEBGPU else [])
+
+RNG = np.random.default_rng(7)
+TOL = {"rtol": 1e-4, "atol": 1e-5}
+
+
+def randn(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def host(v):
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v, np.float64)
+
+
+def np_attention(q, k, v, mask=None):
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def np_rope(x, base=10000.0):
+    seq, hd = x.shape[-2], x.shape[-1]
+    theta = base ** (-2.0 * np.arange(hd // 2) / hd)
+    ang = np.arange(seq)[:, None] * theta[None, :]
+    c, s = np.cos(ang), np.sin(ang)
+    x0, x1 = x[..., 0::2].astype(np.float64), x[..., 1::2].astype(np.float64)
+    out = np.empty(x.shape)
+    out[..., 0::2] = x0 * c - x1 * s
+    out[..., 1::2] = x0 * s + x1 * c
+    return out
+
+
+def _cases():
+    a, b = randn(37, 29), randn(29, 45)
+    a3, b3 = randn(2, 9, 13), randn(2, 13, 6)
+    x = randn(3, 5, 70)
+    w = RNG.random(70).astype(np.float32)
+    e = randn(4, 33) * 3
+    r = randn(2, 3, 10, 8)
+    q, k, v = randn(1, 2, 19, 8), randn(1, 2, 23, 8), randn(1, 2, 23, 8)
+    mask = RNG.random((19, 23)) > 0.3
+    mask[:, 0] = True
+    gx = e.astype(np.float64)
+    return {
+        "gemm": ("gemm", [a, b], {}, a.astype(np.float64) @ b),
+        "gemm_batched": ("gemm", [a3, b3], {}, a3.astype(np.float64) @ b3),
+        "softmax": ("softmax", [x], {},
+                    np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True)),
+        "rmsnorm": ("rmsnorm", [x, w], {"eps": 1e-5},
+                    x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-5) * w),
+        "silu": ("silu", [e], {}, gx / (1 + np.exp(-gx))),
+        "gelu": ("gelu", [e], {}, 0.5 * gx * (1 + np.tanh(0.7978845608 * (gx + 0.044715 * gx ** 3)))),
+        "rope": ("rope", [r], {}, np_rope(r)),
+        "attention": ("attention", [q, k, v], {}, np_attention(q, k, v)),
+        "attention_mask": ("attention", [q, k, v], {"mask": mask}, np_attention(q, k, v, mask)),
+    }
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_library_kernel_equals_numpy(device, case):
+    name, args, kwargs, want = CASES[case]
+    got = library.call(name, Session(device), args, kwargs)
+    assert tuple(got.shape) == want.shape
+    np.testing.assert_allclose(host(got), want, **TOL)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sinkhorn_is_doubly_stochastic(device):
+    m = randn(24, 24)
+    p = host(library.call("sinkhorn", Session(device), [m], {"iterations": 30}))
+    np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-4)
+    np.testing.assert_allclose(p.sum(0), 1.0, atol=1e-5)
+    # the same iteration in numpy
+    want = np.exp(m.astype(np.float64) - m.max())
+    for _ in range(30):
+        want = want / want.sum(1, keepdims=True)
+        want = want / want.sum(0, keepdims=True)
+    np.testing.assert_allclose(p, want, rtol=1e-3, atol=1e-6)
+
+
+@pytest.mark.skipif(not WEBGPU, reason="no wgpu adapter")
+@pytest.mark.webgpu
+def test_library_runs_on_the_sessions_device_with_the_fast_schedules():
+    dev = WEBGPU[0]
+    s = Session(dev.aliases[0])
+    y = library.call("softmax", s, [randn(6, 40)], {})
+    assert y.device == dev.id
+    z = library.call("gemm", s, [y, randn(40, 3)], {})
+    assert z.device == dev.id
+    kernels = library._session_for(dev.aliases[0]).last_kernels
+    assert kernels[-1].launch.geometry["schedule"] == "matmul"
+    q = randn(1, 1, 5, 4)
+    library.call("attention", s, [q, q, q], {})
+    kernels = library._session_for(dev.aliases[0]).last_kernels
+    assert kernels[-1].launch.geometry["schedule"] == "flash"
+
+
+def test_library_errors():
+    s = Session("cpu")
+    with pytest.raises(ZynMLShapeError):
+        library.call("sinkhorn", s, [randn(3, 4)], {})
+    with pytest.raises(ZynMLShapeError):
+        library.call("gemm", s, [randn(3, 4), randn(5, 2)], {})
+    with pytest.raises(ZynMLTypeError):
+        library.call("rmsnorm", s, [randn(3, 4), randn(4)], {"epsilon": 1.0})
+    with pytest.raises(ZynMLTypeError):
+        library.call("no_such_kernel", s, [], {})
+
+
+def test_call_leaves_the_callers_names_alone():
+    s = Session("cpu")
+    s.run("let x = 5")
+    library.call("silu", s, [randn(4)], {})
+    assert s.namespace["x"] == 5 and "y" not in s.namespace

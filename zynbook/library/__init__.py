@@ -1,0 +1,443 @@
+"""The kernel library of wgsl-compute-kernels.md, written in ZynML.
+
+Each kernel is a ZynML program of compute blocks (`KERNELS[name].source`), so it runs on
+every device a session has: the CPU reference, CUDA, and every WebGPU adapter, where the
+WGSL renderer gives GEMM its tiled schedule, softmax and RMSNorm one workgroup per row,
+attention the flash schedule and Sinkhorn-Knopp row and column passes.
+
+    from zynbook import library
+    y = library.call("rmsnorm", session, [x, weight], {"eps": 1e-6})
+
+`call(name, session, args, kwargs)` runs on `session.default_device` and returns a Tensor
+(on that device). The library keeps one private session per device for its programs, so
+the caller's names are never touched; compiled kernels are cached as for any program.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ZynMLShapeError, ZynMLTypeError
+
+# ------------------------------------------------------------------------ programs
+
+GEMM = """let c = compute(a, b) {
+    @kernel matmul
+    @workgroup(16, 16)
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += a[i, k] * b[k, j]
+        out[i, j] = sum
+}
+c
+"""
+
+BATCHED_GEMM = """let c = compute(a, b) {
+    @kernel batched_matmul
+    @workgroup(16, 16, 1)
+    for n in 0..batch, i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += a[n, i, k] * b[n, k, j]
+        out[n, i, j] = sum
+}
+c
+"""
+
+SOFTMAX = """let y = compute(x) {
+    @kernel softmax
+    @workgroup(256)
+    for r in 0..rows:
+        var m = -inf
+        for i in 0..n:
+            m = max(m, x[r, i])
+        var s = 0.0
+        for i in 0..n:
+            s += exp(x[r, i] - m)
+        for i in 0..n:
+            out[r, i] = exp(x[r, i] - m) / s
+}
+y
+"""
+
+RMSNORM = """let y = compute(x, weight) {
+    @kernel rmsnorm
+    @workgroup(256)
+    for r in 0..rows:
+        var ss = 0.0
+        for i in 0..n:
+            ss += x[r, i] * x[r, i]
+        let scale = rsqrt(ss / n + eps)
+        for i in 0..n:
+            out[r, i] = x[r, i] * scale * weight[i]
+}
+y
+"""
+
+SILU = """let y = compute(x) {
+    @kernel elementwise
+    @workgroup(256)
+    for i in 0..len:
+        out[i] = x[i] / (1.0 + exp(-x[i]))
+}
+y
+"""
+
+GELU = """let y = compute(x) {
+    @kernel elementwise
+    @workgroup(256)
+    for i in 0..len:
+        let v = x[i]
+        let inner = 0.7978845608 * (v + 0.044715 * v * v * v)
+        out[i] = 0.5 * v * (1.0 + tanh(inner))
+}
+y
+"""
+
+# x: [rows, seq, head_dim]; pairs (2d, 2d + 1) of position s turn by s * base^(-2d / head_dim)
+ROPE = """let positions = arange(seq)
+let pairs = arange(half)
+let angles = compute(positions, pairs) {
+    @kernel elementwise
+    for s in 0..seq, d in 0..half:
+        out[s, d] = positions[s] * exp(pairs[d] * (-2.0 / head_dim) * log(base))
+}
+let cos_t = compute(angles) {
+    @kernel elementwise
+    for s in 0..seq, d in 0..half:
+        out[s, d] = cos(angles[s, d])
+}
+let sin_t = compute(angles) {
+    @kernel elementwise
+    for s in 0..seq, d in 0..half:
+        out[s, d] = sin(angles[s, d])
+}
+let y = compute(x, cos_t, sin_t) {
+    @kernel elementwise
+    @workgroup(64)
+    for r in 0..rows, s in 0..seq, d in 0..half:
+        let x0 = x[r, s, d * 2]
+        let x1 = x[r, s, d * 2 + 1]
+        let c = cos_t[s, d]
+        let sn = sin_t[s, d]
+        out[r, s, d * 2] = x0 * c - x1 * sn
+        out[r, s, d * 2 + 1] = x0 * sn + x1 * c
+}
+y
+"""
+
+_ATTENTION_BODY = """    for b in 0..batch, h in 0..heads, i in 0..seq_q:
+        var max_score = -inf
+        for j in 0..seq_k:
+            COND
+                let score = dot(q[b, h, i], k[b, h, j]) / sqrt(head_dim)
+                max_score = max(max_score, score)
+        var sum_exp = 0.0
+        for j in 0..seq_k:
+            COND
+                let score = dot(q[b, h, i], k[b, h, j]) / sqrt(head_dim)
+                sum_exp += exp(score - max_score)
+        for d in 0..head_dim:
+            var acc = 0.0
+            for j in 0..seq_k:
+                COND
+                    let score = dot(q[b, h, i], k[b, h, j]) / sqrt(head_dim)
+                    let weight = exp(score - max_score) / sum_exp
+                    acc += weight * v[b, h, j, d]
+            out[b, h, i, d] = acc
+}
+y
+"""
+
+
+def _unindent_cond(body: str) -> str:
+    """The body without the `COND` lines, the lines under them one level out."""
+    out, skip = [], None
+    for line in body.splitlines():
+        if line.strip() == "COND":
+            skip = len(line) - len(line.lstrip())
+            continue
+        indent = len(line) - len(line.lstrip())
+        if skip is not None and line.strip() and indent > skip:
+            line = line[4:]
+        elif skip is not None and line.strip():
+            skip = None
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+ATTENTION_MASKED = ("let y = compute(q, k, v, mask) {\n    @kernel attention\n" +
+                    _ATTENTION_BODY.replace("COND", "if mask[i, j]:"))
+ATTENTION = ("let y = compute(q, k, v) {\n    @kernel attention\n" + _unindent_cond(_ATTENTION_BODY))
+
+SINKHORN = """let top = compute(m) {
+    @kernel reduce(max)
+    for i in 0..n, j in 0..n2:
+        yield m[i, j]
+}
+var p = compute(m) {
+    @kernel elementwise
+    for i in 0..n, j in 0..n2:
+        out[i, j] = exp(m[i, j] - top)
+}
+for it in 0..iterations:
+    p = compute(p) {
+        @kernel fused
+        @workgroup(256)
+        for i in 0..n:
+            var s = 0.0
+            for j in 0..n2:
+                s += p[i, j]
+            for j in 0..n2:
+                out[i, j] = p[i, j] / s
+    }
+    p = compute(p) {
+        @kernel fused
+        @workgroup(256)
+        for j in 0..n2:
+            var s = 0.0
+            for i in 0..n:
+                s += p[i, j]
+            for i in 0..n:
+                out[i, j] = p[i, j] / s
+    }
+p
+"""
+
+# ------------------------------------------------------------------------- helpers
+
+
+def _tensor(value, fn, what):
+    from ..runtime.tensor import Tensor, to_tensor
+    t = value if isinstance(value, Tensor) else to_tensor(value)
+    if t is None:
+        raise ZynMLTypeError(f"{fn}(): {what} must be a tensor")
+    if t.dtype not in ("f16", "f32", "f64", "bf16") and what != "mask":
+        raise ZynMLTypeError(f"{fn}(): {what} must be a float tensor, not {t.dtype}")
+    return t
+
+
+def reshape(t, shape):
+    """`t` viewed with another shape of the same size, on its own device (no copy for
+    host, CuPy and WebGPU arrays)."""
+    from ..runtime.tensor import Tensor
+    shape = tuple(int(d) for d in shape)
+    if int(np.prod(shape)) != t.size:
+        raise ZynMLShapeError(f"cannot view {list(t.shape)} as {list(shape)}")
+    data = t.data
+    if hasattr(data, "reshape"):
+        data = data.reshape(shape)
+    elif hasattr(data, "buffer") and hasattr(data, "storage"):     # a WebGPU array
+        data = type(data)(data.device, data.buffer, shape, data.dtype, data.storage)
+    else:
+        data = t.numpy().reshape(shape)
+        return Tensor(data, "cpu", shape, t.dtype)
+    return Tensor(data, t.device, shape, t.dtype)
+
+
+def _kw(kwargs, allowed, fn):
+    for k in kwargs:
+        if k not in allowed:
+            raise ZynMLTypeError(f"{fn}() has no parameter `{k}`" +
+                                 (f"; it takes {', '.join(allowed)}" if allowed else ""))
+
+
+def _args(args, n, fn, usage):
+    if len(args) not in (n if isinstance(n, tuple) else (n,)):
+        raise ZynMLTypeError(f"{fn}() is called as {usage}")
+
+
+# ------------------------------------------------------------------------- kernels
+
+
+@dataclass
+class LibraryKernel:
+    name: str
+    usage: str
+    prepare: Callable          # (args, kwargs) -> (source, bindings, finish(result))
+    doc: str = ""
+
+
+def _gemm(args, kwargs):
+    _kw(kwargs, (), "gemm")
+    _args(args, 2, "gemm", "gemm(a, b)")
+    a, b = _tensor(args[0], "gemm", "a"), _tensor(args[1], "gemm", "b")
+    if a.ndim == 2 and b.ndim == 2:
+        if a.shape[1] != b.shape[0]:
+            raise ZynMLShapeError(f"gemm(): {list(a.shape)} @ {list(b.shape)} do not match")
+        return GEMM, {"a": a, "b": b}, None
+    if a.ndim == 3 and b.ndim == 3:
+        if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+            raise ZynMLShapeError(f"gemm(): {list(a.shape)} @ {list(b.shape)} do not match")
+        return BATCHED_GEMM, {"a": a, "b": b}, None
+    raise ZynMLShapeError("gemm() takes two matrices or two batches of matrices")
+
+
+def _rows(t, fn):
+    if t.ndim < 1:
+        raise ZynMLShapeError(f"{fn}() takes a tensor of at least one axis")
+    n = t.shape[-1]
+    rows = t.size // n if n else 0
+    return reshape(t, (rows, n)), rows, n
+
+
+def _softmax(args, kwargs):
+    _kw(kwargs, ("axis",), "softmax")
+    _args(args, 1, "softmax", "softmax(x, axis=-1)")
+    x = _tensor(args[0], "softmax", "x")
+    axis = kwargs.get("axis", -1)
+    if axis not in (-1, x.ndim - 1):
+        raise ZynMLTypeError("the library's softmax() runs over the last axis (axis=-1)")
+    x2, rows, n = _rows(x, "softmax")
+    shape = x.shape
+    return SOFTMAX, {"x": x2}, lambda y: reshape(y, shape)
+
+
+def _rmsnorm(args, kwargs):
+    _kw(kwargs, ("eps",), "rmsnorm")
+    _args(args, 2, "rmsnorm", "rmsnorm(x, weight, eps=1e-6)")
+    x, w = _tensor(args[0], "rmsnorm", "x"), _tensor(args[1], "rmsnorm", "weight")
+    if w.ndim != 1 or w.shape[0] != x.shape[-1]:
+        raise ZynMLShapeError(f"rmsnorm(): weight {list(w.shape)} does not match the last "
+                              f"axis of x {list(x.shape)}")
+    x2, rows, n = _rows(x, "rmsnorm")
+    shape = x.shape
+    return RMSNORM, {"x": x2, "weight": w, "eps": float(kwargs.get("eps", 1e-6))}, \
+        lambda y: reshape(y, shape)
+
+
+def _elementwise(src, fn):
+    def prepare(args, kwargs):
+        _kw(kwargs, (), fn)
+        _args(args, 1, fn, f"{fn}(x)")
+        x = _tensor(args[0], fn, "x")
+        shape = x.shape
+        return src, {"x": reshape(x, (x.size,))}, lambda y: reshape(y, shape)
+    return prepare
+
+
+def _rope(args, kwargs):
+    _kw(kwargs, ("base",), "rope")
+    _args(args, 1, "rope", "rope(x, base=10000.0)")
+    x = _tensor(args[0], "rope", "x")
+    if x.ndim < 2 or x.shape[-1] % 2:
+        raise ZynMLShapeError("rope() takes x of shape [..., seq, head_dim] with an even head_dim")
+    seq, hd = x.shape[-2], x.shape[-1]
+    rows = x.size // (seq * hd) if seq * hd else 0
+    shape = x.shape
+    return ROPE, {"x": reshape(x, (rows, seq, hd)), "seq": seq, "half": hd // 2,
+                  "head_dim": float(hd), "base": float(kwargs.get("base", 10000.0))}, \
+        lambda y: reshape(y, shape)
+
+
+def _attention(args, kwargs):
+    _kw(kwargs, ("mask",), "attention")
+    _args(args, (3, 4), "attention", "attention(q, k, v, mask=None)")
+    q, k, v = (_tensor(a, "attention", n) for a, n in zip(args[:3], "qkv"))
+    mask = args[3] if len(args) == 4 else kwargs.get("mask")
+    if q.ndim != k.ndim or q.ndim != v.ndim or q.ndim not in (3, 4):
+        raise ZynMLShapeError("attention() takes q, k, v of shape [batch, heads, seq, head_dim] "
+                              "(or [batch, seq, head_dim])")
+    shape = q.shape
+    if q.ndim == 3:
+        q, k, v = (reshape(t, (t.shape[0], 1) + t.shape[1:]) for t in (q, k, v))
+    if q.shape[-1] != k.shape[-1] or k.shape[:-1] != v.shape[:-1] or q.shape[:2] != k.shape[:2]:
+        raise ZynMLShapeError(f"attention(): q {list(q.shape)}, k {list(k.shape)} and v "
+                              f"{list(v.shape)} do not match")
+    finish = (lambda y: reshape(y, shape[:-1] + (v.shape[-1],)))
+    if mask is None:
+        return ATTENTION, {"q": q, "k": k, "v": v}, finish
+    m = _tensor(mask, "attention", "mask")
+    if m.shape != (q.shape[2], k.shape[2]):
+        raise ZynMLShapeError(f"attention(): the mask is [seq_q, seq_k] = "
+                              f"{[q.shape[2], k.shape[2]]}, not {list(m.shape)}")
+    return ATTENTION_MASKED, {"q": q, "k": k, "v": v, "mask": m}, finish
+
+
+def _sinkhorn(args, kwargs):
+    _kw(kwargs, ("iterations",), "sinkhorn")
+    _args(args, 1, "sinkhorn", "sinkhorn(m, iterations=20)")
+    m = _tensor(args[0], "sinkhorn", "m")
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ZynMLShapeError(f"sinkhorn() takes a square matrix, not {list(m.shape)}")
+    it = kwargs.get("iterations", 20)
+    if not isinstance(it, int) or isinstance(it, bool) or it < 1:
+        raise ZynMLTypeError("iterations= takes a positive integer")
+    return SINKHORN, {"m": m, "iterations": it}, None
+
+
+KERNELS = {
+    "gemm": LibraryKernel("gemm", "gemm(a, b)", _gemm, "C = A @ B (tiled GEMM), batched for 3-D"),
+    "softmax": LibraryKernel("softmax", "softmax(x, axis=-1)", _softmax,
+                             "softmax over the last axis, one workgroup per row"),
+    "rmsnorm": LibraryKernel("rmsnorm", "rmsnorm(x, weight, eps=1e-6)", _rmsnorm,
+                             "x * rsqrt(mean(x^2) + eps) * weight over the last axis"),
+    "silu": LibraryKernel("silu", "silu(x)", _elementwise(SILU, "silu"), "x / (1 + exp(-x))"),
+    "gelu": LibraryKernel("gelu", "gelu(x)", _elementwise(GELU, "gelu"),
+                          "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"),
+    "rope": LibraryKernel("rope", "rope(x, base=10000.0)", _rope,
+                          "rotary embedding of x [..., seq, head_dim], interleaved pairs"),
+    "attention": LibraryKernel("attention", "attention(q, k, v, mask=None)", _attention,
+                               "softmax(q k^T / sqrt(head_dim)) v over the keys the mask keeps"),
+    "sinkhorn": LibraryKernel("sinkhorn", "sinkhorn(m, iterations=20)", _sinkhorn,
+                              "Sinkhorn-Knopp: exp(m) made doubly stochastic"),
+}
+
+# ------------------------------------------------------------------------- running
+
+_SESSIONS: dict = {}
+_PROGRAMS: dict = {}
+_LOCK = threading.Lock()
+
+
+def _session_for(device: str):
+    from ..session import Session
+    with _LOCK:
+        s = _SESSIONS.get(device)
+        if s is None:
+            s = _SESSIONS[device] = Session(device)
+        return s
+
+
+def _program(source: str):
+    from ..compiler.parser import parse
+    with _LOCK:
+        p = _PROGRAMS.get(source)
+        if p is None:
+            p = _PROGRAMS[source] = parse(source)
+        return p
+
+
+def run(name: str, device: str, args: list, kwargs: dict):
+    """Library kernel `name` on `device` (a device id); returns its value."""
+    from ..errors import ZynMLError
+    from ..session import bind_value
+    kern = KERNELS.get(name)
+    if kern is None:
+        raise ZynMLTypeError(f"no library kernel `{name}`; the library has "
+                             f"{', '.join(sorted(KERNELS))}")
+    source, bindings, finish = kern.prepare(list(args), dict(kwargs))
+    session = _session_for(device)
+    program = _program(source)
+    with _LOCK:
+        session.namespace.clear()
+        for k, v in bindings.items():
+            session.namespace[k] = bind_value(v)
+        try:
+            value = session.interpreter.run_program(program, source)
+        except ZynMLError as err:
+            raise err.with_source(source) from None
+        finally:
+            session.namespace.clear()
+    value = value[0] if isinstance(value, tuple) else value
+    return finish(value) if finish else value
+
+
+def call(name: str, session, args, kwargs):
+    """Library kernel `name` with ZynML arguments, on `session.default_device` (builtins
+    pass `interp.session`)."""
+    return run(name, session.default_device, list(args), dict(kwargs or {}))

@@ -1,49 +1,58 @@
 /**
  * `%%compute` cells of Python notebooks are highlighted as ZynML.
  *
- * A cell's editor language follows its model's mimetype, which the notebook sets from the
- * kernel's language for every code cell. For a cell whose first line is `%%compute`, this sets
- * it to ZynML instead (the magic line itself is lexed as a ZynML magic with its annotations),
- * and back to the notebook's language when the magic goes away. Only the editor changes:
- * the mimetype is not saved and the kernel still receives the cell as it is.
+ * An editor extension for code cells: while the cell's first line is `%%compute`, a
+ * compartment holds the ZynML language at the highest precedence, so it takes the place of
+ * the notebook's language (CodeMirror uses the first `language` it is given); the magic line
+ * itself is lexed as a ZynML magic with its annotations. When the magic goes away the
+ * compartment empties and the notebook's language is back. Only the editor changes: the
+ * cell's mimetype, the saved notebook and what the kernel receives stay as they are.
  */
-import { Cell, ICellModel } from '@jupyterlab/cells';
-import { NotebookPanel } from '@jupyterlab/notebook';
-import { ZYNML_MIME } from './zynml';
+import { Compartment, EditorState, Extension, Prec, Text } from '@codemirror/state';
+import { CodeEditor } from '@jupyterlab/codeeditor';
+import { EditorExtensionRegistry, IEditorExtensionRegistry } from '@jupyterlab/codemirror';
+import { zynml } from './zynml';
 
 export const COMPUTE_MAGIC = /^\s*%%compute\b/;
 
-/** The mimetype a cell's editor should use in a notebook whose code cells use `notebookMime`. */
-export function cellMimeType(source: string, notebookMime: string): string {
-  return notebookMime !== ZYNML_MIME && COMPUTE_MAGIC.test(source) ? ZYNML_MIME : notebookMime;
+/** Whether a cell with this text is a `%%compute` cell. */
+export function isComputeCell(text: string): boolean {
+  return COMPUTE_MAGIC.test(text);
 }
 
-/** Keep the mimetype of every code cell of `panel` in line with `cellMimeType`. */
-export function watchComputeCells(panel: NotebookPanel): void {
-  const notebook = panel.content;
-  const watched = new WeakSet<ICellModel>();
+function startOf(doc: Text): string {
+  return doc.sliceString(0, Math.min(doc.length, 256));
+}
 
-  const apply = (cell: Cell): void => {
-    const model = cell.model;
-    if (model.type !== 'code') {
-      return;
+/** The extension: ZynML while the document starts with `%%compute`. */
+export function computeCellLanguage(initialText: string): Extension {
+  const compartment = new Compartment();
+  const languageFor = (compute: boolean): Extension => (compute ? Prec.highest(zynml()) : []);
+  return [
+    compartment.of(languageFor(isComputeCell(initialText))),
+    EditorState.transactionExtender.of(tr => {
+      if (!tr.docChanged) {
+        return null;
+      }
+      const was = isComputeCell(startOf(tr.startState.doc));
+      const now = isComputeCell(startOf(tr.newDoc));
+      return was === now ? null : { effects: compartment.reconfigure(languageFor(now)) };
+    })
+  ];
+}
+
+/** Register the extension for the editors of code cells. */
+export function registerComputeCells(registry: IEditorExtensionRegistry): void {
+  registry.addExtension({
+    name: 'zynbook-zynml:compute-cells',
+    factory: (options: { inline: boolean; model: CodeEditor.IModel }) => {
+      const model = options.model as CodeEditor.IModel & { type?: string };
+      if (model.type !== 'code') {
+        return null;
+      }
+      return EditorExtensionRegistry.createImmutableExtension(
+        computeCellLanguage(model.sharedModel.getSource())
+      );
     }
-    if (!watched.has(model)) {
-      watched.add(model);
-      // the notebook resets every cell's mimetype when the kernel's language changes
-      model.mimeTypeChanged.connect(() => requestAnimationFrame(() => apply(cell)));
-    }
-    const want = cellMimeType(model.sharedModel.getSource(), notebook.codeMimetype);
-    if (model.mimeType !== want) {
-      model.mimeType = want;
-    }
-  };
-  const applyAll = (): void => {
-    if (!notebook.isDisposed) {
-      notebook.widgets.forEach(apply);
-    }
-  };
-  notebook.modelContentChanged.connect(applyAll);
-  notebook.activeCellChanged.connect(applyAll);
-  void panel.context.ready.then(applyAll);
+  });
 }

@@ -10,18 +10,18 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
+import { IEditorExtensionRegistry, IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { DocumentRegistry } from '@jupyterlab/docregistry';
-import { INotebookModel, INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
-import { watchComputeCells } from './computecells';
+import { registerComputeCells } from './computecells';
 import { DeviceToolbarItem } from './devices';
 import { zynml, ZYNML_MIME } from './zynml';
 
 export { zynml, zynmlParser, ZYNML_MIME } from './zynml';
-export { cellMimeType } from './computecells';
+export { computeCellLanguage, isComputeCell } from './computecells';
 export { DEVICE_QUERY, decodeDeviceState } from './devices';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 16 16">
@@ -61,9 +61,9 @@ const computeCells: JupyterFrontEndPlugin<void> = {
   id: 'zynbook-zynml:compute-cells',
   description: '%%compute cells of Python notebooks are highlighted as ZynML.',
   autoStart: true,
-  requires: [INotebookTracker, IEditorLanguageRegistry],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
-    tracker.widgetAdded.connect((_, panel) => watchComputeCells(panel));
+  requires: [IEditorExtensionRegistry],
+  activate: (app: JupyterFrontEnd, extensions: IEditorExtensionRegistry) => {
+    registerComputeCells(extensions);
   }
 };
 

@@ -402,11 +402,16 @@ export const zynmlParser: StreamParser<ZynState> = {
 
 export const zynmlLanguage = StreamLanguage.define(zynmlParser);
 
+let support: LanguageSupport | null = null;
+
 /** The language with its highlighters: `tok-*` and `zyn-*` classes besides the theme's. */
 export function zynml(): LanguageSupport {
-  return new LanguageSupport(zynmlLanguage, [
-    syntaxHighlighting(classHighlighter),
-    syntaxHighlighting(zynHighlighter),
-    syntaxHighlighting(zynStyle)
-  ]);
+  if (!support) {
+    support = new LanguageSupport(zynmlLanguage, [
+      syntaxHighlighting(classHighlighter),
+      syntaxHighlighting(zynHighlighter),
+      syntaxHighlighting(zynStyle)
+    ]);
+  }
+  return support;
 }

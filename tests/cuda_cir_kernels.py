@@ -207,15 +207,24 @@ def matmul_t(M=96, N=80, K=48, dtype="bf16", ta=True, tb=True):
         loop("k", "K", [assign_add("sum", b("*", a, bb, ty=F32))]),
         cir.Store("out", (v("i"), v("j")), v("sum", F32))])]
     sa, sb = (("K", "M") if ta else ("M", "K")), (("N", "K") if tb else ("K", "N"))
-    k = kernel("matmul_t", "matmul", [buf("A", dtype, *sa), buf("B", dtype, *sb)], out("f32", "M", "N"),
+    k = kernel("matmul_t", "matmul", [buf("A", dtype, *sa), buf("B", dtype, *sb)], out(dtype, "M", "N"),
                ["K", "M", "N"], body)
     shp = {"M": M, "N": N, "K": K}
 
     def ref(ins, s):
         A, B = (x.astype(np.float64) for x in ins)
         return ((A.T if ta else A) @ (B.T if tb else B)).astype(np.float32)
-    return k, shp, lambda rng: [rng.standard_normal(tuple(shp[d] for d in sa)).astype(_np(dtype)),
-                                rng.standard_normal(tuple(shp[d] for d in sb)).astype(_np(dtype))], ref
+
+    def make(rng):       # inputs exactly representable in `dtype`: the reference sees what the GPU sees
+        return [_representable(rng.standard_normal(tuple(shp[d] for d in dims)), dtype) for dims in (sa, sb)]
+    return k, shp, make, ref
+
+
+def _representable(x, dtype):
+    if dtype == "bf16":
+        bits = np.asarray(x, dtype=np.float32).view(np.uint32)
+        return ((bits + 0x8000) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    return np.asarray(x).astype(_np(dtype))
 
 
 def batched_matmul(batch=3, M=100, N=70, K=50):

@@ -21,7 +21,7 @@ if not DEVICES:
 DEV = DEVICES[0]
 
 TOL = {"f32": 2e-4, "f16": 2e-2, "bf16": 3e-2}
-SCALARS = {"layer_norm": {"eps": 1e-5}}
+SCALARS = {"layer_norm": {"eps": 1e-5}, "layer_norm_odd": {"eps": 1e-5}}
 
 
 def close(got, ref, dtype="f32"):
@@ -185,6 +185,21 @@ PROGRAMS["attention"] = (
                    K=r.standard_normal((2, 2, 96, 32)).astype(np.float32),
                    V=r.standard_normal((2, 2, 96, 32)).astype(np.float32),
                    mask=np.tril(np.ones((96, 96), dtype=bool))),
+    lambda e: _sdpa(e["Q"], e["K"], e["V"], e["mask"]))
+
+
+PROGRAMS["flash_attention_odd"] = (      # 100 queries: a partial 64-query block and key tile; D=48
+    _cg.FLASH_TEMPLATE.replace("BLOCK", "64") + "attn\n",
+    lambda r: dict(Q=r.standard_normal((1, 2, 100, 48)).astype(np.float32),
+                   K=r.standard_normal((1, 2, 100, 48)).astype(np.float32),
+                   V=r.standard_normal((1, 2, 100, 48)).astype(np.float32)),
+    lambda e: _sdpa(e["Q"], e["K"], e["V"], None))
+PROGRAMS["attention_random_mask"] = (
+    _cg.ATTENTION_TEMPLATE + "attn\n",
+    lambda r: dict(Q=r.standard_normal((2, 1, 70, 16)).astype(np.float32),
+                   K=r.standard_normal((2, 1, 70, 16)).astype(np.float32),
+                   V=r.standard_normal((2, 1, 70, 16)).astype(np.float32),
+                   mask=(r.random((70, 70)) < 0.3) | np.eye(70, dtype=bool)),
     lambda e: _sdpa(e["Q"], e["K"], e["V"], e["mask"]))
 
 

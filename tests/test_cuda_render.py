@@ -72,6 +72,19 @@ SPEC_KERNELS = {
 }
 
 
+@pytest.mark.parametrize("head_dim,schedule", [(64, "register-tiled"), (48, "register-tiled"),
+                                               (16, "register-tiled"), (40, "one thread per query"),
+                                               (128, "one thread per query")])
+def test_attention_schedule_by_head_dim(head_dim, schedule, tmp_path):
+    kernel = cuda._lower_template(cuda.ATTENTION_TEMPLATE, [4, 4, 4, 2])
+    sizes = {d: (head_dim if d.endswith("_d3") or d == "head_dim" else (100 if v == 128 else v))
+             for d, v in _spec_sizes(kernel).items()}
+    prog = cuda.render_cuda(kernel, sizes)
+    assert schedule in prog.schedule
+    if NVCC:
+        nvcc_compile(prog.source, tmp_path, f"attention_{head_dim}")
+
+
 def _spec_sizes(kernel):
     sizes = {}
     for d in kernel.dims:

@@ -1426,12 +1426,12 @@ def render_contraction(kernel, c: Contraction, sizes, notes, options, arch=(9, 0
             and not options.get("no_tensor_cores") and g.vector_ok(r, "A", 8) and g.vector_ok(r, "B", 8):
         return render_mma_gemm(g, name, notes)
     vec = (g.vector_ok(r, "A", 4), g.vector_ok(r, "B", 4))
-    text, banner, grid, nt = _sgemm_kernel(g, r, name, vec)
+    text, banner, grid, nt, vec = _sgemm_kernel(g, r, name, vec)
     texts = [text]
     unaligned, aligned = None, ()
     if any(vec):
         r1 = g.renderer()
-        t1, _, grid1, _ = _sgemm_kernel(g, r1, name + "_scalar", (False, False))
+        t1, _, grid1, _, _ = _sgemm_kernel(g, r1, name + "_scalar", (False, False))
         texts.append(t1)
         unaligned = [Step(name + "_scalar", grid1, (nt, 1, 1), ("buffers", "scalars"))]
         aligned = tuple(sorted({(c.a, c.b)[k].buffer for k in (0, 1) if vec[k]}))
@@ -1453,12 +1453,14 @@ def _sgemm_kernel(g: _Gemm, r: CUDARenderer, name, vec):
     BN = 128 if N > 64 else 64
     TM = 8 if BM == 128 else 4
     TN = 8 if BN == 128 else 4
-    # 16-deep slices halve the barriers per FMA where the loads are vectors (few staging
-    # registers); the scalar gather stays at 8 to keep its staging registers out of local memory
-    BK = int(g.options.get("gemm_bk", 16)) if (any(vec) and K >= 64) else 8
+    # 8-deep slices keep the 128x128 kernel inside 128 registers (measured faster than 16);
+    # a 64-wide side needs 16-deep slices to give every thread a whole float4 to load
+    BK = 8 if (BM == 128 and BN == 128) or not any(vec) or K < 64 else 16
+    BK = int(g.options.get("gemm_bk", BK))
     NT = (BM // TM) * (BN // TN)
     r.nt = NT
     per = {"A": BM * BK // NT, "B": BN * BK // NT}
+    vec = (vec[0] and per["A"] % 4 == 0, vec[1] and per["B"] % 4 == 0)
     em = Emitter(1)
     base = g.head(r, em)
     em(f"constexpr int BM = {BM}, BN = {BN}, BK = {BK}, TM = {TM}, TN = {TN};")
@@ -1597,7 +1599,7 @@ def _sgemm_kernel(g: _Gemm, r: CUDARenderer, name, vec):
     banner = (f"contraction as {kind}: M={M} N={N} K={K}" + (f" batch={Bt}" if Bt > 1 else "")
               + f"; {BM}x{BN}x{BK} tiles in double-buffered shared memory, {TM}x{TN} per thread"
               + (f"; {loads}" if loads else ""))
-    return text, banner, grid, NT
+    return text, banner, grid, NT, vec
 
 
 def render_mma_gemm(g: _Gemm, name, notes) -> CudaProgram:
@@ -1726,7 +1728,7 @@ def render_mma_gemm(g: _Gemm, name, notes) -> CudaProgram:
               + f"; {BM}x{BN}x{BK} tiles, 8 warps of {WM}x{WN}, cp.async into 2 shared-memory stages")
     # the FMA schedule serves buffers that are not 16-byte aligned
     r1 = g.renderer()
-    t1, _, grid1, nt1 = _sgemm_kernel(g, r1, name + "_scalar", (False, False))
+    t1, _, grid1, nt1, _ = _sgemm_kernel(g, r1, name + "_scalar", (False, False))
     src2, lm = r.assemble([text, t1], banner)
     return CudaProgram(name, src2, [Step(name, grid, (NT, 1, 1), ("buffers", "scalars"))],
                        schedule=banner, notes=notes, line_map=lm,
@@ -1882,7 +1884,169 @@ def try_attention(kernel, sizes, notes):
         notes.append(f"the body of this `{kind}` kernel is not the spec's {kind} algorithm; "
                      "it runs on the generic schedule")
         return None
+    D = cir.eval_dim(kernel.inputs[0].shape[3], sizes) if len(kernel.inputs[0].shape) == 4 else 0
+    if D % 16 == 0 and 16 <= D <= 64:
+        return render_flash_tiled(kernel, sizes, masked=(kind == "attention"))
     return render_flash(kernel, sizes, masked=(kind == "attention"))
+
+
+def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
+    """Attention as two register-tiled products per K/V tile, FMA in f32.
+
+    One block of 256 threads (16 x 16) per 64 queries of one head. Per 64-key tile:
+    S = Q K^T, each thread a 4x4 piece (queries ty*4.., keys tx*4..) from d-major Q and K
+    tiles in shared memory (one float4 of each per 16 FMAs); the online softmax runs on
+    those registers, a row's maximum and sum reduced over the 16 threads that share it
+    (shuffles inside a half warp); P goes to shared memory (over the K tile, which is done
+    by then; chunks XOR-swizzled so that the transposed float4 stores hit distinct banks) and
+    O += P V gives each thread a 4 x D/16 piece of the output. The next tile's K and V are
+    loaded into registers while this one is computed."""
+    r = CUDARenderer()
+    r.setup(kernel, sizes)
+    q, k_, v_ = (r.buffers[b_.name] for b_ in kernel.inputs[:3])
+    out = r.buffers[kernel.output.name]
+    B, H, S, D = q.shape
+    SK = k_.shape[2]
+    BQ, BKV, NT, TD = 64, 64, 256, D // 16
+    r.nt = NT
+    name = cname(kernel.name)
+    em = Emitter(1)
+    em(f"constexpr int B = {B}, H = {H}, S = {S}, SK = {SK}, D = {D}, BQ = {BQ}, BKV = {BKV}, "
+       f"TD = {TD}, D4 = D / 4;")
+    em("__shared__ __align__(16) float Qs[D * BQ];            // Qs[d][q], scaled by 1/sqrt(D)")
+    em("__shared__ __align__(16) float KPs[D * BKV > BKV * BQ ? D * BKV : BKV * BQ];  // Ks[d][j], then P[j][q]")
+    em("__shared__ __align__(16) float Vs[BKV * D];           // Vs[j][d]")
+    em("const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;")
+    em("const int q0 = blockIdx.x * BQ, h = blockIdx.y, b = blockIdx.z;")
+    em("const long long qbase = ((long long)b * H + h) * S * D;")
+    em("const long long kbase = ((long long)b * H + h) * SK * D;")
+    em("const float scale = 1.0f / sqrtf((float)D);")
+
+    def load4(buf, addr):
+        if buf.dtype == "f32":
+            return f"*reinterpret_cast<const float4*>(&{buf.c}[{addr}])"
+        lv = lambda k: r.load_value(f"{buf.c}[{addr} + {k}]", buf.dtype)
+        return f"make_float4({lv(0)}, {lv(1)}, {lv(2)}, {lv(3)})"
+
+    # Q tile, transposed to d-major (consecutive threads: consecutive queries, distinct banks)
+    em("#pragma unroll")
+    em.open("for (int _r = 0; _r < TD; ++_r)")
+    em("const int e = tid + _r * 256, qi = e % BQ, d4 = e / BQ;")
+    em("float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);")
+    em(f"if (q0 + qi < S) v = {load4(q, 'qbase + (long long)(q0 + qi) * D + d4 * 4')};")
+    em("Qs[(d4 * 4 + 0) * BQ + qi] = v.x * scale; Qs[(d4 * 4 + 1) * BQ + qi] = v.y * scale;")
+    em("Qs[(d4 * 4 + 2) * BQ + qi] = v.z * scale; Qs[(d4 * 4 + 3) * BQ + qi] = v.w * scale;")
+    em.close()
+    em("float4 kr[TD], vr[TD];")
+    em.open("auto load_kv = [&](int kv0)")
+    em("#pragma unroll")
+    em.open("for (int _r = 0; _r < TD; ++_r)")
+    em("const int e = tid + _r * 256;")
+    em("const int kj = e % BKV, kd4 = e / BKV;      // K: consecutive threads, consecutive keys")
+    em("const int vj = e / D4, vd4 = e % D4;        // V: consecutive threads, consecutive d")
+    em("kr[_r] = make_float4(0.0f, 0.0f, 0.0f, 0.0f); vr[_r] = kr[_r];")
+    em(f"if (kv0 + kj < SK) kr[_r] = {load4(k_, 'kbase + (long long)(kv0 + kj) * D + kd4 * 4')};")
+    em(f"if (kv0 + vj < SK) vr[_r] = {load4(v_, 'kbase + (long long)(kv0 + vj) * D + vd4 * 4')};")
+    em.close()
+    em.close(";")
+    em("float o[4][TD], m[4], l[4];")
+    em("#pragma unroll")
+    em("for (int i = 0; i < 4; ++i) { m[i] = -ZYN_INF_F; l[i] = 0.0f; for (int dd = 0; dd < TD; ++dd) o[i][dd] = 0.0f; }")
+    em("load_kv(0);")
+    em.open("for (int kv0 = 0; kv0 < SK; kv0 += BKV)")
+    em("__syncthreads();                  // the previous tile's P and V are no longer read")
+    em("#pragma unroll")
+    em.open("for (int _r = 0; _r < TD; ++_r)")
+    em("const int e = tid + _r * 256;")
+    em("const int kj = e % BKV, kd4 = e / BKV, vj = e / D4, vd4 = e % D4;")
+    em("KPs[(kd4 * 4 + 0) * BKV + kj] = kr[_r].x; KPs[(kd4 * 4 + 1) * BKV + kj] = kr[_r].y;")
+    em("KPs[(kd4 * 4 + 2) * BKV + kj] = kr[_r].z; KPs[(kd4 * 4 + 3) * BKV + kj] = kr[_r].w;")
+    em("*reinterpret_cast<float4*>(&Vs[vj * D + vd4 * 4]) = vr[_r];")
+    em.close()
+    em("__syncthreads();")
+    em("if (kv0 + BKV < SK) load_kv(kv0 + BKV);   // next tile in flight during this one")
+    em("float s[4][4];")
+    em("#pragma unroll")
+    em("for (int i = 0; i < 4; ++i) for (int jj = 0; jj < 4; ++jj) s[i][jj] = 0.0f;")
+    em("#pragma unroll 8")
+    em.open("for (int d = 0; d < D; ++d)")
+    em("const float4 a4 = *reinterpret_cast<const float4*>(&Qs[d * BQ + ty * 4]);")
+    em("const float4 b4 = *reinterpret_cast<const float4*>(&KPs[d * BKV + tx * 4]);")
+    em("const float a[4] = {a4.x, a4.y, a4.z, a4.w}, bb[4] = {b4.x, b4.y, b4.z, b4.w};")
+    em("#pragma unroll")
+    em("for (int i = 0; i < 4; ++i)")
+    em("#pragma unroll")
+    em("    for (int jj = 0; jj < 4; ++jj) s[i][jj] = fmaf(a[i], bb[jj], s[i][jj]);")
+    em.close()
+    em("#pragma unroll")
+    em.open("for (int i = 0; i < 4; ++i)")
+    em("const int qi = q0 + ty * 4 + i;")
+    em("float mx = -ZYN_INF_F;")
+    em("#pragma unroll")
+    em.open("for (int jj = 0; jj < 4; ++jj)")
+    em("const int kj = kv0 + tx * 4 + jj;")
+    cond = "kj < SK"
+    if masked:
+        mk = r.buffers[kernel.inputs[3].name]
+        cond += f" && qi < S && {mk.c}[(long long)qi * {mk.shape[1]} + kj]"
+    em(f"if (!({cond})) s[i][jj] = -ZYN_INF_F;")
+    em("mx = fmaxf(mx, s[i][jj]);")
+    em.close()
+    em("#pragma unroll")
+    em("for (int off = 8; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));")
+    em("const float mn = fmaxf(m[i], mx);")
+    em("const float alpha = mn == -ZYN_INF_F ? 1.0f : expf(m[i] - mn);")
+    em("float rs = 0.0f;")
+    em("#pragma unroll")
+    em("for (int jj = 0; jj < 4; ++jj) { s[i][jj] = s[i][jj] == -ZYN_INF_F ? 0.0f : expf(s[i][jj] - mn); rs += s[i][jj]; }")
+    em("#pragma unroll")
+    em("for (int off = 8; off > 0; off >>= 1) rs += __shfl_xor_sync(0xffffffffu, rs, off);")
+    em("l[i] = l[i] * alpha + rs;")
+    em("m[i] = mn;")
+    em("#pragma unroll")
+    em("for (int dd = 0; dd < TD; ++dd) o[i][dd] *= alpha;")
+    em.close()
+    em("__syncthreads();                  // everyone is done with the K tile; P goes over it")
+    em("#pragma unroll")
+    em.open("for (int jj = 0; jj < 4; ++jj)")
+    em("const int j = tx * 4 + jj;")
+    em("*reinterpret_cast<float4*>(&KPs[j * BQ + ((ty ^ ((j >> 2) & 15)) * 4)]) = "
+       "make_float4(s[0][jj], s[1][jj], s[2][jj], s[3][jj]);")
+    em.close()
+    em("__syncthreads();")
+    em("#pragma unroll 4")
+    em.open("for (int j = 0; j < BKV; ++j)")
+    em("const float4 p4 = *reinterpret_cast<const float4*>(&KPs[j * BQ + ((ty ^ ((j >> 2) & 15)) * 4)]);")
+    em("const float p[4] = {p4.x, p4.y, p4.z, p4.w};")
+    em("float vv[TD];")
+    if TD == 4:
+        em("*reinterpret_cast<float4*>(vv) = *reinterpret_cast<const float4*>(&Vs[j * D + tx * 4]);")
+    else:
+        em("#pragma unroll")
+        em("for (int dd = 0; dd < TD; ++dd) vv[dd] = Vs[j * D + tx * TD + dd];")
+    em("#pragma unroll")
+    em("for (int i = 0; i < 4; ++i)")
+    em("#pragma unroll")
+    em("    for (int dd = 0; dd < TD; ++dd) o[i][dd] = fmaf(p[i], vv[dd], o[i][dd]);")
+    em.close()
+    em.close()
+    em("#pragma unroll")
+    em.open("for (int i = 0; i < 4; ++i)")
+    em("const int qi = q0 + ty * 4 + i;")
+    em("if (qi >= S) continue;")
+    em("const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;")
+    em("#pragma unroll")
+    em(f"for (int dd = 0; dd < TD; ++dd) {out.c}[qbase + (long long)qi * D + tx * TD + dd] = "
+       f"{r.store_value('o[i][dd] * inv', out.dtype)};")
+    em.close()
+    text = r.signature(name, bounds=NT) + " {\n" + em.text() + "\n}"
+    text = text.replace(f"__launch_bounds__({NT})", f"__launch_bounds__({NT}, 2)", 1)
+    banner = (f"{'masked attention' if masked else 'flash attention'}: {BQ} queries x {BKV} keys per step, "
+              f"Q K^T and P V as register-tiled products (4x4 and 4x{TD} per thread), online softmax "
+              "with half-warp shuffles, K/V tiles in shared memory, the next tile prefetched")
+    src, lm = r.assemble([text], banner)
+    return CudaProgram(name, src, [Step(name, (_ceil(S, BQ), H, B), (NT, 1, 1), ("buffers", "scalars"))],
+                       schedule=banner, notes=[], line_map=lm)
 
 
 def render_flash(kernel, sizes, masked: bool) -> CudaProgram:

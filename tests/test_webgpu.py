@@ -633,3 +633,55 @@ def test_buffer_larger_than_the_adapter_allows_is_a_device_error(device):
         device.limits.clear()
         device.limits.update(saved)
     assert device.limits["max-storage-buffer-binding-size"] == limit
+
+
+# ------------------------------------------------------------- adapter features (text)
+
+
+def test_subgroup_reductions_are_rendered_where_the_adapter_has_them():
+    src, arrays, scalars, sizes, _, _ = CASES["layer_norm"]
+    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "layer_norm")
+    plain = wgsl.render(k, wgsl.WGSLOptions()).source
+    assert "subgroup" not in plain and "z_s >> 1u" in plain
+    sub = wgsl.render(k, wgsl.WGSLOptions(subgroups=True)).source
+    assert sub.startswith("enable subgroups;")
+    assert "@builtin(subgroup_size) z_sg_size: u32" in sub
+    assert sub.count("subgroupAdd(z_sv)") == 2          # mean and variance
+    assert "z_s >> 1u" not in sub
+    naga = wgsl.render(k, wgsl.WGSLOptions(subgroups=True, subgroups_directive=False)).source
+    assert "enable subgroups" not in naga and "subgroupAdd" in naga
+    # max reductions use subgroupMax; argmax keeps its index and the tree
+    src, arrays, scalars, sizes, _, _ = CASES["reduce_max"]
+    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "reduce_max")
+    assert "subgroupMax(z_sv)" in wgsl.render(k, wgsl.WGSLOptions(subgroups=True)).source
+    src, arrays, scalars, sizes, _, _ = CASES["argmax"]
+    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "argmax")
+    arg = wgsl.render(k, wgsl.WGSLOptions(subgroups=True)).source
+    assert "subgroupM" not in arg and "z_red_i" in arg
+
+
+def test_f16_is_enabled_only_where_the_adapter_has_it():
+    src, arrays, scalars, sizes, _, _ = CASES["matmul_f16"]
+    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "matmul_f16")
+    on = wgsl.render(k, wgsl.WGSLOptions(f16=True)).source
+    assert on.startswith("enable f16;")
+    assert "var<storage, read> A: array<f16>;" in on and "array<f16>;  // out: f16" in on
+    off = wgsl.render(k, wgsl.WGSLOptions(f16=False)).source
+    assert "f16;" not in off and "var<storage, read> A: array<f32>;" in off
+
+
+@webgpu
+@needs_adapter
+@pytest.mark.parametrize("name", ["layer_norm", "reduce_sum", "softmax_rows"])
+def test_reductions_with_and_without_subgroups(device, monkeypatch, name):
+    src, arrays, scalars, sizes, want, kind = CASES[name]
+    k, ins, sz, sc = lower_block(src, arrays, scalars, sizes, name)
+    has = "subgroup" in device.features
+    assert device.options().subgroups == has
+    got, _ = device.launch(k, ins, sz, sc)
+    close(got, want, kind)
+    monkeypatch.setenv("ZYNBOOK_WEBGPU_NO_FEATURES", "subgroup")
+    assert not device.options().subgroups
+    assert "subgroup" not in device.program(k).source
+    got, _ = device.launch(k, ins, sz, sc)
+    close(got, want, kind)

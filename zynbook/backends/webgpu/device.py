@@ -7,6 +7,7 @@ name the same `WebGPUDevice` object, whose `.id` is the backend id and `.aliases
 """
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import Future
 
@@ -17,6 +18,9 @@ from ...compiler.codegen import wgsl
 from ...errors import ZynMLDeviceError, ZynMLError
 from ..base import Device, Launch, LaunchTimes
 from . import runtime as rt
+
+# wgpu-py's name of WebGPU's `subgroups` feature
+SUBGROUP_FEATURE = "subgroup"
 
 
 class WebGPUArray:
@@ -80,7 +84,8 @@ class WebGPUDevice(Device):
             "max_workgroup_storage": lim.get("max-compute-workgroup-storage-size"),
             "max_invocations_per_workgroup": lim.get("max-compute-invocations-per-workgroup"),
             "features": sorted(f for f in self.features if f in
-                               ("shader-f16", "subgroups", "timestamp-query", "shader-f64")),
+                               ("shader-f16", "subgroups", SUBGROUP_FEATURE, "timestamp-query",
+                                "shader-f64")),
         }
 
     def preference(self) -> tuple:
@@ -92,7 +97,8 @@ class WebGPUDevice(Device):
     @property
     def device(self):
         if self._device is None:
-            wanted = [f for f in ("timestamp-query", "shader-f16") if f in self.features]
+            wanted = [f for f in ("timestamp-query", "shader-f16", SUBGROUP_FEATURE)
+                      if f in self.features and self.use_feature(f)]
             lim = self.limits
             required = {k: lim[k] for k in (
                 "max-buffer-size", "max-storage-buffer-binding-size",
@@ -107,13 +113,20 @@ class WebGPUDevice(Device):
             self.enabled = set(wanted)
         return self._device
 
+    def use_feature(self, name: str) -> bool:
+        """Whether an adapter feature is used: all are, unless ZYNBOOK_WEBGPU_NO_FEATURES
+        (a comma-separated list, e.g. `subgroup,shader-f16`) names it."""
+        off = os.environ.get("ZYNBOOK_WEBGPU_NO_FEATURES", "")
+        return name not in {x.strip() for x in off.split(",")}
+
     def options(self) -> wgsl.WGSLOptions:
         lim = self.limits
         return wgsl.WGSLOptions(
             workgroup_size=min(256, lim.get("max-compute-invocations-per-workgroup", 256),
                                lim.get("max-compute-workgroup-size-x", 256)),
             f16="shader-f16" in self.features,
-            subgroups=False,
+            subgroups=SUBGROUP_FEATURE in self.features and self.use_feature(SUBGROUP_FEATURE),
+            subgroups_directive=False,      # Naga refuses `enable subgroups;`
             max_workgroup_storage=lim.get("max-compute-workgroup-storage-size", 16384),
             max_invocations=lim.get("max-compute-invocations-per-workgroup", 256),
             max_storage_buffers=lim.get("max-storage-buffers-per-shader-stage", 8),

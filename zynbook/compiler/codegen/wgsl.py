@@ -47,12 +47,16 @@ class WGSLOptions:
     workgroup_size: int = 256
     f16: bool = False                      # the adapter has `shader-f16`
     subgroups: bool = False                # the adapter has `subgroups`
+    # standard WGSL declares `enable subgroups;`; Naga (wgpu-native) takes subgroup
+    # operations from the device's feature and refuses the directive
+    subgroups_directive: bool = True
     max_workgroup_storage: int = 16384     # bytes (WebGPU's guaranteed minimum)
     max_invocations: int = 256
     max_storage_buffers: int = 8
 
     def key(self) -> tuple:
-        return (self.workgroup_size, self.f16, self.subgroups, self.max_workgroup_storage,
+        return (self.workgroup_size, self.f16, self.subgroups, self.subgroups_directive,
+                self.max_workgroup_storage,
                 self.max_invocations, self.max_storage_buffers)
 
 
@@ -260,7 +264,7 @@ class _Writer:
         self.lines.append(("    " * self.level + text) if text else "")
 
     def open(self, text: str):
-        self.line(text + " {")
+        self.line(f"{text} {{" if text else "{")
         self.level += 1
 
     def close(self, text: str = "}"):
@@ -1353,9 +1357,13 @@ class KernelRenderer:
         for st, items in per_type.items():
             scratch[st] = (lambda env, caps=tuple(c for _, c in items): sum(c(env) for c in caps))
         out = []
+        enables = []
         if self.uses_f16 or any(b.storage == "f16" for b in bindings):
-            out.append("enable f16;")
-            out.append("")
+            enables.append("enable f16;")
+        if getattr(self, "uses_subgroups", False) and self.o.subgroups_directive:
+            enables.append("enable subgroups;")
+        if enables:
+            out += enables + [""]
         out += self.header_comment(schedule)
         out.append("")
         out.append("struct Params {")
@@ -1433,7 +1441,11 @@ class KernelRenderer:
     def entry_open(self, name: str, wg: tuple):
         sz = ", ".join(str(x) for x in wg)
         self.w.line(f"@compute @workgroup_size({sz})")
-        self.w.open(f"fn {name}({self.ENTRY_ARGS})")
+        args = self.ENTRY_ARGS
+        if self.o.subgroups:
+            args += (", @builtin(subgroup_invocation_id) z_sg_lid: u32, "
+                     "@builtin(subgroup_size) z_sg_size: u32")
+        self.w.open(f"fn {name}({args})")
 
     # --------------------------------------------------------------------- generic
 
@@ -1471,8 +1483,38 @@ class KernelRenderer:
         self.wg_decls.append(f"var<workgroup> {name}: array<{t}, {n}>;")
         self.wg_bytes += size * n
 
+    def subgroup_tree(self, op: str, arr: str, n: int, dtype: str):
+        """arr[0..n) (one entry per invocation) combined into arr[0] with subgroup
+        operations: each round a subgroup combines its values in registers and its first
+        invocation writes the partial; rounds repeat over the partials until one is left
+        (two barriers a round, against two per halving in the tree). Subgroups are taken to
+        be consecutive local invocation ids, as on every Vulkan, Metal and D3D12 driver for a
+        1-D workgroup."""
+        fn = {"+": "subgroupAdd", "min": "subgroupMin", "max": "subgroupMax"}[op]
+        ident_ = self.identity(op, dtype)
+        self.uses_subgroups = True
+        w = self.w
+        w.line("workgroupBarrier();")
+        w.open("")
+        w.line(f"var z_sv = select({ident_}, {arr}[min(z_lid.x, {n - 1}u)], z_lid.x < {n}u);")
+        w.line(f"var z_cnt: u32 = {n}u;")
+        w.open("loop")
+        w.line(f"let z_sr = {fn}(z_sv);")
+        w.line("workgroupBarrier();")
+        w.line(f"if (z_sg_lid == 0u) {{ {arr}[z_lid.x / z_sg_size] = z_sr; }}")
+        w.line("workgroupBarrier();")
+        w.line("z_cnt = (z_cnt + z_sg_size - 1u) / z_sg_size;")
+        w.line("if (z_cnt <= 1u) { break; }")
+        w.line(f"z_sv = select({ident_}, {arr}[min(z_lid.x, {n - 1}u)], z_lid.x < z_cnt);")
+        w.close()
+        w.close()
+
     def tree(self, op: str, arr: str, idx_arr: str | None, n: int, dtype: str):
         """Combine arr[0..n) (and its index array for argmin/argmax) into arr[0]."""
+        if self.o.subgroups and op in ("+", "min", "max") and \
+                self.cty(dtype) in ("f32", "i32", "u32"):
+            self.subgroup_tree(op, arr, n, dtype)
+            return
         self.w.line("workgroupBarrier();")
         self.w.open(f"for (var z_s: u32 = {n // 2}u; z_s > 0u; z_s = z_s >> 1u)")
         self.w.open("if (z_lid.x < z_s)")

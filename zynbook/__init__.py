@@ -13,7 +13,7 @@ __all__ = [
     "run", "compile", "compute_devices", "Session", "Program", "Tensor", "ZynMLError",
     "ZynMLSyntaxError", "ZynMLNameError", "ZynMLTypeError", "ZynMLShapeError",
     "ZynMLDeviceError", "ZynMLRuntimeError", "ZynMLTimeoutError", "ZynMLMemoryError",
-    "load_ipython_extension",
+    "load_ipython_extension", "unload_ipython_extension",
 ]
 
 
@@ -21,3 +21,8 @@ def load_ipython_extension(ipython):
     """`%load_ext zynbook`: the %%compute and %zynml_devices magics."""
     from .magics import load_ipython_extension as load
     load(ipython)
+
+
+def unload_ipython_extension(ipython):
+    from .magics import unload_ipython_extension as unload
+    unload(ipython)

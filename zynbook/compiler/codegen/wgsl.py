@@ -14,13 +14,24 @@ note in the generated code, never to a wrong result):
   first pass writes one partial per workgroup and a second pass combines them, so inputs of
   any length work; with an axis one workgroup per kept index; argmin/argmax carry the index
   and keep the first one on ties, as numpy does.
-* ``matmul``   matmul/batched_matmul-shaped bodies (``sum += X(i, k) * Y(k, j)``): tiles of
-  X and Y in workgroup memory, each invocation keeping a block of accumulators in registers.
+* ``matmul``   matmul/batched_matmul-shaped bodies (a parallel i, j or b, i, j nest, then
+  ``var acc = c; for k: acc += X[.., k ..] * Y[.., k ..]; out[.., i, j] = f(acc)``, operands
+  in any axis order): block tiles (128 x 128 x 8 down to 32 x 32 x 8, picked by the
+  @workgroup invocation count and the @shared / adapter workgroup memory) of X and Y in
+  workgroup memory, read as vec4; each invocation keeps 8 x 8 or 4 x 4 sums in registers;
+  the next tile is loaded while the current one is used; edges are bounds-checked and the
+  epilogue f runs per element.
 * ``rows``     one workgroup per iteration of the parallel loops (softmax, layer/RMS norm,
   attention, fused kernels): the serial loops inside are split over the workgroup's
   invocations; accumulations (``acc += ...``, ``m = max(m, ...)``) become tree reductions.
-* ``flash``    flash attention: online softmax over key tiles held in workgroup memory,
-  correct for any sequence length.
+* ``flash``    attention: the spec's three-pass attention body (max, denominator, weighted
+  sum; masked by any condition on b, h, i, j) and the flash_attention body both run as flash
+  attention: one workgroup per (b, h, block of queries), K/V tiles in workgroup memory,
+  several invocations per query each keeping an online softmax over a share of the keys,
+  merged at the end; one entry point per head_dim class (32, 64, 128).
+
+With the adapter's `subgroups` feature, workgroup reductions (+, min, max) run as rounds of
+subgroup operations; with `shader-f16`, f16 tensors are stored and computed as f16.
 
 Conventions of the generated code: sizes, buffer dimensions and scalar arguments come from
 one uniform struct ``P`` (every field a 4-byte scalar, so the layout is the field order);

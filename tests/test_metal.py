@@ -471,8 +471,8 @@ def test_c_habits_metal_lacks_are_refused(old, new, what):
 
 
 def test_threadgroup_barrier_is_a_real_barrier():
-    """Without the barrier between the shared writes and the reads, the threads of a
-    threadgroup race; with it, the result is exact (run several times)."""
+    """The rows schedule, whose reductions meet at threadgroup barriers among real threads,
+    gives the reference's result on every run (runs repeat: a misplaced barrier races)."""
     name = "softmax_rows"
     for _ in range(3):
         _check(name, lowered_cache()[name][4].source)

@@ -25,6 +25,7 @@ import numpy as np
 
 HERE = Path(__file__).parent
 HEADER = HERE / "metal_stdlib"
+RUNTIME = HERE / "runtime.cpp"
 CXX = os.environ.get("CXX", "g++")
 FLAGS = ["-std=c++20", "-O1", "-pthread"]
 CACHE = Path(os.environ.get("ZYNBOOK_METAL_EMU_CACHE",
@@ -167,8 +168,9 @@ def harness(program, source: str) -> str:
 
 
 def _pch_dir() -> Path:
-    """The header (and its precompiled form) in the cache, keyed by its content."""
-    text = HEADER.read_bytes()
+    """The header, its precompiled form and the compiled runtime in the cache, keyed by
+    their content."""
+    text = HEADER.read_bytes() + RUNTIME.read_bytes()
     key = hashlib.sha256(text + " ".join([CXX] + FLAGS).encode()).hexdigest()[:16]
     d = CACHE / f"include-{key}"
     if not (d / "metal_stdlib.gch").exists():
@@ -179,6 +181,11 @@ def _pch_dir() -> Path:
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise EmulatorError("the Metal header does not compile:\n" + r.stderr[-4000:])
+        r = subprocess.run([CXX] + FLAGS + ["-c", str(RUNTIME), "-I", str(tmp),
+                                            "-o", str(tmp / "runtime.o")],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise EmulatorError("the Metal model's runtime does not compile:\n" + r.stderr[-4000:])
         try:
             tmp.rename(d)
         except OSError:             # built concurrently by another process
@@ -202,7 +209,7 @@ def build(program, source: str | None = None) -> Path:
         (work / "kernel.metal").write_text(cpp)
         (work / "main.cpp").write_text(main)
         r = subprocess.run([CXX] + FLAGS + ["-I", str(inc), "-Winvalid-pch", str(work / "main.cpp"),
-                                            "-o", str(work / "a.out")],
+                                            str(inc / "runtime.o"), "-o", str(work / "a.out")],
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise EmulatorError("the MSL does not compile against the Metal model:\n"

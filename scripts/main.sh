@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-PY=${PYTHON:-python3}
+export PATH="$PWD/.venv/bin:$PATH" XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+PY=python
 if [ "${1:-}" = "--lab" ]; then
     exec $PY -m jupyter lab --ip=0.0.0.0 --no-browser --allow-root notebooks/
 fi

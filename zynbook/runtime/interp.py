@@ -24,6 +24,7 @@ from ..compiler.types import canonical_dtype, is_float
 from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLNameError, ZynMLRuntimeError,
                       ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
 from . import builtins as B
+from .parallel import run_split
 from .tensor import Tensor, to_tensor
 from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record
 
@@ -701,12 +702,17 @@ class Interpreter:
         sizes = solve(lowered, shapes, sizes_given)
         scalar_values = {s.name: given[lowered.scalar_labels.get(s.name, s.name)]
                          for s in kernel.scalars}
-        device_id = self._device_for(lowered)
+        device_ids = self._devices_for(lowered)
         run_async = "async" in lowered.annotations
-        if "parallel" in lowered.annotations and isinstance(device_id, list):
-            device_id = device_id[0]
-        device = get_device(device_id)
-        job = lambda: self._launch(device, lowered, inputs, sizes, scalar_values, node)
+        mode = kernel.schedule.parallel
+        if mode and len(device_ids) > 1:
+            devices = [get_device(d) for d in device_ids]
+            device = devices[0]
+            job = lambda: self._launch_split(devices, lowered, inputs, sizes_given,
+                                             scalar_values, mode, node)
+        else:
+            device = get_device(device_ids[0])
+            job = lambda: self._launch(device, lowered, inputs, sizes, scalar_values, node)
         if run_async:
             return Future(DeviceQueue.for_device(device.id).submit(job), kernel.name)
         return job()
@@ -755,21 +761,36 @@ class Interpreter:
                 kind = s.annotation.kernel
         return f"{kind}_l{node.span.line}"
 
-    def _device_for(self, lowered):
+    def _devices_for(self, lowered) -> list:
+        """The device ids a compute block runs on: @device("id"), @device(["a", "b"]) (with
+        @parallel, split across them; without, the first), else the session's default."""
         ann = lowered.annotations.get("device")
         if ann is None:
-            return self.default_device
+            return [self.default_device]
         if len(ann.args) != 1 or ann.kwargs:
             raise ZynMLDeviceError("@device takes one device id: @device(\"cuda:0\")", ann.span)
         value = self.eval(ann.args[0])
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             for v in value:
                 get_device(v)
-            return value[0]
+            return value
         if not isinstance(value, str):
-            raise ZynMLDeviceError(f"@device takes a device id string like \"cuda:0\", not "
-                                   f"{B._kind(value)}", ann.args[0].span)
-        return value
+            raise ZynMLDeviceError(f"@device takes a device id string like \"cuda:0\" (or a "
+                                   f"list of them), not {B._kind(value)}", ann.args[0].span)
+        return [value]
+
+    def _launch_split(self, devices, lowered, inputs, given, scalars, mode, node):
+        def launch(device, part, sizes):
+            out = self._launch(device, lowered, [Tensor(p, "cpu") for p in part], sizes,
+                               scalars, node)
+            return out.numpy() if isinstance(out, Tensor) else np.asarray(out)
+
+        def solve_chunk(shapes, chunk_given):
+            return solve(lowered, shapes, chunk_given)
+
+        host = [t.numpy() for t in inputs]
+        joined = run_split(devices, lowered, host, given, mode, launch, solve_chunk)
+        return Tensor(joined, "cpu", joined.shape, lowered.kernel.output.dtype)
 
     def _launch(self, device, lowered, inputs, sizes, scalars, node):
         arrays = []

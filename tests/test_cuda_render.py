@@ -14,6 +14,8 @@ import cuda_cir_kernels as K  # noqa: E402
 
 from zynbook.compiler import cir  # noqa: E402
 from zynbook.compiler.codegen import cuda  # noqa: E402
+from zynbook.compiler.codegen.spec_patterns import (  # noqa: E402
+    ATTENTION_TEMPLATE, FLASH_TEMPLATE, lower_template)
 from zynbook.errors import ZynMLDeviceError  # noqa: E402
 
 NVCC = shutil.which("nvcc")
@@ -67,8 +69,8 @@ def test_nvcc_compiles(name, tmp_path):
 
 
 SPEC_KERNELS = {
-    "flash_attention": (cuda.FLASH_TEMPLATE.replace("BLOCK", "64"), [4, 4, 4], "flash attention"),
-    "attention": (cuda.ATTENTION_TEMPLATE, [4, 4, 4, 2], "masked attention"),
+    "flash_attention": (FLASH_TEMPLATE.replace("BLOCK", "64"), [4, 4, 4], "flash attention"),
+    "attention": (ATTENTION_TEMPLATE, [4, 4, 4, 2], "masked attention"),
 }
 
 
@@ -76,7 +78,7 @@ SPEC_KERNELS = {
                                                (16, "register-tiled"), (40, "one thread per query"),
                                                (128, "one thread per query")])
 def test_attention_schedule_by_head_dim(head_dim, schedule, tmp_path):
-    kernel = cuda._lower_template(cuda.ATTENTION_TEMPLATE, [4, 4, 4, 2])
+    kernel = lower_template(ATTENTION_TEMPLATE, [4, 4, 4, 2])
     sizes = {d: (head_dim if d.endswith("_d3") or d == "head_dim" else (100 if v == 128 else v))
              for d, v in _spec_sizes(kernel).items()}
     prog = cuda.render_cuda(kernel, sizes)
@@ -102,7 +104,7 @@ def _spec_sizes(kernel):
 @pytest.mark.parametrize("kind", sorted(SPEC_KERNELS))
 def test_spec_attention_kernels_get_the_attention_schedule(kind, tmp_path):
     text, ranks, schedule = SPEC_KERNELS[kind]
-    kernel = cuda._lower_template(text, ranks)
+    kernel = lower_template(text, ranks)
     prog = cuda.render_cuda(kernel, _spec_sizes(kernel))
     assert schedule in prog.schedule
     if NVCC:
@@ -111,8 +113,8 @@ def test_spec_attention_kernels_get_the_attention_schedule(kind, tmp_path):
 
 def test_changed_attention_body_is_not_taken_for_the_spec_algorithm():
     # the same kernel with exp replaced by exp2 is not the spec's algorithm: generic schedule
-    text = cuda.ATTENTION_TEMPLATE.replace("sum_exp += exp(", "sum_exp += exp2(")
-    kernel = cuda._lower_template(text, [4, 4, 4, 2])
+    text = ATTENTION_TEMPLATE.replace("sum_exp += exp(", "sum_exp += exp2(")
+    kernel = lower_template(text, [4, 4, 4, 2])
     prog = cuda.render_cuda(kernel, _spec_sizes(kernel))
     assert "masked attention" not in prog.schedule
     assert any("not the spec's attention" in n for n in prog.notes)
@@ -151,8 +153,8 @@ def test_sizes_must_be_bound():
 
 def test_unrenderable_tile_program_is_a_zynml_error():
     # a mutable scalar later assigned a tile cannot be held per thread: a ZynML device error
-    text = cuda.FLASH_TEMPLATE.replace("BLOCK", "64")
-    kernel = cuda._lower_template(text, [4, 4, 4])
+    text = FLASH_TEMPLATE.replace("BLOCK", "64")
+    kernel = lower_template(text, [4, 4, 4])
     with pytest.raises(ZynMLDeviceError):
         cuda.render_cuda(kernel, _spec_sizes(kernel), options={"generic": True})
 

@@ -15,6 +15,8 @@ from zynbook.backends.cpu.reference import run_kernel
 from zynbook.compiler import ast as A
 from zynbook.compiler import cir, dims, lower
 from zynbook.compiler.codegen import msl
+from zynbook.compiler.codegen.spec_patterns import ATTENTION_TEMPLATE as ATTENTION
+from zynbook.compiler.codegen.spec_patterns import FLASH_TEMPLATE as FLASH
 from zynbook.compiler.parser import parse
 from zynbook.errors import ZynMLDeviceError
 
@@ -220,48 +222,6 @@ RMS_NORM = """let n = compute(x, weight) {
         let r = rsqrt(ss / hidden + eps)
         for i in 0..hidden:
             out[b, i] = x[b, i] * r * weight[i]
-}"""
-
-ATTENTION = """let attn = compute(Q, K, V, mask) {
-    @kernel attention
-    for b in 0..batch, h in 0..heads, i in 0..seq_len:
-        var max_score = -inf
-        for j in 0..seq_len:
-            if mask[i, j]:
-                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                max_score = max(max_score, score)
-        var sum_exp = 0.0
-        for j in 0..seq_len:
-            if mask[i, j]:
-                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                sum_exp += exp(score - max_score)
-        for d in 0..head_dim:
-            var acc = 0.0
-            for j in 0..seq_len:
-                if mask[i, j]:
-                    let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                    let weight = exp(score - max_score) / sum_exp
-                    acc += weight * V[b, h, j, d]
-            out[b, h, i, d] = acc
-}"""
-
-FLASH = """let attn = compute(Q, K, V) {
-    @kernel flash_attention
-    for b in 0..batch, h in 0..heads:
-        for q_block in 0..seq_len step BLOCK:
-            var m = -inf
-            var l = 0.0
-            var o = zeros(BLOCK, head_dim)
-            for kv_block in 0..seq_len step BLOCK:
-                let K_block = K[b, h, kv_block:kv_block+BLOCK]
-                let V_block = V[b, h, kv_block:kv_block+BLOCK]
-                let S = Q[b, h, q_block:q_block+BLOCK] @ transpose(K_block) / sqrt(head_dim)
-                let m_new = max(m, row_max(S))
-                let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
-                o = exp(m - m_new) * o + exp(S - m_new) @ V_block
-                m = m_new
-                l = l_new
-            out[b, h, q_block:q_block+BLOCK] = o / l
 }"""
 
 SHARED_FFN = """let y = compute(x, up_w, down_w) {

@@ -30,6 +30,8 @@ from . import cstyle
 from .cstyle import (CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported, cname,
                      assigned_vars, declared_vars, stored_buffers, find_nest, free_vars, has_node, has_tiles, classify_loop, inline_tile_lets,
                      substitute, trip_count, raise_unsupported)
+from .spec_patterns import (ATTENTION_TEMPLATE, FLASH_TEMPLATE,  # noqa: F401 (re-exported)
+                            match_spec_attention)
 
 PRELUDE = r"""
 #define ZYN_INF_F __int_as_float(0x7f800000)
@@ -1738,151 +1740,9 @@ def render_mma_gemm(g: _Gemm, name, notes) -> CudaProgram:
 
 # -------------------------------------------------------------------- attention
 
-FLASH_TEMPLATE = """let attn = compute(Q, K, V) {
-    @kernel flash_attention
-    for b in 0..batch, h in 0..heads:
-        for q_block in 0..seq_len step BLOCK:
-            var m = -inf
-            var l = 0.0
-            var o = zeros(BLOCK, head_dim)
-            for kv_block in 0..seq_len step BLOCK:
-                let K_block = K[b, h, kv_block:kv_block+BLOCK]
-                let V_block = V[b, h, kv_block:kv_block+BLOCK]
-                let S = Q[b, h, q_block:q_block+BLOCK] @ transpose(K_block) / sqrt(head_dim)
-                let m_new = max(m, row_max(S))
-                let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
-                o = exp(m - m_new) * o + exp(S - m_new) @ V_block
-                m = m_new
-                l = l_new
-            out[b, h, q_block:q_block+BLOCK] = o / l
-}
-"""
-
-ATTENTION_TEMPLATE = """let attn = compute(Q, K, V, mask) {
-    @kernel attention
-    for b in 0..batch, h in 0..heads, i in 0..seq_len:
-        var max_score = -inf
-        for j in 0..seq_len:
-            if mask[i, j]:
-                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                max_score = max(max_score, score)
-        var sum_exp = 0.0
-        for j in 0..seq_len:
-            if mask[i, j]:
-                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                sum_exp += exp(score - max_score)
-        for d in 0..head_dim:
-            var acc = 0.0
-            for j in 0..seq_len:
-                if mask[i, j]:
-                    let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                    let weight = exp(score - max_score) / sum_exp
-                    acc += weight * V[b, h, j, d]
-            out[b, h, i, d] = acc
-}
-"""
-
-_TEMPLATES: dict = {}
-
-
-def _lower_template(text: str, ranks: list):
-    from .. import ast as A
-    from ..lower import InputSig, lower_compute
-    from ..parser import parse
-    prog = parse(text)
-    node = None
-    stack = [prog.body]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, A.Compute):
-            node = x
-            break
-        if isinstance(x, list):
-            stack.extend(x)
-        elif isinstance(x, A.Node):
-            stack.extend(vars(x).values())
-    sigs = [InputSig(e.id, "f32", r) for e, r in zip(node.inputs, ranks)]
-    return lower_compute(node, sigs, {}, source=text).kernel
-
-
-def _templates():
-    if not _TEMPLATES:
-        try:
-            for blk in (16, 32, 64, 128):
-                k = _lower_template(FLASH_TEMPLATE.replace("BLOCK", str(blk)), [4, 4, 4])
-                _TEMPLATES[("flash_attention", blk)] = canon(k)
-            k = _lower_template(ATTENTION_TEMPLATE, [4, 4, 4, 2])
-            _TEMPLATES[("attention", 0)] = canon(k)
-        except Exception:           # the lowering is unavailable: no template, generic schedule
-            _TEMPLATES[("none", 0)] = None
-    return _TEMPLATES
-
-
-def canon(k: cir.Kernel):
-    """The kernel's body up to renaming of buffers, sizes and variables, without dtypes."""
-    names: dict = {}
-
-    def nm(x):
-        if x not in names:
-            names[x] = f"n{len(names)}"
-        return names[x]
-
-    for b_ in k.inputs:
-        nm(b_.name)
-    nm(k.output.name)
-
-    def ty(t):
-        return tuple(nm(d) if isinstance(d, str) else (d if isinstance(d, int) else ex(d)) for d in t.shape)
-
-    def ex(e):
-        if isinstance(e, (tuple, list)):
-            return tuple(ex(x) for x in e)
-        if e is None:
-            return None
-        if isinstance(e, cir.Var):
-            return ("V", nm(e.name), ty(e.ty))
-        if isinstance(e, cir.Const):
-            return ("C", float(e.value) if not isinstance(e.value, bool) else e.value)
-        if isinstance(e, cir.Span):
-            return ("S", ex(e.start), ex(e.stop))
-        if isinstance(e, cir.Load):
-            return ("L", nm(e.buffer), ex(e.index), ty(e.ty))
-        if isinstance(e, cir.Let):
-            return ("let", nm(e.name), ex(e.value), e.mutable)
-        if isinstance(e, cir.Assign):
-            return ("asg", nm(e.name), ex(e.value))
-        if isinstance(e, cir.Store):
-            return ("st", nm(e.buffer), ex(e.index), ex(e.value))
-        if isinstance(e, cir.Loop):
-            return ("loop", nm(e.var), ex(e.start), ex(e.stop), ex(e.step), ex(e.body), e.parallel)
-        if isinstance(e, cir.If):
-            return ("if", ex(e.cond), ex(e.then), ex(e.orelse))
-        out = [type(e).__name__]
-        for f in e.__dataclass_fields__:
-            if f in ("ty", "line"):
-                continue
-            val = getattr(e, f)
-            out.append(ex(val) if isinstance(val, (cir.Expr, cir.Stmt, tuple, list, cir.Span)) else val)
-        if isinstance(e, cir.Expr):
-            out.append(ty(e.ty))
-        return tuple(out)
-
-    body = ex(k.body)
-    return (len(k.inputs), tuple(len(b_.shape) for b_ in k.inputs), len(k.output.shape), body)
-
-
 def try_attention(kernel, sizes, notes):
     kind = kernel.kernel_type.kind
-    templates = _templates()
-    c = canon(kernel)
-    block = None
-    for (tk, blk), tc in templates.items():
-        if tk == kind and tc == c:
-            block = blk
-            break
-    if block is None:
-        notes.append(f"the body of this `{kind}` kernel is not the spec's {kind} algorithm; "
-                     "it runs on the generic schedule")
+    if match_spec_attention(kernel, notes) is None:
         return None
     D = cir.eval_dim(kernel.inputs[0].shape[3], sizes) if len(kernel.inputs[0].shape) == 4 else 0
     if D % 16 == 0 and 16 <= D <= 64:

@@ -41,7 +41,8 @@ from .. import cir
 from .cstyle import (CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported, cname,
                      classify_loop, find_nest, has_node, has_tiles, inline_tile_lets,
                      raise_unsupported, trip_count)
-from .cuda import FLASH_TEMPLATE, _lower_template, _templates, _yield_nest, canon
+from .cuda import _yield_nest
+from .spec_patterns import match_spec_attention
 
 PRELUDE = r"""
 template <typename T> inline T zyn_min(T a, T b) { return b < a ? b : a; }
@@ -791,33 +792,11 @@ def _reduce_axis(r, kernel, nest, axis, op, ydt, ct, ident, notes) -> MSLProgram
 # -------------------------------------------------------------------- attention
 
 
-_CLIPPED: dict = {}
-
-
-def _clipped_templates() -> dict:
-    """The spec's flash attention with the running output clipped to the last query block
-    (`zeros(min(BLOCK, seq_len - q_block), head_dim)`): the same meaning."""
-    if not _CLIPPED:
-        try:
-            for blk in (16, 32, 64, 128):
-                text = FLASH_TEMPLATE.replace("var o = zeros(BLOCK, head_dim)",
-                                              "var o = zeros(min(BLOCK, seq_len - q_block), head_dim)")
-                k = _lower_template(text.replace("BLOCK", str(blk)), [4, 4, 4])
-                _CLIPPED[("flash_attention", blk)] = canon(k)
-        except Exception:           # the lowering is unavailable: no template, generic schedule
-            _CLIPPED[("none", 0)] = None
-    return _CLIPPED
-
-
 def _try_attention(kernel, sizes, notes):
     kind = kernel.kernel_type.kind
-    c = canon(kernel)
-    for (tk, _blk), tc in list(_templates().items()) + list(_clipped_templates().items()):
-        if tk == kind and tc == c:
-            return render_flash(kernel, sizes, masked=(kind == "attention"))
-    notes.append(f"the body of this `{kind}` kernel is not the spec's {kind} algorithm; "
-                 "it runs on the generic schedule")
-    return None
+    if match_spec_attention(kernel, notes, clipped=True) is None:
+        return None
+    return render_flash(kernel, sizes, masked=(kind == "attention"))
 
 
 def render_flash(kernel, sizes, masked: bool) -> MSLProgram:

@@ -1,6 +1,8 @@
 """Sessions: the state one notebook (or one `zynbook.run`) keeps between cells."""
 from __future__ import annotations
 
+import functools
+
 from .backends.registry import get_device
 from .compiler import ast as A
 from .compiler.parser import parse
@@ -54,7 +56,7 @@ class Session:
             self.namespace[name] = bind_value(value)
         self.last_kernels = []
         self.launches = []
-        program = parse(source)
+        program = _parse_cached(source)
         extra = parse_annotations(compute_annotations) if compute_annotations else []
         interp = self.interpreter
         interp.extra_annotations = extra
@@ -68,6 +70,13 @@ class Session:
     def run(self, source: str, **env):
         """Run ZynML `source`; returns the value of its last statement."""
         return self.run_cell(source, **env)[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_cached(source: str):
+    # syntax trees are never changed after parsing, so a cell run again reuses its tree
+    # (and with it the kernels lowered for it)
+    return parse(source)
 
 
 def parse_annotations(text: str) -> list:

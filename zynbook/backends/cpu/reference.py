@@ -338,6 +338,8 @@ class ReferenceExecutor:
         n = max(0, -(-(stop - start) // step))
         if n == 0:
             return True
+        if self._contract(s, start, step, n):
+            return True
         lane_elems = int(np.prod(self._lane_shape(), dtype=np.int64)) if self.lanes else 1
         chunk = max(1, min(n, _CHUNK_ELEMENTS // max(1, lane_elems)))
         if chunk < 8 and n > 8:
@@ -374,6 +376,45 @@ class ReferenceExecutor:
                 red = _reduce({"+": "+", "max": "max", "min": "min"}[kind], arr, (axis,))
                 new = self._combine(kind, as_val(self.env[st.name]), Val(red, axis))
                 self.env[st.name] = self._masked_value(st.name, new)
+        return True
+
+    def _contract(self, s: cir.Loop, start, step, n) -> bool:
+        """`acc += X * Y` summed over the loop, as one einsum over the lane axes (a matmul
+        or a convolution's inner product runs as a BLAS contraction). Only for bodies made
+        of such sums of products of per-lane scalars; anything else takes the general path."""
+        if not s.body or not all(isinstance(st, cir.Assign) and _accumulate_kind(st) == "+"
+                                 and isinstance(_accumulate_term(st), cir.Bin)
+                                 and _accumulate_term(st).op == "*" for st in s.body):
+            return False
+        axis = self.lanes
+        saved_env = dict(self.env)
+        self.lane_vars.append((s.var, n))
+        self.lanes += 1
+        self.env[s.var] = LaneIndex(axis, step, start, n)
+        try:
+            pairs = []
+            for st in s.body:
+                term = _accumulate_term(st)
+                x, y = as_val(self.eval(term.left)), as_val(self.eval(term.right))
+                if x.vrank or y.vrank or max(np.size(x.arr), np.size(y.arr)) > _CHUNK_ELEMENTS:
+                    return False
+                pairs.append((st, x, y))
+        finally:
+            self.lanes -= 1
+            self.lane_vars.pop()
+            self.env = saved_env
+        for st, x, y in pairs:
+            probe = Val(np.zeros((1,) * (axis + 1), dtype=bool), axis + 1)
+            a, b, _ = _align([x, y, probe])
+            a, b = np.asarray(a), np.asarray(b)
+            labels = list(range(a.ndim))
+            if a.shape[axis] == 1 and b.shape[axis] == 1:
+                red = np.asarray(a * b)[(slice(None),) * axis + (0,)] * n   # loop-invariant
+            else:
+                red = np.einsum(a, labels, b, labels, [k for k in labels if k != axis],
+                                optimize=True)
+            new = self._combine("+", as_val(self.env[st.name]), Val(red, axis))
+            self.env[st.name] = self._masked_value(st.name, new)
         return True
 
     def _combine(self, kind, old, red):

@@ -407,12 +407,14 @@ class ReferenceExecutor:
             probe = Val(np.zeros((1,) * (axis + 1), dtype=bool), axis + 1)
             a, b, _ = _align([x, y, probe])
             a, b = np.asarray(a), np.asarray(b)
-            labels = list(range(a.ndim))
-            if a.shape[axis] == 1 and b.shape[axis] == 1:
-                red = np.asarray(a * b)[(slice(None),) * axis + (0,)] * n   # loop-invariant
+            labels = list(range(axis + 1))
+            if all(np.ndim(v) == 0 or v.shape[axis] == 1 for v in (a, b)):
+                # the product does not vary along the loop: it is added n times
+                prod = np.asarray(a * b)
+                red = (prod[(slice(None),) * axis + (0,)] if prod.ndim else prod) * n
             else:
-                red = np.einsum(a, labels, b, labels, [k for k in labels if k != axis],
-                                optimize=True)
+                red = np.einsum(a, labels if a.ndim else [], b, labels if b.ndim else [],
+                                labels[:axis], optimize=True)
             new = self._combine("+", as_val(self.env[st.name]), Val(red, axis))
             self.env[st.name] = self._masked_value(st.name, new)
         return True

@@ -676,8 +676,12 @@ def test_f16_is_enabled_only_where_the_adapter_has_it():
 def test_reductions_with_and_without_subgroups(device, monkeypatch, name):
     src, arrays, scalars, sizes, want, kind = CASES[name]
     k, ins, sz, sc = lower_block(src, arrays, scalars, sizes, name)
+    assert not device.options().subgroups           # opt-in
+    monkeypatch.setenv("ZYNBOOK_WEBGPU_FEATURES", "subgroup")
     has = "subgroup" in device.features
     assert device.options().subgroups == has
+    if has:
+        assert "subgroupAdd" in device.program(k).source or "subgroupMax" in device.program(k).source
     got, _ = device.launch(k, ins, sz, sc)
     close(got, want, kind)
     monkeypatch.setenv("ZYNBOOK_WEBGPU_NO_FEATURES", "subgroup")

@@ -21,6 +21,9 @@ from . import runtime as rt
 
 # wgpu-py's name of WebGPU's `subgroups` feature
 SUBGROUP_FEATURE = "subgroup"
+# used only on request (ZYNBOOK_WEBGPU_FEATURES): subgroup reductions are checked on
+# lavapipe but not yet on a discrete GPU
+OPT_IN_FEATURES = (SUBGROUP_FEATURE,)
 
 
 class WebGPUArray:
@@ -97,8 +100,9 @@ class WebGPUDevice(Device):
     @property
     def device(self):
         if self._device is None:
+            # requested whenever offered: whether generated code uses them is options()'s
             wanted = [f for f in ("timestamp-query", "shader-f16", SUBGROUP_FEATURE)
-                      if f in self.features and self.use_feature(f)]
+                      if f in self.features]
             lim = self.limits
             required = {k: lim[k] for k in (
                 "max-buffer-size", "max-storage-buffer-binding-size",
@@ -114,10 +118,15 @@ class WebGPUDevice(Device):
         return self._device
 
     def use_feature(self, name: str) -> bool:
-        """Whether an adapter feature is used: all are, unless ZYNBOOK_WEBGPU_NO_FEATURES
-        (a comma-separated list, e.g. `subgroup,shader-f16`) names it."""
-        off = os.environ.get("ZYNBOOK_WEBGPU_NO_FEATURES", "")
-        return name not in {x.strip() for x in off.split(",")}
+        """Whether an adapter feature is used. Features in OPT_IN_FEATURES are used only
+        when ZYNBOOK_WEBGPU_FEATURES (a comma-separated list) names them; the others always,
+        unless ZYNBOOK_WEBGPU_NO_FEATURES names them (e.g. `subgroup,shader-f16`)."""
+        names = lambda var: {x.strip() for x in os.environ.get(var, "").split(",") if x.strip()}
+        if name in names("ZYNBOOK_WEBGPU_NO_FEATURES"):
+            return False
+        if name in OPT_IN_FEATURES:
+            return name in names("ZYNBOOK_WEBGPU_FEATURES")
+        return True
 
     def options(self) -> wgsl.WGSLOptions:
         lim = self.limits

@@ -304,6 +304,44 @@ class Scope:
 
 IDENTITY = {"+": "0", "*": "1", "and": "true", "or": "false"}
 
+# the prelude's functor of each reduction operator
+OP_FUNCTOR = {"+": "ZynAdd", "*": "ZynMul", "max": "ZynMax", "min": "ZynMin", "and": "ZynAnd",
+              "or": "ZynOr"}
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def pow2_at_least(n: int, lo: int, hi: int) -> int:
+    """The smallest power of two times `lo` that is at least n, at most hi."""
+    p = lo
+    while p < n and p < hi:
+        p *= 2
+    return p
+
+
+def prelude_helpers(q: str) -> str:
+    """Prelude text shared by the C-like languages; `q` qualifies each function."""
+    return "\n".join([
+        f"template <typename T> {q}T zyn_min(T a, T b) {{ return b < a ? b : a; }}",
+        f"template <typename T> {q}T zyn_max(T a, T b) {{ return a < b ? b : a; }}",
+        f"template <typename T> {q}T zyn_iabs(T a) {{ return a < 0 ? -a : a; }}",
+        f"template <typename T> {q}T zyn_sq(T a) {{ return a * a; }}"]) + "\n"
+
+
+def prelude_span_len(q: str) -> str:
+    return (f"template <typename T> {q}T zyn_span_len(T start, T stop, T dim) {{\n"
+            "    T s = start < 0 ? 0 : start; T e = stop < dim ? stop : dim; return e > s ? e - s : 0; }\n")
+
+
+def prelude_functors(q: str) -> str:
+    """The reduction functors (OP_FUNCTOR) of the prelude."""
+    ops = (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "a < b ? b : a"),
+           ("ZynMin", "b < a ? b : a"), ("ZynAnd", "a && b"), ("ZynOr", "a || b"))
+    return "".join(f"struct {name} {{ template <typename T> {q}T operator()(T a, T b) const "
+                   f"{{ return {body}; }} }};\n" for name, body in ops)
+
 
 class CStyleRenderer:
     """Shared C-like rendering. Subclasses fill in the language hooks below."""
@@ -324,10 +362,38 @@ class CStyleRenderer:
         "u64": "unsigned long long", "bool": "bool",
     }
 
-    def thread_id(self) -> str: raise NotImplementedError
-    def block_id(self) -> str: raise NotImplementedError
-    def block_size(self) -> str: raise NotImplementedError
-    def grid_size(self) -> str: raise NotImplementedError
+    # the thread's index in its block, the block's index in the grid, the number of blocks
+    thread_builtin = "threadIdx.x"
+    block_builtin = "blockIdx.x"
+    grid_builtin = "gridDim.x"
+    # (value, index) reductions: the index's C type and CIR dtype, and "no index yet"
+    arg_index_type = "long long"
+    arg_index_dtype = "i64"
+    arg_index_none = "0x7fffffffffffffffLL"
+
+    def thread_id(self) -> str:
+        return f"(int){self.thread_builtin}"
+
+    def block_id(self) -> str:
+        return self.block_builtin
+
+    def block_size(self) -> str:
+        return str(self.nt)
+
+    def grid_size(self) -> str:
+        return self.grid_builtin
+
+    def global_thread_index(self, nt: int) -> str:
+        """The first flat iteration of this thread in a grid-stride loop over blocks of nt."""
+        raise NotImplementedError
+
+    def grid_stride(self, nt: int) -> str:
+        """How far a grid-stride loop over blocks of nt threads steps."""
+        raise NotImplementedError
+
+    def arg_flat(self, row: str | None, extent: int) -> str:
+        """The flat index (arg_index_type) of `_t` in row `row` of `extent` (no row: `_t`)."""
+        raise NotImplementedError
 
     def compute_type(self, dtype: str) -> str:
         """The C type arithmetic on `dtype` is done in (halves compute in float)."""
@@ -396,6 +462,25 @@ class CStyleRenderer:
 
     # block collectives (CUDA: warp shuffles; Metal: simdgroup functions)
     def block_reduce(self, op: str, value: str, ctype: str) -> str:
+        """Every thread of the block gets the reduction of `value` (of C type ctype)."""
+        ident = self.identity(op, {"float": "f32", "double": "f64"}.get(ctype, "i32"))
+        if op in ("and", "or"):
+            ident = "1" if op == "and" else "0"
+        return self.block_allreduce(OP_FUNCTOR[op], value, ctype, ident)
+
+    def block_allreduce(self, functor: str, value: str, ctype: str, ident: str) -> str:
+        raise Unsupported(f"block reductions are not available in {self.lang}")
+
+    def simd_allreduce(self, op: str, value: str) -> str:
+        """Every lane of the warp / SIMD group gets the reduction of `value`."""
+        raise Unsupported(f"warp reductions are not available in {self.lang}")
+
+    def simd_argreduce(self, is_max: str) -> str:
+        """Statement: (_acc, _acci) over the warp / SIMD group."""
+        raise Unsupported(f"warp reductions are not available in {self.lang}")
+
+    def block_argreduce(self, is_max: str, ctype: str, ident: str) -> str:
+        """Statement: (_acc, _acci) over the block, in every thread."""
         raise Unsupported(f"block reductions are not available in {self.lang}")
 
     # ---- setup per kernel -----------------------------------------------------
@@ -1026,8 +1111,33 @@ class CStyleRenderer:
     def atomic_stmt(self, em, s: cir.Atomic, scope):
         raise Unsupported(f"atomics are not available in {self.lang}")
 
+    def atomic_operands(self, em, s: cir.Atomic, scope):
+        """(buffer, element offset, value) of an atomic update; what they need is emitted."""
+        buf = self.buffer_of(s.buffer, scope)
+        pre: list = []
+        idx = [self.index_expr(i, scope, pre) for i in s.index]
+        v = self.cast_to(self.expr(s.value, scope, pre), s.value.ty.dtype, buf.dtype)
+        self.emit_pre(em, pre, s.line)
+        return buf, self.offset(buf, idx), v
+
     def yield_stmt(self, em, s: cir.Yield, scope):
-        raise Unsupported("`yield` outside a reduce kernel", s.line)
+        """Combine a yielded value into the reduce schedule's accumulator (`self._yield`)."""
+        tgt = getattr(self, "_yield", None)
+        if tgt is None:
+            raise Unsupported("`yield` outside a reduce kernel", s.line)
+        op, acc, accidx, dt, flat = tgt
+        pre: list = []
+        v = self.expr(s.value, scope, pre)
+        if op in ("argmax", "argmin"):
+            i = self.expr(s.index, scope, pre) if s.index is not None else flat
+            self.emit_pre(em, pre, s.line)
+            ct = self.compute_type(dt)
+            em(f"zyn_arg_combine<{'true' if op == 'argmax' else 'false'}>({acc}, {accidx}, "
+               f"({ct})({v}), ({self.arg_index_type})({i}));", s.line)
+            return
+        self.emit_pre(em, pre, s.line)
+        ct = self.compute_type(dt) if dt != "bool" else "int"
+        em(self._combine(op, acc, f"({ct})({v})", dt), s.line)
 
     def loop_header(self, s: cir.Loop, c: str, scope, pre) -> str:
         a = self.index_expr(s.start, scope, pre)
@@ -1170,14 +1280,18 @@ class Nest:
         return n
 
 
-def find_nest(body, sizes, parallel_only=True) -> Nest:
+def _scalar_prologue(body, keep_one: bool):
+    """(leading immutable scalar lets, the rest); keep_one: never the whole body."""
     prologue = []
     rest = list(body)
     while rest and isinstance(rest[0], cir.Let) and not rest[0].mutable \
-            and not rest[0].value.ty.shape and len(rest) > 1:
+            and not rest[0].value.ty.shape and (len(rest) > 1 or not keep_one):
         prologue.append(rest.pop(0))
+    return prologue, tuple(rest)
+
+
+def _leading_loops(cur, sizes, parallel_only: bool) -> Nest:
     loops, extents = [], []
-    cur = tuple(rest)
     while len(cur) == 1 and isinstance(cur[0], cir.Loop) and (cur[0].parallel or not parallel_only):
         lp = cur[0]
         n = trip_count(lp, sizes)
@@ -1186,9 +1300,48 @@ def find_nest(body, sizes, parallel_only=True) -> Nest:
         loops.append(lp)
         extents.append(n)
         cur = lp.body
-    if not loops:
+    return Nest(loops, extents, [], cur)
+
+
+def find_nest(body, sizes, parallel_only=True) -> Nest:
+    prologue, rest = _scalar_prologue(body, keep_one=True)
+    nest = _leading_loops(rest, sizes, parallel_only)
+    if not nest.loops:
         return Nest([], [], [], tuple(body))
-    return Nest(loops, extents, prologue, cur)
+    nest.prologue = prologue
+    return nest
+
+
+def yield_nest(body, sizes) -> Nest:
+    """The loops around a reduce kernel's `yield` (parallel or not) and the scalar lets
+    before them."""
+    prologue, rest = _scalar_prologue(body, keep_one=False)
+    nest = _leading_loops(rest, sizes, parallel_only=False)
+    nest.prologue = prologue
+    return nest
+
+
+@dataclass
+class GenericPlan:
+    nest: Nest
+    mode: str               # "thread", "block", or "whole" (no parallel loops)
+    nt: int                 # threads per block
+    wg: int                 # threads the `@workgroup` hint asks for
+
+
+@dataclass
+class ReducePlan:
+    op: str
+    axis: int | None
+    nest: Nest              # the loops around the yield
+    ydt: str                # dtype of the accumulation
+    arg: bool               # argmin / argmax
+    ct: str                 # C type of the accumulator
+    ident: str
+    total: int              # iterations of the nest
+    out: BufInfo
+    is_max: str             # "true" / "false" (argmax / argmin)
+    groups: int = 1         # blocks of the first pass of a whole-input reduction
 
 
 class GenericSchedules:
@@ -1212,6 +1365,255 @@ class GenericSchedules:
             if k > 0:
                 em(f"{rem} /= {ext};")
             scope.vars[lp.var] = (c, "i32", ())
+
+    def body_start(self):
+        """(emitter, scope) of a kernel body that begins with the size constants."""
+        em = Emitter(1)
+        for c in self.size_constants():
+            em(c)
+        return em, self.root.child()
+
+    def open_grid_stride(self, em: Emitter, var: str, total, nt: int):
+        em.open(f"for ({self.idx} {var} = {self.global_thread_index(nt)}; {var} < {total}; "
+                f"{var} += {self.grid_stride(nt)})")
+
+    def group_threads(self, wg: int) -> int:
+        """Threads per block for a `@workgroup` hint of wg >= 32 threads."""
+        return min(1024, wg)
+
+    # ---- thread and block mode kernels ------------------------------------------------
+
+    def plan_generic(self, kernel, body, sizes, options) -> "GenericPlan":
+        """Thread or block mode for a loop nest, and the threads per block."""
+        nest = find_nest(body, sizes)
+        wg = 1
+        for w in (kernel.schedule.workgroup or ()):
+            wg *= int(w)
+        if not nest.loops:
+            return GenericPlan(Nest([], [], [], body), "whole", 0, wg)
+        inner = nest.body
+        needs_block = has_node(inner, (cir.SharedAlloc, cir.Barrier))
+        coop_trip = 0
+        mutable = {n.name for n in cir.walk(inner) if isinstance(n, cir.Let) and n.mutable}
+        for s in cir.walk(inner):
+            if isinstance(s, cir.Loop):
+                kind = classify_loop(s, mutable)
+                if kind is not None or s.parallel:
+                    coop_trip = max(coop_trip, trip_count(s, sizes) or 0)
+        mode = options.get("mode")
+        if mode is None:
+            if needs_block or has_tiles(inner) or (coop_trip >= 64 and nest.total <= 65536):
+                mode = "block"
+            else:
+                mode = "thread"
+        if mode == "block":
+            if wg >= 32:
+                nt = self.group_threads(wg)
+            else:
+                nt = pow2_at_least(max(coop_trip // 8, 1), 32, 1024) if coop_trip else 256
+        else:
+            nt = self.group_threads(wg) if wg >= 32 else 256
+        return GenericPlan(nest, mode, nt, wg)
+
+    def block_mode_body(self, nest: Nest) -> Emitter:
+        """One block per iteration of the nest (no nest: one block runs the whole body)."""
+        if not nest.loops:
+            self.nt = 1024 if has_tiles(nest.body) or any(isinstance(s, cir.Loop)
+                                                          for s in nest.body) else 32
+        em, scope = self.body_start()
+        if nest.loops:
+            em(f"const {self.idx} _blk = {self.block_id()};")
+            self.stmts(em, nest.prologue, scope)
+            self.decompose(em, "_blk", nest, scope)
+        self.block_stmts(em, nest.body, scope, set())
+        return em
+
+    def thread_mode_body(self, nest: Nest, nt: int, total=None, per_iteration=None) -> Emitter:
+        """One thread per iteration of the nest, grid-stride over `total` (the nest's
+        iterations); `per_iteration(em, scope)` replaces the nest's body when given."""
+        em, scope = self.body_start()
+        self.stmts(em, nest.prologue, scope)
+        self.open_grid_stride(em, "_g", nest.total if total is None else total, nt)
+        if per_iteration is None:
+            self.decompose(em, "_g", nest, scope)
+            self.stmts(em, nest.body, scope)
+        else:
+            per_iteration(em, scope)
+        em.close()
+        return em
+
+    # ---- reduce kernels ---------------------------------------------------------------
+
+    # (value, index) reductions of more elements than this are refused (None: no limit)
+    arg_limit: int | None = None
+
+    def plan_reduce(self, kernel, body, sizes) -> "ReducePlan":
+        op = kernel.kernel_type.param("op", "+")
+        axis = kernel.kernel_type.param("axis")
+        nest = yield_nest(body, sizes)
+        ydts = [n.value.ty.dtype for n in cir.walk(body) if isinstance(n, cir.Yield)]
+        if not ydts:
+            raise Unsupported("a reduce kernel needs a `yield`")
+        ydt = ydts[0]
+        if op in ("+", "*") and ydt == "bool":
+            ydt = "i64"
+        if op not in ("argmax", "argmin") and kernel.output.dtype in cir.FLOAT_DTYPES \
+                and ydt not in cir.FLOAT_DTYPES:
+            ydt = kernel.output.dtype
+        arg = op in ("argmax", "argmin")
+        ct = self.compute_type(ydt) if ydt != "bool" else "int"
+        ident = self.identity(op, ydt)
+        total = nest.total if nest.loops else 1
+        if arg and self.arg_limit is not None and total >= self.arg_limit:
+            raise Unsupported("argmin/argmax over 2^31 elements or more")
+        if axis is not None:
+            if not nest.loops or not (0 <= int(axis) < len(nest.loops)):
+                raise Unsupported(f"reduce axis={axis} does not name one of the "
+                                  f"{len(nest.loops)} loops around the yield")
+            axis = int(axis)
+        out = self.buffers[kernel.output.name]
+        return ReducePlan(op, axis, nest, ydt, arg, ct, ident, total, out,
+                          "true" if op == "argmax" else "false")
+
+    def reduce_result(self, p: "ReducePlan") -> str:
+        """The value stored to the output: the reduction, or the index for argmin/argmax."""
+        v = "_acci" if p.arg else "_acc"
+        return self.store_value(self.cast_to(v, self.arg_index_dtype if p.arg else p.ydt,
+                                             p.out.dtype), p.out.dtype)
+
+    def declare_reduce_acc(self, em: Emitter, p: "ReducePlan"):
+        em(f"{p.ct} _acc = {p.ident};")
+        em(f"{self.arg_index_type} _acci = {self.arg_index_none};")
+
+    def reduce_across_block(self, em: Emitter, p: "ReducePlan"):
+        if p.arg:
+            em(self.block_argreduce(p.is_max, p.ct, p.ident))
+        else:
+            em(f"_acc = {self.block_reduce(p.op, '_acc', p.ct)};")
+
+    def reduce_iterations(self, em: Emitter, p: "ReducePlan", loop: cir.Loop, scope: Scope,
+                          first: str, step, extent: int, row: str | None):
+        """The reduced loop's iterations `_t` from `first` by `step` into the accumulator."""
+        self._yield = (p.op, "_acc", "_acci", p.ydt, "_flat")
+        c = self.loop_var_name(loop.var)
+        pre: list = []
+        a = self.index_expr(loop.start, scope, pre)
+        st = self.index_expr(loop.step, scope, pre)
+        self.emit_pre(em, pre)
+        inc = "++_t" if step == 1 else f"_t += {step}"
+        em.open(f"for ({self.idx} _t = {first}; _t < {extent}; {inc})")
+        em(f"const {self.idx} {c} = {a} + _t * {st};")
+        em(f"const {self.arg_index_type} _flat = {self.arg_flat(row, extent)};")
+        inner = scope.child()
+        inner.vars[loop.var] = (c, "i32", ())
+        self.stmts(em, p.nest.body, inner)
+        em.close()
+        self._yield = None
+
+    def reduce_partials(self, p: "ReducePlan", nt: int) -> Emitter:
+        """Whole-input reduction, first pass: each thread's grid-stride partial in `_acc`."""
+        em, scope = self.body_start()
+        self.stmts(em, p.nest.prologue, scope)
+        self.declare_reduce_acc(em, p)
+        self._yield = (p.op, "_acc", "_acci", p.ydt, "_g")
+        self.open_grid_stride(em, "_g", p.total, nt)
+        if p.nest.loops:
+            self.decompose(em, "_g", p.nest, scope)
+        self.stmts(em, p.nest.body, scope)
+        em.close()
+        self._yield = None
+        self.reduce_across_block(em, p)
+        em.open(f"if ({self.thread_builtin} == 0)")
+        if p.groups > 1:
+            em(f"_part[{self.block_id()}] = _acc;")
+            if p.arg:
+                em(f"_parti[{self.block_id()}] = _acci;")
+        else:
+            em(f"{p.out.c}[0] = {self.reduce_result(p)};")
+        em.close()
+        return em
+
+    def reduce_final(self, p: "ReducePlan", partials_loop: str, partial: str) -> Emitter:
+        """Whole-input reduction, second pass: one block of 1024 threads over the partials
+        (`partials_loop` visits `_b`; `partial` reads one)."""
+        self.nt = 1024
+        em = Emitter(1)
+        self.declare_reduce_acc(em, p)
+        em.open(partials_loop)
+        if p.arg:
+            em(f"zyn_arg_combine<{p.is_max}>(_acc, _acci, {partial}, _parti[_b]);")
+        else:
+            em(self._combine(p.op, "_acc", partial, p.ydt))
+        em.close()
+        self.reduce_across_block(em, p)
+        em(f"if ({self.thread_builtin} == 0) {p.out.c}[0] = {self.reduce_result(p)};")
+        return em
+
+    def reduce_axis_layout(self, p: "ReducePlan"):
+        """(outer nest, reduced loop, its extent) of an `axis=` reduction."""
+        keep = [k for k in range(len(p.nest.loops)) if k != p.axis]
+        outer = Nest([p.nest.loops[k] for k in keep], [p.nest.extents[k] for k in keep], [], ())
+        return outer, p.nest.loops[p.axis], p.nest.extents[p.axis]
+
+    def reduce_rows(self, p: "ReducePlan") -> tuple:
+        """`axis=` the innermost loop: one warp / SIMD group (rows up to 2048) or one block
+        per output element. Returns (body, per_simd, blocks)."""
+        outer, red_loop, red_ext = self.reduce_axis_layout(p)
+        n_out = outer.total
+        per_simd = red_ext <= 2048
+        nt = 256 if per_simd else pow2_at_least(red_ext // 8, 128, 1024)
+        self.nt = nt
+        rows = nt // 32 if per_simd else 1
+        em, scope = self.body_start()
+        self.stmts(em, p.nest.prologue, scope)
+        first, lane = self.reduce_row_index(em, rows, per_simd)
+        self.declare_reduce_acc(em, p)
+        em.open(f"if (_row < {n_out})")
+        self.decompose(em, "_row", outer, scope)
+        self.reduce_iterations(em, p, red_loop, scope, first, 32 if per_simd else nt, red_ext, "_row")
+        if per_simd:
+            if p.arg:
+                em(self.simd_argreduce(p.is_max))
+            else:
+                em(f"_acc = {self.simd_allreduce(p.op, '_acc')};")
+        em.close()
+        if not per_simd:
+            self.reduce_across_block(em, p)
+        em(f"if ({lane} == 0 && _row < {n_out}) {p.out.c}[_row] = {self.reduce_result(p)};")
+        return em, per_simd, ceil_div(n_out, rows)
+
+    def reduce_row_index(self, em: Emitter, rows: int, per_simd: bool) -> tuple:
+        """Declare `_row` (rows per block: one per warp / SIMD group, or one); returns the
+        thread's first `_t` and the lane that stores."""
+        raise NotImplementedError
+
+    def reduce_strided(self, p: "ReducePlan") -> tuple:
+        """`axis=` an outer loop: one thread per output element runs over the reduced axis
+        (neighbouring threads read neighbouring elements). Returns (body, blocks)."""
+        outer, red_loop, red_ext = self.reduce_axis_layout(p)
+        nt = 256
+        self.nt = nt
+        em, scope = self.body_start()
+        self.stmts(em, p.nest.prologue, scope)
+        self.open_grid_stride(em, "_g", outer.total, nt)
+        self.decompose(em, "_g", outer, scope)
+        self.declare_reduce_acc(em, p)
+        self.reduce_iterations(em, p, red_loop, scope, "0", 1, red_ext, None)
+        em(f"{p.out.c}[_g] = {self.reduce_result(p)};")
+        em.close()
+        return em, ceil_div(outer.total, nt)
+
+    # ---- attention --------------------------------------------------------------------
+
+    def attention_operands(self, kernel):
+        """(Q, K, V, out buffers, (B, H, S, D), SK) of a spec attention kernel."""
+        q, k_, v_ = (self.buffers[b_.name] for b_ in kernel.inputs[:3])
+        return q, k_, v_, self.buffers[kernel.output.name], q.shape, k_.shape[2]
+
+    def attention_mask(self, kernel, qi: str, kj: str) -> str:
+        """The mask element of query qi and key kj (the spec's `mask[i, j]`)."""
+        mk = self.buffers[kernel.inputs[3].name]
+        return f"{mk.c}[({self.long_index_type}){qi} * {mk.shape[1]} + {kj}]"
 
     # ---- block mode ---------------------------------------------------------------
 

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 
 from .. import cir
 from . import cstyle
-from .cstyle import (CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported, cname,
-                     assigned_vars, declared_vars, stored_buffers, find_nest, free_vars, has_node, has_tiles, classify_loop, inline_tile_lets,
-                     substitute, trip_count, raise_unsupported)
+from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported,
+                     assigned_vars, ceil_div, classify_loop, cname, declared_vars, find_nest,
+                     free_vars, has_node, has_tiles, inline_tile_lets, pow2_at_least,
+                     raise_unsupported, stored_buffers, substitute, trip_count)
 from .spec_patterns import (ATTENTION_TEMPLATE, FLASH_TEMPLATE,  # noqa: F401 (re-exported)
                             match_spec_attention)
 
@@ -115,10 +116,6 @@ __device__ __forceinline__ void zyn_atomic_min(float* p, float v) {
 }
 """
 
-OP_FUNCTOR = {"+": "ZynAdd", "*": "ZynMul", "max": "ZynMax", "min": "ZynMin", "and": "ZynAnd",
-              "or": "ZynOr"}
-
-
 @dataclass
 class Step:
     func: str
@@ -152,17 +149,14 @@ class CUDARenderer(CStyleRenderer, GenericSchedules):
     def __init__(self):
         self.nt = 256
 
-    def thread_id(self):
-        return "(int)threadIdx.x"
+    def global_thread_index(self, nt):
+        return f"({self.idx})blockIdx.x * {nt} + threadIdx.x"
 
-    def block_id(self):
-        return "blockIdx.x"
+    def grid_stride(self, nt):
+        return f"({self.idx})gridDim.x * {nt}"
 
-    def block_size(self):
-        return str(self.nt)
-
-    def grid_size(self):
-        return "gridDim.x"
+    def arg_flat(self, row, extent):
+        return f"(long long){row} * {extent} + _t" if row else "(long long)_t"
 
     def load_value(self, text, dtype):
         if dtype == "f16":
@@ -188,20 +182,30 @@ class CUDARenderer(CStyleRenderer, GenericSchedules):
             return "(-ZYN_INF_D)" if d else "(-ZYN_INF_F)"
         return super().float_literal(v, dtype)
 
-    def block_reduce(self, op, value, ctype):
-        ident = self.identity(op, "f32" if ctype == "float" else
-                              ("f64" if ctype == "double" else "i32"))
-        if op in ("and", "or"):
-            ident = "1" if op == "and" else "0"
-        return f"zyn_block_allreduce<{ctype}>({value}, {OP_FUNCTOR[op]}(), ({ctype})({ident}))"
+    def block_allreduce(self, functor, value, ctype, ident):
+        return f"zyn_block_allreduce<{ctype}>({value}, {functor}(), ({ctype})({ident}))"
+
+    def simd_allreduce(self, op, value):
+        return f"zyn_warp_allreduce({value}, {OP_FUNCTOR[op]}())"
+
+    def simd_argreduce(self, is_max):
+        return f"zyn_warp_argreduce<{is_max}>(_acc, _acci);"
+
+    def block_argreduce(self, is_max, ctype, ident):
+        return f"zyn_block_argreduce<{is_max}>(_acc, _acci, ({ctype})({ident}));"
+
+    def reduce_row_index(self, em, rows, per_simd):
+        if per_simd:
+            em(f"const {self.idx} _row = ({self.idx})blockIdx.x * {rows} + (threadIdx.x >> 5);")
+            em("const int _lane = threadIdx.x & 31;")
+        else:
+            em(f"const {self.idx} _row = blockIdx.x;")
+            em("const int _lane = threadIdx.x;")
+        return "_lane", "_lane"
 
     def atomic_stmt(self, em, s: cir.Atomic, scope):
-        buf = self.buffer_of(s.buffer, scope)
-        pre: list = []
-        idx = [self.index_expr(i, scope, pre) for i in s.index]
-        v = self.cast_to(self.expr(s.value, scope, pre), s.value.ty.dtype, buf.dtype)
-        self.emit_pre(em, pre, s.line)
-        addr = f"&{buf.c}[{self.offset(buf, idx)}]"
+        buf, off, v = self.atomic_operands(em, s, scope)
+        addr = f"&{buf.c}[{off}]"
         if s.op == "+":
             em(f"atomicAdd({addr}, {v});", s.line)
         elif buf.dtype == "f32":
@@ -210,26 +214,6 @@ class CUDARenderer(CStyleRenderer, GenericSchedules):
             em(f"atomic{s.op.capitalize()}({addr}, {v});", s.line)
         else:
             raise Unsupported(f"atomic {s.op}= on {buf.dtype}", s.line)
-
-    # ---- yields (reduce kernels) ------------------------------------------------------
-
-    def yield_stmt(self, em, s: cir.Yield, scope):
-        tgt = getattr(self, "_yield", None)
-        if tgt is None:
-            raise Unsupported("`yield` outside a reduce kernel", s.line)
-        op, acc, accidx, dt, flat = tgt
-        pre: list = []
-        v = self.expr(s.value, scope, pre)
-        if op in ("argmax", "argmin"):
-            i = self.expr(s.index, scope, pre) if s.index is not None else flat
-            self.emit_pre(em, pre, s.line)
-            ct = self.compute_type(dt)
-            em(f"zyn_arg_combine<{'true' if op == 'argmax' else 'false'}>({acc}, {accidx}, "
-               f"({ct})({v}), (long long)({i}));", s.line)
-            return
-        self.emit_pre(em, pre, s.line)
-        ct = self.compute_type(dt) if dt != "bool" else "int"
-        em(self._combine(op, acc, f"({ct})({v})", dt), s.line)
 
     # ---- assembly -------------------------------------------------------------------
 
@@ -276,17 +260,6 @@ class CUDARenderer(CStyleRenderer, GenericSchedules):
 # ======================================================================== schedules
 
 
-def _ceil(a, b):
-    return -(-a // b)
-
-
-def _pow2_at_least(n, lo, hi):
-    p = lo
-    while p < n and p < hi:
-        p *= 2
-    return p
-
-
 def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: dict | None = None) -> CudaProgram:
     """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible."""
     options = dict(options or {})
@@ -328,57 +301,22 @@ def _render(kernel, sizes, arch, options) -> CudaProgram:
 
 
 def render_generic(kernel, body, sizes, notes, options=None) -> CudaProgram:
-    options = options or {}
     r = CUDARenderer()
     r.setup(kernel, sizes)
-    nest = find_nest(body, sizes)
-    wg = 1
-    for w in (kernel.schedule.workgroup or ()):
-        wg *= int(w)
-    if not nest.loops:
-        return _block_program(r, kernel, Nest([], [], [], body), 1, notes,
-                              "block: one block runs the whole body")
-    inner = nest.body
-    needs_block = has_node(inner, (cir.SharedAlloc, cir.Barrier))
-    coop_trip = 0
-    for s in cir.walk(inner):
-        if isinstance(s, cir.Loop):
-            kind = classify_loop(s, {n.name for n in cir.walk(inner)
-                                     if isinstance(n, cir.Let) and n.mutable})
-            if kind is not None or s.parallel:
-                coop_trip = max(coop_trip, trip_count(s, sizes) or 0)
-    tiles = has_tiles(inner)
-    mode = options.get("mode")
-    if mode is None:
-        if needs_block or tiles or (coop_trip >= 64 and nest.total <= 65536):
-            mode = "block"
-        else:
-            mode = "thread"
-    if mode == "block":
-        if wg >= 32:
-            nt = min(1024, wg)
-        else:
-            nt = _pow2_at_least(max(coop_trip // 8, 1), 32, 1024) if coop_trip else 256
-        r.nt = nt
+    plan = r.plan_generic(kernel, body, sizes, options or {})
+    nest = plan.nest
+    if plan.mode == "whole":
+        return _block_program(r, kernel, nest, 1, notes, "block: one block runs the whole body")
+    r.nt = plan.nt
+    if plan.mode == "block":
         return _block_program(r, kernel, nest, nest.total, notes,
-                              f"block: one block of {nt} threads per iteration of "
+                              f"block: one block of {plan.nt} threads per iteration of "
                               f"({', '.join(l.var for l in nest.loops)})")
-    return _thread_program(r, kernel, nest, notes, wg)
+    return _thread_program(r, kernel, nest, notes)
 
 
 def _block_program(r: CUDARenderer, kernel, nest: Nest, blocks: int, notes, banner):
-    if not nest.loops:
-        r.nt = 1024 if has_tiles(nest.body) or any(isinstance(s, cir.Loop) for s in nest.body) else 32
-    em = Emitter(1)
-    scope = r.root.child()
-    for c in r.size_constants():
-        em(c)
-    if nest.loops:
-        em(f"const {r.idx} _blk = blockIdx.x;")
-        r.stmts(em, nest.prologue, scope)
-        r.decompose(em, "_blk", nest, scope)
-    mutable = set()
-    r.block_stmts(em, nest.body, scope, mutable)
+    em = r.block_mode_body(nest)
     name = cname(kernel.name)
     text = r.signature(name, bounds=r.nt) + " {\n"
     text += "\n".join("    " + d for d in r.shared_decls) + ("\n" if r.shared_decls else "")
@@ -388,14 +326,13 @@ def _block_program(r: CUDARenderer, kernel, nest: Nest, blocks: int, notes, bann
                        schedule=banner, notes=notes, line_map=lm)
 
 
-def _thread_program(r: CUDARenderer, kernel, nest: Nest, notes, wg):
-    nt = min(1024, wg) if wg >= 32 else 256
-    r.nt = nt
+def _thread_program(r: CUDARenderer, kernel, nest: Nest, notes):
+    nt = r.nt
     name = cname(kernel.name)
     kernels = []
     scalar_text = _thread_kernel(r, kernel, nest, name + ("_scalar" if False else ""), nt, None)
     vec = _vector_width(r, kernel, nest)
-    steps_scalar = [Step(name, (max(1, _ceil(nest.total, nt)), 1, 1), (nt, 1, 1), ("buffers", "scalars"))]
+    steps_scalar = [Step(name, (max(1, ceil_div(nest.total, nt)), 1, 1), (nt, 1, 1), ("buffers", "scalars"))]
     if vec:
         W, bufs = vec
         vname = name + "_vec"
@@ -408,7 +345,7 @@ def _thread_program(r: CUDARenderer, kernel, nest: Nest, notes, wg):
             vec = None
     if vec:
         kernels = [vec_text, scalar_text]
-        steps = [Step(vname, (max(1, _ceil(nest.total // W, nt)), 1, 1), (nt, 1, 1), ("buffers", "scalars"))]
+        steps = [Step(vname, (max(1, ceil_div(nest.total // W, nt)), 1, 1), (nt, 1, 1), ("buffers", "scalars"))]
         banner = (f"thread: one thread per {W} consecutive elements of "
                   f"({', '.join(l.var for l in nest.loops)}), {16}-byte vector loads")
         r._body_text = ""
@@ -421,20 +358,11 @@ def _thread_program(r: CUDARenderer, kernel, nest: Nest, notes, wg):
 
 
 def _thread_kernel(r: CUDARenderer, kernel, nest: Nest, name, nt, W):
-    em = Emitter(1)
-    scope = r.root.child()
-    for c in r.size_constants():
-        em(c)
-    r.stmts(em, nest.prologue, scope)
-    total = nest.total if W is None else nest.total // W
-    em.open(f"for ({r.idx} _g = ({r.idx})blockIdx.x * {nt} + threadIdx.x; _g < {total}; "
-            f"_g += ({r.idx})gridDim.x * {nt})")
     if W is None:
-        r.decompose(em, "_g", nest, scope)
-        r.stmts(em, nest.body, scope)
+        em = r.thread_mode_body(nest, nt)
     else:
-        _vector_body(r, em, nest, scope, W)
-    em.close()
+        em = r.thread_mode_body(nest, nt, nest.total // W,
+                                lambda em, scope: _vector_body(r, em, nest, scope, W))
     return r.signature(name, bounds=nt) + " {\n" + em.text() + "\n}"
 
 
@@ -735,7 +663,7 @@ def try_rows(kernel, body, sizes, notes):
     name = cname(kernel.name)
     texts = [_row_kernel(r, kernel, plan, name, T, E, RPB, W)]
     rows = plan.nest.total
-    grid = (_ceil(rows, RPB), 1, 1)
+    grid = (ceil_div(rows, RPB), 1, 1)
     steps = [Step(name, grid, (T * RPB, 1, 1), ("buffers", "scalars"))]
     unaligned = None
     if W > 1:
@@ -743,7 +671,7 @@ def try_rows(kernel, body, sizes, notes):
         r1.setup(kernel, sizes)
         T1, E1, RPB1 = _row_layout(C, 1, len(plan.keys)) or (T, E * W, RPB)
         texts.append(_row_kernel(r1, kernel, plan, name + "_w1", T1, E1, RPB1, 1))
-        unaligned = [Step(name + "_w1", (_ceil(rows, RPB1), 1, 1), (T1 * RPB1, 1, 1), ("buffers", "scalars"))]
+        unaligned = [Step(name + "_w1", (ceil_div(rows, RPB1), 1, 1), (T1 * RPB1, 1, 1), ("buffers", "scalars"))]
     who = f"one warp per row, {RPB} rows per block" if T == 32 else f"one block of {T} threads per row"
     banner = (f"rows: {who} of ({', '.join(l.var for l in plan.nest.loops)}); the row's {C} elements "
               f"held in registers ({E} x {W} per thread"
@@ -757,14 +685,14 @@ def try_rows(kernel, body, sizes, notes):
 
 def _row_layout(C, W, nkeys):
     """(threads per row, vectors per thread, rows per block), or None when too many registers."""
-    vecs = _ceil(C, W)
+    vecs = ceil_div(C, W)
     budget = 64                         # cached elements per thread (registers)
     if vecs <= 32 * 4:                  # short rows: a warp each, no block barriers
-        E = _ceil(vecs, 32)
+        E = ceil_div(vecs, 32)
         return (32, E, 4) if E * W * max(nkeys, 1) <= budget else None
-    T = _pow2_at_least(_ceil(vecs, 4), 64, 1024)
+    T = pow2_at_least(ceil_div(vecs, 4), 64, 1024)
     while True:
-        E = _ceil(vecs, T)
+        E = ceil_div(vecs, T)
         if E * W * max(nkeys, 1) <= budget:
             return T, E, 1
         if T >= 1024:
@@ -774,7 +702,7 @@ def _row_layout(C, W, nkeys):
 
 def _row_kernel(r: _RowRenderer, kernel, plan: RowPlan, name, T, E, RPB, W):
     C = plan.cols
-    exact = _ceil(C, W) % T == 0 and C % W == 0
+    exact = ceil_div(C, W) % T == 0 and C % W == 0
     nest = plan.nest
     warp = T == 32
     em = Emitter(1)
@@ -878,7 +806,7 @@ def _row_kernel(r: _RowRenderer, kernel, plan: RowPlan, name, T, E, RPB, W):
             em.close()
         em.close()
         for acc, (p, op, dt, c, ct) in parts.items():
-            red = f"zyn_warp_allreduce({p}, {OP_FUNCTOR[op]}())" if warp else r.block_reduce(op, p, ct)
+            red = r.simd_allreduce(op, p) if warp else r.block_reduce(op, p, ct)
             em(r._combine(op, c, red, dt))
     return r.signature(name, bounds=T * RPB) + " {\n" + em.text() + "\n}"
 
@@ -886,221 +814,50 @@ def _row_kernel(r: _RowRenderer, kernel, plan: RowPlan, name, T, E, RPB, W):
 # ----------------------------------------------------------------------- reduce
 
 
-def _yield_nest(body, sizes):
-    prologue = []
-    rest = list(body)
-    while rest and isinstance(rest[0], cir.Let) and not rest[0].mutable and not rest[0].value.ty.shape:
-        prologue.append(rest.pop(0))
-    loops, extents = [], []
-    cur = tuple(rest)
-    while len(cur) == 1 and isinstance(cur[0], cir.Loop):
-        lp = cur[0]
-        n = trip_count(lp, sizes)
-        if n is None or free_vars((lp.start, lp.stop, lp.step)) & {l.var for l in loops}:
-            break
-        loops.append(lp)
-        extents.append(n)
-        cur = lp.body
-    return Nest(loops, extents, prologue, cur)
-
-
 def render_reduce(kernel, body, sizes, notes) -> CudaProgram:
     r = CUDARenderer()
     r.setup(kernel, sizes)
-    op = kernel.kernel_type.param("op", "+")
-    axis = kernel.kernel_type.param("axis")
-    nest = _yield_nest(body, sizes)
-    ydts = [n.value.ty.dtype for n in cir.walk(body) if isinstance(n, cir.Yield)]
-    if not ydts:
-        raise Unsupported("a reduce kernel needs a `yield`")
-    ydt = ydts[0]
-    if op in ("+", "*") and ydt == "bool":
-        ydt = "i64"
-    if op not in ("argmax", "argmin") and kernel.output.dtype in cir.FLOAT_DTYPES and ydt not in cir.FLOAT_DTYPES:
-        ydt = kernel.output.dtype
-    name = cname(kernel.name)
-    out = r.buffers[kernel.output.name]
-    arg = op in ("argmax", "argmin")
-    ct = r.compute_type(ydt) if ydt != "bool" else "int"
-    ident = r.identity(op, ydt)
-    if axis is not None:
-        if not nest.loops or not (0 <= int(axis) < len(nest.loops)):
-            raise Unsupported(f"reduce axis={axis} does not name one of the "
-                              f"{len(nest.loops)} loops around the yield")
-        return _reduce_axis(r, kernel, nest, int(axis), op, ydt, ct, ident, notes)
+    p = r.plan_reduce(kernel, body, sizes)
+    if p.axis is not None:
+        return _reduce_axis(r, kernel, p, notes)
     # whole-input reduction: pass 1 per block partials, pass 2 one block over the partials
-    total = nest.total if nest.loops else 1
+    name = cname(kernel.name)
     nt = 256
     r.nt = nt
-    blocks = max(1, min(_ceil(total, nt * 4), 1024))
-    em = Emitter(1)
-    scope = r.root.child()
-    for c in r.size_constants():
-        em(c)
-    r.stmts(em, nest.prologue, scope)
-    em(f"{ct} _acc = {ident};")
-    em("long long _acci = 0x7fffffffffffffffLL;")
-    r._yield = (op, "_acc", "_acci", ydt, "_g")
-    em.open(f"for ({r.idx} _g = ({r.idx})blockIdx.x * {nt} + threadIdx.x; _g < {total}; "
-            f"_g += ({r.idx})gridDim.x * {nt})")
-    if nest.loops:
-        r.decompose(em, "_g", nest, scope)
-    r.stmts(em, nest.body, scope)
-    em.close()
-    r._yield = None
+    blocks = p.groups = max(1, min(ceil_div(p.total, nt * 4), 1024))
     two = blocks > 1
-    if arg:
-        em(f"zyn_block_argreduce<{'true' if op == 'argmax' else 'false'}>(_acc, _acci, ({ct})({ident}));")
-    else:
-        em(f"_acc = {r.block_reduce(op, '_acc', ct)};")
-    em.open("if (threadIdx.x == 0)")
-    if two:
-        em("_part[blockIdx.x] = _acc;")
-        if arg:
-            em("_parti[blockIdx.x] = _acci;")
-    else:
-        v = "_acci" if arg else "_acc"
-        em(f"{out.c}[0] = {r.store_value(r.cast_to(v, 'i64' if arg else ydt, out.dtype), out.dtype)};")
-    em.close()
-    extra = [f"{ct}* __restrict__ _part", "long long* __restrict__ _parti"]
+    em = r.reduce_partials(p, nt)
+    extra = [f"{p.ct}* __restrict__ _part", "long long* __restrict__ _parti"]
     k1 = r.signature(name, extra, bounds=nt) + " {\n" + em.text() + "\n}"
     kernels = [k1]
     steps = [Step(name, (blocks, 1, 1), (nt, 1, 1), ("buffers", "scratch:_part", "scratch:_parti", "scalars"))]
-    scratch = {"_part": (ydt if ydt != "bool" else "i32", blocks), "_parti": ("i64", blocks)}
+    scratch = {"_part": (p.ydt if p.ydt != "bool" else "i32", blocks), "_parti": ("i64", blocks)}
     if two:
-        em = Emitter(1)
-        em(f"{ct} _acc = {ident};")
-        em("long long _acci = 0x7fffffffffffffffLL;")
-        em.open(f"for (int _b = threadIdx.x; _b < {blocks}; _b += 1024)")
-        if arg:
-            em(f"zyn_arg_combine<{'true' if op == 'argmax' else 'false'}>(_acc, _acci, _part[_b], _parti[_b]);")
-        else:
-            em(r._combine(op, "_acc", "_part[_b]", ydt))
-        em.close()
-        if arg:
-            em(f"zyn_block_argreduce<{'true' if op == 'argmax' else 'false'}>(_acc, _acci, ({ct})({ident}));")
-        else:
-            em(f"_acc = {r.block_reduce(op, '_acc', ct)};")
-        v = "_acci" if arg else "_acc"
-        em(f"if (threadIdx.x == 0) {out.c}[0] = "
-           f"{r.store_value(r.cast_to(v, 'i64' if arg else ydt, out.dtype), out.dtype)};")
+        em = r.reduce_final(p, f"for (int _b = threadIdx.x; _b < {blocks}; _b += 1024)", "_part[_b]")
         k2 = r.signature(name + "_final", extra, bounds=1024) + " {\n" + em.text() + "\n}"
         kernels.append(k2)
         steps.append(Step(name + "_final", (1, 1, 1), (1024, 1, 1),
                           ("buffers", "scratch:_part", "scratch:_parti", "scalars")))
-    banner = (f"reduce({op}): {blocks} blocks of {nt} threads, warp shuffles + block reduction"
+    banner = (f"reduce({p.op}): {blocks} blocks of {nt} threads, warp shuffles + block reduction"
               + (", second pass over the block partials" if two else ""))
     src, lm = r.assemble(kernels, banner)
     return CudaProgram(name, src, steps, scratch=scratch, schedule=banner, notes=notes, line_map=lm)
 
 
-def _reduce_axis(r, kernel, nest, axis, op, ydt, ct, ident, notes):
+def _reduce_axis(r, kernel, p, notes):
     name = cname(kernel.name)
-    out = r.buffers[kernel.output.name]
-    arg = op in ("argmax", "argmin")
-    keep = [k for k in range(len(nest.loops)) if k != axis]
-    outer = Nest([nest.loops[k] for k in keep], [nest.extents[k] for k in keep], [], ())
-    n_out = outer.total
-    red_loop = nest.loops[axis]
-    red_ext = nest.extents[axis]
-    innermost = axis == len(nest.loops) - 1
-    em = Emitter(1)
-    scope = r.root.child()
-    for c in r.size_constants():
-        em(c)
-    r.stmts(em, nest.prologue, scope)
-    # the loops after the reduced one must still nest inside it; rebuild the inner body
-    inner_body = nest.body
-    for k in range(len(nest.loops) - 1, axis, -1):
-        pass
-    if innermost:
-        # one warp (short rows) or one block (long rows) per output element
-        per_warp = red_ext <= 2048
-        nt = 256 if per_warp else _pow2_at_least(red_ext // 8, 128, 1024)
-        r.nt = nt
-        lanes = 32 if per_warp else nt
-        rows_per_block = nt // lanes
-        if per_warp:
-            em(f"const {r.idx} _row = ({r.idx})blockIdx.x * {rows_per_block} + (threadIdx.x >> 5);")
-            em("const int _lane = threadIdx.x & 31;")
-        else:
-            em(f"const {r.idx} _row = blockIdx.x;")
-            em("const int _lane = threadIdx.x;")
-        em.open(f"if (_row < {n_out})")
-        r.decompose(em, "_row", outer, scope)
-        em(f"{ct} _acc = {ident};")
-        em("long long _acci = 0x7fffffffffffffffLL;")
-        r._yield = (op, "_acc", "_acci", ydt, "_flat")
-        c = r.loop_var_name(red_loop.var)
-        pre: list = []
-        a = r.index_expr(red_loop.start, scope, pre)
-        st = r.index_expr(red_loop.step, scope, pre)
-        r.emit_pre(em, pre)
-        em.open(f"for ({r.idx} _t = _lane; _t < {red_ext}; _t += {lanes})")
-        em(f"const {r.idx} {c} = {a} + _t * {st};")
-        em(f"const long long _flat = (long long)_row * {red_ext} + _t;")
-        inner = scope.child()
-        inner.vars[red_loop.var] = (c, "i32", ())
-        r.stmts(em, nest.body, inner)
-        em.close()
-        r._yield = None
-        if per_warp:
-            if arg:
-                em(f"zyn_warp_argreduce<{'true' if op == 'argmax' else 'false'}>(_acc, _acci);")
-            else:
-                em(f"_acc = zyn_warp_allreduce(_acc, {OP_FUNCTOR[op]}());")
-        em.close()
-        if not per_warp:
-            if arg:
-                em(f"zyn_block_argreduce<{'true' if op == 'argmax' else 'false'}>(_acc, _acci, ({ct})({ident}));")
-            else:
-                em(f"_acc = {r.block_reduce(op, '_acc', ct)};")
-        v = "_acci" if arg else "_acc"
-        em(f"if (_lane == 0 && _row < {n_out}) {out.c}[_row] = "
-           f"{r.store_value(r.cast_to(v, 'i64' if arg else ydt, out.dtype), out.dtype)};")
-        blocks = _ceil(n_out, rows_per_block)
-        banner = (f"reduce({op}, axis={axis}): one {'warp' if per_warp else 'block'} per output, "
+    if p.axis == len(p.nest.loops) - 1:
+        em, per_warp, blocks = r.reduce_rows(p)
+        banner = (f"reduce({p.op}, axis={p.axis}): one {'warp' if per_warp else 'block'} per output, "
                   "shuffle reduction")
-        # when not per_warp, `_acc` is declared inside the guarded scope; hoist it
-        text = em.text()
-        if not per_warp:
-            text = text.replace(f"    if (_row < {n_out}) {{", f"    {ct} _acc = {ident};\n"
-                                "    long long _acci = 0x7fffffffffffffffLL;\n"
-                                f"    if (_row < {n_out}) {{", 1)
-            text = text.replace(f"        {ct} _acc = {ident};\n        long long _acci = 0x7fffffffffffffffLL;\n", "", 1)
-        k = r.signature(name, bounds=nt) + " {\n" + text + "\n}"
     else:
-        # strided axis: one thread per output element loops over the reduced axis (coalesced)
-        nt = 256
-        r.nt = nt
-        em.open(f"for ({r.idx} _g = ({r.idx})blockIdx.x * {nt} + threadIdx.x; _g < {n_out}; "
-                f"_g += ({r.idx})gridDim.x * {nt})")
-        r.decompose(em, "_g", outer, scope)
-        em(f"{ct} _acc = {ident};")
-        em("long long _acci = 0x7fffffffffffffffLL;")
-        r._yield = (op, "_acc", "_acci", ydt, "_flat")
-        c = r.loop_var_name(red_loop.var)
-        pre = []
-        a = r.index_expr(red_loop.start, scope, pre)
-        st = r.index_expr(red_loop.step, scope, pre)
-        r.emit_pre(em, pre)
-        em.open(f"for ({r.idx} _t = 0; _t < {red_ext}; ++_t)")
-        em(f"const {r.idx} {c} = {a} + _t * {st};")
-        em("const long long _flat = (long long)_t;")
-        inner = scope.child()
-        inner.vars[red_loop.var] = (c, "i32", ())
-        r.stmts(em, nest.body, inner)
-        em.close()
-        r._yield = None
-        v = "_acci" if arg else "_acc"
-        em(f"{out.c}[_g] = {r.store_value(r.cast_to(v, 'i64' if arg else ydt, out.dtype), out.dtype)};")
-        em.close()
-        blocks = _ceil(n_out, nt)
-        banner = f"reduce({op}, axis={axis}): one thread per output, sequential over the axis"
-        k = r.signature(name, bounds=nt) + " {\n" + em.text() + "\n}"
+        em, blocks = r.reduce_strided(p)
+        banner = f"reduce({p.op}, axis={p.axis}): one thread per output, sequential over the axis"
+    k = r.signature(name, bounds=r.nt) + " {\n" + em.text() + "\n}"
     src, lm = r.assemble([k], banner)
-    return CudaProgram(name, src, [Step(name, (max(1, blocks), 1, 1), (nt, 1, 1), ("buffers", "scalars"))],
+    return CudaProgram(name, src, [Step(name, (max(1, blocks), 1, 1), (r.nt, 1, 1), ("buffers", "scalars"))],
                        schedule=banner, notes=notes, line_map=lm)
+
 
 
 # ------------------------------------------------------------------ contractions
@@ -1595,7 +1352,7 @@ def _sgemm_kernel(g: _Gemm, r: CUDARenderer, name, vec):
     text = r.signature(name, bounds=NT) + " {\n" + em.text() + "\n}"
     if any(vec):
         text = text.replace(f"__launch_bounds__({NT})", f"__launch_bounds__({NT}, 2)", 1)
-    grid = (_ceil(N, BN), _ceil(M, BM), Bt)
+    grid = (ceil_div(N, BN), ceil_div(M, BM), Bt)
     kind = "implicit GEMM (gathered operand)" if (len(c.rloops) > 1 or c.cond_a or c.cond_b) else "GEMM"
     loads = " and ".join(f"{s} in 16-byte loads" for s, v in zip("AB", vec) if v)
     banner = (f"contraction as {kind}: M={M} N={N} K={K}" + (f" batch={Bt}" if Bt > 1 else "")
@@ -1648,7 +1405,7 @@ def render_mma_gemm(g: _Gemm, name, notes) -> CudaProgram:
         kcontig = c.a_kcontig if which == "A" else c.b_kcontig
         chunks = BX * BK // 8
         em("#pragma unroll")
-        em.open(f"for (int _r = 0; _r < {_ceil(chunks, NT)}; ++_r)")
+        em.open(f"for (int _r = 0; _r < {ceil_div(chunks, NT)}; ++_r)")
         em(f"const int _e = tid + _r * {NT};")
         if chunks % NT:
             em(f"if (_e >= {chunks}) break;")
@@ -1724,7 +1481,7 @@ def render_mma_gemm(g: _Gemm, name, notes) -> CudaProgram:
     em.close()
     em.close()
     text = r.signature(name, bounds=NT) + " {\n" + em.text() + "\n}"
-    grid = (_ceil(N, BN), _ceil(M, BM), Bt)
+    grid = (ceil_div(N, BN), ceil_div(M, BM), Bt)
     banner = (f"contraction as GEMM on tensor cores (WMMA {ta}, f32 accumulate): M={M} N={N} K={K}"
               + (f" batch={Bt}" if Bt > 1 else "")
               + f"; {BM}x{BN}x{BK} tiles, 8 warps of {WM}x{WN}, cp.async into 2 shared-memory stages")
@@ -1905,7 +1662,7 @@ def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
               f"Q K^T and P V as register-tiled products (4x4 and 4x{TD} per thread), online softmax "
               "with half-warp shuffles, K/V tiles in shared memory, the next tile prefetched")
     src, lm = r.assemble([text], banner)
-    return CudaProgram(name, src, [Step(name, (_ceil(S, BQ), H, B), (NT, 1, 1), ("buffers", "scalars"))],
+    return CudaProgram(name, src, [Step(name, (ceil_div(S, BQ), H, B), (NT, 1, 1), ("buffers", "scalars"))],
                        schedule=banner, notes=[], line_map=lm)
 
 
@@ -2003,5 +1760,5 @@ def render_flash(kernel, sizes, masked: bool) -> CudaProgram:
     banner = (f"{'masked attention' if masked else 'flash attention'}: one thread per query, "
               f"{BQ} queries per block, K/V tiles of {BKV} in shared memory, online softmax")
     src, lm = r.assemble([text], banner)
-    return CudaProgram(name, src, [Step(name, (_ceil(S, BQ), H, B), (BQ, 1, 1), ("buffers", "scalars"))],
+    return CudaProgram(name, src, [Step(name, (ceil_div(S, BQ), H, B), (BQ, 1, 1), ("buffers", "scalars"))],
                        schedule=banner, notes=[], line_map=lm)

@@ -38,10 +38,8 @@ import struct
 from dataclasses import dataclass, field
 
 from .. import cir
-from .cstyle import (CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported, cname,
-                     classify_loop, find_nest, has_node, has_tiles, inline_tile_lets,
-                     raise_unsupported, trip_count)
-from .cuda import _yield_nest
+from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Unsupported,
+                     ceil_div, cname, inline_tile_lets, pow2_at_least, raise_unsupported)
 from .spec_patterns import match_spec_attention
 
 PRELUDE = r"""
@@ -122,9 +120,6 @@ template <bool IS_MAX, typename T> inline void zyn_group_argreduce(thread T& v, 
 }
 """
 
-OP_FUNCTOR = {"+": "ZynAdd", "*": "ZynMul", "max": "ZynMax", "min": "ZynMin", "and": "ZynAnd",
-              "or": "ZynOr"}
-
 # the builtins every entry point receives (1-D grids)
 BUILTINS = ("uint _tid [[thread_position_in_threadgroup]]",
             "uint _gid [[threadgroup_position_in_grid]]",
@@ -187,6 +182,13 @@ class MSLRenderer(CStyleRenderer, GenericSchedules):
     barrier_stmt = "threadgroup_barrier(mem_flags::mem_threadgroup);"
     index_type = "int"
     long_index_type = "long"
+    thread_builtin = "_tid"
+    block_builtin = "_gid"
+    grid_builtin = "_ngroups"
+    arg_index_type = "int"
+    arg_index_dtype = "i32"
+    arg_index_none = "2147483647"
+    arg_limit = 2 ** 31
     storage_types = {
         "f16": "half", "bf16": "bfloat", "f32": "float",
         "i8": "char", "i16": "short", "i32": "int", "i64": "long",
@@ -220,17 +222,17 @@ class MSLRenderer(CStyleRenderer, GenericSchedules):
 
     # ---- language hooks -----------------------------------------------------------
 
-    def thread_id(self):
-        return "(int)_tid"
+    def global_thread_index(self, nt):
+        return f"({self.idx})_gid * {nt} + ({self.idx})_tid"
 
-    def block_id(self):
-        return "_gid"
+    def grid_stride(self, nt):
+        return f"({self.idx})_ngroups * {nt}"
 
-    def block_size(self):
-        return str(self.nt)
+    def arg_flat(self, row, extent):
+        return f"(int)({row} * {extent} + _t)" if row else "(int)_t"
 
-    def grid_size(self):
-        return "_ngroups"
+    def group_threads(self, wg):
+        return min(1024, pow2_at_least(wg, 32, 1024))
 
     def compute_type(self, dtype):
         if dtype == "f64":
@@ -329,43 +331,36 @@ class MSLRenderer(CStyleRenderer, GenericSchedules):
             self.red_scratch[ctype] = f"zyn_red_{ctype}"
         return self.red_scratch[ctype]
 
-    def block_reduce(self, op, value, ctype):
-        ident = self.identity(op, "f32" if ctype == "float" else "i32")
-        if op in ("and", "or"):
-            ident = "1" if op == "and" else "0"
-        return (f"zyn_group_allreduce<{ctype}>({value}, {OP_FUNCTOR[op]}(), ({ctype})({ident}), "
+    def block_allreduce(self, functor, value, ctype, ident):
+        return (f"zyn_group_allreduce<{ctype}>({value}, {functor}(), ({ctype})({ident}), "
                 f"{self.red_array(ctype)}, _lane, _sg, _nsg)")
 
+    def simd_allreduce(self, op, value):
+        return f"zyn_simd_allreduce({value}, {OP_FUNCTOR[op]}())"
+
+    def simd_argreduce(self, is_max):
+        return f"zyn_simd_argreduce<{is_max}>(_acc, _acci);"
+
+    def block_argreduce(self, is_max, ctype, ident):
+        decl = "threadgroup int zyn_red_idx[32];"
+        if decl not in self.shared_decls:
+            self.shared_decls.append(decl)
+        return (f"zyn_group_argreduce<{is_max}>(_acc, _acci, ({ctype})({ident}), "
+                f"{self.red_array(ctype)}, zyn_red_idx, _lane, _sg, _nsg);")
+
+    def reduce_row_index(self, em, rows, per_simd):
+        em(f"const {self.idx} _row = ({self.idx})_gid * {rows} + " + ("(int)_sg;" if per_simd else "0;"))
+        lane = "_lane" if per_simd else "_tid"
+        return f"(int){lane}", lane
+
     def atomic_stmt(self, em, s: cir.Atomic, scope):
-        buf = self.buffer_of(s.buffer, scope)
-        pre: list = []
-        idx = [self.index_expr(i, scope, pre) for i in s.index]
-        v = self.cast_to(self.expr(s.value, scope, pre), s.value.ty.dtype, buf.dtype)
-        self.emit_pre(em, pre, s.line)
+        buf, off, v = self.atomic_operands(em, s, scope)
         at = {"f32": "atomic_float", "i32": "atomic_int", "u32": "atomic_uint"}.get(buf.dtype)
         if at is None or (s.op != "+" and buf.dtype == "f32"):
             raise Unsupported(f"atomic {s.op}= on {buf.dtype} is not available in Metal", s.line)
         fn = {"+": "add", "min": "min", "max": "max"}[s.op]
-        em(f"atomic_fetch_{fn}_explicit((device {at}*)&{buf.c}[{self.offset(buf, idx)}], {v}, "
+        em(f"atomic_fetch_{fn}_explicit((device {at}*)&{buf.c}[{off}], {v}, "
            "memory_order_relaxed);", s.line)
-
-    def yield_stmt(self, em, s: cir.Yield, scope):
-        tgt = getattr(self, "_yield", None)
-        if tgt is None:
-            raise Unsupported("`yield` outside a reduce kernel", s.line)
-        op, acc, accidx, dt, flat = tgt
-        pre: list = []
-        v = self.expr(s.value, scope, pre)
-        if op in ("argmax", "argmin"):
-            i = self.expr(s.index, scope, pre) if s.index is not None else flat
-            self.emit_pre(em, pre, s.line)
-            ct = self.compute_type(dt)
-            em(f"zyn_arg_combine<{'true' if op == 'argmax' else 'false'}>({acc}, {accidx}, "
-               f"({ct})({v}), (int)({i}));", s.line)
-            return
-        self.emit_pre(em, pre, s.line)
-        ct = self.compute_type(dt) if dt != "bool" else "int"
-        em(self._combine(op, acc, f"({ct})({v})", dt), s.line)
 
     # ---- assembly ---------------------------------------------------------------------
 
@@ -409,17 +404,6 @@ class MSLRenderer(CStyleRenderer, GenericSchedules):
 
 
 # ======================================================================== schedules
-
-
-def _ceil(a, b):
-    return -(-a // b)
-
-
-def _pow2_at_least(n, lo, hi):
-    p = lo
-    while p < n and p < hi:
-        p *= 2
-    return p
 
 
 _TG_BYTES = {"float": 4, "int": 4, "uint": 4, "half": 2, "bfloat": 2, "char": 1, "uchar": 1,
@@ -521,76 +505,33 @@ def _render(kernel, sizes, options) -> MSLProgram:
 
 
 def render_generic(kernel, body, sizes, notes, options=None) -> MSLProgram:
-    options = options or {}
     r = MSLRenderer()
     r.setup(kernel, sizes)
-    nest = find_nest(body, sizes)
-    wg = 1
-    for w in (kernel.schedule.workgroup or ()):
-        wg *= int(w)
-    if not nest.loops:
-        return _block_program(r, kernel, Nest([], [], [], body), 1, notes,
-                              "rows: one threadgroup runs the whole body")
-    inner = nest.body
-    needs_block = has_node(inner, (cir.SharedAlloc, cir.Barrier))
-    coop_trip = 0
-    mutable = {n.name for n in cir.walk(inner) if isinstance(n, cir.Let) and n.mutable}
-    for s in cir.walk(inner):
-        if isinstance(s, cir.Loop):
-            k = classify_loop(s, mutable)
-            if k is not None or s.parallel:
-                coop_trip = max(coop_trip, trip_count(s, sizes) or 0)
-    mode = options.get("mode")
-    if mode is None:
-        if needs_block or has_tiles(inner) or (coop_trip >= 64 and nest.total <= 65536):
-            mode = "block"
-        else:
-            mode = "thread"
-    if mode == "block":
-        if wg >= 32:
-            nt = min(1024, _pow2_at_least(wg, 32, 1024))
-        else:
-            nt = _pow2_at_least(max(coop_trip // 8, 1), 32, 1024) if coop_trip else 256
-        r.nt = nt
+    plan = r.plan_generic(kernel, body, sizes, options or {})
+    nest = plan.nest
+    if plan.mode == "whole":
+        return _block_program(r, kernel, nest, 1, notes, "rows: one threadgroup runs the whole body")
+    r.nt = plan.nt
+    if plan.mode == "block":
         return _block_program(r, kernel, nest, nest.total, notes,
-                              f"rows: one threadgroup of {nt} threads per iteration of "
+                              f"rows: one threadgroup of {plan.nt} threads per iteration of "
                               f"({', '.join(l.var for l in nest.loops)}), SIMD-group reductions")
-    return _thread_program(r, kernel, nest, notes, wg)
+    return _thread_program(r, kernel, nest, notes)
 
 
-def _block_program(r: MSLRenderer, kernel, nest: Nest, groups: int, notes, banner):
-    if not nest.loops:
-        r.nt = 1024 if has_tiles(nest.body) or any(isinstance(s, cir.Loop) for s in nest.body) else 32
-    em = Emitter(1)
-    scope = r.root.child()
-    for c in r.size_constants():
-        em(c)
-    if nest.loops:
-        em(f"const {r.idx} _blk = _gid;")
-        r.stmts(em, nest.prologue, scope)
-        r.decompose(em, "_blk", nest, scope)
-    r.block_stmts(em, nest.body, scope, set())
+def _block_program(r: MSLRenderer, kernel, nest, groups: int, notes, banner):
+    em = r.block_mode_body(nest)
     name = cname(kernel.name)
     text = r.kernel_text(name, em)
     return _program(r, kernel, [text], [Dispatch(name, max(groups, 1), r.nt)], banner, notes)
 
 
-def _thread_program(r: MSLRenderer, kernel, nest: Nest, notes, wg):
-    nt = min(1024, _pow2_at_least(wg, 32, 1024)) if wg >= 32 else 256
-    r.nt = nt
+def _thread_program(r: MSLRenderer, kernel, nest, notes):
+    nt = r.nt
     name = cname(kernel.name)
-    em = Emitter(1)
-    scope = r.root.child()
-    for c in r.size_constants():
-        em(c)
-    r.stmts(em, nest.prologue, scope)
-    em.open(f"for ({r.idx} _g = ({r.idx})_gid * {nt} + ({r.idx})_tid; _g < {nest.total}; "
-            f"_g += ({r.idx})_ngroups * {nt})")
-    r.decompose(em, "_g", nest, scope)
-    r.stmts(em, nest.body, scope)
-    em.close()
+    em = r.thread_mode_body(nest, nt)
     text = r.kernel_text(name, em)
-    groups = max(1, min(_ceil(nest.total, nt), 65535))
+    groups = max(1, min(ceil_div(nest.total, nt), 65535))
     banner = f"generic: one thread per iteration of ({', '.join(l.var for l in nest.loops)})"
     return _program(r, kernel, [text], [Dispatch(name, groups, nt)], banner, notes)
 
@@ -601,190 +542,41 @@ def _thread_program(r: MSLRenderer, kernel, nest: Nest, notes, wg):
 def render_reduce(kernel, body, sizes, notes) -> MSLProgram:
     r = MSLRenderer()
     r.setup(kernel, sizes)
-    op = kernel.kernel_type.param("op", "+")
-    axis = kernel.kernel_type.param("axis")
-    nest = _yield_nest(body, sizes)
-    ydts = [n.value.ty.dtype for n in cir.walk(body) if isinstance(n, cir.Yield)]
-    if not ydts:
-        raise Unsupported("a reduce kernel needs a `yield`")
-    ydt = ydts[0]
-    if op in ("+", "*") and ydt == "bool":
-        ydt = "i64"
-    if op not in ("argmax", "argmin") and kernel.output.dtype in cir.FLOAT_DTYPES \
-            and ydt not in cir.FLOAT_DTYPES:
-        ydt = kernel.output.dtype
-    arg = op in ("argmax", "argmin")
-    ct = r.compute_type(ydt) if ydt != "bool" else "int"
-    ident = r.identity(op, ydt)
-    total = nest.total if nest.loops else 1
-    if arg and total >= 2 ** 31:
-        raise Unsupported("argmin/argmax over 2^31 elements or more")
-    if axis is not None:
-        if not nest.loops or not (0 <= int(axis) < len(nest.loops)):
-            raise Unsupported(f"reduce axis={axis} does not name one of the "
-                              f"{len(nest.loops)} loops around the yield")
-        return _reduce_axis(r, kernel, nest, int(axis), op, ydt, ct, ident, notes)
+    p = r.plan_reduce(kernel, body, sizes)
+    if p.axis is not None:
+        return _reduce_axis(r, kernel, p, notes)
     name = cname(kernel.name)
-    out = r.buffers[kernel.output.name]
-    is_max = "true" if op == "argmax" else "false"
     nt = 256
     r.nt = nt
-    groups = max(1, min(_ceil(total, nt * 4), 1024))
+    groups = p.groups = max(1, min(ceil_div(p.total, nt * 4), 1024))
     two = groups > 1
-    st_dt = ydt if ydt != "bool" else "i32"
+    st_dt = p.ydt if p.ydt != "bool" else "i32"
     scratch_decl = [("_part", r.storage_types[st_dt] if st_dt not in ("f16", "bf16") else "float"),
                     ("_parti", "int")]
-    em = Emitter(1)
-    scope = r.root.child()
-    for c in r.size_constants():
-        em(c)
-    r.stmts(em, nest.prologue, scope)
-    em(f"{ct} _acc = {ident};")
-    em("int _acci = 2147483647;")
-    r._yield = (op, "_acc", "_acci", ydt, "_g")
-    em.open(f"for ({r.idx} _g = ({r.idx})_gid * {nt} + ({r.idx})_tid; _g < {total}; "
-            f"_g += ({r.idx})_ngroups * {nt})")
-    if nest.loops:
-        r.decompose(em, "_g", nest, scope)
-    r.stmts(em, nest.body, scope)
-    em.close()
-    r._yield = None
-
-    def group_reduce(e):
-        if arg:
-            e(f"zyn_group_argreduce<{is_max}>(_acc, _acci, ({ct})({ident}), "
-              f"{r.red_array(ct)}, zyn_red_idx, _lane, _sg, _nsg);")
-        else:
-            e(f"_acc = {r.block_reduce(op, '_acc', ct)};")
-
-    group_reduce(em)
-    v = "_acci" if arg else "_acc"
-    final = r.store_value(r.cast_to(v, 'i32' if arg else ydt, out.dtype), out.dtype)
-    em.open("if (_tid == 0)")
-    if two:
-        em("_part[_gid] = _acc;")
-        if arg:
-            em("_parti[_gid] = _acci;")
-    else:
-        em(f"{out.c}[0] = {final};")
-    em.close()
-    if arg:
-        r.shared_decls.append("threadgroup int zyn_red_idx[32];")
-    k1 = r.kernel_text(name, em, scratch_decl)
-    kernels = [k1]
+    em = r.reduce_partials(p, nt)
+    kernels = [r.kernel_text(name, em, scratch_decl)]
     dispatches = [Dispatch(name, groups, nt)]
     scratch = [("_part", st_dt if st_dt not in ("f16", "bf16") else "f32", groups),
                ("_parti", "i32", groups)]
     if two:
-        em = Emitter(1)
-        em(f"{ct} _acc = {ident};")
-        em("int _acci = 2147483647;")
-        em.open("for (uint _b = _tid; _b < " + str(groups) + "u; _b += 1024u)")
-        if arg:
-            em(f"zyn_arg_combine<{is_max}>(_acc, _acci, ({ct})_part[_b], _parti[_b]);")
-        else:
-            em(r._combine(op, "_acc", f"({ct})_part[_b]", ydt))
-        em.close()
-        r.nt = 1024
-        group_reduce(em)
-        em(f"if (_tid == 0) {out.c}[0] = {final};")
-        if arg:
-            r.shared_decls.append("threadgroup int zyn_red_idx[32];")
+        em = r.reduce_final(p, f"for (uint _b = _tid; _b < {groups}u; _b += 1024u)",
+                            f"({p.ct})_part[_b]")
         kernels.append(r.kernel_text(name + "_final", em, scratch_decl))
         dispatches.append(Dispatch(name + "_final", 1, 1024))
-    banner = (f"reduce({op}): {groups} threadgroups of {nt} threads, SIMD-group + threadgroup "
+    banner = (f"reduce({p.op}): {groups} threadgroups of {nt} threads, SIMD-group + threadgroup "
               "reduction" + (", second dispatch over the threadgroup partials" if two else ""))
     return _program(r, kernel, kernels, dispatches, banner, notes, scratch)
 
 
-def _reduce_axis(r, kernel, nest, axis, op, ydt, ct, ident, notes) -> MSLProgram:
+def _reduce_axis(r, kernel, p, notes) -> MSLProgram:
     name = cname(kernel.name)
-    out = r.buffers[kernel.output.name]
-    arg = op in ("argmax", "argmin")
-    is_max = "true" if op == "argmax" else "false"
-    keep = [k for k in range(len(nest.loops)) if k != axis]
-    outer = Nest([nest.loops[k] for k in keep], [nest.extents[k] for k in keep], [], ())
-    n_out = outer.total
-    red_loop = nest.loops[axis]
-    red_ext = nest.extents[axis]
-    em = Emitter(1)
-    scope = r.root.child()
-    for c in r.size_constants():
-        em(c)
-    r.stmts(em, nest.prologue, scope)
-    final = r.store_value(r.cast_to("_acci" if arg else "_acc", "i32" if arg else ydt,
-                                    out.dtype), out.dtype)
-    if axis == len(nest.loops) - 1:
-        # one SIMD group (short rows) or one threadgroup (long rows) per output element
-        per_simd = red_ext <= 2048
-        nt = 256 if per_simd else _pow2_at_least(red_ext // 8, 128, 1024)
-        r.nt = nt
-        rows = nt // 32 if per_simd else 1
-        lane = "_lane" if per_simd else "_tid"
-        lanes = 32 if per_simd else nt
-        em(f"const {r.idx} _row = ({r.idx})_gid * {rows} + " + ("(int)_sg;" if per_simd else "0;"))
-        em(f"{ct} _acc = {ident};")
-        em("int _acci = 2147483647;")
-        em.open(f"if (_row < {n_out})")
-        r.decompose(em, "_row", outer, scope)
-        r._yield = (op, "_acc", "_acci", ydt, "_flat")
-        c = r.loop_var_name(red_loop.var)
-        pre: list = []
-        a = r.index_expr(red_loop.start, scope, pre)
-        st = r.index_expr(red_loop.step, scope, pre)
-        r.emit_pre(em, pre)
-        em.open(f"for ({r.idx} _t = (int){lane}; _t < {red_ext}; _t += {lanes})")
-        em(f"const {r.idx} {c} = {a} + _t * {st};")
-        em(f"const int _flat = (int)(_row * {red_ext} + _t);")
-        inner = scope.child()
-        inner.vars[red_loop.var] = (c, "i32", ())
-        r.stmts(em, nest.body, inner)
-        em.close()
-        r._yield = None
-        if per_simd:
-            if arg:
-                em(f"zyn_simd_argreduce<{is_max}>(_acc, _acci);")
-            else:
-                em(f"_acc = zyn_simd_allreduce(_acc, {OP_FUNCTOR[op]}());")
-        em.close()
-        if not per_simd:
-            if arg:
-                r.shared_decls.append("threadgroup int zyn_red_idx[32];")
-                em(f"zyn_group_argreduce<{is_max}>(_acc, _acci, ({ct})({ident}), "
-                   f"{r.red_array(ct)}, zyn_red_idx, _lane, _sg, _nsg);")
-            else:
-                em(f"_acc = {r.block_reduce(op, '_acc', ct)};")
-        em(f"if ({lane} == 0 && _row < {n_out}) {out.c}[_row] = {final};")
-        groups = _ceil(n_out, rows)
-        banner = (f"reduce({op}, axis={axis}): one {'SIMD group' if per_simd else 'threadgroup'} "
+    if p.axis == len(p.nest.loops) - 1:
+        em, per_simd, groups = r.reduce_rows(p)
+        banner = (f"reduce({p.op}, axis={p.axis}): one {'SIMD group' if per_simd else 'threadgroup'} "
                   "per output, SIMD-group reduction")
     else:
-        # strided axis: one thread per output element loops over the reduced axis
-        nt = 256
-        r.nt = nt
-        em.open(f"for ({r.idx} _g = ({r.idx})_gid * {nt} + ({r.idx})_tid; _g < {n_out}; "
-                f"_g += ({r.idx})_ngroups * {nt})")
-        r.decompose(em, "_g", outer, scope)
-        em(f"{ct} _acc = {ident};")
-        em("int _acci = 2147483647;")
-        r._yield = (op, "_acc", "_acci", ydt, "_flat")
-        c = r.loop_var_name(red_loop.var)
-        pre = []
-        a = r.index_expr(red_loop.start, scope, pre)
-        st = r.index_expr(red_loop.step, scope, pre)
-        r.emit_pre(em, pre)
-        em.open(f"for ({r.idx} _t = 0; _t < {red_ext}; ++_t)")
-        em(f"const {r.idx} {c} = {a} + _t * {st};")
-        em("const int _flat = (int)_t;")
-        inner = scope.child()
-        inner.vars[red_loop.var] = (c, "i32", ())
-        r.stmts(em, nest.body, inner)
-        em.close()
-        r._yield = None
-        em(f"{out.c}[_g] = {final};")
-        em.close()
-        groups = _ceil(n_out, nt)
-        banner = f"reduce({op}, axis={axis}): one thread per output, sequential over the axis"
+        em, groups = r.reduce_strided(p)
+        banner = f"reduce({p.op}, axis={p.axis}): one thread per output, sequential over the axis"
     text = r.kernel_text(name, em)
     return _program(r, kernel, [text], [Dispatch(name, max(1, groups), r.nt)], banner, notes)
 
@@ -814,7 +606,7 @@ def render_flash(kernel, sizes, masked: bool) -> MSLProgram:
     lq = lambda x: r.load_value(x, q.dtype)
     lk = lambda x: r.load_value(x, k_.dtype)
     lv = lambda x: r.load_value(x, v_.dtype)
-    nqb = _ceil(S, BQ)
+    nqb = ceil_div(S, BQ)
     em = Emitter(1)
     em(f"constexpr int B = {B}, H = {H}, S = {S}, SK = {SK}, D = {D}, BQ = {BQ}, BKV = {BKV}, CH = {CH};")
     em("const int tid = (int)_tid;")

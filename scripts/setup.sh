@@ -23,7 +23,14 @@ if [ ! -x .venv/bin/python ]; then
     $PY -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e ".[test,webgpu,jupyter]"
+# the build backend and JupyterLab's jlpm, then the JupyterLab extension (Node), then the
+# package itself (its build hook finds the extension built and does not build it again)
+.venv/bin/python -m pip install -q "hatchling>=1.18" editables "hatch-jupyter-builder>=0.9" "jupyterlab>=4.0,<5"
+if [ ! -f zynbook/labextension/static/style.js ]; then
+    (cd labextension && PATH="$PWD/../.venv/bin:$PATH" jlpm install >/dev/null && \
+        PATH="$PWD/../.venv/bin:$PATH" jlpm build:prod >/dev/null)
+fi
+.venv/bin/python -m pip install -q --no-build-isolation -e ".[test,webgpu,jupyter]"
 # a writable runtime dir keeps Mesa quiet; the kernelspec goes into the venv
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 .venv/bin/python -m zynbook.kernel install --sys-prefix >/dev/null

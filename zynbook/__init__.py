@@ -26,3 +26,8 @@ def load_ipython_extension(ipython):
 def unload_ipython_extension(ipython):
     from .magics import unload_ipython_extension as unload
     unload(ipython)
+
+
+def _jupyter_labextension_paths():
+    """Where `jupyter labextension develop` finds the built ZynML extension."""
+    return [{"src": "labextension", "dest": "zynbook-zynml"}]

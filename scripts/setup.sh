@@ -10,9 +10,12 @@ cd "$(dirname "$0")/.."
 if [ -z "${ZYNBOOK_SKIP_APT:-}" ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     need=""
-    for pkg in python3 python3-venv python3-pip g++ mesa-vulkan-drivers libvulkan1 nodejs npm chromium; do
+    for pkg in python3 python3-venv python3-pip g++ mesa-vulkan-drivers libvulkan1 chromium; do
         dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
     done
+    # Node may come from elsewhere than Debian; only a machine without it gets Debian's
+    command -v node >/dev/null 2>&1 || need="$need nodejs"
+    command -v npm >/dev/null 2>&1 || need="$need npm"
     if [ -n "$need" ]; then
         apt-get update -qq
         apt-get install -y -qq --no-install-recommends $need >/dev/null

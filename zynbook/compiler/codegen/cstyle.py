@@ -20,6 +20,12 @@ Two generic ways of running a loop nest:
   are made by one thread, `shared var` becomes block-shared memory and `barrier()` a
   block barrier. A `__syncthreads`-style barrier follows every spread loop, so results
   never depend on the mapping.
+
+The reduce schedules (grid-stride partials and a block reduction, a second pass over the
+partials; `axis=` reductions one warp / SIMD group or block per output row, or one thread
+per output for a strided axis) are shared too, spelled through the hooks for the global
+thread index and grid stride, the argmin/argmax index type and the warp and block
+collectives. Renderers keep launch geometry, kernel signatures and preludes.
 """
 from __future__ import annotations
 
@@ -309,6 +315,14 @@ OP_FUNCTOR = {"+": "ZynAdd", "*": "ZynMul", "max": "ZynMax", "min": "ZynMin", "a
               "or": "ZynOr"}
 
 
+def fold_call(fn: str, args: list) -> str:
+    """`fn(fn(a, b), c)`: a two-argument function over several arguments."""
+    out = args[0]
+    for a in args[1:]:
+        out = f"{fn}({out}, {a})"
+    return out
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -434,10 +448,7 @@ class CStyleRenderer:
         if fn == "abs":
             return f"fabs{f}({args[0]})"
         if fn in ("min", "max"):
-            out = args[0]
-            for a in args[1:]:
-                out = f"f{fn}{f}({out}, {a})"
-            return out
+            return fold_call(f"f{fn}{f}", args)
         if fn == "clamp":
             return f"fmin{f}(fmax{f}({args[0]}, {args[1]}), {args[2]})"
         if fn == "pow":
@@ -446,10 +457,7 @@ class CStyleRenderer:
 
     def int_math_call(self, fn: str, args: list, dtype: str) -> str:
         if fn in ("min", "max"):
-            out = args[0]
-            for a in args[1:]:
-                out = f"zyn_{fn}({out}, {a})"
-            return out
+            return fold_call(f"zyn_{fn}", args)
         if fn == "abs":
             return f"zyn_iabs({args[0]})"
         if fn == "clamp":
@@ -1390,7 +1398,7 @@ class GenericSchedules:
         for w in (kernel.schedule.workgroup or ()):
             wg *= int(w)
         if not nest.loops:
-            return GenericPlan(Nest([], [], [], body), "whole", 0, wg)
+            return GenericPlan(Nest([], [], [], body), "whole", self.nt, wg)
         inner = nest.body
         needs_block = has_node(inner, (cir.SharedAlloc, cir.Barrier))
         coop_trip = 0
@@ -1413,6 +1421,7 @@ class GenericSchedules:
                 nt = pow2_at_least(max(coop_trip // 8, 1), 32, 1024) if coop_trip else 256
         else:
             nt = self.group_threads(wg) if wg >= 32 else 256
+        self.nt = nt
         return GenericPlan(nest, mode, nt, wg)
 
     def block_mode_body(self, nest: Nest) -> Emitter:

@@ -30,20 +30,20 @@ from . import cstyle
 from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported,
                      assigned_vars, ceil_div, classify_loop, cname, declared_vars, find_nest,
                      free_vars, has_node, has_tiles, inline_tile_lets, pow2_at_least,
-                     raise_unsupported, stored_buffers, substitute, trip_count)
+                     prelude_functors, prelude_helpers, prelude_span_len, raise_unsupported, stored_buffers, substitute, trip_count)
 from .spec_patterns import (ATTENTION_TEMPLATE, FLASH_TEMPLATE,  # noqa: F401 (re-exported)
                             match_spec_attention)
 
-PRELUDE = r"""
+DEVICE_FN = "__device__ __forceinline__ "      # qualifies every prelude function
+PRELUDE = (
+    r"""
 #define ZYN_INF_F __int_as_float(0x7f800000)
 #define ZYN_NAN_F __int_as_float(0x7fc00000)
 #define ZYN_INF_D __longlong_as_double(0x7ff0000000000000LL)
 #define ZYN_NAN_D __longlong_as_double(0x7ff8000000000000LL)
-template <typename T> __device__ __forceinline__ T zyn_min(T a, T b) { return b < a ? b : a; }
-template <typename T> __device__ __forceinline__ T zyn_max(T a, T b) { return a < b ? b : a; }
-template <typename T> __device__ __forceinline__ T zyn_iabs(T a) { return a < 0 ? -a : a; }
-template <typename T> __device__ __forceinline__ T zyn_sq(T a) { return a * a; }
-template <typename T> __device__ __forceinline__ T zyn_floordiv(T a, T b) {
+"""
+    + prelude_helpers(DEVICE_FN)
+    + r"""template <typename T> __device__ __forceinline__ T zyn_floordiv(T a, T b) {
     T q = a / b; if ((a % b != 0) && ((a < 0) != (b < 0))) --q; return q; }
 template <typename T> __device__ __forceinline__ T zyn_mod(T a, T b) {
     T r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
@@ -55,15 +55,10 @@ __device__ __forceinline__ float zyn_gelu(float x) { return 0.5f * x * (1.0f + e
 __device__ __forceinline__ double zyn_gelu(double x) { return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); }
 __device__ __forceinline__ float zyn_silu(float x) { return x / (1.0f + expf(-x)); }
 __device__ __forceinline__ double zyn_silu(double x) { return x / (1.0 + exp(-x)); }
-template <typename T> __device__ __forceinline__ T zyn_span_len(T start, T stop, T dim) {
-    T s = start < 0 ? 0 : start; T e = stop < dim ? stop : dim; return e > s ? e - s : 0; }
-struct ZynAdd { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
-struct ZynMul { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a * b; } };
-struct ZynMax { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a < b ? b : a; } };
-struct ZynMin { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return b < a ? b : a; } };
-struct ZynAnd { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a && b; } };
-struct ZynOr { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a || b; } };
-template <typename T, typename Op> __device__ __forceinline__ T zyn_warp_allreduce(T v, Op op) {
+"""
+    + prelude_span_len(DEVICE_FN)
+    + prelude_functors(DEVICE_FN)
+    + r"""template <typename T, typename Op> __device__ __forceinline__ T zyn_warp_allreduce(T v, Op op) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
@@ -114,7 +109,7 @@ __device__ __forceinline__ void zyn_atomic_min(float* p, float v) {
     do { assumed = old; if (__int_as_float(assumed) <= v) break;
          old = atomicCAS(ip, assumed, __float_as_int(v)); } while (assumed != old);
 }
-"""
+""")
 
 @dataclass
 class Step:
@@ -304,15 +299,12 @@ def render_generic(kernel, body, sizes, notes, options=None) -> CudaProgram:
     r = CUDARenderer()
     r.setup(kernel, sizes)
     plan = r.plan_generic(kernel, body, sizes, options or {})
-    nest = plan.nest
-    if plan.mode == "whole":
-        return _block_program(r, kernel, nest, 1, notes, "block: one block runs the whole body")
-    r.nt = plan.nt
-    if plan.mode == "block":
-        return _block_program(r, kernel, nest, nest.total, notes,
-                              f"block: one block of {plan.nt} threads per iteration of "
-                              f"({', '.join(l.var for l in nest.loops)})")
-    return _thread_program(r, kernel, nest, notes)
+    if plan.mode == "thread":
+        return _thread_program(r, kernel, plan.nest, notes)
+    banner = "block: one block runs the whole body" if plan.mode == "whole" else (
+        f"block: one block of {plan.nt} threads per iteration of "
+        f"({', '.join(l.var for l in plan.nest.loops)})")
+    return _block_program(r, kernel, plan.nest, plan.nest.total, notes, banner)
 
 
 def _block_program(r: CUDARenderer, kernel, nest: Nest, blocks: int, notes, banner):
@@ -1520,10 +1512,7 @@ def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
     loaded into registers while this one is computed."""
     r = CUDARenderer()
     r.setup(kernel, sizes)
-    q, k_, v_ = (r.buffers[b_.name] for b_ in kernel.inputs[:3])
-    out = r.buffers[kernel.output.name]
-    B, H, S, D = q.shape
-    SK = k_.shape[2]
+    q, k_, v_, out, (B, H, S, D), SK = r.attention_operands(kernel)
     BQ, BKV, NT, TD = 64, 64, 256, D // 16
     r.nt = NT
     name = cname(kernel.name)
@@ -1604,8 +1593,7 @@ def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
     em("const int kj = kv0 + tx * 4 + jj;")
     cond = "kj < SK"
     if masked:
-        mk = r.buffers[kernel.inputs[3].name]
-        cond += f" && qi < S && {mk.c}[(long long)qi * {mk.shape[1]} + kj]"
+        cond += f" && qi < S && {r.attention_mask(kernel, 'qi', 'kj')}"
     em(f"if (!({cond})) s[i][jj] = -ZYN_INF_F;")
     em("mx = fmaxf(mx, s[i][jj]);")
     em.close()
@@ -1669,10 +1657,7 @@ def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
 def render_flash(kernel, sizes, masked: bool) -> CudaProgram:
     r = CUDARenderer()
     r.setup(kernel, sizes)
-    q, k_, v_ = (r.buffers[b_.name] for b_ in kernel.inputs[:3])
-    out = r.buffers[kernel.output.name]
-    B, H, S, D = q.shape
-    SK = k_.shape[2]
+    q, k_, v_, out, (B, H, S, D), SK = r.attention_operands(kernel)
     BQ, BKV, CH = 64, 64, 16
     r.nt = BQ
     name = cname(kernel.name)
@@ -1721,8 +1706,7 @@ def render_flash(kernel, sizes, masked: bool) -> CudaProgram:
         em("for (int d = 0; d < D; ++d) acc = fmaf(qr[d], Ks[j][d], acc);")
     cond = "kv0 + j < SK"
     if masked:
-        mk = r.buffers[kernel.inputs[3].name]
-        cond += f" && active && {mk.c}[(long long)qi * {mk.shape[1]} + kv0 + j]"
+        cond += f" && active && {r.attention_mask(kernel, 'qi', 'kv0 + j')}"
     em(f"s[jj] = ({cond}) ? acc : -ZYN_INF_F;")
     em("mt = fmaxf(mt, s[jj]);")
     em.close()

@@ -7,7 +7,8 @@ layout of the constant argument struct. `render(kernel, sizes)` is its source te
 `geometry(kernel, sizes)` the `(grid, threadgroup)` of its main dispatch.
 
 The renderer shares the C-like base (cstyle.py) with the CUDA renderer: expressions, tiles,
-statements and the generic thread/block schedules are the same code; what differs is a
+statements, the generic thread/block schedules and the reductions are the same code
+(the spec's attention kernels are matched through spec_patterns.py); what differs is a
 hook here (address spaces `device` / `threadgroup` / `constant`, `threadgroup_barrier`,
 SIMD-group collectives, MSL math names, `half`, `long`). As in the CUDA renderer, sizes are
 compiled in as constants for one binding of the kernel's sizes (trip counts, strides and
@@ -39,18 +40,17 @@ from dataclasses import dataclass, field
 
 from .. import cir
 from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Unsupported,
-                     ceil_div, cname, inline_tile_lets, pow2_at_least, raise_unsupported)
+                     ceil_div, cname, fold_call, inline_tile_lets, pow2_at_least, prelude_functors,
+                     prelude_helpers, prelude_span_len, raise_unsupported)
 from .spec_patterns import match_spec_attention
 
-PRELUDE = r"""
-template <typename T> inline T zyn_min(T a, T b) { return b < a ? b : a; }
-template <typename T> inline T zyn_max(T a, T b) { return a < b ? b : a; }
-template <typename T> inline T zyn_iabs(T a) { return a < 0 ? -a : a; }
-template <typename T> inline T zyn_sq(T a) { return a * a; }
-template <typename T> inline T zyn_ipow(T a, T b) { T r = 1; for (T i = 0; i < b; ++i) r *= a; return r; }
-template <typename T> inline T zyn_span_len(T start, T stop, T dim) {
-    T s = start < 0 ? 0 : start; T e = stop < dim ? stop : dim; return e > s ? e - s : 0; }
-// pow with C semantics for a negative base and an integral exponent
+PRELUDE = (
+    "\n"
+    + prelude_helpers("inline ")
+    + r"""template <typename T> inline T zyn_ipow(T a, T b) { T r = 1; for (T i = 0; i < b; ++i) r *= a; return r; }
+"""
+    + prelude_span_len("inline ")
+    + r"""// pow with C semantics for a negative base and an integral exponent
 inline float zyn_pow(float a, float b) {
     if (a >= 0.0f || b != floor(b)) return pow(a, b);
     const float r = pow(-a, b);
@@ -72,13 +72,9 @@ inline float zyn_erf(float x) {
 }
 inline float zyn_gelu(float x) { return 0.5f * x * (1.0f + zyn_erf(x * 0.7071067811865476f)); }
 inline float zyn_silu(float x) { return x / (1.0f + exp(-x)); }
-struct ZynAdd { template <typename T> T operator()(T a, T b) const { return a + b; } };
-struct ZynMul { template <typename T> T operator()(T a, T b) const { return a * b; } };
-struct ZynMax { template <typename T> T operator()(T a, T b) const { return a < b ? b : a; } };
-struct ZynMin { template <typename T> T operator()(T a, T b) const { return b < a ? b : a; } };
-struct ZynAnd { template <typename T> T operator()(T a, T b) const { return a && b; } };
-struct ZynOr { template <typename T> T operator()(T a, T b) const { return a || b; } };
-// SIMD-group reductions: every lane gets the result
+"""
+    + prelude_functors("")
+    + r"""// SIMD-group reductions: every lane gets the result
 template <typename T> inline T zyn_simd_allreduce(T v, ZynAdd) { return simd_sum(v); }
 template <typename T> inline T zyn_simd_allreduce(T v, ZynMul) { return simd_product(v); }
 template <typename T> inline T zyn_simd_allreduce(T v, ZynMax) { return simd_max(v); }
@@ -118,7 +114,7 @@ template <bool IS_MAX, typename T> inline void zyn_group_argreduce(thread T& v, 
     i = lane < nsg ? ri[lane] : 2147483647;
     zyn_simd_argreduce<IS_MAX>(v, i);
 }
-"""
+""")
 
 # the builtins every entry point receives (1-D grids)
 BUILTINS = ("uint _tid [[thread_position_in_threadgroup]]",
@@ -311,10 +307,7 @@ class MSLRenderer(CStyleRenderer, GenericSchedules):
         if fn == "abs":
             return f"fabs({a[0]})"
         if fn in ("min", "max"):
-            out = a[0]
-            for x in a[1:]:
-                out = f"f{fn}({out}, {x})"
-            return out
+            return fold_call(f"f{fn}", a)
         if fn == "clamp":
             return f"fmin(fmax({a[0]}, {a[1]}), {a[2]})"
         if fn == "pow":
@@ -508,15 +501,12 @@ def render_generic(kernel, body, sizes, notes, options=None) -> MSLProgram:
     r = MSLRenderer()
     r.setup(kernel, sizes)
     plan = r.plan_generic(kernel, body, sizes, options or {})
-    nest = plan.nest
-    if plan.mode == "whole":
-        return _block_program(r, kernel, nest, 1, notes, "rows: one threadgroup runs the whole body")
-    r.nt = plan.nt
-    if plan.mode == "block":
-        return _block_program(r, kernel, nest, nest.total, notes,
-                              f"rows: one threadgroup of {plan.nt} threads per iteration of "
-                              f"({', '.join(l.var for l in nest.loops)}), SIMD-group reductions")
-    return _thread_program(r, kernel, nest, notes)
+    if plan.mode == "thread":
+        return _thread_program(r, kernel, plan.nest, notes)
+    banner = "rows: one threadgroup runs the whole body" if plan.mode == "whole" else (
+        f"rows: one threadgroup of {plan.nt} threads per iteration of "
+        f"({', '.join(l.var for l in plan.nest.loops)}), SIMD-group reductions")
+    return _block_program(r, kernel, plan.nest, plan.nest.total, notes, banner)
 
 
 def _block_program(r: MSLRenderer, kernel, nest, groups: int, notes, banner):
@@ -594,10 +584,7 @@ def _try_attention(kernel, sizes, notes):
 def render_flash(kernel, sizes, masked: bool) -> MSLProgram:
     r = MSLRenderer()
     r.setup(kernel, sizes)
-    q, k_, v_ = (r.buffers[b_.name] for b_ in kernel.inputs[:3])
-    out = r.buffers[kernel.output.name]
-    B, H, S, D = q.shape
-    SK = k_.shape[2]
+    q, k_, v_, out, (B, H, S, D), SK = r.attention_operands(kernel)
     BQ, BKV, CH = 64, 64, 16
     if 2 * BKV * D * 4 > 32768:
         raise Unsupported(f"head_dim {D} needs more than 32 KiB of threadgroup memory")
@@ -637,8 +624,7 @@ def render_flash(kernel, sizes, masked: bool) -> MSLProgram:
     em("for (int d = 0; d < D; ++d) acc = fma(qr[d], Ks[j * D + d], acc);")
     cond = "kv0 + j < SK"
     if masked:
-        mk = r.buffers[kernel.inputs[3].name]
-        cond += f" && active && {mk.c}[(long)qi * {mk.shape[1]} + kv0 + j]"
+        cond += f" && active && {r.attention_mask(kernel, 'qi', 'kv0 + j')}"
     em(f"s[jj] = ({cond}) ? acc : -INFINITY;")
     em("mt = fmax(mt, s[jj]);")
     em.close()

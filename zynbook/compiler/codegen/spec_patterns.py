@@ -137,34 +137,33 @@ def canon(k: cir.Kernel):
     return (len(k.inputs), tuple(len(b_.shape) for b_ in k.inputs), len(k.output.shape), body)
 
 
-_TEMPLATES: dict = {}
-_CLIPPED: dict = {}
+_CANON: dict = {}
+
+
+def _flash_by_block(text: str) -> dict:
+    return {("flash_attention", blk): canon(lower_template(text.replace("BLOCK", str(blk)), [4, 4, 4]))
+            for blk in BLOCKS}
+
+
+def _cached(key: str, build) -> dict:
+    if key not in _CANON:
+        try:
+            _CANON[key] = build()
+        except Exception:           # the lowering is unavailable: no template, generic schedule
+            _CANON[key] = {("none", 0): None}
+    return _CANON[key]
 
 
 def templates() -> dict:
     """{(kind, block): canonical CIR} of the spec's attention kernels (block 0: no tiles)."""
-    if not _TEMPLATES:
-        try:
-            for blk in BLOCKS:
-                k = lower_template(FLASH_TEMPLATE.replace("BLOCK", str(blk)), [4, 4, 4])
-                _TEMPLATES[("flash_attention", blk)] = canon(k)
-            k = lower_template(ATTENTION_TEMPLATE, [4, 4, 4, 2])
-            _TEMPLATES[("attention", 0)] = canon(k)
-        except Exception:           # the lowering is unavailable: no template, generic schedule
-            _TEMPLATES[("none", 0)] = None
-    return _TEMPLATES
+    return _cached("spec", lambda: {
+        **_flash_by_block(FLASH_TEMPLATE),
+        ("attention", 0): canon(lower_template(ATTENTION_TEMPLATE, [4, 4, 4, 2]))})
 
 
 def clipped_templates() -> dict:
     """The same for `CLIPPED_FLASH_TEMPLATE`."""
-    if not _CLIPPED:
-        try:
-            for blk in BLOCKS:
-                k = lower_template(CLIPPED_FLASH_TEMPLATE.replace("BLOCK", str(blk)), [4, 4, 4])
-                _CLIPPED[("flash_attention", blk)] = canon(k)
-        except Exception:           # the lowering is unavailable: no template, generic schedule
-            _CLIPPED[("none", 0)] = None
-    return _CLIPPED
+    return _cached("clipped", lambda: _flash_by_block(CLIPPED_FLASH_TEMPLATE))
 
 
 def match_spec_attention(kernel: cir.Kernel, notes: list, clipped: bool = False):

@@ -369,24 +369,18 @@ def _softmax(interp, args, kwargs):
     return wrap(e / e.sum(axis=axis, keepdims=True), t)
 
 
-@builtin("sinkhorn")
-def _sinkhorn(interp, args, kwargs):
-    """Sinkhorn-Knopp: alternately normalise rows and columns of exp(m) so that both sum
-    to 1 (a doubly stochastic matrix), `iterations` times."""
-    _unexpected(kwargs, ("iterations",), "sinkhorn")
-    _arity(args, 1, "sinkhorn", "sinkhorn(m, iterations=20)")
-    t = _tensor(args[0])
-    if t.ndim != 2 or t.shape[0] != t.shape[1]:
-        raise ZynMLShapeError(f"sinkhorn() takes a square matrix, not {list(t.shape)}")
-    iterations = kwargs.get("iterations", 20)
-    if not isinstance(iterations, int) or iterations < 1:
-        raise ZynMLTypeError("iterations= takes a positive integer")
-    xp, a = xp_of(t), host_array(t)
-    p = xp.exp(a - a.max())
-    for _ in range(iterations):
-        p = p / p.sum(axis=1, keepdims=True)
-        p = p / p.sum(axis=0, keepdims=True)
-    return wrap(p.astype(a.dtype), t)
+def _library(name):
+    """A kernel of the library (zynbook/library: written in ZynML), run on the session's
+    default device."""
+    def run(interp, args, kwargs):
+        from .. import library
+        return library.call(name, interp.session, args, kwargs)
+    run.__doc__ = f"{name}(...) from the kernel library"
+    return run
+
+
+for _name in ("sinkhorn", "rmsnorm", "silu", "gelu", "rope"):
+    BUILTINS[_name] = _library(_name)
 
 
 @builtin("range")

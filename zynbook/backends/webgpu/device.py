@@ -318,15 +318,15 @@ class WebGPUDevice(Device):
 
         timestamps = "timestamp-query" in getattr(self, "enabled", set())
         encoder = self.device.create_command_encoder()
+        # a pass of 0 workgroups is not dispatched; only dispatched passes get timestamp
+        # queries, since resolving a query never written waits for it forever on some drivers
+        todo = [(p, int(p.workgroups(env))) for p in prog.passes]
+        todo = [(p, count) for p, count in todo if count > 0]
         qset = None
-        if timestamps:
-            qset = self.device.create_query_set(type="timestamp", count=2 * len(prog.passes))
+        if timestamps and todo:
+            qset = self.device.create_query_set(type="timestamp", count=2 * len(todo))
         geometry = []
-        dispatched = []     # indices of the passes dispatched (a pass of 0 workgroups is not)
-        for n, p in enumerate(prog.passes):
-            count = int(p.workgroups(env))
-            if count <= 0:
-                continue
+        for n, (p, count) in enumerate(todo):
             dims = rt.split_workgroups(count, self.limits.get("max-compute-workgroups-per-dimension", 65535))
             tw = None
             if qset is not None:
@@ -338,12 +338,11 @@ class WebGPUDevice(Device):
             cpass.dispatch_workgroups(*dims)
             cpass.end()
             geometry.append({"entry": p.entry, "workgroups": dims, "workgroup_size": prog.workgroup_size})
-            dispatched.append(n)
         tsbuf = None
-        if qset is not None and geometry:
-            tsbuf = self._buffer(16 * len(prog.passes), "timestamps",
+        if qset is not None:
+            tsbuf = self._buffer(16 * len(todo), "timestamps",
                                  wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
-            encoder.resolve_query_set(qset, 0, 2 * len(prog.passes), tsbuf, 0)
+            encoder.resolve_query_set(qset, 0, 2 * len(todo), tsbuf, 0)
         stage = None
         if staging:
             stage = self._buffer(out_bytes, "staging",
@@ -357,7 +356,7 @@ class WebGPUDevice(Device):
             kernel_s, source = None, "host-clock"
             if tsbuf is not None:
                 raw = np.frombuffer(dev.device.queue.read_buffer(tsbuf), dtype=np.uint64)
-                spans = [int(raw[2 * i + 1]) - int(raw[2 * i]) for i in dispatched]
+                spans = [int(raw[2 * i + 1]) - int(raw[2 * i]) for i in range(len(todo))]
                 if all(s >= 0 for s in spans):
                     kernel_s = sum(spans) * 1e-9
                     source = "gpu-timestamps"

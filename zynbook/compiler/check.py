@@ -232,12 +232,18 @@ class Checker:
             return UNKNOWN
         if isinstance(e, A.Index):
             base = self.expr(e.base)
-            for it in e.items:
+            for axis, it in enumerate(e.items):
                 if isinstance(it, A.SliceItem):
                     self.expr(it.start) if it.start is not None else None
                     self.expr(it.stop) if it.stop is not None else None
-                else:
-                    self.expr(it)
+                    continue
+                value = self.expr(it)
+                size = base.shape[axis] if isinstance(base, TensorShape) and base.shape and \
+                    axis < len(base.shape) else None
+                if isinstance(value, int) and not isinstance(value, bool) and size is not None \
+                        and not -size <= value < size:
+                    raise ZynMLShapeError(f"index {value} is out of range for axis {axis} of "
+                                          f"size {size}", it.span)
             return UNKNOWN if not isinstance(base, TensorShape) else TensorShape(base.dtype, None)
         if isinstance(e, A.Call):
             return self.call(e, [])

@@ -31,5 +31,10 @@ def assert_close(actual, expected, dtype="f32", kind="elementwise"):
     a = np.asarray(actual)
     e = np.asarray(expected)
     assert a.shape == e.shape, f"shape {a.shape} != expected {e.shape}"
-    np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64),
-                               **tolerance(dtype, kind))
+    assert_within(a, e, **tolerance(dtype, kind))
+
+
+def assert_within(actual, expected, rtol, atol):
+    """`actual` equals `expected` within these tolerances, both compared as float64."""
+    np.testing.assert_allclose(np.asarray(actual, np.float64), np.asarray(expected, np.float64),
+                               rtol=rtol, atol=atol)

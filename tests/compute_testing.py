@@ -1,0 +1,55 @@
+"""What the backend tests and benches share besides kernel sources: lowering the one
+compute block of a source with its inputs, and random inputs."""
+from __future__ import annotations
+
+import numpy as np
+
+from zynbook.compiler import ast as A
+from zynbook.compiler import dims, lower
+from zynbook.compiler.parser import parse
+from zynbook.compiler.types import DTYPE_ALIASES
+
+
+def find_compute(node):
+    """The first compute block in a parsed program (or any part of one), else None."""
+    if isinstance(node, A.Compute):
+        return node
+    if isinstance(node, list):
+        for n in node:
+            r = find_compute(n)
+            if r is not None:
+                return r
+        return None
+    if hasattr(node, "__dataclass_fields__"):
+        for f in node.__dataclass_fields__:
+            r = find_compute(getattr(node, f))
+            if r is not None:
+                return r
+    return None
+
+
+def lower_signatures(src, signatures, scalar_types=None, name="kernel"):
+    """The lowering of the one compute block in `src` whose inputs have these
+    {name: (dtype, rank)}, scalars these {name: dtype}."""
+    node = find_compute(parse(src).body)
+    sigs = [lower.InputSig(lower.dotted(e), *signatures[lower.dotted(e)]) for e in node.inputs]
+    return lower.lower_compute(node, sigs, scalar_types or {}, name, src)
+
+
+def lower_block(src, arrays, scalars=None, sizes=None, name="kernel"):
+    """(kernel, inputs, sizes, scalars) of the one compute block in `src`."""
+    scalars = scalars or {}
+    types = {k: ("f32" if isinstance(v, float) else "i32") for k, v in scalars.items()}
+    types.update({k: "i32" for k in (sizes or {})})
+    lk = lower_signatures(src, {n: (DTYPE_ALIASES[str(a.dtype)], a.ndim) for n, a in arrays.items()},
+                          types, name)
+    k = lk.kernel
+    shapes = {b.name: arrays[lk.labels[b.name]].shape for b in k.inputs}
+    sz = dims.solve(lk, shapes, dict(sizes or {}))
+    return k, [arrays[lk.labels[b.name]] for b in k.inputs], sz, \
+        {s.name: scalars[s.name] for s in k.scalars}
+
+
+def float32_normals(rng):
+    """randn(*shape): f32 standard normal draws from the generator `rng`."""
+    return lambda *shape: rng.standard_normal(shape).astype(np.float32)

@@ -12,15 +12,18 @@ import numpy as np
 import pytest
 
 from zynbook.backends.cpu.reference import run_kernel
-from zynbook.compiler import ast as A
-from zynbook.compiler import cir, dims, lower
+from zynbook.compiler import cir
 from zynbook.compiler.codegen import msl
 from zynbook.compiler.codegen.spec_patterns import ATTENTION_TEMPLATE as ATTENTION
-from zynbook.compiler.codegen.spec_patterns import FLASH_TEMPLATE as FLASH
-from zynbook.compiler.parser import parse
+from zynbook.compiler.codegen.spec_patterns import CLIPPED_FLASH_TEMPLATE, FLASH_TEMPLATE
 from zynbook.errors import ZynMLDeviceError
 
+from compute_testing import float32_normals, lower_block
+from kernel_sources import (ARGMAX, BROADCAST, LAYER_NORM, MATMUL, MUL_ADD, REDUCE_MAX,
+                            REDUCE_SUM, RMS_NORM, ROW_SUMS, SHARED_FFN, SOFTMAX_FUSED,
+                            SOFTMAX_ROWS, SPEC_BATCHED_MATMUL, SPEC_CONV2D, unannotated)
 from metal_emu import emulator as emu
+from tolerances import assert_within
 
 pytestmark = pytest.mark.skipif(shutil.which(emu.CXX) is None, reason="no C++ compiler")
 
@@ -31,57 +34,10 @@ TOL = {"elementwise": (1e-5, 1e-6), "reduction": (1e-4, 1e-5), "contraction": (1
        "f16": (1e-2, 1e-2), "exact": (0, 0)}
 
 
-def _find_compute(node):
-    if isinstance(node, A.Compute):
-        return node
-    if isinstance(node, list):
-        for n in node:
-            r = _find_compute(n)
-            if r is not None:
-                return r
-        return None
-    if hasattr(node, "__dataclass_fields__"):
-        for f in node.__dataclass_fields__:
-            r = _find_compute(getattr(node, f))
-            if r is not None:
-                return r
-    return None
-
-
-_DT = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool",
-       "float16": "f16"}
-
-
-def lower_block(src, arrays, scalars=None, sizes=None):
-    """(kernel, inputs, sizes, scalars) of the one compute block in `src`."""
-    scalars = scalars or {}
-    node = _find_compute(parse(src).body)
-    sigs = [lower.InputSig(lower.dotted(e), _DT[str(arrays[lower.dotted(e)].dtype)],
-                           arrays[lower.dotted(e)].ndim) for e in node.inputs]
-    types = {k: ("f32" if isinstance(v, float) else "i32") for k, v in scalars.items()}
-    types.update({k: "i32" for k in (sizes or {})})
-    lk = lower.lower_compute(node, sigs, types, "kernel", src)
-    k = lk.kernel
-    shapes = {b.name: arrays[lk.labels[b.name]].shape for b in k.inputs}
-    sz = dims.solve(lk, shapes, dict(sizes or {}))
-    return k, [arrays[lk.labels[b.name]] for b in k.inputs], sz, \
-        {s.name: scalars[s.name] for s in k.scalars}
-
-
 RNG = np.random.default_rng(99)
+randn = float32_normals(RNG)
 
-
-def randn(*shape):
-    return RNG.standard_normal(shape).astype(np.float32)
-
-
-MUL_ADD = """let z = compute(x, y) {
-    @kernel elementwise
-    for i in 0..len:
-        out[i] = x[i] * y[i] + 1.0
-}"""
-
-GELU = """let a = compute(x) {
+ACTIVATIONS = """let a = compute(x) {
     @kernel elementwise
     for i in 0..len:
         out[i] = gelu(x[i]) + sigmoid(x[i]) * relu(x[i]) - exp(x[i] * 0.1) + silu(x[i])
@@ -97,41 +53,10 @@ MATH = """let a = compute(x, y) {
         out[i] = u + clamp(y[i], -0.5, 0.5) + x[i] % 0.7
 }"""
 
-BROADCAST = """let s = compute(matrix, vector) {
-    @kernel elementwise
-    @broadcast(vector, axis=1)
-    for i in 0..rows, j in 0..cols:
-        out[i, j] = matrix[i, j] * vector[j]
-}"""
-
-REDUCE_SUM = """let s = compute(data) {
-    @kernel reduce(+)
-    for i in 0..len:
-        yield data[i]
-}"""
-
-REDUCE_MAX = """let s = compute(data) {
-    @kernel reduce(max)
-    for i in 0..len:
-        yield data[i]
-}"""
-
-ARGMAX = """let s = compute(data) {
-    @kernel reduce(argmax)
-    for i in 0..len:
-        yield (data[i], i)
-}"""
-
 ARGMIN_ROWS = """let s = compute(matrix) {
     @kernel reduce(argmin, axis=1)
     for i in 0..rows, j in 0..cols:
         yield (matrix[i, j], j)
-}"""
-
-ROW_SUMS = """let s = compute(matrix) {
-    @kernel reduce(+, axis=1)
-    for i in 0..rows, j in 0..cols:
-        yield matrix[i, j]
 }"""
 
 COL_MAX = """let s = compute(matrix) {
@@ -140,106 +65,11 @@ COL_MAX = """let s = compute(matrix) {
         yield matrix[i, j]
 }"""
 
-MATMUL = """let C = compute(A, B) {
-    @kernel matmul
-    @workgroup(16, 16)
-    for i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[i, k] * B[k, j]
-        out[i, j] = sum
-}"""
+# without the spec's @workgroup: the threadgroup is the renderer's choice
+BMM = unannotated(SPEC_BATCHED_MATMUL)
+CONV2D = unannotated(SPEC_CONV2D)
 
-BMM = """let C = compute(A, B) {
-    @kernel batched_matmul
-    for b in 0..batch, i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[b, i, k] * B[b, k, j]
-        out[b, i, j] = sum
-}"""
-
-CONV2D = """let output = compute(input, kernel, bias) {
-    @kernel conv2d
-    for b in 0..batch, oc in 0..out_channels:
-        for oh in 0..out_h, ow in 0..out_w:
-            var sum = bias[oc]
-            for ic in 0..in_channels:
-                for kh in 0..kernel_h, kw in 0..kernel_w:
-                    let ih = oh * stride + kh - padding
-                    let iw = ow * stride + kw - padding
-                    if ih >= 0 and ih < in_h and iw >= 0 and iw < in_w:
-                        sum += input[b, ic, ih, iw] * kernel[oc, ic, kh, kw]
-            out[b, oc, oh, ow] = sum
-}"""
-
-SOFTMAX_FUSED = """let probs = compute(logits) {
-    @kernel fused
-    let max_val = reduce(max, logits)
-    let shifted = logits - max_val
-    let exp_vals = exp(shifted)
-    let sum_exp = reduce(+, exp_vals)
-    out = exp_vals / sum_exp
-}"""
-
-SOFTMAX_ROWS = """let probs = compute(x) {
-    @kernel fused
-    for b in 0..batch:
-        var m = -inf
-        for i in 0..n:
-            m = max(m, x[b, i])
-        var s = 0.0
-        for i in 0..n:
-            s += exp(x[b, i] - m)
-        for i in 0..n:
-            out[b, i] = exp(x[b, i] - m) / s
-}"""
-
-LAYER_NORM = """let n = compute(x, gamma, beta) {
-    @kernel fused
-    @workgroup(128)
-    for b in 0..batch:
-        var mean = 0.0
-        for i in 0..hidden:
-            mean += x[b, i]
-        mean /= hidden
-        var var = 0.0
-        for i in 0..hidden:
-            let diff = x[b, i] - mean
-            var += diff * diff
-        var /= hidden
-        let inv_std = rsqrt(var + eps)
-        for i in 0..hidden:
-            out[b, i] = (x[b, i] - mean) * inv_std * gamma[i] + beta[i]
-}"""
-
-RMS_NORM = """let n = compute(x, weight) {
-    @kernel fused
-    for b in 0..batch:
-        var ss = 0.0
-        for i in 0..hidden:
-            ss += x[b, i] * x[b, i]
-        let r = rsqrt(ss / hidden + eps)
-        for i in 0..hidden:
-            out[b, i] = x[b, i] * r * weight[i]
-}"""
-
-SHARED_FFN = """let y = compute(x, up_w, down_w) {
-    @kernel fused
-    for r in 0..rows:
-        shared var up[ffn]
-        for f in 0..ffn:
-            var sum = 0.0
-            for h in 0..hidden:
-                sum += x[r, h] * up_w[h, f]
-            up[f] = max(sum, 0.0)
-        barrier()
-        for h in 0..hidden:
-            var sum = 0.0
-            for f in 0..ffn:
-                sum += up[f] * down_w[f, h]
-            out[r, h] = sum
-}"""
+LAYER_NORM_128 = LAYER_NORM.replace("@workgroup(256)", "@workgroup(128)")
 
 SCALE_INT = """let s = compute(x, n) {
     @kernel elementwise
@@ -265,7 +95,7 @@ def _cases():
         "mul_add": (MUL_ADD, {"x": x, "y": y}, {}, {}, "elementwise", "generic"),
         "mul_add_f16": (MUL_ADD, {"x": x.astype(np.float16), "y": y.astype(np.float16)}, {}, {},
                         "f16", "generic"),
-        "activations": (GELU, {"x": x * 3}, {}, {}, "elementwise", "generic"),
+        "activations": (ACTIVATIONS, {"x": x * 3}, {}, {}, "elementwise", "generic"),
         "math": (MATH, {"x": x * 2, "y": y}, {}, {}, "elementwise", "generic"),
         "ints": (SCALE_INT, {"x": ints, "n": ints[::-1].copy()}, {}, {}, "exact", "generic"),
         "broadcast": (BROADCAST, {"matrix": m, "vector": v}, {}, {}, "elementwise", "generic"),
@@ -287,17 +117,16 @@ def _cases():
                                                     "out_w": 6}, "contraction", "generic"),
         "softmax_fused": (SOFTMAX_FUSED, {"logits": randn(1000)}, {}, {}, "reduction", "rows"),
         "softmax_rows": (SOFTMAX_ROWS, {"x": randn(7, 1000)}, {}, {}, "reduction", "rows"),
-        "layer_norm": (LAYER_NORM, {"x": ln_x, "gamma": g, "beta": bt}, {"eps": 1e-5}, {},
+        "layer_norm": (LAYER_NORM_128, {"x": ln_x, "gamma": g, "beta": bt}, {"eps": 1e-5}, {},
                        "reduction", "rows"),
         "rms_norm": (RMS_NORM, {"x": ln_x, "weight": g}, {"eps": 1e-6}, {}, "reduction", "rows"),
         "attention": (ATTENTION, {"Q": Q, "K": K, "V": V, "mask": mask}, {}, {}, "contraction",
                       "rows"),
-        "flash_attention": (FLASH.replace("BLOCK", "64"), {"Q": fq, "K": fk, "V": fv}, {},
-                            {"seq_len": 100, "head_dim": 16}, "contraction", "flash"),
-        "flash_clipped": (FLASH.replace("var o = zeros(BLOCK, head_dim)",
-                                        "var o = zeros(min(BLOCK, seq_len - q_block), head_dim)")
-                          .replace("BLOCK", "32"), {"Q": fq, "K": fk, "V": fv}, {},
-                          {"seq_len": 100, "head_dim": 16}, "contraction", "flash"),
+        "flash_attention": (FLASH_TEMPLATE.replace("BLOCK", "64"), {"Q": fq, "K": fk, "V": fv},
+                            {}, {"seq_len": 100, "head_dim": 16}, "contraction", "flash"),
+        "flash_clipped": (CLIPPED_FLASH_TEMPLATE.replace("BLOCK", "32"),
+                          {"Q": fq, "K": fk, "V": fv}, {}, {"seq_len": 100, "head_dim": 16},
+                          "contraction", "flash"),
         "shared_ffn": (SHARED_FFN, {"x": randn(5, 12), "up_w": randn(12, 40),
                                     "down_w": randn(40, 12)}, {}, {}, "contraction", "rows"),
     }
@@ -323,9 +152,8 @@ def test_kernel_equals_cpu_reference(lowered, name):
     k, ins, sz, sc, prog = lowered[name]
     got = emu.run(prog, ins, cir.output_shape(k, sz), sc)
     want = np.asarray(run_kernel(k, ins, sz, sc))
-    rtol, atol = TOL[CASES[name][4]]
     assert got.shape == want.shape
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol)
+    assert_within(got, want, *TOL[CASES[name][4]])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -377,8 +205,7 @@ def _check(name, source):
     k, ins, sz, sc, prog = lowered_cache()[name]
     got = emu.run(prog, ins, cir.output_shape(k, sz), sc, source=source)
     want = np.asarray(run_kernel(k, ins, sz, sc))
-    rtol, atol = TOL[CASES[name][4]]
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol)
+    assert_within(got, want, *TOL[CASES[name][4]])
 
 
 _LOWERED: dict = {}

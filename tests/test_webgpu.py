@@ -12,12 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zynbook.compiler import ast as A
-from zynbook.compiler import cir, dims, lower
 from zynbook.compiler.codegen import wgsl
-from zynbook.compiler.parser import parse
 from zynbook.errors import ZynMLDeviceError
 from zynbook.backends.webgpu import runtime as rt
+
+from compute_testing import float32_normals, lower_block
+from kernel_sources import (ARGMAX, ATTENTION, BATCHED_MATMUL, BROADCAST, CONV2D, FLASH, GELU,
+                            LAYER_NORM, MATMUL, MUL_ADD, REDUCE_MAX, REDUCE_SUM, RMS_NORM,
+                            ROW_SUMS, SHARED_FFN, SOFTMAX_FUSED, SOFTMAX_ROWS)
+from tolerances import assert_within
 
 GOLDEN = Path(__file__).parent / "golden" / "wgsl"
 
@@ -32,234 +35,13 @@ TOL = {
 
 
 def close(got, want, kind):
-    rtol, atol = TOL[kind]
-    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
-                               rtol=rtol, atol=atol)
-
-
-# --------------------------------------------------------------------------- lowering
-
-
-def _find_compute(node):
-    if isinstance(node, A.Compute):
-        return node
-    if isinstance(node, list):
-        for n in node:
-            r = _find_compute(n)
-            if r is not None:
-                return r
-        return None
-    if hasattr(node, "__dataclass_fields__"):
-        for f in node.__dataclass_fields__:
-            r = _find_compute(getattr(node, f))
-            if r is not None:
-                return r
-    return None
-
-
-_DT = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool",
-       "float16": "f16"}
-
-
-def lower_block(src, arrays, scalars=None, sizes=None, name="kernel"):
-    """(kernel, inputs, sizes, scalars) of the one compute block in `src`."""
-    scalars = scalars or {}
-    node = _find_compute(parse(src).body)
-    sigs = [lower.InputSig(lower.dotted(e), _DT[str(arrays[lower.dotted(e)].dtype)],
-                           arrays[lower.dotted(e)].ndim) for e in node.inputs]
-    types = {k: ("f32" if isinstance(v, float) else "i32") for k, v in scalars.items()}
-    types.update({k: "i32" for k in (sizes or {})})
-    lk = lower.lower_compute(node, sigs, types, name, src)
-    k = lk.kernel
-    shapes = {b.name: arrays[lk.labels[b.name]].shape for b in k.inputs}
-    sz = dims.solve(lk, shapes, dict(sizes or {}))
-    return k, [arrays[lk.labels[b.name]] for b in k.inputs], sz, \
-        {s.name: scalars[s.name] for s in k.scalars}
+    assert_within(got, want, *TOL[kind])
 
 
 # ------------------------------------------------------------------------- programs
 
 RNG = np.random.default_rng(1234)
-
-
-def randn(*shape):
-    return RNG.standard_normal(shape).astype(np.float32)
-
-
-MUL_ADD = """let z = compute(x, y) {
-    @kernel elementwise
-    for i in 0..len:
-        out[i] = x[i] * y[i] + 1.0
-}"""
-
-GELU = """let a = compute(x) {
-    @kernel elementwise
-    for i in 0..len:
-        let x3 = x[i] * x[i] * x[i]
-        out[i] = x[i] * 0.5 * (1.0 + tanh(0.7978845608 * (x[i] + 0.044715 * x3)))
-}"""
-
-BROADCAST = """let s = compute(matrix, vector) {
-    @kernel elementwise
-    @broadcast(vector, axis=1)
-    for i in 0..rows, j in 0..cols:
-        out[i, j] = matrix[i, j] * vector[j]
-}"""
-
-REDUCE_SUM = """let s = compute(data) {
-    @kernel reduce(+)
-    for i in 0..len:
-        yield data[i]
-}"""
-
-REDUCE_MAX = """let s = compute(data) {
-    @kernel reduce(max)
-    for i in 0..len:
-        yield data[i]
-}"""
-
-ARGMAX = """let s = compute(data) {
-    @kernel reduce(argmax)
-    for i in 0..len:
-        yield (data[i], i)
-}"""
-
-ROW_SUMS = """let s = compute(matrix) {
-    @kernel reduce(+, axis=1)
-    for i in 0..rows, j in 0..cols:
-        yield matrix[i, j]
-}"""
-
-MATMUL = """let C = compute(A, B) {
-    @kernel matmul
-    @workgroup(16, 16)
-    for i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[i, k] * B[k, j]
-        out[i, j] = sum
-}"""
-
-BMM = """let C = compute(A, B) {
-    @kernel batched_matmul
-    @workgroup(16, 16, 1)
-    for b in 0..batch, i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[b, i, k] * B[b, k, j]
-        out[b, i, j] = sum
-}"""
-
-CONV2D = """let output = compute(input, kernel, bias) {
-    @kernel conv2d
-    @workgroup(8, 8, 4)
-    for b in 0..batch, oc in 0..out_channels:
-        for oh in 0..out_h, ow in 0..out_w:
-            var sum = bias[oc]
-            for ic in 0..in_channels:
-                for kh in 0..kernel_h, kw in 0..kernel_w:
-                    let ih = oh * stride + kh - padding
-                    let iw = ow * stride + kw - padding
-                    if ih >= 0 and ih < in_h and iw >= 0 and iw < in_w:
-                        sum += input[b, ic, ih, iw] * kernel[oc, ic, kh, kw]
-            out[b, oc, oh, ow] = sum
-}"""
-
-SOFTMAX_FUSED = """let probs = compute(logits) {
-    @kernel fused
-    let max_val = reduce(max, logits)
-    let shifted = logits - max_val
-    let exp_vals = exp(shifted)
-    let sum_exp = reduce(+, exp_vals)
-    out = exp_vals / sum_exp
-}"""
-
-SOFTMAX_ROWS = """let probs = compute(x) {
-    @kernel fused
-    for b in 0..batch:
-        var m = -inf
-        for i in 0..n:
-            m = max(m, x[b, i])
-        var s = 0.0
-        for i in 0..n:
-            s += exp(x[b, i] - m)
-        for i in 0..n:
-            out[b, i] = exp(x[b, i] - m) / s
-}"""
-
-LAYER_NORM = """let n = compute(x, gamma, beta) {
-    @kernel fused
-    @workgroup(256)
-    for b in 0..batch:
-        var mean = 0.0
-        for i in 0..hidden:
-            mean += x[b, i]
-        mean /= hidden
-        var var = 0.0
-        for i in 0..hidden:
-            let diff = x[b, i] - mean
-            var += diff * diff
-        var /= hidden
-        let inv_std = rsqrt(var + eps)
-        for i in 0..hidden:
-            out[b, i] = (x[b, i] - mean) * inv_std * gamma[i] + beta[i]
-}"""
-
-RMS_NORM = """let n = compute(x, weight) {
-    @kernel fused
-    for b in 0..batch:
-        var ss = 0.0
-        for i in 0..hidden:
-            ss += x[b, i] * x[b, i]
-        let r = rsqrt(ss / hidden + eps)
-        for i in 0..hidden:
-            out[b, i] = x[b, i] * r * weight[i]
-}"""
-
-ATTENTION = """let attn = compute(Q, K, V, mask) {
-    @kernel attention
-    @workgroup(32, 4)
-    for b in 0..batch, h in 0..heads, i in 0..seq_len:
-        var max_score = -inf
-        for j in 0..seq_len:
-            if mask[i, j]:
-                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                max_score = max(max_score, score)
-        var sum_exp = 0.0
-        for j in 0..seq_len:
-            if mask[i, j]:
-                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                sum_exp += exp(score - max_score)
-        for d in 0..head_dim:
-            var acc = 0.0
-            for j in 0..seq_len:
-                if mask[i, j]:
-                    let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                    let weight = exp(score - max_score) / sum_exp
-                    acc += weight * V[b, h, j, d]
-            out[b, h, i, d] = acc
-}"""
-
-FLASH = """let attn = compute(Q, K, V) {
-    @kernel flash_attention
-    @workgroup(64)
-    @tile(block_q=BLOCK, block_kv=BLOCK)
-    for b in 0..batch, h in 0..heads:
-        for q_block in 0..seq_len step BLOCK:
-            var m = -inf
-            var l = 0.0
-            var o = zeros(min(BLOCK, seq_len - q_block), head_dim)
-            for kv_block in 0..seq_len step BLOCK:
-                let K_block = K[b, h, kv_block:kv_block+BLOCK]
-                let V_block = V[b, h, kv_block:kv_block+BLOCK]
-                let S = Q[b, h, q_block:q_block+BLOCK] @ transpose(K_block) / sqrt(head_dim)
-                let m_new = max(m, row_max(S))
-                let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
-                o = exp(m - m_new) * o + exp(S - m_new) @ V_block
-                m = m_new
-                l = l_new
-            out[b, h, q_block:q_block+BLOCK] = o / l
-}"""
+randn = float32_normals(RNG)
 
 LINEAR = """let y = compute(x, w, bias) {
     @kernel matmul
@@ -286,23 +68,6 @@ CAUSAL = ATTENTION.replace("compute(Q, K, V, mask)", "compute(Q, K, V)").replace
 
 # not the three-pass form (the score has an extra term): the rows schedule runs it
 ATTENTION_BIASED = ATTENTION.replace("/ sqrt(head_dim)", "/ sqrt(head_dim) + 0.5 * V[b, h, j, 0]")
-
-SHARED_FFN = """let y = compute(x, up_w, down_w) {
-    @kernel fused
-    for r in 0..rows:
-        shared var up[ffn]
-        for f in 0..ffn:
-            var sum = 0.0
-            for h in 0..hidden:
-                sum += x[r, h] * up_w[h, f]
-            up[f] = max(sum, 0.0)
-        barrier()
-        for h in 0..hidden:
-            var sum = 0.0
-            for f in 0..ffn:
-                sum += up[f] * down_w[f, h]
-            out[r, h] = sum
-}"""
 
 
 def np_attention(Q, K, V, mask=None):
@@ -372,7 +137,7 @@ def _cases():
         "argmax": (ARGMAX, {"data": data}, {}, {}, data.argmax(), "reduction"),
         "row_sums": (ROW_SUMS, {"matrix": m}, {}, {}, m.astype(np.float64).sum(1), "reduction"),
         "matmul": (MATMUL, {"A": A, "B": B}, {}, {}, A.astype(np.float64) @ B, "matmul"),
-        "batched_matmul": (BMM, {"A": A3, "B": B3}, {}, {}, A3.astype(np.float64) @ B3, "matmul"),
+        "batched_matmul": (BATCHED_MATMUL, {"A": A3, "B": B3}, {}, {}, A3.astype(np.float64) @ B3, "matmul"),
         # several block tiles in each direction, k not a multiple of the tile depth
         "matmul_tiles": (MATMUL, {"A": tA, "B": tB}, {}, {}, tA.astype(np.float64) @ tB, "matmul"),
         # x @ w^T with a bias and ReLU epilogue; w's contiguous axis is k

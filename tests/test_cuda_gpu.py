@@ -68,107 +68,52 @@ def test_kernel_matches_cpu_executor(name):
 # ------------------------------------------------------------ through zynbook.run
 
 import zynbook  # noqa: E402
+from kernel_sources import (MATMUL, SPEC_ARGMAX, SPEC_BATCHED_MATMUL, SPEC_CONV2D,  # noqa: E402
+                            SPEC_GELU, SPEC_LAYER_NORM, SPEC_NORM, SPEC_ROW_SUMS, SPEC_SOFTMAX,
+                            program, unannotated)
 
 PROGRAMS = {
-    "matmul": ("""let C = compute(A, B) {
-    @kernel matmul
-    @workgroup(16, 16)
-    for i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[i, k] * B[k, j]
-        out[i, j] = sum
-}
-C""", lambda r: dict(A=r.standard_normal((200, 130)).astype(np.float32),
-                     B=r.standard_normal((130, 90)).astype(np.float32)),
+    "matmul": (
+        program(MATMUL),
+        lambda r: dict(A=r.standard_normal((200, 130)).astype(np.float32),
+                       B=r.standard_normal((130, 90)).astype(np.float32)),
         lambda e: e["A"].astype(np.float64) @ e["B"]),
-    "bmm": ("""let C = compute(A, B) {
-    @kernel batched_matmul
-    for b in 0..batch, i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[b, i, k] * B[b, k, j]
-        out[b, i, j] = sum
-}
-C""", lambda r: dict(A=r.standard_normal((3, 64, 40)).astype(np.float32),
-                     B=r.standard_normal((3, 40, 50)).astype(np.float32)),
+    "bmm": (
+        program(unannotated(SPEC_BATCHED_MATMUL)),
+        lambda r: dict(A=r.standard_normal((3, 64, 40)).astype(np.float32),
+                       B=r.standard_normal((3, 40, 50)).astype(np.float32)),
         lambda e: np.matmul(e["A"].astype(np.float64), e["B"])),
-    "sum": ("""let s = compute(data) {
-    @kernel reduce(+)
-    for i in 0..len:
-        yield data[i] * data[i]
-} |> sqrt()
-s""", lambda r: dict(data=r.standard_normal(100_003).astype(np.float32)),
+    "sum": (
+        SPEC_NORM,
+        lambda r: dict(data=r.standard_normal(100_003).astype(np.float32)),
         lambda e: np.sqrt(np.sum(e["data"].astype(np.float64) ** 2))),
-    "argmax": ("""let m = compute(data) {
-    @kernel reduce(argmax)
-    for i in 0..len:
-        yield (data[i], i)
-}
-m""", lambda r: dict(data=r.standard_normal(77_777).astype(np.float32)),
+    "argmax": (
+        SPEC_ARGMAX,
+        lambda r: dict(data=r.standard_normal(77_777).astype(np.float32)),
         lambda e: np.argmax(e["data"])),
-    "row_sums": ("""let r = compute(matrix) {
-    @kernel reduce(+, axis=1)
-    for i in 0..rows, j in 0..cols:
-        yield matrix[i, j]
-}
-r""", lambda r: dict(matrix=r.standard_normal((129, 3001)).astype(np.float32)),
+    "row_sums": (
+        SPEC_ROW_SUMS,
+        lambda r: dict(matrix=r.standard_normal((129, 3001)).astype(np.float32)),
         lambda e: e["matrix"].astype(np.float64).sum(1)),
-    "gelu": ("""let y = compute(x) {
-    @kernel elementwise
-    for i in 0..len:
-        let x3 = x[i] * x[i] * x[i]
-        out[i] = x[i] * 0.5 * (1.0 + tanh(0.7978845608 * (x[i] + 0.044715 * x3)))
-}
-y""", lambda r: dict(x=r.standard_normal(10_000).astype(np.float32)),
+    "gelu": (
+        SPEC_GELU,
+        lambda r: dict(x=r.standard_normal(10_000).astype(np.float32)),
         lambda e: (lambda x: x * 0.5 * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3))))(e["x"].astype(np.float64))),
-    "layer_norm": ("""let y = compute(x, gamma, beta) {
-    @kernel fused
-    @workgroup(256)
-    for b in 0..batch:
-        var mean = 0.0
-        for i in 0..hidden:
-            mean += x[b, i]
-        mean /= hidden
-        var var = 0.0
-        for i in 0..hidden:
-            let diff = x[b, i] - mean
-            var += diff * diff
-        var /= hidden
-        let inv_std = rsqrt(var + eps)
-        for i in 0..hidden:
-            out[b, i] = (x[b, i] - mean) * inv_std * gamma[i] + beta[i]
-}
-y""", lambda r: dict(x=r.standard_normal((33, 700)).astype(np.float32), gamma=r.standard_normal(700).astype(np.float32),
-                     beta=r.standard_normal(700).astype(np.float32), eps=1e-5),
+    "layer_norm": (
+        SPEC_LAYER_NORM,
+        lambda r: dict(x=r.standard_normal((33, 700)).astype(np.float32), gamma=r.standard_normal(700).astype(np.float32),
+                       beta=r.standard_normal(700).astype(np.float32), eps=1e-5),
         lambda e: (lambda x: (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * e["gamma"] + e["beta"])(e["x"].astype(np.float64))),
-    "softmax": ("""let p = compute(logits) {
-    @kernel fused
-    let max_val = reduce(max, logits)
-    let shifted = logits - max_val
-    let exp_vals = exp(shifted)
-    let sum_exp = reduce(+, exp_vals)
-    out = exp_vals / sum_exp
-}
-p""", lambda r: dict(logits=r.standard_normal((16, 300)).astype(np.float32)),
+    "softmax": (
+        SPEC_SOFTMAX,
+        lambda r: dict(logits=r.standard_normal((16, 300)).astype(np.float32)),
         lambda e: (lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum())(e["logits"].astype(np.float64))),
-    "conv2d": ("""let y = compute(input, kernel, bias) {
-    @kernel conv2d
-    for b in 0..batch, oc in 0..out_channels:
-        for oh in 0..out_h, ow in 0..out_w:
-            var sum = bias[oc]
-            for ic in 0..in_channels:
-                for kh in 0..kernel_h, kw in 0..kernel_w:
-                    let ih = oh * stride + kh - padding
-                    let iw = ow * stride + kw - padding
-                    if ih >= 0 and ih < in_h and iw >= 0 and iw < in_w:
-                        sum += input[b, ic, ih, iw] * kernel[oc, ic, kh, kw]
-            out[b, oc, oh, ow] = sum
-}
-y""", lambda r: dict(input=r.standard_normal((2, 8, 14, 14)).astype(np.float32),
-                     kernel=r.standard_normal((32, 8, 3, 3)).astype(np.float32),
-                     bias=r.standard_normal(32).astype(np.float32), stride=1, padding=1,
-                     out_h=14, out_w=14),
+    "conv2d": (
+        program(unannotated(SPEC_CONV2D)),
+        lambda r: dict(input=r.standard_normal((2, 8, 14, 14)).astype(np.float32),
+                       kernel=r.standard_normal((32, 8, 3, 3)).astype(np.float32),
+                       bias=r.standard_normal(32).astype(np.float32), stride=1, padding=1,
+                       out_h=14, out_w=14),
         None),
 }
 from zynbook.compiler.codegen import cuda as _cg  # noqa: E402

@@ -1,4 +1,5 @@
-"""Every kernel snippet of the spec, copied verbatim from its code blocks, run on the `cpu`
+"""Every kernel snippet of the spec (`SPEC_*` in kernel_sources.py, copied verbatim from its
+code blocks), run on the `cpu`
 device through `zynbook.run(src, name=array, ...)` with inputs made here, at sizes that are
 not multiples of any block or workgroup (1, 7, 65, 129, ...) and in f16/f32/f64 where the
 kernel is dtype-generic; each result equals an independent numpy computation.
@@ -11,6 +12,10 @@ import numpy as np
 import pytest
 
 import zynbook
+from kernel_sources import (SPEC_RELU, SPEC_MUL_ADD, SPEC_BROADCAST, SPEC_REDUCE_SUM,
+                            SPEC_REDUCE_MAX, SPEC_NORM, SPEC_ROW_SUMS, SPEC_ARGMAX, SPEC_MATMUL,
+                            SPEC_BATCHED_MATMUL, SPEC_CONV2D, SPEC_DEPTHWISE, SPEC_ATTENTION,
+                            SPEC_FLASH, SPEC_SOFTMAX, SPEC_LAYER_NORM, SPEC_GELU, SPEC_ROPE)
 from test_examples_cpu import (np_attention, np_conv2d, np_depthwise, np_gelu_tanh,
                                np_layer_norm, np_rope, np_softmax)
 from tolerances import assert_close
@@ -24,282 +29,6 @@ def randn(seed, *shape, dtype="f32"):
     return np.random.default_rng(seed).standard_normal(shape).astype(NP[dtype])
 
 
-# ---------------------------------------------------------------- the spec's text
-
-RELU = """
-let y = compute(x) {
-    @kernel elementwise
-    for i in 0..len:
-        out[i] = relu(x[i])
-}
-y
-"""
-
-MUL_ADD = """
-let z = compute(x, y) {
-    @kernel elementwise
-    for i in 0..len:
-        out[i] = x[i] * y[i] + 1.0
-}
-z
-"""
-
-BROADCAST = """
-let scaled = compute(matrix, vector) {
-    @kernel elementwise
-    @broadcast(vector, axis=1)
-    for i in 0..rows, j in 0..cols:
-        out[i, j] = matrix[i, j] * vector[j]
-}
-scaled
-"""
-
-REDUCE_SUM = """
-let sum = compute(data) {
-    @kernel reduce(+)
-    for i in 0..len:
-        yield data[i]
-}
-sum
-"""
-
-REDUCE_MAX = """
-let max_val = compute(data) {
-    @kernel reduce(max)
-    for i in 0..len:
-        yield data[i]
-}
-max_val
-"""
-
-NORM = """
-let norm = compute(data) {
-    @kernel reduce(+)
-    for i in 0..len:
-        yield data[i] * data[i]
-} |> sqrt()
-norm
-"""
-
-ROW_SUMS = """
-let row_sums = compute(matrix) {
-    @kernel reduce(+, axis=1)
-    for i in 0..rows, j in 0..cols:
-        yield matrix[i, j]
-}
-row_sums
-"""
-
-ARGMAX = """
-let max_idx = compute(data) {
-    @kernel reduce(argmax)
-    for i in 0..len:
-        yield (data[i], i)  // (value, index) pair
-}
-max_idx
-"""
-
-MATMUL = """
-let C = compute(A, B) {
-    @kernel matmul
-    @workgroup(16, 16)
-    @shared(16 * 16 * 4 * 2)  // Tile A and B in shared memory
-    for i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[i, k] * B[k, j]
-        out[i, j] = sum
-}
-C
-"""
-
-BATCHED_MATMUL = """
-let C = compute(A, B) {
-    @kernel batched_matmul
-    @workgroup(16, 16, 1)
-    for b in 0..batch, i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[b, i, k] * B[b, k, j]
-        out[b, i, j] = sum
-}
-C
-"""
-
-CONV2D = """
-let output = compute(input, kernel, bias) {
-    @kernel conv2d
-    @workgroup(8, 8, 4)
-    for b in 0..batch, oc in 0..out_channels:
-        for oh in 0..out_h, ow in 0..out_w:
-            var sum = bias[oc]
-            for ic in 0..in_channels:
-                for kh in 0..kernel_h, kw in 0..kernel_w:
-                    let ih = oh * stride + kh - padding
-                    let iw = ow * stride + kw - padding
-                    if ih >= 0 and ih < in_h and iw >= 0 and iw < in_w:
-                        sum += input[b, ic, ih, iw] * kernel[oc, ic, kh, kw]
-            out[b, oc, oh, ow] = sum
-}
-output
-"""
-
-DEPTHWISE = """
-let output = compute(input, kernel) {
-    @kernel conv2d_depthwise
-    @workgroup(8, 8)
-    for b in 0..batch, c in 0..channels:
-        for oh in 0..out_h, ow in 0..out_w:
-            var sum = 0.0
-            for kh in 0..kernel_h, kw in 0..kernel_w:
-                sum += input[b, c, oh + kh, ow + kw] * kernel[c, kh, kw]
-            out[b, c, oh, ow] = sum
-}
-output
-"""
-
-ATTENTION = """
-let attn = compute(Q, K, V, mask) {
-    @kernel attention
-    @workgroup(32, 4)  // seq_tile, head_tile
-    @shared(32 * 64 * 4)  // K, V tiles
-
-    for b in 0..batch, h in 0..heads, i in 0..seq_len:
-        // Compute max for numerical stability
-        var max_score = -inf
-        for j in 0..seq_len:
-            if mask[i, j]:
-                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                max_score = max(max_score, score)
-
-        // Compute softmax denominator
-        var sum_exp = 0.0
-        for j in 0..seq_len:
-            if mask[i, j]:
-                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                sum_exp += exp(score - max_score)
-
-        // Weighted sum of values
-        for d in 0..head_dim:
-            var acc = 0.0
-            for j in 0..seq_len:
-                if mask[i, j]:
-                    let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                    let weight = exp(score - max_score) / sum_exp
-                    acc += weight * V[b, h, j, d]
-            out[b, h, i, d] = acc
-}
-attn
-"""
-
-# the spec's block as written, `zeros(64, head_dim)` included; only the closing brace the
-# spec leaves out is added
-FLASH = """
-let attn = compute(Q, K, V) {
-    @kernel flash_attention
-    @workgroup(64)
-    @tile(block_q=64, block_kv=64)
-
-    for b in 0..batch, h in 0..heads:
-        for q_block in 0..seq_len step 64:
-            // Online softmax computation
-            var m = -inf  // Running max
-            var l = 0.0   // Running sum of exp
-            var o = zeros(64, head_dim)  // Running output
-
-            for kv_block in 0..seq_len step 64:
-                // Load K, V blocks to shared memory
-                let K_block = K[b, h, kv_block:kv_block+64]
-                let V_block = V[b, h, kv_block:kv_block+64]
-
-                // Compute attention scores for this block
-                let S = Q[b, h, q_block:q_block+64] @ transpose(K_block) / sqrt(head_dim)
-
-                // Update running statistics
-                let m_new = max(m, row_max(S))
-                let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
-
-                // Update output
-                o = exp(m - m_new) * o + exp(S - m_new) @ V_block
-                m = m_new
-                l = l_new
-
-            // Normalize
-            out[b, h, q_block:q_block+64] = o / l
-}
-attn
-"""
-
-SOFTMAX = """
-let probs = compute(logits) {
-    @kernel fused
-    // First pass: find max
-    let max_val = reduce(max, logits)
-    // Second pass: compute exp and sum
-    let shifted = logits - max_val
-    let exp_vals = exp(shifted)
-    let sum_exp = reduce(+, exp_vals)
-    // Third pass: normalize
-    out = exp_vals / sum_exp
-}
-probs
-"""
-
-LAYER_NORM = """
-let normalized = compute(x, gamma, beta) {
-    @kernel fused
-    @workgroup(256)
-
-    for b in 0..batch:
-        // Compute mean
-        var mean = 0.0
-        for i in 0..hidden:
-            mean += x[b, i]
-        mean /= hidden
-
-        // Compute variance
-        var var = 0.0
-        for i in 0..hidden:
-            let diff = x[b, i] - mean
-            var += diff * diff
-        var /= hidden
-
-        // Normalize and scale
-        let inv_std = rsqrt(var + eps)
-        for i in 0..hidden:
-            out[b, i] = (x[b, i] - mean) * inv_std * gamma[i] + beta[i]
-}
-normalized
-"""
-
-GELU = """
-let activated = compute(x) {
-    @kernel elementwise
-    for i in 0..len:
-        // GELU: x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
-        let x3 = x[i] * x[i] * x[i]
-        out[i] = x[i] * 0.5 * (1.0 + tanh(0.7978845608 * (x[i] + 0.044715 * x3)))
-}
-activated
-"""
-
-# verbatim: `let s = sin_cache[s, d]` shadows the position loop variable `s`; the writes
-# below index with `s` in an index position, which means the loop variable
-ROPE = """
-let rotated = compute(x, cos_cache, sin_cache) {
-    @kernel elementwise
-    for b in 0..batch, h in 0..heads, s in 0..seq, d in 0..head_dim/2:
-        let x0 = x[b, h, s, d * 2]
-        let x1 = x[b, h, s, d * 2 + 1]
-        let c = cos_cache[s, d]
-        let s = sin_cache[s, d]
-        out[b, h, s, d * 2] = x0 * c - x1 * s
-        out[b, h, s, d * 2 + 1] = x0 * s + x1 * c
-}
-rotated
-"""
-
-
 def kernel_types_run(session) -> list:
     return [k.kernel.kernel_type.kind for k in session.last_kernels]
 
@@ -311,7 +40,7 @@ def kernel_types_run(session) -> list:
 @pytest.mark.parametrize("n", ODD)
 def test_relu(n, dtype):
     x = randn(n, n, dtype=dtype)
-    y = zynbook.run(RELU, x=x)
+    y = zynbook.run(SPEC_RELU, x=x)
     assert y.dtype == dtype and y.shape == (n,)
     np.testing.assert_array_equal(np.asarray(y), np.maximum(x, 0))
 
@@ -320,7 +49,7 @@ def test_relu(n, dtype):
 @pytest.mark.parametrize("n", ODD)
 def test_mul_add(n, dtype):
     x, y = randn(1, n, dtype=dtype), randn(2, n, dtype=dtype)
-    z = zynbook.run(MUL_ADD, x=x, y=y)
+    z = zynbook.run(SPEC_MUL_ADD, x=x, y=y)
     assert z.dtype == dtype
     assert_close(z, x.astype(np.float64) * y + 1.0, dtype)
 
@@ -328,12 +57,12 @@ def test_mul_add(n, dtype):
 @pytest.mark.parametrize("rows,cols", [(1, 1), (7, 65), (129, 3)])
 def test_broadcast(rows, cols):
     m, v = randn(3, rows, cols), randn(4, cols)
-    assert_close(zynbook.run(BROADCAST, matrix=m, vector=v), m * v, "f32")
+    assert_close(zynbook.run(SPEC_BROADCAST, matrix=m, vector=v), m * v, "f32")
 
 
 def test_broadcast_vector_of_wrong_length_is_a_shape_error():
     with pytest.raises(zynbook.ZynMLShapeError) as err:
-        zynbook.run(BROADCAST, matrix=randn(0, 4, 5), vector=randn(1, 6))
+        zynbook.run(SPEC_BROADCAST, matrix=randn(0, 4, 5), vector=randn(1, 6))
     assert err.value.line > 0
 
 
@@ -341,7 +70,7 @@ def test_broadcast_vector_of_wrong_length_is_a_shape_error():
 @pytest.mark.parametrize("n", [1, 7, 1000])
 def test_gelu(n, dtype):
     x = randn(n, n, dtype=dtype)
-    out = zynbook.run(GELU, x=x)
+    out = zynbook.run(SPEC_GELU, x=x)
     assert out.dtype == dtype
     # 0.7978845608 is sqrt(2/pi) to 10 digits
     assert_close(out, np_gelu_tanh(x), dtype, "reduction" if dtype == "f16" else "elementwise")
@@ -353,7 +82,7 @@ def test_rope_verbatim(batch, heads, seq, head_dim):
     theta = 10000.0 ** (-2.0 * np.arange(head_dim // 2) / head_dim)
     angles = np.arange(seq)[:, None] * theta[None, :]
     cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
-    out = zynbook.run(ROPE, x=x, cos_cache=cos, sin_cache=sin)
+    out = zynbook.run(SPEC_ROPE, x=x, cos_cache=cos, sin_cache=sin)
     assert out.shape == x.shape
     assert_close(out, np_rope(x, cos, sin), "f32")
     # a rotation keeps the length of every pair
@@ -369,7 +98,7 @@ def test_rope_verbatim(batch, heads, seq, head_dim):
 @pytest.mark.parametrize("n", ODD + [100_000])
 def test_reduce_sum(n, dtype):
     x = randn(n, n, dtype=dtype)
-    total = zynbook.run(REDUCE_SUM, data=x)
+    total = zynbook.run(SPEC_REDUCE_SUM, data=x)
     assert isinstance(total, float)
     # f16 sums are compared relative to the sum of magnitudes, as their rounding is
     scale = np.abs(x.astype(np.float64)).sum()
@@ -381,25 +110,25 @@ def test_reduce_sum(n, dtype):
 @pytest.mark.parametrize("n", ODD)
 def test_reduce_max(n, dtype):
     x = randn(n, n, dtype=dtype)
-    assert zynbook.run(REDUCE_MAX, data=x) == x.max()
+    assert zynbook.run(SPEC_REDUCE_MAX, data=x) == x.max()
 
 
 def test_reduce_max_of_all_negative_values():
     x = -np.abs(randn(3, 65)) - 1.0
-    assert zynbook.run(REDUCE_MAX, data=x) == x.max()
+    assert zynbook.run(SPEC_REDUCE_MAX, data=x) == x.max()
 
 
 @pytest.mark.parametrize("n", ODD)
 def test_norm_pipe_sqrt(n):
     x = randn(n, n)
-    norm = zynbook.run(NORM, data=x)
+    norm = zynbook.run(SPEC_NORM, data=x)
     assert_close(norm, np.linalg.norm(x.astype(np.float64)), "f32", "reduction")
 
 
 @pytest.mark.parametrize("rows,cols", [(1, 1), (7, 65), (129, 7), (3, 1)])
 def test_row_sums_axis(rows, cols):
     m = randn(rows, rows, cols)
-    out = zynbook.run(ROW_SUMS, matrix=m)
+    out = zynbook.run(SPEC_ROW_SUMS, matrix=m)
     assert out.shape == (rows,)
     assert_close(out, m.astype(np.float64).sum(axis=1), "f32", "reduction")
 
@@ -408,13 +137,13 @@ def test_row_sums_axis(rows, cols):
 @pytest.mark.parametrize("n", ODD)
 def test_argmax(n, dtype):
     x = randn(n + 10, n, dtype=dtype)
-    idx = zynbook.run(ARGMAX, data=x)
+    idx = zynbook.run(SPEC_ARGMAX, data=x)
     assert isinstance(idx, int) and idx == int(np.argmax(x))
 
 
 def test_argmax_takes_the_first_of_equal_values():
     x = np.array([1.0, 5.0, 2.0, 5.0, 5.0], np.float32)
-    assert zynbook.run(ARGMAX, data=x) == 1
+    assert zynbook.run(SPEC_ARGMAX, data=x) == 1
 
 
 # ---------------------------------------------------------------------- matrices
@@ -424,7 +153,7 @@ def test_argmax_takes_the_first_of_equal_values():
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 65, 3), (65, 129, 17), (129, 1, 7)])
 def test_matmul(m, k, n, dtype):
     a, b = randn(m, m, k, dtype=dtype), randn(n, k, n, dtype=dtype)
-    c = zynbook.run(MATMUL, A=a, B=b)
+    c = zynbook.run(SPEC_MATMUL, A=a, B=b)
     assert c.shape == (m, n)
     assert_close(c, a.astype(np.float64) @ b, dtype, "contraction")
 
@@ -435,21 +164,21 @@ def test_matmul(m, k, n, dtype):
 def test_accumulator_takes_the_dtype_it_accumulates(dtype):
     session = zynbook.Session(device="cpu")
     a = randn(0, 3, 5, dtype=dtype)
-    c = session.run(MATMUL, A=a, B=a.T.copy())
+    c = session.run(SPEC_MATMUL, A=a, B=a.T.copy())
     assert c.dtype == dtype
     assert f"var sum: {dtype} = 0.0" in session.last_kernels[0].cir_text
 
 
 def test_matmul_inner_sizes_that_differ_are_a_shape_error():
     with pytest.raises(zynbook.ZynMLShapeError) as err:
-        zynbook.run(MATMUL, A=randn(0, 4, 5), B=randn(1, 6, 3))
+        zynbook.run(SPEC_MATMUL, A=randn(0, 4, 5), B=randn(1, 6, 3))
     assert err.value.line > 0 and "K" in err.value.message
 
 
 @pytest.mark.parametrize("batch,m,k,n", [(1, 1, 1, 1), (3, 7, 65, 5), (2, 17, 3, 129)])
 def test_batched_matmul(batch, m, k, n):
     a, b = randn(1, batch, m, k), randn(2, batch, k, n)
-    c = zynbook.run(BATCHED_MATMUL, A=a, B=b)
+    c = zynbook.run(SPEC_BATCHED_MATMUL, A=a, B=b)
     assert_close(c, np.matmul(a.astype(np.float64), b), "f32", "contraction")
 
 
@@ -462,7 +191,7 @@ def test_conv2d(stride, padding, h, w, k):
     x, kern, bias = randn(1, 2, 3, h, w), randn(2, 5, 3, k, k), randn(3, 5)
     expected = np_conv2d(x, kern, bias, stride, padding)
     out_h, out_w = expected.shape[2:]
-    out = zynbook.run(CONV2D, input=x, kernel=kern, bias=bias, stride=stride, padding=padding,
+    out = zynbook.run(SPEC_CONV2D, input=x, kernel=kern, bias=bias, stride=stride, padding=padding,
                       in_h=h, in_w=w, out_h=out_h, out_w=out_w)
     assert_close(out, expected, "f32", "contraction")
 
@@ -471,7 +200,7 @@ def test_conv2d(stride, padding, h, w, k):
 def test_depthwise_conv(h, w, k):
     x, kern = randn(4, 2, 3, h, w), randn(5, 3, k, k)
     expected = np_depthwise(x, kern)
-    out = zynbook.run(DEPTHWISE, input=x, kernel=kern, out_h=h - k + 1, out_w=w - k + 1)
+    out = zynbook.run(SPEC_DEPTHWISE, input=x, kernel=kern, out_h=h - k + 1, out_w=w - k + 1)
     assert_close(out, expected, "f32", "contraction")
 
 
@@ -484,7 +213,7 @@ def test_attention_with_mask(seq):
     q, k, v = (randn(seq + i, 2, 3, seq, 8) for i in range(3))
     mask = rng.random((seq, seq)) > 0.3
     mask[np.arange(seq), np.arange(seq)] = True          # every query sees at least itself
-    out = zynbook.run(ATTENTION, Q=q, K=k, V=v, mask=mask)
+    out = zynbook.run(SPEC_ATTENTION, Q=q, K=k, V=v, mask=mask)
     assert_close(out, np_attention(q, k, v, mask), "f32", "contraction")
 
 
@@ -492,21 +221,21 @@ def test_causal_attention_mask():
     seq = 33
     q, k, v = (randn(i, 1, 2, seq, 16) for i in range(3))
     mask = np.tril(np.ones((seq, seq), bool))
-    out = zynbook.run(ATTENTION, Q=q, K=k, V=v, mask=mask)
+    out = zynbook.run(SPEC_ATTENTION, Q=q, K=k, V=v, mask=mask)
     assert_close(out, np_attention(q, k, v, mask), "f32", "contraction")
 
 
 @pytest.mark.parametrize("seq", [1, 7, 63, 64, 65, 100, 129, 200])
 def test_flash_attention_verbatim(seq):
     q, k, v = (randn(seq * 3 + i, 2, 3, seq, 16) for i in range(3))
-    out = zynbook.run(FLASH, Q=q, K=k, V=v)
+    out = zynbook.run(SPEC_FLASH, Q=q, K=k, V=v)
     assert out.shape == q.shape
     assert_close(out, np_attention(q, k, v), "f32", "contraction")
 
 
 def test_flash_attention_f64():
     q, k, v = (randn(i, 1, 2, 100, 8, dtype="f64") for i in range(3))
-    out = zynbook.run(FLASH, Q=q, K=k, V=v)
+    out = zynbook.run(SPEC_FLASH, Q=q, K=k, V=v)
     assert_close(out, np_attention(q, k, v), "f64", "contraction")
 
 
@@ -517,14 +246,14 @@ def test_flash_attention_f64():
 @pytest.mark.parametrize("n", ODD + [1000])
 def test_softmax(n, dtype):
     logits = randn(n, n, dtype=dtype) * 10
-    probs = zynbook.run(SOFTMAX, logits=logits)
+    probs = zynbook.run(SPEC_SOFTMAX, logits=logits)
     assert_close(probs, np_softmax(logits.astype(np.float64)), dtype, "reduction")
     assert abs(float(np.asarray(probs, np.float64).sum()) - 1.0) < 1e-5
 
 
 def test_softmax_of_large_logits_does_not_overflow():
     logits = np.array([1000.0, 999.0, -1000.0], np.float32)
-    probs = np.asarray(zynbook.run(SOFTMAX, logits=logits))
+    probs = np.asarray(zynbook.run(SPEC_SOFTMAX, logits=logits))
     assert np.isfinite(probs).all()
     assert_close(probs, np_softmax(logits.astype(np.float64)), "f32", "reduction")
 
@@ -534,13 +263,13 @@ def test_softmax_of_large_logits_does_not_overflow():
 def test_layer_norm(batch, hidden, dtype):
     x = randn(1, batch, hidden, dtype=dtype) * 3 + 1
     gamma, beta = randn(2, hidden, dtype=dtype), randn(3, hidden, dtype=dtype)
-    out = zynbook.run(LAYER_NORM, x=x, gamma=gamma, beta=beta, eps=1e-5)
+    out = zynbook.run(SPEC_LAYER_NORM, x=x, gamma=gamma, beta=beta, eps=1e-5)
     assert_close(out, np_layer_norm(x, gamma, beta, 1e-5), dtype, "reduction")
 
 
 def test_layer_norm_without_eps_names_it():
     with pytest.raises(zynbook.ZynMLError) as err:
-        zynbook.run(LAYER_NORM, x=randn(0, 2, 3), gamma=randn(1, 3), beta=randn(2, 3))
+        zynbook.run(SPEC_LAYER_NORM, x=randn(0, 2, 3), gamma=randn(1, 3), beta=randn(2, 3))
     assert "eps" in err.value.message and err.value.line > 0
 
 

@@ -22,71 +22,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import zynbook  # noqa: E402
-
-MUL_ADD = """
-compute(x, y) {
-    @kernel elementwise
-    for i in 0..len:
-        out[i] = x[i] * y[i] + 1.0
-}
-"""
-
-GELU = """
-compute(x) {
-    @kernel elementwise
-    for i in 0..len:
-        let x3 = x[i] * x[i] * x[i]
-        out[i] = x[i] * 0.5 * (1.0 + tanh(0.7978845608 * (x[i] + 0.044715 * x3)))
-}
-"""
-
-MATMUL = """
-compute(A, B) {
-    @kernel matmul
-    for i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[i, k] * B[k, j]
-        out[i, j] = sum
-}
-"""
-
-SOFTMAX_ROWS = """
-compute(x) {
-    @kernel fused
-    for r in 0..rows:
-        var m = -inf
-        for c in 0..cols:
-            m = max(m, x[r, c])
-        var s = 0.0
-        for c in 0..cols:
-            s += exp(x[r, c] - m)
-        for c in 0..cols:
-            out[r, c] = exp(x[r, c] - m) / s
-}
-"""
-
-LAYER_NORM = """
-compute(x, gamma, beta) {
-    @kernel fused
-    for b in 0..batch:
-        var mean = 0.0
-        for i in 0..hidden:
-            mean += x[b, i]
-        mean /= hidden
-        var var = 0.0
-        for i in 0..hidden:
-            let diff = x[b, i] - mean
-            var += diff * diff
-        var /= hidden
-        let inv_std = rsqrt(var + eps)
-        for i in 0..hidden:
-            out[b, i] = (x[b, i] - mean) * inv_std * gamma[i] + beta[i]
-}
-"""
-
+from compute_testing import float32_normals  # noqa: E402
+from kernel_sources import (SOFTMAX_ROWS, SPEC_GELU, SPEC_LAYER_NORM, SPEC_MATMUL,  # noqa: E402
+                            SPEC_MUL_ADD, program, unannotated)
 
 def np_softmax(x):
     e = np.exp(x - x.max(axis=1, keepdims=True))
@@ -105,7 +46,7 @@ def np_gelu(x):
 
 def cases(small: bool):
     rng = np.random.default_rng(0)
-    r = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    r = float32_normals(rng)
     n = 1_000_000 if small else 10_000_000
     mm = 128 if small else 512
     rows, cols = (256, 1024) if small else (4096, 1024)
@@ -114,11 +55,11 @@ def cases(small: bool):
     s = r(rows, cols)
     g, be = r(cols), r(cols)
     return [
-        ("elementwise x*y+1", MUL_ADD, {"x": x, "y": y}, (n,), lambda: x * y + np.float32(1.0)),
-        ("gelu (tanh)", GELU, {"x": x}, (n,), lambda: np_gelu(x)),
-        ("matmul", MATMUL, {"A": a, "B": b}, (mm, mm, mm), lambda: a @ b),
-        ("softmax rows", SOFTMAX_ROWS, {"x": s}, (rows, cols), lambda: np_softmax(s)),
-        ("layer norm", LAYER_NORM, {"x": s, "gamma": g, "beta": be, "eps": 1e-5}, (rows, cols),
+        ("elementwise x*y+1", SPEC_MUL_ADD, {"x": x, "y": y}, (n,), lambda: x * y + np.float32(1.0)),
+        ("gelu (tanh)", SPEC_GELU, {"x": x}, (n,), lambda: np_gelu(x)),
+        ("matmul", program(unannotated(SPEC_MATMUL)), {"A": a, "B": b}, (mm, mm, mm), lambda: a @ b),
+        ("softmax rows", program(SOFTMAX_ROWS), {"x": s}, (rows, cols), lambda: np_softmax(s)),
+        ("layer norm", program(unannotated(SPEC_LAYER_NORM)), {"x": s, "gamma": g, "beta": be, "eps": 1e-5}, (rows, cols),
          lambda: np_layer_norm(s, g, be, np.float32(1e-5))),
     ]
 

@@ -18,34 +18,23 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 import numpy as np  # noqa: E402
+
+from compute_testing import lower_signatures  # noqa: E402
+from kernel_sources import SOFTMAX_ROWS, SPEC_CONV2D, SPEC_MATMUL, unannotated  # noqa: E402
 
 
 def lower_program(text: str, inputs: dict, dtypes: dict | None = None, given: dict | None = None):
     """(cir.Kernel, sizes) for the first compute() of `text`, with inputs of these shapes."""
-    from zynbook.compiler import ast as A
     from zynbook.compiler.dims import solve
-    from zynbook.compiler.lower import InputSig, lower_compute
-    from zynbook.compiler.parser import parse
-    prog = parse(text)
-    node, stack = None, [prog.body]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, A.Compute):
-            node = x
-            break
-        if isinstance(x, list):
-            stack.extend(x)
-        elif isinstance(x, A.Node):
-            stack.extend(vars(x).values())
     dtypes = dtypes or {}
-    names = [e.id for e in node.inputs]
-    sigs = [InputSig(n, dtypes.get(n, "f32"), len(inputs[n])) for n in names]
     scalars = {k: "f32" for k, v in (given or {}).items() if isinstance(v, float)}
-    lowered = lower_compute(node, sigs, scalars, name="bench", source=text)
+    lowered = lower_signatures(text, {n: (dtypes.get(n, "f32"), len(s)) for n, s in inputs.items()},
+                               scalars, name="bench")
     k = lowered.kernel
-    shapes = {b.name: tuple(inputs[n]) for b, n in zip(k.inputs, names)}
+    shapes = {b.name: tuple(inputs[lowered.labels[b.name]]) for b in k.inputs}
     sizes = solve(lowered, shapes, {kk: v for kk, v in (given or {}).items() if kk in k.dims})
     return k, sizes
 
@@ -91,29 +80,9 @@ def zyn_callable(dev, kernel, sizes, tensors, out, scalars=None):
     return run, compiled
 
 
-MATMUL = """let C = compute(A, B) {
-    @kernel matmul
-    for i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[i, k] * B[k, j]
-        out[i, j] = sum
-}
-"""
-
-SOFTMAX = """let p = compute(x) {
-    @kernel fused
-    for r in 0..rows:
-        var m = -inf
-        for i in 0..cols:
-            m = max(m, x[r, i])
-        var s = 0.0
-        for i in 0..cols:
-            s += exp(x[r, i] - m)
-        for i in 0..cols:
-            out[r, i] = exp(x[r, i] - m) / s
-}
-"""
+# without the spec's @workgroup / @shared: the CUDA renderer picks its own
+MATMUL = unannotated(SPEC_MATMUL)
+CONV = unannotated(SPEC_CONV2D)
 
 RESIDUAL_LN = """let normed = compute(x, projected, w, bias) {
     @kernel fused
@@ -137,21 +106,6 @@ BIAS_GELU = """let y = compute(x, bias) {
     @kernel elementwise
     for i in 0..rows, j in 0..cols:
         out[i, j] = gelu(x[i, j] + bias[j])
-}
-"""
-
-CONV = """let y = compute(input, kernel, bias) {
-    @kernel conv2d
-    for b in 0..batch, oc in 0..out_channels:
-        for oh in 0..out_h, ow in 0..out_w:
-            var sum = bias[oc]
-            for ic in 0..in_channels:
-                for kh in 0..kernel_h, kw in 0..kernel_w:
-                    let ih = oh * stride + kh - padding
-                    let iw = ow * stride + kw - padding
-                    if ih >= 0 and ih < in_h and iw >= 0 and iw < in_w:
-                        sum += input[b, ic, ih, iw] * kernel[oc, ic, kh, kw]
-            out[b, oc, oh, ow] = sum
 }
 """
 
@@ -249,7 +203,7 @@ def main():
     if not want or "softmax_2048" in want:
         x = rnd(8192, 2048)
         y = torch.empty_like(x)
-        k, sizes = lower_program(SOFTMAX, {"x": x.shape})
+        k, sizes = lower_program(SOFTMAX_ROWS, {"x": x.shape})
         fn, comp = zyn_callable(dev, k, sizes, [x], y)
         sm = lambda: torch.softmax(x, -1)
         add("softmax_2048", [8192, 2048], "f32", fn,

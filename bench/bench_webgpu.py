@@ -19,15 +19,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from test_webgpu import (ATTENTION, BMM, FLASH, LAYER_NORM, MATMUL, SOFTMAX_ROWS,  # noqa: E402
-                         lower_block)
+from compute_testing import float32_normals, lower_block  # noqa: E402
+from kernel_sources import (ATTENTION, BATCHED_MATMUL, FLASH, LAYER_NORM, MATMUL,  # noqa: E402
+                            SOFTMAX_ROWS)
 
 from zynbook.backends.webgpu import discover, get_device  # noqa: E402
 
 
 def cases(small: bool):
     rng = np.random.default_rng(0)
-    r = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    r = float32_normals(rng)
     n = 512 if small else 4096
     rows, seq = (64, 512) if small else (4096, 2048)
     b, h, s, d = (1, 2, 128, 64) if small else (2, 12, 512, 64)
@@ -47,7 +48,7 @@ def cases(small: bool):
         ("flash_attn", FLASH.replace("BLOCK", "64"),
          {"Q": r(b, h, s, d), "K": r(b, h, s, d), "V": r(b, h, s, d)}, {}, (b, h, s, d),
          lambda t, a: a.scaled_dot_product_attention(t["Q"], t["K"], t["V"])),
-        ("bmm", BMM, {"A": r(bb, mm, mm), "B": r(bb, mm, mm)}, {}, (bb, mm, mm, mm),
+        ("bmm", BATCHED_MATMUL, {"A": r(bb, mm, mm), "B": r(bb, mm, mm)}, {}, (bb, mm, mm, mm),
          lambda t, a: t["A"] @ t["B"]),
     ]
 

@@ -10,6 +10,8 @@ from zynbook.backends.webgpu import discover
 from zynbook.errors import ZynMLShapeError, ZynMLTypeError
 from zynbook.session import Session
 
+from test_examples_cpu import np_rope as np_rotate_pairs
+
 WEBGPU = discover()
 DEVICES = ["cpu"] + ([pytest.param(WEBGPU[0].aliases[0], marks=pytest.mark.webgpu)]
                      if WEBGPU else [])
@@ -38,12 +40,7 @@ def np_rope(x, base=10000.0):
     seq, hd = x.shape[-2], x.shape[-1]
     theta = base ** (-2.0 * np.arange(hd // 2) / hd)
     ang = np.arange(seq)[:, None] * theta[None, :]
-    c, s = np.cos(ang), np.sin(ang)
-    x0, x1 = x[..., 0::2].astype(np.float64), x[..., 1::2].astype(np.float64)
-    out = np.empty(x.shape)
-    out[..., 0::2] = x0 * c - x1 * s
-    out[..., 1::2] = x0 * s + x1 * c
-    return out
+    return np_rotate_pairs(x, np.cos(ang), np.sin(ang))
 
 
 def _cases():

@@ -428,9 +428,10 @@ class ReferenceExecutor:
             res = np.maximum(a, b)
         else:
             res = np.minimum(a, b)
-        dtype = np.result_type(old.arr)
-        if np.issubdtype(dtype, np.floating):
-            res = np.asarray(res).astype(np.result_type(dtype, np.asarray(red.arr).dtype), copy=False)
+        if not _python_number(old.arr) and np.issubdtype(np.result_type(old.arr), np.floating):
+            # (an accumulator still holding its weak initial literal takes the terms' dtype)
+            dtype = np.result_type(old.arr, np.asarray(red.arr).dtype)
+            res = np.asarray(res).astype(dtype, copy=False)
         return Val(res, lanes)
 
     def _collect_terms(self, body, terms):

@@ -104,7 +104,7 @@ class Checker:
             value = self.expr(s.value)
             if s.destructure:
                 for n in s.names:
-                    self.define(n, UNKNOWN if not isinstance(value, tuple) else UNKNOWN)
+                    self.define(n, UNKNOWN)
             else:
                 self.define(s.names[0], value)
         elif isinstance(s, A.VarDecl):

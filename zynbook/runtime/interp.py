@@ -158,12 +158,8 @@ class Interpreter:
         return value, is_expr
 
     def exec_top(self, stmt):
-        value = self.exec(stmt)
-        if isinstance(stmt, A.ExprStmt):
-            return value, True
-        if isinstance(stmt, A.Let):
-            return value, False
-        return value, False
+        """(the statement's value, whether it is an expression a notebook should show)"""
+        return self.exec(stmt), isinstance(stmt, A.ExprStmt)
 
     def exec_block(self, body):
         value = None
@@ -356,7 +352,7 @@ class Interpreter:
                 return -v
             raise ZynMLTypeError(f"cannot negate {B._kind(v)}", e.span)
         if isinstance(e, A.Attr):
-            return self.attr(self.eval(e.base), e.name, e)
+            return self.attr(self.eval(e.base), e.name, e.span)
         if isinstance(e, A.Index):
             return self.index(self.eval(e.base), e)
         if isinstance(e, A.Call):
@@ -447,12 +443,12 @@ class Interpreter:
             raise ZynMLShapeError(f"shapes {sa} and {sb} do not broadcast for {op}", span) from None
         return B.wrap(r, t)
 
-    def attr(self, base, name, node):
+    def attr(self, base, name, span):
         if isinstance(base, Record):
             if name in base.keys():
                 return base.get(name)
             raise ZynMLNameError(f"the record has no field `{name}`; it has "
-                                 f"{', '.join(base.keys()) or 'none'}", node.span)
+                                 f"{', '.join(base.keys()) or 'none'}", span)
         if isinstance(base, Tensor):
             if name == "shape":
                 return list(base.shape)
@@ -463,7 +459,7 @@ class Interpreter:
             if name in _TENSOR_METHODS:
                 return _Method(base, name)
             raise ZynMLNameError(f"a tensor has no attribute `{name}`; it has shape, dtype, "
-                                 "device, ndim, size, T, to_device(...)", node.span)
+                                 "device, ndim, size, T, to_device(...)", span)
         if isinstance(base, MemoryPool):
             if name in ("allocate", "free", "reset"):
                 return _Method(base, name)
@@ -474,7 +470,7 @@ class Interpreter:
         if isinstance(base, dict):
             if name in base:
                 return base[name]
-        raise ZynMLNameError(f"{B._kind(base)} has no attribute `{name}`", node.span)
+        raise ZynMLNameError(f"{B._kind(base)} has no attribute `{name}`", span)
 
     def index_key(self, items):
         key = []
@@ -515,7 +511,7 @@ class Interpreter:
                                           f"{size}", e.items[k].span)
             return B.wrap(B.host_array(base)[key], base)
         if isinstance(base, Record) and len(key) == 1 and isinstance(key[0], str):
-            return self.attr(base, key[0], e)
+            return self.attr(base, key[0], e.span)
         raise ZynMLTypeError(f"{B._kind(base)} cannot be indexed", e.span)
 
     # ------------------------------------------------------------------ calls
@@ -728,7 +724,7 @@ class Interpreter:
         if isinstance(value, Pipeline):
             return _MISSING
         for f in fields:
-            value = self.attr(value, f, _Spanned(span))
+            value = self.attr(value, f, span)
         return value
 
     def _input_tensor(self, value, label, expr, span=None):
@@ -816,11 +812,6 @@ class Interpreter:
 
 
 _MISSING = object()
-
-
-class _Spanned:
-    def __init__(self, span):
-        self.span = span
 
 
 class _BuiltinRef:

@@ -708,7 +708,8 @@ class Interpreter:
                                              scalar_values, mode, node)
         else:
             device = get_device(device_ids[0])
-            job = lambda: self._launch(device, lowered, inputs, sizes, scalar_values, node)
+            job = lambda: self._launch(device, lowered, inputs, sizes, scalar_values, node,
+                                       in_background=run_async)
         if run_async:
             return Future(DeviceQueue.for_device(device.id).submit(job), kernel.name)
         return job()
@@ -788,12 +789,16 @@ class Interpreter:
         joined = run_split(devices, lowered, host, given, mode, launch, solve_chunk)
         return Tensor(joined, "cpu", joined.shape, lowered.kernel.output.dtype)
 
-    def _launch(self, device, lowered, inputs, sizes, scalars, node):
+    def _launch(self, device, lowered, inputs, sizes, scalars, node, in_background=False):
         arrays = []
         for t in inputs:
             arrays.append(t.data if t.device == device.id else device.from_host(t.numpy()))
         try:
-            out, launch = device.launch(lowered.kernel, arrays, sizes, scalars)
+            if in_background and hasattr(device, "launch_async"):
+                # the device reads the output back asynchronously (WebGPU buffer mapping)
+                out, launch = device.launch_async(lowered.kernel, arrays, sizes, scalars).result()
+            else:
+                out, launch = device.launch(lowered.kernel, arrays, sizes, scalars)
         except ZynMLError as err:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span

@@ -22,6 +22,11 @@ class Program:
     def cir_text(self) -> str:
         return "\n\n".join(cir.print_kernel(k.kernel) for k in self.kernels)
 
+    @property
+    def cir(self) -> list:
+        """The CIR kernels (`zynbook.compiler.cir.Kernel`) of the compute blocks, in order."""
+        return [k.kernel for k in self.kernels]
+
     def sources(self, language: str) -> list:
         """The generated source of every compute block in one language."""
         return [k.sources().get(language, "") for k in self.kernels]

@@ -24,6 +24,13 @@ class Record:
     def get(self, name, default=None):
         return self._fields.get(name, default)
 
+    def __getitem__(self, name):
+        # Python code (tests, widgets) reads records like the dicts they came from
+        return self._fields[name]
+
+    def __contains__(self, name):
+        return name in self._fields
+
     def keys(self):
         return self._fields.keys()
 

@@ -209,7 +209,7 @@ class Interpreter:
                 return self.exec_block(s.then)
             return self.exec_block(s.orelse)
         if isinstance(s, A.Pipeline):
-            p = Pipeline(s, self)
+            p = Pipeline(s, self, self.source)
             self.bind(s.name, p, False)
             return None
         if isinstance(s, A.Return):

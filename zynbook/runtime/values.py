@@ -78,13 +78,22 @@ class DeviceQueue:
 class Pipeline:
     """A `pipeline name(params) -> type:` definition, callable like a function."""
 
-    def __init__(self, node, interpreter):
+    def __init__(self, node, interpreter, source: str = ""):
         self.node = node
         self.interpreter = interpreter
         self.name = node.name
+        self.source = source            # the text it was defined in, for its errors
 
     def __call__(self, *args, **kwargs):
-        return self.interpreter.call_pipeline(self, list(args), kwargs, None)
+        """Call from Python: arrays become tensors, dicts records, as `zynbook.run` binds them."""
+        from ..session import bind_value
+        from ..errors import ZynMLError
+        args = [bind_value(a) for a in args]
+        kwargs = {k: bind_value(v) for k, v in kwargs.items()}
+        try:
+            return self.interpreter.call_pipeline(self, args, kwargs, None)
+        except ZynMLError as err:
+            raise err.with_source(self.source) from None
 
     def __repr__(self):
         params = ", ".join(p.name for p in self.node.params)

@@ -1,0 +1,44 @@
+"""The Python side of values a program hands back: pipelines, records, compiled programs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.compiler import cir
+
+DOUBLE = """pipeline double(x: tensor[n]) -> tensor[n]:
+    let y = compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = x[i] * 2.0
+    }
+    return y
+double"""
+
+
+def test_a_pipeline_is_callable_from_python_with_numpy_arrays():
+    double = zynbook.run(DOUBLE)
+    x = np.arange(7, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(double(x)), x * 2.0)
+
+
+def test_a_pipeline_called_from_python_checks_shapes_against_its_source():
+    double = zynbook.run(DOUBLE)
+    with pytest.raises(zynbook.ZynMLShapeError) as info:
+        double(np.zeros((2, 2), np.float32))
+    assert info.value.line == 1
+    assert "pipeline double(x: tensor[n])" in info.value.render()
+
+
+def test_device_records_read_like_dicts():
+    devices = zynbook.run("compute_devices()")
+    assert devices[0]["id"] == devices[0].id == "cpu"
+    assert "type" in devices[0]
+
+
+def test_a_compiled_program_lists_its_cir_kernels_and_sources():
+    program = zynbook.compile(open("examples/matmul.zyn").read())
+    assert [type(k) for k in program.cir] == [cir.Kernel]
+    assert program.cir[0].kernel_type.kind == "matmul"
+    assert "def " in program.sources("python")[0]

@@ -1,6 +1,8 @@
 """The Python side of values a program hands back: pipelines, records, compiled programs."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -38,7 +40,8 @@ def test_device_records_read_like_dicts():
 
 
 def test_a_compiled_program_lists_its_cir_kernels_and_sources():
-    program = zynbook.compile(open("examples/matmul.zyn").read())
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    program = zynbook.compile((examples / "matmul.zyn").read_text())
     assert [type(k) for k in program.cir] == [cir.Kernel]
     assert program.cir[0].kernel_type.kind == "matmul"
     assert "def " in program.sources("python")[0]

@@ -22,9 +22,13 @@ def _msl(mod, kernel, sizes):
     return mod.render(kernel, sizes)
 
 
+def _c(mod, kernel, sizes):
+    return mod.render(kernel, sizes)
+
+
 # language -> (module, function giving the source text)
 RENDERERS = {"python": ("python", _python), "cuda": ("cuda", _cuda), "wgsl": ("wgsl", _wgsl),
-             "msl": ("msl", _msl)}
+             "msl": ("msl", _msl), "c": ("c", _c)}
 
 
 def render_text(language: str, kernel, sizes: dict | None = None) -> str:

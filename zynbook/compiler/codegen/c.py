@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import cir
+from .spec_patterns import match_spec_attention
 from .cstyle import (BufInfo, CStyleRenderer, Emitter, GenericSchedules, Unsupported,
                      _strides, assigned_vars, ceil_div, cname, declared_vars, free_vars, has_node,
                      inline_tile_lets, prelude_helpers, prelude_span_len,
@@ -303,6 +304,47 @@ class CRenderer(CStyleRenderer, GenericSchedules):
         self.schedule_notes.append(f"reduce({p.op}, axis={p.axis}): one output per iteration, "
                                    "sequential over the axis")
 
+    # ---- attention -------------------------------------------------------------------
+
+    def attention_body(self, em: Emitter, kernel, masked: bool):
+        """The spec's attention kernels (spec_patterns.py): softmax(Q K^T / sqrt(d)) V, one
+        query per iteration of a parallel loop, online softmax over the keys."""
+        q, k_, v_, out, (B, H, S, D), SK = self.attention_operands(kernel)
+        lq = lambda x: self.load_value(x, q.dtype)
+        lk = lambda x: self.load_value(x, k_.dtype)
+        lv = lambda x: self.load_value(x, v_.dtype)
+        em(f"constexpr long long B = {B}, H = {H}, S = {S}, SK = {SK}, D = {D};")
+        em("const float scale = 1.0f / sqrtf((float)D);")
+        if self.openmp and B * H * S > 1:
+            em("#pragma omp parallel for schedule(static)")
+        em.open("for (long long _g = 0; _g < B * H * S; ++_g)")
+        em("const long long qi = _g % S, bh = _g / S;")
+        em("const long long qbase = (bh * S + qi) * D, kbase = bh * SK * D;")
+        em("float qr[D], o[D];")
+        em(f"for (long long d = 0; d < D; ++d) {{ qr[d] = {lq(q.c + '[qbase + d]')} * scale; o[d] = 0.0f; }}")
+        em("float m = -INFINITY, l = 0.0f;")
+        em.open("for (long long j = 0; j < SK; ++j)")
+        if masked:
+            em(f"if (!({self.attention_mask(kernel, 'qi', 'j')})) continue;")
+        em("float s = 0.0f;")
+        em(f"for (long long d = 0; d < D; ++d) s += qr[d] * {lk(k_.c + '[kbase + j * D + d]')};")
+        em.open("if (s > m)")
+        em("const float alpha = expf(m - s);")
+        em("l *= alpha;")
+        em("for (long long d = 0; d < D; ++d) o[d] *= alpha;")
+        em("m = s;")
+        em.close()
+        em("const float p = expf(s - m);")
+        em("l += p;")
+        em(f"for (long long d = 0; d < D; ++d) o[d] += p * {lv(v_.c + '[kbase + j * D + d]')};")
+        em.close()
+        em("const float inv = l > 0.0f ? 1.0f / l : 0.0f;")
+        em(f"for (long long d = 0; d < D; ++d) {out.c}[qbase + d] = "
+           f"{self.store_value('o[d] * inv', out.dtype)};")
+        em.close()
+        self.schedule_notes.append(f"{'masked attention' if masked else 'flash attention'}: "
+                                   "one query per iteration, online softmax over the keys")
+
     # ---- assembly ---------------------------------------------------------------------
 
     def assemble(self, body: Emitter) -> tuple:
@@ -344,7 +386,10 @@ def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True) -> CPro
         r.setup(kernel, sizes)
         body = inline_tile_lets(kernel.body)
         em, scope = r.body_start()
-        if kernel.kernel_type.kind == "reduce":
+        kind = kernel.kernel_type.kind
+        if kind in ("attention", "flash_attention") and match_spec_attention(kernel, [], clipped=True):
+            r.attention_body(em, kernel, masked=(kind == "attention"))
+        elif kind == "reduce":
             r.reduce_body(em, scope, r.plan_reduce(kernel, body, sizes))
         else:
             r.stmts(em, body, scope)

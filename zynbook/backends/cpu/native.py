@@ -35,6 +35,10 @@ from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError
 from ..base import Device, Launch, LaunchTimes
 
+# libraries this process has mapped: path -> (device, inode) of the file then
+_LOADED: dict = {}
+_LOADED_LOCK = threading.Lock()
+
 _CANDIDATES = ("c++", "g++", "clang++", "cc", "gcc", "clang")
 
 
@@ -105,7 +109,6 @@ class NativeCpuDevice(Device):
         self._flags: list | None = None
         self._openmp = False
         self._version: str | None = None
-        self._loaded_paths: set = set()
 
     # ----------------------------------------------------------------- compiler
     def info(self) -> dict:
@@ -209,24 +212,33 @@ class NativeCpuDevice(Device):
 
     def _load(self, path: Path, digest: str):
         """The library at `path` if it loads and carries `digest`, else None."""
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        ident = (st.st_dev, st.st_ino)
         target = path
-        if str(path) in self._loaded_paths:
-            # this process already mapped a library under that name (a stale one): load the
-            # rebuilt file under a name of its own
+        with _LOADED_LOCK:
+            seen = _LOADED.get(str(path))
+        if seen is not None and seen != ident:
+            # this process mapped another file under that name (dlopen would return it):
+            # load this one under a name of its own
             target = path.with_name(f"{path.stem}.{os.getpid()}.{time.monotonic_ns()}.so")
             try:
                 shutil.copyfile(path, target)
             except OSError:
                 return None
+        lib = None
         try:
             lib = ctypes.CDLL(str(target))
-            self._loaded_paths.add(str(target))
+            if target == path:
+                with _LOADED_LOCK:
+                    _LOADED[str(path)] = ident
             key_fn = lib.zyn_cache_key
             key_fn.restype = ctypes.c_char_p
             ok = key_fn() == digest.encode() and hasattr(lib, "zyn_kernel")
         except (OSError, AttributeError):
             ok = False
-            lib = None
         finally:
             if target != path:
                 try:

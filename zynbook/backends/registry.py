@@ -9,7 +9,8 @@ from ..errors import ZynMLDeviceError
 from .cpu.device import CpuDevice
 
 # backend packages that provide `discover() -> list[Device]`, in order of preference for `auto`
-_BACKENDS = ("zynbook.backends.cuda", "zynbook.backends.metal", "zynbook.backends.webgpu")
+_BACKENDS = ("zynbook.backends.cuda", "zynbook.backends.metal", "zynbook.backends.webgpu",
+             "zynbook.backends.cpu.native")
 
 _lock = threading.Lock()
 _devices: dict | None = None

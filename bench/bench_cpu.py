@@ -1,5 +1,6 @@
-"""CPU benchmarks: ZynML kernels on the `cpu` device (the numpy reference executor) beside
-the equivalent numpy expression on the same machine.
+"""CPU benchmarks: ZynML kernels on the `cpu` device (the numpy reference executor) and the
+`cpu:native` device (compiled C++, where a compiler is present) beside the equivalent numpy
+expression on the same machine.
 
 Each row times a whole `session.run` of the compute block (binding, the cached lowering,
 the launch and the result) and, separately, the kernel launch alone as the device reports
@@ -7,7 +8,8 @@ it; numpy is timed on the same arrays. Medians of repeated runs after warm-up. P
 table and writes JSON. `ratio` is numpy time / ZynBook time, as in every benchmark of the
 project (above 1: ZynBook is faster; the CPU target is to stay above 1/3).
 
-    python bench/bench_cpu.py [--reps 7] [--small] [--json bench/results/cpu.json]
+    python bench/bench_cpu.py [--reps 7] [--small] [--devices cpu,cpu:native]
+                              [--json bench/results/cpu.json]
 """
 from __future__ import annotations
 
@@ -76,8 +78,8 @@ def median_time(fn, reps: int, warmup: int = 2) -> float:
     return statistics.median(times)
 
 
-def bench_case(name, src, env, shape, numpy_fn, reps):
-    session = zynbook.Session(device="cpu")
+def bench_case(name, src, env, shape, numpy_fn, reps, device="cpu"):
+    session = zynbook.Session(device=device)
     result = np.asarray(session.run(src, **env))
     expected = numpy_fn()
     scale = max(1.0, float(np.abs(expected).max()))
@@ -91,7 +93,7 @@ def bench_case(name, src, env, shape, numpy_fn, reps):
     t_zynml = median_time(zynml_run, reps)
     t_kernel = statistics.median(kernel_times[-reps:])
     t_numpy = median_time(numpy_fn, reps)
-    return {"name": name, "device": "cpu", "dtype": "f32", "shape": list(shape),
+    return {"name": name, "device": device, "dtype": "f32", "shape": list(shape),
             "peer": f"numpy {np.__version__}", "zynml_s": t_zynml, "zynml_kernel_s": t_kernel,
             "peer_s": t_numpy, "ratio": t_numpy / t_zynml,
             "kernel_ratio": t_numpy / t_kernel, "max_rel_error": error}
@@ -103,17 +105,22 @@ def main(argv=None) -> int:
     parser.add_argument("--small", action="store_true", help="small sizes (a quick check)")
     parser.add_argument("--json", default=str(Path(__file__).resolve().parent / "results" /
                                               "cpu.json"))
+    parser.add_argument("--devices", default="cpu,cpu:native",
+                        help="comma-separated device ids (those not present are left out)")
     args = parser.parse_args(argv)
 
-    rows = [bench_case(*case, reps=args.reps) for case in cases(args.small)]
-    header = f"{'kernel':<20} {'shape':<18} {'zynml run':>11} {'kernel':>11} {'numpy':>11} " \
+    present = {d["id"] for d in zynbook.compute_devices()}
+    devices = [d for d in args.devices.split(",") if d in present]
+    rows = [bench_case(*case, reps=args.reps, device=dev) for case in cases(args.small)
+            for dev in devices]
+    header = f"{'kernel':<20} {'device':<11} {'shape':<18} {'zynml run':>11} {'kernel':>11} {'numpy':>11} " \
              f"{'ratio':>7} {'kernel':>7} {'max err':>9}"
     print(f"cpu: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"numpy {np.__version__}; medians of {args.reps} after warm-up")
     print(header)
     print("-" * len(header))
     for r in rows:
-        print(f"{r['name']:<20} {'x'.join(map(str, r['shape'])):<18} "
+        print(f"{r['name']:<20} {r['device']:<11} {'x'.join(map(str, r['shape'])):<18} "
               f"{r['zynml_s'] * 1e3:>9.2f}ms {r['zynml_kernel_s'] * 1e3:>9.2f}ms "
               f"{r['peer_s'] * 1e3:>9.2f}ms {r['ratio']:>6.2f}x {r['kernel_ratio']:>6.2f}x "
               f"{r['max_rel_error']:>9.1e}")

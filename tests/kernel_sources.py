@@ -382,3 +382,38 @@ SHARED_FFN = """let y = compute(x, up_w, down_w) {
                 sum += up[f] * down_w[f, h]
             out[r, h] = sum
 }"""
+
+# elementwise builtins, integer arithmetic and reductions along either axis
+ACTIVATIONS = """let a = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = gelu(x[i]) + sigmoid(x[i]) * relu(x[i]) - exp(x[i] * 0.1) + silu(x[i])
+}"""
+
+MATH = """let a = compute(x, y) {
+    @kernel elementwise
+    for i in 0..len:
+        let t = tanh(x[i]) + rsqrt(abs(x[i]) + 1.0) + pow(x[i], 3.0) + floor(y[i] * 3.0)
+        var u = min(x[i], y[i], 0.5)
+        if x[i] > y[i]:
+            u = t
+        out[i] = u + clamp(y[i], -0.5, 0.5) + x[i] % 0.7
+}"""
+
+SCALE_INT = """let s = compute(x, n) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i] * 3 + n[i] / 2 - n[i] % 3
+}"""
+
+ARGMIN_ROWS = """let s = compute(matrix) {
+    @kernel reduce(argmin, axis=1)
+    for i in 0..rows, j in 0..cols:
+        yield (matrix[i, j], j)
+}"""
+
+COL_MAX = """let s = compute(matrix) {
+    @kernel reduce(max, axis=0)
+    for i in 0..rows, j in 0..cols:
+        yield matrix[i, j]
+}"""

@@ -21,10 +21,11 @@ from zynbook.compiler.codegen.spec_patterns import CLIPPED_FLASH_TEMPLATE, FLASH
 from zynbook.errors import ZynMLDeviceError, ZynMLError
 
 from compute_testing import float32_normals, lower_block
-from kernel_sources import (ARGMAX, BROADCAST, LAYER_NORM, MATMUL, MUL_ADD, REDUCE_MAX,
-                            REDUCE_SUM, RMS_NORM, ROW_SUMS, SHARED_FFN, SOFTMAX_FUSED,
-                            SOFTMAX_ROWS, SPEC_BATCHED_MATMUL, SPEC_CONV2D, SPEC_DEPTHWISE,
-                            block_of, unannotated)
+from kernel_sources import (ACTIVATIONS, ARGMAX, ARGMIN_ROWS, BROADCAST, COL_MAX, LAYER_NORM,
+                            MATH, MATMUL, MUL_ADD, REDUCE_MAX, REDUCE_SUM, RMS_NORM, ROW_SUMS,
+                            SCALE_INT, SHARED_FFN, SOFTMAX_FUSED, SOFTMAX_ROWS,
+                            SPEC_BATCHED_MATMUL, SPEC_CONV2D, SPEC_DEPTHWISE, block_of,
+                            unannotated)
 from tolerances import assert_close
 
 pytestmark = pytest.mark.skipif(native.find_compiler() is None, reason="no C/C++ compiler")
@@ -32,40 +33,6 @@ pytestmark = pytest.mark.skipif(native.find_compiler() is None, reason="no C/C++
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.zyn"))
 RNG = np.random.default_rng(7)
 randn = float32_normals(RNG)
-
-ACTIVATIONS = """let a = compute(x) {
-    @kernel elementwise
-    for i in 0..len:
-        out[i] = gelu(x[i]) + sigmoid(x[i]) * relu(x[i]) - exp(x[i] * 0.1) + silu(x[i])
-}"""
-
-MATH = """let a = compute(x, y) {
-    @kernel elementwise
-    for i in 0..len:
-        let t = tanh(x[i]) + rsqrt(abs(x[i]) + 1.0) + pow(x[i], 3.0) + floor(y[i] * 3.0)
-        var u = min(x[i], y[i], 0.5)
-        if x[i] > y[i]:
-            u = t
-        out[i] = u + clamp(y[i], -0.5, 0.5) + x[i] % 0.7
-}"""
-
-SCALE_INT = """let s = compute(x, n) {
-    @kernel elementwise
-    for i in 0..len:
-        out[i] = x[i] * 3 + n[i] / 2 - n[i] % 3
-}"""
-
-ARGMIN_ROWS = """let s = compute(matrix) {
-    @kernel reduce(argmin, axis=1)
-    for i in 0..rows, j in 0..cols:
-        yield (matrix[i, j], j)
-}"""
-
-COL_MAX = """let s = compute(matrix) {
-    @kernel reduce(max, axis=0)
-    for i in 0..rows, j in 0..cols:
-        yield matrix[i, j]
-}"""
 
 
 def _cases():

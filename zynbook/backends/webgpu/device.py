@@ -8,6 +8,7 @@ name the same `WebGPUDevice` object, whose `.id` is the backend id and `.aliases
 from __future__ import annotations
 
 import os
+import re
 import time
 from concurrent.futures import Future
 
@@ -443,7 +444,7 @@ def discover() -> list:
     driver."""
     global _DEVICES
     if _DEVICES is None:
-        found = rt.adapters()
+        found = [a for a in rt.adapters() if _can_compute(dict(a.info))]
         infos = [dict(a.info) for a in found]
         order = sorted(range(len(found)), key=lambda i: (rt.adapter_rank(infos[i]), i))
         per_backend: dict = {}
@@ -455,6 +456,19 @@ def discover() -> list:
             devices.append(WebGPUDevice(found[i], n, m))
         _DEVICES = devices
     return list(_DEVICES)
+
+
+def _can_compute(info: dict) -> bool:
+    """OpenGL adapters run compute shaders from OpenGL 4.3 (ES 3.1) on; an older one (an
+    OpenGL 3.3 context, as some drivers give wgpu) cannot run a kernel, so it is no device."""
+    if rt.BACKEND_IDS.get(info.get("backend_type", ""), "") != "gl":
+        return True
+    match = re.match(r"\s*(?:OpenGL ES )?(\d+)\.(\d+)", str(info.get("driver", "")))
+    if match is None:
+        return True
+    major, minor = int(match.group(1)), int(match.group(2))
+    is_es = "ES" in str(info.get("driver", ""))
+    return (major, minor) >= ((3, 1) if is_es else (4, 3))
 
 
 def device_ids() -> dict:

@@ -463,11 +463,12 @@ def _can_compute(info: dict) -> bool:
     OpenGL 3.3 context, as some drivers give wgpu) cannot run a kernel, so it is no device."""
     if rt.BACKEND_IDS.get(info.get("backend_type", ""), "") != "gl":
         return True
-    match = re.match(r"\s*(?:OpenGL ES )?(\d+)\.(\d+)", str(info.get("driver", "")))
+    version = str(info.get("description", ""))     # "3.3.0 NVIDIA ...", "4.5 (Core Profile) Mesa"
+    match = re.match(r"\s*(?:OpenGL ES )?(\d+)\.(\d+)", version)
     if match is None:
         return True
     major, minor = int(match.group(1)), int(match.group(2))
-    is_es = "ES" in str(info.get("driver", ""))
+    is_es = "ES" in version
     return (major, minor) >= ((3, 1) if is_es else (4, 3))
 
 

@@ -57,7 +57,8 @@ class _Renderer:
         if isinstance(e, cir.Call):
             args = [self.expr(a) for a in e.args]
             if e.fn in ("zeros", "ones"):
-                return f"np.{e.fn}(({', '.join(args)},), dtype=np.float32)"
+                # a constant tile takes the shape of the (possibly clipped) tiles it meets
+                return f"np.{e.fn}({(1,) * len(args)}, dtype=np.float32)"
             if e.fn in ("min", "max"):
                 out = args[0]
                 for a in args[1:]:

@@ -1520,6 +1520,24 @@ class KernelRenderer:
         w.close()
         w.close()
 
+    def _strided_tree(self, acc, acc_i, ct, init, bigi, arg, loop_header, red, rcounts, body,
+                      to_st, op, WG, vdt):
+        """Each invocation folds the reduction iterations `loop_header` gives it into `acc`
+        (and `acc_i` for argmin/argmax), then the workgroup combines them in a tree."""
+        self.w.line(f"var {acc}: {ct} = {init};")
+        if arg:
+            self.w.line(f"var {acc_i}: i32 = {bigi};")
+        self.w.open(loop_header)
+        self.push()
+        self.bind_chain(red, rcounts, "z_t")
+        self.stmts(body)
+        self.pop()
+        self.w.close()
+        self.w.line(f"z_red[z_lid.x] = {to_st(acc)};")
+        if arg:
+            self.w.line(f"z_red_i[z_lid.x] = {acc_i};")
+        self.tree(op, "z_red", "z_red_i", WG, vdt)
+
     def tree(self, op: str, arr: str, idx_arr: str | None, n: int, dtype: str):
         """Combine arr[0..n) (and its index array for argmin/argmax) into arr[0]."""
         if self.o.subgroups and op in ("+", "min", "max") and \
@@ -1619,19 +1637,9 @@ class KernelRenderer:
             self.w.line(f"// one workgroup per output; its invocations share the "
                         f"{', '.join(lp.var for lp in red)} loop")
             kits = self.bind_chain(kept, kcounts, "z_wid", "k")
-            self.w.line(f"var {acc}: {ct} = {init};")
-            if arg:
-                self.w.line(f"var {acc_i}: i32 = {bigi};")
-            self.w.open(f"for (var z_t: i32 = i32(z_lid.x); z_t < {rtotal}; z_t = z_t + {WG}i)")
-            self.push()
-            self.bind_chain(red, rcounts, "z_t")
-            self.stmts(body)
-            self.pop()
-            self.w.close()
-            self.w.line(f"z_red[z_lid.x] = {to_st(acc)};")
-            if arg:
-                self.w.line(f"z_red_i[z_lid.x] = {acc_i};")
-            self.tree(op, "z_red", "z_red_i", WG, vdt)
+            self._strided_tree(acc, acc_i, ct, init, bigi, arg,
+                               f"for (var z_t: i32 = i32(z_lid.x); z_t < {rtotal}; "
+                               f"z_t = z_t + {WG}i)", red, rcounts, body, to_st, op, WG, vdt)
             self.w.open("if (z_lid.x == 0u)")
             final_store(from_st("z_red[0]"), "z_red_i[0]")
             self.w.close()
@@ -1655,20 +1663,10 @@ class KernelRenderer:
         self.entry_open(f"{out_name}_partials", (WG, 1, 1))
         self.w.line(f"let z_wid: i32 = {self.WID};")
         self.w.line(f"// pass 1 of 2: workgroup z_wid combines every P.z_groups-th block of {WG}")
-        self.w.line(f"var {acc}: {ct} = {init};")
-        if arg:
-            self.w.line(f"var {acc_i}: i32 = {bigi};")
-        self.w.open(f"for (var z_t: i32 = z_wid * {WG}i + i32(z_lid.x); z_t < {rtotal}; "
-                    f"z_t = z_t + P.z_groups * {WG}i)")
-        self.push()
-        self.bind_chain(red, rcounts, "z_t")
-        self.stmts(body)
-        self.pop()
-        self.w.close()
-        self.w.line(f"z_red[z_lid.x] = {to_st(acc)};")
-        if arg:
-            self.w.line(f"z_red_i[z_lid.x] = {acc_i};")
-        self.tree(op, "z_red", "z_red_i", WG, vdt)
+        self._strided_tree(acc, acc_i, ct, init, bigi, arg,
+                           f"for (var z_t: i32 = z_wid * {WG}i + i32(z_lid.x); z_t < {rtotal}; "
+                           f"z_t = z_t + P.z_groups * {WG}i)", red, rcounts, body, to_st, op,
+                           WG, vdt)
         self.w.open("if (z_lid.x == 0u)")
         self.w.line("z_part[z_wid] = z_red[0];")
         if arg:

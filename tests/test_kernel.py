@@ -1,6 +1,7 @@
 """The ZynML Jupyter kernel, through the Jupyter messaging protocol."""
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -106,9 +107,12 @@ def kc(kernel):
     return kernel[1]
 
 
-def test_kernelspec_is_portable():
+def test_kernelspec_names_this_interpreter():
+    """A Jupyter from another environment must start the kernel where ZynBook is installed:
+    the installed kernel.json names the interpreter by its absolute path, not `python`."""
     spec = kernel_json(SPEC_DIR)
-    assert spec["argv"] == ["python", "-m", "zynbook.kernel", "-f", "{connection_file}"]
+    assert spec["argv"] == [sys.executable, "-m", "zynbook.kernel", "-f", "{connection_file}"]
+    assert os.path.isabs(spec["argv"][0]) and os.access(spec["argv"][0], os.X_OK)
     assert spec["language"] == "zynml"
     assert spec["interrupt_mode"] == "signal"
     assert (SPEC_DIR / "logo-64x64.png").exists()

@@ -1,28 +1,67 @@
-"""The `zynbook` command: check, show the CIR of, or run a ZynML file."""
+"""The `zynbook` command: check, show the CIR or generated code of, or run a ZynML file."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import re
 import sys
 
 from .errors import ZynMLError
 
+LANGUAGES = ("python", "c", "cuda", "wgsl", "msl")
 
-def main(argv=None) -> int:
+
+def _shape_arg(text: str):
+    """`x=1000`, `A=64x32`, `h=4x8:f16` -> (name, shape, dtype): an input bound to seeded
+    standard-normal data of that shape (and dtype, f32 by default)."""
+    m = re.fullmatch(r"([A-Za-z_]\w*)=(\d+(?:[x,]\d+)*)(?::(\w+))?", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=SHAPE[:DTYPE], e.g. x=1000 or A=64x32:f16, not {text!r}")
+    from .compiler.types import canonical_dtype
+    dtype = canonical_dtype(m.group(3) or "f32")
+    if dtype is None:
+        raise argparse.ArgumentTypeError(f"unknown dtype {m.group(3)!r} in {text!r}")
+    return m.group(1), tuple(int(d) for d in re.split("[x,]", m.group(2))), dtype
+
+
+def _bound_inputs(shapes) -> dict:
+    import numpy as np
+    from .compiler.types import NUMPY_NAMES
+    rng = np.random.default_rng(0)
+    return {name: rng.standard_normal(shape, dtype=np.float32).astype(NUMPY_NAMES[dtype])
+            for name, shape, dtype in shapes}
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zynbook", description="ZynML compute kernels")
     sub = parser.add_subparsers(dest="command", required=True)
+    shape_help = ("bind an input the program does not define to random data of this shape "
+                  "(NAME=SHAPE[:DTYPE], e.g. x=1000, A=64x32:f16); repeatable")
     p_check = sub.add_parser("check", help="parse and check a program; silent when it is good")
     p_check.add_argument("file")
     p_cir = sub.add_parser("cir", help="print the Compute IR of every compute block")
     p_cir.add_argument("file")
     p_run = sub.add_parser("run", help="run a program and print its last value")
     p_run.add_argument("file")
-    p_run.add_argument("--device", default="cpu", help="cpu, cuda:0, vulkan:0, auto, ...")
-    p_src = sub.add_parser("source", help="print generated code for every compute block")
+    p_run.add_argument("--device", default="cpu", help="cpu, cpu:native, cuda:0, vulkan:0, auto, ...")
+    p_run.add_argument("--shape", action="append", type=_shape_arg, default=[], help=shape_help)
+    p_src = sub.add_parser(
+        "source", help="print the generated code of every compute block",
+        description="Runs the program's host part on the CPU reference to learn the sizes of "
+                    "each compute block (CUDA, C++ and MSL compile sizes in), then prints the "
+                    "code generated for them.")
     p_src.add_argument("file")
-    p_src.add_argument("--lang", default="python", help="python, cuda, wgsl, msl")
+    p_src.add_argument("--lang", default="python", choices=LANGUAGES, metavar="LANG",
+                       help="one of: " + ", ".join(LANGUAGES))
+    p_src.add_argument("--shape", action="append", type=_shape_arg, default=[], help=shape_help)
     sub.add_parser("devices", help="list compute devices")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     from . import compile as compile_program, compute_devices, run
     try:
         if args.command == "devices":
@@ -39,10 +78,17 @@ def main(argv=None) -> int:
         elif args.command == "cir":
             print(compile_program(source).cir_text())
         elif args.command == "source":
-            for text in compile_program(source).sources(args.lang):
+            program = compile_program(source)
+            missing = sorted(set(program.free_names) - {name for name, _, _ in args.shape})
+            if missing and program.kernels:
+                print(f"zynbook: {args.file} takes input(s) {', '.join(missing)}: give their "
+                      f"shapes with --shape NAME=SHAPE, e.g. --shape {missing[0]}=1000",
+                      file=sys.stderr)
+                return 2
+            for text in _sized_sources(source, args.lang, _bound_inputs(args.shape)):
                 print(text)
         elif args.command == "run":
-            value = run(source, device=args.device)
+            value = run(source, device=args.device, **_bound_inputs(args.shape))
             if value is not None:
                 print(_show(value))
     except ZynMLError as err:
@@ -51,6 +97,24 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _sized_sources(source: str, language: str, inputs: dict) -> list:
+    """The code of every compute block the program launches, rendered for the sizes it
+    launches with: the program runs once on the CPU reference (its prints are dropped)."""
+    from .compiler.codegen import render_text
+    from .session import Session
+    session = Session("cpu")
+    with contextlib.redirect_stdout(io.StringIO()):
+        session.run(source, **inputs)
+    texts, seen = [], set()
+    for compiled in session.last_kernels:
+        key = (compiled.name, tuple(sorted(compiled.sizes.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        texts.append(render_text(language, compiled.kernel, compiled.sizes))
+    return texts
 
 
 def _show(value) -> str:

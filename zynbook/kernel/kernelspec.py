@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -17,11 +20,21 @@ def install(user: bool = False, prefix: str | None = None, name: str = "zynml") 
 
     Default: the system location (like `jupyter kernelspec install`); `user=True`: the
     user's Jupyter data directory; `prefix`: PREFIX/share/jupyter/kernels (use sys.prefix
-    for the active environment)."""
+    for the active environment).
+
+    The installed kernel.json names this interpreter by its absolute path, so a Jupyter
+    from any other environment starts the kernel where ZynBook is installed."""
     from jupyter_client.kernelspec import KernelSpecManager
 
-    return KernelSpecManager().install_kernel_spec(
-        str(kernelspec_dir()), kernel_name=name, user=user, prefix=prefix)
+    with tempfile.TemporaryDirectory() as tmp:
+        staged = Path(tmp) / name
+        shutil.copytree(kernelspec_dir(), staged)
+        spec_file = staged / "kernel.json"
+        spec = json.loads(spec_file.read_text())
+        spec["argv"][0] = sys.executable
+        spec_file.write_text(json.dumps(spec, indent=2) + "\n")
+        return KernelSpecManager().install_kernel_spec(
+            str(staged), kernel_name=name, user=user, prefix=prefix)
 
 
 def main(argv=None) -> int:

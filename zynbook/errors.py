@@ -27,6 +27,22 @@ class Span:
 
 NO_SPAN = Span(0, 0, 0, 0)
 
+# characters Python's str.splitlines() takes for line breaks but ZynML (whose lines end with
+# \n, or \r\n) does not: shown as a space in an excerpt so the caret stays under its column
+_OTHER_BREAKS = {ord(c): " " for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
+def source_lines(source: str) -> list[str]:
+    """The lines of ZynML source as the parser counts them (only \n ends a line)."""
+    lines = source.split("\n")
+    if lines and lines[-1] == "" and len(lines) > 1:
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+def display_line(text: str) -> str:
+    return text.translate(_OTHER_BREAKS)
+
 
 class ZynMLError(Exception):
     """Base of all ZynML errors. `kind` names the family member."""
@@ -59,13 +75,13 @@ class ZynMLError(Exception):
     def source_line(self) -> str:
         if not self.source or self.line <= 0:
             return ""
-        lines = self.source.splitlines()
+        lines = source_lines(self.source)
         return lines[self.line - 1] if self.line <= len(lines) else ""
 
     def _excerpt(self, span: Span) -> list[str]:
         if not self.source or span.line <= 0:
             return []
-        lines = self.source.splitlines()
+        lines = source_lines(self.source)
         if span.line > len(lines):
             return []
         text = lines[span.line - 1]
@@ -73,6 +89,7 @@ class ZynMLError(Exception):
         if span.end_line == span.line and span.end_column > span.column:
             width = span.end_column - span.column
         width = max(1, min(width, len(text) - span.column + 2))
+        text = display_line(text)
         gutter = f"{span.line:>4} | "
         return [gutter + text, " " * (len(gutter) + span.column - 1) + "^" * width]
 
@@ -120,6 +137,18 @@ class ZynMLTimeoutError(ZynMLRuntimeError):
 
 class ZynMLMemoryError(ZynMLRuntimeError):
     kind = "memory"
+
+
+class ZynMLWarning(UserWarning):
+    """Something a program does that is legal but probably not meant (a near-miss of a known
+    name): shown with the line and a caret, never refusing the program."""
+
+    def __init__(self, message: str, span: Span | None = None, source: str | None = None):
+        self.error = ZynMLError(message, span, source)
+        self.error.kind = "note"
+        super().__init__(self.error.render().replace("ZynML note error", "ZynML note", 1))
+        self.message = message
+        self.span = self.error.span
 
 
 ERROR_KINDS = {cls.kind: cls for cls in (

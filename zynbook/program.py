@@ -23,6 +23,12 @@ class Program:
         return "\n\n".join(cir.print_kernel(k.kernel) for k in self.kernels)
 
     @property
+    def notes(self) -> list:
+        """(message, span) of what compiling noticed without refusing (a near-miss of a
+        kernel type): also issued as `zynbook.errors.ZynMLWarning`."""
+        return [n for k in self.kernels for n in k.lowered.notes]
+
+    @property
     def cir(self) -> list:
         """The CIR kernels (`zynbook.compiler.cir.Kernel`) of the compute blocks, in order."""
         return [k.kernel for k in self.kernels]

@@ -6,24 +6,88 @@ import functools
 from .backends.registry import get_device
 from .compiler import ast as A
 from .compiler.parser import parse
-from .errors import ZynMLDeviceError, ZynMLError
+from .errors import ZynMLDeviceError, ZynMLError, ZynMLTypeError
 from .runtime.interp import Interpreter
-from .runtime.tensor import to_tensor
+from .runtime.tensor import Tensor, to_tensor
 from .runtime.values import Record
 
 
-def bind_value(value):
-    """A Python value as ZynML sees it: arrays become tensors, dicts records."""
+class _Unusable(ZynMLTypeError):
+    """A bound Python value (or a part of it) that no ZynML value stands for."""
+
+    def __init__(self, value, path: str = ""):
+        super().__init__(f"a Python value of type `{type(value).__name__}`"
+                         f"{f' (at {path})' if path else ''} cannot become a ZynML value; pass arrays (numpy, CuPy, torch), "
+                         "numbers, strings, dicts or lists")
+        self.value, self.path = value, path
+
+
+def _zynml_value(value) -> bool:
+    from .runtime.interp import _BuiltinRef, _Method
+    from .runtime.values import Future, MemoryPool, Pipeline
+    return isinstance(value, (Tensor, Record, Future, MemoryPool, Pipeline, _BuiltinRef,
+                              _Method))
+
+
+def bind_value(value, _path: str = ""):
+    """A Python value as ZynML sees it: arrays become tensors, dicts records. A value no
+    ZynML value stands for (a Python object, a function, a class) raises `_Unusable`."""
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
+    if _zynml_value(value):
+        return value
     if isinstance(value, dict):
-        return Record({k: bind_value(v) for k, v in value.items()})
+        return Record({k: bind_value(v, f"{_path}.{k}") for k, v in value.items()})
     if isinstance(value, list):
-        return [bind_value(v) for v in value]
+        return [bind_value(v, f"{_path}[{k}]") for k, v in enumerate(value)]
     if isinstance(value, tuple):
-        return tuple(bind_value(v) for v in value)
-    t = to_tensor(value)
-    return t if t is not None else value
+        return tuple(bind_value(v, f"{_path}[{k}]") for k, v in enumerate(value))
+    if isinstance(value, type) or callable(value) and not hasattr(value, "__dlpack__"):
+        raise _Unusable(value, _path)
+    try:
+        t = to_tensor(value)
+    except Exception:       # an object whose __array__ or __dlpack__ fails
+        t = None
+    if t is None:
+        raise _Unusable(value, _path)
+    return t
+
+
+def _first_use(program: A.Program, name: str):
+    """The span of the first place `program` reads `name` (None when it never does)."""
+    best = None
+
+    def visit(x):
+        nonlocal best
+        if isinstance(x, A.Name) and x.id == name:
+            if best is None or (x.span.line, x.span.column) < (best.line, best.column):
+                best = x.span
+        if isinstance(x, A.Node):
+            for v in vars(x).values():
+                visit(v)
+        elif isinstance(x, (list, tuple)):
+            for item in x:
+                visit(item)
+
+    visit(program.body)
+    return best
+
+
+def _bind_env(env: dict, program: A.Program, source: str) -> dict:
+    bound = {}
+    for name, value in env.items():
+        try:
+            bound[name] = bind_value(value)
+        except _Unusable as bad:
+            span = _first_use(program, name)
+            if span is None:
+                continue        # a name the program never reads: nothing to bind
+            what = type(bad.value).__name__
+            raise ZynMLTypeError(
+                f"`{name}{bad.path}` is bound to a Python value of type `{what}`, which a ZynML "
+                "program cannot use; bind arrays (numpy, CuPy, torch), numbers, strings, dicts or lists",
+                span, source) from None
+    return bound
 
 
 class Session:
@@ -52,11 +116,10 @@ class Session:
     def run_cell(self, source: str, compute_annotations: str = "", **env):
         """Run ZynML `source`; returns (value of the last statement, it was an expression).
         `compute_annotations` (e.g. '@device("cuda:0") @async') apply to every compute block."""
-        for name, value in env.items():
-            self.namespace[name] = bind_value(value)
+        program = _parse_cached(source)
+        self.namespace.update(_bind_env(env, program, source))
         self.last_kernels = []
         self.launches = []
-        program = _parse_cached(source)
         extra = parse_annotations(compute_annotations) if compute_annotations else []
         interp = self.interpreter
         interp.extra_annotations = extra

@@ -70,6 +70,7 @@ class LoweredKernel:
     annotations: dict          # annotation name -> A.Annotation (device, async, ...)
     placeholders: dict = field(default_factory=dict)   # buffer name -> axis size names
     scalar_labels: dict = field(default_factory=dict)  # scalar argument -> label as written
+    notes: list = field(default_factory=list)          # (message, span): told, not refused
 
 
 def identifier(label: str) -> str:
@@ -121,6 +122,8 @@ class _Lowering:
         self.var_bindings: dict = {}       # cir name of each `var` -> its binding
         self.weak_vars: set = set()        # locals still holding a weakly typed literal
         self.scalar_labels: dict = {}      # cir name of a scalar argument -> label as written
+        self.loop_info: dict = {}          # loop var -> (start, stop, step, RangeIter)
+        self.notes: list = []              # (message, span) worth telling, never refusing
         for ann in list(node.annotations) + list(extra_annotations):
             self._annotation(ann)
         self.scopes: list = [{}]
@@ -190,7 +193,7 @@ class _Lowering:
         body = self._mark_parallel(body, ancestors_parallel=True)
         output = self._output(kernel_type)
         verify_kernel_shape(kernel_type, body, self.annotations.get("kernel"), self.yields)
-        schedule = self._schedule()
+        schedule = self._schedule(max(_nest_depth(body), len(output.shape)))
         dims = tuple(sorted(self.sizes))
         scalars = tuple(cir.Scalar(n, t) for n, t in sorted(self.scalar_args.items()))
         inputs = tuple(cir.Buffer(cname, dtype, tuple(axes))
@@ -203,7 +206,7 @@ class _Lowering:
         placeholders = {c: v[3] for c, v in self.buffers.items()}
         return LoweredKernel(kernel, self.constraints, self.bound_checks, self.size_spans,
                              labels, defaults, self.annotations, placeholders,
-                             dict(self.scalar_labels))
+                             dict(self.scalar_labels), list(self.notes))
 
     def _kernel_type(self) -> cir.KernelType:
         ann = self.annotations.get("kernel")
@@ -213,6 +216,12 @@ class _Lowering:
             raise ZynMLTypeError("@kernel needs a kernel type, e.g. `@kernel elementwise`",
                                  ann.span)
         kind = ann.kernel
+        if kind not in KERNEL_TYPES:
+            close = [k for k in KERNEL_TYPES if _similar(k, kind)]
+            if close:
+                self._note(f"`@kernel {kind}` is not a known kernel type, so this block runs as "
+                           f"a custom kernel; did you mean `@kernel {close[0]}`?",
+                           ann.kernel_span)
         params = {}
         if kind == "reduce":
             if not ann.kernel_args:
@@ -240,7 +249,15 @@ class _Lowering:
             params[kw.name] = value
         return cir.KernelType(kind, tuple(sorted(params.items())))
 
-    def _schedule(self) -> cir.Schedule:
+    def _note(self, message: str, span: Span):
+        """Something worth telling that refuses nothing: kept on the kernel, and warned."""
+        import warnings
+        from ..errors import ZynMLWarning
+        self.notes.append((message, span))
+        warnings.warn_explicit(ZynMLWarning(message, span, self.source), ZynMLWarning,
+                               "<zynml>", span.line)
+
+    def _schedule(self, depth: int = 0) -> cir.Schedule:
         wg = shared = None
         tile, bcast, parallel = (), (), None
         if "workgroup" in self.annotations:
@@ -281,6 +298,11 @@ class _Lowering:
                 if kw.name != "axis":
                     raise ZynMLTypeError(f"@broadcast has no parameter `{kw.name}`", kw.span)
                 axis = self._positive_const(kw.value, "@broadcast axis", allow_zero=True, at=ann)
+                if axis >= max(depth, 1):
+                    raise ZynMLShapeError(
+                        f"@broadcast axis {axis} is out of range: this loop nest has {depth} "
+                        f"ax{'i' if depth == 1 else 'e'}s (axis 0"
+                        f"{f' to {depth - 1}' if depth > 1 else ''})", kw.value.span)
             bcast += ((target, axis),)
         if "parallel" in self.annotations:
             ann = self.annotations["parallel"]
@@ -498,7 +520,6 @@ class _Lowering:
         self.bind(it.var, _Binding("loop", I32, self._fresh_local(it.var), line=line))
         cname = self.lookup(it.var).name
         self.ranges[cname] = (start, stop)
-        self.loop_info = getattr(self, "loop_info", {})
         self.loop_info[cname] = (start, stop, step, it)
         self.loop_stack.append(cname)
         try:
@@ -796,7 +817,8 @@ class _Lowering:
             return cir.Call(fn, tuple(args), cir.Ty(dtype, shape))
         if fn in cir.TILE_FUNCTIONS:
             return self.tile_call(fn, args, e)
-        raise ZynMLNameError(f"unknown function `{fn}`", e.func.span)
+        raise ZynMLNameError(f"unknown function `{fn}`{_did_you_mean(fn, KERNEL_BUILTINS)}",
+                             e.func.span)
 
     def tile_call(self, fn, args, e):
         if fn in ("zeros", "ones"):
@@ -1149,6 +1171,23 @@ def _prod(xs):
     for x in xs:
         p *= x
     return p
+
+
+def _nest_depth(body) -> int:
+    """The deepest nest of loops in a CIR body."""
+    best = 0
+    for st in body:
+        if isinstance(st, cir.Loop):
+            best = max(best, 1 + _nest_depth(st.body))
+        elif isinstance(st, cir.If):
+            best = max(best, _nest_depth(st.then), _nest_depth(st.orelse))
+    return best
+
+
+def _did_you_mean(name: str, known) -> str:
+    import difflib
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
 
 
 def _similar(a: str, b: str) -> bool:

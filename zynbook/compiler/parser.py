@@ -14,7 +14,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInput,
                              UnexpectedToken, VisitError)
 
-from ..errors import Span, ZynMLError, ZynMLSyntaxError
+from ..errors import Span, ZynMLError, ZynMLSyntaxError, source_lines
 from . import ast as A
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -28,7 +28,7 @@ class BlockIndenter:
     def process(self, stream):
         # each context: [opening bracket, indentation levels or None before its first line,
         #                a line left of the block's base waiting for its `}`]
-        contexts = [["", [0], None]]
+        contexts = [["", [0], None, None]]
         last = None
         for tok in stream:
             if tok.type == "_NL":
@@ -40,18 +40,29 @@ class BlockIndenter:
             pending = contexts[-1][2]
             if pending is not None:
                 if tok.type != "RBRACE":
-                    raise ZynMLSyntaxError("this line is indented left of its block; close the "
-                                           "block with `}` first", pending)
+                    opener = contexts[-1][3]
+                    raise ZynMLSyntaxError(
+                        "this line is indented left of its block; close the block with `}` "
+                        "first", pending,
+                        notes=((f"the `{{` on line {opener.line} is still open",
+                                _tok_span(opener)),))
                 contexts[-1][2] = None
             if tok.type in ("LPAR", "LSQB", "LBRACE"):
-                contexts.append([tok.value, None, None])
+                contexts.append([tok.value, None, None, tok])
             elif tok.type in ("RPAR", "RSQB", "RBRACE") and len(contexts) > 1:
                 ctx = contexts.pop()
                 for _ in (ctx[1] or [0])[1:]:
                     yield Token.new_borrow_pos("_DEDENT", "", tok)
             yield tok
             last = tok
-        # end of input: close the last line and every open level
+        # end of input: a bracket still open is the mistake to point at
+        if len(contexts) > 1:
+            opener = contexts[-1][3]
+            closer = {"(": ")", "[": "]", "{": "}"}[opener.value]
+            raise ZynMLSyntaxError(f"unexpected end of input: this `{opener.value}` is never "
+                                   f"closed (the source ends before its `{closer}`)",
+                                   _tok_span(opener))
+        # close the last line and every open level
         if last is not None:
             if last.type != "_NL":
                 yield Token.new_borrow_pos("_NL", "\n", last)
@@ -194,6 +205,13 @@ class ToAst(Transformer):
 
     def for_stmt(self, meta, c):
         *iters, body = c
+        seen = {}
+        for it in iters:
+            if it.var in seen:
+                raise ZynMLSyntaxError(f"`{it.var}` is the variable of two loops of this `for` "
+                                       "(each loop needs its own name)", it.span,
+                                       notes=((f"the first loop over `{it.var}`", seen[it.var]),))
+            seen[it.var] = it.span
         return A.For(iters, body, span=_span(meta))
 
     def range_iter(self, meta, c):
@@ -429,13 +447,26 @@ def _describe(expected) -> str:
     return ", ".join(words)
 
 
+_BREAK_NAMES = {"\r": "a carriage return (\\r) not followed by \\n",
+                "\x0b": "a vertical tab", "\x0c": "a form feed", "\x1c": "a file separator",
+                "\x1d": "a group separator", "\x1e": "a record separator",
+                "\x85": "a next-line character (U+0085)",
+                "\u2028": "a line separator (U+2028)", "\u2029": "a paragraph separator (U+2029)"}
+
+
+def _end_position(source: str) -> tuple[int, int]:
+    """(line, column) just past the last code of the source (for "unexpected end")."""
+    lines = source_lines(source.rstrip()) or [""]
+    return len(lines), len(lines[-1]) + 1
+
+
 def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
     line, column = getattr(err, "line", 0) or 0, getattr(err, "column", 0) or 0
+    lines = source_lines(source)
     if isinstance(err, UnexpectedToken):
         tok = err.token
         if tok.type == "$END":
-            lines = source.rstrip().splitlines() or [""]
-            line, column = len(lines), len(lines[-1]) + 1
+            line, column = _end_position(source)
             msg = "unexpected end of input"
         elif tok.type in ("_NL", "_INDENT", "_DEDENT"):
             msg = {"_NL": "unexpected end of line", "_INDENT": "unexpected indentation",
@@ -443,21 +474,29 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
             if tok.type == "_NL":
                 # point just past the code of the line the statement broke on
                 line = tok.line
-                text = source.splitlines()[line - 1] if line <= len(source.splitlines()) else ""
+                text = lines[line - 1] if 0 < line <= len(lines) else ""
                 column = len(_code_part(text).rstrip()) + 1
         else:
             msg = f"unexpected {tok.value!r}"
         if err.expected:
             msg += f"; expected {_describe(err.expected)}"
     elif isinstance(err, UnexpectedCharacters):
-        msg = f"unexpected character {source.splitlines()[line - 1][column - 1]!r}" \
-            if line and column else "unexpected character"
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        ch = text[column - 1] if 0 < column <= len(text) else ""
+        if ch in _BREAK_NAMES:
+            msg = f"{_BREAK_NAMES[ch]} does not end a line in ZynML; lines end with \\n " \
+                "(or \\r\\n)"
+        elif ch:
+            msg = f"unexpected character {ch!r}"
+        else:
+            msg = "unexpected character"
     elif isinstance(err, UnexpectedEOF):
-        lines = source.rstrip().splitlines() or [""]
-        line, column = len(lines), len(lines[-1]) + 1
+        line, column = _end_position(source)
         msg = "unexpected end of input"
     else:
         msg = str(err).splitlines()[0]
+    if line > len(lines):       # never past the end of the source
+        line, column = _end_position(source)
     return ZynMLSyntaxError(msg, Span(max(line, 1), max(column, 1)), source)
 
 

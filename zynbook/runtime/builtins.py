@@ -140,9 +140,25 @@ def _rng(interp, seed):
 
 BUILTINS["zeros"] = _fill("zeros", lambda i, s, d, seed: np.zeros(s, _np(d)))
 BUILTINS["ones"] = _fill("ones", lambda i, s, d, seed: np.ones(s, _np(d)))
+_CHUNK = 1 << 16
+
+
+def _random(draw, shape, dtype):
+    """`draw(n)` (f64 numbers) into an array of `dtype`, a chunk at a time: the values are
+    those one draw of the whole shape gives, with no f64 temporary of the whole size."""
+    out = np.empty(shape, _np(dtype))
+    if out.dtype == np.float64:
+        return draw(shape)
+    flat = out.reshape(-1)
+    for start in range(0, flat.size, _CHUNK):
+        stop = min(start + _CHUNK, flat.size)
+        flat[start:stop] = draw(stop - start)
+    return out
+
+
 BUILTINS["randn"] = _fill("randn", lambda i, s, d, seed:
-                          _rng(i, seed).standard_normal(s).astype(_np(d)))
-BUILTINS["rand"] = _fill("rand", lambda i, s, d, seed: _rng(i, seed).random(s).astype(_np(d)))
+                          _random(_rng(i, seed).standard_normal, s, d))
+BUILTINS["rand"] = _fill("rand", lambda i, s, d, seed: _random(_rng(i, seed).random, s, d))
 
 
 @builtin("arange")

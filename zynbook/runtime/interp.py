@@ -21,8 +21,8 @@ from ..compiler.dims import solve
 from ..compiler.freenames import compute_free_names
 from ..compiler.lower import InputSig, LoweredKernel, dotted, lower_compute
 from ..compiler.types import canonical_dtype, is_float
-from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLNameError, ZynMLRuntimeError,
-                      ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
+from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameError,
+                      ZynMLRuntimeError, ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
 from . import builtins as B
 from .parallel import run_split
 from .tensor import Tensor, to_tensor
@@ -176,6 +176,8 @@ class Interpreter:
             raise err.with_source(self.source)
         except (ValueError, ArithmeticError, IndexError) as err:
             raise ZynMLRuntimeError(str(err), s.span, self.source) from None
+        except MemoryError as err:
+            raise ZynMLMemoryError(_memory_message(err), s.span, self.source) from None
 
     def _exec(self, s):
         if isinstance(s, A.Let):
@@ -629,7 +631,19 @@ class Interpreter:
 
     # ------------------------------------------------------------------ async
     def await_(self, e: A.Await):
-        fut = self.eval(e.future)
+        f = e.future
+        if isinstance(f, A.Call) and isinstance(f.func, A.Name) and f.func.id in ("all", "any") \
+                and not f.kwargs and len(f.args) == 1 and \
+                isinstance(self.eval(f.func), _BuiltinRef):
+            items = self.eval(f.args[0])
+            if isinstance(items, (list, tuple)) and not items:
+                if f.func.id == "all":
+                    return []           # every result of no futures
+                raise ZynMLTypeError("`await any([])` waits for the first of no futures: the "
+                                     "list is empty", f.args[0].span)
+            fut = self.combine_futures(f.func.id, [items], {}, f)
+        else:
+            fut = self.eval(f)
         if isinstance(fut, list) and all(isinstance(f, Future) for f in fut):
             fut = _Gather(fut)
         if not isinstance(fut, (Future, _Gather, _FirstOf)):
@@ -903,6 +917,24 @@ class _FirstOf:
             raise cf.TimeoutError()
         first = min(inner.index(f) for f in done)
         return (inner[first].result(), first)
+
+
+def _memory_message(err: MemoryError) -> str:
+    """What a failed allocation asked for, in words (numpy says its shape and dtype)."""
+    shape, dtype = getattr(err, "shape", None), getattr(err, "dtype", None)
+    if shape is not None and dtype is not None:
+        nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+        return (f"out of memory: this line asked for {_size_text(nbytes)} (an array of shape "
+                f"{list(shape)} of {np.dtype(dtype).name}), more than the device can give")
+    detail = str(err).strip()
+    return "out of memory on this line" + (f": {detail}" if detail else "")
+
+
+def _size_text(n: int) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
 
 
 def _dim_text(d) -> str:

@@ -5,12 +5,88 @@ and the line naming the result included), programs that `zynbook.run` takes as t
 The backend tests and benches lower one compute block at a time: `block_of` gives a
 snippet's block without comments, blank lines, the result line or the annotations named,
 and the plain names below (`MATMUL`, `LAYER_NORM`, ...) are those blocks. The spec's
-attention kernels come from `zynbook.compiler.codegen.spec_patterns`, the text the
-renderers recognise. `program` turns a block back into a program that yields its result.
+attention kernels (`ATTENTION_TEMPLATE`, `FLASH_TEMPLATE` with `BLOCK` for its block size) are
+the spec's text; `lower_template` lowers one to CIR. `program` turns a block back into a
+program that yields its result.
 """
 from __future__ import annotations
 
-from zynbook.compiler.codegen.spec_patterns import ATTENTION_TEMPLATE, CLIPPED_FLASH_TEMPLATE
+
+# ------------------------------------------------------- the spec's attention kernels
+
+# `BLOCK` stands for the block size (any positive size).
+FLASH_TEMPLATE = """let attn = compute(Q, K, V) {
+    @kernel flash_attention
+    for b in 0..batch, h in 0..heads:
+        for q_block in 0..seq_len step BLOCK:
+            var m = -inf
+            var l = 0.0
+            var o = zeros(BLOCK, head_dim)
+            for kv_block in 0..seq_len step BLOCK:
+                let K_block = K[b, h, kv_block:kv_block+BLOCK]
+                let V_block = V[b, h, kv_block:kv_block+BLOCK]
+                let S = Q[b, h, q_block:q_block+BLOCK] @ transpose(K_block) / sqrt(head_dim)
+                let m_new = max(m, row_max(S))
+                let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
+                o = exp(m - m_new) * o + exp(S - m_new) @ V_block
+                m = m_new
+                l = l_new
+            out[b, h, q_block:q_block+BLOCK] = o / l
+}
+"""
+
+ATTENTION_TEMPLATE = """let attn = compute(Q, K, V, mask) {
+    @kernel attention
+    for b in 0..batch, h in 0..heads, i in 0..seq_len:
+        var max_score = -inf
+        for j in 0..seq_len:
+            if mask[i, j]:
+                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                max_score = max(max_score, score)
+        var sum_exp = 0.0
+        for j in 0..seq_len:
+            if mask[i, j]:
+                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                sum_exp += exp(score - max_score)
+        for d in 0..head_dim:
+            var acc = 0.0
+            for j in 0..seq_len:
+                if mask[i, j]:
+                    let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                    let weight = exp(score - max_score) / sum_exp
+                    acc += weight * V[b, h, j, d]
+            out[b, h, i, d] = acc
+}
+"""
+
+# The flash attention with the running output clipped to the last query block: the same
+# meaning (the rows past seq_len are never stored).
+CLIPPED_FLASH_TEMPLATE = FLASH_TEMPLATE.replace(
+    "var o = zeros(BLOCK, head_dim)", "var o = zeros(min(BLOCK, seq_len - q_block), head_dim)")
+
+
+def lower_template(text: str, ranks: list, dtypes: list | None = None):
+    """The CIR of the one compute block in `text`, its inputs f32 (or `dtypes`) of the
+    given ranks."""
+    from zynbook.compiler import ast as A
+    from zynbook.compiler.lower import InputSig, lower_compute
+    from zynbook.compiler.parser import parse
+    prog = parse(text)
+    node = None
+    stack = [prog.body]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, A.Compute):
+            node = x
+            break
+        if isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, A.Node):
+            stack.extend(vars(x).values())
+    dtypes = dtypes or ["f32"] * len(ranks)
+    sigs = [InputSig(e.id, t, r) for e, r, t in zip(node.inputs, ranks, dtypes)]
+    return lower_compute(node, sigs, {}, source=text).kernel
+
 
 # ---------------------------------------------------------------- the spec's text
 

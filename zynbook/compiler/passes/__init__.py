@@ -1,0 +1,1 @@
+"""CIR -> CIR passes and the analyses that schedules ask (`recognise`: structural patterns)."""

@@ -1,0 +1,965 @@
+"""Structural recognition of the patterns schedules are written for.
+
+Each recogniser reads a kernel's CIR and returns a frozen dataclass describing the pattern
+(its buffers, loop variables, sizes, the scale and mask of an attention, the block sizes of a
+flash attention, the operands of a contraction), or a falsy `NoMatch` that says why not.
+Nothing here looks at names or at the text the kernel was written in: variables, buffers and
+sizes may be called anything, statements may come in any order that computes the same
+values, `let`s may be inlined or not, and sums and products are compared up to the order of
+their operands. What is checked is the algebra:
+
+* **attention** (one query per iteration of a parallel (b, h, i) nest): the score
+  `dot(Q[b, h, i], K[b, h, j]) * c` for any launch-constant `c` (`/ sqrt(head_dim)`,
+  `* 0.125`, a scalar argument), the same key range and the same key condition (any
+  condition over b, h, i, j: a mask of any dtype, `j <= i`, ...) in every key loop, and the
+  softmax-weighted sum of `V[b, h, j, d]` stored to `out[b, h, i, d]`, in one of the forms
+  `Attention.form` names: ``three-pass`` (running max, then the sum of exp(s - m), then the
+  weighted sum), ``online-stats`` (max and sum in one online-softmax pass, then the weighted
+  sum) and ``one-pass`` (per output element: max, sum and weighted sum in one online-softmax
+  loop, divided by the sum at the end);
+* **flash attention** (one block of queries per iteration): running max `m`, sum `l` and
+  output `o`, for each key block `m_new = max(m, row_max(S))`,
+  `l = exp(m - m_new) * l + row_sum(exp(S - m_new))`,
+  `o = exp(m - m_new) * o + exp(S - m_new) @ V_block`, `m = m_new`, and `out = o / l`, with
+  `S = Q_block @ transpose(K_block) * c`; any block sizes, any constant initial tile
+  (`zeros(B, d)`, `zeros(min(B, seq - q_block), d)`); a body missing any of these pieces
+  (no rescale of `o`, no `m = m_new`, ...) is no flash attention;
+* **contraction**: `out[P] = f(init + sum_k A[..] * B[..])` with one serial reduction loop,
+  operand indices made of the output's loop variables and the reduction variable (batch
+  axes, transposes), any accumulator name and an epilogue `f`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from .. import cir
+
+F32 = cir.Ty("f32")
+
+
+# ------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class NoMatch:
+    """Not the pattern; `reason` says which piece is missing. Falsy."""
+    pattern: str
+    reason: str
+
+    def __bool__(self) -> bool:
+        return False
+
+    def note(self, kind: str | None = None) -> str:
+        what = f"`{kind}` kernel" if kind else "kernel"
+        return f"the body of this {what} is not {self.pattern} ({self.reason}); it runs on the generic schedule"
+
+
+@dataclass(frozen=True)
+class Attention:
+    """softmax(Q K^T * scale, masked) V, one query per iteration.
+
+    Loop variables are the kernel's own names; `n_*` and `head_dim` are the CIR expressions
+    of the loop ranges (launch constants). `scale`: a launch-constant CIR expression with
+    score = dot(Q[b, h, i], K[b, h, j]) * scale. `mask`: None, or the key condition, a CIR
+    expression over `batch_var`, `head_var`, `query_var`, `key_var`, sizes, scalars and
+    input loads. `empty_row`: what a query with no admitted key stores ("zero": the sum is
+    never divided by; "nan": 0 / 0)."""
+    form: str
+    q: str
+    k: str
+    v: str
+    out: str
+    batch_var: str
+    head_var: str
+    query_var: str
+    key_var: str
+    n_batch: cir.Expr
+    n_heads: cir.Expr
+    n_queries: cir.Expr
+    n_keys: cir.Expr
+    head_dim: cir.Expr
+    scale: cir.Expr
+    mask: cir.Expr | None = None
+    causal: bool = False
+    empty_row: str = "zero"
+
+    @property
+    def masked(self) -> bool:
+        return self.mask is not None
+
+
+@dataclass(frozen=True)
+class FlashAttention:
+    """The tiled online-softmax attention: the same result as `Attention` without a mask.
+    `block_q`, `block_kv`: the kernel's block sizes (the schedules choose their own);
+    `query_var`/`key_var` are the block loop variables."""
+    q: str
+    k: str
+    v: str
+    out: str
+    batch_var: str
+    head_var: str
+    query_var: str
+    key_var: str
+    n_batch: cir.Expr
+    n_heads: cir.Expr
+    n_queries: cir.Expr
+    n_keys: cir.Expr
+    block_q: int
+    block_kv: int
+    scale: cir.Expr
+    clipped_tile: bool = False          # the running output was made with min(...) rows
+    mask: None = None
+    causal: bool = False
+    empty_row: str = "nan"
+    form: str = "flash"
+
+    @property
+    def masked(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """out[out_index] = epilogue(init + sum over `red_var` of a[a_index] * b[b_index]).
+    `out_vars`: the parallel loop variables (outermost first) with `out_extents`;
+    `epilogue`: a CIR expression of the accumulator `acc` (a Var) or None."""
+    a: str
+    b: str
+    out: str
+    out_vars: tuple
+    out_extents: tuple
+    red_var: str
+    red_extent: cir.Expr
+    a_index: tuple
+    b_index: tuple
+    out_index: tuple
+    acc: str
+    init: cir.Expr
+    epilogue: cir.Expr | None = None
+
+
+class _No(Exception):
+    pass
+
+
+# ------------------------------------------------------------------ canonical forms
+
+@dataclass(frozen=True)
+class _FromCanon(cir.Expr):
+    """An expression known only by its canonical form (inside comparisons)."""
+    c: tuple
+    ty: cir.Ty = F32
+
+
+_COMM = {"+", "*", "==", "!=", "and", "or"}
+_FLIP = {">": "<", ">=": "<="}
+
+
+def canon(e):
+    """`e` up to types, the order of the operands of commutative operators, associativity of
+    + and *, and a > b written b < a. Equal canonical forms compute the same value."""
+    if e is None:
+        return None
+    if isinstance(e, _FromCanon):
+        return e.c
+    if isinstance(e, (tuple, list)):
+        return tuple(canon(x) for x in e)
+    if isinstance(e, cir.Const):
+        v = e.value
+        if isinstance(v, bool):
+            return ("C", v)
+        return ("C", float(v))
+    if isinstance(e, cir.Var):
+        return ("V", e.name)
+    if isinstance(e, cir.Span):
+        return ("S", canon(e.start), canon(e.stop))
+    if isinstance(e, cir.Load):
+        return ("L", e.buffer, canon(e.index))
+    if isinstance(e, cir.Bin):
+        a, b = canon(e.left), canon(e.right)
+        if e.op in _FLIP:
+            return ("B", _FLIP[e.op], b, a)
+        if e.op in ("+", "*"):
+            return c_nary(e.op, a, b)
+        if e.op in _COMM:
+            return ("B", e.op) + tuple(sorted((a, b), key=repr))
+        return ("B", e.op, a, b)
+    if isinstance(e, cir.Unary):
+        return ("U", e.op, canon(e.operand))
+    if isinstance(e, cir.Call):
+        args = canon(e.args)
+        if e.fn in ("max", "min"):
+            flat = []
+            for a in args:
+                flat.extend(a[2] if a[0] == "F" and a[1] == e.fn else (a,))
+            return ("F", e.fn, tuple(sorted(flat, key=repr)))
+        return ("F", e.fn, args)
+    if isinstance(e, cir.Dot):
+        return ("dot",) + tuple(sorted((canon(e.a), canon(e.b)), key=repr))
+    if isinstance(e, cir.Cast):
+        return ("cast", e.ty.dtype, canon(e.operand))
+    if isinstance(e, cir.Select):
+        return ("sel", canon(e.cond), canon(e.if_true), canon(e.if_false))
+    if isinstance(e, cir.Reduce):
+        return ("red", e.op, canon(e.input), e.axis)
+    raise _No(f"unexpected {type(e).__name__}")
+
+
+def c_nary(op, *xs):
+    flat = []
+    for x in xs:
+        flat.extend(x[2] if x[0] == "N" and x[1] == op else (x,))
+    return ("N", op, tuple(sorted(flat, key=repr)))
+
+
+def c_sub(a, b):
+    return ("B", "-", a, b)
+
+
+def c_fn(fn, *args):
+    if fn in ("max", "min"):
+        flat = []
+        for a in args:
+            flat.extend(a[2] if a[0] == "F" and a[1] == fn else (a,))
+        return ("F", fn, tuple(sorted(flat, key=repr)))
+    return ("F", fn, tuple(args))
+
+
+def c_var(name):
+    return ("V", name)
+
+
+# ------------------------------------------------------------------------ utilities
+
+
+def substitute(e, env: dict):
+    """`e` with the variables named in `env` replaced by their expressions."""
+    if not env or e is None:
+        return e
+    if isinstance(e, cir.Var):
+        return env.get(e.name, e)
+    if isinstance(e, (tuple, list)):
+        return tuple(substitute(x, env) for x in e)
+    if isinstance(e, (cir.Expr, cir.Span)):
+        changes = {}
+        for f in fields(e):
+            if f.name == "ty":
+                continue
+            val = getattr(e, f.name)
+            if isinstance(val, (cir.Expr, cir.Span, tuple, list)):
+                new = substitute(val, env)
+                if new is not val:
+                    changes[f.name] = new
+        if not changes:
+            return e
+        import dataclasses
+        return dataclasses.replace(e, **changes)
+    return e
+
+
+def free_vars(e) -> set:
+    return {n.name for n in cir.walk(e) if isinstance(n, cir.Var)}
+
+
+def loads(e) -> list:
+    return [n for n in cir.walk(e) if isinstance(n, cir.Load)]
+
+
+def _constants(kernel) -> set:
+    return set(kernel.dims) | {s.name for s in kernel.scalars}
+
+
+def is_launch_constant(e, kernel) -> bool:
+    """Made of constants, sizes and scalar arguments only (the same for every thread)."""
+    return not loads(e) and free_vars(e) <= _constants(kernel) and not getattr(e.ty, "shape", ())
+
+
+def _int_const(e):
+    if isinstance(e, cir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    return None
+
+
+def _is_const(e, value) -> bool:
+    if isinstance(e, cir.Unary) and e.op == "neg":
+        return _is_const(e.operand, -value)
+    if isinstance(e, cir.Cast):
+        return _is_const(e.operand, value)
+    return isinstance(e, cir.Const) and not isinstance(e.value, bool) and float(e.value) == value
+
+
+def _is_zero_tile(e, kernel, allowed: set) -> bool:
+    if _is_const(e, 0.0):
+        return True
+    return (isinstance(e, cir.Call) and e.fn == "zeros" and not loads(e)
+            and free_vars(e) <= _constants(kernel) | allowed)
+
+
+def _mul_factors(e):
+    """(numerator factors, denominator factors) of a product/quotient tree."""
+    if isinstance(e, cir.Bin) and e.op == "*":
+        n1, d1 = _mul_factors(e.left)
+        n2, d2 = _mul_factors(e.right)
+        return n1 + n2, d1 + d2
+    if isinstance(e, cir.Bin) and e.op == "/":
+        n1, d1 = _mul_factors(e.left)
+        n2, d2 = _mul_factors(e.right)
+        return n1 + d2, d1 + n2
+    if _is_const(e, 1.0):
+        return [], []
+    return [e], []
+
+
+def _product(nums, dens):
+    out = None
+    for x in nums:
+        out = x if out is None else cir.Bin("*", out, x, F32)
+    if out is None:
+        out = cir.Const(1.0, F32)
+    for x in dens:
+        out = cir.Bin("/", out, x, F32)
+    return out
+
+
+def _same_multiset(xs, ys) -> bool:
+    return sorted(map(repr, map(canon, xs))) == sorted(map(repr, map(canon, ys)))
+
+
+def _chain(kernel):
+    """The leading loop nest: loops while a loop's body is exactly one loop."""
+    loops = []
+    body = kernel.body
+    while len(body) == 1 and isinstance(body[0], cir.Loop):
+        loops.append(body[0])
+        body = body[0].body
+    return loops, body
+
+
+def _unit_loop(lp: cir.Loop) -> bool:
+    return _is_const(lp.start, 0) and _is_const(lp.step, 1)
+
+
+def _exec(stmts, env: dict, state: set, what: str):
+    """Symbolic execution of straight-line statements: immutable lets are inlined into
+    `env`, assignments to the names in `state` become their new values (in terms of the
+    values before the statements). Returns the assigned names in order."""
+    assigned = []
+    for s in stmts:
+        if isinstance(s, cir.Let) and not s.mutable:
+            env[s.name] = substitute(s.value, env)
+        elif isinstance(s, cir.Assign) and s.name in state:
+            env[s.name] = substitute(s.value, env)
+            if s.name not in assigned:
+                assigned.append(s.name)
+        else:
+            raise _No(f"{what} holds a statement other than lets and updates of the running values")
+    return assigned
+
+
+def _rename(e, old: str, new: str):
+    return substitute(e, {old: cir.Var(new, cir.Ty("i32"))})
+
+
+# ----------------------------------------------------------------------- attention
+
+_J = "%j"        # the key variable, renamed alike in every key loop
+
+
+@dataclass
+class _KeyLoop:
+    stop: cir.Expr
+    cond: object          # canonical form (key var renamed) or None
+    cond_expr: cir.Expr | None
+    var: str
+    updates: dict         # state name -> new value, key variable renamed %j
+    line: int
+
+
+def _key_loop(lp: cir.Loop, state: set, outer_env: dict) -> _KeyLoop:
+    if not _unit_loop(lp):
+        raise _No("a key loop does not run from 0 in steps of 1")
+    body, cond = lp.body, None
+    if len(body) == 1 and isinstance(body[0], cir.If) and not body[0].orelse:
+        cond, body = substitute(body[0].cond, outer_env), body[0].then
+    env = dict(outer_env)
+    names = _exec(body, env, state, "a key loop")
+    if not names:
+        raise _No("a key loop updates no running value")
+    ups = {n: _rename(env[n], lp.var, _J) for n in names}
+    c = _rename(cond, lp.var, _J) if cond is not None else None
+    return _KeyLoop(lp.stop, canon(c), cond, lp.var, ups, lp.line)
+
+
+class _Att:
+    """The facts gathered while matching one attention body."""
+
+    def __init__(self, kernel, chain_vars):
+        self.k = kernel
+        self.chain_vars = chain_vars
+        self.score = None           # canonical score (key var %j)
+        self.parts = None           # (Q, K, b, h, i, scale)
+        self.key = None             # (stop canon, cond canon)
+        self.key_loop = None
+
+    def check_score(self, s):
+        """`s` (key variable %j) is dot(Q[b, h, i], K[b, h, %j]) * launch constant."""
+        nums, dens = _mul_factors(s)
+        dots = [x for x in nums if isinstance(x, cir.Dot)]
+        if len(dots) != 1:
+            raise _No("the score is not one dot(Q row, K row) times a constant")
+        rest = [x for x in nums if x is not dots[0]]
+        for x in rest + dens:
+            if not is_launch_constant(x, self.k):
+                raise _No("the score's scale is not a launch constant")
+        d = dots[0]
+        qk = [d.a, d.b]
+        if not all(isinstance(x, cir.Load) and len(x.index) == 3 and
+                   all(isinstance(t, cir.Var) for t in x.index) for x in qk):
+            raise _No("the score is not dot(Q[b, h, i], K[b, h, j])")
+        kl = [x for x in qk if x.index[2].name == _J]
+        if len(kl) != 1:
+            raise _No("the score's K row is not indexed by the key variable")
+        kload = kl[0]
+        qload = qk[1] if kload is qk[0] else qk[0]
+        b, h, i = (t.name for t in qload.index)
+        if [t.name for t in kload.index[:2]] != [b, h] or len({b, h, i}) != 3 or \
+                not {b, h, i} <= set(self.chain_vars):
+            raise _No("the score's Q and K rows are not [b, h, query] and [b, h, key] of the parallel loops")
+        inputs = {x.name: x for x in self.k.inputs}
+        for ld in (qload, kload):
+            if ld.buffer not in inputs or len(inputs[ld.buffer].shape) != 4 or \
+                    inputs[ld.buffer].dtype not in cir.FLOAT_DTYPES:
+                raise _No("Q and K are not 4-D float inputs")
+        parts = (qload.buffer, kload.buffer, b, h, i, canon(_product(rest, dens)))
+        if self.parts is not None and self.parts != parts:
+            raise _No("the key loops compute different scores")
+        if self.parts is None:
+            self.scale = _product(rest, dens)
+        self.parts = parts
+        self.score = canon(s)
+
+    def key_range(self, kl: _KeyLoop):
+        key = (canon(kl.stop), kl.cond)
+        if self.key is not None and self.key != key:
+            raise _No("the key loops differ in their range or condition")
+        if self.key is None:
+            self.key_loop = kl
+        self.key = key
+
+
+def _max_update(att: _Att, kl: _KeyLoop, m: str):
+    """kl updates m to max(m, score); returns the canonical new m."""
+    new = kl.updates[m]
+    if not (isinstance(new, cir.Call) and new.fn == "max" and len(new.args) == 2):
+        raise _No("the running maximum is not m = max(m, score)")
+    a, b_ = new.args
+    s = b_ if isinstance(a, cir.Var) and a.name == m else a if isinstance(b_, cir.Var) and b_.name == m else None
+    if s is None:
+        raise _No("the running maximum is not m = max(m, score)")
+    att.check_score(s)
+    return canon(new)
+
+
+def _online(att, kl, m, l, extra=None):
+    """kl is one online-softmax step over (m, l[, extra = (name, value factor canon)])."""
+    M = _max_update(att, kl, m)
+    S = att.score
+    alpha = c_fn("exp", c_sub(c_var(m), M))
+    p = c_fn("exp", c_sub(S, M))
+    if canon(kl.updates[l]) != c_nary("+", c_nary("*", alpha, c_var(l)), p):
+        raise _No("the running sum is not l = exp(m - m_new) * l + exp(score - m_new)")
+    if extra is not None:
+        acc, val = extra
+        if acc not in kl.updates:
+            raise _No("the weighted sum is not updated in the key loop")
+        got = canon(kl.updates[acc])
+        if got == c_nary("+", c_var(acc), c_nary("*", p, val)):
+            raise _No("the output sum is not rescaled by exp(m - m_new)")
+        if got != c_nary("+", c_nary("*", alpha, c_var(acc)), c_nary("*", p, val)):
+            raise _No("the output sum is not acc = exp(m - m_new) * acc + exp(score - m_new) * V")
+
+
+def attention(kernel: cir.Kernel):
+    """`Attention`, `FlashAttention` or `NoMatch` for `kernel`'s body."""
+    try:
+        loops, body = _chain(kernel)
+        if len(loops) >= 3 and not (isinstance(loops[-1].step, cir.Const) and loops[-1].step.value == 1):
+            return _flash(kernel, loops, body)
+        return _attention(kernel, loops, body)
+    except _No as exc:
+        return NoMatch("attention", str(exc))
+
+
+def _attention(kernel, loops, body):
+    if len(loops) not in (3, 4):
+        raise _No("not a parallel (batch, head, query) loop nest")
+    for lp in loops:
+        if not _unit_loop(lp) or not is_launch_constant(lp.stop, kernel):
+            raise _No("the parallel loops do not run from 0 in steps of 1 to a launch constant")
+    chain_vars = [lp.var for lp in loops]
+    att = _Att(kernel, chain_vars)
+    out = kernel.output
+    if len(out.shape) != 4 or out.dtype not in cir.FLOAT_DTYPES:
+        raise _No("the output is not a 4-D float tensor")
+    env: dict = {}
+    state: dict = {}                  # mutable name -> init
+    stmts = list(body)
+    if len(loops) == 4:               # for b, h, i, d: one-pass online softmax per element
+        d_loop, stmts = loops[3], list(body)
+        return _one_pass(kernel, att, loops, d_loop, stmts, env)
+    if len(stmts) == 1 and isinstance(stmts[0], cir.Loop) and _unit_loop(stmts[0]):
+        return _one_pass(kernel, att, loops, stmts[0], list(stmts[0].body), env)
+    # three-pass / online-stats: running statistics, then for d: weighted sum
+    stats: list = []
+    while stmts and not (isinstance(stmts[0], cir.Loop) and any(isinstance(x, cir.Loop) for x in stmts[0].body)):
+        s = stmts.pop(0)
+        if isinstance(s, cir.Let) and s.mutable:
+            state[s.name] = s.value
+        elif isinstance(s, cir.Let):
+            env[s.name] = substitute(s.value, env)
+        elif isinstance(s, cir.Loop):
+            kl = _key_loop(s, set(state), env)
+            stats.append(kl)
+        else:
+            raise _No("the statistics part holds a statement other than lets and key loops")
+    if len(stmts) != 1:
+        raise _No("the body does not end with the loop over head_dim")
+    d_loop = stmts[0]
+    if not _unit_loop(d_loop):
+        raise _No("the loop over head_dim does not run from 0 in steps of 1")
+    if not stats:
+        raise _No("no key loop computes the running maximum")
+    m = next((n for n in stats[0].updates if _is_const(state.get(n), -math.inf)), None)
+    if m is None:
+        raise _No("the running maximum does not start at -inf")
+    if len(stats) == 2:
+        form = "three-pass"
+        if set(stats[0].updates) != {m}:
+            raise _No("the first key loop updates more than the running maximum")
+        _max_update(att, stats[0], m)
+        att.key_range(stats[0])
+        (l,) = list(stats[1].updates) if len(stats[1].updates) == 1 else (None,)
+        if l is None or l == m or not _is_const(state.get(l), 0.0):
+            raise _No("the second key loop is not a sum starting at 0")
+        if canon(stats[1].updates[l]) != c_nary("+", c_var(l), c_fn("exp", c_sub(att.score, c_var(m)))):
+            raise _No("the second key loop is not the softmax denominator l += exp(score - m)")
+        att.key_range(stats[1])
+    elif len(stats) == 1:
+        form = "online-stats"
+        names = list(stats[0].updates)
+        if len(names) != 2 or m not in names:
+            raise _No("the statistics loop does not update exactly the maximum and the sum")
+        l = names[1] if names[0] == m else names[0]
+        if not _is_const(state.get(l), 0.0):
+            raise _No("the running sum does not start at 0")
+        _online(att, stats[0], m, l)
+        att.key_range(stats[0])
+    else:
+        raise _No("the statistics part has more than two key loops")
+    # for d: var acc = 0; for j: acc += exp(s - m) [/ l] * V[b, h, j, d]; out[b, h, i, d] = acc [/ l]
+    dv = d_loop.var
+    db = list(d_loop.body)
+    denv = dict(env)
+    dstate = {}
+    while db and isinstance(db[0], cir.Let):
+        s = db.pop(0)
+        if s.mutable:
+            dstate[s.name] = s.value
+        else:
+            denv[s.name] = substitute(s.value, denv)
+    if len(db) != 2 or not isinstance(db[0], cir.Loop) or not isinstance(db[1], cir.Store):
+        raise _No("the loop over head_dim is not `acc = 0; for key: acc += ...; out[...] = acc`")
+    if len(dstate) != 1:
+        raise _No("the loop over head_dim does not keep exactly one running sum")
+    (acc, a0), = dstate.items()
+    if not _is_const(a0, 0.0):
+        raise _No("the weighted sum does not start at 0")
+    kl = _key_loop(db[0], {acc}, denv)
+    if set(kl.updates) != {acc}:
+        raise _No("the weighted-sum loop updates more than its sum")
+    att.key_range(kl)
+    upd = kl.updates[acc]
+    if not (isinstance(upd, cir.Bin) and upd.op == "+"):
+        raise _No("the weighted sum is not acc += weight * V")
+    term = upd.right if isinstance(upd.left, cir.Var) and upd.left.name == acc else \
+        upd.left if isinstance(upd.right, cir.Var) and upd.right.name == acc else None
+    if term is None:
+        raise _No("the weighted sum is not acc += weight * V")
+    b, h, i = att.parts[2:5]
+    st = db[1]
+    vload = _check_value_sum(att, kernel, term, substitute(st.value, denv), acc, b, h, i, dv, m, l)
+    _check_store(st, out.name, [b, h, i, dv])
+    return _result(kernel, att, form, loops, vload, d_loop.stop, "zero" if vload[1] else "nan")
+
+
+def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
+    """term * (stored / acc) == exp(score - m) * V[b, h, j, d] / l."""
+    tn, td = _mul_factors(term)
+    sn, sd = _mul_factors(stored)
+    accs = [x for x in sn if isinstance(x, cir.Var) and x.name == acc]
+    if len(accs) != 1:
+        raise _No("the stored value is not the weighted sum (times constants)")
+    sn = [x for x in sn if x is not accs[0]]
+    vl = [x for x in tn if isinstance(x, cir.Load) and x.buffer not in (att.parts[0], att.parts[1])]
+    if len(vl) != 1:
+        raise _No("the weighted sum does not take one value V[b, h, key, d]")
+    v = vl[0]
+    if not (len(v.index) == 4 and all(isinstance(t, cir.Var) for t in v.index) and
+            [t.name for t in v.index] == [b, h, _J, dv]):
+        raise _No("the value is not V[b, h, key, d]")
+    inputs = {x.name: x for x in kernel.inputs}
+    if v.buffer not in inputs or len(inputs[v.buffer].shape) != 4:
+        raise _No("V is not a 4-D input")
+    want_n = [cir.Call("exp", (cir.Bin("-", _score_expr(att), cir.Var(m, F32), F32),), F32), v]
+    want_d = [cir.Var(l, F32)]
+    got_n = [x for x in tn + sn if x is not v] + [v]
+    if not _same_multiset(got_n, want_n) or not _same_multiset(td + sd, want_d):
+        raise _No("the weights are not exp(score - m) / l")
+    # the division by l inside the key loop leaves 0 for a row without keys
+    inside = any(isinstance(x, cir.Var) and x.name == l for x in td)
+    return v.buffer, inside
+
+
+def _score_expr(att):
+    """A CIR expression whose canonical form is the score (for multiset comparisons)."""
+    return _FromCanon(att.score)
+
+
+def _check_store(st: cir.Store, out: str, idx: list):
+    if st.buffer != out or len(st.index) != len(idx) or not all(
+            isinstance(t, cir.Var) and t.name == n for t, n in zip(st.index, idx)):
+        raise _No(f"the result is not stored to {out}[{', '.join(idx)}]")
+
+
+def _one_pass(kernel, att, loops, d_loop, stmts, env):
+    """for d: var m = -inf; var l = 0; var acc = 0; for key: online step; out = acc / l."""
+    dv = d_loop.var
+    state = {}
+    env = dict(env)
+    while stmts and isinstance(stmts[0], cir.Let):
+        s = stmts.pop(0)
+        if s.mutable:
+            state[s.name] = s.value
+        else:
+            env[s.name] = substitute(s.value, env)
+    if len(stmts) != 2 or not isinstance(stmts[0], cir.Loop) or not isinstance(stmts[1], cir.Store):
+        raise _No("the body is not `running values; for key: ...; out[...] = ...`")
+    if len(state) != 3:
+        raise _No("the online softmax does not keep a maximum, a sum and a weighted sum")
+    kl = _key_loop(stmts[0], set(state), env)
+    if set(kl.updates) != set(state):
+        raise _No("the key loop does not update the maximum, the sum and the weighted sum")
+    m = next((n for n, v in state.items() if _is_const(v, -math.inf)), None)
+    if m is None:
+        raise _No("the running maximum does not start at -inf")
+    _max_update(att, kl, m)
+    others = [n for n in state if n != m]
+    if not all(_is_const(state[n], 0.0) for n in others):
+        raise _No("the running sums do not start at 0")
+    b, h, i = att.parts[2:5]
+    st = stmts[1]
+    sv = substitute(st.value, env)
+    sn, sd = _mul_factors(sv)
+    if not (len(sn) == 1 and len(sd) == 1 and isinstance(sn[0], cir.Var) and isinstance(sd[0], cir.Var)
+            and {sn[0].name, sd[0].name} == set(others)):
+        raise _No("the stored value is not the weighted sum divided by the sum")
+    acc, l = sn[0].name, sd[0].name
+    vl = [x for x in loads(kl.updates[acc]) if x.buffer not in (att.parts[0], att.parts[1])]
+    if len(vl) != 1 or len(vl[0].index) != 4 or not all(isinstance(t, cir.Var) for t in vl[0].index) \
+            or [t.name for t in vl[0].index] != [b, h, _J, dv]:
+        raise _No("the value is not V[b, h, key, d]")
+    _online(att, kl, m, l, (acc, canon(vl[0])))
+    att.key_range(kl)
+    _check_store(st, kernel.output.name, [b, h, i, dv])
+    inputs = {x.name: x for x in kernel.inputs}
+    if vl[0].buffer not in inputs or len(inputs[vl[0].buffer].shape) != 4:
+        raise _No("V is not a 4-D input")
+    return _result(kernel, att, "one-pass", loops[:3], (vl[0].buffer, False), d_loop.stop, "nan")
+
+
+def _result(kernel, att, form, loops, vinfo, head_dim, empty_row):
+    q, k_, b, h, i, _ = att.parts
+    kl = att.key_loop
+    stops = {lp.var: lp.stop for lp in loops}
+    mask = kl.cond_expr
+    for name in (b, h, i):
+        if name not in stops:
+            raise _No("the query row is not indexed by the parallel loops")
+    if not is_launch_constant(kl.stop, kernel):
+        raise _No("the key range is not a launch constant")
+    causal = False
+    if mask is not None:
+        if not free_vars(mask) <= _constants(kernel) | {b, h, i, kl.var}:
+            raise _No("the key condition depends on more than b, h, query and key")
+        if any(ld.buffer == kernel.output.name for ld in loads(mask)):
+            raise _No("the key condition reads the output")
+        cm = canon(_rename(mask, kl.var, _J))
+        causal = cm == ("B", "<=", c_var(_J), c_var(i)) or cm == ("B", "<", c_var(_J),
+                                                                     c_nary("+", c_var(i), ("C", 1.0)))
+    if vinfo[0] in (kernel.output.name,):
+        raise _No("V is the output")
+    return Attention(form=form, q=q, k=k_, v=vinfo[0], out=kernel.output.name,
+                     batch_var=b, head_var=h, query_var=i, key_var=kl.var,
+                     n_batch=stops[b], n_heads=stops[h], n_queries=stops[i], n_keys=kl.stop,
+                     head_dim=head_dim, scale=att.scale, mask=mask, causal=causal,
+                     empty_row=empty_row)
+
+
+# ------------------------------------------------------------------ flash attention
+
+
+def _span_of(e, var: str, width: int) -> bool:
+    """e is Span(var, var + width)."""
+    if not isinstance(e, cir.Span) or not (isinstance(e.start, cir.Var) and e.start.name == var):
+        return False
+    return canon(e.stop) == c_nary("+", c_var(var), ("C", float(width)))
+
+
+def _flash(kernel, loops, body):
+    if len(loops) != 3:
+        raise _No("not a parallel (batch, head, query block) loop nest")
+    lb, lh, lq = loops
+    for lp in loops:
+        if not _is_const(lp.start, 0) or not is_launch_constant(lp.stop, kernel):
+            raise _No("the parallel loops do not start at 0 and end at a launch constant")
+    if not (_unit_loop(lb) and _unit_loop(lh)):
+        raise _No("the batch and head loops do not run in steps of 1")
+    BQ = _int_const(lq.step)
+    if BQ is None or BQ <= 0:
+        raise _No("the query blocks are not a positive constant size")
+    b, h, qb = lb.var, lh.var, lq.var
+    env: dict = {}
+    state: dict = {}
+    stmts = list(body)
+    while stmts and isinstance(stmts[0], cir.Let):
+        s = stmts.pop(0)
+        if s.mutable:
+            state[s.name] = s.value
+        else:
+            env[s.name] = substitute(s.value, env)
+    if not stmts or not isinstance(stmts[0], cir.Loop):
+        raise _No("no loop over key blocks follows the running values")
+    kv = stmts.pop(0)
+    for s in stmts[:-1]:
+        if not (isinstance(s, cir.Let) and not s.mutable):
+            raise _No("statements other than lets follow the key-block loop")
+    after_env = dict(env)
+    for s in stmts[:-1]:
+        after_env[s.name] = substitute(s.value, after_env)
+    if not stmts or not isinstance(stmts[-1], cir.Store):
+        raise _No("the body does not end with the store of the result")
+    st = stmts[-1]
+    if len(state) != 3:
+        raise _No("the body does not keep exactly a running max, a running sum and a running output")
+    m = next((n for n, v in state.items() if _is_const(v, -math.inf)), None)
+    if m is None:
+        raise _No("the running maximum does not start at -inf")
+    if not _is_const(kv.start, 0) or not is_launch_constant(kv.stop, kernel):
+        raise _No("the key-block loop does not run from 0 to a launch constant")
+    BK = _int_const(kv.step)
+    if BK is None or BK <= 0:
+        raise _No("the key blocks are not a positive constant size")
+    kenv = dict(env)
+    names = _exec(kv.body, kenv, set(state), "the key-block loop")
+    if set(names) != set(state):
+        missing = sorted(set(state) - set(names))
+        raise _No(f"the key-block loop does not update {', '.join(missing)}")
+    # the running max: m = max(m, row_max(S))
+    new_m = kenv[m]
+    if not (isinstance(new_m, cir.Call) and new_m.fn == "max" and len(new_m.args) == 2):
+        raise _No("the running maximum is not m = max(m, row_max(S))")
+    a0, a1 = new_m.args
+    rm = a1 if isinstance(a0, cir.Var) and a0.name == m else a0 if isinstance(a1, cir.Var) and a1.name == m else None
+    if not (isinstance(rm, cir.Call) and rm.fn == "row_max"):
+        raise _No("the running maximum is not m = max(m, row_max(S))")
+    S = rm.args[0]
+    nums, dens = _mul_factors(S)
+    mm = [x for x in nums if isinstance(x, cir.Bin) and x.op == "@"]
+    if len(mm) != 1:
+        raise _No("the scores are not Q_block @ transpose(K_block) times a constant")
+    rest = [x for x in nums if x is not mm[0]]
+    for x in rest + dens:
+        if not is_launch_constant(x, kernel):
+            raise _No("the scores' scale is not a launch constant")
+    qt, kt = mm[0].left, mm[0].right
+    if not (isinstance(kt, cir.Call) and kt.fn == "transpose"):
+        raise _No("the scores are not Q_block @ transpose(K_block)")
+    kt = kt.args[0]
+    inputs = {x.name: x for x in kernel.inputs}
+
+    def block(ld, var, width, what):
+        if not (isinstance(ld, cir.Load) and len(ld.index) == 3 and ld.buffer in inputs and
+                len(inputs[ld.buffer].shape) == 4 and inputs[ld.buffer].dtype in cir.FLOAT_DTYPES and
+                isinstance(ld.index[0], cir.Var) and ld.index[0].name == b and
+                isinstance(ld.index[1], cir.Var) and ld.index[1].name == h and
+                _span_of(ld.index[2], var, width)):
+            raise _No(f"{what} is not a block [{b}, {h}, {var}:{var} + {width}] of a 4-D float input")
+        return ld.buffer
+    Q = block(qt, qb, BQ, "the query tile")
+    K = block(kt, kv.var, BK, "the key tile")
+    others = [n for n in state if n != m]
+    cS, cM = canon(S), canon(new_m)
+    alpha = c_fn("exp", c_sub(c_var(m), cM))
+    P = c_fn("exp", c_sub(cS, cM))
+    l = next((n for n in others if canon(kenv[n]) == c_nary("+", c_nary("*", alpha, c_var(n)),
+                                                              c_fn("row_sum", P))), None)
+    if l is None:
+        raise _No("the running sum is not l = exp(m - m_new) * l + row_sum(exp(S - m_new))")
+    o = next(n for n in others if n != l)
+    if not _is_const(state[l], 0.0):
+        raise _No("the running sum does not start at 0")
+    if not _is_zero_tile(state[o], kernel, {b, h, qb}):
+        raise _No("the running output does not start as a zero tile")
+    new_o = kenv[o]
+    if not (isinstance(new_o, cir.Bin) and new_o.op == "+"):
+        raise _No("the running output is not o = exp(m - m_new) * o + exp(S - m_new) @ V_block")
+    terms = [new_o.left, new_o.right]
+    pv = [t for t in terms if isinstance(t, cir.Bin) and t.op == "@"]
+    if len(pv) != 1 or canon(pv[0].left) != P:
+        raise _No("the running output does not add exp(S - m_new) @ V_block")
+    V = block(pv[0].right, kv.var, BK, "the value tile")
+    keep = terms[1] if pv[0] is terms[0] else terms[0]
+    if canon(keep) == c_var(o):
+        raise _No("the running output is not rescaled by exp(m - m_new)")
+    if canon(keep) != c_nary("*", alpha, c_var(o)):
+        raise _No("the running output is not rescaled: o = exp(m - m_new) * o + ...")
+    if not (isinstance(st, cir.Store) and st.buffer == kernel.output.name and len(st.index) == 3 and
+            isinstance(st.index[0], cir.Var) and st.index[0].name == b and
+            isinstance(st.index[1], cir.Var) and st.index[1].name == h and _span_of(st.index[2], qb, BQ)):
+        raise _No(f"the result is not stored to out[{b}, {h}, {qb}:{qb} + {BQ}]")
+    sn, sd = _mul_factors(substitute(st.value, after_env))
+    if canon(tuple(sn)) != (c_var(o),) or canon(tuple(sd)) != (c_var(l),):
+        raise _No("the stored result is not o / l")
+    out = kernel.output
+    if len(out.shape) != 4 or out.dtype not in cir.FLOAT_DTYPES:
+        raise _No("the output is not a 4-D float tensor")
+    clipped = isinstance(state[o], cir.Call) and any(
+        isinstance(n, cir.Call) and n.fn == "min" for n in cir.walk(state[o].args))
+    return FlashAttention(q=Q, k=K, v=V, out=out.name, batch_var=b, head_var=h, query_var=qb,
+                          key_var=kv.var, n_batch=lb.stop, n_heads=lh.stop, n_queries=lq.stop,
+                          n_keys=kv.stop, block_q=BQ, block_kv=BK, scale=_product(rest, dens),
+                          clipped_tile=clipped)
+
+
+# --------------------------------------------------------------------- contraction
+
+
+def contraction(kernel: cir.Kernel):
+    """`Contraction` or `NoMatch`: a parallel nest, `var acc = init`, one serial loop
+    `acc += A[..] * B[..]`, then `out[vars] = f(acc)`."""
+    try:
+        return _contraction(kernel)
+    except _No as exc:
+        return NoMatch("a contraction", str(exc))
+
+
+def _contraction(kernel):
+    loops, body = _chain(kernel)
+    par = []
+    for lp in loops:
+        if not lp.parallel:
+            break
+        par.append(lp)
+    if not par or len(par) != len(loops):
+        raise _No("not a nest of parallel loops around the accumulation")
+    for lp in par:
+        if not _unit_loop(lp) or not is_launch_constant(lp.stop, kernel):
+            raise _No("the parallel loops do not run from 0 in steps of 1 to a launch constant")
+    ovars = [lp.var for lp in par]
+    stmts = list(body)
+    env: dict = {}
+    while stmts and isinstance(stmts[0], cir.Let) and not stmts[0].mutable:
+        s = stmts.pop(0)
+        env[s.name] = substitute(s.value, env)
+    if len(stmts) != 3 or not (isinstance(stmts[0], cir.Let) and stmts[0].mutable and
+                               isinstance(stmts[1], cir.Loop) and isinstance(stmts[2], cir.Store)):
+        raise _No("the body is not `var acc = init; for k: acc += a * b; out[...] = f(acc)`")
+    decl, red, st = stmts
+    acc = decl.name
+    init = substitute(decl.value, env)
+    if decl.declared_ty.shape or loads(init) or not free_vars(init) <= _constants(kernel) | set(ovars):
+        raise _No("the accumulator does not start at a scalar constant")
+    if not _unit_loop(red) or red.parallel or not is_launch_constant(red.stop, kernel):
+        raise _No("the reduction loop does not run from 0 in steps of 1 to a launch constant")
+    renv = dict(env)
+    if _exec(red.body, renv, {acc}, "the reduction loop") != [acc]:
+        raise _No("the reduction loop does not accumulate")
+    upd = renv[acc]
+    if not (isinstance(upd, cir.Bin) and upd.op == "+"):
+        raise _No("the reduction is not acc += a * b")
+    term = upd.right if canon(upd.left) == c_var(acc) else upd.left if canon(upd.right) == c_var(acc) else None
+    if term is None or not (isinstance(term, cir.Bin) and term.op == "*"):
+        raise _No("the reduction is not acc += a * b")
+    a, b = term.left, term.right
+    inputs = {x.name: x for x in kernel.inputs}
+    allowed = set(ovars) | {red.var}
+    for x in (a, b):
+        if not (isinstance(x, cir.Load) and x.buffer in inputs and
+                len(x.index) == len(inputs[x.buffer].shape) and
+                all(isinstance(t, cir.Var) and t.name in allowed for t in x.index) and
+                len({t.name for t in x.index}) == len(x.index)):
+            raise _No("the operands are not loads of inputs indexed by loop variables")
+        if red.var not in {t.name for t in x.index}:
+            raise _No("an operand does not depend on the reduction variable")
+    used = {t.name for t in a.index} | {t.name for t in b.index}
+    if not set(ovars) <= used:
+        raise _No("an output variable indexes neither operand")
+    senv = dict(env)
+    value = substitute(st.value, senv)
+    if st.buffer != kernel.output.name or not all(isinstance(t, cir.Var) for t in st.index) or \
+            sorted(t.name for t in st.index) != sorted(ovars) or len(st.index) != len(ovars):
+        raise _No("the result is not stored to out at the parallel loop variables")
+    if sum(1 for n in cir.walk(value) if isinstance(n, cir.Var) and n.name == acc) != 1 or loads(value):
+        raise _No("the stored value is not a function of the accumulator alone")
+    epi = None if canon(value) == c_var(acc) else value
+    return Contraction(a=a.buffer, b=b.buffer, out=kernel.output.name, out_vars=tuple(ovars),
+                       out_extents=tuple(lp.stop for lp in par), red_var=red.var,
+                       red_extent=red.stop, a_index=tuple(t.name for t in a.index),
+                       b_index=tuple(t.name for t in b.index),
+                       out_index=tuple(t.name for t in st.index), acc=acc, init=init,
+                       epilogue=epi)
+
+
+# ---------------------------------------------------------------------- the pass
+
+
+def recognise(kernel: cir.Kernel):
+    """The pattern `kernel`'s body is (Attention, FlashAttention, Contraction), else the
+    NoMatch of the recogniser its kernel type asks for first."""
+    kind = kernel.kernel_type.kind
+    order = [attention, contraction] if kind in ("attention", "flash_attention") else [contraction, attention]
+    first = None
+    for fn in order:
+        r = fn(kernel)
+        if r:
+            return r
+        first = first or r
+    return first
+
+
+def launch_value(e, sizes: dict) -> float:
+    """The value of a launch-constant expression (sizes only) for one binding of the sizes."""
+    return _eval(e, sizes)
+
+
+def _eval(e, sizes):
+    if isinstance(e, cir.Const):
+        return e.value
+    if isinstance(e, cir.Var):
+        return sizes[e.name]
+    if isinstance(e, cir.Cast):
+        v = _eval(e.operand, sizes)
+        return float(v) if e.ty.dtype in cir.FLOAT_DTYPES else int(v)
+    if isinstance(e, cir.Unary) and e.op == "neg":
+        return -_eval(e.operand, sizes)
+    if isinstance(e, cir.Call) and len(e.args) == 1 and e.fn in ("sqrt", "rsqrt", "exp", "log"):
+        x = float(_eval(e.args[0], sizes))
+        return {"sqrt": math.sqrt, "rsqrt": lambda v: 1 / math.sqrt(v), "exp": math.exp,
+                "log": math.log}[e.fn](x)
+    if isinstance(e, cir.Bin) and e.op == "/":
+        a, b = _eval(e.left, sizes), _eval(e.right, sizes)
+        if e.ty.dtype in cir.FLOAT_DTYPES:
+            return float(a) / float(b)
+    return cir.eval_expr_static(e, sizes)

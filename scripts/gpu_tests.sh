@@ -1,26 +1,49 @@
 #!/usr/bin/env bash
-# Runs the CUDA tests (and, with --bench, the CUDA benchmark) on a machine with a GPU.
+# Verifies ZynBook on a machine with an NVIDIA GPU: the CUDA tests, every example and the
+# differential tests on every device present, the notebooks (with `auto` picking CUDA), and,
+# with --bench, the CUDA and WebGPU benchmarks.
 #
-# GPU machines here have CUDA, CuPy, PyTorch and numpy but no internet. The one missing
-# dependency, lark (pure Python), travels as a wheel in .whl/ (ignored by git):
-#   on a machine with internet:  python3 -m pip download --no-deps -d .whl lark
-#   copy .whl/ along with the checkout; this script installs it into /tmp/site.
-# Results go to $OUT (or bench/results/) when set.
+#   scripts/gpu_tests.sh [--bench] [--no-notebooks] [extra pytest paths...]
+#
+# GPU machines often have CUDA, CuPy, PyTorch and numpy but no internet and no Jupyter. The
+# pure-Python dependencies (lark, wgpu, nbclient, ipykernel, ...) travel as wheels in .whl/
+# (ignored by git), fetched on a machine with internet by `bash scripts/gpu_wheels.sh`; this
+# script installs them into /tmp/site. Results go to $OUT (or bench/results/) when set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 fi
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+export ZYNBOOK_CACHE_DIR=${ZYNBOOK_CACHE_DIR:-/tmp/zynbook-cache}
+BENCH=0 NOTEBOOKS=1 EXTRA=()
+for arg in "$@"; do
+    case "$arg" in
+        --bench) BENCH=1 ;;
+        --no-notebooks) NOTEBOOKS=0 ;;
+        *) EXTRA+=("$arg") ;;
+    esac
+done
 RES=${OUT:-bench/results}
 mkdir -p "$RES"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 rc=0
-timeout 300 python3 -m pytest -q -p no:cacheprovider -rs tests/test_cuda_gpu.py tests/test_cuda_render.py \
-    2>&1 | tee "$RES/gpu_tests.log" || rc=1
-if [ "${1:-}" = "--bench" ]; then
+t0=$SECONDS
+timeout 420 python3 -m pytest -q -p no:cacheprovider -rs -x --timeout=120 \
+    tests/test_cuda_gpu.py tests/test_cuda_render.py tests/test_examples_every_device.py \
+    "${EXTRA[@]}" 2>&1 | tee "$RES/gpu_tests.log" || rc=1
+echo "[gpu] tests: $((SECONDS - t0))s"
+if [ "$NOTEBOOKS" = 1 ]; then
+    t0=$SECONDS
+    timeout 400 python3 scripts/run_notebooks.py --out "$RES/notebooks" 2>&1 \
+        | tee "$RES/notebooks.log" || rc=1
+    echo "[gpu] notebooks: $((SECONDS - t0))s"
+fi
+if [ "$BENCH" = 1 ]; then
     timeout 330 python3 bench/bench_cuda.py --json "$RES/bench_cuda.json" --reps "${REPS:-15}" \
         2>&1 | tee "$RES/bench_cuda.log" || rc=1
+    timeout 240 python3 bench/bench_webgpu.py --json "$RES/bench_webgpu.json" --reps "${REPS:-10}" \
+        2>&1 | tee "$RES/bench_webgpu.log" || rc=1
 fi
 exit $rc

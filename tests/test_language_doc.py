@@ -126,3 +126,19 @@ def test_reductions_example():
 
 def test_conv2d_geometry_defaults():
     assert _run("@kernel conv2d(stride=2, padding=1)") == [1, 4, 5, 5]
+
+
+def test_flash_attention_example_is_softmax_attention():
+    attn = np.asarray(_run("@kernel flash_attention"), np.float64)
+    q, k, v = (np.asarray(zynbook.run(f"randn([1, 2, 100, 16], seed={s})"), np.float64)
+               for s in (20, 21, 22))
+    s = q @ np.swapaxes(k, -1, -2) / 4.0
+    p = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(attn, (p / p.sum(-1, keepdims=True)) @ v, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_example():
+    y = np.asarray(_run("var var = 0.0"), np.float64)
+    x = np.asarray(zynbook.run("randn([3, 5], seed=24)"), np.float64)
+    expect = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y, expect, rtol=1e-4, atol=1e-5)

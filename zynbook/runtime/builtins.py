@@ -208,7 +208,7 @@ def _allocate(interp, args, kwargs):
     if pinned and dev.kind != "cpu":
         raise ZynMLDeviceError("pinned memory is host memory: use device=\"cpu\" with "
                                "pinned=true")
-    return interp.allocate(shape, dtype, dev.id, pinned=pinned)
+    return interp.allocate(shape, dtype, dev.id, pinned=pinned, commit="device" in kwargs)
 
 
 @builtin("memory_pool")
@@ -217,9 +217,10 @@ def _memory_pool(interp, args, kwargs):
     if "size" not in kwargs or not isinstance(kwargs["size"], int) or kwargs["size"] <= 0:
         raise ZynMLTypeError("memory_pool() needs size= in bytes, e.g. size=1GB")
     dev = get_device(kwargs.get("device", interp.default_device))
+    commit = "device" in kwargs
     return MemoryPool(dev, kwargs["size"],
                       lambda shape, dtype, device: interp.allocate(
-                          _shape(shape), _dtype(dtype), device))
+                          _shape(shape), _dtype(dtype), device, commit=commit))
 
 
 @builtin("compute_devices")
@@ -269,7 +270,7 @@ def _split(interp, args, kwargs):
 def _concat(interp, args, kwargs):
     _unexpected(kwargs, ("axis",), "concat")
     _arity(args, 1, "concat", "concat([a, b], axis=0)")
-    parts = [_tensor(t) for t in args[0]]
+    parts = interp.colocate([_tensor(t) for t in args[0]], what="the tensors of concat()")
     try:
         return wrap(xp_of(parts[0]).concatenate([host_array(p) for p in parts],
                                                 axis=kwargs.get("axis", 0)), parts[0])

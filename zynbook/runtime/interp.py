@@ -24,6 +24,7 @@ from ..compiler.types import canonical_dtype, is_float
 from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameError,
                       ZynMLRuntimeError, ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
 from . import builtins as B
+from . import placement
 from .parallel import run_split
 from .tensor import Tensor, to_tensor
 from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record
@@ -87,16 +88,21 @@ class Interpreter:
     def write(self, text: str):
         sys.stdout.write(text)
 
-    def move(self, t: Tensor, device_id: str) -> Tensor:
+    def move(self, t: Tensor, device_id: str, commit: bool = True) -> Tensor:
+        """`t` on `device_id`; committed there unless `commit` is false (an implicit move of
+        an uncommitted tensor to the device that needs it)."""
         dev = get_device(device_id)
         if t.device == dev.id:
+            if commit and not t.committed:
+                return Tensor(t.data, t.device, t.shape, t.dtype, committed=True)
             return t
         host = t.numpy()
-        return Tensor(dev.from_host(host), dev.id, host.shape, t.dtype)
+        return Tensor(dev.from_host(host), dev.id, host.shape, t.dtype, committed=commit)
 
-    def allocate(self, shape, dtype, device_id, pinned=False) -> Tensor:
+    def allocate(self, shape, dtype, device_id, pinned=False, commit=False) -> Tensor:
         """Zeroed memory on a device; `pinned` host memory comes from the CUDA driver
-        (page-locked, for fast transfers) where there is a CUDA device."""
+        (page-locked, for fast transfers) where there is a CUDA device. `commit`: the
+        device was named in the program (not the session's default)."""
         dev = get_device(device_id)
         if pinned:
             try:
@@ -104,11 +110,13 @@ class Interpreter:
             except ZynMLDeviceError:
                 cuda = None
             if cuda is not None and hasattr(cuda, "allocate"):
-                return Tensor(cuda.allocate(shape, dtype, pinned=True), "cpu", shape, dtype)
+                return Tensor(cuda.allocate(shape, dtype, pinned=True), "cpu", shape, dtype,
+                              committed=commit)
         if hasattr(dev, "allocate"):
-            return Tensor(dev.allocate(shape, dtype), dev.id, shape, dtype)
+            return Tensor(dev.allocate(shape, dtype), dev.id, shape, dtype, committed=commit)
         np_dtype = np.dtype(B.NUMPY_NAMES[dtype])
-        return Tensor(dev.from_host(np.zeros(shape, np_dtype)), dev.id, shape, dtype)
+        return Tensor(dev.from_host(np.zeros(shape, np_dtype)), dev.id, shape, dtype,
+                      committed=commit)
 
     # ----------------------------------------------------------------- scopes
     def lookup(self, name: str, span):
@@ -413,16 +421,14 @@ class Interpreter:
         raise ZynMLTypeError(f"cannot apply {op} to numbers", span)
 
     def tensor_binary(self, op, a, b, span):
+        for v in (a, b):
+            if not isinstance(v, (Tensor, int, float, bool, np.number)):
+                raise ZynMLTypeError(f"cannot apply {op} to a tensor and {B._kind(v)}", span)
+        a, b = self.colocate([a, b], span, f"the operands of {op}")
         t = a if isinstance(a, Tensor) else b
         xp = B.xp_of(t)
         x = B.host_array(a) if isinstance(a, Tensor) else a
         y = B.host_array(b) if isinstance(b, Tensor) else b
-        for v in (a, b):
-            if not isinstance(v, (Tensor, int, float, bool, np.number)):
-                raise ZynMLTypeError(f"cannot apply {op} to a tensor and {B._kind(v)}", span)
-        if isinstance(a, Tensor) and isinstance(b, Tensor) and a.device != b.device:
-            raise ZynMLDeviceError(f"operands live on {a.device} and {b.device}; move one with "
-                                   ".to_device(...)", span)
         try:
             with np.errstate(all="ignore"):
                 if op == "@":
@@ -444,6 +450,23 @@ class Interpreter:
             sb = list(b.shape) if isinstance(b, Tensor) else "scalar"
             raise ZynMLShapeError(f"shapes {sa} and {sb} do not broadcast for {op}", span) from None
         return B.wrap(r, t)
+
+    def colocate(self, values, span=None, what="operands") -> list:
+        """`values` with every tensor where host arithmetic on them runs (the placement rule,
+        runtime/placement.py): the committed device, an uncommitted CUDA tensor's device, or
+        host memory; two committed to different memories are a ZynMLDeviceError."""
+        tensors = [v for v in values if isinstance(v, Tensor)]
+        if len(tensors) < 2:
+            return list(values)
+        target = placement.target_device(tensors, span, what)
+        if placement.memory_of(target) == placement.HOST or \
+                get_device(target).backend != "cuda":
+            # host arithmetic on host memory (WebGPU and Metal buffers are read back)
+            return [Tensor(v.numpy(), "cpu", v.shape, v.dtype)
+                    if isinstance(v, Tensor) and placement.memory_of(v.device) != placement.HOST
+                    else v for v in values]
+        return [self.move(v, target, commit=v.committed) if isinstance(v, Tensor) else v
+                for v in values]
 
     def attr(self, base, name, span):
         if isinstance(base, Record):
@@ -712,7 +735,7 @@ class Interpreter:
         sizes = solve(lowered, shapes, sizes_given)
         scalar_values = {s.name: given[lowered.scalar_labels.get(s.name, s.name)]
                          for s in kernel.scalars}
-        device_ids = self._devices_for(lowered)
+        device_ids, commit = self._devices_for(lowered, inputs, node)
         run_async = "async" in lowered.annotations
         mode = kernel.schedule.parallel
         if mode and len(device_ids) > 1:
@@ -723,7 +746,7 @@ class Interpreter:
         else:
             device = get_device(device_ids[0])
             job = lambda: self._launch(device, lowered, inputs, sizes, scalar_values, node,
-                                       in_background=run_async)
+                                       in_background=run_async, commit=commit)
         if run_async:
             return Future(DeviceQueue.for_device(device.id).submit(job), kernel.name)
         return job()
@@ -772,12 +795,21 @@ class Interpreter:
                 kind = s.annotation.kernel
         return f"{kind}_l{node.span.line}"
 
-    def _devices_for(self, lowered) -> list:
-        """The device ids a compute block runs on: @device("id"), @device(["a", "b"]) (with
-        @parallel, split across them; without, the first), else the session's default."""
+    def _devices_for(self, lowered, inputs=(), node=None) -> tuple:
+        """(the device ids a compute block runs on, whether its output is committed there):
+        @device("id"), @device(["a", "b"]) (with @parallel, split across them; without, the
+        first); else the device its committed inputs share; else the session's default."""
         ann = lowered.annotations.get("device")
         if ann is None:
-            return [self.default_device]
+            committed = placement.committed_device(
+                inputs, node.span if node is not None else None,
+                "the inputs of this compute block")
+            if committed is not None:
+                return [committed], True
+            return [self.default_device], False
+        return self._annotated_devices(ann), True
+
+    def _annotated_devices(self, ann) -> list:
         if len(ann.args) != 1 or ann.kwargs:
             raise ZynMLDeviceError("@device takes one device id: @device(\"cuda:0\")", ann.span)
         value = self.eval(ann.args[0])
@@ -803,7 +835,8 @@ class Interpreter:
         joined = run_split(devices, lowered, host, given, mode, launch, solve_chunk)
         return Tensor(joined, "cpu", joined.shape, lowered.kernel.output.dtype)
 
-    def _launch(self, device, lowered, inputs, sizes, scalars, node, in_background=False):
+    def _launch(self, device, lowered, inputs, sizes, scalars, node, in_background=False,
+                commit=False):
         arrays = []
         for t in inputs:
             arrays.append(t.data if t.device == device.id else device.from_host(t.numpy()))
@@ -827,7 +860,7 @@ class Interpreter:
         if lowered.kernel.output.shape == ():
             return np.asarray(device.to_host(out)).reshape(()).item()
         return Tensor(out, device.id, cir.output_shape(lowered.kernel, sizes),
-                      lowered.kernel.output.dtype)
+                      lowered.kernel.output.dtype, committed=commit)
 
 
 _MISSING = object()
@@ -858,12 +891,11 @@ class _Method:
                 B._unexpected(kwargs, ("copy",), "to_device")
                 B._arity(args, 1, "to_device", "x.to_device(\"cuda:0\", copy=true)")
                 copy = kwargs.get("copy", True)
-                moved = interp.move(obj, args[0])
-                if copy and moved is obj:
+                if copy and obj.device == get_device(args[0]).id:
                     return Tensor(B.xp_of(obj).array(B.host_array(obj), copy=True)
                                   if isinstance(obj.data, np.ndarray) or B.xp_of(obj) is not np
-                                  else obj.numpy().copy(), obj.device)
-                return moved
+                                  else obj.numpy().copy(), obj.device, committed=True)
+                return interp.move(obj, args[0])
             if self.name == "numpy":
                 return Tensor(obj.numpy(), "cpu")
             fn = B.BUILTINS[self.name]

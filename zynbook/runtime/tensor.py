@@ -17,13 +17,17 @@ class Tensor:
 
     `data` is the device's own array type (numpy for the CPU, CuPy for CUDA, a buffer
     handle for WebGPU); `numpy()` always gives a host copy (or the array itself on the CPU).
+    `committed`: placed on its device on purpose (`to_device`, `@device`), so it stays there;
+    an uncommitted tensor moves to the device that needs it (runtime/placement.py).
     """
 
-    __slots__ = ("data", "device", "_shape", "_dtype")
+    __slots__ = ("data", "device", "_shape", "_dtype", "committed")
 
-    def __init__(self, data, device: str = "cpu", shape=None, dtype=None):
+    def __init__(self, data, device: str = "cpu", shape=None, dtype=None,
+                 committed: bool = False):
         self.data = data
         self.device = device
+        self.committed = bool(committed)
         self._shape = tuple(int(d) for d in (shape if shape is not None else data.shape))
         self._dtype = dtype or dtype_from_numpy(data.dtype)
 

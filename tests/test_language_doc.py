@@ -142,3 +142,24 @@ def test_layer_norm_example():
     x = np.asarray(zynbook.run("randn([3, 5], seed=24)"), np.float64)
     expect = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(y, expect, rtol=1e-4, atol=1e-5)
+
+
+def test_accumulating_into_out_starts_from_zero():
+    np.testing.assert_array_equal(np.asarray(_run("out[i] += x[i, j]")), [3.0, 3.0])
+
+
+def test_the_doc_names_everything_the_implementation_has():
+    """An annotation, kernel type, builtin or error kind added to the language without a word
+    in the reference fails here."""
+    from zynbook.compiler import cir, lower
+    from zynbook.runtime.builtins import BUILTINS
+    text = DOC.read_text()
+    words = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text))
+    missing = []
+    missing += [f"@{a}" for a in lower.ANNOTATIONS if f"`@{a}" not in text]
+    missing += [k for k in lower.KERNEL_TYPES if f"`{k}" not in text]
+    missing += [f for f in sorted(lower.KERNEL_BUILTINS) if f not in words]
+    missing += [f for f in sorted(BUILTINS) if f not in words]
+    missing += [op for op in cir.REDUCE_OPS if op not in text]
+    missing += [f"error kind {k}" for k in ERROR_KINDS if f"`{k}`" not in text]
+    assert not missing, f"docs/language.md does not mention: {missing}"

@@ -69,7 +69,11 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
     classes = _Classes()
     spans: dict = {}             # class member -> (span, what) that tied it
     pending = []
+    host_bounds = []             # loops whose bound the host gives: bounds, not equations
     for c in lowered.constraints:
+        if c.loop and any(isinstance(v, cir.Var) and v.name in given for v in cir.walk(c.right)):
+            host_bounds.append(c)
+            continue
         if isinstance(c.right, cir.Var):
             classes.union(c.left, c.right.name)
             spans.setdefault(c.left, (c.span, c.what))
@@ -118,6 +122,16 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
                 for n in members.get(classes.find(name), [name]):
                     values.setdefault(n, int(v))
                 defaults.pop(name)
+
+    for c in host_bounds:
+        covered, size = _try_eval(c.right, values), values.get(c.left)
+        if covered is None or size is None or covered <= size:
+            continue
+        given_text = ", ".join(f"`{v.name}` = {given[v.name]}" for v in cir.walk(c.right)
+                               if isinstance(v, cir.Var) and v.name in given)
+        raise ZynMLShapeError(
+            f"{c.what}: the loop covers {covered} positions ({given_text} in the program) but "
+            f"the axis has only {size}", c.span)
 
     for check in lowered.bound_checks:
         low, high = _try_eval(check.low, values), _try_eval(check.high, values)
@@ -172,6 +186,12 @@ def _mismatch(lowered, names, values, origin, spans, a, b):
 
     span_a, what_a = where(a)
     span_b, what_b = where(b)
+    if (span_a, what_a) == (span_b, what_b):
+        # one place, two values: say where each value comes from, not the place twice
+        size_name = next((n for n in names if not _is_placeholder(n, lowered)), None)
+        label = f"`{size_name}`" if size_name else "this size"
+        return ZynMLShapeError(f"shape mismatch at {what_b}: {label} is {values[a]} "
+                               f"({said(a)}) and {values[b]} ({said(b)})", span_b)
     # report at the later of the two places, with a note at the earlier one
     if span_a is not None and span_b is not None and \
             (span_b.line, span_b.column) < (span_a.line, span_a.column):

@@ -47,6 +47,7 @@ class Constraint:
     right: cir.Expr
     span: Span
     what: str
+    loop: bool = False         # a loop covering the axis `left` (0..right indexes it)
 
 
 @dataclass
@@ -741,7 +742,7 @@ class _Lowering:
                 if isinstance(lstart, cir.Const) and lstart.value == 0:
                     self.constraints.append(Constraint(
                         dim, lstop, item.span, f"{what}, sliced by `{node.var}` in "
-                        f"{cir.format_expr(lstart)}..{cir.format_expr(lstop)}"))
+                        f"{cir.format_expr(lstart)}..{cir.format_expr(lstop)}", loop=True))
             return
         if isinstance(it, cir.Var) and it.name in self.loop_info:
             lstart, lstop, lstep, node = self.loop_info[it.name]
@@ -749,7 +750,7 @@ class _Lowering:
                     isinstance(lstep, cir.Const) and lstep.value == 1:
                 self.constraints.append(Constraint(
                     dim, lstop, item.span,
-                    f"{what}, indexed by `{node.var}` in 0..{cir.format_expr(lstop)}"))
+                    f"{what}, indexed by `{node.var}` in 0..{cir.format_expr(lstop)}", loop=True))
                 return
         if self.guard_depth:
             return      # guarded by an `if`: out-of-range values are the program's intent

@@ -3,7 +3,8 @@
 #   system: Python with venv, g++ (cpu:native, and the generated MSL run on the CPU), Mesa's
 #   lavapipe (mesa-vulkan-drivers: a real Vulkan device on the CPU for the WebGPU backend),
 #   Node.js and npm (builds the JupyterLab extension), Chromium (the browser test);
-#   Python: the package with its test, WebGPU and Jupyter extras, and the ZynML kernelspec.
+#   Python: the package with its test, WebGPU and Jupyter extras, PyTorch's CPU build (the
+#   tests' autograd reference), and the ZynML kernelspec.
 # It needs nothing on PATH but the system's own directories and no active virtual environment:
 # every tool it runs afterwards (pip, jlpm, jupyter) is the one in .venv.
 # Set ZYNBOOK_SKIP_APT=1 to leave system packages alone. Each step says what it does and how
@@ -91,6 +92,13 @@ else
 fi
 step "pip: zynbook with its test, webgpu and jupyter extras" \
     python -m pip install --no-build-isolation -e ".[test,webgpu,jupyter]"
+# PyTorch is the tests' autograd reference; the CPU build (a CUDA build is gigabytes)
+if ! python -c "import torch" >/dev/null 2>&1; then
+    # optional: where no such build exists, the tests that compare with PyTorch skip
+    ( step "pip: torch ${ZYNBOOK_TORCH_VERSION:=2.13.0} (CPU build, the tests' autograd reference)" \
+        python -m pip install "torch==$ZYNBOOK_TORCH_VERSION" ) \
+        || echo "[setup] torch: not installed; the tests that compare with PyTorch will skip"
+fi
 # a writable runtime dir keeps Mesa quiet; the kernelspec goes into the venv and names its python
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 step "jupyter: ZynML kernelspec in .venv" python -m zynbook.kernel install --sys-prefix

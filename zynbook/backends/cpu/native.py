@@ -3,10 +3,13 @@
 * Compiler: `$CXX`, else `$CC`, else the first of c++, g++, clang++, cc, gcc, clang on the
   PATH; the source is compiled as C++17 (`-x c++`), with `-O3 -march=native -fPIC -shared`
   and `-fopenmp` where the compiler takes them (probed once).
-* Cache: `codegen/c.py` bakes the sizes into the source; the shared library is cached in
-  memory by (CIR hash, sizes) and on disk under `$ZYNBOOK_CACHE_DIR/cpu` (default
-  `~/.cache/zynbook/cpu`) by a hash of (source, compiler version, flags). Every library
-  carries its own key; an entry that does not load or carries another key is rebuilt.
+* Cache (`zynbook/cache.py`): `codegen/c.py` bakes the sizes into the source; the mapped
+  library is kept in memory by (CIR hash, sizes, compiler, resolved flags, versions) and its
+  bytes on disk under `$ZYNBOOK_CACHE_DIR/cpu` (default `~/.cache/zynbook/cpu`) by that key
+  plus the source. The key holds what `-march=native` resolves to on this machine (the
+  compiler's own expansion), so a cache folder shared between machines never hands one a
+  library built for another CPU. Entries are checksummed; the verified bytes are what ctypes
+  maps; a bad entry is rebuilt.
 * Errors: compiler failures become ZynML errors that show the generated line and point at
   the ZynML line it came from.
 * Memory: numpy arrays on the host; inputs are used in place when C-contiguous and of the
@@ -15,7 +18,6 @@
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import platform
 import re
@@ -29,15 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import cache as kcache
 from ...compiler import cir
 from ...compiler.codegen import c as c_codegen
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError
 from ..base import Device, Launch, LaunchTimes
-
-# libraries this process has mapped: path -> (device, inode) of the file then
-_LOADED: dict = {}
-_LOADED_LOCK = threading.Lock()
 
 _CANDIDATES = ("c++", "g++", "clang++", "cc", "gcc", "clang")
 
@@ -58,14 +57,32 @@ def find_compiler() -> list | None:
     return None
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("ZYNBOOK_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "zynbook")
-    p = Path(base) / "cpu"
+def resolve_target_flags(compiler: list, flags: list) -> tuple:
+    """What the compiler makes of `flags` on this machine: the driver's expansion of
+    `-march=native` (GCC: `-march=<cpu>` and every `-m<feature>`, `--param` cache sizes;
+    Clang: `-target-cpu`, `-target-feature`), read from `-###`. Empty when it says nothing."""
     try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        pass
-    return p
+        res = subprocess.run(compiler + [f for f in flags if f not in ("-shared",)]
+                             + ["-###", "-c", os.devnull, "-o", os.devnull],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    out = []
+    for line in (res.stderr + res.stdout).splitlines():
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            continue
+        if not words or "-###" in words:
+            continue
+        for i, w in enumerate(words):
+            if w in ("--param", "-target-cpu", "-target-feature", "-tune-cpu") and i + 1 < len(words):
+                out.append(f"{w} {words[i + 1]}")
+            elif (w.startswith("-march=") or w.startswith("-mtune=") or w.startswith("-mcpu=")
+                  or (w.startswith("-m") and w[2:3].isalnum() and "=" not in w
+                      and not w.startswith("-mllvm"))):
+                out.append(w)
+    return tuple(dict.fromkeys(out))
 
 
 def storage_dtype(dtype: str):
@@ -87,6 +104,8 @@ extern "C" int zyn_probe(void) {
 
 
 class CompiledC:
+    """A mapped library: `path` is its disk cache entry (None when kept in memory only)."""
+
     def __init__(self, program, lib, fn, path, compile_s):
         self.program = program
         self.lib = lib
@@ -104,9 +123,9 @@ class NativeCpuDevice(Device):
         self.compiler = list(compiler)
         self.name = f"{platform.processor() or platform.machine() or 'CPU'} (compiled C++)"
         self._lock = threading.Lock()
-        self._compiled: dict = {}
-        self._key_locks: dict = {}
+        self.cache = kcache.KernelCache("cpu", suffix=".so")
         self._flags: list | None = None
+        self._resolved: tuple | None = None
         self._openmp = False
         self._version: str | None = None
 
@@ -146,6 +165,24 @@ class NativeCpuDevice(Device):
             self._flags = flags
             return flags
 
+    def resolved_flags(self) -> tuple:
+        """The flags as this machine's compiler resolves them (see resolve_target_flags)."""
+        if self._resolved is None:
+            flags = self.flags()
+            self._resolved = resolve_target_flags(self.compiler, flags)
+        return self._resolved
+
+    def cache_key(self, kernel: cir.Kernel, sizes: dict) -> kcache.CacheKey:
+        """The key of a kernel's library, without its source (which the disk layer adds)."""
+        flags = self.flags()
+        return kcache.CacheKey(
+            "cpu", kernel.stable_hash(),
+            params=kcache.parts(sizes=sizes, openmp=self._openmp),
+            target=kcache.parts(machine=platform.machine(), system=platform.system(),
+                                compiler=self.compiler, flags=flags,
+                                resolved=self.resolved_flags()),
+            versions=kcache.parts(compiler=self.version()))
+
     def _probe(self, flags) -> bool:
         with tempfile.TemporaryDirectory() as tmp:
             src = Path(tmp) / "probe.cpp"
@@ -167,91 +204,39 @@ class NativeCpuDevice(Device):
     # ------------------------------------------------------------------ compile
     def compile(self, kernel: cir.Kernel, sizes: dict) -> CompiledC:
         sizes = {d: int(sizes[d]) for d in kernel.dims if d in sizes}
-        key = (kernel.stable_hash(), tuple(sorted(sizes.items())))
-        hit = self._compiled.get(key)
-        if hit is not None:
-            return hit
-        with self._lock:
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
-            hit = self._compiled.get(key)
-            if hit is not None:
-                return hit
-            flags = self.flags()
-            t0 = time.perf_counter()
-            program = c_codegen.render_program(kernel, sizes, openmp=self._openmp)
-            lib, path = self._library(program, kernel, flags)
-            fn = lib.zyn_kernel
-            fn.restype = None
-            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_double),
-                           ctypes.POINTER(ctypes.c_longlong)]
-            compiled = CompiledC(program, lib, fn, path, time.perf_counter() - t0)
-            self._compiled[key] = compiled
-            return compiled
+        key = self.cache_key(kernel, sizes)
+        return self.cache.memo(key, lambda: self._compile(kernel, sizes, key))
 
-    def _library(self, program, kernel, flags):
-        digest = hashlib.sha256("\0".join([program.source, " ".join(self.compiler), " ".join(flags),
-                                           self.version()]).encode()).hexdigest()[:32]
-        stamped = (program.source + f'\nextern "C" const char* zyn_cache_key(void) '
-                   f'{{ return "{digest}"; }}\n')
-        path = cache_dir() / f"{digest}.so"
-        if path.exists():
-            lib = self._load(path, digest)
-            if lib is not None:
-                return lib, path
-            try:
-                path.unlink()
-            except OSError:
-                pass
-        self._build(stamped, path, program, kernel, flags)
-        lib = self._load(path, digest)
-        if lib is None:
+    def _compile(self, kernel: cir.Kernel, sizes: dict, key: kcache.CacheKey) -> CompiledC:
+        flags = self.flags()
+        t0 = time.perf_counter()
+        program = c_codegen.render_program(kernel, sizes, openmp=self._openmp)
+        full = key.with_source(program.source)
+        try:
+            lib, path = self.cache.fetch(full, lambda: self._build(program, kernel, flags),
+                                         self._use)
+        except kcache.EntryUnusable as err:
             raise ZynMLDeviceError(f"the compiled library of kernel `{kernel.name}` does not "
-                                   f"load: {path}")
-        return lib, path
+                                   f"load: {err}") from None
+        fn = lib.zyn_kernel
+        fn.restype = None
+        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_double),
+                       ctypes.POINTER(ctypes.c_longlong)]
+        return CompiledC(program, lib, fn, path, time.perf_counter() - t0)
 
-    def _load(self, path: Path, digest: str):
-        """The library at `path` if it loads and carries `digest`, else None."""
-        try:
-            st = path.stat()
-        except OSError:
-            return None
-        ident = (st.st_dev, st.st_ino)
-        target = path
-        with _LOADED_LOCK:
-            seen = _LOADED.get(str(path))
-        if seen is not None and seen != ident:
-            # this process mapped another file under that name (dlopen would return it):
-            # load this one under a name of its own
-            target = path.with_name(f"{path.stem}.{os.getpid()}.{time.monotonic_ns()}.so")
-            try:
-                shutil.copyfile(path, target)
-            except OSError:
-                return None
-        lib = None
-        try:
-            lib = ctypes.CDLL(str(target))
-            if target == path:
-                with _LOADED_LOCK:
-                    _LOADED[str(path)] = ident
-            key_fn = lib.zyn_cache_key
-            key_fn.restype = ctypes.c_char_p
-            ok = key_fn() == digest.encode() and hasattr(lib, "zyn_kernel")
-        except (OSError, AttributeError):
-            ok = False
-        finally:
-            if target != path:
-                try:
-                    target.unlink()
-                except OSError:
-                    pass
-        return lib if ok else None
+    def _use(self, payload: bytes):
+        """Map verified library bytes; EntryUnusable when they do not load as a kernel."""
+        lib = kcache.load_library(payload, self.cache.folder(), ".so")
+        if not hasattr(lib, "zyn_kernel"):
+            raise kcache.EntryUnusable("the library has no zyn_kernel")
+        return lib
 
-    def _build(self, source: str, path: Path, program, kernel, flags):
+    def _build(self, program, kernel, flags) -> bytes:
+        """Compile the program; the shared library's bytes."""
         tmp_dir = Path(tempfile.mkdtemp(prefix="zynbook-c-"))
         try:
             src = tmp_dir / "kernel.cpp"
-            src.write_text(source)
+            src.write_text(program.source)
             out = tmp_dir / "kernel.so"
             try:
                 res = subprocess.run(self.compiler + flags + ["-o", str(out), str(src), "-lm"],
@@ -261,9 +246,11 @@ class NativeCpuDevice(Device):
                                        f"`{kernel.name}`: {err}") from None
             if res.returncode != 0:
                 raise self._compile_error(program, kernel, res.stderr or res.stdout)
-            tmp_final = path.with_name(f"{path.name}.tmp{os.getpid()}.{threading.get_ident()}")
-            shutil.copyfile(out, tmp_final)
-            os.replace(tmp_final, path)
+            try:
+                return out.read_bytes()
+            except OSError as err:
+                raise ZynMLDeviceError(f"the compiled library of kernel `{kernel.name}` "
+                                       f"cannot be read: {err}") from None
         finally:
             shutil.rmtree(tmp_dir, ignore_errors=True)
 
@@ -283,9 +270,9 @@ class NativeCpuDevice(Device):
     # ------------------------------------------------------------------- launch
     def launch(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict):
         t0 = time.perf_counter()
-        had = (kernel.stable_hash(), tuple(sorted((d, int(sizes[d])) for d in kernel.dims
-                                                  if d in sizes))) in self._compiled
+        built = self.cache.misses
         compiled = self.compile(kernel, sizes)
+        had = self.cache.misses == built
         t1 = time.perf_counter()
         bound = {k: int(v) for k, v in sizes.items()}
         arrays = []

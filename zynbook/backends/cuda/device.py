@@ -1,10 +1,10 @@
 """`cuda:N`: runs CIR kernels as CUDA C compiled by NVRTC, through CuPy.
 
 * Compilation: `render_cuda` bakes the sizes into the source; NVRTC turns it into PTX for
-  the device's arch; the module is cached in memory by (CIR hash, sizes, options, arch) and
-  on disk by a hash of (source, options, arch, NVRTC version) under
-  `$ZYNBOOK_CACHE_DIR/cuda` (default `~/.cache/zynbook/cuda`). A cache entry that does not
-  load is deleted and rebuilt.
+  the device's arch. Cache (`zynbook/cache.py`): the loaded module is kept in memory by
+  (CIR hash, sizes, options, arch, NVRTC options, NVRTC and CuPy versions), the PTX on disk
+  under `$ZYNBOOK_CACHE_DIR/cuda` (default `~/.cache/zynbook/cuda`) by that key plus the
+  source, checksummed; an entry that is bad or that the driver does not load is rebuilt.
 * Errors: NVRTC and launch failures become ZynML errors that show the generated CUDA line
   and point at the ZynML line it came from.
 * Memory: CuPy's device memory pool and pinned-memory pool (`allocate`, `memory_pool`).
@@ -16,15 +16,14 @@
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
+from ... import cache as kcache
 from ...compiler import cir
 from ...compiler.codegen import cuda as cuda_codegen
 from ...compiler.types import NUMPY_NAMES
@@ -39,16 +38,6 @@ _SCALAR_NP = {"f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": n
 def _cp():
     import cupy
     return cupy
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("ZYNBOOK_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "zynbook")
-    p = Path(base) / "cuda"
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        pass
-    return p
 
 
 def storage_dtype(dtype: str):
@@ -162,7 +151,7 @@ class CudaDevice(Device):
         self.memory = int(props.get("totalGlobalMem", 0))
         self.multiprocessors = int(props.get("multiProcessorCount", 0))
         self.l2_bytes = int(props.get("l2CacheSize", 0))
-        self._compiled: dict = {}
+        self.cache = kcache.KernelCache("cuda", suffix=".ptx")
         self._sources: dict = {}
         self._lock = threading.Lock()
         self._tls = threading.local()
@@ -172,6 +161,7 @@ class CudaDevice(Device):
             self._nvrtc_version = ".".join(str(x) for x in nvrtc.getVersion())
         except Exception:
             self._nvrtc_version = "?"
+        self._cupy_version = str(getattr(cp, "__version__", "?"))
 
     # ------------------------------------------------------------------- info
     def info(self) -> dict:
@@ -203,40 +193,46 @@ class CudaDevice(Device):
         opts += [f"-I{p}" for p in self._includes]
         return opts
 
+    def cache_key(self, kernel: cir.Kernel, sizes: dict, options: dict | None = None):
+        """The key of a kernel's module, without its source (which the disk layer adds)."""
+        return kcache.CacheKey(
+            "cuda", kernel.stable_hash(),
+            params=kcache.parts(sizes=sizes, options=options or {}),
+            target=kcache.parts(arch=f"sm_{self.cc[0]}{self.cc[1]}", nvrtc_options=self._options()),
+            versions=kcache.parts(nvrtc=self._nvrtc_version, cupy=self._cupy_version))
+
     def compile(self, kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> CompiledCuda:
         sizes = {d: int(sizes[d]) for d in kernel.dims if d in sizes}
-        key = (kernel.stable_hash(), tuple(sorted(sizes.items())),
-               tuple(sorted((options or {}).items())), self.cc)
-        hit = self._compiled.get(key)
-        if hit is not None:
-            return hit
+        key = self.cache_key(kernel, sizes, options)
+        compiled = self.cache.memo(key, lambda: self._compile(kernel, sizes, options, key))
+        self._sources[kernel.stable_hash()] = compiled
+        return compiled
+
+    def _compile(self, kernel, sizes, options, key) -> CompiledCuda:
         t0 = time.perf_counter()
         program = cuda_codegen.render_cuda(kernel, sizes, self.cc, options)
-        ptx = self._ptx(program, kernel)
-        module = self._load(ptx, program, kernel)
+        errors = []
+
+        def use(payload: bytes):
+            ptx = payload.decode("utf-8", "replace")
+            try:
+                return ptx, self._load(ptx, program, kernel)
+            except ZynMLDeviceError as err:
+                errors.append(err)
+                raise kcache.EntryUnusable(str(err)) from None
+
+        try:
+            (ptx, module), _ = self.cache.fetch(key.with_source(program.source),
+                                                lambda: self._ptx(program, kernel).encode(), use)
+        except kcache.EntryUnusable:
+            raise errors[-1] from None
         compiled = CompiledCuda(self, kernel, program, module, ptx, time.perf_counter() - t0)
         compiled.program_sizes = sizes
-        with self._lock:
-            self._compiled[key] = compiled
-            self._sources[kernel.stable_hash()] = compiled
         return compiled
 
     def _ptx(self, program, kernel) -> str:
+        """NVRTC's PTX for the program."""
         opts = self._options()
-        digest = hashlib.sha256("\0".join([program.source, " ".join(opts), self._nvrtc_version,
-                                           f"{self.cc}"]).encode()).hexdigest()[:32]
-        path = cache_dir() / f"{digest}.ptx"
-        if path.exists():
-            try:
-                text = path.read_text()
-                if text.strip().endswith("}") and ".entry" in text:
-                    return text
-            except OSError:
-                pass
-            try:
-                path.unlink()
-            except OSError:
-                pass
         from cupy_backends.cuda.libs import nvrtc
         prog = nvrtc.createProgram(program.source, f"{program.name}.cu", (), ())
         try:
@@ -254,14 +250,7 @@ class CudaDevice(Device):
                 pass
         if isinstance(ptx, bytes):
             ptx = ptx.decode()
-        ptx = ptx.rstrip("\0")
-        try:
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(ptx)
-            os.replace(tmp, path)
-        except OSError:
-            pass
-        return ptx
+        return ptx.rstrip("\0")
 
     def _load(self, ptx: str, program, kernel):
         cp = _cp()

@@ -11,6 +11,7 @@ import numpy as np
 
 import Metal
 
+from ... import cache as kcache
 from ...compiler import cir
 from ...compiler.codegen import msl
 from ...errors import ZynMLDeviceError, ZynMLRuntimeError
@@ -51,8 +52,9 @@ class MetalDevice(Device):
         self.discrete = not bool(mtl_device.isLowPower()) and not bool(
             getattr(mtl_device, "hasUnifiedMemory", lambda: False)())
         self.queue = mtl_device.newCommandQueue()
-        self._pipelines: dict = {}          # (source hash, entry) -> pipeline state
-        self._programs: dict = {}           # (kernel hash, sizes) -> MSLProgram
+        # rendered programs and pipeline states, in memory (pipeline states cannot be saved)
+        self.cache = kcache.KernelCache("metal", disk=False)
+        self._last: dict = {}               # kernel hash -> its last rendered MSLProgram
         self._lock = threading.Lock()
 
     def info(self) -> dict:
@@ -63,18 +65,23 @@ class MetalDevice(Device):
 
     # ---- compile -------------------------------------------------------------------
 
+    def _key(self, cir_hash: str, **params) -> kcache.CacheKey:
+        return kcache.CacheKey("metal", cir_hash, params=kcache.parts(**params),
+                               target=kcache.parts(device=self.name, index=self.index,
+                                                   fast_math=False))
+
     def _program(self, kernel: cir.Kernel, sizes: dict) -> msl.MSLProgram:
-        key = (kernel.stable_hash(), tuple(sorted((k, int(v)) for k, v in sizes.items())))
-        prog = self._programs.get(key)
-        if prog is None:
-            prog = self._programs[key] = msl.render_program(kernel, sizes)
+        h = kernel.stable_hash()
+        key = self._key(h, stage="msl", sizes={k: int(v) for k, v in sizes.items()})
+        prog = self.cache.memo(key, lambda: msl.render_program(kernel, sizes))
+        self._last[h] = prog
         return prog
 
     def _pipeline(self, prog: msl.MSLProgram, entry: str):
-        key = (hash(prog.source), entry)
-        hit = self._pipelines.get(key)
-        if hit is not None:
-            return hit
+        key = self._key("", stage="pipeline", entry=entry).with_source(prog.source)
+        return self.cache.memo(key, lambda: self._build_pipeline(prog, entry))
+
+    def _build_pipeline(self, prog: msl.MSLProgram, entry: str):
         opts = Metal.MTLCompileOptions.new()
         opts.setFastMathEnabled_(False)     # -inf, NaN and exact division as the reference
         lib, err = self.mtl.newLibraryWithSource_options_error_(prog.source, opts, None)
@@ -84,7 +91,6 @@ class MetalDevice(Device):
         pso, err = self.mtl.newComputePipelineStateWithFunction_error_(fn, None)
         if pso is None:
             raise ZynMLDeviceError(f"Metal could not build a pipeline for `{entry}`: {err}")
-        self._pipelines[key] = pso
         return pso
 
     # ---- launch --------------------------------------------------------------------
@@ -148,9 +154,9 @@ class MetalDevice(Device):
 
     def generated_source(self, kernel: cir.Kernel, sizes: dict | None = None) -> dict:
         if sizes is None:
-            hit = [p for (h, _), p in self._programs.items() if h == kernel.stable_hash()]
-            if hit:
-                return {"msl": hit[-1].source}
+            hit = self._last.get(kernel.stable_hash())
+            if hit is not None:
+                return {"msl": hit.source}
         return {"msl": msl.render(kernel, sizes)}
 
     def to_host(self, array):

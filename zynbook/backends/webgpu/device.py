@@ -14,6 +14,7 @@ from concurrent.futures import Future
 
 import numpy as np
 
+from ... import cache as kcache
 from ...compiler import cir
 from ...compiler.codegen import wgsl
 from ...errors import ZynMLDeviceError, ZynMLError
@@ -71,7 +72,8 @@ class WebGPUDevice(Device):
         self.features = set(adapter.features)
         self.limits = dict(adapter.limits)
         self._device = None
-        self.cache = rt.PipelineCache()
+        # shader modules and pipelines cannot be persisted: the memory layer only
+        self.cache = kcache.KernelCache("webgpu", disk=False)
         self.wgsl_version = getattr(rt.load_wgpu(), "__version__", "")
         self.last_programs: list = []
 
@@ -147,14 +149,26 @@ class WebGPUDevice(Device):
     def program(self, kernel: cir.Kernel) -> wgsl.Program:
         return self.compile(kernel).program
 
+    def cache_key(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions) -> kcache.CacheKey:
+        """The key of a kernel's pipelines: CIR hash, WGSL options, adapter, wgpu version."""
+        info = self.adapter_info
+        return kcache.CacheKey(
+            "webgpu", kernel.stable_hash(),
+            params=kcache.parts(name=kernel.name, options=opts.key()),
+            target=kcache.parts(device=self.id, adapter=self.name,
+                                backend=info.get("backend_type", ""),
+                                driver=info.get("description", ""),
+                                vendor=info.get("vendor_id", info.get("vendor", "")),
+                                features=sorted(self.features)),
+            versions=kcache.parts(wgpu=self.wgsl_version))
+
     def compile(self, kernel: cir.Kernel) -> rt.CompiledProgram:
-        """The kernel's WGSL compiled into pipelines (cached by CIR hash, options and device).
-        Adapter-limit problems raise ZynMLDeviceError here, before anything runs."""
+        """The kernel's WGSL compiled into pipelines (kept in the memory cache by
+        `cache_key`). Adapter-limit problems raise ZynMLDeviceError here, before anything runs."""
         opts = self.options()
-        key = (kernel.stable_hash(), kernel.name, opts.key(), self.id, self.wgsl_version)
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
+        return self.cache.memo(self.cache_key(kernel, opts), lambda: self._compile(kernel, opts))
+
+    def _compile(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions) -> rt.CompiledProgram:
         t0 = time.perf_counter()
         program = wgsl.render(kernel, opts)
         dev = self.device
@@ -174,9 +188,7 @@ class WebGPUDevice(Device):
             except Exception as exc:
                 raise ZynMLDeviceError(
                     f"{self.id}: pipeline {p.entry} was refused: {_first_lines(str(exc))}") from None
-        compiled = rt.CompiledProgram(program, module, pipelines, layout, time.perf_counter() - t0)
-        self.cache.put(key, compiled)
-        return compiled
+        return rt.CompiledProgram(program, module, pipelines, layout, time.perf_counter() - t0)
 
     def generated_source(self, kernel: cir.Kernel) -> dict:
         return {"wgsl": wgsl.render(kernel, self.options()).source}

@@ -1,6 +1,7 @@
 """WebGPU runtime pieces the device is built from: adapter discovery, host <-> buffer dtype
 conversion, uniform layout per WGSL's alignment rules, dispatch geometry past the
-65535-workgroups-per-dimension limit, and the pipeline cache."""
+65535-workgroups-per-dimension limit, and what a compiled program holds (the pipelines
+are cached by `zynbook/cache.py`)."""
 from __future__ import annotations
 
 import os
@@ -163,7 +164,7 @@ def split_workgroups(n: int, limit: int = 65535) -> tuple:
     return (x, y, z)
 
 
-# ------------------------------------------------------------------------- cache
+# ---------------------------------------------------------------- compiled program
 
 
 @dataclass
@@ -173,25 +174,3 @@ class CompiledProgram:
     pipelines: dict         # entry -> GPUComputePipeline
     layout: object          # GPUBindGroupLayout
     compile_seconds: float
-
-
-class PipelineCache:
-    """Compiled programs keyed by (CIR hash, schedule options, device id, wgpu version)."""
-
-    def __init__(self):
-        self._items: dict = {}
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key):
-        item = self._items.get(key)
-        if item is not None:
-            self.hits += 1
-        return item
-
-    def put(self, key, value):
-        self.misses += 1
-        self._items[key] = value
-
-    def __len__(self):
-        return len(self._items)

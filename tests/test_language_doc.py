@@ -163,3 +163,8 @@ def test_the_doc_names_everything_the_implementation_has():
     missing += [op for op in cir.REDUCE_OPS if op not in text]
     missing += [f"error kind {k}" for k in ERROR_KINDS if f"`{k}`" not in text]
     assert not missing, f"docs/language.md does not mention: {missing}"
+
+
+def test_a_host_bound_is_a_bound():
+    assert _run("for r in 0..rows, c in 0..k:") == [4, 2]
+    assert _run("out[r, c] = x[r, c + 1]") == [4, 7]

@@ -48,6 +48,7 @@ from typing import Callable
 
 from .. import cir
 from ...errors import ZynMLDeviceError
+from ..passes import recognise
 
 # ----------------------------------------------------------------------------- options
 
@@ -2105,131 +2106,37 @@ class KernelRenderer:
     FLASH_LANES = 4                  # invocations sharing one query (keys split between them)
     FLASH_DMAXES = (32, 64, 128)     # head_dim classes: one entry point each
 
-    def _attention_form(self):
-        """The parts of the three-pass attention body (spec `attention`), else RenderError:
-        for b, h, i (parallel): `var m = -inf; for j: [if cond:] let s = SCORE; m = max(m, s)`,
-        `var l = 0.0; for j: [if cond:] let s = SCORE; l += exp(s - m)`, and
-        `for d: var acc = 0.0; for j: [if cond:] let s = SCORE; let w = exp(s - m) / l;
-        acc += w * V[b, h, j, d]; out[b, h, i, d] = acc`, with SCORE = dot(Q[b, h, i],
-        K[b, h, j]) / c (or * c) and the same condition and key range in all three."""
-        k = self.k
-        loops = self.chain(k.body)
-        if len(loops) != 3:
-            raise RenderError("not a parallel (b, h, i) loop nest")
-        for lp in loops:
-            if not (isinstance(lp.start, cir.Const) and lp.start.value == 0 and
-                    isinstance(lp.step, cir.Const) and lp.step.value == 1):
-                raise RenderError("parallel loops must run from 0 in steps of 1")
-        b, h, i = (lp.var for lp in loops)
-        body = loops[-1].body
-        V_ = lambda n: cir.Var(n, cir.Ty("f32"))
-        known = set(k.dims) | {s.name for s in k.scalars}
-        shape = [type(s).__name__ for s in body]
-        if shape != ["Let", "Loop", "Let", "Loop", "Loop"]:
-            raise RenderError("the body is not the three-pass attention")
-        m_let, l1, l_let, l2, dl = body
-        m, l = m_let.name, l_let.name
-        if not (m_let.mutable and isinstance(m_let.value, cir.Const) and m_let.value.value == -math.inf
-                and l_let.mutable and isinstance(l_let.value, cir.Const) and l_let.value.value == 0):
-            raise RenderError("the running max and sum do not start at -inf and 0")
-        parts = {}
+    def _pattern(self, want):
+        """The recognised attention of this kernel (recognise.py), if it is a `want`."""
+        p = recognise.attention(self.k)
+        if not p:
+            raise RenderError(p.reason)
+        if not isinstance(p, want):
+            raise RenderError(f"the body is {'flash attention' if p.form == 'flash' else 'attention'}, "
+                              f"not the form this schedule takes")
+        for buf in (p.q, p.k, p.v, p.out):
+            if storage_type(self.bufs[buf].dtype, self.o.f16) not in ("f32", "f16"):
+                raise RenderError("attention on a non-float tensor")
+        return p
 
-        def vload(e, buf, idx):
-            return isinstance(e, cir.Load) and e.buffer == buf and \
-                [x.name if isinstance(x, cir.Var) else None for x in e.index] == idx
+    def _launch_scalar(self, e, what):
+        """WGSL text (f32) of a launch-constant expression, computed once per invocation."""
+        saved, self.w = self.w, _Writer()
+        t, dt = self.ex(e, [])
+        extra, self.w = self.w, saved
+        if extra.lines:
+            raise RenderError(f"{what} needs statements")
+        return self.convert(t, dt, "f32")
 
-        def jloop(lp):
-            if not (isinstance(lp, cir.Loop) and not lp.parallel and isinstance(lp.start, cir.Const)
-                    and lp.start.value == 0 and isinstance(lp.step, cir.Const) and lp.step.value == 1):
-                raise RenderError("a key loop does not run from 0 in steps of 1")
-            j = lp.var
-            stmts, cond = lp.body, None
-            if len(stmts) == 1 and isinstance(stmts[0], cir.If) and not stmts[0].orelse:
-                cond, stmts = stmts[0].cond, stmts[0].then
-            if not stmts or not isinstance(stmts[0], cir.Let) or stmts[0].mutable:
-                raise RenderError("a key loop does not start with its score")
-            sc = stmts[0].value
-            if not (isinstance(sc, cir.Bin) and sc.op in ("/", "*") and isinstance(sc.left, cir.Dot)):
-                raise RenderError("the score is not dot(q, k) / c")
-            dq, dk = sc.left.a, sc.left.b
-            if not (isinstance(dq, cir.Load) and isinstance(dk, cir.Load) and
-                    [x.name if isinstance(x, cir.Var) else None for x in dq.index] == [b, h, i] and
-                    [x.name if isinstance(x, cir.Var) else None for x in dk.index] == [b, h, j]):
-                raise RenderError("the score is not dot(Q[b, h, i], K[b, h, j])")
-            if not _free_vars(sc.right) <= known or sc.right.ty.shape:
-                raise RenderError("the score's scale depends on the loop variables")
-            if cond is not None and not _free_vars(cond) <= known | {b, h, i, j}:
-                raise RenderError("the key condition depends on more than b, h, i, j")
-            key = (cir.format_expr(lp.stop), sc.op, sc.right, dq.buffer, dk.buffer,
-                   self._rename(cond, j, "z_j") if cond is not None else None)
-            if parts.setdefault("key", key) != key:
-                raise RenderError("the three key loops differ")
-            parts.update(stop=lp.stop, op=sc.op, scale=sc.right, Q=dq.buffer, K=dk.buffer,
-                         cond=cond, j=j)
-            return j, stmts[0].name, stmts[1:]
-
-        j, s, rest = jloop(l1)
-        if not (len(rest) == 1 and isinstance(rest[0], cir.Assign) and rest[0].name == m and
-                isinstance(rest[0].value, cir.Call) and rest[0].value.fn == "max" and
-                sorted(cir.format_expr(a) for a in rest[0].value.args) == sorted([m, s])):
-            raise RenderError("the first key loop is not a running max")
-        j, s, rest = jloop(l2)
-        want = cir.format_expr(cir.Bin("+", V_(l), cir.Call("exp", (cir.Bin("-", V_(s), V_(m), cir.Ty("f32")),),
-                                                            cir.Ty("f32")), cir.Ty("f32")))
-        if not (len(rest) == 1 and isinstance(rest[0], cir.Assign) and rest[0].name == l and
-                cir.format_expr(rest[0].value) == want):
-            raise RenderError("the second key loop is not the softmax denominator")
-        if not (isinstance(dl.start, cir.Const) and dl.start.value == 0 and
-                isinstance(dl.step, cir.Const) and dl.step.value == 1 and len(dl.body) == 3):
-            raise RenderError("the output loop is not `for d: acc = 0; for j: ...; out = acc`")
-        a_let, l3, st = dl.body
-        d = dl.var
-        if not (isinstance(a_let, cir.Let) and a_let.mutable and isinstance(a_let.value, cir.Const)
-                and a_let.value.value == 0 and isinstance(st, cir.Store)
-                and st.buffer == k.output.name and vload(cir.Load(st.buffer, st.index, st.value.ty),
-                                                         st.buffer, [b, h, i, d])
-                and isinstance(st.value, cir.Var) and st.value.name == a_let.name):
-            raise RenderError("the output is not out[b, h, i, d] = acc")
-        j, s, rest = jloop(l3)
-        acc = a_let.name
-        if not (len(rest) == 2 and isinstance(rest[0], cir.Let) and isinstance(rest[1], cir.Assign)):
-            raise RenderError("the third key loop is not the weighted sum of values")
-        wname = rest[0].name
-        want_w = cir.format_expr(cir.Bin("/", cir.Call("exp", (cir.Bin("-", V_(s), V_(m), cir.Ty("f32")),),
-                                                       cir.Ty("f32")), V_(l), cir.Ty("f32")))
-        if cir.format_expr(rest[0].value) != want_w or rest[1].name != acc:
-            raise RenderError("the attention weight is not exp(s - m) / l")
-        av = rest[1].value
-        if not (isinstance(av, cir.Bin) and av.op == "+" and isinstance(av.left, cir.Var) and
-                av.left.name == acc and isinstance(av.right, cir.Bin) and av.right.op == "*"):
-            raise RenderError("the value sum is not acc += w * V[b, h, j, d]")
-        p1, p2 = av.right.left, av.right.right
-        vl = p2 if isinstance(p1, cir.Var) else p1
-        wv = p1 if isinstance(p1, cir.Var) else p2
-        if not (isinstance(wv, cir.Var) and wv.name == wname and isinstance(vl, cir.Load) and
-                vload(vl, vl.buffer, [b, h, j, d])):
-            raise RenderError("the value sum is not acc += w * V[b, h, j, d]")
-        for buf in (parts["Q"], parts["K"], vl.buffer):
-            if buf not in self.bufs or len(self.bufs[buf].shape) != 4 or \
-                    not _is_float(self.bufs[buf].dtype):
-                raise RenderError("Q, K and V are not 4-D float inputs")
-        if len(k.output.shape) != 4 or not _is_float(k.output.dtype):
-            raise RenderError("the output is not a 4-D float tensor")
-        parts.update(loops=loops, V=vl.buffer, dloop=dl, names=(b, h, i))
-        return parts
-
-    def _rename(self, e, old, new):
-        """`e` with the variable `old` renamed `new` (for comparing loop bodies)."""
-        import dataclasses
-        if isinstance(e, cir.Var):
-            return cir.Var(new, e.ty) if e.name == old else e
-        if isinstance(e, (tuple, list)):
-            return type(e)(self._rename(x, old, new) for x in e)
-        if dataclasses.is_dataclass(e):
-            return dataclasses.replace(e, **{f.name: self._rename(getattr(e, f.name), old, new)
-                                             for f in dataclasses.fields(e)
-                                             if isinstance(getattr(e, f.name), (cir.Expr, cir.Span, tuple, list))})
-        return e
+    def _attention_grid(self, p):
+        """Params of the pattern's loop ranges; (counts of b, h, queries; keys; head_dim)."""
+        loop = lambda var, stop: cir.Loop(var, cir.Const(0, cir.Ty("i32")), stop,
+                                          cir.Const(1, cir.Ty("i32")), ())
+        counts = self.chain_params([loop(p.batch_var, p.n_batch), loop(p.head_var, p.n_heads),
+                                    loop(p.query_var, p.n_queries)])
+        Sp = ParamField("z_n_keys", "i32", lambda env, stop=p.n_keys: int(host_eval(stop, env)))
+        self.params["z_n_keys"] = Sp
+        return counts, Sp
 
     def _flash_shape(self, dmax):
         """(queries per workgroup, keys per tile) for head_dim class `dmax` within the
@@ -2242,13 +2149,14 @@ class KernelRenderer:
                 return bq, bk, need
         raise RenderError("the adapter's workgroup memory is too small for attention tiles")
 
-    def flash_core(self, name, Q, K, V, grid, scale, cond, select_entry):
+    def flash_core(self, name, Q, K, V, grid, scale, cond, select_entry, empty_nan=False):
         """Emit flash-attention entry points, one per head_dim class. Each workgroup takes
         (b, h, a block of queries); FLASH_LANES invocations share a query, each taking every
         FLASH_LANES-th key of a tile, keeping its own online softmax (running max m, sum l,
         output acc in registers); K and V tiles pass through workgroup memory; at the end the
         lanes' states are merged. grid: WGSL texts {B, H, NQ, S, DQ, DV}; scale(dot) -> score;
-        cond(j) -> WGSL bool or None. Returns the passes."""
+        cond(j) -> WGSL bool or None; empty_nan: a query without keys stores 0 / 0 (else 0).
+        Returns the passes."""
         R = self.FLASH_LANES
         w = self.w
         out = self.k.output.name
@@ -2371,7 +2279,8 @@ class KernelRenderer:
             w.close()
             w.open("if (z_r == 0i && z_qok)")
             w.line(f"let z_obase: i32 = ((z_b * {od[1]} + z_h) * {od[2]} + z_i) * {od[3]};")
-            w.line("let z_inv: f32 = select(0.0f, 1.0f / z_L, z_L > 0.0f);")
+            w.line("let z_inv: f32 = 1.0f / z_L;" if empty_nan else
+                   "let z_inv: f32 = select(0.0f, 1.0f / z_L, z_L > 0.0f);")
             for c in range(DV):
                 for e in range(4):
                     d = 4 * c + e
@@ -2391,35 +2300,30 @@ class KernelRenderer:
         return passes
 
     def render_attention(self) -> Program:
-        f = self._attention_form()
+        """Attention in any recognised form (recognise.Attention: three-pass, online
+        statistics, one pass; any key condition, any launch-constant scale): the flash core."""
+        return self._render_attention(self._pattern(recognise.Attention))
+
+    def render_flash(self) -> Program:
+        """The tiled online-softmax attention (recognise.FlashAttention, any block sizes and
+        initial tiles): the flash core, whose own tiles replace the kernel's."""
+        return self._render_attention(self._pattern(recognise.FlashAttention))
+
+    def _render_attention(self, p) -> Program:
         k = self.k
-        b, h, i = f["names"]
-        loops, dl = f["loops"], f["dloop"]
-        counts = self.chain_params(loops)
-        Sp = ParamField("z_n_keys", "i32", lambda env, stop=f["stop"]: int(host_eval(stop, env)))
-        self.params["z_n_keys"] = Sp
-        S = ["P.z_n_keys"]
-        Dn = self.chain_params([dl])[0]
-        Q, K, V = f["Q"], f["K"], f["V"]
+        counts, Sp = self._attention_grid(p)
+        Q, K, V = p.q, p.k, p.v
         qi, ki, vi = (self.buf_ident[x] for x in (Q, K, V))
+        oi = self.buf_ident[p.out]
         name = ident(k.name)
         self.push()
-        self.declare(b, _Sym("loop", "z_b", "i32"))
-        self.declare(h, _Sym("loop", "z_h", "i32"))
-        self.declare(i, _Sym("loop", "z_i", "i32"))
-        # the scale is a launch constant: computed once per invocation
-        saved = self.w
-        pre = _Writer()
-        self.w = pre
-        sc, sdt = self.ex(f["scale"], [])
-        self.w = saved
-        if pre.lines:
-            raise RenderError("the score's scale needs statements")
-        sc = self.convert(sc, sdt, "f32")
-        op = f["op"]
+        self.declare(p.batch_var, _Sym("loop", "z_b", "i32"))
+        self.declare(p.head_var, _Sym("loop", "z_h", "i32"))
+        self.declare(p.query_var, _Sym("loop", "z_i", "i32"))
+        sc = self._launch_scalar(p.scale, "the score's scale")
         cond = None
-        if f["cond"] is not None:
-            def cond(jname, c=f["cond"], j=f["j"]):
+        if p.mask is not None:
+            def cond(jname, c=p.mask, j=p.key_var):
                 self.push()
                 self.declare(j, _Sym("loop", jname, "i32"))
                 saved2, self.w = self.w, _Writer()
@@ -2430,70 +2334,35 @@ class KernelRenderer:
                     raise RenderError("the key condition needs statements")
                 return self.convert(t, dt, "bool")
         cnt = [self.params[x[2:]] for x in counts]
-        dparam = self.params[Dn[2:]]
 
         def select_entry(env):
-            B, H, NQ = (p.value(env) for p in cnt)
-            q, kk, v = (env["shapes"][x] for x in (Q, K, V))
-            dv = dparam.value(env)
-            if q[3] != kk[3] or dv > v[3] or Sp.value(env) > min(kk[2], v[2]) or NQ > q[2] \
-                    or B > min(q[0], kk[0], v[0]) or H > min(q[1], kk[1], v[1]):
+            B, H, NQ = (pr.value(env) for pr in cnt)
+            q, kk, v, o = (env["shapes"][x] for x in (Q, K, V, p.out))
+            SK = Sp.value(env)
+            if q[3] != kk[3] or v[3] != o[3] or (B, H, NQ, SK) != (q[0], q[1], q[2], kk[2]) or \
+                    kk[:2] != q[:2] or v[:3] != kk[:3] or tuple(o[:3]) != (B, H, NQ):
                 raise ZynMLDeviceError(
-                    f"attention {k.name}: Q, K and V shapes {list(q)}, {list(kk)}, {list(v)} do not "
-                    f"fit the loop ranges")
-            if max(q[3], dv) > self.FLASH_DMAXES[-1]:
-                raise ZynMLDeviceError(f"attention on WebGPU supports head_dim up to "
-                                       f"{self.FLASH_DMAXES[-1]}; this one is {max(q[3], dv)}")
-            return B, H, NQ, q[3], dv
-        grid = {"B": counts[0], "H": counts[1], "NQ": counts[2], "S": S[0],
-                "DQ": f"P.{qi}_d3", "DV": Dn}
-        passes = self.flash_core(name, Q, K, V, grid,
-                                 lambda dot: f"({dot} {op} {sc})", cond, select_entry)
-        self.pop()
-        self.notes.append("flash attention: the three-pass attention body was recognised; one "
-                          "workgroup per (b, h, block of queries), K/V tiles in workgroup memory, "
-                          "online softmax")
-        return self.finish("flash", self.w.text(), passes, self.flash_wg)
-
-
-    # ----------------------------------------------------------------------- flash
-
-
-    def render_flash(self) -> Program:
-        """Attention softmax(Q K^T / sqrt(d)) V for Q, K, V of shape [batch, heads, seq, d]
-        (the spec's tiled flash_attention body): the flash core, one workgroup per (b, h,
-        block of queries), keys and values streaming through workgroup memory in tiles with
-        an online softmax, so any sequence length works and no score matrix is held."""
-        k = self.k
-        if len(k.inputs) < 3 or any(len(b.shape) != 4 for b in k.inputs[:3]) or \
-                len(k.output.shape) != 4:
-            raise RenderError("flash attention takes Q, K, V and writes out, all 4-D")
-        fns = {n.fn for n in cir.walk(k.body) if isinstance(n, cir.Call)}
-        ops = {n.op for n in cir.walk(k.body) if isinstance(n, cir.Bin)}
-        if not {"transpose", "row_max", "row_sum", "exp", "sqrt"} <= fns or "@" not in ops:
-            raise RenderError("the body is not the online-softmax attention this schedule implements")
-        Q, K, V = (b.name for b in k.inputs[:3])
-        for b in k.inputs[:3] + (k.output,):
-            if storage_type(b.dtype, self.o.f16) not in ("f32", "f16"):
-                raise RenderError("flash attention on a non-float tensor")
-        qi, ki, vi = (self.buf_ident[x] for x in (Q, K, V))
-
-        def select_entry(env):
-            q, kk, v = (env["shapes"][x] for x in (Q, K, V))
-            if q[3] != kk[3] or kk[2] != v[2] or q[:2] != kk[:2] or q[:2] != v[:2]:
-                raise ZynMLDeviceError(f"flash attention {k.name}: Q, K and V shapes {list(q)}, "
-                                       f"{list(kk)}, {list(v)} do not match")
+                    f"attention {k.name}: Q, K, V and out shapes {list(q)}, {list(kk)}, {list(v)}, "
+                    f"{list(o)} do not fit the loop ranges")
             if max(q[3], v[3]) > self.FLASH_DMAXES[-1]:
-                raise ZynMLDeviceError(f"flash attention on WebGPU supports head_dim up to "
+                raise ZynMLDeviceError(f"attention on WebGPU supports head_dim up to "
                                        f"{self.FLASH_DMAXES[-1]}; this one is {max(q[3], v[3])}")
-            return q[0], q[1], q[2], q[3], v[3]
-        grid = {"B": f"P.{qi}_d0", "H": f"P.{qi}_d1", "NQ": f"P.{qi}_d2", "S": f"P.{ki}_d2",
-                "DQ": f"P.{qi}_d3", "DV": f"P.{vi}_d3"}
-        passes = self.flash_core(ident(k.name), Q, K, V, grid,
-                                 lambda dot: f"({dot} / sqrt(f32(P.{qi}_d3)))", None, select_entry)
-        self.notes.append("the body was recognised as flash attention (Q K^T / sqrt(head_dim), "
-                          "row_max, row_sum, @ V): online softmax over key tiles")
+            return B, H, NQ, q[3], v[3]
+        grid = {"B": counts[0], "H": counts[1], "NQ": counts[2], "S": "P.z_n_keys",
+                "DQ": f"P.{qi}_d3", "DV": f"P.{oi}_d3"}
+        passes = self.flash_core(name, Q, K, V, grid, lambda dot: f"({dot} * {sc})", cond,
+                                 select_entry, empty_nan=(p.empty_row == "nan" and p.mask is not None))
+        self.pop()
+        what = {"flash": "flash attention (online softmax over key blocks)",
+                "three-pass": "attention (max, sum, weighted sum)",
+                "online-stats": "attention (online max and sum, then the weighted sum)",
+                "one-pass": "attention (one online-softmax pass per output)"}[p.form]
+        self.notes.append(f"the body was recognised as {what}"
+                          + (" with a key condition" if p.mask is not None else "")
+                          + "; one workgroup per (b, h, block of queries), K/V tiles in "
+                          "workgroup memory, online softmax")
         return self.finish("flash", self.w.text(), passes, self.flash_wg)
+
 
 # ------------------------------------------------------------------------- entry point
 
@@ -2508,9 +2377,9 @@ def schedule_for(kernel: cir.Kernel) -> list:
     if kind in ("matmul", "batched_matmul"):
         return ["matmul", "generic"]
     if kind == "flash_attention":
-        return ["flash", "rows", "generic"]
+        return ["flash", "attention", "rows", "generic"]
     if kind == "attention":
-        return ["attention", "rows", "generic"]
+        return ["attention", "flash", "rows", "generic"]
     if kind in ("fused", "softmax", "layernorm", "layer_norm", "rmsnorm",
                 "rms_norm", "custom"):
         return ["rows", "generic"]

@@ -1,5 +1,5 @@
 // attention: @kernel attention -- WGSL schedule `flash`, ZynML line 1
-// note: flash attention: the three-pass attention body was recognised; one workgroup per (b, h, block of queries), K/V tiles in workgroup memory, online softmax
+// note: the body was recognised as attention (max, sum, weighted sum) with a key condition; one workgroup per (b, h, block of queries), K/V tiles in workgroup memory, online softmax
 
 struct Params {
     K_d0: i32,
@@ -28,7 +28,6 @@ struct Params {
     z_n_h: i32,
     z_n_i: i32,
     z_n_keys: i32,
-    z_n_d: i32,
 }
 
 @group(0) @binding(0) var<storage, read> Q: array<f32>;  // Q: f32
@@ -61,7 +60,7 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
     let z_qok: bool = z_i < P.z_n_i;
     let z_S: i32 = P.z_n_keys;
     let z_DQ: i32 = P.Q_d3;
-    let z_DV: i32 = P.z_n_d;
+    let z_DV: i32 = P.out_d3;
     let z_qbase: i32 = ((z_b) * P.Q_d1 + z_h) * P.Q_d2 + min(z_i, P.Q_d2 - 1i);
     let z_kbase: i32 = (z_b * P.K_d1 + z_h) * P.K_d2;
     let z_vbase: i32 = (z_b * P.V_d1 + z_h) * P.V_d2;
@@ -106,42 +105,42 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
         let z_jj0: i32 = z_r + 0i;
         let z_j0: i32 = z_k0 + z_jj0;
         let z_dot0: f32 = dot(z_q0, z_kv32[z_jj0 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj0 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj0 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj0 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj0 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj0 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj0 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj0 * 9i + 7i]);
-        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 / sqrt(f32(P.head_dim))), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
+        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
         z_tmax = max(z_tmax, z_s0);
         let z_jj1: i32 = z_r + 4i;
         let z_j1: i32 = z_k0 + z_jj1;
         let z_dot1: f32 = dot(z_q0, z_kv32[z_jj1 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj1 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj1 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj1 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj1 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj1 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj1 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj1 * 9i + 7i]);
-        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 / sqrt(f32(P.head_dim))), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
+        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
         z_tmax = max(z_tmax, z_s1);
         let z_jj2: i32 = z_r + 8i;
         let z_j2: i32 = z_k0 + z_jj2;
         let z_dot2: f32 = dot(z_q0, z_kv32[z_jj2 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj2 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj2 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj2 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj2 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj2 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj2 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj2 * 9i + 7i]);
-        let z_s2: f32 = select(bitcast<f32>(0xff800000u), (z_dot2 / sqrt(f32(P.head_dim))), z_qok && z_j2 < z_S && (mask[(z_i) * P.mask_d1 + z_j2] != 0u));
+        let z_s2: f32 = select(bitcast<f32>(0xff800000u), (z_dot2 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j2 < z_S && (mask[(z_i) * P.mask_d1 + z_j2] != 0u));
         z_tmax = max(z_tmax, z_s2);
         let z_jj3: i32 = z_r + 12i;
         let z_j3: i32 = z_k0 + z_jj3;
         let z_dot3: f32 = dot(z_q0, z_kv32[z_jj3 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj3 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj3 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj3 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj3 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj3 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj3 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj3 * 9i + 7i]);
-        let z_s3: f32 = select(bitcast<f32>(0xff800000u), (z_dot3 / sqrt(f32(P.head_dim))), z_qok && z_j3 < z_S && (mask[(z_i) * P.mask_d1 + z_j3] != 0u));
+        let z_s3: f32 = select(bitcast<f32>(0xff800000u), (z_dot3 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j3 < z_S && (mask[(z_i) * P.mask_d1 + z_j3] != 0u));
         z_tmax = max(z_tmax, z_s3);
         let z_jj4: i32 = z_r + 16i;
         let z_j4: i32 = z_k0 + z_jj4;
         let z_dot4: f32 = dot(z_q0, z_kv32[z_jj4 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj4 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj4 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj4 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj4 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj4 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj4 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj4 * 9i + 7i]);
-        let z_s4: f32 = select(bitcast<f32>(0xff800000u), (z_dot4 / sqrt(f32(P.head_dim))), z_qok && z_j4 < z_S && (mask[(z_i) * P.mask_d1 + z_j4] != 0u));
+        let z_s4: f32 = select(bitcast<f32>(0xff800000u), (z_dot4 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j4 < z_S && (mask[(z_i) * P.mask_d1 + z_j4] != 0u));
         z_tmax = max(z_tmax, z_s4);
         let z_jj5: i32 = z_r + 20i;
         let z_j5: i32 = z_k0 + z_jj5;
         let z_dot5: f32 = dot(z_q0, z_kv32[z_jj5 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj5 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj5 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj5 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj5 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj5 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj5 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj5 * 9i + 7i]);
-        let z_s5: f32 = select(bitcast<f32>(0xff800000u), (z_dot5 / sqrt(f32(P.head_dim))), z_qok && z_j5 < z_S && (mask[(z_i) * P.mask_d1 + z_j5] != 0u));
+        let z_s5: f32 = select(bitcast<f32>(0xff800000u), (z_dot5 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j5 < z_S && (mask[(z_i) * P.mask_d1 + z_j5] != 0u));
         z_tmax = max(z_tmax, z_s5);
         let z_jj6: i32 = z_r + 24i;
         let z_j6: i32 = z_k0 + z_jj6;
         let z_dot6: f32 = dot(z_q0, z_kv32[z_jj6 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj6 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj6 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj6 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj6 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj6 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj6 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj6 * 9i + 7i]);
-        let z_s6: f32 = select(bitcast<f32>(0xff800000u), (z_dot6 / sqrt(f32(P.head_dim))), z_qok && z_j6 < z_S && (mask[(z_i) * P.mask_d1 + z_j6] != 0u));
+        let z_s6: f32 = select(bitcast<f32>(0xff800000u), (z_dot6 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j6 < z_S && (mask[(z_i) * P.mask_d1 + z_j6] != 0u));
         z_tmax = max(z_tmax, z_s6);
         let z_jj7: i32 = z_r + 28i;
         let z_j7: i32 = z_k0 + z_jj7;
         let z_dot7: f32 = dot(z_q0, z_kv32[z_jj7 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj7 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj7 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj7 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj7 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj7 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj7 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj7 * 9i + 7i]);
-        let z_s7: f32 = select(bitcast<f32>(0xff800000u), (z_dot7 / sqrt(f32(P.head_dim))), z_qok && z_j7 < z_S && (mask[(z_i) * P.mask_d1 + z_j7] != 0u));
+        let z_s7: f32 = select(bitcast<f32>(0xff800000u), (z_dot7 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j7 < z_S && (mask[(z_i) * P.mask_d1 + z_j7] != 0u));
         z_tmax = max(z_tmax, z_s7);
         let z_mnew: f32 = max(z_m, z_tmax);
         if (z_mnew > bitcast<f32>(0xff800000u)) {
@@ -339,7 +338,7 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
     let z_qok: bool = z_i < P.z_n_i;
     let z_S: i32 = P.z_n_keys;
     let z_DQ: i32 = P.Q_d3;
-    let z_DV: i32 = P.z_n_d;
+    let z_DV: i32 = P.out_d3;
     let z_qbase: i32 = ((z_b) * P.Q_d1 + z_h) * P.Q_d2 + min(z_i, P.Q_d2 - 1i);
     let z_kbase: i32 = (z_b * P.K_d1 + z_h) * P.K_d2;
     let z_vbase: i32 = (z_b * P.V_d1 + z_h) * P.V_d2;
@@ -400,22 +399,22 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
         let z_jj0: i32 = z_r + 0i;
         let z_j0: i32 = z_k0 + z_jj0;
         let z_dot0: f32 = dot(z_q0, z_kv64[z_jj0 * 17i + 0i]) + dot(z_q1, z_kv64[z_jj0 * 17i + 1i]) + dot(z_q2, z_kv64[z_jj0 * 17i + 2i]) + dot(z_q3, z_kv64[z_jj0 * 17i + 3i]) + dot(z_q4, z_kv64[z_jj0 * 17i + 4i]) + dot(z_q5, z_kv64[z_jj0 * 17i + 5i]) + dot(z_q6, z_kv64[z_jj0 * 17i + 6i]) + dot(z_q7, z_kv64[z_jj0 * 17i + 7i]) + dot(z_q8, z_kv64[z_jj0 * 17i + 8i]) + dot(z_q9, z_kv64[z_jj0 * 17i + 9i]) + dot(z_q10, z_kv64[z_jj0 * 17i + 10i]) + dot(z_q11, z_kv64[z_jj0 * 17i + 11i]) + dot(z_q12, z_kv64[z_jj0 * 17i + 12i]) + dot(z_q13, z_kv64[z_jj0 * 17i + 13i]) + dot(z_q14, z_kv64[z_jj0 * 17i + 14i]) + dot(z_q15, z_kv64[z_jj0 * 17i + 15i]);
-        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 / sqrt(f32(P.head_dim))), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
+        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
         z_tmax = max(z_tmax, z_s0);
         let z_jj1: i32 = z_r + 4i;
         let z_j1: i32 = z_k0 + z_jj1;
         let z_dot1: f32 = dot(z_q0, z_kv64[z_jj1 * 17i + 0i]) + dot(z_q1, z_kv64[z_jj1 * 17i + 1i]) + dot(z_q2, z_kv64[z_jj1 * 17i + 2i]) + dot(z_q3, z_kv64[z_jj1 * 17i + 3i]) + dot(z_q4, z_kv64[z_jj1 * 17i + 4i]) + dot(z_q5, z_kv64[z_jj1 * 17i + 5i]) + dot(z_q6, z_kv64[z_jj1 * 17i + 6i]) + dot(z_q7, z_kv64[z_jj1 * 17i + 7i]) + dot(z_q8, z_kv64[z_jj1 * 17i + 8i]) + dot(z_q9, z_kv64[z_jj1 * 17i + 9i]) + dot(z_q10, z_kv64[z_jj1 * 17i + 10i]) + dot(z_q11, z_kv64[z_jj1 * 17i + 11i]) + dot(z_q12, z_kv64[z_jj1 * 17i + 12i]) + dot(z_q13, z_kv64[z_jj1 * 17i + 13i]) + dot(z_q14, z_kv64[z_jj1 * 17i + 14i]) + dot(z_q15, z_kv64[z_jj1 * 17i + 15i]);
-        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 / sqrt(f32(P.head_dim))), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
+        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
         z_tmax = max(z_tmax, z_s1);
         let z_jj2: i32 = z_r + 8i;
         let z_j2: i32 = z_k0 + z_jj2;
         let z_dot2: f32 = dot(z_q0, z_kv64[z_jj2 * 17i + 0i]) + dot(z_q1, z_kv64[z_jj2 * 17i + 1i]) + dot(z_q2, z_kv64[z_jj2 * 17i + 2i]) + dot(z_q3, z_kv64[z_jj2 * 17i + 3i]) + dot(z_q4, z_kv64[z_jj2 * 17i + 4i]) + dot(z_q5, z_kv64[z_jj2 * 17i + 5i]) + dot(z_q6, z_kv64[z_jj2 * 17i + 6i]) + dot(z_q7, z_kv64[z_jj2 * 17i + 7i]) + dot(z_q8, z_kv64[z_jj2 * 17i + 8i]) + dot(z_q9, z_kv64[z_jj2 * 17i + 9i]) + dot(z_q10, z_kv64[z_jj2 * 17i + 10i]) + dot(z_q11, z_kv64[z_jj2 * 17i + 11i]) + dot(z_q12, z_kv64[z_jj2 * 17i + 12i]) + dot(z_q13, z_kv64[z_jj2 * 17i + 13i]) + dot(z_q14, z_kv64[z_jj2 * 17i + 14i]) + dot(z_q15, z_kv64[z_jj2 * 17i + 15i]);
-        let z_s2: f32 = select(bitcast<f32>(0xff800000u), (z_dot2 / sqrt(f32(P.head_dim))), z_qok && z_j2 < z_S && (mask[(z_i) * P.mask_d1 + z_j2] != 0u));
+        let z_s2: f32 = select(bitcast<f32>(0xff800000u), (z_dot2 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j2 < z_S && (mask[(z_i) * P.mask_d1 + z_j2] != 0u));
         z_tmax = max(z_tmax, z_s2);
         let z_jj3: i32 = z_r + 12i;
         let z_j3: i32 = z_k0 + z_jj3;
         let z_dot3: f32 = dot(z_q0, z_kv64[z_jj3 * 17i + 0i]) + dot(z_q1, z_kv64[z_jj3 * 17i + 1i]) + dot(z_q2, z_kv64[z_jj3 * 17i + 2i]) + dot(z_q3, z_kv64[z_jj3 * 17i + 3i]) + dot(z_q4, z_kv64[z_jj3 * 17i + 4i]) + dot(z_q5, z_kv64[z_jj3 * 17i + 5i]) + dot(z_q6, z_kv64[z_jj3 * 17i + 6i]) + dot(z_q7, z_kv64[z_jj3 * 17i + 7i]) + dot(z_q8, z_kv64[z_jj3 * 17i + 8i]) + dot(z_q9, z_kv64[z_jj3 * 17i + 9i]) + dot(z_q10, z_kv64[z_jj3 * 17i + 10i]) + dot(z_q11, z_kv64[z_jj3 * 17i + 11i]) + dot(z_q12, z_kv64[z_jj3 * 17i + 12i]) + dot(z_q13, z_kv64[z_jj3 * 17i + 13i]) + dot(z_q14, z_kv64[z_jj3 * 17i + 14i]) + dot(z_q15, z_kv64[z_jj3 * 17i + 15i]);
-        let z_s3: f32 = select(bitcast<f32>(0xff800000u), (z_dot3 / sqrt(f32(P.head_dim))), z_qok && z_j3 < z_S && (mask[(z_i) * P.mask_d1 + z_j3] != 0u));
+        let z_s3: f32 = select(bitcast<f32>(0xff800000u), (z_dot3 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j3 < z_S && (mask[(z_i) * P.mask_d1 + z_j3] != 0u));
         z_tmax = max(z_tmax, z_s3);
         let z_mnew: f32 = max(z_m, z_tmax);
         if (z_mnew > bitcast<f32>(0xff800000u)) {
@@ -669,7 +668,7 @@ fn attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroup
     let z_qok: bool = z_i < P.z_n_i;
     let z_S: i32 = P.z_n_keys;
     let z_DQ: i32 = P.Q_d3;
-    let z_DV: i32 = P.z_n_d;
+    let z_DV: i32 = P.out_d3;
     let z_qbase: i32 = ((z_b) * P.Q_d1 + z_h) * P.Q_d2 + min(z_i, P.Q_d2 - 1i);
     let z_kbase: i32 = (z_b * P.K_d1 + z_h) * P.K_d2;
     let z_vbase: i32 = (z_b * P.V_d1 + z_h) * P.V_d2;
@@ -762,12 +761,12 @@ fn attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroup
         let z_jj0: i32 = z_r + 0i;
         let z_j0: i32 = z_k0 + z_jj0;
         let z_dot0: f32 = dot(z_q0, z_kv128[z_jj0 * 33i + 0i]) + dot(z_q1, z_kv128[z_jj0 * 33i + 1i]) + dot(z_q2, z_kv128[z_jj0 * 33i + 2i]) + dot(z_q3, z_kv128[z_jj0 * 33i + 3i]) + dot(z_q4, z_kv128[z_jj0 * 33i + 4i]) + dot(z_q5, z_kv128[z_jj0 * 33i + 5i]) + dot(z_q6, z_kv128[z_jj0 * 33i + 6i]) + dot(z_q7, z_kv128[z_jj0 * 33i + 7i]) + dot(z_q8, z_kv128[z_jj0 * 33i + 8i]) + dot(z_q9, z_kv128[z_jj0 * 33i + 9i]) + dot(z_q10, z_kv128[z_jj0 * 33i + 10i]) + dot(z_q11, z_kv128[z_jj0 * 33i + 11i]) + dot(z_q12, z_kv128[z_jj0 * 33i + 12i]) + dot(z_q13, z_kv128[z_jj0 * 33i + 13i]) + dot(z_q14, z_kv128[z_jj0 * 33i + 14i]) + dot(z_q15, z_kv128[z_jj0 * 33i + 15i]) + dot(z_q16, z_kv128[z_jj0 * 33i + 16i]) + dot(z_q17, z_kv128[z_jj0 * 33i + 17i]) + dot(z_q18, z_kv128[z_jj0 * 33i + 18i]) + dot(z_q19, z_kv128[z_jj0 * 33i + 19i]) + dot(z_q20, z_kv128[z_jj0 * 33i + 20i]) + dot(z_q21, z_kv128[z_jj0 * 33i + 21i]) + dot(z_q22, z_kv128[z_jj0 * 33i + 22i]) + dot(z_q23, z_kv128[z_jj0 * 33i + 23i]) + dot(z_q24, z_kv128[z_jj0 * 33i + 24i]) + dot(z_q25, z_kv128[z_jj0 * 33i + 25i]) + dot(z_q26, z_kv128[z_jj0 * 33i + 26i]) + dot(z_q27, z_kv128[z_jj0 * 33i + 27i]) + dot(z_q28, z_kv128[z_jj0 * 33i + 28i]) + dot(z_q29, z_kv128[z_jj0 * 33i + 29i]) + dot(z_q30, z_kv128[z_jj0 * 33i + 30i]) + dot(z_q31, z_kv128[z_jj0 * 33i + 31i]);
-        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 / sqrt(f32(P.head_dim))), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
+        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
         z_tmax = max(z_tmax, z_s0);
         let z_jj1: i32 = z_r + 4i;
         let z_j1: i32 = z_k0 + z_jj1;
         let z_dot1: f32 = dot(z_q0, z_kv128[z_jj1 * 33i + 0i]) + dot(z_q1, z_kv128[z_jj1 * 33i + 1i]) + dot(z_q2, z_kv128[z_jj1 * 33i + 2i]) + dot(z_q3, z_kv128[z_jj1 * 33i + 3i]) + dot(z_q4, z_kv128[z_jj1 * 33i + 4i]) + dot(z_q5, z_kv128[z_jj1 * 33i + 5i]) + dot(z_q6, z_kv128[z_jj1 * 33i + 6i]) + dot(z_q7, z_kv128[z_jj1 * 33i + 7i]) + dot(z_q8, z_kv128[z_jj1 * 33i + 8i]) + dot(z_q9, z_kv128[z_jj1 * 33i + 9i]) + dot(z_q10, z_kv128[z_jj1 * 33i + 10i]) + dot(z_q11, z_kv128[z_jj1 * 33i + 11i]) + dot(z_q12, z_kv128[z_jj1 * 33i + 12i]) + dot(z_q13, z_kv128[z_jj1 * 33i + 13i]) + dot(z_q14, z_kv128[z_jj1 * 33i + 14i]) + dot(z_q15, z_kv128[z_jj1 * 33i + 15i]) + dot(z_q16, z_kv128[z_jj1 * 33i + 16i]) + dot(z_q17, z_kv128[z_jj1 * 33i + 17i]) + dot(z_q18, z_kv128[z_jj1 * 33i + 18i]) + dot(z_q19, z_kv128[z_jj1 * 33i + 19i]) + dot(z_q20, z_kv128[z_jj1 * 33i + 20i]) + dot(z_q21, z_kv128[z_jj1 * 33i + 21i]) + dot(z_q22, z_kv128[z_jj1 * 33i + 22i]) + dot(z_q23, z_kv128[z_jj1 * 33i + 23i]) + dot(z_q24, z_kv128[z_jj1 * 33i + 24i]) + dot(z_q25, z_kv128[z_jj1 * 33i + 25i]) + dot(z_q26, z_kv128[z_jj1 * 33i + 26i]) + dot(z_q27, z_kv128[z_jj1 * 33i + 27i]) + dot(z_q28, z_kv128[z_jj1 * 33i + 28i]) + dot(z_q29, z_kv128[z_jj1 * 33i + 29i]) + dot(z_q30, z_kv128[z_jj1 * 33i + 30i]) + dot(z_q31, z_kv128[z_jj1 * 33i + 31i]);
-        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 / sqrt(f32(P.head_dim))), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
+        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
         z_tmax = max(z_tmax, z_s1);
         let z_mnew: f32 = max(z_m, z_tmax);
         if (z_mnew > bitcast<f32>(0xff800000u)) {

@@ -395,3 +395,94 @@ def test_a_new_process_reuses_the_disk_entry(tmp_path):
     assert second["ok"] and second["builds"] == 0 and second["writes"] == 0
     assert second["disk_hits"] == 1 and second["discarded"] == 0
     assert second["path"] == first["path"] and Path(first["path"]).is_file()
+
+
+# ------------------------------------------------------------ WebGPU: memory only
+
+
+def _webgpu_devices():
+    try:
+        from zynbook.backends.webgpu.device import discover
+        return discover()
+    except Exception:
+        return []
+
+
+@pytest.mark.webgpu
+def test_webgpu_pipelines_live_in_memory_only(tmp_path, monkeypatch):
+    devices = _webgpu_devices()
+    if not devices:
+        pytest.skip("no wgpu adapter")
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path / "c"))
+    dev = devices[0]
+    x, y = randn(333), randn(333)
+    k, ins, sz, sc = lower_block(MUL_ADD, {"x": x, "y": y})
+    before = dict(dev.cache.stats())
+    got, _ = dev.launch(k, ins, sz, sc)
+    assert_close(dev.to_host(got), x.astype(np.float64) * y + 1.0, "f32", "elementwise")
+    again, launch = dev.launch(k, ins, sz, sc)
+    assert_close(dev.to_host(again), x.astype(np.float64) * y + 1.0, "f32", "elementwise")
+    after = dev.cache.stats()
+    assert after["hits"] > before["hits"] and after["misses"] <= before["misses"] + 1
+    assert after["memory_only"] and after["writes"] == 0 and launch.times.compile == 0.0
+    assert not (tmp_path / "c").exists()            # shader modules are never written
+    key = dev.cache_key(k, dev.options())
+    assert dict(key.versions)["wgpu"] == dev.wgsl_version
+    assert dict(key.target)["device"] == dev.id
+    if len(devices) > 1:
+        other = devices[1]
+        assert other.cache_key(k, other.options()) != key
+
+
+# -------------------------------------------------------------------- CUDA (a GPU)
+
+
+def _cuda_device():
+    from zynbook.backends import cuda
+    found = cuda.discover()
+    if not found:
+        pytest.skip("no CUDA GPU (or no CuPy)")
+    from zynbook.backends.cuda.device import CudaDevice
+    return CudaDevice
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("damage", [None, "truncated", "bit-flip", "foreign", "not-ptx"])
+def test_cuda_ptx_entries_are_checked_and_reused(tmp_path, monkeypatch, damage):
+    CudaDevice = _cuda_device()
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
+    (k, ins, sz, sc), want = _mul_add(1000)
+    first = CudaDevice(0)
+    out, _ = first.launch(k, ins, sz, sc)
+    assert_close(first.to_host(out), want, "f32", "elementwise")
+    compiled = first.compile(k, sz)
+    full = first.cache_key(k, sz).with_source(compiled.program.source)
+    assert dict(full.target)["arch"] == f"sm_{first.cc[0]}{first.cc[1]}"
+    assert set(dict(full.versions)) == {"nvrtc", "cupy"}
+    path = first.cache.path(full)
+    assert path.parent == tmp_path / "cuda" and path.suffix == ".ptx"
+    assert kcache.unpack_entry(path.read_bytes(), full.digest())[0] == compiled.ptx.encode()
+    assert first.cache.stats()["builds"] == 1
+    assert ".entry" in first.generated_source(k, sz)["ptx"]       # the inspector's PTX
+    data = path.read_bytes()
+    if damage == "truncated":
+        path.write_bytes(data[:len(data) // 2])
+    elif damage == "bit-flip":
+        i = len(data) // 3
+        path.write_bytes(data[:i] + bytes([data[i] ^ 0x01]) + data[i + 1:])
+    elif damage == "foreign":
+        (k2, _, sz2, _), _ = _mul_add(77)
+        c2 = first.compile(k2, sz2)
+        other = first.cache.path(first.cache_key(k2, sz2).with_source(c2.program.source))
+        path.write_bytes(other.read_bytes())
+    elif damage == "not-ptx":
+        path.write_bytes(kcache.pack_entry(full.digest(), b"this is not PTX {"))
+    fresh = CudaDevice(0)
+    again, _ = fresh.launch(k, ins, sz, sc)
+    assert_close(fresh.to_host(again), want, "f32", "elementwise")
+    stats = fresh.cache.stats()
+    if damage is None:
+        assert stats["disk_hits"] == 1 and stats["builds"] == 0 and stats["discarded"] == 0
+    else:
+        assert stats["discarded"] == 1 and stats["builds"] == 1 and stats["writes"] == 1
+        assert kcache.unpack_entry(path.read_bytes(), full.digest())[0] is not None

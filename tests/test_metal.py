@@ -150,7 +150,7 @@ def test_generated_msl_reads_as_metal(lowered):
     assert "threadgroup_barrier(mem_flags::mem_threadgroup)" in src and "simd_sum" in src
     assert "// line " in src                      # the ZynML line each statement came from
     f16 = lowered["mul_add_f16"][4].source
-    assert "device const half* x" in f16 and "half(" in f16
+    assert "device const half* u_x" in f16 and "half(" in f16   # ZynML names: cstyle.cname
 
 
 def test_f64_is_refused_with_a_zynml_error():
@@ -200,9 +200,8 @@ def test_unbroken_output_passes_the_check():
 @pytest.mark.parametrize("name,old,new", [
     ("mul_add", "+ 1.0f", "- 1.0f"),                                     # an operator swapped
     ("layer_norm", "[[buffer(1)]]", "[[buffer(2)]]"),                     # gamma bound to beta
-    ("softmax_rows", "zyn_simd_allreduce(T v, ZynMax) { return simd_max(v)",
-     "zyn_simd_allreduce(T v, ZynMax) { return simd_min(v)"),             # wrong SIMD collective
-    ("argmax_ties", "(v2 == v && i2 < i)", "(v2 == v && i2 > i)"),             # ties keep the last index
+    ("softmax_rows", "const T r = simd_max(v);", "const T r = simd_min(v);"),  # wrong SIMD collective
+    ("argmax_ties", "(n1 && n2)) && i2 < i)", "(n1 && n2)) && i2 > i)"),   # ties keep the last index
     ("layer_norm", "T r = lane < nsg ? red[lane]", "T r = lane < 1 ? red[lane]"),  # partials lost
 ])
 def test_broken_msl_fails_the_check(name, old, new):
@@ -215,9 +214,10 @@ def test_broken_msl_fails_the_check(name, old, new):
 
 
 @pytest.mark.parametrize("old,new,what", [
-    ("out[i] = ((x[i] * y[i]) + 1.0f);", "out[i] = expf((x[i] * y[i]) + 1.0f);", "compile"),
-    ("const int i = _r1;", "const long long i = _r1;", "long long"),
-    ("out[i] = ((x[i] * y[i]) + 1.0f);", "out[i] = erf(x[i]);", "compile"),
+    ("u_out[u_i] = ((u_x[u_i] * u_y[u_i]) + 1.0f);",
+     "u_out[u_i] = expf((u_x[u_i] * u_y[u_i]) + 1.0f);", "compile"),
+    ("const int u_i = _r1;", "const long long u_i = _r1;", "long long"),
+    ("u_out[u_i] = ((u_x[u_i] * u_y[u_i]) + 1.0f);", "u_out[u_i] = erf(u_x[u_i]);", "compile"),
 ])
 def test_c_habits_metal_lacks_are_refused(old, new, what):
     with pytest.raises(emu.EmulatorError, match=what):

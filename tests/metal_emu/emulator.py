@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from zynbook.compiler import errflag
+
 HERE = Path(__file__).parent
 HEADER = HERE / "metal_stdlib"
 RUNTIME = HERE / "runtime.cpp"
@@ -161,7 +163,14 @@ def harness(program, source: str) -> str:
     lines += [f'    std::snprintf(path, sizeof path, "%s/out.bin", argv[1]);',
               '    FILE* f = std::fopen(path, "wb");',
               f"    std::fwrite(zyn_bufs[{out}], 1, zyn_bytes[{out}], f);",
-              "    std::fclose(f);",
+              "    std::fclose(f);"]
+    for s in program.slots:
+        if s.role == "error":           # the error flag (zynbook/compiler/errflag.py)
+            lines += [f'    std::snprintf(path, sizeof path, "%s/err.bin", argv[1]);',
+                      '    f = std::fopen(path, "wb");',
+                      f"    std::fwrite(zyn_bufs[{s.index}], 1, zyn_bytes[{s.index}], f);",
+                      "    std::fclose(f);"]
+    lines += [
               "    return 0;",
               "}"]
     return "\n".join(lines) + "\n"
@@ -237,8 +246,10 @@ def from_storage(data: bytes, dtype: str, shape) -> np.ndarray:
 
 
 def run(program, inputs: list, out_shape: tuple, scalars: dict | None = None,
-        source: str | None = None, timeout: float = 120) -> np.ndarray:
-    """Execute `program` on `inputs` (numpy arrays in kernel-input order); the output array."""
+        source: str | None = None, timeout: float = 120, kernel=None) -> np.ndarray:
+    """Execute `program` on `inputs` (numpy arrays in kernel-input order); the output array.
+    A failure the kernel reports through its error flag raises ZynMLRuntimeError (`kernel`,
+    when given, places it in the ZynML source)."""
     exe = build(program, source)
     scalars = scalars or {}
     with tempfile.TemporaryDirectory(dir=CACHE) as d:
@@ -253,6 +264,8 @@ def run(program, inputs: list, out_shape: tuple, scalars: dict | None = None,
                 out_slot = s
             elif s.role == "scratch":
                 data = bytes(max(1, s.count) * 8)
+            elif s.role == "error":
+                data = bytes(4 * max(1, s.count))
             else:
                 data = program.pack_args(scalars)
             Path(d, f"buf{s.index}.bin").write_bytes(data or b"\0")
@@ -260,6 +273,9 @@ def run(program, inputs: list, out_shape: tuple, scalars: dict | None = None,
         if r.returncode != 0:
             raise EmulatorError(f"the emulated kernel failed ({r.returncode}): {r.stderr[-2000:]}")
         data = Path(d, "out.bin").read_bytes()
+        if Path(d, "err.bin").exists():
+            words = np.frombuffer(Path(d, "err.bin").read_bytes()[:8], np.int32)
+            errflag.raise_if_failed(getattr(program, "error_sites", ()), words, kernel)
     n = int(np.prod(out_shape)) if out_shape else 1
     item = np.dtype(NP_DTYPES[out_slot.dtype]).itemsize
     return from_storage(data[:n * item], out_slot.dtype, out_shape)

@@ -132,7 +132,10 @@ class _Lowering:
             if sig.label == "out":
                 raise ZynMLNameError("`out` names the kernel's output and cannot be an input",
                                      sig.span)
-            cname = identifier(sig.label)
+            cname, n = identifier(sig.label), 1
+            while cname in self.buffers:        # `w.a` beside `w_a`: a name of its own
+                n += 1
+                cname = f"{identifier(sig.label)}_{n}"
             axes = [f"{cname}_d{k}" for k in range(sig.rank)]
             self.buffers[cname] = (sig.label, sig.dtype, sig.rank, axes)
             self.sizes.update(axes)
@@ -157,9 +160,10 @@ class _Lowering:
                 return b.name
             if b is not None:
                 return None
+        for cname, info in self.buffers.items():
+            if info[0] == label:
+                return cname
         cname = identifier(label)
-        if cname in self.buffers and self.buffers[cname][0] == label:
-            return cname
         if cname in self.shared:
             return cname
         return None

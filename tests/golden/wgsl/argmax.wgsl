@@ -16,6 +16,13 @@ struct Params {
 var<workgroup> z_red: array<f32, 256>;
 var<workgroup> z_red_i: array<i32, 256>;
 
+fn z_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+// max and min propagate NaN, as numpy's maximum and minimum do
+fn z_max_f32(a: f32, b: f32) -> f32 {
+    if (z_isnan_f32(a) || z_isnan_f32(b)) { return a + b; } return max(a, b); }
+fn z_min_f32(a: f32, b: f32) -> f32 {
+    if (z_isnan_f32(a) || z_isnan_f32(b)) { return a + b; } return min(a, b); }
+
 @compute @workgroup_size(256, 1, 1)
 fn argmax_partials(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
     let z_wid: i32 = i32(z_wg.x + z_wg.y * z_nwg.x + z_wg.z * z_nwg.x * z_nwg.y);
@@ -31,7 +38,7 @@ fn argmax_partials(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgrou
         // line 4: yield (data[i], i)
         let z_y3: f32 = data[i];
         let z_yi4: i32 = i;
-        if (z_y3 > z_acc || (z_y3 == z_acc && z_yi4 < z_acc_i)) {
+        if ((z_isnan_f32(z_y3) && !z_isnan_f32(z_acc)) || (!z_isnan_f32(z_y3) && !z_isnan_f32(z_acc) && z_y3 > z_acc) || ((z_y3 == z_acc || (z_isnan_f32(z_y3) && z_isnan_f32(z_acc))) && z_yi4 < z_acc_i)) {
             z_acc = z_y3;
             z_acc_i = z_yi4;
         }
@@ -41,7 +48,7 @@ fn argmax_partials(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgrou
     workgroupBarrier();
     for (var z_s: u32 = 128u; z_s > 0u; z_s = z_s >> 1u) {
         if (z_lid.x < z_s) {
-            if (z_red[z_lid.x + z_s] > z_red[z_lid.x] || (z_red[z_lid.x + z_s] == z_red[z_lid.x] && z_red_i[z_lid.x + z_s] < z_red_i[z_lid.x])) {
+            if ((z_isnan_f32(z_red[z_lid.x + z_s]) && !z_isnan_f32(z_red[z_lid.x])) || (!z_isnan_f32(z_red[z_lid.x + z_s]) && !z_isnan_f32(z_red[z_lid.x]) && z_red[z_lid.x + z_s] > z_red[z_lid.x]) || ((z_red[z_lid.x + z_s] == z_red[z_lid.x] || (z_isnan_f32(z_red[z_lid.x + z_s]) && z_isnan_f32(z_red[z_lid.x]))) && z_red_i[z_lid.x + z_s] < z_red_i[z_lid.x])) {
                 z_red[z_lid.x] = z_red[z_lid.x + z_s];
                 z_red_i[z_lid.x] = z_red_i[z_lid.x + z_s];
             }
@@ -60,7 +67,7 @@ fn argmax_final(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups)
     var z_acc: f32 = bitcast<f32>(0xff800000u);
     var z_acc_i: i32 = i32(2147483647);
     for (var z_t: i32 = i32(z_lid.x); z_t < P.z_groups; z_t = z_t + 256i) {
-        if (z_part[z_t] > z_acc || (z_part[z_t] == z_acc && z_part_i[z_t] < z_acc_i)) {
+        if ((z_isnan_f32(z_part[z_t]) && !z_isnan_f32(z_acc)) || (!z_isnan_f32(z_part[z_t]) && !z_isnan_f32(z_acc) && z_part[z_t] > z_acc) || ((z_part[z_t] == z_acc || (z_isnan_f32(z_part[z_t]) && z_isnan_f32(z_acc))) && z_part_i[z_t] < z_acc_i)) {
             z_acc = z_part[z_t];
             z_acc_i = z_part_i[z_t];
         }
@@ -70,7 +77,7 @@ fn argmax_final(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups)
     workgroupBarrier();
     for (var z_s: u32 = 128u; z_s > 0u; z_s = z_s >> 1u) {
         if (z_lid.x < z_s) {
-            if (z_red[z_lid.x + z_s] > z_red[z_lid.x] || (z_red[z_lid.x + z_s] == z_red[z_lid.x] && z_red_i[z_lid.x + z_s] < z_red_i[z_lid.x])) {
+            if ((z_isnan_f32(z_red[z_lid.x + z_s]) && !z_isnan_f32(z_red[z_lid.x])) || (!z_isnan_f32(z_red[z_lid.x + z_s]) && !z_isnan_f32(z_red[z_lid.x]) && z_red[z_lid.x + z_s] > z_red[z_lid.x]) || ((z_red[z_lid.x + z_s] == z_red[z_lid.x] || (z_isnan_f32(z_red[z_lid.x + z_s]) && z_isnan_f32(z_red[z_lid.x]))) && z_red_i[z_lid.x + z_s] < z_red_i[z_lid.x])) {
                 z_red[z_lid.x] = z_red[z_lid.x + z_s];
                 z_red_i[z_lid.x] = z_red_i[z_lid.x + z_s];
             }

@@ -26,10 +26,16 @@ struct Params {
 var<workgroup> z_As: array<vec4<f32>, 256>;
 var<workgroup> z_Bs: array<vec4<f32>, 256>;
 
+fn z_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+// max and min propagate NaN, as numpy's maximum and minimum do
+fn z_max_f32(a: f32, b: f32) -> f32 {
+    if (z_isnan_f32(a) || z_isnan_f32(b)) { return a + b; } return max(a, b); }
+fn z_min_f32(a: f32, b: f32) -> f32 {
+    if (z_isnan_f32(a) || z_isnan_f32(b)) { return a + b; } return min(a, b); }
 fn z_store(z_i: i32, z_j: i32, z_b: i32, z_acc: f32) {
     if (z_i >= P.z_n_i || z_j >= P.z_n_j) { return; }
     // line 7: out[i, j] = max(sum + bias[j], 0.0)
-    out[(z_i) * P.out_d1 + z_j] = max((z_acc + bias[z_j]), 0.0f);
+    out[(z_i) * P.out_d1 + z_j] = z_max_f32((z_acc + bias[z_j]), 0.0f);
 }
 
 @compute @workgroup_size(256, 1, 1)

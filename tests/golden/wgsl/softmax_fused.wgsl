@@ -15,6 +15,13 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> z_scratch_f32: array<f32>;
 @group(0) @binding(3) var<uniform> P: Params;
 
+fn z_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+// max and min propagate NaN, as numpy's maximum and minimum do
+fn z_max_f32(a: f32, b: f32) -> f32 {
+    if (z_isnan_f32(a) || z_isnan_f32(b)) { return a + b; } return max(a, b); }
+fn z_min_f32(a: f32, b: f32) -> f32 {
+    if (z_isnan_f32(a) || z_isnan_f32(b)) { return a + b; } return min(a, b); }
+
 @compute @workgroup_size(256, 1, 1)
 fn softmax_fused(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
     let z_slot: i32 = i32(z_wg.x + z_wg.y * z_nwg.x + z_wg.z * z_nwg.x * z_nwg.y) * 256i + i32(z_lid.x);
@@ -23,7 +30,7 @@ fn softmax_fused(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
     // line 3: let max_val = reduce(max, logits)
     var z_red1: f32 = bitcast<f32>(0xff800000u);
     for (var z_r2: i32 = 0i; z_r2 < P.logits_d0; z_r2 = z_r2 + 1i) {
-        z_red1 = max(z_red1, logits[z_r2]);
+        z_red1 = z_max_f32(z_red1, logits[z_r2]);
     }
     let max_val: f32 = z_red1;
     // line 4: let shifted = logits - max_val

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import cache as kcache
-from ...compiler import cir
+from ...compiler import cir, errflag
 from ...compiler.codegen import c as c_codegen
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError
@@ -221,7 +221,7 @@ class NativeCpuDevice(Device):
         fn = lib.zyn_kernel
         fn.restype = None
         fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_double),
-                       ctypes.POINTER(ctypes.c_longlong)]
+                       ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_int)]
         return CompiledC(program, lib, fn, path, time.perf_counter() - t0)
 
     def _use(self, payload: bytes):
@@ -291,8 +291,10 @@ class NativeCpuDevice(Device):
         fargs = (ctypes.c_double * max(1, len(fvals)))(*fvals)
         iargs = (ctypes.c_longlong * max(1, len(ivals)))(*ivals)
         t2 = time.perf_counter()
-        compiled.fn(ptrs, fargs, iargs)
+        err = (ctypes.c_int * errflag.WORDS)()
+        compiled.fn(ptrs, fargs, iargs, err)
         t3 = time.perf_counter()
+        errflag.raise_if_failed(compiled.program.error_sites, err, kernel)
         times = LaunchTimes(compile=0.0 if had else t1 - t0, upload=t2 - t1, kernel=t3 - t2,
                             download=0.0, source="host-clock")
         geometry = {"executor": "compiled C++", "schedule": compiled.program.schedule,

@@ -870,7 +870,29 @@ class ReferenceExecutor:
         lanes = _lanes_of(va, vb)
         if op == "@":
             return Val(np.matmul(x, y), lanes)
+        if op in ("/", "%") and not is_float(e.ty.dtype):
+            self._check_divisor(op, x, y, lanes, e.ty.dtype)
         return Val(_array_op(op, x, y, e.ty.dtype), lanes)
+
+    def _check_divisor(self, op, x, y, lanes, dtype):
+        """Integer division by zero (and MIN / -1) in an active lane is an error."""
+        zero = np.asarray(y) == 0
+        over = np.zeros((), bool)
+        if op == "/" and dtype in _SIGNED_BITS:
+            over = (np.asarray(y) == -1) & (np.asarray(x) == -(1 << (_SIGNED_BITS[dtype] - 1)))
+        for bad, what in ((zero, "zero"), (over, "overflow")):
+            if not np.any(bad):
+                continue
+            if self.mask is not None:
+                m = _align([Val(bad, lanes), self.mask])
+                bad = np.logical_and(*np.broadcast_arrays(m[0], m[1]))
+                if not np.any(bad):
+                    continue
+            if what == "zero":
+                raise ZynMLRuntimeError("integer division by zero" if op == "/"
+                                        else "integer remainder by zero")
+            value = -(1 << (_SIGNED_BITS[dtype] - 1))
+            raise ZynMLRuntimeError(f"integer overflow: {value} / -1 does not fit its integer type")
 
     def call(self, e: cir.Call):
         fn = e.fn
@@ -1020,10 +1042,16 @@ def _python_number(x) -> bool:
     return type(x) in (int, float)
 
 
+_SIGNED_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
+
+
 def _scalar_op(op, a, b, dtype):
     if op == "/" and not is_float(dtype):
         if b == 0:
             raise ZynMLRuntimeError("integer division by zero")
+        if dtype in _SIGNED_BITS and b == -1 and a == -(1 << (_SIGNED_BITS[dtype] - 1)) \
+                and not (_python_number(a) and _python_number(b)):
+            raise ZynMLRuntimeError(f"integer overflow: {int(a)} / -1 does not fit its integer type")
         q = abs(int(a)) // abs(int(b))
         return q if (a >= 0) == (b >= 0) else -q
     if op == "%" and not is_float(dtype):

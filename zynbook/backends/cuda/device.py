@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from ... import cache as kcache
-from ...compiler import cir
+from ...compiler import cir, errflag
 from ...compiler.codegen import cuda as cuda_codegen
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLRuntimeError
@@ -110,10 +110,27 @@ class CompiledCuda:
         return {name: cp.empty(max(1, n), dtype=storage_dtype(dt))
                 for name, (dt, n) in self.program.scratch.items()}
 
-    def launch_raw(self, buffers, scalars: dict, stream=None, scratch=None):
-        """Launch every step on `buffers` (inputs then output, CuPy arrays in storage dtype)."""
+    def error_flag(self):
+        """The flag buffer for one launch (compiler/errflag.py): a fresh zeroed one when
+        the program can fail, else one shared buffer that no kernel writes."""
+        cp = _cp()
+        if self.program.error_sites:
+            return cp.zeros(errflag.WORDS, dtype=np.int32)
+        if getattr(self, "_no_err", None) is None:
+            self._no_err = cp.zeros(errflag.WORDS, dtype=np.int32)
+        return self._no_err
+
+    def check_error_flag(self, err):
+        """Raise the ZynML error a launch reported in `err` (after it finished)."""
+        if self.program.error_sites:
+            errflag.raise_if_failed(self.program.error_sites, err.get(), self.kernel)
+
+    def launch_raw(self, buffers, scalars: dict, stream=None, scratch=None, err=None):
+        """Launch every step on `buffers` (inputs then output, CuPy arrays in storage dtype);
+        every kernel takes the error flag `err` last."""
         cp = _cp()
         scratch = scratch if scratch is not None else self.scratch()
+        err = err if err is not None else self.error_flag()
         scalar_args = []
         for s in self.kernel.scalars:
             if s.name in self.program_sizes:
@@ -128,6 +145,7 @@ class CompiledCuda:
                     args.extend(scalar_args)
                 elif a.startswith("scratch:"):
                     args.append(scratch[a.split(":", 1)[1]])
+            args.append(err)
             f = self.function(step.func)
             try:
                 f(step.grid, step.block, tuple(args), shared_mem=step.smem, stream=stream)
@@ -380,14 +398,16 @@ class CudaDevice(Device):
                 except cp.cuda.memory.OutOfMemoryError as err:
                     raise ZynMLMemoryError(f"out of GPU memory on {self.id}: {err}") from None
                 scratch = compiled.scratch()
+                flag = compiled.error_flag()
                 start, end = cp.cuda.Event(), cp.cuda.Event()
                 start.record(stream)
-                compiled.launch_raw(bufs + [out], scalars, stream=stream, scratch=scratch)
+                compiled.launch_raw(bufs + [out], scalars, stream=stream, scratch=scratch, err=flag)
                 end.record(stream)
                 try:
                     end.synchronize()
                 except Exception as err:
                     raise ZynMLRuntimeError(f"kernel `{kernel.name}` failed on {self.id}: {err}") from None
+                compiled.check_error_flag(flag)
                 times.kernel = cp.cuda.get_elapsed_time(start, end) / 1000.0
                 if kernel.output.dtype == "bf16":
                     out = bf16_bits_to_f32(out)

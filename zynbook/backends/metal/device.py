@@ -12,7 +12,7 @@ import numpy as np
 import Metal
 
 from ... import cache as kcache
-from ...compiler import cir
+from ...compiler import cir, errflag
 from ...compiler.codegen import msl
 from ...errors import ZynMLDeviceError, ZynMLRuntimeError
 from ..base import Device, Launch, LaunchTimes
@@ -120,6 +120,9 @@ class MetalDevice(Device):
                 bufs[s.index] = self.mtl.newBufferWithLength_options_(max(nbytes, 1), SHARED)
             elif s.role == "scratch":
                 bufs[s.index] = self.mtl.newBufferWithLength_options_(max(s.count, 1) * 8, SHARED)
+            elif s.role == "error":         # compiler/errflag.py: zeroed, read after the launch
+                bufs[s.index] = self.mtl.newBufferWithBytes_length_options_(
+                    bytes(4 * errflag.WORDS), 4 * errflag.WORDS, SHARED)
             else:
                 data = prog.pack_args(scalars)
                 bufs[s.index] = self.mtl.newBufferWithBytes_length_options_(data, len(data), SHARED)
@@ -139,6 +142,11 @@ class MetalDevice(Device):
             if cb.status() == Metal.MTLCommandBufferStatusError:
                 raise ZynMLRuntimeError(f"kernel `{kernel.name}` failed on {self.id}: {cb.error()}")
             times.kernel = float(cb.GPUEndTime() - cb.GPUStartTime())
+        for s in prog.slots:
+            if s.role == "error" and prog.error_sites:
+                words = np.frombuffer(bytes(bufs[s.index].contents().as_buffer(4 * errflag.WORDS)),
+                                      np.int32)
+                errflag.raise_if_failed(prog.error_sites, words, kernel)
         t0 = time.perf_counter()
         out_slot = next(s for s in prog.slots if s.role == "output")
         nbytes = n_out * np.dtype(NP_DTYPES[out_slot.dtype]).itemsize

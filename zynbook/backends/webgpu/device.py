@@ -7,6 +7,7 @@ name the same `WebGPUDevice` object, whose `.id` is the backend id and `.aliases
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -15,7 +16,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from ... import cache as kcache
-from ...compiler import cir
+from ...compiler import cir, errflag
 from ...compiler.codegen import wgsl
 from ...errors import ZynMLDeviceError, ZynMLError
 from ..base import Device, Launch, LaunchTimes
@@ -162,10 +163,14 @@ class WebGPUDevice(Device):
                                 features=sorted(self.features)),
             versions=kcache.parts(wgpu=self.wgsl_version))
 
-    def compile(self, kernel: cir.Kernel) -> rt.CompiledProgram:
+    def compile(self, kernel: cir.Kernel, sizes: dict | None = None) -> rt.CompiledProgram:
         """The kernel's WGSL compiled into pipelines (kept in the memory cache by
-        `cache_key`). Adapter-limit problems raise ZynMLDeviceError here, before anything runs."""
+        `cache_key`). Adapter-limit problems raise ZynMLDeviceError here, before anything runs.
+        With the launch's `sizes`, the program is specialised on which sizes are equal (so
+        the bounds analysis proves the common indices in range and guards only the rest)."""
         opts = self.options()
+        if sizes:
+            opts = dataclasses.replace(opts, equal_sizes=_equal_sizes(kernel, sizes))
         return self.cache.memo(self.cache_key(kernel, opts), lambda: self._compile(kernel, opts))
 
     def _compile(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions) -> rt.CompiledProgram:
@@ -276,7 +281,7 @@ class WebGPUDevice(Device):
         wgpu = rt.load_wgpu()
         t0 = time.perf_counter()
         was_cached = len(self.cache)
-        compiled = self.compile(kernel)
+        compiled = self.compile(kernel, sizes)
         t_compile = time.perf_counter() - t0 if len(self.cache) != was_cached else 0.0
         prog = compiled.program
         out_shape = cir.output_shape(kernel, sizes)
@@ -307,6 +312,10 @@ class WebGPUDevice(Device):
         for st, count in prog.scratch.items():
             n = int(count(env)) * _slots(prog, env)
             buffers[f"@scratch_{st}"] = self._buffer(max(1, n) * 4, f"scratch {st}")
+        err_buf = None
+        if any(b.buffer == "@error" for b in prog.bindings):
+            # compiler/errflag.py: zeroed when created, read after the launch
+            err_buf = buffers["@error"] = self._buffer(4 * errflag.WORDS, "error flag")
         part = getattr(prog, "partials", None)
         for b in prog.bindings:
             if b.buffer in ("@partials", "@partials_i"):
@@ -378,6 +387,9 @@ class WebGPUDevice(Device):
             if kernel_s is None:
                 dev.synchronize()
                 kernel_s = time.perf_counter() - t_submit
+            if err_buf is not None:
+                words = np.frombuffer(dev.device.queue.read_buffer(err_buf), dtype=np.int32)
+                errflag.raise_if_failed(prog.error_sites, words, kernel, sizes)
             t3 = time.perf_counter()
             result = WebGPUArray(dev, out_buf, out_shape, out_b.dtype, out_storage)
             if mapped:
@@ -401,6 +413,15 @@ class WebGPUDevice(Device):
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _equal_sizes(kernel: cir.Kernel, sizes: dict) -> tuple:
+    """The kernel's size names grouped by equal value at this launch (groups of two or more)."""
+    groups: dict = {}
+    for name in kernel.dims:
+        if name in sizes:
+            groups.setdefault(int(sizes[name]), []).append(name)
+    return tuple(sorted(tuple(sorted(g)) for g in groups.values() if len(g) > 1))
 
 
 def _slots(prog, env) -> int:

@@ -39,7 +39,7 @@ from .. import cir
 from .spec_patterns import match_spec_attention
 from .cstyle import (BufInfo, CStyleRenderer, Emitter, GenericSchedules, Unsupported,
                      _strides, assigned_vars, ceil_div, cname, declared_vars, free_vars, has_node,
-                     inline_tile_lets, prelude_helpers, prelude_span_len,
+                     inline_tile_lets, prelude_guards, prelude_helpers, prelude_span_len,
                      raise_unsupported, static_value, trip_count)
 
 ENTRY = "zyn_kernel"
@@ -57,14 +57,19 @@ PRELUDE = (r"""#include <math.h>
     + r"""template <typename T> static inline T zyn_ipow(T a, T b) { T r = 1; for (T i = 0; i < b; ++i) r *= a; return r; }
 """
     + prelude_span_len("static inline ")
+    + prelude_guards("static inline ", "int*",
+                     "int z = 0; if (__atomic_compare_exchange_n(e, &z, site, false, __ATOMIC_RELAXED, "
+                     "__ATOMIC_RELAXED)) __atomic_store_n(e + 1, (int)v, __ATOMIC_RELAXED);")
     + r"""static inline float zyn_silu(float x) { return x / (1.0f + expf(-x)); }
 static inline double zyn_silu(double x) { return x / (1.0 + exp(-x)); }
 static inline float zyn_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 static inline double zyn_gelu(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }
-// (value, index) pairs: the better value wins, the smaller index on ties
+// (value, index) pairs: the better value wins, the smaller index on ties; NaN is better
+// than any number (numpy's argmax/argmin return the first NaN)
 template <bool IS_MAX, typename T, typename I> static inline void zyn_arg_combine(T& v, I& i, T v2, I i2) {
-    const bool better = IS_MAX ? (v2 > v) : (v2 < v);
-    if (better || (v2 == v && i2 < i)) { v = v2; i = i2; }
+    const bool n1 = v != v, n2 = v2 != v2;
+    const bool better = n2 ? !n1 : (!n1 && (IS_MAX ? (v2 > v) : (v2 < v)));
+    if (better || ((v2 == v || (n1 && n2)) && i2 < i)) { v = v2; i = i2; }
 }
 // scratch too large for the stack, freed when its scope ends
 template <typename T> struct ZynHeap {
@@ -98,6 +103,7 @@ class CProgram:
     schedule: str = ""
     line_map: dict = field(default_factory=dict)   # generated line (1-based) -> ZynML line
     openmp: bool = True
+    error_sites: tuple = ()     # compiler/errflag.py: what the kernel may report
 
 
 class CRenderer(CStyleRenderer, GenericSchedules):
@@ -243,6 +249,10 @@ class CRenderer(CStyleRenderer, GenericSchedules):
     # ---- reduce kernels -------------------------------------------------------------------
 
     def reduce_body(self, em: Emitter, scope, p):
+        if p.op == "+" and p.ydt in ("f32", "f16", "bf16"):
+            # sums of floats accumulate in double: as accurate as a GPU's tree, at the speed
+            # of the (in order, so scalar) float loop
+            p.ct = "double"
         self.stmts(em, p.nest.prologue, scope)
         if p.axis is None:
             self._reduce_all(em, scope, p)
@@ -360,8 +370,8 @@ class CRenderer(CStyleRenderer, GenericSchedules):
         text += "\n"
         lines = text.split("\n")[:-1]
         lines.append(f"{self.kernel_prefix} {ENTRY}(void* const* zyn_bufs, const double* zyn_fargs, "
-                     "const long long* zyn_iargs) {")
-        lines.append("    (void)zyn_fargs; (void)zyn_iargs;")
+                     "const long long* zyn_iargs, int* zyn_err) {")
+        lines.append("    (void)zyn_fargs; (void)zyn_iargs; (void)zyn_err;")
         for n, b in enumerate(list(k.inputs) + [k.output]):
             info = self.buffers[b.name]
             const = "const " if info.const else ""
@@ -395,7 +405,7 @@ def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True) -> CPro
             r.stmts(em, body, scope)
         source, line_map = r.assemble(em)
         return CProgram(kernel.name, source, list(r.args), "; ".join(r.schedule_notes) or "serial",
-                        line_map, openmp)
+                        line_map, openmp, r.errs.as_tuple())
     except Unsupported as err:
         raise_unsupported(kernel, err, "C")
 

@@ -30,9 +30,12 @@ collectives. Renderers keep launch geometry, kernel signatures and preludes.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 
 from .. import cir
+from .. import errflag
+from ..passes.bounds import Facts
 from ...errors import ZynMLDeviceError, Span
 
 
@@ -88,14 +91,28 @@ C_RESERVED = {
 }
 
 
+# Every name the user chose (buffers, sizes, scalars, locals, loop variables, the kernel)
+# is spelled with this prefix in C, CUDA and MSL, and nothing the renderers generate starts
+# with it (generated names start with `_`, `zyn_` or `ZYN_`, or are words of a schedule's
+# template): so no ZynML name can meet a C keyword, a macro of the headers (INFINITY, NULL,
+# NAN, ...), a math function or a name a schedule declares (`acc`, `MM`, ...).
+USER_PREFIX = "u_"
+
+
 def cname(name: str) -> str:
-    """A C identifier for a ZynML name (`weights.qkv_proj` -> `weights_qkv_proj`)."""
-    s = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    if not s or s[0].isdigit():
-        s = "v_" + s
-    if s in C_RESERVED or s.startswith("zyn_") or s.startswith("__"):
-        s = s + "_"
-    return s
+    """The C identifier of a ZynML name: `x` -> `u_x` (see USER_PREFIX). CIR names are
+    identifiers already (lowering gives `w.a` a name of its own)."""
+    return USER_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def comment_safe(text: str) -> str:
+    """ZynML text as the body of a `//` comment: one line that cannot splice the next one
+    (no trailing backslash), end a block comment or form a trigraph."""
+    text = text.replace("\r", " ").replace("\n", " ").replace("*/", "* /").replace("??", "? ?")
+    text = text.rstrip()
+    if text.endswith("\\"):
+        text += " (the line ends with a backslash)"
+    return text
 
 
 # ------------------------------------------------------------------------ analysis
@@ -338,10 +355,56 @@ def pow2_at_least(n: int, lo: int, hi: int) -> int:
 def prelude_helpers(q: str) -> str:
     """Prelude text shared by the C-like languages; `q` qualifies each function."""
     return "\n".join([
-        f"template <typename T> {q}T zyn_min(T a, T b) {{ return b < a ? b : a; }}",
-        f"template <typename T> {q}T zyn_max(T a, T b) {{ return a < b ? b : a; }}",
+        # NaN propagates, as numpy's minimum/maximum (the reference) do
+        f"template <typename T> {q}T zyn_min(T a, T b) {{ return (b < a || b != b) ? b : a; }}",
+        f"template <typename T> {q}T zyn_max(T a, T b) {{ return (a < b || b != b) ? b : a; }}",
         f"template <typename T> {q}T zyn_iabs(T a) {{ return a < 0 ? -a : a; }}",
         f"template <typename T> {q}T zyn_sq(T a) {{ return a * a; }}"]) + "\n"
+
+
+class _SiteContext(threading.local):
+    """The error sites of the program being rendered: every renderer a program's schedule
+    creates adds to the same list, so site numbers are unique in the program."""
+
+    def __init__(self):
+        self.stack: list = []
+
+    def collect(self) -> "errflag.ErrorSites":
+        self.stack.append(errflag.ErrorSites())
+        return self.stack[-1]
+
+    def stop(self):
+        self.stack.pop()
+
+    @property
+    def current(self):
+        return self.stack[-1] if self.stack else None
+
+
+SITES = _SiteContext()
+
+
+def prelude_guards(q: str, err: str, fail: str, long_t: str = "long long",
+                   ulong_t: str = "unsigned long long") -> str:
+    """The checks of the error flag (compiler/errflag.py): `fail` is the body of
+    `zyn_fail(e, site, v)` (first failure wins); `err` the flag pointer's type."""
+    return (f"{q}void zyn_fail({err} e, int site, {long_t} v) {{ {fail} }}\n"
+            f"// an index outside 0..n-1 fails the site and reads element 0 instead\n"
+            f"template <typename T> {q}T zyn_chk(T i, T n, {err} e, int site) {{\n"
+            f"    if (i < 0 || i >= n) {{ zyn_fail(e, site, ({long_t})i); return 0; }} return i; }}\n"
+            f"template <typename T> {q}bool zyn_in(T i, T n, {err} e, int site) {{\n"
+            f"    if (i < 0 || i >= n) {{ zyn_fail(e, site, ({long_t})i); return false; }} return true; }}\n"
+            f"template <typename T> {q}bool zyn_is_tmin(T a) {{\n"
+            f"    return (T)-1 < (T)0 && a == (T)(({ulong_t})1 << (sizeof(T) * 8 - 1)); }}\n"
+            f"// integer division and remainder as C (truncating); by 0 (and MIN / -1) they fail\n"
+            f"template <typename T> {q}T zyn_idiv(T a, T b, {err} e, int s0, int sov) {{\n"
+            f"    if (b == 0) {{ zyn_fail(e, s0, ({long_t})a); return 0; }}\n"
+            f"    if (b == (T)-1 && zyn_is_tmin(a)) {{ zyn_fail(e, sov, ({long_t})a); return 0; }}\n"
+            f"    return a / b; }}\n"
+            f"template <typename T> {q}T zyn_irem(T a, T b, {err} e, int s0) {{\n"
+            f"    if (b == 0) {{ zyn_fail(e, s0, ({long_t})a); return 0; }}\n"
+            f"    if (b == (T)-1 && (T)-1 < (T)0) return 0;\n"
+            f"    return a % b; }}\n")
 
 
 def prelude_span_len(q: str) -> str:
@@ -351,8 +414,8 @@ def prelude_span_len(q: str) -> str:
 
 def prelude_functors(q: str) -> str:
     """The reduction functors (OP_FUNCTOR) of the prelude."""
-    ops = (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "a < b ? b : a"),
-           ("ZynMin", "b < a ? b : a"), ("ZynAnd", "a && b"), ("ZynOr", "a || b"))
+    ops = (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "(a < b || b != b) ? b : a"),
+           ("ZynMin", "(b < a || b != b) ? b : a"), ("ZynAnd", "a && b"), ("ZynOr", "a || b"))
     return "".join(f"struct {name} {{ template <typename T> {q}T operator()(T a, T b) const "
                    f"{{ return {body}; }} }};\n" for name, body in ops)
 
@@ -434,7 +497,7 @@ class CStyleRenderer:
     def math_call(self, fn: str, args: list, dtype: str) -> str:
         f = "" if dtype == "f64" else "f"
         if fn == "relu":
-            return f"fmax{f}({args[0]}, 0.0{f})"
+            return f"zyn_max({args[0]}, {self.float_literal(0.0, dtype)})"
         if fn == "sigmoid":
             return f"(1.0{f} / (1.0{f} + exp{f}(-({args[0]}))))"
         if fn == "silu":
@@ -448,9 +511,9 @@ class CStyleRenderer:
         if fn == "abs":
             return f"fabs{f}({args[0]})"
         if fn in ("min", "max"):
-            return fold_call(f"f{fn}{f}", args)
+            return fold_call(f"zyn_{fn}", args)
         if fn == "clamp":
-            return f"fmin{f}(fmax{f}({args[0]}, {args[1]}), {args[2]})"
+            return f"zyn_min(zyn_max({args[0]}, {args[1]}), {args[2]})"
         if fn == "pow":
             return f"pow{f}({args[0]}, {args[1]})"
         return f"{fn}{f}({', '.join(args)})"
@@ -519,6 +582,10 @@ class CStyleRenderer:
         self.taken_names = set(cname(n) for n in self.buffers) | set(cname(d) for d in self.sizes)
         for s in kernel.scalars:
             self.root.vars[s.name] = (cname(s.name), s.dtype, ())
+        # what may fail at run time (compiler/errflag.py) and what is provably safe
+        self.errs = SITES.current if SITES.current is not None else errflag.ErrorSites()
+        self.facts = Facts(kernel.body, self.sizes, kernel.dims)
+        self.cur_line = kernel.first_line
 
     def new_tmp(self, stem="t") -> str:
         self.tmp_counter += 1
@@ -528,8 +595,60 @@ class CStyleRenderer:
         out = []
         for name in self.kernel.dims:
             if name in self.sizes:
-                out.append(f"constexpr {self.idx} {cname(name)} = {self.sizes[name]};")
+                v = self.sizes[name]
+                t = self.idx if -2 ** 31 <= v < 2 ** 31 else self.long_index_type
+                out.append(f"constexpr {t} {cname(name)} = {self.literal(v, 'i64' if t != 'int' else 'i32')};")
         return out
+
+    # ---- guards (compiler/errflag.py; what needs one: compiler/passes/bounds.py) ----------
+
+    err_ref = "zyn_err"             # the flag pointer inside a kernel body
+    check_type = "long long"        # indices are checked in this type (no truncation first)
+
+    def guarded_index(self, buf: "BufInfo", index, texts: list) -> tuple:
+        """(index texts, conditions): entries the analysis cannot prove in range are
+        checked; for a load the text itself checks (`zyn_chk`), for a store the caller
+        tests the conditions (`zyn_in`) and skips the store."""
+        out, conds = [], []
+        for k, (ix, t) in enumerate(zip(index, texts)):
+            t2, cond = self.guard_one(buf, k, ix, t)
+            out.append(t2)
+            if cond:
+                conds.append(cond)
+        return out, conds
+
+    def guard_one(self, buf: "BufInfo", k: int, ix, t: str) -> tuple:
+        """(checked text, condition or None) of index entry k of `buf`."""
+        if k >= len(buf.shape) or isinstance(ix, (cir.Span, _Text)) \
+                or self.facts.index_in_range(ix, buf.shape[k]):
+            return t, None
+        site = self.errs.add(errflag.INDEX, self.cur_line, buf.name, buf.shape[k])
+        ct = self.check_type
+        return (f"zyn_chk<{ct}>({t}, ({ct}){buf.shape[k]}, {self.err_ref}, {site})",
+                f"zyn_in<{ct}>({t}, ({ct}){buf.shape[k]}, {self.err_ref}, {site})")
+
+    def int_divide(self, op: str, a: str, b: str, divisor, dtype: str) -> str:
+        """`a / b` or `a % b` on integers, checked unless the divisor is provably safe."""
+        nonzero, not_minus_one = self.facts.divisor_safe(divisor) if divisor is not None \
+            else (False, False)
+        signed = not dtype.startswith("u") and dtype != "bool"
+        if nonzero and (not_minus_one or not signed):
+            return f"({a} {op} {b})"
+        ct = self.compute_type(dtype)
+        if op == "/":
+            s0 = self.errs.add(errflag.DIV_ZERO, self.cur_line)
+            sov = self.errs.add(errflag.DIV_OVERFLOW, self.cur_line)
+            return f"zyn_idiv<{ct}>({a}, {b}, {self.err_ref}, {s0}, {sov})"
+        s0 = self.errs.add(errflag.REM_ZERO, self.cur_line)
+        return f"zyn_irem<{ct}>({a}, {b}, {self.err_ref}, {s0})"
+
+    def operand(self, e, dtype: str, scope, pre) -> str:
+        """`e` as a value of `dtype`: a number is written in that type (an exact double for
+        f64, never a float literal widened), anything else converted."""
+        c = _const_value(e, self.facts.consts)
+        if c is not None and dtype in cir.FLOAT_DTYPES and not isinstance(c, bool):
+            return self.literal(c, dtype)
+        return self.cast_to(self.expr(e, scope, pre), e.ty.dtype, dtype)
 
     def kernel_params(self, extra: list[str] = ()) -> list[str]:
         ps = []
@@ -614,10 +733,12 @@ class CStyleRenderer:
                 if all(d == 1 for d in buf.shape[len(e.index):]) and not any(
                         isinstance(i, cir.Span) for i in e.index):
                     idx = [self.index_expr(i, scope, pre) for i in e.index]
+                    idx = self.guarded_index(buf, e.index, idx)[0]
                     idx += ["0"] * (len(buf.shape) - len(idx))
                     return self.load_value(f"{buf.c}[{self.offset(buf, idx)}]", buf.dtype)
                 raise Unsupported(f"slice `{cir.format_expr(e)}` used as a scalar")
             idx = [self.index_expr(i, scope, pre) for i in e.index]
+            idx = self.guarded_index(buf, e.index, idx)[0]
             return self.load_value(f"{buf.c}[{self.offset(buf, idx)}]", buf.dtype)
         if isinstance(e, cir.Bin):
             return self.bin_expr(e, scope, pre)
@@ -627,14 +748,17 @@ class CStyleRenderer:
                 return f"(-{x})"
             return f"(!{x})"
         if isinstance(e, cir.Cast):
+            c = _const_value(e.operand, self.facts.consts)
+            if c is not None and e.ty.dtype in cir.FLOAT_DTYPES and not isinstance(c, bool):
+                return self.literal(c, e.ty.dtype)
             x = self.expr(e.operand, scope, pre)
             if e.ty.dtype == "bool":
                 return f"(({x}) != 0)"
             return f"(({self.compute_type(e.ty.dtype)})({x}))"
         if isinstance(e, cir.Select):
             c = self.expr(e.cond, scope, pre)
-            a = self.cast_to(self.expr(e.if_true, scope, pre), e.if_true.ty.dtype, e.ty.dtype)
-            b = self.cast_to(self.expr(e.if_false, scope, pre), e.if_false.ty.dtype, e.ty.dtype)
+            a = self.operand(e.if_true, e.ty.dtype, scope, pre)
+            b = self.operand(e.if_false, e.ty.dtype, scope, pre)
             return f"(({c}) ? {a} : {b})"
         if isinstance(e, cir.Call):
             return self.call_expr(e, scope, pre)
@@ -650,11 +774,27 @@ class CStyleRenderer:
             return f"(({self.idx})({text}))"
         return text
 
-    def bin_expr(self, e: cir.Bin, scope, pre) -> str:
+    def bin_expr(self, e: cir.Bin, scope, pre, divisor=None) -> str:
         op = e.op
         lt, rt = e.left.ty.dtype, e.right.ty.dtype
-        a = self.expr(e.left, scope, pre)
-        b = self.expr(e.right, scope, pre)
+        dt = e.ty.dtype
+        if op in ("<", "<=", ">", ">=", "==", "!="):
+            # a number compared with a float is written in that float's type
+            fl = [t for t in (lt, rt) if t in cir.FLOAT_DTYPES]
+            ct = ("f64" if "f64" in fl else fl[0]) if fl else None
+        else:
+            ct = dt if dt in cir.FLOAT_DTYPES else None
+
+        def side(x):
+            c = _const_value(x, self.facts.consts)
+            if ct and c is not None and not isinstance(c, bool):
+                return self.literal(c, ct)
+            return self.expr(x, scope, pre)
+        a, b = side(e.left), side(e.right)
+        if ct and _const_value(e.left, self.facts.consts) is not None:
+            lt = ct
+        if ct and _const_value(e.right, self.facts.consts) is not None:
+            rt = ct
         if op in ("and", "or"):
             return f"({a} {'&&' if op == 'and' else '||'} {b})"
         if op in ("<", "<=", ">", ">=", "==", "!="):
@@ -662,7 +802,6 @@ class CStyleRenderer:
                 ft = lt if lt in cir.FLOAT_DTYPES else rt
                 a, b = self.cast_to(a, lt, ft), self.cast_to(b, rt, ft)
             return f"({a} {op} {b})"
-        dt = e.ty.dtype
         a, b = self.cast_to(a, lt, dt), self.cast_to(b, rt, dt)
         if dt in cir.FLOAT_DTYPES:
             if op == "%":
@@ -677,6 +816,8 @@ class CStyleRenderer:
             return f"zyn_ipow({a}, {b})"
         if dt == "bool" and op in ("+", "*"):
             return f"({a} {'||' if op == '+' else '&&'} {b})"
+        if op in ("/", "%"):
+            return self.int_divide(op, a, b, e.right if divisor is None else divisor, dt)
         return f"({a} {op} {b})"
 
     def call_expr(self, e: cir.Call, scope, pre) -> str:
@@ -687,7 +828,7 @@ class CStyleRenderer:
                 return self.reduce_expr(cir.Reduce("+", e.args[0], None, e.ty), scope, pre)
             raise Unsupported(f"{e.fn}() of a tile used as a scalar")
         dt = e.ty.dtype
-        args = [self.cast_to(self.expr(a, scope, pre), a.ty.dtype, dt) for a in e.args]
+        args = [self.operand(a, dt, scope, pre) for a in e.args]
         if dt in cir.FLOAT_DTYPES:
             return self.math_call(e.fn, args, dt)
         if e.fn in ("min", "max", "abs", "clamp", "relu", "floor", "ceil", "round"):
@@ -780,7 +921,7 @@ class CStyleRenderer:
                     full.append(f"zyn_max(({self.idx})({st}), ({self.idx})0) + {idx[len(idx) - axes + k]}")
                     k += 1
                 else:
-                    full.append(self.index_expr(ix, scope, pre))
+                    full.append(self.guard_one(buf, pos, ix, self.index_expr(ix, scope, pre))[0])
             for d in range(len(e.index), len(buf.shape)):
                 full.append(idx[len(idx) - axes + k])
                 k += 1
@@ -806,7 +947,8 @@ class CStyleRenderer:
             b = self._operand_elem(e.right, e, idx, scope, pre)
             fake = cir.Bin(e.op, _Text(a, e.left.ty.dtype), _Text(b, e.right.ty.dtype),
                            cir.Ty(e.ty.dtype))
-            return self.bin_expr(fake, scope, pre)
+            return self.bin_expr(fake, scope, pre,
+                                 divisor=e.right if not e.right.ty.shape else None)
         if isinstance(e, cir.Unary):
             x = self._operand_elem(e.operand, e, idx, scope, pre)
             return f"(-{x})" if e.op == "neg" else f"(!{x})"
@@ -894,8 +1036,6 @@ class CStyleRenderer:
         if op in ("+", "*"):
             return f"{acc} = {acc} {op} {v};"
         if op in ("max", "min"):
-            if dtype in cir.FLOAT_DTYPES:
-                return f"{acc} = f{op}{'' if dtype == 'f64' else 'f'}({acc}, {v});"
             return f"{acc} = zyn_{op}({acc}, {v});"
         if op == "and":
             return f"{acc} = {acc} && {v};"
@@ -993,18 +1133,20 @@ class CStyleRenderer:
 
     def comment(self, em: Emitter, s: cir.Stmt):
         line = getattr(s, "line", 0)
+        self.cur_line = line or self.cur_line
         text = self.source_line(line)
         if text:
             em(f"// line {line}: {text.strip()}", line)
 
     def source_line(self, line: int) -> str:
+        """ZynML line `line`, safe inside a `//` comment (comment_safe)."""
         k = self.kernel
         if not line or not k.source:
             return ""
         rel = line - k.first_line if k.first_line else line - 1
         lines = k.source.splitlines()
         if 0 <= rel < len(lines):
-            return lines[rel]
+            return comment_safe(lines[rel])
         return ""
 
     def declare_local(self, em: Emitter, s: cir.Let, scope: Scope):
@@ -1035,11 +1177,7 @@ class CStyleRenderer:
             return
         v = self.expr(s.value, scope, pre)
         self.emit_pre(em, pre, line)
-        c = cname(s.name)
-        if scope.lookup(s.name) is not None or c in self.taken_names:
-            c = f"{c}_{self.tmp_counter}"
-            self.tmp_counter += 1
-        self.taken_names.add(c)
+        c = self.unique_name(cname(s.name), scope.lookup(s.name) is not None)
         ct = self.compute_type(s.value.ty.dtype)
         q = "" if s.mutable else "const "
         em(f"{q}{ct} {c} = {v};", line)
@@ -1081,11 +1219,15 @@ class CStyleRenderer:
             len(s.index) < len(buf.shape)
         if not tile_target:
             idx = [self.index_expr(i, scope, pre) for i in s.index]
-            val = self.expr(s.value, scope, pre) if not s.value.ty.shape else \
-                self.tile_elem(s.value, ["0"] * len(s.value.ty.shape), scope, pre)
-            val = self.cast_to(val, s.value.ty.dtype, buf.dtype)
+            _, conds = self.guarded_index(buf, s.index, idx)
+            if s.value.ty.shape:
+                val = self.tile_elem(s.value, ["0"] * len(s.value.ty.shape), scope, pre)
+                val = self.cast_to(val, s.value.ty.dtype, buf.dtype)
+            else:
+                val = self.operand(s.value, buf.dtype, scope, pre)
             self.emit_pre(em, pre, s.line)
-            em(f"{buf.c}[{self.offset(buf, idx)}] = {self.store_value(val, buf.dtype)};", s.line)
+            guard = f"if ({' && '.join(conds)}) " if conds else ""
+            em(f"{guard}{buf.c}[{self.offset(buf, idx)}] = {self.store_value(val, buf.dtype)};", s.line)
             return
         target = cir.Load(s.buffer, s.index, cir.Ty(buf.dtype, ("?",)))
         shape = self.tile_shape(target, scope, pre)
@@ -1123,8 +1265,10 @@ class CStyleRenderer:
         """(buffer, element offset, value) of an atomic update; what they need is emitted."""
         buf = self.buffer_of(s.buffer, scope)
         pre: list = []
+        self.cur_line = s.line or self.cur_line
         idx = [self.index_expr(i, scope, pre) for i in s.index]
-        v = self.cast_to(self.expr(s.value, scope, pre), s.value.ty.dtype, buf.dtype)
+        idx = self.guarded_index(buf, s.index, idx)[0]
+        v = self.operand(s.value, buf.dtype, scope, pre)
         self.emit_pre(em, pre, s.line)
         return buf, self.offset(buf, idx), v
 
@@ -1160,6 +1304,7 @@ class CStyleRenderer:
             self.stmt(em, s, scope)
 
     def stmt(self, em: Emitter, s, scope: Scope):
+        self.cur_line = getattr(s, "line", 0) or self.cur_line
         if isinstance(s, cir.Let):
             self.comment(em, s)
             self.declare_local(em, s, scope)
@@ -1173,7 +1318,7 @@ class CStyleRenderer:
                 self.assign_tile(em, c, shape, s.value, scope, s.line)
                 return
             pre: list = []
-            v = self.cast_to(self.expr(s.value, scope, pre), s.value.ty.dtype, dt)
+            v = self.operand(s.value, dt, scope, pre)
             self.emit_pre(em, pre, s.line)
             em(f"{c} = {v};", s.line)
         elif isinstance(s, cir.Store):
@@ -1213,10 +1358,15 @@ class CStyleRenderer:
             raise Unsupported(f"cannot render statement {type(s).__name__}")
 
     def loop_var_name(self, name: str) -> str:
-        c = cname(name)
-        if c in self.taken_names:
-            c = f"{c}_{self.tmp_counter}"
-            self.tmp_counter += 1
+        return self.unique_name(cname(name))
+
+    def unique_name(self, c: str, force: bool = False) -> str:
+        """`c`, or `c_N` when taken (or when `force`), never a name already given."""
+        if c in self.taken_names or force:
+            base = c
+            while c in self.taken_names or c == base:
+                c = f"{base}_{self.tmp_counter}"
+                self.tmp_counter += 1
         self.taken_names.add(c)
         return c
 
@@ -1244,6 +1394,19 @@ class _Text(cir.Expr):
     def __init__(self, text, dtype):
         object.__setattr__(self, "text", text)
         object.__setattr__(self, "ty", cir.Ty(dtype))
+
+
+def _const_value(e, consts: dict | None = None):
+    """The number a CIR constant (or its negation, or an immutable `let` of one: `consts`)
+    stands for, else None."""
+    if consts and isinstance(e, cir.Var) and e.name in consts and not e.ty.shape:
+        return consts[e.name]
+    if isinstance(e, cir.Const) and not e.ty.shape:
+        return e.value
+    if isinstance(e, cir.Unary) and e.op == "neg" and isinstance(e.operand, cir.Const) \
+            and not isinstance(e.operand.value, bool) and not e.operand.ty.shape:
+        return -e.operand.value
+    return None
 
 
 def _strip_load(text: str) -> str:
@@ -1632,6 +1795,7 @@ class GenericSchedules:
             self.block_stmt(em, s, scope, mutable)
 
     def block_stmt(self, em: Emitter, s, scope: Scope, mutable: set):
+        self.cur_line = getattr(s, "line", 0) or self.cur_line
         tid, nt = self.thread_id(), self.block_size()
         if isinstance(s, cir.Let):
             v = s.value

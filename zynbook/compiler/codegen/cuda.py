@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 
 from .. import cir
 from . import cstyle
+from .cstyle import SITES as _SITES
 from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported,
                      assigned_vars, ceil_div, classify_loop, cname, declared_vars, find_nest,
                      free_vars, has_node, has_tiles, inline_tile_lets, pow2_at_least,
-                     prelude_functors, prelude_helpers, prelude_span_len, raise_unsupported, stored_buffers, substitute, trip_count)
+                     prelude_functors, prelude_guards, prelude_helpers, prelude_span_len, raise_unsupported, stored_buffers, substitute, trip_count)
 from .spec_patterns import (ATTENTION_TEMPLATE, FLASH_TEMPLATE,  # noqa: F401 (re-exported)
                             match_spec_attention)
 
@@ -57,6 +58,8 @@ __device__ __forceinline__ float zyn_silu(float x) { return x / (1.0f + expf(-x)
 __device__ __forceinline__ double zyn_silu(double x) { return x / (1.0 + exp(-x)); }
 """
     + prelude_span_len(DEVICE_FN)
+    + prelude_guards(DEVICE_FN, "int*",
+                     "if (atomicCAS(e, 0, site) == 0) atomicExch(e + 1, (int)v);")
     + prelude_functors(DEVICE_FN)
     + r"""template <typename T, typename Op> __device__ __forceinline__ T zyn_warp_allreduce(T v, Op op) {
 #pragma unroll
@@ -74,10 +77,12 @@ template <typename T, typename Op> __device__ __forceinline__ T zyn_block_allred
     T r = lane < nw ? zyn_red[lane] : identity;
     return zyn_warp_allreduce(r, op);
 }
-// (value, index) pairs: the better value wins, the smaller index on ties
+// (value, index) pairs: the better value wins, the smaller index on ties; NaN is better
+// than any number (numpy's argmax/argmin return the first NaN)
 template <bool IS_MAX, typename T> __device__ __forceinline__ void zyn_arg_combine(T& v, long long& i, T v2, long long i2) {
-    bool better = IS_MAX ? (v2 > v) : (v2 < v);
-    if (better || (v2 == v && i2 < i)) { v = v2; i = i2; }
+    const bool n1 = v != v, n2 = v2 != v2;
+    const bool better = n2 ? !n1 : (!n1 && (IS_MAX ? (v2 > v) : (v2 < v)));
+    if (better || ((v2 == v || (n1 && n2)) && i2 < i)) { v = v2; i = i2; }
 }
 template <bool IS_MAX, typename T> __device__ __forceinline__ void zyn_warp_argreduce(T& v, long long& i) {
 #pragma unroll
@@ -131,6 +136,9 @@ class CudaProgram:
     line_map: dict = field(default_factory=dict)     # generated line (1-based) -> ZynML line
     unaligned_steps: list | None = None              # used when a pointer is not 16-byte aligned
     aligned_buffers: tuple = ()                      # buffers whose alignment the vector path needs
+    # compiler/errflag.py: what the kernels may report. Every kernel takes the flag pointer
+    # `int* zyn_err` as its last parameter (after the step's arguments)
+    error_sites: tuple = ()
 
 
 class CUDARenderer(CStyleRenderer, GenericSchedules):
@@ -248,7 +256,7 @@ class CUDARenderer(CStyleRenderer, GenericSchedules):
 
     def signature(self, name: str, extra: list[str] = (), bounds: int | None = None) -> str:
         lb = f" __launch_bounds__({bounds})" if bounds else ""
-        params = self.kernel_params(list(extra))
+        params = self.kernel_params(list(extra)) + [f"int* __restrict__ {self.err_ref}"]
         return f"{self.kernel_prefix}{lb} {name}(\n    " + ",\n    ".join(params) + ")"
 
 
@@ -262,10 +270,15 @@ def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: 
     missing = [d for d in kernel.dims if d not in sizes]
     if missing:
         raise Unsupported(f"sizes not bound: {', '.join(missing)}")
+    sites = _SITES.collect()
     try:
-        return _render(kernel, sizes, arch, options)
+        prog = _render(kernel, sizes, arch, options)
     except Unsupported as err:
         raise_unsupported(kernel, err, "CUDA")
+    finally:
+        _SITES.stop()
+    prog.error_sites = tuple(sites.sites)
+    return prog
 
 
 def _render(kernel, sizes, arch, options) -> CudaProgram:

@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from .. import cir
 from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Unsupported,
                      ceil_div, cname, fold_call, inline_tile_lets, pow2_at_least, prelude_functors,
-                     prelude_helpers, prelude_span_len, raise_unsupported)
+                     prelude_guards, prelude_helpers, prelude_span_len, raise_unsupported)
+from .cstyle import SITES as _SITES
 from .spec_patterns import match_spec_attention
 
 PRELUDE = (
@@ -50,6 +51,11 @@ PRELUDE = (
     + r"""template <typename T> inline T zyn_ipow(T a, T b) { T r = 1; for (T i = 0; i < b; ++i) r *= a; return r; }
 """
     + prelude_span_len("inline ")
+    + prelude_guards("inline ", "device atomic_int*",
+                     "int z = 0; while (!atomic_compare_exchange_weak_explicit(e, &z, site, "
+                     "memory_order_relaxed, memory_order_relaxed)) { if (z != 0) return; } "
+                     "atomic_store_explicit(e + 1, (int)v, memory_order_relaxed);",
+                     "long", "ulong")
     + r"""// pow with C semantics for a negative base and an integral exponent
 inline float zyn_pow(float a, float b) {
     if (a >= 0.0f || b != floor(b)) return pow(a, b);
@@ -77,8 +83,11 @@ inline float zyn_silu(float x) { return x / (1.0f + exp(-x)); }
     + r"""// SIMD-group reductions: every lane gets the result
 template <typename T> inline T zyn_simd_allreduce(T v, ZynAdd) { return simd_sum(v); }
 template <typename T> inline T zyn_simd_allreduce(T v, ZynMul) { return simd_product(v); }
-template <typename T> inline T zyn_simd_allreduce(T v, ZynMax) { return simd_max(v); }
-template <typename T> inline T zyn_simd_allreduce(T v, ZynMin) { return simd_min(v); }
+// max and min propagate NaN (as numpy does): a NaN in any lane is the result
+template <typename T> inline T zyn_simd_allreduce(T v, ZynMax) {
+    const T r = simd_max(v); return simd_max(v != v ? 1 : 0) != 0 ? T(NAN) : r; }
+template <typename T> inline T zyn_simd_allreduce(T v, ZynMin) {
+    const T r = simd_min(v); return simd_max(v != v ? 1 : 0) != 0 ? T(NAN) : r; }
 template <typename T> inline T zyn_simd_allreduce(T v, ZynAnd) { return simd_min(v != 0 ? 1 : 0); }
 template <typename T> inline T zyn_simd_allreduce(T v, ZynOr) { return simd_max(v != 0 ? 1 : 0); }
 // Every thread of the threadgroup gets the reduction of `v`: SIMD groups first, then one
@@ -92,10 +101,12 @@ template <typename T, typename Op> inline T zyn_group_allreduce(T v, Op op, T id
     T r = lane < nsg ? red[lane] : identity;
     return zyn_simd_allreduce(r, op);
 }
-// (value, index) pairs: the better value wins, the smaller index on ties
+// (value, index) pairs: the better value wins, the smaller index on ties; NaN is better
+// than any number (numpy's argmax/argmin return the first NaN)
 template <bool IS_MAX, typename T> inline void zyn_arg_combine(thread T& v, thread int& i, T v2, int i2) {
-    const bool better = IS_MAX ? (v2 > v) : (v2 < v);
-    if (better || (v2 == v && i2 < i)) { v = v2; i = i2; }
+    const bool n1 = v != v, n2 = v2 != v2;
+    const bool better = n2 ? !n1 : (!n1 && (IS_MAX ? (v2 > v) : (v2 < v)));
+    if (better || ((v2 == v || (n1 && n2)) && i2 < i)) { v = v2; i = i2; }
 }
 template <bool IS_MAX, typename T> inline void zyn_simd_argreduce(thread T& v, thread int& i) {
     for (ushort o = 16; o > 0; o >>= 1) {
@@ -139,7 +150,7 @@ class Dispatch:
 @dataclass
 class BufferSlot:
     index: int              # [[buffer(index)]]
-    role: str               # "input", "output", "scratch", "args"
+    role: str               # "input", "output", "scratch", "args", "error" (the error flag)
     name: str               # CIR buffer name, scratch name, or "zyn_args"
     dtype: str = ""         # element dtype (inputs, output, scratch)
     count: int = 0          # elements (scratch) or bytes (args)
@@ -155,6 +166,7 @@ class MSLProgram:
     schedule: str = ""
     notes: list = field(default_factory=list)
     threadgroup_bytes: int = 0
+    error_sites: tuple = ()     # compiler/errflag.py; the flag is the last buffer slot
 
     def pack_args(self, scalars: dict) -> bytes:
         """The bytes of the `constant ZynArgs&` struct (natural C alignment)."""
@@ -178,6 +190,7 @@ class MSLRenderer(CStyleRenderer, GenericSchedules):
     barrier_stmt = "threadgroup_barrier(mem_flags::mem_threadgroup);"
     index_type = "int"
     long_index_type = "long"
+    check_type = "long"
     thread_builtin = "_tid"
     block_builtin = "_gid"
     grid_builtin = "_ngroups"
@@ -291,7 +304,7 @@ class MSLRenderer(CStyleRenderer, GenericSchedules):
             raise Unsupported("Metal has no 64-bit floats (f64)")
         a = args
         if fn == "relu":
-            return f"fmax({a[0]}, 0.0f)"
+            return f"zyn_max({a[0]}, 0.0f)"
         if fn == "sigmoid":
             return f"(1.0f / (1.0f + exp(-({a[0]}))))"
         if fn == "silu":
@@ -307,16 +320,14 @@ class MSLRenderer(CStyleRenderer, GenericSchedules):
         if fn == "abs":
             return f"fabs({a[0]})"
         if fn in ("min", "max"):
-            return fold_call(f"f{fn}", a)
+            return fold_call(f"zyn_{fn}", a)
         if fn == "clamp":
-            return f"fmin(fmax({a[0]}, {a[1]}), {a[2]})"
+            return f"zyn_min(zyn_max({a[0]}, {a[1]}), {a[2]})"
         if fn == "pow":
             return f"zyn_pow({a[0]}, {a[1]})"
         return f"{fn}({', '.join(a)})"
 
     def _combine(self, op, acc, v, dtype):
-        if op in ("max", "min") and dtype in cir.FLOAT_DTYPES:
-            return f"{acc} = f{op}({acc}, {v});"
         return super()._combine(op, acc, v, dtype)
 
     def red_array(self, ctype: str) -> str:
@@ -372,6 +383,8 @@ class MSLRenderer(CStyleRenderer, GenericSchedules):
             n += 1
         if self.arg_fields:
             ps.append(f"constant ZynArgs& zyn_args [[buffer({n})]]")
+            n += 1
+        ps.append(f"device atomic_int* {self.err_ref} [[buffer({n})]]")
         ps.extend(BUILTINS)
         return f"{self.kernel_prefix} {name}(\n    " + ",\n    ".join(ps) + ")"
 
@@ -432,13 +445,16 @@ def _slots(r: MSLRenderer, kernel, scratch: list) -> list:
         n += 1
     if r.arg_fields:
         slots.append(BufferSlot(n, "args", "zyn_args"))
+        n += 1
+    slots.append(BufferSlot(n, "error", "zyn_err", "i32", 2))
     return slots
 
 
 def _program(r, kernel, kernels, dispatches, banner, notes, scratch=()) -> MSLProgram:
     src = r.assemble(kernels, banner)
     return MSLProgram(cname(kernel.name), src, dispatches, _slots(r, kernel, list(scratch)),
-                      list(r.arg_fields), banner, list(notes), _threadgroup_bytes(src))
+                      list(r.arg_fields), banner, list(notes), _threadgroup_bytes(src),
+                      tuple(r.errs.sites))
 
 
 def render_program(kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> MSLProgram:
@@ -449,7 +465,11 @@ def render_program(kernel: cir.Kernel, sizes: dict, options: dict | None = None)
         missing = [d for d in kernel.dims if d not in sizes]
         if missing:
             raise Unsupported(f"sizes not bound: {', '.join(missing)}")
-        return _render(kernel, sizes, options)
+        _SITES.collect()
+        try:
+            return _render(kernel, sizes, options)
+        finally:
+            _SITES.stop()
     except Unsupported as err:
         raise_unsupported(kernel, err, "MSL")
 

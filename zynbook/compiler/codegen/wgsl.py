@@ -46,8 +46,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import cir
+from .. import cir, errflag
 from ...errors import ZynMLDeviceError
+from ..passes.bounds import Facts
+from .cstyle import comment_safe
 from ..passes import recognise
 
 # ----------------------------------------------------------------------------- options
@@ -65,11 +67,14 @@ class WGSLOptions:
     max_workgroup_storage: int = 16384     # bytes (WebGPU's guaranteed minimum)
     max_invocations: int = 256
     max_storage_buffers: int = 8
+    # groups of size names equal at the launch this program is for: the bounds analysis
+    # (passes/bounds.py) then proves `x[i]`, i in 0..len, in range of an axis `x_d0`
+    equal_sizes: tuple = ()
 
     def key(self) -> tuple:
         return (self.workgroup_size, self.f16, self.subgroups, self.subgroups_directive,
                 self.max_workgroup_storage,
-                self.max_invocations, self.max_storage_buffers)
+                self.max_invocations, self.max_storage_buffers, self.equal_sizes)
 
 
 # ----------------------------------------------------------------------------- program
@@ -113,6 +118,7 @@ class Program:
     workgroup_size: tuple
     notes: list = field(default_factory=list)
     uses_f16: bool = False
+    error_sites: tuple = ()     # compiler/errflag.py; the flag is the binding of "@error"
 
     def param_values(self, env) -> list:
         return [(f.wgsl_type, f.value(env)) for f in self.params]
@@ -339,6 +345,12 @@ class KernelRenderer:
         self.coop = None                # set while rendering a rows schedule
         self.slot_expr = "z_slot"       # WGSL expression of this invocation's scratch slot
         self.ranges: dict = {}          # loop variable -> (start, stop) CIR expressions
+        # run-time checks (compiler/errflag.py) where the analysis cannot prove safety
+        self.errs = errflag.ErrorSites()
+        self.facts = Facts(kernel.body, None, kernel.dims, options.equal_sizes)
+        self.cur_line = kernel.first_line
+        self.shared_shapes: dict = {}   # SharedAlloc name -> its CIR shape
+        self._store_conds = None        # set by store(): bounds conditions to test
         for a in kernel.dims:
             self.params.setdefault(ident(a), ParamField(ident(a), "i32",
                                                         (lambda env, a=a: int(env["sizes"][a]))))
@@ -585,11 +597,29 @@ class KernelRenderer:
                     parts.append(("span", st))
                     extents.append(ext)
                 else:
-                    parts.append(("at", self.scalar_int(it)))
+                    parts.append(("at", self.guard_index(e.buffer, ax, it, self.scalar_int(it), d)))
             else:
                 parts.append(("all",))
                 extents.append(d)
         return parts, dims, extents
+
+    def guard_index(self, buffer: str, ax: int, ix, text: str, dim: str) -> str:
+        """`text` (index entry ax of `buffer`), checked when the bounds analysis cannot
+        prove it in range: a load reads element 0 instead, a store (`_store_conds`) is
+        skipped, and the error flag names the ZynML line."""
+        if buffer in self.bufs:
+            shape = self.bufs[buffer].shape
+        else:
+            shape = self.shared_shapes.get(buffer)
+        if shape is None or ax >= len(shape) or self.facts.index_in_range(ix, shape[ax]):
+            return text
+        ext = shape[ax] if isinstance(shape[ax], (int, str)) else cir.format_expr(shape[ax])
+        site = self.errs.add(errflag.INDEX, self.cur_line, buffer, ext)
+        self.helpers.add("guards")
+        if self._store_conds is not None:
+            self._store_conds.append(f"z_in({text}, {dim}, {site}i)")
+            return text
+        return f"z_chk({text}, {dim}, {site}i)"
 
     def scalar_int(self, e) -> str:
         text, dt = self.ex(e, [])
@@ -824,6 +854,17 @@ class KernelRenderer:
         if op == "%" and self.cty(dt) in ("f32", "f16"):
             self.helpers.add("fmod")
             return f"z_fmod_{self.cty(dt)}({a}, {b})", dt
+        if op in ("/", "%") and self.cty(dt) in ("i32", "u32"):
+            nonzero, not_m1 = self.facts.divisor_safe(e.right)
+            if not (nonzero and (not_m1 or self.cty(dt) == "u32")):
+                self.helpers.add("guards")
+                t = self.cty(dt)
+                if op == "/":
+                    s0 = self.errs.add(errflag.DIV_ZERO, self.cur_line)
+                    sov = self.errs.add(errflag.DIV_OVERFLOW, self.cur_line)
+                    return f"z_idiv_{t}({a}, {b}, {s0}i, {sov}i)", dt
+                s0 = self.errs.add(errflag.REM_ZERO, self.cur_line)
+                return f"z_irem_{t}({a}, {b}, {s0}i)", dt
         return f"({a} {op} {b})", dt
 
     def _common(self, a: str, b: str) -> str:
@@ -873,6 +914,9 @@ class KernelRenderer:
         if fn == "sigmoid":
             return f"({self.one(dt)} / ({self.one(dt)} + exp(-({x}))))", dt
         if fn == "relu":
+            if isf:
+                self.helpers.add("nan")
+                return f"z_max_{ct}({x}, {self.zero(dt)})", dt
             return f"max({x}, {self.zero(dt)})", dt
         if fn == "silu":
             return f"({x} / ({self.one(dt)} + exp(-({x}))))", dt
@@ -888,13 +932,31 @@ class KernelRenderer:
                 return f"z_pow({args[0]}, {args[1]})", dt
             return f"{ct}(round(pow(f32({args[0]}), f32({args[1]}))))", dt
         if fn in ("min", "max"):
+            f = fn
+            if isf:                 # NaN propagates, as numpy's minimum/maximum do
+                self.helpers.add("nan")
+                f = f"z_{fn}_{ct}"
             text = args[0]
             for a in args[1:]:
-                text = f"{fn}({text}, {a})"
+                text = f"{f}({text}, {a})"
             return text, dt
         if fn == "clamp":
+            if isf:
+                self.helpers.add("nan")
+                return f"z_min_{ct}(z_max_{ct}({args[0]}, {args[1]}), {args[2]})", dt
             return f"clamp({args[0]}, {args[1]}, {args[2]})", dt
         raise ZynMLDeviceError(f"function {fn}() has no WGSL rendering")
+
+    def arg_better(self, op: str, y: str, acc: str, yi: str, acc_i: str, wtype: str) -> str:
+        """(y, yi) replaces (acc, acc_i) in argmax/argmin: a better value, or an equal one
+        with a smaller index; NaN is better than any number (numpy's first NaN)."""
+        better = ">" if op == "argmax" else "<"
+        if wtype not in ("f32", "f16"):
+            return f"{y} {better} {acc} || ({y} == {acc} && {yi} < {acc_i})"
+        self.helpers.add("nan")
+        ny, na = f"z_isnan_{wtype}({y})", f"z_isnan_{wtype}({acc})"
+        return (f"({ny} && !{na}) || (!{ny} && !{na} && {y} {better} {acc}) || "
+                f"(({y} == {acc} || ({ny} && {na})) && {yi} < {acc_i})")
 
     def combine(self, op: str, a: str, b: str, dtype: str) -> str:
         if op == "+":
@@ -902,6 +964,9 @@ class KernelRenderer:
         if op == "*":
             return f"{a} * {b}"
         if op in ("min", "max"):
+            if self.cty(dtype) in ("f32", "f16"):
+                self.helpers.add("nan")
+                return f"z_{op}_{self.cty(dtype)}({a}, {b})"
             return f"{op}({a}, {b})"
         if op == "and":
             return f"{a} && {b}"
@@ -947,7 +1012,8 @@ class KernelRenderer:
             return
         src = self.k.source.splitlines() if self.k.source else []
         off = line - self.k.first_line if self.k.first_line else line - 1
-        text = src[off].strip() if 0 <= off < len(src) else ""
+        text = comment_safe(src[off].strip()) if 0 <= off < len(src) else ""
+        self.cur_line = line
         self.w.line(f"// line {line}: {text}" if text else f"// line {line}")
 
     def stmts(self, body):
@@ -1182,7 +1248,13 @@ class KernelRenderer:
             target = cir.Load(buffer, tuple(index), cir.Ty(s.dtype))
         else:
             target = cir.Load(buffer, tuple(index), cir.Ty(self.bufs[buffer].dtype))
-        parts, dims, extents = self._load_parts(target)
+        self._store_conds = []
+        try:
+            parts, dims, extents = self._load_parts(target)
+        finally:
+            conds, self._store_conds = self._store_conds, None
+        if conds:
+            self.w.open(f"if ({' && '.join(conds)})")
         r = len(extents)
         loops = [self.fresh("e") for _ in range(r)]
         for v, n in zip(loops, extents):
@@ -1208,6 +1280,8 @@ class KernelRenderer:
             self.w.line(f"{s.store}[{s.base} + {flat}] = {st}({self.convert(t, dt, s.dtype)});")
         for _ in loops:
             self.w.close()
+        if conds:
+            self.w.close()
 
     def shared_alloc(self, s: cir.SharedAlloc):
         ext = []
@@ -1221,6 +1295,7 @@ class KernelRenderer:
         sym = self.new_tile(s.name, s.dtype, len(s.shape), list(s.shape), ext)
         self.declare(s.name, sym)
         self.shared_allocs[s.name] = sym
+        self.shared_shapes[s.name] = tuple(s.shape)
 
     def atomic(self, s: cir.Atomic):
         buf = s.buffer
@@ -1359,6 +1434,10 @@ class KernelRenderer:
         for extra in getattr(self, "extra_bindings", []):
             bindings.append(ProgramBinding(n, extra[0], extra[1], "read_write", extra[2]))
             n += 1
+        if "guards" in self.helpers:
+            self.atomic_buffers.add("@error")
+            bindings.append(ProgramBinding(n, "z_err", "@error", "read_write", "i32"))
+            n += 1
         storage_count = sum(1 for b in bindings if b.access != "uniform")
         if storage_count > self.o.max_storage_buffers:
             raise ZynMLDeviceError(
@@ -1413,7 +1492,7 @@ class KernelRenderer:
                 f"adapter offers {self.o.max_workgroup_storage}")
         return Program(self.k.name, schedule, "\n".join(out).rstrip() + "\n", bindings, passes,
                        list(self.params.values()), scratch, self.wg_bytes, wg_size,
-                       list(self.notes), self.uses_f16)
+                       list(self.notes), self.uses_f16, self.errs.as_tuple())
 
     def helper_text(self) -> list:
         out = []
@@ -1443,6 +1522,40 @@ class KernelRenderer:
                     "        return select(r, -r, (i32(b) & 1) == 1);",
                     "    }",
                     "    return pow(a, b);", "}"]
+        if "nan" in self.helpers:
+            for t in types:
+                bits, mask, inf = ("u32", "0x7fffffffu", "0x7f800000u")
+                test = (f"(bitcast<u32>(x) & {mask}) > {inf}" if t == "f32" else
+                        f"(bitcast<u32>(f32(x)) & {mask}) > {inf}")
+                out += [f"fn z_isnan_{t}(x: {t}) -> bool {{ return {test}; }}",
+                        "// max and min propagate NaN, as numpy's maximum and minimum do",
+                        f"fn z_max_{t}(a: {t}, b: {t}) -> {t} {{",
+                        f"    if (z_isnan_{t}(a) || z_isnan_{t}(b)) {{ return a + b; }} return max(a, b); }}",
+                        f"fn z_min_{t}(a: {t}, b: {t}) -> {t} {{",
+                        f"    if (z_isnan_{t}(a) || z_isnan_{t}(b)) {{ return a + b; }} return min(a, b); }}"]
+        if "guards" in self.helpers:
+            out += ["// the error flag (zynbook/compiler/errflag.py): the first failing site and its value",
+                    "fn z_fail(site: i32, v: i32) {",
+                    "    loop {",
+                    "        let r = atomicCompareExchangeWeak(&z_err[0], 0i, site);",
+                    "        if (r.exchanged) { atomicStore(&z_err[1], v); break; }",
+                    "        if (r.old_value != 0i) { break; }",
+                    "    }",
+                    "}",
+                    "fn z_chk(i: i32, n: i32, site: i32) -> i32 {",
+                    "    if (i < 0i || i >= n) { z_fail(site, i); return 0i; } return i; }",
+                    "fn z_in(i: i32, n: i32, site: i32) -> bool {",
+                    "    if (i < 0i || i >= n) { z_fail(site, i); return false; } return true; }",
+                    "fn z_idiv_i32(a: i32, b: i32, s0: i32, sov: i32) -> i32 {",
+                    "    if (b == 0i) { z_fail(s0, a); return 0i; }",
+                    "    if (b == -1i && a == i32(-2147483647 - 1)) { z_fail(sov, a); return 0i; }",
+                    "    return a / b; }",
+                    "fn z_irem_i32(a: i32, b: i32, s0: i32) -> i32 {",
+                    "    if (b == 0i) { z_fail(s0, a); return 0i; } if (b == -1i) { return 0i; } return a % b; }",
+                    "fn z_idiv_u32(a: u32, b: u32, s0: i32, sov: i32) -> u32 {",
+                    "    if (b == 0u) { z_fail(s0, bitcast<i32>(a)); return 0u; } return a / b; }",
+                    "fn z_irem_u32(a: u32, b: u32, s0: i32) -> u32 {",
+                    "    if (b == 0u) { z_fail(s0, bitcast<i32>(a)); return 0u; } return a % b; }"]
         if "fmod" in self.helpers:
             for t in types:
                 out += [f"fn z_fmod_{t}(a: {t}, b: {t}) -> {t} {{",
@@ -1551,8 +1664,7 @@ class KernelRenderer:
         a, b = f"{arr}[z_lid.x]", f"{arr}[z_lid.x + z_s]"
         if op in ("argmax", "argmin"):
             ia, ib = f"{idx_arr}[z_lid.x]", f"{idx_arr}[z_lid.x + z_s]"
-            better = ">" if op == "argmax" else "<"
-            self.w.open(f"if ({b} {better} {a} || ({b} == {a} && {ib} < {ia}))")
+            self.w.open(f"if ({self.arg_better(op, b, a, ib, ia, self.cty(dtype))})")
             self.w.line(f"{a} = {b};")
             self.w.line(f"{ia} = {ib};")
             self.w.close()
@@ -1598,11 +1710,10 @@ class KernelRenderer:
             if arg:
                 it, idt = self.ex(s.index, [])
                 it = self.convert(it, idt, "i32")
-                better = ">" if op == "argmax" else "<"
                 y, yi = self.fresh("y"), self.fresh("yi")
                 self.w.line(f"let {y}: {ct} = {t};")
                 self.w.line(f"let {yi}: i32 = {it};")
-                self.w.open(f"if ({y} {better} {acc} || ({y} == {acc} && {yi} < {acc_i}))")
+                self.w.open(f"if ({self.arg_better(op, y, acc, yi, acc_i, ct)})")
                 self.w.line(f"{acc} = {y};")
                 self.w.line(f"{acc_i} = {yi};")
                 self.w.close()
@@ -1682,8 +1793,7 @@ class KernelRenderer:
             self.w.line(f"var {acc_i}: i32 = {bigi};")
         self.w.open(f"for (var z_t: i32 = i32(z_lid.x); z_t < P.z_groups; z_t = z_t + {WG}i)")
         if arg:
-            better = ">" if op == "argmax" else "<"
-            self.w.open(f"if (z_part[z_t] {better} {acc} || (z_part[z_t] == {acc} && z_part_i[z_t] < {acc_i}))")
+            self.w.open(f"if ({self.arg_better(op, 'z_part[z_t]', acc, 'z_part_i[z_t]', acc_i, ct)})")
             self.w.line(f"{acc} = z_part[z_t];")
             self.w.line(f"{acc_i} = z_part_i[z_t];")
             self.w.close()
@@ -2393,6 +2503,7 @@ def render(kernel: cir.Kernel, options: WGSLOptions | None = None,
     """The WGSL program of `kernel`. `schedule` forces one (tests); otherwise the kernel
     type's schedule is tried first and the generic one is the fallback."""
     options = options or WGSLOptions()
+    _refuse_f64(kernel)
     order = [schedule] if schedule else schedule_for(kernel)
     notes = []
     for sched in order:
@@ -2408,6 +2519,22 @@ def render(kernel: cir.Kernel, options: WGSLOptions | None = None,
                 raise ZynMLDeviceError(f"schedule {sched} does not fit kernel {kernel.name}: {exc}")
             notes.append(f"the {sched} schedule does not fit ({exc}); using the next one")
     raise ZynMLDeviceError(f"no WGSL schedule fits kernel {kernel.name}")
+
+
+def _refuse_f64(kernel: cir.Kernel):
+    """WGSL has no 64-bit floats in the shaders this renderer writes: an f64 kernel is
+    refused, never computed in f32 and reported as f64."""
+    where = [f"`{b.name}`" for b in list(kernel.inputs) + [kernel.output] if b.dtype == "f64"]
+    where += [f"`{s.name}`" for s in kernel.scalars if s.dtype == "f64"]
+    if not where and not any(isinstance(n, cir.Expr) and n.ty.dtype == "f64"
+                             for n in cir.walk(kernel.body)):
+        return
+    from ...errors import Span
+    what = ", ".join(where) or "a value"
+    raise ZynMLDeviceError(
+        f"WebGPU computes in 32-bit floats: kernel `{kernel.name}` uses f64 ({what} is f64), "
+        "which it would not compute exactly; run it on `cpu`, `cpu:native` or a CUDA device, "
+        "or make it f32", Span(kernel.first_line, 1) if kernel.first_line else None)
 
 
 def render_source(kernel: cir.Kernel, options: WGSLOptions | None = None) -> str:

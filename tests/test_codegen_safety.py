@@ -1,0 +1,479 @@
+"""Generated code is safe and exact: every case gives the CPU reference's answer or the same
+ZynML error (kind and line) on every device present, never a crash, a read of other memory,
+a clamp or a silent zero. CUDA C is compiled with this machine's nvcc (it runs where a GPU
+is); MSL runs on the Metal model (tests/metal_emu).
+
+The cases: names a C, CUDA, MSL or WGSL compiler would take for its own (a matmul's `acc`,
+INFINITY, NULL, keywords, a record field `w.a` beside `w_a`); f64 literals; a ZynML line
+ending in a backslash; integers of 2^31 and more; integer division by zero and MIN / -1;
+indices out of range (a gather, `out[i + k]` with k = -5, a shared array indexed by data);
+NaN through max, min, relu, clamp, reduce(max/min) and argmax/argmin; long f32 sums.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import zynbook  # noqa: E402
+from compute_testing import lower_block  # noqa: E402
+from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
+from zynbook.compiler import cir, errflag  # noqa: E402
+from zynbook.compiler.codegen import c as c_codegen  # noqa: E402
+from zynbook.compiler.codegen import cuda, msl, wgsl  # noqa: E402
+from zynbook.compiler.passes.bounds import Facts  # noqa: E402
+from zynbook.errors import ZynMLDeviceError, ZynMLError, ZynMLRuntimeError  # noqa: E402
+
+DEVICES = [d["id"] for d in zynbook.compute_devices() if d["id"] != "cpu"]
+NVCC = shutil.which("nvcc")
+
+RNG = np.random.default_rng(1313)
+
+
+def f32(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+INT_MIN = np.iinfo(np.int32).min
+
+# name: (compute block, arrays by label, host scalars, devices that may refuse it clearly)
+CASES = {
+    # ---- names
+    "user_acc_in_matmul": ("""
+let y = compute(a, b) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc = 0.0
+        for k in 0..K:
+            acc += a[i, k] * b[k, j]
+        out[i, j] = acc
+}
+""", {"a": f32(33, 17), "b": f32(17, 20)}, {}, ()),
+    "names_of_c_and_gpu_languages": ("""
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        let INFINITY = x[i] * 2.0
+        let NULL = INFINITY + 1.0
+        let int = NULL * 3.0
+        let float = int - 1.0
+        let threadIdx = float * 0.5
+        let fn = threadIdx + 2.0
+        let loop = fn - 0.25
+        let u_x = loop * 2.0
+        let _t = u_x + 1.0
+        let zyn_err = _t * 0.5
+        out[i] = zyn_err
+}
+""", {"x": f32(50)}, {}, ()),
+    "record_field_beside_same_spelling": ("""
+let y = compute(w.a, w_a) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = w.a[i] * 10.0 + w_a[i]
+}
+""", {"w.a": np.arange(6, dtype=np.float32), "w_a": np.full(6, 0.5, np.float32)}, {}, ()),
+    # ---- literals and lines
+    "f64_literals_exact": ("""
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        let c = 0.7978845608
+        out[i] = x[i] * c + 0.1 * x[i] * x[i] * x[i] - 1.0000000000000002
+}
+""", {"x": np.linspace(-3, 3, 41)}, {}, ("vulkan", "webgpu", "metal")),
+    "backslash_at_line_end": ("""
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        let t = x[i] * 2.0  // a note \\\\
+        out[i] = t + 1.0
+}
+""", {"x": f32(20)}, {}, ()),
+    "host_int_beyond_i32": ("""
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i] + k
+}
+""", {"x": np.arange(5, dtype=np.int64)}, {"k": 3_000_000_000}, ("vulkan", "webgpu", "metal")),
+    # ---- integer division
+    "int_division_by_zero": ("""
+let y = compute(a, b) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = a[i] / b[i]
+}
+""", {"a": np.array([7, -8, 9, 10], np.int32), "b": np.array([2, 3, 0, 5], np.int32)}, {}, ()),
+    "int_remainder_by_zero": ("""
+let y = compute(a, b) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = a[i] % b[i]
+}
+""", {"a": np.array([7, -8, 9, 10], np.int32), "b": np.array([2, 3, 0, 5], np.int32)}, {}, ()),
+    "int_min_divided_by_minus_one": ("""
+let y = compute(a, b) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = a[i] / b[i]
+}
+""", {"a": np.array([7, INT_MIN, 9], np.int32), "b": np.array([2, -1, 3], np.int32)}, {}, ()),
+    "int_division_fine": ("""
+let y = compute(a, b) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = a[i] / b[i] + a[i] % b[i] + a[i] / 4
+}
+""", {"a": np.array([7, -8, 9, INT_MIN, -7], np.int32),
+      "b": np.array([2, 3, -4, 1, -1], np.int32)}, {}, ()),
+    "division_guarded_by_if": ("""
+let y = compute(a, b) {
+    @kernel elementwise
+    for i in 0..len:
+        if b[i] != 0:
+            out[i] = a[i] / b[i]
+        else:
+            out[i] = 0
+}
+""", {"a": np.array([7, -8, 9, 10], np.int32), "b": np.array([2, 0, 0, 5], np.int32)}, {}, ()),
+    # ---- bounds
+    "gather_out_of_range": ("""
+let y = compute(x, idx) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[idx[i]]
+}
+""", {"x": f32(8), "idx": np.array([0, 3, 7, 9, 2], np.int32)}, {}, ()),
+    "gather_in_range": ("""
+let y = compute(x, idx) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[idx[i]] * 2.0
+}
+""", {"x": f32(8), "idx": np.array([0, 3, 7, 5, 2], np.int32)}, {}, ()),
+    "store_with_negative_offset": ("""
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i + k] = x[i]
+}
+""", {"x": f32(12)}, {"k": -5}, ()),
+    "read_past_the_end": ("""
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i + k]
+}
+""", {"x": f32(12)}, {"k": 3}, ()),
+    "shared_indexed_by_data": ("""
+let y = compute(x, idx) {
+    for r in 0..rows:
+        shared var buf[4]
+        for j in 0..4:
+            buf[j] = x[r, j]
+        barrier()
+        for j in 0..4:
+            out[r, j] = buf[idx[r, j]]
+}
+""", {"x": f32(3, 4), "idx": np.array([[0, 1, 2, 3], [3, 2, 1, 0], [1, 6, 1, 1]], np.int32)},
+        {}, ()),
+    # ---- NaN
+    "nan_through_max_min_relu_clamp": ("""
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = max(x[i], 0.5) + min(0.0, x[i]) + relu(x[i]) + clamp(x[i], -1.0, 1.0)
+}
+""", {"x": np.array([1.0, np.nan, -1.0, 0.7, -np.inf, np.inf], np.float32)}, {}, ()),
+    "nan_reduce_max": ("""
+let y = compute(x) {
+    @kernel reduce(max)
+    for i in 0..len:
+        yield x[i]
+}
+""", {"x": np.where(np.arange(3000) == 1777, np.nan, np.arange(3000.0)).astype(np.float32)}, {}, ()),
+    "nan_reduce_min": ("""
+let y = compute(x) {
+    @kernel reduce(min)
+    for i in 0..len:
+        yield x[i]
+}
+""", {"x": np.where(np.arange(3000) == 5, np.nan, np.arange(3000.0)).astype(np.float32)}, {}, ()),
+    "nan_argmax": ("""
+let y = compute(x) {
+    @kernel reduce(argmax)
+    for i in 0..len:
+        yield (x[i], i)
+}
+""", {"x": np.where(np.isin(np.arange(3000), [2100, 2900]), np.nan,
+                    np.arange(3000.0)).astype(np.float32)}, {}, ()),
+    "nan_argmin": ("""
+let y = compute(x) {
+    @kernel reduce(argmin)
+    for i in 0..len:
+        yield (x[i], i)
+}
+""", {"x": np.where(np.arange(3000) == 1500, np.nan, np.arange(3000.0)).astype(np.float32)}, {}, ()),
+    "nan_row_max": ("""
+let y = compute(x) {
+    for r in 0..rows:
+        var m = -inf
+        for j in 0..cols:
+            m = max(m, x[r, j])
+        out[r] = m
+}
+""", {"x": np.where(np.arange(5 * 300).reshape(5, 300) == 301, np.nan,
+                    f32(5, 300))}, {}, ()),
+}
+
+# what the reference says for these (so the cases test what they claim to)
+REFERENCE_ERRORS = {"int_division_by_zero": "division by zero",
+                    "int_remainder_by_zero": "remainder by zero",
+                    "int_min_divided_by_minus_one": "overflow",
+                    "gather_out_of_range": "out of range",
+                    "store_with_negative_offset": "out of range",
+                    "read_past_the_end": "out of range",
+                    "shared_indexed_by_data": "out of range"}
+
+
+def _program(block: str, arrays: dict) -> tuple:
+    """A program yielding the block's result, and its host bindings (records as dicts)."""
+    kwargs: dict = {}
+    for label, arr in arrays.items():
+        parts = label.split(".")
+        d = kwargs
+        for p in parts[:-1]:
+            d = d.setdefault(p, {})
+        d[parts[-1]] = arr
+    return block + "y\n", kwargs
+
+
+def _outcome(fn):
+    """("ok", array) or ("error", kind, line, message) of fn()."""
+    try:
+        return ("ok", np.asarray(fn()))
+    except ZynMLError as err:
+        return ("error", err.kind, err.line, err.message)
+
+
+def _same(got, want, dtype_kind: str):
+    if want[0] == "error":
+        assert got[0] == "error", f"expected a ZynML {want[1]} error ({want[3]}), got {got}"
+        assert got[1] == want[1] and got[2] == want[2], (got, want)
+        return
+    assert got[0] == "ok", f"expected a value, got the error {got}"
+    a, b = np.asarray(got[1]), np.asarray(want[1])
+    assert a.shape == b.shape
+    if b.dtype.kind in "iub":
+        np.testing.assert_array_equal(a, b)
+    else:
+        rtol = 1e-15 if b.dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol,
+                                   atol=rtol, equal_nan=True)
+
+
+def _refused(got, case, device) -> bool:
+    """A device that cannot run the case exactly may refuse it with a clear device error."""
+    may = CASES[case][3]
+    return got[0] == "error" and got[1] == "device" and any(device.startswith(m) for m in may)
+
+
+def _reference(case):
+    block, arrays, scalars, _ = CASES[case]
+    src, kwargs = _program(block, arrays)
+    return _outcome(lambda: zynbook.run(src, device="cpu", **kwargs, **scalars))
+
+
+@pytest.mark.parametrize("case", sorted(REFERENCE_ERRORS))
+def test_reference_reports_the_mistake(case):
+    want = _reference(case)
+    assert want[0] == "error" and want[1] == "runtime", want
+    assert REFERENCE_ERRORS[case] in want[3]
+    assert want[2] > 0                  # it names the ZynML line
+
+
+@pytest.mark.skipif(not DEVICES, reason="no device here but the reference")
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_device_equals_reference(case, device):
+    block, arrays, scalars, _ = CASES[case]
+    src, kwargs = _program(block, arrays)
+    want = _reference(case)
+    got = _outcome(lambda: zynbook.run(src, device=device, **kwargs, **scalars))
+    if _refused(got, case, device):
+        return
+    _same(got, want, "")
+
+
+# ------------------------------------------------------------------ kernel level: C, CUDA, MSL
+
+
+def _lowered(case):
+    block, arrays, scalars, _ = CASES[case]
+    return lower_block(block, dict(arrays), dict(scalars))
+
+
+def _kernel_reference(k, ins, sz, sc):
+    return _outcome(lambda: run_kernel(k, ins, sz, sc))
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cuda_compiles(case, tmp_path):
+    k, ins, sz, sc = _lowered(case)
+    prog = cuda.render_cuda(k, sz)
+    path = tmp_path / "k.cu"
+    path.write_text(prog.source)
+    res = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-o", str(tmp_path / "k.ptx"), str(path)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    # every kernel takes the error flag last; a program that can fail says where
+    assert prog.source.count("int* __restrict__ zyn_err") == len({s.func for s in prog.steps}) \
+        or prog.source.count("int* __restrict__ zyn_err") >= 1
+    if REFERENCE_ERRORS.get(case):
+        assert prog.error_sites
+
+
+def test_metal_model_equals_reference():
+    pytest.importorskip("subprocess")
+    from metal_emu import emulator as emu
+    if shutil.which(emu.CXX) is None:
+        pytest.skip("no C++ compiler")
+    failures = []
+    for case in sorted(CASES):
+        k, ins, sz, sc = _lowered(case)
+        want = _kernel_reference(k, ins, sz, sc)
+        try:
+            prog = msl.render_program(k, sz)
+        except ZynMLDeviceError as err:
+            if any(m == "metal" for m in CASES[case][3]):
+                continue
+            failures.append((case, f"refused: {err.message}"))
+            continue
+        got = _outcome(lambda: emu.run(prog, ins, cir.output_shape(k, sz), sc, kernel=k))
+        try:
+            _same(got, want, "")
+        except AssertionError as err:
+            failures.append((case, str(err)[:300]))
+    assert not failures, failures
+
+
+# ------------------------------------------------------------------ speed: no needless guards
+
+COMMON = {
+    "elementwise": ("""
+let y = compute(x, b) {
+    @kernel elementwise
+    for i in 0..rows, j in 0..cols:
+        out[i, j] = x[i, j] * 2.0 + b[j]
+}
+""", {"x": f32(7, 9), "b": f32(9)}),
+    "softmax_rows": ("""
+let y = compute(x) {
+    @kernel fused
+    for r in 0..rows:
+        var m = -inf
+        for j in 0..cols:
+            m = max(m, x[r, j])
+        var s = 0.0
+        for j in 0..cols:
+            s += exp(x[r, j] - m)
+        for j in 0..cols:
+            out[r, j] = exp(x[r, j] - m) / s
+}
+""", {"x": f32(5, 33)}),
+    "matmul": (CASES["user_acc_in_matmul"][0], {"a": f32(33, 17), "b": f32(17, 20)}),
+    "shifted_stencil": ("""
+let y = compute(x) {
+    for i in 1..n - 1:
+        out[i] = x[i - 1] + x[i] + x[i + 1]
+}
+""", {"x": f32(30)}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMMON))
+def test_common_kernels_carry_no_guards(name):
+    block, arrays = COMMON[name]
+    sizes = {"n": 30} if name == "shifted_stencil" else {}
+    k, ins, sz, sc = lower_block(block, arrays, {}, sizes)
+    texts = {"c": c_codegen.render_program(k, sz).source, "cuda": cuda.render_cuda(k, sz).source,
+             "msl": msl.render_program(k, sz).source}
+    for lang, text in texts.items():
+        assert "zyn_chk<" not in text and "zyn_in<" not in text and "zyn_idiv<" not in text, lang
+    from zynbook.backends.webgpu.device import _equal_sizes
+    opts = wgsl.WGSLOptions(equal_sizes=_equal_sizes(k, sz))
+    text = wgsl.render(k, opts).source
+    assert "z_chk(" not in text and "z_in(" not in text, text
+
+
+def test_bounds_analysis_proves_and_refuses():
+    k, ins, sz, sc = lower_block(CASES["store_with_negative_offset"][0], {"x": f32(12)}, {"k": -5})
+    facts = Facts(k.body, sz, k.dims)
+    i = cir.Var("i", cir.Ty("i32"))
+    store = next(n for n in cir.walk(k.body) if isinstance(n, cir.Store))
+    assert not facts.index_in_range(store.index[0], 12)          # i + k, k unknown
+    loop = next(n for n in cir.walk(k.body) if isinstance(n, cir.Loop))
+    assert facts.index_in_range(cir.Var(loop.var, cir.Ty("i32")), sz[loop.stop.name])
+    assert not facts.index_in_range(cir.Bin("+", cir.Var(loop.var, cir.Ty("i32")),
+                                            cir.Const(1, cir.Ty("i32")), cir.Ty("i32")),
+                                    sz[loop.stop.name])
+    assert facts.divisor_safe(cir.Const(4, cir.Ty("i32"))) == (True, True)
+    assert facts.divisor_safe(cir.Var(loop.var, cir.Ty("i32"))) == (False, True)
+    del i
+
+
+# ------------------------------------------------------------------ text: comments, literals
+
+
+def test_comments_never_splice_and_f64_literals_are_exact():
+    block, arrays, scalars, _ = CASES["backslash_at_line_end"]
+    k, ins, sz, sc = lower_block(block, arrays, scalars)
+    for text in (c_codegen.render_program(k, sz).source, cuda.render_cuda(k, sz).source,
+                 msl.render_program(k, sz).source, wgsl.render(k).source):
+        for line in text.splitlines():
+            if "//" in line:
+                assert not line.rstrip().endswith("\\"), line
+    block, arrays, scalars, _ = CASES["f64_literals_exact"]
+    k, ins, sz, sc = lower_block(block, arrays, scalars)
+    for text in (c_codegen.render_program(k, sz).source, cuda.render_cuda(k, sz).source):
+        assert "0.7978845608f" not in text and "(double)(0.1f)" not in text
+        assert "0.7978845608" in text and "1.0000000000000002" in text
+
+
+def test_error_flag_messages():
+    sites = errflag.ErrorSites()
+    s = sites.add(errflag.INDEX, 3, "x", "x_d0")
+    assert errflag.error(sites.sites, [0, 0]) is None
+    err = errflag.error(sites.sites, [s, 9], None, {"x_d0": 4})
+    assert isinstance(err, ZynMLRuntimeError) and err.line == 3
+    assert "index 9 is out of range for an axis of size 4 of `x`" in err.message
+
+
+# ------------------------------------------------------------------ accuracy of long sums
+
+
+@pytest.mark.skipif(not DEVICES, reason="no device here but the reference")
+@pytest.mark.parametrize("device", [d for d in DEVICES if d.startswith("cpu")] or ["cpu:native"])
+def test_long_f32_sum_is_accurate(device):
+    if device not in DEVICES:
+        pytest.skip(f"{device} not present")
+    x = np.full(10_000_000, 0.1, np.float32)
+    src = """
+let y = compute(x) {
+    @kernel reduce(+)
+    for i in 0..len:
+        yield x[i]
+}
+y
+"""
+    got = float(np.asarray(zynbook.run(src, device=device, x=x)))
+    exact = float(np.sum(x.astype(np.float64)))
+    assert abs(got - exact) / exact < 1e-6, (got, exact)

@@ -1,0 +1,106 @@
+"""The error flag: how a generated kernel reports a ZynML runtime error to its device.
+
+A kernel that can fail at run time (an index the bounds analysis cannot prove in range, an
+integer division whose divisor may be 0 or -1) receives one extra buffer of two 32-bit
+integers, zero before the launch:
+
+* word 0: the *site* of the first failure (1-based; 0 = no failure). Each place in the
+  generated code that checks something is a site, registered while rendering with what
+  failed there and the ZynML line it came from.
+* word 1: the offending value (the index, or the dividend).
+
+The first failing thread wins (compare-and-swap 0 -> site; the value is written by the
+winner), the access or division is skipped (loads read element 0, stores are not made,
+divisions give 0) and the kernel carries on; after the launch the device reads the two
+words and raises `ZynMLRuntimeError` naming the ZynML line, with the message the reference
+executor gives for the same mistake. Programs with no site get no buffer and no check.
+
+Renderers collect sites in an `ErrorSites`; their programs carry the list as
+`error_sites`, which `raise_if_failed` turns back into the error.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import Span, ZynMLRuntimeError
+
+INDEX = "index"                 # an index out of range
+DIV_ZERO = "div0"               # integer division by zero
+REM_ZERO = "rem0"               # integer remainder by zero
+DIV_OVERFLOW = "divov"          # the smallest signed integer divided by -1
+
+WORDS = 2                       # the flag buffer: two 32-bit integers
+
+
+@dataclass(frozen=True)
+class Site:
+    kind: str                   # INDEX, DIV_ZERO, REM_ZERO or DIV_OVERFLOW
+    line: int                   # the ZynML line
+    buffer: str = ""            # INDEX: the buffer read or written
+    extent: int | str = 0       # INDEX: the size of the axis (a number, or a size name)
+
+    def message(self, value: int) -> str:
+        if self.kind == INDEX:
+            return (f"index {value} is out of range for an axis of size {self.extent} "
+                    f"of `{self.buffer}`")
+        if self.kind == DIV_ZERO:
+            return "integer division by zero"
+        if self.kind == REM_ZERO:
+            return "integer remainder by zero"
+        return f"integer overflow: {value} / -1 does not fit its integer type"
+
+
+class ErrorSites:
+    """The sites of one rendered program, numbered from 1 in the order they are added."""
+
+    def __init__(self):
+        self.sites: list[Site] = []
+        self._ids: dict = {}
+
+    def add(self, kind: str, line: int, buffer: str = "", extent=0) -> int:
+        site = Site(kind, int(line or 0), buffer, extent)
+        hit = self._ids.get(site)
+        if hit is None:
+            self.sites.append(site)
+            hit = self._ids[site] = len(self.sites)
+        return hit
+
+    def __bool__(self) -> bool:
+        return bool(self.sites)
+
+    def as_tuple(self) -> tuple:
+        return tuple(self.sites)
+
+
+def column_of(source: str, first_line: int, line: int) -> int:
+    """The column of the first non-blank character of ZynML `line` (1 when unknown)."""
+    if not source or not line:
+        return 1
+    rel = line - first_line if first_line else line - 1
+    lines = source.splitlines()
+    if 0 <= rel < len(lines):
+        text = lines[rel]
+        return len(text) - len(text.lstrip()) + 1
+    return 1
+
+
+def error(sites, words, kernel=None, sizes=None) -> ZynMLRuntimeError | None:
+    """The error the flag words `(site, value)` report, or None when no site failed
+    (`sizes`: the launch's, for extents the program holds as size names)."""
+    site_id, value = int(words[0]), int(words[1])
+    if site_id == 0:
+        return None
+    if not 0 < site_id <= len(sites):
+        return ZynMLRuntimeError(f"kernel `{getattr(kernel, 'name', '?')}` reported an "
+                                 f"unknown error ({site_id})")
+    site = sites[site_id - 1]
+    if isinstance(site.extent, str) and sizes and site.extent in sizes:
+        site = Site(site.kind, site.line, site.buffer, int(sizes[site.extent]))
+    col = column_of(getattr(kernel, "source", ""), getattr(kernel, "first_line", 0), site.line)
+    return ZynMLRuntimeError(site.message(value), Span(site.line, col) if site.line else None)
+
+
+def raise_if_failed(sites, words, kernel=None, sizes=None):
+    err = error(sites, words, kernel, sizes)
+    if err is not None:
+        raise err

@@ -1,0 +1,233 @@
+"""Which indices and divisors of a kernel are provably safe: the one analysis every renderer
+asks before it decides to guard an access or a division (the guard itself is spelled by the
+renderer, the failure reported through `compiler/errflag.py`).
+
+An index is *provably in range* when, for every value the loop variables it uses can take
+(`for i in a..b` gives `a <= i <= b - 1`), it lies in `0 .. extent - 1`. Two ways to know:
+
+* with the sizes of the launch (the C-like renderers compile them in): interval arithmetic
+  on numbers;
+* without them (WGSL is compiled once for all sizes): `affine.bounds`, the index's low and
+  high ends as affine forms in the size names, compared with the extent symbolically
+  (`i` in `0..len` against an axis of size `len`; `i + 1` in `0..len - 1`).
+
+Immutable scalar `let`s are seen through (`let j = i + 1`); loads, mutable variables and
+scalar arguments are unknown, so `x[idx[i]]`, `out[i + k]` and a `shared` array indexed by
+data are guarded while the loop-variable indices of the common kernels are not.
+"""
+from __future__ import annotations
+
+from .. import affine, cir
+
+
+class Facts:
+    """Loop ranges and immutable scalar lets of one kernel body (CIR names are unique per
+    kernel; a name defined twice is dropped, so it is unknown rather than wrong)."""
+
+    def __init__(self, body, sizes: dict | None = None, dims=(), equal=()):
+        self.sizes = {k: int(v) for k, v in (sizes or {}).items()}
+        self.dims = set(dims) | set(self.sizes)
+        # groups of size names known to be equal (a program compiled for all sizes may be
+        # specialised on which of its sizes are equal: `x_d0` and `len`)
+        self.alias = {}
+        for group in equal:
+            group = sorted(group)
+            for name in group:
+                self.alias[name] = group[0]
+        self.ranges: dict = {}          # loop var -> (start, stop) CIR expressions
+        self.lets: dict = {}            # immutable scalar let -> CIR value
+        self.consts: dict = {}          # immutable scalar let of a number -> the number
+        seen: dict = {}
+        for n in cir.walk(body):
+            if isinstance(n, cir.Loop):
+                seen[n.var] = seen.get(n.var, 0) + 1
+                step = n.step
+                if isinstance(step, cir.Const) and isinstance(step.value, int) and step.value > 0:
+                    self.ranges[n.var] = (n.start, n.stop)
+            elif isinstance(n, cir.Let):
+                seen[n.name] = seen.get(n.name, 0) + 1
+                if not n.mutable and not n.value.ty.shape and _is_int_dtype(n.value.ty.dtype):
+                    self.lets[n.name] = n.value
+                if not n.mutable and isinstance(n.value, cir.Const) and not n.value.ty.shape \
+                        and n.ty is None:
+                    self.consts[n.name] = n.value.value
+            elif isinstance(n, cir.Assign):
+                seen[n.name] = seen.get(n.name, 0) + 2
+        for name, count in seen.items():
+            if count > 1:
+                self.ranges.pop(name, None)
+                self.lets.pop(name, None)
+                self.consts.pop(name, None)
+
+    # ---- numbers (sizes known) --------------------------------------------------------
+
+    def interval(self, e, depth: int = 0):
+        """(low, high) of integer expression e over every value its loop variables take, or
+        None when unknown. A loop that never runs gives an empty range (low > high)."""
+        if depth > 40:
+            return None
+        d = depth + 1
+        if isinstance(e, cir.Const):
+            v = e.value
+            if isinstance(v, bool) or not isinstance(v, int):
+                return None
+            return v, v
+        if isinstance(e, cir.Var):
+            if e.name in self.ranges:
+                start, stop = self.ranges[e.name]
+                a, b = self.interval(start, d), self.interval(stop, d)
+                if a is None or b is None:
+                    return None
+                return a[0], b[1] - 1
+            if e.name in self.lets:
+                return self.interval(self.lets[e.name], d)
+            if e.name in self.sizes:
+                v = self.sizes[e.name]
+                return v, v
+            return None
+        if isinstance(e, cir.Cast):
+            if not _is_int_dtype(e.ty.dtype) or not _is_int_dtype(e.operand.ty.dtype):
+                return None
+            return self.interval(e.operand, d)
+        if isinstance(e, cir.Unary) and e.op == "neg":
+            r = self.interval(e.operand, d)
+            return None if r is None else (-r[1], -r[0])
+        if isinstance(e, cir.Bin) and e.op in ("+", "-", "*", "/", "%"):
+            a, b = self.interval(e.left, d), self.interval(e.right, d)
+            if a is None or b is None:
+                return None
+            if a[0] > a[1] or b[0] > b[1]:
+                return 1, 0                 # empty: the code never runs
+            if e.op == "+":
+                return a[0] + b[0], a[1] + b[1]
+            if e.op == "-":
+                return a[0] - b[1], a[1] - b[0]
+            if e.op == "*":
+                ps = [x * y for x in a for y in b]
+                return min(ps), max(ps)
+            if b[0] <= 0 <= b[1]:
+                return None
+            if e.op == "/":
+                qs = [_trunc_div(x, y) for x in a for y in b]
+                return min(qs), max(qs)
+            # truncating remainder: |r| < |divisor|, sign of the dividend
+            m = max(abs(b[0]), abs(b[1])) - 1
+            lo = 0 if a[0] >= 0 else -m
+            hi = 0 if a[1] <= 0 else m
+            if a[0] >= 0 and a[1] < b[0] and b[0] > 0:
+                return a                    # already below the divisor
+            return lo, hi
+        if isinstance(e, cir.Call) and e.fn in ("min", "max") and e.args:
+            parts = [self.interval(x, d) for x in e.args]
+            if any(p is None for p in parts):
+                return None
+            f = min if e.fn == "min" else max
+            return f(p[0] for p in parts), f(p[1] for p in parts)
+        return None
+
+    # ---- symbols (sizes not known) ----------------------------------------------------
+
+    def _expand(self, e, depth=0):
+        """e with immutable integer lets replaced by their values."""
+        if depth > 20 or not self.lets:
+            return e
+        names = {n.name for n in cir.walk(e) if isinstance(n, cir.Var)} & set(self.lets)
+        if not names:
+            return e
+        from ..codegen.cstyle import substitute
+        return self._expand(substitute(e, {n: self.lets[n] for n in names}), depth + 1)
+
+    def _canon(self, e):
+        if not self.alias:
+            return e
+        from ..codegen.cstyle import substitute
+        names = {n.name for n in cir.walk(e) if isinstance(n, cir.Var)} & set(self.alias)
+        return substitute(e, {n: cir.Var(self.alias[n], cir.Ty("i32")) for n in names}) if names else e
+
+    def symbolic_in_range(self, index, extent) -> bool:
+        ext = _dim_expr(extent)
+        if ext is None:
+            return False
+        ext = self._canon(ext)
+        ranges = {v: (self._canon(a), self._canon(b)) for v, (a, b) in self.ranges.items()}
+        b = affine.bounds(self._canon(self._expand(index)), ranges)
+        if b is None:
+            return False
+        lo, hi = b
+        return _nonneg(lo, self.dims) and _nonneg(affine.sub(affine.sub(ext, hi), affine.const(1)),
+                                                  self.dims)
+
+    # ---- the questions ----------------------------------------------------------------
+
+    def index_in_range(self, index, extent) -> bool:
+        """True when `index` (a CIR expression) is provably in 0 .. extent - 1; `extent` is
+        a number, a size name or a CIR size expression."""
+        if not _is_int_dtype(getattr(getattr(index, "ty", None), "dtype", "")):
+            return False
+        n = _dim_value(extent, self.sizes)
+        if n is not None:
+            r = self.interval(index)
+            if r is not None:
+                return r[0] > r[1] or (r[0] >= 0 and r[1] <= n - 1)
+        return self.symbolic_in_range(index, extent)
+
+    def divisor_safe(self, divisor) -> tuple:
+        """(never 0, never -1) for an integer divisor."""
+        if isinstance(divisor, cir.Const):
+            v = divisor.value
+            return v != 0, v != -1
+        r = self.interval(divisor)
+        if r is None:
+            ext = self._expand(divisor)
+            form = affine.linear(ext)
+            if form is not None and not form[0]:
+                return form[1] != 0, form[1] != -1
+            return False, False
+        lo, hi = r
+        if lo > hi:
+            return True, True
+        return not (lo <= 0 <= hi), not (lo <= -1 <= hi)
+
+
+def _is_int_dtype(dtype: str) -> bool:
+    return dtype in cir.INT_DTYPES
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _dim_value(extent, sizes):
+    if isinstance(extent, bool):
+        return None
+    if isinstance(extent, int):
+        return extent
+    try:
+        return cir.eval_dim(extent, sizes)
+    except (KeyError, TypeError, ZeroDivisionError, ValueError):
+        return None
+
+
+def _dim_expr(extent):
+    if isinstance(extent, int):
+        return affine.const(extent)
+    if isinstance(extent, str):
+        return affine.var(extent)
+    if isinstance(extent, cir.Expr):
+        return extent
+    return None
+
+
+def _nonneg(e, dims) -> bool:
+    """e >= 0 for every value of the sizes `dims` (sizes are never negative)."""
+    form = affine.linear(e)
+    if form is None:
+        return False
+    terms, c = form
+    if c < 0:
+        return False
+    for _key, (coef, ex) in terms.items():
+        if coef < 0 or not isinstance(ex, cir.Var) or ex.name not in dims:
+            return False
+    return True

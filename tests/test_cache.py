@@ -97,11 +97,14 @@ def test_native_key_holds_sizes_resolved_flags_and_versions(tmp_path, monkeypatc
         # the key names the CPU the compiler really targets, not the word `native`
         assert any((f.startswith("-march=") and f != "-march=native")
                    or f.startswith("-target-cpu") for f in resolved), resolved
-    monkeypatch.setattr(dev, "_resolved", resolved + ("-mno-avx512f",))
-    assert dev.cache_key(k8[0], k8[2]) != key                  # another CPU
-    monkeypatch.setattr(dev, "_resolved", resolved)
-    monkeypatch.setattr(dev, "_version", "c++ (other) 99.0")
-    assert dev.cache_key(k8[0], k8[2]) != key                  # another compiler
+    other_cpu = native.NativeCpuDevice(native.find_compiler())
+    other_cpu._resolved = resolved + ("-mno-avx512f",)
+    assert other_cpu.cache_key(k8[0], k8[2]) != key            # another CPU
+    other_cc = native.NativeCpuDevice(native.find_compiler())
+    other_cc._version = "c++ (other) 99.0"
+    assert other_cc.cache_key(k8[0], k8[2]) != key             # another compiler
+    same = native.NativeCpuDevice(native.find_compiler())
+    assert same.cache_key(k8[0], k8[2]) == key
 
 
 # ------------------------------------------------------------------------ disk layer
@@ -310,6 +313,7 @@ def test_unwritable_folder_warns_once_and_runs_from_memory(tmp_path, monkeypatch
     assert "memory" in str(ours[0].message)
     stats = dev.cache.stats()
     assert stats["memory_only"] and stats["writes"] == 0 and stats["builds"] == 2
+    assert stats["discarded"] == 0
     assert stats["hits"] >= 1
     assert dev.compile(k, sz).path is None
     if case != "read-only":

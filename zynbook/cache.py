@@ -32,6 +32,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import struct
 import tempfile
 import threading
@@ -316,14 +317,14 @@ class KernelCache:
 
     def load(self, key: CacheKey) -> bytes | None:
         """The verified payload of `key` on disk, or None (a bad entry is removed)."""
-        if not self.disk:
+        if not self.disk or str(self.folder()) in self._memory_only:
             return None
         path = self.path(key)
         try:
             st = path.stat()
             with open(path, "rb") as f:
                 data = f.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             self.disk_misses += 1
             return None
         except OSError:
@@ -348,12 +349,11 @@ class KernelCache:
                 if (st.st_dev, st.st_ino) != ident:
                     return
             if path.is_dir() and not path.is_symlink():
-                import shutil
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink()
         except OSError:
-            pass
+            pass            # gone already, or not ours to remove: rebuilt all the same
 
     def store(self, key: CacheKey, payload: bytes) -> Path | None:
         """Write `payload` as the entry of `key` (atomically); None when the folder is not
@@ -418,13 +418,14 @@ def load_library(payload: bytes, folder: Path | None = None, suffix: str = ".so"
 
     The bytes go to a private file (in `folder` when given and usable, else the system's
     temporary folder), whose checksum is verified again right before `ctypes.CDLL` maps it;
-    the file is removed once mapped. Raises EntryUnusable when it does not load."""
+    the file is removed once mapped (its name ends in `.tmp`, so a copy that a crash left
+    behind is swept later). Raises EntryUnusable when it does not load."""
     want = hashlib.sha256(payload).hexdigest()
     last: Exception | None = None
     dirs = ([str(folder)] if folder is not None else []) + [None]
     for d in dirs:
         try:
-            fd, name = tempfile.mkstemp(dir=d, prefix=".load-", suffix=suffix)
+            fd, name = tempfile.mkstemp(dir=d, prefix=".load-", suffix=f"{suffix}.tmp")
         except OSError as err:
             last = err
             continue

@@ -126,6 +126,7 @@ class NativeCpuDevice(Device):
         self.cache = kcache.KernelCache("cpu", suffix=".so")
         self._flags: list | None = None
         self._resolved: tuple | None = None
+        self._target: tuple | None = None          # the key's target and versions parts
         self._openmp = False
         self._version: str | None = None
 
@@ -174,14 +175,16 @@ class NativeCpuDevice(Device):
 
     def cache_key(self, kernel: cir.Kernel, sizes: dict) -> kcache.CacheKey:
         """The key of a kernel's library, without its source (which the disk layer adds)."""
-        flags = self.flags()
-        return kcache.CacheKey(
-            "cpu", kernel.stable_hash(),
-            params=kcache.parts(sizes=sizes, openmp=self._openmp),
-            target=kcache.parts(machine=platform.machine(), system=platform.system(),
-                                compiler=self.compiler, flags=flags,
-                                resolved=self.resolved_flags()),
-            versions=kcache.parts(compiler=self.version()))
+        if self._target is None:
+            flags = self.flags()
+            self._target = (kcache.parts(machine=platform.machine(), system=platform.system(),
+                                         compiler=self.compiler, flags=flags,
+                                         resolved=self.resolved_flags()),
+                            kcache.parts(compiler=self.version()))
+        target, versions = self._target
+        return kcache.CacheKey("cpu", kernel.stable_hash(),
+                               params=kcache.parts(sizes=sizes, openmp=self._openmp),
+                               target=target, versions=versions)
 
     def _probe(self, flags) -> bool:
         with tempfile.TemporaryDirectory() as tmp:

@@ -231,8 +231,39 @@ def test_inspect_magic_shows_generated_code(kc):
     reply, outputs = execute(kc, X_2D + DOUBLE + "%inspect")
     assert reply["status"] == "ok", reply
     text = results_of(outputs)[-1]["text/plain"]
-    assert "--- zynml ---" in text and "--- cir ---" in text and "--- python ---" in text
+    # a summary, the stages there are, and the kernel in the language of its device
+    assert "stages: zynml" in text and "cir (" in text and "cuda (" in text
+    assert "--- python: the kernel ---" in text
     assert "x[i, j] * 2.0" in text
+    # a language by name, the whole text on request, and an unknown one refused
+    reply, outputs = execute(kc, "%inspect wgsl --full")
+    text = results_of(outputs)[-1]["text/plain"]
+    assert "--- wgsl: the whole text ---" in text and "@compute" in text
+    reply, outputs = execute(kc, "%inspect cobol")
+    assert reply["status"] == "error"
+    shown = "".join(o["content"]["text"] for o in outputs if o["msg_type"] == "stream")
+    shown += "\n".join(ln for e in errors_of(outputs) for ln in e.get("traceback", []))
+    shown += reply.get("evalue", "")
+    assert "cobol" in shown and "wgsl" in shown and "cuda" in shown and "stages" not in shown
+
+
+def test_inspect_after_a_failed_cell_shows_the_last_blocks_that_ran(kc):
+    execute(kc, X_2D + DOUBLE)
+    reply, _ = execute(kc, "let broken = compute(x) {\n    @kernel elementwise\n"
+                           "    for i in 0..n:\n        out[i] = x[i] * nothing_here\n}\n")
+    assert reply["status"] == "error"
+    reply, outputs = execute(kc, "%inspect")
+    assert reply["status"] == "ok", reply
+    assert "x[i, j] * 2.0" in results_of(outputs)[-1]["text/plain"]
+
+
+def test_shift_tab_on_a_builtin_gives_its_signature(kc):
+    reply = _inspect(kc, "let r = sqrt(", len("let r = sqrt("))
+    assert reply["found"]
+    text = reply["data"]["text/plain"]
+    assert text.startswith("sqrt(x)") and "square root" in text
+    reply = _inspect(kc, "let t = randn", len("let t = randn"))
+    assert "randn(shape" in reply["data"]["text/plain"] and "seed" in reply["data"]["text/plain"]
 
 
 def test_inspect_magic_before_any_block(kernel):
@@ -288,7 +319,8 @@ def test_inspection_of_a_compute_block_shows_generated_code(kc):
     reply = _inspect(kc, DOUBLE, cursor)
     assert reply["found"]
     text = reply["data"]["text/plain"]
-    assert "--- python ---" in text and "--- cir ---" in text
+    assert "--- python: the kernel ---" in text and "stages: zynml" in text
+    assert "zynml-map" in reply["data"]["text/html"]
 
 
 def test_is_complete_handles_magics_and_python(kc):

@@ -99,7 +99,7 @@ def test_compile_error_fails_the_cell_with_the_rendered_error(shell, capsys):
     assert not result.success
     err = result.error_in_exec
     assert isinstance(err, ZynMLError) and err.kind == "syntax"
-    assert err.line == 2
+    assert err.line == 3            # the cell's own numbering: the magic line is line 1
     out = capsys.readouterr()
     text = out.out + out.err
     assert "let b = a +* 2" in text and "^" in text
@@ -126,8 +126,58 @@ def test_inspect_magic_shows_the_last_blocks(shell, capsys):
     run(shell, "", AXPY)
     shell.run_line_magic("zynml_inspect", "")
     out = capsys.readouterr().out
-    assert "--- cir ---" in out and "--- python ---" in out
+    assert "stages: zynml" in out and "--- python: the kernel ---" in out
     assert "x[i] * y[i] + 1.0" in out
+    shell.run_line_magic("zynml_inspect", "cuda")
+    short = capsys.readouterr().out
+    shell.run_line_magic("zynml_inspect", "cuda --full")
+    full = capsys.readouterr().out
+    assert "--full shows all" in short and "the whole text" in full
+    assert len(short.splitlines()) < len(full.splitlines())
+    assert "zyn_atomic_min" in full and "zyn_atomic_min" not in short
+
+
+def test_error_lines_count_the_magic_line(shell, capsys):
+    shell.user_ns.update(x=np.ones(4, np.float32))
+    cell = ("let a = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n"
+            "        out[i] = x[i] * nothing_here\n}\n")
+    result = shell.run_cell("%%compute\n" + cell)
+    assert not result.success
+    err = result.error_in_exec
+    full_cell = ("%%compute\n" + cell).splitlines()
+    # the line the error names is the line of the cell (as the notebook numbers it) that
+    # holds the mistake
+    assert "nothing_here" in full_cell[err.line - 1]
+    assert err.line == 5
+    text = capsys.readouterr()
+    assert "line 5" in text.out + text.err
+
+
+def test_inspect_after_a_failed_cell_shows_the_last_blocks_that_ran(shell, capsys):
+    shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32))
+    run(shell, "", AXPY)
+    result = shell.run_cell("%%compute\nlet a = compute(x) {\n    @kernel elementwise\n"
+                            "    for i in 0..n:\n        out[i] = x[i] * nothing_here\n}\n")
+    assert not result.success
+    capsys.readouterr()
+    shell.run_line_magic("zynml_inspect", "")
+    out = capsys.readouterr().out
+    assert "No compute block has run yet" not in out
+    assert "x[i] * y[i] + 1.0" in out
+
+
+def test_inspect_an_unknown_language_is_an_error_naming_the_languages(shell, capsys):
+    from IPython.core.error import UsageError
+
+    shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32))
+    run(shell, "", AXPY)
+    capsys.readouterr()
+    with pytest.raises(UsageError) as info:
+        shell.run_line_magic("zynml_inspect", "cobol")
+    message = str(info.value)
+    assert "cobol" in message and "python" in message and "cuda" in message
+    assert "elementwise_l" in message
+    assert "stages" not in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------ other array kinds

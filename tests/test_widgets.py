@@ -72,7 +72,7 @@ def test_inspector_tabs_hold_source_cir_and_generated_code(session):
     langs = list(session.last_kernels[0].sources())
     assert len(titles) == 2 + len(langs)
     zynml_html = inspector.tabs.children[0].value
-    assert "zynml-hl" in zynml_html
+    assert "zynml-map" in zynml_html
     # highlighted: the annotation is a decorator token, the keyword a keyword token
     assert re.search(r'<span class="nd">@kernel</span>', zynml_html)
     assert re.search(r'<span class="k">for</span>', zynml_html)

@@ -208,28 +208,128 @@ def _text_of(source) -> str:
     return text if isinstance(text, str) else str(source)
 
 
-def code_bundle(kernels, launches=(), want: str = "") -> dict:
-    """A display bundle (text/plain and text/html) of kernels' generated code."""
-    from ..highlight import highlight_css, highlight_html
+# the generated code a device runs, by device kind
+DEVICE_LANGUAGE = (("cpu:native", "c"), ("cpu", "python"), ("cuda", "cuda"),
+                   ("vulkan", "wgsl"), ("webgpu", "wgsl"), ("metal", "msl"))
+STAGES = ("zynml", "cir")
 
-    plain, rich = [], [f"<style>{highlight_css()}</style>"]
-    chosen = [k for k in kernels if getattr(k, "name", "") == want] or kernels
-    language = "" if chosen is not kernels else want
+
+def device_language(device: str) -> str:
+    """The language of the code `device` runs (`cuda:0` -> `cuda`), '' if unknown."""
+    for prefix, lang in DEVICE_LANGUAGE:
+        if device == prefix or device.startswith(prefix + ":") and prefix != "cpu":
+            return lang
+    return ""
+
+
+class InspectUsageError(ValueError):
+    """`%inspect WHAT` named neither a kernel nor a language."""
+
+
+def parse_inspect_args(args: str) -> tuple[str, bool]:
+    """`cuda --full` -> ("cuda", True)."""
+    words = args.split()
+    full = any(w in ("--full", "-f", "--all") for w in words)
+    rest = [w for w in words if w not in ("--full", "-f", "--all")]
+    return (rest[0] if rest else ""), full
+
+
+def _choose(kernels, want: str):
+    """(kernels to show, language or '') for `%inspect want`; InspectUsageError if `want`
+    names neither a kernel nor a language of them."""
+    if not want:
+        return list(kernels), ""
+    chosen = [k for k in kernels if getattr(k, "name", "") == want]
+    if chosen:
+        return chosen, ""
+    languages = list(STAGES)
+    for k in kernels:
+        try:
+            languages += [lang for lang in k.sources() if lang not in languages]
+        except Exception:  # a renderer that fails must not hide the others
+            pass
+    if want in languages:
+        return list(kernels), want
+    names = ", ".join(getattr(k, "name", "?") for k in kernels)
+    raise InspectUsageError(
+        f"`{want}` is neither a language nor a kernel of the last compute cell; "
+        f"languages: {', '.join(languages)}; kernels: {names}")
+
+
+def _kernel_launches(kernel, launches):
+    return [ln for ln in launches if ln.kernel == getattr(kernel, "name", "")]
+
+
+def kernel_summary(kernel, launches=()) -> str:
+    """`matmul_l3 (matmul) on cuda:0 grid=(3, 2), block=(16, 16) · ZynML line 3`"""
+    head = f"{kernel.name}"
+    kt = getattr(getattr(kernel, "kernel", None), "kernel_type", None)
+    if kt is not None:
+        head += f" ({kt.kind})"
+    mine = _kernel_launches(kernel, launches)
+    if mine:
+        head += f" on {mine[-1].device}"
+        if mine[-1].geometry:
+            head += " " + ", ".join(f"{a}={b}" for a, b in mine[-1].geometry.items())
+        if len(mine) > 1:
+            head += f", {len(mine)} launches"
+    line = getattr(getattr(kernel, "kernel", None), "first_line", 0)
+    if line:
+        head += f" · ZynML line {line}"
+    return head
+
+
+def default_language(kernel, launches, sources: dict) -> str:
+    """The language of the device the kernel last ran on, else the first generated one."""
+    mine = _kernel_launches(kernel, launches)
+    if mine:
+        lang = device_language(mine[-1].device)
+        if lang in sources:
+            return lang
+    return next(iter(sources), "cir")
+
+
+def code_bundle(kernels, launches=(), want: str = "", full: bool = False) -> dict:
+    """A display bundle (text/plain and text/html) of kernels' generated code: for each
+    kernel a summary, the stages there are (with their sizes), and the code of one language
+    (`want`, else the one of the device it ran on), starting at the kernel with only the
+    helpers it uses (`full`: the whole text). The HTML puts the ZynML block beside it with
+    each ZynML line linked to the lines it became. `want` naming neither a kernel nor a
+    language raises InspectUsageError."""
+    from .codeview import mapped_html, split_source
+
+    chosen, language = _choose(kernels, want)
+    plain, rich = [], []
     for k in chosen:
-        geometry = [ln for ln in launches if ln.kernel == k.name]
-        head = f"compute block {k.name}"
-        kt = getattr(getattr(k, "kernel", None), "kernel_type", None)
-        if kt is not None:
-            head += f" ({kt.kind})"
-        if geometry:
-            head += f" on {geometry[-1].device}"
-            if geometry[-1].geometry:
-                head += " " + ", ".join(f"{a}={b}" for a, b in geometry[-1].geometry.items())
+        sections = dict(kernel_sections(k))
+        generated = {t: v for t, v in sections.items() if t not in STAGES}
+        lang = language or default_language(k, launches, generated)
+        text = sections.get(lang, "")
+        sp = split_source(text, lang)
+        stage_list = ", ".join(f"{t} ({len(v.splitlines())} lines)" for t, v in sections.items())
+        head = kernel_summary(k, launches)
         plain.append(head)
-        rich.append(f"<h4 style='margin:6px 0'>{html.escape(head)}</h4>")
-        for title, text in kernel_sections(k, language):
-            plain.append(f"--- {title} ---\n{text}")
-            rich.append(f"<div><b>{html.escape(title)}</b></div>{highlight_html(text, title)}")
+        plain.append(f"stages: {stage_list}")
+        if full or lang in STAGES:
+            shown = text
+            note = f"--- {lang}: the whole text ---"
+        else:
+            shown = sp.kernel_text()
+            left = len(text.splitlines()) - len(shown.splitlines())
+            note = f"--- {lang}: the kernel" + (
+                f" ({left} lines of helpers it does not use left out; --full shows all)"
+                if left > 0 else "") + " ---"
+        plain.append(note)
+        plain.append(shown.rstrip("\n"))
+        zynml = sections.get("zynml", "")
+        first = getattr(getattr(k, "kernel", None), "first_line", 0) or 1
+        rich.append(f"<div class='zynml-inspect' data-kernel='{html.escape(k.name)}'>"
+                    f"<h4 style='margin:6px 0 2px'>{html.escape(head)}</h4>"
+                    f"<div style='font-size:12px;color:#555'>stages: "
+                    f"{html.escape(stage_list)}</div>"
+                    + mapped_html("" if lang == "zynml" else zynml, first, text, lang,
+                                  title=lang, fold_helpers=not full)
+                    + "</div>")
     return {"text/plain": "\n".join(plain), "text/html": "\n".join(rich)}
 
 

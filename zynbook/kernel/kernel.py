@@ -29,9 +29,11 @@ from ..compiler.parser import parse
 from ..errors import ZynMLError
 from ..highlight import ANNOTATIONS, BUILTIN_FUNCTIONS, KERNEL_TYPES, KEYWORDS
 from . import LANGUAGE_INFO, cells
-from .display import (ShortValue, bindable, code_bundle, describe, error_evalue, format_seconds,
-                      is_tensor, launch_table, normalize_source, register_formatters,
-                      show_error, tensor_text)
+from .display import (InspectUsageError, ShortValue, bindable, code_bundle, describe,
+                      error_evalue, format_seconds, is_tensor, launch_table, normalize_source,
+                      parse_inspect_args, register_formatters, show_error, tensor_text)
+from . import state
+from .builtin_docs import builtin_doc
 from .state import notebook_session
 
 TENSOR_ATTRIBUTES = ("shape", "dtype", "device", "numpy", "to_device", "ndim", "size")
@@ -125,6 +127,7 @@ class ZynMLRunner:
         return value if is_expr else None
 
     def _remember(self) -> None:
+        state.remember(self.session)
         kernels = list(self.session.last_kernels or [])
         if kernels:
             self.last_kernels = kernels
@@ -193,12 +196,19 @@ class ZynMLRunner:
         return None
 
     def inspect(self, args: str = ""):
-        """`%inspect [LANGUAGE|KERNEL]`: the last compute block's generated code."""
+        """`%inspect [LANGUAGE|KERNEL] [--full]`: the generated code of the last cell that
+        ran compute blocks: a summary and the kernel (`--full`: the whole text)."""
+        from IPython.core.error import UsageError
+
         if not self.last_kernels:
             print("No compute block has run yet.")
             return None
-        want = args.strip()
-        display(code_bundle(self.last_kernels, self.last_launches, want), raw=True)
+        want, full = parse_inspect_args(args)
+        try:
+            bundle = code_bundle(self.last_kernels, self.last_launches, want, full)
+        except InspectUsageError as err:
+            raise UsageError(str(err)) from None
+        display(bundle, raw=True)
         return None
 
 
@@ -448,11 +458,13 @@ def word_doc(word: str) -> str:
     """One line on a ZynML word: annotation, kernel type, builtin or keyword."""
     if word in ANNOTATION_DOCS:
         return ANNOTATION_DOCS[word]
-    if word in KERNEL_TYPES:
-        return f"kernel type {word}: the schedule for the {word.replace('_', ' ')} shape " \
-               f"(@kernel {word})"
+    kernel_type = (f"kernel type {word}: the schedule for the {word.replace('_', ' ')} "
+                   f"shape (@kernel {word})") if word in KERNEL_TYPES else ""
     if word in builtin_names():
-        return f"{word}: ZynML builtin function"
+        doc = builtin_doc(word) or f"{word}: ZynML builtin function"
+        return doc + (f"\n{kernel_type}" if kernel_type else "")
+    if kernel_type:
+        return kernel_type
     if word in KEYWORDS:
         return f"{word}: ZynML keyword"
     return ""

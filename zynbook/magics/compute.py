@@ -8,8 +8,9 @@ from IPython.display import display
 
 from ..compiler.parser import parse
 from ..kernel import cells
-from ..kernel.display import bindable, code_bundle, is_tensor
-from ..kernel.state import notebook_session
+from ..kernel.display import (InspectUsageError, bindable, code_bundle, is_tensor,
+                              parse_inspect_args)
+from ..kernel.state import last_run, notebook_session, remember
 
 
 # ----------------------------------------------------------------------- values to Python
@@ -56,7 +57,9 @@ class ComputeMagics(Magics):
     @cell_magic
     def compute(self, line, cell):
         """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
-        source = cell
+        # the magic line is line 1 of the cell: ZynML line numbers (errors, kernel names,
+        # `// line N` comments in generated code) count it, as the notebook shows them
+        source = "\n" + cell
         program = parse(source)
         user_ns = self.shell.user_ns
         hidden = set(getattr(self.shell, "user_ns_hidden", {}))
@@ -67,6 +70,7 @@ class ComputeMagics(Magics):
         try:
             value, is_expr = session.run_cell(source, compute_annotations=line.strip(), **env)
         finally:
+            remember(session)
             for name in cells.bound_names(program):
                 if name in session.namespace:
                     user_ns[name] = to_python(session.namespace[name])
@@ -107,10 +111,19 @@ class ComputeMagics(Magics):
 
     @line_magic
     def zynml_inspect(self, line=""):
-        """Show the generated code of the compute blocks the last %%compute cell ran."""
-        kernels = list(self.session.last_kernels or [])
+        """%zynml_inspect [LANGUAGE|KERNEL] [--full]: the generated code of the last
+        %%compute cell that ran compute blocks: a summary, the stages there are, and the
+        kernel in the language of its device (or LANGUAGE) without the helpers it does not
+        use; --full shows the whole text."""
+        from IPython.core.error import UsageError
+
+        kernels, launches = last_run(self.session)
         if not kernels:
             print("No compute block has run yet.")
             return
-        display(code_bundle(kernels, list(self.session.launches or []), line.strip()),
-                raw=True)
+        want, full = parse_inspect_args(line)
+        try:
+            bundle = code_bundle(kernels, launches, want, full)
+        except InspectUsageError as err:
+            raise UsageError(str(err)) from None
+        display(bundle, raw=True)

@@ -77,6 +77,7 @@ class Interpreter:
         self.cache: dict = {}
         self.kernel_counter = 0
         self.source = ""
+        self.pipelines: list = []           # pipelines being called (their text is their blocks')
         self.extra_annotations: list = []
         self._lock = threading.RLock()
 
@@ -594,6 +595,7 @@ class Interpreter:
         for name, size in dims.items():
             local.setdefault(name, size)
         self.frames.append((local, set()))
+        self.pipelines.append(p)
         try:
             try:
                 self.exec_block(p.node.body)
@@ -604,6 +606,7 @@ class Interpreter:
                 self.check_type(result, p.node.returns, dims, f"the result of {p.name}")
             return result
         finally:
+            self.pipelines.pop()
             self.frames.pop()
 
     def check_type(self, value, typ: A.TypeExpr, dims: dict, what: str):
@@ -783,7 +786,9 @@ class Interpreter:
             return hit[1]
         self.kernel_counter += 1
         name = self._kernel_name(node)
-        lowered = lower_compute(node, sigs, scalars, name, self.source, self.extra_annotations)
+        # a block inside a pipeline is written in the text the pipeline was defined in
+        source = self.pipelines[-1].source if self.pipelines else self.source
+        lowered = lower_compute(node, sigs, scalars, name, source, self.extra_annotations)
         self.cache[key] = (node, lowered)
         return lowered
 

@@ -5,9 +5,10 @@ import html
 
 import ipywidgets as W
 
-from ..highlight import highlight_css, highlight_html
-from ..kernel.display import kernel_sections
-from ..kernel.state import notebook_session
+from ..highlight import highlight_css
+from ..kernel.codeview import mapped_html, plain_html
+from ..kernel.display import default_language, kernel_sections
+from ..kernel.state import last_run, notebook_session
 
 TAB_TITLES = {"zynml": "ZynML", "cir": "CIR", "python": "CPU (Python)", "c": "CPU (C)",
               "numba": "CPU (Numba)", "cuda": "CUDA C", "ptx": "PTX", "wgsl": "WGSL",
@@ -67,9 +68,10 @@ class ShaderInspector(W.VBox):
     def update(self, kernels=None, launches=None) -> None:
         """Show `kernels` (default: the session's last ones)."""
         if kernels is None:
-            kernels = list(self._session().last_kernels or [])
+            # the last cell that ran compute blocks (a failed cell after it keeps them)
+            kernels, last_launches = last_run(self._session())
             if launches is None:
-                launches = list(self._session().launches or [])
+                launches = last_launches
         self.kernels = list(kernels)
         self.launches = list(launches or [])
         try:
@@ -99,9 +101,26 @@ class ShaderInspector(W.VBox):
             return
         kernel = self.kernels[index]
         self.info.value = launch_info_html(kernel, self.launches, self.devices)
-        style = f"<style>{highlight_css()} .zynml-hl pre{{margin:0;font-size:12px}}</style>"
         sections = kernel_sections(kernel)
-        self.tabs.children = [W.HTML(style + highlight_html(text, lang)) for lang, text in
-                              sections]
-        self.tabs.titles = [tab_title(lang) for lang, _ in sections]
         self.sections = dict(sections)
+        zynml = self.sections.get("zynml", "")
+        first = getattr(getattr(kernel, "kernel", None), "first_line", 0) or 1
+        style = f"<style>{highlight_css()}</style>"
+        pages = []
+        for lang, text in sections:
+            if lang == "zynml":
+                page = mapped_html("", first, text, "zynml", title="ZynML", fold_helpers=False)
+                # the block's own line numbers
+                page = page if text else "<i>No ZynML text for this block.</i>"
+            elif lang in ("cir",):
+                page = plain_html(text, lang, title="CIR")
+            else:
+                page = mapped_html(zynml, first, text, lang, title=tab_title(lang))
+            pages.append(W.HTML(style + page))
+        self.tabs.children = pages
+        self.tabs.titles = [tab_title(lang) for lang, _ in sections]
+        generated = {k: v for k, v in sections if k not in ("zynml", "cir")}
+        lang = default_language(kernel, self.launches, generated)
+        names = [lang_ for lang_, _ in sections]
+        if lang in names:
+            self.tabs.selected_index = names.index(lang)

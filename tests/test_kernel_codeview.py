@@ -1,0 +1,216 @@
+"""Reading generated code (zynbook/kernel/codeview.py and display.code_bundle): the kernel
+first, unused helpers folded, ZynML lines linked to generated lines, the inspector's HTML."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.kernel import state
+from zynbook.kernel.builtin_docs import BUILTIN_DOCS
+from zynbook.kernel.codeview import (CODE_HEIGHT_PX, line_map, mapped_html, split_source)
+from zynbook.kernel.display import InspectUsageError, code_bundle, device_language
+
+PROGRAM = """let x = randn([6, 5], seed=1)
+let v = randn([5], seed=2)
+let y = compute(x, v) {
+    @kernel elementwise
+    for i in 0..rows, j in 0..cols:
+        let t = x[i, j] * v[j]
+        out[i, j] = max(t, 0.0) + 1.0
+}
+let top = compute(y) {
+    @kernel reduce(max)
+    for i in 0..rows, j in 0..cols:
+        yield y[i, j]
+}
+"""
+LANGS = ("cuda", "wgsl", "msl", "c")
+IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    s = zynbook.Session("cpu")
+    s.run(PROGRAM)
+    out = []
+    for k in s.last_kernels:
+        srcs = {lang: (t if isinstance(t, str) else t.source) for lang, t in k.sources().items()}
+        out.append((k, srcs))
+    return s, out
+
+
+def _definitions(text: str) -> dict:
+    """name -> the 0-based lines where a top-level helper of that name starts (a check of
+    its own: the identifier before the first parenthesis of a line in column 0, or a
+    struct / fn / #define name)."""
+    found: dict = {}
+    for i, ln in enumerate(text.splitlines()):
+        m = (re.match(r"#define\s+(\w+)", ln) or re.match(r"struct\s+(\w+)", ln)
+             or re.match(r"fn\s+(\w+)", ln)
+             or re.match(r"(?:template\s*<[^>]*>\s*)?[\w\s:*&<>]*?\b(\w+)\s*\(", ln)
+             if ln and not ln[0].isspace() and not ln.startswith("//") else None)
+        if m:
+            found.setdefault(m.group(1), []).append(i)
+    return found
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_kernel_keeps_every_helper_it_calls_and_drops_the_others(kernels, lang):
+    _, ks = kernels
+    for k, srcs in ks:
+        text = srcs[lang]
+        sp = split_source(text, lang)
+        lines = text.splitlines()
+        kernel_part = "\n".join(lines[sp.kernel_start:])
+        assert sp.kernel_start > 0
+        # the entry point is in the kernel part, and the short text starts with the header
+        assert sp.kernel_text().splitlines()[0] == lines[0]
+        short = sp.kernel_text()
+        assert kernel_part.strip() in short
+        defs = _definitions("\n".join(lines[:sp.kernel_start]))
+        used_by_kernel = set(IDENT.findall(kernel_part)) & set(defs)
+        for name in used_by_kernel:
+            # every definition of a helper the kernel calls is still there
+            assert all(lines[i] in short.splitlines() for i in defs[name]), (lang, k.name, name)
+        for c in sp.unused():
+            # a dropped helper is called neither by the kernel nor by a kept helper
+            assert c.name not in IDENT.findall(short), (lang, k.name, c.name)
+        assert len(short.splitlines()) < len(lines)
+
+
+@pytest.mark.parametrize("lang", ("c", "wgsl", "cuda", "msl"))
+def test_line_comments_map_generated_lines_to_the_zynml_lines(kernels, lang):
+    _, ks = kernels
+    k, srcs = ks[0]                 # the elementwise block
+    text = srcs[lang]
+    mapping = line_map(text, lang, k.zynml, k.kernel.first_line)
+    lines = text.splitlines()
+    program = PROGRAM.splitlines()
+    # the statement `out[i, j] = max(t, 0.0) + 1.0` is ZynML line 7; its generated store
+    # (the line that writes the output) is mapped to 7
+    store = [i for i, ln in enumerate(lines) if re.search(r"\bu?_?out\[", ln)
+             and "=" in ln and "//" not in ln.split("=")[0]]
+    assert store, lang
+    assert all(mapping.get(i) == 7 for i in store), (lang, [(i, mapping.get(i)) for i in store])
+    assert program[7 - 1].strip().startswith("out[i, j] = max(t, 0.0)")
+    # every `// line N: text` comment carries the text of line N
+    for i, ln in enumerate(lines):
+        m = re.match(r"\s*// line (\d+): (.*)", ln)
+        if m:
+            assert mapping[i] == int(m.group(1))
+            assert program[int(m.group(1)) - 1].strip().startswith(m.group(2).strip()[:20])
+
+
+def test_python_reference_lines_map_by_their_trailing_zynml_text(kernels):
+    _, ks = kernels
+    k, srcs = ks[0]
+    mapping = line_map(srcs["python"], "python", k.zynml, k.kernel.first_line)
+    lines = srcs["python"].splitlines()
+    store = next(i for i, ln in enumerate(lines) if "v_out[" in ln)
+    assert mapping[store] == 7
+    assert 5 in mapping.values()
+
+
+def test_mapped_html_links_both_panes_scrolls_and_copies(kernels):
+    _, ks = kernels
+    k, srcs = ks[0]
+    page = mapped_html(k.zynml, k.kernel.first_line, srcs["cuda"], "cuda", title="cuda")
+    # each mapped ZynML line is a label for its radio button and has a hover/checked rule
+    # that reaches the generated lines with the same data-l
+    zlines = set(re.findall(r"<label class='zm-line zm-mapped' data-l='(\d+)'", page))
+    assert "7" in zlines
+    uid = re.search(r"id='(zynml-map-\d+)'", page).group(1)
+    for z in zlines:
+        assert f"#{uid}:has(#{uid}-r{z}:checked)" in page
+        assert f"#{uid}:has(.zm-line[data-l='{z}']:hover)" in page
+    assert f"max-height:{CODE_HEIGHT_PX}px" in page and "overflow:auto" in page
+    assert "navigator.clipboard.writeText" in page
+    # the whole text is what the button copies
+    copied = re.search(r"<textarea class='zm-text' hidden readonly>(.*?)</textarea>", page,
+                       re.S).group(1)
+    import html as H
+    assert H.unescape(copied) == srcs["cuda"]
+    # unused helpers sit in a collapsed <details>
+    assert "<details><summary>" in page and "helpers not used by this kernel" in page
+    # every generated line is there once, numbered
+    numbers = [int(n) for n in re.findall(r"<span class='zm-n'>(\d+)</span>", page)]
+    gen_numbers = numbers[len(k.zynml.splitlines()):]
+    assert gen_numbers == list(range(1, len(srcs["cuda"].splitlines()) + 1))
+
+
+def test_code_bundle_prints_a_summary_and_the_kernel_only(kernels):
+    s, ks = kernels
+    k, srcs = ks[0]
+    bundle = code_bundle([k], s.launches, "cuda")
+    text = bundle["text/plain"]
+    assert text.splitlines()[0].startswith(f"{k.name} (elementwise) on cpu")
+    assert "stages: zynml (6 lines), cir (" in text
+    assert "helpers it does not use left out; --full shows all" in text
+    assert len(text.splitlines()) < len(srcs["cuda"].splitlines())
+    full = code_bundle([k], s.launches, "cuda", full=True)["text/plain"]
+    assert srcs["cuda"].strip() in full
+    # without a language: the code of the device the kernel ran on (the CPU reference)
+    text = code_bundle([k], s.launches)["text/plain"]
+    assert "--- python: the kernel ---" in text
+
+
+def test_an_unknown_language_is_an_error_listing_the_languages(kernels):
+    s, ks = kernels
+    with pytest.raises(InspectUsageError) as info:
+        code_bundle([k for k, _ in ks], s.launches, "cobol")
+    message = str(info.value)
+    for lang in ("zynml", "cir", "python", "cuda", "wgsl"):
+        assert lang in message
+    assert ks[0][0].name in message
+
+
+def test_device_language():
+    assert device_language("cpu") == "python"
+    assert device_language("cpu:native") == "c"
+    assert device_language("cuda:1") == "cuda"
+    assert device_language("vulkan:0") == "wgsl"
+    assert device_language("metal:0") == "msl"
+
+
+def test_every_builtin_has_a_signature_and_a_description():
+    from zynbook.kernel.kernel import builtin_names, word_doc
+
+    missing = [n for n in builtin_names() if n not in BUILTIN_DOCS]
+    assert not missing, missing
+    for name in builtin_names():
+        doc = word_doc(name)
+        assert doc.startswith(name + "(") and "\n" in doc and "builtin function" not in doc
+
+
+def test_last_run_survives_a_failed_cell():
+    s = zynbook.Session("cpu")
+    state.set_notebook_session(s)
+    try:
+        s.run_cell(PROGRAM)
+        kernels, launches = state.last_run()
+        names = [k.name for k in kernels]
+        assert len(names) == 2 and len(launches) == 2
+        with pytest.raises(zynbook.ZynMLError):
+            s.run_cell("let bad = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n"
+                       "        out[i] = x[i] * nowhere\n}\n")
+        assert s.last_kernels == []
+        assert [k.name for k in state.last_run()[0]] == names
+    finally:
+        state.set_notebook_session(None)
+
+
+def test_a_pipeline_block_called_from_a_later_cell_has_its_zynml_text():
+    s = zynbook.Session("cpu")
+    s.run_cell("pipeline double(t: tensor[n]) -> tensor[n]:\n"
+               "    let d = compute(t) {\n        @kernel elementwise\n"
+               "        for i in 0..n:\n            out[i] = t[i] * 2.0\n    }\n"
+               "    return d\n")
+    value, _ = s.run_cell("let a = randn([4], seed=1)\nlet b = double(a)\nb\n")
+    np.testing.assert_allclose(value.numpy(), s.namespace["a"].numpy() * 2.0, rtol=1e-6)
+    (k,) = s.last_kernels
+    assert k.zynml.strip().startswith("let d = compute(t) {")
+    assert "out[i] = t[i] * 2.0" in k.zynml
+    assert k.kernel.first_line == 2

@@ -155,7 +155,9 @@ class WebGPUDevice(Device):
         info = self.adapter_info
         return kcache.CacheKey(
             "webgpu", kernel.stable_hash(),
-            params=kcache.parts(name=kernel.name, options=opts.key()),
+            # every field of the options, so a field added later is in the key by construction
+            params=kcache.parts(name=kernel.name, options={
+                f.name: getattr(opts, f.name) for f in dataclasses.fields(opts)}),
             target=kcache.parts(device=self.id, adapter=self.name,
                                 backend=info.get("backend_type", ""),
                                 driver=info.get("description", ""),

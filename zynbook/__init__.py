@@ -1,5 +1,6 @@
 """ZynBook: ZynML compute() kernels in Jupyter, on the CPU, CUDA and WebGPU."""
 from .backends.registry import compute_devices
+from .nn import device, load_weights, save_weights
 from .errors import (ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameError,
                      ZynMLRuntimeError, ZynMLShapeError, ZynMLSyntaxError, ZynMLTimeoutError,
                      ZynMLTypeError)
@@ -10,7 +11,7 @@ from .session import Session, run
 __version__ = "0.1.0"
 
 __all__ = [
-    "run", "compile", "compute_devices", "Session", "Program", "Tensor", "ZynMLError",
+    "run", "compile", "compute_devices", "device", "load_weights", "save_weights", "Session", "Program", "Tensor", "ZynMLError",
     "ZynMLSyntaxError", "ZynMLNameError", "ZynMLTypeError", "ZynMLShapeError",
     "ZynMLDeviceError", "ZynMLRuntimeError", "ZynMLTimeoutError", "ZynMLMemoryError",
     "load_ipython_extension", "unload_ipython_extension",

@@ -1,0 +1,355 @@
+"""The compute-device interface (zynbook.nn.Device): every operation, forward and backward,
+equals PyTorch autograd on the CPU (f32, odd sizes, grouped-query ratios 1, 2 and 4, pad
+positions, cache_start 0 and > 0), and every other device present gives the CPU's result.
+Shape mistakes are ZynML errors naming both sizes."""
+from __future__ import annotations
+
+import math
+import os
+import zlib
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook import nn
+from zynbook.errors import ZynMLDeviceError, ZynMLError, ZynMLShapeError, ZynMLTypeError
+
+from tolerances import assert_within
+
+torch = pytest.importorskip("torch")
+
+_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
+OTHER_DEVICES = [d["id"] for d in zynbook.compute_devices()
+                 if d["id"] != "cpu" and not d["id"].startswith("gl:")
+                 and (not _WANTED or d["id"] in _WANTED.split(","))]
+
+TOL = {"rtol": 2e-4, "atol": 2e-5}
+
+
+def rand(rng, *shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def T(a, grad=False):
+    return torch.tensor(np.asarray(a, np.float32), dtype=torch.float32, requires_grad=grad)
+
+
+def attention_ref(q, k, v, n_heads, n_kv, head_dim, start=0):
+    """[q_len, H*D] attention of torch tensors over [start + q_len, KV*D] keys."""
+    s_q, s_k = q.shape[0], k.shape[0]
+    g = n_heads // n_kv
+    qh = q.reshape(s_q, n_heads, head_dim).transpose(0, 1)
+    kh = k.reshape(s_k, n_kv, head_dim).transpose(0, 1).repeat_interleave(g, 0)
+    vh = v.reshape(s_k, n_kv, head_dim).transpose(0, 1).repeat_interleave(g, 0)
+    scores = qh @ kh.transpose(1, 2) / math.sqrt(head_dim)
+    allowed = torch.arange(s_k)[None, :] <= (start + torch.arange(s_q))[:, None]
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    return (torch.softmax(scores, -1) @ vh).transpose(0, 1).reshape(s_q, n_heads * head_dim)
+
+
+# ---------------------------------------------------------------- the cases
+# each case: (run on a device -> list of arrays, PyTorch reference -> list of arrays)
+
+def case_matmul(rng):
+    a, b = rand(rng, 5, 7), rand(rng, 7, 3)
+    return (lambda d: [d.download(d.matmul(d.upload(a), d.upload(b), 5, 7, 3))],
+            lambda: [(T(a) @ T(b)).numpy().ravel()])
+
+
+def case_softmax(rng):
+    x = rand(rng, 3, 11, scale=3.0)
+    return (lambda d: [d.download(d.softmax(d.upload(x), 3, 11))],
+            lambda: [torch.softmax(T(x), -1).numpy().ravel()])
+
+
+def case_rms_norm(rng):
+    x, w = rand(rng, 4, 9), rand(rng, 9)
+    ref = lambda: [torch.nn.functional.rms_norm(T(x), (9,), T(w), 1e-5).numpy().ravel()]
+    return (lambda d: [d.download(d.rms_norm(d.upload(x), d.upload(w), 4, 9, 1e-5))], ref)
+
+
+def case_embedding(rng):
+    w, ids = rand(rng, 7, 5), np.array([3, 0, 6, 3, 1], np.uint32)
+    return (lambda d: [d.download(d.embedding(d.upload(w), d.upload_u32(ids), 5, 5))],
+            lambda: [torch.nn.functional.embedding(torch.tensor(ids.astype(np.int64)),
+                                                   T(w)).numpy().ravel()])
+
+
+def case_reduce_sum(axis):
+    def make(rng):
+        x = rand(rng, 3, 5, 2)
+        return (lambda d: [d.download(d.reduce_sum(d.upload(x), [3, 5, 2], axis))],
+                lambda: [T(x).sum(axis).numpy().ravel()])
+    return make
+
+
+def case_transpose(rng):
+    x = rand(rng, 3, 7)
+    return (lambda d: [d.download(d.transpose_2d(d.upload(x), 3, 7))],
+            lambda: [x.T.ravel()])
+
+
+def case_attention(ratio, seq=7, head_dim=5, n_kv=1):
+    n_heads = n_kv * ratio
+
+    def make(rng):
+        q = rand(rng, seq, n_heads * head_dim)
+        k, v = rand(rng, seq, n_kv * head_dim), rand(rng, seq, n_kv * head_dim)
+        return (lambda d: [d.download(d.causal_attention(
+                    d.upload(q), d.upload(k), d.upload(v), seq, n_heads, n_kv, head_dim))],
+                lambda: [attention_ref(T(q), T(k), T(v), n_heads, n_kv, head_dim)
+                         .detach().numpy().ravel()])
+    return make
+
+
+def case_kv_attention(cache_start, q_len, ratio=2, n_kv=2, head_dim=3):
+    n_heads = n_kv * ratio
+
+    def make(rng):
+        total = cache_start + q_len
+        q = rand(rng, q_len, n_heads * head_dim)
+        k, v = rand(rng, total, n_kv * head_dim), rand(rng, total, n_kv * head_dim)
+        return (lambda d: [d.download(d.kv_attention(
+                    d.upload(q), d.upload(k), d.upload(v), cache_start, q_len, n_heads, n_kv,
+                    head_dim))],
+                lambda: [attention_ref(T(q), T(k), T(v), n_heads, n_kv, head_dim, cache_start)
+                         .detach().numpy().ravel()])
+    return make
+
+
+def case_softmax_backward(rng):
+    x, g = rand(rng, 3, 7, scale=2.0), rand(rng, 3, 7)
+
+    def ref():
+        xt = T(x, True)
+        torch.softmax(xt, -1).backward(T(g))
+        return [xt.grad.numpy().ravel()]
+
+    def run(d):
+        sm = d.softmax(d.upload(x), 3, 7)
+        return [d.download(d.softmax_backward(sm, d.upload(g), 3, 7))]
+    return run, ref
+
+
+def case_rms_norm_backward(rng):
+    x, w, g = rand(rng, 5, 9), rand(rng, 9), rand(rng, 5, 9)
+
+    def ref():
+        xt, wt = T(x, True), T(w, True)
+        torch.nn.functional.rms_norm(xt, (9,), wt, 1e-5).backward(T(g))
+        return [xt.grad.numpy().ravel(), wt.grad.numpy()]
+
+    def run(d):
+        dx, dw = d.rms_norm_backward(d.upload(x), d.upload(w), d.upload(g), 5, 9, 1e-5)
+        return [d.download(dx), d.download(dw)]
+    return run, ref
+
+
+def case_embedding_backward(rng):
+    ids, g = np.array([2, 5, 2, 0, 2, 4], np.uint32), rand(rng, 6, 3)
+
+    def ref():
+        wt = T(np.zeros((7, 3)), True)
+        torch.nn.functional.embedding(torch.tensor(ids.astype(np.int64)), wt).backward(T(g))
+        return [wt.grad.numpy().ravel()]
+    return (lambda d: [d.download(d.embedding_backward(d.upload(g), d.upload_u32(ids), 7, 6, 3))],
+            ref)
+
+
+def case_attention_backward(ratio, seq=6, head_dim=4, n_kv=1):
+    n_heads = n_kv * ratio
+
+    def make(rng):
+        q = rand(rng, seq, n_heads * head_dim)
+        k, v = rand(rng, seq, n_kv * head_dim), rand(rng, seq, n_kv * head_dim)
+        g = rand(rng, seq, n_heads * head_dim)
+
+        def ref():
+            qt, kt, vt = T(q, True), T(k, True), T(v, True)
+            attention_ref(qt, kt, vt, n_heads, n_kv, head_dim).backward(T(g))
+            return [t.grad.numpy().ravel() for t in (qt, kt, vt)]
+
+        def run(d):
+            out = d.causal_attention_backward(d.upload(g), d.upload(q), d.upload(k),
+                                              d.upload(v), seq, n_heads, n_kv, head_dim)
+            return [d.download(b) for b in out]
+        return run, ref
+    return make
+
+
+def case_cross_entropy(rng):
+    logits = rand(rng, 6, 9, scale=2.0)
+    targets = np.array([3, 0, 8, 0, 5, 1], np.uint32)      # pad_id 0 at positions 1 and 3
+
+    def ref():
+        lt = T(logits, True)
+        loss = torch.nn.functional.cross_entropy(lt, torch.tensor(targets.astype(np.int64)),
+                                                 ignore_index=0)
+        loss.backward()
+        return [np.array([loss.item()], np.float32), lt.grad.numpy().ravel()]
+
+    def run(d):
+        loss, grad = d.cross_entropy_forward_backward(d.upload(logits), d.upload_u32(targets),
+                                                      6, 9, 0)
+        return [np.array([loss], np.float32), d.download(grad)]
+    return run, ref
+
+
+def case_small_ops(rng):
+    a, b, bias = rand(rng, 4, 3), rand(rng, 4, 3), rand(rng, 3)
+
+    def run(d):
+        x = d.upload(a)
+        c = d.copy_buffer(x)
+        d.add_assign(c, d.upload(b))
+        z = d.upload(b)
+        d.zero_buffer(z)
+        fresh = d.alloc(5)
+        d.sync()
+        return [d.download(x), d.download(c), d.download(d.bias_add(x, d.upload(bias), 12, 3)),
+                d.download(z), d.download(fresh)]
+    return run, lambda: [a.ravel(), (a + b).ravel(), (a + bias).ravel(), np.zeros(12),
+                         np.zeros(5)]
+
+
+def case_adamw(rng):
+    p0, grads = rand(rng, 11), [rand(rng, 11) for _ in range(3)]
+    hp = dict(lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+
+    def ref():
+        pt = T(p0, True)
+        opt = torch.optim.AdamW([pt], **hp)
+        for g in grads:
+            pt.grad = T(g)
+            opt.step()
+        st = opt.state[pt]
+        return [pt.detach().numpy(), st["exp_avg"].numpy(), st["exp_avg_sq"].numpy()]
+
+    def run(d):
+        p, m, v = d.upload(p0), d.alloc(11), d.alloc(11)
+        for t, g in enumerate(grads, 1):
+            d.adamw_step(p, d.upload(g), m, v, 1e-2, 0.9, 0.95, 1e-8, 0.1, t)
+        return [d.download(p), d.download(m), d.download(v)]
+    return run, ref
+
+
+def case_elementwise(rng):
+    a, b = rand(rng, 13), rand(rng, 13)
+    E = nn.expr
+
+    def f(xs):
+        x, y = xs
+        s = E.sigmoid(x) * y
+        return E.where(x > 0.0, s * s, E.tanh(y) - 1.5) + E.maximum(x, y) / (1.0 + E.exp(-y))
+
+    def ref():
+        x, y = T(a), T(b)
+        s = torch.sigmoid(x) * y
+        return [(torch.where(x > 0, s * s, torch.tanh(y) - 1.5) +
+                 torch.maximum(x, y) / (1 + torch.exp(-y))).numpy()]
+    return (lambda d: [d.download(d.elementwise([d.upload(a), d.upload(b)], 13, f))], ref)
+
+
+CASES = {
+    "matmul": case_matmul, "softmax": case_softmax, "rms_norm": case_rms_norm,
+    "embedding": case_embedding, "reduce_sum axis 0": case_reduce_sum(0),
+    "reduce_sum axis 1": case_reduce_sum(1), "reduce_sum axis 2": case_reduce_sum(2),
+    "transpose_2d": case_transpose,
+    "causal_attention gqa 1": case_attention(1, n_kv=2),
+    "causal_attention gqa 2": case_attention(2, n_kv=2),
+    "causal_attention gqa 4": case_attention(4, n_kv=1),
+    "kv_attention prefill cache_start 0": case_kv_attention(0, 5),
+    "kv_attention prefill cache_start 3": case_kv_attention(3, 4),
+    "kv_attention decode cache_start 6": case_kv_attention(6, 1, ratio=4, n_kv=1),
+    "softmax_backward": case_softmax_backward, "rms_norm_backward": case_rms_norm_backward,
+    "embedding_backward": case_embedding_backward,
+    "causal_attention_backward gqa 1": case_attention_backward(1, n_kv=2),
+    "causal_attention_backward gqa 2": case_attention_backward(2, n_kv=2),
+    "causal_attention_backward gqa 4": case_attention_backward(4, n_kv=1),
+    "cross_entropy pad positions": case_cross_entropy,
+    "copy add_assign zero_buffer bias_add alloc sync": case_small_ops,
+    "adamw_step 3 steps": case_adamw, "elementwise traced": case_elementwise,
+}
+# the cases every other device runs (one of each kernel; the CPU runs every variant)
+ON_EVERY_DEVICE = [name for name in CASES if not name.endswith(("gqa 1", "gqa 4", "axis 0",
+                                                                "axis 2", "cache_start 0"))]
+
+
+def _case(name):
+    return CASES[name](np.random.default_rng(zlib.crc32(name.encode())))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_cpu_equals_pytorch_autograd(name):
+    run, ref = _case(name)
+    got, want = run(nn.device("cpu")), ref()
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == np.asarray(w).ravel().shape
+        assert_within(g, np.asarray(w).ravel(), **TOL)
+
+
+@pytest.mark.parametrize("device_id", OTHER_DEVICES)
+@pytest.mark.parametrize("name", ON_EVERY_DEVICE)
+def test_every_device_equals_cpu(name, device_id):
+    run, _ref = _case(name)
+    want = run(nn.device("cpu"))
+    got = run(nn.device(device_id))
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        assert_within(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_buffers_stay_on_their_device():
+    for device_id in ["cpu"] + OTHER_DEVICES[:1]:
+        d = nn.device(device_id)
+        b = d.matmul(d.upload(np.ones(6)), d.upload(np.ones(6)), 2, 3, 2)
+        assert b.device == d.backend.id and len(b) == 4 and not b.is_empty()
+        np.testing.assert_array_equal(b.to_vec(), np.full(4, 3.0, np.float32))
+
+
+# ---------------------------------------------------------------- mistakes
+
+def test_wrong_lengths_are_shape_errors_naming_both_sizes():
+    d = nn.device("cpu")
+    a = d.upload(np.zeros(12))
+    with pytest.raises(ZynMLShapeError) as e:
+        d.matmul(a, d.upload(np.zeros(20)), 3, 4, 4)
+    assert "has 20 elements" in e.value.message and "16" in e.value.message
+    with pytest.raises(ZynMLShapeError, match=r"has 12 elements but n_rows \* row_len = 5 \* 2 = 10"):
+        d.softmax(a, 5, 2)
+    with pytest.raises(ZynMLShapeError, match="n_kv_heads = 3 does not divide n_heads = 4"):
+        d.causal_attention(a, a, a, 1, 4, 3, 3)
+    with pytest.raises(ZynMLShapeError, match=r"`k_cache` has 12 elements but"):
+        d.kv_attention(d.upload(np.zeros(4)), a, a, 5, 1, 2, 2, 2)
+    with pytest.raises(ZynMLShapeError, match="`src` has 5 elements but len"):
+        d.add_assign(a, d.upload(np.zeros(5)))
+    with pytest.raises(ZynMLShapeError, match="numel = 12 is not a multiple of dim = 5"):
+        d.bias_add(a, d.upload(np.zeros(5)), 12, 5)
+    with pytest.raises(ZynMLShapeError, match="`grad` has 3 elements"):
+        d.adamw_step(a, d.upload(np.zeros(3)), d.alloc(12), d.alloc(12), 0.1, 0.9, 0.99,
+                     1e-8, 0.0, 1)
+    with pytest.raises(ZynMLShapeError, match="`inputs\\[1\\]` has 4 elements but numel = 12"):
+        d.elementwise([a, d.upload(np.zeros(4))], 12, lambda xs: xs[0] + xs[1])
+
+
+def test_other_mistakes_are_zynml_errors():
+    d = nn.device("cpu")
+    a = d.upload(np.zeros(6))
+    with pytest.raises(ZynMLTypeError, match="upload_u32"):
+        d.embedding(a, a, 6, 1)                  # ids uploaded as f32
+    with pytest.raises(ZynMLTypeError, match="size"):
+        d.softmax(a, 2.0, 3)
+    with pytest.raises(ZynMLTypeError, match="buffer"):
+        d.softmax(np.zeros(6), 2, 3)
+    with pytest.raises(ZynMLTypeError, match="truth value"):
+        d.elementwise([a], 6, lambda xs: xs[0] if xs[0] > 0 else -xs[0])
+    with pytest.raises(ZynMLTypeError, match="expression"):
+        d.elementwise([a], 6, lambda xs: "x")
+    with pytest.raises(ZynMLShapeError, match="outside the table"):
+        d.embedding(a, d.upload_u32([0, 9]), 2, 3)
+    with pytest.raises(ZynMLDeviceError):
+        nn.device("cuda:99")
+    with pytest.raises(ZynMLError):
+        d.reduce_sum(a, [2, 3], 2)

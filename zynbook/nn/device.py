@@ -1,0 +1,438 @@
+"""The compute-device interface: buffers on one device and the operations a small model
+trains with, each a ZynML program (zynbook/nn/kernels.py) run by the same compiler and
+back ends as user code.
+
+    dev = zynbook.device("cuda:0")          # any device id; "auto" is the best present
+    x = dev.upload(np.arange(12, dtype=np.float32))
+    y = dev.matmul(x, w, 3, 4, 5)
+    dev.download(y)                          # numpy, f32
+
+A `Buffer` is a flat array of f32 (or u32 for token ids) on the device; the in-place
+operations (`add_assign`, `zero_buffer`, `adamw_step`) rebind the buffer they are given to
+the new values, which never leave the device.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from ..errors import ZynMLDeviceError, ZynMLError, ZynMLShapeError, ZynMLTypeError
+from . import expr as E
+from . import kernels as K
+
+
+class Buffer:
+    """A flat buffer of `len()` elements on one device (`.device`), f32 or u32."""
+
+    __slots__ = ("tensor", "owner", "__weakref__")
+
+    def __init__(self, tensor, owner):
+        self.tensor = tensor            # a 1-D zynbook.Tensor on owner.id
+        self.owner = owner
+
+    def __len__(self) -> int:
+        return self.tensor.size
+
+    def is_empty(self) -> bool:
+        return len(self) == 0
+
+    @property
+    def device(self) -> str:
+        return self.tensor.device
+
+    @property
+    def dtype(self) -> str:
+        return self.tensor.dtype
+
+    def to_vec(self) -> np.ndarray:
+        return self.owner.download(self)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.to_vec()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __repr__(self):
+        return f"Buffer(len={len(self)}, dtype={self.dtype}, device={self.device!r})"
+
+
+def _reshape(t, shape):
+    from ..library import reshape
+    return reshape(t, shape)
+
+
+class Device:
+    """One device (`cpu`, `cpu:native`, `cuda:0`, `vulkan:0`, ...) and the operations of the
+    compute-device interface, with the interface's names and arguments."""
+
+    def __init__(self, device_id: str = "auto"):
+        from ..backends.registry import best_device_id, get_device
+        from ..session import Session
+        if device_id == "auto":
+            device_id = best_device_id()
+        self.backend = get_device(device_id)       # ZynMLDeviceError for unknown ids
+        self.id = device_id
+        self._session = Session(device_id)
+        self._lock = threading.RLock()
+        self._elementwise_cache: dict = {}
+
+    def __repr__(self):
+        return f"zynbook.device({self.id!r})"
+
+    def dialect(self) -> str:
+        """The language kernels are generated in on this device."""
+        return {"cpu": "python", "c": "c++", "cuda": "cuda", "metal": "msl"}.get(
+            self.backend.backend, "wgsl")
+
+    # -------------------------------------------------------------- plumbing
+    def _wrap(self, t) -> Buffer:
+        if t.ndim != 1:
+            t = _reshape(t, (t.size,))
+        return Buffer(t, self)
+
+    def _t(self, buf, what: str, op: str, dtype: str | None = None):
+        if not isinstance(buf, Buffer):
+            raise ZynMLTypeError(f"{op}(): `{what}` must be a buffer of this device (from "
+                                 f"upload, alloc or an operation), not {type(buf).__name__}")
+        if buf.tensor.device != self.id and self.backend.id != buf.tensor.device:
+            raise ZynMLDeviceError(f"{op}(): `{what}` lives on {buf.tensor.device}, this "
+                                   f"device is {self.id}")
+        if dtype is not None and buf.dtype != dtype:
+            raise ZynMLTypeError(f"{op}(): `{what}` must hold {dtype} values, not {buf.dtype}"
+                                 + (" (upload token ids with upload_u32)" if dtype == "u32"
+                                    else ""))
+        return buf.tensor
+
+    def _need(self, buf, n: int, what: str, formula: str, op: str, dtype="f32"):
+        t = self._t(buf, what, op, dtype)
+        if t.size != n:
+            raise ZynMLShapeError(f"{op}(): `{what}` has {t.size} elements but {formula} = {n}")
+        return t
+
+    @staticmethod
+    def _size(v, what: str, op: str, positive=True) -> int:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ZynMLTypeError(f"{op}(): `{what}` is a size (an int), not {v!r}")
+        v = int(v)
+        if v < (1 if positive else 0):
+            raise ZynMLShapeError(f"{op}(): `{what}` must be {'at least 1' if positive else 'at least 0'}, not {v}")
+        return v
+
+    def _run(self, source: str, **bindings):
+        """Run a ZynML program of kernels.py on this device; its value."""
+        from ..session import _parse_cached
+        program = _parse_cached(source)
+        session = self._session
+        with self._lock:
+            ns = session.namespace
+            ns.clear()
+            ns.update(bindings)
+            try:
+                value, _ = session.interpreter.run_program(program, source)
+            except ZynMLError as err:
+                raise err.with_source(source) from None
+            finally:
+                ns.clear()
+                session.last_kernels = []
+                session.launches = []
+        return value
+
+    def _on_device(self, host: np.ndarray, dtype: str) -> Buffer:
+        from ..runtime.tensor import Tensor
+        data = self.backend.from_host(np.ascontiguousarray(host))
+        return Buffer(Tensor(data, self.backend.id, host.shape, dtype, committed=True), self)
+
+    # -------------------------------------------------------- buffer lifecycle
+    def upload(self, data) -> Buffer:
+        """f32 values (any array or list) onto the device, flattened."""
+        arr = np.asarray(data, dtype=np.float32).reshape(-1)
+        return self._on_device(arr, "f32")
+
+    def upload_u32(self, data) -> Buffer:
+        """u32 values (token ids) onto the device."""
+        raw = np.asarray(data)
+        if raw.size and (raw.dtype.kind not in "iub" or raw.min() < 0 or raw.max() >= 2 ** 32):
+            if raw.dtype.kind == "f" or raw.size and raw.min() < 0:
+                raise ZynMLTypeError("upload_u32(): token ids are non-negative integers")
+        return self._on_device(raw.astype(np.uint32).reshape(-1), "u32")
+
+    def alloc(self, length: int) -> Buffer:
+        """A buffer of `length` f32 elements (zeroed: ZynML gives unwritten memory as 0)."""
+        n = self._size(length, "len", "alloc", positive=False)
+        if n == 0:
+            return self._on_device(np.zeros(0, np.float32), "f32")
+        return self._wrap(self._run(K.ZERO, n=n))
+
+    def download(self, buf: Buffer) -> np.ndarray:
+        """The buffer's values on the host (numpy, f32 or u32)."""
+        t = self._t(buf, "buf", "download")
+        return np.array(t.numpy(), copy=True).reshape(-1)
+
+    def sync(self):
+        """Wait for every launch made on this device."""
+        self.backend.synchronize()
+
+    def copy_buffer(self, src: Buffer) -> Buffer:
+        """A copy made on the device, without a round trip through the host."""
+        t = self._t(src, "src", "copy_buffer")
+        if t.size == 0:
+            return self._on_device(np.zeros(0, t.numpy_dtype), t.dtype)
+        return self._wrap(self._run(K.COPY, x=t))
+
+    # -------------------------------------------------------------- fused elementwise
+    def elementwise(self, inputs, numel: int, f) -> Buffer:
+        """`f` (a Python callable taking a list of one expression per input) traced into one
+        fused kernel over `numel` elements; every input must hold `numel` elements."""
+        n = self._size(numel, "numel", "elementwise")
+        inputs = list(inputs)
+        ts = [self._need(b, n, f"inputs[{k}]", "numel", "elementwise")
+              for k, b in enumerate(inputs)]
+        leaves = [E.Expr("input", (), k) for k in range(len(ts))]
+        result = f(leaves)
+        if isinstance(result, (int, float)) and not isinstance(result, bool):
+            result = E.lift(result)
+        if not isinstance(result, E.Expr):
+            raise ZynMLTypeError("elementwise(): the function must return an expression built "
+                                 f"from its inputs, not {type(result).__name__}")
+        names = [f"x{k}" for k in range(len(ts))]
+        lets, final = E.render(result, names)
+        body = "".join("        " + line.replace("\n", "\n        ") + "\n" for line in lets)
+        if not ts:
+            head = "compute()"
+        else:
+            head = f"compute({', '.join(names)})"
+        source = (f"let y = {head} {{\n    @kernel elementwise\n    for i in 0..n:\n{body}"
+                  f"        out[i] = {final}\n}}\ny\n")
+        source = self._elementwise_cache.setdefault(source, source)   # one parse per text
+        return self._wrap(self._run(source, n=n, **dict(zip(names, ts))))
+
+    # -------------------------------------------------------------- forward ops
+    def matmul(self, a: Buffer, b: Buffer, m: int, k: int, n: int) -> Buffer:
+        """C[m, n] = A[m, k] B[k, n], row-major."""
+        op = "matmul"
+        m, k, n = (self._size(v, w, op) for v, w in ((m, "m"), (k, "k"), (n, "n")))
+        ta = self._need(a, m * k, "a", f"m * k = {m} * {k}", op)
+        tb = self._need(b, k * n, "b", f"k * n = {k} * {n}", op)
+        return self._wrap(self._run(K.MATMUL, a=_reshape(ta, (m, k)), b=_reshape(tb, (k, n))))
+
+    def softmax(self, data: Buffer, n_rows: int, row_len: int) -> Buffer:
+        op = "softmax"
+        r, c = self._size(n_rows, "n_rows", op), self._size(row_len, "row_len", op)
+        t = self._need(data, r * c, "data", f"n_rows * row_len = {r} * {c}", op)
+        return self._wrap(self._run(K.SOFTMAX_ROWS, x=_reshape(t, (r, c))))
+
+    def rms_norm(self, data: Buffer, weight: Buffer, n_groups: int, dim: int,
+                 eps: float) -> Buffer:
+        """x * weight / sqrt(mean(x^2) + eps) over each of `n_groups` rows of `dim`."""
+        op = "rms_norm"
+        g, d = self._size(n_groups, "n_groups", op), self._size(dim, "dim", op)
+        t = self._need(data, g * d, "data", f"n_groups * dim = {g} * {d}", op)
+        w = self._need(weight, d, "weight", "dim", op)
+        return self._wrap(self._run(K.RMS_NORM, x=_reshape(t, (g, d)), weight=w,
+                                    eps=float(eps)))
+
+    def embedding(self, weight: Buffer, ids: Buffer, seq_len: int, dim: int) -> Buffer:
+        """Row `ids[t]` of the table for each of `seq_len` positions: [seq_len, dim]."""
+        op = "embedding"
+        s, d = self._size(seq_len, "seq_len", op), self._size(dim, "dim", op)
+        ti = self._need(ids, s, "ids", "seq_len", op, dtype="u32")
+        tw = self._t(weight, "weight", op, "f32")
+        if tw.size % d:
+            raise ZynMLShapeError(f"{op}(): `weight` has {tw.size} elements, not a multiple "
+                                  f"of dim = {d}")
+        ids_host = None
+        if self.backend.kind == "cpu" and tw.device == "cpu":
+            ids_host = np.asarray(ti.numpy())
+        if ids_host is not None and ids_host.size and int(ids_host.max()) >= tw.size // d:
+            raise ZynMLShapeError(f"{op}(): token id {int(ids_host.max())} is outside the "
+                                  f"table of {tw.size // d} rows")
+        return self._wrap(self._run(K.EMBEDDING, weight=_reshape(tw, (tw.size // d, d)),
+                                    ids=ti, dim=d))
+
+    def reduce_sum(self, data: Buffer, shape, axis: int) -> Buffer:
+        """Sum along `axis` of `data` viewed with `shape`; the result has that axis dropped."""
+        op = "reduce_sum"
+        shape = [self._size(v, "shape", op) for v in shape]
+        if not shape:
+            raise ZynMLShapeError(f"{op}(): `shape` needs at least one axis")
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or \
+                not -len(shape) <= axis < len(shape):
+            raise ZynMLShapeError(f"{op}(): axis {axis} is outside a shape of {len(shape)} axes")
+        axis = int(axis) % len(shape)
+        total = math.prod(shape)
+        t = self._need(data, total, "data", f"the product of shape {shape}", op)
+        outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+        return self._wrap(self._run(K.REDUCE_SUM, x=_reshape(t, (outer, shape[axis], inner))))
+
+    def _heads(self, op, n_heads, n_kv_heads, head_dim):
+        h = self._size(n_heads, "n_heads", op)
+        kv = self._size(n_kv_heads, "n_kv_heads", op)
+        d = self._size(head_dim, "head_dim", op)
+        if h % kv:
+            raise ZynMLShapeError(f"{op}(): n_kv_heads = {kv} does not divide n_heads = {h}")
+        return h, kv, d
+
+    def causal_attention(self, q: Buffer, k: Buffer, v: Buffer, seq_len: int, n_heads: int,
+                         n_kv_heads: int, head_dim: int) -> Buffer:
+        """Causal self-attention with grouped-query heads; q [seq_len, n_heads * head_dim],
+        k and v [seq_len, n_kv_heads * head_dim]."""
+        return self.kv_attention(q, k, v, 0, seq_len, n_heads, n_kv_heads, head_dim,
+                                 _op="causal_attention", _names=("q", "k", "v"))
+
+    def kv_attention(self, q: Buffer, k_cache: Buffer, v_cache: Buffer, cache_start: int,
+                     q_len: int, n_heads: int, n_kv_heads: int, head_dim: int, *,
+                     _op="kv_attention", _names=("q", "k_cache", "v_cache")) -> Buffer:
+        """Attention of `q_len` new positions over a cache of cache_start + q_len positions;
+        query i sees positions 0..cache_start + i."""
+        op = _op
+        h, kv, d = self._heads(op, n_heads, n_kv_heads, head_dim)
+        start = self._size(cache_start, "cache_start", op, positive=False)
+        s = self._size(q_len, "q_len" if op == "kv_attention" else "seq_len", op)
+        total = start + s
+        tq = self._need(q, s * h * d, _names[0], f"{'q_len' if op == 'kv_attention' else 'seq_len'}"
+                        f" * n_heads * head_dim = {s} * {h} * {d}", op)
+        rows = "(cache_start + q_len)" if op == "kv_attention" else "seq_len"
+        tk = self._need(k_cache, total * kv * d, _names[1],
+                        f"{rows} * n_kv_heads * head_dim = {total} * {kv} * {d}", op)
+        tv = self._need(v_cache, total * kv * d, _names[2],
+                        f"{rows} * n_kv_heads * head_dim = {total} * {kv} * {d}", op)
+        return self._wrap(self._run(
+            K.KV_ATTENTION, q=_reshape(tq, (s, h, d)), k=_reshape(tk, (total, kv, d)),
+            v=_reshape(tv, (total, kv, d)), start=start, group=h // kv,
+            scale=1.0 / math.sqrt(d)))
+
+    def transpose_2d(self, buf: Buffer, rows: int, cols: int) -> Buffer:
+        op = "transpose_2d"
+        r, c = self._size(rows, "rows", op), self._size(cols, "cols", op)
+        t = self._need(buf, r * c, "buf", f"rows * cols = {r} * {c}", op)
+        return self._wrap(self._run(K.TRANSPOSE, x=_reshape(t, (r, c))))
+
+    # -------------------------------------------------------------- backward ops
+    def softmax_backward(self, softmax_out: Buffer, grad_output: Buffer, n_rows: int,
+                         row_len: int) -> Buffer:
+        op = "softmax_backward"
+        r, c = self._size(n_rows, "n_rows", op), self._size(row_len, "row_len", op)
+        f = f"n_rows * row_len = {r} * {c}"
+        sm = self._need(softmax_out, r * c, "softmax_out", f, op)
+        g = self._need(grad_output, r * c, "grad_output", f, op)
+        return self._wrap(self._run(K.SOFTMAX_BACKWARD, sm=_reshape(sm, (r, c)),
+                                    g=_reshape(g, (r, c))))
+
+    def rms_norm_backward(self, input: Buffer, weight: Buffer, grad_output: Buffer,
+                          n_groups: int, dim: int, eps: float):
+        """(grad_input, grad_weight) of rms_norm."""
+        op = "rms_norm_backward"
+        r, d = self._size(n_groups, "n_groups", op), self._size(dim, "dim", op)
+        f = f"n_groups * dim = {r} * {d}"
+        x = self._need(input, r * d, "input", f, op)
+        w = self._need(weight, d, "weight", "dim", op)
+        g = self._need(grad_output, r * d, "grad_output", f, op)
+        dx, dw = self._run(K.RMS_NORM_BACKWARD, x=_reshape(x, (r, d)), weight=w,
+                           g=_reshape(g, (r, d)), eps=float(eps))
+        return self._wrap(dx), self._wrap(dw)
+
+    def embedding_backward(self, grad_output: Buffer, ids: Buffer, vocab_size: int,
+                           seq_len: int, dim: int) -> Buffer:
+        """grad_weight[ids[t]] += grad_output[t]: [vocab_size, dim]."""
+        op = "embedding_backward"
+        v = self._size(vocab_size, "vocab_size", op)
+        s, d = self._size(seq_len, "seq_len", op), self._size(dim, "dim", op)
+        g = self._need(grad_output, s * d, "grad_output", f"seq_len * dim = {s} * {d}", op)
+        ti = self._need(ids, s, "ids", "seq_len", op, dtype="u32")
+        return self._wrap(self._run(K.EMBEDDING_BACKWARD, g=_reshape(g, (s, d)), ids=ti,
+                                    vocab=v))
+
+    def causal_attention_backward(self, grad_output: Buffer, q: Buffer, k: Buffer, v: Buffer,
+                                  seq_len: int, n_heads: int, n_kv_heads: int, head_dim: int):
+        """(grad_q, grad_k, grad_v), recomputing the attention scores from q and k."""
+        op = "causal_attention_backward"
+        h, kv, d = self._heads(op, n_heads, n_kv_heads, head_dim)
+        s = self._size(seq_len, "seq_len", op)
+        fq = f"seq_len * n_heads * head_dim = {s} * {h} * {d}"
+        fk = f"seq_len * n_kv_heads * head_dim = {s} * {kv} * {d}"
+        tg = self._need(grad_output, s * h * d, "grad_output", fq, op)
+        tq = self._need(q, s * h * d, "q", fq, op)
+        tk = self._need(k, s * kv * d, "k", fk, op)
+        tv = self._need(v, s * kv * d, "v", fk, op)
+        o = self.causal_attention(q, k, v, s, h, kv, d).tensor
+        dq, dk, dv = self._run(
+            K.ATTENTION_BACKWARD, q=_reshape(tq, (s, h, d)), k=_reshape(tk, (s, kv, d)),
+            v=_reshape(tv, (s, kv, d)), dout=_reshape(tg, (s, h, d)), o=_reshape(o, (s, h, d)),
+            group=h // kv, kv_heads=kv, scale=1.0 / math.sqrt(d))
+        return self._wrap(dq), self._wrap(dk), self._wrap(dv)
+
+    def cross_entropy_forward_backward(self, logits: Buffer, targets: Buffer,
+                                       n_positions: int, vocab_size: int, pad_id: int):
+        """(mean loss over the positions whose target is not `pad_id`, grad_logits);
+        padded positions get a zero gradient. With every position padded the loss is 0."""
+        op = "cross_entropy_forward_backward"
+        n, v = self._size(n_positions, "n_positions", op), self._size(vocab_size, "vocab_size", op)
+        pad = self._size(pad_id, "pad_id", op, positive=False)
+        tl = self._need(logits, n * v, "logits", f"n_positions * vocab_size = {n} * {v}", op)
+        tt = self._need(targets, n, "targets", "n_positions", op, dtype="u32")
+        count = float(self._run(K.CE_COUNT, targets=tt, pad=pad))
+        loss, grad = self._run(K.CE_FORWARD_BACKWARD, logits=_reshape(tl, (n, v)), targets=tt,
+                               pad=pad, count=max(count, 1.0))
+        return float(loss), self._wrap(grad)
+
+    # -------------------------------------------------------------- small in-place ops
+    def bias_add(self, matrix: Buffer, bias: Buffer, numel: int, dim: int) -> Buffer:
+        """out[i] = matrix[i] + bias[i % dim]."""
+        op = "bias_add"
+        n, d = self._size(numel, "numel", op), self._size(dim, "dim", op)
+        if n % d:
+            raise ZynMLShapeError(f"{op}(): numel = {n} is not a multiple of dim = {d}")
+        tm = self._need(matrix, n, "matrix", "numel", op)
+        tb = self._need(bias, d, "bias", "dim", op)
+        return self._wrap(self._run(K.BIAS_ADD, m=_reshape(tm, (n // d, d)), b=tb))
+
+    def add_assign(self, dst: Buffer, src: Buffer) -> None:
+        """dst[i] += src[i] (dst is rebound to the sum, on the device)."""
+        op = "add_assign"
+        td = self._t(dst, "dst", op, "f32")
+        ts = self._need(src, td.size, "src", "len(dst)", op)
+        if td.size:
+            dst.tensor = self._wrap(self._run(K.ADD, a=td, b=ts)).tensor
+
+    def zero_buffer(self, buf: Buffer) -> None:
+        """Every element of `buf` set to 0."""
+        t = self._t(buf, "buf", "zero_buffer", "f32")
+        if t.size:
+            buf.tensor = self._wrap(self._run(K.ZERO, n=t.size)).tensor
+
+    def adamw_step(self, param: Buffer, grad: Buffer, m: Buffer, v: Buffer, lr: float,
+                   beta1: float, beta2: float, eps: float, weight_decay: float,
+                   step_t: int) -> None:
+        """One AdamW step (decoupled weight decay, bias correction for step `step_t`, from
+        1): `param`, `m` and `v` are rebound to their new values, on the device."""
+        op = "adamw_step"
+        tp = self._t(param, "param", op, "f32")
+        n = tp.size
+        tg = self._need(grad, n, "grad", "len(param)", op)
+        tm = self._need(m, n, "m", "len(param)", op)
+        tv = self._need(v, n, "v", "len(param)", op)
+        t = self._size(step_t, "step_t", op)
+        if n == 0:
+            return
+        b1, b2 = float(beta1), float(beta2)
+        p_new, m_new, v_new = self._run(
+            K.ADAMW, p=tp, g=tg, m=tm, v=tv, lr=float(lr), beta1=b1, beta2=b2, eps=float(eps),
+            wd=float(weight_decay), bc1=1.0 - b1 ** t, bc2=1.0 - b2 ** t)
+        param.tensor, m.tensor, v.tensor = p_new, m_new, v_new
+
+
+_DEVICES: dict = {}
+
+
+def device(device_id: str = "auto") -> Device:
+    """The compute-device interface on `device_id` (one object per id)."""
+    from ..backends.registry import best_device_id
+    if not isinstance(device_id, str):
+        raise ZynMLDeviceError(f"a device id is a string like \"cpu\" or \"cuda:0\", not "
+                               f"{device_id!r}")
+    key = best_device_id() if device_id == "auto" else device_id
+    dev = _DEVICES.get(key)
+    if dev is None:
+        dev = _DEVICES[key] = Device(key)
+    return dev

@@ -1,0 +1,152 @@
+"""Expressions traced from a Python callable into one fused ZynML elementwise kernel.
+
+`Device.elementwise(inputs, numel, f)` calls `f` with one `Expr` per input (a list, as the
+device interface passes a slice of expression ids); arithmetic on them and the functions
+here (`exp`, `tanh`, `maximum`, `where`, ...) build a graph, and the graph becomes the body of
+one compute block, with every value used more than once bound once by a `let`.
+"""
+from __future__ import annotations
+
+import math
+
+from ..errors import ZynMLTypeError
+
+_UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "silu", "gelu", "abs",
+          "sin", "cos", "erf", "floor", "ceil")
+
+
+class Expr:
+    """A node of a traced elementwise expression."""
+
+    __slots__ = ("op", "args", "value", "id")
+    _counter = [0]
+
+    def __init__(self, op: str, args=(), value=None):
+        self.op, self.args, self.value = op, tuple(args), value
+        Expr._counter[0] += 1
+        self.id = Expr._counter[0]
+
+    # arithmetic -----------------------------------------------------------------
+    def __add__(self, o): return Expr("+", (self, lift(o)))
+    def __radd__(self, o): return Expr("+", (lift(o), self))
+    def __sub__(self, o): return Expr("-", (self, lift(o)))
+    def __rsub__(self, o): return Expr("-", (lift(o), self))
+    def __mul__(self, o): return Expr("*", (self, lift(o)))
+    def __rmul__(self, o): return Expr("*", (lift(o), self))
+    def __truediv__(self, o): return Expr("/", (self, lift(o)))
+    def __rtruediv__(self, o): return Expr("/", (lift(o), self))
+    def __pow__(self, o): return Expr("pow", (self, lift(o)))
+    def __rpow__(self, o): return Expr("pow", (lift(o), self))
+    def __neg__(self): return Expr("neg", (self,))
+    def __pos__(self): return self
+    def __lt__(self, o): return Expr("<", (self, lift(o)))
+    def __le__(self, o): return Expr("<=", (self, lift(o)))
+    def __gt__(self, o): return Expr(">", (self, lift(o)))
+    def __ge__(self, o): return Expr(">=", (self, lift(o)))
+
+    def __bool__(self):
+        raise ZynMLTypeError("an elementwise expression has no truth value while it is "
+                             "traced; use where(cond, a, b) instead of `if`")
+
+    __hash__ = object.__hash__
+
+    # methods: x.exp(), x.tanh(), ...
+    def __getattr__(self, name):
+        if name in _UNARY:
+            return lambda: Expr(name, (self,))
+        raise AttributeError(name)
+
+
+def lift(v) -> Expr:
+    if isinstance(v, Expr):
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ZynMLTypeError(f"an elementwise expression combines expressions and numbers, "
+                             f"not {type(v).__name__}")
+    return Expr("const", (), float(v))
+
+
+def _unary(name):
+    def f(x):
+        return Expr(name, (lift(x),))
+    f.__name__ = name
+    f.__doc__ = f"`{name}(x)` inside the fused kernel."
+    return f
+
+
+for _name in _UNARY:
+    globals()[_name] = _unary(_name)
+
+
+def maximum(a, b) -> Expr:
+    return Expr("max", (lift(a), lift(b)))
+
+
+def minimum(a, b) -> Expr:
+    return Expr("min", (lift(a), lift(b)))
+
+
+def pow(a, b) -> Expr:      # noqa: A001 - the ZynML name
+    return Expr("pow", (lift(a), lift(b)))
+
+
+def where(cond, a, b) -> Expr:
+    """`a` where `cond` holds, else `b` (a comparison such as `x > 0.0`)."""
+    return Expr("where", (lift(cond), lift(a), lift(b)))
+
+
+def _const(v: float) -> str:
+    if math.isinf(v):
+        return "inf" if v > 0 else "(-inf)"
+    if math.isnan(v):
+        raise ZynMLTypeError("an elementwise expression cannot hold a NaN constant")
+    text = repr(float(v))
+    if "e" in text or "E" in text:
+        text = f"{v:.9e}"
+    return f"({text})" if v < 0 else text
+
+
+_INFIX = {"+", "-", "*", "/", "<", "<=", ">", ">="}
+
+
+def render(out: Expr, names: list) -> tuple[list, str]:
+    """(let lines, the final expression) for `out` over inputs `names[k][i]`."""
+    uses: dict = {}
+
+    def count(e):
+        uses[e.id] = uses.get(e.id, 0) + 1
+        if uses[e.id] == 1:
+            for a in e.args:
+                count(a)
+    count(out)
+    lets, bound = [], {}
+
+    def text(e, top=False) -> str:
+        if e.id in bound:
+            return bound[e.id]
+        if e.op == "input":
+            return f"{names[e.value]}[i]"
+        if e.op == "const":
+            return _const(e.value)
+        args = [text(a) for a in e.args]
+        if e.op in _INFIX:
+            s = f"({args[0]} {e.op} {args[1]})"
+        elif e.op == "neg":
+            s = f"(-{args[0]})"
+        elif e.op == "where":
+            # ZynML has no conditional expression: a var and an `if`
+            name = f"t{len(lets)}"
+            lets.append(f"var {name} = {args[2]}")
+            lets.append(f"if {args[0]}:\n    {name} = {args[1]}")
+            bound[e.id] = name
+            return name
+        else:
+            s = f"{e.op}({', '.join(args)})"
+        if uses.get(e.id, 0) > 1 and not top:
+            name = f"t{len(lets)}"
+            lets.append(f"let {name} = {s}")
+            bound[e.id] = name
+            return name
+        return s
+    final = text(out, top=True)
+    return lets, final

@@ -1,0 +1,282 @@
+"""The device interface's operations, written in ZynML.
+
+Every operation of `zynbook.nn.Device` is one of these programs (one or a few compute
+blocks), compiled and launched like any user program, so each runs on every device a
+session has. Buffers reach them reshaped (no copy) to the axes the body indexes; host ints
+are sizes, host floats scalar arguments (so a new learning rate does not compile again).
+"""
+from __future__ import annotations
+
+from ..library import GEMM, RMSNORM, SOFTMAX
+
+MATMUL = GEMM                     # a [M, K], b [K, N]
+
+SOFTMAX_ROWS = SOFTMAX            # x [rows, n]
+
+RMS_NORM = RMSNORM                # x [rows, n], weight [n], eps
+
+COPY = """let y = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i]
+}
+y
+"""
+
+ZERO = """let y = compute() {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = 0.0
+}
+y
+"""
+
+ADD = """let y = compute(a, b) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = a[i] + b[i]
+}
+y
+"""
+
+BIAS_ADD = """let y = compute(m, b) {
+    @kernel elementwise
+    for r in 0..rows, c in 0..dim:
+        out[r, c] = m[r, c] + b[c]
+}
+y
+"""
+
+TRANSPOSE = """let y = compute(x) {
+    @kernel elementwise
+    for c in 0..cols, r in 0..rows:
+        out[c, r] = x[r, c]
+}
+y
+"""
+
+# weight [vocab, dim], ids [seq] (u32)
+EMBEDDING = """let y = compute(weight, ids) {
+    @kernel elementwise
+    for t in 0..seq, d in 0..dim:
+        out[t, d] = weight[int(ids[t]), d]
+}
+y
+"""
+
+# x [outer, n, inner] -> [outer, inner]
+REDUCE_SUM = """let y = compute(x) {
+    for o in 0..outer, c in 0..inner:
+        var s = 0.0
+        for a in 0..n:
+            s += x[o, a, c]
+        out[o, c] = s
+}
+y
+"""
+
+SUM_ALL = """let y = compute(x) {
+    @kernel reduce(+)
+    for i in 0..n:
+        yield x[i]
+}
+y
+"""
+
+# grouped-query causal attention over a KV cache. q [seq_q, heads, head_dim], k and v
+# [seq_k, kv_heads, head_dim]; query i sees keys 0..start + i; `group` query heads share one
+# key/value head. `causal_attention` is this with start = 0 and seq_k = seq_q.
+KV_ATTENTION = """let y = compute(q, k, v) {
+    @kernel attention
+    for i in 0..seq_q, h in 0..heads:
+        let g = h / group
+        var m = -inf
+        for j in 0..seq_k:
+            if j <= start + i:
+                m = max(m, dot(q[i, h], k[j, g]) * scale)
+        var s = 0.0
+        for j in 0..seq_k:
+            if j <= start + i:
+                s += exp(dot(q[i, h], k[j, g]) * scale - m)
+        for d in 0..head_dim:
+            var acc = 0.0
+            for j in 0..seq_k:
+                if j <= start + i:
+                    acc += exp(dot(q[i, h], k[j, g]) * scale - m) * v[j, g, d]
+            out[i, h, d] = acc / s
+}
+y
+"""
+
+SOFTMAX_BACKWARD = """let y = compute(sm, g) {
+    @kernel fused
+    for r in 0..rows:
+        var d = 0.0
+        for i in 0..n:
+            d += sm[r, i] * g[r, i]
+        for i in 0..n:
+            out[r, i] = sm[r, i] * (g[r, i] - d)
+}
+y
+"""
+
+# y = x * r * w with r = rsqrt(mean(x^2) + eps):
+# dx = r w g - x r^3 / n * sum(g w x), dw = sum over rows of g x r
+RMS_NORM_BACKWARD = """let rstd = compute(x) {
+    for r in 0..rows:
+        var ss = 0.0
+        for i in 0..n:
+            ss += x[r, i] * x[r, i]
+        out[r] = rsqrt(ss / n + eps)
+}
+let dx = compute(x, weight, g, rstd) {
+    @kernel fused
+    for r in 0..rows:
+        var a = 0.0
+        for i in 0..n:
+            a += g[r, i] * weight[i] * x[r, i]
+        let rs = rstd[r]
+        for i in 0..n:
+            out[r, i] = rs * weight[i] * g[r, i] - x[r, i] * rs * rs * rs * a / n
+}
+let dw = compute(x, g, rstd) {
+    for i in 0..n:
+        var s = 0.0
+        for r in 0..rows:
+            s += g[r, i] * x[r, i] * rstd[r]
+        out[i] = s
+}
+(dx, dw)
+"""
+
+# scatter-add written as a gather (every row of the table sums the positions that chose it),
+# so it needs no atomics and adds in the same order on every device
+EMBEDDING_BACKWARD = """let y = compute(g, ids) {
+    for w in 0..vocab, d in 0..dim:
+        var s = 0.0
+        for t in 0..seq:
+            if int(ids[t]) == w:
+                s += g[t, d]
+        out[w, d] = s
+}
+y
+"""
+
+# causal attention backward, recomputing the scores: P = softmax(q k^T * scale) from the
+# row log-sum-exp, dS = P (dO v^T - rowsum(dO * O)), dQ = scale dS k, dK = scale dS^T q,
+# dV = P^T dO (key/value heads summing over the query heads of their group)
+ATTENTION_BACKWARD = """let lse = compute(q, k) {
+    for i in 0..seq, h in 0..heads:
+        let g = h / group
+        var m = -inf
+        for j in 0..seq:
+            if j <= i:
+                m = max(m, dot(q[i, h], k[j, g]) * scale)
+        var s = 0.0
+        for j in 0..seq:
+            if j <= i:
+                s += exp(dot(q[i, h], k[j, g]) * scale - m)
+        out[i, h] = m + log(s)
+}
+let p = compute(q, k, lse) {
+    for h in 0..heads, i in 0..seq, j in 0..seq:
+        if j <= i:
+            out[h, i, j] = exp(dot(q[i, h], k[j, h / group]) * scale - lse[i, h])
+}
+let delta = compute(dout, o) {
+    for i in 0..seq, h in 0..heads:
+        out[i, h] = dot(dout[i, h], o[i, h])
+}
+let ds = compute(p, dout, v, delta) {
+    for h in 0..heads, i in 0..seq, j in 0..seq:
+        if j <= i:
+            out[h, i, j] = p[h, i, j] * (dot(dout[i, h], v[j, h / group]) - delta[i, h])
+}
+let dq = compute(ds, k) {
+    for i in 0..seq, h in 0..heads, d in 0..head_dim:
+        var acc = 0.0
+        for j in 0..seq:
+            acc += ds[h, i, j] * k[j, h / group, d]
+        out[i, h, d] = acc * scale
+}
+let dk = compute(ds, q) {
+    for j in 0..seq, g in 0..kv_heads, d in 0..head_dim:
+        var acc = 0.0
+        for r in 0..group:
+            for i in 0..seq:
+                acc += ds[g * group + r, i, j] * q[i, g * group + r, d]
+        out[j, g, d] = acc * scale
+}
+let dv = compute(p, dout) {
+    for j in 0..seq, g in 0..kv_heads, d in 0..head_dim:
+        var acc = 0.0
+        for r in 0..group:
+            for i in 0..seq:
+                acc += p[g * group + r, i, j] * dout[i, g * group + r, d]
+        out[j, g, d] = acc
+}
+(dq, dk, dv)
+"""
+
+# logits [rows, vocab], targets [rows] (u32); rows whose target is `pad` count for nothing
+CE_COUNT = """let y = compute(targets) {
+    @kernel reduce(+)
+    for r in 0..rows:
+        yield float(int(targets[r]) != pad)
+}
+y
+"""
+
+CE_FORWARD_BACKWARD = """let loss_rows = compute(logits, targets) {
+    for r in 0..rows:
+        let t = int(targets[r])
+        var m = -inf
+        for c in 0..vocab:
+            m = max(m, logits[r, c])
+        var s = 0.0
+        for c in 0..vocab:
+            s += exp(logits[r, c] - m)
+        if t != pad:
+            out[r] = (m + log(s) - logits[r, t]) / count
+}
+let grad = compute(logits, targets) {
+    for r in 0..rows:
+        let t = int(targets[r])
+        var m = -inf
+        for c in 0..vocab:
+            m = max(m, logits[r, c])
+        var s = 0.0
+        for c in 0..vocab:
+            s += exp(logits[r, c] - m)
+        for c in 0..vocab:
+            if t != pad:
+                out[r, c] = (exp(logits[r, c] - m) / s - float(c == t)) / count
+}
+let loss = compute(loss_rows) {
+    @kernel reduce(+)
+    for r in 0..rows:
+        yield loss_rows[r]
+}
+(loss, grad)
+"""
+
+# AdamW, decoupled weight decay: p <- p (1 - lr wd), then the bias-corrected Adam step
+ADAMW = """let m_new = compute(m, g) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = beta1 * m[i] + (1.0 - beta1) * g[i]
+}
+let v_new = compute(v, g) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = beta2 * v[i] + (1.0 - beta2) * g[i] * g[i]
+}
+let p_new = compute(p, m_new, v_new) {
+    @kernel elementwise
+    for i in 0..n:
+        let m_hat = m_new[i] / bc1
+        let v_hat = v_new[i] / bc2
+        out[i] = p[i] * (1.0 - lr * wd) - lr * m_hat / (sqrt(v_hat) + eps)
+}
+(p_new, m_new, v_new)
+"""

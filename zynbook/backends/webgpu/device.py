@@ -172,7 +172,9 @@ class WebGPUDevice(Device):
         the bounds analysis proves the common indices in range and guards only the rest)."""
         opts = self.options()
         if sizes:
-            opts = dataclasses.replace(opts, equal_sizes=_equal_sizes(kernel, sizes))
+            opts = dataclasses.replace(opts, equal_sizes=_equal_sizes(kernel, sizes),
+                                       negative_sizes=tuple(sorted(
+                                           d for d in kernel.dims if int(sizes.get(d, 0)) < 0)))
         return self.cache.memo(self.cache_key(kernel, opts), lambda: self._compile(kernel, opts))
 
     def _compile(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions) -> rt.CompiledProgram:

@@ -70,11 +70,14 @@ class WGSLOptions:
     # groups of size names equal at the launch this program is for: the bounds analysis
     # (passes/bounds.py) then proves `x[i]`, i in 0..len, in range of an axis `x_d0`
     equal_sizes: tuple = ()
+    # size names negative at that launch (a host int can be): not assumed >= 0
+    negative_sizes: tuple = ()
 
     def key(self) -> tuple:
         return (self.workgroup_size, self.f16, self.subgroups, self.subgroups_directive,
                 self.max_workgroup_storage,
-                self.max_invocations, self.max_storage_buffers, self.equal_sizes)
+                self.max_invocations, self.max_storage_buffers, self.equal_sizes,
+                self.negative_sizes)
 
 
 # ----------------------------------------------------------------------------- program
@@ -347,7 +350,9 @@ class KernelRenderer:
         self.ranges: dict = {}          # loop variable -> (start, stop) CIR expressions
         # run-time checks (compiler/errflag.py) where the analysis cannot prove safety
         self.errs = errflag.ErrorSites()
-        self.facts = Facts(kernel.body, None, kernel.dims, options.equal_sizes)
+        self.facts = Facts(kernel.body, None,
+                           [d for d in kernel.dims if d not in options.negative_sizes],
+                           options.equal_sizes)
         self.cur_line = kernel.first_line
         self.shared_shapes: dict = {}   # SharedAlloc name -> its CIR shape
         self._store_conds = None        # set by store(): bounds conditions to test
@@ -856,6 +861,10 @@ class KernelRenderer:
             return f"z_fmod_{self.cty(dt)}({a}, {b})", dt
         if op in ("/", "%") and self.cty(dt) in ("i32", "u32"):
             nonzero, not_m1 = self.facts.divisor_safe(e.right)
+            if self.cty(dt) == "i32" and nonzero and not_m1:
+                # truncating on every backend (GLSL leaves negative operands undefined)
+                self.helpers.add("tdiv")
+                return f"z_t{'div' if op == '/' else 'rem'}_i32({a}, {b})", dt
             if not (nonzero and (not_m1 or self.cty(dt) == "u32")):
                 self.helpers.add("guards")
                 t = self.cty(dt)
@@ -1533,6 +1542,14 @@ class KernelRenderer:
                         f"    if (z_isnan_{t}(a) || z_isnan_{t}(b)) {{ return a + b; }} return max(a, b); }}",
                         f"fn z_min_{t}(a: {t}, b: {t}) -> {t} {{",
                         f"    if (z_isnan_{t}(a) || z_isnan_{t}(b)) {{ return a + b; }} return min(a, b); }}"]
+        if "guards" in self.helpers or "tdiv" in self.helpers:
+            out += ["// integer division and remainder truncate, whatever the backend does with signs",
+                    "fn z_tdiv_i32(a: i32, b: i32) -> i32 {",
+                    "    let q = bitcast<i32>(bitcast<u32>(abs(a)) / bitcast<u32>(abs(b)));",
+                    "    return select(q, -q, (a < 0i) != (b < 0i)); }",
+                    "fn z_trem_i32(a: i32, b: i32) -> i32 {",
+                    "    let r = bitcast<i32>(bitcast<u32>(abs(a)) % bitcast<u32>(abs(b)));",
+                    "    return select(r, -r, a < 0i); }"]
         if "guards" in self.helpers:
             out += ["// the error flag (zynbook/compiler/errflag.py): the first failing site and its value",
                     "fn z_fail(site: i32, v: i32) {",
@@ -1549,9 +1566,10 @@ class KernelRenderer:
                     "fn z_idiv_i32(a: i32, b: i32, s0: i32, sov: i32) -> i32 {",
                     "    if (b == 0i) { z_fail(s0, a); return 0i; }",
                     "    if (b == -1i && a == i32(-2147483647 - 1)) { z_fail(sov, a); return 0i; }",
-                    "    return a / b; }",
+                    "    return z_tdiv_i32(a, b); }",
                     "fn z_irem_i32(a: i32, b: i32, s0: i32) -> i32 {",
-                    "    if (b == 0i) { z_fail(s0, a); return 0i; } if (b == -1i) { return 0i; } return a % b; }",
+                    "    if (b == 0i) { z_fail(s0, a); return 0i; } if (b == -1i) { return 0i; }",
+                    "    return z_trem_i32(a, b); }",
                     "fn z_idiv_u32(a: u32, b: u32, s0: i32, sov: i32) -> u32 {",
                     "    if (b == 0u) { z_fail(s0, bitcast<i32>(a)); return 0u; } return a / b; }",
                     "fn z_irem_u32(a: u32, b: u32, s0: i32) -> u32 {",

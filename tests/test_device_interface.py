@@ -353,3 +353,116 @@ def test_other_mistakes_are_zynml_errors():
         nn.device("cuda:99")
     with pytest.raises(ZynMLError):
         d.reduce_sum(a, [2, 3], 2)
+
+
+# ---------------------------------------------------------------- weights
+
+def _safetensors_bytes(tensors: dict) -> bytes:
+    """A safetensors file built by hand here (the format's own layout), for load_weights."""
+    import json
+    import struct
+    header, blobs, off = {}, b"", 0
+    codes = {"float32": "F32", "float16": "F16", "int32": "I32", "uint32": "U32", "bool": "BOOL"}
+    for name, a in tensors.items():
+        raw = np.ascontiguousarray(a).tobytes()
+        header[name] = {"dtype": codes[a.dtype.name], "shape": list(a.shape),
+                        "data_offsets": [off, off + len(raw)]}
+        blobs += raw
+        off += len(raw)
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + blobs
+
+
+def test_load_weights_gives_records_and_lists_by_dotted_names(tmp_path):
+    rng = np.random.default_rng(3)
+    tensors = {"layers.0.qkv_proj": rand(rng, 4, 6), "layers.1.qkv_proj": rand(rng, 4, 6),
+               "layers.0.norm": rand(rng, 4).astype(np.float16),
+               "layers.1.norm": rand(rng, 4).astype(np.float16),
+               "embed": rand(rng, 5, 4), "vocab_ids": np.arange(5, dtype=np.uint32),
+               "step": np.array([7], np.int32), "mask": np.array([True, False])}
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(_safetensors_bytes(tensors))
+    model = zynbook.load_weights(path)
+    assert len(model.layers) == 2
+    np.testing.assert_array_equal(np.asarray(model.layers[1].qkv_proj), tensors["layers.1.qkv_proj"])
+    assert model.layers[0].norm.dtype == "f16" and model.vocab_ids.dtype == "u32"
+    np.testing.assert_array_equal(np.asarray(model.mask), [True, False])
+    # as the spec's transformer block reads it
+    got = zynbook.run("""let layer = 1
+let w = model.layers[layer].qkv_proj
+let y = compute(x, w) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var s = 0.0
+        for k in 0..K:
+            s += x[i, k] * w[k, j]
+        out[i, j] = s
+}
+y
+""", model=model, x=np.ones((2, 4), np.float32))
+    assert_within(np.asarray(got), np.ones((2, 4)) @ tensors["layers.1.qkv_proj"], 1e-5, 1e-5)
+
+
+def test_save_weights_round_trip_and_format(tmp_path):
+    import json
+    import struct
+    d = nn.device("cpu")
+    rng = np.random.default_rng(4)
+    w = {"layers": [{"w": rand(rng, 3, 2), "b": d.upload(rand(rng, 2))} for _ in range(3)],
+         "ids": np.array([1, 2], np.uint32), "half": rand(rng, 3).astype(np.float16)}
+    path = tmp_path / "w.safetensors"
+    zynbook.save_weights(path, w, metadata={"steps": 10})
+    raw = path.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    assert header["__metadata__"] == {"steps": "10"}
+    assert header["layers.2.w"]["dtype"] == "F32" and header["layers.2.w"]["shape"] == [3, 2]
+    assert header["ids"]["dtype"] == "U32" and header["half"]["dtype"] == "F16"
+    begin, end = header["layers.1.w"]["data_offsets"]
+    np.testing.assert_array_equal(np.frombuffer(raw[8 + n + begin:8 + n + end], "<f4")
+                                  .reshape(3, 2), w["layers"][1]["w"])
+    back = zynbook.load_weights(path)
+    for i in range(3):
+        np.testing.assert_array_equal(np.asarray(back.layers[i].w), w["layers"][i]["w"])
+        np.testing.assert_array_equal(np.asarray(back.layers[i].b), w["layers"][i]["b"].to_vec())
+    np.testing.assert_array_equal(np.asarray(back.half), w["half"])
+    # saving what was loaded gives the same file
+    zynbook.save_weights(tmp_path / "again.safetensors", back, metadata={"steps": 10})
+    assert (tmp_path / "again.safetensors").read_bytes() == raw
+
+
+def test_weights_mistakes_are_zynml_errors(tmp_path):
+    from zynbook.errors import ZynMLRuntimeError
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x10\x00")
+    with pytest.raises(ZynMLRuntimeError, match="not a safetensors file"):
+        zynbook.load_weights(bad)
+    bad.write_bytes(_safetensors_bytes({"a": np.zeros(3, np.float32)})[:-4])
+    with pytest.raises(ZynMLRuntimeError, match="outside the file"):
+        zynbook.load_weights(bad)
+    with pytest.raises(ZynMLRuntimeError, match="cannot read"):
+        zynbook.load_weights(tmp_path / "missing.safetensors")
+    with pytest.raises(ZynMLTypeError, match="not a tensor"):
+        zynbook.save_weights(tmp_path / "x.safetensors", {"a": object()})
+    with pytest.raises(ZynMLTypeError, match="without dots"):
+        zynbook.save_weights(tmp_path / "x.safetensors", {"a.b": np.zeros(2)})
+
+
+def test_spec_transformer_block_runs_with_loaded_weights(tmp_path):
+    """examples/transformer_block.zyn with `model` read from a safetensors file equals the
+    same program with the weights bound as arrays (test_examples_cpu checks that against
+    numpy)."""
+    from pathlib import Path
+    source = (Path(__file__).parent.parent / "examples" / "transformer_block.zyn").read_text()
+    rng = np.random.default_rng(8)
+    model = {"layers": [{"qkv_proj": rand(rng, 24, 72, scale=0.2), "out_proj": rand(rng, 24, 24, scale=0.2),
+                         "ln1_weight": np.ones(24, np.float32), "ln1_bias": rand(rng, 24, scale=0.1),
+                         "ffn_up": rand(rng, 24, 40, scale=0.2), "ffn_down": rand(rng, 40, 24, scale=0.2),
+                         "ln2_weight": np.ones(24, np.float32), "ln2_bias": rand(rng, 24, scale=0.1)}]}
+    zynbook.save_weights(tmp_path / "block.safetensors", model)
+    loaded = zynbook.load_weights(tmp_path / "block.safetensors")
+    got = np.asarray(zynbook.run(source, model=loaded))
+    want = np.asarray(zynbook.run(source, model=model))
+    assert got.shape == (2, 100, 24)
+    np.testing.assert_array_equal(got, want)

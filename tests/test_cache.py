@@ -191,6 +191,28 @@ def test_bad_entries_are_discarded(tmp_path, monkeypatch, damage):
     assert cache.load(key) == payload
 
 
+def test_fetch_stores_only_what_the_device_accepts(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
+    cache = kcache.KernelCache("tuning")
+    key = _key(kind="tuning")
+
+    def use(payload):
+        if not payload.startswith(b"ok"):
+            raise kcache.EntryUnusable("refused")
+        return payload.upper()
+    # a fresh build the device refuses: the error propagates, nothing is stored
+    with pytest.raises(kcache.EntryUnusable):
+        cache.fetch(key, lambda: b"bad build", use)
+    assert not cache.path(key).exists() and cache.writes == 0
+    # a verified entry the device refuses: discarded and rebuilt
+    cache.store(key, b"verified but refused")
+    got, path = cache.fetch(key, lambda: b"ok, rebuilt", use)
+    assert got == b"OK, REBUILT" and cache.discarded == 1 and cache.disk_hits == 0
+    assert cache.load(key) == b"ok, rebuilt"
+    got, _ = cache.fetch(key, lambda: pytest.fail("built again"), use)
+    assert got == b"OK, REBUILT" and cache.disk_hits == 2
+
+
 # --------------------------------------------------------------- cpu:native entries
 
 

@@ -317,6 +317,12 @@ class KernelCache:
 
     def load(self, key: CacheKey) -> bytes | None:
         """The verified payload of `key` on disk, or None (a bad entry is removed)."""
+        payload = self._read(key)
+        if payload is not None:
+            self.disk_hits += 1
+        return payload
+
+    def _read(self, key: CacheKey) -> bytes | None:
         if not self.disk or str(self.folder()) in self._memory_only:
             return None
         path = self.path(key)
@@ -337,7 +343,6 @@ class KernelCache:
             self.disk_misses += 1
             self._discard(path, (st.st_dev, st.st_ino))
             return None
-        self.disk_hits += 1
         return payload
 
     def _discard(self, path: Path, ident):
@@ -386,19 +391,23 @@ class KernelCache:
     def fetch(self, key: CacheKey, build: Callable[[], bytes],
               use: Callable[[bytes], object] = lambda b: b):
         """`use(payload)` for the verified payload of `key` from disk, else for a payload
-        that `build()` makes (and stores). When `use` raises `EntryUnusable` on a disk
-        payload, that entry is discarded and rebuilt; on a fresh build it propagates.
+        that `build()` makes, stored once `use` has accepted it. When `use` raises
+        `EntryUnusable` on a disk payload, that entry is discarded and rebuilt; on a fresh
+        build it propagates (and nothing is stored).
         Returns (use's result, the entry's path or None when kept in memory only)."""
-        payload = self.load(key)
+        payload = self._read(key)
         if payload is not None:
             try:
-                return use(payload), self.path(key)
+                result = use(payload)
             except EntryUnusable:
                 self.discard(key)
+            else:
+                self.disk_hits += 1
+                return result, self.path(key)
         self.builds += 1
         payload = build()
-        path = self.store(key, payload)
-        return use(payload), path
+        result = use(payload)
+        return result, self.store(key, payload)
 
     # ------------------------------------------------------------------------ stats
 

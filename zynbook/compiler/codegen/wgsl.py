@@ -1642,7 +1642,13 @@ class KernelRenderer:
         w.line(f"var z_sv = select({ident_}, {arr}[min(z_lid.x, {n - 1}u)], z_lid.x < {n}u);")
         w.line(f"var z_cnt: u32 = {n}u;")
         w.open("loop")
-        w.line(f"let z_sr = {fn}(z_sv);")
+        if op in ("min", "max") and self.cty(dtype) == "f32":
+            # subgroupMin/Max leave NaN undefined: a NaN in any invocation is the result
+            self.helpers.add("nan")
+            w.line(f"let z_sr = select({fn}(z_sv), z_sv + bitcast<f32>(0x7fc00000u), "
+                   f"subgroupAny(z_isnan_f32(z_sv)));")
+        else:
+            w.line(f"let z_sr = {fn}(z_sv);")
         w.line("workgroupBarrier();")
         w.line(f"if (z_sg_lid == 0u) {{ {arr}[z_lid.x / z_sg_size] = z_sr; }}")
         w.line("workgroupBarrier();")

@@ -1,0 +1,119 @@
+"""Differential testing: random loop nests (tests/random_programs.py: elementwise nests,
+inner reductions, contractions, whole-nest reduce kernels; random affine indices, dtypes,
+odd sizes, inferred and host-given bounds) run on every device present and must equal the
+CPU reference executor. Seeded; ZYNBOOK_DIFF_PROGRAMS and ZYNBOOK_DIFF_SEED pick others.
+
+A device may refuse a program clearly (WebGPU refuses f64 with a device error); it may not
+give another answer or raise anything else."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import functools
+import os
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLDeviceError, ZynMLError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from random_programs import random_program  # noqa: E402
+
+N_PROGRAMS = int(os.environ.get("ZYNBOOK_DIFF_PROGRAMS", "300"))
+SEED = int(os.environ.get("ZYNBOOK_DIFF_SEED", "16"))
+_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
+DEVICES = [d["id"] for d in zynbook.compute_devices()
+           if d["id"] != "cpu" and (not _WANTED or d["id"] in _WANTED.split(","))]
+# devices whose per-kernel compile is a process of its own: run several programs at once
+PARALLEL = {"cpu:native"}
+
+TOLERANCE = {"f16": 2e-2, "f32": 1e-4, "mixed": 1e-4, "f64": 1e-9, "i32": 0.0}
+
+
+@functools.lru_cache(maxsize=1)
+def programs() -> list:
+    rng = random.Random(SEED)
+    return [random_program(rng) for _ in range(N_PROGRAMS)]
+
+
+@functools.lru_cache(maxsize=1)
+def references() -> list:
+    """The reference executor's answer for every program (each must be valid)."""
+    out = []
+    for p in programs():
+        try:
+            out.append(np.asarray(zynbook.run(p.source, device="cpu", **p.inputs)))
+        except ZynMLError as err:      # the generator made an invalid program: its bug
+            raise AssertionError(f"{p!r}\n{err.render()}") from None
+    return out
+
+
+def test_generator_covers_what_it_claims():
+    kinds = {p.kind for p in programs()}
+    dtypes = {p.dtype for p in programs()}
+    features = set().union(*(p.features for p in programs()))
+    assert kinds == {"elementwise", "reduction", "contraction", "reduce"}
+    assert {"f32", "f64", "f16", "i32", "mixed"} <= dtypes
+    assert {"offset index", "scaled index", "sum of loop variables", "reversed index",
+            "host bounds", "inferred bounds", "contraction", "inner sum", "inner max",
+            "reduce(+)", "reduce(max)", "min/max"} <= features
+    sizes = {d for p in programs() for v in p.inputs.values() if isinstance(v, np.ndarray)
+             for d in v.shape}
+    assert {1, 7, 13, 127} & sizes and any(d % 2 for d in sizes)
+    assert len(references()) == N_PROGRAMS
+
+
+def _compare(p, want, got) -> str | None:
+    got = np.asarray(got)
+    if got.shape != want.shape:
+        return f"shape {got.shape}, reference {want.shape}"
+    tol = TOLERANCE[p.dtype]
+    w, g = want.astype(np.float64), got.astype(np.float64)
+    if tol == 0.0:
+        ok = np.array_equal(w, g)
+    else:
+        ok = np.allclose(g, w, rtol=tol, atol=tol, equal_nan=True)
+    if ok:
+        return None
+    bad = np.argwhere(~np.isclose(g, w, rtol=tol, atol=tol, equal_nan=True)) if w.ndim else []
+    at = tuple(bad[0]) if len(bad) else ()
+    return f"differs at {at}: {g[at] if w.ndim else g} vs reference {w[at] if w.ndim else w}"
+
+
+@pytest.mark.skipif(not DEVICES, reason="no device here but the reference")
+@pytest.mark.parametrize("device", DEVICES)
+def test_random_programs_equal_the_reference(device):
+    progs, refs = programs(), references()
+
+    def run(p):
+        try:
+            return zynbook.run(p.source, device=device, **p.inputs)
+        except ZynMLDeviceError as err:
+            return err
+
+    if device in PARALLEL:
+        with cf.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+            results = list(pool.map(run, progs))
+    else:
+        results = [run(p) for p in progs]
+    compared, refused, failures = 0, 0, []
+    for p, want, got in zip(progs, refs, results):
+        if isinstance(got, ZynMLDeviceError):
+            # a clear refusal is allowed only for what the device cannot compute exactly
+            if "f64" in got.message and (p.dtype == "f64"):
+                refused += 1
+                continue
+            failures.append(f"{p!r}\n{got.render()}")
+            continue
+        why = _compare(p, want, got)
+        compared += 1
+        if why:
+            failures.append(f"{p!r}\n{why}")
+    print(f"\n{device}: {compared} programs equal the reference, {refused} refused (f64)")
+    assert not failures, f"{len(failures)} of {len(progs)} differ on {device}:\n\n" + \
+        "\n\n".join(failures[:5])
+    assert compared >= N_PROGRAMS * 0.8

@@ -117,9 +117,11 @@ def maximum(a, b) -> cir.Expr:
     return cir.Call("max", (a, b), I32)
 
 
-def bounds(e, ranges: dict):
+def bounds(e, ranges: dict, steps: dict | None = None):
     """(low, high) inclusive CIR bounds of integer expression e, given loop ranges
-    {var: (start, stop)} (stop exclusive); None where e is not affine in them."""
+    {var: (start, stop)} (stop exclusive) and, where a loop steps by more than 1, its step
+    {var: step}; None where e is not affine in them (a quotient by a positive constant of an
+    affine form counts: truncating division by it is monotone)."""
     form = linear(e)
     if form is None:
         return None
@@ -128,14 +130,50 @@ def bounds(e, ranges: dict):
     for key, (coef, ex) in terms.items():
         if isinstance(ex, cir.Var) and ex.name in ranges:
             start, stop = ranges[ex.name]
-            last = sub(stop, const(1))
+            last = _last_value(start, stop, (steps or {}).get(ex.name))
             smallest, largest = (start, last) if coef > 0 else (last, start)
+            lo_form = _add(lo_form, _scale(linear(smallest) or _opaque(smallest), coef))
+            hi_form = _add(hi_form, _scale(linear(largest) or _opaque(largest), coef))
+        elif uses_vars(ex, ranges):
+            q = _quotient_bounds(ex, ranges, steps)
+            if q is None:
+                return None
+            smallest, largest = q if coef > 0 else (q[1], q[0])
             lo_form = _add(lo_form, _scale(linear(smallest) or _opaque(smallest), coef))
             hi_form = _add(hi_form, _scale(linear(largest) or _opaque(largest), coef))
         else:
             lo_form = _add(lo_form, ({key: (coef, ex)}, 0))
             hi_form = _add(hi_form, ({key: (coef, ex)}, 0))
     return rebuild(lo_form), rebuild(hi_form)
+
+
+def _last_value(start, stop, step):
+    """The last value a loop `start..stop step` takes: stop - 1 for a step of 1, else
+    start + (stop - 1 - start) / step * step (for a constant step)."""
+    last = sub(stop, const(1))
+    if isinstance(step, cir.Const) and isinstance(step.value, int) and step.value > 1:
+        span = _div(sub(last, start), step)
+        return add(start, simplify(cir.Bin("*", span, step, I32)))
+    return last
+
+
+def _div(a, c: cir.Const) -> cir.Expr:
+    """a / c as C divides (truncating), folded when a is a constant."""
+    if isinstance(a, cir.Const) and isinstance(a.value, int):
+        q = abs(a.value) // c.value
+        return const(q if a.value >= 0 else -q)
+    return cir.Bin("/", a, c, I32)
+
+
+def _quotient_bounds(e, ranges, steps):
+    """Bounds of `a / c` for an affine `a` and a constant c > 0 (C division is monotone)."""
+    if not (isinstance(e, cir.Bin) and e.op == "/" and isinstance(e.right, cir.Const)
+            and isinstance(e.right.value, int) and e.right.value > 0):
+        return None
+    inner = bounds(e.left, ranges, steps)
+    if inner is None:
+        return None
+    return tuple(_div(b, e.right) for b in inner)
 
 
 def uses_vars(e, names) -> bool:

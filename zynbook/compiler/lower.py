@@ -758,7 +758,7 @@ class _Lowering:
                 return
         if self.guard_depth:
             return      # guarded by an `if`: out-of-range values are the program's intent
-        b = affine.bounds(it, self.ranges)
+        b = affine.bounds(it, self.ranges, self._steps())
         if b is not None:
             self.bound_checks.append(BoundCheck(dim, b[0], b[1], item.span, what))
 
@@ -1016,6 +1016,10 @@ class _Lowering:
             shape.append(_dim_value(dim))
         return cir.Buffer("out", dtype, tuple(shape), "write")
 
+    def _steps(self) -> dict:
+        """{loop variable: its step} for the loops in scope (bounds of strided loops)."""
+        return {v: info[2] for v, info in getattr(self, "loop_info", {}).items()}
+
     def _extent(self, it, span):
         """The smallest out axis size that holds every value of this index."""
         if isinstance(it, cir.Span):
@@ -1023,9 +1027,9 @@ class _Lowering:
             if isinstance(start, cir.Var) and start.name in self.loop_info:
                 lstart, lstop, lstep, node = self.loop_info[start.name]
                 return lstop
-            b = affine.bounds(it.stop, self.ranges)
+            b = affine.bounds(it.stop, self.ranges, self._steps())
         else:
-            b = affine.bounds(it, self.ranges)
+            b = affine.bounds(it, self.ranges, self._steps())
         if b is None:
             raise ZynMLShapeError("cannot tell the size of out from this index; index out with "
                                   "loop variables (e.g. out[i, j]) or affine forms of them", span)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 
 from .backends.registry import get_device
 from .compiler import ast as A
@@ -91,9 +92,15 @@ def _bind_env(env: dict, program: A.Program, source: str) -> dict:
 
 
 class Session:
-    """Names, the default device, and what the last cell compiled and launched."""
+    """Names, the default device, and what the last cell compiled and launched.
+
+    A session may be shared between threads (widget callbacks, a thread pool): its calls
+    (`run`, `run_cell`, calling one of its pipelines from Python) run one at a time, each
+    seeing exactly the names it bound and the names earlier calls left. A call waits for the
+    one before it to finish; `@async` blocks still run in the background."""
 
     def __init__(self, device: str = "cpu", namespace: dict | None = None):
+        self.lock = threading.RLock()
         self.namespace: dict = namespace if namespace is not None else {}
         self._default_device = "cpu"
         self.default_device = device
@@ -117,18 +124,20 @@ class Session:
         """Run ZynML `source`; returns (value of the last statement, it was an expression).
         `compute_annotations` (e.g. '@device("cuda:0") @async') apply to every compute block."""
         program = _parse_cached(source)
-        self.namespace.update(_bind_env(env, program, source))
-        self.last_kernels = []
-        self.launches = []
         extra = parse_annotations(compute_annotations) if compute_annotations else []
-        interp = self.interpreter
-        interp.extra_annotations = extra
-        try:
-            return interp.run_program(program, source)
-        except ZynMLError as err:
-            raise err.with_source(source) from None
-        finally:
-            interp.extra_annotations = []
+        bound = _bind_env(env, program, source)
+        with self.lock:
+            self.namespace.update(bound)
+            self.last_kernels = []
+            self.launches = []
+            interp = self.interpreter
+            interp.extra_annotations = extra
+            try:
+                return interp.run_program(program, source)
+            except ZynMLError as err:
+                raise err.with_source(source) from None
+            finally:
+                interp.extra_annotations = []
 
     def run(self, source: str, **env):
         """Run ZynML `source`; returns the value of its last statement."""

@@ -90,8 +90,12 @@ class Pipeline:
         from ..errors import ZynMLError
         args = [bind_value(a) for a in args]
         kwargs = {k: bind_value(v) for k, v in kwargs.items()}
+        lock = getattr(self.interpreter.session, "lock", None)
         try:
-            return self.interpreter.call_pipeline(self, args, kwargs, None)
+            if lock is None:
+                return self.interpreter.call_pipeline(self, args, kwargs, None)
+            with lock:          # one call at a time per session (Session's docstring)
+                return self.interpreter.call_pipeline(self, args, kwargs, None)
         except ZynMLError as err:
             raise err.with_source(self.source) from None
 

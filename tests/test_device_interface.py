@@ -466,3 +466,74 @@ def test_spec_transformer_block_runs_with_loaded_weights(tmp_path):
     want = np.asarray(zynbook.run(source, model=model))
     assert got.shape == (2, 100, 24)
     np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- a training step
+
+def torch_tiny_gpt_loss(w, ids, targets, c):
+    """The same model written with PyTorch: w is a dict of leaf tensors by dotted name."""
+    S, D, H, KV, hd = len(ids), c.dim, c.n_heads, c.n_kv_heads, c.head_dim
+    F = torch.nn.functional
+
+    def rope(x, heads):
+        x = x.reshape(S, heads, hd // 2, 2)
+        freq = c.rope_base ** (-2.0 * torch.arange(hd // 2, dtype=torch.float64) / hd)
+        ang = (torch.arange(S, dtype=torch.float64)[:, None] * freq[None, :]).float()
+        cos, sin = torch.cos(ang)[:, None, :], torch.sin(ang)[:, None, :]
+        x0, x1 = x[..., 0], x[..., 1]
+        return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).reshape(S, heads * hd)
+
+    x = F.embedding(torch.tensor(ids.astype(np.int64)), w["embed"])
+    for i in range(c.n_layers):
+        L = f"layers.{i}."
+        h = F.rms_norm(x, (D,), w[L + "attn_norm"], c.eps)
+        q, k, v = rope(h @ w[L + "wq"], H), rope(h @ w[L + "wk"], KV), h @ w[L + "wv"]
+        x = x + attention_ref(q, k, v, H, KV, hd) @ w[L + "wo"]
+        h2 = F.rms_norm(x, (D,), w[L + "mlp_norm"], c.eps)
+        x = x + (F.silu(h2 @ w[L + "w1"]) * (h2 @ w[L + "w3"])) @ w[L + "w2"]
+    logits = F.rms_norm(x, (D,), w["final_norm"], c.eps) @ w["lm_head"]
+    return F.cross_entropy(logits, torch.tensor(targets.astype(np.int64)), ignore_index=c.pad_id)
+
+
+@pytest.mark.parametrize("heads,kv_heads,dim", [(2, 2, 12), (4, 2, 16), (4, 1, 16)])
+def test_training_step_equals_pytorch(heads, kv_heads, dim):
+    from zynbook.nn.model import GPTConfig, TinyGPT, init_weights
+    c = GPTConfig(vocab=11, dim=dim, n_layers=2, n_heads=heads, n_kv_heads=kv_heads, ffn=20,
+                  max_seq=16, lr=1e-2, weight_decay=0.1, seed=heads + kv_heads)
+    rng = np.random.default_rng(dim)
+    ids = rng.integers(1, c.vocab, 9).astype(np.uint32)
+    targets = np.concatenate([ids[1:], [0]]).astype(np.uint32)    # last position padded
+    targets[3] = 0
+    host = init_weights(c)
+    model = TinyGPT(nn.device("cpu"), c, host)
+    names = list(model.params)
+    leaves = {n: T(model._lookup(host, n), True) for n in names}
+    loss_ref = torch_tiny_gpt_loss(leaves, ids, targets, c)
+    loss_ref.backward()
+    loss, grads = model.loss_and_grads(ids, targets)
+    assert abs(loss - loss_ref.item()) < 1e-5 * max(1.0, abs(loss))
+    for n in names:
+        assert_within(grads[n].to_vec(), leaves[n].grad.numpy().ravel(), rtol=1e-3, atol=2e-5)
+    # the AdamW update of that step, weight decay only on matrices
+    groups = [{"params": [leaves[n] for n in names if not n.endswith("norm")],
+               "weight_decay": c.weight_decay},
+              {"params": [leaves[n] for n in names if n.endswith("norm")], "weight_decay": 0.0}]
+    torch.optim.AdamW(groups, lr=c.lr, betas=c.betas, eps=c.adam_eps).step()
+    model.apply_grads(grads)
+    for n in names:
+        assert_within(model.params[n].to_vec(), leaves[n].detach().numpy().ravel(),
+                      rtol=1e-4, atol=1e-5)
+
+
+def test_generation_with_kv_cache_equals_full_recompute():
+    """Greedy tokens from the KV cache (prefill, then one token at a time) equal the argmax
+    of the full forward pass over the same tokens, and the prompt is kept."""
+    from zynbook.nn.model import GPTConfig, TinyGPT
+    c = GPTConfig(vocab=9, dim=8, n_layers=1, n_heads=2, n_kv_heads=1, ffn=12, max_seq=12)
+    model = TinyGPT(nn.device("cpu"), c)
+    out = model.generate([3, 1, 4], 5, temperature=0)
+    assert out[:3] == [3, 1, 4] and len(out) == 8
+    d = model.dev
+    logits, _ = model.forward(d.upload_u32(out[:-1]), 7)
+    want = d.download(logits).reshape(7, c.vocab).argmax(1)
+    assert list(want[2:]) == out[3:]

@@ -376,6 +376,34 @@ class Device:
                                pad=pad, count=max(count, 1.0))
         return float(loss), self._wrap(grad)
 
+    # -------------------------------------------------------------- beyond the interface
+    def rope(self, x: Buffer, seq_len: int, n_heads: int, head_dim: int, pos0: int = 0,
+             base: float = 10000.0, inverse: bool = False) -> Buffer:
+        """Rotary position embedding of x [seq_len, n_heads * head_dim] for positions
+        pos0, pos0 + 1, ... (interleaved pairs); `inverse` turns back (its backward pass)."""
+        op = "rope"
+        s, h, d = (self._size(v, w, op) for v, w in ((seq_len, "seq_len"), (n_heads, "n_heads"),
+                                                     (head_dim, "head_dim")))
+        if d % 2:
+            raise ZynMLShapeError(f"{op}(): head_dim = {d} must be even")
+        p0 = self._size(pos0, "pos0", op, positive=False)
+        t = self._need(x, s * h * d, "x", f"seq_len * n_heads * head_dim = {s} * {h} * {d}", op)
+        return self._wrap(self._run(K.ROPE, x=_reshape(t, (s, h, d)), half=d // 2,
+                                    pos0=float(p0), sign=-1.0 if inverse else 1.0,
+                                    log_step=-2.0 * math.log(base) / d))
+
+    def append_rows(self, a: Buffer, b: Buffer, rows_a: int, rows_b: int, dim: int) -> Buffer:
+        """The rows of `b` after those of `a` ([rows_a + rows_b, dim]): a growing KV cache."""
+        op = "append_rows"
+        ra, rb = self._size(rows_a, "rows_a", op, positive=False), self._size(rows_b, "rows_b", op)
+        d = self._size(dim, "dim", op)
+        ta = self._need(a, ra * d, "a", f"rows_a * dim = {ra} * {d}", op)
+        tb = self._need(b, rb * d, "b", f"rows_b * dim = {rb} * {d}", op)
+        if ra == 0:
+            return self.copy_buffer(b)
+        return self._wrap(self._run(K.APPEND_ROWS, a=_reshape(ta, (ra, d)),
+                                    b=_reshape(tb, (rb, d))))
+
     # -------------------------------------------------------------- small in-place ops
     def bias_add(self, matrix: Buffer, bias: Buffer, numel: int, dim: int) -> Buffer:
         """out[i] = matrix[i] + bias[i % dim]."""

@@ -280,3 +280,30 @@ let p_new = compute(p, m_new, v_new) {
 }
 (p_new, m_new, v_new)
 """
+
+# rotary position embedding of x [seq, heads, head_dim], interleaved pairs (2p, 2p + 1) of
+# position pos0 + s turned by (pos0 + s) * base^(-2p / head_dim); `log_step` is
+# -2 log(base) / head_dim. sign = -1 turns back: the backward pass (the rotation's transpose).
+ROPE = """let y = compute(x) {
+    @kernel elementwise
+    for s in 0..seq, h in 0..heads, p in 0..half:
+        let angle = (float(s) + pos0) * exp(float(p) * log_step)
+        let c = cos(angle)
+        let sn = sign * sin(angle)
+        let x0 = x[s, h, p * 2]
+        let x1 = x[s, h, p * 2 + 1]
+        out[s, h, p * 2] = x0 * c - x1 * sn
+        out[s, h, p * 2 + 1] = x0 * sn + x1 * c
+}
+y
+"""
+
+# rows of b [rows_b, dim] after the rows of a [rows_a, dim] (a KV cache growing)
+APPEND_ROWS = """let y = compute(a, b) {
+    for t in 0..rows_a, c in 0..dim:
+        out[t, c] = a[t, c]
+    for t in 0..rows_b, c in 0..dim:
+        out[rows_a + t, c] = b[t, c]
+}
+y
+"""

@@ -1,0 +1,341 @@
+"""A tiny GPT-style language model trained with the device interface alone: token
+embedding, pre-norm blocks of RMSNorm, grouped-query causal attention with RoPE and a SwiGLU
+feed-forward network, a final RMSNorm and an output projection, cross-entropy, AdamW.
+
+Every number is computed by ZynML kernels on the model's device; the host only orders the
+launches, reads the loss and samples tokens. The backward pass is written out by hand
+(`TinyGPT.backward`), each step the transpose of one forward step.
+
+    model = TinyGPT(zynbook.device("auto"), GPTConfig(vocab=80))
+    loss = model.train_step(ids, targets)         # forward, backward, AdamW
+    text_ids = model.generate(prompt_ids, 50)     # with a KV cache
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..errors import ZynMLShapeError, ZynMLTypeError
+from . import expr as E
+
+
+@dataclass
+class GPTConfig:
+    vocab: int
+    dim: int = 48
+    n_layers: int = 2
+    n_heads: int = 4
+    n_kv_heads: int = 2
+    ffn: int = 96
+    max_seq: int = 64
+    rope_base: float = 10000.0
+    eps: float = 1e-5
+    lr: float = 3e-3
+    betas: tuple = (0.9, 0.95)
+    adam_eps: float = 1e-8
+    weight_decay: float = 0.01
+    pad_id: int = 0
+    seed: int = 0
+
+    @property
+    def head_dim(self) -> int:
+        return self.dim // self.n_heads
+
+
+LAYER_SHAPES = lambda c: {                                        # noqa: E731
+    "attn_norm": (c.dim,), "wq": (c.dim, c.n_heads * c.head_dim),
+    "wk": (c.dim, c.n_kv_heads * c.head_dim), "wv": (c.dim, c.n_kv_heads * c.head_dim),
+    "wo": (c.n_heads * c.head_dim, c.dim), "mlp_norm": (c.dim,), "w1": (c.dim, c.ffn),
+    "w3": (c.dim, c.ffn), "w2": (c.ffn, c.dim)}
+
+
+def init_weights(config: GPTConfig) -> dict:
+    """Initial weights as numpy arrays: {"embed", "final_norm", "lm_head", "layers": [...]}."""
+    c = config
+    if c.dim % c.n_heads or c.head_dim % 2 or c.n_heads % c.n_kv_heads:
+        raise ZynMLShapeError(f"GPTConfig: dim = {c.dim} must split into n_heads = {c.n_heads} "
+                              f"heads of an even size, and n_kv_heads = {c.n_kv_heads} must "
+                              "divide n_heads")
+    rng = np.random.default_rng(c.seed)
+
+    def w(*shape, scale=None):
+        scale = 1.0 / math.sqrt(shape[0]) if scale is None else scale
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    layers = []
+    for _ in range(c.n_layers):
+        layer = {}
+        for name, shape in LAYER_SHAPES(c).items():
+            layer[name] = np.ones(shape, np.float32) if name.endswith("norm") else w(*shape)
+        layer["wo"] *= 1.0 / math.sqrt(2 * c.n_layers)
+        layer["w2"] *= 1.0 / math.sqrt(2 * c.n_layers)
+        layers.append(layer)
+    return {"embed": w(c.vocab, c.dim, scale=0.5), "final_norm": np.ones(c.dim, np.float32),
+            "lm_head": w(c.dim, c.vocab), "layers": layers}
+
+
+def _flat_names(weights: dict) -> list:
+    names = ["embed", "final_norm", "lm_head"]
+    for i, layer in enumerate(weights["layers"]):
+        names += [f"layers.{i}.{k}" for k in layer]
+    return names
+
+
+@dataclass
+class _Cache:
+    """What the forward pass keeps for the backward pass."""
+    ids: object = None
+    layers: list = field(default_factory=list)
+    x_final: object = None
+    h_final: object = None
+
+
+class TinyGPT:
+    """The model's weights as device buffers, with AdamW moments beside them."""
+
+    def __init__(self, device, config: GPTConfig, weights: dict | None = None):
+        self.dev, self.config = device, config
+        host = weights if weights is not None else init_weights(config)
+        self.params = {}
+        for name in _flat_names(host):
+            self.params[name] = device.upload(self._lookup(host, name))
+        self.m = {k: device.alloc(len(b)) for k, b in self.params.items()}
+        self.v = {k: device.alloc(len(b)) for k, b in self.params.items()}
+        self.step_t = 0
+
+    @staticmethod
+    def _lookup(weights, name):
+        node = weights
+        for part in name.split("."):
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        return np.asarray(node, np.float32)
+
+    def p(self, name):
+        return self.params[name]
+
+    def weights(self) -> dict:
+        """The weights on the host, nested as init_weights gives them (for save_weights)."""
+        c = self.config
+        out = {"embed": None, "final_norm": None, "lm_head": None,
+               "layers": [dict() for _ in range(c.n_layers)]}
+        shapes = {"embed": (c.vocab, c.dim), "final_norm": (c.dim,), "lm_head": (c.dim, c.vocab)}
+        for name, buf in self.params.items():
+            parts = name.split(".")
+            if parts[0] == "layers":
+                out["layers"][int(parts[1])][parts[2]] = \
+                    buf.to_vec().reshape(LAYER_SHAPES(c)[parts[2]])
+            else:
+                out[name] = buf.to_vec().reshape(shapes[name])
+        return out
+
+    def parameter_count(self) -> int:
+        return sum(len(b) for b in self.params.values())
+
+    # ------------------------------------------------------------------ pieces
+    def _linear(self, x, w, rows, n_in, n_out):
+        return self.dev.matmul(x, w, rows, n_in, n_out)
+
+    def _linear_backward(self, x, w, dy, rows, n_in, n_out, need_dx=True):
+        """(dx = dy w^T, dw = x^T dy) of y = x w."""
+        d = self.dev
+        dw = d.matmul(d.transpose_2d(x, rows, n_in), dy, n_in, rows, n_out)
+        dx = d.matmul(dy, d.transpose_2d(w, n_in, n_out), rows, n_out, n_in) if need_dx else None
+        return dx, dw
+
+    def _add(self, a, b, n):
+        return self.dev.elementwise([a, b], n, lambda xs: xs[0] + xs[1])
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, ids_buf, seq):
+        """(logits [seq, vocab], what the backward pass needs) for one sequence of token ids."""
+        c, d = self.config, self.dev
+        D, H, KV, hd = c.dim, c.n_heads, c.n_kv_heads, c.head_dim
+        cache = _Cache(ids=ids_buf)
+        x = d.embedding(self.p("embed"), ids_buf, seq, D)
+        for i in range(c.n_layers):
+            L = f"layers.{i}."
+            h = d.rms_norm(x, self.p(L + "attn_norm"), seq, D, c.eps)
+            q = d.rope(self._linear(h, self.p(L + "wq"), seq, D, H * hd), seq, H, hd,
+                       base=c.rope_base)
+            k = d.rope(self._linear(h, self.p(L + "wk"), seq, D, KV * hd), seq, KV, hd,
+                       base=c.rope_base)
+            v = self._linear(h, self.p(L + "wv"), seq, D, KV * hd)
+            a = d.causal_attention(q, k, v, seq, H, KV, hd)
+            x_mid = self._add(x, self._linear(a, self.p(L + "wo"), seq, H * hd, D), seq * D)
+            h2 = d.rms_norm(x_mid, self.p(L + "mlp_norm"), seq, D, c.eps)
+            g = self._linear(h2, self.p(L + "w1"), seq, D, c.ffn)
+            u = self._linear(h2, self.p(L + "w3"), seq, D, c.ffn)
+            s = d.elementwise([g, u], seq * c.ffn, lambda xs: E.silu(xs[0]) * xs[1])
+            x_out = self._add(x_mid, self._linear(s, self.p(L + "w2"), seq, c.ffn, D), seq * D)
+            cache.layers.append(dict(x=x, h=h, q=q, k=k, v=v, a=a, x_mid=x_mid, h2=h2, g=g, u=u,
+                                     s=s))
+            x = x_out
+        hf = d.rms_norm(x, self.p("final_norm"), seq, D, c.eps)
+        cache.x_final, cache.h_final = x, hf
+        return self._linear(hf, self.p("lm_head"), seq, D, c.vocab), cache
+
+    # ------------------------------------------------------------------ backward
+    def backward(self, dlogits, cache, seq) -> dict:
+        """Gradients of every parameter (name -> buffer) from d loss / d logits."""
+        c, d = self.config, self.dev
+        D, H, KV, hd, F = c.dim, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn
+        grads = {}
+        dh, grads["lm_head"] = self._linear_backward(cache.h_final, self.p("lm_head"), dlogits,
+                                                     seq, D, c.vocab)
+        dx, grads["final_norm"] = d.rms_norm_backward(cache.x_final, self.p("final_norm"), dh,
+                                                      seq, D, c.eps)
+        for i in reversed(range(c.n_layers)):
+            L, a = f"layers.{i}.", cache.layers[i]
+            # x_out = x_mid + (silu(g) * u) w2
+            ds, grads[L + "w2"] = self._linear_backward(a["s"], self.p(L + "w2"), dx, seq, F, D)
+            dg = d.elementwise([ds, a["g"], a["u"]], seq * F, _silu_mul_grad_g)
+            du = d.elementwise([ds, a["g"]], seq * F, lambda xs: xs[0] * E.silu(xs[1]))
+            dh2_g, grads[L + "w1"] = self._linear_backward(a["h2"], self.p(L + "w1"), dg, seq, D, F)
+            dh2_u, grads[L + "w3"] = self._linear_backward(a["h2"], self.p(L + "w3"), du, seq, D, F)
+            dh2 = self._add(dh2_g, dh2_u, seq * D)
+            dxm, grads[L + "mlp_norm"] = d.rms_norm_backward(a["x_mid"], self.p(L + "mlp_norm"),
+                                                            dh2, seq, D, c.eps)
+            dx = self._add(dx, dxm, seq * D)
+            # x_mid = x + attention(rope(h wq), rope(h wk), h wv) wo
+            da, grads[L + "wo"] = self._linear_backward(a["a"], self.p(L + "wo"), dx, seq, H * hd, D)
+            dq, dk, dv = d.causal_attention_backward(da, a["q"], a["k"], a["v"], seq, H, KV, hd)
+            dq = d.rope(dq, seq, H, hd, base=c.rope_base, inverse=True)
+            dk = d.rope(dk, seq, KV, hd, base=c.rope_base, inverse=True)
+            dhq, grads[L + "wq"] = self._linear_backward(a["h"], self.p(L + "wq"), dq, seq, D, H * hd)
+            dhk, grads[L + "wk"] = self._linear_backward(a["h"], self.p(L + "wk"), dk, seq, D, KV * hd)
+            dhv, grads[L + "wv"] = self._linear_backward(a["h"], self.p(L + "wv"), dv, seq, D, KV * hd)
+            dhh = d.elementwise([dhq, dhk, dhv], seq * D, lambda xs: xs[0] + xs[1] + xs[2])
+            dxa, grads[L + "attn_norm"] = d.rms_norm_backward(a["x"], self.p(L + "attn_norm"),
+                                                             dhh, seq, D, c.eps)
+            dx = self._add(dx, dxa, seq * D)
+        grads["embed"] = d.embedding_backward(dx, cache.ids, c.vocab, seq, D)
+        return grads
+
+    # ------------------------------------------------------------------ training
+    def _ids(self, ids, what):
+        ids = np.asarray(ids).reshape(-1)
+        if ids.size == 0 or ids.size > self.config.max_seq:
+            raise ZynMLShapeError(f"TinyGPT: {what} holds {ids.size} tokens; a sequence is 1 to "
+                                  f"max_seq = {self.config.max_seq} tokens")
+        if ids.min() < 0 or ids.max() >= self.config.vocab:
+            raise ZynMLShapeError(f"TinyGPT: a token id of {what} is outside the vocabulary of "
+                                  f"{self.config.vocab}")
+        return ids
+
+    def loss_and_grads(self, ids, targets):
+        """(mean cross-entropy over non-pad targets, {name: gradient buffer})."""
+        ids, targets = self._ids(ids, "ids"), self._ids(targets, "targets")
+        if ids.size != targets.size:
+            raise ZynMLShapeError(f"TinyGPT: ids hold {ids.size} tokens, targets {targets.size}")
+        d, seq = self.dev, ids.size
+        logits, cache = self.forward(d.upload_u32(ids), seq)
+        loss, dlogits = d.cross_entropy_forward_backward(
+            logits, d.upload_u32(targets), seq, self.config.vocab, self.config.pad_id)
+        return loss, self.backward(dlogits, cache, seq)
+
+    def apply_grads(self, grads, lr: float | None = None):
+        """One AdamW step on every parameter."""
+        c = self.config
+        self.step_t += 1
+        for name, buf in self.params.items():
+            self.dev.adamw_step(buf, grads[name], self.m[name], self.v[name],
+                                c.lr if lr is None else lr, c.betas[0], c.betas[1], c.adam_eps,
+                                0.0 if name.endswith("norm") else c.weight_decay, self.step_t)
+
+    def train_step(self, ids, targets, lr: float | None = None) -> float:
+        loss, grads = self.loss_and_grads(ids, targets)
+        self.apply_grads(grads, lr)
+        return loss
+
+    def loss(self, ids, targets) -> float:
+        """The loss alone (no update)."""
+        ids, targets = self._ids(ids, "ids"), self._ids(targets, "targets")
+        d, seq = self.dev, ids.size
+        logits, _ = self.forward(d.upload_u32(ids), seq)
+        return d.cross_entropy_forward_backward(logits, d.upload_u32(targets), seq,
+                                                self.config.vocab, self.config.pad_id)[0]
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, prompt, n_new: int, temperature: float = 0.8, seed: int = 0,
+                 top_k: int | None = None) -> list:
+        """`prompt` followed by `n_new` sampled tokens: the prompt is prefilled once, then each
+        new token attends over the KV cache (kv_attention), keys turned by RoPE once."""
+        c, d = self.config, self.dev
+        D, H, KV, hd = c.dim, c.n_heads, c.n_kv_heads, c.head_dim
+        prompt = [int(t) for t in self._ids(prompt, "the prompt")]
+        if len(prompt) + n_new > c.max_seq:
+            raise ZynMLShapeError(f"TinyGPT.generate(): {len(prompt)} + {n_new} tokens are more "
+                                  f"than max_seq = {c.max_seq}")
+        rng = np.random.default_rng(seed)
+        caches = [[None, None] for _ in range(c.n_layers)]
+        tokens, start, new = list(prompt), 0, prompt
+        for _ in range(n_new):
+            q_len = len(new)
+            x = d.embedding(self.p("embed"), d.upload_u32(new), q_len, D)
+            for i in range(c.n_layers):
+                L = f"layers.{i}."
+                h = d.rms_norm(x, self.p(L + "attn_norm"), q_len, D, c.eps)
+                q = d.rope(self._linear(h, self.p(L + "wq"), q_len, D, H * hd), q_len, H, hd,
+                           pos0=start, base=c.rope_base)
+                k = d.rope(self._linear(h, self.p(L + "wk"), q_len, D, KV * hd), q_len, KV, hd,
+                           pos0=start, base=c.rope_base)
+                v = self._linear(h, self.p(L + "wv"), q_len, D, KV * hd)
+                kc, vc = caches[i]
+                kc = k if kc is None else d.append_rows(kc, k, start, q_len, KV * hd)
+                vc = v if vc is None else d.append_rows(vc, v, start, q_len, KV * hd)
+                caches[i] = [kc, vc]
+                a = d.kv_attention(q, kc, vc, start, q_len, H, KV, hd)
+                x = self._add(x, self._linear(a, self.p(L + "wo"), q_len, H * hd, D), q_len * D)
+                h2 = d.rms_norm(x, self.p(L + "mlp_norm"), q_len, D, c.eps)
+                g = self._linear(h2, self.p(L + "w1"), q_len, D, c.ffn)
+                u = self._linear(h2, self.p(L + "w3"), q_len, D, c.ffn)
+                s = d.elementwise([g, u], q_len * c.ffn, lambda xs: E.silu(xs[0]) * xs[1])
+                x = self._add(x, self._linear(s, self.p(L + "w2"), q_len, c.ffn, D), q_len * D)
+            hf = d.rms_norm(x, self.p("final_norm"), q_len, D, c.eps)
+            logits = d.download(self._linear(hf, self.p("lm_head"), q_len, D, c.vocab))
+            last = logits.reshape(q_len, c.vocab)[-1].astype(np.float64)
+            if temperature <= 0:
+                nxt = int(np.argmax(last))
+            else:
+                z = last / temperature
+                if top_k:
+                    z[z < np.sort(z)[-top_k]] = -np.inf
+                p = np.exp(z - z.max())
+                nxt = int(rng.choice(c.vocab, p=p / p.sum()))
+            start += q_len
+            tokens.append(nxt)
+            new = [nxt]
+        return tokens
+
+
+def _silu_mul_grad_g(xs):
+    """d/dg of silu(g) * u, times the upstream ds: ds * u * sig(g) (1 + g (1 - sig(g)))."""
+    ds, g, u = xs
+    sg = E.sigmoid(g)
+    return ds * u * sg * (1.0 + g * (1.0 - sg))
+
+
+def config_dict(config: GPTConfig) -> dict:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()}
+
+
+class CharTokenizer:
+    """Characters <-> ids; id 0 is the pad, the other ids the characters of a text."""
+
+    def __init__(self, text: str):
+        if not isinstance(text, str) or not text:
+            raise ZynMLTypeError("CharTokenizer takes a non-empty text")
+        self.chars = ["<pad>"] + sorted(set(text))
+        self.index = {ch: i for i, ch in enumerate(self.chars)}
+
+    @property
+    def vocab(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str) -> np.ndarray:
+        return np.array([self.index[ch] for ch in text if ch in self.index], np.uint32)
+
+    def decode(self, ids) -> str:
+        return "".join(self.chars[int(i)] for i in ids if int(i) != 0)

@@ -4,7 +4,8 @@ Each notebook is checked by `pytest --nbval` in a subprocess (one test per noteb
 failure names the notebook and shows nbval's cell-by-cell diff), with tests/nbval_sanitize.cfg
 masking durations, addresses and float digits past the fourth decimal. Cells whose output
 depends on the machine (device lists, timings, widgets) carry the `nbval-ignore-output` tag;
-the cells after them print checks that are the same everywhere.
+the cells after them check results with `assert` and print what the result means (values,
+largest differences, which tests/nbval_sanitize.cfg compares by order of magnitude).
 
 The ZynML kernelspec is installed into a temporary prefix for the run, and the kernels import
 zynbook from this checkout. The same check by hand, from the repository root:

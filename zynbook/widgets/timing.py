@@ -150,6 +150,8 @@ class TimingWidget(W.VBox):
                 results[device] = {"launches": list(session.launches or []), "wall": wall}
             except ZynMLError as err:
                 results[device] = {"error": err.render()}
+            except Exception as err:  # a device that breaks must not hide the others
+                results[device] = {"error": f"{type(err).__name__}: {err}"}
         self.results = results
         self.mode.value = "compare"
         self._render()

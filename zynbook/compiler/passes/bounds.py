@@ -17,6 +17,8 @@ data are guarded while the loop-variable indices of the common kernels are not.
 """
 from __future__ import annotations
 
+import contextlib
+
 from .. import affine, cir
 
 
@@ -37,13 +39,16 @@ class Facts:
         self.ranges: dict = {}          # loop var -> (start, stop) CIR expressions
         self.lets: dict = {}            # immutable scalar let -> CIR value
         self.consts: dict = {}          # immutable scalar let of a number -> the number
+        self.loop_ranges: dict = {}     # loop var -> every (start, stop) it runs over
         seen: dict = {}
+        bad_loops = set()
         for n in cir.walk(body):
             if isinstance(n, cir.Loop):
-                seen[n.var] = seen.get(n.var, 0) + 1
                 step = n.step
                 if isinstance(step, cir.Const) and isinstance(step.value, int) and step.value > 0:
-                    self.ranges[n.var] = (n.start, n.stop)
+                    self.loop_ranges.setdefault(n.var, []).append((n.start, n.stop))
+                else:
+                    bad_loops.add(n.var)
             elif isinstance(n, cir.Let):
                 seen[n.name] = seen.get(n.name, 0) + 1
                 if not n.mutable and not n.value.ty.shape and _is_int_dtype(n.value.ty.dtype):
@@ -55,9 +60,44 @@ class Facts:
                 seen[n.name] = seen.get(n.name, 0) + 2
         for name, count in seen.items():
             if count > 1:
-                self.ranges.pop(name, None)
                 self.lets.pop(name, None)
                 self.consts.pop(name, None)
+        # a loop variable is only read inside its loops: several loops of one name (`for i`
+        # three times in a row) give the hull of their ranges; a name a let or an
+        # assignment also defines is unknown
+        for name, rs in self.loop_ranges.items():
+            if name in seen or name in bad_loops:
+                continue
+            if all(affine.same(a, rs[0][0]) and affine.same(b, rs[0][1]) for a, b in rs):
+                self.ranges[name] = rs[0]
+        for name in list(self.loop_ranges):
+            if name in seen or name in bad_loops:
+                del self.loop_ranges[name]
+        self.assumed: list = []         # bounds from the conditions of enclosing `if`s
+        self.mutable = {n.name for n in cir.walk(body)
+                        if isinstance(n, cir.Assign) or (isinstance(n, cir.Let) and n.mutable)}
+
+    # ---- conditions -------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def assuming(self, cond):
+        """Inside `if cond:` the bounds `cond` puts on names (`0 <= ih and ih < in_h`)
+        hold: `with facts.assuming(s.cond): render the then branch`."""
+        found: dict = {}
+        _bounds_of(cond, found)
+        for key in list(found):         # what the branch may change keeps no bound
+            if found[key][2] & self.mutable:
+                del found[key]
+        self.assumed.append({k: v[:2] for k, v in found.items()})
+        try:
+            yield
+        finally:
+            self.assumed.pop()
+
+    def _assumed(self, key):
+        """[(low or None, high exclusive or None)] the enclosing conditions give the
+        expression printed `key` (a name, `oh * stride + kh - padding`, ...)."""
+        return [a[key] for a in self.assumed if key in a]
 
     # ---- numbers (sizes known) --------------------------------------------------------
 
@@ -72,19 +112,46 @@ class Facts:
             if isinstance(v, bool) or not isinstance(v, int):
                 return None
             return v, v
+        if self.assumed and isinstance(e, cir.Expr):
+            r = self._var_interval(e, d) if isinstance(e, cir.Var) else self._interval(e, depth)
+            for lo_e, hi_e in self._assumed(cir.format_expr(e)):
+                lo = self.interval(lo_e, d) if lo_e is not None else None
+                hi = self.interval(hi_e, d) if hi_e is not None else None
+                lo_v = lo[0] if lo is not None else None
+                hi_v = hi[1] - 1 if hi is not None else None
+                if r is None:
+                    if lo_v is None or hi_v is None:
+                        continue
+                    r = (lo_v, hi_v)
+                else:
+                    r = (max(r[0], lo_v) if lo_v is not None else r[0],
+                         min(r[1], hi_v) if hi_v is not None else r[1])
+            return r
         if isinstance(e, cir.Var):
-            if e.name in self.ranges:
-                start, stop = self.ranges[e.name]
+            return self._var_interval(e, d)
+        return self._interval(e, depth)
+
+    def _var_interval(self, e, d):
+        if e.name in self.loop_ranges:
+            lo = hi = None
+            for start, stop in self.loop_ranges[e.name]:
                 a, b = self.interval(start, d), self.interval(stop, d)
                 if a is None or b is None:
                     return None
-                return a[0], b[1] - 1
-            if e.name in self.lets:
-                return self.interval(self.lets[e.name], d)
-            if e.name in self.sizes:
-                v = self.sizes[e.name]
-                return v, v
-            return None
+                if a[0] > b[1] - 1:
+                    continue            # this loop never runs
+                lo = a[0] if lo is None else min(lo, a[0])
+                hi = b[1] - 1 if hi is None else max(hi, b[1] - 1)
+            return (1, 0) if lo is None else (lo, hi)
+        if e.name in self.lets:
+            return self.interval(self.lets[e.name], d)
+        if e.name in self.sizes:
+            v = self.sizes[e.name]
+            return v, v
+        return None
+
+    def _interval(self, e, depth):
+        d = depth + 1
         if isinstance(e, cir.Cast):
             if not _is_int_dtype(e.ty.dtype) or not _is_int_dtype(e.operand.ty.dtype):
                 return None
@@ -149,6 +216,11 @@ class Facts:
         if ext is None:
             return False
         ext = self._canon(ext)
+        if isinstance(index, cir.Expr):
+            for lo, hi in self._assumed(cir.format_expr(index)):
+                if lo is not None and hi is not None and _nonneg(self._canon(lo), self.dims) \
+                        and _nonneg(affine.sub(ext, self._canon(hi)), self.dims):
+                    return True
         ranges = {v: (self._canon(a), self._canon(b)) for v, (a, b) in self.ranges.items()}
         b = affine.bounds(self._canon(self._expand(index)), ranges)
         if b is None:
@@ -187,6 +259,36 @@ class Facts:
         if lo > hi:
             return True, True
         return not (lo <= 0 <= hi), not (lo <= -1 <= hi)
+
+
+def _bounds_of(cond, out: dict):
+    """Bounds on integer expressions that `cond` (a conjunction of comparisons) implies:
+    out[printed expression] = (low or None, high exclusive or None, names it reads)."""
+    if isinstance(cond, cir.Bin) and cond.op == "and":
+        _bounds_of(cond.left, out)
+        _bounds_of(cond.right, out)
+        return
+    if not (isinstance(cond, cir.Bin) and cond.op in ("<", "<=", ">", ">=")):
+        return
+    a, b, op = cond.left, cond.right, cond.op
+    if isinstance(a, cir.Const) and not isinstance(b, cir.Const):
+        a, b, op = b, a, {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
+    if isinstance(a, cir.Const) or not _is_int_dtype(a.ty.dtype) \
+            or not _is_int_dtype(b.ty.dtype) or a.ty.shape or b.ty.shape:
+        return
+    key = cir.format_expr(a)
+    lo, hi, _ = out.get(key, (None, None, None))
+    one = affine.const(1)
+    if op == ">=":
+        lo = b
+    elif op == ">":
+        lo = affine.add(b, one)
+    elif op == "<":
+        hi = b
+    else:
+        hi = affine.add(b, one)
+    names = {n.name for n in cir.walk((a, b)) if isinstance(n, cir.Var)}
+    out[key] = (lo, hi, names | out.get(key, (None, None, set()))[2])
 
 
 def _is_int_dtype(dtype: str) -> bool:

@@ -25,6 +25,7 @@ from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, Z
                       ZynMLRuntimeError, ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
 from . import builtins as B
 from . import placement
+from .cancel import JobCancelled
 from .parallel import run_split
 from .tensor import Tensor, to_tensor
 from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record
@@ -683,10 +684,17 @@ class Interpreter:
         try:
             return fut.result(timeout)
         except cf.TimeoutError:
+            fut.cancel()        # an expired wait cancels its job (docs/api.md)
             if e.default is None:
-                raise ZynMLTimeoutError(f"the future did not finish within {timeout:g} s",
-                                        e.span) from None
+                raise ZynMLTimeoutError(f"the future did not finish within {timeout:g} s "
+                                        "(it was cancelled)", e.span) from None
             return self.eval(e.default)
+        except KeyboardInterrupt:
+            fut.cancel()
+            raise
+        except (JobCancelled, cf.CancelledError):
+            raise ZynMLRuntimeError("this job was cancelled (an earlier wait for it timed out) "
+                                    "before it finished", e.span) from None
 
     def combine_futures(self, name, args, kwargs, node):
         if kwargs or len(args) != 1:
@@ -931,6 +939,10 @@ class _Gather:
     def done(self):
         return all(f.done() for f in self.futures)
 
+    def cancel(self):
+        for f in self.futures:
+            f.cancel()
+
     def result(self, timeout=None):
         done, pending = cf.wait([f.inner for f in self.futures], timeout=timeout)
         if pending:
@@ -946,6 +958,10 @@ class _FirstOf:
 
     def done(self):
         return any(f.done() for f in self.futures)
+
+    def cancel(self):
+        for f in self.futures:
+            f.cancel()
 
     def result(self, timeout=None):
         inner = [f.inner for f in self.futures]

@@ -54,23 +54,29 @@ class Future:
     def result(self, timeout=None):
         return self.inner.result(timeout)
 
+    def cancel(self) -> bool:
+        """Stop the job: one still queued never starts, a running one is told to stop."""
+        return self.inner.cancel()
+
     def __repr__(self):
         state = "done" if self.inner.done() else "running"
         return f"<future {self.label} ({state})>"
 
 
 class DeviceQueue:
-    """One worker thread per device: launches on a device run in submission order."""
+    """One worker thread per device: launches on a device run in submission order; a job
+    can be cancelled, and leaving Python never waits on one (runtime/cancel.py)."""
 
     _queues: dict = {}
     _lock = threading.Lock()
 
     @classmethod
-    def for_device(cls, device_id: str) -> cf.ThreadPoolExecutor:
+    def for_device(cls, device_id: str):
+        from .cancel import JobQueue
         with cls._lock:
             q = cls._queues.get(device_id)
             if q is None:
-                q = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"zynml-{device_id}")
+                q = JobQueue(f"zynml-{device_id}")
                 cls._queues[device_id] = q
             return q
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import cache as kcache
+from ...runtime.cancel import call_native
 from ...compiler import cir, errflag
 from ...compiler.codegen import c as c_codegen
 from ...compiler.types import NUMPY_NAMES
@@ -295,7 +296,8 @@ class NativeCpuDevice(Device):
         iargs = (ctypes.c_longlong * max(1, len(ivals)))(*ivals)
         t2 = time.perf_counter()
         err = (ctypes.c_int * errflag.WORDS)()
-        compiled.fn(ptrs, fargs, iargs, err)
+        # in a worker an interrupt or a cancelled job can abandon (runtime/cancel.py)
+        call_native(compiled.fn, ptrs, fargs, iargs, err, keep=(arrays, out, compiled))
         t3 = time.perf_counter()
         errflag.raise_if_failed(compiled.program.error_sites, err, kernel)
         times = LaunchTimes(compile=0.0 if had else t1 - t0, upload=t2 - t1, kernel=t3 - t2,

@@ -1340,7 +1340,8 @@ class CStyleRenderer:
             c = self.expr(s.cond, scope, pre)
             self.emit_pre(em, pre, s.line)
             em.open(f"if ({c})", s.line)
-            self.stmts(em, s.then, scope.child())
+            with self.facts.assuming(s.cond):
+                self.stmts(em, s.then, scope.child())
             if s.orelse:
                 em.close(" else {")
                 em.level += 1
@@ -1874,7 +1875,8 @@ class GenericSchedules:
             c = self.expr(s.cond, scope, pre)
             self.emit_pre(em, pre, s.line)
             em.open(f"if ({c})", s.line)
-            self.block_stmts(em, s.then, scope.child(), set(mutable))
+            with self.facts.assuming(s.cond):
+                self.block_stmts(em, s.then, scope.child(), set(mutable))
             if s.orelse:
                 em.close(" else {")
                 em.level += 1

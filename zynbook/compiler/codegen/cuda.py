@@ -1138,7 +1138,11 @@ class _Gemm:
         sc = self.bind(r, gx, svars, scope, out)
         sc = self.bind_r(r, gk, sc, out)
         pre: list = []
-        val = r.expr(load, sc, pre)
+        if cond is not None:
+            with r.facts.assuming(cond):        # the gather reads only where cond holds
+                val = r.expr(load, sc, pre)
+        else:
+            val = r.expr(load, sc, pre)
         cnd = r.expr(cond, sc, pre) if cond is not None else None
         out.extend(pre)
         return val, cnd

@@ -1047,7 +1047,8 @@ class KernelRenderer:
             c, cd = self.ex(s.cond, [])
             self.w.open(f"if ({self.convert(c, cd, 'bool')})")
             self.push()
-            self.stmts(s.then)
+            with self.facts.assuming(s.cond):
+                self.stmts(s.then)
             self.pop()
             if s.orelse:
                 self.w.close("} else {")

@@ -1,0 +1,156 @@
+"""Interruptible and cancellable work (docs/api.md, "Interrupts, timeouts and exit"): an
+interrupt stops a running kernel and keeps the session's state, an expired `await ...
+timeout` cancels its job, and leaving Python never waits on a job."""
+from __future__ import annotations
+
+import _thread
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLTimeoutError
+
+DEVICES = [d["id"] for d in zynbook.compute_devices()]
+STOPPABLE = [d for d in ("cpu", "cpu:native") if d in DEVICES]
+
+# a kernel of many seconds on every CPU device: m dependent steps per element (a recurrence
+# no executor can turn into one vector operation)
+LONG = """let slow = compute(x) {{
+    for i in 0..n:
+        var acc = 0.0
+        for k in 0..m:
+            acc = sin(acc + x[i])
+        out[i] = acc
+}}
+"""
+STEPS = {"cpu": 2_000_000, "cpu:native": 60_000_000}
+
+
+def _interrupt_after(seconds: float):
+    timer = threading.Timer(seconds, _thread.interrupt_main)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+@pytest.mark.parametrize("device", STOPPABLE)
+def test_interrupt_stops_a_running_kernel_and_keeps_the_session(device):
+    session = zynbook.Session(device)
+    x = np.linspace(0, 1, 4, dtype=np.float32)
+    session.run("let before = 41\nlet kept = x * 2.0\n", x=x)
+    source = "let after = 1\n" + LONG.format() + "let never = 2\n"
+    timer = _interrupt_after(0.5)
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        session.run(source, x=x, m=STEPS[device])
+    elapsed = time.monotonic() - start
+    timer.cancel()
+    assert elapsed < 4.0, f"the interrupt took {elapsed:.1f} s to stop the kernel"
+    ns = session.namespace
+    # statements before the interrupted one ran; it and the ones after bound nothing
+    assert ns["before"] == 41 and ns["after"] == 1
+    assert "slow" not in ns and "never" not in ns
+    np.testing.assert_array_equal(np.asarray(ns["kept"]), x * 2)
+    # the session (and its lock) is usable at once
+    assert session.run("before + 1\n") == 42
+    got = session.run(LONG.format() + "slow\n", x=x, m=3)
+    want = []
+    for v in x:
+        acc = 0.0
+        for _ in range(3):
+            acc = np.sin(acc + v)
+        want.append(acc)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("device", STOPPABLE)
+def test_expired_timeout_cancels_the_job_and_frees_the_device(device):
+    session = zynbook.Session("cpu")
+    x = np.linspace(0, 1, 4, dtype=np.float32)
+    source = LONG.format().replace("compute(x)", f'compute(x) @async @device("{device}")') + \
+        f"""let r = await slow timeout 300ms else 0.5
+let quick = compute(x) @async @device("{device}") {{
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] + 1.0
+}}
+let q = await quick timeout 20s
+"""
+    start = time.monotonic()
+    session.run(source, x=x, m=STEPS[device])
+    elapsed = time.monotonic() - start
+    ns = session.namespace
+    assert ns["r"] == 0.5
+    np.testing.assert_allclose(np.asarray(ns["q"]), x + 1)
+    assert elapsed < 8.0, f"the later job waited {elapsed:.1f} s behind a cancelled one"
+    # awaiting the cancelled job again is a ZynML error, not a hang
+    with pytest.raises(zynbook.ZynMLError) as info:
+        session.run("await slow timeout 5s\n")
+    assert "cancelled" in info.value.message
+
+
+def test_expired_timeout_without_default_is_a_timeout_error_and_cancels():
+    if "cpu" not in DEVICES:
+        pytest.skip("no cpu")
+    session = zynbook.Session("cpu")
+    x = np.ones(4, np.float32)
+    source = LONG.format().replace("compute(x)", "compute(x) @async") + \
+        "let r = await slow timeout 100ms\n"
+    with pytest.raises(ZynMLTimeoutError) as info:
+        session.run(source, x=x, m=STEPS["cpu"])
+    assert "cancelled" in info.value.message and info.value.line >= 1
+    fut = session.namespace["slow"]
+    deadline = time.monotonic() + 5
+    while not fut.done() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fut.done(), "the job still runs after its wait expired"
+
+
+def test_a_queued_job_behind_a_cancelled_one_runs_and_a_cancelled_queued_one_never_starts():
+    from zynbook.runtime.cancel import JobQueue
+    q = JobQueue("test-queue")
+    started = []
+
+    def slow():
+        started.append("slow")
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            sum(range(1000))
+        return "slow done"
+
+    a = q.submit(slow)
+    b = q.submit(lambda: started.append("b") or "b")
+    c = q.submit(lambda: started.append("c") or "c")
+    while "slow" not in started:
+        time.sleep(0.01)
+    assert b.cancel()                       # queued: never starts
+    assert a.cancel()                       # running: stopped
+    assert c.result(timeout=5) == "c"
+    assert b.cancelled() and "b" not in started
+    assert a.done() and a.exception() is not None
+
+
+def test_leaving_python_never_waits_on_a_job():
+    root = Path(__file__).resolve().parents[1]
+    script = f"""
+import time, numpy as np, zynbook
+src = '''{LONG.format()}'''.replace("compute(x)", "compute(x) @async")
+zynbook.run(src, x=np.ones(4, np.float32), m={STEPS['cpu'] * 10})
+print("left", flush=True)
+"""
+    start = time.monotonic()
+    res = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                         text=True, timeout=120,
+                         env={**os.environ, "XDG_RUNTIME_DIR": os.environ.get(
+                             "XDG_RUNTIME_DIR", "/tmp")})
+    elapsed = time.monotonic() - start
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "left" in res.stdout
+    assert elapsed < 30, f"exit waited {elapsed:.1f} s for a running job"

@@ -120,7 +120,7 @@ def main():
     import torch
     import torch.nn.functional as F
     from zynbook.backends.cuda.device import CudaDevice
-    from zynbook.compiler.codegen.cuda import FLASH_TEMPLATE
+    from kernel_sources import FLASH_TEMPLATE
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = CudaDevice(0)

@@ -169,3 +169,48 @@ def flash_reordered():
             out[b, h, qb:qb+32] = acc_o / total
 }
 """
+
+
+# tutorial 05's flash attention: tensors [batch, seq, heads, head_dim], min(...) tiles
+FLASH_BSHD = """let attn_out = compute(q, k, v) {
+    @kernel flash_attention
+    @workgroup(64)
+    @tile(block_q=64, block_kv=64)
+    for b in 0..batch, h in 0..num_heads:
+        for q_block in 0..seq step 64:
+            var m = -inf
+            var l = 0.0
+            var o = zeros(min(64, seq - q_block), head_dim)
+            for kv_block in 0..seq step 64:
+                let K_block = k[b, kv_block:kv_block+64, h]
+                let V_block = v[b, kv_block:kv_block+64, h]
+                let S = q[b, q_block:q_block+64, h] @ transpose(K_block) / sqrt(head_dim)
+                let m_new = max(m, row_max(S))
+                let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
+                o = exp(m - m_new) * o + exp(S - m_new) @ V_block
+                m = m_new
+                l = l_new
+            out[b, q_block:q_block+64, h] = o / l
+}
+"""
+
+# the three-pass form over [batch, seq, heads, head_dim] tensors, causal
+ATTENTION_BSHD = """let attn = compute(q, k, v) {
+    @kernel attention
+    for b in 0..batch, i in 0..seq, h in 0..heads:
+        var m = -inf
+        for j in 0..seq:
+            if j <= i:
+                m = max(m, dot(q[b, i, h], k[b, j, h]) * 0.25)
+        var l = 0.0
+        for j in 0..seq:
+            if j <= i:
+                l += exp(dot(q[b, i, h], k[b, j, h]) * 0.25 - m)
+        for d in 0..head_dim:
+            var acc = 0.0
+            for j in 0..seq:
+                if j <= i:
+                    acc += exp(dot(q[b, i, h], k[b, j, h]) * 0.25 - m) / l * v[b, j, h, d]
+            out[b, i, h, d] = acc
+}
+"""

@@ -14,11 +14,11 @@ from zynbook.backends.cpu import native
 from zynbook.backends.cpu.reference import run_kernel
 from zynbook.compiler.codegen import c as c_codegen
 from zynbook.compiler.codegen import render_text
-from zynbook.compiler.codegen.spec_patterns import ATTENTION_TEMPLATE as ATTENTION
-from zynbook.compiler.codegen.spec_patterns import CLIPPED_FLASH_TEMPLATE, FLASH_TEMPLATE
 from zynbook.errors import ZynMLDeviceError
 
 from compute_testing import float32_normals, lower_block
+from kernel_sources import ATTENTION_TEMPLATE as ATTENTION
+from kernel_sources import CLIPPED_FLASH_TEMPLATE, FLASH_TEMPLATE
 from kernel_sources import (ACTIVATIONS, ARGMAX, ARGMIN_ROWS, BROADCAST, COL_MAX, LAYER_NORM,
                             MATH, MATMUL, MUL_ADD, REDUCE_MAX, REDUCE_SUM, RMS_NORM, ROW_SUMS,
                             SCALE_INT, SHARED_FFN, SOFTMAX_FUSED, SOFTMAX_ROWS,

@@ -116,7 +116,7 @@ PROGRAMS = {
                        out_h=14, out_w=14),
         None),
 }
-from zynbook.compiler.codegen import cuda as _cg  # noqa: E402
+import kernel_sources as _cg  # noqa: E402 (the spec's attention texts)
 
 PROGRAMS["flash_attention"] = (
     _cg.FLASH_TEMPLATE.replace("BLOCK", "64") + "attn\n",

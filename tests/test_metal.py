@@ -14,11 +14,11 @@ import pytest
 from zynbook.backends.cpu.reference import run_kernel
 from zynbook.compiler import cir
 from zynbook.compiler.codegen import msl
-from zynbook.compiler.codegen.spec_patterns import ATTENTION_TEMPLATE as ATTENTION
-from zynbook.compiler.codegen.spec_patterns import CLIPPED_FLASH_TEMPLATE, FLASH_TEMPLATE
 from zynbook.errors import ZynMLDeviceError
 
 from compute_testing import float32_normals, lower_block
+from kernel_sources import ATTENTION_TEMPLATE as ATTENTION
+from kernel_sources import CLIPPED_FLASH_TEMPLATE, FLASH_TEMPLATE
 from kernel_sources import (ACTIVATIONS, ARGMAX, ARGMIN_ROWS, BROADCAST, COL_MAX, LAYER_NORM,
                             MATH, MATMUL, MUL_ADD, REDUCE_MAX, REDUCE_SUM, RMS_NORM, ROW_SUMS,
                             SCALE_INT, SHARED_FFN, SOFTMAX_FUSED, SOFTMAX_ROWS,
@@ -88,7 +88,7 @@ def _cases():
                        "reduction", "rows"),
         "rms_norm": (RMS_NORM, {"x": ln_x, "weight": g}, {"eps": 1e-6}, {}, "reduction", "rows"),
         "attention": (ATTENTION, {"Q": Q, "K": K, "V": V, "mask": mask}, {}, {}, "contraction",
-                      "rows"),
+                      "flash"),
         "flash_attention": (FLASH_TEMPLATE.replace("BLOCK", "64"), {"Q": fq, "K": fk, "V": fv},
                             {}, {"seq_len": 100, "head_dim": 16}, "contraction", "flash"),
         "flash_clipped": (CLIPPED_FLASH_TEMPLATE.replace("BLOCK", "32"),

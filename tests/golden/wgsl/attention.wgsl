@@ -61,9 +61,9 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
     let z_S: i32 = P.z_n_keys;
     let z_DQ: i32 = P.Q_d3;
     let z_DV: i32 = P.out_d3;
-    let z_qbase: i32 = ((z_b) * P.Q_d1 + z_h) * P.Q_d2 + min(z_i, P.Q_d2 - 1i);
-    let z_kbase: i32 = (z_b * P.K_d1 + z_h) * P.K_d2;
-    let z_vbase: i32 = (z_b * P.V_d1 + z_h) * P.V_d2;
+    let z_qbase: i32 = z_b * P.Q_d1 * P.Q_d2 + z_h * P.Q_d2 + min(z_i, P.Q_d2 - 1i);
+    let z_kbase: i32 = z_b * P.K_d1 * P.K_d2 + z_h * P.K_d2;
+    let z_vbase: i32 = z_b * P.V_d1 * P.V_d2 + z_h * P.V_d2;
     // this query's row in registers (zero past head_dim)
     let z_q0: vec4<f32> = vec4<f32>(select(0.0f, Q[(z_qbase) * P.Q_d3 + 0i], 0i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 1i], 1i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 2i], 2i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 3i], 3i < z_DQ));
     let z_q1: vec4<f32> = vec4<f32>(select(0.0f, Q[(z_qbase) * P.Q_d3 + 4i], 4i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 5i], 5i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 6i], 6i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 7i], 7i < z_DQ));
@@ -285,7 +285,7 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
         workgroupBarrier();
     }
     if (z_r == 0i && z_qok) {
-        let z_obase: i32 = ((z_b * P.out_d1 + z_h) * P.out_d2 + z_i) * P.out_d3;
+        let z_obase: i32 = (z_b * P.out_d1 * P.out_d2 + z_h * P.out_d2 + z_i) * P.out_d3;
         let z_inv: f32 = select(0.0f, 1.0f / z_L, z_L > 0.0f);
         if (0i < z_DV) { out[z_obase + 0i] = z_o0[0] * z_inv; }
         if (1i < z_DV) { out[z_obase + 1i] = z_o0[1] * z_inv; }
@@ -339,9 +339,9 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
     let z_S: i32 = P.z_n_keys;
     let z_DQ: i32 = P.Q_d3;
     let z_DV: i32 = P.out_d3;
-    let z_qbase: i32 = ((z_b) * P.Q_d1 + z_h) * P.Q_d2 + min(z_i, P.Q_d2 - 1i);
-    let z_kbase: i32 = (z_b * P.K_d1 + z_h) * P.K_d2;
-    let z_vbase: i32 = (z_b * P.V_d1 + z_h) * P.V_d2;
+    let z_qbase: i32 = z_b * P.Q_d1 * P.Q_d2 + z_h * P.Q_d2 + min(z_i, P.Q_d2 - 1i);
+    let z_kbase: i32 = z_b * P.K_d1 * P.K_d2 + z_h * P.K_d2;
+    let z_vbase: i32 = z_b * P.V_d1 * P.V_d2 + z_h * P.V_d2;
     // this query's row in registers (zero past head_dim)
     let z_q0: vec4<f32> = vec4<f32>(select(0.0f, Q[(z_qbase) * P.Q_d3 + 0i], 0i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 1i], 1i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 2i], 2i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 3i], 3i < z_DQ));
     let z_q1: vec4<f32> = vec4<f32>(select(0.0f, Q[(z_qbase) * P.Q_d3 + 4i], 4i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 5i], 5i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 6i], 6i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 7i], 7i < z_DQ));
@@ -583,7 +583,7 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
         workgroupBarrier();
     }
     if (z_r == 0i && z_qok) {
-        let z_obase: i32 = ((z_b * P.out_d1 + z_h) * P.out_d2 + z_i) * P.out_d3;
+        let z_obase: i32 = (z_b * P.out_d1 * P.out_d2 + z_h * P.out_d2 + z_i) * P.out_d3;
         let z_inv: f32 = select(0.0f, 1.0f / z_L, z_L > 0.0f);
         if (0i < z_DV) { out[z_obase + 0i] = z_o0[0] * z_inv; }
         if (1i < z_DV) { out[z_obase + 1i] = z_o0[1] * z_inv; }
@@ -669,9 +669,9 @@ fn attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroup
     let z_S: i32 = P.z_n_keys;
     let z_DQ: i32 = P.Q_d3;
     let z_DV: i32 = P.out_d3;
-    let z_qbase: i32 = ((z_b) * P.Q_d1 + z_h) * P.Q_d2 + min(z_i, P.Q_d2 - 1i);
-    let z_kbase: i32 = (z_b * P.K_d1 + z_h) * P.K_d2;
-    let z_vbase: i32 = (z_b * P.V_d1 + z_h) * P.V_d2;
+    let z_qbase: i32 = z_b * P.Q_d1 * P.Q_d2 + z_h * P.Q_d2 + min(z_i, P.Q_d2 - 1i);
+    let z_kbase: i32 = z_b * P.K_d1 * P.K_d2 + z_h * P.K_d2;
+    let z_vbase: i32 = z_b * P.V_d1 * P.V_d2 + z_h * P.V_d2;
     // this query's row in registers (zero past head_dim)
     let z_q0: vec4<f32> = vec4<f32>(select(0.0f, Q[(z_qbase) * P.Q_d3 + 0i], 0i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 1i], 1i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 2i], 2i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 3i], 3i < z_DQ));
     let z_q1: vec4<f32> = vec4<f32>(select(0.0f, Q[(z_qbase) * P.Q_d3 + 4i], 4i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 5i], 5i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 6i], 6i < z_DQ), select(0.0f, Q[(z_qbase) * P.Q_d3 + 7i], 7i < z_DQ));
@@ -995,7 +995,7 @@ fn attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroup
         workgroupBarrier();
     }
     if (z_r == 0i && z_qok) {
-        let z_obase: i32 = ((z_b * P.out_d1 + z_h) * P.out_d2 + z_i) * P.out_d3;
+        let z_obase: i32 = (z_b * P.out_d1 * P.out_d2 + z_h * P.out_d2 + z_i) * P.out_d3;
         let z_inv: f32 = select(0.0f, 1.0f / z_L, z_L > 0.0f);
         if (0i < z_DV) { out[z_obase + 0i] = z_o0[0] * z_inv; }
         if (1i < z_DV) { out[z_obase + 1i] = z_o0[1] * z_inv; }

@@ -4,9 +4,10 @@
 constants), the launches to make in order (grid, block, arguments) and the scratch memory
 they need. Schedules, tried in this order:
 
-* **attention / flash_attention** whose body is the spec's algorithm (checked by comparing
-  the CIR with the spec's kernels up to renaming): one block per 64 queries of one head,
-  K/V tiles in shared memory, online softmax, optional mask.
+* **attention / flash_attention** whose body the recognition pass (passes/recognise.py)
+  finds to be attention in any form (three-pass, online softmax, tiled flash with any block
+  size), with any key condition and launch-constant scale: one block per 64 queries of one
+  head, K/V tiles in shared memory, online softmax.
 * **contractions** (matmul, batched_matmul, conv2d and any kernel of that shape):
   `out[P] = epilogue(init + sum_R A(P, R) * B(P, R))` becomes a tiled GEMM: 128x128x8 tiles
   (64 where a side is small) in double-buffered shared memory, 8x8 (or 4x4) outputs per
@@ -28,12 +29,11 @@ from dataclasses import dataclass, field
 from .. import cir
 from . import cstyle
 from .cstyle import SITES as _SITES
+from .cstyle import attention_pattern
 from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported,
                      assigned_vars, ceil_div, classify_loop, cname, declared_vars, find_nest,
                      free_vars, has_node, has_tiles, inline_tile_lets, pow2_at_least,
                      prelude_functors, prelude_guards, prelude_helpers, prelude_span_len, raise_unsupported, stored_buffers, substitute, trip_count)
-from .spec_patterns import (ATTENTION_TEMPLATE, FLASH_TEMPLATE,  # noqa: F401 (re-exported)
-                            match_spec_attention)
 
 DEVICE_FN = "__device__ __forceinline__ "      # qualifies every prelude function
 PRELUDE = (
@@ -1507,16 +1507,22 @@ def render_mma_gemm(g: _Gemm, name, notes) -> CudaProgram:
 # -------------------------------------------------------------------- attention
 
 def try_attention(kernel, sizes, notes):
-    kind = kernel.kernel_type.kind
-    if match_spec_attention(kernel, notes) is None:
+    """The attention schedules for a recognised attention (recognise.py: any form, key
+    condition, scale and block size), else None with a note."""
+    p = attention_pattern(kernel, notes)
+    if p is None:
         return None
-    D = cir.eval_dim(kernel.inputs[0].shape[3], sizes) if len(kernel.inputs[0].shape) == 4 else 0
-    if D % 16 == 0 and 16 <= D <= 64:
-        return render_flash_tiled(kernel, sizes, masked=(kind == "attention"))
-    return render_flash(kernel, sizes, masked=(kind == "attention"))
+    try:
+        D = cir.eval_dim(kernel.output.shape[3], sizes)
+        if D % 16 == 0 and 16 <= D <= 64:
+            return render_flash_tiled(kernel, sizes, p)
+        return render_flash(kernel, sizes, p)
+    except Unsupported as err:
+        notes.append(f"the attention schedules do not fit ({err}); the generic schedule runs it")
+        return None
 
 
-def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
+def render_flash_tiled(kernel, sizes, p) -> CudaProgram:
     """Attention as two register-tiled products per K/V tile, FMA in f32.
 
     One block of 256 threads (16 x 16) per 64 queries of one head. Per 64-key tile:
@@ -1529,21 +1535,21 @@ def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
     loaded into registers while this one is computed."""
     r = CUDARenderer()
     r.setup(kernel, sizes)
-    q, k_, v_, out, (B, H, S, D), SK = r.attention_operands(kernel)
+    q, k_, v_, out, (B, H, S, D), SK = r.attention_operands(p)
+    masked = p.mask is not None
     BQ, BKV, NT, TD = 64, 64, 256, D // 16
     r.nt = NT
     name = cname(kernel.name)
     em = Emitter(1)
     em(f"constexpr int B = {B}, H = {H}, S = {S}, SK = {SK}, D = {D}, BQ = {BQ}, BKV = {BKV}, "
        f"TD = {TD}, D4 = D / 4;")
-    em("__shared__ __align__(16) float Qs[D * BQ];            // Qs[d][q], scaled by 1/sqrt(D)")
+    em("__shared__ __align__(16) float Qs[D * BQ];            // Qs[d][q], times the score's scale")
     em("__shared__ __align__(16) float KPs[D * BKV > BKV * BQ ? D * BKV : BKV * BQ];  // Ks[d][j], then P[j][q]")
     em("__shared__ __align__(16) float Vs[BKV * D];           // Vs[j][d]")
     em("const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;")
     em("const int q0 = blockIdx.x * BQ, h = blockIdx.y, b = blockIdx.z;")
-    em("const long long qbase = ((long long)b * H + h) * S * D;")
-    em("const long long kbase = ((long long)b * H + h) * SK * D;")
-    em("const float scale = 1.0f / sqrtf((float)D);")
+    r.attention_bases(em, "long long")
+    em(f"const float scale = {r.attention_scale(p)};")
 
     def load4(buf, addr):
         if buf.dtype == "f32":
@@ -1556,7 +1562,7 @@ def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
     em.open("for (int _r = 0; _r < TD; ++_r)")
     em("const int e = tid + _r * 256, qi = e % BQ, d4 = e / BQ;")
     em("float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);")
-    em(f"if (q0 + qi < S) v = {load4(q, 'qbase + (long long)(q0 + qi) * D + d4 * 4')};")
+    em(f"if (q0 + qi < S) v = {load4(q, 'qbase + (long long)(q0 + qi) * QSS + d4 * 4')};")
     em("Qs[(d4 * 4 + 0) * BQ + qi] = v.x * scale; Qs[(d4 * 4 + 1) * BQ + qi] = v.y * scale;")
     em("Qs[(d4 * 4 + 2) * BQ + qi] = v.z * scale; Qs[(d4 * 4 + 3) * BQ + qi] = v.w * scale;")
     em.close()
@@ -1568,8 +1574,8 @@ def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
     em("const int kj = e % BKV, kd4 = e / BKV;      // K: consecutive threads, consecutive keys")
     em("const int vj = e / D4, vd4 = e % D4;        // V: consecutive threads, consecutive d")
     em("kr[_r] = make_float4(0.0f, 0.0f, 0.0f, 0.0f); vr[_r] = kr[_r];")
-    em(f"if (kv0 + kj < SK) kr[_r] = {load4(k_, 'kbase + (long long)(kv0 + kj) * D + kd4 * 4')};")
-    em(f"if (kv0 + vj < SK) vr[_r] = {load4(v_, 'kbase + (long long)(kv0 + vj) * D + vd4 * 4')};")
+    em(f"if (kv0 + kj < SK) kr[_r] = {load4(k_, 'kbase + (long long)(kv0 + kj) * KSS + kd4 * 4')};")
+    em(f"if (kv0 + vj < SK) vr[_r] = {load4(v_, 'vbase + (long long)(kv0 + vj) * VSS + vd4 * 4')};")
     em.close()
     em.close(";")
     em("float o[4][TD], m[4], l[4];")
@@ -1610,7 +1616,8 @@ def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
     em("const int kj = kv0 + tx * 4 + jj;")
     cond = "kj < SK"
     if masked:
-        cond += f" && qi < S && {r.attention_mask(kernel, 'qi', 'kj')}"
+        cond += " && qi < S && " + r.attention_mask(p, {p.batch_var: "b", p.head_var: "h",
+                                                         p.query_var: "qi", p.key_var: "kj"})
     em(f"if (!({cond})) s[i][jj] = -ZYN_INF_F;")
     em("mx = fmaxf(mx, s[i][jj]);")
     em.close()
@@ -1656,9 +1663,9 @@ def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
     em.open("for (int i = 0; i < 4; ++i)")
     em("const int qi = q0 + ty * 4 + i;")
     em("if (qi >= S) continue;")
-    em("const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;")
+    em(f"const float inv = {r.attention_inverse(p, 'l[i]')};")
     em("#pragma unroll")
-    em(f"for (int dd = 0; dd < TD; ++dd) {out.c}[qbase + (long long)qi * D + tx * TD + dd] = "
+    em(f"for (int dd = 0; dd < TD; ++dd) {out.c}[obase + (long long)qi * OSS + tx * TD + dd] = "
        f"{r.store_value('o[i][dd] * inv', out.dtype)};")
     em.close()
     text = r.signature(name, bounds=NT) + " {\n" + em.text() + "\n}"
@@ -1671,10 +1678,11 @@ def render_flash_tiled(kernel, sizes, masked: bool) -> CudaProgram:
                        schedule=banner, notes=[], line_map=lm)
 
 
-def render_flash(kernel, sizes, masked: bool) -> CudaProgram:
+def render_flash(kernel, sizes, p) -> CudaProgram:
     r = CUDARenderer()
     r.setup(kernel, sizes)
-    q, k_, v_, out, (B, H, S, D), SK = r.attention_operands(kernel)
+    q, k_, v_, out, (B, H, S, D), SK = r.attention_operands(p)
+    masked = p.mask is not None
     BQ, BKV, CH = 64, 64, 16
     r.nt = BQ
     name = cname(kernel.name)
@@ -1688,21 +1696,20 @@ def render_flash(kernel, sizes, masked: bool) -> CudaProgram:
     em("const int tid = threadIdx.x;")
     em("const int qi = blockIdx.x * BQ + tid;")
     em("const int h = blockIdx.y, b = blockIdx.z;")
-    em("const long long qbase = ((long long)b * H + h) * S * D;")
-    em("const long long kbase = ((long long)b * H + h) * SK * D;")
+    r.attention_bases(em, "long long")
     em("const bool active = qi < S;")
-    em("const float scale = 1.0f / sqrtf((float)D);")
+    em(f"const float scale = {r.attention_scale(p)};")
     em("float qr[D], o[D];")
     em("#pragma unroll")
-    em(f"for (int d = 0; d < D; ++d) {{ qr[d] = active ? {lq(q.c + '[qbase + (long long)qi * D + d]')} * scale : 0.0f; o[d] = 0.0f; }}")
+    em(f"for (int d = 0; d < D; ++d) {{ qr[d] = active ? {lq(q.c + '[qbase + (long long)qi * QSS + d]')} * scale : 0.0f; o[d] = 0.0f; }}")
     em("float m = -ZYN_INF_F, l = 0.0f;")
     em.open("for (int kv0 = 0; kv0 < SK; kv0 += BKV)")
     em("__syncthreads();")
     em.open("for (int e = tid; e < BKV * D; e += BQ)")
     em("const int rr = e / D, cc = e % D;")
     em("const bool ok = kv0 + rr < SK;")
-    em(f"Ks[rr][cc] = ok ? {lk(k_.c + '[kbase + (long long)(kv0 + rr) * D + cc]')} : 0.0f;")
-    em(f"Vs[rr][cc] = ok ? {lv(v_.c + '[kbase + (long long)(kv0 + rr) * D + cc]')} : 0.0f;")
+    em(f"Ks[rr][cc] = ok ? {lk(k_.c + '[kbase + (long long)(kv0 + rr) * KSS + cc]')} : 0.0f;")
+    em(f"Vs[rr][cc] = ok ? {lv(v_.c + '[vbase + (long long)(kv0 + rr) * VSS + cc]')} : 0.0f;")
     em.close()
     em("__syncthreads();")
     em.open("for (int j0 = 0; j0 < BKV; j0 += CH)")
@@ -1723,7 +1730,8 @@ def render_flash(kernel, sizes, masked: bool) -> CudaProgram:
         em("for (int d = 0; d < D; ++d) acc = fmaf(qr[d], Ks[j][d], acc);")
     cond = "kv0 + j < SK"
     if masked:
-        cond += f" && active && {r.attention_mask(kernel, 'qi', 'kv0 + j')}"
+        cond += " && active && " + r.attention_mask(p, {p.batch_var: "b", p.head_var: "h",
+                                                          p.query_var: "qi", p.key_var: "kv0 + j"})
     em(f"s[jj] = ({cond}) ? acc : -ZYN_INF_F;")
     em("mt = fmaxf(mt, s[jj]);")
     em.close()
@@ -1752,9 +1760,9 @@ def render_flash(kernel, sizes, masked: bool) -> CudaProgram:
     em.close()
     em.close()
     em.open("if (active)")
-    em("const float inv = l > 0.0f ? 1.0f / l : 0.0f;")
+    em(f"const float inv = {r.attention_inverse(p, 'l')};")
     em("#pragma unroll")
-    em(f"for (int d = 0; d < D; ++d) {out.c}[qbase + (long long)qi * D + d] = "
+    em(f"for (int d = 0; d < D; ++d) {out.c}[obase + (long long)qi * OSS + d] = "
        f"{r.store_value('o[d] * inv', out.dtype)};")
     em.close()
     text = r.signature(name, bounds=BQ) + " {\n" + em.text() + "\n}"

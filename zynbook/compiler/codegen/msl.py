@@ -8,7 +8,7 @@ layout of the constant argument struct. `render(kernel, sizes)` is its source te
 
 The renderer shares the C-like base (cstyle.py) with the CUDA renderer: expressions, tiles,
 statements, the generic thread/block schedules and the reductions are the same code
-(the spec's attention kernels are matched through spec_patterns.py); what differs is a
+(attention is recognised by passes/recognise.py); what differs is a
 hook here (address spaces `device` / `threadgroup` / `constant`, `threadgroup_barrier`,
 SIMD-group collectives, MSL math names, `half`, `long`). As in the CUDA renderer, sizes are
 compiled in as constants for one binding of the kernel's sizes (trip counts, strides and
@@ -28,7 +28,8 @@ Schedules:
   second dispatch over the per-threadgroup partials for a whole-input reduction; `axis=`
   reductions one SIMD group per output row (or one threadgroup for long rows, or one thread
   per output for a strided axis); argmin/argmax keep the first index on ties.
-* **flash**: the spec's flash attention (and masked attention) body: one thread per query,
+* **flash**: attention in any form the recognition pass finds (three-pass, online softmax,
+  tiled flash; any key condition and scale; any axis order): one thread per query,
   64 queries per threadgroup, K/V tiles of 64 keys in threadgroup memory, online softmax.
 
 Metal has no `double`: f64 kernels are refused with a ZynML error, never computed in f32.
@@ -43,7 +44,7 @@ from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Unsu
                      ceil_div, cname, fold_call, inline_tile_lets, pow2_at_least, prelude_functors,
                      prelude_guards, prelude_helpers, prelude_span_len, raise_unsupported)
 from .cstyle import SITES as _SITES
-from .spec_patterns import match_spec_attention
+from .cstyle import attention_pattern
 
 PRELUDE = (
     "\n"
@@ -595,16 +596,23 @@ def _reduce_axis(r, kernel, p, notes) -> MSLProgram:
 
 
 def _try_attention(kernel, sizes, notes):
-    kind = kernel.kernel_type.kind
-    if match_spec_attention(kernel, notes, clipped=True) is None:
+    """The flash schedule for a recognised attention (recognise.py: any form, key
+    condition, scale, block size and axis order), else None with a note."""
+    p = attention_pattern(kernel, notes)
+    if p is None:
         return None
-    return render_flash(kernel, sizes, masked=(kind == "attention"))
+    try:
+        return render_flash(kernel, sizes, p)
+    except Unsupported as err:
+        notes.append(f"the attention schedule does not fit ({err}); the generic schedule runs it")
+        return None
 
 
-def render_flash(kernel, sizes, masked: bool) -> MSLProgram:
+def render_flash(kernel, sizes, p) -> MSLProgram:
     r = MSLRenderer()
     r.setup(kernel, sizes)
-    q, k_, v_, out, (B, H, S, D), SK = r.attention_operands(kernel)
+    q, k_, v_, out, (B, H, S, D), SK = r.attention_operands(p)
+    masked = p.mask is not None
     BQ, BKV, CH = 64, 64, 16
     if 2 * BKV * D * 4 > 32768:
         raise Unsupported(f"head_dim {D} needs more than 32 KiB of threadgroup memory")
@@ -619,20 +627,19 @@ def render_flash(kernel, sizes, masked: bool) -> MSLProgram:
     em("const int tid = (int)_tid;")
     em(f"const int qb = (int)_gid % {nqb}, h = ((int)_gid / {nqb}) % H, b = (int)_gid / ({nqb} * H);")
     em("const int qi = qb * BQ + tid;")
-    em("const long qbase = ((long)b * H + h) * S * D;")
-    em("const long kbase = ((long)b * H + h) * SK * D;")
+    r.attention_bases(em, "long")
     em("const bool active = qi < S;")
-    em("const float scale = 1.0f / sqrt((float)D);")
+    em(f"const float scale = {r.attention_scale(p)};")
     em("float qr[D], o[D];")
-    em(f"for (int d = 0; d < D; ++d) {{ qr[d] = active ? {lq(q.c + '[qbase + (long)qi * D + d]')} * scale : 0.0f; o[d] = 0.0f; }}")
+    em(f"for (int d = 0; d < D; ++d) {{ qr[d] = active ? {lq(q.c + '[qbase + (long)qi * QSS + d]')} * scale : 0.0f; o[d] = 0.0f; }}")
     em("float m = -INFINITY, l = 0.0f;")
     em.open("for (int kv0 = 0; kv0 < SK; kv0 += BKV)")
     em(r.barrier_stmt)
     em.open("for (int e = tid; e < BKV * D; e += BQ)")
     em("const int rr = e / D, cc = e % D;")
     em("const bool ok = kv0 + rr < SK;")
-    em(f"Ks[rr * D + cc] = ok ? {lk(k_.c + '[kbase + (long)(kv0 + rr) * D + cc]')} : 0.0f;")
-    em(f"Vs[rr * D + cc] = ok ? {lv(v_.c + '[kbase + (long)(kv0 + rr) * D + cc]')} : 0.0f;")
+    em(f"Ks[rr * D + cc] = ok ? {lk(k_.c + '[kbase + (long)(kv0 + rr) * KSS + cc]')} : 0.0f;")
+    em(f"Vs[rr * D + cc] = ok ? {lv(v_.c + '[vbase + (long)(kv0 + rr) * VSS + cc]')} : 0.0f;")
     em.close()
     em(r.barrier_stmt)
     em.open("for (int j0 = 0; j0 < BKV; j0 += CH)")
@@ -644,7 +651,8 @@ def render_flash(kernel, sizes, masked: bool) -> MSLProgram:
     em("for (int d = 0; d < D; ++d) acc = fma(qr[d], Ks[j * D + d], acc);")
     cond = "kv0 + j < SK"
     if masked:
-        cond += f" && active && {r.attention_mask(kernel, 'qi', 'kv0 + j')}"
+        cond += " && active && " + r.attention_mask(p, {p.batch_var: "b", p.head_var: "h",
+                                                          p.query_var: "qi", p.key_var: "kv0 + j"})
     em(f"s[jj] = ({cond}) ? acc : -INFINITY;")
     em("mt = fmax(mt, s[jj]);")
     em.close()
@@ -662,8 +670,8 @@ def render_flash(kernel, sizes, masked: bool) -> MSLProgram:
     em.close()
     em.close()
     em.open("if (active)")
-    em("const float inv = l > 0.0f ? 1.0f / l : 0.0f;")
-    em(f"for (int d = 0; d < D; ++d) {out.c}[qbase + (long)qi * D + d] = "
+    em(f"const float inv = {r.attention_inverse(p, 'l')};")
+    em(f"for (int d = 0; d < D; ++d) {out.c}[obase + (long)qi * OSS + d] = "
        f"{r.store_value('o[d] * inv', out.dtype)};")
     em.close()
     r.shared_decls += [f"threadgroup float Ks[{BKV * D}];", f"threadgroup float Vs[{BKV * D}];"]

@@ -2284,14 +2284,23 @@ class KernelRenderer:
                 return bq, bk, need
         raise RenderError("the adapter's workgroup memory is too small for attention tiles")
 
-    def flash_core(self, name, Q, K, V, grid, scale, cond, select_entry, empty_nan=False):
+    def _rows(self, buf, axes):
+        """WGSL texts of the row strides of (batch, head, sequence) axes `axes` of 4-D `buf`
+        (a row: head_dim consecutive elements, the last axis)."""
+        d = self.dims_of(buf)
+        return [" * ".join(d[a + 1:3]) or "1i" for a in axes]
+
+    def flash_core(self, name, Q, K, V, grid, scale, cond, select_entry, empty_nan=False,
+                   axes=None):
         """Emit flash-attention entry points, one per head_dim class. Each workgroup takes
         (b, h, a block of queries); FLASH_LANES invocations share a query, each taking every
         FLASH_LANES-th key of a tile, keeping its own online softmax (running max m, sum l,
         output acc in registers); K and V tiles pass through workgroup memory; at the end the
         lanes' states are merged. grid: WGSL texts {B, H, NQ, S, DQ, DV}; scale(dot) -> score;
-        cond(j) -> WGSL bool or None; empty_nan: a query without keys stores 0 / 0 (else 0).
+        cond(j) -> WGSL bool or None; empty_nan: a query without keys stores 0 / 0 (else 0);
+        axes: {buffer: axes of (batch, head, sequence)}, [b, h, s, d] where not given.
         Returns the passes."""
+        axes = axes or {}
         R = self.FLASH_LANES
         w = self.w
         out = self.k.output.name
@@ -2324,9 +2333,14 @@ class KernelRenderer:
             w.line(f"let z_DQ: i32 = {grid['DQ']};")
             w.line(f"let z_DV: i32 = {grid['DV']};")
             qd, kd, vd, od = (self.dims_of(x) for x in (Q, K, V, out))
-            w.line(f"let z_qbase: i32 = (({'z_b'}) * {qd[1]} + z_h) * {qd[2]} + min(z_i, {qd[2]} - 1i);")
-            w.line(f"let z_kbase: i32 = (z_b * {kd[1]} + z_h) * {kd[2]};")
-            w.line(f"let z_vbase: i32 = (z_b * {vd[1]} + z_h) * {vd[2]};")
+            ax = {x: axes.get(x, (0, 1, 2)) for x in (Q, K, V, out)}
+            rq, rk, rv, ro = (self._rows(x, ax[x]) for x in (Q, K, V, out))
+            mul = lambda a, st: a if st == "1i" else f"{a} * {st}"
+            w.line(f"let z_qbase: i32 = {mul('z_b', rq[0])} + {mul('z_h', rq[1])} + "
+                   f"{mul(f'min(z_i, {qd[ax[Q][2]]} - 1i)', rq[2])};")
+            w.line(f"let z_kbase: i32 = {mul('z_b', rk[0])} + {mul('z_h', rk[1])};")
+            w.line(f"let z_vbase: i32 = {mul('z_b', rv[0])} + {mul('z_h', rv[1])};")
+            kj, vj = mul("z_j", rk[2]), mul("z_j", rv[2])
             ld = lambda buf, flat: self.convert(self.buf_load(buf, flat), self.bufs[buf].dtype, "f32")
 
             def vec(buf, row, dlim, c):
@@ -2350,8 +2364,8 @@ class KernelRenderer:
             w.line("var z_vv4: vec4<f32> = vec4<f32>(0.0f);")
             w.open("for (var z_x: i32 = 0i; z_x < 4i; z_x = z_x + 1i)")
             w.line("let z_d: i32 = z_c * 4i + z_x;")
-            w.line(f"z_kv4[z_x] = select(0.0f, {ld(K, f'(z_kbase + z_j) * {kd[3]} + min(z_d, {kd[3]} - 1i)')}, z_d < z_DQ);")
-            w.line(f"z_vv4[z_x] = select(0.0f, {ld(V, f'(z_vbase + z_j) * {vd[3]} + min(z_d, {vd[3]} - 1i)')}, z_d < z_DV);")
+            w.line(f"z_kv4[z_x] = select(0.0f, {ld(K, f'(z_kbase + {kj}) * {kd[3]} + min(z_d, {kd[3]} - 1i)')}, z_d < z_DQ);")
+            w.line(f"z_vv4[z_x] = select(0.0f, {ld(V, f'(z_vbase + {vj}) * {vd[3]} + min(z_d, {vd[3]} - 1i)')}, z_d < z_DV);")
             w.close()
             w.line(f"{kv}[z_row * {DV + 1}i + z_c] = z_kv4;")
             w.line(f"{kv}[{BK * (DV + 1)}i + z_row * {DV + 1}i + z_c] = z_vv4;")
@@ -2413,7 +2427,8 @@ class KernelRenderer:
             w.line("workgroupBarrier();")
             w.close()
             w.open("if (z_r == 0i && z_qok)")
-            w.line(f"let z_obase: i32 = ((z_b * {od[1]} + z_h) * {od[2]} + z_i) * {od[3]};")
+            w.line(f"let z_obase: i32 = ({mul('z_b', ro[0])} + {mul('z_h', ro[1])} + "
+                   f"{mul('z_i', ro[2])}) * {od[3]};")
             w.line("let z_inv: f32 = 1.0f / z_L;" if empty_nan else
                    "let z_inv: f32 = select(0.0f, 1.0f / z_L, z_L > 0.0f);")
             for c in range(DV):
@@ -2474,8 +2489,10 @@ class KernelRenderer:
             B, H, NQ = (pr.value(env) for pr in cnt)
             q, kk, v, o = (env["shapes"][x] for x in (Q, K, V, p.out))
             SK = Sp.value(env)
-            if q[3] != kk[3] or v[3] != o[3] or (B, H, NQ, SK) != (q[0], q[1], q[2], kk[2]) or \
-                    kk[:2] != q[:2] or v[:3] != kk[:3] or tuple(o[:3]) != (B, H, NQ):
+            ext = lambda shape, axes: tuple(shape[a] for a in axes)
+            if q[3] != kk[3] or v[3] != o[3] or ext(q, p.q_axes) != (B, H, NQ) or \
+                    ext(kk, p.k_axes) != (B, H, SK) or ext(v, p.v_axes) != (B, H, SK) or \
+                    ext(o, p.out_axes) != (B, H, NQ):
                 raise ZynMLDeviceError(
                     f"attention {k.name}: Q, K, V and out shapes {list(q)}, {list(kk)}, {list(v)}, "
                     f"{list(o)} do not fit the loop ranges")
@@ -2486,7 +2503,8 @@ class KernelRenderer:
         grid = {"B": counts[0], "H": counts[1], "NQ": counts[2], "S": "P.z_n_keys",
                 "DQ": f"P.{qi}_d3", "DV": f"P.{oi}_d3"}
         passes = self.flash_core(name, Q, K, V, grid, lambda dot: f"({dot} * {sc})", cond,
-                                 select_entry, empty_nan=(p.empty_row == "nan" and p.mask is not None))
+                                 select_entry, empty_nan=(p.empty_row == "nan" and p.mask is not None),
+                                 axes={Q: p.q_axes, K: p.k_axes, V: p.v_axes, p.out: p.out_axes})
         self.pop()
         what = {"flash": "flash attention (online softmax over key blocks)",
                 "three-pass": "attention (max, sum, weighted sum)",

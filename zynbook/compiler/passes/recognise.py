@@ -83,6 +83,11 @@ class Attention:
     mask: cir.Expr | None = None
     causal: bool = False
     empty_row: str = "zero"
+    # the axes of (batch, head, sequence) in Q, K, V and out; head_dim is the last axis
+    q_axes: tuple = (0, 1, 2)
+    k_axes: tuple = (0, 1, 2)
+    v_axes: tuple = (0, 1, 2)
+    out_axes: tuple = (0, 1, 2)
 
     @property
     def masked(self) -> bool:
@@ -114,6 +119,10 @@ class FlashAttention:
     causal: bool = False
     empty_row: str = "nan"
     form: str = "flash"
+    q_axes: tuple = (0, 1, 2)
+    k_axes: tuple = (0, 1, 2)
+    v_axes: tuple = (0, 1, 2)
+    out_axes: tuple = (0, 1, 2)
 
     @property
     def masked(self) -> bool:
@@ -418,21 +427,27 @@ class _Att:
         if not all(isinstance(x, cir.Load) and len(x.index) == 3 and
                    all(isinstance(t, cir.Var) for t in x.index) for x in qk):
             raise _No("the score is not dot(Q[b, h, i], K[b, h, j])")
-        kl = [x for x in qk if x.index[2].name == _J]
+        kl = [x for x in qk if _J in [t.name for t in x.index]]
         if len(kl) != 1:
             raise _No("the score's K row is not indexed by the key variable")
         kload = kl[0]
         qload = qk[1] if kload is qk[0] else qk[0]
-        b, h, i = (t.name for t in qload.index)
-        if [t.name for t in kload.index[:2]] != [b, h] or len({b, h, i}) != 3 or \
-                not {b, h, i} <= set(self.chain_vars):
+        qn, kn = [t.name for t in qload.index], [t.name for t in kload.index]
+        only_q = [n for n in qn if n not in kn]
+        if len(set(qn)) != 3 or len(set(kn)) != 3 or len(only_q) != 1 or \
+                not set(qn) <= set(self.chain_vars) or set(kn) - {_J} != set(qn) - set(only_q):
             raise _No("the score's Q and K rows are not [b, h, query] and [b, h, key] of the parallel loops")
+        i = only_q[0]
+        b, h = [n for n in qn if n != i]
+        self.q_axes = (qn.index(b), qn.index(h), qn.index(i))
+        self.k_axes = (kn.index(b), kn.index(h), kn.index(_J))
         inputs = {x.name: x for x in self.k.inputs}
         for ld in (qload, kload):
             if ld.buffer not in inputs or len(inputs[ld.buffer].shape) != 4 or \
                     inputs[ld.buffer].dtype not in cir.FLOAT_DTYPES:
                 raise _No("Q and K are not 4-D float inputs")
-        parts = (qload.buffer, kload.buffer, b, h, i, canon(_product(rest, dens)))
+        parts = (qload.buffer, kload.buffer, b, h, i, canon(_product(rest, dens)), self.q_axes,
+                 self.k_axes)
         if self.parts is not None and self.parts != parts:
             raise _No("the key loops compute different scores")
         if self.parts is None:
@@ -590,8 +605,9 @@ def _attention(kernel, loops, body):
     b, h, i = att.parts[2:5]
     st = db[1]
     vload = _check_value_sum(att, kernel, term, substitute(st.value, denv), acc, b, h, i, dv, m, l)
-    _check_store(st, out.name, [b, h, i, dv])
-    return _result(kernel, att, form, loops, vload, d_loop.stop, "zero" if vload[1] else "nan")
+    o_axes = _check_store(st, out.name, [b, h, i], dv)
+    return _result(kernel, att, form, loops, vload, d_loop.stop, "zero" if vload[1] else "nan",
+                   o_axes)
 
 
 def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
@@ -607,7 +623,7 @@ def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
         raise _No("the weighted sum does not take one value V[b, h, key, d]")
     v = vl[0]
     if not (len(v.index) == 4 and all(isinstance(t, cir.Var) for t in v.index) and
-            [t.name for t in v.index] == [b, h, _J, dv]):
+            v.index[3].name == dv and sorted(t.name for t in v.index[:3]) == sorted([b, h, _J])):
         raise _No("the value is not V[b, h, key, d]")
     inputs = {x.name: x for x in kernel.inputs}
     if v.buffer not in inputs or len(inputs[v.buffer].shape) != 4:
@@ -619,7 +635,8 @@ def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
         raise _No("the weights are not exp(score - m) / l")
     # the division by l inside the key loop leaves 0 for a row without keys
     inside = any(isinstance(x, cir.Var) and x.name == l for x in td)
-    return v.buffer, inside
+    vn = [t.name for t in v.index]
+    return v.buffer, inside, (vn.index(b), vn.index(h), vn.index(_J))
 
 
 def _score_expr(att):
@@ -627,10 +644,12 @@ def _score_expr(att):
     return _FromCanon(att.score)
 
 
-def _check_store(st: cir.Store, out: str, idx: list):
-    if st.buffer != out or len(st.index) != len(idx) or not all(
-            isinstance(t, cir.Var) and t.name == n for t, n in zip(st.index, idx)):
-        raise _No(f"the result is not stored to {out}[{', '.join(idx)}]")
+def _check_store(st: cir.Store, out: str, bhi: list, dv: str) -> tuple:
+    """st stores to out[b, h, i (any order), d]; returns the axes of b, h, i."""
+    names = [t.name if isinstance(t, cir.Var) else None for t in st.index]
+    if st.buffer != out or len(names) != 4 or names[3] != dv or sorted(map(str, names[:3])) != sorted(bhi):
+        raise _No(f"the result is not stored to {out}[{', '.join(bhi)}, {dv}]")
+    return tuple(names.index(n) for n in bhi)
 
 
 def _one_pass(kernel, att, loops, d_loop, stmts, env):
@@ -668,19 +687,22 @@ def _one_pass(kernel, att, loops, d_loop, stmts, env):
     acc, l = sn[0].name, sd[0].name
     vl = [x for x in loads(kl.updates[acc]) if x.buffer not in (att.parts[0], att.parts[1])]
     if len(vl) != 1 or len(vl[0].index) != 4 or not all(isinstance(t, cir.Var) for t in vl[0].index) \
-            or [t.name for t in vl[0].index] != [b, h, _J, dv]:
+            or vl[0].index[3].name != dv or sorted(t.name for t in vl[0].index[:3]) != sorted([b, h, _J]):
         raise _No("the value is not V[b, h, key, d]")
     _online(att, kl, m, l, (acc, canon(vl[0])))
     att.key_range(kl)
-    _check_store(st, kernel.output.name, [b, h, i, dv])
+    o_axes = _check_store(st, kernel.output.name, [b, h, i], dv)
     inputs = {x.name: x for x in kernel.inputs}
     if vl[0].buffer not in inputs or len(inputs[vl[0].buffer].shape) != 4:
         raise _No("V is not a 4-D input")
-    return _result(kernel, att, "one-pass", loops[:3], (vl[0].buffer, False), d_loop.stop, "nan")
+    vn = [t.name for t in vl[0].index]
+    return _result(kernel, att, "one-pass", loops[:3],
+                   (vl[0].buffer, False, (vn.index(b), vn.index(h), vn.index(_J))),
+                   d_loop.stop, "nan", o_axes)
 
 
-def _result(kernel, att, form, loops, vinfo, head_dim, empty_row):
-    q, k_, b, h, i, _ = att.parts
+def _result(kernel, att, form, loops, vinfo, head_dim, empty_row, o_axes):
+    q, k_, b, h, i = att.parts[:5]
     kl = att.key_loop
     stops = {lp.var: lp.stop for lp in loops}
     mask = kl.cond_expr
@@ -698,13 +720,15 @@ def _result(kernel, att, form, loops, vinfo, head_dim, empty_row):
         cm = canon(_rename(mask, kl.var, _J))
         causal = cm == ("B", "<=", c_var(_J), c_var(i)) or cm == ("B", "<", c_var(_J),
                                                                      c_nary("+", c_var(i), ("C", 1.0)))
-    if vinfo[0] in (kernel.output.name,):
-        raise _No("V is the output")
+    inputs = {x.name: x for x in kernel.inputs}
+    if vinfo[0] not in inputs or inputs[vinfo[0]].dtype not in cir.FLOAT_DTYPES:
+        raise _No("V is not a float input")
     return Attention(form=form, q=q, k=k_, v=vinfo[0], out=kernel.output.name,
                      batch_var=b, head_var=h, query_var=i, key_var=kl.var,
                      n_batch=stops[b], n_heads=stops[h], n_queries=stops[i], n_keys=kl.stop,
                      head_dim=head_dim, scale=att.scale, mask=mask, causal=causal,
-                     empty_row=empty_row)
+                     empty_row=empty_row, q_axes=att.q_axes, k_axes=att.k_axes,
+                     v_axes=vinfo[2], out_axes=o_axes)
 
 
 # ------------------------------------------------------------------ flash attention
@@ -789,16 +813,27 @@ def _flash(kernel, loops, body):
     kt = kt.args[0]
     inputs = {x.name: x for x in kernel.inputs}
 
-    def block(ld, var, width, what):
-        if not (isinstance(ld, cir.Load) and len(ld.index) == 3 and ld.buffer in inputs and
-                len(inputs[ld.buffer].shape) == 4 and inputs[ld.buffer].dtype in cir.FLOAT_DTYPES and
-                isinstance(ld.index[0], cir.Var) and ld.index[0].name == b and
-                isinstance(ld.index[1], cir.Var) and ld.index[1].name == h and
-                _span_of(ld.index[2], var, width)):
+    axes = {}
+
+    def tile_axes(index, var, width):
+        """(axis of b, of h, of the block) of a [b, h, var:var + width] index in any order."""
+        if len(index) != 3:
+            return None
+        names = [t.name if isinstance(t, cir.Var) else None for t in index]
+        spans = [n for n, t in enumerate(index) if _span_of(t, var, width)]
+        if len(spans) != 1 or b not in names or h not in names:
+            return None
+        return names.index(b), names.index(h), spans[0]
+
+    def block(ld, var, width, what, role):
+        ax = tile_axes(ld.index, var, width) if isinstance(ld, cir.Load) else None
+        if not (ax is not None and ld.buffer in inputs and len(inputs[ld.buffer].shape) == 4 and
+                inputs[ld.buffer].dtype in cir.FLOAT_DTYPES):
             raise _No(f"{what} is not a block [{b}, {h}, {var}:{var} + {width}] of a 4-D float input")
+        axes[role] = ax
         return ld.buffer
-    Q = block(qt, qb, BQ, "the query tile")
-    K = block(kt, kv.var, BK, "the key tile")
+    Q = block(qt, qb, BQ, "the query tile", "q")
+    K = block(kt, kv.var, BK, "the key tile", "k")
     others = [n for n in state if n != m]
     cS, cM = canon(S), canon(new_m)
     alpha = c_fn("exp", c_sub(c_var(m), cM))
@@ -819,15 +854,14 @@ def _flash(kernel, loops, body):
     pv = [t for t in terms if isinstance(t, cir.Bin) and t.op == "@"]
     if len(pv) != 1 or canon(pv[0].left) != P:
         raise _No("the running output does not add exp(S - m_new) @ V_block")
-    V = block(pv[0].right, kv.var, BK, "the value tile")
+    V = block(pv[0].right, kv.var, BK, "the value tile", "v")
     keep = terms[1] if pv[0] is terms[0] else terms[0]
     if canon(keep) == c_var(o):
         raise _No("the running output is not rescaled by exp(m - m_new)")
     if canon(keep) != c_nary("*", alpha, c_var(o)):
         raise _No("the running output is not rescaled: o = exp(m - m_new) * o + ...")
-    if not (isinstance(st, cir.Store) and st.buffer == kernel.output.name and len(st.index) == 3 and
-            isinstance(st.index[0], cir.Var) and st.index[0].name == b and
-            isinstance(st.index[1], cir.Var) and st.index[1].name == h and _span_of(st.index[2], qb, BQ)):
+    axes["out"] = tile_axes(st.index, qb, BQ) if st.buffer == kernel.output.name else None
+    if axes["out"] is None:
         raise _No(f"the result is not stored to out[{b}, {h}, {qb}:{qb} + {BQ}]")
     sn, sd = _mul_factors(substitute(st.value, after_env))
     if canon(tuple(sn)) != (c_var(o),) or canon(tuple(sd)) != (c_var(l),):
@@ -840,7 +874,8 @@ def _flash(kernel, loops, body):
     return FlashAttention(q=Q, k=K, v=V, out=out.name, batch_var=b, head_var=h, query_var=qb,
                           key_var=kv.var, n_batch=lb.stop, n_heads=lh.stop, n_queries=lq.stop,
                           n_keys=kv.stop, block_q=BQ, block_kv=BK, scale=_product(rest, dens),
-                          clipped_tile=clipped)
+                          clipped_tile=clipped, q_axes=axes["q"], k_axes=axes["k"],
+                          v_axes=axes["v"], out_axes=axes["out"])
 
 
 # --------------------------------------------------------------------- contraction

@@ -142,3 +142,38 @@ def test_timing_widget_compare_runs_on_each_device(session):
     assert "data-phase='kernel'" in html
     widget.mode.value = "launches"
     assert "data-device" not in widget.chart.value
+
+
+def test_timing_table_gives_rates_from_the_loop_nest(session):
+    from zynbook.kernel.costs import device_peak
+
+    widget = TimingWidget(session=session)
+    html = widget.chart.value
+    assert "GFLOP/s" in html and "GB/s" in html and "% peak" in html
+    rows = re.findall(r"<tr><td>(.*?)</tr>", html)
+    assert len(rows) == 2
+    for ln, row in zip(session.launches, rows):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", "<td>" + row)
+        assert cells[0] == ln.kernel
+        assert cells[2] == "-"                      # the CPU reference compiles nothing
+        # x * 2.0 over 16 elements: 16 FLOPs; the reduce: 16 combines
+        gflops = 16 / ln.times.kernel / 1e9
+        shown = float(cells[6])
+        assert shown == pytest.approx(gflops, rel=0.05)
+        moved = {"elementwise": 16 * 4 * 2, "reduce": 16 * 4 + 4}[ln.kernel.split("_l")[0]]
+        assert float(cells[7]) == pytest.approx(moved / ln.times.kernel / 1e9, rel=0.05)
+        flops_peak, bw_peak, _ = device_peak({"id": "cpu", "type": "cpu"})
+        share = max(gflops * 1e9 / flops_peak, moved / ln.times.kernel / bw_peak) * 100
+        assert float(cells[8].split("%")[0]) == pytest.approx(share, rel=0.05)
+
+
+def test_compare_puts_devices_in_rows_that_fit_the_width(session):
+    widget = TimingWidget.compare(TWO_BLOCKS, devices=["cpu", "nosuch:3", "cpu"],
+                                  env={"x": np.ones(8, np.float32)}, session=session,
+                                  repeat=3)
+    html = widget.chart.value
+    assert "<td" not in html                        # no device columns side by side
+    assert html.count("class='zynml-compare-row'") == 2
+    assert "max-width:100%" in html and "viewBox=" in html
+    assert len(widget.results["cpu"]["walls"]) == 3
+    assert "median of 3" in html

@@ -159,15 +159,91 @@ def format_seconds(s: float | None) -> str:
     return f"{s * 1e9:.3g} ns"
 
 
-def launch_table(launches) -> str:
-    """Per-launch times as text rows."""
-    rows = [f"{'launch':<24} {'device':<10} {'compile':>10} {'upload':>10} {'kernel':>10} "
-            f"{'download':>10}  clock"]
+def compile_text(seconds: float | None) -> str:
+    """A launch's compile time; '-' where nothing was compiled (the CPU reference, a kernel
+    from the cache)."""
+    return format_seconds(seconds) if seconds else "-"
+
+
+def launch_kernel(launch, kernels):
+    """The CompiledKernel of a launch (the one made for it, else one of the same name)."""
+    for k in kernels:
+        if getattr(k, "launch", None) is launch:
+            return k
+    for k in kernels:
+        if getattr(k, "name", None) == launch.kernel:
+            return k
+    return None
+
+
+def launch_rates(launch, kernels=()):
+    """(Cost or None, Rates) of one launch: FLOPs and bytes from its kernel's loop nest and
+    sizes, against its kernel time and its device's peak."""
+    from .costs import device_info, launch_cost, rates
+
+    k = launch_kernel(launch, kernels)
+    cost = launch_cost(k) if k is not None else None
+    return cost, rates(cost, launch.times.kernel, device_info(launch.device))
+
+
+def launch_table(launches, kernels=()) -> str:
+    """Per-launch times as text rows, with GFLOP/s, GB/s and the share of the device's peak
+    where the launch's kernel is known (`kernels`: the CompiledKernels of the run)."""
+    from .costs import format_rate, format_share
+
+    rows = [f"{'launch':<24} {'device':<10} {'compile':>9} {'upload':>9} {'kernel':>9} "
+            f"{'download':>9} {'GFLOP/s':>9} {'GB/s':>8} {'% peak':>7}  clock"]
+    notes = set()
     for ln in launches:
         t = ln.times
-        rows.append(f"{ln.kernel:<24} {ln.device:<10} {format_seconds(t.compile):>10} "
-                    f"{format_seconds(t.upload):>10} {format_seconds(t.kernel):>10} "
-                    f"{format_seconds(t.download):>10}  {t.source}")
+        _, r = launch_rates(ln, kernels)
+        if r.peak_source:
+            notes.add(f"{ln.device}: peak {r.peak_source}")
+        share = format_share(r.peak_share) + (f" {r.bound[0]}" if r.bound else "")
+        rows.append(f"{ln.kernel:<24} {ln.device:<10} {compile_text(t.compile):>9} "
+                    f"{format_seconds(t.upload):>9} {format_seconds(t.kernel):>9} "
+                    f"{format_seconds(t.download):>9} {format_rate(r.gflops, ''):>9} "
+                    f"{format_rate(r.gbytes, ''):>8} {share:>7}  {t.source}")
+    if notes:
+        rows.append("% peak: of the bound resource (c = FP32 compute, m = memory bandwidth); "
+                    + "; ".join(sorted(notes)))
+    return "\n".join(rows)
+
+
+def sample_stats(samples) -> dict:
+    """median, min, max, q1, q3 of a list of seconds."""
+    xs = sorted(x for x in samples if x is not None)
+    if not xs:
+        return {}
+
+    def q(p):
+        pos = (len(xs) - 1) * p
+        lo = int(pos)
+        hi = min(lo + 1, len(xs) - 1)
+        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    return {"median": q(0.5), "min": xs[0], "max": xs[-1], "q1": q(0.25), "q3": q(0.75),
+            "n": len(xs)}
+
+
+def kernel_rates_table(samples: dict, launches, kernels) -> str:
+    """Text rows per (kernel, device) of `samples` (lists of kernel seconds): the median
+    and interquartile range, GFLOP/s, GB/s and the share of the device's peak at the
+    median."""
+    from .costs import device_info, format_rate, format_share, launch_cost, rates
+
+    rows = [f"{'kernel':<24} {'device':<10} {'median':>9} {'IQR':>19} {'GFLOP/s':>9} "
+            f"{'GB/s':>8} {'% peak':>9}"]
+    for (name, device), xs in samples.items():
+        st = sample_stats(xs)
+        ln = next((ln for ln in launches if ln.kernel == name and ln.device == device), None)
+        k = launch_kernel(ln, kernels) if ln is not None else None
+        cost = launch_cost(k) if k is not None else None
+        r = rates(cost, st["median"], device_info(device))
+        iqr = f"{format_seconds(st['q1'])} .. {format_seconds(st['q3'])}"
+        share = format_share(r.peak_share) + (f" {r.bound}" if r.bound else "")
+        rows.append(f"{name:<24} {device:<10} {format_seconds(st['median']):>9} {iqr:>19} "
+                    f"{format_rate(r.gflops, ''):>9} {format_rate(r.gbytes, ''):>8} "
+                    f"{share:>9}")
     return "\n".join(rows)
 
 

@@ -31,7 +31,8 @@ from ..highlight import ANNOTATIONS, BUILTIN_FUNCTIONS, KERNEL_TYPES, KEYWORDS
 from . import LANGUAGE_INFO, cells
 from .display import (InspectUsageError, ShortValue, bindable, code_bundle, describe,
                       error_evalue, format_seconds, is_tensor, launch_table, normalize_source,
-                      parse_inspect_args, register_formatters, show_error, tensor_text)
+                      kernel_rates_table, parse_inspect_args, register_formatters,
+                      sample_stats, show_error, tensor_text)
 from . import state
 from .builtin_docs import builtin_doc
 from .state import notebook_session
@@ -147,20 +148,35 @@ class ZynMLRunner:
             print(f"Wall time: {format_seconds(wall)}")
             launches = list(self.session.launches or [])
             if launches:
-                print(launch_table(launches))
+                print(launch_table(launches, list(self.session.last_kernels or [])))
 
     def timeit(self, source: str, args: str = ""):
-        """`%timeit [-n N] [-r R]`: best-effort loop count, mean ± std of R repeats."""
+        """`%timeit [-n N] [-r R]`: the median of R runs of N loops (and their spread), then
+        each kernel's median kernel time with its GFLOP/s, GB/s and share of the device's
+        peak. The first run compiles and is not counted (its compile time is shown)."""
         opts = args.split()
         number = int(opts[opts.index("-n") + 1]) if "-n" in opts else 0
-        repeat = int(opts[opts.index("-r") + 1]) if "-r" in opts else 5
+        repeat = int(opts[opts.index("-r") + 1]) if "-r" in opts else 7
         self.run(source)                     # compile and warm the caches
+        first = list(self.session.launches or [])
+        compile_s = sum(ln.times.compile or 0.0 for ln in first)
+        kernel_samples: dict = {}
+        last = {"launches": [], "kernels": []}
+
+        def once():
+            self.run(source)
+            last["launches"] = list(self.session.launches or [])
+            last["kernels"] = list(self.session.last_kernels or [])
+            for ln in last["launches"]:
+                if ln.times.kernel is not None:
+                    kernel_samples.setdefault((ln.kernel, ln.device), []).append(
+                        ln.times.kernel)
         if not number:
             number = 1
             while True:
                 t0 = time.perf_counter()
                 for _ in range(number):
-                    self.run(source)
+                    once()
                 if time.perf_counter() - t0 >= 0.2 or number >= 10**6:
                     break
                 number *= 10
@@ -168,16 +184,16 @@ class ZynMLRunner:
         for _ in range(repeat):
             t0 = time.perf_counter()
             for _ in range(number):
-                self.run(source)
+                once()
             per_loop.append((time.perf_counter() - t0) / number)
-        mean = sum(per_loop) / len(per_loop)
-        std = math.sqrt(sum((x - mean) ** 2 for x in per_loop) / len(per_loop))
-        print(f"{format_seconds(mean)} ± {format_seconds(std)} per loop (mean ± std. dev. "
-              f"of {repeat} runs, {number} loop{'s' if number != 1 else ''} each)")
-        kernel_times = [ln.times.kernel for ln in (self.session.launches or [])
-                        if ln.times.kernel is not None]
-        if kernel_times:
-            print(f"kernel time of the last run: {format_seconds(sum(kernel_times))}")
+        st = sample_stats(per_loop)
+        print(f"{format_seconds(st['median'])} per loop (median of {repeat} runs, {number} "
+              f"loop{'s' if number != 1 else ''} each; spread {format_seconds(st['min'])} .. "
+              f"{format_seconds(st['max'])})" + (f"; the first run compiled for "
+                                                 f"{format_seconds(compile_s)}"
+                                                 if compile_s else ""))
+        if kernel_samples:
+            print(kernel_rates_table(kernel_samples, last["launches"], last["kernels"]))
         return None
 
     # -------------------------------------------------------------------- magics

@@ -32,7 +32,9 @@ def timing_svg(launches, scale: float | None = None) -> str:
     label_w, text_w = 150, 80
     height = ROW_HEIGHT * max(1, len(launches)) + 4
     width = label_w + BAR_WIDTH + text_w
+    # scales down to the output's width (viewBox), never wider than its natural size
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+             f"viewBox='0 0 {width} {height}' style='max-width:100%;height:auto' "
              f"class='zynml-timing' font-family='monospace' font-size='11'>"]
     for row, (ln, total) in enumerate(zip(launches, totals)):
         y = row * ROW_HEIGHT + 2
@@ -53,46 +55,81 @@ def timing_svg(launches, scale: float | None = None) -> str:
     return "".join(parts)
 
 
-def timing_table(launches) -> str:
-    head = "".join(f"<th>{h}</th>" for h in ("kernel", "device", *PHASES, "clock", "geometry"))
+def timing_table(launches, kernels=()) -> str:
+    """A row per launch: phases (compile '-' where nothing was compiled), GFLOP/s, GB/s and
+    the share of the device's peak from the kernel's FLOPs and bytes."""
+    from ..kernel.costs import format_rate, format_share
+    from ..kernel.display import compile_text, launch_rates
+
+    cols = ("kernel", "device", *PHASES, "GFLOP/s", "GB/s", "% peak", "clock", "geometry")
+    head = "".join(f"<th>{h}</th>" for h in cols)
     rows = []
     for ln in launches:
         t = ln.times
+        _, r = launch_rates(ln, kernels)
         geometry = ", ".join(f"{k}={v}" for k, v in ln.geometry.items())
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
-            ln.kernel, ln.device, *(format_seconds(getattr(t, p)) for p in PHASES),
-            t.source or "-", geometry or "-")) + "</tr>")
+        share = format_share(r.peak_share) + (f" ({r.bound})" if r.bound else "")
+        title = f" title='peak: {html.escape(r.peak_source)}'" if r.peak_source else ""
+        cells = [ln.kernel, ln.device, compile_text(t.compile),
+                 *(format_seconds(getattr(t, p)) for p in PHASES[1:]),
+                 format_rate(r.gflops, ""), format_rate(r.gbytes, "")]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+                    + f"<td{title}>{html.escape(share)}</td>"
+                    + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
+                        t.source or "-", geometry or "-")) + "</tr>")
     return (f"<table class='zynml-timing-table' style='font-family:monospace;font-size:12px'>"
             f"<tr>{head}</tr>{''.join(rows)}</table>")
 
 
-def timing_html(launches) -> str:
+def timing_html(launches, kernels=()) -> str:
     """The launches of one run: legend, bar chart, table."""
     if not launches:
         return "<i>No launches.</i>"
-    return _legend() + timing_svg(launches) + timing_table(launches)
+    return _legend() + timing_svg(launches) + timing_table(launches, kernels)
 
 
 def compare_html(results: dict) -> str:
-    """Side by side: one column per device with its chart, all on one time scale."""
+    """One row per device (so that any number of devices fits the output's width), each
+    with its median wall time and spread, its kernel time, GFLOP/s and share of peak, and
+    its launches' bars, all on one time scale."""
+    from ..kernel.costs import format_rate, format_share
+    from ..kernel.display import launch_rates, sample_stats
+
     ok = {d: r for d, r in results.items() if "error" not in r}
     scale = max((sum(getattr(ln.times, p) or 0.0 for p in PHASES)
                  for r in ok.values() for ln in r["launches"]), default=0.0) or None
-    cols = []
+    rows = []
     for device, r in results.items():
         if "error" in r:
-            body = f"<pre style='color:#b00020'>{html.escape(r['error'])}</pre>"
+            body = f"<pre style='color:#b00020;white-space:pre-wrap'>{html.escape(r['error'])}</pre>"
             summary = "failed"
         else:
             kernel = sum(ln.times.kernel or 0.0 for ln in r["launches"])
+            walls = r.get("walls") or [r["wall"]]
+            st = sample_stats(walls)
+            flops = sum((launch_rates(ln, r.get("kernels", []))[0] or _NO_COST).flops
+                        for ln in r["launches"])
+            rates = [launch_rates(ln, r.get("kernels", []))[1] for ln in r["launches"]]
+            shares = [x.peak_share for x in rates if x.peak_share is not None]
+            summary = (f"wall {format_seconds(st['median'])} (median of {st['n']}, "
+                       f"{format_seconds(st['min'])} .. {format_seconds(st['max'])}) · kernel "
+                       f"{format_seconds(kernel)} · "
+                       f"{format_rate(flops / kernel / 1e9 if kernel and flops else None, 'GFLOP/s')}"
+                       f" · peak {format_share(max(shares) if shares else None)} · "
+                       f"{len(r['launches'])} launch(es)")
             body = timing_svg(r["launches"], scale)
-            summary = (f"wall {format_seconds(r['wall'])} · kernel "
-                       f"{format_seconds(kernel)} · {len(r['launches'])} launch(es)")
-        cols.append(f"<td style='vertical-align:top;padding:4px 12px 4px 0' "
-                    f"data-device='{html.escape(device)}'><b>{html.escape(device)}</b>"
-                    f"<div style='font-size:12px;color:#444'>{html.escape(summary)}</div>"
-                    f"{body}</td>")
-    return _legend() + f"<table class='zynml-compare'><tr>{''.join(cols)}</tr></table>"
+        rows.append(f"<div class='zynml-compare-row' data-device='{html.escape(device)}' "
+                    f"style='margin:4px 0 8px;max-width:100%'><b>{html.escape(device)}</b> "
+                    f"<span style='font-size:12px;color:#444'>{html.escape(summary)}</span>"
+                    f"<div>{body}</div></div>")
+    return _legend() + f"<div class='zynml-compare' style='max-width:100%'>{''.join(rows)}</div>"
+
+
+class _NoCost:
+    flops = 0.0
+
+
+_NO_COST = _NoCost()
 
 
 class TimingWidget(W.VBox):
@@ -113,11 +150,15 @@ class TimingWidget(W.VBox):
     def _session(self):
         return self.session if self.session is not None else notebook_session()
 
-    def update(self, launches=None) -> None:
-        """Show `launches` (default: the session's last run)."""
+    def update(self, launches=None, kernels=None) -> None:
+        """Show `launches` (default: the last cell of the session that launched kernels)."""
         if launches is None:
-            launches = list(self._session().launches or [])
+            from ..kernel.state import last_run
+
+            kernels, launches = last_run(self._session())
         self.launches = list(launches)
+        self.kernels = list(kernels if kernels is not None else
+                            self._session().last_kernels or [])
         self._render()
 
     def _render(self) -> None:
@@ -125,12 +166,12 @@ class TimingWidget(W.VBox):
         if self.mode.value == "compare" and self.results:
             self.chart.value = compare_html(self.results)
         else:
-            self.chart.value = timing_html(self.launches)
+            self.chart.value = timing_html(self.launches, getattr(self, "kernels", []))
 
-    def run_compare(self, source: str, devices=None, env=None, repeat: int = 2) -> dict:
-        """Run `source` on every device (default: all of compute_devices()) `repeat` times in
-        a fresh session each; keep the launches and wall time of the last run (the first one
-        compiles). `env`: names the source reads (default: the notebook session's values)."""
+    def run_compare(self, source: str, devices=None, env=None, repeat: int = 5) -> dict:
+        """Run `source` on every device (default: all of compute_devices()) once to compile,
+        then `repeat` times, in a fresh session each; keep every wall time and the launches
+        of the run with the median one. `env`: names the source reads (default: the notebook session's values)."""
         from .. import Session, compute_devices
 
         if devices is None:
@@ -142,12 +183,18 @@ class TimingWidget(W.VBox):
         for device in devices:
             try:
                 session = Session(device=device)
-                wall = 0.0
+                session.run(source, **env)        # the first run compiles
+                runs = []
                 for _ in range(max(1, repeat)):
                     t0 = time.perf_counter()
                     session.run(source, **env)
-                    wall = time.perf_counter() - t0
-                results[device] = {"launches": list(session.launches or []), "wall": wall}
+                    runs.append((time.perf_counter() - t0, list(session.launches or []),
+                                 list(session.last_kernels or [])))
+                # the run with the median wall time stands for the device
+                runs.sort(key=lambda r: r[0])
+                wall, launches, kernels = runs[len(runs) // 2]
+                results[device] = {"launches": launches, "kernels": kernels, "wall": wall,
+                                   "walls": [r[0] for r in runs]}
             except ZynMLError as err:
                 results[device] = {"error": err.render()}
             except Exception as err:  # a device that breaks must not hide the others
@@ -158,7 +205,7 @@ class TimingWidget(W.VBox):
         return results
 
     @classmethod
-    def compare(cls, source: str, devices=None, env=None, repeat: int = 2, session=None):
+    def compare(cls, source: str, devices=None, env=None, repeat: int = 5, session=None):
         widget = cls(launches=[], session=session)
         widget.run_compare(source, devices, env, repeat)
         return widget

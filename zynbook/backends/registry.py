@@ -56,6 +56,9 @@ def get_device(device_id: str):
     if not isinstance(device_id, str):
         raise ZynMLDeviceError(f"a device id is a string like \"cpu\" or \"cuda:0\", "
                                f"not {device_id!r}")
+    if device_id == "dask" or device_id.startswith("dask:"):      # a Dask cluster
+        from .dask import cluster_device
+        return cluster_device(device_id)
     devices = _discover()
     if device_id == "auto":
         device_id = best_device_id()

@@ -307,9 +307,12 @@ class Interpreter:
                 if not isinstance(value, int):
                     raise ZynMLTypeError("seed takes an integer", kw.value.span)
                 self.rng = np.random.default_rng(value)
+            elif kw.name in ("cluster", "model_split"):
+                from .parallel import configure
+                configure(self.session, kw.name, value, kw.value.span)
             else:
                 raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
-                                     "seed", kw.span)
+                                     "seed, cluster, model_split", kw.span)
         return None
 
     def truth(self, value, node) -> bool:
@@ -749,10 +752,14 @@ class Interpreter:
         device_ids, commit = self._devices_for(lowered, inputs, node)
         run_async = "async" in lowered.annotations
         mode = kernel.schedule.parallel
-        if mode and len(device_ids) > 1:
+        if get_device(device_ids[0]).kind == "cluster":      # @device("dask"): Dask tasks
+            device = get_device(device_ids[0])
+            job = lambda: self._launch_split([device], lowered, inputs, sizes, sizes_given,
+                                             scalar_values, mode, node)
+        elif mode and len(device_ids) > 1:
             devices = [get_device(d) for d in device_ids]
             device = devices[0]
-            job = lambda: self._launch_split(devices, lowered, inputs, sizes_given,
+            job = lambda: self._launch_split(devices, lowered, inputs, sizes, sizes_given,
                                              scalar_values, mode, node)
         else:
             device = get_device(device_ids[0])
@@ -835,18 +842,26 @@ class Interpreter:
                                    f"list of them), not {B._kind(value)}", ann.args[0].span)
         return [value]
 
-    def _launch_split(self, devices, lowered, inputs, given, scalars, mode, node):
-        def launch(device, part, sizes):
-            out = self._launch(device, lowered, [Tensor(p, "cpu") for p in part], sizes,
-                               scalars, node)
-            return out.numpy() if isinstance(out, Tensor) else np.asarray(out)
+    def _launch_split(self, devices, lowered, inputs, sizes, given, scalars, mode, node):
+        """A block split across devices (runtime/parallel.py) or run on a Dask cluster."""
+        def launch(device, parts, chunk_sizes):
+            out = self._launch(device, lowered, parts, chunk_sizes, scalars, node)
+            return out.data if isinstance(out, Tensor) else out
 
         def solve_chunk(shapes, chunk_given):
             return solve(lowered, shapes, chunk_given)
 
-        host = [t.numpy() for t in inputs]
-        joined = run_split(devices, lowered, host, given, mode, launch, solve_chunk)
-        return Tensor(joined, "cpu", joined.shape, lowered.kernel.output.dtype)
+        options = getattr(self.session, "parallel_options", {})
+        try:
+            if devices[0].kind == "cluster":
+                return devices[0].run(self, lowered, inputs, sizes, given, scalars, mode,
+                                      solve_chunk, options)
+            return run_split(devices, lowered, inputs, sizes, given, mode, launch, solve_chunk,
+                             options.get("model_split", "features"))
+        except ZynMLError as err:
+            if err.span is NO_SPAN or err.span.line <= 0:
+                err.span = node.span
+            raise err.with_source(self.source)
 
     def _launch(self, device, lowered, inputs, sizes, scalars, node, in_background=False,
                 commit=False):

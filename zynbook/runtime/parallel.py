@@ -1,25 +1,53 @@
 """`@device([...]) @parallel(data|model)`: one compute block split across several devices.
 
-A kernel is split along one of its parallel loops: `data` takes the outermost one (the
-batch), `model` the innermost loop of the outer parallel nest (the output features of a
-matmul). Every input axis that loop indexes is cut into contiguous chunks, inputs it does
-not index go whole to every device, each device runs the same kernel on its chunk (sizes
-are solved again from the chunk's shapes), and the outputs are joined along the axis of
-`out` that loop indexes. Kernels whose loop is used in any other way cannot be split and
-say why.
+A kernel is split along one of its loops, cut into contiguous, nearly equal chunks (sizes
+that do not divide evenly give chunks one apart), one per device:
+
+* `data` takes the outermost parallel loop (the batch); `model` the innermost loop of the
+  outer parallel nest (the output features of a matmul), or, under
+  `config { model_split: "contraction" }`, the contraction loop of a kernel that
+  accumulates `acc += ...` into `out` (a matmul's `k`).
+* Every input axis the loop indexes is cut, inputs it does not index go whole to every
+  device; each device runs the same kernel on its chunk, its sizes solved again from the
+  chunk's shapes.
+* Results: a loop that indexes `out` leaves the output *sharded* (runtime/sharded.py): its
+  parts stay on their devices as one `ShardedTensor`, which the next `@parallel` block over
+  the same devices takes without a copy. A loop that is reduced (the reduced loop of a
+  `reduce` kernel, a contraction) leaves partial results that a collective combines on the
+  devices: an all-reduce for reductions, a reduce-scatter (the result sharded by rows) for
+  contractions. On CUDA devices these are NCCL collectives; on any other group they sum
+  through the host, with the same results.
+
+Kernels whose loop is used in any other way cannot be split and say why (a device error).
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..backends.registry import get_device
 from ..compiler import cir
 from ..errors import ZynMLDeviceError
+from .sharded import (ShardedTensor, chunk_bounds, group_for, move, take)
+from .tensor import Tensor
+
+MODEL_SPLITS = ("features", "contraction")
 
 
-def split_plan(kernel: cir.Kernel, mode: str):
-    """(loop variable, {input name: axis}, out axis) for splitting `kernel`, or raises."""
+@dataclass
+class SplitPlan:
+    var: str                    # the loop variable that is split
+    stop: str                   # the size name the loop runs to
+    axes: dict                  # {input name: axis that loop indexes}
+    combine: str                # "concat" (out is sharded) or "reduce" (partials combined)
+    out_axis: int | None        # concat: the axis of out the loop indexes
+    op: str | None = None       # reduce: how partial results combine (+, max, ...)
+    contraction: bool = False
+
+
+def _outer_nest(kernel):
     nest = []
     body = kernel.body
     while len(body) == 1 and isinstance(body[0], cir.Loop) and body[0].parallel:
@@ -28,21 +56,72 @@ def split_plan(kernel: cir.Kernel, mode: str):
     if not nest:
         first = next((s for s in kernel.body if isinstance(s, cir.Loop) and s.parallel), None)
         nest = [first] if first is not None else []
-    if not nest or kernel.kernel_type.kind == "reduce":
+    return nest
+
+
+def _contraction_loop(nest):
+    """The `k` loop of `var acc = 0; for k: acc = acc + term; out[...] = acc` at the bottom
+    of the nest, or None."""
+    if not nest:
+        return None
+    body = nest[-1].body
+    if len(body) != 3:
+        return None
+    init, loop, store = body
+    if not (isinstance(init, cir.Let) and init.mutable and isinstance(init.value, cir.Const)
+            and init.value.value == 0):
+        return None
+    if not (isinstance(loop, cir.Loop) and not loop.parallel and len(loop.body) == 1):
+        return None
+    acc = init.name
+    step = loop.body[0]
+    if not (isinstance(step, cir.Assign) and step.name == acc and isinstance(step.value, cir.Bin)
+            and step.value.op == "+" and isinstance(step.value.left, cir.Var)
+            and step.value.left.name == acc):
+        return None
+    if any(isinstance(n, cir.Var) and n.name == acc for n in cir.walk(step.value.right)):
+        return None
+    if not (isinstance(store, cir.Store) and store.buffer == "out"
+            and isinstance(store.value, cir.Var) and store.value.name == acc):
+        return None
+    return loop
+
+
+def split_plan(kernel: cir.Kernel, mode: str, model_split: str = "features") -> SplitPlan:
+    """How `@parallel(mode)` splits `kernel`, or a ZynMLDeviceError saying why it cannot."""
+    nest = _outer_nest(kernel)
+    if not nest:
         raise ZynMLDeviceError("@parallel splits a kernel's outer parallel loop across "
-                               "devices; this kernel has none to split (or is a reduction)")
-    loop = nest[0] if mode == "data" else nest[-1]
+                               "devices; this kernel has none to split")
+    contraction = False
+    if mode == "model" and model_split == "contraction" and kernel.kernel_type.kind != "reduce":
+        loop = _contraction_loop(nest)
+        if loop is None:
+            raise ZynMLDeviceError("model_split \"contraction\" splits the loop that sums into "
+                                   "`out` (var acc = 0.0; for k ...: acc += ...; out[...] = "
+                                   "acc); this kernel has none")
+        contraction = True
+    else:
+        loop = nest[0] if mode == "data" else nest[-1]
     var = loop.var
     if not (isinstance(loop.start, cir.Const) and loop.start.value == 0 and
             isinstance(loop.step, cir.Const) and loop.step.value == 1):
         raise ZynMLDeviceError(f"@parallel({mode}) splits the loop over `{var}`, which must run "
                                "0..n in steps of 1")
+    if not isinstance(loop.stop, cir.Var):
+        raise _cannot(mode, var, "it runs to a constant, not to a size")
+    stop = loop.stop.name
+    stop_uses = sum(1 for n in cir.walk(kernel.body) if isinstance(n, cir.Var) and n.name == stop)
+    if stop_uses != 1:
+        raise _cannot(mode, var, f"its size `{stop}` is used elsewhere in the kernel")
     axes: dict = {}
     out_axis = None
     direct = 0
+    loads: list = []
     for node in cir.walk(kernel.body):
         if not isinstance(node, (cir.Load, cir.Store)):
             continue
+        loads.append(node)
         for k, idx in enumerate(node.index):
             if not (isinstance(idx, cir.Var) and idx.name == var):
                 continue
@@ -57,9 +136,35 @@ def split_plan(kernel: cir.Kernel, mode: str):
     uses = sum(1 for n in cir.walk(kernel.body) if isinstance(n, cir.Var) and n.name == var)
     if uses != direct:
         raise _cannot(mode, var, "it is used other than as an index of its own")
+    for node in loads:
+        axis = out_axis if node.buffer == "out" else axes.get(node.buffer)
+        if axis is None:
+            continue
+        idx = node.index[axis] if axis < len(node.index) else None
+        if not (isinstance(idx, cir.Var) and idx.name == var):
+            raise _cannot(mode, var, f"`{node.buffer}` is also read along that axis at other "
+                                     "positions")
+    if not axes:
+        raise _cannot(mode, var, "it indexes no input")
+    input_names = {b.name for b in kernel.inputs}
+    if any(a not in input_names and a != "out" for a in axes):
+        raise _cannot(mode, var, "it indexes a shared array")
+    if kernel.kernel_type.kind == "reduce":
+        params = dict(kernel.kernel_type.params)
+        op, red_axis = params.get("op"), params.get("axis")
+        pos = next((k for k, n in enumerate(nest) if n is loop), -1)
+        if red_axis is None or pos == red_axis:
+            if op in ("argmin", "argmax"):
+                raise _cannot(mode, var, f"{op} gives a position along it")
+            return SplitPlan(var, stop, axes, "reduce", None, op)
+        return SplitPlan(var, stop, axes, "concat", pos - (1 if red_axis < pos else 0))
+    if contraction:
+        if out_axis is not None:
+            raise _cannot(mode, var, "it indexes out")
+        return SplitPlan(var, stop, axes, "reduce", 0, "+", contraction=True)
     if out_axis is None:
         raise _cannot(mode, var, "it does not index out")
-    return var, axes, out_axis
+    return SplitPlan(var, stop, axes, "concat", out_axis)
 
 
 def _cannot(mode, var, why):
@@ -67,38 +172,130 @@ def _cannot(mode, var, why):
                             f"{why}; run it on one device")
 
 
-def run_split(devices, lowered, inputs, given, mode, launch, solve):
-    """Run `lowered` across `devices`; `launch(device, inputs, sizes)` runs one chunk and
-    returns a host array; `solve(shapes, given)` solves the sizes of a chunk."""
+# ------------------------------------------------------------------------ inputs
+def _shape_with(shape, axis, n):
+    shape = list(shape)
+    shape[axis] = n
+    return tuple(shape)
+
+
+def input_parts(t: Tensor, axis, work) -> list:
+    """Tensors of `t` for each (device, (lo, hi)) of `work`: the chunk lo:hi along `axis`
+    (None: the whole tensor on every device). Shards already in place are used as they are."""
+    ids = [d.id for d, _ in work]
+    if axis is None:
+        if isinstance(t, ShardedTensor) and not t.remote:
+            arrays = t.replicas(ids)
+        else:
+            src = get_device(t.device)
+            arrays = [move(t.data, src, d) for d, _ in work]
+        return [Tensor(a, d.id, t.shape, t.dtype) for a, (d, _) in zip(arrays, work)]
+    bounds = [b for _, b in work]
+    out = []
+    if isinstance(t, ShardedTensor) and t.matches(axis, ids, bounds):
+        return [t.shard(k) for k in range(len(work))]
+    for d, (lo, hi) in work:
+        arr = None
+        if isinstance(t, ShardedTensor) and not t.remote and t.axis == axis:
+            for dev, sarr, (slo, shi) in t.shards:
+                if slo <= lo and hi <= shi:         # one shard covers the chunk
+                    src = get_device(dev)
+                    arr = move(take(sarr, axis, lo - slo, hi - slo, src), src, d)
+                    break
+        if arr is None:
+            src = get_device(t.device)
+            arr = move(take(t.data, axis, lo, hi, src), src, d)
+        out.append(Tensor(arr, d.id, _shape_with(t.shape, axis, hi - lo), t.dtype))
+    return out
+
+
+# ------------------------------------------------------------------------ running
+def run_split(devices, lowered, inputs, sizes, given, mode, launch, solve,
+              model_split: str = "features"):
+    """Run `lowered` split across `devices` (Device objects).
+
+    `inputs`: Tensors in kernel input order; `sizes`: the whole kernel's solved sizes;
+    `given`: sizes the host gave; `launch(device, tensors, sizes)` runs one chunk and returns
+    its output (a device array, or a Python scalar for a scalar output); `solve(shapes,
+    given)` solves a chunk's sizes. Returns a ShardedTensor, a Tensor or a scalar."""
     kernel = lowered.kernel
-    var, axes, out_axis = split_plan(kernel, mode)
+    plan = split_plan(kernel, mode, model_split)
+    length = int(sizes[plan.stop])
+    work = [(d, b) for d, b in zip(devices, chunk_bounds(length, len(devices))) if b[1] > b[0]]
+    if not work:
+        work = [(devices[0], (0, 0))]
     names = [b.name for b in kernel.inputs]
-    split_inputs = [(i, axes[n]) for i, n in enumerate(names) if n in axes]
-    if not split_inputs:
-        raise _cannot(mode, var, "it indexes no input")
-    length = inputs[split_inputs[0][0]].shape[split_inputs[0][1]]
-    bounds = np.linspace(0, length, len(devices) + 1).astype(int)
+    per_input = [input_parts(t, plan.axes.get(n), work) for t, n in zip(inputs, names)]
+    chunk_given = {g: v for g, v in given.items() if g != plan.stop}
     chunks = []
-    for k, dev in enumerate(devices):
-        lo, hi = int(bounds[k]), int(bounds[k + 1])
-        if hi <= lo:
-            continue
-        part = list(inputs)
-        for i, axis in split_inputs:
-            host = inputs[i]
-            sl = [slice(None)] * host.ndim
-            sl[axis] = slice(lo, hi)
-            part[i] = np.ascontiguousarray(host[tuple(sl)])
-        shapes = {n: part[i].shape for i, n in enumerate(names)}
-        chunk_given = {g: v for g, v in given.items() if g != _stop_name(kernel, var)}
-        chunks.append((dev, part, solve(shapes, chunk_given)))
-    with cf.ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        outs = list(pool.map(lambda c: launch(*c), chunks))
-    return np.concatenate(outs, axis=out_axis)
+    for k, (dev, _) in enumerate(work):
+        parts = [p[k] for p in per_input]
+        shapes = {n: p.shape for n, p in zip(names, parts)}
+        chunks.append((dev, parts, solve(shapes, chunk_given)))
+    if len(chunks) == 1:
+        outs = [launch(*chunks[0])]
+    else:
+        with cf.ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+            outs = list(pool.map(lambda c: launch(*c), chunks))
+    group = group_for([d for d, _ in work])
+    dtype = kernel.output.dtype
+    if plan.combine == "concat":
+        shards, offset = [], 0
+        for (dev, _), out, (_, _, chunk_sizes) in zip(work, outs, chunks):
+            n = cir.output_shape(kernel, chunk_sizes)[plan.out_axis]
+            shards.append((dev.id, out, (offset, offset + n)))
+            offset += n
+        shape = _shape_with(cir.output_shape(kernel, sizes), plan.out_axis, offset)
+        return ShardedTensor(shards, plan.out_axis, shape, dtype, group)
+    # partial results combined by plan.op
+    if isinstance(outs[0], (int, float, bool, np.generic)):      # scalar outputs
+        acc = outs[0]
+        for v in outs[1:]:
+            acc = _host_op(plan.op, acc, v)
+        return acc
+    shape = cir.output_shape(kernel, sizes)
+    if len(outs) == 1:
+        return Tensor(outs[0], work[0][0].id, shape, dtype, committed=True)
+    if plan.contraction and len(shape) >= 1:
+        rows = chunk_bounds(shape[0], len(work))
+        parts = group.reduce_scatter(outs, plan.op, 0, rows)
+        shards = [(d.id, a, b) for (d, _), a, b in zip(work, parts, rows) if b[1] > b[0]]
+        return ShardedTensor(shards, 0, shape, dtype, group)
+    reduced = group.all_reduce(outs, plan.op)
+    return Tensor(reduced[0], work[0][0].id, shape, dtype, committed=True)
 
 
-def _stop_name(kernel, var):
-    for node in cir.walk(kernel.body):
-        if isinstance(node, cir.Loop) and node.var == var and isinstance(node.stop, cir.Var):
-            return node.stop.name
-    return None
+def _host_op(op, a, b):
+    if op == "+":
+        return a + b
+    if op == "*":
+        return a * b
+    if op == "max":
+        return a if (a != a) or (b == b and a >= b) else b      # NaN propagates
+    if op == "min":
+        return a if (a != a) or (b == b and a <= b) else b
+    if op == "and":
+        return bool(a) and bool(b)
+    if op == "or":
+        return bool(a) or bool(b)
+    raise ZynMLDeviceError(f"no collective combines partial results with `{op}`")
+
+
+# ------------------------------------------------------------------------ config
+def configure(session, key: str, value, span=None):
+    """`config { cluster: "tcp://host:8786" }` (or "local"): the Dask scheduler that
+    `@device("dask")` uses; `config { model_split: "contraction" }` (or "features"): which
+    loop `@parallel(model)` splits."""
+    from ..errors import ZynMLTypeError
+    options = getattr(session, "parallel_options", None)
+    if options is None:
+        options = session.parallel_options = {}
+    if key == "model_split":
+        if value not in MODEL_SPLITS:
+            raise ZynMLTypeError(f"model_split is \"features\" or \"contraction\", not {value!r}",
+                                 span)
+    elif key == "cluster":
+        if not isinstance(value, str) or not value:
+            raise ZynMLTypeError("cluster takes a scheduler address such as "
+                                 "\"tcp://scheduler:8786\", or \"local\"", span)
+    options[key] = value

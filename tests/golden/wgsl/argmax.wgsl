@@ -85,6 +85,6 @@ fn argmax_final(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups)
         workgroupBarrier();
     }
     if (z_lid.x == 0u) {
-        out[0] = z_red_i[0];
+        out[0] = select(z_red_i[0], -1i, z_red_i[0] == i32(2147483647));
     }
 }

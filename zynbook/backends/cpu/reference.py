@@ -796,10 +796,18 @@ class ReferenceExecutor:
     def _finish_reduction(self):
         r = self.reduction
         if r["value"] is None:
+            # nothing was reduced: the operator's identity (docs/language.md, "Empty
+            # reductions"), the dtype's lowest/highest value for an integer max/min
             if r["op"] in ("argmax", "argmin"):
                 self.out[...] = -1
             else:
-                self.out[...] = _IDENTITY[r["op"]] if np.isfinite(_IDENTITY[r["op"]]) else 0
+                ident = _IDENTITY[r["op"]]
+                if not np.isfinite(ident) and self.out.dtype.kind in "iu":
+                    info = np.iinfo(self.out.dtype)
+                    ident = info.min if ident < 0 else info.max
+                elif not np.isfinite(ident) and self.out.dtype.kind == "b":
+                    ident = ident > 0
+                self.out[...] = ident
             return
         result = r["index"] if r["op"] in ("argmax", "argmin") else r["value"]
         self.out[...] = result

@@ -1651,7 +1651,8 @@ class GenericSchedules:
 
     def reduce_result(self, p: "ReducePlan") -> str:
         """The value stored to the output: the reduction, or the index for argmin/argmax."""
-        v = "_acci" if p.arg else "_acc"
+        # an argmin/argmax of nothing is -1 on every device (docs/language.md)
+        v = f"(_acci == {self.arg_index_none} ? -1 : _acci)" if p.arg else "_acc"
         return self.store_value(self.cast_to(v, self.arg_index_dtype if p.arg else p.ydt,
                                              p.out.dtype), p.out.dtype)
 

@@ -1757,7 +1757,8 @@ class KernelRenderer:
             return f"({x} != 0u)" if ct == "bool" else x
 
         def final_store(value, index):
-            res = index if arg else value
+            # an argmin/argmax of nothing is -1 on every device (docs/language.md)
+            res = f"select({index}, -1i, {index} == {bigi})" if arg else value
             rdt = "i32" if arg else vdt
             if axis is None:
                 flat = "0"

@@ -273,3 +273,55 @@ def test_cuda_compiles(name, tmp_path):
     res = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-o", str(tmp_path / "k.ptx"), str(path)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-4000:]
+
+
+# ------------------------------------------------------------- tutorial 05 for CUDA
+
+
+def _tutorial05_kernels(monkeypatch):
+    """(kernel, sizes) of every launch of notebooks/05_transformer_block.ipynb, run on the
+    CPU reference (`@device("auto")` resolved to it)."""
+    import json
+    from pathlib import Path
+    from zynbook.backends import registry
+    from zynbook.backends.cpu import device as cpu_device
+    nb = json.loads((Path(__file__).parent.parent / "notebooks" /
+                     "05_transformer_block.ipynb").read_text())
+    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    py = next(c for c in cells if c.startswith("%%python") and "def layer" in c)
+    env = {"np": np}
+    exec(py.split("\n", 1)[1], env)                       # noqa: S102 (the notebook's own setup)
+    zyn = [c for c in cells if not c.startswith("%") and "compute(" in c or c.startswith("let y0")]
+    seen = []
+    orig = cpu_device.CpuDevice.launch
+
+    def record(self, kernel, inputs, sizes, scalars):
+        seen.append((kernel, dict(sizes)))
+        return orig(self, kernel, inputs, sizes, scalars)
+    monkeypatch.setattr(cpu_device.CpuDevice, "launch", record)
+    monkeypatch.setattr(registry, "best_device_id", lambda: "cpu")
+    session = zynbook.Session(device="cpu")
+    for cell in zyn:
+        session.run(cell, model=env["model"])
+    return seen
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+def test_tutorial05_kernels_render_and_compile_for_cuda(monkeypatch, tmp_path):
+    seen = _tutorial05_kernels(monkeypatch)
+    kinds = {k.kernel_type.kind for k, _ in seen}
+    assert "flash_attention" in kinds
+    done = set()
+    for kernel, sizes in seen:
+        key = (kernel.stable_hash(), tuple(sorted(sizes.items())))
+        if key in done:
+            continue
+        done.add(key)
+        prog = cuda.render_cuda(kernel, sizes)
+        if kernel.kernel_type.kind == "flash_attention":
+            assert "attention" in prog.schedule, prog.notes
+        path = tmp_path / f"k{len(done)}.cu"
+        path.write_text(prog.source)
+        res = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-o", str(tmp_path / "k.ptx"), str(path)],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr[-4000:]

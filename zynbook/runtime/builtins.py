@@ -6,12 +6,13 @@ errors. Tensor math runs with the array module of the tensor's device (numpy, Cu
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
 from ..backends.registry import compute_devices, get_device
 from ..compiler.types import NUMPY_NAMES, canonical_dtype
-from ..errors import ZynMLDeviceError, ZynMLShapeError, ZynMLTypeError
+from ..errors import ZynMLDeviceError, ZynMLMemoryError, ZynMLShapeError, ZynMLTypeError
 from .tensor import Tensor
 from .values import MemoryPool, Record
 
@@ -113,6 +114,41 @@ def _arity(args, n, fn, usage):
 # -------------------------------------------------------------- constructors
 
 
+def host_memory_bytes() -> int | None:
+    """This machine's physical memory plus swap (None where the system does not tell)."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("SwapTotal:"):
+                    total += int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return total
+
+
+def check_host_memory(shape, dtype: str):
+    """A ZynMLMemoryError, before anything is allocated, for host memory no machine could
+    give here (more than its memory and swap): numpy would try, lazily, and fail late."""
+    nbytes = int(np.prod([int(d) for d in shape], dtype=object)) * _np(dtype).itemsize
+    limit = host_memory_bytes()
+    if limit is not None and nbytes > limit:
+        raise ZynMLMemoryError(
+            f"out of memory: this line asked for {_size_text(nbytes)} (an array of shape "
+            f"{list(shape)} of {dtype}), more than this machine's {_size_text(limit)} of "
+            "memory and swap")
+
+
+def _size_text(n: int) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
+
+
 def _fill(fn_name, value_fn):
     def make(interp, args, kwargs):
         _unexpected(kwargs, ("shape", "dtype", "device", "seed"), fn_name)
@@ -123,6 +159,7 @@ def _fill(fn_name, value_fn):
             shape = list(args)
         shape = _shape(shape)
         dtype = _dtype(kwargs.get("dtype"))
+        check_host_memory(shape, dtype)
         arr = value_fn(interp, shape, dtype, kwargs.get("seed"))
         device = kwargs.get("device")
         t = Tensor(arr, "cpu")
@@ -205,6 +242,8 @@ def _allocate(interp, args, kwargs):
     if not isinstance(pinned, bool):
         raise ZynMLTypeError("pinned= takes true or false")
     dev = get_device(device)
+    if dev.backend in ("cpu", "c") or pinned:
+        check_host_memory(shape, dtype)
     if pinned and dev.kind != "cpu":
         raise ZynMLDeviceError("pinned memory is host memory: use device=\"cpu\" with "
                                "pinned=true")

@@ -865,6 +865,9 @@ class Interpreter:
 
     def _launch(self, device, lowered, inputs, sizes, scalars, node, in_background=False,
                 commit=False):
+        if getattr(device, "backend", "") in ("cpu", "c"):
+            out = lowered.kernel.output
+            B.check_host_memory(cir.output_shape(lowered.kernel, sizes), out.dtype)
         arrays = []
         for t in inputs:
             arrays.append(t.data if t.device == device.id else device.from_host(t.numpy()))

@@ -70,3 +70,250 @@ def test_without_parallel_a_device_list_runs_on_its_first_device():
                       devices=["cpu", "cpu"])
     assert [launch.device for launch in session.launches] == ["cpu"]
     np.testing.assert_allclose(np.asarray(out), 2.0)
+
+
+# ------------------------------------------------------------ every kernel type, sharded
+from zynbook.runtime.sharded import DeviceGroup, ShardedTensor, chunk_bounds  # noqa: E402
+from zynbook.backends.registry import get_device  # noqa: E402
+
+GROUPS = [["cpu", "cpu"], ["cpu", "cpu:native"], ["cpu", "cpu", "cpu"]]
+
+KERNELS = {
+    "elementwise": ("""compute(x, w) @device(devices) @parallel({mode}) {{
+    @kernel elementwise
+    for b in 0..batch, f in 0..features:
+        out[b, f] = x[b, f] * w[f] + 1.0
+}}""", lambda r: dict(x=r((7, 5)), w=r((5,))), lambda x, w: x * w + 1.0),
+    "matmul": (MATMUL, lambda r: dict(A=r((13, 6)), B=r((6, 11))), lambda A, B: A @ B),
+    "batched_matmul": ("""compute(A, B) @device(devices) @parallel({mode}) {{
+    @kernel batched_matmul
+    for b in 0..batch, i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[b, i, k] * B[b, k, j]
+        out[b, i, j] = sum
+}}""", lambda r: dict(A=r((5, 7, 4)), B=r((5, 4, 3))), lambda A, B: A @ B),
+    "softmax_rows": ("""compute(x) @device(devices) @parallel({mode}) {{
+    @kernel fused
+    for b in 0..batch:
+        var m = -inf
+        for i in 0..n:
+            m = max(m, x[b, i])
+        var s = 0.0
+        for i in 0..n:
+            s += exp(x[b, i] - m)
+        for i in 0..n:
+            out[b, i] = exp(x[b, i] - m) / s
+}}""", lambda r: dict(x=r((9, 6))),
+        lambda x: np.exp(x - x.max(1, keepdims=True)) / np.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True)),
+    "reduce_sum": ("""compute(data) @device(devices) @parallel({mode}) {{
+    @kernel reduce(+)
+    for i in 0..len:
+        yield data[i]
+}}""", lambda r: dict(data=r((23,))), lambda data: data.sum()),
+    "reduce_max": ("""compute(data) @device(devices) @parallel({mode}) {{
+    @kernel reduce(max)
+    for i in 0..len:
+        yield data[i]
+}}""", lambda r: dict(data=r((23,))), lambda data: data.max()),
+    "row_sums": ("""compute(matrix) @device(devices) @parallel({mode}) {{
+    @kernel reduce(+, axis=1)
+    for i in 0..rows, j in 0..cols:
+        yield matrix[i, j]
+}}""", lambda r: dict(matrix=r((7, 9))), lambda matrix: matrix.sum(1)),
+    "col_max": ("""compute(matrix) @device(devices) @parallel({mode}) {{
+    @kernel reduce(max, axis=0)
+    for i in 0..rows, j in 0..cols:
+        yield matrix[i, j]
+}}""", lambda r: dict(matrix=r((7, 9))), lambda matrix: matrix.max(0)),
+    "argmin_rows": ("""compute(matrix) @device(devices) @parallel({mode}) {{
+    @kernel reduce(argmin, axis=1)
+    for i in 0..rows, j in 0..cols:
+        yield (matrix[i, j], j)
+}}""", lambda r: dict(matrix=r((7, 9))), lambda matrix: matrix.argmin(1)),
+}
+
+
+def _rand(seed=0):
+    rng = np.random.default_rng(seed)
+    return lambda shape: rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("devices", GROUPS, ids=lambda d: "+".join(d))
+@pytest.mark.parametrize("mode", ["data", "model"])
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_every_kernel_type_split_equals_one_device(name, mode, devices):
+    src, make, expect = KERNELS[name]
+    inputs = make(_rand())
+    session = zynbook.Session()
+    if name == "argmin_rows" and mode == "model":
+        # the reduced loop gives the position: partial argmins cannot be combined
+        with pytest.raises(ZynMLDeviceError, match="position"):
+            session.run(src.format(mode=mode), devices=devices, **inputs)
+        return
+    out = session.run(src.format(mode=mode), devices=devices, **inputs)
+    one = zynbook.run(src.format(mode=mode).replace("@device(devices)", "@device(\"cpu\")"),
+                      **inputs)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(one), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(out), expect(**inputs), rtol=1e-4, atol=1e-4)
+    # every device that got a non-empty chunk ran it
+    assert len(session.launches) == len(devices)
+
+
+def test_a_split_output_stays_sharded_with_its_placement():
+    x = np.arange(35, dtype=np.float32).reshape(7, 5)
+    w = np.ones(5, np.float32)
+    out = zynbook.run(SCALE_ROWS, x=x, w=w, devices=["cpu", "cpu:native", "cpu"])
+    assert isinstance(out, ShardedTensor)
+    assert [(p["device"], p["start"], p["stop"]) for p in out.placement] == \
+        [("cpu", 0, 2), ("cpu:native", 2, 4), ("cpu", 4, 7)]
+    assert "sharded" in repr(out) and "cpu:native[2:4]" in repr(out)
+    assert "cpu:native" in out._repr_html_()
+    assert out.shape == (7, 5) and out.summary().startswith("tensor[7, 5] f32 sharded")
+    np.testing.assert_array_equal(out.shard(1).numpy(), x[2:4] + 1.0)
+    np.testing.assert_array_equal(out.gather().numpy(), x + 1.0)
+    # host code sees the whole tensor
+    total = zynbook.run("y.sum()", y=out)
+    assert float(np.asarray(total)) == pytest.approx(float((x + 1.0).sum()))
+
+
+def test_the_next_block_takes_the_shards_as_they_are():
+    src = SCALE_ROWS + """
+let z = compute(y) @device(devices) @parallel(data) {
+    @kernel elementwise
+    for b in 0..batch, f in 0..features:
+        out[b, f] = y[b, f] * 2.0
+}
+z"""
+    src = "let y = " + src
+    x = _rand(3)((11, 4))
+    w = _rand(4)((4,))
+    session = zynbook.Session()
+    session.run(src, x=x, w=w, devices=["cpu", "cpu"])
+    y = session.namespace["y"]
+    seen = []
+    from zynbook.runtime import parallel
+    original = parallel.input_parts
+
+    def spy(t, axis, work):
+        parts = original(t, axis, work)
+        seen.append((t, parts))
+        return parts
+    parallel.input_parts = spy
+    try:
+        z = session.run("compute(y) @device(devices) @parallel(data) {\n"
+                        "    @kernel elementwise\n"
+                        "    for b in 0..batch, f in 0..features:\n"
+                        "        out[b, f] = y[b, f] * 2.0\n}", devices=["cpu", "cpu"])
+    finally:
+        parallel.input_parts = original
+    np.testing.assert_allclose(np.asarray(z), (x * w + 1.0) * 2.0, rtol=1e-6)
+    [(given, parts)] = seen
+    assert given is y
+    # the very arrays of y's shards, no copy
+    assert [p.data is a for p, (_, a, _) in zip(parts, y.shards)] == [True, True]
+
+
+def test_a_differently_cut_input_is_recut():
+    x = _rand(5)((10, 3))
+    y = zynbook.run(SCALE_ROWS, x=x, w=np.ones(3, np.float32), devices=["cpu", "cpu"])
+    # three devices cut 10 rows as 3/3/4: the chunks cross y's shards
+    z = zynbook.run("""compute(y) @device(["cpu", "cpu:native", "cpu"]) @parallel(data) {
+    @kernel elementwise
+    for b in 0..batch, f in 0..features:
+        out[b, f] = y[b, f] - 1.0
+}""", y=y)
+    np.testing.assert_allclose(np.asarray(z), x, rtol=1e-6)
+
+
+def test_a_sharded_tensor_as_a_whole_input_is_gathered():
+    x = _rand(6)((5, 4))
+    b = _rand(7)((4, 6))
+    xs = zynbook.run(SCALE_ROWS, x=x, w=np.ones(4, np.float32), devices=["cpu", "cpu"])
+    # model split: B is cut by columns, A (the sharded tensor) goes whole to every device
+    out = zynbook.run(MATMUL.format(mode="model"), A=xs, B=b, devices=["cpu", "cpu"])
+    np.testing.assert_allclose(np.asarray(out), (x + 1.0) @ b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("devices", GROUPS, ids=lambda d: "+".join(d))
+@pytest.mark.parametrize("shape", [(13, 6, 11), (2, 17, 3), (1, 5, 1)])
+def test_model_parallel_contraction_is_reduce_scattered(devices, shape):
+    m, k, n = shape
+    r = _rand(8)
+    a, b = r((m, k)), r((k, n))
+    session = zynbook.Session()
+    out = session.run('config { model_split: "contraction" }\n' + MATMUL.format(mode="model"),
+                      A=a, B=b, devices=devices)
+    np.testing.assert_allclose(np.asarray(out), a @ b, rtol=1e-4, atol=1e-5)
+    if isinstance(out, ShardedTensor):          # the rows of the sum, one part per device
+        assert out.axis == 0 and [hi - lo for lo, hi in out.bounds] == \
+            [hi - lo for lo, hi in chunk_bounds(m, len(devices)) if hi > lo]
+    assert len(session.launches) == min(len(devices), k)
+
+
+def test_contraction_split_of_a_kernel_without_one_says_so():
+    with pytest.raises(ZynMLDeviceError) as info:
+        zynbook.run('config { model_split: "contraction" }\n' +
+                    SCALE_ROWS.replace("parallel(data)", "parallel(model)"),
+                    x=np.ones((4, 3), np.float32), w=np.ones(3, np.float32),
+                    devices=["cpu", "cpu"])
+    assert "contraction" in info.value.message
+
+
+def test_model_split_takes_two_names():
+    from zynbook.errors import ZynMLTypeError
+    with pytest.raises(ZynMLTypeError):
+        zynbook.run('config { model_split: "rows" }\n1')
+
+
+@pytest.mark.parametrize("src,why", [
+    ("""compute(x) @device(["cpu", "cpu"]) @parallel(data) {
+    @kernel reduce(argmax)
+    for i in 0..len:
+        yield (x[i], i)
+}""", "position"),
+    ("""compute(x) @device(["cpu", "cpu"]) @parallel(data) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i] * i
+}""", "used other than as an index"),
+    ("""compute(data) @device(["cpu", "cpu"]) @parallel(data) {
+    @kernel matmul
+    for i in 0..n, j in 0..m:
+        var sum = 0.0
+        for k in 0..n2:
+            sum += data[i, k] * data[k, j]
+        out[i, j] = sum
+}""", "other positions"),
+    ("""compute(x) @device(["cpu", "cpu"]) @parallel(data) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] / n
+}""", "used elsewhere"),
+])
+def test_kernels_that_cannot_be_split_say_why(src, why):
+    with pytest.raises(ZynMLDeviceError) as info:
+        zynbook.run(src, data=np.ones((4, 4), np.float32), x=np.ones(4, np.float32))
+    assert "cannot split" in info.value.message and why in info.value.message
+    assert info.value.line == 1
+
+
+def test_host_group_collectives_with_uneven_parts():
+    devs = [get_device("cpu"), get_device("cpu:native"), get_device("cpu")]
+    group = DeviceGroup(devs)
+    r = _rand(9)
+    parts = [r((7, 3)) for _ in devs]
+    total = parts[0] + parts[1] + parts[2]
+    for got in group.all_reduce(parts, "+"):
+        np.testing.assert_allclose(got, total, rtol=1e-6)
+    np.testing.assert_array_equal(group.all_reduce(parts, "max")[2],
+                                  np.maximum(np.maximum(parts[0], parts[1]), parts[2]))
+    bounds = chunk_bounds(7, 3)
+    scattered = group.reduce_scatter(parts, "+", 0, bounds)
+    for got, (lo, hi) in zip(scattered, bounds):
+        np.testing.assert_allclose(got, total[lo:hi], rtol=1e-6)
+    cols = group.reduce_scatter(parts, "+", 1, chunk_bounds(3, 3))
+    np.testing.assert_allclose(np.concatenate(cols, axis=1), total, rtol=1e-6)
+    shards = [total[lo:hi] for lo, hi in bounds]
+    for got in group.all_gather(shards, 0):
+        np.testing.assert_array_equal(got, total)

@@ -104,6 +104,14 @@ def split_plan(kernel: cir.Kernel, mode: str, model_split: str = "features") -> 
     else:
         loop = nest[0] if mode == "data" else nest[-1]
     var = loop.var
+    reduced = False
+    if kernel.kernel_type.kind == "reduce":
+        params = dict(kernel.kernel_type.params)
+        op, red_axis = params.get("op"), params.get("axis")
+        pos = next((k for k, n in enumerate(nest) if n is loop), -1)
+        reduced = red_axis is None or pos == red_axis
+        if reduced and op in ("argmin", "argmax"):
+            raise _cannot(mode, var, f"the {op} is a position along it")
     if not (isinstance(loop.start, cir.Const) and loop.start.value == 0 and
             isinstance(loop.step, cir.Const) and loop.step.value == 1):
         raise ZynMLDeviceError(f"@parallel({mode}) splits the loop over `{var}`, which must run "
@@ -150,12 +158,7 @@ def split_plan(kernel: cir.Kernel, mode: str, model_split: str = "features") -> 
     if any(a not in input_names and a != "out" for a in axes):
         raise _cannot(mode, var, "it indexes a shared array")
     if kernel.kernel_type.kind == "reduce":
-        params = dict(kernel.kernel_type.params)
-        op, red_axis = params.get("op"), params.get("axis")
-        pos = next((k for k, n in enumerate(nest) if n is loop), -1)
-        if red_axis is None or pos == red_axis:
-            if op in ("argmin", "argmax"):
-                raise _cannot(mode, var, f"{op} gives a position along it")
+        if reduced:
             return SplitPlan(var, stop, axes, "reduce", None, op)
         return SplitPlan(var, stop, axes, "concat", pos - (1 if red_axis < pos else 0))
     if contraction:

@@ -362,3 +362,29 @@ def test_interrupt_stops_a_long_cell_and_the_kernel_stays_usable(kernel):
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(unittest.main())
+
+
+def test_compare_magic_in_the_zynml_kernel(kc):
+    code = ('%%compare --devices cpu --sizes n=32,128 --repeat 2\n'
+            'let v = randn([n], seed=3)\n'
+            'let w = compute(v) {\n    @kernel elementwise\n    for i in 0..n:\n'
+            '        out[i] = v[i] * v[i]\n}\n')
+    reply, outputs = execute(kc, code)
+    assert reply["status"] == "ok", reply
+    data = results_of(outputs)
+    table = next(d for d in data if "max |diff|" in d.get("text/plain", ""))
+    rows = [ln.split() for ln in table["text/plain"].splitlines()[1:3]]
+    assert [r[:2] for r in rows] == [["32", "cpu"], ["128", "cpu"]]
+    assert all(r[-1] == "0.0e+00" for r in rows)       # the CPU is the reference
+    assert "<tr data-device='cpu'>" in table["text/html"]
+    assert any("image/png" in d for d in data)          # the chart
+
+
+def test_progress_widget_in_a_notebook(kc):
+    reply, outputs = execute(kc, "%%python\nfrom zynbook.magics.compare import Progress\n"
+                                 "p = Progress(3, 'compile', after=0.0)\n"
+                                 "p.update('kernel matmul_l3', 1)\nlabel = p.label.value\n"
+                                 "p.close()\nprint(label)\n")
+    assert reply["status"] == "ok", reply
+    assert any("application/vnd.jupyter.widget-view+json" in d for d in results_of(outputs))
+    assert stdout_of(outputs).startswith("compile kernel matmul_l3 · 1/3 · ")

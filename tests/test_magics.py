@@ -236,3 +236,86 @@ def test_device_picker_drives_the_next_compute_cell(shell):
     else:
         assert isinstance(value, zynbook.Tensor)     # neither numpy nor CuPy: a tensor
     np.testing.assert_allclose(np.asarray(value), np.arange(4) + 1.0)
+
+
+# ------------------------------------------------------------------------------ %%compare
+
+TANH = """let x = randn([n], seed=1)
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = tanh(x[i]) * 2.0
+}
+"""
+
+
+def test_compare_runs_every_device_and_size_and_checks_each_result(shell, capsys):
+    from zynbook.magics.compare import Comparison
+
+    result = shell.run_cell('%%compare --devices cpu,nosuch:1 --sizes n=64,512 --repeat 3 '
+                            '--numpy "np.tanh(x) * 3.0" --out cmp\n' + TANH)
+    assert result.success, result.error_in_exec
+    cmp = shell.user_ns.pop("cmp")
+    assert isinstance(cmp, Comparison)
+    assert [(r.size, r.device) for r in cmp.rows] == [
+        (64, "cpu"), (64, "nosuch:1"), (64, "numpy"),
+        (512, "cpu"), (512, "nosuch:1"), (512, "numpy")]
+    for r in cmp.rows:
+        if r.device == "nosuch:1":
+            assert "nosuch:1" in r.error
+            continue
+        assert len(r.times) == 3 and r.median is not None
+        # tanh and * per element, inputs and output of f32
+        assert r.flops == 2 * r.size and r.bytes == 2 * 4 * r.size
+        x = np.asarray(zynbook.run(f"randn([{r.size}], seed=1)"), dtype=np.float64)
+        if r.device == "cpu":
+            assert r.max_diff == 0.0
+        else:
+            # the numpy expression is off by tanh(x): the difference is its largest value
+            assert r.max_diff == pytest.approx(np.abs(np.tanh(x)).max(), rel=1e-5)
+    text = capsys.readouterr().out
+    assert "max |diff|" in text and "numpy" in text
+
+
+def test_compare_table_has_devices_as_rows_and_fits(shell):
+    from zynbook.magics.compare import COLUMNS, Row, table_html
+
+    rows = [Row(2**k, d, times=[1e-3, 2e-3, 3e-3], flops=1e6, bytes=1e6, max_diff=0.0)
+            for k in (10, 12, 14) for d in ("cpu", "cpu:native", "vulkan:0", "cuda:0")]
+    page = table_html(rows)
+    assert page.count("<tr data-device=") == 12
+    for d in ("cpu", "cpu:native", "vulkan:0", "cuda:0"):
+        assert page.count(f"data-device='{d}'") == 3
+    assert "max-width:100%" in page and "overflow-x:auto" in page
+    assert page.count("<th") == len(COLUMNS)
+    assert "2 ms" in page and "1 ms .. 3 ms" in page
+
+
+def test_compare_chart_draws_time_and_share_of_peak():
+    pytest.importorskip("matplotlib")
+    from zynbook.magics.compare import Row, chart
+
+    rows = [Row(n, "cpu", times=[n * 1e-9, n * 2e-9], peak_share=0.1) for n in (64, 256)]
+    fig = chart(rows, "n")
+    ax_t, ax_p = fig.axes
+    assert ax_t.get_xlabel() == "n" and ax_p.get_ylabel() == "% of peak"
+    (line,) = ax_t.get_lines()
+    assert list(line.get_xdata()) == [64, 256]
+    assert list(line.get_ydata()) == pytest.approx([64 * 1.5e-9, 256 * 1.5e-9])
+    assert list(ax_p.get_lines()[0].get_ydata()) == pytest.approx([10.0, 10.0])
+
+
+def test_progress_is_text_outside_a_notebook_after_a_second(capsys):
+    from zynbook.magics.compare import Progress
+
+    quick = Progress(4, "quick")
+    quick.update("step", 1)
+    quick.close()
+    assert capsys.readouterr().err == ""
+    slow = Progress(4, "slow", after=0.0)
+    slow.update("compiling kernel", 1)
+    slow.update("running", 2)
+    slow.close()
+    err = capsys.readouterr().err
+    assert "slow compiling kernel · 1/4" in err and "slow running · 3/4" in err
+    assert "[" + "#" * 18 + "." * 6 + "]" in err          # 3 of 4 done: 18 of 24

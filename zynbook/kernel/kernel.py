@@ -236,6 +236,9 @@ class ZynMLShell(ZMQInteractiveShell):
     def init_zynml(self) -> None:
         self.zynml = ZynMLRunner(self)
         self.set_custom_exc((ZynMLError, KeyboardInterrupt), show_error)
+        from ..magics.compare import CompareMagics
+
+        self.register_magics(CompareMagics)     # %%compare, as in Python notebooks
 
     def python_transform(self, code: str) -> str:
         return super().transform_cell(code)

@@ -7,13 +7,17 @@ runs a ZynML cell whose free names come from the Python namespace and whose `let
 go back into it (numpy for `cpu`, CuPy for `cuda:N`, a ZynBook tensor elsewhere); annotations
 on the magic line apply to every compute block of the cell. `%zynml_devices` lists devices,
 `%zynml_device ID` sets the default device, `%zynml_inspect` shows the generated code of the
-last cell's compute blocks.
+last cell's compute blocks. `%%compare --devices a,b --sizes n=1,2,3 [--numpy EXPR]` runs
+a ZynML cell on several devices across sizes, checks each against the CPU reference and
+shows a table and a chart (see `zynbook.magics.compare`).
 """
 from __future__ import annotations
 
+from .compare import CompareMagics
 from .compute import ComputeMagics, to_python
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension", "ComputeMagics", "to_python"]
+__all__ = ["load_ipython_extension", "unload_ipython_extension", "ComputeMagics",
+           "CompareMagics", "to_python"]
 
 
 def load_ipython_extension(ipython) -> None:
@@ -21,6 +25,7 @@ def load_ipython_extension(ipython) -> None:
     from ..kernel.display import register_formatters, show_error
 
     ipython.register_magics(ComputeMagics)
+    ipython.register_magics(CompareMagics)
     register_formatters(ipython)
     # a ZynML mistake shows as its source line and caret, not a Python stack (the ZynML
     # kernel's shell already handles these, with interrupts besides)

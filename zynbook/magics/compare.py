@@ -1,0 +1,463 @@
+"""`%%compare`: one ZynML cell on several devices, across sizes, beside numpy or torch.
+
+    %%compare --devices cpu,cpu:native,cuda:0 --sizes n=1024,16384,262144 --repeat 7
+              --numpy "np.tanh(x) * 2.0" --torch "torch.tanh(x) * 2.0"
+    let x = randn([n], seed=1)
+    let y = compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = tanh(x[i]) * 2.0
+    }
+
+For every size (bound to the name given, `n` here) the cell runs once on the CPU reference
+(the result every other one is checked against), then on each device: once to compile, then
+`--repeat` times; a row per device and size gives the median kernel time (the sum of the
+cell's launches; wall time where a device cannot time its kernels) with its spread, the
+compile time of the first run, GFLOP/s and GB/s from the kernels' loop nests, the share of
+the device's peak, and the largest difference from the reference. `--numpy` / `--torch`
+expressions are evaluated in Python with the cell's values (numpy arrays, torch tensors) and
+timed the same way. The table has the devices as rows so that it fits any output; a chart
+(time and share of peak against size) follows when matplotlib is there.
+
+The same magic works in Python notebooks (`%load_ext zynbook`) and in the ZynML kernel.
+Anything over about a second shows progress (a widget in notebooks, text elsewhere).
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from IPython.core.magic import Magics, cell_magic, magics_class
+
+from ..kernel import cells
+from ..kernel.display import bindable, format_seconds, sample_stats
+
+
+@dataclass
+class Row:
+    size: object
+    device: str                      # a device id, or "numpy" / "torch"
+    times: list = field(default_factory=list)
+    compile: float | None = None
+    flops: float | None = None
+    bytes: float | None = None
+    max_diff: float | None = None
+    error: str = ""
+    gflops: float | None = None
+    gbytes: float | None = None
+    peak_share: float | None = None
+    bound: str = ""
+    clock: str = ""
+
+    @property
+    def median(self) -> float | None:
+        st = sample_stats(self.times)
+        return st.get("median")
+
+    def spread(self) -> str:
+        st = sample_stats(self.times)
+        if not st:
+            return "-"
+        return f"{format_seconds(st['min'])} .. {format_seconds(st['max'])}"
+
+
+class Progress:
+    """Progress for anything over `after` seconds: an ipywidgets bar in a notebook kernel,
+    a text line on stderr elsewhere; silent for quick work."""
+
+    def __init__(self, total: int, title: str = "", after: float = 1.0):
+        self.total, self.title, self.after = max(1, total), title, after
+        self.start = time.perf_counter()
+        self.done = 0
+        self.widget = None
+        self.text_shown = False
+
+    def _in_notebook(self) -> bool:
+        try:
+            from IPython import get_ipython
+
+            ip = get_ipython()
+            return ip is not None and getattr(ip, "kernel", None) is not None
+        except Exception:
+            return False
+
+    def update(self, what: str, step: int = 0) -> None:
+        self.done += step
+        elapsed = time.perf_counter() - self.start
+        if elapsed < self.after and self.widget is None and not self.text_shown:
+            return
+        label = f"{self.title} {what} · {self.done}/{self.total} · {elapsed:.1f} s"
+        if self.widget is None and not self.text_shown and self._in_notebook():
+            try:
+                import ipywidgets as W
+                from IPython.display import display
+
+                self.bar = W.IntProgress(min=0, max=self.total, value=self.done,
+                                         layout=W.Layout(width="240px"))
+                self.label = W.Label(label)
+                self.widget = W.HBox([self.bar, self.label])
+                self.widget.add_class("zynml-progress")
+                display(self.widget)
+            except Exception:
+                self.widget = None
+        if self.widget is not None:
+            self.bar.value = self.done
+            self.label.value = label
+        else:
+            self.text_shown = True
+            width = 24
+            filled = int(width * self.done / self.total)
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {label[:100]:<100}")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.widget is not None:
+            self.widget.close()
+        elif self.text_shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="%%compare", add_help=False)
+    p.add_argument("--devices", "-d", default="")
+    p.add_argument("--sizes", "-s", default="")
+    p.add_argument("--repeat", "-r", type=int, default=5)
+    p.add_argument("--numpy", default="")
+    p.add_argument("--torch", default="")
+    p.add_argument("--result", default="")
+    p.add_argument("--out", "-o", default="")
+    p.add_argument("--no-chart", action="store_true")
+    return p
+
+
+def parse_args(line: str) -> argparse.Namespace:
+    from IPython.core.error import UsageError
+
+    try:
+        args = _parser().parse_args(shlex.split(line))
+    except SystemExit:
+        raise UsageError("usage: %%compare [--devices a,b] [--sizes n=1,2,3] [--repeat R] "
+                         "[--numpy EXPR] [--torch EXPR] [--result NAME] [--out NAME] "
+                         "[--no-chart]") from None
+    return args
+
+
+def parse_sizes(text: str) -> tuple[str, list]:
+    """`n=256,1024` -> ("n", [256, 1024]); `256,1024` -> ("n", ...); '' -> ("", [None])."""
+    if not text:
+        return "", [None]
+    name, _, values = text.partition("=") if "=" in text else ("n", "", text)
+    return name.strip(), [int(v) for v in values.split(",") if v.strip()]
+
+
+def _to_numpy(value):
+    if value is None:
+        return None
+    try:
+        if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+            return np.asarray(value.numpy())
+        if hasattr(value, "get") and hasattr(value, "__cuda_array_interface__"):
+            return value.get()
+        return np.asarray(value)
+    except Exception:
+        return None
+
+
+def _max_diff(got, ref) -> float | None:
+    a, b = _to_numpy(got), _to_numpy(ref)
+    if a is None or b is None:
+        return None
+    try:
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if a.shape != b.shape:
+            return float("inf")
+        return float(np.max(np.abs(a - b))) if a.size else 0.0
+    except (TypeError, ValueError):
+        return None
+
+
+def _result_of(session, value, is_expr, names, want: str):
+    if want:
+        return session.namespace.get(want)
+    if is_expr:
+        return value
+    for name in reversed(names):
+        if name in session.namespace:
+            return session.namespace[name]
+    return None
+
+
+def run_compare(source: str, devices: list, sizes: tuple, env: dict, repeat: int = 5,
+                numpy_expr: str = "", torch_expr: str = "", result: str = "",
+                user_ns: dict | None = None) -> list:
+    """The rows of a comparison (see the module docstring)."""
+    from .. import Session
+    from ..errors import ZynMLError
+    from ..kernel.costs import Cost, device_info, launch_cost, rates
+
+    from ..compiler.parser import parse
+
+    names = cells.bound_names(parse(source))
+    size_name, size_values = sizes
+    exprs = [("numpy", numpy_expr), ("torch", torch_expr)]
+    exprs = [(k, e) for k, e in exprs if e]
+    steps = len(size_values) * (1 + len(devices) + len(exprs)) * (repeat + 1)
+    progress = Progress(steps, "compare")
+    rows: list = []
+    try:
+        for size in size_values:
+            cell_env = dict(env)
+            if size_name:
+                cell_env[size_name] = size
+            label = f"{size_name}={size}" if size_name else ""
+            progress.update(f"reference (cpu) {label}")
+            ref_session = Session(device="cpu")
+            value, is_expr = ref_session.run_cell(source, **cell_env)
+            reference = _result_of(ref_session, value, is_expr, names, result)
+            cost = Cost(0.0, 0.0)
+            for k, ln in zip(ref_session.last_kernels, ref_session.launches):
+                c = launch_cost(k)
+                if c is not None:
+                    cost = Cost(cost.flops + c.flops, cost.bytes + c.bytes,
+                                cost.exact and c.exact)
+            progress.update(f"reference (cpu) {label}", repeat + 1)
+            for device in devices:
+                row = Row(size, device)
+                rows.append(row)
+                try:
+                    session = Session(device=device)
+                    progress.update(f"{device} {label} compile")
+                    session.run_cell(source, **cell_env)
+                    row.compile = sum(ln.times.compile or 0.0 for ln in session.launches) or None
+                    progress.update(f"{device} {label}", 1)
+                    got = None
+                    for r in range(repeat):
+                        progress.update(f"{device} {label} run {r + 1}/{repeat}")
+                        t0 = time.perf_counter()
+                        value, is_expr = session.run_cell(source, **cell_env)
+                        wall = time.perf_counter() - t0
+                        kt = [ln.times.kernel for ln in session.launches]
+                        if kt and all(t is not None for t in kt):
+                            row.times.append(sum(kt))
+                            row.clock = session.launches[-1].times.source or "kernel"
+                        else:
+                            row.times.append(wall)
+                            row.clock = "wall"
+                        got = _result_of(session, value, is_expr, names, result)
+                        progress.update(f"{device} {label}", 1)
+                    row.max_diff = _max_diff(got, reference)
+                    row.flops, row.bytes = cost.flops, cost.bytes
+                    rt = rates(cost if cost.flops or cost.bytes else None, row.median,
+                               device_info(device))
+                    row.gflops, row.gbytes = rt.gflops, rt.gbytes
+                    row.peak_share, row.bound = rt.peak_share, rt.bound
+                except ZynMLError as err:
+                    row.error = err.message
+                    progress.update(f"{device} {label} failed", repeat + 1)
+                except Exception as err:  # a device that breaks must not hide the others
+                    row.error = f"{type(err).__name__}: {err}"
+                    progress.update(f"{device} {label} failed", repeat + 1)
+            for kind, expr in exprs:
+                row = Row(size, kind)
+                rows.append(row)
+                try:
+                    ns = _python_namespace(kind, ref_session, cell_env, user_ns)
+                    code = compile(expr, f"<{kind} expression>", "eval")
+                    got = eval(code, ns)                    # warm up (and torch's first use)
+                    _sync(kind)
+                    progress.update(f"{kind} {label}", 1)
+                    for r in range(repeat):
+                        t0 = time.perf_counter()
+                        got = eval(code, ns)
+                        _sync(kind)
+                        row.times.append(time.perf_counter() - t0)
+                        progress.update(f"{kind} {label}", 1)
+                    row.clock = "wall"
+                    row.max_diff = _max_diff(got, reference)
+                    row.flops, row.bytes = cost.flops, cost.bytes
+                    rt = rates(cost if cost.flops or cost.bytes else None, row.median,
+                               device_info(_expr_device(kind, got)))
+                    row.gflops, row.gbytes = rt.gflops, rt.gbytes
+                    row.peak_share, row.bound = rt.peak_share, rt.bound
+                except Exception as err:
+                    row.error = f"{type(err).__name__}: {err}"
+                    progress.update(f"{kind} {label} failed", repeat + 1)
+    finally:
+        progress.close()
+    return rows
+
+
+def _sync(kind: str) -> None:
+    if kind == "torch":
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        except ImportError:
+            pass
+
+
+def _expr_device(kind: str, value) -> str:
+    dev = str(getattr(value, "device", "cpu"))
+    return "cuda:0" if dev.startswith("cuda") else "cpu"
+
+
+def _python_namespace(kind: str, session, cell_env: dict, user_ns) -> dict:
+    """Names for a numpy / torch expression: the user's, then the cell's values (numpy
+    arrays, or torch tensors on the GPU when there is one)."""
+    ns = dict(user_ns or {})
+    ns.setdefault("np", np)
+    values = dict(cell_env)
+    values.update({k: v for k, v in session.namespace.items() if not k.startswith("_")})
+    if kind == "torch":
+        import torch
+
+        ns.setdefault("torch", torch)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    for name, v in values.items():
+        arr = _to_numpy(v) if hasattr(v, "shape") else None
+        if arr is None:
+            if isinstance(v, (int, float)):
+                ns[name] = v
+            continue
+        ns[name] = torch.from_numpy(np.ascontiguousarray(arr)).to(device) \
+            if kind == "torch" else arr
+    return ns
+
+
+# ---------------------------------------------------------------------------- showing
+
+COLUMNS = ("size", "device", "median", "spread", "compile", "GFLOP/s", "GB/s", "% peak",
+           "max |diff|")
+
+
+def _cells(row: Row) -> list:
+    from ..kernel.costs import format_rate, format_share
+
+    if row.error:
+        return [str(row.size if row.size is not None else "-"), row.device, "failed", "-",
+                "-", "-", "-", "-", row.error[:80]]
+    diff = "-" if row.max_diff is None else f"{row.max_diff:.1e}"
+    share = format_share(row.peak_share) + (f" {row.bound[0]}" if row.bound else "")
+    return [str(row.size if row.size is not None else "-"), row.device,
+            format_seconds(row.median), row.spread(),
+            format_seconds(row.compile) if row.compile else "-",
+            format_rate(row.gflops, ""), format_rate(row.gbytes, ""), share, diff]
+
+
+def table_text(rows: list) -> str:
+    data = [list(COLUMNS)] + [_cells(r) for r in rows]
+    widths = [max(len(r[i]) for r in data) for i in range(len(COLUMNS))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in data]
+    return "\n".join(lines) + "\n% peak: of the bound resource (c = FP32 compute, m = memory)"
+
+
+def table_html(rows: list) -> str:
+    head = "".join(f"<th style='text-align:left;padding:1px 8px'>{html.escape(c)}</th>"
+                   for c in COLUMNS)
+    body = []
+    for r in rows:
+        style = " style='color:#b00020'" if r.error else ""
+        body.append(f"<tr data-device='{html.escape(r.device)}'{style}>" + "".join(
+            f"<td style='padding:1px 8px;white-space:nowrap'>{html.escape(c)}</td>"
+            for c in _cells(r)) + "</tr>")
+    return ("<div class='zynml-compare-table' style='max-width:100%;overflow-x:auto'>"
+            "<table style='font-family:var(--jp-code-font-family,monospace);font-size:12px;"
+            "border-collapse:collapse;max-width:100%'>"
+            f"<tr>{head}</tr>{''.join(body)}</table>"
+            "<div style='font-size:11px;color:#666'>median and spread (min .. max) of the "
+            "repeats; % peak of the bound resource (c = FP32 compute, m = memory bandwidth); "
+            "max |diff| from the CPU reference</div></div>")
+
+
+def chart(rows: list, size_name: str = "size"):
+    """A matplotlib figure: median time and share of peak against size, one line per
+    device (Triton's perf_report style); None without matplotlib or sizes."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    ok = [r for r in rows if not r.error and r.median is not None and r.size is not None]
+    if not ok:
+        return None
+    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(9, 3.2))
+    for device in dict.fromkeys(r.device for r in ok):
+        mine = sorted((r for r in ok if r.device == device), key=lambda r: r.size)
+        xs = [r.size for r in mine]
+        st = [sample_stats(r.times) for r in mine]
+        ax_t.plot(xs, [s["median"] for s in st], "o-", label=device)
+        ax_t.fill_between(xs, [s["min"] for s in st], [s["max"] for s in st], alpha=0.15)
+        if any(r.peak_share is not None for r in mine):
+            ax_p.plot(xs, [100 * (r.peak_share or 0.0) for r in mine], "o-", label=device)
+    for ax in (ax_t, ax_p):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(size_name)
+        ax.grid(True, alpha=0.3)
+    ax_t.set_yscale("log")
+    ax_t.set_ylabel("median time (s)")
+    ax_t.set_title("time (band: min .. max)")
+    ax_p.set_ylabel("% of peak")
+    ax_p.set_title("share of the device's peak")
+    ax_t.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+@dataclass
+class Comparison:
+    rows: list
+    size_name: str = ""
+
+    def _repr_html_(self) -> str:
+        return table_html(self.rows)
+
+    def __repr__(self) -> str:
+        return table_text(self.rows)
+
+
+@magics_class
+class CompareMagics(Magics):
+    """`%%compare`: see the module docstring."""
+
+    @cell_magic
+    def compare(self, line, cell):
+        """%%compare [--devices a,b] [--sizes n=1,2,3] [--repeat R] [--numpy EXPR]
+        [--torch EXPR] [--result NAME] [--out NAME] [--no-chart]: run the ZynML cell on
+        each device across sizes; a table (devices as rows) and a chart."""
+        from IPython.display import display
+
+        from .. import compute_devices
+        from ..compiler.parser import parse
+
+        args = parse_args(line)
+        source = "\n" + cell                 # line 1 is the magic line, as the notebook shows
+        program = parse(source)
+        user_ns = self.shell.user_ns
+        hidden = set(getattr(self.shell, "user_ns_hidden", {}))
+        size_name, size_values = parse_sizes(args.sizes)
+        env = {name: user_ns[name] for name in cells.free_names(program)
+               if name in user_ns and name not in hidden and not name.startswith("_")
+               and name != size_name and bindable(user_ns[name])}
+        devices = [d.strip() for d in args.devices.split(",") if d.strip()] or \
+            [d["id"] for d in compute_devices()]
+        rows = run_compare(source, devices, (size_name, size_values), env,
+                           max(1, args.repeat), args.numpy, args.torch, args.result, user_ns)
+        result = Comparison(rows, size_name)
+        display({"text/plain": table_text(rows), "text/html": table_html(rows)}, raw=True)
+        if not args.no_chart and size_name:
+            fig = chart(rows, size_name)
+            if fig is not None:
+                import matplotlib.pyplot as plt
+
+                display(fig)
+                plt.close(fig)
+        if args.out:
+            user_ns[args.out] = result
+        return None

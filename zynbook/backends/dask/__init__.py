@@ -71,7 +71,8 @@ def client_for(address: str):
                     dashboard_address=":0", silence_logs=logging.CRITICAL, env=env)
                 client = distributed.Client(cluster)
             else:
-                client = distributed.Client(address, timeout="10s")
+                timeout = os.environ.get("ZYNBOOK_DASK_TIMEOUT", "10s")
+                client = distributed.Client(address, timeout=timeout)
         except Exception as err:
             where = "a local cluster" if address == "local" else f"the scheduler at {address}"
             raise ZynMLDeviceError(f"could not start or reach {where}: "

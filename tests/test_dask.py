@@ -1,0 +1,129 @@
+"""A Dask cluster as a device group: the same @parallel programs on a local cluster of two
+worker processes (one thread each) equal the single-device result."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLDeviceError
+
+distributed = pytest.importorskip("distributed")
+
+from test_parallel import KERNELS, MATMUL, SCALE_ROWS, _rand  # noqa: E402
+
+ON_DASK = '@device("dask:local")'
+
+
+@pytest.fixture(scope="module")
+def client():
+    from zynbook.backends import dask as zdask
+    saved = {k: os.environ.get(k) for k in ("ZYNBOOK_WORKER_DEVICE", "ZYNBOOK_DASK_WORKERS")}
+    os.environ["ZYNBOOK_WORKER_DEVICE"] = "cpu"      # the workers' own device, for CI
+    os.environ["ZYNBOOK_DASK_WORKERS"] = "2"
+    try:
+        yield zdask.client_for("local")
+    finally:
+        zdask.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.mark.parametrize("mode", ["data", "model"])
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_every_kernel_type_on_dask_equals_one_device(client, name, mode):
+    src, make, expect = KERNELS[name]
+    inputs = make(_rand(1))
+    text = src.format(mode=mode).replace("@device(devices)", ON_DASK)
+    session = zynbook.Session()
+    if name == "argmin_rows" and mode == "model":
+        with pytest.raises(ZynMLDeviceError, match="position"):
+            session.run(text, **inputs)
+        return
+    out = session.run(text, **inputs)
+    one = zynbook.run(src.format(mode=mode).replace("@device(devices)", '@device("cpu")'),
+                      **inputs)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(one), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(out), expect(**inputs), rtol=1e-4, atol=1e-4)
+    workers = sorted(client.scheduler_info()["workers"])
+    ran = sorted(launch.device.split("/", 1)[1] for launch in session.launches)
+    assert ran == workers           # one shard per worker
+
+
+def test_results_stay_on_the_workers_and_feed_the_next_block(client):
+    from zynbook.backends import dask as zdask
+    x, w = _rand(2)((9, 4)), _rand(3)((4,))
+    session = zynbook.Session()
+    y = session.run(SCALE_ROWS.replace("@device(devices)", ON_DASK), x=x, w=w)
+    assert isinstance(y, zdask.DistributedTensor)
+    assert [hi - lo for lo, hi in y.bounds] == [4, 5]
+    assert "Dask workers" in repr(y) and "tcp://" in y.summary()
+    futures = [f for _, f, _ in y.shards]
+    assert all(isinstance(f, distributed.Future) for f in futures)
+    seen = []
+    original = zdask._input_for
+
+    def spy(*args):
+        got = original(*args)
+        seen.append(got[0])
+        return got
+    zdask._input_for = spy
+    try:
+        z = session.run("""compute(y) @device("dask:local") @parallel(data) {
+    @kernel elementwise
+    for b in 0..batch, f in 0..features:
+        out[b, f] = y[b, f] * 2.0
+}""", y=y)
+    finally:
+        zdask._input_for = original
+    assert seen == futures          # the shards went as they were, never through the host
+    np.testing.assert_allclose(np.asarray(z), (x * w + 1.0) * 2.0, rtol=1e-6)
+    arr = z.to_dask_array()
+    assert arr.chunks[0] == (4, 5)
+    np.testing.assert_allclose(arr.compute(), (x * w + 1.0) * 2.0, rtol=1e-6)
+
+
+def test_a_cluster_named_in_config(client):
+    address = client.scheduler.address
+    a, b = _rand(4)((10, 3)), _rand(5)((3, 6))
+    out = zynbook.run(f'config {{ cluster: "{address}" }}\n' +
+                      MATMUL.format(mode="data").replace("@device(devices)", '@device("dask")'),
+                      A=a, B=b)
+    np.testing.assert_allclose(np.asarray(out), a @ b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_block_without_parallel_is_one_task(client):
+    session = zynbook.Session()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = session.run(SCALE_ROWS.replace(" @parallel(data)", "").replace(
+        "@device(devices)", ON_DASK), x=x, w=np.ones(3, np.float32))
+    np.testing.assert_allclose(np.asarray(out), x + 1.0)
+    assert len(session.launches) == 1
+
+
+def test_a_failing_shard_is_a_device_error_naming_the_worker(client):
+    src = """compute(x, n) @device("dask:local") @parallel(data) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i] / n[i]
+}"""
+    with pytest.raises(ZynMLDeviceError) as info:
+        zynbook.run(src, x=np.arange(6, dtype=np.int32),
+                    n=np.array([1, 1, 1, 1, 0, 1], np.int32))
+    workers = sorted(client.scheduler_info()["workers"])
+    msg = info.value.message
+    assert "Dask worker" in msg and any(w in msg for w in workers)
+    assert "division by zero" in msg
+
+
+def test_an_unreachable_scheduler_is_a_device_error(monkeypatch):
+    monkeypatch.setenv("ZYNBOOK_DASK_TIMEOUT", "1s")
+    with pytest.raises(ZynMLDeviceError, match="could not start or reach"):
+        zynbook.run('config { cluster: "tcp://127.0.0.1:9" }\n' +
+                    SCALE_ROWS.replace("@device(devices)", '@device("dask")'),
+                    x=np.ones((2, 2), np.float32), w=np.ones(2, np.float32))

@@ -90,6 +90,24 @@ let y = compute(x) {
         out[i] = x[i] * c + 0.1 * x[i] * x[i] * x[i] - 1.0000000000000002
 }
 """, {"x": np.linspace(-3, 3, 41)}, {}, WGPU + ("metal",)),
+    "f64_sum_and_max": ("""
+let y = compute(x) {
+    for r in 0..rows:
+        var s = 0.0
+        var m = -inf
+        for j in 0..cols:
+            s += x[r, j] * 0.1
+            m = max(m, x[r, j])
+        out[r] = s + m
+}
+""", {"x": np.random.default_rng(5).standard_normal((6, 301))}, {}, WGPU + ("metal",)),
+    "f64_exp_where_shaders_lack_it": ("""
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = exp(x[i]) * 0.3
+}
+""", {"x": np.linspace(-2, 2, 17)}, {}, WGPU + ("metal",)),
     "backslash_at_line_end": ("""
 let y = compute(x) {
     @kernel elementwise
@@ -276,9 +294,10 @@ def _same(got, want, dtype_kind: str):
     if b.dtype.kind in "iub":
         np.testing.assert_array_equal(a, b)
     else:
-        rtol = 1e-15 if b.dtype == np.float64 else 1e-5
+        # f64: exact to a few ulps (an f32 literal widened is off by 1e-8)
+        rtol, atol = (1e-12, 1e-14) if b.dtype == np.float64 else (1e-5, 1e-6)
         np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol,
-                                   atol=rtol, equal_nan=True)
+                                   atol=atol, equal_nan=True)
 
 
 def _refused(got, case, device) -> bool:

@@ -105,7 +105,7 @@ class WebGPUDevice(Device):
     def device(self):
         if self._device is None:
             # requested whenever offered: whether generated code uses them is options()'s
-            wanted = [f for f in ("timestamp-query", "shader-f16", SUBGROUP_FEATURE)
+            wanted = [f for f in ("timestamp-query", "shader-f16", "shader-f64", SUBGROUP_FEATURE)
                       if f in self.features]
             lim = self.limits
             required = {k: lim[k] for k in (
@@ -138,6 +138,7 @@ class WebGPUDevice(Device):
             workgroup_size=min(256, lim.get("max-compute-invocations-per-workgroup", 256),
                                lim.get("max-compute-workgroup-size-x", 256)),
             f16="shader-f16" in self.features,
+            f64="shader-f64" in self.features,
             subgroups=SUBGROUP_FEATURE in self.features and self.use_feature(SUBGROUP_FEATURE),
             subgroups_directive=False,      # Naga refuses `enable subgroups;`
             max_workgroup_storage=lim.get("max-compute-workgroup-storage-size", 16384),
@@ -218,7 +219,7 @@ class WebGPUDevice(Device):
         a = np.asarray(array)
         if dtype is None:
             dtype = _cir_dtype(a.dtype)
-        storage = wgsl.storage_type(dtype, "shader-f16" in self.features)
+        storage = wgsl.storage_type(dtype, "shader-f16" in self.features, "shader-f64" in self.features)
         data = rt.to_storage(a, storage)
         buf = self._buffer(data.nbytes, "tensor")
         if data.nbytes:
@@ -300,7 +301,7 @@ class WebGPUDevice(Device):
         buffers = {}
         for b, a in zip(kernel.inputs, inputs):
             if isinstance(a, WebGPUArray) and a.device is self:
-                st = wgsl.storage_type(b.dtype, "shader-f16" in self.features)
+                st = wgsl.storage_type(b.dtype, "shader-f16" in self.features, "shader-f64" in self.features)
                 if a.storage != st:
                     a = self.from_host(a.numpy(), b.dtype)
                 buffers[b.name] = a.buffer
@@ -308,7 +309,7 @@ class WebGPUDevice(Device):
                 host = np.asarray(a.numpy() if isinstance(a, WebGPUArray) else a)
                 buffers[b.name] = self.from_host(host, b.dtype).buffer
         out_b = kernel.output
-        out_storage = wgsl.storage_type(out_b.dtype, "shader-f16" in self.features)
+        out_storage = wgsl.storage_type(out_b.dtype, "shader-f16" in self.features, "shader-f64" in self.features)
         out_n = int(np.prod(out_shape)) if out_shape else 1
         out_bytes = out_n * np.dtype(rt.STORAGE_NUMPY[out_storage]).itemsize
         out_buf = self._buffer(out_bytes, "out")

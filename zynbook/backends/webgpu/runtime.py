@@ -60,7 +60,8 @@ def adapter_rank(info) -> tuple:
 # ---------------------------------------------------------------------- host dtypes
 
 # storage type of the WGSL buffer -> numpy dtype the host converts to
-STORAGE_NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "u32": np.uint32}
+STORAGE_NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "u32": np.uint32,
+                 "f64": np.float64}
 
 NUMPY_OF = {"f16": np.float16, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
             "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,

@@ -49,7 +49,7 @@ from typing import Callable
 from .. import cir, errflag
 from ...errors import ZynMLDeviceError
 from ..passes.bounds import Facts
-from .cstyle import comment_safe
+from .cstyle import _const_value, comment_safe
 from ..passes import recognise
 
 # ----------------------------------------------------------------------------- options
@@ -72,12 +72,13 @@ class WGSLOptions:
     equal_sizes: tuple = ()
     # size names negative at that launch (a host int can be): not assumed >= 0
     negative_sizes: tuple = ()
+    f64: bool = False                      # the adapter has `shader-f64`
 
     def key(self) -> tuple:
         return (self.workgroup_size, self.f16, self.subgroups, self.subgroups_directive,
                 self.max_workgroup_storage,
                 self.max_invocations, self.max_storage_buffers, self.equal_sizes,
-                self.negative_sizes)
+                self.negative_sizes, self.f64)
 
 
 # ----------------------------------------------------------------------------- program
@@ -160,8 +161,11 @@ trunc all any arrayLength bitcast storageBarrier workgroupBarrier P
 """.split())
 
 
-def storage_type(dtype: str, f16: bool = True) -> str:
-    """The WGSL element type a buffer of `dtype` is stored as."""
+def storage_type(dtype: str, f16: bool = True, f64: bool = False) -> str:
+    """The WGSL element type a buffer of `dtype` is stored as (f64 only with the adapter's
+    `shader-f64`; without it f64 kernels are refused, see _refuse_f64)."""
+    if dtype == "f64" and f64:
+        return "f64"
     s = _STORAGE.get(dtype)
     if s is None:
         raise ZynMLDeviceError(f"dtype {dtype} has no WGSL storage type")
@@ -408,6 +412,9 @@ class KernelRenderer:
                 self.uses_f16 = True
                 return "f16"
             return "f32"
+        if dtype == "f64" and self.o.f64:
+            self.uses_f64 = True
+            return "f64"
         if _is_float(dtype):
             return "f32"
         if dtype == "bool":
@@ -441,6 +448,16 @@ class KernelRenderer:
         t = self.cty(dtype)
         if t == "bool":
             return "true" if v else "false"
+        if t == "f64":
+            # an abstract float converted to f64: the literal is exact in double precision
+            v = float(v)
+            if math.isinf(v) or math.isnan(v):
+                pick = "7f800000" if v > 0 else ("ff800000" if v < 0 else "7fc00000")
+                return f"f64(bitcast<f32>(0x{pick}u))"
+            text = repr(v)
+            if "e" not in text and "." not in text and "inf" not in text:
+                text += ".0"
+            return f"f64({text})"
         if t in ("f32", "f16"):
             v = float(v)
             if math.isinf(v) or math.isnan(v):
@@ -477,7 +494,7 @@ class KernelRenderer:
         v = _IDENTITY[op]
         t = self.cty(dtype)
         if v in ("+inf", "-inf"):
-            if t in ("f32", "f16"):
+            if t in ("f32", "f16", "f64"):
                 return self.const(float(v), dtype)
             if t == "i32":
                 return "i32(2147483647)" if v == "+inf" else "i32(-2147483647 - 1)"
@@ -503,7 +520,7 @@ class KernelRenderer:
     def buf_load(self, buf: str, flat: str) -> str:
         b = self.bufs[buf]
         name = self.buf_ident[buf]
-        st = storage_type(b.dtype, self.o.f16)
+        st = storage_type(b.dtype, self.o.f16, self.o.f64)
         if buf in self.atomic_buffers:
             raw = f"atomicLoad(&{name}[{flat}])"
             if _is_float(b.dtype):
@@ -512,13 +529,13 @@ class KernelRenderer:
         raw = f"{name}[{flat}]"
         if b.dtype == "bool":
             return f"({raw} != 0u)"
-        src = {"f32": "f32", "f16": "f16", "i32": "i32", "u32": "u32"}[st]
+        src = {"f32": "f32", "f16": "f16", "i32": "i32", "u32": "u32", "f64": "f64"}[st]
         return self.convert(raw, src, b.dtype)
 
     def buf_store(self, buf: str, flat: str, value: str, vdtype: str) -> str:
         b = self.bufs[buf]
         name = self.buf_ident[buf]
-        st = storage_type(b.dtype, self.o.f16)
+        st = storage_type(b.dtype, self.o.f16, self.o.f64)
         if b.dtype == "bool":
             v = self.convert(value, vdtype, "bool")
             return f"{name}[{flat}] = select(0u, 1u, {v});"
@@ -838,8 +855,8 @@ class KernelRenderer:
             self.w.line(f"{acc} = {acc} + {self.convert(a, ad, dt)} * {self.convert(b, bd, dt)};")
             self.w.close()
             return acc, dt
-        a, ad = self.ex(e.left, self._sub_index(e, e.left, idx))
-        b, bd = self.ex(e.right, self._sub_index(e, e.right, idx))
+        a, ad = self.operand(e.left, self._sub_index(e, e.left, idx), e, dt)
+        b, bd = self.operand(e.right, self._sub_index(e, e.right, idx), e, dt)
         if op in ("and", "or"):
             sym = "&&" if op == "and" else "||"
             return f"({self.convert(a, ad, 'bool')} {sym} {self.convert(b, bd, 'bool')})", "bool"
@@ -850,13 +867,13 @@ class KernelRenderer:
             dt = "i32"
         a, b = self.convert(a, ad, dt), self.convert(b, bd, dt)
         if op == "**":
-            if self.cty(dt) in ("f32", "f16"):
+            if self.cty(dt) in ("f32", "f16", "f64"):
                 if isinstance(e.right, cir.Const) and e.right.value == 2:
                     return f"({a} * {a})", dt
                 self.helpers.add("pow")
                 return f"z_pow({a}, {b})", dt
             return f"{self.cty(dt)}(round(pow(f32({a}), f32({b}))))", dt
-        if op == "%" and self.cty(dt) in ("f32", "f16"):
+        if op == "%" and self.cty(dt) in ("f32", "f16", "f64"):
             self.helpers.add("fmod")
             return f"z_fmod_{self.cty(dt)}({a}, {b})", dt
         if op in ("/", "%") and self.cty(dt) in ("i32", "u32"):
@@ -875,6 +892,20 @@ class KernelRenderer:
                 s0 = self.errs.add(errflag.REM_ZERO, self.cur_line)
                 return f"z_irem_{t}({a}, {b}, {s0}i)", dt
         return f"({a} {op} {b})", dt
+
+    def operand(self, e, idx, parent, dt):
+        """(text, dtype) of an operand of `parent`: a number meeting a float is written in
+        that float's type (exact in f64, never an f32 literal widened)."""
+        c = _const_value(e, self.facts.consts)
+        if c is not None and not isinstance(c, bool):
+            ft = dt
+            if parent is not None and isinstance(parent, cir.Bin) and parent.op in (
+                    "<", "<=", ">", ">=", "==", "!="):
+                other = parent.right if e is parent.left else parent.left
+                ft = other.ty.dtype
+            if ft in cir.FLOAT_DTYPES and self.cty(ft) in ("f32", "f16", "f64"):
+                return self.const(c, ft), ft
+        return self.ex(e, idx)
 
     def _common(self, a: str, b: str) -> str:
         if a == b:
@@ -901,10 +932,10 @@ class KernelRenderer:
             return self.reduce_expr("+", e.args[0], None, dt, idx)
         args = []
         for a in e.args:
-            t, adt = self.ex(a, self._sub_index(e, a, idx))
+            t, adt = self.operand(a, self._sub_index(e, a, idx), e, dt)
             args.append(self.convert(t, adt, dt) if fn not in ("abs",) or True else t)
         ct = self.cty(dt)
-        isf = ct in ("f32", "f16")
+        isf = ct in ("f32", "f16", "f64")
         x = args[0]
         simple = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "exp2": "exp2",
                   "log": "log", "log2": "log2", "sqrt": "sqrt", "rsqrt": "inverseSqrt",
@@ -960,7 +991,7 @@ class KernelRenderer:
         """(y, yi) replaces (acc, acc_i) in argmax/argmin: a better value, or an equal one
         with a smaller index; NaN is better than any number (numpy's first NaN)."""
         better = ">" if op == "argmax" else "<"
-        if wtype not in ("f32", "f16"):
+        if wtype not in ("f32", "f16", "f64"):
             return f"{y} {better} {acc} || ({y} == {acc} && {yi} < {acc_i})"
         self.helpers.add("nan")
         ny, na = f"z_isnan_{wtype}({y})", f"z_isnan_{wtype}({acc})"
@@ -973,7 +1004,7 @@ class KernelRenderer:
         if op == "*":
             return f"{a} * {b}"
         if op in ("min", "max"):
-            if self.cty(dtype) in ("f32", "f16"):
+            if self.cty(dtype) in ("f32", "f16", "f64"):
                 self.helpers.add("nan")
                 return f"z_{op}_{self.cty(dtype)}({a}, {b})"
             return f"{op}({a}, {b})"
@@ -1431,12 +1462,12 @@ class KernelRenderer:
         bindings = []
         n = 0
         for b in self.k.inputs:
-            st = storage_type(b.dtype, self.o.f16)
+            st = storage_type(b.dtype, self.o.f16, self.o.f64)
             bindings.append(ProgramBinding(n, self.buf_ident[b.name], b.name, "read", st, b.dtype))
             n += 1
         ob = self.k.output
         bindings.append(ProgramBinding(n, self.buf_ident[ob.name], ob.name, "read_write",
-                                       storage_type(ob.dtype, self.o.f16), ob.dtype))
+                                       storage_type(ob.dtype, self.o.f16, self.o.f64), ob.dtype))
         n += 1
         for st in sorted(self.scratch_slot):
             bindings.append(ProgramBinding(n, f"z_scratch_{st}", f"@scratch_{st}", "read_write", st))
@@ -1506,7 +1537,8 @@ class KernelRenderer:
 
     def helper_text(self) -> list:
         out = []
-        types = ["f32"] + (["f16"] if self.uses_f16 else [])
+        types = ["f32"] + (["f16"] if self.uses_f16 else []) + \
+            (["f64"] if getattr(self, "uses_f64", False) else [])
         if "tanh" in self.helpers:
             for t in types:
                 out += [f"fn z_tanh_{t}(x: {t}) -> {t} {{",
@@ -1536,6 +1568,7 @@ class KernelRenderer:
             for t in types:
                 bits, mask, inf = ("u32", "0x7fffffffu", "0x7f800000u")
                 test = (f"(bitcast<u32>(x) & {mask}) > {inf}" if t == "f32" else
+                        "x != x" if t == "f64" else
                         f"(bitcast<u32>(f32(x)) & {mask}) > {inf}")
                 out += [f"fn z_isnan_{t}(x: {t}) -> bool {{ return {test}; }}",
                         "// max and min propagate NaN, as numpy's maximum and minimum do",
@@ -1622,7 +1655,7 @@ class KernelRenderer:
     # ---------------------------------------------------------------------- reduce
 
     def workgroup_array(self, name: str, wgsl_type: str, n: int):
-        size = {"f32": 4, "i32": 4, "u32": 4, "f16": 2, "bool": 4, "vec4<f32>": 16}[wgsl_type]
+        size = {"f32": 4, "i32": 4, "u32": 4, "f16": 2, "bool": 4, "vec4<f32>": 16, "f64": 8}[wgsl_type]
         t = "u32" if wgsl_type == "bool" else wgsl_type
         self.wg_decls.append(f"var<workgroup> {name}: array<{t}, {n}>;")
         self.wg_bytes += size * n
@@ -2251,7 +2284,7 @@ class KernelRenderer:
             raise RenderError(f"the body is {'flash attention' if p.form == 'flash' else 'attention'}, "
                               f"not the form this schedule takes")
         for buf in (p.q, p.k, p.v, p.out):
-            if storage_type(self.bufs[buf].dtype, self.o.f16) not in ("f32", "f16"):
+            if storage_type(self.bufs[buf].dtype, self.o.f16, self.o.f64) not in ("f32", "f16"):
                 raise RenderError("attention on a non-float tensor")
         return p
 
@@ -2547,8 +2580,11 @@ def render(kernel: cir.Kernel, options: WGSLOptions | None = None,
     """The WGSL program of `kernel`. `schedule` forces one (tests); otherwise the kernel
     type's schedule is tried first and the generic one is the fallback."""
     options = options or WGSLOptions()
-    _refuse_f64(kernel)
+    f64 = _refuse_f64(kernel, options)
     order = [schedule] if schedule else schedule_for(kernel)
+    if f64 and not schedule:
+        # f64 runs on the schedules written over the compute type (no vec4<f32> tiles)
+        order = [s for s in order if s in ("reduce", "generic")]
     notes = []
     for sched in order:
         r = KernelRenderer(kernel, options)
@@ -2565,20 +2601,45 @@ def render(kernel: cir.Kernel, options: WGSLOptions | None = None,
     raise ZynMLDeviceError(f"no WGSL schedule fits kernel {kernel.name}")
 
 
-def _refuse_f64(kernel: cir.Kernel):
-    """WGSL has no 64-bit floats in the shaders this renderer writes: an f64 kernel is
-    refused, never computed in f32 and reported as f64."""
-    where = [f"`{b.name}`" for b in list(kernel.inputs) + [kernel.output] if b.dtype == "f64"]
-    where += [f"`{s.name}`" for s in kernel.scalars if s.dtype == "f64"]
-    if not where and not any(isinstance(n, cir.Expr) and n.ty.dtype == "f64"
-                             for n in cir.walk(kernel.body)):
-        return
+# what 64-bit floats can do in a shader (Vulkan's GLSL.std.450 has no 64-bit exp, log or
+# trigonometry): anything else in an f64 kernel is refused
+_F64_FUNCTIONS = {"sqrt", "abs", "floor", "ceil", "round", "min", "max", "clamp", "relu",
+                  "zeros", "ones", "sum", "row_max", "row_sum", "transpose"}
+
+
+def _refuse_f64(kernel: cir.Kernel, options: WGSLOptions) -> bool:
+    """True when the kernel computes in f64, which needs the adapter's `shader-f64`; an f64
+    kernel is refused where there is none, or where it needs what f64 shaders lack, never
+    computed in f32 and reported as f64."""
     from ...errors import Span
-    what = ", ".join(where) or "a value"
-    raise ZynMLDeviceError(
-        f"WebGPU computes in 32-bit floats: kernel `{kernel.name}` uses f64 ({what} is f64), "
-        "which it would not compute exactly; run it on `cpu`, `cpu:native` or a CUDA device, "
-        "or make it f32", Span(kernel.first_line, 1) if kernel.first_line else None)
+    where = [f"`{b.name}`" for b in list(kernel.inputs) + [kernel.output] if b.dtype == "f64"]
+    scal = [f"`{s.name}`" for s in kernel.scalars if s.dtype == "f64"]
+    if not where and not scal and not any(isinstance(n, cir.Expr) and n.ty.dtype == "f64"
+                                          for n in cir.walk(kernel.body)):
+        return False
+    span = Span(kernel.first_line, 1) if kernel.first_line else None
+    what = ", ".join(where + scal) or "a value"
+    if not options.f64:
+        raise ZynMLDeviceError(
+            f"this WebGPU adapter has no `shader-f64`: kernel `{kernel.name}` uses f64 ({what} "
+            "is f64), which it would compute in 32 bits; run it on `cpu`, `cpu:native` or a "
+            "CUDA device, or make it f32", span)
+    why = ""
+    if scal:
+        why = f"f64 scalar arguments ({', '.join(scal)})"
+    for n in cir.walk(kernel.body):
+        if isinstance(n, cir.Call) and n.ty.dtype == "f64" and n.fn not in _F64_FUNCTIONS:
+            why = why or f"{n.fn}() in 64 bits"
+        if isinstance(n, cir.Bin) and n.ty.dtype == "f64" and n.op == "**" and not (
+                isinstance(n.right, cir.Const) and n.right.value == 2):
+            why = why or "** in 64 bits"
+        if isinstance(n, cir.Atomic):
+            why = why or "atomics"
+    if why:
+        raise ZynMLDeviceError(
+            f"WebGPU's f64 shaders cannot run kernel `{kernel.name}`: it needs {why}; run it "
+            "on `cpu`, `cpu:native` or a CUDA device", span)
+    return True
 
 
 def render_source(kernel: cir.Kernel, options: WGSLOptions | None = None) -> str:

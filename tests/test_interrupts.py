@@ -154,3 +154,45 @@ print("left", flush=True)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "left" in res.stdout
     assert elapsed < 30, f"exit waited {elapsed:.1f} s for a running job"
+
+
+def test_jupyter_interrupt_stops_a_native_kernel_and_keeps_the_notebook_state():
+    """The notebook case: a Jupyter interrupt (SIGINT to the kernel process) during a long
+    `cpu:native` kernel returns at once; names bound by earlier cells stay."""
+    if "cpu:native" not in DEVICES:
+        pytest.skip("no C++ compiler here")
+    pytest.importorskip("ipykernel")
+    from jupyter_client.manager import start_new_kernel
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_kernel_support import TIMEOUT, execute, install_kernelspec, results_of
+
+    install_kernelspec()
+    km, kc = start_new_kernel(kernel_name="zynml", startup_timeout=60)
+    try:
+        reply, _ = execute(kc, "%python import numpy as np\n"
+                               "%python x = np.ones(4, dtype=np.float32)\n"
+                               "let kept = 41\nconfig { compute_device: \"cpu:native\" }\n")
+        assert reply["status"] == "ok", reply
+        msg_id = kc.execute(f"let m = {STEPS['cpu:native'] * 4}\n" + LONG.format() + "slow\n",
+                            stop_on_error=False)
+        deadline = time.time() + TIMEOUT
+        while time.time() < deadline:
+            msg = kc.get_iopub_msg(timeout=TIMEOUT)
+            if msg["parent_header"].get("msg_id") == msg_id and \
+                    msg["msg_type"] == "execute_input":
+                break
+        time.sleep(1.5)
+        started = time.time()
+        km.interrupt_kernel()
+        reply = kc.get_shell_msg(timeout=TIMEOUT)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = kc.get_shell_msg(timeout=TIMEOUT)
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        assert time.time() - started < 5
+        reply, outputs = execute(kc, "kept + 1")
+        assert reply["status"] == "ok"
+        assert results_of(outputs)[-1]["text/plain"] == "42"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -23,6 +23,7 @@ Kernels whose loop is used in any other way cannot be split and say why (a devic
 from __future__ import annotations
 
 import concurrent.futures as cf
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,19 @@ from .sharded import (ShardedTensor, chunk_bounds, group_for, move, take)
 from .tensor import Tensor
 
 MODEL_SPLITS = ("features", "contraction")
+
+_POOL = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool():
+    """Threads that launch the chunks, kept between blocks (a GPU launch thread keeps its
+    stream on each device)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = cf.ThreadPoolExecutor(max_workers=16, thread_name_prefix="zynml-parallel")
+        return _POOL
 
 
 @dataclass
@@ -238,8 +252,7 @@ def run_split(devices, lowered, inputs, sizes, given, mode, launch, solve,
     if len(chunks) == 1:
         outs = [launch(*chunks[0])]
     else:
-        with cf.ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-            outs = list(pool.map(lambda c: launch(*c), chunks))
+        outs = list(_pool().map(lambda c: launch(*c), chunks))
     group = group_for([d for d, _ in work])
     dtype = kernel.output.dtype
     if plan.combine == "concat":

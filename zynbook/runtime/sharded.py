@@ -194,7 +194,7 @@ class ShardedTensor(Tensor):
     the first shard's device, made on first use; `numpy()` gathers onto the host.
     """
 
-    __slots__ = ("shards", "axis", "group", "_gathered")
+    __slots__ = ("shards", "axis", "group", "_gathered", "_replicas")
     remote = False              # shards held elsewhere (Dask workers), not on local devices
 
     def __init__(self, shards, axis: int, shape, dtype: str, group: DeviceGroup | None = None):
@@ -202,6 +202,7 @@ class ShardedTensor(Tensor):
         self.axis = int(axis)
         self.group = group
         self._gathered = None
+        self._replicas = {}
         self.device = self.shards[0][0]
         self.committed = True
         self._shape = tuple(int(s) for s in shape)
@@ -274,11 +275,19 @@ class ShardedTensor(Tensor):
 
     def replicas(self, device_ids) -> list:
         """The whole tensor on each of `device_ids`: an all-gather when they are the shards'
-        own devices, else peer copies of the gathered tensor."""
+        own devices, else peer copies of the gathered tensor. Made once per device list (a
+        sharded tensor never changes), so weights sharded once serve every later block."""
+        key = tuple(device_ids)
+        hit = self._replicas.get(key)
+        if hit is not None:
+            return hit
         if list(device_ids) == self.devices and self.group is not None and len(self.shards) > 1:
-            return self.group.all_gather([a for _, a, _ in self.shards], self.axis)
-        first = get_device(self.device)
-        return [move(self.data, first, get_device(d)) for d in device_ids]
+            out = self.group.all_gather([a for _, a, _ in self.shards], self.axis)
+        else:
+            first = get_device(self.device)
+            out = [move(self.data, first, get_device(d)) for d in device_ids]
+        self._replicas[key] = out
+        return out
 
     # ---------------------------------------------------------------- display
     def placement_text(self) -> str:

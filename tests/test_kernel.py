@@ -388,3 +388,27 @@ def test_progress_widget_in_a_notebook(kc):
     assert reply["status"] == "ok", reply
     assert any("application/vnd.jupyter.widget-view+json" in d for d in results_of(outputs))
     assert stdout_of(outputs).startswith("compile kernel matmul_l3 · 1/3 · ")
+
+
+def test_device_changes_are_announced_on_a_comm(kc):
+    """The toolbar follows the default device through the `zynbook.device` comm: `%device`,
+    `config { compute_device }` and a picker widget each announce a change (once)."""
+    def announced(outputs):
+        return [m["content"]["data"]["default"] for m in outputs
+                if m["msg_type"] == "comm_open"
+                and m["content"]["target_name"] == "zynbook.device"]
+
+    execute(kc, "%device cpu")
+    reply, outputs = execute(kc, "%device auto")
+    assert reply["status"] == "ok"
+    assert announced(outputs) == ["auto"]
+    reply, outputs = execute(kc, 'config { compute_device: "cpu" }\nlet q = 1')
+    assert reply["status"] == "ok", reply
+    assert announced(outputs) == ["cpu"]
+    reply, outputs = execute(kc, "let unchanged = 2")
+    assert announced(outputs) == []
+    reply, outputs = execute(kc, "%%python\nfrom zynbook.widgets import DevicePicker\n"
+                                 "p = DevicePicker()\np.value = 'auto'\n")
+    assert reply["status"] == "ok", reply
+    assert announced(outputs) == ["auto"]
+    execute(kc, "%device cpu")

@@ -177,3 +177,22 @@ def test_compare_puts_devices_in_rows_that_fit_the_width(session):
     assert "max-width:100%" in html and "viewBox=" in html
     assert len(widget.results["cpu"]["walls"]) == 3
     assert "median of 3" in html
+
+
+def test_pickers_follow_device_changes_made_elsewhere(session):
+    from zynbook.kernel import state
+
+    a, b = DevicePicker(session=session), DevicePicker(session=session)
+    a.value = "auto"                             # one picker: the other follows
+    assert session.default_device == "auto" and b.value == "auto"
+    assert "auto" in b.status.value
+    # `config { compute_device }` in a cell: announced after the cell, pickers follow
+    session.run_cell('config { compute_device: "cpu" }')
+    assert state.announce_device(session)
+    assert a.value == b.value == "cpu"
+    assert not state.announce_device(session)    # nothing new to announce
+    # a picker of another session is left alone
+    other = zynbook.Session(device="cpu")
+    c = DevicePicker(session=other)
+    a.value = "auto"
+    assert c.value == "cpu" and b.value == "auto"

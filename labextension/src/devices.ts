@@ -5,7 +5,9 @@
  * is the default (a silent execute request whose user expression returns them as JSON), and
  * sets the default with the kernel's own `%device ID` line magic, so a choice made here is
  * exactly what `%device` in a cell does. It shows only while the kernel's language is ZynML
- * and follows `%device` cells and the device-picker widget after every executed cell.
+ * and follows `%device` cells and `config { compute_device }` after every executed cell,
+ * and, at once, any change the kernel announces on the `zynbook.device` comm (a device-picker
+ * widget, `%device` from anywhere): the picker, the toolbar and `%device` show one state.
  */
 import { ISessionContext } from '@jupyterlab/apputils';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
@@ -35,6 +37,9 @@ export const DEVICE_QUERY =
   "'default': __import__('zynbook.kernel.state', fromlist=['notebook_session'])" +
   '.notebook_session().default_device, ' +
   "'devices': __import__('zynbook').compute_devices()}, default=str).encode()).decode()";
+
+/** The comm target on which the kernel announces a new default device. */
+export const DEVICE_COMM_TARGET = 'zynbook.device';
 
 /** Decode the `text/plain` of DEVICE_QUERY's result. */
 export function decodeDeviceState(plain: string): IDeviceState {
@@ -144,7 +149,29 @@ export class DeviceToolbarItem extends Widget {
   private onKernel(): void {
     this._state = null;
     this._active = false;
+    const kernel = this.panel.sessionContext.session?.kernel;
+    if (kernel && kernel !== this._listening) {
+      this._listening = kernel;
+      kernel.registerCommTarget(DEVICE_COMM_TARGET, (comm, msg) => {
+        const data = (msg.content.data ?? {}) as { default?: string };
+        if (data.default) {
+          this.follow(String(data.default));
+        }
+      });
+    }
     void this.refresh();
+  }
+
+  /** Show `device` as the default: the kernel announced it (a picker, `%device`). */
+  follow(device: string): void {
+    if (!this._state) {
+      void this.refresh();
+      return;
+    }
+    this._state = { ...this._state, default: device };
+    this.render();
+    this.node.classList.remove('zyn-mod-error');
+    this.node.title = `Default compute device: ${device}`;
   }
 
   private onStatus(_: ISessionContext, status: Kernel.Status): void {
@@ -228,4 +255,5 @@ export class DeviceToolbarItem extends Widget {
   private _state: IDeviceState | null = null;
   private _active = false;
   private _pending = false;
+  private _listening: Kernel.IKernelConnection | null = null;
 }

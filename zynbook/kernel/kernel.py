@@ -125,6 +125,7 @@ class ZynMLRunner:
         finally:
             self._remember()
             self.export_names(before, env)
+            state.announce_device(session)      # `config { compute_device }` may set it
         return value if is_expr else None
 
     def _remember(self) -> None:
@@ -202,6 +203,7 @@ class ZynMLRunner:
         args = args.strip().strip("'\"")
         if args:
             self.session.default_device = args
+            state.announce_device(self.session)
             print(f"default device: {self.session.default_device}")
             return None
         from .. import compute_devices

@@ -41,3 +41,59 @@ def last_run(session=None) -> tuple[list, list]:
     session = session if session is not None else notebook_session()
     remember(session)
     return _last.get(id(session), ([], []))
+
+
+# --------------------------------------------------------------------- one device state
+#
+# The default device is shown in three places: DevicePicker widgets, the JupyterLab
+# toolbar item and `%device`; `config { compute_device: ... }` and `%device` set it too.
+# Whatever sets it calls `announce_device`, which updates every live picker of the session
+# and tells the front end through a comm (target `zynbook.device`, data {"default": id}),
+# so the toolbar follows without a cell being run.
+
+COMM_TARGET = "zynbook.device"
+_pickers: "weakref.WeakSet" = None      # made on first use
+_announced: dict = {}                   # id(session) -> the default last announced
+
+
+def register_picker(picker) -> None:
+    global _pickers
+    import weakref
+
+    if _pickers is None:
+        _pickers = weakref.WeakSet()
+    _pickers.add(picker)
+
+
+def announce_device(session=None, force: bool = False) -> bool:
+    """Tell every picker and the front end the session's default device if it changed since
+    the last announcement (or `force`); True if it was announced."""
+    session = session if session is not None else notebook_session()
+    device = session.default_device
+    if not force and _announced.get(id(session)) == device:
+        return False
+    _announced[id(session)] = device
+    for picker in list(_pickers or ()):
+        if getattr(picker, "session", None) is session:
+            try:
+                picker.show_device(device)
+            except Exception:  # a closed widget must not stop the others
+                pass
+    _send_to_frontend({"default": device})
+    return True
+
+
+def _send_to_frontend(data: dict) -> None:
+    """Open (and close) a comm carrying `data`, when running in a Jupyter kernel."""
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+        if ip is None or getattr(ip, "kernel", None) is None:
+            return
+        from comm import create_comm
+
+        c = create_comm(target_name=COMM_TARGET, data=data)
+        c.close()
+    except Exception:  # no front end to tell: nothing to do
+        pass

@@ -10,7 +10,7 @@ from ..compiler.parser import parse
 from ..kernel import cells
 from ..kernel.display import (InspectUsageError, bindable, code_bundle, is_tensor,
                               parse_inspect_args)
-from ..kernel.state import last_run, notebook_session, remember
+from ..kernel.state import announce_device, last_run, notebook_session, remember
 
 
 # ----------------------------------------------------------------------- values to Python
@@ -71,6 +71,7 @@ class ComputeMagics(Magics):
             value, is_expr = session.run_cell(source, compute_annotations=line.strip(), **env)
         finally:
             remember(session)
+            announce_device(session)            # `config { compute_device }` may set it
             for name in cells.bound_names(program):
                 if name in session.namespace:
                     user_ns[name] = to_python(session.namespace[name])
@@ -107,6 +108,7 @@ class ComputeMagics(Magics):
         device = line.strip().strip("'\"")
         if device:
             self.session.default_device = device
+            announce_device(self.session)
         print(f"default device: {self.session.default_device}")
 
     @line_magic

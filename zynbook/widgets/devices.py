@@ -6,7 +6,7 @@ import html
 import ipywidgets as W
 
 from ..errors import ZynMLError
-from ..kernel.state import notebook_session
+from ..kernel.state import announce_device, notebook_session, register_picker
 
 
 def device_label(info: dict) -> str:
@@ -29,6 +29,7 @@ class DevicePicker(W.VBox):
         super().__init__([self.dropdown, self.status], **kwargs)
         self.refresh(devices)
         self.dropdown.observe(self._on_change, names="value")
+        register_picker(self)
 
     def refresh(self, devices=None) -> None:
         """List the devices again (`devices`: the dicts of compute_devices(), for tests)."""
@@ -75,6 +76,22 @@ class DevicePicker(W.VBox):
                 self._updating = False
             return
         self._show(self.session.default_device)
+        announce_device(self.session)
+
+    def show_device(self, device: str) -> None:
+        """Show `device` as the default (set elsewhere: `%device`, the toolbar, `config`,
+        another picker) without setting it again."""
+        if self.dropdown.value == device:
+            self._show(device)
+            return
+        self._updating = True
+        try:
+            if device not in [o[1] for o in self.dropdown.options]:
+                self.dropdown.options = [(device, device)] + list(self.dropdown.options)
+            self.dropdown.value = device
+        finally:
+            self._updating = False
+        self._show(device)
 
     def _show(self, device: str) -> None:
         info = self.devices.get(device, {})

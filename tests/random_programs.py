@@ -10,6 +10,7 @@ valid by construction: each index stays inside its axis.
 """
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ class RandomProgram:
     kind: str                          # elementwise | reduction | contraction | reduce
     dtype: str                         # the dtype the result is compared in
     features: set = field(default_factory=set)
+    spec: dict = field(default_factory=dict)   # what `oracle` needs: loops, sizes, terms
 
     def __repr__(self):
         shapes = {k: (v.shape, str(v.dtype)) if isinstance(v, np.ndarray) else v
@@ -178,6 +180,7 @@ def random_program(rng: random.Random) -> RandomProgram:
         header = ", ".join(f"{v} in 0..{bounds[v]}" for v in loops)
         body = (f"    @kernel elementwise\n    for {header}:\n"
                 f"        out[{', '.join(loops)}] = {body_expr}\n")
+        spec = {"par": loops, "term": body_expr}
     elif kind == "contraction":
         i, j = par
         b.inputs.append(["a", [("i", sizes["i"] - 1, "i"), ("k", sizes["k"] - 1, "k")]])
@@ -191,6 +194,7 @@ def random_program(rng: random.Random) -> RandomProgram:
                 f"        for k in 0..{bounds['k']}:\n"
                 f"            acc += a[i, k] * b[k, j]{extra}\n"
                 f"        out[i, j] = acc\n")
+        spec = {"par": par, "red": "sum", "term": f"a[i, k] * b[k, j]{extra}"}
         b.features.add("contraction")
     elif kind == "reduction":
         red = rng.choice(["sum", "max"])
@@ -207,6 +211,7 @@ def random_program(rng: random.Random) -> RandomProgram:
                 f"        for k in 0..{bounds['k']}:\n"
                 f"            {step}\n"
                 f"        out[{', '.join(par)}] = acc\n")
+        spec = {"par": par, "red": red, "term": term, "init": init}
         b.features.add(f"inner {red}")
     else:
         op = rng.choice(["+", "max", "min"])
@@ -215,6 +220,7 @@ def random_program(rng: random.Random) -> RandomProgram:
         header = ", ".join(f"{v} in 0..{bounds[v]}" for v in loops)
         body = (f"    @kernel reduce({op})\n    for {header}:\n"
                 f"        yield {term}\n")
+        spec = {"par": [], "whole": loops, "red": {"+": "sum"}.get(op, op), "term": term}
         b.features.add(f"reduce({op})")
     arrays = _arrays(rng, b, bounds, host, sizes, dtype)
     names = ", ".join(name for name, _ in b.inputs)
@@ -225,4 +231,58 @@ def random_program(rng: random.Random) -> RandomProgram:
         b.features.add("host bounds")
     if len(host) < len(loops):
         b.features.add("inferred bounds")
-    return RandomProgram(source, inputs, kind, dtype, b.features)
+    spec["sizes"] = dict(sizes)
+    return RandomProgram(source, inputs, kind, dtype, b.features, spec)
+
+
+def oracle(p: RandomProgram):
+    """The program's value computed independently of ZynBook: plain Python over the loop
+    nest, in float64 (or exact Python ints for integer programs)."""
+    spec, sizes = p.spec, p.spec["sizes"]
+    ints = p.dtype == "i32"
+    env = {name: v for name, v in p.inputs.items() if isinstance(v, np.ndarray)}
+    env.update({"min": min, "max": max, "abs": abs, "sqrt": math.sqrt, "exp": math.exp,
+                "tanh": math.tanh, "relu": lambda v: max(v, 0.0), "float": float})
+    arrays = {k: (v.astype(np.int64) if ints else v.astype(np.float64)).tolist()
+              for k, v in env.items() if isinstance(v, np.ndarray)}
+    code = compile(_python_indexing(spec["term"]), "<term>", "eval")
+
+    def term(values):
+        scope = dict(env)
+        scope.update(arrays)
+        scope.update(values)
+        return eval(code, {"__builtins__": {}}, scope)  # noqa: S307 - our own text
+
+    def reduce(red, items, start):
+        acc = start
+        for v in items:
+            acc = acc + v if red == "sum" else (max(acc, v) if red == "max" else min(acc, v))
+        return acc
+
+    if "whole" in spec:
+        loops = spec["whole"]
+        items = [term(dict(zip(loops, idx))) for idx in np.ndindex(*[sizes[v] for v in loops])]
+        red = spec["red"]
+        start = 0 if red == "sum" else None
+        if start is None:
+            start = items[0] if items else 0
+        return reduce(red, items, start)
+    par = spec["par"]
+    out = np.zeros([sizes[v] for v in par], dtype=np.float64)
+    for idx in np.ndindex(*out.shape):
+        values = dict(zip(par, idx))
+        if "red" not in spec:
+            out[idx] = term(values)
+            continue
+        start = 0 if spec["red"] == "sum" else \
+            (-math.inf if spec.get("init") == "-inf" else int(spec.get("init", 0)))
+        out[idx] = reduce(spec["red"], (term({**values, "k": k}) for k in range(sizes["k"])),
+                          start)
+    return out
+
+
+def _python_indexing(text: str) -> str:
+    """`a[i, j]` -> `a[i][j]` (nested lists index one axis at a time)."""
+    import re
+    return re.sub(r"\[([^\[\]]*)\]",
+                  lambda m: "".join(f"[{part.strip()}]" for part in m.group(1).split(",")), text)

@@ -21,7 +21,9 @@ import zynbook
 from zynbook.errors import ZynMLDeviceError, ZynMLError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from random_programs import random_program  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from random_programs import oracle, random_program  # noqa: E402
 
 N_PROGRAMS = int(os.environ.get("ZYNBOOK_DIFF_PROGRAMS", "300"))
 SEED = int(os.environ.get("ZYNBOOK_DIFF_SEED", "16"))
@@ -117,3 +119,21 @@ def test_random_programs_equal_the_reference(device):
     assert not failures, f"{len(failures)} of {len(progs)} differ on {device}:\n\n" + \
         "\n\n".join(failures[:5])
     assert compared >= N_PROGRAMS * 0.8
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1))
+def test_reference_equals_an_independent_evaluation(seed):
+    """The reference executor itself against plain Python over the same loop nest (float64,
+    or exact ints): hypothesis draws the programs (and shrinks a failing seed)."""
+    p = random_program(random.Random(seed))
+    if p.dtype == "f16":
+        return          # f16 rounds at every step; the devices are compared with each other
+    want = np.asarray(oracle(p), dtype=np.float64)
+    got = np.asarray(zynbook.run(p.source, device="cpu", **p.inputs), dtype=np.float64)
+    assert got.shape == want.shape, p
+    if p.dtype == "i32":
+        np.testing.assert_array_equal(got, want, err_msg=repr(p))
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=repr(p))

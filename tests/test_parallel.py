@@ -317,3 +317,18 @@ def test_host_group_collectives_with_uneven_parts():
     shards = [total[lo:hi] for lo, hi in bounds]
     for got in group.all_gather(shards, 0):
         np.testing.assert_array_equal(got, total)
+
+
+def test_the_multi_gpu_example_on_a_cpu_group():
+    from pathlib import Path
+    text = (Path(__file__).parent.parent / "examples" / "multi_gpu.zyn").read_text()
+    text = text.replace('"cuda:0"', '"cpu"').replace('"cuda:1"', '"cpu:native"')
+    session = zynbook.Session()
+    max_diff = session.run(text)
+    data = np.asarray(session.namespace["data"]).astype(np.float64)
+    assert max_diff < 1e-3
+    result, scaled = session.namespace["result"], session.namespace["scaled"]
+    assert isinstance(result, ShardedTensor) and result.devices == ["cpu", "cpu:native"]
+    np.testing.assert_allclose(np.asarray(scaled), 0.5 * data @ data, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(session.namespace["forward"]), np.tanh(data),
+                               rtol=1e-5, atol=1e-6)

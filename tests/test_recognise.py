@@ -207,6 +207,8 @@ def test_not_contractions():
     notmm = fused.replace("total += a[i, k] * b[k, j]", "total += a[i, k] + b[k, j]")
     r = R.contraction(lower_template(notmm, [2, 2]))
     assert isinstance(r, R.NoMatch) and "a * b" in r.reason
+    bias = fused.replace("out[i, j] = relu(total)", "out[i, j] = max(total + a[i, 0], 0.0)")
+    assert isinstance(R.contraction(lower_template(bias, [2, 2])), R.Contraction)
     nored = fused.replace("total += a[i, k] * b[k, j]", "total += a[i, j] * b[i, j]")
     assert isinstance(R.contraction(lower_template(nored, [2, 2])), R.NoMatch)
     assert isinstance(R.contraction(lower_template(FLASH_TEMPLATE.replace("BLOCK", "64"), [4, 4, 4])),

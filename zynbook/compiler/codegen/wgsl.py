@@ -1885,7 +1885,11 @@ class KernelRenderer:
         """The parts of a matmul-shaped body, else RenderError: a chain of 2 or 3 parallel
         loops from 0 in steps of 1 (i, j or b, i, j), then `acc = c`, a serial loop
         `for k: acc += X[.., k ..] * Y[.., k ..]`, and one store of an expression of acc to
-        out[.., i, j] (the epilogue)."""
+        out[.., i, j] (the epilogue). The recognition pass decides whether the body is a
+        contraction; what follows checks the layout this schedule takes."""
+        c = recognise.contraction(self.k)
+        if not c:
+            raise RenderError(c.reason)
         loops = self.chain(self.k.body)
         if len(loops) not in (2, 3):
             raise RenderError("not a parallel (i, j) or (b, i, j) loop nest")

@@ -883,7 +883,8 @@ def _flash(kernel, loops, body):
 
 def contraction(kernel: cir.Kernel):
     """`Contraction` or `NoMatch`: a parallel nest, `var acc = init`, one serial loop
-    `acc += A[..] * B[..]`, then `out[vars] = f(acc)`."""
+    `acc += A[..] * B[..]`, then `out[vars] = f(acc)` (f may read inputs at the output's
+    position, e.g. a bias)."""
     try:
         return _contraction(kernel)
     except _No as exc:
@@ -946,8 +947,10 @@ def _contraction(kernel):
     if st.buffer != kernel.output.name or not all(isinstance(t, cir.Var) for t in st.index) or \
             sorted(t.name for t in st.index) != sorted(ovars) or len(st.index) != len(ovars):
         raise _No("the result is not stored to out at the parallel loop variables")
-    if sum(1 for n in cir.walk(value) if isinstance(n, cir.Var) and n.name == acc) != 1 or loads(value):
-        raise _No("the stored value is not a function of the accumulator alone")
+    if acc not in free_vars(value) or not free_vars(value) <= _constants(kernel) | set(ovars) | {acc} \
+            or any(ld.buffer == kernel.output.name or ld.buffer not in inputs for ld in loads(value)):
+        raise _No("the stored value is not a function of the accumulator, the output's "
+                  "position and inputs")
     epi = None if canon(value) == c_var(acc) else value
     return Contraction(a=a.buffer, b=b.buffer, out=kernel.output.name, out_vars=tuple(ovars),
                        out_extents=tuple(lp.stop for lp in par), red_var=red.var,

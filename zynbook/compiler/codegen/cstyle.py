@@ -1789,6 +1789,8 @@ class GenericSchedules:
         ev = lambda e: int(recognise.launch_value(e, self.sizes))
         B, H, S, SK = ev(p.n_batch), ev(p.n_heads), ev(p.n_queries), ev(p.n_keys)
         D = q.shape[3]
+        if getattr(p, "head_dim", None) is not None and ev(p.head_dim) != D:
+            raise Unsupported("the loop over head_dim does not cover the tensors' last axis")
         if any(b.dtype not in ("f32", "f16", "bf16") for b in (q, k_, v_, out)):
             raise Unsupported("the attention schedules compute in f32: f16, bf16 or f32 tensors only")
         role = {"q": (q, p.q_axes, S), "k": (k_, p.k_axes, SK), "v": (v_, p.v_axes, SK),

@@ -2530,7 +2530,9 @@ class KernelRenderer:
             ext = lambda shape, axes: tuple(shape[a] for a in axes)
             if q[3] != kk[3] or v[3] != o[3] or ext(q, p.q_axes) != (B, H, NQ) or \
                     ext(kk, p.k_axes) != (B, H, SK) or ext(v, p.v_axes) != (B, H, SK) or \
-                    ext(o, p.out_axes) != (B, H, NQ):
+                    ext(o, p.out_axes) != (B, H, NQ) or \
+                    (getattr(p, "head_dim", None) is not None and
+                     int(host_eval(p.head_dim, env)) != o[3]):
                 raise ZynMLDeviceError(
                     f"attention {k.name}: Q, K, V and out shapes {list(q)}, {list(kk)}, {list(v)}, "
                     f"{list(o)} do not fit the loop ranges")

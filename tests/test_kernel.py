@@ -412,3 +412,26 @@ def test_device_changes_are_announced_on_a_comm(kc):
     assert reply["status"] == "ok", reply
     assert announced(outputs) == ["auto"]
     execute(kc, "%device cpu")
+
+
+def test_a_slow_cell_reports_progress_on_a_comm(kc):
+    """Progress goes to the front end on the `zynbook.progress` comm (no cell output); here
+    the threshold is lowered so that a quick cell counts as slow."""
+    execute(kc, "%python import zynbook.kernel.progress as progress_module\n"
+                "%python progress_module.AFTER = 0.0")
+    try:
+        reply, outputs = execute(kc, X_2D + DOUBLE)
+        assert reply["status"] == "ok", reply
+        opened = [m for m in outputs if m["msg_type"] == "comm_open"
+                  and m["content"]["target_name"] == "zynbook.progress"]
+        assert len(opened) == 1
+        msgs = [opened[0]["content"]["data"]] + [
+            m["content"]["data"] for m in outputs if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == opened[0]["content"]["comm_id"]]
+        last = msgs[-1]
+        assert last["done"] and last["launches"] == 1
+        assert last["kernel"].startswith("elementwise_l") and last["device"] == "cpu"
+        assert "cell finished in" in last["text"]
+        assert not [m for m in outputs if m["msg_type"] in ("display_data", "stream")]
+    finally:
+        execute(kc, "%python progress_module.AFTER = 1.0")

@@ -319,3 +319,16 @@ def test_progress_is_text_outside_a_notebook_after_a_second(capsys):
     err = capsys.readouterr().err
     assert "slow compiling kernel · 1/4" in err and "slow running · 3/4" in err
     assert "[" + "#" * 18 + "." * 6 + "]" in err          # 3 of 4 done: 18 of 24
+
+
+def test_a_slow_compute_cell_reports_progress_as_text_outside_a_notebook(shell, capsys,
+                                                                         monkeypatch):
+    from zynbook.kernel import progress
+
+    shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32))
+    run(shell, "", AXPY)
+    assert "[zynbook]" not in capsys.readouterr().err      # quick: nothing shown
+    monkeypatch.setattr(progress, "AFTER", 0.0)
+    run(shell, "", AXPY)
+    err = capsys.readouterr().err
+    assert "[zynbook] cell finished in" in err and "1 launch(es)" in err

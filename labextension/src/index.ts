@@ -4,7 +4,8 @@
  * - `zynbook-zynml:language`: ZynML as an editor language (mimetype `text/x-zynml`, the ZynML
  *   kernel's `codemirror_mode` `zynml`) and the `.zyn` file type;
  * - `zynbook-zynml:compute-cells`: `%%compute` cells of Python notebooks highlighted as ZynML;
- * - `zynbook-zynml:device-toolbar`: the default-device item in the toolbar of ZynML notebooks.
+ * - `zynbook-zynml:device-toolbar`: the default-device item in the toolbar of ZynML notebooks,
+ *   and the progress item of slow ZynML cells (any notebook whose kernel reports progress).
  */
 import {
   JupyterFrontEnd,
@@ -18,11 +19,13 @@ import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
 import { registerComputeCells } from './computecells';
 import { DeviceToolbarItem } from './devices';
+import { ProgressToolbarItem } from './progress';
 import { zynml, ZYNML_MIME } from './zynml';
 
 export { zynml, zynmlParser, ZYNML_MIME } from './zynml';
 export { computeCellLanguage, isComputeCell } from './computecells';
-export { DEVICE_QUERY, decodeDeviceState } from './devices';
+export { DEVICE_COMM_TARGET, DEVICE_QUERY, decodeDeviceState } from './devices';
+export { PROGRESS_COMM_TARGET } from './progress';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 16 16">
   <rect class="jp-icon3" fill="#616161" x="1" y="1" width="14" height="14" rx="3"/>
@@ -73,7 +76,12 @@ class DeviceToolbarExtension
   createNew(panel: NotebookPanel): IDisposable {
     const item = new DeviceToolbarItem(panel);
     panel.toolbar.insertItem(10, 'zynmlDevice', item);
-    return new DisposableDelegate(() => item.dispose());
+    const progress = new ProgressToolbarItem(panel);
+    panel.toolbar.insertItem(11, 'zynmlProgress', progress);
+    return new DisposableDelegate(() => {
+      item.dispose();
+      progress.dispose();
+    });
   }
 }
 

@@ -35,6 +35,7 @@ from .display import (InspectUsageError, ShortValue, bindable, code_bundle, desc
                       sample_stats, show_error, tensor_text)
 from . import state
 from .builtin_docs import builtin_doc
+from .progress import cell_progress
 from .state import notebook_session
 
 TENSOR_ATTRIBUTES = ("shape", "dtype", "device", "numpy", "to_device", "ndim", "size")
@@ -121,7 +122,8 @@ class ZynMLRunner:
         before = dict(session.namespace)
         env = self.python_names(source)
         try:
-            value, is_expr = session.run_cell(source, **env)
+            with cell_progress(session):
+                value, is_expr = session.run_cell(source, **env)
         finally:
             self._remember()
             self.export_names(before, env)

@@ -10,6 +10,7 @@ from ..compiler.parser import parse
 from ..kernel import cells
 from ..kernel.display import (InspectUsageError, bindable, code_bundle, is_tensor,
                               parse_inspect_args)
+from ..kernel.progress import cell_progress
 from ..kernel.state import announce_device, last_run, notebook_session, remember
 
 
@@ -68,7 +69,9 @@ class ComputeMagics(Magics):
                and bindable(user_ns[name])}
         session = self.session
         try:
-            value, is_expr = session.run_cell(source, compute_annotations=line.strip(), **env)
+            with cell_progress(session):
+                value, is_expr = session.run_cell(source, compute_annotations=line.strip(),
+                                                  **env)
         finally:
             remember(session)
             announce_device(session)            # `config { compute_device }` may set it

@@ -871,6 +871,8 @@ class Interpreter:
         arrays = []
         for t in inputs:
             arrays.append(t.data if t.device == device.id else device.from_host(t.numpy()))
+        # what is running now, for progress displays (zynbook/kernel/progress.py)
+        self.session.activity = (lowered.kernel.name, device.id)
         try:
             if in_background and hasattr(device, "launch_async"):
                 # the device reads the output back asynchronously (WebGPU buffer mapping)

@@ -96,3 +96,23 @@ def test_given_bound_with_an_offset_index_is_checked_where_it_is_used():
     with pytest.raises(ZynMLShapeError) as info:
         zynbook.run(source, x=x, m=5)
     assert info.value.line == 4
+
+
+def test_a_size_the_program_computes_is_a_bound_when_checked_too():
+    """`let m = len(x) - 2` has no value before the program runs: checking it must not turn
+    its loop into an equation between x and y (which the run would accept)."""
+    source = """let x = randn([5], seed=1)
+let y = randn([7], seed=2)
+let m = len(x) - 2
+let z = compute(x, y) {
+    @kernel elementwise
+    for i in 0..m:
+        out[i] = x[i] + y[i]
+}
+z
+"""
+    zynbook.compile(source)
+    z = zynbook.run(source)
+    assert z.shape == (3,)
+    with pytest.raises(ZynMLShapeError):
+        zynbook.run(source.replace("len(x) - 2", "len(y)"))

@@ -342,7 +342,7 @@ class Checker:
                 raise ZynMLTypeError(f"compute() inputs are tensors; `{label}` is a "
                                      f"{type(value).__name__}", expr.span)
             sigs.append((label, value, expr.span))
-        scalars, given = {}, {}
+        scalars, given, computed = {}, {}, set()
         for label, span in compute_free_names(node).items():
             root = label.split(".")[0]
             value = self.lookup(root)
@@ -359,6 +359,7 @@ class Checker:
                 scalars[label] = "f32"
             elif value is UNKNOWN:
                 scalars[label] = "i32"        # most likely a size the program computes
+                computed.add(label)
         inputs, known_shapes = [], {}
         for label, value, span in sigs:
             dtype = value.dtype if isinstance(value, TensorShape) else "f32"
@@ -384,7 +385,8 @@ class Checker:
             if shape is not None and all(d is not None for d in shape):
                 shapes[b.name] = shape
         sizes = solve(lowered, shapes, {k: v for k, v in given.items()
-                                        if k in lowered.kernel.dims}, partial=True)
+                                        if k in lowered.kernel.dims}, partial=True,
+                      host_names=computed & set(lowered.kernel.dims))
         self.result.kernels.append(CheckedKernel(lowered, node))
         out = lowered.kernel.output
         if not out.shape:

@@ -44,10 +44,14 @@ def _try_eval(e, values):
         return None
 
 
-def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = False) -> dict:
+def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = False,
+          host_names=()) -> dict:
     """Sizes for every name in lowered.kernel.dims. `shapes`: buffer name -> shape (or None
     when unknown); `given`: sizes the program defines. With partial=True unknown sizes are
-    left out instead of being an error."""
+    left out instead of being an error. A loop bound over a size the host gives (in `given`,
+    or in `host_names` when its value is not known yet) is a bound checked against the axes
+    its loop indexes, never an equation: only free size names are unified with shapes."""
+    host = set(given) | set(host_names)
     kernel = lowered.kernel
     values: dict = {}
     origin: dict = {}            # name -> (value, span or None, description)
@@ -71,7 +75,7 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
     pending = []
     host_bounds = []             # loops whose bound the host gives: bounds, not equations
     for c in lowered.constraints:
-        if c.loop and any(isinstance(v, cir.Var) and v.name in given for v in cir.walk(c.right)):
+        if c.loop and any(isinstance(v, cir.Var) and v.name in host for v in cir.walk(c.right)):
             host_bounds.append(c)
             continue
         if isinstance(c.right, cir.Var):

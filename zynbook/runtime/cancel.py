@@ -31,25 +31,44 @@ def current_job():
     return getattr(_local, "job", None)
 
 
+class _NativeWorker:
+    """A daemon thread that runs foreign calls handed to it, one at a time; idle workers
+    are reused (starting a thread per call would cost more than a small kernel)."""
+
+    _idle: list = []
+    _lock = threading.Lock()
+
+    def __init__(self):
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="zynml-native-call", daemon=True).start()
+
+    @classmethod
+    def take(cls) -> "_NativeWorker":
+        with cls._lock:
+            if cls._idle:
+                return cls._idle.pop()
+        return cls()
+
+    def _loop(self):
+        while True:
+            fn, args, keep, box, done = self.jobs.get()
+            try:
+                box["value"] = fn(*args)
+            except BaseException as err:   # noqa: BLE001 - handed to the waiting caller
+                box["error"] = err
+            del fn, args, keep             # an abandoned call's arrays live until here
+            with self._lock:
+                self._idle.append(self)    # free again (even if its caller gave up on it)
+            done.set()
+
+
 def run_interruptibly(fn, *args, keep=()):
-    """`fn(*args)` in a worker thread; waits in short steps so a KeyboardInterrupt or a
+    """`fn(*args)` on a worker thread; waits in short steps so a KeyboardInterrupt or a
     JobCancelled reaches the caller at once. `keep`: objects (arrays the call reads and
     writes) held until the call really returns, even when the caller gave up on it."""
     done = threading.Event()
-    box = {}
-
-    def work():
-        try:
-            box["value"] = fn(*args)
-        except BaseException as err:       # noqa: BLE001 - handed to the waiting caller
-            box["error"] = err
-        finally:
-            box.pop("keep", None)
-            done.set()
-
-    box["keep"] = (fn, args, keep)
-    worker = threading.Thread(target=work, name="zynml-native-call", daemon=True)
-    worker.start()
+    box: dict = {}
+    _NativeWorker.take().jobs.put((fn, args, keep, box, done))
     while not done.wait(0.05):
         pass
     if "error" in box:

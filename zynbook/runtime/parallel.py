@@ -101,8 +101,24 @@ def _contraction_loop(nest):
     return loop
 
 
+_PLANS: dict = {}
+
+
 def split_plan(kernel: cir.Kernel, mode: str, model_split: str = "features") -> SplitPlan:
-    """How `@parallel(mode)` splits `kernel`, or a ZynMLDeviceError saying why it cannot."""
+    """How `@parallel(mode)` splits `kernel`, or a ZynMLDeviceError saying why it cannot
+    (worked out once per kernel)."""
+    key = (id(kernel), mode, model_split)
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] is kernel:
+        return hit[1]
+    plan = _split_plan(kernel, mode, model_split)
+    if len(_PLANS) > 512:
+        _PLANS.clear()
+    _PLANS[key] = (kernel, plan)
+    return plan
+
+
+def _split_plan(kernel: cir.Kernel, mode: str, model_split: str) -> SplitPlan:
     nest = _outer_nest(kernel)
     if not nest:
         raise ZynMLDeviceError("@parallel splits a kernel's outer parallel loop across "
@@ -249,10 +265,13 @@ def run_split(devices, lowered, inputs, sizes, given, mode, launch, solve,
         parts = [p[k] for p in per_input]
         shapes = {n: p.shape for n, p in zip(names, parts)}
         chunks.append((dev, parts, solve(shapes, chunk_given)))
-    if len(chunks) == 1:
-        outs = [launch(*chunks[0])]
-    else:
-        outs = list(_pool().map(lambda c: launch(*c), chunks))
+    # the first chunk runs on this thread, the others at the same time on kept threads
+    rest = [_pool().submit(launch, *c) for c in chunks[1:]]
+    try:
+        first = launch(*chunks[0])
+    finally:
+        cf.wait(rest)
+    outs = [first] + [f.result() for f in rest]
     group = group_for([d for d, _ in work])
     dtype = kernel.output.dtype
     if plan.combine == "concat":

@@ -117,6 +117,15 @@ def _alarm(signum, frame):
     raise Hang()
 
 
+def run_on_cpu(source: str):
+    """Compile, then run on `cpu` (the --run mode: runtime errors must be ZynML errors too)."""
+    import zynbook
+    program = zynbook.compile(source)
+    if program.free_names:
+        return program          # it needs inputs from the host: compiling is what we test
+    return zynbook.run(source, device="cpu")
+
+
 def check_mutant(source: str, compile_fn=None) -> str:
     """'ok' or 'zynml' (an acceptable outcome); raises AssertionError for a ZynML error that
     does not point inside its source; lets other exceptions through."""
@@ -141,11 +150,15 @@ def check_mutant(source: str, compile_fn=None) -> str:
 
 
 def run(n: int, seed: int, limit_s: float = 5.0, save: Path | None = None,
-        progress: bool = False, budget_s: float | None = None) -> dict:
-    """Compile `n` mutants (or as many as `budget_s` seconds allow); the counts."""
+        progress: bool = False, budget_s: float | None = None, execute: bool = False) -> dict:
+    """Compile `n` mutants (or as many as `budget_s` seconds allow); the counts. With
+    `execute`, mutants that compile and need no inputs also run on `cpu`; one that runs
+    past the limit is counted as slow (a long program is not a bug), not as a hang."""
     sources = [p.read_text() for p in EXAMPLES]
     rng = random.Random(seed)
     counts = {"mutants": 0, "ok": 0, "zynml": 0, "other": 0, "hang": 0, "slowest_s": 0.0}
+    if execute:
+        counts["slow"] = 0
     failures = []
     use_alarm = hasattr(signal, "setitimer") and \
         __import__("threading").current_thread() is __import__("threading").main_thread()
@@ -161,13 +174,16 @@ def run(n: int, seed: int, limit_s: float = 5.0, save: Path | None = None,
                 if use_alarm:
                     signal.setitimer(signal.ITIMER_REAL, limit_s)
                 try:
-                    counts[check_mutant(source)] += 1
+                    counts[check_mutant(source, run_on_cpu if execute else None)] += 1
                 finally:
                     if use_alarm:
                         signal.setitimer(signal.ITIMER_REAL, 0)
             except Hang:
-                counts["hang"] += 1
-                failures.append((source, f"compiling took longer than {limit_s} s"))
+                if execute:
+                    counts["slow"] += 1
+                else:
+                    counts["hang"] += 1
+                    failures.append((source, f"compiling took longer than {limit_s} s"))
             except Exception:      # noqa: BLE001 - anything else is what we look for
                 counts["other"] += 1
                 failures.append((source, traceback.format_exc()))
@@ -196,9 +212,11 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=float, default=5.0, help="seconds one compile may take")
     ap.add_argument("--save", type=Path, default=None, help="folder for failing mutants")
     ap.add_argument("--json", type=Path, default=None, help="write the counts here")
+    ap.add_argument("--run", action="store_true",
+                    help="also run the mutants that need no inputs on `cpu`")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    counts = run(args.n, args.seed, args.limit, args.save, progress=True)
+    counts = run(args.n, args.seed, args.limit, args.save, progress=True, execute=args.run)
     failures = counts.pop("failures")
     for source, why in failures[:20]:
         print("=" * 72, "\n", source, "\n", "-" * 72, "\n", why, sep="")

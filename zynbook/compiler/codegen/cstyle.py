@@ -574,6 +574,11 @@ class CStyleRenderer:
             const = b is not kernel.output and b.name not in stored and b.access == "read"
             self.buffers[b.name] = BufInfo(b.name, cname(b.name), b.dtype, shape, strides,
                                            const=const)
+        # a loop over 2^31 iterations or more counts in 64 bits too
+        for lp in (n for n in cir.walk(kernel.body) if isinstance(n, cir.Loop)):
+            for bound in (lp.start, lp.stop):
+                v = static_value(bound, self.sizes)
+                big = big or (isinstance(v, int) and not -2 ** 31 < v < 2 ** 31 - 1)
         self.idx = self.long_index_type if big else self.index_type
         self.scalars = {s.name: s for s in kernel.scalars}
         self.shared_decls: list[str] = []

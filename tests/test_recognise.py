@@ -193,13 +193,35 @@ BMM_T = """let c = compute(x, y) {
 def test_contractions():
     c = R.contraction(lower_template(MATMUL, [2, 2]))
     assert isinstance(c, R.Contraction), c
-    assert (c.a, c.b, c.acc, c.red_var) == ("a", "b", "total", "k")
-    assert c.a_index == ("i", "k") and c.b_index == ("k", "j")
+    assert (c.a, c.b, c.acc, c.red_vars) == ("a", "b", "total", ("k",))
+    assert (c.mvars, c.nvars, c.bvars) == (("i",), ("j",), ())
     assert c.epilogue is not None and R.launch_value(c.init, {}) == 1.5
     d = R.contraction(lower_template(BMM_T, [3, 3]))
     assert isinstance(d, R.Contraction), d
-    assert (d.a, d.b) == ("y", "x") and d.a_index == ("n", "j", "r") and d.epilogue is None
+    assert (d.a, d.b) == ("y", "x") and d.epilogue is None
+    assert (d.mvars, d.nvars, d.bvars) == (("j",), ("i",), ("n",))
     assert isinstance(R.recognise(lower_template(MATMUL, [2, 2])), R.Contraction)
+
+
+CONV = """let y = compute(x, w) {
+    @kernel conv2d
+    for n in 0..N, f in 0..F, oh in 0..OH, ow in 0..OW:
+        var s = 0.0
+        for c in 0..C, kh in 0..3, kw in 0..3:
+            let ih = oh + kh - 1
+            let iw = ow + kw - 1
+            if ih >= 0 and ih < H and iw >= 0 and iw < W:
+                s += x[n, c, ih, iw] * w[f, c, kh, kw]
+        out[n, f, oh, ow] = s
+}
+"""
+
+
+def test_convolution_is_a_contraction_with_a_guard():
+    c = R.contraction(lower_template(CONV, [4, 4]))
+    assert isinstance(c, R.Contraction), c
+    assert c.red_vars == ("c", "kh", "kw") and c.cond is not None
+    assert (c.mvars, c.nvars, c.bvars) == (("n", "oh", "ow"), ("f",), ())
 
 
 def test_not_contractions():

@@ -33,7 +33,7 @@ from .cstyle import attention_pattern
 from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported,
                      assigned_vars, ceil_div, classify_loop, cname, declared_vars, find_nest,
                      free_vars, has_node, has_tiles, inline_tile_lets, pow2_at_least,
-                     prelude_functors, prelude_guards, prelude_helpers, prelude_span_len, raise_unsupported, stored_buffers, substitute, trip_count)
+                     prelude_functors, prelude_guards, prelude_helpers, prelude_span_len, raise_unsupported, stored_buffers, trip_count)
 
 DEVICE_FN = "__device__ __forceinline__ "      # qualifies every prelude function
 PRELUDE = (
@@ -889,98 +889,41 @@ class Contraction:
 
 
 def _match_contraction(kernel, body, sizes):
+    """The recognised contraction (passes/recognise.py) of `body` (the kernel's body with
+    tile lets inlined), laid out for the GEMM schedules: static trip counts, the guard
+    given to the side it depends on, the side holding the output's innermost index as N."""
+    import dataclasses
+    from ..passes import recognise
+    rc = recognise.contraction(dataclasses.replace(kernel, body=tuple(body)))
+    if not rc:
+        return None
     nest = find_nest(body, sizes)
-    if not nest.loops or nest.prologue:
+    if nest.prologue or [lp.var for lp in nest.loops] != list(rc.out_vars):
         return None
-    inner = list(nest.body)
-    if len(inner) != 3:
+    rloops, rext = list(rc.rloops), [trip_count(lp, sizes) for lp in rc.rloops]
+    if None in rext:
         return None
-    let, red, store = inner
-    if not (isinstance(let, cir.Let) and let.mutable and not let.value.ty.shape
-            and isinstance(red, cir.Loop) and isinstance(store, cir.Store)):
+    x, y, cond, store = rc.a_load, rc.b_load, rc.cond, rc.store
+    let = cir.Let(rc.acc, rc.init, True)
+    acc = rc.acc
+    if (free_vars(x) | free_vars(y)) - {lp.var for lp in nest.loops} - set(rc.red_vars) - \
+            set(sizes) - {s_.name for s_ in kernel.scalars}:
         return None
-    acc = let.name
-    if store.buffer != kernel.output.name or acc in free_vars(store.index):
-        return None
-    if any(isinstance(i, cir.Span) for i in store.index):
-        return None
-    # reduction loops: perfectly nested, static
-    rloops, rext = [], []
-    cur = (red,)
-    while len(cur) == 1 and isinstance(cur[0], cir.Loop):
-        lp = cur[0]
-        n = trip_count(lp, sizes)
-        if n is None or lp.parallel:
-            return None
-        rloops.append(lp)
-        rext.append(n)
-        cur = lp.body
-    env = {}
-    cond = None
-    stmts = list(cur)
-    upd = None
-    while stmts:
-        s = stmts.pop(0)
-        if isinstance(s, cir.Let) and not s.mutable and not s.value.ty.shape:
-            env[s.name] = substitute(s.value, env)
-        elif isinstance(s, cir.If) and not s.orelse and not stmts and cond is None:
-            cond = substitute(s.cond, env)
-            stmts = list(s.then)
-        elif isinstance(s, cir.Assign) and s.name == acc and not stmts:
-            upd = s
-        else:
-            return None
-    if upd is None:
-        return None
-    v = upd.value
-    if not (isinstance(v, cir.Bin) and v.op == "+" and isinstance(v.left, cir.Var) and v.left.name == acc):
-        return None
-    prod = substitute(v.right, env)
-    if not (isinstance(prod, cir.Bin) and prod.op == "*"):
-        return None
-    x, y = prod.left, prod.right
-    if not (isinstance(x, cir.Load) and isinstance(y, cir.Load)):
-        return None
-    if x.ty.shape or y.ty.shape or prod.ty.dtype not in ("f32", "f16", "bf16", "f64"):
-        return None
-    if any(isinstance(i, cir.Span) for i in x.index + y.index):
-        return None
-    pvars = [l.var for l in nest.loops]
-    rvars = {l.var for l in rloops}
-    if acc in free_vars(x) | free_vars(y):
-        return None
-    fx, fy = free_vars(x) & set(pvars), free_vars(y) & set(pvars)
-    others = (free_vars(x) | free_vars(y)) - set(pvars) - rvars - set(sizes)
-    if others - {s.name for s in kernel.scalars}:
-        return None
-    bvars = [p for p in pvars if p in fx and p in fy]
-    xs = [p for p in pvars if p in fx and p not in fy]
-    ys = [p for p in pvars if p in fy and p not in fx]
-    if set(pvars) - set(bvars) - set(xs) - set(ys):
-        return None
-    if not xs or not ys:
-        return None
+    bvars, xs, ys = list(rc.bvars), list(rc.mvars), list(rc.nvars)
     cond_x = cond_y = None
     if cond is not None:
-        cv = free_vars(cond) & set(pvars)
+        cv = free_vars(cond) & {lp.var for lp in nest.loops}
         if cv <= set(xs) | set(bvars):
             cond_x = cond
         elif cv <= set(ys) | set(bvars):
             cond_y = cond
         else:
             return None
-    if free_vars(let.value) & rvars or acc in free_vars(let.value):
-        return None
     # the side holding the output's innermost index is N (stores and loads coalesce)
     last = store.index[-1]
     lastv = free_vars(last)
     if lastv & set(xs):
         xs, ys, x, y, cond_x, cond_y = ys, xs, y, x, cond_y, cond_x
-    # the value stored: any expression of acc and the parallel variables
-    if free_vars(store.value) - {acc} - set(pvars) - set(sizes) - {s.name for s in kernel.scalars}:
-        return None
-    if has_node(store.value, (cir.Dot, cir.Reduce)) or store.value.ty.shape:
-        return None
 
     def kcontig(load, side_vars):
         lv = free_vars(load.index[-1]) if load.index else set()

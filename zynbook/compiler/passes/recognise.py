@@ -131,22 +131,38 @@ class FlashAttention:
 
 @dataclass(frozen=True)
 class Contraction:
-    """out[out_index] = epilogue(init + sum over `red_var` of a[a_index] * b[b_index]).
-    `out_vars`: the parallel loop variables (outermost first) with `out_extents`;
-    `epilogue`: a CIR expression of the accumulator `acc` (a Var) or None."""
+    """out[P] = epilogue(init + sum over the reduction loops of a[..] * b[..] [if cond]).
+
+    `ploops`: the parallel loops around it (outermost first), `rloops`: the perfectly nested
+    serial reduction loops; `a_load`, `b_load`: the two factors (the left and right operand
+    of the product as written), indexed by any expressions of the loop variables and launch
+    constants; `cond`: the guard of the accumulation or None; `store`: the store of the
+    result, whose value is the epilogue, a scalar expression of the accumulator `acc`, the
+    parallel variables and inputs (e.g. a bias); `epilogue` is None when it is `acc` alone.
+    `mvars`/`nvars`/`bvars`: the parallel variables only `a` reads, only `b` reads, both."""
     a: str
     b: str
     out: str
-    out_vars: tuple
-    out_extents: tuple
-    red_var: str
-    red_extent: cir.Expr
-    a_index: tuple
-    b_index: tuple
-    out_index: tuple
+    ploops: tuple
+    rloops: tuple
     acc: str
     init: cir.Expr
+    a_load: cir.Load
+    b_load: cir.Load
+    cond: cir.Expr | None
+    store: cir.Store
+    mvars: tuple
+    nvars: tuple
+    bvars: tuple
     epilogue: cir.Expr | None = None
+
+    @property
+    def out_vars(self) -> tuple:
+        return tuple(lp.var for lp in self.ploops)
+
+    @property
+    def red_vars(self) -> tuple:
+        return tuple(lp.var for lp in self.rloops)
 
 
 class _No(Exception):
@@ -900,64 +916,92 @@ def _contraction(kernel):
         par.append(lp)
     if not par or len(par) != len(loops):
         raise _No("not a nest of parallel loops around the accumulation")
+    consts = _constants(kernel)
+    pvars = [lp.var for lp in par]
     for lp in par:
-        if not _unit_loop(lp) or not is_launch_constant(lp.stop, kernel):
-            raise _No("the parallel loops do not run from 0 in steps of 1 to a launch constant")
-    ovars = [lp.var for lp in par]
+        if free_vars((lp.start, lp.stop, lp.step)) - consts:
+            raise _No("the parallel loops' ranges are not launch constants")
     stmts = list(body)
-    env: dict = {}
-    while stmts and isinstance(stmts[0], cir.Let) and not stmts[0].mutable:
-        s = stmts.pop(0)
-        env[s.name] = substitute(s.value, env)
     if len(stmts) != 3 or not (isinstance(stmts[0], cir.Let) and stmts[0].mutable and
                                isinstance(stmts[1], cir.Loop) and isinstance(stmts[2], cir.Store)):
         raise _No("the body is not `var acc = init; for k: acc += a * b; out[...] = f(acc)`")
     decl, red, st = stmts
     acc = decl.name
-    init = substitute(decl.value, env)
-    if decl.declared_ty.shape or loads(init) or not free_vars(init) <= _constants(kernel) | set(ovars):
-        raise _No("the accumulator does not start at a scalar constant")
-    if not _unit_loop(red) or red.parallel or not is_launch_constant(red.stop, kernel):
-        raise _No("the reduction loop does not run from 0 in steps of 1 to a launch constant")
-    renv = dict(env)
-    if _exec(red.body, renv, {acc}, "the reduction loop") != [acc]:
+    if decl.value.ty.shape or decl.declared_ty.shape:
+        raise _No("the accumulator is not a scalar")
+    # reduction loops: perfectly nested, serial, launch-constant ranges
+    rloops = []
+    cur = (red,)
+    while len(cur) == 1 and isinstance(cur[0], cir.Loop):
+        lp = cur[0]
+        if lp.parallel or free_vars((lp.start, lp.stop, lp.step)) - consts:
+            raise _No("a reduction loop is parallel or its range is not a launch constant")
+        rloops.append(lp)
+        cur = lp.body
+    rvars = {lp.var for lp in rloops}
+    env: dict = {}
+    cond = upd = None
+    rest = list(cur)
+    while rest:
+        s_ = rest.pop(0)
+        if isinstance(s_, cir.Let) and not s_.mutable and not s_.value.ty.shape:
+            env[s_.name] = substitute(s_.value, env)
+        elif isinstance(s_, cir.If) and not s_.orelse and not rest and cond is None:
+            cond = substitute(s_.cond, env)
+            rest = list(s_.then)
+        elif isinstance(s_, cir.Assign) and s_.name == acc and not rest:
+            upd = s_
+        else:
+            raise _No("the reduction loop does more than accumulate")
+    if upd is None:
         raise _No("the reduction loop does not accumulate")
-    upd = renv[acc]
-    if not (isinstance(upd, cir.Bin) and upd.op == "+"):
+    v = upd.value
+    is_acc = lambda e: isinstance(e, cir.Var) and e.name == acc
+    if not (isinstance(v, cir.Bin) and v.op == "+" and (is_acc(v.left) or is_acc(v.right))):
         raise _No("the reduction is not acc += a * b")
-    term = upd.right if canon(upd.left) == c_var(acc) else upd.left if canon(upd.right) == c_var(acc) else None
-    if term is None or not (isinstance(term, cir.Bin) and term.op == "*"):
+    prod = substitute(v.right if is_acc(v.left) else v.left, env)
+    if not (isinstance(prod, cir.Bin) and prod.op == "*"):
         raise _No("the reduction is not acc += a * b")
-    a, b = term.left, term.right
-    inputs = {x.name: x for x in kernel.inputs}
-    allowed = set(ovars) | {red.var}
-    for x in (a, b):
-        if not (isinstance(x, cir.Load) and x.buffer in inputs and
-                len(x.index) == len(inputs[x.buffer].shape) and
-                all(isinstance(t, cir.Var) and t.name in allowed for t in x.index) and
-                len({t.name for t in x.index}) == len(x.index)):
-            raise _No("the operands are not loads of inputs indexed by loop variables")
-        if red.var not in {t.name for t in x.index}:
-            raise _No("an operand does not depend on the reduction variable")
-    used = {t.name for t in a.index} | {t.name for t in b.index}
-    if not set(ovars) <= used:
-        raise _No("an output variable indexes neither operand")
-    senv = dict(env)
-    value = substitute(st.value, senv)
-    if st.buffer != kernel.output.name or not all(isinstance(t, cir.Var) for t in st.index) or \
-            sorted(t.name for t in st.index) != sorted(ovars) or len(st.index) != len(ovars):
-        raise _No("the result is not stored to out at the parallel loop variables")
-    if acc not in free_vars(value) or not free_vars(value) <= _constants(kernel) | set(ovars) | {acc} \
-            or any(ld.buffer == kernel.output.name or ld.buffer not in inputs for ld in loads(value)):
+    x, y = prod.left, prod.right
+    inputs = {b_.name: b_ for b_ in kernel.inputs}
+    for ld in (x, y):
+        if not (isinstance(ld, cir.Load) and ld.buffer in inputs and not ld.ty.shape and
+                not any(isinstance(i, cir.Span) for i in ld.index)):
+            raise _No("the operands are not element loads of inputs")
+    if prod.ty.dtype not in cir.FLOAT_DTYPES:
+        raise _No("the products are not floats")
+    fx, fy = free_vars(x), free_vars(y)
+    if acc in fx | fy or (fx | fy) - set(pvars) - rvars - consts:
+        raise _No("the operands depend on more than the loop variables and launch constants")
+    if cond is not None and (acc in free_vars(cond) or free_vars(cond) - set(pvars) - rvars - consts):
+        raise _No("the accumulation's condition depends on more than the loop variables")
+    if not rvars & (fx | fy):
+        raise _No("no operand depends on the reduction variables")
+    init = decl.value
+    if free_vars(init) & (rvars | {acc}):
+        raise _No("the accumulator's start depends on the reduction")
+    # the store: out[P] = f(acc)
+    if st.buffer != kernel.output.name or acc in free_vars(st.index) or \
+            any(isinstance(i, cir.Span) for i in st.index):
+        raise _No("the result is not stored to one element of out")
+    value = st.value
+    if value.ty.shape or free_vars(value) - {acc} - set(pvars) - consts or \
+            any(ld.buffer not in inputs for ld in loads(value)) or \
+            any(isinstance(n, (cir.Dot, cir.Reduce)) for n in cir.walk(value)):
         raise _No("the stored value is not a function of the accumulator, the output's "
                   "position and inputs")
+    px, py = fx & set(pvars), fy & set(pvars)
+    bvars = tuple(p_ for p_ in pvars if p_ in px and p_ in py)
+    mvars = tuple(p_ for p_ in pvars if p_ in px and p_ not in py)
+    nvars = tuple(p_ for p_ in pvars if p_ in py and p_ not in px)
+    if set(pvars) - set(bvars) - set(mvars) - set(nvars):
+        raise _No("an output variable indexes neither operand")
+    if not mvars or not nvars:
+        raise _No("each operand does not contribute an output axis of its own")
     epi = None if canon(value) == c_var(acc) else value
-    return Contraction(a=a.buffer, b=b.buffer, out=kernel.output.name, out_vars=tuple(ovars),
-                       out_extents=tuple(lp.stop for lp in par), red_var=red.var,
-                       red_extent=red.stop, a_index=tuple(t.name for t in a.index),
-                       b_index=tuple(t.name for t in b.index),
-                       out_index=tuple(t.name for t in st.index), acc=acc, init=init,
-                       epilogue=epi)
+    return Contraction(a=x.buffer, b=y.buffer, out=kernel.output.name, ploops=tuple(par),
+                       rloops=tuple(rloops), acc=acc, init=init, a_load=x, b_load=y, cond=cond,
+                       store=st, mvars=mvars, nvars=nvars, bvars=bvars, epilogue=epi)
 
 
 # ---------------------------------------------------------------------- the pass

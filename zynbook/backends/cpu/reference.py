@@ -780,6 +780,10 @@ class ReferenceExecutor:
             new = np.logical_or(cur, value)
         else:
             better = value > cur if op == "argmax" else value < cur
+            if np.issubdtype(np.result_type(value, cur), np.floating):
+                # NaN is better than any number, as in one np.argmax/argmin (its first NaN)
+                nan_v, nan_c = np.isnan(value), np.isnan(cur)
+                better = (better & ~nan_c) | (nan_v & ~nan_c)
             better = better | ((r["index"][where] if where else r["index"]) < 0) & (index >= 0)
             new = np.where(better, value, cur)
             idx_cur = r["index"][where] if where else r["index"]

@@ -1882,82 +1882,49 @@ class KernelRenderer:
                     (64, 64, 8, 8, 8, 64), (32, 32, 8, 4, 4, 64))
 
     def _matmul_form(self):
-        """The parts of a matmul-shaped body, else RenderError: a chain of 2 or 3 parallel
-        loops from 0 in steps of 1 (i, j or b, i, j), then `acc = c`, a serial loop
-        `for k: acc += X[.., k ..] * Y[.., k ..]`, and one store of an expression of acc to
-        out[.., i, j] (the epilogue). The recognition pass decides whether the body is a
-        contraction; what follows checks the layout this schedule takes."""
+        """The recognised contraction (passes/recognise.py) in the form this schedule takes,
+        else RenderError: 2 or 3 parallel loops (i, j or b, i, j) from 0 in steps of 1, a
+        float constant start `acc = c`, one unguarded loop `for k` from 0 in steps of 1, each
+        operand indexed by distinct loop variables (its row, k and b: any axis order), and the
+        result stored at out[.., i, j]."""
         c = recognise.contraction(self.k)
         if not c:
             raise RenderError(c.reason)
-        loops = self.chain(self.k.body)
-        if len(loops) not in (2, 3):
+        loops = list(c.ploops)
+        if len(loops) not in (2, 3) or self.chain(self.k.body) != loops:
             raise RenderError("not a parallel (i, j) or (b, i, j) loop nest")
-        for lp in loops:
+        for lp in loops + list(c.rloops):
             if not (isinstance(lp.start, cir.Const) and lp.start.value == 0 and
                     isinstance(lp.step, cir.Const) and lp.step.value == 1):
-                raise RenderError("parallel loops must run from 0 in steps of 1")
-        body = loops[-1].body
-        if len(body) != 3 or not isinstance(body[0], cir.Let) or not body[0].mutable or \
-                not isinstance(body[1], cir.Loop) or not isinstance(body[2], cir.Store):
-            raise RenderError("the body is not `var acc = c; for k: acc += x * y; out[..] = f(acc)`")
-        init, kl, st = body
-        acc = init.name
-        if not isinstance(init.value, cir.Const) or init.value.ty.shape or \
-                not _is_float(init.value.ty.dtype):
+                raise RenderError("the loops must run from 0 in steps of 1")
+        if len(c.rloops) != 1 or c.cond is not None:
+            raise RenderError("not one unguarded k loop")
+        init, kl, st = loops[-1].body
+        if not isinstance(init.value, cir.Const) or not _is_float(init.value.ty.dtype):
             raise RenderError("the accumulator does not start at a float constant")
-        if kl.parallel or not (isinstance(kl.start, cir.Const) and kl.start.value == 0 and
-                               isinstance(kl.step, cir.Const) and kl.step.value == 1):
-            raise RenderError("the k loop must run from 0 in steps of 1")
         names = [lp.var for lp in loops]
-        known = set(self.k.dims) | {s.name for s in self.k.scalars}
-        if not _free_vars(kl.stop) <= known:
-            raise RenderError("the k loop's bound is not known before launch")
-        if len(kl.body) != 1 or not isinstance(kl.body[0], cir.Assign) or kl.body[0].name != acc:
-            raise RenderError("the k loop does more than accumulate")
-        v = kl.body[0].value
-        isacc = lambda e: isinstance(e, cir.Var) and e.name == acc
-        if not (isinstance(v, cir.Bin) and v.op == "+"):
-            raise RenderError("the k loop does not add to the accumulator")
-        prod = v.right if isacc(v.left) else (v.left if isacc(v.right) else None)
-        if not (isinstance(prod, cir.Bin) and prod.op == "*" and
-                isinstance(prod.left, cir.Load) and isinstance(prod.right, cir.Load)):
-            raise RenderError("the accumulated term is not a product of two loads")
         b = names[0] if len(loops) == 3 else None
         i, j, k = names[-2], names[-1], kl.var
+        X, Y = (c.a_load, c.b_load) if i in c.mvars else (c.b_load, c.a_load)
+        if set(c.mvars) | set(c.nvars) != {i, j} or len(c.mvars) != 1 or set(c.bvars) - {b}:
+            raise RenderError("the operands are not [.., i, k] and [.., k, j] in some axis order")
 
         def pattern(ld, row):
             """The index variables of a load, each exactly one of b, row and k."""
-            if ld.buffer not in self.bufs or ld.buffer == self.k.output.name:
-                raise RenderError("an operand is not an input buffer")
-            dt = self.bufs[ld.buffer].dtype
-            if not _is_float(dt) or len(ld.index) != len(self.bufs[ld.buffer].shape):
+            if not _is_float(self.bufs[ld.buffer].dtype) or \
+                    len(ld.index) != len(self.bufs[ld.buffer].shape):
                 raise RenderError("an operand is not a float tensor indexed element by element")
-            vs = []
-            for x in ld.index:
-                if not isinstance(x, cir.Var) or x.name not in (b, row, k) or x.name in vs:
-                    raise RenderError("operand indices are not the loop variables")
-                vs.append(x.name)
+            vs = [x.name if isinstance(x, cir.Var) else None for x in ld.index]
+            if not set(vs) <= {b, row, k} or len(set(vs)) != len(vs) or None in vs:
+                raise RenderError("operand indices are not the loop variables")
             if row not in vs or k not in vs:
                 raise RenderError("an operand does not run over its row and k")
             return vs
 
-        l, r = prod.left, prod.right
-        li = {x.name for x in l.index if isinstance(x, cir.Var)}
-        if i in li and j not in li:
-            X, Y = l, r
-        else:
-            X, Y = r, l
         xp, yp = pattern(X, i), pattern(Y, j)
         if len(st.index) != len(self.bufs[self.k.output.name].shape) or \
                 [x.name if isinstance(x, cir.Var) else None for x in st.index] != names:
             raise RenderError("the result is not stored at out[.., i, j]")
-        allowed = set(names) | {acc} | known
-        if not _free_vars(st.value) <= allowed or st.value.ty.shape:
-            raise RenderError("the stored value depends on more than the accumulator and i, j")
-        for n in cir.walk(st.value):
-            if isinstance(n, cir.Load) and n.buffer == self.k.output.name:
-                raise RenderError("the epilogue reads the output")
         return loops, init, kl, st, X, Y, xp, yp, (b, i, j, k)
 
     def _matmul_tile(self):

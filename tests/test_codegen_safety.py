@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import zynbook  # noqa: E402
 from compute_testing import lower_block  # noqa: E402
+from kernel_sources import CONV2D  # noqa: E402
 from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
 from zynbook.compiler import cir, errflag  # noqa: E402
 from zynbook.compiler.codegen import c as c_codegen  # noqa: E402
@@ -429,14 +430,17 @@ let y = compute(x) {
     for i in 1..n - 1:
         out[i] = x[i - 1] + x[i] + x[i + 1]
 }
-""", {"x": f32(30)}),
+""", {"x": f32(30)}, {"n": 30}),
+    # a padded convolution: its `if` proves the gather in range
+    "conv2d_padded": (CONV2D, {"input": f32(2, 3, 9, 11), "kernel": f32(4, 3, 3, 3), "bias": f32(4)},
+                      {"stride": 2, "padding": 1, "out_h": 5, "out_w": 6}),
 }
 
 
 @pytest.mark.parametrize("name", sorted(COMMON))
 def test_common_kernels_carry_no_guards(name):
-    block, arrays = COMMON[name]
-    sizes = {"n": 30} if name == "shifted_stencil" else {}
+    block, arrays = COMMON[name][:2]
+    sizes = COMMON[name][2] if len(COMMON[name]) > 2 else {}
     k, ins, sz, sc = lower_block(block, arrays, {}, sizes)
     texts = {"c": c_codegen.render_program(k, sz).source, "cuda": cuda.render_cuda(k, sz).source,
              "msl": msl.render_program(k, sz).source}

@@ -190,3 +190,40 @@ def test_randn_f32_needs_no_f64_temporary_and_keeps_its_values():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 2000 * 1000 * 4 * 1.6       # the f32 result and one chunk, not 8 MB of f64
+
+
+@pytest.mark.parametrize("m", [np.int64(3), np.int32(3), np.array(3)])
+def test_numpy_numbers_are_numbers(m):
+    source = ELEMENTWISE.format(sep="").replace("0..n", "0..m").replace("x[i]", "x[i] * s")
+    got = zynbook.run(source, x=np.ones(5, np.float32), m=m, s=np.float32(2.5))
+    np.testing.assert_array_equal(np.asarray(got), np.full(3, 2.5, np.float32))
+
+
+HOSTILE = [
+    ("let y = compute(x) {\n    for i in 0..m:\n        out[i] = x[i]\n}\n", {"m": -3}),
+    ("let y = compute(x) {\n    for i in 0..m:\n        out[i] = x[i]\n}\n", {"m": 2**40}),
+    ("let y = compute(x) {\n    for i in 0..m:\n        out[i] = x[i]\n}\n", {"m": 3.5}),
+    ("let y = compute(x) {\n    for i in 0..m:\n        out[i] = x[i]\n}\n", {"m": "3"}),
+    ("let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i]\n}\n",
+     {"x": np.array(["a", "b"])}),
+    ("let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i]\n}\n",
+     {"x": np.array([1 + 2j])}),
+    ("let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i]\n}\n",
+     {"x": np.array([object()])}),
+    ("let y = x[1.5]\n", {}), ("let y = 1 / 0\n", {}), ("let y = zeros([-1])\n", {}),
+    ("let y = zeros([2**62, 2**62])\n", {}), ("let y = tensor([[1, 2], [3]])\n", {}),
+    ("let y = split(x, 0)\n", {}), ("let y = concat([])\n", {}),
+    ("let y = softmax(x, axis=5)\n", {}), ("let y = x.to_device(5)\n", {}),
+    ("let p = memory_pool(size=1KB)\nlet t = p.allocate(shape=[1000000])\n", {}),
+    ("let y = await x\n", {}), ("let y = len(3)\n", {}), ("let y = 5 % 0\n", {}),
+    ("let y = tensor([1, 2]) @ tensor([1, 2, 3])\n", {}), ("let y = gelu(\"s\")\n", {}),
+]
+
+
+@pytest.mark.parametrize("source,env", HOSTILE)
+def test_hostile_runs_are_zynml_errors(source, env):
+    env = {"x": np.ones(5, np.float32), **env}
+    try:
+        zynbook.run(source, **env)
+    except ZynMLError as err:
+        assert err.line >= 1 and "^" in err.render(), err.render()

@@ -4,6 +4,8 @@ from __future__ import annotations
 import functools
 import threading
 
+import numpy as np
+
 from .backends.registry import get_device
 from .compiler import ast as A
 from .compiler.parser import parse
@@ -35,6 +37,8 @@ def bind_value(value, _path: str = ""):
     ZynML value stands for (a Python object, a function, a class) raises `_Unusable`."""
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
+    if isinstance(value, (np.bool_, np.integer, np.floating)):
+        return value.item()         # a numpy number is a number
     if _zynml_value(value):
         return value
     if isinstance(value, dict):

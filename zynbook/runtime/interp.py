@@ -726,6 +726,9 @@ class Interpreter:
             value = self._free_value(label, span)
             if value is _MISSING:
                 continue
+            if isinstance(value, np.generic) or isinstance(value, Tensor) and value.ndim == 0:
+                # a number, however it came (np.int64(3), a 0-d tensor): a size or a scalar
+                value = (value.numpy() if isinstance(value, Tensor) else value).item()
             if isinstance(value, Tensor) or to_tensor(value) is not None and \
                     not isinstance(value, (int, float, bool, list, tuple, str)):
                 t = self._input_tensor(value, label, None, span)

@@ -41,10 +41,6 @@ def test_every_kernel_type_on_dask_equals_one_device(client, name, mode):
     inputs = make(_rand(1))
     text = src.format(mode=mode).replace("@device(devices)", ON_DASK)
     session = zynbook.Session()
-    if name == "argmin_rows" and mode == "model":
-        with pytest.raises(ZynMLDeviceError, match="position"):
-            session.run(text, **inputs)
-        return
     out = session.run(text, **inputs)
     one = zynbook.run(src.format(mode=mode).replace("@device(devices)", '@device("cpu")'),
                       **inputs)

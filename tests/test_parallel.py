@@ -146,11 +146,6 @@ def test_every_kernel_type_split_equals_one_device(name, mode, devices):
     src, make, expect = KERNELS[name]
     inputs = make(_rand())
     session = zynbook.Session()
-    if name == "argmin_rows" and mode == "model":
-        # the reduced loop gives the position: partial argmins cannot be combined
-        with pytest.raises(ZynMLDeviceError, match="position"):
-            session.run(src.format(mode=mode), devices=devices, **inputs)
-        return
     out = session.run(src.format(mode=mode), devices=devices, **inputs)
     one = zynbook.run(src.format(mode=mode).replace("@device(devices)", "@device(\"cpu\")"),
                       **inputs)
@@ -332,3 +327,52 @@ def test_the_multi_gpu_example_on_a_cpu_group():
     np.testing.assert_allclose(np.asarray(scaled), 0.5 * data @ data, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(np.asarray(session.namespace["forward"]), np.tanh(data),
                                rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------ the spec's kernels, split
+def _spec_cases():
+    from kernel_sources import (SPEC_ATTENTION, SPEC_BROADCAST, SPEC_CONV2D, SPEC_DEPTHWISE,
+                                SPEC_FLASH, SPEC_GELU, SPEC_LAYER_NORM, SPEC_ROPE)
+
+    def r(seed, *shape):
+        return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    seq = 9
+    mask = np.random.default_rng(1).random((seq, seq)) > 0.3
+    mask[np.arange(seq), np.arange(seq)] = True
+    angles = np.arange(seq)[:, None] * 10000.0 ** (-2.0 * np.arange(4) / 8)[None, :]
+    return {
+        # name: (source, inputs, axis of out that data / model split)
+        "attention": (SPEC_ATTENTION, dict(Q=r(1, 3, 2, seq, 8), K=r(2, 3, 2, seq, 8),
+                                           V=r(3, 3, 2, seq, 8), mask=mask), (0, 1)),
+        "flash_attention": (SPEC_FLASH, dict(Q=r(1, 3, 2, 70, 8), K=r(2, 3, 2, 70, 8),
+                                             V=r(3, 3, 2, 70, 8)), (0, 1)),
+        "conv2d": (SPEC_CONV2D, dict(input=r(1, 3, 3, 7, 9), kernel=r(2, 5, 3, 3, 3),
+                                     bias=r(3, 5), stride=1, padding=0, in_h=7, in_w=9,
+                                     out_h=5, out_w=7), (0, 1)),
+        "conv2d_depthwise": (SPEC_DEPTHWISE, dict(input=r(4, 3, 3, 7, 9), kernel=r(5, 3, 3, 3),
+                                                  out_h=5, out_w=7), (0, 1)),
+        "layer_norm": (SPEC_LAYER_NORM, dict(x=r(1, 7, 65), gamma=r(2, 65), beta=r(3, 65),
+                                             eps=1e-5), (0, 0)),
+        "rope": (SPEC_ROPE, dict(x=r(5, 3, 2, seq, 8), cos_cache=np.cos(angles).astype(np.float32),
+                                 sin_cache=np.sin(angles).astype(np.float32)), (0, 2)),
+        "gelu": (SPEC_GELU, dict(x=r(1, 33)), (0, 0)),
+        "broadcast": (SPEC_BROADCAST, dict(matrix=r(1, 7, 5), vector=r(2, 5)), (0, 1)),
+    }
+
+
+@pytest.mark.parametrize("mode", ["data", "model"])
+@pytest.mark.parametrize("name", ["attention", "flash_attention", "conv2d", "conv2d_depthwise",
+                                  "layer_norm", "rope", "gelu", "broadcast"])
+def test_the_spec_kernels_split_equal_one_device(name, mode):
+    """data splits the outermost loop that can be split (the batch), model the innermost
+    one (heads of attention, output channels of a convolution)."""
+    import re
+    src, inputs, (data_axis, model_axis) = _spec_cases()[name]
+    one = zynbook.run(src, **inputs)
+    split = re.sub(r"(compute\([^)]*\)) \{",
+                   r'\1 @device(["cpu", "cpu"]) @parallel(%s) {' % mode, src, count=1)
+    assert split != src
+    out = zynbook.run(split, **inputs)
+    assert isinstance(out, ShardedTensor)
+    assert out.axis == (data_axis if mode == "data" else model_axis)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(one), rtol=1e-5, atol=1e-5)

@@ -123,16 +123,24 @@ def _split_plan(kernel: cir.Kernel, mode: str, model_split: str) -> SplitPlan:
     if not nest:
         raise ZynMLDeviceError("@parallel splits a kernel's outer parallel loop across "
                                "devices; this kernel has none to split")
-    contraction = False
     if mode == "model" and model_split == "contraction" and kernel.kernel_type.kind != "reduce":
         loop = _contraction_loop(nest)
         if loop is None:
             raise ZynMLDeviceError("model_split \"contraction\" splits the loop that sums into "
                                    "`out` (var acc = 0.0; for k ...: acc += ...; out[...] = "
                                    "acc); this kernel has none")
-        contraction = True
-    else:
-        loop = nest[0] if mode == "data" else nest[-1]
+        return _plan_for(kernel, nest, loop, mode, contraction=True)
+    # data: the outermost loop of the nest that can be split; model: the innermost one
+    first_error = None
+    for loop in (nest if mode == "data" else list(reversed(nest))):
+        try:
+            return _plan_for(kernel, nest, loop, mode, contraction=False)
+        except ZynMLDeviceError as err:
+            first_error = first_error or err
+    raise first_error
+
+
+def _plan_for(kernel, nest, loop, mode, contraction) -> SplitPlan:
     var = loop.var
     reduced = False
     if kernel.kernel_type.kind == "reduce":

@@ -33,12 +33,25 @@ def worker_address() -> str:
 
 
 def worker_device_id() -> str:
-    """The device this worker runs shards on."""
-    from ..registry import best_device_id, get_device
+    """The device this worker runs shards on: `$ZYNBOOK_WORKER_DEVICE`, else its best one;
+    workers of a local cluster (named 0, 1, ...) on a host with several CUDA GPUs take one
+    GPU each, in turn."""
+    from ..registry import best_device_id, compute_devices, get_device
     pref = os.environ.get("ZYNBOOK_WORKER_DEVICE", "auto")
-    if pref == "auto":
-        return best_device_id()
-    return get_device(pref).id
+    if pref != "auto":
+        return get_device(pref).id
+    best = best_device_id()
+    if best.startswith("cuda:"):
+        gpus = sorted((d["id"] for d in compute_devices() if d["id"].startswith("cuda:")),
+                      key=lambda i: int(i.split(":")[1]))
+        try:
+            from distributed import get_worker
+            name = get_worker().name
+        except Exception:
+            name = None
+        if len(gpus) > 1 and isinstance(name, int):
+            return gpus[name % len(gpus)]
+    return best
 
 
 def run_shard(kernel, arrays, sizes: dict, scalars: dict):

@@ -3,10 +3,11 @@
 A kernel is split along one of its loops, cut into contiguous, nearly equal chunks (sizes
 that do not divide evenly give chunks one apart), one per device:
 
-* `data` takes the outermost parallel loop (the batch); `model` the innermost loop of the
-  outer parallel nest (the output features of a matmul), or, under
-  `config { model_split: "contraction" }`, the contraction loop of a kernel that
-  accumulates `acc += ...` into `out` (a matmul's `k`).
+* `data` takes the outermost loop of the outer parallel nest that can be split (the batch);
+  `model` the innermost one (the output features of a matmul, the heads of attention, the
+  output channels of a convolution), or, under `config { model_split: "contraction" }`,
+  the contraction loop of a kernel that accumulates `acc += ...` into `out` (a matmul's
+  `k`).
 * Every input axis the loop indexes is cut, inputs it does not index go whole to every
   device; each device runs the same kernel on its chunk, its sizes solved again from the
   chunk's shapes.

@@ -227,3 +227,14 @@ def test_hostile_runs_are_zynml_errors(source, env):
         zynbook.run(source, **env)
     except ZynMLError as err:
         assert err.line >= 1 and "^" in err.render(), err.render()
+
+
+@pytest.mark.parametrize("callee", ["randn([3])", "[1, 2]", "3", "\"s\""])
+def test_calling_a_value_is_a_zynml_error(callee):
+    source = f"let x = {callee}\nlet y = x([1000], seed=2)\n"
+    try:
+        zynbook.compile(source)         # the checker refuses what it can see
+    except ZynMLError as err:
+        assert err.line == 2
+    err = _error(lambda: zynbook.run(source))
+    assert err.line == 2

@@ -317,7 +317,9 @@ class Checker:
                 raise ZynMLTypeError(f"pipeline {fn.name} takes {len(fn.params)} argument(s), "
                                      f"got {len(args) + len(kwargs)}", e.span)
             return UNKNOWN
-        if fn in _CONSTRUCTORS:
+        if isinstance(fn, TensorShape):
+            raise ZynMLTypeError("a tensor is not a function; index it with [...]", e.func.span)
+        if isinstance(fn, str) and fn in _CONSTRUCTORS:
             shape = kwargs.get("shape", args[0] if args else None)
             return TensorShape(_dtype(kwargs.get("dtype")), _literal_shape(shape))
         if fn == "allocate":

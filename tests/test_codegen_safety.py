@@ -516,3 +516,28 @@ y
     got = float(np.asarray(zynbook.run(src, device=device, x=x)))
     exact = float(np.sum(x.astype(np.float64)))
     assert abs(got - exact) / exact < 1e-6, (got, exact)
+
+
+# ------------------------------------------------------------------ NaN through attention
+
+
+@pytest.mark.skipif(not DEVICES, reason="no device here but the reference")
+@pytest.mark.parametrize("device", DEVICES)
+def test_nan_through_attention(device):
+    """A NaN key reaches the outputs of exactly the queries whose mask lets them see it."""
+    from kernel_sources import ATTENTION
+    from zynbook.backends.registry import get_device
+    rng = np.random.default_rng(8)
+    Q, K, V = (rng.standard_normal((1, 2, 40, 16)).astype(np.float32) for _ in range(3))
+    K[0, 1, 7, 3] = np.nan
+    mask = np.tril(np.ones((40, 40), bool))
+    k, ins, sz, sc = lower_block(ATTENTION, {"Q": Q, "K": K, "V": V, "mask": mask})
+    want = np.asarray(run_kernel(k, ins, sz, sc))
+    assert np.isnan(want).any() and not np.isnan(want).all()
+    try:
+        got = np.asarray(get_device(device).to_host(get_device(device).launch(k, ins, sz, sc)[0]))
+    except ZynMLDeviceError:
+        pytest.skip(f"{device} does not run this attention")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4, atol=1e-5)

@@ -143,8 +143,8 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
         let z_s7: f32 = select(bitcast<f32>(0xff800000u), (z_dot7 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j7 < z_S && (mask[(z_i) * P.mask_d1 + z_j7] != 0u));
         z_tmax = max(z_tmax, z_s7);
         let z_mnew: f32 = max(z_m, z_tmax);
-        if (z_mnew > bitcast<f32>(0xff800000u)) {
-            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), z_m > bitcast<f32>(0xff800000u));
+        if (!(z_mnew <= bitcast<f32>(0xff800000u))) {
+            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), !(z_m <= bitcast<f32>(0xff800000u)));
             z_l = z_l * z_alpha;
             z_o0 = z_o0 * z_alpha;
             z_o1 = z_o1 * z_alpha;
@@ -154,7 +154,7 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o5 = z_o5 * z_alpha;
             z_o6 = z_o6 * z_alpha;
             z_o7 = z_o7 * z_alpha;
-            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), z_s0 > bitcast<f32>(0xff800000u));
+            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), !(z_s0 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p0;
             z_o0 = fma(vec4<f32>(z_p0), z_kv32[288i + z_jj0 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p0), z_kv32[288i + z_jj0 * 9i + 1i], z_o1);
@@ -164,7 +164,7 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o5 = fma(vec4<f32>(z_p0), z_kv32[288i + z_jj0 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p0), z_kv32[288i + z_jj0 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p0), z_kv32[288i + z_jj0 * 9i + 7i], z_o7);
-            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), z_s1 > bitcast<f32>(0xff800000u));
+            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), !(z_s1 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p1;
             z_o0 = fma(vec4<f32>(z_p1), z_kv32[288i + z_jj1 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p1), z_kv32[288i + z_jj1 * 9i + 1i], z_o1);
@@ -174,7 +174,7 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o5 = fma(vec4<f32>(z_p1), z_kv32[288i + z_jj1 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p1), z_kv32[288i + z_jj1 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p1), z_kv32[288i + z_jj1 * 9i + 7i], z_o7);
-            let z_p2: f32 = select(0.0f, exp(z_s2 - z_mnew), z_s2 > bitcast<f32>(0xff800000u));
+            let z_p2: f32 = select(0.0f, exp(z_s2 - z_mnew), !(z_s2 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p2;
             z_o0 = fma(vec4<f32>(z_p2), z_kv32[288i + z_jj2 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p2), z_kv32[288i + z_jj2 * 9i + 1i], z_o1);
@@ -184,7 +184,7 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o5 = fma(vec4<f32>(z_p2), z_kv32[288i + z_jj2 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p2), z_kv32[288i + z_jj2 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p2), z_kv32[288i + z_jj2 * 9i + 7i], z_o7);
-            let z_p3: f32 = select(0.0f, exp(z_s3 - z_mnew), z_s3 > bitcast<f32>(0xff800000u));
+            let z_p3: f32 = select(0.0f, exp(z_s3 - z_mnew), !(z_s3 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p3;
             z_o0 = fma(vec4<f32>(z_p3), z_kv32[288i + z_jj3 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p3), z_kv32[288i + z_jj3 * 9i + 1i], z_o1);
@@ -194,7 +194,7 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o5 = fma(vec4<f32>(z_p3), z_kv32[288i + z_jj3 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p3), z_kv32[288i + z_jj3 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p3), z_kv32[288i + z_jj3 * 9i + 7i], z_o7);
-            let z_p4: f32 = select(0.0f, exp(z_s4 - z_mnew), z_s4 > bitcast<f32>(0xff800000u));
+            let z_p4: f32 = select(0.0f, exp(z_s4 - z_mnew), !(z_s4 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p4;
             z_o0 = fma(vec4<f32>(z_p4), z_kv32[288i + z_jj4 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p4), z_kv32[288i + z_jj4 * 9i + 1i], z_o1);
@@ -204,7 +204,7 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o5 = fma(vec4<f32>(z_p4), z_kv32[288i + z_jj4 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p4), z_kv32[288i + z_jj4 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p4), z_kv32[288i + z_jj4 * 9i + 7i], z_o7);
-            let z_p5: f32 = select(0.0f, exp(z_s5 - z_mnew), z_s5 > bitcast<f32>(0xff800000u));
+            let z_p5: f32 = select(0.0f, exp(z_s5 - z_mnew), !(z_s5 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p5;
             z_o0 = fma(vec4<f32>(z_p5), z_kv32[288i + z_jj5 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p5), z_kv32[288i + z_jj5 * 9i + 1i], z_o1);
@@ -214,7 +214,7 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o5 = fma(vec4<f32>(z_p5), z_kv32[288i + z_jj5 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p5), z_kv32[288i + z_jj5 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p5), z_kv32[288i + z_jj5 * 9i + 7i], z_o7);
-            let z_p6: f32 = select(0.0f, exp(z_s6 - z_mnew), z_s6 > bitcast<f32>(0xff800000u));
+            let z_p6: f32 = select(0.0f, exp(z_s6 - z_mnew), !(z_s6 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p6;
             z_o0 = fma(vec4<f32>(z_p6), z_kv32[288i + z_jj6 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p6), z_kv32[288i + z_jj6 * 9i + 1i], z_o1);
@@ -224,7 +224,7 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o5 = fma(vec4<f32>(z_p6), z_kv32[288i + z_jj6 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p6), z_kv32[288i + z_jj6 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p6), z_kv32[288i + z_jj6 * 9i + 7i], z_o7);
-            let z_p7: f32 = select(0.0f, exp(z_s7 - z_mnew), z_s7 > bitcast<f32>(0xff800000u));
+            let z_p7: f32 = select(0.0f, exp(z_s7 - z_mnew), !(z_s7 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p7;
             z_o0 = fma(vec4<f32>(z_p7), z_kv32[288i + z_jj7 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p7), z_kv32[288i + z_jj7 * 9i + 1i], z_o1);
@@ -249,9 +249,9 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
     var z_L: f32 = 0.0f;
     for (var z_x: i32 = 0i; z_x < 4i; z_x = z_x + 1i) {
         let z_mx: f32 = z_ml32[z_q * 4i + z_x];
-        z_L = z_L + select(0.0f, z_ml32[128i + z_q * 4i + z_x] * exp(z_mx - z_M), z_mx > bitcast<f32>(0xff800000u));
+        z_L = z_L + select(0.0f, z_ml32[128i + z_q * 4i + z_x] * exp(z_mx - z_M), !(z_mx <= bitcast<f32>(0xff800000u)));
     }
-    let z_f: f32 = select(0.0f, exp(z_m - z_M), z_m > bitcast<f32>(0xff800000u));
+    let z_f: f32 = select(0.0f, exp(z_m - z_M), !(z_m <= bitcast<f32>(0xff800000u)));
     z_o0 = z_o0 * z_f;
     z_o1 = z_o1 * z_f;
     z_o2 = z_o2 * z_f;
@@ -417,8 +417,8 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
         let z_s3: f32 = select(bitcast<f32>(0xff800000u), (z_dot3 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j3 < z_S && (mask[(z_i) * P.mask_d1 + z_j3] != 0u));
         z_tmax = max(z_tmax, z_s3);
         let z_mnew: f32 = max(z_m, z_tmax);
-        if (z_mnew > bitcast<f32>(0xff800000u)) {
-            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), z_m > bitcast<f32>(0xff800000u));
+        if (!(z_mnew <= bitcast<f32>(0xff800000u))) {
+            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), !(z_m <= bitcast<f32>(0xff800000u)));
             z_l = z_l * z_alpha;
             z_o0 = z_o0 * z_alpha;
             z_o1 = z_o1 * z_alpha;
@@ -436,7 +436,7 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o13 = z_o13 * z_alpha;
             z_o14 = z_o14 * z_alpha;
             z_o15 = z_o15 * z_alpha;
-            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), z_s0 > bitcast<f32>(0xff800000u));
+            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), !(z_s0 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p0;
             z_o0 = fma(vec4<f32>(z_p0), z_kv64[272i + z_jj0 * 17i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p0), z_kv64[272i + z_jj0 * 17i + 1i], z_o1);
@@ -454,7 +454,7 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o13 = fma(vec4<f32>(z_p0), z_kv64[272i + z_jj0 * 17i + 13i], z_o13);
             z_o14 = fma(vec4<f32>(z_p0), z_kv64[272i + z_jj0 * 17i + 14i], z_o14);
             z_o15 = fma(vec4<f32>(z_p0), z_kv64[272i + z_jj0 * 17i + 15i], z_o15);
-            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), z_s1 > bitcast<f32>(0xff800000u));
+            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), !(z_s1 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p1;
             z_o0 = fma(vec4<f32>(z_p1), z_kv64[272i + z_jj1 * 17i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p1), z_kv64[272i + z_jj1 * 17i + 1i], z_o1);
@@ -472,7 +472,7 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o13 = fma(vec4<f32>(z_p1), z_kv64[272i + z_jj1 * 17i + 13i], z_o13);
             z_o14 = fma(vec4<f32>(z_p1), z_kv64[272i + z_jj1 * 17i + 14i], z_o14);
             z_o15 = fma(vec4<f32>(z_p1), z_kv64[272i + z_jj1 * 17i + 15i], z_o15);
-            let z_p2: f32 = select(0.0f, exp(z_s2 - z_mnew), z_s2 > bitcast<f32>(0xff800000u));
+            let z_p2: f32 = select(0.0f, exp(z_s2 - z_mnew), !(z_s2 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p2;
             z_o0 = fma(vec4<f32>(z_p2), z_kv64[272i + z_jj2 * 17i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p2), z_kv64[272i + z_jj2 * 17i + 1i], z_o1);
@@ -490,7 +490,7 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
             z_o13 = fma(vec4<f32>(z_p2), z_kv64[272i + z_jj2 * 17i + 13i], z_o13);
             z_o14 = fma(vec4<f32>(z_p2), z_kv64[272i + z_jj2 * 17i + 14i], z_o14);
             z_o15 = fma(vec4<f32>(z_p2), z_kv64[272i + z_jj2 * 17i + 15i], z_o15);
-            let z_p3: f32 = select(0.0f, exp(z_s3 - z_mnew), z_s3 > bitcast<f32>(0xff800000u));
+            let z_p3: f32 = select(0.0f, exp(z_s3 - z_mnew), !(z_s3 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p3;
             z_o0 = fma(vec4<f32>(z_p3), z_kv64[272i + z_jj3 * 17i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p3), z_kv64[272i + z_jj3 * 17i + 1i], z_o1);
@@ -523,9 +523,9 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
     var z_L: f32 = 0.0f;
     for (var z_x: i32 = 0i; z_x < 4i; z_x = z_x + 1i) {
         let z_mx: f32 = z_ml64[z_q * 4i + z_x];
-        z_L = z_L + select(0.0f, z_ml64[128i + z_q * 4i + z_x] * exp(z_mx - z_M), z_mx > bitcast<f32>(0xff800000u));
+        z_L = z_L + select(0.0f, z_ml64[128i + z_q * 4i + z_x] * exp(z_mx - z_M), !(z_mx <= bitcast<f32>(0xff800000u)));
     }
-    let z_f: f32 = select(0.0f, exp(z_m - z_M), z_m > bitcast<f32>(0xff800000u));
+    let z_f: f32 = select(0.0f, exp(z_m - z_M), !(z_m <= bitcast<f32>(0xff800000u)));
     z_o0 = z_o0 * z_f;
     z_o1 = z_o1 * z_f;
     z_o2 = z_o2 * z_f;
@@ -769,8 +769,8 @@ fn attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroup
         let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
         z_tmax = max(z_tmax, z_s1);
         let z_mnew: f32 = max(z_m, z_tmax);
-        if (z_mnew > bitcast<f32>(0xff800000u)) {
-            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), z_m > bitcast<f32>(0xff800000u));
+        if (!(z_mnew <= bitcast<f32>(0xff800000u))) {
+            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), !(z_m <= bitcast<f32>(0xff800000u)));
             z_l = z_l * z_alpha;
             z_o0 = z_o0 * z_alpha;
             z_o1 = z_o1 * z_alpha;
@@ -804,7 +804,7 @@ fn attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroup
             z_o29 = z_o29 * z_alpha;
             z_o30 = z_o30 * z_alpha;
             z_o31 = z_o31 * z_alpha;
-            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), z_s0 > bitcast<f32>(0xff800000u));
+            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), !(z_s0 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p0;
             z_o0 = fma(vec4<f32>(z_p0), z_kv128[264i + z_jj0 * 33i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p0), z_kv128[264i + z_jj0 * 33i + 1i], z_o1);
@@ -838,7 +838,7 @@ fn attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroup
             z_o29 = fma(vec4<f32>(z_p0), z_kv128[264i + z_jj0 * 33i + 29i], z_o29);
             z_o30 = fma(vec4<f32>(z_p0), z_kv128[264i + z_jj0 * 33i + 30i], z_o30);
             z_o31 = fma(vec4<f32>(z_p0), z_kv128[264i + z_jj0 * 33i + 31i], z_o31);
-            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), z_s1 > bitcast<f32>(0xff800000u));
+            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), !(z_s1 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p1;
             z_o0 = fma(vec4<f32>(z_p1), z_kv128[264i + z_jj1 * 33i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p1), z_kv128[264i + z_jj1 * 33i + 1i], z_o1);
@@ -887,9 +887,9 @@ fn attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroup
     var z_L: f32 = 0.0f;
     for (var z_x: i32 = 0i; z_x < 4i; z_x = z_x + 1i) {
         let z_mx: f32 = z_ml128[z_q * 4i + z_x];
-        z_L = z_L + select(0.0f, z_ml128[64i + z_q * 4i + z_x] * exp(z_mx - z_M), z_mx > bitcast<f32>(0xff800000u));
+        z_L = z_L + select(0.0f, z_ml128[64i + z_q * 4i + z_x] * exp(z_mx - z_M), !(z_mx <= bitcast<f32>(0xff800000u)));
     }
-    let z_f: f32 = select(0.0f, exp(z_m - z_M), z_m > bitcast<f32>(0xff800000u));
+    let z_f: f32 = select(0.0f, exp(z_m - z_M), !(z_m <= bitcast<f32>(0xff800000u)));
     z_o0 = z_o0 * z_f;
     z_o1 = z_o1 * z_f;
     z_o2 = z_o2 * z_f;

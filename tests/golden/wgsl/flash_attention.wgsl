@@ -140,8 +140,8 @@ fn flash_attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
         let z_s7: f32 = select(bitcast<f32>(0xff800000u), (z_dot7 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j7 < z_S);
         z_tmax = max(z_tmax, z_s7);
         let z_mnew: f32 = max(z_m, z_tmax);
-        if (z_mnew > bitcast<f32>(0xff800000u)) {
-            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), z_m > bitcast<f32>(0xff800000u));
+        if (!(z_mnew <= bitcast<f32>(0xff800000u))) {
+            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), !(z_m <= bitcast<f32>(0xff800000u)));
             z_l = z_l * z_alpha;
             z_o0 = z_o0 * z_alpha;
             z_o1 = z_o1 * z_alpha;
@@ -151,7 +151,7 @@ fn flash_attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o5 = z_o5 * z_alpha;
             z_o6 = z_o6 * z_alpha;
             z_o7 = z_o7 * z_alpha;
-            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), z_s0 > bitcast<f32>(0xff800000u));
+            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), !(z_s0 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p0;
             z_o0 = fma(vec4<f32>(z_p0), z_kv32[288i + z_jj0 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p0), z_kv32[288i + z_jj0 * 9i + 1i], z_o1);
@@ -161,7 +161,7 @@ fn flash_attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o5 = fma(vec4<f32>(z_p0), z_kv32[288i + z_jj0 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p0), z_kv32[288i + z_jj0 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p0), z_kv32[288i + z_jj0 * 9i + 7i], z_o7);
-            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), z_s1 > bitcast<f32>(0xff800000u));
+            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), !(z_s1 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p1;
             z_o0 = fma(vec4<f32>(z_p1), z_kv32[288i + z_jj1 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p1), z_kv32[288i + z_jj1 * 9i + 1i], z_o1);
@@ -171,7 +171,7 @@ fn flash_attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o5 = fma(vec4<f32>(z_p1), z_kv32[288i + z_jj1 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p1), z_kv32[288i + z_jj1 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p1), z_kv32[288i + z_jj1 * 9i + 7i], z_o7);
-            let z_p2: f32 = select(0.0f, exp(z_s2 - z_mnew), z_s2 > bitcast<f32>(0xff800000u));
+            let z_p2: f32 = select(0.0f, exp(z_s2 - z_mnew), !(z_s2 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p2;
             z_o0 = fma(vec4<f32>(z_p2), z_kv32[288i + z_jj2 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p2), z_kv32[288i + z_jj2 * 9i + 1i], z_o1);
@@ -181,7 +181,7 @@ fn flash_attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o5 = fma(vec4<f32>(z_p2), z_kv32[288i + z_jj2 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p2), z_kv32[288i + z_jj2 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p2), z_kv32[288i + z_jj2 * 9i + 7i], z_o7);
-            let z_p3: f32 = select(0.0f, exp(z_s3 - z_mnew), z_s3 > bitcast<f32>(0xff800000u));
+            let z_p3: f32 = select(0.0f, exp(z_s3 - z_mnew), !(z_s3 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p3;
             z_o0 = fma(vec4<f32>(z_p3), z_kv32[288i + z_jj3 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p3), z_kv32[288i + z_jj3 * 9i + 1i], z_o1);
@@ -191,7 +191,7 @@ fn flash_attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o5 = fma(vec4<f32>(z_p3), z_kv32[288i + z_jj3 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p3), z_kv32[288i + z_jj3 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p3), z_kv32[288i + z_jj3 * 9i + 7i], z_o7);
-            let z_p4: f32 = select(0.0f, exp(z_s4 - z_mnew), z_s4 > bitcast<f32>(0xff800000u));
+            let z_p4: f32 = select(0.0f, exp(z_s4 - z_mnew), !(z_s4 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p4;
             z_o0 = fma(vec4<f32>(z_p4), z_kv32[288i + z_jj4 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p4), z_kv32[288i + z_jj4 * 9i + 1i], z_o1);
@@ -201,7 +201,7 @@ fn flash_attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o5 = fma(vec4<f32>(z_p4), z_kv32[288i + z_jj4 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p4), z_kv32[288i + z_jj4 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p4), z_kv32[288i + z_jj4 * 9i + 7i], z_o7);
-            let z_p5: f32 = select(0.0f, exp(z_s5 - z_mnew), z_s5 > bitcast<f32>(0xff800000u));
+            let z_p5: f32 = select(0.0f, exp(z_s5 - z_mnew), !(z_s5 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p5;
             z_o0 = fma(vec4<f32>(z_p5), z_kv32[288i + z_jj5 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p5), z_kv32[288i + z_jj5 * 9i + 1i], z_o1);
@@ -211,7 +211,7 @@ fn flash_attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o5 = fma(vec4<f32>(z_p5), z_kv32[288i + z_jj5 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p5), z_kv32[288i + z_jj5 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p5), z_kv32[288i + z_jj5 * 9i + 7i], z_o7);
-            let z_p6: f32 = select(0.0f, exp(z_s6 - z_mnew), z_s6 > bitcast<f32>(0xff800000u));
+            let z_p6: f32 = select(0.0f, exp(z_s6 - z_mnew), !(z_s6 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p6;
             z_o0 = fma(vec4<f32>(z_p6), z_kv32[288i + z_jj6 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p6), z_kv32[288i + z_jj6 * 9i + 1i], z_o1);
@@ -221,7 +221,7 @@ fn flash_attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o5 = fma(vec4<f32>(z_p6), z_kv32[288i + z_jj6 * 9i + 5i], z_o5);
             z_o6 = fma(vec4<f32>(z_p6), z_kv32[288i + z_jj6 * 9i + 6i], z_o6);
             z_o7 = fma(vec4<f32>(z_p6), z_kv32[288i + z_jj6 * 9i + 7i], z_o7);
-            let z_p7: f32 = select(0.0f, exp(z_s7 - z_mnew), z_s7 > bitcast<f32>(0xff800000u));
+            let z_p7: f32 = select(0.0f, exp(z_s7 - z_mnew), !(z_s7 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p7;
             z_o0 = fma(vec4<f32>(z_p7), z_kv32[288i + z_jj7 * 9i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p7), z_kv32[288i + z_jj7 * 9i + 1i], z_o1);
@@ -246,9 +246,9 @@ fn flash_attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
     var z_L: f32 = 0.0f;
     for (var z_x: i32 = 0i; z_x < 4i; z_x = z_x + 1i) {
         let z_mx: f32 = z_ml32[z_q * 4i + z_x];
-        z_L = z_L + select(0.0f, z_ml32[128i + z_q * 4i + z_x] * exp(z_mx - z_M), z_mx > bitcast<f32>(0xff800000u));
+        z_L = z_L + select(0.0f, z_ml32[128i + z_q * 4i + z_x] * exp(z_mx - z_M), !(z_mx <= bitcast<f32>(0xff800000u)));
     }
-    let z_f: f32 = select(0.0f, exp(z_m - z_M), z_m > bitcast<f32>(0xff800000u));
+    let z_f: f32 = select(0.0f, exp(z_m - z_M), !(z_m <= bitcast<f32>(0xff800000u)));
     z_o0 = z_o0 * z_f;
     z_o1 = z_o1 * z_f;
     z_o2 = z_o2 * z_f;
@@ -414,8 +414,8 @@ fn flash_attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
         let z_s3: f32 = select(bitcast<f32>(0xff800000u), (z_dot3 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j3 < z_S);
         z_tmax = max(z_tmax, z_s3);
         let z_mnew: f32 = max(z_m, z_tmax);
-        if (z_mnew > bitcast<f32>(0xff800000u)) {
-            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), z_m > bitcast<f32>(0xff800000u));
+        if (!(z_mnew <= bitcast<f32>(0xff800000u))) {
+            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), !(z_m <= bitcast<f32>(0xff800000u)));
             z_l = z_l * z_alpha;
             z_o0 = z_o0 * z_alpha;
             z_o1 = z_o1 * z_alpha;
@@ -433,7 +433,7 @@ fn flash_attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o13 = z_o13 * z_alpha;
             z_o14 = z_o14 * z_alpha;
             z_o15 = z_o15 * z_alpha;
-            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), z_s0 > bitcast<f32>(0xff800000u));
+            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), !(z_s0 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p0;
             z_o0 = fma(vec4<f32>(z_p0), z_kv64[272i + z_jj0 * 17i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p0), z_kv64[272i + z_jj0 * 17i + 1i], z_o1);
@@ -451,7 +451,7 @@ fn flash_attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o13 = fma(vec4<f32>(z_p0), z_kv64[272i + z_jj0 * 17i + 13i], z_o13);
             z_o14 = fma(vec4<f32>(z_p0), z_kv64[272i + z_jj0 * 17i + 14i], z_o14);
             z_o15 = fma(vec4<f32>(z_p0), z_kv64[272i + z_jj0 * 17i + 15i], z_o15);
-            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), z_s1 > bitcast<f32>(0xff800000u));
+            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), !(z_s1 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p1;
             z_o0 = fma(vec4<f32>(z_p1), z_kv64[272i + z_jj1 * 17i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p1), z_kv64[272i + z_jj1 * 17i + 1i], z_o1);
@@ -469,7 +469,7 @@ fn flash_attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o13 = fma(vec4<f32>(z_p1), z_kv64[272i + z_jj1 * 17i + 13i], z_o13);
             z_o14 = fma(vec4<f32>(z_p1), z_kv64[272i + z_jj1 * 17i + 14i], z_o14);
             z_o15 = fma(vec4<f32>(z_p1), z_kv64[272i + z_jj1 * 17i + 15i], z_o15);
-            let z_p2: f32 = select(0.0f, exp(z_s2 - z_mnew), z_s2 > bitcast<f32>(0xff800000u));
+            let z_p2: f32 = select(0.0f, exp(z_s2 - z_mnew), !(z_s2 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p2;
             z_o0 = fma(vec4<f32>(z_p2), z_kv64[272i + z_jj2 * 17i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p2), z_kv64[272i + z_jj2 * 17i + 1i], z_o1);
@@ -487,7 +487,7 @@ fn flash_attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
             z_o13 = fma(vec4<f32>(z_p2), z_kv64[272i + z_jj2 * 17i + 13i], z_o13);
             z_o14 = fma(vec4<f32>(z_p2), z_kv64[272i + z_jj2 * 17i + 14i], z_o14);
             z_o15 = fma(vec4<f32>(z_p2), z_kv64[272i + z_jj2 * 17i + 15i], z_o15);
-            let z_p3: f32 = select(0.0f, exp(z_s3 - z_mnew), z_s3 > bitcast<f32>(0xff800000u));
+            let z_p3: f32 = select(0.0f, exp(z_s3 - z_mnew), !(z_s3 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p3;
             z_o0 = fma(vec4<f32>(z_p3), z_kv64[272i + z_jj3 * 17i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p3), z_kv64[272i + z_jj3 * 17i + 1i], z_o1);
@@ -520,9 +520,9 @@ fn flash_attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_work
     var z_L: f32 = 0.0f;
     for (var z_x: i32 = 0i; z_x < 4i; z_x = z_x + 1i) {
         let z_mx: f32 = z_ml64[z_q * 4i + z_x];
-        z_L = z_L + select(0.0f, z_ml64[128i + z_q * 4i + z_x] * exp(z_mx - z_M), z_mx > bitcast<f32>(0xff800000u));
+        z_L = z_L + select(0.0f, z_ml64[128i + z_q * 4i + z_x] * exp(z_mx - z_M), !(z_mx <= bitcast<f32>(0xff800000u)));
     }
-    let z_f: f32 = select(0.0f, exp(z_m - z_M), z_m > bitcast<f32>(0xff800000u));
+    let z_f: f32 = select(0.0f, exp(z_m - z_M), !(z_m <= bitcast<f32>(0xff800000u)));
     z_o0 = z_o0 * z_f;
     z_o1 = z_o1 * z_f;
     z_o2 = z_o2 * z_f;
@@ -766,8 +766,8 @@ fn flash_attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_wor
         let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j1 < z_S);
         z_tmax = max(z_tmax, z_s1);
         let z_mnew: f32 = max(z_m, z_tmax);
-        if (z_mnew > bitcast<f32>(0xff800000u)) {
-            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), z_m > bitcast<f32>(0xff800000u));
+        if (!(z_mnew <= bitcast<f32>(0xff800000u))) {
+            let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), !(z_m <= bitcast<f32>(0xff800000u)));
             z_l = z_l * z_alpha;
             z_o0 = z_o0 * z_alpha;
             z_o1 = z_o1 * z_alpha;
@@ -801,7 +801,7 @@ fn flash_attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_wor
             z_o29 = z_o29 * z_alpha;
             z_o30 = z_o30 * z_alpha;
             z_o31 = z_o31 * z_alpha;
-            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), z_s0 > bitcast<f32>(0xff800000u));
+            let z_p0: f32 = select(0.0f, exp(z_s0 - z_mnew), !(z_s0 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p0;
             z_o0 = fma(vec4<f32>(z_p0), z_kv128[264i + z_jj0 * 33i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p0), z_kv128[264i + z_jj0 * 33i + 1i], z_o1);
@@ -835,7 +835,7 @@ fn flash_attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_wor
             z_o29 = fma(vec4<f32>(z_p0), z_kv128[264i + z_jj0 * 33i + 29i], z_o29);
             z_o30 = fma(vec4<f32>(z_p0), z_kv128[264i + z_jj0 * 33i + 30i], z_o30);
             z_o31 = fma(vec4<f32>(z_p0), z_kv128[264i + z_jj0 * 33i + 31i], z_o31);
-            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), z_s1 > bitcast<f32>(0xff800000u));
+            let z_p1: f32 = select(0.0f, exp(z_s1 - z_mnew), !(z_s1 <= bitcast<f32>(0xff800000u)));
             z_l = z_l + z_p1;
             z_o0 = fma(vec4<f32>(z_p1), z_kv128[264i + z_jj1 * 33i + 0i], z_o0);
             z_o1 = fma(vec4<f32>(z_p1), z_kv128[264i + z_jj1 * 33i + 1i], z_o1);
@@ -884,9 +884,9 @@ fn flash_attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_wor
     var z_L: f32 = 0.0f;
     for (var z_x: i32 = 0i; z_x < 4i; z_x = z_x + 1i) {
         let z_mx: f32 = z_ml128[z_q * 4i + z_x];
-        z_L = z_L + select(0.0f, z_ml128[64i + z_q * 4i + z_x] * exp(z_mx - z_M), z_mx > bitcast<f32>(0xff800000u));
+        z_L = z_L + select(0.0f, z_ml128[64i + z_q * 4i + z_x] * exp(z_mx - z_M), !(z_mx <= bitcast<f32>(0xff800000u)));
     }
-    let z_f: f32 = select(0.0f, exp(z_m - z_M), z_m > bitcast<f32>(0xff800000u));
+    let z_f: f32 = select(0.0f, exp(z_m - z_M), !(z_m <= bitcast<f32>(0xff800000u)));
     z_o0 = z_o0 * z_f;
     z_o1 = z_o1 * z_f;
     z_o2 = z_o2 * z_f;

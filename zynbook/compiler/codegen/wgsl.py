@@ -2389,13 +2389,15 @@ class KernelRenderer:
                 w.line(f"let z_s{u}: f32 = select({NEG}, {scale(f'z_dot{u}')}, {ok});")
                 w.line(f"z_tmax = max(z_tmax, z_s{u});")
             w.line("let z_mnew: f32 = max(z_m, z_tmax);")
-            w.open(f"if (z_mnew > {NEG})")
-            w.line(f"let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), z_m > {NEG});")
+            # `!(x <= -inf)` rather than `x > -inf`: a NaN score goes on into the sums and
+            # the output, as the reference's softmax takes it
+            w.open(f"if (!(z_mnew <= {NEG}))")
+            w.line(f"let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), !(z_m <= {NEG}));")
             w.line("z_l = z_l * z_alpha;")
             for c in range(DV):
                 w.line(f"z_o{c} = z_o{c} * z_alpha;")
             for u in range(U):
-                w.line(f"let z_p{u}: f32 = select(0.0f, exp(z_s{u} - z_mnew), z_s{u} > {NEG});")
+                w.line(f"let z_p{u}: f32 = select(0.0f, exp(z_s{u} - z_mnew), !(z_s{u} <= {NEG}));")
                 w.line(f"z_l = z_l + z_p{u};")
                 for c in range(DV):
                     w.line(f"z_o{c} = fma(vec4<f32>(z_p{u}), {kv}[{BK * (DV + 1)}i + z_jj{u} * {DV + 1}i + {c}i], z_o{c});")
@@ -2414,9 +2416,9 @@ class KernelRenderer:
             w.line("var z_L: f32 = 0.0f;")
             w.open(f"for (var z_x: i32 = 0i; z_x < {R}i; z_x = z_x + 1i)")
             w.line(f"let z_mx: f32 = {st}[z_q * {R}i + z_x];")
-            w.line(f"z_L = z_L + select(0.0f, {st}[{NT}i + z_q * {R}i + z_x] * exp(z_mx - z_M), z_mx > {NEG});")
+            w.line(f"z_L = z_L + select(0.0f, {st}[{NT}i + z_q * {R}i + z_x] * exp(z_mx - z_M), !(z_mx <= {NEG}));")
             w.close()
-            w.line(f"let z_f: f32 = select(0.0f, exp(z_m - z_M), z_m > {NEG});")
+            w.line(f"let z_f: f32 = select(0.0f, exp(z_m - z_M), !(z_m <= {NEG}));")
             for c in range(DV):
                 w.line(f"z_o{c} = z_o{c} * z_f;")
             w.open(f"for (var z_x: i32 = 1i; z_x < {R}i; z_x = z_x + 1i)")

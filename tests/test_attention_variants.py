@@ -325,3 +325,43 @@ def test_tutorial05_kernels_render_and_compile_for_cuda(monkeypatch, tmp_path):
         res = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-o", str(tmp_path / "k.ptx"), str(path)],
                              capture_output=True, text=True)
         assert res.returncode == 0, res.stderr[-4000:]
+
+
+# ---------------------------------------------------------------------- half precision
+
+F16_CASES = {"three_pass_bool_f16_37": (A.three_pass("bool"), True),
+             "flash_48_f16_37": (A.flash(48), False)}
+
+
+def _f16(name):
+    text, masked = F16_CASES[name]
+    rng = np.random.default_rng(16)
+    arrays = {n: rng.standard_normal((2, 3, 37, 16)).astype(np.float16) for n in ("Q", "K", "V")}
+    if masked:
+        m = rng.random((37, 37)) < 0.7
+        m[:, 0] = True
+        arrays["allowed"] = m
+    return lower_block(text, arrays, {}, {})
+
+
+@pytest.mark.skipif(not DEVICES, reason="no device here but the reference")
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(F16_CASES))
+def test_f16_attention_equals_reference_on_device(device, name):
+    k, ins, sz, sc = _f16(name)
+    got, _ = get_device(device).launch(k, ins, sz, sc)
+    want = np.asarray(run_kernel(k, ins, sz, sc), np.float32)
+    assert_within(np.asarray(got, np.float32), want, 1e-2, 1e-2)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("name", sorted(F16_CASES))
+def test_f16_attention_compiles_for_cuda(name, tmp_path):
+    k, _, sz, _ = _f16(name)
+    prog = cuda.render_cuda(k, sz)
+    assert "attention" in prog.schedule
+    path = tmp_path / "k.cu"
+    path.write_text(prog.source)
+    res = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-o", str(tmp_path / "k.ptx"), str(path)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-4000:]

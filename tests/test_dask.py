@@ -123,3 +123,55 @@ def test_an_unreachable_scheduler_is_a_device_error(monkeypatch):
         zynbook.run('config { cluster: "tcp://127.0.0.1:9" }\n' +
                     SCALE_ROWS.replace("@device(devices)", '@device("dask")'),
                     x=np.ones((2, 2), np.float32), w=np.ones(2, np.float32))
+
+
+SLOW = """compute(x) @device("dask:local") @parallel(data) {
+    @kernel fused
+    for i in 0..n:
+        var s = 0.0
+        for k in 0..steps:
+            s += sin(x[i] + k * 0.001)
+        out[i] = s
+}"""
+
+
+def test_a_lost_worker_shard_runs_again_elsewhere(client):
+    """Kill (by its pid) the worker process running a shard: Dask runs the shard again on
+    another worker and the result is whole. (Last in this file: the cluster has one worker
+    fewer until its nanny restarts it.)"""
+    import signal
+    import threading
+    import time
+    from zynbook.backends import dask as zdask
+    cluster = zdask._clients["local"][1]
+    x = np.linspace(0, 1, 8).astype(np.float32)
+    steps = 1_500_000           # about a second per shard on the reference executor
+    want = np.array([np.sin(xi + np.arange(steps) * 0.001).sum() for xi in x.astype(np.float64)])
+    session = zynbook.Session()
+    result = {}
+
+    def run():
+        try:
+            result["out"] = session.run(SLOW, x=x, steps=steps)
+        except Exception as err:        # reported below
+            result["err"] = err
+    thread = threading.Thread(target=run)
+    thread.start()
+    busy = {}
+    for _ in range(200):
+        time.sleep(0.05)
+        busy = {w: keys for w, keys in client.processing().items()
+                if any(k.endswith("-1") for k in keys)}
+        if busy:
+            break
+    assert busy, "the second shard never started"
+    [victim] = busy
+    pids = [n.process.process.pid for n in cluster.workers.values()
+            if n.worker_address == victim]
+    assert pids
+    os.kill(pids[0], signal.SIGKILL)
+    thread.join(120)
+    assert "err" not in result, result.get("err")
+    np.testing.assert_allclose(np.asarray(result["out"]), want, rtol=1e-3, atol=1e-2)
+    ran = [launch.device.split("/", 1)[1] for launch in session.launches]
+    assert victim not in ran          # the second shard's result lives on another worker

@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 import uuid
+import warnings
 
 import numpy as np
 
@@ -166,11 +167,14 @@ class DaskCluster(Device):
             else:
                 csizes = solve(shapes, {g: v for g, v in given.items() if g != plan.stop})
             chunk_sizes.append(csizes)
-            futures.append(client.submit(
-                _run_shard, kernel, args, csizes, scalars, key=f"zynml-{kernel.name}-{tag}-{k}",
-                workers=[worker], allow_other_workers=True, pure=False))
+            with warnings.catch_warnings():     # large arrays in the graph are meant
+                warnings.simplefilter("ignore")
+                futures.append(client.submit(
+                    _run_shard, kernel, args, csizes, scalars,
+                    key=f"zynml-{kernel.name}-{tag}-{k}", workers=[worker],
+                    allow_other_workers=True, pure=False))
         distributed.wait(futures)
-        _raise_failures(futures)
+        _raise_failures(futures, [w for w, _ in work])
         held = _holders(client, futures)
         with interp._lock:
             for f, (worker, _) in zip(futures, work):
@@ -229,8 +233,9 @@ def _input_for(client, t, axis, k, work, worker):
     if axis is not None:
         lo, hi = work[k][1]
         host = _take(host, axis, lo, hi)
-    [fut] = client.scatter([host], workers=[worker], hash=False)
-    return fut, host.shape
+    # the array travels inside the task (not scattered to one worker), so that the scheduler
+    # can run the task again elsewhere when its worker is lost
+    return host, host.shape
 
 
 def _describe(err) -> str:
@@ -245,13 +250,14 @@ def _describe(err) -> str:
     return f"a Dask task failed: {type(err).__name__}: {err}"
 
 
-def _raise_failures(futures):
-    for f in futures:
+def _raise_failures(futures, workers):
+    for f, worker in zip(futures, workers):
         if f.status == "error":
             raise ZynMLDeviceError(_describe(f.exception()))
         if f.status == "cancelled":
-            raise ZynMLDeviceError(f"the Dask task {f.key} was cancelled (its worker or the "
-                                   "scheduler went away)")
+            raise ZynMLDeviceError(f"the shard {f.key} sent to Dask worker {worker} was "
+                                   "cancelled (a worker holding its input or the scheduler "
+                                   "went away)")
 
 
 def _results(client, futures):

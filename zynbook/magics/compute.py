@@ -18,9 +18,12 @@ from ..kernel.state import announce_device, last_run, notebook_session, remember
 
 def to_python(value):
     """A ZynML value as Python code wants it: numpy for a tensor on `cpu`, CuPy (no copy,
-    through DLPack) for `cuda:N`, the ZynBook tensor itself on other devices; lists and
+    through DLPack) for `cuda:N`, the ZynBook tensor itself on other devices and when it is
+    sharded across several (numpy reads it through __array__); lists and
     tuples element by element; everything else as it is."""
     if is_tensor(value):
+        if hasattr(value, "shards"):        # a sharded tensor stays where its parts are
+            return value
         device = value.device
         if device == "cpu":
             return value.numpy()

@@ -37,21 +37,23 @@ def test_mutated_examples_compile_or_raise_zynml_errors():
 
 def test_fuzz_run_reports_what_is_not_a_zynml_error(monkeypatch):
     """The harness itself can fail: a Python exception and a hang are counted, not hidden."""
-    calls = {"n": 0}
+    import time
 
     def broken(source):
-        calls["n"] += 1
-        if calls["n"] == 1:
+        if source == "boom":
             raise KeyError("boom")
-        if calls["n"] == 2:
-            import time
-            time.sleep(3)
+        if source == "spin":                 # a compile that never ends, burning CPU
+            end = time.process_time() + 30
+            while time.process_time() < end:
+                pass
         return None
 
     monkeypatch.setattr(zynbook, "compile", broken)
-    counts = fuzz.run(3, 0, limit_s=0.5)
+    started = time.monotonic()
+    counts = fuzz.run(0, 0, limit_s=0.5, programs=["boom", "spin", "fine"])
     assert counts["other"] == 1 and counts["hang"] == 1 and counts["ok"] == 1
     assert len(counts["failures"]) == 2
+    assert time.monotonic() - started < 20
 
 
 def test_mutate_changes_programs():

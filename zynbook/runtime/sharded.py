@@ -301,7 +301,7 @@ class ShardedTensor(Tensor):
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), precision=4, threshold=64, edgeitems=3,
                                separator=", ", suppress_small=True)
-        return (f"ShardedTensor(shape={list(self.shape)}, dtype={self.dtype}, "
+        return (f"{type(self).__name__}(shape={list(self.shape)}, dtype={self.dtype}, "
                 f"sharded={self.placement_text()!r},\n"
                 f"       {body.replace(chr(10), chr(10) + '       ')})")
 
@@ -309,7 +309,7 @@ class ShardedTensor(Tensor):
         rows = "".join(f"<tr><td><code>{html.escape(p['device'])}</code></td>"
                        f"<td>{p['start']}:{p['stop']}</td><td>{p['shape']}</td></tr>"
                        for p in self.placement)
-        head = (f"<div class='zynbook-tensor'><b>ShardedTensor</b> "
+        head = (f"<div class='zynbook-tensor'><b>{type(self).__name__}</b> "
                 f"<code>[{', '.join(map(str, self.shape))}]</code> <code>{self.dtype}</code>, "
                 f"sharded along axis {self.axis}"
                 f"<table class='zynbook-tensor-table'><tr><th>device</th><th>range</th>"

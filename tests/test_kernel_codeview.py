@@ -66,10 +66,13 @@ def test_the_kernel_keeps_every_helper_it_calls_and_drops_the_others(kernels, la
         lines = text.splitlines()
         kernel_part = "\n".join(lines[sp.kernel_start:])
         assert sp.kernel_start > 0
-        # the entry point is in the kernel part, and the short text starts with the header
+        # the short text starts with the header, then the kernel itself
         assert sp.kernel_text().splitlines()[0] == lines[0]
         short = sp.kernel_text()
-        assert kernel_part.strip() in short
+        assert "\n".join(ln.rstrip() for ln in kernel_part.strip().splitlines()) in short
+        head = len(sp.header[0].lines) if sp.header else 0
+        first_code = next(ln for ln in short.splitlines()[head:] if ln.strip())
+        assert first_code == lines[sp.kernel_start].rstrip()
         defs = _definitions("\n".join(lines[:sp.kernel_start]))
         used_by_kernel = set(IDENT.findall(kernel_part)) & set(defs)
         for name in used_by_kernel:
@@ -135,10 +138,18 @@ def test_mapped_html_links_both_panes_scrolls_and_copies(kernels):
     assert H.unescape(copied) == srcs["cuda"]
     # unused helpers sit in a collapsed <details>
     assert "<details><summary>" in page and "helpers not used by this kernel" in page
-    # every generated line is there once, numbered
+    # every generated line that holds code is there once, numbered as in the file, and the
+    # kernel comes right after the header comment
     numbers = [int(n) for n in re.findall(r"<span class='zm-n'>(\d+)</span>", page)]
     gen_numbers = numbers[len(k.zynml.splitlines()):]
-    assert gen_numbers == list(range(1, len(srcs["cuda"].splitlines()) + 1))
+    lines = srcs["cuda"].splitlines()
+    assert len(gen_numbers) == len(set(gen_numbers))
+    assert {i + 1 for i, ln in enumerate(lines) if ln.strip()} <= set(gen_numbers)
+    sp = split_source(srcs["cuda"], "cuda")
+    header = len(sp.header[0].lines)
+    assert gen_numbers[:header] == list(range(1, header + 1))
+    assert gen_numbers[header] == sp.kernel_start + 1
+    assert "__global__" in "".join(lines[sp.kernel_start:sp.kernel_start + 2])
 
 
 def test_code_bundle_prints_a_summary_and_the_kernel_only(kernels):

@@ -3,8 +3,8 @@
  * long compile, a slow kernel), the kernel reports on the `zynbook.progress` comm which
  * kernel runs on which device, how many launches are done and the time so far
  * (zynbook/kernel/progress.py). The item shows that text with a running bar in the
- * notebook's toolbar, and the final time for a few seconds after the cell ends. Nothing is
- * written into the cell's outputs.
+ * notebook's toolbar; when the cell ends it keeps the cell's time (dimmed) until the next slow
+ * cell. Nothing is written into the cell's outputs.
  */
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel } from '@jupyterlab/services';
@@ -51,23 +51,15 @@ export class ProgressToolbarItem extends Widget {
 
   /** Show one progress message (public for tests). */
   update_(data: IProgress): void {
-    if (this._timer) {
-      window.clearTimeout(this._timer);
-      this._timer = 0;
-    }
     this.label.textContent = data.text;
     this.node.title = data.text;
     this.node.dataset.kernel = data.kernel ?? '';
     this.node.classList.toggle('zyn-mod-done', !!data.done);
     this.show();
-    if (data.done) {
-      this._timer = window.setTimeout(() => this.hide(), 5000);
-    }
   }
 
   private panel: NotebookPanel;
   private bar: HTMLSpanElement;
   private label: HTMLSpanElement;
-  private _timer = 0;
   private _listening: Kernel.IKernelConnection | null = null;
 }

@@ -84,6 +84,41 @@ ZYNML_CELLS = [
     "%python ShaderInspector()",
 ]
 
+VIEW_CELLS = [
+    # 0: a block and its generated CUDA in the inspector view of %inspect
+    "let A = randn([24, 20], seed=1)\n"
+    "let B = randn([20, 16], seed=2)\n"
+    "let C = compute(A, B) {\n"
+    "    @kernel matmul\n"
+    "    for i in 0..M, j in 0..N:\n"
+    "        var sum = 0.0\n"
+    "        for k in 0..K:\n"
+    "            sum += A[i, k] * B[k, j]\n"
+    "        out[i, j] = sum\n"
+    "}\n"
+    "%inspect c",
+    # 1: four devices compared across sizes
+    "%%compare --devices cpu,cpu:native,vulkan:0,webgpu:0 --sizes n=64,256 --repeat 2\n"
+    "let x = randn([n], seed=1)\n"
+    "let y = compute(x) {\n"
+    "    @kernel elementwise\n"
+    "    for i in 0..n:\n"
+    "        out[i] = tanh(x[i]) * 2.0\n"
+    "}\n",
+    # 2: the picker widget
+    "%python from zynbook.widgets import DevicePicker\n"
+    "%python picker = DevicePicker()\n"
+    "%python picker",
+    # 3: progress shows for any cell (the threshold lowered for the test)
+    "%python import zynbook.kernel.progress as progress_module\n"
+    "%python progress_module.AFTER = 0.0\n"
+    "let z = compute(A) {\n"
+    "    @kernel elementwise\n"
+    "    for i in 0..rows, j in 0..cols:\n"
+    "        out[i, j] = A[i, j] + 1.0\n"
+    "}\n",
+]
+
 PYTHON_CELLS = [
     "%load_ext zynbook\nimport numpy as np\nx = np.arange(6, dtype=np.float32)",
     "%%compute\n"
@@ -127,9 +162,10 @@ def lab():
     (data / "kernels").mkdir(parents=True)
     shutil.copytree(tmp / "prefix" / "share" / "jupyter" / "kernels" / "zynml",
                     data / "kernels" / "zynml")
-    # the extension: installed (pip install) or built in this checkout
-    if _installed_extension() is None:
-        built = REPO / "zynbook" / "labextension"
+    # the extension: as built in this checkout (ahead of an installed copy on JUPYTER_PATH,
+    # which may be older), else the installed one (pip install)
+    built = REPO / "zynbook" / "labextension"
+    if (built / "package.json").exists() or _installed_extension() is None:
         if not (built / "package.json").exists():
             _missing("the JupyterLab extension is not built "
                      "(cd labextension && jlpm install && jlpm build:prod)")
@@ -152,6 +188,7 @@ def lab():
     root = tmp / "root"
     root.mkdir()
     (root / "zynml.ipynb").write_text(json.dumps(_notebook(ZYNML_CELLS, "zynml", "zynml")))
+    (root / "views.ipynb").write_text(json.dumps(_notebook(VIEW_CELLS, "zynml", "zynml")))
     (root / "python.ipynb").write_text(json.dumps(_notebook(PYTHON_CELLS, "python3",
                                                             "python")))
     shutil.copy(REPO / "examples" / "matmul.zyn", root / "matmul.zyn")
@@ -361,3 +398,94 @@ def test_zyn_file_in_the_editor(lab, page):
     assert {"@kernel", "@workgroup", "@shared"} <= set(_texts(page, ".zyn-annotation", editor))
     assert "var" in _texts(page, ".tok-keyword", editor)
     _shot(page, "zyn-file")
+
+
+def test_inspector_compare_progress_and_device_state(lab, page):
+    """The inspector's line mapping and height, the compare table of four devices inside
+    the output's width, the progress item, and the picker, toolbar and %device in step."""
+    _open(page, lab, "views.ipynb")
+    _wait_idle(page)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+    # the inspector: fixed height with scrolling, ZynML lines linked to generated lines
+    out0 = ".jp-Notebook .jp-Cell:nth-child(1) .jp-OutputArea-output"
+    page.wait_for_selector(f"{out0} .zynml-map .zm-gen")
+    gen = page.eval_on_selector(f"{out0} .zm-gen", "e => [e.clientHeight, e.scrollHeight]")
+    assert 100 < gen[0] <= 422 and gen[1] > gen[0], gen        # it scrolls inside 420 px
+    line = page.eval_on_selector(
+        f"{out0} .zm-src [data-l]:has-text('sum += A')", "e => e.dataset.l")
+    target = f"{out0} .zm-gen [data-l='{line}']"
+    assert page.query_selector_all(target), "the ZynML line maps to generated lines"
+    background = "e => getComputedStyle(e).backgroundColor"
+    assert page.eval_on_selector(target, background) in ("rgba(0, 0, 0, 0)", "transparent")
+    page.hover(f"{out0} .zm-src [data-l='{line}']")
+    assert page.eval_on_selector(target, background) == "rgb(255, 242, 168)"
+    page.click(f"{out0} .zm-src [data-l='{line}']")           # pins the highlight
+    page.mouse.move(0, 0)
+    assert page.eval_on_selector(target, background) == "rgb(255, 242, 168)"
+    assert page.is_visible(f"{out0} details summary")           # unused helpers folded
+    page.eval_on_selector(f"{out0} .zynml-map", "e => e.scrollIntoView()")
+    _shot(page, "inspector-mapping")
+
+    # compare: four devices as rows, inside the output's width
+    out1 = ".jp-Notebook .jp-Cell:nth-child(2) .jp-OutputArea-output"
+    page.wait_for_selector(f"{out1} .zynml-compare-table table", timeout=300_000)
+    devices = page.eval_on_selector_all(f"{out1} tr[data-device]",
+                                        "els => els.map(e => e.dataset.device)")
+    assert sorted(set(devices)) == ["cpu", "cpu:native", "vulkan:0", "webgpu:0"], devices
+    widths = page.eval_on_selector(
+        f"{out1} .zynml-compare-table",
+        "e => [e.querySelector('table').getBoundingClientRect().width,"
+        " e.closest('.jp-OutputArea-output').getBoundingClientRect().width]")
+    assert widths[0] <= widths[1], widths
+    page.wait_for_selector(f"{out1} img")                        # the chart
+    page.eval_on_selector(f"{out1} .zynml-compare-table", "e => e.scrollIntoView()")
+    _shot(page, "compare-four-devices")
+
+    # progress: the toolbar item shows the last cell's kernel and time
+    item = ".jp-NotebookPanel:not(.lm-mod-hidden) .zyn-ProgressItem"
+    out3 = ".jp-Notebook .jp-Cell:nth-child(4)"
+    page.wait_for_selector(f"{out3} .jp-InputArea-prompt:has-text('[4]')")
+    try:
+        page.wait_for_selector(f"{item}:has-text('cell finished in')", timeout=20_000)
+    except Exception:
+        _shot(page, "progress-missing")
+        raise AssertionError(page.inner_text(out3) + "\n" + str(page.eval_on_selector_all(
+            ".zyn-ProgressItem", "els => els.map(e => e.outerHTML)")))
+    assert page.eval_on_selector(item, "e => e.dataset.kernel").startswith("elementwise_l")
+    _shot(page, "progress-item")
+
+    # one device state: %device, the picker and the toolbar follow each other
+    toolbar = ".jp-NotebookPanel:not(.lm-mod-hidden) .zyn-DeviceToolbarItem"
+    out2 = ".jp-Notebook .jp-Cell:nth-child(3) .jp-OutputArea-output"
+    page.wait_for_selector(f"{out2} .widget-dropdown select")
+    labels = _texts(page, "option", f"{out2} .widget-dropdown")
+    auto = next(label for label in labels if label.startswith("auto"))
+    page.select_option(f"{out2} .widget-dropdown select", label=auto)  # the picker ...
+    page.wait_for_selector(f"{toolbar}[data-device='auto']")        # ... moves the toolbar
+    page.select_option(f"{toolbar} select", "cpu")                   # the toolbar ...
+    picked = ("([sel, id]) => document.querySelector(sel).selectedOptions[0]"
+              ".textContent.replace(/\\s/g, ' ').startsWith(id)")
+    try:
+        page.wait_for_function(picked, arg=[f"{out2} .widget-dropdown select", "cpu "],
+                               timeout=15_000)
+    except Exception:
+        _shot(page, "device-missing")
+        raise AssertionError(str(page.eval_on_selector(
+            f"{out2} .widget-dropdown select",
+            "e => [e.value, e.selectedIndex, e.selectedOptions[0] && "
+            "e.selectedOptions[0].textContent]")) + " toolbar: " + str(page.eval_on_selector(
+                toolbar, "e => [e.dataset.device, e.title]")))
+    page.evaluate("""() => {
+        const nb = window.jupyterapp.shell.currentWidget.content;
+        nb.activeCellIndex = nb.widgets.length - 1;
+        return window.jupyterapp.commands.execute('notebook:insert-cell-below');
+    }""")
+    page.evaluate("""() => {
+        const nb = window.jupyterapp.shell.currentWidget.content;
+        nb.activeCell.model.sharedModel.setSource('config { compute_device: "auto" }');
+        return window.jupyterapp.commands.execute('notebook:run-cell');
+    }""")
+    page.wait_for_selector(f"{toolbar}[data-device='auto']")
+    page.wait_for_function(picked, arg=[f"{out2} .widget-dropdown select", "auto"])
+    _shot(page, "device-state")

@@ -36,7 +36,7 @@ _LINE_COMMENT = re.compile(r"^\s*(?://|#)\s*line\s+(\d+)\s*:")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _DEFINES = [
     re.compile(r"^#define\s+(\w+)"),
-    re.compile(r"^\s*struct\s+(\w+)"),
+    re.compile(r"^(?:template\s*<[^>]*>\s*)?\s*struct\s+(\w+)"),
     re.compile(r"^\s*fn\s+(\w+)"),
     re.compile(r"^\s*(?:@[^;]*?\s)?var(?:<[^>]*>)?\s+(\w+)"),
     re.compile(r"^\s*(?:const|override|alias)\s+(\w+)"),
@@ -74,14 +74,18 @@ class SplitSource:
         return [c for c in self.helpers if not c.name or c.name in self.used]
 
     def kernel_text(self) -> str:
-        """The header, the helpers the kernel uses, and the kernel: what a reader needs."""
+        """The header, the kernel, then the helpers it uses (and includes): what a reader
+        needs, the kernel first."""
         out = [ln for c in self.header for ln in c.lines]
-        kept = [ln for c in self.kept_helpers() for ln in c.lines]
-        if any(ln.strip() for ln in kept):
-            out += kept
-        elif out and out[-1].strip():
+        if out and out[-1].strip():
             out.append("")
-        out += self.lines[self.kernel_start:]
+        out += [ln.rstrip() for ln in self.lines[self.kernel_start:]]
+        while out and not out[-1].strip():
+            out.pop()
+        kept = [ln for c in self.kept_helpers() for ln in c.lines if ln.strip()]
+        if kept:
+            out += ["", f"// ---- before the kernel in the file: includes and the helpers it "
+                        f"uses ({len(kept)} lines) ----"] + kept
         return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -346,32 +350,36 @@ def mapped_html(zynml: str, first_line: int, generated: str, language: str,
             rows.append(_line_html(uid, n, code, n if n in zlines_mapped else None, True))
         parts.append(f"<div class='zm-src'>{''.join(rows)}</div>")
     g_html = _highlight_lines(generated, language)
+    def line(k: int) -> str:
+        return _line_html(uid, k + 1, g_html[k] if k < len(g_html) else "", mapping.get(k),
+                          bool(zynml))
+
+    def folded(title: str, ks: list) -> str:
+        inner = "".join(line(k) for k in ks)
+        return f"<details><summary>{html.escape(title)}</summary>{inner}</details>"
+
     body = []
-    unused_at = {c.start: c for c in unused}
-    i = 0
-    while i < n_lines:
-        c = unused_at.get(i)
-        if c is not None:
-            # a run of unused helpers (blank lines between them included) folds into one
-            j, names = i, []
-            while j < n_lines:
-                if j in unused_at:
-                    names.append(unused_at[j].name)
-                    j = unused_at[j].end
-                elif not gen_lines[j].strip() and any(
-                        k in unused_at for k in range(j + 1, min(j + 3, n_lines))):
-                    j += 1
-                else:
-                    break
-            inner = "".join(_line_html(uid, k + 1, g_html[k], None, False) for k in range(i, j))
+    if fold_helpers and sp.kernel_start > 0:
+        # the header comment, then the kernel, then what comes before it in the file: the
+        # helpers it uses (and includes), and, apart, the helpers it does not use
+        head = len(sp.header[0].lines) if sp.header else 0
+        body += [line(k) for k in range(head)]
+        body += [line(k) for k in range(sp.kernel_start, n_lines)]
+        unused_lines = {k for c in unused for k in range(c.start, c.end)}
+        kept = [k for k in range(head, sp.kernel_start)
+                if k not in unused_lines and gen_lines[k].strip()]
+        if kept:
+            names = [c.name for c in sp.kept_helpers() if c.name]
             shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-            body.append(f"<details><summary>{j - i} lines: helpers not used by this kernel "
-                        f"({html.escape(shown)})</summary>{inner}</details>")
-            i = j
-            continue
-        body.append(_line_html(uid, i + 1, g_html[i] if i < len(g_html) else "",
-                               mapping.get(i), bool(zynml)))
-        i += 1
+            body.append(folded(f"{len(kept)} lines before the kernel: includes and the "
+                               f"helpers it uses" + (f" ({shown})" if shown else ""), kept))
+        if unused:
+            names = list(dict.fromkeys(c.name for c in unused))
+            shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+            body.append(folded(f"{len(unused_lines)} lines: helpers not used by this kernel "
+                               f"({shown})", sorted(unused_lines)))
+    else:
+        body += [line(k) for k in range(n_lines)]
     cls = "zm-gen" if zynml else "zm-gen zm-only"
     # open at the kernel: the header and used helpers are short, the kernel is what matters
     parts.append(f"<div class='{cls}'>{''.join(body)}</div>")

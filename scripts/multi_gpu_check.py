@@ -37,6 +37,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+
+def _bootstrap():
+    """On a GPU machine without internet, the pure-Python dependencies come as wheels in
+    .whl/ (scripts/gpu_wheels.sh); install them into /tmp/site as scripts/gpu_tests.sh does."""
+    try:
+        import lark  # noqa: F401
+        return
+    except ImportError:
+        pass
+    import glob
+    import subprocess
+    wheels = sorted(glob.glob(str(ROOT / ".whl" / "*.whl")))
+    if wheels:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                        "--no-compile", "--no-cache-dir", "--upgrade", "--target", "/tmp/site",
+                        *wheels], check=False)
+    sys.path.insert(0, "/tmp/site")
+
+
+_bootstrap()
+
 import numpy as np  # noqa: E402
 
 import zynbook  # noqa: E402

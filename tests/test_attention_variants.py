@@ -79,6 +79,8 @@ CASES = {
     "flash_48_min_37": _case(A.flash(48, tile="min"), 37),
     "flash_64_min_100": _case(A.flash(64, tile="min"), 100),
     "flash_32x16_reordered_37": _case(A.flash_reordered(), 37, scale="const"),
+    "flash_query_scaled_37": _case(A.flash(32).replace(
+        "Q[b, h, q_block:q_block+32] @", "(Q[b, h, q_block:q_block+32] * 0.5) @"), 37, scale="const"),
     "flash_renamed_const_100": _case(A.flash(48, renamed=True, scale="const"), 100, scale="const"),
 }
 

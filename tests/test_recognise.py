@@ -89,6 +89,16 @@ def test_flash_blocks_and_tiles(bq, bk, tile):
     assert scale_value(f) == pytest.approx(0.25)
 
 
+def test_flash_scale_on_the_query_tile():
+    text = A.flash(32).replace("Q[b, h, q_block:q_block+32] @ transpose(K_block) / sqrt(head_dim)",
+                               "(Q[b, h, q_block:q_block+32] * 0.5) @ transpose(K_block) / sqrt(head_dim)")
+    f = R.attention(lower(text))
+    assert isinstance(f, R.FlashAttention), f
+    assert scale_value(f) == pytest.approx(0.125)
+    t2 = text.replace("* 0.5)", "* V[b, h, q_block:q_block+32])")
+    assert isinstance(R.attention(lower(t2)), R.NoMatch)
+
+
 def test_keys_as_values_is_still_attention():
     # softmax(Q V^T) V is attention with K = V
     f = R.attention(lower(A.flash(64).replace("transpose(K_block)", "transpose(V_block)")))

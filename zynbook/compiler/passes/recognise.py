@@ -820,10 +820,18 @@ def _flash(kernel, loops, body):
     if len(mm) != 1:
         raise _No("the scores are not Q_block @ transpose(K_block) times a constant")
     rest = [x for x in nums if x is not mm[0]]
+    qt, kt = mm[0].left, mm[0].right
+    # a scale applied to the query tile ((Q_block * c) @ transpose(K_block)) is the same
+    qn, qd = _mul_factors(qt)
+    if len(qn) > 1 or qd:
+        tiles = [x for x in qn if x.ty.shape]
+        if len(tiles) != 1:
+            raise _No("the scores are not Q_block @ transpose(K_block) times a constant")
+        qt = tiles[0]
+        rest, dens = rest + [x for x in qn if x is not qt], dens + qd
     for x in rest + dens:
         if not is_launch_constant(x, kernel):
             raise _No("the scores' scale is not a launch constant")
-    qt, kt = mm[0].left, mm[0].right
     if not (isinstance(kt, cir.Call) and kt.fn == "transpose"):
         raise _No("the scores are not Q_block @ transpose(K_block)")
     kt = kt.args[0]

@@ -30,7 +30,7 @@ mkdir -p "$RES"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 rc=0
 t0=$SECONDS
-timeout 420 python3 -m pytest -q -p no:cacheprovider -rs -x --timeout=120 \
+timeout 420 python3 -m pytest -q -p no:cacheprovider -rs --timeout=120 \
     tests/test_cuda_gpu.py tests/test_cuda_render.py tests/test_examples_every_device.py \
     "${EXTRA[@]}" 2>&1 | tee "$RES/gpu_tests.log" || rc=1
 echo "[gpu] tests: $((SECONDS - t0))s"

@@ -359,6 +359,9 @@ def prelude_helpers(q: str) -> str:
         # NaN propagates, as numpy's minimum/maximum (the reference) do
         f"template <typename T> {q}T zyn_min(T a, T b) {{ return (b < a || b != b) ? b : a; }}",
         f"template <typename T> {q}T zyn_max(T a, T b) {{ return (a < b || b != b) ? b : a; }}",
+        # a half or bfloat16 operand beside a float computes in float
+        f"{q}float zyn_min(float a, float b) {{ return (b < a || b != b) ? b : a; }}",
+        f"{q}float zyn_max(float a, float b) {{ return (a < b || b != b) ? b : a; }}",
         f"template <typename T> {q}T zyn_iabs(T a) {{ return a < 0 ? -a : a; }}",
         f"template <typename T> {q}T zyn_sq(T a) {{ return a * a; }}"]) + "\n"
 

@@ -102,10 +102,6 @@ NOT_ATTENTION = {"flash_no_rescale_100": _case(A.flash(16, rescale=False), 100),
                  "flash_no_rescale_37": _case(A.flash(16, rescale=False), 37)}
 
 
-def _sizes(name):
-    return {} if name.startswith(("three", "online", "one")) else None
-
-
 _LOWERED: dict = {}
 
 
@@ -147,11 +143,6 @@ def test_non_flash_body_is_not_attention_in_the_reference(name):
 # ------------------------------------------------------------------ every device
 
 
-def _schedule(dev_id, launch) -> str:
-    geo = getattr(launch, "geometry", None) or {}
-    return str(geo.get("schedule", "")) + " " + str(getattr(launch, "schedule", "") or "")
-
-
 @pytest.mark.skipif(not DEVICES, reason="no device here but the reference")
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -159,6 +150,8 @@ def test_variant_equals_numpy_on_device(device, name):
     k, ins, sz, sc = lowered(name)
     got, launch = get_device(device).launch(k, ins, sz, sc)
     assert_within(np.asarray(got), CASES[name][3], *TOL)
+    schedule = str((launch.geometry or {}).get("schedule", ""))
+    assert "flash" in schedule or "attention" in schedule, schedule      # the attention schedule
 
 
 def _generic_wgsl_known_wrong(device, name):

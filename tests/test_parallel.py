@@ -376,3 +376,34 @@ def test_the_spec_kernels_split_equal_one_device(name, mode):
     assert isinstance(out, ShardedTensor)
     assert out.axis == (data_axis if mode == "data" else model_axis)
     np.testing.assert_allclose(np.asarray(out), np.asarray(one), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.webgpu
+@pytest.mark.skipif("vulkan:0" not in {d["id"] for d in zynbook.compute_devices()},
+                    reason="needs a Vulkan adapter")
+def test_a_group_with_a_webgpu_device():
+    """A device whose memory is not the host's: shards live in its buffers, a chain reuses
+    them, reductions and contractions combine through the host."""
+    devices = ["vulkan:0", "cpu"]
+    x, w = _rand(20)((9, 4)), _rand(21)((4,))
+    session = zynbook.Session()
+    y = session.run("let y = " + SCALE_ROWS + """
+let z = compute(y) @device(devices) @parallel(data) {
+    @kernel elementwise
+    for b in 0..batch, f in 0..features:
+        out[b, f] = y[b, f] * 2.0
+}
+let s = compute(z) @device(devices) @parallel(data) {
+    @kernel reduce(+, axis=0)
+    for b in 0..batch, f in 0..features:
+        yield z[b, f]
+}
+z""", x=x, w=w, devices=devices)
+    assert isinstance(y, ShardedTensor) and y.devices == devices
+    np.testing.assert_allclose(np.asarray(y), (x * w + 1.0) * 2.0, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(session.namespace["s"]),
+                               ((x * w + 1.0) * 2.0).sum(0), rtol=1e-4)
+    a, b = _rand(22)((5, 7)), _rand(23)((7, 3))
+    out = zynbook.run('config { model_split: "contraction" }\n' + MATMUL.format(mode="model"),
+                      A=a, B=b, devices=devices)
+    np.testing.assert_allclose(np.asarray(out), a @ b, rtol=1e-4, atol=1e-5)

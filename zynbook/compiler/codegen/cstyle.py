@@ -1794,7 +1794,12 @@ class GenericSchedules:
         schedules' layout does not hold: the loop ranges must be the tensors' extents, and
         Q, K, V and out must share head_dim and be f32, f16 or bf16."""
         q, k_, v_, out = (self.buffers[n] for n in (p.q, p.k, p.v, p.out))
-        ev = lambda e: int(recognise.launch_value(e, self.sizes))
+        def ev(e):
+            try:
+                return int(recognise.launch_value(e, self.sizes))
+            except (KeyError, TypeError, ValueError, ZeroDivisionError):
+                raise Unsupported(f"the attention's range {cir.format_expr(e)} is not a size "
+                                  "known when the kernel is compiled") from None
         B, H, S, SK = ev(p.n_batch), ev(p.n_heads), ev(p.n_queries), ev(p.n_keys)
         D = q.shape[3]
         if getattr(p, "head_dim", None) is not None and ev(p.head_dim) != D:

@@ -169,6 +169,11 @@ class _No(Exception):
     pass
 
 
+# errors from CIR of a shape a recogniser did not expect: the body is then not the pattern
+# (it keeps the generic schedule), never a crash of the renderer
+_UNEXPECTED = (AttributeError, TypeError, KeyError, IndexError, ValueError, ZeroDivisionError)
+
+
 # ------------------------------------------------------------------ canonical forms
 
 @dataclass(frozen=True)
@@ -521,6 +526,8 @@ def attention(kernel: cir.Kernel):
         return _attention(kernel, loops, body)
     except _No as exc:
         return NoMatch("attention", str(exc))
+    except _UNEXPECTED as exc:      # a shape this recogniser does not know: not the pattern
+        return NoMatch("attention", f"a form the recognition does not read ({type(exc).__name__})")
 
 
 def _attention(kernel, loops, body):
@@ -913,6 +920,8 @@ def contraction(kernel: cir.Kernel):
         return _contraction(kernel)
     except _No as exc:
         return NoMatch("a contraction", str(exc))
+    except _UNEXPECTED as exc:
+        return NoMatch("a contraction", f"a form the recognition does not read ({type(exc).__name__})")
 
 
 def _contraction(kernel):

@@ -273,7 +273,7 @@ def run_split(devices, lowered, inputs, sizes, given, mode, launch, solve,
     for k, (dev, _) in enumerate(work):
         parts = [p[k] for p in per_input]
         shapes = {n: p.shape for n, p in zip(names, parts)}
-        chunks.append((dev, parts, solve(shapes, chunk_given)))
+        chunks.append((dev, parts, _solve_once(kernel, solve, shapes, chunk_given)))
     # the first chunk runs on this thread, the others at the same time on kept threads
     rest = [_pool().submit(launch, *c) for c in chunks[1:]]
     try:
@@ -307,6 +307,22 @@ def run_split(devices, lowered, inputs, sizes, given, mode, launch, solve,
         return ShardedTensor(shards, 0, shape, dtype, group)
     reduced = group.all_reduce(outs, plan.op)
     return Tensor(reduced[0], work[0][0].id, shape, dtype, committed=True)
+
+
+_SOLVED: dict = {}
+
+
+def _solve_once(kernel, solve, shapes, given):
+    """The sizes of a chunk, solved once per kernel, shapes and given sizes."""
+    key = (id(kernel), tuple(sorted(shapes.items())), tuple(sorted(given.items())))
+    hit = _SOLVED.get(key)
+    if hit is not None and hit[0] is kernel:
+        return dict(hit[1])
+    sizes = solve(shapes, given)
+    if len(_SOLVED) > 1024:
+        _SOLVED.clear()
+    _SOLVED[key] = (kernel, dict(sizes))
+    return sizes
 
 
 def _host_op(op, a, b):

@@ -63,19 +63,21 @@ def peer_copy(array, dst_index: int):
 
 
 def _nccl_dtype(dtype):
+    """NCCL's datatype for a numpy dtype, or None where this NCCL has none."""
     from cupy.cuda import nccl
-    table = {np.dtype(np.float32): nccl.NCCL_FLOAT32, np.dtype(np.float64): nccl.NCCL_FLOAT64,
-             np.dtype(np.float16): nccl.NCCL_FLOAT16, np.dtype(np.int32): nccl.NCCL_INT32,
-             np.dtype(np.int64): nccl.NCCL_INT64, np.dtype(np.uint8): nccl.NCCL_UINT8,
-             np.dtype(np.int8): nccl.NCCL_INT8, np.dtype(np.uint32): nccl.NCCL_UINT32,
-             np.dtype(np.uint64): nccl.NCCL_UINT64, np.dtype(np.bool_): nccl.NCCL_UINT8}
-    return table.get(np.dtype(dtype))
+    names = {"float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64", "float16": "NCCL_FLOAT16",
+             "int32": "NCCL_INT32", "int64": "NCCL_INT64", "uint8": "NCCL_UINT8",
+             "int8": "NCCL_INT8", "uint32": "NCCL_UINT32", "uint64": "NCCL_UINT64",
+             "bool": "NCCL_UINT8"}
+    name = names.get(np.dtype(dtype).name)
+    return getattr(nccl, name, None) if name else None
 
 
 def _nccl_op(op):
     from cupy.cuda import nccl
-    return {"+": nccl.NCCL_SUM, "*": nccl.NCCL_PROD, "max": nccl.NCCL_MAX,
-            "min": nccl.NCCL_MIN, "and": nccl.NCCL_MIN, "or": nccl.NCCL_MAX}.get(op)
+    name = {"+": "NCCL_SUM", "*": "NCCL_PROD", "max": "NCCL_MAX", "min": "NCCL_MIN",
+            "and": "NCCL_MIN", "or": "NCCL_MAX"}.get(op)
+    return getattr(nccl, name, None) if name else None
 
 
 class NcclGroup(DeviceGroup):

@@ -5,13 +5,14 @@ from .errors import (ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameEr
                      ZynMLRuntimeError, ZynMLShapeError, ZynMLSyntaxError, ZynMLTimeoutError,
                      ZynMLTypeError)
 from .program import Program, compile
+from .runtime.sharded import ShardedTensor
 from .runtime.tensor import Tensor
 from .session import Session, run
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "run", "compile", "compute_devices", "device", "load_weights", "save_weights", "Session", "Program", "Tensor", "ZynMLError",
+    "run", "compile", "compute_devices", "device", "load_weights", "save_weights", "Session", "Program", "Tensor", "ShardedTensor", "ZynMLError",
     "ZynMLSyntaxError", "ZynMLNameError", "ZynMLTypeError", "ZynMLShapeError",
     "ZynMLDeviceError", "ZynMLRuntimeError", "ZynMLTimeoutError", "ZynMLMemoryError",
     "load_ipython_extension", "unload_ipython_extension",

@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import ZynMLDeviceError, ZynMLError, ZynMLShapeError, ZynMLTypeError
 from . import expr as E
 from . import kernels as K
+from .fused import FusedOps
 
 
 class Buffer:
@@ -62,7 +63,7 @@ def _reshape(t, shape):
     return reshape(t, shape)
 
 
-class Device:
+class Device(FusedOps):
     """One device (`cpu`, `cpu:native`, `cuda:0`, `vulkan:0`, ...) and the operations of the
     compute-device interface, with the interface's names and arguments."""
 

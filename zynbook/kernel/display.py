@@ -65,8 +65,14 @@ _STYLE = ("<style>.zynml-tensor table{border-collapse:collapse;font-family:monos
 
 def tensor_html(t) -> str:
     data = _host(t)
-    meta = (f"<div class='zynml-meta'><b>Tensor</b> {html.escape(t.dtype)}"
-            f"{html.escape(shape_text(t.shape))} &middot; {html.escape(t.device)}</div>")
+    where = html.escape(t.device)
+    if hasattr(t, "placement_text"):        # sharded across devices (or Dask workers)
+        where = "sharded along " + html.escape(t.placement_text())
+        link = getattr(t, "dashboard_link", "")
+        if link:
+            where += f" &middot; <a href='{html.escape(link)}' target='_blank'>Dask dashboard</a>"
+    meta = (f"<div class='zynml-meta'><b>{html.escape(type(t).__name__)}</b> "
+            f"{html.escape(t.dtype)}{html.escape(shape_text(t.shape))} &middot; {where}</div>")
     if data.ndim in (1, 2) and data.size and data.shape[0] <= TABLE_MAX_ROWS \
             and (data.ndim == 1 or data.shape[1] <= TABLE_MAX_COLS):
         rows = data.reshape(1, -1) if data.ndim == 1 else data

@@ -865,6 +865,11 @@ class Interpreter:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span
             raise err.with_source(self.source)
+        except Exception as err:        # a driver, NCCL or transport failure between devices
+            names = ", ".join(d.id for d in devices)
+            raise ZynMLDeviceError(f"running this block across {names} failed: "
+                                   f"{type(err).__name__}: {err}",
+                                   node.span).with_source(self.source) from None
 
     def _launch(self, device, lowered, inputs, sizes, scalars, node, in_background=False,
                 commit=False):

@@ -537,3 +537,28 @@ def test_generation_with_kv_cache_equals_full_recompute():
     logits, _ = model.forward(d.upload_u32(out[:-1]), 7)
     want = d.download(logits).reshape(7, c.vocab).argmax(1)
     assert list(want[2:]) == out[3:]
+
+
+def test_activation_checkpointing_within_a_memory_budget_gives_the_same_gradients():
+    """With memory_budget set, layers past the budget keep only their input and recompute
+    their activations in the backward pass: the same loss and gradients, fewer bytes kept."""
+    from zynbook.nn.model import GPTConfig, TinyGPT, init_weights
+    c = GPTConfig(vocab=13, dim=8, n_layers=3, n_heads=2, n_kv_heads=1, ffn=12, max_seq=10)
+    host = init_weights(c)
+    ids = np.arange(1, 10, dtype=np.uint32)
+    targets = np.roll(ids, -1)
+    whole = TinyGPT(nn.device("cpu"), c, host)
+    loss0, grads0 = whole.loss_and_grads(ids, targets)
+    full_bytes = whole.last_stored_bytes
+    per_layer, per_ckpt = whole.activation_bytes(9)
+    assert full_bytes == 3 * per_layer + 4 * 2 * 9 * 8
+    for budget, kept in ((full_bytes, 3), (full_bytes - 1, 2), (0, 0)):
+        c_b = GPTConfig(**{**c.__dict__, "memory_budget": budget})
+        m = TinyGPT(nn.device("cpu"), c_b, host)
+        assert m.layers_kept_whole(9) == kept
+        loss, grads = m.loss_and_grads(ids, targets)
+        assert m.last_stored_bytes == 4 * 2 * 9 * 8 + kept * per_layer + (3 - kept) * per_ckpt
+        assert m.last_stored_bytes <= max(budget, 4 * 2 * 9 * 8 + 3 * per_ckpt)
+        assert loss == loss0
+        for name in grads0:
+            np.testing.assert_array_equal(grads[name].to_vec(), grads0[name].to_vec())

@@ -38,6 +38,9 @@ class GPTConfig:
     weight_decay: float = 0.01
     pad_id: int = 0
     seed: int = 0
+    # bytes the forward pass may keep for the backward pass; None keeps everything. Layers
+    # past the budget keep only their input and recompute the rest in the backward pass.
+    memory_budget: int | None = None
 
     @property
     def head_dim(self) -> int:
@@ -154,27 +157,56 @@ class TinyGPT:
         D, H, KV, hd = c.dim, c.n_heads, c.n_kv_heads, c.head_dim
         cache = _Cache(ids=ids_buf)
         x = d.embedding(self.p("embed"), ids_buf, seq, D)
+        full = self.layers_kept_whole(seq)
         for i in range(c.n_layers):
-            L = f"layers.{i}."
-            h = d.rms_norm(x, self.p(L + "attn_norm"), seq, D, c.eps)
-            q = d.rope(self._linear(h, self.p(L + "wq"), seq, D, H * hd), seq, H, hd,
-                       base=c.rope_base)
-            k = d.rope(self._linear(h, self.p(L + "wk"), seq, D, KV * hd), seq, KV, hd,
-                       base=c.rope_base)
-            v = self._linear(h, self.p(L + "wv"), seq, D, KV * hd)
-            a = d.causal_attention(q, k, v, seq, H, KV, hd)
-            x_mid = self._add(x, self._linear(a, self.p(L + "wo"), seq, H * hd, D), seq * D)
-            h2 = d.rms_norm(x_mid, self.p(L + "mlp_norm"), seq, D, c.eps)
-            g = self._linear(h2, self.p(L + "w1"), seq, D, c.ffn)
-            u = self._linear(h2, self.p(L + "w3"), seq, D, c.ffn)
-            s = d.elementwise([g, u], seq * c.ffn, lambda xs: E.silu(xs[0]) * xs[1])
-            x_out = self._add(x_mid, self._linear(s, self.p(L + "w2"), seq, c.ffn, D), seq * D)
-            cache.layers.append(dict(x=x, h=h, q=q, k=k, v=v, a=a, x_mid=x_mid, h2=h2, g=g, u=u,
-                                     s=s))
+            x_out, acts = self._layer_forward(i, x, seq)
+            cache.layers.append(acts if i < full else {"x": x})
             x = x_out
+        self.last_stored_bytes = 4 * (sum(len(b) for acts in cache.layers for b in acts.values())
+                                      + 2 * seq * D)
         hf = d.rms_norm(x, self.p("final_norm"), seq, D, c.eps)
         cache.x_final, cache.h_final = x, hf
         return self._linear(hf, self.p("lm_head"), seq, D, c.vocab), cache
+
+    def _layer_forward(self, i, x, seq):
+        """(the layer's output, the activations its backward pass reads)."""
+        c, d = self.config, self.dev
+        D, H, KV, hd = c.dim, c.n_heads, c.n_kv_heads, c.head_dim
+        L = f"layers.{i}."
+        h = d.rms_norm(x, self.p(L + "attn_norm"), seq, D, c.eps)
+        q = d.rope(self._linear(h, self.p(L + "wq"), seq, D, H * hd), seq, H, hd,
+                   base=c.rope_base)
+        k = d.rope(self._linear(h, self.p(L + "wk"), seq, D, KV * hd), seq, KV, hd,
+                   base=c.rope_base)
+        v = self._linear(h, self.p(L + "wv"), seq, D, KV * hd)
+        a = d.causal_attention(q, k, v, seq, H, KV, hd)
+        x_mid = self._add(x, self._linear(a, self.p(L + "wo"), seq, H * hd, D), seq * D)
+        h2 = d.rms_norm(x_mid, self.p(L + "mlp_norm"), seq, D, c.eps)
+        g = self._linear(h2, self.p(L + "w1"), seq, D, c.ffn)
+        u = self._linear(h2, self.p(L + "w3"), seq, D, c.ffn)
+        s = d.elementwise([g, u], seq * c.ffn, lambda xs: E.silu(xs[0]) * xs[1])
+        x_out = self._add(x_mid, self._linear(s, self.p(L + "w2"), seq, c.ffn, D), seq * D)
+        return x_out, dict(x=x, h=h, q=q, k=k, v=v, a=a, x_mid=x_mid, h2=h2, g=g, u=u, s=s)
+
+    def activation_bytes(self, seq) -> tuple:
+        """(bytes one layer keeps whole, bytes it keeps checkpointed) for `seq` positions."""
+        c = self.config
+        whole = seq * (4 * c.dim + 2 * c.n_heads * c.head_dim + 2 * c.n_kv_heads * c.head_dim
+                       + 3 * c.ffn)
+        return 4 * whole, 4 * seq * c.dim
+
+    def layers_kept_whole(self, seq) -> int:
+        """How many layers (the first ones) keep every activation within memory_budget; the
+        others are recomputed from their input in the backward pass."""
+        c = self.config
+        if c.memory_budget is None:
+            return c.n_layers
+        whole, ckpt = self.activation_bytes(seq)
+        base = 4 * 2 * seq * c.dim                  # the final norm's input and output
+        for k in range(c.n_layers, -1, -1):
+            if base + k * whole + (c.n_layers - k) * ckpt <= c.memory_budget:
+                return k
+        return 0
 
     # ------------------------------------------------------------------ backward
     def backward(self, dlogits, cache, seq) -> dict:
@@ -188,6 +220,8 @@ class TinyGPT:
                                                       seq, D, c.eps)
         for i in reversed(range(c.n_layers)):
             L, a = f"layers.{i}.", cache.layers[i]
+            if "h" not in a:                       # checkpointed: recompute from the input
+                _, a = self._layer_forward(i, a["x"], seq)
             # x_out = x_mid + (silu(g) * u) w2
             ds, grads[L + "w2"] = self._linear_backward(a["s"], self.p(L + "w2"), dx, seq, F, D)
             dg = d.elementwise([ds, a["g"], a["u"]], seq * F, _silu_mul_grad_g)

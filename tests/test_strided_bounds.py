@@ -28,7 +28,7 @@ y
         with pytest.raises(ZynMLShapeError, match=f"index {last + step - 1} is outside"):
             _run(src, x=x)
         return
-    want = np.zeros(last + 1, np.float32)
+    want = np.zeros(n, np.float32)        # out[i]: the loop's range 0..n is out's axis
     for i in range(0, n, step):
         want[i] = x[i + step - 1]
     np.testing.assert_array_equal(_run(src, x=x), want)

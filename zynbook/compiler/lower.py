@@ -1028,6 +1028,8 @@ class _Lowering:
                 lstart, lstop, lstep, node = self.loop_info[start.name]
                 return lstop
             b = affine.bounds(it.stop, self.ranges, self._steps())
+        elif isinstance(it, cir.Var) and it.name in getattr(self, "loop_info", {}):
+            return self.loop_info[it.name][1]     # out[i]: the loop's range is the axis
         else:
             b = affine.bounds(it, self.ranges, self._steps())
         if b is None:

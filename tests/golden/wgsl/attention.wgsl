@@ -48,6 +48,7 @@ var<workgroup> z_ml128: array<f32, 128>;
 @compute @workgroup_size(128, 1, 1)
 fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
     let z_wid: i32 = i32(z_wg.x + z_wg.y * z_nwg.x + z_wg.z * z_nwg.x * z_nwg.y);
+    let z_scale: f32 = (1.0f / sqrt(f32(P.head_dim)));
     let z_qblocks: i32 = (P.z_n_i + 31i) / 32i;
     if (z_wid >= P.z_n_b * P.z_n_h * z_qblocks) { return; }
     let z_t: i32 = i32(z_lid.x);
@@ -105,42 +106,42 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
         let z_jj0: i32 = z_r + 0i;
         let z_j0: i32 = z_k0 + z_jj0;
         let z_dot0: f32 = dot(z_q0, z_kv32[z_jj0 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj0 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj0 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj0 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj0 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj0 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj0 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj0 * 9i + 7i]);
-        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
+        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 * z_scale), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
         z_tmax = max(z_tmax, z_s0);
         let z_jj1: i32 = z_r + 4i;
         let z_j1: i32 = z_k0 + z_jj1;
         let z_dot1: f32 = dot(z_q0, z_kv32[z_jj1 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj1 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj1 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj1 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj1 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj1 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj1 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj1 * 9i + 7i]);
-        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
+        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 * z_scale), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
         z_tmax = max(z_tmax, z_s1);
         let z_jj2: i32 = z_r + 8i;
         let z_j2: i32 = z_k0 + z_jj2;
         let z_dot2: f32 = dot(z_q0, z_kv32[z_jj2 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj2 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj2 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj2 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj2 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj2 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj2 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj2 * 9i + 7i]);
-        let z_s2: f32 = select(bitcast<f32>(0xff800000u), (z_dot2 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j2 < z_S && (mask[(z_i) * P.mask_d1 + z_j2] != 0u));
+        let z_s2: f32 = select(bitcast<f32>(0xff800000u), (z_dot2 * z_scale), z_qok && z_j2 < z_S && (mask[(z_i) * P.mask_d1 + z_j2] != 0u));
         z_tmax = max(z_tmax, z_s2);
         let z_jj3: i32 = z_r + 12i;
         let z_j3: i32 = z_k0 + z_jj3;
         let z_dot3: f32 = dot(z_q0, z_kv32[z_jj3 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj3 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj3 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj3 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj3 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj3 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj3 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj3 * 9i + 7i]);
-        let z_s3: f32 = select(bitcast<f32>(0xff800000u), (z_dot3 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j3 < z_S && (mask[(z_i) * P.mask_d1 + z_j3] != 0u));
+        let z_s3: f32 = select(bitcast<f32>(0xff800000u), (z_dot3 * z_scale), z_qok && z_j3 < z_S && (mask[(z_i) * P.mask_d1 + z_j3] != 0u));
         z_tmax = max(z_tmax, z_s3);
         let z_jj4: i32 = z_r + 16i;
         let z_j4: i32 = z_k0 + z_jj4;
         let z_dot4: f32 = dot(z_q0, z_kv32[z_jj4 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj4 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj4 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj4 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj4 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj4 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj4 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj4 * 9i + 7i]);
-        let z_s4: f32 = select(bitcast<f32>(0xff800000u), (z_dot4 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j4 < z_S && (mask[(z_i) * P.mask_d1 + z_j4] != 0u));
+        let z_s4: f32 = select(bitcast<f32>(0xff800000u), (z_dot4 * z_scale), z_qok && z_j4 < z_S && (mask[(z_i) * P.mask_d1 + z_j4] != 0u));
         z_tmax = max(z_tmax, z_s4);
         let z_jj5: i32 = z_r + 20i;
         let z_j5: i32 = z_k0 + z_jj5;
         let z_dot5: f32 = dot(z_q0, z_kv32[z_jj5 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj5 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj5 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj5 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj5 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj5 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj5 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj5 * 9i + 7i]);
-        let z_s5: f32 = select(bitcast<f32>(0xff800000u), (z_dot5 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j5 < z_S && (mask[(z_i) * P.mask_d1 + z_j5] != 0u));
+        let z_s5: f32 = select(bitcast<f32>(0xff800000u), (z_dot5 * z_scale), z_qok && z_j5 < z_S && (mask[(z_i) * P.mask_d1 + z_j5] != 0u));
         z_tmax = max(z_tmax, z_s5);
         let z_jj6: i32 = z_r + 24i;
         let z_j6: i32 = z_k0 + z_jj6;
         let z_dot6: f32 = dot(z_q0, z_kv32[z_jj6 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj6 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj6 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj6 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj6 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj6 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj6 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj6 * 9i + 7i]);
-        let z_s6: f32 = select(bitcast<f32>(0xff800000u), (z_dot6 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j6 < z_S && (mask[(z_i) * P.mask_d1 + z_j6] != 0u));
+        let z_s6: f32 = select(bitcast<f32>(0xff800000u), (z_dot6 * z_scale), z_qok && z_j6 < z_S && (mask[(z_i) * P.mask_d1 + z_j6] != 0u));
         z_tmax = max(z_tmax, z_s6);
         let z_jj7: i32 = z_r + 28i;
         let z_j7: i32 = z_k0 + z_jj7;
         let z_dot7: f32 = dot(z_q0, z_kv32[z_jj7 * 9i + 0i]) + dot(z_q1, z_kv32[z_jj7 * 9i + 1i]) + dot(z_q2, z_kv32[z_jj7 * 9i + 2i]) + dot(z_q3, z_kv32[z_jj7 * 9i + 3i]) + dot(z_q4, z_kv32[z_jj7 * 9i + 4i]) + dot(z_q5, z_kv32[z_jj7 * 9i + 5i]) + dot(z_q6, z_kv32[z_jj7 * 9i + 6i]) + dot(z_q7, z_kv32[z_jj7 * 9i + 7i]);
-        let z_s7: f32 = select(bitcast<f32>(0xff800000u), (z_dot7 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j7 < z_S && (mask[(z_i) * P.mask_d1 + z_j7] != 0u));
+        let z_s7: f32 = select(bitcast<f32>(0xff800000u), (z_dot7 * z_scale), z_qok && z_j7 < z_S && (mask[(z_i) * P.mask_d1 + z_j7] != 0u));
         z_tmax = max(z_tmax, z_s7);
         let z_mnew: f32 = max(z_m, z_tmax);
         if (!(z_mnew <= bitcast<f32>(0xff800000u))) {
@@ -326,6 +327,7 @@ fn attention_d32(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
 @compute @workgroup_size(128, 1, 1)
 fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
     let z_wid: i32 = i32(z_wg.x + z_wg.y * z_nwg.x + z_wg.z * z_nwg.x * z_nwg.y);
+    let z_scale: f32 = (1.0f / sqrt(f32(P.head_dim)));
     let z_qblocks: i32 = (P.z_n_i + 31i) / 32i;
     if (z_wid >= P.z_n_b * P.z_n_h * z_qblocks) { return; }
     let z_t: i32 = i32(z_lid.x);
@@ -399,22 +401,22 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
         let z_jj0: i32 = z_r + 0i;
         let z_j0: i32 = z_k0 + z_jj0;
         let z_dot0: f32 = dot(z_q0, z_kv64[z_jj0 * 17i + 0i]) + dot(z_q1, z_kv64[z_jj0 * 17i + 1i]) + dot(z_q2, z_kv64[z_jj0 * 17i + 2i]) + dot(z_q3, z_kv64[z_jj0 * 17i + 3i]) + dot(z_q4, z_kv64[z_jj0 * 17i + 4i]) + dot(z_q5, z_kv64[z_jj0 * 17i + 5i]) + dot(z_q6, z_kv64[z_jj0 * 17i + 6i]) + dot(z_q7, z_kv64[z_jj0 * 17i + 7i]) + dot(z_q8, z_kv64[z_jj0 * 17i + 8i]) + dot(z_q9, z_kv64[z_jj0 * 17i + 9i]) + dot(z_q10, z_kv64[z_jj0 * 17i + 10i]) + dot(z_q11, z_kv64[z_jj0 * 17i + 11i]) + dot(z_q12, z_kv64[z_jj0 * 17i + 12i]) + dot(z_q13, z_kv64[z_jj0 * 17i + 13i]) + dot(z_q14, z_kv64[z_jj0 * 17i + 14i]) + dot(z_q15, z_kv64[z_jj0 * 17i + 15i]);
-        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
+        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 * z_scale), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
         z_tmax = max(z_tmax, z_s0);
         let z_jj1: i32 = z_r + 4i;
         let z_j1: i32 = z_k0 + z_jj1;
         let z_dot1: f32 = dot(z_q0, z_kv64[z_jj1 * 17i + 0i]) + dot(z_q1, z_kv64[z_jj1 * 17i + 1i]) + dot(z_q2, z_kv64[z_jj1 * 17i + 2i]) + dot(z_q3, z_kv64[z_jj1 * 17i + 3i]) + dot(z_q4, z_kv64[z_jj1 * 17i + 4i]) + dot(z_q5, z_kv64[z_jj1 * 17i + 5i]) + dot(z_q6, z_kv64[z_jj1 * 17i + 6i]) + dot(z_q7, z_kv64[z_jj1 * 17i + 7i]) + dot(z_q8, z_kv64[z_jj1 * 17i + 8i]) + dot(z_q9, z_kv64[z_jj1 * 17i + 9i]) + dot(z_q10, z_kv64[z_jj1 * 17i + 10i]) + dot(z_q11, z_kv64[z_jj1 * 17i + 11i]) + dot(z_q12, z_kv64[z_jj1 * 17i + 12i]) + dot(z_q13, z_kv64[z_jj1 * 17i + 13i]) + dot(z_q14, z_kv64[z_jj1 * 17i + 14i]) + dot(z_q15, z_kv64[z_jj1 * 17i + 15i]);
-        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
+        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 * z_scale), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
         z_tmax = max(z_tmax, z_s1);
         let z_jj2: i32 = z_r + 8i;
         let z_j2: i32 = z_k0 + z_jj2;
         let z_dot2: f32 = dot(z_q0, z_kv64[z_jj2 * 17i + 0i]) + dot(z_q1, z_kv64[z_jj2 * 17i + 1i]) + dot(z_q2, z_kv64[z_jj2 * 17i + 2i]) + dot(z_q3, z_kv64[z_jj2 * 17i + 3i]) + dot(z_q4, z_kv64[z_jj2 * 17i + 4i]) + dot(z_q5, z_kv64[z_jj2 * 17i + 5i]) + dot(z_q6, z_kv64[z_jj2 * 17i + 6i]) + dot(z_q7, z_kv64[z_jj2 * 17i + 7i]) + dot(z_q8, z_kv64[z_jj2 * 17i + 8i]) + dot(z_q9, z_kv64[z_jj2 * 17i + 9i]) + dot(z_q10, z_kv64[z_jj2 * 17i + 10i]) + dot(z_q11, z_kv64[z_jj2 * 17i + 11i]) + dot(z_q12, z_kv64[z_jj2 * 17i + 12i]) + dot(z_q13, z_kv64[z_jj2 * 17i + 13i]) + dot(z_q14, z_kv64[z_jj2 * 17i + 14i]) + dot(z_q15, z_kv64[z_jj2 * 17i + 15i]);
-        let z_s2: f32 = select(bitcast<f32>(0xff800000u), (z_dot2 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j2 < z_S && (mask[(z_i) * P.mask_d1 + z_j2] != 0u));
+        let z_s2: f32 = select(bitcast<f32>(0xff800000u), (z_dot2 * z_scale), z_qok && z_j2 < z_S && (mask[(z_i) * P.mask_d1 + z_j2] != 0u));
         z_tmax = max(z_tmax, z_s2);
         let z_jj3: i32 = z_r + 12i;
         let z_j3: i32 = z_k0 + z_jj3;
         let z_dot3: f32 = dot(z_q0, z_kv64[z_jj3 * 17i + 0i]) + dot(z_q1, z_kv64[z_jj3 * 17i + 1i]) + dot(z_q2, z_kv64[z_jj3 * 17i + 2i]) + dot(z_q3, z_kv64[z_jj3 * 17i + 3i]) + dot(z_q4, z_kv64[z_jj3 * 17i + 4i]) + dot(z_q5, z_kv64[z_jj3 * 17i + 5i]) + dot(z_q6, z_kv64[z_jj3 * 17i + 6i]) + dot(z_q7, z_kv64[z_jj3 * 17i + 7i]) + dot(z_q8, z_kv64[z_jj3 * 17i + 8i]) + dot(z_q9, z_kv64[z_jj3 * 17i + 9i]) + dot(z_q10, z_kv64[z_jj3 * 17i + 10i]) + dot(z_q11, z_kv64[z_jj3 * 17i + 11i]) + dot(z_q12, z_kv64[z_jj3 * 17i + 12i]) + dot(z_q13, z_kv64[z_jj3 * 17i + 13i]) + dot(z_q14, z_kv64[z_jj3 * 17i + 14i]) + dot(z_q15, z_kv64[z_jj3 * 17i + 15i]);
-        let z_s3: f32 = select(bitcast<f32>(0xff800000u), (z_dot3 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j3 < z_S && (mask[(z_i) * P.mask_d1 + z_j3] != 0u));
+        let z_s3: f32 = select(bitcast<f32>(0xff800000u), (z_dot3 * z_scale), z_qok && z_j3 < z_S && (mask[(z_i) * P.mask_d1 + z_j3] != 0u));
         z_tmax = max(z_tmax, z_s3);
         let z_mnew: f32 = max(z_m, z_tmax);
         if (!(z_mnew <= bitcast<f32>(0xff800000u))) {
@@ -656,6 +658,7 @@ fn attention_d64(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups
 @compute @workgroup_size(64, 1, 1)
 fn attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
     let z_wid: i32 = i32(z_wg.x + z_wg.y * z_nwg.x + z_wg.z * z_nwg.x * z_nwg.y);
+    let z_scale: f32 = (1.0f / sqrt(f32(P.head_dim)));
     let z_qblocks: i32 = (P.z_n_i + 15i) / 16i;
     if (z_wid >= P.z_n_b * P.z_n_h * z_qblocks) { return; }
     let z_t: i32 = i32(z_lid.x);
@@ -761,12 +764,12 @@ fn attention_d128(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroup
         let z_jj0: i32 = z_r + 0i;
         let z_j0: i32 = z_k0 + z_jj0;
         let z_dot0: f32 = dot(z_q0, z_kv128[z_jj0 * 33i + 0i]) + dot(z_q1, z_kv128[z_jj0 * 33i + 1i]) + dot(z_q2, z_kv128[z_jj0 * 33i + 2i]) + dot(z_q3, z_kv128[z_jj0 * 33i + 3i]) + dot(z_q4, z_kv128[z_jj0 * 33i + 4i]) + dot(z_q5, z_kv128[z_jj0 * 33i + 5i]) + dot(z_q6, z_kv128[z_jj0 * 33i + 6i]) + dot(z_q7, z_kv128[z_jj0 * 33i + 7i]) + dot(z_q8, z_kv128[z_jj0 * 33i + 8i]) + dot(z_q9, z_kv128[z_jj0 * 33i + 9i]) + dot(z_q10, z_kv128[z_jj0 * 33i + 10i]) + dot(z_q11, z_kv128[z_jj0 * 33i + 11i]) + dot(z_q12, z_kv128[z_jj0 * 33i + 12i]) + dot(z_q13, z_kv128[z_jj0 * 33i + 13i]) + dot(z_q14, z_kv128[z_jj0 * 33i + 14i]) + dot(z_q15, z_kv128[z_jj0 * 33i + 15i]) + dot(z_q16, z_kv128[z_jj0 * 33i + 16i]) + dot(z_q17, z_kv128[z_jj0 * 33i + 17i]) + dot(z_q18, z_kv128[z_jj0 * 33i + 18i]) + dot(z_q19, z_kv128[z_jj0 * 33i + 19i]) + dot(z_q20, z_kv128[z_jj0 * 33i + 20i]) + dot(z_q21, z_kv128[z_jj0 * 33i + 21i]) + dot(z_q22, z_kv128[z_jj0 * 33i + 22i]) + dot(z_q23, z_kv128[z_jj0 * 33i + 23i]) + dot(z_q24, z_kv128[z_jj0 * 33i + 24i]) + dot(z_q25, z_kv128[z_jj0 * 33i + 25i]) + dot(z_q26, z_kv128[z_jj0 * 33i + 26i]) + dot(z_q27, z_kv128[z_jj0 * 33i + 27i]) + dot(z_q28, z_kv128[z_jj0 * 33i + 28i]) + dot(z_q29, z_kv128[z_jj0 * 33i + 29i]) + dot(z_q30, z_kv128[z_jj0 * 33i + 30i]) + dot(z_q31, z_kv128[z_jj0 * 33i + 31i]);
-        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
+        let z_s0: f32 = select(bitcast<f32>(0xff800000u), (z_dot0 * z_scale), z_qok && z_j0 < z_S && (mask[(z_i) * P.mask_d1 + z_j0] != 0u));
         z_tmax = max(z_tmax, z_s0);
         let z_jj1: i32 = z_r + 4i;
         let z_j1: i32 = z_k0 + z_jj1;
         let z_dot1: f32 = dot(z_q0, z_kv128[z_jj1 * 33i + 0i]) + dot(z_q1, z_kv128[z_jj1 * 33i + 1i]) + dot(z_q2, z_kv128[z_jj1 * 33i + 2i]) + dot(z_q3, z_kv128[z_jj1 * 33i + 3i]) + dot(z_q4, z_kv128[z_jj1 * 33i + 4i]) + dot(z_q5, z_kv128[z_jj1 * 33i + 5i]) + dot(z_q6, z_kv128[z_jj1 * 33i + 6i]) + dot(z_q7, z_kv128[z_jj1 * 33i + 7i]) + dot(z_q8, z_kv128[z_jj1 * 33i + 8i]) + dot(z_q9, z_kv128[z_jj1 * 33i + 9i]) + dot(z_q10, z_kv128[z_jj1 * 33i + 10i]) + dot(z_q11, z_kv128[z_jj1 * 33i + 11i]) + dot(z_q12, z_kv128[z_jj1 * 33i + 12i]) + dot(z_q13, z_kv128[z_jj1 * 33i + 13i]) + dot(z_q14, z_kv128[z_jj1 * 33i + 14i]) + dot(z_q15, z_kv128[z_jj1 * 33i + 15i]) + dot(z_q16, z_kv128[z_jj1 * 33i + 16i]) + dot(z_q17, z_kv128[z_jj1 * 33i + 17i]) + dot(z_q18, z_kv128[z_jj1 * 33i + 18i]) + dot(z_q19, z_kv128[z_jj1 * 33i + 19i]) + dot(z_q20, z_kv128[z_jj1 * 33i + 20i]) + dot(z_q21, z_kv128[z_jj1 * 33i + 21i]) + dot(z_q22, z_kv128[z_jj1 * 33i + 22i]) + dot(z_q23, z_kv128[z_jj1 * 33i + 23i]) + dot(z_q24, z_kv128[z_jj1 * 33i + 24i]) + dot(z_q25, z_kv128[z_jj1 * 33i + 25i]) + dot(z_q26, z_kv128[z_jj1 * 33i + 26i]) + dot(z_q27, z_kv128[z_jj1 * 33i + 27i]) + dot(z_q28, z_kv128[z_jj1 * 33i + 28i]) + dot(z_q29, z_kv128[z_jj1 * 33i + 29i]) + dot(z_q30, z_kv128[z_jj1 * 33i + 30i]) + dot(z_q31, z_kv128[z_jj1 * 33i + 31i]);
-        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 * (1.0f / sqrt(f32(P.head_dim)))), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
+        let z_s1: f32 = select(bitcast<f32>(0xff800000u), (z_dot1 * z_scale), z_qok && z_j1 < z_S && (mask[(z_i) * P.mask_d1 + z_j1] != 0u));
         z_tmax = max(z_tmax, z_s1);
         let z_mnew: f32 = max(z_m, z_tmax);
         if (!(z_mnew <= bitcast<f32>(0xff800000u))) {

@@ -2296,14 +2296,15 @@ class KernelRenderer:
         return [" * ".join(d[a + 1:3]) or "1i" for a in axes]
 
     def flash_core(self, name, Q, K, V, grid, scale, cond, select_entry, empty_nan=False,
-                   axes=None):
+                   axes=None, scale_let=None):
         """Emit flash-attention entry points, one per head_dim class. Each workgroup takes
         (b, h, a block of queries); FLASH_LANES invocations share a query, each taking every
         FLASH_LANES-th key of a tile, keeping its own online softmax (running max m, sum l,
         output acc in registers); K and V tiles pass through workgroup memory; at the end the
         lanes' states are merged. grid: WGSL texts {B, H, NQ, S, DQ, DV}; scale(dot) -> score;
         cond(j) -> WGSL bool or None; empty_nan: a query without keys stores 0 / 0 (else 0);
-        axes: {buffer: axes of (batch, head, sequence)}, [b, h, s, d] where not given.
+        axes: {buffer: axes of (batch, head, sequence)}, [b, h, s, d] where not given;
+        scale_let: WGSL text computed once per invocation as `z_scale` (scale() may use it).
         Returns the passes."""
         axes = axes or {}
         R = self.FLASH_LANES
@@ -2324,6 +2325,8 @@ class KernelRenderer:
                    f"query, key tiles of {BK}")
             self.entry_open(entry, (NT, 1, 1))
             w.line(f"let z_wid: i32 = {self.WID};")
+            if scale_let is not None:
+                w.line(f"let z_scale: f32 = {scale_let};")
             w.line(f"let z_qblocks: i32 = ({grid['NQ']} + {BQ - 1}i) / {BQ}i;")
             w.line(f"if (z_wid >= {grid['B']} * {grid['H']} * z_qblocks) {{ return; }}")
             w.line("let z_t: i32 = i32(z_lid.x);")
@@ -2511,9 +2514,10 @@ class KernelRenderer:
             return B, H, NQ, q[3], v[3]
         grid = {"B": counts[0], "H": counts[1], "NQ": counts[2], "S": "P.z_n_keys",
                 "DQ": f"P.{qi}_d3", "DV": f"P.{oi}_d3"}
-        passes = self.flash_core(name, Q, K, V, grid, lambda dot: f"({dot} * {sc})", cond,
+        passes = self.flash_core(name, Q, K, V, grid, lambda dot: f"({dot} * z_scale)", cond,
                                  select_entry, empty_nan=(p.empty_row == "nan" and p.mask is not None),
-                                 axes={Q: p.q_axes, K: p.k_axes, V: p.v_axes, p.out: p.out_axes})
+                                 axes={Q: p.q_axes, K: p.k_axes, V: p.v_axes, p.out: p.out_axes},
+                                 scale_let=sc)
         self.pop()
         what = {"flash": "flash attention (online softmax over key blocks)",
                 "three-pass": "attention (max, sum, weighted sum)",

@@ -636,6 +636,15 @@ class CStyleRenderer:
         return (f"zyn_chk<{ct}>({t}, ({ct}){buf.shape[k]}, {self.err_ref}, {site})",
                 f"zyn_in<{ct}>({t}, ({ct}){buf.shape[k]}, {self.err_ref}, {site})")
 
+    def checked_load(self, buf: "BufInfo", idx: list, conds: list) -> str:
+        """`buf[idx]`; where `conds` check indices, a failed check reads nothing (the load
+        is skipped for a zero, the error flag is set and the launch raises)."""
+        text = self.load_value(f"{buf.c}[{self.offset(buf, idx)}]", buf.dtype)
+        if not conds:
+            return text
+        zero = "false" if buf.dtype == "bool" else f"({self.compute_type(buf.dtype)})0"
+        return f"(({' && '.join(conds)}) ? {text} : {zero})"
+
     def int_divide(self, op: str, a: str, b: str, divisor, dtype: str) -> str:
         """`a / b` or `a % b` on integers, checked unless the divisor is provably safe."""
         nonzero, not_minus_one = self.facts.divisor_safe(divisor) if divisor is not None \
@@ -742,13 +751,13 @@ class CStyleRenderer:
                 if all(d == 1 for d in buf.shape[len(e.index):]) and not any(
                         isinstance(i, cir.Span) for i in e.index):
                     idx = [self.index_expr(i, scope, pre) for i in e.index]
-                    idx = self.guarded_index(buf, e.index, idx)[0]
+                    conds = self.guarded_index(buf, e.index, idx)[1]
                     idx += ["0"] * (len(buf.shape) - len(idx))
-                    return self.load_value(f"{buf.c}[{self.offset(buf, idx)}]", buf.dtype)
+                    return self.checked_load(buf, idx, conds)
                 raise Unsupported(f"slice `{cir.format_expr(e)}` used as a scalar")
             idx = [self.index_expr(i, scope, pre) for i in e.index]
-            idx = self.guarded_index(buf, e.index, idx)[0]
-            return self.load_value(f"{buf.c}[{self.offset(buf, idx)}]", buf.dtype)
+            conds = self.guarded_index(buf, e.index, idx)[1]
+            return self.checked_load(buf, idx, conds)
         if isinstance(e, cir.Bin):
             return self.bin_expr(e, scope, pre)
         if isinstance(e, cir.Unary):

@@ -10,8 +10,9 @@ integers, zero before the launch:
 * word 1: the offending value (the index, or the dividend).
 
 The first failing thread wins (compare-and-swap 0 -> site; the value is written by the
-winner), the access or division is skipped (loads read element 0, stores are not made,
-divisions give 0) and the kernel carries on; after the launch the device reads the two
+winner), the access or division is skipped (a load gives 0 without reading, or reads
+element 0 in WGSL; a store is not made; a division gives 0) and the kernel carries on, its
+output never returned: after the launch the device reads the two
 words and raises `ZynMLRuntimeError` naming the ZynML line, with the message the reference
 executor gives for the same mistake. Programs with no site get no buffer and no check.
 

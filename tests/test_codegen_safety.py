@@ -154,6 +154,13 @@ let y = compute(a, b) {
 }
 """, {"a": np.array([7, -8, 9, INT_MIN, -7], np.int32),
       "b": np.array([2, 3, -4, 1, -1], np.int32)}, {}, ()),
+    "int_power_is_a_float_power": ("""
+let y = compute(a, b) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = a[i] ** b[i]
+}
+""", {"a": np.array([2, 3, 2, -2], np.int32), "b": np.array([3, -1, 40, 3], np.int32)}, {}, ()),
     "division_guarded_by_if": ("""
 let y = compute(a, b) {
     @kernel elementwise

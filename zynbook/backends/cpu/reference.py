@@ -1108,6 +1108,10 @@ def _array_op(op, x, y, dtype):
         if op == "%":
             return np.fmod(x, y)
         if op == "**":
+            if is_float(dtype):         # a float power (the CIR's type), even of integers
+                x = np.asarray(x)
+                if not np.issubdtype(x.dtype, np.floating):
+                    x = x.astype(np_dtype(dtype))
             return np.power(x, y)
         if op == "<":
             return x < y

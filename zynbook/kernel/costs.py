@@ -274,19 +274,18 @@ def _measure_cpu() -> tuple[float, float]:
         return _measured["cpu"]
     import numpy as np
 
-    n = 512
-    a = np.ones((n, n), np.float32)
-    a @ a
-    best = math.inf
-    for _ in range(3):
-        t0 = time.perf_counter()
+    flops = 0.0
+    for n in (64, 128, 256, 512):                 # the best of several: a busy machine
+        a = np.ones((n, n), np.float32)           # slows some runs, never speeds one up
         a @ a
-        best = min(best, time.perf_counter() - t0)
-    flops = 2.0 * n ** 3 / best
+        for _ in range(5):
+            t0 = time.perf_counter()
+            a @ a
+            flops = max(flops, 2.0 * n ** 3 / (time.perf_counter() - t0))
     src = np.ones(8 * 2**20, np.float32)          # 32 MiB, beyond most caches
     dst = np.empty_like(src)
     best = math.inf
-    for _ in range(3):
+    for _ in range(5):
         t0 = time.perf_counter()
         np.copyto(dst, src)
         best = min(best, time.perf_counter() - t0)

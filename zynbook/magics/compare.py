@@ -102,7 +102,7 @@ class Progress:
                 self.label = W.Label(label)
                 self.widget = W.HBox([self.bar, self.label])
                 self.widget.add_class("zynml-progress")
-                display(self.widget)
+                self.handle = display(self.widget, display_id=True)
             except Exception:
                 self.widget = None
         if self.widget is not None:
@@ -117,6 +117,13 @@ class Progress:
 
     def close(self) -> None:
         if self.widget is not None:
+            # the bar gives way to one line (a saved notebook keeps text, not a dead widget)
+            elapsed = time.perf_counter() - self.start
+            text = f"{self.title}: {self.done} of {self.total} steps in {elapsed:.1f} s"
+            try:
+                self.handle.update({"text/plain": text}, raw=True)
+            except Exception:
+                pass
             self.widget.close()
         elif self.text_shown:
             sys.stderr.write("\n")

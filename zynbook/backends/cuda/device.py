@@ -342,7 +342,11 @@ class CudaDevice(Device):
         if isinstance(array, cp.ndarray):
             return array
         with self.cupy_device:
-            return cp.asarray(np.ascontiguousarray(array))
+            out = cp.asarray(np.ascontiguousarray(array))
+            # a copy from pageable memory returns before its DMA ends, and launches run on
+            # non-blocking streams that do not wait for this one: wait here
+            cp.cuda.get_current_stream().synchronize()
+            return out
 
     def to_host(self, array):
         cp = _cp()

@@ -562,3 +562,11 @@ def test_activation_checkpointing_within_a_memory_budget_gives_the_same_gradient
         assert loss == loss0
         for name in grads0:
             np.testing.assert_array_equal(grads[name].to_vec(), grads0[name].to_vec())
+
+
+def test_upload_u32_takes_only_token_ids():
+    d = nn.device("cpu")
+    np.testing.assert_array_equal(d.upload_u32([0, 2 ** 32 - 1]).to_vec(), [0, 2 ** 32 - 1])
+    for bad in ([1.5], [-1], [2 ** 32]):
+        with pytest.raises(ZynMLTypeError, match="token ids"):
+            d.upload_u32(np.array(bad))

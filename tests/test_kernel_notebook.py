@@ -41,7 +41,9 @@ def test_tensor_result_is_a_table(executed):
 
 def test_inspect_and_time_outputs(executed):
     (inspect,) = _outputs(executed, "%inspect")
-    assert "--- cir ---" in inspect.data["text/plain"]
+    assert "stages: zynml" in inspect.data["text/plain"]
+    assert "--- python: the kernel ---" in inspect.data["text/plain"]
+    assert "zynml-map" in inspect.data["text/html"]
     text = "".join(o.get("text", "") for o in _outputs(executed, "%time\n"))
     assert "Wall time" in text
 

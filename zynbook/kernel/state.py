@@ -19,6 +19,7 @@ def notebook_session():
         from .. import Session
 
         _session = Session()
+        _announced[id(_session)] = _session.default_device
     return _session
 
 
@@ -26,6 +27,8 @@ def set_notebook_session(session) -> None:
     global _session
     _session = session
     _last.clear()
+    if session is not None:
+        _announced[id(session)] = session.default_device
 
 
 def remember(session) -> None:
@@ -63,6 +66,9 @@ def register_picker(picker) -> None:
     if _pickers is None:
         _pickers = weakref.WeakSet()
     _pickers.add(picker)
+    session = getattr(picker, "session", None)
+    if session is not None:
+        _announced.setdefault(id(session), session.default_device)
 
 
 def announce_device(session=None, force: bool = False) -> bool:
@@ -70,6 +76,10 @@ def announce_device(session=None, force: bool = False) -> bool:
     the last announcement (or `force`); True if it was announced."""
     session = session if session is not None else notebook_session()
     device = session.default_device
+    if id(session) not in _announced and not force:
+        # the first time a session is seen: nothing has changed yet
+        _announced[id(session)] = device
+        return False
     if not force and _announced.get(id(session)) == device:
         return False
     _announced[id(session)] = device

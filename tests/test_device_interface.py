@@ -570,3 +570,24 @@ def test_upload_u32_takes_only_token_ids():
     for bad in ([1.5], [-1], [2 ** 32]):
         with pytest.raises(ZynMLTypeError, match="token ids"):
             d.upload_u32(np.array(bad))
+
+
+@pytest.mark.parametrize("device_id", ["cpu"] + OTHER_DEVICES)
+def test_fixed_capacity_cache_equals_kv_attention(device_id):
+    d = nn.device(device_id)
+    rng = np.random.default_rng(12)
+    cap, H, KV, D = 9, 4, 2, 3
+    kc, vc = rand(rng, cap, KV * D), rand(rng, cap, KV * D)
+    for start, q_len in ((0, 4), (5, 1)):
+        q = rand(rng, q_len, H * D)
+        got = d.download(d.kv_attention_fixed(d.upload(q), d.upload(kc), d.upload(vc), start,
+                                              q_len, cap, H, KV, D))
+        want = attention_ref(T(q), T(kc[:start + q_len]), T(vc[:start + q_len]), H, KV, D, start)
+        assert_within(got, want.numpy().ravel(), **TOL)
+    new = rand(rng, 2, KV * D)
+    out = d.download(d.write_rows(d.upload(kc), d.upload(new), 6, cap, 2, KV * D))
+    want = kc.copy()
+    want[6:8] = new
+    np.testing.assert_array_equal(out.reshape(cap, -1), want)
+    with pytest.raises(ZynMLShapeError, match="do not fit in 9 rows"):
+        d.write_rows(d.upload(kc), d.upload(new), 8, cap, 2, KV * D)

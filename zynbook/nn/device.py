@@ -403,6 +403,42 @@ class Device(FusedOps):
         return self._wrap(self._run(K.APPEND_ROWS, a=_reshape(ta, (ra, d)),
                                     b=_reshape(tb, (rb, d))))
 
+    def write_rows(self, cache: Buffer, new: Buffer, at: int, rows: int, q_len: int,
+                   dim: int) -> Buffer:
+        """`cache` [rows, dim] with rows at..at + q_len - 1 replaced by `new` [q_len, dim];
+        `at` is a scalar argument, so every position launches the same kernel."""
+        op = "write_rows"
+        r, q, d = (self._size(v, w, op) for v, w in ((rows, "rows"), (q_len, "q_len"),
+                                                     (dim, "dim")))
+        a = self._size(at, "at", op, positive=False)
+        if a + q > r:
+            raise ZynMLShapeError(f"{op}(): rows at + q_len = {a} + {q} do not fit in {r} rows")
+        tc = self._need(cache, r * d, "cache", f"rows * dim = {r} * {d}", op)
+        tn = self._need(new, q * d, "new", f"q_len * dim = {q} * {d}", op)
+        return self._wrap(self._run(K.WRITE_ROWS, cache=_reshape(tc, (r, d)),
+                                    new=_reshape(tn, (q, d)), at=float(a), q_len=q))
+
+    def kv_attention_fixed(self, q: Buffer, k_cache: Buffer, v_cache: Buffer, cache_start: int,
+                           q_len: int, capacity: int, n_heads: int, n_kv_heads: int,
+                           head_dim: int) -> Buffer:
+        """kv_attention over caches of `capacity` rows of which cache_start + q_len are
+        filled; cache_start is a scalar argument (no new kernel per decoded token)."""
+        op = "kv_attention_fixed"
+        h, kv, d = self._heads(op, n_heads, n_kv_heads, head_dim)
+        start = self._size(cache_start, "cache_start", op, positive=False)
+        s, cap = self._size(q_len, "q_len", op), self._size(capacity, "capacity", op)
+        if start + s > cap:
+            raise ZynMLShapeError(f"{op}(): cache_start + q_len = {start} + {s} is more than "
+                                  f"capacity = {cap}")
+        tq = self._need(q, s * h * d, "q", f"q_len * n_heads * head_dim = {s} * {h} * {d}", op)
+        f = f"capacity * n_kv_heads * head_dim = {cap} * {kv} * {d}"
+        tk = self._need(k_cache, cap * kv * d, "k_cache", f, op)
+        tv = self._need(v_cache, cap * kv * d, "v_cache", f, op)
+        return self._wrap(self._run(
+            K.KV_ATTENTION_FIXED, q=_reshape(tq, (s, h, d)), k=_reshape(tk, (cap, kv, d)),
+            v=_reshape(tv, (cap, kv, d)), start=float(start), group=h // kv,
+            scale=1.0 / math.sqrt(d)))
+
     # -------------------------------------------------------------- small in-place ops
     def bias_add(self, matrix: Buffer, bias: Buffer, numel: int, dim: int) -> Buffer:
         """out[i] = matrix[i] + bias[i % dim]."""

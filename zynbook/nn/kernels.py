@@ -307,3 +307,21 @@ APPEND_ROWS = """let y = compute(a, b) {
 }
 y
 """
+
+# kv_attention over a cache buffer of fixed capacity (rows past the valid ones are ignored):
+# the position `start` is a scalar argument, so decoding one token after another launches
+# the same compiled kernel every time
+KV_ATTENTION_FIXED = KV_ATTENTION.replace("if j <= start + i:", "if float(j) <= start + float(i):")
+
+# rows of `new` written into `cache` from row `at` on (a scalar argument), the rest kept
+WRITE_ROWS = """let y = compute(cache, new) {
+    @kernel elementwise
+    for t in 0..rows, c in 0..dim:
+        let r = t - int(at)
+        var v = cache[t, c]
+        if r >= 0 and r < q_len:
+            v = new[clamp(r, 0, q_len - 1), c]
+        out[t, c] = v
+}
+y
+"""

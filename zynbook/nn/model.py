@@ -295,7 +295,8 @@ class TinyGPT:
     def generate(self, prompt, n_new: int, temperature: float = 0.8, seed: int = 0,
                  top_k: int | None = None) -> list:
         """`prompt` followed by `n_new` sampled tokens: the prompt is prefilled once, then each
-        new token attends over the KV cache (kv_attention), keys turned by RoPE once."""
+        new token attends over the KV cache (kv_attention_fixed over caches of max_seq rows;
+        write_rows puts each position's keys, turned by RoPE once, and values in place)."""
         c, d = self.config, self.dev
         D, H, KV, hd = c.dim, c.n_heads, c.n_kv_heads, c.head_dim
         prompt = [int(t) for t in self._ids(prompt, "the prompt")]
@@ -303,6 +304,9 @@ class TinyGPT:
             raise ZynMLShapeError(f"TinyGPT.generate(): {len(prompt)} + {n_new} tokens are more "
                                   f"than max_seq = {c.max_seq}")
         rng = np.random.default_rng(seed)
+        # caches of max_seq rows: the position is a scalar argument of the kernels, so every
+        # decoded token launches kernels already compiled
+        cap = c.max_seq
         caches = [[None, None] for _ in range(c.n_layers)]
         tokens, start, new = list(prompt), 0, prompt
         for _ in range(n_new):
@@ -317,10 +321,12 @@ class TinyGPT:
                            pos0=start, base=c.rope_base)
                 v = self._linear(h, self.p(L + "wv"), q_len, D, KV * hd)
                 kc, vc = caches[i]
-                kc = k if kc is None else d.append_rows(kc, k, start, q_len, KV * hd)
-                vc = v if vc is None else d.append_rows(vc, v, start, q_len, KV * hd)
+                if kc is None:
+                    kc, vc = d.alloc(cap * KV * hd), d.alloc(cap * KV * hd)
+                kc = d.write_rows(kc, k, start, cap, q_len, KV * hd)
+                vc = d.write_rows(vc, v, start, cap, q_len, KV * hd)
                 caches[i] = [kc, vc]
-                a = d.kv_attention(q, kc, vc, start, q_len, H, KV, hd)
+                a = d.kv_attention_fixed(q, kc, vc, start, q_len, cap, H, KV, hd)
                 x = self._add(x, self._linear(a, self.p(L + "wo"), q_len, H * hd, D), q_len * D)
                 h2 = d.rms_norm(x, self.p(L + "mlp_norm"), q_len, D, c.eps)
                 g = self._linear(h2, self.p(L + "w1"), q_len, D, c.ffn)

@@ -157,7 +157,7 @@ def test_code_bundle_prints_a_summary_and_the_kernel_only(kernels):
     k, srcs = ks[0]
     bundle = code_bundle([k], s.launches, "cuda")
     text = bundle["text/plain"]
-    assert text.splitlines()[0].startswith(f"{k.name} (elementwise) on cpu")
+    assert text.splitlines()[0].startswith(f"{k.name} = y (elementwise) on cpu")
     assert "stages: zynml (6 lines), cir (" in text
     assert "helpers it does not use left out; --full shows all" in text
     assert len(text.splitlines()) < len(srcs["cuda"].splitlines())
@@ -225,3 +225,21 @@ def test_a_pipeline_block_called_from_a_later_cell_has_its_zynml_text():
     assert k.zynml.strip().startswith("let d = compute(t) {")
     assert "out[i] = t[i] * 2.0" in k.zynml
     assert k.kernel.first_line == 2
+
+
+def test_kernel_labels_name_the_pipeline_and_the_variable():
+    from zynbook.kernel.display import code_bundle, kernel_label
+
+    s = zynbook.Session("cpu")
+    s.run_cell("pipeline block(t: tensor[n]) -> tensor[n]:\n"
+               "    let scaled = compute(t) {\n        @kernel elementwise\n"
+               "        for i in 0..n:\n            out[i] = t[i] * 2.0\n    }\n"
+               "    return scaled\n")
+    s.run_cell("let a = randn([4], seed=1)\nlet b = block(a)\n"
+               "let c = compute(a) {\n    @kernel elementwise\n    for i in 0..n:\n"
+               "        out[i] = a[i] + 1.0\n}\n")
+    inner, outer = s.last_kernels
+    assert kernel_label(inner, s.namespace) == "block.scaled"
+    assert kernel_label(outer, s.namespace) == "c"
+    head = code_bundle(s.last_kernels, s.launches, namespace=s.namespace)["text/plain"]
+    assert f"{inner.name} = block.scaled (elementwise)" in head

@@ -342,9 +342,37 @@ def _kernel_launches(kernel, launches):
     return [ln for ln in launches if ln.kernel == getattr(kernel, "name", "")]
 
 
-def kernel_summary(kernel, launches=()) -> str:
+def kernel_label(kernel, namespace: dict | None = None) -> str:
+    """A name a reader can map back to the program: `transformer_block.qkv` for the block
+    bound to `qkv` in pipeline `transformer_block` (a pipeline of `namespace` whose text holds
+    the block), `C` for `let C = compute(...)` at the top level; '' when the block is bound
+    to no name."""
+    import re
+
+    text = getattr(kernel, "zynml", "") or ""
+    m = re.match(r"\s*(?:let|var)\s+\(?\s*([A-Za-z_]\w*)", text)
+    if not m:
+        return ""
+    var = m.group(1)
+    line = getattr(getattr(kernel, "kernel", None), "first_line", 0)
+    for value in (namespace or {}).values():
+        node = getattr(value, "node", None)
+        span = getattr(node, "span", None)
+        source = getattr(value, "source", None)
+        if node is None or span is None or not isinstance(source, str) \
+                or type(node).__name__ != "Pipeline":
+            continue
+        if span.line <= line <= (span.end_line or span.line) and text.strip() in source:
+            return f"{value.name}.{var}"
+    return var
+
+
+def kernel_summary(kernel, launches=(), namespace: dict | None = None) -> str:
     """`matmul_l3 (matmul) on cuda:0 grid=(3, 2), block=(16, 16) · ZynML line 3`"""
     head = f"{kernel.name}"
+    label = kernel_label(kernel, namespace)
+    if label:
+        head += f" = {label}"
     kt = getattr(getattr(kernel, "kernel", None), "kernel_type", None)
     if kt is not None:
         head += f" ({kt.kind})"
@@ -371,7 +399,8 @@ def default_language(kernel, launches, sources: dict) -> str:
     return next(iter(sources), "cir")
 
 
-def code_bundle(kernels, launches=(), want: str = "", full: bool = False) -> dict:
+def code_bundle(kernels, launches=(), want: str = "", full: bool = False,
+                namespace: dict | None = None) -> dict:
     """A display bundle (text/plain and text/html) of kernels' generated code: for each
     kernel a summary, the stages there are (with their sizes), and the code of one language
     (`want`, else the one of the device it ran on), starting at the kernel with only the
@@ -389,7 +418,7 @@ def code_bundle(kernels, launches=(), want: str = "", full: bool = False) -> dic
         text = sections.get(lang, "")
         sp = split_source(text, lang)
         stage_list = ", ".join(f"{t} ({len(v.splitlines())} lines)" for t, v in sections.items())
-        head = kernel_summary(k, launches)
+        head = kernel_summary(k, launches, namespace)
         plain.append(head)
         plain.append(f"stages: {stage_list}")
         if full or lang in STAGES:

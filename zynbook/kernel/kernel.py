@@ -225,7 +225,8 @@ class ZynMLRunner:
             return None
         want, full = parse_inspect_args(args)
         try:
-            bundle = code_bundle(self.last_kernels, self.last_launches, want, full)
+            bundle = code_bundle(self.last_kernels, self.last_launches, want, full,
+                                 self.session.namespace)
         except InspectUsageError as err:
             raise UsageError(str(err)) from None
         display(bundle, raw=True)

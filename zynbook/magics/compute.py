@@ -131,7 +131,7 @@ class ComputeMagics(Magics):
             return
         want, full = parse_inspect_args(line)
         try:
-            bundle = code_bundle(kernels, launches, want, full)
+            bundle = code_bundle(kernels, launches, want, full, self.session.namespace)
         except InspectUsageError as err:
             raise UsageError(str(err)) from None
         display(bundle, raw=True)

@@ -7,7 +7,7 @@ import ipywidgets as W
 
 from ..highlight import highlight_css
 from ..kernel.codeview import mapped_html, plain_html
-from ..kernel.display import default_language, kernel_sections
+from ..kernel.display import default_language, kernel_label, kernel_sections
 from ..kernel.state import last_run, notebook_session
 
 TAB_TITLES = {"zynml": "ZynML", "cir": "CIR", "python": "CPU (Python)", "c": "CPU (C)",
@@ -80,7 +80,9 @@ class ShaderInspector(W.VBox):
             self.devices = {d["id"]: d for d in compute_devices()}
         except Exception:  # device discovery failing must not hide the code
             self.devices = {}
-        names = [k.name for k in self.kernels]
+        namespace = getattr(self._session(), "namespace", {})
+        names = [k.name + (f" = {label}" if (label := kernel_label(k, namespace)) else "")
+                 for k in self.kernels]
         self.picker.layout.display = "" if len(names) > 1 else "none"
         self._updating = True
         try:

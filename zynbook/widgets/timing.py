@@ -55,7 +55,7 @@ def timing_svg(launches, scale: float | None = None) -> str:
     return "".join(parts)
 
 
-def timing_table(launches, kernels=()) -> str:
+def timing_table(launches, kernels=(), labels: dict | None = None) -> str:
     """A row per launch: phases (compile '-' where nothing was compiled), GFLOP/s, GB/s and
     the share of the device's peak from the kernel's FLOPs and bytes."""
     from ..kernel.costs import format_rate, format_share
@@ -70,7 +70,8 @@ def timing_table(launches, kernels=()) -> str:
         geometry = ", ".join(f"{k}={v}" for k, v in ln.geometry.items())
         share = format_share(r.peak_share) + (f" ({r.bound})" if r.bound else "")
         title = f" title='peak: {html.escape(r.peak_source)}'" if r.peak_source else ""
-        cells = [ln.kernel, ln.device, compile_text(t.compile),
+        name = ln.kernel + (f" = {labels[ln.kernel]}" if (labels or {}).get(ln.kernel) else "")
+        cells = [name, ln.device, compile_text(t.compile),
                  *(format_seconds(getattr(t, p)) for p in PHASES[1:]),
                  format_rate(r.gflops, ""), format_rate(r.gbytes, "")]
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
@@ -81,11 +82,11 @@ def timing_table(launches, kernels=()) -> str:
             f"<tr>{head}</tr>{''.join(rows)}</table>")
 
 
-def timing_html(launches, kernels=()) -> str:
+def timing_html(launches, kernels=(), labels: dict | None = None) -> str:
     """The launches of one run: legend, bar chart, table."""
     if not launches:
         return "<i>No launches.</i>"
-    return _legend() + timing_svg(launches) + timing_table(launches, kernels)
+    return _legend() + timing_svg(launches) + timing_table(launches, kernels, labels)
 
 
 def compare_html(results: dict) -> str:
@@ -166,7 +167,12 @@ class TimingWidget(W.VBox):
         if self.mode.value == "compare" and self.results:
             self.chart.value = compare_html(self.results)
         else:
-            self.chart.value = timing_html(self.launches, getattr(self, "kernels", []))
+            from ..kernel.display import kernel_label
+
+            kernels = getattr(self, "kernels", [])
+            namespace = getattr(self._session(), "namespace", {})
+            self.labels = {k.name: kernel_label(k, namespace) for k in kernels}
+            self.chart.value = timing_html(self.launches, kernels, self.labels)
 
     def run_compare(self, source: str, devices=None, env=None, repeat: int = 5) -> dict:
         """Run `source` on every device (default: all of compute_devices()) once to compile,

@@ -332,3 +332,18 @@ def test_a_slow_compute_cell_reports_progress_as_text_outside_a_notebook(shell, 
     run(shell, "", AXPY)
     err = capsys.readouterr().err
     assert "[zynbook] cell finished in" in err and "1 launch(es)" in err
+
+
+def test_zynml_timeit_gives_medians_and_rates(shell, capsys):
+    shell.user_ns.update(x=np.arange(64, dtype=np.float32), y=np.ones(64, np.float32))
+    result = shell.run_cell("%%zynml_timeit -r 4\n" + AXPY)
+    assert result.success, result.error_in_exec
+    out = capsys.readouterr().out.splitlines()
+    assert "per run (median of 4; spread" in out[0]
+    head, row = out[1].split(), out[2].split()
+    assert head[:4] == ["kernel", "device", "median", "IQR"]
+    assert row[0].startswith("elementwise_l") and row[1] == "cpu"
+    # x * y + 1 over 64 elements: 128 FLOPs, 3 x 256 bytes; GFLOP/s and GB/s at the median
+    median = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}[row[3]] * float(row[2])
+    assert row[6] == ".." and float(row[9]) == pytest.approx(128 / median / 1e9, rel=0.05)
+    assert float(row[10]) == pytest.approx(768 / median / 1e9, rel=0.05)

@@ -9,7 +9,8 @@ on the magic line apply to every compute block of the cell. `%zynml_devices` lis
 `%zynml_device ID` sets the default device, `%zynml_inspect` shows the generated code of the
 last cell's compute blocks. `%%compare --devices a,b --sizes n=1,2,3 [--numpy EXPR]` runs
 a ZynML cell on several devices across sizes, checks each against the CPU reference and
-shows a table and a chart (see `zynbook.magics.compare`).
+shows a table and a chart (see `zynbook.magics.compare`); `%%zynml_timeit [-r R]` times a
+%%compute cell: medians, spread, and per kernel GFLOP/s, GB/s and share of the device's peak.
 """
 from __future__ import annotations
 

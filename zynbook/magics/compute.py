@@ -83,6 +83,49 @@ class ComputeMagics(Magics):
                     user_ns[name] = to_python(session.namespace[name])
         return to_python(value) if is_expr else None
 
+    @cell_magic
+    def zynml_timeit(self, line, cell):
+        """%%zynml_timeit [-r R] [@annotation ...]: run the cell as %%compute does, once to
+        compile and then R times (default 7); print the median wall time with its spread
+        and, per kernel, the median kernel time, its interquartile range, GFLOP/s, GB/s and
+        share of the device's peak."""
+        import re
+        import time
+
+        from ..kernel.display import format_seconds, kernel_rates_table, sample_stats
+
+        m = re.search(r"-r\s*(\d+)", line)
+        repeat = int(m.group(1)) if m else 7
+        annotations = re.sub(r"-r\s*\d+", "", line).strip()
+        source = "\n" + cell
+        program = parse(source)
+        user_ns = self.shell.user_ns
+        hidden = set(getattr(self.shell, "user_ns_hidden", {}))
+        env = {name: user_ns[name] for name in cells.free_names(program)
+               if name in user_ns and name not in hidden and not name.startswith("_")
+               and bindable(user_ns[name])}
+        session = self.session
+        with cell_progress(session):
+            session.run_cell(source, compute_annotations=annotations, **env)
+            compile_s = sum(ln.times.compile or 0.0 for ln in session.launches)
+            walls, samples = [], {}
+            for _ in range(max(1, repeat)):
+                t0 = time.perf_counter()
+                session.run_cell(source, compute_annotations=annotations, **env)
+                walls.append(time.perf_counter() - t0)
+                for ln in session.launches:
+                    if ln.times.kernel is not None:
+                        samples.setdefault((ln.kernel, ln.device), []).append(ln.times.kernel)
+        remember(session)
+        st = sample_stats(walls)
+        print(f"{format_seconds(st['median'])} per run (median of {st['n']}; spread "
+              f"{format_seconds(st['min'])} .. {format_seconds(st['max'])})"
+              + (f"; the first run compiled for {format_seconds(compile_s)}"
+                 if compile_s else ""))
+        if samples:
+            print(kernel_rates_table(samples, list(session.launches),
+                                     list(session.last_kernels)))
+
     @line_magic
     def zynml_devices(self, line=""):
         """List the compute devices ZynBook sees (the default one is marked)."""

@@ -70,6 +70,26 @@ def test_interrupt_stops_a_running_kernel_and_keeps_the_session(device):
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
 
 
+@pytest.mark.skipif("cpu:native" not in DEVICES, reason="no C++ compiler")
+def test_an_abandoned_native_kernel_stops_instead_of_running_on():
+    """The kernel an interrupt gave up on sees the cancel word and skips its remaining outer
+    iterations: its worker is free again long before the whole kernel could have run."""
+    from zynbook.runtime.cancel import _NativeWorker
+    session = zynbook.Session("cpu:native")
+    x = np.linspace(0, 1, 4000, dtype=np.float32)
+    session.run(LONG.format() + "slow\n", x=x[:4], m=3)        # compiled, and a worker idle
+    idle_before = len(_NativeWorker._idle)
+    timer = _interrupt_after(0.5)
+    with pytest.raises(KeyboardInterrupt):
+        # 4000 outer iterations of 100,000 steps: tens of seconds if it ran to the end
+        session.run(LONG.format() + "slow\n", x=x, m=100_000)
+    timer.cancel()
+    deadline = time.monotonic() + 5.0
+    while len(_NativeWorker._idle) < idle_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_NativeWorker._idle) >= idle_before, "the abandoned kernel is still running"
+
+
 @pytest.mark.parametrize("device", STOPPABLE)
 def test_expired_timeout_cancels_the_job_and_frees_the_device(device):
     session = zynbook.Session("cpu")

@@ -295,9 +295,14 @@ class NativeCpuDevice(Device):
         fargs = (ctypes.c_double * max(1, len(fvals)))(*fvals)
         iargs = (ctypes.c_longlong * max(1, len(ivals)))(*ivals)
         t2 = time.perf_counter()
-        err = (ctypes.c_int * errflag.WORDS)()
-        # in a worker an interrupt or a cancelled job can abandon (runtime/cancel.py)
-        call_native(compiled.fn, ptrs, fargs, iargs, err, keep=(arrays, out, compiled))
+        err = (ctypes.c_int * (c_codegen.CANCEL_WORD + 1))()
+        # in a worker an interrupt or a cancelled job can abandon (runtime/cancel.py); then
+        # the cancel word tells the kernel's outer loops to skip what is left
+        try:
+            call_native(compiled.fn, ptrs, fargs, iargs, err, keep=(arrays, out, compiled, err))
+        except BaseException:
+            err[c_codegen.CANCEL_WORD] = 1
+            raise
         t3 = time.perf_counter()
         errflag.raise_if_failed(compiled.program.error_sites, err, kernel)
         times = LaunchTimes(compile=0.0 if had else t1 - t0, upload=t2 - t1, kernel=t3 - t2,

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import cir
+from .. import cir, errflag
 from .cstyle import attention_pattern
 from .cstyle import (BufInfo, CStyleRenderer, Emitter, GenericSchedules, Unsupported,
                      _strides, assigned_vars, ceil_div, cname, declared_vars, free_vars, has_node,
@@ -43,6 +43,9 @@ from .cstyle import (BufInfo, CStyleRenderer, Emitter, GenericSchedules, Unsuppo
                      raise_unsupported, static_value, trip_count)
 
 ENTRY = "zyn_kernel"
+# the word of the error-flag buffer, past the flag itself, that asks a running kernel to stop
+CANCEL_WORD = errflag.WORDS
+CANCEL_CHECK = "if (zyn_cancelled(zyn_err)) continue;"
 
 PRELUDE = (r"""#include <math.h>
 #include <stdint.h>
@@ -54,8 +57,11 @@ PRELUDE = (r"""#include <math.h>
 
 """
     + prelude_helpers("static inline ")
-    + r"""template <typename T> static inline T zyn_ipow(T a, T b) { T r = 1; for (T i = 0; i < b; ++i) r *= a; return r; }
-"""
+    + r"""// the device sets the word after the error flag when the caller gave up on the launch: the
+// outer loops then skip their remaining iterations (zynbook/runtime/cancel.py)
+static inline bool zyn_cancelled(const int* e) { return __atomic_load_n(&e[ZYN_CANCEL_WORD], __ATOMIC_RELAXED) != 0; }
+template <typename T> static inline T zyn_ipow(T a, T b) { T r = 1; for (T i = 0; i < b; ++i) r *= a; return r; }
+""".replace("ZYN_CANCEL_WORD", str(CANCEL_WORD))
     + prelude_span_len("static inline ")
     + prelude_guards("static inline ", "int*",
                      "int z = 0; if (__atomic_compare_exchange_n(e, &z, site, false, __ATOMIC_RELAXED, "
@@ -238,6 +244,8 @@ class CRenderer(CStyleRenderer, GenericSchedules):
             em(f"#pragma omp parallel for schedule(static){collapse}", s.line)
         for h, lp in zip(headers, chain):
             em.open(h, lp.line)
+        if has_node(chain[-1].body, (cir.Loop,)):
+            em(CANCEL_CHECK)        # a heavy iteration: one load of the cancel word is free
         self.par_depth += 1
         self.stmts(em, chain[-1].body, inner)
         self.par_depth -= 1
@@ -270,6 +278,7 @@ class CRenderer(CStyleRenderer, GenericSchedules):
             em("#pragma omp parallel for schedule(static)")
         em.open(f"for (int _c = 0; _c < {chunks}; ++_c)")
         self.declare_reduce_acc(em, p)
+        em(CANCEL_CHECK)
         em(f"const {ix} _lo = ({ix})_c * {size};")
         em(f"const {ix} _hi = zyn_min(({ix})(_lo + {size}), ({ix}){total});")
         em.open(f"for ({ix} _g = _lo; _g < _hi; ++_g)")
@@ -302,6 +311,7 @@ class CRenderer(CStyleRenderer, GenericSchedules):
         if self.openmp and n_out > 1:
             em("#pragma omp parallel for schedule(static)")
         em.open(f"for ({self.idx} _row = 0; _row < {n_out}; ++_row)")
+        em(CANCEL_CHECK)
         inner = scope.child()
         if outer.loops:
             self.decompose(em, "_row", outer, inner)
@@ -334,6 +344,7 @@ class CRenderer(CStyleRenderer, GenericSchedules):
         if self.openmp and B * H * S > 1:
             em("#pragma omp parallel for schedule(static)")
         em.open("for (long long _g = 0; _g < B * H * S; ++_g)")
+        em(CANCEL_CHECK)
         em("const long long qi = _g % S, b = _g / S / H, h = _g / S % H;")
         self.attention_bases(em, "long long")
         em("float qr[D], o[D];")

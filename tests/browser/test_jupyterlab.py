@@ -327,6 +327,13 @@ def test_zynml_notebook(lab, page):
     for title in ("ZynML", "CIR", "CPU (Python)"):
         assert title in tabs, tabs
     assert "elementwise" in page.inner_text(out3)
+    # a generated-code tab: the ZynML beside the code, both inside the output's width
+    page.click(f"{out3} .lm-TabBar-tab:has-text('CPU (Python)')")
+    widths = page.eval_on_selector(
+        f"{out3} .zynml-map >> visible=true",
+        "e => [e.querySelector('.zm-gen').getBoundingClientRect().right,"
+        " e.closest('.jp-OutputArea-output').getBoundingClientRect().right]")
+    assert widths[0] <= widths[1] + 1, widths
 
     # the toolbar item: the kernel's devices, and choosing one sets the kernel's default
     item = ".jp-NotebookPanel:not(.lm-mod-hidden) .zyn-DeviceToolbarItem"

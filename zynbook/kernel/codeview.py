@@ -244,14 +244,16 @@ def line_map(text: str, language: str, zynml: str = "", first_line: int = 1) -> 
 _uid = itertools.count(1)
 
 MAP_CSS = """
-.zynml-map{font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.45}
+.zynml-map{font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.45;
+ width:100%%;max-width:100%%;box-sizing:border-box;min-width:0}
+.widget-html-content:has(> .zynml-map){min-width:0;max-width:100%%;flex:1 1 auto}
 .zynml-map .zm-bar{display:flex;gap:10px;align-items:center;margin:2px 0 4px;color:#555}
 .zynml-map .zm-copy{font-size:11px;padding:1px 8px;cursor:pointer}
-.zynml-map .zm-panes{display:flex;gap:10px;align-items:flex-start}
+.zynml-map .zm-panes{display:flex;gap:10px;align-items:flex-start;width:100%%}
 .zynml-map .zm-src,.zynml-map .zm-gen{overflow:auto;max-height:%dpx;border:1px solid #ddd;
  border-radius:3px;background:var(--jp-layout-color0,#fff)}
-.zynml-map .zm-src{flex:0 1 40%%;min-width:0}
-.zynml-map .zm-gen{flex:1 1 60%%;min-width:0}
+.zynml-map .zm-src{flex:0 0 36%%;min-width:0;max-width:36%%}
+.zynml-map .zm-gen{flex:1 1 0;min-width:0}
 .zynml-map .zm-only{flex:1 1 100%%}
 .zynml-map .zm-line{white-space:pre;padding:0 6px 0 0;display:block}
 .zynml-map label.zm-line{cursor:pointer}

@@ -118,7 +118,7 @@ class ShaderInspector(W.VBox):
                 page = plain_html(text, lang, title="CIR")
             else:
                 page = mapped_html(zynml, first, text, lang, title=tab_title(lang))
-            pages.append(W.HTML(style + page))
+            pages.append(W.HTML(style + page, layout=W.Layout(width="100%")))
         self.tabs.children = pages
         self.tabs.titles = [tab_title(lang) for lang, _ in sections]
         generated = {k: v for k, v in sections if k not in ("zynml", "cir")}

@@ -120,3 +120,25 @@ def test_cir_is_pinned(name):
     if os.environ.get("ZYNBOOK_UPDATE_GOLDEN") or not path.exists():
         path.write_text(text)
     assert text == path.read_text()
+
+
+def test_arange_is_an_integer_tensor_the_checker_follows():
+    """`arange` of ints is an i32 tensor of known length, so a gather through it compiles
+    (and arithmetic with a float number makes it float, as on the host)."""
+    import numpy as np
+    src = """
+let x = randn([10], seed=1)
+let idx = arange(5) * 2
+let y = compute(x, idx) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[idx[i]]
+}
+y
+"""
+    zynbook.compile(src)
+    session = zynbook.Session("cpu")
+    got = np.asarray(session.run(src))
+    np.testing.assert_array_equal(got, np.asarray(session.namespace["x"])[::2])
+    with pytest.raises(zynbook.ZynMLTypeError, match="integer"):
+        zynbook.compile(src.replace("arange(5) * 2", "arange(5) * 2.0"))

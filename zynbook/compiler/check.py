@@ -284,10 +284,14 @@ class Checker:
                     raise ZynMLShapeError(f"cannot multiply {list(a.shape)} @ {list(b.shape)}: "
                                           "inner sizes differ", e.right.span)
             return TensorShape(a.dtype, None)
-        if isinstance(a, TensorShape):
-            return TensorShape(a.dtype, a.shape)
-        if isinstance(b, TensorShape):
-            return TensorShape(b.dtype, b.shape)
+        if isinstance(a, TensorShape) or isinstance(b, TensorShape):
+            t, other = (a, b) if isinstance(a, TensorShape) else (b, a)
+            if e.op in ("<", "<=", ">", ">=", "==", "!="):
+                return TensorShape("bool", t.shape)
+            # a float number makes an integer tensor float (as the host's arithmetic does)
+            integral = t.dtype == "bool" or t.dtype.startswith(("i", "u"))
+            dtype = "f32" if isinstance(other, float) and integral else t.dtype
+            return TensorShape(dtype, t.shape)
         return UNKNOWN
 
     def callee(self, func):
@@ -322,6 +326,12 @@ class Checker:
         if isinstance(fn, str) and fn in _CONSTRUCTORS:
             shape = kwargs.get("shape", args[0] if args else None)
             return TensorShape(_dtype(kwargs.get("dtype")), _literal_shape(shape))
+        if fn == "arange" and args and all(isinstance(a, (int, float)) and not isinstance(a, bool)
+                                           for a in args):
+            floats = any(isinstance(a, float) for a in args)
+            dtype = _dtype(kwargs.get("dtype")) if "dtype" in kwargs else ("f32" if floats else "i32")
+            count = len(range(*args)) if not floats and (len(args) < 3 or args[2]) else None
+            return TensorShape(dtype, (count,))
         if fn == "allocate":
             return TensorShape(_dtype(kwargs.get("dtype")), _literal_shape(kwargs.get("shape")))
         if fn == "reshape" and len(args) == 2 and isinstance(args[1], list):

@@ -296,8 +296,15 @@ def test_compare_chart_draws_time_and_share_of_peak():
     from zynbook.magics.compare import Row, chart
 
     rows = [Row(n, "cpu", times=[n * 1e-9, n * 2e-9], peak_share=0.1) for n in (64, 256)]
+    for r in rows:
+        r.flops, r.bytes, r.gflops = 2.0 * r.size, 8.0 * r.size, 2.0 * r.size / r.median / 1e9
     fig = chart(rows, "n")
-    ax_t, ax_p = fig.axes
+    ax_t, ax_p, ax_r = fig.axes
+    # the roofline: intensity 2/8 FLOPs per byte, the achieved rate, and the CPU's roof
+    points = [ln for ln in ax_r.get_lines() if ln.get_marker() == "o"]
+    assert [p.get_xdata()[0] for p in points] == [0.25, 0.25]
+    assert [p.get_ydata()[0] for p in points] == pytest.approx([r.gflops for r in rows])
+    assert any(ln.get_marker() in ("None", "", None) for ln in ax_r.get_lines())
     assert ax_t.get_xlabel() == "n" and ax_p.get_ylabel() == "% of peak"
     (line,) = ax_t.get_lines()
     assert list(line.get_xdata()) == [64, 256]

@@ -394,7 +394,7 @@ def chart(rows: list, size_name: str = "size"):
     ok = [r for r in rows if not r.error and r.median is not None and r.size is not None]
     if not ok:
         return None
-    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig, (ax_t, ax_p, ax_r) = plt.subplots(1, 3, figsize=(13, 3.4))
     for device in dict.fromkeys(r.device for r in ok):
         mine = sorted((r for r in ok if r.device == device), key=lambda r: r.size)
         xs = [r.size for r in mine]
@@ -413,8 +413,36 @@ def chart(rows: list, size_name: str = "size"):
     ax_p.set_ylabel("% of peak")
     ax_p.set_title("share of the device's peak")
     ax_t.legend(fontsize=8)
+    roofline(ax_r, ok)
     fig.tight_layout()
     return fig
+
+
+def roofline(ax, rows: list) -> None:
+    """Achieved GFLOP/s against arithmetic intensity (FLOPs per byte), one point per device
+    and size, under each device's roof: min(peak FLOP/s, intensity x peak bandwidth)."""
+    from ..kernel.costs import device_info, device_peak
+
+    colors: dict = {}
+    for r in rows:
+        if not r.flops or not r.bytes or r.gflops is None:
+            continue
+        first = r.device not in colors
+        color = colors.setdefault(r.device, f"C{len(colors)}")
+        ax.plot([r.flops / r.bytes], [r.gflops], "o", color=color,
+                label=r.device if first else None)
+    xs = np.logspace(-2, 3, 64)
+    for device, color in colors.items():
+        info = device_info(device if device not in ("numpy", "torch") else "cpu")
+        pf, pb, _ = device_peak(info)
+        if pf and pb:
+            ax.plot(xs, np.minimum(pf, xs * pb) / 1e9, "-", color=color, alpha=0.35, lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("FLOPs per byte")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title("roofline (lines: each device's peak)")
+    ax.grid(True, alpha=0.3)
 
 
 @dataclass

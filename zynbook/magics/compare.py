@@ -395,14 +395,17 @@ def chart(rows: list, size_name: str = "size"):
     if not ok:
         return None
     fig, (ax_t, ax_p, ax_r) = plt.subplots(1, 3, figsize=(13, 3.4))
-    for device in dict.fromkeys(r.device for r in ok):
+    colors = {d: f"C{i}" for i, d in enumerate(dict.fromkeys(r.device for r in ok))}
+    for device, color in colors.items():
         mine = sorted((r for r in ok if r.device == device), key=lambda r: r.size)
         xs = [r.size for r in mine]
         st = [sample_stats(r.times) for r in mine]
-        ax_t.plot(xs, [s["median"] for s in st], "o-", label=device)
-        ax_t.fill_between(xs, [s["min"] for s in st], [s["max"] for s in st], alpha=0.15)
+        ax_t.plot(xs, [s["median"] for s in st], "o-", label=device, color=color)
+        ax_t.fill_between(xs, [s["min"] for s in st], [s["max"] for s in st], alpha=0.15,
+                          color=color)
         if any(r.peak_share is not None for r in mine):
-            ax_p.plot(xs, [100 * (r.peak_share or 0.0) for r in mine], "o-", label=device)
+            ax_p.plot(xs, [100 * (r.peak_share or 0.0) for r in mine], "o-", label=device,
+                      color=color)
     for ax in (ax_t, ax_p):
         ax.set_xscale("log", base=2)
         ax.set_xlabel(size_name)
@@ -413,26 +416,29 @@ def chart(rows: list, size_name: str = "size"):
     ax_p.set_ylabel("% of peak")
     ax_p.set_title("share of the device's peak")
     ax_t.legend(fontsize=8)
-    roofline(ax_r, ok)
+    roofline(ax_r, ok, colors)
     fig.tight_layout()
     return fig
 
 
-def roofline(ax, rows: list) -> None:
+def roofline(ax, rows: list, colors: dict | None = None) -> None:
     """Achieved GFLOP/s against arithmetic intensity (FLOPs per byte), one point per device
     and size, under each device's roof: min(peak FLOP/s, intensity x peak bandwidth)."""
     from ..kernel.costs import device_info, device_peak
 
-    colors: dict = {}
+    colors = dict(colors or {})
+    labeled: set = set()
     for r in rows:
         if not r.flops or not r.bytes or r.gflops is None:
             continue
-        first = r.device not in colors
+        first = r.device not in labeled
+        labeled.add(r.device)
         color = colors.setdefault(r.device, f"C{len(colors)}")
         ax.plot([r.flops / r.bytes], [r.gflops], "o", color=color,
                 label=r.device if first else None)
     xs = np.logspace(-2, 3, 64)
-    for device, color in colors.items():
+    for device in labeled:
+        color = colors[device]
         info = device_info(device if device not in ("numpy", "torch") else "cpu")
         pf, pb, _ = device_peak(info)
         if pf and pb:

@@ -591,3 +591,25 @@ def test_fixed_capacity_cache_equals_kv_attention(device_id):
     np.testing.assert_array_equal(out.reshape(cap, -1), want)
     with pytest.raises(ZynMLShapeError, match="do not fit in 9 rows"):
         d.write_rows(d.upload(kc), d.upload(new), 8, cap, 2, KV * D)
+
+
+@pytest.mark.parametrize("device_id", [d for d in OTHER_DEVICES if d != "cpu:native"])
+def test_training_step_on_every_device_equals_cpu(device_id):
+    """The tiny GPT's loss, gradients and AdamW update on another device equal the CPU's
+    (cpu:native, whose every kernel the tests above check, is left out: compiling the step's
+    kernels with the C++ compiler takes longer than the rest of this file)."""
+    from zynbook.nn.model import GPTConfig, TinyGPT, init_weights
+    c = GPTConfig(vocab=10, dim=8, n_layers=1, n_heads=2, n_kv_heads=1, ffn=12, max_seq=8)
+    host = init_weights(c)
+    ids = np.array([1, 4, 2, 8, 5, 7], np.uint32)
+    targets = np.array([4, 2, 8, 0, 7, 3], np.uint32)
+    models = [TinyGPT(nn.device(d), c, host) for d in ("cpu", device_id)]
+    results = [m.loss_and_grads(ids, targets) for m in models]
+    assert abs(results[0][0] - results[1][0]) < 1e-5
+    for name, g in results[0][1].items():
+        assert_within(results[1][1][name].to_vec(), g.to_vec(), rtol=1e-4, atol=1e-6)
+    for m, (_loss, grads) in zip(models, results):
+        m.apply_grads(grads)
+    for name in models[0].params:
+        assert_within(models[1].params[name].to_vec(), models[0].params[name].to_vec(),
+                      rtol=1e-4, atol=1e-6)

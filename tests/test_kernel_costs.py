@@ -125,6 +125,8 @@ def test_known_devices_have_table_peaks_and_the_cpu_is_measured():
                                      "name": "NVIDIA H100 80GB HBM3"})
     assert (flops, bw) == (67e12, 3.35e12) and source.startswith("table")
     assert device_peak({"id": "cuda:0", "type": "gpu", "name": "NVIDIA H200"})[1] == 4.8e12
+    assert device_peak({"id": "cuda:0", "type": "gpu", "name": "NVIDIA GH200 480GB"})[1] == 4.0e12
+    assert device_peak({"id": "cuda:0", "type": "gpu", "name": "NVIDIA H100 PCIe"})[1] == 2.0e12
     assert device_peak({"id": "cuda:0", "type": "gpu", "name": "NVIDIA A100-SXM4-80GB"})[1] \
         == 2.039e12
     flops, bw, source = device_peak({"id": "cpu", "type": "cpu", "name": "x86_64"})

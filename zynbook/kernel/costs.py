@@ -244,11 +244,11 @@ def launch_cost(compiled) -> Cost | None:
 
 # name pattern -> (FP32 FLOP/s without tensor cores, memory bytes/s), vendors' data sheets
 KNOWN_PEAKS = (
+    (r"GH200", 67e12, 4.0e12),
     (r"H200", 67e12, 4.8e12),
     (r"H100.*PCIe", 51e12, 2.0e12),
     (r"H100.*NVL", 60e12, 3.9e12),
     (r"H100", 67e12, 3.35e12),
-    (r"GH200", 67e12, 4.0e12),
     (r"A100.*80", 19.5e12, 2.039e12),
     (r"A100", 19.5e12, 1.555e12),
     (r"L40S", 91.6e12, 0.864e12),

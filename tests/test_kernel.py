@@ -302,6 +302,7 @@ def test_completion_of_names_and_tensor_attributes(kc):
     assert "fresh_name" in _complete(kc, "let fresh_name = 1\nlet s = fres")["matches"]
     # magics, and Python completion inside %python lines
     assert "%device" in _complete(kc, "%dev")["matches"]
+    assert "%%compare" in _complete(kc, "%%comp")["matches"]
     assert "numpy" in _complete(kc, "%python import nump")["matches"]
 
 

@@ -13,7 +13,8 @@ in column 1:
     %other args             any other IPython line magic
 
 and `%%python` (or `%%time` / `%%timeit`) on the first line makes the whole cell Python
-(or times the whole ZynML cell).
+(or times the whole ZynML cell); `%%compare ARGS` runs the cell on several devices and sizes
+(zynbook/magics/compare.py), any other `%%name` is IPython's cell magic of that name.
 """
 from __future__ import annotations
 

@@ -294,7 +294,8 @@ class ZynMLKernel(IPythonKernel):
     language_version = "0.1"
     language_info = dict(LANGUAGE_INFO)
     banner = ("ZynML kernel: compute() kernels on CPU, CUDA and WebGPU.\n"
-              "%device ID, %inspect, %time, %timeit, %python / %%python")
+              "%device ID, %inspect [LANG] [--full], %time, %timeit, %%compare, "
+              "%python / %%python")
     help_links = [{"text": "ZynBook Python API", "url": "https://github.com/zynbook/zynbook"}]
     shell_class = Type(ZynMLShell)
 
@@ -388,7 +389,7 @@ class ZynMLKernel(IPythonKernel):
         if token.startswith("%") and start == line_start:
             names = [f"%{m}" for m in cells.ZYNML_MAGICS]
             names += [f"%{m}" for m in sorted(self.shell.magics_manager.lsmagic()["line"])]
-            names += ["%%python", "%%time", "%%timeit"]
+            names += ["%%python", "%%time", "%%timeit", "%%compare"]
             return _prefixed(list(dict.fromkeys(names)), token), start
         if token.startswith("@"):
             return _prefixed([f"@{a}" for a in ANNOTATIONS], token), start

@@ -148,17 +148,30 @@ def test_non_flash_body_is_not_attention_in_the_reference(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_variant_equals_numpy_on_device(device, name):
     k, ins, sz, sc = lowered(name)
-    got, launch = get_device(device).launch(k, ins, sz, sc)
-    assert_within(np.asarray(got), CASES[name][3], *TOL)
+    got, launch = _launch(device, k, ins, sz, sc)
+    assert_within(got, CASES[name][3], *TOL)
     schedule = str((launch.geometry or {}).get("schedule", ""))
     assert "flash" in schedule or "attention" in schedule, schedule      # the attention schedule
 
 
+def _launch(device, kernel, inputs, sizes, scalars):
+    """A device launch with its result read back to the host (CuPy arrays included)."""
+    dev = get_device(device)
+    got, launch = dev.launch(kernel, inputs, sizes, scalars)
+    return np.asarray(dev.to_host(got)), launch
+
+
+def _software_adapter(device) -> bool:
+    info = next((d for d in zynbook.compute_devices() if d["id"] == device), {})
+    return info.get("type") == "cpu" or "llvmpipe" in str(info.get("name", ""))
+
+
 def _generic_wgsl_known_wrong(device, name):
-    # the generic WGSL rendering of these tile bodies differs from the reference with
-    # several (b, h) iterations; the kernel is no longer taken for attention
+    # on Mesa's llvmpipe, the generic WGSL rendering of these tile bodies differs from the
+    # reference with several (b, h) iterations (NVIDIA's Vulkan driver runs it right)
     marks = []
-    if device.startswith("vulkan") and name == "flash_no_rescale_100":
+    if device.startswith(("vulkan", "webgpu", "gl")) and _software_adapter(device) \
+            and name == "flash_no_rescale_100":
         marks.append(pytest.mark.xfail(strict=True, reason="generic WGSL tile bodies with "
                                                            "several parallel iterations"))
     return pytest.param(device, name, marks=marks)
@@ -171,7 +184,7 @@ def test_non_flash_body_equals_reference_on_device(device, name):
     """What the body computes, on the generic schedule, or a clear refusal."""
     k, ins, sz, sc = lowered(name)
     try:
-        got, _ = get_device(device).launch(k, ins, sz, sc)
+        got, _ = _launch(device, k, ins, sz, sc)
     except ZynMLDeviceError as exc:
         assert "cannot compile" in exc.message or "tile" in exc.message
         return
@@ -344,7 +357,7 @@ def _f16(name):
 @pytest.mark.parametrize("name", sorted(F16_CASES))
 def test_f16_attention_equals_reference_on_device(device, name):
     k, ins, sz, sc = _f16(name)
-    got, _ = get_device(device).launch(k, ins, sz, sc)
+    got, _ = _launch(device, k, ins, sz, sc)
     want = np.asarray(run_kernel(k, ins, sz, sc), np.float32)
     assert_within(np.asarray(got, np.float32), want, 1e-2, 1e-2)
 

@@ -476,6 +476,7 @@ def _vector_body(r: CUDARenderer, em: Emitter, nest: Nest, scope, W):
             if isinstance(s, cir.Store):
                 buf = r.buffers[s.buffer]
                 pre = []
+                r.cur_line = s.line or r.cur_line      # checks in the value name this line
                 v = r.cast_to(r.expr(s.value, ls, pre), s.value.ty.dtype, buf.dtype)
                 r.emit_pre(em, pre, s.line)
                 em(f"{outs[(s.buffer, s.index)]}[{lane}] = {r.store_value(v, buf.dtype)};", s.line)

@@ -115,3 +115,24 @@ def test_cli_run_binds_shapes_and_dtypes():
                          capture_output=True, text=True, timeout=120)
     assert got.returncode == 0, got.stderr
     assert "shape=[3, 5]" in got.stdout and "f64" in got.stdout
+
+
+def test_cli_binds_weights_from_a_safetensors_file(tmp_path):
+    """`--weights model=FILE` runs the spec's transformer block (what scripts/main.sh does)
+    and equals the same program with the weights bound as arrays."""
+    path = tmp_path / "block.safetensors"
+    subprocess.run([sys.executable, "scripts/example_weights.py", str(path)], cwd=REPO,
+                   check=True, capture_output=True, timeout=120)
+    source = (REPO / "examples" / "transformer_block.zyn").read_text()
+    want = np.asarray(zynbook.run(source, model=zynbook.load_weights(path)))
+    got = subprocess.run([sys.executable, "-m", "zynbook.cli", "run",
+                          "examples/transformer_block.zyn", "--weights", f"model={path}"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr
+    assert "shape=[2, 100, 24]" in got.stdout
+    assert want.shape == (2, 100, 24) and np.isfinite(want).all()
+    bad = subprocess.run([sys.executable, "-m", "zynbook.cli", "run",
+                          "examples/transformer_block.zyn", "--weights",
+                          f"model={tmp_path / 'missing.safetensors'}"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "cannot read weights" in bad.stderr

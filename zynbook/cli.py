@@ -26,12 +26,24 @@ def _shape_arg(text: str):
     return m.group(1), tuple(int(d) for d in re.split("[x,]", m.group(2))), dtype
 
 
-def _bound_inputs(shapes) -> dict:
+def _weights_arg(text: str):
+    """`model=weights.safetensors` -> (name, path): a record read with load_weights."""
+    name, sep, path = text.partition("=")
+    if not sep or not name.isidentifier() or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=FILE.safetensors, not {text!r}")
+    return name, path
+
+
+def _bound_inputs(shapes, weights=()) -> dict:
     import numpy as np
     from .compiler.types import NUMPY_NAMES
     rng = np.random.default_rng(0)
-    return {name: rng.standard_normal(shape, dtype=np.float32).astype(NUMPY_NAMES[dtype])
-            for name, shape, dtype in shapes}
+    bound = {name: rng.standard_normal(shape, dtype=np.float32).astype(NUMPY_NAMES[dtype])
+             for name, shape, dtype in shapes}
+    if weights:
+        from .nn.weights import load_weights
+        bound.update({name: load_weights(path) for name, path in weights})
+    return bound
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     shape_help = ("bind an input the program does not define to random data of this shape "
                   "(NAME=SHAPE[:DTYPE], e.g. x=1000, A=64x32:f16); repeatable")
+    weights_help = ("bind a name to the record of tensors a safetensors file holds "
+                    "(NAME=FILE, e.g. model=weights.safetensors); repeatable")
     p_check = sub.add_parser("check", help="parse and check a program; silent when it is good")
     p_check.add_argument("file")
     p_cir = sub.add_parser("cir", help="print the Compute IR of every compute block")
@@ -47,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     p_run.add_argument("file")
     p_run.add_argument("--device", default="cpu", help="cpu, cpu:native, cuda:0, vulkan:0, auto, ...")
     p_run.add_argument("--shape", action="append", type=_shape_arg, default=[], help=shape_help)
+    p_run.add_argument("--weights", action="append", type=_weights_arg, default=[],
+                       help=weights_help)
     p_src = sub.add_parser(
         "source", help="print the generated code of every compute block",
         description="Runs the program's host part on the CPU reference to learn the sizes of "
@@ -56,6 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     p_src.add_argument("--lang", default="python", choices=LANGUAGES, metavar="LANG",
                        help="one of: " + ", ".join(LANGUAGES))
     p_src.add_argument("--shape", action="append", type=_shape_arg, default=[], help=shape_help)
+    p_src.add_argument("--weights", action="append", type=_weights_arg, default=[],
+                       help=weights_help)
     sub.add_parser("devices", help="list compute devices")
     return parser
 
@@ -79,16 +97,18 @@ def main(argv=None) -> int:
             print(compile_program(source).cir_text())
         elif args.command == "source":
             program = compile_program(source)
-            missing = sorted(set(program.free_names) - {name for name, _, _ in args.shape})
+            missing = sorted(set(program.free_names) - {name for name, _, _ in args.shape}
+                             - {name for name, _ in args.weights})
             if missing and program.kernels:
                 print(f"zynbook: {args.file} takes input(s) {', '.join(missing)}: give their "
                       f"shapes with --shape NAME=SHAPE, e.g. --shape {missing[0]}=1000",
                       file=sys.stderr)
                 return 2
-            for text in _sized_sources(source, args.lang, _bound_inputs(args.shape)):
+            for text in _sized_sources(source, args.lang,
+                                       _bound_inputs(args.shape, args.weights)):
                 print(text)
         elif args.command == "run":
-            value = run(source, device=args.device, **_bound_inputs(args.shape))
+            value = run(source, device=args.device, **_bound_inputs(args.shape, args.weights))
             if value is not None:
                 print(_show(value))
     except ZynMLError as err:

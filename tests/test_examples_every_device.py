@@ -46,3 +46,23 @@ def test_example_equals_cpu_reference(path, device):
     else:
         # the loosest tolerance of the dtype: these programs hold matmuls and attention
         assert_within(got, want, **tolerance(dtype, "contraction"))
+
+
+AUTO_EXAMPLES = [p for p in EXAMPLES if '@device("auto")' in p.read_text()]
+
+
+@pytest.mark.skipif(not DEVICES, reason="no device here but the reference")
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("path", AUTO_EXAMPLES, ids=[p.stem for p in AUTO_EXAMPLES])
+def test_example_runs_where_auto_is_another_device(path, device):
+    """Programs that name @device("auto") run the same on a machine whose best device is
+    not the CPU (each device present stands in for it): placement never refuses them."""
+    src = path.read_text()
+    try:
+        want = zynbook.run(src, device="cpu")
+    except ZynMLError as exc:
+        pytest.skip(f"does not run on the CPU reference either: {exc.message}")
+    got = zynbook.run(src.replace('@device("auto")', f'@device("{device}")'), device="cpu")
+    if isinstance(want, (int, float, zynbook.Tensor)):
+        dtype = _dtype(want)
+        assert_within(got, want, **tolerance(dtype if dtype != "int" else "f32", "contraction"))

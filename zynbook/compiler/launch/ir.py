@@ -1,0 +1,332 @@
+"""The launch IR: what a device runs, below the CIR.
+
+A schedule (compiler/schedules/) turns one CIR kernel into a `Program`: the device kernels
+(threads, shared and local arrays, barriers, collectives, guarded loads and stores) and the
+launches the host makes (grid, block, scratch), all as data. Printers (compiler/codegen/)
+spell a Program in one language; the emulator (launch/emulate.py) runs it on the CPU, lane
+by lane, so every schedule is checked against the reference without hardware.
+
+Everything is typed and explicit, so that a printer never decides anything:
+
+* every operand of a `Bin` has the result's dtype (comparisons: both the same dtype), every
+  conversion is a `Cast`, every literal a `Lit` of its final dtype;
+* an index is a flat element offset; one the bounds analysis could not prove in range is
+  wrapped in `Checked` (a store is skipped when its `guard` is false), an integer division
+  that may fail is a `CheckedDiv`; both report through the error flag (compiler/errflag.py);
+* sizes stay symbolic (`Ref` of a size name of kind "size"): the host side of a launch
+  (grid, scratch counts) is an expression over them that any device evaluates with
+  `evaluate`; a printer may bake the values of one launch in or pass them as uniforms.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+INT_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
+
+# ----------------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Expr:
+    pass
+
+
+@dataclass(frozen=True)
+class Lit(Expr):
+    value: object               # int, float or bool, already of `dtype`'s kind
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Ref(Expr):
+    """A local, a loop variable, or a parameter (scalar or size) by name."""
+    name: str
+    dtype: str
+
+
+THREAD_AXES = ("thread", "block", "threads", "blocks", "lane", "warp")
+
+
+@dataclass(frozen=True)
+class Thread(Expr):
+    """Where a thread runs: its index in the block (`thread`), the block's index in the grid
+    (`block`), the block and grid sizes (`threads`, `blocks`), its lane in the warp or
+    subgroup (`lane`) and that warp's index in the block (`warp`)."""
+    axis: str
+    dtype: str = "i32"
+
+
+@dataclass(frozen=True)
+class Load(Expr):
+    """Element `index` (flat) of a buffer parameter, a scratch buffer or an array."""
+    array: str
+    index: Expr
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Bin(Expr):
+    """ops: + - * / (float) < <= > >= == != and or; operands of one dtype."""
+    op: str
+    a: Expr
+    b: Expr
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Un(Expr):
+    """ops: neg, not."""
+    op: str
+    a: Expr
+    dtype: str
+
+
+# math with the reference's meaning: min/max propagate NaN, fmod is C's, pow2 is a*a;
+# on integers: min max abs clamp relu ipow floordiv
+MATH = ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "floor",
+        "ceil", "round", "tanh", "sinh", "cosh", "sigmoid", "relu", "silu", "gelu", "erf",
+        "pow", "pow2", "min", "max", "clamp", "fmod", "ipow",
+        "ceildiv")                  # ceildiv: host expressions only (grids)
+
+
+@dataclass(frozen=True)
+class Math(Expr):
+    fn: str
+    args: tuple
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    a: Expr
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Select(Expr):
+    cond: Expr
+    a: Expr
+    b: Expr
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Checked(Expr):
+    """`index` when 0 <= index < extent; otherwise error site `site` fails with the index
+    and the value is 0 (a load reads element 0, never memory outside the array)."""
+    index: Expr
+    extent: Expr
+    site: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class CheckedDiv(Expr):
+    """Integer `a / b` or `a % b` truncating as C; by 0 (and MIN / -1) a site fails, 0."""
+    op: str
+    a: Expr
+    b: Expr
+    site_zero: int
+    site_overflow: int
+    dtype: str
+
+
+COLLECTIVE_OPS = ("+", "*", "max", "min", "and", "or")
+
+
+@dataclass(frozen=True)
+class Collective(Expr):
+    """The all-reduction of `value` over the threads of a `warp` or a `block`; every thread
+    of the group must reach it (block: it contains barriers)."""
+    op: str
+    value: Expr
+    scope: str
+    dtype: str
+
+
+# ------------------------------------------------------------------------ statements
+
+
+@dataclass(frozen=True)
+class Stmt:
+    pass
+
+
+@dataclass(frozen=True)
+class Decl(Stmt):
+    name: str
+    dtype: str
+    value: Expr | None
+    mutable: bool = False
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Set(Stmt):
+    name: str
+    value: Expr
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Store(Stmt):
+    """`array[index] = value`, skipped where `guard` (a bool expression) is false."""
+    array: str
+    index: Expr
+    value: Expr
+    guard: Expr | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    """`for var in start..stop step step` (step > 0), var of `dtype`."""
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: tuple
+    dtype: str = "i32"
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    cond: Expr
+    then: tuple
+    orelse: tuple = ()
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Barrier(Stmt):
+    """Every thread of the block waits here; shared arrays written before are visible after."""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Array(Stmt):
+    """A fixed-size array of `count` elements: `shared` by the block or `local` to a thread."""
+    name: str
+    dtype: str
+    count: int
+    space: str = "local"
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Atomic(Stmt):
+    """`array[index] op= value` as one indivisible update (op in + max min)."""
+    op: str
+    array: str
+    index: Expr
+    value: Expr
+    guard: Expr | None = None
+    line: int = 0
+
+
+# ----------------------------------------------------------------- kernels and launches
+
+
+@dataclass(frozen=True)
+class Param:
+    """kind: "buffer" (an input or the output, `writable`), "scratch", "scalar", "size"."""
+    name: str
+    kind: str
+    dtype: str
+    writable: bool = False
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One device entry point run by `block` threads per block."""
+    name: str
+    params: tuple               # of Param, in launch order
+    body: tuple
+    block: int
+    index_dtype: str = "i32"    # the dtype of flat offsets and thread counters
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str
+    grid: Expr                  # the number of blocks: a host expression over the sizes
+    block: int
+
+
+@dataclass(frozen=True)
+class Scratch:
+    name: str
+    dtype: str
+    count: Expr                 # elements: a host expression over the sizes
+
+
+@dataclass
+class Program:
+    """A whole schedule's output: what a printer spells and a device runs."""
+    name: str
+    kernels: tuple
+    launches: tuple
+    scratch: tuple = ()
+    sites: tuple = ()           # compiler/errflag.py sites, numbered from 1
+    schedule: str = ""          # one line: the schedule and its parameters
+    notes: list = field(default_factory=list)
+    lines: dict = field(default_factory=dict)     # source line -> ZynML text, for comments
+
+    def kernel(self, name: str) -> Kernel:
+        return next(k for k in self.kernels if k.name == name)
+
+
+# ------------------------------------------------------------------------- helpers
+
+
+def walk(node):
+    """Every statement and expression under `node` (a node, a tuple, a Kernel or Program)."""
+    if isinstance(node, (tuple, list)):
+        for n in node:
+            yield from walk(n)
+        return
+    if node is None or not isinstance(node, (Expr, Stmt, Kernel, Program)):
+        return
+    yield node
+    if isinstance(node, Program):
+        yield from walk(node.kernels)
+        return
+    for name in node.__dataclass_fields__:
+        v = getattr(node, name)
+        if isinstance(v, (Expr, Stmt, tuple, list)):
+            yield from walk(v)
+
+
+def evaluate(e: Expr, env: dict):
+    """A host expression's value (`env`: sizes and scalars by name)."""
+    if isinstance(e, Lit):
+        return e.value
+    if isinstance(e, Ref):
+        return env[e.name]
+    if isinstance(e, Cast):
+        v = evaluate(e.a, env)
+        return float(v) if e.dtype in FLOAT_DTYPES else int(v)
+    if isinstance(e, Bin):
+        a, b = evaluate(e.a, env), evaluate(e.b, env)
+        if e.op == "/" and e.dtype in INT_DTYPES:
+            return int(a / b) if b else 0
+        return _HOST_OPS[e.op](a, b)
+    if isinstance(e, Math) and e.fn in ("min", "max"):
+        vals = [evaluate(a, env) for a in e.args]
+        return min(vals) if e.fn == "min" else max(vals)
+    if isinstance(e, Math) and e.fn == "ceildiv":
+        a, b = (evaluate(x, env) for x in e.args)
+        return -(-a // b)
+    raise TypeError(f"not a host expression: {e!r}")
+
+
+_HOST_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+             "/": lambda a, b: a / b, "%": lambda a, b: math.fmod(a, b)}
+
+
+def ceildiv(a: Expr, b: int) -> Expr:
+    return Math("ceildiv", (a, Lit(b, a.dtype)), a.dtype)

@@ -28,8 +28,9 @@ class _Unusable(ZynMLTypeError):
 def _zynml_value(value) -> bool:
     from .runtime.interp import _BuiltinRef, _Method
     from .runtime.values import Future, MemoryPool, Pipeline
+    from .nn.device import Buffer
     return isinstance(value, (Tensor, Record, Future, MemoryPool, Pipeline, _BuiltinRef,
-                              _Method))
+                              _Method, Buffer))
 
 
 def bind_value(value, _path: str = ""):

@@ -68,6 +68,10 @@ def _kind(value) -> str:
         return "a list"
     if isinstance(value, tuple):
         return "a tuple"
+    if type(value).__name__ == "Buffer":
+        return f"a buffer of {len(value)} {value.dtype} on {value.device}"
+    if type(value).__name__ == "Expr":
+        return "an elementwise expression"
     return type(value).__name__
 
 
@@ -331,7 +335,7 @@ def _transpose(interp, args, kwargs):
 def _len(interp, args, kwargs):
     _arity(args, 1, "len", "len(x)")
     v = args[0]
-    if isinstance(v, (list, tuple, str)):
+    if isinstance(v, (list, tuple, str)) or type(v).__name__ == "Buffer":
         return len(v)
     return len(_tensor(v))
 
@@ -439,6 +443,25 @@ for _name in ("sinkhorn", "rmsnorm", "silu", "gelu", "rope"):
     BUILTINS[_name] = _library(_name)
 
 
+@builtin("where")
+def _where(interp, args, kwargs):
+    _arity(args, 3, "where", "where(cond, a, b)")
+    cond, a, b = args
+    t = next((v for v in args if isinstance(v, Tensor)), None)
+    if t is None:
+        if isinstance(cond, Tensor) or not isinstance(cond, (bool, int, float)):
+            raise ZynMLTypeError(f"where(): the condition is a bool or a bool tensor, not "
+                                 f"{_kind(cond)}")
+        return a if cond else b
+    cond, a, b = interp.colocate([cond, a, b], what="the arguments of where()")
+    xp = xp_of(t)
+    pick = lambda v: host_array(v) if isinstance(v, Tensor) else v      # noqa: E731
+    try:
+        return wrap(xp.where(pick(cond), pick(a), pick(b)), t)
+    except ValueError as err:
+        raise ZynMLShapeError(f"where(): {err}") from None
+
+
 @builtin("range")
 def _range(interp, args, kwargs):
     if not 1 <= len(args) <= 3 or not all(isinstance(a, int) for a in args):
@@ -451,3 +474,9 @@ DTYPE_VALUES = {name: canonical_dtype(name) for name in (
     "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
     "float16", "float32", "float64", "int32", "int64", "uint32", "bfloat16", "half")}
 CONSTANTS = {"inf": float("inf"), "pi": math.pi, "e": math.e, "nan": float("nan")}
+
+
+# the compute-device interface (upload, matmul, ..., adamw_step): runtime/device_ops.py
+from . import device_ops as _device_ops  # noqa: E402
+
+_device_ops.register(BUILTINS)

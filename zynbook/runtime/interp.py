@@ -24,6 +24,7 @@ from ..compiler.types import canonical_dtype, is_float
 from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameError,
                       ZynMLRuntimeError, ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
 from . import builtins as B
+from . import device_ops as D
 from . import placement
 from .cancel import JobCancelled
 from .parallel import run_split
@@ -363,7 +364,7 @@ class Interpreter:
                 return v
             if isinstance(v, Tensor):
                 return B.wrap(-B.host_array(v), v)
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if isinstance(v, (int, float)) and not isinstance(v, bool) or D.is_traced(v):
                 return -v
             raise ZynMLTypeError(f"cannot negate {B._kind(v)}", e.span)
         if isinstance(e, A.Attr):
@@ -383,6 +384,12 @@ class Interpreter:
         raise ZynMLTypeError("unsupported expression", e.span)
 
     def binary(self, op, a, b, span):
+        if D.is_traced(a, b):           # elementwise's function being traced
+            try:
+                return D.traced_binary(op, a, b)
+            except ZynMLError as err:
+                err.span = span
+                raise
         if isinstance(a, Tensor) or isinstance(b, Tensor):
             return self.tensor_binary(op, a, b, span)
         if op in ("==", "!="):
@@ -560,10 +567,12 @@ class Interpreter:
             if func.name in ("all", "any"):
                 return self.combine_futures(func.name, args, kwargs, node)
             try:
+                if func.name in D.TRACED_FUNCTIONS and D.is_traced(*args, *kwargs.values()):
+                    return D.traced_call(func.name, args, kwargs)
                 return B.BUILTINS[func.name](self, args, kwargs)
             except ZynMLError as err:
                 if err.span is NO_SPAN or err.span.line <= 0:
-                    err.span = node.span
+                    err.span = _argument_span(node, len(args), getattr(err, "argument", None))
                 raise
         if isinstance(func, Pipeline):
             return self.call_pipeline(func, args, kwargs, node)
@@ -905,6 +914,26 @@ class Interpreter:
 
 
 _MISSING = object()
+
+
+def _argument_span(node, n_args: int, place):
+    """The span of the argument an error is about: `place` is (position or keyword name, item
+    of a list literal or None); the call's span where it cannot tell."""
+    if place is None or not isinstance(node, A.Call):
+        return node.span
+    where, item = place
+    arg = None
+    if isinstance(where, int):
+        k = where - (n_args - len(node.args))      # arguments piped in come first
+        if 0 <= k < len(node.args):
+            arg = node.args[k]
+    else:
+        arg = next((kw.value for kw in node.kwargs if kw.name == where), None)
+    if arg is None:
+        return node.span
+    if item is not None and isinstance(arg, A.ListLit) and item < len(arg.items):
+        arg = arg.items[item]
+    return arg.span
 
 
 class _BuiltinRef:

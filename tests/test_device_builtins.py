@@ -204,3 +204,35 @@ def test_mistakes_are_zynml_errors_under_the_argument(source, kind, line, at, me
     assert err.line == line, err.render()
     assert err.source_line[err.column - 1:].startswith(at), err.render()
     assert "^" in err.render()
+
+
+STATIC = [
+    ("let a = upload(zeros([3, 4]))\nlet b = upload(zeros([4, 5]))\nlet c = matmul(a, b, 3, 5, 4)\n",
+     3, "a, b", "`a` has 12 elements but m * k = 3 * 5 = 15"),
+    ("let a = upload(zeros([3, 4]))\nlet (dx, dw) = rms_norm_backward(a, alloc(4), a, 3, 4, 1e-5)\n"
+     "let y = transpose_2d(dw, 2, 3)\n", 3, "dw", "`buf` has 4 elements but rows * cols = 2 * 3 = 6"),
+    ("pipeline f(xs):\n    return xs[0]\nlet a = alloc(12)\n"
+     "let y = elementwise([a, upload([1.0, 2.0])], 12, f)\n", 4, "upload([1.0",
+     "`inputs[1]` has 2 elements but numel = 12"),
+    ("let q = alloc(24)\nlet k = alloc(12)\nlet y = kv_attention(q, k, k, 3, 2, 4, 2, 3)\n", 3,
+     "k, k", "`k_cache` has 12 elements but (cache_start + q_len) * n_kv_heads * head_dim = 30"),
+    ("let p = alloc(9)\nadamw_step(p, alloc(9), alloc(9), v=alloc(8), lr=0.1, beta1=0.9, "
+     "beta2=0.99, eps=1e-8, weight_decay=0.0, step_t=1)\n", 2, "alloc(8)",
+     "`v` has 8 elements but len(param) = 9"),
+]
+
+
+@pytest.mark.parametrize("source,line,at,message", STATIC)
+def test_known_lengths_are_checked_before_anything_runs(source, line, at, message):
+    with pytest.raises(zynbook.ZynMLShapeError) as info:
+        zynbook.compile(source)
+    err = info.value
+    assert message in err.message and err.line == line, err.render()
+    assert err.source_line[err.column - 1:].startswith(at), err.render()
+
+
+def test_a_var_buffer_may_change_length():
+    zynbook.compile("var b = alloc(4)\nb = alloc(6)\nlet y = transpose_2d(b, 2, 3)\n")
+    np.testing.assert_array_equal(np.asarray(zynbook.run(
+        "var b = alloc(4)\nb = upload([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])\n"
+        "download(transpose_2d(b, 2, 3))")), [1, 4, 2, 5, 3, 6])

@@ -19,7 +19,9 @@ from . import cir
 from .dims import solve
 from .freenames import compute_free_names
 from .lower import InputSig, dotted, lower_compute
+from .passes.pipeline import run_pipeline
 from .types import canonical_dtype
+from ..runtime.device_ops import DEVICE_OPS, BufferShape, check_call as check_device_call
 
 def _host_builtins() -> set:
     # the host's builtin functions are defined once, where they run
@@ -103,8 +105,10 @@ class Checker:
         if isinstance(s, A.Let):
             value = self.expr(s.value)
             if s.destructure:
-                for n in s.names:
-                    self.define(n, UNKNOWN)
+                parts = value if isinstance(value, tuple) and len(value) == len(s.names) else \
+                    [UNKNOWN] * len(s.names)
+                for n, part in zip(s.names, parts):
+                    self.define(n, part)
             else:
                 self.define(s.names[0], value)
         elif isinstance(s, A.VarDecl):
@@ -117,6 +121,11 @@ class Checker:
             if not isinstance(s.target, A.Name):
                 self.expr(s.target)
             self.expr(s.value)
+            if isinstance(s.target, A.Name) and isinstance(self.lookup(s.target.id), BufferShape):
+                for scope in reversed(self.scopes):    # a var's buffer: its length may change
+                    if s.target.id in scope:
+                        scope[s.target.id] = UNKNOWN
+                        break
         elif isinstance(s, A.ExprStmt):
             self.expr(s.expr)
         elif isinstance(s, A.For):
@@ -339,6 +348,8 @@ class Checker:
             return TensorShape(dtype, _literal_shape(args[1]))
         if fn == "split" and args and isinstance(args[0], TensorShape):
             return UNKNOWN
+        if isinstance(fn, str) and fn in DEVICE_OPS:      # the compute-device interface
+            return check_device_call(fn, args, kwargs, e)
         return UNKNOWN
 
     # --------------------------------------------------------------- compute
@@ -381,7 +392,8 @@ class Checker:
             if isinstance(value, TensorShape) and value.shape is not None:
                 known_shapes[label] = value.shape
         self.kernel_count += 1
-        lowered = lower_compute(node, inputs, scalars, _kernel_name(node), self.source)
+        lowered = run_pipeline(lower_compute(node, inputs, scalars, _kernel_name(node),
+                                             self.source))
         for kw_ann in ("device",):
             ann = lowered.annotations.get(kw_ann)
             if ann is not None:

@@ -204,6 +204,159 @@ def register(builtins: dict):
         builtins[name] = make_builtin(name, builtins.get(name))
 
 
+# ---------------------------------------------------------------- static checks
+# What the checker verifies before anything runs, where the sizes are known (literals, sizes
+# it follows): each buffer argument's length as a formula of the call's sizes, and the length
+# of what the builtin returns (a tuple for several buffers; None: not a buffer).
+LENGTHS = {
+    "elementwise": ({"inputs": "numel"}, "numel"),
+    "matmul": ({"a": "m * k", "b": "k * n"}, "m * n"),
+    "softmax": ({"data": "n_rows * row_len"}, "n_rows * row_len"),
+    "rms_norm": ({"data": "n_groups * dim", "weight": "dim"}, "n_groups * dim"),
+    "embedding": ({"ids": "seq_len"}, "seq_len * dim"),
+    "causal_attention": ({"q": "seq_len * n_heads * head_dim",
+                          "k": "seq_len * n_kv_heads * head_dim",
+                          "v": "seq_len * n_kv_heads * head_dim"}, "seq_len * n_heads * head_dim"),
+    "kv_attention": ({"q": "q_len * n_heads * head_dim",
+                      "k_cache": "(cache_start + q_len) * n_kv_heads * head_dim",
+                      "v_cache": "(cache_start + q_len) * n_kv_heads * head_dim"},
+                     "q_len * n_heads * head_dim"),
+    "transpose_2d": ({"buf": "rows * cols"}, "rows * cols"),
+    "softmax_backward": ({"softmax_out": "n_rows * row_len", "grad_output": "n_rows * row_len"},
+                         "n_rows * row_len"),
+    "rms_norm_backward": ({"input": "n_groups * dim", "weight": "dim",
+                           "grad_output": "n_groups * dim"}, ("n_groups * dim", "dim")),
+    "embedding_backward": ({"grad_output": "seq_len * dim", "ids": "seq_len"},
+                           "vocab_size * dim"),
+    "causal_attention_backward": ({"grad_output": "seq_len * n_heads * head_dim",
+                                   "q": "seq_len * n_heads * head_dim",
+                                   "k": "seq_len * n_kv_heads * head_dim",
+                                   "v": "seq_len * n_kv_heads * head_dim"},
+                                  ("seq_len * n_heads * head_dim",
+                                   "seq_len * n_kv_heads * head_dim",
+                                   "seq_len * n_kv_heads * head_dim")),
+    "cross_entropy_forward_backward": ({"logits": "n_positions * vocab_size",
+                                        "targets": "n_positions"},
+                                       (None, "n_positions * vocab_size")),
+    "copy_buffer": ({}, "len(src)"),
+    "bias_add": ({"matrix": "numel", "bias": "dim"}, "numel"),
+    "add_assign": ({"src": "len(dst)"}, None),
+    "adamw_step": ({"grad": "len(param)", "m": "len(param)", "v": "len(param)"}, None),
+}
+
+
+class BufferShape:
+    """What the checker knows of a buffer: its dtype and length (None: not known)."""
+
+    def __init__(self, dtype="f32", length=None):
+        self.dtype, self.length = dtype, length
+
+    def __repr__(self):
+        return f"BufferShape({self.dtype}, {self.length})"
+
+
+class _NotKnown(Exception):
+    pass
+
+
+def check_call(name, args, kwargs, node):
+    """The checker's abstract value of a call of builtin `name` whose arguments' abstract
+    values are `args` and `kwargs`; a ZynMLShapeError (under the argument) where known lengths
+    disagree."""
+    from ..compiler.check import UNKNOWN, TensorShape
+    from ..errors import ZynMLShapeError
+    if name == "softmax" and not (args and isinstance(args[0], BufferShape)):
+        return UNKNOWN                       # the host's softmax
+    try:
+        values, places = _bind(name, args, kwargs)
+    except ZynMLError:
+        return UNKNOWN                       # arity mistakes are reported when it runs
+    env = dict(zip(params_of(name), values))
+    if name in ("upload", "upload_u32"):
+        data, n = values[0], None
+        if isinstance(data, TensorShape) and data.shape and all(d is not None for d in data.shape):
+            n = int(np.prod(data.shape))
+        elif isinstance(data, list) and all(not isinstance(x, (list, tuple)) for x in data):
+            n = len(data)
+        return BufferShape("u32" if name == "upload_u32" else "f32", n)
+    if name == "alloc":
+        v = values[0]
+        return BufferShape("f32", v if isinstance(v, int) and not isinstance(v, bool) else None)
+    if name == "download":
+        b = values[0]
+        return TensorShape(b.dtype, (b.length,)) if isinstance(b, BufferShape) else \
+            TensorShape("f32", (None,))
+    if name not in LENGTHS:
+        return UNKNOWN
+
+    def length_of(v):
+        if isinstance(v, BufferShape) and v.length is not None:
+            return v.length
+        raise _NotKnown
+
+    known = {k: v for k, v in env.items() if isinstance(v, BufferShape) or
+             isinstance(v, int) and not isinstance(v, bool)}
+
+    def evaluate(formula):
+        try:
+            return eval(formula, {"__builtins__": {}, "len": length_of}, known)   # noqa: S307
+        except (_NotKnown, NameError):
+            return None
+
+    needs, result = LENGTHS[name]
+    for param, formula in needs.items():
+        want = evaluate(formula)
+        if want is None:
+            continue
+        value = env[param]
+        items = list(enumerate(value)) if param == "inputs" and isinstance(value, list) else \
+            [(None, value)]
+        for item, b in items:
+            if not isinstance(b, BufferShape) or b.length is None or b.length == int(want):
+                continue
+            what = param if item is None else f"{param}[{item}]"
+            sizes = [str(known[n]) for n in re.findall(r"[a-z_]+", formula)
+                     if n in known and not isinstance(known[n], BufferShape)]
+            shown = formula if "(" in formula or len(sizes) < 2 else \
+                f"{formula} = {' * '.join(sizes)}"
+            err = ZynMLShapeError(f"{name}(): `{what}` has {b.length} elements but {shown} = "
+                                  f"{int(want)}")
+            err.span = argument_span(node, len(args), (places[param], item))
+            raise err
+
+    def result_of(f):
+        if f is None:
+            return 1.0                      # a number (the loss)
+        n = evaluate(f)
+        return BufferShape("f32", None if n is None else int(n))
+    if result is None:
+        return UNKNOWN
+    if isinstance(result, tuple):
+        return tuple(result_of(f) for f in result)
+    return result_of(result)
+
+
+def argument_span(node, n_args: int, place):
+    """The span of the argument an error is about: `place` is (position or keyword name, item
+    of a list literal or None); the call's span where it cannot tell."""
+    from ..compiler import ast as A
+    if place is None or not isinstance(node, A.Call):
+        return node.span
+    where, item = place
+    arg = None
+    if isinstance(where, int):
+        k = where - (n_args - len(node.args))      # arguments piped in come first
+        if 0 <= k < len(node.args):
+            arg = node.args[k]
+    else:
+        arg = next((kw.value for kw in node.kwargs if kw.name == where), None)
+    if arg is None:
+        return node.span
+    if item is not None and isinstance(arg, A.ListLit) and item < len(arg.items):
+        arg = arg.items[item]
+    return arg.span
+
+
 # ---------------------------------------------------------------- traced expressions
 
 def is_traced(*values) -> bool:

@@ -20,6 +20,7 @@ from ..compiler import cir
 from ..compiler.dims import solve
 from ..compiler.freenames import compute_free_names
 from ..compiler.lower import InputSig, LoweredKernel, dotted, lower_compute
+from ..compiler.passes.pipeline import run_pipeline
 from ..compiler.types import canonical_dtype, is_float
 from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameError,
                       ZynMLRuntimeError, ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
@@ -572,7 +573,7 @@ class Interpreter:
                 return B.BUILTINS[func.name](self, args, kwargs)
             except ZynMLError as err:
                 if err.span is NO_SPAN or err.span.line <= 0:
-                    err.span = _argument_span(node, len(args), getattr(err, "argument", None))
+                    err.span = D.argument_span(node, len(args), getattr(err, "argument", None))
                 raise
         if isinstance(func, Pipeline):
             return self.call_pipeline(func, args, kwargs, node)
@@ -816,6 +817,7 @@ class Interpreter:
         # a block inside a pipeline is written in the text the pipeline was defined in
         source = self.pipelines[-1].source if self.pipelines else self.source
         lowered = lower_compute(node, sigs, scalars, name, source, self.extra_annotations)
+        run_pipeline(lowered)       # once per signature: every launch reuses the passed CIR
         self.cache[key] = (node, lowered)
         return lowered
 
@@ -914,26 +916,6 @@ class Interpreter:
 
 
 _MISSING = object()
-
-
-def _argument_span(node, n_args: int, place):
-    """The span of the argument an error is about: `place` is (position or keyword name, item
-    of a list literal or None); the call's span where it cannot tell."""
-    if place is None or not isinstance(node, A.Call):
-        return node.span
-    where, item = place
-    arg = None
-    if isinstance(where, int):
-        k = where - (n_args - len(node.args))      # arguments piped in come first
-        if 0 <= k < len(node.args):
-            arg = node.args[k]
-    else:
-        arg = next((kw.value for kw in node.kwargs if kw.name == where), None)
-    if arg is None:
-        return node.span
-    if item is not None and isinstance(arg, A.ListLit) and item < len(arg.items):
-        arg = arg.items[item]
-    return arg.span
 
 
 class _BuiltinRef:

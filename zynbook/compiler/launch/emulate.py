@@ -1,0 +1,1062 @@
+"""The launch-IR emulator: a `Program` run on the CPU, thread by thread, as a device would.
+
+`run(program, buffers, scalars, sizes)` runs the launches in order, every block of each grid
+and every thread of each block, and returns the two error-flag words (compiler/errflag.py;
+`(0, 0)` when no site failed). Buffers are modified in place; scratch buffers are allocated
+here from `Scratch.count`.
+
+How threads are modelled:
+
+* each kernel is translated once into a Python generator function (one call = one thread);
+  a thread yields at every `Barrier` and every `Collective`, so a block scheduler can run all
+  threads of a block up to the next synchronisation point and check that they all reached
+  the same one. A barrier or block collective reached by only some threads (divergent
+  control flow), or a warp collective reached by only part of a warp, is a schedule bug and
+  raises `EmulatorError`;
+* warp collectives combine the threads of each group of `warp` threads (32 on CUDA, the
+  subgroup size on WebGPU) in the butterfly order of shuffle-xor reductions; block
+  collectives combine the warps' results the same way;
+* shared arrays are per block, local arrays per thread; both, scratch buffers and locals
+  declared without a value start poisoned (NaN, or 0x5A bytes) as uninitialised memory does;
+* arithmetic is done in the dtype with numpy scalars: integers wrap at their width, f16 is
+  numpy's float16, bf16 is held as float32 and rounded to bfloat16 (nearest even) on every
+  store to a bf16 array and on every cast to bf16; a float cast to an integer truncates and
+  saturates (NaN gives 0), as CUDA and WGSL conversions do;
+* `Checked` and `CheckedDiv` record the first failure (site and value) and give 0; a guarded
+  or checked store or atomic that fails is skipped. A load or store outside its array that
+  no `Checked` covers is a schedule bug and raises `EmulatorError`, as do integer divisions
+  by zero outside `CheckedDiv` and ill-typed nodes;
+* data races (optional, on by default): within one block and between two barriers, a shared
+  element written by one thread and read or written by another; within one launch, an
+  element of a global buffer written by one thread and read, or written with another value,
+  by a thread of another block, or of the same block without a barrier in between. Atomics
+  are exempt. Sequential emulation would hide these; the device would not.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import ir
+from .ir import (Array, Atomic, Barrier, Bin, Cast, Checked, CheckedDiv, Collective, Decl,
+                 For, If, Lit, Load, Math, Ref, Select, Set, Store, Thread, Un)
+
+
+class EmulatorError(RuntimeError):
+    """The program is wrong (a schedule or lowering bug), not the ZynML code it runs."""
+
+
+# --------------------------------------------------------------------------- dtypes
+
+_NP = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+       "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+       "f16": np.float16, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
+       "bool": np.bool_}
+_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
+_INT = frozenset(ir.INT_DTYPES)
+_FLOAT = frozenset(ir.FLOAT_DTYPES)
+
+
+def numpy_dtype(dtype: str):
+    """The numpy dtype that holds a buffer of `dtype` (bf16: float32, rounded on store)."""
+    try:
+        return np.dtype(_NP[dtype])
+    except KeyError:
+        raise EmulatorError(f"unknown dtype {dtype!r}") from None
+
+
+def _int_range(dtype: str) -> tuple[int, int]:
+    bits = _BITS[dtype]
+    if dtype[0] == "u":
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def _wrap(v: int, dtype: str):
+    """Python int `v` as `dtype`, wrapped at its width."""
+    bits = _BITS[dtype]
+    v &= (1 << bits) - 1
+    if dtype[0] == "i" and v >> (bits - 1):
+        v -= 1 << bits
+    return _NP[dtype](v)
+
+
+def bf16_round(x) -> np.float32:
+    """`x` rounded to the nearest bfloat16 (ties to even), held as a float32."""
+    u = int(np.float32(x).view(np.uint32))
+    if (u & 0x7F800000) == 0x7F800000 and (u & 0x007FFFFF):
+        u = (u | 0x00400000) & 0xFFFF0000                   # NaN stays a (quiet) NaN
+    else:
+        u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return np.uint32(u).view(np.float32)
+
+
+def typed(value, dtype: str):
+    """A Python number as the emulator holds a value of `dtype`."""
+    if dtype == "bool":
+        return bool(value)
+    if dtype in _INT:
+        if isinstance(value, float) or isinstance(value, np.floating):
+            return _float_to_int(value, dtype)
+        return _wrap(int(value), dtype)
+    if dtype == "bf16":
+        return bf16_round(np.float32(value))
+    if dtype in _FLOAT:
+        return _NP[dtype](value)
+    raise EmulatorError(f"unknown dtype {dtype!r}")
+
+
+def _poison(dtype: str):
+    if dtype in _FLOAT:
+        return typed(float("nan"), dtype)
+    if dtype == "bool":
+        return False
+    return _wrap(int.from_bytes(b"\x5a" * (_BITS[dtype] // 8), "little"), dtype)
+
+
+def _poisoned(dtype: str, count: int, poison: bool) -> np.ndarray:
+    if not poison:
+        return np.zeros(count, numpy_dtype(dtype))
+    return np.full(count, _poison(dtype), numpy_dtype(dtype))
+
+
+# ------------------------------------------------------------------ value operations
+
+
+def _float_to_int(x, dtype):
+    f = float(x)
+    if f != f:
+        return _NP[dtype](0)
+    lo, hi = _int_range(dtype)
+    if f <= lo:
+        return _NP[dtype](lo)
+    if f >= hi:
+        return _NP[dtype](hi)
+    return _NP[dtype](int(f))
+
+
+def _cast(x, src: str, dst: str):
+    if dst == "bool":
+        return bool(x != 0) if src != "bool" else x
+    if dst in _INT:
+        if src in _FLOAT:
+            return _float_to_int(x, dst)
+        return _wrap(int(x), dst)
+    if dst == "bf16":
+        return bf16_round(x)
+    return _NP[dst](x)
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _tdiv(a, b, dtype):
+    a, b = int(a), int(b)
+    if b == 0:
+        raise EmulatorError("integer division by zero outside a CheckedDiv")
+    return _wrap(_trunc_div(a, b), dtype)
+
+
+def _trem(a, b, dtype):
+    a, b = int(a), int(b)
+    if b == 0:
+        raise EmulatorError("integer remainder by zero outside a CheckedDiv")
+    return _wrap(a - b * _trunc_div(a, b), dtype)
+
+
+def _floordiv(a, b, dtype):
+    a, b = int(a), int(b)
+    if b == 0:
+        raise EmulatorError("floordiv by zero")
+    return _wrap(a // b, dtype)
+
+
+def _ceildiv(a, b, dtype):
+    a, b = int(a), int(b)
+    if b == 0:
+        raise EmulatorError("ceildiv by zero")
+    return _wrap(-(-a // b), dtype)
+
+
+def _ipow(a, b, dtype):
+    if dtype in _FLOAT:
+        return np.power(a, b)
+    b = int(b)
+    if b <= 0:
+        return _wrap(1, dtype)
+    return _wrap(pow(int(a), b, 1 << _BITS[dtype]), dtype)
+
+
+def _max(*xs):
+    r = xs[0]
+    if r != r:
+        return r
+    for x in xs[1:]:
+        if x != x:
+            return x
+        if x > r:
+            r = x
+    return r
+
+
+def _min(*xs):
+    r = xs[0]
+    if r != r:
+        return r
+    for x in xs[1:]:
+        if x != x:
+            return x
+        if x < r:
+            r = x
+    return r
+
+
+def _clamp(x, lo, hi):
+    return _min(_max(x, lo), hi)
+
+
+def _gelu(x, dtype):
+    f = float(x)
+    return _NP[dtype](0.5 * f * (1.0 + math.erf(f * 0.7071067811865476)))
+
+
+def _erf(x, dtype):
+    return _NP[dtype](math.erf(float(x)))
+
+
+def _fmod(a, b, dtype):
+    if dtype in _INT:
+        return _trem(a, b, dtype)
+    return np.fmod(a, b)
+
+
+def _combine(op: str):
+    if op == "+":
+        return lambda a, b: a + b
+    if op == "*":
+        return lambda a, b: a * b
+    if op == "max":
+        return _max
+    if op == "min":
+        return _min
+    if op == "and":
+        return lambda a, b: bool(a) and bool(b)
+    if op == "or":
+        return lambda a, b: bool(a) or bool(b)
+    raise EmulatorError(f"unknown reduction {op!r}")
+
+
+def _identity(op: str, dtype: str):
+    if op in ("and", "or"):
+        return op == "and"
+    if op == "+":
+        return typed(0, dtype)
+    if op == "*":
+        return typed(1, dtype)
+    if dtype in _FLOAT:
+        return typed(float("-inf") if op == "max" else float("inf"), dtype)
+    lo, hi = _int_range(dtype)
+    return typed(lo if op == "max" else hi, dtype)
+
+
+def _butterfly(values: list, width: int, fn, identity):
+    """The all-reduction of `values` (at most `width`) in shuffle-xor order."""
+    v = list(values) + [identity] * (width - len(values))
+    o = width // 2
+    while o:
+        v = [fn(v[i], v[i ^ o]) for i in range(width)]
+        o //= 2
+    return v[0]
+
+
+# -------------------------------------------------------------------- the translator
+
+_MAX_DEPTH = 48                     # deeper expressions are outlined into lambdas
+
+_BAR, _BLOCK, _WARP = 0, 1, 2       # what a thread yields: (kind, point, value)
+
+_UNARY_NP = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil",
+             "tanh", "sinh", "cosh"}
+_ARITH = {"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>"}
+_COMPARE = {"<", "<=", ">", ">=", "==", "!="}
+
+
+class _Var:
+    __slots__ = ("py", "dtype", "mutable", "kind", "count", "space", "name", "writable")
+
+    def __init__(self, py, dtype, kind, mutable=False, count=0, space="", name="",
+                 writable=False):
+        self.py, self.dtype, self.kind, self.mutable = py, dtype, kind, mutable
+        self.count, self.space, self.name, self.writable = count, space, name, writable
+
+
+class _Translator:
+    """One kernel as the source of a generator function `_thread(_t, _b, _sh, _B)`."""
+
+    def __init__(self, kernel: ir.Kernel, races: bool, poison: bool):
+        self.kernel = kernel
+        self.races = races
+        self.poison = poison
+        self.ns: dict = {}              # constants the source refers to
+        self.lines: list[str] = []
+        self.scopes: list[dict] = [{}]
+        self.n = 0
+        self.points: list[tuple] = []   # yield points: (kind, op, dtype, line, what)
+        self.shared: list[tuple] = []   # (dtype, count, name) per shared Array
+        self.axes: dict = {}            # (axis, dtype) -> py name
+        self.params: dict = {}          # name -> Param
+        self.line = 0
+        self.uses_global = False
+
+    # ---- names and constants
+    def fresh(self, stem: str) -> str:
+        self.n += 1
+        return f"_{stem}{self.n}"
+
+    def const(self, value, stem="k") -> str:
+        name = self.fresh(stem)
+        self.ns[name] = value
+        return name
+
+    def fail(self, msg: str):
+        where = f" (line {self.line})" if self.line else ""
+        raise EmulatorError(f"kernel `{self.kernel.name}`{where}: {msg}")
+
+    def lookup(self, name: str):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    # ---- entry
+    def translate(self, param_values: dict) -> str:
+        for p in self.kernel.params:
+            self.params[p.name] = p
+            if p.kind in ("buffer", "scratch"):
+                arr = param_values[p.name]
+                py = self.const(arr, "a")
+                var = _Var(py, p.dtype, "array", count=len(arr), space="global", name=p.name,
+                           writable=p.writable or p.kind == "scratch")
+                if self.races and var.writable:
+                    self.uses_global = True
+                    self.ns[py + "_w"] = None        # set per launch: the writer tracker
+                self.scopes[0][p.name] = var
+            elif p.kind in ("scalar", "size"):
+                self.scopes[0][p.name] = _Var(None, p.dtype, "param", name=p.name)
+                self.ns.setdefault("_pv", {})[p.name] = param_values[p.name]
+            else:
+                self.fail(f"parameter `{p.name}` has an unknown kind {p.kind!r}")
+        body: list[str] = []
+        self.lines = body
+        self.block(self.kernel.body, 1)
+        head = ["def _thread(_t, _b, _sh, _B):", "    if 0:", "        yield"]
+        head += [f"    {py} = {expr}" for expr, py in self.axes.values()]
+        if self.uses_global:
+            head.append("    _g = _b * _B.threads + _t")
+        return "\n".join(head + body + ["    return"]) + "\n"
+
+    # ---- statements
+    def emit(self, depth: int, text: str):
+        self.lines.append("    " * depth + text)
+
+    def block(self, stmts, depth: int):
+        start = len(self.lines)
+        self.scopes.append({})
+        for s in stmts:
+            self.stmt(s, depth)
+        self.scopes.pop()
+        if len(self.lines) == start:
+            self.emit(depth, "pass")
+
+    def stmt(self, s, depth: int):
+        self.line = getattr(s, "line", 0) or self.line
+        pre: list[str] = []
+        if isinstance(s, Decl):
+            if s.value is not None:
+                self.check(s.value.dtype == s.dtype,
+                           f"`{s.name}` of {s.dtype} declared with a {s.value.dtype} value")
+                value = self.expr(s.value, pre)
+            else:
+                value = self.const(_poison(s.dtype) if self.poison else typed(0, s.dtype))
+            py = self.fresh("v")
+            self.scopes[-1][s.name] = _Var(py, s.dtype, "local", mutable=s.mutable, name=s.name)
+            self.flush(pre, depth)
+            self.emit(depth, f"{py} = {value}")
+        elif isinstance(s, Set):
+            var = self.lookup(s.name)
+            if var is None or var.kind != "local":
+                self.fail(f"assignment to `{s.name}`, which is not a local")
+            self.check(var.mutable, f"assignment to `{s.name}`, declared immutable")
+            self.check(s.value.dtype == var.dtype,
+                       f"`{s.name}` of {var.dtype} assigned a {s.value.dtype} value")
+            value = self.expr(s.value, pre)
+            self.flush(pre, depth)
+            self.emit(depth, f"{var.py} = {value}")
+        elif isinstance(s, (Store, Atomic)):
+            self.store(s, depth)
+        elif isinstance(s, For):
+            var = _Var(self.fresh("i"), s.dtype, "loop", name=s.var)
+            for part, e in (("start", s.start), ("stop", s.stop), ("step", s.step)):
+                self.check(e.dtype == s.dtype, f"loop `{s.var}` of {s.dtype} has a {e.dtype} {part}")
+            start = self.expr(s.start, pre)
+            self.flush(pre, depth)
+            self.emit(depth, f"{var.py} = {start}")
+            stop = self.expr(s.stop, pre)
+            step = self.expr(s.step, pre)
+            self.flush(pre, depth)
+            st = self.fresh("s")
+            self.emit(depth, f"{st} = {step}")
+            self.emit(depth, f"if not {st} > 0: _bad('loop `{s.var}` has a step of ' + str({st}))")
+            self.emit(depth, f"while {var.py} < {stop}:")
+            self.scopes.append({s.var: var})
+            self.block(s.body, depth + 1)
+            step = self.expr(s.step, pre)
+            self.flush(pre, depth + 1)
+            self.emit(depth + 1, f"{var.py} = {var.py} + {step}")
+            self.scopes.pop()
+        elif isinstance(s, If):
+            self.check(s.cond.dtype == "bool", f"an if on a {s.cond.dtype} condition")
+            cond = self.expr(s.cond, pre)
+            self.flush(pre, depth)
+            self.emit(depth, f"if {cond}:")
+            self.block(s.then, depth + 1)
+            if s.orelse:
+                self.emit(depth, "else:")
+                self.block(s.orelse, depth + 1)
+        elif isinstance(s, Barrier):
+            point = len(self.points)
+            self.points.append((_BAR, None, None, self.line, "a barrier"))
+            self.emit(depth, f"yield ({_BAR}, {point}, None)")
+        elif isinstance(s, Array):
+            if s.name in self.scopes[-1]:
+                self.fail(f"array `{s.name}` declared twice")
+            py = self.fresh("a")
+            if s.space == "shared":
+                self.emit(depth, f"{py} = _sh[{len(self.shared)}]")
+                if self.races:
+                    self.emit(depth, f"{py}_r = _B.tracks[{len(self.shared)}]")
+                self.shared.append((s.dtype, int(s.count), s.name))
+            elif s.space == "local":
+                self.emit(depth, f"{py} = _local({s.dtype!r}, {int(s.count)})")
+            else:
+                self.fail(f"array `{s.name}` in an unknown space {s.space!r}")
+            self.scopes[-1][s.name] = _Var(py, s.dtype, "array", count=int(s.count),
+                                           space=s.space, name=s.name, writable=True)
+        else:
+            self.fail(f"unknown statement {type(s).__name__}")
+
+    def flush(self, pre: list, depth: int):
+        for text in pre:
+            self.emit(depth, text)
+        pre.clear()
+
+    def check(self, ok: bool, msg: str):
+        if not ok:
+            self.fail(msg)
+
+    def array(self, name: str, write: bool) -> _Var:
+        var = self.lookup(name)
+        if var is None or var.kind != "array":
+            self.fail(f"`{name}` is not a buffer, scratch buffer or array")
+        if write and not var.writable:
+            self.fail(f"a store to `{name}`, a read-only buffer")
+        return var
+
+    def access(self, var: _Var, write: bool) -> str:
+        """The helper call prefix that loads or stores `var`, with its race tracker."""
+        name = repr(var.name)
+        if self.races and var.space == "shared":
+            return f"_{'st' if write else 'ld'}s({var.py}, {var.py}_r, {name}, _t, "
+        if self.races and var.space == "global" and var.writable:
+            return f"_{'st' if write else 'ld'}g({var.py}, {var.py}_w, {name}, _g, _B, "
+        return f"_{'st' if write else 'ld'}({var.py}, {name}, "
+
+    def store(self, s, depth: int):
+        var = self.array(s.array, True)
+        what = "store" if isinstance(s, Store) else "atomic"
+        self.check(s.value.dtype == var.dtype,
+                   f"a {what} of a {s.value.dtype} value to `{s.array}` of {var.dtype}")
+        if isinstance(s, Atomic) and s.op not in ("+", "max", "min"):
+            self.fail(f"an atomic {s.op!r}")
+        pre: list[str] = []
+        if s.guard is not None:
+            self.check(s.guard.dtype == "bool", f"a {what} guarded by a {s.guard.dtype}")
+            guard = self.expr(s.guard, pre)
+            self.flush(pre, depth)
+            self.emit(depth, f"if {guard}:")
+            depth += 1
+        if isinstance(s.index, Checked):
+            idx = self.fresh("x")
+            index = self.expr(s.index.index, pre)
+            extent = self.expr(s.index.extent, pre)
+            self.flush(pre, depth)
+            self.emit(depth, f"{idx} = {index}")
+            self.emit(depth, f"if _inside({idx}, {extent}, {int(s.index.site)}):")
+            depth += 1
+        else:
+            idx = self.expr(s.index, pre)
+        value = self.expr(s.value, pre)
+        if var.dtype == "bf16":
+            value = f"_bf16({value})"
+        self.flush(pre, depth)
+        if isinstance(s, Store):
+            self.emit(depth, f"{self.access(var, True)}{idx}, {value})")
+        else:
+            fn = {"+": "_add", "max": "_max", "min": "_min"}[s.op]
+            self.emit(depth, f"_atomic({var.py}, {var.name!r}, {idx}, {value}, {fn}, "
+                             f"{var.dtype == 'bf16'})")
+
+    # ---- expressions: (text, depth)
+    def expr(self, e, pre: list) -> str:
+        text, _ = self.x(e, pre)
+        return text
+
+    def x(self, e, pre: list) -> tuple[str, int]:
+        text, depth, _ = self._x(e, pre)
+        if depth > _MAX_DEPTH and not any(isinstance(n, Collective) for n in ir.walk(e)):
+            name = self.fresh("f")
+            pre.append(f"{name} = lambda: {text}")
+            return f"{name}()", 1
+        return text, depth
+
+    def _x(self, e, pre) -> tuple[str, int, bool]:
+        if isinstance(e, Lit):
+            return self.const(typed(e.value, e.dtype)), 0, True
+        if isinstance(e, Ref):
+            var = self.lookup(e.name)
+            if var is None:
+                self.fail(f"`{e.name}` is neither a local nor a parameter")
+            if var.kind == "array":
+                self.fail(f"`{e.name}` is an array, used as a value")
+            self.check(var.dtype == e.dtype, f"`{e.name}` of {var.dtype} read as {e.dtype}")
+            if var.kind == "param":
+                return self.const(typed(self.ns["_pv"][e.name], e.dtype)), 0, True
+            return var.py, 0, True
+        if isinstance(e, Thread):
+            if e.axis not in ir.THREAD_AXES:
+                self.fail(f"unknown thread axis {e.axis!r}")
+            key = (e.axis, e.dtype)
+            if key not in self.axes:
+                src = {"thread": "_t", "block": "_b", "threads": "_B.threads",
+                       "blocks": "_B.blocks", "lane": "_t % _B.warp", "warp": "_t // _B.warp"}
+                self.axes[key] = (f"_typed({src[e.axis]}, {e.dtype!r})",
+                                  self.fresh("ax"))
+            return self.axes[key][1], 0, True
+        if isinstance(e, Load):
+            var = self.array(e.array, False)
+            self.check(e.dtype == var.dtype, f"a {e.dtype} load from `{e.array}` of {var.dtype}")
+            wrap = "bool(" if e.dtype == "bool" else "("
+            if isinstance(e.index, Checked):
+                i, di = self.x(e.index.index, pre)
+                n, dn = self.x(e.index.extent, pre)
+                zero = self.const(typed(0, e.dtype))
+                tmp = self.fresh("x")
+                # the index is bound once (an assignment expression), then checked
+                text = (f"{wrap}{self.access(var, False)}{tmp}) "
+                        f"if _inside(({tmp} := {i}), {n}, {int(e.index.site)}) else {zero})")
+                return text, max(di, dn) + 2, False
+            i, di = self.x(e.index, pre)
+            return f"{wrap}{self.access(var, False)}{i}))", di + 2, True
+        if isinstance(e, Bin):
+            return self.bin(e, pre)
+        if isinstance(e, Un):
+            a, d = self.x(e.a, pre)
+            if e.op == "neg":
+                self.check(e.a.dtype == e.dtype, f"neg of {e.a.dtype} as {e.dtype}")
+                return f"(-{a})", d + 1, True
+            if e.op == "not":
+                self.check(e.a.dtype == "bool" and e.dtype == "bool", "`not` of a non-bool")
+                return f"(not {a})", d + 1, True
+            if e.op in ("bitnot", "~"):
+                return f"(~{a})", d + 1, True
+            self.fail(f"unknown unary op {e.op!r}")
+        if isinstance(e, Math):
+            return self.math(e, pre)
+        if isinstance(e, Cast):
+            a, d = self.x(e.a, pre)
+            if e.a.dtype == e.dtype and e.dtype != "bf16":
+                return a, d, True
+            return f"_cast({a}, {e.a.dtype!r}, {e.dtype!r})", d + 1, True
+        if isinstance(e, Select):
+            self.check(e.cond.dtype == "bool", f"a select on a {e.cond.dtype}")
+            self.check(e.a.dtype == e.b.dtype == e.dtype,
+                       f"a {e.dtype} select of {e.a.dtype} and {e.b.dtype}")
+            c, dc = self.x(e.cond, pre)
+            a, da = self.x(e.a, pre)
+            b, db = self.x(e.b, pre)
+            return f"({a} if {c} else {b})", max(dc, da, db) + 1, True
+        if isinstance(e, Checked):
+            i, di = self.x(e.index, pre)
+            n, dn = self.x(e.extent, pre)
+            self.check(e.index.dtype == e.dtype, f"a {e.dtype} Checked of a {e.index.dtype} index")
+            zero = self.const(typed(0, e.dtype))
+            return (f"_checked({i}, {n}, {int(e.site)}, {zero})", max(di, dn) + 1, False)
+        if isinstance(e, CheckedDiv):
+            self.check(e.dtype in _INT and e.a.dtype == e.b.dtype == e.dtype,
+                       f"a {e.dtype} CheckedDiv of {e.a.dtype} and {e.b.dtype}")
+            self.check(e.op in ("/", "%"), f"a CheckedDiv {e.op!r}")
+            a, da = self.x(e.a, pre)
+            b, db = self.x(e.b, pre)
+            return (f"_cdiv({e.op!r}, {a}, {b}, {int(e.site_zero)}, {int(e.site_overflow)}, "
+                    f"{e.dtype!r})", max(da, db) + 1, False)
+        if isinstance(e, Collective):
+            if e.op not in ir.COLLECTIVE_OPS:
+                self.fail(f"unknown collective {e.op!r}")
+            self.check(e.value.dtype == e.dtype, f"a {e.dtype} collective of {e.value.dtype}")
+            kind = {"warp": _WARP, "block": _BLOCK}.get(e.scope)
+            if kind is None:
+                self.fail(f"a collective over an unknown scope {e.scope!r}")
+            v, d = self.x(e.value, pre)
+            point = len(self.points)
+            self.points.append((kind, e.op, e.dtype, self.line,
+                                f"a {e.scope} collective ({e.op})"))
+            return f"(yield ({kind}, {point}, {v}))", d + 1, False
+        self.fail(f"unknown expression {type(e).__name__}")
+
+    def bin(self, e: Bin, pre):
+        a, da = self.x(e.a, pre)
+        b, db = self.x(e.b, pre)
+        d = max(da, db) + 1
+        if e.op in ("and", "or"):
+            self.check(e.a.dtype == e.b.dtype == e.dtype == "bool", f"`{e.op}` of non-bools")
+            return f"({a} {e.op} {b})", d, True
+        if e.op in _COMPARE:
+            self.check(e.a.dtype == e.b.dtype and e.dtype == "bool",
+                       f"{e.a.dtype} {e.op} {e.b.dtype} as {e.dtype}")
+            return f"bool({a} {e.op} {b})", d + 1, True
+        if e.op not in _ARITH:
+            self.fail(f"unknown binary op {e.op!r}")
+        self.check(e.a.dtype == e.b.dtype == e.dtype,
+                   f"{e.a.dtype} {e.op} {e.b.dtype} as {e.dtype}")
+        if e.op in ("/", "%") and e.dtype in _INT:
+            fn = "_tdiv" if e.op == "/" else "_trem"
+            return f"{fn}({a}, {b}, {e.dtype!r})", d, True
+        if e.op == "%":
+            return f"_np.fmod({a}, {b})", d, True
+        if e.dtype == "bool" and e.op in ("+", "*"):
+            return f"({a} {'or' if e.op == '+' else 'and'} {b})", d, True
+        return f"({a} {e.op} {b})", d, True
+
+    def math(self, e: Math, pre):
+        fn, dt = e.fn, e.dtype
+        if fn not in ir.MATH and fn != "floordiv":
+            self.fail(f"unknown math function {fn!r}")
+        args = [self.x(a, pre) for a in e.args]
+        for a in e.args:
+            self.check(a.dtype == dt, f"{fn} of a {a.dtype} argument as {dt}")
+        d = max((x[1] for x in args), default=0) + 1
+        t = [x[0] for x in args]
+        one, zero = (self.const(typed(v, dt)) for v in (1, 0))
+        is_int = dt in _INT
+
+        def out(text):
+            return text, d, True
+        if fn in ("min", "max"):
+            return out(f"_{fn}({', '.join(t)})")
+        if fn == "clamp":
+            return out(f"_clamp({t[0]}, {t[1]}, {t[2]})")
+        if fn == "relu":
+            return out(f"_max({t[0]}, {zero})")
+        if fn == "abs":
+            return out(f"_np.abs({t[0]})")
+        if fn == "ipow":
+            return out(f"_ipow({t[0]}, {t[1]}, {dt!r})")
+        if fn == "floordiv":
+            return out(f"_floordiv({t[0]}, {t[1]}, {dt!r})")
+        if fn == "ceildiv":
+            return out(f"_ceildiv({t[0]}, {t[1]}, {dt!r})")
+        if fn == "fmod":
+            return out(f"_fmod({t[0]}, {t[1]}, {dt!r})")
+        if fn == "pow2":
+            return out(f"({t[0]} * {t[0]})")
+        if is_int and fn in ("floor", "ceil", "round"):
+            return out(t[0])
+        if is_int and fn == "pow":
+            return out(f"_ipow({t[0]}, {t[1]}, {dt!r})")
+        if dt not in _FLOAT:
+            self.fail(f"{fn} on {dt}")
+        if fn in _UNARY_NP:
+            return out(f"_np.{fn}({t[0]})")
+        if fn == "round":
+            return out(f"_np.rint({t[0]})")
+        if fn == "rsqrt":
+            return out(f"({one} / _np.sqrt({t[0]}))")
+        if fn == "sigmoid":
+            return out(f"({one} / ({one} + _np.exp(-{t[0]})))")
+        if fn == "silu":
+            return out(f"({t[0]} / ({one} + _np.exp(-{t[0]})))")
+        if fn == "gelu":
+            return out(f"_gelu({t[0]}, {dt!r})")
+        if fn == "erf":
+            return out(f"_erf({t[0]}, {dt!r})")
+        if fn == "pow":
+            return out(f"_np.power({t[0]}, {t[1]})")
+        self.fail(f"{fn} on {dt}")
+
+
+# ------------------------------------------------------------------- runtime helpers
+
+
+class _Flag:
+    __slots__ = ("site", "value")
+
+    def __init__(self):
+        self.site = 0
+        self.value = 0
+
+    def fail(self, site: int, value):
+        if site <= 0:
+            raise EmulatorError(f"a check without an error site failed (value {int(value)})")
+        if self.site == 0:
+            self.site = int(site)
+            self.value = int(_wrap(int(value), "i32"))
+
+
+class _Block:
+    """What the threads of one block share: sizes, the barrier epoch, race trackers."""
+    __slots__ = ("threads", "blocks", "warp", "ep", "tracks")
+
+    def __init__(self, threads, blocks, warp):
+        self.threads, self.blocks, self.warp = threads, blocks, warp
+        self.ep = 0
+        self.tracks = []
+
+
+class _Race:
+    """Race tracking of a launch: the epoch counter and the writers of global buffers."""
+
+    def __init__(self):
+        self.epoch = 0
+
+    def next_epoch(self) -> int:
+        self.epoch += 1
+        return self.epoch
+
+
+def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
+    def bad(msg):
+        raise EmulatorError(f"kernel `{kernel_name}`: {msg}")
+
+    def outside(name, i, n, what):
+        bad(f"{what} `{name}`[{int(i)}] outside its {n} elements, and no Checked covers it")
+
+    def ld(arr, name, i):
+        if 0 <= i < arr.shape[0]:
+            return arr[int(i)]
+        outside(name, i, arr.shape[0], "a load of")
+
+    def st(arr, name, i, v):
+        if 0 <= i < arr.shape[0]:
+            arr[int(i)] = v
+            return
+        outside(name, i, arr.shape[0], "a store to")
+
+    def lds(arr, tr, name, t, i):
+        if not 0 <= i < arr.shape[0]:
+            outside(name, i, arr.shape[0], "a load of")
+        i = int(i)
+        w, r = tr
+        if w[i] != -1 and w[i] != t:
+            bad(f"data race on shared `{name}`[{i}]: thread {t} reads what thread {w[i]} "
+                "wrote with no barrier in between")
+        if r[i] == -1:
+            r[i] = t
+        elif r[i] != t:
+            r[i] = -2
+        return arr[i]
+
+    def sts(arr, tr, name, t, i, v):
+        if not 0 <= i < arr.shape[0]:
+            outside(name, i, arr.shape[0], "a store to")
+        i = int(i)
+        w, r = tr
+        if w[i] != -1 and w[i] != t and arr[i] != v:
+            bad(f"data race on shared `{name}`[{i}]: threads {w[i]} and {t} write it "
+                "with no barrier in between")
+        if r[i] != -1 and r[i] != t:
+            who = "other threads" if r[i] == -2 else f"thread {r[i]}"
+            bad(f"data race on shared `{name}`[{i}]: thread {t} writes what {who} read "
+                "with no barrier in between")
+        w[i] = t
+        arr[i] = v
+
+    def conflict(tr, i, g, B):
+        w = tr[0][i]
+        return w != -1 and w != g and (w // B.threads != g // B.threads or tr[1][i] == B.ep)
+
+    def ldg(arr, tr, name, g, B, i):
+        if not 0 <= i < arr.shape[0]:
+            outside(name, i, arr.shape[0], "a load of")
+        i = int(i)
+        if conflict(tr, i, g, B):
+            bad(f"data race on `{name}`[{i}]: global thread {g} reads what global thread "
+                f"{tr[0][i]} wrote in the same launch, with no barrier in between")
+        return arr[i]
+
+    def stg(arr, tr, name, g, B, i, v):
+        if not 0 <= i < arr.shape[0]:
+            outside(name, i, arr.shape[0], "a store to")
+        i = int(i)
+        if conflict(tr, i, g, B) and arr[i] != v:
+            bad(f"data race on `{name}`[{i}]: global threads {tr[0][i]} and {g} write "
+                "different values in the same launch")
+        tr[0][i] = g
+        tr[1][i] = B.ep
+        arr[i] = v
+
+    def atomic(arr, name, i, v, fn, bf16):
+        if not 0 <= i < arr.shape[0]:
+            outside(name, i, arr.shape[0], "an atomic on")
+        i = int(i)
+        r = fn(arr[i], v)
+        arr[i] = bf16_round(r) if bf16 else r
+
+    def inside(i, n, site):
+        if 0 <= i < n:
+            return True
+        flag.fail(site, i)
+        return False
+
+    def checked(i, n, site, zero):
+        if 0 <= i < n:
+            return i
+        flag.fail(site, i)
+        return zero
+
+    def cdiv(op, a, b, site_zero, site_overflow, dtype):
+        ai, bi = int(a), int(b)
+        if bi == 0:
+            flag.fail(site_zero, ai)
+            return _NP[dtype](0)
+        if bi == -1 and dtype[0] == "i" and ai == _int_range(dtype)[0] and site_overflow:
+            flag.fail(site_overflow, ai)
+            return _NP[dtype](0)
+        q = _trunc_div(ai, bi)
+        return _wrap(q if op == "/" else ai - bi * q, dtype)
+
+    def local(dtype, count):
+        return _poisoned(dtype, count, poison)
+
+    return {"_np": np, "_bad": bad, "_ld": ld, "_st": st, "_lds": lds, "_sts": sts,
+            "_ldg": ldg, "_stg": stg, "_atomic": atomic, "_inside": inside,
+            "_checked": checked, "_cdiv": cdiv, "_local": local, "_typed": typed,
+            "_cast": _cast, "_bf16": bf16_round, "_tdiv": _tdiv, "_trem": _trem,
+            "_floordiv": _floordiv, "_ceildiv": _ceildiv, "_ipow": _ipow, "_max": _max,
+            "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_fmod": _fmod,
+            "_add": lambda a, b: a + b}
+
+
+# ---------------------------------------------------------------------- the emulator
+
+_DONE = None
+
+
+class Emulator:
+    """Runs launch-IR programs on the CPU.
+
+    warp: the threads a warp collective combines (32 for CUDA, a subgroup size for WebGPU);
+    races: report data races on shared and global memory; poison: uninitialised memory
+    (shared, local and scratch arrays, locals declared without a value) starts as NaN or
+    0x5A bytes instead of zeros.
+    """
+
+    def __init__(self, warp: int = 32, races: bool = True, poison: bool = True):
+        if warp < 1 or warp & (warp - 1):
+            raise ValueError(f"the warp size must be a power of two, not {warp}")
+        self.warp = warp
+        self.races = races
+        self.poison = poison
+
+    def run(self, program: ir.Program, buffers: dict, scalars: dict | None = None,
+            sizes: dict | None = None) -> tuple[int, int]:
+        scalars, sizes = dict(scalars or {}), dict(sizes or {})
+        env = {**scalars, **sizes}
+        flat = {}
+        kernels = {k.name: k for k in program.kernels}
+        for k in program.kernels:
+            for p in k.params:
+                if p.kind == "buffer":
+                    flat[p.name] = self._buffer(p, buffers)
+        for s in program.scratch:
+            count = int(ir.evaluate(s.count, env))
+            if count < 0:
+                raise EmulatorError(f"scratch `{s.name}` of {count} elements")
+            flat[s.name] = _poisoned(s.dtype, count, self.poison)
+        flag = _Flag()
+        with np.errstate(all="ignore"):
+            for launch in program.launches:
+                kernel = kernels.get(launch.kernel)
+                if kernel is None:
+                    raise EmulatorError(f"a launch of `{launch.kernel}`, which is no kernel "
+                                        f"of `{program.name}`")
+                self._launch(kernel, launch, flat, scalars, sizes, env, flag)
+        return flag.site, flag.value
+
+    def _buffer(self, p: ir.Param, buffers: dict) -> np.ndarray:
+        if p.name not in buffers:
+            raise EmulatorError(f"no buffer given for `{p.name}`")
+        arr = buffers[p.name]
+        if not isinstance(arr, np.ndarray):
+            raise TypeError(f"buffer `{p.name}` must be a numpy array, not {type(arr).__name__}")
+        want = numpy_dtype(p.dtype)
+        if arr.dtype != want:
+            raise TypeError(f"buffer `{p.name}` of {p.dtype} must be a {want} array, "
+                            f"not {arr.dtype}")
+        if p.writable and not arr.flags.c_contiguous:
+            raise TypeError(f"writable buffer `{p.name}` must be C-contiguous")
+        return arr.reshape(-1)
+
+    def _launch(self, kernel, launch, flat, scalars, sizes, env, flag):
+        if launch.block != kernel.block:
+            raise EmulatorError(f"kernel `{kernel.name}` is written for blocks of "
+                                f"{kernel.block} threads, launched with {launch.block}")
+        grid = int(ir.evaluate(launch.grid, env))
+        if grid < 0:
+            raise EmulatorError(f"kernel `{kernel.name}` launched on {grid} blocks")
+        values = {}
+        for p in kernel.params:
+            if p.kind in ("buffer", "scratch"):
+                if p.name not in flat:
+                    raise EmulatorError(f"kernel `{kernel.name}` takes scratch `{p.name}`, "
+                                        "which the program does not allocate")
+                values[p.name] = flat[p.name]
+            elif p.kind == "scalar":
+                if p.name not in scalars and p.name not in sizes:
+                    raise EmulatorError(f"no value given for scalar `{p.name}`")
+                values[p.name] = scalars[p.name] if p.name in scalars else sizes[p.name]
+            elif p.kind == "size":
+                if p.name not in sizes:
+                    raise EmulatorError(f"no value given for size `{p.name}`")
+                values[p.name] = sizes[p.name]
+        tr = _Translator(kernel, self.races, self.poison)
+        source = tr.translate(values)
+        ns = dict(_helpers(flag, self.poison, kernel.name))
+        ns.update(tr.ns)
+        if tr.uses_global:
+            for name, var in self._globals(tr):
+                ns[var.py + "_w"] = (np.full(len(values[name]), -1, np.int64),
+                                     np.zeros(len(values[name]), np.int64))
+        try:
+            code = compile(source, f"<launch-IR kernel {kernel.name}>", "exec")
+        except (SyntaxError, RecursionError) as exc:      # pragma: no cover - a translator bug
+            raise EmulatorError(f"kernel `{kernel.name}` could not be translated: {exc}")
+        exec(code, ns)
+        fn = ns["_thread"]
+        race = _Race()
+        for b in range(grid):
+            self._block(fn, tr, kernel, b, grid, race)
+
+    @staticmethod
+    def _globals(tr):
+        for name, var in tr.scopes[0].items():
+            if var.kind == "array" and var.space == "global" and var.writable:
+                yield name, var
+
+    def _block(self, fn, tr: _Translator, kernel, b: int, grid: int, race: _Race):
+        n = kernel.block
+        B = _Block(n, grid, self.warp)
+        B.ep = race.next_epoch()
+        shared = [_poisoned(dt, count, self.poison) for dt, count, _ in tr.shared]
+        if self.races:
+            B.tracks = [(np.full(count, -1, np.int64), np.full(count, -1, np.int64))
+                        for _, count, _ in tr.shared]
+        gens = [fn(t, b, shared, B) for t in range(n)]
+        ev = [self._step(g, None) for g in gens]
+        W = self.warp
+        points = tr.points
+        while True:
+            # warp collectives: each warp whose threads all wait at the same one goes on
+            progress = True
+            while progress:
+                progress = False
+                for lo in range(0, n, W):
+                    hi = min(n, lo + W)
+                    e0 = ev[lo]
+                    if e0 is _DONE or e0[0] != _WARP:
+                        continue
+                    if not all(ev[t] is not _DONE and ev[t][0] == _WARP and ev[t][1] == e0[1]
+                               for t in range(lo, hi)):
+                        continue
+                    _, op, dt, _, _ = points[e0[1]]
+                    r = _butterfly([ev[t][2] for t in range(lo, hi)], W, _combine(op),
+                                   _identity(op, dt))
+                    for t in range(lo, hi):
+                        ev[t] = self._step(gens[t], r)
+                    progress = True
+            for lo in range(0, n, W):
+                hi = min(n, lo + W)
+                if any(ev[t] is not _DONE and ev[t][0] == _WARP for t in range(lo, hi)):
+                    self._diverged(kernel, b, ev, range(lo, hi), points,
+                                   f"warp {lo // W} of block {b}")
+            if all(e is _DONE for e in ev):
+                return
+            e0 = ev[0]
+            if e0 is _DONE or any(e is _DONE or e[1] != e0[1] for e in ev):
+                self._diverged(kernel, b, ev, range(n), points, f"block {b}")
+            kind, point, _ = e0
+            if kind == _BAR:
+                r = None
+            else:
+                _, op, dt, _, _ = points[point]
+                fn2, ident = _combine(op), _identity(op, dt)
+                partial = [_butterfly([e[2] for e in ev[lo:lo + W]], W, fn2, ident)
+                           for lo in range(0, n, W)]
+                while len(partial) > 1:
+                    partial = [_butterfly(partial[lo:lo + W], W, fn2, ident)
+                               for lo in range(0, len(partial), W)]
+                r = partial[0]
+            # a barrier (block collectives hold barriers) starts a new epoch
+            B.ep = race.next_epoch()
+            for w, rd in B.tracks:
+                w.fill(-1)
+                rd.fill(-1)
+            for t in range(n):
+                ev[t] = self._step(gens[t], r)
+
+    @staticmethod
+    def _step(gen, value):
+        try:
+            return gen.send(value)
+        except StopIteration:
+            return _DONE
+
+    @staticmethod
+    def _diverged(kernel, b, ev, threads, points, group):
+        where: dict = {}
+        for t in threads:
+            e = ev[t]
+            if e is _DONE:
+                key = "finished"
+            else:
+                _, _, _, line, what = points[e[1]]
+                key = what + (f" at line {line}" if line else "") + f" (point {e[1]})"
+            where.setdefault(key, []).append(t)
+        parts = [f"{_ranges(ts)} {key}" if key == "finished" else f"{_ranges(ts)} at {key}"
+                 for key, ts in where.items()]
+        raise EmulatorError(f"kernel `{kernel.name}`: the threads of {group} diverge at a "
+                            f"synchronisation point: " + "; ".join(parts))
+
+
+def _ranges(ts: list) -> str:
+    """Thread numbers as 'threads 0-3, 7'."""
+    out, start, prev = [], ts[0], ts[0]
+    for t in ts[1:] + [None]:
+        if t is not None and t == prev + 1:
+            prev = t
+            continue
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+        if t is not None:
+            start = prev = t
+    return ("threads " if len(ts) > 1 else "thread ") + ", ".join(out)
+
+
+def run(program: ir.Program, buffers: dict, scalars: dict | None = None,
+        sizes: dict | None = None, *, warp: int = 32, races: bool = True,
+        poison: bool = True) -> tuple[int, int]:
+    """Run `program` on `buffers` (every buffer parameter by name, numpy arrays of its dtype,
+    bf16 as float32; writable ones are modified in place) and return the error flag's two
+    words: (first failing site, its value), (0, 0) when nothing failed."""
+    return Emulator(warp, races, poison).run(program, buffers, scalars, sizes)

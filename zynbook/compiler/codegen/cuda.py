@@ -26,13 +26,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import cir
+from .. import cir, schedules
+from ..launch import ir
+from ..launch.scalar import user_name
+from ..targets import cuda_target
 from . import cstyle
+from .dialects.cuda import CudaDialect
+from .printer import print_program
 from .cstyle import SITES as _SITES
+from ..passes.tiles import inline_tile_lets
 from .cstyle import attention_pattern
 from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported,
                      assigned_vars, ceil_div, classify_loop, cname, declared_vars, find_nest,
-                     free_vars, has_node, has_tiles, inline_tile_lets, pow2_at_least,
+                     free_vars, has_node, has_tiles, pow2_at_least,
                      prelude_functors, prelude_guards, prelude_helpers, prelude_span_len, raise_unsupported, stored_buffers, trip_count)
 
 DEVICE_FN = "__device__ __forceinline__ "      # qualifies every prelude function
@@ -277,7 +283,7 @@ def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: 
         raise_unsupported(kernel, err, "CUDA")
     finally:
         _SITES.stop()
-    prog.error_sites = tuple(sites.sites)
+    prog.error_sites = prog.error_sites or tuple(sites.sites)
     return prog
 
 
@@ -302,22 +308,38 @@ def _render(kernel, sizes, arch, options) -> CudaProgram:
         prog = try_rows(kernel, body, sizes, notes)
         if prog is not None:
             return prog
-    return render_generic(kernel, body, sizes, notes, options)
+    return render_generic(kernel, body, sizes, notes, options, arch)
 
 
 # ---------------------------------------------------------------------- generic
 
 
-def render_generic(kernel, body, sizes, notes, options=None) -> CudaProgram:
+def render_generic(kernel, body, sizes, notes, options=None, arch=(9, 0)) -> CudaProgram:
     r = CUDARenderer()
     r.setup(kernel, sizes)
     plan = r.plan_generic(kernel, body, sizes, options or {})
+    if plan.mode == "thread" and not _vector_width(r, kernel, plan.nest):
+        prog = _launch_program(kernel, sizes, notes, arch)
+        if prog is not None:
+            return prog
     if plan.mode == "thread":
         return _thread_program(r, kernel, plan.nest, notes)
     banner = "block: one block runs the whole body" if plan.mode == "whole" else (
         f"block: one block of {plan.nt} threads per iteration of "
         f"({', '.join(l.var for l in plan.nest.loops)})")
     return _block_program(r, kernel, plan.nest, plan.nest.total, notes, banner)
+
+
+def _launch_program(kernel, sizes, notes, arch) -> CudaProgram | None:
+    """The kernel through a schedule of compiler/schedules/ and the CUDA dialect."""
+    prog = schedules.build(kernel, cuda_target(arch), sizes)
+    if prog is None:
+        return None
+    out = print_program(CudaDialect(), prog, kernel, {user_name(d): sizes[d] for d in kernel.dims})
+    steps = [Step(l.kernel, (int(ir.evaluate(l.grid, sizes)), 1, 1), (l.block, 1, 1),
+                  ("buffers", "scalars")) for l in prog.launches]
+    return CudaProgram(prog.kernels[0].name, out.source, steps, schedule=prog.schedule,
+                       notes=notes + prog.notes, line_map=out.line_map, error_sites=prog.sites)
 
 
 def _block_program(r: CUDARenderer, kernel, nest: Nest, blocks: int, notes, banner):

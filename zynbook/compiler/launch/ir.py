@@ -123,6 +123,16 @@ class Checked(Expr):
 
 
 @dataclass(frozen=True)
+class InRange(Expr):
+    """True when 0 <= index < extent; otherwise error site `site` fails with the index and
+    the value is false (the guard of a store that must not be made)."""
+    index: Expr
+    extent: Expr
+    site: int
+    dtype: str = "bool"
+
+
+@dataclass(frozen=True)
 class CheckedDiv(Expr):
     """Integer `a / b` or `a % b` truncating as C; by 0 (and MIN / -1) a site fails, 0."""
     op: str

@@ -1,0 +1,202 @@
+"""What C++, CUDA C and the Metal Shading Language spell alike."""
+from __future__ import annotations
+
+from ...launch import ir
+
+C_TYPES = {"f32": "float", "f64": "double", "i8": "signed char", "i16": "short", "i32": "int",
+           "i64": "long long", "u8": "unsigned char", "u16": "unsigned short",
+           "u32": "unsigned int", "u64": "unsigned long long", "bool": "bool"}
+
+C_OPS = {"and": "&&", "or": "||"}
+
+# helper name -> (text with {q} for the function qualifier, helpers it needs)
+HELPERS = {
+    # NaN propagates, as numpy's minimum/maximum (the reference) do
+    "zyn_min": ("template <typename T> {q}T zyn_min(T a, T b) {{ return (b < a || b != b) ? b : a; }}", ()),
+    "zyn_max": ("template <typename T> {q}T zyn_max(T a, T b) {{ return (a < b || b != b) ? b : a; }}", ()),
+    "zyn_iabs": ("template <typename T> {q}T zyn_iabs(T a) {{ return a < 0 ? -a : a; }}", ()),
+    "zyn_sq": ("template <typename T> {q}T zyn_sq(T a) {{ return a * a; }}", ()),
+    "zyn_ipow": ("template <typename T> {q}T zyn_ipow(T a, T b) {{ T r = 1; for (T i = 0; i < b; ++i) r *= a; return r; }}", ()),
+    "zyn_gelu": ("{q}float zyn_gelu(float x) {{ return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }}\n"
+                 "{q}double zyn_gelu(double x) {{ return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }}", ()),
+    "zyn_silu": ("{q}float zyn_silu(float x) {{ return x / (1.0f + expf(-x)); }}\n"
+                 "{q}double zyn_silu(double x) {{ return x / (1.0 + exp(-x)); }}", ()),
+    "zyn_sigmoid": ("{q}float zyn_sigmoid(float x) {{ return 1.0f / (1.0f + expf(-x)); }}\n"
+                    "{q}double zyn_sigmoid(double x) {{ return 1.0 / (1.0 + exp(-x)); }}", ()),
+    # the error flag (compiler/errflag.py): the first failing site wins
+    "zyn_chk": ("// an index outside 0..n-1 fails the site and reads element 0 instead\n"
+                "template <typename T> {q}T zyn_chk(T i, T n, {err} e, int site) {{\n"
+                "    if (i < 0 || i >= n) {{ zyn_fail(e, site, (long long)i); return 0; }} return i; }}",
+                ("zyn_fail",)),
+    "zyn_in": ("template <typename T> {q}bool zyn_in(T i, T n, {err} e, int site) {{\n"
+               "    if (i < 0 || i >= n) {{ zyn_fail(e, site, (long long)i); return false; }} return true; }}",
+               ("zyn_fail",)),
+    "zyn_idiv": ("// integer division and remainder as C (truncating); by 0 (and MIN / -1) they fail\n"
+                 "template <typename T> {q}T zyn_idiv(T a, T b, {err} e, int s0, int sov) {{\n"
+                 "    if (b == 0) {{ zyn_fail(e, s0, (long long)a); return 0; }}\n"
+                 "    if (b == (T)-1 && (T)-1 < (T)0 && a == (T)((unsigned long long)1 << (sizeof(T) * 8 - 1))) {{\n"
+                 "        zyn_fail(e, sov, (long long)a); return 0; }}\n"
+                 "    return a / b; }}", ("zyn_fail",)),
+    "zyn_irem": ("template <typename T> {q}T zyn_irem(T a, T b, {err} e, int s0) {{\n"
+                 "    if (b == 0) {{ zyn_fail(e, s0, (long long)a); return 0; }}\n"
+                 "    if (b == (T)-1 && (T)-1 < (T)0) return 0;\n"
+                 "    return a % b; }}", ("zyn_fail",)),
+}
+
+
+class CFamily:
+    """The C spelling; subclasses set `q` (function qualifier), `err` (the flag's type),
+    TYPES and the hooks marked below."""
+    q = "static inline "
+    err = "int*"
+    TYPES = C_TYPES
+    INF = {"f32": "INFINITY", "f64": "((double)INFINITY)"}
+    NAN = {"f32": "NAN", "f64": "((double)NAN)"}
+    HELPERS = HELPERS
+    FAIL = ""                   # body of zyn_fail(e, site, v)
+
+    def __init__(self):
+        self.needed: list = []
+
+    def need(self, name: str) -> str:
+        if name not in self.needed:
+            text, deps = self.HELPERS[name] if name in self.HELPERS else ("", ())
+            for dep in deps:
+                self.need(dep)
+            self.needed.append(name)
+        return name
+
+    def helpers_text(self) -> str:
+        out = []
+        for name in self.needed:
+            if name == "zyn_fail":
+                out.append(f"{self.q}void zyn_fail({self.err} e, int site, long long v) {{ {self.FAIL} }}")
+            else:
+                out.append(self.HELPERS[name][0].format(q=self.q, err=self.err))
+        return "\n".join(out) + ("\n" if out else "")
+
+    # ---- types and values -------------------------------------------------------------
+
+    def type(self, dtype: str) -> str:
+        return self.TYPES[dtype]
+
+    def lit(self, value, dtype: str) -> str:
+        if dtype == "bool":
+            return "true" if value else "false"
+        if dtype in ir.FLOAT_DTYPES:
+            v = float(value)
+            if v != v:
+                return self.NAN[dtype]
+            if v in (float("inf"), float("-inf")):
+                return ("(-" + self.INF[dtype] + ")") if v < 0 else self.INF[dtype]
+            text = repr(v)
+            if "e" not in text and "." not in text:
+                text += ".0"
+            text = text + ("" if dtype == "f64" else "f")
+            return f"({text})" if v < 0 else text
+        v = int(value)
+        if dtype == "i32" and v == -2 ** 31:
+            return "(-2147483647 - 1)"
+        if dtype == "i64" and v == -2 ** 63:
+            return "(-9223372036854775807LL - 1)"
+        suffix = {"i64": "LL", "u64": "ULL", "u32": "u"}.get(dtype, "")
+        text = f"{v}{suffix}"
+        if dtype not in ("i32", "i64", "u32", "u64"):
+            text = f"(({self.type(dtype)}){v})"
+        return f"({text})" if v < 0 else text
+
+    def cast(self, text: str, src: str, dst: str) -> str:
+        return f"(({self.type(dst)})({text}))"
+
+    def select(self, c, a, b, dtype):
+        return f"({c} ? {a} : {b})"
+
+    def binary(self, op, a, b, operand_dtype, dtype):
+        return f"({a} {C_OPS.get(op, op)} {b})"
+
+    def unary(self, op, a, dtype):
+        return f"(-{a})" if op == "neg" else f"(!{a})"
+
+    def math(self, fn, args, dtype):
+        if dtype not in ir.FLOAT_DTYPES:
+            if fn in ("min", "max"):
+                return self.fold(f"zyn_{fn}", args)
+            if fn == "abs":
+                return f"{self.need('zyn_iabs')}({args[0]})"
+            if fn == "clamp":
+                return f"{self.need('zyn_min')}({self.need('zyn_max')}({args[0]}, {args[1]}), {args[2]})"
+            if fn == "relu":
+                return f"{self.need('zyn_max')}({args[0]}, ({self.type(dtype)})0)"
+            if fn == "ipow":
+                return f"{self.need('zyn_ipow')}({args[0]}, {args[1]})"
+            raise TypeError(f"{fn} on {dtype}")
+        f = "" if dtype == "f64" else "f"
+        one = "1.0" + f
+        if fn in ("min", "max"):
+            return self.fold(f"zyn_{fn}", args)
+        if fn == "clamp":
+            return f"{self.need('zyn_min')}({self.need('zyn_max')}({args[0]}, {args[1]}), {args[2]})"
+        if fn == "relu":
+            return f"{self.need('zyn_max')}({args[0]}, {self.lit(0.0, dtype)})"
+        if fn in ("sigmoid", "silu", "gelu"):
+            return f"{self.need('zyn_' + fn)}({args[0]})"
+        if fn == "rsqrt":
+            return f"({one} / {self.fn('sqrt', dtype)}({args[0]}))"
+        if fn == "pow2":
+            return f"{self.need('zyn_sq')}({args[0]})"
+        name = {"round": "rint", "abs": "fabs"}.get(fn, fn)
+        return f"{self.fn(name, dtype)}({', '.join(args)})"
+
+    def fn(self, name: str, dtype: str) -> str:
+        """The C math function `name` for `dtype` (expf / exp)."""
+        return name + ("" if dtype == "f64" else "f")
+
+    def fold(self, fn: str, args: list) -> str:
+        self.need(fn)
+        out = args[0]
+        for a in args[1:]:
+            out = f"{fn}({out}, {a})"
+        return out
+
+    # ---- memory and checks ------------------------------------------------------------
+
+    def load(self, array, index, dtype, space):
+        return f"{array}[{index}]"
+
+    def store(self, array, index, value, dtype, space):
+        return f"{array}[{index}] = {value};"
+
+    def checked(self, index, extent, site, dtype):
+        return f"{self.need('zyn_chk')}<{self.type(dtype)}>({index}, {extent}, zyn_err, {site})"
+
+    def in_range(self, index, extent, site, dtype):
+        return f"{self.need('zyn_in')}<{self.type(dtype)}>({index}, {extent}, zyn_err, {site})"
+
+    def checked_div(self, op, a, b, s0, sov, dtype):
+        t = self.type(dtype)
+        if op == "/":
+            return f"{self.need('zyn_idiv')}<{t}>({a}, {b}, zyn_err, {s0}, {sov})"
+        return f"{self.need('zyn_irem')}<{t}>({a}, {b}, zyn_err, {s0})"
+
+    # ---- statements -------------------------------------------------------------------
+
+    def decl(self, name, dtype, value, mutable):
+        q = "" if mutable else "const "
+        return f"{q}{self.type(dtype)} {name}" + (f" = {value};" if value is not None else ";")
+
+    def for_header(self, var, dtype, start, stop, step):
+        inc = f"++{var}" if step in ("1", "1LL") else f"{var} += {step}"
+        return f"for ({self.type(dtype)} {var} = {start}; {var} < {stop}; {inc})"
+
+    def param(self, p: ir.Param, restrict: str = "") -> str:
+        if p.kind in ("buffer", "scratch"):
+            const = "" if p.writable or p.kind == "scratch" else "const "
+            return f"{const}{self.type(p.dtype)}* {restrict}{p.name}".replace("  ", " ")
+        return f"{self.type(p.dtype if p.kind == 'size' else _compute(p.dtype))} {p.name}"
+
+    def program_tail(self, program, sizes) -> str:
+        return ""
+
+
+def _compute(dtype: str) -> str:
+    return "f32" if dtype in ("f16", "bf16") else dtype

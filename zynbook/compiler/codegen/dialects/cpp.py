@@ -1,0 +1,115 @@
+"""C++ for the CPU: each block of a launch is one call of the kernel function, the blocks
+of a launch run on the host's cores (OpenMP), one thread per block; the entry point
+`zyn_kernel(bufs, fargs, iargs, err)` unpacks the arguments and makes the launches."""
+from __future__ import annotations
+
+from ...launch import ir
+from .cfamily import C_TYPES, HELPERS, CFamily
+
+ENTRY = "zyn_kernel"
+CANCEL_WORD = 2         # the word past the error flag that asks a running kernel to stop
+
+CPP_HELPERS = dict(HELPERS, **{
+    "zyn_cancelled": (
+        "// the device sets the word after the error flag when the caller gave up on the launch:\n"
+        "// the remaining blocks are skipped (zynbook/runtime/cancel.py)\n"
+        "{q}bool zyn_cancelled(const int* e) {{ return __atomic_load_n(&e[" + str(CANCEL_WORD)
+        + "], __ATOMIC_RELAXED) != 0; }}", ()),
+})
+
+_THREAD = {"thread": "0", "threads": "1", "block": "(int)zyn_block", "blocks": "(int)zyn_blocks",
+           "lane": "0", "warp": "0"}
+
+
+class CppDialect(CFamily):
+    name = "cpp"
+    TYPES = dict(C_TYPES, f16="_Float16", bf16="float")     # bf16 held as f32, as the reference
+    HELPERS = CPP_HELPERS
+    FAIL = ("int z = 0; if (__atomic_compare_exchange_n(e, &z, site, false, __ATOMIC_RELAXED, "
+            "__ATOMIC_RELAXED)) __atomic_store_n(e + 1, (int)v, __ATOMIC_RELAXED);")
+
+    def __init__(self, openmp: bool = True):
+        super().__init__()
+        self.openmp = openmp
+
+    def thread(self, axis):
+        return _THREAD[axis]
+
+    def cast(self, text, src, dst):
+        src, dst = ("f32" if t == "bf16" else t for t in (src, dst))
+        return text if src == dst else super().cast(text, src, dst)
+
+    def collective(self, op, value, scope, dtype):
+        return value                # one thread per block: the group is the thread itself
+
+    def barrier(self):
+        return "/* barrier: one thread per block */"
+
+    def array(self, name, dtype, count, space):
+        return f"{self.type(dtype)} {name}[{max(count, 1)}] = {{}};"
+
+    def atomic(self, op, array, index, value, dtype):
+        if op == "+":
+            return f"__atomic_fetch_add(&{array}[{index}], {value}, __ATOMIC_RELAXED);" \
+                if dtype in ir.INT_DTYPES else \
+                f"{{ _Pragma(\"omp atomic\") {array}[{index}] += {value}; }}"
+        return (f"{{ _Pragma(\"omp critical(zyn_atomic)\") {array}[{index}] = "
+                f"{self.need('zyn_' + op)}({array}[{index}], ({self.type(dtype)})({value})); }}")
+
+    def kernel_open(self, k, params, uses_flag):
+        ps = ["const long long zyn_block", "const long long zyn_blocks"] + \
+             [self.param(p, "__restrict__ ") for p in params] + ["int* zyn_err"]
+        return (f"// {k.comment}\n" if k.comment else "") + \
+            f"static void {k.name}(" + ", ".join(ps) + ") {\n    (void)zyn_blocks; (void)zyn_err;"
+
+    def kernel_close(self, k):
+        return "}"
+
+    def program_head(self, program, sizes) -> str:
+        head = [f"// ZynBook C++ for kernel `{program.name}` (CPU, "
+                f"{'OpenMP' if self.openmp else 'serial'}; {program.schedule})"]
+        if sizes:
+            head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
+        head += ["#include <math.h>", "#include <stdint.h>"]
+        if any(p.dtype == "f16" for k in program.kernels for p in k.params) or any(
+                isinstance(n, ir.Cast) and n.dtype == "f16" for n in ir.walk(program)):
+            head += ["#ifndef __FLT16_MAX__",
+                     '#error "this C++ compiler has no _Float16, which f16 buffers need"', "#endif"]
+        self.need("zyn_cancelled")
+        return "\n".join(head) + "\n"
+
+    def program_tail(self, program, sizes) -> str:
+        """The entry point: unpack buffers and scalars, then make the launches in order."""
+        first = program.kernels[0]
+        lines = [f'extern "C" void {ENTRY}(void* const* zyn_bufs, const double* zyn_fargs, '
+                 'const long long* zyn_iargs, int* zyn_err) {',
+                 "    (void)zyn_fargs; (void)zyn_iargs;"]
+        nb = nf = ni = 0
+        names = []
+        for p in first.params:
+            if p.kind == "size" and sizes is not None and p.name in sizes:
+                continue
+            names.append(p.name)
+            if p.kind == "buffer":
+                t = self.type(p.dtype)
+                const = "" if p.writable else "const "
+                lines.append(f"    {const}{t}* {p.name} = ({const}{t}*)zyn_bufs[{nb}];")
+                nb += 1
+            elif p.dtype in ir.FLOAT_DTYPES:
+                t = self.type("f32" if p.dtype in ("f16", "bf16") else p.dtype)
+                lines.append(f"    const {t} {p.name} = ({t})zyn_fargs[{nf}];")
+                nf += 1
+            else:
+                val = f"zyn_iargs[{ni}] != 0" if p.dtype == "bool" else f"({self.type(p.dtype)})zyn_iargs[{ni}]"
+                lines.append(f"    const {self.type(p.dtype)} {p.name} = {val};")
+                ni += 1
+        for launch in program.launches:
+            grid = ir.evaluate(launch.grid, {k: v for k, v in (sizes or {}).items()})
+            if self.openmp:
+                lines.append("    #pragma omp parallel for schedule(static)")
+            lines.append(f"    for (long long zyn_b = 0; zyn_b < {grid}LL; ++zyn_b) {{")
+            lines.append("        if (zyn_cancelled(zyn_err)) continue;")
+            lines.append(f"        {launch.kernel}(zyn_b, {grid}LL, {', '.join(names + ['zyn_err'])});")
+            lines.append("    }")
+        lines.append("}")
+        return "\n".join(lines) + "\n"

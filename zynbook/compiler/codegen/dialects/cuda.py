@@ -1,0 +1,111 @@
+"""CUDA C: NVRTC compiles it; blocks and threads are CUDA's own."""
+from __future__ import annotations
+
+from ...launch import ir
+from .cfamily import C_TYPES, HELPERS, CFamily
+
+_THREAD = {"thread": "(int)threadIdx.x", "block": "(int)blockIdx.x", "threads": "(int)blockDim.x",
+           "blocks": "(int)gridDim.x", "lane": "((int)threadIdx.x & 31)", "warp": "((int)threadIdx.x >> 5)"}
+_FUNCTOR = {"+": "ZynAdd", "*": "ZynMul", "max": "ZynMax", "min": "ZynMin", "and": "ZynAnd", "or": "ZynOr"}
+
+CUDA_HELPERS = dict(HELPERS, **{
+    "zyn_functors": ("".join(
+        f"struct {name} {{{{ template <typename T> {{q}}T operator()(T a, T b) const {{{{ return {body}; }}}} }}}};\n"
+        for name, body in (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "(a < b || b != b) ? b : a"),
+                           ("ZynMin", "(b < a || b != b) ? b : a"), ("ZynAnd", "a && b"),
+                           ("ZynOr", "a || b"))).rstrip(), ()),
+    "zyn_warp_allreduce": (
+        "template <typename T, typename Op> {q}T zyn_warp_allreduce(T v, Op op) {{\n"
+        "    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+        "    return v; }}", ("zyn_functors",)),
+    "zyn_block_allreduce": (
+        "// every thread of the block gets the reduction of `v` over the block\n"
+        "template <typename T, typename Op> {q}T zyn_block_allreduce(T v, Op op, T identity) {{\n"
+        "    __shared__ T zyn_red[32];\n"
+        "    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;\n"
+        "    v = zyn_warp_allreduce(v, op);\n"
+        "    __syncthreads();\n"
+        "    if (lane == 0) zyn_red[wid] = v;\n"
+        "    __syncthreads();\n"
+        "    T r = lane < nw ? zyn_red[lane] : identity;\n"
+        "    return zyn_warp_allreduce(r, op); }}", ("zyn_warp_allreduce",)),
+    "zyn_atomic_max": (
+        "{q}void zyn_atomic_max(float* p, float v) {{\n"
+        "    int* ip = (int*)p; int old = *ip, assumed;\n"
+        "    do {{ assumed = old; if (__int_as_float(assumed) >= v) break;\n"
+        "         old = atomicCAS(ip, assumed, __float_as_int(v)); }} while (assumed != old); }}", ()),
+    "zyn_atomic_min": (
+        "{q}void zyn_atomic_min(float* p, float v) {{\n"
+        "    int* ip = (int*)p; int old = *ip, assumed;\n"
+        "    do {{ assumed = old; if (__int_as_float(assumed) <= v) break;\n"
+        "         old = atomicCAS(ip, assumed, __float_as_int(v)); }} while (assumed != old); }}", ()),
+})
+
+
+class CudaDialect(CFamily):
+    name = "cuda"
+    q = "__device__ __forceinline__ "
+    TYPES = dict(C_TYPES, f16="__half", bf16="__nv_bfloat16")
+    INF = {"f32": "__int_as_float(0x7f800000)", "f64": "__longlong_as_double(0x7ff0000000000000LL)"}
+    NAN = {"f32": "__int_as_float(0x7fc00000)", "f64": "__longlong_as_double(0x7ff8000000000000LL)"}
+    HELPERS = CUDA_HELPERS
+    FAIL = "if (atomicCAS(e, 0, site) == 0) atomicExch(e + 1, (int)v);"
+    IDENTITY = {"+": "0", "*": "1", "and": "true", "or": "false"}
+
+    def thread(self, axis):
+        return _THREAD[axis]
+
+    def cast(self, text, src, dst):
+        if src == "f16":
+            return self.cast(f"__half2float({text})", "f32", dst)
+        if src == "bf16":
+            return self.cast(f"__bfloat162float({text})", "f32", dst)
+        if dst == "f16":
+            return f"__float2half_rn((float)({text}))"
+        if dst == "bf16":
+            return f"__float2bfloat16_rn((float)({text}))"
+        return super().cast(text, src, dst)
+
+    def collective(self, op, value, scope, dtype):
+        f = f"{_FUNCTOR[op]}()"
+        if scope == "warp":
+            return f"{self.need('zyn_warp_allreduce')}({value}, {f})"
+        ident = {"max": self.lit(float("-inf"), dtype) if dtype in ("f32", "f64") else "0",
+                 "min": self.lit(float("inf"), dtype) if dtype in ("f32", "f64") else "0"}.get(
+            op, self.IDENTITY.get(op, "0"))
+        return f"{self.need('zyn_block_allreduce')}({value}, {f}, ({self.type(dtype)}){ident})"
+
+    def barrier(self):
+        return "__syncthreads();"
+
+    def array(self, name, dtype, count, space):
+        q = "__shared__ " if space == "shared" else ""
+        return f"{q}{self.type(dtype)} {name}[{max(count, 1)}];"
+
+    def atomic(self, op, array, index, value, dtype):
+        addr = f"&{array}[{index}]"
+        if op == "+":
+            return f"atomicAdd({addr}, {value});"
+        if dtype == "f32":
+            return f"{self.need('zyn_atomic_' + op)}({addr}, {value});"
+        return f"atomic{op.capitalize()}({addr}, {value});"
+
+    def kernel_open(self, k, params, uses_flag):
+        ps = [self.param(p, "__restrict__ ") for p in params] + ["int* __restrict__ zyn_err"]
+        head = f'extern "C" __global__ void __launch_bounds__({k.block}) {k.name}(\n    '
+        return (f"// {k.comment}\n" if k.comment else "") + head + ",\n    ".join(ps) + ") {"
+
+    def kernel_close(self, k):
+        return "}"
+
+    def program_head(self, program, sizes) -> str:
+        head = [f"// ZynBook CUDA C for kernel `{program.name}` ({program.schedule})"]
+        if sizes:
+            head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
+        types = {p.dtype for k in program.kernels for p in k.params} | {
+            n.dtype for n in ir.walk(program) if isinstance(n, ir.Cast)}
+        if "f16" in types:
+            head.append("#include <cuda_fp16.h>")
+        if "bf16" in types:
+            head.append("#include <cuda_bf16.h>")
+        return "\n".join(head) + "\n"

@@ -1,0 +1,196 @@
+"""One printer for every language: launch IR -> source text, spelled by a dialect.
+
+The printer walks a `launch.ir.Program` and writes C-like text: declarations, loops, ifs,
+stores, expressions with their parentheses, a comment with the ZynML line above the code
+it came from (made safe: a comment can never splice or end early). Everything that differs
+between languages (types, literals, math, thread indices, barriers, collectives, checks,
+kernel signatures, the program around the kernels) is asked of a `Dialect`
+(codegen/dialects/); the dialect only spells, it never decides. Helper functions a dialect
+needs are emitted only when a kernel uses them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..launch import ir
+
+
+def comment_safe(text: str) -> str:
+    """ZynML text as the body of a `//` comment: one line that cannot splice the next one
+    (no trailing backslash), end a block comment or form a trigraph."""
+    text = text.replace("\r", " ").replace("\n", " ").replace("*/", "* /").replace("??", "? ?")
+    text = text.rstrip()
+    if text.endswith("\\"):
+        text += " (the line ends with a backslash)"
+    return text
+
+
+@dataclass
+class Printed:
+    source: str
+    line_map: dict = field(default_factory=dict)    # generated line (1-based) -> ZynML line
+
+
+class Printer:
+    def __init__(self, dialect, program: ir.Program, source: str = "", first_line: int = 1,
+                 sizes: dict | None = None):
+        self.d = dialect
+        self.p = program
+        self.src_lines = source.splitlines() if source else []
+        self.first_line = first_line or 1
+        self.sizes = sizes            # baked in as constants when given
+        self.out: list = []
+        self.map: dict = {}
+        self.level = 0
+        self.cur_line = 0
+        self.shown: set = set()
+
+    # ---- text -------------------------------------------------------------------------
+
+    def emit(self, text: str, line: int = 0):
+        self.out.append("    " * self.level + text)
+        if line:
+            self.map[len(self.out)] = line
+
+    def comment(self, line: int):
+        """`// line N: <ZynML text>` the first time code from ZynML line N appears."""
+        if not line or line in self.shown:
+            return
+        self.shown.add(line)
+        rel = line - self.first_line
+        if 0 <= rel < len(self.src_lines) and self.src_lines[rel].strip():
+            self.emit(f"// line {line}: {comment_safe(self.src_lines[rel].strip())}", line)
+
+    # ---- expressions ------------------------------------------------------------------
+
+    def expr(self, e) -> str:
+        d = self.d
+        if isinstance(e, ir.Lit):
+            return d.lit(e.value, e.dtype)
+        if isinstance(e, ir.Ref):
+            if self.sizes is not None and e.name in self.size_params:
+                return d.lit(self.size_params[e.name], e.dtype)
+            return e.name
+        if isinstance(e, ir.Thread):
+            return d.thread(e.axis)
+        if isinstance(e, ir.Load):
+            return d.load(e.array, self.expr(e.index), e.dtype, self.space(e.array))
+        if isinstance(e, ir.Bin):
+            return d.binary(e.op, self.expr(e.a), self.expr(e.b), e.a.dtype, e.dtype)
+        if isinstance(e, ir.Un):
+            return d.unary(e.op, self.expr(e.a), e.dtype)
+        if isinstance(e, ir.Math):
+            return d.math(e.fn, [self.expr(a) for a in e.args], e.dtype)
+        if isinstance(e, ir.Cast):
+            return d.cast(self.expr(e.a), e.a.dtype, e.dtype)
+        if isinstance(e, ir.Select):
+            return d.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b), e.dtype)
+        if isinstance(e, ir.Checked):
+            return d.checked(self.expr(e.index), self.expr(e.extent), e.site, e.dtype)
+        if isinstance(e, ir.InRange):
+            return d.in_range(self.expr(e.index), self.expr(e.extent), e.site, e.index.dtype)
+        if isinstance(e, ir.CheckedDiv):
+            return d.checked_div(e.op, self.expr(e.a), self.expr(e.b), e.site_zero,
+                                 e.site_overflow, e.dtype)
+        if isinstance(e, ir.Collective):
+            return d.collective(e.op, self.expr(e.value), e.scope, e.dtype)
+        raise TypeError(f"not a launch-IR expression: {e!r}")
+
+    def space(self, name: str) -> str:
+        return self.spaces.get(name, "global")
+
+    # ---- statements -------------------------------------------------------------------
+
+    def stmts(self, body):
+        for s in body:
+            self.stmt(s)
+
+    def stmt(self, s):
+        d = self.d
+        line = getattr(s, "line", 0)
+        self.comment(line)
+        if isinstance(s, ir.Decl):
+            self.emit(d.decl(s.name, s.dtype, None if s.value is None else self.expr(s.value),
+                             s.mutable), line)
+        elif isinstance(s, ir.Set):
+            self.emit(f"{s.name} = {self.expr(s.value)};", line)
+        elif isinstance(s, ir.Store):
+            text = d.store(s.array, self.expr(s.index), self.expr(s.value), s.value.dtype,
+                           self.space(s.array))
+            if s.guard is not None:
+                text = f"if ({self.expr(s.guard)}) {{ {text} }}"
+            self.emit(text, line)
+        elif isinstance(s, ir.Atomic):
+            text = d.atomic(s.op, s.array, self.expr(s.index), self.expr(s.value), s.value.dtype)
+            if s.guard is not None:
+                text = f"if ({self.expr(s.guard)}) {{ {text} }}"
+            self.emit(text, line)
+        elif isinstance(s, ir.For):
+            self.emit(d.for_header(s.var, s.dtype, self.expr(s.start), self.expr(s.stop),
+                                   self.expr(s.step)) + " {", line)
+            self.level += 1
+            self.stmts(s.body)
+            self.level -= 1
+            self.emit("}")
+        elif isinstance(s, ir.If):
+            self.emit(f"if ({self.expr(s.cond)}) {{", line)
+            self.level += 1
+            self.stmts(s.then)
+            self.level -= 1
+            if s.orelse:
+                self.emit("} else {")
+                self.level += 1
+                self.stmts(s.orelse)
+                self.level -= 1
+            self.emit("}")
+        elif isinstance(s, ir.Barrier):
+            self.emit(d.barrier(), line)
+        elif isinstance(s, ir.Array):
+            self.spaces[s.name] = s.space
+            self.emit(d.array(s.name, s.dtype, s.count, s.space), line)
+        else:
+            raise TypeError(f"not a launch-IR statement: {s!r}")
+
+    # ---- kernels and the program ------------------------------------------------------
+
+    def kernel(self, k: ir.Kernel) -> None:
+        self.spaces = {p.name: ("scratch" if p.kind == "scratch" else "global") for p in k.params}
+        self.size_params = {}
+        if self.sizes is not None:
+            self.size_params = {p.name: self.sizes[p.name] for p in k.params
+                                if p.kind == "size" and p.name in self.sizes}
+        params = [p for p in k.params if not (p.kind == "size" and p.name in self.size_params)]
+        uses_flag = bool(self.p.sites)
+        for line in d_lines(self.d.kernel_open(k, params, uses_flag)):
+            self.emit(line)
+        self.level += 1
+        self.stmts(k.body)
+        self.level -= 1
+        for line in d_lines(self.d.kernel_close(k)):
+            self.emit(line)
+
+    def program(self) -> Printed:
+        self.spaces = {}
+        for k in self.p.kernels:
+            self.kernel(k)
+            self.emit("")
+        body, body_map = self.out, self.map
+        head = self.d.program_head(self.p, self.sizes)
+        tail = self.d.program_tail(self.p, self.sizes)
+        text_head = head + self.d.helpers_text()
+        lines = text_head.splitlines()
+        offset = len(lines)
+        source = "\n".join(lines + body + tail.splitlines()) + "\n"
+        return Printed(source, {offset + n: ln for n, ln in body_map.items()})
+
+
+def d_lines(text: str) -> list:
+    return text.splitlines() if text else []
+
+
+def print_program(dialect, program: ir.Program, kernel=None, sizes: dict | None = None) -> Printed:
+    """`program` in the dialect's language; `kernel` (the CIR kernel) gives the ZynML text
+    for the line comments; `sizes` (by size parameter name) are baked in when given."""
+    src = getattr(kernel, "source", "") or ""
+    first = getattr(kernel, "first_line", 1) or 1
+    return Printer(dialect, program, src, first, sizes).program()

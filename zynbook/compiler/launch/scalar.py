@@ -1,0 +1,344 @@
+"""Scalar CIR -> launch IR: one thread's statements, typed and checked.
+
+Every schedule lowers the scalar part of a kernel body (lets, assignments, stores, loops,
+ifs, atomics and the expressions in them) through `ScalarLowering`; what a schedule adds
+around it (which thread runs which iteration, shared arrays, collectives) it builds itself.
+This is where the typing rules of generated code live, once, for every language:
+
+* halves (f16, bf16) compute in f32: a load converts, a store converts back;
+* a number meets the type it is used in (an exact f64 literal, never a widened float);
+* comparisons of a float with an integer compare in the float type; integers of two types
+  compare in 64 bits;
+* `bool + bool` is `or`, `bool * bool` is `and`; integer division truncates as the reference
+  does, checked (`CheckedDiv`) unless the divisor is provably neither 0 nor -1;
+* an index the bounds analysis (passes/bounds.py) cannot prove in range is `Checked` (loads)
+  or guards its store (`InRange`), reporting through the error flag (compiler/errflag.py).
+"""
+from __future__ import annotations
+
+import re
+from math import prod
+
+from .. import cir, errflag
+from ..passes.bounds import Facts
+from . import ir
+
+USER_PREFIX = "u_"      # every user name; generated names start with `_` or `zyn_`
+
+
+def user_name(name: str) -> str:
+    return USER_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def compute_dtype(dtype: str) -> str:
+    return "f32" if dtype in ("f16", "bf16") else dtype
+
+
+class NotScalar(Exception):
+    """The body holds something only a richer schedule handles (tiles, shared arrays...)."""
+
+
+def const_value(e, consts: dict):
+    """The number a CIR constant (or its negation, or an immutable let of one) stands for."""
+    if isinstance(e, cir.Var) and e.name in consts and not e.ty.shape:
+        return consts[e.name]
+    if isinstance(e, cir.Const) and not e.ty.shape:
+        return e.value
+    if isinstance(e, cir.Unary) and e.op == "neg" and isinstance(e.operand, cir.Const) \
+            and not isinstance(e.operand.value, bool) and not e.operand.ty.shape:
+        return -e.operand.value
+    return None
+
+
+def lit(value, dtype: str) -> ir.Lit:
+    if dtype == "bool":
+        return ir.Lit(bool(value), "bool")
+    if dtype in ir.FLOAT_DTYPES:
+        return ir.Lit(float(value), dtype)
+    return ir.Lit(int(value), dtype)
+
+
+def cast(e: ir.Expr, dtype: str) -> ir.Expr:
+    if e.dtype == dtype:
+        return e
+    if isinstance(e, ir.Lit) and not (dtype == "bool") and e.dtype != "bool":
+        if dtype in ir.FLOAT_DTYPES or isinstance(e.value, int):
+            return lit(e.value, dtype)
+    if dtype == "bool":
+        return ir.Bin("!=", e, lit(0, e.dtype), "bool")
+    return ir.Cast(e, dtype)
+
+
+def _common_int(a: str, b: str) -> str:
+    if a == b:
+        return a
+    if a == "bool" or b == "bool":
+        return b if a == "bool" else a
+    return "u64" if a.startswith("u") and b.startswith("u") else "i64"
+
+
+class ScalarLowering:
+    """The scalar statements of one kernel as launch IR (`stmts`, `expr`)."""
+
+    def __init__(self, kernel: cir.Kernel, sizes: dict, sites: errflag.ErrorSites,
+                 index_dtype: str = "i32", buffers: dict | None = None):
+        self.kernel = kernel
+        self.sizes = {k: int(v) for k, v in sizes.items()}
+        self.sites = sites
+        self.idx = index_dtype
+        self.facts = Facts(kernel.body, self.sizes, kernel.dims)
+        self.line = kernel.first_line
+        # buffer name -> (identifier, dtype, shape as tuple of dims)
+        self.buffers = buffers if buffers is not None else {
+            b.name: (user_name(b.name), b.dtype, tuple(b.shape))
+            for b in list(kernel.inputs) + [kernel.output]}
+        self.scalars = {s.name: s.dtype for s in kernel.scalars if s.name not in self.sizes}
+        self.scopes: list = [{}]            # CIR name -> (identifier, dtype)
+        self.taken: set = set()
+
+    # ---- names ------------------------------------------------------------------------
+
+    def bind(self, name: str, dtype: str) -> str:
+        """A fresh identifier for CIR local `name` in the innermost scope."""
+        base = user_name(name)
+        ident, n = base, 1
+        while ident in self.taken:
+            ident = f"{base}_{n}"
+            n += 1
+        self.taken.add(ident)
+        self.scopes[-1][name] = (ident, dtype)
+        return ident
+
+    def lookup(self, name: str):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def size(self, d) -> ir.Expr:
+        """A dimension (a number, a size name or a CIR size expression) as an index value."""
+        if isinstance(d, int):
+            return lit(d, self.idx)
+        if isinstance(d, str):
+            return ir.Ref(user_name(d), self.idx)
+        return self.index(d)
+
+    # ---- expressions ------------------------------------------------------------------
+
+    def expr(self, e) -> ir.Expr:
+        """A scalar CIR expression in its compute dtype."""
+        if e.ty.shape:
+            raise NotScalar(f"a tile value ({e.ty}): {cir.format_expr(e)}")
+        dt = compute_dtype(e.ty.dtype)
+        if isinstance(e, cir.Const):
+            return lit(e.value, dt)
+        if isinstance(e, cir.Var):
+            hit = self.lookup(e.name)
+            if hit is not None:
+                return ir.Ref(hit[0], hit[1])
+            if e.name in self.sizes or e.name in self.kernel.dims:
+                return cast(ir.Ref(user_name(e.name), self.idx), dt)
+            if e.name in self.scalars:
+                return cast(ir.Ref(user_name(e.name), compute_dtype(self.scalars[e.name])), dt)
+            raise NotScalar(f"unknown name `{e.name}`")
+        if isinstance(e, cir.Load):
+            return self.load(e)
+        if isinstance(e, cir.Bin):
+            return self.binary(e)
+        if isinstance(e, cir.Unary):
+            x = self.expr(e.operand)
+            return ir.Un("neg", cast(x, dt), dt) if e.op == "neg" else ir.Un("not", cast(x, "bool"), "bool")
+        if isinstance(e, cir.Cast):
+            c = const_value(e.operand, self.facts.consts)
+            if c is not None and dt != "bool":
+                return lit(c, dt)
+            return cast(self.expr(e.operand), dt)
+        if isinstance(e, cir.Select):
+            return ir.Select(cast(self.expr(e.cond), "bool"), self.operand(e.if_true, dt),
+                             self.operand(e.if_false, dt), dt)
+        if isinstance(e, cir.Call):
+            return self.call(e, dt)
+        raise NotScalar(f"{type(e).__name__} needs a tile schedule")
+
+    def operand(self, e, dtype: str) -> ir.Expr:
+        """`e` as a value of compute dtype `dtype`; numbers are written in that type."""
+        c = const_value(e, self.facts.consts)
+        if c is not None and not isinstance(c, bool) and dtype != "bool":
+            return lit(c, dtype)
+        return cast(self.expr(e), dtype)
+
+    def index(self, e) -> ir.Expr:
+        return cast(self.expr(e), self.idx)
+
+    def binary(self, e: cir.Bin) -> ir.Expr:
+        op = e.op
+        lt, rt = compute_dtype(e.left.ty.dtype), compute_dtype(e.right.ty.dtype)
+        dt = compute_dtype(e.ty.dtype)
+        if op in ("and", "or"):
+            return ir.Bin(op, self.operand(e.left, "bool"), self.operand(e.right, "bool"), "bool")
+        if op in ("<", "<=", ">", ">=", "==", "!="):
+            floats = [t for t in (lt, rt) if t in ir.FLOAT_DTYPES]
+            ct = ("f64" if "f64" in floats else floats[0]) if floats else _common_int(lt, rt)
+            return ir.Bin(op, self.operand(e.left, ct), self.operand(e.right, ct), "bool")
+        a, b = self.operand(e.left, dt), self.operand(e.right, dt)
+        if dt in ir.FLOAT_DTYPES:
+            if op == "%":
+                return ir.Math("fmod", (a, b), dt)
+            if op == "**":
+                if const_value(e.right, self.facts.consts) == 2:
+                    return ir.Math("pow2", (a,), dt)
+                return ir.Math("pow", (a, b), dt)
+            return ir.Bin(op, a, b, dt)
+        if op == "**":
+            return ir.Math("ipow", (a, b), dt)
+        if dt == "bool" and op in ("+", "*"):
+            return ir.Bin("or" if op == "+" else "and", a, b, "bool")
+        if op in ("/", "%"):
+            nonzero, not_minus_one = self.facts.divisor_safe(e.right)
+            if nonzero and (not_minus_one or dt.startswith("u")):
+                return ir.Bin(op, a, b, dt)
+            if op == "/":
+                return ir.CheckedDiv("/", a, b, self.sites.add(errflag.DIV_ZERO, self.line),
+                                     self.sites.add(errflag.DIV_OVERFLOW, self.line), dt)
+            return ir.CheckedDiv("%", a, b, self.sites.add(errflag.REM_ZERO, self.line), 0, dt)
+        return ir.Bin(op, a, b, dt)
+
+    def call(self, e: cir.Call, dt: str) -> ir.Expr:
+        if e.fn in ("zeros", "ones"):
+            return lit(0 if e.fn == "zeros" else 1, dt)
+        if e.fn in cir.TILE_FUNCTIONS:
+            raise NotScalar(f"{e.fn}() of a tile")
+        if dt in ir.FLOAT_DTYPES:
+            return ir.Math(e.fn, tuple(self.operand(a, dt) for a in e.args), dt)
+        args = tuple(self.operand(a, dt) for a in e.args)
+        if e.fn in ("floor", "ceil", "round"):
+            return args[0]
+        if e.fn in ("min", "max", "abs", "clamp", "relu"):
+            return ir.Math(e.fn, args, dt)
+        # other math on integers computes in f32, as a float result would
+        return cast(ir.Math(e.fn, tuple(cast(a, "f32") for a in args), "f32"), dt)
+
+    # ---- buffers ----------------------------------------------------------------------
+
+    def flat(self, buffer: str, index: tuple, store: bool):
+        """(flat offset, store guard or None) of `buffer[index]` (every axis given, or the
+        trailing ones of size 1)."""
+        ident, dtype, shape = self.buffers[buffer]
+        if any(isinstance(i, cir.Span) for i in index) or len(index) > len(shape):
+            raise NotScalar(f"a slice of `{buffer}`")
+        rest = shape[len(index):]
+        if any(cir.eval_dim(d, self.sizes) != 1 for d in rest):
+            raise NotScalar(f"a row of `{buffer}`")
+        off, guards = None, []
+        for k, ix in enumerate(index):
+            i = self.index(ix)
+            if not self.facts.index_in_range(ix, shape[k]):
+                site = self.sites.add(errflag.INDEX, self.line, buffer, shape[k])
+                if store:
+                    guards.append(ir.InRange(i, self.size(shape[k]), site))
+                else:
+                    i = ir.Checked(i, self.size(shape[k]), site, self.idx)
+            stride = [self.size(d) for d in shape[k + 1:]
+                      if not (isinstance(d, int) and d == 1)]
+            term = i
+            for s in stride:
+                term = ir.Bin("*", term, s, self.idx)
+            off = term if off is None else ir.Bin("+", off, term, self.idx)
+        guard = None
+        for g in guards:
+            guard = g if guard is None else ir.Bin("and", guard, g, "bool")
+        return (off if off is not None else lit(0, self.idx)), guard
+
+    def load(self, e: cir.Load) -> ir.Expr:
+        if e.buffer not in self.buffers:
+            raise NotScalar(f"an array `{e.buffer}` of a richer schedule")
+        ident, dtype, _ = self.buffers[e.buffer]
+        off, _ = self.flat(e.buffer, e.index, store=False)
+        return cast(ir.Load(ident, off, dtype), compute_dtype(dtype))
+
+    # ---- statements -------------------------------------------------------------------
+
+    def stmts(self, body) -> tuple:
+        out: list = []
+        for s in body:
+            self.line = getattr(s, "line", 0) or self.line
+            out.extend(self.stmt(s))
+        return tuple(out)
+
+    def block(self, body) -> tuple:
+        self.scopes.append({})
+        try:
+            return self.stmts(body)
+        finally:
+            self.scopes.pop()
+
+    def stmt(self, s) -> list:
+        ln = getattr(s, "line", 0)
+        if isinstance(s, cir.Let):
+            ty = s.declared_ty
+            if ty.shape or s.value.ty.shape:
+                raise NotScalar(f"tile `{s.name}`")
+            dt = compute_dtype(ty.dtype)
+            value = self.operand(s.value, dt)
+            return [ir.Decl(self.bind(s.name, dt), dt, value, s.mutable, ln)]
+        if isinstance(s, cir.Assign):
+            hit = self.lookup(s.name)
+            if hit is None:
+                raise NotScalar(f"assignment to `{s.name}` outside its scope")
+            return [ir.Set(hit[0], self.operand(s.value, hit[1]), ln)]
+        if isinstance(s, cir.Store):
+            if s.buffer not in self.buffers:
+                raise NotScalar(f"a store to `{s.buffer}` of a richer schedule")
+            ident, dtype, _ = self.buffers[s.buffer]
+            off, guard = self.flat(s.buffer, s.index, store=True)
+            value = cast(self.operand(s.value, compute_dtype(dtype)), dtype)
+            return [ir.Store(ident, off, value, guard, ln)]
+        if isinstance(s, cir.Loop):
+            start, stop, step = self.index(s.start), self.index(s.stop), self.index(s.step)
+            self.scopes.append({})
+            try:
+                var = self.bind(s.var, self.idx)
+                body = self.stmts(s.body)
+            finally:
+                self.scopes.pop()
+            return [ir.For(var, start, stop, step, body, self.idx, ln)]
+        if isinstance(s, cir.If):
+            cond = cast(self.expr(s.cond), "bool")
+            with self.facts.assuming(s.cond):
+                then = self.block(s.then)
+            return [ir.If(cond, then, self.block(s.orelse), ln)]
+        if isinstance(s, cir.Atomic):
+            ident, dtype, _ = self.buffers[s.buffer]
+            off, guard = self.flat(s.buffer, s.index, store=True)
+            return [ir.Atomic(s.op, ident, off, cast(self.operand(s.value, compute_dtype(dtype)), dtype),
+                              guard, ln)]
+        raise NotScalar(f"{type(s).__name__} needs a block schedule")
+
+
+def buffer_params(kernel: cir.Kernel, sizes: dict, index_dtype: str) -> tuple:
+    """The parameters every kernel of a program takes: the inputs, the output, the scalar
+    arguments and the sizes (the printer bakes sizes in or passes them)."""
+    stored = {n.buffer for n in cir.walk(kernel.body) if isinstance(n, (cir.Store, cir.Atomic))}
+    ps = [ir.Param(user_name(b.name), "buffer", b.dtype,
+                   b is kernel.output or b.name in stored or b.access != "read")
+          for b in list(kernel.inputs) + [kernel.output]]
+    ps += [ir.Param(user_name(s.name), "scalar", s.dtype) for s in kernel.scalars
+           if s.name not in sizes]
+    ps += [ir.Param(user_name(d), "size", index_dtype) for d in kernel.dims]
+    return tuple(ps)
+
+
+def index_dtype(kernel: cir.Kernel, sizes: dict) -> str:
+    """i64 where a buffer or a loop bound reaches 2^31, else i32."""
+    for b in list(kernel.inputs) + [kernel.output]:
+        if prod(cir.eval_dim(d, sizes) for d in b.shape) >= 2 ** 31 - 1:
+            return "i64"
+    for lp in (n for n in cir.walk(kernel.body) if isinstance(n, cir.Loop)):
+        for bound in (lp.start, lp.stop):
+            try:
+                v = cir.eval_expr_static(bound, sizes)
+            except (TypeError, KeyError, ZeroDivisionError):
+                continue
+            if isinstance(v, int) and not -2 ** 31 < v < 2 ** 31 - 1:
+                return "i64"
+    return "i32"

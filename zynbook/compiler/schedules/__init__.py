@@ -1,0 +1,31 @@
+"""Schedules (base.py): the one place decisions are made. `build(kernel, target, sizes)`
+tries them in order and returns the launch IR of the first that applies, with the reasons
+the others gave, or None where only a renderer of the older form handles the kernel yet."""
+from __future__ import annotations
+
+from .. import cir
+from ..launch import ir
+from ..launch.scalar import NotScalar
+from ..targets import Target
+from .generic import GenericThread
+
+SCHEDULES = (GenericThread(),)
+
+
+def build(kernel: cir.Kernel, target: Target, sizes: dict, params=None,
+          only: str | None = None) -> ir.Program | None:
+    notes = []
+    for sched in SCHEDULES:
+        if only is not None and sched.name != only:
+            continue
+        reason = sched.why_not(kernel, target, sizes)
+        if reason is None:
+            try:
+                prog = sched.build(kernel, target, sizes, params or sched.default(kernel, target, sizes))
+            except NotScalar as err:
+                reason = str(err)
+            else:
+                prog.notes = notes + prog.notes
+                return prog
+        notes.append(f"{sched.name}: {reason}")
+    return None

@@ -1,0 +1,47 @@
+"""What a schedule is: the one place a decision about how a kernel runs is made.
+
+A schedule looks at a kernel (and what the recognition pass found in it) on a `Target` and
+says whether it applies (`why_not` returns the reason it does not, or None), offers a space
+of parameters (frozen dataclasses: hashable, printable, part of every cache key), takes the
+annotations (`@workgroup`, `@tile`, `@shared`) as its default parameters, and builds the
+launch IR for one choice. Printers and devices only spell and run what it built.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from .. import cir
+from ..launch import ir
+from ..targets import Target
+
+
+@dataclass(frozen=True)
+class Params:
+    def describe(self) -> str:
+        return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
+
+
+class Schedule:
+    name = "schedule"
+
+    def why_not(self, kernel: cir.Kernel, target: Target, sizes: dict) -> str | None:
+        """None when the schedule applies to `kernel` on `target`, else the reason."""
+        raise NotImplementedError
+
+    def default(self, kernel: cir.Kernel, target: Target, sizes: dict) -> Params:
+        raise NotImplementedError
+
+    def space(self, kernel: cir.Kernel, target: Target, sizes: dict) -> list:
+        """Every parameter choice worth measuring (the default first)."""
+        return [self.default(kernel, target, sizes)]
+
+    def build(self, kernel: cir.Kernel, target: Target, sizes: dict, params: Params) -> ir.Program:
+        raise NotImplementedError
+
+
+def workgroup_threads(kernel: cir.Kernel) -> int:
+    """The threads a `@workgroup(x, y, z)` hint asks for (1 without one)."""
+    n = 1
+    for w in kernel.schedule.workgroup or ():
+        n *= int(w)
+    return n

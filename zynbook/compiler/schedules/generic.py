@@ -1,0 +1,133 @@
+"""The generic thread schedule: one thread per iteration of the parallel loop nest.
+
+Every kernel whose parallel iterations are scalar code (elementwise maps, gathers, stencils,
+loops with scalar accumulators inside an iteration) runs this way on every target:
+
+* GPUs: `threads` per block, a grid of ceil(total / threads) blocks, and a grid-stride loop
+  over the flattened nest, so neighbouring threads touch neighbouring elements;
+* the CPU (one thread per block, blocks run by the host's cores): each block takes a
+  contiguous `chunk` of iterations, so a core streams through memory.
+
+Kernels with tiles, shared arrays or barriers, and nests of few iterations whose bodies
+are long loops (where one block per iteration pays), need a block schedule.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import cir, errflag
+from ..launch import ir
+from ..launch.scalar import NotScalar, ScalarLowering, buffer_params, index_dtype, lit
+from ..targets import Target
+from .base import Params, Schedule, workgroup_threads
+from .nest import parallel_nest, trip_count
+
+
+@dataclass(frozen=True)
+class ThreadParams(Params):
+    threads: int = 256          # threads per block
+    chunk: int = 0              # iterations per block, contiguous (0: grid-stride)
+
+
+def _has(body, types) -> bool:
+    return any(isinstance(n, types) for n in cir.walk(body))
+
+
+class GenericThread(Schedule):
+    name = "generic"
+
+    def why_not(self, kernel, target, sizes):
+        if kernel.kernel_type.kind == "reduce":
+            return "a reduce kernel has its own schedule"
+        nest = parallel_nest(kernel.body, sizes)
+        if not nest.loops:
+            return "no parallel loop to spread over threads"
+        if _has(nest.body, (cir.SharedAlloc, cir.Barrier, cir.Yield)):
+            return "shared arrays and barriers need a block schedule"
+        if any(n.ty.shape for n in cir.walk(nest.body) if isinstance(n, cir.Expr)):
+            return "tile values need a block schedule"
+        if target.max_threads > 1 and nest.total <= 65536 and self._long_inner(nest, sizes):
+            return "few iterations with long inner loops: one block per iteration pays"
+        return None
+
+    @staticmethod
+    def _long_inner(nest, sizes) -> bool:
+        from ..codegen.cstyle import classify_loop      # the block schedule's own test
+        mutable = {n.name for n in cir.walk(nest.body) if isinstance(n, cir.Let) and n.mutable}
+        for lp in (n for n in cir.walk(nest.body) if isinstance(n, cir.Loop)):
+            if (lp.parallel or classify_loop(lp, mutable) is not None) \
+                    and (trip_count(lp, sizes) or 0) >= 64:
+                return True
+        return False
+
+    def default(self, kernel, target, sizes):
+        if target.max_threads == 1:
+            total = parallel_nest(kernel.body, sizes).total
+            blocks = max(1, min(total, 8 * target.cores))
+            return ThreadParams(1, -(-total // blocks))
+        wg = workgroup_threads(kernel)
+        return ThreadParams(min(target.max_threads, wg) if wg >= 32 else min(256, target.max_threads))
+
+    def space(self, kernel, target, sizes):
+        first = self.default(kernel, target, sizes)
+        if target.max_threads == 1:
+            return [first]
+        return [first] + [ThreadParams(t) for t in (64, 128, 256, 512, 1024)
+                          if t <= target.max_threads and t != first.threads]
+
+    def build(self, kernel, target, sizes, params: ThreadParams) -> ir.Program:
+        sizes = {k: int(v) for k, v in sizes.items()}
+        nest = parallel_nest(kernel.body, sizes)
+        idx = index_dtype(kernel, sizes)
+        if nest.total >= 2 ** 31 - 1:
+            idx = "i64"
+        sites = errflag.ErrorSites()
+        low = ScalarLowering(kernel, sizes, sites, idx)
+        body = list(low.stmts(nest.prologue))
+        total = lit(nest.total, idx)
+        g = "_g"
+        thread = ir.Cast(ir.Thread("thread"), idx) if idx != "i32" else ir.Thread("thread")
+        block = ir.Cast(ir.Thread("block"), idx) if idx != "i32" else ir.Thread("block")
+        if params.chunk:
+            start = ir.Bin("*", block, lit(params.chunk, idx), idx)
+            stop = ir.Math("min", (ir.Bin("+", start, lit(params.chunk, idx), idx), total), idx)
+            step = lit(1, idx)
+            blocks = -(-nest.total // params.chunk)
+        else:
+            start = ir.Bin("+", ir.Bin("*", block, lit(params.threads, idx), idx), thread, idx)
+            stop = total
+            blocks_e = ir.Cast(ir.Thread("blocks"), idx) if idx != "i32" else ir.Thread("blocks")
+            step = ir.Bin("*", blocks_e, lit(params.threads, idx), idx)
+            blocks = -(-nest.total // params.threads)
+        inner = self._decompose(low, nest, g, idx) + list(low.stmts(nest.body))
+        body.append(ir.For(g, start, stop, step, tuple(inner), idx, nest.loops[0].line))
+        name = "zyn_" + "".join(c if c.isalnum() else "_" for c in kernel.name)
+        what = (f"one thread per iteration of ({', '.join(l.var for l in nest.loops)})"
+                if not params.chunk else
+                f"blocks of {params.chunk} iterations of ({', '.join(l.var for l in nest.loops)})")
+        k = ir.Kernel(name, buffer_params(kernel, sizes, idx), tuple(body), params.threads, idx, what)
+        launch = ir.Launch(name, lit(max(1, blocks), "i64"), params.threads)
+        return ir.Program(kernel.name, (k,), (launch,), (), sites.as_tuple(),
+                          f"thread: {what} (generic: {params.describe()})")
+
+    @staticmethod
+    def _decompose(low: ScalarLowering, nest, g: str, idx: str) -> list:
+        """Bind each nest variable from the flat iteration `g` (innermost fastest)."""
+        out: list = []
+        rem = ir.Ref(g, idx)
+        n = len(nest.loops)
+        for k in range(n - 1, -1, -1):
+            lp, ext = nest.loops[k], nest.extents[k]
+            part = ir.Bin("%", rem, lit(ext, idx), idx) if k > 0 else rem
+            start, step = low.index(lp.start), low.index(lp.step)
+            val = part
+            if not (isinstance(step, ir.Lit) and step.value == 1):
+                val = ir.Bin("*", val, step, idx)
+            if not (isinstance(start, ir.Lit) and start.value == 0):
+                val = ir.Bin("+", start, val, idx)
+            out.append(ir.Decl(low.bind(lp.var, idx), idx, val, False, lp.line))
+            if k > 0:
+                nxt = f"_r{k}"
+                out.append(ir.Decl(nxt, idx, ir.Bin("/", rem, lit(ext, idx), idx), False, lp.line))
+                rem = ir.Ref(nxt, idx)
+        return out

@@ -1,0 +1,60 @@
+"""The loop nest a schedule distributes: the outermost perfectly nested parallel loops of a
+body with bounds known at launch, flattened into one iteration count."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import cir
+
+
+def static_value(e, sizes):
+    try:
+        return cir.eval_expr_static(e, sizes)
+    except (TypeError, KeyError, ZeroDivisionError):
+        return None
+
+
+def trip_count(loop: cir.Loop, sizes) -> int | None:
+    a, b, s = (static_value(x, sizes) for x in (loop.start, loop.stop, loop.step))
+    if a is None or b is None or s is None or s <= 0:
+        return None
+    return max(0, -(-(b - a) // s))
+
+
+@dataclass
+class Nest:
+    loops: list             # of cir.Loop, outermost first
+    extents: list           # their trip counts
+    prologue: tuple         # immutable scalar lets before the nest
+    body: tuple             # what runs per iteration
+
+    @property
+    def total(self) -> int:
+        n = 1
+        for e in self.extents:
+            n *= e
+        return n
+
+
+def _free(e) -> set:
+    return {n.name for n in cir.walk(e) if isinstance(n, cir.Var)}
+
+
+def parallel_nest(body, sizes) -> Nest:
+    """The parallel nest of `body` (no loops: the whole body, run once)."""
+    prologue, rest = [], list(body)
+    while len(rest) > 1 and isinstance(rest[0], cir.Let) and not rest[0].mutable \
+            and not rest[0].value.ty.shape:
+        prologue.append(rest.pop(0))
+    loops, extents, cur = [], [], tuple(rest)
+    while len(cur) == 1 and isinstance(cur[0], cir.Loop) and cur[0].parallel:
+        lp = cur[0]
+        n = trip_count(lp, sizes)
+        if n is None or _free((lp.start, lp.stop, lp.step)) & {l.var for l in loops}:
+            break
+        loops.append(lp)
+        extents.append(n)
+        cur = lp.body
+    if not loops:
+        return Nest([], [], (), tuple(body))
+    return Nest(loops, extents, tuple(prologue), cur)

@@ -1,0 +1,63 @@
+"""What a device can do, as data: the only facts schedules and printers ask of a target.
+
+A device describes itself with a `Target` (`cuda_target(cc)`, `cpu_target()`,
+`webgpu_target(features, limits)`, `metal_target()`); schedules read it to say whether they
+apply and to bound their parameter spaces; printers read the language from it. Nothing else
+about a device reaches the compiler.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str                   # "cuda", "cpp", "msl", "wgsl"
+    lang: str                   # the printer's dialect
+    warp: int                   # threads of a warp / SIMD group / subgroup (1: none)
+    max_threads: int            # threads per block
+    shared_bytes: int           # shared (workgroup / threadgroup) memory per block
+    dtypes: frozenset           # element types it computes in and stores
+    tensor_cores: tuple = ()    # MMA instruction families: ("mma.sync",), ("wgmma", "mma.sync")
+    collectives: bool = True    # warp / subgroup reductions
+    atomics: frozenset = frozenset({"+", "max", "min"})
+    arch: str = ""              # "sm_90", "apple", "x86-64-v3", an adapter's name
+    cores: int = 1              # parallel blocks the host runs at once (CPU)
+    notes: tuple = field(default=())
+
+    def has(self, dtype: str) -> bool:
+        return dtype in self.dtypes
+
+
+_BASE = frozenset({"f32", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"})
+
+
+def cuda_target(cc: tuple = (9, 0)) -> Target:
+    mma = ("wgmma", "mma.sync") if cc >= (9, 0) else (("mma.sync",) if cc >= (8, 0) else ())
+    shared = 227 * 1024 if cc >= (9, 0) else (163 * 1024 if cc >= (8, 0) else 48 * 1024)
+    return Target("cuda", "cuda", 32, 1024, shared, _BASE | {"f16", "bf16", "f64"}, mma,
+                  arch=f"sm_{cc[0]}{cc[1]}")
+
+
+def cpu_target(arch: str = "") -> Target:
+    return Target("cpu", "cpp", 1, 1, 1 << 20, _BASE | {"f16", "bf16", "f64"},
+                  collectives=False, arch=arch, cores=os.cpu_count() or 1)
+
+
+def metal_target() -> Target:
+    return Target("metal", "msl", 32, 1024, 32 * 1024, _BASE | {"f16", "bf16"} - {"i64", "u64"} | {"i64", "u64"},
+                  arch="apple")
+
+
+def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -> Target:
+    limits = limits or {}
+    dtypes = frozenset({"f32", "i32", "u32", "bool", "i8", "u8", "i16", "u16", "i64", "u64"})
+    if "shader-f16" in features:
+        dtypes |= {"f16"}
+    if "shader-f64" in features:
+        dtypes |= {"f64"}
+    return Target("webgpu", "wgsl", subgroup if "subgroup" in features else 1,
+                  int(limits.get("max_compute_invocations_per_workgroup", 256)),
+                  int(limits.get("max_compute_workgroup_storage_size", 16384)), dtypes,
+                  collectives="subgroup" in features)

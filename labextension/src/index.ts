@@ -5,7 +5,9 @@
  *   kernel's `codemirror_mode` `zynml`) and the `.zyn` file type;
  * - `zynbook-zynml:compute-cells`: `%%compute` cells of Python notebooks highlighted as ZynML;
  * - `zynbook-zynml:device-toolbar`: the default-device item in the toolbar of ZynML notebooks,
- *   and the progress item of slow ZynML cells (any notebook whose kernel reports progress).
+ *   and the progress item of slow ZynML cells (any notebook whose kernel reports progress);
+ * - `zynbook-zynml:browser-device`: the page's WebGPU adapter as the kernel's `browser:N`
+ *   device, and the command that exports a notebook as a live WebGPU page.
  */
 import {
   JupyterFrontEnd,
@@ -17,6 +19,7 @@ import { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
+import { BrowserDeviceLink } from './browser';
 import { registerComputeCells } from './computecells';
 import { DeviceToolbarItem } from './devices';
 import { ProgressToolbarItem } from './progress';
@@ -26,6 +29,7 @@ export { zynml, zynmlParser, ZYNML_MIME } from './zynml';
 export { computeCellLanguage, isComputeCell } from './computecells';
 export { DEVICE_COMM_TARGET, DEVICE_QUERY, decodeDeviceState } from './devices';
 export { PROGRESS_COMM_TARGET } from './progress';
+export { BROWSER_COMM_TARGET, pageGPU } from './browser';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 16 16">
   <rect class="jp-icon3" fill="#616161" x="1" y="1" width="14" height="14" rx="3"/>
@@ -94,4 +98,21 @@ const deviceToolbar: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [language, computeCells, deviceToolbar];
+class BrowserDeviceExtension
+  implements DocumentRegistry.IWidgetExtension<NotebookPanel, INotebookModel>
+{
+  createNew(panel: NotebookPanel): IDisposable {
+    return new BrowserDeviceLink(panel);
+  }
+}
+
+const browserDevice: JupyterFrontEndPlugin<void> = {
+  id: 'zynbook-zynml:browser-device',
+  description: "The page's WebGPU adapter as the kernel's browser:N device.",
+  autoStart: true,
+  activate: (app: JupyterFrontEnd) => {
+    app.docRegistry.addWidgetExtension('Notebook', new BrowserDeviceExtension());
+  }
+};
+
+export default [language, computeCells, deviceToolbar, browserDevice];

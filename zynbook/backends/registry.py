@@ -1,5 +1,7 @@
 """Device ids -> devices. `cpu` always; `cuda:N`, `webgpu:N` / `vulkan:N` / `metal:N` /
-`dx12:N` where their backends find hardware; `auto` is the best GPU, else the CPU."""
+`dx12:N` where their backends find hardware; `browser:N` while a JupyterLab page with the
+ZynBook extension is connected to the kernel (never picked by `auto`); `auto` is the best
+GPU, else the CPU."""
 from __future__ import annotations
 
 import importlib
@@ -31,7 +33,27 @@ def _discover() -> dict:
                     for dev_id in [dev.id] + list(getattr(dev, "aliases", ())):
                         found.setdefault(dev_id, dev)
             _devices = found
-        return _devices
+        return _with_pages(_devices)
+
+
+def _with_pages(found: dict) -> dict:
+    """`found` and the devices of the pages connected now (they come and go)."""
+    try:
+        from .browser import connected
+        pages = connected()
+    except Exception:
+        return found
+    if not pages:
+        return found
+    found = dict(found)
+    for dev in pages:
+        found.setdefault(dev.id, dev)
+    return found
+
+
+def _listed(dev) -> bool:
+    """Whether compute_devices() shows a device (a page without WebGPU is not shown)."""
+    return getattr(dev, "available", True)
 
 
 def refresh():
@@ -43,7 +65,8 @@ def refresh():
 
 def best_device_id() -> str:
     devices = _discover()
-    gpus = [d for d in dict.fromkeys(devices.values()) if d.kind == "gpu"]
+    gpus = [d for d in dict.fromkeys(devices.values())
+            if d.kind == "gpu" and getattr(d, "auto", True)]
     if not gpus:
         return "cpu"
     order = {"cuda": 0, "metal": 1, "vulkan": 2, "dx12": 3}
@@ -73,7 +96,7 @@ def compute_devices() -> list:
     """One entry per device (aliases not repeated), as dicts with at least id, type, name."""
     seen, out = set(), []
     for dev in _discover().values():
-        if id(dev) in seen:
+        if id(dev) in seen or not _listed(dev):
             continue
         seen.add(id(dev))
         out.append(dev.info())

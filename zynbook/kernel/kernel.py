@@ -244,6 +244,9 @@ class ZynMLShell(ZMQInteractiveShell):
         from ..magics.compare import CompareMagics
 
         self.register_magics(CompareMagics)     # %%compare, as in Python notebooks
+        from ..backends import browser
+
+        browser.register()                      # pages offer their GPU as `browser:N`
 
     def python_transform(self, code: str) -> str:
         return super().transform_cell(code)

@@ -25,8 +25,11 @@ def load_ipython_extension(ipython) -> None:
     from ..errors import ZynMLError
     from ..kernel.display import register_formatters, show_error
 
+    from ..backends import browser
+
     ipython.register_magics(ComputeMagics)
     ipython.register_magics(CompareMagics)
+    browser.register()              # a JupyterLab page offers its GPU as `browser:N`
     register_formatters(ipython)
     # a ZynML mistake shows as its source line and caret, not a Python stack (the ZynML
     # kernel's shell already handles these, with interrupts besides)

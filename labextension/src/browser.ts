@@ -1,0 +1,283 @@
+/**
+ * The page's own GPU as a ZynML device (`browser:N`).
+ *
+ * For each kernel of an open notebook that has the `zynbook.browser` comm target (the ZynML
+ * kernel always; a Python kernel after `%load_ext zynbook`), the page opens one comm and
+ * sends its WebGPU adapter's description (or why it has none). The kernel then sends
+ * launches on that comm: a JSON plan (the WGSL of the WebGPU back end, bindings, dispatches)
+ * and binary buffers (uniforms and inputs); the runner (runner.js, shared with `zynbook
+ * export`) compiles the pipelines once per source hash, dispatches, reads back and the page
+ * replies with the output buffers and GPU timestamps, or with an error of a kind the kernel
+ * turns into a ZynML device error. Comm messages travel over a kernel subshell (JupyterLab's
+ * default where the kernel has them), so the kernel reads the reply while the cell that
+ * launched waits. Leaving the page closes the comms: the kernel drops the device.
+ */
+import { ISessionContext } from '@jupyterlab/apputils';
+import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { IDisposable } from '@lumino/disposable';
+
+// runner.js is plain JavaScript kept beside the Python back end (zynbook export inlines it)
+// @ts-ignore: no declaration file; its API is described by IRunner below
+import * as runnerModule from '../../zynbook/backends/browser/runner.js';
+
+/** The comm target the kernel registers. */
+export const BROWSER_COMM_TARGET = 'zynbook.browser';
+
+interface IRunResult {
+  outputs: ArrayBuffer[];
+  times: { [key: string]: unknown };
+}
+
+interface IRunner {
+  run(plan: unknown, data: unknown[]): Promise<IRunResult>;
+  onLost?: (message: string) => void;
+}
+
+interface IPageGPU {
+  runner?: IRunner;
+  adapter?: { [key: string]: unknown };
+  error?: { kind: string; message: string };
+}
+
+const runnerApi = runnerModule as unknown as {
+  openGPU(): Promise<{ info: { [key: string]: unknown } }>;
+  Runner: new (gpu: unknown) => IRunner;
+};
+
+let gpuPromise: Promise<IPageGPU> | null = null;
+const links = new Map<string, KernelLink>();
+
+/** The page's GPU, opened once for all kernels. */
+export function pageGPU(): Promise<IPageGPU> {
+  if (!gpuPromise) {
+    gpuPromise = runnerApi.openGPU().then(
+      gpu => {
+        const runner = new runnerApi.Runner(gpu);
+        runner.onLost = (message: string) => {
+          for (const link of links.values()) {
+            link.send({ type: 'lost', message });
+          }
+        };
+        return { runner, adapter: gpu.info };
+      },
+      (err: any) => ({
+        error: { kind: String(err?.kind ?? 'no-webgpu'), message: String(err?.message ?? err) }
+      })
+    );
+  }
+  return gpuPromise;
+}
+
+/** The comm between this page and one kernel. */
+class KernelLink {
+  constructor(kernel: Kernel.IKernelConnection) {
+    this.kernel = kernel;
+  }
+
+  get connected(): boolean {
+    return this.comm !== null;
+  }
+
+  /** Open the comm if the kernel has the target and none is open. */
+  async connect(): Promise<void> {
+    if (this.comm || this.connecting || this.kernel.isDisposed) {
+      return;
+    }
+    this.connecting = true;
+    try {
+      if (!(await this.hasTarget())) {
+        return;
+      }
+      const gpu = await pageGPU();
+      const comm = this.kernel.createComm(BROWSER_COMM_TARGET);
+      if (this.kernel.supportsSubshells) {
+        await (comm as any).subshellStarted;
+      }
+      comm.onMsg = msg => this.onMsg(msg);
+      comm.onClose = () => {
+        if (this.comm === comm) {
+          this.comm = null;
+        }
+      };
+      this.comm = comm;
+      const hello: any = gpu.adapter ? { adapter: gpu.adapter } : { error: gpu.error };
+      await comm.open({ type: 'hello', ...hello }).done;
+    } catch (reason) {
+      console.warn('zynbook: could not connect the browser device', reason);
+      this.comm = null;
+    } finally {
+      this.connecting = false;
+    }
+  }
+
+  /** Whether the kernel registered the comm target (a silent user expression). */
+  private async hasTarget(): Promise<boolean> {
+    const future = this.kernel.requestExecute(
+      {
+        code: '',
+        silent: true,
+        store_history: false,
+        user_expressions: {
+          zynbook_browser:
+            "__import__('zynbook.backends.browser.bridge', fromlist=['x'])._registered"
+        }
+      },
+      true
+    );
+    const reply = (await future.done).content as KernelMessage.IExecuteReplyMsg['content'];
+    if (reply.status !== 'ok') {
+      return false;
+    }
+    const result = (reply.user_expressions ?? {})['zynbook_browser'] as any;
+    return Boolean(result && result.status === 'ok' && result.data['text/plain'] === 'True');
+  }
+
+  send(data: any, buffers: (ArrayBuffer | ArrayBufferView)[] = []): void {
+    if (this.comm && !this.comm.isDisposed) {
+      try {
+        this.comm.send(data, undefined, buffers);
+      } catch (reason) {
+        console.warn('zynbook: browser device send failed', reason);
+      }
+    }
+  }
+
+  close(): void {
+    if (this.comm && !this.comm.isDisposed) {
+      try {
+        this.comm.close({ reason: 'the page was closed' });
+      } catch {
+        // the kernel connection is gone already
+      }
+    }
+    this.comm = null;
+  }
+
+  private onMsg(msg: KernelMessage.ICommMsgMsg): void {
+    const data = (msg.content.data ?? {}) as any;
+    const buffers = (msg.buffers ?? []) as unknown[];
+    switch (data.type) {
+      case 'ping':
+        this.send({ type: 'pong', id: 0 });
+        break;
+      case 'echo':
+        this.send({ type: 'echo', id: data.id }, buffers as ArrayBuffer[]);
+        break;
+      case 'cancel':
+        this.cancelled.add(data.id);
+        break;
+      case 'launch':
+        void this.launch(data.id, data.plan, buffers);
+        break;
+      default:
+        break;
+    }
+  }
+
+  private async launch(id: number, plan: any, buffers: unknown[]): Promise<void> {
+    const gpu = await pageGPU();
+    let reply: any;
+    let out: ArrayBuffer[] = [];
+    if (!gpu.runner) {
+      reply = { type: 'error', id, ...gpu.error };
+    } else {
+      try {
+        const result = await gpu.runner.run(plan, buffers);
+        reply = { type: 'result', id, times: result.times };
+        out = result.outputs;
+      } catch (err: any) {
+        reply = {
+          type: 'error',
+          id,
+          kind: String(err?.kind ?? 'internal'),
+          message: String(err?.message ?? err)
+        };
+      }
+    }
+    if (this.cancelled.delete(id)) {
+      return;
+    }
+    this.send(reply, out);
+  }
+
+  readonly kernel: Kernel.IKernelConnection;
+  private comm: Kernel.IComm | null = null;
+  private connecting = false;
+  private cancelled = new Set<number>();
+}
+
+function linkFor(kernel: Kernel.IKernelConnection): KernelLink {
+  let link = links.get(kernel.id);
+  if (!link || link.kernel !== kernel) {
+    link?.close();
+    link = new KernelLink(kernel);
+    links.set(kernel.id, link);
+  }
+  return link;
+}
+
+/** Connects the page to the kernel of one notebook panel, and again after a restart. */
+export class BrowserDeviceLink implements IDisposable {
+  constructor(panel: NotebookPanel) {
+    this.panel = panel;
+    const ctx = panel.sessionContext;
+    ctx.kernelChanged.connect(this.poke, this);
+    ctx.statusChanged.connect(this.onStatus, this);
+    NotebookActions.executed.connect(this.onExecuted, this);
+    void ctx.ready.then(() => this.poke());
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    NotebookActions.executed.disconnect(this.onExecuted, this);
+  }
+
+  private poke(): void {
+    const kernel = this.panel.sessionContext.session?.kernel;
+    if (kernel && !this._disposed) {
+      void linkFor(kernel).connect();
+    }
+  }
+
+  private onStatus(_: ISessionContext, status: Kernel.Status): void {
+    const kernel = this.panel.sessionContext.session?.kernel;
+    if (status === 'restarting' || status === 'autorestarting') {
+      if (kernel) {
+        links.get(kernel.id)?.close();
+        links.delete(kernel.id);
+      }
+      this.restarted = true;
+    } else if (status === 'idle' && this.restarted) {
+      // once after a restart (never on every idle: the check itself makes the kernel busy)
+      this.restarted = false;
+      this.poke();
+    }
+  }
+
+  private onExecuted(_: unknown, args: { notebook: unknown }): void {
+    if (args.notebook === this.panel.content) {
+      this.poke();
+    }
+  }
+
+  private panel: NotebookPanel;
+  private _disposed = false;
+  private restarted = false;
+}
+
+// leaving the page: every kernel drops this page's device at once
+if (typeof window !== 'undefined') {
+  window.addEventListener('pagehide', () => {
+    for (const link of links.values()) {
+      link.close();
+    }
+  });
+}

@@ -160,9 +160,10 @@ class Checker:
                 self.expr(s.value)
         elif isinstance(s, A.Config):
             for kw in s.entries:
-                if kw.name not in ("compute_device", "seed", "cluster", "model_split"):
-                    raise ZynMLNameError(f"unknown config key `{kw.name}`; known: "
-                                         "compute_device, seed, cluster, model_split", kw.span)
+                if kw.name not in ("compute_device", "seed", "cluster", "model_split",
+                                   "memory_budget"):
+                    raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
+                                         "seed, cluster, model_split, memory_budget", kw.span)
                 self.expr(kw.value)
         elif isinstance(s, A.Yield):
             raise ZynMLTypeError("`yield` belongs inside a reduce kernel's compute body", s.span)

@@ -27,11 +27,29 @@ from .fused import FusedOps
 class Buffer:
     """A flat buffer of `len()` elements on one device (`.device`), f32 or u32."""
 
-    __slots__ = ("tensor", "owner", "__weakref__")
+    __slots__ = ("_tensor", "owner", "_nbytes", "__weakref__")
 
     def __init__(self, tensor, owner):
-        self.tensor = tensor            # a 1-D zynbook.Tensor on owner.id
+        self._nbytes = 0
         self.owner = owner
+        self.tensor = tensor            # a 1-D zynbook.Tensor on owner.id
+
+    @property
+    def tensor(self):
+        return self._tensor
+
+    @tensor.setter
+    def tensor(self, t):
+        # the device's allocator counts every buffer's bytes while the buffer lives
+        n = int(t.nbytes)
+        self.owner._track(n - self._nbytes)
+        self._tensor, self._nbytes = t, n
+
+    def __del__(self):
+        try:
+            self.owner._track(-self._nbytes)
+        except Exception:       # noqa: BLE001 - interpreter shutdown
+            pass
 
     def __len__(self) -> int:
         return self.tensor.size
@@ -76,6 +94,11 @@ class Device(FusedOps):
         self.id = device_id
         self._session = Session(device_id)
         self._lock = threading.RLock()
+        self._live = self._peak = 0         # bytes of the buffers alive now, and at most
+        self._pool_peak = None              # CUDA: CuPy's memory pool in use, at most
+        # bytes a training step may keep for its backward pass (models built on this device
+        # use it unless their own config names one); None: no budget
+        self.memory_budget = None
 
     def __repr__(self):
         return f"zynbook.device({self.id!r})"
@@ -84,6 +107,40 @@ class Device(FusedOps):
         """The language kernels are generated in on this device."""
         return {"cpu": "python", "c": "c++", "cuda": "cuda", "metal": "msl"}.get(
             self.backend.backend, "wgsl")
+
+    # -------------------------------------------------------------- memory
+    def _track(self, delta: int):
+        with self._lock:
+            self._live += delta
+            if self._live > self._peak:
+                self._peak = self._live
+            if delta > 0 and self.backend.backend == "cuda":
+                used = self._pool_used()
+                if used is not None and (self._pool_peak is None or used > self._pool_peak):
+                    self._pool_peak = used
+
+    def _pool_used(self):
+        try:
+            import cupy
+            with cupy.cuda.Device(int(self.backend.id.split(":")[1])):
+                return int(cupy.get_default_memory_pool().used_bytes())
+        except Exception:       # noqa: BLE001 - no CuPy pool to ask
+            return None
+
+    def memory_stats(self) -> dict:
+        """{"live_bytes": bytes of this device's buffers alive now, "peak_bytes": the most
+        alive at once since the last reset_peak_memory(), "pool_peak_bytes": on CUDA, the most
+        CuPy's memory pool held in use at a buffer's allocation (every array on the device,
+        the kernels' temporaries too), else None}."""
+        with self._lock:
+            return {"live_bytes": self._live, "peak_bytes": self._peak,
+                    "pool_peak_bytes": self._pool_peak}
+
+    def reset_peak_memory(self):
+        """Start the peak over from the bytes alive now."""
+        with self._lock:
+            self._peak = self._live
+            self._pool_peak = self._pool_used() if self.backend.backend == "cuda" else None
 
     # -------------------------------------------------------------- plumbing
     def _wrap(self, t) -> Buffer:

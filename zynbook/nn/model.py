@@ -38,8 +38,9 @@ class GPTConfig:
     weight_decay: float = 0.01
     pad_id: int = 0
     seed: int = 0
-    # bytes the forward pass may keep for the backward pass; None keeps everything. Layers
-    # past the budget keep only their input and recompute the rest in the backward pass.
+    # bytes the forward pass may keep for the backward pass; None: the device's budget
+    # (`dev.memory_budget`), and without one everything is kept. Layers past the budget keep
+    # only their input and recompute the rest in the backward pass.
     memory_budget: int | None = None
 
     @property
@@ -188,6 +189,14 @@ class TinyGPT:
         x_out = self._add(x_mid, self._linear(s, self.p(L + "w2"), seq, c.ffn, D), seq * D)
         return x_out, dict(x=x, h=h, q=q, k=k, v=v, a=a, x_mid=x_mid, h2=h2, g=g, u=u, s=s)
 
+    @property
+    def memory_budget(self):
+        """The config's memory_budget, else the device's (`dev.memory_budget`, which
+        `config { memory_budget: 64MB }` sets from ZynML); None: keep every activation."""
+        if self.config.memory_budget is not None:
+            return self.config.memory_budget
+        return getattr(self.dev, "memory_budget", None)
+
     def activation_bytes(self, seq) -> tuple:
         """(bytes one layer keeps whole, bytes it keeps checkpointed) for `seq` positions."""
         c = self.config
@@ -199,12 +208,13 @@ class TinyGPT:
         """How many layers (the first ones) keep every activation within memory_budget; the
         others are recomputed from their input in the backward pass."""
         c = self.config
-        if c.memory_budget is None:
+        budget = self.memory_budget
+        if budget is None:
             return c.n_layers
         whole, ckpt = self.activation_bytes(seq)
         base = 4 * 2 * seq * c.dim                  # the final norm's input and output
         for k in range(c.n_layers, -1, -1):
-            if base + k * whole + (c.n_layers - k) * ckpt <= c.memory_budget:
+            if base + k * whole + (c.n_layers - k) * ckpt <= budget:
                 return k
         return 0
 

@@ -202,6 +202,49 @@ def _has_buffer(values) -> bool:
 def register(builtins: dict):
     for name in DEVICE_OPS:
         builtins[name] = make_builtin(name, builtins.get(name))
+    builtins.update(_MORE)
+
+
+_MORE: dict = {}
+
+
+def _builtin_named(name):
+    def put(fn):
+        _MORE[name] = fn
+        return fn
+    return put
+
+
+def set_memory_budget(interp, value, span):
+    """`config { memory_budget: 64MB }`: the budget of the device interface on the session's
+    device (a size in bytes; `inf` for none), which training steps of models built on it keep
+    their activations within, recomputing the rest in the backward pass."""
+    import math
+    from ..nn.device import device
+    if isinstance(value, float) and math.isinf(value) and value > 0:
+        value = None
+    elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ZynMLTypeError("memory_budget takes a size in bytes like 64MB (inf: no budget)",
+                             span)
+    device(interp.default_device).memory_budget = value
+
+
+@_builtin_named("memory_stats")
+def _memory_stats(interp, args, kwargs):
+    from ..nn.device import device
+    from .values import Record
+    for k in kwargs:
+        if k not in ("device", "reset"):
+            raise ZynMLTypeError(f"memory_stats() has no parameter `{k}`; it is called as "
+                                 "memory_stats(device=, reset=false)")
+    if args:
+        raise ZynMLTypeError("memory_stats() takes named arguments: memory_stats(device=, "
+                             "reset=false)")
+    dev = device(kwargs.get("device", interp.default_device))
+    stats = dev.memory_stats()
+    if kwargs.get("reset", False):
+        dev.reset_peak_memory()
+    return Record(dict(stats, budget_bytes=dev.memory_budget))
 
 
 # ---------------------------------------------------------------- static checks

@@ -55,7 +55,14 @@ class CompiledKernel:
 
     @property
     def cir_text(self) -> str:
+        """The CIR the devices run (after the pass pipeline)."""
         return cir.print_kernel(self.kernel)
+
+    @property
+    def lowered_cir_text(self) -> str:
+        """The CIR as lowering wrote it, before the pass pipeline."""
+        before = getattr(self.lowered, "before_passes", None)
+        return cir.print_kernel(before if before is not None else self.kernel)
 
     @property
     def zynml(self) -> str:
@@ -312,9 +319,11 @@ class Interpreter:
             elif kw.name in ("cluster", "model_split"):
                 from .parallel import configure
                 configure(self.session, kw.name, value, kw.value.span)
+            elif kw.name == "memory_budget":
+                D.set_memory_budget(self, value, kw.value.span)
             else:
                 raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
-                                     "seed, cluster, model_split", kw.span)
+                                     "seed, cluster, model_split, memory_budget", kw.span)
         return None
 
     def truth(self, value, node) -> bool:

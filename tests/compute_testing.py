@@ -6,6 +6,7 @@ import numpy as np
 
 from zynbook.compiler import ast as A
 from zynbook.compiler import dims, lower
+from zynbook.compiler.passes.pipeline import run_pipeline
 from zynbook.compiler.parser import parse
 from zynbook.compiler.types import DTYPE_ALIASES
 
@@ -33,7 +34,7 @@ def lower_signatures(src, signatures, scalar_types=None, name="kernel"):
     {name: (dtype, rank)}, scalars these {name: dtype}."""
     node = find_compute(parse(src).body)
     sigs = [lower.InputSig(lower.dotted(e), *signatures[lower.dotted(e)]) for e in node.inputs]
-    return lower.lower_compute(node, sigs, scalar_types or {}, name, src)
+    return run_pipeline(lower.lower_compute(node, sigs, scalar_types or {}, name, src))
 
 
 def lower_block(src, arrays, scalars=None, sizes=None, name="kernel"):

@@ -70,6 +70,7 @@ def lower_template(text: str, ranks: list, dtypes: list | None = None):
     given ranks."""
     from zynbook.compiler import ast as A
     from zynbook.compiler.lower import InputSig, lower_compute
+    from zynbook.compiler.passes.pipeline import run_pipeline
     from zynbook.compiler.parser import parse
     prog = parse(text)
     node = None
@@ -85,7 +86,7 @@ def lower_template(text: str, ranks: list, dtypes: list | None = None):
             stack.extend(vars(x).values())
     dtypes = dtypes or ["f32"] * len(ranks)
     sigs = [InputSig(e.id, t, r) for e, r, t in zip(node.inputs, ranks, dtypes)]
-    return lower_compute(node, sigs, {}, source=text).kernel
+    return run_pipeline(lower_compute(node, sigs, {}, source=text)).kernel
 
 
 # ---------------------------------------------------------------- the spec's text

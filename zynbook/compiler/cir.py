@@ -272,6 +272,8 @@ class KernelType:
     `params` holds its parameters, e.g. {"op": "+", "axis": 1} for reduce(+, axis=1)."""
     kind: str
     params: tuple = ()      # sorted (key, value) pairs so the type stays hashable
+    # where the @kernel annotation names the type (for errors); not part of the meaning
+    span: Any = field(default=None, compare=False, repr=False)
 
     def param(self, key, default=None):
         return dict(self.params).get(key, default)

@@ -1,10 +1,12 @@
 """Lower one checked `compute()` block to a CIR kernel.
 
 Lowering resolves every name of the body (inputs, loop variables, locals, shared arrays,
-size names, scalar arguments), gives every expression its type, marks the loops whose
-iterations are independent as parallel, works out the output's shape from the stores (or
-the reduction), and records the *dimension constraints* that tie the inputs' axes to the
-loop ranges that index them. `dims.solve` checks those constraints against real shapes.
+size names, scalar arguments), gives every expression its type, works out the output's
+shape from the stores (or the reduction), and records the *dimension constraints* that tie
+the inputs' axes to the loop ranges that index them. `dims.solve` checks those constraints
+against real shapes. Lowering only translates: the loop nest comes out as written, and the
+pass pipeline (`passes/pipeline.py`: widening `var`s, marking parallel loops, checking the
+kernel type, ...) makes the CIR the devices run.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 from ..errors import NO_SPAN, Span, ZynMLNameError, ZynMLShapeError, ZynMLTypeError
 from . import affine, cir
 from . import ast as A
-from .types import canonical_dtype, is_float, is_int, promote
+from .types import arithmetic_dtype, canonical_dtype, is_float, is_int, is_weak, promote
 
 BOOL = cir.Ty("bool")
 I32 = affine.I32
@@ -72,6 +74,8 @@ class LoweredKernel:
     placeholders: dict = field(default_factory=dict)   # buffer name -> axis size names
     scalar_labels: dict = field(default_factory=dict)  # scalar argument -> label as written
     notes: list = field(default_factory=list)          # (message, span): told, not refused
+    # the CIR as lowered, once the pass pipeline (passes/pipeline.py) has made `kernel`
+    before_passes: cir.Kernel | None = None
 
 
 def identifier(label: str) -> str:
@@ -120,7 +124,6 @@ class _Lowering:
         self.loop_stack: list = []
         self.guard_depth = 0
         self.annotations: dict = {}
-        self.var_bindings: dict = {}       # cir name of each `var` -> its binding
         self.weak_vars: set = set()        # locals still holding a weakly typed literal
         self.scalar_labels: dict = {}      # cir name of a scalar argument -> label as written
         self.loop_info: dict = {}          # loop var -> (start, stop, step, RangeIter)
@@ -194,10 +197,7 @@ class _Lowering:
                 self.bind(key, _Binding("size", I32, key))
                 self.sizes.add(key)
         body = self.block(self.node.body, top=True)
-        body = self._declare_widened(body)
-        body = self._mark_parallel(body, ancestors_parallel=True)
         output = self._output(kernel_type)
-        verify_kernel_shape(kernel_type, body, self.annotations.get("kernel"), self.yields)
         schedule = self._schedule(max(_nest_depth(body), len(output.shape)))
         dims = tuple(sorted(self.sizes))
         scalars = tuple(cir.Scalar(n, t) for n, t in sorted(self.scalar_args.items()))
@@ -252,7 +252,7 @@ class _Lowering:
             if kind == "reduce" and kw.name != "axis":
                 raise ZynMLTypeError(f"reduce has no parameter `{kw.name}` (only axis=)", kw.span)
             params[kw.name] = value
-        return cir.KernelType(kind, tuple(sorted(params.items())))
+        return cir.KernelType(kind, tuple(sorted(params.items())), ann.kernel_span)
 
     def _note(self, message: str, span: Span):
         """Something worth telling that refuses nothing: kept on the kernel, and warned."""
@@ -381,7 +381,6 @@ class _Lowering:
             cname = self._fresh_local(s.name)
             binding = _Binding("local", value.ty, cname, True, line)
             self.bind(s.name, binding)
-            self.var_bindings[cname] = binding
             if self._is_weak(value):
                 self.weak_vars.add(cname)
             return cir.Let(cname, value, True, line)
@@ -661,20 +660,9 @@ class _Lowering:
         return cir.Var(cname, cir.Ty(dtype))
 
     def _is_weak(self, e) -> bool:
-        """A value typed only by a literal (or by math on sizes, `sqrt(head_dim)`): it
-        takes the dtype of what it meets, so f16 and f64 kernels keep their precision."""
-        if isinstance(e, cir.Const):
-            return isinstance(e.value, (float, int)) and not isinstance(e.value, bool)
-        if isinstance(e, cir.Var):
-            return e.name in self.weak_vars
-        if isinstance(e, cir.Unary):
-            return e.op == "neg" and self._is_weak(e.operand)
-        if isinstance(e, (cir.Bin, cir.Call)) and not e.ty.shape:
-            args = (e.left, e.right) if isinstance(e, cir.Bin) else e.args
-            if isinstance(e, cir.Bin) and e.op not in ("+", "-", "*", "/", "**", "%"):
-                return False
-            return all(self._is_weak(a) or (is_int(a.ty.dtype) and not a.ty.shape) for a in args)
-        return False
+        """A value typed only by a literal (types.is_weak), given the locals that still
+        hold one."""
+        return is_weak(e, self.weak_vars)
 
     def whole(self, buf):
         if buf in self.shared:
@@ -776,9 +764,7 @@ class _Lowering:
             raise ZynMLTypeError(f"unsupported operator {op}", span)
         if a.ty.dtype == "bool" and b.ty.dtype == "bool":
             raise ZynMLTypeError(f"arithmetic on booleans; use `and`/`or`", span)
-        dtype = promote(a.ty.dtype, b.ty.dtype, self._is_weak(a), self._is_weak(b))
-        if op == "**" and is_int(dtype) and not (isinstance(b, cir.Const) and b.value >= 0):
-            dtype = "f32"
+        dtype = arithmetic_dtype(op, a, b, self._is_weak(a), self._is_weak(b))
         return cir.Bin(op, a, b, cir.Ty(dtype, shape))
 
     def call(self, e: A.Call):
@@ -905,69 +891,6 @@ class _Lowering:
             out.append(da)
         return tuple(reversed(out))
 
-    def _declare_widened(self, body) -> list:
-        """Give each `var` whose assignments widened it its final type at its declaration."""
-        out = []
-        for s in body:
-            if isinstance(s, cir.Let) and s.mutable:
-                b = self.var_bindings.get(s.name)
-                if b is not None and b.ty != s.value.ty:
-                    if isinstance(s.value, cir.Const) and not b.ty.shape:
-                        s = cir.Let(s.name, cir.Const(s.value.value, b.ty), True, s.line)
-                    else:
-                        s = cir.Let(s.name, s.value, True, s.line, b.ty)
-            elif isinstance(s, cir.Loop):
-                s = cir.Loop(s.var, s.start, s.stop, s.step, tuple(self._declare_widened(s.body)),
-                             s.parallel, s.line)
-            elif isinstance(s, cir.If):
-                s = cir.If(s.cond, tuple(self._declare_widened(s.then)),
-                           tuple(self._declare_widened(s.orelse)), s.line)
-            out.append(s)
-        return out
-
-    # ------------------------------------------------------------- parallel loops
-    def _mark_parallel(self, body, ancestors_parallel) -> list:
-        out = []
-        for s in body:
-            if isinstance(s, cir.Loop):
-                par = ancestors_parallel and self._independent(s)
-                inner = self._mark_parallel(s.body, par)
-                out.append(cir.Loop(s.var, s.start, s.stop, s.step, tuple(inner), par, s.line))
-            elif isinstance(s, cir.If):
-                out.append(cir.If(s.cond, tuple(self._mark_parallel(s.then, False)),
-                                  tuple(self._mark_parallel(s.orelse, False)), s.line))
-            else:
-                out.append(s)
-        return out
-
-    def _independent(self, loop: cir.Loop) -> bool:
-        """Iterations of `loop` are independent: each writes its own part of out (or yields),
-        and none changes a variable declared outside it."""
-        declared = {n.name for n in cir.walk(loop.body) if isinstance(n, cir.Let)}
-        own_shared = {n.name for n in cir.walk(loop.body) if isinstance(n, cir.SharedAlloc)}
-        stores, yields = [], []
-        for n in cir.walk(loop.body):
-            if isinstance(n, cir.Assign) and n.name not in declared:
-                return False
-            if isinstance(n, cir.Store):
-                if n.buffer == "out":
-                    stores.append(n)
-                elif n.buffer in self.shared and n.buffer not in own_shared:
-                    return False
-            if isinstance(n, cir.Yield):
-                yields.append(n)
-            if isinstance(n, cir.Barrier) and not own_shared:
-                return False        # a barrier over memory shared between iterations
-        if yields:
-            return not stores
-        if not stores:
-            return False
-        for st in stores:
-            if not st.index or not any(affine.uses_vars(i.start if isinstance(i, cir.Span) else i,
-                                                         {loop.var}) for i in st.index):
-                return False
-        return True
-
     # ---------------------------------------------------------------- the output
     def _output(self, kt: cir.KernelType) -> cir.Buffer:
         if kt.kind == "reduce" or (self.yields and not self.out_stores and not self.whole_out):
@@ -1084,63 +1007,6 @@ class _Lowering:
                                       self.loop_info[var][3].span)
             shape.append(_dim_value(stop))
         return cir.Buffer("out", dtype, tuple(shape), "write")
-
-
-# What each kernel type expects of its body; a body of another shape is refused.
-_EXPECTED = {
-    "elementwise": "parallel loops whose every iteration writes out[...] on its own "
-                   "(no reduction loops, no yield)",
-    "reduce": "loops that `yield` the values to combine",
-    "matmul": "parallel loops over the output with an inner loop accumulating products "
-              "(sum += A[.., k] * B[k, ..]) stored into out",
-    "batched_matmul": "parallel loops over batch and output with an inner loop accumulating "
-                      "products stored into out",
-    "conv2d": "parallel loops over the output with inner loops accumulating "
-              "input * kernel products stored into out",
-    "conv2d_depthwise": "parallel loops over the output with inner loops accumulating "
-                        "input * kernel products stored into out",
-    "attention": "loops that compute scores, a softmax and a weighted sum into out",
-    "flash_attention": "loops over query blocks that update a running max, sum and output "
-                       "over key blocks and write out",
-    "fused": "a body that writes out",
-}
-
-
-def verify_kernel_shape(kt: cir.KernelType, body, ann, yields):
-    """Refuse a @kernel type whose body does not have that kernel's shape."""
-    kind = kt.kind
-    if kind not in _EXPECTED or ann is None:
-        return
-    span = ann.kernel_span
-    stores = [n for n in cir.walk(body) if isinstance(n, cir.Store) and n.buffer == "out"]
-    loops = [n for n in cir.walk(body) if isinstance(n, cir.Loop)]
-
-    def refuse(what):
-        raise ZynMLTypeError(f"@kernel {kind} expects {_EXPECTED[kind]}; {what}", span)
-
-    if kind != "reduce" and yields:
-        refuse("this body yields, which is what reduce kernels do")
-    if kind == "elementwise":
-        serial = [lp for lp in loops if not lp.parallel]
-        if serial:
-            refuse(f"the loop over `{serial[0].var}` (line {serial[0].line}) runs in order "
-                   "(it carries a value or writes no part of out of its own)")
-    if kind in ("matmul", "batched_matmul", "conv2d", "conv2d_depthwise"):
-        accumulates = any(
-            isinstance(n, cir.Loop) and not n.parallel and any(
-                isinstance(m, cir.Assign) and isinstance(m.value, cir.Bin) and m.value.op == "+"
-                and any(isinstance(t, cir.Bin) and t.op == "*" for t in cir.walk(m.value.right))
-                for m in cir.walk(n.body))
-            for n in loops)
-        if not accumulates:
-            refuse("this body has no loop accumulating products")
-        need = 3 if kind == "batched_matmul" else 2
-        parallel = [lp for lp in loops if lp.parallel]
-        if len(parallel) < need:
-            refuse(f"it has {len(parallel)} parallel loop(s)")
-    if kind in ("attention", "flash_attention", "fused", "elementwise", "matmul",
-                "batched_matmul", "conv2d", "conv2d_depthwise") and not stores:
-        refuse("this body never writes out")
 
 
 def _dim_value(d):

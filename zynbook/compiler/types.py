@@ -83,3 +83,53 @@ def dtype_from_numpy(np_dtype) -> str:
 
 def canonical_dtype(name: str) -> str | None:
     return DTYPE_ALIASES.get(name)
+
+
+def is_weak(e, weak_names=frozenset()) -> bool:
+    """A CIR value typed only by a literal (or by math on sizes, `sqrt(head_dim)`): it takes
+    the dtype of what it meets, so f16 and f64 kernels keep their precision. `weak_names`:
+    the locals that still hold such a value where `e` is read."""
+    from . import cir
+
+    if isinstance(e, cir.Const):
+        return isinstance(e.value, (float, int)) and not isinstance(e.value, bool)
+    if isinstance(e, cir.Var):
+        return e.name in weak_names
+    if isinstance(e, cir.Unary):
+        return e.op == "neg" and is_weak(e.operand, weak_names)
+    if isinstance(e, (cir.Bin, cir.Call)) and not e.ty.shape:
+        args = (e.left, e.right) if isinstance(e, cir.Bin) else e.args
+        if isinstance(e, cir.Bin) and e.op not in ("+", "-", "*", "/", "**", "%"):
+            return False
+        return all(is_weak(a, weak_names) or (is_int(a.ty.dtype) and not a.ty.shape)
+                   for a in args)
+    return False
+
+
+def arithmetic_dtype(op: str, a, b, weak_a: bool, weak_b: bool) -> str:
+    """The dtype of `a op b` (CIR operands) for op in + - * / % **."""
+    from . import cir
+
+    dtype = promote(a.ty.dtype, b.ty.dtype, weak_a, weak_b)
+    if op == "**" and is_int(dtype) and not (isinstance(b, cir.Const) and b.value >= 0):
+        dtype = "f32"
+    return dtype
+
+
+class WeakLocals:
+    """Which locals hold a weakly typed value, followed statement by statement in program
+    order (the order lowering types a body in)."""
+
+    def __init__(self):
+        self.names: set = set()
+
+    def declare(self, name: str, value) -> None:
+        if is_weak(value, self.names):
+            self.names.add(name)
+
+    def assign(self, name: str, value) -> None:
+        if not is_weak(value, self.names):
+            self.names.discard(name)
+
+    def weak(self, e) -> bool:
+        return is_weak(e, self.names)

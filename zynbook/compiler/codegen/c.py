@@ -35,11 +35,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import cir, errflag
+from .. import cir, errflag, schedules
+from ..launch.scalar import user_name
+from ..targets import cpu_target
+from .dialects.cpp import CppDialect
+from .printer import print_program
+from ..passes.tiles import inline_tile_lets
 from .cstyle import attention_pattern
 from .cstyle import (BufInfo, CStyleRenderer, Emitter, GenericSchedules, Unsupported,
                      _strides, assigned_vars, ceil_div, cname, declared_vars, free_vars, has_node,
-                     inline_tile_lets, prelude_guards, prelude_helpers, prelude_span_len,
+                     prelude_guards, prelude_helpers, prelude_span_len,
                      raise_unsupported, static_value, trip_count)
 
 ENTRY = "zyn_kernel"
@@ -409,6 +414,9 @@ def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True) -> CPro
         missing = [d for d in kernel.dims if d not in sizes]
         if missing:
             raise Unsupported(f"sizes not bound: {', '.join(missing)}")
+        prog = _launch_program(kernel, sizes, openmp)
+        if prog is not None:
+            return prog
         r = CRenderer(openmp)
         r.setup(kernel, sizes)
         body = inline_tile_lets(kernel.body)
@@ -432,6 +440,25 @@ def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True) -> CPro
                         line_map, openmp, r.errs.as_tuple())
     except Unsupported as err:
         raise_unsupported(kernel, err, "C")
+
+
+def _launch_program(kernel: cir.Kernel, sizes: dict, openmp: bool) -> CProgram | None:
+    """The kernel through a schedule of compiler/schedules/ and the C++ dialect."""
+    prog = schedules.build(kernel, cpu_target(), sizes)
+    if prog is None:
+        return None
+    out = print_program(CppDialect(openmp), prog, kernel, {user_name(d): sizes[d] for d in kernel.dims})
+    args, nf, ni = [], 0, 0
+    for s in kernel.scalars:
+        if s.name in sizes:
+            continue
+        if s.dtype in cir.FLOAT_DTYPES:
+            args.append((s.name, "f", nf))
+            nf += 1
+        else:
+            args.append((s.name, "i", ni))
+            ni += 1
+    return CProgram(kernel.name, out.source, args, prog.schedule, out.line_map, openmp, prog.sites)
 
 
 def render(kernel: cir.Kernel, sizes: dict | None = None, openmp: bool = True) -> str:

@@ -37,6 +37,7 @@ from .. import cir
 from ..passes import recognise
 from .. import errflag
 from ..passes.bounds import Facts
+from ..passes.tiles import substitute
 from ...errors import ZynMLDeviceError, Span
 
 
@@ -175,34 +176,6 @@ def has_tiles(body) -> bool:
         if isinstance(n, cir.Store) and any(isinstance(i, cir.Span) for i in n.index):
             return True
     return False
-
-
-def substitute(e, env: dict):
-    """Replace `Var`s named in env by expressions (used to inline tile `let`s)."""
-    if isinstance(e, cir.Var):
-        return env.get(e.name, e)
-    if isinstance(e, (cir.Const,)):
-        return e
-    if isinstance(e, cir.Span):
-        return cir.Span(substitute(e.start, env), substitute(e.stop, env))
-    if isinstance(e, cir.Load):
-        return cir.Load(e.buffer, tuple(substitute(i, env) for i in e.index), e.ty)
-    if isinstance(e, cir.Bin):
-        return cir.Bin(e.op, substitute(e.left, env), substitute(e.right, env), e.ty)
-    if isinstance(e, cir.Unary):
-        return cir.Unary(e.op, substitute(e.operand, env), e.ty)
-    if isinstance(e, cir.Call):
-        return cir.Call(e.fn, tuple(substitute(a, env) for a in e.args), e.ty)
-    if isinstance(e, cir.Dot):
-        return cir.Dot(substitute(e.a, env), substitute(e.b, env), e.ty)
-    if isinstance(e, cir.Reduce):
-        return cir.Reduce(e.op, substitute(e.input, env), e.axis, e.ty)
-    if isinstance(e, cir.Cast):
-        return cir.Cast(substitute(e.operand, env), e.ty)
-    if isinstance(e, cir.Select):
-        return cir.Select(substitute(e.cond, env), substitute(e.if_true, env),
-                          substitute(e.if_false, env), e.ty)
-    return e
 
 
 REDUCE_COMBINE = {"+": "+", "*": "*"}
@@ -2044,10 +2017,6 @@ class GenericSchedules:
 # ------------------------------------------------------------ CIR -> CIR helpers
 
 
-def _subst_index(index, env):
-    return tuple(substitute(i, env) for i in index)
-
-
 def attention_pattern(kernel: cir.Kernel, notes: list):
     """The recognised attention of `kernel` (recognise.py), or None with a note saying why
     the generic schedule runs it."""
@@ -2058,44 +2027,3 @@ def attention_pattern(kernel: cir.Kernel, notes: list):
         notes.append(p.note(kernel.kernel_type.kind))
         return None
     return p
-
-
-def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None):
-    """Replace immutable tile `let`s by their definitions where they are used.
-
-    A tile let whose value reads no mutable variable means the same wherever it is used,
-    so inlining keeps the meaning and lets each element be computed where it is needed
-    (no per-thread copy of a whole tile)."""
-    if mutable is None:
-        mutable = {n.name for n in cir.walk(body) if isinstance(n, cir.Let) and n.mutable}
-    env = dict(env or {})
-    out = []
-    for s in body:
-        if isinstance(s, cir.Let):
-            v = substitute(s.value, env)
-            if not s.mutable and v.ty.shape and not (free_vars(v) & mutable):
-                env[s.name] = v
-                continue
-            env.pop(s.name, None)
-            out.append(cir.Let(s.name, v, s.mutable, s.line))
-        elif isinstance(s, cir.Assign):
-            out.append(cir.Assign(s.name, substitute(s.value, env), s.line))
-        elif isinstance(s, cir.Store):
-            out.append(cir.Store(s.buffer, _subst_index(s.index, env), substitute(s.value, env), s.line))
-        elif isinstance(s, cir.Loop):
-            inner = {k: v for k, v in env.items() if k != s.var}
-            out.append(cir.Loop(s.var, substitute(s.start, env), substitute(s.stop, env),
-                                substitute(s.step, env),
-                                tuple(inline_tile_lets(s.body, mutable, inner)), s.parallel, s.line))
-        elif isinstance(s, cir.If):
-            out.append(cir.If(substitute(s.cond, env), tuple(inline_tile_lets(s.then, mutable, env)),
-                              tuple(inline_tile_lets(s.orelse, mutable, env)), s.line))
-        elif isinstance(s, cir.Yield):
-            out.append(cir.Yield(substitute(s.value, env),
-                                 substitute(s.index, env) if s.index is not None else None, s.line))
-        elif isinstance(s, cir.Atomic):
-            out.append(cir.Atomic(s.op, s.buffer, _subst_index(s.index, env),
-                                  substitute(s.value, env), s.line))
-        else:
-            out.append(s)
-    return tuple(out)

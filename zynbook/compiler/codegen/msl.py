@@ -40,8 +40,9 @@ import struct
 from dataclasses import dataclass, field
 
 from .. import cir
+from ..passes.tiles import inline_tile_lets
 from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Unsupported,
-                     ceil_div, cname, fold_call, inline_tile_lets, pow2_at_least, prelude_functors,
+                     ceil_div, cname, fold_call, pow2_at_least, prelude_functors,
                      prelude_guards, prelude_helpers, prelude_span_len, raise_unsupported)
 from .cstyle import SITES as _SITES
 from .cstyle import attention_pattern

@@ -201,13 +201,13 @@ class Facts:
         names = {n.name for n in cir.walk(e) if isinstance(n, cir.Var)} & set(self.lets)
         if not names:
             return e
-        from ..codegen.cstyle import substitute
+        from .tiles import substitute
         return self._expand(substitute(e, {n: self.lets[n] for n in names}), depth + 1)
 
     def _canon(self, e):
         if not self.alias:
             return e
-        from ..codegen.cstyle import substitute
+        from .tiles import substitute
         names = {n.name for n in cir.walk(e) if isinstance(n, cir.Var)} & set(self.alias)
         return substitute(e, {n: cir.Var(self.alias[n], cir.Ty("i32")) for n in names}) if names else e
 

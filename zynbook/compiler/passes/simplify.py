@@ -1,0 +1,107 @@
+"""Simplify: exact rewrites that make later analyses and printed code simpler.
+
+Only rewrites that cannot change a value on any device are made:
+
+* integer arithmetic on two constants (`+ - *`) folds when the result fits the dtype;
+* `x + 0`, `0 + x`, `x - 0`, `x * 1`, `1 * x` on integers of one dtype become `x`;
+* `if true:` / `if false:` keep the branch that runs (CIR names are unique per kernel, so
+  its statements can join the enclosing block); `select` on a constant likewise.
+
+Floating-point expressions are left as written: folding them could round differently from
+the device that evaluates them.
+"""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from .. import cir
+
+_RANGES = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
+_URANGES = {"u8": 8, "u16": 16, "u32": 32, "u64": 64}
+
+
+def simplify(kernel: cir.Kernel) -> cir.Kernel:
+    return replace(kernel, body=_block(kernel.body))
+
+
+def _fits(value: int, dtype: str) -> bool:
+    if dtype in _RANGES:
+        b = _RANGES[dtype]
+        return -(1 << (b - 1)) <= value < (1 << (b - 1))
+    if dtype in _URANGES:
+        return 0 <= value < (1 << _URANGES[dtype])
+    return False
+
+
+def _int_const(e, value=None) -> bool:
+    return isinstance(e, cir.Const) and isinstance(e.value, int) and \
+        not isinstance(e.value, bool) and not e.ty.shape and \
+        (value is None or e.value == value)
+
+
+def expr(e):
+    """`e` simplified (statements' expressions, indices and spans)."""
+    if isinstance(e, cir.Span):
+        return cir.Span(expr(e.start), expr(e.stop))
+    if not isinstance(e, cir.Expr) or isinstance(e, (cir.Const, cir.Var)):
+        return e
+    kw = {}
+    for f in fields(e):
+        v = getattr(e, f.name)
+        if f.name == "ty":
+            continue
+        if isinstance(v, tuple):
+            kw[f.name] = tuple(expr(x) for x in v)
+        elif isinstance(v, (cir.Expr, cir.Span)):
+            kw[f.name] = expr(v)
+    e = replace(e, **kw) if kw else e
+    if isinstance(e, cir.Bin) and e.op in ("+", "-", "*") and not e.ty.shape and \
+            (e.ty.dtype in _RANGES or e.ty.dtype in _URANGES):
+        a, b = e.left, e.right
+        if _int_const(a) and _int_const(b) and a.ty == b.ty == e.ty:
+            v = {"+": a.value + b.value, "-": a.value - b.value, "*": a.value * b.value}[e.op]
+            if _fits(v, e.ty.dtype):
+                return cir.Const(v, e.ty)
+        if e.op in ("+", "-") and _int_const(b, 0) and a.ty == e.ty:
+            return a
+        if e.op == "+" and _int_const(a, 0) and b.ty == e.ty:
+            return b
+        if e.op == "*" and _int_const(b, 1) and a.ty == e.ty:
+            return a
+        if e.op == "*" and _int_const(a, 1) and b.ty == e.ty:
+            return b
+    if isinstance(e, cir.Select) and isinstance(e.cond, cir.Const) and \
+            isinstance(e.cond.value, bool):
+        pick = e.if_true if e.cond.value else e.if_false
+        if pick.ty == e.ty:
+            return pick
+    return e
+
+
+def _block(body) -> tuple:
+    out = []
+    for s in body:
+        if isinstance(s, cir.If):
+            cond = expr(s.cond)
+            if isinstance(cond, cir.Const) and isinstance(cond.value, bool):
+                out.extend(_block(s.then if cond.value else s.orelse))
+                continue
+            out.append(replace(s, cond=cond, then=_block(s.then), orelse=_block(s.orelse)))
+        elif isinstance(s, cir.Loop):
+            out.append(replace(s, start=expr(s.start), stop=expr(s.stop), step=expr(s.step),
+                               body=_block(s.body)))
+        elif isinstance(s, cir.Let):
+            out.append(replace(s, value=expr(s.value)))
+        elif isinstance(s, cir.Assign):
+            out.append(replace(s, value=expr(s.value)))
+        elif isinstance(s, (cir.Store, cir.Atomic)):
+            out.append(replace(s, index=tuple(expr(i) for i in s.index), value=expr(s.value)))
+        elif isinstance(s, cir.Yield):
+            out.append(replace(s, value=expr(s.value),
+                               index=None if s.index is None else expr(s.index)))
+        elif isinstance(s, cir.SharedAlloc):
+            out.append(replace(s, shape=tuple(expr(d) if isinstance(d, cir.Expr) else d
+                                              for d in s.shape)))
+        else:
+            out.append(s)
+    return tuple(out)

@@ -10,7 +10,8 @@ import pytest
 import zynbook
 from zynbook.kernel import state
 from zynbook.kernel.builtin_docs import BUILTIN_DOCS
-from zynbook.kernel.codeview import (CODE_HEIGHT_PX, line_map, mapped_html, split_source)
+from zynbook.kernel.codeview import (CODE_HEIGHT_PX, line_map, mapped_html, plain_html,
+                                     split_source)
 from zynbook.kernel.display import InspectUsageError, code_bundle, device_language
 
 PROGRAM = """let x = randn([6, 5], seed=1)
@@ -243,3 +244,20 @@ def test_kernel_labels_name_the_pipeline_and_the_variable():
     assert kernel_label(outer, s.namespace) == "c"
     head = code_bundle(s.last_kernels, s.launches, namespace=s.namespace)["text/plain"]
     assert f"{inner.name} = block.scaled (elementwise)" in head
+
+
+def test_the_cir_stages_before_and_after_the_passes(kernels):
+    from zynbook.kernel.display import kernel_sections
+
+    s, ks = kernels
+    k, _ = ks[0]
+    sections = dict(kernel_sections(k))
+    assert list(sections)[:3] == ["zynml", "cir", "cir-passes"]
+    # lowering writes the loop nest as written; the pass pipeline marks it parallel
+    assert "parallel for" not in sections["cir"]
+    assert "parallel for i" in sections["cir-passes"]
+    text = code_bundle([k], s.launches, "cir-passes")["text/plain"]
+    assert "--- cir-passes: the whole text ---" in text and "parallel for i" in text
+    assert "stages: zynml (6 lines), cir (" in text and "cir-passes (" in text
+    page = plain_html(sections["cir-passes"], "cir-passes", title="CIR after passes")
+    assert "CIR after passes" in page and "parallel" in page

@@ -67,10 +67,10 @@ def test_device_picker_reverts_on_a_device_that_fails(session):
 def test_inspector_tabs_hold_source_cir_and_generated_code(session):
     inspector = ShaderInspector(session=session)
     titles = list(inspector.tabs.titles)
-    assert titles[:2] == ["ZynML", "CIR"]
+    assert titles[:3] == ["ZynML", "CIR", "CIR after passes"]
     assert "CPU (Python)" in titles
     langs = list(session.last_kernels[0].sources())
-    assert len(titles) == 2 + len(langs)
+    assert len(titles) == 3 + len(langs)
     zynml_html = inspector.tabs.children[0].value
     assert "zynml-map" in zynml_html
     # highlighted: the annotation is a decorator token, the keyword a keyword token
@@ -78,6 +78,9 @@ def test_inspector_tabs_hold_source_cir_and_generated_code(session):
     assert re.search(r'<span class="k">for</span>', zynml_html)
     cir_html = inspector.tabs.children[1].value
     assert "elementwise" in cir_html
+    # lowering writes the loop nest as written; the passes mark it parallel
+    passed_html = inspector.tabs.children[2].value
+    assert "parallel" not in cir_html and "parallel" in passed_html
     assert "device" in inspector.info.value and "cpu" in inspector.info.value
 
 

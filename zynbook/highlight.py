@@ -88,7 +88,7 @@ def lexer_for(language: str):
     from pygments.util import ClassNotFound
 
     lang = language.lower()
-    if lang in ("zynml", "cir"):
+    if lang in ("zynml", "cir", "cir-passes"):
         return ZynMLLexer()
     name = _LEXER_NAMES.get(lang, lang)
     if name is None:

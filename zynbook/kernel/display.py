@@ -269,9 +269,12 @@ def normalize_source(text: str) -> str:
 
 
 def kernel_sections(kernel, language: str = "") -> list[tuple[str, str]]:
-    """(title, text) sections for a compiled kernel: ZynML, CIR, then each generated source."""
+    """(title, text) sections for a compiled kernel: ZynML, CIR (as lowered), CIR after the
+    passes (what the devices run), then each generated source."""
     out = [("zynml", getattr(kernel, "zynml", "") or ""),
-           ("cir", getattr(kernel, "cir_text", "") or "")]
+           ("cir", getattr(kernel, "lowered_cir_text", "") or getattr(kernel, "cir_text", "")
+            or ""),
+           ("cir-passes", getattr(kernel, "cir_text", "") or "")]
     try:
         sources = kernel.sources()
     except Exception as err:  # a renderer that fails must not hide the others
@@ -293,7 +296,7 @@ def _text_of(source) -> str:
 # the generated code a device runs, by device kind
 DEVICE_LANGUAGE = (("cpu:native", "c"), ("cpu", "python"), ("cuda", "cuda"),
                    ("vulkan", "wgsl"), ("webgpu", "wgsl"), ("metal", "msl"))
-STAGES = ("zynml", "cir")
+STAGES = ("zynml", "cir", "cir-passes")
 
 
 def device_language(device: str) -> str:

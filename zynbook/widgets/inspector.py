@@ -7,10 +7,11 @@ import ipywidgets as W
 
 from ..highlight import highlight_css
 from ..kernel.codeview import mapped_html, plain_html
-from ..kernel.display import default_language, kernel_label, kernel_sections
+from ..kernel.display import STAGES, default_language, kernel_label, kernel_sections
 from ..kernel.state import last_run, notebook_session
 
-TAB_TITLES = {"zynml": "ZynML", "cir": "CIR", "python": "CPU (Python)", "c": "CPU (C)",
+TAB_TITLES = {"zynml": "ZynML", "cir": "CIR", "cir-passes": "CIR after passes",
+              "python": "CPU (Python)", "c": "CPU (C)",
               "numba": "CPU (Numba)", "cuda": "CUDA C", "ptx": "PTX", "wgsl": "WGSL",
               "msl": "MSL", "spirv": "SPIR-V"}
 
@@ -114,14 +115,14 @@ class ShaderInspector(W.VBox):
                 page = mapped_html("", first, text, "zynml", title="ZynML", fold_helpers=False)
                 # the block's own line numbers
                 page = page if text else "<i>No ZynML text for this block.</i>"
-            elif lang in ("cir",):
-                page = plain_html(text, lang, title="CIR")
+            elif lang in STAGES:
+                page = plain_html(text, lang, title=tab_title(lang))
             else:
                 page = mapped_html(zynml, first, text, lang, title=tab_title(lang))
             pages.append(W.HTML(style + page, layout=W.Layout(width="100%")))
         self.tabs.children = pages
         self.tabs.titles = [tab_title(lang) for lang, _ in sections]
-        generated = {k: v for k, v in sections if k not in ("zynml", "cir")}
+        generated = {k: v for k, v in sections if k not in STAGES}
         lang = default_language(kernel, self.launches, generated)
         names = [lang_ for lang_, _ in sections]
         if lang in names:

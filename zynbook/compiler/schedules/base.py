@@ -45,3 +45,10 @@ def workgroup_threads(kernel: cir.Kernel) -> int:
     for w in kernel.schedule.workgroup or ():
         n *= int(w)
     return n
+
+
+def kernel_name(kernel: cir.Kernel, part: str = "") -> str:
+    """The device function of a kernel (or of one launch `part` of it): generated names start
+    with `zyn_`, user names with `u_`, so neither can meet the other."""
+    base = "".join(c if c.isalnum() else "_" for c in kernel.name)
+    return f"zyn_k_{base}" + (f"_{part}" if part else "")

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import NotScalar, ScalarLowering, buffer_params, index_dtype, lit
+from ..launch.scalar import ScalarLowering, buffer_params, index_dtype, lit
 from ..targets import Target
-from .base import Params, Schedule, workgroup_threads
+from .base import Params, Schedule, kernel_name, workgroup_threads
 from .nest import parallel_nest, trip_count
 
 
@@ -101,7 +101,7 @@ class GenericThread(Schedule):
             blocks = -(-nest.total // params.threads)
         inner = self._decompose(low, nest, g, idx) + list(low.stmts(nest.body))
         body.append(ir.For(g, start, stop, step, tuple(inner), idx, nest.loops[0].line))
-        name = "zyn_" + "".join(c if c.isalnum() else "_" for c in kernel.name)
+        name = kernel_name(kernel)
         what = (f"one thread per iteration of ({', '.join(l.var for l in nest.loops)})"
                 if not params.chunk else
                 f"blocks of {params.chunk} iterations of ({', '.join(l.var for l in nest.loops)})")

@@ -1,0 +1,185 @@
+"""The launch IR as text, for the notebook inspector and for reading schedules.
+
+`format_program(program)` spells a `Program` as indented pseudo-code: the launches the host
+makes (`launch name<<<grid, block>>>` with the grid as a host expression), the scratch
+buffers, the error sites, then every kernel with its parameters, block size, arrays and
+statements. A statement that came from ZynML ends in `# line N` (with the source text where
+the program has it). Literals carry their dtype unless it is i32, f32 or bool; casts name
+the dtype they convert to; `@thread`, `@block`, `@threads`, `@blocks`, `@lane` and `@warp`
+are where a thread runs. The text is deterministic: the same program gives the same text.
+"""
+from __future__ import annotations
+
+from . import ir
+
+_INDENT = "  "
+_COMMENT_COLUMN = 56
+
+_PLAIN_DTYPES = ("i32", "f32", "bool")
+
+
+def format_expr(e) -> str:
+    """One expression as text."""
+    return _expr(e, top=True)
+
+
+def _lit(e: ir.Lit) -> str:
+    v = e.value
+    if isinstance(v, bool) or e.dtype == "bool":
+        text = "true" if v else "false"
+    elif e.dtype in ir.FLOAT_DTYPES:
+        f = float(v)
+        if f != f:
+            text = "nan"
+        elif f in (float("inf"), float("-inf")):
+            text = "inf" if f > 0 else "-inf"
+        else:
+            text = repr(f)
+    else:
+        text = str(int(v))
+    return text if e.dtype in _PLAIN_DTYPES else f"{text}:{e.dtype}"
+
+
+def _expr(e, top=False) -> str:
+    if isinstance(e, ir.Lit):
+        return _lit(e)
+    if isinstance(e, ir.Ref):
+        return e.name
+    if isinstance(e, ir.Thread):
+        return f"@{e.axis}" + ("" if e.dtype == "i32" else f":{e.dtype}")
+    if isinstance(e, ir.Load):
+        return f"{e.array}[{_expr(e.index, top=True)}]"
+    if isinstance(e, ir.Bin):
+        text = f"{_expr(e.a)} {e.op} {_expr(e.b)}"
+        return text if top else f"({text})"
+    if isinstance(e, ir.Un):
+        return ("-" if e.op == "neg" else "!" if e.op == "not" else e.op) + _expr(e.a)
+    if isinstance(e, ir.Math):
+        return f"{e.fn}({', '.join(_expr(a, top=True) for a in e.args)})"
+    if isinstance(e, ir.Cast):
+        return f"{e.dtype}({_expr(e.a, top=True)})"
+    if isinstance(e, ir.Select):
+        return (f"select({_expr(e.cond, top=True)}, {_expr(e.a, top=True)}, "
+                f"{_expr(e.b, top=True)})")
+    if isinstance(e, ir.Checked):
+        return f"checked({_expr(e.index, top=True)} < {_expr(e.extent, top=True)}, #{e.site})"
+    if isinstance(e, ir.CheckedDiv):
+        sites = f"#{e.site_zero}" + (f", #{e.site_overflow}" if e.site_overflow else "")
+        return (f"checked({_expr(e.a)} {e.op} {_expr(e.b)}, {sites})")
+    if isinstance(e, ir.Collective):
+        return f"{e.scope}_reduce({e.op}, {_expr(e.value, top=True)}):{e.dtype}"
+    return repr(e)
+
+
+class _Writer:
+    def __init__(self, program: ir.Program | None):
+        self.out: list[str] = []
+        self.lines = dict(getattr(program, "lines", None) or {})
+
+    def put(self, depth: int, text: str, line: int = 0):
+        text = _INDENT * depth + text
+        if line:
+            src = self.lines.get(line)
+            note = f"# line {line}" + (f": {str(src).strip()}" if src else "")
+            text = text.ljust(_COMMENT_COLUMN - 1) + " " + note
+        self.out.append(text)
+
+    def block(self, stmts, depth: int):
+        if not stmts:
+            self.put(depth, "pass")
+        for s in stmts:
+            self.stmt(s, depth)
+
+    def stmt(self, s, depth: int):
+        line = getattr(s, "line", 0)
+        if isinstance(s, ir.Decl):
+            kw = "var" if s.mutable else "let"
+            value = "" if s.value is None else f" = {format_expr(s.value)}"
+            self.put(depth, f"{kw} {s.name}: {s.dtype}{value}", line)
+        elif isinstance(s, ir.Set):
+            self.put(depth, f"{s.name} = {format_expr(s.value)}", line)
+        elif isinstance(s, ir.Store):
+            guard = "" if s.guard is None else f"  if {format_expr(s.guard)}"
+            self.put(depth, f"{s.array}[{format_expr(s.index)}] = {format_expr(s.value)}{guard}",
+                     line)
+        elif isinstance(s, ir.Atomic):
+            guard = "" if s.guard is None else f"  if {format_expr(s.guard)}"
+            op = "+=" if s.op == "+" else f"{s.op}="
+            self.put(depth, f"atomic {s.array}[{format_expr(s.index)}] {op} "
+                            f"{format_expr(s.value)}{guard}", line)
+        elif isinstance(s, ir.For):
+            step = "" if (isinstance(s.step, ir.Lit) and s.step.value == 1) \
+                else f" step {format_expr(s.step)}"
+            self.put(depth, f"for {s.var}: {s.dtype} in {format_expr(s.start)} .. "
+                            f"{format_expr(s.stop)}{step}:", line)
+            self.block(s.body, depth + 1)
+        elif isinstance(s, ir.If):
+            self.put(depth, f"if {format_expr(s.cond)}:", line)
+            self.block(s.then, depth + 1)
+            if s.orelse:
+                self.put(depth, "else:")
+                self.block(s.orelse, depth + 1)
+        elif isinstance(s, ir.Barrier):
+            self.put(depth, "barrier", line)
+        elif isinstance(s, ir.Array):
+            self.put(depth, f"{s.space} {s.name}: {s.dtype}[{s.count}]", line)
+        else:
+            self.put(depth, repr(s), line)
+
+    def kernel(self, k: ir.Kernel):
+        self.put(0, f"kernel {k.name}  block {k.block}  index {k.index_dtype}")
+        for text in (k.comment or "").splitlines():
+            self.put(1, f"// {text}")
+        for p in k.params:
+            if p.kind in ("buffer", "scratch"):
+                mode = " writable" if p.writable or p.kind == "scratch" else ""
+                self.put(1, f"param {p.name}: {p.dtype}[] {p.kind}{mode}")
+            else:
+                self.put(1, f"param {p.name}: {p.dtype} {p.kind}")
+        arrays = [s for s in ir.walk(k.body) if isinstance(s, ir.Array)]
+        shared = sum(s.count * _bytes(s.dtype) for s in arrays if s.space == "shared")
+        local = sum(s.count * _bytes(s.dtype) for s in arrays if s.space == "local")
+        if arrays:
+            self.put(1, f"arrays: {shared} bytes shared, {local} bytes local per thread")
+        self.put(1, "body:")
+        self.block(k.body, 2)
+
+
+_BYTES = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4, "u32": 4,
+          "f32": 4, "i64": 8, "u64": 8, "f64": 8, "bool": 1}
+
+
+def _bytes(dtype: str) -> int:
+    return _BYTES.get(dtype, 4)
+
+
+def _site(i: int, site) -> str:
+    kind = getattr(site, "kind", "?")
+    text = f"#{i} {kind}"
+    if getattr(site, "buffer", ""):
+        text += f" `{site.buffer}` extent {site.extent}"
+    if getattr(site, "line", 0):
+        text += f"  line {site.line}"
+    return text
+
+
+def format_program(program: ir.Program) -> str:
+    """The whole program as text (see the module docstring)."""
+    w = _Writer(program)
+    w.put(0, f"program {program.name}")
+    if program.schedule:
+        w.put(1, f"schedule: {program.schedule}")
+    for note in program.notes or ():
+        w.put(1, f"note: {note}")
+    for s in program.scratch:
+        w.put(1, f"scratch {s.name}: {s.dtype}[{format_expr(s.count)}]")
+    if program.sites:
+        w.put(1, "error sites:")
+        for i, site in enumerate(program.sites, 1):
+            w.put(2, _site(i, site))
+    for launch in program.launches:
+        w.put(1, f"launch {launch.kernel}<<<{format_expr(launch.grid)}, {launch.block}>>>")
+    for k in program.kernels:
+        w.put(0, "")
+        w.kernel(k)
+    return "\n".join(w.out) + "\n"

@@ -831,8 +831,9 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         if bi == 0:
             flag.fail(site_zero, ai)
             return _NP[dtype](0)
-        if bi == -1 and dtype[0] == "i" and ai == _int_range(dtype)[0] and site_overflow:
-            flag.fail(site_overflow, ai)
+        if bi == -1 and dtype[0] == "i" and ai == _int_range(dtype)[0] and (site_overflow
+                                                                           or op == "/"):
+            flag.fail(site_overflow, ai)        # MIN % -1 without a site is 0, as in C on GPUs
             return _NP[dtype](0)
         q = _trunc_div(ai, bi)
         return _wrap(q if op == "/" else ai - bi * q, dtype)
@@ -874,6 +875,7 @@ class Emulator:
             sizes: dict | None = None) -> tuple[int, int]:
         scalars, sizes = dict(scalars or {}), dict(sizes or {})
         env = {**scalars, **sizes}
+        self._check_sites(program)
         flat = {}
         kernels = {k.name: k for k in program.kernels}
         for k in program.kernels:
@@ -881,7 +883,7 @@ class Emulator:
                 if p.kind == "buffer":
                     flat[p.name] = self._buffer(p, buffers)
         for s in program.scratch:
-            count = int(ir.evaluate(s.count, env))
+            count = _host(s.count, env, f"the size of scratch `{s.name}`")
             if count < 0:
                 raise EmulatorError(f"scratch `{s.name}` of {count} elements")
             flat[s.name] = _poisoned(s.dtype, count, self.poison)
@@ -894,6 +896,22 @@ class Emulator:
                                         f"of `{program.name}`")
                 self._launch(kernel, launch, flat, scalars, sizes, env, flag)
         return flag.site, flag.value
+
+    @staticmethod
+    def _check_sites(program: ir.Program):
+        n = len(program.sites)
+        for k in program.kernels:
+            for e in ir.walk(k.body):
+                if isinstance(e, Checked):
+                    used = [e.site]
+                elif isinstance(e, CheckedDiv):
+                    used = [s for s in (e.site_zero, e.site_overflow) if s]
+                else:
+                    continue
+                for site in used:
+                    if not 0 < site <= n:
+                        raise EmulatorError(f"kernel `{k.name}` checks against error site "
+                                            f"{site}; the program has {n} sites")
 
     def _buffer(self, p: ir.Param, buffers: dict) -> np.ndarray:
         if p.name not in buffers:
@@ -913,7 +931,7 @@ class Emulator:
         if launch.block != kernel.block:
             raise EmulatorError(f"kernel `{kernel.name}` is written for blocks of "
                                 f"{kernel.block} threads, launched with {launch.block}")
-        grid = int(ir.evaluate(launch.grid, env))
+        grid = _host(launch.grid, env, f"the grid of `{kernel.name}`")
         if grid < 0:
             raise EmulatorError(f"kernel `{kernel.name}` launched on {grid} blocks")
         values = {}
@@ -1038,6 +1056,13 @@ class Emulator:
                  for key, ts in where.items()]
         raise EmulatorError(f"kernel `{kernel.name}`: the threads of {group} diverge at a "
                             f"synchronisation point: " + "; ".join(parts))
+
+
+def _host(e, env: dict, what: str) -> int:
+    try:
+        return int(ir.evaluate(e, env))
+    except KeyError as exc:
+        raise EmulatorError(f"{what} needs a value for {exc.args[0]!r}") from None
 
 
 def _ranges(ts: list) -> str:

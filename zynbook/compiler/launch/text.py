@@ -3,8 +3,8 @@
 `format_program(program)` spells a `Program` as indented pseudo-code: the launches the host
 makes (`launch name<<<grid, block>>>` with the grid as a host expression), the scratch
 buffers, the error sites, then every kernel with its parameters, block size, arrays and
-statements. A statement that came from ZynML ends in `# line N` (with the source text where
-the program has it). Literals carry their dtype unless it is i32, f32 or bool; casts name
+statements. A statement that came from ZynML ends in `# line N` (followed by the source
+text where the program has it and the line differs from the statement before). Literals carry their dtype unless it is i32, f32 or bool; casts name
 the dtype they convert to; `@thread`, `@block`, `@threads`, `@blocks`, `@lane` and `@warp`
 are where a thread runs. The text is deterministic: the same program gives the same text.
 """
@@ -62,7 +62,7 @@ def _expr(e, top=False) -> str:
         return (f"select({_expr(e.cond, top=True)}, {_expr(e.a, top=True)}, "
                 f"{_expr(e.b, top=True)})")
     if isinstance(e, ir.Checked):
-        return f"checked({_expr(e.index, top=True)} < {_expr(e.extent, top=True)}, #{e.site})"
+        return f"checked({_expr(e.index, top=True)} in 0..{_expr(e.extent)}, #{e.site})"
     if isinstance(e, ir.CheckedDiv):
         sites = f"#{e.site_zero}" + (f", #{e.site_overflow}" if e.site_overflow else "")
         return (f"checked({_expr(e.a)} {e.op} {_expr(e.b)}, {sites})")
@@ -75,11 +75,13 @@ class _Writer:
     def __init__(self, program: ir.Program | None):
         self.out: list[str] = []
         self.lines = dict(getattr(program, "lines", None) or {})
+        self.last_line = 0
 
     def put(self, depth: int, text: str, line: int = 0):
         text = _INDENT * depth + text
         if line:
-            src = self.lines.get(line)
+            src = self.lines.get(line) if line != self.last_line else None
+            self.last_line = line
             note = f"# line {line}" + (f": {str(src).strip()}" if src else "")
             text = text.ljust(_COMMENT_COLUMN - 1) + " " + note
         self.out.append(text)
@@ -127,6 +129,7 @@ class _Writer:
             self.put(depth, repr(s), line)
 
     def kernel(self, k: ir.Kernel):
+        self.last_line = 0
         self.put(0, f"kernel {k.name}  block {k.block}  index {k.index_dtype}")
         for text in (k.comment or "").splitlines():
             self.put(1, f"// {text}")

@@ -478,3 +478,46 @@ def test_checked_remainder_and_global_race():
     with pytest.raises(EmulatorError, match=r"data race on `out`\[0\]"):
         emulate.run(prog, {"x": np.zeros(1, np.float32), "out": np.zeros(1, np.float32)}, {},
                     {"n": 1})
+
+
+# ------------------------------------------------------- a schedule's own program
+
+
+def test_generic_schedule_program_end_to_end():
+    from compute_testing import lower_block
+
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import cuda_target
+    src = """
+let y = compute(m, v, dc, dr, pos) {
+    @kernel elementwise
+    for i in 0..rows, j in 0..cols:
+        out[i, j] = m[i, j] * v[pos[j]] + f32(dc[j] / dr[i])
+}
+y
+"""
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((5, 7)).astype(np.float32)
+    v = rng.standard_normal(7).astype(np.float32)
+    dc = np.array([3, -7, 2, 5, 9, 4, 1], np.int32)
+    dr = np.array([2, -3, 1, 4, 5], np.int32)
+    pos = np.arange(7, dtype=np.int32)[::-1].copy()
+    kernel, _, sizes, scalars = lower_block(src, {"m": m, "v": v, "dc": dc, "dr": dr, "pos": pos})
+    prog = schedules.build(kernel, cuda_target(), sizes)
+    out = np.zeros((5, 7), np.float32)
+    buffers = {"m": m, "v": v, "dc": dc, "dr": dr, "pos": pos, "out": out}   # ZynML names
+    assert emulate.run(prog, buffers, scalars, sizes) == (0, 0)
+    want = m * v[pos] + np.trunc(dc[None, :] / dr[:, None]).astype(np.float32)
+    np.testing.assert_array_equal(out, want)
+
+    pos[3], dr[2] = 9, 0                        # (i=0, j=3) runs before (i=2, j=*)
+    words = emulate.run(prog, buffers, scalars, sizes)
+    err = errflag.error(prog.sites, words, kernel, sizes)
+    assert err.message == "index 9 is out of range for an axis of size 7 of `v`"
+    assert err.span.line == 5
+    pos[3] = 1
+    err = errflag.error(prog.sites, emulate.run(prog, buffers, scalars, sizes), kernel, sizes)
+    assert err.message == "integer division by zero"
+    text = format_program(prog)
+    assert "launch zyn_k_kernel<<<1:i64, 256>>>" in text
+    assert "checked(u_dc[u_j] / u_dr[u_i], #2, #3)" in text

@@ -40,7 +40,7 @@ import numpy as np
 
 from . import ir
 from .ir import (Array, Atomic, Barrier, Bin, Cast, Checked, CheckedDiv, Collective, Decl,
-                 For, If, Lit, Load, Math, Ref, Select, Set, Store, Thread, Un)
+                 For, If, InRange, Lit, Load, Math, Ref, Select, Set, Store, Thread, Un)
 
 
 class EmulatorError(RuntimeError):
@@ -531,9 +531,15 @@ class _Translator:
                 self.fail(f"`{e.name}` is neither a local nor a parameter")
             if var.kind == "array":
                 self.fail(f"`{e.name}` is an array, used as a value")
-            self.check(var.dtype == e.dtype, f"`{e.name}` of {var.dtype} read as {e.dtype}")
             if var.kind == "param":
-                return self.const(typed(self.ns["_pv"][e.name], e.dtype)), 0, True
+                # a half scalar arrives in its compute type, f32
+                self.check(var.dtype == e.dtype or (var.dtype in ("f16", "bf16")
+                                                    and e.dtype == "f32"),
+                           f"`{e.name}` of {var.dtype} read as {e.dtype}")
+                value = typed(self.ns["_pv"][e.name], var.dtype)
+                return self.const(typed(float(value), e.dtype) if var.dtype != e.dtype
+                                  else value), 0, True
+            self.check(var.dtype == e.dtype, f"`{e.name}` of {var.dtype} read as {e.dtype}")
             return var.py, 0, True
         if isinstance(e, Thread):
             if e.axis not in ir.THREAD_AXES:
@@ -594,6 +600,11 @@ class _Translator:
             self.check(e.index.dtype == e.dtype, f"a {e.dtype} Checked of a {e.index.dtype} index")
             zero = self.const(typed(0, e.dtype))
             return (f"_checked({i}, {n}, {int(e.site)}, {zero})", max(di, dn) + 1, False)
+        if isinstance(e, InRange):
+            self.check(e.dtype == "bool", f"an InRange of {e.dtype}")
+            i, di = self.x(e.index, pre)
+            n, dn = self.x(e.extent, pre)
+            return f"_inside({i}, {n}, {int(e.site)})", max(di, dn) + 1, True
         if isinstance(e, CheckedDiv):
             self.check(e.dtype in _INT and e.a.dtype == e.b.dtype == e.dtype,
                        f"a {e.dtype} CheckedDiv of {e.a.dtype} and {e.b.dtype}")
@@ -875,6 +886,7 @@ class Emulator:
             sizes: dict | None = None) -> tuple[int, int]:
         scalars, sizes = dict(scalars or {}), dict(sizes or {})
         env = {**scalars, **sizes}
+        env.update({_user_name(k): v for k, v in env.items() if _user_name(k) not in env})
         self._check_sites(program)
         flat = {}
         kernels = {k.name: k for k in program.kernels}
@@ -902,7 +914,7 @@ class Emulator:
         n = len(program.sites)
         for k in program.kernels:
             for e in ir.walk(k.body):
-                if isinstance(e, Checked):
+                if isinstance(e, (Checked, InRange)):
                     used = [e.site]
                 elif isinstance(e, CheckedDiv):
                     used = [s for s in (e.site_zero, e.site_overflow) if s]
@@ -914,9 +926,9 @@ class Emulator:
                                             f"{site}; the program has {n} sites")
 
     def _buffer(self, p: ir.Param, buffers: dict) -> np.ndarray:
-        if p.name not in buffers:
+        arr = _given(buffers, p.name)
+        if arr is _MISSING:
             raise EmulatorError(f"no buffer given for `{p.name}`")
-        arr = buffers[p.name]
         if not isinstance(arr, np.ndarray):
             raise TypeError(f"buffer `{p.name}` must be a numpy array, not {type(arr).__name__}")
         want = numpy_dtype(p.dtype)
@@ -941,14 +953,13 @@ class Emulator:
                     raise EmulatorError(f"kernel `{kernel.name}` takes scratch `{p.name}`, "
                                         "which the program does not allocate")
                 values[p.name] = flat[p.name]
-            elif p.kind == "scalar":
-                if p.name not in scalars and p.name not in sizes:
-                    raise EmulatorError(f"no value given for scalar `{p.name}`")
-                values[p.name] = scalars[p.name] if p.name in scalars else sizes[p.name]
-            elif p.kind == "size":
-                if p.name not in sizes:
-                    raise EmulatorError(f"no value given for size `{p.name}`")
-                values[p.name] = sizes[p.name]
+            elif p.kind in ("scalar", "size"):
+                v = _given(sizes, p.name)
+                if v is _MISSING and p.kind == "scalar":
+                    v = _given(scalars, p.name)
+                if v is _MISSING:
+                    raise EmulatorError(f"no value given for {p.kind} `{p.name}`")
+                values[p.name] = v
         tr = _Translator(kernel, self.races, self.poison)
         source = tr.translate(values)
         ns = dict(_helpers(flag, self.poison, kernel.name))
@@ -1058,6 +1069,25 @@ class Emulator:
                             f"synchronisation point: " + "; ".join(parts))
 
 
+_MISSING = object()
+
+
+def _user_name(name: str) -> str:
+    from .scalar import user_name
+    return user_name(name)
+
+
+def _given(values: dict, name: str):
+    """`values[name]`, where the program names a ZynML `x` as `u_x` (launch/scalar.py) the
+    value given for `x`, else _MISSING."""
+    if name in values:
+        return values[name]
+    for k, v in values.items():
+        if _user_name(k) == name:
+            return v
+    return _MISSING
+
+
 def _host(e, env: dict, what: str) -> int:
     try:
         return int(ir.evaluate(e, env))
@@ -1082,6 +1112,8 @@ def run(program: ir.Program, buffers: dict, scalars: dict | None = None,
         sizes: dict | None = None, *, warp: int = 32, races: bool = True,
         poison: bool = True) -> tuple[int, int]:
     """Run `program` on `buffers` (every buffer parameter by name, numpy arrays of its dtype,
-    bf16 as float32; writable ones are modified in place) and return the error flag's two
-    words: (first failing site, its value), (0, 0) when nothing failed."""
+    bf16 as float32; writable ones are modified in place) with `scalars` and `sizes` (scalar
+    and size parameters by name; a parameter `u_x` of launch/scalar.py may be given as `x`)
+    and return the error flag's two words: (first failing site, its value), (0, 0) when
+    nothing failed."""
     return Emulator(warp, races, poison).run(program, buffers, scalars, sizes)

@@ -63,6 +63,8 @@ def _expr(e, top=False) -> str:
                 f"{_expr(e.b, top=True)})")
     if isinstance(e, ir.Checked):
         return f"checked({_expr(e.index, top=True)} in 0..{_expr(e.extent)}, #{e.site})"
+    if isinstance(e, ir.InRange):
+        return f"in_range({_expr(e.index, top=True)} in 0..{_expr(e.extent)}, #{e.site})"
     if isinstance(e, ir.CheckedDiv):
         sites = f"#{e.site_zero}" + (f", #{e.site_overflow}" if e.site_overflow else "")
         return (f"checked({_expr(e.a)} {e.op} {_expr(e.b)}, {sites})")

@@ -322,8 +322,11 @@ def evaluate(e: Expr, env: dict):
         return float(v) if e.dtype in FLOAT_DTYPES else int(v)
     if isinstance(e, Bin):
         a, b = evaluate(e.a, env), evaluate(e.b, env)
-        if e.op == "/" and e.dtype in INT_DTYPES:
-            return int(a / b) if b else 0
+        if e.op in ("/", "%") and e.dtype in INT_DTYPES:
+            if not b:
+                return 0
+            q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)     # C: truncating
+            return q if e.op == "/" else a - b * q
         return _HOST_OPS[e.op](a, b)
     if isinstance(e, Math) and e.fn in ("min", "max"):
         vals = [evaluate(a, env) for a in e.args]

@@ -521,3 +521,27 @@ y
     text = format_program(prog)
     assert "launch zyn_k_kernel<<<1:i64, 256>>>" in text
     assert "checked(u_dc[u_j] / u_dr[u_i], #2, #3)" in text
+
+
+def test_in_range_guard_skips_the_store_and_reports():
+    from zynbook.compiler.launch.ir import InRange
+    sites = (errflag.Site(errflag.INDEX, 7, "out", "n"),)
+    dest = Load("dest", ref("i"), I32)
+    body = (grid_stride([Store("out", dest, x_at(), guard=InRange(dest, N, 1), line=7),
+                         Atomic("+", "count", Checked(dest, N, 1, I32), i(1), line=8)]),)
+    k = Kernel("scatter", (Param("x", "buffer", "f32"), Param("dest", "buffer", I32),
+                           Param("out", "buffer", "f32", True), Param("count", "buffer", I32, True),
+                           Param("n", "size", I32)), body, 4)
+    prog = Program("scatter", (k,), (Launch("scatter", ceildiv(N, 4), 4),), sites=sites)
+    x = np.arange(6, dtype=np.float32) + 1
+    dest = np.array([5, 4, 3, 2, 1, 0], np.int32)
+    out, count = np.zeros(6, np.float32), np.zeros(6, np.int32)
+    bufs = {"x": x, "dest": dest, "out": out, "count": count}
+    assert emulate.run(prog, bufs, {}, {"n": 6}) == (0, 0)
+    np.testing.assert_array_equal(out, x[::-1])
+    np.testing.assert_array_equal(count, np.ones(6))
+    dest[2] = 6
+    out[:], count[:] = 0, 0
+    assert emulate.run(prog, bufs, {}, {"n": 6}) == (1, 6)
+    assert out[3] == 0 and count[3] == 0 and count.sum() == 5       # neither was made
+    assert "in_range(dest[i] in 0..n, #1)" in format_program(prog)

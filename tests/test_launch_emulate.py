@@ -57,7 +57,8 @@ def elementwise(value, *, params, dtype="f32", block=256, grid=3, name="ew"):
     body = (grid_stride([Store("out", ref("i"), value, line=3)], line=2),)
     k = Kernel(name, tuple(params) + (Param("out", "buffer", dtype, True), Param("n", "size", I32)),
                body, block)
-    return Program(name, (k,), (Launch(name, grid if not isinstance(grid, int) else i(grid), block),))
+    grid = i(grid) if isinstance(grid, int) else grid
+    return Program(name, (k,), (Launch(name, grid, block),))
 
 
 def x_at(name="x", dt="f32", index=None):
@@ -145,8 +146,9 @@ def _final_kernel(block, nparts):
         Decl("total", "f32", Collective("+", ref("acc", "f32"), "block", "f32"), line=3),
         Store("out", i(0), ref("total", "f32"), guard=eq(T, i(0)), line=3),
     )
-    return Kernel("final", (Param("partials", "scratch", "f32"), Param("out", "buffer", "f32", True),
-                            Param("n", "size", I32)), body, block)
+    return Kernel("final", (Param("partials", "scratch", "f32"),
+                            Param("out", "buffer", "f32", True), Param("n", "size", I32)),
+                  body, block)
 
 
 def reduction_program(block=64):
@@ -355,7 +357,8 @@ def test_local_arrays_atomics_select_and_guards():
     # each thread fills a local array, sums it; an atomic accumulates a histogram of parity
     body = [
         Array("loc", "f32", 4, "local", line=1),
-        For("k", i(0), i(4), i(1), (Store("loc", ref("k"), Cast(add(T, ref("k")), "f32")),), line=1),
+        For("k", i(0), i(4), i(1), (Store("loc", ref("k"), Cast(add(T, ref("k")), "f32")),),
+            line=1),
         Decl("s", "f32", f(0), mutable=True, line=2),
         For("k", i(0), i(4), i(1), (Set("s", add(ref("s", "f32"), Load("loc", ref("k"), "f32"),
                                                  "f32")),), line=2),

@@ -400,7 +400,8 @@ class _Translator:
         elif isinstance(s, For):
             var = _Var(self.fresh("i"), s.dtype, "loop", name=s.var)
             for part, e in (("start", s.start), ("stop", s.stop), ("step", s.step)):
-                self.check(e.dtype == s.dtype, f"loop `{s.var}` of {s.dtype} has a {e.dtype} {part}")
+                self.check(e.dtype == s.dtype,
+                           f"loop `{s.var}` of {s.dtype} has a {e.dtype} {part}")
             start = self.expr(s.start, pre)
             self.flush(pre, depth)
             self.emit(depth, f"{var.py} = {start}")

@@ -4,9 +4,11 @@
 makes (`launch name<<<grid, block>>>` with the grid as a host expression), the scratch
 buffers, the error sites, then every kernel with its parameters, block size, arrays and
 statements. A statement that came from ZynML ends in `# line N` (followed by the source
-text where the program has it and the line differs from the statement before). Literals carry their dtype unless it is i32, f32 or bool; casts name
-the dtype they convert to; `@thread`, `@block`, `@threads`, `@blocks`, `@lane` and `@warp`
-are where a thread runs. The text is deterministic: the same program gives the same text.
+text where the program has it and the line differs from the statement before). Literals
+carry their dtype unless it is i32, f32 or bool; casts name the dtype they convert to;
+`@thread`, `@block`, `@threads`, `@blocks`, `@lane` and `@warp` are where a thread runs;
+`checked(i in 0..n, #s)` is an index checked against error site s. The text is
+deterministic: the same program gives the same text.
 """
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ class BrowserDevice(Device):
         return prog
 
     def generated_source(self, kernel: cir.Kernel, sizes: dict | None = None) -> dict:
-        return {"wgsl": self.program(kernel, sizes).source}
+        return {"wgsl": plans.browser_source(self.program(kernel, sizes).source)}
 
     # ------------------------------------------------------------------- memory
     def from_host(self, array):

@@ -10,6 +10,7 @@ geometry are computed here exactly as zynbook/backends/webgpu/device.py computes
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,6 +57,21 @@ def specialised(opts: wgsl.WGSLOptions, kernel: cir.Kernel, sizes: dict) -> wgsl
     return dataclasses.replace(
         opts, equal_sizes=equal_sizes(kernel, sizes),
         negative_sizes=tuple(sorted(d for d in kernel.dims if int(sizes.get(d, 0)) < 0)))
+
+
+_BITS = re.compile(r"bitcast<f32>\((0x[0-9a-fA-F]+u)\)")
+_BITS_FN = ("\n// infinities and NaNs, made at run time: WGSL refuses them in constant expressions\n"
+            "fn z_f32_bits(bits: u32) -> f32 { return bitcast<f32>(bits); }\n")
+
+
+def browser_source(source: str) -> str:
+    """The back end's WGSL as a browser's WGSL compiler takes it. WGSL makes an infinity or
+    a NaN in a constant expression a shader-creation error, which Chromium's Tint enforces
+    and wgpu's Naga does not: `bitcast<f32>(0xff800000u)` (-inf) is evaluated through a
+    function call instead, which is never a constant expression."""
+    if not _BITS.search(source):
+        return source
+    return _BITS.sub(r"z_f32_bits(\1)", source) + _BITS_FN
 
 
 def source_hash(source: str) -> str:
@@ -139,8 +155,9 @@ def build(program: wgsl.Program, kernel: cir.Kernel, inputs: list, sizes: dict,
         passes.append({"entry": p.entry, "workgroups": list(dims)})
         geometry.append({"entry": p.entry, "workgroups": dims,
                          "workgroup_size": program.workgroup_size})
+    source = browser_source(program.source)
     spec = {
-        "kernel": kernel.name, "hash": source_hash(program.source), "source": program.source,
+        "kernel": kernel.name, "hash": source_hash(source), "source": source,
         "bindings": [{"binding": b.binding, "buffer": b.buffer, "access": b.access}
                      for b in program.bindings],
         "buffers": buffers, "passes": passes, "read": read,

@@ -216,7 +216,7 @@ def test_broken_msl_fails_the_check(name, old, new):
 @pytest.mark.parametrize("old,new,what", [
     ("u_out[u_i] = ((u_x[u_i] * u_y[u_i]) + 1.0f);",
      "u_out[u_i] = expf((u_x[u_i] * u_y[u_i]) + 1.0f);", "compile"),
-    ("const int u_i = _r1;", "const long long u_i = _r1;", "long long"),
+    ("const int u_i = _g;", "const long long u_i = _g;", "long long"),
     ("u_out[u_i] = ((u_x[u_i] * u_y[u_i]) + 1.0f);", "u_out[u_i] = erf(u_x[u_i]);", "compile"),
 ])
 def test_c_habits_metal_lacks_are_refused(old, new, what):

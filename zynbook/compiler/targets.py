@@ -24,6 +24,7 @@ class Target:
     atomics: frozenset = frozenset({"+", "max", "min"})
     arch: str = ""              # "sm_90", "apple", "x86-64-v3", an adapter's name
     cores: int = 1              # parallel blocks the host runs at once (CPU)
+    max_blocks: int = 2 ** 31 - 1   # blocks in a 1-D grid
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:
@@ -46,8 +47,8 @@ def cpu_target(arch: str = "") -> Target:
 
 
 def metal_target() -> Target:
-    return Target("metal", "msl", 32, 1024, 32 * 1024, _BASE | {"f16", "bf16"} - {"i64", "u64"} | {"i64", "u64"},
-                  arch="apple")
+    return Target("metal", "msl", 32, 1024, 32 * 1024, _BASE | {"f16", "bf16"},
+                  arch="apple", max_blocks=65535)
 
 
 def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -> Target:
@@ -60,4 +61,5 @@ def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -
     return Target("webgpu", "wgsl", subgroup if "subgroup" in features else 1,
                   int(limits.get("max_compute_invocations_per_workgroup", 256)),
                   int(limits.get("max_compute_workgroup_storage_size", 16384)), dtypes,
-                  collectives="subgroup" in features)
+                  collectives="subgroup" in features,
+                  max_blocks=int(limits.get("max_compute_workgroups_per_dimension", 65535)))

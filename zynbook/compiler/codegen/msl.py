@@ -39,7 +39,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from .. import cir
+from .. import cir, schedules
+from ..launch import ir
+from ..launch.scalar import user_name
+from ..targets import metal_target
+from .dialects.msl import ARG_TYPES as MSL_ARG_TYPES
+from .dialects.msl import MslDialect, Refused
+from .printer import print_program
 from ..passes.tiles import inline_tile_lets
 from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Unsupported,
                      ceil_div, cname, fold_call, pow2_at_least, prelude_functors,
@@ -524,11 +530,35 @@ def render_generic(kernel, body, sizes, notes, options=None) -> MSLProgram:
     r.setup(kernel, sizes)
     plan = r.plan_generic(kernel, body, sizes, options or {})
     if plan.mode == "thread":
+        prog = _launch_program(kernel, sizes, notes)
+        if prog is not None:
+            return prog
         return _thread_program(r, kernel, plan.nest, notes)
     banner = "rows: one threadgroup runs the whole body" if plan.mode == "whole" else (
         f"rows: one threadgroup of {plan.nt} threads per iteration of "
         f"({', '.join(l.var for l in plan.nest.loops)}), SIMD-group reductions")
     return _block_program(r, kernel, plan.nest, plan.nest.total, notes, banner)
+
+
+def _launch_program(kernel, sizes, notes) -> MSLProgram | None:
+    """The kernel through a schedule of compiler/schedules/ and the MSL dialect."""
+    prog = schedules.build(kernel, metal_target(), sizes)
+    if prog is None:
+        return None
+    try:
+        out = print_program(MslDialect(), prog, kernel, {user_name(d): sizes[d] for d in kernel.dims})
+    except Refused as err:
+        raise Unsupported(str(err)) from None
+    args = [(user_name(s.name), MSL_ARG_TYPES[s.dtype], s.name) for s in kernel.scalars
+            if s.name not in sizes]
+    slots = [BufferSlot(n, "input", b.name, b.dtype) for n, b in enumerate(kernel.inputs)]
+    slots.append(BufferSlot(len(slots), "output", kernel.output.name, kernel.output.dtype))
+    if args:
+        slots.append(BufferSlot(len(slots), "args", "zyn_args"))
+    slots.append(BufferSlot(len(slots), "error", "zyn_err", "i32", 2))
+    dispatches = [Dispatch(l.kernel, int(ir.evaluate(l.grid, sizes)), l.block) for l in prog.launches]
+    return MSLProgram(prog.kernels[0].name, out.source, dispatches, slots, args, prog.schedule,
+                      notes + prog.notes, 0, prog.sites)
 
 
 def _block_program(r: MSLRenderer, kernel, nest, groups: int, notes, banner):

@@ -98,7 +98,7 @@ class GenericThread(Schedule):
             stop = total
             blocks_e = ir.Cast(ir.Thread("blocks"), idx) if idx != "i32" else ir.Thread("blocks")
             step = ir.Bin("*", blocks_e, lit(params.threads, idx), idx)
-            blocks = -(-nest.total // params.threads)
+            blocks = min(-(-nest.total // params.threads), target.max_blocks)
         inner = self._decompose(low, nest, g, idx) + list(low.stmts(nest.body))
         body.append(ir.For(g, start, stop, step, tuple(inner), idx, nest.loops[0].line))
         name = kernel_name(kernel)

@@ -1,0 +1,150 @@
+"""The Metal Shading Language: `kernel void` entry points, buffers by `[[buffer(n)]]`, the
+scalar arguments in one `constant ZynArgs&` struct, the thread position as builtins, SIMD-group
+functions for warp collectives. Metal has no `double`: f64 is refused, never computed in f32."""
+from __future__ import annotations
+
+from ...launch import ir
+from .cfamily import C_TYPES, HELPERS, CFamily
+
+MSL_TYPES = dict(C_TYPES, f16="half", bf16="bfloat", i8="char", u8="uchar", u16="ushort",
+                 u32="uint", i64="long", u64="ulong")
+# the type of a scalar argument's field in the argument struct
+ARG_TYPES = {"f16": "float", "bf16": "float", "f32": "float", "i8": "int", "i16": "int",
+             "i32": "int", "bool": "int", "u8": "uint", "u16": "uint", "u32": "uint",
+             "i64": "long", "u64": "ulong"}
+BUILTINS = ("uint _tid [[thread_position_in_threadgroup]]",
+            "uint _gid [[threadgroup_position_in_grid]]",
+            "uint _ngroups [[threadgroups_per_grid]]",
+            "uint _ntid [[threads_per_threadgroup]]",
+            "uint _lane [[thread_index_in_simdgroup]]",
+            "uint _sg [[simdgroup_index_in_threadgroup]]")
+_THREAD = {"thread": "(int)_tid", "block": "(int)_gid", "threads": "(int)_ntid",
+           "blocks": "(int)_ngroups", "lane": "(int)_lane", "warp": "(int)_sg"}
+_SIMD = {"+": "simd_sum", "*": "simd_product", "max": "simd_max", "min": "simd_min"}
+
+MSL_HELPERS = dict(HELPERS, **{
+    "zyn_erf": (
+        "// erf (Metal has none): Abramowitz-Stegun 7.1.26 refined, |error| < 2e-7 in float\n"
+        "{q}float zyn_erf(float x) {{\n"
+        "    const float ax = fabs(x);\n"
+        "    if (ax < 0.5f) {{\n"
+        "        const float x2 = x * x;\n"
+        "        return x * (1.1283791671f + x2 * (-0.3761263890f + x2 * (0.1128379167f +\n"
+        "               x2 * (-0.0268661707f + x2 * (0.0052239776f - x2 * 0.0008548327f)))));\n"
+        "    }}\n"
+        "    const float t = 1.0f / (1.0f + 0.5f * ax);\n"
+        "    const float y = t * exp(-ax * ax - 1.26551223f + t * (1.00002368f + t * (0.37409196f +\n"
+        "                    t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f +\n"
+        "                    t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));\n"
+        "    return x >= 0.0f ? 1.0f - y : y - 1.0f; }}", ()),
+    "zyn_gelu": ("{q}float zyn_gelu(float x) {{ return 0.5f * x * (1.0f + zyn_erf(x * 0.7071067811865476f)); }}",
+                 ("zyn_erf",)),
+    "zyn_silu": ("{q}float zyn_silu(float x) {{ return x / (1.0f + exp(-x)); }}", ()),
+    "zyn_sigmoid": ("{q}float zyn_sigmoid(float x) {{ return 1.0f / (1.0f + exp(-x)); }}", ()),
+    "zyn_pow": (
+        "// pow with C semantics for a negative base and an integral exponent\n"
+        "{q}float zyn_pow(float a, float b) {{\n"
+        "    if (a >= 0.0f || b != floor(b)) return pow(a, b);\n"
+        "    const float r = pow(-a, b);\n"
+        "    return fmod(b, 2.0f) != 0.0f ? -r : r; }}", ()),
+})
+
+
+class Refused(Exception):
+    """What the language cannot express (f64 on Metal)."""
+
+
+class MslDialect(CFamily):
+    name = "msl"
+    q = "inline "
+    err = "device atomic_int*"
+    TYPES = MSL_TYPES
+    INF = {"f32": "INFINITY"}
+    NAN = {"f32": "NAN"}
+    HELPERS = MSL_HELPERS
+    FAIL = ("int z = 0; while (!atomic_compare_exchange_weak_explicit(e, &z, site, "
+            "memory_order_relaxed, memory_order_relaxed)) { if (z != 0) return; } "
+            "atomic_store_explicit(e + 1, (int)v, memory_order_relaxed);")
+
+    def type(self, dtype):
+        if dtype == "f64":
+            raise Refused("Metal has no 64-bit floats (f64)")
+        return self.TYPES[dtype]
+
+    def lit(self, value, dtype):
+        if dtype in ("i64", "u64"):
+            return f"{self.type(dtype)}({int(value)})"
+        return super().lit(value, dtype)
+
+    def cast(self, text, src, dst):
+        return f"{self.type(dst)}({text})"
+
+    def fn(self, name, dtype):
+        return name
+
+    def math(self, fn, args, dtype):
+        if dtype == "f32" and fn in ("erf", "pow"):
+            return f"{self.need('zyn_' + fn)}({', '.join(args)})"
+        if dtype == "f32" and fn == "rsqrt":
+            return f"rsqrt({args[0]})"
+        return super().math(fn, args, dtype)
+
+    def checked(self, index, extent, site, dtype):
+        return f"{self.need('zyn_chk')}<long>({index}, {extent}, zyn_err, {site})"
+
+    def in_range(self, index, extent, site, dtype):
+        return f"{self.need('zyn_in')}<long>({index}, {extent}, zyn_err, {site})"
+
+    def thread(self, axis):
+        return _THREAD[axis]
+
+    def collective(self, op, value, scope, dtype):
+        if scope != "warp" or op not in _SIMD:
+            raise Refused(f"{scope} {op} collectives are spelled by the block schedules")
+        return f"{_SIMD[op]}({value})"
+
+    def barrier(self):
+        return "threadgroup_barrier(mem_flags::mem_threadgroup);"
+
+    def array(self, name, dtype, count, space):
+        q = "threadgroup " if space == "shared" else ""
+        return f"{q}{self.type(dtype)} {name}[{max(count, 1)}];"
+
+    def atomic(self, op, array, index, value, dtype):
+        raise Refused("atomic updates on Metal are spelled by the block schedules")
+
+    def kernel_open(self, k, params, uses_flag):
+        ps, unpack, n = [], [], 0
+        for p in params:
+            if p.kind in ("buffer", "scratch"):
+                const = "" if p.writable or p.kind == "scratch" else "const "
+                ps.append(f"device {const}{self.type(p.dtype)}* {p.name} [[buffer({n})]]")
+                n += 1
+        args = [p for p in params if p.kind in ("scalar", "size")]
+        if args:
+            ps.append(f"constant ZynArgs& zyn_args [[buffer({n})]]")
+            n += 1
+            for p in args:
+                t = self.type("f32" if p.dtype in ("f16", "bf16") else p.dtype)
+                val = f"(zyn_args.{p.name} != 0)" if p.dtype == "bool" else f"{t}(zyn_args.{p.name})"
+                unpack.append(f"    const {t} {p.name} = {val};")
+        ps.append(f"device atomic_int* zyn_err [[buffer({n})]]")
+        ps.extend(BUILTINS)
+        self.arg_fields = [(p.name, ARG_TYPES[p.dtype], p.name) for p in args]
+        return ((f"// {k.comment}\n" if k.comment else "") + f"kernel void {k.name}(\n    "
+                + ",\n    ".join(ps) + ") {\n" + "\n".join(unpack)).rstrip("\n")
+
+    def kernel_close(self, k):
+        return "}"
+
+    def program_head(self, program, sizes) -> str:
+        head = [f"// ZynBook MSL for kernel `{program.name}` ({program.schedule})"]
+        if sizes:
+            head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
+        head += ["#include <metal_stdlib>", "using namespace metal;"]
+        fields = getattr(self, "arg_fields", [])
+        if fields:
+            head.append("struct ZynArgs {")
+            head += [f"    {t} {c};" for c, t, _ in fields]
+            head.append("};")
+        return "\n".join(head) + "\n"

@@ -34,6 +34,7 @@ How threads are modelled:
 """
 from __future__ import annotations
 
+import linecache
 import math
 
 import numpy as np
@@ -969,8 +970,11 @@ class Emulator:
             for name, var in self._globals(tr):
                 ns[var.py + "_w"] = (np.full(len(values[name]), -1, np.int64),
                                      np.zeros(len(values[name]), np.int64))
+        filename = f"<launch-IR kernel {kernel.name}>"
+        # tracebacks through the translated kernel show its Python lines
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         try:
-            code = compile(source, f"<launch-IR kernel {kernel.name}>", "exec")
+            code = compile(source, filename, "exec")
         except (SyntaxError, RecursionError) as exc:      # pragma: no cover - a translator bug
             raise EmulatorError(f"kernel `{kernel.name}` could not be translated: {exc}")
         exec(code, ns)

@@ -548,3 +548,36 @@ def test_in_range_guard_skips_the_store_and_reports():
     assert emulate.run(prog, bufs, {}, {"n": 6}) == (1, 6)
     assert out[3] == 0 and count[3] == 0 and count.sum() == 5       # neither was made
     assert "in_range(dest[i] in 0..n, #1)" in format_program(prog)
+
+
+def _spec_cases():
+    import kernel_sources as ks
+    rng = np.random.default_rng(6)
+    x16 = rng.standard_normal(333).astype(np.float16)
+    y16 = rng.standard_normal(333).astype(np.float16)
+    m = rng.standard_normal((13, 29)).astype(np.float32)
+    v = rng.standard_normal(29).astype(np.float32)
+    x = rng.standard_normal(1000).astype(np.float32)
+    return [
+        ("relu", ks.SPEC_RELU, {"x": x}, np.maximum(x, 0)),
+        ("mul_add_f16", ks.SPEC_MUL_ADD, {"x": x16, "y": y16},
+         (x16.astype(np.float32) * y16.astype(np.float32) + 1).astype(np.float16)),
+        ("broadcast", ks.SPEC_BROADCAST, {"matrix": m, "vector": v}, m * v[None, :]),
+    ]
+
+
+@pytest.mark.parametrize("target", ["cuda", "webgpu", "cpu"])
+def test_generic_schedule_spec_kernels(target):
+    from compute_testing import lower_block
+
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import cpu_target, cuda_target, webgpu_target
+    tgt, warp = {"cuda": (cuda_target(), 32), "webgpu": (webgpu_target(subgroup=4), 4),
+                 "cpu": (cpu_target(), 1)}[target]
+    for name, src, arrays, want in _spec_cases():
+        kernel, _, sizes, scalars = lower_block(src, arrays)
+        prog = schedules.build(kernel, tgt, sizes)
+        out = np.zeros(want.shape, emulate.numpy_dtype(kernel.output.dtype))
+        words = emulate.run(prog, {**arrays, kernel.output.name: out}, scalars, sizes, warp=warp)
+        assert words == (0, 0), name
+        np.testing.assert_array_equal(out, want, err_msg=name)

@@ -68,7 +68,8 @@ class Load(Expr):
 
 @dataclass(frozen=True)
 class Bin(Expr):
-    """ops: + - * / (float) < <= > >= == != and or; operands of one dtype."""
+    """ops: + - * / % < <= > >= == != and or; operands of one dtype. On integers `/` and `%`
+    truncate as C does (a divisor that may be 0 or -1 is a `CheckedDiv` instead)."""
     op: str
     a: Expr
     b: Expr
@@ -84,7 +85,7 @@ class Un(Expr):
 
 
 # math with the reference's meaning: min/max propagate NaN, fmod is C's, pow2 is a*a;
-# on integers: min max abs clamp relu ipow floordiv
+# on integers: min max abs clamp relu ipow
 MATH = ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "floor",
         "ceil", "round", "tanh", "sinh", "cosh", "sigmoid", "relu", "silu", "gelu", "erf",
         "pow", "pow2", "min", "max", "clamp", "fmod", "ipow",
@@ -106,6 +107,9 @@ class Cast(Expr):
 
 @dataclass(frozen=True)
 class Select(Expr):
+    """`a` where `cond` else `b`. Both sides are values: a schedule puts nothing that must
+    not run (a check, a load that may be out of range) in the side not taken; that is an
+    `If`. (C's `?:` evaluates one side, WGSL's `select` both.)"""
     cond: Expr
     a: Expr
     b: Expr

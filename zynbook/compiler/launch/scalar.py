@@ -94,6 +94,8 @@ class ScalarLowering:
             for b in list(kernel.inputs) + [kernel.output]}
         self.scalars = {s.name: s.dtype for s in kernel.scalars if s.name not in self.sizes}
         self.scopes: list = [{}]            # CIR name -> (identifier, dtype)
+        # a reduce schedule's combine: (value, index or None, line) -> statements
+        self.on_yield = None
         self.taken: set = set()
 
     # ---- names ------------------------------------------------------------------------
@@ -312,6 +314,9 @@ class ScalarLowering:
             off, guard = self.flat(s.buffer, s.index, store=True)
             return [ir.Atomic(s.op, ident, off, cast(self.operand(s.value, compute_dtype(dtype)), dtype),
                               guard, ln)]
+        if isinstance(s, cir.Yield) and self.on_yield is not None:
+            index = None if s.index is None else cast(self.expr(s.index), "i64")
+            return list(self.on_yield(self.expr(s.value), index, ln))
         raise NotScalar(f"{type(s).__name__} needs a block schedule")
 
 

@@ -15,7 +15,8 @@ the program runs it, and the devices' own kernel times from CUDA events): data-p
 batched matmul 64 x 1024^3 f32, model-parallel matmul 4096 (columns split with the result
 sharded, the same gathered onto the first GPU, and the contraction split with a NCCL
 reduce-scatter), and a transformer feed-forward block (8192 tokens, hidden 1024, ffn 4096)
-kept sharded between its four kernels. Scaling efficiency = time on one / (n x time on n).
+kept sharded between its four kernels; a data-parallel TinyGPT training step (zynbook.nn.
+DataParallel: a replica per device, gradients all-reduced) against the same batch on one. Scaling efficiency = time on one / (n x time on n).
 
 Every check runs in its own try/except and prints its error; a watchdog ends the script
 before 8 minutes. Figures are printed as a table and written as JSON (--json, default
@@ -389,6 +390,40 @@ def check_block(ids, quick):
     return f"max error {close(out, one, rtol=1e-3, atol=1e-3, what='block'):.1e}"
 
 
+@step("data-parallel training step (TinyGPT, gradients all-reduced) equals one device")
+def check_training(ids, quick):
+    from zynbook.nn import DataParallel
+    from zynbook.nn.model import GPTConfig, TinyGPT, init_weights
+    config = GPTConfig(vocab=61, dim=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn=64,
+                       max_seq=64, seed=2)
+    batch, seq = (4, 24) if quick else (8, 64)
+    tokens = np.random.default_rng(8).integers(1, config.vocab, (batch, seq + 1))
+    x, y = tokens[:, :-1], tokens[:, 1:]
+    weights = init_weights(config)
+    one = TinyGPT(zynbook.device(ids[0]), config, weights)
+    group = DataParallel(ids, config, weights)
+    times_one, times_group = [], []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        l1 = one.train_batch(x, y)
+        one.dev.sync()
+        times_one.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        l2 = group.train_step(x, y)
+        group.sync()
+        times_group.append(time.perf_counter() - t0)
+        if abs(l1 - l2) > 1e-4 * abs(l1):
+            raise AssertionError(f"loss {l2} on the group, {l1} on {ids[0]}")
+    worst = 0.0
+    for name, buf in one.params.items():
+        for r in group.replicas:
+            worst = max(worst, close(r.params[name].to_vec(), buf.to_vec(), rtol=1e-3,
+                                     atol=1e-4, what=name))
+    return (f"3 steps of a batch of {batch} x {seq}: loss {l2:.4f}; weights agree to "
+            f"{worst:.1e}; collectives {group.group.kind}; last step "
+            f"{times_one[-1] * 1e3:.0f} ms on {ids[0]}, {times_group[-1] * 1e3:.0f} ms on the group")
+
+
 @step("Dask local cluster on this machine (workers on their best device)")
 def check_dask(ids, quick):
     try:
@@ -553,6 +588,7 @@ def main():
         check_kernels(ids)
         check_chain(ids)
         check_block(ids, args.quick)
+        check_training(ids, args.quick)
         print("timing (median of %d after %d warm-up runs):" % (args.reps, args.warm),
               flush=True)
         bench_bmm(ids, args.quick, args.reps, args.warm)

@@ -8,6 +8,8 @@ backward passes written in ZynML, traced elementwise expressions, and safetensor
 """
 from . import expr
 from .device import Buffer, Device, device
+from .parallel import DataParallel
 from .weights import load_weights, save_weights
 
-__all__ = ["Buffer", "Device", "device", "expr", "load_weights", "save_weights"]
+__all__ = ["Buffer", "DataParallel", "Device", "device", "expr", "load_weights",
+           "save_weights"]

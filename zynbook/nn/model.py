@@ -288,6 +288,46 @@ class TinyGPT:
                                 c.lr if lr is None else lr, c.betas[0], c.betas[1], c.adam_eps,
                                 0.0 if name.endswith("norm") else c.weight_decay, self.step_t)
 
+    def grad_sum(self, batch_ids, batch_targets):
+        """(the sum of the losses, {name: the sum of the gradients}) over the sequences of a
+        [batch, seq] batch (zeros for an empty one: a device with no share of a batch)."""
+        total, sums = 0.0, None
+        for ids, targets in zip(batch_ids, batch_targets):
+            loss, grads = self.loss_and_grads(ids, targets)
+            total += loss
+            if sums is None:
+                sums = grads
+            else:
+                for name, g in grads.items():
+                    self.dev.add_assign(sums[name], g)
+        if sums is None:
+            sums = {name: self.dev.alloc(len(buf)) for name, buf in self.params.items()}
+        return total, sums
+
+    def scale_grads(self, grads, factor: float):
+        """Every gradient multiplied by `factor`, in place, on the device."""
+        f = float(factor)
+        for g in grads.values():
+            if len(g):
+                g.tensor = self.dev.elementwise([g], len(g), lambda xs: xs[0] * f).tensor
+
+    def batch_loss_and_grads(self, batch_ids, batch_targets):
+        """(the mean loss, the mean gradients) over the sequences of a [batch, seq] batch."""
+        batch_ids, batch_targets = np.asarray(batch_ids), np.asarray(batch_targets)
+        if batch_ids.ndim != 2 or batch_ids.shape != batch_targets.shape or not len(batch_ids):
+            raise ZynMLShapeError(f"TinyGPT: a batch is [batch, seq] token ids with targets of "
+                                  f"the same shape, not {list(batch_ids.shape)} and "
+                                  f"{list(batch_targets.shape)}")
+        total, sums = self.grad_sum(batch_ids, batch_targets)
+        self.scale_grads(sums, 1.0 / len(batch_ids))
+        return total / len(batch_ids), sums
+
+    def train_batch(self, batch_ids, batch_targets, lr: float | None = None) -> float:
+        """One AdamW step on the mean gradient of a [batch, seq] batch; its mean loss."""
+        loss, grads = self.batch_loss_and_grads(batch_ids, batch_targets)
+        self.apply_grads(grads, lr)
+        return loss
+
     def train_step(self, ids, targets, lr: float | None = None) -> float:
         loss, grads = self.loss_and_grads(ids, targets)
         self.apply_grads(grads, lr)

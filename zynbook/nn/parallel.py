@@ -1,0 +1,111 @@
+"""Data-parallel training over a device group: one replica of the model per device, each
+running the training step on its shard of the batch, the gradients all-reduced.
+
+    dp = DataParallel(["cuda:0", "cuda:1"], GPTConfig(vocab=80))
+    loss = dp.train_step(batch_ids, batch_targets)       # [batch, seq] token ids
+
+Every replica starts from the same weights. The batch's sequences are cut into contiguous,
+nearly equal shards (the first devices take one more where it does not divide); each device
+sums the gradients of its sequences (distinct devices at the same time, a host thread each),
+the sums are all-reduced through the group's collectives
+(zynbook/runtime/sharded.py: NCCL between CUDA devices, the host for any other group, a
+`["cpu", "cpu"]` group included) and scaled by 1 / batch, and every replica takes the same
+AdamW step, so the replicas stay equal. The result equals `TinyGPT.train_batch` on one
+device, up to the order of the gradients' sums.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ZynMLDeviceError, ZynMLShapeError
+from .model import GPTConfig, TinyGPT, init_weights
+
+
+def _batch(ids, targets):
+    ids, targets = np.asarray(ids), np.asarray(targets)
+    if ids.ndim == 1:
+        ids, targets = ids[None], targets[None]
+    if ids.ndim != 2 or ids.shape != targets.shape or ids.shape[0] == 0:
+        raise ZynMLShapeError(f"a batch is [batch, seq] token ids with targets of the same shape, "
+                              f"not {list(ids.shape)} and {list(targets.shape)}")
+    return ids, targets
+
+
+class DataParallel:
+    """TinyGPT replicas on `device_ids` (a list of ids; an id may repeat, as in
+    `["cpu", "cpu"]`), trained data-parallel."""
+
+    def __init__(self, device_ids, config: GPTConfig, weights: dict | None = None):
+        from .device import device
+        if isinstance(device_ids, str) or not device_ids:
+            raise ZynMLDeviceError("DataParallel takes a list of device ids, like "
+                                   "[\"cuda:0\", \"cuda:1\"] or [\"cpu\", \"cpu\"]")
+        self.device_ids = list(device_ids)
+        self.config = config
+        host = weights if weights is not None else init_weights(config)
+        self.replicas = [TinyGPT(device(d), config, host) for d in self.device_ids]
+        self._group = None
+        # one thread per device where every device is a different one (a repeated id, as in
+        # ["cpu", "cpu"], shares one device: its replicas take turns)
+        self.concurrent = len(set(self.device_ids)) == len(self.device_ids) > 1
+        self._executor = None
+
+    def _pool(self):
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._executor = ThreadPoolExecutor(len(self.replicas),
+                                                thread_name_prefix="zynml-data-parallel")
+        return self._executor
+
+    @property
+    def group(self):
+        """The collectives of the replicas' devices."""
+        if self._group is None:
+            from ..runtime.sharded import group_for
+            self._group = group_for([r.dev.backend for r in self.replicas])
+        return self._group
+
+    def shards(self, batch: int) -> list:
+        from ..runtime.sharded import chunk_bounds
+        return chunk_bounds(batch, len(self.replicas))
+
+    def loss_and_grads(self, ids, targets):
+        """(the batch's mean loss, [{name: gradient} per replica]): every replica holds the
+        mean gradient of the whole batch after the all-reduce."""
+        ids, targets = _batch(ids, targets)
+        batch = ids.shape[0]
+        jobs = [(replica, ids[lo:hi], targets[lo:hi])
+                for replica, (lo, hi) in zip(self.replicas, self.shards(batch))]
+        if self.concurrent:
+            # distinct devices work at the same time, one host thread each
+            results = list(self._pool().map(lambda job: job[0].grad_sum(job[1], job[2]), jobs))
+        else:
+            results = [replica.grad_sum(x, y) for replica, x, y in jobs]
+        losses = [r[0] for r in results]
+        sums = [r[1] for r in results]
+        names = list(sums[0])
+        for name in names:
+            bufs = [g[name] for g in sums]
+            reduced = self.group.all_reduce([b.tensor.data for b in bufs], "+")
+            for buf, data in zip(bufs, reduced):
+                buf.tensor = _same_tensor(buf.tensor, data)
+        for replica, grads in zip(self.replicas, sums):
+            replica.scale_grads(grads, 1.0 / batch)
+        return float(sum(losses)) / batch, sums
+
+    def train_step(self, ids, targets, lr: float | None = None) -> float:
+        """One data-parallel step: the batch's mean loss (before the update)."""
+        loss, grads = self.loss_and_grads(ids, targets)
+        for replica, g in zip(self.replicas, grads):
+            replica.apply_grads(g, lr)
+        return loss
+
+    def sync(self):
+        for r in self.replicas:
+            r.dev.sync()
+
+
+def _same_tensor(old, data):
+    """`data` (an array of `old`'s device) as a tensor like `old`."""
+    from ..runtime.tensor import Tensor
+    return Tensor(data, old.device, old.shape, old.dtype, committed=True)

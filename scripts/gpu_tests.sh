@@ -34,7 +34,8 @@ GPU_TESTS=(tests/test_cuda_gpu.py tests/test_cuda_render.py tests/test_examples_
            tests/test_recognise.py tests/test_device_interface.py tests/test_fused_ops.py
            tests/test_placement.py tests/test_host_bounds.py tests/test_empty_reductions.py
            tests/test_interrupts.py tests/test_session_threads.py tests/test_async_devices.py
-           tests/test_differential.py)
+           tests/test_differential.py tests/test_device_builtins.py tests/test_checkpointing.py
+           tests/test_data_parallel.py)
 RES=${OUT:-bench/results}
 mkdir -p "$RES"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true

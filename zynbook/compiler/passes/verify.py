@@ -5,10 +5,11 @@
 * names: every `Var` is a size (`Kernel.dims`), a scalar argument, a loop variable of an
   enclosing loop or a local declared before it in an enclosing block; `Assign` targets a
   `var` (a mutable local) in scope; loads read an input, `out` or a shared array declared in
-  scope, stores write `out` or such a shared array; a name is declared once per kernel;
+  scope, stores write `out` or such a shared array; a local is declared once per kernel and
+  never takes a buffer's name;
 * types: `Bin` results follow the rules lowering types them by (`compiler/types.py`:
   comparisons and `and`/`or` give bool, arithmetic promotes with weak literals, followed in
-  program order); conditions are one bool; loop bounds, steps and scalar indices are
+  program order; integer `+ - *` rebuilt by `affine.simplify` is i32); conditions are one bool; loop bounds, steps and scalar indices are
   integers; a constant step is positive;
 * `Yield` only in kernels whose output is a reduction (kind `reduce`, or a body that never
   writes out), and every `Yield` in the same loops;
@@ -72,8 +73,10 @@ class _Verifier:
     def declare(self, name, what, line):
         if name in self.declared:
             self.fail(f"`{name}` is declared twice", line)
-        if name in self.globals or name in self.buffers:
-            self.fail(f"`{name}` is declared but is already a size, scalar or buffer", line)
+        if name in self.buffers:
+            self.fail(f"`{name}` is declared but names a buffer", line)
+        # a local may shadow a size or scalar name from its declaration on (a mutated
+        # program can use a free name as a size before a `let` of the same name)
         self.declared.add(name)
         self.scopes[-1][name] = what
 
@@ -189,7 +192,9 @@ class _Verifier:
         if buffer in self.buffers:
             if store and buffer != "out":
                 self.fail(f"input `{buffer}` is written", line)
-            rank = len(self.buffers[buffer].shape)
+            # out's rank comes from its stores (a slice takes a tile's axes), so only the
+            # inputs' ranks are fixed
+            rank = len(self.buffers[buffer].shape) if buffer != "out" else None
         elif self.lookup(buffer) == "shared":
             rank = None
         else:
@@ -233,7 +238,10 @@ class _Verifier:
                 want = arithmetic_dtype(e.op, a, b, self.weak.weak(a), self.weak.weak(b))
             else:
                 self.fail(f"unknown operator {e.op}", line)
-            if e.ty.dtype != want:
+            if e.ty.dtype != want and not (
+                    e.op in ("+", "-", "*") and e.ty.dtype == "i32" and not e.ty.shape
+                    and all(is_int(x.ty.dtype) and not x.ty.shape for x in (a, b))):
+                # sizes, bounds and indices simplified by affine.py are i32 forms
                 self.fail(f"`{cir.format_expr(e)}` is typed {e.ty.dtype}; {a.ty.dtype} {e.op} "
                           f"{b.ty.dtype} gives {want}", line)
             return

@@ -75,6 +75,15 @@ def _parser() -> argparse.ArgumentParser:
     p_src.add_argument("--weights", action="append", type=_weights_arg, default=[],
                        help=weights_help)
     sub.add_parser("devices", help="list compute devices")
+    p_exp = sub.add_parser(
+        "export", help="write a notebook as a self-contained HTML page that runs its compute "
+                       "blocks on the reader's GPU (WebGPU)",
+        description="Runs the notebook's code once on the CPU reference, then writes an HTML "
+                    "page holding each compute block's WGSL, launch plan, inputs and output; "
+                    "the page runs them on the reader's GPU and checks the results, with no "
+                    "server and no Python.")
+    p_exp.add_argument("file", help="NOTEBOOK.ipynb")
+    p_exp.add_argument("-o", "--output", help="the page to write (default: NOTEBOOK.html)")
     return parser
 
 
@@ -85,6 +94,15 @@ def main(argv=None) -> int:
         if args.command == "devices":
             for d in compute_devices():
                 print("  ".join(f"{k}={v}" for k, v in d.items()))
+            return 0
+        if args.command == "export":
+            from .export import export_notebook
+            try:
+                print(export_notebook(args.file, args.output))
+            except OSError as err:
+                print(f"zynbook: cannot export {args.file}: {err.strerror or err}",
+                      file=sys.stderr)
+                return 1
             return 0
         try:
             source = open(args.file, encoding="utf-8").read()

@@ -77,6 +77,7 @@ class WebGPUDevice(Device):
         self.cache = kcache.KernelCache("webgpu", disk=False)
         self.wgsl_version = getattr(rt.load_wgpu(), "__version__", "")
         self.last_programs: list = []
+        self._no_launch_ir: set = set()     # cache keys the launch-IR path does not take
 
     # ------------------------------------------------------------------- description
 
@@ -176,11 +177,33 @@ class WebGPUDevice(Device):
             opts = dataclasses.replace(opts, equal_sizes=_equal_sizes(kernel, sizes),
                                        negative_sizes=tuple(sorted(
                                            d for d in kernel.dims if int(sizes.get(d, 0)) < 0)))
+            if launch_ir_enabled() and all(d in sizes for d in kernel.dims):
+                compiled = self._compile_launch_ir(kernel, opts, sizes)
+                if compiled is not None:
+                    return compiled
         return self.cache.memo(self.cache_key(kernel, opts), lambda: self._compile(kernel, opts))
 
-    def _compile(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions) -> rt.CompiledProgram:
+    def _compile_launch_ir(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions, sizes: dict):
+        """The kernel through compiler/schedules/ and the WGSL dialect, specialised to the
+        launch's sizes (so a new size set compiles anew); None where that path does not
+        apply (remembered, so the size-generic program is taken at once next time)."""
+        sized = dataclasses.replace(opts, launch_sizes=tuple(sorted(
+            (d, int(sizes[d])) for d in kernel.dims)))
+        key = self.cache_key(kernel, sized)
+        if key in self._no_launch_ir:
+            return None
+        if key not in self.cache:
+            program = wgsl.launch_program(kernel, sized)
+            if program is None:
+                self._no_launch_ir.add(key)
+                return None
+            return self.cache.memo(key, lambda: self._compile(kernel, sized, program))
+        return self.cache.memo(key, lambda: self._compile(kernel, sized))
+
+    def _compile(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions,
+                 program: wgsl.Program | None = None) -> rt.CompiledProgram:
         t0 = time.perf_counter()
-        program = wgsl.render(kernel, opts)
+        program = program or wgsl.render(kernel, opts)
         dev = self.device
         try:
             module = dev.create_shader_module(label=kernel.name, code=program.source)
@@ -418,6 +441,15 @@ class WebGPUDevice(Device):
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def launch_ir_enabled() -> bool:
+    """Whether launches go through compiler/schedules/ and the WGSL dialect first
+    (ZYNBOOK_WEBGPU_LAUNCH_IR=1). Off by default: that path specialises a program to the
+    sizes of each launch, while the size-generic renderer compiles a kernel once for
+    every size."""
+    return os.environ.get("ZYNBOOK_WEBGPU_LAUNCH_IR", "0").strip().lower() in ("1", "true", "yes", "on")
+
 
 
 def _equal_sizes(kernel: cir.Kernel, sizes: dict) -> tuple:

@@ -73,12 +73,16 @@ class WGSLOptions:
     # size names negative at that launch (a host int can be): not assumed >= 0
     negative_sizes: tuple = ()
     f64: bool = False                      # the adapter has `shader-f64`
+    # the sizes ((name, value) pairs) of the one launch this program is for: given, the
+    # kernel goes through compiler/schedules/ and the WGSL dialect first (specialised to
+    # them, see launch_program); empty, the program is the size-generic one below
+    launch_sizes: tuple = ()
 
     def key(self) -> tuple:
         return (self.workgroup_size, self.f16, self.subgroups, self.subgroups_directive,
                 self.max_workgroup_storage,
                 self.max_invocations, self.max_storage_buffers, self.equal_sizes,
-                self.negative_sizes, self.f64)
+                self.negative_sizes, self.f64, self.launch_sizes)
 
 
 # ----------------------------------------------------------------------------- program
@@ -2556,9 +2560,18 @@ def schedule_for(kernel: cir.Kernel) -> list:
 
 def render(kernel: cir.Kernel, options: WGSLOptions | None = None,
            schedule: str | None = None) -> Program:
-    """The WGSL program of `kernel`. `schedule` forces one (tests); otherwise the kernel
-    type's schedule is tried first and the generic one is the fallback."""
+    """The WGSL program of `kernel`. With `options.launch_sizes`, a schedule of
+    compiler/schedules/ printed by the WGSL dialect comes first (`schedule="launch"` forces
+    it). Otherwise, and where that path does not apply, `schedule` forces one of the
+    renderer's own (tests), or the kernel type's schedule is tried first and the generic
+    one is the fallback."""
     options = options or WGSLOptions()
+    if options.launch_sizes and schedule in (None, "launch"):
+        prog = launch_program(kernel, options)
+        if prog is not None:
+            return prog
+        if schedule == "launch":
+            raise ZynMLDeviceError(f"kernel {kernel.name} has no launch-IR schedule on WebGPU")
     f64 = _refuse_f64(kernel, options)
     order = [schedule] if schedule else schedule_for(kernel)
     if f64 and not schedule:
@@ -2623,3 +2636,66 @@ def _refuse_f64(kernel: cir.Kernel, options: WGSLOptions) -> bool:
 
 def render_source(kernel: cir.Kernel, options: WGSLOptions | None = None) -> str:
     return render(kernel, options).source
+
+
+# ----------------------------------------------------------- the launch-IR path
+
+
+def launch_target(options: WGSLOptions):
+    """The adapter these options describe, as a compiler/targets.py Target."""
+    from ..targets import webgpu_target
+    features = [f for f, on in (("shader-f16", options.f16), ("shader-f64", options.f64),
+                                ("subgroup", options.subgroups)) if on]
+    return webgpu_target(features, {
+        "max_compute_invocations_per_workgroup": min(options.workgroup_size, options.max_invocations),
+        "max_compute_workgroup_storage_size": options.max_workgroup_storage})
+
+
+def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
+    """`kernel` through compiler/schedules/ and the WGSL dialect of the one printer, for the
+    sizes of `options.launch_sizes` (baked in), as the Program the WebGPU device runs; None
+    where no schedule applies or the dialect cannot spell what it built (the reason is a
+    ZynMLDeviceError of the dialect: 64-bit integers, f64, f16 without `shader-f16`...)."""
+    from .. import schedules
+    from ..launch import ir as lir
+    from ..launch.scalar import user_name
+    from .dialects.wgsl import WgslDialect
+    from .printer import print_program
+    sizes = {k: int(v) for k, v in options.launch_sizes}
+    if any(d not in sizes for d in kernel.dims):
+        return None
+    prog = schedules.build(kernel, launch_target(options), sizes)
+    if prog is None:
+        return None
+    if prog.scratch:
+        return None
+    dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers)
+    baked = {user_name(d): sizes[d] for d in kernel.dims}
+    try:
+        out = print_program(dialect, prog, kernel, baked)
+        bindings = dialect.bindings(prog)
+    except ZynMLDeviceError:
+        return None
+    names = {user_name(b.name): b.name for b in list(kernel.inputs) + [kernel.output]}
+    scalars = {user_name(s.name): s.name for s in kernel.scalars}
+    dims = {user_name(d): d for d in kernel.dims}
+    params = []
+    for field_name, wgsl_type, p in dialect.uniforms:
+        if p.kind == "size":
+            value = (lambda env, n=dims[p.name]: int(env["sizes"][n]))
+        elif wgsl_type == "f32":
+            value = (lambda env, n=scalars[p.name]: float(env["scalars"][n]))
+        else:
+            value = (lambda env, n=scalars[p.name]: int(env["scalars"][n]))
+        params.append(ParamField(field_name, wgsl_type, value))
+    program_bindings = [ProgramBinding(n, name, names.get(role, role), access, elem,
+                                       dtype if role in names else "")
+                        for n, name, role, access, elem, dtype in bindings]
+    passes = [ProgramPass(launch.kernel,
+                          (lambda env, g=launch.grid: int(lir.evaluate(
+                              g, {user_name(k): v for k, v in env["sizes"].items()}))),
+                          launch.kernel)
+              for launch in prog.launches]
+    first = prog.kernels[0]
+    return Program(kernel.name, prog.schedule, out.source, program_bindings, passes, params,
+                   {}, 0, (first.block, 1, 1), list(prog.notes), dialect.uses_f16, prog.sites)

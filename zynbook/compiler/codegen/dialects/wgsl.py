@@ -1,0 +1,484 @@
+"""WGSL: the WebGPU Shading Language spelling of the launch IR.
+
+A program is one WGSL module: the buffer parameters are `var<storage>` bindings in their
+order (inputs, output; an input the kernel writes is `read_write`), then the error flag
+(compiler/errflag.py: `array<atomic<i32>>`, word 0 the first failing site, word 1 its
+value) where the program has sites, then one uniform struct `ZynParams` holding the scalar
+arguments and the sizes that are not baked in (every field a 4-byte scalar, so the layout
+is the field order). Each launch-IR kernel is one `@compute` entry point; a block is a
+workgroup, `block` the linear workgroup id of a 1-D, 2-D or 3-D dispatch (the device splits
+large grids, runtime.split_workgroups) and `blocks` their count.
+
+What WGSL cannot hold is refused with a `ZynMLDeviceError`, so the caller takes the older
+renderer or reports a device error: 64-bit integers, f64, f16 without the adapter's
+`shader-f16`, warp collectives, lanes and scratch buffers. Types WGSL does hold narrower
+than 32 bits are stored widened (i8, i16 as i32; u8, u16 as u32; bool as u32; bf16 as f32,
+rounded to bfloat16 where the program casts to it), and their arithmetic wraps at their own
+width, as the reference's does. Float min and max propagate NaN, as numpy's do.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ....errors import ZynMLDeviceError
+from ...launch import ir
+
+# launch-IR dtype -> the WGSL type it is computed in (and stored as, but bool: u32)
+TYPES = {"f32": "f32", "f16": "f16", "bf16": "f32", "i32": "i32", "u32": "u32", "i8": "i32",
+         "i16": "i32", "u8": "u32", "u16": "u32", "bool": "bool"}
+NARROW = {"i8": 8, "i16": 16, "u8": 8, "u16": 16}
+REFUSED = {"i64": "64-bit integers", "u64": "64-bit integers",
+           "f64": "f64 (it runs on the older renderer, which checks `shader-f64`)"}
+BIN_OPS = {"and": "&&", "or": "||"}
+ERR = "zyn_err"
+PARAMS = "zyn_p"
+
+_UNARY_BUILTINS = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil",
+                   "round", "sinh", "cosh", "abs"}
+
+
+def storage(dtype: str) -> str:
+    """The WGSL element type of a buffer of `dtype`."""
+    if dtype == "bool":
+        return "u32"
+    return TYPES[dtype]
+
+
+class WgslDialect:
+    name = "wgsl"
+
+    def __init__(self, f16: bool = False, max_storage_buffers: int = 8):
+        self.f16 = f16
+        self.max_storage_buffers = max_storage_buffers
+        self.needed: list = []          # helper names, in first-use order
+        self.atomic: set = set()        # buffers updated atomically: declared atomic<T>
+        self.dtypes: dict = {}          # buffer parameter -> its dtype
+        self.workgroup: list = []       # module-scope var<workgroup> declarations
+        self.uses_f16 = False
+        self.kernel_block = 1
+        self.uniforms: list = []        # (field, WGSL type, ir.Param) of ZynParams
+
+    # ---- refusals ---------------------------------------------------------------------
+
+    def refuse(self, what: str):
+        raise ZynMLDeviceError(f"the WGSL dialect cannot spell {what}")
+
+    def type(self, dtype: str) -> str:
+        if dtype in REFUSED:
+            self.refuse(REFUSED[dtype])
+        if dtype == "f16":
+            if not self.f16:
+                self.refuse("f16 without the adapter's `shader-f16`")
+            self.uses_f16 = True
+        if dtype not in TYPES:
+            self.refuse(f"the dtype {dtype}")
+        return TYPES[dtype]
+
+    # ---- helpers, emitted only when used ----------------------------------------------
+
+    def need(self, name: str) -> str:
+        if name not in self.needed:
+            for dep in _deps(name):
+                self.need(dep)
+            self.needed.append(name)
+        return name
+
+    def helpers_text(self) -> str:
+        out = [_helper(n) for n in self.needed]
+        return "\n".join(out) + ("\n\n" if out else "")
+
+    # ---- values -----------------------------------------------------------------------
+
+    def lit(self, value, dtype: str) -> str:
+        t = self.type(dtype)
+        if t == "bool":
+            return "true" if value else "false"
+        if t in ("f32", "f16"):
+            v = float(value)
+            if math.isnan(v) or math.isinf(v):
+                bits = "7fc00000" if math.isnan(v) else ("7f800000" if v > 0 else "ff800000")
+                text = f"bitcast<f32>(0x{bits}u)"
+                return text if t == "f32" else f"f16({text})"
+            # numpy's shortest text that reads back as the same f32 (or f16)
+            with np.errstate(over="ignore"):
+                x = (np.float32 if t == "f32" else np.float16)(v)
+            if np.isinf(x):
+                return self.lit(float(x), dtype)
+            text = str(x)
+            mant, _, exp = text.partition("e")
+            if "." not in mant:
+                mant += ".0"
+            text = mant + (f"e{exp}" if exp else "") + ("h" if t == "f16" else "f")
+            return f"({text})" if v < 0 or text.startswith("-") else text
+        v = int(value)
+        if t == "u32":
+            if dtype in NARROW:
+                v &= (1 << NARROW[dtype]) - 1
+            if not 0 <= v < 2 ** 32:
+                self.refuse(f"the {dtype} constant {v}")
+            return f"{v}u"
+        if not -2 ** 31 <= v < 2 ** 31:
+            self.refuse(f"the {dtype} constant {v}")
+        if v == -2 ** 31:
+            return "i32(-2147483647 - 1)"
+        return f"{v}i" if v >= 0 else f"({v}i)"
+
+    def zero(self, dtype):
+        return self.lit(0, dtype)
+
+    def narrow(self, text: str, dtype: str) -> str:
+        """`text` (an i32 or u32) wrapped to the width of a narrow integer dtype."""
+        bits = NARROW[dtype]
+        if dtype.startswith("u"):
+            return f"({text} & {(1 << bits) - 1}u)"
+        return f"(({text} << {32 - bits}u) >> {32 - bits}u)"
+
+    def cast(self, text: str, src: str, dst: str) -> str:
+        a, b = self.type(src), self.type(dst)
+        if dst == "bool":
+            return text if src == "bool" else f"({text} != {self.zero(src)})"
+        if src == "bool":
+            return f"select({self.zero(dst)}, {self.lit(1, dst)}, {text})"
+        if dst == "bf16":
+            return f"{self.need('zyn_bf16')}({text})" if src != "bf16" else text
+        out = text if a == b else f"{b}({text})"
+        if dst in NARROW and src != dst and not (src in NARROW and NARROW[src] <= NARROW[dst]
+                                                  and src[0] == dst[0]):
+            out = self.narrow(out, dst)
+        return out
+
+    def select(self, c, a, b, dtype):
+        self.type(dtype)
+        return f"select({b}, {a}, {c})"
+
+    def binary(self, op, a, b, operand_dtype, dtype):
+        self.type(operand_dtype)
+        text = f"({a} {BIN_OPS.get(op, op)} {b})"
+        if dtype in NARROW and op in ("+", "-", "*"):
+            return self.narrow(text, dtype)
+        return text
+
+    def unary(self, op, a, dtype):
+        t = self.type(dtype)
+        if op == "not":
+            return f"(!{a})"
+        text = f"(0u - {a})" if t == "u32" else f"(-{a})"
+        return self.narrow(text, dtype) if dtype in NARROW else text
+
+    def math(self, fn, args, dtype):
+        t = self.type(dtype)
+        if t in ("i32", "u32"):
+            if fn in ("min", "max"):
+                return self.fold(fn, args)
+            if fn == "clamp":
+                return f"min(max({args[0]}, {args[1]}), {args[2]})"
+            if fn == "relu":
+                return f"max({args[0]}, {self.zero(dtype)})"
+            if fn == "abs":
+                if t == "u32":
+                    return args[0]
+                return self.narrow(f"abs({args[0]})", dtype) if dtype in NARROW else f"abs({args[0]})"
+            if fn == "ipow":
+                text = f"{self.need('zyn_ipow_' + t)}({args[0]}, {args[1]})"
+                return self.narrow(text, dtype) if dtype in NARROW else text
+            self.refuse(f"{fn}() on {dtype}")
+        if t != "f32":
+            self.refuse(f"{fn}() on {dtype}")
+        if fn in ("min", "max"):
+            return self.fold(self.need(f"zyn_{fn}_f32"), args)
+        if fn == "clamp":
+            return f"{self.need('zyn_min_f32')}({self.need('zyn_max_f32')}({args[0]}, {args[1]}), {args[2]})"
+        if fn == "relu":
+            return f"{self.need('zyn_max_f32')}({args[0]}, 0.0f)"
+        if fn in _UNARY_BUILTINS:
+            return f"{fn}({args[0]})"
+        if fn == "rsqrt":
+            return f"(1.0f / sqrt({args[0]}))"
+        if fn == "pow2":
+            return f"{self.need('zyn_sq_f32')}({args[0]})"
+        if fn == "fmod":
+            return f"({args[0]} % {args[1]})"       # WGSL's float % truncates, as C's fmod
+        if fn in ("tanh", "sigmoid", "silu", "gelu", "erf", "pow"):
+            return f"{self.need('zyn_' + fn + '_f32')}({', '.join(args)})"
+        self.refuse(f"{fn}()")
+
+    def fold(self, fn: str, args: list) -> str:
+        out = args[0]
+        for a in args[1:]:
+            out = f"{fn}({out}, {a})"
+        return out
+
+    def thread(self, axis):
+        if axis == "thread":
+            return "i32(zyn_lid.x)"
+        if axis == "threads":
+            return f"{self.kernel_block}i"
+        if axis == "block":
+            return "zyn_block"
+        if axis == "blocks":
+            return "zyn_blocks"
+        self.refuse(f"the thread axis `{axis}` (no subgroups in this dialect yet)")
+
+    def collective(self, op, value, scope, dtype):
+        self.refuse(f"a {scope} collective")
+
+    # ---- memory and checks ------------------------------------------------------------
+
+    def load(self, array, index, dtype, space):
+        self.type(dtype)
+        if array in self.atomic:
+            raw = f"atomicLoad(&{array}[{index}])"
+            return f"bitcast<f32>({raw})" if dtype == "f32" else raw
+        if dtype == "bool" and space in ("global", "scratch"):
+            return f"({array}[{index}] != 0u)"
+        return f"{array}[{index}]"
+
+    def store(self, array, index, value, dtype, space):
+        self.type(dtype)
+        if array in self.atomic:
+            v = f"bitcast<u32>({value})" if dtype == "f32" else value
+            return f"atomicStore(&{array}[{index}], {v});"
+        if dtype == "bool" and space in ("global", "scratch"):
+            return f"{array}[{index}] = select(0u, 1u, {value});"
+        return f"{array}[{index}] = {value};"
+
+    def atomic(self, op, array, index, value, dtype):
+        t = self.type(dtype)
+        if dtype in NARROW or dtype == "bool" or op not in ("+", "max", "min"):
+            self.refuse(f"an atomic {op}= on {dtype}")
+        if t in ("i32", "u32"):
+            fn = {"+": "atomicAdd", "max": "atomicMax", "min": "atomicMin"}[op]
+            return f"{fn}(&{array}[{index}], {value});"
+        new = {"+": "bitcast<f32>(zyn_old) + zyn_v",
+               "max": f"{self.need('zyn_max_f32')}(bitcast<f32>(zyn_old), zyn_v)",
+               "min": f"{self.need('zyn_min_f32')}(bitcast<f32>(zyn_old), zyn_v)"}[op]
+        # float atomics: compare-exchange on the bits until no other thread came between
+        return (f"{{ let zyn_i = {index}; let zyn_v: f32 = {value}; "
+                f"var zyn_old: u32 = atomicLoad(&{array}[zyn_i]); loop {{ "
+                f"let zyn_r = atomicCompareExchangeWeak(&{array}[zyn_i], zyn_old, bitcast<u32>({new})); "
+                f"if (zyn_r.exchanged) {{ break; }} zyn_old = zyn_r.old_value; }} }}")
+
+    def checked(self, index, extent, site, dtype):
+        self.type(dtype)
+        return f"{self.need('zyn_chk')}({index}, {extent}, {site}i)"
+
+    def in_range(self, index, extent, site, dtype):
+        self.type(dtype)
+        return f"{self.need('zyn_in')}({index}, {extent}, {site}i)"
+
+    def checked_div(self, op, a, b, s0, sov, dtype):
+        self.type(dtype)
+        if op == "/":
+            return f"{self.need('zyn_idiv_' + dtype)}({a}, {b}, {s0}i, {sov}i)"
+        return f"{self.need('zyn_irem_' + dtype)}({a}, {b}, {s0}i)"
+
+    # ---- statements -------------------------------------------------------------------
+
+    def decl(self, name, dtype, value, mutable):
+        t = self.type(dtype)
+        if value is None:
+            return f"var {name}: {t};"
+        return f"{'var' if mutable else 'let'} {name}: {t} = {value};"
+
+    def for_header(self, var, dtype, start, stop, step):
+        t = self.type(dtype)
+        inc = f"{var}++" if step in ("1i", "1u") else f"{var} += {step}"
+        return f"for (var {var}: {t} = {start}; {var} < {stop}; {inc})"
+
+    def barrier(self):
+        return "workgroupBarrier();"
+
+    def array(self, name, dtype, count, space):
+        decl = f"array<{self.type(dtype)}, {max(count, 1)}>"
+        if space == "shared":
+            self.workgroup.append(f"var<workgroup> {name}: {decl};")
+            return f"// {name}: workgroup memory, declared above"
+        return f"var {name}: {decl};"
+
+    # ---- kernels and the program ------------------------------------------------------
+
+    def kernel_open(self, k, params, uses_flag):
+        self.kernel_block = k.block
+        self.type(k.index_dtype)
+        for p in k.params:
+            if p.kind in ("buffer", "scratch"):
+                self.dtypes[p.name] = p.dtype
+        self.atomic |= {n.array for n in ir.walk(k.body) if isinstance(n, ir.Atomic)}
+        lines = [f"// {k.comment}"] if k.comment else []
+        lines += [f"@compute @workgroup_size({k.block})",
+                  f"fn {k.name}(@builtin(workgroup_id) zyn_wg: vec3<u32>, "
+                  "@builtin(num_workgroups) zyn_nwg: vec3<u32>, "
+                  "@builtin(local_invocation_id) zyn_lid: vec3<u32>) {",
+                  "    // the linear workgroup id of a dispatch of up to three dimensions",
+                  "    let zyn_block: i32 = i32(zyn_wg.x + zyn_nwg.x * (zyn_wg.y + zyn_nwg.y * zyn_wg.z));",
+                  "    let zyn_blocks: i32 = i32(zyn_nwg.x * zyn_nwg.y * zyn_nwg.z);"]
+        for p in params:
+            if p.kind in ("scalar", "size"):
+                ct = p.dtype if p.kind == "size" else _compute(p.dtype)
+                t = self.type(ct)
+                field = f"{PARAMS}.{p.name}"
+                value = f"({field} != 0u)" if ct == "bool" else field
+                lines.append(f"    let {p.name}: {t} = {value};")
+                if p.name not in (u[0] for u in self.uniforms):
+                    self.uniforms.append((p.name, storage(ct), p))
+            elif p.kind == "scratch":
+                self.refuse("scratch buffers")
+        return "\n".join(lines)
+
+    def kernel_close(self, k):
+        return "}"
+
+    def bindings(self, program) -> list:
+        """(binding, name, role, access, WGSL element type, dtype) of the module, in order;
+        role: the buffer parameter's name, "@error" or "@params"."""
+        out = []
+        for p in program.kernels[0].params:
+            if p.kind == "buffer":
+                out.append((len(out), p.name, p.name, "read_write" if p.writable else "read",
+                            storage(p.dtype), p.dtype))
+        if program.sites:
+            out.append((len(out), ERR, "@error", "read_write", "i32", "i32"))
+        if len(out) > self.max_storage_buffers:
+            raise ZynMLDeviceError(
+                f"kernel {program.name} needs {len(out)} storage buffers; this adapter allows "
+                f"{self.max_storage_buffers} per shader stage")
+        if self.uniforms:
+            out.append((len(out), PARAMS, "@params", "uniform", "", ""))
+        return out
+
+    def program_head(self, program, sizes) -> str:
+        for p in program.kernels[0].params:
+            if p.kind == "buffer":
+                self.type(p.dtype)
+        head = [f"// ZynBook WGSL for kernel `{program.name}` ({program.schedule})"]
+        if sizes:
+            head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
+        if self.uses_f16:
+            head.insert(0, "enable f16;")
+        if self.uniforms:
+            head += ["", "struct ZynParams {"] + [f"    {f}: {t}," for f, t, _ in self.uniforms] + ["}"]
+        head.append("")
+        for binding, name, role, access, elem, dtype in self.bindings(program):
+            if access == "uniform":
+                head.append(f"@group(0) @binding({binding}) var<uniform> {PARAMS}: ZynParams;")
+                continue
+            if role == "@error":
+                elem = "atomic<i32>"
+            elif name in self.atomic:
+                elem = "atomic<u32>" if elem == "f32" else f"atomic<{elem}>"
+            note = f"  // {dtype}" if dtype != elem and role != "@error" else ""
+            head.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: array<{elem}>;{note}")
+        if self.workgroup:
+            head += [""] + self.workgroup
+        return "\n".join(head) + "\n\n"
+
+    def program_tail(self, program, sizes) -> str:
+        return ""
+
+
+def _compute(dtype: str) -> str:
+    return "f32" if dtype in ("f16", "bf16") else dtype
+
+
+# ------------------------------------------------------------------------- helpers
+
+
+def _deps(name: str) -> tuple:
+    if name.startswith(("zyn_chk", "zyn_in", "zyn_idiv", "zyn_irem")):
+        return ("zyn_fail",)
+    if name in ("zyn_max_f32", "zyn_min_f32"):
+        return ("zyn_isnan_f32",)
+    if name == "zyn_gelu_f32":
+        return ("zyn_erf_f32",)
+    return ()
+
+
+_INT_MIN = {"i32": "i32(-2147483647 - 1)", "i16": "(-32768i)", "i8": "(-128i)"}
+
+_FIXED = {
+    "zyn_fail": """\
+// the error flag (zynbook/compiler/errflag.py): the first failing site and its value win
+fn zyn_fail(site: i32, v: i32) {
+    loop {
+        let r = atomicCompareExchangeWeak(&zyn_err[0], 0i, site);
+        if (r.exchanged) { atomicStore(&zyn_err[1], v); break; }
+        if (r.old_value != 0i) { break; }
+    }
+}""",
+    "zyn_chk": """\
+// an index outside 0..n-1 fails the site and reads element 0 instead
+fn zyn_chk(i: i32, n: i32, site: i32) -> i32 {
+    if (i < 0i || i >= n) { zyn_fail(site, i); return 0i; } return i; }""",
+    "zyn_in": """\
+fn zyn_in(i: i32, n: i32, site: i32) -> bool {
+    if (i < 0i || i >= n) { zyn_fail(site, i); return false; } return true; }""",
+    "zyn_isnan_f32": """\
+// on the bits: a shader compiler may assume x == x
+fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }""",
+    "zyn_max_f32": """\
+// max and min propagate NaN, as numpy's maximum and minimum do
+fn zyn_max_f32(a: f32, b: f32) -> f32 {
+    if (zyn_isnan_f32(a)) { return a; } if (zyn_isnan_f32(b)) { return b; } return max(a, b); }""",
+    "zyn_min_f32": """\
+fn zyn_min_f32(a: f32, b: f32) -> f32 {
+    if (zyn_isnan_f32(a)) { return a; } if (zyn_isnan_f32(b)) { return b; } return min(a, b); }""",
+    "zyn_sq_f32": "fn zyn_sq_f32(a: f32) -> f32 { return a * a; }",
+    "zyn_tanh_f32": """\
+fn zyn_tanh_f32(x: f32) -> f32 {
+    // tanh saturates to +-1 well before |x| = 15; clamping keeps exp() finite
+    return tanh(clamp(x, -15.0f, 15.0f)); }""",
+    "zyn_sigmoid_f32": "fn zyn_sigmoid_f32(x: f32) -> f32 { return 1.0f / (1.0f + exp(-x)); }",
+    "zyn_silu_f32": "fn zyn_silu_f32(x: f32) -> f32 { return x / (1.0f + exp(-x)); }",
+    "zyn_erf_f32": """\
+fn zyn_erf_f32(x: f32) -> f32 {
+    // Abramowitz & Stegun 7.1.26 refined: |error| < 1.5e-7
+    let a = abs(x);
+    let t = 1.0f / (1.0f + 0.3275911f * a);
+    let y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t
+        - 0.284496736f) * t + 0.254829592f) * t * exp(-a * a);
+    return sign(x) * y; }""",
+    "zyn_gelu_f32": """\
+fn zyn_gelu_f32(x: f32) -> f32 { return 0.5f * x * (1.0f + zyn_erf_f32(x * 0.70710678118654752f)); }""",
+    "zyn_pow_f32": """\
+fn zyn_pow_f32(a: f32, b: f32) -> f32 {
+    // numpy's power: negative bases with whole exponents are defined
+    if (a < 0.0f && b == floor(b)) {
+        let r = pow(-a, b);
+        return select(r, -r, (i32(b) & 1i) == 1i);
+    }
+    return pow(a, b); }""",
+    "zyn_bf16": """\
+// f32 rounded to the nearest bfloat16 (ties to even), held in an f32
+fn zyn_bf16(x: f32) -> f32 {
+    let u = bitcast<u32>(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) { return x; }
+    return bitcast<f32>((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u); }""",
+}
+
+
+def _helper(name: str) -> str:
+    if name in _FIXED:
+        return _FIXED[name]
+    kind, _, dtype = name[4:].partition("_")
+    t = TYPES[dtype]
+    z, m1 = ("0u", "") if t == "u32" else ("0i", "-1i")
+    val = "bitcast<i32>(a)" if t == "u32" else "a"
+    if kind == "ipow":
+        one = "1u" if t == "u32" else "1i"
+        return (f"fn zyn_ipow_{t}(a: {t}, b: {t}) -> {t} {{\n"
+                f"    var r: {t} = {one}; for (var i: {t} = {z}; i < b; i++) {{ r = r * a; }} return r; }}")
+    if kind == "idiv":
+        over = "" if t == "u32" else (
+            f"    if (b == {m1} && a == {_INT_MIN[dtype]}) {{ zyn_fail(sov, a); return {z}; }}\n")
+        return (f"// integer division truncating as C; by 0 (and MIN / -1) it fails\n"
+                f"fn zyn_idiv_{dtype}(a: {t}, b: {t}, s0: i32, sov: i32) -> {t} {{\n"
+                f"    if (b == {z}) {{ zyn_fail(s0, {val}); return {z}; }}\n{over}"
+                f"    return a / b; }}")
+    if kind == "irem":
+        minus = "" if t == "u32" else f" if (b == {m1}) {{ return {z}; }}"
+        return (f"fn zyn_irem_{dtype}(a: {t}, b: {t}, s0: i32) -> {t} {{\n"
+                f"    if (b == {z}) {{ zyn_fail(s0, {val}); return {z}; }}{minus}\n"
+                f"    return a % b; }}")
+    raise KeyError(name)

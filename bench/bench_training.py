@@ -2,7 +2,9 @@
 ZynML kernel) on ZynBook devices, beside the same model written in PyTorch (eager) on the
 matching PyTorch device, from the same initial weights on the same batches. Prints the median
 step time after warm-up, the loss curve's first and last values (they should agree between
-the two), and the activation memory kept with and without checkpointing; writes JSON.
+the two), the activation memory kept with and without checkpointing and the peak device memory
+of a step both ways (the interface's count of live buffers; on CUDA also CuPy's pool, and
+PyTorch's max_memory_allocated beside it); writes JSON.
 
     python bench/bench_training.py [--devices cpu,cuda:0,vulkan:0] [--steps 60] [--warmup 5]
                                    [--json bench/results/training.json]
@@ -85,10 +87,33 @@ def time_zynbook(device_id, c, host, work, warmup):
         times.append(time.perf_counter() - t0)
     ckpt = TinyGPT(dev, GPTConfig(**{**c.__dict__, "memory_budget": 0}), host)
     ckpt.loss_and_grads(*work[0])
+    whole = TinyGPT(dev, c, host)
+    peaks, ckpt_times = {}, []
+    for name, m in (("whole", whole), ("checkpointed", ckpt)):
+        m.loss_and_grads(*work[0])                  # compiled
+        before = dev.memory_stats()["live_bytes"]
+        dev.reset_peak_memory()
+        t0 = time.perf_counter()
+        loss, grads = m.loss_and_grads(*work[1])
+        dev.sync()
+        if name == "checkpointed":
+            ckpt_times.append(time.perf_counter() - t0)
+        stats = dev.memory_stats()
+        peaks[name] = (stats["peak_bytes"] - before, stats["pool_peak_bytes"], loss)
+        del grads
+    for x, y in work[2:2 + 5]:
+        t0 = time.perf_counter()
+        ckpt.train_step(x, y)
+        ckpt_times.append(time.perf_counter() - t0)
     return {"device": dev.id, "ms_per_step": 1e3 * statistics.median(times[warmup:]),
+            "ms_per_step_checkpointed": 1e3 * statistics.median(ckpt_times),
             "first_loss": losses[0], "last_loss": float(np.mean(losses[-10:])),
             "activation_bytes": model.last_stored_bytes,
-            "activation_bytes_checkpointed": ckpt.last_stored_bytes}
+            "activation_bytes_checkpointed": ckpt.last_stored_bytes,
+            "peak_step_bytes": peaks["whole"][0], "peak_step_bytes_checkpointed": peaks["checkpointed"][0],
+            "cuda_pool_peak_bytes": peaks["whole"][1],
+            "cuda_pool_peak_bytes_checkpointed": peaks["checkpointed"][1],
+            "loss_whole_vs_checkpointed": [peaks["whole"][2], peaks["checkpointed"][2]]}
 
 
 def time_torch(torch_device, c, host, work, warmup):
@@ -110,8 +135,17 @@ def time_torch(torch_device, c, host, work, warmup):
         opt.step()
         losses.append(loss.item())
         times.append(time.perf_counter() - t0)
+    peak = None
+    if torch_device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        opt.zero_grad()
+        loss_fn(xi, yi).backward()
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - base
     return {"device": f"torch:{torch_device}", "ms_per_step": 1e3 * statistics.median(times[warmup:]),
-            "first_loss": losses[0], "last_loss": float(np.mean(losses[-10:]))}
+            "first_loss": losses[0], "last_loss": float(np.mean(losses[-10:])),
+            "peak_step_bytes": peak}
 
 
 def main():
@@ -144,9 +178,18 @@ def main():
         print(f"{z['device']:>12}: {z['ms_per_step']:8.1f} ms/step, loss {z['first_loss']:.3f} -> "
               f"{z['last_loss']:.3f}; activations kept {z['activation_bytes']} B "
               f"({z['activation_bytes_checkpointed']} B checkpointed)")
+        print(f"{'':>12}  peak device memory of a step (the interface's buffers) "
+              f"{z['peak_step_bytes'] / 1e3:.1f} kB, {z['peak_step_bytes_checkpointed'] / 1e3:.1f} kB "
+              f"checkpointed ({z['ms_per_step_checkpointed']:.1f} ms/step), the same loss "
+              f"{z['loss_whole_vs_checkpointed'][0]:.5f} / {z['loss_whole_vs_checkpointed'][1]:.5f}"
+              + (f"; CuPy pool peak {z['cuda_pool_peak_bytes'] / 1e6:.2f} MB, "
+                 f"{z['cuda_pool_peak_bytes_checkpointed'] / 1e6:.2f} MB checkpointed"
+                 if z["cuda_pool_peak_bytes"] is not None else ""))
         if t:
             print(f"{t['device']:>12}: {t['ms_per_step']:8.1f} ms/step, loss {t['first_loss']:.3f} -> "
-                  f"{t['last_loss']:.3f}; ratio torch/zynbook {row['ratio']:.3f}")
+                  f"{t['last_loss']:.3f}; ratio torch/zynbook {row['ratio']:.3f}"
+                  + (f"; peak of a step {t['peak_step_bytes'] / 1e3:.1f} kB"
+                     if t.get("peak_step_bytes") is not None else ""))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"steps": args.steps, "seq": args.seq,

@@ -12,7 +12,7 @@
  * default where the kernel has them), so the kernel reads the reply while the cell that
  * launched waits. Leaving the page closes the comms: the kernel drops the device.
  */
-import { ISessionContext } from '@jupyterlab/apputils';
+import { ISessionContext, Notification } from '@jupyterlab/apputils';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
@@ -20,6 +20,66 @@ import { IDisposable } from '@lumino/disposable';
 // runner.js is plain JavaScript kept beside the Python back end (zynbook export inlines it)
 // @ts-ignore: no declaration file; its API is described by IRunner below
 import * as runnerModule from '../../zynbook/backends/browser/runner.js';
+
+/** The command that exports the current notebook as a live WebGPU page. */
+export const EXPORT_COMMAND = 'zynbook:export-live-page';
+
+/**
+ * `zynbook export` of a notebook, run by its kernel (the notebook saved first): the page is
+ * written next to the notebook; a notification links to it.
+ */
+export async function exportLivePage(panel: NotebookPanel): Promise<string | null> {
+  const kernel = panel.sessionContext.session?.kernel;
+  if (!kernel) {
+    Notification.error('Export as live page: the notebook has no kernel');
+    return null;
+  }
+  await panel.context.save();
+  const path = panel.context.path;
+  const name = path.split('/').pop() ?? path;
+  const future = kernel.requestExecute(
+    {
+      code: '',
+      silent: true,
+      store_history: false,
+      user_expressions: {
+        zynbook_export:
+          "str(__import__('zynbook.export', fromlist=['x']).export_notebook(" +
+          JSON.stringify(name) +
+          ').name)'
+      }
+    },
+    true
+  );
+  const reply = (await future.done).content as KernelMessage.IExecuteReplyMsg['content'];
+  const result = (reply.status === 'ok'
+    ? (reply.user_expressions ?? {})['zynbook_export']
+    : null) as any;
+  if (!result || result.status !== 'ok') {
+    const why = result ? `${result.ename}: ${result.evalue}` : 'the kernel failed';
+    Notification.error(`Export as live page failed: ${why}`);
+    return null;
+  }
+  const written = String(result.data['text/plain']).replace(/^['"]|['"]$/g, '');
+  const dir = path.includes('/') ? path.slice(0, path.lastIndexOf('/') + 1) : '';
+  const url = `${baseUrl()}files/${(dir + written).split('/').map(encodeURIComponent).join('/')}`;
+  Notification.success(`Wrote ${dir}${written}: it runs the compute blocks on the reader's GPU`, {
+    actions: [{ label: 'Open', callback: () => window.open(url, '_blank') }],
+    autoClose: 10000
+  });
+  return dir + written;
+}
+
+/** The server's base URL, as JupyterLab's page configuration gives it. */
+function baseUrl(): string {
+  try {
+    const el = document.getElementById('jupyter-config-data');
+    const base = String(JSON.parse(el?.textContent ?? '{}').baseUrl ?? '/');
+    return base.endsWith('/') ? base : base + '/';
+  } catch {
+    return '/';
+  }
+}
 
 /** The comm target the kernel registers. */
 export const BROWSER_COMM_TARGET = 'zynbook.browser';

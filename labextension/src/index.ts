@@ -13,13 +13,14 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
+import { ICommandPalette } from '@jupyterlab/apputils';
 import { IEditorExtensionRegistry, IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { DocumentRegistry } from '@jupyterlab/docregistry';
 import { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
-import { BrowserDeviceLink } from './browser';
+import { BrowserDeviceLink, EXPORT_COMMAND, exportLivePage } from './browser';
 import { registerComputeCells } from './computecells';
 import { DeviceToolbarItem } from './devices';
 import { ProgressToolbarItem } from './progress';
@@ -110,8 +111,24 @@ const browserDevice: JupyterFrontEndPlugin<void> = {
   id: 'zynbook-zynml:browser-device',
   description: "The page's WebGPU adapter as the kernel's browser:N device.",
   autoStart: true,
-  activate: (app: JupyterFrontEnd) => {
+  optional: [ICommandPalette],
+  activate: (app: JupyterFrontEnd, palette: ICommandPalette | null) => {
     app.docRegistry.addWidgetExtension('Notebook', new BrowserDeviceExtension());
+    // File > Export as Live WebGPU Page (schema/browser-device.json), the notebook's
+    // context menu and the palette: `zynbook export` of the current notebook
+    app.commands.addCommand(EXPORT_COMMAND, {
+      label: 'Export as Live WebGPU Page (ZynBook)',
+      caption: "An HTML page that runs the notebook's compute blocks on the reader's GPU",
+      isEnabled: () => app.shell.currentWidget instanceof NotebookPanel,
+      execute: () => {
+        const widget = app.shell.currentWidget;
+        if (widget instanceof NotebookPanel) {
+          return exportLivePage(widget);
+        }
+      }
+    });
+    app.contextMenu.addItem({ command: EXPORT_COMMAND, selector: '.jp-Notebook', rank: 90 });
+    palette?.addItem({ command: EXPORT_COMMAND, category: 'ZynBook' });
   }
 };
 

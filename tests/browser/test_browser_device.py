@@ -340,6 +340,24 @@ def test_a_page_without_webgpu(lab, chromium):
         browser.close()
 
 
+def test_export_menu_item(lab, chromium):
+    _, browser = chromium
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        L.open_notebook(page, lab, "exported.ipynb")
+        page.click(".lm-MenuBar-itemLabel:text-is('File')")
+        item = ".lm-Menu-itemLabel:text-is('Export as Live WebGPU Page (ZynBook)')"
+        page.wait_for_selector(item)
+        page.click(item)
+        page.wait_for_selector(".Toastify__toast:has-text('exported.html')", timeout=120_000)
+        written = lab.root / "exported.html"
+        assert written.exists() and "zb-block" in written.read_text()
+    finally:
+        context.close()
+
+
 def test_exported_page_runs_offline(lab, chromium, tmp_path):
     _, browser = chromium
     notebook = lab.root / "exported.ipynb"

@@ -1,0 +1,307 @@
+"""The WGSL dialect of the one printer (compiler/codegen/dialects/wgsl.py): the generic
+schedule of compiler/schedules/ spelled in WGSL, as text (no adapter needed) and run on the
+WebGPU device (any wgpu adapter, e.g. Mesa's lavapipe), compared against numpy.
+
+The device takes this path with ZYNBOOK_WEBGPU_LAUNCH_IR=1 (the fixture below sets it);
+tests that need an adapter are marked `webgpu` and skip when wgpu-py or a driver is absent.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from zynbook.compiler.codegen import wgsl
+from zynbook.compiler.codegen.dialects.wgsl import WgslDialect
+from zynbook.errors import ZynMLDeviceError, ZynMLRuntimeError
+
+from compute_testing import float32_normals, lower_block
+from tolerances import assert_within
+
+RNG = np.random.default_rng(2024)
+randn = float32_normals(RNG)
+
+ELEMENTWISE = """let z = compute(x, y) {
+    @kernel elementwise
+    for i in 0..rows, j in 0..cols:
+        out[i, j] = x[i, j] * 2.0 + y[j]
+}"""
+
+GATHER = """let z = compute(table, idx) {
+    @kernel elementwise
+    for i in 0..n, j in 0..d:
+        out[i, j] = table[idx[i], j]
+}"""
+
+DIVIDE = """let z = compute(a, b) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = a[i] / b[i] + a[i] % b[i] * 1000
+}"""
+
+NAN_MAX = """let z = compute(x, y) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = max(max(x[i], y[i]), -1.0)
+}"""
+
+SCALED = """let z = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i] * scale + f32(shift)
+}"""
+
+FLAGS_I8 = """let z = compute(a, b, flags) {
+    @kernel elementwise
+    for i in 0..len:
+        if flags[i]:
+            out[i] = a[i] + b[i]
+        else:
+            out[i] = a[i] * b[i]
+}"""
+
+HALF = """let z = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i] * 3.0 + 1.0
+}"""
+
+
+def line_of(src: str, text: str) -> int:
+    return next(n for n, line in enumerate(src.splitlines(), 1) if text in line)
+
+
+def sized(kernel_sizes, **options) -> wgsl.WGSLOptions:
+    return dataclasses.replace(wgsl.WGSLOptions(**options),
+                               launch_sizes=tuple(sorted((k, int(v)) for k, v in kernel_sizes.items())))
+
+
+def program(src, arrays, scalars=None, sizes=None, **options):
+    k, ins, sz, sc = lower_block(src, arrays, scalars, sizes)
+    return k, wgsl.render(k, sized(sz, **options)), ins, sz, sc
+
+
+# ------------------------------------------------------------------- text (no adapter)
+
+
+def test_elementwise_is_the_generic_schedule_in_wgsl():
+    k, p, *_ = program(ELEMENTWISE, {"x": randn(37, 53), "y": randn(53)})
+    src = p.source
+    assert p.schedule.startswith("thread:") and "generic" in p.schedule
+    assert "@compute @workgroup_size(256)" in src
+    assert "var<storage, read> u_x: array<f32>;" in src
+    assert "var<storage, read_write> u_out: array<f32>;" in src
+    # grid-stride over the flattened nest: blocks are the linear workgroup count
+    assert "for (var _g: i32 = ((zyn_block * 256i) + i32(zyn_lid.x)); _g < 1961i; " \
+           "_g += (zyn_blocks * 256i))" in src
+    assert "// line 4: out[i, j] = x[i, j] * 2.0 + y[j]" in src
+    # every index is proven in range: no error flag, no uniform struct
+    assert "zyn_err" not in src and not p.error_sites and "ZynParams" not in src
+    assert [b.buffer for b in p.bindings] == ["x", "y", "out"]
+    assert [pp.workgroups({"sizes": {}}) for pp in p.passes] == [-(-37 * 53 // 256)]
+
+
+def test_gather_checks_the_index_through_the_error_flag():
+    k, p, *_ = program(GATHER, {"table": randn(5, 3), "idx": np.arange(6, dtype=np.int32)})
+    src = p.source
+    assert "zyn_chk(u_idx[" in src
+    assert "var<storage, read_write> zyn_err: array<atomic<i32>>;" in src
+    assert "atomicCompareExchangeWeak(&zyn_err[0], 0i, site)" in src
+    assert p.bindings[-1].buffer == "@error" and p.bindings[-1].storage == "i32"
+    assert len(p.error_sites) == 1 and p.error_sites[0].buffer == "table"
+
+
+def test_max_propagates_nan_on_the_bits():
+    _, p, *_ = program(NAN_MAX, {"x": randn(10), "y": randn(10)})
+    assert "fn zyn_max_f32(a: f32, b: f32) -> f32" in p.source
+    assert "(bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u" in p.source
+    assert "zyn_min_f32" not in p.source          # helpers only when used
+
+
+def test_scalars_are_uniforms_and_sizes_are_baked_in():
+    k, p, ins, sz, sc = program(SCALED, {"x": randn(11)}, {"scale": 1.5}, {"shift": 3})
+    assert "struct ZynParams {\n    u_scale: f32,\n}" in p.source
+    assert "let u_scale: f32 = zyn_p.u_scale;" in p.source
+    assert "// sizes: " in p.source and "shift=3" in p.source
+    assert p.param_values({"sizes": sz, "scalars": {"scale": 0.25}}) == [("f32", 0.25)]
+    assert p.bindings[-1].access == "uniform"
+
+
+def test_integer_division_is_checked():
+    _, p, *_ = program(DIVIDE, {"a": np.ones(4, np.int32), "b": np.ones(4, np.int32)})
+    assert "zyn_idiv_i32(" in p.source and "zyn_irem_i32(" in p.source
+    assert {s.kind for s in p.error_sites} == {"div0", "divov", "rem0"}
+
+
+def test_what_wgsl_lacks_falls_back_to_the_size_generic_renderer():
+    # 64-bit integers: refused by the dialect, so the older renderer runs the kernel
+    k, p, *_ = program(ELEMENTWISE, {"x": np.ones((3, 4), np.int64), "y": np.ones(4, np.int64)})
+    assert p.schedule == "generic" and "struct Params" in p.source
+    assert wgsl.launch_program(k, sized({"rows": 3, "cols": 4, "x_d0": 3, "x_d1": 4,
+                                         "y_d0": 4})) is None
+    # f16 without the adapter's shader-f16; with it, `enable f16;`
+    half = {"x": np.ones(9, np.float16)}
+    assert program(HALF, half)[1].schedule == "generic"
+    on = program(HALF, half, f16=True)[1]
+    assert on.schedule.startswith("thread:") and on.source.startswith("enable f16;")
+    assert "var<storage, read> u_x: array<f16>;" in on.source and on.uses_f16
+    # without launch sizes the renderer is the size-generic one, unchanged
+    k, ins, sz, sc = lower_block(ELEMENTWISE, {"x": randn(3, 4), "y": randn(4)})
+    assert wgsl.render(k).schedule == "generic"
+
+
+def test_dialect_spelling():
+    d = WgslDialect()
+    assert d.select("c", "a", "b", "f32") == "select(b, a, c)"
+    assert d.lit(float("nan"), "f32") == "bitcast<f32>(0x7fc00000u)"
+    assert d.lit(float("-inf"), "f32") == "bitcast<f32>(0xff800000u)"
+    assert d.lit(0.1, "f32") == "0.1f" and d.lit(-2.5, "f32") == "(-2.5f)"
+    assert d.lit(1e-5, "f32") == "1.0e-05f"
+    assert d.lit(-2 ** 31, "i32") == "i32(-2147483647 - 1)" and d.lit(7, "u32") == "7u"
+    assert d.cast("x", "i32", "f32") == "f32(x)"
+    assert d.cast("x", "f32", "bool") == "(x != 0.0f)"
+    assert d.cast("x", "bool", "i32") == "select(0i, 1i, x)"
+    assert d.cast("x", "i32", "i8") == "((x << 24u) >> 24u)"      # wraps as the reference
+    assert d.binary("+", "a", "b", "u8", "u8") == "((a + b) & 255u)"
+    assert d.unary("neg", "a", "u32") == "(0u - a)"
+    assert d.for_header("i", "i32", "0i", "n", "1i") == "for (var i: i32 = 0i; i < n; i++)"
+    assert d.decl("v", "f32", "1.0f", False) == "let v: f32 = 1.0f;"
+    assert d.decl("v", "i32", None, True) == "var v: i32;"
+    for dtype in ("i64", "u64", "f64", "f16"):
+        with pytest.raises(ZynMLDeviceError, match="cannot spell"):
+            d.type(dtype)
+    with pytest.raises(ZynMLDeviceError, match="collective"):
+        d.collective("+", "v", "warp", "f32")
+
+
+# ---------------------------------------------------------------- on the WebGPU device
+
+try:
+    from zynbook.backends.webgpu.device import discover
+    DEVICES = discover()
+except Exception:       # no wgpu-py
+    DEVICES = []
+
+webgpu = pytest.mark.webgpu
+needs_adapter = pytest.mark.skipif(not DEVICES, reason="no wgpu adapter (install wgpu and "
+                                   "mesa-vulkan-drivers)")
+
+
+@pytest.fixture
+def device(monkeypatch):
+    monkeypatch.setenv("ZYNBOOK_WEBGPU_LAUNCH_IR", "1")
+    return DEVICES[0]
+
+
+def run(device, src, arrays, scalars=None, sizes=None):
+    k, ins, sz, sc = lower_block(src, arrays, scalars, sizes)
+    got, launch = device.launch(k, ins, sz, sc)
+    assert launch.geometry["schedule"].startswith("thread:"), launch.geometry
+    return got, launch
+
+
+@webgpu
+@needs_adapter
+@pytest.mark.parametrize("shape", [(37, 53), (1, 1001), (300, 7)])
+def test_elementwise_with_odd_sizes(device, shape):
+    x, y = randn(*shape), randn(shape[1])
+    got, _ = run(device, ELEMENTWISE, {"x": x, "y": y})
+    assert_within(got, x * 2.0 + y, 1e-6, 1e-6)
+
+
+@webgpu
+@needs_adapter
+def test_dispatch_split_over_dimensions_covers_every_iteration(device):
+    # with at most 3 workgroups per dimension, 19 workgroups are a 3 x 3 x 3 dispatch
+    x, y = randn(19, 256), randn(256)
+    saved = dict(device.limits)
+    device.limits["max-compute-workgroups-per-dimension"] = 3
+    try:
+        got, launch = run(device, ELEMENTWISE, {"x": x, "y": y})
+    finally:
+        device.limits.clear()
+        device.limits.update(saved)
+    assert launch.geometry["passes"][0]["workgroups"] == (3, 3, 3)
+    assert_within(got, x * 2.0 + y, 1e-6, 1e-6)
+
+
+@webgpu
+@needs_adapter
+def test_gather_and_an_index_out_of_range(device):
+    table = randn(5, 3)
+    idx = np.array([4, 0, 2, 2, 1, 3, 0], np.int32)
+    got, _ = run(device, GATHER, {"table": table, "idx": idx})
+    np.testing.assert_array_equal(got, table[idx])
+    bad = idx.copy()
+    bad[5] = 7
+    with pytest.raises(ZynMLRuntimeError) as err:
+        run(device, GATHER, {"table": table, "idx": bad})
+    assert f"line {line_of(GATHER, 'out[i, j] = table')}" in str(err.value)
+    assert "index 7 is out of range for an axis of size 5 of `table`" in str(err.value)
+
+
+@webgpu
+@needs_adapter
+def test_integer_division_truncates_and_by_zero_is_an_error(device):
+    a = np.array([7, -7, 7, -7, 0, 100, -2 ** 31 + 1], np.int32)
+    b = np.array([2, 2, -2, -2, 3, 7, 3], np.int32)
+    got, _ = run(device, DIVIDE, {"a": a, "b": b})
+    quot = np.trunc(a.astype(np.float64) / b).astype(np.int64)
+    rem = np.fmod(a.astype(np.int64), b)
+    np.testing.assert_array_equal(got, (quot + rem * 1000).astype(np.int32))
+    b[3] = 0
+    with pytest.raises(ZynMLRuntimeError, match="integer division by zero") as err:
+        run(device, DIVIDE, {"a": a, "b": b})
+    assert f"line {line_of(DIVIDE, 'out[i] = a[i] / b[i]')}" in str(err.value)
+
+
+@webgpu
+@needs_adapter
+def test_nan_propagates_through_max(device):
+    x = np.array([1.0, np.nan, 3.0, -np.inf, np.nan, -5.0], np.float32)
+    y = np.array([np.nan, 2.0, 1.0, np.nan, np.nan, -6.0], np.float32)
+    got, _ = run(device, NAN_MAX, {"x": x, "y": y})
+    np.testing.assert_array_equal(got, np.maximum(np.maximum(x, y), np.float32(-1.0)))
+
+
+@webgpu
+@needs_adapter
+def test_scalar_argument_and_a_size(device):
+    x = randn(1003)
+    got, _ = run(device, SCALED, {"x": x}, {"scale": 1.5}, {"shift": 3})
+    assert_within(got, x * np.float32(1.5) + 3, 1e-6, 1e-6)
+    # a new scalar value is a new uniform, not a new program
+    misses = device.cache.misses
+    got, launch = run(device, SCALED, {"x": x}, {"scale": -0.5}, {"shift": 3})
+    assert device.cache.misses == misses and launch.times.compile == 0.0
+    assert_within(got, x * np.float32(-0.5) + 3, 1e-6, 1e-6)
+    # a new size is a new program, specialised to it
+    got, _ = run(device, SCALED, {"x": x}, {"scale": 1.5}, {"shift": -4})
+    assert device.cache.misses == misses + 1
+    assert_within(got, x * np.float32(1.5) - 4, 1e-6, 1e-6)
+
+
+@webgpu
+@needs_adapter
+def test_bool_and_narrow_integer_buffers(device):
+    a = np.array([100, -100, 7, 127, -128, 3], np.int8)
+    b = np.array([100, -100, 9, 1, -1, 50], np.int8)
+    flags = np.array([True, True, False, True, False, False])
+    got, _ = run(device, FLAGS_I8, {"a": a, "b": b, "flags": flags})
+    with np.errstate(over="ignore"):
+        want = np.where(flags, a + b, a * b)
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, want)
+
+
+@webgpu
+@needs_adapter
+def test_f16_buffers_where_the_adapter_has_them(device):
+    if "shader-f16" not in device.features:
+        pytest.skip("this adapter has no shader-f16")
+    x = randn(333).astype(np.float16)
+    got, _ = run(device, HALF, {"x": x})
+    assert got.dtype == np.float16
+    want = (x.astype(np.float32) * 3 + 1).astype(np.float16)
+    assert_within(got.astype(np.float32), want.astype(np.float32), 1e-3, 1e-3)

@@ -428,3 +428,15 @@ def test_the_reference_agrees_on_the_cir_as_lowered_and_passed(launches):
             assert np.array_equal(a, b), name
         else:
             assert_close(b, a.astype(np.float64), passed.output.dtype, "reduction")
+
+
+def test_the_command_line_prints_either_stage(capsys):
+    from zynbook.cli import main
+
+    path = str(EXAMPLES / "matmul.zyn")
+    assert main(["cir", path]) == 0
+    passed = capsys.readouterr().out
+    assert main(["cir", path, "--before-passes"]) == 0
+    before = capsys.readouterr().out
+    assert "parallel for i in 0..M:" in passed and "parallel" not in before
+    assert zynbook.compile((EXAMPLES / "matmul.zyn").read_text()).cir_text() + "\n" == passed

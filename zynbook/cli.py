@@ -57,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     p_check.add_argument("file")
     p_cir = sub.add_parser("cir", help="print the Compute IR of every compute block")
     p_cir.add_argument("file")
+    p_cir.add_argument("--before-passes", action="store_true",
+                       help="the CIR as lowered, before the pass pipeline (compiler/passes/)")
     p_run = sub.add_parser("run", help="run a program and print its last value")
     p_run.add_argument("file")
     p_run.add_argument("--device", default="cpu", help="cpu, cpu:native, cuda:0, vulkan:0, auto, ...")
@@ -112,7 +114,7 @@ def main(argv=None) -> int:
         if args.command == "check":
             compile_program(source)
         elif args.command == "cir":
-            print(compile_program(source).cir_text())
+            print(compile_program(source).cir_text(before_passes=args.before_passes))
         elif args.command == "source":
             program = compile_program(source)
             missing = sorted(set(program.free_names) - {name for name, _, _ in args.shape}

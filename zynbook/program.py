@@ -19,8 +19,11 @@ class Program:
         self.free_names = dict(result.free_names)
         self.kernels = [CompiledKernel(k.lowered) for k in result.kernels]
 
-    def cir_text(self) -> str:
-        return "\n\n".join(cir.print_kernel(k.kernel) for k in self.kernels)
+    def cir_text(self, before_passes: bool = False) -> str:
+        """The CIR of every compute block: after the pass pipeline (what the devices run),
+        or as lowering wrote it (`before_passes`)."""
+        return "\n\n".join(k.lowered_cir_text if before_passes else k.cir_text
+                             for k in self.kernels)
 
     @property
     def notes(self) -> list:

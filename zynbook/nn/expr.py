@@ -7,6 +7,7 @@ one compute block, with every value used more than once bound once by a `let`.
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 from ..errors import ZynMLTypeError
@@ -19,12 +20,11 @@ class Expr:
     """A node of a traced elementwise expression."""
 
     __slots__ = ("op", "args", "value", "id")
-    _counter = [0]
+    _ids = itertools.count(1)      # next() on it is atomic: threads trace at the same time
 
     def __init__(self, op: str, args=(), value=None):
         self.op, self.args, self.value = op, tuple(args), value
-        Expr._counter[0] += 1
-        self.id = Expr._counter[0]
+        self.id = next(Expr._ids)
 
     # arithmetic -----------------------------------------------------------------
     def __add__(self, o): return Expr("+", (self, lift(o)))

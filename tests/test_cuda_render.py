@@ -21,8 +21,8 @@ NVCC = shutil.which("nvcc")
 
 EXPECTED_SCHEDULE = {
     "relu": "16-byte vector", "mul_add": "16-byte vector", "broadcast": "16-byte vector",
-    "gelu": "16-byte vector", "rope": "thread:", "reduce_sum": "second pass",
-    "argmax": "reduce(argmax)", "row_sums": "one block per output",
+    "gelu": "16-byte vector", "rope": "thread:", "reduce_sum": "second launch",
+    "argmax": "reduce(argmax)", "row_sums": "per output",
     "col_sums": "one thread per output", "matmul": "GEMM", "batched_matmul": "batch=3",
     "conv2d": "implicit GEMM", "layer_norm": "rows: one block", "softmax_rows": "16-byte vector loads",
     "softmax_whole": "one block runs the whole body", "ffn_shared": "block:",

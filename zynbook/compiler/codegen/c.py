@@ -414,15 +414,16 @@ def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True) -> CPro
         missing = [d for d in kernel.dims if d not in sizes]
         if missing:
             raise Unsupported(f"sizes not bound: {', '.join(missing)}")
-        prog = _launch_program(kernel, sizes, openmp)
-        if prog is not None:
-            return prog
         r = CRenderer(openmp)
         r.setup(kernel, sizes)
         body = inline_tile_lets(kernel.body)
         em, scope = r.body_start()
         kind = kernel.kernel_type.kind
         pattern = attention_pattern(kernel, r.schedule_notes)
+        if pattern is None:
+            prog = _launch_program(kernel, sizes, openmp)
+            if prog is not None:
+                return prog
         if pattern is not None:
             try:
                 r.attention_body(em, pattern)

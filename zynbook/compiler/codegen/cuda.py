@@ -303,7 +303,7 @@ def _render(kernel, sizes, arch, options) -> CudaProgram:
             notes.append(f"the body of this `{kind}` kernel is not a plain contraction "
                          f"(out = init + sum of products); it runs on the generic schedule")
     if kind == "reduce":
-        return render_reduce(kernel, body, sizes, notes)
+        return _launch_program(kernel, sizes, notes, arch) or render_reduce(kernel, body, sizes, notes)
     if not options.get("generic") and not options.get("mode"):
         prog = try_rows(kernel, body, sizes, notes)
         if prog is not None:
@@ -337,9 +337,20 @@ def _launch_program(kernel, sizes, notes, arch) -> CudaProgram | None:
         return None
     out = print_program(CudaDialect(), prog, kernel, {user_name(d): sizes[d] for d in kernel.dims})
     steps = [Step(l.kernel, (int(ir.evaluate(l.grid, sizes)), 1, 1), (l.block, 1, 1),
-                  ("buffers", "scalars")) for l in prog.launches]
-    return CudaProgram(prog.kernels[0].name, out.source, steps, schedule=prog.schedule,
+                  _step_args(prog.kernel(l.kernel))) for l in prog.launches]
+    scratch = {s.name: (s.dtype, int(ir.evaluate(s.count, sizes))) for s in prog.scratch}
+    return CudaProgram(prog.kernels[0].name, out.source, steps, scratch, schedule=prog.schedule,
                        notes=notes + prog.notes, line_map=out.line_map, error_sites=prog.sites)
+
+
+def _step_args(k) -> tuple:
+    """A launch's arguments in its kernel's parameter order (sizes are compiled in)."""
+    out = []
+    for p in k.params:
+        a = {"buffer": "buffers", "scalar": "scalars"}.get(p.kind, f"scratch:{p.name}")
+        if p.kind != "size" and (a.startswith("scratch:") or a not in out):
+            out.append(a)
+    return tuple(out)
 
 
 def _block_program(r: CUDARenderer, kernel, nest: Nest, blocks: int, notes, banner):

@@ -518,7 +518,7 @@ def _render(kernel, sizes, options) -> MSLProgram:
         if prog is not None:
             return prog
     if kind == "reduce":
-        return render_reduce(kernel, body, sizes, notes)
+        return _launch_program(kernel, sizes, notes) or render_reduce(kernel, body, sizes, notes)
     return render_generic(kernel, body, sizes, notes, options)
 
 
@@ -553,6 +553,8 @@ def _launch_program(kernel, sizes, notes) -> MSLProgram | None:
             if s.name not in sizes]
     slots = [BufferSlot(n, "input", b.name, b.dtype) for n, b in enumerate(kernel.inputs)]
     slots.append(BufferSlot(len(slots), "output", kernel.output.name, kernel.output.dtype))
+    for sc in prog.scratch:
+        slots.append(BufferSlot(len(slots), "scratch", sc.name, sc.dtype, int(ir.evaluate(sc.count, sizes))))
     if args:
         slots.append(BufferSlot(len(slots), "args", "zyn_args"))
     slots.append(BufferSlot(len(slots), "error", "zyn_err", "i32", 2))

@@ -8,8 +8,9 @@ from ..launch import ir
 from ..launch.scalar import NotScalar
 from ..targets import Target
 from .generic import GenericThread
+from .reduce import Reduce
 
-SCHEDULES = (GenericThread(),)
+SCHEDULES = (Reduce(), GenericThread())
 
 
 def build(kernel: cir.Kernel, target: Target, sizes: dict, params=None,

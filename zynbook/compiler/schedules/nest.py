@@ -58,3 +58,22 @@ def parallel_nest(body, sizes) -> Nest:
     if not loops:
         return Nest([], [], (), tuple(body))
     return Nest(loops, extents, tuple(prologue), cur)
+
+
+def yield_nest(body, sizes) -> Nest:
+    """The loops around a reduce kernel's `yield` (parallel or not), perfectly nested with
+    bounds known at launch, and the scalar lets before them."""
+    prologue, rest = [], list(body)
+    while rest and isinstance(rest[0], cir.Let) and not rest[0].mutable \
+            and not rest[0].value.ty.shape:
+        prologue.append(rest.pop(0))
+    loops, extents, cur = [], [], tuple(rest)
+    while len(cur) == 1 and isinstance(cur[0], cir.Loop):
+        lp = cur[0]
+        n = trip_count(lp, sizes)
+        if n is None or _free((lp.start, lp.stop, lp.step)) & {l.var for l in loops}:
+            break
+        loops.append(lp)
+        extents.append(n)
+        cur = lp.body
+    return Nest(loops, extents, tuple(prologue), cur)

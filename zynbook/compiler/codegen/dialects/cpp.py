@@ -70,7 +70,7 @@ class CppDialect(CFamily):
                 f"{'OpenMP' if self.openmp else 'serial'}; {program.schedule})"]
         if sizes:
             head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
-        head += ["#include <math.h>", "#include <stdint.h>"]
+        head += ["#include <math.h>", "#include <stdint.h>", "#include <stdlib.h>"]
         if any(p.dtype == "f16" for k in program.kernels for p in k.params) or any(
                 isinstance(n, ir.Cast) and n.dtype == "f16" for n in ir.walk(program)):
             head += ["#ifndef __FLT16_MAX__",
@@ -87,7 +87,7 @@ class CppDialect(CFamily):
         nb = nf = ni = 0
         names = []
         for p in first.params:
-            if p.kind == "size" and sizes is not None and p.name in sizes:
+            if (p.kind == "size" and sizes is not None and p.name in sizes) or p.kind == "scratch":
                 continue
             names.append(p.name)
             if p.kind == "buffer":
@@ -103,13 +103,22 @@ class CppDialect(CFamily):
                 val = f"zyn_iargs[{ni}] != 0" if p.dtype == "bool" else f"({self.type(p.dtype)})zyn_iargs[{ni}]"
                 lines.append(f"    const {self.type(p.dtype)} {p.name} = {val};")
                 ni += 1
+        env = {k: v for k, v in (sizes or {}).items()}
+        for sc in program.scratch:
+            t = self.type(sc.dtype)
+            lines.append(f"    {t}* {sc.name} = ({t}*)calloc({max(1, ir.evaluate(sc.count, env))}, sizeof({t}));")
         for launch in program.launches:
-            grid = ir.evaluate(launch.grid, {k: v for k, v in (sizes or {}).items()})
-            if self.openmp:
+            k = program.kernel(launch.kernel)
+            args = [p.name for p in k.params if not (p.kind == "size" and sizes is not None
+                                                     and p.name in sizes)]
+            grid = ir.evaluate(launch.grid, env)
+            if self.openmp and grid > 1:
                 lines.append("    #pragma omp parallel for schedule(static)")
             lines.append(f"    for (long long zyn_b = 0; zyn_b < {grid}LL; ++zyn_b) {{")
             lines.append("        if (zyn_cancelled(zyn_err)) continue;")
-            lines.append(f"        {launch.kernel}(zyn_b, {grid}LL, {', '.join(names + ['zyn_err'])});")
+            lines.append(f"        {launch.kernel}(zyn_b, {grid}LL, {', '.join(args + ['zyn_err'])});")
             lines.append("    }")
+        for sc in program.scratch:
+            lines.append(f"    free({sc.name});")
         lines.append("}")
         return "\n".join(lines) + "\n"

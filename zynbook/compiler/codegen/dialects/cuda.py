@@ -67,6 +67,8 @@ class CudaDialect(CFamily):
         return super().cast(text, src, dst)
 
     def collective(self, op, value, scope, dtype):
+        if dtype == "bool":         # shuffles move ints
+            return f"({self.collective(op, f'(int)({value})', scope, 'i32')} != 0)"
         f = f"{_FUNCTOR[op]}()"
         if scope == "warp":
             return f"{self.need('zyn_warp_allreduce')}({value}, {f})"

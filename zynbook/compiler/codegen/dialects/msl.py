@@ -50,6 +50,13 @@ MSL_HELPERS = dict(HELPERS, **{
 })
 
 
+for _op in ("max", "min"):
+    # max and min propagate NaN (as numpy does): a NaN in any lane is the result
+    MSL_HELPERS[f"zyn_simd_{_op}"] = (
+        "template <typename T> {q}T zyn_simd_" + _op + "(T v) {{ const T r = simd_" + _op
+        + "(v); return simd_max(v != v ? 1 : 0) != 0 ? T(NAN) : r; }}", ())
+
+
 class Refused(Exception):
     """What the language cannot express (f64 on Metal)."""
 
@@ -99,8 +106,12 @@ class MslDialect(CFamily):
         return _THREAD[axis]
 
     def collective(self, op, value, scope, dtype):
-        if scope != "warp" or op not in _SIMD:
-            raise Refused(f"{scope} {op} collectives are spelled by the block schedules")
+        if scope != "warp":
+            raise Refused("block collectives are built by the schedules from warp ones")
+        if op in ("and", "or"):
+            return f"({'simd_min' if op == 'and' else 'simd_max'}(({value}) ? 1 : 0) != 0)"
+        if op in ("max", "min") and dtype in ir.FLOAT_DTYPES:
+            return f"{self.need('zyn_simd_' + op)}({value})"
         return f"{_SIMD[op]}({value})"
 
     def barrier(self):

@@ -1,0 +1,111 @@
+"""Every schedule of compiler/schedules/, for several of its parameter choices, on the
+launch-IR emulator (no hardware) against the reference executor: odd sizes, each target's
+warp or subgroup width (CUDA 32, Metal 32, WebGPU 4 or none, the CPU one thread a block)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compute_testing import lower_block
+from kernel_sources import ARGMAX, ARGMIN_ROWS, COL_MAX, REDUCE_MAX, REDUCE_SUM, ROW_SUMS
+from tolerances import assert_within
+
+from zynbook.backends.cpu.reference import run_kernel
+from zynbook.compiler import errflag, schedules
+from zynbook.compiler.launch import emulate
+from zynbook.compiler.schedules.generic import GenericThread
+from zynbook.compiler.schedules.reduce import Reduce
+from zynbook.compiler.targets import cpu_target, cuda_target, metal_target, webgpu_target
+
+TARGETS = {"cuda": (cuda_target(), 32), "metal": (metal_target(), 32),
+           "webgpu-subgroup4": (webgpu_target(("subgroup",), subgroup=4), 4),
+           "webgpu": (webgpu_target(), 1), "cpu": (cpu_target(), 1)}
+
+rng = np.random.default_rng(11)
+
+
+def _vec(n, dtype=np.float32):
+    return rng.standard_normal(n).astype(dtype)
+
+
+def _mat(r, c, dtype=np.float32):
+    return rng.standard_normal((r, c)).astype(dtype)
+
+
+def _ties(n):
+    return rng.integers(-3, 4, n).astype(np.float32)     # many equal values: ties
+
+
+REDUCE_CASES = {
+    "sum": (REDUCE_SUM, lambda: {"data": _vec(1001)}),
+    "sum_empty": (REDUCE_SUM, lambda: {"data": _vec(0)}),
+    "max": (REDUCE_MAX, lambda: {"data": _vec(777)}),
+    "max_nan": (REDUCE_MAX, lambda: {"data": np.where(np.arange(300) == 123, np.nan, _vec(300)).astype(np.float32)}),
+    "max_int": (REDUCE_MAX, lambda: {"data": rng.integers(-50, 50, 333).astype(np.int32)}),
+    "argmax_ties": (ARGMAX, lambda: {"data": _ties(517)}),
+    "argmax_nan": (ARGMAX, lambda: {"data": np.where(np.arange(90) % 31 == 7, np.nan, _vec(90)).astype(np.float32)}),
+    "row_sums": (ROW_SUMS, lambda: {"matrix": _mat(7, 301)}),
+    "row_sums_long": (ROW_SUMS, lambda: {"matrix": _mat(2, 2500)}),
+    "argmin_rows": (ARGMIN_ROWS, lambda: {"matrix": _ties(5 * 67).reshape(5, 67)}),
+    "col_max": (COL_MAX, lambda: {"matrix": _mat(33, 9)}),
+}
+
+
+def _emulate(prog, kernel, ins, sizes, scalars, warp):
+    out = np.zeros(tuple(int(d) if isinstance(d, int) else sizes[d] for d in kernel.output.shape),
+                   emulate.numpy_dtype(kernel.output.dtype))
+    buffers = {b.name: a for b, a in zip(kernel.inputs, ins)}
+    buffers[kernel.output.name] = out
+    words = emulate.run(prog, buffers, scalars, sizes, warp=warp)
+    err = errflag.error(prog.sites, words, kernel, sizes)
+    if err is not None:
+        raise err
+    return out
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("case", sorted(REDUCE_CASES))
+def test_reduce_schedule_every_choice(case, target):
+    src, make = REDUCE_CASES[case]
+    arrays = make()
+    kernel, ins, sizes, scalars = lower_block(src, arrays)
+    want = np.asarray(run_kernel(kernel, ins, sizes, scalars))
+    tgt, warp = TARGETS[target]
+    sched = Reduce()
+    assert sched.why_not(kernel, tgt, sizes) is None
+    choices = sched.space(kernel, tgt, sizes)
+    for params in choices[:6]:
+        prog = sched.build(kernel, tgt, sizes, params)
+        got = _emulate(prog, kernel, ins, sizes, scalars, warp)
+        if "arg" in case or kernel.output.dtype != "f32":
+            np.testing.assert_array_equal(got, want, err_msg=f"{case} {params}")
+        else:
+            assert_within(got, want, "f32", "reduction") if False else np.testing.assert_allclose(
+                got, want, rtol=2e-5, atol=2e-5, err_msg=f"{case} {params}")
+
+
+GENERIC = """let y = compute(x, idx) {
+    @kernel elementwise
+    for i in 0..rows, j in 0..cols:
+        out[i, j] = max(x[i, j], 0.0) * 2.0 + x[idx[i], j] / 3.0
+}
+y
+"""
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_generic_schedule_every_choice(target):
+    x = _mat(13, 29)
+    x[3, 4] = np.nan
+    idx = rng.integers(0, 13, 13).astype(np.int32)
+    kernel, ins, sizes, scalars = lower_block(GENERIC, {"x": x, "idx": idx})
+    want = np.asarray(run_kernel(kernel, ins, sizes, scalars))
+    tgt, warp = TARGETS[target]
+    sched = GenericThread()
+    for params in sched.space(kernel, tgt, sizes)[:4]:
+        got = _emulate(sched.build(kernel, tgt, sizes, params), kernel, ins, sizes, scalars, warp)
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=str(params))
+    bad = idx.copy()
+    bad[5] = 40
+    with pytest.raises(Exception, match="index 40 is out of range"):
+        _emulate(schedules.build(kernel, tgt, sizes), kernel, [x, bad], sizes, scalars, warp)

@@ -1,0 +1,434 @@
+"""The reduce schedule: `reduce(op)` and `reduce(op, axis=k)` kernels, on every target.
+
+A `yield` combines a value into a per-thread accumulator (argmin/argmax: a (value, index)
+pair; NaN wins, then the smaller index on ties); the threads' accumulators then meet:
+
+* **whole**: each thread accumulates a grid-stride slice (GPUs) or a contiguous chunk (the
+  CPU: one thread per block, blocks on the host's cores) of the flattened loop nest; the
+  block reduces its threads (warp collectives and one shared slot per warp where the target
+  has them, else a tree in shared memory), and block 0..B-1 write B partials that a second
+  launch of one block combines in order (so the result does not depend on timing);
+* **warp_rows** (`axis=` the innermost loop, rows up to 2048): one warp per output, lanes
+  stride along the row, a warp collective;
+* **block_rows** (longer rows, or argmin/argmax rows): one block per output;
+* **thread_rows** (`axis=` an outer loop, or the CPU): one thread per output, in order along
+  the axis (neighbouring threads read neighbouring elements).
+
+Sums of floats on the CPU accumulate in f64: as accurate as a GPU's tree at the speed of an
+in-order loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import cir, errflag
+from ..launch import ir
+from ..launch.scalar import ScalarLowering, buffer_params, cast, index_dtype, lit, user_name
+from ..targets import Target
+from .base import Params, Schedule, kernel_name
+from .nest import yield_nest
+
+I64_MAX = 2 ** 63 - 1
+_ARG = ("argmax", "argmin")
+
+
+@dataclass(frozen=True)
+class ReduceParams(Params):
+    layout: str = "whole"       # whole, warp_rows, block_rows, thread_rows
+    threads: int = 256          # per block
+    blocks: int = 1             # whole: blocks of the first launch (partials)
+    chunk: int = 0              # iterations (whole) or outputs (rows) per block; 0: stride
+    acc: str = "f32"            # accumulator dtype
+
+
+def _pow2_at_least(n: int, lo: int, hi: int) -> int:
+    p = lo
+    while p < n and p < hi:
+        p *= 2
+    return p
+
+
+def _accumulator_dtype(kernel, op: str) -> str:
+    ydts = [n.value.ty.dtype for n in cir.walk(kernel.body) if isinstance(n, cir.Yield)]
+    ydt = ydts[0]
+    if op in ("+", "*") and ydt == "bool":
+        ydt = "i64"
+    if op not in _ARG and kernel.output.dtype in cir.FLOAT_DTYPES and ydt not in cir.FLOAT_DTYPES:
+        ydt = kernel.output.dtype
+    if op in ("and", "or"):
+        ydt = "bool"
+    return "f32" if ydt in ("f16", "bf16") else ydt
+
+
+def identity(op: str, dtype: str) -> ir.Lit:
+    if op in ("+", "or"):
+        return lit(0, dtype)
+    if op in ("*", "and"):
+        return lit(1, dtype)
+    low = op in ("max", "argmax")
+    if dtype in ir.FLOAT_DTYPES:
+        return lit(float("-inf") if low else float("inf"), dtype)
+    if dtype == "bool":
+        return lit(not low, "bool")
+    bits = int(dtype[1:])
+    if dtype.startswith("u"):
+        return lit(0 if low else 2 ** bits - 1, dtype)
+    return lit(-2 ** (bits - 1) if low else 2 ** (bits - 1) - 1, dtype)
+
+
+class Reduce(Schedule):
+    name = "reduce"
+
+    def why_not(self, kernel, target, sizes):
+        if kernel.kernel_type.kind != "reduce":
+            return "not a reduce kernel"
+        if not any(isinstance(n, cir.Yield) for n in cir.walk(kernel.body)):
+            return "a reduce kernel needs a `yield`"
+        nest = yield_nest(kernel.body, sizes)
+        axis = kernel.kernel_type.param("axis")
+        if axis is not None and not (nest.loops and 0 <= int(axis) < len(nest.loops)):
+            return f"reduce axis={axis} does not name one of the loops around the yield"
+        if any(isinstance(n, (cir.SharedAlloc, cir.Barrier)) for n in cir.walk(kernel.body)):
+            return "shared arrays in a reduce kernel"
+        return None
+
+    def default(self, kernel, target, sizes):
+        op = kernel.kernel_type.param("op", "+")
+        axis = kernel.kernel_type.param("axis")
+        nest = yield_nest(kernel.body, sizes)
+        acc = _accumulator_dtype(kernel, op)
+        cpu = target.max_threads == 1
+        if cpu and op == "+" and acc == "f32":
+            acc = "f64"
+        if axis is None:
+            total = max(nest.total if nest.loops else 1, 1)
+            if cpu:
+                blocks = 1 if total < 32768 else min(64, -(-total // 8192))
+                return ReduceParams("whole", 1, blocks, -(-total // blocks), acc)
+            threads = min(256, target.max_threads)
+            blocks = max(1, min(-(-total // (threads * 4)), 1024))
+            return ReduceParams("whole", threads, blocks, 0, acc)
+        axis = int(axis)
+        ext = nest.extents[axis]
+        n_out = nest.total // ext if ext else 0
+        innermost = axis == len(nest.loops) - 1
+        if cpu:
+            blocks = max(1, min(n_out, 8 * target.cores))
+            return ReduceParams("thread_rows", 1, blocks, -(-max(n_out, 1) // blocks), acc)
+        if not innermost:
+            return ReduceParams("thread_rows", min(256, target.max_threads), 0, 0, acc)
+        warp_ok = target.collectives and target.warp > 1 and op not in _ARG
+        if ext <= 2048 and warp_ok:
+            return ReduceParams("warp_rows", min(256, target.max_threads), 0, 0, acc)
+        threads = min(_pow2_at_least(max(ext // 8, 1), 128, 1024), target.max_threads)
+        return ReduceParams("block_rows", threads, 0, 0, acc)
+
+    def space(self, kernel, target, sizes):
+        first = self.default(kernel, target, sizes)
+        if target.max_threads == 1:
+            return [first]
+        ts = [t for t in (32, 64, 128, 256, 512, 1024) if t <= target.max_threads]
+        if first.layout == "whole":
+            total = max(yield_nest(kernel.body, sizes).total, 1)
+            out = [ReduceParams("whole", t, b, 0, first.acc) for t in ts
+                   for b in sorted({1, max(1, min(-(-total // (t * 4)), 1024)), 3})]
+        else:
+            layouts = ["thread_rows"]
+            if kernel.kernel_type.param("axis") == len(yield_nest(kernel.body, sizes).loops) - 1:
+                layouts.append("block_rows")
+                if first.layout == "warp_rows":
+                    layouts.append("warp_rows")
+            out = [ReduceParams(l, t, 0, 0, first.acc) for l in layouts for t in ts
+                   if l != "warp_rows" or t % target.warp == 0]
+        return [first] + [p for p in out if p != first]
+
+    def build(self, kernel, target, sizes, params: ReduceParams) -> ir.Program:
+        return _Builder(kernel, target, sizes, params).program()
+
+
+class _Builder:
+    def __init__(self, kernel: cir.Kernel, target: Target, sizes: dict, params: ReduceParams):
+        self.k, self.t, self.p = kernel, target, params
+        self.sizes = {k: int(v) for k, v in sizes.items()}
+        self.op = kernel.kernel_type.param("op", "+")
+        self.arg = self.op in _ARG
+        axis = kernel.kernel_type.param("axis")
+        self.axis = None if axis is None else int(axis)
+        self.nest = yield_nest(kernel.body, self.sizes)
+        self.idx = index_dtype(kernel, self.sizes)
+        if (self.nest.total if self.nest.loops else 1) >= 2 ** 31 - 1:
+            self.idx = "i64"
+        self.sites = errflag.ErrorSites()
+        self.acc = params.acc
+        self.ident = identity(self.op, self.acc)
+        self.tmp = 0
+
+    # ---- small pieces -----------------------------------------------------------------
+
+    def new(self, stem: str) -> str:
+        self.tmp += 1
+        return f"_{stem}{self.tmp}"
+
+    def i(self, v) -> ir.Expr:
+        return lit(v, self.idx)
+
+    def thread(self, axis: str) -> ir.Expr:
+        e = ir.Thread(axis)
+        return e if self.idx == "i32" else ir.Cast(e, self.idx)
+
+    def combine(self, acc: str, acci: str | None, v: ir.Expr, vi: ir.Expr | None, line=0) -> list:
+        """Statements that combine (v, vi) into the locals (acc, acci)."""
+        a = ir.Ref(acc, self.acc)
+        if not self.arg:
+            v = cast(v, self.acc)
+            if self.op in ("+", "*"):
+                new = ir.Bin(self.op, a, v, self.acc) if self.acc != "bool" else \
+                    ir.Bin("or" if self.op == "+" else "and", a, v, "bool")
+            elif self.op in ("and", "or"):
+                new = ir.Bin(self.op, a, cast(v, "bool"), "bool")
+            else:
+                new = ir.Math(self.op, (a, v), self.acc)
+            return [ir.Set(acc, new, line)]
+        tv, ti = self.new("v"), self.new("i")
+        out = [ir.Decl(tv, self.acc, cast(v, self.acc), False, line),
+               ir.Decl(ti, "i64", cast(vi, "i64"), False, line)]
+        x, xi = ir.Ref(tv, self.acc), ir.Ref(ti, "i64")
+        ai = ir.Ref(acci, "i64")
+        n1, n2 = ir.Bin("!=", a, a, "bool"), ir.Bin("!=", x, x, "bool")
+        cmp = ir.Bin(">" if self.op == "argmax" else "<", x, a, "bool")
+        not_n1 = ir.Un("not", n1, "bool")
+        better = ir.Select(n2, not_n1, ir.Bin("and", not_n1, cmp, "bool"), "bool")
+        tie = ir.Bin("and", ir.Bin("or", ir.Bin("==", x, a, "bool"), ir.Bin("and", n1, n2, "bool"), "bool"),
+                     ir.Bin("<", xi, ai, "bool"), "bool")
+        out.append(ir.If(ir.Bin("or", better, tie, "bool"),
+                         (ir.Set(acc, x, line), ir.Set(acci, xi, line)), (), line))
+        return out
+
+    def declare_acc(self) -> list:
+        out = [ir.Decl("_acc", self.acc, self.ident, True)]
+        if self.arg:
+            out.append(ir.Decl("_acci", "i64", lit(I64_MAX, "i64"), True))
+        return out
+
+    def result(self) -> ir.Expr:
+        out_dt = self.k.output.dtype
+        if self.arg:
+            ai = ir.Ref("_acci", "i64")
+            v = ir.Select(ir.Bin("==", ai, lit(I64_MAX, "i64"), "bool"), lit(-1, "i64"), ai, "i64")
+            return cast(v, out_dt)
+        return cast(cast(ir.Ref("_acc", self.acc), "f32" if out_dt in ("f16", "bf16") else out_dt), out_dt)
+
+    def block_reduce(self, threads: int) -> list:
+        """Every thread of the block ends with the block's reduction in (_acc, _acci)."""
+        if threads == 1:
+            return []
+        t, warp = self.t, self.t.warp
+        if t.collectives and warp > 1 and not self.arg and self.op in ir.COLLECTIVE_OPS \
+                and threads % warp == 0 and threads // warp <= warp:
+            out = [ir.Set("_acc", ir.Collective(self.op, ir.Ref("_acc", self.acc), "warp", self.acc))]
+            nw = threads // warp
+            if nw == 1:
+                return out
+            lane, wid = ir.Thread("lane"), ir.Thread("warp")
+            out += [ir.Array("_red", self.acc, nw, "shared"),
+                    ir.If(ir.Bin("==", lane, lit(0, "i32"), "bool"),
+                          (ir.Store("_red", wid, ir.Ref("_acc", self.acc)),)),
+                    ir.Barrier(),
+                    ir.Set("_acc", self.ident),
+                    ir.If(ir.Bin("<", lane, lit(nw, "i32"), "bool"),
+                          (ir.Set("_acc", ir.Load("_red", lane, self.acc)),)),
+                    ir.Set("_acc", ir.Collective(self.op, ir.Ref("_acc", self.acc), "warp", self.acc))]
+            return out
+        # a tree in shared memory: any operator, (value, index) pairs, any target
+        th = ir.Thread("thread")
+        out = [ir.Array("_rv", self.acc, threads, "shared"),
+               ir.Store("_rv", th, ir.Ref("_acc", self.acc))]
+        if self.arg:
+            out += [ir.Array("_ri", "i64", threads, "shared"), ir.Store("_ri", th, ir.Ref("_acci", "i64"))]
+        out.append(ir.Barrier())
+        s = 1
+        while s < threads:
+            s *= 2
+        s //= 2
+        while s >= 1:
+            other = ir.Bin("+", th, lit(s, "i32"), "i32")
+            step = [ir.Decl("_x", self.acc, ir.Load("_rv", th, self.acc), True)]
+            if self.arg:
+                step.append(ir.Decl("_xi", "i64", ir.Load("_ri", th, "i64"), True))
+            step += self.combine("_x", "_xi" if self.arg else None, ir.Load("_rv", other, self.acc),
+                                 ir.Load("_ri", other, "i64") if self.arg else None)
+            step.append(ir.Store("_rv", th, ir.Ref("_x", self.acc)))
+            if self.arg:
+                step.append(ir.Store("_ri", th, ir.Ref("_xi", "i64")))
+            cond = ir.Bin("and", ir.Bin("<", th, lit(s, "i32"), "bool"),
+                          ir.Bin("<", other, lit(threads, "i32"), "bool"), "bool")
+            out += [ir.If(cond, tuple(step)), ir.Barrier()]
+            s //= 2
+        out.append(ir.Set("_acc", ir.Load("_rv", lit(0, "i32"), self.acc)))
+        if self.arg:
+            out.append(ir.Set("_acci", ir.Load("_ri", lit(0, "i32"), "i64")))
+        return out
+
+    def lowering(self, flat: str) -> ScalarLowering:
+        """One thread's lowering; `yield` combines into (_acc, _acci), the default index of
+        argmin/argmax being the flat position `flat`."""
+        low = ScalarLowering(self.k, self.sizes, self.sites, self.idx)
+
+        def on_yield(value, index, line):
+            if index is None:
+                index = cast(ir.Ref(flat, self.idx), "i64")
+            return self.combine("_acc", "_acci" if self.arg else None, value, index, line)
+        low.on_yield = on_yield
+        return low
+
+    def decompose(self, low: ScalarLowering, loops, extents, flat: ir.Expr) -> list:
+        out: list = []
+        rem = flat
+        for k in range(len(loops) - 1, -1, -1):
+            lp, ext = loops[k], extents[k]
+            part = ir.Bin("%", rem, self.i(ext), self.idx) if k > 0 else rem
+            val = self.loop_value(low, lp, part)
+            out.append(ir.Decl(low.bind(lp.var, self.idx), self.idx, val, False, lp.line))
+            if k > 0:
+                nxt = self.new("r")
+                out.append(ir.Decl(nxt, self.idx, ir.Bin("/", rem, self.i(ext), self.idx), False))
+                rem = ir.Ref(nxt, self.idx)
+        return out
+
+    def loop_value(self, low, lp: cir.Loop, t: ir.Expr) -> ir.Expr:
+        start, step = low.index(lp.start), low.index(lp.step)
+        v = t
+        if not (isinstance(step, ir.Lit) and step.value == 1):
+            v = ir.Bin("*", v, step, self.idx)
+        if not (isinstance(start, ir.Lit) and start.value == 0):
+            v = ir.Bin("+", start, v, self.idx)
+        return v
+
+    def span(self, total: int, threads: int, chunk: int, g: str, body: list, line=0) -> ir.For:
+        """`for g` over this thread's part of 0..total: a contiguous chunk per block, or
+        a grid stride."""
+        idx = self.idx
+        if chunk:
+            start = ir.Bin("*", self.thread("block"), self.i(chunk), idx)
+            stop = ir.Math("min", (ir.Bin("+", start, self.i(chunk), idx), self.i(total)), idx)
+            return ir.For(g, start, stop, self.i(1), tuple(body), idx, line)
+        start = ir.Bin("+", ir.Bin("*", self.thread("block"), self.i(threads), idx), self.thread("thread"), idx)
+        step = ir.Bin("*", self.thread("blocks"), self.i(threads), idx)
+        return ir.For(g, start, self.i(total), step, tuple(body), idx, line)
+
+    def out_ident(self) -> str:
+        return user_name(self.k.output.name)
+
+    # ---- layouts ----------------------------------------------------------------------
+
+    def program(self) -> ir.Program:
+        p = self.p
+        name = kernel_name(self.k)
+        params = buffer_params(self.k, self.sizes, self.idx)
+        line = self.nest.loops[0].line if self.nest.loops else 0
+        if p.layout == "whole":
+            return self.whole(name, params, line)
+        return self.rows(name, params, line)
+
+    def whole(self, name, params, line) -> ir.Program:
+        p = self.p
+        total = self.nest.total if self.nest.loops else 1
+        low = self.lowering("_g")
+        body = list(low.stmts(self.nest.prologue)) + self.declare_acc()
+        inner = self.decompose(low, self.nest.loops, self.nest.extents, ir.Ref("_g", self.idx)) \
+            + list(low.stmts(self.nest.body))
+        body.append(self.span(total, p.threads, p.chunk, "_g", inner, line))
+        body += self.block_reduce(p.threads)
+        two = p.blocks > 1
+        first = ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool")
+        if two:
+            blk = ir.Thread("block")
+            keep = [ir.Store("_part", blk, ir.Ref("_acc", self.acc))]
+            if self.arg:
+                keep.append(ir.Store("_parti", blk, ir.Ref("_acci", "i64")))
+        else:
+            keep = [ir.Store(self.out_ident(), lit(0, self.idx), self.result())]
+        body.append(ir.If(first, tuple(keep)))
+        scratch_params = (ir.Param("_part", "scratch", self.acc, True),) + (
+            (ir.Param("_parti", "scratch", "i64", True),) if self.arg else ())
+        kparams = params + (scratch_params if two else ())
+        kernels = [ir.Kernel(name, kparams, tuple(body), p.threads, self.idx,
+                             f"reduce({self.op}): a partial per thread, then per block")]
+        launches = [ir.Launch(name, lit(p.blocks, "i64"), p.threads)]
+        scratch = ()
+        if two:
+            t2 = min(1024, self.t.max_threads)
+            b = "_b"
+            fin = self.declare_acc()
+            fin.append(ir.For(b, ir.Thread("thread"), lit(p.blocks, "i32"), ir.Thread("threads"), tuple(
+                self.combine("_acc", "_acci" if self.arg else None, ir.Load("_part", ir.Ref(b, "i32"), self.acc),
+                             ir.Load("_parti", ir.Ref(b, "i32"), "i64") if self.arg else None)), "i32"))
+            fin += self.block_reduce(t2)
+            fin.append(ir.If(first, (ir.Store(self.out_ident(), lit(0, self.idx), self.result()),)))
+            kernels.append(ir.Kernel(name + "_final", kparams, tuple(fin), t2, self.idx,
+                                     "the block partials, combined in order"))
+            launches.append(ir.Launch(name + "_final", lit(1, "i64"), t2))
+            scratch = (ir.Scratch("_part", self.acc, lit(p.blocks, "i64")),) + (
+                (ir.Scratch("_parti", "i64", lit(p.blocks, "i64")),) if self.arg else ())
+        what = (f"reduce({self.op}): {p.blocks} block(s) of {p.threads} thread(s)"
+                + (", partials combined in order by a second launch" if two else ""))
+        return ir.Program(self.k.name, tuple(kernels), tuple(launches), scratch,
+                          self.sites.as_tuple(), f"{what} (reduce: {p.describe()})")
+
+    def rows(self, name, params, line) -> ir.Program:
+        p, nest, ax = self.p, self.nest, self.axis
+        keep = [k for k in range(len(nest.loops)) if k != ax]
+        outer = [nest.loops[k] for k in keep]
+        outer_ext = [nest.extents[k] for k in keep]
+        red, ext = nest.loops[ax], nest.extents[ax]
+        n_out = 1
+        for e in outer_ext:
+            n_out *= e
+        low = self.lowering("_flat")
+        row = ir.Ref("_row", self.idx)
+
+        def per_row(first: ir.Expr, stride: int) -> list:
+            body = self.decompose(low, outer, outer_ext, row)
+            t = "_t"
+            low.scopes.append({})
+            var = low.bind(red.var, self.idx)
+            it = [ir.Decl(var, self.idx, self.loop_value(low, red, ir.Ref(t, self.idx)), False, red.line),
+                  ir.Decl("_flat", self.idx, ir.Bin("+", ir.Bin("*", row, self.i(ext), self.idx),
+                                                    ir.Ref(t, self.idx), self.idx), False)]
+            it += list(low.stmts(nest.body))
+            low.scopes.pop()
+            body.append(ir.For(t, first, self.i(ext), self.i(stride), tuple(it), self.idx, red.line))
+            return body
+
+        store = ir.Store(self.out_ident(), row, self.result())
+        body = list(low.stmts(nest.prologue))
+        in_range = ir.Bin("<", row, self.i(n_out), "bool")
+        if p.layout == "thread_rows":
+            inner = self.declare_acc() + per_row(self.i(0), 1) + [store]
+            body.append(self.span(n_out, p.threads, p.chunk, "_row", inner, line))
+            blocks = -(-n_out // p.chunk) if p.chunk else -(-n_out // p.threads)
+            what = f"reduce({self.op}, axis={ax}): one thread per output, in order along the axis"
+        elif p.layout == "warp_rows":
+            warp = self.t.warp
+            rows = p.threads // warp
+            body.append(ir.Decl("_row", self.idx, ir.Bin("+", ir.Bin(
+                "*", self.thread("block"), self.i(rows), self.idx), self.thread("warp"), self.idx)))
+            body += self.declare_acc()
+            lane = self.thread("lane")
+            body.append(ir.If(in_range, tuple(per_row(lane, warp) + [
+                ir.Set("_acc", ir.Collective(self.op, ir.Ref("_acc", self.acc), "warp", self.acc)),
+                ir.If(ir.Bin("==", ir.Thread("lane"), lit(0, "i32"), "bool"), (store,))])))
+            blocks = -(-n_out // rows)
+            what = f"reduce({self.op}, axis={ax}): one warp per output, a warp collective"
+        else:
+            body.append(ir.Decl("_row", self.idx, self.thread("block")))
+            body += self.declare_acc()
+            body += per_row(self.thread("thread"), p.threads)
+            body += self.block_reduce(p.threads)
+            body.append(ir.If(ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool"), (store,)))
+            blocks = n_out
+            what = f"reduce({self.op}, axis={ax}): one block per output"
+        blocks = max(1, min(blocks, self.t.max_blocks)) if p.layout == "thread_rows" else max(1, blocks)
+        k = ir.Kernel(name, params, tuple(body), p.threads, self.idx, what)
+        return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(blocks, "i64"), p.threads),), (),
+                          self.sites.as_tuple(), f"{what} (reduce: {p.describe()})")

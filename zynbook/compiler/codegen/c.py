@@ -41,7 +41,7 @@ from ..targets import cpu_target
 from .dialects.cpp import CppDialect
 from .printer import print_program
 from ..passes.tiles import inline_tile_lets
-from .cstyle import attention_pattern
+from .cstyle import attention_pattern, no_schedule
 from .cstyle import (BufInfo, CStyleRenderer, Emitter, GenericSchedules, Unsupported,
                      _strides, assigned_vars, ceil_div, cname, declared_vars, free_vars, has_node,
                      prelude_guards, prelude_helpers, prelude_span_len,
@@ -261,73 +261,6 @@ class CRenderer(CStyleRenderer, GenericSchedules):
 
     # ---- reduce kernels -------------------------------------------------------------------
 
-    def reduce_body(self, em: Emitter, scope, p):
-        if p.op == "+" and p.ydt in ("f32", "f16", "bf16"):
-            # sums of floats accumulate in double: as accurate as a GPU's tree, at the speed
-            # of the (in order, so scalar) float loop
-            p.ct = "double"
-        self.stmts(em, p.nest.prologue, scope)
-        if p.axis is None:
-            self._reduce_all(em, scope, p)
-        else:
-            self._reduce_axis(em, scope, p)
-
-    def _reduce_all(self, em, scope, p):
-        total = p.total
-        chunks = 1 if (total < 32768 or not self.openmp) else min(64, ceil_div(total, 8192))
-        size = ceil_div(max(total, 1), chunks)
-        ix = self.idx if total < 2 ** 31 - 1 else self.long_index_type
-        em(f"{p.ct} _parts[{chunks}];")
-        em(f"{self.arg_index_type} _partsi[{chunks}];")
-        if chunks > 1:
-            em("#pragma omp parallel for schedule(static)")
-        em.open(f"for (int _c = 0; _c < {chunks}; ++_c)")
-        self.declare_reduce_acc(em, p)
-        em(CANCEL_CHECK)
-        em(f"const {ix} _lo = ({ix})_c * {size};")
-        em(f"const {ix} _hi = zyn_min(({ix})(_lo + {size}), ({ix}){total});")
-        em.open(f"for ({ix} _g = _lo; _g < _hi; ++_g)")
-        inner = scope.child()
-        if p.nest.loops:
-            self.decompose(em, "_g", p.nest, inner)
-        self._yield = (p.op, "_acc", "_acci", p.ydt, "_g")
-        self.par_depth += 1
-        self.stmts(em, p.nest.body, inner)
-        self.par_depth -= 1
-        self._yield = None
-        em.close()
-        em("_parts[_c] = _acc;")
-        em("_partsi[_c] = _acci;")
-        em.close()
-        self.declare_reduce_acc(em, p)
-        em.open(f"for (int _c = 0; _c < {chunks}; ++_c)")
-        if p.arg:
-            em(f"zyn_arg_combine<{p.is_max}>(_acc, _acci, _parts[_c], _partsi[_c]);")
-        else:
-            em(self._combine(p.op, "_acc", "_parts[_c]", p.ydt))
-        em.close()
-        em(f"{p.out.c}[0] = {self.reduce_result(p)};")
-        self.schedule_notes.append(f"reduce({p.op}): {chunks} chunk(s) of {size} iterations, "
-                                   "partials combined in order")
-
-    def _reduce_axis(self, em, scope, p):
-        outer, red_loop, red_ext = self.reduce_axis_layout(p)
-        n_out = outer.total
-        if self.openmp and n_out > 1:
-            em("#pragma omp parallel for schedule(static)")
-        em.open(f"for ({self.idx} _row = 0; _row < {n_out}; ++_row)")
-        em(CANCEL_CHECK)
-        inner = scope.child()
-        if outer.loops:
-            self.decompose(em, "_row", outer, inner)
-        self.declare_reduce_acc(em, p)
-        self.par_depth += 1
-        self.reduce_iterations(em, p, red_loop, inner, "0", 1, red_ext, "_row")
-        self.par_depth -= 1
-        em(f"{p.out.c}[_row] = {self.reduce_result(p)};")
-        em.close()
-        self.schedule_notes.append(f"reduce({p.op}, axis={p.axis}): one output per iteration, "
-                                   "sequential over the axis")
 
     # ---- attention -------------------------------------------------------------------
 
@@ -433,7 +366,7 @@ def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True) -> CPro
         if pattern is not None:
             pass
         elif kind == "reduce":
-            r.reduce_body(em, scope, r.plan_reduce(kernel, body, sizes))
+            no_schedule(kernel, cpu_target(), sizes)
         else:
             r.stmts(em, body, scope)
         source, line_map = r.assemble(em)

@@ -49,6 +49,12 @@ class Unsupported(Exception):
         self.line = line
 
 
+def no_schedule(kernel, target, sizes):
+    """Raise the reason no schedule of compiler/schedules/ takes `kernel` on `target`."""
+    from .. import schedules
+    raise Unsupported(schedules.why_none(kernel, target, sizes))
+
+
 # ---------------------------------------------------------------------------- text
 
 
@@ -523,13 +529,6 @@ class CStyleRenderer:
         """Every lane of the warp / SIMD group gets the reduction of `value`."""
         raise Unsupported(f"warp reductions are not available in {self.lang}")
 
-    def simd_argreduce(self, is_max: str) -> str:
-        """Statement: (_acc, _acci) over the warp / SIMD group."""
-        raise Unsupported(f"warp reductions are not available in {self.lang}")
-
-    def block_argreduce(self, is_max: str, ctype: str, ident: str) -> str:
-        """Statement: (_acc, _acci) over the block, in every thread."""
-        raise Unsupported(f"block reductions are not available in {self.lang}")
 
     # ---- setup per kernel -----------------------------------------------------
 
@@ -1263,24 +1262,6 @@ class CStyleRenderer:
         self.emit_pre(em, pre, s.line)
         return buf, self.offset(buf, idx), v
 
-    def yield_stmt(self, em, s: cir.Yield, scope):
-        """Combine a yielded value into the reduce schedule's accumulator (`self._yield`)."""
-        tgt = getattr(self, "_yield", None)
-        if tgt is None:
-            raise Unsupported("`yield` outside a reduce kernel", s.line)
-        op, acc, accidx, dt, flat = tgt
-        pre: list = []
-        v = self.expr(s.value, scope, pre)
-        if op in ("argmax", "argmin"):
-            i = self.expr(s.index, scope, pre) if s.index is not None else flat
-            self.emit_pre(em, pre, s.line)
-            ct = self.compute_type(dt)
-            em(f"zyn_arg_combine<{'true' if op == 'argmax' else 'false'}>({acc}, {accidx}, "
-               f"({ct})({v}), ({self.arg_index_type})({i}));", s.line)
-            return
-        self.emit_pre(em, pre, s.line)
-        ct = self.compute_type(dt) if dt != "bool" else "int"
-        em(self._combine(op, acc, f"({ct})({v})", dt), s.line)
 
     def loop_header(self, s: cir.Loop, c: str, scope, pre) -> str:
         a = self.index_expr(s.start, scope, pre)
@@ -1339,7 +1320,7 @@ class CStyleRenderer:
                 self.stmts(em, s.orelse, scope.child())
             em.close()
         elif isinstance(s, cir.Yield):
-            self.yield_stmt(em, s, scope)
+            raise Unsupported("`yield` outside a reduce kernel", s.line)
         elif isinstance(s, cir.Atomic):
             self.atomic_stmt(em, s, scope)
         elif isinstance(s, cir.SharedAlloc):
@@ -1475,15 +1456,6 @@ def find_nest(body, sizes, parallel_only=True) -> Nest:
     return nest
 
 
-def yield_nest(body, sizes) -> Nest:
-    """The loops around a reduce kernel's `yield` (parallel or not) and the scalar lets
-    before them."""
-    prologue, rest = _scalar_prologue(body, keep_one=False)
-    nest = _leading_loops(rest, sizes, parallel_only=False)
-    nest.prologue = prologue
-    return nest
-
-
 @dataclass
 class GenericPlan:
     nest: Nest
@@ -1493,18 +1465,6 @@ class GenericPlan:
 
 
 @dataclass
-class ReducePlan:
-    op: str
-    axis: int | None
-    nest: Nest              # the loops around the yield
-    ydt: str                # dtype of the accumulation
-    arg: bool               # argmin / argmax
-    ct: str                 # C type of the accumulator
-    ident: str
-    total: int              # iterations of the nest
-    out: BufInfo
-    is_max: str             # "true" / "false" (argmax / argmin)
-    groups: int = 1         # blocks of the first pass of a whole-input reduction
 
 
 class GenericSchedules:
@@ -1609,164 +1569,7 @@ class GenericSchedules:
     # ---- reduce kernels ---------------------------------------------------------------
 
     # (value, index) reductions of more elements than this are refused (None: no limit)
-    arg_limit: int | None = None
 
-    def plan_reduce(self, kernel, body, sizes) -> "ReducePlan":
-        op = kernel.kernel_type.param("op", "+")
-        axis = kernel.kernel_type.param("axis")
-        nest = yield_nest(body, sizes)
-        ydts = [n.value.ty.dtype for n in cir.walk(body) if isinstance(n, cir.Yield)]
-        if not ydts:
-            raise Unsupported("a reduce kernel needs a `yield`")
-        ydt = ydts[0]
-        if op in ("+", "*") and ydt == "bool":
-            ydt = "i64"
-        if op not in ("argmax", "argmin") and kernel.output.dtype in cir.FLOAT_DTYPES \
-                and ydt not in cir.FLOAT_DTYPES:
-            ydt = kernel.output.dtype
-        arg = op in ("argmax", "argmin")
-        ct = self.compute_type(ydt) if ydt != "bool" else "int"
-        ident = self.identity(op, ydt)
-        total = nest.total if nest.loops else 1
-        if arg and self.arg_limit is not None and total >= self.arg_limit:
-            raise Unsupported("argmin/argmax over 2^31 elements or more")
-        if axis is not None:
-            if not nest.loops or not (0 <= int(axis) < len(nest.loops)):
-                raise Unsupported(f"reduce axis={axis} does not name one of the "
-                                  f"{len(nest.loops)} loops around the yield")
-            axis = int(axis)
-        out = self.buffers[kernel.output.name]
-        return ReducePlan(op, axis, nest, ydt, arg, ct, ident, total, out,
-                          "true" if op == "argmax" else "false")
-
-    def reduce_result(self, p: "ReducePlan") -> str:
-        """The value stored to the output: the reduction, or the index for argmin/argmax."""
-        # an argmin/argmax of nothing is -1 on every device (docs/language.md)
-        v = f"(_acci == {self.arg_index_none} ? -1 : _acci)" if p.arg else "_acc"
-        return self.store_value(self.cast_to(v, self.arg_index_dtype if p.arg else p.ydt,
-                                             p.out.dtype), p.out.dtype)
-
-    def declare_reduce_acc(self, em: Emitter, p: "ReducePlan"):
-        em(f"{p.ct} _acc = {p.ident};")
-        em(f"{self.arg_index_type} _acci = {self.arg_index_none};")
-
-    def reduce_across_block(self, em: Emitter, p: "ReducePlan"):
-        if p.arg:
-            em(self.block_argreduce(p.is_max, p.ct, p.ident))
-        else:
-            em(f"_acc = {self.block_reduce(p.op, '_acc', p.ct)};")
-
-    def reduce_iterations(self, em: Emitter, p: "ReducePlan", loop: cir.Loop, scope: Scope,
-                          first: str, step, extent: int, row: str | None):
-        """The reduced loop's iterations `_t` from `first` by `step` into the accumulator."""
-        self._yield = (p.op, "_acc", "_acci", p.ydt, "_flat")
-        c = self.loop_var_name(loop.var)
-        pre: list = []
-        a = self.index_expr(loop.start, scope, pre)
-        st = self.index_expr(loop.step, scope, pre)
-        self.emit_pre(em, pre)
-        inc = "++_t" if step == 1 else f"_t += {step}"
-        em.open(f"for ({self.idx} _t = {first}; _t < {extent}; {inc})")
-        em(f"const {self.idx} {c} = {a} + _t * {st};")
-        em(f"const {self.arg_index_type} _flat = {self.arg_flat(row, extent)};")
-        inner = scope.child()
-        inner.vars[loop.var] = (c, "i32", ())
-        self.stmts(em, p.nest.body, inner)
-        em.close()
-        self._yield = None
-
-    def reduce_partials(self, p: "ReducePlan", nt: int) -> Emitter:
-        """Whole-input reduction, first pass: each thread's grid-stride partial in `_acc`."""
-        em, scope = self.body_start()
-        self.stmts(em, p.nest.prologue, scope)
-        self.declare_reduce_acc(em, p)
-        self._yield = (p.op, "_acc", "_acci", p.ydt, "_g")
-        self.open_grid_stride(em, "_g", p.total, nt)
-        if p.nest.loops:
-            self.decompose(em, "_g", p.nest, scope)
-        self.stmts(em, p.nest.body, scope)
-        em.close()
-        self._yield = None
-        self.reduce_across_block(em, p)
-        em.open(f"if ({self.thread_builtin} == 0)")
-        if p.groups > 1:
-            em(f"_part[{self.block_id()}] = _acc;")
-            if p.arg:
-                em(f"_parti[{self.block_id()}] = _acci;")
-        else:
-            em(f"{p.out.c}[0] = {self.reduce_result(p)};")
-        em.close()
-        return em
-
-    def reduce_final(self, p: "ReducePlan", partials_loop: str, partial: str) -> Emitter:
-        """Whole-input reduction, second pass: one block of 1024 threads over the partials
-        (`partials_loop` visits `_b`; `partial` reads one)."""
-        self.nt = 1024
-        em = Emitter(1)
-        self.declare_reduce_acc(em, p)
-        em.open(partials_loop)
-        if p.arg:
-            em(f"zyn_arg_combine<{p.is_max}>(_acc, _acci, {partial}, _parti[_b]);")
-        else:
-            em(self._combine(p.op, "_acc", partial, p.ydt))
-        em.close()
-        self.reduce_across_block(em, p)
-        em(f"if ({self.thread_builtin} == 0) {p.out.c}[0] = {self.reduce_result(p)};")
-        return em
-
-    def reduce_axis_layout(self, p: "ReducePlan"):
-        """(outer nest, reduced loop, its extent) of an `axis=` reduction."""
-        keep = [k for k in range(len(p.nest.loops)) if k != p.axis]
-        outer = Nest([p.nest.loops[k] for k in keep], [p.nest.extents[k] for k in keep], [], ())
-        return outer, p.nest.loops[p.axis], p.nest.extents[p.axis]
-
-    def reduce_rows(self, p: "ReducePlan") -> tuple:
-        """`axis=` the innermost loop: one warp / SIMD group (rows up to 2048) or one block
-        per output element. Returns (body, per_simd, blocks)."""
-        outer, red_loop, red_ext = self.reduce_axis_layout(p)
-        n_out = outer.total
-        per_simd = red_ext <= 2048
-        nt = 256 if per_simd else pow2_at_least(red_ext // 8, 128, 1024)
-        self.nt = nt
-        rows = nt // 32 if per_simd else 1
-        em, scope = self.body_start()
-        self.stmts(em, p.nest.prologue, scope)
-        first, lane = self.reduce_row_index(em, rows, per_simd)
-        self.declare_reduce_acc(em, p)
-        em.open(f"if (_row < {n_out})")
-        self.decompose(em, "_row", outer, scope)
-        self.reduce_iterations(em, p, red_loop, scope, first, 32 if per_simd else nt, red_ext, "_row")
-        if per_simd:
-            if p.arg:
-                em(self.simd_argreduce(p.is_max))
-            else:
-                em(f"_acc = {self.simd_allreduce(p.op, '_acc')};")
-        em.close()
-        if not per_simd:
-            self.reduce_across_block(em, p)
-        em(f"if ({lane} == 0 && _row < {n_out}) {p.out.c}[_row] = {self.reduce_result(p)};")
-        return em, per_simd, ceil_div(n_out, rows)
-
-    def reduce_row_index(self, em: Emitter, rows: int, per_simd: bool) -> tuple:
-        """Declare `_row` (rows per block: one per warp / SIMD group, or one); returns the
-        thread's first `_t` and the lane that stores."""
-        raise NotImplementedError
-
-    def reduce_strided(self, p: "ReducePlan") -> tuple:
-        """`axis=` an outer loop: one thread per output element runs over the reduced axis
-        (neighbouring threads read neighbouring elements). Returns (body, blocks)."""
-        outer, red_loop, red_ext = self.reduce_axis_layout(p)
-        nt = 256
-        self.nt = nt
-        em, scope = self.body_start()
-        self.stmts(em, p.nest.prologue, scope)
-        self.open_grid_stride(em, "_g", outer.total, nt)
-        self.decompose(em, "_g", outer, scope)
-        self.declare_reduce_acc(em, p)
-        self.reduce_iterations(em, p, red_loop, scope, "0", 1, red_ext, None)
-        em(f"{p.out.c}[_g] = {self.reduce_result(p)};")
-        em.close()
-        return em, ceil_div(outer.total, nt)
 
     # ---- attention --------------------------------------------------------------------
 

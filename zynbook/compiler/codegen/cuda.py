@@ -35,7 +35,7 @@ from .dialects.cuda import CudaDialect
 from .printer import print_program
 from .cstyle import SITES as _SITES
 from ..passes.tiles import inline_tile_lets
-from .cstyle import attention_pattern
+from .cstyle import attention_pattern, no_schedule
 from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported,
                      assigned_vars, ceil_div, classify_loop, cname, declared_vars, find_nest,
                      free_vars, has_node, has_tiles, pow2_at_least,
@@ -197,20 +197,6 @@ class CUDARenderer(CStyleRenderer, GenericSchedules):
     def simd_allreduce(self, op, value):
         return f"zyn_warp_allreduce({value}, {OP_FUNCTOR[op]}())"
 
-    def simd_argreduce(self, is_max):
-        return f"zyn_warp_argreduce<{is_max}>(_acc, _acci);"
-
-    def block_argreduce(self, is_max, ctype, ident):
-        return f"zyn_block_argreduce<{is_max}>(_acc, _acci, ({ctype})({ident}));"
-
-    def reduce_row_index(self, em, rows, per_simd):
-        if per_simd:
-            em(f"const {self.idx} _row = ({self.idx})blockIdx.x * {rows} + (threadIdx.x >> 5);")
-            em("const int _lane = threadIdx.x & 31;")
-        else:
-            em(f"const {self.idx} _row = blockIdx.x;")
-            em("const int _lane = threadIdx.x;")
-        return "_lane", "_lane"
 
     def atomic_stmt(self, em, s: cir.Atomic, scope):
         buf, off, v = self.atomic_operands(em, s, scope)
@@ -303,7 +289,7 @@ def _render(kernel, sizes, arch, options) -> CudaProgram:
             notes.append(f"the body of this `{kind}` kernel is not a plain contraction "
                          f"(out = init + sum of products); it runs on the generic schedule")
     if kind == "reduce":
-        return _launch_program(kernel, sizes, notes, arch) or render_reduce(kernel, body, sizes, notes)
+        return _launch_program(kernel, sizes, notes, arch) or no_schedule(kernel, cuda_target(arch), sizes)
     if not options.get("generic") and not options.get("mode"):
         prog = try_rows(kernel, body, sizes, notes)
         if prog is not None:
@@ -851,52 +837,6 @@ def _row_kernel(r: _RowRenderer, kernel, plan: RowPlan, name, T, E, RPB, W):
 
 
 # ----------------------------------------------------------------------- reduce
-
-
-def render_reduce(kernel, body, sizes, notes) -> CudaProgram:
-    r = CUDARenderer()
-    r.setup(kernel, sizes)
-    p = r.plan_reduce(kernel, body, sizes)
-    if p.axis is not None:
-        return _reduce_axis(r, kernel, p, notes)
-    # whole-input reduction: pass 1 per block partials, pass 2 one block over the partials
-    name = cname(kernel.name)
-    nt = 256
-    r.nt = nt
-    blocks = p.groups = max(1, min(ceil_div(p.total, nt * 4), 1024))
-    two = blocks > 1
-    em = r.reduce_partials(p, nt)
-    extra = [f"{p.ct}* __restrict__ _part", "long long* __restrict__ _parti"]
-    k1 = r.signature(name, extra, bounds=nt) + " {\n" + em.text() + "\n}"
-    kernels = [k1]
-    steps = [Step(name, (blocks, 1, 1), (nt, 1, 1), ("buffers", "scratch:_part", "scratch:_parti", "scalars"))]
-    scratch = {"_part": (p.ydt if p.ydt != "bool" else "i32", blocks), "_parti": ("i64", blocks)}
-    if two:
-        em = r.reduce_final(p, f"for (int _b = threadIdx.x; _b < {blocks}; _b += 1024)", "_part[_b]")
-        k2 = r.signature(name + "_final", extra, bounds=1024) + " {\n" + em.text() + "\n}"
-        kernels.append(k2)
-        steps.append(Step(name + "_final", (1, 1, 1), (1024, 1, 1),
-                          ("buffers", "scratch:_part", "scratch:_parti", "scalars")))
-    banner = (f"reduce({p.op}): {blocks} blocks of {nt} threads, warp shuffles + block reduction"
-              + (", second pass over the block partials" if two else ""))
-    src, lm = r.assemble(kernels, banner)
-    return CudaProgram(name, src, steps, scratch=scratch, schedule=banner, notes=notes, line_map=lm)
-
-
-def _reduce_axis(r, kernel, p, notes):
-    name = cname(kernel.name)
-    if p.axis == len(p.nest.loops) - 1:
-        em, per_warp, blocks = r.reduce_rows(p)
-        banner = (f"reduce({p.op}, axis={p.axis}): one {'warp' if per_warp else 'block'} per output, "
-                  "shuffle reduction")
-    else:
-        em, blocks = r.reduce_strided(p)
-        banner = f"reduce({p.op}, axis={p.axis}): one thread per output, sequential over the axis"
-    k = r.signature(name, bounds=r.nt) + " {\n" + em.text() + "\n}"
-    src, lm = r.assemble([k], banner)
-    return CudaProgram(name, src, [Step(name, (max(1, blocks), 1, 1), (r.nt, 1, 1), ("buffers", "scalars"))],
-                       schedule=banner, notes=notes, line_map=lm)
-
 
 
 # ------------------------------------------------------------------ contractions

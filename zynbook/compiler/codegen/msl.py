@@ -51,7 +51,7 @@ from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Unsu
                      ceil_div, cname, fold_call, pow2_at_least, prelude_functors,
                      prelude_guards, prelude_helpers, prelude_span_len, raise_unsupported)
 from .cstyle import SITES as _SITES
-from .cstyle import attention_pattern
+from .cstyle import attention_pattern, no_schedule
 
 PRELUDE = (
     "\n"
@@ -205,7 +205,6 @@ class MSLRenderer(CStyleRenderer, GenericSchedules):
     arg_index_type = "int"
     arg_index_dtype = "i32"
     arg_index_none = "2147483647"
-    arg_limit = 2 ** 31
     storage_types = {
         "f16": "half", "bf16": "bfloat", "f32": "float",
         "i8": "char", "i16": "short", "i32": "int", "i64": "long",
@@ -350,20 +349,6 @@ class MSLRenderer(CStyleRenderer, GenericSchedules):
     def simd_allreduce(self, op, value):
         return f"zyn_simd_allreduce({value}, {OP_FUNCTOR[op]}())"
 
-    def simd_argreduce(self, is_max):
-        return f"zyn_simd_argreduce<{is_max}>(_acc, _acci);"
-
-    def block_argreduce(self, is_max, ctype, ident):
-        decl = "threadgroup int zyn_red_idx[32];"
-        if decl not in self.shared_decls:
-            self.shared_decls.append(decl)
-        return (f"zyn_group_argreduce<{is_max}>(_acc, _acci, ({ctype})({ident}), "
-                f"{self.red_array(ctype)}, zyn_red_idx, _lane, _sg, _nsg);")
-
-    def reduce_row_index(self, em, rows, per_simd):
-        em(f"const {self.idx} _row = ({self.idx})_gid * {rows} + " + ("(int)_sg;" if per_simd else "0;"))
-        lane = "_lane" if per_simd else "_tid"
-        return f"(int){lane}", lane
 
     def atomic_stmt(self, em, s: cir.Atomic, scope):
         buf, off, v = self.atomic_operands(em, s, scope)
@@ -518,7 +503,7 @@ def _render(kernel, sizes, options) -> MSLProgram:
         if prog is not None:
             return prog
     if kind == "reduce":
-        return _launch_program(kernel, sizes, notes) or render_reduce(kernel, body, sizes, notes)
+        return _launch_program(kernel, sizes, notes) or no_schedule(kernel, metal_target(), sizes)
     return render_generic(kernel, body, sizes, notes, options)
 
 
@@ -581,48 +566,6 @@ def _thread_program(r: MSLRenderer, kernel, nest, notes):
 
 
 # ----------------------------------------------------------------------- reduce
-
-
-def render_reduce(kernel, body, sizes, notes) -> MSLProgram:
-    r = MSLRenderer()
-    r.setup(kernel, sizes)
-    p = r.plan_reduce(kernel, body, sizes)
-    if p.axis is not None:
-        return _reduce_axis(r, kernel, p, notes)
-    name = cname(kernel.name)
-    nt = 256
-    r.nt = nt
-    groups = p.groups = max(1, min(ceil_div(p.total, nt * 4), 1024))
-    two = groups > 1
-    st_dt = p.ydt if p.ydt != "bool" else "i32"
-    scratch_decl = [("_part", r.storage_types[st_dt] if st_dt not in ("f16", "bf16") else "float"),
-                    ("_parti", "int")]
-    em = r.reduce_partials(p, nt)
-    kernels = [r.kernel_text(name, em, scratch_decl)]
-    dispatches = [Dispatch(name, groups, nt)]
-    scratch = [("_part", st_dt if st_dt not in ("f16", "bf16") else "f32", groups),
-               ("_parti", "i32", groups)]
-    if two:
-        em = r.reduce_final(p, f"for (uint _b = _tid; _b < {groups}u; _b += 1024u)",
-                            f"({p.ct})_part[_b]")
-        kernels.append(r.kernel_text(name + "_final", em, scratch_decl))
-        dispatches.append(Dispatch(name + "_final", 1, 1024))
-    banner = (f"reduce({p.op}): {groups} threadgroups of {nt} threads, SIMD-group + threadgroup "
-              "reduction" + (", second dispatch over the threadgroup partials" if two else ""))
-    return _program(r, kernel, kernels, dispatches, banner, notes, scratch)
-
-
-def _reduce_axis(r, kernel, p, notes) -> MSLProgram:
-    name = cname(kernel.name)
-    if p.axis == len(p.nest.loops) - 1:
-        em, per_simd, groups = r.reduce_rows(p)
-        banner = (f"reduce({p.op}, axis={p.axis}): one {'SIMD group' if per_simd else 'threadgroup'} "
-                  "per output, SIMD-group reduction")
-    else:
-        em, groups = r.reduce_strided(p)
-        banner = f"reduce({p.op}, axis={p.axis}): one thread per output, sequential over the axis"
-    text = r.kernel_text(name, em)
-    return _program(r, kernel, [text], [Dispatch(name, max(1, groups), r.nt)], banner, notes)
 
 
 # -------------------------------------------------------------------- attention

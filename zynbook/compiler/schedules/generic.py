@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import ScalarLowering, buffer_params, index_dtype, lit
-from ..targets import Target
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .nest import parallel_nest, trip_count
 

@@ -37,7 +37,7 @@ GATHER = """let z = compute(table, idx) {
 DIVIDE = """let z = compute(a, b) {
     @kernel elementwise
     for i in 0..len:
-        out[i] = a[i] / b[i] + a[i] % b[i] * 1000
+        out[i] = a[i] / b[i] + a[i] % b[i] * 1000 + (a[i] / 4 - a[i] % 3) * 1000000
 }"""
 
 NAN_MAX = """let z = compute(x, y) {
@@ -131,6 +131,7 @@ def test_scalars_are_uniforms_and_sizes_are_baked_in():
 def test_integer_division_is_checked():
     _, p, *_ = program(DIVIDE, {"a": np.ones(4, np.int32), "b": np.ones(4, np.int32)})
     assert "zyn_idiv_i32(" in p.source and "zyn_irem_i32(" in p.source
+    assert "zyn_tdiv(u_a[u_i], 4i)" in p.source     # proven safe: unchecked, still truncating
     assert {s.kind for s in p.error_sites} == {"div0", "divov", "rem0"}
 
 
@@ -188,10 +189,11 @@ needs_adapter = pytest.mark.skipif(not DEVICES, reason="no wgpu adapter (install
                                    "mesa-vulkan-drivers)")
 
 
-@pytest.fixture
-def device(monkeypatch):
+@pytest.fixture(params=[d.id for d in DEVICES] or ["none"])
+def device(request, monkeypatch):
+    """Every wgpu adapter here (Vulkan, OpenGL...), with the launch-IR path switched on."""
     monkeypatch.setenv("ZYNBOOK_WEBGPU_LAUNCH_IR", "1")
-    return DEVICES[0]
+    return next(d for d in DEVICES if d.id == request.param)
 
 
 def run(device, src, arrays, scalars=None, sizes=None):
@@ -244,12 +246,13 @@ def test_gather_and_an_index_out_of_range(device):
 @webgpu
 @needs_adapter
 def test_integer_division_truncates_and_by_zero_is_an_error(device):
-    a = np.array([7, -7, 7, -7, 0, 100, -2 ** 31 + 1], np.int32)
-    b = np.array([2, 2, -2, -2, 3, 7, 3], np.int32)
+    a = np.array([7, -7, 7, -7, 0, 100, -2 ** 31 + 1, -8], np.int32)
+    b = np.array([2, 2, -2, -2, 3, 7, 3, 3], np.int32)
     got, _ = run(device, DIVIDE, {"a": a, "b": b})
     quot = np.trunc(a.astype(np.float64) / b).astype(np.int64)
     rem = np.fmod(a.astype(np.int64), b)
-    np.testing.assert_array_equal(got, (quot + rem * 1000).astype(np.int32))
+    by4, rem3 = np.trunc(a / 4.0).astype(np.int64), np.fmod(a.astype(np.int64), 3)
+    np.testing.assert_array_equal(got, (quot + rem * 1000 + (by4 - rem3) * 1000000).astype(np.int32))
     b[3] = 0
     with pytest.raises(ZynMLRuntimeError, match="integer division by zero") as err:
         run(device, DIVIDE, {"a": a, "b": b})

@@ -154,7 +154,11 @@ class WgslDialect:
         return f"select({b}, {a}, {c})"
 
     def binary(self, op, a, b, operand_dtype, dtype):
-        self.type(operand_dtype)
+        t = self.type(operand_dtype)
+        if op in ("/", "%") and t == "i32":
+            # signed division and remainder through unsigned ones, truncating as C
+            # whatever the backend does with signs (OpenGL leaves them undefined)
+            return f"{self.need('zyn_tdiv' if op == '/' else 'zyn_trem')}({a}, {b})"
         text = f"({a} {BIN_OPS.get(op, op)} {b})"
         if dtype in NARROW and op in ("+", "-", "*"):
             return self.narrow(text, dtype)
@@ -386,6 +390,8 @@ def _compute(dtype: str) -> str:
 
 
 def _deps(name: str) -> tuple:
+    if name.startswith(("zyn_idiv_i", "zyn_irem_i")):
+        return ("zyn_fail", "zyn_tdiv" if "idiv" in name else "zyn_trem")
     if name.startswith(("zyn_chk", "zyn_in", "zyn_idiv", "zyn_irem")):
         return ("zyn_fail",)
     if name in ("zyn_max_f32", "zyn_min_f32"):
@@ -411,6 +417,15 @@ fn zyn_fail(site: i32, v: i32) {
 // an index outside 0..n-1 fails the site and reads element 0 instead
 fn zyn_chk(i: i32, n: i32, site: i32) -> i32 {
     if (i < 0i || i >= n) { zyn_fail(site, i); return 0i; } return i; }""",
+    "zyn_tdiv": """\
+// signed division and remainder truncating as C, through unsigned ones
+fn zyn_tdiv(a: i32, b: i32) -> i32 {
+    let q = bitcast<i32>(bitcast<u32>(abs(a)) / bitcast<u32>(abs(b)));
+    return select(q, -q, (a < 0i) != (b < 0i)); }""",
+    "zyn_trem": """\
+fn zyn_trem(a: i32, b: i32) -> i32 {
+    let r = bitcast<i32>(bitcast<u32>(abs(a)) % bitcast<u32>(abs(b)));
+    return select(r, -r, a < 0i); }""",
     "zyn_in": """\
 fn zyn_in(i: i32, n: i32, site: i32) -> bool {
     if (i < 0i || i >= n) { zyn_fail(site, i); return false; } return true; }""",
@@ -475,10 +490,10 @@ def _helper(name: str) -> str:
         return (f"// integer division truncating as C; by 0 (and MIN / -1) it fails\n"
                 f"fn zyn_idiv_{dtype}(a: {t}, b: {t}, s0: i32, sov: i32) -> {t} {{\n"
                 f"    if (b == {z}) {{ zyn_fail(s0, {val}); return {z}; }}\n{over}"
-                f"    return a / b; }}")
+                f"    return {'a / b' if t == 'u32' else 'zyn_tdiv(a, b)'}; }}")
     if kind == "irem":
         minus = "" if t == "u32" else f" if (b == {m1}) {{ return {z}; }}"
         return (f"fn zyn_irem_{dtype}(a: {t}, b: {t}, s0: i32) -> {t} {{\n"
                 f"    if (b == {z}) {{ zyn_fail(s0, {val}); return {z}; }}{minus}\n"
-                f"    return a % b; }}")
+                f"    return {'a % b' if t == 'u32' else 'zyn_trem(a, b)'}; }}")
     raise KeyError(name)

@@ -75,13 +75,6 @@ template <typename T> static inline T zyn_ipow(T a, T b) { T r = 1; for (T i = 0
 static inline double zyn_silu(double x) { return x / (1.0 + exp(-x)); }
 static inline float zyn_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 static inline double zyn_gelu(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }
-// (value, index) pairs: the better value wins, the smaller index on ties; NaN is better
-// than any number (numpy's argmax/argmin return the first NaN)
-template <bool IS_MAX, typename T, typename I> static inline void zyn_arg_combine(T& v, I& i, T v2, I i2) {
-    const bool n1 = v != v, n2 = v2 != v2;
-    const bool better = n2 ? !n1 : (!n1 && (IS_MAX ? (v2 > v) : (v2 < v)));
-    if (better || ((v2 == v || (n1 && n2)) && i2 < i)) { v = v2; i = i2; }
-}
 // scratch too large for the stack, freed when its scope ends
 template <typename T> struct ZynHeap {
     T* p;

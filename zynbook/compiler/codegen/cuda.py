@@ -83,33 +83,6 @@ template <typename T, typename Op> __device__ __forceinline__ T zyn_block_allred
     T r = lane < nw ? zyn_red[lane] : identity;
     return zyn_warp_allreduce(r, op);
 }
-// (value, index) pairs: the better value wins, the smaller index on ties; NaN is better
-// than any number (numpy's argmax/argmin return the first NaN)
-template <bool IS_MAX, typename T> __device__ __forceinline__ void zyn_arg_combine(T& v, long long& i, T v2, long long i2) {
-    const bool n1 = v != v, n2 = v2 != v2;
-    const bool better = n2 ? !n1 : (!n1 && (IS_MAX ? (v2 > v) : (v2 < v)));
-    if (better || ((v2 == v || (n1 && n2)) && i2 < i)) { v = v2; i = i2; }
-}
-template <bool IS_MAX, typename T> __device__ __forceinline__ void zyn_warp_argreduce(T& v, long long& i) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        T v2 = __shfl_xor_sync(0xffffffffu, v, o);
-        long long i2 = __shfl_xor_sync(0xffffffffu, i, o);
-        zyn_arg_combine<IS_MAX>(v, i, v2, i2);
-    }
-}
-template <bool IS_MAX, typename T> __device__ __forceinline__ void zyn_block_argreduce(T& v, long long& i, T identity) {
-    __shared__ T zyn_rv[32];
-    __shared__ long long zyn_ri[32];
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-    zyn_warp_argreduce<IS_MAX>(v, i);
-    __syncthreads();
-    if (lane == 0) { zyn_rv[wid] = v; zyn_ri[wid] = i; }
-    __syncthreads();
-    v = lane < nw ? zyn_rv[lane] : identity;
-    i = lane < nw ? zyn_ri[lane] : 0x7fffffffffffffffLL;
-    zyn_warp_argreduce<IS_MAX>(v, i);
-}
 __device__ __forceinline__ void zyn_atomic_max(float* p, float v) {
     int* ip = (int*)p; int old = *ip, assumed;
     do { assumed = old; if (__int_as_float(assumed) >= v) break;

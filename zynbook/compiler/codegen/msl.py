@@ -109,30 +109,6 @@ template <typename T, typename Op> inline T zyn_group_allreduce(T v, Op op, T id
     T r = lane < nsg ? red[lane] : identity;
     return zyn_simd_allreduce(r, op);
 }
-// (value, index) pairs: the better value wins, the smaller index on ties; NaN is better
-// than any number (numpy's argmax/argmin return the first NaN)
-template <bool IS_MAX, typename T> inline void zyn_arg_combine(thread T& v, thread int& i, T v2, int i2) {
-    const bool n1 = v != v, n2 = v2 != v2;
-    const bool better = n2 ? !n1 : (!n1 && (IS_MAX ? (v2 > v) : (v2 < v)));
-    if (better || ((v2 == v || (n1 && n2)) && i2 < i)) { v = v2; i = i2; }
-}
-template <bool IS_MAX, typename T> inline void zyn_simd_argreduce(thread T& v, thread int& i) {
-    for (ushort o = 16; o > 0; o >>= 1) {
-        const T v2 = simd_shuffle_xor(v, o);
-        const int i2 = simd_shuffle_xor(i, o);
-        zyn_arg_combine<IS_MAX>(v, i, v2, i2);
-    }
-}
-template <bool IS_MAX, typename T> inline void zyn_group_argreduce(thread T& v, thread int& i, T identity,
-        threadgroup T* rv, threadgroup int* ri, uint lane, uint sg, uint nsg) {
-    zyn_simd_argreduce<IS_MAX>(v, i);
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    if (lane == 0) { rv[sg] = v; ri[sg] = i; }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    v = lane < nsg ? rv[lane] : identity;
-    i = lane < nsg ? ri[lane] : 2147483647;
-    zyn_simd_argreduce<IS_MAX>(v, i);
-}
 """)
 
 # the builtins every entry point receives (1-D grids)

@@ -46,6 +46,15 @@ NAN_MAX = """let z = compute(x, y) {
         out[i] = max(max(x[i], y[i]), -1.0)
 }"""
 
+NOT_EQUAL = """let z = compute(x, y) {
+    @kernel elementwise
+    for i in 0..len:
+        if x[i] != y[i]:
+            out[i] = 1.0
+        else:
+            out[i] = 0.0
+}"""
+
 SCALED = """let z = compute(x) {
     @kernel elementwise
     for i in 0..len:
@@ -59,6 +68,12 @@ FLAGS_I8 = """let z = compute(a, b, flags) {
             out[i] = a[i] + b[i]
         else:
             out[i] = a[i] * b[i]
+}"""
+
+DOUBLE = """let z = compute(x, y) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = max(sqrt(x[i]), y[i] * 0.1) + 1.0
 }"""
 
 HALF = """let z = compute(x) {
@@ -152,6 +167,18 @@ def test_what_wgsl_lacks_falls_back_to_the_size_generic_renderer():
     assert wgsl.render(k).schedule == "generic"
 
 
+def test_f64_with_shader_f64_and_refused_without():
+    arrays = {"x": np.ones(5), "y": np.ones(5)}
+    p = program(DOUBLE, arrays, f64=True)[1]
+    assert p.schedule.startswith("thread:")
+    assert "var<storage, read> u_x: array<f64>;" in p.source and "f64(0.1)" in p.source
+    assert "fn zyn_max_f64(a: f64, b: f64) -> f64" in p.source
+    with pytest.raises(ZynMLDeviceError, match="shader-f64"):
+        program(DOUBLE, arrays)
+    with pytest.raises(ZynMLDeviceError, match=r"exp\(\) in 64 bits"):
+        program(DOUBLE.replace("sqrt(", "exp("), arrays, f64=True)
+
+
 def test_dialect_spelling():
     d = WgslDialect()
     assert d.select("c", "a", "b", "f32") == "select(b, a, c)"
@@ -166,6 +193,7 @@ def test_dialect_spelling():
     assert d.cast("x", "i32", "i8") == "((x << 24u) >> 24u)"      # wraps as the reference
     assert d.binary("+", "a", "b", "u8", "u8") == "((a + b) & 255u)"
     assert d.unary("neg", "a", "u32") == "(0u - a)"
+    assert d.binary("!=", "a", "b", "f32", "bool") == "(!(a == b))"      # true for NaN
     assert d.for_header("i", "i32", "0i", "n", "1i") == "for (var i: i32 = 0i; i < n; i++)"
     assert d.decl("v", "f32", "1.0f", False) == "let v: f32 = 1.0f;"
     assert d.decl("v", "i32", None, True) == "var v: i32;"
@@ -270,6 +298,15 @@ def test_nan_propagates_through_max(device):
 
 @webgpu
 @needs_adapter
+def test_float_inequality_is_true_for_nan(device):
+    x = np.array([1.0, np.nan, 2.0, np.nan, -0.0], np.float32)
+    y = np.array([1.0, 1.0, np.nan, np.nan, 0.0], np.float32)
+    got, _ = run(device, NOT_EQUAL, {"x": x, "y": y})
+    np.testing.assert_array_equal(got, (x != y).astype(np.float32))
+
+
+@webgpu
+@needs_adapter
 def test_scalar_argument_and_a_size(device):
     x = randn(1003)
     got, _ = run(device, SCALED, {"x": x}, {"scale": 1.5}, {"shift": 3})
@@ -308,3 +345,16 @@ def test_f16_buffers_where_the_adapter_has_them(device):
     assert got.dtype == np.float16
     want = (x.astype(np.float32) * 3 + 1).astype(np.float16)
     assert_within(got.astype(np.float32), want.astype(np.float32), 1e-3, 1e-3)
+
+
+@webgpu
+@needs_adapter
+def test_f64_where_the_adapter_has_it(device):
+    if "shader-f64" not in device.features:
+        pytest.skip("this adapter has no shader-f64")
+    x, y = RNG.random(517) * 10, RNG.standard_normal(517) * 40
+    y[3] = np.nan
+    got, _ = run(device, DOUBLE, {"x": x, "y": y})
+    assert got.dtype == np.float64
+    assert_within(got, np.maximum(np.sqrt(x), y * 0.1) + 1.0, 1e-12, 1e-12)
+    assert np.isnan(got[3])

@@ -2664,12 +2664,14 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     sizes = {k: int(v) for k, v in options.launch_sizes}
     if any(d not in sizes for d in kernel.dims):
         return None
+    _refuse_f64(kernel, options)        # f64 refused as the renderer below refuses it
     prog = schedules.build(kernel, launch_target(options), sizes)
     if prog is None:
         return None
     if prog.scratch:
         return None
-    dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers)
+    dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
+                          f64=options.f64)
     baked = {user_name(d): sizes[d] for d in kernel.dims}
     try:
         out = print_program(dialect, prog, kernel, baked)

@@ -10,8 +10,9 @@ workgroup, `block` the linear workgroup id of a 1-D, 2-D or 3-D dispatch (the de
 large grids, runtime.split_workgroups) and `blocks` their count.
 
 What WGSL cannot hold is refused with a `ZynMLDeviceError`, so the caller takes the older
-renderer or reports a device error: 64-bit integers, f64, f16 without the adapter's
-`shader-f16`, warp collectives, lanes and scratch buffers. Types WGSL does hold narrower
+renderer or reports a device error: 64-bit integers, f64 without the adapter's `shader-f64`
+(and, with it, the math 64-bit shaders lack), f16 without `shader-f16`, warp collectives,
+lanes and scratch buffers. Types WGSL does hold narrower
 than 32 bits are stored widened (i8, i16 as i32; u8, u16 as u32; bool as u32; bf16 as f32,
 rounded to bfloat16 where the program casts to it), and their arithmetic wraps at their own
 width, as the reference's does. Float min and max propagate NaN, as numpy's do.
@@ -30,7 +31,11 @@ TYPES = {"f32": "f32", "f16": "f16", "bf16": "f32", "i32": "i32", "u32": "u32", 
          "i16": "i32", "u8": "u32", "u16": "u32", "bool": "bool"}
 NARROW = {"i8": 8, "i16": 16, "u8": 8, "u16": 16}
 REFUSED = {"i64": "64-bit integers", "u64": "64-bit integers",
-           "f64": "f64 (it runs on the older renderer, which checks `shader-f64`)"}
+           "f64": "f64 without the adapter's `shader-f64`"}
+# what 64-bit float shaders compute (Vulkan's GLSL.std.450 has no 64-bit exp, log or
+# trigonometry); the renderer entry refuses kernels needing more before printing
+F64_MATH = {"min", "max", "clamp", "relu", "abs", "floor", "ceil", "round", "sqrt", "rsqrt",
+            "pow2", "fmod"}
 BIN_OPS = {"and": "&&", "or": "||"}
 ERR = "zyn_err"
 PARAMS = "zyn_p"
@@ -43,14 +48,15 @@ def storage(dtype: str) -> str:
     """The WGSL element type of a buffer of `dtype`."""
     if dtype == "bool":
         return "u32"
-    return TYPES[dtype]
+    return "f64" if dtype == "f64" else TYPES[dtype]
 
 
 class WgslDialect:
     name = "wgsl"
 
-    def __init__(self, f16: bool = False, max_storage_buffers: int = 8):
+    def __init__(self, f16: bool = False, max_storage_buffers: int = 8, f64: bool = False):
         self.f16 = f16
+        self.f64 = f64
         self.max_storage_buffers = max_storage_buffers
         self.needed: list = []          # helper names, in first-use order
         self.atomic: set = set()        # buffers updated atomically: declared atomic<T>
@@ -66,6 +72,8 @@ class WgslDialect:
         raise ZynMLDeviceError(f"the WGSL dialect cannot spell {what}")
 
     def type(self, dtype: str) -> str:
+        if dtype == "f64" and self.f64:
+            return "f64"
         if dtype in REFUSED:
             self.refuse(REFUSED[dtype])
         if dtype == "f16":
@@ -95,12 +103,16 @@ class WgslDialect:
         t = self.type(dtype)
         if t == "bool":
             return "true" if value else "false"
-        if t in ("f32", "f16"):
+        if t in ("f32", "f16", "f64"):
             v = float(value)
             if math.isnan(v) or math.isinf(v):
                 bits = "7fc00000" if math.isnan(v) else ("7f800000" if v > 0 else "ff800000")
                 text = f"bitcast<f32>(0x{bits}u)"
-                return text if t == "f32" else f"f16({text})"
+                return text if t == "f32" else f"{t}({text})"
+            if t == "f64":
+                # an abstract float, exact in 64 bits, converted to f64
+                text = repr(v) if ("." in repr(v) or "e" in repr(v)) else repr(v) + ".0"
+                return f"f64({text})"
             # numpy's shortest text that reads back as the same f32 (or f16)
             with np.errstate(over="ignore"):
                 x = (np.float32 if t == "f32" else np.float16)(v)
@@ -159,6 +171,10 @@ class WgslDialect:
             # signed division and remainder through unsigned ones, truncating as C
             # whatever the backend does with signs (OpenGL leaves them undefined)
             return f"{self.need('zyn_tdiv' if op == '/' else 'zyn_trem')}({a}, {b})"
+        if op == "!=" and t in ("f32", "f16", "f64"):
+            # true for NaN, as IEEE's (and numpy's) !=: some backends compile a float !=
+            # to an ordered comparison, false for NaN
+            return f"(!({a} == {b}))"
         text = f"({a} {BIN_OPS.get(op, op)} {b})"
         if dtype in NARROW and op in ("+", "-", "*"):
             return self.narrow(text, dtype)
@@ -188,20 +204,22 @@ class WgslDialect:
                 text = f"{self.need('zyn_ipow_' + t)}({args[0]}, {args[1]})"
                 return self.narrow(text, dtype) if dtype in NARROW else text
             self.refuse(f"{fn}() on {dtype}")
-        if t != "f32":
+        if t == "f64" and fn not in F64_MATH:
+            self.refuse(f"{fn}() in 64 bits")
+        if t not in ("f32", "f64"):
             self.refuse(f"{fn}() on {dtype}")
         if fn in ("min", "max"):
-            return self.fold(self.need(f"zyn_{fn}_f32"), args)
+            return self.fold(self.need(f"zyn_{fn}_{t}"), args)
         if fn == "clamp":
-            return f"{self.need('zyn_min_f32')}({self.need('zyn_max_f32')}({args[0]}, {args[1]}), {args[2]})"
+            return f"{self.need('zyn_min_' + t)}({self.need('zyn_max_' + t)}({args[0]}, {args[1]}), {args[2]})"
         if fn == "relu":
-            return f"{self.need('zyn_max_f32')}({args[0]}, 0.0f)"
+            return f"{self.need('zyn_max_' + t)}({args[0]}, {self.zero(dtype)})"
         if fn in _UNARY_BUILTINS:
             return f"{fn}({args[0]})"
         if fn == "rsqrt":
-            return f"(1.0f / sqrt({args[0]}))"
+            return f"({self.lit(1.0, dtype)} / sqrt({args[0]}))"
         if fn == "pow2":
-            return f"{self.need('zyn_sq_f32')}({args[0]})"
+            return f"{self.need('zyn_sq_' + t)}({args[0]})"
         if fn == "fmod":
             return f"({args[0]} % {args[1]})"       # WGSL's float % truncates, as C's fmod
         if fn in ("tanh", "sigmoid", "silu", "gelu", "erf", "pow"):
@@ -394,7 +412,9 @@ def _deps(name: str) -> tuple:
         return ("zyn_fail", "zyn_tdiv" if "idiv" in name else "zyn_trem")
     if name.startswith(("zyn_chk", "zyn_in", "zyn_idiv", "zyn_irem")):
         return ("zyn_fail",)
-    if name in ("zyn_max_f32", "zyn_min_f32"):
+    if name in ("zyn_max_f32", "zyn_min_f32", "zyn_max_f64", "zyn_min_f64"):
+        return ("zyn_isnan_" + name[-3:],)
+    if name == "zyn_isnan_f64":
         return ("zyn_isnan_f32",)
     if name == "zyn_gelu_f32":
         return ("zyn_erf_f32",)
@@ -440,6 +460,17 @@ fn zyn_max_f32(a: f32, b: f32) -> f32 {
 fn zyn_min_f32(a: f32, b: f32) -> f32 {
     if (zyn_isnan_f32(a)) { return a; } if (zyn_isnan_f32(b)) { return b; } return min(a, b); }""",
     "zyn_sq_f32": "fn zyn_sq_f32(a: f32) -> f32 { return a * a; }",
+    "zyn_sq_f64": "fn zyn_sq_f64(a: f64) -> f64 { return a * a; }",
+    "zyn_isnan_f64": """\
+// x != x is an ordered comparison on some backends (false for NaN): test the bits of the
+// f32 it converts to (NaN stays NaN, a large value becomes an infinity)
+fn zyn_isnan_f64(x: f64) -> bool { return zyn_isnan_f32(f32(x)); }""",
+    "zyn_max_f64": """\
+fn zyn_max_f64(a: f64, b: f64) -> f64 {
+    if (zyn_isnan_f64(a)) { return a; } if (zyn_isnan_f64(b)) { return b; } return max(a, b); }""",
+    "zyn_min_f64": """\
+fn zyn_min_f64(a: f64, b: f64) -> f64 {
+    if (zyn_isnan_f64(a)) { return a; } if (zyn_isnan_f64(b)) { return b; } return min(a, b); }""",
     "zyn_tanh_f32": """\
 fn zyn_tanh_f32(x: f32) -> f32 {
     // tanh saturates to +-1 well before |x| = 15; clamping keeps exp() finite

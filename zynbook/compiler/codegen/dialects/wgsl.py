@@ -59,7 +59,7 @@ class WgslDialect:
         self.f64 = f64
         self.max_storage_buffers = max_storage_buffers
         self.needed: list = []          # helper names, in first-use order
-        self.atomic: set = set()        # buffers updated atomically: declared atomic<T>
+        self.atomics: set = set()        # buffers updated atomically: declared atomic<T>
         self.dtypes: dict = {}          # buffer parameter -> its dtype
         self.workgroup: list = []       # module-scope var<workgroup> declarations
         self.uses_f16 = False
@@ -250,7 +250,7 @@ class WgslDialect:
 
     def load(self, array, index, dtype, space):
         self.type(dtype)
-        if array in self.atomic:
+        if array in self.atomics:
             raw = f"atomicLoad(&{array}[{index}])"
             return f"bitcast<f32>({raw})" if dtype == "f32" else raw
         if dtype == "bool" and space in ("global", "scratch"):
@@ -259,7 +259,7 @@ class WgslDialect:
 
     def store(self, array, index, value, dtype, space):
         self.type(dtype)
-        if array in self.atomic:
+        if array in self.atomics:
             v = f"bitcast<u32>({value})" if dtype == "f32" else value
             return f"atomicStore(&{array}[{index}], {v});"
         if dtype == "bool" and space in ("global", "scratch"):
@@ -327,7 +327,7 @@ class WgslDialect:
         for p in k.params:
             if p.kind in ("buffer", "scratch"):
                 self.dtypes[p.name] = p.dtype
-        self.atomic |= {n.array for n in ir.walk(k.body) if isinstance(n, ir.Atomic)}
+        self.atomics |= {n.array for n in ir.walk(k.body) if isinstance(n, ir.Atomic)}
         lines = [f"// {k.comment}"] if k.comment else []
         lines += [f"@compute @workgroup_size({k.block})",
                   f"fn {k.name}(@builtin(workgroup_id) zyn_wg: vec3<u32>, "
@@ -388,7 +388,7 @@ class WgslDialect:
                 continue
             if role == "@error":
                 elem = "atomic<i32>"
-            elif name in self.atomic:
+            elif name in self.atomics:
                 elem = "atomic<u32>" if elem == "f32" else f"atomic<{elem}>"
             note = f"  // {dtype}" if dtype != elem and role != "@error" else ""
             head.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: array<{elem}>;{note}")

@@ -216,3 +216,41 @@ def test_export_embeds_plans_and_reference_values(tmp_path):
     want = np.frombuffer(base64.b64decode(blocks[0]["expected"]), np.float32)
     np.testing.assert_allclose(want, x + 1, rtol=1e-6)
     assert "export class" not in text and "class Runner" in text      # inlined runner
+
+
+def test_a_lost_reply_is_an_error_not_a_hang(page_with, monkeypatch):
+    monkeypatch.setattr(bridge, "PING_EVERY_S", 0.1)
+
+    def forgetful(data, buffers):     # answers pings, never the launch
+        if data.get("type") == "ping":
+            return {"type": "pong", "id": 0, "seq": data["seq"], "busy": []}, []
+        return None
+
+    page_with(forgetful)
+    t0 = time.time()
+    with pytest.raises(ZynMLDeviceError, match="lost on the way") as info:
+        zynbook.run(DOUBLE, device="cpu", x=np.ones(8, np.float32))
+    assert info.value.line == 1 and time.time() - t0 < 3
+
+
+def test_a_reply_in_parts(page_with):
+    def in_parts(data, buffers):
+        reply = doubling_page(data, buffers)
+        if reply is None:
+            return None
+        head, outputs = reply
+        whole = b"".join(outputs)
+        sizes = [len(o) for o in outputs]
+        comm = holder["comm"]
+        for k in range(3):        # three parts, delivered in order from another thread
+            piece = whole[k * len(whole) // 3:(k + 1) * len(whole) // 3]
+            comm._msg({"content": {"data": {**head, "sizes": sizes, "part": k, "parts": 3}},
+                       "buffers": [piece]})
+        return None
+
+    holder = {}
+    comm, _ = page_with(in_parts)
+    holder["comm"] = comm
+    x = np.arange(3001, dtype=np.float32)
+    y = zynbook.run(DOUBLE, device="cpu", x=x)
+    np.testing.assert_array_equal(np.asarray(y), x * 2)

@@ -193,6 +193,31 @@ class KernelLink {
     return Boolean(result && result.status === 'ok' && result.data['text/plain'] === 'True');
   }
 
+  /**
+   * Send a reply, in parts of at most CHUNK bytes: the server refuses websocket messages
+   * from the page over its limit (10 MiB by default), so a large reply travels as several
+   * comm messages the kernel puts back together.
+   */
+  sendReply(data: any, buffers: ArrayBuffer[]): void {
+    const sizes = buffers.map(b => b.byteLength);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    if (total <= CHUNK) {
+      this.send({ ...data, sizes }, buffers);
+      return;
+    }
+    const whole = new Uint8Array(total);
+    let at = 0;
+    for (const b of buffers) {
+      whole.set(new Uint8Array(b), at);
+      at += b.byteLength;
+    }
+    const parts = Math.ceil(total / CHUNK);
+    for (let k = 0; k < parts; k++) {
+      const piece = whole.slice(k * CHUNK, Math.min(total, (k + 1) * CHUNK)).buffer;
+      this.send({ ...data, sizes, part: k, parts }, [piece]);
+    }
+  }
+
   send(data: any, buffers: (ArrayBuffer | ArrayBufferView)[] = []): void {
     if (this.comm && !this.comm.isDisposed) {
       try {
@@ -219,16 +244,19 @@ class KernelLink {
     const buffers = (msg.buffers ?? []) as unknown[];
     switch (data.type) {
       case 'ping':
-        this.send({ type: 'pong', id: 0 });
+        // the launches still running here: a request the kernel waits for and that is
+        // neither running nor answered was lost on the way
+        this.send({ type: 'pong', id: 0, seq: data.seq, busy: Array.from(this.inflight) });
         break;
       case 'echo':
-        this.send({ type: 'echo', id: data.id }, buffers as ArrayBuffer[]);
+        this.sendReply({ type: 'echo', id: data.id }, buffers.map(asArrayBuffer));
         break;
       case 'cancel':
         this.cancelled.add(data.id);
         break;
       case 'launch':
-        void this.launch(data.id, data.plan, buffers);
+        this.inflight.add(data.id);
+        void this.launch(data.id, data.plan, buffers).finally(() => this.inflight.delete(data.id));
         break;
       default:
         break;
@@ -258,13 +286,25 @@ class KernelLink {
     if (this.cancelled.delete(id)) {
       return;
     }
-    this.send(reply, out);
+    this.sendReply(reply, out);
   }
 
   readonly kernel: Kernel.IKernelConnection;
   private comm: Kernel.IComm | null = null;
   private connecting = false;
   private cancelled = new Set<number>();
+  private inflight = new Set<number>();
+}
+
+/** The largest reply message the page sends (the server's default limit is 10 MiB). */
+const CHUNK = 4 << 20;
+
+function asArrayBuffer(b: unknown): ArrayBuffer {
+  if (b instanceof ArrayBuffer) {
+    return b;
+  }
+  const v = b as ArrayBufferView;
+  return v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength) as ArrayBuffer;
 }
 
 function linkFor(kernel: Kernel.IKernelConnection): KernelLink {

@@ -41,6 +41,11 @@ class PageGone(Exception):
     pass
 
 
+class LostReply(Exception):
+    """The page answered a ping without the request among its running launches, and its
+    reply never came: the request or the reply was lost on the way."""
+
+
 class Page:
     """One connected page (one comm)."""
 
@@ -53,7 +58,9 @@ class Page:
         self.closed = False
         self.closed_reason = ""
         self.last_heard = time.monotonic()
-        self._waiting: dict = {}        # request id -> [event, reply or None]
+        self._waiting: dict = {}        # request id -> [event, reply or None, ping seq]
+        self._parts: dict = {}          # request id -> {part: bytes} of a reply in parts
+        self._ping = 0
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- messages in
@@ -71,11 +78,41 @@ class Page:
         if kind == "adapter":
             self.adapter, self.error = data.get("adapter"), data.get("error")
             return
+        if kind == "pong":
+            self._pong(int(data.get("seq") or 0), set(data.get("busy") or ()))
+            return
         rid = data.get("id")
+        buffers = [b if isinstance(b, bytes) else bytes(b) for b in buffers]
+        parts = int(data.get("parts") or 1)
+        if parts > 1:           # a large reply, in parts: put it back together
+            with self._lock:
+                got = self._parts.setdefault(rid, {})
+                got[int(data["part"])] = buffers[0] if buffers else b""
+                if len(got) < parts:
+                    return
+                del self._parts[rid]
+            whole = b"".join(got[k] for k in range(parts))
+            buffers, at = [], 0
+            for size in data.get("sizes") or []:
+                buffers.append(whole[at:at + size])
+                at += size
         with self._lock:
             slot = self._waiting.get(rid)
         if slot is not None:
-            slot[1] = (data, [bytes(b) if not isinstance(b, bytes) else b for b in buffers])
+            slot[1] = (data, buffers)
+            slot[0].set()
+
+    def _pong(self, seq: int, busy: set):
+        """Requests sent before ping `seq` that the page neither runs nor has answered were
+        lost (a message past the server's size limit, a dropped connection)."""
+        with self._lock:
+            lost = [(rid, slot) for rid, slot in self._waiting.items()
+                    if slot[1] is None and slot[2] < seq and rid not in busy
+                    and rid not in self._parts]
+        for rid, slot in lost:
+            slot[1] = LostReply("the page has no such request running and its reply did "
+                                "not arrive (lost on the way: a message over the server's "
+                                "size limit, or a dropped connection)")
             slot[0].set()
 
     def on_close(self, msg=None):
@@ -92,6 +129,7 @@ class Page:
     def _fail_all(self, reason: str):
         with self._lock:
             slots = list(self._waiting.values())
+            self._parts.clear()
         for slot in slots:
             if slot[1] is None:
                 slot[1] = PageGone(reason)
@@ -108,7 +146,7 @@ class Page:
         Raises PageGone, KeyboardInterrupt (the wait is interruptible) or
         ZynMLDeviceError (no reply can come)."""
         rid = next(_ids)
-        slot = [threading.Event(), None]
+        slot = [threading.Event(), None, self._ping]
         with self._lock:
             self._waiting[rid] = slot
         try:
@@ -121,7 +159,10 @@ class Page:
                     raise PageGone(self.closed_reason)
                 if now - last_ping >= PING_EVERY_S:
                     last_ping = now
-                    self.send({"type": "ping", "id": 0})
+                    with self._lock:
+                        self._ping += 1
+                        seq = self._ping
+                    self.send({"type": "ping", "id": 0, "seq": seq})
                 if now - max(self.last_heard, sent) > SILENCE_S:
                     if not subshells_supported():
                         raise ZynMLDeviceError(
@@ -138,6 +179,7 @@ class Page:
         finally:
             with self._lock:
                 self._waiting.pop(rid, None)
+                self._parts.pop(rid, None)
         if isinstance(slot[1], BaseException):
             raise slot[1]
         return slot[1]

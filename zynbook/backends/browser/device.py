@@ -123,6 +123,8 @@ class BrowserDevice(Device):
         except bridge.PageGone as gone:
             raise self._error(f"the page went away during the launch of kernel "
                               f"{kernel.name} ({gone})") from None
+        except bridge.LostReply as lost:
+            raise self._error(f"kernel {kernel.name}: {lost}") from None
         round_trip = time.perf_counter() - t1
         if reply.get("type") == "error":
             kind = reply.get("kind", "internal")
@@ -148,6 +150,6 @@ class BrowserDevice(Device):
         t0 = time.perf_counter()
         try:
             _, buffers = self.page.request({"type": "echo"}, [payload], what="echo")
-        except bridge.PageGone as gone:
-            raise self._error(f"the page went away ({gone})") from None
+        except (bridge.PageGone, bridge.LostReply) as gone:
+            raise self._error(f"the echo failed ({gone})") from None
         return time.perf_counter() - t0, buffers[0] if buffers else b""

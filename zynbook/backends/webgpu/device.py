@@ -340,6 +340,9 @@ class WebGPUDevice(Device):
         for st, count in prog.scratch.items():
             n = int(count(env)) * _slots(prog, env)
             buffers[f"@scratch_{st}"] = self._buffer(max(1, n) * 4, f"scratch {st}")
+        for role, nbytes in getattr(prog, "scratch_bytes", {}).items():
+            # launch-IR scratch (partials between launches): one buffer, zeroed when created
+            buffers[role] = self._buffer(max(4, int(nbytes(env))), role)
         err_buf = None
         if any(b.buffer == "@error" for b in prog.bindings):
             # compiler/errflag.py: zeroed when created, read after the launch

@@ -127,6 +127,9 @@ class Program:
     notes: list = field(default_factory=list)
     uses_f16: bool = False
     error_sites: tuple = ()     # compiler/errflag.py; the flag is the binding of "@error"
+    # launch-IR programs: scratch buffers by binding role ("@scratch:<name>") -> env -> bytes,
+    # one buffer per launch (not per invocation, as `scratch` above)
+    scratch_bytes: dict = field(default_factory=dict)
 
     def param_values(self, env) -> list:
         return [(f.wgsl_type, f.value(env)) for f in self.params]
@@ -2668,8 +2671,6 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     prog = schedules.build(kernel, launch_target(options), sizes)
     if prog is None:
         return None
-    if prog.scratch:
-        return None
     dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
                           f64=options.f64)
     baked = {user_name(d): sizes[d] for d in kernel.dims}
@@ -2698,6 +2699,13 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
                               g, {user_name(k): v for k, v in env["sizes"].items()}))),
                           launch.kernel)
               for launch in prog.launches]
+    env_sizes = (lambda env: {user_name(k): v for k, v in env["sizes"].items()})
+    scratch_bytes = {"@scratch:" + sc.name: (
+        lambda env, sc=sc: int(lir.evaluate(sc.count, env_sizes(env))) * (
+            8 if sc.dtype == "f64" else 4)) for sc in prog.scratch}
+    if dialect.workgroup_bytes > options.max_workgroup_storage:
+        return None
     first = prog.kernels[0]
     return Program(kernel.name, prog.schedule, out.source, program_bindings, passes, params,
-                   {}, 0, (first.block, 1, 1), list(prog.notes), dialect.uses_f16, prog.sites)
+                   {}, dialect.workgroup_bytes, (first.block, 1, 1), list(prog.notes),
+                   dialect.uses_f16, prog.sites, scratch_bytes)

@@ -62,6 +62,7 @@ class WgslDialect:
         self.atomics: set = set()        # buffers updated atomically: declared atomic<T>
         self.dtypes: dict = {}          # buffer parameter -> its dtype
         self.workgroup: list = []       # module-scope var<workgroup> declarations
+        self.workgroup_bytes = 0
         self.uses_f16 = False
         self.kernel_block = 1
         self.uniforms: list = []        # (field, WGSL type, ir.Param) of ZynParams
@@ -315,7 +316,12 @@ class WgslDialect:
     def array(self, name, dtype, count, space):
         decl = f"array<{self.type(dtype)}, {max(count, 1)}>"
         if space == "shared":
-            self.workgroup.append(f"var<workgroup> {name}: {decl};")
+            text = f"var<workgroup> {name}: {decl};"
+            if any(w.split(":")[0] == text.split(":")[0] and w != text for w in self.workgroup):
+                self.refuse(f"two workgroup arrays `{name}` of different types in one module")
+            if text not in self.workgroup:
+                self.workgroup.append(text)
+                self.workgroup_bytes += max(count, 1) * (2 if dtype == "f16" else 8 if dtype == "f64" else 4)
             return f"// {name}: workgroup memory, declared above"
         return f"var {name}: {decl};"
 
@@ -345,8 +351,6 @@ class WgslDialect:
                 lines.append(f"    let {p.name}: {t} = {value};")
                 if p.name not in (u[0] for u in self.uniforms):
                     self.uniforms.append((p.name, storage(ct), p))
-            elif p.kind == "scratch":
-                self.refuse("scratch buffers")
         return "\n".join(lines)
 
     def kernel_close(self, k):
@@ -360,6 +364,10 @@ class WgslDialect:
             if p.kind == "buffer":
                 out.append((len(out), p.name, p.name, "read_write" if p.writable else "read",
                             storage(p.dtype), p.dtype))
+        for sc in program.scratch:
+            self.type(sc.dtype)
+            out.append((len(out), sc.name, "@scratch:" + sc.name, "read_write", storage(sc.dtype),
+                        sc.dtype))
         if program.sites:
             out.append((len(out), ERR, "@error", "read_write", "i32", "i32"))
         if len(out) > self.max_storage_buffers:

@@ -17,6 +17,7 @@ from zynbook.compiler.codegen.dialects.wgsl import WgslDialect
 from zynbook.errors import ZynMLDeviceError, ZynMLRuntimeError
 
 from compute_testing import float32_normals, lower_block
+from kernel_sources import REDUCE_MAX, REDUCE_SUM, ROW_SUMS
 from tolerances import assert_within
 
 RNG = np.random.default_rng(2024)
@@ -179,6 +180,17 @@ def test_f64_with_shader_f64_and_refused_without():
         program(DOUBLE.replace("sqrt(", "exp("), arrays, f64=True)
 
 
+def test_reduce_partials_live_in_a_scratch_buffer_between_two_launches():
+    k, p, *_ = program(REDUCE_SUM, {"data": randn(100_003)})
+    assert p.schedule.startswith("reduce(+)") and len(p.passes) == 2
+    assert "var<storage, read_write> _part: array<f32>;" in p.source
+    assert "var<workgroup> _rv: array<f32, 256>;" in p.source and "workgroupBarrier();" in p.source
+    blocks = p.passes[0].workgroups({"sizes": {}})
+    assert p.scratch_bytes["@scratch:_part"]({"sizes": {}}) == 4 * blocks
+    assert p.passes[1].workgroups({"sizes": {}}) == 1
+    assert p.workgroup_storage == 256 * 4
+
+
 def test_dialect_spelling():
     d = WgslDialect()
     assert d.select("c", "a", "b", "f32") == "select(b, a, c)"
@@ -294,6 +306,26 @@ def test_nan_propagates_through_max(device):
     y = np.array([np.nan, 2.0, 1.0, np.nan, np.nan, -6.0], np.float32)
     got, _ = run(device, NAN_MAX, {"x": x, "y": y})
     np.testing.assert_array_equal(got, np.maximum(np.maximum(x, y), np.float32(-1.0)))
+
+
+@webgpu
+@needs_adapter
+@pytest.mark.parametrize("n", [1, 255, 100_003])
+def test_reductions(device, n):
+    data = randn(n)
+    data[n // 2] = 7.5
+    got, launch = device.launch(*lower_block(REDUCE_SUM, {"data": data}))
+    assert launch.geometry["schedule"].startswith("reduce(+)")
+    assert_within(got, data.astype(np.float64).sum(), 1e-5, 1e-4)
+    got, launch = device.launch(*lower_block(REDUCE_MAX, {"data": data}))
+    assert launch.geometry["schedule"].startswith("reduce(max)") and got == np.float32(7.5)
+    data[n - 1] = np.nan            # NaN wins, as numpy's max
+    got, _ = device.launch(*lower_block(REDUCE_MAX, {"data": data}))
+    assert np.isnan(got)
+    matrix = randn(max(1, n // 100), 301)
+    got, launch = device.launch(*lower_block(ROW_SUMS, {"matrix": matrix}))
+    assert launch.geometry["schedule"].startswith("reduce(+, axis=1)")
+    assert_within(got, matrix.astype(np.float64).sum(1), 1e-5, 1e-4)
 
 
 @webgpu

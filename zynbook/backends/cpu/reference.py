@@ -247,7 +247,7 @@ class ReferenceExecutor:
         self._serial_loop(s, start, stop, ustart, ustop, int(ustep))
 
     def _restore_env(self, saved):
-        # lowering marks a loop parallel only when it assigns no outer name, so the names
+        # the parallel pass marks a loop only when it assigns no outer name, so the names
         # bound inside it simply go out of scope
         self.env = saved
 

@@ -330,6 +330,17 @@ def test_reductions(device, n):
 
 @webgpu
 @needs_adapter
+def test_generated_source_is_the_program_that_runs(device):
+    k, ins, sz, sc = lower_block(ELEMENTWISE, {"x": randn(3, 5), "y": randn(5)})
+    shown = device.generated_source(k, sizes=sz)["wgsl"]
+    assert "// ZynBook WGSL for kernel" in shown and "_g < 15i" in shown
+    device.launch(k, ins, sz, sc)
+    assert device.last_programs[0].source == shown
+    assert "struct Params" in device.generated_source(k)["wgsl"]       # no sizes: generic
+
+
+@webgpu
+@needs_adapter
 def test_float_inequality_is_true_for_nan(device):
     x = np.array([1.0, np.nan, 2.0, np.nan, -0.0], np.float32)
     y = np.array([1.0, 1.0, np.nan, np.nan, 0.0], np.float32)

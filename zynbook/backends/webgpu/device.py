@@ -223,7 +223,15 @@ class WebGPUDevice(Device):
                     f"{self.id}: pipeline {p.entry} was refused: {_first_lines(str(exc))}") from None
         return rt.CompiledProgram(program, module, pipelines, layout, time.perf_counter() - t0)
 
-    def generated_source(self, kernel: cir.Kernel) -> dict:
+    def generated_source(self, kernel: cir.Kernel, sizes: dict | None = None) -> dict:
+        """The WGSL a launch runs: with `sizes` (and the launch-IR path on), the program
+        specialised to them where that path applies; else the size-generic one."""
+        if sizes and launch_ir_enabled() and all(d in sizes for d in kernel.dims):
+            opts = dataclasses.replace(self.options(), launch_sizes=tuple(sorted(
+                (d, int(sizes[d])) for d in kernel.dims)))
+            program = wgsl.launch_program(kernel, opts)
+            if program is not None:
+                return {"wgsl": program.source}
         return {"wgsl": wgsl.render(kernel, self.options()).source}
 
     # ---------------------------------------------------------------------- buffers

@@ -71,22 +71,52 @@ def _cells(nb: dict) -> list:
 
 
 def _run_zynml(cells: list, recorder: _Recorder) -> list:
+    """ZynML cells: ZynML parts run in one session; `%python` lines and `%%python` cells run
+    as Python in one namespace; names pass between the two as in the ZynML kernel."""
+    import zynbook
+
     from .kernel.cells import split_cell
     from .session import Session
 
     notes = []
+    namespace: dict = {"np": np, "numpy": np, "zynbook": zynbook}
     session = Session(device="cpu")
     for n, cell in enumerate(cells):
         recorder.cell = n + 1
-        for part in split_cell(cell):
-            if part.kind != "zynml" or not part.text.strip():
-                continue
-            try:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    session.run_cell(_DEVICE.sub('@device("cpu")', part.text))
-            except Exception as exc:       # a cell that fails here is left out
-                notes.append(f"cell {n + 1}: {type(exc).__name__}: {exc}")
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                for part in split_cell(cell):
+                    if part.kind == "python":
+                        exec(compile(part.text, f"<cell {n + 1}>", "exec"), namespace)
+                    elif part.kind == "zynml" and part.text.strip():
+                        _zynml(session, part.text, namespace)
+        except Exception as exc:       # a cell that fails here is left out
+            notes.append(f"cell {n + 1}: {type(exc).__name__}: {_short(exc)}")
     return notes
+
+
+def _short(exc) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+
+
+def _zynml(session, text: str, namespace: dict):
+    """Run ZynML `text` with its free names from `namespace`; its bindings go back there."""
+    from .compiler.parser import parse
+    from .kernel.cells import free_names
+    from .kernel.display import bindable
+
+    try:
+        free = free_names(parse(text))
+    except Exception:
+        free = ()
+    env = {k: namespace[k] for k in free if k in namespace and k not in session.namespace
+           and bindable(namespace[k])}
+    before = dict(session.namespace)
+    session.run(_DEVICE.sub('@device("cpu")', text), **env)
+    for name, value in session.namespace.items():
+        if name.startswith("_") or before.get(name) is value:
+            continue
+        namespace[name] = np.asarray(value.numpy()) if hasattr(value, "numpy") else value
 
 
 def _run_python(cells: list, recorder: _Recorder) -> list:
@@ -102,18 +132,13 @@ def _run_python(cells: list, recorder: _Recorder) -> list:
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 if first.startswith("%%compute"):
-                    program = zynbook.compile(body)
-                    env = {k: namespace[k] for k in program.free_names if k in namespace}
-                    session.run(_DEVICE.sub('@device("cpu")', body), **env)
-                    for name, value in session.namespace.items():
-                        if not name.startswith("_") and hasattr(value, "numpy"):
-                            namespace[name] = np.asarray(value.numpy())
+                    _zynml(session, body, namespace)
                 elif not first.startswith("%%"):
                     code = "\n".join(line for line in cell.splitlines()
                                      if not line.lstrip().startswith(("%", "!")))
                     exec(compile(code, f"<cell {n + 1}>", "exec"), namespace)
         except Exception as exc:
-            notes.append(f"cell {n + 1}: {type(exc).__name__}: {exc}")
+            notes.append(f"cell {n + 1}: {type(exc).__name__}: {_short(exc)}")
     return notes
 
 
@@ -147,7 +172,7 @@ def _blocks(recorder: _Recorder) -> tuple[list, list]:
         exact = plan.out_storage in ("i32", "u32")
         blocks.append({
             "kernel": kernel.name, "kind": kernel.kernel_type.kind, "cell": cell,
-            "line": _first_line(kernel), "zynml": kernel.source or "",
+            "zynml": kernel.source or "",
             "inputs": [{"name": b.name, "dtype": b.dtype, "shape": list(np.shape(a))}
                        for b, a in zip(kernel.inputs, inputs)],
             "output": {"dtype": plan.out_dtype, "storage": plan.out_storage,
@@ -158,11 +183,6 @@ def _blocks(recorder: _Recorder) -> tuple[list, list]:
             "schedule": program.schedule,
         })
     return blocks, notes
-
-
-def _first_line(kernel) -> int:
-    span = getattr(kernel, "span", None)
-    return int(getattr(span, "line", 0) or 0)
 
 
 def export_notebook(path, out=None, title: str | None = None) -> Path:

@@ -200,9 +200,9 @@ def test_dialect_spelling():
     assert d.lit(1e-5, "f32") == "1.0e-05f"
     assert d.lit(-2 ** 31, "i32") == "i32(-2147483647 - 1)" and d.lit(7, "u32") == "7u"
     assert d.cast("x", "i32", "f32") == "f32(x)"
-    assert d.cast("x", "f32", "bool") == "(x != 0.0f)"
+    assert d.cast("x", "f32", "bool") == "(!(x == 0.0f))"             # NaN is true
     assert d.cast("x", "bool", "i32") == "select(0i, 1i, x)"
-    assert d.cast("x", "i32", "i8") == "((x << 24u) >> 24u)"      # wraps as the reference
+    assert d.cast("x", "i32", "i8") == "(((x + 128i) & 255i) - 128i)"   # wraps as the reference
     assert d.binary("+", "a", "b", "u8", "u8") == "((a + b) & 255u)"
     assert d.unary("neg", "a", "u32") == "(0u - a)"
     assert d.binary("!=", "a", "b", "f32", "bool") == "(!(a == b))"      # true for NaN
@@ -367,14 +367,17 @@ def test_scalar_argument_and_a_size(device):
 
 @webgpu
 @needs_adapter
-def test_bool_and_narrow_integer_buffers(device):
-    a = np.array([100, -100, 7, 127, -128, 3], np.int8)
-    b = np.array([100, -100, 9, 1, -1, 50], np.int8)
-    flags = np.array([True, True, False, True, False, False])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+def test_bool_and_narrow_integer_buffers(device, dtype):
+    info = np.iinfo(dtype)
+    a = RNG.integers(info.min, info.max, 301, endpoint=True).astype(dtype)
+    b = RNG.integers(info.min, info.max, 301, endpoint=True).astype(dtype)
+    a[:2], b[:2] = info.max, info.max
+    flags = RNG.random(301) > 0.5
     got, _ = run(device, FLAGS_I8, {"a": a, "b": b, "flags": flags})
     with np.errstate(over="ignore"):
-        want = np.where(flags, a + b, a * b)
-    assert got.dtype == np.int8
+        want = np.where(flags, a + b, a * b)        # both wrap at the dtype's width
+    assert got.dtype == dtype
     np.testing.assert_array_equal(got, want)
 
 

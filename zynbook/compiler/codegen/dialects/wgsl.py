@@ -142,16 +142,20 @@ class WgslDialect:
         return self.lit(0, dtype)
 
     def narrow(self, text: str, dtype: str) -> str:
-        """`text` (an i32 or u32) wrapped to the width of a narrow integer dtype."""
+        """`text` (an i32 or u32) wrapped to the width of a narrow integer dtype (modular
+        arithmetic: no shift of a signed value, which overflows in a constant)."""
         bits = NARROW[dtype]
         if dtype.startswith("u"):
             return f"({text} & {(1 << bits) - 1}u)"
-        return f"(({text} << {32 - bits}u) >> {32 - bits}u)"
+        half = 1 << (bits - 1)
+        return f"((({text} + {half}i) & {2 * half - 1}i) - {half}i)"
 
     def cast(self, text: str, src: str, dst: str) -> str:
         a, b = self.type(src), self.type(dst)
         if dst == "bool":
-            return text if src == "bool" else f"({text} != {self.zero(src)})"
+            if src == "bool":
+                return text
+            return self.binary("!=", text, self.zero(src), src, "bool")
         if src == "bool":
             return f"select({self.zero(dst)}, {self.lit(1, dst)}, {text})"
         if dst == "bf16":

@@ -202,6 +202,7 @@ def export_notebook(path, out=None, title: str | None = None) -> Path:
     blocks, more = _blocks(recorder)
     page = render_page(title or path.stem, blocks, notes + more)
     target = Path(out) if out else path.with_suffix(".html")
+    target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page, encoding="utf-8")
     return target
 

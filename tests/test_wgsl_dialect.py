@@ -109,7 +109,7 @@ def test_elementwise_is_the_generic_schedule_in_wgsl():
     assert "var<storage, read> u_x: array<f32>;" in src
     assert "var<storage, read_write> u_out: array<f32>;" in src
     # grid-stride over the flattened nest: blocks are the linear workgroup count
-    assert "for (var _g: i32 = ((zyn_block * 256i) + i32(zyn_lid.x)); _g < 1961i; " \
+    assert "for (var _g: i32 = ((zyn_block * 256i) + zyn_thread); _g < 1961i; " \
            "_g += (zyn_blocks * 256i))" in src
     assert "// line 4: out[i, j] = x[i, j] * 2.0 + y[j]" in src
     # every index is proven in range: no error flag, no uniform struct

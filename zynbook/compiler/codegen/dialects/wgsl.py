@@ -239,7 +239,7 @@ class WgslDialect:
 
     def thread(self, axis):
         if axis == "thread":
-            return "i32(zyn_lid.x)"
+            return "zyn_thread"
         if axis == "threads":
             return f"{self.kernel_block}i"
         if axis == "block":
@@ -345,7 +345,8 @@ class WgslDialect:
                   "@builtin(local_invocation_id) zyn_lid: vec3<u32>) {",
                   "    // the linear workgroup id of a dispatch of up to three dimensions",
                   "    let zyn_block: i32 = i32(zyn_wg.x + zyn_nwg.x * (zyn_wg.y + zyn_nwg.y * zyn_wg.z));",
-                  "    let zyn_blocks: i32 = i32(zyn_nwg.x * zyn_nwg.y * zyn_nwg.z);"]
+                  "    let zyn_blocks: i32 = i32(zyn_nwg.x * zyn_nwg.y * zyn_nwg.z);",
+                  "    let zyn_thread: i32 = i32(zyn_lid.x);"]
         for p in params:
             if p.kind in ("scalar", "size"):
                 ct = p.dtype if p.kind == "size" else _compute(p.dtype)

@@ -171,7 +171,8 @@ class KernelLink {
     }
   }
 
-  /** Whether the kernel registered the comm target (a silent user expression). */
+  /** Whether the kernel registered the comm target (a silent user expression that
+   *  imports nothing). */
   private async hasTarget(): Promise<boolean> {
     const future = this.kernel.requestExecute(
       {
@@ -179,8 +180,10 @@ class KernelLink {
         silent: true,
         store_history: false,
         user_expressions: {
+          // no import: a kernel that has not loaded zynbook stays as it is
           zynbook_browser:
-            "__import__('zynbook.backends.browser.bridge', fromlist=['x'])._registered"
+            "getattr(__import__('sys').modules.get('zynbook.backends.browser.bridge'), " +
+            "'_registered', False)"
         }
       },
       true

@@ -38,6 +38,12 @@ one uniform struct ``P`` (every field a 4-byte scalar, so the layout is the fiel
 integer indices are ``i32``; buffers of dtypes WGSL cannot store (bool, 8/16/64-bit ints,
 f64) are stored widened or narrowed as ``ProgramBinding.storage`` says, and the device
 converts on upload and download.
+
+Given the sizes of one launch (``WGSLOptions.launch_sizes``), ``render`` first builds the
+kernel's launch IR with compiler/schedules/ and prints it with the WGSL dialect of the one
+printer (codegen/dialects/wgsl.py), specialised to those sizes (``launch_program``); where
+no schedule applies or the dialect refuses what one built (64-bit integers, f16 without
+``shader-f16``, collectives...), the schedules above run as before.
 """
 from __future__ import annotations
 

@@ -60,7 +60,6 @@ class WgslDialect:
         self.max_storage_buffers = max_storage_buffers
         self.needed: list = []          # helper names, in first-use order
         self.atomics: set = set()        # buffers updated atomically: declared atomic<T>
-        self.dtypes: dict = {}          # buffer parameter -> its dtype
         self.workgroup: list = []       # module-scope var<workgroup> declarations
         self.workgroup_bytes = 0
         self.uses_f16 = False
@@ -336,7 +335,7 @@ class WgslDialect:
         self.type(k.index_dtype)
         for p in k.params:
             if p.kind in ("buffer", "scratch"):
-                self.dtypes[p.name] = p.dtype
+                self.type(p.dtype)          # refused here, before any text, where WGSL lacks it
         self.atomics |= {n.array for n in ir.walk(k.body) if isinstance(n, ir.Atomic)}
         lines = [f"// {k.comment}"] if k.comment else []
         lines += [f"@compute @workgroup_size({k.block})",

@@ -56,6 +56,15 @@ rows = [{"what": "round trip, elementwise 1024 f32 (session.run)", "median_ms":
          statistics.median(page) * 1e3, "min_ms": min(page) * 1e3},
         {"what": "  of which GPU kernel (" + launch.times.source + ")", "median_ms":
          statistics.median(kernel) * 1e3, "min_ms": min(kernel) * 1e3}]
+there, back = [], []
+for _ in range(REPS):
+    _, _, a, b = dev.echo(b"12345678", split=True)
+    there.append(a)
+    back.append(b)
+rows += [{"what": "8-byte message kernel -> page (wall clocks)", "median_ms":
+          statistics.median(there) * 1e3, "min_ms": min(there) * 1e3},
+         {"what": "8-byte message page -> kernel (wall clocks)", "median_ms":
+          statistics.median(back) * 1e3, "min_ms": min(back) * 1e3}]
 for mb in SIZES:
     payload = np.random.default_rng(0).bytes(int(mb * (1 << 20)))
     dev.echo(payload)
@@ -76,12 +85,14 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--sizes", default="1,16", help="echo sizes in MB, comma-separated")
     ap.add_argument("--chromium", default=L.CHROMIUM)
+    ap.add_argument("--nodelay", action="store_true",
+                    help="TCP_NODELAY on the server's kernel websockets (off in jupyter_server)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
     sizes = [float(s) for s in args.sizes.split(",") if s]
-    with L.start_lab({"bench.ipynb": L.notebook(["let x = 1"])}) as lab, \
+    with L.start_lab({"bench.ipynb": L.notebook(["let x = 1"])}, nodelay=args.nodelay) as lab, \
             sync_playwright() as p:
         browser = p.chromium.launch(executable_path=args.chromium,
                                     args=L.chromium_args(webgpu=True), headless=True)
@@ -100,7 +111,9 @@ def main(argv=None):
         finally:
             browser.close()
     result["browser"] = args.chromium
-    print(f"browser:0 = {result['device']} (headless Chromium, {args.reps} reps, medians)")
+    result["nodelay"] = args.nodelay
+    print(f"browser:0 = {result['device']} (headless Chromium, {args.reps} reps, medians"
+          f"{', TCP_NODELAY on the kernel websocket' if args.nodelay else ''})")
     print(f"{'what':50s} {'median ms':>10s} {'min ms':>9s} {'MB/s':>9s}")
     for row in result["rows"]:
         rate = f"{row['MB_per_s']:9.1f}" if "MB_per_s" in row else " " * 9

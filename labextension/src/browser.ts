@@ -252,7 +252,9 @@ class KernelLink {
         this.send({ type: 'pong', id: 0, seq: data.seq, busy: Array.from(this.inflight) });
         break;
       case 'echo':
-        this.sendReply({ type: 'echo', id: data.id }, buffers.map(asArrayBuffer));
+        // the page's clock (the same machine's clock where the kernel runs beside it)
+        this.sendReply({ type: 'echo', id: data.id, received_ms: Date.now() },
+          buffers.map(asArrayBuffer));
         break;
       case 'cancel':
         this.cancelled.add(data.id);

@@ -136,9 +136,22 @@ def notebook(cells: list, kernel: str = "zynml") -> str:
     return json.dumps(_notebook(cells, kernel, "zynml" if kernel == "zynml" else "python"))
 
 
+# a server configuration that turns Nagle's algorithm off on kernel websockets (jupyter_server
+# leaves it on: a small message then waits for the delayed ACK of the one before, ~40 ms)
+NODELAY_CONFIG = """
+from jupyter_server.services.kernels.websocket import KernelWebsocketHandler as _H
+_open = _H.open
+async def _open_nodelay(self, *args, **kwargs):
+    await _open(self, *args, **kwargs)
+    self.set_nodelay(True)
+_H.open = _open_nodelay
+"""
+
+
 @contextlib.contextmanager
-def start_lab(files: dict):
-    """JupyterLab on a free port serving `files` ({name: text}); yields a Lab."""
+def start_lab(files: dict, nodelay: bool = False):
+    """JupyterLab on a free port serving `files` ({name: text}); yields a Lab. `nodelay`:
+    TCP_NODELAY on the kernel websockets (NODELAY_CONFIG)."""
     tmp = Path(tempfile.mkdtemp(prefix="zynbook-lab-"))
     data = tmp / "data"
     env = dict(os.environ)
@@ -160,6 +173,9 @@ def start_lab(files: dict):
                       ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython")):
         env[name] = str(tmp / sub)
     env["ZYNBOOK_CACHE_DIR"] = str(tmp / "cache")
+    if nodelay:
+        (tmp / "config").mkdir(parents=True, exist_ok=True)
+        (tmp / "config" / "jupyter_server_config.py").write_text(NODELAY_CONFIG)
     notification = tmp / "settings" / "@jupyterlab" / "apputils-extension"
     notification.mkdir(parents=True)
     (notification / "notification.jupyterlab-settings").write_text(

@@ -144,12 +144,19 @@ class BrowserDevice(Device):
              "bytes_received": sum(len(b) for b in buffers)})
         return value, launch
 
-    def echo(self, payload: bytes) -> tuple:
-        """Send `payload` to the page and back (the comm's transfer rate): (seconds, reply)."""
+    def echo(self, payload: bytes, split: bool = False):
+        """Send `payload` to the page and back (the comm's transfer rate): (seconds, reply);
+        with `split`, (seconds, reply, seconds there, seconds back) as the wall clocks of the
+        kernel and the page tell (meaningful where both run on one machine)."""
         self.check()
-        t0 = time.perf_counter()
+        t0, w0 = time.perf_counter(), time.time()
         try:
-            _, buffers = self.page.request({"type": "echo"}, [payload], what="echo")
+            reply, buffers = self.page.request({"type": "echo"}, [payload], what="echo")
         except (bridge.PageGone, bridge.LostReply) as gone:
             raise self._error(f"the echo failed ({gone})") from None
-        return time.perf_counter() - t0, buffers[0] if buffers else b""
+        seconds, w1 = time.perf_counter() - t0, time.time()
+        back = buffers[0] if buffers else b""
+        if not split:
+            return seconds, back
+        at = float(reply.get("received_ms") or 0.0) / 1000.0
+        return seconds, back, at - w0, w1 - at

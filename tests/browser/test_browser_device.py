@@ -5,6 +5,7 @@ Playwright; the kernel a page is connected to is driven directly (jupyter_client
 - every example program and every kernel type at odd sizes on `browser:0` equals the CPU
   reference; the device lists the page's adapter, `auto` never picks it;
 - `%%compute @device("browser:0")` and `%%compare` in a Python notebook;
+- an interrupt stops a launch's wait at once;
 - errors: a page without WebGPU, a shader the page's compiler refuses, a limit, and a page
   closed during a launch all come back as ZynML device errors with the ZynML line, and a
   closed page's device disappears;
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -385,7 +387,7 @@ def test_exported_page_runs_offline(lab, chromium, tmp_path):
         context.close()
 
 
-def test_a_page_closed_during_a_launch(lab, chromium):
+def test_an_interrupt_and_a_page_closed_during_a_launch(lab, chromium):
     # a browser of its own: closing the page leaves its GPU process busy for a while
     playwright, _ = chromium
     browser = playwright.chromium.launch(executable_path=L.CHROMIUM,
@@ -404,7 +406,24 @@ def test_a_page_closed_during_a_launch(lab, chromium):
             "            s += sin(s + x[i])\n"
             "        out[i] = s\n"
             "}\n").replace("SLOW_N", "8192").replace("SLOW_K", "150000")
+    # an interrupt stops the wait at once (the page's late result is dropped)
     result: dict = {}
+    runner = threading.Thread(target=lambda: result.update(L.run(client, slow, timeout=120)))
+    runner.start()
+    time.sleep(2.0)
+    assert runner.is_alive(), result
+    t0 = time.time()
+    request = urllib.request.Request(
+        f"{lab.base}/api/kernels/{lab.kernel_of('closing.ipynb')}/interrupt?token={lab.token}",
+        method="POST", data=b"")
+    urllib.request.urlopen(request, timeout=10).close()
+    runner.join(30)
+    assert result.get("status") == "error" and "KeyboardInterrupt" in result["error"], result
+    assert time.time() - t0 < 5, time.time() - t0
+    assert "browser:0" in [d["id"] for d in L.wait_for_device(client)]
+
+    # a page closed during a launch
+    result = {}
     t0 = time.time()
     runner = threading.Thread(target=lambda: result.update(L.run(client, slow, timeout=120)))
     runner.start()

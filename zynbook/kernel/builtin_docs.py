@@ -101,6 +101,49 @@ BUILTIN_DOCS: dict[str, tuple[str, str]] = {
 }
 
 
+# the device interface (zynbook/runtime/device_ops.py gives the signatures)
+_DEVICE_DOCS = {
+    "upload": "a device buffer holding a list or tensor of floats",
+    "upload_u32": "a device buffer of 32-bit unsigned integers (token ids)",
+    "alloc": "a zeroed device buffer of `len` floats",
+    "download": "a device buffer's values, back on the host",
+    "elementwise": "one fused kernel: the pipeline `f` applied to the traced inputs",
+    "matmul": "(m x k) @ (k x n) of two device buffers",
+    "softmax": "row softmax of a device buffer (on a tensor: the host softmax)",
+    "rms_norm": "RMS normalisation of each group of `dim` values, times `weight`",
+    "embedding": "rows `ids` of the table `weight`",
+    "reduce_sum": "the sum of a device buffer of `shape` along `axis`",
+    "causal_attention": "causal attention with grouped-query heads (n_kv_heads divides n_heads)",
+    "kv_attention": "attention of new queries over a KV cache from `cache_start`",
+    "transpose_2d": "the transpose of a (rows x cols) device buffer",
+    "softmax_backward": "the gradient of softmax at its output",
+    "rms_norm_backward": "the gradients of rms_norm (input and weight)",
+    "embedding_backward": "the gradient of the embedding table (scatter-add)",
+    "causal_attention_backward": "the gradients of causal_attention (scores recomputed)",
+    "cross_entropy_forward_backward": "loss and logit gradient; `pad_id` targets are left out",
+    "sync": "waits for the device's queued work",
+    "copy_buffer": "a copy of a device buffer, made on the device",
+    "bias_add": "adds `bias` to every row of `matrix`, in place",
+    "add_assign": "dst += src, in place on the device",
+    "zero_buffer": "sets a device buffer to zero",
+    "adamw_step": "one AdamW update (decoupled weight decay, bias correction by `step_t`)",
+}
+
+
+def _device_docs() -> dict:
+    from ..runtime.device_ops import usage
+    return {name: (usage(name), text + " (device interface)") for name, text in _DEVICE_DOCS.items()}
+
+
+BUILTIN_DOCS.update(_device_docs())
+BUILTIN_DOCS.update({
+    "memory_stats": ("memory_stats(device=, reset=false)", "live and peak bytes of the device "
+                                                           "interface's buffers on a device"),
+    "where": ("where(cond, a, b)", "a where cond is true, else b (in `elementwise`'s function: "
+                                   "traced into the kernel)"),
+})
+
+
 def builtin_doc(name: str) -> str:
     """`sqrt(x): square root, ...` for a builtin, '' for any other name."""
     entry = BUILTIN_DOCS.get(name)

@@ -26,19 +26,19 @@ HELPERS = {
     # the error flag (compiler/errflag.py): the first failing site wins
     "zyn_chk": ("// an index outside 0..n-1 fails the site and reads element 0 instead\n"
                 "template <typename T> {q}T zyn_chk(T i, T n, {err} e, int site) {{\n"
-                "    if (i < 0 || i >= n) {{ zyn_fail(e, site, (long long)i); return 0; }} return i; }}",
+                "    if (i < 0 || i >= n) {{ zyn_fail(e, site, ({long})i); return 0; }} return i; }}",
                 ("zyn_fail",)),
     "zyn_in": ("template <typename T> {q}bool zyn_in(T i, T n, {err} e, int site) {{\n"
-               "    if (i < 0 || i >= n) {{ zyn_fail(e, site, (long long)i); return false; }} return true; }}",
+               "    if (i < 0 || i >= n) {{ zyn_fail(e, site, ({long})i); return false; }} return true; }}",
                ("zyn_fail",)),
     "zyn_idiv": ("// integer division and remainder as C (truncating); by 0 (and MIN / -1) they fail\n"
                  "template <typename T> {q}T zyn_idiv(T a, T b, {err} e, int s0, int sov) {{\n"
-                 "    if (b == 0) {{ zyn_fail(e, s0, (long long)a); return 0; }}\n"
-                 "    if (b == (T)-1 && (T)-1 < (T)0 && a == (T)((unsigned long long)1 << (sizeof(T) * 8 - 1))) {{\n"
-                 "        zyn_fail(e, sov, (long long)a); return 0; }}\n"
+                 "    if (b == 0) {{ zyn_fail(e, s0, ({long})a); return 0; }}\n"
+                 "    if (b == (T)-1 && (T)-1 < (T)0 && a == (T)((unsigned {long})1 << (sizeof(T) * 8 - 1))) {{\n"
+                 "        zyn_fail(e, sov, ({long})a); return 0; }}\n"
                  "    return a / b; }}", ("zyn_fail",)),
     "zyn_irem": ("template <typename T> {q}T zyn_irem(T a, T b, {err} e, int s0) {{\n"
-                 "    if (b == 0) {{ zyn_fail(e, s0, (long long)a); return 0; }}\n"
+                 "    if (b == 0) {{ zyn_fail(e, s0, ({long})a); return 0; }}\n"
                  "    if (b == (T)-1 && (T)-1 < (T)0) return 0;\n"
                  "    return a % b; }}", ("zyn_fail",)),
 }
@@ -54,6 +54,7 @@ class CFamily:
     NAN = {"f32": "NAN", "f64": "((double)NAN)"}
     HELPERS = HELPERS
     FAIL = ""                   # body of zyn_fail(e, site, v)
+    LONG = "long long"          # the 64-bit integer the checks report values in
 
     def __init__(self):
         self.needed: list = []
@@ -70,9 +71,9 @@ class CFamily:
         out = []
         for name in self.needed:
             if name == "zyn_fail":
-                out.append(f"{self.q}void zyn_fail({self.err} e, int site, long long v) {{ {self.FAIL} }}")
+                out.append(f"{self.q}void zyn_fail({self.err} e, int site, {self.LONG} v) {{ {self.FAIL} }}")
             else:
-                out.append(self.HELPERS[name][0].format(q=self.q, err=self.err))
+                out.append(self.HELPERS[name][0].format(q=self.q, err=self.err, long=self.LONG))
         return "\n".join(out) + ("\n" if out else "")
 
     # ---- types and values -------------------------------------------------------------

@@ -9,15 +9,10 @@ _THREAD = {"thread": "(int)threadIdx.x", "block": "(int)blockIdx.x", "threads": 
 _FUNCTOR = {"+": "ZynAdd", "*": "ZynMul", "max": "ZynMax", "min": "ZynMin", "and": "ZynAnd", "or": "ZynOr"}
 
 CUDA_HELPERS = dict(HELPERS, **{
-    "zyn_functors": ("".join(
-        f"struct {name} {{{{ template <typename T> {{q}}T operator()(T a, T b) const {{{{ return {body}; }}}} }}}};\n"
-        for name, body in (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "(a < b || b != b) ? b : a"),
-                           ("ZynMin", "(b < a || b != b) ? b : a"), ("ZynAnd", "a && b"),
-                           ("ZynOr", "a || b"))).rstrip(), ()),
     "zyn_warp_allreduce": (
         "template <typename T, typename Op> {q}T zyn_warp_allreduce(T v, Op op) {{\n"
         "    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
-        "    return v; }}", ("zyn_functors",)),
+        "    return v; }}", ()),
     "zyn_block_allreduce": (
         "// every thread of the block gets the reduction of `v` over the block\n"
         "template <typename T, typename Op> {q}T zyn_block_allreduce(T v, Op op, T identity) {{\n"
@@ -40,6 +35,12 @@ CUDA_HELPERS = dict(HELPERS, **{
         "    do {{ assumed = old; if (__int_as_float(assumed) <= v) break;\n"
         "         old = atomicCAS(ip, assumed, __float_as_int(v)); }} while (assumed != old); }}", ()),
 })
+
+
+for _name, _body in (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "(a < b || b != b) ? b : a"),
+                     ("ZynMin", "(b < a || b != b) ? b : a"), ("ZynAnd", "a && b"), ("ZynOr", "a || b")):
+    CUDA_HELPERS[_name] = ("struct " + _name + " {{ template <typename T> {q}T operator()(T a, T b) const {{ return "
+                           + _body + "; }} }};", ())
 
 
 class CudaDialect(CFamily):
@@ -69,7 +70,7 @@ class CudaDialect(CFamily):
     def collective(self, op, value, scope, dtype):
         if dtype == "bool":         # shuffles move ints
             return f"({self.collective(op, f'(int)({value})', scope, 'i32')} != 0)"
-        f = f"{_FUNCTOR[op]}()"
+        f = f"{self.need(_FUNCTOR[op])}()"
         if scope == "warp":
             return f"{self.need('zyn_warp_allreduce')}({value}, {f})"
         ident = {"max": self.lit(float("-inf"), dtype) if dtype in ("f32", "f64") else "0",

@@ -65,6 +65,7 @@ class MslDialect(CFamily):
     name = "msl"
     q = "inline "
     err = "device atomic_int*"
+    LONG = "long"
     TYPES = MSL_TYPES
     INF = {"f32": "INFINITY"}
     NAN = {"f32": "NAN"}

@@ -254,3 +254,22 @@ def test_a_reply_in_parts(page_with):
     x = np.arange(3001, dtype=np.float32)
     y = zynbook.run(DOUBLE, device="cpu", x=x)
     np.testing.assert_array_equal(np.asarray(y), x * 2)
+
+
+def test_a_lost_gpu_device(page_with):
+    holder = {}
+
+    def losing(data, buffers):
+        if data.get("type") == "launch":
+            threading.Timer(0.1, holder["comm"]._msg, args=({"content": {"data": {
+                "type": "lost", "message": "the GPU process crashed"}}, "buffers": []},)).start()
+        return None
+
+    comm, _ = page_with(losing)
+    holder["comm"] = comm
+    with pytest.raises(ZynMLDeviceError, match="device was lost during the launch") as info:
+        zynbook.run(DOUBLE, device="cpu", x=np.ones(8, np.float32))
+    assert info.value.line == 1 and "GPU process crashed" in str(info.value)
+    assert "browser:0" not in [d["id"] for d in zynbook.compute_devices()]
+    with pytest.raises(ZynMLDeviceError, match="device was lost: the GPU process crashed"):
+        zynbook.run(DOUBLE, device="cpu", x=np.ones(8, np.float32))

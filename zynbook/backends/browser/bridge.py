@@ -41,6 +41,10 @@ class PageGone(Exception):
     pass
 
 
+class DeviceLost(Exception):
+    """The page's GPU device was lost (a driver reset, the GPU process gone)."""
+
+
 class LostReply(Exception):
     """The page answered a ping without the request among its running launches, and its
     reply never came: the request or the reply was lost on the way."""
@@ -73,7 +77,7 @@ class Page:
         if kind == "lost":
             self.error = {"kind": "lost", "message": data.get("message", "the GPU device was lost")}
             self.adapter = None
-            self._fail_all(f"the page's GPU device was lost: {self.error['message']}")
+            self._fail_all(self.error["message"], DeviceLost)
             return
         if kind == "adapter":
             self.adapter, self.error = data.get("adapter"), data.get("error")
@@ -126,13 +130,13 @@ class Page:
         self.closed_reason = reason
         self._fail_all(f"the page went away ({reason})")
 
-    def _fail_all(self, reason: str):
+    def _fail_all(self, reason: str, kind=PageGone):
         with self._lock:
             slots = list(self._waiting.values())
             self._parts.clear()
         for slot in slots:
             if slot[1] is None:
-                slot[1] = PageGone(reason)
+                slot[1] = kind(reason)
                 slot[0].set()
 
     # --------------------------------------------------------------- messages out

@@ -125,6 +125,9 @@ class BrowserDevice(Device):
                               f"{kernel.name} ({gone})") from None
         except bridge.LostReply as lost:
             raise self._error(f"kernel {kernel.name}: {lost}") from None
+        except bridge.DeviceLost as lost:
+            raise self._error(f"{_KINDS['lost']} during the launch of kernel {kernel.name}: "
+                              f"{lost}") from None
         round_trip = time.perf_counter() - t1
         if reply.get("type") == "error":
             kind = reply.get("kind", "internal")
@@ -152,7 +155,7 @@ class BrowserDevice(Device):
         t0, w0 = time.perf_counter(), time.time()
         try:
             reply, buffers = self.page.request({"type": "echo"}, [payload], what="echo")
-        except (bridge.PageGone, bridge.LostReply) as gone:
+        except (bridge.PageGone, bridge.LostReply, bridge.DeviceLost) as gone:
             raise self._error(f"the echo failed ({gone})") from None
         seconds, w1 = time.perf_counter() - t0, time.time()
         back = buffers[0] if buffers else b""

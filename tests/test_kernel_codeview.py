@@ -283,3 +283,16 @@ def test_the_cir_stages_before_and_after_the_passes(kernels):
     assert "stages: zynml (6 lines), cir (" in text and "cir-passes (" in text
     page = plain_html(sections["cir-passes"], "cir-passes", title="CIR after passes")
     assert "CIR after passes" in page and "parallel" in page
+
+
+def test_the_launch_ir_stage_shows_the_schedule_the_device_target_gets(kernels):
+    from zynbook.kernel.display import kernel_sections
+    _, ks = kernels
+    sections = dict(kernel_sections(ks[1][0]))          # the reduce block
+    text = sections["launch-ir"]
+    assert text.startswith("// target: cuda sm_90")
+    assert "schedule: reduce(max)" in text and "launch zyn_k_reduce_l9<<<" in text
+    assert "warp_reduce(max, _acc)" in text or "barrier" in text
+    # a kernel no schedule of the new form takes yet says why
+    sections = dict(kernel_sections(ks[2][0]))          # the softmax rows block
+    assert "launch zyn_k_" in sections["launch-ir"] or "no schedule" in sections["launch-ir"]

@@ -67,10 +67,11 @@ def test_device_picker_reverts_on_a_device_that_fails(session):
 def test_inspector_tabs_hold_source_cir_and_generated_code(session):
     inspector = ShaderInspector(session=session)
     titles = list(inspector.tabs.titles)
-    assert titles[:3] == ["ZynML", "CIR", "CIR after passes"]
+    assert titles[:4] == ["ZynML", "CIR", "CIR after passes", "Launch IR"]
     assert "CPU (Python)" in titles
     langs = list(session.last_kernels[0].sources())
-    assert len(titles) == 3 + len(langs)
+    assert len(titles) == 4 + len(langs)
+    assert "launch zyn_k_" in inspector.tabs.children[3].value
     zynml_html = inspector.tabs.children[0].value
     assert "zynml-map" in zynml_html
     # highlighted: the annotation is a decorator token, the keyword a keyword token

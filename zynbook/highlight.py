@@ -78,7 +78,7 @@ class ZynMLLexer(RegexLexer):
 _LEXER_NAMES = {
     "zynml": None, "cir": None, "python": "python", "numpy": "python", "c": "c",
     "numba": "python", "cuda": "cuda", "wgsl": "wgsl", "msl": "cpp", "metal": "cpp",
-    "ptx": None, "spirv": None,
+    "ptx": None, "spirv": None, "launch-ir": None,
 }
 
 

@@ -270,11 +270,13 @@ def normalize_source(text: str) -> str:
 
 def kernel_sections(kernel, language: str = "") -> list[tuple[str, str]]:
     """(title, text) sections for a compiled kernel: ZynML, CIR (as lowered), CIR after the
-    passes (what the devices run), then each generated source."""
+    passes (what the devices run), the launch IR its schedule builds, then each generated
+    source."""
     out = [("zynml", getattr(kernel, "zynml", "") or ""),
            ("cir", getattr(kernel, "lowered_cir_text", "") or getattr(kernel, "cir_text", "")
             or ""),
-           ("cir-passes", getattr(kernel, "cir_text", "") or "")]
+           ("cir-passes", getattr(kernel, "cir_text", "") or ""),
+           ("launch-ir", getattr(kernel, "launch_ir_text", "") or "")]
     try:
         sources = kernel.sources()
     except Exception as err:  # a renderer that fails must not hide the others
@@ -296,7 +298,7 @@ def _text_of(source) -> str:
 # the generated code a device runs, by device kind
 DEVICE_LANGUAGE = (("cpu:native", "c"), ("cpu", "python"), ("cuda", "cuda"),
                    ("vulkan", "wgsl"), ("webgpu", "wgsl"), ("metal", "msl"))
-STAGES = ("zynml", "cir", "cir-passes")
+STAGES = ("zynml", "cir", "cir-passes", "launch-ir")
 
 
 def device_language(device: str) -> str:

@@ -68,6 +68,12 @@ class CompiledKernel:
     def zynml(self) -> str:
         return self.kernel.source
 
+    @property
+    def launch_ir_text(self) -> str:
+        """The launch IR of the schedule for the device the kernel ran on."""
+        from ..compiler.codegen import launch_ir_text
+        return launch_ir_text(self.kernel, self.device, self.sizes or None)
+
     def sources(self) -> dict:
         """{language: generated source} from every renderer available here."""
         from ..compiler.codegen import available_sources

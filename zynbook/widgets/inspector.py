@@ -11,6 +11,7 @@ from ..kernel.display import STAGES, default_language, kernel_label, kernel_sect
 from ..kernel.state import last_run, notebook_session
 
 TAB_TITLES = {"zynml": "ZynML", "cir": "CIR", "cir-passes": "CIR after passes",
+              "launch-ir": "Launch IR",
               "python": "CPU (Python)", "c": "CPU (C)",
               "numba": "CPU (Numba)", "cuda": "CUDA C", "ptx": "PTX", "wgsl": "WGSL",
               "msl": "MSL", "spirv": "SPIR-V"}

@@ -62,3 +62,39 @@ def available_sources(kernel, device=None, sizes=None) -> dict:
         except Exception as err:
             out[language] = f"// not available: {err}"
     return out
+
+
+def device_target(device=None):
+    """The compiler's Target of a device (the CUDA target, sm_90, for the CPU reference,
+    which runs no launch IR: the view a GPU would get)."""
+    from ..targets import cpu_target, cuda_target, metal_target, webgpu_target
+    backend = getattr(device, "backend", "")
+    if backend == "cuda":
+        return cuda_target(tuple(getattr(device, "cc", (9, 0))))
+    if getattr(device, "id", "").startswith("cpu:native"):
+        return cpu_target()
+    if backend in ("webgpu", "vulkan", "wgpu"):
+        return webgpu_target(getattr(device, "features", ()))
+    if backend == "metal":
+        return metal_target()
+    return cuda_target()
+
+
+def launch_ir_text(kernel, device=None, sizes=None) -> str:
+    """The launch IR the schedules build for `kernel` on `device`'s target, as text (or why
+    there is none: sizes not known yet, or no schedule of the new form takes the kernel)."""
+    from .. import schedules
+    from ..launch.text import format_program
+    target = device_target(device)
+    if sizes is None and kernel.dims:
+        return "// the launch IR is built for the sizes of a launch: run the kernel first"
+    sizes = dict(sizes or {})
+    try:
+        prog = schedules.build(kernel, target, sizes)
+    except Exception as err:          # the inspector shows why instead of failing
+        return f"// not available: {err}"
+    head = f"// target: {target.name} {target.arch}".rstrip()
+    if prog is None:
+        return (f"{head}\n// no schedule of compiler/schedules/ takes this kernel yet; its "
+                f"renderer decides alone\n// " + schedules.why_none(kernel, target, sizes))
+    return f"{head}\n{format_program(prog)}"

@@ -16,7 +16,10 @@ that says so, instead of hanging.
 
 A page that goes away closes its comms (on `pagehide`); one that vanishes without closing
 them (a killed tab) stops answering the pings sent during a wait. Either way its device
-is removed and a launch waiting on it fails with a device error.
+is removed and a launch waiting on it fails with a device error. The page answers each
+ping with the requests it is still running, so a request whose reply was lost on the way
+fails instead of waiting for ever; replies larger than the server's websocket message limit
+(10 MiB by default) come in parts and are put back together here.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetches, on a machine with internet, the wheels that scripts/gpu_tests.sh installs on a GPU
-# machine without it (Python 3.12, x86-64 Linux): lark, wgpu and the notebook runtime.
+# machine without it (Python 3.12, x86-64 Linux): lark, wgpu, the notebook runtime and Dask.
 # Packages such machines already have (numpy, packaging, ...) are left out: two versions of
 # one package stop the install there.
 set -euo pipefail
@@ -13,7 +13,7 @@ for p in manylinux_2_34_x86_64 manylinux_2_31_x86_64 manylinux_2_28_x86_64 manyl
     plats+=(--platform "$p")
 done
 python3 -m pip download -q --only-binary=:all: --python-version "$PYVER" --implementation cp \
-    "${plats[@]}" -d .whl lark wgpu nbclient ipykernel ipywidgets nbformat
+    "${plats[@]}" -d .whl lark wgpu nbclient ipykernel ipywidgets nbformat dask distributed
 (cd .whl && rm -f numpy-* packaging-* psutil-* pygments-* python_dateutil-* \
     typing_extensions-* attrs-* tzdata-*)
 du -sh .whl

@@ -43,7 +43,7 @@ TENSOR_ATTRIBUTES = ("shape", "dtype", "device", "numpy", "to_device", "ndim", "
 ANNOTATION_DOCS = {
     "kernel": "@kernel TYPE [params]: the kernel type, the schedule for a recognised shape",
     "device": '@device("cuda:0"): where the compute block runs (cpu, cuda:N, vulkan:N, '
-              'metal:N, webgpu:N, browser:N (the page'"'"'s GPU), auto)',
+              "metal:N, webgpu:N, browser:N: the page's GPU, auto)",
     "async": "@async: the block returns a future; `await` it for the value",
     "workgroup": "@workgroup(x, y, z): threads per workgroup (a hint)",
     "shared": "@shared(bytes): shared memory per workgroup (a hint)",

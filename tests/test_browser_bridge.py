@@ -273,3 +273,23 @@ def test_a_lost_gpu_device(page_with):
     assert "browser:0" not in [d["id"] for d in zynbook.compute_devices()]
     with pytest.raises(ZynMLDeviceError, match="device was lost: the GPU process crashed"):
         zynbook.run(DOUBLE, device="cpu", x=np.ones(8, np.float32))
+
+
+def test_the_server_extension_sets_nodelay_on_kernel_websockets():
+    import asyncio
+
+    from zynbook import serverext
+
+    assert serverext._jupyter_server_extension_points() == [{"module": "zynbook.serverext"}]
+    seen = []
+
+    class Handler:
+        async def open(self, kernel_id):
+            seen.append(("open", kernel_id))
+
+        def set_nodelay(self, value):
+            seen.append(("nodelay", value))
+
+    Handler.open = serverext.nodelay_open(Handler.open)
+    asyncio.run(Handler().open("k1"))
+    assert seen == [("open", "k1"), ("nodelay", True)]

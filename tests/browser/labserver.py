@@ -136,22 +136,10 @@ def notebook(cells: list, kernel: str = "zynml") -> str:
     return json.dumps(_notebook(cells, kernel, "zynml" if kernel == "zynml" else "python"))
 
 
-# a server configuration that turns Nagle's algorithm off on kernel websockets (jupyter_server
-# leaves it on: a small message then waits for the delayed ACK of the one before, ~40 ms)
-NODELAY_CONFIG = """
-from jupyter_server.services.kernels.websocket import KernelWebsocketHandler as _H
-_open = _H.open
-async def _open_nodelay(self, *args, **kwargs):
-    await _open(self, *args, **kwargs)
-    self.set_nodelay(True)
-_H.open = _open_nodelay
-"""
-
-
 @contextlib.contextmanager
 def start_lab(files: dict, nodelay: bool = False):
     """JupyterLab on a free port serving `files` ({name: text}); yields a Lab. `nodelay`:
-    TCP_NODELAY on the kernel websockets (NODELAY_CONFIG)."""
+    TCP_NODELAY on the kernel websockets (the zynbook.serverext server extension)."""
     tmp = Path(tempfile.mkdtemp(prefix="zynbook-lab-"))
     data = tmp / "data"
     env = dict(os.environ)
@@ -173,9 +161,6 @@ def start_lab(files: dict, nodelay: bool = False):
                       ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython")):
         env[name] = str(tmp / sub)
     env["ZYNBOOK_CACHE_DIR"] = str(tmp / "cache")
-    if nodelay:
-        (tmp / "config").mkdir(parents=True, exist_ok=True)
-        (tmp / "config" / "jupyter_server_config.py").write_text(NODELAY_CONFIG)
     notification = tmp / "settings" / "@jupyterlab" / "apputils-extension"
     notification.mkdir(parents=True)
     (notification / "notification.jupyterlab-settings").write_text(
@@ -191,7 +176,8 @@ def start_lab(files: dict, nodelay: bool = False):
          f"--port={port}", f"--IdentityProvider.token={token}",
          f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
          "--allow-root", "--LabApp.news_url=",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+        + (["--ServerApp.jpserver_extensions=zynbook.serverext=True"] if nodelay else []),
         env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

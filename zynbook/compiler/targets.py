@@ -25,6 +25,11 @@ class Target:
     arch: str = ""              # "sm_90", "apple", "x86-64-v3", an adapter's name
     cores: int = 1              # parallel blocks the host runs at once (CPU)
     max_blocks: int = 2 ** 31 - 1   # blocks in a 1-D grid
+    # one program for every size set (WebGPU compiles a kernel once): loop counts, grids
+    # and scratch counts are expressions over the sizes, bounds proven symbolically, no
+    # decision reads a size's value and indices are i32; else (CUDA, C++, Metal compile
+    # per launch) the sizes of the launch are baked in
+    symbolic_sizes: bool = False
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:
@@ -62,4 +67,5 @@ def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -
                   int(limits.get("max_compute_invocations_per_workgroup", 256)),
                   int(limits.get("max_compute_workgroup_storage_size", 16384)), dtypes,
                   collectives="subgroup" in features,
-                  max_blocks=int(limits.get("max_compute_workgroups_per_dimension", 65535)))
+                  max_blocks=int(limits.get("max_compute_workgroups_per_dimension", 65535)),
+                  symbolic_sizes=True)

@@ -81,12 +81,20 @@ class ScalarLowering:
     """The scalar statements of one kernel as launch IR (`stmts`, `expr`)."""
 
     def __init__(self, kernel: cir.Kernel, sizes: dict, sites: errflag.ErrorSites,
-                 index_dtype: str = "i32", buffers: dict | None = None):
+                 index_dtype: str = "i32", buffers: dict | None = None, *,
+                 symbolic: bool = False):
         self.kernel = kernel
         self.sizes = {k: int(v) for k, v in sizes.items()}
         self.sites = sites
         self.idx = index_dtype
-        self.facts = Facts(kernel.body, self.sizes, kernel.dims)
+        # symbolic: the code is for every launch whose sizes are equal (and negative) where
+        # these are; no value of a size is used, so the bounds analysis works on symbols
+        self.symbolic = symbolic
+        if symbolic:
+            equal, nonneg = size_pattern(kernel, self.sizes)
+            self.facts = Facts(kernel.body, None, nonneg, equal)
+        else:
+            self.facts = Facts(kernel.body, self.sizes, kernel.dims)
         self.line = kernel.first_line
         # buffer name -> (identifier, dtype, shape as tuple of dims)
         self.buffers = buffers if buffers is not None else {
@@ -229,7 +237,7 @@ class ScalarLowering:
         if any(isinstance(i, cir.Span) for i in index) or len(index) > len(shape):
             raise NotScalar(f"a slice of `{buffer}`")
         rest = shape[len(index):]
-        if any(cir.eval_dim(d, self.sizes) != 1 for d in rest):
+        if any((d != 1 if self.symbolic else cir.eval_dim(d, self.sizes) != 1) for d in rest):
             raise NotScalar(f"a row of `{buffer}`")
         off, guards = None, []
         for k, ix in enumerate(index):
@@ -331,6 +339,60 @@ def buffer_params(kernel: cir.Kernel, sizes: dict, index_dtype: str) -> tuple:
            if s.name not in sizes]
     ps += [ir.Param(user_name(d), "size", index_dtype) for d in kernel.dims]
     return tuple(ps)
+
+
+def size_pattern(kernel: cir.Kernel, sizes: dict) -> tuple:
+    """What a program for every size set may assume of `sizes`: (groups of size names of
+    equal value, the size names that are not negative)."""
+    groups: dict = {}
+    for name in kernel.dims:
+        if name in sizes:
+            groups.setdefault(int(sizes[name]), []).append(name)
+    equal = tuple(sorted(tuple(sorted(g)) for g in groups.values() if len(g) > 1))
+    return equal, tuple(d for d in kernel.dims if int(sizes.get(d, 0)) >= 0)
+
+
+def pattern_sizes(dims, equal=(), negative=()) -> dict:
+    """Sizes of the pattern (`size_pattern`) `equal`, `negative`: one value per group, a
+    different one for each (a program for every size set is built from these)."""
+    out, n = {}, 0
+    for d in dims:
+        if d in out:
+            continue
+        n += 1
+        group = next((g for g in equal if d in g), (d,))
+        for name in group:
+            out[name] = -n if d in negative else 1000 + n
+    return out
+
+
+def trip_count_expr(start: ir.Expr, stop: ir.Expr, step: ir.Expr, dtype: str) -> ir.Expr:
+    """The iterations of `for start..stop step step` (step > 0) as an expression:
+    ceil((stop - start) / step), never below 0."""
+    def zero_if_lit(e):
+        return isinstance(e, ir.Lit) and e.value == 0
+    span = stop if zero_if_lit(start) else ir.Bin("-", stop, start, dtype)
+    span = ir.Math("max", (span, lit(0, dtype)), dtype)
+    if isinstance(step, ir.Lit) and step.value == 1:
+        return span
+    return ir.Bin("/", ir.Bin("+", span, ir.Bin("-", step, lit(1, dtype), dtype), dtype), step, dtype)
+
+
+def product_expr(terms: list, dtype: str) -> ir.Expr:
+    out = None
+    for t in terms:
+        if isinstance(t, ir.Lit) and t.value == 1:
+            continue
+        out = t if out is None else ir.Bin("*", out, t, dtype)
+    return out if out is not None else lit(1, dtype)
+
+
+def host_expr(e: ir.Expr) -> bool:
+    """Whether `e` is a host expression (`ir.evaluate` computes it from the sizes)."""
+    return all(isinstance(n, (ir.Lit, ir.Ref, ir.Cast, ir.Bin, ir.Math)) and
+               (not isinstance(n, ir.Math) or n.fn in ("min", "max", "ceildiv")) and
+               (not isinstance(n, ir.Bin) or n.op in ("+", "-", "*", "/", "%"))
+               for n in ir.walk(e))
 
 
 def index_dtype(kernel: cir.Kernel, sizes: dict) -> str:

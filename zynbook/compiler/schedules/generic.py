@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import ScalarLowering, buffer_params, index_dtype, lit
+from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, host_expr, index_dtype,
+                              lit, product_expr)
 from .base import Params, Schedule, kernel_name, workgroup_threads
-from .nest import parallel_nest, trip_count
+from .nest import extents, parallel_nest, trip_count
 
 
 @dataclass(frozen=True)
@@ -38,29 +39,38 @@ class GenericThread(Schedule):
     def why_not(self, kernel, target, sizes):
         if kernel.kernel_type.kind == "reduce":
             return "a reduce kernel has its own schedule"
-        nest = parallel_nest(kernel.body, sizes)
+        sym = target.symbolic_sizes
+        nest = parallel_nest(kernel.body, sizes, sym)
         if not nest.loops:
             return "no parallel loop to spread over threads"
         if _has(nest.body, (cir.SharedAlloc, cir.Barrier, cir.Yield)):
             return "shared arrays and barriers need a block schedule"
         if any(n.ty.shape for n in cir.walk(nest.body) if isinstance(n, cir.Expr)):
             return "tile values need a block schedule"
-        if target.max_threads > 1 and nest.total <= 65536 and self._long_inner(nest, sizes):
+        if sym and self._long_inner(nest, None):
+            return "inner loops over a size: one block per iteration pays"
+        if not sym and target.max_threads > 1 and nest.total <= 65536 \
+                and self._long_inner(nest, sizes):
             return "few iterations with long inner loops: one block per iteration pays"
         return None
 
     @staticmethod
     def _long_inner(nest, sizes) -> bool:
+        """An inner loop the block schedule would split over a block's threads, of 64
+        iterations or more (sizes None: for every size set, so any loop whose count
+        depends on a size)."""
         from ..codegen.cstyle import classify_loop      # the block schedule's own test
         mutable = {n.name for n in cir.walk(nest.body) if isinstance(n, cir.Let) and n.mutable}
         for lp in (n for n in cir.walk(nest.body) if isinstance(n, cir.Loop)):
-            if (lp.parallel or classify_loop(lp, mutable) is not None) \
-                    and (trip_count(lp, sizes) or 0) >= 64:
+            if not (lp.parallel or classify_loop(lp, mutable) is not None):
+                continue
+            n = trip_count(lp, sizes if sizes is not None else {})
+            if (n is None and sizes is None) or (n or 0) >= 64:
                 return True
         return False
 
     def default(self, kernel, target, sizes):
-        if target.max_threads == 1:
+        if target.max_threads == 1 and not target.symbolic_sizes:
             total = parallel_nest(kernel.body, sizes).total
             blocks = max(1, min(total, 8 * target.cores))
             return ThreadParams(1, -(-total // blocks))
@@ -75,6 +85,8 @@ class GenericThread(Schedule):
                           if t <= target.max_threads and t != first.threads]
 
     def build(self, kernel, target, sizes, params: ThreadParams) -> ir.Program:
+        if target.symbolic_sizes:
+            return self._build_symbolic(kernel, target, sizes, params)
         sizes = {k: int(v) for k, v in sizes.items()}
         nest = parallel_nest(kernel.body, sizes)
         idx = index_dtype(kernel, sizes)
@@ -109,15 +121,66 @@ class GenericThread(Schedule):
         return ir.Program(kernel.name, (k,), (launch,), (), sites.as_tuple(),
                           f"thread: {what} (generic: {params.describe()})")
 
+    def _build_symbolic(self, kernel, target, sizes, params: ThreadParams) -> ir.Program:
+        """The program for every size set: counts are expressions over the sizes, the grid a
+        host expression, indices i32 (a launch reaching 2^31 is refused by the device)."""
+        sizes = {k: int(v) for k, v in sizes.items()}
+        nest = parallel_nest(kernel.body, sizes, True)
+        idx = "i32"
+        sites = errflag.ErrorSites()
+        low = ScalarLowering(kernel, sizes, sites, idx, symbolic=True)
+        body = list(low.stmts(nest.prologue))
+        exts = extents(low, nest.loops)
+        total_e = product_expr(exts, idx)
+        if not host_expr(total_e):
+            raise NotScalar("a loop bound the host cannot compute")
+        line = nest.loops[0].line
+        names = []
+        for k, e in enumerate(exts):
+            if isinstance(e, ir.Lit):
+                names.append(e)
+                continue
+            body.append(ir.Decl(f"_n{k}", idx, e, False, line))
+            names.append(ir.Ref(f"_n{k}", idx))
+        total = product_expr(names, idx)
+        if not isinstance(total, (ir.Lit, ir.Ref)):
+            body.append(ir.Decl("_total", idx, total, False, line))
+            total = ir.Ref("_total", idx)
+        thread, block = ir.Thread("thread"), ir.Thread("block")
+        if params.chunk:
+            start = ir.Bin("*", block, lit(params.chunk, idx), idx)
+            stop = ir.Math("min", (ir.Bin("+", start, lit(params.chunk, idx), idx), total), idx)
+            step = lit(1, idx)
+            grid = ir.ceildiv(total_e, params.chunk)
+        else:
+            start = ir.Bin("+", ir.Bin("*", block, lit(params.threads, idx), idx), thread, idx)
+            stop = total
+            step = ir.Bin("*", ir.Thread("blocks"), lit(params.threads, idx), idx)
+            grid = ir.Math("min", (ir.ceildiv(total_e, params.threads),
+                                   lit(target.max_blocks, idx)), idx)
+        grid = ir.Math("max", (grid, lit(1, idx)), idx)
+        inner = self._decompose(low, nest, "_g", idx, names) + list(low.stmts(nest.body))
+        body.append(ir.For("_g", start, stop, step, tuple(inner), idx, line))
+        name = kernel_name(kernel)
+        what = (f"one thread per iteration of ({', '.join(l.var for l in nest.loops)})"
+                if not params.chunk else
+                f"blocks of {params.chunk} iterations of ({', '.join(l.var for l in nest.loops)})")
+        k = ir.Kernel(name, buffer_params(kernel, sizes, idx), tuple(body), params.threads, idx, what)
+        launch = ir.Launch(name, grid, params.threads)
+        return ir.Program(kernel.name, (k,), (launch,), (), sites.as_tuple(),
+                          f"thread: {what} (generic: {params.describe()}, every size)")
+
     @staticmethod
-    def _decompose(low: ScalarLowering, nest, g: str, idx: str) -> list:
-        """Bind each nest variable from the flat iteration `g` (innermost fastest)."""
+    def _decompose(low: ScalarLowering, nest, g: str, idx: str, exts=None) -> list:
+        """Bind each nest variable from the flat iteration `g` (innermost fastest); `exts`:
+        the extents as expressions (else the numbers of the nest)."""
         out: list = []
         rem = ir.Ref(g, idx)
         n = len(nest.loops)
         for k in range(n - 1, -1, -1):
-            lp, ext = nest.loops[k], nest.extents[k]
-            part = ir.Bin("%", rem, lit(ext, idx), idx) if k > 0 else rem
+            lp = nest.loops[k]
+            ext = exts[k] if exts is not None else lit(nest.extents[k], idx)
+            part = ir.Bin("%", rem, ext, idx) if k > 0 else rem
             start, step = low.index(lp.start), low.index(lp.step)
             val = part
             if not (isinstance(step, ir.Lit) and step.value == 1):
@@ -127,6 +190,6 @@ class GenericThread(Schedule):
             out.append(ir.Decl(low.bind(lp.var, idx), idx, val, False, lp.line))
             if k > 0:
                 nxt = f"_r{k}"
-                out.append(ir.Decl(nxt, idx, ir.Bin("/", rem, lit(ext, idx), idx), False, lp.line))
+                out.append(ir.Decl(nxt, idx, ir.Bin("/", rem, ext, idx), False, lp.line))
                 rem = ir.Ref(nxt, idx)
         return out

@@ -14,11 +14,23 @@ def static_value(e, sizes):
         return None
 
 
-def trip_count(loop: cir.Loop, sizes) -> int | None:
+def trip_count(loop: cir.Loop, sizes, symbolic: bool = False) -> int | None:
+    """The iterations of `loop` at these sizes (None: not known at launch). `symbolic`: the
+    count must be an expression over the sizes for every launch, so the step is a number."""
     a, b, s = (static_value(x, sizes) for x in (loop.start, loop.stop, loop.step))
+    if symbolic and static_value(loop.step, {}) is None:
+        return None
     if a is None or b is None or s is None or s <= 0:
         return None
     return max(0, -(-(b - a) // s))
+
+
+def extents(low, loops) -> list:
+    """The trip counts of `loops` as launch-IR expressions over the sizes (`low`: the
+    kernel's ScalarLowering), for a program that runs at every size."""
+    from ..launch.scalar import trip_count_expr
+    return [trip_count_expr(low.index(lp.start), low.index(lp.stop), low.index(lp.step), low.idx)
+            for lp in loops]
 
 
 @dataclass
@@ -40,7 +52,7 @@ def _free(e) -> set:
     return {n.name for n in cir.walk(e) if isinstance(n, cir.Var)}
 
 
-def parallel_nest(body, sizes) -> Nest:
+def parallel_nest(body, sizes, symbolic: bool = False) -> Nest:
     """The parallel nest of `body` (no loops: the whole body, run once)."""
     prologue, rest = [], list(body)
     while len(rest) > 1 and isinstance(rest[0], cir.Let) and not rest[0].mutable \
@@ -49,7 +61,7 @@ def parallel_nest(body, sizes) -> Nest:
     loops, extents, cur = [], [], tuple(rest)
     while len(cur) == 1 and isinstance(cur[0], cir.Loop) and cur[0].parallel:
         lp = cur[0]
-        n = trip_count(lp, sizes)
+        n = trip_count(lp, sizes, symbolic)
         if n is None or _free((lp.start, lp.stop, lp.step)) & {l.var for l in loops}:
             break
         loops.append(lp)
@@ -60,7 +72,7 @@ def parallel_nest(body, sizes) -> Nest:
     return Nest(loops, extents, tuple(prologue), cur)
 
 
-def yield_nest(body, sizes) -> Nest:
+def yield_nest(body, sizes, symbolic: bool = False) -> Nest:
     """The loops around a reduce kernel's `yield` (parallel or not), perfectly nested with
     bounds known at launch, and the scalar lets before them."""
     prologue, rest = [], list(body)
@@ -70,7 +82,7 @@ def yield_nest(body, sizes) -> Nest:
     loops, extents, cur = [], [], tuple(rest)
     while len(cur) == 1 and isinstance(cur[0], cir.Loop):
         lp = cur[0]
-        n = trip_count(lp, sizes)
+        n = trip_count(lp, sizes, symbolic)
         if n is None or _free((lp.start, lp.stop, lp.step)) & {l.var for l in loops}:
             break
         loops.append(lp)

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import ScalarLowering, buffer_params, cast, index_dtype, lit, user_name
+from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, host_expr,
+                              index_dtype, lit, product_expr, user_name)
 from ..targets import Target
 from .base import Params, Schedule, kernel_name
-from .nest import yield_nest
+from .nest import extents, yield_nest
 
 I64_MAX = 2 ** 63 - 1
 _ARG = ("argmax", "argmin")
@@ -36,7 +37,8 @@ _ARG = ("argmax", "argmin")
 class ReduceParams(Params):
     layout: str = "whole"       # whole, warp_rows, block_rows, thread_rows
     threads: int = 256          # per block
-    blocks: int = 1             # whole: blocks of the first launch (partials)
+    blocks: int = 1             # whole: blocks of the first launch (partials); 0: by the
+                                #   size, min(ceil(total / (threads * 4)), 1024), at launch
     chunk: int = 0              # iterations (whole) or outputs (rows) per block; 0: stride
     acc: str = "f32"            # accumulator dtype
 
@@ -84,7 +86,7 @@ class Reduce(Schedule):
             return "not a reduce kernel"
         if not any(isinstance(n, cir.Yield) for n in cir.walk(kernel.body)):
             return "a reduce kernel needs a `yield`"
-        nest = yield_nest(kernel.body, sizes)
+        nest = yield_nest(kernel.body, sizes, target.symbolic_sizes)
         axis = kernel.kernel_type.param("axis")
         if axis is not None and not (nest.loops and 0 <= int(axis) < len(nest.loops)):
             return f"reduce axis={axis} does not name one of the loops around the yield"
@@ -95,11 +97,19 @@ class Reduce(Schedule):
     def default(self, kernel, target, sizes):
         op = kernel.kernel_type.param("op", "+")
         axis = kernel.kernel_type.param("axis")
-        nest = yield_nest(kernel.body, sizes)
+        nest = yield_nest(kernel.body, sizes, target.symbolic_sizes)
         acc = _accumulator_dtype(kernel, op)
-        cpu = target.max_threads == 1
+        cpu = target.max_threads == 1 and not target.symbolic_sizes
         if cpu and op == "+" and acc == "f32":
             acc = "f64"
+        if target.symbolic_sizes:
+            # one program for every size: no choice reads a size
+            threads = min(256, target.max_threads)
+            if axis is None:
+                return ReduceParams("whole", threads, 0, 0, acc)
+            if int(axis) == len(nest.loops) - 1:
+                return ReduceParams("block_rows", threads, 0, 0, acc)
+            return ReduceParams("thread_rows", threads, 0, 0, acc)
         if axis is None:
             total = max(nest.total if nest.loops else 1, 1)
             if cpu:
@@ -128,13 +138,16 @@ class Reduce(Schedule):
         if target.max_threads == 1:
             return [first]
         ts = [t for t in (32, 64, 128, 256, 512, 1024) if t <= target.max_threads]
-        if first.layout == "whole":
+        sym = target.symbolic_sizes
+        if first.layout == "whole" and sym:
+            out = [ReduceParams("whole", t, b, 0, first.acc) for t in ts for b in (0, 1, 3)]
+        elif first.layout == "whole":
             total = max(yield_nest(kernel.body, sizes).total, 1)
             out = [ReduceParams("whole", t, b, 0, first.acc) for t in ts
                    for b in sorted({1, max(1, min(-(-total // (t * 4)), 1024)), 3})]
         else:
             layouts = ["thread_rows"]
-            if kernel.kernel_type.param("axis") == len(yield_nest(kernel.body, sizes).loops) - 1:
+            if kernel.kernel_type.param("axis") == len(yield_nest(kernel.body, sizes, sym).loops) - 1:
                 layouts.append("block_rows")
                 if first.layout == "warp_rows":
                     layouts.append("warp_rows")
@@ -154,9 +167,11 @@ class _Builder:
         self.arg = self.op in _ARG
         axis = kernel.kernel_type.param("axis")
         self.axis = None if axis is None else int(axis)
-        self.nest = yield_nest(kernel.body, self.sizes)
-        self.idx = index_dtype(kernel, self.sizes)
-        if (self.nest.total if self.nest.loops else 1) >= 2 ** 31 - 1:
+        # symbolic: one program for every size set (counts over the sizes, i32 indices)
+        self.sym = target.symbolic_sizes
+        self.nest = yield_nest(kernel.body, self.sizes, self.sym)
+        self.idx = "i32" if self.sym else index_dtype(kernel, self.sizes)
+        if not self.sym and (self.nest.total if self.nest.loops else 1) >= 2 ** 31 - 1:
             self.idx = "i64"
         self.sites = errflag.ErrorSites()
         self.acc = params.acc
@@ -170,7 +185,37 @@ class _Builder:
         return f"_{stem}{self.tmp}"
 
     def i(self, v) -> ir.Expr:
-        return lit(v, self.idx)
+        return v if isinstance(v, ir.Expr) else lit(v, self.idx)
+
+    def counts(self, low, loops, head: list) -> list:
+        """The trip counts of `loops`: numbers, or (symbolic) locals declared in `head`."""
+        if not self.sym:
+            return [self.nest.extents[self.nest.loops.index(lp)] for lp in loops]
+        out = []
+        for e in extents(low, loops):
+            if not host_expr(e):
+                raise NotScalar("a loop bound the host cannot compute")
+            if isinstance(e, ir.Lit):
+                out.append(e)
+                continue
+            name = self.new("n")
+            head.append(ir.Decl(name, self.idx, e, False))
+            out.append(ir.Ref(name, self.idx))
+        return out
+
+    def host_counts(self, low, loops) -> list:
+        """The trip counts of `loops` as host expressions (symbolic) or numbers."""
+        if not self.sym:
+            return [self.nest.extents[self.nest.loops.index(lp)] for lp in loops]
+        return extents(low, loops)
+
+    def product(self, terms) -> ir.Expr | int:
+        if not self.sym:
+            n = 1
+            for t in terms:
+                n *= t
+            return n
+        return product_expr([self.i(t) for t in terms], self.idx)
 
     def thread(self, axis: str) -> ir.Expr:
         e = ir.Thread(axis)
@@ -272,7 +317,7 @@ class _Builder:
     def lowering(self, flat: str) -> ScalarLowering:
         """One thread's lowering; `yield` combines into (_acc, _acci), the default index of
         argmin/argmax being the flat position `flat`."""
-        low = ScalarLowering(self.k, self.sizes, self.sites, self.idx)
+        low = ScalarLowering(self.k, self.sizes, self.sites, self.idx, symbolic=self.sym)
 
         def on_yield(value, index, line):
             if index is None:
@@ -304,7 +349,7 @@ class _Builder:
             v = ir.Bin("+", start, v, self.idx)
         return v
 
-    def span(self, total: int, threads: int, chunk: int, g: str, body: list, line=0) -> ir.For:
+    def span(self, total, threads: int, chunk: int, g: str, body: list, line=0) -> ir.For:
         """`for g` over this thread's part of 0..total: a contiguous chunk per block, or
         a grid stride."""
         idx = self.idx
@@ -332,14 +377,27 @@ class _Builder:
 
     def whole(self, name, params, line) -> ir.Program:
         p = self.p
-        total = self.nest.total if self.nest.loops else 1
         low = self.lowering("_g")
-        body = list(low.stmts(self.nest.prologue)) + self.declare_acc()
-        inner = self.decompose(low, self.nest.loops, self.nest.extents, ir.Ref("_g", self.idx)) \
+        head: list = []
+        loops = self.nest.loops
+        counts = self.counts(low, loops, head)
+        total = self.local("_total", self.product(counts), head) if loops else 1
+        host_total = self.product(self.host_counts(low, loops)) if loops else 1
+        body = list(low.stmts(self.nest.prologue)) + head + self.declare_acc()
+        inner = self.decompose(low, loops, counts, ir.Ref("_g", self.idx)) \
             + list(low.stmts(self.nest.body))
         body.append(self.span(total, p.threads, p.chunk, "_g", inner, line))
         body += self.block_reduce(p.threads)
-        two = p.blocks > 1
+        two = p.blocks != 1
+        if p.blocks == 0:
+            # as many partials as the size asks for: a host expression, also spelled in the
+            # kernel that combines them
+            t4 = p.threads * 4
+            parts = ir.Math("max", (ir.Math("min", (ir.Bin("/", ir.Bin(
+                "+", self.i(host_total), self.i(t4 - 1), self.idx), self.i(t4), self.idx),
+                self.i(1024)), self.idx), self.i(1)), self.idx)
+        else:
+            parts = lit(p.blocks, self.idx)
         first = ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool")
         if two:
             blk = ir.Thread("block")
@@ -354,13 +412,14 @@ class _Builder:
         kparams = params + (scratch_params if two else ())
         kernels = [ir.Kernel(name, kparams, tuple(body), p.threads, self.idx,
                              f"reduce({self.op}): a partial per thread, then per block")]
-        launches = [ir.Launch(name, lit(p.blocks, "i64"), p.threads)]
+        launches = [ir.Launch(name, parts if p.blocks == 0 else lit(p.blocks, "i64"), p.threads)]
         scratch = ()
         if two:
             t2 = min(1024, self.t.max_threads)
             b = "_b"
             fin = self.declare_acc()
-            fin.append(ir.For(b, ir.Thread("thread"), lit(p.blocks, "i32"), ir.Thread("threads"), tuple(
+            bound = parts if p.blocks == 0 else lit(p.blocks, "i32")
+            fin.append(ir.For(b, ir.Thread("thread"), bound, ir.Thread("threads"), tuple(
                 self.combine("_acc", "_acci" if self.arg else None, ir.Load("_part", ir.Ref(b, "i32"), self.acc),
                              ir.Load("_parti", ir.Ref(b, "i32"), "i64") if self.arg else None)), "i32"))
             fin += self.block_reduce(t2)
@@ -368,23 +427,33 @@ class _Builder:
             kernels.append(ir.Kernel(name + "_final", kparams, tuple(fin), t2, self.idx,
                                      "the block partials, combined in order"))
             launches.append(ir.Launch(name + "_final", lit(1, "i64"), t2))
-            scratch = (ir.Scratch("_part", self.acc, lit(p.blocks, "i64")),) + (
-                (ir.Scratch("_parti", "i64", lit(p.blocks, "i64")),) if self.arg else ())
-        what = (f"reduce({self.op}): {p.blocks} block(s) of {p.threads} thread(s)"
+            count = parts if p.blocks == 0 else lit(p.blocks, "i64")
+            scratch = (ir.Scratch("_part", self.acc, count),) + (
+                (ir.Scratch("_parti", "i64", count),) if self.arg else ())
+        nblocks = "min(ceil(total / %d), 1024)" % (p.threads * 4) if p.blocks == 0 else p.blocks
+        what = (f"reduce({self.op}): {nblocks} block(s) of {p.threads} thread(s)"
                 + (", partials combined in order by a second launch" if two else ""))
         return ir.Program(self.k.name, tuple(kernels), tuple(launches), scratch,
                           self.sites.as_tuple(), f"{what} (reduce: {p.describe()})")
+
+    def local(self, name: str, value, head: list):
+        """`value` (a number, or an expression declared once in `head` as `name`)."""
+        if not isinstance(value, ir.Expr) or isinstance(value, (ir.Lit, ir.Ref)):
+            return value
+        head.append(ir.Decl(name, self.idx, value, False))
+        return ir.Ref(name, self.idx)
 
     def rows(self, name, params, line) -> ir.Program:
         p, nest, ax = self.p, self.nest, self.axis
         keep = [k for k in range(len(nest.loops)) if k != ax]
         outer = [nest.loops[k] for k in keep]
-        outer_ext = [nest.extents[k] for k in keep]
-        red, ext = nest.loops[ax], nest.extents[ax]
-        n_out = 1
-        for e in outer_ext:
-            n_out *= e
+        red = nest.loops[ax]
         low = self.lowering("_flat")
+        head: list = []
+        outer_ext = self.counts(low, outer, head)
+        ext = self.counts(low, [red], head)[0]
+        n_out = self.local("_nout", self.product(outer_ext), head)
+        host_n_out = self.product(self.host_counts(low, outer))
         row = ir.Ref("_row", self.idx)
 
         def per_row(first: ir.Expr, stride: int) -> list:
@@ -401,12 +470,17 @@ class _Builder:
             return body
 
         store = ir.Store(self.out_ident(), row, self.result())
-        body = list(low.stmts(nest.prologue))
+        body = list(low.stmts(nest.prologue)) + head
         in_range = ir.Bin("<", row, self.i(n_out), "bool")
+        idx = self.idx
         if p.layout == "thread_rows":
             inner = self.declare_acc() + per_row(self.i(0), 1) + [store]
             body.append(self.span(n_out, p.threads, p.chunk, "_row", inner, line))
-            blocks = -(-n_out // p.chunk) if p.chunk else -(-n_out // p.threads)
+            if self.sym:
+                grid = ir.Math("min", (ir.ceildiv(self.i(host_n_out), p.chunk or p.threads),
+                                       lit(self.t.max_blocks, idx)), idx)
+            else:
+                blocks = -(-n_out // p.chunk) if p.chunk else -(-n_out // p.threads)
             what = f"reduce({self.op}, axis={ax}): one thread per output, in order along the axis"
         elif p.layout == "warp_rows":
             warp = self.t.warp
@@ -418,8 +492,22 @@ class _Builder:
             body.append(ir.If(in_range, tuple(per_row(lane, warp) + [
                 ir.Set("_acc", ir.Collective(self.op, ir.Ref("_acc", self.acc), "warp", self.acc)),
                 ir.If(ir.Bin("==", ir.Thread("lane"), lit(0, "i32"), "bool"), (store,))])))
-            blocks = -(-n_out // rows)
+            if self.sym:
+                grid = ir.ceildiv(self.i(host_n_out), rows)
+            else:
+                blocks = -(-n_out // rows)
             what = f"reduce({self.op}, axis={ax}): one warp per output, a warp collective"
+        elif self.sym:
+            # a block per output, the blocks striding over the outputs (any grid covers
+            # every output); the barrier ends a row before the shared arrays are reused
+            step = self.declare_acc() + per_row(self.thread("thread"), p.threads) \
+                + self.block_reduce(p.threads) \
+                + [ir.If(ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool"), (store,)),
+                   ir.Barrier()]
+            body.append(ir.For("_row", self.thread("block"), n_out, self.thread("blocks"),
+                               tuple(step), idx, line))
+            grid = ir.Math("min", (self.i(host_n_out), lit(self.t.max_blocks, idx)), idx)
+            what = f"reduce({self.op}, axis={ax}): one block per output"
         else:
             body.append(ir.Decl("_row", self.idx, self.thread("block")))
             body += self.declare_acc()
@@ -428,7 +516,11 @@ class _Builder:
             body.append(ir.If(ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool"), (store,)))
             blocks = n_out
             what = f"reduce({self.op}, axis={ax}): one block per output"
-        blocks = max(1, min(blocks, self.t.max_blocks)) if p.layout == "thread_rows" else max(1, blocks)
+        if self.sym:
+            grid = ir.Math("max", (grid, lit(1, idx)), idx)
+        else:
+            blocks = max(1, min(blocks, self.t.max_blocks)) if p.layout == "thread_rows" else max(1, blocks)
+            grid = lit(blocks, "i64")
         k = ir.Kernel(name, params, tuple(body), p.threads, self.idx, what)
-        return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(blocks, "i64"), p.threads),), (),
+        return ir.Program(self.k.name, (k,), (ir.Launch(name, grid, p.threads),), (),
                           self.sites.as_tuple(), f"{what} (reduce: {p.describe()})")

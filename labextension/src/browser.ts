@@ -139,6 +139,11 @@ class KernelLink {
     return this.comm !== null;
   }
 
+  /** Launches running on this page for this kernel. */
+  get inFlight(): number {
+    return this.inflight.size;
+  }
+
   /** Open the comm if the kernel has the target and none is open. */
   async connect(): Promise<void> {
     if (this.comm || this.connecting || this.kernel.isDisposed) {
@@ -260,6 +265,7 @@ class KernelLink {
         this.cancelled.add(data.id);
         break;
       case 'launch':
+        received += 1;
         this.inflight.add(data.id);
         void this.launch(data.id, data.plan, buffers).finally(() => this.inflight.delete(data.id));
         break;
@@ -378,8 +384,20 @@ export class BrowserDeviceLink implements IDisposable {
   private restarted = false;
 }
 
+let received = 0;
+
+/** Launches the page runs now and has received in all, for all kernels (tests wait on it). */
+export function launchesInFlight(): { running: number; received: number } {
+  let running = 0;
+  for (const link of links.values()) {
+    running += link.inFlight;
+  }
+  return { running, received };
+}
+
 // leaving the page: every kernel drops this page's device at once
 if (typeof window !== 'undefined') {
+  (window as any).zynbookLaunchesInFlight = launchesInFlight;
   window.addEventListener('pagehide', () => {
     for (const link of links.values()) {
       link.close();

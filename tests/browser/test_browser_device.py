@@ -387,6 +387,19 @@ def test_exported_page_runs_offline(lab, chromium, tmp_path):
         context.close()
 
 
+def _received(page) -> int:
+    return page.evaluate("() => window.zynbookLaunchesInFlight().received")
+
+
+def _until_running(page, received: int, timeout: float = 20):
+    """Wait until the page has received launch number `received` + 1 and runs one (the
+    page's own counts, so no guess of a time)."""
+    page.wait_for_function(
+        "n => { const s = window.zynbookLaunchesInFlight(); return s.received > n"
+        " && s.running > 0; }", arg=received, timeout=timeout * 1000)
+    time.sleep(0.2)
+
+
 def test_an_interrupt_and_a_page_closed_during_a_launch(lab, chromium):
     # a browser of its own: closing the page leaves its GPU process busy for a while
     playwright, _ = chromium
@@ -408,9 +421,10 @@ def test_an_interrupt_and_a_page_closed_during_a_launch(lab, chromium):
             "}\n").replace("SLOW_N", "8192").replace("SLOW_K", "150000")
     # an interrupt stops the wait at once (the page's late result is dropped)
     result: dict = {}
+    before = _received(page)
     runner = threading.Thread(target=lambda: result.update(L.run(client, slow, timeout=120)))
     runner.start()
-    time.sleep(2.0)
+    _until_running(page, before)
     assert runner.is_alive(), result
     t0 = time.time()
     request = urllib.request.Request(
@@ -424,18 +438,19 @@ def test_an_interrupt_and_a_page_closed_during_a_launch(lab, chromium):
 
     # a page closed during a launch
     result = {}
-    t0 = time.time()
+    before = _received(page)
     runner = threading.Thread(target=lambda: result.update(L.run(client, slow, timeout=120)))
     runner.start()
-    time.sleep(2.0)                     # the launch is on the page's GPU now (it takes ~8 s)
+    _until_running(page, before)        # the launch is on the page's GPU (it takes ~8 s)
+    t0 = time.time()
     assert runner.is_alive(), result
     context.close()
     runner.join(60)
     elapsed = time.time() - t0
     assert result.get("status") == "error", result
     assert "went away" in result["error"] and "line 2" in result["error"], result
-    print(f"the kernel noticed the closed page {elapsed - 2.0:.1f} s after it closed")
-    assert elapsed < 2.0 + 15, elapsed
+    print(f"the kernel noticed the closed page {elapsed:.1f} s after it closed")
+    assert elapsed < 15, elapsed
     L.wait_for_device(client, present=False, timeout=20)
     client.stop_channels()
     browser.close()

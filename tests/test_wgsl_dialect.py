@@ -2,8 +2,9 @@
 schedule of compiler/schedules/ spelled in WGSL, as text (no adapter needed) and run on the
 WebGPU device (any wgpu adapter, e.g. Mesa's lavapipe), compared against numpy.
 
-The device takes this path with ZYNBOOK_WEBGPU_LAUNCH_IR=1 (the fixture below sets it);
-tests that need an adapter are marked `webgpu` and skip when wgpu-py or a driver is absent.
+The device takes this path by default (ZYNBOOK_WEBGPU_LAUNCH_IR=0 switches it off): one
+program for every size set, sizes as uniforms, grids and scratch counts host expressions.
+Tests that need an adapter are marked `webgpu` and skip when wgpu-py or a driver is absent.
 """
 from __future__ import annotations
 
@@ -39,6 +40,12 @@ DIVIDE = """let z = compute(a, b) {
     @kernel elementwise
     for i in 0..len:
         out[i] = a[i] / b[i] + a[i] % b[i] * 1000 + (a[i] / 4 - a[i] % 3) * 1000000
+}"""
+
+ELEMENTWISE_1D = """let z = compute(x, y) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i] * 2.0 + y[i]
 }"""
 
 NAN_MAX = """let z = compute(x, y) {
@@ -108,14 +115,20 @@ def test_elementwise_is_the_generic_schedule_in_wgsl():
     assert "@compute @workgroup_size(256)" in src
     assert "var<storage, read> u_x: array<f32>;" in src
     assert "var<storage, read_write> u_out: array<f32>;" in src
-    # grid-stride over the flattened nest: blocks are the linear workgroup count
-    assert "for (var _g: i32 = ((zyn_block * 256i) + zyn_thread); _g < 1961i; " \
+    # grid-stride over the flattened nest: blocks are the linear workgroup count; the
+    # count of iterations is computed from the sizes, which are uniforms
+    assert "let _n0: i32 = max(u_rows, 0i);" in src and "let _total: i32 = (_n0 * _n1);" in src
+    assert "for (var _g: i32 = ((zyn_block * 256i) + zyn_thread); _g < _total; " \
            "_g += (zyn_blocks * 256i))" in src
     assert "// line 4: out[i, j] = x[i, j] * 2.0 + y[j]" in src
-    # every index is proven in range: no error flag, no uniform struct
-    assert "zyn_err" not in src and not p.error_sites and "ZynParams" not in src
-    assert [b.buffer for b in p.bindings] == ["x", "y", "out"]
-    assert [pp.workgroups({"sizes": {}}) for pp in p.passes] == [-(-37 * 53 // 256)]
+    assert "1961" not in src and "37i" not in src and "53i" not in src
+    # every index is proven in range (x_d0 = rows, ...): no error flag
+    assert "zyn_err" not in src and not p.error_sites
+    assert "let u_rows: i32 = zyn_p.u_rows;" in src
+    assert [b.buffer for b in p.bindings] == ["x", "y", "out", "@params"]
+    for r, c in ((37, 53), (1, 1), (1000, 3000)):
+        env = {"sizes": {"rows": r, "cols": c, "x_d0": r, "x_d1": c, "y_d0": c}}
+        assert [pp.workgroups(env) for pp in p.passes] == [min(-(-r * c // 256), 65535)]
 
 
 def test_gather_checks_the_index_through_the_error_flag():
@@ -124,7 +137,7 @@ def test_gather_checks_the_index_through_the_error_flag():
     assert "zyn_chk(u_idx[" in src
     assert "var<storage, read_write> zyn_err: array<atomic<i32>>;" in src
     assert "atomicCompareExchangeWeak(&zyn_err[0], 0i, site)" in src
-    assert p.bindings[-1].buffer == "@error" and p.bindings[-1].storage == "i32"
+    assert p.bindings[-2].buffer == "@error" and p.bindings[-2].storage == "i32"
     assert len(p.error_sites) == 1 and p.error_sites[0].buffer == "table"
 
 
@@ -135,13 +148,37 @@ def test_max_propagates_nan_on_the_bits():
     assert "zyn_min_f32" not in p.source          # helpers only when used
 
 
-def test_scalars_are_uniforms_and_sizes_are_baked_in():
+def test_scalars_and_sizes_are_uniforms():
     k, p, ins, sz, sc = program(SCALED, {"x": randn(11)}, {"scale": 1.5}, {"shift": 3})
-    assert "struct ZynParams {\n    u_scale: f32,\n}" in p.source
+    assert "    u_scale: f32,\n" in p.source and "    u_shift: i32,\n" in p.source
     assert "let u_scale: f32 = zyn_p.u_scale;" in p.source
-    assert "// sizes: " in p.source and "shift=3" in p.source
-    assert p.param_values({"sizes": sz, "scalars": {"scale": 0.25}}) == [("f32", 0.25)]
+    assert "// sizes: " not in p.source
+    values = dict(zip([f.name for f in p.params],
+                      p.param_values({"sizes": sz, "scalars": {"scale": 0.25}})))
+    assert values["u_scale"] == ("f32", 0.25) and values["u_shift"] == ("i32", 3)
     assert p.bindings[-1].access == "uniform"
+
+
+def test_one_program_for_every_size_of_a_pattern():
+    # the sizes of a launch give only which sizes are equal: other launches of that
+    # pattern print the same program
+    a = program(ELEMENTWISE, {"x": randn(3, 4), "y": randn(4)})[1]
+    b = program(ELEMENTWISE, {"x": randn(300, 7), "y": randn(7)})[1]
+    assert a.source == b.source
+    k = lower_block(ELEMENTWISE, {"x": randn(3, 4), "y": randn(4)})[0]
+    pattern = wgsl.WGSLOptions(launch_ir=True, equal_sizes=(("cols", "x_d1", "y_d0"), ("rows", "x_d0")))
+    assert wgsl.render(k, pattern).source == a.source
+    # without the pattern, x[i, j] is checked against x's axes
+    assert "zyn_chk" in wgsl.render(k, wgsl.WGSLOptions(launch_ir=True)).source
+
+
+def test_a_launch_past_i32_indices_is_refused_before_it_runs():
+    k, p, *_ = program(ELEMENTWISE, {"x": randn(3, 4), "y": randn(4)})
+    env = lambda r, c: {"sizes": {"rows": r, "cols": c, "x_d0": r, "x_d1": c, "y_d0": c},
+                        "shapes": {"x": (r, c), "y": (c,), "out": (r, c)}}
+    assert p.check(env(1000, 1000)) is None
+    assert "elements" in p.check(env(50_000, 50_000))
+    assert "size" in p.check(env(3, 2 ** 31))
 
 
 def test_integer_division_is_checked():
@@ -185,9 +222,13 @@ def test_reduce_partials_live_in_a_scratch_buffer_between_two_launches():
     assert p.schedule.startswith("reduce(+)") and len(p.passes) == 2
     assert "var<storage, read_write> _part: array<f32>;" in p.source
     assert "var<workgroup> _rv: array<f32, 256>;" in p.source and "workgroupBarrier();" in p.source
-    blocks = p.passes[0].workgroups({"sizes": {}})
-    assert p.scratch_bytes["@scratch:_part"]({"sizes": {}}) == 4 * blocks
-    assert p.passes[1].workgroups({"sizes": {}}) == 1
+    env = {"sizes": {"len": 100_003, "data_d0": 100_003}}
+    blocks = p.passes[0].workgroups(env)
+    assert blocks == -(-100_003 // 1024)
+    assert p.scratch_bytes["@scratch:_part"](env) == 4 * blocks
+    assert p.passes[1].workgroups(env) == 1
+    small = {"sizes": {"len": 5, "data_d0": 5}}
+    assert p.passes[0].workgroups(small) == 1 and p.scratch_bytes["@scratch:_part"](small) == 4
     assert p.workgroup_storage == 256 * 4
 
 
@@ -231,8 +272,8 @@ needs_adapter = pytest.mark.skipif(not DEVICES, reason="no wgpu adapter (install
 
 @pytest.fixture(params=[d.id for d in DEVICES] or ["none"])
 def device(request, monkeypatch):
-    """Every wgpu adapter here (Vulkan, OpenGL...), with the launch-IR path switched on."""
-    monkeypatch.setenv("ZYNBOOK_WEBGPU_LAUNCH_IR", "1")
+    """Every wgpu adapter here (Vulkan, OpenGL...), with the launch-IR path on (the default)."""
+    monkeypatch.delenv("ZYNBOOK_WEBGPU_LAUNCH_IR", raising=False)
     return next(d for d in DEVICES if d.id == request.param)
 
 
@@ -333,10 +374,11 @@ def test_reductions(device, n):
 def test_generated_source_is_the_program_that_runs(device):
     k, ins, sz, sc = lower_block(ELEMENTWISE, {"x": randn(3, 5), "y": randn(5)})
     shown = device.generated_source(k, sizes=sz)["wgsl"]
-    assert "// ZynBook WGSL for kernel" in shown and "_g < 15i" in shown
+    assert "// ZynBook WGSL for kernel" in shown and "_g < _total" in shown
     device.launch(k, ins, sz, sc)
     assert device.last_programs[0].source == shown
-    assert "struct Params" in device.generated_source(k)["wgsl"]       # no sizes: generic
+    # no sizes: nothing known to be equal, so indices of x are checked
+    assert "zyn_chk" in device.generated_source(k)["wgsl"]
 
 
 @webgpu
@@ -359,10 +401,32 @@ def test_scalar_argument_and_a_size(device):
     got, launch = run(device, SCALED, {"x": x}, {"scale": -0.5}, {"shift": 3})
     assert device.cache.misses == misses and launch.times.compile == 0.0
     assert_within(got, x * np.float32(-0.5) + 3, 1e-6, 1e-6)
-    # a new size is a new program, specialised to it
+    # a new size is a new uniform too (a negative one is a new pattern: a new program)
+    got, _ = run(device, SCALED, {"x": randn(77)}, {"scale": 1.5}, {"shift": 5})
+    assert device.cache.misses == misses
     got, _ = run(device, SCALED, {"x": x}, {"scale": 1.5}, {"shift": -4})
     assert device.cache.misses == misses + 1
     assert_within(got, x * np.float32(1.5) - 4, 1e-6, 1e-6)
+
+
+@webgpu
+@needs_adapter
+def test_one_compile_for_every_size_and_the_off_switch(device, monkeypatch):
+    misses = None
+    for n in (1, 255, 4097, 100_003):
+        data = randn(n)
+        for src in (REDUCE_SUM, ELEMENTWISE_1D):
+            arrays = {"data": data} if src is REDUCE_SUM else {"x": data, "y": data}
+            got, launch = device.launch(*lower_block(src, arrays))
+            want = data.astype(np.float64).sum() if src is REDUCE_SUM else data * 2.0 + data
+            assert_within(got, want, 1e-5, 1e-4)
+            assert not launch.geometry["schedule"] == "generic"
+        if misses is None:
+            misses = device.cache.misses
+    assert device.cache.misses == misses
+    monkeypatch.setenv("ZYNBOOK_WEBGPU_LAUNCH_IR", "0")
+    got, launch = device.launch(*lower_block(REDUCE_SUM, {"data": randn(10)}))
+    assert launch.geometry["schedule"] == "reduce"          # the older renderer
 
 
 @webgpu

@@ -77,7 +77,6 @@ class WebGPUDevice(Device):
         self.cache = kcache.KernelCache("webgpu", disk=False)
         self.wgsl_version = getattr(rt.load_wgpu(), "__version__", "")
         self.last_programs: list = []
-        self._no_launch_ir: set = set()     # cache keys the launch-IR path does not take
 
     # ------------------------------------------------------------------- description
 
@@ -145,6 +144,7 @@ class WebGPUDevice(Device):
             max_workgroup_storage=lim.get("max-compute-workgroup-storage-size", 16384),
             max_invocations=lim.get("max-compute-invocations-per-workgroup", 256),
             max_storage_buffers=lim.get("max-storage-buffers-per-shader-stage", 8),
+            launch_ir=launch_ir_enabled(),
         )
 
     # --------------------------------------------------------------------- compiling
@@ -171,34 +171,20 @@ class WebGPUDevice(Device):
         """The kernel's WGSL compiled into pipelines (kept in the memory cache by
         `cache_key`). Adapter-limit problems raise ZynMLDeviceError here, before anything runs.
         With the launch's `sizes`, the program is specialised on which sizes are equal (so
-        the bounds analysis proves the common indices in range and guards only the rest)."""
+        the bounds analysis proves the common indices in range and guards only the rest);
+        it runs every launch whose sizes are equal (and negative) where these are."""
+        opts = self.specialised(kernel, sizes)
+        return self.cache.memo(self.cache_key(kernel, opts), lambda: self._compile(kernel, opts))
+
+    def specialised(self, kernel: cir.Kernel, sizes: dict | None = None) -> wgsl.WGSLOptions:
+        """The options of a kernel's program at a launch of `sizes`: this adapter's, with
+        the pattern of equal and negative sizes."""
         opts = self.options()
         if sizes:
             opts = dataclasses.replace(opts, equal_sizes=_equal_sizes(kernel, sizes),
                                        negative_sizes=tuple(sorted(
                                            d for d in kernel.dims if int(sizes.get(d, 0)) < 0)))
-            if launch_ir_enabled() and all(d in sizes for d in kernel.dims):
-                compiled = self._compile_launch_ir(kernel, opts, sizes)
-                if compiled is not None:
-                    return compiled
-        return self.cache.memo(self.cache_key(kernel, opts), lambda: self._compile(kernel, opts))
-
-    def _compile_launch_ir(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions, sizes: dict):
-        """The kernel through compiler/schedules/ and the WGSL dialect, specialised to the
-        launch's sizes (so a new size set compiles anew); None where that path does not
-        apply (remembered, so the size-generic program is taken at once next time)."""
-        sized = dataclasses.replace(opts, launch_sizes=tuple(sorted(
-            (d, int(sizes[d])) for d in kernel.dims)))
-        key = self.cache_key(kernel, sized)
-        if key in self._no_launch_ir:
-            return None
-        if key not in self.cache:
-            program = wgsl.launch_program(kernel, sized)
-            if program is None:
-                self._no_launch_ir.add(key)
-                return None
-            return self.cache.memo(key, lambda: self._compile(kernel, sized, program))
-        return self.cache.memo(key, lambda: self._compile(kernel, sized))
+        return opts
 
     def _compile(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions,
                  program: wgsl.Program | None = None) -> rt.CompiledProgram:
@@ -224,15 +210,9 @@ class WebGPUDevice(Device):
         return rt.CompiledProgram(program, module, pipelines, layout, time.perf_counter() - t0)
 
     def generated_source(self, kernel: cir.Kernel, sizes: dict | None = None) -> dict:
-        """The WGSL a launch runs: with `sizes` (and the launch-IR path on), the program
-        specialised to them where that path applies; else the size-generic one."""
-        if sizes and launch_ir_enabled() and all(d in sizes for d in kernel.dims):
-            opts = dataclasses.replace(self.options(), launch_sizes=tuple(sorted(
-                (d, int(sizes[d])) for d in kernel.dims)))
-            program = wgsl.launch_program(kernel, opts)
-            if program is not None:
-                return {"wgsl": program.source}
-        return {"wgsl": wgsl.render(kernel, self.options()).source}
+        """The WGSL a launch of `sizes` runs (without sizes: the program for sizes none of
+        which are known to be equal)."""
+        return {"wgsl": wgsl.render(kernel, self.specialised(kernel, sizes)).source}
 
     # ---------------------------------------------------------------------- buffers
 
@@ -326,6 +306,12 @@ class WebGPUDevice(Device):
             shapes[b.name] = tuple(a.shape)
         shapes[kernel.output.name] = tuple(out_shape)
         env = {"sizes": dict(sizes), "scalars": dict(scalars), "shapes": shapes}
+        too_big = prog.check(env) if getattr(prog, "check", None) else None
+        if too_big:
+            raise ZynMLDeviceError(
+                f"{self.id}: kernel {kernel.name} is compiled once for every size, with 32-bit "
+                f"indices, and this launch passes them ({too_big} reaches 2^31); run it on "
+                "`cpu`, `cpu:native` or a CUDA device, or split it")
         max_bind = self.limits.get("max-storage-buffer-binding-size", 1 << 27)
 
         t1 = time.perf_counter()
@@ -455,12 +441,11 @@ class WebGPUDevice(Device):
 
 
 def launch_ir_enabled() -> bool:
-    """Whether launches go through compiler/schedules/ and the WGSL dialect first
-    (ZYNBOOK_WEBGPU_LAUNCH_IR=1). Off by default: that path specialises a program to the
-    sizes of each launch, while the size-generic renderer compiles a kernel once for
-    every size."""
-    return os.environ.get("ZYNBOOK_WEBGPU_LAUNCH_IR", "0").strip().lower() in ("1", "true", "yes", "on")
-
+    """Whether launches go through compiler/schedules/ and the WGSL dialect first (the
+    default; ZYNBOOK_WEBGPU_LAUNCH_IR=0 switches it off, so every kernel takes the older
+    renderer). Either way a kernel compiles once for every size set."""
+    return os.environ.get("ZYNBOOK_WEBGPU_LAUNCH_IR", "1").strip().lower() not in (
+        "0", "false", "no", "off")
 
 
 def _equal_sizes(kernel: cir.Kernel, sizes: dict) -> tuple:

@@ -79,16 +79,19 @@ class WGSLOptions:
     # size names negative at that launch (a host int can be): not assumed >= 0
     negative_sizes: tuple = ()
     f64: bool = False                      # the adapter has `shader-f64`
-    # the sizes ((name, value) pairs) of the one launch this program is for: given, the
-    # kernel goes through compiler/schedules/ and the WGSL dialect first (specialised to
-    # them, see launch_program); empty, the program is the size-generic one below
+    # the kernel goes through compiler/schedules/ and the WGSL dialect first (one program
+    # for every size set of the pattern equal_sizes, negative_sizes; see launch_program)
+    launch_ir: bool = False
+    # sizes ((name, value) pairs) of one launch: given, the launch-IR path is taken too,
+    # with the pattern of equal and negative sizes read from them (the values themselves
+    # are not compiled in)
     launch_sizes: tuple = ()
 
     def key(self) -> tuple:
         return (self.workgroup_size, self.f16, self.subgroups, self.subgroups_directive,
                 self.max_workgroup_storage,
                 self.max_invocations, self.max_storage_buffers, self.equal_sizes,
-                self.negative_sizes, self.f64, self.launch_sizes)
+                self.negative_sizes, self.f64, self.launch_ir, self.launch_sizes)
 
 
 # ----------------------------------------------------------------------------- program
@@ -136,6 +139,8 @@ class Program:
     # launch-IR programs: scratch buffers by binding role ("@scratch:<name>") -> env -> bytes,
     # one buffer per launch (not per invocation, as `scratch` above)
     scratch_bytes: dict = field(default_factory=dict)
+    # launch-IR programs: env -> why a launch cannot run (its indices would pass i32), or None
+    check: Callable | None = None
 
     def param_values(self, env) -> list:
         return [(f.wgsl_type, f.value(env)) for f in self.params]
@@ -2575,7 +2580,7 @@ def render(kernel: cir.Kernel, options: WGSLOptions | None = None,
     renderer's own (tests), or the kernel type's schedule is tried first and the generic
     one is the fallback."""
     options = options or WGSLOptions()
-    if options.launch_sizes and schedule in (None, "launch"):
+    if (options.launch_ir or options.launch_sizes) and schedule in (None, "launch"):
         prog = launch_program(kernel, options)
         if prog is not None:
             return prog
@@ -2661,27 +2666,31 @@ def launch_target(options: WGSLOptions):
 
 
 def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
-    """`kernel` through compiler/schedules/ and the WGSL dialect of the one printer, for the
-    sizes of `options.launch_sizes` (baked in), as the Program the WebGPU device runs; None
-    where no schedule applies or the dialect cannot spell what it built (the reason is a
-    ZynMLDeviceError of the dialect: 64-bit integers, f64, f16 without `shader-f16`...)."""
+    """`kernel` through compiler/schedules/ and the WGSL dialect of the one printer, as the
+    Program the WebGPU device runs: one program for every size set of the pattern of equal
+    and negative sizes the options give (sizes are uniforms, grids and scratch counts host
+    expressions over them). None where no schedule applies or the dialect cannot spell what
+    it built (the reason is a ZynMLDeviceError of the dialect: 64-bit integers, f64, f16
+    without `shader-f16`...)."""
     from .. import schedules
     from ..launch import ir as lir
-    from ..launch.scalar import user_name
+    from ..launch.scalar import pattern_sizes, user_name
     from .dialects.wgsl import WgslDialect
     from .printer import print_program
-    sizes = {k: int(v) for k, v in options.launch_sizes}
-    if any(d not in sizes for d in kernel.dims):
-        return None
+    if options.launch_sizes:
+        sizes = {k: int(v) for k, v in options.launch_sizes}
+        if any(d not in sizes for d in kernel.dims):
+            return None
+    else:
+        sizes = pattern_sizes(kernel.dims, options.equal_sizes, options.negative_sizes)
     _refuse_f64(kernel, options)        # f64 refused as the renderer below refuses it
     prog = schedules.build(kernel, launch_target(options), sizes)
     if prog is None:
         return None
     dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
                           f64=options.f64)
-    baked = {user_name(d): sizes[d] for d in kernel.dims}
     try:
-        out = print_program(dialect, prog, kernel, baked)
+        out = print_program(dialect, prog, kernel)
         bindings = dialect.bindings(prog)
     except ZynMLDeviceError:
         return None
@@ -2700,12 +2709,11 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     program_bindings = [ProgramBinding(n, name, names.get(role, role), access, elem,
                                        dtype if role in names else "")
                         for n, name, role, access, elem, dtype in bindings]
+    env_sizes = (lambda env: {user_name(k): int(v) for k, v in env["sizes"].items()})
     passes = [ProgramPass(launch.kernel,
-                          (lambda env, g=launch.grid: int(lir.evaluate(
-                              g, {user_name(k): v for k, v in env["sizes"].items()}))),
+                          (lambda env, g=launch.grid: int(lir.evaluate(g, env_sizes(env)))),
                           launch.kernel)
               for launch in prog.launches]
-    env_sizes = (lambda env: {user_name(k): v for k, v in env["sizes"].items()})
     scratch_bytes = {"@scratch:" + sc.name: (
         lambda env, sc=sc: int(lir.evaluate(sc.count, env_sizes(env))) * (
             8 if sc.dtype == "f64" else 4)) for sc in prog.scratch}
@@ -2714,4 +2722,53 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     first = prog.kernels[0]
     return Program(kernel.name, prog.schedule, out.source, program_bindings, passes, params,
                    {}, dialect.workgroup_bytes, (first.block, 1, 1), list(prog.notes),
-                   dialect.uses_f16, prog.sites, scratch_bytes)
+                   dialect.uses_f16, prog.sites, scratch_bytes,
+                   _i32_check(kernel, prog, env_sizes))
+
+
+I32_LIMIT = 2 ** 31 - 1
+
+
+def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
+    """env -> why this launch cannot run with i32 indices (a size, a buffer or a loop of
+    the program reaching 2^31), else None: the program is compiled once for every size,
+    with i32 indices, so a launch that would pass them is refused before it runs."""
+    from ..launch import ir as lir
+
+    def loop_ends(k, env):
+        """(stop, block) of the loops of kernel `k` the host can compute at this launch."""
+        local = dict(env)
+        for s in k.body:
+            if isinstance(s, lir.Decl) and not s.mutable and s.value is not None:
+                try:
+                    local[s.name] = lir.evaluate(s.value, local)
+                except (TypeError, KeyError):
+                    pass
+        for n in lir.walk(k.body):
+            if isinstance(n, lir.For):
+                try:
+                    yield int(lir.evaluate(n.stop, local))
+                except (TypeError, KeyError):
+                    continue
+
+    def check(env):
+        sizes = env_sizes(env)
+        for name, v in env["sizes"].items():
+            if abs(int(v)) > I32_LIMIT:
+                return f"the size {name} = {v}"
+        for b, shape in env.get("shapes", {}).items():
+            n = 1
+            for d in shape:
+                n *= int(d)
+            if n > I32_LIMIT:
+                return f"`{b}` of {n} elements"
+        grids = {launch.kernel: int(lir.evaluate(launch.grid, sizes)) * launch.block
+                 for launch in prog.launches}
+        for k in prog.kernels:
+            for stop in loop_ends(k, sizes):
+                # a grid stride may step past the end once (the device may run more blocks
+                # than asked for, up to twice as many)
+                if stop + 2 * grids.get(k.name, 0) > I32_LIMIT:
+                    return f"a loop of {stop} iterations"
+        return None
+    return check

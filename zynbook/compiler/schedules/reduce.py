@@ -498,15 +498,17 @@ class _Builder:
                 blocks = -(-n_out // rows)
             what = f"reduce({self.op}, axis={ax}): one warp per output, a warp collective"
         elif self.sym:
-            # a block per output, the blocks striding over the outputs (any grid covers
-            # every output); the barrier ends a row before the shared arrays are reused
+            # a block per output (a grid past one dimension's limit is the device's to
+            # split), the blocks striding over the outputs, so a device running more blocks
+            # than asked for is right too; the barrier ends a row before the shared arrays
+            # are reused
             step = self.declare_acc() + per_row(self.thread("thread"), p.threads) \
                 + self.block_reduce(p.threads) \
                 + [ir.If(ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool"), (store,)),
                    ir.Barrier()]
             body.append(ir.For("_row", self.thread("block"), n_out, self.thread("blocks"),
                                tuple(step), idx, line))
-            grid = ir.Math("min", (self.i(host_n_out), lit(self.t.max_blocks, idx)), idx)
+            grid = self.i(host_n_out)
             what = f"reduce({self.op}, axis={ax}): one block per output"
         else:
             body.append(ir.Decl("_row", self.idx, self.thread("block")))

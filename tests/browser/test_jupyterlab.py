@@ -96,7 +96,7 @@ VIEW_CELLS = [
     "            sum += A[i, k] * B[k, j]\n"
     "        out[i, j] = sum\n"
     "}\n"
-    "%inspect c",
+    "%inspect cuda",
     # 1: four devices compared across sizes
     "%%compare --devices cpu,cpu:native,vulkan:0,webgpu:0 --sizes n=64,256 --repeat 2\n"
     "let x = randn([n], seed=1)\n"
@@ -420,7 +420,7 @@ def test_inspector_compare_progress_and_device_state(lab, page):
     gen = page.eval_on_selector(f"{out0} .zm-gen", "e => [e.clientHeight, e.scrollHeight]")
     assert 100 < gen[0] <= 422 and gen[1] > gen[0], gen        # it scrolls inside 420 px
     line = page.eval_on_selector(
-        f"{out0} .zm-src [data-l]:has-text('sum += A')", "e => e.dataset.l")
+        f"{out0} .zm-src [data-l]:has-text('out[i, j] = sum')", "e => e.dataset.l")
     target = f"{out0} .zm-gen [data-l='{line}']"
     assert page.query_selector_all(target), "the ZynML line maps to generated lines"
     background = "e => getComputedStyle(e).backgroundColor"

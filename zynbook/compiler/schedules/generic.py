@@ -29,6 +29,11 @@ class ThreadParams(Params):
     chunk: int = 0              # iterations per block, contiguous (0: grid-stride)
 
 
+# kernel types whose iterations are independent and many (a block per iteration never
+# pays): for every size set, the thread schedule whatever their inner loops
+THREAD_KINDS = ("elementwise", "conv2d", "conv2d_depthwise")
+
+
 def _has(body, types) -> bool:
     return any(isinstance(n, types) for n in cir.walk(body))
 
@@ -47,7 +52,7 @@ class GenericThread(Schedule):
             return "shared arrays and barriers need a block schedule"
         if any(n.ty.shape for n in cir.walk(nest.body) if isinstance(n, cir.Expr)):
             return "tile values need a block schedule"
-        if sym and self._long_inner(nest, None):
+        if sym and kernel.kernel_type.kind not in THREAD_KINDS and self._long_inner(nest, None):
             return "inner loops over a size: one block per iteration pays"
         if not sym and target.max_threads > 1 and nest.total <= 65536 \
                 and self._long_inner(nest, sizes):

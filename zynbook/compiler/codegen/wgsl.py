@@ -2733,26 +2733,44 @@ def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
     """env -> why this launch cannot run with i32 indices (a size, a buffer or a loop of
     the program reaching 2^31), else None: the program is compiled once for every size,
     with i32 indices, so a launch that would pass them is refused before it runs."""
+    import dataclasses as dc
     from ..launch import ir as lir
 
-    def loop_ends(k, env):
-        """(stop, block) of the loops of kernel `k` the host can compute at this launch."""
-        local = dict(env)
+    def on_host(e):
+        """`e` with the thread axes as names the host gives values (`@blocks`, ...)."""
+        if isinstance(e, lir.Thread):
+            return lir.Ref("@" + e.axis, e.dtype)
+        if not isinstance(e, lir.Expr):
+            return e
+        changes = {}
+        for f in dc.fields(e):
+            v = getattr(e, f.name)
+            if isinstance(v, lir.Expr):
+                changes[f.name] = on_host(v)
+            elif isinstance(v, tuple):
+                changes[f.name] = tuple(on_host(x) for x in v)
+        return dc.replace(e, **changes)
+
+    def largest(k, env):
+        """The largest start, and end plus step, of the loops of kernel `k` the host can
+        compute at this launch."""
+        local, most = dict(env), 0
         for s in k.body:
             if isinstance(s, lir.Decl) and not s.mutable and s.value is not None:
                 try:
-                    local[s.name] = lir.evaluate(s.value, local)
+                    local[s.name] = lir.evaluate(on_host(s.value), local)
                 except (TypeError, KeyError):
                     pass
         for n in lir.walk(k.body):
             if isinstance(n, lir.For):
-                try:
-                    yield int(lir.evaluate(n.stop, local))
-                except (TypeError, KeyError):
-                    continue
+                for e in ((n.start,), (n.stop, n.step)):
+                    try:
+                        most = max(most, sum(int(lir.evaluate(on_host(x), local)) for x in e))
+                    except (TypeError, KeyError):
+                        pass
+        return most
 
     def check(env):
-        sizes = env_sizes(env)
         for name, v in env["sizes"].items():
             if abs(int(v)) > I32_LIMIT:
                 return f"the size {name} = {v}"
@@ -2762,13 +2780,14 @@ def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
                 n *= int(d)
             if n > I32_LIMIT:
                 return f"`{b}` of {n} elements"
-        grids = {launch.kernel: int(lir.evaluate(launch.grid, sizes)) * launch.block
-                 for launch in prog.launches}
-        for k in prog.kernels:
-            for stop in loop_ends(k, sizes):
-                # a grid stride may step past the end once (the device may run more blocks
-                # than asked for, up to twice as many)
-                if stop + 2 * grids.get(k.name, 0) > I32_LIMIT:
-                    return f"a loop of {stop} iterations"
+        sizes = env_sizes(env)
+        for launch in prog.launches:
+            grid = int(lir.evaluate(launch.grid, sizes))
+            # a dispatch split over dimensions may run up to twice the blocks asked for
+            threads = {"@blocks": 2 * grid, "@block": 2 * grid, "@threads": launch.block,
+                       "@thread": launch.block}
+            most = largest(prog.kernel(launch.kernel), {**sizes, **threads})
+            if most > I32_LIMIT:
+                return f"an index of {most}"
         return None
     return check

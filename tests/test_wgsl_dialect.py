@@ -575,3 +575,10 @@ def test_hand_written_launch_ir_runs(device):
     assert peak[0] == np.float32(x.max() * alpha)
     assert_within(peak[1], x.astype(np.float64).sum(), 1e-4, 1e-3)
     np.testing.assert_array_equal(read("@error", np.int32, 2), [0, 0])
+
+
+@webgpu
+@needs_adapter
+def test_a_size_past_i32_is_refused_at_launch(device):
+    with pytest.raises(ZynMLDeviceError, match=r"32-bit indices.*the size shift = 2147483648"):
+        run(device, SCALED, {"x": randn(5)}, {"scale": 1.0}, {"shift": 2 ** 31})

@@ -172,6 +172,17 @@ def test_one_program_for_every_size_of_a_pattern():
     assert "zyn_chk" in wgsl.render(k, wgsl.WGSLOptions(launch_ir=True)).source
 
 
+def test_a_schedule_that_reads_a_size_never_makes_the_one_program(monkeypatch):
+    # a target that bakes the sizes in: its programs differ with the values, so the
+    # launch-IR path declines and the size-generic renderer runs the kernel
+    k = lower_block(ELEMENTWISE, {"x": randn(3, 4), "y": randn(4)})[0]
+    opts = wgsl.WGSLOptions(launch_ir=True)
+    baked = dataclasses.replace(wgsl.launch_target(opts), symbolic_sizes=False)
+    monkeypatch.setattr(wgsl, "launch_target", lambda options: baked)
+    assert wgsl.launch_program(k, opts) is None
+    assert wgsl.render(k, opts).schedule == "generic"
+
+
 def test_a_launch_past_i32_indices_is_refused_before_it_runs():
     k, p, *_ = program(ELEMENTWISE, {"x": randn(3, 4), "y": randn(4)})
     env = lambda r, c: {"sizes": {"rows": r, "cols": c, "x_d0": r, "x_d1": c, "y_d0": c},

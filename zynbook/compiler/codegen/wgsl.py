@@ -2674,7 +2674,7 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     without `shader-f16`...)."""
     from .. import schedules
     from ..launch import ir as lir
-    from ..launch.scalar import pattern_sizes, user_name
+    from ..launch.scalar import pattern_sizes, size_pattern, user_name
     from .dialects.wgsl import WgslDialect
     from .printer import print_program
     if options.launch_sizes:
@@ -2684,8 +2684,16 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     else:
         sizes = pattern_sizes(kernel.dims, options.equal_sizes, options.negative_sizes)
     _refuse_f64(kernel, options)        # f64 refused as the renderer below refuses it
-    prog = schedules.build(kernel, launch_target(options), sizes)
+    target = launch_target(options)
+    prog = schedules.build(kernel, target, sizes)
     if prog is None:
+        return None
+    # the one program of every size set: a schedule that read a size's value (one that
+    # cannot build for every size yet) would build another one for other values
+    equal, negative = size_pattern(kernel, sizes)
+    other = pattern_sizes(kernel.dims, equal, tuple(d for d in kernel.dims if d not in negative),
+                          base=7919)
+    if schedules.build(kernel, target, other) != prog:
         return None
     dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
                           f64=options.f64)

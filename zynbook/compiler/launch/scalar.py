@@ -352,9 +352,10 @@ def size_pattern(kernel: cir.Kernel, sizes: dict) -> tuple:
     return equal, tuple(d for d in kernel.dims if int(sizes.get(d, 0)) >= 0)
 
 
-def pattern_sizes(dims, equal=(), negative=()) -> dict:
+def pattern_sizes(dims, equal=(), negative=(), base: int = 1000) -> dict:
     """Sizes of the pattern (`size_pattern`) `equal`, `negative`: one value per group, a
-    different one for each (a program for every size set is built from these)."""
+    different one for each, from `base` on (a program for every size set is built from
+    these)."""
     out, n = {}, 0
     for d in dims:
         if d in out:
@@ -362,7 +363,7 @@ def pattern_sizes(dims, equal=(), negative=()) -> dict:
         n += 1
         group = next((g for g in equal if d in g), (d,))
         for name in group:
-            out[name] = -n if d in negative else 1000 + n
+            out[name] = -n if d in negative else base + n
     return out
 
 

@@ -39,11 +39,13 @@ integer indices are ``i32``; buffers of dtypes WGSL cannot store (bool, 8/16/64-
 f64) are stored widened or narrowed as ``ProgramBinding.storage`` says, and the device
 converts on upload and download.
 
-Given the sizes of one launch (``WGSLOptions.launch_sizes``), ``render`` first builds the
-kernel's launch IR with compiler/schedules/ and prints it with the WGSL dialect of the one
-printer (codegen/dialects/wgsl.py), specialised to those sizes (``launch_program``); where
-no schedule applies or the dialect refuses what one built (64-bit integers, f16 without
-``shader-f16``, collectives...), the schedules above run as before.
+With ``WGSLOptions.launch_ir`` (the WebGPU device's default) or the sizes of a launch
+(``launch_sizes``), ``render`` first builds the kernel's launch IR with compiler/schedules/
+(a WebGPU target has ``symbolic_sizes``: one program for every size set of the pattern of
+equal and negative sizes, sizes as uniforms) and prints it with the WGSL dialect of the one
+printer (codegen/dialects/wgsl.py; ``launch_program``); where no schedule applies or the
+dialect refuses what one built (64-bit integers, f16 without ``shader-f16``,
+collectives...), the schedules above run as before, as they do for the browser device.
 """
 from __future__ import annotations
 
@@ -2574,11 +2576,11 @@ def schedule_for(kernel: cir.Kernel) -> list:
 
 def render(kernel: cir.Kernel, options: WGSLOptions | None = None,
            schedule: str | None = None) -> Program:
-    """The WGSL program of `kernel`. With `options.launch_sizes`, a schedule of
-    compiler/schedules/ printed by the WGSL dialect comes first (`schedule="launch"` forces
-    it). Otherwise, and where that path does not apply, `schedule` forces one of the
-    renderer's own (tests), or the kernel type's schedule is tried first and the generic
-    one is the fallback."""
+    """The WGSL program of `kernel`. With `options.launch_ir` or `options.launch_sizes`, a
+    schedule of compiler/schedules/ printed by the WGSL dialect comes first
+    (`schedule="launch"` forces it). Otherwise, and where that path does not apply,
+    `schedule` forces one of the renderer's own (tests), or the kernel type's schedule is
+    tried first and the generic one is the fallback."""
     options = options or WGSLOptions()
     if (options.launch_ir or options.launch_sizes) and schedule in (None, "launch"):
         prog = launch_program(kernel, options)

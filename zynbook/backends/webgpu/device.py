@@ -18,6 +18,7 @@ import numpy as np
 from ... import cache as kcache
 from ...compiler import cir, errflag
 from ...compiler.codegen import wgsl
+from ...compiler.launch.scalar import size_pattern
 from ...errors import ZynMLDeviceError, ZynMLError
 from ..base import Device, Launch, LaunchTimes
 from . import runtime as rt
@@ -181,15 +182,14 @@ class WebGPUDevice(Device):
         the pattern of equal and negative sizes."""
         opts = self.options()
         if sizes:
-            opts = dataclasses.replace(opts, equal_sizes=_equal_sizes(kernel, sizes),
-                                       negative_sizes=tuple(sorted(
-                                           d for d in kernel.dims if int(sizes.get(d, 0)) < 0)))
+            equal, nonneg = size_pattern(kernel, sizes)
+            opts = dataclasses.replace(opts, equal_sizes=equal, negative_sizes=tuple(sorted(
+                d for d in kernel.dims if d not in nonneg)))
         return opts
 
-    def _compile(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions,
-                 program: wgsl.Program | None = None) -> rt.CompiledProgram:
+    def _compile(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions) -> rt.CompiledProgram:
         t0 = time.perf_counter()
-        program = program or wgsl.render(kernel, opts)
+        program = wgsl.render(kernel, opts)
         dev = self.device
         try:
             module = dev.create_shader_module(label=kernel.name, code=program.source)
@@ -450,11 +450,7 @@ def launch_ir_enabled() -> bool:
 
 def _equal_sizes(kernel: cir.Kernel, sizes: dict) -> tuple:
     """The kernel's size names grouped by equal value at this launch (groups of two or more)."""
-    groups: dict = {}
-    for name in kernel.dims:
-        if name in sizes:
-            groups.setdefault(int(sizes[name]), []).append(name)
-    return tuple(sorted(tuple(sorted(g)) for g in groups.values() if len(g) > 1))
+    return size_pattern(kernel, sizes)[0]
 
 
 def _slots(prog, env) -> int:

@@ -147,8 +147,11 @@ def test_generated_msl_reads_as_metal(lowered):
     src = lowered["layer_norm"][4].source
     assert "#include <metal_stdlib>" in src and "using namespace metal;" in src
     assert "[[buffer(0)]]" in src and "constant ZynArgs& zyn_args [[buffer(4)]]" in src
-    assert "threadgroup_barrier(mem_flags::mem_threadgroup)" in src and "simd_sum" in src
+    assert "simd_sum" in src                      # rows of 300: a SIMD group each
     assert "// line " in src                      # the ZynML line each statement came from
+    long_rows = lowered["softmax_rows"][4].source          # rows of 1000: a threadgroup each
+    assert "rows: one block" in long_rows
+    assert "threadgroup_barrier(mem_flags::mem_threadgroup)" in long_rows
     f16 = lowered["mul_add_f16"][4].source
     assert "device const half* u_x" in f16 and "half(" in f16   # ZynML names: cstyle.cname
 
@@ -202,7 +205,8 @@ def test_unbroken_output_passes_the_check():
     ("layer_norm", "[[buffer(1)]]", "[[buffer(2)]]"),                     # gamma bound to beta
     ("softmax_rows", "const T r = simd_max(v);", "const T r = simd_min(v);"),  # wrong SIMD collective
     ("argmax_ties", "(_i2 < _acci)", "(_i2 > _acci)"),                    # ties keep the last index
-    ("layer_norm", "T r = lane < nsg ? red[lane]", "T r = lane < 1 ? red[lane]"),  # partials lost
+    ("softmax_rows", "if (((int)_lane < 2)) {\n        _part3 = _red_part3",
+     "if (((int)_lane < 1)) {\n        _part3 = _red_part3"),                    # partials lost
 ])
 def test_broken_msl_fails_the_check(name, old, new):
     broken = _broken(name, old, new)

@@ -13,13 +13,11 @@ they need. Schedules, tried in this order:
   (64 where a side is small) in double-buffered shared memory, 8x8 (or 4x4) outputs per
   thread in registers; a convolution is the same GEMM with the input gathered on the fly
   (implicit im2col); f16/bf16 inputs load and convert, accumulation is f32.
-* **reduce**: grid-stride per thread, warp shuffles, a block reduction and a second pass over
-  the per-block partials for a whole-input reduction; `axis=` reductions one warp or block
-  per output row (loop innermost) or one thread per output (strided axis); argmin/argmax
-  carry (value, index) pairs and keep the first index on ties.
-* **generic**, for every other loop nest: thread mode (elementwise kernels, with 16-byte
-  vector loads and stores when the innermost loop is contiguous and aligned) or block mode
-  (row kernels: softmax, layer norm, RMS norm; fused kernels with `shared var` and
+* **reduce**, **rows** and the **generic thread** schedule: compiler/schedules/ builds their
+  launch IR and the CUDA dialect (codegen/dialects/cuda.py) prints it; the launches, scratch
+  and error sites come with it.
+* what those do not take yet: thread mode with 16-byte vector loads and stores when the
+  innermost loop is contiguous and aligned, and block mode (tiles, `shared var` and
   `barrier()` -> `__syncthreads()`), see cstyle.py.
 """
 from __future__ import annotations
@@ -37,9 +35,8 @@ from .cstyle import SITES as _SITES
 from ..passes.tiles import inline_tile_lets
 from .cstyle import attention_pattern, no_schedule
 from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported,
-                     assigned_vars, ceil_div, classify_loop, cname, declared_vars, find_nest,
-                     free_vars, has_node, has_tiles, pow2_at_least,
-                     prelude_functors, prelude_guards, prelude_helpers, prelude_span_len, raise_unsupported, stored_buffers, trip_count)
+                     ceil_div, cname, find_nest, free_vars, prelude_functors, prelude_guards,
+                     prelude_helpers, prelude_span_len, raise_unsupported, trip_count)
 
 DEVICE_FN = "__device__ __forceinline__ "      # qualifies every prelude function
 PRELUDE = (
@@ -264,7 +261,7 @@ def _render(kernel, sizes, arch, options) -> CudaProgram:
     if kind == "reduce":
         return _launch_program(kernel, sizes, notes, arch) or no_schedule(kernel, cuda_target(arch), sizes)
     if not options.get("generic") and not options.get("mode"):
-        prog = try_rows(kernel, body, sizes, notes)
+        prog = _launch_program(kernel, sizes, notes, arch, only="rows")
         if prog is not None:
             return prog
     return render_generic(kernel, body, sizes, notes, options, arch)
@@ -289,17 +286,27 @@ def render_generic(kernel, body, sizes, notes, options=None, arch=(9, 0)) -> Cud
     return _block_program(r, kernel, plan.nest, plan.nest.total, notes, banner)
 
 
-def _launch_program(kernel, sizes, notes, arch) -> CudaProgram | None:
-    """The kernel through a schedule of compiler/schedules/ and the CUDA dialect."""
-    prog = schedules.build(kernel, cuda_target(arch), sizes)
+def _launch_program(kernel, sizes, notes, arch, only=None) -> CudaProgram | None:
+    """The kernel through a schedule of compiler/schedules/ and the CUDA dialect; a program
+    with vector accesses carries its fallback for buffers that are not 16-byte aligned."""
+    prog = schedules.build(kernel, cuda_target(arch), sizes, only=only)
     if prog is None:
         return None
-    out = print_program(CudaDialect(), prog, kernel, {user_name(d): sizes[d] for d in kernel.dims})
-    steps = [Step(l.kernel, (int(ir.evaluate(l.grid, sizes)), 1, 1), (l.block, 1, 1),
-                  _step_args(prog.kernel(l.kernel))) for l in prog.launches]
+    both = prog if prog.fallback is None else ir.Program(
+        prog.name, prog.kernels + prog.fallback.kernels, prog.launches, prog.scratch, prog.sites,
+        prog.schedule)
+    out = print_program(CudaDialect(), both, kernel, {user_name(d): sizes[d] for d in kernel.dims})
+
+    def steps(p):
+        return [Step(l.kernel, (int(ir.evaluate(l.grid, sizes)), 1, 1), (l.block, 1, 1),
+                     _step_args(p.kernel(l.kernel))) for l in p.launches]
     scratch = {s.name: (s.dtype, int(ir.evaluate(s.count, sizes))) for s in prog.scratch}
-    return CudaProgram(prog.kernels[0].name, out.source, steps, scratch, schedule=prog.schedule,
-                       notes=notes + prog.notes, line_map=out.line_map, error_sites=prog.sites)
+    names = {user_name(b.name): b.name for b in list(kernel.inputs) + [kernel.output]}
+    return CudaProgram(prog.kernels[0].name, out.source, steps(prog), scratch, schedule=prog.schedule,
+                       notes=notes + prog.notes, line_map=out.line_map,
+                       unaligned_steps=steps(prog.fallback) if prog.fallback else None,
+                       aligned_buffers=tuple(names[a] for a in prog.aligned),
+                       error_sites=prog.sites)
 
 
 def _step_args(k) -> tuple:
@@ -528,288 +535,8 @@ class _LaneText(cstyle._Text):
         super().__init__(f"{conv}({text})" if conv else text, dtype)
 
 
-# ------------------------------------------------------------------------- rows
-
 ELEM_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
               "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
-
-
-def _row_key(e: cir.Load, var: str):
-    """(buffer, leading index) when `e` reads element `var` of a contiguous row, else None."""
-    if not e.index or any(isinstance(i, cir.Span) for i in e.index):
-        return None
-    last = e.index[-1]
-    if not (isinstance(last, cir.Var) and last.name == var):
-        return None
-    if any(var in free_vars(i) for i in e.index[:-1]):
-        return None
-    return (e.buffer, tuple(e.index[:-1]))
-
-
-@dataclass
-class RowPlan:
-    nest: Nest
-    cols: int               # trip count shared by every loop over the row
-    loops: list             # the row loops, in order
-    kinds: dict             # id(loop) -> "independent" | ("reduction", {acc: op})
-    keys: list              # cached (buffer, leading index), in first-use order
-    first_use: dict         # key -> id(loop) that loads it
-
-
-def _match_rows(kernel, body, sizes):
-    """A row kernel (softmax, layer norm, RMS norm, ...): per iteration of the parallel loops,
-    scalar statements and loops over one row of `cols` elements that either write the row
-    element by element or only accumulate into scalars. None when the body is anything else."""
-    nest = find_nest(body, sizes)
-    if not nest.loops or has_tiles(nest.body):
-        return None
-    if has_node(nest.body, (cir.SharedAlloc, cir.Barrier, cir.Yield, cir.Atomic, cir.Dot,
-                            cir.Reduce)):
-        return None
-    written = stored_buffers(nest.body)
-    if written != {kernel.output.name}:
-        return None
-    if any(isinstance(n, cir.Load) and n.buffer in written for n in cir.walk(nest.body)):
-        return None
-    cols, loops, kinds, keys, first_use = None, [], {}, [], {}
-    mutable = set()
-    for s in nest.body:
-        if isinstance(s, cir.Let):
-            if s.mutable:
-                mutable.add(s.name)
-            continue
-        if isinstance(s, cir.Assign):
-            continue
-        if not isinstance(s, cir.Loop):
-            return None
-        n = trip_count(s, sizes)
-        if n is None or not (isinstance(s.start, cir.Const) and s.start.value == 0
-                             and isinstance(s.step, cir.Const) and s.step.value == 1):
-            return None
-        if cols is None:
-            cols = n
-        elif n != cols:
-            return None
-        if has_node(s.body, cir.Loop):
-            return None
-        for t in s.body:
-            if isinstance(t, cir.Store):
-                if t.value.ty.shape or _row_key(cir.Load(t.buffer, t.index, t.value.ty), s.var) is None:
-                    return None
-            elif isinstance(t, cir.If):
-                if has_node(t, cir.Store):
-                    return None
-            elif not isinstance(t, (cir.Let, cir.Assign)):
-                return None
-        if s.parallel and not (assigned_vars(s.body) - declared_vars(s.body)):
-            kind = "independent"
-        else:
-            kind = classify_loop(s, mutable)
-        if kind is None:
-            return None
-        kinds[id(s)] = kind
-        loops.append(s)
-        for ld in cir.walk(s.body):
-            if isinstance(ld, cir.Load):
-                key = _row_key(ld, s.var)
-                if key is not None and key not in first_use:
-                    first_use[key] = id(s)
-                    keys.append(key)
-    if not loops or cols < 32:
-        return None
-    return RowPlan(nest, cols, loops, kinds, keys, first_use)
-
-
-class _RowRenderer(CUDARenderer):
-    """Reads of cached row elements become reads of the thread's registers."""
-
-    def __init__(self):
-        super().__init__()
-        self.row_cache = {}     # key -> C array (storage type)
-        self.row_ctx = None     # (loop variable, C slot expression) inside a row loop
-
-    def expr(self, e, scope, pre):
-        if isinstance(e, cir.Load) and self.row_ctx is not None:
-            var, slot = self.row_ctx
-            key = _row_key(e, var)
-            if key is not None and key in self.row_cache:
-                return self.load_value(f"{self.row_cache[key]}[{slot}]", self.buffers[e.buffer].dtype)
-        return super().expr(e, scope, pre)
-
-
-def try_rows(kernel, body, sizes, notes):
-    plan = _match_rows(kernel, body, sizes)
-    if plan is None:
-        return None
-    r = _RowRenderer()
-    r.setup(kernel, sizes)
-    C = plan.cols
-    bufs = {k[0] for k in plan.keys} | {kernel.output.name}
-    big = max(ELEM_BYTES[r.buffers[b_].dtype] for b_ in bufs)
-    small = min(ELEM_BYTES[r.buffers[b_].dtype] for b_ in bufs)
-    W = 16 // big
-    if W < 2 or W * small < 2 or C % W or any(r.buffers[b_].shape[-1] % W for b_ in bufs):
-        W = 1
-    layout = _row_layout(C, W, len(plan.keys))
-    if layout is None and W > 1:
-        W = 1
-        layout = _row_layout(C, W, len(plan.keys))
-    if layout is None:
-        notes.append(f"rows of {C} elements are too long to hold in registers; generic block schedule")
-        return None
-    T, E, RPB = layout
-    name = cname(kernel.name)
-    texts = [_row_kernel(r, kernel, plan, name, T, E, RPB, W)]
-    rows = plan.nest.total
-    grid = (ceil_div(rows, RPB), 1, 1)
-    steps = [Step(name, grid, (T * RPB, 1, 1), ("buffers", "scalars"))]
-    unaligned = None
-    if W > 1:
-        r1 = _RowRenderer()
-        r1.setup(kernel, sizes)
-        T1, E1, RPB1 = _row_layout(C, 1, len(plan.keys)) or (T, E * W, RPB)
-        texts.append(_row_kernel(r1, kernel, plan, name + "_w1", T1, E1, RPB1, 1))
-        unaligned = [Step(name + "_w1", (ceil_div(rows, RPB1), 1, 1), (T1 * RPB1, 1, 1), ("buffers", "scalars"))]
-    who = f"one warp per row, {RPB} rows per block" if T == 32 else f"one block of {T} threads per row"
-    banner = (f"rows: {who} of ({', '.join(l.var for l in plan.nest.loops)}); the row's {C} elements "
-              f"held in registers ({E} x {W} per thread"
-              + (f", {W * big}-byte vector loads" if W > 1 else "")
-              + "), one pass over memory, shuffle reductions")
-    r._body_text = ""
-    src, lm = r.assemble(texts, banner)
-    return CudaProgram(name, src, steps, schedule=banner, notes=notes, line_map=lm,
-                       unaligned_steps=unaligned, aligned_buffers=tuple(sorted(bufs)) if W > 1 else ())
-
-
-def _row_layout(C, W, nkeys):
-    """(threads per row, vectors per thread, rows per block), or None when too many registers."""
-    vecs = ceil_div(C, W)
-    budget = 64                         # cached elements per thread (registers)
-    if vecs <= 32 * 4:                  # short rows: a warp each, no block barriers
-        E = ceil_div(vecs, 32)
-        return (32, E, 4) if E * W * max(nkeys, 1) <= budget else None
-    T = pow2_at_least(ceil_div(vecs, 4), 64, 1024)
-    while True:
-        E = ceil_div(vecs, T)
-        if E * W * max(nkeys, 1) <= budget:
-            return T, E, 1
-        if T >= 1024:
-            return None
-        T *= 2
-
-
-def _row_kernel(r: _RowRenderer, kernel, plan: RowPlan, name, T, E, RPB, W):
-    C = plan.cols
-    exact = ceil_div(C, W) % T == 0 and C % W == 0
-    nest = plan.nest
-    warp = T == 32
-    em = Emitter(1)
-    scope = r.root.child()
-    for c in r.size_constants():
-        em(c)
-    rows = nest.total
-    if warp:
-        em("const int _lane = threadIdx.x & 31;")
-        em(f"const {r.idx} _row = ({r.idx})blockIdx.x * {RPB} + (threadIdx.x >> 5);")
-        em(f"if (_row >= {rows}) return;      // whole warps leave; no block barrier follows")
-    else:
-        em("const int _lane = threadIdx.x;")
-        em(f"const {r.idx} _row = blockIdx.x;")
-    r.stmts(em, nest.prologue, scope)
-    r.decompose(em, "_row", nest, scope)
-    mutable = set()
-    guard = "" if exact else f"if (_c < {C}) "
-
-    def chunk_loop():
-        em("#pragma unroll")
-        em.open(f"for (int _k = 0; _k < {E}; ++_k)")
-        em(f"const int _c = (_lane + _k * {T}) * {W};")
-
-    for s in nest.body:
-        if not isinstance(s, cir.Loop):
-            if isinstance(s, cir.Let) and s.mutable:
-                mutable.add(s.name)
-            r.stmt(em, s, scope)
-            continue
-        r.comment(em, s)
-        # registers for the rows this loop reads first
-        for key in plan.keys:
-            if plan.first_use[key] != id(s):
-                continue
-            bname, lead = key
-            buf = r.buffers[bname]
-            arr = r.new_tmp("row")
-            r.row_cache[key] = arr
-            pre: list = []
-            idx = [r.index_expr(i, scope, pre) for i in lead] + ["_c"]
-            r.emit_pre(em, pre)
-            st = r.storage_types[buf.dtype]
-            em(f"{st} {arr}[{E * W}];")
-            chunk_loop()
-            src_ = f"{buf.c}[{r.offset(buf, idx)}]"
-            if W > 1:
-                vt = VEC_TYPES[W * ELEM_BYTES[buf.dtype]]
-                em(f"{guard}*reinterpret_cast<{vt}*>(&{arr}[_k * {W}]) = "
-                   f"*reinterpret_cast<const {vt}*>(&{src_});")
-            else:
-                em(f"{guard}{arr}[_k] = {src_};")
-            em.close()
-        kind = plan.kinds[id(s)]
-        inner = scope.child()
-        parts = {}
-        if isinstance(kind, tuple):
-            for acc, op in kind[1].items():
-                c, dt, _ = scope.lookup(acc)
-                p = r.new_tmp("part")
-                ct = r.compute_type(dt) if dt != "bool" else "int"
-                em(f"{ct} {p} = {r.identity(op, dt)};")
-                parts[acc] = (p, op, dt, c, ct)
-                inner.vars[acc] = (p, dt, ())
-        chunk_loop()
-        if guard:
-            em.open(f"if (_c < {C})")
-        stores = [t for t in s.body if isinstance(t, cir.Store)]
-        outs = {}
-        if W > 1:
-            for t in stores:
-                a = r.new_tmp("vout")
-                em(f"{r.storage_types[r.buffers[t.buffer].dtype]} {a}[{W}];")
-                outs[id(t)] = a
-        for w in range(W):
-            ls = inner.child()
-            ls.vars[s.var] = (f"(_c + {w})" if w else "_c", "i32", ())
-            r.row_ctx = (s.var, f"_k * {W} + {w}" if W > 1 else "_k")
-            em.open("")
-            for t in s.body:
-                if isinstance(t, cir.Store) and W > 1:
-                    r.comment(em, t)
-                    buf = r.buffers[t.buffer]
-                    pre = []
-                    v = r.cast_to(r.expr(t.value, ls, pre), t.value.ty.dtype, buf.dtype)
-                    r.emit_pre(em, pre, t.line)
-                    em(f"{outs[id(t)]}[{w}] = {r.store_value(v, buf.dtype)};", t.line)
-                else:
-                    r.stmt(em, t, ls)
-            em.close()
-            r.row_ctx = None
-        for t in stores if W > 1 else ():
-            buf = r.buffers[t.buffer]
-            pre = []
-            idx = [r.index_expr(i, scope, pre) for i in t.index[:-1]] + ["_c"]
-            r.emit_pre(em, pre)
-            vt = VEC_TYPES[W * ELEM_BYTES[buf.dtype]]
-            em(f"*reinterpret_cast<{vt}*>(&{buf.c}[{r.offset(buf, idx)}]) = "
-               f"*reinterpret_cast<const {vt}*>({outs[id(t)]});")
-        if guard:
-            em.close()
-        em.close()
-        for acc, (p, op, dt, c, ct) in parts.items():
-            red = r.simd_allreduce(op, p) if warp else r.block_reduce(op, p, ct)
-            em(r._combine(op, c, red, dt))
-    return r.signature(name, bounds=T * RPB) + " {\n" + em.text() + "\n}"
-
-
-# ----------------------------------------------------------------------- reduce
 
 
 # ------------------------------------------------------------------ contractions

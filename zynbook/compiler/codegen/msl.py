@@ -464,7 +464,7 @@ def geometry(kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> tu
 def schedule_name(prog: MSLProgram) -> str:
     s = prog.schedule
     for key, name in (("flash", "flash"), ("attention", "flash"), ("reduce", "reduce"),
-                      ("threadgroup of", "rows"), ("whole body", "rows")):
+                      ("rows:", "rows"), ("threadgroup of", "rows"), ("whole body", "rows")):
         if key in s:
             return name
     return "generic"
@@ -490,6 +490,10 @@ def render_generic(kernel, body, sizes, notes, options=None) -> MSLProgram:
     r = MSLRenderer()
     r.setup(kernel, sizes)
     plan = r.plan_generic(kernel, body, sizes, options or {})
+    if not (options or {}).get("mode"):
+        prog = _launch_program(kernel, sizes, notes, only="rows")
+        if prog is not None:
+            return prog
     if plan.mode == "thread":
         prog = _launch_program(kernel, sizes, notes)
         if prog is not None:
@@ -501,9 +505,10 @@ def render_generic(kernel, body, sizes, notes, options=None) -> MSLProgram:
     return _block_program(r, kernel, plan.nest, plan.nest.total, notes, banner)
 
 
-def _launch_program(kernel, sizes, notes) -> MSLProgram | None:
-    """The kernel through a schedule of compiler/schedules/ and the MSL dialect."""
-    prog = schedules.build(kernel, metal_target(), sizes)
+def _launch_program(kernel, sizes, notes, only=None) -> MSLProgram | None:
+    """The kernel through a schedule of compiler/schedules/ and the MSL dialect (whose copies
+    are element by element: a program's aligned fallback is not needed)."""
+    prog = schedules.build(kernel, metal_target(), sizes, only=only)
     if prog is None:
         return None
     try:

@@ -126,6 +126,9 @@ class Printer:
                 text = f"if ({self.expr(s.guard)}) {{ {text} }}"
             self.emit(text, line)
         elif isinstance(s, ir.For):
+            hint = getattr(d, "unroll", lambda: "")() if s.unroll else ""
+            if hint:
+                self.emit(hint)
             self.emit(d.for_header(s.var, s.dtype, self.expr(s.start), self.expr(s.stop),
                                    self.expr(s.step)) + " {", line)
             self.level += 1
@@ -143,6 +146,9 @@ class Printer:
                 self.stmts(s.orelse)
                 self.level -= 1
             self.emit("}")
+        elif isinstance(s, ir.Copy):
+            self.emit(d.copy(s.dst, self.expr(s.dst_index), self.space(s.dst), s.src,
+                             self.expr(s.src_index), self.space(s.src), s.count, s.dtype), line)
         elif isinstance(s, ir.Barrier):
             self.emit(d.barrier(), line)
         elif isinstance(s, ir.Array):

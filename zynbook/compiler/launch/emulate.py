@@ -432,6 +432,20 @@ class _Translator:
             point = len(self.points)
             self.points.append((_BAR, None, None, self.line, "a barrier"))
             self.emit(depth, f"yield ({_BAR}, {point}, None)")
+        elif isinstance(s, ir.Copy):
+            # element by element (each access checked); the offsets must be multiples of
+            # the count, as the vector access of a device needs
+            for e in (s.dst_index, s.src_index):
+                off = self.expr(e, pre)
+                self.flush(pre, depth)
+                self.emit(depth, f"if ({off}) % {s.count}: _bad('a vector copy of {s.count} at an "
+                                 f"offset that is not a multiple of it: ' + str({off}))")
+            for w in range(s.count):
+                i = ir.Lit(w, s.dst_index.dtype)
+                j = ir.Lit(w, s.src_index.dtype)
+                self.stmt(Store(s.dst, Bin("+", s.dst_index, i, i.dtype),
+                                Load(s.src, Bin("+", s.src_index, j, j.dtype), s.dtype),
+                                None, s.line), depth)
         elif isinstance(s, Array):
             if s.name in self.scopes[-1]:
                 self.fail(f"array `{s.name}` declared twice")

@@ -196,7 +196,9 @@ class Store(Stmt):
 
 @dataclass(frozen=True)
 class For(Stmt):
-    """`for var in start..stop step step` (step > 0), var of `dtype`."""
+    """`for var in start..stop step step` (step > 0), var of `dtype`. `unroll`: the trip
+    count is a small constant and the body indexes registers by `var` (rows held in
+    registers): a target compiler must unroll it to keep them registers."""
     var: str
     start: Expr
     stop: Expr
@@ -204,6 +206,7 @@ class For(Stmt):
     body: tuple
     dtype: str = "i32"
     line: int = 0
+    unroll: bool = False
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,20 @@ class Array(Stmt):
     dtype: str
     count: int
     space: str = "local"
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Copy(Stmt):
+    """`dst[dst_index + w] = src[src_index + w]` for w in 0..count: one vector access where
+    the target has one. The schedule makes both offsets multiples of `count` and lists the
+    buffers whose base must be aligned to count elements in `Program.aligned`."""
+    dst: str
+    dst_index: Expr
+    src: str
+    src_index: Expr
+    count: int
+    dtype: str
     line: int = 0
 
 
@@ -289,6 +306,10 @@ class Program:
     schedule: str = ""          # one line: the schedule and its parameters
     notes: list = field(default_factory=list)
     lines: dict = field(default_factory=dict)     # source line -> ZynML text, for comments
+    # buffers whose base address the vector accesses (`Copy`) need aligned to 16 bytes; a
+    # device whose buffers are not runs `fallback` (the same schedule without them)
+    aligned: tuple = ()
+    fallback: "Program | None" = None
 
     def kernel(self, name: str) -> Kernel:
         return next(k for k in self.kernels if k.name == name)

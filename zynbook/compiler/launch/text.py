@@ -127,6 +127,9 @@ class _Writer:
                 self.block(s.orelse, depth + 1)
         elif isinstance(s, ir.Barrier):
             self.put(depth, "barrier", line)
+        elif isinstance(s, ir.Copy):
+            self.put(depth, f"copy {s.dst}[{format_expr(s.dst_index)} ..+{s.count}] = "
+                            f"{s.src}[{format_expr(s.src_index)} ..+{s.count}]  ({s.dtype})", line)
         elif isinstance(s, ir.Array):
             self.put(depth, f"{s.space} {s.name}: {s.dtype}[{s.count}]", line)
         else:

@@ -9,8 +9,9 @@ from ..launch.scalar import NotScalar
 from ..targets import Target
 from .generic import GenericThread
 from .reduce import Reduce
+from .rows import Rows
 
-SCHEDULES = (Reduce(), GenericThread())
+SCHEDULES = (Reduce(), Rows(), GenericThread())
 
 
 def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:

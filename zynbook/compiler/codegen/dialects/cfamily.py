@@ -179,11 +179,19 @@ class CFamily:
             return f"{self.need('zyn_idiv')}<{t}>({a}, {b}, zyn_err, {s0}, {sov})"
         return f"{self.need('zyn_irem')}<{t}>({a}, {b}, zyn_err, {s0})"
 
+    def copy(self, dst, di, dspace, src, si, sspace, count, dtype):
+        """`count` consecutive elements, one by one (a dialect with vector types does better)."""
+        return " ".join(f"{dst}[{di} + {w}] = {src}[{si} + {w}];" if w else f"{dst}[{di}] = {src}[{si}];"
+                        for w in range(count))
+
     # ---- statements -------------------------------------------------------------------
 
     def decl(self, name, dtype, value, mutable):
         q = "" if mutable else "const "
         return f"{q}{self.type(dtype)} {name}" + (f" = {value};" if value is not None else ";")
+
+    def unroll(self) -> str:
+        return ""
 
     def for_header(self, var, dtype, start, stop, step):
         inc = f"++{var}" if step in ("1", "1LL") else f"{var} += {step}"

@@ -43,6 +43,11 @@ for _name, _body in (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "(a < 
                            + _body + "; }} }};", ())
 
 
+_VECTOR = {16: "uint4", 8: "uint2", 4: "unsigned int", 2: "unsigned short"}
+_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
+          "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
+
+
 class CudaDialect(CFamily):
     name = "cuda"
     q = "__device__ __forceinline__ "
@@ -77,6 +82,16 @@ class CudaDialect(CFamily):
                  "min": self.lit(float("inf"), dtype) if dtype in ("f32", "f64") else "0"}.get(
             op, self.IDENTITY.get(op, "0"))
         return f"{self.need('zyn_block_allreduce')}({value}, {f}, ({self.type(dtype)}){ident})"
+
+    def copy(self, dst, di, dspace, src, si, sspace, count, dtype):
+        vt = _VECTOR.get(count * _BYTES[dtype])
+        if vt is None:
+            return super().copy(dst, di, dspace, src, si, sspace, count, dtype)
+        return (f"*reinterpret_cast<{vt}*>(&{dst}[{di}]) = "
+                f"*reinterpret_cast<const {vt}*>(&{src}[{si}]);")
+
+    def unroll(self):
+        return "#pragma unroll"
 
     def barrier(self):
         return "__syncthreads();"

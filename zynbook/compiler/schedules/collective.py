@@ -1,0 +1,54 @@
+"""Block-wide all-reductions built from what a target has: warp (subgroup) collectives and
+one shared slot per warp, or a tree in shared memory. Every thread of the block must reach
+them; every thread ends with the block's result in the local it passed."""
+from __future__ import annotations
+
+from ..launch import ir
+from ..launch.scalar import lit
+from ..targets import Target
+
+
+def warp_collectives(target: Target, op: str, threads: int) -> bool:
+    """Whether `op` over a block of `threads` can be two rounds of warp collectives."""
+    w = target.warp
+    return (target.collectives and w > 1 and op in ir.COLLECTIVE_OPS and threads % w == 0
+            and threads // w <= w)
+
+
+def block_allreduce(target: Target, op: str, name: str, dtype: str, threads: int,
+                    identity: ir.Lit, combine, tag: str = "") -> list:
+    """Statements that leave the block's reduction of local `name` in every thread's `name`.
+    `combine(a, b)` -> the combined expression (used by the shared-memory tree)."""
+    if threads == 1:
+        return []
+    acc = ir.Ref(name, dtype)
+    if warp_collectives(target, op, threads):
+        out = [ir.Set(name, ir.Collective(op, acc, "warp", dtype))]
+        nw = threads // target.warp
+        if nw == 1:
+            return out
+        lane, wid = ir.Thread("lane"), ir.Thread("warp")
+        red = f"_red{tag}"
+        return out + [
+            ir.Array(red, dtype, nw, "shared"),
+            ir.If(ir.Bin("==", lane, lit(0, "i32"), "bool"), (ir.Store(red, wid, acc),)),
+            ir.Barrier(),
+            ir.Set(name, identity),
+            ir.If(ir.Bin("<", lane, lit(nw, "i32"), "bool"), (ir.Set(name, ir.Load(red, lane, dtype)),)),
+            ir.Set(name, ir.Collective(op, acc, "warp", dtype))]
+    th = ir.Thread("thread")
+    tree = f"_tree{tag}"
+    out = [ir.Array(tree, dtype, threads, "shared"), ir.Store(tree, th, acc), ir.Barrier()]
+    s = 1
+    while s < threads:
+        s *= 2
+    s //= 2
+    while s >= 1:
+        other = ir.Bin("+", th, lit(s, "i32"), "i32")
+        cond = ir.Bin("and", ir.Bin("<", th, lit(s, "i32"), "bool"),
+                      ir.Bin("<", other, lit(threads, "i32"), "bool"), "bool")
+        both = combine(ir.Load(tree, th, dtype), ir.Load(tree, other, dtype))
+        out += [ir.If(cond, (ir.Store(tree, th, both),)), ir.Barrier()]
+        s //= 2
+    out.append(ir.Set(name, ir.Load(tree, lit(0, "i32"), dtype)))
+    return out

@@ -121,7 +121,7 @@ SIZE_SETS = {
     "sum": (REDUCE_SUM, [{"data": _vec(n)} for n in (1001, 0, 1, 4099, 257)]),
     "max_int": (REDUCE_MAX, [{"data": rng.integers(-50, 50, n).astype(np.int32)} for n in (333, 1, 2050)]),
     "argmax": (ARGMAX, [{"data": _ties(n)} for n in (517, 2, 1100)]),
-    "row_sums": (ROW_SUMS, [{"matrix": _mat(r, c)} for r, c in ((7, 301), (1, 1), (40, 3), (3, 0), (2, 700))]),
+    "row_sums": (ROW_SUMS, [{"matrix": _mat(r, c)} for r, c in ((7, 301), (1, 1), (40, 3), (3, 0), (0, 4), (2, 700))]),
     "argmin_rows": (ARGMIN_ROWS, [{"matrix": _ties(r * c).reshape(r, c)} for r, c in ((5, 67), (9, 2), (1, 300))]),
     "col_max": (COL_MAX, [{"matrix": _mat(r, c)} for r, c in ((33, 9), (2, 50), (1, 1), (70, 4))]),
 }

@@ -322,6 +322,23 @@ def test_dispatch_split_over_dimensions_covers_every_iteration(device):
 
 @webgpu
 @needs_adapter
+def test_a_dispatch_larger_than_asked_for_leaves_rows_right(device):
+    # 19 rows on at most 3 workgroups per dimension: 27 workgroups, 8 past the last row
+    matrix = randn(19, 300)
+    saved = dict(device.limits)
+    device.limits["max-compute-workgroups-per-dimension"] = 3
+    try:
+        got, launch = device.launch(*lower_block(ROW_SUMS, {"matrix": matrix}))
+    finally:
+        device.limits.clear()
+        device.limits.update(saved)
+    assert launch.geometry["passes"][0]["workgroups"] == (3, 3, 3)
+    assert launch.geometry["schedule"].startswith("reduce(+, axis=1): one block per output")
+    assert_within(got, matrix.astype(np.float64).sum(1), 1e-5, 1e-4)
+
+
+@webgpu
+@needs_adapter
 def test_gather_and_an_index_out_of_range(device):
     table = randn(5, 3)
     idx = np.array([4, 0, 2, 2, 1, 3, 0], np.int32)

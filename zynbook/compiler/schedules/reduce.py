@@ -499,15 +499,16 @@ class _Builder:
             what = f"reduce({self.op}, axis={ax}): one warp per output, a warp collective"
         elif self.sym:
             # a block per output (a grid past one dimension's limit is the device's to
-            # split), the blocks striding over the outputs, so a device running more blocks
-            # than asked for is right too; the barrier ends a row before the shared arrays
-            # are reused
-            step = self.declare_acc() + per_row(self.thread("thread"), p.threads) \
-                + self.block_reduce(p.threads) \
-                + [ir.If(ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool"), (store,)),
-                   ir.Barrier()]
-            body.append(ir.For("_row", self.thread("block"), n_out, self.thread("blocks"),
-                               tuple(step), idx, line))
+            # split); a block past the last output (a split dispatch may run more than asked
+            # for) computes the last one again and does not store it
+            last = ir.Bin("-", self.i(n_out), self.i(1), idx)
+            body.append(ir.Decl("_row", idx, ir.Math("min", (self.thread("block"), last), idx)))
+            body += self.declare_acc()
+            body += per_row(self.thread("thread"), p.threads)
+            body += self.block_reduce(p.threads)
+            mine = ir.Bin("and", ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool"),
+                          ir.Bin("<", self.thread("block"), self.i(n_out), "bool"), "bool")
+            body.append(ir.If(mine, (store,)))
             grid = self.i(host_n_out)
             what = f"reduce({self.op}, axis={ax}): one block per output"
         else:
@@ -519,7 +520,8 @@ class _Builder:
             blocks = n_out
             what = f"reduce({self.op}, axis={ax}): one block per output"
         if self.sym:
-            grid = ir.Math("max", (grid, lit(1, idx)), idx)
+            if p.layout != "block_rows":        # (no output: no block of block_rows)
+                grid = ir.Math("max", (grid, lit(1, idx)), idx)
         else:
             blocks = max(1, min(blocks, self.t.max_blocks)) if p.layout == "thread_rows" else max(1, blocks)
             grid = lit(blocks, "i64")

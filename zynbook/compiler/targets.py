@@ -30,6 +30,7 @@ class Target:
     # decision reads a size's value and indices are i32; else (CUDA, C++, Metal compile
     # per launch) the sizes of the launch are baked in
     symbolic_sizes: bool = False
+    vector_bytes: int = 0       # the widest load or store one thread makes at once (0: none)
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:
@@ -43,7 +44,7 @@ def cuda_target(cc: tuple = (9, 0)) -> Target:
     mma = ("wgmma", "mma.sync") if cc >= (9, 0) else (("mma.sync",) if cc >= (8, 0) else ())
     shared = 227 * 1024 if cc >= (9, 0) else (163 * 1024 if cc >= (8, 0) else 48 * 1024)
     return Target("cuda", "cuda", 32, 1024, shared, _BASE | {"f16", "bf16", "f64"}, mma,
-                  arch=f"sm_{cc[0]}{cc[1]}")
+                  arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16)
 
 
 def cpu_target(arch: str = "") -> Target:

@@ -28,7 +28,6 @@ from .. import cir, schedules
 from ..launch import ir
 from ..launch.scalar import user_name
 from ..targets import cuda_target
-from . import cstyle
 from .dialects.cuda import CudaDialect
 from .printer import print_program
 from .cstyle import SITES as _SITES
@@ -274,7 +273,7 @@ def render_generic(kernel, body, sizes, notes, options=None, arch=(9, 0)) -> Cud
     r = CUDARenderer()
     r.setup(kernel, sizes)
     plan = r.plan_generic(kernel, body, sizes, options or {})
-    if plan.mode == "thread" and not _vector_width(r, kernel, plan.nest):
+    if plan.mode == "thread":
         prog = _launch_program(kernel, sizes, notes, arch)
         if prog is not None:
             return prog
@@ -331,208 +330,15 @@ def _block_program(r: CUDARenderer, kernel, nest: Nest, blocks: int, notes, bann
 
 
 def _thread_program(r: CUDARenderer, kernel, nest: Nest, notes):
+    """Thread mode for what the generic thread schedule's lowering does not take yet."""
     nt = r.nt
     name = cname(kernel.name)
-    kernels = []
-    scalar_text = _thread_kernel(r, kernel, nest, name + ("_scalar" if False else ""), nt, None)
-    vec = _vector_width(r, kernel, nest)
-    steps_scalar = [Step(name, (max(1, ceil_div(nest.total, nt)), 1, 1), (nt, 1, 1), ("buffers", "scalars"))]
-    if vec:
-        W, bufs = vec
-        vname = name + "_vec"
-        r2 = CUDARenderer()
-        r2.setup(kernel, r.sizes)
-        r2.nt = nt
-        try:
-            vec_text = _thread_kernel(r2, kernel, nest, vname, nt, W)
-        except Unsupported:
-            vec = None
-    if vec:
-        kernels = [vec_text, scalar_text]
-        steps = [Step(vname, (max(1, ceil_div(nest.total // W, nt)), 1, 1), (nt, 1, 1), ("buffers", "scalars"))]
-        banner = (f"thread: one thread per {W} consecutive elements of "
-                  f"({', '.join(l.var for l in nest.loops)}), {16}-byte vector loads")
-        r._body_text = ""
-        src, lm = r.assemble(kernels, banner)
-        return CudaProgram(name, src, steps, schedule=banner, notes=notes, line_map=lm,
-                           unaligned_steps=steps_scalar, aligned_buffers=tuple(W_b for W_b in bufs))
+    em = r.thread_mode_body(nest, nt)
+    text = r.signature(name, bounds=nt) + " {\n" + em.text() + "\n}"
+    steps = [Step(name, (max(1, ceil_div(nest.total, nt)), 1, 1), (nt, 1, 1), ("buffers", "scalars"))]
     banner = f"thread: one thread per iteration of ({', '.join(l.var for l in nest.loops)})"
-    src, lm = r.assemble([scalar_text], banner)
-    return CudaProgram(name, src, steps_scalar, schedule=banner, notes=notes, line_map=lm)
-
-
-def _thread_kernel(r: CUDARenderer, kernel, nest: Nest, name, nt, W):
-    if W is None:
-        em = r.thread_mode_body(nest, nt)
-    else:
-        em = r.thread_mode_body(nest, nt, nest.total // W,
-                                lambda em, scope: _vector_body(r, em, nest, scope, W))
-    return r.signature(name, bounds=nt) + " {\n" + em.text() + "\n}"
-
-
-VEC_TYPES = {16: "uint4", 8: "uint2", 4: "unsigned int", 2: "unsigned short"}
-
-
-def _contiguous_in(e: cir.Load, var: str) -> bool:
-    if not e.index or any(isinstance(i, cir.Span) for i in e.index):
-        return False
-    last = e.index[-1]
-    if not (isinstance(last, cir.Var) and last.name == var):
-        return False
-    return not any(var in free_vars(i) for i in e.index[:-1])
-
-
-def _vector_width(r: CUDARenderer, kernel, nest: Nest):
-    """(lanes, buffers) if the innermost loop can move 16 bytes per access, else None."""
-    if not nest.loops:
-        return None
-    lp = nest.loops[-1]
-    if not (isinstance(lp.start, cir.Const) and lp.start.value == 0 and isinstance(lp.step, cir.Const)
-            and lp.step.value == 1):
-        return None
-    v = lp.var
-    body = nest.body
-    for s in body:
-        if isinstance(s, cir.Let):
-            if s.mutable or s.value.ty.shape:
-                return None
-        elif isinstance(s, cir.Store):
-            if not (_contiguous_in(cir.Load(s.buffer, s.index, s.value.ty), v)):
-                return None
-            if s.value.ty.shape:
-                return None
-        else:
-            return None
-    bufs = set()
-    sizes_b = []
-    for n in cir.walk(body):
-        if isinstance(n, cir.Load) and v in free_vars(n):
-            if n.buffer not in r.buffers or not _contiguous_in(n, v):
-                return None
-            bufs.add(n.buffer)
-        if isinstance(n, (cir.Dot, cir.Reduce)):
-            return None
-        if isinstance(n, cir.Load) and any(isinstance(i, cir.Span) for i in n.index):
-            return None
-    for s in body:
-        if isinstance(s, cir.Store):
-            bufs.add(s.buffer)
-    if not bufs:
-        return None
-    elem = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
-            "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
-    biggest = max(elem[r.buffers[b].dtype] for b in bufs)
-    smallest = min(elem[r.buffers[b].dtype] for b in bufs)
-    W = 16 // biggest
-    if W < 2 or W * smallest < 2:
-        return None
-    ext = nest.extents[-1]
-    if ext % W:
-        return None
-    for b in bufs:
-        if r.buffers[b].shape[-1] % W:
-            return None
-    return W, tuple(sorted(bufs))
-
-
-def _vector_body(r: CUDARenderer, em: Emitter, nest: Nest, scope, W):
-    lp = nest.loops[-1]
-    ext = nest.extents[-1]
-    vnest = Nest(nest.loops, nest.extents[:-1] + [ext // W], nest.prologue, nest.body)
-    r.decompose(em, "_g", vnest, scope)
-    base_c = scope.vars[lp.var][0]
-    em(f"const {r.idx} _v0 = {base_c} * {W};")
-    elem = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
-            "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
-    # vector loads (once per distinct load)
-    arrays = {}
-    lane0 = scope.child()
-    lane0.vars[lp.var] = ("_v0", "i32", ())
-    for n in cir.walk(nest.body):
-        if isinstance(n, cir.Load) and lp.var in free_vars(n) and (n.buffer, n.index) not in arrays:
-            buf = r.buffers[n.buffer]
-            a = r.new_tmp("vin")
-            pre: list = []
-            idx = [r.index_expr(i, lane0, pre) for i in n.index]
-            r.emit_pre(em, pre)
-            vt = VEC_TYPES[W * elem[buf.dtype]]
-            em(f"{r.storage_types[buf.dtype]} {a}[{W}];")
-            em(f"*reinterpret_cast<{vt}*>({a}) = *reinterpret_cast<const {vt}*>(&{buf.c}[{r.offset(buf, idx)}]);")
-            arrays[(n.buffer, n.index)] = a
-    outs = {}
-    for s in nest.body:
-        if isinstance(s, cir.Store) and s.buffer not in outs:
-            buf = r.buffers[s.buffer]
-            a = r.new_tmp("vout")
-            em(f"{r.storage_types[buf.dtype]} {a}[{W}];")
-            outs[(s.buffer, s.index)] = a
-    for lane in range(W):
-        ls = scope.child()
-        ls.vars[lp.var] = (f"(_v0 + {lane})", "i32", ())
-        body = _replace_loads(nest.body, arrays, lane)
-        em(f"// lane {lane}")
-        for s in body:
-            if isinstance(s, cir.Store):
-                buf = r.buffers[s.buffer]
-                pre = []
-                r.cur_line = s.line or r.cur_line      # checks in the value name this line
-                v = r.cast_to(r.expr(s.value, ls, pre), s.value.ty.dtype, buf.dtype)
-                r.emit_pre(em, pre, s.line)
-                em(f"{outs[(s.buffer, s.index)]}[{lane}] = {r.store_value(v, buf.dtype)};", s.line)
-            else:
-                r.stmt(em, s, ls)
-    for (bname, index), a in outs.items():
-        buf = r.buffers[bname]
-        pre = []
-        idx = [r.index_expr(i, lane0, pre) for i in index]
-        r.emit_pre(em, pre)
-        vt = VEC_TYPES[W * elem[buf.dtype]]
-        em(f"*reinterpret_cast<{vt}*>(&{buf.c}[{r.offset(buf, idx)}]) = *reinterpret_cast<const {vt}*>({a});")
-
-
-class _LaneLoad(cir.Expr):
-    pass
-
-
-def _replace_loads(body, arrays, lane):
-    """Loads that were fetched as vectors become reads of the lane's element."""
-    def rep(e):
-        if isinstance(e, cir.Load) and (e.buffer, e.index) in arrays:
-            return cstyle._Text(f"_LANE_{arrays[(e.buffer, e.index)]}", e.ty.dtype)
-        return None
-    out = []
-    for s in body:
-        if isinstance(s, cir.Let):
-            out.append(cir.Let(s.name, _map(s.value, rep, arrays, lane), s.mutable, s.line))
-        elif isinstance(s, cir.Store):
-            out.append(cir.Store(s.buffer, s.index, _map(s.value, rep, arrays, lane), s.line))
-        else:
-            out.append(s)
-    return out
-
-
-def _map(e, rep, arrays, lane):
-    if isinstance(e, cir.Load) and (e.buffer, e.index) in arrays:
-        return _LaneText(arrays[(e.buffer, e.index)], lane, e.buffer, e.ty.dtype)
-    if isinstance(e, cir.Bin):
-        return cir.Bin(e.op, _map(e.left, rep, arrays, lane), _map(e.right, rep, arrays, lane), e.ty)
-    if isinstance(e, cir.Unary):
-        return cir.Unary(e.op, _map(e.operand, rep, arrays, lane), e.ty)
-    if isinstance(e, cir.Call):
-        return cir.Call(e.fn, tuple(_map(a, rep, arrays, lane) for a in e.args), e.ty)
-    if isinstance(e, cir.Cast):
-        return cir.Cast(_map(e.operand, rep, arrays, lane), e.ty)
-    if isinstance(e, cir.Select):
-        return cir.Select(_map(e.cond, rep, arrays, lane), _map(e.if_true, rep, arrays, lane),
-                          _map(e.if_false, rep, arrays, lane), e.ty)
-    return e
-
-
-class _LaneText(cstyle._Text):
-    def __init__(self, array, lane, buffer, dtype):
-        conv = {"f16": "__half2float", "bf16": "__bfloat162float"}.get(dtype)
-        text = f"{array}[{lane}]"
-        super().__init__(f"{conv}({text})" if conv else text, dtype)
+    src, lm = r.assemble([text], banner)
+    return CudaProgram(name, src, steps, schedule=banner, notes=notes, line_map=lm)
 
 
 ELEM_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,

@@ -10,8 +10,9 @@ from ..targets import Target
 from .generic import GenericThread
 from .reduce import Reduce
 from .rows import Rows
+from .vector import VectorThread
 
-SCHEDULES = (Reduce(), Rows(), GenericThread())
+SCHEDULES = (Reduce(), Rows(), VectorThread(), GenericThread())
 
 
 def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:

@@ -1,0 +1,46 @@
+"""The generic thread schedule with vector accesses (compiler/schedules/vector.py) on the
+launch-IR emulator against the reference executor, for several block sizes, with its
+aligned fallback; where it does not apply it says why."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import cuda_cir_kernels as K  # noqa: E402
+
+from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
+from zynbook.compiler.launch import emulate  # noqa: E402
+from zynbook.compiler.schedules.vector import VectorThread  # noqa: E402
+from zynbook.compiler.targets import cuda_target, metal_target  # noqa: E402
+
+
+@pytest.mark.parametrize("name", ["relu", "mul_add", "broadcast", "gelu", "relu_f16"])
+def test_vector_schedule_every_choice(name):
+    kernel, sizes, make, _ = K.ALL[name]()
+    ins = make(np.random.default_rng(1))
+    scalars = {s.name: 0.5 for s in kernel.scalars}
+    want = np.asarray(run_kernel(kernel, ins, sizes, scalars)).astype(np.float64)
+    sched = VectorThread()
+    assert sched.why_not(kernel, cuda_target(), sizes) is None
+    for params in sched.space(kernel, cuda_target(), sizes)[:3]:
+        prog = sched.build(kernel, cuda_target(), sizes, params)
+        assert prog.aligned and prog.fallback is not None
+        for p in (prog, prog.fallback):
+            out = np.zeros(want.shape, emulate.numpy_dtype(kernel.output.dtype))
+            buffers = {b.name: a for b, a in zip(kernel.inputs, ins)}
+            buffers[kernel.output.name] = out
+            assert emulate.run(p, buffers, scalars, sizes) == (0, 0)
+            tol = 2e-3 if kernel.output.dtype == "f16" else 1e-6
+            np.testing.assert_allclose(out.astype(np.float64), want, rtol=tol, atol=tol,
+                                       err_msg=f"{name} {params}")
+
+
+def test_vector_schedule_says_why_not():
+    kernel, sizes, _, _ = K.relu(1001)
+    assert "multiple of 4" in VectorThread().why_not(kernel, cuda_target(), sizes)
+    kernel, sizes, _, _ = K.relu(4096)
+    assert "no vector accesses" in VectorThread().why_not(kernel, metal_target(), sizes)

@@ -1,0 +1,242 @@
+"""The generic thread schedule with vector accesses: each thread takes `width` consecutive
+iterations of the innermost parallel loop, reads each contiguous row the body loads with
+one vector access, runs the body once per lane and writes each store with one.
+
+It applies where the innermost loop starts at 0 with step 1, every load that depends on it
+reads consecutive elements (the loop variable is the last index and appears nowhere else),
+every statement is an immutable scalar `let` or a store of that form, and the loop count
+and the rows' lengths are multiples of the width; the width fills 16 bytes of the widest
+element. A buffer whose base is not 16-byte aligned runs the program's `fallback`: the
+generic thread schedule.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .. import cir, errflag
+from ..launch import ir
+from ..launch.scalar import (ScalarLowering, buffer_params, cast, compute_dtype, index_dtype, lit,
+                             user_name)
+from ..passes.loops import free_vars
+from .base import Params, Schedule, kernel_name
+from .generic import GenericThread, ThreadParams
+from .nest import parallel_nest
+
+_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
+          "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
+
+
+@dataclass(frozen=True)
+class VectorParams(Params):
+    threads: int = 256
+    width: int = 4
+
+
+def contiguous_in(e: cir.Load, var: str) -> bool:
+    if not e.index or any(isinstance(i, cir.Span) for i in e.index):
+        return False
+    last = e.index[-1]
+    return isinstance(last, cir.Var) and last.name == var and \
+        not any(var in free_vars(i) for i in e.index[:-1])
+
+
+def vector_width(kernel: cir.Kernel, nest, vector_bytes: int):
+    """(width, buffers) when the innermost loop can move `vector_bytes` per access, else
+    (None, why not)."""
+    if not nest.loops:
+        return None, "no parallel loop"
+    lp = nest.loops[-1]
+    if not (isinstance(lp.start, cir.Const) and lp.start.value == 0
+            and isinstance(lp.step, cir.Const) and lp.step.value == 1):
+        return None, "the innermost loop is not 0..n"
+    v = lp.var
+    for s in nest.body:
+        if isinstance(s, cir.Let):
+            if s.mutable or s.value.ty.shape:
+                return None, "a mutable or tile `let`"
+        elif isinstance(s, cir.Store):
+            if s.value.ty.shape or not contiguous_in(cir.Load(s.buffer, s.index, s.value.ty), v):
+                return None, "a store that is not element j of a row"
+        else:
+            return None, f"a {type(s).__name__} in the loop body"
+    dtypes = {b.name: b for b in list(kernel.inputs) + [kernel.output]}
+    bufs = set()
+    for n in cir.walk(nest.body):
+        if isinstance(n, (cir.Dot, cir.Reduce)):
+            return None, "tile reductions"
+        if isinstance(n, cir.Load) and v in free_vars(n):
+            if n.buffer not in dtypes or not contiguous_in(n, v):
+                return None, f"a load of `{n.buffer}` that is not consecutive in `{v}`"
+            bufs.add(n.buffer)
+    bufs |= {s.buffer for s in nest.body if isinstance(s, cir.Store)}
+    if not bufs:
+        return None, "nothing to move"
+    biggest = max(_BYTES[dtypes[b].dtype] for b in bufs)
+    smallest = min(_BYTES[dtypes[b].dtype] for b in bufs)
+    w = vector_bytes // biggest
+    if w < 2 or w * smallest < 2:
+        return None, "elements too wide for a vector"
+    if nest.extents[-1] % w:
+        return None, f"{nest.extents[-1]} iterations are not a multiple of {w}"
+    for b in bufs:
+        last = dtypes[b].shape[-1]
+        if not isinstance(last, int) and not isinstance(last, str):
+            return None, "a row length the launch does not give"
+    return (w, tuple(sorted(bufs))), None
+
+
+class VectorThread(Schedule):
+    name = "vector"
+
+    def why_not(self, kernel, target, sizes):
+        if not getattr(target, "vector_bytes", 0) or target.symbolic_sizes:
+            return "the target has no vector accesses"
+        why = GenericThread().why_not(kernel, target, sizes)
+        if why is not None:
+            return why
+        nest = parallel_nest(kernel.body, sizes)
+        got, why = vector_width(kernel, nest, target.vector_bytes)
+        if got is None:
+            return why
+        w, bufs = got
+        shapes = {b.name: b.shape for b in list(kernel.inputs) + [kernel.output]}
+        for b in bufs:
+            if cir.eval_dim(shapes[b][-1], sizes) % w:
+                return f"rows of `{b}` are not a multiple of {w} long"
+        return None
+
+    def default(self, kernel, target, sizes):
+        nest = parallel_nest(kernel.body, sizes)
+        (w, _), _ = vector_width(kernel, nest, target.vector_bytes)
+        return VectorParams(GenericThread().default(kernel, target, sizes).threads, w)
+
+    def space(self, kernel, target, sizes):
+        first = self.default(kernel, target, sizes)
+        return [first] + [VectorParams(t, first.width) for t in (64, 128, 512, 1024)
+                          if t <= target.max_threads and t != first.threads]
+
+    def build(self, kernel, target, sizes, params: VectorParams) -> ir.Program:
+        sizes = {k: int(v) for k, v in sizes.items()}
+        nest = parallel_nest(kernel.body, sizes)
+        W = params.width
+        (_, bufs), _ = vector_width(kernel, nest, target.vector_bytes)
+        idx = index_dtype(kernel, sizes)
+        if nest.total >= 2 ** 31 - 1:
+            idx = "i64"
+        sites = errflag.ErrorSites()
+        low = _LaneLowering(kernel, sizes, sites, idx)
+        lp = nest.loops[-1]
+        vnest = replace(nest, extents=nest.extents[:-1] + [nest.extents[-1] // W])
+        total = vnest.total
+        th = ir.Thread("thread") if idx == "i32" else ir.Cast(ir.Thread("thread"), idx)
+        bl = ir.Thread("block") if idx == "i32" else ir.Cast(ir.Thread("block"), idx)
+        nb = ir.Thread("blocks") if idx == "i32" else ir.Cast(ir.Thread("blocks"), idx)
+        start = ir.Bin("+", ir.Bin("*", bl, lit(params.threads, idx), idx), th, idx)
+        step = ir.Bin("*", nb, lit(params.threads, idx), idx)
+        inner = GenericThread._decompose(low, vnest, "_g", idx)
+        vec = low.lookup(lp.var)[0]              # the vector's index in the row
+        base = ir.Bin("*", ir.Ref(vec, idx), lit(W, idx), idx)
+        inner.append(ir.Decl("_v0", idx, base, False, lp.line))
+        v0 = ir.Ref("_v0", idx)
+        # one vector load per distinct contiguous load, one vector store per store
+        loads: dict = {}
+        for n in cir.walk(nest.body):
+            if isinstance(n, cir.Load) and lp.var in free_vars(n) and (n.buffer, n.index) not in loads:
+                arr = f"_vin{len(loads)}"
+                dtype = low.buffers[n.buffer][1]
+                inner.append(ir.Array(arr, dtype, W, "local", lp.line))
+                inner += low.at_column(lp.var, v0, lambda n=n, arr=arr, dtype=dtype: [ir.Copy(
+                    arr, lit(0, idx), low.buffers[n.buffer][0],
+                    low.flat(n.buffer, n.index, store=False)[0], W, dtype, lp.line)])
+                loads[(n.buffer, n.index)] = arr
+        stores = [s for s in nest.body if isinstance(s, cir.Store)]
+        outs = {}
+        for k, s in enumerate(stores):
+            outs[id(s)] = f"_vout{k}"
+            inner.append(ir.Array(f"_vout{k}", low.buffers[s.buffer][1], W, "local", s.line))
+        low.vectors = loads
+        for lane in range(W):
+            low.lane = lane
+
+            def lane_body():
+                got = []
+                for s in nest.body:
+                    if isinstance(s, cir.Store):
+                        dtype = low.buffers[s.buffer][1]
+                        v = cast(low.operand(s.value, compute_dtype(dtype)), dtype)
+                        got.append(ir.Store(outs[id(s)], lit(lane, "i32"), v, None, s.line))
+                    else:
+                        got += low.stmts((s,))
+                return got
+            col = v0 if lane == 0 else ir.Bin("+", v0, lit(lane, idx), idx)
+            inner += low.at_column(lp.var, col, lane_body)
+        low.lane = None
+        for s in stores:
+            def store(s=s):
+                off, guard = low.flat(s.buffer, s.index, store=True)
+                copy = ir.Copy(low.buffers[s.buffer][0], off, outs[id(s)], lit(0, "i32"), W,
+                               low.buffers[s.buffer][1], s.line)
+                return [copy if guard is None else ir.If(guard, (copy,), (), s.line)]
+            inner += low.at_column(lp.var, v0, store)
+        body = list(low.stmts(nest.prologue))
+        body.append(ir.For("_g", start, lit(total, idx), step, tuple(inner), idx, nest.loops[0].line))
+        name = kernel_name(kernel)
+        what = (f"one thread per {W} consecutive elements of ({', '.join(l.var for l in nest.loops)}), "
+                f"{W * max(_BYTES[low.buffers[b][1]] for b in bufs)}-byte vector loads")
+        k = ir.Kernel(name, buffer_params(kernel, sizes, idx), tuple(body), params.threads, idx, what)
+        blocks = max(1, min(-(-total // params.threads), target.max_blocks))
+        prog = ir.Program(kernel.name, (k,), (ir.Launch(name, lit(blocks, "i64"), params.threads),),
+                          (), sites.as_tuple(), f"thread: {what} (vector: {params.describe()})")
+        prog.aligned = tuple(sorted(user_name(b) for b in bufs))
+        fallback = GenericThread().build(kernel, target, sizes, ThreadParams(params.threads))
+        prog.fallback = _renamed(fallback, "_w1", len(prog.sites))
+        prog.sites = prog.sites + fallback.sites
+        return prog
+
+
+def _renamed(prog: ir.Program, suffix: str, first_site: int) -> ir.Program:
+    """`prog` with its kernels renamed (one source holds both) and its error sites
+    numbered after `first_site` others."""
+    def shift(node):
+        if isinstance(node, (ir.Checked, ir.InRange)):
+            return replace(node, site=node.site + first_site)
+        if isinstance(node, ir.CheckedDiv):
+            return replace(node, site_zero=node.site_zero + first_site,
+                           site_overflow=node.site_overflow + first_site if node.site_overflow else 0)
+        return node
+    kernels = tuple(replace(k, name=k.name + suffix, body=_map(k.body, shift)) for k in prog.kernels)
+    launches = tuple(replace(l, kernel=l.kernel + suffix) for l in prog.launches)
+    return replace(prog, kernels=kernels, launches=launches)
+
+
+def _map(node, fn):
+    """`node` rebuilt bottom-up with `fn` applied to every launch-IR node."""
+    if isinstance(node, tuple):
+        return tuple(_map(n, fn) for n in node)
+    if not isinstance(node, (ir.Expr, ir.Stmt)):
+        return node
+    changes = {f: _map(getattr(node, f), fn) for f in node.__dataclass_fields__}
+    return fn(replace(node, **changes))
+
+
+class _LaneLowering(ScalarLowering):
+    """Inside a lane, a load that was read as a vector reads its lane of the vector."""
+
+    vectors: dict = {}
+    lane = None
+
+    def load(self, e: cir.Load) -> ir.Expr:
+        if self.lane is not None and (e.buffer, e.index) in self.vectors:
+            dtype = self.buffers[e.buffer][1]
+            return cast(ir.Load(self.vectors[(e.buffer, e.index)], lit(self.lane, "i32"), dtype),
+                        compute_dtype(dtype))
+        return super().load(e)
+
+    def at_column(self, var: str, value: ir.Expr, fn) -> list:
+        """fn()'s statements with CIR loop variable `var` bound to `value`."""
+        self.scopes.append({})
+        try:
+            ident = self.bind(var, self.idx)
+            return [ir.Decl(ident, self.idx, value)] + list(fn())
+        finally:
+            self.scopes.pop()

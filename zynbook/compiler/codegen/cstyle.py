@@ -41,7 +41,8 @@ from ..passes.bounds import Facts
 from ..passes.loops import (accumulation, assigned_vars, classify_loop, declared_vars,  # noqa: F401
                             free_vars, has_node, has_tiles, is_tile, static_value,
                             stored_buffers, trip_count)
-from ..passes.tiles import substitute
+from ..launch.scalar import const_value as _const_value  # noqa: F401 (wgsl.py imports it here)
+from .printer import comment_safe
 from ...errors import ZynMLDeviceError, Span
 
 
@@ -115,16 +116,6 @@ def cname(name: str) -> str:
     """The C identifier of a ZynML name: `x` -> `u_x` (see USER_PREFIX). CIR names are
     identifiers already (lowering gives `w.a` a name of its own)."""
     return USER_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", name)
-
-
-def comment_safe(text: str) -> str:
-    """ZynML text as the body of a `//` comment: one line that cannot splice the next one
-    (no trailing backslash), end a block comment or form a trigraph."""
-    text = text.replace("\r", " ").replace("\n", " ").replace("*/", "* /").replace("??", "? ?")
-    text = text.rstrip()
-    if text.endswith("\\"):
-        text += " (the line ends with a backslash)"
-    return text
 
 
 # ----------------------------------------------------------------------- renderer
@@ -1222,19 +1213,6 @@ class _Text(cir.Expr):
     def __init__(self, text, dtype):
         object.__setattr__(self, "text", text)
         object.__setattr__(self, "ty", cir.Ty(dtype))
-
-
-def _const_value(e, consts: dict | None = None):
-    """The number a CIR constant (or its negation, or an immutable `let` of one: `consts`)
-    stands for, else None."""
-    if consts and isinstance(e, cir.Var) and e.name in consts and not e.ty.shape:
-        return consts[e.name]
-    if isinstance(e, cir.Const) and not e.ty.shape:
-        return e.value
-    if isinstance(e, cir.Unary) and e.op == "neg" and isinstance(e.operand, cir.Const) \
-            and not isinstance(e.operand.value, bool) and not e.operand.ty.shape:
-        return -e.operand.value
-    return None
 
 
 def _strip_load(text: str) -> str:

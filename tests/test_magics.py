@@ -132,9 +132,11 @@ def test_inspect_magic_shows_the_last_blocks(shell, capsys):
     short = capsys.readouterr().out
     shell.run_line_magic("zynml_inspect", "cuda --full")
     full = capsys.readouterr().out
-    assert "--full shows all" in short and "the whole text" in full
-    assert len(short.splitlines()) < len(full.splitlines())
-    assert "zyn_atomic_min" in full and "zyn_atomic_min" not in short
+    assert "the whole text" in full
+    # printed from the launch IR: the source holds only the helpers the kernel calls, so
+    # there is nothing to fold and the short view is the kernel whole
+    assert "--full shows all" not in short and "zyn_atomic_min" not in full
+    assert "u_out[u_i] = ((u_x[u_i] * u_y[u_i]) + 1.0f);" in short
 
 
 def test_error_lines_count_the_magic_line(shell, capsys):

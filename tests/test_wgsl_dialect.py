@@ -232,7 +232,7 @@ def test_reduce_partials_live_in_a_scratch_buffer_between_two_launches():
     k, p, *_ = program(REDUCE_SUM, {"data": randn(100_003)})
     assert p.schedule.startswith("reduce(+)") and len(p.passes) == 2
     assert "var<storage, read_write> _part: array<f32>;" in p.source
-    assert "var<workgroup> _rv: array<f32, 256>;" in p.source and "workgroupBarrier();" in p.source
+    assert "var<workgroup> _tree: array<f32, 256>;" in p.source and "workgroupBarrier();" in p.source
     env = {"sizes": {"len": 100_003, "data_d0": 100_003}}
     blocks = p.passes[0].workgroups(env)
     assert blocks == -(-100_003 // 1024)

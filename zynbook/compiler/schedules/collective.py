@@ -8,6 +8,17 @@ from ..launch.scalar import lit
 from ..targets import Target
 
 
+def combine_expr(op: str, a: ir.Expr, b: ir.Expr, dtype: str) -> ir.Expr:
+    """`a op b` for a reduction operator (max and min propagate NaN, as the reference)."""
+    if op in ("max", "min"):
+        return ir.Math(op, (a, b), dtype)
+    if op in ("and", "or"):
+        return ir.Bin(op, a, b, "bool")
+    if dtype == "bool":         # sums and products of bools are or and and
+        return ir.Bin("or" if op == "+" else "and", a, b, "bool")
+    return ir.Bin(op, a, b, dtype)
+
+
 def warp_collectives(target: Target, op: str, threads: int) -> bool:
     """Whether `op` over a block of `threads` can be two rounds of warp collectives."""
     w = target.warp

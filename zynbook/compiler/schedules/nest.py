@@ -5,13 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import cir
-
-
-def static_value(e, sizes):
-    try:
-        return cir.eval_expr_static(e, sizes)
-    except (TypeError, KeyError, ZeroDivisionError):
-        return None
+from ..passes.loops import free_vars, static_value
 
 
 def trip_count(loop: cir.Loop, sizes, symbolic: bool = False) -> int | None:
@@ -48,44 +42,36 @@ class Nest:
         return n
 
 
-def _free(e) -> set:
-    return {n.name for n in cir.walk(e) if isinstance(n, cir.Var)}
+def _lets_then_loops(body, sizes, symbolic: bool, parallel_only: bool, keep_one: bool):
+    """(leading immutable scalar lets, the perfectly nested loops after them with bounds
+    known at launch, their trip counts, what runs inside); `keep_one`: a lone statement is
+    not taken as a prologue."""
+    prologue, rest = [], list(body)
+    while rest and (len(rest) > 1 or not keep_one) and isinstance(rest[0], cir.Let) \
+            and not rest[0].mutable and not rest[0].value.ty.shape:
+        prologue.append(rest.pop(0))
+    loops, counts, cur = [], [], tuple(rest)
+    while len(cur) == 1 and isinstance(cur[0], cir.Loop) and (cur[0].parallel or not parallel_only):
+        lp = cur[0]
+        n = trip_count(lp, sizes, symbolic)
+        if n is None or free_vars((lp.start, lp.stop, lp.step)) & {l.var for l in loops}:
+            break
+        loops.append(lp)
+        counts.append(n)
+        cur = lp.body
+    return prologue, loops, counts, cur
 
 
 def parallel_nest(body, sizes, symbolic: bool = False) -> Nest:
     """The parallel nest of `body` (no loops: the whole body, run once)."""
-    prologue, rest = [], list(body)
-    while len(rest) > 1 and isinstance(rest[0], cir.Let) and not rest[0].mutable \
-            and not rest[0].value.ty.shape:
-        prologue.append(rest.pop(0))
-    loops, extents, cur = [], [], tuple(rest)
-    while len(cur) == 1 and isinstance(cur[0], cir.Loop) and cur[0].parallel:
-        lp = cur[0]
-        n = trip_count(lp, sizes, symbolic)
-        if n is None or _free((lp.start, lp.stop, lp.step)) & {l.var for l in loops}:
-            break
-        loops.append(lp)
-        extents.append(n)
-        cur = lp.body
+    prologue, loops, counts, cur = _lets_then_loops(body, sizes, symbolic, True, True)
     if not loops:
         return Nest([], [], (), tuple(body))
-    return Nest(loops, extents, tuple(prologue), cur)
+    return Nest(loops, counts, tuple(prologue), cur)
 
 
 def yield_nest(body, sizes, symbolic: bool = False) -> Nest:
     """The loops around a reduce kernel's `yield` (parallel or not), perfectly nested with
     bounds known at launch, and the scalar lets before them."""
-    prologue, rest = [], list(body)
-    while rest and isinstance(rest[0], cir.Let) and not rest[0].mutable \
-            and not rest[0].value.ty.shape:
-        prologue.append(rest.pop(0))
-    loops, extents, cur = [], [], tuple(rest)
-    while len(cur) == 1 and isinstance(cur[0], cir.Loop):
-        lp = cur[0]
-        n = trip_count(lp, sizes, symbolic)
-        if n is None or _free((lp.start, lp.stop, lp.step)) & {l.var for l in loops}:
-            break
-        loops.append(lp)
-        extents.append(n)
-        cur = lp.body
-    return Nest(loops, extents, tuple(prologue), cur)
+    prologue, loops, counts, cur = _lets_then_loops(body, sizes, symbolic, False, False)
+    return Nest(loops, counts, tuple(prologue), cur)

@@ -27,6 +27,7 @@ from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, hos
                               index_dtype, lit, product_expr, user_name)
 from ..targets import Target
 from .base import Params, Schedule, kernel_name
+from .collective import block_allreduce, combine_expr
 from .nest import extents, yield_nest
 
 I64_MAX = 2 ** 63 - 1
@@ -225,15 +226,7 @@ class _Builder:
         """Statements that combine (v, vi) into the locals (acc, acci)."""
         a = ir.Ref(acc, self.acc)
         if not self.arg:
-            v = cast(v, self.acc)
-            if self.op in ("+", "*"):
-                new = ir.Bin(self.op, a, v, self.acc) if self.acc != "bool" else \
-                    ir.Bin("or" if self.op == "+" else "and", a, v, "bool")
-            elif self.op in ("and", "or"):
-                new = ir.Bin(self.op, a, cast(v, "bool"), "bool")
-            else:
-                new = ir.Math(self.op, (a, v), self.acc)
-            return [ir.Set(acc, new, line)]
+            return [ir.Set(acc, combine_expr(self.op, a, cast(v, self.acc), self.acc), line)]
         tv, ti = self.new("v"), self.new("i")
         out = [ir.Decl(tv, self.acc, cast(v, self.acc), False, line),
                ir.Decl(ti, "i64", cast(vi, "i64"), False, line)]
@@ -267,24 +260,10 @@ class _Builder:
         """Every thread of the block ends with the block's reduction in (_acc, _acci)."""
         if threads == 1:
             return []
-        t, warp = self.t, self.t.warp
-        if t.collectives and warp > 1 and not self.arg and self.op in ir.COLLECTIVE_OPS \
-                and threads % warp == 0 and threads // warp <= warp:
-            out = [ir.Set("_acc", ir.Collective(self.op, ir.Ref("_acc", self.acc), "warp", self.acc))]
-            nw = threads // warp
-            if nw == 1:
-                return out
-            lane, wid = ir.Thread("lane"), ir.Thread("warp")
-            out += [ir.Array("_red", self.acc, nw, "shared"),
-                    ir.If(ir.Bin("==", lane, lit(0, "i32"), "bool"),
-                          (ir.Store("_red", wid, ir.Ref("_acc", self.acc)),)),
-                    ir.Barrier(),
-                    ir.Set("_acc", self.ident),
-                    ir.If(ir.Bin("<", lane, lit(nw, "i32"), "bool"),
-                          (ir.Set("_acc", ir.Load("_red", lane, self.acc)),)),
-                    ir.Set("_acc", ir.Collective(self.op, ir.Ref("_acc", self.acc), "warp", self.acc))]
-            return out
-        # a tree in shared memory: any operator, (value, index) pairs, any target
+        if not self.arg:
+            return block_allreduce(self.t, self.op, "_acc", self.acc, threads, self.ident,
+                                   lambda a, b: combine_expr(self.op, a, b, self.acc))
+        # (value, index) pairs: a tree in shared memory
         th = ir.Thread("thread")
         out = [ir.Array("_rv", self.acc, threads, "shared"),
                ir.Store("_rv", th, ir.Ref("_acc", self.acc))]

@@ -21,7 +21,7 @@ from ..launch.scalar import (ScalarLowering, buffer_params, cast, compute_dtype,
 from ..passes.loops import (assigned_vars, classify_loop, declared_vars, free_vars, has_node,
                             has_tiles, stored_buffers, trip_count)
 from .base import Params, Schedule, kernel_name
-from .collective import block_allreduce
+from .collective import block_allreduce, combine_expr
 from .nest import parallel_nest
 from .reduce import identity
 
@@ -413,15 +413,7 @@ class _Builder:
                 out.append(ir.Set(part, ir.Collective(op, ir.Ref(part, dt), "warp", dt)))
             else:
                 out += block_allreduce(self.t, op, part, dt, p.threads, identity(op, dt),
-                                       lambda a, b, op=op, dt=dt: _combine(op, a, b, dt),
+                                       lambda a, b, op=op, dt=dt: combine_expr(op, a, b, dt),
                                        tag=part)
-            out.append(ir.Set(ident, _combine(op, ir.Ref(ident, dt), ir.Ref(part, dt), dt)))
+            out.append(ir.Set(ident, combine_expr(op, ir.Ref(ident, dt), ir.Ref(part, dt), dt)))
         return out
-
-
-def _combine(op: str, a: ir.Expr, b: ir.Expr, dt: str) -> ir.Expr:
-    if op in ("max", "min"):
-        return ir.Math(op, (a, b), dt)
-    if op in ("and", "or"):
-        return ir.Bin(op, a, b, "bool")
-    return ir.Bin(op, a, b, dt)

@@ -43,6 +43,7 @@ from ..passes.loops import (accumulation, assigned_vars, classify_loop, declared
                             stored_buffers, trip_count)
 from ..launch.scalar import const_value as _const_value  # noqa: F401 (wgsl.py imports it here)
 from .printer import comment_safe
+from ..schedules.nest import Nest
 from ...errors import ZynMLDeviceError, Span
 
 
@@ -1239,22 +1240,6 @@ def raise_unsupported(kernel: cir.Kernel, err: Unsupported, lang: str):
 
 
 # ------------------------------------------------------------------ loop nests
-
-
-@dataclass
-class Nest:
-    """The outermost perfectly nested parallel loops of a body, flattened."""
-    loops: list             # of cir.Loop, outermost first
-    extents: list           # ints
-    prologue: list          # statements before the nest (scalar lets)
-    body: tuple             # what runs per iteration
-
-    @property
-    def total(self) -> int:
-        n = 1
-        for e in self.extents:
-            n *= e
-        return n
 
 
 def _scalar_prologue(body, keep_one: bool):

@@ -64,7 +64,7 @@ class GenericThread(Schedule):
         """An inner loop the block schedule would split over a block's threads, of 64
         iterations or more (sizes None: for every size set, so any loop whose count
         depends on a size)."""
-        from ..codegen.cstyle import classify_loop      # the block schedule's own test
+        from ..passes.loops import classify_loop        # the block schedule's own test
         mutable = {n.name for n in cir.walk(nest.body) if isinstance(n, cir.Let) and n.mutable}
         for lp in (n for n in cir.walk(nest.body) if isinstance(n, cir.Loop)):
             if not (lp.parallel or classify_loop(lp, mutable) is not None):

@@ -90,57 +90,24 @@ class GenericThread(Schedule):
                           if t <= target.max_threads and t != first.threads]
 
     def build(self, kernel, target, sizes, params: ThreadParams) -> ir.Program:
-        if target.symbolic_sizes:
-            return self._build_symbolic(kernel, target, sizes, params)
+        """Baked sizes (CUDA, C++, Metal): counts are numbers. Symbolic sizes (WebGPU): the
+        program serves every size set; counts are expressions over the sizes, the grid a
+        host expression, indices i32 (a launch reaching 2^31 is refused by the device)."""
+        sym = target.symbolic_sizes
         sizes = {k: int(v) for k, v in sizes.items()}
-        nest = parallel_nest(kernel.body, sizes)
-        idx = index_dtype(kernel, sizes)
-        if nest.total >= 2 ** 31 - 1:
+        nest = parallel_nest(kernel.body, sizes, sym)
+        idx = "i32" if sym else index_dtype(kernel, sizes)
+        if not sym and nest.total >= 2 ** 31 - 1:
             idx = "i64"
         sites = errflag.ErrorSites()
-        low = ScalarLowering(kernel, sizes, sites, idx)
+        low = ScalarLowering(kernel, sizes, sites, idx, symbolic=sym)
         body = list(low.stmts(nest.prologue))
-        total = lit(nest.total, idx)
-        g = "_g"
-        thread = ir.Cast(ir.Thread("thread"), idx) if idx != "i32" else ir.Thread("thread")
-        block = ir.Cast(ir.Thread("block"), idx) if idx != "i32" else ir.Thread("block")
-        if params.chunk:
-            start = ir.Bin("*", block, lit(params.chunk, idx), idx)
-            stop = ir.Math("min", (ir.Bin("+", start, lit(params.chunk, idx), idx), total), idx)
-            step = lit(1, idx)
-            blocks = -(-nest.total // params.chunk)
-        else:
-            start = ir.Bin("+", ir.Bin("*", block, lit(params.threads, idx), idx), thread, idx)
-            stop = total
-            blocks_e = ir.Cast(ir.Thread("blocks"), idx) if idx != "i32" else ir.Thread("blocks")
-            step = ir.Bin("*", blocks_e, lit(params.threads, idx), idx)
-            blocks = min(-(-nest.total // params.threads), target.max_blocks)
-        inner = self._decompose(low, nest, g, idx) + list(low.stmts(nest.body))
-        body.append(ir.For(g, start, stop, step, tuple(inner), idx, nest.loops[0].line))
-        name = kernel_name(kernel)
-        what = (f"one thread per iteration of ({', '.join(l.var for l in nest.loops)})"
-                if not params.chunk else
-                f"blocks of {params.chunk} iterations of ({', '.join(l.var for l in nest.loops)})")
-        k = ir.Kernel(name, buffer_params(kernel, sizes, idx), tuple(body), params.threads, idx, what)
-        launch = ir.Launch(name, lit(max(1, blocks), "i64"), params.threads)
-        return ir.Program(kernel.name, (k,), (launch,), (), sites.as_tuple(),
-                          f"thread: {what} (generic: {params.describe()})")
-
-    def _build_symbolic(self, kernel, target, sizes, params: ThreadParams) -> ir.Program:
-        """The program for every size set: counts are expressions over the sizes, the grid a
-        host expression, indices i32 (a launch reaching 2^31 is refused by the device)."""
-        sizes = {k: int(v) for k, v in sizes.items()}
-        nest = parallel_nest(kernel.body, sizes, True)
-        idx = "i32"
-        sites = errflag.ErrorSites()
-        low = ScalarLowering(kernel, sizes, sites, idx, symbolic=True)
-        body = list(low.stmts(nest.prologue))
-        exts = extents(low, nest.loops)
+        line = nest.loops[0].line
+        exts = extents(low, nest.loops) if sym else [lit(e, idx) for e in nest.extents]
         total_e = product_expr(exts, idx)
         if not host_expr(total_e):
             raise NotScalar("a loop bound the host cannot compute")
-        line = nest.loops[0].line
-        names = []
+        names = []                  # the extents as the kernel reads them
         for k, e in enumerate(exts):
             if isinstance(e, ir.Lit):
                 names.append(e)
@@ -151,19 +118,25 @@ class GenericThread(Schedule):
         if not isinstance(total, (ir.Lit, ir.Ref)):
             body.append(ir.Decl("_total", idx, total, False, line))
             total = ir.Ref("_total", idx)
-        thread, block = ir.Thread("thread"), ir.Thread("block")
+
+        def at(axis):
+            e = ir.Thread(axis)
+            return e if idx == "i32" else ir.Cast(e, idx)
         if params.chunk:
-            start = ir.Bin("*", block, lit(params.chunk, idx), idx)
+            start = ir.Bin("*", at("block"), lit(params.chunk, idx), idx)
             stop = ir.Math("min", (ir.Bin("+", start, lit(params.chunk, idx), idx), total), idx)
             step = lit(1, idx)
             grid = ir.ceildiv(total_e, params.chunk)
         else:
-            start = ir.Bin("+", ir.Bin("*", block, lit(params.threads, idx), idx), thread, idx)
+            start = ir.Bin("+", ir.Bin("*", at("block"), lit(params.threads, idx), idx),
+                           at("thread"), idx)
             stop = total
-            step = ir.Bin("*", ir.Thread("blocks"), lit(params.threads, idx), idx)
+            step = ir.Bin("*", at("blocks"), lit(params.threads, idx), idx)
             grid = ir.Math("min", (ir.ceildiv(total_e, params.threads),
                                    lit(target.max_blocks, idx)), idx)
         grid = ir.Math("max", (grid, lit(1, idx)), idx)
+        if not sym:
+            grid = lit(ir.evaluate(grid, {}), "i64")
         inner = self._decompose(low, nest, "_g", idx, names) + list(low.stmts(nest.body))
         body.append(ir.For("_g", start, stop, step, tuple(inner), idx, line))
         name = kernel_name(kernel)
@@ -171,9 +144,9 @@ class GenericThread(Schedule):
                 if not params.chunk else
                 f"blocks of {params.chunk} iterations of ({', '.join(l.var for l in nest.loops)})")
         k = ir.Kernel(name, buffer_params(kernel, sizes, idx), tuple(body), params.threads, idx, what)
-        launch = ir.Launch(name, grid, params.threads)
-        return ir.Program(kernel.name, (k,), (launch,), (), sites.as_tuple(),
-                          f"thread: {what} (generic: {params.describe()}, every size)")
+        return ir.Program(kernel.name, (k,), (ir.Launch(name, grid, params.threads),), (),
+                          sites.as_tuple(), f"thread: {what} (generic: {params.describe()}"
+                          + (", every size)" if sym else ")"))
 
     @staticmethod
     def _decompose(low: ScalarLowering, nest, g: str, idx: str, exts=None) -> list:

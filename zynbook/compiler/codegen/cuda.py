@@ -273,7 +273,7 @@ def render_generic(kernel, body, sizes, notes, options=None, arch=(9, 0)) -> Cud
     r = CUDARenderer()
     r.setup(kernel, sizes)
     plan = r.plan_generic(kernel, body, sizes, options or {})
-    if plan.mode == "thread":
+    if plan.mode == "thread" or not (options or {}).get("mode"):
         prog = _launch_program(kernel, sizes, notes, arch)
         if prog is not None:
             return prog

@@ -464,7 +464,8 @@ def geometry(kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> tu
 def schedule_name(prog: MSLProgram) -> str:
     s = prog.schedule
     for key, name in (("flash", "flash"), ("attention", "flash"), ("reduce", "reduce"),
-                      ("rows:", "rows"), ("threadgroup of", "rows"), ("whole body", "rows")):
+                      ("rows:", "rows"), ("block:", "rows"), ("threadgroup of", "rows"),
+                      ("whole body", "rows")):
         if key in s:
             return name
     return "generic"
@@ -490,14 +491,11 @@ def render_generic(kernel, body, sizes, notes, options=None) -> MSLProgram:
     r = MSLRenderer()
     r.setup(kernel, sizes)
     plan = r.plan_generic(kernel, body, sizes, options or {})
-    if not (options or {}).get("mode"):
-        prog = _launch_program(kernel, sizes, notes, only="rows")
-        if prog is not None:
-            return prog
-    if plan.mode == "thread":
+    if plan.mode == "thread" or not (options or {}).get("mode"):
         prog = _launch_program(kernel, sizes, notes)
         if prog is not None:
             return prog
+    if plan.mode == "thread":
         return _thread_program(r, kernel, plan.nest, notes)
     banner = "rows: one threadgroup runs the whole body" if plan.mode == "whole" else (
         f"rows: one threadgroup of {plan.nt} threads per iteration of "

@@ -153,7 +153,8 @@ class Printer:
             self.emit(d.barrier(), line)
         elif isinstance(s, ir.Array):
             self.spaces[s.name] = s.space
-            self.emit(d.array(s.name, s.dtype, s.count, s.space), line)
+            if s.space != "shared":         # shared arrays are declared at the kernel's top
+                self.emit(d.array(s.name, s.dtype, s.count, s.space), line)
         else:
             raise TypeError(f"not a launch-IR statement: {s!r}")
 
@@ -170,6 +171,11 @@ class Printer:
         for line in d_lines(self.d.kernel_open(k, params, uses_flag)):
             self.emit(line)
         self.level += 1
+        # block memory is declared once, at the top of the kernel (Metal and WGSL want it
+        # there; the schedules give every shared array a name of its own)
+        for a in (n for n in ir.walk(k.body) if isinstance(n, ir.Array) and n.space == "shared"):
+            self.spaces[a.name] = "shared"
+            self.emit(self.d.array(a.name, a.dtype, a.count, "shared"), a.line)
         self.stmts(k.body)
         self.level -= 1
         for line in d_lines(self.d.kernel_close(k)):

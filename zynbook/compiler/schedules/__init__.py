@@ -10,9 +10,10 @@ from ..targets import Target
 from .generic import GenericThread
 from .reduce import Reduce
 from .rows import Rows
+from .block import Block
 from .vector import VectorThread
 
-SCHEDULES = (Reduce(), Rows(), VectorThread(), GenericThread())
+SCHEDULES = (Reduce(), Rows(), VectorThread(), GenericThread(), Block())
 
 
 def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:

@@ -1,0 +1,237 @@
+"""The block schedule: one block per iteration of the parallel loop nest, its threads sharing
+the work inside (fused kernels with `shared var` and `barrier()`, nests of few iterations
+with long inner loops).
+
+Inside an iteration every thread runs the scalar statements itself (its locals are copies,
+equal in every thread, so conditions and loop counts are the same for the whole block);
+what the loops do is shared:
+
+* a loop whose iterations are independent (a parallel loop, or one that writes its own
+  elements) is split over the threads (thread t takes t, t + T, ...), a barrier after it;
+* a loop that only accumulates into outer variables is split the same way into per-thread
+  partials, then a block all-reduction combines them with the value before the loop;
+* any other loop runs in every thread, in order; the loops inside it are shared again;
+* a store or an atomic outside a shared loop is made by thread 0, a barrier after it;
+* `shared var` is block memory, zero-filled by the block when the iteration reaches it (as
+  the reference fills it); `barrier()` is a barrier.
+
+Tile values are the older renderer's for now; they are refused here with that reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from .. import cir, errflag
+from ..launch import ir
+from ..launch.scalar import NotScalar, ScalarLowering, buffer_params, index_dtype, lit, user_name
+from ..passes.loops import assigned_vars, classify_loop, declared_vars, has_node, trip_count
+from .base import Params, Schedule, kernel_name, workgroup_threads
+from .collective import block_allreduce, combine_expr
+from .generic import GenericThread
+from .nest import parallel_nest
+from .reduce import identity
+
+
+@dataclass(frozen=True)
+class BlockParams(Params):
+    threads: int = 256
+
+
+def _pow2_at_least(n: int, lo: int, hi: int) -> int:
+    p = lo
+    while p < n and p < hi:
+        p *= 2
+    return p
+
+
+class Block(Schedule):
+    name = "block"
+
+    def why_not(self, kernel, target, sizes):
+        if kernel.kernel_type.kind == "reduce":
+            return "a reduce kernel"
+        if target.symbolic_sizes:
+            return "shared arrays need the sizes of the launch"
+        if target.max_threads == 1:
+            return "one thread per block: the generic schedule runs the loops in order"
+        nest = parallel_nest(kernel.body, sizes)
+        if not nest.loops:
+            return "no parallel loop (one block for the whole body: the older renderer)"
+        if any(isinstance(n, cir.Expr) and n.ty.shape for n in cir.walk(nest.body)):
+            return "tile values (the older renderer's block mode)"
+        if has_node(nest.body, cir.Yield):
+            return "a yield outside a reduce kernel"
+        shared_bytes = sum(4 * prod(cir.eval_dim(d, sizes) for d in s.shape)
+                           for s in cir.walk(nest.body) if isinstance(s, cir.SharedAlloc))
+        if shared_bytes > target.shared_bytes:
+            return f"{shared_bytes} bytes of shared arrays, more than the target's {target.shared_bytes}"
+        if not has_node(nest.body, (cir.SharedAlloc, cir.Barrier)) and \
+                GenericThread().why_not(kernel, target, sizes) is None:
+            return "no shared arrays or barriers, and the thread schedule takes it"
+        return None
+
+    def default(self, kernel, target, sizes):
+        wg = workgroup_threads(kernel)
+        if wg >= 32:
+            return BlockParams(min(target.max_threads, wg))
+        nest = parallel_nest(kernel.body, sizes)
+        trip = 0
+        mutable = {n.name for n in cir.walk(nest.body) if isinstance(n, cir.Let) and n.mutable}
+        for lp in (n for n in cir.walk(nest.body) if isinstance(n, cir.Loop)):
+            if lp.parallel or classify_loop(lp, mutable) is not None:
+                trip = max(trip, trip_count(lp, sizes) or 0)
+        threads = _pow2_at_least(max(trip // 8, 1), 32, 1024) if trip else 256
+        return BlockParams(min(threads, target.max_threads))
+
+    def space(self, kernel, target, sizes):
+        first = self.default(kernel, target, sizes)
+        return [first] + [BlockParams(t) for t in (32, 64, 128, 256, 512, 1024)
+                          if t <= target.max_threads and t != first.threads]
+
+    def build(self, kernel, target, sizes, params: BlockParams) -> ir.Program:
+        return _Builder(kernel, target, sizes, params).program()
+
+
+class _Builder:
+    def __init__(self, kernel, target, sizes, params: BlockParams):
+        self.k, self.t, self.T = kernel, target, params.threads
+        self.sizes = {k: int(v) for k, v in sizes.items()}
+        self.nest = parallel_nest(kernel.body, self.sizes)
+        self.idx = index_dtype(kernel, self.sizes)
+        self.sites = errflag.ErrorSites()
+        self.low = ScalarLowering(kernel, self.sizes, self.sites, self.idx)
+        self.tmp = 0
+        self.shared = []
+
+    def new(self, stem):
+        self.tmp += 1
+        return f"_{stem}{self.tmp}"
+
+    def i(self, v):
+        return lit(v, self.idx)
+
+    def at(self, axis):
+        e = ir.Thread(axis)
+        return e if self.idx == "i32" else ir.Cast(e, self.idx)
+
+    def first_thread(self):
+        return ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool")
+
+    def program(self) -> ir.Program:
+        nest, idx = self.nest, self.idx
+        # shared arrays: block memory, declared once at the top of the kernel
+        for s in cir.walk(nest.body):
+            if isinstance(s, cir.SharedAlloc):
+                if s.name in self.low.buffers:
+                    raise NotScalar(f"shared array `{s.name}` declared twice")
+                count = prod(cir.eval_dim(d, self.sizes) for d in s.shape)
+                ident = user_name(s.name)
+                self.low.buffers[s.name] = (ident, s.dtype, tuple(s.shape))
+                self.shared.append(ir.Array(ident, s.dtype, count, "shared", s.line))
+        body = list(self.shared) + list(self.low.stmts(nest.prologue))
+        inner = GenericThread._decompose(self.low, nest, "_b", idx) + self.stmts(nest.body)
+        total = nest.total
+        blocks = max(1, min(total, self.t.max_blocks))
+        body.append(ir.For("_b", self.at("block"), self.i(total), self.at("blocks"), tuple(inner),
+                           idx, nest.loops[0].line))
+        name = kernel_name(self.k)
+        what = (f"block: one block of {self.T} threads per iteration of "
+                f"({', '.join(l.var for l in nest.loops)})")
+        k = ir.Kernel(name, buffer_params(self.k, self.sizes, idx), tuple(body), self.T, idx, what)
+        return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(blocks, "i64"), self.T),), (),
+                          self.sites.as_tuple(), f"{what} (block: threads={self.T})")
+
+    def stmts(self, body, mutable: set | None = None) -> list:
+        mutable = set(mutable or ())
+        out: list = []
+        for s in body:
+            self.low.line = getattr(s, "line", 0) or self.low.line
+            out += self.stmt(s, mutable)
+        return out
+
+    def stmt(self, s, mutable: set) -> list:
+        low = self.low
+        ln = getattr(s, "line", 0)
+        if isinstance(s, cir.SharedAlloc):
+            ident, dtype, _ = low.buffers[s.name]
+            count = next(a.count for a in self.shared if a.name == ident)
+            e = self.new("e")
+            fill = ir.For(e, ir.Cast(ir.Thread("thread"), self.idx) if self.idx != "i32" else ir.Thread("thread"),
+                          self.i(count), self.i(self.T),
+                          (ir.Store(ident, ir.Ref(e, self.idx), lit(0, dtype) if dtype != "bool"
+                                    else lit(False, "bool"), None, ln),), self.idx, ln)
+            return [fill, ir.Barrier(ln)]
+        if isinstance(s, cir.Barrier):
+            return [ir.Barrier(ln)]
+        if isinstance(s, cir.Let):
+            if s.mutable:
+                mutable.add(s.name)
+            return list(low.stmts((s,)))
+        if isinstance(s, (cir.Store, cir.Atomic)):
+            return [ir.If(self.first_thread(), tuple(low.stmts((s,))), (), ln), ir.Barrier(ln)]
+        if isinstance(s, cir.If):
+            cond = low.expr(s.cond)
+            low.scopes.append({})
+            try:
+                with low.facts.assuming(s.cond):
+                    then = self.stmts(s.then, mutable)
+            finally:
+                low.scopes.pop()
+            low.scopes.append({})
+            try:
+                orelse = self.stmts(s.orelse, mutable)
+            finally:
+                low.scopes.pop()
+            from ..launch.scalar import cast
+            return [ir.If(cast(cond, "bool"), tuple(then), tuple(orelse), ln)]
+        if isinstance(s, cir.Loop):
+            independent = s.parallel and not has_node(s.body, (cir.Barrier, cir.SharedAlloc)) \
+                and not (assigned_vars(s.body) - declared_vars(s.body))
+            kind = "independent" if independent else classify_loop(s, mutable)
+            if kind == "independent":
+                return [self.split(s, {}), ir.Barrier(ln)]
+            if isinstance(kind, tuple):
+                return self.accumulate(s, kind[1])
+            start, stop, step = low.index(s.start), low.index(s.stop), low.index(s.step)
+            low.scopes.append({})
+            try:
+                var = low.bind(s.var, self.idx)
+                inner = self.stmts(s.body, mutable)
+            finally:
+                low.scopes.pop()
+            return [ir.For(var, start, stop, step, tuple(inner), self.idx, ln)]
+        return list(low.stmts((s,)))
+
+    def split(self, s: cir.Loop, rename: dict) -> ir.For:
+        """`s` with thread t taking iterations t, t + T, ... (`rename`: CIR names that mean
+        other locals inside, the accumulators' partials)."""
+        low = self.low
+        start, stop, step = low.index(s.start), low.index(s.stop), low.index(s.step)
+        t = ir.Thread("thread") if self.idx == "i32" else ir.Cast(ir.Thread("thread"), self.idx)
+        first = ir.Bin("+", start, ir.Bin("*", t, step, self.idx), self.idx)
+        stride = ir.Bin("*", step, self.i(self.T), self.idx)
+        low.scopes.append(dict(rename))
+        try:
+            var = low.bind(s.var, self.idx)
+            inner = low.stmts(s.body)
+        finally:
+            low.scopes.pop()
+        return ir.For(var, first, stop, stride, tuple(inner), self.idx, s.line)
+
+    def accumulate(self, s: cir.Loop, accs: dict) -> list:
+        """A loop that only accumulates: per-thread partials, a block all-reduction each, then
+        the variable combined with its partial sum."""
+        out, rename, parts = [], {}, []
+        for acc, op in accs.items():
+            ident, dt = self.low.lookup(acc)
+            part = self.new("part")
+            out.append(ir.Decl(part, dt, identity(op, dt), True, s.line))
+            rename[acc] = (part, dt)
+            parts.append((part, op, dt, ident))
+        out.append(self.split(s, rename))
+        for part, op, dt, ident in parts:
+            out += block_allreduce(self.t, op, part, dt, self.T, identity(op, dt),
+                                   lambda a, b, op=op, dt=dt: combine_expr(op, a, b, dt), tag=part)
+            out.append(ir.Set(ident, combine_expr(op, ir.Ref(ident, dt), ir.Ref(part, dt), dt), s.line))
+        return out

@@ -44,3 +44,26 @@ def test_vector_schedule_says_why_not():
     assert "multiple of 4" in VectorThread().why_not(kernel, cuda_target(), sizes)
     kernel, sizes, _, _ = K.relu(4096)
     assert "no vector accesses" in VectorThread().why_not(kernel, metal_target(), sizes)
+
+
+def test_a_check_in_a_lane_names_its_own_line():
+    from compute_testing import lower_block
+    from zynbook.compiler import errflag
+    src = """let y = compute(a, b) {
+    @kernel elementwise
+    for i in 0..n:
+        let q = a[i] * 2
+        out[i] = q / b[i]
+}
+y
+"""
+    a = np.arange(8, dtype=np.int32)
+    b = np.ones(8, dtype=np.int32)
+    b[5] = 0
+    kernel, ins, sizes, scalars = lower_block(src, {"a": a, "b": b})
+    prog = VectorThread().build(kernel, cuda_target(), sizes,
+                                VectorThread().default(kernel, cuda_target(), sizes))
+    out = np.zeros(8, np.int32)
+    words = emulate.run(prog, {"a": a, "b": b, "out": out}, scalars, sizes)
+    err = errflag.error(prog.sites, words, kernel, sizes)
+    assert err.message == "integer division by zero" and err.span.line == 5

@@ -392,6 +392,7 @@ class _Builder:
                 def stmts(w=w):
                     got = []
                     for t in s.body:
+                        low.line = t.line or low.line       # checks name the line
                         if isinstance(t, cir.Store) and W > 1:
                             dtype = low.buffers[t.buffer][1]
                             v = cast(low.operand(t.value, compute_dtype(dtype)), dtype)

@@ -161,6 +161,7 @@ class VectorThread(Schedule):
             def lane_body():
                 got = []
                 for s in nest.body:
+                    low.line = s.line or low.line       # checks name the store's line
                     if isinstance(s, cir.Store):
                         dtype = low.buffers[s.buffer][1]
                         v = cast(low.operand(s.value, compute_dtype(dtype)), dtype)

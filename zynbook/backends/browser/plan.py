@@ -40,7 +40,8 @@ def options(limits: dict) -> wgsl.WGSLOptions:
         f16=False, f64=False, subgroups=False, subgroups_directive=True,
         max_workgroup_storage=lim["maxComputeWorkgroupStorageSize"],
         max_invocations=lim["maxComputeInvocationsPerWorkgroup"],
-        max_storage_buffers=lim["maxStorageBuffersPerShaderStage"])
+        max_storage_buffers=lim["maxStorageBuffersPerShaderStage"],
+        launch_ir=True)         # the schedules' launch IR first, as on the WebGPU device
 
 
 def equal_sizes(kernel: cir.Kernel, sizes: dict) -> tuple:
@@ -129,6 +130,9 @@ def build(program: wgsl.Program, kernel: cir.Kernel, inputs: list, sizes: dict,
     for st, count in program.scratch.items():
         n = int(count(env)) * _slots(program, env)
         buffers[f"@scratch_{st}"] = {"size": max(1, n) * 4, "data": None}
+    for role, nbytes in program.scratch_bytes.items():
+        # launch-IR scratch (partials between launches): one buffer per launch
+        buffers[role] = {"size": max(4, int(nbytes(env))), "data": None}
     read = [out.name]
     for b in program.bindings:
         if b.buffer == "@error":

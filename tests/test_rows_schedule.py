@@ -63,3 +63,21 @@ def test_rows_schedule_is_chosen_and_says_why_not():
     assert match_rows(short, ssizes)[1].startswith("rows of 20 elements")
     ffn, fsizes, _, _ = K.ffn_shared()
     assert "shared arrays" in Rows().why_not(ffn, cuda_target(), fsizes)
+
+
+def test_workgroup_hint_sets_the_threads_and_changes_no_result():
+    from dataclasses import replace
+    from zynbook.compiler import cir
+    kernel, sizes, make, _ = K.softmax_rows(3, 700)
+    hinted = replace(kernel, schedule=cir.Schedule(workgroup=(512,)))
+    tgt = cuda_target()
+    assert Rows().default(kernel, tgt, sizes).threads != 512
+    p = Rows().default(hinted, tgt, sizes)
+    assert p.threads == 512
+    ins = make(np.random.default_rng(5))
+    want = np.asarray(run_kernel(kernel, ins, sizes, {}))
+    got = _emulate(Rows().build(hinted, tgt, sizes, p), hinted, ins, sizes, 32, {})
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    from zynbook.compiler.schedules.reduce import Reduce
+    rk, rsizes, rmake, _ = K.row_sums(5, 300)
+    assert Reduce().default(replace(rk, schedule=cir.Schedule(workgroup=(64,))), tgt, rsizes).threads == 64

@@ -19,14 +19,14 @@ in-order loop.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, host_expr,
                               index_dtype, lit, product_expr, user_name)
 from ..targets import Target
-from .base import Params, Schedule, kernel_name
+from .base import Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .nest import extents, yield_nest
 
@@ -96,6 +96,19 @@ class Reduce(Schedule):
         return None
 
     def default(self, kernel, target, sizes):
+        """The layout by shape; a `@workgroup` of a power of two (a whole number of warps)
+        sets the threads of a block."""
+        p = self._by_shape(kernel, target, sizes)
+        hint = workgroup_threads(kernel)
+        if p.threads == 1 or hint < 32 or hint & (hint - 1) or hint > target.max_threads \
+                or hint % max(target.warp, 1):
+            return p
+        if p.layout == "whole" and p.blocks:
+            total = max(yield_nest(kernel.body, sizes).total, 1)
+            return replace(p, threads=hint, blocks=max(1, min(-(-total // (hint * 4)), 1024)))
+        return replace(p, threads=hint)
+
+    def _by_shape(self, kernel, target, sizes):
         op = kernel.kernel_type.param("op", "+")
         axis = kernel.kernel_type.param("axis")
         nest = yield_nest(kernel.body, sizes, target.symbolic_sizes)

@@ -20,7 +20,7 @@ from ..launch.scalar import (ScalarLowering, buffer_params, cast, compute_dtype,
                              user_name)
 from ..passes.loops import (assigned_vars, classify_loop, declared_vars, free_vars, has_node,
                             has_tiles, stored_buffers, trip_count)
-from .base import Params, Schedule, kernel_name
+from .base import Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .nest import parallel_nest
 from .reduce import identity
@@ -178,8 +178,16 @@ class Rows(Schedule):
         return None
 
     def default(self, kernel, target, sizes):
+        """The layout by row length; a `@workgroup` of a power of two sets the threads of a
+        row's block where the row still fits its registers."""
         plan, _ = match_rows(kernel, sizes)
-        return self._fit(kernel, plan, target)
+        p = self._fit(kernel, plan, target)
+        hint = workgroup_threads(kernel)
+        if hint >= 64 and not hint & (hint - 1) and hint <= target.max_threads:
+            e = -(-(-(-plan.cols // p.width)) // hint)
+            if e * p.width * max(len(plan.keys), 1) <= REGISTERS:
+                return RowsParams(hint, 1, e, p.width)
+        return p
 
     def space(self, kernel, target, sizes):
         first = self.default(kernel, target, sizes)

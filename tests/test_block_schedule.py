@@ -82,3 +82,34 @@ def test_block_schedule_says_why_not():
     assert "sizes of the launch" in Block().why_not(kernel, webgpu_target(), sizes)
     kernel, sizes, _, _ = K.softmax_whole()
     assert "no parallel loop" in Block().why_not(kernel, cuda_target(), sizes)
+
+
+BIG_SHARED = """let y = compute(x) {
+    @kernel fused
+    for r in 0..rows:
+        shared var buf[8192]
+        for j in 0..8192:
+            buf[j] = x[r, j % 16] * 2.0
+        barrier()
+        var total = 0.0
+        for j in 0..8192:
+            total += buf[j]
+        out[r] = total
+}
+y
+"""
+
+
+def test_a_large_shared_array_on_the_cpu_is_on_the_heap():
+    """32 KB of block memory per iteration, iterations on several cores at once: the C++
+    keeps it on the heap, and the result equals the reference."""
+    import shutil
+    import zynbook
+    if not any(shutil.which(c) for c in ("c++", "g++", "clang++")):
+        pytest.skip("no C++ compiler")
+    x = np.random.default_rng(6).standard_normal((7, 16)).astype(np.float32)
+    kernel, ins, sizes, scalars = lower_block(BIG_SHARED, {"x": x})
+    from zynbook.compiler.codegen import c as cgen
+    assert "std::unique_ptr<float[]>" in cgen.render_program(kernel, sizes).source
+    got = np.asarray(zynbook.run(BIG_SHARED, device="cpu:native", x=x))
+    np.testing.assert_allclose(got, 2.0 * 512 * x.sum(axis=1), rtol=1e-4)

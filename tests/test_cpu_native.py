@@ -162,7 +162,7 @@ def test_generated_source_is_cpp_with_openmp_over_the_outer_loops(lowered, devic
     assert render_text("c", k, sz) == c_codegen.render(k, sz)
     assert "generated at launch" in render_text("c", k)
     src = device.generated_source(*lowered["shared_ffn"][::2])["c"]
-    assert "up[40] = {};" in src and "barrier" in src
+    assert "u_up[40] = {};" in src and "barrier" in src
 
 
 def test_compile_error_shows_the_generated_line(device, monkeypatch):

@@ -53,8 +53,6 @@ class Block(Schedule):
             return "a reduce kernel"
         if target.symbolic_sizes:
             return "shared arrays need the sizes of the launch"
-        if target.max_threads == 1:
-            return "one thread per block: the generic schedule runs the loops in order"
         nest = parallel_nest(kernel.body, sizes)
         if not nest.loops:
             return "no parallel loop (one block for the whole body: the older renderer)"
@@ -136,7 +134,7 @@ class _Builder:
         body.append(ir.For("_b", self.at("block"), self.i(total), self.at("blocks"), tuple(inner),
                            idx, nest.loops[0].line))
         name = kernel_name(self.k)
-        what = (f"block: one block of {self.T} threads per iteration of "
+        what = (f"block: one block of {self.T} thread{'s' if self.T > 1 else ''} per iteration of "
                 f"({', '.join(l.var for l in nest.loops)})")
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, idx), tuple(body), self.T, idx, what)
         return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(blocks, "i64"), self.T),), (),

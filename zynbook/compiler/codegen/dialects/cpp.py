@@ -17,6 +17,8 @@ CPP_HELPERS = dict(HELPERS, **{
         + "], __ATOMIC_RELAXED) != 0; }}", ()),
 })
 
+_BYTES = {"f16": 2, "bf16": 4, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
+          "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
 _THREAD = {"thread": "0", "threads": "1", "block": "(int)zyn_block", "blocks": "(int)zyn_blocks",
            "lane": "0", "warp": "0"}
 
@@ -45,8 +47,15 @@ class CppDialect(CFamily):
     def barrier(self):
         return "/* barrier: one thread per block */"
 
+    STACK_BYTES = 16 * 1024     # larger arrays go on the heap (a thread's stack is small)
+
     def array(self, name, dtype, count, space):
-        return f"{self.type(dtype)} {name}[{max(count, 1)}] = {{}};"
+        t, n = self.type(dtype), max(count, 1)
+        if n * _BYTES[dtype] <= self.STACK_BYTES:
+            return f"{t} {name}[{n}] = {{}};"
+        self.heap = True
+        return (f"std::unique_ptr<{t}[]> {name}_heap(new {t}[{n}]()); "
+                f"{t}* const {name} = {name}_heap.get();")
 
     def atomic(self, op, array, index, value, dtype):
         if op == "+":
@@ -71,6 +80,8 @@ class CppDialect(CFamily):
         if sizes:
             head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
         head += ["#include <math.h>", "#include <stdint.h>", "#include <stdlib.h>"]
+        if getattr(self, "heap", False):
+            head.append("#include <memory>")
         if any(p.dtype == "f16" for k in program.kernels for p in k.params) or any(
                 isinstance(n, ir.Cast) and n.dtype == "f16" for n in ir.walk(program)):
             head += ["#ifndef __FLT16_MAX__",

@@ -91,7 +91,7 @@ def test_cli_commands_work(command):
         lang = args[args.index("--lang") + 1]
         assert "not available" not in got.stdout
         marker = {"cuda": "__global__", "c": "extern \"C\"", "wgsl": "@compute",
-                  "msl": "kernel void", "python": "def "}[lang]
+                  "msl": "kernel void", "python": "def ", "launch-ir": "launch zyn_k_"}[lang]
         assert marker in got.stdout, got.stdout[:500]
 
 

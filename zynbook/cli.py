@@ -9,7 +9,7 @@ import sys
 
 from .errors import ZynMLError
 
-LANGUAGES = ("python", "c", "cuda", "wgsl", "msl")
+LANGUAGES = ("python", "c", "cuda", "wgsl", "msl", "launch-ir")
 
 
 def _shape_arg(text: str):
@@ -142,7 +142,7 @@ def main(argv=None) -> int:
 def _sized_sources(source: str, language: str, inputs: dict) -> list:
     """The code of every compute block the program launches, rendered for the sizes it
     launches with: the program runs once on the CPU reference (its prints are dropped)."""
-    from .compiler.codegen import render_text
+    from .compiler.codegen import launch_ir_text, render_text
     from .session import Session
     session = Session("cpu")
     with contextlib.redirect_stdout(io.StringIO()):
@@ -153,7 +153,10 @@ def _sized_sources(source: str, language: str, inputs: dict) -> list:
         if key in seen:
             continue
         seen.add(key)
-        texts.append(render_text(language, compiled.kernel, compiled.sizes))
+        if language == "launch-ir":         # the schedule's program for a CUDA GPU
+            texts.append(launch_ir_text(compiled.kernel, None, compiled.sizes))
+        else:
+            texts.append(render_text(language, compiled.kernel, compiled.sizes))
     return texts
 
 

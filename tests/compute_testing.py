@@ -54,3 +54,19 @@ def lower_block(src, arrays, scalars=None, sizes=None, name="kernel"):
 def float32_normals(rng):
     """randn(*shape): f32 standard normal draws from the generator `rng`."""
     return lambda *shape: rng.standard_normal(shape).astype(np.float32)
+
+
+def emulate_kernel(prog, kernel, ins, sizes, scalars=None, warp=32):
+    """The output of launch-IR `prog` (built from `kernel`) run on the emulator with the
+    inputs `ins` (in kernel.inputs order); a check that failed raises its ZynML error."""
+    from zynbook.compiler import errflag
+    from zynbook.compiler.launch import emulate
+    shape = tuple(d if isinstance(d, int) else sizes[d] for d in kernel.output.shape)
+    out = np.zeros(shape, emulate.numpy_dtype(kernel.output.dtype))
+    buffers = {b.name: a for b, a in zip(kernel.inputs, ins)}
+    buffers[kernel.output.name] = out
+    words = emulate.run(prog, buffers, scalars or {}, sizes, warp=warp)
+    err = errflag.error(prog.sites, words, kernel, sizes)
+    if err is not None:
+        raise err
+    return out

@@ -13,10 +13,9 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
 
-from compute_testing import lower_block  # noqa: E402
+from compute_testing import emulate_kernel, lower_block  # noqa: E402
 from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
-from zynbook.compiler import errflag, schedules  # noqa: E402
-from zynbook.compiler.launch import emulate  # noqa: E402
+from zynbook.compiler import schedules  # noqa: E402
 from zynbook.compiler.schedules.block import Block  # noqa: E402
 from zynbook.compiler.targets import cuda_target, metal_target, webgpu_target  # noqa: E402
 
@@ -39,16 +38,6 @@ y
 """
 
 
-def _emulate(prog, kernel, ins, sizes, scalars, warp):
-    out = np.zeros(tuple(sizes[d] if isinstance(d, str) else d for d in kernel.output.shape),
-                   emulate.numpy_dtype(kernel.output.dtype))
-    buffers = {b.name: a for b, a in zip(kernel.inputs, ins)}
-    buffers[kernel.output.name] = out
-    words = emulate.run(prog, buffers, scalars, sizes, warp=warp)
-    assert errflag.error(prog.sites, words, kernel, sizes) is None
-    return out
-
-
 @pytest.mark.parametrize("target", ["cuda", "metal", "cuda-warp4"])
 def test_ffn_with_shared_memory_every_choice(target):
     kernel, sizes, make, _ = K.ffn_shared(2, 3, 24, 40)
@@ -62,7 +51,7 @@ def test_ffn_with_shared_memory_every_choice(target):
     sched = Block()
     assert sched.why_not(kernel, tgt, sizes) is None
     for params in sched.space(kernel, tgt, sizes)[:3]:
-        got = _emulate(sched.build(kernel, tgt, sizes, params), kernel, ins, sizes, {}, warp)
+        got = emulate_kernel(sched.build(kernel, tgt, sizes, params), kernel, ins, sizes, {}, warp)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=str(params))
 
 
@@ -72,7 +61,7 @@ def test_shared_array_is_zero_filled_each_iteration_and_stored_once():
     want = np.asarray(run_kernel(kernel, ins, sizes, scalars))
     prog = schedules.build(kernel, cuda_target(), sizes)
     assert prog.schedule.startswith("block: one block of")
-    got = _emulate(prog, kernel, ins, sizes, scalars, 32)
+    got = emulate_kernel(prog, kernel, ins, sizes, scalars, 32)
     np.testing.assert_allclose(got, want, rtol=1e-5)
     np.testing.assert_allclose(got, 6.0 * x.sum(axis=1), rtol=1e-5)
 

@@ -11,10 +11,10 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
+from compute_testing import emulate_kernel  # noqa: E402
 
 from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
-from zynbook.compiler import errflag, schedules  # noqa: E402
-from zynbook.compiler.launch import emulate  # noqa: E402
+from zynbook.compiler import schedules  # noqa: E402
 from zynbook.compiler.schedules.rows import Rows, match_rows  # noqa: E402
 from zynbook.compiler.targets import cuda_target, metal_target  # noqa: E402
 
@@ -26,16 +26,6 @@ CASES = {
     "rms_norm": lambda: K.rms_norm(2, 200),
     "residual_ln": lambda: K.residual_layer_norm(1, 3, 96),
 }
-
-
-def _emulate(prog, kernel, ins, sizes, warp, scalars):
-    out = np.zeros(tuple(sizes[d] if isinstance(d, str) else d for d in kernel.output.shape),
-                   emulate.numpy_dtype(kernel.output.dtype))
-    buffers = {b.name: a for b, a in zip(kernel.inputs, ins)}
-    buffers[kernel.output.name] = out
-    words = emulate.run(prog, buffers, scalars, sizes, warp=warp)
-    assert errflag.error(prog.sites, words, kernel, sizes) is None
-    return out
 
 
 @pytest.mark.parametrize("target", ["cuda", "metal"])
@@ -51,7 +41,7 @@ def test_rows_schedule_every_choice(case, target):
     for params in sched.space(kernel, tgt, sizes)[:3]:
         prog = sched.build(kernel, tgt, sizes, params)
         for p in (prog, prog.fallback) if prog.fallback else (prog,):
-            got = _emulate(p, kernel, ins, sizes, tgt.warp, scalars)
+            got = emulate_kernel(p, kernel, ins, sizes, scalars, tgt.warp)
             np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6, err_msg=f"{case} {params}")
 
 
@@ -76,7 +66,7 @@ def test_workgroup_hint_sets_the_threads_and_changes_no_result():
     assert p.threads == 512
     ins = make(np.random.default_rng(5))
     want = np.asarray(run_kernel(kernel, ins, sizes, {}))
-    got = _emulate(Rows().build(hinted, tgt, sizes, p), hinted, ins, sizes, 32, {})
+    got = emulate_kernel(Rows().build(hinted, tgt, sizes, p), hinted, ins, sizes)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
     from zynbook.compiler.schedules.reduce import Reduce
     rk, rsizes, rmake, _ = K.row_sums(5, 300)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compute_testing import lower_block
+from compute_testing import emulate_kernel, lower_block
 from kernel_sources import ARGMAX, ARGMIN_ROWS, COL_MAX, REDUCE_MAX, REDUCE_SUM, ROW_SUMS
 from tolerances import assert_within
 
 from zynbook.backends.cpu.reference import run_kernel
-from zynbook.compiler import errflag, schedules
-from zynbook.compiler.launch import emulate, ir
+from zynbook.compiler import schedules
+from zynbook.compiler.launch import ir
 from zynbook.compiler.schedules.generic import GenericThread
 from zynbook.compiler.schedules.reduce import Reduce
 from zynbook.compiler.targets import cpu_target, cuda_target, metal_target, webgpu_target
@@ -51,18 +51,6 @@ REDUCE_CASES = {
 }
 
 
-def _emulate(prog, kernel, ins, sizes, scalars, warp):
-    out = np.zeros(tuple(int(d) if isinstance(d, int) else sizes[d] for d in kernel.output.shape),
-                   emulate.numpy_dtype(kernel.output.dtype))
-    buffers = {b.name: a for b, a in zip(kernel.inputs, ins)}
-    buffers[kernel.output.name] = out
-    words = emulate.run(prog, buffers, scalars, sizes, warp=warp)
-    err = errflag.error(prog.sites, words, kernel, sizes)
-    if err is not None:
-        raise err
-    return out
-
-
 @pytest.mark.parametrize("target", sorted(TARGETS))
 @pytest.mark.parametrize("case", sorted(REDUCE_CASES))
 def test_reduce_schedule_every_choice(case, target):
@@ -76,7 +64,7 @@ def test_reduce_schedule_every_choice(case, target):
     choices = sched.space(kernel, tgt, sizes)
     for params in choices[:6]:
         prog = sched.build(kernel, tgt, sizes, params)
-        got = _emulate(prog, kernel, ins, sizes, scalars, warp)
+        got = emulate_kernel(prog, kernel, ins, sizes, scalars, warp)
         if "arg" in case or kernel.output.dtype != "f32":
             np.testing.assert_array_equal(got, want, err_msg=f"{case} {params}")
         else:
@@ -103,12 +91,12 @@ def test_generic_schedule_every_choice(target):
     tgt, warp = TARGETS[target]
     sched = GenericThread()
     for params in sched.space(kernel, tgt, sizes)[:4]:
-        got = _emulate(sched.build(kernel, tgt, sizes, params), kernel, ins, sizes, scalars, warp)
+        got = emulate_kernel(sched.build(kernel, tgt, sizes, params), kernel, ins, sizes, scalars, warp)
         np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=str(params))
     bad = idx.copy()
     bad[5] = 40
     with pytest.raises(Exception, match="index 40 is out of range"):
-        _emulate(schedules.build(kernel, tgt, sizes), kernel, [x, bad], sizes, scalars, warp)
+        emulate_kernel(schedules.build(kernel, tgt, sizes), kernel, [x, bad], sizes, scalars, warp)
 
 
 # ------------------------------------------------ one program for every size (WebGPU)
@@ -148,7 +136,7 @@ def test_reduce_one_program_for_every_size(case, target):
             k, ins, sizes, scalars = lower_block(src, arrays)
             assert sched.build(k, tgt, sizes, params) == prog      # no size is baked in
             want = np.asarray(run_kernel(k, ins, sizes, scalars))
-            got = _emulate(prog, kernel, ins, sizes, scalars, warp)
+            got = emulate_kernel(prog, kernel, ins, sizes, scalars, warp)
             _check(got, want, "arg" in case or kernel.output.dtype != "f32", f"{case} {params} {sizes}")
 
 
@@ -171,13 +159,13 @@ def test_generic_one_program_for_every_size(target):
         for arrays in sets:
             k, ins, sizes, scalars = lower_block(GENERIC, arrays)
             want = np.asarray(run_kernel(k, ins, sizes, scalars))
-            got = _emulate(prog, kernel, ins, sizes, scalars, warp)
+            got = emulate_kernel(prog, kernel, ins, sizes, scalars, warp)
             np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{params} {sizes}")
     bad = sets[0]["idx"].copy()
     bad[5] = 40
     prog = schedules.build(kernel, tgt, sizes0)
     with pytest.raises(Exception, match="index 40 is out of range"):
-        _emulate(prog, kernel, [sets[0]["x"], bad], sizes0, {}, warp)
+        emulate_kernel(prog, kernel, [sets[0]["x"], bad], sizes0, {}, warp)
 
 
 def test_baked_targets_keep_numbers_and_symbolic_ones_expressions():

@@ -93,15 +93,6 @@ class Plan:
     nbytes: int = 0             # bytes sent (inputs and uniforms)
 
 
-def _slots(prog: wgsl.Program, env: dict) -> int:
-    total = 0
-    for p in prog.passes:
-        total = max(total, int(p.workgroups(env)))
-    if prog.schedule == "generic":
-        return total * prog.workgroup_size[0]
-    return max(1, total)
-
-
 def build(program: wgsl.Program, kernel: cir.Kernel, inputs: list, sizes: dict,
           scalars: dict, limits: dict) -> Plan:
     """The plan of `program` (rendered from `kernel`) for inputs (numpy arrays, in
@@ -128,7 +119,7 @@ def build(program: wgsl.Program, kernel: cir.Kernel, inputs: list, sizes: dict,
     buffers[out.name] = {"size": out_count * np.dtype(rt.STORAGE_NUMPY[out_storage]).itemsize,
                          "data": None}
     for st, count in program.scratch.items():
-        n = int(count(env)) * _slots(program, env)
+        n = int(count(env)) * program.scratch_slots(env)
         buffers[f"@scratch_{st}"] = {"size": max(1, n) * 4, "data": None}
     for role, nbytes in program.scratch_bytes.items():
         # launch-IR scratch (partials between launches): one buffer per launch

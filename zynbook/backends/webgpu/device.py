@@ -332,7 +332,7 @@ class WebGPUDevice(Device):
         out_buf = self._buffer(out_bytes, "out")
         buffers[out_b.name] = out_buf
         for st, count in prog.scratch.items():
-            n = int(count(env)) * _slots(prog, env)
+            n = int(count(env)) * prog.scratch_slots(env)
             buffers[f"@scratch_{st}"] = self._buffer(max(1, n) * 4, f"scratch {st}")
         for role, nbytes in getattr(prog, "scratch_bytes", {}).items():
             # launch-IR scratch (partials between launches): one buffer, zeroed when created
@@ -451,16 +451,6 @@ def launch_ir_enabled() -> bool:
 def _equal_sizes(kernel: cir.Kernel, sizes: dict) -> tuple:
     """The kernel's size names grouped by equal value at this launch (groups of two or more)."""
     return size_pattern(kernel, sizes)[0]
-
-
-def _slots(prog, env) -> int:
-    """How many scratch slots a launch needs: one per invocation (generic) or per workgroup."""
-    total = 0
-    for p in prog.passes:
-        total = max(total, int(p.workgroups(env)))
-    if prog.schedule == "generic":
-        return total * prog.workgroup_size[0]
-    return max(1, total)
 
 
 def _layout_entry(b) -> dict:

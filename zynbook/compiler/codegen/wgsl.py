@@ -144,6 +144,16 @@ class Program:
     # launch-IR programs: env -> why a launch cannot run (its indices would pass i32), or None
     check: Callable | None = None
 
+    def scratch_slots(self, env) -> int:
+        """How many scratch slots a launch needs: one per invocation (generic) or per
+        workgroup."""
+        total = 0
+        for p in self.passes:
+            total = max(total, int(p.workgroups(env)))
+        if self.schedule == "generic":
+            return total * self.workgroup_size[0]
+        return max(1, total)
+
     def param_values(self, env) -> list:
         return [(f.wgsl_type, f.value(env)) for f in self.params]
 

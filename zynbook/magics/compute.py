@@ -58,18 +58,23 @@ class ComputeMagics(Magics):
     def session(self):
         return notebook_session()
 
-    @cell_magic
-    def compute(self, line, cell):
-        """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
-        # the magic line is line 1 of the cell: ZynML line numbers (errors, kernel names,
-        # `// line N` comments in generated code) count it, as the notebook shows them
-        source = "\n" + cell
+    def _program_and_env(self, source: str):
+        """The parsed cell and the notebook values its free names bind to."""
         program = parse(source)
         user_ns = self.shell.user_ns
         hidden = set(getattr(self.shell, "user_ns_hidden", {}))
         env = {name: user_ns[name] for name in cells.free_names(program)
                if name in user_ns and name not in hidden and not name.startswith("_")
                and bindable(user_ns[name])}
+        return program, env
+
+    @cell_magic
+    def compute(self, line, cell):
+        """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
+        # the magic line is line 1 of the cell: ZynML line numbers (errors, kernel names,
+        # `// line N` comments in generated code) count it, as the notebook shows them
+        source = "\n" + cell
+        program, env = self._program_and_env(source)
         session = self.session
         try:
             with cell_progress(session):
@@ -80,7 +85,7 @@ class ComputeMagics(Magics):
             announce_device(session)            # `config { compute_device }` may set it
             for name in cells.bound_names(program):
                 if name in session.namespace:
-                    user_ns[name] = to_python(session.namespace[name])
+                    self.shell.user_ns[name] = to_python(session.namespace[name])
         return to_python(value) if is_expr else None
 
     @cell_magic
@@ -98,12 +103,7 @@ class ComputeMagics(Magics):
         repeat = int(m.group(1)) if m else 7
         annotations = re.sub(r"-r\s*\d+", "", line).strip()
         source = "\n" + cell
-        program = parse(source)
-        user_ns = self.shell.user_ns
-        hidden = set(getattr(self.shell, "user_ns_hidden", {}))
-        env = {name: user_ns[name] for name in cells.free_names(program)
-               if name in user_ns and name not in hidden and not name.startswith("_")
-               and bindable(user_ns[name])}
+        program, env = self._program_and_env(source)
         session = self.session
         with cell_progress(session):
             session.run_cell(source, compute_annotations=annotations, **env)

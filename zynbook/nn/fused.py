@@ -103,16 +103,18 @@ PHILOX_UNIFORM = ("let y = compute(rng) {\n    for i in 0..n:\n" +
                   "}\ny\n").replace("{w0}", "gr9c0")
 
 _FWD_KEEP, _ = _keep_lines("r * n + c", "f")
-SOFTMAX_DROPOUT = ("""let y = compute(x, rng) {
-    @kernel fused
-    for r in 0..rows:
-        var m = -inf
+# the row's maximum m and sum of exponentials s, as softmax and its backward pass start
+_ROW_STATS = """        var m = -inf
         for c in 0..n:
             m = max(m, x[r, c])
         var s = 0.0
         for c in 0..n:
             s += exp(x[r, c] - m)
-        for c in 0..n:
+"""
+SOFTMAX_DROPOUT = ("""let y = compute(x, rng) {
+    @kernel fused
+    for r in 0..rows:
+""" + _ROW_STATS + """        for c in 0..n:
 """ + _indent(_FWD_KEEP, 12) + """            out[r, c] = exp(x[r, c] - m) / s * fkeep * inv_keep
 }
 y
@@ -123,13 +125,7 @@ y
 SOFTMAX_DROPOUT_BACKWARD = """let y = compute(x, g, u) {
     @kernel fused
     for r in 0..rows:
-        var m = -inf
-        for c in 0..n:
-            m = max(m, x[r, c])
-        var s = 0.0
-        for c in 0..n:
-            s += exp(x[r, c] - m)
-        var d = 0.0
+""" + _ROW_STATS + """        var d = 0.0
         for c in 0..n:
             d += exp(x[r, c] - m) / s * g[r, c] * float(u[r * n + c] >= p) * inv_keep
         for c in 0..n:

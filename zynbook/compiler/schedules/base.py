@@ -8,6 +8,7 @@ launch IR for one choice. Printers and devices only spell and run what it built.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 
 from .. import cir
@@ -21,22 +22,24 @@ class Params:
         return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
 
 
-class Schedule:
+class Schedule(ABC):
     name = "schedule"
 
+    @abstractmethod
     def why_not(self, kernel: cir.Kernel, target: Target, sizes: dict) -> str | None:
         """None when the schedule applies to `kernel` on `target`, else the reason."""
-        raise NotImplementedError
 
+    @abstractmethod
     def default(self, kernel: cir.Kernel, target: Target, sizes: dict) -> Params:
-        raise NotImplementedError
+        """The parameters to use without measuring (the annotations' hints among them)."""
 
     def space(self, kernel: cir.Kernel, target: Target, sizes: dict) -> list:
         """Every parameter choice worth measuring (the default first)."""
         return [self.default(kernel, target, sizes)]
 
+    @abstractmethod
     def build(self, kernel: cir.Kernel, target: Target, sizes: dict, params: Params) -> ir.Program:
-        raise NotImplementedError
+        """The launch IR of `kernel` for one choice of parameters."""
 
 
 def workgroup_threads(kernel: cir.Kernel) -> int:

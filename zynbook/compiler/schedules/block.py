@@ -15,7 +15,9 @@ what the loops do is shared:
 * `shared var` is block memory, zero-filled by the block when the iteration reaches it (as
   the reference fills it); `barrier()` is a barrier.
 
-Tile values are the older renderer's for now; they are refused here with that reason.
+Tile values are loops over block arrays first (passes/tile_loops.py): an element loop is
+shared, a reduction of a tile is a block all-reduction. Without a parallel loop, one block
+runs the whole body.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from ..passes.loops import assigned_vars, classify_loop, declared_vars, has_node
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .generic import GenericThread
-from .nest import parallel_nest
+from .nest import parallel_nest, without_tiles
 from .reduce import identity
 
 
@@ -53,19 +55,18 @@ class Block(Schedule):
             return "a reduce kernel"
         if target.symbolic_sizes:
             return "shared arrays need the sizes of the launch"
+        thread_takes = GenericThread().why_not(kernel, target, sizes) is None
+        kernel, why = without_tiles(kernel, sizes)
+        if why:
+            return why
         nest = parallel_nest(kernel.body, sizes)
-        if not nest.loops:
-            return "no parallel loop (one block for the whole body: the older renderer)"
-        if any(isinstance(n, cir.Expr) and n.ty.shape for n in cir.walk(nest.body)):
-            return "tile values (the older renderer's block mode)"
         if has_node(nest.body, cir.Yield):
             return "a yield outside a reduce kernel"
         shared_bytes = sum(4 * prod(cir.eval_dim(d, sizes) for d in s.shape)
                            for s in cir.walk(nest.body) if isinstance(s, cir.SharedAlloc))
         if shared_bytes > target.shared_bytes:
             return f"{shared_bytes} bytes of shared arrays, more than the target's {target.shared_bytes}"
-        if not has_node(nest.body, (cir.SharedAlloc, cir.Barrier)) and \
-                GenericThread().why_not(kernel, target, sizes) is None:
+        if not has_node(nest.body, (cir.SharedAlloc, cir.Barrier)) and thread_takes:
             return "no shared arrays or barriers, and the thread schedule takes it"
         return None
 
@@ -73,7 +74,10 @@ class Block(Schedule):
         wg = workgroup_threads(kernel)
         if wg >= 32:
             return BlockParams(min(target.max_threads, wg))
+        kernel = without_tiles(kernel, sizes)[0] or kernel
         nest = parallel_nest(kernel.body, sizes)
+        if not nest.loops:          # one block runs the whole body: as wide as it goes
+            return BlockParams(min(1024, target.max_threads))
         trip = 0
         mutable = {n.name for n in cir.walk(nest.body) if isinstance(n, cir.Let) and n.mutable}
         for lp in (n for n in cir.walk(nest.body) if isinstance(n, cir.Loop)):
@@ -93,8 +97,9 @@ class Block(Schedule):
 
 class _Builder:
     def __init__(self, kernel, target, sizes, params: BlockParams):
-        self.k, self.t, self.T = kernel, target, params.threads
         self.sizes = {k: int(v) for k, v in sizes.items()}
+        kernel = without_tiles(kernel, self.sizes)[0] or kernel
+        self.k, self.t, self.T = kernel, target, params.threads
         self.nest = parallel_nest(kernel.body, self.sizes)
         self.idx = index_dtype(kernel, self.sizes)
         self.sites = errflag.ErrorSites()
@@ -128,14 +133,19 @@ class _Builder:
                 self.low.buffers[s.name] = (ident, s.dtype, tuple(s.shape))
                 self.shared.append(ir.Array(ident, s.dtype, count, "shared", s.line))
         body = list(self.shared) + list(self.low.stmts(nest.prologue))
-        inner = GenericThread._decompose(self.low, nest, "_b", idx) + self.stmts(nest.body)
-        total = nest.total
-        blocks = max(1, min(total, self.t.max_blocks))
-        body.append(ir.For("_b", self.at("block"), self.i(total), self.at("blocks"), tuple(inner),
-                           idx, nest.loops[0].line))
+        threads = f"{self.T} thread{'s' if self.T > 1 else ''}"
+        if nest.loops:
+            inner = GenericThread._decompose(self.low, nest, "_b", idx) + self.stmts(nest.body)
+            blocks = max(1, min(nest.total, self.t.max_blocks))
+            body.append(ir.For("_b", self.at("block"), self.i(nest.total), self.at("blocks"),
+                               tuple(inner), idx, nest.loops[0].line))
+            what = (f"block: one block of {threads} per iteration of "
+                    f"({', '.join(l.var for l in nest.loops)})")
+        else:
+            blocks = 1
+            body += self.stmts(nest.body)
+            what = f"block: one block of {threads} runs the whole body"
         name = kernel_name(self.k)
-        what = (f"block: one block of {self.T} thread{'s' if self.T > 1 else ''} per iteration of "
-                f"({', '.join(l.var for l in nest.loops)})")
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, idx), tuple(body), self.T, idx, what)
         return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(blocks, "i64"), self.T),), (),
                           self.sites.as_tuple(), f"{what} (block: threads={self.T})")

@@ -8,7 +8,8 @@ loops with scalar accumulators inside an iteration) runs this way on every targe
 * the CPU (one thread per block, blocks run by the host's cores): each block takes a
   contiguous `chunk` of iterations, so a core streams through memory.
 
-Kernels with tiles, shared arrays or barriers, and nests of few iterations whose bodies
+Tile values are loops first (passes/tile_loops.py); kernels whose tiles need block memory,
+with shared arrays or barriers, and nests of few iterations whose bodies
 are long loops (where one block per iteration pays), need a block schedule.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..launch import ir
 from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, host_expr, index_dtype,
                               lit, product_expr)
 from .base import Params, Schedule, kernel_name, workgroup_threads
-from .nest import extents, parallel_nest, trip_count
+from .nest import extents, parallel_nest, trip_count, without_tiles
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,12 @@ class GenericThread(Schedule):
         nest = parallel_nest(kernel.body, sizes, sym)
         if not nest.loops:
             return "no parallel loop to spread over threads"
+        kernel, why = without_tiles(kernel, sizes)
+        if why:
+            return why
+        nest = parallel_nest(kernel.body, sizes, sym)
         if _has(nest.body, (cir.SharedAlloc, cir.Barrier, cir.Yield)):
-            return "shared arrays and barriers need a block schedule"
-        if any(n.ty.shape for n in cir.walk(nest.body) if isinstance(n, cir.Expr)):
-            return "tile values need a block schedule"
+            return "shared arrays and barriers (tiles held in block memory) need a block schedule"
         if sym and kernel.kernel_type.kind not in THREAD_KINDS and self._long_inner(nest, None):
             return "inner loops over a size: one block per iteration pays"
         if not sym and target.max_threads > 1 and nest.total <= 65536 \
@@ -95,6 +98,7 @@ class GenericThread(Schedule):
         host expression, indices i32 (a launch reaching 2^31 is refused by the device)."""
         sym = target.symbolic_sizes
         sizes = {k: int(v) for k, v in sizes.items()}
+        kernel = without_tiles(kernel, sizes)[0] or kernel
         nest = parallel_nest(kernel.body, sizes, sym)
         idx = "i32" if sym else index_dtype(kernel, sizes)
         if not sym and nest.total >= 2 ** 31 - 1:

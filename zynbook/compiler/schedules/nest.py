@@ -70,6 +70,18 @@ def parallel_nest(body, sizes, symbolic: bool = False) -> Nest:
     return Nest(loops, counts, tuple(prologue), cur)
 
 
+def without_tiles(kernel: cir.Kernel, sizes: dict):
+    """(`kernel` with its tile values written as loops over block arrays, None), or (None,
+    why they cannot be): passes/tile_loops.py, for the schedules that run such bodies."""
+    from ..passes.tile_loops import TileRefusal, has_tile_values, tile_loops
+    if not has_tile_values(kernel.body):
+        return kernel, None
+    try:
+        return tile_loops(kernel, sizes), None
+    except TileRefusal as err:
+        return None, f"tile values: {err}"
+
+
 def yield_nest(body, sizes, symbolic: bool = False) -> Nest:
     """The loops around a reduce kernel's `yield` (parallel or not), perfectly nested with
     bounds known at launch, and the scalar lets before them."""

@@ -1,0 +1,541 @@
+"""Tile values as loops: a kernel body with tile-valued expressions rewritten into scalar
+statements over block arrays, with the reference executor's meaning (numpy's).
+
+A block schedule runs the result: an element loop (parallel) is shared by the block's
+threads, a loop that only accumulates is a block all-reduction, an array is block memory
+(`SharedAlloc`). The rewriting, for the sizes of one launch:
+
+* immutable tile lets that read no mutable variable are first inlined (tiles.py), so most
+  tiles are computed element by element where they are used and need no memory;
+* a tile that stays (a `var`, a let reading one, a matmul, a reduction along an axis) is an
+  array of its capacity (its largest extents at these sizes) and its extents at run time
+  (scalars): a slice is clipped to its axis as numpy clips, `zeros(...)`/`ones(...)` have
+  extents 1 and broadcast, an axis of extent 1 broadcasts against any other;
+* a reduction of a tile to a scalar (`sum`, `reduce`, `dot`) is an accumulation loop over
+  the flattened elements, hoisted before the statement that uses it;
+* a store of a tile writes each element of the (clipped) target it names.
+
+What cannot be written this way (a tile whose extents have no bound at launch, argmax of a
+tile, a matmul of more than two axes) raises `TileRefusal` with the reason.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import cir
+from .loops import static_value
+from .tiles import inline_tile_lets
+
+I32 = cir.Ty("i32")
+BOOL = cir.Ty("bool")
+
+
+class TileRefusal(Exception):
+    """The tile values of a body cannot be written as loops over block arrays."""
+
+
+def has_tile_values(body) -> bool:
+    return any((isinstance(n, cir.Expr) and n.ty.shape) or
+               (isinstance(n, cir.Store) and (not n.index or any(isinstance(i, cir.Span)
+                                                                  for i in n.index)))
+               or isinstance(n, (cir.Dot, cir.Reduce)) for n in cir.walk(body))
+
+
+def tile_loops(kernel: cir.Kernel, sizes: dict) -> cir.Kernel:
+    """`kernel` with every tile value written as scalar loops over block arrays."""
+    return replace(kernel, body=_Rewriter(kernel, sizes).block(inline_tile_lets(kernel.body)))
+
+
+# ------------------------------------------------------------------ small CIR helpers
+
+
+def _i(v: int) -> cir.Const:
+    return cir.Const(int(v), I32)
+
+
+def _v(name: str) -> cir.Var:
+    return cir.Var(name, I32)
+
+
+def _is(e, value) -> bool:
+    return isinstance(e, cir.Const) and not isinstance(e.value, bool) and e.value == value
+
+
+def _add(a, b):
+    return b if _is(a, 0) else a if _is(b, 0) else cir.Bin("+", a, b, I32)
+
+
+def _mul(a, b):
+    return b if _is(a, 1) else a if _is(b, 1) else cir.Bin("*", a, b, I32)
+
+
+def _call(fn, *args):
+    return cir.Call(fn, tuple(args), I32)
+
+
+def _broadcast_extent(a, b):
+    """numpy's extent of two axes that broadcast: the other where one is 1."""
+    if _is(a, 1):
+        return b
+    if _is(b, 1) or a == b:
+        return a
+    return cir.Select(cir.Bin("==", a, _i(1), BOOL), b, a, I32)
+
+
+def _axis_index(extent, i):
+    """The index along an operand's axis of `extent` for position `i` of the broadcast."""
+    if _is(extent, 1):
+        return _i(0)
+    if isinstance(extent, cir.Const):
+        return i
+    return cir.Select(cir.Bin("==", extent, _i(1), BOOL), _i(0), i, I32)
+
+
+def _const(value, dtype: str) -> cir.Const:
+    if dtype == "bool":
+        return cir.Const(bool(value), cir.Ty("bool"))
+    return cir.Const(float(value) if dtype in cir.FLOAT_DTYPES else int(value), cir.Ty(dtype))
+
+
+def _identity(op: str, dtype: str) -> cir.Const:
+    if op in ("+", "or"):
+        return _const(0, dtype)
+    if op in ("*", "and"):
+        return _const(1, dtype)
+    low = op == "max"
+    if dtype in cir.FLOAT_DTYPES:
+        return cir.Const(float("-inf") if low else float("inf"), cir.Ty(dtype))
+    if dtype == "bool":
+        return cir.Const(not low, cir.Ty("bool"))
+    bits = int(dtype[1:])
+    if dtype.startswith("u"):
+        return _const(0 if low else 2 ** bits - 1, dtype)
+    return _const(-2 ** (bits - 1) if low else 2 ** (bits - 1) - 1, dtype)
+
+
+def _combine(op: str, acc: cir.Expr, v: cir.Expr) -> cir.Expr:
+    if op in ("max", "min"):
+        return cir.Call(op, (acc, v), acc.ty)
+    return cir.Bin(op, acc, v, acc.ty)
+
+
+class _Tile:
+    """A tile held in a block array: its name, dtype, capacity (ints) and extents."""
+
+    def __init__(self, array: str, dtype: str, cap: tuple, exts: tuple):
+        self.array, self.dtype, self.cap, self.exts = array, dtype, cap, exts
+
+
+# --------------------------------------------------------------------- the rewriting
+
+
+class _Rewriter:
+    def __init__(self, kernel: cir.Kernel, sizes: dict):
+        self.sizes = {k: int(v) for k, v in sizes.items()}
+        self.shapes = {b.name: tuple(b.shape) for b in list(kernel.inputs) + [kernel.output]}
+        self.dtypes = {b.name: b.dtype for b in list(kernel.inputs) + [kernel.output]}
+        self.tiles: list = [{}]         # scopes: CIR name -> _Tile
+        self.n = 0
+
+    def fresh(self, stem: str) -> str:
+        self.n += 1
+        return f"%{stem}{self.n}"       # no ZynML name can meet it
+
+    def tile(self, name):
+        for scope in reversed(self.tiles):
+            if name in scope:
+                return scope[name]
+        return None
+
+    # ---- shapes: rank, capacity, extents ------------------------------------------
+
+    def dim(self, d) -> cir.Expr:
+        if isinstance(d, int):
+            return _i(d)
+        if isinstance(d, str):
+            return _v(d)
+        return d
+
+    def bound(self, d) -> int | None:
+        """The largest value of dimension `d` at these sizes (None: no bound)."""
+        if isinstance(d, (int, str)):
+            return cir.eval_dim(d, self.sizes)
+        v = static_value(d, self.sizes)
+        if v is not None:
+            return int(v)
+        if isinstance(d, cir.Call) and d.fn == "min":
+            got = [b for b in (self.bound(a) for a in d.args) if b is not None]
+            return min(got) if got else None
+        if isinstance(d, cir.Bin) and d.op == "-" and static_value(d.right, {}) is None:
+            return None
+        return None
+
+    def is_tile(self, e) -> bool:
+        if isinstance(e, cir.Load):
+            return e.buffer in self.shapes and (
+                len(e.index) < len(self.shapes[e.buffer]) or
+                any(isinstance(i, cir.Span) for i in e.index))
+        if isinstance(e, cir.Var):
+            return self.tile(e.name) is not None
+        return bool(e.ty.shape)
+
+    def span_parts(self, span: cir.Span, size):
+        """(clipped start, extent) of a slice of an axis of `size`, as numpy clips."""
+        n = self.dim(size)
+        start = _call("min", _call("max", span.start, _i(0)), n)
+        stop = _call("min", _call("max", span.stop, start), n)
+        return start, cir.Bin("-", stop, start, I32)
+
+    def view(self, buffer: str, index: tuple):
+        """(capacity, extents, index builder) of the part of `buffer` that `index` names."""
+        shape = self.shapes[buffer]
+        cap, exts, parts = [], [], []
+        for k, ix in enumerate(index):
+            if isinstance(ix, cir.Span):
+                start, ext = self.span_parts(ix, shape[k])
+                length = self.bound(cir.Bin("-", ix.stop, ix.start, I32))
+                size = cir.eval_dim(shape[k], self.sizes)
+                cap.append(min(size, length) if length is not None else size)
+                exts.append(ext)
+                parts.append(("span", start))
+            else:
+                parts.append(("at", ix))
+        for d in shape[len(index):]:
+            cap.append(cir.eval_dim(d, self.sizes))
+            exts.append(self.dim(d))
+            parts.append(("span", _i(0)))
+
+        def at(idx):
+            it = iter(idx)
+            return tuple(_add(p, next(it)) if kind == "span" else p for kind, p in parts)
+        return tuple(max(c, 0) for c in cap), tuple(exts), at
+
+    def shape(self, e):
+        """(capacity, extents) of tile expression `e`."""
+        if isinstance(e, cir.Load):
+            cap, exts, _ = self.view(e.buffer, e.index)
+            return cap, exts
+        if isinstance(e, cir.Var):
+            t = self.tile(e.name)
+            if t is None:
+                return (), ()
+            return t.cap, t.exts
+        if not e.ty.shape:
+            return (), ()
+        if isinstance(e, cir.Call) and e.fn in ("zeros", "ones"):
+            return (1,) * len(e.args), (_i(1),) * len(e.args)
+        if isinstance(e, cir.Call) and e.fn == "transpose":
+            cap, exts = self.shape(e.args[0])
+            return cap[:-2] + cap[-2:][::-1], exts[:-2] + exts[-2:][::-1]
+        if isinstance(e, cir.Call) and e.fn in ("row_max", "row_sum"):
+            cap, exts = self.shape(e.args[0])
+            return cap[:-1] + (1,), exts[:-1] + (_i(1),)
+        if isinstance(e, cir.Reduce):
+            cap, exts = self.shape(e.input)
+            ax = e.axis % len(cap)
+            return cap[:ax] + cap[ax + 1:], exts[:ax] + exts[ax + 1:]
+        if isinstance(e, cir.Bin) and e.op == "@":
+            (ca, ea), (cb, eb) = self.shape(e.left), self.shape(e.right)
+            if len(ca) != 2 or len(cb) != 2:
+                raise TileRefusal("a matmul of tiles of other than two axes")
+            return (ca[0], cb[1]), (ea[0], eb[1])
+        operands = {cir.Bin: lambda: (e.left, e.right), cir.Unary: lambda: (e.operand,),
+                    cir.Cast: lambda: (e.operand,), cir.Select: lambda: (e.cond, e.if_true, e.if_false),
+                    cir.Call: lambda: e.args}.get(type(e))
+        if operands is None:
+            raise TileRefusal(f"a tile expression {cir.format_expr(e)}")
+        return self.broadcast([self.shape(o) for o in operands()])
+
+    @staticmethod
+    def broadcast(shapes):
+        rank = max(len(c) for c, _ in shapes)
+        cap, exts = [1] * rank, [_i(1)] * rank
+        for c, x in shapes:
+            for k in range(len(c)):
+                pos = rank - len(c) + k
+                cap[pos] = max(cap[pos], c[k])
+                exts[pos] = _broadcast_extent(exts[pos], x[k])
+        return tuple(cap), tuple(exts)
+
+    # ---- elements ----------------------------------------------------------------
+
+    def operand_at(self, operand, rank: int, idx: tuple) -> cir.Expr:
+        """The element of `operand` (broadcast against a tile of `rank` axes) at `idx`."""
+        if not self.is_tile(operand):
+            return operand
+        _, exts = self.shape(operand)
+        sub = idx[rank - len(exts):]
+        return self.elem(operand, tuple(_axis_index(x, i) for x, i in zip(exts, sub)))
+
+    def elem(self, e, idx: tuple) -> cir.Expr:
+        """The scalar element of elementwise tile expression `e` at position `idx`."""
+        if not self.is_tile(e):
+            return e
+        dt = cir.Ty(e.ty.dtype)
+        rank = len(idx)
+        at = lambda o: self.operand_at(o, rank, idx)
+        if isinstance(e, cir.Load):
+            _, _, where = self.view(e.buffer, e.index)
+            return cir.Load(e.buffer, where(idx), cir.Ty(self.dtypes[e.buffer]))
+        if isinstance(e, cir.Var):
+            t = self.tile(e.name)
+            return cir.Load(t.array, idx, cir.Ty(t.dtype))
+        if isinstance(e, cir.Call) and e.fn in ("zeros", "ones"):
+            return _const(0 if e.fn == "zeros" else 1, e.ty.dtype)
+        if isinstance(e, cir.Call) and e.fn == "transpose":
+            return self.elem(e.args[0], idx[:-2] + idx[-2:][::-1])
+        if isinstance(e, cir.Bin):
+            return cir.Bin(e.op, at(e.left), at(e.right), dt)
+        if isinstance(e, cir.Unary):
+            return cir.Unary(e.op, at(e.operand), dt)
+        if isinstance(e, cir.Cast):
+            return cir.Cast(at(e.operand), dt)
+        if isinstance(e, cir.Select):
+            return cir.Select(at(e.cond), at(e.if_true), at(e.if_false), dt)
+        if isinstance(e, cir.Call) and e.fn not in cir.TILE_FUNCTIONS:
+            return cir.Call(e.fn, tuple(at(a) for a in e.args), dt)
+        raise TileRefusal(f"a tile expression {cir.format_expr(e)}")
+
+    # ---- element loops -------------------------------------------------------------
+
+    def over(self, exts: tuple, body_at, line: int, parallel: bool = True) -> list:
+        """A loop over the flattened positions of `exts` running `body_at(idx) -> stmts`."""
+        flat = self.fresh("e")
+        lets, idx, rem = [], [], _v(flat)
+        names = []
+        for k in range(len(exts) - 1, -1, -1):
+            if k == 0:
+                names.append(rem)
+                break
+            n = self.fresh("x")
+            q = self.fresh("q")
+            lets.append(cir.Let(n, cir.Bin("%", rem, exts[k], I32), False, line))
+            lets.append(cir.Let(q, cir.Bin("/", rem, exts[k], I32), False, line))
+            names.append(_v(n))
+            rem = _v(q)
+        idx = tuple(reversed(names))
+        total = _i(1)
+        for x in exts:
+            total = _mul(total, x)
+        body = tuple(lets) + tuple(body_at(idx))
+        return [cir.Loop(flat, _i(0), total, _i(1), body, parallel, line)]
+
+    def extent_lets(self, exts: tuple, line: int, mutable: bool = False):
+        """Extents as locals (computed once): (statements, the locals)."""
+        out, names = [], []
+        for x in exts:
+            if isinstance(x, cir.Const):
+                names.append(x)
+                continue
+            n = self.fresh("n")
+            out.append(cir.Let(n, x, mutable, line))
+            names.append(_v(n))
+        return out, tuple(names)
+
+    def new_array(self, dtype: str, cap: tuple, exts: tuple, line: int, mutable=False):
+        """(statements, _Tile) of a block array of capacity `cap` holding extents `exts`."""
+        stmts, names = self.extent_lets(exts, line, mutable)
+        arr = self.fresh("tile")
+        stmts.insert(0, cir.SharedAlloc(arr, tuple(max(c, 1) for c in cap), dtype, line))
+        return stmts, _Tile(arr, dtype, cap, names)
+
+    def fill(self, t: _Tile, value, line: int) -> list:
+        """`t`'s elements (over its extents) set to `value` broadcast."""
+        rank = len(t.cap)
+        return self.over(t.exts, lambda idx: [cir.Store(t.array, idx, self.operand_at(
+            value, rank, idx), line)], line)
+
+    # ---- hoisting: what is not elementwise, computed before the statement -----------
+
+    def hoist(self, e, out: list, line: int):
+        """`e` with its reductions, matmuls and dots computed into locals and arrays by
+        statements appended to `out`."""
+        if isinstance(e, (cir.Const, cir.Var)) or not isinstance(e, cir.Expr):
+            return e
+        if isinstance(e, cir.Load):
+            index = tuple(cir.Span(self.hoist(i.start, out, line), self.hoist(i.stop, out, line))
+                          if isinstance(i, cir.Span) else self.hoist(i, out, line) for i in e.index)
+            return cir.Load(e.buffer, index, e.ty)
+        if isinstance(e, cir.Dot):
+            a, b = self.hoist(e.a, out, line), self.hoist(e.b, out, line)
+            prod = cir.Bin("*", a, b, cir.Ty(e.ty.dtype, a.ty.shape or b.ty.shape or ("?",)))
+            return self.reduce_all("+", prod, e.ty.dtype, out, line)
+        if isinstance(e, cir.Call) and e.fn == "sum":
+            return self.reduce_all("+", self.hoist(e.args[0], out, line), e.ty.dtype, out, line)
+        if isinstance(e, cir.Reduce):
+            if e.op in ("argmax", "argmin"):
+                raise TileRefusal(f"{e.op} of a tile inside a kernel body")
+            src = self.hoist(e.input, out, line)
+            if e.axis is None or not self.is_tile(src):
+                return self.reduce_all(e.op, src, e.ty.dtype, out, line) if self.is_tile(src) else src
+            return self.reduce_axis(e.op, src, e.axis, e.ty.dtype, out, line)
+        if isinstance(e, cir.Call) and e.fn in ("row_max", "row_sum"):
+            src = self.hoist(e.args[0], out, line)
+            return self.reduce_axis("max" if e.fn == "row_max" else "+", src, -1, e.ty.dtype,
+                                    out, line, keep=True)
+        if isinstance(e, cir.Bin) and e.op == "@":
+            return self.matmul(self.hoist(e.left, out, line), self.hoist(e.right, out, line),
+                               e.ty.dtype, out, line)
+        kids = {}
+        for f in ("left", "right", "operand", "cond", "if_true", "if_false"):
+            if hasattr(e, f):
+                kids[f] = self.hoist(getattr(e, f), out, line)
+        if isinstance(e, cir.Call):
+            kids["args"] = tuple(self.hoist(a, out, line) for a in e.args)
+        return replace(e, **kids)
+
+    def reduce_all(self, op: str, src, dtype: str, out: list, line: int) -> cir.Var:
+        """A local holding `op` over every element of tile `src`."""
+        _, exts = self.shape(src)
+        ex_stmts, exts = self.extent_lets(exts, line)
+        out += ex_stmts
+        acc = self.fresh("acc")
+        ty = cir.Ty(dtype)
+        out.append(cir.Let(acc, _identity(op, dtype), True, line))
+        rank = len(exts)
+        out += self.over(exts, lambda idx: [cir.Assign(acc, _combine(op, cir.Var(acc, ty), cir.Cast(
+            self.operand_at(src, rank, idx), ty)), line)], line, parallel=False)
+        return cir.Var(acc, ty)
+
+    def reduce_axis(self, op, src, axis, dtype, out, line, keep=False) -> cir.Var:
+        """A tile array holding `op` along `axis` of `src` (kept as extent 1 or dropped)."""
+        cap, exts = self.shape(src)
+        ax = axis % len(cap)
+        rcap = cap[:ax] + ((1,) if keep else ()) + cap[ax + 1:]
+        rexts = exts[:ax] + ((_i(1),) if keep else ()) + exts[ax + 1:]
+        stmts, t = self.new_array(dtype, rcap, rexts, line)
+        out += stmts
+        ty = cir.Ty(dtype)
+        rank = len(cap)
+
+        def body(idx):
+            acc, k = self.fresh("acc"), self.fresh("k")
+            outer = idx[:ax] + (_v(k),) + (idx[ax + 1:] if keep else idx[ax:])
+            term = cir.Cast(self.operand_at(src, rank, outer), ty)
+            return [cir.Let(acc, _identity(op, dtype), True, line),
+                    cir.Loop(k, _i(0), exts[ax], _i(1), (cir.Assign(
+                        acc, _combine(op, cir.Var(acc, ty), term), line),), False, line),
+                    cir.Store(t.array, idx, cir.Var(acc, ty), line)]
+        out += self.over(t.exts, body, line)
+        return self.hold(t, dtype)
+
+    def matmul(self, a, b, dtype, out, line) -> cir.Var:
+        (ca, ea), (cb, eb) = self.shape(a), self.shape(b)
+        if len(ca) != 2 or len(cb) != 2:
+            raise TileRefusal("a matmul of tiles of other than two axes")
+        stmts, t = self.new_array(dtype, (ca[0], cb[1]), (ea[0], eb[1]), line)
+        out += stmts
+        ty = cir.Ty(dtype)
+
+        def body(idx):
+            acc, k = self.fresh("acc"), self.fresh("k")
+            term = cir.Bin("*", cir.Cast(self.operand_at(a, 2, (idx[0], _v(k))), ty),
+                           cir.Cast(self.operand_at(b, 2, (_v(k), idx[1])), ty), ty)
+            return [cir.Let(acc, _const(0, dtype), True, line),
+                    cir.Loop(k, _i(0), ea[1], _i(1), (cir.Assign(
+                        acc, cir.Bin("+", cir.Var(acc, ty), term, ty), line),), False, line),
+                    cir.Store(t.array, idx, cir.Var(acc, ty), line)]
+        out += self.over(t.exts, body, line)
+        return self.hold(t, dtype)
+
+    def hold(self, t: _Tile, dtype: str) -> cir.Var:
+        """A name for tile array `t` in the current scope."""
+        name = self.fresh("t")
+        self.tiles[-1][name] = t
+        return cir.Var(name, cir.Ty(dtype, tuple(t.cap)))
+
+    # ---- statements ----------------------------------------------------------------
+
+    def block(self, body) -> tuple:
+        self.tiles.append({})
+        try:
+            out: list = []
+            for s in body:
+                out += self.stmt(s)
+            return tuple(out)
+        finally:
+            self.tiles.pop()
+
+    def stmt(self, s) -> list:
+        line = getattr(s, "line", 0)
+        pre: list = []
+        if isinstance(s, cir.Let):
+            value = self.hoist(s.value, pre, line)
+            if not self.is_tile(value) and not s.declared_ty.shape:
+                return pre + [replace(s, value=value)]
+            return pre + self.let_tile(s, value)
+        if isinstance(s, cir.Assign):
+            value = self.hoist(s.value, pre, line)
+            t = self.tile(s.name)
+            if t is None:
+                return pre + [replace(s, value=value)]
+            return pre + self.assign_tile(t, value, line)
+        if isinstance(s, cir.Store):
+            value = self.hoist(s.value, pre, line)
+            index = tuple(cir.Span(self.hoist(i.start, pre, line), self.hoist(i.stop, pre, line))
+                          if isinstance(i, cir.Span) else self.hoist(i, pre, line) for i in s.index)
+            return pre + self.store(s.buffer, index, value, line)
+        if isinstance(s, cir.Loop):
+            start, stop, step = (self.hoist(x, pre, line) for x in (s.start, s.stop, s.step))
+            return pre + [cir.Loop(s.var, start, stop, step, self.block(s.body), s.parallel, line)]
+        if isinstance(s, cir.If):
+            cond = self.hoist(s.cond, pre, line)
+            return pre + [cir.If(cond, self.block(s.then), self.block(s.orelse), line)]
+        if isinstance(s, cir.Atomic):
+            value = self.hoist(s.value, pre, line)
+            if self.is_tile(value):
+                raise TileRefusal("an atomic update with a tile value")
+            return pre + [replace(s, value=value)]
+        if isinstance(s, cir.Yield):
+            raise TileRefusal("a yield of a tile")
+        return [s]
+
+    def let_tile(self, s: cir.Let, value) -> list:
+        cap, exts = self.shape(value)
+        declared = tuple(self.bound(d) for d in s.declared_ty.shape)
+        if len(declared) == len(cap):
+            if any(d is None for d in declared):
+                raise TileRefusal(f"tile `{s.name}` has no bound at these sizes ({s.declared_ty})")
+            cap = tuple(max(c, d) for c, d in zip(cap, declared))
+        dtype = s.declared_ty.dtype
+        stmts, t = self.new_array(dtype, cap, exts, s.line, s.mutable)
+        stmts += self.fill(t, value, s.line)
+        self.tiles[-1][s.name] = t
+        return stmts
+
+    def assign_tile(self, t: _Tile, value, line: int) -> list:
+        """`t = value` through a second array (the value may read `t` anywhere), then the
+        extents updated."""
+        cap, exts = self.shape(value)
+        if len(cap) != len(t.cap) or any(c > k for c, k in zip(cap, t.cap)):
+            raise TileRefusal("a tile variable assigned a larger tile than it was declared")
+        stmts, tmp = self.new_array(t.dtype, t.cap, exts, line)
+        stmts += self.fill(tmp, value, line)
+        rank = len(t.cap)
+        stmts += self.over(tmp.exts, lambda idx: [cir.Store(t.array, idx, cir.Load(
+            tmp.array, idx, cir.Ty(t.dtype)), line)], line)
+        for old, new in zip(t.exts, tmp.exts):
+            if isinstance(old, cir.Var):
+                stmts.append(cir.Assign(old.name, new, line))
+            elif old != new:
+                raise TileRefusal("a tile variable whose extents change")
+        del rank
+        return stmts
+
+    def store(self, buffer: str, index: tuple, value, line: int) -> list:
+        shape = self.shapes.get(buffer)
+        if shape is None:               # a shared array of the user's: element by element
+            if self.is_tile(value):
+                raise TileRefusal(f"a tile stored into shared array `{buffer}`")
+            return [cir.Store(buffer, index, value, line)]
+        _, exts, where = self.view(buffer, index)
+        if not exts:
+            if self.is_tile(value):
+                value = self.elem(value, (_i(0),) * len(self.shape(value)[0]))
+            return [cir.Store(buffer, index, value, line)]
+        rank = len(exts)
+        if self.is_tile(value) and len(self.shape(value)[0]) > rank:
+            raise TileRefusal(f"a tile of more axes than the part of `{buffer}` it is stored in")
+        stmts, names = self.extent_lets(exts, line)
+        return stmts + self.over(names, lambda idx: [cir.Store(
+            buffer, where(idx), self.operand_at(value, rank, idx), line)], line)

@@ -40,6 +40,8 @@ def bind_value(value, _path: str = ""):
         return value
     if isinstance(value, (np.bool_, np.integer, np.floating)):
         return value.item()         # a numpy number is a number
+    if isinstance(value, (np.ndarray, Tensor)):
+        return to_tensor(value)
     if _zynml_value(value):
         return value
     if isinstance(value, dict):
@@ -128,21 +130,21 @@ class Session:
     def run_cell(self, source: str, compute_annotations: str = "", **env):
         """Run ZynML `source`; returns (value of the last statement, it was an expression).
         `compute_annotations` (e.g. '@device("cuda:0") @async') apply to every compute block."""
-        program = _parse_cached(source)
-        extra = parse_annotations(compute_annotations) if compute_annotations else []
+        program = parse_cached(source)
+        extra = _annotations_cached(compute_annotations) if compute_annotations else ()
         bound = _bind_env(env, program, source)
         with self.lock:
             self.namespace.update(bound)
             self.last_kernels = []
             self.launches = []
             interp = self.interpreter
-            interp.extra_annotations = extra
+            interp.extra_annotations, interp.extra_key = extra, compute_annotations
             try:
                 return interp.run_program(program, source)
             except ZynMLError as err:
                 raise err.with_source(source) from None
             finally:
-                interp.extra_annotations = []
+                interp.extra_annotations, interp.extra_key = [], ""
 
     def run(self, source: str, **env):
         """Run ZynML `source`; returns the value of its last statement."""
@@ -150,10 +152,15 @@ class Session:
 
 
 @functools.lru_cache(maxsize=256)
-def _parse_cached(source: str):
-    # syntax trees are never changed after parsing, so a cell run again reuses its tree
-    # (and with it the kernels lowered for it)
+def parse_cached(source: str):
+    """The syntax tree of `source`, parsed once: trees are never changed after parsing, so
+    a cell run again reuses its tree (and with it the kernels lowered for it)."""
     return parse(source)
+
+
+@functools.lru_cache(maxsize=64)
+def _annotations_cached(text: str) -> tuple:
+    return tuple(parse_annotations(text))
 
 
 def parse_annotations(text: str) -> list:

@@ -20,12 +20,50 @@ class LaunchTimes:
     source: str = ""            # "gpu-events", "gpu-timestamps" or "host-clock"
 
 
+class DeferredKernelTime(LaunchTimes):
+    """LaunchTimes whose kernel time is read when first asked for: `read()` waits for the
+    kernel then, so a launch itself need not wait for its kernel to finish."""
+
+    def __init__(self, read, **known):
+        self._read = read
+        super().__init__(**known)
+
+    @property
+    def kernel(self):
+        if self._read is not None:
+            self._kernel, self._read = self._read(), None
+        return self._kernel
+
+    @kernel.setter
+    def kernel(self, value):
+        self._kernel = value
+
+
 @dataclass
 class Launch:
     kernel: str
     device: str
     times: LaunchTimes = field(default_factory=LaunchTimes)
     geometry: dict = field(default_factory=dict)   # grid/block or workgroups, where known
+
+
+class LaunchPlan:
+    """One kernel with its sizes bound, to be launched on one device again and again (the
+    host keeps one per compute block and input signature). This plan calls
+    `device.launch` every time; devices with work to do once per kernel and sizes (compile
+    lookups, argument layouts) return their own from `Device.prepare`."""
+
+    def __init__(self, device, kernel: cir.Kernel, sizes: dict):
+        self.device = device
+        self.kernel = kernel
+        self.sizes = dict(sizes)
+
+    def launch(self, inputs: list, scalars: dict, background: bool = False):
+        """(output, Launch) as `Device.launch` gives them. `background`: the launch runs in
+        a job of its own (an `@async` block), and its output must be complete when it
+        returns; otherwise the device may return as soon as the kernel is queued, ordered
+        before whatever the caller does next with the output."""
+        return self.device.launch(self.kernel, inputs, self.sizes, scalars)
 
 
 class Device:
@@ -46,6 +84,10 @@ class Device:
         `scalars`. Returns (output array, Launch). The output has
         cir.output_shape(kernel, sizes) and kernel.output.dtype."""
         raise NotImplementedError
+
+    def prepare(self, kernel: cir.Kernel, sizes: dict) -> LaunchPlan:
+        """A plan to launch `kernel` with `sizes` bound, as often as wanted."""
+        return LaunchPlan(self, kernel, sizes)
 
     def generated_source(self, kernel: cir.Kernel, sizes: dict | None = None) -> dict:
         """{language: source text} of what this device would run for `kernel` (with `sizes`

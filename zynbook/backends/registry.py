@@ -79,6 +79,9 @@ def get_device(device_id: str):
     if not isinstance(device_id, str):
         raise ZynMLDeviceError(f"a device id is a string like \"cpu\" or \"cuda:0\", "
                                f"not {device_id!r}")
+    found = _devices
+    if found is not None and device_id in found:
+        return found[device_id]     # a device found here wins over a page's of that id
     if device_id == "dask" or device_id.startswith("dask:"):      # a Dask cluster
         from .dask import cluster_device
         return cluster_device(device_id)

@@ -178,8 +178,8 @@ class Device(FusedOps):
 
     def _run(self, source: str, **bindings):
         """Run a ZynML program of kernels.py on this device; its value."""
-        from ..session import _parse_cached
-        program = _parse_cached(source)
+        from ..session import parse_cached
+        program = parse_cached(source)
         session = self._session
         with self._lock:
             ns = session.namespace

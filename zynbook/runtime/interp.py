@@ -18,8 +18,7 @@ from ..backends.registry import get_device
 from ..compiler import ast as A
 from ..compiler import cir
 from ..compiler.dims import solve
-from ..compiler.freenames import compute_free_names
-from ..compiler.lower import InputSig, LoweredKernel, dotted, lower_compute
+from ..compiler.lower import InputSig, LoweredKernel, lower_compute
 from ..compiler.passes.pipeline import run_pipeline
 from ..compiler.types import canonical_dtype, is_float
 from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameError,
@@ -29,6 +28,7 @@ from . import device_ops as D
 from . import placement
 from .cancel import JobCancelled
 from .parallel import run_split
+from .plans import BlockPlan, BlockSite, LoweredBlock
 from .tensor import Tensor, to_tensor
 from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record
 
@@ -90,11 +90,13 @@ class Interpreter:
         self.mutable: set = set()
         self.frames: list = []              # pipeline calls: [(locals, mutable names)]
         self.rng = np.random.default_rng(0)
-        self.cache: dict = {}
+        self.cache: dict = {}               # compute blocks lowered (runtime/plans.py)
+        self._sites: dict = {}
         self.kernel_counter = 0
         self.source = ""
         self.pipelines: list = []           # pipelines being called (their text is their blocks')
         self.extra_annotations: list = []
+        self.extra_key = ""                 # the text extra_annotations were parsed from
         self._lock = threading.RLock()
 
     # ---------------------------------------------------------------- helpers
@@ -738,16 +740,42 @@ class Interpreter:
 
     # ---------------------------------------------------------------- compute
     def compute(self, node: A.Compute):
-        inputs, sigs = [], []
-        for expr in node.inputs:
-            label = dotted(expr)
-            if label is None:
-                raise ZynMLTypeError("compute() inputs are names (x) or fields (weights.w)",
-                                     expr.span)
-            inputs.append(self._input_tensor(self.eval(expr), label, expr))
-            sigs.append(InputSig(label, inputs[-1].dtype, inputs[-1].ndim, expr.span))
+        inputs, labels, spans, scalars, given = self._compute_args(node)
+        block = self._lowered_block(node, inputs, labels, spans, scalars)
+        lowered = block.lowered
+        plan = block.plan(inputs, given)
+        sizes, sizes_given = plan.sizes, plan.sizes_given
+        scalar_values = plan.scalar_values(given)
+        device_ids, commit = self._devices_for(lowered, inputs, node)
+        run_async = "async" in lowered.annotations
+        mode = lowered.kernel.schedule.parallel
+        device = get_device(device_ids[0])
+        if device.kind == "cluster":      # @device("dask"): Dask tasks
+            job = lambda: self._launch_split([device], lowered, inputs, sizes, sizes_given,
+                                             scalar_values, mode, node)
+        elif mode and len(device_ids) > 1:
+            devices = [get_device(d) for d in device_ids]
+            job = lambda: self._launch_split(devices, lowered, inputs, sizes, sizes_given,
+                                             scalar_values, mode, node)
+        else:
+            job = lambda: self._launch(device, lowered, inputs, sizes, scalar_values, node,
+                                       in_background=run_async, commit=commit, plan=plan)
+        if run_async:
+            return Future(DeviceQueue.for_device(device.id).submit(job), lowered.kernel.name)
+        return job()
+
+    def _compute_args(self, node: A.Compute):
+        """(input tensors, their labels and spans, the types of the scalars the body reads,
+        their values) of one run of a compute block."""
+        site = self._sites.get(id(node))
+        if site is None or site.node is not node:
+            site = self._sites[id(node)] = BlockSite(node)
+        inputs = [self._input_tensor(self.eval(e), label, e)
+                  for e, label in zip(node.inputs, site.labels)]
+        labels = list(site.labels)
+        spans = [e.span for e in node.inputs]
         scalars, given = {}, {}
-        for label, span in compute_free_names(node).items():
+        for label, span in site.free:
             value = self._free_value(label, span)
             if value is _MISSING:
                 continue
@@ -756,9 +784,9 @@ class Interpreter:
                 value = (value.numpy() if isinstance(value, Tensor) else value).item()
             if isinstance(value, Tensor) or to_tensor(value) is not None and \
                     not isinstance(value, (int, float, bool, list, tuple, str)):
-                t = self._input_tensor(value, label, None, span)
-                inputs.append(t)
-                sigs.append(InputSig(label, t.dtype, t.ndim, span))
+                inputs.append(self._input_tensor(value, label, None, span))
+                labels.append(label)
+                spans.append(span)
             elif isinstance(value, bool):
                 scalars[label] = "bool"
                 given[label] = value
@@ -770,32 +798,7 @@ class Interpreter:
                 given[label] = float(value)
             else:
                 scalars[label] = None
-        lowered = self.lower(node, sigs, scalars)
-        kernel = lowered.kernel
-        shapes = {b.name: t.shape for b, t in zip(kernel.inputs, inputs)}
-        sizes_given = {k: v for k, v in given.items() if k in kernel.dims}
-        sizes = solve(lowered, shapes, sizes_given)
-        scalar_values = {s.name: given[lowered.scalar_labels.get(s.name, s.name)]
-                         for s in kernel.scalars}
-        device_ids, commit = self._devices_for(lowered, inputs, node)
-        run_async = "async" in lowered.annotations
-        mode = kernel.schedule.parallel
-        if get_device(device_ids[0]).kind == "cluster":      # @device("dask"): Dask tasks
-            device = get_device(device_ids[0])
-            job = lambda: self._launch_split([device], lowered, inputs, sizes, sizes_given,
-                                             scalar_values, mode, node)
-        elif mode and len(device_ids) > 1:
-            devices = [get_device(d) for d in device_ids]
-            device = devices[0]
-            job = lambda: self._launch_split(devices, lowered, inputs, sizes, sizes_given,
-                                             scalar_values, mode, node)
-        else:
-            device = get_device(device_ids[0])
-            job = lambda: self._launch(device, lowered, inputs, sizes, scalar_values, node,
-                                       in_background=run_async, commit=commit)
-        if run_async:
-            return Future(DeviceQueue.for_device(device.id).submit(job), kernel.name)
-        return job()
+        return inputs, labels, spans, scalars, given
 
     def _free_value(self, label, span):
         root, *fields = label.split(".")
@@ -820,20 +823,25 @@ class Interpreter:
                                     if isinstance(value, (int, float)) else ""), where)
         return t
 
+    def _lowered_block(self, node, inputs, labels, spans, scalars) -> LoweredBlock:
+        """The block lowered (checked, passed) for these input dtypes and ranks and scalar
+        types, once: every later run with them reuses it."""
+        key = (id(node), tuple((label, t.dtype, t.ndim) for label, t in zip(labels, inputs)),
+               tuple(scalars.items()), self.extra_key)
+        block = self.cache.get(key)
+        if block is None or block.node is not node:
+            sigs = [InputSig(label, t.dtype, t.ndim, span)
+                    for label, t, span in zip(labels, inputs, spans)]
+            block = self.cache[key] = LoweredBlock(node, self.lower(node, sigs, scalars))
+        return block
+
     def lower(self, node, sigs, scalars) -> LoweredKernel:
-        key = (id(node), tuple((s.label, s.dtype, s.rank) for s in sigs),
-               tuple(sorted(scalars.items(), key=lambda kv: kv[0])),
-               tuple(id(a) for a in self.extra_annotations))
-        hit = self.cache.get(key)
-        if hit is not None and hit[0] is node:
-            return hit[1]
         self.kernel_counter += 1
         name = self._kernel_name(node)
         # a block inside a pipeline is written in the text the pipeline was defined in
         source = self.pipelines[-1].source if self.pipelines else self.source
         lowered = lower_compute(node, sigs, scalars, name, source, self.extra_annotations)
-        run_pipeline(lowered)       # once per signature: every launch reuses the passed CIR
-        self.cache[key] = (node, lowered)
+        run_pipeline(lowered)
         return lowered
 
     def _kernel_name(self, node) -> str:
@@ -898,10 +906,9 @@ class Interpreter:
                                    node.span).with_source(self.source) from None
 
     def _launch(self, device, lowered, inputs, sizes, scalars, node, in_background=False,
-                commit=False):
-        if getattr(device, "backend", "") in ("cpu", "c"):
-            out = lowered.kernel.output
-            B.check_host_memory(cir.output_shape(lowered.kernel, sizes), out.dtype)
+                commit=False, plan=None):
+        if plan is None:            # a part of a block split across devices
+            plan = BlockPlan(lowered, sizes)
         arrays = []
         for t in inputs:
             arrays.append(t.data if t.device == device.id else device.from_host(t.numpy()))
@@ -912,7 +919,7 @@ class Interpreter:
                 # the device reads the output back asynchronously (WebGPU buffer mapping)
                 out, launch = device.launch_async(lowered.kernel, arrays, sizes, scalars).result()
             else:
-                out, launch = device.launch(lowered.kernel, arrays, sizes, scalars)
+                out, launch = plan.prepared(device).launch(arrays, scalars, in_background)
         except ZynMLError as err:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span
@@ -921,13 +928,11 @@ class Interpreter:
         with self._lock:
             self.session.last_kernels.append(compiled)
             self.session.launches.append(launch)
-        if lowered.kernel.output.shape == () and device.kind == "cpu":
-            v = np.asarray(out).reshape(())
-            return v.item()
-        if lowered.kernel.output.shape == ():
-            return np.asarray(device.to_host(out)).reshape(()).item()
-        return Tensor(out, device.id, cir.output_shape(lowered.kernel, sizes),
-                      lowered.kernel.output.dtype, committed=commit)
+        if not plan.out_shape:
+            host = out if device.kind == "cpu" else device.to_host(out)
+            return np.asarray(host).reshape(()).item()
+        return Tensor(out, device.id, plan.out_shape, lowered.kernel.output.dtype,
+                      committed=commit)
 
 
 _MISSING = object()

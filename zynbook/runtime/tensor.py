@@ -29,7 +29,7 @@ class Tensor:
         self.device = device
         self.committed = bool(committed)
         self._shape = tuple(int(d) for d in (shape if shape is not None else data.shape))
-        self._dtype = dtype or dtype_from_numpy(data.dtype)
+        self._dtype = dtype or _dtype_name(data.dtype)
 
     # --------------------------------------------------------------- properties
     @property
@@ -114,6 +114,18 @@ class Tensor:
             return head + f"<table class='zynbook-tensor-table'><tr>{cells}</tr></table></div>"
         preview = np.array2string(arr, precision=4, threshold=64, edgeitems=3, separator=", ")
         return head + f"<pre>{html.escape(preview)}</pre></div>"
+
+
+_DTYPE_NAMES: dict = {}
+
+
+def _dtype_name(np_dtype) -> str:
+    """The ZynML name of an array's element type (remembered per type: arrays are bound on
+    every run of a cell)."""
+    name = _DTYPE_NAMES.get(np_dtype)
+    if name is None:
+        name = _DTYPE_NAMES[np_dtype] = dtype_from_numpy(np_dtype)
+    return name
 
 
 def _fmt(v) -> str:

@@ -37,7 +37,7 @@ from ...compiler import cir, errflag
 from ...compiler.codegen import c as c_codegen
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError
-from ..base import Device, Launch, LaunchTimes
+from ..base import Device, Launch, LaunchPlan, LaunchTimes
 
 _CANDIDATES = ("c++", "g++", "clang++", "cc", "gcc", "clang")
 
@@ -272,44 +272,11 @@ class NativeCpuDevice(Device):
         return ZynMLDeviceError(text, Span(zline, 1) if zline else None)
 
     # ------------------------------------------------------------------- launch
+    def prepare(self, kernel: cir.Kernel, sizes: dict) -> "NativePlan":
+        return NativePlan(self, kernel, sizes)
+
     def launch(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict):
-        t0 = time.perf_counter()
-        built = self.cache.misses
-        compiled = self.compile(kernel, sizes)
-        had = self.cache.misses == built
-        t1 = time.perf_counter()
-        bound = {k: int(v) for k, v in sizes.items()}
-        arrays = []
-        for a, b in zip(inputs, kernel.inputs):
-            arr = np.ascontiguousarray(self.from_host(a), dtype=storage_dtype(b.dtype))
-            shape = tuple(cir.eval_dim(d, bound) for d in b.shape)
-            if arr.size != int(np.prod(shape, dtype=np.int64)):
-                raise ZynMLDeviceError(f"input `{b.name}` of kernel `{kernel.name}` has shape "
-                                       f"{arr.shape}, the kernel expects {shape}")
-            arrays.append(arr)
-        out = np.zeros(cir.output_shape(kernel, bound), dtype=storage_dtype(kernel.output.dtype))
-        ptrs = (ctypes.c_void_p * (len(arrays) + 1))(*[a.ctypes.data for a in arrays],
-                                                     out.ctypes.data)
-        fvals = [float(scalars[n]) for n, kind, _ in compiled.program.args if kind == "f"]
-        ivals = [int(scalars[n]) for n, kind, _ in compiled.program.args if kind == "i"]
-        fargs = (ctypes.c_double * max(1, len(fvals)))(*fvals)
-        iargs = (ctypes.c_longlong * max(1, len(ivals)))(*ivals)
-        t2 = time.perf_counter()
-        err = (ctypes.c_int * (c_codegen.CANCEL_WORD + 1))()
-        # in a worker an interrupt or a cancelled job can abandon (runtime/cancel.py); then
-        # the cancel word tells the kernel's outer loops to skip what is left
-        try:
-            call_native(compiled.fn, ptrs, fargs, iargs, err, keep=(arrays, out, compiled, err))
-        except BaseException:
-            err[c_codegen.CANCEL_WORD] = 1
-            raise
-        t3 = time.perf_counter()
-        errflag.raise_if_failed(compiled.program.error_sites, err, kernel)
-        times = LaunchTimes(compile=0.0 if had else t1 - t0, upload=t2 - t1, kernel=t3 - t2,
-                            download=0.0, source="host-clock")
-        geometry = {"executor": "compiled C++", "schedule": compiled.program.schedule,
-                    "openmp": compiled.program.openmp}
-        return out, Launch(kernel.name, self.id, times, geometry)
+        return self.prepare(kernel, sizes).launch(inputs, scalars)
 
     def generated_source(self, kernel: cir.Kernel, sizes: dict | None = None) -> dict:
         if sizes is None:
@@ -332,6 +299,78 @@ class NativeCpuDevice(Device):
         if hasattr(array, "get"):            # CuPy
             return array.get()
         return np.asarray(array)
+
+
+# a kernel that finished within this the last time runs on the calling thread: waiting for
+# it in a worker (so an interrupt can stop the wait) costs more than the kernel itself
+_DIRECT_CALL_SECONDS = 1e-3
+
+
+class NativePlan(LaunchPlan):
+    """A compiled kernel with its sizes bound: the library, the buffers' dtypes and shapes
+    and the scalar arguments' order, found once; a launch checks and passes pointers."""
+
+    def __init__(self, device: NativeCpuDevice, kernel: cir.Kernel, sizes: dict):
+        super().__init__(device, kernel, sizes)
+        t0 = time.perf_counter()
+        built = device.cache.misses
+        self.compiled = device.compile(kernel, sizes)
+        self.compile_s = time.perf_counter() - t0 if device.cache.misses != built else 0.0
+        bound = {k: int(v) for k, v in sizes.items()}
+        self.buffers = []
+        for b in kernel.inputs:
+            shape = tuple(cir.eval_dim(d, bound) for d in b.shape)
+            self.buffers.append((b.name, storage_dtype(b.dtype), shape,
+                                 int(np.prod(shape, dtype=np.int64))))
+        self.out_shape = cir.output_shape(kernel, bound)
+        self.out_dtype = storage_dtype(kernel.output.dtype)
+        args = self.compiled.program.args
+        self.float_names = [n for n, kind, _ in args if kind == "f"]
+        self.int_names = [n for n, kind, _ in args if kind == "i"]
+        self.pointers = ctypes.c_void_p * (len(kernel.inputs) + 1)
+        self.geometry = {"executor": "compiled C++", "schedule": self.compiled.program.schedule,
+                         "openmp": self.compiled.program.openmp}
+        self.quick = False
+
+    def _array(self, a, name, dtype, shape, size):
+        arr = np.ascontiguousarray(self.device.from_host(a), dtype=dtype)
+        if arr.size != size:
+            raise ZynMLDeviceError(f"input `{name}` of kernel `{self.kernel.name}` has shape "
+                                   f"{arr.shape}, the kernel expects {shape}")
+        return arr
+
+    def launch(self, inputs: list, scalars: dict, background: bool = False):
+        t1 = time.perf_counter()
+        arrays = [self._array(a, *spec) for a, spec in zip(inputs, self.buffers)]
+        out = np.zeros(self.out_shape, dtype=self.out_dtype)
+        ptrs = self.pointers(*[a.ctypes.data for a in arrays], out.ctypes.data)
+        fvals = [float(scalars[n]) for n in self.float_names]
+        ivals = [int(scalars[n]) for n in self.int_names]
+        fargs = (ctypes.c_double * max(1, len(fvals)))(*fvals)
+        iargs = (ctypes.c_longlong * max(1, len(ivals)))(*ivals)
+        err = (ctypes.c_int * (c_codegen.CANCEL_WORD + 1))()
+        t2 = time.perf_counter()
+        self._call(ptrs, fargs, iargs, err, keep=(arrays, out, self.compiled, err))
+        t3 = time.perf_counter()
+        self.quick = t3 - t2 < _DIRECT_CALL_SECONDS
+        errflag.raise_if_failed(self.compiled.program.error_sites, err, self.kernel)
+        times = LaunchTimes(compile=self.compile_s, upload=t2 - t1, kernel=t3 - t2,
+                            download=0.0, source="host-clock")
+        self.compile_s = 0.0            # the first launch reports the build
+        return out, Launch(self.kernel.name, self.device.id, times, self.geometry)
+
+    def _call(self, ptrs, fargs, iargs, err, keep):
+        fn = self.compiled.fn
+        if self.quick:
+            fn(ptrs, fargs, iargs, err)
+            return
+        # in a worker an interrupt or a cancelled job can abandon (runtime/cancel.py); then
+        # the cancel word tells the kernel's outer loops to skip what is left
+        try:
+            call_native(fn, ptrs, fargs, iargs, err, keep=keep)
+        except BaseException:
+            err[c_codegen.CANCEL_WORD] = 1
+            raise
 
 
 def discover() -> list:

@@ -1,0 +1,103 @@
+"""Launch plans: what launching a compute block needs, worked out once per input signature.
+
+A block run again (a cell re-run, a pipeline called in a loop) finds its work done:
+
+* `BlockSite` (per syntax node): the labels of its inputs and the free names its body reads.
+* `LoweredBlock` (per node, input dtypes and ranks, scalar types and the annotations a
+  magic line adds): the checked, lowered kernel after the pass pipeline.
+* `BlockPlan` (per input shapes and the values of the sizes the program gives): the solved
+  sizes, the output shape, where each scalar comes from, and per device the device's
+  `LaunchPlan` (for `cpu:native` and `cuda:N`: the compiled program and argument layout).
+
+Reuse is decided by the keys alone, built from everything that can change the result: the
+syntax node (a redefined pipeline or a new cell text is a new node), input dtypes, ranks and
+shapes, the values of sizes baked into compiled code, the device ids the block runs on and
+the device objects themselves (a device found again after `registry.refresh()` is another).
+Scalars that are not sizes are passed at every launch, so their values are not part of any
+key. A failure (a shape mismatch, an impossible allocation) is raised before anything is
+stored, so a later run checks again."""
+from __future__ import annotations
+
+from ..compiler import ast as A
+from ..compiler import cir
+from ..compiler.dims import solve
+from ..compiler.freenames import compute_free_names
+from ..compiler.lower import dotted
+from ..errors import ZynMLTypeError
+from . import builtins as B
+
+# shapes seen by one lowered block before the oldest plan is dropped (a loop over growing
+# shapes keeps this many, not all)
+MAX_PLANS = 64
+
+
+class BlockSite:
+    """What a compute block's syntax fixes: its input labels and the free names it reads."""
+
+    __slots__ = ("node", "labels", "free")
+
+    def __init__(self, node: A.Compute):
+        labels = []
+        for expr in node.inputs:
+            label = dotted(expr)
+            if label is None:
+                raise ZynMLTypeError("compute() inputs are names (x) or fields (weights.w)",
+                                     expr.span)
+            labels.append(label)
+        self.node = node
+        self.labels = tuple(labels)
+        self.free = tuple(compute_free_names(node).items())
+
+
+class LoweredBlock:
+    """A block lowered for one signature, and its plans by shapes and given sizes."""
+
+    __slots__ = ("node", "lowered", "dims", "plans")
+
+    def __init__(self, node: A.Compute, lowered):
+        self.node = node
+        self.lowered = lowered
+        self.dims = frozenset(lowered.kernel.dims)
+        self.plans: dict = {}
+
+    def plan(self, inputs: list, given: dict) -> "BlockPlan":
+        sizes_given = {k: v for k, v in given.items() if k in self.dims}
+        key = (tuple(t.shape for t in inputs), tuple(sizes_given.items()))
+        plan = self.plans.get(key)
+        if plan is None:
+            kernel = self.lowered.kernel
+            shapes = {b.name: t.shape for b, t in zip(kernel.inputs, inputs)}
+            plan = BlockPlan(self.lowered, solve(self.lowered, shapes, sizes_given), sizes_given)
+            if len(self.plans) >= MAX_PLANS:
+                self.plans.pop(next(iter(self.plans)))
+            self.plans[key] = plan
+        return plan
+
+
+class BlockPlan:
+    """A lowered block with its sizes solved; `prepared(device)` is the device's plan."""
+
+    __slots__ = ("lowered", "sizes", "sizes_given", "scalar_labels", "out_shape", "_prepared")
+
+    def __init__(self, lowered, sizes: dict, sizes_given: dict | None = None):
+        kernel = lowered.kernel
+        self.lowered = lowered
+        self.sizes = sizes
+        self.sizes_given = sizes_given or {}
+        self.scalar_labels = tuple((s.name, lowered.scalar_labels.get(s.name, s.name))
+                                   for s in kernel.scalars)
+        self.out_shape = cir.output_shape(kernel, sizes)
+        self._prepared: dict = {}
+
+    def scalar_values(self, given: dict) -> dict:
+        return {name: given[label] for name, label in self.scalar_labels}
+
+    def prepared(self, device):
+        """The device's LaunchPlan for this kernel and these sizes (made on first use)."""
+        plan = self._prepared.get(device.id)
+        if plan is None or plan.device is not device:
+            if getattr(device, "backend", "") in ("cpu", "c"):
+                out = self.lowered.kernel.output
+                B.check_host_memory(self.out_shape, out.dtype)
+            plan = self._prepared[device.id] = device.prepare(self.lowered.kernel, self.sizes)
+        return plan

@@ -7,13 +7,14 @@ from .. import cir
 from ..launch import ir
 from ..launch.scalar import NotScalar
 from ..targets import Target
+from .attention import Attention
 from .generic import GenericThread
 from .reduce import Reduce
 from .rows import Rows
 from .block import Block
 from .vector import VectorThread
 
-SCHEDULES = (Reduce(), Rows(), VectorThread(), GenericThread(), Block())
+SCHEDULES = (Attention(), Reduce(), Rows(), VectorThread(), GenericThread(), Block())
 
 
 def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:

@@ -1,0 +1,496 @@
+"""The attention schedule: softmax(Q K^T * scale, masked) V in every form the recognition
+pass finds (passes/recognise.py: three-pass, online statistics, one pass per element, tiled
+flash with any block size and `min(...)` tiles; any key condition, any launch-constant
+scale, any axis order of the tensors).
+
+One algorithm, an online softmax per query:
+
+* a block takes `block_q` queries of one (batch, head); `lanes` threads share a query, lane r
+  scoring keys r, r + lanes, ... of every tile;
+* the keys go by tiles of `block_kv`, their K and V rows staged in shared memory by the
+  whole block (`tiles`; without, each thread reads them from memory: one thread per block,
+  as on the CPU);
+* a thread scores `chunk` keys into registers, then makes one online-softmax update
+  (m' = max(m, s), l = l e^(m - m') + sum e^(s - m'), o = o e^(m - m') + sum e^(s - m') V);
+* the lanes of a query merge their (m, l, o) through shared memory; the query stores o / l,
+  and a query no key is admitted to stores 0 (or 0 / 0 where the body divides by the sum
+  inside its key loop, as the reference then does).
+
+The query row and the output row are held in registers. Where the sizes are baked in the
+kernel is written for the launch's head_dim; where they are not (WebGPU: one program for
+every size set) there is one kernel per class of head_dim (up to 32, 64, 128), each
+launched only when the launch's head_dim is in its class.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .. import cir, errflag
+from ..launch import ir
+from ..launch.scalar import (ScalarLowering, buffer_params, cast, compute_dtype, host_expr,
+                             index_dtype, lit, user_name)
+from ..passes import recognise
+from .base import Params, Schedule, kernel_name
+
+F = "f32"
+NEG = lit(float("-inf"), F)
+ZERO = lit(0.0, F)
+HEAD_DIM_CLASSES = (32, 64, 128)
+# the shared arrays are declared statically: CUDA takes at most 48 KiB of them
+STATIC_SHARED = 48 * 1024
+FORMS = {"flash": "flash attention", "three-pass": "three-pass attention",
+         "online-stats": "attention (online statistics)", "one-pass": "one-pass attention"}
+
+
+@dataclass(frozen=True)
+class AttentionParams(Params):
+    block_q: int = 64           # queries per block
+    block_kv: int = 64          # keys per tile
+    lanes: int = 1              # threads per query
+    chunk: int = 16             # keys a thread scores per online-softmax update
+    tiles: bool = True          # K and V tiles in shared memory
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the schedule needs of a recognised attention at one binding of the sizes."""
+    p: object                   # recognise.Attention or FlashAttention
+    bufs: dict                  # role (q, k, v, out) -> cir buffer
+    axes: dict                  # role -> axes of (batch, head, sequence)
+    head_dim: object            # the last axis of the tensors (a number or a size name)
+    D: int                      # its value at these sizes
+
+
+def match(kernel: cir.Kernel, target, sizes: dict):
+    """(Shape, None) for an attention this schedule runs on `target`, else (None, why not)."""
+    if kernel.kernel_type.kind not in ("attention", "flash_attention"):
+        return None, "not an attention kernel"
+    p = recognise.attention(kernel)
+    if not p:
+        return None, p.note(kernel.kernel_type.kind)
+    named = {b.name: b for b in list(kernel.inputs) + [kernel.output]}
+    bufs = {"q": named[p.q], "k": named[p.k], "v": named[p.v], "out": named[p.out]}
+    for b in bufs.values():
+        if b.dtype not in ("f32", "f16", "bf16") or not target.has(b.dtype):
+            return None, f"`{b.name}` is {b.dtype}: the schedule computes in f32 over f32, f16 or bf16"
+    try:
+        B, H, S, SK = (int(recognise.launch_value(e, sizes))
+                       for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
+        hd = getattr(p, "head_dim", None)
+        hd = None if hd is None else int(recognise.launch_value(hd, sizes))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None, "a loop range that is not a size known at launch"
+    axes = {"q": p.q_axes, "k": p.k_axes, "v": p.v_axes, "out": p.out_axes}
+    want = {"q": (B, H, S), "k": (B, H, SK), "v": (B, H, SK), "out": (B, H, S)}
+    D = {cir.eval_dim(b.shape[3], sizes) for b in bufs.values()}
+    if len(D) != 1 or (hd is not None and hd not in D):
+        return None, "Q, K, V and out differ in head_dim (or the loop over it does not cover it)"
+    for role, b in bufs.items():
+        if tuple(cir.eval_dim(b.shape[a], sizes) for a in axes[role]) != want[role]:
+            return None, (f"`{b.name}` is not [{', '.join(map(str, want[role]))}] in the axes the "
+                          "loops index")
+    return Shape(p, bufs, axes, bufs["out"].shape[3], D.pop()), None
+
+
+def baked(target, shape: Shape) -> bool:
+    """Whether the kernel is written for the launch's head_dim (else one per class)."""
+    return not target.symbolic_sizes or isinstance(shape.head_dim, int)
+
+
+def shared_bytes(bq: int, bk: int, dcap: int, params: AttentionParams) -> int:
+    """The shared memory of a kernel: the K and V tiles (rows padded by one where lanes
+    read different rows, so they meet different banks), which the lanes' merge reuses for
+    the output rows, and the lanes' (m, l)."""
+    if not params.tiles:
+        return 0
+    pad = 1 if params.lanes > 1 else 0
+    merge = bq * dcap if params.lanes > 1 else 0
+    stats = 2 * bq * params.lanes if params.lanes > 1 else 0
+    return 4 * (max(2 * bk * (dcap + pad), merge) + stats)
+
+
+def fit(params: AttentionParams, dcap: int, target):
+    """(block_q, block_kv, chunk) for head_dim up to `dcap` within the shared memory: the
+    key tile halves first, then the query block; None where nothing fits."""
+    bq, bk, R = params.block_q, params.block_kv, params.lanes
+    limit = min(target.shared_bytes, STATIC_SHARED)
+    while shared_bytes(bq, bk, dcap, params) > limit:
+        if bk > max(R, 8):
+            bk //= 2
+        elif bq > 8:
+            bq //= 2
+        else:
+            return None
+    return bq, bk, min(params.chunk, bk // R)
+
+
+def _is_lit(e, value) -> bool:
+    return isinstance(e, ir.Lit) and e.value == value
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and not n & (n - 1)
+
+
+class Attention(Schedule):
+    name = "attention"
+
+    def why_not(self, kernel, target, sizes):
+        shape, why = match(kernel, target, sizes)
+        if shape is None:
+            return why
+        if not self.space(kernel, target, sizes):
+            return f"head_dim {shape.D}: no tiles fit the target's shared memory"
+        return None
+
+    def default(self, kernel, target, sizes):
+        """The CPU: one query per block, keys read from memory. WebGPU: 4 threads per query
+        (more threads per workgroup on adapters of few invocations and little memory).
+        CUDA and Metal: a thread per query, 64 queries and 64-key tiles."""
+        space = self.space(kernel, target, sizes)
+        return space[0] if space else self._first(target)
+
+    @staticmethod
+    def _first(target) -> AttentionParams:
+        if target.max_threads == 1:
+            return AttentionParams(1, 16, 1, 16, False)
+        if target.symbolic_sizes:
+            return AttentionParams(32, 32, 4, 8)
+        return AttentionParams(64, 64, 1, 16)
+
+    def space(self, kernel, target, sizes):
+        shape, _ = match(kernel, target, sizes)
+        if shape is None:
+            return []
+        first = self._first(target)
+        if not first.tiles:
+            choices = [first, replace(first, chunk=8), replace(first, chunk=32, block_kv=32)]
+        else:
+            choices = [first] + [AttentionParams(bq, bk, r, ch)
+                                 for bq in (32, 64, 128) for bk in (32, 64) for r in (1, 2, 4)
+                                 for ch in (8, 16) if ch * r <= bk]
+        out = []
+        for c in choices:
+            if c in out or c.block_q * c.lanes > target.max_threads:
+                continue
+            if not all(_pow2(x) for x in (c.block_q, c.block_kv, c.lanes, c.chunk)):
+                continue
+            if all(fit(c, d, target) is not None for d in self.head_dims(target, shape)):
+                out.append(c)
+        return out
+
+    @staticmethod
+    def head_dims(target, shape: Shape) -> tuple:
+        if baked(target, shape):
+            return (shape.D,)
+        return HEAD_DIM_CLASSES
+
+    def build(self, kernel, target, sizes, params: AttentionParams) -> ir.Program:
+        sizes = {k: int(v) for k, v in sizes.items()}
+        shape, why = match(kernel, target, sizes)
+        if shape is None:
+            raise ValueError(why)
+        sym = target.symbolic_sizes
+        idx = "i32" if sym else index_dtype(kernel, sizes)
+        sites = errflag.ErrorSites()
+        dcaps = self.head_dims(target, shape)
+        fits = {d: fit(params, d, target) for d in dcaps}
+        if any(f is None for f in fits.values()):
+            raise ValueError(f"{params.describe()} does not fit the shared memory")
+        # every class kernel declares the same shared arrays (one module holds them all)
+        pad = 1 if params.lanes > 1 else 0
+        kv = max(max(2 * f[1] * (d + pad), f[0] * d * pad) for d, f in fits.items())
+        ml = max(2 * f[0] * params.lanes for f in fits.values())
+        kernels, launches, lines = [], [], []
+        for n, dcap in enumerate(dcaps):
+            bq, bk, chunk = fits[dcap]
+            lo = dcaps[n - 1] if n else 0
+            b = _Kernel(kernel, target, sizes, shape, params, sites, idx, dcap, lo, bq, bk, chunk,
+                        kv, ml, None if len(dcaps) == 1 else f"d{dcap}")
+            k, grid = b.kernel()
+            if not sym:
+                grid = lit(max(0, ir.evaluate(grid, {user_name(s): v for s, v in sizes.items()})), "i64")
+            elif not host_expr(grid):
+                raise ValueError("a loop range the host cannot compute")
+            kernels.append(k)
+            launches.append(ir.Launch(k.name, grid, k.block))
+            lines.append(f"head_dim {'up to ' + str(dcap) if len(dcaps) > 1 else dcap}: "
+                         f"{bq} queries x {bk}-key tiles, {chunk} keys per step")
+        p = shape.p
+        what = (f"{FORMS[p.form]}{' with a key condition' if p.mask is not None else ''}: "
+                f"{params.lanes} thread{'s' if params.lanes > 1 else ''} per query, "
+                + ("K/V tiles in shared memory, " if params.tiles else "K/V read from memory, ")
+                + "online softmax in registers" + (", the lanes merged in shared memory"
+                                                   if params.lanes > 1 else "")
+                + f" ({'; '.join(lines)})")
+        return ir.Program(kernel.name, tuple(kernels), tuple(launches), (), sites.as_tuple(),
+                          f"{what} (attention: {params.describe()})")
+
+
+class _Kernel:
+    """The launch IR of one kernel of the schedule (head_dim up to `dcap`)."""
+
+    def __init__(self, kernel, target, sizes, shape: Shape, params, sites, idx, dcap, lo,
+                 bq, bk, chunk, kv_count, ml_count, suffix):
+        self.k, self.shape, self.P = kernel, shape, params
+        self.idx, self.dcap, self.lo = idx, dcap, lo
+        self.bq, self.bk, self.chunk = bq, bk, chunk
+        self.kv_count, self.ml_count, self.suffix = kv_count, ml_count, suffix
+        self.low = ScalarLowering(kernel, sizes, sites, idx, symbolic=target.symbolic_sizes)
+        self.low.line = kernel.first_line
+        self.sites = sites
+        self.exact = baked(target, shape)
+        self.stride = dcap + (1 if params.lanes > 1 else 0)     # of a row of a shared tile
+
+    # ---- small expression helpers -----------------------------------------------------
+
+    def i(self, v):
+        return lit(v, self.idx)
+
+    def ref(self, name):
+        return ir.Ref(name, self.idx)
+
+    def add(self, *xs):
+        """The sum of index or float terms, zeros left out."""
+        xs = [x for x in xs if not _is_lit(x, 0)] or [xs[0]]
+        out = xs[0]
+        for x in xs[1:]:
+            out = ir.Bin("+", out, x, out.dtype)
+        return out
+
+    def mul(self, a, b):
+        if _is_lit(a, 0) or _is_lit(b, 1):
+            return a
+        if _is_lit(b, 0) or _is_lit(a, 1):
+            return b
+        return ir.Bin("*", a, b, a.dtype)
+
+    def at(self, axis):
+        e = ir.Thread(axis)
+        return e if self.idx == "i32" else ir.Cast(e, self.idx)
+
+    def size(self, e):
+        """A launch-constant CIR expression (a loop range) as an index value."""
+        return self.low.index(e)
+
+    def row_offset(self, role: str, b, h, s) -> ir.Expr:
+        """The flat offset of row (b, h, s) of the tensor of `role` (head_dim is its last axis)."""
+        buf = self.shape.bufs[role]
+        terms = []
+        for var, axis in zip((b, h, s), self.shape.axes[role]):
+            st = [self.low.size(d) for d in buf.shape[axis + 1:]
+                  if not (isinstance(d, int) and d == 1)]
+            t = var
+            for x in st:
+                t = self.mul(t, x)
+            terms.append(t)
+        return self.add(*terms)
+
+    def element(self, role: str, row, col) -> ir.Expr:
+        """Element `col` of a row of the tensor of `role` in f32: 0 past head_dim (the
+        index kept in range) where the kernel is written for a class of head_dims."""
+        buf = self.shape.bufs[role]
+        if self.exact:
+            return cast(ir.Load(user_name(buf.name), self.add(row, col), buf.dtype), F)
+        c = ir.Math("min", (col, ir.Bin("-", self.D, self.i(1), self.idx)), self.idx)
+        v = cast(ir.Load(user_name(buf.name), self.add(row, c), buf.dtype), F)
+        return ir.Select(ir.Bin("<", col, self.D, "bool"), v, ZERO, F)
+
+    def each_d(self, var: str, body_of) -> ir.For:
+        """for var in 0..dcap, unrolled (the rows are registers)."""
+        return ir.For(var, self.i(0), self.i(self.dcap), self.i(1),
+                      tuple(body_of(self.ref(var))), self.idx, unroll=True)
+
+    # ---- the kernel -------------------------------------------------------------------
+
+    def kernel(self):
+        p, P, low = self.shape.p, self.P, self.low
+        R, bq = P.lanes, self.bq
+        T = bq * R
+        idx = self.idx
+        self.D = self.low.size(self.shape.head_dim)
+        B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
+        nqb = ir.Bin("/", self.add(S, self.i(bq - 1)), self.i(bq), idx)
+        body = [ir.Decl("_S", idx, S), ir.Decl("_SK", idx, SK),
+                ir.Decl("_nqb", idx, nqb), ir.Decl("_bh", idx, ir.Bin("/", self.at("block"), self.ref("_nqb"), idx)),
+                ir.Decl("_h", idx, ir.Bin("%", self.ref("_bh"), H, idx)),
+                ir.Decl("_b", idx, ir.Bin("/", self.ref("_bh"), H, idx)),
+                ir.Decl("_t", idx, self.at("thread")),
+                ir.Decl("_q", idx, ir.Bin("/", self.ref("_t"), self.i(R), idx) if R > 1 else self.ref("_t")),
+                ir.Decl("_r", idx, ir.Bin("%", self.ref("_t"), self.i(R), idx) if R > 1 else self.i(0)),
+                ir.Decl("_qi", idx, self.add(self.mul(ir.Bin("%", self.at("block"), self.ref("_nqb"), idx),
+                                                      self.i(bq)), self.ref("_q"))),
+                # a thread past the last query computes the last one and stores nothing
+                ir.Decl("_qc", idx, ir.Math("min", (self.ref("_qi"), ir.Bin("-", self.ref("_S"), self.i(1), idx)), idx))]
+        S, SK = self.ref("_S"), self.ref("_SK")
+        bh = (self.ref("_b"), self.ref("_h"))
+        body += [ir.Decl("_qrow", idx, self.row_offset("q", *bh, self.ref("_qc"))),
+                 ir.Decl("_kbase", idx, self.row_offset("k", *bh, self.i(0))),
+                 ir.Decl("_vbase", idx, self.row_offset("v", *bh, self.i(0))),
+                 ir.Decl("_orow", idx, self.row_offset("out", *bh, self.ref("_qc"))),
+                 ir.Decl("_scale", F, low.operand(p.scale, F)),
+                 ir.Array("_qr", F, self.dcap), ir.Array("_o", F, self.dcap),
+                 self.each_d("_d", lambda d: [
+                     ir.Store("_qr", d, self.mul(self.element("q", self.ref("_qrow"), d), ir.Ref("_scale", F))),
+                     ir.Store("_o", d, ZERO)]),
+                 ir.Decl("_m", F, NEG, True), ir.Decl("_l", F, ZERO, True)]
+        if P.tiles:
+            body.append(ir.Array("_kv", F, self.kv_count, "shared"))
+        steps = ir.For("_j0", self.i(0), self.i(self.bk), self.i(self.chunk * R),
+                       tuple(self.step()), idx)
+        tile = ([ir.Barrier(), self.fill(), ir.Barrier()] if P.tiles else []) + [steps]
+        body.append(ir.For("_k0", self.i(0), SK, self.i(self.bk), tuple(tile), idx))
+        body += self.merge() if R > 1 else [ir.Decl("_L", F, ir.Ref("_l", F))]
+        body += self.store()
+        if not self.exact and self.dcap == HEAD_DIM_CLASSES[-1]:
+            # a head_dim past the largest class: the row the registers hold is too short
+            site = self.sites.add(errflag.INDEX, self.k.first_line, self.shape.bufs["out"].name,
+                                  self.dcap)
+            body = [ir.If(ir.InRange(ir.Bin("-", self.D, self.i(1), idx), self.i(self.dcap), site),
+                          tuple(body))]
+        name = kernel_name(self.k, self.suffix or "")
+        k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, idx), tuple(body), T, idx,
+                      f"attention, head_dim {'up to ' if not self.exact else ''}{self.dcap}: "
+                      f"{bq} queries per block, {R} thread{'s' if R > 1 else ''} each")
+        blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), bq), idx)
+        if not self.exact:          # launched only for the head_dims of its class
+            one = self.i(1)
+            clip = lambda e: ir.Math("min", (ir.Math("max", (e, self.i(0)), idx), one), idx)
+            blocks = self.mul(self.mul(blocks, clip(ir.Bin("-", self.D, self.i(self.lo), idx))),
+                              clip(ir.Bin("-", self.i(self.dcap + 1), self.D, idx))
+                              if self.dcap != HEAD_DIM_CLASSES[-1] else one)
+        return k, blocks
+
+    def fill(self) -> ir.For:
+        """K and V rows _k0 .. _k0 + block_kv into the shared tile (0 past the keys)."""
+        idx, dc = self.idx, self.dcap
+        row, col = self.ref("_row"), self.ref("_col")
+        j = self.add(self.ref("_k0"), row)
+        jc = ir.Math("min", (j, ir.Bin("-", self.ref("_SK"), self.i(1), idx)), idx)
+        ok = ir.Bin("<", j, self.ref("_SK"), "bool")
+        at = self.add(self.mul(row, self.i(self.stride)), col)
+        body = (ir.Decl("_row", idx, ir.Bin("/", self.ref("_e"), self.i(dc), idx)),
+                ir.Decl("_col", idx, ir.Bin("%", self.ref("_e"), self.i(dc), idx)),
+                ir.Decl("_jf", idx, jc),
+                ir.Store("_kv", at, ir.Select(ok, self.element(
+                    "k", self.add(self.ref("_kbase"), self.mul(self.ref("_jf"), self.seq_stride("k"))), col), ZERO, F)),
+                ir.Store("_kv", self.add(at, self.i(self.bk * self.stride)), ir.Select(ok, self.element(
+                    "v", self.add(self.ref("_vbase"), self.mul(self.ref("_jf"), self.seq_stride("v"))), col), ZERO, F)))
+        return ir.For("_e", self.ref("_t"), self.i(self.bk * dc), self.i(self.bq * self.P.lanes), body, idx)
+
+    def seq_stride(self, role: str) -> ir.Expr:
+        """From one key (or query) row of `role` to the next."""
+        return self.row_offset(role, self.i(0), self.i(0), self.i(1))
+
+    def key_value(self, role: str, d) -> ir.Expr:
+        """Element d of the current key's row of K or V (`_jj` in the tile, `_jc` overall)."""
+        if self.P.tiles:
+            at = self.add(self.mul(self.ref("_jj"), self.i(self.stride)), d)
+            if role == "v":
+                at = self.add(at, self.i(self.bk * self.stride))
+            return ir.Load("_kv", at, F)
+        base = self.ref("_kbase" if role == "k" else "_vbase")
+        return self.element(role, self.add(base, self.mul(self.ref("_jc"), self.seq_stride(role))), d)
+
+    def key_index(self) -> list:
+        """_jj (in the tile), _j (overall) and _jc (kept in range) of key _u of this step."""
+        idx, R = self.idx, self.P.lanes
+        jj = self.add(self.ref("_j0"), self.mul(self.ref("_u"), self.i(R)), self.ref("_r")) \
+            if R > 1 else self.add(self.ref("_j0"), self.ref("_u"))
+        j = self.add(self.ref("_k0"), self.ref("_jj"))
+        return [ir.Decl("_jj", idx, jj), ir.Decl("_j", idx, j),
+                ir.Decl("_jc", idx, ir.Math("min", (self.ref("_j"), ir.Bin("-", self.ref("_SK"), self.i(1), idx)), idx))]
+
+    def admitted(self) -> ir.Expr:
+        """Whether key _j is one of this query's: in range, and the key condition."""
+        ok = ir.Bin("<", self.ref("_j"), self.ref("_SK"), "bool")
+        p = self.shape.p
+        if p.mask is None:
+            return ok
+        low = self.low
+        low.scopes.append({p.batch_var: ("_b", self.idx), p.head_var: ("_h", self.idx),
+                           p.query_var: ("_qc", self.idx), p.key_var: ("_jc", self.idx)})
+        try:
+            cond = cast(low.expr(p.mask), "bool")
+        finally:
+            low.scopes.pop()
+        return ir.Bin("and", ok, cond, "bool")
+
+    def step(self) -> list:
+        """Score `chunk` keys, then one online-softmax update of (m, l, o)."""
+        idx, ch = self.idx, self.chunk
+        s_u = ir.Load("_s", self.ref("_u"), F)
+        dot = self.each_d("_d", lambda d: [ir.Set("_dot", ir.Bin(
+            "+", ir.Ref("_dot", F), self.mul(ir.Load("_qr", d, F), self.key_value("k", d)), F))])
+        score = self.key_index() + [
+            ir.Decl("_dot", F, ZERO, True), dot,
+            ir.Store("_s", self.ref("_u"), ir.Select(self.admitted(), ir.Ref("_dot", F), NEG, F)),
+            ir.Set("_mt", ir.Math("max", (ir.Ref("_mt", F), s_u), F))]
+        # `!(x <= -inf)` rather than `x > -inf`: a NaN score goes on into the sums, as the
+        # reference's softmax takes it
+        alive = lambda x: ir.Un("not", ir.Bin("<=", x, NEG, "bool"), "bool")
+        weight = ir.Select(alive(s_u), ir.Math("exp", (ir.Bin("-", s_u, ir.Ref("_mt", F), F),), F), ZERO, F)
+        update = [
+            ir.Decl("_alpha", F, ir.Math("exp", (ir.Bin("-", ir.Ref("_m", F), ir.Ref("_mt", F), F),), F)),
+            ir.Set("_l", self.mul(ir.Ref("_l", F), ir.Ref("_alpha", F))),
+            self.each_d("_d", lambda d: [ir.Store("_o", d, self.mul(ir.Load("_o", d, F), ir.Ref("_alpha", F)))]),
+            ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(
+                [ir.Decl("_p", F, weight), ir.Set("_l", ir.Bin("+", ir.Ref("_l", F), ir.Ref("_p", F), F))]
+                + self.key_index()[:1] + ([] if self.P.tiles else self.key_index()[1:])
+                + [self.each_d("_d", lambda d: [ir.Store("_o", d, ir.Bin(
+                    "+", ir.Load("_o", d, F), self.mul(ir.Ref("_p", F), self.key_value("v", d)), F))])]),
+                idx, unroll=True),
+            ir.Set("_m", ir.Ref("_mt", F))]
+        return [ir.Array("_s", F, ch), ir.Decl("_mt", F, ir.Ref("_m", F), True),
+                ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(score), idx, unroll=True),
+                ir.If(alive(ir.Ref("_mt", F)), tuple(update))]
+
+    def merge(self) -> list:
+        """The lanes of a query combine their (m, l, o) through shared memory: the largest
+        maximum M, each lane's l and o scaled by e^(m - M) and summed (o lane by lane into
+        lane 0, over the K/V tile, which every thread is done with)."""
+        idx, R, T, dc = self.idx, self.P.lanes, self.bq * self.P.lanes, self.dcap
+        q, t = self.ref("_q"), self.ref("_t")
+        slot = self.add(self.mul(q, self.i(R)), self.ref("_x"))
+        stat = lambda off: ir.Load("_ml", self.add(slot, self.i(off)) if off else slot, F)
+        scale = lambda m: ir.Select(ir.Bin("<=", m, NEG, "bool"), ZERO,
+                                    ir.Math("exp", (ir.Bin("-", m, ir.Ref("_M", F), F),), F), F)
+        row = lambda d: self.add(self.mul(q, self.i(dc)), d)
+        each_lane = lambda body, start=0: ir.For("_x", self.i(start), self.i(R), self.i(1), tuple(body), idx)
+        return [
+            ir.Array("_ml", F, self.ml_count, "shared"),
+            ir.Store("_ml", t, ir.Ref("_m", F)), ir.Store("_ml", self.add(t, self.i(T)), ir.Ref("_l", F)),
+            ir.Barrier(),
+            ir.Decl("_M", F, NEG, True),
+            each_lane([ir.Set("_M", ir.Math("max", (ir.Ref("_M", F), stat(0)), F))]),
+            ir.Decl("_L", F, ZERO, True),
+            each_lane([ir.Decl("_mx", F, stat(0)),
+                       ir.Set("_L", ir.Bin("+", ir.Ref("_L", F), self.mul(stat(T), scale(ir.Ref("_mx", F))), F))]),
+            ir.Decl("_f", F, scale(ir.Ref("_m", F))),
+            self.each_d("_d", lambda d: [ir.Store("_o", d, self.mul(ir.Load("_o", d, F), ir.Ref("_f", F)))]),
+            each_lane([
+                ir.If(ir.Bin("==", self.ref("_r"), self.ref("_x"), "bool"),
+                      (self.each_d("_d", lambda d: [ir.Store("_kv", row(d), ir.Load("_o", d, F))]),)),
+                ir.Barrier(),
+                ir.If(ir.Bin("==", self.ref("_r"), self.i(0), "bool"),
+                      (self.each_d("_d", lambda d: [ir.Store("_o", d, ir.Bin(
+                          "+", ir.Load("_o", d, F), ir.Load("_kv", row(d), F), F))]),)),
+                ir.Barrier()], 1)]
+
+    def store(self) -> list:
+        """Lane 0 of each query in range stores o / L."""
+        p, idx = self.shape.p, self.idx
+        out = self.shape.bufs["out"]
+        L = ir.Ref("_L", F)
+        inv = ir.Bin("/", lit(1.0, F), L, F)
+        if not (p.empty_row == "nan" and p.mask is not None):
+            inv = ir.Select(ir.Bin("==", L, ZERO, "bool"), ZERO, inv, F)
+        ok = ir.Bin("<", self.ref("_qi"), self.ref("_S"), "bool")
+        if self.P.lanes > 1:
+            ok = ir.Bin("and", ok, ir.Bin("==", self.ref("_r"), self.i(0), "bool"), "bool")
+
+        def put(d):
+            v = cast(self.mul(ir.Load("_o", d, F), ir.Ref("_inv", F)), out.dtype)
+            guard = None if self.exact else ir.Bin("<", d, self.D, "bool")
+            return [ir.Store(user_name(out.name), self.add(self.ref("_orow"), d), v, guard)]
+        return [ir.If(ok, (ir.Decl("_inv", F, inv), self.each_d("_d", put)))]

@@ -247,16 +247,18 @@ def _render(kernel, sizes, arch, options) -> CudaProgram:
     notes = []
     body = inline_tile_lets(kernel.body)
     if kind in ("attention", "flash_attention") and not options.get("generic"):
-        prog = try_attention(kernel, sizes, notes)
+        prog = _launch_program(kernel, sizes, notes, arch, only="attention")
         if prog is not None:
             return prog
     if kind != "reduce" and not options.get("generic"):
-        prog = try_contraction(kernel, body, sizes, notes, options, arch)
+        prog = _launch_program(kernel, sizes, notes, arch, only="gemm")
         if prog is not None:
             return prog
         if kind in ("matmul", "batched_matmul", "conv2d"):
+            why = schedules.Gemm().why_not(kernel, cuda_target(arch), sizes)
             notes.append(f"the body of this `{kind}` kernel is not a plain contraction "
-                         f"(out = init + sum of products); it runs on the generic schedule")
+                         f"(out = init + sum of products) the GEMM schedule takes ({why}); "
+                         "it runs on the generic schedule")
     if kind == "reduce":
         return _launch_program(kernel, sizes, notes, arch) or no_schedule(kernel, cuda_target(arch), sizes)
     if not options.get("generic") and not options.get("mode"):
@@ -274,7 +276,8 @@ def render_generic(kernel, body, sizes, notes, options=None, arch=(9, 0)) -> Cud
     r.setup(kernel, sizes)
     plan = r.plan_generic(kernel, body, sizes, options or {})
     if plan.mode == "thread" or not (options or {}).get("mode"):
-        prog = _launch_program(kernel, sizes, notes, arch)
+        prog = _launch_program(kernel, sizes, notes, arch,
+                               exclude=("attention",) if (options or {}).get("generic") else ())
         if prog is not None:
             return prog
     if plan.mode == "thread":
@@ -285,10 +288,10 @@ def render_generic(kernel, body, sizes, notes, options=None, arch=(9, 0)) -> Cud
     return _block_program(r, kernel, plan.nest, plan.nest.total, notes, banner)
 
 
-def _launch_program(kernel, sizes, notes, arch, only=None) -> CudaProgram | None:
+def _launch_program(kernel, sizes, notes, arch, only=None, exclude=()) -> CudaProgram | None:
     """The kernel through a schedule of compiler/schedules/ and the CUDA dialect; a program
     with vector accesses carries its fallback for buffers that are not 16-byte aligned."""
-    prog = schedules.build(kernel, cuda_target(arch), sizes, only=only)
+    prog = schedules.build(kernel, cuda_target(arch), sizes, only=only, exclude=exclude)
     if prog is None:
         return None
     both = prog if prog.fallback is None else ir.Program(

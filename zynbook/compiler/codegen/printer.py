@@ -151,6 +151,11 @@ class Printer:
                              self.expr(s.src_index), self.space(s.src), s.count, s.dtype), line)
         elif isinstance(s, ir.Barrier):
             self.emit(d.barrier(), line)
+        elif isinstance(s, ir.Mma):
+            if not hasattr(d, "mma"):
+                raise TypeError(f"the {d.name} dialect has no tensor-core MMA")
+            self.emit(d.mma(s.a, self.expr(s.a_index), s.b, self.expr(s.b_index), s.c,
+                            self.expr(s.c_index), s.dtype, s.shape), line)
         elif isinstance(s, ir.Array):
             self.spaces[s.name] = s.space
             if s.space != "shared":         # shared arrays are declared at the kernel's top

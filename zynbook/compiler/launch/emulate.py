@@ -277,7 +277,7 @@ def _butterfly(values: list, width: int, fn, identity):
 
 _MAX_DEPTH = 48                     # deeper expressions are outlined into lambdas
 
-_BAR, _BLOCK, _WARP = 0, 1, 2       # what a thread yields: (kind, point, value)
+_BAR, _BLOCK, _WARP, _MMA = 0, 1, 2, 3     # what a thread yields: (kind, point, value)
 
 _UNARY_NP = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil",
              "tanh", "sinh", "cosh"}
@@ -446,6 +446,8 @@ class _Translator:
                 self.stmt(Store(s.dst, Bin("+", s.dst_index, i, i.dtype),
                                 Load(s.src, Bin("+", s.src_index, j, j.dtype), s.dtype),
                                 None, s.line), depth)
+        elif isinstance(s, ir.Mma):
+            self.mma(s, depth)
         elif isinstance(s, Array):
             if s.name in self.scopes[-1]:
                 self.fail(f"array `{s.name}` declared twice")
@@ -463,6 +465,31 @@ class _Translator:
                                            space=s.space, name=s.name, writable=True)
         else:
             self.fail(f"unknown statement {type(s).__name__}")
+
+    def mma(self, s: ir.Mma, depth: int):
+        """A warp step: each lane yields its A, B and C elements; the block scheduler
+        multiplies the warp's tiles (`_mma_tiles`) and sends each lane its C back."""
+        self.check(tuple(s.shape) in ir.MMA_SHAPES and s.dtype in ("f16", "bf16"),
+                   f"an MMA of {s.dtype} m{s.shape[0]}n{s.shape[1]}k{s.shape[2]}")
+        pre: list[str] = []
+        parts = []
+        for name, index, count, dtype in ((s.a, s.a_index, 8, s.dtype), (s.b, s.b_index, 4, s.dtype),
+                                          (s.c, s.c_index, 4, "f32")):
+            self.check(self.array(name, False).dtype == dtype,
+                       f"an MMA operand `{name}` that is not {dtype}")
+            parts.append("(" + ", ".join(
+                self.expr(Load(name, Bin("+", index, Lit(w, index.dtype), index.dtype), dtype), pre)
+                for w in range(count)) + ",)")
+        point = len(self.points)
+        self.points.append((_MMA, None, s.dtype, self.line, "a warp MMA"))
+        got = self.fresh("m")
+        self.flush(pre, depth)
+        self.emit(depth, f"{got} = yield ({_MMA}, {point}, ({', '.join(parts)}))")
+        c = self.array(s.c, True)
+        for w in range(4):
+            off = self.expr(Bin("+", s.c_index, Lit(w, s.c_index.dtype), s.c_index.dtype), pre)
+            self.flush(pre, depth)
+            self.emit(depth, f"{self.access(c, True)}{off}, {got}[{w}])")
 
     def flush(self, pre: list, depth: int):
         for text in pre:
@@ -1023,20 +1050,23 @@ class Emulator:
                 for lo in range(0, n, W):
                     hi = min(n, lo + W)
                     e0 = ev[lo]
-                    if e0 is _DONE or e0[0] != _WARP:
+                    if e0 is _DONE or e0[0] not in (_WARP, _MMA):
                         continue
-                    if not all(ev[t] is not _DONE and ev[t][0] == _WARP and ev[t][1] == e0[1]
+                    if not all(ev[t] is not _DONE and ev[t][0] == e0[0] and ev[t][1] == e0[1]
                                for t in range(lo, hi)):
                         continue
-                    _, op, dt, _, _ = points[e0[1]]
-                    r = _butterfly([ev[t][2] for t in range(lo, hi)], W, _combine(op),
-                                   _identity(op, dt))
+                    if e0[0] == _MMA:
+                        rs = _mma_tiles([ev[t][2] for t in range(lo, hi)], kernel.name)
+                    else:
+                        _, op, dt, _, _ = points[e0[1]]
+                        rs = [_butterfly([ev[t][2] for t in range(lo, hi)], W, _combine(op),
+                                         _identity(op, dt))] * (hi - lo)
                     for t in range(lo, hi):
-                        ev[t] = self._step(gens[t], r)
+                        ev[t] = self._step(gens[t], rs[t - lo])
                     progress = True
             for lo in range(0, n, W):
                 hi = min(n, lo + W)
-                if any(ev[t] is not _DONE and ev[t][0] == _WARP for t in range(lo, hi)):
+                if any(ev[t] is not _DONE and ev[t][0] in (_WARP, _MMA) for t in range(lo, hi)):
                     self._diverged(kernel, b, ev, range(lo, hi), points,
                                    f"warp {lo // W} of block {b}")
             if all(e is _DONE for e in ev):
@@ -1089,6 +1119,28 @@ class Emulator:
 
 
 _MISSING = object()
+
+
+def _mma_tiles(lanes: list, kernel_name: str) -> list:
+    """The C elements each of a warp's 32 lanes gets back from an m16n8k16 MMA, given each
+    lane's (A, B, C) elements in the layout `ir.Mma` describes; products exact, sums in f32."""
+    if len(lanes) != 32:
+        raise EmulatorError(f"kernel `{kernel_name}`: an MMA over a warp of {len(lanes)} lanes, not 32")
+    a, b = np.zeros((16, 16), np.float64), np.zeros((16, 8), np.float64)
+    c = np.zeros((16, 8), np.float32)
+    for lane, (av, bv, cv) in enumerate(lanes):
+        g, t = lane // 4, lane % 4
+        for p in range(4):
+            for h in range(2):
+                a[g + 8 * (p % 2), 2 * t + h + 8 * (p // 2)] = av[2 * p + h]
+        for p in range(2):
+            for h in range(2):
+                b[2 * t + h + 8 * p, g] = bv[2 * p + h]
+        for e in range(4):
+            c[g + 8 * (e // 2), 2 * t + e % 2] = cv[e]
+    d = (a @ b).astype(np.float32) + c
+    return [tuple(d[lane // 4 + 8 * (e // 2), 2 * (lane % 4) + e % 2] for e in range(4))
+            for lane in range(32)]
 
 
 def _user_name(name: str) -> str:

@@ -247,6 +247,28 @@ class Copy(Stmt):
     line: int = 0
 
 
+MMA_SHAPES = ((16, 8, 16),)        # (m, n, k) of the tensor-core tiles an `Mma` multiplies
+
+
+@dataclass(frozen=True)
+class Mma(Stmt):
+    """A warp's tensor-core step C += A B on one m x n x k tile (PTX `mma.sync` m16n8k16,
+    A row-major, B column-major, f32 C): every lane holds its share of each operand in a local
+    array from the given offset, in PTX's fixed layout. With lane = 4 g + t: A's 8 elements
+    are (row g + 8 (p % 2), col 2 t + h + 8 (p // 2)) at 2 p + h; B's 4 are (k 2 t + h + 8 p,
+    col g) at 2 p + h; C's 4 are (row g + 8 (e // 2), col 2 t + e % 2) at e. Every lane of
+    the warp must reach it; only targets with `tensor_cores` print it."""
+    a: str
+    a_index: Expr
+    b: str
+    b_index: Expr
+    c: str
+    c_index: Expr
+    dtype: str                  # of A and B: f16 or bf16
+    shape: tuple = (16, 8, 16)
+    line: int = 0
+
+
 @dataclass(frozen=True)
 class Atomic(Stmt):
     """`array[index] op= value` as one indivisible update (op in + max min)."""
@@ -279,6 +301,7 @@ class Kernel:
     block: int
     index_dtype: str = "i32"    # the dtype of flat offsets and thread counters
     comment: str = ""
+    min_blocks: int = 0         # blocks a multiprocessor should hold at once (a register cap)
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,11 @@ class _Writer:
                             f"{s.src}[{format_expr(s.src_index)} ..+{s.count}]  ({s.dtype})", line)
         elif isinstance(s, ir.Array):
             self.put(depth, f"{s.space} {s.name}: {s.dtype}[{s.count}]", line)
+        elif isinstance(s, ir.Mma):
+            m, n, k = s.shape
+            self.put(depth, f"mma m{m}n{n}k{k} ({s.dtype}) {s.c}[{format_expr(s.c_index)} ..+4] += "
+                            f"{s.a}[{format_expr(s.a_index)} ..+8] x {s.b}[{format_expr(s.b_index)} ..+4]",
+                     line)
         else:
             self.put(depth, repr(s), line)
 

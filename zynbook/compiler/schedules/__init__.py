@@ -8,13 +8,14 @@ from ..launch import ir
 from ..launch.scalar import NotScalar
 from ..targets import Target
 from .attention import Attention
+from .gemm import Gemm
 from .generic import GenericThread
 from .reduce import Reduce
 from .rows import Rows
 from .block import Block
 from .vector import VectorThread
 
-SCHEDULES = (Attention(), Reduce(), Rows(), VectorThread(), GenericThread(), Block())
+SCHEDULES = (Attention(), Reduce(), Gemm(), Rows(), VectorThread(), GenericThread(), Block())
 
 
 def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:
@@ -27,10 +28,10 @@ def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:
 
 
 def build(kernel: cir.Kernel, target: Target, sizes: dict, params=None,
-          only: str | None = None) -> ir.Program | None:
+          only: str | None = None, exclude: tuple = ()) -> ir.Program | None:
     notes = []
     for sched in SCHEDULES:
-        if only is not None and sched.name != only:
+        if (only is not None and sched.name != only) or sched.name in exclude:
             continue
         reason = sched.why_not(kernel, target, sizes)
         if reason is None:

@@ -36,6 +36,20 @@ CUDA_HELPERS = dict(HELPERS, **{
         "         old = atomicCAS(ip, assumed, __float_as_int(v)); }} while (assumed != old); }}", ()),
 })
 
+# tensor cores: one m16n8k16 step of a warp; each lane's A (8) and B (4) halves go to the
+# instruction as pairs packed in 32-bit registers, its C (4 floats) is updated in place
+for _t, _ty, _bits in (("f16", "__half", "__half_as_ushort"), ("bf16", "__nv_bfloat16", "__bfloat16_as_ushort")):
+    CUDA_HELPERS["zyn_mma_" + _t] = (
+        "{q}void zyn_mma_" + _t + "(float* c, const " + _ty + "* a, const " + _ty + "* b) {{\n"
+        "    unsigned r[6];\n"
+        "    #pragma unroll\n"
+        "    for (int i = 0; i < 6; ++i) {{ const " + _ty + "* p = i < 4 ? a + 2 * i : b + 2 * (i - 4);\n"
+        "        r[i] = (unsigned)" + _bits + "(p[0]) | ((unsigned)" + _bits + "(p[1]) << 16); }}\n"
+        "    asm(\"mma.sync.aligned.m16n8k16.row.col.f32." + _t + "." + _t + ".f32 \"\n"
+        "                 \"{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\"\n"
+        "                 : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+        "                 : \"r\"(r[0]), \"r\"(r[1]), \"r\"(r[2]), \"r\"(r[3]), \"r\"(r[4]), \"r\"(r[5])); }}", ())
+
 
 for _name, _body in (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "(a < b || b != b) ? b : a"),
                      ("ZynMin", "(b < a || b != b) ? b : a"), ("ZynAnd", "a && b"), ("ZynOr", "a || b")):
@@ -93,12 +107,16 @@ class CudaDialect(CFamily):
     def unroll(self):
         return "#pragma unroll"
 
+    def mma(self, a, ai, b, bi, c, ci, dtype, shape):
+        return f"{self.need('zyn_mma_' + dtype)}(&{c}[{ci}], &{a}[{ai}], &{b}[{bi}]);"
+
     def barrier(self):
         return "__syncthreads();"
 
     def array(self, name, dtype, count, space):
+        # 16-byte aligned: a `Copy` may move 16 bytes at once to or from any array
         q = "__shared__ " if space == "shared" else ""
-        return f"{q}{self.type(dtype)} {name}[{max(count, 1)}];"
+        return f"{q}__align__(16) {self.type(dtype)} {name}[{max(count, 1)}];"
 
     def atomic(self, op, array, index, value, dtype):
         addr = f"&{array}[{index}]"
@@ -110,7 +128,8 @@ class CudaDialect(CFamily):
 
     def kernel_open(self, k, params, uses_flag):
         ps = [self.param(p, "__restrict__ ") for p in params] + ["int* __restrict__ zyn_err"]
-        head = f'extern "C" __global__ void __launch_bounds__({k.block}) {k.name}(\n    '
+        bounds = f"{k.block}, {k.min_blocks}" if k.min_blocks else f"{k.block}"
+        head = f'extern "C" __global__ void __launch_bounds__({bounds}) {k.name}(\n    '
         return (f"// {k.comment}\n" if k.comment else "") + head + ",\n    ".join(ps) + ") {"
 
     def kernel_close(self, k):

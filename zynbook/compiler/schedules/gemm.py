@@ -1,0 +1,690 @@
+"""The GEMM schedule: a recognised contraction (passes/recognise.py) as a tiled matrix product.
+
+`out[P] = f(init + sum_R a(P, R) * b(P, R))` is read as C = A B per batch element: the
+output variables only `a` reads span M, those only `b` reads span N (the side holding the
+output's innermost index is N, so neighbouring threads store neighbouring elements), those
+both read are the batch, the reduction variables span K. An operand's index may be any
+expression of them (transposes, the gathered input of a convolution: implicit im2col); it
+is evaluated per element, bounds-checked where it cannot be proven in range.
+
+One block computes a BM x BN tile of C (blocks stride over the tiles), walking K in BK-deep
+slices staged through registers into two shared-memory buffers: the next slice's global
+loads are in flight while the current one is multiplied, one barrier per slice. A side
+whose contiguous axis allows it is read `width` elements at a time (16-byte loads; a
+device whose buffers are not aligned runs the program's `fallback`); any other side is
+gathered element by element. The product itself is either
+
+* FMA: each thread keeps TM x TN sums in registers, reading TM values of A and TN of B
+  from shared memory per step of K (A is stored k-major, so both are 4-wide reads), or
+* tensor cores (`mma`, f16/bf16 on a target with `mma.sync`): each warp keeps a TM x TN
+  piece as m16n8k16 accumulators; the tiles keep the operands' own layout in shared memory,
+  rows padded against bank conflicts.
+
+The epilogue adds the accumulator's start and runs the kernel's own store (`f`, a bias, an
+activation) per element of C. Sums are f32 (f64 for f64 operands).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from math import prod
+
+from .. import cir, errflag
+from ..launch import ir
+from ..launch.scalar import (ScalarLowering, buffer_params, cast, compute_dtype, index_dtype, lit,
+                             product_expr, user_name)
+from ..passes.loops import free_vars
+from ..passes.recognise import contraction
+from .base import Params, Schedule, kernel_name, workgroup_threads
+from .nest import extents, parallel_nest, trip_count
+
+_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+PAD = 8                 # elements of padding per row of a tensor-core operand tile
+MIN_SIDE = 16           # M or N below this wastes most of a tile: the thread schedule does better
+# FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
+FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
+             (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4))
+
+
+@dataclass(frozen=True)
+class GemmParams(Params):
+    bm: int = 128           # block tile rows (M)
+    bn: int = 128           # block tile columns (N)
+    bk: int = 8             # depth of a K slice
+    tm: int = 8             # rows per thread (FMA) or per warp (tensor cores)
+    tn: int = 8             # columns per thread (FMA) or per warp (tensor cores)
+    width: int = 4          # elements per vector load of an operand (1: element by element)
+    mma: bool = False       # tensor cores: m16n8k16 steps of a warp
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.tm) * (self.bn // self.tn) * (32 if self.mma else 1)
+
+    def shared_bytes(self, in_bytes: int, acc_bytes: int) -> int:
+        if self.mma:
+            return 2 * in_bytes * ((self.bm + PAD) + (self.bn + PAD)) * (self.bk + PAD)
+        return 2 * acc_bytes * self.bk * (self.bm + self.bn)
+
+    def valid(self) -> bool:
+        if self.bm % self.tm or self.bn % self.tn or min(self.bm, self.bn, self.bk) < 1:
+            return False
+        if self.mma:
+            return self.tm % 16 == 0 and self.tn % 8 == 0 and self.bk % 16 == 0 and self.width == 8
+        return self.tm % 4 == 0 and self.tn % 4 == 0 and self.width in (1, 2, 4) and \
+            self.bk % self.width == 0 and self.bm % self.width == 0 and self.bn % self.width == 0
+
+
+@dataclass(frozen=True)
+class _Side:
+    load: cir.Load
+    vars: tuple             # the output variables only this operand reads, in loop order
+    cond: object            # the accumulation's guard where it reads this side's variables
+    kcontig: bool           # consecutive elements in memory run along K
+
+
+@dataclass(frozen=True)
+class _Form:
+    c: object               # the recognised Contraction
+    m: _Side
+    n: _Side
+    nest: object            # the kernel's parallel nest (its prologue runs first)
+    acc: str                # the dtype sums are made in
+    dtypes: tuple           # of the M and N operands
+
+
+def _zero(dtype: str) -> ir.Expr:
+    """0 of `dtype` (a half is a converted f32 literal: C has no half literals)."""
+    return ir.Cast(lit(0, "f32"), dtype) if dtype in ("f16", "bf16") else lit(0, dtype)
+
+
+def _kcontig(load: cir.Load, vars_) -> bool:
+    return not load.index or not (free_vars(load.index[-1]) & set(vars_))
+
+
+def match(kernel: cir.Kernel, sizes: dict, symbolic: bool = False):
+    """(_Form, None) for a contraction this schedule takes, else (None, why not)."""
+    c = contraction(kernel)
+    if not c:
+        return None, c.reason
+    nest = parallel_nest(kernel.body, sizes, symbolic)
+    if [lp.var for lp in nest.loops] != list(c.out_vars):
+        return None, "the contraction's loops are not the kernel's parallel nest"
+    if any(trip_count(lp, sizes, symbolic) is None for lp in c.rloops):
+        return None, "a reduction loop's count is not known at launch"
+    sides = [[c.a_load, c.mvars, None], [c.b_load, c.nvars, None]]
+    if c.cond is not None:
+        cv = free_vars(c.cond) & set(c.out_vars)
+        side = next((s for s in sides if cv <= set(s[1]) | set(c.bvars)), None)
+        if side is None:
+            return None, "the accumulation's condition reads both operands' output variables"
+        side[2] = c.cond
+    m, n = (_Side(ld, vs, cond, _kcontig(ld, vs)) for ld, vs, cond in sides)
+    if free_vars(c.store.index[-1]) & set(m.vars):
+        m, n = n, m
+    bufs = {b.name: b for b in kernel.inputs}
+    dtypes = (bufs[m.load.buffer].dtype, bufs[n.load.buffer].dtype)
+    acc = next(s for s in cir.walk(kernel.body) if isinstance(s, cir.Let) and s.name == c.acc)
+    wide = "f64" in dtypes + (acc.declared_ty.dtype,)
+    return _Form(c, m, n, nest, "f64" if wide else "f32", dtypes), None
+
+
+def _vector_ok(kernel, form: _Form, side: _Side, sizes: dict, width: int) -> bool:
+    """Whether `width` consecutive elements of the side's contiguous axis are consecutive,
+    aligned addresses that are all in or all out of bounds (sizes baked in)."""
+    if width == 1:
+        return True
+    if side.cond is not None:
+        return False
+    buf = next(b for b in kernel.inputs if b.name == side.load.buffer)
+    if len(side.load.index) != len(buf.shape):
+        return False
+    if side.kcontig:
+        loops = list(form.c.rloops)
+    else:
+        loops = [lp for lp in form.c.ploops if lp.var in side.vars]
+    if len(loops) != 1:
+        return False
+    lp, last = loops[0], side.load.index[-1]
+    if not (isinstance(last, cir.Var) and last.name == lp.var) or \
+            any(lp.var in free_vars(i) for i in side.load.index[:-1]):
+        return False
+    if not (isinstance(lp.start, cir.Const) and lp.start.value == 0
+            and isinstance(lp.step, cir.Const) and lp.step.value == 1):
+        return False
+    return trip_count(lp, sizes) % width == 0 and cir.eval_dim(buf.shape[-1], sizes) % width == 0
+
+
+def _side_sizes(form: _Form, sizes: dict):
+    """(M, N, K) at these sizes."""
+    ext = {lp.var: trip_count(lp, sizes) for lp in form.c.ploops}
+    return (prod(ext[v] for v in form.m.vars), prod(ext[v] for v in form.n.vars),
+            prod(trip_count(lp, sizes) for lp in form.c.rloops))
+
+
+class Gemm(Schedule):
+    name = "gemm"
+
+    def why_not(self, kernel, target, sizes):
+        if kernel.kernel_type.kind == "reduce":
+            return "a reduce kernel"
+        form, why = match(kernel, sizes, target.symbolic_sizes)
+        if form is None:
+            return why
+        for dt in set(form.dtypes) | {form.acc}:
+            if not target.has(dt):
+                return f"{dt} is not a type of the {target.name} target"
+        if not target.symbolic_sizes:
+            M, N, _ = _side_sizes(form, sizes)
+            if min(M, N) < MIN_SIDE:
+                return f"M={M}, N={N}: a side under {MIN_SIDE} leaves most of a tile idle"
+        if self._auto(kernel, target, sizes, form) is None:
+            return "no tile fits the target's threads and shared memory"
+        return None
+
+    # ---- parameters -------------------------------------------------------------------
+
+    def _fits(self, p: GemmParams, target, form: _Form) -> bool:
+        ib = max(_BYTES[d] for d in form.dtypes)
+        return p.valid() and p.threads <= target.max_threads and \
+            p.shared_bytes(ib, _BYTES[form.acc]) <= target.shared_bytes and \
+            (not p.mma or (target.warp == 32 and "mma.sync" in target.tensor_cores))
+
+    def _width(self, target, form: _Form) -> int:
+        """The widest vector load of the FMA tiles (4 at most: the shared tiles are read
+        4 wide)."""
+        ib = max(_BYTES[d] for d in form.dtypes)
+        return max(1, min(4, target.vector_bytes // ib)) if not target.symbolic_sizes else 1
+
+    def _mma_ok(self, kernel, target, sizes, form: _Form) -> bool:
+        return (not target.symbolic_sizes and "mma.sync" in target.tensor_cores
+                and form.dtypes[0] == form.dtypes[1] and form.dtypes[0] in ("f16", "bf16")
+                and form.acc == "f32" and target.vector_bytes >= 16
+                and all(_vector_ok(kernel, form, s, sizes, 8) for s in (form.m, form.n)))
+
+    def _auto(self, kernel, target, sizes, form: _Form, fma_only: bool = False):
+        """The parameters chosen by sizes and target, or None where no tile fits."""
+        sym = target.symbolic_sizes
+        M, N, K = _side_sizes(form, sizes) if not sym else (1 << 20,) * 3
+        if not fma_only and self._mma_ok(kernel, target, sizes, form):
+            bm, bn = (128 if M > 64 else 64), (128 if N > 64 else 64)
+            p = GemmParams(bm, bn, 32, bm // 2, bn // 4, 8, True)
+            if self._fits(p, target, form):
+                return p
+        if target.max_threads == 1:         # one thread a block holds the block's tile
+            p = GemmParams(16, 16, 16, 16, 16, 1)
+            return p if self._fits(p, target, form) else None
+        w = self._width(target, form)
+        vec = any(_vector_ok(kernel, form, s, sizes, w) for s in (form.m, form.n)) if not sym else False
+        bm, bn = (128 if M > 64 else 64), (128 if N > 64 else 64)
+        tm, tn = (8 if bm == 128 else 4), (8 if bn == 128 else 4)
+        # 8-deep slices keep the 128x128 tile within 128 registers a thread; a 64-wide side
+        # needs 16-deep slices to give every thread whole vectors to load
+        bk = 8 if (bm == 128 and bn == 128) or not vec or K < 64 else 16
+        first = GemmParams(bm, bn, bk, tm, tn, w)
+        for p in [first] + [GemmParams(a, b, 8, c, d, w) for a, b, c, d in FMA_TILES]:
+            for q in (p, dataclasses.replace(p, width=1)):
+                if self._fits(q, target, form):
+                    return q
+        return None
+
+    def default(self, kernel, target, sizes):
+        """The automatic choice; `@tile(bm=, bn=, bk=, tm=, tn=)` sets those fields and a
+        `@workgroup` of a tile's thread count picks that tile, where they fit."""
+        form, _ = match(kernel, sizes, target.symbolic_sizes)
+        auto = self._auto(kernel, target, sizes, form)
+        hint = {k: int(v) for k, v in kernel.schedule.tile if k in ("bm", "bn", "bk", "tm", "tn")}
+        wg = workgroup_threads(kernel)
+        if not hint and wg > 1 and not auto.mma and wg != auto.threads:
+            hinted = [GemmParams(a, b, auto.bk, c, d, auto.width) for a, b, c, d in FMA_TILES
+                      if (a // c) * (b // d) == wg]
+            return next((p for p in hinted if self._fits(p, target, form)), auto)
+        if hint:
+            p = dataclasses.replace(auto, **hint)
+            if self._fits(p, target, form):
+                return p
+        return auto
+
+    def space(self, kernel, target, sizes):
+        form, _ = match(kernel, sizes, target.symbolic_sizes)
+        first = self.default(kernel, target, sizes)
+        out = [first]
+        cands = [GemmParams(a, b, bk, c, d, w) for a, b, c, d in FMA_TILES for bk in (8, 16)
+                 for w in sorted({1, self._width(target, form)})]
+        if self._mma_ok(kernel, target, sizes, form):
+            cands = [GemmParams(a, b, bk, a // 2, b // 4, 8, True) for a in (64, 128)
+                     for b in (64, 128) for bk in (16, 32)] + cands
+        for p in cands:
+            if p not in out and self._fits(p, target, form):
+                out.append(p)
+        return out
+
+    # ---- the program ------------------------------------------------------------------
+
+    def build(self, kernel, target, sizes, params: GemmParams) -> ir.Program:
+        """The program; with vector loads also its `fallback` without them (for buffers
+        whose base is not aligned), error sites numbered with the program's."""
+        if not params.valid():
+            raise ValueError(f"GEMM parameters that do not tile: {params.describe()}")
+        sites = errflag.ErrorSites()
+        b = _Builder(kernel, target, sizes, params, sites)
+        prog = b.program()
+        vector = [s for s in ("m", "n") if b.W[s] > 1]
+        if vector:
+            prog.aligned = tuple(sorted({user_name(getattr(b.f, s).load.buffer) for s in vector}))
+            plain = self._auto(kernel, dataclasses.replace(target, vector_bytes=0), sizes,
+                               b.f, fma_only=True)
+            prog.fallback = _Builder(kernel, target, sizes, plain, sites, "_w1").program()
+        prog.sites = sites.as_tuple()
+        return prog
+
+
+class _Builder:
+    def __init__(self, kernel, target, sizes, params: GemmParams, sites, suffix: str = ""):
+        self.k, self.t, self.p, self.suffix = kernel, target, params, suffix
+        self.sym = target.symbolic_sizes
+        self.sizes = {k: int(v) for k, v in sizes.items()}
+        self.f, _ = match(kernel, self.sizes, self.sym)
+        self.idx = "i32" if self.sym else index_dtype(kernel, self.sizes)
+        self.low = ScalarLowering(kernel, self.sizes, sites, self.idx, symbolic=self.sym)
+        self.n_tmp = 0
+        self.cd = self.f.acc
+        self.W = {s: (params.width if not self.sym and _vector_ok(
+            kernel, self.f, getattr(self.f, s), self.sizes, params.width) else 1) for s in ("m", "n")}
+        if params.mma and min(self.W.values()) < 8:
+            raise ValueError("tensor-core tiles need both operands in 16-byte loads")
+
+    # ---- small helpers ----------------------------------------------------------------
+
+    def fresh(self, stem: str) -> str:
+        self.n_tmp += 1
+        return f"_{stem}{self.n_tmp}"
+
+    def i(self, v) -> ir.Expr:
+        return lit(v, self.idx)
+
+    def op(self, o: str, a, b) -> ir.Expr:
+        a = self.i(a) if isinstance(a, int) else a
+        b = self.i(b) if isinstance(b, int) else b
+        if isinstance(b, ir.Lit) and ((o in ("*", "/") and b.value == 1) or (o == "+" and b.value == 0)):
+            return a
+        if isinstance(a, ir.Lit) and ((o == "*" and a.value == 1) or (o == "+" and a.value == 0)):
+            return b
+        return ir.Bin(o, a, b, "bool" if o in ("<", "and") else self.idx)
+
+    def axis(self, name: str) -> ir.Expr:
+        e = ir.Thread(name)
+        return e if self.idx == "i32" else ir.Cast(e, self.idx)
+
+    def name(self, body: list, stem: str, e: ir.Expr) -> ir.Expr:
+        """`e` as a local declared in `body` (a literal stays one)."""
+        if isinstance(e, (ir.Lit, ir.Ref)):
+            return e
+        n = self.fresh(stem)
+        body.append(ir.Decl(n, self.idx, e))
+        return ir.Ref(n, self.idx)
+
+    def move(self, dst, di, src, si, n: int, dtype: str) -> list:
+        """`n` consecutive elements: one vector access where the target has one."""
+        if self.t.vector_bytes >= n * _BYTES.get(dtype, 4) and n > 1:
+            return [ir.Copy(dst, di, src, si, n, dtype)]
+        return [ir.Store(dst, self.op("+", di, w), ir.Load(src, self.op("+", si, w), dtype))
+                for w in range(n)]
+
+    def unrolled(self, var: str, n: int, body_of, step: int = 1) -> ir.For:
+        v = ir.Ref(var, self.idx)
+        return ir.For(var, self.i(0), self.i(n), self.i(step), tuple(body_of(v)), self.idx,
+                      unroll=True)
+
+    def extents(self, loops) -> list:
+        if self.sym:
+            return extents(self.low, loops)
+        return [self.i(trip_count(lp, self.sizes)) for lp in loops]
+
+    def decompose(self, flat: ir.Expr, loops, exts) -> list:
+        """Bind each CIR loop variable of `loops` from a flat index over them (innermost
+        fastest) in the current scope."""
+        out, rem, low = [], flat, self.low
+        for k in range(len(loops) - 1, -1, -1):
+            lp = loops[k]
+            val = self.op("%", rem, exts[k]) if k > 0 else rem
+            val = self.op("+", low.index(lp.start), self.op("*", val, low.index(lp.step)))
+            out.append(ir.Decl(low.bind(lp.var, self.idx), self.idx, val, False, lp.line))
+            if k > 0:
+                rem = self.name(out, "q", self.op("/", rem, exts[k]))
+        return out
+
+    def scoped(self, fn) -> list:
+        self.low.scopes.append({})
+        try:
+            return list(fn())
+        finally:
+            self.low.scopes.pop()
+
+    # ---- the kernel -------------------------------------------------------------------
+
+    def program(self) -> ir.Program:
+        f, p, c, low = self.f, self.p, self.f.c, self.low
+        head = list(low.stmts(f.nest.prologue))
+        ploops = {lp.var: lp for lp in c.ploops}
+        pext = dict(zip(c.out_vars, self.extents(list(c.ploops))))
+        self.loops = {s: [ploops[v] for v in getattr(f, s).vars] for s in ("m", "n")}
+        self.exts = {s: [pext[v] for v in getattr(f, s).vars] for s in ("m", "n")}
+        bloops = [ploops[v] for v in c.bvars]
+        bexts = [pext[v] for v in c.bvars]
+        rext = self.extents(list(c.rloops))
+        raw = {"M": product_expr(self.exts["m"], self.idx), "N": product_expr(self.exts["n"], self.idx),
+               "B": product_expr(bexts, self.idx), "K": product_expr(rext, self.idx)}
+        self.M, self.N, self.K, nb = (self.name(head, "n" + s, raw[s]) for s in "MNKB")
+        self.rext = rext
+        tiles_m = self.name(head, "tm", self.op("/", self.op("+", self.M, p.bm - 1), p.bm))
+        tiles_n = self.name(head, "tn", self.op("/", self.op("+", self.N, p.bn - 1), p.bn))
+        per_batch = self.name(head, "tb", self.op("*", tiles_m, tiles_n))
+        ntiles = self.name(head, "tiles", self.op("*", per_batch, nb))
+        self.tid = self.axis("thread")
+        self.setup(head)
+        tile = ir.Ref("_tile", self.idx)
+        body = [ir.Decl("_bz", self.idx, self.op("/", tile, per_batch))] if bloops else []
+        body.append(ir.Decl("_tb", self.idx, self.op("%", tile, per_batch)))
+        tb = ir.Ref("_tb", self.idx)
+        body += [ir.Decl("_m0", self.idx, self.op("*", self.op("/", tb, tiles_n), p.bm)),
+                 ir.Decl("_n0", self.idx, self.op("*", self.op("%", tb, tiles_n), p.bn))]
+        self.m0, self.n0 = ir.Ref("_m0", self.idx), ir.Ref("_n0", self.idx)
+
+        def tile_body():
+            out = self.decompose(ir.Ref("_bz", self.idx), bloops, bexts)
+            out.append(self.unrolled("_z", self.acc_count, lambda v: [
+                ir.Store("_acc", v, _zero(self.cd))]))
+            out += self.mainloop()
+            return out + self.epilogue()
+        body += self.scoped(tile_body)
+        blocks = self.axis("block")
+        stride = self.axis("blocks")
+        head.append(ir.For("_tile", blocks, ntiles, stride, tuple(body), self.idx, c.ploops[0].line))
+        host = ir.Math("max", (ir.Math("min", (
+            product_expr([ir.ceildiv(raw["M"], p.bm), ir.ceildiv(raw["N"], p.bn), raw["B"]], self.idx),
+            lit(self.t.max_blocks, self.idx)), self.idx), lit(1, self.idx)), self.idx)
+        grid = host if self.sym else lit(ir.evaluate(host, {}), "i64")
+        name = kernel_name(self.k) + self.suffix
+        what = self.describe()
+        vec = self.W["m"] > 1 or self.W["n"] > 1
+        k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), p.threads,
+                      self.idx, what, min_blocks=2 if vec and not p.mma and p.threads == 256 else 0)
+        return ir.Program(self.k.name, (k,), (ir.Launch(name, grid, p.threads),), (),
+                          (), f"{what} (gemm: {p.describe()})")
+
+    def describe(self) -> str:
+        f, p, c = self.f, self.p, self.f.c
+        gathered = len(c.rloops) > 1 or c.cond is not None
+        kind = "implicit GEMM (gathered operand)" if gathered else "GEMM"
+        if self.sym:
+            shape = "every size"
+        else:
+            M, N, K = _side_sizes(f, self.sizes)
+            B = 1
+            for lp in c.ploops:
+                if lp.var in c.bvars:
+                    B *= trip_count(lp, self.sizes)
+            shape = f"M={M} N={N} K={K}" + (f" batch={B}" if B > 1 else "")
+        if p.mma:
+            how = (f"on tensor cores (mma.sync m16n8k16 {f.dtypes[0]}, f32 accumulate): {shape}; "
+                   f"{p.bm}x{p.bn}x{p.bk} tiles, {p.threads // 32} warps of {p.tm}x{p.tn}, "
+                   "2 shared-memory stages")
+        else:
+            how = (f": {shape}; {p.bm}x{p.bn}x{p.bk} tiles in double-buffered shared memory, "
+                   f"{p.tm}x{p.tn} per thread")
+        loads = " and ".join(f"{getattr(f, s).load.buffer} in {self.W[s] * _BYTES[d]}-byte loads"
+                             for s, d in zip("mn", f.dtypes) if self.W[s] > 1)
+        return f"contraction as {kind} {how}".replace(" :", ":") + (f"; {loads}" if loads else "")
+
+    def setup(self, head: list):
+        """Shared tiles, staging registers and the accumulators, declared once."""
+        p, f = self.p, self.f
+        self.shape = {}
+        for s, bx in (("m", p.bm), ("n", p.bn)):
+            side = getattr(f, s)
+            chunks = bx * p.bk // self.W[s]
+            per = -(-chunks // p.threads)
+            dt = f.dtypes[0 if s == "m" else 1]
+            reg_dt = dt if self.W[s] > 1 else self.cd
+            if p.mma:       # the operand's own layout: rows of K (+ padding) or of X
+                rows, row = (bx, p.bk + PAD) if side.kcontig else (p.bk, bx + PAD)
+                sh_dt = dt
+            else:           # k-major: a thread's TM (TN) values of one k are consecutive
+                rows, row, sh_dt = p.bk, bx, self.cd
+            self.shape[s] = (chunks, per, reg_dt, rows, row, sh_dt)
+            head.append(ir.Array(f"_sh{s}", sh_dt, 2 * rows * row, "shared"))
+            head.append(ir.Array(f"_reg{s}", reg_dt, per * self.W[s], "local"))
+        if p.mma:
+            self.fm, self.fn = p.tm // 16, p.tn // 8
+            self.acc_count = self.fm * self.fn * 4
+            head += [ir.Array("_fa", f.dtypes[0], self.fm * 8, "local"),
+                     ir.Array("_fb", f.dtypes[1], self.fn * 4, "local")]
+            warps_n = p.bn // p.tn
+            warp, lane = self.axis("warp"), self.axis("lane")
+            for n, e in (("_wm", self.op("/", warp, warps_n)), ("_wn", self.op("%", warp, warps_n)),
+                         ("_g", self.op("/", lane, 4)), ("_t4", self.op("%", lane, 4))):
+                head.append(ir.Decl(n, self.idx, e))
+        else:
+            self.acc_count = p.tm * p.tn
+            head += [ir.Array("_a", self.cd, p.tm, "local"), ir.Array("_b", self.cd, p.tn, "local")]
+            tx = p.bn // p.tn
+            head += [ir.Decl("_tx", self.idx, self.op("%", self.tid, tx)),
+                     ir.Decl("_ty", self.idx, self.op("/", self.tid, tx))]
+        head.append(ir.Array("_acc", self.cd, self.acc_count, "local"))
+
+    def ref(self, n: str) -> ir.Expr:
+        return ir.Ref(n, self.idx)
+
+    # ---- the K loop -------------------------------------------------------------------
+
+    def chunks(self, s: str, body_of) -> ir.For:
+        """For each of this thread's chunks of side `s`'s slice: body_of(x, k, r), with the
+        chunk's place (x, k) in the tile and its slot r in the staging registers."""
+        p, side, W = self.p, getattr(self.f, s), self.W[s]
+        chunks, per, *_ = self.shape[s]
+        bx = p.bm if s == "m" else p.bn
+
+        def body(r):
+            e = self.op("+", self.tid, self.op("*", r, p.threads))
+            if p.mma and side.kcontig:          # chunks walk K along a row of the tile
+                x, k = self.op("/", e, p.bk // W), self.op("*", self.op("%", e, p.bk // W), W)
+            elif side.kcontig and W == 1:       # consecutive threads read consecutive k
+                x, k = self.op("/", e, p.bk), self.op("%", e, p.bk)
+            elif side.kcontig:                  # a vector of k per row; a warp covers 32 rows
+                x, k = self.op("%", e, bx), self.op("*", self.op("/", e, bx), W)
+            else:
+                x, k = self.op("*", self.op("%", e, bx // W), W), self.op("/", e, bx // W)
+            out = [ir.Decl("_x", self.idx, x), ir.Decl("_k", self.idx, k)]
+            out += body_of(self.ref("_x"), self.ref("_k"), r)
+            if chunks % p.threads:
+                return [ir.If(self.op("<", e, chunks), tuple(out))]
+            return out
+        return self.unrolled(self.fresh("r"), per, body)
+
+    def stage(self, s: str, k0: ir.Expr) -> list:
+        """Side `s`'s chunks of the slice from K index `k0` into the staging registers;
+        zeros outside the matrix."""
+        side, W, low = getattr(self.f, s), self.W[s], self.low
+        x0, X = (self.m0, self.M) if s == "m" else (self.n0, self.N)
+        reg_dt = self.shape[s][2]
+        buf_ident, buf_dt, _ = low.buffers[side.load.buffer]
+        low.line = self.f.c.rloops[-1].line or low.line
+
+        def one(x, k, r):
+            gx, gk = self.op("+", x0, x), self.op("+", k0, k)
+            inside = self.op("and", self.op("<", gx, X), self.op("<", gk, self.K))
+            slot = self.op("*", r, W)
+            binds = lambda: self.decompose(gx, self.loops[s], self.exts[s]) + \
+                self.decompose(gk, list(self.f.c.rloops), self.rext)
+            if W > 1:
+                def copy():
+                    off, _ = low.flat(side.load.buffer, side.load.index, store=False)
+                    return [ir.Copy(f"_reg{s}", slot, buf_ident, off, W, buf_dt)]
+                zero = [ir.Store(f"_reg{s}", self.op("+", slot, w), _zero(reg_dt)) for w in range(W)]
+                return [ir.If(inside, tuple(self.scoped(lambda: binds() + copy())), tuple(zero))]
+            v = self.fresh("v")
+
+            def value():
+                if side.cond is None:
+                    return [ir.Set(v, cast(low.expr(side.load), reg_dt))]
+                with low.facts.assuming(side.cond):
+                    got = cast(low.expr(side.load), reg_dt)
+                return [ir.If(cast(low.expr(side.cond), "bool"), (ir.Set(v, got),))]
+            return [ir.Decl(v, reg_dt, _zero(reg_dt), True),
+                    ir.If(inside, tuple(self.scoped(lambda: binds() + value()))),
+                    ir.Store(f"_reg{s}", slot, ir.Ref(v, reg_dt))]
+        return [self.chunks(s, one)]
+
+    def fill(self, s: str, buf: ir.Expr) -> list:
+        """The staging registers of side `s` into shared buffer `buf` (0 or 1)."""
+        p, side, W = self.p, getattr(self.f, s), self.W[s]
+        _, _, reg_dt, rows, row, sh_dt = self.shape[s]
+        base = self.op("*", buf, rows * row)
+
+        def one(x, k, r):
+            slot = self.op("*", r, W)
+            if p.mma:
+                at = self.op("+", self.op("*", x, row), k) if side.kcontig else \
+                    self.op("+", self.op("*", k, row), x)
+                return self.move(f"_sh{s}", self.op("+", base, at), f"_reg{s}", slot, W, sh_dt)
+            if side.kcontig or reg_dt != sh_dt:     # element by element (transposed, converted)
+                out = []
+                for w in range(W):
+                    kk, xx = (self.op("+", k, w), x) if side.kcontig else (k, self.op("+", x, w))
+                    at = self.op("+", base, self.op("+", self.op("*", kk, row), xx))
+                    out.append(ir.Store(f"_sh{s}", at, cast(ir.Load(f"_reg{s}", self.op("+", slot, w),
+                                                                    reg_dt), sh_dt)))
+                return out
+            at = self.op("+", base, self.op("+", self.op("*", k, row), x))
+            return self.move(f"_sh{s}", at, f"_reg{s}", slot, W, sh_dt)
+        return [self.chunks(s, one)]
+
+    def mainloop(self) -> list:
+        p = self.p
+        head = []
+        nk = self.name(head, "nk", self.op("/", self.op("+", self.K, p.bk - 1), p.bk))
+        kt = self.ref("_kt")
+        nxt = self.op("+", kt, 1)
+        more = self.op("<", nxt, nk)
+        other = self.op("%", nxt, 2)
+        line = self.f.c.rloops[0].line
+        body = [ir.If(more, tuple(self.stage("m", self.op("*", nxt, p.bk)) +
+                                  self.stage("n", self.op("*", nxt, p.bk))))]
+        body += self.multiply(self.op("%", kt, 2))
+        body += [ir.If(more, tuple(self.fill("m", other) + self.fill("n", other))), ir.Barrier()]
+        return head + self.stage("m", self.i(0)) + self.stage("n", self.i(0)) + \
+            self.fill("m", self.i(0)) + self.fill("n", self.i(0)) + [
+                ir.Barrier(), ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx, line)]
+
+    def multiply(self, buf: ir.Expr) -> list:
+        return self.mma_step(buf) if self.p.mma else self.fma_step(buf)
+
+    def fma_step(self, buf: ir.Expr) -> list:
+        """acc[i][j] += A[kk][row i] * B[kk][col j] over the slice: a thread's rows are
+        groups of 4, TY apart (likewise its columns), read 4 at a time."""
+        p, cd = self.p, self.cd
+        ty_n, tx_n = p.bm // p.tm, p.bn // p.tn
+
+        def step(kk):
+            out = []
+            for arr, sh, bx, t, own, n in (("_a", "_shm", p.bm, self.ref("_ty"), ty_n, p.tm),
+                                           ("_b", "_shn", p.bn, self.ref("_tx"), tx_n, p.tn)):
+                base = self.op("+", self.op("*", buf, p.bk * bx), self.op("*", kk, bx))
+                for g in range(n // 4):
+                    at = self.op("+", base, self.op("+", self.i(g * own * 4), self.op("*", t, 4)))
+                    out += self.move(arr, self.i(g * 4), sh, at, 4, cd)
+            fma = lambda i, j: [ir.Store("_acc", self.op("+", self.op("*", i, p.tn), j), ir.Bin(
+                "+", ir.Load("_acc", self.op("+", self.op("*", i, p.tn), j), cd),
+                ir.Bin("*", ir.Load("_a", i, cd), ir.Load("_b", j, cd), cd), cd))]
+            out.append(self.unrolled("_i", p.tm, lambda i: [self.unrolled("_j", p.tn,
+                                                                          lambda j: fma(i, j))]))
+            return out
+        return [self.unrolled("_kk", p.bk, step)]
+
+    def mma_step(self, buf: ir.Expr) -> list:
+        """Per 16-deep step: each warp's A fragments (16 rows each) and B fragments (8
+        columns each) from the shared tiles in PTX's lane layout, then FM x FN MMAs."""
+        p, f = self.p, self.f
+        g, t4 = self.ref("_g"), self.ref("_t4")
+
+        def operand(s, arr, frag_base, rowv, kv):
+            """Two consecutive k of row (or column) `rowv` of side s's tile into `arr`."""
+            _, _, _, rows, row, dt = self.shape[s]
+            base = self.op("*", buf, rows * row)
+            if getattr(f, s).kcontig:
+                return self.move(arr, frag_base, f"_sh{s}",
+                                 self.op("+", base, self.op("+", self.op("*", rowv, row), kv)), 2, dt)
+            return [ir.Store(arr, self.op("+", frag_base, h), ir.Load(f"_sh{s}", self.op(
+                "+", base, self.op("+", self.op("*", self.op("+", kv, h), row), rowv)), dt))
+                for h in range(2)]
+
+        def step(kk):
+            k2 = self.op("+", kk, self.op("*", t4, 2))
+
+            def a_frag(i):
+                out = []
+                top = self.op("+", self.op("*", self.ref("_wm"), p.tm), self.op("*", i, 16))
+                for q in range(4):
+                    r = self.op("+", top, self.op("+", g, 8 * (q % 2)))
+                    out += operand("m", "_fa", self.op("+", self.op("*", i, 8), 2 * q), r,
+                                   self.op("+", k2, 8 * (q // 2)))
+                return out
+
+            def b_frag(j):
+                out = []
+                col = self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("+", self.op("*", j, 8), g))
+                for q in range(2):
+                    out += operand("n", "_fb", self.op("+", self.op("*", j, 4), 2 * q), col,
+                                   self.op("+", k2, 8 * q))
+                return out
+            mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, 8), "_fb", self.op("*", j, 4), "_acc",
+                                       self.op("*", self.op("+", self.op("*", i, self.fn), j), 4),
+                                       f.dtypes[0])]
+            return [self.unrolled("_i", self.fm, a_frag), self.unrolled("_j", self.fn, b_frag),
+                    self.unrolled("_i", self.fm, lambda i: [self.unrolled("_j", self.fn,
+                                                                          lambda j: mma(i, j))])]
+        return [self.unrolled("_kk", p.bk, step, 16)]
+
+    # ---- the epilogue -----------------------------------------------------------------
+
+    def store(self, gm: ir.Expr, gn: ir.Expr, value: ir.Expr) -> list:
+        """out = f(init + value) at row gm, column gn of C, where both are in range."""
+        c, low, cd = self.f.c, self.low, self.cd
+        low.line = c.store.line or low.line
+
+        def body():
+            out = self.decompose(gm, self.loops["m"], self.exts["m"])
+            out += self.decompose(gn, self.loops["n"], self.exts["n"])
+            init = low.operand(c.init, cd)
+            out.append(ir.Decl(low.bind(c.acc, cd), cd, ir.Bin("+", init, value, cd), False,
+                               c.store.line))
+            return out + list(low.stmts((c.store,)))
+        inside = self.op("and", self.op("<", gm, self.M), self.op("<", gn, self.N))
+        return [ir.If(inside, tuple(self.scoped(body)), (), c.store.line)]
+
+    def epilogue(self) -> list:
+        p = self.p
+        if p.mma:
+            def one(i, j):
+                out = []
+                for e in range(4):
+                    gm = self.op("+", self.m0, self.op("+", self.op("*", self.ref("_wm"), p.tm), self.op(
+                        "+", self.op("*", i, 16), self.op("+", self.ref("_g"), 8 * (e // 2)))))
+                    gn = self.op("+", self.n0, self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op(
+                        "+", self.op("*", j, 8), self.op("+", self.op("*", self.ref("_t4"), 2), e % 2))))
+                    at = self.op("+", self.op("*", self.op("+", self.op("*", i, self.fn), j), 4), e)
+                    out += self.store(gm, gn, ir.Load("_acc", at, self.cd))
+                return out
+        else:
+            ty_n, tx_n = p.bm // p.tm, p.bn // p.tn
+
+            def place(v, own, t):           # row (column) of a thread's register v
+                return self.op("+", self.op("*", self.op("/", v, 4), own * 4),
+                               self.op("+", self.op("*", t, 4), self.op("%", v, 4)))
+
+            def one(i, j):
+                gm = self.op("+", self.m0, place(i, ty_n, self.ref("_ty")))
+                gn = self.op("+", self.n0, place(j, tx_n, self.ref("_tx")))
+                return self.store(gm, gn, ir.Load("_acc", self.op("+", self.op("*", i, p.tn), j), self.cd))
+        n_i, n_j = (self.fm, self.fn) if p.mma else (p.tm, p.tn)
+        return [self.unrolled("_ei", n_i, lambda i: [self.unrolled("_ej", n_j, lambda j: one(i, j))])]

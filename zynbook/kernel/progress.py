@@ -1,9 +1,9 @@
 """Progress of a ZynML cell that takes more than about a second (a long compile, a slow
 kernel): which kernel, on which device, how many launches are done, the time so far.
 
-`cell_progress(session)` wraps a cell's run. A watcher thread wakes after `AFTER` seconds
-and then every `EVERY` seconds while the cell runs: in a Jupyter kernel it sends the state
-on a comm (target `zynbook.progress`, data {"text", "kernel", "device", "launches",
+`cell_progress(session)` wraps a cell's run. A watcher thread (one for all cells) wakes
+after `AFTER` seconds and then every `EVERY` seconds while the cell runs (give or take its
+polling interval): in a Jupyter kernel it sends the state on a comm (target `zynbook.progress`, data {"text", "kernel", "device", "launches",
 "elapsed", "done"}), which the JupyterLab extension shows as a progress item in the
 notebook's toolbar (no cell output, so saved notebooks do not change); elsewhere it writes
 one text line to stderr, rewritten in place. A last message with `done: true` follows a cell
@@ -74,37 +74,80 @@ class _Sender:
         self.text_shown = True
 
 
+class _Cell:
+    """One cell being watched: when its next message is due, and what it has sent."""
+
+    def __init__(self, session):
+        self.session = session
+        self.start = time.perf_counter()
+        self.due = self.start + AFTER
+        # the watcher sends in the context of the cell (the kernel routes its messages by it)
+        self.ctx = contextvars.copy_context()
+        self.lock = threading.Lock()
+        self.sender = None              # made when there is something to send
+        self.ended = False
+
+    def _send(self, done: bool = False):
+        if self.sender is None:
+            self.sender = _Sender()
+        self.sender.send(describe(self.session, time.perf_counter() - self.start, done))
+
+    def tick(self, now: float):
+        with self.lock:
+            if not self.ended:
+                self.ctx.run(self._send)
+                self.due = now + EVERY
+
+    def end(self):
+        with self.lock:
+            self.ended = True
+            if self.sender is not None or time.perf_counter() - self.start >= AFTER:
+                self._send(done=True)
+
+
+class _Watcher:
+    """One daemon thread for every watched cell, waking every `POLL` seconds to send what
+    is due: a thread started per cell would cost more than a quick cell itself."""
+
+    POLL = 0.1
+
+    def __init__(self):
+        self.cells: set = set()
+        self.lock = threading.Lock()
+        self.thread = None
+
+    def add(self, cell: _Cell):
+        with self.lock:
+            self.cells.add(cell)
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._loop, daemon=True,
+                                               name="zynbook-progress")
+                self.thread.start()
+
+    def discard(self, cell: _Cell):
+        with self.lock:
+            self.cells.discard(cell)
+
+    def _loop(self):
+        while True:
+            time.sleep(self.POLL)
+            now = time.perf_counter()
+            with self.lock:
+                due = [c for c in self.cells if c.due <= now]
+            for cell in due:
+                cell.tick(now)
+
+
+_watcher = _Watcher()
+
+
 @contextlib.contextmanager
 def cell_progress(session):
     """Report the progress of the code run inside (see the module docstring)."""
-    start = time.perf_counter()
-    stop = threading.Event()
-    sender = _Sender()
-    lock = threading.Lock()
-    shown = {"any": False}
-
-    def watch():
-        if stop.wait(AFTER):
-            return
-        while True:
-            with lock:
-                if stop.is_set():
-                    return
-                sender.send(describe(session, time.perf_counter() - start))
-                shown["any"] = True
-            if stop.wait(EVERY):
-                return
-
-    # the thread sends in the context of the cell (the kernel routes its messages by it)
-    ctx = contextvars.copy_context()
-    thread = threading.Thread(target=ctx.run, args=(watch,), daemon=True,
-                              name="zynbook-progress")
-    thread.start()
+    cell = _Cell(session)
+    _watcher.add(cell)
     try:
         yield
     finally:
-        stop.set()
-        elapsed = time.perf_counter() - start
-        with lock:
-            if shown["any"] or elapsed >= AFTER:
-                sender.send(describe(session, elapsed, done=True))
+        _watcher.discard(cell)
+        cell.end()

@@ -1,17 +1,18 @@
 """`%%compute`, `%zynml_devices`, `%zynml_device`, `%zynml_inspect`."""
 from __future__ import annotations
 
+import functools
 import html
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
-from ..compiler.parser import parse
 from ..kernel import cells
 from ..kernel.display import (InspectUsageError, bindable, code_bundle, is_tensor,
                               parse_inspect_args)
 from ..kernel.progress import cell_progress
 from ..kernel.state import announce_device, last_run, notebook_session, remember
+from ..session import parse_cached
 
 
 # ----------------------------------------------------------------------- values to Python
@@ -48,6 +49,15 @@ def _cell(value) -> str:
     return str(value)
 
 
+@functools.lru_cache(maxsize=256)
+def _cell_names(source: str) -> tuple:
+    """(the free names a cell reads that a notebook may bind, the names it binds), found
+    once per cell text: a cell run again is not walked again."""
+    program = parse_cached(source)
+    free = tuple(n for n in cells.free_names(program) if not n.startswith("_"))
+    return free, tuple(cells.bound_names(program))
+
+
 # --------------------------------------------------------------------------------- magics
 
 @magics_class
@@ -59,14 +69,13 @@ class ComputeMagics(Magics):
         return notebook_session()
 
     def _program_and_env(self, source: str):
-        """The parsed cell and the notebook values its free names bind to."""
-        program = parse(source)
+        """The names the cell binds and the notebook values its free names bind to."""
+        free, bound = _cell_names(source)
         user_ns = self.shell.user_ns
-        hidden = set(getattr(self.shell, "user_ns_hidden", {}))
-        env = {name: user_ns[name] for name in cells.free_names(program)
-               if name in user_ns and name not in hidden and not name.startswith("_")
-               and bindable(user_ns[name])}
-        return program, env
+        hidden = getattr(self.shell, "user_ns_hidden", {})
+        env = {name: user_ns[name] for name in free
+               if name in user_ns and name not in hidden and bindable(user_ns[name])}
+        return bound, env
 
     @cell_magic
     def compute(self, line, cell):
@@ -74,7 +83,7 @@ class ComputeMagics(Magics):
         # the magic line is line 1 of the cell: ZynML line numbers (errors, kernel names,
         # `// line N` comments in generated code) count it, as the notebook shows them
         source = "\n" + cell
-        program, env = self._program_and_env(source)
+        bound, env = self._program_and_env(source)
         session = self.session
         try:
             with cell_progress(session):
@@ -83,7 +92,7 @@ class ComputeMagics(Magics):
         finally:
             remember(session)
             announce_device(session)            # `config { compute_device }` may set it
-            for name in cells.bound_names(program):
+            for name in bound:
                 if name in session.namespace:
                     self.shell.user_ns[name] = to_python(session.namespace[name])
         return to_python(value) if is_expr else None
@@ -103,7 +112,7 @@ class ComputeMagics(Magics):
         repeat = int(m.group(1)) if m else 7
         annotations = re.sub(r"-r\s*\d+", "", line).strip()
         source = "\n" + cell
-        program, env = self._program_and_env(source)
+        _, env = self._program_and_env(source)
         session = self.session
         with cell_progress(session):
             session.run_cell(source, compute_annotations=annotations, **env)

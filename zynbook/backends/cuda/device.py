@@ -28,7 +28,7 @@ from ...compiler import cir, errflag
 from ...compiler.codegen import cuda as cuda_codegen
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLRuntimeError
-from ..base import Device, Launch, LaunchTimes
+from ..base import DeferredKernelTime, Device, Launch, LaunchPlan
 
 _SCALAR_NP = {"f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
               "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
@@ -301,6 +301,9 @@ class CudaDevice(Device):
         """A CuPy array on this device in the buffer's storage dtype (no copy when it fits)."""
         cp = _cp()
         want = storage_dtype(dtype)
+        if type(a) is cp.ndarray and a.dtype == want and a.flags.c_contiguous and \
+                a.data.device_id == self.index:
+            return a
         if dtype == "bf16":
             arr = self._as_cupy(a, None)
             if arr.dtype == np.uint16:
@@ -384,43 +387,12 @@ class CudaDevice(Device):
         return CudaMemoryPool(self, size)
 
     # ------------------------------------------------------------------ launch
+    def prepare(self, kernel: cir.Kernel, sizes: dict) -> "CudaPlan":
+        return CudaPlan(self, kernel, sizes)
+
     def launch(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict):
-        cp = _cp()
-        times = LaunchTimes(source="gpu-events")
-        with self.cupy_device:
-            t0 = time.perf_counter()
-            compiled = self.compile(kernel, sizes)
-            times.compile = time.perf_counter() - t0
-            stream = self.stream()
-            with stream:
-                t0 = time.perf_counter()
-                bufs = [self._as_device_array(a, b.dtype) for a, b in zip(inputs, kernel.inputs)]
-                times.upload = time.perf_counter() - t0
-                shape = cir.output_shape(kernel, sizes)
-                try:
-                    out = cp.zeros(shape, dtype=storage_dtype(kernel.output.dtype))
-                except cp.cuda.memory.OutOfMemoryError as err:
-                    raise ZynMLMemoryError(f"out of GPU memory on {self.id}: {err}") from None
-                scratch = compiled.scratch()
-                flag = compiled.error_flag()
-                start, end = cp.cuda.Event(), cp.cuda.Event()
-                start.record(stream)
-                compiled.launch_raw(bufs + [out], scalars, stream=stream, scratch=scratch, err=flag)
-                end.record(stream)
-                try:
-                    end.synchronize()
-                except Exception as err:
-                    raise ZynMLRuntimeError(f"kernel `{kernel.name}` failed on {self.id}: {err}") from None
-                compiled.check_error_flag(flag)
-                times.kernel = cp.cuda.get_elapsed_time(start, end) / 1000.0
-                if kernel.output.dtype == "bf16":
-                    out = bf16_bits_to_f32(out)
-        prog = compiled.program
-        geometry = {"steps": [{"kernel": s.func, "grid": s.grid, "block": s.block} for s in prog.steps],
-                    "schedule": prog.schedule}
-        if prog.notes:
-            geometry["notes"] = list(prog.notes)
-        return out, Launch(kernel.name, self.id, times, geometry)
+        """Compile (or find) and launch on this thread's stream; returns once it finished."""
+        return self.prepare(kernel, sizes).launch(inputs, scalars, background=True)
 
     def generated_source(self, kernel: cir.Kernel, sizes: dict | None = None) -> dict:
         """CUDA C and PTX. Sizes are compiled in: without `sizes`, the last launch's."""
@@ -433,6 +405,108 @@ class CudaDevice(Device):
             return {"cuda": f"// kernel `{kernel.name}`: CUDA C is generated at the first launch, "
                             "with the sizes of that launch compiled in"}
         return {"cuda": hit.program.source, "ptx": hit.ptx}
+
+
+class CudaPlan(LaunchPlan):
+    """A compiled program with its sizes bound, launched again and again: the module,
+    output shape and dtype, the scratch buffers and error flag of each stream are found
+    once, so a launch converts nothing it need not, allocates only the output and queues
+    the kernels.
+
+    Streams and waiting: a launch from the host program runs on the caller's current CuPy
+    stream (the default stream unless the caller picked one), so it is ordered after the
+    work that made its inputs and before whatever reads its output there (CuPy, torch on
+    the default stream, `to_host`), and it returns without waiting for the kernel. A program
+    that can fail at run time (it has error sites, compiler/errflag.py) is waited for and its
+    flag read before the launch returns, so an out-of-range index is still a
+    ZynMLRuntimeError naming the ZynML line, raised by the statement that made it. A
+    background launch (an `@async` block, a direct `CudaDevice.launch`) runs on its
+    thread's own stream and waits. Driver faults of a launch that did not wait (an illegal
+    address) surface at the next synchronisation. Kernel times come from CUDA events, read
+    when first asked for (`DeferredKernelTime`)."""
+
+    def __init__(self, device: CudaDevice, kernel: cir.Kernel, sizes: dict):
+        super().__init__(device, kernel, sizes)
+        t0 = time.perf_counter()
+        with device.cupy_device:
+            self.compiled = device.compile(kernel, sizes)
+        self.compile_s = time.perf_counter() - t0
+        self.out_shape = cir.output_shape(kernel, sizes)
+        self.out_dtype = storage_dtype(kernel.output.dtype)
+        self.dtypes = tuple(b.dtype for b in kernel.inputs)
+        self.checked = bool(self.compiled.program.error_sites)
+        self._streams: dict = {}        # stream pointer -> (scratch buffers, error flag)
+        prog = self.compiled.program
+        self.geometry = {"steps": [{"kernel": s.func, "grid": s.grid, "block": s.block}
+                                   for s in prog.steps], "schedule": prog.schedule}
+        if prog.notes:
+            self.geometry["notes"] = list(prog.notes)
+
+    def launch(self, inputs: list, scalars: dict, background: bool = False):
+        cp = _cp()
+        dev = self.device
+        with dev.cupy_device:
+            if not background:
+                return self._launch_on(cp.cuda.get_current_stream(), inputs, scalars,
+                                       wait=self.checked)
+            stream = dev.stream()
+            with stream:
+                return self._launch_on(stream, inputs, scalars, wait=True)
+
+    def _buffers(self, stream):
+        """Scratch buffers and error flag for launches on `stream`: launches on one stream
+        run one after another, so they share them. A flag is zero before every launch
+        (one that reported an error is cleared as the error is raised)."""
+        held = self._streams.get(stream.ptr)
+        if held is None:
+            held = self._streams[stream.ptr] = (self.compiled.scratch(),
+                                                self.compiled.error_flag())
+        return held
+
+    def _launch_on(self, stream, inputs, scalars, wait: bool):
+        cp = _cp()
+        dev = self.device
+        t0 = time.perf_counter()
+        bufs = [dev._as_device_array(a, dt) for a, dt in zip(inputs, self.dtypes)]
+        upload = time.perf_counter() - t0
+        try:
+            out = cp.zeros(self.out_shape, dtype=self.out_dtype)
+        except cp.cuda.memory.OutOfMemoryError as err:
+            raise ZynMLMemoryError(f"out of GPU memory on {dev.id}: {err}") from None
+        scratch, flag = self._buffers(stream)
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record(stream)
+        bufs.append(out)
+        self.compiled.launch_raw(bufs, scalars, stream=stream, scratch=scratch, err=flag)
+        end.record(stream)
+        if wait:
+            self._wait(end)
+            self._check(flag)
+        times = DeferredKernelTime(lambda: self._elapsed(start, end), compile=self.compile_s,
+                                   upload=upload, source="gpu-events")
+        self.compile_s = 0.0            # the first launch reports the build
+        if self.kernel.output.dtype == "bf16":
+            out = bf16_bits_to_f32(out)
+        return out, Launch(self.kernel.name, dev.id, times, self.geometry)
+
+    def _wait(self, end):
+        try:
+            end.synchronize()
+        except Exception as err:
+            raise ZynMLRuntimeError(f"kernel `{self.kernel.name}` failed on "
+                                    f"{self.device.id}: {err}") from None
+
+    def _check(self, flag):
+        if not self.checked:
+            return
+        words = flag.get()
+        if words.any():
+            flag.fill(0)
+            errflag.raise_if_failed(self.compiled.program.error_sites, words, self.kernel)
+
+    def _elapsed(self, start, end) -> float:
+        self._wait(end)
+        return _cp().cuda.get_elapsed_time(start, end) / 1000.0
 
 
 class CudaMemoryPool:

@@ -1,0 +1,216 @@
+"""The host overhead of a warm one-kernel cell: end-to-end time minus kernel time.
+
+Each row runs one compute block again and again with the same shapes and dtypes, through
+`Session.run` and through the `%%compute` magic, after warm-up (the first run compiles),
+and reports medians: end-to-end time (the call plus waiting for the device), kernel time
+(CUDA events on `cuda:N`, the host clock on CPU devices), their difference (the host
+overhead), the time the call itself takes before returning, and the same operation in
+PyTorch (eager, on the same device, timed the same way).
+
+    python bench/bench_launch.py [--device cuda:0|cpu:native] [--reps 200] [--rows a,b]
+                                 [--json out.json] [--profile ROW]
+
+`--profile ROW` runs that row's warm `Session.run` under cProfile and prints where the
+host time goes instead of the table.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+
+import numpy as np  # noqa: E402
+
+from kernel_sources import SOFTMAX_ROWS, SPEC_MATMUL  # noqa: E402
+
+ELEMENTWISE = """let y = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * 2.0 + 1.0
+}
+y"""
+
+# name: (ZynML source, input shapes, the torch peer)
+ROWS = {
+    "elementwise_1k": (ELEMENTWISE, {"x": (1024,)}, lambda t, e: e["x"] * 2.0 + 1.0),
+    "elementwise_1m": (ELEMENTWISE, {"x": (1 << 20,)}, lambda t, e: e["x"] * 2.0 + 1.0),
+    "matmul_256": (SPEC_MATMUL, {"A": (256, 256), "B": (256, 256)},
+                   lambda t, e: e["A"] @ e["B"]),
+    "matmul_1024": (SPEC_MATMUL, {"A": (1024, 1024), "B": (1024, 1024)},
+                    lambda t, e: e["A"] @ e["B"]),
+    "softmax_4096x2048": (SOFTMAX_ROWS + "\nprobs", {"x": (4096, 2048)},
+                          lambda t, e: t.softmax(e["x"], dim=1)),
+}
+
+
+class Clock:
+    """Waits for a device and reads the last launch's kernel time."""
+
+    def __init__(self, device: str):
+        self.cuda = device.startswith("cuda")
+        if self.cuda:
+            import cupy
+            self.cupy = cupy
+
+    def wait(self):
+        if self.cuda:
+            self.cupy.cuda.get_current_stream().synchronize()
+
+
+def inputs_for(device: str, shapes: dict, rng):
+    """The row's inputs: torch CUDA tensors on `cuda:N` (CuPy arrays without torch),
+    numpy arrays elsewhere; and the same data as torch tensors for the peer."""
+    host = {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if device.startswith("cuda"):
+        if torch is not None and torch.cuda.is_available():
+            data = {k: torch.from_numpy(v).to(device) for k, v in host.items()}
+            return data, data, torch
+        import cupy
+        with cupy.cuda.Device(int(device.split(":")[1])):
+            return {k: cupy.asarray(v) for k, v in host.items()}, None, None
+    peer = {k: torch.from_numpy(v) for k, v in host.items()} if torch is not None else None
+    return host, peer, torch
+
+
+def median_of(fn, wait, reps: int, warmup: int, waited: bool = True) -> float:
+    """Median seconds of `fn()` (with `wait()` inside the timing when `waited`)."""
+    for _ in range(warmup):
+        fn()
+    wait()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        if waited:
+            wait()
+        times.append(time.perf_counter() - t0)
+        if not waited:
+            wait()
+    return statistics.median(times)
+
+
+def magic_runner(device: str, source: str, env: dict):
+    """`%%compute @device(...)` of `source` in an IPython shell holding `env`."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    import zynbook
+    from zynbook.kernel import state
+    shell = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device=device))
+    shell.run_line_magic("load_ext", "zynbook")
+    shell.user_ns.update(env)
+    line = f'@device("{device}")'
+    return lambda: shell.run_cell_magic("compute", line, source)
+
+
+def measure(row: str, device: str, reps: int, warmup: int) -> dict:
+    import zynbook
+    source, shapes, peer_op = ROWS[row]
+    env, peer, torch = inputs_for(device, shapes, np.random.default_rng(0))
+    clock = Clock(device)
+    session = zynbook.Session(device)
+    run = lambda: session.run(source, **env)         # noqa: E731
+    e2e = median_of(run, clock.wait, reps, warmup)
+    call = median_of(run, clock.wait, reps, 0, waited=False)
+    kernel = statistics.median(_kernel_times(run, session, clock, reps))
+    magic = median_of(magic_runner(device, source, env), clock.wait, reps, warmup)
+    result = {"row": row, "device": device, "e2e_s": e2e, "kernel_s": kernel,
+              "overhead_s": e2e - kernel, "call_s": call, "magic_e2e_s": magic,
+              "magic_overhead_s": magic - kernel}
+    if torch is not None and peer is not None:
+        sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+        result["torch_s"] = median_of(lambda: peer_op(torch, peer), sync, reps, warmup)
+    return result
+
+
+def _kernel_times(run, session, clock, reps: int) -> list:
+    times = []
+    for _ in range(reps):
+        run()
+        clock.wait()
+        times.append(session.launches[-1].times.kernel)
+    return times
+
+
+def profile(row: str, device: str, reps: int, warmup: int):
+    import zynbook
+    source, shapes, _ = ROWS[row]
+    env, _, _ = inputs_for(device, shapes, np.random.default_rng(0))
+    session = zynbook.Session(device)
+    for _ in range(warmup):
+        session.run(source, **env)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(reps):
+        session.run(source, **env)
+    prof.disable()
+    Clock(device).wait()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+
+
+def table(results: list) -> str:
+    ms = lambda s: f"{s * 1e3:.4f}" if s is not None else "-"      # noqa: E731
+    us = lambda s: f"{s * 1e6:.1f}"                                 # noqa: E731
+    head = ("row", "e2e ms", "kernel ms", "overhead us", "call us", "magic ms",
+            "magic overhead us", "torch ms")
+    lines = [head]
+    for r in results:
+        lines.append((r["row"], ms(r["e2e_s"]), ms(r["kernel_s"]), us(r["overhead_s"]),
+                      us(r["call_s"]), ms(r["magic_e2e_s"]), us(r["magic_overhead_s"]),
+                      ms(r.get("torch_s"))))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return "\n".join("  ".join(c.rjust(w) if i else c.ljust(w)
+                               for i, (c, w) in enumerate(zip(line, widths)))
+                     for line in lines)
+
+
+def default_device() -> str:
+    from zynbook.backends.registry import get_device
+    for device in ("cuda:0", "cpu:native"):
+        try:
+            get_device(device)
+            return device
+        except Exception:
+            continue
+    return "cpu"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default=None, help="cuda:0, cpu:native, ... (default: the "
+                    "first of cuda:0 and cpu:native present)")
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated: " + ", ".join(ROWS))
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--profile", default=None, metavar="ROW")
+    args = ap.parse_args(argv)
+    device = args.device or default_device()
+    if args.profile:
+        profile(args.profile, device, args.reps, args.warmup)
+        return
+    results = []
+    for row in args.rows.split(","):
+        results.append(measure(row, device, args.reps, args.warmup))
+        print(f"{row}: done", file=sys.stderr)
+    print(f"device {device}; medians of {args.reps} warm runs")
+    print(table(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

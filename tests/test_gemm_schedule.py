@@ -1,0 +1,220 @@
+"""The GEMM schedule (compiler/schedules/gemm.py) on the launch-IR emulator against the
+reference executor: shared-memory tiles with register blocking (CUDA, Metal, C++, WebGPU),
+vector loads with their unaligned fallback, tensor-core warp tiles (CUDA f16/bf16); odd
+sizes, a user accumulator, epilogues, a guarded accumulation, batches, transposed operands
+and a convolution (implicit GEMM)."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import cuda_cir_kernels as K  # noqa: E402
+
+from compute_testing import emulate_kernel, lower_block  # noqa: E402
+from tolerances import tolerance  # noqa: E402
+from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
+from zynbook.compiler import schedules  # noqa: E402
+from zynbook.compiler.codegen.dialects.msl import MslDialect  # noqa: E402
+from zynbook.compiler.codegen.printer import print_program  # noqa: E402
+from zynbook.compiler.launch import ir  # noqa: E402
+from zynbook.compiler.schedules.gemm import Gemm, GemmParams  # noqa: E402
+from zynbook.compiler.targets import cpu_target, cuda_target, metal_target, webgpu_target  # noqa: E402
+
+TARGETS = {"cuda": cuda_target(), "metal": metal_target(), "cpp": cpu_target(),
+           "webgpu": webgpu_target()}
+# small tiles keep the emulator quick; one thread a block on the CPU
+PARAMS = {
+    "cuda": [GemmParams(16, 16, 8, 4, 4, 1), GemmParams(32, 32, 8, 4, 4, 4),
+             GemmParams(32, 16, 16, 8, 4, 4)],
+    "metal": [GemmParams(16, 16, 8, 4, 4, 1), GemmParams(32, 16, 4, 8, 4, 1)],
+    "cpp": [GemmParams(16, 16, 16, 16, 16, 1), GemmParams(8, 4, 4, 8, 4, 1)],
+    "webgpu": [GemmParams(16, 16, 8, 4, 4, 1), GemmParams(16, 32, 8, 4, 8, 1)],
+}
+
+
+def check(kernel, ins, sizes, target, params, scalars=None, dtype="f32"):
+    want = np.asarray(run_kernel(kernel, ins, sizes, scalars or {}), np.float64)
+    prog = Gemm().build(kernel, target, sizes, params)
+    got = emulate_kernel(prog, kernel, ins, sizes, scalars)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, err_msg=params.describe(),
+                               **tolerance("f16" if dtype in ("f16", "bf16") else dtype,
+                                           "contraction"))
+    if prog.fallback is not None:
+        got = emulate_kernel(prog.fallback, kernel, ins, sizes, scalars)
+        np.testing.assert_allclose(np.asarray(got, np.float64), want, err_msg="fallback",
+                                   **tolerance("f16" if dtype in ("f16", "bf16") else dtype,
+                                               "contraction"))
+    return prog
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("mnk", [(37, 29, 53), (1, 1, 1), (65, 130, 17), (32, 32, 16)])
+def test_matmul_every_target_and_size(target, mnk):
+    kernel, sizes, make, _ = K.matmul(*mnk)
+    ins = make(np.random.default_rng(sum(mnk)))
+    for params in PARAMS[target]:
+        check(kernel, ins, sizes, TARGETS[target], params)
+
+
+def test_vector_loads_and_their_fallback():
+    kernel, sizes, make, _ = K.matmul(40, 36, 24)
+    prog = check(kernel, make(np.random.default_rng(1)), sizes, cuda_target(),
+                 GemmParams(32, 32, 8, 4, 4, 4))
+    assert prog.aligned == ("u_A", "u_B") and prog.fallback is not None
+    assert "u_A in 16-byte loads" not in prog.schedule and "A in 16-byte loads" in prog.schedule
+    assert any(isinstance(n, ir.Copy) for n in ir.walk(prog))
+    assert not any(isinstance(n, ir.Copy) and n.src == "u_A" for n in ir.walk(prog.fallback))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False), (False, True)])
+def test_tensor_cores_every_operand_layout(dtype, ta, tb):
+    kernel, sizes, make, _ = K.matmul_t(40, 48, 32, dtype, ta, tb)
+    ins = make(np.random.default_rng(3))
+    params = GemmParams(32, 32, 16, 16, 16, 8, True)
+    prog = check(kernel, ins, sizes, cuda_target(), params, dtype=dtype)
+    assert any(isinstance(n, ir.Mma) for n in ir.walk(prog))
+    assert "tensor cores" in prog.schedule
+    assert Gemm().default(kernel, cuda_target(), sizes).mma
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_halves_of_odd_sizes_take_the_fma_tiles(dtype):
+    kernel, sizes, make, _ = K.matmul(50, 70, 30, dtype)
+    p = Gemm().default(kernel, cuda_target(), sizes)
+    assert not p.mma and (p.tm, p.tn) == (4, 8)
+    check(kernel, make(np.random.default_rng(5)), sizes, cuda_target(),
+          GemmParams(16, 32, 8, 4, 8, 4), dtype=dtype)
+    assert Gemm().default(kernel, cuda_target((7, 5)), sizes).mma is False
+
+
+def test_tensor_cores_only_print_in_cuda():
+    kernel, sizes, _, _ = K.matmul(32, 32, 32, "f16")
+    prog = Gemm().build(kernel, cuda_target(), sizes, GemmParams(32, 32, 16, 16, 16, 8, True))
+    with pytest.raises(TypeError, match="no tensor-core MMA"):
+        print_program(MslDialect(), prog, kernel)
+    assert not Gemm().default(kernel, metal_target(), sizes).mma
+
+
+EPILOGUE = """let y = compute(A, B, bias) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc = bias[j]
+        for k in 0..K:
+            acc += A[i, k] * B[k, j]
+        out[i, j] = gelu(max(acc, 0.0) + bias[j] * 0.5)
+}
+y
+"""
+
+GUARDED = """let y = compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var s = 1.5
+        for k in 0..K:
+            if k <= i:
+                s += A[i, k] * B[k, j]
+        out[i, j] = s
+}
+y
+"""
+
+TRANSPOSED = """let y = compute(A, B) {
+    for i in 0..M, j in 0..N:
+        var acc = 0.0
+        for k in 0..K:
+            acc += B[j, k] * A[k, i]
+        out[i, j] = acc
+}
+y
+"""
+
+BATCHED = """let y = compute(A, B) {
+    @kernel batched_matmul
+    @workgroup(16, 16, 1)
+    for b in 0..batch, i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[b, i, k] * B[b, k, j]
+        out[b, i, j] = sum
+}
+y
+"""
+
+
+def _arrays(rng, **shapes):
+    return {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+
+
+CASES = {
+    "epilogue": (EPILOGUE, dict(A=(37, 21), B=(21, 29), bias=(29,))),
+    "guarded": (GUARDED, dict(A=(33, 40), B=(40, 19))),
+    "transposed": (TRANSPOSED, dict(A=(23, 37), B=(29, 23))),
+    "batched": (BATCHED, dict(A=(3, 37, 21), B=(3, 21, 29))),
+}
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_source_kernels(case, target):
+    text, shapes = CASES[case]
+    kernel, ins, sizes, scalars = lower_block(text, _arrays(np.random.default_rng(7), **shapes))
+    tgt = TARGETS[target]
+    assert Gemm().why_not(kernel, tgt, sizes) is None
+    for params in PARAMS[target]:
+        check(kernel, ins, sizes, tgt, params, scalars)
+
+
+def test_user_names_and_the_epilogue_reach_the_program():
+    kernel, ins, sizes, _ = lower_block(EPILOGUE, _arrays(np.random.default_rng(1), A=(37, 21),
+                                                          B=(21, 29), bias=(29,)))
+    prog = schedules.build(kernel, cuda_target(), sizes, only="gemm")
+    assert prog.schedule.startswith("contraction as GEMM: M=37 N=29 K=21")
+    names = {n.name for n in ir.walk(prog) if isinstance(n, ir.Decl)}
+    assert "u_acc" in names
+    assert any(isinstance(n, ir.Math) and n.fn == "gelu" for n in ir.walk(prog))
+
+
+def test_convolution_is_an_implicit_gemm():
+    kernel, sizes, make, _ = K.conv2d(batch=1, cin=3, cout=16, h=6, w=6)
+    ins = make(np.random.default_rng(2))
+    prog = check(kernel, ins, sizes, cuda_target(), GemmParams(16, 16, 8, 4, 4, 4))
+    assert "implicit GEMM" in prog.schedule
+
+
+def test_webgpu_program_serves_every_size():
+    kernel, sizes, _, _ = K.matmul(37, 29, 53)
+    tgt = webgpu_target()
+    p = Gemm().default(kernel, tgt, sizes)
+    assert p.width == 1 and p.threads <= tgt.max_threads
+    a = Gemm().build(kernel, tgt, sizes, p)
+    b = Gemm().build(kernel, tgt, {"M": 1001, "N": 1002, "K": 1003}, p)
+    assert a == b and "every size" in a.schedule
+
+
+def test_hints_set_the_tile():
+    kernel, sizes, _, _ = K.matmul(256, 256, 64)
+    hinted = replace(kernel, schedule=replace(kernel.schedule, workgroup=None,
+                                              tile=(("bk", 16), ("bm", 64), ("tm", 4))))
+    p = Gemm().default(hinted, cuda_target(), sizes)
+    assert (p.bm, p.bk, p.tm) == (64, 16, 4)
+    # @workgroup(16, 16) of the kernel: a tile of 256 threads
+    assert Gemm().default(kernel, cuda_target(), sizes).threads == 256
+    space = Gemm().space(kernel, cuda_target(), sizes)
+    assert len(space) > 3 and len(set(space)) == len(space)
+    assert all(p.valid() for p in space)
+
+
+def test_why_not():
+    kernel, sizes, _, _ = K.matmul(8, 64, 64)
+    assert "M=8" in Gemm().why_not(kernel, cuda_target(), sizes)
+    kernel, sizes, _, _ = K.relu()
+    assert Gemm().why_not(kernel, cuda_target(), sizes)
+    kernel, sizes, _, _ = K.matmul(64, 64, 64, "f16")
+    assert "f16 is not a type" in Gemm().why_not(kernel, webgpu_target(), sizes)
+    assert schedules.build(kernel, webgpu_target(), sizes, only="gemm") is None

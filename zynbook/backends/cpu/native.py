@@ -353,7 +353,7 @@ class NativePlan(LaunchPlan):
         self._call(ptrs, fargs, iargs, err, keep=(arrays, out, self.compiled, err))
         t3 = time.perf_counter()
         self.quick = t3 - t2 < _DIRECT_CALL_SECONDS
-        errflag.raise_if_failed(self.compiled.program.error_sites, err, self.kernel)
+        errflag.raise_if_failed(self.compiled.program.error_sites, err, self.kernel, self.sizes)
         times = LaunchTimes(compile=self.compile_s, upload=t2 - t1, kernel=t3 - t2,
                             download=0.0, source="host-clock")
         self.compile_s = 0.0            # the first launch reports the build

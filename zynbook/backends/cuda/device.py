@@ -120,11 +120,6 @@ class CompiledCuda:
             self._no_err = cp.zeros(errflag.WORDS, dtype=np.int32)
         return self._no_err
 
-    def check_error_flag(self, err):
-        """Raise the ZynML error a launch reported in `err` (after it finished)."""
-        if self.program.error_sites:
-            errflag.raise_if_failed(self.program.error_sites, err.get(), self.kernel)
-
     def launch_raw(self, buffers, scalars: dict, stream=None, scratch=None, err=None):
         """Launch every step on `buffers` (inputs then output, CuPy arrays in storage dtype);
         every kernel takes the error flag `err` last."""
@@ -502,7 +497,8 @@ class CudaPlan(LaunchPlan):
         words = flag.get()
         if words.any():
             flag.fill(0)
-            errflag.raise_if_failed(self.compiled.program.error_sites, words, self.kernel)
+            errflag.raise_if_failed(self.compiled.program.error_sites, words, self.kernel,
+                                    self.sizes)
 
     def _elapsed(self, start, end) -> float:
         self._wait(end)

@@ -166,9 +166,14 @@ class _Rewriter:
         if isinstance(d, cir.Call) and d.fn == "min":
             got = [b for b in (self.bound(a) for a in d.args) if b is not None]
             return min(got) if got else None
-        if isinstance(d, cir.Bin) and d.op == "-" and static_value(d.right, {}) is None:
-            return None
         return None
+
+    def span_length(self, span: cir.Span) -> int | None:
+        """The most elements slice `span` names at these sizes: `a:a+c` names c."""
+        stop = span.stop
+        if isinstance(stop, cir.Bin) and stop.op == "+" and stop.left == span.start:
+            return static_value(stop.right, self.sizes)
+        return self.bound(cir.Bin("-", stop, span.start, I32))
 
     def is_tile(self, e) -> bool:
         if isinstance(e, cir.Load):
@@ -193,7 +198,7 @@ class _Rewriter:
         for k, ix in enumerate(index):
             if isinstance(ix, cir.Span):
                 start, ext = self.span_parts(ix, shape[k])
-                length = self.bound(cir.Bin("-", ix.stop, ix.start, I32))
+                length = self.span_length(ix)
                 size = cir.eval_dim(shape[k], self.sizes)
                 cap.append(min(size, length) if length is not None else size)
                 exts.append(ext)
@@ -321,10 +326,11 @@ class _Rewriter:
         return [cir.Loop(flat, _i(0), total, _i(1), body, parallel, line)]
 
     def extent_lets(self, exts: tuple, line: int, mutable: bool = False):
-        """Extents as locals (computed once): (statements, the locals)."""
+        """Extents as locals (computed once; `mutable`: a tile variable's, which an
+        assignment changes): (statements, the locals)."""
         out, names = [], []
         for x in exts:
-            if isinstance(x, cir.Const):
+            if isinstance(x, cir.Const) and not mutable:
                 names.append(x)
                 continue
             n = self.fresh("n")
@@ -493,10 +499,12 @@ class _Rewriter:
     def let_tile(self, s: cir.Let, value) -> list:
         cap, exts = self.shape(value)
         declared = tuple(self.bound(d) for d in s.declared_ty.shape)
-        if len(declared) == len(cap):
-            if any(d is None for d in declared):
-                raise TileRefusal(f"tile `{s.name}` has no bound at these sizes ({s.declared_ty})")
-            cap = tuple(max(c, d) for c, d in zip(cap, declared))
+        if any(d is None for d in declared):
+            raise TileRefusal(f"tile `{s.name}` has no bound at these sizes ({s.declared_ty})")
+        if len(declared) >= len(cap):   # a `var` later assigned a tile of more axes
+            pad = len(declared) - len(cap)
+            cap = tuple(max(c, d) for c, d in zip((1,) * pad + cap, declared))
+            exts = (_i(1),) * pad + exts
         dtype = s.declared_ty.dtype
         stmts, t = self.new_array(dtype, cap, exts, s.line, s.mutable)
         stmts += self.fill(t, value, s.line)

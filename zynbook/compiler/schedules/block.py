@@ -144,7 +144,7 @@ class _Builder:
         else:
             blocks = 1
             body += self.stmts(nest.body)
-            what = f"block: one block of {threads} runs the whole body"
+            what = f"block: one block runs the whole body ({threads})"
         name = kernel_name(self.k)
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, idx), tuple(body), self.T, idx, what)
         return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(blocks, "i64"), self.T),), (),

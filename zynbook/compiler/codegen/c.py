@@ -41,7 +41,7 @@ from ..targets import cpu_target
 from .dialects.cpp import CppDialect
 from .printer import print_program
 from ..passes.tiles import inline_tile_lets
-from .cstyle import attention_pattern, no_schedule
+from .cstyle import no_schedule
 from .cstyle import (BufInfo, CStyleRenderer, Emitter, GenericSchedules, Unsupported,
                      _strides, assigned_vars, ceil_div, cname, declared_vars, free_vars, has_node,
                      prelude_guards, prelude_helpers, prelude_span_len,
@@ -255,54 +255,6 @@ class CRenderer(CStyleRenderer, GenericSchedules):
     # ---- reduce kernels -------------------------------------------------------------------
 
 
-    # ---- attention -------------------------------------------------------------------
-
-    def attention_body(self, em: Emitter, p):
-        """A recognised attention (passes/recognise.py: any form, key condition, scale and
-        axis order): softmax(Q K^T * scale) V, one query per iteration of a parallel loop,
-        online softmax over the keys. Raises Unsupported before emitting anything."""
-        q, k_, v_, out, (B, H, S, D), SK = self.attention_operands(p)
-        masked = p.mask is not None
-        scale = self.attention_scale(p)
-        cond = self.attention_mask(p, {p.batch_var: "b", p.head_var: "h", p.query_var: "qi",
-                                       p.key_var: "j"}) if masked else None
-        inv = self.attention_inverse(p, "l")
-        lq = lambda x: self.load_value(x, q.dtype)
-        lk = lambda x: self.load_value(x, k_.dtype)
-        lv = lambda x: self.load_value(x, v_.dtype)
-        em(f"constexpr long long B = {B}, H = {H}, S = {S}, SK = {SK}, D = {D};")
-        em(f"const float scale = {scale};")
-        if self.openmp and B * H * S > 1:
-            em("#pragma omp parallel for schedule(static)")
-        em.open("for (long long _g = 0; _g < B * H * S; ++_g)")
-        em(CANCEL_CHECK)
-        em("const long long qi = _g % S, b = _g / S / H, h = _g / S % H;")
-        self.attention_bases(em, "long long")
-        em("float qr[D], o[D];")
-        em(f"for (long long d = 0; d < D; ++d) {{ qr[d] = {lq(q.c + '[qbase + qi * QSS + d]')} * scale; o[d] = 0.0f; }}")
-        em("float m = -INFINITY, l = 0.0f;")
-        em.open("for (long long j = 0; j < SK; ++j)")
-        if masked:
-            em(f"if (!({cond})) continue;")
-        em("float s = 0.0f;")
-        em(f"for (long long d = 0; d < D; ++d) s += qr[d] * {lk(k_.c + '[kbase + j * KSS + d]')};")
-        em.open("if (s > m)")
-        em("const float alpha = expf(m - s);")
-        em("l *= alpha;")
-        em("for (long long d = 0; d < D; ++d) o[d] *= alpha;")
-        em("m = s;")
-        em.close()
-        em("const float p = expf(s - m);")
-        em("l += p;")
-        em(f"for (long long d = 0; d < D; ++d) o[d] += p * {lv(v_.c + '[vbase + j * VSS + d]')};")
-        em.close()
-        em(f"const float inv = {inv};")
-        em(f"for (long long d = 0; d < D; ++d) {out.c}[obase + qi * OSS + d] = "
-           f"{self.store_value('o[d] * inv', out.dtype)};")
-        em.close()
-        self.schedule_notes.append(f"{'masked attention' if masked else 'flash attention'}: "
-                                   "one query per iteration, online softmax over the keys")
-
     # ---- assembly ---------------------------------------------------------------------
 
     def assemble(self, body: Emitter) -> tuple:
@@ -345,20 +297,10 @@ def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True) -> CPro
         body = inline_tile_lets(kernel.body)
         em, scope = r.body_start()
         kind = kernel.kernel_type.kind
-        pattern = attention_pattern(kernel, r.schedule_notes)
-        if pattern is None:
-            prog = _launch_program(kernel, sizes, openmp)
-            if prog is not None:
-                return prog
-        if pattern is not None:
-            try:
-                r.attention_body(em, pattern)
-            except Unsupported as err:
-                r.schedule_notes.append(f"the attention schedule does not fit ({err})")
-                pattern = None
-        if pattern is not None:
-            pass
-        elif kind == "reduce":
+        prog = _launch_program(kernel, sizes, openmp)
+        if prog is not None:
+            return prog
+        if kind == "reduce":
             no_schedule(kernel, cpu_target(), sizes)
         else:
             r.stmts(em, body, scope)

@@ -29,8 +29,8 @@ Schedules:
   reductions one SIMD group per output row (or one threadgroup for long rows, or one thread
   per output for a strided axis); argmin/argmax keep the first index on ties.
 * **flash**: attention in any form the recognition pass finds (three-pass, online softmax,
-  tiled flash; any key condition and scale; any axis order): one thread per query,
-  64 queries per threadgroup, K/V tiles of 64 keys in threadgroup memory, online softmax.
+  tiled flash; any key condition and scale; any axis order): the attention schedule
+  (compiler/schedules/attention.py) printed by the MSL dialect.
 
 Metal has no `double`: f64 kernels are refused with a ZynML error, never computed in f32.
 """
@@ -51,7 +51,7 @@ from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Unsu
                      ceil_div, cname, fold_call, pow2_at_least, prelude_functors,
                      prelude_guards, prelude_helpers, prelude_span_len, raise_unsupported)
 from .cstyle import SITES as _SITES
-from .cstyle import attention_pattern, no_schedule
+from .cstyle import no_schedule
 
 PRELUDE = (
     "\n"
@@ -476,7 +476,7 @@ def _render(kernel, sizes, options) -> MSLProgram:
     notes: list = []
     body = inline_tile_lets(kernel.body)
     if kind in ("attention", "flash_attention") and not options.get("generic"):
-        prog = _try_attention(kernel, sizes, notes)
+        prog = _launch_program(kernel, sizes, notes, only="attention")
         if prog is not None:
             return prog
     if kind == "reduce":
@@ -545,93 +545,3 @@ def _thread_program(r: MSLRenderer, kernel, nest, notes):
 
 
 # ----------------------------------------------------------------------- reduce
-
-
-# -------------------------------------------------------------------- attention
-
-
-def _try_attention(kernel, sizes, notes):
-    """The flash schedule for a recognised attention (recognise.py: any form, key
-    condition, scale, block size and axis order), else None with a note."""
-    p = attention_pattern(kernel, notes)
-    if p is None:
-        return None
-    try:
-        return render_flash(kernel, sizes, p)
-    except Unsupported as err:
-        notes.append(f"the attention schedule does not fit ({err}); the generic schedule runs it")
-        return None
-
-
-def render_flash(kernel, sizes, p) -> MSLProgram:
-    r = MSLRenderer()
-    r.setup(kernel, sizes)
-    q, k_, v_, out, (B, H, S, D), SK = r.attention_operands(p)
-    masked = p.mask is not None
-    BQ, BKV, CH = 64, 64, 16
-    if 2 * BKV * D * 4 > 32768:
-        raise Unsupported(f"head_dim {D} needs more than 32 KiB of threadgroup memory")
-    r.nt = BQ
-    name = cname(kernel.name)
-    lq = lambda x: r.load_value(x, q.dtype)
-    lk = lambda x: r.load_value(x, k_.dtype)
-    lv = lambda x: r.load_value(x, v_.dtype)
-    nqb = ceil_div(S, BQ)
-    em = Emitter(1)
-    em(f"constexpr int B = {B}, H = {H}, S = {S}, SK = {SK}, D = {D}, BQ = {BQ}, BKV = {BKV}, CH = {CH};")
-    em("const int tid = (int)_tid;")
-    em(f"const int qb = (int)_gid % {nqb}, h = ((int)_gid / {nqb}) % H, b = (int)_gid / ({nqb} * H);")
-    em("const int qi = qb * BQ + tid;")
-    r.attention_bases(em, "long")
-    em("const bool active = qi < S;")
-    em(f"const float scale = {r.attention_scale(p)};")
-    em("float qr[D], o[D];")
-    em(f"for (int d = 0; d < D; ++d) {{ qr[d] = active ? {lq(q.c + '[qbase + (long)qi * QSS + d]')} * scale : 0.0f; o[d] = 0.0f; }}")
-    em("float m = -INFINITY, l = 0.0f;")
-    em.open("for (int kv0 = 0; kv0 < SK; kv0 += BKV)")
-    em(r.barrier_stmt)
-    em.open("for (int e = tid; e < BKV * D; e += BQ)")
-    em("const int rr = e / D, cc = e % D;")
-    em("const bool ok = kv0 + rr < SK;")
-    em(f"Ks[rr * D + cc] = ok ? {lk(k_.c + '[kbase + (long)(kv0 + rr) * KSS + cc]')} : 0.0f;")
-    em(f"Vs[rr * D + cc] = ok ? {lv(v_.c + '[vbase + (long)(kv0 + rr) * VSS + cc]')} : 0.0f;")
-    em.close()
-    em(r.barrier_stmt)
-    em.open("for (int j0 = 0; j0 < BKV; j0 += CH)")
-    em("float s[CH];")
-    em("float mt = m;")
-    em.open("for (int jj = 0; jj < CH; ++jj)")
-    em("const int j = j0 + jj;")
-    em("float acc = 0.0f;")
-    em("for (int d = 0; d < D; ++d) acc = fma(qr[d], Ks[j * D + d], acc);")
-    cond = "kv0 + j < SK"
-    if masked:
-        cond += " && active && " + r.attention_mask(p, {p.batch_var: "b", p.head_var: "h",
-                                                          p.query_var: "qi", p.key_var: "kv0 + j"})
-    em(f"s[jj] = ({cond}) ? acc : -INFINITY;")
-    em("mt = fmax(mt, s[jj]);")
-    em.close()
-    em("if (mt == -INFINITY) continue;")
-    em("const float alpha = exp(m - mt);")
-    em("l *= alpha;")
-    em("for (int d = 0; d < D; ++d) o[d] *= alpha;")
-    em.open("for (int jj = 0; jj < CH; ++jj)")
-    em("const float p = s[jj] == -INFINITY ? 0.0f : exp(s[jj] - mt);")
-    em("l += p;")
-    em("const int j = j0 + jj;")
-    em("for (int d = 0; d < D; ++d) o[d] = fma(p, Vs[j * D + d], o[d]);")
-    em.close()
-    em("m = mt;")
-    em.close()
-    em.close()
-    em.open("if (active)")
-    em(f"const float inv = {r.attention_inverse(p, 'l')};")
-    em(f"for (int d = 0; d < D; ++d) {out.c}[obase + (long)qi * OSS + d] = "
-       f"{r.store_value('o[d] * inv', out.dtype)};")
-    em.close()
-    r.shared_decls += [f"threadgroup float Ks[{BKV * D}];", f"threadgroup float Vs[{BKV * D}];"]
-    text = r.kernel_text(name, em)
-    banner = (f"{'masked attention' if masked else 'flash attention'}: one thread per query, "
-              f"{BQ} queries per threadgroup, K/V tiles of {BKV} in threadgroup memory, "
-              "online softmax")
-    return _program(r, kernel, [text], [Dispatch(name, nqb * H * B, BQ)], banner, [])

@@ -24,11 +24,9 @@ note in the generated code, never to a wrong result):
 * ``rows``     one workgroup per iteration of the parallel loops (softmax, layer/RMS norm,
   attention, fused kernels): the serial loops inside are split over the workgroup's
   invocations; accumulations (``acc += ...``, ``m = max(m, ...)``) become tree reductions.
-* ``flash``    attention: the spec's three-pass attention body (max, denominator, weighted
-  sum; masked by any condition on b, h, i, j) and the flash_attention body both run as flash
-  attention: one workgroup per (b, h, block of queries), K/V tiles in workgroup memory,
-  several invocations per query each keeping an online softmax over a share of the keys,
-  merged at the end; one entry point per head_dim class (32, 64, 128).
+* ``attention`` every attention the recognition pass finds (three-pass, online softmax,
+  flash; any key condition): the attention schedule of compiler/schedules/attention.py
+  printed by the WGSL dialect (``launch_program``), whatever the options.
 
 With the adapter's `subgroups` feature, workgroup reductions (+, min, max) run as rounds of
 subgroup operations; with `shader-f16`, f16 tensors are stored and computed as f16.
@@ -2271,298 +2269,10 @@ class KernelRenderer:
             return int(math.prod(p.value(env) for p in total))
         return self.finish("rows", self.w.text(), [ProgramPass(name, nwg, name)], (WG, 1, 1))
 
-    # ------------------------------------------------------------------- attention
-
-    FLASH_LANES = 4                  # invocations sharing one query (keys split between them)
-    FLASH_DMAXES = (32, 64, 128)     # head_dim classes: one entry point each
-
-    def _pattern(self, want):
-        """The recognised attention of this kernel (recognise.py), if it is a `want`."""
-        p = recognise.attention(self.k)
-        if not p:
-            raise RenderError(p.reason)
-        if not isinstance(p, want):
-            raise RenderError(f"the body is {'flash attention' if p.form == 'flash' else 'attention'}, "
-                              f"not the form this schedule takes")
-        for buf in (p.q, p.k, p.v, p.out):
-            if storage_type(self.bufs[buf].dtype, self.o.f16, self.o.f64) not in ("f32", "f16"):
-                raise RenderError("attention on a non-float tensor")
-        return p
-
-    def _launch_scalar(self, e, what):
-        """WGSL text (f32) of a launch-constant expression, computed once per invocation."""
-        saved, self.w = self.w, _Writer()
-        t, dt = self.ex(e, [])
-        extra, self.w = self.w, saved
-        if extra.lines:
-            raise RenderError(f"{what} needs statements")
-        return self.convert(t, dt, "f32")
-
-    def _attention_grid(self, p):
-        """Params of the pattern's loop ranges; (counts of b, h, queries; keys; head_dim)."""
-        loop = lambda var, stop: cir.Loop(var, cir.Const(0, cir.Ty("i32")), stop,
-                                          cir.Const(1, cir.Ty("i32")), ())
-        counts = self.chain_params([loop(p.batch_var, p.n_batch), loop(p.head_var, p.n_heads),
-                                    loop(p.query_var, p.n_queries)])
-        Sp = ParamField("z_n_keys", "i32", lambda env, stop=p.n_keys: int(host_eval(stop, env)))
-        self.params["z_n_keys"] = Sp
-        return counts, Sp
-
-    def _flash_shape(self, dmax):
-        """(queries per workgroup, keys per tile) for head_dim class `dmax` within the
-        workgroup memory."""
-        R = self.FLASH_LANES
-        for bq, bk in ((32, 32), (32, 16), (16, 32), (16, 16), (32, 8), (16, 8), (8, 8), (8, 4)):
-            dv = dmax // 4
-            need = 16 * max(2 * bk * (dv + 1), bq * dv) + 4 * 2 * bq * R
-            if need <= self.o.max_workgroup_storage and bq * R <= self.o.max_invocations:
-                return bq, bk, need
-        raise RenderError("the adapter's workgroup memory is too small for attention tiles")
-
-    def _rows(self, buf, axes):
-        """WGSL texts of the row strides of (batch, head, sequence) axes `axes` of 4-D `buf`
-        (a row: head_dim consecutive elements, the last axis)."""
-        d = self.dims_of(buf)
-        return [" * ".join(d[a + 1:3]) or "1i" for a in axes]
-
-    def flash_core(self, name, Q, K, V, grid, scale, cond, select_entry, empty_nan=False,
-                   axes=None, scale_let=None):
-        """Emit flash-attention entry points, one per head_dim class. Each workgroup takes
-        (b, h, a block of queries); FLASH_LANES invocations share a query, each taking every
-        FLASH_LANES-th key of a tile, keeping its own online softmax (running max m, sum l,
-        output acc in registers); K and V tiles pass through workgroup memory; at the end the
-        lanes' states are merged. grid: WGSL texts {B, H, NQ, S, DQ, DV}; scale(dot) -> score;
-        cond(j) -> WGSL bool or None; empty_nan: a query without keys stores 0 / 0 (else 0);
-        axes: {buffer: axes of (batch, head, sequence)}, [b, h, s, d] where not given;
-        scale_let: WGSL text computed once per invocation as `z_scale` (scale() may use it).
-        Returns the passes."""
-        axes = axes or {}
-        R = self.FLASH_LANES
-        w = self.w
-        out = self.k.output.name
-        NEG = "bitcast<f32>(0xff800000u)"
-        passes = []
-        most = 0
-        for dmax in self.FLASH_DMAXES:
-            BQ, BK, need = self._flash_shape(dmax)
-            most = max(most, need)
-            NT, DV, U = BQ * R, dmax // 4, BK // R
-            kv, st = f"z_kv{dmax}", f"z_ml{dmax}"
-            self.wg_decls.append(f"var<workgroup> {kv}: array<vec4<f32>, {max(2 * BK * (DV + 1), BQ * DV)}>;")
-            self.wg_decls.append(f"var<workgroup> {st}: array<f32, {2 * NT}>;")
-            entry = f"{name}_d{dmax}"
-            w.line(f"// head_dim up to {dmax}: {BQ} queries per workgroup, {R} invocations per "
-                   f"query, key tiles of {BK}")
-            self.entry_open(entry, (NT, 1, 1))
-            w.line(f"let z_wid: i32 = {self.WID};")
-            if scale_let is not None:
-                w.line(f"let z_scale: f32 = {scale_let};")
-            w.line(f"let z_qblocks: i32 = ({grid['NQ']} + {BQ - 1}i) / {BQ}i;")
-            w.line(f"if (z_wid >= {grid['B']} * {grid['H']} * z_qblocks) {{ return; }}")
-            w.line("let z_t: i32 = i32(z_lid.x);")
-            w.line(f"let z_q: i32 = z_t / {R}i;")
-            w.line(f"let z_r: i32 = z_t % {R}i;")
-            w.line(f"let z_bh: i32 = z_wid / z_qblocks;")
-            w.line(f"let z_b: i32 = z_bh / {grid['H']};")
-            w.line(f"let z_h: i32 = z_bh % {grid['H']};")
-            w.line(f"let z_i: i32 = (z_wid % z_qblocks) * {BQ}i + z_q;")
-            w.line(f"let z_qok: bool = z_i < {grid['NQ']};")
-            w.line(f"let z_S: i32 = {grid['S']};")
-            w.line(f"let z_DQ: i32 = {grid['DQ']};")
-            w.line(f"let z_DV: i32 = {grid['DV']};")
-            qd, kd, vd, od = (self.dims_of(x) for x in (Q, K, V, out))
-            ax = {x: axes.get(x, (0, 1, 2)) for x in (Q, K, V, out)}
-            rq, rk, rv, ro = (self._rows(x, ax[x]) for x in (Q, K, V, out))
-            mul = lambda a, st: a if st == "1i" else f"{a} * {st}"
-            w.line(f"let z_qbase: i32 = {mul('z_b', rq[0])} + {mul('z_h', rq[1])} + "
-                   f"{mul(f'min(z_i, {qd[ax[Q][2]]} - 1i)', rq[2])};")
-            w.line(f"let z_kbase: i32 = {mul('z_b', rk[0])} + {mul('z_h', rk[1])};")
-            w.line(f"let z_vbase: i32 = {mul('z_b', rv[0])} + {mul('z_h', rv[1])};")
-            kj, vj = mul("z_j", rk[2]), mul("z_j", rv[2])
-            ld = lambda buf, flat: self.convert(self.buf_load(buf, flat), self.bufs[buf].dtype, "f32")
-
-            def vec(buf, row, dlim, c):
-                comps = [f"select(0.0f, {ld(buf, f'({row}) * {self.dims_of(buf)[3]} + {4 * c + e}i')}, "
-                         f"{4 * c + e}i < {dlim})" for e in range(4)]
-                return f"vec4<f32>({', '.join(comps)})"
-            w.line("// this query's row in registers (zero past head_dim)")
-            for c in range(DV):
-                w.line(f"let z_q{c}: vec4<f32> = {vec(Q, 'z_qbase', 'z_DQ', c)};")
-            w.line(f"var z_m: f32 = {NEG};")
-            w.line("var z_l: f32 = 0.0f;")
-            for c in range(DV):
-                w.line(f"var z_o{c}: vec4<f32> = vec4<f32>(0.0f);")
-            w.open(f"for (var z_k0: i32 = 0i; z_k0 < z_S; z_k0 = z_k0 + {BK}i)")
-            w.line(f"// K and V rows z_k0 .. z_k0 + {BK} into workgroup memory")
-            w.open(f"for (var z_e: i32 = z_t; z_e < {BK * DV}i; z_e = z_e + {NT}i)")
-            w.line(f"let z_row: i32 = z_e / {DV}i;")
-            w.line(f"let z_c: i32 = z_e % {DV}i;")
-            w.line(f"let z_j: i32 = min(z_k0 + z_row, z_S - 1i);")
-            w.line("var z_kv4: vec4<f32> = vec4<f32>(0.0f);")
-            w.line("var z_vv4: vec4<f32> = vec4<f32>(0.0f);")
-            w.open("for (var z_x: i32 = 0i; z_x < 4i; z_x = z_x + 1i)")
-            w.line("let z_d: i32 = z_c * 4i + z_x;")
-            w.line(f"z_kv4[z_x] = select(0.0f, {ld(K, f'(z_kbase + {kj}) * {kd[3]} + min(z_d, {kd[3]} - 1i)')}, z_d < z_DQ);")
-            w.line(f"z_vv4[z_x] = select(0.0f, {ld(V, f'(z_vbase + {vj}) * {vd[3]} + min(z_d, {vd[3]} - 1i)')}, z_d < z_DV);")
-            w.close()
-            w.line(f"{kv}[z_row * {DV + 1}i + z_c] = z_kv4;")
-            w.line(f"{kv}[{BK * (DV + 1)}i + z_row * {DV + 1}i + z_c] = z_vv4;")
-            w.close()
-            w.line("workgroupBarrier();")
-            w.line(f"// scores of keys z_k0 + z_r + {R} * u")
-            w.line(f"var z_tmax: f32 = {NEG};")
-            for u in range(U):
-                w.line(f"let z_jj{u}: i32 = z_r + {R * u}i;")
-                w.line(f"let z_j{u}: i32 = z_k0 + z_jj{u};")
-                terms = " + ".join(f"dot(z_q{c}, {kv}[z_jj{u} * {DV + 1}i + {c}i])" for c in range(DV))
-                w.line(f"let z_dot{u}: f32 = {terms};")
-                ok = f"z_qok && z_j{u} < z_S"
-                if cond is not None:
-                    ok += f" && {cond(f'z_j{u}')}"
-                w.line(f"let z_s{u}: f32 = select({NEG}, {scale(f'z_dot{u}')}, {ok});")
-                w.line(f"z_tmax = max(z_tmax, z_s{u});")
-            w.line("let z_mnew: f32 = max(z_m, z_tmax);")
-            # `!(x <= -inf)` rather than `x > -inf`: a NaN score goes on into the sums and
-            # the output, as the reference's softmax takes it
-            w.open(f"if (!(z_mnew <= {NEG}))")
-            w.line(f"let z_alpha: f32 = select(0.0f, exp(z_m - z_mnew), !(z_m <= {NEG}));")
-            w.line("z_l = z_l * z_alpha;")
-            for c in range(DV):
-                w.line(f"z_o{c} = z_o{c} * z_alpha;")
-            for u in range(U):
-                w.line(f"let z_p{u}: f32 = select(0.0f, exp(z_s{u} - z_mnew), !(z_s{u} <= {NEG}));")
-                w.line(f"z_l = z_l + z_p{u};")
-                for c in range(DV):
-                    w.line(f"z_o{c} = fma(vec4<f32>(z_p{u}), {kv}[{BK * (DV + 1)}i + z_jj{u} * {DV + 1}i + {c}i], z_o{c});")
-            w.line("z_m = z_mnew;")
-            w.close()
-            w.line("workgroupBarrier();")
-            w.close()
-            w.line(f"// merge the {R} lanes of each query")
-            w.line(f"{st}[z_t] = z_m;")
-            w.line(f"{st}[{NT}i + z_t] = z_l;")
-            w.line("workgroupBarrier();")
-            w.line(f"var z_M: f32 = {NEG};")
-            w.open(f"for (var z_x: i32 = 0i; z_x < {R}i; z_x = z_x + 1i)")
-            w.line(f"z_M = max(z_M, {st}[z_q * {R}i + z_x]);")
-            w.close()
-            w.line("var z_L: f32 = 0.0f;")
-            w.open(f"for (var z_x: i32 = 0i; z_x < {R}i; z_x = z_x + 1i)")
-            w.line(f"let z_mx: f32 = {st}[z_q * {R}i + z_x];")
-            w.line(f"z_L = z_L + select(0.0f, {st}[{NT}i + z_q * {R}i + z_x] * exp(z_mx - z_M), !(z_mx <= {NEG}));")
-            w.close()
-            w.line(f"let z_f: f32 = select(0.0f, exp(z_m - z_M), !(z_m <= {NEG}));")
-            for c in range(DV):
-                w.line(f"z_o{c} = z_o{c} * z_f;")
-            w.open(f"for (var z_x: i32 = 1i; z_x < {R}i; z_x = z_x + 1i)")
-            w.open("if (z_r == z_x)")
-            for c in range(DV):
-                w.line(f"{kv}[z_q * {DV}i + {c}i] = z_o{c};")
-            w.close()
-            w.line("workgroupBarrier();")
-            w.open("if (z_r == 0i)")
-            for c in range(DV):
-                w.line(f"z_o{c} = z_o{c} + {kv}[z_q * {DV}i + {c}i];")
-            w.close()
-            w.line("workgroupBarrier();")
-            w.close()
-            w.open("if (z_r == 0i && z_qok)")
-            w.line(f"let z_obase: i32 = ({mul('z_b', ro[0])} + {mul('z_h', ro[1])} + "
-                   f"{mul('z_i', ro[2])}) * {od[3]};")
-            w.line("let z_inv: f32 = 1.0f / z_L;" if empty_nan else
-                   "let z_inv: f32 = select(0.0f, 1.0f / z_L, z_L > 0.0f);")
-            for c in range(DV):
-                for e in range(4):
-                    d = 4 * c + e
-                    w.line(f"if ({d}i < z_DV) {{ {self.buf_store(out, f'z_obase + {d}i', f'z_o{c}[{e}] * z_inv', 'f32')} }}")
-            w.close()
-            w.close()
-            w.line("")
-
-            def nwg(env, dmax=dmax, BQ=BQ):
-                B, H, NQ, dq, dv = select_entry(env)
-                chosen = next(x for x in self.FLASH_DMAXES if max(dq, dv) <= x)
-                return B * H * (-(-NQ // BQ)) if chosen == dmax else 0
-            passes.append(ProgramPass(entry, nwg, entry))
-            self.flash_wg = getattr(self, "flash_wg", None) or (NT, 1, 1)
-        # each entry point uses only its own workgroup arrays
-        self.wg_bytes = most
-        return passes
-
-    def render_attention(self) -> Program:
-        """Attention in any recognised form (recognise.Attention: three-pass, online
-        statistics, one pass; any key condition, any launch-constant scale): the flash core."""
-        return self._render_attention(self._pattern(recognise.Attention))
-
-    def render_flash(self) -> Program:
-        """The tiled online-softmax attention (recognise.FlashAttention, any block sizes and
-        initial tiles): the flash core, whose own tiles replace the kernel's."""
-        return self._render_attention(self._pattern(recognise.FlashAttention))
-
-    def _render_attention(self, p) -> Program:
-        k = self.k
-        counts, Sp = self._attention_grid(p)
-        Q, K, V = p.q, p.k, p.v
-        qi, ki, vi = (self.buf_ident[x] for x in (Q, K, V))
-        oi = self.buf_ident[p.out]
-        name = ident(k.name)
-        self.push()
-        self.declare(p.batch_var, _Sym("loop", "z_b", "i32"))
-        self.declare(p.head_var, _Sym("loop", "z_h", "i32"))
-        self.declare(p.query_var, _Sym("loop", "z_i", "i32"))
-        sc = self._launch_scalar(p.scale, "the score's scale")
-        cond = None
-        if p.mask is not None:
-            def cond(jname, c=p.mask, j=p.key_var):
-                self.push()
-                self.declare(j, _Sym("loop", jname, "i32"))
-                saved2, self.w = self.w, _Writer()
-                t, dt = self.ex(c, [])
-                extra, self.w = self.w, saved2
-                self.pop()
-                if extra.lines:
-                    raise RenderError("the key condition needs statements")
-                return self.convert(t, dt, "bool")
-        cnt = [self.params[x[2:]] for x in counts]
-
-        def select_entry(env):
-            B, H, NQ = (pr.value(env) for pr in cnt)
-            q, kk, v, o = (env["shapes"][x] for x in (Q, K, V, p.out))
-            SK = Sp.value(env)
-            ext = lambda shape, axes: tuple(shape[a] for a in axes)
-            if q[3] != kk[3] or v[3] != o[3] or ext(q, p.q_axes) != (B, H, NQ) or \
-                    ext(kk, p.k_axes) != (B, H, SK) or ext(v, p.v_axes) != (B, H, SK) or \
-                    ext(o, p.out_axes) != (B, H, NQ) or \
-                    (getattr(p, "head_dim", None) is not None and
-                     int(host_eval(p.head_dim, env)) != o[3]):
-                raise ZynMLDeviceError(
-                    f"attention {k.name}: Q, K, V and out shapes {list(q)}, {list(kk)}, {list(v)}, "
-                    f"{list(o)} do not fit the loop ranges")
-            if max(q[3], v[3]) > self.FLASH_DMAXES[-1]:
-                raise ZynMLDeviceError(f"attention on WebGPU supports head_dim up to "
-                                       f"{self.FLASH_DMAXES[-1]}; this one is {max(q[3], v[3])}")
-            return B, H, NQ, q[3], v[3]
-        grid = {"B": counts[0], "H": counts[1], "NQ": counts[2], "S": "P.z_n_keys",
-                "DQ": f"P.{qi}_d3", "DV": f"P.{oi}_d3"}
-        passes = self.flash_core(name, Q, K, V, grid, lambda dot: f"({dot} * z_scale)", cond,
-                                 select_entry, empty_nan=(p.empty_row == "nan" and p.mask is not None),
-                                 axes={Q: p.q_axes, K: p.k_axes, V: p.v_axes, p.out: p.out_axes},
-                                 scale_let=sc)
-        self.pop()
-        what = {"flash": "flash attention (online softmax over key blocks)",
-                "three-pass": "attention (max, sum, weighted sum)",
-                "online-stats": "attention (online max and sum, then the weighted sum)",
-                "one-pass": "attention (one online-softmax pass per output)"}[p.form]
-        self.notes.append(f"the body was recognised as {what}"
-                          + (" with a key condition" if p.mask is not None else "")
-                          + "; one workgroup per (b, h, block of queries), K/V tiles in "
-                          "workgroup memory, online softmax")
-        return self.finish("flash", self.w.text(), passes, self.flash_wg)
-
 
 # ------------------------------------------------------------------------- entry point
 
-SCHEDULES = ("generic", "reduce", "matmul", "rows", "flash")
+SCHEDULES = ("generic", "reduce", "matmul", "rows", "attention")
 
 
 def schedule_for(kernel: cir.Kernel) -> list:
@@ -2572,10 +2282,8 @@ def schedule_for(kernel: cir.Kernel) -> list:
         return ["reduce", "generic"]
     if kind in ("matmul", "batched_matmul"):
         return ["matmul", "generic"]
-    if kind == "flash_attention":
-        return ["flash", "attention", "rows", "generic"]
-    if kind == "attention":
-        return ["attention", "flash", "rows", "generic"]
+    if kind in ("attention", "flash_attention"):
+        return ["attention", "rows", "generic"]
     if kind in ("fused", "softmax", "layernorm", "layer_norm", "rmsnorm",
                 "rms_norm", "custom"):
         return ["rows", "generic"]
@@ -2605,6 +2313,16 @@ def render(kernel: cir.Kernel, options: WGSLOptions | None = None,
         order = [s for s in order if s in ("reduce", "generic")]
     notes = []
     for sched in order:
+        if sched == "attention":        # compiler/schedules/attention.py, the WGSL dialect
+            prog = launch_program(kernel, options, only="attention")
+            if prog is not None:
+                prog.notes[:0] = notes
+                return prog
+            if schedule:
+                raise ZynMLDeviceError(f"schedule attention does not fit kernel {kernel.name}")
+            notes.append(f"the attention schedule does not take it ({_why_not_attention(kernel, options)}); "
+                         "using the next one")
+            continue
         r = KernelRenderer(kernel, options)
         r.notes.extend(notes)
         fn = getattr(r, f"render_{sched}", None)
@@ -2677,7 +2395,14 @@ def launch_target(options: WGSLOptions):
         "max_compute_workgroup_storage_size": options.max_workgroup_storage})
 
 
-def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
+def _why_not_attention(kernel: cir.Kernel, options: WGSLOptions) -> str:
+    from .. import schedules
+    from ..launch.scalar import pattern_sizes
+    sizes = pattern_sizes(kernel.dims, options.equal_sizes, options.negative_sizes)
+    return schedules.why_none(kernel, launch_target(options), sizes)
+
+
+def launch_program(kernel: cir.Kernel, options: WGSLOptions, only: str | None = None) -> Program | None:
     """`kernel` through compiler/schedules/ and the WGSL dialect of the one printer, as the
     Program the WebGPU device runs: one program for every size set of the pattern of equal
     and negative sizes the options give (sizes are uniforms, grids and scratch counts host
@@ -2697,7 +2422,7 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
         sizes = pattern_sizes(kernel.dims, options.equal_sizes, options.negative_sizes)
     _refuse_f64(kernel, options)        # f64 refused as the renderer below refuses it
     target = launch_target(options)
-    prog = schedules.build(kernel, target, sizes)
+    prog = schedules.build(kernel, target, sizes, only=only)
     if prog is None:
         return None
     # the one program of every size set: a schedule that read a size's value (one that
@@ -2705,7 +2430,7 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     equal, negative = size_pattern(kernel, sizes)
     other = pattern_sizes(kernel.dims, equal, tuple(d for d in kernel.dims if d not in negative),
                           base=7919)
-    if schedules.build(kernel, target, other) != prog:
+    if schedules.build(kernel, target, other, only=only) != prog:
         return None
     dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
                           f64=options.f64)

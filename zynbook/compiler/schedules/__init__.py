@@ -22,7 +22,7 @@ def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:
     """Why no schedule applies to `kernel` on `target`: the reason of the schedule named
     after its kernel type, else every schedule's."""
     for s in SCHEDULES:
-        if s.name == kernel.kernel_type.kind:
+        if kernel.kernel_type.kind in (s.name,) + s.kinds:
             return s.why_not(kernel, target, sizes) or ""
     return "; ".join(f"{s.name}: {s.why_not(kernel, target, sizes)}" for s in SCHEDULES)
 

@@ -134,6 +134,7 @@ def _pow2(n: int) -> bool:
 
 class Attention(Schedule):
     name = "attention"
+    kinds = ("flash_attention",)
 
     def why_not(self, kernel, target, sizes):
         shape, why = match(kernel, target, sizes)

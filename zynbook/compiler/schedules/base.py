@@ -24,6 +24,7 @@ class Params:
 
 class Schedule(ABC):
     name = "schedule"
+    kinds: tuple = ()           # kernel types it is written for, besides its name
 
     @abstractmethod
     def why_not(self, kernel: cir.Kernel, target: Target, sizes: dict) -> str | None:

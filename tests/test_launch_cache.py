@@ -246,3 +246,13 @@ def test_a_magic_cell_run_again_reuses_its_plan(counts):
         for name in ("x", "a", "y"):
             shell.user_ns.pop(name, None)
         state.set_notebook_session(None)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_compiled_program_reuses_its_plans_across_runs(device, counts):
+    program = zynbook.compile(SCALE + "\n// compiled once")
+    for k in range(3):
+        x = np.arange(8, dtype=np.float32) - k
+        close(program.run(device, x=x, a=4.0), x * 4 + 1)
+    assert counts.solves == 1 and counts.prepares == 1
+    assert len(program._blocks.lowered) == 1

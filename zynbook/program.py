@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from .compiler import cir
 from .compiler.check import check_program
-from .compiler.parser import parse
 from .runtime.interp import CompiledKernel
+from .runtime.plans import BlockCache
+from .session import Session, parse_cached
 
 
 class Program:
@@ -14,10 +15,11 @@ class Program:
 
     def __init__(self, source: str):
         self.source = source
-        self.ast = parse(source)
+        self.ast = parse_cached(source)
         result = check_program(self.ast, source)
         self.free_names = dict(result.free_names)
         self.kernels = [CompiledKernel(k.lowered) for k in result.kernels]
+        self._blocks = BlockCache()       # what its runs lowered and planned, for the next
 
     def cir_text(self, before_passes: bool = False) -> str:
         """The CIR of every compute block: after the pass pipeline (what the devices run),
@@ -41,8 +43,11 @@ class Program:
         return [k.sources().get(language, "") for k in self.kernels]
 
     def run(self, device: str = "cpu", **env):
-        from .session import Session
-        return Session(device).run(self.source, **env)
+        """Run in a fresh session (names bound here only); a run with inputs of the same
+        signature as an earlier one reuses its lowered blocks and launch plans."""
+        session = Session(device)
+        session.interpreter.blocks = self._blocks
+        return session.run(self.source, **env)
 
     def __repr__(self):
         return f"<ZynML program: {len(self.kernels)} compute block(s), inputs " \

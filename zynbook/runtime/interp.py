@@ -28,7 +28,7 @@ from . import device_ops as D
 from . import placement
 from .cancel import JobCancelled
 from .parallel import run_split
-from .plans import BlockPlan, BlockSite, LoweredBlock
+from .plans import BlockCache, BlockPlan, LoweredBlock
 from .tensor import Tensor, to_tensor
 from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record
 
@@ -90,8 +90,7 @@ class Interpreter:
         self.mutable: set = set()
         self.frames: list = []              # pipeline calls: [(locals, mutable names)]
         self.rng = np.random.default_rng(0)
-        self.cache: dict = {}               # compute blocks lowered (runtime/plans.py)
-        self._sites: dict = {}
+        self.blocks = BlockCache()          # compute blocks lowered and planned
         self.kernel_counter = 0
         self.source = ""
         self.pipelines: list = []           # pipelines being called (their text is their blocks')
@@ -767,9 +766,7 @@ class Interpreter:
     def _compute_args(self, node: A.Compute):
         """(input tensors, their labels and spans, the types of the scalars the body reads,
         their values) of one run of a compute block."""
-        site = self._sites.get(id(node))
-        if site is None or site.node is not node:
-            site = self._sites[id(node)] = BlockSite(node)
+        site = self.blocks.site(node)
         inputs = [self._input_tensor(self.eval(e), label, e)
                   for e, label in zip(node.inputs, site.labels)]
         labels = list(site.labels)
@@ -828,11 +825,11 @@ class Interpreter:
         types, once: every later run with them reuses it."""
         key = (id(node), tuple((label, t.dtype, t.ndim) for label, t in zip(labels, inputs)),
                tuple(scalars.items()), self.extra_key)
-        block = self.cache.get(key)
+        block = self.blocks.lowered.get(key)
         if block is None or block.node is not node:
             sigs = [InputSig(label, t.dtype, t.ndim, span)
                     for label, t, span in zip(labels, inputs, spans)]
-            block = self.cache[key] = LoweredBlock(node, self.lower(node, sigs, scalars))
+            block = self.blocks.lowered[key] = LoweredBlock(node, self.lower(node, sigs, scalars))
         return block
 
     def lower(self, node, sigs, scalars) -> LoweredKernel:

@@ -31,6 +31,21 @@ from . import builtins as B
 MAX_PLANS = 64
 
 
+class BlockCache:
+    """The blocks one interpreter has seen: sites by node, lowered blocks by signature (a
+    `zynbook.compile` program shares one across its runs)."""
+
+    def __init__(self):
+        self.sites: dict = {}           # id(node) -> BlockSite
+        self.lowered: dict = {}         # (id(node), signature, scalar types, annotations)
+
+    def site(self, node: A.Compute) -> "BlockSite":
+        site = self.sites.get(id(node))
+        if site is None or site.node is not node:
+            site = self.sites[id(node)] = BlockSite(node)
+        return site
+
+
 class BlockSite:
     """What a compute block's syntax fixes: its input labels and the free names it reads."""
 

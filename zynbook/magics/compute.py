@@ -31,6 +31,8 @@ def to_python(value):
         if device.startswith("cuda"):
             import cupy
 
+            if isinstance(value.data, cupy.ndarray):
+                return value.data       # already the CuPy array on that device
             return cupy.from_dlpack(value)
         return value
     if isinstance(value, list):

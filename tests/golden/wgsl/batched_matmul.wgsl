@@ -1,202 +1,186 @@
-// batched_matmul: @kernel batched_matmul -- WGSL schedule `matmul`, ZynML line 1
-// note: tiled matmul: 128 x 128 block tiles, 8 deep, 8 x 8 per invocation, A and B tiles in workgroup memory
+// ZynBook WGSL for kernel `batched_matmul` (contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread (gemm: bm=128, bn=128, bk=8, tm=8, tn=8, width=1, mma=False))
 
-struct Params {
-    A_d0: i32,
-    A_d1: i32,
-    A_d2: i32,
-    B_d0: i32,
-    B_d1: i32,
-    B_d2: i32,
-    K: i32,
-    M: i32,
-    N: i32,
-    batch: i32,
-    out_d0: i32,
-    out_d1: i32,
-    out_d2: i32,
-    z_n_b: i32,
-    z_n_i: i32,
-    z_n_j: i32,
-    z_n_k: i32,
+struct ZynParams {
+    u_A_d0: i32,
+    u_A_d1: i32,
+    u_A_d2: i32,
+    u_B_d0: i32,
+    u_B_d1: i32,
+    u_B_d2: i32,
+    u_K: i32,
+    u_M: i32,
+    u_N: i32,
+    u_batch: i32,
 }
 
-@group(0) @binding(0) var<storage, read> A: array<f32>;  // A: f32
-@group(0) @binding(1) var<storage, read> B: array<f32>;  // B: f32
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;  // out: f32
-@group(0) @binding(3) var<uniform> P: Params;
+@group(0) @binding(0) var<storage, read> u_A: array<f32>;
+@group(0) @binding(1) var<storage, read> u_B: array<f32>;
+@group(0) @binding(2) var<storage, read_write> u_out: array<f32>;
+@group(0) @binding(3) var<uniform> zyn_p: ZynParams;
 
-var<workgroup> z_As: array<vec4<f32>, 256>;
-var<workgroup> z_Bs: array<vec4<f32>, 256>;
+var<workgroup> _shm: array<f32, 2048>;
+var<workgroup> _shn: array<f32, 2048>;
 
-fn z_store(z_i: i32, z_j: i32, z_b: i32, z_acc: f32) {
-    if (z_i >= P.z_n_i || z_j >= P.z_n_j) { return; }
-    // line 8: out[b, i, j] = sum
-    out[((z_b) * P.out_d1 + z_i) * P.out_d2 + z_j] = z_acc;
-}
+// signed division and remainder truncating as C, through unsigned ones
+fn zyn_tdiv(a: i32, b: i32) -> i32 {
+    let q = bitcast<i32>(bitcast<u32>(abs(a)) / bitcast<u32>(abs(b)));
+    return select(q, -q, (a < 0i) != (b < 0i)); }
+fn zyn_trem(a: i32, b: i32) -> i32 {
+    let r = bitcast<i32>(bitcast<u32>(abs(a)) % bitcast<u32>(abs(b)));
+    return select(r, -r, a < 0i); }
 
-@compute @workgroup_size(256, 1, 1)
-fn batched_matmul(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
-    let z_wid: i32 = i32(z_wg.x + z_wg.y * z_nwg.x + z_wg.z * z_nwg.x * z_nwg.y);
-    let z_tm: i32 = (P.z_n_i + 127i) / 128i;
-    let z_tn: i32 = (P.z_n_j + 127i) / 128i;
-    if (z_wid >= P.z_n_b * z_tm * z_tn) { return; }
-    // one workgroup per 128 x 128 block of out; each of its 256 invocations keeps 8 x 8 sums in registers
-    let z_t: i32 = i32(z_lid.x);
-    let z_bz: i32 = z_wid / (z_tm * z_tn);
-    let z_row0: i32 = ((z_wid / z_tn) % z_tm) * 128i;
-    let z_col0: i32 = (z_wid % z_tn) * 128i;
-    let z_tx: i32 = z_t % 16i;
-    let z_ty: i32 = z_t / 16i;
-    var z_c0_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c0_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c1_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c1_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c2_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c2_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c3_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c3_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c4_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c4_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c5_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c5_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c6_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c6_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c7_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c7_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_ra: array<f32, 4>;
-    var z_rb: array<f32, 4>;
-    let z_ktiles: i32 = (P.z_n_k + 7i) / 8i;
-    // line 6: for k in 0..K:
-    // tile 0 of A and B into workgroup memory (A transposed)
-    z_ra[0] = select(0.0f, A[((z_bz) * P.A_d1 + (z_row0 + ((z_t + 0i) / 8i))) * P.A_d2 + (0i + ((z_t + 0i) % 8i))], (z_row0 + ((z_t + 0i) / 8i)) < P.z_n_i && (0i + ((z_t + 0i) % 8i)) < P.z_n_k);
-    z_ra[1] = select(0.0f, A[((z_bz) * P.A_d1 + (z_row0 + ((z_t + 256i) / 8i))) * P.A_d2 + (0i + ((z_t + 256i) % 8i))], (z_row0 + ((z_t + 256i) / 8i)) < P.z_n_i && (0i + ((z_t + 256i) % 8i)) < P.z_n_k);
-    z_ra[2] = select(0.0f, A[((z_bz) * P.A_d1 + (z_row0 + ((z_t + 512i) / 8i))) * P.A_d2 + (0i + ((z_t + 512i) % 8i))], (z_row0 + ((z_t + 512i) / 8i)) < P.z_n_i && (0i + ((z_t + 512i) % 8i)) < P.z_n_k);
-    z_ra[3] = select(0.0f, A[((z_bz) * P.A_d1 + (z_row0 + ((z_t + 768i) / 8i))) * P.A_d2 + (0i + ((z_t + 768i) % 8i))], (z_row0 + ((z_t + 768i) / 8i)) < P.z_n_i && (0i + ((z_t + 768i) % 8i)) < P.z_n_k);
-    z_rb[0] = select(0.0f, B[((z_bz) * P.B_d1 + (0i + ((z_t + 0i) / 128i))) * P.B_d2 + (z_col0 + ((z_t + 0i) % 128i))], (z_col0 + ((z_t + 0i) % 128i)) < P.z_n_j && (0i + ((z_t + 0i) / 128i)) < P.z_n_k);
-    z_rb[1] = select(0.0f, B[((z_bz) * P.B_d1 + (0i + ((z_t + 256i) / 128i))) * P.B_d2 + (z_col0 + ((z_t + 256i) % 128i))], (z_col0 + ((z_t + 256i) % 128i)) < P.z_n_j && (0i + ((z_t + 256i) / 128i)) < P.z_n_k);
-    z_rb[2] = select(0.0f, B[((z_bz) * P.B_d1 + (0i + ((z_t + 512i) / 128i))) * P.B_d2 + (z_col0 + ((z_t + 512i) % 128i))], (z_col0 + ((z_t + 512i) % 128i)) < P.z_n_j && (0i + ((z_t + 512i) / 128i)) < P.z_n_k);
-    z_rb[3] = select(0.0f, B[((z_bz) * P.B_d1 + (0i + ((z_t + 768i) / 128i))) * P.B_d2 + (z_col0 + ((z_t + 768i) % 128i))], (z_col0 + ((z_t + 768i) % 128i)) < P.z_n_j && (0i + ((z_t + 768i) / 128i)) < P.z_n_k);
-    z_As[(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) / 4i][(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) % 4i] = z_ra[0];
-    z_As[(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) / 4i][(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) % 4i] = z_ra[1];
-    z_As[(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) / 4i][(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) % 4i] = z_ra[2];
-    z_As[(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) / 4i][(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) % 4i] = z_ra[3];
-    z_Bs[(((z_t + 0i) / 128i) * 128i + ((z_t + 0i) % 128i)) / 4i][(((z_t + 0i) / 128i) * 128i + ((z_t + 0i) % 128i)) % 4i] = z_rb[0];
-    z_Bs[(((z_t + 256i) / 128i) * 128i + ((z_t + 256i) % 128i)) / 4i][(((z_t + 256i) / 128i) * 128i + ((z_t + 256i) % 128i)) % 4i] = z_rb[1];
-    z_Bs[(((z_t + 512i) / 128i) * 128i + ((z_t + 512i) % 128i)) / 4i][(((z_t + 512i) / 128i) * 128i + ((z_t + 512i) % 128i)) % 4i] = z_rb[2];
-    z_Bs[(((z_t + 768i) / 128i) * 128i + ((z_t + 768i) % 128i)) / 4i][(((z_t + 768i) / 128i) * 128i + ((z_t + 768i) % 128i)) % 4i] = z_rb[3];
-    workgroupBarrier();
-    for (var z_kt: i32 = 0i; z_kt < z_ktiles; z_kt = z_kt + 1i) {
-        let z_k1: i32 = (z_kt + 1i) * 8i;
-        let z_more: bool = z_kt + 1i < z_ktiles;
-        if (z_more) {
-            // the next tile into registers while this one is used
-            z_ra[0] = select(0.0f, A[((z_bz) * P.A_d1 + (z_row0 + ((z_t + 0i) / 8i))) * P.A_d2 + (z_k1 + ((z_t + 0i) % 8i))], (z_row0 + ((z_t + 0i) / 8i)) < P.z_n_i && (z_k1 + ((z_t + 0i) % 8i)) < P.z_n_k);
-            z_ra[1] = select(0.0f, A[((z_bz) * P.A_d1 + (z_row0 + ((z_t + 256i) / 8i))) * P.A_d2 + (z_k1 + ((z_t + 256i) % 8i))], (z_row0 + ((z_t + 256i) / 8i)) < P.z_n_i && (z_k1 + ((z_t + 256i) % 8i)) < P.z_n_k);
-            z_ra[2] = select(0.0f, A[((z_bz) * P.A_d1 + (z_row0 + ((z_t + 512i) / 8i))) * P.A_d2 + (z_k1 + ((z_t + 512i) % 8i))], (z_row0 + ((z_t + 512i) / 8i)) < P.z_n_i && (z_k1 + ((z_t + 512i) % 8i)) < P.z_n_k);
-            z_ra[3] = select(0.0f, A[((z_bz) * P.A_d1 + (z_row0 + ((z_t + 768i) / 8i))) * P.A_d2 + (z_k1 + ((z_t + 768i) % 8i))], (z_row0 + ((z_t + 768i) / 8i)) < P.z_n_i && (z_k1 + ((z_t + 768i) % 8i)) < P.z_n_k);
-            z_rb[0] = select(0.0f, B[((z_bz) * P.B_d1 + (z_k1 + ((z_t + 0i) / 128i))) * P.B_d2 + (z_col0 + ((z_t + 0i) % 128i))], (z_col0 + ((z_t + 0i) % 128i)) < P.z_n_j && (z_k1 + ((z_t + 0i) / 128i)) < P.z_n_k);
-            z_rb[1] = select(0.0f, B[((z_bz) * P.B_d1 + (z_k1 + ((z_t + 256i) / 128i))) * P.B_d2 + (z_col0 + ((z_t + 256i) % 128i))], (z_col0 + ((z_t + 256i) % 128i)) < P.z_n_j && (z_k1 + ((z_t + 256i) / 128i)) < P.z_n_k);
-            z_rb[2] = select(0.0f, B[((z_bz) * P.B_d1 + (z_k1 + ((z_t + 512i) / 128i))) * P.B_d2 + (z_col0 + ((z_t + 512i) % 128i))], (z_col0 + ((z_t + 512i) % 128i)) < P.z_n_j && (z_k1 + ((z_t + 512i) / 128i)) < P.z_n_k);
-            z_rb[3] = select(0.0f, B[((z_bz) * P.B_d1 + (z_k1 + ((z_t + 768i) / 128i))) * P.B_d2 + (z_col0 + ((z_t + 768i) % 128i))], (z_col0 + ((z_t + 768i) % 128i)) < P.z_n_j && (z_k1 + ((z_t + 768i) / 128i)) < P.z_n_k);
+// contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread
+@compute @workgroup_size(256)
+fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroups) zyn_nwg: vec3<u32>, @builtin(local_invocation_id) zyn_lid: vec3<u32>) {
+    // the linear workgroup id of a dispatch of up to three dimensions
+    let zyn_block: i32 = i32(zyn_wg.x + zyn_nwg.x * (zyn_wg.y + zyn_nwg.y * zyn_wg.z));
+    let zyn_blocks: i32 = i32(zyn_nwg.x * zyn_nwg.y * zyn_nwg.z);
+    let zyn_thread: i32 = i32(zyn_lid.x);
+    let u_A_d0: i32 = zyn_p.u_A_d0;
+    let u_A_d1: i32 = zyn_p.u_A_d1;
+    let u_A_d2: i32 = zyn_p.u_A_d2;
+    let u_B_d0: i32 = zyn_p.u_B_d0;
+    let u_B_d1: i32 = zyn_p.u_B_d1;
+    let u_B_d2: i32 = zyn_p.u_B_d2;
+    let u_K: i32 = zyn_p.u_K;
+    let u_M: i32 = zyn_p.u_M;
+    let u_N: i32 = zyn_p.u_N;
+    let u_batch: i32 = zyn_p.u_batch;
+    // _shm: workgroup memory, declared above
+    // _shn: workgroup memory, declared above
+    let _nM1: i32 = max(u_M, 0i);
+    let _nN2: i32 = max(u_N, 0i);
+    let _nK3: i32 = max(u_K, 0i);
+    let _nB4: i32 = max(u_batch, 0i);
+    let _tm5: i32 = zyn_tdiv((_nM1 + 127i), 128i);
+    let _tn6: i32 = zyn_tdiv((_nN2 + 127i), 128i);
+    let _tb7: i32 = (_tm5 * _tn6);
+    let _tiles8: i32 = (_tb7 * _nB4);
+    var _regm: array<f32, 4>;
+    var _regn: array<f32, 4>;
+    var _a: array<f32, 8>;
+    var _b: array<f32, 8>;
+    let _tx: i32 = zyn_trem(zyn_thread, 16i);
+    let _ty: i32 = zyn_tdiv(zyn_thread, 16i);
+    var _acc: array<f32, 64>;
+    // line 4: for b in 0..batch, i in 0..M, j in 0..N:
+    for (var _tile: i32 = zyn_block; _tile < _tiles8; _tile += zyn_blocks) {
+        let _bz: i32 = zyn_tdiv(_tile, _tb7);
+        let _tb: i32 = zyn_trem(_tile, _tb7);
+        let _m0: i32 = (zyn_tdiv(_tb, _tn6) * 128i);
+        let _n0: i32 = (zyn_trem(_tb, _tn6) * 128i);
+        let u_b: i32 = _bz;
+        for (var _z: i32 = 0i; _z < 64i; _z++) {
+            _acc[_z] = 0.0f;
         }
-        for (var z_kk: i32 = 0i; z_kk < 8i; z_kk = z_kk + 1i) {
-            let z_a0: vec4<f32> = z_As[z_kk * 32i + 0i + z_ty];
-            let z_a1: vec4<f32> = z_As[z_kk * 32i + 16i + z_ty];
-            let z_b0: vec4<f32> = z_Bs[z_kk * 32i + 0i + z_tx];
-            let z_b1: vec4<f32> = z_Bs[z_kk * 32i + 16i + z_tx];
-            z_c0_0 = fma(vec4<f32>(z_a0[0]), z_b0, z_c0_0);
-            z_c0_1 = fma(vec4<f32>(z_a0[0]), z_b1, z_c0_1);
-            z_c1_0 = fma(vec4<f32>(z_a0[1]), z_b0, z_c1_0);
-            z_c1_1 = fma(vec4<f32>(z_a0[1]), z_b1, z_c1_1);
-            z_c2_0 = fma(vec4<f32>(z_a0[2]), z_b0, z_c2_0);
-            z_c2_1 = fma(vec4<f32>(z_a0[2]), z_b1, z_c2_1);
-            z_c3_0 = fma(vec4<f32>(z_a0[3]), z_b0, z_c3_0);
-            z_c3_1 = fma(vec4<f32>(z_a0[3]), z_b1, z_c3_1);
-            z_c4_0 = fma(vec4<f32>(z_a1[0]), z_b0, z_c4_0);
-            z_c4_1 = fma(vec4<f32>(z_a1[0]), z_b1, z_c4_1);
-            z_c5_0 = fma(vec4<f32>(z_a1[1]), z_b0, z_c5_0);
-            z_c5_1 = fma(vec4<f32>(z_a1[1]), z_b1, z_c5_1);
-            z_c6_0 = fma(vec4<f32>(z_a1[2]), z_b0, z_c6_0);
-            z_c6_1 = fma(vec4<f32>(z_a1[2]), z_b1, z_c6_1);
-            z_c7_0 = fma(vec4<f32>(z_a1[3]), z_b0, z_c7_0);
-            z_c7_1 = fma(vec4<f32>(z_a1[3]), z_b1, z_c7_1);
+        let _nk9: i32 = zyn_tdiv((_nK3 + 7i), 8i);
+        for (var _r16: i32 = 0i; _r16 < 4i; _r16++) {
+            let _x: i32 = zyn_tdiv((zyn_thread + (_r16 * 256i)), 8i);
+            let _k: i32 = zyn_trem((zyn_thread + (_r16 * 256i)), 8i);
+            var _v17: f32 = 0.0f;
+            if ((((_m0 + _x) < _nM1) && (_k < _nK3))) {
+                let u_i_1: i32 = (_m0 + _x);
+                // line 6: for k in 0..K:
+                let u_k_2: i32 = _k;
+                _v17 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_1 * u_A_d2)) + u_k_2)];
+            }
+            _regm[_r16] = _v17;
+        }
+        for (var _r18: i32 = 0i; _r18 < 4i; _r18++) {
+            let _x: i32 = zyn_trem((zyn_thread + (_r18 * 256i)), 128i);
+            let _k: i32 = zyn_tdiv((zyn_thread + (_r18 * 256i)), 128i);
+            var _v19: f32 = 0.0f;
+            if ((((_n0 + _x) < _nN2) && (_k < _nK3))) {
+                let u_j_1: i32 = (_n0 + _x);
+                let u_k_3: i32 = _k;
+                _v19 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_3 * u_B_d2)) + u_j_1)];
+            }
+            _regn[_r18] = _v19;
+        }
+        for (var _r20: i32 = 0i; _r20 < 4i; _r20++) {
+            let _x: i32 = zyn_tdiv((zyn_thread + (_r20 * 256i)), 8i);
+            let _k: i32 = zyn_trem((zyn_thread + (_r20 * 256i)), 8i);
+            _shm[((0i * 1024i) + ((_k * 128i) + _x))] = _regm[_r20];
+        }
+        for (var _r21: i32 = 0i; _r21 < 4i; _r21++) {
+            let _x: i32 = zyn_trem((zyn_thread + (_r21 * 256i)), 128i);
+            let _k: i32 = zyn_tdiv((zyn_thread + (_r21 * 256i)), 128i);
+            _shn[((0i * 1024i) + ((_k * 128i) + _x))] = _regn[_r21];
         }
         workgroupBarrier();
-        if (z_more) {
-            z_As[(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) / 4i][(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) % 4i] = z_ra[0];
-            z_As[(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) / 4i][(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) % 4i] = z_ra[1];
-            z_As[(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) / 4i][(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) % 4i] = z_ra[2];
-            z_As[(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) / 4i][(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) % 4i] = z_ra[3];
-            z_Bs[(((z_t + 0i) / 128i) * 128i + ((z_t + 0i) % 128i)) / 4i][(((z_t + 0i) / 128i) * 128i + ((z_t + 0i) % 128i)) % 4i] = z_rb[0];
-            z_Bs[(((z_t + 256i) / 128i) * 128i + ((z_t + 256i) % 128i)) / 4i][(((z_t + 256i) / 128i) * 128i + ((z_t + 256i) % 128i)) % 4i] = z_rb[1];
-            z_Bs[(((z_t + 512i) / 128i) * 128i + ((z_t + 512i) % 128i)) / 4i][(((z_t + 512i) / 128i) * 128i + ((z_t + 512i) % 128i)) % 4i] = z_rb[2];
-            z_Bs[(((z_t + 768i) / 128i) * 128i + ((z_t + 768i) % 128i)) / 4i][(((z_t + 768i) / 128i) * 128i + ((z_t + 768i) % 128i)) % 4i] = z_rb[3];
+        for (var _kt: i32 = 0i; _kt < _nk9; _kt++) {
+            if (((_kt + 1i) < _nk9)) {
+                for (var _r10: i32 = 0i; _r10 < 4i; _r10++) {
+                    let _x: i32 = zyn_tdiv((zyn_thread + (_r10 * 256i)), 8i);
+                    let _k: i32 = zyn_trem((zyn_thread + (_r10 * 256i)), 8i);
+                    var _v11: f32 = 0.0f;
+                    if ((((_m0 + _x) < _nM1) && ((((_kt + 1i) * 8i) + _k) < _nK3))) {
+                        let u_i: i32 = (_m0 + _x);
+                        let u_k: i32 = (((_kt + 1i) * 8i) + _k);
+                        _v11 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i * u_A_d2)) + u_k)];
+                    }
+                    _regm[_r10] = _v11;
+                }
+                for (var _r12: i32 = 0i; _r12 < 4i; _r12++) {
+                    let _x: i32 = zyn_trem((zyn_thread + (_r12 * 256i)), 128i);
+                    let _k: i32 = zyn_tdiv((zyn_thread + (_r12 * 256i)), 128i);
+                    var _v13: f32 = 0.0f;
+                    if ((((_n0 + _x) < _nN2) && ((((_kt + 1i) * 8i) + _k) < _nK3))) {
+                        let u_j: i32 = (_n0 + _x);
+                        let u_k_1: i32 = (((_kt + 1i) * 8i) + _k);
+                        _v13 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_1 * u_B_d2)) + u_j)];
+                    }
+                    _regn[_r12] = _v13;
+                }
+            }
+            for (var _kk: i32 = 0i; _kk < 8i; _kk++) {
+                _a[0i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i))];
+                _a[1i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i)) + 1i)];
+                _a[2i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i)) + 2i)];
+                _a[3i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i)) + 3i)];
+                _a[4i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i)))];
+                _a[(4i + 1i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i))) + 1i)];
+                _a[(4i + 2i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i))) + 2i)];
+                _a[(4i + 3i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i))) + 3i)];
+                _b[0i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i))];
+                _b[1i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i)) + 1i)];
+                _b[2i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i)) + 2i)];
+                _b[3i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i)) + 3i)];
+                _b[4i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i)))];
+                _b[(4i + 1i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i))) + 1i)];
+                _b[(4i + 2i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i))) + 2i)];
+                _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i))) + 3i)];
+                for (var _i: i32 = 0i; _i < 8i; _i++) {
+                    for (var _j: i32 = 0i; _j < 8i; _j++) {
+                        _acc[((_i * 8i) + _j)] = (_acc[((_i * 8i) + _j)] + (_a[_i] * _b[_j]));
+                    }
+                }
+            }
+            if (((_kt + 1i) < _nk9)) {
+                for (var _r14: i32 = 0i; _r14 < 4i; _r14++) {
+                    let _x: i32 = zyn_tdiv((zyn_thread + (_r14 * 256i)), 8i);
+                    let _k: i32 = zyn_trem((zyn_thread + (_r14 * 256i)), 8i);
+                    _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k * 128i) + _x))] = _regm[_r14];
+                }
+                for (var _r15: i32 = 0i; _r15 < 4i; _r15++) {
+                    let _x: i32 = zyn_trem((zyn_thread + (_r15 * 256i)), 128i);
+                    let _k: i32 = zyn_tdiv((zyn_thread + (_r15 * 256i)), 128i);
+                    _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k * 128i) + _x))] = _regn[_r15];
+                }
+            }
+            workgroupBarrier();
         }
-        workgroupBarrier();
+        for (var _ei: i32 = 0i; _ei < 8i; _ei++) {
+            for (var _ej: i32 = 0i; _ej < 8i; _ej++) {
+                // line 8: out[b, i, j] = sum
+                if ((((_m0 + ((zyn_tdiv(_ei, 4i) * 64i) + ((_ty * 4i) + zyn_trem(_ei, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(_ej, 4i) * 64i) + ((_tx * 4i) + zyn_trem(_ej, 4i)))) < _nN2))) {
+                    let u_i_2: i32 = (_m0 + ((zyn_tdiv(_ei, 4i) * 64i) + ((_ty * 4i) + zyn_trem(_ei, 4i))));
+                    let u_j_2: i32 = (_n0 + ((zyn_tdiv(_ej, 4i) * 64i) + ((_tx * 4i) + zyn_trem(_ej, 4i))));
+                    let u_sum: f32 = (0.0f + _acc[((_ei * 8i) + _ej)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2 * u_N)) + u_j_2)] = u_sum;
+                }
+            }
+        }
     }
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c0_0[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c0_0[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c0_0[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c0_0[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c0_1[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c0_1[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c0_1[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c0_1[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c1_0[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c1_0[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c1_0[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c1_0[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c1_1[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c1_1[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c1_1[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c1_1[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c2_0[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c2_0[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c2_0[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c2_0[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c2_1[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c2_1[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c2_1[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c2_1[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c3_0[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c3_0[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c3_0[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c3_0[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c3_1[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c3_1[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c3_1[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c3_1[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c4_0[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c4_0[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c4_0[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c4_0[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c4_1[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c4_1[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c4_1[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c4_1[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c5_0[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c5_0[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c5_0[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c5_0[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c5_1[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c5_1[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c5_1[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c5_1[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c6_0[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c6_0[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c6_0[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c6_0[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c6_1[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c6_1[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c6_1[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c6_1[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c7_0[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c7_0[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c7_0[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c7_0[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c7_1[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c7_1[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c7_1[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c7_1[3]);
 }
+

@@ -1,205 +1,184 @@
-// linear_bias_relu: @kernel matmul -- WGSL schedule `matmul`, ZynML line 1
-// note: tiled matmul: 128 x 128 block tiles, 8 deep, 8 x 8 per invocation, x and w tiles in workgroup memory
+// ZynBook WGSL for kernel `linear_bias_relu` (contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread (gemm: bm=128, bn=128, bk=8, tm=8, tn=8, width=1, mma=False))
 
-struct Params {
-    K: i32,
-    M: i32,
-    N: i32,
-    bias_d0: i32,
-    w_d0: i32,
-    w_d1: i32,
-    x_d0: i32,
-    x_d1: i32,
-    out_d0: i32,
-    out_d1: i32,
-    z_n_i: i32,
-    z_n_j: i32,
-    z_n_k: i32,
+struct ZynParams {
+    u_K: i32,
+    u_M: i32,
+    u_N: i32,
+    u_bias_d0: i32,
+    u_w_d0: i32,
+    u_w_d1: i32,
+    u_x_d0: i32,
+    u_x_d1: i32,
 }
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;  // x: f32
-@group(0) @binding(1) var<storage, read> w: array<f32>;  // w: f32
-@group(0) @binding(2) var<storage, read> bias: array<f32>;  // bias: f32
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;  // out: f32
-@group(0) @binding(4) var<uniform> P: Params;
+@group(0) @binding(0) var<storage, read> u_x: array<f32>;
+@group(0) @binding(1) var<storage, read> u_w: array<f32>;
+@group(0) @binding(2) var<storage, read> u_bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> u_out: array<f32>;
+@group(0) @binding(4) var<uniform> zyn_p: ZynParams;
 
-var<workgroup> z_As: array<vec4<f32>, 256>;
-var<workgroup> z_Bs: array<vec4<f32>, 256>;
+var<workgroup> _shm: array<f32, 2048>;
+var<workgroup> _shn: array<f32, 2048>;
 
-fn z_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+// signed division and remainder truncating as C, through unsigned ones
+fn zyn_tdiv(a: i32, b: i32) -> i32 {
+    let q = bitcast<i32>(bitcast<u32>(abs(a)) / bitcast<u32>(abs(b)));
+    return select(q, -q, (a < 0i) != (b < 0i)); }
+fn zyn_trem(a: i32, b: i32) -> i32 {
+    let r = bitcast<i32>(bitcast<u32>(abs(a)) % bitcast<u32>(abs(b)));
+    return select(r, -r, a < 0i); }
+// on the bits: a shader compiler may assume x == x
+fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 // max and min propagate NaN, as numpy's maximum and minimum do
-fn z_max_f32(a: f32, b: f32) -> f32 {
-    if (z_isnan_f32(a) || z_isnan_f32(b)) { return a + b; } return max(a, b); }
-fn z_min_f32(a: f32, b: f32) -> f32 {
-    if (z_isnan_f32(a) || z_isnan_f32(b)) { return a + b; } return min(a, b); }
-fn z_store(z_i: i32, z_j: i32, z_b: i32, z_acc: f32) {
-    if (z_i >= P.z_n_i || z_j >= P.z_n_j) { return; }
-    // line 7: out[i, j] = max(sum + bias[j], 0.0)
-    out[(z_i) * P.out_d1 + z_j] = z_max_f32((z_acc + bias[z_j]), 0.0f);
+fn zyn_max_f32(a: f32, b: f32) -> f32 {
+    if (zyn_isnan_f32(a)) { return a; } if (zyn_isnan_f32(b)) { return b; } return max(a, b); }
+
+// contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread
+@compute @workgroup_size(256)
+fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroups) zyn_nwg: vec3<u32>, @builtin(local_invocation_id) zyn_lid: vec3<u32>) {
+    // the linear workgroup id of a dispatch of up to three dimensions
+    let zyn_block: i32 = i32(zyn_wg.x + zyn_nwg.x * (zyn_wg.y + zyn_nwg.y * zyn_wg.z));
+    let zyn_blocks: i32 = i32(zyn_nwg.x * zyn_nwg.y * zyn_nwg.z);
+    let zyn_thread: i32 = i32(zyn_lid.x);
+    let u_K: i32 = zyn_p.u_K;
+    let u_M: i32 = zyn_p.u_M;
+    let u_N: i32 = zyn_p.u_N;
+    let u_bias_d0: i32 = zyn_p.u_bias_d0;
+    let u_w_d0: i32 = zyn_p.u_w_d0;
+    let u_w_d1: i32 = zyn_p.u_w_d1;
+    let u_x_d0: i32 = zyn_p.u_x_d0;
+    let u_x_d1: i32 = zyn_p.u_x_d1;
+    // _shm: workgroup memory, declared above
+    // _shn: workgroup memory, declared above
+    let _nM1: i32 = max(u_M, 0i);
+    let _nN2: i32 = max(u_N, 0i);
+    let _nK3: i32 = max(u_K, 0i);
+    let _tm4: i32 = zyn_tdiv((_nM1 + 127i), 128i);
+    let _tn5: i32 = zyn_tdiv((_nN2 + 127i), 128i);
+    let _tb6: i32 = (_tm4 * _tn5);
+    var _regm: array<f32, 4>;
+    var _regn: array<f32, 4>;
+    var _a: array<f32, 8>;
+    var _b: array<f32, 8>;
+    let _tx: i32 = zyn_trem(zyn_thread, 16i);
+    let _ty: i32 = zyn_tdiv(zyn_thread, 16i);
+    var _acc: array<f32, 64>;
+    // line 3: for i in 0..M, j in 0..N:
+    for (var _tile: i32 = zyn_block; _tile < _tb6; _tile += zyn_blocks) {
+        let _tb: i32 = zyn_trem(_tile, _tb6);
+        let _m0: i32 = (zyn_tdiv(_tb, _tn5) * 128i);
+        let _n0: i32 = (zyn_trem(_tb, _tn5) * 128i);
+        for (var _z: i32 = 0i; _z < 64i; _z++) {
+            _acc[_z] = 0.0f;
+        }
+        let _nk7: i32 = zyn_tdiv((_nK3 + 7i), 8i);
+        for (var _r14: i32 = 0i; _r14 < 4i; _r14++) {
+            let _x: i32 = zyn_tdiv((zyn_thread + (_r14 * 256i)), 8i);
+            let _k: i32 = zyn_trem((zyn_thread + (_r14 * 256i)), 8i);
+            var _v15: f32 = 0.0f;
+            if ((((_m0 + _x) < _nM1) && (_k < _nK3))) {
+                let u_i_1: i32 = (_m0 + _x);
+                // line 5: for k in 0..K:
+                let u_k_2: i32 = _k;
+                _v15 = u_x[((u_i_1 * u_x_d1) + u_k_2)];
+            }
+            _regm[_r14] = _v15;
+        }
+        for (var _r16: i32 = 0i; _r16 < 4i; _r16++) {
+            let _x: i32 = zyn_tdiv((zyn_thread + (_r16 * 256i)), 8i);
+            let _k: i32 = zyn_trem((zyn_thread + (_r16 * 256i)), 8i);
+            var _v17: f32 = 0.0f;
+            if ((((_n0 + _x) < _nN2) && (_k < _nK3))) {
+                let u_j_1: i32 = (_n0 + _x);
+                let u_k_3: i32 = _k;
+                _v17 = u_w[((u_j_1 * u_w_d1) + u_k_3)];
+            }
+            _regn[_r16] = _v17;
+        }
+        for (var _r18: i32 = 0i; _r18 < 4i; _r18++) {
+            let _x: i32 = zyn_tdiv((zyn_thread + (_r18 * 256i)), 8i);
+            let _k: i32 = zyn_trem((zyn_thread + (_r18 * 256i)), 8i);
+            _shm[((0i * 1024i) + ((_k * 128i) + _x))] = _regm[_r18];
+        }
+        for (var _r19: i32 = 0i; _r19 < 4i; _r19++) {
+            let _x: i32 = zyn_tdiv((zyn_thread + (_r19 * 256i)), 8i);
+            let _k: i32 = zyn_trem((zyn_thread + (_r19 * 256i)), 8i);
+            _shn[((0i * 1024i) + ((_k * 128i) + _x))] = _regn[_r19];
+        }
+        workgroupBarrier();
+        for (var _kt: i32 = 0i; _kt < _nk7; _kt++) {
+            if (((_kt + 1i) < _nk7)) {
+                for (var _r8: i32 = 0i; _r8 < 4i; _r8++) {
+                    let _x: i32 = zyn_tdiv((zyn_thread + (_r8 * 256i)), 8i);
+                    let _k: i32 = zyn_trem((zyn_thread + (_r8 * 256i)), 8i);
+                    var _v9: f32 = 0.0f;
+                    if ((((_m0 + _x) < _nM1) && ((((_kt + 1i) * 8i) + _k) < _nK3))) {
+                        let u_i: i32 = (_m0 + _x);
+                        let u_k: i32 = (((_kt + 1i) * 8i) + _k);
+                        _v9 = u_x[((u_i * u_x_d1) + u_k)];
+                    }
+                    _regm[_r8] = _v9;
+                }
+                for (var _r10: i32 = 0i; _r10 < 4i; _r10++) {
+                    let _x: i32 = zyn_tdiv((zyn_thread + (_r10 * 256i)), 8i);
+                    let _k: i32 = zyn_trem((zyn_thread + (_r10 * 256i)), 8i);
+                    var _v11: f32 = 0.0f;
+                    if ((((_n0 + _x) < _nN2) && ((((_kt + 1i) * 8i) + _k) < _nK3))) {
+                        let u_j: i32 = (_n0 + _x);
+                        let u_k_1: i32 = (((_kt + 1i) * 8i) + _k);
+                        _v11 = u_w[((u_j * u_w_d1) + u_k_1)];
+                    }
+                    _regn[_r10] = _v11;
+                }
+            }
+            for (var _kk: i32 = 0i; _kk < 8i; _kk++) {
+                _a[0i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i))];
+                _a[1i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i)) + 1i)];
+                _a[2i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i)) + 2i)];
+                _a[3i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i)) + 3i)];
+                _a[4i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i)))];
+                _a[(4i + 1i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i))) + 1i)];
+                _a[(4i + 2i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i))) + 2i)];
+                _a[(4i + 3i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i))) + 3i)];
+                _b[0i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i))];
+                _b[1i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i)) + 1i)];
+                _b[2i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i)) + 2i)];
+                _b[3i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i)) + 3i)];
+                _b[4i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i)))];
+                _b[(4i + 1i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i))) + 1i)];
+                _b[(4i + 2i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i))) + 2i)];
+                _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i))) + 3i)];
+                for (var _i: i32 = 0i; _i < 8i; _i++) {
+                    for (var _j: i32 = 0i; _j < 8i; _j++) {
+                        _acc[((_i * 8i) + _j)] = (_acc[((_i * 8i) + _j)] + (_a[_i] * _b[_j]));
+                    }
+                }
+            }
+            if (((_kt + 1i) < _nk7)) {
+                for (var _r12: i32 = 0i; _r12 < 4i; _r12++) {
+                    let _x: i32 = zyn_tdiv((zyn_thread + (_r12 * 256i)), 8i);
+                    let _k: i32 = zyn_trem((zyn_thread + (_r12 * 256i)), 8i);
+                    _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k * 128i) + _x))] = _regm[_r12];
+                }
+                for (var _r13: i32 = 0i; _r13 < 4i; _r13++) {
+                    let _x: i32 = zyn_tdiv((zyn_thread + (_r13 * 256i)), 8i);
+                    let _k: i32 = zyn_trem((zyn_thread + (_r13 * 256i)), 8i);
+                    _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k * 128i) + _x))] = _regn[_r13];
+                }
+            }
+            workgroupBarrier();
+        }
+        for (var _ei: i32 = 0i; _ei < 8i; _ei++) {
+            for (var _ej: i32 = 0i; _ej < 8i; _ej++) {
+                // line 7: out[i, j] = max(sum + bias[j], 0.0)
+                if ((((_m0 + ((zyn_tdiv(_ei, 4i) * 64i) + ((_ty * 4i) + zyn_trem(_ei, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(_ej, 4i) * 64i) + ((_tx * 4i) + zyn_trem(_ej, 4i)))) < _nN2))) {
+                    let u_i_2: i32 = (_m0 + ((zyn_tdiv(_ei, 4i) * 64i) + ((_ty * 4i) + zyn_trem(_ei, 4i))));
+                    let u_j_2: i32 = (_n0 + ((zyn_tdiv(_ej, 4i) * 64i) + ((_tx * 4i) + zyn_trem(_ej, 4i))));
+                    let u_sum: f32 = (0.0f + _acc[((_ei * 8i) + _ej)]);
+                    u_out[((u_i_2 * u_N) + u_j_2)] = zyn_max_f32((u_sum + u_bias[u_j_2]), 0.0f);
+                }
+            }
+        }
+    }
 }
 
-@compute @workgroup_size(256, 1, 1)
-fn linear_bias_relu(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
-    let z_wid: i32 = i32(z_wg.x + z_wg.y * z_nwg.x + z_wg.z * z_nwg.x * z_nwg.y);
-    let z_tm: i32 = (P.z_n_i + 127i) / 128i;
-    let z_tn: i32 = (P.z_n_j + 127i) / 128i;
-    if (z_wid >= 1i * z_tm * z_tn) { return; }
-    // one workgroup per 128 x 128 block of out; each of its 256 invocations keeps 8 x 8 sums in registers
-    let z_t: i32 = i32(z_lid.x);
-    let z_bz: i32 = z_wid / (z_tm * z_tn);
-    let z_row0: i32 = ((z_wid / z_tn) % z_tm) * 128i;
-    let z_col0: i32 = (z_wid % z_tn) * 128i;
-    let z_tx: i32 = z_t % 16i;
-    let z_ty: i32 = z_t / 16i;
-    var z_c0_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c0_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c1_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c1_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c2_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c2_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c3_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c3_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c4_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c4_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c5_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c5_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c6_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c6_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_c7_0: vec4<f32> = vec4<f32>(0.0f);
-    var z_c7_1: vec4<f32> = vec4<f32>(0.0f);
-    var z_ra: array<f32, 4>;
-    var z_rb: array<f32, 4>;
-    let z_ktiles: i32 = (P.z_n_k + 7i) / 8i;
-    // line 5: for k in 0..K:
-    // tile 0 of x and w into workgroup memory (x transposed)
-    z_ra[0] = select(0.0f, x[((z_row0 + ((z_t + 0i) / 8i))) * P.x_d1 + (0i + ((z_t + 0i) % 8i))], (z_row0 + ((z_t + 0i) / 8i)) < P.z_n_i && (0i + ((z_t + 0i) % 8i)) < P.z_n_k);
-    z_ra[1] = select(0.0f, x[((z_row0 + ((z_t + 256i) / 8i))) * P.x_d1 + (0i + ((z_t + 256i) % 8i))], (z_row0 + ((z_t + 256i) / 8i)) < P.z_n_i && (0i + ((z_t + 256i) % 8i)) < P.z_n_k);
-    z_ra[2] = select(0.0f, x[((z_row0 + ((z_t + 512i) / 8i))) * P.x_d1 + (0i + ((z_t + 512i) % 8i))], (z_row0 + ((z_t + 512i) / 8i)) < P.z_n_i && (0i + ((z_t + 512i) % 8i)) < P.z_n_k);
-    z_ra[3] = select(0.0f, x[((z_row0 + ((z_t + 768i) / 8i))) * P.x_d1 + (0i + ((z_t + 768i) % 8i))], (z_row0 + ((z_t + 768i) / 8i)) < P.z_n_i && (0i + ((z_t + 768i) % 8i)) < P.z_n_k);
-    z_rb[0] = select(0.0f, w[((z_col0 + ((z_t + 0i) / 8i))) * P.w_d1 + (0i + ((z_t + 0i) % 8i))], (z_col0 + ((z_t + 0i) / 8i)) < P.z_n_j && (0i + ((z_t + 0i) % 8i)) < P.z_n_k);
-    z_rb[1] = select(0.0f, w[((z_col0 + ((z_t + 256i) / 8i))) * P.w_d1 + (0i + ((z_t + 256i) % 8i))], (z_col0 + ((z_t + 256i) / 8i)) < P.z_n_j && (0i + ((z_t + 256i) % 8i)) < P.z_n_k);
-    z_rb[2] = select(0.0f, w[((z_col0 + ((z_t + 512i) / 8i))) * P.w_d1 + (0i + ((z_t + 512i) % 8i))], (z_col0 + ((z_t + 512i) / 8i)) < P.z_n_j && (0i + ((z_t + 512i) % 8i)) < P.z_n_k);
-    z_rb[3] = select(0.0f, w[((z_col0 + ((z_t + 768i) / 8i))) * P.w_d1 + (0i + ((z_t + 768i) % 8i))], (z_col0 + ((z_t + 768i) / 8i)) < P.z_n_j && (0i + ((z_t + 768i) % 8i)) < P.z_n_k);
-    z_As[(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) / 4i][(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) % 4i] = z_ra[0];
-    z_As[(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) / 4i][(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) % 4i] = z_ra[1];
-    z_As[(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) / 4i][(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) % 4i] = z_ra[2];
-    z_As[(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) / 4i][(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) % 4i] = z_ra[3];
-    z_Bs[(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) / 4i][(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) % 4i] = z_rb[0];
-    z_Bs[(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) / 4i][(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) % 4i] = z_rb[1];
-    z_Bs[(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) / 4i][(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) % 4i] = z_rb[2];
-    z_Bs[(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) / 4i][(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) % 4i] = z_rb[3];
-    workgroupBarrier();
-    for (var z_kt: i32 = 0i; z_kt < z_ktiles; z_kt = z_kt + 1i) {
-        let z_k1: i32 = (z_kt + 1i) * 8i;
-        let z_more: bool = z_kt + 1i < z_ktiles;
-        if (z_more) {
-            // the next tile into registers while this one is used
-            z_ra[0] = select(0.0f, x[((z_row0 + ((z_t + 0i) / 8i))) * P.x_d1 + (z_k1 + ((z_t + 0i) % 8i))], (z_row0 + ((z_t + 0i) / 8i)) < P.z_n_i && (z_k1 + ((z_t + 0i) % 8i)) < P.z_n_k);
-            z_ra[1] = select(0.0f, x[((z_row0 + ((z_t + 256i) / 8i))) * P.x_d1 + (z_k1 + ((z_t + 256i) % 8i))], (z_row0 + ((z_t + 256i) / 8i)) < P.z_n_i && (z_k1 + ((z_t + 256i) % 8i)) < P.z_n_k);
-            z_ra[2] = select(0.0f, x[((z_row0 + ((z_t + 512i) / 8i))) * P.x_d1 + (z_k1 + ((z_t + 512i) % 8i))], (z_row0 + ((z_t + 512i) / 8i)) < P.z_n_i && (z_k1 + ((z_t + 512i) % 8i)) < P.z_n_k);
-            z_ra[3] = select(0.0f, x[((z_row0 + ((z_t + 768i) / 8i))) * P.x_d1 + (z_k1 + ((z_t + 768i) % 8i))], (z_row0 + ((z_t + 768i) / 8i)) < P.z_n_i && (z_k1 + ((z_t + 768i) % 8i)) < P.z_n_k);
-            z_rb[0] = select(0.0f, w[((z_col0 + ((z_t + 0i) / 8i))) * P.w_d1 + (z_k1 + ((z_t + 0i) % 8i))], (z_col0 + ((z_t + 0i) / 8i)) < P.z_n_j && (z_k1 + ((z_t + 0i) % 8i)) < P.z_n_k);
-            z_rb[1] = select(0.0f, w[((z_col0 + ((z_t + 256i) / 8i))) * P.w_d1 + (z_k1 + ((z_t + 256i) % 8i))], (z_col0 + ((z_t + 256i) / 8i)) < P.z_n_j && (z_k1 + ((z_t + 256i) % 8i)) < P.z_n_k);
-            z_rb[2] = select(0.0f, w[((z_col0 + ((z_t + 512i) / 8i))) * P.w_d1 + (z_k1 + ((z_t + 512i) % 8i))], (z_col0 + ((z_t + 512i) / 8i)) < P.z_n_j && (z_k1 + ((z_t + 512i) % 8i)) < P.z_n_k);
-            z_rb[3] = select(0.0f, w[((z_col0 + ((z_t + 768i) / 8i))) * P.w_d1 + (z_k1 + ((z_t + 768i) % 8i))], (z_col0 + ((z_t + 768i) / 8i)) < P.z_n_j && (z_k1 + ((z_t + 768i) % 8i)) < P.z_n_k);
-        }
-        for (var z_kk: i32 = 0i; z_kk < 8i; z_kk = z_kk + 1i) {
-            let z_a0: vec4<f32> = z_As[z_kk * 32i + 0i + z_ty];
-            let z_a1: vec4<f32> = z_As[z_kk * 32i + 16i + z_ty];
-            let z_b0: vec4<f32> = z_Bs[z_kk * 32i + 0i + z_tx];
-            let z_b1: vec4<f32> = z_Bs[z_kk * 32i + 16i + z_tx];
-            z_c0_0 = fma(vec4<f32>(z_a0[0]), z_b0, z_c0_0);
-            z_c0_1 = fma(vec4<f32>(z_a0[0]), z_b1, z_c0_1);
-            z_c1_0 = fma(vec4<f32>(z_a0[1]), z_b0, z_c1_0);
-            z_c1_1 = fma(vec4<f32>(z_a0[1]), z_b1, z_c1_1);
-            z_c2_0 = fma(vec4<f32>(z_a0[2]), z_b0, z_c2_0);
-            z_c2_1 = fma(vec4<f32>(z_a0[2]), z_b1, z_c2_1);
-            z_c3_0 = fma(vec4<f32>(z_a0[3]), z_b0, z_c3_0);
-            z_c3_1 = fma(vec4<f32>(z_a0[3]), z_b1, z_c3_1);
-            z_c4_0 = fma(vec4<f32>(z_a1[0]), z_b0, z_c4_0);
-            z_c4_1 = fma(vec4<f32>(z_a1[0]), z_b1, z_c4_1);
-            z_c5_0 = fma(vec4<f32>(z_a1[1]), z_b0, z_c5_0);
-            z_c5_1 = fma(vec4<f32>(z_a1[1]), z_b1, z_c5_1);
-            z_c6_0 = fma(vec4<f32>(z_a1[2]), z_b0, z_c6_0);
-            z_c6_1 = fma(vec4<f32>(z_a1[2]), z_b1, z_c6_1);
-            z_c7_0 = fma(vec4<f32>(z_a1[3]), z_b0, z_c7_0);
-            z_c7_1 = fma(vec4<f32>(z_a1[3]), z_b1, z_c7_1);
-        }
-        workgroupBarrier();
-        if (z_more) {
-            z_As[(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) / 4i][(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) % 4i] = z_ra[0];
-            z_As[(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) / 4i][(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) % 4i] = z_ra[1];
-            z_As[(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) / 4i][(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) % 4i] = z_ra[2];
-            z_As[(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) / 4i][(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) % 4i] = z_ra[3];
-            z_Bs[(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) / 4i][(((z_t + 0i) % 8i) * 128i + ((z_t + 0i) / 8i)) % 4i] = z_rb[0];
-            z_Bs[(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) / 4i][(((z_t + 256i) % 8i) * 128i + ((z_t + 256i) / 8i)) % 4i] = z_rb[1];
-            z_Bs[(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) / 4i][(((z_t + 512i) % 8i) * 128i + ((z_t + 512i) / 8i)) % 4i] = z_rb[2];
-            z_Bs[(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) / 4i][(((z_t + 768i) % 8i) * 128i + ((z_t + 768i) / 8i)) % 4i] = z_rb[3];
-        }
-        workgroupBarrier();
-    }
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c0_0[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c0_0[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c0_0[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c0_0[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c0_1[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c0_1[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c0_1[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c0_1[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c1_0[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c1_0[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c1_0[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c1_0[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c1_1[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c1_1[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c1_1[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c1_1[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c2_0[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c2_0[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c2_0[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c2_0[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c2_1[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c2_1[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c2_1[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c2_1[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c3_0[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c3_0[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c3_0[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c3_0[3]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c3_1[0]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c3_1[1]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c3_1[2]);
-    z_store(z_row0 + 0i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c3_1[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c4_0[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c4_0[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c4_0[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c4_0[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c4_1[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c4_1[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c4_1[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 0i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c4_1[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c5_0[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c5_0[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c5_0[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c5_0[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c5_1[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c5_1[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c5_1[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 1i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c5_1[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c6_0[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c6_0[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c6_0[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c6_0[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c6_1[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c6_1[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c6_1[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 2i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c6_1[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 0i, z_bz, z_c7_0[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 1i, z_bz, z_c7_0[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 2i, z_bz, z_c7_0[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 0i + z_tx * 4i + 3i, z_bz, z_c7_0[3]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 0i, z_bz, z_c7_1[0]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 1i, z_bz, z_c7_1[1]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 2i, z_bz, z_c7_1[2]);
-    z_store(z_row0 + 64i + z_ty * 4i + 3i, z_col0 + 64i + z_tx * 4i + 3i, z_bz, z_c7_1[3]);
-}

@@ -14,13 +14,9 @@ note in the generated code, never to a wrong result):
   first pass writes one partial per workgroup and a second pass combines them, so inputs of
   any length work; with an axis one workgroup per kept index; argmin/argmax carry the index
   and keep the first one on ties, as numpy does.
-* ``matmul``   matmul/batched_matmul-shaped bodies (a parallel i, j or b, i, j nest, then
-  ``var acc = c; for k: acc += X[.., k ..] * Y[.., k ..]; out[.., i, j] = f(acc)``, operands
-  in any axis order): block tiles (128 x 128 x 8 down to 32 x 32 x 8, picked by the
-  @workgroup invocation count and the @shared / adapter workgroup memory) of X and Y in
-  workgroup memory, read as vec4; each invocation keeps 8 x 8 or 4 x 4 sums in registers;
-  the next tile is loaded while the current one is used; edges are bounds-checked and the
-  epilogue f runs per element.
+* ``gemm``     contractions (matmul, batched_matmul and any body of that shape): the GEMM
+  schedule of compiler/schedules/gemm.py (block tiles in workgroup memory, sums in
+  registers) printed by the WGSL dialect, one program for every size set.
 * ``rows``     one workgroup per iteration of the parallel loops (softmax, layer/RMS norm,
   attention, fused kernels): the serial loops inside are split over the workgroup's
   invocations; accumulations (``acc += ...``, ``m = max(m, ...)``) become tree reductions.
@@ -56,7 +52,6 @@ from .. import cir, errflag
 from ...errors import ZynMLDeviceError
 from ..passes.bounds import Facts
 from .cstyle import _const_value, comment_safe
-from ..passes import recognise
 
 # ----------------------------------------------------------------------------- options
 
@@ -1547,7 +1542,7 @@ class KernelRenderer:
         if self.wg_decls:
             out.append("")
             out += self.wg_decls
-        helpers = self.helper_text() + list(getattr(self, "helper_extra", []))
+        helpers = self.helper_text()
         if helpers:
             out.append("")
             out += helpers
@@ -1902,220 +1897,6 @@ class KernelRenderer:
         return self.finish("reduce", self.w.text(), passes, (WG, 1, 1))
 
 
-    # ---------------------------------------------------------------------- matmul
-
-    # Block tiles, best first: (rows BM, cols BN, depth BK, rows TM and cols TN per
-    # invocation, invocations). TM and TN are multiples of 4 (vec4 accumulators).
-    MATMUL_TILES = ((128, 128, 8, 8, 8, 256), (64, 64, 8, 4, 4, 256),
-                    (64, 64, 8, 8, 8, 64), (32, 32, 8, 4, 4, 64))
-
-    def _matmul_form(self):
-        """The recognised contraction (passes/recognise.py) in the form this schedule takes,
-        else RenderError: 2 or 3 parallel loops (i, j or b, i, j) from 0 in steps of 1, a
-        float constant start `acc = c`, one unguarded loop `for k` from 0 in steps of 1, each
-        operand indexed by distinct loop variables (its row, k and b: any axis order), and the
-        result stored at out[.., i, j]."""
-        c = recognise.contraction(self.k)
-        if not c:
-            raise RenderError(c.reason)
-        loops = list(c.ploops)
-        if len(loops) not in (2, 3) or self.chain(self.k.body) != loops:
-            raise RenderError("not a parallel (i, j) or (b, i, j) loop nest")
-        for lp in loops + list(c.rloops):
-            if not (isinstance(lp.start, cir.Const) and lp.start.value == 0 and
-                    isinstance(lp.step, cir.Const) and lp.step.value == 1):
-                raise RenderError("the loops must run from 0 in steps of 1")
-        if len(c.rloops) != 1 or c.cond is not None:
-            raise RenderError("not one unguarded k loop")
-        init, kl, st = loops[-1].body
-        if not isinstance(init.value, cir.Const) or not _is_float(init.value.ty.dtype):
-            raise RenderError("the accumulator does not start at a float constant")
-        names = [lp.var for lp in loops]
-        b = names[0] if len(loops) == 3 else None
-        i, j, k = names[-2], names[-1], kl.var
-        X, Y = (c.a_load, c.b_load) if i in c.mvars else (c.b_load, c.a_load)
-        if set(c.mvars) | set(c.nvars) != {i, j} or len(c.mvars) != 1 or set(c.bvars) - {b}:
-            raise RenderError("the operands are not [.., i, k] and [.., k, j] in some axis order")
-
-        def pattern(ld, row):
-            """The index variables of a load, each exactly one of b, row and k."""
-            if not _is_float(self.bufs[ld.buffer].dtype) or \
-                    len(ld.index) != len(self.bufs[ld.buffer].shape):
-                raise RenderError("an operand is not a float tensor indexed element by element")
-            vs = [x.name if isinstance(x, cir.Var) else None for x in ld.index]
-            if not set(vs) <= {b, row, k} or len(set(vs)) != len(vs) or None in vs:
-                raise RenderError("operand indices are not the loop variables")
-            if row not in vs or k not in vs:
-                raise RenderError("an operand does not run over its row and k")
-            return vs
-
-        xp, yp = pattern(X, i), pattern(Y, j)
-        if len(st.index) != len(self.bufs[self.k.output.name].shape) or \
-                [x.name if isinstance(x, cir.Var) else None for x in st.index] != names:
-            raise RenderError("the result is not stored at out[.., i, j]")
-        return loops, init, kl, st, X, Y, xp, yp, (b, i, j, k)
-
-    def _matmul_tile(self):
-        """The block tile: the @workgroup hint picks the invocation count, the workgroup
-        memory (the @shared hint where given, within the adapter's limit) bounds the tile."""
-        hint = self.k.schedule.workgroup
-        threads = math.prod(hint) if hint else 256
-        budget = self.o.max_workgroup_storage
-        shared = self.k.schedule.shared_bytes
-        if shared:
-            budget = min(budget, shared)
-        fits = lambda t: 4 * t[2] * (t[0] + t[1]) <= budget and t[5] <= self.o.max_invocations
-        for t in self.MATMUL_TILES:
-            if t[5] == threads and fits(t):
-                return t
-        for t in self.MATMUL_TILES:
-            if fits(t):
-                return t
-        small = self.MATMUL_TILES[-1]
-        if 4 * small[2] * (small[0] + small[1]) > self.o.max_workgroup_storage:
-            raise RenderError("the adapter's workgroup memory is too small for a matmul tile")
-        self.notes.append(f"@shared({shared}) is smaller than the smallest tile; it needs "
-                          f"{4 * small[2] * (small[0] + small[1])} bytes")
-        return small
-
-    def render_matmul(self) -> Program:
-        loops, init, kl, st, X, Y, xp, yp, (b, i, j, k) = self._matmul_form()
-        BM, BN, BK, TM, TN, NT = self._matmul_tile()
-        TX, TY = BN // TN, BM // TM
-        GM, GN = TM // 4, TN // 4          # vec4 groups of rows and of columns per invocation
-        w = self.w
-        counts = self.chain_params(loops)
-        kcount = self.chain_params([kl])[0]
-        Mn, Nn = counts[-2], counts[-1]
-        Bn = counts[0] if b else "1i"
-        self.workgroup_array("z_As", "vec4<f32>", BK * BM // 4)
-        self.workgroup_array("z_Bs", "vec4<f32>", BK * BN // 4)
-        name = ident(self.k.name)
-        xb, yb = X.buffer, Y.buffer
-
-        def addr(buf, pat, vals):
-            dims = self.dims_of(buf)
-            return self.flat([vals[v] for v in pat], dims)
-
-        # the epilogue: out[.., i, j] = f(acc), bounds-checked, as a function
-        ep = _Writer()
-        saved, self.w = self.w, ep
-        self.push()
-        args = ["z_i: i32", "z_j: i32", "z_b: i32", "z_acc: f32"]
-        ep.open(f"fn z_store({', '.join(args)})")
-        ep.line(f"if (z_i >= {Mn} || z_j >= {Nn}) {{ return; }}")
-        self.declare(i, _Sym("loop", "z_i", "i32"))
-        self.declare(j, _Sym("loop", "z_j", "i32"))
-        if b:
-            self.declare(b, _Sym("loop", "z_b", "i32"))
-        self.declare(init.name, _Sym("scalar", "z_acc", "f32"))
-        self.comment_line(st.line)
-        self.store(st.buffer, st.index, st.value)
-        ep.close()
-        self.pop()
-        self.w = saved
-
-        # tile loads: consecutive invocations walk the operand's contiguous axis
-        def load_tile(buf, pat, row, rows_n, tile_rows, reg, bvar, row0, k0):
-            per = tile_rows * BK // NT
-            contiguous_k = pat[-1] == k
-            for r in range(per):
-                e = f"(z_t + {r * NT}i)"
-                if contiguous_k:
-                    rr, kk = f"({e} / {BK}i)", f"({e} % {BK}i)"
-                else:
-                    rr, kk = f"({e} % {tile_rows}i)", f"({e} / {tile_rows}i)"
-                g_r, g_k = f"({row0} + {rr})", f"({k0} + {kk})"
-                vals = {row: g_r, k: g_k, b: bvar}
-                a = addr(buf, pat, vals)
-                v = self.convert(self.buf_load(buf, a), self.bufs[buf].dtype, "f32")
-                w.line(f"{reg}[{r}] = select(0.0f, {v}, "
-                       f"{g_r} < {rows_n} && {g_k} < {kcount});")
-
-        def store_tile(arr, pat, row, tile_rows, reg):
-            per = tile_rows * BK // NT
-            contiguous_k = pat[-1] == k
-            for r in range(per):
-                e = f"(z_t + {r * NT}i)"
-                if contiguous_k:
-                    rr, kk = f"({e} / {BK}i)", f"({e} % {BK}i)"
-                else:
-                    rr, kk = f"({e} % {tile_rows}i)", f"({e} / {tile_rows}i)"
-                flat = f"{kk} * {tile_rows}i + {rr}"
-                w.line(f"{arr}[({flat}) / 4i][({flat}) % 4i] = {reg}[{r}];")
-
-        pa, pb = BM * BK // NT, BN * BK // NT
-        self.entry_open(name, (NT, 1, 1))
-        w.line(f"let z_wid: i32 = {self.WID};")
-        w.line(f"let z_tm: i32 = ({Mn} + {BM - 1}i) / {BM}i;")
-        w.line(f"let z_tn: i32 = ({Nn} + {BN - 1}i) / {BN}i;")
-        w.line(f"if (z_wid >= {Bn} * z_tm * z_tn) {{ return; }}")
-        w.line(f"// one workgroup per {BM} x {BN} block of out; each of its {NT} invocations "
-               f"keeps {TM} x {TN} sums in registers")
-        w.line("let z_t: i32 = i32(z_lid.x);")
-        w.line(f"let z_bz: i32 = z_wid / (z_tm * z_tn);")
-        w.line(f"let z_row0: i32 = ((z_wid / z_tn) % z_tm) * {BM}i;")
-        w.line(f"let z_col0: i32 = (z_wid % z_tn) * {BN}i;")
-        w.line(f"let z_tx: i32 = z_t % {TX}i;")
-        w.line(f"let z_ty: i32 = z_t / {TX}i;")
-        c0 = self.const(init.value.value, "f32")
-        for r in range(TM):
-            for g in range(GN):
-                w.line(f"var z_c{r}_{g}: vec4<f32> = vec4<f32>({c0});")
-        w.line(f"var z_ra: array<f32, {pa}>;")
-        w.line(f"var z_rb: array<f32, {pb}>;")
-        w.line(f"let z_ktiles: i32 = ({kcount} + {BK - 1}i) / {BK}i;")
-        self.comment_line(kl.line)
-        w.line(f"// tile 0 of {X.buffer} and {Y.buffer} into workgroup memory ({X.buffer} transposed)")
-        load_tile(xb, xp, i, Mn, BM, "z_ra", "z_bz", "z_row0", "0i")
-        load_tile(yb, yp, j, Nn, BN, "z_rb", "z_bz", "z_col0", "0i")
-        store_tile("z_As", xp, i, BM, "z_ra")
-        store_tile("z_Bs", yp, j, BN, "z_rb")
-        w.line("workgroupBarrier();")
-        w.open("for (var z_kt: i32 = 0i; z_kt < z_ktiles; z_kt = z_kt + 1i)")
-        w.line(f"let z_k1: i32 = (z_kt + 1i) * {BK}i;")
-        w.line("let z_more: bool = z_kt + 1i < z_ktiles;")
-        w.open("if (z_more)")
-        w.line("// the next tile into registers while this one is used")
-        load_tile(xb, xp, i, Mn, BM, "z_ra", "z_bz", "z_row0", "z_k1")
-        load_tile(yb, yp, j, Nn, BN, "z_rb", "z_bz", "z_col0", "z_k1")
-        w.close()
-        w.open(f"for (var z_kk: i32 = 0i; z_kk < {BK}i; z_kk = z_kk + 1i)")
-        for g in range(GM):
-            w.line(f"let z_a{g}: vec4<f32> = z_As[z_kk * {BM // 4}i + {g * TY}i + z_ty];")
-        for g in range(GN):
-            w.line(f"let z_b{g}: vec4<f32> = z_Bs[z_kk * {BN // 4}i + {g * TX}i + z_tx];")
-        for r in range(TM):
-            a = f"z_a{r // 4}[{r % 4}]"
-            for g in range(GN):
-                w.line(f"z_c{r}_{g} = fma(vec4<f32>({a}), z_b{g}, z_c{r}_{g});")
-        w.close()
-        w.line("workgroupBarrier();")
-        w.open("if (z_more)")
-        store_tile("z_As", xp, i, BM, "z_ra")
-        store_tile("z_Bs", yp, j, BN, "z_rb")
-        w.close()
-        w.line("workgroupBarrier();")
-        w.close()
-        for r in range(TM):
-            row = f"z_row0 + {(r // 4) * TY * 4}i + z_ty * 4i + {r % 4}i"
-            for g in range(GN):
-                for c in range(4):
-                    col = f"z_col0 + {g * TX * 4}i + z_tx * 4i + {c}i"
-                    w.line(f"z_store({row}, {col}, z_bz, z_c{r}_{g}[{c}]);")
-        w.close()
-        self.helper_extra = ep.lines
-
-        def nwg(env, mp=self.params[Mn[2:]], np_=self.params[Nn[2:]],
-                bp=self.params[Bn[2:]] if b else None):
-            m, n = mp.value(env), np_.value(env)
-            nb = bp.value(env) if bp else 1
-            return nb * (-(-m // BM)) * (-(-n // BN))
-        self.notes.append(f"tiled matmul: {BM} x {BN} block tiles, {BK} deep, {TM} x {TN} "
-                          f"per invocation, {X.buffer} and {Y.buffer} tiles in workgroup memory")
-        return self.finish("matmul", w.text(), [ProgramPass(name, nwg, name)], (NT, 1, 1))
-
-
     # ------------------------------------------------------------------------ rows
 
     def _accumulation(self, st, name):
@@ -2272,7 +2053,7 @@ class KernelRenderer:
 
 # ------------------------------------------------------------------------- entry point
 
-SCHEDULES = ("generic", "reduce", "matmul", "rows", "attention")
+SCHEDULES = ("generic", "reduce", "gemm", "rows", "attention")
 
 
 def schedule_for(kernel: cir.Kernel) -> list:
@@ -2281,7 +2062,7 @@ def schedule_for(kernel: cir.Kernel) -> list:
     if kind == "reduce":
         return ["reduce", "generic"]
     if kind in ("matmul", "batched_matmul"):
-        return ["matmul", "generic"]
+        return ["gemm", "generic"]
     if kind in ("attention", "flash_attention"):
         return ["attention", "rows", "generic"]
     if kind in ("fused", "softmax", "layernorm", "layer_norm", "rmsnorm",
@@ -2313,14 +2094,14 @@ def render(kernel: cir.Kernel, options: WGSLOptions | None = None,
         order = [s for s in order if s in ("reduce", "generic")]
     notes = []
     for sched in order:
-        if sched == "attention":        # compiler/schedules/attention.py, the WGSL dialect
-            prog = launch_program(kernel, options, only="attention")
+        if sched in ("attention", "gemm"):     # compiler/schedules/, the WGSL dialect
+            prog = launch_program(kernel, options, only=sched)
             if prog is not None:
                 prog.notes[:0] = notes
                 return prog
             if schedule:
-                raise ZynMLDeviceError(f"schedule attention does not fit kernel {kernel.name}")
-            notes.append(f"the attention schedule does not take it ({_why_not_attention(kernel, options)}); "
+                raise ZynMLDeviceError(f"schedule {sched} does not fit kernel {kernel.name}")
+            notes.append(f"the {sched} schedule does not take it ({_why_not_launch(kernel, options, sched)}); "
                          "using the next one")
             continue
         r = KernelRenderer(kernel, options)
@@ -2395,25 +2176,26 @@ def launch_target(options: WGSLOptions):
         "max_compute_workgroup_storage_size": options.max_workgroup_storage})
 
 
-def _why_not_attention(kernel: cir.Kernel, options: WGSLOptions) -> str:
+def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions, only: str) -> str:
+    """Why schedule `only` of compiler/schedules/ does not take `kernel` on this adapter."""
     from .. import schedules
     from ..launch.scalar import pattern_sizes
     sizes = pattern_sizes(kernel.dims, options.equal_sizes, options.negative_sizes)
-    return schedules.why_none(kernel, launch_target(options), sizes)
+    sched = next(s for s in schedules.SCHEDULES if s.name == only)
+    return sched.why_not(kernel, launch_target(options), sizes) or \
+        "the WGSL dialect cannot spell the program it built"
 
 
 def launch_program(kernel: cir.Kernel, options: WGSLOptions, only: str | None = None) -> Program | None:
     """`kernel` through compiler/schedules/ and the WGSL dialect of the one printer, as the
     Program the WebGPU device runs: one program for every size set of the pattern of equal
     and negative sizes the options give (sizes are uniforms, grids and scratch counts host
-    expressions over them). None where no schedule applies or the dialect cannot spell what
+    expressions over them), else, given `options.launch_sizes`, one laid out for those sizes
+    (`_launch_targets`). None where no schedule applies or the dialect cannot spell what
     it built (the reason is a ZynMLDeviceError of the dialect: 64-bit integers, f64, f16
     without `shader-f16`...)."""
-    from .. import schedules
     from ..launch import ir as lir
-    from ..launch.scalar import pattern_sizes, size_pattern, user_name
-    from .dialects.wgsl import WgslDialect
-    from .printer import print_program
+    from ..launch.scalar import pattern_sizes, user_name
     if options.launch_sizes:
         sizes = {k: int(v) for k, v in options.launch_sizes}
         if any(d not in sizes for d in kernel.dims):
@@ -2421,24 +2203,14 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions, only: str | None = 
     else:
         sizes = pattern_sizes(kernel.dims, options.equal_sizes, options.negative_sizes)
     _refuse_f64(kernel, options)        # f64 refused as the renderer below refuses it
-    target = launch_target(options)
-    prog = schedules.build(kernel, target, sizes, only=only)
-    if prog is None:
+    got = None
+    for target, baked in _launch_targets(options):
+        got = _printed(kernel, target, sizes, only, baked, options)
+        if got is not None:
+            break
+    if got is None:
         return None
-    # the one program of every size set: a schedule that read a size's value (one that
-    # cannot build for every size yet) would build another one for other values
-    equal, negative = size_pattern(kernel, sizes)
-    other = pattern_sizes(kernel.dims, equal, tuple(d for d in kernel.dims if d not in negative),
-                          base=7919)
-    if schedules.build(kernel, target, other, only=only) != prog:
-        return None
-    dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
-                          f64=options.f64)
-    try:
-        out = print_program(dialect, prog, kernel)
-        bindings = dialect.bindings(prog)
-    except ZynMLDeviceError:
-        return None
+    prog, dialect, out, bindings = got
     names = {user_name(b.name): b.name for b in list(kernel.inputs) + [kernel.output]}
     scalars = {user_name(s.name): s.name for s in kernel.scalars}
     dims = {user_name(d): d for d in kernel.dims}
@@ -2465,10 +2237,65 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions, only: str | None = 
     if dialect.workgroup_bytes > options.max_workgroup_storage:
         return None
     first = prog.kernels[0]
-    return Program(kernel.name, prog.schedule, out.source, program_bindings, passes, params,
+    source = out.source
+    if dialect.block_fns and options.subgroups_directive:
+        source = "enable subgroups;\n" + source
+    return Program(kernel.name, prog.schedule, source, program_bindings, passes, params,
                    {}, dialect.workgroup_bytes, (first.block, 1, 1), list(prog.notes),
                    dialect.uses_f16, prog.sites, scratch_bytes,
                    _i32_check(kernel, prog, env_sizes))
+
+
+def _launch_targets(options: WGSLOptions):
+    """(target, sizes baked) to build for, best first: one program for every size set, then
+    (given the launch's sizes) one for these sizes, which a schedule that lays work out by
+    a size (rows, block arrays) needs."""
+    import dataclasses as dc
+    # subgroups are not warps of a width a schedule knows: block all-reductions only
+    target = dc.replace(launch_target(options), warp=1, collectives=False)
+    every = [(target, False)]
+    if options.launch_sizes:
+        every.append((dc.replace(target, symbolic_sizes=False), True))
+    return every
+
+
+def _printed(kernel: cir.Kernel, target, sizes: dict, only, baked: bool, options: WGSLOptions):
+    """(launch IR, dialect, printed program, bindings) of `kernel` on `target`, or None where
+    no schedule builds it or the WGSL dialect cannot spell what one built. Not `baked`: the
+    program must be the one of every size set of the pattern of `sizes`."""
+    from .. import schedules
+    from ..launch.scalar import pattern_sizes, size_pattern
+    from .dialects.wgsl import WgslDialect
+    from .printer import print_program
+    prog = schedules.build(kernel, target, sizes, only=only)
+    if prog is None:
+        return None
+    if not baked:
+        # a schedule that read a size's value would build another program for other values
+        equal, negative = size_pattern(kernel, sizes)
+        other = pattern_sizes(kernel.dims, equal,
+                              tuple(d for d in kernel.dims if d not in negative), base=7919)
+        if schedules.build(kernel, target, other, only=only) != prog:
+            return None
+    dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
+                          f64=options.f64)
+    try:
+        return prog, dialect, print_program(dialect, prog, kernel), dialect.bindings(prog)
+    except ZynMLDeviceError:
+        return None
+
+
+def needs_launch_sizes(kernel: cir.Kernel, options: WGSLOptions) -> bool:
+    """Whether the launch IR of `kernel` is built for the sizes of each launch (no program
+    serves every size set): the device then compiles one per size set."""
+    key = (kernel.stable_hash(), options.key())
+    if key not in _NEEDS_SIZES:
+        _NEEDS_SIZES[key] = options.launch_ir and not options.launch_sizes and \
+            launch_program(kernel, options) is None
+    return _NEEDS_SIZES[key]
+
+
+_NEEDS_SIZES: dict = {}
 
 
 I32_LIMIT = 2 ** 31 - 1

@@ -38,7 +38,8 @@ from ..passes.recognise import contraction
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .nest import extents, parallel_nest, trip_count
 
-_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
+          "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
 PAD = 8                 # elements of padding per row of a tensor-core operand tile
 MIN_SIDE = 16           # M or N below this wastes most of a tile: the thread schedule does better
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
@@ -136,7 +137,7 @@ def _vector_ok(kernel, form: _Form, side: _Side, sizes: dict, width: int) -> boo
     if side.cond is not None:
         return False
     buf = next(b for b in kernel.inputs if b.name == side.load.buffer)
-    if len(side.load.index) != len(buf.shape):
+    if buf.dtype not in ir.FLOAT_DTYPES or len(side.load.index) != len(buf.shape):
         return False
     if side.kcontig:
         loops = list(form.c.rloops)
@@ -430,7 +431,7 @@ class _Builder:
                    f"{p.bm}x{p.bn}x{p.bk} tiles, {p.threads // 32} warps of {p.tm}x{p.tn}, "
                    "2 shared-memory stages")
         else:
-            how = (f": {shape}; {p.bm}x{p.bn}x{p.bk} tiles in double-buffered shared memory, "
+            how = (f": {shape}; {p.bm}x{p.bn}x{p.bk} tiles in two shared-memory buffers, "
                    f"{p.tm}x{p.tn} per thread")
         loads = " and ".join(f"{getattr(f, s).load.buffer} in {self.W[s] * _BYTES[d]}-byte loads"
                              for s, d in zip("mn", f.dtypes) if self.W[s] > 1)

@@ -3,9 +3,10 @@
 Each row runs one compute block again and again with the same shapes and dtypes, through
 `Session.run` and through the `%%compute` magic, after warm-up (the first run compiles),
 and reports medians: end-to-end time (the call plus waiting for the device), kernel time
-(CUDA events on `cuda:N`, the host clock on CPU devices), their difference (the host
-overhead), the time the call itself takes before returning, and the same operation in
-PyTorch (eager, on the same device, timed the same way).
+(CUDA events on `cuda:N`, the host clock on CPU devices), the difference of the two in each
+run (the host overhead), the time the call itself takes before returning (on CUDA it need
+not wait for the kernel), and the same operation in PyTorch (eager, on the same device,
+timed the same way).
 
     python bench/bench_launch.py [--device cuda:0|cpu:native] [--reps 200] [--rows a,b]
                                  [--json out.json] [--profile ROW]
@@ -52,7 +53,7 @@ ROWS = {
 
 
 class Clock:
-    """Waits for a device and reads the last launch's kernel time."""
+    """Waits for the launches of this thread on a device."""
 
     def __init__(self, device: str):
         self.cuda = device.startswith("cuda")
@@ -101,47 +102,56 @@ def median_of(fn, wait, reps: int, warmup: int, waited: bool = True) -> float:
     return statistics.median(times)
 
 
+def timed_runs(run, session, wait, reps: int, warmup: int) -> dict:
+    """Medians of end-to-end time (the call and waiting for the device), of kernel time
+    (the run's launch) and of their difference in each run (the host overhead)."""
+    for _ in range(warmup):
+        run()
+    wait()
+    walls, kernels = [], []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        run()
+        wait()
+        walls.append(time.perf_counter() - t0)
+        kernels.append(session.launches[-1].times.kernel)
+    return {"e2e": statistics.median(walls), "kernel": statistics.median(kernels),
+            "overhead": statistics.median(w - k for w, k in zip(walls, kernels))}
+
+
 def magic_runner(device: str, source: str, env: dict):
-    """`%%compute @device(...)` of `source` in an IPython shell holding `env`."""
+    """`%%compute @device(...)` of `source` in an IPython shell holding `env`, and the
+    notebook session it runs in."""
     from IPython.core.interactiveshell import InteractiveShell
 
     import zynbook
     from zynbook.kernel import state
     shell = InteractiveShell.instance()
-    state.set_notebook_session(zynbook.Session(device=device))
+    session = zynbook.Session(device=device)
+    state.set_notebook_session(session)
     shell.run_line_magic("load_ext", "zynbook")
     shell.user_ns.update(env)
     line = f'@device("{device}")'
-    return lambda: shell.run_cell_magic("compute", line, source)
+    return (lambda: shell.run_cell_magic("compute", line, source)), session
 
 
 def measure(row: str, device: str, reps: int, warmup: int) -> dict:
     import zynbook
     source, shapes, peer_op = ROWS[row]
     env, peer, torch = inputs_for(device, shapes, np.random.default_rng(0))
-    clock = Clock(device)
+    wait = Clock(device).wait
     session = zynbook.Session(device)
     run = lambda: session.run(source, **env)         # noqa: E731
-    e2e = median_of(run, clock.wait, reps, warmup)
-    call = median_of(run, clock.wait, reps, 0, waited=False)
-    kernel = statistics.median(_kernel_times(run, session, clock, reps))
-    magic = median_of(magic_runner(device, source, env), clock.wait, reps, warmup)
-    result = {"row": row, "device": device, "e2e_s": e2e, "kernel_s": kernel,
-              "overhead_s": e2e - kernel, "call_s": call, "magic_e2e_s": magic,
-              "magic_overhead_s": magic - kernel}
+    direct = timed_runs(run, session, wait, reps, warmup)
+    magic = timed_runs(*magic_runner(device, source, env), wait, reps, warmup)
+    result = {"row": row, "device": device, "e2e_s": direct["e2e"],
+              "kernel_s": direct["kernel"], "overhead_s": direct["overhead"],
+              "call_s": median_of(run, wait, reps, 0, waited=False),
+              "magic_e2e_s": magic["e2e"], "magic_overhead_s": magic["overhead"]}
     if torch is not None and peer is not None:
         sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
         result["torch_s"] = median_of(lambda: peer_op(torch, peer), sync, reps, warmup)
     return result
-
-
-def _kernel_times(run, session, clock, reps: int) -> list:
-    times = []
-    for _ in range(reps):
-        run()
-        clock.wait()
-        times.append(session.launches[-1].times.kernel)
-    return times
 
 
 def profile(row: str, device: str, reps: int, warmup: int):

@@ -31,6 +31,9 @@ class Target:
     # per launch) the sizes of the launch are baked in
     symbolic_sizes: bool = False
     vector_bytes: int = 0       # the widest load or store one thread makes at once (0: none)
+    # dtypes whose + max min all-reduction over a block the dialect spells itself (WebGPU:
+    # rounds of subgroup operations of the width the adapter runs, which no schedule knows)
+    block_collectives: tuple = ()
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:
@@ -69,4 +72,5 @@ def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -
                   int(limits.get("max_compute_workgroup_storage_size", 16384)), dtypes,
                   collectives="subgroup" in features,
                   max_blocks=int(limits.get("max_compute_workgroups_per_dimension", 65535)),
-                  symbolic_sizes=True)
+                  symbolic_sizes=True,
+                  block_collectives=("f32", "i32", "u32") if "subgroup" in features else ())

@@ -179,12 +179,16 @@ class WebGPUDevice(Device):
 
     def specialised(self, kernel: cir.Kernel, sizes: dict | None = None) -> wgsl.WGSLOptions:
         """The options of a kernel's program at a launch of `sizes`: this adapter's, with
-        the pattern of equal and negative sizes."""
+        the pattern of equal and negative sizes (and the sizes themselves where no program
+        serves every size set)."""
         opts = self.options()
         if sizes:
             equal, nonneg = size_pattern(kernel, sizes)
             opts = dataclasses.replace(opts, equal_sizes=equal, negative_sizes=tuple(sorted(
                 d for d in kernel.dims if d not in nonneg)))
+            if wgsl.needs_launch_sizes(kernel, opts):       # a program per size set
+                opts = dataclasses.replace(opts, launch_sizes=tuple(sorted(
+                    (k, int(v)) for k, v in sizes.items() if k in kernel.dims)))
         return opts
 
     def _compile(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions) -> rt.CompiledProgram:

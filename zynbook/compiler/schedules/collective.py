@@ -1,6 +1,7 @@
-"""Block-wide all-reductions built from what a target has: warp (subgroup) collectives and
-one shared slot per warp, or a tree in shared memory. Every thread of the block must reach
-them; every thread ends with the block's result in the local it passed."""
+"""Block-wide all-reductions built from what a target has: the dialect's own (a block
+collective), warp collectives and one shared slot per warp, or a tree in shared memory.
+Every thread of the block must reach them; every thread ends with the block's result in
+the local it passed."""
 from __future__ import annotations
 
 from ..launch import ir
@@ -33,6 +34,8 @@ def block_allreduce(target: Target, op: str, name: str, dtype: str, threads: int
     if threads == 1:
         return []
     acc = ir.Ref(name, dtype)
+    if dtype in target.block_collectives and op in ("+", "max", "min"):
+        return [ir.Set(name, ir.Collective(op, acc, "block", dtype))]
     if warp_collectives(target, op, threads):
         out = [ir.Set(name, ir.Collective(op, acc, "warp", dtype))]
         nw = threads // target.warp

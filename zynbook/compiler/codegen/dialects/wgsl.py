@@ -11,8 +11,9 @@ large grids, runtime.split_workgroups) and `blocks` their count.
 
 What WGSL cannot hold is refused with a `ZynMLDeviceError`, so the caller takes the older
 renderer or reports a device error: 64-bit integers, f64 without the adapter's `shader-f64`
-(and, with it, the math 64-bit shaders lack), f16 without `shader-f16`, warp collectives,
-lanes and scratch buffers. Types WGSL does hold narrower
+(and, with it, the math 64-bit shaders lack), f16 without `shader-f16`, warp collectives
+(subgroups have the width the adapter chooses; a block all-reduction of f32, i32 or u32 is
+spelled with them, `_block_collective`), lanes and scratch buffers. Types WGSL does hold narrower
 than 32 bits are stored widened (i8, i16 as i32; u8, u16 as u32; bool as u32; bf16 as f32,
 rounded to bfloat16 where the program casts to it), and their arithmetic wraps at their own
 width, as the reference's does. Float min and max propagate NaN, as numpy's do.
@@ -65,6 +66,7 @@ class WgslDialect:
         self.uses_f16 = False
         self.kernel_block = 1
         self.uniforms: list = []        # (field, WGSL type, ir.Param) of ZynParams
+        self.block_fns: dict = {}       # block all-reductions: name -> WGSL function
 
     # ---- refusals ---------------------------------------------------------------------
 
@@ -94,7 +96,7 @@ class WgslDialect:
         return name
 
     def helpers_text(self) -> str:
-        out = [_helper(n) for n in self.needed]
+        out = [_helper(n) for n in self.needed] + list(self.block_fns.values())
         return "\n".join(out) + ("\n\n" if out else "")
 
     # ---- values -----------------------------------------------------------------------
@@ -247,8 +249,15 @@ class WgslDialect:
             return "zyn_blocks"
         self.refuse(f"the thread axis `{axis}` (no subgroups in this dialect yet)")
 
-    def collective(self, op, value, scope, dtype):
-        self.refuse(f"a {scope} collective")
+    def collective(self, op, value, scope, dtype, width=0):
+        if scope != "block" or op not in BLOCK_OPS or dtype not in ("f32", "i32", "u32"):
+            self.refuse(f"a {scope} collective")
+        t, n = TYPES[dtype], self.kernel_block
+        fn = f"zyn_block_{BLOCK_OPS[op]}_{t}_{n}"
+        if fn not in self.block_fns:
+            self.block_fns[fn] = _block_collective(fn, op, t, n, self.need)
+            self.array(f"zyn_bred_{t}_{n}", dtype, n, "shared")
+        return f"{fn}({value}, zyn_lid.x, zyn_sg_lid, zyn_sg_size)"
 
     # ---- memory and checks ------------------------------------------------------------
 
@@ -341,7 +350,11 @@ class WgslDialect:
         lines += [f"@compute @workgroup_size({k.block})",
                   f"fn {k.name}(@builtin(workgroup_id) zyn_wg: vec3<u32>, "
                   "@builtin(num_workgroups) zyn_nwg: vec3<u32>, "
-                  "@builtin(local_invocation_id) zyn_lid: vec3<u32>) {",
+                  "@builtin(local_invocation_id) zyn_lid: vec3<u32>"
+                  + (", @builtin(subgroup_invocation_id) zyn_sg_lid: u32, "
+                     "@builtin(subgroup_size) zyn_sg_size: u32" if any(
+                         isinstance(n, ir.Collective) and n.scope == "block"
+                         for n in ir.walk(k.body)) else "") + ") {",
                   "    // the linear workgroup id of a dispatch of up to three dimensions",
                   "    let zyn_block: i32 = i32(zyn_wg.x + zyn_nwg.x * (zyn_wg.y + zyn_nwg.y * zyn_wg.z));",
                   "    let zyn_blocks: i32 = i32(zyn_nwg.x * zyn_nwg.y * zyn_nwg.z);",
@@ -410,6 +423,37 @@ class WgslDialect:
 
     def program_tail(self, program, sizes) -> str:
         return ""
+
+
+BLOCK_OPS = {"+": "add", "max": "max", "min": "min"}
+
+
+def _block_collective(fn: str, op: str, t: str, n: int, need) -> str:
+    """A block all-reduction for `n` invocations: each round every subgroup combines its
+    values and its first invocation writes the partial, until one is left (two barriers a
+    round). Subgroups are consecutive local invocation ids, as on every Vulkan, Metal and
+    D3D12 driver for a 1-D workgroup; their width is the adapter's, read at run time."""
+    arr = f"zyn_bred_{t}_{n}"
+    sub = {"+": "subgroupAdd", "max": "subgroupMax", "min": "subgroupMin"}[op]
+    ident = {"+": {"f32": "0.0f", "i32": "0i", "u32": "0u"},
+             "max": {"f32": "bitcast<f32>(0xff800000u)", "i32": "i32(-2147483647 - 1)", "u32": "0u"},
+             "min": {"f32": "bitcast<f32>(0x7f800000u)", "i32": "2147483647i",
+                     "u32": "4294967295u"}}[op][t]
+    if t == "f32" and op != "+":
+        # subgroupMin/Max leave NaN undefined: a NaN anywhere is the result, as numpy's
+        red = (f"select({sub}(x), bitcast<f32>(0x7fc00000u), "
+               f"subgroupAny({need('zyn_isnan_f32')}(x)))")
+    else:
+        red = f"{sub}(x)"
+    return (f"fn {fn}(v: {t}, lid: u32, sg_lid: u32, sg_size: u32) -> {t} {{\n"
+            f"    var x = v;\n    var cnt: u32 = {n}u;\n    loop {{\n"
+            f"        let r = {red};\n        workgroupBarrier();\n"
+            f"        if (sg_lid == 0u) {{ {arr}[lid / sg_size] = r; }}\n"
+            f"        workgroupBarrier();\n"
+            f"        cnt = (cnt + sg_size - 1u) / sg_size;\n"
+            f"        if (cnt <= 1u) {{ break; }}\n"
+            f"        x = select({ident}, {arr}[min(lid, cnt - 1u)], lid < cnt);\n    }}\n"
+            f"    return {arr}[0];\n}}")
 
 
 def _compute(dtype: str) -> str:

@@ -93,7 +93,7 @@ class Printer:
             return d.checked_div(e.op, self.expr(e.a), self.expr(e.b), e.site_zero,
                                  e.site_overflow, e.dtype)
         if isinstance(e, ir.Collective):
-            return d.collective(e.op, self.expr(e.value), e.scope, e.dtype)
+            return d.collective(e.op, self.expr(e.value), e.scope, e.dtype, e.width)
         raise TypeError(f"not a launch-IR expression: {e!r}")
 
     def space(self, name: str) -> str:

@@ -430,7 +430,7 @@ class _Translator:
                 self.block(s.orelse, depth + 1)
         elif isinstance(s, Barrier):
             point = len(self.points)
-            self.points.append((_BAR, None, None, self.line, "a barrier"))
+            self.points.append((_BAR, None, None, self.line, "a barrier", 0))
             self.emit(depth, f"yield ({_BAR}, {point}, None)")
         elif isinstance(s, ir.Copy):
             # element by element (each access checked); the offsets must be multiples of
@@ -481,7 +481,7 @@ class _Translator:
                 self.expr(Load(name, Bin("+", index, Lit(w, index.dtype), index.dtype), dtype), pre)
                 for w in range(count)) + ",)")
         point = len(self.points)
-        self.points.append((_MMA, None, s.dtype, self.line, "a warp MMA"))
+        self.points.append((_MMA, None, s.dtype, self.line, "a warp MMA", 0))
         got = self.fresh("m")
         self.flush(pre, depth)
         self.emit(depth, f"{got} = yield ({_MMA}, {point}, ({', '.join(parts)}))")
@@ -665,8 +665,11 @@ class _Translator:
                 self.fail(f"a collective over an unknown scope {e.scope!r}")
             v, d = self.x(e.value, pre)
             point = len(self.points)
+            if e.width:
+                self.check(e.scope == "warp" and e.width & (e.width - 1) == 0,
+                           f"a {e.scope} collective over groups of {e.width} lanes")
             self.points.append((kind, e.op, e.dtype, self.line,
-                                f"a {e.scope} collective ({e.op})"))
+                                f"a {e.scope} collective ({e.op})", e.width))
             return f"(yield ({kind}, {point}, {v}))", d + 1, False
         self.fail(f"unknown expression {type(e).__name__}")
 
@@ -1058,9 +1061,11 @@ class Emulator:
                     if e0[0] == _MMA:
                         rs = _mma_tiles([ev[t][2] for t in range(lo, hi)], kernel.name)
                     else:
-                        _, op, dt, _, _ = points[e0[1]]
-                        rs = [_butterfly([ev[t][2] for t in range(lo, hi)], W, _combine(op),
-                                         _identity(op, dt))] * (hi - lo)
+                        _, op, dt, _, _, width = points[e0[1]]
+                        g = min(width or W, W)      # lanes reduced together
+                        rs = [_butterfly([ev[t][2] for t in range(at, min(hi, at + g))], g,
+                                         _combine(op), _identity(op, dt))
+                              for at in range(lo, hi, g) for _ in range(at, min(hi, at + g))]
                     for t in range(lo, hi):
                         ev[t] = self._step(gens[t], rs[t - lo])
                     progress = True
@@ -1078,7 +1083,7 @@ class Emulator:
             if kind == _BAR:
                 r = None
             else:
-                _, op, dt, _, _ = points[point]
+                _, op, dt, _, _, _ = points[point]
                 fn2, ident = _combine(op), _identity(op, dt)
                 partial = [_butterfly([e[2] for e in ev[lo:lo + W]], W, fn2, ident)
                            for lo in range(0, n, W)]
@@ -1109,7 +1114,7 @@ class Emulator:
             if e is _DONE:
                 key = "finished"
             else:
-                _, _, _, line, what = points[e[1]]
+                _, _, _, line, what, _ = points[e[1]]
                 key = what + (f" at line {line}" if line else "") + f" (point {e[1]})"
             where.setdefault(key, []).append(t)
         parts = [f"{_ranges(ts)} {key}" if key == "finished" else f"{_ranges(ts)} at {key}"

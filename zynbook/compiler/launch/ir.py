@@ -153,11 +153,13 @@ COLLECTIVE_OPS = ("+", "*", "max", "min", "and", "or")
 @dataclass(frozen=True)
 class Collective(Expr):
     """The all-reduction of `value` over the threads of a `warp` or a `block`; every thread
-    of the group must reach it (block: it contains barriers)."""
+    of the group must reach it (block: it contains barriers). `width` (warp scope, a power
+    of two below the warp): over each group of that many consecutive lanes instead."""
     op: str
     value: Expr
     scope: str
     dtype: str
+    width: int = 0
 
 
 # ------------------------------------------------------------------------ statements

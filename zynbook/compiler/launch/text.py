@@ -71,7 +71,8 @@ def _expr(e, top=False) -> str:
         sites = f"#{e.site_zero}" + (f", #{e.site_overflow}" if e.site_overflow else "")
         return (f"checked({_expr(e.a)} {e.op} {_expr(e.b)}, {sites})")
     if isinstance(e, ir.Collective):
-        return f"{e.scope}_reduce({e.op}, {_expr(e.value, top=True)}):{e.dtype}"
+        group = f"{e.scope}/{e.width}" if e.width else e.scope
+        return f"{group}_reduce({e.op}, {_expr(e.value, top=True)}):{e.dtype}"
     return repr(e)
 
 

@@ -38,8 +38,8 @@ ZERO = lit(0.0, F)
 HEAD_DIM_CLASSES = (32, 64, 128)
 # the shared arrays are declared statically: CUDA takes at most 48 KiB of them
 STATIC_SHARED = 48 * 1024
-FORMS = {"flash": "flash attention", "three-pass": "three-pass attention",
-         "online-stats": "attention (online statistics)", "one-pass": "one-pass attention"}
+FORMS = {"flash": "flash attention", "three-pass": "attention (three passes)",
+         "online-stats": "attention (online statistics)", "one-pass": "attention (one pass)"}
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,9 @@ class AttentionParams(Params):
     lanes: int = 1              # threads per query
     chunk: int = 16             # keys a thread scores per online-softmax update
     tiles: bool = True          # K and V tiles in shared memory
+    # Q K^T and P V as register-tiled products by 256 threads (64 x 64 tiles, 4 x 4 scores a
+    # thread; the other fields are then unused): head_dim 16 to 64 in steps of 16
+    products: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,20 @@ def fit(params: AttentionParams, dcap: int, target):
     return bq, bk, min(params.chunk, bk // R)
 
 
+PRODUCTS = AttentionParams(64, 64, 16, 4, True, True)
+
+
+def products_fit(target, shape: Shape) -> bool:
+    """Whether the register-tiled products run this attention on `target`: head_dim 16..64
+    in steps of 16 known when compiled, half-warp collectives, 256 threads, the Q, K (then
+    P) and V tiles in shared memory."""
+    D = shape.D
+    need = 4 * (D * 64 + max(D * 64, 64 * 64) + 64 * D)
+    return (baked(target, shape) and not target.symbolic_sizes and D % 16 == 0 and 16 <= D <= 64
+            and target.collectives and target.warp >= 16 and target.max_threads >= 256
+            and need <= min(target.shared_bytes, STATIC_SHARED))
+
+
 def _is_lit(e, value) -> bool:
     return isinstance(e, ir.Lit) and e.value == value
 
@@ -145,9 +162,9 @@ class Attention(Schedule):
         return None
 
     def default(self, kernel, target, sizes):
-        """The CPU: one query per block, keys read from memory. WebGPU: 4 threads per query
-        (more threads per workgroup on adapters of few invocations and little memory).
-        CUDA and Metal: a thread per query, 64 queries and 64-key tiles."""
+        """The CPU: one query per block, keys read from memory. WebGPU: 4 threads per query.
+        A GPU with 16-byte vector loads (CUDA): the register-tiled products where head_dim
+        allows. Otherwise (Metal) a thread per query, 64 queries and 64-key tiles."""
         space = self.space(kernel, target, sizes)
         return space[0] if space else self._first(target)
 
@@ -164,15 +181,23 @@ class Attention(Schedule):
         if shape is None:
             return []
         first = self._first(target)
+        products = [PRODUCTS] if products_fit(target, shape) else []
+        if target.vector_bytes >= 16:
+            first, products = (products + [first])[0], products[1:] + [first]
         if not first.tiles:
             choices = [first, replace(first, chunk=8), replace(first, chunk=32, block_kv=32)]
         else:
-            choices = [first] + [AttentionParams(bq, bk, r, ch)
+            choices = [first] + products + [AttentionParams(bq, bk, r, ch)
                                  for bq in (32, 64, 128) for bk in (32, 64) for r in (1, 2, 4)
                                  for ch in (8, 16) if ch * r <= bk]
         out = []
         for c in choices:
-            if c in out or c.block_q * c.lanes > target.max_threads:
+            if c in out or (c.products and c.block_q * c.lanes != 1024):
+                continue
+            if c.products:
+                out.append(c)
+                continue
+            if c.block_q * c.lanes > target.max_threads:
                 continue
             if not all(_pow2(x) for x in (c.block_q, c.block_kv, c.lanes, c.chunk)):
                 continue
@@ -194,6 +219,12 @@ class Attention(Schedule):
         sym = target.symbolic_sizes
         idx = "i32" if sym else index_dtype(kernel, sizes)
         sites = errflag.ErrorSites()
+        if params.products:
+            if not products_fit(target, shape):
+                raise ValueError("the register-tiled products do not fit this attention")
+            return self._program(kernel, shape, params, sites, [_Products(
+                kernel, target, sizes, shape, params, sites, idx, shape.D, 0, 64, 64, 16, 0, 0,
+                None).kernel()], [f"head_dim {shape.D}: 64 queries x 64-key tiles"], target, sizes)
         dcaps = self.head_dims(target, shape)
         fits = {d: fit(params, d, target) for d in dcaps}
         if any(f is None for f in fits.values()):
@@ -202,30 +233,41 @@ class Attention(Schedule):
         pad = 1 if params.lanes > 1 else 0
         kv = max(max(2 * f[1] * (d + pad), f[0] * d * pad) for d, f in fits.items())
         ml = max(2 * f[0] * params.lanes for f in fits.values())
-        kernels, launches, lines = [], [], []
+        built, lines = [], []
         for n, dcap in enumerate(dcaps):
             bq, bk, chunk = fits[dcap]
             lo = dcaps[n - 1] if n else 0
-            b = _Kernel(kernel, target, sizes, shape, params, sites, idx, dcap, lo, bq, bk, chunk,
-                        kv, ml, None if len(dcaps) == 1 else f"d{dcap}")
-            k, grid = b.kernel()
-            if not sym:
+            built.append(_Kernel(kernel, target, sizes, shape, params, sites, idx, dcap, lo, bq, bk,
+                                 chunk, kv, ml, None if len(dcaps) == 1 else f"d{dcap}").kernel())
+            lines.append(f"head_dim {'up to ' + str(dcap) if len(dcaps) > 1 else dcap}: "
+                         f"{bq} queries x {bk}-key tiles, {chunk} keys per step")
+        return self._program(kernel, shape, params, sites, built, lines, target, sizes)
+
+    @staticmethod
+    def _program(kernel, shape, params, sites, built, lines, target, sizes) -> ir.Program:
+        """The program of the kernels `built` ((kernel, grid) each), described."""
+        launches = []
+        for k, grid in built:
+            if not target.symbolic_sizes:
                 grid = lit(max(0, ir.evaluate(grid, {user_name(s): v for s, v in sizes.items()})), "i64")
             elif not host_expr(grid):
                 raise ValueError("a loop range the host cannot compute")
-            kernels.append(k)
             launches.append(ir.Launch(k.name, grid, k.block))
-            lines.append(f"head_dim {'up to ' + str(dcap) if len(dcaps) > 1 else dcap}: "
-                         f"{bq} queries x {bk}-key tiles, {chunk} keys per step")
         p = shape.p
-        what = (f"{FORMS[p.form]}{' with a key condition' if p.mask is not None else ''}: "
-                f"{params.lanes} thread{'s' if params.lanes > 1 else ''} per query, "
-                + ("K/V tiles in shared memory, " if params.tiles else "K/V read from memory, ")
-                + "online softmax in registers" + (", the lanes merged in shared memory"
-                                                   if params.lanes > 1 else "")
-                + f" ({'; '.join(lines)})")
-        return ir.Program(kernel.name, tuple(kernels), tuple(launches), (), sites.as_tuple(),
-                          f"{what} (attention: {params.describe()})")
+        if params.products:
+            how = ("Q K^T and P V as register-tiled products (4 x 4 and 4 x head_dim/16 per "
+                   "thread), online softmax with half-warp collectives, K/V tiles in shared "
+                   "memory, the next tile prefetched")
+        else:
+            how = (f"{params.lanes} threads per query, " if params.lanes > 1 else "one thread per query, ")
+            how = (how
+                   + ("K/V tiles in shared memory, " if params.tiles else "K/V read from memory, ")
+                   + "online softmax in registers"
+                   + (", the lanes merged in shared memory" if params.lanes > 1 else ""))
+        what = (f"{'masked ' if p.mask is not None else ''}{FORMS[p.form]}: {how} "
+                f"({'; '.join(lines)})")
+        return ir.Program(kernel.name, tuple(k for k, _ in built), tuple(launches), (),
+                          sites.as_tuple(), f"{what} (attention: {params.describe()})")
 
 
 class _Kernel:
@@ -495,3 +537,210 @@ class _Kernel:
             guard = None if self.exact else ir.Bin("<", d, self.D, "bool")
             return [ir.Store(user_name(out.name), self.add(self.ref("_orow"), d), v, guard)]
         return [ir.If(ok, (ir.Decl("_inv", F, inv), self.each_d("_d", put)))]
+
+
+class _Products(_Kernel):
+    """Q K^T and P V as register-tiled products, for a head_dim of 16 to 64 in steps of 16.
+
+    A block of 256 threads (16 x 16: tx, ty) takes 64 queries of one head. Per 64-key tile:
+    S = Q K^T, each thread a 4 x 4 piece (queries 4 ty.., keys 4 tx..) from d-major Q and K
+    tiles in shared memory (Q scaled once); the online softmax runs on those registers, a
+    query's maximum and sum reduced over the 16 threads of a half warp that share it; P goes
+    to shared memory over the K tile (a query block's four values at a rotated place per key,
+    so that the threads of a warp meet different banks) and O += P V gives each thread a
+    4 x head_dim/16 piece of the output. The next tile's K and V rows are read into registers
+    while this one is computed."""
+
+    BQ = BKV = 64
+    T = 256
+
+    def kernel(self):
+        p, low, idx = self.shape.p, self.low, self.idx
+        D, BQ, BKV, T = self.dcap, self.BQ, self.BKV, self.T
+        TD = D // 16
+        self.D = lit(D, idx)
+        B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
+        r = self.ref
+        body = [ir.Decl("_S", idx, S), ir.Decl("_SK", idx, SK),
+                ir.Decl("_nqb", idx, ir.Bin("/", self.add(S, self.i(BQ - 1)), self.i(BQ), idx)),
+                ir.Decl("_bh", idx, ir.Bin("/", self.at("block"), r("_nqb"), idx)),
+                ir.Decl("_h", idx, ir.Bin("%", r("_bh"), H, idx)),
+                ir.Decl("_b", idx, ir.Bin("/", r("_bh"), H, idx)),
+                ir.Decl("_q0", idx, self.mul(ir.Bin("%", self.at("block"), r("_nqb"), idx), self.i(BQ))),
+                ir.Decl("_t", idx, self.at("thread")),
+                ir.Decl("_tx", idx, ir.Bin("%", r("_t"), self.i(16), idx)),
+                ir.Decl("_ty", idx, ir.Bin("/", r("_t"), self.i(16), idx))]
+        bh = (r("_b"), r("_h"))
+        body += [ir.Decl("_qbase", idx, self.row_offset("q", *bh, self.i(0))),
+                 ir.Decl("_kbase", idx, self.row_offset("k", *bh, self.i(0))),
+                 ir.Decl("_vbase", idx, self.row_offset("v", *bh, self.i(0))),
+                 ir.Decl("_obase", idx, self.row_offset("out", *bh, self.i(0))),
+                 ir.Decl("_scale", F, low.operand(p.scale, F)),
+                 ir.Array("_qs", F, D * BQ, "shared"),
+                 ir.Array("_kp", F, max(D * BKV, BKV * BQ), "shared"),
+                 ir.Array("_vs", F, BKV * D, "shared"),
+                 self.chunks("_w", TD, lambda e: self.rows_of(e, BQ, "_qj", "_qd4") + [
+                     self.quad(lambda w: ir.Store("_qs", self.add(self.mul(self.add(
+                         self.mul(r("_qd4"), self.i(4)), w), self.i(BQ)), r("_qj")), self.mul(
+                         self.row_element("q", r("_q0"), r("_qj"), r("_S"), r("_qd4"), w), ir.Ref("_scale", F))))]),
+                 ir.Array("_kr", F, 4 * TD), ir.Array("_vr", F, 4 * TD),
+                 ir.Array("_o", F, 4 * TD), ir.Array("_mi", F, 4), ir.Array("_li", F, 4),
+                 self.loop("_i", 4, lambda i: [ir.Store("_mi", i, NEG), ir.Store("_li", i, ZERO)]),
+                 self.loop("_i", 4 * TD, lambda i: [ir.Store("_o", i, ZERO)]),
+                 ir.Decl("_next", idx, self.i(0), True)]
+        body += self.prefetch()
+        tile = [ir.Barrier(), self.stage(), ir.Barrier(),
+                ir.Set("_next", self.add(r("_k0"), self.i(BKV))),
+                ir.If(ir.Bin("<", r("_next"), r("_SK"), "bool"), tuple(self.prefetch()))]
+        tile += self.scores() + self.softmax() + self.values()
+        body.append(ir.For("_k0", self.i(0), r("_SK"), self.i(BKV), tuple(tile), idx))
+        body += self.finish()
+        name = kernel_name(self.k)
+        k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, idx), tuple(body), T, idx,
+                      f"attention, head_dim {D}: 64 queries x 64 keys per step as register-tiled "
+                      f"products (4 x 4 and 4 x {TD} per thread)")
+        blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), BQ), idx)
+        return k, blocks
+
+    # ---- pieces -----------------------------------------------------------------------
+
+    def loop(self, var, n, body_of, unroll=True):
+        return ir.For(var, self.i(0), self.i(n), self.i(1), tuple(body_of(self.ref(var))),
+                      self.idx, unroll=unroll)
+
+    def quad(self, store_of) -> ir.For:
+        """The four consecutive elements a thread moves at once."""
+        return self.loop("_x", 4, lambda w: [store_of(w)])
+
+    def chunks(self, var, n, body_of) -> ir.For:
+        """for each of a thread's `n` groups of four: element e = thread + 256 var."""
+        return self.loop(var, n, lambda w: [ir.Decl("_e", self.idx, self.add(
+            self.ref("_t"), self.mul(w, self.i(self.T))))] + body_of(self.ref("_e")))
+
+    def rows_of(self, e, rows, row, col4) -> list:
+        """Element group e as (row, group of four columns) with consecutive e in consecutive rows."""
+        return [ir.Decl(row, self.idx, ir.Bin("%", e, self.i(rows), self.idx)),
+                ir.Decl(col4, self.idx, ir.Bin("/", e, self.i(rows), self.idx))]
+
+    def row_element(self, role, first, row, count, col4, w) -> ir.Expr:
+        """Element 4 col4 + w of row first + row of the (b, h) slice of `role`; 0 past `count`
+        rows (the index kept in range)."""
+        j = self.add(first, row)
+        jc = ir.Math("min", (j, ir.Bin("-", count, self.i(1), self.idx)), self.idx)
+        base = self.ref({"q": "_qbase", "k": "_kbase", "v": "_vbase"}[role])
+        at = self.add(base, self.mul(jc, self.seq_stride(role)), self.mul(col4, self.i(4)), w)
+        v = cast(ir.Load(user_name(self.shape.bufs[role].name), at, self.shape.bufs[role].dtype), F)
+        return ir.Select(ir.Bin("<", j, count, "bool"), v, ZERO, F)
+
+    def kv_rows(self, e) -> list:
+        """K: consecutive threads take consecutive keys; V: consecutive groups of a row."""
+        D4 = self.dcap // 4
+        return (self.rows_of(e, self.BKV, "_kj", "_kd4")
+                + [ir.Decl("_vj", self.idx, ir.Bin("/", e, self.i(D4), self.idx)),
+                   ir.Decl("_vd4", self.idx, ir.Bin("%", e, self.i(D4), self.idx))])
+
+    def prefetch(self) -> list:
+        """The K and V rows of tile _next into registers."""
+        r, TD = self.ref, self.dcap // 16
+        slot = lambda w: self.add(self.mul(r("_w"), self.i(4)), w)
+        return [self.chunks("_w", TD, lambda e: self.kv_rows(e) + [
+            self.quad(lambda w: ir.Store("_kr", slot(w), self.row_element(
+                "k", r("_next"), r("_kj"), r("_SK"), r("_kd4"), w))),
+            self.quad(lambda w: ir.Store("_vr", slot(w), self.row_element(
+                "v", r("_next"), r("_vj"), r("_SK"), r("_vd4"), w)))])]
+
+    def stage(self) -> ir.For:
+        """The prefetched rows into shared memory: K d-major, V row-major."""
+        r, TD = self.ref, self.dcap // 16
+        slot = lambda w: self.add(self.mul(r("_w"), self.i(4)), w)
+        return self.chunks("_w", TD, lambda e: self.kv_rows(e) + [
+            self.quad(lambda w: ir.Store("_kp", self.add(self.mul(self.add(
+                self.mul(r("_kd4"), self.i(4)), w), self.i(self.BKV)), r("_kj")), ir.Load("_kr", slot(w), F))),
+            self.quad(lambda w: ir.Store("_vs", self.add(self.mul(r("_vj"), self.i(self.dcap)),
+                                                         self.mul(r("_vd4"), self.i(4)), w), ir.Load("_vr", slot(w), F)))])
+
+    def scores(self) -> list:
+        """s[i][j] = sum_d Qs[d][4 ty + i] Ks[d][4 tx + j]."""
+        r = self.ref
+        at = lambda i, j: self.add(self.mul(i, self.i(4)), j)
+        a = lambda i: ir.Load("_qs", self.add(self.mul(r("_d"), self.i(self.BQ)), self.mul(r("_ty"), self.i(4)), i), F)
+        b = lambda j: ir.Load("_kp", self.add(self.mul(r("_d"), self.i(self.BKV)), self.mul(r("_tx"), self.i(4)), j), F)
+        fma = self.loop("_i", 4, lambda i: [self.loop("_jj", 4, lambda j: [ir.Store("_s", at(i, j), ir.Bin(
+            "+", ir.Load("_s", at(i, j), F), self.mul(a(i), b(j)), F))])])
+        return [ir.Array("_s", F, 16), self.loop("_i", 16, lambda i: [ir.Store("_s", i, ZERO)]),
+                self.unrolled_by("_d", self.dcap, 8, [fma])]
+
+    def unrolled_by(self, var, n, k, body) -> ir.For:
+        """for var in 0..n (n a multiple of k), k iterations written out per step."""
+        r = self.ref
+        inner = self.loop(var + "u", k, lambda u: [ir.Decl(var, self.idx, self.add(r(var + "0"), u))] + body)
+        return ir.For(var + "0", self.i(0), self.i(n), self.i(k), (inner,), self.idx)
+
+    def softmax(self) -> list:
+        """Per query row: mask, the row's maximum and sum over its 16 threads, the rescale."""
+        r, idx = self.ref, self.idx
+        s = lambda: ir.Load("_s", self.add(self.mul(r("_i"), self.i(4)), r("_jj")), F)
+        put = lambda v: ir.Store("_s", self.add(self.mul(r("_i"), self.i(4)), r("_jj")), v)
+        keys = [ir.Decl("_j", idx, self.add(r("_k0"), self.mul(r("_tx"), self.i(4)), r("_jj"))),
+                ir.Decl("_jc", idx, ir.Math("min", (r("_j"), ir.Bin("-", r("_SK"), self.i(1), idx)), idx))]
+        mx = ir.Ref("_mx", F)
+        mn = ir.Ref("_mn", F)
+        is_neg = lambda x: ir.Bin("==", x, NEG, "bool")
+        row = [ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(4)), r("_i"))),
+               ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
+               ir.Decl("_mx", F, NEG, True),
+               self.loop("_jj", 4, lambda _: keys + [
+                   put(ir.Select(self.admitted(), s(), NEG, F)),
+                   ir.Set("_mx", ir.Math("max", (mx, s()), F))]),
+               ir.Set("_mx", ir.Collective("max", mx, "warp", F, 16)),
+               ir.Decl("_mn", F, ir.Math("max", (ir.Load("_mi", r("_i"), F), mx), F)),
+               ir.Decl("_alpha", F, ir.Select(is_neg(mn), lit(1.0, F), ir.Math(
+                   "exp", (ir.Bin("-", ir.Load("_mi", r("_i"), F), mn, F),), F), F)),
+               ir.Decl("_rs", F, ZERO, True),
+               self.loop("_jj", 4, lambda _: [
+                   put(ir.Select(is_neg(s()), ZERO, ir.Math("exp", (ir.Bin("-", s(), mn, F),), F), F)),
+                   ir.Set("_rs", ir.Bin("+", ir.Ref("_rs", F), s(), F))]),
+               ir.Set("_rs", ir.Collective("+", ir.Ref("_rs", F), "warp", F, 16)),
+               ir.Store("_li", r("_i"), ir.Bin("+", self.mul(ir.Load("_li", r("_i"), F), ir.Ref("_alpha", F)),
+                                               ir.Ref("_rs", F), F)),
+               ir.Store("_mi", r("_i"), mn),
+               self.loop("_dd", self.dcap // 16, lambda dd: [ir.Store(
+                   "_o", self.add(self.mul(r("_i"), self.i(self.dcap // 16)), dd),
+                   self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(self.dcap // 16)), dd), F),
+                            ir.Ref("_alpha", F)))])]
+        return [self.loop("_i", 4, lambda _: row)]
+
+    def p_at(self, j, i) -> ir.Expr:
+        """Where P[j][4 ty + i] is kept: a query block's four values at a place rotated by the
+        key's group of four, so that a warp's stores of four keys meet different banks."""
+        rot = ir.Bin("%", self.add(self.ref("_ty"), ir.Bin("/", j, self.i(4), self.idx)), self.i(16), self.idx)
+        return self.add(self.mul(j, self.i(self.BQ)), self.mul(rot, self.i(4)), i)
+
+    def values(self) -> list:
+        """P over the K tile, then o[i][dd] += sum_j P[j][4 ty + i] V[j][tx TD + dd]."""
+        r, TD = self.ref, self.dcap // 16
+        jt = lambda: self.add(self.mul(r("_tx"), self.i(4)), r("_jj"))
+        store_p = self.loop("_jj", 4, lambda jj: [self.loop("_i", 4, lambda i: [ir.Store(
+            "_kp", self.p_at(jt(), i), ir.Load("_s", self.add(self.mul(i, self.i(4)), jj), F))])])
+        acc = self.loop("_i", 4, lambda i: [self.loop("_dd", TD, lambda dd: [ir.Store(
+            "_o", self.add(self.mul(i, self.i(TD)), dd), ir.Bin(
+                "+", ir.Load("_o", self.add(self.mul(i, self.i(TD)), dd), F), self.mul(
+                    ir.Load("_kp", self.p_at(r("_j"), i), F),
+                    ir.Load("_vs", self.add(self.mul(r("_j"), self.i(self.dcap)),
+                                            self.mul(r("_tx"), self.i(TD)), dd), F)), F))])])
+        return [ir.Barrier(), store_p, ir.Barrier(), self.unrolled_by("_j", self.BKV, 4, [acc])]
+
+    def finish(self) -> list:
+        """Each query in range stores its row piece o / l."""
+        p, r, idx, TD = self.shape.p, self.ref, self.idx, self.dcap // 16
+        out = self.shape.bufs["out"]
+        L = ir.Load("_li", r("_i"), F)
+        inv = ir.Bin("/", lit(1.0, F), L, F)
+        if not (p.empty_row == "nan" and p.mask is not None):
+            inv = ir.Select(ir.Bin("==", L, ZERO, "bool"), ZERO, inv, F)
+        row = self.add(r("_obase"), self.mul(r("_qi"), self.seq_stride("out")), self.mul(r("_tx"), self.i(TD)))
+        put = self.loop("_dd", TD, lambda dd: [ir.Store(user_name(out.name), self.add(row, dd), cast(
+            self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F), ir.Ref("_inv", F)), out.dtype))])
+        return [self.loop("_i", 4, lambda i: [
+            ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(4)), i)),
+            ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (ir.Decl("_inv", F, inv), put))])]

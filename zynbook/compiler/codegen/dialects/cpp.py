@@ -41,7 +41,7 @@ class CppDialect(CFamily):
         src, dst = ("f32" if t == "bf16" else t for t in (src, dst))
         return text if src == dst else super().cast(text, src, dst)
 
-    def collective(self, op, value, scope, dtype):
+    def collective(self, op, value, scope, dtype, width=0):
         return value                # one thread per block: the group is the thread itself
 
     def barrier(self):

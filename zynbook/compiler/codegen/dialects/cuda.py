@@ -13,6 +13,11 @@ CUDA_HELPERS = dict(HELPERS, **{
         "template <typename T, typename Op> {q}T zyn_warp_allreduce(T v, Op op) {{\n"
         "    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
         "    return v; }}", ()),
+    # over each group of W consecutive lanes
+    "zyn_lanes_allreduce": (
+        "template <int W, typename T, typename Op> {q}T zyn_lanes_allreduce(T v, Op op) {{\n"
+        "    for (int o = W / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+        "    return v; }}", ()),
     "zyn_block_allreduce": (
         "// every thread of the block gets the reduction of `v` over the block\n"
         "template <typename T, typename Op> {q}T zyn_block_allreduce(T v, Op op, T identity) {{\n"
@@ -86,10 +91,12 @@ class CudaDialect(CFamily):
             return f"__float2bfloat16_rn((float)({text}))"
         return super().cast(text, src, dst)
 
-    def collective(self, op, value, scope, dtype):
+    def collective(self, op, value, scope, dtype, width=0):
         if dtype == "bool":         # shuffles move ints
-            return f"({self.collective(op, f'(int)({value})', scope, 'i32')} != 0)"
+            return f"({self.collective(op, f'(int)({value})', scope, 'i32', width)} != 0)"
         f = f"{self.need(_FUNCTOR[op])}()"
+        if width:
+            return f"{self.need('zyn_lanes_allreduce')}<{width}>({value}, {f})"
         if scope == "warp":
             return f"{self.need('zyn_warp_allreduce')}({value}, {f})"
         ident = {"max": self.lit(float("-inf"), dtype) if dtype in ("f32", "f64") else "0",

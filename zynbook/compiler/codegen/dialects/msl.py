@@ -57,6 +57,16 @@ for _op in ("max", "min"):
         + "(v); return simd_max(v != v ? 1 : 0) != 0 ? T(NAN) : r; }}", ())
 
 
+# over each group of W consecutive lanes of a SIMD group (max and min propagate NaN)
+_LANES = {"+": ("sum", "a + b"), "max": ("max", "(a < b || b != b) ? b : a"),
+          "min": ("min", "(b < a || b != b) ? b : a")}
+for _name, _body in _LANES.values():
+    MSL_HELPERS[f"zyn_lanes_{_name}"] = (
+        "template <int W, typename T> {q}T zyn_lanes_" + _name + "(T v) {{\n"
+        "    for (ushort o = W / 2; o > 0; o >>= 1) {{ const T a = v, b = simd_shuffle_xor(v, o); v = "
+        + _body + "; }}\n    return v; }}", ())
+
+
 class Refused(Exception):
     """What the language cannot express (f64 on Metal)."""
 
@@ -106,9 +116,13 @@ class MslDialect(CFamily):
     def thread(self, axis):
         return _THREAD[axis]
 
-    def collective(self, op, value, scope, dtype):
+    def collective(self, op, value, scope, dtype, width=0):
         if scope != "warp":
             raise Refused("block collectives are built by the schedules from warp ones")
+        if width:
+            if op not in _LANES:
+                raise Refused(f"a {op} collective over groups of lanes")
+            return f"{self.need('zyn_lanes_' + _LANES[op][0])}<{width}>({value})"
         if op in ("and", "or"):
             return f"({'simd_min' if op == 'and' else 'simd_max'}(({value}) ? 1 : 0) != 0)"
         if op in ("max", "min") and dtype in ir.FLOAT_DTYPES:

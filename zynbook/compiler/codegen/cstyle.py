@@ -34,7 +34,6 @@ import threading
 from dataclasses import dataclass, field
 
 from .. import cir
-from ..passes import recognise
 from .. import errflag
 from ..passes.bounds import Facts
 # loop analyses: other codegen modules import them from here too
@@ -1389,75 +1388,6 @@ class GenericSchedules:
     # (value, index) reductions of more elements than this are refused (None: no limit)
 
 
-    # ---- attention --------------------------------------------------------------------
-
-    def attention_operands(self, p):
-        """(Q, K, V, out buffers, (B, H, S, D), SK) of a recognised attention `p`
-        (recognise.Attention / FlashAttention) for this launch's sizes. Unsupported where the
-        schedules' layout does not hold: the loop ranges must be the tensors' extents, and
-        Q, K, V and out must share head_dim and be f32, f16 or bf16."""
-        q, k_, v_, out = (self.buffers[n] for n in (p.q, p.k, p.v, p.out))
-        def ev(e):
-            try:
-                return int(recognise.launch_value(e, self.sizes))
-            except (KeyError, TypeError, ValueError, ZeroDivisionError):
-                raise Unsupported(f"the attention's range {cir.format_expr(e)} is not a size "
-                                  "known when the kernel is compiled") from None
-        B, H, S, SK = ev(p.n_batch), ev(p.n_heads), ev(p.n_queries), ev(p.n_keys)
-        D = q.shape[3]
-        if getattr(p, "head_dim", None) is not None and ev(p.head_dim) != D:
-            raise Unsupported("the loop over head_dim does not cover the tensors' last axis")
-        if any(b.dtype not in ("f32", "f16", "bf16") for b in (q, k_, v_, out)):
-            raise Unsupported("the attention schedules compute in f32: f16, bf16 or f32 tensors only")
-        role = {"q": (q, p.q_axes, S), "k": (k_, p.k_axes, SK), "v": (v_, p.v_axes, SK),
-                "out": (out, p.out_axes, S)}
-        self.att_strides = {}
-        for name, (buf, axes, n) in role.items():
-            if tuple(buf.shape[a] for a in axes) + (buf.shape[3],) != (B, H, n, D):
-                raise Unsupported(f"attention over Q {list(q.shape)}, K {list(k_.shape)}, V "
-                                  f"{list(v_.shape)} into out {list(out.shape)} with loop ranges "
-                                  f"{[B, H, S, SK]}: not the layout of the attention schedules")
-            self.att_strides[name] = tuple(buf.strides[a] for a in axes)
-        return q, k_, v_, out, (B, H, S, D), SK
-
-    def attention_bases(self, em, lt: str, b: str = "b", h: str = "h"):
-        """Emit the row strides (QSS, KSS, VSS, OSS: from one query or key to the next) and
-        the offsets of head (b, h) in Q, K, V and out (qbase, kbase, vbase, obase), for any
-        axis order of the tensors (head_dim is the last axis)."""
-        st = self.att_strides
-        em(f"constexpr {lt} QSS = {st['q'][2]}, KSS = {st['k'][2]}, VSS = {st['v'][2]}, "
-           f"OSS = {st['out'][2]};")
-        for name, role in (("qbase", "q"), ("kbase", "k"), ("vbase", "v"), ("obase", "out")):
-            em(f"const {lt} {name} = ({lt}){b} * {st[role][0]} + ({lt}){h} * {st[role][1]};")
-
-    def attention_scale(self, p) -> str:
-        """C text (float) of the score's scale: score = dot(q, k) * scale."""
-        if recognise.free_vars(p.scale) <= set(self.sizes):
-            return self.float_literal(float(recognise.launch_value(p.scale, self.sizes)), "f32")
-        return f"((float)({self._attention_expr(p.scale, {})}))"
-
-    def attention_mask(self, p, names: dict) -> str:
-        """C text (bool) of the key condition, `names` binding the pattern's loop variables
-        (batch, head, query, key) to C expressions."""
-        return self._attention_expr(p.mask, names)
-
-    def attention_inverse(self, p, l: str) -> str:
-        """1 / l, or what a query without keys stores (0, or 0 / 0 as the body says)."""
-        if p.empty_row == "nan" and p.mask is not None:
-            return f"1.0f / {l}"
-        return f"{l} > 0.0f ? 1.0f / {l} : 0.0f"
-
-    def _attention_expr(self, e, names: dict) -> str:
-        e = recognise.substitute(e, {n: cir.Const(v, cir.Ty("i32")) for n, v in self.sizes.items()})
-        scope = self.root.child()
-        for var, text in names.items():
-            scope.vars[var] = (f"({text})", "i32", ())
-        pre: list = []
-        text = self.expr(e, scope, pre)
-        if pre:
-            raise Unsupported("the attention's key condition or scale needs statements")
-        return text
-
     # ---- block mode ---------------------------------------------------------------
 
     def block_stmts(self, em: Emitter, body, scope: Scope, mutable: set):
@@ -1633,18 +1563,3 @@ class GenericSchedules:
         ivs = self._unflatten(em, e, shape)
         self.store_tile_elem(em, s, buf, target, ivs, scope)
         em.close()
-
-
-# ------------------------------------------------------------ CIR -> CIR helpers
-
-
-def attention_pattern(kernel: cir.Kernel, notes: list):
-    """The recognised attention of `kernel` (recognise.py), or None with a note saying why
-    the generic schedule runs it."""
-    if kernel.kernel_type.kind not in ("attention", "flash_attention"):
-        return None
-    p = recognise.attention(kernel)
-    if not p:
-        notes.append(p.note(kernel.kernel_type.kind))
-        return None
-    return p

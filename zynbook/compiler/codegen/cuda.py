@@ -32,7 +32,7 @@ from .printer import print_program
 from .cstyle import SITES as _SITES
 from ..passes.tiles import inline_tile_lets
 from .cstyle import no_schedule
-from .cstyle import (OP_FUNCTOR, CStyleRenderer, Emitter, GenericSchedules, Nest, Unsupported,
+from .cstyle import (OP_FUNCTOR, CStyleRenderer, GenericSchedules, Nest, Unsupported,
                      ceil_div, cname, prelude_functors, prelude_guards, prelude_helpers,
                      prelude_span_len, raise_unsupported)
 

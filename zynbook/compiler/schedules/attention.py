@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import (ScalarLowering, buffer_params, cast, compute_dtype, host_expr,
-                             index_dtype, lit, user_name)
+from ..launch.scalar import (ScalarLowering, buffer_params, cast, host_expr, index_dtype, lit,
+                             user_name)
 from ..passes import recognise
 from .base import Params, Schedule, kernel_name
 
@@ -522,7 +522,7 @@ class _Kernel:
 
     def store(self) -> list:
         """Lane 0 of each query in range stores o / L."""
-        p, idx = self.shape.p, self.idx
+        p = self.shape.p
         out = self.shape.bufs["out"]
         L = ir.Ref("_L", F)
         inv = ir.Bin("/", lit(1.0, F), L, F)

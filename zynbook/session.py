@@ -25,12 +25,16 @@ class _Unusable(ZynMLTypeError):
         self.value, self.path = value, path
 
 
-def _zynml_value(value) -> bool:
+@functools.lru_cache(maxsize=None)
+def _zynml_types() -> tuple:
     from .runtime.interp import _BuiltinRef, _Method
     from .runtime.values import Future, MemoryPool, Pipeline
     from .nn.device import Buffer
-    return isinstance(value, (Tensor, Record, Future, MemoryPool, Pipeline, _BuiltinRef,
-                              _Method, Buffer))
+    return (Tensor, Record, Future, MemoryPool, Pipeline, _BuiltinRef, _Method, Buffer)
+
+
+def _zynml_value(value) -> bool:
+    return isinstance(value, _zynml_types())
 
 
 def bind_value(value, _path: str = ""):

@@ -1,0 +1,178 @@
+"""A stand-in for CuPy where there is no GPU: arrays are numpy arrays, streams and events
+record what was asked of them, and a loaded module's kernels run the CPU reference
+executor (an index out of range sets the error flag as a generated kernel would). Enough to
+drive the CUDA device's host logic (launch plans, streams, waits, the error flag), nothing
+of the GPU itself. Install with `install(monkeypatch)`."""
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import types
+
+import numpy as np
+
+from zynbook.backends.cpu.reference import run_kernel
+from zynbook.errors import ZynMLRuntimeError
+
+
+class _Memory:
+    device_id = 0
+    ptr = 0
+
+
+class _Device:
+    def __init__(self, index: int = 0):
+        self.id = index
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class ndarray(np.ndarray):      # noqa: N801 - CuPy's name
+    @property
+    def data(self):
+        return _Memory()
+
+    @property
+    def device(self):
+        return _Device(0)
+
+    def get(self, stream=None):
+        return np.array(self)
+
+
+ndarray.__module__ = "cupy"      # what zynbook.runtime.tensor.to_tensor looks for
+
+
+def _wrap(a) -> ndarray:
+    return np.asarray(a).view(ndarray)
+
+
+class Log:
+    """What the device asked for: waits (event or stream synchronisations) and the stream
+    of every kernel launched."""
+
+    def __init__(self):
+        self.waits = 0
+        self.streams: list = []
+
+
+log = Log()
+_local = threading.local()
+
+
+class Stream:
+    _count = 0
+
+    def __init__(self, non_blocking: bool = False):
+        Stream._count += 1
+        self.ptr = Stream._count
+
+    def __enter__(self):
+        _stack().append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _stack().pop()
+        return False
+
+    def synchronize(self):
+        log.waits += 1
+
+
+def _stack() -> list:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+class _NullStream(Stream):
+    def __init__(self):
+        self.ptr = 0
+
+
+_NULL = _NullStream()
+
+
+class Event:
+    def record(self, stream=None):
+        self.stream = stream
+
+    def synchronize(self):
+        log.waits += 1
+
+
+class OutOfMemoryError(Exception):
+    pass
+
+
+class Function:
+    """A kernel of a loaded module: runs the whole CIR kernel on the reference executor."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        log.streams.append(stream)
+        k = self.kernel
+        count = len(k.inputs) + 1
+        arrays, err = list(args[:count]), args[-1]
+        names = [s.name for s in k.scalars if s.name not in k.dims]
+        scalars = {n: v.item() for n, v in zip(names, args[count:-1])}
+        sizes = {d: int(n) for b, a in zip(list(k.inputs) + [k.output], arrays)
+                 for d, n in zip(b.shape, a.shape) if isinstance(d, str)}
+        try:
+            out = run_kernel(k, [np.asarray(a) for a in arrays[:-1]], sizes, scalars)
+        except ZynMLRuntimeError as e:       # the first site reports, as the kernel would
+            found = re.search(r"index (-?\d+)", str(e))
+            err[0], err[1] = 1, int(found.group(1)) if found else 0
+            return
+        arrays[-1][...] = np.asarray(out).reshape(arrays[-1].shape)
+
+
+class Module:
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def get_function(self, name):
+        return Function(self.kernel)
+
+
+def _properties(index):
+    return {"name": b"CuPy stand-in", "major": 9, "minor": 0, "totalGlobalMem": 1 << 30,
+            "multiProcessorCount": 1, "l2CacheSize": 0}
+
+
+def module() -> types.ModuleType:
+    cp = types.ModuleType("cupy")
+    cp.__version__ = "stand-in"
+    cp.ndarray = ndarray
+    cp.zeros = lambda shape, dtype=np.float32: _wrap(np.zeros(shape, dtype))
+    cp.empty = lambda shape, dtype=np.float32: _wrap(np.empty(shape, dtype))
+    cp.asarray = lambda a, dtype=None: _wrap(np.asarray(a, dtype))
+    cp.ascontiguousarray = lambda a, dtype=None: _wrap(np.ascontiguousarray(a, dtype))
+    cp.asnumpy = lambda a: np.array(a)
+    cp.cuda = types.SimpleNamespace(
+        Stream=Stream, Event=Event, Device=_Device,
+        get_current_stream=lambda: _stack()[-1] if _stack() else _NULL,
+        get_elapsed_time=lambda start, end: 0.25,
+        memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
+        runtime=types.SimpleNamespace(getDeviceProperties=_properties,
+                                      getDeviceCount=lambda: 1,
+                                      deviceSynchronize=lambda: None))
+    return cp
+
+
+def install(monkeypatch):
+    """CuPy replaced by the stand-in, and a fresh `log`; the CUDA device's NVRTC and module
+    loading replaced by modules of `Function`s."""
+    from zynbook.backends.cuda.device import CudaDevice
+    monkeypatch.setitem(sys.modules, "cupy", module())
+    monkeypatch.setattr(CudaDevice, "_ptx", lambda self, program, kernel: "// stand-in")
+    monkeypatch.setattr(CudaDevice, "_load", lambda self, ptx, program, kernel: Module(kernel))
+    log.__init__()
+    return log

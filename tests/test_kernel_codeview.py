@@ -136,7 +136,7 @@ def test_python_reference_lines_map_by_their_trailing_zynml_text(kernels):
 
 def test_mapped_html_links_both_panes_scrolls_and_copies(kernels):
     _, ks = kernels
-    k, srcs = ks[2]                 # the matmul block: its CUDA GEMM has a shared prelude
+    k, srcs = ks[2]                 # the matmul block: the GEMM schedule's CUDA
     page = mapped_html(k.zynml, k.kernel.first_line, srcs["cuda"], "cuda", title="cuda")
     # each mapped ZynML line is a label for its radio button and has a hover/checked rule
     # that reaches the generated lines with the same data-l
@@ -153,8 +153,12 @@ def test_mapped_html_links_both_panes_scrolls_and_copies(kernels):
                        re.S).group(1)
     import html as H
     assert H.unescape(copied) == srcs["cuda"]
-    # unused helpers sit in a collapsed <details>
-    assert "<details><summary>" in page and "helpers not used by this kernel" in page
+    # unused helpers sit in a collapsed <details> (the printer of the launch IR writes only
+    # the helpers a kernel uses; the WGSL renderer's prelude has more)
+    assert "helpers not used by this kernel" not in page
+    k0, srcs0 = ks[0]
+    wgsl_page = mapped_html(k0.zynml, k0.kernel.first_line, srcs0["wgsl"], "wgsl", title="wgsl")
+    assert "<details><summary>" in wgsl_page and "helpers not used by this kernel" in wgsl_page
     # every generated line that holds code is there once, numbered as in the file, and the
     # kernel comes right after the header comment
     numbers = [int(n) for n in re.findall(r"<span class='zm-n'>(\d+)</span>", page)]
@@ -177,10 +181,9 @@ def test_code_bundle_prints_a_summary_and_the_kernel_only(kernels):
     assert text.splitlines()[0].startswith(f"{k.name} = y (elementwise) on cpu")
     assert "stages: zynml (6 lines), cir (" in text
     assert "helpers it does not use left out" not in text      # it has none
-    k2, srcs2 = ks[2]
-    text2 = code_bundle([k2], s.launches, "cuda")["text/plain"]
+    text2 = code_bundle([k], s.launches, "wgsl")["text/plain"]
     assert "helpers it does not use left out; --full shows all" in text2
-    assert len(text2.splitlines()) < len(srcs2["cuda"].splitlines())
+    assert len(text2.splitlines()) < len(srcs["wgsl"].splitlines())
     full = code_bundle([k], s.launches, "cuda", full=True)["text/plain"]
     assert srcs["cuda"].strip() in full
     # without a language: the code of the device the kernel ran on (the CPU reference)
@@ -290,9 +293,9 @@ def test_the_launch_ir_stage_shows_the_schedule_the_device_target_gets(kernels):
     assert text.startswith("// target: cuda sm_90")
     assert "schedule: reduce(max)" in text and "launch zyn_k_reduce_l9<<<" in text
     assert "warp_reduce(max, _acc)" in text
-    # the small matmul: the generic thread schedule (its inner loop is short)
+    # the small matmul: the GEMM schedule
     sections = dict(kernel_sections(ks[2][0]))
-    assert "(generic: threads=256" in sections["launch-ir"]
+    assert "schedule: contraction as GEMM: M=24 N=16 K=20" in sections["launch-ir"]
     # a kernel no schedule of the new form takes yet says why
     import os
     import sys

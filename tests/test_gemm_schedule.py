@@ -218,3 +218,32 @@ def test_why_not():
     kernel, sizes, _, _ = K.matmul(64, 64, 64, "f16")
     assert "f16 is not a type" in Gemm().why_not(kernel, webgpu_target(), sizes)
     assert schedules.build(kernel, webgpu_target(), sizes, only="gemm") is None
+
+
+INT_OPERAND = """let y = compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc = 0.0
+        for k in 0..K:
+            acc += A[i, k] * B[k, j]
+        out[i, j] = acc
+}
+y
+"""
+
+
+@pytest.mark.parametrize("target", ["cuda", "webgpu"])
+def test_integer_and_f64_operands(target):
+    rng = np.random.default_rng(11)
+    a = rng.integers(-5, 5, (21, 17)).astype(np.int32)
+    b = rng.standard_normal((17, 19)).astype(np.float32)
+    kernel, ins, sizes, scalars = lower_block(INT_OPERAND, {"A": a, "B": b})
+    tgt = TARGETS[target]
+    assert Gemm().why_not(kernel, tgt, sizes) is None
+    # an integer operand is gathered element by element and converted, whatever the width
+    check(kernel, ins, sizes, tgt, GemmParams(16, 16, 8, 4, 4, 4 if target == "cuda" else 1))
+    if target == "cuda":
+        a64, b64 = (rng.standard_normal(s) for s in ((21, 17), (17, 19)))
+        kernel, ins, sizes, scalars = lower_block(INT_OPERAND, {"A": a64, "B": b64})
+        prog = check(kernel, ins, sizes, tgt, GemmParams(16, 16, 8, 4, 4, 2), dtype="f64")
+        assert {a.dtype for a in ir.walk(prog) if isinstance(a, ir.Array) and a.space == "shared"} == {"f64"}

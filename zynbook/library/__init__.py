@@ -2,7 +2,7 @@
 
 Each kernel is a ZynML program of compute blocks (`KERNELS[name].source`), so it runs on
 every device a session has: the CPU reference, CUDA, and every WebGPU adapter, where the
-WGSL renderer gives GEMM its tiled schedule, softmax and RMSNorm one workgroup per row,
+GEMM schedule tiles GEMM, softmax and RMSNorm one workgroup per row,
 attention the flash schedule and Sinkhorn-Knopp row and column passes.
 
     from zynbook import library

@@ -152,10 +152,14 @@ def test_sizes_must_be_bound():
 
 def test_generic_flash_runs_on_the_block_schedule():
     # a mutable scalar later assigned a column of maxima is a block array (tile_loops.py)
-    text = FLASH_TEMPLATE.replace("BLOCK", "64")
+    text = FLASH_TEMPLATE.replace("BLOCK", "16")
     kernel = lower_template(text, [4, 4, 4])
     prog = cuda.render_cuda(kernel, _spec_sizes(kernel), options={"generic": True})
     assert prog.schedule.startswith("block:")
+    # its arrays at a block of 64 pass the 48 KiB of static shared memory: refused, saying so
+    kernel = lower_template(FLASH_TEMPLATE.replace("BLOCK", "64"), [4, 4, 4])
+    with pytest.raises(ZynMLDeviceError, match="bytes of shared arrays"):
+        cuda.render_cuda(kernel, _spec_sizes(kernel), options={"generic": True})
 
 
 def test_discover_without_cupy_or_gpu_is_empty_or_devices():

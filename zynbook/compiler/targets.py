@@ -34,6 +34,7 @@ class Target:
     # dtypes whose + max min all-reduction over a block the dialect spells itself (WebGPU:
     # rounds of subgroup operations of the width the adapter runs, which no schedule knows)
     block_collectives: tuple = ()
+    static_shared_bytes: int = 0    # shared arrays of fixed size a kernel declares (0: all)
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:
@@ -47,7 +48,8 @@ def cuda_target(cc: tuple = (9, 0)) -> Target:
     mma = ("wgmma", "mma.sync") if cc >= (9, 0) else (("mma.sync",) if cc >= (8, 0) else ())
     shared = 227 * 1024 if cc >= (9, 0) else (163 * 1024 if cc >= (8, 0) else 48 * 1024)
     return Target("cuda", "cuda", 32, 1024, shared, _BASE | {"f16", "bf16", "f64"}, mma,
-                  arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16)
+                  arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16,
+                  static_shared_bytes=48 * 1024)      # more is dynamic, on request
 
 
 def cpu_target(arch: str = "") -> Target:

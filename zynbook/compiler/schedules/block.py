@@ -62,10 +62,12 @@ class Block(Schedule):
         nest = parallel_nest(kernel.body, sizes)
         if has_node(nest.body, cir.Yield):
             return "a yield outside a reduce kernel"
-        shared_bytes = sum(4 * prod(cir.eval_dim(d, sizes) for d in s.shape)
+        shared_bytes = sum((8 if s.dtype in ("f64", "i64", "u64") else 4) *
+                           prod(cir.eval_dim(d, sizes) for d in s.shape)
                            for s in cir.walk(nest.body) if isinstance(s, cir.SharedAlloc))
-        if shared_bytes > target.shared_bytes:
-            return f"{shared_bytes} bytes of shared arrays, more than the target's {target.shared_bytes}"
+        limit = target.static_shared_bytes or target.shared_bytes
+        if shared_bytes > limit:
+            return f"{shared_bytes} bytes of shared arrays, more than the target's {limit}"
         if not has_node(nest.body, (cir.SharedAlloc, cir.Barrier)) and thread_takes:
             return "no shared arrays or barriers, and the thread schedule takes it"
         return None

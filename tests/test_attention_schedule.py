@@ -1,0 +1,153 @@
+"""The attention schedule (compiler/schedules/attention.py) on the launch-IR emulator against
+the reference executor: every recognised form (three passes, online statistics, one pass,
+flash with blocks of 16 and 48 and min(...) tiles), masks (a bool input, a causal condition,
+a threshold on a float input), scales, rows without keys, f32 and f16, odd sizes, on the
+CUDA, Metal, C++ and WebGPU (no subgroups, subgroups of 4) targets, several parameter
+choices, and the bodies it must not take."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zynbook.backends.cpu.reference import run_kernel
+from zynbook.compiler import schedules
+from zynbook.compiler.schedules.attention import PRODUCTS, Attention, AttentionParams
+from zynbook.compiler.targets import cpu_target, cuda_target, metal_target, webgpu_target
+from zynbook.errors import ZynMLError
+
+import attention_sources as A
+from compute_testing import emulate_kernel, lower_block
+from tolerances import assert_within
+
+TARGETS = {
+    "cuda": (cuda_target(), 32),
+    "metal": (metal_target(), 32),
+    "cpp": (cpu_target(), 1),
+    "webgpu": (webgpu_target(["shader-f16"]), 1),
+    "webgpu_sg4": (webgpu_target(["shader-f16", "subgroup"], subgroup=4), 4),
+}
+TOL = {"f32": (2e-4, 2e-5), "f16": (2e-2, 2e-2)}
+SCHED = Attention()
+
+
+def _inputs(text, seq, d, dtype="f32", batch=1, heads=2):
+    """(kernel, inputs, sizes, scalars) of `text` over random tensors; a mask input admits
+    about 70% of the keys, every key of the first query and none of the middle one."""
+    rng = np.random.default_rng(seq * 100 + d)
+    np_dtype = {"f32": np.float32, "f16": np.float16}[dtype]
+    arrays = {n: rng.standard_normal((batch, heads, seq, d)).astype(np_dtype) for n in "QKV"}
+    if "allowed" in text:
+        m = rng.random((seq, seq)) < 0.7
+        m[0, :] = True
+        m[seq // 2, :] = False
+        arrays["allowed"] = m if "allowed[i, j]:" in text or "allowed[row, col]:" in text \
+            else m.astype(np.float32)
+    scalars = {"temp": 0.3} if "temp" in text else {}
+    return lower_block(text, arrays, scalars, {})
+
+
+CASES = {
+    "three_pass_bool_sqrt_s7_d8": (A.three_pass("bool"), 7, 8),
+    "three_pass_causal_const_s33_d24": (A.three_pass("causal", "const"), 33, 24),
+    "three_pass_threshold_s1_d8": (A.three_pass("float"), 1, 8),
+    "online_stats_bool_nan_s7_d8": (A.online_stats("bool"), 7, 8),
+    "one_pass_causal_s7_d8": (A.one_pass("causal"), 7, 8),
+    "flash_16_min_s33_d8": (A.flash(16, tile="min"), 33, 8),
+    "flash_48_s65_d8": (A.flash(48, scale="const"), 65, 8),
+    "three_pass_bool_f16_s7_d8": (A.three_pass("bool"), 7, 8, "f16"),
+}
+
+
+def _check(prog, k, ins, sz, sc, warp, dtype="f32"):
+    got = emulate_kernel(prog, k, ins, sz, sc, warp=warp)
+    want = np.asarray(run_kernel(k, ins, sz, sc))
+    assert_within(got.astype(np.float64), want.astype(np.float64), *TOL[dtype])
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_default_equals_the_reference(case, target):
+    text, seq, d, *dt = CASES[case]
+    dtype = dt[0] if dt else "f32"
+    k, ins, sz, sc = _inputs(text, seq, d, dtype)
+    t, warp = TARGETS[target]
+    assert SCHED.why_not(k, t, sz) is None
+    prog = schedules.build(k, t, sz, only="attention")
+    assert "(attention: " in prog.schedule
+    _check(prog, k, ins, sz, sc, warp, dtype)
+
+
+@pytest.mark.parametrize("case,seq,d", [("causal", 33, 16), ("bool", 7, 64), ("none", 20, 32)])
+def test_register_tiled_products(case, seq, d):
+    k, ins, sz, sc = _inputs(A.three_pass(case, "const"), seq, d)
+    t = cuda_target()
+    assert SCHED.default(k, t, sz) == PRODUCTS           # CUDA's choice where head_dim allows
+    prog = SCHED.build(k, t, sz, PRODUCTS)
+    assert "register-tiled" in prog.schedule
+    _check(prog, k, ins, sz, sc, 32)
+
+
+def test_products_only_where_head_dim_allows():
+    k, _, sz, _ = _inputs(A.three_pass("causal"), 7, 24)
+    assert PRODUCTS not in SCHED.space(k, cuda_target(), sz)
+    assert not SCHED.default(k, cuda_target(), sz).products
+    k, _, sz, _ = _inputs(A.three_pass("causal"), 7, 16)
+    assert not SCHED.default(k, metal_target(), sz).products     # no 16-byte vector loads
+
+
+def test_the_space_has_several_valid_choices():
+    k, ins, sz, sc = _inputs(A.three_pass("bool"), 7, 8)
+    t, warp = TARGETS["cuda"]
+    space = SCHED.space(k, t, sz)
+    assert len(space) > 4 and len(set(space)) == len(space)
+    assert space[0] == SCHED.default(k, t, sz)
+    picked = {p.lanes: p for p in space}                   # one choice per lane count
+    for p in picked.values():
+        _check(SCHED.build(k, t, sz, p), k, ins, sz, sc, warp)
+    cpu = SCHED.space(k, cpu_target(), sz)
+    assert len(cpu) > 1 and not any(p.tiles for p in cpu)
+    for p in cpu:
+        _check(SCHED.build(k, cpu_target(), sz, p), k, ins, sz, sc, 1)
+
+
+def test_a_chosen_layout_on_webgpu():
+    k, ins, sz, sc = _inputs(A.flash(16, tile="min"), 33, 8)
+    t, warp = TARGETS["webgpu_sg4"]
+    p = AttentionParams(block_q=32, block_kv=32, lanes=2, chunk=8)
+    assert p in SCHED.space(k, t, sz)
+    _check(SCHED.build(k, t, sz, p), k, ins, sz, sc, warp)
+
+
+def test_webgpu_has_a_kernel_per_head_dim_class():
+    k, ins, sz, sc = _inputs(A.three_pass("causal"), 7, 40)
+    t, warp = TARGETS["webgpu"]
+    prog = SCHED.build(k, t, sz, SCHED.default(k, t, sz))
+    assert [kk.name[-4:] for kk in prog.kernels] == ["_d32", "_d64", "d128"]
+    from zynbook.compiler.launch import ir
+    from zynbook.compiler.launch.scalar import user_name
+    env = {user_name(n): v for n, v in sz.items()}
+    assert [ir.evaluate(l.grid, env) > 0 for l in prog.launches] == [False, True, False]
+    _check(prog, k, ins, sz, sc, warp)
+
+
+def test_webgpu_head_dim_past_the_largest_class_is_an_error():
+    k, ins, sz, sc = _inputs(A.three_pass("none"), 1, 136, batch=1, heads=1)
+    t, warp = TARGETS["webgpu"]
+    prog = SCHED.build(k, t, sz, SCHED.default(k, t, sz))
+    with pytest.raises(ZynMLError, match="136|135"):
+        emulate_kernel(prog, k, ins, sz, sc, warp=warp)
+
+
+def test_a_flash_body_without_the_rescale_is_not_attention():
+    k, ins, sz, sc = _inputs(A.flash(16, rescale=False), 33, 8)
+    t = cuda_target()
+    why = SCHED.why_not(k, t, sz)
+    assert why is not None and "rescaled" in why
+    prog = schedules.build(k, t, sz)
+    assert prog is None or "(attention: " not in prog.schedule
+
+
+def test_other_kernel_types_are_not_taken():
+    text = A.three_pass("none").replace("@kernel attention", "@kernel fused")
+    k, _, sz, _ = _inputs(text, 7, 8)
+    assert SCHED.why_not(k, cuda_target(), sz) == "not an attention kernel"

@@ -32,24 +32,48 @@ class _Device:
         return False
 
 
-class ndarray(np.ndarray):      # noqa: N801 - CuPy's name
-    @property
-    def data(self):
-        return _Memory()
+class ndarray:      # noqa: N801 - CuPy's name
+    """Device memory, held as a numpy array (not a numpy subclass: ZynBook must take it for
+    a GPU array, as it does CuPy's)."""
 
-    @property
-    def device(self):
-        return _Device(0)
+    def __init__(self, array: np.ndarray):
+        self.host = array
+
+    shape = property(lambda self: self.host.shape)
+    dtype = property(lambda self: self.host.dtype)
+    flags = property(lambda self: self.host.flags)
+    size = property(lambda self: self.host.size)
+    ndim = property(lambda self: self.host.ndim)
+    data = property(lambda self: _Memory())
+    device = property(lambda self: _Device(0))
+
+    def __array__(self, dtype=None, copy=None):
+        return self.host if dtype is None else self.host.astype(dtype)
+
+    def __getitem__(self, key):
+        return _wrap(self.host[key])
+
+    def __setitem__(self, key, value):
+        self.host[key] = np.asarray(value)
 
     def get(self, stream=None):
-        return np.array(self)
+        return self.host.copy()
+
+    def fill(self, value):
+        self.host.fill(value)
+
+    def astype(self, dtype):
+        return _wrap(self.host.astype(dtype))
+
+    def reshape(self, *shape):
+        return _wrap(self.host.reshape(*shape))
 
 
 ndarray.__module__ = "cupy"      # what zynbook.runtime.tensor.to_tensor looks for
 
 
 def _wrap(a) -> ndarray:
-    return np.asarray(a).view(ndarray)
+    return ndarray(np.asarray(a))
 
 
 class Log:
@@ -155,7 +179,7 @@ def module() -> types.ModuleType:
     cp.empty = lambda shape, dtype=np.float32: _wrap(np.empty(shape, dtype))
     cp.asarray = lambda a, dtype=None: _wrap(np.asarray(a, dtype))
     cp.ascontiguousarray = lambda a, dtype=None: _wrap(np.ascontiguousarray(a, dtype))
-    cp.asnumpy = lambda a: np.array(a)
+    cp.asnumpy = lambda a: np.array(a, copy=True)
     cp.cuda = types.SimpleNamespace(
         Stream=Stream, Event=Event, Device=_Device,
         get_current_stream=lambda: _stack()[-1] if _stack() else _NULL,

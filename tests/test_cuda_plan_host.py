@@ -17,6 +17,7 @@ import cupy_standin  # noqa: E402
 
 import zynbook  # noqa: E402
 from zynbook.errors import ZynMLRuntimeError  # noqa: E402
+from zynbook.runtime.tensor import to_tensor  # noqa: E402
 
 if importlib.util.find_spec("cupy") is not None:
     pytest.skip("CuPy is installed: test_cuda_gpu.py runs the CUDA device itself",
@@ -58,6 +59,7 @@ def test_a_warm_run_queues_on_the_callers_stream_without_waiting(cuda):
     cp, dev, log = cuda
     s = zynbook.Session("cuda:0")
     x = on_gpu(cp, np.arange(8))
+    assert to_tensor(x).device == "cuda:0"
     for k in range(3):
         y = s.run(SCALE, x=x, a=float(k))
         assert y.device == "cuda:0"

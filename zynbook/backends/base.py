@@ -24,9 +24,10 @@ class DeferredKernelTime(LaunchTimes):
     """LaunchTimes whose kernel time is read when first asked for: `read()` waits for the
     kernel then, so a launch itself need not wait for its kernel to finish."""
 
-    def __init__(self, read, **known):
-        self._read = read
-        super().__init__(**known)
+    def __init__(self, read, compile=None, upload=None, source=""):   # noqa: A002
+        # the fields set directly: a launch makes one of these every time
+        self._read, self._kernel = read, None
+        self.compile, self.upload, self.download, self.source = compile, upload, None, source
 
     @property
     def kernel(self):

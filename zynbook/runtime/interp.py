@@ -345,6 +345,10 @@ class Interpreter:
 
     # ------------------------------------------------------------ expressions
     def eval(self, e):
+        if isinstance(e, A.Name):
+            return self.lookup(e.id, e.span)
+        if isinstance(e, A.Compute):
+            return self.compute(e)
         if isinstance(e, A.Number):
             return e.value
         if isinstance(e, A.String):
@@ -355,8 +359,6 @@ class Interpreter:
             return e.seconds
         if isinstance(e, A.Size):
             return e.nbytes
-        if isinstance(e, A.Name):
-            return self.lookup(e.id, e.span)
         if isinstance(e, A.ListLit):
             return [self.eval(x) for x in e.items]
         if isinstance(e, A.TupleLit):
@@ -394,8 +396,6 @@ class Interpreter:
             return self.pipe(e)
         if isinstance(e, A.Await):
             return self.await_(e)
-        if isinstance(e, A.Compute):
-            return self.compute(e)
         if isinstance(e, A.OpRef):
             raise ZynMLTypeError(f"`{e.op}` is an operator, not a value", e.span)
         raise ZynMLTypeError("unsupported expression", e.span)

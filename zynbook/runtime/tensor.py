@@ -28,7 +28,7 @@ class Tensor:
         self.data = data
         self.device = device
         self.committed = bool(committed)
-        self._shape = tuple(int(d) for d in (shape if shape is not None else data.shape))
+        self._shape = tuple(map(int, shape if shape is not None else data.shape))
         self._dtype = dtype or _dtype_name(data.dtype)
 
     # --------------------------------------------------------------- properties

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 import time
 
@@ -36,8 +37,10 @@ _SCALAR_NP = {"f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": n
 
 
 def _cp():
-    import cupy
-    return cupy
+    cp = sys.modules.get("cupy")        # a launch asks several times: skip the import machinery
+    if cp is None:
+        import cupy as cp
+    return cp
 
 
 def storage_dtype(dtype: str):
@@ -296,9 +299,6 @@ class CudaDevice(Device):
         """A CuPy array on this device in the buffer's storage dtype (no copy when it fits)."""
         cp = _cp()
         want = storage_dtype(dtype)
-        if type(a) is cp.ndarray and a.dtype == want and a.flags.c_contiguous and \
-                a.data.device_id == self.index:
-            return a
         if dtype == "bf16":
             arr = self._as_cupy(a, None)
             if arr.dtype == np.uint16:
@@ -428,7 +428,7 @@ class CudaPlan(LaunchPlan):
         self.compile_s = time.perf_counter() - t0
         self.out_shape = cir.output_shape(kernel, sizes)
         self.out_dtype = storage_dtype(kernel.output.dtype)
-        self.dtypes = tuple(b.dtype for b in kernel.inputs)
+        self.dtypes = tuple((b.dtype, storage_dtype(b.dtype)) for b in kernel.inputs)
         self.checked = bool(self.compiled.program.error_sites)
         self._streams: dict = {}        # stream pointer -> (scratch buffers, error flag)
         prog = self.compiled.program
@@ -440,13 +440,21 @@ class CudaPlan(LaunchPlan):
     def launch(self, inputs: list, scalars: dict, background: bool = False):
         cp = _cp()
         dev = self.device
-        with dev.cupy_device:
+        with cp.cuda.Device(dev.index):
             if not background:
-                return self._launch_on(cp.cuda.get_current_stream(), inputs, scalars,
+                return self._launch_on(cp, cp.cuda.get_current_stream(), inputs, scalars,
                                        wait=self.checked)
             stream = dev.stream()
             with stream:
-                return self._launch_on(stream, inputs, scalars, wait=True)
+                return self._launch_on(cp, stream, inputs, scalars, wait=True)
+
+    def _buffer(self, cp, a, dtype: str, want):
+        """An input as the kernel takes it: as it is when it already fits (the usual case
+        of a warm run), else converted (dlpack, a copy, another dtype)."""
+        if type(a) is cp.ndarray and a.dtype == want and a.flags.c_contiguous and \
+                a.data.device_id == self.device.index:
+            return a
+        return self.device._as_device_array(a, dtype)
 
     def _buffers(self, stream):
         """Scratch buffers and error flag for launches on `stream`: launches on one stream
@@ -458,11 +466,10 @@ class CudaPlan(LaunchPlan):
                                                 self.compiled.error_flag())
         return held
 
-    def _launch_on(self, stream, inputs, scalars, wait: bool):
-        cp = _cp()
+    def _launch_on(self, cp, stream, inputs, scalars, wait: bool):
         dev = self.device
         t0 = time.perf_counter()
-        bufs = [dev._as_device_array(a, dt) for a, dt in zip(inputs, self.dtypes)]
+        bufs = [self._buffer(cp, a, *dt) for a, dt in zip(inputs, self.dtypes)]
         upload = time.perf_counter() - t0
         try:
             out = cp.zeros(self.out_shape, dtype=self.out_dtype)

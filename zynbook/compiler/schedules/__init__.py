@@ -21,10 +21,11 @@ SCHEDULES = (Attention(), Reduce(), Gemm(), Rows(), VectorThread(), GenericThrea
 def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:
     """Why no schedule applies to `kernel` on `target`: the reason of the schedule named
     after its kernel type, else every schedule's."""
+    reasons = {s.name: s.why_not(kernel, target, sizes) for s in SCHEDULES}
     for s in SCHEDULES:
-        if kernel.kernel_type.kind in (s.name,) + s.kinds:
-            return s.why_not(kernel, target, sizes) or ""
-    return "; ".join(f"{s.name}: {s.why_not(kernel, target, sizes)}" for s in SCHEDULES)
+        if kernel.kernel_type.kind in (s.name,) + s.kinds and reasons[s.name]:
+            return reasons[s.name]
+    return "; ".join(f"{name}: {why}" for name, why in reasons.items() if why)
 
 
 def build(kernel: cir.Kernel, target: Target, sizes: dict, params=None,

@@ -145,13 +145,15 @@ def to_tensor(value, device: str = "cpu"):
         dev = value.device.id
         return Tensor(value, f"cuda:{dev}")
     if module == "torch":
-        if value.device.type == "cuda":
+        if value.requires_grad:
+            value = value.detach()
+        if value.is_cuda:
             try:
                 import cupy
-                return Tensor(cupy.from_dlpack(value.detach()), f"cuda:{value.device.index or 0}")
+                return Tensor(cupy.from_dlpack(value), f"cuda:{value.get_device()}")
             except ImportError:
                 pass
-        return Tensor(np.asarray(value.detach().cpu().numpy()), "cpu")
+        return Tensor(np.asarray(value.cpu().numpy()), "cpu")
     if hasattr(value, "__array__"):
         return Tensor(np.asarray(value), "cpu")
     if hasattr(value, "__dlpack__"):

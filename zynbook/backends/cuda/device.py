@@ -8,8 +8,11 @@
 * Errors: NVRTC and launch failures become ZynML errors that show the generated CUDA line
   and point at the ZynML line it came from.
 * Memory: CuPy's device memory pool and pinned-memory pool (`allocate`, `memory_pool`).
-* Streams: every host thread launches on its own non-blocking stream (so `@async`
-  launches, which run on worker threads, overlap); CUDA events time each launch.
+* Streams (`CudaPlan`): a launch from the host program is queued on the caller's current
+  CuPy stream and does not wait for its kernel unless the kernel can fail at run time;
+  `@async` launches (on worker threads) and direct `launch` calls run on their thread's own
+  non-blocking stream and wait, so `@async` blocks overlap. CUDA events time each launch,
+  read when first asked for.
 * DLPack: inputs may be CuPy arrays, torch tensors or anything with `__dlpack__` /
   `__cuda_array_interface__`; they are used in place (no copy) when their dtype and layout
   fit. `to_torch` / `from_dlpack` exchange without copies.

@@ -14,11 +14,12 @@ from zynbook.errors import ZynMLRuntimeError
 from zynbook.runtime import plans
 
 DEVICES = ["cpu"]
-try:
-    get_device("cpu:native")
-    DEVICES.append("cpu:native")
-except Exception:           # no C++ compiler here
-    pass
+for _device in ("cpu:native", "cuda:0"):
+    try:
+        get_device(_device)
+        DEVICES.append(_device)
+    except Exception:       # no C++ compiler, no GPU here
+        pass
 
 SCALE = """let y = compute(x) {
     @kernel elementwise
@@ -69,7 +70,9 @@ class Counts:
 
 
 def close(got, want):
-    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+    """`got` (a tensor, numpy, or the CuPy array a magic gives on cuda:N) is `want`."""
+    host = got.get() if hasattr(got, "get") else np.asarray(got)
+    np.testing.assert_allclose(host, want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.fixture
@@ -230,7 +233,7 @@ def test_a_magic_cell_run_again_reuses_its_plan(counts):
     from IPython.core.interactiveshell import InteractiveShell
 
     from zynbook.kernel import state
-    device = DEVICES[-1]
+    device = DEVICES[-1]        # the compiled device where there is one
     shell = InteractiveShell.instance()
     session = zynbook.Session(device=device)
     state.set_notebook_session(session)

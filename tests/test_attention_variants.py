@@ -161,25 +161,8 @@ def _launch(device, kernel, inputs, sizes, scalars):
     return np.asarray(dev.to_host(got)), launch
 
 
-def _software_adapter(device) -> bool:
-    info = next((d for d in zynbook.compute_devices() if d["id"] == device), {})
-    return info.get("type") == "cpu" or "llvmpipe" in str(info.get("name", ""))
-
-
-def _generic_wgsl_known_wrong(device, name):
-    # on Mesa's llvmpipe, the generic WGSL rendering of these tile bodies differs from the
-    # reference with several (b, h) iterations (NVIDIA's Vulkan driver runs it right)
-    marks = []
-    if device.startswith(("vulkan", "webgpu", "gl")) and _software_adapter(device) \
-            and name == "flash_no_rescale_100":
-        marks.append(pytest.mark.xfail(strict=True, reason="generic WGSL tile bodies with "
-                                                           "several parallel iterations"))
-    return pytest.param(device, name, marks=marks)
-
-
 @pytest.mark.skipif(not DEVICES, reason="no device here but the reference")
-@pytest.mark.parametrize("device,name", [_generic_wgsl_known_wrong(d, n) for d in DEVICES
-                                         for n in sorted(NOT_ATTENTION)])
+@pytest.mark.parametrize("device,name", [(d, n) for d in DEVICES for n in sorted(NOT_ATTENTION)])
 def test_non_flash_body_equals_reference_on_device(device, name):
     """What the body computes, on the generic schedule, or a clear refusal."""
     k, ins, sz, sc = lowered(name)

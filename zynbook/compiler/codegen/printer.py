@@ -151,6 +151,11 @@ class Printer:
                              self.expr(s.src_index), self.space(s.src), s.count, s.dtype), line)
         elif isinstance(s, ir.Barrier):
             self.emit(d.barrier(), line)
+        elif isinstance(s, ir.MatrixLoad):
+            if not hasattr(d, "matrix_load"):
+                raise TypeError(f"the {d.name} dialect has no tensor-core matrix loads")
+            self.emit(d.matrix_load(s.dst, self.expr(s.dst_index), s.src, self.expr(s.src_index),
+                                    s.count, s.trans, s.dtype), line)
         elif isinstance(s, ir.Mma):
             if not hasattr(d, "mma"):
                 raise TypeError(f"the {d.name} dialect has no tensor-core MMA")

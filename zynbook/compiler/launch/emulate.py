@@ -277,7 +277,8 @@ def _butterfly(values: list, width: int, fn, identity):
 
 _MAX_DEPTH = 48                     # deeper expressions are outlined into lambdas
 
-_BAR, _BLOCK, _WARP, _MMA = 0, 1, 2, 3     # what a thread yields: (kind, point, value)
+_BAR, _BLOCK, _WARP, _MMA, _LDSM = 0, 1, 2, 3, 4   # what a thread yields: (kind, point, value)
+_WARP_STEPS = (_WARP, _MMA, _LDSM)                  # what every lane of a warp reaches together
 
 _UNARY_NP = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil",
              "tanh", "sinh", "cosh"}
@@ -448,6 +449,8 @@ class _Translator:
                                 None, s.line), depth)
         elif isinstance(s, ir.Mma):
             self.mma(s, depth)
+        elif isinstance(s, ir.MatrixLoad):
+            self.matrix_load(s, depth)
         elif isinstance(s, Array):
             if s.name in self.scopes[-1]:
                 self.fail(f"array `{s.name}` declared twice")
@@ -490,6 +493,36 @@ class _Translator:
             off = self.expr(Bin("+", s.c_index, Lit(w, s.c_index.dtype), s.c_index.dtype), pre)
             self.flush(pre, depth)
             self.emit(depth, f"{self.access(c, True)}{off}, {got}[{w}])")
+
+    def matrix_load(self, s: ir.MatrixLoad, depth: int):
+        """A warp step: each lane yields the row it points at; the block scheduler gives
+        each lane its elements of the tiles (`_matrix_rows`)."""
+        self.check(s.count in (1, 2, 4) and s.dtype in ("f16", "bf16"),
+                   f"an ldmatrix of {s.count} {s.dtype} tiles")
+        src = self.array(s.src, False)
+        self.check(src.dtype == s.dtype and src.space == "shared",
+                   f"an ldmatrix from `{s.src}`, not a shared {s.dtype} array")
+        self.check(self.array(s.dst, True).dtype == s.dtype, f"an ldmatrix into `{s.dst}` of another type")
+        pre: list[str] = []
+        off = self.fresh("x")
+        first = self.expr(s.src_index, pre)
+        self.flush(pre, depth)
+        self.emit(depth, f"{off} = {first}")
+        self.emit(depth, f"if {off} % 8: _bad('an ldmatrix row at ' + str({off}) + ', not 16-byte aligned')")
+        i = ir.Ref(off, s.src_index.dtype)
+        self.scopes[-1][off] = _Var(off, s.src_index.dtype, "local", name=off)
+        row = ", ".join(self.expr(Load(s.src, Bin("+", i, Lit(w, i.dtype), i.dtype), s.dtype), pre)
+                        for w in range(8))
+        point = len(self.points)
+        self.points.append((_LDSM, s.count, s.trans, self.line, "a warp ldmatrix"))
+        got = self.fresh("m")
+        self.flush(pre, depth)
+        self.emit(depth, f"{got} = yield ({_LDSM}, {point}, ({row},))")
+        dst = self.array(s.dst, True)
+        for w in range(2 * s.count):
+            at = self.expr(Bin("+", s.dst_index, Lit(w, s.dst_index.dtype), s.dst_index.dtype), pre)
+            self.flush(pre, depth)
+            self.emit(depth, f"{self.access(dst, True)}{at}, {got}[{w}])")
 
     def flush(self, pre: list, depth: int):
         for text in pre:
@@ -1053,13 +1086,17 @@ class Emulator:
                 for lo in range(0, n, W):
                     hi = min(n, lo + W)
                     e0 = ev[lo]
-                    if e0 is _DONE or e0[0] not in (_WARP, _MMA):
+                    if e0 is _DONE or e0[0] not in _WARP_STEPS:
                         continue
                     if not all(ev[t] is not _DONE and ev[t][0] == e0[0] and ev[t][1] == e0[1]
                                for t in range(lo, hi)):
                         continue
                     if e0[0] == _MMA:
                         rs = _mma_tiles([ev[t][2] for t in range(lo, hi)], kernel.name)
+                    elif e0[0] == _LDSM:
+                        _, count, trans, _, _ = points[e0[1]]
+                        rs = _matrix_rows([ev[t][2] for t in range(lo, hi)], count, trans,
+                                          kernel.name)
                     else:
                         _, op, dt, _, _, width = points[e0[1]]
                         g = min(width or W, W)      # lanes reduced together
@@ -1071,7 +1108,7 @@ class Emulator:
                     progress = True
             for lo in range(0, n, W):
                 hi = min(n, lo + W)
-                if any(ev[t] is not _DONE and ev[t][0] in (_WARP, _MMA) for t in range(lo, hi)):
+                if any(ev[t] is not _DONE and ev[t][0] in _WARP_STEPS for t in range(lo, hi)):
                     self._diverged(kernel, b, ev, range(lo, hi), points,
                                    f"warp {lo // W} of block {b}")
             if all(e is _DONE for e in ev):
@@ -1124,6 +1161,22 @@ class Emulator:
 
 
 _MISSING = object()
+
+
+def _matrix_rows(rows: list, count: int, trans: bool, kernel_name: str) -> list:
+    """What each of a warp's 32 lanes receives from an ldmatrix of `count` tiles, given the
+    row each lane pointed at (`ir.MatrixLoad`)."""
+    if len(rows) != 32:
+        raise EmulatorError(f"kernel `{kernel_name}`: an ldmatrix over a warp of {len(rows)} lanes, not 32")
+    tiles = [[rows[8 * i + j] for j in range(8)] for i in range(count)]
+    out = []
+    for lane in range(32):
+        r, c = lane // 4, 2 * (lane % 4)
+        got = []
+        for t in tiles:
+            got += [t[c][r], t[c + 1][r]] if trans else [t[r][c], t[r][c + 1]]
+        out.append(tuple(got))
+    return out
 
 
 def _mma_tiles(lanes: list, kernel_name: str) -> list:

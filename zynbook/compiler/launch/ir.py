@@ -272,6 +272,24 @@ class Mma(Stmt):
 
 
 @dataclass(frozen=True)
+class MatrixLoad(Stmt):
+    """A warp's load of `count` (1, 2 or 4) 8 x 8 tiles of 16-bit elements from a shared
+    array (PTX `ldmatrix`): lanes 8 i .. 8 i + 7 each give the offset of one row (8
+    consecutive elements) of tile i (the others an offset as valid, unused); every lane
+    receives, per tile i, two elements at dst_index + 2 i: (row l / 4, cols 2 (l % 4) + 0, 1)
+    of the tile, or of its transpose with `trans`. Every lane of the warp must reach it; only
+    targets with `tensor_cores` print it."""
+    dst: str
+    dst_index: Expr
+    src: str
+    src_index: Expr
+    count: int
+    trans: bool
+    dtype: str                  # f16 or bf16
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Atomic(Stmt):
     """`array[index] op= value` as one indivisible update (op in + max min)."""
     op: str

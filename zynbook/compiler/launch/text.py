@@ -133,6 +133,10 @@ class _Writer:
                             f"{s.src}[{format_expr(s.src_index)} ..+{s.count}]  ({s.dtype})", line)
         elif isinstance(s, ir.Array):
             self.put(depth, f"{s.space} {s.name}: {s.dtype}[{s.count}]", line)
+        elif isinstance(s, ir.MatrixLoad):
+            self.put(depth, f"ldmatrix x{s.count}{' trans' if s.trans else ''} ({s.dtype}) "
+                            f"{s.dst}[{format_expr(s.dst_index)} ..+{2 * s.count}] = "
+                            f"{s.src}[row at {format_expr(s.src_index)}]", line)
         elif isinstance(s, ir.Mma):
             m, n, k = s.shape
             self.put(depth, f"mma m{m}n{n}k{k} ({s.dtype}) {s.c}[{format_expr(s.c_index)} ..+4] += "

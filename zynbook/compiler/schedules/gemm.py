@@ -604,40 +604,34 @@ class _Builder:
 
     def mma_step(self, buf: ir.Expr) -> list:
         """Per 16-deep step: each warp's A fragments (16 rows each) and B fragments (8
-        columns each) from the shared tiles in PTX's lane layout, then FM x FN MMAs."""
+        columns each) from the shared tiles by warp matrix loads (transposed where the tile
+        runs along M or N), then FM x FN MMAs."""
         p, f = self.p, self.f
-        g, t4 = self.ref("_g"), self.ref("_t4")
+        lane = self.axis("lane")
+        tile, row = self.op("/", lane, 8), self.op("%", lane, 8)
 
-        def operand(s, arr, frag_base, rowv, kv):
-            """Two consecutive k of row (or column) `rowv` of side s's tile into `arr`."""
-            _, _, _, rows, row, dt = self.shape[s]
-            base = self.op("*", buf, rows * row)
-            if getattr(f, s).kcontig:
-                return self.move(arr, frag_base, f"_sh{s}",
-                                 self.op("+", base, self.op("+", self.op("*", rowv, row), kv)), 2, dt)
-            return [ir.Store(arr, self.op("+", frag_base, h), ir.Load(f"_sh{s}", self.op(
-                "+", base, self.op("+", self.op("*", self.op("+", kv, h), row), rowv)), dt))
-                for h in range(2)]
+        def at(s, x, k):
+            """Offset of (x, k) in side s's tile of this buffer."""
+            _, _, _, rows, width, _ = self.shape[s]
+            inner = self.op("+", self.op("*", x, width), k) if getattr(f, s).kcontig else \
+                self.op("+", self.op("*", k, width), x)
+            return self.op("+", self.op("*", buf, rows * width), inner)
 
         def step(kk):
-            k2 = self.op("+", kk, self.op("*", t4, 2))
-
-            def a_frag(i):
-                out = []
+            def a_frag(i):      # tiles (rows 0-7 | 8-15) x (k 0-7 | 8-15), this lane's row
                 top = self.op("+", self.op("*", self.ref("_wm"), p.tm), self.op("*", i, 16))
-                for q in range(4):
-                    r = self.op("+", top, self.op("+", g, 8 * (q % 2)))
-                    out += operand("m", "_fa", self.op("+", self.op("*", i, 8), 2 * q), r,
-                                   self.op("+", k2, 8 * (q // 2)))
-                return out
+                x_off, k_off = self.op("*", self.op("%", tile, 2), 8), self.op("*", self.op("/", tile, 2), 8)
+                x, k = self.op("+", top, x_off), self.op("+", kk, k_off)
+                x, k = (self.op("+", x, row), k) if f.m.kcontig else (x, self.op("+", k, row))
+                return [ir.MatrixLoad("_fa", self.op("*", i, 8), "_shm", at("m", x, k), 4,
+                                      not f.m.kcontig, f.dtypes[0])]
 
-            def b_frag(j):
-                out = []
-                col = self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("+", self.op("*", j, 8), g))
-                for q in range(2):
-                    out += operand("n", "_fb", self.op("+", self.op("*", j, 4), 2 * q), col,
-                                   self.op("+", k2, 8 * q))
-                return out
+            def b_frag(j):      # tiles (k 0-7 | 8-15) of 8 columns
+                x = self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("*", j, 8))
+                k = self.op("+", kk, self.op("*", self.op("%", tile, 2), 8))
+                x, k = (self.op("+", x, row), k) if f.n.kcontig else (x, self.op("+", k, row))
+                return [ir.MatrixLoad("_fb", self.op("*", j, 4), "_shn", at("n", x, k), 2,
+                                      not f.n.kcontig, f.dtypes[1])]
             mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, 8), "_fb", self.op("*", j, 4), "_acc",
                                        self.op("*", self.op("+", self.op("*", i, self.fn), j), 4),
                                        f.dtypes[0])]

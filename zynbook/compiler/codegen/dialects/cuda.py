@@ -41,19 +41,29 @@ CUDA_HELPERS = dict(HELPERS, **{
         "         old = atomicCAS(ip, assumed, __float_as_int(v)); }} while (assumed != old); }}", ()),
 })
 
-# tensor cores: one m16n8k16 step of a warp; each lane's A (8) and B (4) halves go to the
-# instruction as pairs packed in 32-bit registers, its C (4 floats) is updated in place
-for _t, _ty, _bits in (("f16", "__half", "__half_as_ushort"), ("bf16", "__nv_bfloat16", "__bfloat16_as_ushort")):
+# tensor cores: one m16n8k16 step of a warp, each lane's A (8) and B (4) halves and C (4
+# floats) in its registers; ldmatrix: a warp's 8 x 8 tiles of 16-bit elements from shared
+# memory into them (the arrays are 16-byte aligned and the offsets even: pairs are words)
+for _t in ("f16", "bf16"):
     CUDA_HELPERS["zyn_mma_" + _t] = (
-        "{q}void zyn_mma_" + _t + "(float* c, const " + _ty + "* a, const " + _ty + "* b) {{\n"
-        "    unsigned r[6];\n"
-        "    #pragma unroll\n"
-        "    for (int i = 0; i < 6; ++i) {{ const " + _ty + "* p = i < 4 ? a + 2 * i : b + 2 * (i - 4);\n"
-        "        r[i] = (unsigned)" + _bits + "(p[0]) | ((unsigned)" + _bits + "(p[1]) << 16); }}\n"
+        "template <typename T> {q}void zyn_mma_" + _t + "(float* c, const T* a, const T* b) {{\n"
+        "    const unsigned* A = reinterpret_cast<const unsigned*>(a);\n"
+        "    const unsigned* B = reinterpret_cast<const unsigned*>(b);\n"
         "    asm(\"mma.sync.aligned.m16n8k16.row.col.f32." + _t + "." + _t + ".f32 \"\n"
-        "                 \"{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\"\n"
-        "                 : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
-        "                 : \"r\"(r[0]), \"r\"(r[1]), \"r\"(r[2]), \"r\"(r[3]), \"r\"(r[4]), \"r\"(r[5])); }}", ())
+        "        \"{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\"\n"
+        "        : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+        "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"r\"(B[0]), \"r\"(B[1])); }}", ())
+for _n in (1, 2, 4):
+    for _trans in (False, True):
+        _regs = ", ".join(f"%{i}" for i in range(_n))
+        _outs = ", ".join(f'"=r"(r[{i}])' for i in range(_n))
+        CUDA_HELPERS[f"zyn_ldsm_x{_n}{'_t' if _trans else ''}"] = (
+            "template <typename T> {q}void zyn_ldsm_x" + f"{_n}{'_t' if _trans else ''}"
+            + "(T* d, const T* s) {{\n"
+            "    unsigned* r = reinterpret_cast<unsigned*>(d);\n"
+            "    const unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
+            f"    asm volatile(\"ldmatrix.sync.aligned.m8n8.x{_n}{'.trans' if _trans else ''}.shared.b16 "
+            + "{{" + _regs + "}}" + f", [%{_n}];\" : {_outs} : \"r\"(a)); " + "}}", ())
 
 
 for _name, _body in (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "(a < b || b != b) ? b : a"),
@@ -113,6 +123,9 @@ class CudaDialect(CFamily):
 
     def unroll(self):
         return "#pragma unroll"
+
+    def matrix_load(self, dst, di, src, si, count, trans, dtype):
+        return f"{self.need(f'zyn_ldsm_x{count}' + ('_t' if trans else ''))}(&{dst}[{di}], &{src}[{si}]);"
 
     def mma(self, a, ai, b, bi, c, ci, dtype, shape):
         return f"{self.need('zyn_mma_' + dtype)}(&{c}[{ci}], &{a}[{ai}], &{b}[{bi}]);"

@@ -193,6 +193,8 @@ def test_a_redefined_pipeline_runs_its_new_body(device):
         s.run(define.format(k=k))
         for _ in range(2):
             close(s.run("f(x)", x=x), x * k)
+    # the third definition is the first's text: its parsed block, lowered once
+    assert s.interpreter.kernel_counter == 2
 
 
 @pytest.mark.parametrize("device", DEVICES)

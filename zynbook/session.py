@@ -44,8 +44,8 @@ def bind_value(value, _path: str = ""):
         return value
     if isinstance(value, (np.bool_, np.integer, np.floating)):
         return value.item()         # a numpy number is a number
-    if isinstance(value, (np.ndarray, Tensor)):
-        return to_tensor(value)
+    if isinstance(value, np.ndarray):
+        return _tensor_of(value, _path)
     if _zynml_value(value):
         return value
     if isinstance(value, dict):
@@ -56,12 +56,16 @@ def bind_value(value, _path: str = ""):
         return tuple(bind_value(v, f"{_path}[{k}]") for k, v in enumerate(value))
     if isinstance(value, type) or callable(value) and not hasattr(value, "__dlpack__"):
         raise _Unusable(value, _path)
+    return _tensor_of(value, _path)
+
+
+def _tensor_of(value, path: str) -> Tensor:
     try:
         t = to_tensor(value)
-    except Exception:       # an object whose __array__ or __dlpack__ fails
+    except Exception:       # an object whose __array__ or __dlpack__ fails, an array of text
         t = None
     if t is None:
-        raise _Unusable(value, _path)
+        raise _Unusable(value, path)
     return t
 
 

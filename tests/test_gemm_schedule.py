@@ -247,3 +247,27 @@ def test_integer_and_f64_operands(target):
         kernel, ins, sizes, scalars = lower_block(INT_OPERAND, {"A": a64, "B": b64})
         prog = check(kernel, ins, sizes, tgt, GemmParams(16, 16, 8, 4, 4, 2), dtype="f64")
         assert {a.dtype for a in ir.walk(prog) if isinstance(a, ir.Array) and a.space == "shared"} == {"f64"}
+
+
+K_GUARD = """let y = compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var s = 0.0
+        for k in 0..K:
+            if k < 5:
+                s += A[i, k] * B[k, j]
+        out[i, j] = s
+}
+y
+"""
+
+
+def test_a_guard_on_k_alone_skips_non_finite_products():
+    rng = np.random.default_rng(9)
+    a, b = rng.standard_normal((19, 11)).astype(np.float32), rng.standard_normal((11, 18)).astype(np.float32)
+    a[:, 7], b[8, :] = np.inf, np.nan           # never read where the guard holds
+    kernel, ins, sizes, scalars = lower_block(K_GUARD, {"A": a, "B": b})
+    for target in ("cuda", "webgpu"):
+        got = check(kernel, ins, sizes, TARGETS[target], GemmParams(16, 16, 8, 4, 4, 1), scalars)
+        assert "implicit GEMM" in got.schedule
+    np.testing.assert_allclose(run_kernel(kernel, ins, sizes, scalars), a[:, :5] @ b[:5], rtol=1e-5)

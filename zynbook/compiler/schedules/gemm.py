@@ -21,7 +21,10 @@ gathered element by element. The product itself is either
   rows padded against bank conflicts.
 
 The epilogue adds the accumulator's start and runs the kernel's own store (`f`, a bias, an
-activation) per element of C. Sums are f32 (f64 for f64 operands).
+activation) per element of C. Sums are f32 (f64 for f64 operands). A guarded accumulation
+(`if cond: acc += a * b`) reads 0 for the guarded operand where `cond` is false; where the
+guard reads only one side's variables, an infinite or NaN element of the other side then
+makes a NaN the reference, which skips the product, does not make.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from math import prod
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import (ScalarLowering, buffer_params, cast, compute_dtype, index_dtype, lit,
+from ..launch.scalar import (ScalarLowering, buffer_params, cast, index_dtype, lit,
                              product_expr, user_name)
 from ..passes.loops import free_vars
 from ..passes.recognise import contraction
@@ -114,11 +117,14 @@ def match(kernel: cir.Kernel, sizes: dict, symbolic: bool = False):
         return None, "a reduction loop's count is not known at launch"
     sides = [[c.a_load, c.mvars, None], [c.b_load, c.nvars, None]]
     if c.cond is not None:
+        # the guard zeroes the elements of the side whose variables it reads (of both where
+        # it reads neither's: a product skipped is then 0 * 0, whatever the other holds)
         cv = free_vars(c.cond) & set(c.out_vars)
-        side = next((s for s in sides if cv <= set(s[1]) | set(c.bvars)), None)
-        if side is None:
+        guarded = [s for s in sides if cv <= set(s[1]) | set(c.bvars)]
+        if not guarded:
             return None, "the accumulation's condition reads both operands' output variables"
-        side[2] = c.cond
+        for side in guarded:
+            side[2] = c.cond
     m, n = (_Side(ld, vs, cond, _kcontig(ld, vs)) for ld, vs, cond in sides)
     if free_vars(c.store.index[-1]) & set(m.vars):
         m, n = n, m

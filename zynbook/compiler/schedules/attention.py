@@ -284,6 +284,7 @@ class _Kernel:
         self.sites = sites
         self.exact = baked(target, shape)
         self.stride = dcap + (1 if params.lanes > 1 else 0)     # of a row of a shared tile
+        self.write_out = target.lang == "wgsl"
 
     # ---- small expression helpers -----------------------------------------------------
 
@@ -339,10 +340,13 @@ class _Kernel:
         v = cast(ir.Load(user_name(buf.name), self.add(row, c), buf.dtype), F)
         return ir.Select(ir.Bin("<", col, self.D, "bool"), v, ZERO, F)
 
-    def each_d(self, var: str, body_of) -> ir.For:
-        """for var in 0..dcap, unrolled (the rows are registers)."""
-        return ir.For(var, self.i(0), self.i(self.dcap), self.i(1),
-                      tuple(body_of(self.ref(var))), self.idx, unroll=True)
+    def each_d(self, var: str, body_of) -> list:
+        """for var in 0..dcap, unrolled (the rows are registers); written out where the
+        language has no unroll hint (WGSL), so that every index is a constant."""
+        if self.write_out:
+            return [s for d in range(self.dcap) for s in body_of(self.i(d))]
+        return [ir.For(var, self.i(0), self.i(self.dcap), self.i(1),
+                       tuple(body_of(self.ref(var))), self.idx, unroll=True)]
 
     # ---- the kernel -------------------------------------------------------------------
 
@@ -373,7 +377,7 @@ class _Kernel:
                  ir.Decl("_orow", idx, self.row_offset("out", *bh, self.ref("_qc"))),
                  ir.Decl("_scale", F, low.operand(p.scale, F)),
                  ir.Array("_qr", F, self.dcap), ir.Array("_o", F, self.dcap),
-                 self.each_d("_d", lambda d: [
+                 *self.each_d("_d", lambda d: [
                      ir.Store("_qr", d, self.mul(self.element("q", self.ref("_qrow"), d), ir.Ref("_scale", F))),
                      ir.Store("_o", d, ZERO)]),
                  ir.Decl("_m", F, NEG, True), ir.Decl("_l", F, ZERO, True)]
@@ -466,7 +470,7 @@ class _Kernel:
         dot = self.each_d("_d", lambda d: [ir.Set("_dot", ir.Bin(
             "+", ir.Ref("_dot", F), self.mul(ir.Load("_qr", d, F), self.key_value("k", d)), F))])
         score = self.key_index() + [
-            ir.Decl("_dot", F, ZERO, True), dot,
+            ir.Decl("_dot", F, ZERO, True), *dot,
             ir.Store("_s", self.ref("_u"), ir.Select(self.admitted(), ir.Ref("_dot", F), NEG, F)),
             ir.Set("_mt", ir.Math("max", (ir.Ref("_mt", F), s_u), F))]
         # `!(x <= -inf)` rather than `x > -inf`: a NaN score goes on into the sums, as the
@@ -476,12 +480,12 @@ class _Kernel:
         update = [
             ir.Decl("_alpha", F, ir.Math("exp", (ir.Bin("-", ir.Ref("_m", F), ir.Ref("_mt", F), F),), F)),
             ir.Set("_l", self.mul(ir.Ref("_l", F), ir.Ref("_alpha", F))),
-            self.each_d("_d", lambda d: [ir.Store("_o", d, self.mul(ir.Load("_o", d, F), ir.Ref("_alpha", F)))]),
+            *self.each_d("_d", lambda d: [ir.Store("_o", d, self.mul(ir.Load("_o", d, F), ir.Ref("_alpha", F)))]),
             ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(
                 [ir.Decl("_p", F, weight), ir.Set("_l", ir.Bin("+", ir.Ref("_l", F), ir.Ref("_p", F), F))]
                 + self.key_index()[:1] + ([] if self.P.tiles else self.key_index()[1:])
-                + [self.each_d("_d", lambda d: [ir.Store("_o", d, ir.Bin(
-                    "+", ir.Load("_o", d, F), self.mul(ir.Ref("_p", F), self.key_value("v", d)), F))])]),
+                + self.each_d("_d", lambda d: [ir.Store("_o", d, ir.Bin(
+                    "+", ir.Load("_o", d, F), self.mul(ir.Ref("_p", F), self.key_value("v", d)), F))])),
                 idx, unroll=True),
             ir.Set("_m", ir.Ref("_mt", F))]
         return [ir.Array("_s", F, ch), ir.Decl("_mt", F, ir.Ref("_m", F), True),
@@ -510,14 +514,14 @@ class _Kernel:
             each_lane([ir.Decl("_mx", F, stat(0)),
                        ir.Set("_L", ir.Bin("+", ir.Ref("_L", F), self.mul(stat(T), scale(ir.Ref("_mx", F))), F))]),
             ir.Decl("_f", F, scale(ir.Ref("_m", F))),
-            self.each_d("_d", lambda d: [ir.Store("_o", d, self.mul(ir.Load("_o", d, F), ir.Ref("_f", F)))]),
+            *self.each_d("_d", lambda d: [ir.Store("_o", d, self.mul(ir.Load("_o", d, F), ir.Ref("_f", F)))]),
             each_lane([
                 ir.If(ir.Bin("==", self.ref("_r"), self.ref("_x"), "bool"),
-                      (self.each_d("_d", lambda d: [ir.Store("_kv", row(d), ir.Load("_o", d, F))]),)),
+                      tuple(self.each_d("_d", lambda d: [ir.Store("_kv", row(d), ir.Load("_o", d, F))]))),
                 ir.Barrier(),
                 ir.If(ir.Bin("==", self.ref("_r"), self.i(0), "bool"),
-                      (self.each_d("_d", lambda d: [ir.Store("_o", d, ir.Bin(
-                          "+", ir.Load("_o", d, F), ir.Load("_kv", row(d), F), F))]),)),
+                      tuple(self.each_d("_d", lambda d: [ir.Store("_o", d, ir.Bin(
+                          "+", ir.Load("_o", d, F), ir.Load("_kv", row(d), F), F))]))),
                 ir.Barrier()], 1)]
 
     def store(self) -> list:
@@ -536,7 +540,7 @@ class _Kernel:
             v = cast(self.mul(ir.Load("_o", d, F), ir.Ref("_inv", F)), out.dtype)
             guard = None if self.exact else ir.Bin("<", d, self.D, "bool")
             return [ir.Store(user_name(out.name), self.add(self.ref("_orow"), d), v, guard)]
-        return [ir.If(ok, (ir.Decl("_inv", F, inv), self.each_d("_d", put)))]
+        return [ir.If(ok, (ir.Decl("_inv", F, inv), *self.each_d("_d", put)))]
 
 
 class _Products(_Kernel):

@@ -271,3 +271,23 @@ def test_a_guard_on_k_alone_skips_non_finite_products():
         got = check(kernel, ins, sizes, TARGETS[target], GemmParams(16, 16, 8, 4, 4, 1), scalars)
         assert "implicit GEMM" in got.schedule
     np.testing.assert_allclose(run_kernel(kernel, ins, sizes, scalars), a[:, :5] @ b[:5], rtol=1e-5)
+
+
+def test_a_warp_step_reached_by_part_of_a_warp_is_a_schedule_bug():
+    from zynbook.compiler.launch import emulate
+    kernel, sizes, make, _ = K.matmul(32, 32, 32, "f16")
+    prog = Gemm().build(kernel, cuda_target(), sizes, GemmParams(32, 32, 16, 16, 16, 8, True))
+    k = prog.kernels[0]
+
+    def lane_guarded(node):             # the first ldmatrix made by lanes 0-15 only
+        if isinstance(node, ir.MatrixLoad):
+            return ir.If(ir.Bin("<", ir.Thread("lane"), ir.Lit(16, "i32"), "bool"), (node,))
+        if isinstance(node, (ir.For, ir.If)):
+            import dataclasses as dc
+            fields = {"body": tuple(map(lane_guarded, node.body))} if isinstance(node, ir.For) \
+                else {"then": tuple(map(lane_guarded, node.then))}
+            return dc.replace(node, **fields)
+        return node
+    bad = replace(prog, kernels=(replace(k, body=tuple(map(lane_guarded, k.body))),), fallback=None)
+    with pytest.raises(emulate.EmulatorError, match="diverge.*ldmatrix"):
+        emulate_kernel(bad, kernel, make(np.random.default_rng(0)), sizes)

@@ -514,7 +514,7 @@ class _Translator:
         row = ", ".join(self.expr(Load(s.src, Bin("+", i, Lit(w, i.dtype), i.dtype), s.dtype), pre)
                         for w in range(8))
         point = len(self.points)
-        self.points.append((_LDSM, s.count, s.trans, self.line, "a warp ldmatrix"))
+        self.points.append((_LDSM, s.count, s.trans, self.line, "a warp ldmatrix", 0))
         got = self.fresh("m")
         self.flush(pre, depth)
         self.emit(depth, f"{got} = yield ({_LDSM}, {point}, ({row},))")
@@ -1094,7 +1094,7 @@ class Emulator:
                     if e0[0] == _MMA:
                         rs = _mma_tiles([ev[t][2] for t in range(lo, hi)], kernel.name)
                     elif e0[0] == _LDSM:
-                        _, count, trans, _, _ = points[e0[1]]
+                        _, count, trans, _, _, _ = points[e0[1]]
                         rs = _matrix_rows([ev[t][2] for t in range(lo, hi)], count, trans,
                                           kernel.name)
                     else:

@@ -27,7 +27,6 @@ from ..launch.scalar import user_name
 from ..targets import cuda_target
 from .dialects.cuda import CudaDialect
 from .printer import print_program
-from .cstyle import SITES as _SITES
 from .cstyle import Unsupported, no_schedule, raise_unsupported
 
 
@@ -63,15 +62,10 @@ def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: 
     missing = [d for d in kernel.dims if d not in sizes]
     if missing:
         raise Unsupported(f"sizes not bound: {', '.join(missing)}")
-    sites = _SITES.collect()
     try:
-        prog = _render(kernel, sizes, arch, options)
+        return _render(kernel, sizes, arch, options)
     except Unsupported as err:
         raise_unsupported(kernel, err, "CUDA")
-    finally:
-        _SITES.stop()
-    prog.error_sites = prog.error_sites or tuple(sites.sites)
-    return prog
 
 
 def _render(kernel, sizes, arch, options) -> CudaProgram:

@@ -29,7 +29,6 @@ from ..targets import metal_target
 from .dialects.msl import ARG_TYPES as MSL_ARG_TYPES
 from .dialects.msl import MslDialect, Refused
 from .printer import print_program
-from .cstyle import SITES as _SITES
 from .cstyle import Unsupported, no_schedule, raise_unsupported
 
 @dataclass
@@ -81,11 +80,7 @@ def render_program(kernel: cir.Kernel, sizes: dict, options: dict | None = None)
         missing = [d for d in kernel.dims if d not in sizes]
         if missing:
             raise Unsupported(f"sizes not bound: {', '.join(missing)}")
-        _SITES.collect()
-        try:
-            return _render(kernel, sizes, options)
-        finally:
-            _SITES.stop()
+        return _render(kernel, sizes, options)
     except Unsupported as err:
         raise_unsupported(kernel, err, "MSL")
 

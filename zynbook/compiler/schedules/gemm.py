@@ -236,7 +236,8 @@ class Gemm(Schedule):
 
     def default(self, kernel, target, sizes):
         """The automatic choice; `@tile(bm=, bn=, bk=, tm=, tn=)` sets those fields and a
-        `@workgroup` of a tile's thread count picks that tile, where they fit."""
+        `@workgroup` of a tile's thread count picks that tile, where they fit (`@shared` is
+        not read: a tile's memory follows from the tile)."""
         form, _ = match(kernel, sizes, target.symbolic_sizes)
         auto = self._auto(kernel, target, sizes, form)
         hint = {k: int(v) for k, v in kernel.schedule.tile if k in ("bm", "bn", "bk", "tm", "tn")}

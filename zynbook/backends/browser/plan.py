@@ -55,9 +55,10 @@ def equal_sizes(kernel: cir.Kernel, sizes: dict) -> tuple:
 
 def specialised(opts: wgsl.WGSLOptions, kernel: cir.Kernel, sizes: dict) -> wgsl.WGSLOptions:
     import dataclasses
-    return dataclasses.replace(
+    return wgsl.sized_for(dataclasses.replace(
         opts, equal_sizes=equal_sizes(kernel, sizes),
-        negative_sizes=tuple(sorted(d for d in kernel.dims if int(sizes.get(d, 0)) < 0)))
+        negative_sizes=tuple(sorted(d for d in kernel.dims if int(sizes.get(d, 0)) < 0))),
+        kernel, sizes)
 
 
 _BITS = re.compile(r"bitcast<f32>\((0x[0-9a-fA-F]+u)\)")

@@ -186,9 +186,7 @@ class WebGPUDevice(Device):
             equal, nonneg = size_pattern(kernel, sizes)
             opts = dataclasses.replace(opts, equal_sizes=equal, negative_sizes=tuple(sorted(
                 d for d in kernel.dims if d not in nonneg)))
-            if wgsl.needs_launch_sizes(kernel, opts):       # a program per size set
-                opts = dataclasses.replace(opts, launch_sizes=tuple(sorted(
-                    (k, int(v)) for k, v in sizes.items() if k in kernel.dims)))
+            opts = wgsl.sized_for(opts, kernel, sizes)
         return opts
 
     def _compile(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions) -> rt.CompiledProgram:

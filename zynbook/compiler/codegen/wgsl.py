@@ -2298,6 +2298,16 @@ def needs_launch_sizes(kernel: cir.Kernel, options: WGSLOptions) -> bool:
 _NEEDS_SIZES: dict = {}
 
 
+def sized_for(options: WGSLOptions, kernel: cir.Kernel, sizes: dict) -> WGSLOptions:
+    """`options` for a launch of `sizes`: with those sizes where no program of `kernel`
+    serves every size set (a program per size set, `needs_launch_sizes`)."""
+    import dataclasses as dc
+    if not needs_launch_sizes(kernel, options):
+        return options
+    return dc.replace(options, launch_sizes=tuple(sorted(
+        (k, int(v)) for k, v in sizes.items() if k in kernel.dims)))
+
+
 I32_LIMIT = 2 ** 31 - 1
 
 

@@ -71,3 +71,31 @@ def test_workgroup_hint_sets_the_threads_and_changes_no_result():
     from zynbook.compiler.schedules.reduce import Reduce
     rk, rsizes, rmake, _ = K.row_sums(5, 300)
     assert Reduce().default(replace(rk, schedule=cir.Schedule(workgroup=(64,))), tgt, rsizes).threads == 64
+
+
+# ----------------------------------------------------------------------------- WebGPU
+# Subgroups have the width the adapter chooses, so a row is a workgroup: the block schedule
+# built for the sizes of the launch (wgsl.sized_for), its all-reductions a block collective
+# of subgroup rounds (emulated here at width 4) or a tree in workgroup memory.
+
+@pytest.mark.parametrize("subgroups", [True, False])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_webgpu_rows_through_the_launch_ir(case, subgroups):
+    import dataclasses
+    from zynbook.compiler.codegen import wgsl
+    kernel, sizes, make, _ = CASES[case]()
+    ins = make(np.random.default_rng(3))
+    scalars = {s.name: 1e-5 for s in kernel.scalars}
+    want = np.asarray(run_kernel(kernel, ins, sizes, scalars))
+    opts = wgsl.WGSLOptions(subgroups=subgroups, launch_ir=True)
+    assert wgsl.launch_program(kernel, opts) is None          # no program for every size
+    sized = wgsl.sized_for(opts, kernel, sizes)
+    program = wgsl.launch_program(kernel, sized)
+    assert program is not None and program.schedule.startswith("block: one block of")
+    assert ("subgroupAdd" in program.source) == subgroups
+    target, baked = wgsl._launch_targets(sized)[-1]
+    assert baked and not target.symbolic_sizes
+    prog = schedules.build(kernel, target, sizes)
+    got = emulate_kernel(prog, kernel, ins, sizes, scalars, 4 if subgroups else 1)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6, err_msg=prog.schedule)
+    assert dataclasses.replace(sized, launch_sizes=()) == opts

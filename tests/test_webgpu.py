@@ -439,7 +439,8 @@ def test_f16_is_enabled_only_where_the_adapter_has_it():
     k, _, _, _ = lower_block(src, arrays, scalars, sizes, "matmul_f16")
     on = wgsl.render(k, wgsl.WGSLOptions(f16=True)).source
     assert on.startswith("enable f16;")
-    assert "var<storage, read> A: array<f16>;" in on and "array<f16>;  // out: f16" in on
+    # the GEMM schedule's program (f16 buffers stored as f16)
+    assert "var<storage, read> u_A: array<f16>;" in on and "u_out: array<f16>;" in on
     off = wgsl.render(k, wgsl.WGSLOptions(f16=False)).source
     assert "f16;" not in off and "var<storage, read> A: array<f32>;" in off
 

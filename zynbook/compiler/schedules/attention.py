@@ -23,7 +23,7 @@ launched only when the launch's head_dim is in its class.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from .. import cir, errflag
 from ..launch import ir
@@ -139,6 +139,33 @@ def products_fit(target, shape: Shape) -> bool:
     return (baked(target, shape) and not target.symbolic_sizes and D % 16 == 0 and 16 <= D <= 64
             and target.collectives and target.warp >= 16 and target.max_threads >= 256
             and need <= min(target.shared_bytes, STATIC_SHARED))
+
+
+def written_out(loop: ir.For) -> list:
+    """`loop` (of constant bounds) as its iterations one after another: the loop variable a
+    constant in each, the locals each iteration declares renamed for it."""
+    declared = {n.name for n in ir.walk(loop.body) if isinstance(n, ir.Decl)}
+    out = []
+    for k in range(loop.start.value, loop.stop.value, loop.step.value):
+        rename = {d: f"{d}_{k}" for d in declared}
+        out += [_substitute(st, {loop.var: lit(k, loop.dtype)}, rename) for st in loop.body]
+    return out
+
+
+def _substitute(node, values: dict, rename: dict):
+    """`node` with the Refs named in `values` replaced and the locals in `rename` renamed."""
+    if isinstance(node, tuple):
+        return tuple(_substitute(x, values, rename) for x in node)
+    if isinstance(node, ir.Ref):
+        if node.name in values:
+            return values[node.name]
+        return ir.Ref(rename[node.name], node.dtype) if node.name in rename else node
+    if not isinstance(node, (ir.Expr, ir.Stmt)):
+        return node
+    changes = {f.name: _substitute(getattr(node, f.name), values, rename) for f in fields(node)}
+    if isinstance(node, (ir.Decl, ir.Set)) and node.name in rename:
+        changes["name"] = rename[node.name]
+    return replace(node, **changes)
 
 
 def _is_lit(e, value) -> bool:
@@ -341,12 +368,14 @@ class _Kernel:
         return ir.Select(ir.Bin("<", col, self.D, "bool"), v, ZERO, F)
 
     def each_d(self, var: str, body_of) -> list:
-        """for var in 0..dcap, unrolled (the rows are registers); written out where the
-        language has no unroll hint (WGSL), so that every index is a constant."""
-        if self.write_out:
-            return [s for d in range(self.dcap) for s in body_of(self.i(d))]
-        return [ir.For(var, self.i(0), self.i(self.dcap), self.i(1),
-                       tuple(body_of(self.ref(var))), self.idx, unroll=True)]
+        """for var in 0..dcap, unrolled (the rows are registers)."""
+        return self.unrolled(ir.For(var, self.i(0), self.i(self.dcap), self.i(1),
+                                    tuple(body_of(self.ref(var))), self.idx, unroll=True))
+
+    def unrolled(self, loop: ir.For) -> list:
+        """A loop over registers; written out where the language has no unroll hint (WGSL),
+        so that every index of a register array is a constant."""
+        return written_out(loop) if self.write_out else [loop]
 
     # ---- the kernel -------------------------------------------------------------------
 
@@ -481,15 +510,16 @@ class _Kernel:
             ir.Decl("_alpha", F, ir.Math("exp", (ir.Bin("-", ir.Ref("_m", F), ir.Ref("_mt", F), F),), F)),
             ir.Set("_l", self.mul(ir.Ref("_l", F), ir.Ref("_alpha", F))),
             *self.each_d("_d", lambda d: [ir.Store("_o", d, self.mul(ir.Load("_o", d, F), ir.Ref("_alpha", F)))]),
-            ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(
+            *self.unrolled(ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(
                 [ir.Decl("_p", F, weight), ir.Set("_l", ir.Bin("+", ir.Ref("_l", F), ir.Ref("_p", F), F))]
                 + self.key_index()[:1] + ([] if self.P.tiles else self.key_index()[1:])
                 + self.each_d("_d", lambda d: [ir.Store("_o", d, ir.Bin(
                     "+", ir.Load("_o", d, F), self.mul(ir.Ref("_p", F), self.key_value("v", d)), F))])),
-                idx, unroll=True),
+                idx, unroll=True)),
             ir.Set("_m", ir.Ref("_mt", F))]
         return [ir.Array("_s", F, ch), ir.Decl("_mt", F, ir.Ref("_m", F), True),
-                ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(score), idx, unroll=True),
+                *self.unrolled(ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(score), idx,
+                                      unroll=True)),
                 ir.If(alive(ir.Ref("_mt", F)), tuple(update))]
 
     def merge(self) -> list:

@@ -18,6 +18,7 @@ and `%%python` (or `%%time` / `%%timeit`) on the first line makes the whole cell
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -324,6 +325,16 @@ def free_names(program: A.Program) -> list[str]:
             if isinstance(base, A.Name):
                 names.append(base.id)
     return list(dict.fromkeys(names))
+
+
+@functools.lru_cache(maxsize=256)
+def names_of(source: str) -> tuple:
+    """(free names, bound names) of ZynML `source`, found once per text: a cell run again
+    is neither parsed nor walked again. Raises the syntax error of a text that does not
+    parse."""
+    from ..session import parse_cached
+    program = parse_cached(source)
+    return tuple(free_names(program)), tuple(bound_names(program))
 
 
 def bound_names(program: A.Program) -> list[str]:

@@ -82,12 +82,12 @@ class ZynMLRunner:
         """Values from the Python namespace for the names `source` reads, where Python has
         a value ZynML has not seen yet."""
         try:
-            program = parse(source)
+            free, _ = cells.names_of(source)
         except ZynMLError:
             return {}
         user_ns, hidden = self.shell.user_ns, self._hidden()
         env = {}
-        for name in cells.free_names(program):
+        for name in free:
             if name.startswith("_") or name in hidden or name not in user_ns:
                 continue
             value = user_ns[name]

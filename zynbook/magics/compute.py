@@ -1,7 +1,6 @@
 """`%%compute`, `%zynml_devices`, `%zynml_device`, `%zynml_inspect`."""
 from __future__ import annotations
 
-import functools
 import html
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -12,7 +11,6 @@ from ..kernel.display import (InspectUsageError, bindable, code_bundle, is_tenso
                               parse_inspect_args)
 from ..kernel.progress import cell_progress
 from ..kernel.state import announce_device, last_run, notebook_session, remember
-from ..session import parse_cached
 
 
 # ----------------------------------------------------------------------- values to Python
@@ -51,15 +49,6 @@ def _cell(value) -> str:
     return str(value)
 
 
-@functools.lru_cache(maxsize=256)
-def _cell_names(source: str) -> tuple:
-    """(the free names a cell reads that a notebook may bind, the names it binds), found
-    once per cell text: a cell run again is not walked again."""
-    program = parse_cached(source)
-    free = tuple(n for n in cells.free_names(program) if not n.startswith("_"))
-    return free, tuple(cells.bound_names(program))
-
-
 # --------------------------------------------------------------------------------- magics
 
 @magics_class
@@ -72,11 +61,12 @@ class ComputeMagics(Magics):
 
     def _program_and_env(self, source: str):
         """The names the cell binds and the notebook values its free names bind to."""
-        free, bound = _cell_names(source)
+        free, bound = cells.names_of(source)
         user_ns = self.shell.user_ns
         hidden = getattr(self.shell, "user_ns_hidden", {})
         env = {name: user_ns[name] for name in free
-               if name in user_ns and name not in hidden and bindable(user_ns[name])}
+               if name in user_ns and name not in hidden and not name.startswith("_")
+               and bindable(user_ns[name])}
         return bound, env
 
     @cell_magic

@@ -323,7 +323,7 @@ class ScalarLowering:
             return [ir.Atomic(s.op, ident, off, cast(self.operand(s.value, compute_dtype(dtype)), dtype),
                               guard, ln)]
         if isinstance(s, cir.Yield) and self.on_yield is not None:
-            index = None if s.index is None else cast(self.expr(s.index), "i64")
+            index = None if s.index is None else self.expr(s.index)     # the schedule's type
             return list(self.on_yield(self.expr(s.value), index, ln))
         raise NotScalar(f"{type(s).__name__} needs a block schedule")
 

@@ -187,6 +187,10 @@ class _Builder:
         self.idx = "i32" if self.sym else index_dtype(kernel, self.sizes)
         if not self.sym and (self.nest.total if self.nest.loops else 1) >= 2 ** 31 - 1:
             self.idx = "i64"
+        # argmin/argmax positions: i32 where every index is (one program for every size),
+        # an index past every position meaning none yet
+        self.ai = "i32" if self.sym else "i64"
+        self.no_index = 2 ** 31 - 1 if self.sym else I64_MAX
         self.sites = errflag.ErrorSites()
         self.acc = params.acc
         self.ident = identity(self.op, self.acc)
@@ -242,9 +246,9 @@ class _Builder:
             return [ir.Set(acc, combine_expr(self.op, a, cast(v, self.acc), self.acc), line)]
         tv, ti = self.new("v"), self.new("i")
         out = [ir.Decl(tv, self.acc, cast(v, self.acc), False, line),
-               ir.Decl(ti, "i64", cast(vi, "i64"), False, line)]
-        x, xi = ir.Ref(tv, self.acc), ir.Ref(ti, "i64")
-        ai = ir.Ref(acci, "i64")
+               ir.Decl(ti, self.ai, cast(vi, self.ai), False, line)]
+        x, xi = ir.Ref(tv, self.acc), ir.Ref(ti, self.ai)
+        ai = ir.Ref(acci, self.ai)
         n1, n2 = ir.Bin("!=", a, a, "bool"), ir.Bin("!=", x, x, "bool")
         cmp = ir.Bin(">" if self.op == "argmax" else "<", x, a, "bool")
         not_n1 = ir.Un("not", n1, "bool")
@@ -258,14 +262,14 @@ class _Builder:
     def declare_acc(self) -> list:
         out = [ir.Decl("_acc", self.acc, self.ident, True)]
         if self.arg:
-            out.append(ir.Decl("_acci", "i64", lit(I64_MAX, "i64"), True))
+            out.append(ir.Decl("_acci", self.ai, lit(self.no_index, self.ai), True))
         return out
 
     def result(self) -> ir.Expr:
         out_dt = self.k.output.dtype
         if self.arg:
-            ai = ir.Ref("_acci", "i64")
-            v = ir.Select(ir.Bin("==", ai, lit(I64_MAX, "i64"), "bool"), lit(-1, "i64"), ai, "i64")
+            ai = ir.Ref("_acci", self.ai)
+            v = ir.Select(ir.Bin("==", ai, lit(self.no_index, self.ai), "bool"), lit(-1, self.ai), ai, self.ai)
             return cast(v, out_dt)
         return cast(cast(ir.Ref("_acc", self.acc), "f32" if out_dt in ("f16", "bf16") else out_dt), out_dt)
 
@@ -281,7 +285,7 @@ class _Builder:
         out = [ir.Array("_rv", self.acc, threads, "shared"),
                ir.Store("_rv", th, ir.Ref("_acc", self.acc))]
         if self.arg:
-            out += [ir.Array("_ri", "i64", threads, "shared"), ir.Store("_ri", th, ir.Ref("_acci", "i64"))]
+            out += [ir.Array("_ri", self.ai, threads, "shared"), ir.Store("_ri", th, ir.Ref("_acci", self.ai))]
         out.append(ir.Barrier())
         s = 1
         while s < threads:
@@ -291,19 +295,19 @@ class _Builder:
             other = ir.Bin("+", th, lit(s, "i32"), "i32")
             step = [ir.Decl("_x", self.acc, ir.Load("_rv", th, self.acc), True)]
             if self.arg:
-                step.append(ir.Decl("_xi", "i64", ir.Load("_ri", th, "i64"), True))
+                step.append(ir.Decl("_xi", self.ai, ir.Load("_ri", th, self.ai), True))
             step += self.combine("_x", "_xi" if self.arg else None, ir.Load("_rv", other, self.acc),
-                                 ir.Load("_ri", other, "i64") if self.arg else None)
+                                 ir.Load("_ri", other, self.ai) if self.arg else None)
             step.append(ir.Store("_rv", th, ir.Ref("_x", self.acc)))
             if self.arg:
-                step.append(ir.Store("_ri", th, ir.Ref("_xi", "i64")))
+                step.append(ir.Store("_ri", th, ir.Ref("_xi", self.ai)))
             cond = ir.Bin("and", ir.Bin("<", th, lit(s, "i32"), "bool"),
                           ir.Bin("<", other, lit(threads, "i32"), "bool"), "bool")
             out += [ir.If(cond, tuple(step)), ir.Barrier()]
             s //= 2
         out.append(ir.Set("_acc", ir.Load("_rv", lit(0, "i32"), self.acc)))
         if self.arg:
-            out.append(ir.Set("_acci", ir.Load("_ri", lit(0, "i32"), "i64")))
+            out.append(ir.Set("_acci", ir.Load("_ri", lit(0, "i32"), self.ai)))
         return out
 
     def lowering(self, flat: str) -> ScalarLowering:
@@ -313,7 +317,7 @@ class _Builder:
 
         def on_yield(value, index, line):
             if index is None:
-                index = cast(ir.Ref(flat, self.idx), "i64")
+                index = cast(ir.Ref(flat, self.idx), self.ai)
             return self.combine("_acc", "_acci" if self.arg else None, value, index, line)
         low.on_yield = on_yield
         return low
@@ -395,12 +399,12 @@ class _Builder:
             blk = ir.Thread("block")
             keep = [ir.Store("_part", blk, ir.Ref("_acc", self.acc))]
             if self.arg:
-                keep.append(ir.Store("_parti", blk, ir.Ref("_acci", "i64")))
+                keep.append(ir.Store("_parti", blk, ir.Ref("_acci", self.ai)))
         else:
             keep = [ir.Store(self.out_ident(), lit(0, self.idx), self.result())]
         body.append(ir.If(first, tuple(keep)))
         scratch_params = (ir.Param("_part", "scratch", self.acc, True),) + (
-            (ir.Param("_parti", "scratch", "i64", True),) if self.arg else ())
+            (ir.Param("_parti", "scratch", self.ai, True),) if self.arg else ())
         kparams = params + (scratch_params if two else ())
         kernels = [ir.Kernel(name, kparams, tuple(body), p.threads, self.idx,
                              f"reduce({self.op}): a partial per thread, then per block")]
@@ -413,7 +417,7 @@ class _Builder:
             bound = parts if p.blocks == 0 else lit(p.blocks, "i32")
             fin.append(ir.For(b, ir.Thread("thread"), bound, ir.Thread("threads"), tuple(
                 self.combine("_acc", "_acci" if self.arg else None, ir.Load("_part", ir.Ref(b, "i32"), self.acc),
-                             ir.Load("_parti", ir.Ref(b, "i32"), "i64") if self.arg else None)), "i32"))
+                             ir.Load("_parti", ir.Ref(b, "i32"), self.ai) if self.arg else None)), "i32"))
             fin += self.block_reduce(t2)
             fin.append(ir.If(first, (ir.Store(self.out_ident(), lit(0, self.idx), self.result()),)))
             kernels.append(ir.Kernel(name + "_final", kparams, tuple(fin), t2, self.idx,
@@ -421,7 +425,7 @@ class _Builder:
             launches.append(ir.Launch(name + "_final", lit(1, "i64"), t2))
             count = parts if p.blocks == 0 else lit(p.blocks, "i64")
             scratch = (ir.Scratch("_part", self.acc, count),) + (
-                (ir.Scratch("_parti", "i64", count),) if self.arg else ())
+                (ir.Scratch("_parti", self.ai, count),) if self.arg else ())
         nblocks = "min(ceil(total / %d), 1024)" % (p.threads * 4) if p.blocks == 0 else p.blocks
         what = (f"reduce({self.op}): {nblocks} block(s) of {p.threads} thread(s)"
                 + (", partials combined in order by a second launch" if two else ""))

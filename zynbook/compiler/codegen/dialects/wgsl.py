@@ -45,11 +45,18 @@ _UNARY_BUILTINS = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "f
                    "round", "sinh", "cosh", "abs"}
 
 
+# 64-bit integer buffers are stored in 32 bits (the device refuses data that does not fit):
+# a value converted to them from a 32-bit integer is stored as it is; 64-bit arithmetic is
+# refused
+STORED_32 = {"i64": "i32", "u64": "u32"}
+_FITS = {"i64": ("i32", "i16", "i8", "u16", "u8", "bool"), "u64": ("u32", "u16", "u8", "bool")}
+
+
 def storage(dtype: str) -> str:
     """The WGSL element type of a buffer of `dtype`."""
     if dtype == "bool":
         return "u32"
-    return "f64" if dtype == "f64" else TYPES[dtype]
+    return "f64" if dtype == "f64" else TYPES[STORED_32.get(dtype, dtype)]
 
 
 class WgslDialect:
@@ -152,6 +159,8 @@ class WgslDialect:
         return f"((({text} + {half}i) & {2 * half - 1}i) - {half}i)"
 
     def cast(self, text: str, src: str, dst: str) -> str:
+        if src in _FITS.get(dst, ()):       # into a 64-bit buffer stored in 32 bits
+            return self.cast(text, src, STORED_32[dst])
         a, b = self.type(src), self.type(dst)
         if dst == "bool":
             if src == "bool":
@@ -271,6 +280,7 @@ class WgslDialect:
         return f"{array}[{index}]"
 
     def store(self, array, index, value, dtype, space):
+        dtype = STORED_32.get(dtype, dtype) if space == "global" else dtype
         self.type(dtype)
         if array in self.atomics:
             v = f"bitcast<u32>({value})" if dtype == "f32" else value
@@ -344,7 +354,8 @@ class WgslDialect:
         self.type(k.index_dtype)
         for p in k.params:
             if p.kind in ("buffer", "scratch"):
-                self.type(p.dtype)          # refused here, before any text, where WGSL lacks it
+                # refused here, before any text, where WGSL lacks it
+                self.type(STORED_32.get(p.dtype, p.dtype) if p.kind == "buffer" else p.dtype)
         self.atomics |= {n.array for n in ir.walk(k.body) if isinstance(n, ir.Atomic)}
         lines = [f"// {k.comment}"] if k.comment else []
         lines += [f"@compute @workgroup_size({k.block})",
@@ -398,7 +409,7 @@ class WgslDialect:
     def program_head(self, program, sizes) -> str:
         for p in program.kernels[0].params:
             if p.kind == "buffer":
-                self.type(p.dtype)
+                self.type(STORED_32.get(p.dtype, p.dtype))
         head = [f"// ZynBook WGSL for kernel `{program.name}` ({program.schedule})"]
         if sizes:
             head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))

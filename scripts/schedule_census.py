@@ -101,6 +101,30 @@ def cir_kernels():
         yield f"cuda_cir_kernels:{name}", (k, sizes), None
 
 
+def _built(kernel, target, sizes) -> str:
+    prog = schedules.build(kernel, target, sizes)
+    return prog.schedule.split(":")[0] if prog is not None else \
+        "NONE: " + schedules.why_none(kernel, target, sizes)
+
+
+def _webgpu(kernel, target, sizes) -> str:
+    """What the WebGPU device runs: the launch IR printed in WGSL for every size set, else
+    for the launch's sizes, else (NONE) the older renderer."""
+    import dataclasses
+    from zynbook.compiler.codegen import wgsl
+    opts = wgsl.WGSLOptions(subgroups=target.collectives, f16=True, launch_ir=True)
+    prog = wgsl.launch_program(kernel, opts)
+    if prog is not None:
+        return prog.schedule.split(":")[0] + " (every size)"
+    prog = wgsl.launch_program(kernel, dataclasses.replace(
+        opts, launch_sizes=tuple(sorted((k, int(v)) for k, v in sizes.items()))))
+    if prog is not None:
+        return prog.schedule.split(":")[0] + " (sizes baked)"
+    baked = dataclasses.replace(wgsl.launch_target(opts), symbolic_sizes=False)
+    return "NONE: " + (schedules.why_none(kernel, baked, sizes) if schedules.build(
+        kernel, baked, sizes) is None else "the WGSL dialect cannot print it")
+
+
 def census(out=sys.stdout):
     counts: dict = {}
     for source in (example_kernels, test_kernels, cir_kernels):
@@ -117,9 +141,7 @@ def census(out=sys.stdout):
             out.write(f"{name}  [{kind}]\n")
             for tname, target in TARGETS.items():
                 try:
-                    prog = schedules.build(kernel, target, sizes)
-                    res = prog.schedule.split(":")[0] if prog is not None else \
-                        "NONE: " + schedules.why_none(kernel, target, sizes)
+                    res = (_webgpu if target.lang == "wgsl" else _built)(kernel, target, sizes)
                 except Exception as err:
                     res = f"ERROR: {type(err).__name__}: {err}"
                 key = "none" if res.startswith(("NONE", "ERROR")) else "built"

@@ -1,8 +1,8 @@
 """The host interpreter: runs ZynML programs statement by statement.
 
 Host code (let/var, pipelines, config, await, tensor math) is interpreted here directly;
-every `compute()` block goes through the compiler (lower -> CIR -> dimension solving)
-and runs on a device. Values: Tensor, int, float, bool, str, list, tuple, Record, Future,
+every `compute()` block goes through the compiler (lower -> CIR -> dimension solving) once
+per input signature (runtime/plans.py) and runs on a device. Values: Tensor, int, float, bool, str, list, tuple, Record, Future,
 Pipeline, MemoryPool.
 """
 from __future__ import annotations

@@ -454,3 +454,31 @@ def load_library(payload: bytes, folder: Path | None = None, suffix: str = ".so"
             except OSError:
                 pass
     raise EntryUnusable(f"the library does not load: {last}")
+
+
+# -------------------------------------------------------------------- tuning records
+
+# the winners of `@autotune` searches (zynbook/tuning.py): small JSON records, written and
+# verified as every entry is (atomic, checksummed, discarded when bad)
+TUNING = KernelCache("tuning", suffix=".json")
+
+
+def load_record(key: CacheKey) -> dict | None:
+    """The tuning record of `key` from disk, or None (an entry that is corrupt, or whose
+    verified payload is not a JSON object, is discarded)."""
+    payload = TUNING.load(key)
+    if payload is None:
+        return None
+    try:
+        record = json.loads(payload.decode())
+    except (UnicodeDecodeError, ValueError):
+        record = None
+    if not isinstance(record, dict):
+        TUNING.discard(key)
+        return None
+    return record
+
+
+def store_record(key: CacheKey, record: dict) -> Path | None:
+    """Write `record` as the tuning entry of `key`; None when only memory can hold it."""
+    return TUNING.store(key, json.dumps(record, sort_keys=True, default=repr).encode())

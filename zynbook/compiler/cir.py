@@ -287,6 +287,9 @@ class Schedule:
     tile: tuple = ()                    # @tile(block_q=64, ...) as sorted pairs
     broadcast: tuple = ()               # @broadcast(name, axis=1) as (name, axis) pairs
     parallel: str | None = None         # @parallel(data|model)
+    autotune: bool | None = None        # @autotune: measure the schedule's space (None: not asked)
+    # where @tile is written (for errors); not part of the meaning
+    tile_span: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -421,7 +424,7 @@ def print_kernel(k: Kernel, with_source: bool = True) -> str:
     sch = k.schedule
     for f in fields(sch):
         v = getattr(sch, f.name)
-        if v not in (None, ()):
+        if f.compare and v not in (None, ()):
             hints.append(f"{f.name}={v}")
     if hints:
         lines.append("  schedule " + ", ".join(hints))

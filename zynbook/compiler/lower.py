@@ -25,7 +25,7 @@ F32 = cir.Ty("f32")
 KERNEL_TYPES = ("elementwise", "reduce", "matmul", "batched_matmul", "conv2d",
                 "conv2d_depthwise", "attention", "flash_attention", "fused")
 ANNOTATIONS = ("kernel", "device", "async", "parallel", "workgroup", "shared", "broadcast",
-               "tile")
+               "tile", "autotune")
 CONSTANTS = {"inf": float("inf"), "pi": 3.141592653589793, "e": 2.718281828459045}
 CAST_NAMES = {"float": "f32", "int": "i32", "f16": "f16", "bf16": "bf16", "f32": "f32",
               "f64": "f64", "i32": "i32", "i64": "i64", "u32": "u32", "bool": "bool"}
@@ -282,8 +282,15 @@ class _Lowering:
             # a size expression over named sizes is a hint we cannot price yet: keep none
             if _const_int(ann.args[0]) is not None:
                 shared = self._positive_const(ann.args[0], "@shared", at=ann)
+        tile_span = autotune = None
+        if "autotune" in self.annotations:
+            ann = self.annotations["autotune"]
+            if ann.args or ann.kwargs:
+                raise ZynMLTypeError("@autotune takes no arguments", ann.span)
+            autotune = True
         if "tile" in self.annotations:
             ann = self.annotations["tile"]
+            tile_span = ann.span
             if ann.args or not ann.kwargs:
                 raise ZynMLTypeError("@tile takes named sizes: @tile(block_q=64, block_kv=64)",
                                      ann.span)
@@ -315,7 +322,7 @@ class _Lowering:
                     ann.args[0].id not in ("data", "model"):
                 raise ZynMLTypeError("@parallel takes `data` or `model`", ann.span)
             parallel = ann.args[0].id
-        return cir.Schedule(wg, shared, tile, bcast, parallel)
+        return cir.Schedule(wg, shared, tile, bcast, parallel, autotune, tile_span)
 
     def _positive_const(self, e, what, allow_zero=False, allow_names=False, at=None):
         value = _const_int(e, allow_names)

@@ -328,10 +328,28 @@ class Interpreter:
                 configure(self.session, kw.name, value, kw.value.span)
             elif kw.name == "memory_budget":
                 D.set_memory_budget(self, value, kw.value.span)
+            elif kw.name in ("autotune", "tune_budget"):
+                self._tuning(kw.name, value, kw.value.span)
             else:
                 raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
-                                     "seed, cluster, model_split, memory_budget", kw.span)
+                                     "seed, cluster, model_split, memory_budget, autotune, "
+                                     "tune_budget", kw.span)
         return None
+
+    def _tuning(self, key: str, value, span):
+        """`config { autotune: true, tune_budget: 20 }`: zynbook/tuning.py's settings."""
+        import dataclasses
+        from ..tuning import Settings
+        settings = getattr(self.session, "tuning", None) or Settings()
+        if key == "autotune":
+            if not isinstance(value, (bool, np.bool_)):
+                raise ZynMLTypeError("autotune takes true or false", span)
+            settings = dataclasses.replace(settings, autotune=bool(value))
+        else:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ZynMLTypeError("tune_budget takes a positive number of seconds", span)
+            settings = dataclasses.replace(settings, budget_s=float(value))
+        self.session.tuning = settings
 
     def truth(self, value, node) -> bool:
         if isinstance(value, (bool, np.bool_)):
@@ -916,7 +934,8 @@ class Interpreter:
                 # the device reads the output back asynchronously (WebGPU buffer mapping)
                 out, launch = device.launch_async(lowered.kernel, arrays, sizes, scalars).result()
             else:
-                out, launch = plan.prepared(device).launch(arrays, scalars, in_background)
+                prepared = plan.prepared(device, getattr(self.session, "tuning", None))
+                out, launch = prepared.launch(arrays, scalars, in_background)
         except ZynMLError as err:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span

@@ -24,6 +24,7 @@ from ..compiler.dims import solve
 from ..compiler.freenames import compute_free_names
 from ..compiler.lower import dotted
 from ..errors import ZynMLTypeError
+from .. import tuning as tuned
 from . import builtins as B
 
 # shapes seen by one lowered block before the oldest plan is dropped (a loop over growing
@@ -107,12 +108,14 @@ class BlockPlan:
     def scalar_values(self, given: dict) -> dict:
         return {name: given[label] for name, label in self.scalar_labels}
 
-    def prepared(self, device):
-        """The device's LaunchPlan for this kernel and these sizes (made on first use)."""
+    def prepared(self, device, tuning=None):
+        """The device's LaunchPlan for this kernel and these sizes (made on first use; tuned
+        where the kernel or the session's `tuning` settings ask, zynbook/tuning.py)."""
         plan = self._prepared.get(device.id)
         if plan is None or plan.device is not device:
             if getattr(device, "backend", "") in ("cpu", "c"):
                 out = self.lowered.kernel.output
                 B.check_host_memory(self.out_shape, out.dtype)
-            plan = self._prepared[device.id] = device.prepare(self.lowered.kernel, self.sizes)
+            plan = self._prepared[device.id] = tuned.prepare(device, self.lowered.kernel,
+                                                             self.sizes, tuning)
         return plan

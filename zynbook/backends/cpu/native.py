@@ -174,8 +174,9 @@ class NativeCpuDevice(Device):
             self._resolved = resolve_target_flags(self.compiler, flags)
         return self._resolved
 
-    def cache_key(self, kernel: cir.Kernel, sizes: dict) -> kcache.CacheKey:
-        """The key of a kernel's library, without its source (which the disk layer adds)."""
+    def cache_key(self, kernel: cir.Kernel, sizes: dict, params=None) -> kcache.CacheKey:
+        """The key of a kernel's library, without its source (which the disk layer adds);
+        `params` (a schedules.Choice) where the schedule's parameters are given."""
         if self._target is None:
             flags = self.flags()
             self._target = (kcache.parts(machine=platform.machine(), system=platform.system(),
@@ -184,7 +185,8 @@ class NativeCpuDevice(Device):
                             kcache.parts(compiler=self.version()))
         target, versions = self._target
         return kcache.CacheKey("cpu", kernel.stable_hash(),
-                               params=kcache.parts(sizes=sizes, openmp=self._openmp),
+                               params=kcache.parts(sizes=sizes, openmp=self._openmp,
+                                                   **({"choice": params} if params else {})),
                                target=target, versions=versions)
 
     def _probe(self, flags) -> bool:
@@ -206,15 +208,15 @@ class NativeCpuDevice(Device):
                 return False
 
     # ------------------------------------------------------------------ compile
-    def compile(self, kernel: cir.Kernel, sizes: dict) -> CompiledC:
+    def compile(self, kernel: cir.Kernel, sizes: dict, params=None) -> CompiledC:
         sizes = {d: int(sizes[d]) for d in kernel.dims if d in sizes}
-        key = self.cache_key(kernel, sizes)
-        return self.cache.memo(key, lambda: self._compile(kernel, sizes, key))
+        key = self.cache_key(kernel, sizes, params)
+        return self.cache.memo(key, lambda: self._compile(kernel, sizes, key, params))
 
-    def _compile(self, kernel: cir.Kernel, sizes: dict, key: kcache.CacheKey) -> CompiledC:
+    def _compile(self, kernel: cir.Kernel, sizes: dict, key: kcache.CacheKey, params=None) -> CompiledC:
         flags = self.flags()
         t0 = time.perf_counter()
-        program = c_codegen.render_program(kernel, sizes, openmp=self._openmp)
+        program = c_codegen.render_program(kernel, sizes, openmp=self._openmp, params=params)
         full = key.with_source(program.source)
         try:
             lib, path = self.cache.fetch(full, lambda: self._build(program, kernel, flags),
@@ -272,8 +274,9 @@ class NativeCpuDevice(Device):
         return ZynMLDeviceError(text, Span(zline, 1) if zline else None)
 
     # ------------------------------------------------------------------- launch
-    def prepare(self, kernel: cir.Kernel, sizes: dict) -> "NativePlan":
-        return NativePlan(self, kernel, sizes)
+    def prepare(self, kernel: cir.Kernel, sizes: dict, params=None) -> "NativePlan":
+        """The launch plan; `params` (a schedules.Choice) compiles with those parameters."""
+        return NativePlan(self, kernel, sizes, params)
 
     def launch(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict):
         return self.prepare(kernel, sizes).launch(inputs, scalars)
@@ -310,11 +313,11 @@ class NativePlan(LaunchPlan):
     """A compiled kernel with its sizes bound: the library, the buffers' dtypes and shapes
     and the scalar arguments' order, found once; a launch checks and passes pointers."""
 
-    def __init__(self, device: NativeCpuDevice, kernel: cir.Kernel, sizes: dict):
+    def __init__(self, device: NativeCpuDevice, kernel: cir.Kernel, sizes: dict, params=None):
         super().__init__(device, kernel, sizes)
         t0 = time.perf_counter()
         built = device.cache.misses
-        self.compiled = device.compile(kernel, sizes)
+        self.compiled = device.compile(kernel, sizes, params)
         self.compile_s = time.perf_counter() - t0 if device.cache.misses != built else 0.0
         bound = {k: int(v) for k, v in sizes.items()}
         self.buffers = []

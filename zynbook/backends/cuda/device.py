@@ -385,8 +385,9 @@ class CudaDevice(Device):
         return CudaMemoryPool(self, size)
 
     # ------------------------------------------------------------------ launch
-    def prepare(self, kernel: cir.Kernel, sizes: dict) -> "CudaPlan":
-        return CudaPlan(self, kernel, sizes)
+    def prepare(self, kernel: cir.Kernel, sizes: dict, params=None) -> "CudaPlan":
+        """The launch plan; `params` (a schedules.Choice) compiles with those parameters."""
+        return CudaPlan(self, kernel, sizes, params)
 
     def launch(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict):
         """Compile (or find) and launch on this thread's stream; returns once it finished."""
@@ -423,11 +424,11 @@ class CudaPlan(LaunchPlan):
     address) surface at the next synchronisation. Kernel times come from CUDA events, read
     when first asked for (`DeferredKernelTime`)."""
 
-    def __init__(self, device: CudaDevice, kernel: cir.Kernel, sizes: dict):
+    def __init__(self, device: CudaDevice, kernel: cir.Kernel, sizes: dict, params=None):
         super().__init__(device, kernel, sizes)
         t0 = time.perf_counter()
         with device.cupy_device:
-            self.compiled = device.compile(kernel, sizes)
+            self.compiled = device.compile(kernel, sizes, {"params": params} if params else None)
         self.compile_s = time.perf_counter() - t0
         self.out_shape = cir.output_shape(kernel, sizes)
         self.out_dtype = storage_dtype(kernel.output.dtype)

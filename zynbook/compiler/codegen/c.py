@@ -44,21 +44,24 @@ class CProgram:
     error_sites: tuple = ()     # compiler/errflag.py: what the kernel may report
 
 
-def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True) -> CProgram:
-    """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible."""
+def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True,
+                   params=None) -> CProgram:
+    """Render `kernel` for one binding of its sizes (with `params`, a schedules.Choice: that
+    schedule's parameters). Raises ZynMLDeviceError if impossible."""
     sizes = {k: int(v) for k, v in sizes.items()}
     try:
         missing = [d for d in kernel.dims if d not in sizes]
         if missing:
             raise Unsupported(f"sizes not bound: {', '.join(missing)}")
-        return _launch_program(kernel, sizes, openmp) or no_schedule(kernel, cpu_target(), sizes)
+        return _launch_program(kernel, sizes, openmp, params) or \
+            no_schedule(kernel, cpu_target(), sizes)
     except Unsupported as err:
         raise_unsupported(kernel, err, "C")
 
 
-def _launch_program(kernel: cir.Kernel, sizes: dict, openmp: bool) -> CProgram | None:
+def _launch_program(kernel: cir.Kernel, sizes: dict, openmp: bool, params=None) -> CProgram | None:
     """The kernel through a schedule of compiler/schedules/ and the C++ dialect."""
-    prog = schedules.build(kernel, cpu_target(), sizes)
+    prog = schedules.build(kernel, cpu_target(), sizes, params)
     if prog is None:
         return None
     out = print_program(CppDialect(openmp), prog, kernel, {user_name(d): sizes[d] for d in kernel.dims})

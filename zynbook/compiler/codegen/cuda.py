@@ -56,7 +56,8 @@ class CudaProgram:
 
 
 def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: dict | None = None) -> CudaProgram:
-    """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible."""
+    """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible.
+    `options["params"]`, a schedules.Choice, builds that schedule with those parameters."""
     options = dict(options or {})
     sizes = {k: int(v) for k, v in sizes.items()}
     missing = [d for d in kernel.dims if d not in sizes]
@@ -71,6 +72,9 @@ def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: 
 def _render(kernel, sizes, arch, options) -> CudaProgram:
     kind = kernel.kernel_type.kind
     notes = []
+    if options.get("params") is not None:
+        return _launch_program(kernel, sizes, notes, arch, params=options["params"]) or \
+            no_schedule(kernel, cuda_target(arch), sizes)
     if kind in ("attention", "flash_attention") and not options.get("generic"):
         prog = _launch_program(kernel, sizes, notes, arch, only="attention")
         if prog is not None:
@@ -89,10 +93,10 @@ def _render(kernel, sizes, arch, options) -> CudaProgram:
         no_schedule(kernel, cuda_target(arch), sizes)
 
 
-def _launch_program(kernel, sizes, notes, arch, only=None, exclude=()) -> CudaProgram | None:
+def _launch_program(kernel, sizes, notes, arch, only=None, exclude=(), params=None) -> CudaProgram | None:
     """The kernel through a schedule of compiler/schedules/ and the CUDA dialect; a program
     with vector accesses carries its fallback for buffers that are not 16-byte aligned."""
-    prog = schedules.build(kernel, cuda_target(arch), sizes, only=only, exclude=exclude)
+    prog = schedules.build(kernel, cuda_target(arch), sizes, params, only=only, exclude=exclude)
     if prog is None:
         return None
     both = prog if prog.fallback is None else ir.Program(

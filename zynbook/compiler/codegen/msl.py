@@ -73,7 +73,8 @@ class MSLProgram:
 
 
 def render_program(kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> MSLProgram:
-    """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible."""
+    """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible.
+    `options["params"]`, a schedules.Choice, builds that schedule with those parameters."""
     options = dict(options or {})
     sizes = {k: int(v) for k, v in sizes.items()}
     try:
@@ -116,6 +117,9 @@ def schedule_name(prog: MSLProgram) -> str:
 def _render(kernel, sizes, options) -> MSLProgram:
     kind = kernel.kernel_type.kind
     notes: list = []
+    if options.get("params") is not None:
+        return _launch_program(kernel, sizes, notes, params=options["params"]) or \
+            no_schedule(kernel, metal_target(), sizes)
     if kind in ("attention", "flash_attention") and not options.get("generic"):
         prog = _launch_program(kernel, sizes, notes, only="attention")
         if prog is not None:
@@ -125,10 +129,10 @@ def _render(kernel, sizes, options) -> MSLProgram:
         no_schedule(kernel, metal_target(), sizes)
 
 
-def _launch_program(kernel, sizes, notes, only=None, exclude=()) -> MSLProgram | None:
+def _launch_program(kernel, sizes, notes, only=None, exclude=(), params=None) -> MSLProgram | None:
     """The kernel through a schedule of compiler/schedules/ and the MSL dialect (whose copies
     are element by element: a program's aligned fallback is not needed)."""
-    prog = schedules.build(kernel, metal_target(), sizes, only=only, exclude=exclude)
+    prog = schedules.build(kernel, metal_target(), sizes, params, only=only, exclude=exclude)
     if prog is None:
         return None
     try:

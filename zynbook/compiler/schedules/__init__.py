@@ -12,7 +12,9 @@ from .gemm import Gemm
 from .generic import GenericThread
 from .reduce import Reduce
 from .rows import Rows
+from .base import Choice
 from .block import Block
+from .configs import check_config
 from .vector import VectorThread
 
 SCHEDULES = (Attention(), Reduce(), Gemm(), Rows(), VectorThread(), GenericThread(), Block())
@@ -28,14 +30,28 @@ def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:
     return "; ".join(f"{name}: {why}" for name, why in reasons.items() if why)
 
 
+def chosen(kernel: cir.Kernel, target: Target, sizes: dict, only: str | None = None):
+    """The schedule `build` tries first for `kernel` on `target` (the one whose space a
+    tuner searches), or None."""
+    for sched in SCHEDULES:
+        if (only is None or sched.name == only) and sched.why_not(kernel, target, sizes) is None:
+            return sched
+    return None
+
+
 def build(kernel: cir.Kernel, target: Target, sizes: dict, params=None,
           only: str | None = None, exclude: tuple = ()) -> ir.Program | None:
+    """The launch IR of the first schedule that applies. `params`: that schedule's
+    parameters, or a `Choice` (which names its schedule)."""
+    if isinstance(params, Choice):
+        only, params = params.schedule, params.params
     notes = []
     for sched in SCHEDULES:
         if (only is not None and sched.name != only) or sched.name in exclude:
             continue
         reason = sched.why_not(kernel, target, sizes)
         if reason is None:
+            check_config(sched.name, kernel, target, sizes)
             try:
                 prog = sched.build(kernel, target, sizes, params or sched.default(kernel, target, sizes))
             except NotScalar as err:

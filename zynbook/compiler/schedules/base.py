@@ -22,6 +22,17 @@ class Params:
         return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
 
 
+@dataclass(frozen=True)
+class Choice:
+    """One schedule's parameters, named with the schedule: what a device compiles when it is
+    told which parameters to use (a tuning candidate, a tuned winner) instead of choosing."""
+    schedule: str
+    params: Params
+
+    def describe(self) -> str:
+        return f"{self.schedule}: {self.params.describe()}"
+
+
 class Schedule(ABC):
     name = "schedule"
     kinds: tuple = ()           # kernel types it is written for, besides its name

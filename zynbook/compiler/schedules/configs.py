@@ -1,0 +1,135 @@
+"""The kernel library's tuned flash-attention configurations (gpu-kernel-library.md), the
+shared memory a configuration needs, and its check against a target's limit.
+
+* `CONFIGS`: the named configurations per architecture (Ampere 128/128/64, Hopper
+  128/256/128, RDNA3 and Apple 64/64/64 in half precision, a 32/32/64 f32 fallback);
+  `architecture(target)` detects which one a target is (the CUDA arch, Metal, a WebGPU
+  adapter's name); `named_config(target)` is that configuration where it fits the target,
+  else the fallback, else None.
+* `required_shared_memory(config)`: the library's layout, a Q tile of `block_q` rows and K
+  and V tiles of `block_kv` rows of `head_dim` elements (2 bytes in half precision, else 4).
+* `check_config`: a kernel's `@tile(block_q=, block_kv=)` taken as a configuration (its
+  head_dim is the launch's, half precision where Q is f16 or bf16) that needs more shared
+  memory than the target has is a ZynMLDeviceError naming both numbers, pointing at the
+  `@tile`. The check needs head_dim's value: on a target that builds one program for every
+  size set (WebGPU) it is made where head_dim is a constant of the kernel.
+* `attention_params(config, target)`: a configuration as the attention schedule's Params
+  (one thread per query, `block_q` queries a block, `block_kv`-key tiles in shared memory),
+  a starting point for tuning; the schedule fits its tiles into its own shared arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import ZynMLDeviceError
+
+
+@dataclass(frozen=True)
+class FlashConfig:
+    name: str
+    block_q: int
+    block_kv: int
+    head_dim: int
+    half: bool
+
+    def describe(self) -> str:
+        return (f"{self.name} (block_q={self.block_q}, block_kv={self.block_kv}, "
+                f"head_dim={self.head_dim}{', half precision' if self.half else ''})")
+
+
+CONFIGS = {c.name: c for c in (
+    FlashConfig("ampere", 128, 128, 64, True),
+    FlashConfig("hopper", 128, 256, 128, True),
+    FlashConfig("rdna3", 64, 64, 64, True),
+    FlashConfig("apple", 64, 64, 64, True),
+    FlashConfig("fallback", 32, 32, 64, False),
+)}
+
+# WebGPU adapter names of RDNA3 GPUs (Radeon RX 7000 series, gfx11)
+_RDNA3 = ("gfx11", "rx 7", "radeon 7", "rdna3", "rdna 3")
+
+
+def architecture(target) -> str:
+    """The named configuration's architecture of `target`: CUDA sm_80 to sm_87 is Ampere,
+    sm_89 (RTX 40xx, which the library's table groups with Hopper) and sm_90 on are Hopper,
+    Metal is Apple, a WebGPU adapter is told by its name; anything else the fallback."""
+    arch = (target.arch or "").lower()
+    if target.name == "cuda" and arch.startswith("sm_") and arch[3:].isdigit():
+        cc = int(arch[3:])
+        return "hopper" if cc >= 89 else ("ampere" if cc >= 80 else "fallback")
+    if target.name == "metal" or "apple" in arch:
+        return "apple"
+    if any(m in arch for m in _RDNA3):
+        return "rdna3"
+    return "fallback"
+
+
+def required_shared_memory(config: FlashConfig) -> int:
+    """Bytes of shared memory a block of `config` uses: the Q, K and V tiles."""
+    return (config.block_q + 2 * config.block_kv) * config.head_dim * (2 if config.half else 4)
+
+
+def fits(config: FlashConfig, target) -> bool:
+    return required_shared_memory(config) <= target.shared_bytes
+
+
+def validate_config(config: FlashConfig, target, span=None, what: str = ""):
+    """Raise a ZynMLDeviceError naming both numbers when `config` does not fit `target`."""
+    need = required_shared_memory(config)
+    if need > target.shared_bytes:
+        where = f"{target.name} {target.arch}".strip()
+        raise ZynMLDeviceError(
+            f"{what or 'the configuration ' + config.describe()} needs {need} bytes of shared "
+            f"memory (Q, K and V tiles of {config.block_q}, {config.block_kv} and "
+            f"{config.block_kv} rows of {config.head_dim} "
+            f"{'half-precision' if config.half else '4-byte'} values); the target ({where}) "
+            f"has {target.shared_bytes} bytes per block", span)
+
+
+def named_config(target) -> FlashConfig | None:
+    """The configuration of `target`'s architecture where it fits, else the fallback where
+    that fits, else None."""
+    for name in (architecture(target), "fallback"):
+        if fits(CONFIGS[name], target):
+            return CONFIGS[name]
+    return None
+
+
+def hinted_config(kernel, target, sizes: dict) -> FlashConfig | None:
+    """The configuration a kernel's `@tile(block_q=, block_kv=)` asks for at these sizes
+    (an absent one of the two is the named configuration's), or None without a hint or
+    where head_dim is not known."""
+    from . import attention
+    hint = dict(kernel.schedule.tile)
+    if "block_q" not in hint and "block_kv" not in hint:
+        return None
+    shape, _ = attention.match(kernel, target, sizes)
+    if shape is None or (target.symbolic_sizes and not isinstance(shape.head_dim, int)):
+        return None
+    base = named_config(target) or CONFIGS["fallback"]
+    half = shape.bufs["q"].dtype in ("f16", "bf16")
+    return FlashConfig("@tile", int(hint.get("block_q", base.block_q)),
+                       int(hint.get("block_kv", base.block_kv)), shape.D, half)
+
+
+def check_config(schedule: str, kernel, target, sizes: dict):
+    """Refuse a kernel whose `@tile` configuration does not fit `target` (see module doc)."""
+    if schedule != "attention":
+        return
+    config = hinted_config(kernel, target, sizes)
+    if config is None:
+        return
+    what = (f"@tile(block_q={config.block_q}, block_kv={config.block_kv}) at head_dim "
+            f"{config.head_dim}")
+    validate_config(config, target, getattr(kernel.schedule, "tile_span", None), what)
+
+
+def attention_params(config: FlashConfig, target):
+    """`config` as the attention schedule's parameters on `target` (None where a block of
+    `block_q` threads is more than the target runs)."""
+    from .attention import AttentionParams
+    if target.max_threads == 1:         # the CPU: a query a block, K and V read from memory
+        return AttentionParams(1, config.block_kv, 1, min(16, config.block_kv), False)
+    if config.block_q > target.max_threads:
+        return None
+    return AttentionParams(config.block_q, config.block_kv, 1, min(16, config.block_kv), True)

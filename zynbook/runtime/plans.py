@@ -6,8 +6,9 @@ A block run again (a cell re-run, a pipeline called in a loop) finds its work do
 * `LoweredBlock` (per node, input dtypes and ranks, scalar types and the annotations a
   magic line adds): the checked, lowered kernel after the pass pipeline.
 * `BlockPlan` (per input shapes and the values of the sizes the program gives): the solved
-  sizes, the output shape, where each scalar comes from, and per device the device's
-  `LaunchPlan` (for `cpu:native` and `cuda:N`: the compiled program and argument layout).
+  sizes, the output shape, where each scalar comes from, and per device (and the session's
+  tuning settings) the device's `LaunchPlan` (for `cpu:native` and `cuda:N`: the compiled
+  program and argument layout).
 
 Reuse is decided by the keys alone, built from everything that can change the result: the
 syntax node (a redefined pipeline or a new cell text is a new node), input dtypes, ranks and
@@ -111,11 +112,12 @@ class BlockPlan:
     def prepared(self, device, tuning=None):
         """The device's LaunchPlan for this kernel and these sizes (made on first use; tuned
         where the kernel or the session's `tuning` settings ask, zynbook/tuning.py)."""
-        plan = self._prepared.get(device.id)
+        key = (device.id, tuning)       # `config { autotune }` may pick another program
+        plan = self._prepared.get(key)
         if plan is None or plan.device is not device:
             if getattr(device, "backend", "") in ("cpu", "c"):
                 out = self.lowered.kernel.output
                 B.check_host_memory(self.out_shape, out.dtype)
-            plan = self._prepared[device.id] = tuned.prepare(device, self.lowered.kernel,
-                                                             self.sizes, tuning)
+            plan = self._prepared[key] = tuned.prepare(device, self.lowered.kernel,
+                                                       self.sizes, tuning)
         return plan

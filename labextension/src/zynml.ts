@@ -67,7 +67,8 @@ export const ANNOTATIONS = [
   'shared',
   'tile',
   'broadcast',
-  'parallel'
+  'parallel',
+  'autotune'
 ];
 export const TYPE_NAMES = [
   'tensor',

@@ -256,9 +256,7 @@ class Attention(Schedule):
         if params.products:
             if not products_fit(target, shape):
                 raise NotScalar("the register-tiled products do not fit this attention")
-            return self._program(kernel, shape, params, sites, [_Products(
-                kernel, target, sizes, shape, params, sites, idx, shape.D, 0, 64, 64, 16, 0, 0,
-                None).kernel()], [f"head_dim {shape.D}: 64 queries x 64-key tiles"], target, sizes)
+            return self._products(kernel, target, sizes, shape, params, sites, idx)
         dcaps = self.head_dims(target, shape)
         fits = {d: fit(params, d, target) for d in dcaps}
         if any(f is None for f in fits.values()):
@@ -277,6 +275,25 @@ class Attention(Schedule):
             lines.append(f"head_dim {'up to ' + str(dcap) if len(dcaps) > 1 else dcap}: "
                          f"{bq} queries x {bk}-key tiles, {chunk} keys per step")
         return self._program(kernel, shape, params, sites, built, lines, target, sizes)
+
+    def _products(self, kernel, target, sizes, shape, params, sites, idx) -> ir.Program:
+        """The register-tiled products; with 16-byte loads of K and V (f32 on a target that
+        has them), also their `fallback` for buffers whose base is not 16-byte aligned."""
+        def build(vector, suffix):
+            b = _Products(kernel, target, sizes, shape, params, sites, idx, shape.D, 0, 64, 64,
+                          16, 0, 0, suffix)
+            b.vector = vector
+            return self._program(kernel, shape, params, sites, [b.kernel()],
+                                 [f"head_dim {shape.D}: 64 queries x 64-key tiles"
+                                  + (", 16-byte K/V loads" if vector else "")], target, sizes)
+        kv = (shape.bufs["k"], shape.bufs["v"])
+        if target.vector_bytes < 16 or any(b.dtype != F for b in kv):
+            return build(False, None)
+        prog = build(True, None)
+        prog.fallback = build(False, "w1")
+        prog.aligned = tuple(sorted({user_name(b.name) for b in kv}))
+        prog.sites = prog.fallback.sites = sites.as_tuple()
+        return prog
 
     @staticmethod
     def _program(kernel, shape, params, sites, built, lines, target, sizes) -> ir.Program:
@@ -595,6 +612,7 @@ class _Products(_Kernel):
 
     BQ = BKV = 64
     T = 256
+    vector = False              # K and V rows read 16 bytes at a time (Program.aligned)
 
     def kernel(self):
         p, low, idx = self.shape.p, self.low, self.idx
@@ -637,7 +655,7 @@ class _Products(_Kernel):
         tile += self.scores() + self.softmax() + self.values()
         body.append(ir.For("_k0", self.i(0), r("_SK"), self.i(BKV), tuple(tile), idx))
         body += self.finish()
-        name = kernel_name(self.k)
+        name = kernel_name(self.k, self.suffix or "")
         k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, idx), tuple(body), T, idx,
                       f"attention, head_dim {D}: 64 queries x 64 keys per step as register-tiled "
                       f"products (4 x 4 and 4 x {TD} per thread)")
@@ -684,12 +702,24 @@ class _Products(_Kernel):
     def prefetch(self) -> list:
         """The K and V rows of tile _next into registers."""
         r, TD = self.ref, self.dcap // 16
-        slot = lambda w: self.add(self.mul(r("_w"), self.i(4)), w)
-        return [self.chunks("_w", TD, lambda e: self.kv_rows(e) + [
-            self.quad(lambda w: ir.Store("_kr", slot(w), self.row_element(
-                "k", r("_next"), r("_kj"), r("_SK"), r("_kd4"), w))),
-            self.quad(lambda w: ir.Store("_vr", slot(w), self.row_element(
-                "v", r("_next"), r("_vj"), r("_SK"), r("_vd4"), w)))])]
+        at = self.mul(r("_w"), self.i(4))
+        return [self.chunks("_w", TD, lambda e: self.kv_rows(e)
+                            + self.group("_kr", at, "k", r("_kj"), r("_kd4"))
+                            + self.group("_vr", at, "v", r("_vj"), r("_vd4")))]
+
+    def group(self, dst, at, role, row, col4) -> list:
+        """Elements 4 col4 .. 4 col4 + 3 of key row _next + row of `role` into dst[at..]:
+        one 16-byte load where the program has them (`vector`), 0 past the keys."""
+        r = self.ref
+        if not self.vector:
+            return [self.quad(lambda w: ir.Store(dst, self.add(at, w), self.row_element(
+                role, r("_next"), row, r("_SK"), col4, w)))]
+        j = self.add(r("_next"), row)
+        base = r("_kbase" if role == "k" else "_vbase")
+        src = self.add(base, self.mul(j, self.seq_stride(role)), self.mul(col4, self.i(4)))
+        zero = tuple(ir.Store(dst, self.add(at, self.i(w)), ZERO) for w in range(4))
+        return [ir.If(ir.Bin("<", j, r("_SK"), "bool"),
+                      (ir.Copy(dst, at, user_name(self.shape.bufs[role].name), src, 4, F),), zero)]
 
     def stage(self) -> ir.For:
         """The prefetched rows into shared memory: K d-major, V row-major."""

@@ -7,6 +7,12 @@ medians reported. Memory-bound rows also give achieved bandwidth as a share of t
 bandwidth measured in the same run. Writes a table to stdout and JSON to --json.
 
     python bench/bench_cuda.py [--json bench/results/cuda.json] [--reps 20] [--rows a,b]
+                               [--tune [--tune-budget 60]]
+
+`--tune` adds a tuned row after each row: the kernel searched as `@autotune` searches it
+(zynbook/tuning.py), `tune_s` the search's seconds; the winner is recorded in the tuning
+cache, so a second run in a new process reports the seconds from finding that record to a
+compiled winner (`from the tuning cache` in its schedule column).
 """
 from __future__ import annotations
 
@@ -61,11 +67,12 @@ class Timer:
         return statistics.median(times)
 
 
-def zyn_callable(dev, kernel, sizes, tensors, out, scalars=None):
-    """A no-allocation launch of ZynBook's compiled kernel on torch's current stream."""
+def zyn_callable(dev, kernel, sizes, tensors, out, scalars=None, params=None):
+    """A no-allocation launch of ZynBook's compiled kernel on torch's current stream
+    (`params`: a schedules.Choice to compile instead of the device's own choice)."""
     import cupy as cp
     import torch
-    compiled = dev.compile(kernel, sizes)
+    compiled = dev.compile(kernel, sizes, {"params": params} if params else None)
     bufs = [dev._as_device_array(t, b.dtype) for t, b in zip(tensors, kernel.inputs)]
     outb = dev._as_device_array(out, kernel.output.dtype) if kernel.output.dtype != "bf16" else \
         cp.from_dlpack(out.view(torch.int16)).view(cp.uint16)
@@ -116,6 +123,8 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--rows", default="")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile peers")
+    ap.add_argument("--tune", action="store_true", help="add a tuned row after each row")
+    ap.add_argument("--tune-budget", type=float, default=60.0, help="seconds per search")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -150,7 +159,8 @@ def main():
         except Exception:
             return None
 
-    def add(row, shape, dtype, zyn_fn, peers, nbytes=None, flops=None, schedule="", check=None):
+    def add(row, shape, dtype, zyn_fn, peers, nbytes=None, flops=None, schedule="", check=None,
+            tune_s=None):
         if want and row not in want:
             return
         if check is not None:
@@ -172,9 +182,32 @@ def main():
             if flops:
                 rec["zynbook_tflops"] = flops / tz / 1e12
                 rec["peer_tflops"] = flops / tp / 1e12
+            if tune_s is not None:
+                rec["tune_s"] = tune_s
             rows.append(rec)
             print(f"  {row:<22} {peer:<26} zyn {tz * 1e3:8.3f} ms  peer {tp * 1e3:8.3f} ms  "
-                  f"ratio {tp / tz:5.2f}", flush=True)
+                  f"ratio {tp / tz:5.2f}" + (f"  tuning {tune_s:.1f} s" if tune_s is not None else ""),
+                  flush=True)
+
+    def tuned(row, shape, dtype, k, sizes, tensors, out, peers, **kw):
+        """The row again with the kernel as `@autotune` picks it; the search's seconds (or,
+        with a record, the seconds to the compiled winner) as `tune_s`."""
+        from zynbook import tuning
+        if not args.tune or (want and row not in want):
+            return
+        t0 = time.perf_counter()
+        tuner = tuning.Tuner(dev, k, sizes, args.tune_budget)
+        if len(tuner.candidates) < 2:
+            print(f"  {row}: one candidate, nothing to tune", flush=True)
+            return
+        plan = tuner.cached()
+        if plan is None:
+            inputs = [dev._as_device_array(t, b.dtype) for t, b in zip(tensors, k.inputs)]
+            plan = tuner.tune(inputs, {})
+        fn, comp = zyn_callable(dev, k, sizes, tensors, out, params=tuner.winner)
+        tune_s = time.perf_counter() - t0
+        add(row, shape, dtype + " tuned", fn, peers,
+            schedule=f"{comp.program.schedule}; {plan.geometry['tuning']}", tune_s=tune_s, **kw)
 
     def check_close(got, ref, tol):
         def f():
@@ -197,6 +230,9 @@ def main():
         add(row, [n, n, n], dt_name, fn, [("torch eager (cuBLAS)", lambda: torch.mm(A, B, out=C if tdt == torch.float32 else None))],
             flops=2 * n ** 3, schedule=comp.program.schedule,
             check=check_close(lambda: (fn(), C)[1], lambda: A.float() @ B.float(), 2e-2 if dt_name == "bf16" else 1e-3))
+        tuned(row, [n, n, n], dt_name, k, sizes, [A, B], C,
+              [("torch eager (cuBLAS)", lambda: torch.mm(A, B, out=C if tdt == torch.float32 else None))],
+              flops=2 * n ** 3)
         del A, B, C
 
     # ---- softmax over rows of 2048
@@ -210,6 +246,8 @@ def main():
             [("torch eager", sm), ("torch.compile", compiled_peer(lambda: torch.softmax(x, -1)))],
             nbytes=2 * x.numel() * 4, schedule=comp.program.schedule,
             check=check_close(lambda: (fn(), y)[1], sm, 1e-5))
+        tuned("softmax_2048", [8192, 2048], "f32", k, sizes, [x], y, [("torch eager", sm)],
+              nbytes=2 * x.numel() * 4)
         del x, y
 
     # ---- attention, BERT-base
@@ -224,6 +262,8 @@ def main():
         add("attention_bert", [b, h, s, d], "f32", fn,
             [("torch SDPA", sd)], flops=4 * b * h * s * s * d, schedule=comp.program.schedule,
             check=check_close(lambda: (fn(), O)[1], sd, 1e-3))
+        tuned("attention_bert", [b, h, s, d], "f32", k, sizes, [Q, K_, V], O, [("torch SDPA", sd)],
+              flops=4 * b * h * s * s * d)
         Qh, Kh, Vh = Q.half(), K_.half(), V.half()
         add("attention_bert", [b, h, s, d], "f32 (peer f16)", fn,
             [("torch SDPA f16 (flash)", lambda: F.scaled_dot_product_attention(Qh, Kh, Vh))],
@@ -243,6 +283,8 @@ def main():
         add("conv2d_resnet", [32, 64, 56, 56, 3, 3], "f32", fn,
             [("torch eager (cuDNN)", cv)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9,
             schedule=comp.program.schedule, check=check_close(lambda: (fn(), y)[1], cv, 1e-3))
+        tuned("conv2d_resnet", [32, 64, 56, 56, 3, 3], "f32", k, sizes, [xb, w, bias], y,
+              [("torch eager (cuDNN)", cv)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9)
 
         def cv_tf32():
             torch.backends.cudnn.allow_tf32 = True
@@ -268,6 +310,8 @@ def main():
             [("torch eager", eager), ("torch.compile", compiled_peer(lambda: F.layer_norm(x + p, (4096,), w, bb, 1e-5)))],
             nbytes=3 * x.numel() * 4, schedule=comp.program.schedule,
             check=check_close(lambda: (fn(), y)[1], eager, 1e-4))
+        tuned("residual_layernorm", [8192, 4096], "f32", k, sizes, [x, p, w, bb], y,
+              [("torch eager", eager)], nbytes=3 * x.numel() * 4)
         del x, p, y
     if not want or "bias_gelu" in want:
         x, bb = rnd(8192, 4096), rnd(4096)
@@ -279,6 +323,8 @@ def main():
             [("torch eager", eager), ("torch.compile", compiled_peer(lambda: F.gelu(x + bb)))],
             nbytes=2 * x.numel() * 4, schedule=comp.program.schedule,
             check=check_close(lambda: (fn(), y)[1], eager, 1e-5))
+        tuned("bias_gelu", [8192, 4096], "f32", k, sizes, [x, bb], y, [("torch eager", eager)],
+              nbytes=2 * x.numel() * 4)
         del x, y
 
     print()
@@ -289,6 +335,8 @@ def main():
             extra = f"bw {r['zynbook_bw_share'] * 100:.0f}% vs {r['peer_bw_share'] * 100:.0f}% of copy"
         if "zynbook_tflops" in r:
             extra = f"{r['zynbook_tflops']:.1f} vs {r['peer_tflops']:.1f} TFLOP/s"
+        if "tune_s" in r:
+            extra += f"; tuning {r['tune_s']:.1f} s"
         print(f"{r['row']:<22} {r['dtype']:<15} {r['peer']:<26} {r['zynbook_ms']:>10.3f} "
               f"{r['peer_ms']:>9.3f} {r['ratio']:>6.2f}  {extra}")
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

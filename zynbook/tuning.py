@@ -145,6 +145,7 @@ class Tuner:
         self.target = device_target(device)
         self.schedule = schedules.chosen(kernel, self.target, self.sizes)
         self.candidates = self._candidates() if self.schedule is not None else []
+        self.winner: Choice | None = None       # once found: recorded or measured
 
     def _candidates(self) -> list:
         sched, args = self.schedule, (self.kernel, self.target, self.sizes)
@@ -174,6 +175,7 @@ class Tuner:
         if choice is None:
             return None
         STATS["from_cache"] += 1
+        self.winner = choice
         return _noted(self.device.prepare(self.kernel, self.sizes, params=choice),
                       f"from the tuning cache: {_summary(choice, record)}")
 
@@ -207,6 +209,7 @@ class Tuner:
                 best = (choice, seconds, plan)
             progress.update(n + 1, choice, seconds, best[1])
         choice, seconds, plan = best
+        self.winner = choice
         record = {"schedule": choice.schedule, "params": dataclasses.asdict(choice.params),
                   "ms": seconds * 1e3, "candidates": measured, "skipped": skipped,
                   "tune_s": time.perf_counter() - t0, "sizes": self.sizes}

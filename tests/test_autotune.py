@@ -120,9 +120,14 @@ def _record_key(path: Path) -> str:
 @needs_native
 def test_the_same_session_and_a_new_one_reuse_the_record(fresh):
     run_flash(zynbook.Session(), flash("cpu:native"))
-    launch = run_flash(zynbook.Session(), flash("cpu:native"))
+    s = zynbook.Session()
+    launch = run_flash(s, flash("cpu:native"))
     assert tuning.STATS["searches"] == 1 and tuning.STATS["from_cache"] == 1
     assert launch.geometry["tuning"].startswith("from the tuning cache: attention: ")
+    pytest.importorskip("ipywidgets")
+    from zynbook.widgets.inspector import launch_info_html
+    assert "tuning=from the tuning cache: attention: " in launch_info_html(
+        s.last_kernels[-1], s.launches)
 
 
 WARM = """

@@ -33,6 +33,7 @@ import inspect
 import os
 import statistics
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -255,10 +256,13 @@ class TuningPlan(LaunchPlan):
         super().__init__(tuner.device, tuner.kernel, tuner.sizes)
         self.tuner = tuner
         self.plan: LaunchPlan | None = None
+        self._lock = threading.Lock()       # threads launching at once search once
 
     def launch(self, inputs: list, scalars: dict, background: bool = False):
         if self.plan is None:
-            self.plan = self.tuner.tune(inputs, scalars)
+            with self._lock:
+                if self.plan is None:
+                    self.plan = self.tuner.tune(inputs, scalars)
         return self.plan.launch(inputs, scalars, background)
 
 

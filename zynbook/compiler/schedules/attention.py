@@ -418,7 +418,7 @@ class _Kernel:
                 ir.Decl("_b", idx, ir.Bin("/", self.ref("_bh"), H, idx)),
                 ir.Decl("_t", idx, self.at("thread")),
                 ir.Decl("_q", idx, ir.Bin("/", self.ref("_t"), self.i(R), idx) if R > 1 else self.ref("_t")),
-                ir.Decl("_r", idx, ir.Bin("%", self.ref("_t"), self.i(R), idx) if R > 1 else self.i(0)),
+                *([ir.Decl("_r", idx, ir.Bin("%", self.ref("_t"), self.i(R), idx))] if R > 1 else []),
                 ir.Decl("_qi", idx, self.add(self.mul(ir.Bin("%", self.at("block"), self.ref("_nqb"), idx),
                                                       self.i(bq)), self.ref("_q"))),
                 # a thread past the last query computes the last one and stores nothing

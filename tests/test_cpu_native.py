@@ -169,8 +169,8 @@ def test_compile_error_shows_the_generated_line(device, monkeypatch):
     k, ins, sz, sc = lower_block(MUL_ADD, {"x": randn(11), "y": randn(11)})
     real = c_codegen.render_program
 
-    def broken(kernel, sizes, openmp=True):
-        prog = real(kernel, sizes, openmp)
+    def broken(kernel, sizes, openmp=True, params=None):
+        prog = real(kernel, sizes, openmp, params)
         prog.source = prog.source.replace("+ 1.0f)", "+ no_such_name)")
         return prog
 

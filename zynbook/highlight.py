@@ -19,7 +19,7 @@ KEYWORDS = ("let", "var", "for", "in", "if", "elif", "else", "pipeline", "return
 KERNEL_TYPES = ("elementwise", "reduce", "matmul", "batched_matmul", "conv2d",
                 "conv2d_depthwise", "attention", "flash_attention", "fused")
 ANNOTATIONS = ("kernel", "device", "async", "workgroup", "shared", "tile", "broadcast",
-               "parallel", "autotune")
+               "parallel", "autotune", "nofuse")
 TYPE_NAMES = ("tensor", "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16",
               "u32", "u64", "bool", "int", "float", "str", "float16", "float32", "float64",
               "int32", "int64")

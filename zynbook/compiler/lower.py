@@ -25,7 +25,7 @@ F32 = cir.Ty("f32")
 KERNEL_TYPES = ("elementwise", "reduce", "matmul", "batched_matmul", "conv2d",
                 "conv2d_depthwise", "attention", "flash_attention", "fused")
 ANNOTATIONS = ("kernel", "device", "async", "parallel", "workgroup", "shared", "broadcast",
-               "tile", "autotune")
+               "tile", "autotune", "nofuse")
 CONSTANTS = {"inf": float("inf"), "pi": 3.141592653589793, "e": 2.718281828459045}
 CAST_NAMES = {"float": "f32", "int": "i32", "f16": "f16", "bf16": "bf16", "f32": "f32",
               "f64": "f64", "i32": "i32", "i64": "i64", "u32": "u32", "bool": "bool"}

@@ -50,6 +50,7 @@ ANNOTATION_DOCS = {
     "tile": "@tile(block_q=64, ...): tile sizes (a hint)",
     "broadcast": "@broadcast(name, axis=1): broadcast an input along an axis",
     "parallel": "@parallel(data|model): multi-device split",
+    "nofuse": "@nofuse: the block is launched on its own, never fused with its neighbours",
 }
 
 

@@ -27,6 +27,7 @@ from . import builtins as B
 from . import device_ops as D
 from . import placement
 from .cancel import JobCancelled
+from .lazy import PURE_BUILTINS, Lazy, LazyGraph
 from .parallel import run_split
 from .plans import BlockCache, BlockPlan, LoweredBlock
 from .tensor import Tensor, to_tensor
@@ -45,8 +46,10 @@ class _Return(Exception):
 class CompiledKernel:
     """One compute block as compiled for one input signature (what the inspector shows)."""
 
-    def __init__(self, lowered: LoweredKernel, device=None, launch=None, sizes=None):
+    def __init__(self, lowered: LoweredKernel, device=None, launch=None, sizes=None,
+                 fusion=None):
         self.lowered = lowered
+        self.fusion = fusion                # lazy.Fusion: the blocks fused into it, and why not
         self.kernel: cir.Kernel = lowered.kernel
         self.name = self.kernel.name
         self.device = device
@@ -66,7 +69,15 @@ class CompiledKernel:
 
     @property
     def zynml(self) -> str:
+        if self.fusion is not None and len(self.fusion.origins) > 1:
+            return "\n\n".join(f"// {name}, line {line}\n{text}"
+                                for name, line, text in self.fusion.origins)
         return self.kernel.source
+
+    @property
+    def fusion_text(self) -> str:
+        """The blocks fused into this launch and why adjacent ones were not ('' if none)."""
+        return self.fusion.text() if self.fusion is not None else ""
 
     @property
     def launch_ir_text(self) -> str:
@@ -96,6 +107,7 @@ class Interpreter:
         self.pipelines: list = []           # pipelines being called (their text is their blocks')
         self.extra_annotations: list = []
         self.extra_key = ""                 # the text extra_annotations were parsed from
+        self.lazy = LazyGraph(self)         # blocks recorded, launched at a boundary
         self._lock = threading.RLock()
 
     # ---------------------------------------------------------------- helpers
@@ -179,9 +191,17 @@ class Interpreter:
         """Run every statement; returns (value of the last one, it was an expression)."""
         self.source = source
         value, is_expr = None, False
-        for stmt in program.body:
-            value, is_expr = self.exec_top(stmt)
-        return value, is_expr
+        try:
+            for stmt in program.body:
+                value, is_expr = self.exec_top(stmt)
+            self.lazy.finish(roots=[value])     # leaving the program is a boundary
+        except BaseException:
+            self.lazy.drop()
+            raise
+        for name, v in list(self.globals.items()):
+            if isinstance(v, Lazy):
+                self.globals[name] = self.lazy.plain(v)
+        return self.lazy.plain(value), is_expr
 
     def exec_top(self, stmt):
         """(the statement's value, whether it is an expression a notebook should show)"""
@@ -278,6 +298,7 @@ class Interpreter:
                 base[key[0]] = value
                 return value
             if isinstance(base, Tensor):
+                self.lazy.finish()          # recorded blocks read the old elements
                 arr = B.host_array(base)
                 if s.op != "=":
                     value = self.binary(s.op[0], B.wrap(arr[key], base), value, s.span)
@@ -314,6 +335,7 @@ class Interpreter:
         return None
 
     def config(self, s: A.Config):
+        self.lazy.flush()       # recorded blocks run with the settings they were met under
         for kw in s.entries:
             value = self.eval(kw.value)
             if kw.name == "compute_device":
@@ -330,10 +352,14 @@ class Interpreter:
                 D.set_memory_budget(self, value, kw.value.span)
             elif kw.name in ("autotune", "tune_budget"):
                 self._tuning(kw.name, value, kw.value.span)
+            elif kw.name == "fuse":
+                if not isinstance(value, (bool, np.bool_)):
+                    raise ZynMLTypeError("fuse takes true or false", kw.value.span)
+                self.session.fuse = bool(value)
             else:
                 raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
                                      "seed, cluster, model_split, memory_budget, autotune, "
-                                     "tune_budget", kw.span)
+                                     "tune_budget, fuse", kw.span)
         return None
 
     def _tuning(self, key: str, value, span):
@@ -601,6 +627,8 @@ class Interpreter:
         if isinstance(func, _BuiltinRef):
             if func.name in ("all", "any"):
                 return self.combine_futures(func.name, args, kwargs, node)
+            if func.name not in PURE_BUILTINS:
+                self.lazy.flush()       # print, sync, ...: what ran before runs first
             try:
                 if func.name in D.TRACED_FUNCTIONS and D.is_traced(*args, *kwargs.values()):
                     return D.traced_call(func.name, args, kwargs)
@@ -705,6 +733,7 @@ class Interpreter:
 
     # ------------------------------------------------------------------ async
     def await_(self, e: A.Await):
+        self.lazy.flush()
         f = e.future
         if isinstance(f, A.Call) and isinstance(f.func, A.Name) and f.func.id in ("all", "any") \
                 and not f.kwargs and len(f.args) == 1 and \
@@ -767,6 +796,12 @@ class Interpreter:
         run_async = "async" in lowered.annotations
         mode = lowered.kernel.schedule.parallel
         device = get_device(device_ids[0])
+        if self._deferred(lowered, device, run_async, mode):
+            source = self.pipelines[-1].source if self.pipelines else self.source
+            lz = self.lazy.defer(node, lowered, plan, inputs, scalar_values, device, commit,
+                                 source)
+            return lz if plan.out_shape else self.lazy.force(lz)
+        self.lazy.settle(inputs)
         if device.kind == "cluster":      # @device("dask"): Dask tasks
             job = lambda: self._launch_split([device], lowered, inputs, sizes, sizes_given,
                                              scalar_values, mode, node)
@@ -780,6 +815,12 @@ class Interpreter:
         if run_async:
             return Future(DeviceQueue.for_device(device.id).submit(job), lowered.kernel.name)
         return job()
+
+    def _deferred(self, lowered, device, run_async, mode) -> bool:
+        """Whether the block is recorded in the lazy graph (runtime/lazy.py) rather than
+        launched now: not with `config { fuse: false }`, @nofuse, @async, @parallel or Dask."""
+        return getattr(self.session, "fuse", True) and not run_async and not mode and \
+            "nofuse" not in lowered.annotations and device.kind != "cluster"
 
     def _compute_args(self, node: A.Compute):
         """(input tensors, their labels and spans, the types of the scalars the body reads,
@@ -921,7 +962,7 @@ class Interpreter:
                                    node.span).with_source(self.source) from None
 
     def _launch(self, device, lowered, inputs, sizes, scalars, node, in_background=False,
-                commit=False, plan=None):
+                commit=False, plan=None, fusion=None):
         if plan is None:            # a part of a block split across devices
             plan = BlockPlan(lowered, sizes)
         arrays = []
@@ -940,7 +981,7 @@ class Interpreter:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span
             raise err.with_source(self.source)
-        compiled = CompiledKernel(lowered, device, launch, sizes)
+        compiled = CompiledKernel(lowered, device, launch, sizes, fusion)
         with self._lock:
             self.session.last_kernels.append(compiled)
             self.session.launches.append(launch)

@@ -1,0 +1,363 @@
+"""Fusion of compute blocks: a producer and a consumer that reads its result, as one kernel.
+
+The host interpreter records compute blocks lazily (runtime/lazy.py) and offers each producer
+whose result only one later block reads; `fuse` returns the CIR kernel computing the
+consumer's result without writing the intermediate, or the reason it will not. Two forms,
+both exact: every element is computed by the same operations in the same order as unfused
+(a rounding to the intermediate's dtype is kept as a cast), and no reduction is reordered.
+
+* inline: an elementwise producer (a loop nest storing `out[loop vars] = f(...)`) is
+  substituted for every element read of its result in the consumer, whatever the consumer
+  is (elementwise, reduce, a row kernel). The consumer's structure, kernel type and
+  schedule stay, so every device's schedules see the kernel they saw before.
+* epilogue: an elementwise consumer reading the result at its own position is applied where
+  the producer stores each element (a row kernel such as softmax, or a matmul, whose GEMM
+  schedule takes it as its epilogue: `recognise.contraction` must still accept the body).
+
+Sizes are concrete here (the blocks' plans solved them), so the two blocks' size names are
+joined by value: equal names with equal values are one size, others are renamed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from . import cir
+from .passes.pipeline import run_passes
+from .passes.recognise import NoMatch, contraction, free_vars, loads, substitute
+
+
+@dataclass(frozen=True)
+class Block:
+    """A kernel with everything one launch of it needs, fused or not."""
+    kernel: cir.Kernel
+    sizes: dict            # every size name the kernel uses -> its value
+    scalars: dict          # scalar argument name -> value
+    args: tuple            # per kernel input: a key for the value it reads (equal keys, equal values)
+    origins: tuple         # (kernel name, first line) of the blocks it is made of, in order
+
+
+def fuse(producer: Block, consumer: Block, key) -> Block | str:
+    """The block computing `consumer` (whose inputs with arg `key` are `producer`'s result)
+    with `producer` fused in, or why not (a sentence)."""
+    if key not in consumer.args:
+        return "the second block does not read the first one's result"
+    inline = _inline(producer, consumer, key)
+    if isinstance(inline, Block):
+        return inline
+    epilogue = _epilogue(producer, consumer, key)
+    if isinstance(epilogue, Block):
+        return epilogue
+    return f"{inline}; {epilogue}"
+
+
+# ------------------------------------------------------------------------ the two forms
+
+
+def _inline(producer: Block, consumer: Block, key) -> Block | str:
+    nest = _elementwise_nest(producer.kernel)
+    if isinstance(nest, str):
+        return f"the first block is not inlined: {nest}"
+    if _hinted(producer.kernel):
+        return "the first block is not inlined: its annotations would be dropped"
+    loop_vars, value = nest
+    bufs = {b.name for b, a in zip(consumer.kernel.inputs, consumer.args) if a == key}
+    rank = len(producer.kernel.output.shape)
+    for ld in loads(consumer.kernel.body):
+        if ld.buffer in bufs and (ld.ty.shape or len(ld.index) != rank or
+                                  any(isinstance(i, cir.Span) for i in ld.index)):
+            return "the first block is not inlined: the second reads rows or tiles of its result"
+    names = _Names(consumer, producer)
+    moved = names.expr(value)
+    out_dtype = producer.kernel.output.dtype
+
+    def replace(e):
+        if isinstance(e, cir.Load) and e.buffer in bufs:
+            return _cast(substitute(moved, dict(zip(loop_vars, e.index))), out_dtype)
+        return None
+
+    body = _map(consumer.kernel.body, replace)
+    host = consumer.kernel
+    keep = [(b, a) for b, a in zip(host.inputs, consumer.args) if a != key]
+    return _finish(consumer, names, body, keep, host.output, "inlined")
+
+
+def _epilogue(producer: Block, consumer: Block, key) -> Block | str:
+    nest = _elementwise_nest(consumer.kernel)
+    if isinstance(nest, str):
+        return f"the second block is no epilogue: {nest}"
+    if _hinted(consumer.kernel):
+        return "the second block is no epilogue: its annotations would be dropped"
+    loop_vars, value = nest
+    pk, ck = producer.kernel, consumer.kernel
+    if _shape_of(pk.output, producer.sizes) != _shape_of(ck.output, consumer.sizes):
+        return "the second block is no epilogue: its output's shape is not the first one's"
+    bufs = {b.name for b, a in zip(ck.inputs, consumer.args) if a == key}
+    for ld in loads(value):
+        if ld.buffer in bufs and tuple(_var_name(i) for i in ld.index) != loop_vars:
+            return "the second block is no epilogue: it reads the first one's result " \
+                   "away from its own position"
+    problem = _stores_once(pk, producer.sizes)
+    if problem:
+        return f"the second block is no epilogue: {problem}"
+    names = _Names(producer, consumer, skip=bufs)
+    moved = names.expr(value)
+
+    def replace(s):
+        if isinstance(s, cir.Store) and s.buffer == pk.output.name:
+            stored = _cast(s.value, pk.output.dtype)
+            env = dict(zip(loop_vars, s.index))
+            applied = _map(substitute(moved, env), lambda e: stored if isinstance(e, cir.Load)
+                           and e.buffer in bufs else None)
+            return dataclasses.replace(s, value=_cast(applied, ck.output.dtype))
+        return None
+
+    body = _map(pk.body, replace)
+    output = dataclasses.replace(pk.output, dtype=ck.output.dtype)
+    return _finish(producer, names, body, list(zip(pk.inputs, producer.args)), output,
+                   "epilogue")
+
+
+def _finish(host: Block, names: "_Names", body, keep: list, output: cir.Buffer,
+            form: str) -> Block | str:
+    """The fused block: the host's kernel with `body`, its kept inputs and the moved ones."""
+    k = host.kernel
+    inputs = [b for b, _ in keep] + names.new_inputs
+    args = tuple(a for _, a in keep) + tuple(names.new_args)
+    scalars = tuple(k.scalars) + tuple(names.new_scalars)
+    sizes = {**host.sizes, **names.new_sizes}
+    # the host's sizes stay (types of its tile values name them); the moved block's only where used
+    used = (_size_names(body, inputs, output) | set(k.dims)) & set(sizes)
+    origins = host.origins + names.other.origins if form == "epilogue" else \
+        names.other.origins + host.origins
+    kernel = dataclasses.replace(
+        k, name="fused_" + "_".join(f"l{line}" for _, line in origins),
+        inputs=tuple(inputs), output=output, dims=tuple(sorted(used)), scalars=scalars,
+        body=body)
+    try:
+        kernel = run_passes(kernel)
+    except Exception as exc:        # the fused body breaks a rule the host's kind needs
+        return f"the fused body is refused ({exc})"
+    if not isinstance(contraction(k), NoMatch) and isinstance(contraction(kernel), NoMatch):
+        return "the GEMM schedule would not take the fused body"
+    values = {**host.scalars, **names.new_scalar_values}
+    return Block(kernel, {n: sizes[n] for n in used},
+                 {s.name: values[s.name] for s in scalars}, args, origins)
+
+
+# ------------------------------------------------------------------- names of two blocks
+
+
+class _Names:
+    """The moved block's size, scalar and input names, renamed into the host's namespace:
+    a name the host has with the same value (an input: the same key) is shared."""
+
+    def __init__(self, host: Block, other: Block, skip=()):
+        self.other = other
+        hk, ok = host.kernel, other.kernel
+        taken = _all_names(hk)
+        self.map: dict = {}
+        self.new_sizes, self.new_scalars, self.new_scalar_values = {}, [], {}
+        self.new_inputs, self.new_args = [], []
+        for d in ok.dims:
+            if d in hk.dims and host.sizes.get(d) == other.sizes.get(d):
+                continue
+            self.map[d] = new = _fresh(d, taken)
+            self.new_sizes[new] = other.sizes[d]
+        host_scalars = {s.name: s for s in hk.scalars}
+        for s in ok.scalars:
+            mine = host_scalars.get(s.name)
+            if mine is not None and mine.dtype == s.dtype and \
+                    host.scalars.get(s.name) == other.scalars.get(s.name):
+                continue
+            new = self.map[s.name] = _fresh(s.name, taken)
+            self.new_scalars.append(cir.Scalar(new, s.dtype))
+            self.new_scalar_values[new] = other.scalars[s.name]
+        self.buffers: dict = {}
+        host_by_key = {(a, b.dtype): b.name for b, a in zip(hk.inputs, host.args)}
+        for b, a in zip(ok.inputs, other.args):
+            if b.name in skip:
+                continue
+            shared = host_by_key.get((a, b.dtype))
+            if shared is not None:
+                self.buffers[b.name] = shared
+                continue
+            new = self.buffers[b.name] = _fresh(b.name.replace(".", "_"), taken)
+            host_by_key[(a, b.dtype)] = new
+            self.new_inputs.append(dataclasses.replace(
+                b, name=new, shape=tuple(self.dim(d) for d in b.shape)))
+            self.new_args.append(a)
+
+    def dim(self, d):
+        if isinstance(d, str):
+            return self.map.get(d, d)
+        return self.expr(d) if isinstance(d, cir.Expr) else d
+
+    def expr(self, e):
+        e = substitute(e, {old: _retyped(e, old, new) for old, new in self.map.items()})
+        return _map(e, lambda n: dataclasses.replace(
+            n, buffer=self.buffers[n.buffer], index=self._index(n.index))
+            if isinstance(n, cir.Load) and n.buffer in self.buffers else None)
+
+    def _index(self, index):
+        return tuple(self.expr(i) for i in index)
+
+
+def _retyped(e, old: str, new: str):
+    """A Var named `new` with the type the moved expression gives `old`."""
+    for n in cir.walk(e):
+        if isinstance(n, cir.Var) and n.name == old:
+            return cir.Var(new, n.ty)
+    return cir.Var(new, cir.Ty("i32"))
+
+
+# ---------------------------------------------------------------------------- analyses
+
+
+def _elementwise_nest(k: cir.Kernel):
+    """(loop variables, stored value) of `for i0..: for i1..: out[i0, i1, ..] = value`
+    (lets inlined), or why the kernel is not of that form."""
+    body, loops = k.body, []
+    while len(body) == 1 and isinstance(body[0], cir.Loop):
+        loops.append(body[0])
+        body = body[0].body
+    if not loops or not body:
+        return "it is not one loop nest"
+    env: dict = {}
+    *lets, store = body
+    for s in lets:
+        if not (isinstance(s, cir.Let) and not s.mutable and not s.value.ty.shape):
+            return "its loop nest does more than store one value"
+        env[s.name] = substitute(s.value, env)
+    names = tuple(lp.var for lp in loops)
+    if not (isinstance(store, cir.Store) and store.buffer == k.output.name and
+            tuple(_var_name(i) for i in store.index) == names and
+            len(names) == len(k.output.shape)):
+        return "it does not store each output element at its loop position"
+    for lp, d in zip(loops, k.output.shape):
+        if not (_is_int(lp.start, 0) and _is_int(lp.step, 1) and _same_dim(lp.stop, d)):
+            return "its loops do not run over the output's axes"
+    value = substitute(store.value, env)
+    if value.ty.shape or any(isinstance(n, (cir.Dot, cir.Reduce, cir.Span)) for n in
+                             cir.walk(value)) or \
+            any(ld.buffer == k.output.name or ld.ty.shape for ld in loads(value)):
+        return "its stored value is not a function of input elements"
+    return names, value
+
+
+def _stores_once(k: cir.Kernel, sizes: dict) -> str:
+    """Why the kernel's output is not written, every element, by plain stores at loop
+    positions outside any condition (so an epilogue at the stores sees the final values)."""
+    out = k.output.name
+    for n in cir.walk(k.body):
+        if isinstance(n, cir.Yield):
+            return "the first block's result is a reduction's"
+        if isinstance(n, cir.Atomic) and n.buffer == out or \
+                isinstance(n, cir.Load) and n.buffer == out:
+            return "the first block reads or accumulates into its output"
+    extents = [cir.eval_dim(d, sizes) for d in k.output.shape]
+    found = []
+
+    def visit(body, loops: dict, guarded: bool):
+        for s in body:
+            if isinstance(s, cir.Loop):
+                visit(s.body, {**loops, s.var: s}, guarded)
+            elif isinstance(s, cir.If):
+                visit(s.then, loops, True)
+                visit(s.orelse, loops, True)
+            elif isinstance(s, cir.Store) and s.buffer == out:
+                found.append(_covers(s, loops, extents, sizes) and not guarded)
+    visit(k.body, {}, False)
+    if not found or not all(found):
+        return "the first block does not store every output element once, unconditionally"
+    return ""
+
+
+def _covers(s: cir.Store, loops: dict, extents: list, sizes: dict) -> bool:
+    names = [_var_name(i) for i in s.index]
+    if len(names) != len(extents) or len(set(names)) != len(names):
+        return False
+    for name, extent in zip(names, extents):
+        lp = loops.get(name)
+        try:
+            if lp is None or not (_is_int(lp.start, 0) and _is_int(lp.step, 1) and
+                                  cir.eval_expr_static(lp.stop, sizes) == extent):
+                return False
+        except (TypeError, KeyError):
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _map(node, fn):
+    """`node` with every statement or expression n for which fn(n) is not None replaced by
+    it (top-down: a replacement is not visited again)."""
+    if isinstance(node, tuple):
+        return tuple(_map(n, fn) for n in node)
+    if not isinstance(node, (cir.Expr, cir.Stmt, cir.Span)):
+        return node
+    new = fn(node)
+    if new is not None:
+        return new
+    changes = {f.name: _map(getattr(node, f.name), fn) for f in dataclasses.fields(node)
+               if f.name != "ty"}
+    return dataclasses.replace(node, **changes)
+
+
+def _cast(e, dtype: str):
+    return e if e.ty.dtype == dtype else cir.Cast(e, cir.Ty(dtype, e.ty.shape))
+
+
+def _hinted(k: cir.Kernel) -> bool:
+    return k.schedule != cir.Schedule()
+
+
+def _var_name(e):
+    return e.name if isinstance(e, cir.Var) else None
+
+
+def _is_int(e, value) -> bool:
+    return isinstance(e, cir.Const) and e.value == value and not isinstance(e.value, bool)
+
+
+def _same_dim(stop, d) -> bool:
+    return stop == d or isinstance(stop, cir.Var) and stop.name == d
+
+
+def _shape_of(buf: cir.Buffer, sizes: dict) -> tuple:
+    return tuple(cir.eval_dim(d, sizes) for d in buf.shape)
+
+
+def _all_names(k: cir.Kernel) -> set:
+    names = set(k.dims) | {s.name for s in k.scalars} | {b.name for b in k.inputs} | \
+        {k.output.name}
+    for n in cir.walk(k.body):
+        if isinstance(n, cir.Var):
+            names.add(n.name)
+        elif isinstance(n, (cir.Let, cir.Loop, cir.SharedAlloc)):
+            names.add(getattr(n, "name", None) or getattr(n, "var", None))
+    return names
+
+
+def _fresh(base: str, taken: set) -> str:
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name)
+    return name
+
+
+def _size_names(body, inputs, output) -> set:
+    names = set(free_vars(body))
+    for b in list(inputs) + [output]:
+        for d in b.shape:
+            if isinstance(d, str):
+                names.add(d)
+            elif isinstance(d, cir.Expr):
+                names |= free_vars(d)
+    for n in cir.walk(body):
+        if isinstance(n, cir.Loop):
+            names |= free_vars((n.start, n.stop, n.step))
+    return names

@@ -1,0 +1,270 @@
+"""The lazy kernel graph: compute blocks recorded as they are met and run at a boundary.
+
+A compute block is lowered, planned and checked where the program meets it (so its errors
+name its line at once), but its launch waits: the interpreter hands back a `Lazy`, a Tensor
+whose data is computed when first read. A boundary runs everything recorded, in program
+order: a lazy value's data read (printed, displayed, a host builtin, a condition, a block
+that is not deferred), a host builtin call other than the pure constructors, an element
+assignment into a tensor, `await`, `config`, and the end of the program.
+
+When the graph runs, each block whose result only one later block reads, and no top-level
+name holds (a later cell may read those), is offered to `compiler.fusion.fuse` with that
+block: fused, the intermediate is never written and the two are one launch. A fused-away
+result that is read after all (a pipeline's local read again later) is computed on its own
+then, from the inputs it kept; before an element assignment and at the end of the program
+every such result still named is computed, so none ever reads changed inputs.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..compiler import fusion
+from .plans import BlockPlan
+from .tensor import Tensor
+from .values import Record
+
+# builtins that only make new values: calling them is no boundary
+PURE_BUILTINS = frozenset(("zeros", "ones", "randn", "rand", "arange", "range", "len", "shape",
+                           "tensor", "compute_devices"))
+# recorded blocks before the graph runs without waiting for a boundary (a long host loop)
+MAX_PENDING = 32
+
+
+class Lazy(Tensor):
+    """A compute block's result, computed when its data is first read."""
+
+    __slots__ = ("graph", "node", "lowered", "plan", "inputs", "scalars", "source", "result")
+
+    def __init__(self, graph, node, lowered, plan, inputs, scalars, device, commit, source):
+        Tensor.__init__(self, None, device, plan.out_shape, lowered.kernel.output.dtype,
+                        committed=commit)
+        self.graph, self.node, self.lowered, self.plan = graph, node, lowered, plan
+        self.inputs, self.scalars, self.source = list(inputs), dict(scalars), source
+        self.result = _NOT_YET
+
+    @property
+    def data(self):
+        return _value_data(self.graph.force(self))
+
+    @data.setter
+    def data(self, value):
+        Tensor.data.__set__(self, value)
+
+    @property
+    def done(self) -> bool:
+        return self.result is not _NOT_YET
+
+    def settle(self, result):
+        self.result = result
+        if isinstance(result, Tensor):
+            Tensor.data.__set__(self, result.data)
+        self.inputs = None          # what it was computed from may be freed now
+
+    def block(self) -> fusion.Block:
+        k = self.lowered.kernel
+        return fusion.Block(k, dict(self.plan.sizes), dict(self.scalars),
+                            tuple(id(t) for t in self.inputs), ((k.name, k.first_line),))
+
+    def __repr__(self):
+        return repr(self.graph.force(self))
+
+
+_NOT_YET = object()
+
+
+def _value_data(value):
+    return value.data if isinstance(value, Tensor) else value
+
+
+@dataclasses.dataclass
+class Fusion:
+    """What the inspector shows of a launch the graph made: the blocks it came from and why
+    adjacent blocks were not fused."""
+    origins: tuple              # (kernel name, first line, ZynML text) per block, in order
+    notes: list                 # sentences: "kernel_l3 -> kernel_l9 (line 9): not fused, ..."
+
+    def text(self) -> str:
+        lines = []
+        if len(self.origins) > 1:
+            lines.append("fused from " + ", ".join(f"{n} (line {ln})"
+                                                    for n, ln, _ in self.origins))
+        lines += self.notes
+        return "\n".join(lines)
+
+
+class _Group:
+    """Blocks that will be one launch: their fused block and the lazy value it computes."""
+
+    def __init__(self, lz: Lazy):
+        self.result, self.members, self.block = lz, [lz], lz.block()
+        self.notes: list = []
+
+
+class LazyGraph:
+    """The blocks one interpreter has recorded and not yet run."""
+
+    def __init__(self, interp):
+        self.interp = interp
+        self.pending: list = []
+        self.fused: dict = {}       # (fused kernel, sizes) -> (lowered, plan): made once
+
+    def defer(self, node, lowered, plan, inputs, scalars, device, commit, source) -> Lazy:
+        lz = Lazy(self, node, lowered, plan, inputs, scalars, device.id, commit, source)
+        self.pending.append(lz)
+        if len(self.pending) >= MAX_PENDING:
+            self.flush(roots=[lz])
+        return lz
+
+    def force(self, lz: Lazy):
+        """The value of `lz` (a Tensor, or a number for a reduction to one value)."""
+        if not lz.done:
+            if any(p is lz for p in self.pending):
+                self.flush(roots=[lz])
+            if not lz.done:         # fused away in an earlier run of the graph, read after all
+                self._launch(_Group(lz))
+        return lz.result
+
+    def settle(self, values):
+        """Every lazy value among `values` computed (before a block that is not deferred
+        reads them, possibly on another thread)."""
+        for v in values:
+            if isinstance(v, Lazy):
+                self.force(v)
+
+    def drop(self):
+        """Forget what is recorded (after an error: a value still named is computed alone
+        if it is read)."""
+        self.pending = []
+
+    def flush(self, roots=()):
+        """Run every recorded block; `roots` are values the caller holds besides the names."""
+        if not self.pending:
+            return
+        with self.interp._lock:
+            pending, self.pending = self.pending, []
+            for group in self._groups(pending, self._named(roots, frames=False)):
+                self._launch(group)
+
+    def finish(self, roots=(), frames: bool = True):
+        """Run every recorded block, then compute every fused-away result still named (in
+        the program's names, the pipelines' locals where `frames`, and `roots`)."""
+        self.flush(roots)
+        for lz in self._named(roots, frames).values():
+            self.force(lz)
+
+    def plain(self, value):
+        """`value` with computed lazy values replaced by ordinary tensors (what a program
+        hands back and leaves in its names)."""
+        if isinstance(value, Lazy):
+            return value.result if value.done else value
+        if isinstance(value, list):
+            return [self.plain(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.plain(v) for v in value)
+        return value
+
+    # ------------------------------------------------------------------------ grouping
+    def _groups(self, pending: list, live: set) -> list:
+        readers: dict = {}
+        for lz in pending:
+            for t in {id(t): t for t in lz.inputs}.values():
+                if isinstance(t, Lazy):
+                    readers[id(t)] = readers.get(id(t), 0) + 1
+        open_: dict = {}            # id(result) -> _Group, in program order
+        for lz in pending:
+            group = _Group(lz)
+            for t in {id(t): t for t in lz.inputs}.values():
+                producer = open_.get(id(t)) if isinstance(t, Lazy) else None
+                if producer is None:
+                    continue
+                why = self._kept(t, lz, readers, live)
+                if not why:
+                    fused = fusion.fuse(producer.block, group.block, id(t))
+                    if isinstance(fused, fusion.Block):
+                        del open_[id(t)]
+                        group.members = producer.members + group.members
+                        group.notes = producer.notes + group.notes
+                        group.block = fused
+                        continue
+                    why = fused
+                group.notes.append(f"{t.lowered.kernel.name} -> {lz.lowered.kernel.name} "
+                                   f"(line {lz.node.span.line}): not fused: {why}")
+            open_[id(lz)] = group
+        return list(open_.values())
+
+    @staticmethod
+    def _kept(t: Lazy, lz: Lazy, readers: dict, live: set) -> str:
+        if id(t) in live:
+            return "its result is kept under a name a later statement may read"
+        if readers.get(id(t), 0) > 1:
+            return "its result is read by more than one block"
+        if t.device != lz.device:
+            return "they run on different devices"
+        return ""
+
+    def _named(self, roots, frames: bool) -> dict:
+        """{id: lazy value} of those the program's top-level names, `roots` and (where
+        `frames`) the locals of the pipelines being called hold."""
+        interp = self.interp
+        stack = list(roots) + list(interp.globals.values())
+        if frames:
+            for local, _ in interp.frames:
+                stack += list(local.values())
+        live, seen = {}, set()
+        while stack:
+            v = stack.pop()
+            if isinstance(v, Lazy):
+                live[id(v)] = v
+            elif isinstance(v, (list, tuple)) and id(v) not in seen:
+                seen.add(id(v))
+                stack.extend(v)
+            elif isinstance(v, Record) and id(v) not in seen:
+                seen.add(id(v))
+                stack.extend(v._fields.values())
+        return live
+
+    # ------------------------------------------------------------------------- launching
+    def _launch(self, group: _Group):
+        interp, lz = self.interp, group.result
+        if len(group.members) == 1:
+            lowered, plan, inputs, scalars = lz.lowered, lz.plan, lz.inputs, lz.scalars
+        else:
+            lowered, plan = self._fused_plan(group.block, lz.lowered)
+            values = {id(t): t for m in group.members for t in m.inputs}
+            inputs = [values[key] for key in group.block.args]
+            scalars = group.block.scalars
+        self.settle(inputs)
+        info = Fusion(tuple((n, ln, _source_of(group.members, n)) for n, ln in
+                            group.block.origins), group.notes) \
+            if len(group.members) > 1 or group.notes else None
+        device = _device(lz.device)
+        saved, interp.source = interp.source, lz.source
+        try:
+            out = interp._launch(device, lowered, inputs, plan.sizes, scalars, lz.node,
+                                 commit=lz.committed, plan=plan, fusion=info)
+        finally:
+            interp.source = saved
+        lz.settle(out)
+
+    def _fused_plan(self, block: fusion.Block, host_lowered):
+        key = (block.kernel, tuple(sorted(block.sizes.items())))
+        made = self.fused.get(key)
+        if made is None:
+            lowered = dataclasses.replace(
+                host_lowered, kernel=block.kernel, before_passes=block.kernel, constraints=[],
+                bound_checks=[], labels={b.name: b.name for b in block.kernel.inputs},
+                scalar_labels={}, notes=[])
+            made = self.fused[key] = (lowered, BlockPlan(lowered, dict(block.sizes)))
+        return made
+
+
+def _source_of(members, name: str) -> str:
+    for m in members:
+        if m.lowered.kernel.name == name:
+            return m.lowered.kernel.source
+    return ""
+
+
+def _device(device_id: str):
+    from ..backends.registry import get_device
+    return get_device(device_id)

@@ -269,10 +269,13 @@ def normalize_source(text: str) -> str:
 
 
 def kernel_sections(kernel, language: str = "") -> list[tuple[str, str]]:
-    """(title, text) sections for a compiled kernel: ZynML, CIR (as lowered), CIR after the
-    passes (what the devices run), the launch IR its schedule builds, then each generated
-    source."""
-    out = [("zynml", getattr(kernel, "zynml", "") or ""),
+    """(title, text) sections for a compiled kernel: the blocks fused into it and why
+    adjacent ones were not (when the lazy graph launched it), ZynML, CIR (as lowered), CIR
+    after the passes (what the devices run), the launch IR its schedule builds, then each
+    generated source."""
+    fused = getattr(kernel, "fusion_text", "") or ""
+    out = [("fusion", fused)] if fused else []
+    out += [("zynml", getattr(kernel, "zynml", "") or ""),
            ("cir", getattr(kernel, "lowered_cir_text", "") or getattr(kernel, "cir_text", "")
             or ""),
            ("cir-passes", getattr(kernel, "cir_text", "") or ""),
@@ -298,7 +301,7 @@ def _text_of(source) -> str:
 # the generated code a device runs, by device kind
 DEVICE_LANGUAGE = (("cpu:native", "c"), ("cpu", "python"), ("cuda", "cuda"),
                    ("vulkan", "wgsl"), ("webgpu", "wgsl"), ("metal", "msl"))
-STAGES = ("zynml", "cir", "cir-passes", "launch-ir")
+STAGES = ("fusion", "zynml", "cir", "cir-passes", "launch-ir")
 
 
 def device_language(device: str) -> str:

@@ -99,11 +99,22 @@ class Pipeline:
         lock = getattr(self.interpreter.session, "lock", None)
         try:
             if lock is None:
-                return self.interpreter.call_pipeline(self, args, kwargs, None)
+                return self._call(args, kwargs)
             with lock:          # one call at a time per session (Session's docstring)
-                return self.interpreter.call_pipeline(self, args, kwargs, None)
+                return self._call(args, kwargs)
         except ZynMLError as err:
             raise err.with_source(self.source) from None
+
+    def _call(self, args, kwargs):
+        """The call's result, computed (returning to Python is a boundary, runtime/lazy.py)."""
+        lazy = self.interpreter.lazy
+        try:
+            result = self.interpreter.call_pipeline(self, args, kwargs, None)
+            lazy.finish(roots=[result])
+        except BaseException:
+            lazy.drop()
+            raise
+        return lazy.plain(result)
 
     def __repr__(self):
         params = ", ".join(p.name for p in self.node.params)

@@ -10,7 +10,7 @@ from ..kernel.codeview import mapped_html, plain_html
 from ..kernel.display import STAGES, default_language, kernel_label, kernel_sections
 from ..kernel.state import last_run, notebook_session
 
-TAB_TITLES = {"zynml": "ZynML", "cir": "CIR", "cir-passes": "CIR after passes",
+TAB_TITLES = {"fusion": "Fusion", "zynml": "ZynML", "cir": "CIR", "cir-passes": "CIR after passes",
               "launch-ir": "Launch IR",
               "python": "CPU (Python)", "c": "CPU (C)",
               "numba": "CPU (Numba)", "cuda": "CUDA C", "ptx": "PTX", "wgsl": "WGSL",

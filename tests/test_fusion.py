@@ -1,0 +1,294 @@
+"""Fusion across compute blocks: the lazy graph (runtime/lazy.py) and compiler/fusion.py.
+
+Random chains of elementwise, row, reduction and matmul blocks run fused and unfused on every
+device here and are compared with numpy; known chains have pinned launch counts."""
+from __future__ import annotations
+
+import io
+import math
+from contextlib import redirect_stdout
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.compiler import schedules
+from zynbook.compiler.passes.recognise import Contraction, contraction
+from zynbook.compiler.targets import cuda_target
+from zynbook.errors import ZynMLError
+from zynbook.kernel.display import kernel_sections
+
+from tolerances import assert_close
+
+DEVICES = [d["id"] for d in zynbook.compute_devices()]
+
+PIPELINES = '''
+pipeline mm(a: tensor[m, k], w: tensor[k, n]):
+    return compute(a, w) {
+        @kernel matmul
+        for i in 0..M:
+            for j in 0..N:
+                var acc = 0.0
+                for k in 0..K:
+                    acc += a[i, k] * w[k, j]
+                out[i, j] = acc
+    }
+pipeline bias_gelu_res(h: tensor[m, n], b: tensor[n], r: tensor[m, n]):
+    return compute(h, b, r) {
+        @kernel elementwise
+        for i in 0..M:
+            for j in 0..N:
+                out[i, j] = gelu(h[i, j] + b[j]) + r[i, j]
+    }
+pipeline scale(x: tensor[m, n], s: float):
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..M:
+            for j in 0..N:
+                out[i, j] = x[i, j] * s
+    }
+pipeline add(x: tensor[m, n], r: tensor[m, n]):
+    return compute(x, r) {
+        @kernel elementwise
+        for i in 0..M:
+            for j in 0..N:
+                out[i, j] = x[i, j] + r[i, j]
+    }
+pipeline act(x: tensor[m, n]):
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..M:
+            for j in 0..N:
+                out[i, j] = tanh(x[i, j])
+    }
+pipeline softmax(g: tensor[m, n]):
+    return compute(g) {
+        for i in 0..rows:
+            var m = -inf
+            for j in 0..cols:
+                m = max(m, g[i, j])
+            var t = 0.0
+            for j in 0..cols:
+                t += exp(g[i, j] - m)
+            for j in 0..cols:
+                out[i, j] = exp(g[i, j] - m) / t
+    }
+pipeline total(g: tensor[m, n]):
+    return compute(g) {
+        @kernel reduce(+)
+        for i in 0..M:
+            for j in 0..N:
+                yield g[i, j]
+    }
+'''
+# the line of each pipeline's compute block in PIPELINES
+LINE = {line.split("(")[0].split()[1]: i + 2 for i, line in enumerate(PIPELINES.splitlines())
+        if line.startswith("pipeline")}
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+# op: (ZynML call in a chain, numpy, tolerance kind)
+OPS = {
+    "scale": ("scale(0.75)", lambda x, env: x * 0.75, "elementwise"),
+    "add": ("add(r)", lambda x, env: x + env["r"], "elementwise"),
+    "act": ("act()", lambda x, env: np.tanh(x), "elementwise"),
+    "bias_gelu_res": ("bias_gelu_res(b, r)",
+                      lambda x, env: _gelu(x + env["b"]) + env["r"], "elementwise"),
+    "softmax": ("softmax()", lambda x, env: _softmax(x), "reduction"),
+    "mm": ("mm(w)", lambda x, env: x @ env["w"], "contraction"),
+}
+KINDS = ("elementwise", "reduction", "contraction")
+
+
+def _env(rng, m=6, n=8):
+    return {"x": rng.standard_normal((m, n)).astype(np.float32),
+            "w": (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32),
+            "b": rng.standard_normal(n).astype(np.float32),
+            "r": rng.standard_normal((m, n)).astype(np.float32)}
+
+
+def _run(source, device="cpu", fuse=True, **env):
+    session = zynbook.Session(device)
+    session.fuse = fuse
+    value = session.run(source, **env)
+    return value, session
+
+
+def _chain(ops, end_total=False) -> str:
+    calls = " |> ".join(OPS[op][0] for op in ops) + (" |> total()" if end_total else "")
+    return PIPELINES + f"x |> {calls}\n"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("seed", range(4))
+def test_random_chains_fused_and_unfused_agree_with_numpy(device, seed):
+    rng = np.random.default_rng(seed)
+    env = {k: v.astype(np.float64) for k, v in _env(rng).items()}
+    ops = list(rng.choice(sorted(OPS), size=int(rng.integers(2, 5))))
+    end_total = bool(rng.integers(0, 2))
+    expected, kind = env["x"], "elementwise"
+    for op in ops:
+        expected = OPS[op][1](expected, env)
+        kind = max(kind, OPS[op][2], key=KINDS.index)
+    if end_total:
+        expected, kind = expected.sum(), max(kind, "reduction", key=KINDS.index)
+    source = _chain(ops, end_total)
+    inputs = {k: v.astype(np.float32) for k, v in env.items()}
+    fused, s_fused = _run(source, device, True, **inputs)
+    plain, s_plain = _run(source, device, False, **inputs)
+    assert len(s_plain.launches) == len(ops) + end_total
+    assert len(s_fused.launches) <= len(s_plain.launches)
+    assert_close(np.asarray(fused), expected, "f32", kind)
+    assert_close(np.asarray(plain), expected, "f32", kind)
+
+
+def _fused(session):
+    return [k for k in session.last_kernels if k.fusion and len(k.fusion.origins) > 1]
+
+
+def test_matmul_bias_gelu_residual_is_one_launch_the_gemm_takes():
+    env = _env(np.random.default_rng(1), 48, 64)
+    source = PIPELINES + "x |> mm(w) |> bias_gelu_res(b, r)\n"
+    value, session = _run(source, **env)
+    assert len(session.launches) == 1
+    (k,) = _fused(session)
+    assert [line for _, line, _ in k.fusion.origins] == [LINE["mm"], LINE["bias_gelu_res"]]
+    found = contraction(k.kernel)
+    assert isinstance(found, Contraction) and found.epilogue is not None
+    assert schedules.chosen(k.kernel, cuda_target(), k.sizes).name == "gemm"
+    assert_close(value, _gelu(env["x"] @ env["w"] + env["b"]) + env["r"], "f32", "contraction")
+
+
+def test_three_elementwise_blocks_are_one_launch():
+    env = _env(np.random.default_rng(2))
+    value, session = _run(PIPELINES + "x |> scale(2.0) |> add(r) |> act()\n", **env)
+    assert len(session.launches) == 1
+    assert_close(value, np.tanh(env["x"] * 2.0 + env["r"]))
+
+
+def test_elementwise_then_row_softmax_is_one_launch():
+    env = _env(np.random.default_rng(3))
+    value, session = _run(PIPELINES + "x |> scale(3.0) |> softmax()\n", **env)
+    assert len(session.launches) == 1
+    assert_close(value, _softmax(env["x"] * 3.0), "f32", "reduction")
+
+
+def test_row_softmax_then_elementwise_is_its_epilogue():
+    env = _env(np.random.default_rng(4))
+    value, session = _run(PIPELINES + "x |> softmax() |> add(r)\n", **env)
+    assert len(session.launches) == 1
+    assert_close(value, _softmax(env["x"]) + env["r"], "f32", "reduction")
+
+
+def test_elementwise_into_a_reduction_to_one_value():
+    env = _env(np.random.default_rng(5))
+    value, session = _run(PIPELINES + "x |> act() |> total()\n", **env)
+    assert len(session.launches) == 1
+    assert_close(value, np.tanh(env["x"]).sum(), "f32", "reduction")
+
+
+def test_nofuse_and_config_turn_fusion_off():
+    env = _env(np.random.default_rng(6))
+    nofuse = PIPELINES.replace("                out[i, j] = x[i, j] + r[i, j]",
+                               "                out[i, j] = x[i, j] + r[i, j]\n"
+                               "        @nofuse", 1)
+    chain = "x |> scale(2.0) |> add(r) |> act()\n"
+    value, session = _run(nofuse + chain, **env)
+    assert len(session.launches) == 3
+    assert_close(value, np.tanh(env["x"] * 2.0 + env["r"]))
+    value, session = _run(PIPELINES + "config { fuse: false }\n" + chain, **env)
+    assert len(session.launches) == 3
+    assert session.fuse is False
+    with pytest.raises(ZynMLError, match="fuse takes true or false"):
+        _run("config { fuse: 1 }")
+
+
+def test_a_print_between_blocks_splits_them():
+    env = _env(np.random.default_rng(7))
+    source = PIPELINES + '''
+pipeline two(x: tensor[m, n]):
+    let h = x |> scale(2.0)
+    print("between")
+    return h |> act()
+two(x)
+'''
+    out = io.StringIO()
+    with redirect_stdout(out):
+        value, session = _run(source, **env)
+    assert "between" in out.getvalue()
+    assert len(session.launches) == 2
+    assert_close(value, np.tanh(env["x"] * 2.0))
+
+
+def test_top_level_names_are_kept_and_the_inspector_says_why():
+    env = _env(np.random.default_rng(8))
+    source = PIPELINES + "let h = x |> scale(2.0)\nh |> act()\n"
+    value, session = _run(source, **env)
+    assert len(session.launches) == 2
+    last = session.last_kernels[-1]
+    sections = dict(kernel_sections(last))
+    assert "kept under a name" in sections["fusion"]
+    assert_close(value, np.tanh(env["x"] * 2.0))
+
+
+def test_the_inspector_shows_the_fused_blocks_and_their_lines():
+    env = _env(np.random.default_rng(9))
+    _, session = _run(PIPELINES + "x |> scale(2.0) |> softmax()\n", **env)
+    (k,) = _fused(session)
+    sections = dict(kernel_sections(k))
+    assert f"line {LINE['scale']}" in sections["fusion"]
+    assert f"line {LINE['softmax']}" in sections["fusion"]
+    assert "x[i, j] * s" in sections["zynml"] and "exp(g[i, j] - m)" in sections["zynml"]
+
+
+def test_a_fused_away_local_read_later_is_computed_from_its_own_inputs():
+    env = _env(np.random.default_rng(10))
+    source = PIPELINES + '''
+pipeline keep(x: tensor[m, n]):
+    let h = x |> scale(2.0)
+    let g = h |> act()
+    print(g.shape)
+    x[0, 0] = 100.0
+    return [g, h]
+keep(x)
+'''
+    x0 = env["x"].copy()
+    (g, h), _ = _run(source, **env)
+    assert_close(g, np.tanh(x0 * 2.0))
+    assert_close(h, x0 * 2.0)
+
+
+def test_errors_name_their_line_through_a_fused_chain():
+    env = _env(np.random.default_rng(11))
+    source = PIPELINES + '''
+pipeline add_row(h: tensor, q: tensor):
+    return compute(h, q) {
+        for i in 0..M:
+            for j in 0..N:
+                out[i, j] = h[i, j] + q[j]
+    }
+let q = randn([3])
+x |> scale(2.0) |> act() |> add_row(q)
+'''
+    block_line = source.splitlines().index("    return compute(h, q) {") + 1
+    for fuse in (True, False):
+        with pytest.raises(ZynMLError) as err:
+            _run(source, fuse=fuse, **env)
+        assert err.value.span.line == block_line + 3
+
+
+def test_python_calls_of_pipelines_return_computed_tensors():
+    env = _env(np.random.default_rng(12))
+    session = zynbook.Session("cpu")
+    session.run(PIPELINES + "pipeline both(x: tensor[m, n]):\n    return x |> scale(2.0) |> act()\n")
+    value = session.namespace["both"](env["x"])
+    assert type(value) is zynbook.Tensor
+    assert_close(value, np.tanh(env["x"] * 2.0))

@@ -109,10 +109,10 @@ def _built(kernel, target, sizes) -> str:
 
 def _webgpu(kernel, target, sizes) -> str:
     """What the WebGPU device runs: the launch IR printed in WGSL for every size set, else
-    for the launch's sizes, else (NONE) the older renderer."""
+    for the launch's sizes, else (NONE) no program."""
     import dataclasses
     from zynbook.compiler.codegen import wgsl
-    opts = wgsl.WGSLOptions(subgroups=target.collectives, f16=True, launch_ir=True)
+    opts = wgsl.WGSLOptions(subgroups=target.collectives, f16=True)
     prog = wgsl.launch_program(kernel, opts)
     if prog is not None:
         return prog.schedule.split(":")[0] + " (every size)"

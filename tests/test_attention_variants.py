@@ -180,9 +180,9 @@ def test_non_flash_body_equals_reference_on_device(device, name):
 
 def wgsl_as_the_device_renders(k, sz):
     """The WGSL of `k` specialised, as the WebGPU device renders it, on which sizes are equal
-    at the launch."""
+    at the launch (and on the sizes, where no program serves every size set)."""
     from zynbook.backends.webgpu.device import _equal_sizes
-    return wgsl.render(k, wgsl.WGSLOptions(equal_sizes=_equal_sizes(k, sz)))
+    return wgsl.render(k, wgsl.sized_for(wgsl.WGSLOptions(equal_sizes=_equal_sizes(k, sz)), k, sz))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -454,9 +454,9 @@ def test_common_kernels_carry_no_guards(name):
     for lang, text in texts.items():
         assert "zyn_chk<" not in text and "zyn_in<" not in text and "zyn_idiv<" not in text, lang
     from zynbook.backends.webgpu.device import _equal_sizes
-    opts = wgsl.WGSLOptions(equal_sizes=_equal_sizes(k, sz))
+    opts = wgsl.sized_for(wgsl.WGSLOptions(equal_sizes=_equal_sizes(k, sz)), k, sz)
     text = wgsl.render(k, opts).source
-    assert "z_chk(" not in text and "z_in(" not in text, text
+    assert "zyn_chk(" not in text and "zyn_in(" not in text, text
 
 
 def test_bounds_analysis_proves_and_refuses():

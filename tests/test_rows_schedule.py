@@ -87,7 +87,7 @@ def test_webgpu_rows_through_the_launch_ir(case, subgroups):
     ins = make(np.random.default_rng(3))
     scalars = {s.name: 1e-5 for s in kernel.scalars}
     want = np.asarray(run_kernel(kernel, ins, sizes, scalars))
-    opts = wgsl.WGSLOptions(subgroups=subgroups, launch_ir=True)
+    opts = wgsl.WGSLOptions(subgroups=subgroups)
     assert wgsl.launch_program(kernel, opts) is None          # no program for every size
     sized = wgsl.sized_for(opts, kernel, sizes)
     program = wgsl.launch_program(kernel, sized)

@@ -188,16 +188,25 @@ CASES = _cases()
 
 GEMM = "contraction as GEMM"     # compiler/schedules/gemm.py, its banner
 ATTENTION = "(attention: "       # compiler/schedules/attention.py, in its banner
+# rows of a workgroup (softmax, norms, shared arrays, tiles) are the block schedule's, built
+# for the sizes of the launch
 EXPECTED_SCHEDULE = {
-    "mul_add": "generic", "reduce_sum": "reduce", "argmax": "reduce", "row_sums": "reduce",
-    "layer_norm": "rows", "softmax_rows": "rows", "rms_norm": "rows", "attention": ATTENTION,
-    "flash_attention": ATTENTION, "flash_tiles_generic": "generic", "shared_ffn": "rows",
+    "mul_add": "thread", "reduce_sum": "reduce", "argmax": "reduce", "row_sums": "reduce",
+    "layer_norm": "block", "softmax_rows": "block", "rms_norm": "block", "attention": ATTENTION,
+    "flash_attention": ATTENTION, "flash_tiles_generic": "block", "shared_ffn": "block",
     "matmul": GEMM, "batched_matmul": GEMM, "matmul_tiles": GEMM,
     "linear_bias_relu": GEMM, "matmul_bias_init": GEMM,
-    "matmul_f16": "generic",        # f16 buffers without `shader-f16`: the renderer widens them
-    "conv2d": "generic", "attention_d64_masked_row": ATTENTION, "attention_causal_d100": ATTENTION,
-    "attention_not_flash": "rows",
+    "matmul_f16": GEMM,             # f16 buffers without `shader-f16`: held in f32
+    "conv2d": "contraction as implicit GEMM", "attention_d64_masked_row": ATTENTION,
+    "attention_causal_d100": ATTENTION, "attention_not_flash": "thread",
 }
+
+
+def _as_device(k, sz, **options):
+    """WGSL options as the device specialises them for a launch of `sz`: on which sizes
+    are equal, and on the sizes themselves where no program serves every size set."""
+    from zynbook.backends.webgpu.device import _equal_sizes
+    return wgsl.sized_for(wgsl.WGSLOptions(equal_sizes=_equal_sizes(k, sz), **options), k, sz)
 
 # ------------------------------------------------------------------ renderer (no adapter)
 
@@ -209,9 +218,7 @@ GOLDEN_CASES = ["mul_add", "reduce_sum", "argmax", "row_sums", "layer_norm", "at
 def test_generated_wgsl_is_pinned(name):
     src, arrays, scalars, sizes, _, _ = CASES[name]
     k, _, sz, _ = lower_block(src, arrays, scalars, sizes, name)
-    # as the device renders it: specialised on which sizes are equal at the launch
-    from zynbook.backends.webgpu.device import _equal_sizes
-    text = wgsl.render(k, wgsl.WGSLOptions(equal_sizes=_equal_sizes(k, sz))).source
+    text = wgsl.render(k, _as_device(k, sz)).source
     path = GOLDEN / f"{name}.wgsl"
     if os.environ.get("ZYNBOOK_UPDATE_GOLDEN") or not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -223,20 +230,18 @@ def test_generated_wgsl_is_pinned(name):
 def test_schedule_choice(name):
     src, arrays, scalars, sizes, _, _ = CASES[name]
     k, _, sz, _ = lower_block(src, arrays, scalars, sizes, name)
-    # as the device renders it: specialised on which sizes are equal at the launch
-    from zynbook.backends.webgpu.device import _equal_sizes
-    got = wgsl.render(k, wgsl.WGSLOptions(equal_sizes=_equal_sizes(k, sz))).schedule
+    got = wgsl.render(k, _as_device(k, sz)).schedule
     want = EXPECTED_SCHEDULE[name]
     assert (ATTENTION in got) if want == ATTENTION else got.startswith(want), got
 
 
 def test_generated_code_is_readable():
     src, arrays, scalars, sizes, _, _ = CASES["layer_norm"]
-    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "layer_norm")
-    text = wgsl.render(k).source
-    assert "fn layer_norm(" in text
+    k, _, sz, _ = lower_block(src, arrays, scalars, sizes, "layer_norm")
+    text = wgsl.render(k, _as_device(k, sz)).source
+    assert "fn zyn_k_layer_norm(" in text
     assert "// line 14: let inv_std = rsqrt(var + eps)" in text
-    assert "var var_:" in text          # a ZynML name that is a WGSL keyword is renamed
+    assert "var u_var:" in text         # ZynML names have their own prefix: `var` is no keyword
 
 
 def test_workgroup_storage_limit_is_a_compile_error():
@@ -248,9 +253,9 @@ def test_workgroup_storage_limit_is_a_compile_error():
 
 def test_storage_buffer_count_limit_is_a_compile_error():
     src, arrays, scalars, sizes, _, _ = CASES["attention"]
-    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "attention")
+    k, _, sz, _ = lower_block(src, arrays, scalars, sizes, "attention")
     with pytest.raises(ZynMLDeviceError, match="storage buffers"):
-        wgsl.render(k, wgsl.WGSLOptions(max_storage_buffers=3))
+        wgsl.render(k, _as_device(k, sz, max_storage_buffers=3))
 
 
 def test_uniform_layout_follows_wgsl_alignment():
@@ -414,24 +419,24 @@ def test_buffer_larger_than_the_adapter_allows_is_a_device_error(device):
 
 def test_subgroup_reductions_are_rendered_where_the_adapter_has_them():
     src, arrays, scalars, sizes, _, _ = CASES["layer_norm"]
-    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "layer_norm")
-    plain = wgsl.render(k, wgsl.WGSLOptions()).source
-    assert "subgroup" not in plain and "z_s >> 1u" in plain
-    sub = wgsl.render(k, wgsl.WGSLOptions(subgroups=True)).source
+    k, _, sz, _ = lower_block(src, arrays, scalars, sizes, "layer_norm")
+    plain = wgsl.render(k, _as_device(k, sz)).source
+    assert "subgroup" not in plain and "_tree_part" in plain
+    sub = wgsl.render(k, _as_device(k, sz, subgroups=True)).source
     assert sub.startswith("enable subgroups;")
-    assert "@builtin(subgroup_size) z_sg_size: u32" in sub
-    assert sub.count("subgroupAdd(z_sv)") == 2          # mean and variance
-    assert "z_s >> 1u" not in sub
-    naga = wgsl.render(k, wgsl.WGSLOptions(subgroups=True, subgroups_directive=False)).source
+    assert "@builtin(subgroup_size) zyn_sg_size: u32" in sub
+    assert sub.count("zyn_block_add_f32_256(") == 3     # the function, mean and variance
+    assert "_tree_part" not in sub
+    naga = wgsl.render(k, _as_device(k, sz, subgroups=True, subgroups_directive=False)).source
     assert "enable subgroups" not in naga and "subgroupAdd" in naga
     # max reductions use subgroupMax; argmax keeps its index and the tree
     src, arrays, scalars, sizes, _, _ = CASES["reduce_max"]
-    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "reduce_max")
-    assert "subgroupMax(z_sv)" in wgsl.render(k, wgsl.WGSLOptions(subgroups=True)).source
+    k, _, sz, _ = lower_block(src, arrays, scalars, sizes, "reduce_max")
+    assert "subgroupMax(x)" in wgsl.render(k, _as_device(k, sz, subgroups=True)).source
     src, arrays, scalars, sizes, _, _ = CASES["argmax"]
-    k, _, _, _ = lower_block(src, arrays, scalars, sizes, "argmax")
-    arg = wgsl.render(k, wgsl.WGSLOptions(subgroups=True)).source
-    assert "subgroupM" not in arg and "z_red_i" in arg
+    k, _, sz, _ = lower_block(src, arrays, scalars, sizes, "argmax")
+    arg = wgsl.render(k, _as_device(k, sz, subgroups=True)).source
+    assert "subgroupM" not in arg and "_ri" in arg
 
 
 def test_f16_is_enabled_only_where_the_adapter_has_it():
@@ -441,8 +446,8 @@ def test_f16_is_enabled_only_where_the_adapter_has_it():
     assert on.startswith("enable f16;")
     # the GEMM schedule's program (f16 buffers stored as f16)
     assert "var<storage, read> u_A: array<f16>;" in on and "u_out: array<f16>;" in on
-    off = wgsl.render(k, wgsl.WGSLOptions(f16=False)).source
-    assert "f16;" not in off and "var<storage, read> A: array<f32>;" in off
+    off = wgsl.render(k, wgsl.WGSLOptions(f16=False)).source    # held in f32
+    assert "f16;" not in off and "var<storage, read> u_A: array<f32>;" in off
 
 
 @webgpu
@@ -456,11 +461,12 @@ def test_reductions_with_and_without_subgroups(device, monkeypatch, name):
     has = "subgroup" in device.features
     assert device.options().subgroups == has
     if has:
-        assert "subgroupAdd" in device.program(k).source or "subgroupMax" in device.program(k).source
+        assert "subgroupAdd" in device.program(k, sz).source or \
+            "subgroupMax" in device.program(k, sz).source
     got, _ = device.launch(k, ins, sz, sc)
     close(got, want, kind)
     monkeypatch.setenv("ZYNBOOK_WEBGPU_NO_FEATURES", "subgroup")
     assert not device.options().subgroups
-    assert "subgroup" not in device.program(k).source
+    assert "subgroup" not in device.program(k, sz).source
     got, _ = device.launch(k, ins, sz, sc)
     close(got, want, kind)

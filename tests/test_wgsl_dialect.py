@@ -2,8 +2,8 @@
 schedule of compiler/schedules/ spelled in WGSL, as text (no adapter needed) and run on the
 WebGPU device (any wgpu adapter, e.g. Mesa's lavapipe), compared against numpy.
 
-The device takes this path by default (ZYNBOOK_WEBGPU_LAUNCH_IR=0 switches it off): one
-program for every size set, sizes as uniforms, grids and scratch counts host expressions.
+The device's only path: one program for every size set where a schedule can (sizes as
+uniforms, grids and scratch counts host expressions), else one per size set.
 Tests that need an adapter are marked `webgpu` and skip when wgpu-py or a driver is absent.
 """
 from __future__ import annotations
@@ -166,21 +166,23 @@ def test_one_program_for_every_size_of_a_pattern():
     b = program(ELEMENTWISE, {"x": randn(300, 7), "y": randn(7)})[1]
     assert a.source == b.source
     k = lower_block(ELEMENTWISE, {"x": randn(3, 4), "y": randn(4)})[0]
-    pattern = wgsl.WGSLOptions(launch_ir=True, equal_sizes=(("cols", "x_d1", "y_d0"), ("rows", "x_d0")))
+    pattern = wgsl.WGSLOptions(equal_sizes=(("cols", "x_d1", "y_d0"), ("rows", "x_d0")))
     assert wgsl.render(k, pattern).source == a.source
     # without the pattern, x[i, j] is checked against x's axes
-    assert "zyn_chk" in wgsl.render(k, wgsl.WGSLOptions(launch_ir=True)).source
+    assert "zyn_chk" in wgsl.render(k, wgsl.WGSLOptions()).source
 
 
 def test_a_schedule_that_reads_a_size_never_makes_the_one_program(monkeypatch):
-    # a target that bakes the sizes in: its programs differ with the values, so the
-    # launch-IR path declines and the size-generic renderer runs the kernel
-    k = lower_block(ELEMENTWISE, {"x": randn(3, 4), "y": randn(4)})[0]
-    opts = wgsl.WGSLOptions(launch_ir=True)
+    # a target that bakes the sizes in: its programs differ with the values, so no program
+    # serves every size set; the device then asks for one per size set (`sized_for`)
+    k, _, sz, _ = lower_block(ELEMENTWISE, {"x": randn(3, 4), "y": randn(4)})
+    opts = wgsl.WGSLOptions()
     baked = dataclasses.replace(wgsl.launch_target(opts), symbolic_sizes=False)
     monkeypatch.setattr(wgsl, "launch_target", lambda options: baked)
     assert wgsl.launch_program(k, opts) is None
-    assert wgsl.render(k, opts).schedule == "generic"
+    with pytest.raises(ZynMLDeviceError, match="sizes of the launch"):
+        wgsl.render(k, opts)
+    assert wgsl.render(k, wgsl.sized_for(opts, k, sz)).schedule.startswith("thread:")
 
 
 def test_a_launch_past_i32_indices_is_refused_before_it_runs():
@@ -199,21 +201,22 @@ def test_integer_division_is_checked():
     assert {s.kind for s in p.error_sites} == {"div0", "divov", "rem0"}
 
 
-def test_what_wgsl_lacks_falls_back_to_the_size_generic_renderer():
-    # 64-bit integers: refused by the dialect, so the older renderer runs the kernel
-    k, p, *_ = program(ELEMENTWISE, {"x": np.ones((3, 4), np.int64), "y": np.ones(4, np.int64)})
-    assert p.schedule == "generic" and "struct Params" in p.source
-    assert wgsl.launch_program(k, sized({"rows": 3, "cols": 4, "x_d0": 3, "x_d1": 4,
-                                         "y_d0": 4})) is None
-    # f16 without the adapter's shader-f16; with it, `enable f16;`
+def test_what_wgsl_lacks_is_refused_or_held_as_the_device_holds_it():
+    # 64-bit integer buffers are held in 32 bits (the device refuses data that does not
+    # fit): read into floats they are exact; 64-bit integer arithmetic is refused
+    i64 = {"x": np.ones((3, 4), np.int64), "y": np.ones(4, np.int64)}
+    assert "var<storage, read> u_x: array<i32>;" in program(ELEMENTWISE, i64)[1].source
+    with pytest.raises(ZynMLDeviceError, match="no WebGPU program"):
+        program(DIVIDE, {"a": np.ones(4, np.int64), "b": np.ones(4, np.int64)})
+    # f16 without the adapter's shader-f16: held in f32, rounded where converted to f16;
+    # with it, `enable f16;`
     half = {"x": np.ones(9, np.float16)}
-    assert program(HALF, half)[1].schedule == "generic"
+    off = program(HALF, half)[1]
+    assert "var<storage, read> u_x: array<f32>;" in off.source and "zyn_f16(" in off.source
+    assert not off.uses_f16 and "enable f16" not in off.source
     on = program(HALF, half, f16=True)[1]
     assert on.schedule.startswith("thread:") and on.source.startswith("enable f16;")
     assert "var<storage, read> u_x: array<f16>;" in on.source and on.uses_f16
-    # without launch sizes the renderer is the size-generic one, unchanged
-    k, ins, sz, sc = lower_block(ELEMENTWISE, {"x": randn(3, 4), "y": randn(4)})
-    assert wgsl.render(k).schedule == "generic"
 
 
 def test_f64_with_shader_f64_and_refused_without():
@@ -261,9 +264,11 @@ def test_dialect_spelling():
     assert d.for_header("i", "i32", "0i", "n", "1i") == "for (var i: i32 = 0i; i < n; i++)"
     assert d.decl("v", "f32", "1.0f", False) == "let v: f32 = 1.0f;"
     assert d.decl("v", "i32", None, True) == "var v: i32;"
-    for dtype in ("i64", "u64", "f64", "f16"):
+    for dtype in ("i64", "u64", "f64"):
         with pytest.raises(ZynMLDeviceError, match="cannot spell"):
             d.type(dtype)
+    assert d.type("f16") == "f32" and d.cast("x", "f32", "f16") == "zyn_f16(f32(x))"
+    assert d.cast("x", "i32", "i64") == "x" and d.cast("x", "i64", "f32") == "f32(x)"
     with pytest.raises(ZynMLDeviceError, match="collective"):
         d.collective("+", "v", "warp", "f32")
 
@@ -282,9 +287,8 @@ needs_adapter = pytest.mark.skipif(not DEVICES, reason="no wgpu adapter (install
 
 
 @pytest.fixture(params=[d.id for d in DEVICES] or ["none"])
-def device(request, monkeypatch):
-    """Every wgpu adapter here (Vulkan, OpenGL...), with the launch-IR path on (the default)."""
-    monkeypatch.delenv("ZYNBOOK_WEBGPU_LAUNCH_IR", raising=False)
+def device(request):
+    """Every wgpu adapter here (Vulkan, OpenGL...)."""
     return next(d for d in DEVICES if d.id == request.param)
 
 
@@ -439,7 +443,7 @@ def test_scalar_argument_and_a_size(device):
 
 @webgpu
 @needs_adapter
-def test_one_compile_for_every_size_and_the_off_switch(device, monkeypatch):
+def test_one_compile_for_every_size(device):
     misses = None
     for n in (1, 255, 4097, 100_003):
         data = randn(n)
@@ -452,9 +456,6 @@ def test_one_compile_for_every_size_and_the_off_switch(device, monkeypatch):
         if misses is None:
             misses = device.cache.misses
     assert device.cache.misses == misses
-    monkeypatch.setenv("ZYNBOOK_WEBGPU_LAUNCH_IR", "0")
-    got, launch = device.launch(*lower_block(REDUCE_SUM, {"data": randn(10)}))
-    assert launch.geometry["schedule"] == "reduce"          # the older renderer
 
 
 @webgpu

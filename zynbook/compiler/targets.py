@@ -64,9 +64,8 @@ def metal_target() -> Target:
 
 def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -> Target:
     limits = limits or {}
-    dtypes = frozenset({"f32", "i32", "u32", "bool", "i8", "u8", "i16", "u16", "i64", "u64"})
-    if "shader-f16" in features:
-        dtypes |= {"f16"}
+    # f16 is held in f32 (rounded where converted to it) without `shader-f16`
+    dtypes = frozenset({"f32", "f16", "i32", "u32", "bool", "i8", "u8", "i16", "u16", "i64", "u64"})
     if "shader-f64" in features:
         dtypes |= {"f64"}
     return Target("webgpu", "wgsl", subgroup if "subgroup" in features else 1,

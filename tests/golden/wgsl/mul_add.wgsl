@@ -1,29 +1,32 @@
-// mul_add: @kernel elementwise -- WGSL schedule `generic`, ZynML line 1
+// ZynBook WGSL for kernel `mul_add` (thread: one thread per iteration of (i) (generic: threads=256, chunk=0, every size))
 
-struct Params {
-    len: i32,
-    x_d0: i32,
-    y_d0: i32,
-    out_d0: i32,
-    z_n_i: i32,
-    z_total: i32,
+struct ZynParams {
+    u_len: i32,
+    u_x_d0: i32,
+    u_y_d0: i32,
 }
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;  // x: f32
-@group(0) @binding(1) var<storage, read> y: array<f32>;  // y: f32
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;  // out: f32
-@group(0) @binding(3) var<uniform> P: Params;
+@group(0) @binding(0) var<storage, read> u_x: array<f32>;
+@group(0) @binding(1) var<storage, read> u_y: array<f32>;
+@group(0) @binding(2) var<storage, read_write> u_out: array<f32>;
+@group(0) @binding(3) var<uniform> zyn_p: ZynParams;
 
-@compute @workgroup_size(256, 1, 1)
-fn mul_add(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
-    let z_slot: i32 = i32(z_wg.x + z_wg.y * z_nwg.x + z_wg.z * z_nwg.x * z_nwg.y) * 256i + i32(z_lid.x);
-    if (z_slot >= P.z_total) { return; }
-    // one invocation per iteration of the parallel loops i
-    var z_r1: i32 = z_slot;
-    let z_i_it2: i32 = z_r1 % P.z_n_i;
-    z_r1 = z_r1 / P.z_n_i;
+// one thread per iteration of (i)
+@compute @workgroup_size(256)
+fn zyn_k_mul_add(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroups) zyn_nwg: vec3<u32>, @builtin(local_invocation_id) zyn_lid: vec3<u32>) {
+    // the linear workgroup id of a dispatch of up to three dimensions
+    let zyn_block: i32 = i32(zyn_wg.x + zyn_nwg.x * (zyn_wg.y + zyn_nwg.y * zyn_wg.z));
+    let zyn_blocks: i32 = i32(zyn_nwg.x * zyn_nwg.y * zyn_nwg.z);
+    let zyn_thread: i32 = i32(zyn_lid.x);
+    let u_len: i32 = zyn_p.u_len;
+    let u_x_d0: i32 = zyn_p.u_x_d0;
+    let u_y_d0: i32 = zyn_p.u_y_d0;
     // line 3: for i in 0..len:
-    let i: i32 = 0i + z_i_it2 * 1i;
-    // line 4: out[i] = x[i] * y[i] + 1.0
-    out[i] = ((x[i] * y[i]) + 1.0f);
+    let _n0: i32 = max(u_len, 0i);
+    for (var _g: i32 = ((zyn_block * 256i) + zyn_thread); _g < _n0; _g += (zyn_blocks * 256i)) {
+        let u_i: i32 = _g;
+        // line 4: out[i] = x[i] * y[i] + 1.0
+        u_out[u_i] = ((u_x[u_i] * u_y[u_i]) + 1.0f);
+    }
 }
+

@@ -1,50 +1,79 @@
-// row_sums: @kernel reduce(axis=1, op=+) -- WGSL schedule `reduce`, ZynML line 1
+// ZynBook WGSL for kernel `row_sums` (reduce(+, axis=1): one block per output (reduce: layout=block_rows, threads=256, blocks=0, chunk=0, acc=f32))
 
-struct Params {
-    cols: i32,
-    matrix_d0: i32,
-    matrix_d1: i32,
-    rows: i32,
-    out_d0: i32,
-    z_n_i: i32,
-    z_n_j: i32,
+struct ZynParams {
+    u_cols: i32,
+    u_matrix_d0: i32,
+    u_matrix_d1: i32,
+    u_rows: i32,
 }
 
-@group(0) @binding(0) var<storage, read> matrix: array<f32>;  // matrix: f32
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;  // out: f32
-@group(0) @binding(2) var<uniform> P: Params;
+@group(0) @binding(0) var<storage, read> u_matrix: array<f32>;
+@group(0) @binding(1) var<storage, read_write> u_out: array<f32>;
+@group(0) @binding(2) var<uniform> zyn_p: ZynParams;
 
-var<workgroup> z_red: array<f32, 256>;
+var<workgroup> _tree: array<f32, 256>;
 
-@compute @workgroup_size(256, 1, 1)
-fn row_sums(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
-    let z_wid: i32 = i32(z_wg.x + z_wg.y * z_nwg.x + z_wg.z * z_nwg.x * z_nwg.y);
-    if (z_wid >= P.z_n_i) { return; }
-    // one workgroup per output; its invocations share the j loop
-    var z_k1: i32 = z_wid;
-    let z_i_it2: i32 = z_k1 % P.z_n_i;
-    z_k1 = z_k1 / P.z_n_i;
+// reduce(+, axis=1): one block per output
+@compute @workgroup_size(256)
+fn zyn_k_row_sums(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroups) zyn_nwg: vec3<u32>, @builtin(local_invocation_id) zyn_lid: vec3<u32>) {
+    // the linear workgroup id of a dispatch of up to three dimensions
+    let zyn_block: i32 = i32(zyn_wg.x + zyn_nwg.x * (zyn_wg.y + zyn_nwg.y * zyn_wg.z));
+    let zyn_blocks: i32 = i32(zyn_nwg.x * zyn_nwg.y * zyn_nwg.z);
+    let zyn_thread: i32 = i32(zyn_lid.x);
+    let u_cols: i32 = zyn_p.u_cols;
+    let u_matrix_d0: i32 = zyn_p.u_matrix_d0;
+    let u_matrix_d1: i32 = zyn_p.u_matrix_d1;
+    let u_rows: i32 = zyn_p.u_rows;
+    // _tree: workgroup memory, declared above
+    let _n1: i32 = max(u_rows, 0i);
+    let _n2: i32 = max(u_cols, 0i);
+    let _row: i32 = min(zyn_block, (_n1 - 1i));
+    var _acc: f32 = 0.0f;
     // line 3: for i in 0..rows, j in 0..cols:
-    let i: i32 = 0i + z_i_it2 * 1i;
-    var z_acc: f32 = 0.0f;
-    for (var z_t: i32 = i32(z_lid.x); z_t < P.z_n_j; z_t = z_t + 256i) {
-        var z_r3: i32 = z_t;
-        let z_j_it4: i32 = z_r3 % P.z_n_j;
-        z_r3 = z_r3 / P.z_n_j;
-        // line 3: for i in 0..rows, j in 0..cols:
-        let j: i32 = 0i + z_j_it4 * 1i;
+    let u_i: i32 = _row;
+    for (var _t: i32 = zyn_thread; _t < _n2; _t += 256i) {
+        let u_j: i32 = _t;
+        let _flat: i32 = ((_row * _n2) + _t);
         // line 4: yield matrix[i, j]
-        z_acc = z_acc + matrix[(i) * P.matrix_d1 + j];
+        _acc = (_acc + u_matrix[((u_i * u_matrix_d1) + u_j)]);
     }
-    z_red[z_lid.x] = z_acc;
+    _tree[zyn_thread] = _acc;
     workgroupBarrier();
-    for (var z_s: u32 = 128u; z_s > 0u; z_s = z_s >> 1u) {
-        if (z_lid.x < z_s) {
-            z_red[z_lid.x] = z_red[z_lid.x] + z_red[z_lid.x + z_s];
-        }
-        workgroupBarrier();
+    if (((zyn_thread < 128i) && ((zyn_thread + 128i) < 256i))) {
+        _tree[zyn_thread] = (_tree[zyn_thread] + _tree[(zyn_thread + 128i)]);
     }
-    if (z_lid.x == 0u) {
-        out[z_i_it2] = z_red[0];
+    workgroupBarrier();
+    if (((zyn_thread < 64i) && ((zyn_thread + 64i) < 256i))) {
+        _tree[zyn_thread] = (_tree[zyn_thread] + _tree[(zyn_thread + 64i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 32i) && ((zyn_thread + 32i) < 256i))) {
+        _tree[zyn_thread] = (_tree[zyn_thread] + _tree[(zyn_thread + 32i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 16i) && ((zyn_thread + 16i) < 256i))) {
+        _tree[zyn_thread] = (_tree[zyn_thread] + _tree[(zyn_thread + 16i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 8i) && ((zyn_thread + 8i) < 256i))) {
+        _tree[zyn_thread] = (_tree[zyn_thread] + _tree[(zyn_thread + 8i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 4i) && ((zyn_thread + 4i) < 256i))) {
+        _tree[zyn_thread] = (_tree[zyn_thread] + _tree[(zyn_thread + 4i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 2i) && ((zyn_thread + 2i) < 256i))) {
+        _tree[zyn_thread] = (_tree[zyn_thread] + _tree[(zyn_thread + 2i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 1i) && ((zyn_thread + 1i) < 256i))) {
+        _tree[zyn_thread] = (_tree[zyn_thread] + _tree[(zyn_thread + 1i)]);
+    }
+    workgroupBarrier();
+    _acc = _tree[0i];
+    if (((zyn_thread == 0i) && (zyn_block < _n1))) {
+        u_out[_row] = _acc;
     }
 }
+

@@ -1,56 +1,137 @@
-// softmax_fused: @kernel fused -- WGSL schedule `generic`, ZynML line 1
-// note: the rows schedule does not fit (no parallel loop to give one workgroup per iteration); using the next one
+// ZynBook WGSL for kernel `softmax_fused` (block: one block runs the whole body (256 threads) (block: threads=256))
 
-struct Params {
-    logits_d0: i32,
-    out_d0: i32,
-    z_total: i32,
-    z_off_shifted: i32,
-    z_slot_f32: i32,
-    z_off_exp_vals: i32,
+struct ZynParams {
+    u_logits_d0: i32,
 }
 
-@group(0) @binding(0) var<storage, read> logits: array<f32>;  // logits: f32
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;  // out: f32
-@group(0) @binding(2) var<storage, read_write> z_scratch_f32: array<f32>;
-@group(0) @binding(3) var<uniform> P: Params;
+@group(0) @binding(0) var<storage, read> u_logits: array<f32>;
+@group(0) @binding(1) var<storage, read_write> u_out: array<f32>;
+@group(0) @binding(2) var<storage, read_write> zyn_err: array<atomic<i32>>;
+@group(0) @binding(3) var<uniform> zyn_p: ZynParams;
 
-fn z_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+var<workgroup> _tree_part1: array<f32, 256>;
+var<workgroup> _tree_part2: array<f32, 256>;
+
+// the error flag (zynbook/compiler/errflag.py): the first failing site and its value win
+fn zyn_fail(site: i32, v: i32) {
+    loop {
+        let r = atomicCompareExchangeWeak(&zyn_err[0], 0i, site);
+        if (r.exchanged) { atomicStore(&zyn_err[1], v); break; }
+        if (r.old_value != 0i) { break; }
+    }
+}
+// an index outside 0..n-1 fails the site and reads element 0 instead
+fn zyn_chk(i: i32, n: i32, site: i32) -> i32 {
+    if (i < 0i || i >= n) { zyn_fail(site, i); return 0i; } return i; }
+// on the bits: a shader compiler may assume x == x
+fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 // max and min propagate NaN, as numpy's maximum and minimum do
-fn z_max_f32(a: f32, b: f32) -> f32 {
-    if (z_isnan_f32(a) || z_isnan_f32(b)) { return a + b; } return max(a, b); }
-fn z_min_f32(a: f32, b: f32) -> f32 {
-    if (z_isnan_f32(a) || z_isnan_f32(b)) { return a + b; } return min(a, b); }
+fn zyn_max_f32(a: f32, b: f32) -> f32 {
+    if (zyn_isnan_f32(a)) { return a; } if (zyn_isnan_f32(b)) { return b; } return max(a, b); }
 
-@compute @workgroup_size(256, 1, 1)
-fn softmax_fused(@builtin(workgroup_id) z_wg: vec3<u32>, @builtin(num_workgroups) z_nwg: vec3<u32>, @builtin(local_invocation_id) z_lid: vec3<u32>) {
-    let z_slot: i32 = i32(z_wg.x + z_wg.y * z_nwg.x + z_wg.z * z_nwg.x * z_nwg.y) * 256i + i32(z_lid.x);
-    if (z_slot >= P.z_total) { return; }
-    // no parallel loop: one invocation runs the whole block
+// block: one block runs the whole body (256 threads)
+@compute @workgroup_size(256)
+fn zyn_k_softmax_fused(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroups) zyn_nwg: vec3<u32>, @builtin(local_invocation_id) zyn_lid: vec3<u32>) {
+    // the linear workgroup id of a dispatch of up to three dimensions
+    let zyn_block: i32 = i32(zyn_wg.x + zyn_nwg.x * (zyn_wg.y + zyn_nwg.y * zyn_wg.z));
+    let zyn_blocks: i32 = i32(zyn_nwg.x * zyn_nwg.y * zyn_nwg.z);
+    let zyn_thread: i32 = i32(zyn_lid.x);
+    let u_logits_d0: i32 = zyn_p.u_logits_d0;
+    // _tree_part1: workgroup memory, declared above
+    // _tree_part2: workgroup memory, declared above
     // line 3: let max_val = reduce(max, logits)
-    var z_red1: f32 = bitcast<f32>(0xff800000u);
-    for (var z_r2: i32 = 0i; z_r2 < P.logits_d0; z_r2 = z_r2 + 1i) {
-        z_red1 = z_max_f32(z_red1, logits[z_r2]);
+    let u__n1: i32 = u_logits_d0;
+    var u__acc2: f32 = bitcast<f32>(0xff800000u);
+    var _part1: f32 = bitcast<f32>(0xff800000u);
+    for (var u__e3: i32 = (0i + (zyn_thread * 1i)); u__e3 < u__n1; u__e3 += (1i * 256i)) {
+        _part1 = zyn_max_f32(_part1, u_logits[zyn_chk(select(u__e3, 0i, (u_logits_d0 == 1i)), u_logits_d0, 1i)]);
     }
-    let max_val: f32 = z_red1;
-    // line 4: let shifted = logits - max_val
-    var z_shifted_n3: i32 = P.logits_d0;
-    for (var z_e4: i32 = 0i; z_e4 < z_shifted_n3; z_e4 = z_e4 + 1i) {
-        z_scratch_f32[(z_slot * P.z_slot_f32 + P.z_off_shifted) + z_e4] = f32((logits[z_e4] - max_val));
+    _tree_part1[zyn_thread] = _part1;
+    workgroupBarrier();
+    if (((zyn_thread < 128i) && ((zyn_thread + 128i) < 256i))) {
+        _tree_part1[zyn_thread] = zyn_max_f32(_tree_part1[zyn_thread], _tree_part1[(zyn_thread + 128i)]);
     }
-    // line 5: let exp_vals = exp(shifted)
-    var z_exp_vals_n5: i32 = z_shifted_n3;
-    for (var z_e6: i32 = 0i; z_e6 < z_exp_vals_n5; z_e6 = z_e6 + 1i) {
-        z_scratch_f32[(z_slot * P.z_slot_f32 + P.z_off_exp_vals) + z_e6] = f32(exp(z_scratch_f32[(z_slot * P.z_slot_f32 + P.z_off_shifted) + min(z_e6, z_shifted_n3 - 1i)]));
+    workgroupBarrier();
+    if (((zyn_thread < 64i) && ((zyn_thread + 64i) < 256i))) {
+        _tree_part1[zyn_thread] = zyn_max_f32(_tree_part1[zyn_thread], _tree_part1[(zyn_thread + 64i)]);
     }
+    workgroupBarrier();
+    if (((zyn_thread < 32i) && ((zyn_thread + 32i) < 256i))) {
+        _tree_part1[zyn_thread] = zyn_max_f32(_tree_part1[zyn_thread], _tree_part1[(zyn_thread + 32i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 16i) && ((zyn_thread + 16i) < 256i))) {
+        _tree_part1[zyn_thread] = zyn_max_f32(_tree_part1[zyn_thread], _tree_part1[(zyn_thread + 16i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 8i) && ((zyn_thread + 8i) < 256i))) {
+        _tree_part1[zyn_thread] = zyn_max_f32(_tree_part1[zyn_thread], _tree_part1[(zyn_thread + 8i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 4i) && ((zyn_thread + 4i) < 256i))) {
+        _tree_part1[zyn_thread] = zyn_max_f32(_tree_part1[zyn_thread], _tree_part1[(zyn_thread + 4i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 2i) && ((zyn_thread + 2i) < 256i))) {
+        _tree_part1[zyn_thread] = zyn_max_f32(_tree_part1[zyn_thread], _tree_part1[(zyn_thread + 2i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 1i) && ((zyn_thread + 1i) < 256i))) {
+        _tree_part1[zyn_thread] = zyn_max_f32(_tree_part1[zyn_thread], _tree_part1[(zyn_thread + 1i)]);
+    }
+    workgroupBarrier();
+    _part1 = _tree_part1[0i];
+    u__acc2 = zyn_max_f32(u__acc2, _part1);
+    let u_max_val: f32 = u__acc2;
     // line 6: let sum_exp = reduce(+, exp_vals)
-    var z_red7: f32 = 0.0f;
-    for (var z_r8: i32 = 0i; z_r8 < z_exp_vals_n5; z_r8 = z_r8 + 1i) {
-        z_red7 = z_red7 + z_scratch_f32[(z_slot * P.z_slot_f32 + P.z_off_exp_vals) + min(z_r8, z_exp_vals_n5 - 1i)];
+    let u__n4: i32 = u_logits_d0;
+    var u__acc5: f32 = 0.0f;
+    var _part2: f32 = 0.0f;
+    for (var u__e6: i32 = (0i + (zyn_thread * 1i)); u__e6 < u__n4; u__e6 += (1i * 256i)) {
+        _part2 = (_part2 + exp((u_logits[zyn_chk(select(u__e6, 0i, (u_logits_d0 == 1i)), u_logits_d0, 2i)] - u_max_val)));
     }
-    let sum_exp: f32 = z_red7;
+    _tree_part2[zyn_thread] = _part2;
+    workgroupBarrier();
+    if (((zyn_thread < 128i) && ((zyn_thread + 128i) < 256i))) {
+        _tree_part2[zyn_thread] = (_tree_part2[zyn_thread] + _tree_part2[(zyn_thread + 128i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 64i) && ((zyn_thread + 64i) < 256i))) {
+        _tree_part2[zyn_thread] = (_tree_part2[zyn_thread] + _tree_part2[(zyn_thread + 64i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 32i) && ((zyn_thread + 32i) < 256i))) {
+        _tree_part2[zyn_thread] = (_tree_part2[zyn_thread] + _tree_part2[(zyn_thread + 32i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 16i) && ((zyn_thread + 16i) < 256i))) {
+        _tree_part2[zyn_thread] = (_tree_part2[zyn_thread] + _tree_part2[(zyn_thread + 16i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 8i) && ((zyn_thread + 8i) < 256i))) {
+        _tree_part2[zyn_thread] = (_tree_part2[zyn_thread] + _tree_part2[(zyn_thread + 8i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 4i) && ((zyn_thread + 4i) < 256i))) {
+        _tree_part2[zyn_thread] = (_tree_part2[zyn_thread] + _tree_part2[(zyn_thread + 4i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 2i) && ((zyn_thread + 2i) < 256i))) {
+        _tree_part2[zyn_thread] = (_tree_part2[zyn_thread] + _tree_part2[(zyn_thread + 2i)]);
+    }
+    workgroupBarrier();
+    if (((zyn_thread < 1i) && ((zyn_thread + 1i) < 256i))) {
+        _tree_part2[zyn_thread] = (_tree_part2[zyn_thread] + _tree_part2[(zyn_thread + 1i)]);
+    }
+    workgroupBarrier();
+    _part2 = _tree_part2[0i];
+    u__acc5 = (u__acc5 + _part2);
+    let u_sum_exp: f32 = u__acc5;
     // line 7: out = exp_vals / sum_exp
-    for (var z_e9: i32 = 0i; z_e9 < P.out_d0; z_e9 = z_e9 + 1i) {
-        out[z_e9] = (z_scratch_f32[(z_slot * P.z_slot_f32 + P.z_off_exp_vals) + min(z_e9, z_exp_vals_n5 - 1i)] / sum_exp);
+    let u__n7: i32 = u_logits_d0;
+    for (var u__e8: i32 = (0i + (zyn_thread * 1i)); u__e8 < u__n7; u__e8 += (1i * 256i)) {
+        u_out[u__e8] = (exp((u_logits[zyn_chk(select(u__e8, 0i, (u_logits_d0 == 1i)), u_logits_d0, 3i)] - u_max_val)) / u_sum_exp);
     }
+    workgroupBarrier();
 }
+

@@ -40,8 +40,7 @@ def options(limits: dict) -> wgsl.WGSLOptions:
         f16=False, f64=False, subgroups=False, subgroups_directive=True,
         max_workgroup_storage=lim["maxComputeWorkgroupStorageSize"],
         max_invocations=lim["maxComputeInvocationsPerWorkgroup"],
-        max_storage_buffers=lim["maxStorageBuffersPerShaderStage"],
-        launch_ir=True)         # the schedules' launch IR first, as on the WebGPU device
+        max_storage_buffers=lim["maxStorageBuffersPerShaderStage"])
 
 
 def equal_sizes(kernel: cir.Kernel, sizes: dict) -> tuple:

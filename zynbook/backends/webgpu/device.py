@@ -145,13 +145,12 @@ class WebGPUDevice(Device):
             max_workgroup_storage=lim.get("max-compute-workgroup-storage-size", 16384),
             max_invocations=lim.get("max-compute-invocations-per-workgroup", 256),
             max_storage_buffers=lim.get("max-storage-buffers-per-shader-stage", 8),
-            launch_ir=launch_ir_enabled(),
         )
 
     # --------------------------------------------------------------------- compiling
 
-    def program(self, kernel: cir.Kernel) -> wgsl.Program:
-        return self.compile(kernel).program
+    def program(self, kernel: cir.Kernel, sizes: dict | None = None) -> wgsl.Program:
+        return self.compile(kernel, sizes).program
 
     def cache_key(self, kernel: cir.Kernel, opts: wgsl.WGSLOptions) -> kcache.CacheKey:
         """The key of a kernel's pipelines: CIR hash, WGSL options, adapter, wgpu version."""
@@ -440,14 +439,6 @@ class WebGPUDevice(Device):
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def launch_ir_enabled() -> bool:
-    """Whether launches go through compiler/schedules/ and the WGSL dialect first (the
-    default; ZYNBOOK_WEBGPU_LAUNCH_IR=0 switches it off, so every kernel takes the older
-    renderer). Either way a kernel compiles once for every size set."""
-    return os.environ.get("ZYNBOOK_WEBGPU_LAUNCH_IR", "1").strip().lower() not in (
-        "0", "false", "no", "off")
 
 
 def _equal_sizes(kernel: cir.Kernel, sizes: dict) -> tuple:

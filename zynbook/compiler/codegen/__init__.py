@@ -15,7 +15,7 @@ def _cuda(mod, kernel, sizes):
 
 
 def _wgsl(mod, kernel, sizes):
-    return mod.render_source(kernel)
+    return mod.render_source(kernel, sizes=sizes)
 
 
 def _msl(mod, kernel, sizes):

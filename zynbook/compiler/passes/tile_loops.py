@@ -264,13 +264,17 @@ class _Rewriter:
 
     # ---- elements ----------------------------------------------------------------
 
-    def operand_at(self, operand, rank: int, idx: tuple) -> cir.Expr:
-        """The element of `operand` (broadcast against a tile of `rank` axes) at `idx`."""
+    def operand_at(self, operand, rank: int, idx: tuple, outer: tuple = ()) -> cir.Expr:
+        """The element of `operand` (broadcast against a tile of `rank` axes, of extents
+        `outer` where known) at `idx`; an axis of the same extent as the outer one takes
+        the index as it is."""
         if not self.is_tile(operand):
             return operand
         _, exts = self.shape(operand)
-        sub = idx[rank - len(exts):]
-        return self.elem(operand, tuple(_axis_index(x, i) for x, i in zip(exts, sub)))
+        pos = rank - len(exts)
+        sub = tuple(i if outer and x == outer[pos + k] else _axis_index(x, i)
+                    for k, (x, i) in enumerate(zip(exts, idx[pos:])))
+        return self.elem(operand, sub)
 
     def elem(self, e, idx: tuple) -> cir.Expr:
         """The scalar element of elementwise tile expression `e` at position `idx`."""
@@ -278,7 +282,8 @@ class _Rewriter:
             return e
         dt = cir.Ty(e.ty.dtype)
         rank = len(idx)
-        at = lambda o: self.operand_at(o, rank, idx)
+        exts = self.shape(e)[1]
+        at = lambda o: self.operand_at(o, rank, idx, exts)
         if isinstance(e, cir.Load):
             _, _, where = self.view(e.buffer, e.index)
             return cir.Load(e.buffer, where(idx), cir.Ty(self.dtypes[e.buffer]))

@@ -9,14 +9,16 @@ is the field order). Each launch-IR kernel is one `@compute` entry point; a bloc
 workgroup, `block` the linear workgroup id of a 1-D, 2-D or 3-D dispatch (the device splits
 large grids, runtime.split_workgroups) and `blocks` their count.
 
-What WGSL cannot hold is refused with a `ZynMLDeviceError`, so the caller takes the older
-renderer or reports a device error: 64-bit integers, f64 without the adapter's `shader-f64`
-(and, with it, the math 64-bit shaders lack), f16 without `shader-f16`, warp collectives
-(subgroups have the width the adapter chooses; a block all-reduction of f32, i32 or u32 is
-spelled with them, `_block_collective`), lanes and scratch buffers. Types WGSL does hold narrower
-than 32 bits are stored widened (i8, i16 as i32; u8, u16 as u32; bool as u32; bf16 as f32,
-rounded to bfloat16 where the program casts to it), and their arithmetic wraps at their own
-width, as the reference's does. Float min and max propagate NaN, as numpy's do.
+What WGSL cannot hold is refused with a `ZynMLDeviceError` (the kernel then has no WebGPU
+program and the device says why): 64-bit integer arithmetic (64-bit integer buffers are
+held in 32 bits, as the device holds them, and take 32-bit values), f64 without the
+adapter's `shader-f64` (and, with it, the math 64-bit shaders lack), warp collectives and
+lanes (subgroups have the width the adapter chooses; a block all-reduction of f32, i32 or
+u32 is spelled with them, `_block_collective`). Types WGSL does hold narrower than 32 bits
+are stored widened (i8, i16 as i32; u8, u16 as u32; bool as u32; bf16 as f32, rounded to
+bfloat16 where the program casts to it; f16 as f32 without `shader-f16`, rounded to f16
+likewise), and their arithmetic wraps at their own width, as the reference's does. Float
+min and max propagate NaN, as numpy's do.
 """
 from __future__ import annotations
 
@@ -50,6 +52,10 @@ _UNARY_BUILTINS = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "f
 # refused
 STORED_32 = {"i64": "i32", "u64": "u32"}
 _FITS = {"i64": ("i32", "i16", "i8", "u16", "u8", "bool"), "u64": ("u32", "u16", "u8", "bool")}
+
+
+class AdapterLimit(ZynMLDeviceError):
+    """A program the dialect spells but this adapter cannot run (too many buffers)."""
 
 
 def storage(dtype: str) -> str:
@@ -86,8 +92,8 @@ class WgslDialect:
         if dtype in REFUSED:
             self.refuse(REFUSED[dtype])
         if dtype == "f16":
-            if not self.f16:
-                self.refuse("f16 without the adapter's `shader-f16`")
+            if not self.f16:        # held in f32, rounded to f16 where converted to it
+                return "f32"
             self.uses_f16 = True
         if dtype not in TYPES:
             self.refuse(f"the dtype {dtype}")
@@ -161,6 +167,8 @@ class WgslDialect:
     def cast(self, text: str, src: str, dst: str) -> str:
         if src in _FITS.get(dst, ()):       # into a 64-bit buffer stored in 32 bits
             return self.cast(text, src, STORED_32[dst])
+        if src in STORED_32 and dst not in STORED_32:     # read from one
+            return self.cast(text, STORED_32[src], dst)
         a, b = self.type(src), self.type(dst)
         if dst == "bool":
             if src == "bool":
@@ -170,6 +178,8 @@ class WgslDialect:
             return f"select({self.zero(dst)}, {self.lit(1, dst)}, {text})"
         if dst == "bf16":
             return f"{self.need('zyn_bf16')}({text})" if src != "bf16" else text
+        if dst == "f16" and not self.f16:
+            return f"{self.need('zyn_f16')}({b}({text}))" if src != "f16" else text
         out = text if a == b else f"{b}({text})"
         if dst in NARROW and src != dst and not (src in NARROW and NARROW[src] <= NARROW[dst]
                                                   and src[0] == dst[0]):
@@ -271,7 +281,7 @@ class WgslDialect:
     # ---- memory and checks ------------------------------------------------------------
 
     def load(self, array, index, dtype, space):
-        self.type(dtype)
+        self.type(STORED_32.get(dtype, dtype) if space == "global" else dtype)
         if array in self.atomics:
             raw = f"atomicLoad(&{array}[{index}])"
             return f"bitcast<f32>({raw})" if dtype == "f32" else raw
@@ -390,8 +400,9 @@ class WgslDialect:
         out = []
         for p in program.kernels[0].params:
             if p.kind == "buffer":
+                elem = storage(p.dtype) if p.dtype != "f16" else self.type("f16")
                 out.append((len(out), p.name, p.name, "read_write" if p.writable else "read",
-                            storage(p.dtype), p.dtype))
+                            elem, p.dtype))
         for sc in program.scratch:
             self.type(sc.dtype)
             out.append((len(out), sc.name, "@scratch:" + sc.name, "read_write", storage(sc.dtype),
@@ -399,7 +410,7 @@ class WgslDialect:
         if program.sites:
             out.append((len(out), ERR, "@error", "read_write", "i32", "i32"))
         if len(out) > self.max_storage_buffers:
-            raise ZynMLDeviceError(
+            raise AdapterLimit(
                 f"kernel {program.name} needs {len(out)} storage buffers; this adapter allows "
                 f"{self.max_storage_buffers} per shader stage")
         if self.uniforms:
@@ -562,6 +573,9 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
         return select(r, -r, (i32(b) & 1i) == 1i);
     }
     return pow(a, b); }""",
+    "zyn_f16": """\
+// f32 rounded to the nearest f16 (f16 held in f32 where the adapter has no `shader-f16`)
+fn zyn_f16(x: f32) -> f32 { return unpack2x16float(pack2x16float(vec2<f32>(x, 0.0))).x; }""",
     "zyn_bf16": """\
 // f32 rounded to the nearest bfloat16 (ties to even), held in an f32
 fn zyn_bf16(x: f32) -> f32 {

@@ -161,14 +161,16 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     _o[31i] = 0.0f;
     var _m: f32 = bitcast<f32>(0xff800000u);
     var _l: f32 = 0.0f;
+    let _frow: i32 = zyn_tdiv(_t, 32i);
+    let _fcol: i32 = zyn_trem(_t, 32i);
     for (var _k0: i32 = 0i; _k0 < _SK; _k0 += 32i) {
         workgroupBarrier();
-        for (var _e: i32 = _t; _e < 1024i; _e += 128i) {
-            let _row: i32 = zyn_tdiv(_e, 32i);
-            let _col: i32 = zyn_trem(_e, 32i);
-            let _jf: i32 = min((_k0 + _row), (_SK - 1i));
-            _kv[((_row * 36i) + _col)] = select(0.0f, select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
-            _kv[(((_row * 36i) + _col) + 1152i)] = select(0.0f, select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
+        for (var _row: i32 = _frow; _row < 32i; _row += 4i) {
+            for (var _col: i32 = _fcol; _col < 32i; _col += 32i) {
+                let _jf: i32 = min((_k0 + _row), (_SK - 1i));
+                _kv[((_row * 36i) + _col)] = select(0.0f, select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
+                _kv[(((_row * 36i) + _col) + 1152i)] = select(0.0f, select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
+            }
         }
         workgroupBarrier();
         for (var _j0: i32 = 0i; _j0 < 32i; _j0 += 32i) {
@@ -1124,14 +1126,16 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     _o[63i] = 0.0f;
     var _m: f32 = bitcast<f32>(0xff800000u);
     var _l: f32 = 0.0f;
+    let _frow: i32 = zyn_tdiv(_t, 64i);
+    let _fcol: i32 = zyn_trem(_t, 64i);
     for (var _k0: i32 = 0i; _k0 < _SK; _k0 += 16i) {
         workgroupBarrier();
-        for (var _e: i32 = _t; _e < 1024i; _e += 128i) {
-            let _row: i32 = zyn_tdiv(_e, 64i);
-            let _col: i32 = zyn_trem(_e, 64i);
-            let _jf: i32 = min((_k0 + _row), (_SK - 1i));
-            _kv[((_row * 68i) + _col)] = select(0.0f, select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
-            _kv[(((_row * 68i) + _col) + 1088i)] = select(0.0f, select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
+        for (var _row: i32 = _frow; _row < 16i; _row += 2i) {
+            for (var _col: i32 = _fcol; _col < 64i; _col += 64i) {
+                let _jf: i32 = min((_k0 + _row), (_SK - 1i));
+                _kv[((_row * 68i) + _col)] = select(0.0f, select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
+                _kv[(((_row * 68i) + _col) + 1088i)] = select(0.0f, select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
+            }
         }
         workgroupBarrier();
         for (var _j0: i32 = 0i; _j0 < 16i; _j0 += 16i) {
@@ -2340,14 +2344,16 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
         _o[127i] = 0.0f;
         var _m: f32 = bitcast<f32>(0xff800000u);
         var _l: f32 = 0.0f;
+        let _frow: i32 = zyn_tdiv(_t, 128i);
+        let _fcol: i32 = zyn_trem(_t, 128i);
         for (var _k0: i32 = 0i; _k0 < _SK; _k0 += 8i) {
             workgroupBarrier();
-            for (var _e: i32 = _t; _e < 1024i; _e += 64i) {
-                let _row: i32 = zyn_tdiv(_e, 128i);
-                let _col: i32 = zyn_trem(_e, 128i);
-                let _jf: i32 = min((_k0 + _row), (_SK - 1i));
-                _kv[((_row * 132i) + _col)] = select(0.0f, select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
-                _kv[(((_row * 132i) + _col) + 1056i)] = select(0.0f, select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
+            for (var _row: i32 = _frow; _row < 8i; _row++) {
+                for (var _col: i32 = _fcol; _col < 128i; _col += 64i) {
+                    let _jf: i32 = min((_k0 + _row), (_SK - 1i));
+                    _kv[((_row * 132i) + _col)] = select(0.0f, select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
+                    _kv[(((_row * 132i) + _col) + 1056i)] = select(0.0f, select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(_col, (u_head_dim - 1i)))], (_col < u_head_dim)), ((_k0 + _row) < _SK));
+                }
             }
             workgroupBarrier();
             for (var _j0: i32 = 0i; _j0 < 8i; _j0 += 8i) {

@@ -437,6 +437,9 @@ class _Kernel:
                  ir.Decl("_m", F, NEG, True), ir.Decl("_l", F, ZERO, True)]
         if P.tiles:
             body.append(ir.Array("_kv", F, self.kv_count, "shared"))
+            if self.split_fill:
+                body += [ir.Decl("_frow", idx, ir.Bin("/", self.ref("_t"), self.i(self.dcap), idx)),
+                         ir.Decl("_fcol", idx, ir.Bin("%", self.ref("_t"), self.i(self.dcap), idx))]
         steps = ir.For("_j0", self.i(0), self.i(self.bk), self.i(self.chunk * R),
                        tuple(self.step()), idx)
         tile = ([ir.Barrier(), self.fill(), ir.Barrier()] if P.tiles else []) + [steps]
@@ -463,21 +466,31 @@ class _Kernel:
         return k, blocks
 
     def fill(self) -> ir.For:
-        """K and V rows _k0 .. _k0 + block_kv into the shared tile (0 past the keys)."""
-        idx, dc = self.idx, self.dcap
+        """K and V rows _k0 .. _k0 + block_kv into the shared tile (0 past the keys). Where
+        the block's threads and head_dim divide one another, thread t takes column t % dcap
+        of rows t / dcap, ... (no division in the loop); else elements t, t + T, ..."""
+        idx, dc, T = self.idx, self.dcap, self.bq * self.P.lanes
         row, col = self.ref("_row"), self.ref("_col")
         j = self.add(self.ref("_k0"), row)
         jc = ir.Math("min", (j, ir.Bin("-", self.ref("_SK"), self.i(1), idx)), idx)
         ok = ir.Bin("<", j, self.ref("_SK"), "bool")
         at = self.add(self.mul(row, self.i(self.stride)), col)
+        stores = (ir.Decl("_jf", idx, jc),
+                  ir.Store("_kv", at, ir.Select(ok, self.element(
+                      "k", self.add(self.ref("_kbase"), self.mul(self.ref("_jf"), self.seq_stride("k"))), col), ZERO, F)),
+                  ir.Store("_kv", self.add(at, self.i(self.bk * self.stride)), ir.Select(ok, self.element(
+                      "v", self.add(self.ref("_vbase"), self.mul(self.ref("_jf"), self.seq_stride("v"))), col), ZERO, F)))
+        if self.split_fill:
+            return ir.For("_row", self.ref("_frow"), self.i(self.bk), self.i(max(T // dc, 1)), (
+                ir.For("_col", self.ref("_fcol"), self.i(dc), self.i(min(T, dc)), stores, idx),), idx)
         body = (ir.Decl("_row", idx, ir.Bin("/", self.ref("_e"), self.i(dc), idx)),
-                ir.Decl("_col", idx, ir.Bin("%", self.ref("_e"), self.i(dc), idx)),
-                ir.Decl("_jf", idx, jc),
-                ir.Store("_kv", at, ir.Select(ok, self.element(
-                    "k", self.add(self.ref("_kbase"), self.mul(self.ref("_jf"), self.seq_stride("k"))), col), ZERO, F)),
-                ir.Store("_kv", self.add(at, self.i(self.bk * self.stride)), ir.Select(ok, self.element(
-                    "v", self.add(self.ref("_vbase"), self.mul(self.ref("_jf"), self.seq_stride("v"))), col), ZERO, F)))
-        return ir.For("_e", self.ref("_t"), self.i(self.bk * dc), self.i(self.bq * self.P.lanes), body, idx)
+                ir.Decl("_col", idx, ir.Bin("%", self.ref("_e"), self.i(dc), idx))) + stores
+        return ir.For("_e", self.ref("_t"), self.i(self.bk * dc), self.i(T), body, idx)
+
+    @property
+    def split_fill(self) -> bool:
+        T = self.bq * self.P.lanes
+        return T % self.dcap == 0 or self.dcap % T == 0
 
     def seq_stride(self, role: str) -> ir.Expr:
         """From one key (or query) row of `role` to the next."""

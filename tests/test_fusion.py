@@ -228,15 +228,28 @@ two(x)
     assert_close(value, np.tanh(env["x"] * 2.0))
 
 
-def test_top_level_names_are_kept_and_the_inspector_says_why():
+def test_top_level_names_are_boundaries():
     env = _env(np.random.default_rng(8))
     source = PIPELINES + "let h = x |> scale(2.0)\nh |> act()\n"
     value, session = _run(source, **env)
     assert len(session.launches) == 2
-    last = session.last_kernels[-1]
-    sections = dict(kernel_sections(last))
-    assert "kept under a name" in sections["fusion"]
+    assert type(session.namespace["h"]) is zynbook.Tensor
     assert_close(value, np.tanh(env["x"] * 2.0))
+
+
+def test_a_result_read_twice_is_written_and_the_inspector_says_why():
+    env = _env(np.random.default_rng(8))
+    source = PIPELINES + '''
+pipeline twice(x: tensor[m, n]):
+    let h = x |> scale(2.0)
+    return add(h |> act(), h)
+twice(x)
+'''
+    value, session = _run(source, **env)
+    assert len(session.launches) == 2
+    sections = dict(kernel_sections(session.last_kernels[-1]))
+    assert "read by more than one block" in sections["fusion"]
+    assert_close(value, np.tanh(env["x"] * 2.0) + env["x"] * 2.0)
 
 
 def test_the_inspector_shows_the_fused_blocks_and_their_lines():

@@ -27,7 +27,7 @@ from . import builtins as B
 from . import device_ops as D
 from . import placement
 from .cancel import JobCancelled
-from .lazy import PURE_BUILTINS, Lazy, LazyGraph
+from .lazy import PURE_BUILTINS, LazyGraph
 from .parallel import run_split
 from .plans import BlockCache, BlockPlan, LoweredBlock
 from .tensor import Tensor, to_tensor
@@ -171,7 +171,7 @@ class Interpreter:
 
     def bind(self, name: str, value, mutable: bool):
         scope, muts = (self.frames[-1] if self.frames else (self.globals, self.mutable))
-        scope[name] = value
+        scope[name] = self._computed(value) if scope is self.globals else value
         (muts.add if mutable else muts.discard)(name)
 
     def assign_name(self, target: A.Name, value):
@@ -184,7 +184,14 @@ class Interpreter:
         if name not in muts:
             raise ZynMLTypeError(f"cannot assign to `{name}`: it is declared with let "
                                  "(use var to change it)", target.span)
-        scope[name] = value
+        scope[name] = self._computed(value) if scope is self.globals else value
+
+    def _computed(self, value):
+        """`value` with the blocks recorded so far run (runtime/lazy.py): binding a top-level
+        name is a boundary, since a later cell may read it and a failing statement binds
+        nothing."""
+        self.lazy.finish(roots=[value])
+        return self.lazy.plain(value)
 
     # -------------------------------------------------------------- programs
     def run_program(self, program: A.Program, source: str):
@@ -194,18 +201,15 @@ class Interpreter:
         try:
             for stmt in program.body:
                 value, is_expr = self.exec_top(stmt)
-            self.lazy.finish(roots=[value])     # leaving the program is a boundary
         except BaseException:
             self.lazy.drop()
             raise
-        for name, v in list(self.globals.items()):
-            if isinstance(v, Lazy):
-                self.globals[name] = self.lazy.plain(v)
-        return self.lazy.plain(value), is_expr
+        return value, is_expr
 
     def exec_top(self, stmt):
-        """(the statement's value, whether it is an expression a notebook should show)"""
-        return self.exec(stmt), isinstance(stmt, A.ExprStmt)
+        """(the statement's value, whether it is an expression a notebook should show); the
+        end of a top-level statement is a boundary of the lazy graph"""
+        return self._computed(self.exec(stmt)), isinstance(stmt, A.ExprStmt)
 
     def exec_block(self, body):
         value = None

@@ -5,7 +5,10 @@ name its line at once), but its launch waits: the interpreter hands back a `Lazy
 whose data is computed when first read. A boundary runs everything recorded, in program
 order: a lazy value's data read (printed, displayed, a host builtin, a condition, a block
 that is not deferred), a host builtin call other than the pure constructors, an element
-assignment into a tensor, `await`, `config`, and the end of the program.
+assignment into a tensor, `await`, `config`, binding a top-level name (a later cell may read
+it, and a statement that fails binds nothing), the end of a top-level statement and a
+pipeline's return to Python. So the graph spans what one statement runs: its `|>` chains,
+its nested expressions and the pipelines it calls, across their statements.
 
 When the graph runs, each block whose result only one later block reads, and no top-level
 name holds (a later cell may read those), is offered to `compiler.fusion.fuse` with that
@@ -19,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..compiler import fusion
+from ..errors import ZynMLMemoryError, ZynMLRuntimeError
 from .plans import BlockPlan
 from .tensor import Tensor
 from .values import Record
@@ -106,6 +110,7 @@ class LazyGraph:
     def __init__(self, interp):
         self.interp = interp
         self.pending: list = []
+        self.fused_away = False     # some result fused away may still be named
         self.fused: dict = {}       # (fused kernel, sizes) -> (lowered, plan): made once
 
     def defer(self, node, lowered, plan, inputs, scalars, device, commit, source) -> Lazy:
@@ -149,8 +154,10 @@ class LazyGraph:
         """Run every recorded block, then compute every fused-away result still named (in
         the program's names, the pipelines' locals where `frames`, and `roots`)."""
         self.flush(roots)
-        for lz in self._named(roots, frames).values():
-            self.force(lz)
+        if self.fused_away:
+            for lz in self._named(roots, frames).values():
+                self.force(lz)
+            self.fused_away = bool(self.interp.frames) and not frames
 
     def plain(self, value):
         """`value` with computed lazy values replaced by ordinary tensors (what a program
@@ -230,6 +237,7 @@ class LazyGraph:
             lowered, plan, inputs, scalars = lz.lowered, lz.plan, lz.inputs, lz.scalars
         else:
             lowered, plan = self._fused_plan(group.block, lz.lowered)
+            self.fused_away = True
             values = {id(t): t for m in group.members for t in m.inputs}
             inputs = [values[key] for key in group.block.args]
             scalars = group.block.scalars
@@ -242,6 +250,12 @@ class LazyGraph:
         try:
             out = interp._launch(device, lowered, inputs, plan.sizes, scalars, lz.node,
                                  commit=lz.committed, plan=plan, fusion=info)
+        except (ValueError, ArithmeticError, IndexError) as err:
+            # as a statement's launch fails (Interpreter.exec), named by the block's line
+            raise ZynMLRuntimeError(str(err), lz.node.span, lz.source) from None
+        except MemoryError as err:
+            from .interp import _memory_message
+            raise ZynMLMemoryError(_memory_message(err), lz.node.span, lz.source) from None
         finally:
             interp.source = saved
         lz.settle(out)

@@ -102,3 +102,19 @@ def test_a_large_shared_array_on_the_cpu_is_on_the_heap():
     assert "std::unique_ptr<float[]>" in cgen.render_program(kernel, sizes).source
     got = np.asarray(zynbook.run(BIG_SHARED, device="cpu:native", x=x))
     np.testing.assert_allclose(got, 2.0 * 512 * x.sum(axis=1), rtol=1e-4)
+
+
+@pytest.mark.parametrize("target", ["cuda", "metal", "webgpu"])
+def test_shared_arrays_past_the_targets_memory_live_in_scratch(target):
+    """32 KB of shared array per iteration: past a WebGPU workgroup's 16 KB (and with a
+    larger one, past CUDA's and Metal's): a slice of a scratch buffer per block."""
+    from dataclasses import replace
+    x = np.random.default_rng(5).standard_normal((37, 16)).astype(np.float32)
+    src = BIG_SHARED if target == "webgpu" else BIG_SHARED.replace("8192", "16384")
+    kernel, ins, sizes, scalars = lower_block(src, {"x": x})
+    tgt = {"cuda": cuda_target(), "metal": metal_target(),
+           "webgpu": replace(webgpu_target(), symbolic_sizes=False)}[target]
+    prog = schedules.build(kernel, tgt, sizes)
+    assert "shared arrays in scratch memory" in prog.schedule and prog.scratch
+    got = emulate_kernel(prog, kernel, ins, sizes, scalars, tgt.warp)
+    np.testing.assert_allclose(got, np.asarray(run_kernel(kernel, ins, sizes, scalars)), rtol=1e-4)

@@ -105,6 +105,9 @@ class ScalarLowering:
         # a reduce schedule's combine: (value, index or None, line) -> statements
         self.on_yield = None
         self.taken: set = set()
+        # buffer name -> the offset of its part (an array a schedule keeps in a slice of a
+        # scratch buffer, one slice per block)
+        self.bases: dict = {}
 
     # ---- names ------------------------------------------------------------------------
 
@@ -257,7 +260,10 @@ class ScalarLowering:
         guard = None
         for g in guards:
             guard = g if guard is None else ir.Bin("and", guard, g, "bool")
-        return (off if off is not None else lit(0, self.idx)), guard
+        off = off if off is not None else lit(0, self.idx)
+        if buffer in self.bases:
+            off = ir.Bin("+", self.bases[buffer], off, self.idx)
+        return off, guard
 
     def load(self, e: cir.Load) -> ir.Expr:
         if e.buffer not in self.buffers:

@@ -13,7 +13,8 @@ what the loops do is shared:
 * any other loop runs in every thread, in order; the loops inside it are shared again;
 * a store or an atomic outside a shared loop is made by thread 0, a barrier after it;
 * `shared var` is block memory, zero-filled by the block when the iteration reaches it (as
-  the reference fills it); `barrier()` is a barrier.
+  the reference fills it), or, where the arrays pass the target's shared memory, a slice
+  of a scratch buffer per block (at most SPILL_BLOCKS blocks); `barrier()` is a barrier.
 
 Tile values are loops over block arrays first (passes/tile_loops.py): an element loop is
 shared, a reduction of a tile is a block all-reduction. Without a parallel loop, one block
@@ -47,6 +48,24 @@ def _pow2_at_least(n: int, lo: int, hi: int) -> int:
     return p
 
 
+# blocks of a launch whose shared arrays live in scratch memory (a slice each)
+SPILL_BLOCKS = 1024
+
+
+def _shared_bytes(body, sizes) -> int:
+    return sum((8 if s.dtype in ("f64", "i64", "u64") else 4) *
+               prod(cir.eval_dim(d, sizes) for d in s.shape)
+               for s in cir.walk(body) if isinstance(s, cir.SharedAlloc))
+
+
+def _spills(body, target, sizes, threads: int) -> bool:
+    """Whether the shared arrays of `body` pass the target's shared memory (less what the
+    block all-reductions may take: a tree of 8-byte values), so that they live in a scratch
+    buffer instead, one slice per block."""
+    limit = (target.static_shared_bytes or target.shared_bytes) - 8 * threads
+    return _shared_bytes(body, sizes) > limit
+
+
 class Block(Schedule):
     name = "block"
 
@@ -62,12 +81,6 @@ class Block(Schedule):
         nest = parallel_nest(kernel.body, sizes)
         if has_node(nest.body, cir.Yield):
             return "a yield outside a reduce kernel"
-        shared_bytes = sum((8 if s.dtype in ("f64", "i64", "u64") else 4) *
-                           prod(cir.eval_dim(d, sizes) for d in s.shape)
-                           for s in cir.walk(nest.body) if isinstance(s, cir.SharedAlloc))
-        limit = target.static_shared_bytes or target.shared_bytes
-        if shared_bytes > limit:
-            return f"{shared_bytes} bytes of shared arrays, more than the target's {limit}"
         if not has_node(nest.body, (cir.SharedAlloc, cir.Barrier)) and thread_takes:
             return "no shared arrays or barriers, and the thread schedule takes it"
         return None
@@ -108,6 +121,7 @@ class _Builder:
         self.low = ScalarLowering(kernel, self.sizes, self.sites, self.idx)
         self.tmp = 0
         self.shared = []
+        self.counts: dict = {}          # shared array -> elements
 
     def new(self, stem):
         self.tmp += 1
@@ -125,7 +139,11 @@ class _Builder:
 
     def program(self) -> ir.Program:
         nest, idx = self.nest, self.idx
-        # shared arrays: block memory, declared once at the top of the kernel
+        spill = _spills(nest.body, self.t, self.sizes, self.T)
+        blocks = max(1, min(nest.total, self.t.max_blocks, SPILL_BLOCKS if spill else nest.total))
+        # shared arrays: block memory declared once at the top of the kernel, or (past the
+        # target's shared memory) a slice of a scratch buffer per block
+        scratch, params = [], list(buffer_params(self.k, self.sizes, idx))
         for s in cir.walk(nest.body):
             if isinstance(s, cir.SharedAlloc):
                 if s.name in self.low.buffers:
@@ -133,24 +151,30 @@ class _Builder:
                 count = prod(cir.eval_dim(d, self.sizes) for d in s.shape)
                 ident = user_name(s.name)
                 self.low.buffers[s.name] = (ident, s.dtype, tuple(s.shape))
-                self.shared.append(ir.Array(ident, s.dtype, count, "shared", s.line))
+                self.counts[s.name] = count
+                if spill:
+                    self.low.bases[s.name] = ir.Bin("*", self.at("block"), self.i(count), idx)
+                    scratch.append(ir.Scratch(ident, s.dtype, lit(count * blocks, "i64")))
+                    params.append(ir.Param(ident, "scratch", s.dtype, True))
+                else:
+                    self.shared.append(ir.Array(ident, s.dtype, count, "shared", s.line))
         body = list(self.shared) + list(self.low.stmts(nest.prologue))
         threads = f"{self.T} thread{'s' if self.T > 1 else ''}"
         if nest.loops:
             inner = GenericThread._decompose(self.low, nest, "_b", idx) + self.stmts(nest.body)
-            blocks = max(1, min(nest.total, self.t.max_blocks))
             body.append(ir.For("_b", self.at("block"), self.i(nest.total), self.at("blocks"),
                                tuple(inner), idx, nest.loops[0].line))
             what = (f"block: one block of {threads} per iteration of "
                     f"({', '.join(l.var for l in nest.loops)})")
         else:
-            blocks = 1
             body += self.stmts(nest.body)
             what = f"block: one block runs the whole body ({threads})"
+        if spill:
+            what += ", its shared arrays in scratch memory"
         name = kernel_name(self.k)
-        k = ir.Kernel(name, buffer_params(self.k, self.sizes, idx), tuple(body), self.T, idx, what)
-        return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(blocks, "i64"), self.T),), (),
-                          self.sites.as_tuple(), f"{what} (block: threads={self.T})")
+        k = ir.Kernel(name, tuple(params), tuple(body), self.T, idx, what)
+        return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(blocks, "i64"), self.T),),
+                          tuple(scratch), self.sites.as_tuple(), f"{what} (block: threads={self.T})")
 
     def stmts(self, body, mutable: set | None = None) -> list:
         mutable = set(mutable or ())
@@ -165,11 +189,12 @@ class _Builder:
         ln = getattr(s, "line", 0)
         if isinstance(s, cir.SharedAlloc):
             ident, dtype, _ = low.buffers[s.name]
-            count = next(a.count for a in self.shared if a.name == ident)
             e = self.new("e")
-            fill = ir.For(e, ir.Cast(ir.Thread("thread"), self.idx) if self.idx != "i32" else ir.Thread("thread"),
-                          self.i(count), self.i(self.T),
-                          (ir.Store(ident, ir.Ref(e, self.idx), lit(0, dtype) if dtype != "bool"
+            at = ir.Ref(e, self.idx)
+            if s.name in low.bases:
+                at = ir.Bin("+", low.bases[s.name], at, self.idx)
+            fill = ir.For(e, self.at("thread"), self.i(self.counts[s.name]), self.i(self.T),
+                          (ir.Store(ident, at, lit(0, dtype) if dtype != "bool"
                                     else lit(False, "bool"), None, ln),), self.idx, ln)
             return [fill, ir.Barrier(ln)]
         if isinstance(s, cir.Barrier):

@@ -121,6 +121,7 @@ class Session:
         self.default_device = device
         self.last_kernels: list = []
         self.launches: list = []
+        self.fuse = True            # compute blocks launched lazily and fused (runtime/lazy.py)
         self.interpreter = Interpreter(self)
 
     @property

@@ -67,6 +67,10 @@ def _inline(producer: Block, consumer: Block, key) -> Block | str:
         if ld.buffer in bufs and (ld.ty.shape or len(ld.index) != rank or
                                   any(isinstance(i, cir.Span) for i in ld.index)):
             return "the first block is not inlined: the second reads rows or tiles of its result"
+    if not _reads_in_range(consumer.kernel, bufs, _shape_of(producer.kernel.output,
+                                                             producer.sizes), consumer.sizes):
+        return "the first block is not inlined: the second reads its result where no loop " \
+               "keeps the position in range"
     names = _Names(consumer, producer)
     moved = names.expr(value)
     out_dtype = producer.kernel.output.dtype
@@ -277,15 +281,45 @@ def _covers(s: cir.Store, loops: dict, extents: list, sizes: dict) -> bool:
     names = [_var_name(i) for i in s.index]
     if len(names) != len(extents) or len(set(names)) != len(names):
         return False
-    for name, extent in zip(names, extents):
-        lp = loops.get(name)
-        try:
-            if lp is None or not (_is_int(lp.start, 0) and _is_int(lp.step, 1) and
-                                  cir.eval_expr_static(lp.stop, sizes) == extent):
+    return all(_loop_stop(loops.get(name), sizes) == extent and _is_int(loops[name].step, 1)
+               for name, extent in zip(names, extents))
+
+
+def _reads_in_range(k: cir.Kernel, bufs: set, extents: tuple, sizes: dict) -> bool:
+    """Whether every read of `bufs` in `k` is at loop variables whose loops stay within
+    `extents`: the inlined producer then reads its inputs only where it would have (an
+    out-of-range read stays the error it was)."""
+    def reads_ok(node, loops) -> bool:
+        return all(len(ld.index) == len(extents) and all(
+            (_loop_stop(loops.get(_var_name(i)), sizes) or extent + 1) <= extent
+            for i, extent in zip(ld.index, extents))
+            for ld in loads(node) if ld.buffer in bufs)
+
+    def visit(body, loops) -> bool:
+        for s in body:
+            if isinstance(s, cir.Loop):
+                ok = reads_ok((s.start, s.stop, s.step), loops) and \
+                    visit(s.body, {**loops, s.var: s})
+            elif isinstance(s, cir.If):
+                ok = reads_ok(s.cond, loops) and visit(s.then, loops) and \
+                    visit(s.orelse, loops)
+            else:
+                ok = reads_ok(s, loops)
+            if not ok:
                 return False
-        except (TypeError, KeyError):
-            return False
-    return True
+        return True
+    return visit(k.body, {})
+
+
+def _loop_stop(lp, sizes: dict):
+    """The stop of a loop from 0 with a positive constant step, when sizes fix it (else None)."""
+    if lp is None or not _is_int(lp.start, 0) or not (
+            isinstance(lp.step, cir.Const) and isinstance(lp.step.value, int) and lp.step.value > 0):
+        return None
+    try:
+        return cir.eval_expr_static(lp.stop, sizes)
+    except (TypeError, KeyError):
+        return None
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -32,6 +32,8 @@ PURE_BUILTINS = frozenset(("zeros", "ones", "randn", "rand", "arange", "range", 
                            "tensor", "compute_devices"))
 # recorded blocks before the graph runs without waiting for a boundary (a long host loop)
 MAX_PENDING = 32
+# fused kernels kept with their plans (a loop over growing shapes keeps this many)
+MAX_FUSED = 64
 
 
 class Lazy(Tensor):
@@ -268,6 +270,8 @@ class LazyGraph:
                 host_lowered, kernel=block.kernel, before_passes=block.kernel, constraints=[],
                 bound_checks=[], labels={b.name: b.name for b in block.kernel.inputs},
                 scalar_labels={}, notes=[])
+            if len(self.fused) >= MAX_FUSED:
+                self.fused.pop(next(iter(self.fused)))
             made = self.fused[key] = (lowered, BlockPlan(lowered, dict(block.sizes)))
         return made
 

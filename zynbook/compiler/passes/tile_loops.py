@@ -520,19 +520,16 @@ class _Rewriter:
         """`t = value` through a second array (the value may read `t` anywhere), then the
         extents updated."""
         cap, exts = self.shape(value)
-        if len(cap) != len(t.cap) or any(c > k for c, k in zip(cap, t.cap)):
+        pad = len(t.cap) - len(cap)         # a value of fewer axes broadcasts
+        cap, exts = (1,) * pad + cap, (_i(1),) * pad + exts
+        if pad < 0 or any(c > k for c, k in zip(cap, t.cap)):
             raise TileRefusal("a tile variable assigned a larger tile than it was declared")
         stmts, tmp = self.new_array(t.dtype, t.cap, exts, line)
         stmts += self.fill(tmp, value, line)
-        rank = len(t.cap)
         stmts += self.over(tmp.exts, lambda idx: [cir.Store(t.array, idx, cir.Load(
             tmp.array, idx, cir.Ty(t.dtype)), line)], line)
-        for old, new in zip(t.exts, tmp.exts):
-            if isinstance(old, cir.Var):
-                stmts.append(cir.Assign(old.name, new, line))
-            elif old != new:
-                raise TileRefusal("a tile variable whose extents change")
-        del rank
+        # a tile variable's extents are locals (`let_tile`): they take the value's
+        stmts += [cir.Assign(old.name, new, line) for old, new in zip(t.exts, tmp.exts)]
         return stmts
 
     def store(self, buffer: str, index: tuple, value, line: int) -> list:

@@ -113,6 +113,7 @@ class LazyGraph:
         self.interp = interp
         self.pending: list = []
         self.fused_away = False     # some result fused away may still be named
+        self.pairs: dict = {}       # what fusing two blocks gave, by what decides it
         self.fused: dict = {}       # (fused kernel, sizes) -> (lowered, plan): made once
 
     def defer(self, node, lowered, plan, inputs, scalars, device, commit, source) -> Lazy:
@@ -188,7 +189,7 @@ class LazyGraph:
                     continue
                 why = self._kept(t, lz, readers, live)
                 if not why:
-                    fused = fusion.fuse(producer.block, group.block, id(t))
+                    fused = self._fuse(producer.block, group.block, id(t))
                     if isinstance(fused, fusion.Block):
                         del open_[id(t)]
                         group.members = producer.members + group.members
@@ -200,6 +201,35 @@ class LazyGraph:
                                    f"(line {lz.node.span.line}): not fused: {why}")
             open_[id(lz)] = group
         return list(open_.values())
+
+    def _fuse(self, producer: fusion.Block, consumer: fusion.Block, key):
+        """`fusion.fuse`, worked out once per pair of kernels, sizes and pattern of shared
+        inputs: scalar values and input keys stand in as tokens, replaced here by this
+        run's."""
+        keys = list(dict.fromkeys(producer.args + consumer.args))
+        slot = {k: n for n, k in enumerate(keys)}
+        sig = (id(producer.kernel), id(consumer.kernel), _items(producer.sizes),
+               _items(consumer.sizes), tuple(slot[a] for a in producer.args),
+               tuple(slot[a] for a in consumer.args), slot[key], producer.origins,
+               consumer.origins)
+        made = self.pairs.get(sig)
+        if made is None:
+            def tokens(block, side, args):
+                return dataclasses.replace(block, args=args, scalars={
+                    n: (side, n) for n in block.scalars})
+            made = (producer.kernel, consumer.kernel,       # held: their ids are in the key
+                    fusion.fuse(tokens(producer, "p", sig[4]), tokens(consumer, "c", sig[5]),
+                                sig[6]))
+            if len(self.pairs) >= MAX_FUSED:
+                self.pairs.pop(next(iter(self.pairs)))
+            self.pairs[sig] = made
+        fused = made[2]
+        if isinstance(fused, str):
+            return fused
+        values = {"p": producer.scalars, "c": consumer.scalars}
+        return dataclasses.replace(
+            fused, args=tuple(keys[i] for i in fused.args),
+            scalars={n: values[side][name] for n, (side, name) in fused.scalars.items()})
 
     @staticmethod
     def _kept(t: Lazy, lz: Lazy, readers: dict, live: set) -> str:
@@ -263,7 +293,8 @@ class LazyGraph:
         lz.settle(out)
 
     def _fused_plan(self, block: fusion.Block, host_lowered):
-        key = (block.kernel, tuple(sorted(block.sizes.items())))
+        # the entry holds the kernel, so no other kernel takes its id while it is kept
+        key = (id(block.kernel), _items(block.sizes))
         made = self.fused.get(key)
         if made is None:
             lowered = dataclasses.replace(
@@ -274,6 +305,10 @@ class LazyGraph:
                 self.fused.pop(next(iter(self.fused)))
             made = self.fused[key] = (lowered, BlockPlan(lowered, dict(block.sizes)))
         return made
+
+
+def _items(d: dict) -> tuple:
+    return tuple(sorted(d.items()))
 
 
 def _source_of(members, name: str) -> str:

@@ -222,15 +222,35 @@ y"""
 # ------------------------------------------------------------------------- WebGPU
 
 
-def test_webgpu_devices_run_their_defaults_under_autotune(fresh):
-    """WebGPU's device compiles no given parameters yet: `@autotune` runs its defaults."""
+REDUCE = """config { tune_budget: 20 }
+let total = compute(x) @device("DEVICE") {
+    @kernel reduce(+)
+    @autotune
+    for i in 0..n:
+        yield x[i]
+}
+total
+"""
+
+
+def test_webgpu_tunes_on_its_adapter_and_reuses_the_record(fresh):
+    """On an adapter (lavapipe on a machine without a GPU): the reduction's workgroup sizes
+    and block counts measured, the record found by the next session."""
     try:
-        dev = get_device("vulkan:0")
+        dev = get_device("webgpu:0")
     except Exception:
         pytest.skip("no WebGPU adapter")
-    assert not tuning.takes_params(dev)
-    run_flash(zynbook.Session(), flash(dev.id))
-    assert tuning.STATS["searches"] == 0
+    x = np.random.default_rng(1).standard_normal(100_000).astype(np.float32)
+    s = zynbook.Session()
+    got = s.run(REDUCE.replace("DEVICE", dev.id), x=x)
+    assert got == pytest.approx(float(x.astype(np.float64).sum()), rel=1e-4, abs=1e-3)
+    assert tuning.STATS["searches"] == 1 and tuning.STATS["candidates"] >= 2
+    assert s.launches[-1].geometry["tuning"].startswith("tuned: reduce: ")
+    s = zynbook.Session()
+    assert s.run(REDUCE.replace("DEVICE", dev.id), x=x) == got
+    assert tuning.STATS["from_cache"] == 1 and tuning.STATS["searches"] == 1
+    assert s.launches[-1].geometry["tuning"].startswith("from the tuning cache: reduce: ")
+    assert len(records(fresh)) == 1
 
 
 # ------------------------------------------------------------------------------- CUDA
@@ -325,7 +345,7 @@ def test_the_named_config_and_the_tile_are_candidates_of_attention():
              d == "head_dim" else (2 if d.endswith("_d1") or d == "heads" else 1))
              for d in kernel.dims}
     t = tuning.Tuner.__new__(tuning.Tuner)
-    t.kernel, t.sizes, t.target = kernel, sizes, cuda_target((8, 0))
+    t.kernel, t.schedule_sizes, t.target = kernel, sizes, cuda_target((8, 0))
     from zynbook.compiler import schedules
     t.schedule = schedules.chosen(kernel, t.target, sizes)
     got = t._candidates()

@@ -10,8 +10,8 @@ parameter space on the device, for the sizes of the launch, and keeps the fastes
   equal the default's within the dtype's tolerance (`TOLERANCE`); one that does not
   compile or differs is skipped, and the reason kept in the record.
 * **Budget**: `config { tune_budget: 20 }` (seconds), else `$ZYNBOOK_TUNE_BUDGET_S`, else
-  `DEFAULT_BUDGET_S`. No candidate starts once the budget is spent (the default always
-  runs). `ZYNBOOK_AUTOTUNE=0` turns tuning off (the defaults run, no record is read);
+  `DEFAULT_BUDGET_S`. No candidate starts that would end past the budget, by the mean time
+  of those before it (the default always runs). `ZYNBOOK_AUTOTUNE=0` turns tuning off (the defaults run, no record is read);
   `ZYNBOOK_AUTOTUNE=1` tunes every block.
 * **Records** (zynbook/cache.py `TUNING`, under `$ZYNBOOK_CACHE_DIR/tuning`): keyed by the
   kernel's CIR hash, a size bucket, the buffers' dtypes, the schedule and the device's
@@ -123,10 +123,22 @@ def fingerprint(device, kernel, target) -> tuple:
     base = kcache.parts(name=device.name, backend=device.backend, arch=target.arch,
                         driver=_driver(device))
     try:
-        key = device.cache_key(kernel, {})
+        # WebGPU keys its pipelines by its options, the others by sizes
+        key = device.cache_key(kernel, device.options() if hasattr(device, "specialised") else {})
     except Exception:       # a device without compiled-kernel keys: name and arch alone
         return base
     return base + (key.target, key.versions)
+
+
+def _schedule_view(device, kernel, sizes: dict) -> tuple:
+    """(target, sizes) the device's schedules build `kernel` with at a launch of `sizes`:
+    WebGPU builds one program for a pattern of sizes (`wgsl.schedule_targets`)."""
+    from .compiler.codegen import device_target, wgsl
+    specialised = getattr(device, "specialised", None)
+    if specialised is None:
+        return device_target(device), sizes
+    views = wgsl.schedule_targets(kernel, specialised(kernel, sizes))
+    return next(((t, s) for t, s in views if schedules.chosen(kernel, t, s)), views[0])
 
 
 def _dtypes(kernel) -> tuple:
@@ -140,16 +152,15 @@ class Tuner:
     """The search of one kernel at one binding of its sizes on one device."""
 
     def __init__(self, device, kernel, sizes: dict, budget_s: float):
-        from .compiler.codegen import device_target
         self.device, self.kernel, self.budget_s = device, kernel, budget_s
         self.sizes = {d: int(sizes[d]) for d in kernel.dims if d in sizes}
-        self.target = device_target(device)
-        self.schedule = schedules.chosen(kernel, self.target, self.sizes)
+        self.target, self.schedule_sizes = _schedule_view(device, kernel, self.sizes)
+        self.schedule = schedules.chosen(kernel, self.target, self.schedule_sizes)
         self.candidates = self._candidates() if self.schedule is not None else []
         self.winner: Choice | None = None       # once found: recorded or measured
 
     def _candidates(self) -> list:
-        sched, args = self.schedule, (self.kernel, self.target, self.sizes)
+        sched, args = self.schedule, (self.kernel, self.target, self.schedule_sizes)
         default = sched.default(*args)
         params = [default] + [p for p in sched.space(*args) if p != default]
         if sched.name == "attention":
@@ -189,7 +200,9 @@ class Tuner:
         best = reference = None
         skipped, measured = [], 0
         for n, choice in enumerate(self.candidates):
-            if n and time.perf_counter() - t0 > self.budget_s:
+            spent = time.perf_counter() - t0
+            # the next candidate is expected to take as long as the mean one so far
+            if n and spent + spent / n > self.budget_s:
                 skipped += [(c.describe(), "not measured: the tuning budget was spent")
                             for c in self.candidates[n:]]
                 break

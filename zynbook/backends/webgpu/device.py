@@ -20,7 +20,7 @@ from ...compiler import cir, errflag
 from ...compiler.codegen import wgsl
 from ...compiler.launch.scalar import size_pattern
 from ...errors import ZynMLDeviceError, ZynMLError
-from ..base import Device, Launch, LaunchTimes
+from ..base import Device, Launch, LaunchPlan, LaunchTimes
 from . import runtime as rt
 
 # wgpu-py's name of WebGPU's `subgroups` feature
@@ -167,13 +167,17 @@ class WebGPUDevice(Device):
                                 features=sorted(self.features)),
             versions=kcache.parts(wgpu=self.wgsl_version))
 
-    def compile(self, kernel: cir.Kernel, sizes: dict | None = None) -> rt.CompiledProgram:
+    def compile(self, kernel: cir.Kernel, sizes: dict | None = None,
+                params=None) -> rt.CompiledProgram:
         """The kernel's WGSL compiled into pipelines (kept in the memory cache by
         `cache_key`). Adapter-limit problems raise ZynMLDeviceError here, before anything runs.
         With the launch's `sizes`, the program is specialised on which sizes are equal (so
         the bounds analysis proves the common indices in range and guards only the rest);
-        it runs every launch whose sizes are equal (and negative) where these are."""
+        it runs every launch whose sizes are equal (and negative) where these are. `params`
+        (a schedules.Choice) builds the program with that schedule's parameters."""
         opts = self.specialised(kernel, sizes)
+        if params is not None:
+            opts = dataclasses.replace(opts, params=params)
         return self.cache.memo(self.cache_key(kernel, opts), lambda: self._compile(kernel, opts))
 
     def specialised(self, kernel: cir.Kernel, sizes: dict | None = None) -> wgsl.WGSLOptions:
@@ -260,11 +264,15 @@ class WebGPUDevice(Device):
 
     # ------------------------------------------------------------------------ launch
 
+    def prepare(self, kernel: cir.Kernel, sizes: dict, params=None) -> "WebGPUPlan":
+        """The launch plan; `params` (a schedules.Choice) compiles with those parameters."""
+        return WebGPUPlan(self, kernel, sizes, params)
+
     def launch(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict,
-               keep_on_device: bool = False):
+               keep_on_device: bool = False, params=None):
         """Run `kernel`; returns (numpy output, Launch), or a WebGPUArray output with
         keep_on_device=True (for chaining kernels without a round trip)."""
-        encoder, finish = self._encode(kernel, inputs, sizes, scalars)
+        encoder, finish = self._encode(kernel, inputs, sizes, scalars, params=params)
         self.device.queue.submit([encoder.finish()])
         return finish(keep_on_device)
 
@@ -294,11 +302,11 @@ class WebGPUDevice(Device):
         fut.result = wait
         return fut
 
-    def _encode(self, kernel, inputs, sizes, scalars, staging=False):
+    def _encode(self, kernel, inputs, sizes, scalars, staging=False, params=None):
         wgpu = rt.load_wgpu()
         t0 = time.perf_counter()
         was_cached = len(self.cache)
-        compiled = self.compile(kernel, sizes)
+        compiled = self.compile(kernel, sizes, params)
         t_compile = time.perf_counter() - t0 if len(self.cache) != was_cached else 0.0
         prog = compiled.program
         out_shape = cir.output_shape(kernel, sizes)
@@ -436,6 +444,22 @@ class WebGPUDevice(Device):
         finish.staging = stage
         self.last_programs = [prog]
         return encoder, finish
+
+
+class WebGPUPlan(LaunchPlan):
+    """A kernel and its sizes (and the schedule parameters to compile, where given); its
+    launches carry `geometry`'s entries (how the parameters were chosen)."""
+
+    def __init__(self, device: WebGPUDevice, kernel: cir.Kernel, sizes: dict, params=None):
+        super().__init__(device, kernel, sizes)
+        self.params = params
+        self.geometry: dict = {}
+
+    def launch(self, inputs: list, scalars: dict, background: bool = False):
+        out, launch = self.device.launch(self.kernel, inputs, self.sizes, scalars,
+                                         params=self.params)
+        launch.geometry.update(self.geometry)
+        return out, launch
 
 
 # --------------------------------------------------------------------------- helpers

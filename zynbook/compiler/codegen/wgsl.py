@@ -52,12 +52,15 @@ class WGSLOptions:
     # sizes ((name, value) pairs) of one launch, for a kernel no program of every size set
     # serves (`sized_for`): its program is built for these sizes
     launch_sizes: tuple = ()
+    # a schedules.Choice the program is built with (a tuning candidate or winner), else
+    # the schedules choose
+    params: object = None
 
     def key(self) -> tuple:
         return (self.workgroup_size, self.f16, self.subgroups, self.subgroups_directive,
                 self.max_workgroup_storage,
                 self.max_invocations, self.max_storage_buffers, self.equal_sizes,
-                self.negative_sizes, self.f64, self.launch_sizes)
+                self.negative_sizes, self.f64, self.launch_sizes, self.params)
 
 
 # ----------------------------------------------------------------------------- program
@@ -295,6 +298,15 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions, only: str | None = 
                    _i32_check(kernel, prog, env_sizes))
 
 
+def schedule_targets(kernel: cir.Kernel, options: WGSLOptions) -> list:
+    """(target, sizes) that `launch_program` builds `kernel` with, in the order it tries
+    them (a tuner searches the space of the first whose schedule applies)."""
+    from ..launch.scalar import pattern_sizes
+    sizes = dict(options.launch_sizes) or pattern_sizes(
+        kernel.dims, options.equal_sizes, options.negative_sizes)
+    return [(target, sizes) for target, _ in _launch_targets(options)]
+
+
 def _launch_targets(options: WGSLOptions):
     """(target, sizes baked) to build for, best first: one program for every size set, then
     (given the launch's sizes) one for these sizes, which a schedule that lays work out by
@@ -316,7 +328,7 @@ def _printed(kernel: cir.Kernel, target, sizes: dict, only, baked: bool, options
     from ..launch.scalar import pattern_sizes, size_pattern
     from .dialects.wgsl import AdapterLimit, WgslDialect
     from .printer import print_program
-    prog = schedules.build(kernel, target, sizes, only=only)
+    prog = schedules.build(kernel, target, sizes, options.params, only=only)
     if prog is None:
         return None
     if not baked:
@@ -324,7 +336,7 @@ def _printed(kernel: cir.Kernel, target, sizes: dict, only, baked: bool, options
         equal, negative = size_pattern(kernel, sizes)
         other = pattern_sizes(kernel.dims, equal,
                               tuple(d for d in kernel.dims if d not in negative), base=7919)
-        if schedules.build(kernel, target, other, only=only) != prog:
+        if schedules.build(kernel, target, other, options.params, only=only) != prog:
             return None
     dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
                           f64=options.f64)

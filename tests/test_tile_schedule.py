@@ -185,3 +185,19 @@ def test_flash_attention_body_on_the_block_schedule(template, block, seq):
         prog = sched.build(kernel, tgt, sizes, sched.default(kernel, tgt, sizes))
         got = emulate_kernel(prog, kernel, ins, sizes, {}, warp)
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=name)
+
+
+def test_a_tile_kernel_without_arrays_has_one_webgpu_program_for_every_size():
+    """Inlined tiles need no block arrays: the thread schedule's program serves every size
+    set; a whole-body kernel's arrays need the sizes of the launch."""
+    from zynbook.compiler.codegen import wgsl
+    kernel, ins, sizes, _ = lower_block(ROW_SLICE.replace("fused", "elementwise"),
+                                        {"x": _f(3, 130)})
+    prog = wgsl.launch_program(kernel, wgsl.WGSLOptions())
+    assert prog is not None and prog.schedule.startswith("thread:")
+    kernel, ins, sizes, _ = lower_block(WHOLE_SOFTMAX, {"x": _f(1001)})
+    opts = wgsl.WGSLOptions(subgroups=True)
+    assert wgsl.launch_program(kernel, opts) is None
+    prog = wgsl.launch_program(kernel, wgsl.sized_for(opts, kernel, sizes))
+    assert prog.schedule.startswith("block: one block runs the whole body")
+    assert "subgroupMax" in prog.source and "subgroupAdd" in prog.source

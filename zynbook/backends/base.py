@@ -67,6 +67,23 @@ class LaunchPlan:
         return self.device.launch(self.kernel, inputs, self.sizes, scalars)
 
 
+class ChosenPlan(LaunchPlan):
+    """A plan for devices that compile at launch: `device.launch(..., params=)` builds with
+    `params` (a schedules.Choice; None: the device's own choice), and the launches carry
+    `geometry`'s entries (how the parameters were chosen)."""
+
+    def __init__(self, device, kernel: cir.Kernel, sizes: dict, params=None):
+        super().__init__(device, kernel, sizes)
+        self.params = params
+        self.geometry: dict = {}
+
+    def launch(self, inputs: list, scalars: dict, background: bool = False):
+        out, launch = self.device.launch(self.kernel, inputs, self.sizes, scalars,
+                                         params=self.params)
+        launch.geometry.update(self.geometry)
+        return out, launch
+
+
 class Device:
     """A compute device. Subclasses: cpu, cuda, webgpu, metal."""
 

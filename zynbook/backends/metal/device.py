@@ -15,7 +15,7 @@ from ... import cache as kcache
 from ...compiler import cir, errflag
 from ...compiler.codegen import msl
 from ...errors import ZynMLDeviceError, ZynMLRuntimeError
-from ..base import Device, Launch, LaunchTimes
+from ..base import ChosenPlan, Device, Launch, LaunchTimes
 
 NP_DTYPES = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32, "i8": np.int8,
              "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
@@ -70,10 +70,12 @@ class MetalDevice(Device):
                                target=kcache.parts(device=self.name, index=self.index,
                                                    fast_math=False))
 
-    def _program(self, kernel: cir.Kernel, sizes: dict) -> msl.MSLProgram:
+    def _program(self, kernel: cir.Kernel, sizes: dict, params=None) -> msl.MSLProgram:
         h = kernel.stable_hash()
-        key = self._key(h, stage="msl", sizes={k: int(v) for k, v in sizes.items()})
-        prog = self.cache.memo(key, lambda: msl.render_program(kernel, sizes))
+        key = self._key(h, stage="msl", sizes={k: int(v) for k, v in sizes.items()},
+                        choice=params)
+        prog = self.cache.memo(key, lambda: msl.render_program(
+            kernel, sizes, {"params": params} if params else None))
         self._last[h] = prog
         return prog
 
@@ -95,10 +97,14 @@ class MetalDevice(Device):
 
     # ---- launch --------------------------------------------------------------------
 
-    def launch(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict):
+    def prepare(self, kernel: cir.Kernel, sizes: dict, params=None) -> ChosenPlan:
+        """The launch plan; `params` (a schedules.Choice) compiles with those parameters."""
+        return ChosenPlan(self, kernel, sizes, params)
+
+    def launch(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict, params=None):
         times = LaunchTimes(source="gpu-timestamps")
         t0 = time.perf_counter()
-        prog = self._program(kernel, sizes)
+        prog = self._program(kernel, sizes, params)
         pipes = [self._pipeline(prog, d.entry) for d in prog.dispatches]
         for d, p in zip(prog.dispatches, pipes):
             if d.threadgroup > int(p.maxTotalThreadsPerThreadgroup()):

@@ -20,7 +20,7 @@ from ...compiler import cir, errflag
 from ...compiler.codegen import wgsl
 from ...compiler.launch.scalar import size_pattern
 from ...errors import ZynMLDeviceError, ZynMLError
-from ..base import Device, Launch, LaunchPlan, LaunchTimes
+from ..base import ChosenPlan, Device, Launch, LaunchTimes
 from . import runtime as rt
 
 # wgpu-py's name of WebGPU's `subgroups` feature
@@ -264,9 +264,9 @@ class WebGPUDevice(Device):
 
     # ------------------------------------------------------------------------ launch
 
-    def prepare(self, kernel: cir.Kernel, sizes: dict, params=None) -> "WebGPUPlan":
+    def prepare(self, kernel: cir.Kernel, sizes: dict, params=None) -> ChosenPlan:
         """The launch plan; `params` (a schedules.Choice) compiles with those parameters."""
-        return WebGPUPlan(self, kernel, sizes, params)
+        return ChosenPlan(self, kernel, sizes, params)
 
     def launch(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict,
                keep_on_device: bool = False, params=None):
@@ -444,22 +444,6 @@ class WebGPUDevice(Device):
         finish.staging = stage
         self.last_programs = [prog]
         return encoder, finish
-
-
-class WebGPUPlan(LaunchPlan):
-    """A kernel and its sizes (and the schedule parameters to compile, where given); its
-    launches carry `geometry`'s entries (how the parameters were chosen)."""
-
-    def __init__(self, device: WebGPUDevice, kernel: cir.Kernel, sizes: dict, params=None):
-        super().__init__(device, kernel, sizes)
-        self.params = params
-        self.geometry: dict = {}
-
-    def launch(self, inputs: list, scalars: dict, background: bool = False):
-        out, launch = self.device.launch(self.kernel, inputs, self.sizes, scalars,
-                                         params=self.params)
-        launch.geometry.update(self.geometry)
-        return out, launch
 
 
 # --------------------------------------------------------------------------- helpers

@@ -137,26 +137,32 @@ import numpy as np, zynbook
 from zynbook import tuning
 from zynbook.backends.registry import get_device
 from test_autotune import flash, qkv
-dev = get_device("cpu:native")
+dev = get_device({device!r})
 q, k, v = qkv()
 t0 = time.perf_counter()
-zynbook.run(flash("cpu:native"), Q=q, K=k, V=v, seq_len=64, head_dim=16)
+zynbook.run(flash({device!r}), Q=q, K=k, V=v, seq_len=64, head_dim=16)
 print(tuning.STATS["searches"], tuning.STATS["from_cache"], dev.cache.misses, dev.cache.builds,
       time.perf_counter() - t0)
 """
 
 
+def warm_run(root: Path, device: str) -> tuple:
+    """(searches, records used, compiles, compiler runs, seconds to the block's result) of
+    the tuned flash attention run again in a new process."""
+    env = dict(os.environ, ZYNBOOK_CACHE_DIR=str(root))
+    res = subprocess.run([sys.executable, "-c", WARM.format(tests=str(ROOT / "tests"), device=device)],
+                         capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "tuning flash" not in res.stderr
+    *counts, seconds = res.stdout.split()
+    return tuple(int(c) for c in counts) + (float(seconds),)
+
+
 @needs_native
 def test_a_new_process_launches_the_recorded_winner_without_tuning(fresh):
     run_flash(zynbook.Session(), flash("cpu:native"))
-    env = dict(os.environ, ZYNBOOK_CACHE_DIR=str(fresh))
-    res = subprocess.run([sys.executable, "-c", WARM.format(tests=str(ROOT / "tests"))],
-                         capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=600)
-    assert res.returncode == 0, res.stderr
-    searches, from_cache, compiles, builds, _seconds = res.stdout.split()
     # no search: the winner alone compiled (found as a library on disk: no compiler run)
-    assert (searches, from_cache, compiles, builds) == ("0", "1", "1", "0")
-    assert "tuning flash" not in res.stderr
+    assert warm_run(fresh, "cpu:native")[:4] == (0, 1, 1, 0)
 
 
 @needs_native
@@ -275,6 +281,25 @@ def cuda(monkeypatch, fresh):
     dev = CudaDevice(0)
     monkeypatch.setitem(registry._devices, "cuda:0", dev)
     return sys.modules["cupy"], dev, log
+
+
+def _gpu():
+    if importlib.util.find_spec("cupy") is None:
+        return None
+    try:
+        return get_device("cuda:0")
+    except Exception:       # CuPy without a GPU
+        return None
+
+
+@pytest.mark.skipif(_gpu() is None, reason="no CUDA GPU")
+def test_a_gpu_tunes_attention_and_a_new_process_launches_within_a_second(fresh):
+    launch = run_flash(zynbook.Session(), flash("cuda:0"))
+    assert tuning.STATS["searches"] == 1 and tuning.STATS["candidates"] >= 2
+    print("tuning:", launch.geometry["tuning"])
+    searches, used, compiles, builds, seconds = warm_run(fresh, "cuda:0")
+    print(f"warm run in a new process: {seconds:.3f} s to the result")
+    assert (searches, used, compiles, builds) == (0, 1, 1, 0) and seconds < 1.0
 
 
 def test_cuda_tunes_with_its_events_and_reuses_the_record(cuda):

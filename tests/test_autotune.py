@@ -341,6 +341,12 @@ def test_named_configs_and_their_shared_memory():
     radeon = dataclasses.replace(webgpu_target(limits={"max_compute_workgroup_storage_size": 65536}),
                                  arch="AMD Radeon RX 7900 XTX")
     assert configs.named_config(radeon).name == "rdna3"
+    assert configs.architecture(dataclasses.replace(radeon, arch="NVIDIA GeForce RTX 4090")) == "hopper"
+    assert configs.architecture(dataclasses.replace(radeon, arch="NVIDIA A100-SXM4-80GB")) == "ampere"
+    assert configs.architecture(dataclasses.replace(radeon, arch="Apple M2 Max")) == "apple"
+    assert configs.architecture(dataclasses.replace(radeon, arch="llvmpipe (LLVM 15.0.6)")) == "fallback"
+    from zynbook.compiler.codegen import wgsl
+    assert wgsl.launch_target(wgsl.WGSLOptions(adapter="AMD Radeon RX 7600")).arch == "AMD Radeon RX 7600"
     assert configs.named_config(webgpu_target()) is None          # 16 KiB
     assert configs.named_config(cpu_target()).name == "fallback"
 

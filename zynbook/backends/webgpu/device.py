@@ -145,6 +145,7 @@ class WebGPUDevice(Device):
             max_workgroup_storage=lim.get("max-compute-workgroup-storage-size", 16384),
             max_invocations=lim.get("max-compute-invocations-per-workgroup", 256),
             max_storage_buffers=lim.get("max-storage-buffers-per-shader-stage", 8),
+            adapter=self.name,
         )
 
     # --------------------------------------------------------------------- compiling

@@ -55,12 +55,14 @@ class WGSLOptions:
     # a schedules.Choice the program is built with (a tuning candidate or winner), else
     # the schedules choose
     params: object = None
+    # the adapter's name: the target's arch (schedules/configs.py tells its architecture)
+    adapter: str = ""
 
     def key(self) -> tuple:
         return (self.workgroup_size, self.f16, self.subgroups, self.subgroups_directive,
                 self.max_workgroup_storage,
                 self.max_invocations, self.max_storage_buffers, self.equal_sizes,
-                self.negative_sizes, self.f64, self.launch_sizes, self.params)
+                self.negative_sizes, self.f64, self.launch_sizes, self.params, self.adapter)
 
 
 # ----------------------------------------------------------------------------- program
@@ -215,12 +217,14 @@ def render_source(kernel: cir.Kernel, options: WGSLOptions | None = None,
 
 def launch_target(options: WGSLOptions):
     """The adapter these options describe, as a compiler/targets.py Target."""
+    import dataclasses as dc
     from ..targets import webgpu_target
     features = [f for f, on in (("shader-f16", options.f16), ("shader-f64", options.f64),
                                 ("subgroup", options.subgroups)) if on]
-    return webgpu_target(features, {
+    return dc.replace(webgpu_target(features, {
         "max_compute_invocations_per_workgroup": min(options.workgroup_size, options.max_invocations),
-        "max_compute_workgroup_storage_size": options.max_workgroup_storage})
+        "max_compute_workgroup_storage_size": options.max_workgroup_storage}),
+        arch=options.adapter)
 
 
 def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:

@@ -45,23 +45,26 @@ CONFIGS = {c.name: c for c in (
     FlashConfig("fallback", 32, 32, 64, False),
 )}
 
-# WebGPU adapter names of RDNA3 GPUs (Radeon RX 7000 series, gfx11)
-_RDNA3 = ("gfx11", "rx 7", "radeon 7", "rdna3", "rdna 3")
+# WebGPU adapter names by architecture (RDNA3: Radeon RX 7000, gfx11)
+_NAMES = {"hopper": ("h100", "h200", "gh200", "rtx 40", "l40", "l4 "),
+          "ampere": ("a100", "a10", "a30", "a40", "rtx 30", "rtx a"),
+          "rdna3": ("gfx11", "rx 7", "radeon 7", "rdna3", "rdna 3"),
+          "apple": ("apple",)}
 
 
 def architecture(target) -> str:
     """The named configuration's architecture of `target`: CUDA sm_80 to sm_87 is Ampere,
     sm_89 (RTX 40xx, which the library's table groups with Hopper) and sm_90 on are Hopper,
-    Metal is Apple, a WebGPU adapter is told by its name; anything else the fallback."""
+    Metal is Apple, a WebGPU adapter is told by its name (`WGSLOptions.adapter`); anything
+    else the fallback."""
     arch = (target.arch or "").lower()
     if target.name == "cuda" and arch.startswith("sm_") and arch[3:].isdigit():
         cc = int(arch[3:])
         return "hopper" if cc >= 89 else ("ampere" if cc >= 80 else "fallback")
-    if target.name == "metal" or "apple" in arch:
+    if target.name == "metal":
         return "apple"
-    if any(m in arch for m in _RDNA3):
-        return "rdna3"
-    return "fallback"
+    return next((name for name, marks in _NAMES.items() if any(m in arch + " " for m in marks)),
+                "fallback")
 
 
 def required_shared_memory(config: FlashConfig) -> int:

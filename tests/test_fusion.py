@@ -328,3 +328,21 @@ def test_python_calls_of_pipelines_return_computed_tensors():
     value = session.namespace["both"](env["x"])
     assert type(value) is zynbook.Tensor
     assert_close(value, np.tanh(env["x"] * 2.0))
+
+
+def test_host_arithmetic_on_a_recorded_result_joins_the_graph():
+    env = _env(np.random.default_rng(13), 48, 64)
+    source = PIPELINES + '''
+pipeline layer(x: tensor[m, n], w: tensor[n, n], r: tensor[m, n]):
+    let h = mm(x, w)
+    return 2.0 - h * 0.5 + r
+layer(x, w, r)
+'''
+    value, session = _run(source, **env)
+    assert len(session.launches) == 1
+    (k,) = _fused(session)
+    assert isinstance(contraction(k.kernel), Contraction)
+    assert_close(value, 2.0 - (env["x"] @ env["w"]) * 0.5 + env["r"], "f32", "contraction")
+    plain, session = _run(source, fuse=False, **env)
+    assert len(session.launches) == 1 and isinstance(plain, zynbook.Tensor)
+    assert_close(value, plain, "f32", "contraction")

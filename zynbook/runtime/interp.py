@@ -501,6 +501,11 @@ class Interpreter:
         for v in (a, b):
             if not isinstance(v, (Tensor, int, float, bool, np.number)):
                 raise ZynMLTypeError(f"cannot apply {op} to a tensor and {B._kind(v)}", span)
+        if getattr(self.session, "fuse", True):
+            source = self.pipelines[-1].source if self.pipelines else self.source
+            recorded = self.lazy.binary(op, a, b, span, source)
+            if recorded is not None:        # a recorded result's arithmetic joins the graph
+                return recorded
         a, b = self.colocate([a, b], span, f"the operands of {op}")
         t = a if isinstance(a, Tensor) else b
         xp = B.xp_of(t)

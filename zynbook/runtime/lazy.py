@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..compiler import fusion
+from ..compiler import cir, fusion
+from ..compiler.lower import LoweredKernel
+from ..compiler.passes.pipeline import run_pipeline
 from ..errors import ZynMLMemoryError, ZynMLRuntimeError
 from .plans import BlockPlan
 from .tensor import Tensor
@@ -34,6 +36,10 @@ PURE_BUILTINS = frozenset(("zeros", "ones", "randn", "rand", "arange", "range", 
 MAX_PENDING = 32
 # fused kernels kept with their plans (a loop over growing shapes keeps this many)
 MAX_FUSED = 64
+# host arithmetic recorded as an elementwise block: the operators, the dtypes and the devices
+# where it computes what numpy there computes, and leaves the result where numpy leaves it
+HOST_OPS = ("+", "-", "*", "/")
+HOST_DTYPES = ("f32", "f64")
 
 
 class Lazy(Tensor):
@@ -122,6 +128,40 @@ class LazyGraph:
         if len(self.pending) >= MAX_PENDING:
             self.flush(roots=[lz])
         return lz
+
+    def binary(self, op: str, a, b, span, source: str):
+        """`a op b` recorded as an elementwise block where one operand is a recorded result
+        (so it may fuse with its neighbours), or None where numpy computes it now: both
+        operands of one shape and float dtype, or a tensor and a number."""
+        lz = next((v for v in (a, b) if isinstance(v, Lazy) and not v.done), None)
+        if op not in HOST_OPS or lz is None or lz.dtype not in HOST_DTYPES or \
+                not (lz.device == "cpu" or lz.device.startswith("cuda:")):
+            return None
+        other = b if a is lz else a
+        if isinstance(other, Tensor):
+            if other.shape != lz.shape or other.dtype != lz.dtype or other.device != lz.device:
+                return None
+            scalars = {}
+        elif isinstance(other, (int, float)) and not isinstance(other, bool):
+            scalars = {"s": float(other)}
+        else:
+            return None
+        sides = tuple("t" if isinstance(v, Tensor) else "s" for v in (a, b))
+        lowered, plan = self._host_plan(op, sides, lz.dtype, lz.shape, span, source)
+        inputs = [v for v in (a, b) if isinstance(v, Tensor)]
+        return self.defer(_HostSite(span), lowered, plan, inputs, scalars, _device(lz.device),
+                          False, source)
+
+    def _host_plan(self, op, sides, dtype, shape, span, source):
+        key = ("host", op, sides, dtype, shape, span.line, source)
+        made = self.fused.get(key)
+        if made is None:
+            lowered = run_pipeline(_host_kernel(op, sides, dtype, len(shape), span, source))
+            sizes = {f"n{k}": d for k, d in enumerate(shape)}
+            if len(self.fused) >= MAX_FUSED:
+                self.fused.pop(next(iter(self.fused)))
+            made = self.fused[key] = (lowered, BlockPlan(lowered, sizes))
+        return made
 
     def force(self, lz: Lazy):
         """The value of `lz` (a Tensor, or a number for a reduction to one value)."""
@@ -305,6 +345,39 @@ class LazyGraph:
                 self.fused.pop(next(iter(self.fused)))
             made = self.fused[key] = (lowered, BlockPlan(lowered, dict(block.sizes)))
         return made
+
+
+class _HostSite:
+    """Where a recorded host operation is written (for its errors)."""
+
+    def __init__(self, span):
+        self.span = span
+
+
+def _host_kernel(op, sides, dtype, rank, span, source) -> LoweredKernel:
+    """`out[i0, ..] = a[i0, ..] op b[i0, ..]` (a number operand is the scalar `s`)."""
+    ty = cir.Ty(dtype)
+    dims = tuple(f"n{k}" for k in range(rank))
+    index = tuple(cir.Var(f"i{k}", cir.Ty("i32")) for k in range(rank))
+    names = iter(("a", "b"))
+    operands, inputs = [], []
+    for side in sides:
+        if side == "t":
+            inputs.append(cir.Buffer(next(names), dtype, dims))
+            operands.append(cir.Load(inputs[-1].name, index, ty))
+        else:
+            operands.append(cir.Var("s", ty))
+    body = (cir.Store("out", index, cir.Bin(op, operands[0], operands[1], ty), span.line),)
+    for k in reversed(range(rank)):
+        body = (cir.Loop(f"i{k}", cir.Const(0, cir.Ty("i32")), cir.Var(dims[k], cir.Ty("i32")),
+                         cir.Const(1, cir.Ty("i32")), body, True, span.line),)
+    lines = source.splitlines()
+    text = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
+    kernel = cir.Kernel(f"host_l{span.line}", cir.KernelType("elementwise"), tuple(inputs),
+                        cir.Buffer("out", dtype, dims), dims,
+                        (cir.Scalar("s", dtype),) if "s" in sides else (), body,
+                        source=text.strip(), first_line=span.line)
+    return LoweredKernel(kernel, [], [], {}, {b.name: b.name for b in inputs}, {}, {})
 
 
 def _items(d: dict) -> tuple:

@@ -316,6 +316,34 @@ def test_cuda_tunes_with_its_events_and_reuses_the_record(cuda):
     assert "0.25 ms" in s.launches[-1].geometry["tuning"]          # the stand-in's event time
 
 
+def test_a_candidate_whose_result_differs_or_that_fails_is_skipped(cuda, monkeypatch):
+    import json
+    cp, dev, _log = cuda
+    real = dev.prepare
+
+    def prepare(kernel, sizes, params=None):
+        if params is not None and params.params.threads == 128:
+            raise RuntimeError("refused")
+        plan = real(kernel, sizes, params)
+        if params is not None and params.params.threads == 64:
+            right = plan.launch
+            plan.launch = lambda inputs, scalars, background=False: (
+                lambda got: (cp.asarray(np.asarray(got[0]) + 1), got[1]))(
+                    right(inputs, scalars, background))
+        return plan
+    monkeypatch.setattr(dev, "prepare", prepare)
+    x = cp.asarray(np.arange(1000, dtype=np.float32))
+    s = zynbook.Session("cuda:0")
+    np.testing.assert_allclose(s.run(SCALE, x=x).numpy(), np.arange(1000) * 3.0 + 1.0)
+    [path] = records(kcache.cache_root())
+    record = json.loads(kcache.unpack_entry(path.read_bytes(), _record_key(path))[0])
+    why = {desc.split("threads=")[1].split(",")[0]: reason for desc, reason in record["skipped"]}
+    assert why["64"] == "its result differs from the default's"
+    assert why["128"] == "does not compile or run: refused"
+    assert record["params"]["threads"] not in (64, 128)
+    assert "skipped 2" in s.launches[-1].geometry["tuning"]
+
+
 def test_the_record_key_holds_the_device_fingerprint_and_size_bucket(cuda):
     _cp, dev, _log = cuda
     kernel = zynbook.compile(SCALE).kernels[0].kernel

@@ -11,8 +11,8 @@ parameter space on the device, for the sizes of the launch, and keeps the fastes
   compile or differs is skipped, and the reason kept in the record.
 * **Budget**: `config { tune_budget: 20 }` (seconds), else `$ZYNBOOK_TUNE_BUDGET_S`, else
   `DEFAULT_BUDGET_S`. No candidate starts that would end past the budget, by the mean time
-  of those before it (the default always runs). `ZYNBOOK_AUTOTUNE=0` turns tuning off (the defaults run, no record is read);
-  `ZYNBOOK_AUTOTUNE=1` tunes every block.
+  of those before it (the default always runs). `ZYNBOOK_AUTOTUNE=0` turns tuning off (the
+  defaults run, no record is read); `ZYNBOOK_AUTOTUNE=1` tunes every block.
 * **Records** (zynbook/cache.py `TUNING`, under `$ZYNBOOK_CACHE_DIR/tuning`): keyed by the
   kernel's CIR hash, a size bucket, the buffers' dtypes, the schedule and the device's
   fingerprint (name, arch, driver, compiler and library versions). The bucket rounds each
@@ -245,7 +245,7 @@ class Tuner:
         except Exception as err:
             if first:
                 raise
-            return f"does not compile or run: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+            return "does not compile or run: " + (str(err).splitlines() or [type(err).__name__])[0]
 
     def _time(self, plan, inputs, scalars, share: float) -> float:
         """The median of up to REPS runs (at least one; no more once `share` is spent)."""

@@ -64,7 +64,7 @@ def bench_webgpu(dev, src, arrays, scalars, reps):
         _, launch = dev.launch(k, resident, sz, sc, keep_on_device=True)
         times.append(launch.times.kernel)
         source = launch.times.source
-    return statistics.median(times), source, dev.program(k).schedule
+    return statistics.median(times), source, dev.program(k, sz).schedule
 
 
 def bench_torch(fn, arrays, reps):

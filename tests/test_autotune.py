@@ -344,6 +344,15 @@ def test_a_candidate_whose_result_differs_or_that_fails_is_skipped(cuda, monkeyp
     assert "skipped 2" in s.launches[-1].geometry["tuning"]
 
 
+def test_sizes_of_one_bucket_share_a_search_and_another_bucket_searches(cuda):
+    cp, _dev, _log = cuda
+    for n in (1000, 1020, 400):
+        x = cp.asarray(np.arange(n, dtype=np.float32))
+        np.testing.assert_allclose(zynbook.Session("cuda:0").run(SCALE, x=x).numpy(),
+                                   np.arange(n) * 3.0 + 1.0)
+    assert (tuning.STATS["searches"], tuning.STATS["from_cache"]) == (2, 1)
+
+
 def test_the_record_key_holds_the_device_fingerprint_and_size_bucket(cuda):
     _cp, dev, _log = cuda
     kernel = zynbook.compile(SCALE).kernels[0].kernel

@@ -1,7 +1,8 @@
 """Tile values through the schedules (tiles as loops over block arrays, passes/tile_loops.py):
 slices (clipped at odd sizes), broadcasting, reductions of tiles, matmuls and transposes of
 tiles, `zeros(min(...))`, tile variables, whole-body kernels, on the launch-IR emulator for
-every target against the reference executor, in f32, f16 and i32."""
+every target against the reference executor, in f32, f16 and i32; some printed in MSL and
+run on the C++ model of Metal, and in C++ on `cpu:native`."""
 from __future__ import annotations
 
 import numpy as np
@@ -201,3 +202,40 @@ def test_a_tile_kernel_without_arrays_has_one_webgpu_program_for_every_size():
     prog = wgsl.launch_program(kernel, wgsl.sized_for(opts, kernel, sizes))
     assert prog.schedule.startswith("block: one block runs the whole body")
     assert "subgroupMax" in prog.source and "subgroupAdd" in prog.source
+
+
+PRINTED = ["whole_softmax", "tile_matmul", "row_stats_f16", "tile_var_min", "broadcast_col"]
+
+
+@pytest.mark.parametrize("case", PRINTED)
+def test_tile_kernels_printed_in_msl_run_on_the_metal_model(case):
+    """The printed MSL of tile kernels, compiled against the C++ model of Metal
+    (tests/metal_emu) and run, equals the reference."""
+    import shutil
+    from metal_emu import emulator as emu
+    from zynbook.compiler import cir
+    from zynbook.compiler.codegen import msl
+    if shutil.which(emu.CXX) is None:
+        pytest.skip("no C++ compiler")
+    src, make, *given = CASES[case]
+    kernel, ins, sizes, scalars = lower_block(src, make(), sizes=given[0] if given else None)
+    got = emu.run(msl.render_program(kernel, sizes), ins, cir.output_shape(kernel, sizes), scalars)
+    want = np.asarray(run_kernel(kernel, ins, sizes, scalars))
+    tol = 2e-3 if kernel.output.dtype == "f16" else 2e-5
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("case", ["whole_softmax", "tile_matmul", "tile_var_min"])
+def test_tile_kernels_run_on_cpu_native(case):
+    """The C++ of tile kernels, compiled by the system compiler and run as `cpu:native`."""
+    import shutil
+    import zynbook
+    from kernel_sources import program
+    if not any(shutil.which(c) for c in ("c++", "g++", "clang++")):
+        pytest.skip("no C++ compiler")
+    src, make, *given = CASES[case]
+    arrays = make()
+    kernel, ins, sizes, scalars = lower_block(src, arrays)
+    got = np.asarray(zynbook.run(program(src), device="cpu:native", **arrays))
+    np.testing.assert_allclose(got, np.asarray(run_kernel(kernel, ins, sizes, scalars)),
+                               rtol=2e-5, atol=2e-5)

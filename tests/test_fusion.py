@@ -226,6 +226,7 @@ def test_nofuse_and_config_turn_fusion_off():
     chain = "x |> scale(2.0) |> add(r) |> act()\n"
     value, session = _run(nofuse + chain, **env)
     assert len(session.launches) == 3
+    assert "never fused: @nofuse" in dict(kernel_sections(session.last_kernels[1]))["fusion"]
     assert_close(value, np.tanh(env["x"] * 2.0 + env["r"]))
     value, session = _run(PIPELINES + "config { fuse: false }\n" + chain, **env)
     assert len(session.launches) == 3

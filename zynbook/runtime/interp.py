@@ -27,7 +27,7 @@ from . import builtins as B
 from . import device_ops as D
 from . import placement
 from .cancel import JobCancelled
-from .lazy import PURE_BUILTINS, LazyGraph
+from .lazy import PURE_BUILTINS, Fusion, LazyGraph
 from .parallel import run_split
 from .plans import BlockCache, BlockPlan, LoweredBlock
 from .tensor import Tensor, to_tensor
@@ -805,12 +805,14 @@ class Interpreter:
         run_async = "async" in lowered.annotations
         mode = lowered.kernel.schedule.parallel
         device = get_device(device_ids[0])
-        if self._deferred(lowered, device, run_async, mode):
+        now = self._launched_now(lowered, device, run_async, mode)
+        if not now:
             source = self.pipelines[-1].source if self.pipelines else self.source
             lz = self.lazy.defer(node, lowered, plan, inputs, scalar_values, device, commit,
                                  source)
             return lz if plan.out_shape else self.lazy.force(lz)
         self.lazy.settle(inputs)
+        apart = Fusion((), [f"launched where it is met, never fused: {now}"])
         if device.kind == "cluster":      # @device("dask"): Dask tasks
             job = lambda: self._launch_split([device], lowered, inputs, sizes, sizes_given,
                                              scalar_values, mode, node)
@@ -820,16 +822,22 @@ class Interpreter:
                                              scalar_values, mode, node)
         else:
             job = lambda: self._launch(device, lowered, inputs, sizes, scalar_values, node,
-                                       in_background=run_async, commit=commit, plan=plan)
+                                       in_background=run_async, commit=commit, plan=plan,
+                                       fusion=apart)
         if run_async:
             return Future(DeviceQueue.for_device(device.id).submit(job), lowered.kernel.name)
         return job()
 
-    def _deferred(self, lowered, device, run_async, mode) -> bool:
-        """Whether the block is recorded in the lazy graph (runtime/lazy.py) rather than
-        launched now: not with `config { fuse: false }`, @nofuse, @async, @parallel or Dask."""
-        return getattr(self.session, "fuse", True) and not run_async and not mode and \
-            "nofuse" not in lowered.annotations and device.kind != "cluster"
+    def _launched_now(self, lowered, device, run_async, mode) -> str:
+        """Why the block is launched now rather than recorded in the lazy graph
+        (runtime/lazy.py), '' when it is recorded."""
+        for why, applies in (("config { fuse: false }", not getattr(self.session, "fuse", True)),
+                             ("@nofuse", "nofuse" in lowered.annotations),
+                             ("@async", run_async), (f"@parallel({mode})", mode),
+                             ("it runs on a Dask cluster", device.kind == "cluster")):
+            if applies:
+                return why
+        return ""
 
     def _compute_args(self, node: A.Compute):
         """(input tensors, their labels and spans, the types of the scalars the body reads,

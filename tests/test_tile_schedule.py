@@ -239,3 +239,22 @@ def test_tile_kernels_run_on_cpu_native(case):
     got = np.asarray(zynbook.run(program(src), device="cpu:native", **arrays))
     np.testing.assert_allclose(got, np.asarray(run_kernel(kernel, ins, sizes, scalars)),
                                rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("case", ["whole_softmax", "tile_matmul", "tile_var_min", "row_stats_odd"])
+def test_tile_kernels_run_on_webgpu(case):
+    """The WGSL of tile kernels on a wgpu adapter (Mesa's lavapipe on a CPU)."""
+    import zynbook
+    from kernel_sources import program
+    from zynbook.backends.webgpu import discover
+    devices = discover()
+    if not devices:
+        pytest.skip("no wgpu adapter")
+    src, make, *given = CASES[case]
+    arrays = make()
+    kernel, ins, sizes, scalars = lower_block(src, arrays, sizes=given[0] if given else None)
+    got = np.asarray(zynbook.run(program(src), device=devices[0].id, **arrays,
+                                 **(given[0] if given else {})))
+    np.testing.assert_allclose(got, np.asarray(run_kernel(kernel, ins, sizes, scalars)),
+                               rtol=2e-5, atol=2e-5)

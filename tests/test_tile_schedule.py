@@ -1,8 +1,8 @@
 """Tile values through the schedules (tiles as loops over block arrays, passes/tile_loops.py):
 slices (clipped at odd sizes), broadcasting, reductions of tiles, matmuls and transposes of
 tiles, `zeros(min(...))`, tile variables, whole-body kernels, on the launch-IR emulator for
-every target against the reference executor, in f32, f16 and i32; some printed in MSL and
-run on the C++ model of Metal, and in C++ on `cpu:native`."""
+every target against the reference executor, in f32, f16 and i32; some printed and run:
+MSL on the C++ model of Metal, C++ on `cpu:native`, WGSL on a wgpu adapter."""
 from __future__ import annotations
 
 import numpy as np

@@ -15,7 +15,6 @@ import cuda_cir_kernels as K  # noqa: E402
 from zynbook.compiler import cir  # noqa: E402
 from zynbook.compiler.codegen import cuda  # noqa: E402
 from kernel_sources import ATTENTION_TEMPLATE, FLASH_TEMPLATE, lower_template  # noqa: E402
-from zynbook.errors import ZynMLDeviceError  # noqa: E402
 
 NVCC = shutil.which("nvcc")
 

@@ -347,3 +347,31 @@ layer(x, w, r)
     plain, session = _run(source, fuse=False, **env)
     assert len(session.launches) == 1 and isinstance(plain, zynbook.Tensor)
     assert_close(value, plain, "f32", "contraction")
+
+
+@pytest.mark.parametrize("device", ["cpu", "cpu:native"])
+def test_a_failing_read_keeps_its_line(device):
+    env = _env(np.random.default_rng(14))
+    idx = np.arange(8, dtype=np.int32)
+    idx[3] = 100
+    source = PIPELINES + '''
+pipeline gather(x: tensor[m, n], idx: tensor[n]):
+    return compute(x, idx) {
+        for i in 0..M:
+            for j in 0..N:
+                out[i, j] = x[i, idx[j]]
+    }
+'''
+    line = source.splitlines().index("                out[i, j] = x[i, idx[j]]") + 1
+    # an epilogue leaves the read where it was; the gather is not inlined into softmax
+    for chain, launches in (("x |> gather(idx) |> act()\n", 1),
+                            ("x |> gather(idx) |> softmax()\n", 2)):
+        for fuse in (True, False):
+            with pytest.raises(ZynMLError) as err:
+                _run(source + chain, device, fuse, idx=idx, **env)
+            assert err.value.span.line == line, (chain, fuse, err.value)
+        good = np.where(idx == 100, 2, idx).astype(np.int32)
+        value, session = _run(source + chain, device, True, idx=good, **env)
+        assert len(session.launches) == launches
+    assert "could fail" in dict(kernel_sections(session.last_kernels[-1]))["fusion"]
+    assert_close(value, _softmax(env["x"][:, good]), "f32", "reduction")

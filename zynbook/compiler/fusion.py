@@ -23,6 +23,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from . import cir
+from .passes.bounds import Facts
 from .passes.pipeline import run_passes
 from .passes.recognise import NoMatch, contraction, free_vars, loads, substitute
 
@@ -61,6 +62,8 @@ def _inline(producer: Block, consumer: Block, key) -> Block | str:
     if _hinted(producer.kernel):
         return "the first block is not inlined: its annotations would be dropped"
     loop_vars, value = nest
+    if not _cannot_fail(producer, value):
+        return "the first block is not inlined: it could fail, and its error must name its line"
     bufs = {b.name for b, a in zip(consumer.kernel.inputs, consumer.args) if a == key}
     rank = len(producer.kernel.output.shape)
     for ld in loads(consumer.kernel.body):
@@ -93,6 +96,8 @@ def _epilogue(producer: Block, consumer: Block, key) -> Block | str:
     if _hinted(consumer.kernel):
         return "the second block is no epilogue: its annotations would be dropped"
     loop_vars, value = nest
+    if not _cannot_fail(consumer, value):
+        return "the second block is no epilogue: it could fail, and its error must name its line"
     pk, ck = producer.kernel, consumer.kernel
     if _shape_of(pk.output, producer.sizes) != _shape_of(ck.output, consumer.sizes):
         return "the second block is no epilogue: its output's shape is not the first one's"
@@ -247,6 +252,21 @@ def _elementwise_nest(k: cir.Kernel):
             any(ld.buffer == k.output.name or ld.ty.shape for ld in loads(value)):
         return "its stored value is not a function of input elements"
     return names, value
+
+
+def _cannot_fail(block: Block, value) -> bool:
+    """Whether `value` (of the block's loop nest) provably reads only in range and divides
+    no integer: moved into another block, a failure would be reported at that one's line."""
+    k = block.kernel
+    facts = Facts(k.body, block.sizes, k.dims)
+    shapes = {b.name: b.shape for b in k.inputs}
+    for n in cir.walk(value):
+        if isinstance(n, cir.Load) and not all(
+                facts.index_in_range(i, d) for i, d in zip(n.index, shapes[n.buffer])):
+            return False
+        if isinstance(n, cir.Bin) and n.op in ("/", "%") and n.ty.dtype not in cir.FLOAT_DTYPES:
+            return False
+    return True
 
 
 def _stores_once(k: cir.Kernel, sizes: dict) -> str:

@@ -377,3 +377,12 @@ pipeline gather(x: tensor[m, n], idx: tensor[n]):
         assert len(session.launches) == launches
     assert "could fail" in dict(kernel_sections(session.last_kernels[-1]))["fusion"]
     assert_close(value, _softmax(env["x"][:, good]), "f32", "reduction")
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu"])
+def test_every_device_runs_the_fused_epilogue_in_its_gemm_schedule(device):
+    env = _env(np.random.default_rng(15), 48, 64)
+    value, session = _run(PIPELINES + "x |> mm(w) |> bias_gelu_res(b, r)\n", device, **env)
+    (launch,) = session.launches
+    assert launch.geometry["schedule"].startswith("contraction as GEMM"), launch.geometry
+    assert_close(value, _gelu(env["x"] @ env["w"] + env["b"]) + env["r"], "f32", "contraction")

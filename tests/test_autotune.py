@@ -413,7 +413,7 @@ def test_the_named_config_and_the_tile_are_candidates_of_attention():
              d == "head_dim" else (2 if d.endswith("_d1") or d == "heads" else 1))
              for d in kernel.dims}
     t = tuning.Tuner.__new__(tuning.Tuner)
-    t.kernel, t.schedule_sizes, t.target = kernel, sizes, cuda_target((8, 0))
+    t.kernel, t.schedule_sizes, t.target, t.named = kernel, sizes, cuda_target((8, 0)), None
     from zynbook.compiler import schedules
     t.schedule = schedules.chosen(kernel, t.target, sizes)
     got = t._candidates()
@@ -466,3 +466,35 @@ def test_a_stored_record_that_is_not_an_object_is_discarded(fresh):
     kcache.store_record(key, {"ms": 1.0})
     assert kcache.load_record(key) == {"ms": 1.0}
 
+
+
+# ------------------------------------------------------------- config { flash_config }
+
+
+@needs_native
+def test_flash_config_runs_the_named_configuration_without_a_search(fresh):
+    launch = run_flash(zynbook.Session(), 'config { flash_config: "apple" }\n'
+                       + flash("cpu:native", annotations=""))
+    assert launch.geometry["tuning"] == ("library configuration apple (block_q=64, "
+                                         "block_kv=64, head_dim=64, half precision)")
+    assert tuning.STATS["searches"] == 0 and records(fresh) == []
+
+
+def test_an_unknown_flash_config_is_a_name_error():
+    with pytest.raises(ZynMLNameError, match="flash_config is one of ampere, hopper"):
+        zynbook.run('config { flash_config: "volta" }\n1')
+
+
+def test_a_flash_config_too_large_for_the_adapter_names_both_numbers(fresh):
+    try:
+        dev = get_device("webgpu:0")
+    except Exception:
+        pytest.skip("no WebGPU adapter")
+    src = 'config { flash_config: "hopper" }\n' + flash(dev.id, annotations="")
+    q, k, v = qkv()
+    with pytest.raises(ZynMLDeviceError) as err:
+        zynbook.run(src, Q=q, K=k, V=v, seq_len=64, head_dim=16)
+    e = err.value
+    limit = dev.limits.get("max-compute-workgroup-storage-size")
+    assert "163840 bytes" in e.message and f"{limit} bytes" in e.message
+    assert (e.span.line, e.span.column) == (1, 24) and "^" in e.render()

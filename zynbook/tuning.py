@@ -35,7 +35,8 @@ import statistics
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from .backends.base import LaunchPlan
 from .compiler import schedules
 from .compiler.schedules import configs
 from .compiler.schedules.base import Choice
+from .errors import ZynMLDeviceError
 
 DEFAULT_BUDGET_S = 60.0
 REPS = 5
@@ -57,9 +59,11 @@ STATS = {"searches": 0, "from_cache": 0, "candidates": 0}
 
 @dataclass(frozen=True)
 class Settings:
-    """A session's `config { autotune: ..., tune_budget: ... }`."""
+    """A session's `config { autotune: ..., tune_budget: ..., flash_config: ... }`."""
     autotune: bool = False
     budget_s: float | None = None
+    flash_config: str | None = None     # a name of configs.CONFIGS
+    flash_span: Any = field(default=None, compare=False)     # where it was set (for errors)
 
 
 def wanted(kernel, settings: Settings | None) -> bool:
@@ -87,11 +91,23 @@ def takes_params(device) -> bool:
         return False
 
 
+def _named(kernel, settings: Settings | None):
+    """The session's `flash_config` where `kernel` is an attention, else None."""
+    if settings is None or settings.flash_config is None or \
+            kernel.kernel_type.kind not in ("attention", "flash_attention"):
+        return None
+    return configs.CONFIGS[settings.flash_config]
+
+
 def prepare(device, kernel, sizes: dict, settings: Settings | None = None) -> LaunchPlan:
-    """The device's launch plan of `kernel` at `sizes`: tuned where asked and possible."""
-    if not wanted(kernel, settings) or not takes_params(device):
+    """The device's launch plan of `kernel` at `sizes`: tuned where asked and possible; an
+    attention with the session's `flash_config` (and no search) runs that configuration."""
+    named, search = _named(kernel, settings), wanted(kernel, settings)
+    if not (search or named) or not takes_params(device):
         return device.prepare(kernel, sizes)
-    tuner = Tuner(device, kernel, sizes, budget(settings))
+    tuner = Tuner(device, kernel, sizes, budget(settings), named, settings and settings.flash_span)
+    if not search:
+        return tuner.configured()
     if len(tuner.candidates) < 2:
         return device.prepare(kernel, sizes)
     found = tuner.cached()
@@ -151,11 +167,17 @@ def _dtypes(kernel) -> tuple:
 class Tuner:
     """The search of one kernel at one binding of its sizes on one device."""
 
-    def __init__(self, device, kernel, sizes: dict, budget_s: float):
+    def __init__(self, device, kernel, sizes: dict, budget_s: float, named=None, span=None):
         self.device, self.kernel, self.budget_s = device, kernel, budget_s
         self.sizes = {d: int(sizes[d]) for d in kernel.dims if d in sizes}
         self.target, self.schedule_sizes = _schedule_view(device, kernel, self.sizes)
         self.schedule = schedules.chosen(kernel, self.target, self.schedule_sizes)
+        # the library configuration to start from: the session's (checked), else the arch's
+        attention = self.schedule is not None and self.schedule.name == "attention"
+        self.named, self.span = (named if attention else None), span
+        if self.named is not None:
+            configs.validate_config(self.named, self.target, span,
+                                    "flash_config " + self.named.describe())
         self.candidates = self._candidates() if self.schedule is not None else []
         self.winner: Choice | None = None       # once found: recorded or measured
 
@@ -164,7 +186,8 @@ class Tuner:
         default = sched.default(*args)
         params = [default] + [p for p in sched.space(*args) if p != default]
         if sched.name == "attention":
-            for config in (configs.hinted_config(*args), configs.named_config(self.target)):
+            for config in (configs.hinted_config(*args),
+                           self.named or configs.named_config(self.target)):
                 p = config and configs.attention_params(config, self.target)
                 if p and p not in params:
                     params.insert(1, p)
@@ -176,6 +199,20 @@ class Tuner:
             params=kcache.parts(bucket=bucket(self.sizes), dtypes=_dtypes(self.kernel),
                                 schedule=self.schedule.name),
             target=fingerprint(self.device, self.kernel, self.target))
+
+    def configured(self) -> LaunchPlan:
+        """The plan of the session's library configuration, without a search (the device's
+        own choice where the kernel is not one the attention schedule takes)."""
+        if self.named is None:
+            return self.device.prepare(self.kernel, self.sizes)
+        params = configs.attention_params(self.named, self.target)
+        if params is None:
+            raise ZynMLDeviceError(
+                f"flash_config {self.named.describe()} runs {self.named.block_q} threads a "
+                f"block; the target has at most {self.target.max_threads}", self.span)
+        return _noted(self.device.prepare(self.kernel, self.sizes,
+                                          params=Choice("attention", params)),
+                      f"library configuration {self.named.describe()}")
 
     def cached(self) -> LaunchPlan | None:
         """The plan of the recorded winner, where a record of one of the candidates exists."""

@@ -354,7 +354,7 @@ class Interpreter:
                 configure(self.session, kw.name, value, kw.value.span)
             elif kw.name == "memory_budget":
                 D.set_memory_budget(self, value, kw.value.span)
-            elif kw.name in ("autotune", "tune_budget"):
+            elif kw.name in ("autotune", "tune_budget", "flash_config"):
                 self._tuning(kw.name, value, kw.value.span)
             elif kw.name == "fuse":
                 if not isinstance(value, (bool, np.bool_)):
@@ -363,18 +363,25 @@ class Interpreter:
             else:
                 raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
                                      "seed, cluster, model_split, memory_budget, autotune, "
-                                     "tune_budget, fuse", kw.span)
+                                     "tune_budget, flash_config, fuse", kw.span)
         return None
 
     def _tuning(self, key: str, value, span):
-        """`config { autotune: true, tune_budget: 20 }`: zynbook/tuning.py's settings."""
+        """`config { autotune: true, tune_budget: 20, flash_config: "ampere" }`:
+        zynbook/tuning.py's settings."""
         import dataclasses
+        from ..compiler.schedules.configs import CONFIGS
         from ..tuning import Settings
         settings = getattr(self.session, "tuning", None) or Settings()
         if key == "autotune":
             if not isinstance(value, (bool, np.bool_)):
                 raise ZynMLTypeError("autotune takes true or false", span)
             settings = dataclasses.replace(settings, autotune=bool(value))
+        elif key == "flash_config":
+            if not isinstance(value, str) or value not in CONFIGS:
+                raise ZynMLNameError(f"flash_config is one of {', '.join(CONFIGS)}, not "
+                                     f"{value!r}", span)
+            settings = dataclasses.replace(settings, flash_config=value, flash_span=span)
         else:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ZynMLTypeError("tune_budget takes a positive number of seconds", span)

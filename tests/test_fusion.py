@@ -386,3 +386,26 @@ def test_every_device_runs_the_fused_epilogue_in_its_gemm_schedule(device):
     (launch,) = session.launches
     assert launch.geometry["schedule"].startswith("contraction as GEMM"), launch.geometry
     assert_close(value, _gelu(env["x"] @ env["w"] + env["b"]) + env["r"], "f32", "contraction")
+
+
+def test_a_row_reduction_then_elementwise_is_one_launch():
+    env = _env(np.random.default_rng(16))
+    source = PIPELINES + '''
+pipeline row_norm(x: tensor[m, n]):
+    let sq = compute(x) {
+        for i in 0..rows:
+            var s = 0.0
+            for j in 0..cols:
+                s += x[i, j] * x[i, j]
+            out[i] = s
+    }
+    return compute(sq) {
+        @kernel elementwise
+        for i in 0..rows:
+            out[i] = sqrt(sq[i]) + 1.0
+    }
+row_norm(x)
+'''
+    value, session = _run(source, **env)
+    assert len(session.launches) == 1
+    assert_close(value, np.sqrt((env["x"] ** 2).sum(axis=1)) + 1.0, "f32", "reduction")

@@ -51,6 +51,8 @@ ANNOTATION_DOCS = {
     "broadcast": "@broadcast(name, axis=1): broadcast an input along an axis",
     "parallel": "@parallel(data|model): multi-device split",
     "nofuse": "@nofuse: the block is launched on its own, never fused with its neighbours",
+    "autotune": "@autotune: the schedule's choices measured on the device, the fastest kept "
+                "(and recorded in the tuning cache)",
 }
 
 

@@ -93,7 +93,7 @@ class Fusion:
     """What the inspector shows of a launch the graph made: the blocks it came from and why
     adjacent blocks were not fused."""
     origins: tuple              # (kernel name, first line, ZynML text) per block, in order
-    notes: list                 # sentences: "kernel_l3 -> kernel_l9 (line 9): not fused, ..."
+    notes: list                 # "kernel_l3 -> kernel_l9 (line 9): not fused: why", ...
 
     def text(self) -> str:
         lines = []
@@ -120,7 +120,7 @@ class LazyGraph:
         self.pending: list = []
         self.fused_away = False     # some result fused away may still be named
         self.pairs: dict = {}       # what fusing two blocks gave, by what decides it
-        self.fused: dict = {}       # (fused kernel, sizes) -> (lowered, plan): made once
+        self.fused: dict = {}       # fused and host-arithmetic kernels' (lowered, plan), made once
 
     def defer(self, node, lowered, plan, inputs, scalars, device, commit, source) -> Lazy:
         lz = Lazy(self, node, lowered, plan, inputs, scalars, device.id, commit, source)

@@ -21,6 +21,9 @@ parameter space on the device, for the sizes of the launch, and keeps the fastes
   are among the candidates at the launch's own sizes, else the search runs again and
   replaces it. A later run (another process too) that finds the record compiles the winner
   alone and launches without measuring.
+* **Named configurations**: `config { flash_config: "hopper" }` makes attention blocks run
+  the kernel library's configuration (schedules/configs.py) without a search, checked
+  against the target's shared memory (an error at the config entry); a search starts there.
 * **Progress**: in a notebook a widget (zynbook/widgets/tuning.py), elsewhere a text bar on
   stderr: the candidate, its time and the best so far.
 The launch's geometry says `tuning: tuned: <params> (x ms, n candidates)` or

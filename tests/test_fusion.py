@@ -409,3 +409,20 @@ row_norm(x)
     value, session = _run(source, **env)
     assert len(session.launches) == 1
     assert_close(value, np.sqrt((env["x"] ** 2).sum(axis=1)) + 1.0, "f32", "reduction")
+
+
+def test_a_result_printed_is_written_not_fused_away():
+    env = _env(np.random.default_rng(17))
+    source = PIPELINES + '''
+pipeline shown(x: tensor[m, n]):
+    let h = x |> scale(2.0)
+    let g = h |> act()
+    print(h)
+    return g
+shown(x)
+'''
+    with redirect_stdout(io.StringIO()):
+        value, session = _run(source, **env)
+    assert len(session.launches) == 2
+    assert "read elsewhere" in dict(kernel_sections(session.last_kernels[-1]))["fusion"]
+    assert_close(value, np.tanh(env["x"] * 2.0))

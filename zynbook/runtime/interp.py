@@ -643,8 +643,8 @@ class Interpreter:
         if isinstance(func, _BuiltinRef):
             if func.name in ("all", "any"):
                 return self.combine_futures(func.name, args, kwargs, node)
-            if func.name not in PURE_BUILTINS:
-                self.lazy.flush()       # print, sync, ...: what ran before runs first
+            if func.name not in PURE_BUILTINS:     # print, sync, ...: what ran before runs first
+                self.lazy.flush(roots=[*args, *kwargs.values()])
             try:
                 if func.name in D.TRACED_FUNCTIONS and D.is_traced(*args, *kwargs.values()):
                     return D.traced_call(func.name, args, kwargs)

@@ -274,7 +274,7 @@ class LazyGraph:
     @staticmethod
     def _kept(t: Lazy, lz: Lazy, readers: dict, live: set) -> str:
         if id(t) in live:
-            return "its result is kept under a name a later statement may read"
+            return "its result is read elsewhere (a top-level name, a builtin's argument)"
         if readers.get(id(t), 0) > 1:
             return "its result is read by more than one block"
         if t.device != lz.device:

@@ -671,7 +671,7 @@ class _Products(_Kernel):
         name = kernel_name(self.k, self.suffix or "")
         k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, idx), tuple(body), T, idx,
                       f"attention, head_dim {D}: 64 queries x 64 keys per step as register-tiled "
-                      f"products (4 x 4 and 4 x {TD} per thread)")
+                      f"products (4 x 4 and 4 x {TD} per thread)", min_blocks=2)
         blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), BQ), idx)
         return k, blocks
 
@@ -755,11 +755,12 @@ class _Products(_Kernel):
         return [ir.Array("_s", F, 16), self.loop("_i", 16, lambda i: [ir.Store("_s", i, ZERO)]),
                 self.unrolled_by("_d", self.dcap, 8, [fma])]
 
-    def unrolled_by(self, var, n, k, body) -> ir.For:
-        """for var in 0..n (n a multiple of k), k iterations written out per step."""
+    def unrolled_by(self, var, n, k, body, head=()) -> ir.For:
+        """for var in 0..n (n a multiple of k), k iterations written out per step (`head`
+        first in each step, where var0 is the step's first value)."""
         r = self.ref
         inner = self.loop(var + "u", k, lambda u: [ir.Decl(var, self.idx, self.add(r(var + "0"), u))] + body)
-        return ir.For(var + "0", self.i(0), self.i(n), self.i(k), (inner,), self.idx)
+        return ir.For(var + "0", self.i(0), self.i(n), self.i(k), (*head, inner), self.idx)
 
     def softmax(self) -> list:
         """Per query row: mask, the row's maximum and sum over its 16 threads, the rescale."""
@@ -795,25 +796,32 @@ class _Products(_Kernel):
                             ir.Ref("_alpha", F)))])]
         return [self.loop("_i", 4, lambda _: row)]
 
-    def p_at(self, j, i) -> ir.Expr:
-        """Where P[j][4 ty + i] is kept: a query block's four values at a place rotated by the
-        key's group of four, so that a warp's stores of four keys meet different banks."""
-        rot = ir.Bin("%", self.add(self.ref("_ty"), ir.Bin("/", j, self.i(4), self.idx)), self.i(16), self.idx)
-        return self.add(self.mul(j, self.i(self.BQ)), self.mul(rot, self.i(4)), i)
+    def rotation(self, group) -> ir.Expr:
+        """(ty + group) mod 16: where key group `group` (key / 4) keeps a query block's four
+        values of P, so that a warp's stores of four keys meet different banks."""
+        return ir.Bin("&", self.add(self.ref("_ty"), group), self.i(15), self.idx)
+
+    def p_at(self, j, i, rot) -> ir.Expr:
+        """Where P[j][4 ty + i] is kept: at the rotation `rot` (a name) of j's group of four,
+        declared once per group of four keys (no division per key)."""
+        return self.add(self.mul(j, self.i(self.BQ)), self.mul(self.ref(rot), self.i(4)), i)
 
     def values(self) -> list:
         """P over the K tile, then o[i][dd] += sum_j P[j][4 ty + i] V[j][tx TD + dd]."""
         r, TD = self.ref, self.dcap // 16
         jt = lambda: self.add(self.mul(r("_tx"), self.i(4)), r("_jj"))
         store_p = self.loop("_jj", 4, lambda jj: [self.loop("_i", 4, lambda i: [ir.Store(
-            "_kp", self.p_at(jt(), i), ir.Load("_s", self.add(self.mul(i, self.i(4)), jj), F))])])
+            "_kp", self.p_at(jt(), i, "_prot"), ir.Load("_s", self.add(self.mul(i, self.i(4)), jj), F))])])
         acc = self.loop("_i", 4, lambda i: [self.loop("_dd", TD, lambda dd: [ir.Store(
             "_o", self.add(self.mul(i, self.i(TD)), dd), ir.Bin(
                 "+", ir.Load("_o", self.add(self.mul(i, self.i(TD)), dd), F), self.mul(
-                    ir.Load("_kp", self.p_at(r("_j"), i), F),
+                    ir.Load("_kp", self.p_at(r("_j"), i, "_rot"), F),
                     ir.Load("_vs", self.add(self.mul(r("_j"), self.i(self.dcap)),
                                             self.mul(r("_tx"), self.i(TD)), dd), F)), F))])])
-        return [ir.Barrier(), store_p, ir.Barrier(), self.unrolled_by("_j", self.BKV, 4, [acc])]
+        # a thread stores keys 4 tx.. (group tx); the products read four keys a step (group j0 / 4)
+        return [ir.Barrier(), ir.Decl("_prot", self.idx, self.rotation(r("_tx"))), store_p, ir.Barrier(),
+                self.unrolled_by("_j", self.BKV, 4, [acc], head=[ir.Decl("_rot", self.idx, self.rotation(
+                    ir.Bin(">>", r("_j0"), self.i(2), self.idx)))])]
 
     def finish(self) -> list:
         """Each query in range stores its row piece o / l."""

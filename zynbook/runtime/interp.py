@@ -3,8 +3,8 @@
 Host code (let/var, pipelines, config, await, tensor math) is interpreted here directly;
 every `compute()` block goes through the compiler (lower -> CIR -> dimension solving) once
 per input signature (runtime/plans.py) and runs on a device, at the next boundary of the lazy
-graph, fused with its neighbours where exact (runtime/lazy.py, compiler/fusion.py). Values: Tensor, int, float, bool, str, list, tuple, Record, Future,
-Pipeline, MemoryPool.
+graph, fused with its neighbours where exact (runtime/lazy.py, compiler/fusion.py).
+Values: Tensor, int, float, bool, str, list, tuple, Record, Future, Pipeline, MemoryPool.
 """
 from __future__ import annotations
 

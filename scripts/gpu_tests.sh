@@ -3,9 +3,10 @@
 # differential tests on every device present, the notebooks (with `auto` picking CUDA), and,
 # with --bench, the CUDA and WebGPU benchmarks.
 #
-#   scripts/gpu_tests.sh [--bench] [--no-notebooks] [--no-tests] [extra pytest paths...]
+#   scripts/gpu_tests.sh [--bench] [--no-notebooks] [--no-tests] [--part 1|2] [extra pytest paths...]
 #
-# Each part fits a 10-minute call on an H100 when run alone (--no-tests --bench, say).
+# Each part fits a 10-minute call on an H100 when run alone (--no-tests --bench, say); the
+# tests fit one in two halves (--part 1, then --part 2).
 #
 # GPU machines often have CUDA, CuPy, PyTorch and numpy but no internet and no Jupyter. The
 # pure-Python dependencies (lark, wgpu, nbclient, ipykernel, ...) travel as wheels in .whl/
@@ -19,9 +20,11 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 export ZYNBOOK_CACHE_DIR=${ZYNBOOK_CACHE_DIR:-/tmp/zynbook-cache}
-BENCH=0 NOTEBOOKS=1 TESTS=1 EXTRA=()
+BENCH=0 NOTEBOOKS=1 TESTS=1 PART=0 EXTRA=()
 for arg in "$@"; do
     case "$arg" in
+        --part) PART=next ;;
+        1|2) if [ "$PART" = next ]; then PART=$arg; else EXTRA+=("$arg"); fi ;;
         --bench) BENCH=1 ;;
         --no-notebooks) NOTEBOOKS=0 ;;
         --no-tests) TESTS=0 ;;
@@ -35,7 +38,14 @@ GPU_TESTS=(tests/test_cuda_gpu.py tests/test_cuda_render.py tests/test_examples_
            tests/test_placement.py tests/test_host_bounds.py tests/test_empty_reductions.py
            tests/test_interrupts.py tests/test_session_threads.py tests/test_async_devices.py
            tests/test_differential.py tests/test_device_builtins.py tests/test_checkpointing.py
-           tests/test_data_parallel.py)
+           tests/test_data_parallel.py tests/test_launch_cache.py tests/test_fusion.py
+           tests/test_autotune.py tests/test_tile_schedule.py tests/test_attention_schedule.py)
+# --part 1 and --part 2: the first and second half of the list (one 10-minute call each)
+HALF=$(( (${#GPU_TESTS[@]} + 1) / 2 ))
+case "$PART" in
+    1) GPU_TESTS=("${GPU_TESTS[@]:0:$HALF}") ;;
+    2) GPU_TESTS=("${GPU_TESTS[@]:$HALF}") ;;
+esac
 RES=${OUT:-bench/results}
 mkdir -p "$RES"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true

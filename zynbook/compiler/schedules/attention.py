@@ -283,15 +283,18 @@ class Attention(Schedule):
             b = _Products(kernel, target, sizes, shape, params, sites, idx, shape.D, 0, 64, 64,
                           16, 0, 0, suffix)
             b.vector = vector
+            b.vector_q = vector and q_f32
             return self._program(kernel, shape, params, sites, [b.kernel()],
                                  [f"head_dim {shape.D}: 64 queries x 64-key tiles"
-                                  + (", 16-byte K/V loads" if vector else "")], target, sizes)
+                                  + (f", 16-byte {'Q/K/V' if b.vector_q else 'K/V'} loads" if vector else "")],
+                                 target, sizes)
         kv = (shape.bufs["k"], shape.bufs["v"])
+        q_f32 = shape.bufs["q"].dtype == F
         if target.vector_bytes < 16 or any(b.dtype != F for b in kv):
             return build(False, None)
         prog = build(True, None)
         prog.fallback = build(False, "w1")
-        prog.aligned = tuple(sorted({user_name(b.name) for b in kv}))
+        prog.aligned = tuple(sorted({user_name(b.name) for b in kv + ((shape.bufs["q"],) if q_f32 else ())}))
         prog.sites = prog.fallback.sites = sites.as_tuple()
         return prog
 
@@ -626,6 +629,7 @@ class _Products(_Kernel):
     BQ = BKV = 64
     T = 256
     vector = False              # K and V rows read 16 bytes at a time (Program.aligned)
+    vector_q = False            # Q rows too
 
     def kernel(self):
         p, low, idx = self.shape.p, self.low, self.idx
@@ -652,10 +656,7 @@ class _Products(_Kernel):
                  ir.Array("_qs", F, D * BQ, "shared"),
                  ir.Array("_kp", F, max(D * BKV, BKV * BQ), "shared"),
                  ir.Array("_vs", F, BKV * D, "shared"),
-                 self.chunks("_w", TD, lambda e: self.rows_of(e, BQ, "_qj", "_qd4") + [
-                     self.quad(lambda w: ir.Store("_qs", self.add(self.mul(self.add(
-                         self.mul(r("_qd4"), self.i(4)), w), self.i(BQ)), r("_qj")), self.mul(
-                         self.row_element("q", r("_q0"), r("_qj"), r("_S"), r("_qd4"), w), ir.Ref("_scale", F))))]),
+                 *self.load_q(),
                  ir.Array("_kr", F, 4 * TD), ir.Array("_vr", F, 4 * TD),
                  ir.Array("_o", F, 4 * TD), ir.Array("_mi", F, 4), ir.Array("_li", F, 4),
                  self.loop("_i", 4, lambda i: [ir.Store("_mi", i, NEG), ir.Store("_li", i, ZERO)]),
@@ -676,6 +677,23 @@ class _Products(_Kernel):
         return k, blocks
 
     # ---- pieces -----------------------------------------------------------------------
+
+    def load_q(self) -> list:
+        """The block's Q rows, times the scale, into shared memory d-major: four elements of
+        a row per thread and group, one 16-byte load where the program has them (`vector_q`)."""
+        r, BQ, TD = self.ref, self.BQ, self.dcap // 16
+        at = lambda w: self.add(self.mul(self.add(self.mul(r("_qd4"), self.i(4)), w), self.i(BQ)), r("_qj"))
+        if not self.vector_q:
+            return [self.chunks("_w", TD, lambda e: self.rows_of(e, BQ, "_qj", "_qd4") + [
+                self.quad(lambda w: ir.Store("_qs", at(w), self.mul(
+                    self.row_element("q", r("_q0"), r("_qj"), r("_S"), r("_qd4"), w), ir.Ref("_scale", F))))])]
+        q = self.shape.bufs["q"]
+        j = self.add(r("_q0"), r("_qj"))
+        src = self.add(r("_qbase"), self.mul(j, self.seq_stride("q")), self.mul(r("_qd4"), self.i(4)))
+        zero = tuple(ir.Store("_qr", self.i(w), ZERO) for w in range(4))
+        return [ir.Array("_qr", F, 4), self.chunks("_w", TD, lambda e: self.rows_of(e, BQ, "_qj", "_qd4") + [
+            ir.If(ir.Bin("<", j, r("_S"), "bool"), (ir.Copy("_qr", self.i(0), user_name(q.name), src, 4, F),), zero),
+            self.quad(lambda w: ir.Store("_qs", at(w), self.mul(ir.Load("_qr", w, F), ir.Ref("_scale", F))))])]
 
     def loop(self, var, n, body_of, unroll=True):
         return ir.For(var, self.i(0), self.i(n), self.i(1), tuple(body_of(self.ref(var))),

@@ -91,6 +91,21 @@ def test_register_tiled_products(case, seq, d):
         _check(prog.fallback, k, ins, sz, sc, 32)
 
 
+def test_register_tiled_products_nan():
+    """A NaN score is left out of the running maximum but reaches l and o through its exp:
+    the rows it touches are NaN where the reference's are, the others as the reference."""
+    k, ins, sz, sc = _inputs(A.three_pass("causal", "const"), 33, 16)
+    ins = [np.array(a) for a in ins]
+    ins[0][0, 1, 5, 3] = np.nan                 # Q: one query row
+    ins[1][0, 0, 20, 7] = np.nan                # K: a key that later queries see
+    prog = SCHED.build(k, cuda_target(), sz, PRODUCTS)
+    got = emulate_kernel(prog, k, ins, sz, sc, warp=32).astype(np.float64)
+    want = np.asarray(run_kernel(k, ins, sz, sc)).astype(np.float64)
+    assert np.isnan(want).any() and (np.isnan(got) == np.isnan(want)).all()
+    ok = ~np.isnan(want)
+    assert_within(got[ok], want[ok], *TOL["f32"])
+
+
 def test_products_only_where_head_dim_allows():
     k, _, sz, _ = _inputs(A.three_pass("causal"), 7, 24)
     assert PRODUCTS not in SCHED.space(k, cuda_target(), sz)

@@ -790,14 +790,17 @@ class _Products(_Kernel):
         mx = ir.Ref("_mx", F)
         mn = ir.Ref("_mn", F)
         is_neg = lambda x: ir.Bin("==", x, NEG, "bool")
+        # the larger of two without NaN's rule (a compare and a select): a NaN score is left
+        # out of the maximum but reaches l and o through its exp, so the row is NaN all the same
+        larger = lambda a, b: ir.Select(ir.Bin("<", a, b, "bool"), b, a, F)
         row = [ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(4)), r("_i"))),
                ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
                ir.Decl("_mx", F, NEG, True),
                self.loop("_jj", 4, lambda _: keys + [
                    put(ir.Select(self.admitted(), s(), NEG, F)),
-                   ir.Set("_mx", ir.Math("max", (mx, s()), F))]),
+                   ir.Set("_mx", larger(mx, s()))]),
                ir.Set("_mx", ir.Collective("max", mx, "warp", F, 16)),
-               ir.Decl("_mn", F, ir.Math("max", (ir.Load("_mi", r("_i"), F), mx), F)),
+               ir.Decl("_mn", F, larger(ir.Load("_mi", r("_i"), F), mx)),
                ir.Decl("_alpha", F, ir.Select(is_neg(mn), lit(1.0, F), ir.Math(
                    "exp", (ir.Bin("-", ir.Load("_mi", r("_i"), F), mn, F),), F), F)),
                ir.Decl("_rs", F, ZERO, True),

@@ -215,9 +215,10 @@ def test_why_not():
     assert "M=8" in Gemm().why_not(kernel, cuda_target(), sizes)
     kernel, sizes, _, _ = K.relu()
     assert Gemm().why_not(kernel, cuda_target(), sizes)
+    # an adapter without shader-f16 holds f16 in f32: the GEMM still takes the kernel
     kernel, sizes, _, _ = K.matmul(64, 64, 64, "f16")
-    assert "f16 is not a type" in Gemm().why_not(kernel, webgpu_target(), sizes)
-    assert schedules.build(kernel, webgpu_target(), sizes, only="gemm") is None
+    assert Gemm().why_not(kernel, webgpu_target(), sizes) is None
+    assert schedules.build(kernel, webgpu_target(), sizes, only="gemm") is not None
 
 
 INT_OPERAND = """let y = compute(A, B) {

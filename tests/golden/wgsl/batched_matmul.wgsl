@@ -70,114 +70,1476 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
         let _m0: i32 = (zyn_tdiv(_tb, _tn6) * 128i);
         let _n0: i32 = (zyn_trem(_tb, _tn6) * 128i);
         let u_b: i32 = _bz;
-        for (var _z: i32 = 0i; _z < 64i; _z++) {
-            _acc[_z] = 0.0f;
+        {
+            _acc[0i] = 0.0f;
+            _acc[1i] = 0.0f;
+            _acc[2i] = 0.0f;
+            _acc[3i] = 0.0f;
+            _acc[4i] = 0.0f;
+            _acc[5i] = 0.0f;
+            _acc[6i] = 0.0f;
+            _acc[7i] = 0.0f;
+            _acc[8i] = 0.0f;
+            _acc[9i] = 0.0f;
+            _acc[10i] = 0.0f;
+            _acc[11i] = 0.0f;
+            _acc[12i] = 0.0f;
+            _acc[13i] = 0.0f;
+            _acc[14i] = 0.0f;
+            _acc[15i] = 0.0f;
+            _acc[16i] = 0.0f;
+            _acc[17i] = 0.0f;
+            _acc[18i] = 0.0f;
+            _acc[19i] = 0.0f;
+            _acc[20i] = 0.0f;
+            _acc[21i] = 0.0f;
+            _acc[22i] = 0.0f;
+            _acc[23i] = 0.0f;
+            _acc[24i] = 0.0f;
+            _acc[25i] = 0.0f;
+            _acc[26i] = 0.0f;
+            _acc[27i] = 0.0f;
+            _acc[28i] = 0.0f;
+            _acc[29i] = 0.0f;
+            _acc[30i] = 0.0f;
+            _acc[31i] = 0.0f;
+            _acc[32i] = 0.0f;
+            _acc[33i] = 0.0f;
+            _acc[34i] = 0.0f;
+            _acc[35i] = 0.0f;
+            _acc[36i] = 0.0f;
+            _acc[37i] = 0.0f;
+            _acc[38i] = 0.0f;
+            _acc[39i] = 0.0f;
+            _acc[40i] = 0.0f;
+            _acc[41i] = 0.0f;
+            _acc[42i] = 0.0f;
+            _acc[43i] = 0.0f;
+            _acc[44i] = 0.0f;
+            _acc[45i] = 0.0f;
+            _acc[46i] = 0.0f;
+            _acc[47i] = 0.0f;
+            _acc[48i] = 0.0f;
+            _acc[49i] = 0.0f;
+            _acc[50i] = 0.0f;
+            _acc[51i] = 0.0f;
+            _acc[52i] = 0.0f;
+            _acc[53i] = 0.0f;
+            _acc[54i] = 0.0f;
+            _acc[55i] = 0.0f;
+            _acc[56i] = 0.0f;
+            _acc[57i] = 0.0f;
+            _acc[58i] = 0.0f;
+            _acc[59i] = 0.0f;
+            _acc[60i] = 0.0f;
+            _acc[61i] = 0.0f;
+            _acc[62i] = 0.0f;
+            _acc[63i] = 0.0f;
         }
         let _nk9: i32 = zyn_tdiv((_nK3 + 7i), 8i);
-        for (var _r16: i32 = 0i; _r16 < 4i; _r16++) {
-            let _x: i32 = zyn_tdiv((zyn_thread + (_r16 * 256i)), 8i);
-            let _k: i32 = zyn_trem((zyn_thread + (_r16 * 256i)), 8i);
-            var _v17: f32 = 0.0f;
-            if ((((_m0 + _x) < _nM1) && (_k < _nK3))) {
-                let u_i_1: i32 = (_m0 + _x);
+        {
+            let _x_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 8i);
+            let _k_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 8i);
+            var _v17_0: f32 = 0.0f;
+            if ((((_m0 + _x_0) < _nM1) && (_k_0 < _nK3))) {
+                let u_i_1_0: i32 = (_m0 + _x_0);
                 // line 6: for k in 0..K:
-                let u_k_2: i32 = _k;
-                _v17 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_1 * u_A_d2)) + u_k_2)];
+                let u_k_2_0: i32 = _k_0;
+                _v17_0 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_1_0 * u_A_d2)) + u_k_2_0)];
             }
-            _regm[_r16] = _v17;
-        }
-        for (var _r18: i32 = 0i; _r18 < 4i; _r18++) {
-            let _x: i32 = zyn_trem((zyn_thread + (_r18 * 256i)), 128i);
-            let _k: i32 = zyn_tdiv((zyn_thread + (_r18 * 256i)), 128i);
-            var _v19: f32 = 0.0f;
-            if ((((_n0 + _x) < _nN2) && (_k < _nK3))) {
-                let u_j_1: i32 = (_n0 + _x);
-                let u_k_3: i32 = _k;
-                _v19 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_3 * u_B_d2)) + u_j_1)];
+            _regm[0i] = _v17_0;
+            let _x_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 8i);
+            let _k_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 8i);
+            var _v17_1: f32 = 0.0f;
+            if ((((_m0 + _x_1) < _nM1) && (_k_1 < _nK3))) {
+                let u_i_1_1: i32 = (_m0 + _x_1);
+                let u_k_2_1: i32 = _k_1;
+                _v17_1 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_1_1 * u_A_d2)) + u_k_2_1)];
             }
-            _regn[_r18] = _v19;
+            _regm[1i] = _v17_1;
+            let _x_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 8i);
+            let _k_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 8i);
+            var _v17_2: f32 = 0.0f;
+            if ((((_m0 + _x_2) < _nM1) && (_k_2 < _nK3))) {
+                let u_i_1_2: i32 = (_m0 + _x_2);
+                let u_k_2_2: i32 = _k_2;
+                _v17_2 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_1_2 * u_A_d2)) + u_k_2_2)];
+            }
+            _regm[2i] = _v17_2;
+            let _x_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 8i);
+            let _k_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 8i);
+            var _v17_3: f32 = 0.0f;
+            if ((((_m0 + _x_3) < _nM1) && (_k_3 < _nK3))) {
+                let u_i_1_3: i32 = (_m0 + _x_3);
+                let u_k_2_3: i32 = _k_3;
+                _v17_3 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_1_3 * u_A_d2)) + u_k_2_3)];
+            }
+            _regm[3i] = _v17_3;
         }
-        for (var _r20: i32 = 0i; _r20 < 4i; _r20++) {
-            let _x: i32 = zyn_tdiv((zyn_thread + (_r20 * 256i)), 8i);
-            let _k: i32 = zyn_trem((zyn_thread + (_r20 * 256i)), 8i);
-            _shm[((0i * 1024i) + ((_k * 128i) + _x))] = _regm[_r20];
+        {
+            let _x_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 128i);
+            let _k_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 128i);
+            var _v19_0: f32 = 0.0f;
+            if ((((_n0 + _x_0) < _nN2) && (_k_0 < _nK3))) {
+                let u_j_1_0: i32 = (_n0 + _x_0);
+                let u_k_3_0: i32 = _k_0;
+                _v19_0 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_3_0 * u_B_d2)) + u_j_1_0)];
+            }
+            _regn[0i] = _v19_0;
+            let _x_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 128i);
+            let _k_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 128i);
+            var _v19_1: f32 = 0.0f;
+            if ((((_n0 + _x_1) < _nN2) && (_k_1 < _nK3))) {
+                let u_j_1_1: i32 = (_n0 + _x_1);
+                let u_k_3_1: i32 = _k_1;
+                _v19_1 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_3_1 * u_B_d2)) + u_j_1_1)];
+            }
+            _regn[1i] = _v19_1;
+            let _x_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 128i);
+            let _k_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 128i);
+            var _v19_2: f32 = 0.0f;
+            if ((((_n0 + _x_2) < _nN2) && (_k_2 < _nK3))) {
+                let u_j_1_2: i32 = (_n0 + _x_2);
+                let u_k_3_2: i32 = _k_2;
+                _v19_2 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_3_2 * u_B_d2)) + u_j_1_2)];
+            }
+            _regn[2i] = _v19_2;
+            let _x_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 128i);
+            let _k_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 128i);
+            var _v19_3: f32 = 0.0f;
+            if ((((_n0 + _x_3) < _nN2) && (_k_3 < _nK3))) {
+                let u_j_1_3: i32 = (_n0 + _x_3);
+                let u_k_3_3: i32 = _k_3;
+                _v19_3 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_3_3 * u_B_d2)) + u_j_1_3)];
+            }
+            _regn[3i] = _v19_3;
         }
-        for (var _r21: i32 = 0i; _r21 < 4i; _r21++) {
-            let _x: i32 = zyn_trem((zyn_thread + (_r21 * 256i)), 128i);
-            let _k: i32 = zyn_tdiv((zyn_thread + (_r21 * 256i)), 128i);
-            _shn[((0i * 1024i) + ((_k * 128i) + _x))] = _regn[_r21];
+        {
+            let _x_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 8i);
+            let _k_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 8i);
+            _shm[((0i * 1024i) + ((_k_0 * 128i) + _x_0))] = _regm[0i];
+            let _x_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 8i);
+            let _k_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 8i);
+            _shm[((0i * 1024i) + ((_k_1 * 128i) + _x_1))] = _regm[1i];
+            let _x_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 8i);
+            let _k_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 8i);
+            _shm[((0i * 1024i) + ((_k_2 * 128i) + _x_2))] = _regm[2i];
+            let _x_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 8i);
+            let _k_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 8i);
+            _shm[((0i * 1024i) + ((_k_3 * 128i) + _x_3))] = _regm[3i];
+        }
+        {
+            let _x_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 128i);
+            let _k_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 128i);
+            _shn[((0i * 1024i) + ((_k_0 * 128i) + _x_0))] = _regn[0i];
+            let _x_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 128i);
+            let _k_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 128i);
+            _shn[((0i * 1024i) + ((_k_1 * 128i) + _x_1))] = _regn[1i];
+            let _x_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 128i);
+            let _k_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 128i);
+            _shn[((0i * 1024i) + ((_k_2 * 128i) + _x_2))] = _regn[2i];
+            let _x_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 128i);
+            let _k_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 128i);
+            _shn[((0i * 1024i) + ((_k_3 * 128i) + _x_3))] = _regn[3i];
         }
         workgroupBarrier();
         for (var _kt: i32 = 0i; _kt < _nk9; _kt++) {
             if (((_kt + 1i) < _nk9)) {
-                for (var _r10: i32 = 0i; _r10 < 4i; _r10++) {
-                    let _x: i32 = zyn_tdiv((zyn_thread + (_r10 * 256i)), 8i);
-                    let _k: i32 = zyn_trem((zyn_thread + (_r10 * 256i)), 8i);
-                    var _v11: f32 = 0.0f;
-                    if ((((_m0 + _x) < _nM1) && ((((_kt + 1i) * 8i) + _k) < _nK3))) {
-                        let u_i: i32 = (_m0 + _x);
-                        let u_k: i32 = (((_kt + 1i) * 8i) + _k);
-                        _v11 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i * u_A_d2)) + u_k)];
+                {
+                    let _x_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 8i);
+                    let _k_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 8i);
+                    var _v11_0: f32 = 0.0f;
+                    if ((((_m0 + _x_0) < _nM1) && ((((_kt + 1i) * 8i) + _k_0) < _nK3))) {
+                        let u_i_0: i32 = (_m0 + _x_0);
+                        let u_k_0: i32 = (((_kt + 1i) * 8i) + _k_0);
+                        _v11_0 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_0 * u_A_d2)) + u_k_0)];
                     }
-                    _regm[_r10] = _v11;
+                    _regm[0i] = _v11_0;
+                    let _x_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 8i);
+                    let _k_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 8i);
+                    var _v11_1: f32 = 0.0f;
+                    if ((((_m0 + _x_1) < _nM1) && ((((_kt + 1i) * 8i) + _k_1) < _nK3))) {
+                        let u_i_1: i32 = (_m0 + _x_1);
+                        let u_k_1: i32 = (((_kt + 1i) * 8i) + _k_1);
+                        _v11_1 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_1 * u_A_d2)) + u_k_1)];
+                    }
+                    _regm[1i] = _v11_1;
+                    let _x_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 8i);
+                    let _k_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 8i);
+                    var _v11_2: f32 = 0.0f;
+                    if ((((_m0 + _x_2) < _nM1) && ((((_kt + 1i) * 8i) + _k_2) < _nK3))) {
+                        let u_i_2: i32 = (_m0 + _x_2);
+                        let u_k_2: i32 = (((_kt + 1i) * 8i) + _k_2);
+                        _v11_2 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_2 * u_A_d2)) + u_k_2)];
+                    }
+                    _regm[2i] = _v11_2;
+                    let _x_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 8i);
+                    let _k_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 8i);
+                    var _v11_3: f32 = 0.0f;
+                    if ((((_m0 + _x_3) < _nM1) && ((((_kt + 1i) * 8i) + _k_3) < _nK3))) {
+                        let u_i_3: i32 = (_m0 + _x_3);
+                        let u_k_3: i32 = (((_kt + 1i) * 8i) + _k_3);
+                        _v11_3 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_3 * u_A_d2)) + u_k_3)];
+                    }
+                    _regm[3i] = _v11_3;
                 }
-                for (var _r12: i32 = 0i; _r12 < 4i; _r12++) {
-                    let _x: i32 = zyn_trem((zyn_thread + (_r12 * 256i)), 128i);
-                    let _k: i32 = zyn_tdiv((zyn_thread + (_r12 * 256i)), 128i);
-                    var _v13: f32 = 0.0f;
-                    if ((((_n0 + _x) < _nN2) && ((((_kt + 1i) * 8i) + _k) < _nK3))) {
-                        let u_j: i32 = (_n0 + _x);
-                        let u_k_1: i32 = (((_kt + 1i) * 8i) + _k);
-                        _v13 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_1 * u_B_d2)) + u_j)];
+                {
+                    let _x_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 128i);
+                    let _k_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 128i);
+                    var _v13_0: f32 = 0.0f;
+                    if ((((_n0 + _x_0) < _nN2) && ((((_kt + 1i) * 8i) + _k_0) < _nK3))) {
+                        let u_j_0: i32 = (_n0 + _x_0);
+                        let u_k_1_0: i32 = (((_kt + 1i) * 8i) + _k_0);
+                        _v13_0 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_1_0 * u_B_d2)) + u_j_0)];
                     }
-                    _regn[_r12] = _v13;
+                    _regn[0i] = _v13_0;
+                    let _x_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 128i);
+                    let _k_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 128i);
+                    var _v13_1: f32 = 0.0f;
+                    if ((((_n0 + _x_1) < _nN2) && ((((_kt + 1i) * 8i) + _k_1) < _nK3))) {
+                        let u_j_1: i32 = (_n0 + _x_1);
+                        let u_k_1_1: i32 = (((_kt + 1i) * 8i) + _k_1);
+                        _v13_1 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_1_1 * u_B_d2)) + u_j_1)];
+                    }
+                    _regn[1i] = _v13_1;
+                    let _x_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 128i);
+                    let _k_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 128i);
+                    var _v13_2: f32 = 0.0f;
+                    if ((((_n0 + _x_2) < _nN2) && ((((_kt + 1i) * 8i) + _k_2) < _nK3))) {
+                        let u_j_2: i32 = (_n0 + _x_2);
+                        let u_k_1_2: i32 = (((_kt + 1i) * 8i) + _k_2);
+                        _v13_2 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_1_2 * u_B_d2)) + u_j_2)];
+                    }
+                    _regn[2i] = _v13_2;
+                    let _x_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 128i);
+                    let _k_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 128i);
+                    var _v13_3: f32 = 0.0f;
+                    if ((((_n0 + _x_3) < _nN2) && ((((_kt + 1i) * 8i) + _k_3) < _nK3))) {
+                        let u_j_3: i32 = (_n0 + _x_3);
+                        let u_k_1_3: i32 = (((_kt + 1i) * 8i) + _k_3);
+                        _v13_3 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_1_3 * u_B_d2)) + u_j_3)];
+                    }
+                    _regn[3i] = _v13_3;
                 }
             }
-            for (var _kk: i32 = 0i; _kk < 8i; _kk++) {
-                _a[0i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i))];
-                _a[1i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i)) + 1i)];
-                _a[2i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i)) + 2i)];
-                _a[3i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_ty * 4i)) + 3i)];
-                _a[4i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i)))];
-                _a[(4i + 1i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i))) + 1i)];
-                _a[(4i + 2i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i))) + 2i)];
-                _a[(4i + 3i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_ty * 4i))) + 3i)];
-                _b[0i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i))];
-                _b[1i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i)) + 1i)];
-                _b[2i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i)) + 2i)];
-                _b[3i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (_tx * 4i)) + 3i)];
-                _b[4i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i)))];
-                _b[(4i + 1i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i))) + 1i)];
-                _b[(4i + 2i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i))) + 2i)];
-                _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i))) + 3i)];
-                for (var _i: i32 = 0i; _i < 8i; _i++) {
-                    for (var _j: i32 = 0i; _j < 8i; _j++) {
-                        _acc[((_i * 8i) + _j)] = (_acc[((_i * 8i) + _j)] + (_a[_i] * _b[_j]));
+            {
+                _a[0i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (_ty * 4i))];
+                _a[1i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (_ty * 4i)) + 1i)];
+                _a[2i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (_ty * 4i)) + 2i)];
+                _a[3i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (_ty * 4i)) + 3i)];
+                _a[4i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (64i + (_ty * 4i)))];
+                _a[(4i + 1i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (64i + (_ty * 4i))) + 1i)];
+                _a[(4i + 2i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (64i + (_ty * 4i))) + 2i)];
+                _a[(4i + 3i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (64i + (_ty * 4i))) + 3i)];
+                _b[0i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (_tx * 4i))];
+                _b[1i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (_tx * 4i)) + 1i)];
+                _b[2i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (_tx * 4i)) + 2i)];
+                _b[3i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (_tx * 4i)) + 3i)];
+                _b[4i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (64i + (_tx * 4i)))];
+                _b[(4i + 1i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (64i + (_tx * 4i))) + 1i)];
+                _b[(4i + 2i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (64i + (_tx * 4i))) + 2i)];
+                _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (0i * 128i)) + (64i + (_tx * 4i))) + 3i)];
+                {
+                    {
+                        _acc[((0i * 8i) + 0i)] = (_acc[((0i * 8i) + 0i)] + (_a[0i] * _b[0i]));
+                        _acc[((0i * 8i) + 1i)] = (_acc[((0i * 8i) + 1i)] + (_a[0i] * _b[1i]));
+                        _acc[((0i * 8i) + 2i)] = (_acc[((0i * 8i) + 2i)] + (_a[0i] * _b[2i]));
+                        _acc[((0i * 8i) + 3i)] = (_acc[((0i * 8i) + 3i)] + (_a[0i] * _b[3i]));
+                        _acc[((0i * 8i) + 4i)] = (_acc[((0i * 8i) + 4i)] + (_a[0i] * _b[4i]));
+                        _acc[((0i * 8i) + 5i)] = (_acc[((0i * 8i) + 5i)] + (_a[0i] * _b[5i]));
+                        _acc[((0i * 8i) + 6i)] = (_acc[((0i * 8i) + 6i)] + (_a[0i] * _b[6i]));
+                        _acc[((0i * 8i) + 7i)] = (_acc[((0i * 8i) + 7i)] + (_a[0i] * _b[7i]));
+                    }
+                    {
+                        _acc[((1i * 8i) + 0i)] = (_acc[((1i * 8i) + 0i)] + (_a[1i] * _b[0i]));
+                        _acc[((1i * 8i) + 1i)] = (_acc[((1i * 8i) + 1i)] + (_a[1i] * _b[1i]));
+                        _acc[((1i * 8i) + 2i)] = (_acc[((1i * 8i) + 2i)] + (_a[1i] * _b[2i]));
+                        _acc[((1i * 8i) + 3i)] = (_acc[((1i * 8i) + 3i)] + (_a[1i] * _b[3i]));
+                        _acc[((1i * 8i) + 4i)] = (_acc[((1i * 8i) + 4i)] + (_a[1i] * _b[4i]));
+                        _acc[((1i * 8i) + 5i)] = (_acc[((1i * 8i) + 5i)] + (_a[1i] * _b[5i]));
+                        _acc[((1i * 8i) + 6i)] = (_acc[((1i * 8i) + 6i)] + (_a[1i] * _b[6i]));
+                        _acc[((1i * 8i) + 7i)] = (_acc[((1i * 8i) + 7i)] + (_a[1i] * _b[7i]));
+                    }
+                    {
+                        _acc[((2i * 8i) + 0i)] = (_acc[((2i * 8i) + 0i)] + (_a[2i] * _b[0i]));
+                        _acc[((2i * 8i) + 1i)] = (_acc[((2i * 8i) + 1i)] + (_a[2i] * _b[1i]));
+                        _acc[((2i * 8i) + 2i)] = (_acc[((2i * 8i) + 2i)] + (_a[2i] * _b[2i]));
+                        _acc[((2i * 8i) + 3i)] = (_acc[((2i * 8i) + 3i)] + (_a[2i] * _b[3i]));
+                        _acc[((2i * 8i) + 4i)] = (_acc[((2i * 8i) + 4i)] + (_a[2i] * _b[4i]));
+                        _acc[((2i * 8i) + 5i)] = (_acc[((2i * 8i) + 5i)] + (_a[2i] * _b[5i]));
+                        _acc[((2i * 8i) + 6i)] = (_acc[((2i * 8i) + 6i)] + (_a[2i] * _b[6i]));
+                        _acc[((2i * 8i) + 7i)] = (_acc[((2i * 8i) + 7i)] + (_a[2i] * _b[7i]));
+                    }
+                    {
+                        _acc[((3i * 8i) + 0i)] = (_acc[((3i * 8i) + 0i)] + (_a[3i] * _b[0i]));
+                        _acc[((3i * 8i) + 1i)] = (_acc[((3i * 8i) + 1i)] + (_a[3i] * _b[1i]));
+                        _acc[((3i * 8i) + 2i)] = (_acc[((3i * 8i) + 2i)] + (_a[3i] * _b[2i]));
+                        _acc[((3i * 8i) + 3i)] = (_acc[((3i * 8i) + 3i)] + (_a[3i] * _b[3i]));
+                        _acc[((3i * 8i) + 4i)] = (_acc[((3i * 8i) + 4i)] + (_a[3i] * _b[4i]));
+                        _acc[((3i * 8i) + 5i)] = (_acc[((3i * 8i) + 5i)] + (_a[3i] * _b[5i]));
+                        _acc[((3i * 8i) + 6i)] = (_acc[((3i * 8i) + 6i)] + (_a[3i] * _b[6i]));
+                        _acc[((3i * 8i) + 7i)] = (_acc[((3i * 8i) + 7i)] + (_a[3i] * _b[7i]));
+                    }
+                    {
+                        _acc[((4i * 8i) + 0i)] = (_acc[((4i * 8i) + 0i)] + (_a[4i] * _b[0i]));
+                        _acc[((4i * 8i) + 1i)] = (_acc[((4i * 8i) + 1i)] + (_a[4i] * _b[1i]));
+                        _acc[((4i * 8i) + 2i)] = (_acc[((4i * 8i) + 2i)] + (_a[4i] * _b[2i]));
+                        _acc[((4i * 8i) + 3i)] = (_acc[((4i * 8i) + 3i)] + (_a[4i] * _b[3i]));
+                        _acc[((4i * 8i) + 4i)] = (_acc[((4i * 8i) + 4i)] + (_a[4i] * _b[4i]));
+                        _acc[((4i * 8i) + 5i)] = (_acc[((4i * 8i) + 5i)] + (_a[4i] * _b[5i]));
+                        _acc[((4i * 8i) + 6i)] = (_acc[((4i * 8i) + 6i)] + (_a[4i] * _b[6i]));
+                        _acc[((4i * 8i) + 7i)] = (_acc[((4i * 8i) + 7i)] + (_a[4i] * _b[7i]));
+                    }
+                    {
+                        _acc[((5i * 8i) + 0i)] = (_acc[((5i * 8i) + 0i)] + (_a[5i] * _b[0i]));
+                        _acc[((5i * 8i) + 1i)] = (_acc[((5i * 8i) + 1i)] + (_a[5i] * _b[1i]));
+                        _acc[((5i * 8i) + 2i)] = (_acc[((5i * 8i) + 2i)] + (_a[5i] * _b[2i]));
+                        _acc[((5i * 8i) + 3i)] = (_acc[((5i * 8i) + 3i)] + (_a[5i] * _b[3i]));
+                        _acc[((5i * 8i) + 4i)] = (_acc[((5i * 8i) + 4i)] + (_a[5i] * _b[4i]));
+                        _acc[((5i * 8i) + 5i)] = (_acc[((5i * 8i) + 5i)] + (_a[5i] * _b[5i]));
+                        _acc[((5i * 8i) + 6i)] = (_acc[((5i * 8i) + 6i)] + (_a[5i] * _b[6i]));
+                        _acc[((5i * 8i) + 7i)] = (_acc[((5i * 8i) + 7i)] + (_a[5i] * _b[7i]));
+                    }
+                    {
+                        _acc[((6i * 8i) + 0i)] = (_acc[((6i * 8i) + 0i)] + (_a[6i] * _b[0i]));
+                        _acc[((6i * 8i) + 1i)] = (_acc[((6i * 8i) + 1i)] + (_a[6i] * _b[1i]));
+                        _acc[((6i * 8i) + 2i)] = (_acc[((6i * 8i) + 2i)] + (_a[6i] * _b[2i]));
+                        _acc[((6i * 8i) + 3i)] = (_acc[((6i * 8i) + 3i)] + (_a[6i] * _b[3i]));
+                        _acc[((6i * 8i) + 4i)] = (_acc[((6i * 8i) + 4i)] + (_a[6i] * _b[4i]));
+                        _acc[((6i * 8i) + 5i)] = (_acc[((6i * 8i) + 5i)] + (_a[6i] * _b[5i]));
+                        _acc[((6i * 8i) + 6i)] = (_acc[((6i * 8i) + 6i)] + (_a[6i] * _b[6i]));
+                        _acc[((6i * 8i) + 7i)] = (_acc[((6i * 8i) + 7i)] + (_a[6i] * _b[7i]));
+                    }
+                    {
+                        _acc[((7i * 8i) + 0i)] = (_acc[((7i * 8i) + 0i)] + (_a[7i] * _b[0i]));
+                        _acc[((7i * 8i) + 1i)] = (_acc[((7i * 8i) + 1i)] + (_a[7i] * _b[1i]));
+                        _acc[((7i * 8i) + 2i)] = (_acc[((7i * 8i) + 2i)] + (_a[7i] * _b[2i]));
+                        _acc[((7i * 8i) + 3i)] = (_acc[((7i * 8i) + 3i)] + (_a[7i] * _b[3i]));
+                        _acc[((7i * 8i) + 4i)] = (_acc[((7i * 8i) + 4i)] + (_a[7i] * _b[4i]));
+                        _acc[((7i * 8i) + 5i)] = (_acc[((7i * 8i) + 5i)] + (_a[7i] * _b[5i]));
+                        _acc[((7i * 8i) + 6i)] = (_acc[((7i * 8i) + 6i)] + (_a[7i] * _b[6i]));
+                        _acc[((7i * 8i) + 7i)] = (_acc[((7i * 8i) + 7i)] + (_a[7i] * _b[7i]));
+                    }
+                }
+                _a[0i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (_ty * 4i))];
+                _a[1i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (_ty * 4i)) + 1i)];
+                _a[2i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (_ty * 4i)) + 2i)];
+                _a[3i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (_ty * 4i)) + 3i)];
+                _a[4i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (64i + (_ty * 4i)))];
+                _a[(4i + 1i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (64i + (_ty * 4i))) + 1i)];
+                _a[(4i + 2i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (64i + (_ty * 4i))) + 2i)];
+                _a[(4i + 3i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (64i + (_ty * 4i))) + 3i)];
+                _b[0i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (_tx * 4i))];
+                _b[1i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (_tx * 4i)) + 1i)];
+                _b[2i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (_tx * 4i)) + 2i)];
+                _b[3i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (_tx * 4i)) + 3i)];
+                _b[4i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (64i + (_tx * 4i)))];
+                _b[(4i + 1i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (64i + (_tx * 4i))) + 1i)];
+                _b[(4i + 2i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (64i + (_tx * 4i))) + 2i)];
+                _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (1i * 128i)) + (64i + (_tx * 4i))) + 3i)];
+                {
+                    {
+                        _acc[((0i * 8i) + 0i)] = (_acc[((0i * 8i) + 0i)] + (_a[0i] * _b[0i]));
+                        _acc[((0i * 8i) + 1i)] = (_acc[((0i * 8i) + 1i)] + (_a[0i] * _b[1i]));
+                        _acc[((0i * 8i) + 2i)] = (_acc[((0i * 8i) + 2i)] + (_a[0i] * _b[2i]));
+                        _acc[((0i * 8i) + 3i)] = (_acc[((0i * 8i) + 3i)] + (_a[0i] * _b[3i]));
+                        _acc[((0i * 8i) + 4i)] = (_acc[((0i * 8i) + 4i)] + (_a[0i] * _b[4i]));
+                        _acc[((0i * 8i) + 5i)] = (_acc[((0i * 8i) + 5i)] + (_a[0i] * _b[5i]));
+                        _acc[((0i * 8i) + 6i)] = (_acc[((0i * 8i) + 6i)] + (_a[0i] * _b[6i]));
+                        _acc[((0i * 8i) + 7i)] = (_acc[((0i * 8i) + 7i)] + (_a[0i] * _b[7i]));
+                    }
+                    {
+                        _acc[((1i * 8i) + 0i)] = (_acc[((1i * 8i) + 0i)] + (_a[1i] * _b[0i]));
+                        _acc[((1i * 8i) + 1i)] = (_acc[((1i * 8i) + 1i)] + (_a[1i] * _b[1i]));
+                        _acc[((1i * 8i) + 2i)] = (_acc[((1i * 8i) + 2i)] + (_a[1i] * _b[2i]));
+                        _acc[((1i * 8i) + 3i)] = (_acc[((1i * 8i) + 3i)] + (_a[1i] * _b[3i]));
+                        _acc[((1i * 8i) + 4i)] = (_acc[((1i * 8i) + 4i)] + (_a[1i] * _b[4i]));
+                        _acc[((1i * 8i) + 5i)] = (_acc[((1i * 8i) + 5i)] + (_a[1i] * _b[5i]));
+                        _acc[((1i * 8i) + 6i)] = (_acc[((1i * 8i) + 6i)] + (_a[1i] * _b[6i]));
+                        _acc[((1i * 8i) + 7i)] = (_acc[((1i * 8i) + 7i)] + (_a[1i] * _b[7i]));
+                    }
+                    {
+                        _acc[((2i * 8i) + 0i)] = (_acc[((2i * 8i) + 0i)] + (_a[2i] * _b[0i]));
+                        _acc[((2i * 8i) + 1i)] = (_acc[((2i * 8i) + 1i)] + (_a[2i] * _b[1i]));
+                        _acc[((2i * 8i) + 2i)] = (_acc[((2i * 8i) + 2i)] + (_a[2i] * _b[2i]));
+                        _acc[((2i * 8i) + 3i)] = (_acc[((2i * 8i) + 3i)] + (_a[2i] * _b[3i]));
+                        _acc[((2i * 8i) + 4i)] = (_acc[((2i * 8i) + 4i)] + (_a[2i] * _b[4i]));
+                        _acc[((2i * 8i) + 5i)] = (_acc[((2i * 8i) + 5i)] + (_a[2i] * _b[5i]));
+                        _acc[((2i * 8i) + 6i)] = (_acc[((2i * 8i) + 6i)] + (_a[2i] * _b[6i]));
+                        _acc[((2i * 8i) + 7i)] = (_acc[((2i * 8i) + 7i)] + (_a[2i] * _b[7i]));
+                    }
+                    {
+                        _acc[((3i * 8i) + 0i)] = (_acc[((3i * 8i) + 0i)] + (_a[3i] * _b[0i]));
+                        _acc[((3i * 8i) + 1i)] = (_acc[((3i * 8i) + 1i)] + (_a[3i] * _b[1i]));
+                        _acc[((3i * 8i) + 2i)] = (_acc[((3i * 8i) + 2i)] + (_a[3i] * _b[2i]));
+                        _acc[((3i * 8i) + 3i)] = (_acc[((3i * 8i) + 3i)] + (_a[3i] * _b[3i]));
+                        _acc[((3i * 8i) + 4i)] = (_acc[((3i * 8i) + 4i)] + (_a[3i] * _b[4i]));
+                        _acc[((3i * 8i) + 5i)] = (_acc[((3i * 8i) + 5i)] + (_a[3i] * _b[5i]));
+                        _acc[((3i * 8i) + 6i)] = (_acc[((3i * 8i) + 6i)] + (_a[3i] * _b[6i]));
+                        _acc[((3i * 8i) + 7i)] = (_acc[((3i * 8i) + 7i)] + (_a[3i] * _b[7i]));
+                    }
+                    {
+                        _acc[((4i * 8i) + 0i)] = (_acc[((4i * 8i) + 0i)] + (_a[4i] * _b[0i]));
+                        _acc[((4i * 8i) + 1i)] = (_acc[((4i * 8i) + 1i)] + (_a[4i] * _b[1i]));
+                        _acc[((4i * 8i) + 2i)] = (_acc[((4i * 8i) + 2i)] + (_a[4i] * _b[2i]));
+                        _acc[((4i * 8i) + 3i)] = (_acc[((4i * 8i) + 3i)] + (_a[4i] * _b[3i]));
+                        _acc[((4i * 8i) + 4i)] = (_acc[((4i * 8i) + 4i)] + (_a[4i] * _b[4i]));
+                        _acc[((4i * 8i) + 5i)] = (_acc[((4i * 8i) + 5i)] + (_a[4i] * _b[5i]));
+                        _acc[((4i * 8i) + 6i)] = (_acc[((4i * 8i) + 6i)] + (_a[4i] * _b[6i]));
+                        _acc[((4i * 8i) + 7i)] = (_acc[((4i * 8i) + 7i)] + (_a[4i] * _b[7i]));
+                    }
+                    {
+                        _acc[((5i * 8i) + 0i)] = (_acc[((5i * 8i) + 0i)] + (_a[5i] * _b[0i]));
+                        _acc[((5i * 8i) + 1i)] = (_acc[((5i * 8i) + 1i)] + (_a[5i] * _b[1i]));
+                        _acc[((5i * 8i) + 2i)] = (_acc[((5i * 8i) + 2i)] + (_a[5i] * _b[2i]));
+                        _acc[((5i * 8i) + 3i)] = (_acc[((5i * 8i) + 3i)] + (_a[5i] * _b[3i]));
+                        _acc[((5i * 8i) + 4i)] = (_acc[((5i * 8i) + 4i)] + (_a[5i] * _b[4i]));
+                        _acc[((5i * 8i) + 5i)] = (_acc[((5i * 8i) + 5i)] + (_a[5i] * _b[5i]));
+                        _acc[((5i * 8i) + 6i)] = (_acc[((5i * 8i) + 6i)] + (_a[5i] * _b[6i]));
+                        _acc[((5i * 8i) + 7i)] = (_acc[((5i * 8i) + 7i)] + (_a[5i] * _b[7i]));
+                    }
+                    {
+                        _acc[((6i * 8i) + 0i)] = (_acc[((6i * 8i) + 0i)] + (_a[6i] * _b[0i]));
+                        _acc[((6i * 8i) + 1i)] = (_acc[((6i * 8i) + 1i)] + (_a[6i] * _b[1i]));
+                        _acc[((6i * 8i) + 2i)] = (_acc[((6i * 8i) + 2i)] + (_a[6i] * _b[2i]));
+                        _acc[((6i * 8i) + 3i)] = (_acc[((6i * 8i) + 3i)] + (_a[6i] * _b[3i]));
+                        _acc[((6i * 8i) + 4i)] = (_acc[((6i * 8i) + 4i)] + (_a[6i] * _b[4i]));
+                        _acc[((6i * 8i) + 5i)] = (_acc[((6i * 8i) + 5i)] + (_a[6i] * _b[5i]));
+                        _acc[((6i * 8i) + 6i)] = (_acc[((6i * 8i) + 6i)] + (_a[6i] * _b[6i]));
+                        _acc[((6i * 8i) + 7i)] = (_acc[((6i * 8i) + 7i)] + (_a[6i] * _b[7i]));
+                    }
+                    {
+                        _acc[((7i * 8i) + 0i)] = (_acc[((7i * 8i) + 0i)] + (_a[7i] * _b[0i]));
+                        _acc[((7i * 8i) + 1i)] = (_acc[((7i * 8i) + 1i)] + (_a[7i] * _b[1i]));
+                        _acc[((7i * 8i) + 2i)] = (_acc[((7i * 8i) + 2i)] + (_a[7i] * _b[2i]));
+                        _acc[((7i * 8i) + 3i)] = (_acc[((7i * 8i) + 3i)] + (_a[7i] * _b[3i]));
+                        _acc[((7i * 8i) + 4i)] = (_acc[((7i * 8i) + 4i)] + (_a[7i] * _b[4i]));
+                        _acc[((7i * 8i) + 5i)] = (_acc[((7i * 8i) + 5i)] + (_a[7i] * _b[5i]));
+                        _acc[((7i * 8i) + 6i)] = (_acc[((7i * 8i) + 6i)] + (_a[7i] * _b[6i]));
+                        _acc[((7i * 8i) + 7i)] = (_acc[((7i * 8i) + 7i)] + (_a[7i] * _b[7i]));
+                    }
+                }
+                _a[0i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (_ty * 4i))];
+                _a[1i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (_ty * 4i)) + 1i)];
+                _a[2i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (_ty * 4i)) + 2i)];
+                _a[3i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (_ty * 4i)) + 3i)];
+                _a[4i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (64i + (_ty * 4i)))];
+                _a[(4i + 1i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (64i + (_ty * 4i))) + 1i)];
+                _a[(4i + 2i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (64i + (_ty * 4i))) + 2i)];
+                _a[(4i + 3i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (64i + (_ty * 4i))) + 3i)];
+                _b[0i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (_tx * 4i))];
+                _b[1i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (_tx * 4i)) + 1i)];
+                _b[2i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (_tx * 4i)) + 2i)];
+                _b[3i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (_tx * 4i)) + 3i)];
+                _b[4i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (64i + (_tx * 4i)))];
+                _b[(4i + 1i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (64i + (_tx * 4i))) + 1i)];
+                _b[(4i + 2i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (64i + (_tx * 4i))) + 2i)];
+                _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (2i * 128i)) + (64i + (_tx * 4i))) + 3i)];
+                {
+                    {
+                        _acc[((0i * 8i) + 0i)] = (_acc[((0i * 8i) + 0i)] + (_a[0i] * _b[0i]));
+                        _acc[((0i * 8i) + 1i)] = (_acc[((0i * 8i) + 1i)] + (_a[0i] * _b[1i]));
+                        _acc[((0i * 8i) + 2i)] = (_acc[((0i * 8i) + 2i)] + (_a[0i] * _b[2i]));
+                        _acc[((0i * 8i) + 3i)] = (_acc[((0i * 8i) + 3i)] + (_a[0i] * _b[3i]));
+                        _acc[((0i * 8i) + 4i)] = (_acc[((0i * 8i) + 4i)] + (_a[0i] * _b[4i]));
+                        _acc[((0i * 8i) + 5i)] = (_acc[((0i * 8i) + 5i)] + (_a[0i] * _b[5i]));
+                        _acc[((0i * 8i) + 6i)] = (_acc[((0i * 8i) + 6i)] + (_a[0i] * _b[6i]));
+                        _acc[((0i * 8i) + 7i)] = (_acc[((0i * 8i) + 7i)] + (_a[0i] * _b[7i]));
+                    }
+                    {
+                        _acc[((1i * 8i) + 0i)] = (_acc[((1i * 8i) + 0i)] + (_a[1i] * _b[0i]));
+                        _acc[((1i * 8i) + 1i)] = (_acc[((1i * 8i) + 1i)] + (_a[1i] * _b[1i]));
+                        _acc[((1i * 8i) + 2i)] = (_acc[((1i * 8i) + 2i)] + (_a[1i] * _b[2i]));
+                        _acc[((1i * 8i) + 3i)] = (_acc[((1i * 8i) + 3i)] + (_a[1i] * _b[3i]));
+                        _acc[((1i * 8i) + 4i)] = (_acc[((1i * 8i) + 4i)] + (_a[1i] * _b[4i]));
+                        _acc[((1i * 8i) + 5i)] = (_acc[((1i * 8i) + 5i)] + (_a[1i] * _b[5i]));
+                        _acc[((1i * 8i) + 6i)] = (_acc[((1i * 8i) + 6i)] + (_a[1i] * _b[6i]));
+                        _acc[((1i * 8i) + 7i)] = (_acc[((1i * 8i) + 7i)] + (_a[1i] * _b[7i]));
+                    }
+                    {
+                        _acc[((2i * 8i) + 0i)] = (_acc[((2i * 8i) + 0i)] + (_a[2i] * _b[0i]));
+                        _acc[((2i * 8i) + 1i)] = (_acc[((2i * 8i) + 1i)] + (_a[2i] * _b[1i]));
+                        _acc[((2i * 8i) + 2i)] = (_acc[((2i * 8i) + 2i)] + (_a[2i] * _b[2i]));
+                        _acc[((2i * 8i) + 3i)] = (_acc[((2i * 8i) + 3i)] + (_a[2i] * _b[3i]));
+                        _acc[((2i * 8i) + 4i)] = (_acc[((2i * 8i) + 4i)] + (_a[2i] * _b[4i]));
+                        _acc[((2i * 8i) + 5i)] = (_acc[((2i * 8i) + 5i)] + (_a[2i] * _b[5i]));
+                        _acc[((2i * 8i) + 6i)] = (_acc[((2i * 8i) + 6i)] + (_a[2i] * _b[6i]));
+                        _acc[((2i * 8i) + 7i)] = (_acc[((2i * 8i) + 7i)] + (_a[2i] * _b[7i]));
+                    }
+                    {
+                        _acc[((3i * 8i) + 0i)] = (_acc[((3i * 8i) + 0i)] + (_a[3i] * _b[0i]));
+                        _acc[((3i * 8i) + 1i)] = (_acc[((3i * 8i) + 1i)] + (_a[3i] * _b[1i]));
+                        _acc[((3i * 8i) + 2i)] = (_acc[((3i * 8i) + 2i)] + (_a[3i] * _b[2i]));
+                        _acc[((3i * 8i) + 3i)] = (_acc[((3i * 8i) + 3i)] + (_a[3i] * _b[3i]));
+                        _acc[((3i * 8i) + 4i)] = (_acc[((3i * 8i) + 4i)] + (_a[3i] * _b[4i]));
+                        _acc[((3i * 8i) + 5i)] = (_acc[((3i * 8i) + 5i)] + (_a[3i] * _b[5i]));
+                        _acc[((3i * 8i) + 6i)] = (_acc[((3i * 8i) + 6i)] + (_a[3i] * _b[6i]));
+                        _acc[((3i * 8i) + 7i)] = (_acc[((3i * 8i) + 7i)] + (_a[3i] * _b[7i]));
+                    }
+                    {
+                        _acc[((4i * 8i) + 0i)] = (_acc[((4i * 8i) + 0i)] + (_a[4i] * _b[0i]));
+                        _acc[((4i * 8i) + 1i)] = (_acc[((4i * 8i) + 1i)] + (_a[4i] * _b[1i]));
+                        _acc[((4i * 8i) + 2i)] = (_acc[((4i * 8i) + 2i)] + (_a[4i] * _b[2i]));
+                        _acc[((4i * 8i) + 3i)] = (_acc[((4i * 8i) + 3i)] + (_a[4i] * _b[3i]));
+                        _acc[((4i * 8i) + 4i)] = (_acc[((4i * 8i) + 4i)] + (_a[4i] * _b[4i]));
+                        _acc[((4i * 8i) + 5i)] = (_acc[((4i * 8i) + 5i)] + (_a[4i] * _b[5i]));
+                        _acc[((4i * 8i) + 6i)] = (_acc[((4i * 8i) + 6i)] + (_a[4i] * _b[6i]));
+                        _acc[((4i * 8i) + 7i)] = (_acc[((4i * 8i) + 7i)] + (_a[4i] * _b[7i]));
+                    }
+                    {
+                        _acc[((5i * 8i) + 0i)] = (_acc[((5i * 8i) + 0i)] + (_a[5i] * _b[0i]));
+                        _acc[((5i * 8i) + 1i)] = (_acc[((5i * 8i) + 1i)] + (_a[5i] * _b[1i]));
+                        _acc[((5i * 8i) + 2i)] = (_acc[((5i * 8i) + 2i)] + (_a[5i] * _b[2i]));
+                        _acc[((5i * 8i) + 3i)] = (_acc[((5i * 8i) + 3i)] + (_a[5i] * _b[3i]));
+                        _acc[((5i * 8i) + 4i)] = (_acc[((5i * 8i) + 4i)] + (_a[5i] * _b[4i]));
+                        _acc[((5i * 8i) + 5i)] = (_acc[((5i * 8i) + 5i)] + (_a[5i] * _b[5i]));
+                        _acc[((5i * 8i) + 6i)] = (_acc[((5i * 8i) + 6i)] + (_a[5i] * _b[6i]));
+                        _acc[((5i * 8i) + 7i)] = (_acc[((5i * 8i) + 7i)] + (_a[5i] * _b[7i]));
+                    }
+                    {
+                        _acc[((6i * 8i) + 0i)] = (_acc[((6i * 8i) + 0i)] + (_a[6i] * _b[0i]));
+                        _acc[((6i * 8i) + 1i)] = (_acc[((6i * 8i) + 1i)] + (_a[6i] * _b[1i]));
+                        _acc[((6i * 8i) + 2i)] = (_acc[((6i * 8i) + 2i)] + (_a[6i] * _b[2i]));
+                        _acc[((6i * 8i) + 3i)] = (_acc[((6i * 8i) + 3i)] + (_a[6i] * _b[3i]));
+                        _acc[((6i * 8i) + 4i)] = (_acc[((6i * 8i) + 4i)] + (_a[6i] * _b[4i]));
+                        _acc[((6i * 8i) + 5i)] = (_acc[((6i * 8i) + 5i)] + (_a[6i] * _b[5i]));
+                        _acc[((6i * 8i) + 6i)] = (_acc[((6i * 8i) + 6i)] + (_a[6i] * _b[6i]));
+                        _acc[((6i * 8i) + 7i)] = (_acc[((6i * 8i) + 7i)] + (_a[6i] * _b[7i]));
+                    }
+                    {
+                        _acc[((7i * 8i) + 0i)] = (_acc[((7i * 8i) + 0i)] + (_a[7i] * _b[0i]));
+                        _acc[((7i * 8i) + 1i)] = (_acc[((7i * 8i) + 1i)] + (_a[7i] * _b[1i]));
+                        _acc[((7i * 8i) + 2i)] = (_acc[((7i * 8i) + 2i)] + (_a[7i] * _b[2i]));
+                        _acc[((7i * 8i) + 3i)] = (_acc[((7i * 8i) + 3i)] + (_a[7i] * _b[3i]));
+                        _acc[((7i * 8i) + 4i)] = (_acc[((7i * 8i) + 4i)] + (_a[7i] * _b[4i]));
+                        _acc[((7i * 8i) + 5i)] = (_acc[((7i * 8i) + 5i)] + (_a[7i] * _b[5i]));
+                        _acc[((7i * 8i) + 6i)] = (_acc[((7i * 8i) + 6i)] + (_a[7i] * _b[6i]));
+                        _acc[((7i * 8i) + 7i)] = (_acc[((7i * 8i) + 7i)] + (_a[7i] * _b[7i]));
+                    }
+                }
+                _a[0i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (_ty * 4i))];
+                _a[1i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (_ty * 4i)) + 1i)];
+                _a[2i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (_ty * 4i)) + 2i)];
+                _a[3i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (_ty * 4i)) + 3i)];
+                _a[4i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (64i + (_ty * 4i)))];
+                _a[(4i + 1i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (64i + (_ty * 4i))) + 1i)];
+                _a[(4i + 2i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (64i + (_ty * 4i))) + 2i)];
+                _a[(4i + 3i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (64i + (_ty * 4i))) + 3i)];
+                _b[0i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (_tx * 4i))];
+                _b[1i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (_tx * 4i)) + 1i)];
+                _b[2i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (_tx * 4i)) + 2i)];
+                _b[3i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (_tx * 4i)) + 3i)];
+                _b[4i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (64i + (_tx * 4i)))];
+                _b[(4i + 1i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (64i + (_tx * 4i))) + 1i)];
+                _b[(4i + 2i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (64i + (_tx * 4i))) + 2i)];
+                _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (3i * 128i)) + (64i + (_tx * 4i))) + 3i)];
+                {
+                    {
+                        _acc[((0i * 8i) + 0i)] = (_acc[((0i * 8i) + 0i)] + (_a[0i] * _b[0i]));
+                        _acc[((0i * 8i) + 1i)] = (_acc[((0i * 8i) + 1i)] + (_a[0i] * _b[1i]));
+                        _acc[((0i * 8i) + 2i)] = (_acc[((0i * 8i) + 2i)] + (_a[0i] * _b[2i]));
+                        _acc[((0i * 8i) + 3i)] = (_acc[((0i * 8i) + 3i)] + (_a[0i] * _b[3i]));
+                        _acc[((0i * 8i) + 4i)] = (_acc[((0i * 8i) + 4i)] + (_a[0i] * _b[4i]));
+                        _acc[((0i * 8i) + 5i)] = (_acc[((0i * 8i) + 5i)] + (_a[0i] * _b[5i]));
+                        _acc[((0i * 8i) + 6i)] = (_acc[((0i * 8i) + 6i)] + (_a[0i] * _b[6i]));
+                        _acc[((0i * 8i) + 7i)] = (_acc[((0i * 8i) + 7i)] + (_a[0i] * _b[7i]));
+                    }
+                    {
+                        _acc[((1i * 8i) + 0i)] = (_acc[((1i * 8i) + 0i)] + (_a[1i] * _b[0i]));
+                        _acc[((1i * 8i) + 1i)] = (_acc[((1i * 8i) + 1i)] + (_a[1i] * _b[1i]));
+                        _acc[((1i * 8i) + 2i)] = (_acc[((1i * 8i) + 2i)] + (_a[1i] * _b[2i]));
+                        _acc[((1i * 8i) + 3i)] = (_acc[((1i * 8i) + 3i)] + (_a[1i] * _b[3i]));
+                        _acc[((1i * 8i) + 4i)] = (_acc[((1i * 8i) + 4i)] + (_a[1i] * _b[4i]));
+                        _acc[((1i * 8i) + 5i)] = (_acc[((1i * 8i) + 5i)] + (_a[1i] * _b[5i]));
+                        _acc[((1i * 8i) + 6i)] = (_acc[((1i * 8i) + 6i)] + (_a[1i] * _b[6i]));
+                        _acc[((1i * 8i) + 7i)] = (_acc[((1i * 8i) + 7i)] + (_a[1i] * _b[7i]));
+                    }
+                    {
+                        _acc[((2i * 8i) + 0i)] = (_acc[((2i * 8i) + 0i)] + (_a[2i] * _b[0i]));
+                        _acc[((2i * 8i) + 1i)] = (_acc[((2i * 8i) + 1i)] + (_a[2i] * _b[1i]));
+                        _acc[((2i * 8i) + 2i)] = (_acc[((2i * 8i) + 2i)] + (_a[2i] * _b[2i]));
+                        _acc[((2i * 8i) + 3i)] = (_acc[((2i * 8i) + 3i)] + (_a[2i] * _b[3i]));
+                        _acc[((2i * 8i) + 4i)] = (_acc[((2i * 8i) + 4i)] + (_a[2i] * _b[4i]));
+                        _acc[((2i * 8i) + 5i)] = (_acc[((2i * 8i) + 5i)] + (_a[2i] * _b[5i]));
+                        _acc[((2i * 8i) + 6i)] = (_acc[((2i * 8i) + 6i)] + (_a[2i] * _b[6i]));
+                        _acc[((2i * 8i) + 7i)] = (_acc[((2i * 8i) + 7i)] + (_a[2i] * _b[7i]));
+                    }
+                    {
+                        _acc[((3i * 8i) + 0i)] = (_acc[((3i * 8i) + 0i)] + (_a[3i] * _b[0i]));
+                        _acc[((3i * 8i) + 1i)] = (_acc[((3i * 8i) + 1i)] + (_a[3i] * _b[1i]));
+                        _acc[((3i * 8i) + 2i)] = (_acc[((3i * 8i) + 2i)] + (_a[3i] * _b[2i]));
+                        _acc[((3i * 8i) + 3i)] = (_acc[((3i * 8i) + 3i)] + (_a[3i] * _b[3i]));
+                        _acc[((3i * 8i) + 4i)] = (_acc[((3i * 8i) + 4i)] + (_a[3i] * _b[4i]));
+                        _acc[((3i * 8i) + 5i)] = (_acc[((3i * 8i) + 5i)] + (_a[3i] * _b[5i]));
+                        _acc[((3i * 8i) + 6i)] = (_acc[((3i * 8i) + 6i)] + (_a[3i] * _b[6i]));
+                        _acc[((3i * 8i) + 7i)] = (_acc[((3i * 8i) + 7i)] + (_a[3i] * _b[7i]));
+                    }
+                    {
+                        _acc[((4i * 8i) + 0i)] = (_acc[((4i * 8i) + 0i)] + (_a[4i] * _b[0i]));
+                        _acc[((4i * 8i) + 1i)] = (_acc[((4i * 8i) + 1i)] + (_a[4i] * _b[1i]));
+                        _acc[((4i * 8i) + 2i)] = (_acc[((4i * 8i) + 2i)] + (_a[4i] * _b[2i]));
+                        _acc[((4i * 8i) + 3i)] = (_acc[((4i * 8i) + 3i)] + (_a[4i] * _b[3i]));
+                        _acc[((4i * 8i) + 4i)] = (_acc[((4i * 8i) + 4i)] + (_a[4i] * _b[4i]));
+                        _acc[((4i * 8i) + 5i)] = (_acc[((4i * 8i) + 5i)] + (_a[4i] * _b[5i]));
+                        _acc[((4i * 8i) + 6i)] = (_acc[((4i * 8i) + 6i)] + (_a[4i] * _b[6i]));
+                        _acc[((4i * 8i) + 7i)] = (_acc[((4i * 8i) + 7i)] + (_a[4i] * _b[7i]));
+                    }
+                    {
+                        _acc[((5i * 8i) + 0i)] = (_acc[((5i * 8i) + 0i)] + (_a[5i] * _b[0i]));
+                        _acc[((5i * 8i) + 1i)] = (_acc[((5i * 8i) + 1i)] + (_a[5i] * _b[1i]));
+                        _acc[((5i * 8i) + 2i)] = (_acc[((5i * 8i) + 2i)] + (_a[5i] * _b[2i]));
+                        _acc[((5i * 8i) + 3i)] = (_acc[((5i * 8i) + 3i)] + (_a[5i] * _b[3i]));
+                        _acc[((5i * 8i) + 4i)] = (_acc[((5i * 8i) + 4i)] + (_a[5i] * _b[4i]));
+                        _acc[((5i * 8i) + 5i)] = (_acc[((5i * 8i) + 5i)] + (_a[5i] * _b[5i]));
+                        _acc[((5i * 8i) + 6i)] = (_acc[((5i * 8i) + 6i)] + (_a[5i] * _b[6i]));
+                        _acc[((5i * 8i) + 7i)] = (_acc[((5i * 8i) + 7i)] + (_a[5i] * _b[7i]));
+                    }
+                    {
+                        _acc[((6i * 8i) + 0i)] = (_acc[((6i * 8i) + 0i)] + (_a[6i] * _b[0i]));
+                        _acc[((6i * 8i) + 1i)] = (_acc[((6i * 8i) + 1i)] + (_a[6i] * _b[1i]));
+                        _acc[((6i * 8i) + 2i)] = (_acc[((6i * 8i) + 2i)] + (_a[6i] * _b[2i]));
+                        _acc[((6i * 8i) + 3i)] = (_acc[((6i * 8i) + 3i)] + (_a[6i] * _b[3i]));
+                        _acc[((6i * 8i) + 4i)] = (_acc[((6i * 8i) + 4i)] + (_a[6i] * _b[4i]));
+                        _acc[((6i * 8i) + 5i)] = (_acc[((6i * 8i) + 5i)] + (_a[6i] * _b[5i]));
+                        _acc[((6i * 8i) + 6i)] = (_acc[((6i * 8i) + 6i)] + (_a[6i] * _b[6i]));
+                        _acc[((6i * 8i) + 7i)] = (_acc[((6i * 8i) + 7i)] + (_a[6i] * _b[7i]));
+                    }
+                    {
+                        _acc[((7i * 8i) + 0i)] = (_acc[((7i * 8i) + 0i)] + (_a[7i] * _b[0i]));
+                        _acc[((7i * 8i) + 1i)] = (_acc[((7i * 8i) + 1i)] + (_a[7i] * _b[1i]));
+                        _acc[((7i * 8i) + 2i)] = (_acc[((7i * 8i) + 2i)] + (_a[7i] * _b[2i]));
+                        _acc[((7i * 8i) + 3i)] = (_acc[((7i * 8i) + 3i)] + (_a[7i] * _b[3i]));
+                        _acc[((7i * 8i) + 4i)] = (_acc[((7i * 8i) + 4i)] + (_a[7i] * _b[4i]));
+                        _acc[((7i * 8i) + 5i)] = (_acc[((7i * 8i) + 5i)] + (_a[7i] * _b[5i]));
+                        _acc[((7i * 8i) + 6i)] = (_acc[((7i * 8i) + 6i)] + (_a[7i] * _b[6i]));
+                        _acc[((7i * 8i) + 7i)] = (_acc[((7i * 8i) + 7i)] + (_a[7i] * _b[7i]));
+                    }
+                }
+                _a[0i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (_ty * 4i))];
+                _a[1i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (_ty * 4i)) + 1i)];
+                _a[2i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (_ty * 4i)) + 2i)];
+                _a[3i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (_ty * 4i)) + 3i)];
+                _a[4i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (64i + (_ty * 4i)))];
+                _a[(4i + 1i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (64i + (_ty * 4i))) + 1i)];
+                _a[(4i + 2i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (64i + (_ty * 4i))) + 2i)];
+                _a[(4i + 3i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (64i + (_ty * 4i))) + 3i)];
+                _b[0i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (_tx * 4i))];
+                _b[1i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (_tx * 4i)) + 1i)];
+                _b[2i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (_tx * 4i)) + 2i)];
+                _b[3i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (_tx * 4i)) + 3i)];
+                _b[4i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (64i + (_tx * 4i)))];
+                _b[(4i + 1i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (64i + (_tx * 4i))) + 1i)];
+                _b[(4i + 2i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (64i + (_tx * 4i))) + 2i)];
+                _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (4i * 128i)) + (64i + (_tx * 4i))) + 3i)];
+                {
+                    {
+                        _acc[((0i * 8i) + 0i)] = (_acc[((0i * 8i) + 0i)] + (_a[0i] * _b[0i]));
+                        _acc[((0i * 8i) + 1i)] = (_acc[((0i * 8i) + 1i)] + (_a[0i] * _b[1i]));
+                        _acc[((0i * 8i) + 2i)] = (_acc[((0i * 8i) + 2i)] + (_a[0i] * _b[2i]));
+                        _acc[((0i * 8i) + 3i)] = (_acc[((0i * 8i) + 3i)] + (_a[0i] * _b[3i]));
+                        _acc[((0i * 8i) + 4i)] = (_acc[((0i * 8i) + 4i)] + (_a[0i] * _b[4i]));
+                        _acc[((0i * 8i) + 5i)] = (_acc[((0i * 8i) + 5i)] + (_a[0i] * _b[5i]));
+                        _acc[((0i * 8i) + 6i)] = (_acc[((0i * 8i) + 6i)] + (_a[0i] * _b[6i]));
+                        _acc[((0i * 8i) + 7i)] = (_acc[((0i * 8i) + 7i)] + (_a[0i] * _b[7i]));
+                    }
+                    {
+                        _acc[((1i * 8i) + 0i)] = (_acc[((1i * 8i) + 0i)] + (_a[1i] * _b[0i]));
+                        _acc[((1i * 8i) + 1i)] = (_acc[((1i * 8i) + 1i)] + (_a[1i] * _b[1i]));
+                        _acc[((1i * 8i) + 2i)] = (_acc[((1i * 8i) + 2i)] + (_a[1i] * _b[2i]));
+                        _acc[((1i * 8i) + 3i)] = (_acc[((1i * 8i) + 3i)] + (_a[1i] * _b[3i]));
+                        _acc[((1i * 8i) + 4i)] = (_acc[((1i * 8i) + 4i)] + (_a[1i] * _b[4i]));
+                        _acc[((1i * 8i) + 5i)] = (_acc[((1i * 8i) + 5i)] + (_a[1i] * _b[5i]));
+                        _acc[((1i * 8i) + 6i)] = (_acc[((1i * 8i) + 6i)] + (_a[1i] * _b[6i]));
+                        _acc[((1i * 8i) + 7i)] = (_acc[((1i * 8i) + 7i)] + (_a[1i] * _b[7i]));
+                    }
+                    {
+                        _acc[((2i * 8i) + 0i)] = (_acc[((2i * 8i) + 0i)] + (_a[2i] * _b[0i]));
+                        _acc[((2i * 8i) + 1i)] = (_acc[((2i * 8i) + 1i)] + (_a[2i] * _b[1i]));
+                        _acc[((2i * 8i) + 2i)] = (_acc[((2i * 8i) + 2i)] + (_a[2i] * _b[2i]));
+                        _acc[((2i * 8i) + 3i)] = (_acc[((2i * 8i) + 3i)] + (_a[2i] * _b[3i]));
+                        _acc[((2i * 8i) + 4i)] = (_acc[((2i * 8i) + 4i)] + (_a[2i] * _b[4i]));
+                        _acc[((2i * 8i) + 5i)] = (_acc[((2i * 8i) + 5i)] + (_a[2i] * _b[5i]));
+                        _acc[((2i * 8i) + 6i)] = (_acc[((2i * 8i) + 6i)] + (_a[2i] * _b[6i]));
+                        _acc[((2i * 8i) + 7i)] = (_acc[((2i * 8i) + 7i)] + (_a[2i] * _b[7i]));
+                    }
+                    {
+                        _acc[((3i * 8i) + 0i)] = (_acc[((3i * 8i) + 0i)] + (_a[3i] * _b[0i]));
+                        _acc[((3i * 8i) + 1i)] = (_acc[((3i * 8i) + 1i)] + (_a[3i] * _b[1i]));
+                        _acc[((3i * 8i) + 2i)] = (_acc[((3i * 8i) + 2i)] + (_a[3i] * _b[2i]));
+                        _acc[((3i * 8i) + 3i)] = (_acc[((3i * 8i) + 3i)] + (_a[3i] * _b[3i]));
+                        _acc[((3i * 8i) + 4i)] = (_acc[((3i * 8i) + 4i)] + (_a[3i] * _b[4i]));
+                        _acc[((3i * 8i) + 5i)] = (_acc[((3i * 8i) + 5i)] + (_a[3i] * _b[5i]));
+                        _acc[((3i * 8i) + 6i)] = (_acc[((3i * 8i) + 6i)] + (_a[3i] * _b[6i]));
+                        _acc[((3i * 8i) + 7i)] = (_acc[((3i * 8i) + 7i)] + (_a[3i] * _b[7i]));
+                    }
+                    {
+                        _acc[((4i * 8i) + 0i)] = (_acc[((4i * 8i) + 0i)] + (_a[4i] * _b[0i]));
+                        _acc[((4i * 8i) + 1i)] = (_acc[((4i * 8i) + 1i)] + (_a[4i] * _b[1i]));
+                        _acc[((4i * 8i) + 2i)] = (_acc[((4i * 8i) + 2i)] + (_a[4i] * _b[2i]));
+                        _acc[((4i * 8i) + 3i)] = (_acc[((4i * 8i) + 3i)] + (_a[4i] * _b[3i]));
+                        _acc[((4i * 8i) + 4i)] = (_acc[((4i * 8i) + 4i)] + (_a[4i] * _b[4i]));
+                        _acc[((4i * 8i) + 5i)] = (_acc[((4i * 8i) + 5i)] + (_a[4i] * _b[5i]));
+                        _acc[((4i * 8i) + 6i)] = (_acc[((4i * 8i) + 6i)] + (_a[4i] * _b[6i]));
+                        _acc[((4i * 8i) + 7i)] = (_acc[((4i * 8i) + 7i)] + (_a[4i] * _b[7i]));
+                    }
+                    {
+                        _acc[((5i * 8i) + 0i)] = (_acc[((5i * 8i) + 0i)] + (_a[5i] * _b[0i]));
+                        _acc[((5i * 8i) + 1i)] = (_acc[((5i * 8i) + 1i)] + (_a[5i] * _b[1i]));
+                        _acc[((5i * 8i) + 2i)] = (_acc[((5i * 8i) + 2i)] + (_a[5i] * _b[2i]));
+                        _acc[((5i * 8i) + 3i)] = (_acc[((5i * 8i) + 3i)] + (_a[5i] * _b[3i]));
+                        _acc[((5i * 8i) + 4i)] = (_acc[((5i * 8i) + 4i)] + (_a[5i] * _b[4i]));
+                        _acc[((5i * 8i) + 5i)] = (_acc[((5i * 8i) + 5i)] + (_a[5i] * _b[5i]));
+                        _acc[((5i * 8i) + 6i)] = (_acc[((5i * 8i) + 6i)] + (_a[5i] * _b[6i]));
+                        _acc[((5i * 8i) + 7i)] = (_acc[((5i * 8i) + 7i)] + (_a[5i] * _b[7i]));
+                    }
+                    {
+                        _acc[((6i * 8i) + 0i)] = (_acc[((6i * 8i) + 0i)] + (_a[6i] * _b[0i]));
+                        _acc[((6i * 8i) + 1i)] = (_acc[((6i * 8i) + 1i)] + (_a[6i] * _b[1i]));
+                        _acc[((6i * 8i) + 2i)] = (_acc[((6i * 8i) + 2i)] + (_a[6i] * _b[2i]));
+                        _acc[((6i * 8i) + 3i)] = (_acc[((6i * 8i) + 3i)] + (_a[6i] * _b[3i]));
+                        _acc[((6i * 8i) + 4i)] = (_acc[((6i * 8i) + 4i)] + (_a[6i] * _b[4i]));
+                        _acc[((6i * 8i) + 5i)] = (_acc[((6i * 8i) + 5i)] + (_a[6i] * _b[5i]));
+                        _acc[((6i * 8i) + 6i)] = (_acc[((6i * 8i) + 6i)] + (_a[6i] * _b[6i]));
+                        _acc[((6i * 8i) + 7i)] = (_acc[((6i * 8i) + 7i)] + (_a[6i] * _b[7i]));
+                    }
+                    {
+                        _acc[((7i * 8i) + 0i)] = (_acc[((7i * 8i) + 0i)] + (_a[7i] * _b[0i]));
+                        _acc[((7i * 8i) + 1i)] = (_acc[((7i * 8i) + 1i)] + (_a[7i] * _b[1i]));
+                        _acc[((7i * 8i) + 2i)] = (_acc[((7i * 8i) + 2i)] + (_a[7i] * _b[2i]));
+                        _acc[((7i * 8i) + 3i)] = (_acc[((7i * 8i) + 3i)] + (_a[7i] * _b[3i]));
+                        _acc[((7i * 8i) + 4i)] = (_acc[((7i * 8i) + 4i)] + (_a[7i] * _b[4i]));
+                        _acc[((7i * 8i) + 5i)] = (_acc[((7i * 8i) + 5i)] + (_a[7i] * _b[5i]));
+                        _acc[((7i * 8i) + 6i)] = (_acc[((7i * 8i) + 6i)] + (_a[7i] * _b[6i]));
+                        _acc[((7i * 8i) + 7i)] = (_acc[((7i * 8i) + 7i)] + (_a[7i] * _b[7i]));
+                    }
+                }
+                _a[0i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (_ty * 4i))];
+                _a[1i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (_ty * 4i)) + 1i)];
+                _a[2i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (_ty * 4i)) + 2i)];
+                _a[3i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (_ty * 4i)) + 3i)];
+                _a[4i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (64i + (_ty * 4i)))];
+                _a[(4i + 1i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (64i + (_ty * 4i))) + 1i)];
+                _a[(4i + 2i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (64i + (_ty * 4i))) + 2i)];
+                _a[(4i + 3i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (64i + (_ty * 4i))) + 3i)];
+                _b[0i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (_tx * 4i))];
+                _b[1i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (_tx * 4i)) + 1i)];
+                _b[2i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (_tx * 4i)) + 2i)];
+                _b[3i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (_tx * 4i)) + 3i)];
+                _b[4i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (64i + (_tx * 4i)))];
+                _b[(4i + 1i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (64i + (_tx * 4i))) + 1i)];
+                _b[(4i + 2i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (64i + (_tx * 4i))) + 2i)];
+                _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (5i * 128i)) + (64i + (_tx * 4i))) + 3i)];
+                {
+                    {
+                        _acc[((0i * 8i) + 0i)] = (_acc[((0i * 8i) + 0i)] + (_a[0i] * _b[0i]));
+                        _acc[((0i * 8i) + 1i)] = (_acc[((0i * 8i) + 1i)] + (_a[0i] * _b[1i]));
+                        _acc[((0i * 8i) + 2i)] = (_acc[((0i * 8i) + 2i)] + (_a[0i] * _b[2i]));
+                        _acc[((0i * 8i) + 3i)] = (_acc[((0i * 8i) + 3i)] + (_a[0i] * _b[3i]));
+                        _acc[((0i * 8i) + 4i)] = (_acc[((0i * 8i) + 4i)] + (_a[0i] * _b[4i]));
+                        _acc[((0i * 8i) + 5i)] = (_acc[((0i * 8i) + 5i)] + (_a[0i] * _b[5i]));
+                        _acc[((0i * 8i) + 6i)] = (_acc[((0i * 8i) + 6i)] + (_a[0i] * _b[6i]));
+                        _acc[((0i * 8i) + 7i)] = (_acc[((0i * 8i) + 7i)] + (_a[0i] * _b[7i]));
+                    }
+                    {
+                        _acc[((1i * 8i) + 0i)] = (_acc[((1i * 8i) + 0i)] + (_a[1i] * _b[0i]));
+                        _acc[((1i * 8i) + 1i)] = (_acc[((1i * 8i) + 1i)] + (_a[1i] * _b[1i]));
+                        _acc[((1i * 8i) + 2i)] = (_acc[((1i * 8i) + 2i)] + (_a[1i] * _b[2i]));
+                        _acc[((1i * 8i) + 3i)] = (_acc[((1i * 8i) + 3i)] + (_a[1i] * _b[3i]));
+                        _acc[((1i * 8i) + 4i)] = (_acc[((1i * 8i) + 4i)] + (_a[1i] * _b[4i]));
+                        _acc[((1i * 8i) + 5i)] = (_acc[((1i * 8i) + 5i)] + (_a[1i] * _b[5i]));
+                        _acc[((1i * 8i) + 6i)] = (_acc[((1i * 8i) + 6i)] + (_a[1i] * _b[6i]));
+                        _acc[((1i * 8i) + 7i)] = (_acc[((1i * 8i) + 7i)] + (_a[1i] * _b[7i]));
+                    }
+                    {
+                        _acc[((2i * 8i) + 0i)] = (_acc[((2i * 8i) + 0i)] + (_a[2i] * _b[0i]));
+                        _acc[((2i * 8i) + 1i)] = (_acc[((2i * 8i) + 1i)] + (_a[2i] * _b[1i]));
+                        _acc[((2i * 8i) + 2i)] = (_acc[((2i * 8i) + 2i)] + (_a[2i] * _b[2i]));
+                        _acc[((2i * 8i) + 3i)] = (_acc[((2i * 8i) + 3i)] + (_a[2i] * _b[3i]));
+                        _acc[((2i * 8i) + 4i)] = (_acc[((2i * 8i) + 4i)] + (_a[2i] * _b[4i]));
+                        _acc[((2i * 8i) + 5i)] = (_acc[((2i * 8i) + 5i)] + (_a[2i] * _b[5i]));
+                        _acc[((2i * 8i) + 6i)] = (_acc[((2i * 8i) + 6i)] + (_a[2i] * _b[6i]));
+                        _acc[((2i * 8i) + 7i)] = (_acc[((2i * 8i) + 7i)] + (_a[2i] * _b[7i]));
+                    }
+                    {
+                        _acc[((3i * 8i) + 0i)] = (_acc[((3i * 8i) + 0i)] + (_a[3i] * _b[0i]));
+                        _acc[((3i * 8i) + 1i)] = (_acc[((3i * 8i) + 1i)] + (_a[3i] * _b[1i]));
+                        _acc[((3i * 8i) + 2i)] = (_acc[((3i * 8i) + 2i)] + (_a[3i] * _b[2i]));
+                        _acc[((3i * 8i) + 3i)] = (_acc[((3i * 8i) + 3i)] + (_a[3i] * _b[3i]));
+                        _acc[((3i * 8i) + 4i)] = (_acc[((3i * 8i) + 4i)] + (_a[3i] * _b[4i]));
+                        _acc[((3i * 8i) + 5i)] = (_acc[((3i * 8i) + 5i)] + (_a[3i] * _b[5i]));
+                        _acc[((3i * 8i) + 6i)] = (_acc[((3i * 8i) + 6i)] + (_a[3i] * _b[6i]));
+                        _acc[((3i * 8i) + 7i)] = (_acc[((3i * 8i) + 7i)] + (_a[3i] * _b[7i]));
+                    }
+                    {
+                        _acc[((4i * 8i) + 0i)] = (_acc[((4i * 8i) + 0i)] + (_a[4i] * _b[0i]));
+                        _acc[((4i * 8i) + 1i)] = (_acc[((4i * 8i) + 1i)] + (_a[4i] * _b[1i]));
+                        _acc[((4i * 8i) + 2i)] = (_acc[((4i * 8i) + 2i)] + (_a[4i] * _b[2i]));
+                        _acc[((4i * 8i) + 3i)] = (_acc[((4i * 8i) + 3i)] + (_a[4i] * _b[3i]));
+                        _acc[((4i * 8i) + 4i)] = (_acc[((4i * 8i) + 4i)] + (_a[4i] * _b[4i]));
+                        _acc[((4i * 8i) + 5i)] = (_acc[((4i * 8i) + 5i)] + (_a[4i] * _b[5i]));
+                        _acc[((4i * 8i) + 6i)] = (_acc[((4i * 8i) + 6i)] + (_a[4i] * _b[6i]));
+                        _acc[((4i * 8i) + 7i)] = (_acc[((4i * 8i) + 7i)] + (_a[4i] * _b[7i]));
+                    }
+                    {
+                        _acc[((5i * 8i) + 0i)] = (_acc[((5i * 8i) + 0i)] + (_a[5i] * _b[0i]));
+                        _acc[((5i * 8i) + 1i)] = (_acc[((5i * 8i) + 1i)] + (_a[5i] * _b[1i]));
+                        _acc[((5i * 8i) + 2i)] = (_acc[((5i * 8i) + 2i)] + (_a[5i] * _b[2i]));
+                        _acc[((5i * 8i) + 3i)] = (_acc[((5i * 8i) + 3i)] + (_a[5i] * _b[3i]));
+                        _acc[((5i * 8i) + 4i)] = (_acc[((5i * 8i) + 4i)] + (_a[5i] * _b[4i]));
+                        _acc[((5i * 8i) + 5i)] = (_acc[((5i * 8i) + 5i)] + (_a[5i] * _b[5i]));
+                        _acc[((5i * 8i) + 6i)] = (_acc[((5i * 8i) + 6i)] + (_a[5i] * _b[6i]));
+                        _acc[((5i * 8i) + 7i)] = (_acc[((5i * 8i) + 7i)] + (_a[5i] * _b[7i]));
+                    }
+                    {
+                        _acc[((6i * 8i) + 0i)] = (_acc[((6i * 8i) + 0i)] + (_a[6i] * _b[0i]));
+                        _acc[((6i * 8i) + 1i)] = (_acc[((6i * 8i) + 1i)] + (_a[6i] * _b[1i]));
+                        _acc[((6i * 8i) + 2i)] = (_acc[((6i * 8i) + 2i)] + (_a[6i] * _b[2i]));
+                        _acc[((6i * 8i) + 3i)] = (_acc[((6i * 8i) + 3i)] + (_a[6i] * _b[3i]));
+                        _acc[((6i * 8i) + 4i)] = (_acc[((6i * 8i) + 4i)] + (_a[6i] * _b[4i]));
+                        _acc[((6i * 8i) + 5i)] = (_acc[((6i * 8i) + 5i)] + (_a[6i] * _b[5i]));
+                        _acc[((6i * 8i) + 6i)] = (_acc[((6i * 8i) + 6i)] + (_a[6i] * _b[6i]));
+                        _acc[((6i * 8i) + 7i)] = (_acc[((6i * 8i) + 7i)] + (_a[6i] * _b[7i]));
+                    }
+                    {
+                        _acc[((7i * 8i) + 0i)] = (_acc[((7i * 8i) + 0i)] + (_a[7i] * _b[0i]));
+                        _acc[((7i * 8i) + 1i)] = (_acc[((7i * 8i) + 1i)] + (_a[7i] * _b[1i]));
+                        _acc[((7i * 8i) + 2i)] = (_acc[((7i * 8i) + 2i)] + (_a[7i] * _b[2i]));
+                        _acc[((7i * 8i) + 3i)] = (_acc[((7i * 8i) + 3i)] + (_a[7i] * _b[3i]));
+                        _acc[((7i * 8i) + 4i)] = (_acc[((7i * 8i) + 4i)] + (_a[7i] * _b[4i]));
+                        _acc[((7i * 8i) + 5i)] = (_acc[((7i * 8i) + 5i)] + (_a[7i] * _b[5i]));
+                        _acc[((7i * 8i) + 6i)] = (_acc[((7i * 8i) + 6i)] + (_a[7i] * _b[6i]));
+                        _acc[((7i * 8i) + 7i)] = (_acc[((7i * 8i) + 7i)] + (_a[7i] * _b[7i]));
+                    }
+                }
+                _a[0i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (_ty * 4i))];
+                _a[1i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (_ty * 4i)) + 1i)];
+                _a[2i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (_ty * 4i)) + 2i)];
+                _a[3i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (_ty * 4i)) + 3i)];
+                _a[4i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (64i + (_ty * 4i)))];
+                _a[(4i + 1i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (64i + (_ty * 4i))) + 1i)];
+                _a[(4i + 2i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (64i + (_ty * 4i))) + 2i)];
+                _a[(4i + 3i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (64i + (_ty * 4i))) + 3i)];
+                _b[0i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (_tx * 4i))];
+                _b[1i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (_tx * 4i)) + 1i)];
+                _b[2i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (_tx * 4i)) + 2i)];
+                _b[3i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (_tx * 4i)) + 3i)];
+                _b[4i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (64i + (_tx * 4i)))];
+                _b[(4i + 1i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (64i + (_tx * 4i))) + 1i)];
+                _b[(4i + 2i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (64i + (_tx * 4i))) + 2i)];
+                _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (6i * 128i)) + (64i + (_tx * 4i))) + 3i)];
+                {
+                    {
+                        _acc[((0i * 8i) + 0i)] = (_acc[((0i * 8i) + 0i)] + (_a[0i] * _b[0i]));
+                        _acc[((0i * 8i) + 1i)] = (_acc[((0i * 8i) + 1i)] + (_a[0i] * _b[1i]));
+                        _acc[((0i * 8i) + 2i)] = (_acc[((0i * 8i) + 2i)] + (_a[0i] * _b[2i]));
+                        _acc[((0i * 8i) + 3i)] = (_acc[((0i * 8i) + 3i)] + (_a[0i] * _b[3i]));
+                        _acc[((0i * 8i) + 4i)] = (_acc[((0i * 8i) + 4i)] + (_a[0i] * _b[4i]));
+                        _acc[((0i * 8i) + 5i)] = (_acc[((0i * 8i) + 5i)] + (_a[0i] * _b[5i]));
+                        _acc[((0i * 8i) + 6i)] = (_acc[((0i * 8i) + 6i)] + (_a[0i] * _b[6i]));
+                        _acc[((0i * 8i) + 7i)] = (_acc[((0i * 8i) + 7i)] + (_a[0i] * _b[7i]));
+                    }
+                    {
+                        _acc[((1i * 8i) + 0i)] = (_acc[((1i * 8i) + 0i)] + (_a[1i] * _b[0i]));
+                        _acc[((1i * 8i) + 1i)] = (_acc[((1i * 8i) + 1i)] + (_a[1i] * _b[1i]));
+                        _acc[((1i * 8i) + 2i)] = (_acc[((1i * 8i) + 2i)] + (_a[1i] * _b[2i]));
+                        _acc[((1i * 8i) + 3i)] = (_acc[((1i * 8i) + 3i)] + (_a[1i] * _b[3i]));
+                        _acc[((1i * 8i) + 4i)] = (_acc[((1i * 8i) + 4i)] + (_a[1i] * _b[4i]));
+                        _acc[((1i * 8i) + 5i)] = (_acc[((1i * 8i) + 5i)] + (_a[1i] * _b[5i]));
+                        _acc[((1i * 8i) + 6i)] = (_acc[((1i * 8i) + 6i)] + (_a[1i] * _b[6i]));
+                        _acc[((1i * 8i) + 7i)] = (_acc[((1i * 8i) + 7i)] + (_a[1i] * _b[7i]));
+                    }
+                    {
+                        _acc[((2i * 8i) + 0i)] = (_acc[((2i * 8i) + 0i)] + (_a[2i] * _b[0i]));
+                        _acc[((2i * 8i) + 1i)] = (_acc[((2i * 8i) + 1i)] + (_a[2i] * _b[1i]));
+                        _acc[((2i * 8i) + 2i)] = (_acc[((2i * 8i) + 2i)] + (_a[2i] * _b[2i]));
+                        _acc[((2i * 8i) + 3i)] = (_acc[((2i * 8i) + 3i)] + (_a[2i] * _b[3i]));
+                        _acc[((2i * 8i) + 4i)] = (_acc[((2i * 8i) + 4i)] + (_a[2i] * _b[4i]));
+                        _acc[((2i * 8i) + 5i)] = (_acc[((2i * 8i) + 5i)] + (_a[2i] * _b[5i]));
+                        _acc[((2i * 8i) + 6i)] = (_acc[((2i * 8i) + 6i)] + (_a[2i] * _b[6i]));
+                        _acc[((2i * 8i) + 7i)] = (_acc[((2i * 8i) + 7i)] + (_a[2i] * _b[7i]));
+                    }
+                    {
+                        _acc[((3i * 8i) + 0i)] = (_acc[((3i * 8i) + 0i)] + (_a[3i] * _b[0i]));
+                        _acc[((3i * 8i) + 1i)] = (_acc[((3i * 8i) + 1i)] + (_a[3i] * _b[1i]));
+                        _acc[((3i * 8i) + 2i)] = (_acc[((3i * 8i) + 2i)] + (_a[3i] * _b[2i]));
+                        _acc[((3i * 8i) + 3i)] = (_acc[((3i * 8i) + 3i)] + (_a[3i] * _b[3i]));
+                        _acc[((3i * 8i) + 4i)] = (_acc[((3i * 8i) + 4i)] + (_a[3i] * _b[4i]));
+                        _acc[((3i * 8i) + 5i)] = (_acc[((3i * 8i) + 5i)] + (_a[3i] * _b[5i]));
+                        _acc[((3i * 8i) + 6i)] = (_acc[((3i * 8i) + 6i)] + (_a[3i] * _b[6i]));
+                        _acc[((3i * 8i) + 7i)] = (_acc[((3i * 8i) + 7i)] + (_a[3i] * _b[7i]));
+                    }
+                    {
+                        _acc[((4i * 8i) + 0i)] = (_acc[((4i * 8i) + 0i)] + (_a[4i] * _b[0i]));
+                        _acc[((4i * 8i) + 1i)] = (_acc[((4i * 8i) + 1i)] + (_a[4i] * _b[1i]));
+                        _acc[((4i * 8i) + 2i)] = (_acc[((4i * 8i) + 2i)] + (_a[4i] * _b[2i]));
+                        _acc[((4i * 8i) + 3i)] = (_acc[((4i * 8i) + 3i)] + (_a[4i] * _b[3i]));
+                        _acc[((4i * 8i) + 4i)] = (_acc[((4i * 8i) + 4i)] + (_a[4i] * _b[4i]));
+                        _acc[((4i * 8i) + 5i)] = (_acc[((4i * 8i) + 5i)] + (_a[4i] * _b[5i]));
+                        _acc[((4i * 8i) + 6i)] = (_acc[((4i * 8i) + 6i)] + (_a[4i] * _b[6i]));
+                        _acc[((4i * 8i) + 7i)] = (_acc[((4i * 8i) + 7i)] + (_a[4i] * _b[7i]));
+                    }
+                    {
+                        _acc[((5i * 8i) + 0i)] = (_acc[((5i * 8i) + 0i)] + (_a[5i] * _b[0i]));
+                        _acc[((5i * 8i) + 1i)] = (_acc[((5i * 8i) + 1i)] + (_a[5i] * _b[1i]));
+                        _acc[((5i * 8i) + 2i)] = (_acc[((5i * 8i) + 2i)] + (_a[5i] * _b[2i]));
+                        _acc[((5i * 8i) + 3i)] = (_acc[((5i * 8i) + 3i)] + (_a[5i] * _b[3i]));
+                        _acc[((5i * 8i) + 4i)] = (_acc[((5i * 8i) + 4i)] + (_a[5i] * _b[4i]));
+                        _acc[((5i * 8i) + 5i)] = (_acc[((5i * 8i) + 5i)] + (_a[5i] * _b[5i]));
+                        _acc[((5i * 8i) + 6i)] = (_acc[((5i * 8i) + 6i)] + (_a[5i] * _b[6i]));
+                        _acc[((5i * 8i) + 7i)] = (_acc[((5i * 8i) + 7i)] + (_a[5i] * _b[7i]));
+                    }
+                    {
+                        _acc[((6i * 8i) + 0i)] = (_acc[((6i * 8i) + 0i)] + (_a[6i] * _b[0i]));
+                        _acc[((6i * 8i) + 1i)] = (_acc[((6i * 8i) + 1i)] + (_a[6i] * _b[1i]));
+                        _acc[((6i * 8i) + 2i)] = (_acc[((6i * 8i) + 2i)] + (_a[6i] * _b[2i]));
+                        _acc[((6i * 8i) + 3i)] = (_acc[((6i * 8i) + 3i)] + (_a[6i] * _b[3i]));
+                        _acc[((6i * 8i) + 4i)] = (_acc[((6i * 8i) + 4i)] + (_a[6i] * _b[4i]));
+                        _acc[((6i * 8i) + 5i)] = (_acc[((6i * 8i) + 5i)] + (_a[6i] * _b[5i]));
+                        _acc[((6i * 8i) + 6i)] = (_acc[((6i * 8i) + 6i)] + (_a[6i] * _b[6i]));
+                        _acc[((6i * 8i) + 7i)] = (_acc[((6i * 8i) + 7i)] + (_a[6i] * _b[7i]));
+                    }
+                    {
+                        _acc[((7i * 8i) + 0i)] = (_acc[((7i * 8i) + 0i)] + (_a[7i] * _b[0i]));
+                        _acc[((7i * 8i) + 1i)] = (_acc[((7i * 8i) + 1i)] + (_a[7i] * _b[1i]));
+                        _acc[((7i * 8i) + 2i)] = (_acc[((7i * 8i) + 2i)] + (_a[7i] * _b[2i]));
+                        _acc[((7i * 8i) + 3i)] = (_acc[((7i * 8i) + 3i)] + (_a[7i] * _b[3i]));
+                        _acc[((7i * 8i) + 4i)] = (_acc[((7i * 8i) + 4i)] + (_a[7i] * _b[4i]));
+                        _acc[((7i * 8i) + 5i)] = (_acc[((7i * 8i) + 5i)] + (_a[7i] * _b[5i]));
+                        _acc[((7i * 8i) + 6i)] = (_acc[((7i * 8i) + 6i)] + (_a[7i] * _b[6i]));
+                        _acc[((7i * 8i) + 7i)] = (_acc[((7i * 8i) + 7i)] + (_a[7i] * _b[7i]));
+                    }
+                }
+                _a[0i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (_ty * 4i))];
+                _a[1i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (_ty * 4i)) + 1i)];
+                _a[2i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (_ty * 4i)) + 2i)];
+                _a[3i] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (_ty * 4i)) + 3i)];
+                _a[4i] = _shm[(((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (64i + (_ty * 4i)))];
+                _a[(4i + 1i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (64i + (_ty * 4i))) + 1i)];
+                _a[(4i + 2i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (64i + (_ty * 4i))) + 2i)];
+                _a[(4i + 3i)] = _shm[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (64i + (_ty * 4i))) + 3i)];
+                _b[0i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (_tx * 4i))];
+                _b[1i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (_tx * 4i)) + 1i)];
+                _b[2i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (_tx * 4i)) + 2i)];
+                _b[3i] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (_tx * 4i)) + 3i)];
+                _b[4i] = _shn[(((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (64i + (_tx * 4i)))];
+                _b[(4i + 1i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (64i + (_tx * 4i))) + 1i)];
+                _b[(4i + 2i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (64i + (_tx * 4i))) + 2i)];
+                _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (7i * 128i)) + (64i + (_tx * 4i))) + 3i)];
+                {
+                    {
+                        _acc[((0i * 8i) + 0i)] = (_acc[((0i * 8i) + 0i)] + (_a[0i] * _b[0i]));
+                        _acc[((0i * 8i) + 1i)] = (_acc[((0i * 8i) + 1i)] + (_a[0i] * _b[1i]));
+                        _acc[((0i * 8i) + 2i)] = (_acc[((0i * 8i) + 2i)] + (_a[0i] * _b[2i]));
+                        _acc[((0i * 8i) + 3i)] = (_acc[((0i * 8i) + 3i)] + (_a[0i] * _b[3i]));
+                        _acc[((0i * 8i) + 4i)] = (_acc[((0i * 8i) + 4i)] + (_a[0i] * _b[4i]));
+                        _acc[((0i * 8i) + 5i)] = (_acc[((0i * 8i) + 5i)] + (_a[0i] * _b[5i]));
+                        _acc[((0i * 8i) + 6i)] = (_acc[((0i * 8i) + 6i)] + (_a[0i] * _b[6i]));
+                        _acc[((0i * 8i) + 7i)] = (_acc[((0i * 8i) + 7i)] + (_a[0i] * _b[7i]));
+                    }
+                    {
+                        _acc[((1i * 8i) + 0i)] = (_acc[((1i * 8i) + 0i)] + (_a[1i] * _b[0i]));
+                        _acc[((1i * 8i) + 1i)] = (_acc[((1i * 8i) + 1i)] + (_a[1i] * _b[1i]));
+                        _acc[((1i * 8i) + 2i)] = (_acc[((1i * 8i) + 2i)] + (_a[1i] * _b[2i]));
+                        _acc[((1i * 8i) + 3i)] = (_acc[((1i * 8i) + 3i)] + (_a[1i] * _b[3i]));
+                        _acc[((1i * 8i) + 4i)] = (_acc[((1i * 8i) + 4i)] + (_a[1i] * _b[4i]));
+                        _acc[((1i * 8i) + 5i)] = (_acc[((1i * 8i) + 5i)] + (_a[1i] * _b[5i]));
+                        _acc[((1i * 8i) + 6i)] = (_acc[((1i * 8i) + 6i)] + (_a[1i] * _b[6i]));
+                        _acc[((1i * 8i) + 7i)] = (_acc[((1i * 8i) + 7i)] + (_a[1i] * _b[7i]));
+                    }
+                    {
+                        _acc[((2i * 8i) + 0i)] = (_acc[((2i * 8i) + 0i)] + (_a[2i] * _b[0i]));
+                        _acc[((2i * 8i) + 1i)] = (_acc[((2i * 8i) + 1i)] + (_a[2i] * _b[1i]));
+                        _acc[((2i * 8i) + 2i)] = (_acc[((2i * 8i) + 2i)] + (_a[2i] * _b[2i]));
+                        _acc[((2i * 8i) + 3i)] = (_acc[((2i * 8i) + 3i)] + (_a[2i] * _b[3i]));
+                        _acc[((2i * 8i) + 4i)] = (_acc[((2i * 8i) + 4i)] + (_a[2i] * _b[4i]));
+                        _acc[((2i * 8i) + 5i)] = (_acc[((2i * 8i) + 5i)] + (_a[2i] * _b[5i]));
+                        _acc[((2i * 8i) + 6i)] = (_acc[((2i * 8i) + 6i)] + (_a[2i] * _b[6i]));
+                        _acc[((2i * 8i) + 7i)] = (_acc[((2i * 8i) + 7i)] + (_a[2i] * _b[7i]));
+                    }
+                    {
+                        _acc[((3i * 8i) + 0i)] = (_acc[((3i * 8i) + 0i)] + (_a[3i] * _b[0i]));
+                        _acc[((3i * 8i) + 1i)] = (_acc[((3i * 8i) + 1i)] + (_a[3i] * _b[1i]));
+                        _acc[((3i * 8i) + 2i)] = (_acc[((3i * 8i) + 2i)] + (_a[3i] * _b[2i]));
+                        _acc[((3i * 8i) + 3i)] = (_acc[((3i * 8i) + 3i)] + (_a[3i] * _b[3i]));
+                        _acc[((3i * 8i) + 4i)] = (_acc[((3i * 8i) + 4i)] + (_a[3i] * _b[4i]));
+                        _acc[((3i * 8i) + 5i)] = (_acc[((3i * 8i) + 5i)] + (_a[3i] * _b[5i]));
+                        _acc[((3i * 8i) + 6i)] = (_acc[((3i * 8i) + 6i)] + (_a[3i] * _b[6i]));
+                        _acc[((3i * 8i) + 7i)] = (_acc[((3i * 8i) + 7i)] + (_a[3i] * _b[7i]));
+                    }
+                    {
+                        _acc[((4i * 8i) + 0i)] = (_acc[((4i * 8i) + 0i)] + (_a[4i] * _b[0i]));
+                        _acc[((4i * 8i) + 1i)] = (_acc[((4i * 8i) + 1i)] + (_a[4i] * _b[1i]));
+                        _acc[((4i * 8i) + 2i)] = (_acc[((4i * 8i) + 2i)] + (_a[4i] * _b[2i]));
+                        _acc[((4i * 8i) + 3i)] = (_acc[((4i * 8i) + 3i)] + (_a[4i] * _b[3i]));
+                        _acc[((4i * 8i) + 4i)] = (_acc[((4i * 8i) + 4i)] + (_a[4i] * _b[4i]));
+                        _acc[((4i * 8i) + 5i)] = (_acc[((4i * 8i) + 5i)] + (_a[4i] * _b[5i]));
+                        _acc[((4i * 8i) + 6i)] = (_acc[((4i * 8i) + 6i)] + (_a[4i] * _b[6i]));
+                        _acc[((4i * 8i) + 7i)] = (_acc[((4i * 8i) + 7i)] + (_a[4i] * _b[7i]));
+                    }
+                    {
+                        _acc[((5i * 8i) + 0i)] = (_acc[((5i * 8i) + 0i)] + (_a[5i] * _b[0i]));
+                        _acc[((5i * 8i) + 1i)] = (_acc[((5i * 8i) + 1i)] + (_a[5i] * _b[1i]));
+                        _acc[((5i * 8i) + 2i)] = (_acc[((5i * 8i) + 2i)] + (_a[5i] * _b[2i]));
+                        _acc[((5i * 8i) + 3i)] = (_acc[((5i * 8i) + 3i)] + (_a[5i] * _b[3i]));
+                        _acc[((5i * 8i) + 4i)] = (_acc[((5i * 8i) + 4i)] + (_a[5i] * _b[4i]));
+                        _acc[((5i * 8i) + 5i)] = (_acc[((5i * 8i) + 5i)] + (_a[5i] * _b[5i]));
+                        _acc[((5i * 8i) + 6i)] = (_acc[((5i * 8i) + 6i)] + (_a[5i] * _b[6i]));
+                        _acc[((5i * 8i) + 7i)] = (_acc[((5i * 8i) + 7i)] + (_a[5i] * _b[7i]));
+                    }
+                    {
+                        _acc[((6i * 8i) + 0i)] = (_acc[((6i * 8i) + 0i)] + (_a[6i] * _b[0i]));
+                        _acc[((6i * 8i) + 1i)] = (_acc[((6i * 8i) + 1i)] + (_a[6i] * _b[1i]));
+                        _acc[((6i * 8i) + 2i)] = (_acc[((6i * 8i) + 2i)] + (_a[6i] * _b[2i]));
+                        _acc[((6i * 8i) + 3i)] = (_acc[((6i * 8i) + 3i)] + (_a[6i] * _b[3i]));
+                        _acc[((6i * 8i) + 4i)] = (_acc[((6i * 8i) + 4i)] + (_a[6i] * _b[4i]));
+                        _acc[((6i * 8i) + 5i)] = (_acc[((6i * 8i) + 5i)] + (_a[6i] * _b[5i]));
+                        _acc[((6i * 8i) + 6i)] = (_acc[((6i * 8i) + 6i)] + (_a[6i] * _b[6i]));
+                        _acc[((6i * 8i) + 7i)] = (_acc[((6i * 8i) + 7i)] + (_a[6i] * _b[7i]));
+                    }
+                    {
+                        _acc[((7i * 8i) + 0i)] = (_acc[((7i * 8i) + 0i)] + (_a[7i] * _b[0i]));
+                        _acc[((7i * 8i) + 1i)] = (_acc[((7i * 8i) + 1i)] + (_a[7i] * _b[1i]));
+                        _acc[((7i * 8i) + 2i)] = (_acc[((7i * 8i) + 2i)] + (_a[7i] * _b[2i]));
+                        _acc[((7i * 8i) + 3i)] = (_acc[((7i * 8i) + 3i)] + (_a[7i] * _b[3i]));
+                        _acc[((7i * 8i) + 4i)] = (_acc[((7i * 8i) + 4i)] + (_a[7i] * _b[4i]));
+                        _acc[((7i * 8i) + 5i)] = (_acc[((7i * 8i) + 5i)] + (_a[7i] * _b[5i]));
+                        _acc[((7i * 8i) + 6i)] = (_acc[((7i * 8i) + 6i)] + (_a[7i] * _b[6i]));
+                        _acc[((7i * 8i) + 7i)] = (_acc[((7i * 8i) + 7i)] + (_a[7i] * _b[7i]));
                     }
                 }
             }
             if (((_kt + 1i) < _nk9)) {
-                for (var _r14: i32 = 0i; _r14 < 4i; _r14++) {
-                    let _x: i32 = zyn_tdiv((zyn_thread + (_r14 * 256i)), 8i);
-                    let _k: i32 = zyn_trem((zyn_thread + (_r14 * 256i)), 8i);
-                    _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k * 128i) + _x))] = _regm[_r14];
+                {
+                    let _x_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 8i);
+                    let _k_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 8i);
+                    _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_0 * 128i) + _x_0))] = _regm[0i];
+                    let _x_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 8i);
+                    let _k_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 8i);
+                    _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_1 * 128i) + _x_1))] = _regm[1i];
+                    let _x_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 8i);
+                    let _k_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 8i);
+                    _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_2 * 128i) + _x_2))] = _regm[2i];
+                    let _x_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 8i);
+                    let _k_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 8i);
+                    _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_3 * 128i) + _x_3))] = _regm[3i];
                 }
-                for (var _r15: i32 = 0i; _r15 < 4i; _r15++) {
-                    let _x: i32 = zyn_trem((zyn_thread + (_r15 * 256i)), 128i);
-                    let _k: i32 = zyn_tdiv((zyn_thread + (_r15 * 256i)), 128i);
-                    _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k * 128i) + _x))] = _regn[_r15];
+                {
+                    let _x_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 128i);
+                    let _k_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 128i);
+                    _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_0 * 128i) + _x_0))] = _regn[0i];
+                    let _x_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 128i);
+                    let _k_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 128i);
+                    _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_1 * 128i) + _x_1))] = _regn[1i];
+                    let _x_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 128i);
+                    let _k_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 128i);
+                    _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_2 * 128i) + _x_2))] = _regn[2i];
+                    let _x_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 128i);
+                    let _k_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 128i);
+                    _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_3 * 128i) + _x_3))] = _regn[3i];
                 }
             }
             workgroupBarrier();
         }
-        for (var _ei: i32 = 0i; _ei < 8i; _ei++) {
-            for (var _ej: i32 = 0i; _ej < 8i; _ej++) {
+        {
+            {
                 // line 8: out[b, i, j] = sum
-                if ((((_m0 + ((zyn_tdiv(_ei, 4i) * 64i) + ((_ty * 4i) + zyn_trem(_ei, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(_ej, 4i) * 64i) + ((_tx * 4i) + zyn_trem(_ej, 4i)))) < _nN2))) {
-                    let u_i_2: i32 = (_m0 + ((zyn_tdiv(_ei, 4i) * 64i) + ((_ty * 4i) + zyn_trem(_ei, 4i))));
-                    let u_j_2: i32 = (_n0 + ((zyn_tdiv(_ej, 4i) * 64i) + ((_tx * 4i) + zyn_trem(_ej, 4i))));
-                    let u_sum: f32 = (0.0f + _acc[((_ei * 8i) + _ej)]);
-                    u_out[((((u_b * u_M) * u_N) + (u_i_2 * u_N)) + u_j_2)] = u_sum;
+                if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
+                    let u_i_2_0_0: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
+                    let u_j_2_0_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
+                    let u_sum_0_0: f32 = (0.0f + _acc[((0i * 8i) + 0i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_0_0 * u_N)) + u_j_2_0_0)] = u_sum_0_0;
+                }
+                if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
+                    let u_i_2_0_1: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
+                    let u_j_2_0_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
+                    let u_sum_0_1: f32 = (0.0f + _acc[((0i * 8i) + 1i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_0_1 * u_N)) + u_j_2_0_1)] = u_sum_0_1;
+                }
+                if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
+                    let u_i_2_0_2: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
+                    let u_j_2_0_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
+                    let u_sum_0_2: f32 = (0.0f + _acc[((0i * 8i) + 2i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_0_2 * u_N)) + u_j_2_0_2)] = u_sum_0_2;
+                }
+                if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
+                    let u_i_2_0_3: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
+                    let u_j_2_0_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
+                    let u_sum_0_3: f32 = (0.0f + _acc[((0i * 8i) + 3i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_0_3 * u_N)) + u_j_2_0_3)] = u_sum_0_3;
+                }
+                if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
+                    let u_i_2_0_4: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
+                    let u_j_2_0_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
+                    let u_sum_0_4: f32 = (0.0f + _acc[((0i * 8i) + 4i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_0_4 * u_N)) + u_j_2_0_4)] = u_sum_0_4;
+                }
+                if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
+                    let u_i_2_0_5: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
+                    let u_j_2_0_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
+                    let u_sum_0_5: f32 = (0.0f + _acc[((0i * 8i) + 5i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_0_5 * u_N)) + u_j_2_0_5)] = u_sum_0_5;
+                }
+                if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
+                    let u_i_2_0_6: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
+                    let u_j_2_0_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
+                    let u_sum_0_6: f32 = (0.0f + _acc[((0i * 8i) + 6i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_0_6 * u_N)) + u_j_2_0_6)] = u_sum_0_6;
+                }
+                if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
+                    let u_i_2_0_7: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
+                    let u_j_2_0_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
+                    let u_sum_0_7: f32 = (0.0f + _acc[((0i * 8i) + 7i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_0_7 * u_N)) + u_j_2_0_7)] = u_sum_0_7;
+                }
+            }
+            {
+                if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
+                    let u_i_2_1_0: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
+                    let u_j_2_1_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
+                    let u_sum_1_0: f32 = (0.0f + _acc[((1i * 8i) + 0i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_1_0 * u_N)) + u_j_2_1_0)] = u_sum_1_0;
+                }
+                if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
+                    let u_i_2_1_1: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
+                    let u_j_2_1_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
+                    let u_sum_1_1: f32 = (0.0f + _acc[((1i * 8i) + 1i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_1_1 * u_N)) + u_j_2_1_1)] = u_sum_1_1;
+                }
+                if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
+                    let u_i_2_1_2: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
+                    let u_j_2_1_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
+                    let u_sum_1_2: f32 = (0.0f + _acc[((1i * 8i) + 2i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_1_2 * u_N)) + u_j_2_1_2)] = u_sum_1_2;
+                }
+                if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
+                    let u_i_2_1_3: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
+                    let u_j_2_1_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
+                    let u_sum_1_3: f32 = (0.0f + _acc[((1i * 8i) + 3i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_1_3 * u_N)) + u_j_2_1_3)] = u_sum_1_3;
+                }
+                if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
+                    let u_i_2_1_4: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
+                    let u_j_2_1_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
+                    let u_sum_1_4: f32 = (0.0f + _acc[((1i * 8i) + 4i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_1_4 * u_N)) + u_j_2_1_4)] = u_sum_1_4;
+                }
+                if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
+                    let u_i_2_1_5: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
+                    let u_j_2_1_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
+                    let u_sum_1_5: f32 = (0.0f + _acc[((1i * 8i) + 5i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_1_5 * u_N)) + u_j_2_1_5)] = u_sum_1_5;
+                }
+                if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
+                    let u_i_2_1_6: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
+                    let u_j_2_1_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
+                    let u_sum_1_6: f32 = (0.0f + _acc[((1i * 8i) + 6i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_1_6 * u_N)) + u_j_2_1_6)] = u_sum_1_6;
+                }
+                if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
+                    let u_i_2_1_7: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
+                    let u_j_2_1_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
+                    let u_sum_1_7: f32 = (0.0f + _acc[((1i * 8i) + 7i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_1_7 * u_N)) + u_j_2_1_7)] = u_sum_1_7;
+                }
+            }
+            {
+                if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
+                    let u_i_2_2_0: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
+                    let u_j_2_2_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
+                    let u_sum_2_0: f32 = (0.0f + _acc[((2i * 8i) + 0i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_2_0 * u_N)) + u_j_2_2_0)] = u_sum_2_0;
+                }
+                if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
+                    let u_i_2_2_1: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
+                    let u_j_2_2_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
+                    let u_sum_2_1: f32 = (0.0f + _acc[((2i * 8i) + 1i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_2_1 * u_N)) + u_j_2_2_1)] = u_sum_2_1;
+                }
+                if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
+                    let u_i_2_2_2: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
+                    let u_j_2_2_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
+                    let u_sum_2_2: f32 = (0.0f + _acc[((2i * 8i) + 2i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_2_2 * u_N)) + u_j_2_2_2)] = u_sum_2_2;
+                }
+                if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
+                    let u_i_2_2_3: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
+                    let u_j_2_2_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
+                    let u_sum_2_3: f32 = (0.0f + _acc[((2i * 8i) + 3i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_2_3 * u_N)) + u_j_2_2_3)] = u_sum_2_3;
+                }
+                if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
+                    let u_i_2_2_4: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
+                    let u_j_2_2_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
+                    let u_sum_2_4: f32 = (0.0f + _acc[((2i * 8i) + 4i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_2_4 * u_N)) + u_j_2_2_4)] = u_sum_2_4;
+                }
+                if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
+                    let u_i_2_2_5: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
+                    let u_j_2_2_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
+                    let u_sum_2_5: f32 = (0.0f + _acc[((2i * 8i) + 5i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_2_5 * u_N)) + u_j_2_2_5)] = u_sum_2_5;
+                }
+                if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
+                    let u_i_2_2_6: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
+                    let u_j_2_2_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
+                    let u_sum_2_6: f32 = (0.0f + _acc[((2i * 8i) + 6i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_2_6 * u_N)) + u_j_2_2_6)] = u_sum_2_6;
+                }
+                if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
+                    let u_i_2_2_7: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
+                    let u_j_2_2_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
+                    let u_sum_2_7: f32 = (0.0f + _acc[((2i * 8i) + 7i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_2_7 * u_N)) + u_j_2_2_7)] = u_sum_2_7;
+                }
+            }
+            {
+                if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
+                    let u_i_2_3_0: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
+                    let u_j_2_3_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
+                    let u_sum_3_0: f32 = (0.0f + _acc[((3i * 8i) + 0i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_3_0 * u_N)) + u_j_2_3_0)] = u_sum_3_0;
+                }
+                if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
+                    let u_i_2_3_1: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
+                    let u_j_2_3_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
+                    let u_sum_3_1: f32 = (0.0f + _acc[((3i * 8i) + 1i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_3_1 * u_N)) + u_j_2_3_1)] = u_sum_3_1;
+                }
+                if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
+                    let u_i_2_3_2: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
+                    let u_j_2_3_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
+                    let u_sum_3_2: f32 = (0.0f + _acc[((3i * 8i) + 2i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_3_2 * u_N)) + u_j_2_3_2)] = u_sum_3_2;
+                }
+                if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
+                    let u_i_2_3_3: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
+                    let u_j_2_3_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
+                    let u_sum_3_3: f32 = (0.0f + _acc[((3i * 8i) + 3i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_3_3 * u_N)) + u_j_2_3_3)] = u_sum_3_3;
+                }
+                if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
+                    let u_i_2_3_4: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
+                    let u_j_2_3_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
+                    let u_sum_3_4: f32 = (0.0f + _acc[((3i * 8i) + 4i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_3_4 * u_N)) + u_j_2_3_4)] = u_sum_3_4;
+                }
+                if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
+                    let u_i_2_3_5: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
+                    let u_j_2_3_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
+                    let u_sum_3_5: f32 = (0.0f + _acc[((3i * 8i) + 5i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_3_5 * u_N)) + u_j_2_3_5)] = u_sum_3_5;
+                }
+                if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
+                    let u_i_2_3_6: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
+                    let u_j_2_3_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
+                    let u_sum_3_6: f32 = (0.0f + _acc[((3i * 8i) + 6i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_3_6 * u_N)) + u_j_2_3_6)] = u_sum_3_6;
+                }
+                if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
+                    let u_i_2_3_7: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
+                    let u_j_2_3_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
+                    let u_sum_3_7: f32 = (0.0f + _acc[((3i * 8i) + 7i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_3_7 * u_N)) + u_j_2_3_7)] = u_sum_3_7;
+                }
+            }
+            {
+                if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
+                    let u_i_2_4_0: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
+                    let u_j_2_4_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
+                    let u_sum_4_0: f32 = (0.0f + _acc[((4i * 8i) + 0i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_4_0 * u_N)) + u_j_2_4_0)] = u_sum_4_0;
+                }
+                if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
+                    let u_i_2_4_1: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
+                    let u_j_2_4_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
+                    let u_sum_4_1: f32 = (0.0f + _acc[((4i * 8i) + 1i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_4_1 * u_N)) + u_j_2_4_1)] = u_sum_4_1;
+                }
+                if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
+                    let u_i_2_4_2: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
+                    let u_j_2_4_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
+                    let u_sum_4_2: f32 = (0.0f + _acc[((4i * 8i) + 2i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_4_2 * u_N)) + u_j_2_4_2)] = u_sum_4_2;
+                }
+                if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
+                    let u_i_2_4_3: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
+                    let u_j_2_4_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
+                    let u_sum_4_3: f32 = (0.0f + _acc[((4i * 8i) + 3i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_4_3 * u_N)) + u_j_2_4_3)] = u_sum_4_3;
+                }
+                if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
+                    let u_i_2_4_4: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
+                    let u_j_2_4_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
+                    let u_sum_4_4: f32 = (0.0f + _acc[((4i * 8i) + 4i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_4_4 * u_N)) + u_j_2_4_4)] = u_sum_4_4;
+                }
+                if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
+                    let u_i_2_4_5: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
+                    let u_j_2_4_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
+                    let u_sum_4_5: f32 = (0.0f + _acc[((4i * 8i) + 5i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_4_5 * u_N)) + u_j_2_4_5)] = u_sum_4_5;
+                }
+                if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
+                    let u_i_2_4_6: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
+                    let u_j_2_4_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
+                    let u_sum_4_6: f32 = (0.0f + _acc[((4i * 8i) + 6i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_4_6 * u_N)) + u_j_2_4_6)] = u_sum_4_6;
+                }
+                if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
+                    let u_i_2_4_7: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
+                    let u_j_2_4_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
+                    let u_sum_4_7: f32 = (0.0f + _acc[((4i * 8i) + 7i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_4_7 * u_N)) + u_j_2_4_7)] = u_sum_4_7;
+                }
+            }
+            {
+                if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
+                    let u_i_2_5_0: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
+                    let u_j_2_5_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
+                    let u_sum_5_0: f32 = (0.0f + _acc[((5i * 8i) + 0i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_5_0 * u_N)) + u_j_2_5_0)] = u_sum_5_0;
+                }
+                if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
+                    let u_i_2_5_1: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
+                    let u_j_2_5_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
+                    let u_sum_5_1: f32 = (0.0f + _acc[((5i * 8i) + 1i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_5_1 * u_N)) + u_j_2_5_1)] = u_sum_5_1;
+                }
+                if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
+                    let u_i_2_5_2: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
+                    let u_j_2_5_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
+                    let u_sum_5_2: f32 = (0.0f + _acc[((5i * 8i) + 2i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_5_2 * u_N)) + u_j_2_5_2)] = u_sum_5_2;
+                }
+                if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
+                    let u_i_2_5_3: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
+                    let u_j_2_5_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
+                    let u_sum_5_3: f32 = (0.0f + _acc[((5i * 8i) + 3i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_5_3 * u_N)) + u_j_2_5_3)] = u_sum_5_3;
+                }
+                if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
+                    let u_i_2_5_4: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
+                    let u_j_2_5_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
+                    let u_sum_5_4: f32 = (0.0f + _acc[((5i * 8i) + 4i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_5_4 * u_N)) + u_j_2_5_4)] = u_sum_5_4;
+                }
+                if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
+                    let u_i_2_5_5: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
+                    let u_j_2_5_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
+                    let u_sum_5_5: f32 = (0.0f + _acc[((5i * 8i) + 5i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_5_5 * u_N)) + u_j_2_5_5)] = u_sum_5_5;
+                }
+                if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
+                    let u_i_2_5_6: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
+                    let u_j_2_5_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
+                    let u_sum_5_6: f32 = (0.0f + _acc[((5i * 8i) + 6i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_5_6 * u_N)) + u_j_2_5_6)] = u_sum_5_6;
+                }
+                if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
+                    let u_i_2_5_7: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
+                    let u_j_2_5_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
+                    let u_sum_5_7: f32 = (0.0f + _acc[((5i * 8i) + 7i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_5_7 * u_N)) + u_j_2_5_7)] = u_sum_5_7;
+                }
+            }
+            {
+                if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
+                    let u_i_2_6_0: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
+                    let u_j_2_6_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
+                    let u_sum_6_0: f32 = (0.0f + _acc[((6i * 8i) + 0i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_6_0 * u_N)) + u_j_2_6_0)] = u_sum_6_0;
+                }
+                if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
+                    let u_i_2_6_1: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
+                    let u_j_2_6_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
+                    let u_sum_6_1: f32 = (0.0f + _acc[((6i * 8i) + 1i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_6_1 * u_N)) + u_j_2_6_1)] = u_sum_6_1;
+                }
+                if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
+                    let u_i_2_6_2: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
+                    let u_j_2_6_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
+                    let u_sum_6_2: f32 = (0.0f + _acc[((6i * 8i) + 2i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_6_2 * u_N)) + u_j_2_6_2)] = u_sum_6_2;
+                }
+                if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
+                    let u_i_2_6_3: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
+                    let u_j_2_6_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
+                    let u_sum_6_3: f32 = (0.0f + _acc[((6i * 8i) + 3i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_6_3 * u_N)) + u_j_2_6_3)] = u_sum_6_3;
+                }
+                if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
+                    let u_i_2_6_4: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
+                    let u_j_2_6_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
+                    let u_sum_6_4: f32 = (0.0f + _acc[((6i * 8i) + 4i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_6_4 * u_N)) + u_j_2_6_4)] = u_sum_6_4;
+                }
+                if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
+                    let u_i_2_6_5: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
+                    let u_j_2_6_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
+                    let u_sum_6_5: f32 = (0.0f + _acc[((6i * 8i) + 5i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_6_5 * u_N)) + u_j_2_6_5)] = u_sum_6_5;
+                }
+                if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
+                    let u_i_2_6_6: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
+                    let u_j_2_6_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
+                    let u_sum_6_6: f32 = (0.0f + _acc[((6i * 8i) + 6i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_6_6 * u_N)) + u_j_2_6_6)] = u_sum_6_6;
+                }
+                if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
+                    let u_i_2_6_7: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
+                    let u_j_2_6_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
+                    let u_sum_6_7: f32 = (0.0f + _acc[((6i * 8i) + 7i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_6_7 * u_N)) + u_j_2_6_7)] = u_sum_6_7;
+                }
+            }
+            {
+                if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
+                    let u_i_2_7_0: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
+                    let u_j_2_7_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
+                    let u_sum_7_0: f32 = (0.0f + _acc[((7i * 8i) + 0i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_7_0 * u_N)) + u_j_2_7_0)] = u_sum_7_0;
+                }
+                if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
+                    let u_i_2_7_1: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
+                    let u_j_2_7_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
+                    let u_sum_7_1: f32 = (0.0f + _acc[((7i * 8i) + 1i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_7_1 * u_N)) + u_j_2_7_1)] = u_sum_7_1;
+                }
+                if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
+                    let u_i_2_7_2: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
+                    let u_j_2_7_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
+                    let u_sum_7_2: f32 = (0.0f + _acc[((7i * 8i) + 2i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_7_2 * u_N)) + u_j_2_7_2)] = u_sum_7_2;
+                }
+                if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
+                    let u_i_2_7_3: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
+                    let u_j_2_7_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
+                    let u_sum_7_3: f32 = (0.0f + _acc[((7i * 8i) + 3i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_7_3 * u_N)) + u_j_2_7_3)] = u_sum_7_3;
+                }
+                if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
+                    let u_i_2_7_4: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
+                    let u_j_2_7_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
+                    let u_sum_7_4: f32 = (0.0f + _acc[((7i * 8i) + 4i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_7_4 * u_N)) + u_j_2_7_4)] = u_sum_7_4;
+                }
+                if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
+                    let u_i_2_7_5: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
+                    let u_j_2_7_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
+                    let u_sum_7_5: f32 = (0.0f + _acc[((7i * 8i) + 5i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_7_5 * u_N)) + u_j_2_7_5)] = u_sum_7_5;
+                }
+                if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
+                    let u_i_2_7_6: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
+                    let u_j_2_7_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
+                    let u_sum_7_6: f32 = (0.0f + _acc[((7i * 8i) + 6i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_7_6 * u_N)) + u_j_2_7_6)] = u_sum_7_6;
+                }
+                if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
+                    let u_i_2_7_7: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
+                    let u_j_2_7_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
+                    let u_sum_7_7: f32 = (0.0f + _acc[((7i * 8i) + 7i)]);
+                    u_out[((((u_b * u_M) * u_N) + (u_i_2_7_7 * u_N)) + u_j_2_7_7)] = u_sum_7_7;
                 }
             }
         }

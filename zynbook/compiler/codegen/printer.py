@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..launch import ir
+from ..launch.unroll import constant_bounds, written_out
 
 
 def comment_safe(text: str) -> str:
@@ -125,6 +126,13 @@ class Printer:
             if s.guard is not None:
                 text = f"if ({self.expr(s.guard)}) {{ {text} }}"
             self.emit(text, line)
+        elif isinstance(s, ir.For) and s.unroll and getattr(d, "writes_out_unrolled", False) \
+                and constant_bounds(s):
+            self.emit("{", line)              # the iterations' locals stay in their scope
+            self.level += 1
+            self.stmts(written_out(s))
+            self.level -= 1
+            self.emit("}")
         elif isinstance(s, ir.For):
             hint = getattr(d, "unroll", lambda: "")() if s.unroll else ""
             if hint:

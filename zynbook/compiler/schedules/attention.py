@@ -27,7 +27,7 @@ launched only when the launch's head_dim is in its class.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from .. import cir, errflag
 from ..launch import ir
@@ -148,33 +148,6 @@ def products_fit(target, shape: Shape) -> bool:
     return (baked(target, shape) and not target.symbolic_sizes and D % 16 == 0 and 16 <= D <= 64
             and target.collectives and target.warp >= 16 and target.max_threads >= 256
             and need <= min(target.shared_bytes, STATIC_SHARED))
-
-
-def written_out(loop: ir.For) -> list:
-    """`loop` (of constant bounds) as its iterations one after another: the loop variable a
-    constant in each, the locals each iteration declares renamed for it."""
-    declared = {n.name for n in ir.walk(loop.body) if isinstance(n, ir.Decl)}
-    out = []
-    for k in range(loop.start.value, loop.stop.value, loop.step.value):
-        rename = {d: f"{d}_{k}" for d in declared}
-        out += [_substitute(st, {loop.var: lit(k, loop.dtype)}, rename) for st in loop.body]
-    return out
-
-
-def _substitute(node, values: dict, rename: dict):
-    """`node` with the Refs named in `values` replaced and the locals in `rename` renamed."""
-    if isinstance(node, tuple):
-        return tuple(_substitute(x, values, rename) for x in node)
-    if isinstance(node, ir.Ref):
-        if node.name in values:
-            return values[node.name]
-        return ir.Ref(rename[node.name], node.dtype) if node.name in rename else node
-    if not isinstance(node, (ir.Expr, ir.Stmt)):
-        return node
-    changes = {f.name: _substitute(getattr(node, f.name), values, rename) for f in fields(node)}
-    if isinstance(node, (ir.Decl, ir.Set)) and node.name in rename:
-        changes["name"] = rename[node.name]
-    return replace(node, **changes)
 
 
 def _is_lit(e, value) -> bool:
@@ -339,7 +312,6 @@ class _Kernel:
         self.sites = sites
         self.exact = baked(target, shape)
         self.stride = dcap + row_pad(params)        # of a row of a shared tile
-        self.write_out = target.lang == "wgsl"
 
     # ---- small expression helpers -----------------------------------------------------
 
@@ -401,9 +373,9 @@ class _Kernel:
                                     tuple(body_of(self.ref(var))), self.idx, unroll=True))
 
     def unrolled(self, loop: ir.For) -> list:
-        """A loop over registers; written out where the language has no unroll hint (WGSL),
-        so that every index of a register array is a constant."""
-        return written_out(loop) if self.write_out else [loop]
+        """A loop over registers (the printer writes it out where the language has no unroll
+        hint, so that every index of a register array is a constant)."""
+        return [loop]
 
     # ---- the kernel -------------------------------------------------------------------
 

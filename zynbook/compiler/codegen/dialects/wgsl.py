@@ -67,6 +67,8 @@ def storage(dtype: str) -> str:
 
 class WgslDialect:
     name = "wgsl"
+    # WGSL has no unroll hint: the printer writes register loops out (constant indices)
+    writes_out_unrolled = True
 
     def __init__(self, f16: bool = False, max_storage_buffers: int = 8, f64: bool = False):
         self.f16 = f16

@@ -1,0 +1,38 @@
+"""Loops written out: a `For` of constant bounds as its iterations one after another, for
+languages with no unroll hint (WGSL), so that register arrays are indexed by constants."""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from . import ir
+
+
+def constant_bounds(loop: ir.For) -> bool:
+    return all(isinstance(e, ir.Lit) for e in (loop.start, loop.stop, loop.step))
+
+
+def written_out(loop: ir.For) -> list:
+    """`loop` (of constant bounds) as its iterations one after another: the loop variable a
+    constant in each, the locals each iteration declares renamed for it."""
+    declared = {n.name for n in ir.walk(loop.body) if isinstance(n, ir.Decl)}
+    out = []
+    for k in range(loop.start.value, loop.stop.value, loop.step.value):
+        rename = {d: f"{d}_{k}" for d in declared}
+        out += [_substitute(st, {loop.var: ir.Lit(k, loop.dtype)}, rename) for st in loop.body]
+    return out
+
+
+def _substitute(node, values: dict, rename: dict):
+    """`node` with the Refs named in `values` replaced and the locals in `rename` renamed."""
+    if isinstance(node, tuple):
+        return tuple(_substitute(x, values, rename) for x in node)
+    if isinstance(node, ir.Ref):
+        if node.name in values:
+            return values[node.name]
+        return ir.Ref(rename[node.name], node.dtype) if node.name in rename else node
+    if not isinstance(node, (ir.Expr, ir.Stmt)):
+        return node
+    changes = {f.name: _substitute(getattr(node, f.name), values, rename) for f in fields(node)}
+    if isinstance(node, (ir.Decl, ir.Set)) and node.name in rename:
+        changes["name"] = rename[node.name]
+    return replace(node, **changes)

@@ -6,7 +6,7 @@
 #   scripts/gpu_tests.sh [--bench] [--no-notebooks] [--no-tests] [--part 1|2] [extra pytest paths...]
 #
 # Each part fits a 10-minute call on an H100 when run alone (--no-tests --bench, say); the
-# tests fit one in two halves (--part 1, then --part 2).
+# tests take two such calls (--part 1, then --part 2).
 #
 # GPU machines often have CUDA, CuPy, PyTorch and numpy but no internet and no Jupyter. The
 # pure-Python dependencies (lark, wgpu, nbclient, ipykernel, ...) travel as wheels in .whl/
@@ -31,20 +31,20 @@ for arg in "$@"; do
         *) EXTRA+=("$arg") ;;
     esac
 done
-# every test that launches on the devices present (cuda:0 and NVIDIA's Vulkan among them)
-GPU_TESTS=(tests/test_cuda_gpu.py tests/test_cuda_render.py tests/test_examples_every_device.py
-           tests/test_codegen_safety.py tests/test_attention_variants.py tests/test_cache.py
-           tests/test_recognise.py tests/test_device_interface.py tests/test_fused_ops.py
-           tests/test_placement.py tests/test_host_bounds.py tests/test_empty_reductions.py
-           tests/test_interrupts.py tests/test_session_threads.py tests/test_async_devices.py
-           tests/test_differential.py tests/test_device_builtins.py tests/test_checkpointing.py
-           tests/test_data_parallel.py tests/test_launch_cache.py tests/test_fusion.py
-           tests/test_autotune.py tests/test_tile_schedule.py tests/test_attention_schedule.py)
-# --part 1 and --part 2: the first and second half of the list (one 10-minute call each)
-HALF=$(( (${#GPU_TESTS[@]} + 1) / 2 ))
+# every test that launches on the devices present (cuda:0 and NVIDIA's Vulkan among them), in
+# two parts of about equal time on an H100 (--part 1 or --part 2 runs one, in one 10-minute call)
+PART1=(tests/test_cuda_gpu.py tests/test_cuda_render.py tests/test_examples_every_device.py
+       tests/test_codegen_safety.py tests/test_attention_variants.py tests/test_cache.py)
+PART2=(tests/test_recognise.py tests/test_device_interface.py tests/test_fused_ops.py
+       tests/test_placement.py tests/test_host_bounds.py tests/test_empty_reductions.py
+       tests/test_interrupts.py tests/test_session_threads.py tests/test_async_devices.py
+       tests/test_differential.py tests/test_device_builtins.py tests/test_checkpointing.py
+       tests/test_data_parallel.py tests/test_launch_cache.py tests/test_fusion.py
+       tests/test_autotune.py tests/test_tile_schedule.py tests/test_attention_schedule.py)
 case "$PART" in
-    1) GPU_TESTS=("${GPU_TESTS[@]:0:$HALF}") ;;
-    2) GPU_TESTS=("${GPU_TESTS[@]:$HALF}") ;;
+    1) GPU_TESTS=("${PART1[@]}") ;;
+    2) GPU_TESTS=("${PART2[@]}") ;;
+    *) GPU_TESTS=("${PART1[@]}" "${PART2[@]}") ;;
 esac
 RES=${OUT:-bench/results}
 mkdir -p "$RES"

@@ -40,7 +40,9 @@ def options(limits: dict) -> wgsl.WGSLOptions:
         f16=False, f64=False, subgroups=False, subgroups_directive=True,
         max_workgroup_storage=lim["maxComputeWorkgroupStorageSize"],
         max_invocations=lim["maxComputeInvocationsPerWorkgroup"],
-        max_storage_buffers=lim["maxStorageBuffersPerShaderStage"])
+        max_storage_buffers=lim["maxStorageBuffersPerShaderStage"],
+        # loops stay loops: SwiftShader's page loses its device on a GEMM written out
+        write_out_registers=False)
 
 
 def equal_sizes(kernel: cir.Kernel, sizes: dict) -> tuple:

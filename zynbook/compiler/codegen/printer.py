@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..launch import ir
-from ..launch.unroll import constant_bounds, written_out
+from ..launch.unroll import constant_bounds, indexes_registers, written_out
 
 
 def comment_safe(text: str) -> str:
@@ -100,6 +100,9 @@ class Printer:
     def space(self, name: str) -> str:
         return self.spaces.get(name, "global")
 
+    def registers(self) -> set:
+        return {name for name, space in self.spaces.items() if space == "local"}
+
     # ---- statements -------------------------------------------------------------------
 
     def stmts(self, body):
@@ -127,7 +130,7 @@ class Printer:
                 text = f"if ({self.expr(s.guard)}) {{ {text} }}"
             self.emit(text, line)
         elif isinstance(s, ir.For) and s.unroll and getattr(d, "writes_out_unrolled", False) \
-                and constant_bounds(s):
+                and constant_bounds(s) and indexes_registers(s, self.registers()):
             self.emit("{", line)              # the iterations' locals stay in their scope
             self.level += 1
             self.stmts(written_out(s))

@@ -57,12 +57,15 @@ class WGSLOptions:
     params: object = None
     # the adapter's name: the target's arch (schedules/configs.py tells its architecture)
     adapter: str = ""
+    # register loops written out (constant register indices; see launch/unroll.py)
+    write_out_registers: bool = True
 
     def key(self) -> tuple:
         return (self.workgroup_size, self.f16, self.subgroups, self.subgroups_directive,
                 self.max_workgroup_storage,
                 self.max_invocations, self.max_storage_buffers, self.equal_sizes,
-                self.negative_sizes, self.f64, self.launch_sizes, self.params, self.adapter)
+                self.negative_sizes, self.f64, self.launch_sizes, self.params, self.adapter,
+                self.write_out_registers)
 
 
 # ----------------------------------------------------------------------------- program
@@ -343,7 +346,7 @@ def _printed(kernel: cir.Kernel, target, sizes: dict, only, baked: bool, options
         if schedules.build(kernel, target, other, options.params, only=only) != prog:
             return None
     dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
-                          f64=options.f64)
+                          f64=options.f64, write_out=options.write_out_registers)
     try:
         out = print_program(dialect, prog, kernel)
     except AdapterLimit:

@@ -11,6 +11,21 @@ def constant_bounds(loop: ir.For) -> bool:
     return all(isinstance(e, ir.Lit) for e in (loop.start, loop.stop, loop.step))
 
 
+def indexes_registers(loop: ir.For, registers: set) -> bool:
+    """Whether `loop`'s variable is in the index of an access to one of the `registers`
+    (local arrays): only such loops need writing out, and writing out the others (a GEMM's
+    k step, say) would only multiply the program's size."""
+    def uses_var(e) -> bool:
+        return any(isinstance(n, ir.Ref) and n.name == loop.var for n in ir.walk(e))
+    for n in ir.walk(loop.body):
+        if isinstance(n, (ir.Load, ir.Store)) and n.array in registers and uses_var(n.index):
+            return True
+        if isinstance(n, ir.Copy) and ((n.dst in registers and uses_var(n.dst_index))
+                                       or (n.src in registers and uses_var(n.src_index))):
+            return True
+    return False
+
+
 def written_out(loop: ir.For) -> list:
     """`loop` (of constant bounds) as its iterations one after another: the loop variable a
     constant in each, the locals each iteration declares renamed for it."""

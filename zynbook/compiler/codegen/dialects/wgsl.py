@@ -67,10 +67,10 @@ def storage(dtype: str) -> str:
 
 class WgslDialect:
     name = "wgsl"
-    # WGSL has no unroll hint: the printer writes register loops out (constant indices)
-    writes_out_unrolled = True
-
-    def __init__(self, f16: bool = False, max_storage_buffers: int = 8, f64: bool = False):
+    def __init__(self, f16: bool = False, max_storage_buffers: int = 8, f64: bool = False,
+                 write_out: bool = True):
+        # WGSL has no unroll hint: the printer writes register loops out (constant indices)
+        self.writes_out_unrolled = write_out
         self.f16 = f16
         self.f64 = f64
         self.max_storage_buffers = max_storage_buffers

@@ -4,8 +4,6 @@ the user (a ZynML device error at the kernel's line)."""
 from __future__ import annotations
 
 from .. import cir
-from ..launch.scalar import const_value as _const_value  # noqa: F401 (wgsl.py imports it here)
-from .printer import comment_safe  # noqa: F401 (wgsl.py imports it here)
 from ...errors import ZynMLDeviceError, Span
 
 

@@ -60,7 +60,7 @@ def emulate_kernel(prog, kernel, ins, sizes, scalars=None, warp=32):
     """The output of launch-IR `prog` (built from `kernel`) run on the emulator with the
     inputs `ins` (in kernel.inputs order); a check that failed raises its ZynML error."""
     from zynbook.compiler import errflag
-    from zynbook.compiler.launch import emulate
+    from zynbook.backends import emulator as emulate
     shape = tuple(d if isinstance(d, int) else sizes[d] for d in kernel.output.shape)
     out = np.zeros(shape, emulate.numpy_dtype(kernel.output.dtype))
     buffers = {b.name: a for b, a in zip(kernel.inputs, ins)}

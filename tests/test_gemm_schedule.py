@@ -275,7 +275,7 @@ def test_a_guard_on_k_alone_skips_non_finite_products():
 
 
 def test_a_warp_step_reached_by_part_of_a_warp_is_a_schedule_bug():
-    from zynbook.compiler.launch import emulate
+    from zynbook.backends import emulator as emulate
     kernel, sizes, make, _ = K.matmul(32, 32, 32, "f16")
     prog = Gemm().build(kernel, cuda_target(), sizes, GemmParams(32, 32, 16, 16, 16, 8, True))
     k = prog.kernels[0]

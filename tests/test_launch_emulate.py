@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from zynbook.compiler import errflag
-from zynbook.compiler.launch import emulate
-from zynbook.compiler.launch.emulate import EmulatorError, bf16_round
+from zynbook.backends import emulator as emulate
+from zynbook.backends.emulator import EmulatorError, bf16_round
 from zynbook.compiler.launch.ir import (Array, Atomic, Barrier, Bin, Cast, Checked, CheckedDiv,
                                         Collective, Decl, For, If, Kernel, Launch, Lit, Load,
                                         Math, Param, Program, Ref, Scratch, Select, Set, Store,

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
 
 from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
-from zynbook.compiler.launch import emulate  # noqa: E402
+from zynbook.backends import emulator as emulate  # noqa: E402
 from zynbook.compiler.schedules.vector import VectorThread  # noqa: E402
 from zynbook.compiler.targets import cuda_target, metal_target  # noqa: E402
 

@@ -3,7 +3,7 @@
 A schedule (compiler/schedules/) turns one CIR kernel into a `Program`: the device kernels
 (threads, shared and local arrays, barriers, collectives, guarded loads and stores) and the
 launches the host makes (grid, block, scratch), all as data. Printers (compiler/codegen/)
-spell a Program in one language; the emulator (launch/emulate.py) runs it on the CPU, lane
+spell a Program in one language; the emulator (backends/emulator.py) runs it on the CPU, lane
 by lane, so every schedule is checked against the reference without hardware.
 
 Everything is typed and explicit, so that a printer never decides anything:

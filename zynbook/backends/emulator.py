@@ -39,9 +39,10 @@ import math
 
 import numpy as np
 
-from . import ir
-from .ir import (Array, Atomic, Barrier, Bin, Cast, Checked, CheckedDiv, Collective, Decl,
-                 For, If, InRange, Lit, Load, Math, Ref, Select, Set, Store, Thread, Un)
+from ..compiler.launch import ir
+from ..compiler.launch.ir import (Array, Atomic, Barrier, Bin, Cast, Checked, CheckedDiv,
+                                  Collective, Decl, For, If, InRange, Lit, Load, Math, Ref,
+                                  Select, Set, Store, Thread, Un)
 
 
 class EmulatorError(RuntimeError):
@@ -1202,7 +1203,7 @@ def _mma_tiles(lanes: list, kernel_name: str) -> list:
 
 
 def _user_name(name: str) -> str:
-    from .scalar import user_name
+    from ..compiler.launch.scalar import user_name
     return user_name(name)
 
 

@@ -407,3 +407,73 @@ z""", x=x, w=w, devices=devices)
     out = zynbook.run('config { model_split: "contraction" }\n' + MATMUL.format(mode="model"),
                       A=a, B=b, devices=devices)
     np.testing.assert_allclose(np.asarray(out), a @ b, rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------ reshape and split of shards
+def _spec_block_on(devs_name: str) -> str:
+    """examples/transformer_block.zyn with every compute block split @parallel(data) over
+    `devs_name` (its `@device("auto")` dropped)."""
+    import re
+    from pathlib import Path
+    src = (Path(__file__).parent.parent / "examples" / "transformer_block.zyn").read_text()
+    body = src[src.index("pipeline transformer_block"):]
+    body = body.replace(' @device("auto")', "").replace('        @device("auto")\n', "")
+    return re.sub(r"compute\(([^)]*)\) \{",
+                  rf"compute(\1) @device({devs_name}) @parallel(data) {{", body)
+
+
+def test_the_spec_transformer_block_stays_sharded_through_split_and_reshape():
+    """Every block of the spec's transformer block split by the batch over a cpu group
+    equals one device; split() and reshape() between the blocks act on the shards where they
+    are, so nothing is gathered."""
+    from zynbook.runtime import sharded
+    r = _rand(31)
+    hidden, heads, ffn = 24, 3, 40
+    layer = {"qkv_proj": r((hidden, 3 * hidden)), "out_proj": r((hidden, hidden)),
+             "ln1_weight": r((hidden,)) + 1.0, "ln1_bias": r((hidden,)),
+             "ffn_up": r((hidden, ffn)), "ffn_down": r((ffn, hidden)),
+             "ln2_weight": r((hidden,)) + 1.0, "ln2_bias": r((hidden,))}
+    prog = f"let num_heads = {heads}\nlet head_dim = {hidden // heads}\n" + \
+        _spec_block_on("devs")
+    assert prog.count("@parallel(data)") == 6
+    x = r((3, 70, hidden))          # 3 sequences over 2 devices: 1 and 2
+    one = zynbook.run(prog, x=x, model={"layers": [layer]}, devs=["cpu"])
+    gathered = []
+    original = sharded.ShardedTensor.gather_array
+
+    def spy(self, device_id):
+        gathered.append(self.shape)
+        return original(self, device_id)
+    sharded.ShardedTensor.gather_array = spy
+    try:
+        session = zynbook.Session()
+        out = session.run(prog, x=x, model={"layers": [layer]}, devs=["cpu", "cpu"])
+    finally:
+        sharded.ShardedTensor.gather_array = original
+    assert gathered == []
+    assert isinstance(out, ShardedTensor) and out.bounds == [(0, 1), (1, 3)]
+    assert len(session.launches) == 12
+    np.testing.assert_allclose(np.asarray(out), np.asarray(one), rtol=1e-5, atol=1e-5)
+
+
+def test_reshape_and_split_of_a_sharded_tensor():
+    x = _rand(32)((5, 6, 4))
+    y = zynbook.run(SCALE_ROWS.replace("b in 0..batch, f in 0..features",
+                                       "b in 0..batch, t in 0..seq, f in 0..features")
+                    .replace("x[b, f]", "x[b, t, f]").replace("out[b, f]", "out[b, t, f]"),
+                    x=x, w=np.ones(4, np.float32), devices=["cpu", "cpu"])
+    assert isinstance(y, ShardedTensor) and y.axis == 0
+    kept = zynbook.run("reshape(y, [5, 3, -1])", y=y)
+    assert isinstance(kept, ShardedTensor) and kept.bounds == y.bounds
+    assert [s.shape for s in (kept.shard(0), kept.shard(1))] == [(2, 3, 8), (3, 3, 8)]
+    np.testing.assert_array_equal(np.asarray(kept), (x + 1.0).reshape(5, 3, 8))
+    # a reshape that changes the sharded axis gathers
+    flat = zynbook.run("reshape(y, [30, 4])", y=y)
+    assert not isinstance(flat, ShardedTensor)
+    np.testing.assert_array_equal(np.asarray(flat), (x + 1.0).reshape(30, 4))
+    parts = zynbook.run("split(y, 2, axis=-1)", y=y)
+    assert all(isinstance(p, ShardedTensor) and p.bounds == y.bounds for p in parts)
+    for got, want in zip(parts, np.split(x + 1.0, 2, axis=-1)):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    rows = zynbook.run("split(y, 5, axis=0)", y=y)        # along the sharded axis: gathered
+    np.testing.assert_array_equal(np.asarray(rows[4]), (x + 1.0)[4:])

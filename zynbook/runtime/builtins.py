@@ -13,6 +13,7 @@ import numpy as np
 from ..backends.registry import compute_devices, get_device
 from ..compiler.types import NUMPY_NAMES, canonical_dtype
 from ..errors import ZynMLDeviceError, ZynMLMemoryError, ZynMLShapeError, ZynMLTypeError
+from .sharded import ShardedTensor
 from .tensor import Tensor
 from .values import MemoryPool, Record
 
@@ -290,6 +291,9 @@ def _reshape(interp, args, kwargs):
             (shape.count(-1) == 1 and (known == 0 or t.size % known)):
         raise ZynMLShapeError(f"cannot reshape a tensor of shape {list(t.shape)} "
                               f"({t.size} values) to {shape}")
+    kept = t.reshaped(shape) if isinstance(t, ShardedTensor) else None
+    if kept is not None:        # the shards reshaped where they are
+        return kept
     return wrap(xp_of(t).reshape(host_array(t), shape), t)
 
 
@@ -306,6 +310,9 @@ def _split(interp, args, kwargs):
         raise ZynMLShapeError(f"axis {axis} is out of range for a {t.ndim}-D tensor")
     if t.shape[axis] % n:
         raise ZynMLShapeError(f"cannot split an axis of {t.shape[axis]} into {n} equal parts")
+    kept = t.split_parts(n, axis) if isinstance(t, ShardedTensor) else None
+    if kept is not None:        # each shard split where it is
+        return kept
     return tuple(wrap(a, t) for a in xp_of(t).split(host_array(t), n, axis=axis))
 
 

@@ -98,6 +98,17 @@ def _slice(a, axis, lo, hi):
     return a[tuple(sl)]
 
 
+def _on_device(device_id: str, fn):
+    """fn(array module) run with `device_id` current (numpy on the host, CuPy on a CUDA
+    device); None for a device whose arrays neither module reads."""
+    dev = get_device(device_id)
+    if is_cuda(dev):
+        import cupy
+        with cupy.cuda.Device(dev.index):
+            return fn(cupy)
+    return fn(np) if is_host(dev) else None
+
+
 # ------------------------------------------------------------------ device groups
 class DeviceGroup:
     """Collectives over a list of devices, combining through the host (or, for CUDA devices
@@ -288,6 +299,45 @@ class ShardedTensor(Tensor):
             out = [move(self.data, first, get_device(d)) for d in device_ids]
         self._replicas[key] = out
         return out
+
+    # ---------------------------------------------------------------- shape changes
+    def reshaped(self, shape) -> "ShardedTensor | None":
+        """`reshape(t, shape)` shard by shard, on the devices, when `shape` (a -1 allowed)
+        keeps every axis up to the sharded one; None when it does not (the caller gathers)."""
+        shape = list(shape)
+        if -1 in shape:
+            known = int(np.prod([d for d in shape if d != -1]))
+            shape[shape.index(-1)] = self.size // known if known else 0
+        a = self.axis
+        if self.remote or tuple(shape[:a + 1]) != self._shape[:a + 1]:
+            return None
+        shards = []
+        for dev, arr, (lo, hi) in self.shards:
+            local = tuple(shape[:a]) + (hi - lo,) + tuple(shape[a + 1:])
+            out = _on_device(dev, lambda xp, arr=arr, local=local: xp.reshape(arr, local))
+            if out is None:
+                return None
+            shards.append((dev, out, (lo, hi)))
+        return ShardedTensor(shards, a, shape, self._dtype, self.group)
+
+    def split_parts(self, parts: int, axis: int) -> "tuple | None":
+        """`split(t, parts, axis=axis)` shard by shard, each part sharded as `t` is, when
+        `axis` is not the sharded axis; None when it is (the caller gathers)."""
+        axis = axis % len(self._shape)
+        if self.remote or axis == self.axis:
+            return None
+        pieces = []
+        for dev, arr, _ in self.shards:
+            got = _on_device(dev, lambda xp, arr=arr: xp.split(arr, parts, axis=axis))
+            if got is None:
+                return None
+            pieces.append(got)
+        shape = list(self._shape)
+        shape[axis] //= parts
+        return tuple(ShardedTensor([(dev, got[k], b) for (dev, _, b), got
+                                    in zip(self.shards, pieces)],
+                                   self.axis, shape, self._dtype, self.group)
+                     for k in range(parts))
 
     # ---------------------------------------------------------------- display
     def placement_text(self) -> str:

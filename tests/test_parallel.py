@@ -412,14 +412,12 @@ z""", x=x, w=w, devices=devices)
 # ------------------------------------------------------------ reshape and split of shards
 def _spec_block_on(devs_name: str) -> str:
     """examples/transformer_block.zyn with every compute block split @parallel(data) over
-    `devs_name` (its `@device("auto")` dropped)."""
-    import re
+    `devs_name`, as bench/bench_multi_gpu.py times it."""
+    import sys
     from pathlib import Path
-    src = (Path(__file__).parent.parent / "examples" / "transformer_block.zyn").read_text()
-    body = src[src.index("pipeline transformer_block"):]
-    body = body.replace(' @device("auto")', "").replace('        @device("auto")\n', "")
-    return re.sub(r"compute\(([^)]*)\) \{",
-                  rf"compute(\1) @device({devs_name}) @parallel(data) {{", body)
+    sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+    from bench_multi_gpu import spec_block
+    return spec_block(devs_name)
 
 
 def test_the_spec_transformer_block_stays_sharded_through_split_and_reshape():

@@ -8,6 +8,7 @@ about a device reaches the compiler.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 
@@ -24,6 +25,7 @@ class Target:
     atomics: frozenset = frozenset({"+", "max", "min"})
     arch: str = ""              # "sm_90", "apple", "x86-64-v3", an adapter's name
     cores: int = 1              # parallel blocks the host runs at once (CPU)
+    simd_bytes: int = 0         # the width of the host's vector registers (CPU; 0: unknown)
     max_blocks: int = 2 ** 31 - 1   # blocks in a 1-D grid
     # one program for every size set (WebGPU compiles a kernel once): loop counts, grids
     # and scratch counts are expressions over the sizes, bounds proven symbolically, no
@@ -54,7 +56,20 @@ def cuda_target(cc: tuple = (9, 0)) -> Target:
 
 def cpu_target(arch: str = "") -> Target:
     return Target("cpu", "cpp", 1, 1, 1 << 20, _BASE | {"f16", "bf16", "f64"},
-                  collectives=False, arch=arch, cores=os.cpu_count() or 1)
+                  collectives=False, arch=arch, cores=os.cpu_count() or 1,
+                  simd_bytes=host_simd_bytes())
+
+
+@lru_cache(maxsize=None)
+def host_simd_bytes() -> int:
+    """The vector register width `-march=native` compiles for on this machine: 64 with
+    AVX-512, 32 with AVX, else 16 (SSE2, NEON)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        flags = []
+    return 64 if "avx512f" in flags else 32 if "avx" in flags else 16
 
 
 def metal_target() -> Target:

@@ -39,6 +39,23 @@ ELEMENTWISE = """let y = compute(x) {
 }
 y"""
 
+
+
+def pipeline_source(kernels: int) -> str:
+    """A pipeline `p(x)` of `kernels` launches: elementwise blocks each reading the two
+    results before it (read twice, a result is not fused away), the last two blocks fused
+    into one launch."""
+    lines = ["pipeline p(h0):",
+             "    let h1 = compute(h0) {", "        @kernel elementwise",
+             "        for i in 0..n:", "            out[i] = h0[i] * 0.5 + 1.0", "    }"]
+    for k in range(2, kernels + 2):
+        lines += [f"    let h{k} = compute(h{k - 1}, h{k - 2}) {{",
+                  "        @kernel elementwise", "        for i in 0..n:",
+                  f"            out[i] = h{k - 1}[i] * 0.5 + h{k - 2}[i] * 0.25", "    }"]
+    lines.append(f"    return h{kernels + 1}")
+    return "\n".join(lines) + "\n"
+
+
 # name: (ZynML source, input shapes, the torch peer)
 ROWS = {
     "elementwise_1k": (ELEMENTWISE, {"x": (1024,)}, lambda t, e: e["x"] * 2.0 + 1.0),

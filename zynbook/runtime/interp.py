@@ -361,10 +361,15 @@ class Interpreter:
                 if not isinstance(value, (bool, np.bool_)):
                     raise ZynMLTypeError("fuse takes true or false", kw.value.span)
                 self.session.fuse = bool(value)
+            elif kw.name == "cuda_graph":
+                if not (isinstance(value, (bool, np.bool_)) or value == "auto"):
+                    raise ZynMLTypeError('cuda_graph takes true, false or "auto"', kw.value.span)
+                # runtime/replay.py
+                self.session.cuda_graph = value if value == "auto" else bool(value)
             else:
                 raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
                                      "seed, cluster, model_split, memory_budget, autotune, "
-                                     "tune_budget, flash_config, fuse", kw.span)
+                                     "tune_budget, flash_config, fuse, cuda_graph", kw.span)
         return None
 
     def _tuning(self, key: str, value, span):
@@ -1006,7 +1011,12 @@ class Interpreter:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span
             raise err.with_source(self.source)
-        compiled = CompiledKernel(lowered, device, launch, sizes, fusion)
+        return self.launched(device, lowered, plan, out, launch, commit, fusion)
+
+    def launched(self, device, lowered, plan, out, launch, commit=False, fusion=None):
+        """A launch's output as a ZynML value (a number for a reduction to one value), the
+        launch recorded for the inspector."""
+        compiled = CompiledKernel(lowered, device, launch, plan.sizes, fusion)
         with self._lock:
             self.session.last_kernels.append(compiled)
             self.session.launches.append(launch)

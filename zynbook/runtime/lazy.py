@@ -26,6 +26,7 @@ from ..compiler.lower import LoweredKernel
 from ..compiler.passes.pipeline import run_pipeline
 from ..errors import ZynMLMemoryError, ZynMLRuntimeError
 from .plans import BlockPlan
+from .replay import Replays
 from .tensor import Tensor
 from .values import Record
 
@@ -121,6 +122,7 @@ class LazyGraph:
         self.fused_away = False     # some result fused away may still be named
         self.pairs: dict = {}       # what fusing two blocks gave, by what decides it
         self.fused: dict = {}       # fused and host-arithmetic kernels' (lowered, plan), made once
+        self.replays = Replays(self)    # runs of the graph captured as CUDA graphs
 
     def defer(self, node, lowered, plan, inputs, scalars, device, commit, source) -> Lazy:
         lz = Lazy(self, node, lowered, plan, inputs, scalars, device.id, commit, source)
@@ -190,8 +192,11 @@ class LazyGraph:
             return
         with self.interp._lock:
             pending, self.pending = self.pending, []
-            for group in self._groups(pending, self._named(roots, frames=False)):
-                self._launch(group)
+            launches = [(group, self.parts(group))
+                        for group in self._groups(pending, self._named(roots, frames=False))]
+            if not self.replays.run(launches, roots):   # a CUDA graph, where one fits
+                for group, parts in launches:
+                    self._launch(group, parts)
 
     def finish(self, roots=(), frames: bool = True):
         """Run every recorded block, then compute every fused-away result still named (in
@@ -303,8 +308,9 @@ class LazyGraph:
         return live
 
     # ------------------------------------------------------------------------- launching
-    def _launch(self, group: _Group):
-        interp, lz = self.interp, group.result
+    def parts(self, group: _Group) -> tuple:
+        """(lowered, plan, inputs, scalars, Fusion or None) of the launch `group` makes."""
+        lz = group.result
         if len(group.members) == 1:
             lowered, plan, inputs, scalars = lz.lowered, lz.plan, lz.inputs, lz.scalars
         else:
@@ -313,10 +319,15 @@ class LazyGraph:
             values = {id(t): t for m in group.members for t in m.inputs}
             inputs = [values[key] for key in group.block.args]
             scalars = group.block.scalars
-        self.settle(inputs)
         info = Fusion(tuple((n, ln, _source_of(group.members, n)) for n, ln in
                             group.block.origins), group.notes) \
             if len(group.members) > 1 or group.notes else None
+        return lowered, plan, inputs, scalars, info
+
+    def _launch(self, group: _Group, parts=None):
+        interp, lz = self.interp, group.result
+        lowered, plan, inputs, scalars, info = parts or self.parts(group)
+        self.settle(inputs)
         device = _device(lz.device)
         saved, interp.source = interp.source, lz.source
         try:

@@ -292,3 +292,151 @@ def test_a_warp_step_reached_by_part_of_a_warp_is_a_schedule_bug():
     bad = replace(prog, kernels=(replace(k, body=tuple(map(lane_guarded, k.body))),), fallback=None)
     with pytest.raises(emulate.EmulatorError, match="diverge.*ldmatrix"):
         emulate_kernel(bad, kernel, make(np.random.default_rng(0)), sizes)
+
+
+# ---- the pipelined tensor-core schedule (cp.async stages, swizzled tiles) and TF32 -------
+
+PIPELINED = [GemmParams(32, 32, 16, 16, 16, 8, True, 3, True),     # B fragments by ldmatrix x4
+             GemmParams(32, 64, 32, 32, 16, 8, True, 2, False),    # padded rows, 2 stages
+             GemmParams(32, 32, 16, 16, 8, 8, True, 4, True)]      # 8 warps, x2 B fragments
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False), (False, True)])
+def test_pipelined_tensor_cores_every_operand_layout(dtype, ta, tb):
+    # sizes that no tile divides; a side read in 16-byte vectors along it is a multiple of 8
+    M, N, K_ = (40 if ta else 37), (45 if tb else 48), 40
+    kernel, sizes, make, _ = K.matmul_t(M, N, K_, dtype, ta, tb)
+    ins = make(np.random.default_rng(M + N))
+    for params in PIPELINED:
+        prog = check(kernel, ins, sizes, cuda_target(), params, dtype=dtype)
+        nodes = list(ir.walk(prog.kernels[0]))
+        assert any(isinstance(n, ir.AsyncCopy) for n in nodes)
+        assert {n.pending for n in nodes if isinstance(n, ir.AsyncWait)} == {params.stages - 2}
+        assert f"{params.stages} shared-memory stages by cp.async" in prog.schedule
+
+
+HALF_EPILOGUE = EPILOGUE.replace("gelu(max(acc, 0.0) + bias[j] * 0.5)", "max(acc, 0.0) + bias[j] * 0.5")
+
+
+@pytest.mark.parametrize("case", ["epilogue", "batched"])
+def test_pipelined_tensor_cores_epilogue_and_batches(case):
+    rng = np.random.default_rng(4)
+    text, shapes = {"epilogue": (HALF_EPILOGUE, dict(A=(37, 24), B=(24, 40), bias=(40,))),
+                    "batched": (BATCHED, dict(A=(2, 37, 24), B=(2, 24, 40)))}[case]
+    arrays = {n: rng.standard_normal(s).astype(np.float16) for n, s in shapes.items()}
+    kernel, ins, sizes, scalars = lower_block(text, arrays)
+    auto = Gemm().default(kernel, cuda_target(), sizes)
+    assert auto.mma and auto.stages == 3 and auto.swizzle      # configs.GEMM_CONFIGS
+    for params in PIPELINED[:2]:
+        check(kernel, ins, sizes, cuda_target(), params, scalars, dtype="f16")
+
+
+def test_the_pipelined_configuration_is_the_default_on_ampere_and_hopper():
+    kernel, sizes, _, _ = K.matmul_t(4096, 4096, 4096, "bf16", False, False)
+    for cc in ((8, 0), (9, 0)):
+        p = Gemm().default(kernel, cuda_target(cc), sizes)
+        assert (p.bm, p.bn, p.bk, p.stages, p.swizzle, p.mma) == (128, 128, 32, 3, True, True)
+    space = Gemm().space(kernel, cuda_target(), sizes)
+    assert any(q.mma and not q.stages for q in space)          # the two-buffer tiles stay
+    assert any(q.stages == 2 for q in space) and any(not q.mma for q in space)
+    tgt = cuda_target()
+    assert all(q.shared_bytes(2, 4, (True, False)) <= tgt.static_shared_bytes for q in space)
+    # before Ampere there is no cp.async: the tensor-core tiles (if any) are staged
+    assert not any(q.stages for q in Gemm().space(kernel, cuda_target((7, 5)), sizes))
+
+
+def test_async_copies_only_print_in_cuda():
+    kernel, sizes, _, _ = K.matmul(32, 32, 32, "f16")
+    prog = Gemm().build(kernel, cuda_target(), sizes, PIPELINED[0])
+    text = print_program(schedules_cuda_dialect(), prog, kernel).source
+    assert "cp.async.cg.shared.global" in text and "cp.async.wait_group 1" in text
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans" in text
+    with pytest.raises(TypeError, match="no asynchronous copies"):
+        print_program(MslDialect(), prog, kernel)
+    assert not any(p.stages for p in Gemm().space(kernel, metal_target(), sizes))
+
+
+def schedules_cuda_dialect():
+    from zynbook.compiler.codegen.dialects.cuda import CudaDialect
+    return CudaDialect()
+
+
+def _with_waits(prog, pending: int):
+    """`prog` with every AsyncWait asking for `pending` groups instead."""
+    def fix(node):
+        if isinstance(node, ir.AsyncWait):
+            return replace(node, pending=pending)
+        if isinstance(node, ir.For):
+            return replace(node, body=tuple(map(fix, node.body)))
+        if isinstance(node, ir.If):
+            return replace(node, then=tuple(map(fix, node.then)), orelse=tuple(map(fix, node.orelse)))
+        return node
+    k = prog.kernels[0]
+    return replace(prog, kernels=(replace(k, body=tuple(map(fix, k.body))),), fallback=None)
+
+
+def test_a_slice_read_before_its_copies_are_waited_for_is_caught():
+    from zynbook.backends import emulator as emulate
+    kernel, sizes, make, _ = K.matmul_t(32, 32, 64, "f16", False, False)
+    ins = make(np.random.default_rng(6))
+    want = np.asarray(run_kernel(kernel, ins, sizes, {}), np.float64)
+    prog = Gemm().build(kernel, cuda_target(), sizes, PIPELINED[0])
+    # waiting for one group fewer reads a stage whose copies have not landed: the poisoned
+    # (NaN) contents, or a race with the copies landing at a later wait
+    try:
+        got = emulate_kernel(_with_waits(prog, 2), kernel, ins, sizes)
+    except emulate.EmulatorError as err:
+        assert "data race" in str(err)
+    else:
+        assert not np.allclose(np.asarray(got, np.float64), want, rtol=0.1, atol=0.1)
+
+
+def _tf32(x):
+    """`x` rounded to TF32 as cvt.rna.tf32.f32 does (nearest, ties away from zero)."""
+    u = np.asarray(x, np.float32).view(np.uint32)
+    return ((u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def _allow_tf32(kernel):
+    return replace(kernel, schedule=replace(kernel.schedule, allow_tf32=True))
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("odd", [False, True])
+def test_tf32_tensor_cores(ta, tb, odd):
+    M, N, K_ = (37, 45, 29) if odd else (40, 36, 44)
+    exact, sizes, make, _ = K.matmul_t(M, N, K_, "f32", ta, tb)
+    kernel = _allow_tf32(exact)
+    ins = make(np.random.default_rng(M * N))
+    a, b = (_tf32(x).astype(np.float64) for x in ins)
+    want = (a.T if ta else a) @ (b.T if tb else b)
+    # element by element through registers (any size), or 16-byte cp.async copies
+    params = GemmParams(32, 32, 16, 16, 16, 1, True) if odd else \
+        GemmParams(32, 32, 16, 16, 16, 4, True, 2, False)
+    prog = Gemm().build(kernel, cuda_target(), sizes, params)
+    assert any(isinstance(n, ir.Mma) and n.dtype == "tf32" for n in ir.walk(prog.kernels[0]))
+    got = np.asarray(emulate_kernel(prog, kernel, ins, sizes), np.float64)
+    np.testing.assert_allclose(got, want, **tolerance("f32", "contraction"))
+    # TF32 differs from the exact product, within TF32's precision
+    exact_want = np.asarray(run_kernel(exact, ins, sizes, {}), np.float64)
+    assert not np.allclose(got, exact_want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, exact_want, rtol=1e-2, atol=1e-2)
+    auto = Gemm().default(kernel, cuda_target(), sizes)
+    assert auto.mma and (auto.stages == 2) == (not odd)
+    # f32 stays exact unless the program allows TF32
+    assert not Gemm().default(exact, cuda_target(), sizes).mma
+
+
+def test_tf32_convolution_is_an_implicit_gemm_on_tensor_cores():
+    exact, sizes, make, ref = K.conv2d(batch=1, cin=3, cout=16, h=6, w=6)
+    kernel = _allow_tf32(exact)
+    ins = make(np.random.default_rng(8))
+    p = Gemm().default(kernel, cuda_target(), sizes)
+    assert p.mma and p.width == 1 and not p.stages
+    prog = Gemm().build(kernel, cuda_target(), sizes, GemmParams(16, 16, 16, 16, 8, 1, True))
+    assert "implicit GEMM" in prog.schedule and "tf32" in prog.schedule
+    got = np.asarray(emulate_kernel(prog, kernel, ins, sizes), np.float64)
+    x, w, bias = ins
+    want = ref([_tf32(x), _tf32(w), bias], sizes)
+    np.testing.assert_allclose(got, want, **tolerance("f32", "contraction"))

@@ -21,6 +21,7 @@ class Target:
     shared_bytes: int           # shared (workgroup / threadgroup) memory per block
     dtypes: frozenset           # element types it computes in and stores
     tensor_cores: tuple = ()    # MMA instruction families: ("mma.sync",), ("wgmma", "mma.sync")
+    async_copy: bool = False    # global -> shared copies in the background (cp.async, sm_80 on)
     collectives: bool = True    # warp / subgroup reductions
     atomics: frozenset = frozenset({"+", "max", "min"})
     arch: str = ""              # "sm_90", "apple", "x86-64-v3", an adapter's name
@@ -50,6 +51,7 @@ def cuda_target(cc: tuple = (9, 0)) -> Target:
     mma = ("wgmma", "mma.sync") if cc >= (9, 0) else (("mma.sync",) if cc >= (8, 0) else ())
     shared = 227 * 1024 if cc >= (9, 0) else (163 * 1024 if cc >= (8, 0) else 48 * 1024)
     return Target("cuda", "cuda", 32, 1024, shared, _BASE | {"f16", "bf16", "f64"}, mma,
+                  async_copy=cc >= (8, 0),
                   arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16,
                   static_shared_bytes=48 * 1024)      # more is dynamic, on request
 

@@ -172,6 +172,16 @@ class Printer:
                 raise TypeError(f"the {d.name} dialect has no tensor-core MMA")
             self.emit(d.mma(s.a, self.expr(s.a_index), s.b, self.expr(s.b_index), s.c,
                             self.expr(s.c_index), s.dtype, s.shape), line)
+        elif isinstance(s, (ir.AsyncCopy, ir.AsyncCommit, ir.AsyncWait)):
+            if not hasattr(d, "async_copy"):
+                raise TypeError(f"the {d.name} dialect has no asynchronous copies (cp.async)")
+            if isinstance(s, ir.AsyncCopy):
+                guard = None if s.guard is None else self.expr(s.guard)
+                self.emit(d.async_copy(s.dst, self.expr(s.dst_index), s.src, self.expr(s.src_index),
+                                       s.count, s.dtype, guard), line)
+            else:
+                self.emit(d.async_commit() if isinstance(s, ir.AsyncCommit)
+                          else d.async_wait(s.pending), line)
         elif isinstance(s, ir.Array):
             self.spaces[s.name] = s.space
             if s.space != "shared":         # shared arrays are declared at the kernel's top

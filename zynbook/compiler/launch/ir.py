@@ -249,7 +249,7 @@ class Copy(Stmt):
     line: int = 0
 
 
-MMA_SHAPES = ((16, 8, 16),)        # (m, n, k) of the tensor-core tiles an `Mma` multiplies
+MMA_SHAPES = ((16, 8, 16), (16, 8, 8))  # (m, n, k) of the tensor-core tiles an `Mma` multiplies
 
 
 @dataclass(frozen=True)
@@ -259,14 +259,18 @@ class Mma(Stmt):
     array from the given offset, in PTX's fixed layout. With lane = 4 g + t: A's 8 elements
     are (row g + 8 (p % 2), col 2 t + h + 8 (p // 2)) at 2 p + h; B's 4 are (k 2 t + h + 8 p,
     col g) at 2 p + h; C's 4 are (row g + 8 (e // 2), col 2 t + e % 2) at e. Every lane of
-    the warp must reach it; only targets with `tensor_cores` print it."""
+    the warp must reach it; only targets with `tensor_cores` print it.
+
+    dtype "tf32" (m16n8k8): A and B hold f32 values, rounded to TF32 (10-bit mantissa,
+    nearest, ties away from zero: `cvt.rna.tf32.f32`) by the step; A's 4 elements are
+    (row g + 8 (p % 2), col t + 4 (p // 2)) at p, B's 2 are (k t + 4 p, col g) at p."""
     a: str
     a_index: Expr
     b: str
     b_index: Expr
     c: str
     c_index: Expr
-    dtype: str                  # of A and B: f16 or bf16
+    dtype: str                  # of A and B: f16 or bf16, or tf32 (f32 arrays)
     shape: tuple = (16, 8, 16)
     line: int = 0
 
@@ -286,6 +290,39 @@ class MatrixLoad(Stmt):
     count: int
     trans: bool
     dtype: str                  # f16 or bf16
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class AsyncCopy(Stmt):
+    """`dst[dst_index + w] = src[src_index + w]` for w in 0..count, from a global buffer into
+    a shared array, made in the background (PTX `cp.async`, 4, 8 or 16 bytes): the copy joins
+    the thread's open group, and its elements may land any time until an `AsyncWait` finds
+    the group complete. Where `guard` is false zeros land instead and `src` is not read.
+    Offsets are multiples of `count`; only targets with `async_copy` print it."""
+    dst: str
+    dst_index: Expr
+    src: str
+    src_index: Expr
+    count: int
+    dtype: str
+    guard: Expr | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class AsyncCommit(Stmt):
+    """The thread's `AsyncCopy`s since the last commit become one group (PTX
+    `cp.async.commit_group`; a group may be empty)."""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class AsyncWait(Stmt):
+    """The thread waits until at most `pending` of its committed groups, the newest, are
+    incomplete (PTX `cp.async.wait_group`); what the others copied is then visible to this
+    thread, and to the block after a `Barrier`."""
+    pending: int
     line: int = 0
 
 

@@ -16,6 +16,8 @@ shared memory a configuration needs, and its check against a target's limit.
 * `attention_params(config, target)`: a configuration as the attention schedule's Params
   (one thread per query, `block_q` queries a block, `block_kv`-key tiles in shared memory),
   a starting point for tuning; the schedule fits its tiles into its own shared arrays.
+* `gemm_config(target, kind)`: the GEMM schedule's tensor-core starting point on Ampere and
+  Hopper (`GEMM_CONFIGS`), for half-precision operands or TF32.
 """
 from __future__ import annotations
 
@@ -136,3 +138,22 @@ def attention_params(config: FlashConfig, target):
     if config.block_q > target.max_threads:
         return None
     return AttentionParams(config.block_q, config.block_kv, 1, min(16, config.block_kv), True)
+
+
+# The GEMM schedule's tensor-core configurations (GemmParams fields besides width and mma),
+# by architecture and operand kind: 128 x 128 block tiles of 8 warps of 64 x 32, K slices
+# through a cp.async ring. Half precision: slices of 32 in 3 swizzled stages (48 KiB, what a
+# kernel declares statically); TF32 (4-byte operands): slices of 16 in 2 padded stages,
+# whose rows keep the element-wise fragment reads free of bank conflicts.
+_HALF = dict(bm=128, bn=128, bk=32, tm=64, tn=32, stages=3, swizzle=True)
+_TF32 = dict(bm=128, bn=128, bk=16, tm=64, tn=32, stages=2, swizzle=False)
+GEMM_CONFIGS = {("ampere", "half"): _HALF, ("hopper", "half"): _HALF,
+                ("ampere", "tf32"): _TF32, ("hopper", "tf32"): _TF32}
+
+
+def gemm_config(target, kind: str) -> dict | None:
+    """The tensor-core GEMM configuration of `target`'s architecture for operands of `kind`
+    ("half" or "tf32"), or None where the library has none (before Ampere, off CUDA)."""
+    if target.name != "cuda":
+        return None
+    return GEMM_CONFIGS.get((architecture(target), kind))

@@ -53,6 +53,24 @@ for _t in ("f16", "bf16"):
         "        \"{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\"\n"
         "        : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
         "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"r\"(B[0]), \"r\"(B[1])); }}", ())
+CUDA_HELPERS["zyn_mma_tf32"] = (
+    "// operands rounded to TF32 (nearest, ties away), as the tensor cores take them\n"
+    "{q}unsigned zyn_tf32(float x) {{\n"
+    "    unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x)); return r; }}\n"
+    "{q}void zyn_mma_tf32(float* c, const float* a, const float* b) {{\n"
+    "    asm(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 \"\n"
+    "        \"{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\"\n"
+    "        : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+    "        : \"r\"(zyn_tf32(a[0])), \"r\"(zyn_tf32(a[1])), \"r\"(zyn_tf32(a[2])), \"r\"(zyn_tf32(a[3])),\n"
+    "          \"r\"(zyn_tf32(b[0])), \"r\"(zyn_tf32(b[1]))); }}", ())
+# cp.async: 16 bytes bypass L1 (.cg), smaller copies go through it (.ca); a copy whose guard
+# is false writes zeros (a source size of 0) and reads nothing
+for _b in (4, 8, 16):
+    CUDA_HELPERS[f"zyn_cp_async{_b}"] = (
+        "{q}void zyn_cp_async" + str(_b) + "(void* d, const void* s, bool full) {{\n"
+        "    const unsigned a = (unsigned)__cvta_generic_to_shared(d);\n"
+        f"    asm volatile(\"cp.async.{'cg' if _b == 16 else 'ca'}.shared.global [%0], [%1], {_b}, %2;\\n\" "
+        ":: \"r\"(a), \"l\"(s), \"r\"(full ? " + str(_b) + " : 0)); }}", ())
 for _n in (1, 2, 4):
     for _trans in (False, True):
         _regs = ", ".join(f"%{i}" for i in range(_n))
@@ -129,6 +147,19 @@ class CudaDialect(CFamily):
 
     def mma(self, a, ai, b, bi, c, ci, dtype, shape):
         return f"{self.need('zyn_mma_' + dtype)}(&{c}[{ci}], &{a}[{ai}], &{b}[{bi}]);"
+
+    def async_copy(self, dst, di, src, si, count, dtype, guard):
+        helper = self.need(f"zyn_cp_async{count * _BYTES[dtype]}")
+        if guard is None:
+            return f"{helper}(&{dst}[{di}], &{src}[{si}], true);"
+        # a copy that lands zeros still takes an address: the buffer's own
+        return f"{{ const bool _ok = {guard}; {helper}(&{dst}[{di}], _ok ? &{src}[{si}] : {src}, _ok); }}"
+
+    def async_commit(self):
+        return 'asm volatile("cp.async.commit_group;\\n" ::: "memory");'
+
+    def async_wait(self, pending):
+        return f'asm volatile("cp.async.wait_group {int(pending)};\\n" ::: "memory");'
 
     def barrier(self):
         return "__syncthreads();"

@@ -25,6 +25,9 @@ from . import ir
 
 USER_PREFIX = "u_"      # every user name; generated names start with `_` or `zyn_`
 
+DTYPE_BYTES = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4, "u32": 4,
+               "f32": 4, "i64": 8, "u64": 8, "f64": 8, "bool": 1}
+
 
 def user_name(name: str) -> str:
     return USER_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", name)
@@ -127,6 +130,16 @@ class ScalarLowering:
             if name in scope:
                 return scope[name]
         return None
+
+    def with_var(self, var: str, value: ir.Expr, fn) -> list:
+        """fn()'s statements with CIR loop variable `var` bound to `value`, in a scope of
+        its own."""
+        self.scopes.append({})
+        try:
+            ident = self.bind(var, self.idx)
+            return [ir.Decl(ident, self.idx, value)] + list(fn())
+        finally:
+            self.scopes.pop()
 
     def size(self, d) -> ir.Expr:
         """A dimension (a number, a size name or a CIR size expression) as an index value."""

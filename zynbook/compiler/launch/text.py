@@ -13,6 +13,7 @@ deterministic: the same program gives the same text.
 from __future__ import annotations
 
 from . import ir
+from .scalar import DTYPE_BYTES
 
 _INDENT = "  "
 _COMMENT_COLUMN = 56
@@ -165,12 +166,8 @@ class _Writer:
         self.block(k.body, 2)
 
 
-_BYTES = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4, "u32": 4,
-          "f32": 4, "i64": 8, "u64": 8, "f64": 8, "bool": 1}
-
-
 def _bytes(dtype: str) -> int:
-    return _BYTES.get(dtype, 4)
+    return DTYPE_BYTES.get(dtype, 4)
 
 
 def _site(i: int, site) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import cir
-from .loops import static_value
+from .loops import identity_value, static_value
 from .tiles import inline_tile_lets
 
 I32 = cir.Ty("i32")
@@ -98,19 +98,7 @@ def _const(value, dtype: str) -> cir.Const:
 
 
 def _identity(op: str, dtype: str) -> cir.Const:
-    if op in ("+", "or"):
-        return _const(0, dtype)
-    if op in ("*", "and"):
-        return _const(1, dtype)
-    low = op == "max"
-    if dtype in cir.FLOAT_DTYPES:
-        return cir.Const(float("-inf") if low else float("inf"), cir.Ty(dtype))
-    if dtype == "bool":
-        return cir.Const(not low, cir.Ty("bool"))
-    bits = int(dtype[1:])
-    if dtype.startswith("u"):
-        return _const(0 if low else 2 ** bits - 1, dtype)
-    return _const(-2 ** (bits - 1) if low else 2 ** (bits - 1) - 1, dtype)
+    return _const(identity_value(op, dtype), dtype)
 
 
 def _combine(op: str, acc: cir.Expr, v: cir.Expr) -> cir.Expr:

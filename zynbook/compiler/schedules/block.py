@@ -27,25 +27,19 @@ from math import prod
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import NotScalar, ScalarLowering, buffer_params, index_dtype, lit, user_name
+from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, index_dtype, lit,
+                             user_name)
 from ..passes.loops import assigned_vars, classify_loop, declared_vars, has_node, trip_count
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .generic import GenericThread
-from .nest import parallel_nest, without_tiles
-from .reduce import identity
+from .nest import decompose, parallel_nest, thread, without_tiles
+from .reduce import identity, pow2_at_least
 
 
 @dataclass(frozen=True)
 class BlockParams(Params):
     threads: int = 256
-
-
-def _pow2_at_least(n: int, lo: int, hi: int) -> int:
-    p = lo
-    while p < n and p < hi:
-        p *= 2
-    return p
 
 
 # blocks of a launch whose shared arrays live in scratch memory (a slice each)
@@ -98,7 +92,7 @@ class Block(Schedule):
         for lp in (n for n in cir.walk(nest.body) if isinstance(n, cir.Loop)):
             if lp.parallel or classify_loop(lp, mutable) is not None:
                 trip = max(trip, trip_count(lp, sizes) or 0)
-        threads = _pow2_at_least(max(trip // 8, 1), 32, 1024) if trip else 256
+        threads = pow2_at_least(max(trip // 8, 1), 32, 1024) if trip else 256
         return BlockParams(min(threads, target.max_threads))
 
     def space(self, kernel, target, sizes):
@@ -131,8 +125,7 @@ class _Builder:
         return lit(v, self.idx)
 
     def at(self, axis):
-        e = ir.Thread(axis)
-        return e if self.idx == "i32" else ir.Cast(e, self.idx)
+        return thread(axis, self.idx)
 
     def first_thread(self):
         return ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool")
@@ -161,7 +154,8 @@ class _Builder:
         body = list(self.shared) + list(self.low.stmts(nest.prologue))
         threads = f"{self.T} thread{'s' if self.T > 1 else ''}"
         if nest.loops:
-            inner = GenericThread._decompose(self.low, nest, "_b", idx) + self.stmts(nest.body)
+            inner = decompose(self.low, nest.loops, nest.extents, ir.Ref("_b", idx), idx)
+            inner += self.stmts(nest.body)
             body.append(ir.For("_b", self.at("block"), self.i(nest.total), self.at("blocks"),
                                tuple(inner), idx, nest.loops[0].line))
             what = (f"block: one block of {threads} per iteration of "
@@ -218,7 +212,6 @@ class _Builder:
                 orelse = self.stmts(s.orelse, mutable)
             finally:
                 low.scopes.pop()
-            from ..launch.scalar import cast
             return [ir.If(cast(cond, "bool"), tuple(then), tuple(orelse), ln)]
         if isinstance(s, cir.Loop):
             independent = s.parallel and not has_node(s.body, (cir.Barrier, cir.SharedAlloc)) \
@@ -243,8 +236,7 @@ class _Builder:
         other locals inside, the accumulators' partials)."""
         low = self.low
         start, stop, step = low.index(s.start), low.index(s.stop), low.index(s.step)
-        t = ir.Thread("thread") if self.idx == "i32" else ir.Cast(ir.Thread("thread"), self.idx)
-        first = ir.Bin("+", start, ir.Bin("*", t, step, self.idx), self.idx)
+        first = ir.Bin("+", start, ir.Bin("*", self.at("thread"), step, self.idx), self.idx)
         stride = ir.Bin("*", step, self.i(self.T), self.idx)
         low.scopes.append(dict(rename))
         try:

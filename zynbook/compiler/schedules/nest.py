@@ -5,18 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import cir
-from ..passes.loops import free_vars, static_value
-
-
-def trip_count(loop: cir.Loop, sizes, symbolic: bool = False) -> int | None:
-    """The iterations of `loop` at these sizes (None: not known at launch). `symbolic`: the
-    count must be an expression over the sizes for every launch, so the step is a number."""
-    a, b, s = (static_value(x, sizes) for x in (loop.start, loop.stop, loop.step))
-    if symbolic and static_value(loop.step, {}) is None:
-        return None
-    if a is None or b is None or s is None or s <= 0:
-        return None
-    return max(0, -(-(b - a) // s))
+from ..launch import ir
+from ..launch.scalar import index_dtype, lit
+from ..passes.loops import free_vars, trip_count
 
 
 def extents(low, loops) -> list:
@@ -87,3 +78,60 @@ def yield_nest(body, sizes, symbolic: bool = False) -> Nest:
     bounds known at launch, and the scalar lets before them."""
     prologue, loops, counts, cur = _lets_then_loops(body, sizes, symbolic, False, False)
     return Nest(loops, counts, tuple(prologue), cur)
+
+
+def flat_index_dtype(kernel: cir.Kernel, sizes: dict, symbolic: bool, total: int) -> str:
+    """The index dtype of a program that flattens `total` iterations: i32 for every size
+    set (a launch reaching 2^31 is refused by the device), else wide enough for both the
+    buffers and `total`."""
+    if symbolic:
+        return "i32"
+    return "i64" if total >= 2 ** 31 - 1 else index_dtype(kernel, sizes)
+
+
+def thread(axis: str, idx: str) -> ir.Expr:
+    """Where a thread runs (`ir.Thread`), as a value of the index dtype."""
+    e = ir.Thread(axis)
+    return e if idx == "i32" else ir.Cast(e, idx)
+
+
+def loop_value(low, lp: cir.Loop, t: ir.Expr, idx: str) -> ir.Expr:
+    """The value of `lp`'s variable in iteration `t` (start + t * step)."""
+    start, step = low.index(lp.start), low.index(lp.step)
+    if not (isinstance(step, ir.Lit) and step.value == 1):
+        t = ir.Bin("*", t, step, idx)
+    if not (isinstance(start, ir.Lit) and start.value == 0):
+        t = ir.Bin("+", start, t, idx)
+    return t
+
+
+def decompose(low, loops, exts, flat: ir.Expr, idx: str, quotient=lambda k: f"_r{k}") -> list:
+    """Declarations binding each variable of `loops` (trip counts `exts`, numbers or
+    expressions) from the flat iteration `flat`, the innermost fastest; `quotient(k)` names
+    the local holding what is left after loop k."""
+    out, rem = [], flat
+    for k in range(len(loops) - 1, -1, -1):
+        lp, ext = loops[k], exts[k]
+        ext = lit(ext, idx) if isinstance(ext, int) else ext
+        part = ir.Bin("%", rem, ext, idx) if k > 0 else rem
+        out.append(ir.Decl(low.bind(lp.var, idx), idx, loop_value(low, lp, part, idx), False,
+                           lp.line))
+        if k > 0:
+            name = quotient(k)
+            out.append(ir.Decl(name, idx, ir.Bin("/", rem, ext, idx), False, lp.line))
+            rem = ir.Ref(name, idx)
+    return out
+
+
+def spread(g: str, total, threads: int, chunk: int, body, idx: str, line: int = 0) -> ir.For:
+    """`for g` over this thread's part of 0..total: a contiguous `chunk` per block (one
+    thread a block), else a grid stride (neighbouring threads, neighbouring iterations)."""
+    total = lit(total, idx) if isinstance(total, int) else total
+    if chunk:
+        start = ir.Bin("*", thread("block", idx), lit(chunk, idx), idx)
+        stop = ir.Math("min", (ir.Bin("+", start, lit(chunk, idx), idx), total), idx)
+        return ir.For(g, start, stop, lit(1, idx), tuple(body), idx, line)
+    start = ir.Bin("+", ir.Bin("*", thread("block", idx), lit(threads, idx), idx),
+                   thread("thread", idx), idx)
+    step = ir.Bin("*", thread("blocks", idx), lit(threads, idx), idx)
+    return ir.For(g, start, total, step, tuple(body), idx, line)

@@ -16,17 +16,15 @@ from dataclasses import dataclass
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import (ScalarLowering, buffer_params, cast, compute_dtype, index_dtype, lit,
-                             user_name)
+from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, compute_dtype,
+                             index_dtype, lit, user_name)
 from ..passes.loops import (assigned_vars, classify_loop, declared_vars, free_vars, has_node,
                             has_tiles, stored_buffers, trip_count)
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
-from .nest import parallel_nest
+from .nest import decompose, parallel_nest, thread
 from .reduce import identity
 
-_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
-          "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
 REGISTERS = 64              # cached elements a thread may hold
 
 
@@ -163,7 +161,7 @@ class Rows(Schedule):
     def _fit(self, kernel, plan, target):
         dtypes = [dict((b.name, b.dtype) for b in list(kernel.inputs) + [kernel.output])[b]
                   for b in {k[0] for k in plan.keys} | {kernel.output.name}]
-        big, small = max(_BYTES[d] for d in dtypes), min(_BYTES[d] for d in dtypes)
+        big, small = max(DTYPE_BYTES[d] for d in dtypes), min(DTYPE_BYTES[d] for d in dtypes)
         shapes = {b.name: b.shape for b in list(kernel.inputs) + [kernel.output]}
         bufs = {k[0] for k in plan.keys} | {kernel.output.name}
         w = 16 // big
@@ -261,8 +259,7 @@ class _Builder:
         """for _k in 0..E: _c = (lane + _k * T) * W; [if _c < cols:] body_of(_c, _k)."""
         p, C = self.p, self.plan.cols
         c = ir.Ref("_c", self.idx)
-        lane = ir.Cast(ir.Thread("lane" if self.warp else "thread"), self.idx) \
-            if self.idx != "i32" else ir.Thread("lane" if self.warp else "thread")
+        lane = thread("lane" if self.warp else "thread", self.idx)
         col = ir.Bin("*", ir.Bin("+", lane, ir.Bin("*", ir.Ref("_k", self.idx), self.i(p.threads),
                                                    self.idx), self.idx), self.i(p.width), self.idx)
         body = list(body_of(c, ir.Ref("_k", self.idx)))
@@ -279,15 +276,14 @@ class _Builder:
         nest = plan.nest
         rows = nest.total
         idx = self.idx
-        block = ir.Thread("block") if idx == "i32" else ir.Cast(ir.Thread("block"), idx)
+        row = thread("block", idx)
         if self.warp:
-            wid = ir.Thread("warp") if idx == "i32" else ir.Cast(ir.Thread("warp"), idx)
-            row = ir.Bin("+", ir.Bin("*", block, self.i(p.rows_per_block), idx), wid, idx)
-        else:
-            row = block
+            row = ir.Bin("+", ir.Bin("*", row, self.i(p.rows_per_block), idx),
+                         thread("warp", idx), idx)
         body = [ir.Decl("_row", idx, row)]
         inner = list(low.stmts(nest.prologue))
-        inner += self.decompose(ir.Ref("_row", idx))
+        inner += decompose(low, nest.loops, nest.extents, ir.Ref("_row", idx), idx,
+                           lambda k: self.new("r"))
         for s in nest.body:
             if not isinstance(s, cir.Loop):
                 inner += low.stmts((s,))
@@ -302,7 +298,7 @@ class _Builder:
                else f"one block of {p.threads} threads per row")
         what = (f"rows: {who} of ({', '.join(l.var for l in nest.loops)}); the row's {plan.cols} "
                 f"elements held in registers ({p.per_thread} x {p.width} per thread"
-                + (f", {p.width * max(_BYTES[self.low.buffers[b][1]] for b in self.row_bufs())}-byte "
+                + (f", {p.width * max(DTYPE_BYTES[low.buffers[b][1]] for b in self.row_bufs())}-byte "
                    "vector loads" if p.width > 1 else "") + "), one pass over memory")
         name = kernel_name(self.k) + self.suffix
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, idx), tuple(body), threads, idx, what)
@@ -321,36 +317,9 @@ class _Builder:
     def row_bufs(self):
         return {k[0] for k in self.plan.keys} | {self.k.output.name}
 
-    def decompose(self, flat) -> list:
-        out, rem, nest = [], flat, self.plan.nest
-        for k in range(len(nest.loops) - 1, -1, -1):
-            lp, ext = nest.loops[k], nest.extents[k]
-            part = ir.Bin("%", rem, self.i(ext), self.idx) if k > 0 else rem
-            start, step = self.low.index(lp.start), self.low.index(lp.step)
-            val = part
-            if not (isinstance(step, ir.Lit) and step.value == 1):
-                val = ir.Bin("*", val, step, self.idx)
-            if not (isinstance(start, ir.Lit) and start.value == 0):
-                val = ir.Bin("+", start, val, self.idx)
-            out.append(ir.Decl(self.low.bind(lp.var, self.idx), self.idx, val, False, lp.line))
-            if k > 0:
-                nxt = self.new("r")
-                out.append(ir.Decl(nxt, self.idx, ir.Bin("/", rem, self.i(ext), self.idx)))
-                rem = ir.Ref(nxt, self.idx)
-        return out
-
     def offset(self, buffer: str, lead: tuple, var: str):
         """Flat offset of `buffer[lead..., var]` with `var` bound to `_c` (proved in range)."""
         return self.low.flat(buffer, tuple(lead) + (cir.Var(var, cir.Ty("i32")),), store=False)[0]
-
-    def with_col(self, var: str, value: ir.Expr, fn):
-        """Run fn() with CIR loop variable `var` bound to `value` in a scope of its own."""
-        self.low.scopes.append({})
-        try:
-            ident = self.low.bind(var, self.idx)
-            return [ir.Decl(ident, self.idx, value)] + list(fn())
-        finally:
-            self.low.scopes.pop()
 
     def row_loop(self, s: cir.Loop) -> list:
         p, plan, low = self.p, self.plan, self.low
@@ -368,7 +337,7 @@ class _Builder:
             src_ident = low.buffers[bname][0]
 
             def fill(c, k, bname=bname, lead=lead, arr=arr, dtype=dtype, src_ident=src_ident):
-                return self.with_col(s.var, c, lambda: [ir.Copy(
+                return self.low.with_var(s.var, c, lambda: [ir.Copy(
                     arr, ir.Bin("*", k, self.i(W), self.idx), src_ident,
                     self.offset(bname, lead, s.var), W, dtype, s.line)])
             out.append(self.chunks(fill))
@@ -409,12 +378,12 @@ class _Builder:
                             got += low.stmts((t,))
                     return got
                 try:
-                    res += self.with_col(s.var, col, stmts)
+                    res += self.low.with_var(s.var, col, stmts)
                 finally:
                     low.scopes.pop()
                     low.ctx = None
             for t in stores if W > 1 else ():
-                res += self.with_col(s.var, c, lambda t=t: [self.store_row(t, vouts[id(t)])])
+                res += self.low.with_var(s.var, c, lambda t=t: [self.store_row(t, vouts[id(t)])])
             return res
         out.append(self.chunks(element))
         for acc, (part, op, dt, ident) in parts.items():

@@ -24,7 +24,7 @@ from kernel_sources import (ACTIVATIONS, ARGMAX, ARGMIN_ROWS, BROADCAST, COL_MAX
                             SCALE_INT, SHARED_FFN, SOFTMAX_FUSED, SOFTMAX_ROWS,
                             SPEC_BATCHED_MATMUL, SPEC_CONV2D, SPEC_DEPTHWISE, block_of,
                             unannotated)
-from tolerances import assert_close
+from tolerances import assert_close, tolerance
 
 pytestmark = pytest.mark.skipif(native.find_compiler() is None, reason="no C/C++ compiler")
 
@@ -227,3 +227,43 @@ def test_without_a_compiler_there_is_no_device(monkeypatch):
 
 # every example on this device: tests/test_examples_every_device.py
 
+
+
+VECTOR_MATH = """let y = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = FN(x[i])
+}"""
+
+
+def _math_reference(fn, x):
+    from math import erf
+    x = x.astype(np.float64)
+    erf_ = np.vectorize(erf, otypes=[np.float64])
+    return {"exp": np.exp, "tanh": np.tanh, "log": np.log, "sin": np.sin, "cos": np.cos,
+            "erf": erf_, "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)),
+            "gelu": lambda v: 0.5 * v * (1.0 + erf_(v / np.sqrt(2.0)))}[fn](x)
+
+
+@pytest.mark.parametrize("fn,dtype", [(fn, "f32") for fn in ("exp", "tanh", "erf", "gelu",
+                                                             "sigmoid", "log", "sin", "cos")]
+                         + [(fn, "f64") for fn in ("exp", "tanh", "erf")])
+def test_vector_math_keeps_nan_inf_and_accuracy(device, fn, dtype):
+    """Loops of math functions run in vector form (glibc's vector math where it links, no
+    -ffast-math): NaN and infinities give what numpy gives, finite values are within the
+    elementwise tolerance, in the vector body and in the scalar tail of the loop."""
+    npdt = np.float32 if dtype == "f32" else np.float64
+    x = (RNG.standard_normal(1003) * 3).astype(npdt)
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 80.0, -100.0, 1e-30, 1000.0]
+    x[[5, 77, 200, 333, 512, 700, 998, 1001, 1002][:len(special)]] = special
+    k, ins, sz, sc = lower_block(VECTOR_MATH.replace("FN", fn), {"x": x})
+    with np.errstate(all="ignore"):
+        want = _math_reference(fn, x)
+        got, _ = device.launch(k, ins, sz, sc)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got.astype(np.float64), want, equal_nan=True,
+                               **tolerance(dtype, "elementwise"))
+    assert "-fno-math-errno" in device.flags() and "-ffast-math" not in device.flags()
+    if "-DZYN_LIBMVEC" in device.flags() and fn in ("exp", "tanh", "erf", "log", "sin", "cos"):
+        # the loop calls a vector variant (_ZGV...): the library imports one
+        assert b"_ZGV" in device.compile(k, sz).path.read_bytes()

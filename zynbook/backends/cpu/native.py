@@ -2,7 +2,10 @@
 
 * Compiler: `$CXX`, else `$CC`, else the first of c++, g++, clang++, cc, gcc, clang on the
   PATH; the source is compiled as C++17 (`-x c++`), with `-O3 -march=native -fPIC -shared`
-  and `-fopenmp` where the compiler takes them (probed once).
+  and `-fopenmp` where the compiler takes them (probed once). `-fno-math-errno` (no kernel
+  reads errno) lets loops of math functions vectorise, and where glibc's vector math library
+  links (a probe) the kernels call it (`ZYN_LIBMVEC`: codegen/dialects/cpp.py); nothing
+  reassociates arithmetic, so sums keep their order and NaN propagates as in the reference.
 * Cache (`zynbook/cache.py`): `codegen/c.py` bakes the sizes into the source; the mapped
   library is kept in memory by (CIR hash, sizes, compiler, resolved flags, versions) and its
   bytes on disk under `$ZYNBOOK_CACHE_DIR/cpu` (default `~/.cache/zynbook/cpu`) by that key
@@ -35,6 +38,7 @@ from ... import cache as kcache
 from ...runtime.cancel import call_native
 from ...compiler import cir, errflag
 from ...compiler.codegen import c as c_codegen
+from ...compiler.codegen.dialects.cpp import LIBMVEC_MACRO, VECTOR_MATH, vector_math_declarations
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError
 from ..base import Device, Launch, LaunchPlan, LaunchTimes
@@ -104,6 +108,22 @@ extern "C" int zyn_probe(void) {
 """
 
 
+
+def _vector_math_probe() -> str:
+    """A library whose loops call every function the kernels may call in vector form."""
+    body = []
+    for fn in VECTOR_MATH:
+        for t, suffix in (("float", "f"), ("double", "")):
+            v = t[0]
+            args = f"{v}x[i], {v}x[i]" if fn == "pow" else f"{v}x[i]"
+            body.append(f"    for (int i = 0; i < n; ++i) {v}y[i] = {fn}{suffix}({args});")
+    return ("#include <math.h>\n" + vector_math_declarations() + "\n"
+            'extern "C" void zyn_probe_math(const float* __restrict__ fx, float* __restrict__ fy, '
+            "const double* __restrict__ dx, double* __restrict__ dy, int n) {\n"
+            + "\n".join(body) + "\n}\n"
+            'extern "C" int zyn_probe(void) { return 1; }\n')
+
+
 class CompiledC:
     """A mapped library: `path` is its disk cache entry (None when kept in memory only)."""
 
@@ -129,6 +149,7 @@ class NativeCpuDevice(Device):
         self._resolved: tuple | None = None
         self._target: tuple | None = None          # the key's target and versions parts
         self._openmp = False
+        self._libs: list = []                      # libraries the kernels link
         self._version: str | None = None
 
     # ----------------------------------------------------------------- compiler
@@ -154,7 +175,7 @@ class NativeCpuDevice(Device):
             if self._flags is not None:
                 return self._flags
             base = ["-x", "c++", "-std=c++17", "-O3", "-fPIC", "-shared", "-fno-exceptions",
-                    "-fno-rtti", "-w"]
+                    "-fno-rtti", "-fno-math-errno", "-w"]
             flags = list(base)
             if self._probe(flags + ["-march=native"]):
                 flags.append("-march=native")
@@ -164,6 +185,10 @@ class NativeCpuDevice(Device):
             elif not self._probe(flags):
                 raise ZynMLDeviceError(f"the C++ compiler `{' '.join(self.compiler)}` cannot "
                                        "build a shared library")
+            mvec = [f"-D{LIBMVEC_MACRO}"]
+            if self._probe(flags + mvec, _vector_math_probe(), ["-lmvec", "-Wl,--no-undefined"]):
+                flags += mvec
+                self._libs = ["-lmvec"]
             self._flags = flags
             return flags
 
@@ -189,13 +214,13 @@ class NativeCpuDevice(Device):
                                                    **({"choice": params} if params else {})),
                                target=target, versions=versions)
 
-    def _probe(self, flags) -> bool:
+    def _probe(self, flags, source: str = _PROBE, libs=()) -> bool:
         with tempfile.TemporaryDirectory() as tmp:
             src = Path(tmp) / "probe.cpp"
-            src.write_text(_PROBE)
+            src.write_text(source)
             out = Path(tmp) / "probe.so"
             try:
-                res = subprocess.run(self.compiler + flags + ["-o", str(out), str(src), "-lm"],
+                res = subprocess.run(self.compiler + flags + ["-o", str(out), str(src), *libs, "-lm"],
                                      capture_output=True, text=True, timeout=120)
             except (OSError, subprocess.SubprocessError):
                 return False
@@ -245,7 +270,8 @@ class NativeCpuDevice(Device):
             src.write_text(program.source)
             out = tmp_dir / "kernel.so"
             try:
-                res = subprocess.run(self.compiler + flags + ["-o", str(out), str(src), "-lm"],
+                res = subprocess.run(self.compiler + flags + ["-o", str(out), str(src), *self._libs,
+                                                              "-lm"],
                                      capture_output=True, text=True, timeout=600)
             except (OSError, subprocess.SubprocessError) as err:
                 raise ZynMLDeviceError(f"the C++ compiler did not run for kernel "

@@ -17,6 +17,26 @@ CPP_HELPERS = dict(HELPERS, **{
         + "], __ATOMIC_RELAXED) != 0; }}", ()),
 })
 
+# glibc's vector math (libmvec): declared `simd`, these let GCC call a vector variant
+# (_ZGVeN16v_expf, ...) where it vectorises a loop of them, as math.h does only under
+# -ffast-math. The device defines LIBMVEC_MACRO where a probe links them
+# (backends/cpu/native.py); their results are within a few ulp of the scalar functions', a
+# NaN argument gives NaN, and no -ffast-math rewrites anything else.
+VECTOR_MATH = ("exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "sinh", "cosh",
+               "erf", "pow")
+LIBMVEC_MACRO = "ZYN_LIBMVEC"
+
+
+def vector_math_declarations() -> str:
+    lines = [f"#if defined({LIBMVEC_MACRO}) && defined(__GNUC__) && !defined(__clang__)",
+             'extern "C" {']
+    for fn in VECTOR_MATH:
+        for t, suffix in (("float", "f"), ("double", "")):
+            args = f"{t}, {t}" if fn == "pow" else t
+            lines.append(f'__attribute__((__simd__("notinbranch"))) {t} {fn}{suffix}({args}) noexcept;')
+    return "\n".join(lines + ["}", "#endif"])
+
+
 _BYTES = {"f16": 2, "bf16": 4, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
           "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
 _THREAD = {"thread": "0", "threads": "1", "block": "(int)zyn_block", "blocks": "(int)zyn_blocks",
@@ -80,6 +100,7 @@ class CppDialect(CFamily):
         if sizes:
             head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
         head += ["#include <math.h>", "#include <stdint.h>", "#include <stdlib.h>"]
+        head.append(vector_math_declarations())
         if getattr(self, "heap", False):
             head.append("#include <memory>")
         if any(p.dtype == "f16" for k in program.kernels for p in k.params) or any(

@@ -196,3 +196,21 @@ def test_the_spec_transformer_block_on_two_gpus_never_touches_the_host(gpus):
     assert sum(d.transfers for d in devs) == before         # the weights by peer copies
     assert isinstance(out, ShardedTensor) and out.devices == GPUS
     np.testing.assert_allclose(np.asarray(out), np.asarray(one), rtol=1e-5, atol=1e-5)
+
+
+def test_the_spec_multi_gpu_example_as_written(gpus):
+    """examples/multi_gpu.zyn names cuda:0 and cuda:1: on the stand-in it runs unchanged, its
+    data-parallel result sharded on the two GPUs and fed to the next block in place."""
+    from pathlib import Path
+    log, devs = gpus
+    text = (Path(__file__).parent.parent / "examples" / "multi_gpu.zyn").read_text()
+    session = zynbook.Session()
+    max_diff = session.run(text)
+    assert max_diff < 1e-3
+    data = np.asarray(session.namespace["data"]).astype(np.float64)
+    result, scaled = session.namespace["result"], session.namespace["scaled"]
+    assert isinstance(result, ShardedTensor) and result.devices == GPUS
+    assert [a.dev for _, a, _ in scaled.shards] == [0, 1] and result.bounds == scaled.bounds
+    np.testing.assert_allclose(np.asarray(scaled), 0.5 * data @ data, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(session.namespace["forward"]), np.tanh(data),
+                               rtol=1e-5, atol=1e-6)

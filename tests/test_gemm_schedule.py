@@ -440,3 +440,31 @@ def test_tf32_convolution_is_an_implicit_gemm_on_tensor_cores():
     x, w, bias = ins
     want = ref([_tf32(x), _tf32(w), bias], sizes)
     np.testing.assert_allclose(got, want, **tolerance("f32", "contraction"))
+
+
+def test_config_allow_tf32_reaches_the_schedule(monkeypatch, tmp_path):
+    import importlib.util
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed: the stand-in drives the CUDA device's host logic only")
+    import cupy_standin
+    import zynbook
+    from zynbook.backends import registry
+    from zynbook.backends.cuda.device import CudaDevice
+    from zynbook.errors import ZynMLTypeError
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ZYNBOOK_AUTOTUNE", raising=False)
+    cupy_standin.install(monkeypatch)
+    registry.get_device("cpu")
+    monkeypatch.setitem(registry._devices, "cuda:0", CudaDevice(0))
+    rng = np.random.default_rng(12)
+    a, b = rng.standard_normal((64, 48)).astype(np.float32), rng.standard_normal((48, 40)).astype(np.float32)
+    src = INT_OPERAND.replace("compute(A, B)", 'compute(A, B) @device("cuda:0")')
+    s = zynbook.Session()
+    s.run(src, A=a, B=b)
+    assert "tensor cores" not in s.launches[-1].geometry["schedule"]        # f32 is exact
+    s.run("config { allow_tf32: true }\n" + src, A=a, B=b)
+    assert "mma.sync m16n8k8 tf32" in s.launches[-1].geometry["schedule"]
+    s.run("config { allow_tf32: false }\n" + src, A=a, B=b)
+    assert "tensor cores" not in s.launches[-1].geometry["schedule"]
+    with pytest.raises(ZynMLTypeError, match="allow_tf32 takes true or false"):
+        zynbook.run("config { allow_tf32: 1 }\n1")

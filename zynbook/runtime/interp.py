@@ -355,7 +355,7 @@ class Interpreter:
                 configure(self.session, kw.name, value, kw.value.span)
             elif kw.name == "memory_budget":
                 D.set_memory_budget(self, value, kw.value.span)
-            elif kw.name in ("autotune", "tune_budget", "flash_config"):
+            elif kw.name in ("autotune", "tune_budget", "flash_config", "allow_tf32"):
                 self._tuning(kw.name, value, kw.value.span)
             elif kw.name == "fuse":
                 if not isinstance(value, (bool, np.bool_)):
@@ -369,20 +369,21 @@ class Interpreter:
             else:
                 raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
                                      "seed, cluster, model_split, memory_budget, autotune, "
-                                     "tune_budget, flash_config, fuse, cuda_graph", kw.span)
+                                     "tune_budget, flash_config, allow_tf32, fuse, cuda_graph",
+                                     kw.span)
         return None
 
     def _tuning(self, key: str, value, span):
-        """`config { autotune: true, tune_budget: 20, flash_config: "ampere" }`:
+        """`config { autotune: true, tune_budget: 20, flash_config: "ampere", allow_tf32: true }`:
         zynbook/tuning.py's settings."""
         import dataclasses
         from ..compiler.schedules.configs import CONFIGS
         from ..tuning import Settings
         settings = getattr(self.session, "tuning", None) or Settings()
-        if key == "autotune":
+        if key in ("autotune", "allow_tf32"):
             if not isinstance(value, (bool, np.bool_)):
-                raise ZynMLTypeError("autotune takes true or false", span)
-            settings = dataclasses.replace(settings, autotune=bool(value))
+                raise ZynMLTypeError(f"{key} takes true or false", span)
+            settings = dataclasses.replace(settings, **{key: bool(value)})
         elif key == "flash_config":
             if not isinstance(value, str) or value not in CONFIGS:
                 raise ZynMLNameError(f"flash_config is one of {', '.join(CONFIGS)}, not "

@@ -32,7 +32,7 @@ import numpy as np
 from ..backends.registry import get_device
 from ..compiler import cir
 from ..errors import ZynMLDeviceError
-from .sharded import (ShardedTensor, chunk_bounds, group_for, move, take)
+from .sharded import (ShardedTensor, chunk_bounds, group_for, is_cuda, move, take)
 from .tensor import Tensor
 
 MODEL_SPLITS = ("features", "contraction")
@@ -274,13 +274,18 @@ def run_split(devices, lowered, inputs, sizes, given, mode, launch, solve,
         parts = [p[k] for p in per_input]
         shapes = {n: p.shape for n, p in zip(names, parts)}
         chunks.append((dev, parts, _solve_once(kernel, solve, shapes, chunk_given)))
-    # the first chunk runs on this thread, the others at the same time on kept threads
-    rest = [_pool().submit(launch, *c) for c in chunks[1:]]
-    try:
-        first = launch(*chunks[0])
-    finally:
-        cf.wait(rest)
-    outs = [first] + [f.result() for f in rest]
+    if _queued_without_waiting(lowered, chunks):
+        # each launch returns once its kernel is queued: the devices run at the same time
+        # with no hand-off between host threads
+        outs = [launch(*c) for c in chunks]
+    else:
+        # the first chunk runs on this thread, the others at the same time on kept threads
+        rest = [_pool().submit(launch, *c) for c in chunks[1:]]
+        try:
+            first = launch(*chunks[0])
+        finally:
+            cf.wait(rest)
+        outs = [first] + [f.result() for f in rest]
     group = group_for([d for d, _ in work])
     dtype = kernel.output.dtype
     if plan.combine == "concat":
@@ -307,6 +312,41 @@ def run_split(devices, lowered, inputs, sizes, given, mode, launch, solve,
         return ShardedTensor(shards, 0, shape, dtype, group)
     reduced = group.all_reduce(outs, plan.op)
     return Tensor(reduced[0], work[0][0].id, shape, dtype, committed=True)
+
+
+_CHUNK_PLANS: dict = {}
+
+
+def chunk_plan(lowered, sizes: dict):
+    """The BlockPlan of a chunk of `lowered` with `sizes`, made once: the devices' launch
+    plans (a CUDA chunk's compiled program among them) are kept with it, so a block run
+    again launches its chunks as a single-device block does, without preparing anew."""
+    from .plans import BlockPlan
+    key = (id(lowered), tuple(sorted(sizes.items())))
+    hit = _CHUNK_PLANS.get(key)
+    if hit is not None and hit[0] is lowered:
+        return hit[1]
+    plan = BlockPlan(lowered, dict(sizes))
+    if len(_CHUNK_PLANS) > 256:
+        _CHUNK_PLANS.clear()
+    _CHUNK_PLANS[key] = (lowered, plan)
+    return plan
+
+
+def _queued_without_waiting(lowered, chunks) -> bool:
+    """Whether every chunk's launch returns as soon as its kernel is queued: each chunk's
+    device is a CUDA GPU (a warm launch queues on the caller's stream) whose launch plan for
+    the chunk, made on an earlier run, does not wait (a kernel that can fail at run time
+    waits for itself and reads its error flag). The first run, which compiles, and every
+    other device run the chunks on threads of their own."""
+    for dev, _, sizes in chunks:
+        if not is_cuda(dev):
+            return False
+        plan = chunk_plan(lowered, sizes)
+        made = [p for p in plan.prepared_plans() if getattr(p, "device", None) is dev]
+        if not made or any(getattr(p, "checked", True) for p in made):
+            return False
+    return True
 
 
 _SOLVED: dict = {}

@@ -228,3 +228,54 @@ def test_a_torch_style_input_is_imported_once_while_it_lives(cuda):
     del t
     gc.collect()
     assert key not in views._views
+
+
+SCALED = """pipeline q(x, idx):
+    let a = compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = x[i] * scale + 1.0
+    }
+    let b = compute(a, idx) {
+        @kernel elementwise
+        for i in 0..m:
+            out[i] = a[idx[i]] * 2.0
+    }
+    let c = compute(b, a) {
+        @kernel elementwise
+        for i in 0..m:
+            out[i] = b[i] + a[i]
+    }
+    return c
+"""
+
+
+def test_a_straight_line_pipeline_call_replays_without_running_its_body(cuda, monkeypatch):
+    cp, _, log = cuda
+    s = zynbook.Session("cuda:0")
+    s.run(SCALED)
+    evaluated = []
+    real = s.interpreter.compute
+    monkeypatch.setattr(s.interpreter, "compute", lambda node: evaluated.append(node) or
+                        real(node))
+    x = on_gpu(cp, np.arange(8))
+    good = on_gpu(cp, [1, 2, 3, 4, 5, 6, 7, 0], np.int32)
+
+    def want(scale, idx):
+        a = x.host * np.float32(scale) + 1
+        return a[idx] * 2 + a
+
+    kept = None
+    for run, scale in enumerate([2.0, 2.0, 2.0, 2.0, -0.5, -0.5, -0.5]):
+        y = s.run("q(x, idx)", x=x, idx=good, scale=scale)
+        close(y, want(scale, good.host))
+        assert len(s.last_kernels) == len(s.launches) == 2      # b fused into c
+        kept = kept or y
+    # blocks evaluated: the first two calls of each scale (then the trace replays)
+    assert len(evaluated) == 3 * 4
+    close(kept, want(2.0, good.host))
+    with pytest.raises(ZynMLRuntimeError) as info:
+        s.run("q(x, idx)", x=x, idx=on_gpu(cp, [0, 8, 1, 1, 1, 1, 1, 1], np.int32), scale=-0.5)
+    assert info.value.span.line == 10
+    assert "index 8 is out of range for an axis of size 8 of `a`" in str(info.value)
+    close(s.run("q(x, idx)", x=x, idx=good, scale=-0.5), want(-0.5, good.host))

@@ -685,6 +685,9 @@ class Interpreter:
         if len(args) != len(params):
             raise ZynMLTypeError(f"pipeline {p.name} takes {len(params)} argument(s), got "
                                  f"{len(args)}", node.span if node else NO_SPAN)
+        replayed, recorder = self.lazy.traces.enter(p, args)     # runtime/traces.py
+        if replayed is not None:
+            return replayed
         local: dict = {}
         dims: dict = {}
         for q, v in zip(params, args):
@@ -703,10 +706,10 @@ class Interpreter:
                 result = r.value
             if p.node.returns is not None and result is not None:
                 self.check_type(result, p.node.returns, dims, f"the result of {p.name}")
-            return result
         finally:
             self.pipelines.pop()
             self.frames.pop()
+        return recorder.leave(result) if recorder is not None else result
 
     def check_type(self, value, typ: A.TypeExpr, dims: dict, what: str):
         name = typ.name

@@ -27,6 +27,7 @@ from ..compiler.passes.pipeline import run_pipeline
 from ..errors import ZynMLMemoryError, ZynMLRuntimeError
 from .plans import BlockPlan
 from .replay import Replays
+from .traces import Traces
 from .tensor import Tensor
 from .values import Record
 
@@ -123,6 +124,7 @@ class LazyGraph:
         self.pairs: dict = {}       # what fusing two blocks gave, by what decides it
         self.fused: dict = {}       # fused and host-arithmetic kernels' (lowered, plan), made once
         self.replays = Replays(self)    # runs of the graph captured as CUDA graphs
+        self.traces = Traces(self)      # pipeline calls replayed without interpreting them
 
     def defer(self, node, lowered, plan, inputs, scalars, device, commit, source) -> Lazy:
         lz = Lazy(self, node, lowered, plan, inputs, scalars, device.id, commit, source)

@@ -43,6 +43,8 @@ class Replays:
         self.seen: dict = {}        # shape key -> (runs, input addresses of the last run)
         self.graphs: dict = {}      # shape key -> [_Record]
         self.refused: set = set()   # shape keys whose capture failed
+        # (record, its inputs, ids of the values it computed) of the last run, if replayed
+        self.last = None
 
     def mode(self):
         return getattr(self.lazy.interp.session, "cuda_graph", "auto")
@@ -50,6 +52,7 @@ class Replays:
     def run(self, launches: list, roots) -> bool:
         """Run `launches` ([(group, lazy parts)]) as a CUDA graph where one fits: True when
         done, False when the caller launches them one by one."""
+        self.last = None
         mode = self.mode()
         if mode is False or len(launches) < MIN_LAUNCHES:
             return False
@@ -60,6 +63,7 @@ class Replays:
         for record in self.graphs.get(key, ()):
             if record.fits(shape.addresses) and record.free():
                 record.run(self.lazy, launches, shape, roots)
+                self.last = (record, shape.inputs, [id(g.result) for g, _ in launches])
                 return True
         runs, last = self.seen.pop(key, (0, None))
         runs += 1
@@ -77,7 +81,7 @@ class Replays:
         except CaptureFailed:
             self.refused.add(key)
             return False
-        record = _Record(graph, shape, staged)
+        record = _Record(graph, shape, staged, launches)
         records = self.graphs.setdefault(key, [])
         records.append(record)
         if len(records) > MAX_GRAPHS:
@@ -85,6 +89,7 @@ class Replays:
         if len(self.graphs) > MAX_SHAPES:
             self.graphs.pop(next(iter(self.graphs)))
         record.run(self.lazy, launches, shape, roots)
+        self.last = (record, shape.inputs, [id(g.result) for g, _ in launches])
         return True
 
 
@@ -155,9 +160,12 @@ class _Shape:
 class _Record:
     """A captured graph with what replaying it needs."""
 
-    def __init__(self, graph, shape: _Shape, staged: set):
+    def __init__(self, graph, shape: _Shape, staged: set, launches: list):
         self.graph = graph
         self.plans = shape.plans            # held: their ids are in the shape's key
+        self.device, self.stream = shape.device, shape.stream
+        # where each launch's block is written, for its errors
+        self.sites = [(g.result.node.span, g.result.source) for g, _ in launches]
         self.in_place = tuple((j, a) for j, a in enumerate(shape.addresses) if j not in staged)
         self.handed: list = []              # views of the graph's buffers given out last run
         self.launches = None                # per launch, the Launch the inspector shows
@@ -175,10 +183,7 @@ class _Record:
         cp = sys.modules["cupy"]
         interp, device, stream = lazy.interp, shape.device, shape.stream
         interp.session.activity = (self.plans[0].kernel.name, device.id)
-        times = self.graph.replay(shape.inputs, stream)
-        failed = self.graph.check(self.plans)
-        if failed is not None:
-            self._raise(launches[failed], self.plans[failed], self.graph.flags[failed])
+        times = self.replay(shape.inputs)
         named = lazy._named(roots, frames=True)
         if self.launches is None:
             self.launches = [Launch(p.kernel.name, device.id, _IN_GRAPH,
@@ -201,16 +206,19 @@ class _Record:
                 launch = Launch(launch.kernel, launch.device, times, launch.geometry)
             lz.settle(interp.launched(device, lowered, plan, data, launch, lz.committed, info))
 
-    @staticmethod
-    def _raise(launch, plan, flag):
-        """The failure a launch's flag reports, raised as that launch raises it."""
-        group, _ = launch
-        lz = group.result
-        try:
-            plan.check(flag)
-        except ZynMLError as err:
-            if err.span is NO_SPAN or err.span.line <= 0:
-                err.span = lz.node.span
-            raise err.with_source(lz.source)
-        raise ZynMLRuntimeError("a kernel of a CUDA graph reported a failure it does not name",
-                                lz.node.span, lz.source)
+    def replay(self, inputs: list):
+        """Replay the graph on the stream it was captured for and raise the first failure
+        a launch reports, as that launch raises it; the graph's time."""
+        times = self.graph.replay(inputs, self.stream)
+        failed = self.graph.check(self.plans)
+        if failed is not None:
+            span, source = self.sites[failed]
+            try:
+                self.plans[failed].check(self.graph.flags[failed])
+            except ZynMLError as err:
+                if err.span is NO_SPAN or err.span.line <= 0:
+                    err.span = span
+                raise err.with_source(source)
+            raise ZynMLRuntimeError("a kernel of a CUDA graph reported a failure it does not "
+                                    "name", span, source)
+        return times

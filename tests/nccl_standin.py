@@ -25,7 +25,7 @@ import types
 
 import numpy as np
 
-from zynbook.backends.base import Device, Launch
+from zynbook.backends.base import Device, Launch, LaunchPlan
 
 
 class Log:
@@ -366,6 +366,13 @@ def module() -> types.ModuleType:
 
 
 # ------------------------------------------------------------------ devices
+class _QueuedPlan(LaunchPlan):
+    """A launch plan that, like a CUDA plan of a kernel that cannot fail at run time,
+    returns once its kernel is queued (`checked` false)."""
+
+    checked = False
+
+
 class StandinGpu(Device):
     """`cuda:N` on the stand-in: kernels run on the CPU reference executor, on inputs that
     must already live on this GPU (the host's arrays come through `from_host`, counted)."""
@@ -379,9 +386,14 @@ class StandinGpu(Device):
         self.name = f"stand-in GPU {index}"
         self.to_host_calls = 0
         self.from_host_calls = 0
+        self.threads: list = []         # the host thread of each launch
+
+    def prepare(self, kernel, sizes):
+        return _QueuedPlan(self, kernel, sizes)
 
     def launch(self, kernel, inputs, sizes, scalars):
         from zynbook.backends.registry import get_device
+        self.threads.append(threading.current_thread().name)
         for a in inputs:
             if not isinstance(a, ndarray) or a.dev != self.index:
                 where = f"GPU {a.dev}" if isinstance(a, ndarray) else type(a).__name__

@@ -214,3 +214,19 @@ def test_the_spec_multi_gpu_example_as_written(gpus):
     np.testing.assert_allclose(np.asarray(scaled), 0.5 * data @ data, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(np.asarray(session.namespace["forward"]), np.tanh(data),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_warm_chunks_are_queued_from_the_calling_thread(gpus):
+    """The first run launches the chunks on threads of their own (it compiles); once every
+    chunk's plan queues without waiting, a run queues them one after another from the
+    calling thread, with no hand-off between threads."""
+    import threading
+    log, devs = gpus
+    x, w = _rand(5)((11, 4)), _rand(6)((4,))
+    session = zynbook.Session()
+    for _ in range(2):
+        out = session.run(SCALE_ROWS, x=x, w=w, devices=GPUS)
+    np.testing.assert_allclose(np.asarray(out), x * w + 1.0, rtol=1e-6)
+    me = threading.current_thread().name
+    assert devs[0].threads == [me, me]
+    assert devs[1].threads[0] != me and devs[1].threads[1] == me

@@ -29,7 +29,7 @@ from . import device_ops as D
 from . import placement
 from .cancel import JobCancelled
 from .lazy import PURE_BUILTINS, Fusion, LazyGraph
-from .parallel import run_split
+from .parallel import chunk_plan, run_split
 from .plans import BlockCache, BlockPlan, LoweredBlock
 from .tensor import Tensor, to_tensor
 from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record
@@ -972,7 +972,8 @@ class Interpreter:
     def _launch_split(self, devices, lowered, inputs, sizes, given, scalars, mode, node):
         """A block split across devices (runtime/parallel.py) or run on a Dask cluster."""
         def launch(device, parts, chunk_sizes):
-            out = self._launch(device, lowered, parts, chunk_sizes, scalars, node)
+            out = self._launch(device, lowered, parts, chunk_sizes, scalars, node,
+                               plan=chunk_plan(lowered, chunk_sizes))
             return out.data if isinstance(out, Tensor) else out
 
         def solve_chunk(shapes, chunk_given):

@@ -279,3 +279,17 @@ def test_a_straight_line_pipeline_call_replays_without_running_its_body(cuda, mo
     assert info.value.span.line == 10
     assert "index 8 is out of range for an axis of size 8 of `a`" in str(info.value)
     close(s.run("q(x, idx)", x=x, idx=good, scale=-0.5), want(-0.5, good.host))
+
+
+def test_a_call_whose_launches_run_in_two_graphs_is_not_traced(cuda):
+    from zynbook.runtime.lazy import MAX_PENDING
+    cp, _, log = cuda
+    kernels = MAX_PENDING + 8           # the lazy graph runs once before the return
+    s = zynbook.Session("cuda:0")
+    s.run(pipeline_source(kernels))
+    x = on_gpu(cp, np.linspace(0, 1, 16))
+    for _ in range(4):
+        close(s.run("p(x)", x=x), reference(x.host, kernels))
+        assert len(s.launches) == kernels
+    assert len(log.graph_launches) == 2 * 3         # both runs replayed from the second call
+    assert not s.interpreter.lazy.traces.entries

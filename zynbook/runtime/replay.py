@@ -132,7 +132,9 @@ class _Shape:
                         return None
                     wires.append(("g", k_in))
                     continue
-                if getattr(t, "done", True) is False or t.device != device_id:
+                if getattr(t, "done", True) is False:
+                    lazy.force(t)       # fused away in an earlier run, read after all
+                if t.device != device_id:
                     return None
                 a = t.data
                 if not prepared.fits(a, want):

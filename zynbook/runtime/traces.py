@@ -134,12 +134,16 @@ class _Recorder:
 
     def __init__(self, traces: Traces, key, form: _Form, args: list):
         self.traces, self.key, self.form, self.args = traces, key, form, args
+        # launches listed before the call: a trace is made only where all of the call's
+        # launches ran in the one graph (not a block launched where it is met, nor a run
+        # of the lazy graph made before the return)
+        self.before = len(traces.lazy.interp.session.launches)
 
     def leave(self, result):
         """Run the call's launches (its return is their boundary) and keep the trace."""
         lazy = self.traces.lazy
         session = lazy.interp.session
-        before = len(session.launches)
+        before = self.before
         lazy.flush(roots=[result])
         ran, lazy.replays.last = lazy.replays.last, None
         if ran is None or getattr(result, "done", False) is False:

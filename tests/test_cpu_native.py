@@ -158,7 +158,7 @@ def test_generated_source_is_cpp_with_openmp_over_the_outer_loops(lowered, devic
     src = device.generated_source(k, sz)["c"]
     assert 'extern "C" void zyn_kernel(' in src and "// line " in src
     if device._openmp:
-        assert "#pragma omp parallel for schedule(static)" in src
+        assert "#pragma omp parallel for schedule(dynamic)" in src
     assert render_text("c", k, sz) == c_codegen.render(k, sz)
     assert "generated at launch" in render_text("c", k)
     src = device.generated_source(*lowered["shared_ffn"][::2])["c"]

@@ -38,7 +38,8 @@ from ... import cache as kcache
 from ...runtime.cancel import call_native
 from ...compiler import cir, errflag
 from ...compiler.codegen import c as c_codegen
-from ...compiler.codegen.dialects.cpp import LIBMVEC_MACRO, VECTOR_MATH, vector_math_declarations
+from ...compiler.codegen.dialects.cpp import (LIBMVEC_MACRO, SERIAL_WORD, VECTOR_MATH,
+                                              vector_math_declarations)
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError
 from ..base import Device, Launch, LaunchPlan, LaunchTimes
@@ -333,6 +334,10 @@ class NativeCpuDevice(Device):
 # a kernel that finished within this the last time runs on the calling thread: waiting for
 # it in a worker (so an interrupt can stop the wait) costs more than the kernel itself
 _DIRECT_CALL_SECONDS = 1e-3
+# a launch whose buffers hold fewer elements than this in all runs its blocks on the calling
+# thread (SERIAL_WORD): waking the other cores' threads and joining them costs more than the
+# work (tens of microseconds, milliseconds where other processes hold the cores)
+_SERIAL_WORK = 1 << 15
 
 
 class NativePlan(LaunchPlan):
@@ -360,6 +365,10 @@ class NativePlan(LaunchPlan):
         self.geometry = {"executor": "compiled C++", "schedule": self.compiled.program.schedule,
                          "openmp": self.compiled.program.openmp}
         self.quick = False
+        elements = sum(b[3] for b in self.buffers) + int(np.prod(self.out_shape, dtype=np.int64))
+        self.serial = self.compiled.program.openmp and elements < _SERIAL_WORK
+        self.geometry["threads"] = "one" if self.serial or not self.compiled.program.openmp \
+            else "every core"
 
     def _array(self, a, name, dtype, shape, size):
         arr = np.ascontiguousarray(self.device.from_host(a), dtype=dtype)
@@ -377,7 +386,8 @@ class NativePlan(LaunchPlan):
         ivals = [int(scalars[n]) for n in self.int_names]
         fargs = (ctypes.c_double * max(1, len(fvals)))(*fvals)
         iargs = (ctypes.c_longlong * max(1, len(ivals)))(*ivals)
-        err = (ctypes.c_int * (c_codegen.CANCEL_WORD + 1))()
+        err = (ctypes.c_int * (SERIAL_WORD + 1))()
+        err[SERIAL_WORD] = self.serial
         t2 = time.perf_counter()
         self._call(ptrs, fargs, iargs, err, keep=(arrays, out, self.compiled, err))
         t3 = time.perf_counter()

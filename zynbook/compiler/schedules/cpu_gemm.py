@@ -6,7 +6,8 @@ M / N / batch / K split, operands indexed by any expression, guarded accumulatio
 epilogue is that schedule's store (`init + sum`, then the kernel's own store: a bias, an
 activation, a conversion); only the loops around them differ, as in BLIS:
 
-* a block takes MC x NC tiles of C (of one batch element), striding over them;
+* a block takes an MC x NC tile of C (of one batch element), the blocks spread over the
+  cores;
 * K is walked in KC-deep slices; per slice the tile's B columns are packed into NR-wide
   strips and its A rows into MR-high strips, k-major and contiguous, in the accumulation
   dtype (zeros past the matrix's edge, so the micro-kernel never tests one), each element
@@ -186,7 +187,7 @@ class _PanelBuilder(_Builder):
                               c.rloops[0].line))
             return out
         body += self.scoped(tile_body)
-        grid = max(1, min(ntiles, 2 * max(1, self.t.cores), self.t.max_blocks))
+        grid = max(1, min(ntiles, self.t.max_blocks))
         head.append(ir.For("_tile", self.axis("block"), self.i(ntiles), self.axis("blocks"),
                            tuple(body), self.idx, c.ploops[0].line))
         name = kernel_name(self.k)

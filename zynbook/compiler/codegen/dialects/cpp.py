@@ -1,5 +1,6 @@
 """C++ for the CPU: each block of a launch is one call of the kernel function, the blocks
-of a launch run on the host's cores (OpenMP), one thread per block; the entry point
+of a launch run on the host's cores (OpenMP), one thread per block, handed out as threads
+come free (a core another process holds does not hold back the launch); the entry point
 `zyn_kernel(bufs, fargs, iargs, err)` unpacks the arguments and makes the launches."""
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from .cfamily import C_TYPES, HELPERS, CFamily
 
 ENTRY = "zyn_kernel"
 CANCEL_WORD = 2         # the word past the error flag that asks a running kernel to stop
+SERIAL_WORD = 3         # the next: the caller asks for the blocks on its own thread (a small
+                        # launch, where forking over the cores costs more than it saves)
 
 CPP_HELPERS = dict(HELPERS, **{
     "zyn_cancelled": (
@@ -145,7 +148,7 @@ class CppDialect(CFamily):
                                                      and p.name in sizes)]
             grid = ir.evaluate(launch.grid, env)
             if self.openmp and grid > 1:
-                lines.append("    #pragma omp parallel for schedule(static)")
+                lines.append(f"    #pragma omp parallel for schedule(dynamic) if(zyn_err[{SERIAL_WORD}] == 0)")
             lines.append(f"    for (long long zyn_b = 0; zyn_b < {grid}LL; ++zyn_b) {{")
             lines.append("        if (zyn_cancelled(zyn_err)) continue;")
             lines.append(f"        {launch.kernel}(zyn_b, {grid}LL, {', '.join(args + ['zyn_err'])});")

@@ -27,7 +27,7 @@ from ..launch.scalar import user_name
 from ..targets import cpu_target
 from .dialects.cpp import CppDialect
 from .printer import print_program
-from .cstyle import Unsupported, no_schedule, raise_unsupported
+from .cstyle import no_schedule, rendered, sized_source
 
 # the word of the error-flag buffer, past the flag itself, that asks a running kernel to stop
 CANCEL_WORD = errflag.WORDS
@@ -48,15 +48,8 @@ def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True,
                    params=None) -> CProgram:
     """Render `kernel` for one binding of its sizes (with `params`, a schedules.Choice: that
     schedule's parameters). Raises ZynMLDeviceError if impossible."""
-    sizes = {k: int(v) for k, v in sizes.items()}
-    try:
-        missing = [d for d in kernel.dims if d not in sizes]
-        if missing:
-            raise Unsupported(f"sizes not bound: {', '.join(missing)}")
-        return _launch_program(kernel, sizes, openmp, params) or \
-            no_schedule(kernel, cpu_target(), sizes)
-    except Unsupported as err:
-        raise_unsupported(kernel, err, "C")
+    return rendered(kernel, sizes, "C", lambda sizes: _launch_program(
+        kernel, sizes, openmp, params) or no_schedule(kernel, cpu_target(), sizes))
 
 
 def _launch_program(kernel: cir.Kernel, sizes: dict, openmp: bool, params=None) -> CProgram | None:
@@ -79,11 +72,6 @@ def _launch_program(kernel: cir.Kernel, sizes: dict, openmp: bool, params=None) 
 
 
 def render(kernel: cir.Kernel, sizes: dict | None = None, openmp: bool = True) -> str:
-    """C++ source of `kernel`. Sizes are compiled in: without `sizes`, only a kernel whose
-    sizes are all fixed renders; otherwise the text says so."""
-    if sizes is None:
-        if kernel.dims:
-            return (f"// kernel `{kernel.name}`: C++ is generated at launch, with the sizes "
-                    f"({', '.join(kernel.dims)}) of that launch compiled in")
-        sizes = {}
-    return render_program(kernel, sizes, openmp).source
+    """C++ source of `kernel` (`cstyle.sized_source`)."""
+    return sized_source(kernel, sizes, "C++",
+                        lambda sizes: render_program(kernel, sizes, openmp).source)

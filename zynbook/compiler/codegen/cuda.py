@@ -27,7 +27,7 @@ from ..launch.scalar import user_name
 from ..targets import cuda_target
 from .dialects.cuda import CudaDialect
 from .printer import print_program
-from .cstyle import Unsupported, no_schedule, raise_unsupported
+from .cstyle import rendered, scheduled
 
 
 @dataclass
@@ -58,39 +58,9 @@ class CudaProgram:
 def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: dict | None = None) -> CudaProgram:
     """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible.
     `options["params"]`, a schedules.Choice, builds that schedule with those parameters."""
-    options = dict(options or {})
-    sizes = {k: int(v) for k, v in sizes.items()}
-    missing = [d for d in kernel.dims if d not in sizes]
-    if missing:
-        raise Unsupported(f"sizes not bound: {', '.join(missing)}")
-    try:
-        return _render(kernel, sizes, arch, options)
-    except Unsupported as err:
-        raise_unsupported(kernel, err, "CUDA")
-
-
-def _render(kernel, sizes, arch, options) -> CudaProgram:
-    kind = kernel.kernel_type.kind
-    notes = []
-    if options.get("params") is not None:
-        return _launch_program(kernel, sizes, notes, arch, params=options["params"]) or \
-            no_schedule(kernel, cuda_target(arch), sizes)
-    if kind in ("attention", "flash_attention") and not options.get("generic"):
-        prog = _launch_program(kernel, sizes, notes, arch, only="attention")
-        if prog is not None:
-            return prog
-    if kind != "reduce" and not options.get("generic"):
-        prog = _launch_program(kernel, sizes, notes, arch, only="gemm")
-        if prog is not None:
-            return prog
-        if kind in ("matmul", "batched_matmul", "conv2d"):
-            why = schedules.Gemm().why_not(kernel, cuda_target(arch), sizes)
-            notes.append(f"the body of this `{kind}` kernel is not a plain contraction "
-                         f"(out = init + sum of products) the GEMM schedule takes ({why}); "
-                         "it runs on the generic schedule")
-    exclude = ("attention", "gemm") if options.get("generic") else ()
-    return _launch_program(kernel, sizes, notes, arch, exclude=exclude) or \
-        no_schedule(kernel, cuda_target(arch), sizes)
+    return rendered(kernel, sizes, "CUDA", lambda sizes: scheduled(
+        kernel, cuda_target(arch), sizes, dict(options or {}),
+        lambda notes, **how: _launch_program(kernel, sizes, notes, arch, **how), gemm_first=True))
 
 
 def _launch_program(kernel, sizes, notes, arch, only=None, exclude=(), params=None) -> CudaProgram | None:

@@ -29,7 +29,7 @@ from ..targets import metal_target
 from .dialects.msl import ARG_TYPES as MSL_ARG_TYPES
 from .dialects.msl import MslDialect, Refused
 from .printer import print_program
-from .cstyle import Unsupported, no_schedule, raise_unsupported
+from .cstyle import Unsupported, rendered, scheduled, sized_source
 
 @dataclass
 class Dispatch:
@@ -75,26 +75,15 @@ class MSLProgram:
 def render_program(kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> MSLProgram:
     """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible.
     `options["params"]`, a schedules.Choice, builds that schedule with those parameters."""
-    options = dict(options or {})
-    sizes = {k: int(v) for k, v in sizes.items()}
-    try:
-        missing = [d for d in kernel.dims if d not in sizes]
-        if missing:
-            raise Unsupported(f"sizes not bound: {', '.join(missing)}")
-        return _render(kernel, sizes, options)
-    except Unsupported as err:
-        raise_unsupported(kernel, err, "MSL")
+    return rendered(kernel, sizes, "MSL", lambda sizes: scheduled(
+        kernel, metal_target(), sizes, dict(options or {}),
+        lambda notes, **how: _launch_program(kernel, sizes, notes, **how)))
 
 
 def render(kernel: cir.Kernel, sizes: dict | None = None, options: dict | None = None) -> str:
-    """MSL source of `kernel`. Sizes are compiled in: without `sizes`, only a kernel whose
-    sizes are all fixed renders; otherwise the text says so."""
-    if sizes is None:
-        if kernel.dims:
-            return (f"// kernel `{kernel.name}`: MSL is generated at launch, with the sizes "
-                    f"({', '.join(kernel.dims)}) of that launch compiled in")
-        sizes = {}
-    return render_program(kernel, sizes, options).source
+    """MSL source of `kernel` (`cstyle.sized_source`)."""
+    return sized_source(kernel, sizes, "MSL",
+                        lambda sizes: render_program(kernel, sizes, options).source)
 
 
 def geometry(kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> tuple:
@@ -112,21 +101,6 @@ def schedule_name(prog: MSLProgram) -> str:
         if key in s:
             return name
     return "generic"
-
-
-def _render(kernel, sizes, options) -> MSLProgram:
-    kind = kernel.kernel_type.kind
-    notes: list = []
-    if options.get("params") is not None:
-        return _launch_program(kernel, sizes, notes, params=options["params"]) or \
-            no_schedule(kernel, metal_target(), sizes)
-    if kind in ("attention", "flash_attention") and not options.get("generic"):
-        prog = _launch_program(kernel, sizes, notes, only="attention")
-        if prog is not None:
-            return prog
-    exclude = ("attention", "gemm") if options.get("generic") else ()
-    return _launch_program(kernel, sizes, notes, exclude=exclude) or \
-        no_schedule(kernel, metal_target(), sizes)
 
 
 def _launch_program(kernel, sizes, notes, only=None, exclude=(), params=None) -> MSLProgram | None:

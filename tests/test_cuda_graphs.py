@@ -173,7 +173,7 @@ def test_a_bad_index_inside_a_graph_names_its_line(cuda):
         close(s.run("g(x, idx)", x=x, idx=good), want(good.host))
 
 
-def test_a_warm_launch_reuses_its_bound_kernels_and_allocates_only_the_output(cuda):
+def test_a_warm_launch_reuses_its_bound_kernels_events_and_allocates_only_the_output(cuda):
     cp, dev, _ = cuda
     s = zynbook.Session("cuda:0")
     source = """let y = compute(x) {
@@ -198,6 +198,13 @@ y"""
     full, partial = [next(iter(p.values())) for p in prepared]
     assert not full.zeroed and partial.zeroed
     assert len(full._streams) == 1 and len(next(iter(full._streams.values()))[2]) == 1
+    assert len(full._events) == 1           # a launch's events reused once its time is dropped
+    close(s.run(source, x=x), x.host * 2)
+    kept = s.launches                       # a time not read yet keeps its events
+    close(s.run(source, x=x), x.host * 2)
+    assert len(full._events) == 2 and kept[0].times.kernel == pytest.approx(0.25e-3)
+    close(s.run(source, x=x), x.host * 2)
+    assert len(full._events) == 2
 
 
 def test_a_torch_style_input_is_imported_once_while_it_lives(cuda):

@@ -47,11 +47,13 @@ HOST_DTYPES = ("f32", "f64")
 class Lazy(Tensor):
     """A compute block's result, computed when its data is first read."""
 
-    __slots__ = ("graph", "node", "lowered", "plan", "inputs", "scalars", "source", "result")
+    __slots__ = ("graph", "node", "lowered", "plan", "inputs", "scalars", "source", "result",
+                 "runs_on")
 
     def __init__(self, graph, node, lowered, plan, inputs, scalars, device, commit, source):
-        Tensor.__init__(self, None, device, plan.out_shape, lowered.kernel.output.dtype,
+        Tensor.__init__(self, None, device.id, plan.out_shape, lowered.kernel.output.dtype,
                         committed=commit)
+        self.runs_on = device       # the device object (no registry look-up at the launch)
         self.graph, self.node, self.lowered, self.plan = graph, node, lowered, plan
         self.inputs, self.scalars, self.source = list(inputs), dict(scalars), source
         self.result = _NOT_YET
@@ -127,7 +129,7 @@ class LazyGraph:
         self.traces = Traces(self)      # pipeline calls replayed without interpreting them
 
     def defer(self, node, lowered, plan, inputs, scalars, device, commit, source) -> Lazy:
-        lz = Lazy(self, node, lowered, plan, inputs, scalars, device.id, commit, source)
+        lz = Lazy(self, node, lowered, plan, inputs, scalars, device, commit, source)
         self.pending.append(lz)
         if len(self.pending) >= MAX_PENDING:
             self.flush(roots=[lz])
@@ -153,7 +155,7 @@ class LazyGraph:
         sides = tuple("t" if isinstance(v, Tensor) else "s" for v in (a, b))
         lowered, plan = self._host_plan(op, sides, lz.dtype, lz.shape, span, source)
         inputs = [v for v in (a, b) if isinstance(v, Tensor)]
-        return self.defer(_HostSite(span), lowered, plan, inputs, scalars, _device(lz.device),
+        return self.defer(_HostSite(span), lowered, plan, inputs, scalars, lz.runs_on,
                           False, source)
 
     def _host_plan(self, op, sides, dtype, shape, span, source):
@@ -330,7 +332,7 @@ class LazyGraph:
         interp, lz = self.interp, group.result
         lowered, plan, inputs, scalars, info = parts or self.parts(group)
         self.settle(inputs)
-        device = _device(lz.device)
+        device = lz.runs_on
         saved, interp.source = interp.source, lz.source
         try:
             out = interp._launch(device, lowered, inputs, plan.sizes, scalars, lz.node,
@@ -403,7 +405,3 @@ def _source_of(members, name: str) -> str:
             return m.lowered.kernel.source
     return ""
 
-
-def _device(device_id: str):
-    from ..backends.registry import get_device
-    return get_device(device_id)

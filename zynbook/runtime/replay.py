@@ -105,8 +105,7 @@ class _Shape:
         device_id = first.device
         if not device_id.startswith("cuda:"):
             return None
-        from .lazy import _device
-        device = _device(device_id)
+        device = first.runs_on
         if getattr(device, "backend", "") != "cuda":
             return None
         cp = sys.modules.get("cupy")
@@ -137,7 +136,7 @@ class _Shape:
                 if t.device != device_id:
                     return None
                 a = t.data
-                if not prepared.fits(a, want):
+                if not prepared.fits(a, want, cp):
                     return None
                 j = outside.get(id(a))
                 if j is None:

@@ -34,6 +34,10 @@ from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLRuntimeError
 from ..base import DeferredKernelTime, Device, Launch, LaunchPlan
 
+# event pairs a plan keeps for timing its launches (more launches whose times are not read
+# yet get pairs of their own)
+EVENT_POOL = 4
+
 _SCALAR_NP = {"f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
               "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
               "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bool": np.bool_}
@@ -96,18 +100,27 @@ class CompiledCuda:
         self.compile_seconds = compile_seconds
         self.functions = {}
 
-    def function(self, name):
+    def function(self, name, dynamic_shared: int = 0):
         f = self.functions.get(name)
         if f is None:
             f = self.module.get_function(name)
+            if dynamic_shared > 48 * 1024:      # more than the default needs the opt-in
+                f.max_dynamic_shared_size_bytes = dynamic_shared
             self.functions[name] = f
         return f
 
     def steps_for(self, buffers):
+        """The program's steps for these buffers: those reading 16 bytes at a time where
+        every buffer they need so is aligned, else the element-by-element fallback."""
         prog = self.program
         if prog.unaligned_steps is not None:
-            for b, arr in zip(list(self.kernel.inputs) + [self.kernel.output], buffers):
-                if b.name in prog.aligned_buffers and arr.data.ptr % 16:
+            aligned = self.__dict__.get("_aligned")
+            if aligned is None:
+                names = [b.name for b in list(self.kernel.inputs) + [self.kernel.output]]
+                aligned = self._aligned = tuple(i for i, n in enumerate(names)
+                                                if n in prog.aligned_buffers)
+            for i in aligned:
+                if buffers[i].data.ptr % 16:
                     return prog.unaligned_steps
         return prog.steps
 
@@ -145,7 +158,7 @@ class CompiledCuda:
                 elif a.startswith("scratch:"):
                     parts.append((scratch[a.split(":", 1)[1]],))
             parts.append((err,))
-            bound.append((self.function(step.func), step.grid, step.block, step.smem,
+            bound.append((self.function(step.func, step.smem), step.grid, step.block, step.smem,
                           step.func, tuple(parts)))
         return tuple(bound)
 
@@ -456,6 +469,7 @@ class CudaPlan(LaunchPlan):
         self.dtypes = tuple((b.dtype, storage_dtype(b.dtype)) for b in kernel.inputs)
         self.checked = bool(self.compiled.program.error_sites)
         self._streams: dict = {}        # stream pointer -> (scratch, flag, {steps id: bound})
+        self._events: list = []         # (start, end) event pairs, reused once read
         prog = self.compiled.program
         self.geometry = {"steps": [{"kernel": s.func, "grid": s.grid, "block": s.block}
                                    for s in prog.steps], "schedule": prog.schedule}
@@ -468,21 +482,21 @@ class CudaPlan(LaunchPlan):
         with cp.cuda.Device(dev.index):
             if not background:
                 return self._launch_on(cp, cp.cuda.get_current_stream(), inputs, scalars,
-                                       wait=self.checked)
+                                       wait=self.checked, pooled=True)
             stream = dev.stream()
             with stream:
                 return self._launch_on(cp, stream, inputs, scalars, wait=True)
 
-    def fits(self, a, want) -> bool:
+    def fits(self, a, want, cp=None) -> bool:
         """Whether input `a` is taken as it is (a CuPy array of the storage dtype, contiguous,
         on this device): the usual case of a warm run."""
-        return type(a) is _cp().ndarray and a.dtype == want and a.flags.c_contiguous and \
-            a.data.device_id == self.device.index
+        return type(a) is (cp or _cp()).ndarray and a.dtype == want and \
+            a.flags.c_contiguous and a.data.device_id == self.device.index
 
     def _buffer(self, cp, a, dtype: str, want):
         """An input as the kernel takes it: as it is when it fits, else converted (dlpack,
         a copy, another dtype)."""
-        if self.fits(a, want):
+        if self.fits(a, want, cp):
             return a
         return self.device._as_device_array(a, dtype)
 
@@ -519,16 +533,30 @@ class CudaPlan(LaunchPlan):
         self.compiled.run_bound(bound, bufs, self.compiled.scalar_args(scalars), stream)
         return bufs, out, flag
 
-    def _launch_on(self, cp, stream, inputs, scalars, wait: bool):
+    def _event_pair(self, cp, pooled: bool):
+        """(start, end) CUDA events for one launch's time: a pair no earlier launch's
+        unread time holds (held by the list, the loop and the call's argument: 3), else a
+        new one (kept for later launches while the pool is small). Only launches of the
+        host program, one at a time, take pooled pairs."""
+        if pooled:
+            for pair in self._events:
+                if sys.getrefcount(pair) <= 3:
+                    return pair
+        pair = (cp.cuda.Event(), cp.cuda.Event())
+        if pooled and len(self._events) < EVENT_POOL:
+            self._events.append(pair)
+        return pair
+
+    def _launch_on(self, cp, stream, inputs, scalars, wait: bool, pooled: bool = False):
         dev = self.device
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
+        pair = self._event_pair(cp, pooled)
+        pair[0].record(stream)
         _, out, flag = self.enqueue(cp, stream, inputs, scalars)
-        end.record(stream)
+        pair[1].record(stream)
         if wait:
-            self._wait(end)
+            self._wait(pair[1])
             self.check(flag)
-        times = DeferredKernelTime(lambda: self._elapsed(start, end), compile=self.compile_s,
+        times = DeferredKernelTime(lambda: self._elapsed(pair), compile=self.compile_s,
                                    upload=self.upload_s, source="gpu-events")
         self.compile_s = 0.0            # the first launch reports the build
         if self.kernel.output.dtype == "bf16":
@@ -552,9 +580,9 @@ class CudaPlan(LaunchPlan):
             errflag.raise_if_failed(self.compiled.program.error_sites, words, self.kernel,
                                     self.sizes)
 
-    def _elapsed(self, start, end) -> float:
-        self._wait(end)
-        return _cp().cuda.get_elapsed_time(start, end) / 1000.0
+    def _elapsed(self, pair) -> float:
+        self._wait(pair[1])
+        return _cp().cuda.get_elapsed_time(pair[0], pair[1]) / 1000.0
 
 
 class CudaMemoryPool:

@@ -44,11 +44,11 @@ class Traces:
         if key is None:
             return None, None
         trace = self.entries.get(key)
-        if trace is not None:
-            value = trace.replay(lazy.interp, args, form)
+        if trace is not None and trace.node is p.node:     # (the key holds the node's id)
+            value = trace.replay(lazy.interp, args)
             if value is not None:
                 return value, None
-        return None, _Recorder(self, key, form, args)
+        return None, _Recorder(self, key, p.node, form, args)
 
     def _form(self, node):
         hit = self.forms.get(id(node))
@@ -93,10 +93,13 @@ class _Form:
         return _Form(tuple(outside))
 
     def key(self, interp, p, args: list):
-        """What decides the call's launches: the arguments' kinds, shapes, dtypes and
-        devices (a number's value), and the same of the outside values read; None where a
-        value is neither a computed tensor nor a number."""
-        parts = [id(p.node)]
+        """What decides the call's launches: the session's settings that choose kernels and
+        devices, the arguments' kinds, shapes, dtypes and devices (a number's value), and
+        the same of the outside values read; None where a value is neither a computed
+        tensor nor a number."""
+        session = interp.session
+        parts = [id(p.node), interp.extra_key, session.default_device,
+                 getattr(session, "fuse", True), getattr(session, "tuning", None)]
         for v in list(args) + [self.value(interp, label) for label in self.outside]:
             if isinstance(v, Tensor):
                 if getattr(v, "done", True) is False:
@@ -132,8 +135,8 @@ def _on_cuda(interp, args) -> bool:
 class _Recorder:
     """A call being run as usual; its launches become a trace where a CUDA graph ran them."""
 
-    def __init__(self, traces: Traces, key, form: _Form, args: list):
-        self.traces, self.key, self.form, self.args = traces, key, form, args
+    def __init__(self, traces: Traces, key, node, form: _Form, args: list):
+        self.traces, self.key, self.node, self.form, self.args = traces, key, node, form, args
         # launches listed before the call: a trace is made only where all of the call's
         # launches ran in the one graph (not a block launched where it is met, nor a run
         # of the lazy graph made before the return)
@@ -160,8 +163,8 @@ class _Recorder:
 class _Trace:
     """A call's CUDA graph, where its inputs come from and which launch is its result."""
 
-    def __init__(self, record, sources, result_index, result_meta, listed):
-        self.record, self.sources = record, sources
+    def __init__(self, node, record, sources, result_index, result_meta, listed):
+        self.node, self.record, self.sources = node, record, sources
         self.result_index, self.result_meta = result_index, result_meta
         self.listed = listed        # (CompiledKernel, Launch) per launch, as first listed
 
@@ -192,9 +195,9 @@ class _Trace:
         if len(listed) != len(record.plans):
             return None
         meta = (result.shape, result.dtype, result.device, result.committed)
-        return _Trace(record, tuple(sources), k, meta, listed)
+        return _Trace(recorder.node, record, tuple(sources), k, meta, listed)
 
-    def replay(self, interp, args: list, form: _Form):
+    def replay(self, interp, args: list):
         """The call's result from a replay of its graph, or None where it cannot replay."""
         arrays = []
         for kind, where in self.sources:

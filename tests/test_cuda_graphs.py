@@ -300,3 +300,19 @@ def test_a_call_whose_launches_run_in_two_graphs_is_not_traced(cuda):
         assert len(s.launches) == kernels
     assert len(log.graph_launches) == 2 * 3         # both runs replayed from the second call
     assert not s.interpreter.lazy.traces.entries
+
+
+def test_a_capture_the_driver_refuses_falls_back_to_launches_one_by_one(cuda, monkeypatch):
+    cp, _, log = cuda
+
+    def refuse(self, mode=None):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(cupy_standin.Stream, "begin_capture", refuse)
+    s = zynbook.Session("cuda:0")
+    s.run(PIPELINE)
+    x = on_gpu(cp, np.arange(8))
+    for _ in range(3):
+        close(s.run("p(x)", x=x), reference(x.host))
+    assert log.graph_launches == [] and len(log.streams) == 3 * KERNELS
+    assert len(s.interpreter.lazy.replays.refused) == 1

@@ -93,11 +93,13 @@ def capture(device, stream, plans: list, wiring: list, scalars: list, inputs: li
                 outs.append(out)
                 flags.append(flag)
                 held.append(bufs)
-        except BaseException:
+        except BaseException as err:
             try:
                 private.end_capture()
             except Exception:
                 pass
+            if isinstance(err, Exception):     # launched one by one, a real error recurs
+                raise CaptureFailed(f"CUDA stream capture failed: {err}") from None
             raise
         try:
             graph = private.end_capture()

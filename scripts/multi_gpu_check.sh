@@ -11,6 +11,7 @@
 #      time left.
 #
 #   bash scripts/multi_gpu_check.sh [--no-tests] [--no-checks] [--no-bench] [--devices cuda:0,cuda:1]
+#   bash scripts/multi_gpu_check.sh --no-tests --devices cpu,cpu:native --quick    # a dry run anywhere
 #
 # Fits one 10-minute call. Pure-Python dependencies missing on the machine travel as wheels
 # in .whl/ (scripts/gpu_wheels.sh) and are installed into /tmp/site, as gpu_tests.sh does.
@@ -23,13 +24,14 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 export ZYNBOOK_CACHE_DIR=${ZYNBOOK_CACHE_DIR:-/tmp/zynbook-cache}
-TESTS=1 CHECKS=1 BENCH=1 DEVICES=cuda:0,cuda:1
+TESTS=1 CHECKS=1 BENCH=1 DEVICES=cuda:0,cuda:1 QUICK=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-tests) TESTS=0 ;;
         --no-checks) CHECKS=0 ;;
         --no-bench) BENCH=0 ;;
         --devices) DEVICES=$2; shift ;;
+        --quick) QUICK=(--quick) ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -49,7 +51,7 @@ if [ "$TESTS" = 1 ]; then
 fi
 if [ "$BENCH" = 1 ]; then
     t0=$SECONDS
-    timeout 200 python3 bench/bench_multi_gpu.py --devices "$DEVICES" \
+    timeout 200 python3 bench/bench_multi_gpu.py --devices "$DEVICES" "${QUICK[@]}" \
         --json "$RES/bench_multi_gpu.json" 2>&1 | tee "$RES/bench_multi_gpu.log" || rc=1
     echo "[multi-gpu] bench: $((SECONDS - t0))s"
 fi
@@ -58,7 +60,7 @@ if [ "$CHECKS" = 1 ] && [ "$LEFT" -lt 30 ]; then
     echo "[multi-gpu] checks: skipped, ${LEFT}s left of the 10-minute call"
 elif [ "$CHECKS" = 1 ]; then
     t0=$SECONDS
-    timeout "$LEFT" python3 scripts/multi_gpu_check.py --devices "$DEVICES" --no-dask \
+    timeout "$LEFT" python3 scripts/multi_gpu_check.py --devices "$DEVICES" --no-dask "${QUICK[@]}" \
         --json "$RES/multi_gpu_check.json" 2>&1 | tee "$RES/multi_gpu_check.log" || rc=1
     echo "[multi-gpu] checks: $((SECONDS - t0))s"
 fi

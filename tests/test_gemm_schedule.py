@@ -341,7 +341,8 @@ def test_the_pipelined_configuration_is_the_default_on_ampere_and_hopper():
     assert any(q.mma and not q.stages for q in space)          # the two-buffer tiles stay
     assert any(q.stages == 2 for q in space) and any(not q.mma for q in space)
     tgt = cuda_target()
-    assert all(q.shared_bytes(2, 4, (True, False)) <= tgt.static_shared_bytes for q in space)
+    assert all(q.shared_bytes(2, 4, (True, False)) <= tgt.shared_bytes for q in space)
+    assert p.shared_bytes(2, 4, (True, False)) <= tgt.static_shared_bytes     # the default
     # before Ampere there is no cp.async: the tensor-core tiles (if any) are staged
     assert not any(q.stages for q in Gemm().space(kernel, cuda_target((7, 5)), sizes))
 
@@ -468,3 +469,17 @@ def test_config_allow_tf32_reaches_the_schedule(monkeypatch, tmp_path):
     assert "tensor cores" not in s.launches[-1].geometry["schedule"]
     with pytest.raises(ZynMLTypeError, match="allow_tf32 takes true or false"):
         zynbook.run("config { allow_tf32: 1 }\n1")
+
+
+def test_tiles_beyond_the_static_limit_take_dynamic_shared_memory():
+    from zynbook.compiler.codegen.cuda import render_cuda
+    from zynbook.compiler.schedules.base import Choice
+    kernel, sizes, _, _ = K.matmul_t(256, 256, 64, "bf16", False, False)
+    big = GemmParams(128, 256, 32, 64, 64, 8, True, 3, True)        # 3 x 24 KiB
+    assert big in Gemm().space(kernel, cuda_target(), sizes)
+    prog = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", big)})
+    assert prog.steps[0].smem == 3 * 2 * (128 * 32 + 32 * 256)
+    assert "extern __shared__ __align__(16) unsigned char zyn_smem[];" in prog.source
+    assert "__nv_bfloat16* const _shn = reinterpret_cast<__nv_bfloat16*>(zyn_smem + 24576);" in prog.source
+    small = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", PIPELINED[0])})
+    assert small.steps[0].smem == 0 and "zyn_smem" not in small.source

@@ -76,7 +76,8 @@ def _launch_program(kernel, sizes, notes, arch, only=None, exclude=(), params=No
 
     def steps(p):
         return [Step(l.kernel, (int(ir.evaluate(l.grid, sizes)), 1, 1), (l.block, 1, 1),
-                     _step_args(p.kernel(l.kernel))) for l in p.launches]
+                     _step_args(p.kernel(l.kernel)), p.kernel(l.kernel).dynamic_shared)
+                for l in p.launches]
     scratch = {s.name: (s.dtype, int(ir.evaluate(s.count, sizes))) for s in prog.scratch}
     names = {user_name(b.name): b.name for b in list(kernel.inputs) + [kernel.output]}
     return CudaProgram(prog.kernels[0].name, out.source, steps(prog), scratch, schedule=prog.schedule,

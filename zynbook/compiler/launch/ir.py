@@ -359,6 +359,9 @@ class Kernel:
     index_dtype: str = "i32"    # the dtype of flat offsets and thread counters
     comment: str = ""
     min_blocks: int = 0         # blocks a multiprocessor should hold at once (a register cap)
+    # bytes of the shared arrays, placed in memory the launch provides (CUDA's dynamic
+    # shared memory, beyond what a kernel may declare with fixed sizes); 0: declared so
+    dynamic_shared: int = 0
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "
 GROUP_M = 8             # tile rows visited together by the pipelined tensor-core schedule
 MIN_SIDE = 16           # M or N below this wastes most of a tile: the thread schedule does better
 # tensor-core block tiles of the pipelined schedule: (BM, BN, TM, TN), a warp per TM x TN
-MMA_TILES = ((128, 128, 64, 32), (128, 128, 64, 64), (128, 256, 64, 64), (256, 128, 64, 64),
+MMA_TILES = ((128, 128, 64, 32), (128, 256, 64, 64), (128, 128, 64, 64), (256, 128, 64, 64),
              (64, 128, 32, 32), (64, 64, 32, 32))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
@@ -221,10 +221,8 @@ class Gemm(Schedule):
 
     def _fits(self, p: GemmParams, target, form: _Form) -> bool:
         ib = max(_BYTES[d] for d in form.dtypes)
-        # the tiles are arrays of fixed size: what a kernel may declare so
-        limit = target.static_shared_bytes or target.shared_bytes
         return p.valid() and p.threads <= target.max_threads and \
-            p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) <= limit and \
+            p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) <= target.shared_bytes and \
             (not p.mma or (target.warp == 32 and "mma.sync" in target.tensor_cores)) and \
             (not p.stages or target.async_copy)
 
@@ -321,8 +319,8 @@ class Gemm(Schedule):
         if kind:
             w = 8 if kind == "half" else 4
             w = w if all(_vector_ok(kernel, form, s, sizes, w) for s in (form.m, form.n)) else 1
-            piped = [GemmParams(a, b, bk, c, d, w, True, st, sw) for a, b, c, d in MMA_TILES
-                     for bk in (16, 32) for st in (3, 2, 4) for sw in (True, False)] if w > 1 else []
+            piped = [GemmParams(a, b, bk, c, d, w, True, st, sw) for sw in (True, False)
+                     for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if w > 1 else []
             staged = [GemmParams(a, b, bk, a // 2, b // 4, w, True) for a in (64, 128)
                       for b in (64, 128) for bk in (16, 32)]
             cands = piped + staged + cands
@@ -493,8 +491,12 @@ class _Builder:
         name = kernel_name(self.k) + self.suffix
         what = self.describe()
         vec = self.W["m"] > 1 or self.W["n"] > 1
+        # tiles beyond what a kernel may declare with fixed sizes live in memory the launch gives
+        shared = sum(a.count * _BYTES[a.dtype] for a in head if isinstance(a, ir.Array) and a.space == "shared")
+        dynamic = shared if 0 < self.t.static_shared_bytes < shared else 0
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), p.threads,
-                      self.idx, what, min_blocks=2 if vec and not p.mma and p.threads == 256 else 0)
+                      self.idx, what, min_blocks=2 if vec and not p.mma and p.threads == 256 else 0,
+                      dynamic_shared=dynamic)
         return ir.Program(self.k.name, (k,), (ir.Launch(name, grid, p.threads),), (),
                           (), f"{what} (gemm: {p.describe()})")
 

@@ -102,6 +102,7 @@ class CudaDialect(CFamily):
     INF = {"f32": "__int_as_float(0x7f800000)", "f64": "__longlong_as_double(0x7ff0000000000000LL)"}
     NAN = {"f32": "__int_as_float(0x7fc00000)", "f64": "__longlong_as_double(0x7ff8000000000000LL)"}
     HELPERS = CUDA_HELPERS
+    _dynamic = None             # the next free byte of zyn_smem while a kernel uses it
     FAIL = "if (atomicCAS(e, 0, site) == 0) atomicExch(e + 1, (int)v);"
     IDENTITY = {"+": "0", "*": "1", "and": "true", "or": "false"}
 
@@ -165,6 +166,10 @@ class CudaDialect(CFamily):
         return "__syncthreads();"
 
     def array(self, name, dtype, count, space):
+        if space == "shared" and self._dynamic is not None:     # a piece of zyn_smem
+            at, t = self._dynamic, self.type(dtype)
+            self._dynamic += -(-max(count, 1) * _BYTES[dtype] // 16) * 16
+            return f"{t}* const {name} = reinterpret_cast<{t}*>(zyn_smem + {at});"
         # 16-byte aligned: a `Copy` may move 16 bytes at once to or from any array
         q = "__shared__ " if space == "shared" else ""
         return f"{q}__align__(16) {self.type(dtype)} {name}[{max(count, 1)}];"
@@ -181,7 +186,10 @@ class CudaDialect(CFamily):
         ps = [self.param(p, "__restrict__ ") for p in params] + ["int* __restrict__ zyn_err"]
         bounds = f"{k.block}, {k.min_blocks}" if k.min_blocks else f"{k.block}"
         head = f'extern "C" __global__ void __launch_bounds__({bounds}) {k.name}(\n    '
-        return (f"// {k.comment}\n" if k.comment else "") + head + ",\n    ".join(ps) + ") {"
+        # the shared arrays of a kernel with `dynamic_shared`: pieces of what the launch gives
+        self._dynamic = 0 if k.dynamic_shared else None
+        dyn = "\n    extern __shared__ __align__(16) unsigned char zyn_smem[];" if k.dynamic_shared else ""
+        return (f"// {k.comment}\n" if k.comment else "") + head + ",\n    ".join(ps) + ") {" + dyn
 
     def kernel_close(self, k):
         return "}"

@@ -20,7 +20,8 @@ import nccl_standin  # noqa: E402
 import zynbook  # noqa: E402
 from zynbook.runtime.sharded import ShardedTensor, chunk_bounds, group_for  # noqa: E402
 
-from test_parallel import KERNELS, MATMUL, SCALE_ROWS, _rand  # noqa: E402
+from test_parallel import (KERNELS, MATMUL, SCALE_ROWS, SPEC_KERNELS, _rand,  # noqa: E402
+                           check_spec_kernel_split)
 
 if importlib.util.find_spec("cupy") is not None:
     pytest.skip("CuPy is installed: test_multi_gpu.py runs the device group itself",
@@ -230,3 +231,10 @@ def test_warm_chunks_are_queued_from_the_calling_thread(gpus):
     me = threading.current_thread().name
     assert devs[0].threads == [me, me]
     assert devs[1].threads[0] != me and devs[1].threads[1] == me
+
+
+@pytest.mark.parametrize("mode", ["data", "model"])
+@pytest.mark.parametrize("name", SPEC_KERNELS)
+def test_the_spec_kernels_split_over_gpus(gpus, name, mode):
+    out = check_spec_kernel_split(name, mode, GPUS)
+    assert [a.dev for _, a, _ in out.shards] == [0, 1]

@@ -10,7 +10,7 @@ import zynbook
 from zynbook.backends.registry import get_device
 from zynbook.runtime.sharded import ShardedTensor, chunk_bounds, group_for
 
-from test_parallel import KERNELS, MATMUL, _rand
+from test_parallel import KERNELS, MATMUL, SPEC_KERNELS, _rand, check_spec_kernel_split
 
 IDS = {d["id"] for d in zynbook.compute_devices()}
 pytestmark = [pytest.mark.gpu,
@@ -93,3 +93,11 @@ def test_the_spec_transformer_block_on_two_gpus_stays_sharded():
         sharded.ShardedTensor.gather_array = original
     assert gathered == [] and isinstance(out, ShardedTensor) and out.devices == GPUS
     np.testing.assert_allclose(np.asarray(out), np.asarray(one), rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("mode", ["data", "model"])
+@pytest.mark.parametrize("name", SPEC_KERNELS)
+def test_the_spec_kernels_split_over_two_gpus(name, mode):
+    out = check_spec_kernel_split(name, mode, GPUS, tol=1e-4)
+    for dev, arr, _ in out.shards:
+        assert type(arr).__module__.startswith("cupy") and f"cuda:{arr.device.id}" == dev

@@ -144,7 +144,7 @@ def timed_runs(run, session, wait, reps: int, warmup: int) -> dict:
         run()
         wait()
         walls.append(time.perf_counter() - t0)
-        # a CUDA graph's time is on its last launch, the others' are 0
+        # a CUDA graph's time is on its last launch, the others have none
         kernels.append(sum(ln.times.kernel or 0.0 for ln in session.launches))
     return {"e2e": statistics.median(walls), "kernel": statistics.median(kernels),
             "overhead": statistics.median(w - k for w, k in zip(walls, kernels)),

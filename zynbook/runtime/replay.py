@@ -32,7 +32,8 @@ AUTO_AFTER = 2          # identical runs before a capture, unless config says ot
 MIN_LAUNCHES = 2        # a single launch gains nothing from a graph
 MAX_SHAPES = 64         # shapes of runs remembered (a loop over growing shapes keeps this many)
 MAX_GRAPHS = 4          # graphs kept per shape (inputs captured in place at other addresses)
-_IN_GRAPH = LaunchTimes(kernel=0.0, source="cuda-graph")    # the graph's time is on its last
+# a launch inside a graph has no time of its own: the whole graph's is on its last launch
+_IN_GRAPH = LaunchTimes(source="cuda-graph")
 
 
 class Replays:
@@ -189,7 +190,8 @@ class _Record:
         if self.launches is None:
             self.launches = [Launch(p.kernel.name, device.id, _IN_GRAPH,
                                     dict(p.geometry, graph=f"replayed in a CUDA graph of "
-                                                           f"{len(self.plans)} launches"))
+                                                           f"{len(self.plans)} launches (the "
+                                                           f"last one's time is the graph's)"))
                              for p in self.plans]
         self.handed = []
         last = len(launches) - 1

@@ -483,3 +483,51 @@ def test_tiles_beyond_the_static_limit_take_dynamic_shared_memory():
     assert "__nv_bfloat16* const _shn = reinterpret_cast<__nv_bfloat16*>(zyn_smem + 24576);" in prog.source
     small = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", PIPELINED[0])})
     assert small.steps[0].smem == 0 and "zyn_smem" not in small.source
+
+
+# ---- on a GPU, where there is one: the tensor-core configurations as the hardware runs them
+
+
+def _gpu():
+    try:
+        from zynbook.backends import cuda as backend
+        found = backend.discover()
+    except Exception:       # no CuPy, no driver
+        return None
+    return found[0] if found else None
+
+
+GPU = _gpu()
+GPU_PARAMS = [None,                                                     # the default
+              GemmParams(128, 256, 32, 64, 64, 8, True, 3, True),       # dynamic shared memory
+              GemmParams(128, 128, 32, 64, 64, 8, True, 4, True),
+              GemmParams(64, 64, 16, 32, 32, 8, True, 2, False),
+              GemmParams(128, 128, 32, 64, 32, 8, True)] + PIPELINED    # two buffers
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(GPU is None, reason="no CUDA GPU (or no CuPy)")
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "tf32"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False), (False, True)])
+def test_tensor_core_configurations_on_the_gpu(dtype, ta, tb):
+    from zynbook.compiler.schedules.base import Choice
+    M, N, K_ = (264 if ta else 301), (280 if tb else 296), 200
+    kernel, sizes, make, _ = K.matmul_t(M, N, K_, "f32" if dtype == "tf32" else dtype, ta, tb)
+    ins = make(np.random.default_rng(13))
+    if dtype == "tf32":
+        kernel = _allow_tf32(kernel)
+        ins_ref = [_tf32(x) for x in ins]
+    else:
+        ins_ref = ins
+    a, b = (np.asarray(x, np.float64) for x in ins_ref)
+    want = (a.T if ta else a) @ (b.T if tb else b)
+    params = GPU_PARAMS if dtype != "tf32" else [None, GemmParams(128, 128, 16, 64, 32, 4, True, 3, True),
+                                                 GemmParams(64, 64, 16, 32, 32, 1, True)]
+    for p in params:
+        plan = GPU.prepare(kernel, sizes) if p is None else \
+            GPU.prepare(kernel, sizes, params=Choice("gemm", p))
+        out, _ = plan.launch(ins, {})
+        got = np.asarray(GPU.to_host(out), np.float64).reshape(want.shape)
+        tol = 1e-4 if dtype == "tf32" else 2e-2
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max(),
+                                   err_msg=str(p))

@@ -7,12 +7,16 @@ medians reported. Memory-bound rows also give achieved bandwidth as a share of t
 bandwidth measured in the same run. Writes a table to stdout and JSON to --json.
 
     python bench/bench_cuda.py [--json bench/results/cuda.json] [--reps 20] [--rows a,b]
-                               [--tune [--tune-budget 60]]
+                               [--tune [--tune-budget 60]] [--gemm-sweep N]
 
 Matmul rows: f32 (exact), TF32 (`config { allow_tf32: true }` beside cuBLAS with
 `torch.backends.cuda.matmul.allow_tf32`), bf16 and f16 at 4096 and 8192; conv2d also in
 TF32 beside cuDNN's. Compute rows give TFLOP/s and the share of the GPU's dense peak for
 their dtype (`PEAK_TFLOPS`, by device name).
+
+`--gemm-sweep N` times instead the first N tensor-core configurations of the GEMM schedule's
+space (its default first) for the matmul rows in bf16, f16 and TF32 (or those of --rows),
+each beside cuBLAS: what configs.GEMM_CONFIGS should name.
 
 `--tune` adds a tuned row after each row: the kernel searched as `@autotune` searches it
 (zynbook/tuning.py), `tune_s` the search's seconds; the winner is recorded in the tuning
@@ -146,6 +150,8 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile peers")
     ap.add_argument("--tune", action="store_true", help="add a tuned row after each row")
     ap.add_argument("--tune-budget", type=float, default=60.0, help="seconds per search")
+    ap.add_argument("--gemm-sweep", type=int, default=0, metavar="N",
+                    help="time the first N tensor-core GEMM configurations, nothing else")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -171,6 +177,10 @@ def main():
     del src, dst
     print(f"device: {dev.name} ({dev.info()['compute_capability']}, {dev.multiprocessors} SMs); "
           f"copy bandwidth {copy_bw / 1e9:.0f} GB/s (read + write)", flush=True)
+
+    if args.gemm_sweep:
+        gemm_sweep(dev, T, torch, rnd, reps, args.gemm_sweep, want)
+        return
 
     def compiled_peer(fn):
         if args.no_compile:
@@ -391,6 +401,45 @@ def main():
         json.dump(dict(device=dev.info(), copy_bandwidth=copy_bw, torch=torch.__version__,
                        rows=rows, when=time.strftime("%Y-%m-%d %H:%M:%S")), f, indent=1)
     print(f"\nwrote {args.json}")
+
+
+def gemm_sweep(dev, T, torch, rnd, reps, count, want):
+    """Time the GEMM schedule's first `count` tensor-core configurations on square matmuls
+    (bf16 and f16 at 4096 and 8192, TF32 at 4096; `want`: those rows only) beside cuBLAS."""
+    from zynbook import tuning as ztuning
+    from zynbook.compiler.codegen import device_target
+    from zynbook.compiler.schedules.base import Choice
+    from zynbook.compiler.schedules.gemm import Gemm
+    tdts = {"tf32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+    for n, kind in ((4096, "bf16"), (4096, "f16"), (8192, "bf16"), (8192, "f16"), (4096, "tf32")):
+        row = f"matmul_{n}_{kind}"
+        if want and row not in want:
+            continue
+        dt, tdt = ("f32" if kind == "tf32" else kind), tdts[kind]
+        A, B = rnd(n, n, dtype=tdt), rnd(n, n, dtype=tdt)
+        C = torch.empty(n, n, device="cuda", dtype=tdt)
+        k, sizes = lower_program(MATMUL, {"A": A.shape, "B": B.shape}, {"A": dt, "B": dt})
+        k = ztuning.allowing_tf32(_with_out_dtype(k, dt), ztuning.Settings(allow_tf32=kind == "tf32"))
+        torch.backends.cuda.matmul.allow_tf32 = kind == "tf32"
+        t_peer = T.median(lambda: torch.mm(A, B), reps)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        ref = (A.double() @ B.double()).float()
+        flops, top = 2 * n ** 3, peak_tflops(dev.name, kind)
+        print(f"{row}: cuBLAS {t_peer * 1e3:.3f} ms, {flops / t_peer / 1e12:.0f} TFLOP/s", flush=True)
+        space = [p for p in Gemm().space(k, device_target(dev), sizes) if p.mma][:count]
+        for p in space:
+            try:
+                fn, comp = zyn_callable(dev, k, sizes, [A, B], C, params=Choice("gemm", p))
+                fn()
+                err = ((C.float() - ref).abs().max() / ref.abs().max()).item()
+                t = T.median(fn, reps)
+            except Exception as e:      # a configuration this GPU refuses
+                print(f"  {p.describe()}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+                continue
+            share = f" {flops / t / 1e12 / top * 100:3.0f}% of peak" if top else ""
+            print(f"  {t * 1e3:7.3f} ms {flops / t / 1e12:6.0f} TFLOP/s{share} ratio {t_peer / t:5.2f} "
+                  f"err {err:.1e}  {p.describe()}", flush=True)
+        del A, B, C, ref
 
 
 def _with_out_dtype(k, dtype):

@@ -1,23 +1,9 @@
-"""The kernel library's tuned flash-attention configurations (gpu-kernel-library.md), the
-shared memory a configuration needs, and its check against a target's limit.
-
-* `CONFIGS`: the named configurations per architecture (Ampere 128/128/64, Hopper
-  128/256/128, RDNA3 and Apple 64/64/64 in half precision, a 32/32/64 f32 fallback);
-  `architecture(target)` detects which one a target is (the CUDA arch, Metal, a WebGPU
-  adapter's name); `named_config(target)` is that configuration where it fits the target,
-  else the fallback, else None.
-* `required_shared_memory(config)`: the library's layout, a Q tile of `block_q` rows and K
-  and V tiles of `block_kv` rows of `head_dim` elements (2 bytes in half precision, else 4).
-* `check_config`: a kernel's `@tile(block_q=, block_kv=)` taken as a configuration (its
-  head_dim is the launch's, half precision where Q is f16 or bf16) that needs more shared
-  memory than the target has is a ZynMLDeviceError naming both numbers, pointing at the
-  `@tile`. The check needs head_dim's value: on a target that builds one program for every
-  size set (WebGPU) it is made where head_dim is a constant of the kernel.
-* `attention_params(config, target)`: a configuration as the attention schedule's Params
-  (one thread per query, `block_q` queries a block, `block_kv`-key tiles in shared memory),
-  a starting point for tuning; the schedule fits its tiles into its own shared arrays.
-* `gemm_config(target, kind)`: the GEMM schedule's tensor-core starting point on Ampere and
-  Hopper (`GEMM_CONFIGS`), for half-precision operands or TF32.
+"""The kernel library's tuned configurations (gpu-kernel-library.md): flash attention's
+per architecture (`CONFIGS`, `architecture`, `named_config`), the shared memory one needs
+and its check against a target's limit (a kernel's `@tile` that does not fit is a
+ZynMLDeviceError at the `@tile`; on a target that builds one program for every size set it
+is checked where head_dim is a constant of the kernel), and the GEMM schedule's tensor-core
+starting points (`gemm_config`).
 """
 from __future__ import annotations
 

@@ -115,6 +115,9 @@ class ndarray:      # noqa: N801 - CuPy's name
     def get(self, stream=None):
         return self.host.copy()
 
+    def reshape(self, *shape):
+        return ndarray(self.host.reshape(*shape), self.dev)
+
 
 ndarray.__module__ = "cupy"      # what zynbook.runtime.tensor.to_tensor looks for
 

@@ -238,3 +238,16 @@ def test_warm_chunks_are_queued_from_the_calling_thread(gpus):
 def test_the_spec_kernels_split_over_gpus(gpus, name, mode):
     out = check_spec_kernel_split(name, mode, GPUS)
     assert [a.dev for _, a, _ in out.shards] == [0, 1]
+
+
+def test_the_data_parallel_training_step_all_reduces_through_nccl(gpus):
+    """zynbook.nn.DataParallel over cuda:0 + cuda:1: every gradient all-reduced by NCCL, and
+    the steps equal one device's (tests/test_data_parallel.py's check)."""
+    from test_data_parallel import check_steps_equal_one_device
+    log, devs = gpus
+    dp = check_steps_equal_one_device(GPUS, {"rtol": 1e-5, "atol": 1e-6})
+    assert dp.group.kind == "nccl"
+    grads = len(dp.replicas[0].params)
+    assert log.collectives == [("allReduce", 2)] * (4 * grads)     # loss_and_grads + 3 steps
+    for replica, dev in zip(dp.replicas, devs):
+        assert all(b.tensor.data.dev == dev.index for b in replica.params.values())

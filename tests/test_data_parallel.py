@@ -40,8 +40,13 @@ def _close(a, b, tol):
 
 @pytest.mark.parametrize("group", GROUPS, ids=["+".join(g) for g in GROUPS])
 def test_data_parallel_steps_equal_one_device(group):
-    tol = {"rtol": 1e-5, "atol": 1e-6} if group == ["cpu", "cpu"] else \
-        {"rtol": 2e-3, "atol": 2e-4}
+    check_steps_equal_one_device(group, {"rtol": 1e-5, "atol": 1e-6} if group == ["cpu", "cpu"]
+                                 else {"rtol": 2e-3, "atol": 2e-4})
+
+
+def check_steps_equal_one_device(group, tol):
+    """The loss and gradients of a batch of 4 on `group`, and three AdamW steps, equal the
+    one-device batch step on the group's first device; returns the DataParallel."""
     one = TinyGPT(zynbook.device(group[0]), CONFIG, WEIGHTS)
     dp = DataParallel(group, CONFIG, WEIGHTS)
     x, y = _batch(4)
@@ -62,6 +67,7 @@ def test_data_parallel_steps_equal_one_device(group):
     for name, buf in one.params.items():
         for replica in dp.replicas:
             _close(replica.params[name].to_vec(), buf.to_vec(), tol)
+    return dp
 
 
 @pytest.mark.parametrize("batch", [3, 1])

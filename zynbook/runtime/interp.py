@@ -109,6 +109,7 @@ class Interpreter:
         self.extra_annotations: list = []
         self.extra_key = ""                 # the text extra_annotations were parsed from
         self.lazy = LazyGraph(self)         # blocks recorded, launched at a boundary
+        self.alone = None                   # the block that is a whole top-level statement
         self._lock = threading.RLock()
 
     # ---------------------------------------------------------------- helpers
@@ -210,6 +211,10 @@ class Interpreter:
     def exec_top(self, stmt):
         """(the statement's value, whether it is an expression a notebook should show); the
         end of a top-level statement is a boundary of the lazy graph"""
+        # a compute block that is the whole statement has nothing to fuse with: launched
+        # where it is met, without recording it
+        self.alone = stmt.value if isinstance(stmt, A.Let) else \
+            stmt.expr if isinstance(stmt, A.ExprStmt) else None
         return self._computed(self.exec(stmt)), isinstance(stmt, A.ExprStmt)
 
     def exec_block(self, body):
@@ -823,6 +828,9 @@ class Interpreter:
         mode = lowered.kernel.schedule.parallel
         device = get_device(device_ids[0])
         now = self._launched_now(lowered, device, run_async, mode)
+        if not now and node is self.alone and not self.frames and not self.lazy.pending:
+            return self._launch(device, lowered, inputs, sizes, scalar_values, node,
+                                commit=commit, plan=plan)
         if not now:
             source = self.pipelines[-1].source if self.pipelines else self.source
             lz = self.lazy.defer(node, lowered, plan, inputs, scalar_values, device, commit,

@@ -413,12 +413,13 @@ def test_tf32_tensor_cores(ta, tb, odd):
     a, b = (_tf32(x).astype(np.float64) for x in ins)
     want = (a.T if ta else a) @ (b.T if tb else b)
     # element by element through registers (any size), or 16-byte cp.async copies
-    params = GemmParams(32, 32, 16, 16, 16, 1, True) if odd else \
-        GemmParams(32, 32, 16, 16, 16, 4, True, 2, False)
-    prog = Gemm().build(kernel, cuda_target(), sizes, params)
-    assert any(isinstance(n, ir.Mma) and n.dtype == "tf32" for n in ir.walk(prog.kernels[0]))
-    got = np.asarray(emulate_kernel(prog, kernel, ins, sizes), np.float64)
-    np.testing.assert_allclose(got, want, **tolerance("f32", "contraction"))
+    choices = [GemmParams(32, 32, 16, 16, 16, 1, True)] if odd else \
+        [GemmParams(32, 32, 16, 16, 16, 4, True, 2, False), GemmParams(32, 32, 16, 16, 16, 4, True, 3, True)]
+    for params in choices:
+        prog = Gemm().build(kernel, cuda_target(), sizes, params)
+        assert any(isinstance(n, ir.Mma) and n.dtype == "tf32" for n in ir.walk(prog.kernels[0]))
+        got = np.asarray(emulate_kernel(prog, kernel, ins, sizes), np.float64)
+        np.testing.assert_allclose(got, want, err_msg=params.describe(), **tolerance("f32", "contraction"))
     # TF32 differs from the exact product, within TF32's precision
     exact_want = np.asarray(run_kernel(exact, ins, sizes, {}), np.float64)
     assert not np.allclose(got, exact_want, rtol=1e-6, atol=1e-6)

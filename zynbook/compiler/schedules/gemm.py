@@ -671,10 +671,11 @@ class _Builder:
         inner = self.op("*", unit, E) if aligned else self.op("+", self.op("*", unit, E), self.op("%", c, E))
         return self.op("+", base, self.op("+", self.op("*", r, row), inner))
 
-    def lane_key(self, s: str) -> ir.Expr:
-        """The swizzle key of the row this lane gives an ldmatrix (an 8-aligned row + lane % 8)."""
+    def lane_key(self, s: str, r8: ir.Expr | None = None) -> ir.Expr:
+        """The swizzle key of a row whose remainder by 8 is `r8`: by default the row this
+        lane gives an ldmatrix (an 8-aligned row + lane % 8)."""
         _, _, _, _, row, _ = self.shape[s]
-        return self.op("/", self.ref("_l8"), max(1, 8 * (16 // self.ib) // row))
+        return self.op("/", self.ref("_l8") if r8 is None else r8, max(1, 8 * (16 // self.ib) // row))
 
     def issue(self, s: str, k0: ir.Expr, buf: ir.Expr) -> list:
         """Side `s`'s chunks of the slice from K index `k0` as cp.async copies into shared
@@ -810,17 +811,22 @@ class _Builder:
         g, t = self.ref("_g"), self.ref("_t4")
 
         def step(kk):
+            def key(s, k_in8):      # rows are 8-aligned + g along X, or + t + 4 p along K
+                return self.lane_key(s, g if getattr(f, s).kcontig else k_in8)
+
             def a_frag(i):
                 top = self.op("+", self.op("*", self.ref("_wm"), p.tm), self.op("*", i, 16))
                 return [ir.Store("_fa", self.op("+", self.op("*", i, 4), q), ir.Load(
                     "_shm", self.at("m", buf, self.op("+", top, self.op("+", g, 8 * (q % 2))),
-                                    self.op("+", kk, self.op("+", t, 4 * (q // 2)))), "f32"))
+                                    self.op("+", kk, self.op("+", t, 4 * (q // 2))),
+                                    key("m", self.op("+", t, 4 * (q // 2)))), "f32"))
                         for q in range(4)]
 
             def b_frag(j):
                 x = self.op("+", self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("*", j, 8)), g)
                 return [ir.Store("_fb", self.op("+", self.op("*", j, 2), q), ir.Load(
-                    "_shn", self.at("n", buf, x, self.op("+", kk, self.op("+", t, 4 * q))), "f32"))
+                    "_shn", self.at("n", buf, x, self.op("+", kk, self.op("+", t, 4 * q)),
+                                    key("n", self.op("+", t, 4 * q))), "f32"))
                         for q in range(2)]
             mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, 4), "_fb", self.op("*", j, 2), "_acc",
                                        self.op("*", self.op("+", self.op("*", i, self.fn), j), 4),

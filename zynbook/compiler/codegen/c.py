@@ -2,18 +2,10 @@
 
 `render_program(kernel, sizes, openmp=True)` returns a `CProgram`: the source text, the
 order in which the entry point takes its scalar arguments and a map from generated lines to
-ZynML lines; `render(kernel, sizes)` is its source text.
-
-Every kernel goes through a schedule of compiler/schedules/ for the CPU target (one thread
-a block, blocks run by the host's cores: `#pragma omp parallel for` where the compiler takes
-`-fopenmp`) and the C++ dialect (codegen/dialects/cpp.py) prints its launch IR: whole-input
-reductions combine fixed chunks in order (the result does not depend on the number of
-threads), `shared var` is an array of its block (on the heap when large), a barrier orders
-nothing in a block of one thread, tile values are loops over arrays (the block schedule).
-
-Sizes are compiled in (as for CUDA and Metal), so trip counts, strides and tile extents are
-constants. The entry point is
-`extern "C" void zyn_kernel(void* const* bufs, const double* fargs, const long long* iargs)`:
+ZynML lines. A schedule of compiler/schedules/ builds the launch IR for the CPU target (one
+thread a block, blocks run by the host's cores through `#pragma omp parallel for`) and the
+C++ dialect (codegen/dialects/cpp.py) prints it, with the sizes compiled in. The entry point
+is `extern "C" void zyn_kernel(void* const* bufs, const double* fargs, const long long* iargs)`:
 the buffers in kernel order (inputs, then the output), the float scalars and the integer and
 boolean scalars that are not sizes. f16 buffers are `_Float16` (arithmetic in float); bf16
 values are held as f32, as the reference executor holds them.

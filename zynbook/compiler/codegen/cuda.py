@@ -1,21 +1,11 @@
-"""CIR -> CUDA C, with a real schedule per kernel type.
+"""CIR -> CUDA C.
 
-`render_cuda(kernel, sizes)` returns a `CudaProgram`: the source text (sizes baked in as
-constants), the launches to make in order (grid, block, arguments) and the scratch memory
-they need. Schedules, tried in this order:
-
-* **attention / flash_attention** whose body the recognition pass (passes/recognise.py)
-  finds to be attention in any form (three-pass, online softmax, tiled flash with any block
-  size), with any key condition and launch-constant scale: the attention schedule
-  (compiler/schedules/attention.py) printed by the CUDA dialect.
-* **contractions** (matmul, batched_matmul, conv2d and any kernel of that shape):
-  `out[P] = epilogue(init + sum_R A(P, R) * B(P, R))` goes through the GEMM schedule
-  (compiler/schedules/gemm.py): shared-memory tiles with register blocking and 16-byte
-  loads, f16/bf16 on the tensor cores (mma.sync), a convolution as an implicit GEMM.
-* every other kernel: the **reduce**, **rows**, **vector**, **generic thread** and **block**
-  schedules (tile values as loops over block arrays, `shared var`, `barrier()`, whole-body
-  kernels in one block); compiler/schedules/ builds their launch IR and the CUDA dialect
-  (codegen/dialects/cuda.py) prints it, with the launches, scratch and error sites.
+`render_cuda(kernel, sizes)` returns a `CudaProgram`: the source text (the CUDA dialect,
+codegen/dialects/cuda.py, printing the launch IR a schedule of compiler/schedules/ built,
+with the sizes compiled in), the launches to make in order, the scratch memory they need
+and, for a program with 16-byte vector accesses, the launches of its fallback for buffers
+that are not aligned. The attention schedule is tried first for an attention kernel, the
+GEMM schedule for any other but a reduce (codegen/cstyle.py).
 """
 from __future__ import annotations
 

@@ -1,21 +1,11 @@
-"""CIR -> Metal Shading Language, with a schedule per kernel type.
+"""CIR -> Metal Shading Language.
 
-`render_program(kernel, sizes)` returns an `MSLProgram`: the source text, the dispatches to
-make in order (entry point, threadgroups in the grid, threads per threadgroup), the buffer
-table (`[[buffer(n)]]` index -> input, output, scratch or the argument struct) and the
-layout of the constant argument struct. `render(kernel, sizes)` is its source text and
-`geometry(kernel, sizes)` the `(grid, threadgroup)` of its main dispatch.
-
-Every kernel goes through a schedule of compiler/schedules/ whose launch IR the MSL dialect
-(codegen/dialects/msl.py) prints, with the sizes of one launch compiled in; the scalar
-arguments that are not sizes (`eps`, ...) travel in one `constant ZynArgs&` struct bound
-after the buffers. The attention schedule takes attention in any form the recognition pass
-finds, the GEMM schedule contractions; the others take the rest: reduce (SIMD-group and
-threadgroup reductions, a second dispatch over the partials of a whole-input reduction),
-rows, the thread schedule, and the block schedule (one threadgroup per parallel iteration,
-tile values as loops over threadgroup arrays, `shared var`, `barrier()`, whole-body kernels).
-
-Metal has no `double`: f64 kernels are refused with a ZynML error, never computed in f32.
+`render_program(kernel, sizes)` returns an `MSLProgram`: the source text (the MSL dialect,
+codegen/dialects/msl.py, printing the launch IR a schedule of compiler/schedules/ built, with
+the sizes of one launch compiled in), the dispatches to make in order, the buffer table
+(`[[buffer(n)]]` index -> input, output, scratch, the argument struct or the error flag) and
+the layout of the `constant ZynArgs&` struct that carries the scalar arguments that are not
+sizes. Metal has no `double`: f64 kernels are refused with a ZynML error.
 """
 from __future__ import annotations
 

@@ -532,3 +532,23 @@ def test_tensor_core_configurations_on_the_gpu(dtype, ta, tb):
         tol = 1e-4 if dtype == "tf32" else 2e-2
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max(),
                                    err_msg=str(p))
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("dtype,params", [
+    ("bf16", GemmParams(128, 256, 32, 64, 64, 8, True, 3, True)),     # dynamic shared memory
+    ("f16", GemmParams(128, 128, 32, 64, 32, 8, True, 4, True)),
+    ("tf32", GemmParams(128, 128, 16, 64, 32, 4, True, 3, True)),
+    ("tf32", GemmParams(64, 64, 16, 32, 32, 1, True))])
+def test_nvcc_compiles_the_tensor_core_configurations(dtype, params, tmp_path):
+    import subprocess
+    from zynbook.compiler.codegen.cuda import render_cuda
+    from zynbook.compiler.schedules.base import Choice
+    kernel, sizes, _, _ = K.matmul_t(1024, 1024, 1024 if params.width > 1 else 1023,
+                                     "f32" if dtype == "tf32" else dtype, False, True)
+    kernel = _allow_tf32(kernel) if dtype == "tf32" else kernel
+    src = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", params)}).source
+    (tmp_path / "k.cu").write_text(src)
+    res = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]

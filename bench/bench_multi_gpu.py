@@ -20,7 +20,9 @@ Rows (f32; --quick shrinks every size):
 
 Timing: after --warm runs, --reps runs, each between synchronized devices, bracketed on every
 CUDA device by CUDA events (the program's span on the devices' clocks, the slowest device's
-span counted); the host clock where a device has no events (the dry run). Medians.
+span counted); the host clock where a device has no events (the dry run). Medians. Beside
+it, the kernels alone (their own CUDA-event times, per block the slowest device's): what the
+efficiency would be with no host time between launches.
 Scaling efficiency = time on one / (n x time on n). Each result is checked against the
 one-device result. Figures go to --json (default $OUT/bench_multi_gpu.json or
 bench/results/bench_multi_gpu.json).
@@ -87,35 +89,54 @@ class Clock:
                 spans.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
         return max(spans), host, out
 
-    def median(self, fn, reps, warm):
-        """(median seconds, median host seconds, the last result)."""
+    def median(self, fn, reps, warm, kernels=None):
+        """(median seconds, median host seconds, the last result, median kernel seconds:
+        `kernels()` after each run, None without it)."""
         out = None
         for _ in range(warm):
             out = fn()
         mg.sync(self.ids)
-        times, hosts = [], []
+        times, hosts, busy = [], [], []
         for _ in range(reps):
             t, h, out = self.time(fn)
             times.append(t)
             hosts.append(h)
-        return statistics.median(times), statistics.median(hosts), out
+            if kernels is not None:
+                busy.append(kernels())
+        return (statistics.median(times), statistics.median(hosts), out,
+                statistics.median(busy) if busy else None)
+
+
+def kernel_seconds(launches) -> float:
+    """The devices' own kernel time of one run: per block the slowest device's launch (the
+    devices run a block's chunks at once), summed over the blocks (CUDA events on a GPU)."""
+    per_block: dict = {}
+    for launch in launches:
+        k = launch.times.kernel or 0.0
+        per_block[launch.kernel] = max(per_block.get(launch.kernel, 0.0), k)
+    return sum(per_block.values())
 
 
 def row(name, shape, flops, one, many, ids, note=""):
-    """Record and print one row: `one`, `many`: (seconds, host seconds) on the first device
-    and on the group."""
+    """Record and print one row: `one`, `many`: (seconds, host seconds, kernel seconds or
+    None) on the first device and on the group."""
     n = len(ids)
-    (t1, h1), (tn, hn) = one, many
+    (t1, h1, k1), (tn, hn, kn) = one, many
     rec = {"name": name, "shape": shape, "devices": ids, "n": n, "dtype": "f32",
            "one_ms": t1 * 1e3, "many_ms": tn * 1e3, "one_host_ms": h1 * 1e3,
            "many_host_ms": hn * 1e3, "efficiency": t1 / (n * tn) if tn else None,
            "speedup": t1 / tn if tn else None, "note": note}
+    if k1 and kn:       # the kernels alone: how far the host's time per run is from it
+        rec.update(one_kernel_ms=k1 * 1e3, many_kernel_ms=kn * 1e3,
+                   efficiency_kernels=k1 / (n * kn))
     if flops:
         rec["one_tflops"] = flops / t1 / 1e12 if t1 else None
         rec["many_tflops"] = flops / tn / 1e12 if tn else None
     ROWS.append(rec)
     print(f"  {name:<40} {shape:<24} 1 dev {t1 * 1e3:9.2f} ms   {n} dev {tn * 1e3:9.2f} ms   "
           f"efficiency {rec['efficiency']:.1%}"
+          + (f" (kernels alone {rec['efficiency_kernels']:.1%})" if "efficiency_kernels" in rec
+             else "")
           + (f"   {rec['many_tflops']:.1f} TFLOP/s" if flops and rec["many_tflops"] else "")
           + (f"   ({note})" if note else ""), flush=True)
     return rec
@@ -137,8 +158,8 @@ def timed(clock, session, src, env, reps, warm, after=None):
     def once():
         out = session.run(src, **env)
         return after(out) if after is not None else out
-    t, h, out = clock.median(once, reps, warm)
-    return (t, h), out
+    t, h, out, k = clock.median(once, reps, warm, lambda: kernel_seconds(session.launches))
+    return (t, h, k), out
 
 
 # ------------------------------------------------------------------ rows
@@ -235,12 +256,12 @@ def bench_training_step(ids, quick, reps, warm):
     weights = init_weights(config)
     one_model = TinyGPT(zynbook.device(ids[0]), config, weights)
     group = DataParallel(list(ids), config, weights)
-    t1, h1, l1 = Clock(ids[:1]).median(lambda: one_model.train_batch(x, y), reps, warm)
-    tn, hn, ln = Clock(ids).median(lambda: group.train_step(x, y), reps, warm)
+    t1, h1, l1, _ = Clock(ids[:1]).median(lambda: one_model.train_batch(x, y), reps, warm)
+    tn, hn, ln, _ = Clock(ids).median(lambda: group.train_step(x, y), reps, warm)
     # both took the same steps from the same weights (tests/test_data_parallel.py checks
     # them equal step by step); the last losses' difference is shown
     row("data-parallel training step (tiny GPT)", f"batch {batch} x seq {seq}", 0,
-        (t1, h1), (tn, hn), ids, f"gradients all-reduced ({group.group.kind}); last loss "
+        (t1, h1, None), (tn, hn, None), ids, f"gradients all-reduced ({group.group.kind}); last loss "
         f"{ln:.5f}, {abs(ln - l1) / abs(l1):.1e} from one device's")
 
 

@@ -141,6 +141,28 @@ class ScalarLowering:
         finally:
             self.scopes.pop()
 
+    def lane_stmts(self, body, outs: dict, lane: ir.Expr) -> list:
+        """`body`, each store in `outs` (id -> local array) writing lane `lane` of its array
+        instead (one vector store writes the array later: `copy_out`)."""
+        got = []
+        for s in body:
+            self.line = s.line or self.line       # checks name the statement's line
+            if isinstance(s, cir.Store) and id(s) in outs:
+                dtype = self.buffers[s.buffer][1]
+                value = cast(self.operand(s.value, compute_dtype(dtype)), dtype)
+                got.append(ir.Store(outs[id(s)], lane, value, None, s.line))
+            else:
+                got += self.stmts((s,))
+        return got
+
+    def copy_out(self, s: cir.Store, array: str, start: ir.Expr, count: int) -> ir.Stmt:
+        """`count` values of local `array` from `start` to where store `s` writes, guarded
+        where its index is not provably in range."""
+        ident, dtype, _ = self.buffers[s.buffer]
+        off, guard = self.flat(s.buffer, s.index, store=True)
+        copy = ir.Copy(ident, off, array, start, count, dtype, s.line)
+        return copy if guard is None else ir.If(guard, (copy,), (), s.line)
+
     def size(self, d) -> ir.Expr:
         """A dimension (a number, a size name or a CIR size expression) as an index value."""
         if isinstance(d, int):

@@ -306,14 +306,6 @@ class _Builder:
         return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(max(1, grid), "i64"), threads),),
                           (), self.sites.as_tuple(), f"{what} (rows: {p.describe()})")
 
-    def store_row(self, t: cir.Store, vout: str) -> ir.Stmt:
-        """The `width` values of `vout` to the stored row at the current column; a lead index
-        that cannot be proved in range guards the copy."""
-        ident, dtype, _ = self.low.buffers[t.buffer]
-        off, guard = self.low.flat(t.buffer, t.index, store=True)
-        copy = ir.Copy(ident, off, vout, self.i(0), self.p.width, dtype, t.line)
-        return copy if guard is None else ir.If(guard, (copy,), (), t.line)
-
     def row_bufs(self):
         return {k[0] for k in self.plan.keys} | {self.k.output.name}
 
@@ -366,24 +358,15 @@ class _Builder:
                 low.ctx = (s.var, slot)
                 low.scopes.append({acc: (part, dt) for acc, (part, op, dt, _) in parts.items()})
 
-                def stmts(w=w):
-                    got = []
-                    for t in s.body:
-                        low.line = t.line or low.line       # checks name the line
-                        if isinstance(t, cir.Store) and W > 1:
-                            dtype = low.buffers[t.buffer][1]
-                            v = cast(low.operand(t.value, compute_dtype(dtype)), dtype)
-                            got.append(ir.Store(vouts[id(t)], self.i(w), v, None, t.line))
-                        else:
-                            got += low.stmts((t,))
-                    return got
                 try:
-                    res += self.low.with_var(s.var, col, stmts)
+                    res += low.with_var(s.var, col,
+                                        lambda w=w: low.lane_stmts(s.body, vouts, self.i(w)))
                 finally:
                     low.scopes.pop()
                     low.ctx = None
             for t in stores if W > 1 else ():
-                res += self.low.with_var(s.var, c, lambda t=t: [self.store_row(t, vouts[id(t)])])
+                res += low.with_var(s.var, c, lambda t=t: [
+                    low.copy_out(t, vouts[id(t)], self.i(0), W)])
             return res
         out.append(self.chunks(element))
         for acc, (part, op, dt, ident) in parts.items():

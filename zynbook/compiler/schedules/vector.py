@@ -149,27 +149,13 @@ class VectorThread(Schedule):
         for lane in range(W):
             low.lane = lane
 
-            def lane_body():
-                got = []
-                for s in nest.body:
-                    low.line = s.line or low.line       # checks name the store's line
-                    if isinstance(s, cir.Store):
-                        dtype = low.buffers[s.buffer][1]
-                        v = cast(low.operand(s.value, compute_dtype(dtype)), dtype)
-                        got.append(ir.Store(outs[id(s)], lit(lane, "i32"), v, None, s.line))
-                    else:
-                        got += low.stmts((s,))
-                return got
             col = v0 if lane == 0 else ir.Bin("+", v0, lit(lane, idx), idx)
-            inner += low.with_var(lp.var, col, lane_body)
+            inner += low.with_var(lp.var, col, lambda: low.lane_stmts(nest.body, outs,
+                                                                      lit(lane, "i32")))
         low.lane = None
         for s in stores:
-            def store(s=s):
-                off, guard = low.flat(s.buffer, s.index, store=True)
-                copy = ir.Copy(low.buffers[s.buffer][0], off, outs[id(s)], lit(0, "i32"), W,
-                               low.buffers[s.buffer][1], s.line)
-                return [copy if guard is None else ir.If(guard, (copy,), (), s.line)]
-            inner += low.with_var(lp.var, v0, store)
+            inner += low.with_var(lp.var, v0, lambda s=s: [
+                low.copy_out(s, outs[id(s)], lit(0, "i32"), W)])
         body = list(low.stmts(nest.prologue))
         body.append(spread("_g", total, params.threads, 0, inner, idx, nest.loops[0].line))
         name = kernel_name(kernel)

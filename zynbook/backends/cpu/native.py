@@ -4,8 +4,10 @@
   PATH; the source is compiled as C++17 (`-x c++`), with `-O3 -march=native -fPIC -shared`
   and `-fopenmp` where the compiler takes them (probed once). `-fno-math-errno` (no kernel
   reads errno) lets loops of math functions vectorise, and where glibc's vector math library
-  links (a probe) the kernels call it (`ZYN_LIBMVEC`: codegen/dialects/cpp.py); nothing
-  reassociates arithmetic, so sums keep their order and NaN propagates as in the reference.
+  links (a probe) the kernels call it (`ZYN_LIBMVEC`: codegen/dialects/cpp.py). No
+  -ffast-math: a loop that only adds to sums (ir.For.reduce) keeps one partial sum per
+  vector lane, combined in an order fixed at compile time (the same result at every launch,
+  whatever the number of threads); nothing else is reassociated; NaN propagates.
 * Cache (`zynbook/cache.py`): `codegen/c.py` bakes the sizes into the source; the mapped
   library is kept in memory by (CIR hash, sizes, compiler, resolved flags, versions) and its
   bytes on disk under `$ZYNBOOK_CACHE_DIR/cpu` (default `~/.cache/zynbook/cpu`) by that key

@@ -209,6 +209,9 @@ class For(Stmt):
     dtype: str = "i32"
     line: int = 0
     unroll: bool = False
+    # locals the body only adds to (`sum_reductions`): a target may split each into partial
+    # sums (vector lanes) combined in a fixed order, the same result at every launch
+    reduce: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -417,6 +420,26 @@ def walk(node):
         v = getattr(node, name)
         if isinstance(v, (Expr, Stmt, tuple, list)):
             yield from walk(v)
+
+
+def sum_reductions(body: tuple) -> tuple:
+    """The locals a loop body only adds to (`s = s + v`, v not reading s) where nothing
+    else it does depends on the order of the iterations: besides such sums it only declares
+    locals of its own (no stores, checks, collectives or inner loops)."""
+    names, own = [], set()
+    for s in body:
+        if isinstance(s, Decl):
+            own.add(s.name)
+        elif isinstance(s, Set) and s.name not in own and isinstance(s.value, Bin) and \
+                s.value.op == "+" and Ref(s.name, s.value.dtype) in (s.value.a, s.value.b):
+            names.append(s.name)
+        else:
+            return ()
+    nodes = list(walk(body))
+    if any(isinstance(n, (Checked, InRange, CheckedDiv, Collective)) for n in nodes):
+        return ()
+    reads = [n.name for n in nodes if isinstance(n, Ref)]
+    return tuple(names) if all(reads.count(n) == 1 for n in names) else ()
 
 
 def evaluate(e: Expr, env: dict):

@@ -352,7 +352,8 @@ class ScalarLowering:
                 body = self.stmts(s.body)
             finally:
                 self.scopes.pop()
-            return [ir.For(var, start, stop, step, body, self.idx, ln)]
+            return [ir.For(var, start, stop, step, body, self.idx, ln,
+                           reduce=ir.sum_reductions(body))]
         if isinstance(s, cir.If):
             cond = cast(self.expr(s.cond), "bool")
             with self.facts.assuming(s.cond):

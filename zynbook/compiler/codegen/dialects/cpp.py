@@ -80,6 +80,11 @@ class CppDialect(CFamily):
         return (f"std::unique_ptr<{t}[]> {name}_heap(new {t}[{n}]()); "
                 f"{t}* const {name} = {name}_heap.get();")
 
+    def sum_loop(self, names) -> str:
+        """A loop whose iterations only add to `names` (ir.For.reduce): vector lanes with
+        partial sums, combined in an order fixed when the kernel is compiled."""
+        return f"#pragma omp simd reduction(+:{', '.join(names)})"
+
     def atomic(self, op, array, index, value, dtype):
         if op == "+":
             return f"__atomic_fetch_add(&{array}[{index}], {value}, __ATOMIC_RELAXED);" \

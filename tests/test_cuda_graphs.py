@@ -207,7 +207,7 @@ y"""
     assert len(full._events) == 2
 
 
-def test_a_torch_style_input_is_imported_once_while_it_lives(cuda):
+def test_a_torch_style_input_is_imported_once_while_it_lives(cuda, monkeypatch):
     from zynbook.backends.cuda import views
 
     class Tensor:       # what cupy_view reads of a torch CUDA tensor
@@ -224,13 +224,19 @@ def test_a_torch_style_input_is_imported_once_while_it_lives(cuda):
         def __array__(self, dtype=None, copy=None):
             return self.values
 
-    _, _, log = cuda
+    cp, _, log = cuda
+    monkeypatch.setitem(sys.modules, "torch", None)     # torch's stream: the default one
     t = Tensor(np.arange(4))
     first = views.cupy_view(t)
     assert views.cupy_view(t) is first and log.dlpack == 1
+    with cp.cuda.Stream(non_blocking=True):     # on another stream the exchange orders them
+        a, b = views.cupy_view(t), views.cupy_view(t)
+        assert a is not first and b is not a and log.dlpack == 3
+    first = views.cupy_view(t)                  # the default stream again: the last one kept
+    assert first is b and log.dlpack == 3
     t.values = np.arange(8, dtype=np.float32)       # new storage: a new view
     t.shape = t.values.shape
-    assert views.cupy_view(t) is not first and log.dlpack == 2
+    assert views.cupy_view(t) is not first and log.dlpack == 4
     key = id(t)
     del t
     gc.collect()

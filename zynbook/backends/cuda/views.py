@@ -4,7 +4,10 @@ Binding a torch tensor to a ZynML name happens on every run of a cell; a DLPack 
 (`torch.Tensor.__dlpack__` then `cupy.from_dlpack`) costs tens of microseconds each time.
 The view made the first time is kept while the tensor lives (a weak reference to it) and
 given again while its storage pointer, shape, strides and dtype are those it was made for
-(`t.data = ...`, `t.set_()` or a resize give a new view)."""
+(`t.data = ...`, `t.set_()` or a resize give a new view) and both torch and CuPy work on the
+default stream: there the launches are ordered after torch's work by the stream itself;
+on other streams the DLPack exchange is made again, since it is what makes CuPy's stream
+wait for torch's."""
 from __future__ import annotations
 
 import weakref
@@ -20,7 +23,7 @@ def cupy_view(t):
     """A CuPy array sharing `t`'s memory (`t` a torch CUDA tensor)."""
     key = id(t)
     hit = _views.get(key)
-    if hit is not None and hit[0]() is t and hit[1] == _layout(t):
+    if hit is not None and hit[0]() is t and hit[1] == _layout(t) and _default_streams(t):
         return hit[2]
     import cupy
     view = cupy.from_dlpack(t)
@@ -36,3 +39,13 @@ def _forget(key, ref):
     hit = _views.get(key)
     if hit is not None and hit[0] is ref:
         del _views[key]
+
+
+def _default_streams(t) -> bool:
+    """Whether torch (on `t`'s device) and CuPy both queue work on the default stream."""
+    import sys
+    cupy, torch = sys.modules.get("cupy"), sys.modules.get("torch")
+    if cupy is not None and cupy.cuda.get_current_stream().ptr != 0:
+        return False
+    return torch is None or not hasattr(torch, "cuda") or \
+        torch.cuda.current_stream(t.device).cuda_stream == 0

@@ -215,3 +215,24 @@ def test_native_larger_product_with_several_tiles_per_core(device):
     kernel, ins, sizes, scalars = lower_block(matmul_source(False, False), {"A": a, "B": b})
     got, _ = device.prepare(kernel, sizes).launch(ins, scalars)
     _check(got, a.astype(np.float64) @ b, "f32")
+
+
+@needs_compiler
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "i32"])
+def test_native_narrow_and_integer_operands_are_converted_in_the_panels(device, dtype):
+    """f16, bf16 (held as f32) and integer operands are converted once, when packed; the
+    sums are f32 and the store converts to the output's dtype."""
+    if dtype == "i32":
+        rng = np.random.default_rng(11)
+        a = rng.integers(-5, 5, (45, 37)).astype(np.int32)
+        b = _normals(rng, np.float32, 37, 29)
+        kernel, ins, sizes, scalars = lower_block(matmul_source(False, False), {"A": a, "B": b})
+        want = a.astype(np.float64) @ b
+    else:
+        kernel, sizes, make, ref = K.matmul_t(45, 29, 37, dtype, False, True)
+        ins = make(np.random.default_rng(12))
+        want = ref(ins, sizes).astype(np.float64)
+    plan = device.prepare(kernel, sizes)
+    assert "cpu_gemm" in plan.compiled.program.schedule
+    got, _ = plan.launch(ins, {})
+    _check(got, want, "f16" if dtype in ("f16", "bf16") else "f32")

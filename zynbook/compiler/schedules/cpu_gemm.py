@@ -100,9 +100,8 @@ class CpuGemm(Schedule):
                   for mc in (mr * (64 // mr), mr * (128 // mr)) for nc in (nr * (128 // nr), nr * (256 // nr))):
             if p.valid() and p not in out:
                 out.append(p)
-        alt = CpuGemmParams(6 if mr == 8 else 8, nr // 2 if mr == 8 else nr, first.kc,
-                            first.mc, first.nc)
-        alt = CpuGemmParams(alt.mr, alt.nr, alt.kc, _round_up(alt.mc, alt.mr), alt.nc)
+        # a micro-tile of fewer registers (where the compiler spills the target's own)
+        alt = CpuGemmParams(6, max(1, nr // 2), first.kc, _round_up(first.mc, 6), first.nc)
         if alt.valid() and alt not in out:
             out.append(alt)
         return out

@@ -127,12 +127,14 @@ def attention_params(config: FlashConfig, target):
 
 
 # The GEMM schedule's tensor-core configurations (GemmParams fields besides width and mma),
-# by architecture and operand kind: 128 x 128 block tiles of 8 warps of 64 x 32, K slices
-# through a cp.async ring. Half precision: slices of 32 in 3 swizzled stages (48 KiB, what a
-# kernel declares statically); TF32 (4-byte operands): slices of 16 in 2 padded stages,
-# whose rows keep the element-wise fragment reads free of bank conflicts.
-_HALF = dict(bm=128, bn=128, bk=32, tm=64, tn=32, stages=3, swizzle=True)
-_TF32 = dict(bm=128, bn=128, bk=16, tm=64, tn=32, stages=2, swizzle=False)
+# by architecture and operand kind: 128 x 128 block tiles of 4 warps of 64 x 64 (a warp's
+# fragments reused over 8 x 4 MMAs: shared memory's bandwidth, not the tensor cores, bounds
+# smaller warp tiles on Hopper), K slices through a cp.async ring. Half precision: slices of
+# 32 in 3 swizzled stages (48 KiB, what a kernel declares statically); TF32 (4-byte
+# operands): slices of 16 in 2 padded stages, whose rows keep the element-wise fragment
+# reads free of bank conflicts.
+_HALF = dict(bm=128, bn=128, bk=32, tm=64, tn=64, stages=3, swizzle=True)
+_TF32 = dict(bm=128, bn=128, bk=16, tm=64, tn=64, stages=2, swizzle=False)
 GEMM_CONFIGS = {("ampere", "half"): _HALF, ("hopper", "half"): _HALF,
                 ("ampere", "tf32"): _TF32, ("hopper", "tf32"): _TF32}
 

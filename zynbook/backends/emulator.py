@@ -18,6 +18,8 @@ How threads are modelled:
   collectives combine the warps' results the same way;
 * shared arrays are per block, local arrays per thread; both, scratch buffers and locals
   declared without a value start poisoned (NaN, or 0x5A bytes) as uninitialised memory does;
+* vector values (dtype "f32x4") are numpy arrays of their lanes, an array of vectors one
+  row per element; a vector load copies its row;
 * arithmetic is done in the dtype with numpy scalars: integers wrap at their width, f16 is
   numpy's float16, bf16 is held as float32 and rounded to bfloat16 (nearest even) on every
   store to a bf16 array and on every cast to bf16; a float cast to an integer truncates and
@@ -136,9 +138,12 @@ def _poison(dtype: str):
 
 
 def _poisoned(dtype: str, count: int, poison: bool) -> np.ndarray:
+    lanes = ir.lanes_of(dtype)
+    shape = (count, lanes) if lanes > 1 else count
+    dtype = ir.element_of(dtype)
     if not poison:
-        return np.zeros(count, numpy_dtype(dtype))
-    return np.full(count, _poison(dtype), numpy_dtype(dtype))
+        return np.zeros(shape, numpy_dtype(dtype))
+    return np.full(shape, _poison(dtype), numpy_dtype(dtype))
 
 
 # ------------------------------------------------------------------ value operations
@@ -251,6 +256,19 @@ def _fmod(a, b, dtype):
     if dtype in _INT:
         return _trem(a, b, dtype)
     return np.fmod(a, b)
+
+
+def _differ(a, b) -> bool:
+    """Whether two values (scalars or vectors) differ (NaN differs from everything)."""
+    return bool(np.any(a != b))
+
+
+def _dot(a, b):
+    """The scalar product of two vectors, summed lane by lane in their dtype."""
+    r = a[0] * b[0]
+    for k in range(1, a.shape[0]):
+        r = r + a[k] * b[k]
+    return r
 
 
 def _combine(op: str):
@@ -402,7 +420,8 @@ class _Translator:
                            f"`{s.name}` of {s.dtype} declared with a {s.value.dtype} value")
                 value = self.expr(s.value, pre)
             else:
-                value = self.const(_poison(s.dtype) if self.poison else typed(0, s.dtype))
+                value = self.const(_poisoned(s.dtype, 1, self.poison)[0]) if ir.lanes_of(s.dtype) > 1 \
+                    else self.const(_poison(s.dtype) if self.poison else typed(0, s.dtype))
             py = self.fresh("v")
             self.scopes[-1][s.name] = _Var(py, s.dtype, "local", mutable=s.mutable, name=s.name)
             self.flush(pre, depth)
@@ -715,6 +734,8 @@ class _Translator:
                         f"if _inside(({tmp} := {i}), {n}, {int(e.index.site)}) else {zero})")
                 return text, max(di, dn) + 2, False
             i, di = self.x(e.index, pre)
+            if ir.lanes_of(e.dtype) > 1:
+                wrap = "_np.array("
             return f"{wrap}{self.access(var, False)}{i}))", di + 2, True
         if isinstance(e, Bin):
             return self.bin(e, pre)
@@ -763,6 +784,19 @@ class _Translator:
             b, db = self.x(e.b, pre)
             return (f"_cdiv({e.op!r}, {a}, {b}, {int(e.site_zero)}, {int(e.site_overflow)}, "
                     f"{e.dtype!r})", max(da, db) + 1, False)
+        if isinstance(e, ir.Vector):
+            lanes, el = ir.lanes_of(e.dtype), ir.element_of(e.dtype)
+            self.check(lanes > 1 and len(e.parts) in (1, lanes)
+                       and all(p.dtype == el for p in e.parts),
+                       f"a {e.dtype} vector of {len(e.parts)} parts")
+            parts = [self.x(p, pre) for p in e.parts * (lanes // len(e.parts))]
+            return (f"_np.array(({', '.join(t for t, _ in parts)},), _np.{numpy_dtype(el)})",
+                    max(d for _, d in parts) + 1, True)
+        if isinstance(e, ir.Lane):
+            self.check(e.dtype == ir.element_of(e.a.dtype) and 0 <= e.lane < ir.lanes_of(e.a.dtype),
+                       f"lane {e.lane} of a {e.a.dtype} as {e.dtype}")
+            a, d = self.x(e.a, pre)
+            return f"{a}[{int(e.lane)}]", d + 1, True
         if isinstance(e, Collective):
             if e.op not in ir.COLLECTIVE_OPS:
                 self.fail(f"unknown collective {e.op!r}")
@@ -809,6 +843,11 @@ class _Translator:
         if fn not in ir.MATH and fn != "floordiv":
             self.fail(f"unknown math function {fn!r}")
         args = [self.x(a, pre) for a in e.args]
+        if fn == "dot":
+            self.check(len(e.args) == 2 and e.args[0].dtype == e.args[1].dtype
+                       and ir.element_of(e.args[0].dtype) == dt and ir.lanes_of(e.args[0].dtype) > 1,
+                       f"a {dt} dot of {', '.join(a.dtype for a in e.args)}")
+            return f"_dot({args[0][0]}, {args[1][0]})", max(args[0][1], args[1][1]) + 1, True
         for a in e.args:
             self.check(a.dtype == dt, f"{fn} of a {a.dtype} argument as {dt}")
         d = max((x[1] for x in args), default=0) + 1
@@ -958,7 +997,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             outside(name, i, arr.shape[0], "a store to")
         i = int(i)
         w, r = tr
-        if w[i] != -1 and w[i] != t and arr[i] != v:
+        if w[i] != -1 and w[i] != t and _differ(arr[i], v):
             bad(f"data race on shared `{name}`[{i}]: threads {w[i]} and {t} write it "
                 "with no barrier in between")
         if r[i] != -1 and r[i] != t:
@@ -996,7 +1035,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         if not 0 <= i < arr.shape[0]:
             outside(name, i, arr.shape[0], "a store to")
         i = int(i)
-        if conflict(tr, i, g, B) and arr[i] != v:
+        if conflict(tr, i, g, B) and _differ(arr[i], v):
             bad(f"data race on `{name}`[{i}]: global threads {tr[0][i]} and {g} write "
                 "different values in the same launch")
         tr[0][i] = g
@@ -1043,7 +1082,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             "_cast": _cast, "_bf16": bf16_round, "_tdiv": _tdiv, "_trem": _trem,
             "_floordiv": _floordiv, "_ceildiv": _ceildiv, "_ipow": _ipow, "_max": _max,
             "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_fmod": _fmod,
-            "_add": lambda a, b: a + b, "_chks": chks, "_AsyncCopies": _AsyncCopies}
+            "_add": lambda a, b: a + b, "_chks": chks, "_AsyncCopies": _AsyncCopies, "_dot": _dot}
 
 
 # ---------------------------------------------------------------------- the emulator

@@ -38,6 +38,9 @@ class Target:
     # rounds of subgroup operations of the width the adapter runs, which no schedule knows)
     block_collectives: tuple = ()
     static_shared_bytes: int = 0    # shared arrays of fixed size a kernel declares (0: all)
+    # f32 lanes of the vector values the language computes with (vec4, float4; launch IR
+    # vector dtypes, ir.vector_dtype): 0 where a schedule keeps to scalars
+    vector_lanes: int = 0
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:
@@ -52,7 +55,7 @@ def cuda_target(cc: tuple = (9, 0)) -> Target:
     shared = 227 * 1024 if cc >= (9, 0) else (163 * 1024 if cc >= (8, 0) else 48 * 1024)
     return Target("cuda", "cuda", 32, 1024, shared, _BASE | {"f16", "bf16", "f64"}, mma,
                   async_copy=cc >= (8, 0),
-                  arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16,
+                  arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16, vector_lanes=4,
                   static_shared_bytes=48 * 1024)      # more is dynamic, on request
 
 
@@ -76,7 +79,7 @@ def host_simd_bytes() -> int:
 
 def metal_target() -> Target:
     return Target("metal", "msl", 32, 1024, 32 * 1024, _BASE | {"f16", "bf16"},
-                  arch="apple", max_blocks=65535)
+                  arch="apple", max_blocks=65535, vector_lanes=4)
 
 
 def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -> Target:
@@ -90,5 +93,5 @@ def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -
                   int(limits.get("max_compute_workgroup_storage_size", 16384)), dtypes,
                   collectives="subgroup" in features,
                   max_blocks=int(limits.get("max_compute_workgroups_per_dimension", 65535)),
-                  symbolic_sizes=True,
+                  symbolic_sizes=True, vector_lanes=4,
                   block_collectives=("f32", "i32", "u32") if "subgroup" in features else ())

@@ -1,4 +1,4 @@
-// ZynBook WGSL for kernel `matmul` (contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread (gemm: bm=128, bn=128, bk=8, tm=8, tn=8, width=1, mma=False))
+// ZynBook WGSL for kernel `matmul` (contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread (gemm: bm=128, bn=128, bk=8, tm=8, tn=8, width=1, mma=False, stages=0, swizzle=False))
 
 struct ZynParams {
     u_A_d0: i32,
@@ -128,8 +128,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
         }
         let _nk7: i32 = zyn_tdiv((_nK3 + 7i), 8i);
         {
-            let _x_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 8i);
-            let _k_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 8i);
+            let _x_0: i32 = zyn_tdiv(zyn_thread, 8i);
+            let _k_0: i32 = zyn_trem(zyn_thread, 8i);
             var _v15_0: f32 = 0.0f;
             if ((((_m0 + _x_0) < _nM1) && (_k_0 < _nK3))) {
                 let u_i_1_0: i32 = (_m0 + _x_0);
@@ -138,8 +138,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 _v15_0 = u_A[((u_i_1_0 * u_A_d1) + u_k_2_0)];
             }
             _regm[0i] = _v15_0;
-            let _x_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 8i);
-            let _k_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 8i);
+            let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
+            let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
             var _v15_1: f32 = 0.0f;
             if ((((_m0 + _x_1) < _nM1) && (_k_1 < _nK3))) {
                 let u_i_1_1: i32 = (_m0 + _x_1);
@@ -147,8 +147,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 _v15_1 = u_A[((u_i_1_1 * u_A_d1) + u_k_2_1)];
             }
             _regm[1i] = _v15_1;
-            let _x_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 8i);
-            let _k_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 8i);
+            let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
+            let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
             var _v15_2: f32 = 0.0f;
             if ((((_m0 + _x_2) < _nM1) && (_k_2 < _nK3))) {
                 let u_i_1_2: i32 = (_m0 + _x_2);
@@ -156,8 +156,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 _v15_2 = u_A[((u_i_1_2 * u_A_d1) + u_k_2_2)];
             }
             _regm[2i] = _v15_2;
-            let _x_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 8i);
-            let _k_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 8i);
+            let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
+            let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
             var _v15_3: f32 = 0.0f;
             if ((((_m0 + _x_3) < _nM1) && (_k_3 < _nK3))) {
                 let u_i_1_3: i32 = (_m0 + _x_3);
@@ -167,8 +167,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
             _regm[3i] = _v15_3;
         }
         {
-            let _x_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 128i);
-            let _k_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 128i);
+            let _x_0: i32 = zyn_trem(zyn_thread, 128i);
+            let _k_0: i32 = zyn_tdiv(zyn_thread, 128i);
             var _v17_0: f32 = 0.0f;
             if ((((_n0 + _x_0) < _nN2) && (_k_0 < _nK3))) {
                 let u_j_1_0: i32 = (_n0 + _x_0);
@@ -176,8 +176,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 _v17_0 = u_B[((u_k_3_0 * u_B_d1) + u_j_1_0)];
             }
             _regn[0i] = _v17_0;
-            let _x_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 128i);
-            let _k_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 128i);
+            let _x_1: i32 = zyn_trem((zyn_thread + 256i), 128i);
+            let _k_1: i32 = zyn_tdiv((zyn_thread + 256i), 128i);
             var _v17_1: f32 = 0.0f;
             if ((((_n0 + _x_1) < _nN2) && (_k_1 < _nK3))) {
                 let u_j_1_1: i32 = (_n0 + _x_1);
@@ -185,8 +185,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 _v17_1 = u_B[((u_k_3_1 * u_B_d1) + u_j_1_1)];
             }
             _regn[1i] = _v17_1;
-            let _x_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 128i);
-            let _k_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 128i);
+            let _x_2: i32 = zyn_trem((zyn_thread + 512i), 128i);
+            let _k_2: i32 = zyn_tdiv((zyn_thread + 512i), 128i);
             var _v17_2: f32 = 0.0f;
             if ((((_n0 + _x_2) < _nN2) && (_k_2 < _nK3))) {
                 let u_j_1_2: i32 = (_n0 + _x_2);
@@ -194,8 +194,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 _v17_2 = u_B[((u_k_3_2 * u_B_d1) + u_j_1_2)];
             }
             _regn[2i] = _v17_2;
-            let _x_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 128i);
-            let _k_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 128i);
+            let _x_3: i32 = zyn_trem((zyn_thread + 768i), 128i);
+            let _k_3: i32 = zyn_tdiv((zyn_thread + 768i), 128i);
             var _v17_3: f32 = 0.0f;
             if ((((_n0 + _x_3) < _nN2) && (_k_3 < _nK3))) {
                 let u_j_1_3: i32 = (_n0 + _x_3);
@@ -205,39 +205,39 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
             _regn[3i] = _v17_3;
         }
         {
-            let _x_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 8i);
-            let _k_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 8i);
-            _shm[((0i * 1024i) + ((_k_0 * 128i) + _x_0))] = _regm[0i];
-            let _x_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 8i);
-            let _k_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 8i);
-            _shm[((0i * 1024i) + ((_k_1 * 128i) + _x_1))] = _regm[1i];
-            let _x_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 8i);
-            let _k_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 8i);
-            _shm[((0i * 1024i) + ((_k_2 * 128i) + _x_2))] = _regm[2i];
-            let _x_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 8i);
-            let _k_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 8i);
-            _shm[((0i * 1024i) + ((_k_3 * 128i) + _x_3))] = _regm[3i];
+            let _x_0: i32 = zyn_tdiv(zyn_thread, 8i);
+            let _k_0: i32 = zyn_trem(zyn_thread, 8i);
+            _shm[(0i + ((_k_0 * 128i) + _x_0))] = _regm[0i];
+            let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
+            let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+            _shm[(0i + ((_k_1 * 128i) + _x_1))] = _regm[1i];
+            let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
+            let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+            _shm[(0i + ((_k_2 * 128i) + _x_2))] = _regm[2i];
+            let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
+            let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+            _shm[(0i + ((_k_3 * 128i) + _x_3))] = _regm[3i];
         }
         {
-            let _x_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 128i);
-            let _k_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 128i);
-            _shn[((0i * 1024i) + ((_k_0 * 128i) + _x_0))] = _regn[0i];
-            let _x_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 128i);
-            let _k_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 128i);
-            _shn[((0i * 1024i) + ((_k_1 * 128i) + _x_1))] = _regn[1i];
-            let _x_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 128i);
-            let _k_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 128i);
-            _shn[((0i * 1024i) + ((_k_2 * 128i) + _x_2))] = _regn[2i];
-            let _x_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 128i);
-            let _k_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 128i);
-            _shn[((0i * 1024i) + ((_k_3 * 128i) + _x_3))] = _regn[3i];
+            let _x_0: i32 = zyn_trem(zyn_thread, 128i);
+            let _k_0: i32 = zyn_tdiv(zyn_thread, 128i);
+            _shn[(0i + ((_k_0 * 128i) + _x_0))] = _regn[0i];
+            let _x_1: i32 = zyn_trem((zyn_thread + 256i), 128i);
+            let _k_1: i32 = zyn_tdiv((zyn_thread + 256i), 128i);
+            _shn[(0i + ((_k_1 * 128i) + _x_1))] = _regn[1i];
+            let _x_2: i32 = zyn_trem((zyn_thread + 512i), 128i);
+            let _k_2: i32 = zyn_tdiv((zyn_thread + 512i), 128i);
+            _shn[(0i + ((_k_2 * 128i) + _x_2))] = _regn[2i];
+            let _x_3: i32 = zyn_trem((zyn_thread + 768i), 128i);
+            let _k_3: i32 = zyn_tdiv((zyn_thread + 768i), 128i);
+            _shn[(0i + ((_k_3 * 128i) + _x_3))] = _regn[3i];
         }
         workgroupBarrier();
         for (var _kt: i32 = 0i; _kt < _nk7; _kt++) {
             if (((_kt + 1i) < _nk7)) {
                 {
-                    let _x_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 8i);
-                    let _k_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 8i);
+                    let _x_0: i32 = zyn_tdiv(zyn_thread, 8i);
+                    let _k_0: i32 = zyn_trem(zyn_thread, 8i);
                     var _v9_0: f32 = 0.0f;
                     if ((((_m0 + _x_0) < _nM1) && ((((_kt + 1i) * 8i) + _k_0) < _nK3))) {
                         let u_i_0: i32 = (_m0 + _x_0);
@@ -245,8 +245,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                         _v9_0 = u_A[((u_i_0 * u_A_d1) + u_k_0)];
                     }
                     _regm[0i] = _v9_0;
-                    let _x_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 8i);
-                    let _k_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 8i);
+                    let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
+                    let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
                     var _v9_1: f32 = 0.0f;
                     if ((((_m0 + _x_1) < _nM1) && ((((_kt + 1i) * 8i) + _k_1) < _nK3))) {
                         let u_i_1: i32 = (_m0 + _x_1);
@@ -254,8 +254,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                         _v9_1 = u_A[((u_i_1 * u_A_d1) + u_k_1)];
                     }
                     _regm[1i] = _v9_1;
-                    let _x_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 8i);
-                    let _k_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 8i);
+                    let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
+                    let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
                     var _v9_2: f32 = 0.0f;
                     if ((((_m0 + _x_2) < _nM1) && ((((_kt + 1i) * 8i) + _k_2) < _nK3))) {
                         let u_i_2: i32 = (_m0 + _x_2);
@@ -263,8 +263,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                         _v9_2 = u_A[((u_i_2 * u_A_d1) + u_k_2)];
                     }
                     _regm[2i] = _v9_2;
-                    let _x_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 8i);
-                    let _k_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 8i);
+                    let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
+                    let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
                     var _v9_3: f32 = 0.0f;
                     if ((((_m0 + _x_3) < _nM1) && ((((_kt + 1i) * 8i) + _k_3) < _nK3))) {
                         let u_i_3: i32 = (_m0 + _x_3);
@@ -274,8 +274,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                     _regm[3i] = _v9_3;
                 }
                 {
-                    let _x_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 128i);
-                    let _k_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 128i);
+                    let _x_0: i32 = zyn_trem(zyn_thread, 128i);
+                    let _k_0: i32 = zyn_tdiv(zyn_thread, 128i);
                     var _v11_0: f32 = 0.0f;
                     if ((((_n0 + _x_0) < _nN2) && ((((_kt + 1i) * 8i) + _k_0) < _nK3))) {
                         let u_j_0: i32 = (_n0 + _x_0);
@@ -283,8 +283,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                         _v11_0 = u_B[((u_k_1_0 * u_B_d1) + u_j_0)];
                     }
                     _regn[0i] = _v11_0;
-                    let _x_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 128i);
-                    let _k_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 128i);
+                    let _x_1: i32 = zyn_trem((zyn_thread + 256i), 128i);
+                    let _k_1: i32 = zyn_tdiv((zyn_thread + 256i), 128i);
                     var _v11_1: f32 = 0.0f;
                     if ((((_n0 + _x_1) < _nN2) && ((((_kt + 1i) * 8i) + _k_1) < _nK3))) {
                         let u_j_1: i32 = (_n0 + _x_1);
@@ -292,8 +292,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                         _v11_1 = u_B[((u_k_1_1 * u_B_d1) + u_j_1)];
                     }
                     _regn[1i] = _v11_1;
-                    let _x_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 128i);
-                    let _k_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 128i);
+                    let _x_2: i32 = zyn_trem((zyn_thread + 512i), 128i);
+                    let _k_2: i32 = zyn_tdiv((zyn_thread + 512i), 128i);
                     var _v11_2: f32 = 0.0f;
                     if ((((_n0 + _x_2) < _nN2) && ((((_kt + 1i) * 8i) + _k_2) < _nK3))) {
                         let u_j_2: i32 = (_n0 + _x_2);
@@ -301,8 +301,8 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                         _v11_2 = u_B[((u_k_1_2 * u_B_d1) + u_j_2)];
                     }
                     _regn[2i] = _v11_2;
-                    let _x_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 128i);
-                    let _k_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 128i);
+                    let _x_3: i32 = zyn_trem((zyn_thread + 768i), 128i);
+                    let _k_3: i32 = zyn_tdiv((zyn_thread + 768i), 128i);
                     var _v11_3: f32 = 0.0f;
                     if ((((_n0 + _x_3) < _nN2) && ((((_kt + 1i) * 8i) + _k_3) < _nK3))) {
                         let u_j_3: i32 = (_n0 + _x_3);
@@ -331,114 +331,114 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i))) + 3i)];
                 {
                     {
-                        _acc[((0i * 8i) + 0i)] = (_acc[((0i * 8i) + 0i)] + (_a[0i] * _b[0i]));
-                        _acc[((0i * 8i) + 1i)] = (_acc[((0i * 8i) + 1i)] + (_a[0i] * _b[1i]));
-                        _acc[((0i * 8i) + 2i)] = (_acc[((0i * 8i) + 2i)] + (_a[0i] * _b[2i]));
-                        _acc[((0i * 8i) + 3i)] = (_acc[((0i * 8i) + 3i)] + (_a[0i] * _b[3i]));
-                        _acc[((0i * 8i) + 4i)] = (_acc[((0i * 8i) + 4i)] + (_a[0i] * _b[4i]));
-                        _acc[((0i * 8i) + 5i)] = (_acc[((0i * 8i) + 5i)] + (_a[0i] * _b[5i]));
-                        _acc[((0i * 8i) + 6i)] = (_acc[((0i * 8i) + 6i)] + (_a[0i] * _b[6i]));
-                        _acc[((0i * 8i) + 7i)] = (_acc[((0i * 8i) + 7i)] + (_a[0i] * _b[7i]));
+                        _acc[0i] = (_acc[0i] + (_a[0i] * _b[0i]));
+                        _acc[1i] = (_acc[1i] + (_a[0i] * _b[1i]));
+                        _acc[2i] = (_acc[2i] + (_a[0i] * _b[2i]));
+                        _acc[3i] = (_acc[3i] + (_a[0i] * _b[3i]));
+                        _acc[4i] = (_acc[4i] + (_a[0i] * _b[4i]));
+                        _acc[5i] = (_acc[5i] + (_a[0i] * _b[5i]));
+                        _acc[6i] = (_acc[6i] + (_a[0i] * _b[6i]));
+                        _acc[7i] = (_acc[7i] + (_a[0i] * _b[7i]));
                     }
                     {
-                        _acc[((1i * 8i) + 0i)] = (_acc[((1i * 8i) + 0i)] + (_a[1i] * _b[0i]));
-                        _acc[((1i * 8i) + 1i)] = (_acc[((1i * 8i) + 1i)] + (_a[1i] * _b[1i]));
-                        _acc[((1i * 8i) + 2i)] = (_acc[((1i * 8i) + 2i)] + (_a[1i] * _b[2i]));
-                        _acc[((1i * 8i) + 3i)] = (_acc[((1i * 8i) + 3i)] + (_a[1i] * _b[3i]));
-                        _acc[((1i * 8i) + 4i)] = (_acc[((1i * 8i) + 4i)] + (_a[1i] * _b[4i]));
-                        _acc[((1i * 8i) + 5i)] = (_acc[((1i * 8i) + 5i)] + (_a[1i] * _b[5i]));
-                        _acc[((1i * 8i) + 6i)] = (_acc[((1i * 8i) + 6i)] + (_a[1i] * _b[6i]));
-                        _acc[((1i * 8i) + 7i)] = (_acc[((1i * 8i) + 7i)] + (_a[1i] * _b[7i]));
+                        _acc[8i] = (_acc[8i] + (_a[1i] * _b[0i]));
+                        _acc[9i] = (_acc[9i] + (_a[1i] * _b[1i]));
+                        _acc[10i] = (_acc[10i] + (_a[1i] * _b[2i]));
+                        _acc[11i] = (_acc[11i] + (_a[1i] * _b[3i]));
+                        _acc[12i] = (_acc[12i] + (_a[1i] * _b[4i]));
+                        _acc[13i] = (_acc[13i] + (_a[1i] * _b[5i]));
+                        _acc[14i] = (_acc[14i] + (_a[1i] * _b[6i]));
+                        _acc[15i] = (_acc[15i] + (_a[1i] * _b[7i]));
                     }
                     {
-                        _acc[((2i * 8i) + 0i)] = (_acc[((2i * 8i) + 0i)] + (_a[2i] * _b[0i]));
-                        _acc[((2i * 8i) + 1i)] = (_acc[((2i * 8i) + 1i)] + (_a[2i] * _b[1i]));
-                        _acc[((2i * 8i) + 2i)] = (_acc[((2i * 8i) + 2i)] + (_a[2i] * _b[2i]));
-                        _acc[((2i * 8i) + 3i)] = (_acc[((2i * 8i) + 3i)] + (_a[2i] * _b[3i]));
-                        _acc[((2i * 8i) + 4i)] = (_acc[((2i * 8i) + 4i)] + (_a[2i] * _b[4i]));
-                        _acc[((2i * 8i) + 5i)] = (_acc[((2i * 8i) + 5i)] + (_a[2i] * _b[5i]));
-                        _acc[((2i * 8i) + 6i)] = (_acc[((2i * 8i) + 6i)] + (_a[2i] * _b[6i]));
-                        _acc[((2i * 8i) + 7i)] = (_acc[((2i * 8i) + 7i)] + (_a[2i] * _b[7i]));
+                        _acc[16i] = (_acc[16i] + (_a[2i] * _b[0i]));
+                        _acc[17i] = (_acc[17i] + (_a[2i] * _b[1i]));
+                        _acc[18i] = (_acc[18i] + (_a[2i] * _b[2i]));
+                        _acc[19i] = (_acc[19i] + (_a[2i] * _b[3i]));
+                        _acc[20i] = (_acc[20i] + (_a[2i] * _b[4i]));
+                        _acc[21i] = (_acc[21i] + (_a[2i] * _b[5i]));
+                        _acc[22i] = (_acc[22i] + (_a[2i] * _b[6i]));
+                        _acc[23i] = (_acc[23i] + (_a[2i] * _b[7i]));
                     }
                     {
-                        _acc[((3i * 8i) + 0i)] = (_acc[((3i * 8i) + 0i)] + (_a[3i] * _b[0i]));
-                        _acc[((3i * 8i) + 1i)] = (_acc[((3i * 8i) + 1i)] + (_a[3i] * _b[1i]));
-                        _acc[((3i * 8i) + 2i)] = (_acc[((3i * 8i) + 2i)] + (_a[3i] * _b[2i]));
-                        _acc[((3i * 8i) + 3i)] = (_acc[((3i * 8i) + 3i)] + (_a[3i] * _b[3i]));
-                        _acc[((3i * 8i) + 4i)] = (_acc[((3i * 8i) + 4i)] + (_a[3i] * _b[4i]));
-                        _acc[((3i * 8i) + 5i)] = (_acc[((3i * 8i) + 5i)] + (_a[3i] * _b[5i]));
-                        _acc[((3i * 8i) + 6i)] = (_acc[((3i * 8i) + 6i)] + (_a[3i] * _b[6i]));
-                        _acc[((3i * 8i) + 7i)] = (_acc[((3i * 8i) + 7i)] + (_a[3i] * _b[7i]));
+                        _acc[24i] = (_acc[24i] + (_a[3i] * _b[0i]));
+                        _acc[25i] = (_acc[25i] + (_a[3i] * _b[1i]));
+                        _acc[26i] = (_acc[26i] + (_a[3i] * _b[2i]));
+                        _acc[27i] = (_acc[27i] + (_a[3i] * _b[3i]));
+                        _acc[28i] = (_acc[28i] + (_a[3i] * _b[4i]));
+                        _acc[29i] = (_acc[29i] + (_a[3i] * _b[5i]));
+                        _acc[30i] = (_acc[30i] + (_a[3i] * _b[6i]));
+                        _acc[31i] = (_acc[31i] + (_a[3i] * _b[7i]));
                     }
                     {
-                        _acc[((4i * 8i) + 0i)] = (_acc[((4i * 8i) + 0i)] + (_a[4i] * _b[0i]));
-                        _acc[((4i * 8i) + 1i)] = (_acc[((4i * 8i) + 1i)] + (_a[4i] * _b[1i]));
-                        _acc[((4i * 8i) + 2i)] = (_acc[((4i * 8i) + 2i)] + (_a[4i] * _b[2i]));
-                        _acc[((4i * 8i) + 3i)] = (_acc[((4i * 8i) + 3i)] + (_a[4i] * _b[3i]));
-                        _acc[((4i * 8i) + 4i)] = (_acc[((4i * 8i) + 4i)] + (_a[4i] * _b[4i]));
-                        _acc[((4i * 8i) + 5i)] = (_acc[((4i * 8i) + 5i)] + (_a[4i] * _b[5i]));
-                        _acc[((4i * 8i) + 6i)] = (_acc[((4i * 8i) + 6i)] + (_a[4i] * _b[6i]));
-                        _acc[((4i * 8i) + 7i)] = (_acc[((4i * 8i) + 7i)] + (_a[4i] * _b[7i]));
+                        _acc[32i] = (_acc[32i] + (_a[4i] * _b[0i]));
+                        _acc[33i] = (_acc[33i] + (_a[4i] * _b[1i]));
+                        _acc[34i] = (_acc[34i] + (_a[4i] * _b[2i]));
+                        _acc[35i] = (_acc[35i] + (_a[4i] * _b[3i]));
+                        _acc[36i] = (_acc[36i] + (_a[4i] * _b[4i]));
+                        _acc[37i] = (_acc[37i] + (_a[4i] * _b[5i]));
+                        _acc[38i] = (_acc[38i] + (_a[4i] * _b[6i]));
+                        _acc[39i] = (_acc[39i] + (_a[4i] * _b[7i]));
                     }
                     {
-                        _acc[((5i * 8i) + 0i)] = (_acc[((5i * 8i) + 0i)] + (_a[5i] * _b[0i]));
-                        _acc[((5i * 8i) + 1i)] = (_acc[((5i * 8i) + 1i)] + (_a[5i] * _b[1i]));
-                        _acc[((5i * 8i) + 2i)] = (_acc[((5i * 8i) + 2i)] + (_a[5i] * _b[2i]));
-                        _acc[((5i * 8i) + 3i)] = (_acc[((5i * 8i) + 3i)] + (_a[5i] * _b[3i]));
-                        _acc[((5i * 8i) + 4i)] = (_acc[((5i * 8i) + 4i)] + (_a[5i] * _b[4i]));
-                        _acc[((5i * 8i) + 5i)] = (_acc[((5i * 8i) + 5i)] + (_a[5i] * _b[5i]));
-                        _acc[((5i * 8i) + 6i)] = (_acc[((5i * 8i) + 6i)] + (_a[5i] * _b[6i]));
-                        _acc[((5i * 8i) + 7i)] = (_acc[((5i * 8i) + 7i)] + (_a[5i] * _b[7i]));
+                        _acc[40i] = (_acc[40i] + (_a[5i] * _b[0i]));
+                        _acc[41i] = (_acc[41i] + (_a[5i] * _b[1i]));
+                        _acc[42i] = (_acc[42i] + (_a[5i] * _b[2i]));
+                        _acc[43i] = (_acc[43i] + (_a[5i] * _b[3i]));
+                        _acc[44i] = (_acc[44i] + (_a[5i] * _b[4i]));
+                        _acc[45i] = (_acc[45i] + (_a[5i] * _b[5i]));
+                        _acc[46i] = (_acc[46i] + (_a[5i] * _b[6i]));
+                        _acc[47i] = (_acc[47i] + (_a[5i] * _b[7i]));
                     }
                     {
-                        _acc[((6i * 8i) + 0i)] = (_acc[((6i * 8i) + 0i)] + (_a[6i] * _b[0i]));
-                        _acc[((6i * 8i) + 1i)] = (_acc[((6i * 8i) + 1i)] + (_a[6i] * _b[1i]));
-                        _acc[((6i * 8i) + 2i)] = (_acc[((6i * 8i) + 2i)] + (_a[6i] * _b[2i]));
-                        _acc[((6i * 8i) + 3i)] = (_acc[((6i * 8i) + 3i)] + (_a[6i] * _b[3i]));
-                        _acc[((6i * 8i) + 4i)] = (_acc[((6i * 8i) + 4i)] + (_a[6i] * _b[4i]));
-                        _acc[((6i * 8i) + 5i)] = (_acc[((6i * 8i) + 5i)] + (_a[6i] * _b[5i]));
-                        _acc[((6i * 8i) + 6i)] = (_acc[((6i * 8i) + 6i)] + (_a[6i] * _b[6i]));
-                        _acc[((6i * 8i) + 7i)] = (_acc[((6i * 8i) + 7i)] + (_a[6i] * _b[7i]));
+                        _acc[48i] = (_acc[48i] + (_a[6i] * _b[0i]));
+                        _acc[49i] = (_acc[49i] + (_a[6i] * _b[1i]));
+                        _acc[50i] = (_acc[50i] + (_a[6i] * _b[2i]));
+                        _acc[51i] = (_acc[51i] + (_a[6i] * _b[3i]));
+                        _acc[52i] = (_acc[52i] + (_a[6i] * _b[4i]));
+                        _acc[53i] = (_acc[53i] + (_a[6i] * _b[5i]));
+                        _acc[54i] = (_acc[54i] + (_a[6i] * _b[6i]));
+                        _acc[55i] = (_acc[55i] + (_a[6i] * _b[7i]));
                     }
                     {
-                        _acc[((7i * 8i) + 0i)] = (_acc[((7i * 8i) + 0i)] + (_a[7i] * _b[0i]));
-                        _acc[((7i * 8i) + 1i)] = (_acc[((7i * 8i) + 1i)] + (_a[7i] * _b[1i]));
-                        _acc[((7i * 8i) + 2i)] = (_acc[((7i * 8i) + 2i)] + (_a[7i] * _b[2i]));
-                        _acc[((7i * 8i) + 3i)] = (_acc[((7i * 8i) + 3i)] + (_a[7i] * _b[3i]));
-                        _acc[((7i * 8i) + 4i)] = (_acc[((7i * 8i) + 4i)] + (_a[7i] * _b[4i]));
-                        _acc[((7i * 8i) + 5i)] = (_acc[((7i * 8i) + 5i)] + (_a[7i] * _b[5i]));
-                        _acc[((7i * 8i) + 6i)] = (_acc[((7i * 8i) + 6i)] + (_a[7i] * _b[6i]));
-                        _acc[((7i * 8i) + 7i)] = (_acc[((7i * 8i) + 7i)] + (_a[7i] * _b[7i]));
+                        _acc[56i] = (_acc[56i] + (_a[7i] * _b[0i]));
+                        _acc[57i] = (_acc[57i] + (_a[7i] * _b[1i]));
+                        _acc[58i] = (_acc[58i] + (_a[7i] * _b[2i]));
+                        _acc[59i] = (_acc[59i] + (_a[7i] * _b[3i]));
+                        _acc[60i] = (_acc[60i] + (_a[7i] * _b[4i]));
+                        _acc[61i] = (_acc[61i] + (_a[7i] * _b[5i]));
+                        _acc[62i] = (_acc[62i] + (_a[7i] * _b[6i]));
+                        _acc[63i] = (_acc[63i] + (_a[7i] * _b[7i]));
                     }
                 }
             }
             if (((_kt + 1i) < _nk7)) {
                 {
-                    let _x_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 8i);
-                    let _k_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 8i);
+                    let _x_0: i32 = zyn_tdiv(zyn_thread, 8i);
+                    let _k_0: i32 = zyn_trem(zyn_thread, 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_0 * 128i) + _x_0))] = _regm[0i];
-                    let _x_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 8i);
-                    let _k_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 8i);
+                    let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
+                    let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_1 * 128i) + _x_1))] = _regm[1i];
-                    let _x_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 8i);
-                    let _k_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 8i);
+                    let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
+                    let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_2 * 128i) + _x_2))] = _regm[2i];
-                    let _x_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 8i);
-                    let _k_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 8i);
+                    let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
+                    let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_3 * 128i) + _x_3))] = _regm[3i];
                 }
                 {
-                    let _x_0: i32 = zyn_trem((zyn_thread + (0i * 256i)), 128i);
-                    let _k_0: i32 = zyn_tdiv((zyn_thread + (0i * 256i)), 128i);
+                    let _x_0: i32 = zyn_trem(zyn_thread, 128i);
+                    let _k_0: i32 = zyn_tdiv(zyn_thread, 128i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_0 * 128i) + _x_0))] = _regn[0i];
-                    let _x_1: i32 = zyn_trem((zyn_thread + (1i * 256i)), 128i);
-                    let _k_1: i32 = zyn_tdiv((zyn_thread + (1i * 256i)), 128i);
+                    let _x_1: i32 = zyn_trem((zyn_thread + 256i), 128i);
+                    let _k_1: i32 = zyn_tdiv((zyn_thread + 256i), 128i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_1 * 128i) + _x_1))] = _regn[1i];
-                    let _x_2: i32 = zyn_trem((zyn_thread + (2i * 256i)), 128i);
-                    let _k_2: i32 = zyn_tdiv((zyn_thread + (2i * 256i)), 128i);
+                    let _x_2: i32 = zyn_trem((zyn_thread + 512i), 128i);
+                    let _k_2: i32 = zyn_tdiv((zyn_thread + 512i), 128i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_2 * 128i) + _x_2))] = _regn[2i];
-                    let _x_3: i32 = zyn_trem((zyn_thread + (3i * 256i)), 128i);
-                    let _k_3: i32 = zyn_tdiv((zyn_thread + (3i * 256i)), 128i);
+                    let _x_3: i32 = zyn_trem((zyn_thread + 768i), 128i);
+                    let _k_3: i32 = zyn_tdiv((zyn_thread + 768i), 128i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_3 * 128i) + _x_3))] = _regn[3i];
                 }
             }
@@ -450,49 +450,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_0_0: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_0_0: f32 = (0.0f + _acc[((0i * 8i) + 0i)]);
+                    let u_sum_0_0: f32 = (0.0f + _acc[0i]);
                     u_out[((u_i_2_0_0 * u_N) + u_j_2_0_0)] = u_sum_0_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_0_1: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_0_1: f32 = (0.0f + _acc[((0i * 8i) + 1i)]);
+                    let u_sum_0_1: f32 = (0.0f + _acc[1i]);
                     u_out[((u_i_2_0_1 * u_N) + u_j_2_0_1)] = u_sum_0_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_0_2: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_0_2: f32 = (0.0f + _acc[((0i * 8i) + 2i)]);
+                    let u_sum_0_2: f32 = (0.0f + _acc[2i]);
                     u_out[((u_i_2_0_2 * u_N) + u_j_2_0_2)] = u_sum_0_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_0_3: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_0_3: f32 = (0.0f + _acc[((0i * 8i) + 3i)]);
+                    let u_sum_0_3: f32 = (0.0f + _acc[3i]);
                     u_out[((u_i_2_0_3 * u_N) + u_j_2_0_3)] = u_sum_0_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_0_4: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_0_4: f32 = (0.0f + _acc[((0i * 8i) + 4i)]);
+                    let u_sum_0_4: f32 = (0.0f + _acc[4i]);
                     u_out[((u_i_2_0_4 * u_N) + u_j_2_0_4)] = u_sum_0_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_0_5: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_0_5: f32 = (0.0f + _acc[((0i * 8i) + 5i)]);
+                    let u_sum_0_5: f32 = (0.0f + _acc[5i]);
                     u_out[((u_i_2_0_5 * u_N) + u_j_2_0_5)] = u_sum_0_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_0_6: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_0_6: f32 = (0.0f + _acc[((0i * 8i) + 6i)]);
+                    let u_sum_0_6: f32 = (0.0f + _acc[6i]);
                     u_out[((u_i_2_0_6 * u_N) + u_j_2_0_6)] = u_sum_0_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_0_7: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_0_7: f32 = (0.0f + _acc[((0i * 8i) + 7i)]);
+                    let u_sum_0_7: f32 = (0.0f + _acc[7i]);
                     u_out[((u_i_2_0_7 * u_N) + u_j_2_0_7)] = u_sum_0_7;
                 }
             }
@@ -500,49 +500,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_1_0: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_1_0: f32 = (0.0f + _acc[((1i * 8i) + 0i)]);
+                    let u_sum_1_0: f32 = (0.0f + _acc[8i]);
                     u_out[((u_i_2_1_0 * u_N) + u_j_2_1_0)] = u_sum_1_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_1_1: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_1_1: f32 = (0.0f + _acc[((1i * 8i) + 1i)]);
+                    let u_sum_1_1: f32 = (0.0f + _acc[9i]);
                     u_out[((u_i_2_1_1 * u_N) + u_j_2_1_1)] = u_sum_1_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_1_2: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_1_2: f32 = (0.0f + _acc[((1i * 8i) + 2i)]);
+                    let u_sum_1_2: f32 = (0.0f + _acc[10i]);
                     u_out[((u_i_2_1_2 * u_N) + u_j_2_1_2)] = u_sum_1_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_1_3: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_1_3: f32 = (0.0f + _acc[((1i * 8i) + 3i)]);
+                    let u_sum_1_3: f32 = (0.0f + _acc[11i]);
                     u_out[((u_i_2_1_3 * u_N) + u_j_2_1_3)] = u_sum_1_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_1_4: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_1_4: f32 = (0.0f + _acc[((1i * 8i) + 4i)]);
+                    let u_sum_1_4: f32 = (0.0f + _acc[12i]);
                     u_out[((u_i_2_1_4 * u_N) + u_j_2_1_4)] = u_sum_1_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_1_5: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_1_5: f32 = (0.0f + _acc[((1i * 8i) + 5i)]);
+                    let u_sum_1_5: f32 = (0.0f + _acc[13i]);
                     u_out[((u_i_2_1_5 * u_N) + u_j_2_1_5)] = u_sum_1_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_1_6: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_1_6: f32 = (0.0f + _acc[((1i * 8i) + 6i)]);
+                    let u_sum_1_6: f32 = (0.0f + _acc[14i]);
                     u_out[((u_i_2_1_6 * u_N) + u_j_2_1_6)] = u_sum_1_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_1_7: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_1_7: f32 = (0.0f + _acc[((1i * 8i) + 7i)]);
+                    let u_sum_1_7: f32 = (0.0f + _acc[15i]);
                     u_out[((u_i_2_1_7 * u_N) + u_j_2_1_7)] = u_sum_1_7;
                 }
             }
@@ -550,49 +550,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_2_0: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_2_0: f32 = (0.0f + _acc[((2i * 8i) + 0i)]);
+                    let u_sum_2_0: f32 = (0.0f + _acc[16i]);
                     u_out[((u_i_2_2_0 * u_N) + u_j_2_2_0)] = u_sum_2_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_2_1: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_2_1: f32 = (0.0f + _acc[((2i * 8i) + 1i)]);
+                    let u_sum_2_1: f32 = (0.0f + _acc[17i]);
                     u_out[((u_i_2_2_1 * u_N) + u_j_2_2_1)] = u_sum_2_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_2_2: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_2_2: f32 = (0.0f + _acc[((2i * 8i) + 2i)]);
+                    let u_sum_2_2: f32 = (0.0f + _acc[18i]);
                     u_out[((u_i_2_2_2 * u_N) + u_j_2_2_2)] = u_sum_2_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_2_3: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_2_3: f32 = (0.0f + _acc[((2i * 8i) + 3i)]);
+                    let u_sum_2_3: f32 = (0.0f + _acc[19i]);
                     u_out[((u_i_2_2_3 * u_N) + u_j_2_2_3)] = u_sum_2_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_2_4: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_2_4: f32 = (0.0f + _acc[((2i * 8i) + 4i)]);
+                    let u_sum_2_4: f32 = (0.0f + _acc[20i]);
                     u_out[((u_i_2_2_4 * u_N) + u_j_2_2_4)] = u_sum_2_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_2_5: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_2_5: f32 = (0.0f + _acc[((2i * 8i) + 5i)]);
+                    let u_sum_2_5: f32 = (0.0f + _acc[21i]);
                     u_out[((u_i_2_2_5 * u_N) + u_j_2_2_5)] = u_sum_2_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_2_6: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_2_6: f32 = (0.0f + _acc[((2i * 8i) + 6i)]);
+                    let u_sum_2_6: f32 = (0.0f + _acc[22i]);
                     u_out[((u_i_2_2_6 * u_N) + u_j_2_2_6)] = u_sum_2_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_2_7: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_2_7: f32 = (0.0f + _acc[((2i * 8i) + 7i)]);
+                    let u_sum_2_7: f32 = (0.0f + _acc[23i]);
                     u_out[((u_i_2_2_7 * u_N) + u_j_2_2_7)] = u_sum_2_7;
                 }
             }
@@ -600,49 +600,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_3_0: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_3_0: f32 = (0.0f + _acc[((3i * 8i) + 0i)]);
+                    let u_sum_3_0: f32 = (0.0f + _acc[24i]);
                     u_out[((u_i_2_3_0 * u_N) + u_j_2_3_0)] = u_sum_3_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_3_1: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_3_1: f32 = (0.0f + _acc[((3i * 8i) + 1i)]);
+                    let u_sum_3_1: f32 = (0.0f + _acc[25i]);
                     u_out[((u_i_2_3_1 * u_N) + u_j_2_3_1)] = u_sum_3_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_3_2: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_3_2: f32 = (0.0f + _acc[((3i * 8i) + 2i)]);
+                    let u_sum_3_2: f32 = (0.0f + _acc[26i]);
                     u_out[((u_i_2_3_2 * u_N) + u_j_2_3_2)] = u_sum_3_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_3_3: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_3_3: f32 = (0.0f + _acc[((3i * 8i) + 3i)]);
+                    let u_sum_3_3: f32 = (0.0f + _acc[27i]);
                     u_out[((u_i_2_3_3 * u_N) + u_j_2_3_3)] = u_sum_3_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_3_4: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_3_4: f32 = (0.0f + _acc[((3i * 8i) + 4i)]);
+                    let u_sum_3_4: f32 = (0.0f + _acc[28i]);
                     u_out[((u_i_2_3_4 * u_N) + u_j_2_3_4)] = u_sum_3_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_3_5: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_3_5: f32 = (0.0f + _acc[((3i * 8i) + 5i)]);
+                    let u_sum_3_5: f32 = (0.0f + _acc[29i]);
                     u_out[((u_i_2_3_5 * u_N) + u_j_2_3_5)] = u_sum_3_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_3_6: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_3_6: f32 = (0.0f + _acc[((3i * 8i) + 6i)]);
+                    let u_sum_3_6: f32 = (0.0f + _acc[30i]);
                     u_out[((u_i_2_3_6 * u_N) + u_j_2_3_6)] = u_sum_3_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_3_7: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_3_7: f32 = (0.0f + _acc[((3i * 8i) + 7i)]);
+                    let u_sum_3_7: f32 = (0.0f + _acc[31i]);
                     u_out[((u_i_2_3_7 * u_N) + u_j_2_3_7)] = u_sum_3_7;
                 }
             }
@@ -650,49 +650,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_4_0: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_4_0: f32 = (0.0f + _acc[((4i * 8i) + 0i)]);
+                    let u_sum_4_0: f32 = (0.0f + _acc[32i]);
                     u_out[((u_i_2_4_0 * u_N) + u_j_2_4_0)] = u_sum_4_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_4_1: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_4_1: f32 = (0.0f + _acc[((4i * 8i) + 1i)]);
+                    let u_sum_4_1: f32 = (0.0f + _acc[33i]);
                     u_out[((u_i_2_4_1 * u_N) + u_j_2_4_1)] = u_sum_4_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_4_2: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_4_2: f32 = (0.0f + _acc[((4i * 8i) + 2i)]);
+                    let u_sum_4_2: f32 = (0.0f + _acc[34i]);
                     u_out[((u_i_2_4_2 * u_N) + u_j_2_4_2)] = u_sum_4_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_4_3: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_4_3: f32 = (0.0f + _acc[((4i * 8i) + 3i)]);
+                    let u_sum_4_3: f32 = (0.0f + _acc[35i]);
                     u_out[((u_i_2_4_3 * u_N) + u_j_2_4_3)] = u_sum_4_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_4_4: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_4_4: f32 = (0.0f + _acc[((4i * 8i) + 4i)]);
+                    let u_sum_4_4: f32 = (0.0f + _acc[36i]);
                     u_out[((u_i_2_4_4 * u_N) + u_j_2_4_4)] = u_sum_4_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_4_5: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_4_5: f32 = (0.0f + _acc[((4i * 8i) + 5i)]);
+                    let u_sum_4_5: f32 = (0.0f + _acc[37i]);
                     u_out[((u_i_2_4_5 * u_N) + u_j_2_4_5)] = u_sum_4_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_4_6: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_4_6: f32 = (0.0f + _acc[((4i * 8i) + 6i)]);
+                    let u_sum_4_6: f32 = (0.0f + _acc[38i]);
                     u_out[((u_i_2_4_6 * u_N) + u_j_2_4_6)] = u_sum_4_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_4_7: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_4_7: f32 = (0.0f + _acc[((4i * 8i) + 7i)]);
+                    let u_sum_4_7: f32 = (0.0f + _acc[39i]);
                     u_out[((u_i_2_4_7 * u_N) + u_j_2_4_7)] = u_sum_4_7;
                 }
             }
@@ -700,49 +700,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_5_0: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_5_0: f32 = (0.0f + _acc[((5i * 8i) + 0i)]);
+                    let u_sum_5_0: f32 = (0.0f + _acc[40i]);
                     u_out[((u_i_2_5_0 * u_N) + u_j_2_5_0)] = u_sum_5_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_5_1: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_5_1: f32 = (0.0f + _acc[((5i * 8i) + 1i)]);
+                    let u_sum_5_1: f32 = (0.0f + _acc[41i]);
                     u_out[((u_i_2_5_1 * u_N) + u_j_2_5_1)] = u_sum_5_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_5_2: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_5_2: f32 = (0.0f + _acc[((5i * 8i) + 2i)]);
+                    let u_sum_5_2: f32 = (0.0f + _acc[42i]);
                     u_out[((u_i_2_5_2 * u_N) + u_j_2_5_2)] = u_sum_5_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_5_3: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_5_3: f32 = (0.0f + _acc[((5i * 8i) + 3i)]);
+                    let u_sum_5_3: f32 = (0.0f + _acc[43i]);
                     u_out[((u_i_2_5_3 * u_N) + u_j_2_5_3)] = u_sum_5_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_5_4: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_5_4: f32 = (0.0f + _acc[((5i * 8i) + 4i)]);
+                    let u_sum_5_4: f32 = (0.0f + _acc[44i]);
                     u_out[((u_i_2_5_4 * u_N) + u_j_2_5_4)] = u_sum_5_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_5_5: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_5_5: f32 = (0.0f + _acc[((5i * 8i) + 5i)]);
+                    let u_sum_5_5: f32 = (0.0f + _acc[45i]);
                     u_out[((u_i_2_5_5 * u_N) + u_j_2_5_5)] = u_sum_5_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_5_6: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_5_6: f32 = (0.0f + _acc[((5i * 8i) + 6i)]);
+                    let u_sum_5_6: f32 = (0.0f + _acc[46i]);
                     u_out[((u_i_2_5_6 * u_N) + u_j_2_5_6)] = u_sum_5_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_5_7: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_5_7: f32 = (0.0f + _acc[((5i * 8i) + 7i)]);
+                    let u_sum_5_7: f32 = (0.0f + _acc[47i]);
                     u_out[((u_i_2_5_7 * u_N) + u_j_2_5_7)] = u_sum_5_7;
                 }
             }
@@ -750,49 +750,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_6_0: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_6_0: f32 = (0.0f + _acc[((6i * 8i) + 0i)]);
+                    let u_sum_6_0: f32 = (0.0f + _acc[48i]);
                     u_out[((u_i_2_6_0 * u_N) + u_j_2_6_0)] = u_sum_6_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_6_1: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_6_1: f32 = (0.0f + _acc[((6i * 8i) + 1i)]);
+                    let u_sum_6_1: f32 = (0.0f + _acc[49i]);
                     u_out[((u_i_2_6_1 * u_N) + u_j_2_6_1)] = u_sum_6_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_6_2: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_6_2: f32 = (0.0f + _acc[((6i * 8i) + 2i)]);
+                    let u_sum_6_2: f32 = (0.0f + _acc[50i]);
                     u_out[((u_i_2_6_2 * u_N) + u_j_2_6_2)] = u_sum_6_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_6_3: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_6_3: f32 = (0.0f + _acc[((6i * 8i) + 3i)]);
+                    let u_sum_6_3: f32 = (0.0f + _acc[51i]);
                     u_out[((u_i_2_6_3 * u_N) + u_j_2_6_3)] = u_sum_6_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_6_4: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_6_4: f32 = (0.0f + _acc[((6i * 8i) + 4i)]);
+                    let u_sum_6_4: f32 = (0.0f + _acc[52i]);
                     u_out[((u_i_2_6_4 * u_N) + u_j_2_6_4)] = u_sum_6_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_6_5: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_6_5: f32 = (0.0f + _acc[((6i * 8i) + 5i)]);
+                    let u_sum_6_5: f32 = (0.0f + _acc[53i]);
                     u_out[((u_i_2_6_5 * u_N) + u_j_2_6_5)] = u_sum_6_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_6_6: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_6_6: f32 = (0.0f + _acc[((6i * 8i) + 6i)]);
+                    let u_sum_6_6: f32 = (0.0f + _acc[54i]);
                     u_out[((u_i_2_6_6 * u_N) + u_j_2_6_6)] = u_sum_6_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_6_7: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_6_7: f32 = (0.0f + _acc[((6i * 8i) + 7i)]);
+                    let u_sum_6_7: f32 = (0.0f + _acc[55i]);
                     u_out[((u_i_2_6_7 * u_N) + u_j_2_6_7)] = u_sum_6_7;
                 }
             }
@@ -800,49 +800,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_7_0: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_7_0: f32 = (0.0f + _acc[((7i * 8i) + 0i)]);
+                    let u_sum_7_0: f32 = (0.0f + _acc[56i]);
                     u_out[((u_i_2_7_0 * u_N) + u_j_2_7_0)] = u_sum_7_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_7_1: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_7_1: f32 = (0.0f + _acc[((7i * 8i) + 1i)]);
+                    let u_sum_7_1: f32 = (0.0f + _acc[57i]);
                     u_out[((u_i_2_7_1 * u_N) + u_j_2_7_1)] = u_sum_7_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_7_2: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_7_2: f32 = (0.0f + _acc[((7i * 8i) + 2i)]);
+                    let u_sum_7_2: f32 = (0.0f + _acc[58i]);
                     u_out[((u_i_2_7_2 * u_N) + u_j_2_7_2)] = u_sum_7_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_7_3: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_7_3: f32 = (0.0f + _acc[((7i * 8i) + 3i)]);
+                    let u_sum_7_3: f32 = (0.0f + _acc[59i]);
                     u_out[((u_i_2_7_3 * u_N) + u_j_2_7_3)] = u_sum_7_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_7_4: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_7_4: f32 = (0.0f + _acc[((7i * 8i) + 4i)]);
+                    let u_sum_7_4: f32 = (0.0f + _acc[60i]);
                     u_out[((u_i_2_7_4 * u_N) + u_j_2_7_4)] = u_sum_7_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_7_5: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_7_5: f32 = (0.0f + _acc[((7i * 8i) + 5i)]);
+                    let u_sum_7_5: f32 = (0.0f + _acc[61i]);
                     u_out[((u_i_2_7_5 * u_N) + u_j_2_7_5)] = u_sum_7_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_7_6: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_7_6: f32 = (0.0f + _acc[((7i * 8i) + 6i)]);
+                    let u_sum_7_6: f32 = (0.0f + _acc[62i]);
                     u_out[((u_i_2_7_6 * u_N) + u_j_2_7_6)] = u_sum_7_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_7_7: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_7_7: f32 = (0.0f + _acc[((7i * 8i) + 7i)]);
+                    let u_sum_7_7: f32 = (0.0f + _acc[63i]);
                     u_out[((u_i_2_7_7 * u_N) + u_j_2_7_7)] = u_sum_7_7;
                 }
             }

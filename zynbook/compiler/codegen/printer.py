@@ -93,6 +93,10 @@ class Printer:
         if isinstance(e, ir.CheckedDiv):
             return d.checked_div(e.op, self.expr(e.a), self.expr(e.b), e.site_zero,
                                  e.site_overflow, e.dtype)
+        if isinstance(e, ir.Vector):
+            return d.vector([self.expr(a) for a in e.parts], e.dtype)
+        if isinstance(e, ir.Lane):
+            return d.lane(self.expr(e.a), e.lane, e.dtype)
         if isinstance(e, ir.Collective):
             return d.collective(e.op, self.expr(e.value), e.scope, e.dtype, e.width)
         raise TypeError(f"not a launch-IR expression: {e!r}")

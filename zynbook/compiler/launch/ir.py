@@ -89,7 +89,8 @@ class Un(Expr):
 MATH = ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "floor",
         "ceil", "round", "tanh", "sinh", "cosh", "sigmoid", "relu", "silu", "gelu", "erf",
         "pow", "pow2", "min", "max", "clamp", "fmod", "ipow",
-        "ceildiv")                  # ceildiv: host expressions only (grids)
+        "ceildiv",                  # ceildiv: host expressions only (grids)
+        "dot")                      # of two vectors (below): the sum of their lanes' products
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,42 @@ class Collective(Expr):
     scope: str
     dtype: str
     width: int = 0
+
+
+# ------------------------------------------------------------------------ vectors
+# A vector dtype is an element dtype and a lane count, spelled "f32x4". It types locals,
+# array elements (an array of vectors is indexed by vector), loads and stores of them, `Bin`
+# + - * / (lane by lane, both operands vectors), `Vector`, `Lane` and `Math("dot")`. A
+# schedule makes them only where the target computes with vectors (`Target.vector_lanes`).
+
+
+def vector_dtype(dtype: str, lanes: int) -> str:
+    return dtype if lanes == 1 else f"{dtype}x{lanes}"
+
+
+def lanes_of(dtype: str) -> int:
+    """The lane count of a vector dtype; 1 for a scalar one."""
+    head, x, n = dtype.rpartition("x")
+    return int(n) if x and head in FLOAT_DTYPES + INT_DTYPES and n.isdigit() else 1
+
+
+def element_of(dtype: str) -> str:
+    return dtype.rpartition("x")[0] if lanes_of(dtype) > 1 else dtype
+
+
+@dataclass(frozen=True)
+class Vector(Expr):
+    """A vector from its lanes' values (`parts`, one per lane) or one value in every lane."""
+    parts: tuple
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Lane(Expr):
+    """Lane `lane` (a constant) of vector `a`."""
+    a: Expr
+    lane: int
+    dtype: str
 
 
 # ------------------------------------------------------------------------ statements

@@ -50,4 +50,21 @@ def _substitute(node, values: dict, rename: dict):
     changes = {f.name: _substitute(getattr(node, f.name), values, rename) for f in fields(node)}
     if isinstance(node, (ir.Decl, ir.Set)) and node.name in rename:
         changes["name"] = rename[node.name]
-    return replace(node, **changes)
+    return _folded(replace(node, **changes))
+
+
+_FOLD = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+
+
+def _folded(node):
+    """An integer + - * of two constants (an index of a written-out iteration) as its value,
+    x + 0 and x * 1 as x."""
+    if not (isinstance(node, ir.Bin) and node.op in _FOLD and node.dtype in ("i32", "i64")):
+        return node
+    a, b = node.a, node.b
+    if isinstance(a, ir.Lit) and isinstance(b, ir.Lit):
+        v = _FOLD[node.op](a.value, b.value)
+        return ir.Lit(v, node.dtype) if -2 ** 31 <= v < 2 ** 31 else node
+    if isinstance(b, ir.Lit) and b.value == (1 if node.op == "*" else 0):
+        return a
+    return node

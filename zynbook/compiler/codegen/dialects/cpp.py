@@ -74,7 +74,7 @@ class CppDialect(CFamily):
 
     def array(self, name, dtype, count, space):
         t, n = self.type(dtype), max(count, 1)
-        if n * _BYTES[dtype] <= self.STACK_BYTES:
+        if n * _BYTES[ir.element_of(dtype)] * ir.lanes_of(dtype) <= self.STACK_BYTES:
             return f"{t} {name}[{n}] = {{}};"
         self.heap = True
         return (f"std::unique_ptr<{t}[]> {name}_heap(new {t}[{n}]()); "

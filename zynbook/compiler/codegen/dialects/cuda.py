@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...launch import ir
-from .cfamily import C_TYPES, HELPERS, CFamily
+from .cfamily import C_TYPES, HELPERS, CFamily, vector_helpers
 
 _THREAD = {"thread": "(int)threadIdx.x", "block": "(int)blockIdx.x", "threads": "(int)blockDim.x",
            "blocks": "(int)gridDim.x", "lane": "((int)threadIdx.x & 31)", "warp": "((int)threadIdx.x >> 5)"}
@@ -84,6 +84,9 @@ for _n in (1, 2, 4):
             + "{{" + _regs + "}}" + f", [%{_n}];\" : {_outs} : \"r\"(a)); " + "}}", ())
 
 
+CUDA_HELPERS.update(vector_helpers("float4"))      # CUDA's float4 has no arithmetic
+
+
 for _name, _body in (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "(a < b || b != b) ? b : a"),
                      ("ZynMin", "(b < a || b != b) ? b : a"), ("ZynAnd", "a && b"), ("ZynOr", "a || b")):
     CUDA_HELPERS[_name] = ("struct " + _name + " {{ template <typename T> {q}T operator()(T a, T b) const {{ return "
@@ -102,6 +105,7 @@ class CudaDialect(CFamily):
     INF = {"f32": "__int_as_float(0x7f800000)", "f64": "__longlong_as_double(0x7ff0000000000000LL)"}
     NAN = {"f32": "__int_as_float(0x7fc00000)", "f64": "__longlong_as_double(0x7ff8000000000000LL)"}
     HELPERS = CUDA_HELPERS
+    VEC4 = "float4"
     _dynamic = None             # the next free byte of zyn_smem while a kernel uses it
     FAIL = "if (atomicCAS(e, 0, site) == 0) atomicExch(e + 1, (int)v);"
     IDENTITY = {"+": "0", "*": "1", "and": "true", "or": "false"}

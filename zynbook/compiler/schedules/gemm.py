@@ -56,7 +56,7 @@ _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "
 GROUP_M = 8             # tile rows visited together by the pipelined tensor-core schedule
 MIN_SIDE = 16           # M or N below this wastes most of a tile: the thread schedule does better
 # tensor-core block tiles of the pipelined schedule: (BM, BN, TM, TN), a warp per TM x TN
-MMA_TILES = ((128, 128, 64, 32), (128, 256, 64, 64), (128, 128, 64, 64), (256, 128, 64, 64),
+MMA_TILES = ((128, 128, 64, 64), (128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 32),
              (64, 128, 32, 32), (64, 64, 32, 32))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),

@@ -31,9 +31,11 @@ their operands. What is checked is the algebra:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from .. import cir
+from .loops import free_vars
+from .tiles import substitute
 
 F32 = cir.Ty("f32")
 
@@ -55,17 +57,11 @@ class NoMatch:
         return f"the body of this {what} is not {self.pattern} ({self.reason}); it runs on the generic schedule"
 
 
-@dataclass(frozen=True)
-class Attention:
-    """softmax(Q K^T * scale, masked) V, one query per iteration.
-
-    Loop variables are the kernel's own names; `n_*` and `head_dim` are the CIR expressions
-    of the loop ranges (launch constants). `scale`: a launch-constant CIR expression with
-    score = dot(Q[b, h, i], K[b, h, j]) * scale. `mask`: None, or the key condition, a CIR
-    expression over `batch_var`, `head_var`, `query_var`, `key_var`, sizes, scalars and
-    input loads. `empty_row`: what a query with no admitted key stores ("zero": the sum is
-    never divided by; "nan": 0 / 0)."""
-    form: str
+@dataclass(frozen=True, kw_only=True)
+class _AttentionPattern:
+    """What both attention forms name: the buffers, the kernel's own loop variables of
+    batch, head, query and key, the CIR expressions of their ranges (launch constants) and
+    `scale`, a launch-constant CIR expression with score = dot(Q row, K row) * scale."""
     q: str
     k: str
     v: str
@@ -78,11 +74,9 @@ class Attention:
     n_heads: cir.Expr
     n_queries: cir.Expr
     n_keys: cir.Expr
-    head_dim: cir.Expr
     scale: cir.Expr
     mask: cir.Expr | None = None
     causal: bool = False
-    empty_row: str = "zero"
     # the axes of (batch, head, sequence) in Q, K, V and out; head_dim is the last axis
     q_axes: tuple = (0, 1, 2)
     k_axes: tuple = (0, 1, 2)
@@ -94,39 +88,27 @@ class Attention:
         return self.mask is not None
 
 
-@dataclass(frozen=True)
-class FlashAttention:
+@dataclass(frozen=True, kw_only=True)
+class Attention(_AttentionPattern):
+    """softmax(Q K^T * scale, masked) V, one query per iteration. `mask`: None, or the key
+    condition, a CIR expression over `batch_var`, `head_var`, `query_var`, `key_var`, sizes,
+    scalars and input loads. `empty_row`: what a query with no admitted key stores ("zero":
+    the sum is never divided by; "nan": 0 / 0)."""
+    form: str
+    head_dim: cir.Expr
+    empty_row: str = "zero"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlashAttention(_AttentionPattern):
     """The tiled online-softmax attention: the same result as `Attention` without a mask.
     `block_q`, `block_kv`: the kernel's block sizes (the schedules choose their own);
     `query_var`/`key_var` are the block loop variables."""
-    q: str
-    k: str
-    v: str
-    out: str
-    batch_var: str
-    head_var: str
-    query_var: str
-    key_var: str
-    n_batch: cir.Expr
-    n_heads: cir.Expr
-    n_queries: cir.Expr
-    n_keys: cir.Expr
     block_q: int
     block_kv: int
-    scale: cir.Expr
     clipped_tile: bool = False          # the running output was made with min(...) rows
-    mask: None = None
-    causal: bool = False
     empty_row: str = "nan"
     form: str = "flash"
-    q_axes: tuple = (0, 1, 2)
-    k_axes: tuple = (0, 1, 2)
-    v_axes: tuple = (0, 1, 2)
-    out_axes: tuple = (0, 1, 2)
-
-    @property
-    def masked(self) -> bool:
-        return False
 
 
 @dataclass(frozen=True)
@@ -256,35 +238,6 @@ def c_var(name):
 
 
 # ------------------------------------------------------------------------ utilities
-
-
-def substitute(e, env: dict):
-    """`e` with the variables named in `env` replaced by their expressions."""
-    if not env or e is None:
-        return e
-    if isinstance(e, cir.Var):
-        return env.get(e.name, e)
-    if isinstance(e, (tuple, list)):
-        return tuple(substitute(x, env) for x in e)
-    if isinstance(e, (cir.Expr, cir.Span)):
-        changes = {}
-        for f in fields(e):
-            if f.name == "ty":
-                continue
-            val = getattr(e, f.name)
-            if isinstance(val, (cir.Expr, cir.Span, tuple, list)):
-                new = substitute(val, env)
-                if new is not val:
-                    changes[f.name] = new
-        if not changes:
-            return e
-        import dataclasses
-        return dataclasses.replace(e, **changes)
-    return e
-
-
-def free_vars(e) -> set:
-    return {n.name for n in cir.walk(e) if isinstance(n, cir.Var)}
 
 
 def loads(e) -> list:

@@ -9,17 +9,30 @@ pipeline every device gets: those printers run it on the bodies they print.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from .. import cir
 
 
 def substitute(e, env: dict):
-    """Replace `Var`s named in env by expressions."""
+    """`e` (an expression, a span or a tuple of them) with the `Var`s named in `env`
+    replaced by their expressions; what does not change is returned as it is."""
+    if not env or e is None:
+        return e
     if isinstance(e, cir.Var):
         return env.get(e.name, e)
-    if isinstance(e, (cir.Const,)):
+    if isinstance(e, (tuple, list)):
+        return tuple(substitute(x, env) for x in e)
+    if not isinstance(e, (cir.Expr, cir.Span)):
         return e
+    changes = {}
+    for f in fields(e):
+        val = getattr(e, f.name)
+        if f.name != "ty" and isinstance(val, (cir.Expr, cir.Span, tuple, list)):
+            new = substitute(val, env)
+            if new is not val:
+                changes[f.name] = new
+    return replace(e, **changes) if changes else e
     if isinstance(e, cir.Span):
         return cir.Span(substitute(e.start, env), substitute(e.stop, env))
     if isinstance(e, cir.Load):

@@ -195,18 +195,15 @@ class _Builder:
 
     def counts(self, low, loops, head: list) -> list:
         """The trip counts of `loops`: numbers, or (symbolic) locals declared in `head`."""
+        out = self.host_counts(low, loops)
         if not self.sym:
-            return [self.nest.extents[self.nest.loops.index(lp)] for lp in loops]
-        out = []
-        for e in extents(low, loops):
-            if not host_expr(e):
-                raise NotScalar("a loop bound the host cannot compute")
-            if isinstance(e, ir.Lit):
-                out.append(e)
-                continue
-            name = self.new("n")
-            head.append(ir.Decl(name, self.idx, e, False))
-            out.append(ir.Ref(name, self.idx))
+            return out
+        if not all(host_expr(e) for e in out):
+            raise NotScalar("a loop bound the host cannot compute")
+        for k, e in enumerate(out):
+            if not isinstance(e, ir.Lit):
+                out[k] = ir.Ref(self.new("n"), self.idx)
+                head.append(ir.Decl(out[k].name, self.idx, e, False))
         return out
 
     def host_counts(self, low, loops) -> list:
@@ -339,20 +336,21 @@ class _Builder:
         else:
             parts = lit(p.blocks, self.idx)
         first = ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool")
+        # the partials: (scratch buffer, dtype, the local it keeps), the index's too for arg
+        partials = [("_part", self.acc, "_acc")] + ([("_parti", self.ai, "_acci")] if self.arg
+                                                    else [])
         if two:
-            blk = ir.Thread("block")
-            keep = [ir.Store("_part", blk, ir.Ref("_acc", self.acc))]
-            if self.arg:
-                keep.append(ir.Store("_parti", blk, ir.Ref("_acci", self.ai)))
+            keep = [ir.Store(buf, ir.Thread("block"), ir.Ref(local, dt))
+                    for buf, dt, local in partials]
         else:
             keep = [ir.Store(self.out_ident(), lit(0, self.idx), self.result())]
         body.append(ir.If(first, tuple(keep)))
-        scratch_params = (ir.Param("_part", "scratch", self.acc, True),) + (
-            (ir.Param("_parti", "scratch", self.ai, True),) if self.arg else ())
-        kparams = params + (scratch_params if two else ())
+        kparams = params + (tuple(ir.Param(buf, "scratch", dt, True) for buf, dt, _ in partials)
+                            if two else ())
         kernels = [ir.Kernel(name, kparams, tuple(body), p.threads, self.idx,
                              f"reduce({self.op}): a partial per thread, then per block")]
-        launches = [ir.Launch(name, parts if p.blocks == 0 else lit(p.blocks, "i64"), p.threads)]
+        count = parts if p.blocks == 0 else lit(p.blocks, "i64")
+        launches = [ir.Launch(name, count, p.threads)]
         scratch = ()
         if two:
             t2 = min(1024, self.t.max_threads)
@@ -367,9 +365,7 @@ class _Builder:
             kernels.append(ir.Kernel(name + "_final", kparams, tuple(fin), t2, self.idx,
                                      "the block partials, combined in order"))
             launches.append(ir.Launch(name + "_final", lit(1, "i64"), t2))
-            count = parts if p.blocks == 0 else lit(p.blocks, "i64")
-            scratch = (ir.Scratch("_part", self.acc, count),) + (
-                (ir.Scratch("_parti", self.ai, count),) if self.arg else ())
+            scratch = tuple(ir.Scratch(buf, dt, count) for buf, dt, _ in partials)
         nblocks = "min(ceil(total / %d), 1024)" % (p.threads * 4) if p.blocks == 0 else p.blocks
         what = (f"reduce({self.op}): {nblocks} block(s) of {p.threads} thread(s)"
                 + (", partials combined in order by a second launch" if two else ""))
@@ -421,7 +417,7 @@ class _Builder:
                 grid = ir.Math("min", (ir.ceildiv(self.i(host_n_out), p.chunk or p.threads),
                                        lit(self.t.max_blocks, idx)), idx)
             else:
-                blocks = -(-n_out // p.chunk) if p.chunk else -(-n_out // p.threads)
+                blocks = -(-n_out // (p.chunk or p.threads))
             what = f"reduce({self.op}, axis={ax}): one thread per output, in order along the axis"
         elif p.layout == "warp_rows":
             warp = self.t.warp

@@ -191,6 +191,10 @@ def test_rows_are_vectors_of_four_where_the_target_has_them(target, d, want):
     prog = SCHED.build(k, t, sz, SCHED.default(k, t, sz))
     assert _vector_arrays(prog) == ({"_qr", "_o", "_kv"} if want else set())
     _check(prog, k, ins, sz, sc, warp)
+    if want:                                # the inspector's launch-IR text spells them
+        from zynbook.compiler.launch.text import format_program
+        ir_text = format_program(prog)
+        assert "shared _kv: f32x4[" in ir_text and "dot(_qr[_d], _kv[" in ir_text
 
 
 def test_cuda_per_query_rows_are_vectors():

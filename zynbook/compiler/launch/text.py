@@ -71,6 +71,10 @@ def _expr(e, top=False) -> str:
     if isinstance(e, ir.CheckedDiv):
         sites = f"#{e.site_zero}" + (f", #{e.site_overflow}" if e.site_overflow else "")
         return (f"checked({_expr(e.a)} {e.op} {_expr(e.b)}, {sites})")
+    if isinstance(e, ir.Vector):
+        return f"{e.dtype}({', '.join(_expr(a, top=True) for a in e.parts)})"
+    if isinstance(e, ir.Lane):
+        return f"{_expr(e.a)}.{e.lane}"
     if isinstance(e, ir.Collective):
         group = f"{e.scope}/{e.width}" if e.width else e.scope
         return f"{group}_reduce({e.op}, {_expr(e.value, top=True)}):{e.dtype}"
@@ -167,7 +171,7 @@ class _Writer:
 
 
 def _bytes(dtype: str) -> int:
-    return DTYPE_BYTES.get(dtype, 4)
+    return DTYPE_BYTES.get(ir.element_of(dtype), 4) * ir.lanes_of(dtype)
 
 
 def _site(i: int, site) -> str:

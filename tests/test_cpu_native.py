@@ -269,19 +269,22 @@ def test_vector_math_keeps_nan_inf_and_accuracy(device, fn, dtype):
         assert b"_ZGV" in device.compile(k, sz).path.read_bytes()
 
 
-def test_sum_loops_are_vector_reductions_and_keep_nan(device):
-    """A loop that only adds to a sum becomes `omp simd reduction` (partial sums per lane in
-    a fixed order); a max loop or a loop that stores does not. A NaN or an infinity in a
-    row still reaches that row's result, as in the reference."""
+def test_reduction_loops_are_vector_loops_and_keep_nan(device):
+    """A loop that only updates a sum or a running maximum becomes `omp simd reduction`
+    (a partial one per lane, combined in a fixed order; the maximum by the NaN-propagating
+    helper); a loop that stores does not. A NaN or an infinity in a row still reaches that
+    row's result, as in the reference."""
     x = randn(7, 1001)
     x[2, 500], x[4, 3], x[5, 1000] = np.nan, np.inf, -np.inf
+    x[3, 1000], x[6, 0] = np.nan, np.nan        # in the loop's tail, in its first lane
     k, ins, sz, sc = lower_block(SOFTMAX_ROWS, {"x": x})
     src = device.generated_source(k, sz)["c"]
     pragmas = [ln.strip() for ln in src.splitlines() if "omp simd" in ln]
-    assert pragmas == ["#pragma omp simd reduction(+:u_s)"]
+    assert pragmas == ["#pragma omp simd reduction(zyn_max_f32_reduction:u_m)",
+                       "#pragma omp simd reduction(+:u_s)"]
     got, _ = device.launch(k, ins, sz, sc)
     want = np.asarray(run_kernel(k, ins, sz, sc))
-    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isnan(got[[2, 4]]).all()
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isnan(got[[2, 3, 4, 6]]).all()
     assert_close(got, want, "f32", "reduction")
     # the same launch gives the same bits
     np.testing.assert_array_equal(device.launch(k, ins, sz, sc)[0], got)

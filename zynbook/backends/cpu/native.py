@@ -5,9 +5,10 @@
   and `-fopenmp` where the compiler takes them (probed once). `-fno-math-errno` (no kernel
   reads errno) lets loops of math functions vectorise, and where glibc's vector math library
   links (a probe) the kernels call it (`ZYN_LIBMVEC`: codegen/dialects/cpp.py). No
-  -ffast-math: a loop that only adds to sums (ir.For.reduce) keeps one partial sum per
-  vector lane, combined in an order fixed at compile time (the same result at every launch,
-  whatever the number of threads); nothing else is reassociated; NaN propagates.
+  -ffast-math: a loop that only updates sums, maxima or minima (ir.For.reduce) keeps a
+  partial one per vector lane, combined in an order fixed at compile time (the same result
+  at every launch, whatever the number of threads); nothing else is reassociated; NaN
+  propagates.
 * Cache (`zynbook/cache.py`): `codegen/c.py` bakes the sizes into the source; the mapped
   library is kept in memory by (CIR hash, sizes, compiler, resolved flags, versions) and its
   bytes on disk under `$ZYNBOOK_CACHE_DIR/cpu` (default `~/.cache/zynbook/cpu`) by that key

@@ -144,8 +144,8 @@ class Printer:
             hint = getattr(d, "unroll", lambda: "")() if s.unroll else ""
             if hint:
                 self.emit(hint)
-            if s.reduce and hasattr(d, "sum_loop"):
-                self.emit(d.sum_loop(s.reduce))
+            if s.reduce and hasattr(d, "reduction_loop"):
+                self.emit(d.reduction_loop(s.reduce))
             self.emit(d.for_header(s.var, s.dtype, self.expr(s.start), self.expr(s.stop),
                                    self.expr(s.step)) + " {", line)
             self.level += 1

@@ -246,8 +246,10 @@ class For(Stmt):
     dtype: str = "i32"
     line: int = 0
     unroll: bool = False
-    # locals the body only adds to (`sum_reductions`): a target may split each into partial
-    # sums (vector lanes) combined in a fixed order, the same result at every launch
+    # (local, op, dtype) of the sums (op "+") and running maxima and minima ("max", "min":
+    # NaN-propagating, as Math's) the body only updates (`loop_reductions`): a target may
+    # keep a partial one per vector lane, combined in a fixed order (the same result at every
+    # launch; a sum rounded otherwise than in sequence, a zero's sign may differ)
     reduce: tuple = ()
 
 
@@ -459,24 +461,30 @@ def walk(node):
             yield from walk(v)
 
 
-def sum_reductions(body: tuple) -> tuple:
-    """The locals a loop body only adds to (`s = s + v`, v not reading s) where nothing
-    else it does depends on the order of the iterations: besides such sums it only declares
-    locals of its own (no stores, checks, collectives or inner loops)."""
-    names, own = [], set()
+def loop_reductions(body: tuple) -> tuple:
+    """(local, op, dtype) of each `s = s + v`, `s = max(s, v)`, `s = min(s, v)` of a loop
+    body (v not reading s) where nothing else it does depends on the order of the
+    iterations: besides these it only declares locals of its own (no stores, checks,
+    collectives or inner loops)."""
+    out, own = [], set()
     for s in body:
+        v = getattr(s, "value", None)
+        this = Ref(s.name, v.dtype) if isinstance(s, Set) else None
         if isinstance(s, Decl):
             own.add(s.name)
-        elif isinstance(s, Set) and s.name not in own and isinstance(s.value, Bin) and \
-                s.value.op == "+" and Ref(s.name, s.value.dtype) in (s.value.a, s.value.b):
-            names.append(s.name)
+        elif this is not None and s.name not in own and isinstance(v, Bin) and v.op == "+" \
+                and this in (v.a, v.b):
+            out.append((s.name, "+", v.dtype))
+        elif this is not None and s.name not in own and isinstance(v, Math) and \
+                v.fn in ("max", "min") and len(v.args) == 2 and this in v.args:
+            out.append((s.name, v.fn, v.dtype))
         else:
             return ()
     nodes = list(walk(body))
     if any(isinstance(n, (Checked, InRange, CheckedDiv, Collective)) for n in nodes):
         return ()
     reads = [n.name for n in nodes if isinstance(n, Ref)]
-    return tuple(names) if all(reads.count(n) == 1 for n in names) else ()
+    return tuple(out) if all(reads.count(r[0]) == 1 for r in out) else ()
 
 
 def evaluate(e: Expr, env: dict):

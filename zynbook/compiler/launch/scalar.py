@@ -353,7 +353,7 @@ class ScalarLowering:
             finally:
                 self.scopes.pop()
             return [ir.For(var, start, stop, step, body, self.idx, ln,
-                           reduce=ir.sum_reductions(body))]
+                           reduce=ir.loop_reductions(body))]
         if isinstance(s, cir.If):
             cond = cast(self.expr(s.cond), "bool")
             with self.facts.assuming(s.cond):

@@ -8,11 +8,17 @@ from ...launch import ir
 from .cfamily import C_TYPES, HELPERS, CFamily
 
 ENTRY = "zyn_kernel"
+_REDUCTIONS = {
+    f"zyn_{op}_{dt}_reduction": (
+        f"#pragma omp declare reduction(zyn_{op}_{dt}_reduction : {t} : omp_out = zyn_{op}(omp_out, "
+        "omp_in)) initializer(omp_priv = omp_orig)", (f"zyn_{op}",))
+    for op in ("max", "min") for dt, t in (("f32", "float"), ("f64", "double"))}
 CANCEL_WORD = 2         # the word past the error flag that asks a running kernel to stop
 SERIAL_WORD = 3         # the next: the caller asks for the blocks on its own thread (a small
                         # launch, where forking over the cores costs more than it saves)
 
 CPP_HELPERS = dict(HELPERS, **{
+    **_REDUCTIONS,
     "zyn_cancelled": (
         "// the device sets the word after the error flag when the caller gave up on the launch:\n"
         "// the remaining blocks are skipped (zynbook/runtime/cancel.py)\n"
@@ -80,10 +86,17 @@ class CppDialect(CFamily):
         return (f"std::unique_ptr<{t}[]> {name}_heap(new {t}[{n}]()); "
                 f"{t}* const {name} = {name}_heap.get();")
 
-    def sum_loop(self, names) -> str:
-        """A loop whose iterations only add to `names` (ir.For.reduce): vector lanes with
-        partial sums, combined in an order fixed when the kernel is compiled."""
-        return f"#pragma omp simd reduction(+:{', '.join(names)})"
+    def reduction_loop(self, reductions) -> str:
+        """A loop whose iterations only update sums, maxima and minima (ir.For.reduce):
+        vector lanes with a partial one each, combined in an order fixed when the kernel is
+        compiled; a float max or min is the NaN-propagating helper, declared as an OpenMP
+        reduction of its own."""
+        clauses = []
+        for name, op, dtype in reductions:
+            if op in ("max", "min") and dtype in ir.FLOAT_DTYPES:
+                op = self.need(f"zyn_{op}_{dtype}_reduction")
+            clauses.append(f"reduction({op}:{name})")
+        return "#pragma omp simd " + " ".join(clauses)
 
     def atomic(self, op, array, index, value, dtype):
         if op == "+":

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 
 from .. import cir
+from .loops import free_vars
 
 
 def substitute(e, env: dict):
@@ -33,30 +34,6 @@ def substitute(e, env: dict):
             if new is not val:
                 changes[f.name] = new
     return replace(e, **changes) if changes else e
-    if isinstance(e, cir.Span):
-        return cir.Span(substitute(e.start, env), substitute(e.stop, env))
-    if isinstance(e, cir.Load):
-        return cir.Load(e.buffer, tuple(substitute(i, env) for i in e.index), e.ty)
-    if isinstance(e, cir.Bin):
-        return cir.Bin(e.op, substitute(e.left, env), substitute(e.right, env), e.ty)
-    if isinstance(e, cir.Unary):
-        return cir.Unary(e.op, substitute(e.operand, env), e.ty)
-    if isinstance(e, cir.Call):
-        return cir.Call(e.fn, tuple(substitute(a, env) for a in e.args), e.ty)
-    if isinstance(e, cir.Dot):
-        return cir.Dot(substitute(e.a, env), substitute(e.b, env), e.ty)
-    if isinstance(e, cir.Reduce):
-        return cir.Reduce(e.op, substitute(e.input, env), e.axis, e.ty)
-    if isinstance(e, cir.Cast):
-        return cir.Cast(substitute(e.operand, env), e.ty)
-    if isinstance(e, cir.Select):
-        return cir.Select(substitute(e.cond, env), substitute(e.if_true, env),
-                          substitute(e.if_false, env), e.ty)
-    return e
-
-
-def _subst_index(index, env):
-    return tuple(substitute(i, env) for i in index)
 
 
 def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) -> tuple:
@@ -68,7 +45,7 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
     for s in body:
         if isinstance(s, cir.Let):
             v = substitute(s.value, env)
-            if not s.mutable and v.ty.shape and not (_free_vars(v) & mutable):
+            if not s.mutable and v.ty.shape and not (free_vars(v) & mutable):
                 env[s.name] = v
                 continue
             env.pop(s.name, None)
@@ -76,7 +53,7 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
         elif isinstance(s, cir.Assign):
             out.append(cir.Assign(s.name, substitute(s.value, env), s.line))
         elif isinstance(s, cir.Store):
-            out.append(cir.Store(s.buffer, _subst_index(s.index, env), substitute(s.value, env), s.line))
+            out.append(cir.Store(s.buffer, substitute(s.index, env), substitute(s.value, env), s.line))
         elif isinstance(s, cir.Loop):
             inner = {k: v for k, v in env.items() if k != s.var}
             out.append(cir.Loop(s.var, substitute(s.start, env), substitute(s.stop, env),
@@ -89,7 +66,7 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
             out.append(cir.Yield(substitute(s.value, env),
                                  substitute(s.index, env) if s.index is not None else None, s.line))
         elif isinstance(s, cir.Atomic):
-            out.append(cir.Atomic(s.op, s.buffer, _subst_index(s.index, env),
+            out.append(cir.Atomic(s.op, s.buffer, substitute(s.index, env),
                                   substitute(s.value, env), s.line))
         else:
             out.append(s)
@@ -99,7 +76,3 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
 def inline_tiles(kernel: cir.Kernel) -> cir.Kernel:
     """The pass: `kernel` with `inline_tile_lets` run on its body."""
     return replace(kernel, body=inline_tile_lets(kernel.body))
-
-
-def _free_vars(node) -> set:
-    return {n.name for n in cir.walk(node) if isinstance(n, cir.Var)}

@@ -391,6 +391,18 @@ def test_a_slice_read_before_its_copies_are_waited_for_is_caught():
         assert "data race" in str(err)
     else:
         assert not np.allclose(np.asarray(got, np.float64), want, rtol=0.1, atol=0.1)
+    # without the barrier after the wait, copies into a stage meet other warps' reads of it
+    k = prog.kernels[0]
+
+    def unsynced(node):
+        if isinstance(node, ir.For):
+            body = [n for n in node.body if not isinstance(n, ir.Barrier)] if node.var == "_kt" \
+                else node.body
+            return replace(node, body=tuple(map(unsynced, body)))
+        return node
+    bad = replace(prog, kernels=(replace(k, body=tuple(map(unsynced, k.body))),), fallback=None)
+    with pytest.raises(emulate.EmulatorError, match="data race on shared"):
+        emulate_kernel(bad, kernel, ins, sizes)
 
 
 def _tf32(x):

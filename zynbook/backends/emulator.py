@@ -1009,7 +1009,8 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
 
     def chks(tr, name, t, i):
         """A shared element thread `t` may write from now on: no other thread of the block
-        has read or written it since the last barrier."""
+        has read or written it since the last barrier, and none may until the next (it
+        counts as written by `t`, whose copy may land at once)."""
         i = int(i)
         w, r = tr
         if (w[i] != -1 and w[i] != t) or (r[i] != -1 and r[i] != t):
@@ -1017,6 +1018,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
                 "other threads read" if r[i] == -2 else f"thread {r[i]} read")
             bad(f"data race on shared `{name}`[{i}]: thread {t} starts an async copy into "
                 f"what {who} with no barrier in between")
+        w[i] = t
 
     def conflict(tr, i, g, B):
         w = tr[0][i]

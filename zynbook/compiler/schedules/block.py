@@ -170,12 +170,19 @@ class _Builder:
         return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(blocks, "i64"), self.T),),
                           tuple(scratch), self.sites.as_tuple(), f"{what} (block: threads={self.T})")
 
-    def stmts(self, body, mutable: set | None = None) -> list:
+    def stmts(self, body, mutable: set | None = None, scope: bool = False) -> list:
+        """`body` in the block (`scope`: in a scope of its own)."""
         mutable = set(mutable or ())
         out: list = []
-        for s in body:
-            self.low.line = getattr(s, "line", 0) or self.low.line
-            out += self.stmt(s, mutable)
+        if scope:
+            self.low.scopes.append({})
+        try:
+            for s in body:
+                self.low.line = getattr(s, "line", 0) or self.low.line
+                out += self.stmt(s, mutable)
+        finally:
+            if scope:
+                self.low.scopes.pop()
         return out
 
     def stmt(self, s, mutable: set) -> list:
@@ -201,17 +208,9 @@ class _Builder:
             return [ir.If(self.first_thread(), tuple(low.stmts((s,))), (), ln), ir.Barrier(ln)]
         if isinstance(s, cir.If):
             cond = low.expr(s.cond)
-            low.scopes.append({})
-            try:
-                with low.facts.assuming(s.cond):
-                    then = self.stmts(s.then, mutable)
-            finally:
-                low.scopes.pop()
-            low.scopes.append({})
-            try:
-                orelse = self.stmts(s.orelse, mutable)
-            finally:
-                low.scopes.pop()
+            with low.facts.assuming(s.cond):
+                then = self.stmts(s.then, mutable, scope=True)
+            orelse = self.stmts(s.orelse, mutable, scope=True)
             return [ir.If(cast(cond, "bool"), tuple(then), tuple(orelse), ln)]
         if isinstance(s, cir.Loop):
             independent = s.parallel and not has_node(s.body, (cir.Barrier, cir.SharedAlloc)) \

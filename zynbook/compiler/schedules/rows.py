@@ -18,12 +18,13 @@ from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, compute_dtype,
                              index_dtype, lit, user_name)
-from ..passes.loops import (assigned_vars, classify_loop, declared_vars, free_vars, has_node,
-                            has_tiles, stored_buffers, trip_count)
+from ..passes.loops import (assigned_vars, classify_loop, declared_vars, has_node, has_tiles,
+                            stored_buffers, trip_count)
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .nest import decompose, parallel_nest, thread
 from .reduce import identity
+from .vector import contiguous_in
 
 REGISTERS = 64              # cached elements a thread may hold
 
@@ -48,14 +49,7 @@ class RowPlan:
 
 def row_key(e: cir.Load, var: str):
     """(buffer, leading index) when `e` reads element `var` of a contiguous row, else None."""
-    if not e.index or any(isinstance(i, cir.Span) for i in e.index):
-        return None
-    last = e.index[-1]
-    if not (isinstance(last, cir.Var) and last.name == var):
-        return None
-    if any(var in free_vars(i) for i in e.index[:-1]):
-        return None
-    return (e.buffer, tuple(e.index[:-1]))
+    return (e.buffer, tuple(e.index[:-1])) if contiguous_in(e, var) else None
 
 
 def match_rows(kernel, sizes) -> tuple:
@@ -122,19 +116,25 @@ def match_rows(kernel, sizes) -> tuple:
     return RowPlan(nest, cols, loops, kinds, keys, first_use), None
 
 
+def _per_thread(cols: int, width: int, threads: int, nkeys: int):
+    """The vectors of `width` each of `threads` threads holds of a row, or None where they
+    pass the registers."""
+    e = -(-(-(-cols // width)) // threads)
+    return e if e * width * max(nkeys, 1) <= REGISTERS else None
+
+
 def _layout(cols: int, width: int, nkeys: int, warp: int, max_threads: int):
     """(threads per row, vectors per thread, rows per block) or None (too many registers)."""
     vecs = -(-cols // width)
-    budget = REGISTERS
     if vecs <= warp * 4:                    # short rows: a warp each, no block barriers
-        e = -(-vecs // warp)
-        return (warp, e, max(1, 128 // warp)) if e * width * max(nkeys, 1) <= budget else None
+        e = _per_thread(cols, width, warp, nkeys)
+        return None if e is None else (warp, e, max(1, 128 // warp))
     t = 64
     while t < -(-vecs // 4) and t < max_threads:
         t *= 2
     while True:
-        e = -(-vecs // t)
-        if e * width * max(nkeys, 1) <= budget:
+        e = _per_thread(cols, width, t, nkeys)
+        if e is not None:
             return t, e, 1
         if t >= max_threads:
             return None
@@ -182,8 +182,8 @@ class Rows(Schedule):
         p = self._fit(kernel, plan, target)
         hint = workgroup_threads(kernel)
         if hint >= 64 and not hint & (hint - 1) and hint <= target.max_threads:
-            e = -(-(-(-plan.cols // p.width)) // hint)
-            if e * p.width * max(len(plan.keys), 1) <= REGISTERS:
+            e = _per_thread(plan.cols, p.width, hint, len(plan.keys))
+            if e is not None:
                 return RowsParams(hint, 1, e, p.width)
         return p
 
@@ -195,8 +195,8 @@ class Rows(Schedule):
             for t in (target.warp, 64, 128, 256, 512, 1024):
                 if t > target.max_threads:
                     continue
-                e = -(-(-(-plan.cols // width)) // t)
-                if e * width * max(len(plan.keys), 1) <= REGISTERS:
+                e = _per_thread(plan.cols, width, t, len(plan.keys))
+                if e is not None:
                     p = RowsParams(t, max(1, 128 // t) if t == target.warp else 1, e, width)
                     if p not in out:
                         out.append(p)

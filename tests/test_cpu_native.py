@@ -288,3 +288,21 @@ def test_reduction_loops_are_vector_loops_and_keep_nan(device):
     assert_close(got, want, "f32", "reduction")
     # the same launch gives the same bits
     np.testing.assert_array_equal(device.launch(k, ins, sz, sc)[0], got)
+
+
+def test_loop_reductions_are_only_order_free_updates():
+    from zynbook.compiler.launch import ir
+    f, i = "f32", ir.Ref("i", "i32")
+    x = ir.Load("u_x", i, f)
+    s, m = ir.Ref("s", f), ir.Ref("m", f)
+    add = ir.Set("s", ir.Bin("+", s, ir.Bin("*", x, x, f), f))
+    top = ir.Set("m", ir.Math("max", (m, x), f))
+    assert ir.loop_reductions((ir.Decl("t", f, x), add, top)) == (("s", "+", f), ("m", "max", f))
+    # a store, a read of the sum, a check, an inner loop: the order matters or may
+    assert ir.loop_reductions((add, ir.Store("u_out", i, s))) == ()
+    assert ir.loop_reductions((add, ir.Set("m", ir.Math("max", (m, s), f)))) == ()
+    assert ir.loop_reductions((ir.Set("s", ir.Bin("+", s, ir.Load(
+        "u_x", ir.Checked(i, ir.Lit(9, "i32"), 1, "i32"), f), f)),)) == ()
+    assert ir.loop_reductions((ir.For("k", ir.Lit(0, "i32"), ir.Lit(4, "i32"),
+                                      ir.Lit(1, "i32"), (add,)),)) == ()
+    assert ir.loop_reductions((ir.Set("s", ir.Bin("-", s, x, f)),)) == ()

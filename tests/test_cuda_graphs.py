@@ -322,3 +322,37 @@ def test_a_capture_the_driver_refuses_falls_back_to_launches_one_by_one(cuda, mo
         close(s.run("p(x)", x=x), reference(x.host))
     assert log.graph_launches == [] and len(log.streams) == 3 * KERNELS
     assert len(s.interpreter.lazy.replays.refused) == 1
+
+
+def test_a_call_with_one_tensor_for_two_parameters_is_not_replayed_for_two(cuda):
+    cp, _, log = cuda
+    s = zynbook.Session("cuda:0")
+    s.run("""pipeline add(a, b):
+    let s = compute(a, b) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = a[i] + b[i] * 2.0
+    }
+    let t = compute(s, a) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = s[i] * a[i]
+    }
+    let u = compute(s, t) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = s[i] - t[i]
+    }
+    return u
+""")
+    a = on_gpu(cp, np.arange(8))
+    b = on_gpu(cp, np.arange(8) * 10.0)
+
+    def want(a, b):
+        s = a + b * 2
+        return s - s * a
+
+    for _ in range(3):
+        close(s.run("add(a, a)", a=a), want(a.host, a.host))
+    assert log.graph_launches
+    close(s.run("add(a, b)", a=a, b=b), want(a.host, b.host))

@@ -175,13 +175,13 @@ class _Trace:
         record, inputs, results = ran
         interp = recorder.traces.lazy.interp
         where = {}
-        for i, a in enumerate(recorder.args):
-            if isinstance(a, Tensor):
-                where.setdefault(id(a.data), ("arg", i))
-        for label in recorder.form.outside:
-            v = _Form.value(interp, label)
+        values = [(("arg", i), a) for i, a in enumerate(recorder.args)] + \
+            [(("label", label), _Form.value(interp, label)) for label in recorder.form.outside]
+        for src, v in values:
             if isinstance(v, Tensor):
-                where.setdefault(id(v.data), ("label", label))
+                if id(v.data) in where:     # one array for two names: a later call may differ
+                    return None
+                where[id(v.data)] = src
         sources = []
         for a in inputs:
             src = where.get(id(a))

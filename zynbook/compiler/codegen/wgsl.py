@@ -363,23 +363,13 @@ def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
     """env -> why this launch cannot run with i32 indices (a size, a buffer or a loop of
     the program reaching 2^31), else None: the program is compiled once for every size,
     with i32 indices, so a launch that would pass them is refused before it runs."""
-    import dataclasses as dc
     from ..launch import ir as lir
+    from ..launch.scalar import map_nodes
 
     def on_host(e):
         """`e` with the thread axes as names the host gives values (`@blocks`, ...)."""
-        if isinstance(e, lir.Thread):
-            return lir.Ref("@" + e.axis, e.dtype)
-        if not isinstance(e, lir.Expr):
-            return e
-        changes = {}
-        for f in dc.fields(e):
-            v = getattr(e, f.name)
-            if isinstance(v, lir.Expr):
-                changes[f.name] = on_host(v)
-            elif isinstance(v, tuple):
-                changes[f.name] = tuple(on_host(x) for x in v)
-        return dc.replace(e, **changes)
+        return map_nodes(e, lambda n: lir.Ref("@" + n.axis, n.dtype)
+                         if isinstance(n, lir.Thread) else n)
 
     def largest(k, env):
         """The largest start, and end plus step, of the loops of kernel `k` the host can

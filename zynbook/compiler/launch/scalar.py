@@ -17,6 +17,7 @@ This is where the typing rules of generated code live, once, for every language:
 from __future__ import annotations
 
 import re
+from dataclasses import fields, replace
 from math import prod
 
 from .. import cir, errflag
@@ -428,6 +429,17 @@ def product_expr(terms: list, dtype: str) -> ir.Expr:
             continue
         out = t if out is None else ir.Bin("*", out, t, dtype)
     return out if out is not None else lit(1, dtype)
+
+
+def map_nodes(node, fn):
+    """`node` (launch IR, or a tuple of it) rebuilt bottom-up with `fn` applied to every
+    expression and statement."""
+    if isinstance(node, tuple):
+        return tuple(map_nodes(n, fn) for n in node)
+    if not isinstance(node, (ir.Expr, ir.Stmt)):
+        return node
+    changes = {f.name: map_nodes(getattr(node, f.name), fn) for f in fields(node)}
+    return fn(replace(node, **changes))
 
 
 def host_expr(e: ir.Expr) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, compute_dtype, lit,
-                             user_name)
+                             map_nodes, user_name)
 from ..passes.loops import free_vars
 from .base import Params, Schedule, kernel_name
 from .generic import GenericThread, ThreadParams
@@ -182,19 +182,9 @@ def _renamed(prog: ir.Program, suffix: str, first_site: int) -> ir.Program:
             return replace(node, site_zero=node.site_zero + first_site,
                            site_overflow=node.site_overflow + first_site if node.site_overflow else 0)
         return node
-    kernels = tuple(replace(k, name=k.name + suffix, body=_map(k.body, shift)) for k in prog.kernels)
+    kernels = tuple(replace(k, name=k.name + suffix, body=map_nodes(k.body, shift)) for k in prog.kernels)
     launches = tuple(replace(l, kernel=l.kernel + suffix) for l in prog.launches)
     return replace(prog, kernels=kernels, launches=launches)
-
-
-def _map(node, fn):
-    """`node` rebuilt bottom-up with `fn` applied to every launch-IR node."""
-    if isinstance(node, tuple):
-        return tuple(_map(n, fn) for n in node)
-    if not isinstance(node, (ir.Expr, ir.Stmt)):
-        return node
-    changes = {f: _map(getattr(node, f), fn) for f in node.__dataclass_fields__}
-    return fn(replace(node, **changes))
 
 
 class _LaneLowering(ScalarLowering):

@@ -25,7 +25,7 @@ by element. The product itself is either
   says `config { allow_tf32: true }`): each warp keeps a TM x TN piece as m16n8k16 (TF32:
   m16n8k8) accumulators; the tiles keep the operands' own layout in shared memory, rows
   padded against bank conflicts or, with `swizzle`, unpadded with each 16-byte unit's place
-  in its row XOR-ed by its row (`_swizzled`), so that the eight rows an ldmatrix phase
+  in its row XOR-ed by its row (`_Builder.at`), so that the eight rows an ldmatrix phase
   reads fall in eight different bank groups. Fragments come by ldmatrix x4 (transposed
   where a tile runs along M or N); TF32 fragments are read element by element.
 

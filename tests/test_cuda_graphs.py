@@ -356,3 +356,25 @@ def test_a_call_with_one_tensor_for_two_parameters_is_not_replayed_for_two(cuda)
         close(s.run("add(a, a)", a=a), want(a.host, a.host))
     assert log.graph_launches
     close(s.run("add(a, b)", a=a, b=b), want(a.host, b.host))
+
+
+def test_only_straight_line_pipelines_with_literal_annotations_are_traced():
+    from zynbook.compiler.parser import parse
+    from zynbook.runtime.traces import _Form
+
+    def form(text):
+        return _Form.of(parse(text).body[0])
+
+    block = """    let y = compute(x) {{
+        @kernel elementwise
+        {ann}
+        for i in 0..n:
+            out[i] = x[i] * a
+    }}
+"""
+    outside = form("pipeline f(x):\n" + block.format(ann="") + "    return y\n").outside
+    assert outside == ("n", "a")         # n: a size the block infers where no name holds it
+    assert form("pipeline f(x):\n" + block.format(ann='@device("cuda:0")') + "    return y\n")
+    assert form("pipeline f(x):\n" + block.format(ann="@device(dev)") + "    return y\n") is None
+    assert form("pipeline f(x):\n" + block.format(ann="") + "    print(y)\n    return y\n") is None
+    assert form("pipeline f(x):\n" + block.format(ann="") + "    return y * 2.0\n") is None

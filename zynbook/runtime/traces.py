@@ -79,7 +79,8 @@ class _Form:
             return None
         for s in body[:-1]:
             if not (isinstance(s, A.Let) and not s.destructure and s.type is None and
-                    len(s.names) == 1 and isinstance(s.value, A.Compute)):
+                    len(s.names) == 1 and isinstance(s.value, A.Compute) and
+                    _fixed_annotations(s.value)):
                 return None
             labels = [dotted(e) for e in s.value.inputs]
             if any(label is None for label in labels):
@@ -123,6 +124,22 @@ class _Form:
 
 
 _ABSENT = "<absent>"
+
+
+def _fixed_annotations(node: A.Compute) -> bool:
+    """Whether every argument of the block's annotations is a literal (one reading a name,
+    `@device(dev)`, may differ from call to call)."""
+    anns = list(node.annotations) + [s.annotation for s in node.body
+                                     if isinstance(s, A.AnnotationStmt)]
+    return all(_literal(e) for ann in anns for e in
+               list(ann.args) + list(ann.kernel_args) +
+               [kw.value for kw in list(ann.kwargs) + list(ann.kernel_kwargs)])
+
+
+def _literal(e) -> bool:
+    if isinstance(e, A.ListLit):
+        return all(_literal(x) for x in e.items)
+    return isinstance(e, (A.Number, A.String, A.Bool))
 
 
 def _on_cuda(interp, args) -> bool:

@@ -47,5 +47,9 @@ def _default_streams(t) -> bool:
     cupy, torch = sys.modules.get("cupy"), sys.modules.get("torch")
     if cupy is not None and cupy.cuda.get_current_stream().ptr != 0:
         return False
-    return torch is None or not hasattr(torch, "cuda") or \
-        torch.cuda.current_stream(t.device).cuda_stream == 0
+    if torch is None or not hasattr(torch, "cuda"):
+        return True
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)     # no Stream object made
+    if raw is not None:
+        return raw(t.get_device()) == 0
+    return torch.cuda.current_stream(t.device).cuda_stream == 0

@@ -105,7 +105,9 @@ class CompiledCuda:
         if f is None:
             f = self.module.get_function(name)
             if dynamic_shared > 48 * 1024:      # more than the default needs the opt-in
-                f.max_dynamic_shared_size_bytes = dynamic_shared
+                from cupy.cuda import driver
+                driver.funcSetAttribute(
+                    f.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared)
             self.functions[name] = f
         return f
 

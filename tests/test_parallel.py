@@ -190,8 +190,8 @@ z"""
     from zynbook.runtime import parallel
     original = parallel.input_parts
 
-    def spy(t, axis, work):
-        parts = original(t, axis, work)
+    def spy(t, axis, work, ids=None):
+        parts = original(t, axis, work, ids)
         seen.append((t, parts))
         return parts
     parallel.input_parts = spy

@@ -979,9 +979,9 @@ class Interpreter:
 
     def _launch_split(self, devices, lowered, inputs, sizes, given, scalars, mode, node):
         """A block split across devices (runtime/parallel.py) or run on a Dask cluster."""
-        def launch(device, parts, chunk_sizes):
+        def launch(device, parts, chunk_sizes, plan=None):
             out = self._launch(device, lowered, parts, chunk_sizes, scalars, node,
-                               plan=chunk_plan(lowered, chunk_sizes))
+                               plan=plan or chunk_plan(lowered, chunk_sizes))
             return out.data if isinstance(out, Tensor) else out
 
         def solve_chunk(shapes, chunk_given):

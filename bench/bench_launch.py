@@ -11,10 +11,11 @@ timed the same way). The row `pipeline_20` runs a pipeline of 20 launches instea
 column is the end-to-end time per launch.
 
     python bench/bench_launch.py [--device cuda:0|cpu:native] [--reps 200] [--rows a,b]
-                                 [--json out.json] [--profile ROW]
+                                 [--json out.json] [--profile ROW] [--standin]
 
 `--profile ROW` runs that row's warm `Session.run` under cProfile and prints where the
-host time goes instead of the table.
+host time goes instead of the table. `--standin` runs `cuda:0` on the CuPy stand-in of the
+tests with kernels that do nothing: the host work of the CUDA path alone, on any machine.
 """
 from __future__ import annotations
 
@@ -222,6 +223,28 @@ def table(results: list) -> str:
                      for line in lines)
 
 
+def install_standin():
+    """`cuda:0` on the CuPy stand-in, its kernels doing nothing (what is timed is the host's
+    work; results are not computed)."""
+    import tempfile
+
+    import cupy_standin
+    from zynbook.backends import registry
+    from zynbook.backends.cuda.device import CudaDevice
+
+    class Patch:        # what cupy_standin.install asks of pytest's monkeypatch
+        setitem = staticmethod(lambda d, k, v: d.__setitem__(k, v))
+        setattr = staticmethod(setattr)
+
+    os.environ.setdefault("ZYNBOOK_CACHE_DIR", tempfile.mkdtemp(prefix="zynbook-standin-"))
+    cupy_standin.install(Patch)
+    cupy_standin.Function.run = lambda self, args: None
+    registry.get_device("cpu")
+    registry._devices["cuda:0"] = CudaDevice(0)
+    sys.modules.pop("torch", None)
+    sys.modules["torch"] = None         # the peer and torch inputs need a real GPU
+
+
 def default_device() -> str:
     from zynbook.backends.registry import get_device
     for device in ("cuda:0", "cpu:native"):
@@ -242,7 +265,12 @@ def main(argv=None):
     ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated: " + ", ".join(ROWS))
     ap.add_argument("--json", default=None)
     ap.add_argument("--profile", default=None, metavar="ROW")
+    ap.add_argument("--standin", action="store_true",
+                    help="cuda:0 on tests/cupy_standin.py with kernels that do nothing: the "
+                    "host work of the CUDA path alone, on a machine without a GPU")
     args = ap.parse_args(argv)
+    if args.standin:
+        install_standin()
     device = args.device or default_device()
     if args.profile:
         profile(args.profile, device, args.reps, args.warmup)

@@ -60,11 +60,14 @@ class CapturedGraph:
     def check(self, plans: list) -> int | None:
         """The index of the first launch whose error flag reports a failure (the graph
         waited for first, where some launch can fail), or None."""
-        if not any(p.checked for p in plans):
+        checked = self.__dict__.get("checked")
+        if checked is None:
+            checked = self.checked = [k for k, p in enumerate(plans) if p.checked]
+        if not checked:
             return None
         self.end.synchronize()
-        for k, (plan, flag) in enumerate(zip(plans, self.flags)):
-            if plan.checked and flag.get().any():
+        for k in checked:
+            if self.flags[k].get().any():
                 return k
         return None
 

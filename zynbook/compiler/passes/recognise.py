@@ -608,11 +608,7 @@ def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
     if len(vl) != 1:
         raise _No("the weighted sum does not take one value V[b, h, key, d]")
     v = vl[0]
-    if not (len(v.index) == 4 and all(isinstance(t, cir.Var) for t in v.index) and
-            v.index[3].name == dv and sorted(t.name for t in v.index[:3]) == sorted([b, h, _J])):
-        raise _No("the value is not V[b, h, key, d]")
-    if not _float_input(kernel, v.buffer, floats=False):
-        raise _No("V is not a 4-D input")
+    v_axes = _value_axes(kernel, v, b, h, dv)
     want_n = [cir.Call("exp", (cir.Bin("-", _score_expr(att), cir.Var(m, F32), F32),), F32), v]
     want_d = [cir.Var(l, F32)]
     got_n = [x for x in tn + sn if x is not v] + [v]
@@ -620,8 +616,18 @@ def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
         raise _No("the weights are not exp(score - m) / l")
     # the division by l inside the key loop leaves 0 for a row without keys
     inside = any(isinstance(x, cir.Var) and x.name == l for x in td)
-    vn = [t.name for t in v.index]
-    return v.buffer, inside, (vn.index(b), vn.index(h), vn.index(_J))
+    return v.buffer, inside, v_axes
+
+
+def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str) -> tuple:
+    """The axes of b, h and the key in `v`, a load V[b, h, key (any order), d] of a 4-D
+    input."""
+    names = [t.name if isinstance(t, cir.Var) else None for t in v.index]
+    if len(names) != 4 or names[3] != dv or sorted(map(str, names[:3])) != sorted([b, h, _J]):
+        raise _No("the value is not V[b, h, key, d]")
+    if not _float_input(kernel, v.buffer, floats=False):
+        raise _No("V is not a 4-D input")
+    return names.index(b), names.index(h), names.index(_J)
 
 
 def _score_expr(att):
@@ -665,17 +671,13 @@ def _one_pass(kernel, att, loops, d_loop, stmts, env):
         raise _No("the stored value is not the weighted sum divided by the sum")
     acc, l = sn[0].name, sd[0].name
     vl = [x for x in loads(kl.updates[acc]) if x.buffer not in (att.parts[0], att.parts[1])]
-    if len(vl) != 1 or len(vl[0].index) != 4 or not all(isinstance(t, cir.Var) for t in vl[0].index) \
-            or vl[0].index[3].name != dv or sorted(t.name for t in vl[0].index[:3]) != sorted([b, h, _J]):
+    if len(vl) != 1:
         raise _No("the value is not V[b, h, key, d]")
+    v_axes = _value_axes(kernel, vl[0], b, h, dv)
     _online(att, kl, m, l, (acc, canon(vl[0])))
     att.key_range(kl)
     o_axes = _check_store(st, kernel.output.name, [b, h, i], dv)
-    if not _float_input(kernel, vl[0].buffer, floats=False):
-        raise _No("V is not a 4-D input")
-    vn = [t.name for t in vl[0].index]
-    return _result(kernel, att, "one-pass", loops[:3],
-                   (vl[0].buffer, False, (vn.index(b), vn.index(h), vn.index(_J))),
+    return _result(kernel, att, "one-pass", loops[:3], (vl[0].buffer, False, v_axes),
                    d_loop.stop, "nan", o_axes)
 
 

@@ -590,8 +590,9 @@ class _Translator:
     def matrix_load(self, s: ir.MatrixLoad, depth: int):
         """A warp step: each lane yields the row it points at; the block scheduler gives
         each lane its elements of the tiles (`_matrix_rows`)."""
-        self.check(s.count in (1, 2, 4) and s.dtype in ("f16", "bf16"),
-                   f"an ldmatrix of {s.count} {s.dtype} tiles")
+        wide = s.dtype == "f32"         # TF32 fragments: rows of 4 32-bit elements
+        self.check(s.count in (1, 2, 4) and s.dtype in ("f16", "bf16", "f32") and not (wide and s.trans),
+                   f"an ldmatrix of {s.count} {s.dtype} tiles" + (" transposed" if s.trans else ""))
         src = self.array(s.src, False)
         self.check(src.dtype == s.dtype and src.space == "shared",
                    f"an ldmatrix from `{s.src}`, not a shared {s.dtype} array")
@@ -601,18 +602,19 @@ class _Translator:
         first = self.expr(s.src_index, pre)
         self.flush(pre, depth)
         self.emit(depth, f"{off} = {first}")
-        self.emit(depth, f"if {off} % 8: _bad('an ldmatrix row at ' + str({off}) + ', not 16-byte aligned')")
+        per = 4 if wide else 8          # elements of a row: 16 bytes
+        self.emit(depth, f"if {off} % {per}: _bad('an ldmatrix row at ' + str({off}) + ', not 16-byte aligned')")
         i = ir.Ref(off, s.src_index.dtype)
         self.scopes[-1][off] = _Var(off, s.src_index.dtype, "local", name=off)
         row = ", ".join(self.expr(Load(s.src, Bin("+", i, Lit(w, i.dtype), i.dtype), s.dtype), pre)
-                        for w in range(8))
+                        for w in range(per))
         point = len(self.points)
         self.points.append((_LDSM, s.count, s.trans, self.line, "a warp ldmatrix", 0))
         got = self.fresh("m")
         self.flush(pre, depth)
         self.emit(depth, f"{got} = yield ({_LDSM}, {point}, ({row},))")
         dst = self.array(s.dst, True)
-        for w in range(2 * s.count):
+        for w in range(s.count * per // 4):
             at = self.expr(Bin("+", s.dst_index, Lit(w, s.dst_index.dtype), s.dst_index.dtype), pre)
             self.flush(pre, depth)
             self.emit(depth, f"{self.access(dst, True)}{at}, {got}[{w}])")
@@ -1313,10 +1315,12 @@ _MISSING = object()
 
 def _matrix_rows(rows: list, count: int, trans: bool, kernel_name: str) -> list:
     """What each of a warp's 32 lanes receives from an ldmatrix of `count` tiles, given the
-    row each lane pointed at (`ir.MatrixLoad`)."""
+    row each lane pointed at (`ir.MatrixLoad`); rows of 4 elements are 32-bit ones."""
     if len(rows) != 32:
         raise EmulatorError(f"kernel `{kernel_name}`: an ldmatrix over a warp of {len(rows)} lanes, not 32")
     tiles = [[rows[8 * i + j] for j in range(8)] for i in range(count)]
+    if len(rows[0]) == 4:
+        return [tuple(t[lane // 4][lane % 4] for t in tiles) for lane in range(32)]
     out = []
     for lane in range(32):
         r, c = lane // 4, 2 * (lane % 4)

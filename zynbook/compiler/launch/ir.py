@@ -324,14 +324,16 @@ class MatrixLoad(Stmt):
     consecutive elements) of tile i (the others an offset as valid, unused); every lane
     receives, per tile i, two elements at dst_index + 2 i: (row l / 4, cols 2 (l % 4) + 0, 1)
     of the tile, or of its transpose with `trans`. Every lane of the warp must reach it; only
-    targets with `tensor_cores` print it."""
+    targets with `tensor_cores` print it. dtype f32 (TF32 fragments): a row is 4 elements
+    and every lane receives one per tile i, (row l / 4, col l % 4), at dst_index + i; no
+    `trans`."""
     dst: str
     dst_index: Expr
     src: str
     src_index: Expr
     count: int
     trans: bool
-    dtype: str                  # f16 or bf16
+    dtype: str                  # f16 or bf16, or f32
     line: int = 0
 
 

@@ -27,7 +27,8 @@ by element. The product itself is either
   padded against bank conflicts or, with `swizzle`, unpadded with each 16-byte unit's place
   in its row XOR-ed by its row (`_Builder.at`), so that the eight rows an ldmatrix phase
   reads fall in eight different bank groups. Fragments come by ldmatrix x4 (transposed
-  where a tile runs along M or N); TF32 fragments are read element by element.
+  where a tile runs along M or N); TF32 fragments by ldmatrix where the tile runs along K,
+  else element by element.
 
 The epilogue adds the accumulator's start and runs the kernel's own store (`f`, a bias, an
 activation) per element of C. Sums are f32 (f64 for f64 operands). A guarded accumulation
@@ -804,11 +805,14 @@ class _Builder:
         return [self.unrolled("_kk", p.bk, step, 16)]
 
     def tf32_step(self, buf: ir.Expr) -> list:
-        """Per 8-deep step: each lane reads its elements of the warp's A fragments (16 x 8)
-        and B fragments (8 x 8) from the shared tiles (ir.Mma's tf32 layout), then FM x FN
-        m16n8k8 MMAs, which round the operands to TF32."""
+        """Per 8-deep step: the warp's A fragments (16 x 8) and B fragments (8 x 8) from the
+        shared tiles (ir.Mma's tf32 layout): by ldmatrix of 32-bit rows where the tile runs
+        along K, else each lane reading its elements; then FM x FN m16n8k8 MMAs, which round
+        the operands to TF32."""
         p, f = self.p, self.f
         g, t = self.ref("_g"), self.ref("_t4")
+        tile, row = self.ref("_lq"), self.ref("_l8")
+        pair = self.fn % 2 == 0 and f.n.kcontig
 
         def step(kk):
             def key(s, k_in8):      # rows are 8-aligned + g along X, or + t + 4 p along K
@@ -816,6 +820,11 @@ class _Builder:
 
             def a_frag(i):
                 top = self.op("+", self.op("*", self.ref("_wm"), p.tm), self.op("*", i, 16))
+                if f.m.kcontig:     # tiles (rows 0-7 | 8-15) x (k 0-3 | 4-7) by one ldmatrix
+                    x = self.op("+", top, self.op("+", self.op("*", self.op("%", tile, 2), 8), row))
+                    k = self.op("+", kk, self.op("*", self.op("/", tile, 2), 4))
+                    return [ir.MatrixLoad("_fa", self.op("*", i, 4), "_shm",
+                                          self.at("m", buf, x, k, self.lane_key("m"), True), 4, False, "f32")]
                 return [ir.Store("_fa", self.op("+", self.op("*", i, 4), q), ir.Load(
                     "_shm", self.at("m", buf, self.op("+", top, self.op("+", g, 8 * (q % 2))),
                                     self.op("+", kk, self.op("+", t, 4 * (q // 2))),
@@ -823,6 +832,13 @@ class _Builder:
                         for q in range(4)]
 
             def b_frag(j):
+                if f.n.kcontig:     # tiles (k 0-3 | 4-7) of 8 columns (of columns j, j + 1)
+                    group = self.op("+", j, self.op("/", tile, 2)) if pair else j
+                    x = self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("+", self.op("*", group, 8), row))
+                    k = self.op("+", kk, self.op("*", self.op("%", tile, 2), 4))
+                    return [ir.MatrixLoad("_fb", self.op("*", j, 2), "_shn",
+                                          self.at("n", buf, x, k, self.lane_key("n"), True),
+                                          4 if pair else 2, False, "f32")]
                 x = self.op("+", self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("*", j, 8)), g)
                 return [ir.Store("_fb", self.op("+", self.op("*", j, 2), q), ir.Load(
                     "_shn", self.at("n", buf, x, self.op("+", kk, self.op("+", t, 4 * q)),
@@ -831,7 +847,7 @@ class _Builder:
             mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, 4), "_fb", self.op("*", j, 2), "_acc",
                                        self.op("*", self.op("+", self.op("*", i, self.fn), j), 4),
                                        "tf32", (16, 8, 8))]
-            return [self.unrolled("_i", self.fm, a_frag), self.unrolled("_j", self.fn, b_frag),
+            return [self.unrolled("_i", self.fm, a_frag), self.unrolled("_j", self.fn, b_frag, 2 if pair else 1),
                     self.unrolled("_i", self.fm, lambda i: [self.unrolled("_j", self.fn,
                                                                           lambda j: mma(i, j))])]
         return [self.unrolled("_kk", p.bk, step, 8)]

@@ -638,8 +638,8 @@ def bf16_bits_to_f32(b):
 def _may_skip_elements(kernel: cir.Kernel, sizes: dict) -> bool:
     """Whether some output element may not be stored (a conditional store, an accumulation,
     a loop not over the whole axis): such an output is allocated zeroed."""
-    from ...compiler.fusion import _stores_once     # the rule fusion uses for epilogues
     try:
+        from ...compiler.fusion import _stores_once     # the rule fusion uses for epilogues
         return bool(_stores_once(kernel, sizes))
     except Exception:       # a size it cannot evaluate: assume the worst
         return True

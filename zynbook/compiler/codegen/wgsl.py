@@ -254,13 +254,10 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     dims = {user_name(d): d for d in kernel.dims}
     params = []
     for field_name, wgsl_type, p in dialect.uniforms:
-        if p.kind == "size":
-            value = (lambda env, n=dims[p.name]: int(env["sizes"][n]))
-        elif wgsl_type == "f32":
-            value = (lambda env, n=scalars[p.name]: float(env["scalars"][n]))
-        else:
-            value = (lambda env, n=scalars[p.name]: int(env["scalars"][n]))
-        params.append(ParamField(field_name, wgsl_type, value))
+        where, name = ("sizes", dims[p.name]) if p.kind == "size" else ("scalars", scalars[p.name])
+        num = float if p.kind != "size" and wgsl_type == "f32" else int
+        params.append(ParamField(field_name, wgsl_type,
+                                 lambda env, w=where, n=name, num=num: num(env[w][n])))
     program_bindings = [ProgramBinding(n, name, names.get(role, role), access, elem,
                                        dtype if role in names else "")
                         for n, name, role, access, elem, dtype in bindings]

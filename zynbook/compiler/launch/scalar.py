@@ -338,12 +338,14 @@ class ScalarLowering:
             if hit is None:
                 raise NotScalar(f"assignment to `{s.name}` outside its scope")
             return [ir.Set(hit[0], self.operand(s.value, hit[1]), ln)]
-        if isinstance(s, cir.Store):
+        if isinstance(s, (cir.Store, cir.Atomic)):
             if s.buffer not in self.buffers:
                 raise NotScalar(f"a store to `{s.buffer}` of a richer schedule")
             ident, dtype, _ = self.buffers[s.buffer]
             off, guard = self.flat(s.buffer, s.index, store=True)
             value = cast(self.operand(s.value, compute_dtype(dtype)), dtype)
+            if isinstance(s, cir.Atomic):
+                return [ir.Atomic(s.op, ident, off, value, guard, ln)]
             return [ir.Store(ident, off, value, guard, ln)]
         if isinstance(s, cir.Loop):
             start, stop, step = self.index(s.start), self.index(s.stop), self.index(s.step)
@@ -360,11 +362,6 @@ class ScalarLowering:
             with self.facts.assuming(s.cond):
                 then = self.block(s.then)
             return [ir.If(cond, then, self.block(s.orelse), ln)]
-        if isinstance(s, cir.Atomic):
-            ident, dtype, _ = self.buffers[s.buffer]
-            off, guard = self.flat(s.buffer, s.index, store=True)
-            return [ir.Atomic(s.op, ident, off, cast(self.operand(s.value, compute_dtype(dtype)), dtype),
-                              guard, ln)]
         if isinstance(s, cir.Yield) and self.on_yield is not None:
             index = None if s.index is None else self.expr(s.index)     # the schedule's type
             return list(self.on_yield(self.expr(s.value), index, ln))

@@ -110,14 +110,11 @@ class _Writer:
             self.put(depth, f"{kw} {s.name}: {s.dtype}{value}", line)
         elif isinstance(s, ir.Set):
             self.put(depth, f"{s.name} = {format_expr(s.value)}", line)
-        elif isinstance(s, ir.Store):
+        elif isinstance(s, (ir.Store, ir.Atomic)):
             guard = "" if s.guard is None else f"  if {format_expr(s.guard)}"
-            self.put(depth, f"{s.array}[{format_expr(s.index)}] = {format_expr(s.value)}{guard}",
-                     line)
-        elif isinstance(s, ir.Atomic):
-            guard = "" if s.guard is None else f"  if {format_expr(s.guard)}"
-            op = "+=" if s.op == "+" else f"{s.op}="
-            self.put(depth, f"atomic {s.array}[{format_expr(s.index)}] {op} "
+            op = "=" if isinstance(s, ir.Store) else "+=" if s.op == "+" else f"{s.op}="
+            atomic = "atomic " if isinstance(s, ir.Atomic) else ""
+            self.put(depth, f"{atomic}{s.array}[{format_expr(s.index)}] {op} "
                             f"{format_expr(s.value)}{guard}", line)
         elif isinstance(s, ir.For):
             step = "" if (isinstance(s.step, ir.Lit) and s.step.value == 1) \

@@ -62,6 +62,7 @@ class Clock:
     def __init__(self, ids):
         self.ids = list(dict.fromkeys(ids))
         self.cuda = [get_device(d) for d in self.ids if d.startswith("cuda:")]
+        self.issued: list = []      # per timed run: host seconds until fn() returned
 
     def time(self, fn):
         """(seconds, host seconds, fn's result)."""
@@ -76,6 +77,8 @@ class Clock:
                 events.append((dev, start, end))
         t0 = time.perf_counter()
         out = fn()
+        # the host's own time to queue the run: near the whole time, the run is host-bound
+        self.issued.append(time.perf_counter() - t0)
         mg.sync(self.ids)
         host = time.perf_counter() - t0
         if not events:
@@ -96,6 +99,7 @@ class Clock:
         for _ in range(warm):
             out = fn()
         mg.sync(self.ids)
+        self.issued = []
         times, hosts, busy = [], [], []
         for _ in range(reps):
             t, h, out = self.time(fn)
@@ -119,13 +123,15 @@ def kernel_seconds(launches) -> float:
 
 def row(name, shape, flops, one, many, ids, note=""):
     """Record and print one row: `one`, `many`: (seconds, host seconds, kernel seconds or
-    None) on the first device and on the group."""
+    None, host seconds to queue a run or None) on the first device and on the group."""
     n = len(ids)
-    (t1, h1, k1), (tn, hn, kn) = one, many
+    (t1, h1, k1, q1), (tn, hn, kn, qn) = one, many
     rec = {"name": name, "shape": shape, "devices": ids, "n": n, "dtype": "f32",
            "one_ms": t1 * 1e3, "many_ms": tn * 1e3, "one_host_ms": h1 * 1e3,
            "many_host_ms": hn * 1e3, "efficiency": t1 / (n * tn) if tn else None,
            "speedup": t1 / tn if tn else None, "note": note}
+    if q1 is not None and qn is not None:
+        rec.update(one_queue_ms=q1 * 1e3, many_queue_ms=qn * 1e3)
     if k1 and kn:       # the kernels alone: how far the host's time per run is from it
         rec.update(one_kernel_ms=k1 * 1e3, many_kernel_ms=kn * 1e3,
                    efficiency_kernels=k1 / (n * kn))
@@ -138,6 +144,8 @@ def row(name, shape, flops, one, many, ids, note=""):
           + (f" (kernels alone {rec['efficiency_kernels']:.1%})" if "efficiency_kernels" in rec
              else "")
           + (f"   {rec['many_tflops']:.1f} TFLOP/s" if flops and rec["many_tflops"] else "")
+          + (f"   host queues a run in {rec['one_queue_ms']:.2f} / {rec['many_queue_ms']:.2f} ms"
+             if "many_queue_ms" in rec else "")
           + (f"   ({note})" if note else ""), flush=True)
     return rec
 
@@ -159,7 +167,7 @@ def timed(clock, session, src, env, reps, warm, after=None):
         out = session.run(src, **env)
         return after(out) if after is not None else out
     t, h, out, k = clock.median(once, reps, warm, lambda: kernel_seconds(session.launches))
-    return (t, h, k), out
+    return (t, h, k, statistics.median(clock.issued)), out
 
 
 # ------------------------------------------------------------------ rows
@@ -256,13 +264,16 @@ def bench_training_step(ids, quick, reps, warm):
     weights = init_weights(config)
     one_model = TinyGPT(zynbook.device(ids[0]), config, weights)
     group = DataParallel(list(ids), config, weights)
-    t1, h1, l1, _ = Clock(ids[:1]).median(lambda: one_model.train_batch(x, y), reps, warm)
-    tn, hn, ln, _ = Clock(ids).median(lambda: group.train_step(x, y), reps, warm)
+    one_clock, many_clock = Clock(ids[:1]), Clock(ids)
+    t1, h1, l1, _ = one_clock.median(lambda: one_model.train_batch(x, y), reps, warm)
+    tn, hn, ln, _ = many_clock.median(lambda: group.train_step(x, y), reps, warm)
     # both took the same steps from the same weights (tests/test_data_parallel.py checks
     # them equal step by step); the last losses' difference is shown
     row("data-parallel training step (tiny GPT)", f"batch {batch} x seq {seq}", 0,
-        (t1, h1, None), (tn, hn, None), ids, f"gradients all-reduced ({group.group.kind}); last loss "
-        f"{ln:.5f}, {abs(ln - l1) / abs(l1):.1e} from one device's")
+        (t1, h1, None, statistics.median(one_clock.issued)),
+        (tn, hn, None, statistics.median(many_clock.issued)), ids,
+        f"gradients all-reduced ({group.group.kind}); last loss {ln:.5f}, "
+        f"{abs(ln - l1) / abs(l1):.1e} from one device's")
 
 
 # ------------------------------------------------------------------ main

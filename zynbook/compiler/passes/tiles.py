@@ -53,7 +53,8 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
         elif isinstance(s, cir.Assign):
             out.append(cir.Assign(s.name, substitute(s.value, env), s.line))
         elif isinstance(s, cir.Store):
-            out.append(cir.Store(s.buffer, substitute(s.index, env), substitute(s.value, env), s.line))
+            out.append(cir.Store(s.buffer, substitute(s.index, env), substitute(s.value, env),
+                                 s.line))
         elif isinstance(s, cir.Loop):
             inner = {k: v for k, v in env.items() if k != s.var}
             out.append(cir.Loop(s.var, substitute(s.start, env), substitute(s.stop, env),

@@ -298,8 +298,8 @@ class _Builder:
                else f"one block of {p.threads} threads per row")
         what = (f"rows: {who} of ({', '.join(l.var for l in nest.loops)}); the row's {plan.cols} "
                 f"elements held in registers ({p.per_thread} x {p.width} per thread"
-                + (f", {p.width * max(DTYPE_BYTES[low.buffers[b][1]] for b in self.row_bufs())}-byte "
-                   "vector loads" if p.width > 1 else "") + "), one pass over memory")
+                + (f", {p.width * max(DTYPE_BYTES[low.buffers[b][1]] for b in self.row_bufs())}"
+                   "-byte vector loads" if p.width > 1 else "") + "), one pass over memory")
         name = kernel_name(self.k) + self.suffix
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, idx), tuple(body), threads, idx, what)
         grid = -(-rows // p.rows_per_block) if self.warp else rows

@@ -182,7 +182,8 @@ def _renamed(prog: ir.Program, suffix: str, first_site: int) -> ir.Program:
             return replace(node, site_zero=node.site_zero + first_site,
                            site_overflow=node.site_overflow + first_site if node.site_overflow else 0)
         return node
-    kernels = tuple(replace(k, name=k.name + suffix, body=map_nodes(k.body, shift)) for k in prog.kernels)
+    kernels = tuple(replace(k, name=k.name + suffix, body=map_nodes(k.body, shift))
+                    for k in prog.kernels)
     launches = tuple(replace(l, kernel=l.kernel + suffix) for l in prog.launches)
     return replace(prog, kernels=kernels, launches=launches)
 

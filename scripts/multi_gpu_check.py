@@ -348,8 +348,8 @@ def check_chain(ids):
     seen = []
     original = zparallel.input_parts
 
-    def spy(t, axis, work):
-        parts = original(t, axis, work)
+    def spy(t, axis, work, ids=None):
+        parts = original(t, axis, work, ids)
         seen.append((t, parts))
         return parts
     zparallel.input_parts = spy

@@ -197,8 +197,8 @@ class OutOfMemoryError(Exception):
 class Function:
     """A kernel of a loaded module: runs the whole CIR kernel on the reference executor."""
 
-    def __init__(self, kernel):
-        self.kernel = kernel
+    def __init__(self, kernel, module=None):
+        self.kernel, self.module = kernel, module
 
     def __call__(self, grid, block, args, shared_mem=0, stream=None):
         if _recorded(stream, lambda: self.run(args)):
@@ -212,8 +212,9 @@ class Function:
         arrays, err = list(args[:count]), args[-1]
         names = [s.name for s in k.scalars if s.name not in k.dims]
         scalars = {n: v.item() for n, v in zip(names, args[count:-1])}
-        sizes = {d: int(n) for b, a in zip(list(k.inputs) + [k.output], arrays)
-                 for d, n in zip(b.shape, a.shape) if isinstance(d, str)}
+        sizes = dict(getattr(self.module, "sizes", {}))      # those compiled in
+        sizes.update({d: int(n) for b, a in zip(list(k.inputs) + [k.output], arrays)
+                      for d, n in zip(b.shape, a.shape) if isinstance(d, str)})
         try:
             out = run_kernel(k, [np.asarray(a) for a in arrays[:-1]], sizes, scalars)
         except ZynMLRuntimeError as e:       # the first site reports, as the kernel would
@@ -226,9 +227,10 @@ class Function:
 class Module:
     def __init__(self, kernel):
         self.kernel = kernel
+        self.sizes: dict = {}       # the sizes the program was compiled for
 
     def get_function(self, name):
-        return Function(self.kernel)
+        return Function(self.kernel, self)
 
 
 def _from_dlpack(obj) -> ndarray:
@@ -270,5 +272,13 @@ def install(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", module())
     monkeypatch.setattr(CudaDevice, "_ptx", lambda self, program, kernel: "// stand-in")
     monkeypatch.setattr(CudaDevice, "_load", lambda self, ptx, program, kernel: Module(kernel))
+    real_compile = CudaDevice.compile
+
+    def compile(self, kernel, sizes, options=None):
+        compiled = real_compile(self, kernel, sizes, options)
+        compiled.module.sizes = dict(compiled.program_sizes)
+        return compiled
+
+    monkeypatch.setattr(CudaDevice, "compile", compile)
     log.__init__()
     return log

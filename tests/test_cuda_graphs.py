@@ -378,3 +378,21 @@ def test_only_straight_line_pipelines_with_literal_annotations_are_traced():
     assert form("pipeline f(x):\n" + block.format(ann="@device(dev)") + "    return y\n") is None
     assert form("pipeline f(x):\n" + block.format(ann="") + "    print(y)\n    return y\n") is None
     assert form("pipeline f(x):\n" + block.format(ann="") + "    return y * 2.0\n") is None
+
+
+def test_only_an_output_every_element_of_which_is_stored_starts_uninitialised(cuda):
+    from kernel_sources import SPEC_MATMUL, SPEC_ROW_SUMS
+    cp, _, _ = cuda
+    s = zynbook.Session("cuda:0")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((5, 7)).astype(np.float32), \
+        rng.standard_normal((7, 3)).astype(np.float32)
+    for _ in range(2):
+        np.testing.assert_allclose(s.run(SPEC_MATMUL, A=on_gpu(cp, a), B=on_gpu(cp, b)).numpy(),
+                                   a @ b, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(s.run(SPEC_ROW_SUMS, matrix=on_gpu(cp, a)).numpy(),
+                                   a.sum(axis=1), rtol=1e-5, atol=1e-5)
+    plans = {b.lowered.kernel.name: next(iter(next(iter(b.plans.values()))._prepared.values()))
+             for b in s.interpreter.blocks.lowered.values()}
+    zeroed = {name.split("_l")[0]: plan.zeroed for name, plan in plans.items()}
+    assert zeroed == {"matmul": False, "reduce": True}

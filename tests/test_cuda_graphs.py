@@ -396,3 +396,46 @@ def test_only_an_output_every_element_of_which_is_stored_starts_uninitialised(cu
              for b in s.interpreter.blocks.lowered.values()}
     zeroed = {name.split("_l")[0]: plan.zeroed for name, plan in plans.items()}
     assert zeroed == {"matmul": False, "reduce": True}
+
+
+MLP = """pipeline mlp(x, w1, b1, w2):
+    let h = compute(x, w1) {
+        @kernel matmul
+        for i in 0..M, j in 0..N:
+            var sum = 0.0
+            for k in 0..K:
+                sum += x[i, k] * w1[k, j]
+            out[i, j] = sum
+    }
+    let a = compute(h, b1) {
+        @kernel elementwise
+        for i in 0..M, j in 0..N:
+            out[i, j] = max(h[i, j] + b1[j], 0.0)
+    }
+    let y = compute(a, w2) {
+        @kernel matmul
+        for i in 0..M, j in 0..P:
+            var sum = 0.0
+            for k in 0..N:
+                sum += a[i, k] * w2[k, j]
+            out[i, j] = sum
+    }
+    return y
+"""
+
+
+def test_a_fused_matmul_pipeline_replays_equal_to_numpy(cuda):
+    cp, _, log = cuda
+    s = zynbook.Session("cuda:0")
+    s.run(MLP)
+    rng = np.random.default_rng(7)
+    w1, b1, w2 = (rng.standard_normal(shape).astype(np.float32)
+                  for shape in ((6, 5), (5,), (5, 4)))
+    weights = dict(w1=on_gpu(cp, w1), b1=on_gpu(cp, b1), w2=on_gpu(cp, w2))
+    for run in range(4):
+        x = rng.standard_normal((3, 6)).astype(np.float32)
+        y = s.run("mlp(x, w1, b1, w2)", x=on_gpu(cp, x), **weights)
+        np.testing.assert_allclose(y.numpy(), np.maximum(x @ w1 + b1, 0) @ w2, rtol=1e-5,
+                                   atol=1e-5)
+        assert len(s.launches) == 2          # the bias and ReLU are the first GEMM's epilogue
+    assert len(log.graph_launches) == 3

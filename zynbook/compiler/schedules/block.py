@@ -33,7 +33,7 @@ from ..passes.loops import assigned_vars, classify_loop, declared_vars, has_node
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .generic import GenericThread
-from .nest import decompose, parallel_nest, thread, without_tiles
+from .nest import decompose, parallel_nest, shared_loops, thread, without_tiles
 from .reduce import identity, pow2_at_least
 
 
@@ -87,11 +87,7 @@ class Block(Schedule):
         nest = parallel_nest(kernel.body, sizes)
         if not nest.loops:          # one block runs the whole body: as wide as it goes
             return BlockParams(min(1024, target.max_threads))
-        trip = 0
-        mutable = {n.name for n in cir.walk(nest.body) if isinstance(n, cir.Let) and n.mutable}
-        for lp in (n for n in cir.walk(nest.body) if isinstance(n, cir.Loop)):
-            if lp.parallel or classify_loop(lp, mutable) is not None:
-                trip = max(trip, trip_count(lp, sizes) or 0)
+        trip = max((trip_count(lp, sizes) or 0 for lp in shared_loops(nest.body)), default=0)
         threads = pow2_at_least(max(trip // 8, 1), 32, 1024) if trip else 256
         return BlockParams(min(threads, target.max_threads))
 

@@ -21,7 +21,8 @@ from ..launch import ir
 from ..launch.scalar import NotScalar, ScalarLowering, buffer_params, host_expr, lit, product_expr
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from ..passes.loops import trip_count
-from .nest import decompose, extents, flat_index_dtype, parallel_nest, spread, without_tiles
+from .nest import (decompose, extents, flat_index_dtype, parallel_nest, shared_loops, spread,
+                   without_tiles)
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,7 @@ class GenericThread(Schedule):
         """An inner loop the block schedule would split over a block's threads, of 64
         iterations or more (sizes None: for every size set, so any loop whose count
         depends on a size)."""
-        from ..passes.loops import classify_loop        # the block schedule's own test
-        mutable = {n.name for n in cir.walk(nest.body) if isinstance(n, cir.Let) and n.mutable}
-        for lp in (n for n in cir.walk(nest.body) if isinstance(n, cir.Loop)):
-            if not (lp.parallel or classify_loop(lp, mutable) is not None):
-                continue
+        for lp in shared_loops(nest.body):
             n = trip_count(lp, sizes if sizes is not None else {})
             if (n is None and sizes is None) or (n or 0) >= 64:
                 return True

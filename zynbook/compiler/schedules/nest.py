@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from .. import cir
 from ..launch import ir
 from ..launch.scalar import index_dtype, lit
-from ..passes.loops import free_vars, trip_count
+from ..passes.loops import classify_loop, free_vars, trip_count
 
 
 def extents(low, loops) -> list:
@@ -59,6 +59,14 @@ def parallel_nest(body, sizes, symbolic: bool = False) -> Nest:
     if not loops:
         return Nest([], [], (), tuple(body))
     return Nest(loops, counts, tuple(prologue), cur)
+
+
+def shared_loops(body):
+    """The loops of `body` the block schedule splits over a block's threads: parallel
+    ones and those that only write their own elements or only accumulate."""
+    mutable = {n.name for n in cir.walk(body) if isinstance(n, cir.Let) and n.mutable}
+    return [n for n in cir.walk(body) if isinstance(n, cir.Loop)
+            and (n.parallel or classify_loop(n, mutable) is not None)]
 
 
 def without_tiles(kernel: cir.Kernel, sizes: dict):

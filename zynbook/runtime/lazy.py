@@ -16,6 +16,9 @@ block: fused, the intermediate is never written and the two are one launch. A fu
 result that is read after all (a pipeline's local read again later) is computed on its own
 then, from the inputs it kept; before an element assignment and at the end of the program
 every such result still named is computed, so none ever reads changed inputs.
+
+A run of the graph on one CUDA device that repeats is replayed as a CUDA graph
+(runtime/replay.py), and a straight-line pipeline's call as its trace (runtime/traces.py).
 """
 from __future__ import annotations
 

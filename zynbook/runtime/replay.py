@@ -31,6 +31,7 @@ from ..errors import NO_SPAN, ZynMLError, ZynMLRuntimeError
 AUTO_AFTER = 2          # identical runs before a capture, unless config says otherwise
 MIN_LAUNCHES = 2        # a single launch gains nothing from a graph
 MAX_SHAPES = 64         # shapes of runs remembered (a loop over growing shapes keeps this many)
+MAX_GRAPH_SHAPES = 16   # shapes whose graphs are kept (a graph holds its buffers)
 MAX_GRAPHS = 4          # graphs kept per shape (inputs captured in place at other addresses)
 # a launch inside a graph has no time of its own: the whole graph's is on its last launch
 _IN_GRAPH = LaunchTimes(source="cuda-graph")
@@ -87,7 +88,7 @@ class Replays:
         records.append(record)
         if len(records) > MAX_GRAPHS:
             records.pop(0)
-        if len(self.graphs) > MAX_SHAPES:
+        if len(self.graphs) > MAX_GRAPH_SHAPES:
             self.graphs.pop(next(iter(self.graphs)))
         record.run(self.lazy, launches, shape, roots)
         self.last = (record, shape.inputs, [id(g.result) for g, _ in launches])

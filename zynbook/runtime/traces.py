@@ -20,7 +20,7 @@ import sys
 from ..compiler import ast as A
 from .tensor import Tensor
 
-MAX_TRACES = 64
+MAX_TRACES = 16         # calls whose traces are kept (each holds its graph and buffers)
 
 
 class Traces:

@@ -3,6 +3,7 @@ body with bounds known at launch, flattened into one iteration count."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from .. import cir
 from ..launch import ir
@@ -27,10 +28,7 @@ class Nest:
 
     @property
     def total(self) -> int:
-        n = 1
-        for e in self.extents:
-            n *= e
-        return n
+        return prod(self.extents)
 
 
 def _lets_then_loops(body, sizes, symbolic: bool, parallel_only: bool, keep_one: bool):

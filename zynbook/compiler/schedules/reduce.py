@@ -20,6 +20,7 @@ in-order loop.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from math import prod
 
 from .. import cir, errflag
 from ..launch import ir
@@ -214,10 +215,7 @@ class _Builder:
 
     def product(self, terms) -> ir.Expr | int:
         if not self.sym:
-            n = 1
-            for t in terms:
-                n *= t
-            return n
+            return prod(terms)
         return product_expr([self.i(t) for t in terms], self.idx)
 
     def thread(self, axis: str) -> ir.Expr:

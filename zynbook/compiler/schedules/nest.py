@@ -1,5 +1,8 @@
 """The loop nest a schedule distributes: the outermost perfectly nested parallel loops of a
-body with bounds known at launch, flattened into one iteration count."""
+body with bounds known at launch, flattened into one iteration count; and what every schedule
+that flattens a nest writes alike: its index dtype, a thread's position, the loop variables
+of a flat iteration (`decompose`) and the loop spreading the iterations over threads
+(`spread`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -437,7 +437,7 @@ def test_tf32_tensor_cores(ta, tb, odd):
     assert not np.allclose(got, exact_want, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(got, exact_want, rtol=1e-2, atol=1e-2)
     auto = Gemm().default(kernel, cuda_target(), sizes)
-    assert auto.mma and (auto.stages == 2) == (not odd)
+    assert auto.mma and (auto.stages > 0) == (not odd)    # cp.async stages where aligned
     # f32 stays exact unless the program allows TF32
     assert not Gemm().default(exact, cuda_target(), sizes).mma
 

@@ -7,6 +7,7 @@ parameter choices, rows held as vectors of four where the target has them (and s
 head_dim is not a multiple of four), and the bodies it must not take."""
 from __future__ import annotations
 
+import re
 import numpy as np
 import pytest
 
@@ -208,11 +209,15 @@ def test_cuda_per_query_rows_are_vectors():
 
 def test_webgpu_source_is_vectors_and_compact():
     """The WGSL of the benchmark's attention: K/V tiles in workgroup vec4 arrays, scores by
-    dot(), and no scalar loop over head_dim written out (a few dozen KiB, not hundreds)."""
+    dot(), and no scalar loop over head_dim written out (a few dozen KiB, not hundreds); q, o
+    and the scores as variables of their own, no array local to an invocation (a shader
+    compiler may keep one in memory)."""
     from zynbook.compiler.codegen.dialects.wgsl import WgslDialect
     from zynbook.compiler.codegen.printer import print_program
     k, ins, sz, sc = _inputs(A.three_pass("bool"), 64, 64)
     t, _ = TARGETS["webgpu"]
     src = print_program(WgslDialect(), SCHED.build(k, t, sz, SCHED.default(k, t, sz)), k).source
-    assert "var<workgroup> _kv: array<vec4<f32>," in src and "dot(_qr[" in src
+    assert "var<workgroup> _kv: array<vec4<f32>," in src and "dot(_qr_1, " in src
+    assert "var _o_15: vec4<f32>;" in src and "var _s_3: f32;" in src
+    assert not re.search(r"\bvar _\w+: array<", src)
     assert len(src) < 160_000

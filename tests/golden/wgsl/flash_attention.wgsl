@@ -38,9 +38,9 @@ fn zyn_trem(a: i32, b: i32) -> i32 {
     return select(r, -r, a < 0i); }
 // on the bits: a shader compiler may assume x == x
 fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
-// max and min propagate NaN, as numpy's maximum and minimum do
+// max and min propagate NaN, as numpy's maximum and minimum do (selects, no branch)
 fn zyn_max_f32(a: f32, b: f32) -> f32 {
-    if (zyn_isnan_f32(a)) { return a; } if (zyn_isnan_f32(b)) { return b; } return max(a, b); }
+    return select(select(max(a, b), b, zyn_isnan_f32(b)), a, zyn_isnan_f32(a)); }
 // the error flag (zynbook/compiler/errflag.py): the first failing site and its value win
 fn zyn_fail(site: i32, v: i32) {
     loop {
@@ -93,25 +93,39 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     let _vbase: i32 = ((((_b * u_V_d1) * u_V_d2) * u_V_d3) + ((_h * u_V_d2) * u_V_d3));
     let _orow: i32 = (((((_b * u_heads) * u_seq_len) * u_head_dim) + ((_h * u_seq_len) * u_head_dim)) + (_qc * u_head_dim));
     let _scale: f32 = (1.0f / sqrt(f32(u_head_dim)));
-    var _qr: array<vec4<f32>, 8>;
-    var _o: array<vec4<f32>, 8>;
+    var _qr_0: vec4<f32>;
+    var _qr_1: vec4<f32>;
+    var _qr_2: vec4<f32>;
+    var _qr_3: vec4<f32>;
+    var _qr_4: vec4<f32>;
+    var _qr_5: vec4<f32>;
+    var _qr_6: vec4<f32>;
+    var _qr_7: vec4<f32>;
+    var _o_0: vec4<f32>;
+    var _o_1: vec4<f32>;
+    var _o_2: vec4<f32>;
+    var _o_3: vec4<f32>;
+    var _o_4: vec4<f32>;
+    var _o_5: vec4<f32>;
+    var _o_6: vec4<f32>;
+    var _o_7: vec4<f32>;
     {
-        _qr[0i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(0i, (u_head_dim - 1i)))], (0i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(1i, (u_head_dim - 1i)))], (1i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(2i, (u_head_dim - 1i)))], (2i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(3i, (u_head_dim - 1i)))], (3i < u_head_dim))) * vec4<f32>(_scale));
-        _o[0i] = vec4<f32>(0.0f);
-        _qr[1i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(4i, (u_head_dim - 1i)))], (4i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(5i, (u_head_dim - 1i)))], (5i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(6i, (u_head_dim - 1i)))], (6i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(7i, (u_head_dim - 1i)))], (7i < u_head_dim))) * vec4<f32>(_scale));
-        _o[1i] = vec4<f32>(0.0f);
-        _qr[2i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(8i, (u_head_dim - 1i)))], (8i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(9i, (u_head_dim - 1i)))], (9i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(10i, (u_head_dim - 1i)))], (10i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(11i, (u_head_dim - 1i)))], (11i < u_head_dim))) * vec4<f32>(_scale));
-        _o[2i] = vec4<f32>(0.0f);
-        _qr[3i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(12i, (u_head_dim - 1i)))], (12i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(13i, (u_head_dim - 1i)))], (13i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(14i, (u_head_dim - 1i)))], (14i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(15i, (u_head_dim - 1i)))], (15i < u_head_dim))) * vec4<f32>(_scale));
-        _o[3i] = vec4<f32>(0.0f);
-        _qr[4i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(16i, (u_head_dim - 1i)))], (16i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(17i, (u_head_dim - 1i)))], (17i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(18i, (u_head_dim - 1i)))], (18i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(19i, (u_head_dim - 1i)))], (19i < u_head_dim))) * vec4<f32>(_scale));
-        _o[4i] = vec4<f32>(0.0f);
-        _qr[5i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(20i, (u_head_dim - 1i)))], (20i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(21i, (u_head_dim - 1i)))], (21i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(22i, (u_head_dim - 1i)))], (22i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(23i, (u_head_dim - 1i)))], (23i < u_head_dim))) * vec4<f32>(_scale));
-        _o[5i] = vec4<f32>(0.0f);
-        _qr[6i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(24i, (u_head_dim - 1i)))], (24i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(25i, (u_head_dim - 1i)))], (25i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(26i, (u_head_dim - 1i)))], (26i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(27i, (u_head_dim - 1i)))], (27i < u_head_dim))) * vec4<f32>(_scale));
-        _o[6i] = vec4<f32>(0.0f);
-        _qr[7i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(28i, (u_head_dim - 1i)))], (28i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(29i, (u_head_dim - 1i)))], (29i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(30i, (u_head_dim - 1i)))], (30i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(31i, (u_head_dim - 1i)))], (31i < u_head_dim))) * vec4<f32>(_scale));
-        _o[7i] = vec4<f32>(0.0f);
+        _qr_0 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(0i, (u_head_dim - 1i)))], (0i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(1i, (u_head_dim - 1i)))], (1i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(2i, (u_head_dim - 1i)))], (2i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(3i, (u_head_dim - 1i)))], (3i < u_head_dim))) * vec4<f32>(_scale));
+        _o_0 = vec4<f32>(0.0f);
+        _qr_1 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(4i, (u_head_dim - 1i)))], (4i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(5i, (u_head_dim - 1i)))], (5i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(6i, (u_head_dim - 1i)))], (6i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(7i, (u_head_dim - 1i)))], (7i < u_head_dim))) * vec4<f32>(_scale));
+        _o_1 = vec4<f32>(0.0f);
+        _qr_2 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(8i, (u_head_dim - 1i)))], (8i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(9i, (u_head_dim - 1i)))], (9i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(10i, (u_head_dim - 1i)))], (10i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(11i, (u_head_dim - 1i)))], (11i < u_head_dim))) * vec4<f32>(_scale));
+        _o_2 = vec4<f32>(0.0f);
+        _qr_3 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(12i, (u_head_dim - 1i)))], (12i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(13i, (u_head_dim - 1i)))], (13i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(14i, (u_head_dim - 1i)))], (14i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(15i, (u_head_dim - 1i)))], (15i < u_head_dim))) * vec4<f32>(_scale));
+        _o_3 = vec4<f32>(0.0f);
+        _qr_4 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(16i, (u_head_dim - 1i)))], (16i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(17i, (u_head_dim - 1i)))], (17i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(18i, (u_head_dim - 1i)))], (18i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(19i, (u_head_dim - 1i)))], (19i < u_head_dim))) * vec4<f32>(_scale));
+        _o_4 = vec4<f32>(0.0f);
+        _qr_5 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(20i, (u_head_dim - 1i)))], (20i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(21i, (u_head_dim - 1i)))], (21i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(22i, (u_head_dim - 1i)))], (22i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(23i, (u_head_dim - 1i)))], (23i < u_head_dim))) * vec4<f32>(_scale));
+        _o_5 = vec4<f32>(0.0f);
+        _qr_6 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(24i, (u_head_dim - 1i)))], (24i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(25i, (u_head_dim - 1i)))], (25i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(26i, (u_head_dim - 1i)))], (26i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(27i, (u_head_dim - 1i)))], (27i < u_head_dim))) * vec4<f32>(_scale));
+        _o_6 = vec4<f32>(0.0f);
+        _qr_7 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(28i, (u_head_dim - 1i)))], (28i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(29i, (u_head_dim - 1i)))], (29i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(30i, (u_head_dim - 1i)))], (30i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(31i, (u_head_dim - 1i)))], (31i < u_head_dim))) * vec4<f32>(_scale));
+        _o_7 = vec4<f32>(0.0f);
     }
     var _m: f32 = bitcast<f32>(0xff800000u);
     var _l: f32 = 0.0f;
@@ -127,256 +141,255 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
             }
         }
         workgroupBarrier();
-        for (var _j0: i32 = 0i; _j0 < 32i; _j0 += 32i) {
-            var _s: array<f32, 8>;
+        {
+            var _s_0: f32;
+            var _s_1: f32;
+            var _s_2: f32;
+            var _s_3: f32;
+            var _s_4: f32;
+            var _s_5: f32;
+            var _s_6: f32;
+            var _s_7: f32;
             var _mt: f32 = _m;
             {
-                let _jj_0: i32 = (_j0 + _r);
+                let _jj_0: i32 = _r;
                 let _j_0: i32 = (_k0 + _jj_0);
                 let _jc_0: i32 = min(_j_0, (_SK - 1i));
-                var _dot_0: f32 = 0.0f;
+                var _dot_0: f32 = dot(_qr_0, _kv[(_jj_0 * 9i)]);
                 {
-                    _dot_0 = (_dot_0 + dot(_qr[0i], _kv[(_jj_0 * 9i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[1i], _kv[((_jj_0 * 9i) + 1i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[2i], _kv[((_jj_0 * 9i) + 2i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[3i], _kv[((_jj_0 * 9i) + 3i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[4i], _kv[((_jj_0 * 9i) + 4i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[5i], _kv[((_jj_0 * 9i) + 5i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[6i], _kv[((_jj_0 * 9i) + 6i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[7i], _kv[((_jj_0 * 9i) + 7i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_1, _kv[((_jj_0 * 9i) + 1i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_2, _kv[((_jj_0 * 9i) + 2i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_3, _kv[((_jj_0 * 9i) + 3i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_4, _kv[((_jj_0 * 9i) + 4i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_5, _kv[((_jj_0 * 9i) + 5i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_6, _kv[((_jj_0 * 9i) + 6i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_7, _kv[((_jj_0 * 9i) + 7i)]));
                 }
-                _s[0i] = select(bitcast<f32>(0xff800000u), _dot_0, (_j_0 < _SK));
-                _mt = zyn_max_f32(_mt, _s[0i]);
-                let _jj_1: i32 = ((_j0 + 4i) + _r);
+                _s_0 = select(bitcast<f32>(0xff800000u), _dot_0, (_j_0 < _SK));
+                _mt = zyn_max_f32(_mt, _s_0);
+                let _jj_1: i32 = (4i + _r);
                 let _j_1: i32 = (_k0 + _jj_1);
                 let _jc_1: i32 = min(_j_1, (_SK - 1i));
-                var _dot_1: f32 = 0.0f;
+                var _dot_1: f32 = dot(_qr_0, _kv[(_jj_1 * 9i)]);
                 {
-                    _dot_1 = (_dot_1 + dot(_qr[0i], _kv[(_jj_1 * 9i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[1i], _kv[((_jj_1 * 9i) + 1i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[2i], _kv[((_jj_1 * 9i) + 2i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[3i], _kv[((_jj_1 * 9i) + 3i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[4i], _kv[((_jj_1 * 9i) + 4i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[5i], _kv[((_jj_1 * 9i) + 5i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[6i], _kv[((_jj_1 * 9i) + 6i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[7i], _kv[((_jj_1 * 9i) + 7i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_1, _kv[((_jj_1 * 9i) + 1i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_2, _kv[((_jj_1 * 9i) + 2i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_3, _kv[((_jj_1 * 9i) + 3i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_4, _kv[((_jj_1 * 9i) + 4i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_5, _kv[((_jj_1 * 9i) + 5i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_6, _kv[((_jj_1 * 9i) + 6i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_7, _kv[((_jj_1 * 9i) + 7i)]));
                 }
-                _s[1i] = select(bitcast<f32>(0xff800000u), _dot_1, (_j_1 < _SK));
-                _mt = zyn_max_f32(_mt, _s[1i]);
-                let _jj_2: i32 = ((_j0 + 8i) + _r);
+                _s_1 = select(bitcast<f32>(0xff800000u), _dot_1, (_j_1 < _SK));
+                _mt = zyn_max_f32(_mt, _s_1);
+                let _jj_2: i32 = (8i + _r);
                 let _j_2: i32 = (_k0 + _jj_2);
                 let _jc_2: i32 = min(_j_2, (_SK - 1i));
-                var _dot_2: f32 = 0.0f;
+                var _dot_2: f32 = dot(_qr_0, _kv[(_jj_2 * 9i)]);
                 {
-                    _dot_2 = (_dot_2 + dot(_qr[0i], _kv[(_jj_2 * 9i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[1i], _kv[((_jj_2 * 9i) + 1i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[2i], _kv[((_jj_2 * 9i) + 2i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[3i], _kv[((_jj_2 * 9i) + 3i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[4i], _kv[((_jj_2 * 9i) + 4i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[5i], _kv[((_jj_2 * 9i) + 5i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[6i], _kv[((_jj_2 * 9i) + 6i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[7i], _kv[((_jj_2 * 9i) + 7i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_1, _kv[((_jj_2 * 9i) + 1i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_2, _kv[((_jj_2 * 9i) + 2i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_3, _kv[((_jj_2 * 9i) + 3i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_4, _kv[((_jj_2 * 9i) + 4i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_5, _kv[((_jj_2 * 9i) + 5i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_6, _kv[((_jj_2 * 9i) + 6i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_7, _kv[((_jj_2 * 9i) + 7i)]));
                 }
-                _s[2i] = select(bitcast<f32>(0xff800000u), _dot_2, (_j_2 < _SK));
-                _mt = zyn_max_f32(_mt, _s[2i]);
-                let _jj_3: i32 = ((_j0 + 12i) + _r);
+                _s_2 = select(bitcast<f32>(0xff800000u), _dot_2, (_j_2 < _SK));
+                _mt = zyn_max_f32(_mt, _s_2);
+                let _jj_3: i32 = (12i + _r);
                 let _j_3: i32 = (_k0 + _jj_3);
                 let _jc_3: i32 = min(_j_3, (_SK - 1i));
-                var _dot_3: f32 = 0.0f;
+                var _dot_3: f32 = dot(_qr_0, _kv[(_jj_3 * 9i)]);
                 {
-                    _dot_3 = (_dot_3 + dot(_qr[0i], _kv[(_jj_3 * 9i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[1i], _kv[((_jj_3 * 9i) + 1i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[2i], _kv[((_jj_3 * 9i) + 2i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[3i], _kv[((_jj_3 * 9i) + 3i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[4i], _kv[((_jj_3 * 9i) + 4i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[5i], _kv[((_jj_3 * 9i) + 5i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[6i], _kv[((_jj_3 * 9i) + 6i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[7i], _kv[((_jj_3 * 9i) + 7i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_1, _kv[((_jj_3 * 9i) + 1i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_2, _kv[((_jj_3 * 9i) + 2i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_3, _kv[((_jj_3 * 9i) + 3i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_4, _kv[((_jj_3 * 9i) + 4i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_5, _kv[((_jj_3 * 9i) + 5i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_6, _kv[((_jj_3 * 9i) + 6i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_7, _kv[((_jj_3 * 9i) + 7i)]));
                 }
-                _s[3i] = select(bitcast<f32>(0xff800000u), _dot_3, (_j_3 < _SK));
-                _mt = zyn_max_f32(_mt, _s[3i]);
-                let _jj_4: i32 = ((_j0 + 16i) + _r);
+                _s_3 = select(bitcast<f32>(0xff800000u), _dot_3, (_j_3 < _SK));
+                _mt = zyn_max_f32(_mt, _s_3);
+                let _jj_4: i32 = (16i + _r);
                 let _j_4: i32 = (_k0 + _jj_4);
                 let _jc_4: i32 = min(_j_4, (_SK - 1i));
-                var _dot_4: f32 = 0.0f;
+                var _dot_4: f32 = dot(_qr_0, _kv[(_jj_4 * 9i)]);
                 {
-                    _dot_4 = (_dot_4 + dot(_qr[0i], _kv[(_jj_4 * 9i)]));
-                    _dot_4 = (_dot_4 + dot(_qr[1i], _kv[((_jj_4 * 9i) + 1i)]));
-                    _dot_4 = (_dot_4 + dot(_qr[2i], _kv[((_jj_4 * 9i) + 2i)]));
-                    _dot_4 = (_dot_4 + dot(_qr[3i], _kv[((_jj_4 * 9i) + 3i)]));
-                    _dot_4 = (_dot_4 + dot(_qr[4i], _kv[((_jj_4 * 9i) + 4i)]));
-                    _dot_4 = (_dot_4 + dot(_qr[5i], _kv[((_jj_4 * 9i) + 5i)]));
-                    _dot_4 = (_dot_4 + dot(_qr[6i], _kv[((_jj_4 * 9i) + 6i)]));
-                    _dot_4 = (_dot_4 + dot(_qr[7i], _kv[((_jj_4 * 9i) + 7i)]));
+                    _dot_4 = (_dot_4 + dot(_qr_1, _kv[((_jj_4 * 9i) + 1i)]));
+                    _dot_4 = (_dot_4 + dot(_qr_2, _kv[((_jj_4 * 9i) + 2i)]));
+                    _dot_4 = (_dot_4 + dot(_qr_3, _kv[((_jj_4 * 9i) + 3i)]));
+                    _dot_4 = (_dot_4 + dot(_qr_4, _kv[((_jj_4 * 9i) + 4i)]));
+                    _dot_4 = (_dot_4 + dot(_qr_5, _kv[((_jj_4 * 9i) + 5i)]));
+                    _dot_4 = (_dot_4 + dot(_qr_6, _kv[((_jj_4 * 9i) + 6i)]));
+                    _dot_4 = (_dot_4 + dot(_qr_7, _kv[((_jj_4 * 9i) + 7i)]));
                 }
-                _s[4i] = select(bitcast<f32>(0xff800000u), _dot_4, (_j_4 < _SK));
-                _mt = zyn_max_f32(_mt, _s[4i]);
-                let _jj_5: i32 = ((_j0 + 20i) + _r);
+                _s_4 = select(bitcast<f32>(0xff800000u), _dot_4, (_j_4 < _SK));
+                _mt = zyn_max_f32(_mt, _s_4);
+                let _jj_5: i32 = (20i + _r);
                 let _j_5: i32 = (_k0 + _jj_5);
                 let _jc_5: i32 = min(_j_5, (_SK - 1i));
-                var _dot_5: f32 = 0.0f;
+                var _dot_5: f32 = dot(_qr_0, _kv[(_jj_5 * 9i)]);
                 {
-                    _dot_5 = (_dot_5 + dot(_qr[0i], _kv[(_jj_5 * 9i)]));
-                    _dot_5 = (_dot_5 + dot(_qr[1i], _kv[((_jj_5 * 9i) + 1i)]));
-                    _dot_5 = (_dot_5 + dot(_qr[2i], _kv[((_jj_5 * 9i) + 2i)]));
-                    _dot_5 = (_dot_5 + dot(_qr[3i], _kv[((_jj_5 * 9i) + 3i)]));
-                    _dot_5 = (_dot_5 + dot(_qr[4i], _kv[((_jj_5 * 9i) + 4i)]));
-                    _dot_5 = (_dot_5 + dot(_qr[5i], _kv[((_jj_5 * 9i) + 5i)]));
-                    _dot_5 = (_dot_5 + dot(_qr[6i], _kv[((_jj_5 * 9i) + 6i)]));
-                    _dot_5 = (_dot_5 + dot(_qr[7i], _kv[((_jj_5 * 9i) + 7i)]));
+                    _dot_5 = (_dot_5 + dot(_qr_1, _kv[((_jj_5 * 9i) + 1i)]));
+                    _dot_5 = (_dot_5 + dot(_qr_2, _kv[((_jj_5 * 9i) + 2i)]));
+                    _dot_5 = (_dot_5 + dot(_qr_3, _kv[((_jj_5 * 9i) + 3i)]));
+                    _dot_5 = (_dot_5 + dot(_qr_4, _kv[((_jj_5 * 9i) + 4i)]));
+                    _dot_5 = (_dot_5 + dot(_qr_5, _kv[((_jj_5 * 9i) + 5i)]));
+                    _dot_5 = (_dot_5 + dot(_qr_6, _kv[((_jj_5 * 9i) + 6i)]));
+                    _dot_5 = (_dot_5 + dot(_qr_7, _kv[((_jj_5 * 9i) + 7i)]));
                 }
-                _s[5i] = select(bitcast<f32>(0xff800000u), _dot_5, (_j_5 < _SK));
-                _mt = zyn_max_f32(_mt, _s[5i]);
-                let _jj_6: i32 = ((_j0 + 24i) + _r);
+                _s_5 = select(bitcast<f32>(0xff800000u), _dot_5, (_j_5 < _SK));
+                _mt = zyn_max_f32(_mt, _s_5);
+                let _jj_6: i32 = (24i + _r);
                 let _j_6: i32 = (_k0 + _jj_6);
                 let _jc_6: i32 = min(_j_6, (_SK - 1i));
-                var _dot_6: f32 = 0.0f;
+                var _dot_6: f32 = dot(_qr_0, _kv[(_jj_6 * 9i)]);
                 {
-                    _dot_6 = (_dot_6 + dot(_qr[0i], _kv[(_jj_6 * 9i)]));
-                    _dot_6 = (_dot_6 + dot(_qr[1i], _kv[((_jj_6 * 9i) + 1i)]));
-                    _dot_6 = (_dot_6 + dot(_qr[2i], _kv[((_jj_6 * 9i) + 2i)]));
-                    _dot_6 = (_dot_6 + dot(_qr[3i], _kv[((_jj_6 * 9i) + 3i)]));
-                    _dot_6 = (_dot_6 + dot(_qr[4i], _kv[((_jj_6 * 9i) + 4i)]));
-                    _dot_6 = (_dot_6 + dot(_qr[5i], _kv[((_jj_6 * 9i) + 5i)]));
-                    _dot_6 = (_dot_6 + dot(_qr[6i], _kv[((_jj_6 * 9i) + 6i)]));
-                    _dot_6 = (_dot_6 + dot(_qr[7i], _kv[((_jj_6 * 9i) + 7i)]));
+                    _dot_6 = (_dot_6 + dot(_qr_1, _kv[((_jj_6 * 9i) + 1i)]));
+                    _dot_6 = (_dot_6 + dot(_qr_2, _kv[((_jj_6 * 9i) + 2i)]));
+                    _dot_6 = (_dot_6 + dot(_qr_3, _kv[((_jj_6 * 9i) + 3i)]));
+                    _dot_6 = (_dot_6 + dot(_qr_4, _kv[((_jj_6 * 9i) + 4i)]));
+                    _dot_6 = (_dot_6 + dot(_qr_5, _kv[((_jj_6 * 9i) + 5i)]));
+                    _dot_6 = (_dot_6 + dot(_qr_6, _kv[((_jj_6 * 9i) + 6i)]));
+                    _dot_6 = (_dot_6 + dot(_qr_7, _kv[((_jj_6 * 9i) + 7i)]));
                 }
-                _s[6i] = select(bitcast<f32>(0xff800000u), _dot_6, (_j_6 < _SK));
-                _mt = zyn_max_f32(_mt, _s[6i]);
-                let _jj_7: i32 = ((_j0 + 28i) + _r);
+                _s_6 = select(bitcast<f32>(0xff800000u), _dot_6, (_j_6 < _SK));
+                _mt = zyn_max_f32(_mt, _s_6);
+                let _jj_7: i32 = (28i + _r);
                 let _j_7: i32 = (_k0 + _jj_7);
                 let _jc_7: i32 = min(_j_7, (_SK - 1i));
-                var _dot_7: f32 = 0.0f;
+                var _dot_7: f32 = dot(_qr_0, _kv[(_jj_7 * 9i)]);
                 {
-                    _dot_7 = (_dot_7 + dot(_qr[0i], _kv[(_jj_7 * 9i)]));
-                    _dot_7 = (_dot_7 + dot(_qr[1i], _kv[((_jj_7 * 9i) + 1i)]));
-                    _dot_7 = (_dot_7 + dot(_qr[2i], _kv[((_jj_7 * 9i) + 2i)]));
-                    _dot_7 = (_dot_7 + dot(_qr[3i], _kv[((_jj_7 * 9i) + 3i)]));
-                    _dot_7 = (_dot_7 + dot(_qr[4i], _kv[((_jj_7 * 9i) + 4i)]));
-                    _dot_7 = (_dot_7 + dot(_qr[5i], _kv[((_jj_7 * 9i) + 5i)]));
-                    _dot_7 = (_dot_7 + dot(_qr[6i], _kv[((_jj_7 * 9i) + 6i)]));
-                    _dot_7 = (_dot_7 + dot(_qr[7i], _kv[((_jj_7 * 9i) + 7i)]));
+                    _dot_7 = (_dot_7 + dot(_qr_1, _kv[((_jj_7 * 9i) + 1i)]));
+                    _dot_7 = (_dot_7 + dot(_qr_2, _kv[((_jj_7 * 9i) + 2i)]));
+                    _dot_7 = (_dot_7 + dot(_qr_3, _kv[((_jj_7 * 9i) + 3i)]));
+                    _dot_7 = (_dot_7 + dot(_qr_4, _kv[((_jj_7 * 9i) + 4i)]));
+                    _dot_7 = (_dot_7 + dot(_qr_5, _kv[((_jj_7 * 9i) + 5i)]));
+                    _dot_7 = (_dot_7 + dot(_qr_6, _kv[((_jj_7 * 9i) + 6i)]));
+                    _dot_7 = (_dot_7 + dot(_qr_7, _kv[((_jj_7 * 9i) + 7i)]));
                 }
-                _s[7i] = select(bitcast<f32>(0xff800000u), _dot_7, (_j_7 < _SK));
-                _mt = zyn_max_f32(_mt, _s[7i]);
+                _s_7 = select(bitcast<f32>(0xff800000u), _dot_7, (_j_7 < _SK));
+                _mt = zyn_max_f32(_mt, _s_7);
             }
             if ((!(_mt <= bitcast<f32>(0xff800000u)))) {
                 let _alpha: f32 = exp((_m - _mt));
                 _l = (_l * _alpha);
                 {
-                    _o[0i] = (_o[0i] * vec4<f32>(_alpha));
-                    _o[1i] = (_o[1i] * vec4<f32>(_alpha));
-                    _o[2i] = (_o[2i] * vec4<f32>(_alpha));
-                    _o[3i] = (_o[3i] * vec4<f32>(_alpha));
-                    _o[4i] = (_o[4i] * vec4<f32>(_alpha));
-                    _o[5i] = (_o[5i] * vec4<f32>(_alpha));
-                    _o[6i] = (_o[6i] * vec4<f32>(_alpha));
-                    _o[7i] = (_o[7i] * vec4<f32>(_alpha));
+                    _o_0 = (_o_0 * vec4<f32>(_alpha));
+                    _o_1 = (_o_1 * vec4<f32>(_alpha));
+                    _o_2 = (_o_2 * vec4<f32>(_alpha));
+                    _o_3 = (_o_3 * vec4<f32>(_alpha));
+                    _o_4 = (_o_4 * vec4<f32>(_alpha));
+                    _o_5 = (_o_5 * vec4<f32>(_alpha));
+                    _o_6 = (_o_6 * vec4<f32>(_alpha));
+                    _o_7 = (_o_7 * vec4<f32>(_alpha));
                 }
                 {
-                    let _p_0: f32 = select(0.0f, exp((_s[0i] - _mt)), (!(_s[0i] <= bitcast<f32>(0xff800000u))));
+                    let _p_0: f32 = select(0.0f, exp((_s_0 - _mt)), (!(_s_0 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_0);
-                    let _jj_0: i32 = (_j0 + _r);
+                    let _jj_0: i32 = _r;
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 288i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 9i) + 1i) + 288i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 9i) + 2i) + 288i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 9i) + 3i) + 288i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 9i) + 4i) + 288i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 9i) + 5i) + 288i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 9i) + 6i) + 288i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 9i) + 7i) + 288i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 288i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 289i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 290i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 291i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 292i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 293i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 294i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 295i)]));
                     }
-                    let _p_1: f32 = select(0.0f, exp((_s[1i] - _mt)), (!(_s[1i] <= bitcast<f32>(0xff800000u))));
+                    let _p_1: f32 = select(0.0f, exp((_s_1 - _mt)), (!(_s_1 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_1);
-                    let _jj_1: i32 = ((_j0 + 4i) + _r);
+                    let _jj_1: i32 = (4i + _r);
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 288i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 9i) + 1i) + 288i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 9i) + 2i) + 288i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 9i) + 3i) + 288i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 9i) + 4i) + 288i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 9i) + 5i) + 288i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 9i) + 6i) + 288i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 9i) + 7i) + 288i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 288i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 289i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 290i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 291i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 292i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 293i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 294i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 295i)]));
                     }
-                    let _p_2: f32 = select(0.0f, exp((_s[2i] - _mt)), (!(_s[2i] <= bitcast<f32>(0xff800000u))));
+                    let _p_2: f32 = select(0.0f, exp((_s_2 - _mt)), (!(_s_2 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_2);
-                    let _jj_2: i32 = ((_j0 + 8i) + _r);
+                    let _jj_2: i32 = (8i + _r);
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 288i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 9i) + 1i) + 288i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 9i) + 2i) + 288i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 9i) + 3i) + 288i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 9i) + 4i) + 288i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 9i) + 5i) + 288i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 9i) + 6i) + 288i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 9i) + 7i) + 288i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 288i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 289i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 290i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 291i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 292i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 293i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 294i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 295i)]));
                     }
-                    let _p_3: f32 = select(0.0f, exp((_s[3i] - _mt)), (!(_s[3i] <= bitcast<f32>(0xff800000u))));
+                    let _p_3: f32 = select(0.0f, exp((_s_3 - _mt)), (!(_s_3 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_3);
-                    let _jj_3: i32 = ((_j0 + 12i) + _r);
+                    let _jj_3: i32 = (12i + _r);
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 288i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 9i) + 1i) + 288i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 9i) + 2i) + 288i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 9i) + 3i) + 288i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 9i) + 4i) + 288i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 9i) + 5i) + 288i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 9i) + 6i) + 288i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 9i) + 7i) + 288i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 288i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 289i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 290i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 291i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 292i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 293i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 294i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 295i)]));
                     }
-                    let _p_4: f32 = select(0.0f, exp((_s[4i] - _mt)), (!(_s[4i] <= bitcast<f32>(0xff800000u))));
+                    let _p_4: f32 = select(0.0f, exp((_s_4 - _mt)), (!(_s_4 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_4);
-                    let _jj_4: i32 = ((_j0 + 16i) + _r);
+                    let _jj_4: i32 = (16i + _r);
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 288i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_4) * _kv[(((_jj_4 * 9i) + 1i) + 288i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_4) * _kv[(((_jj_4 * 9i) + 2i) + 288i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_4) * _kv[(((_jj_4 * 9i) + 3i) + 288i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_4) * _kv[(((_jj_4 * 9i) + 4i) + 288i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_4) * _kv[(((_jj_4 * 9i) + 5i) + 288i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_4) * _kv[(((_jj_4 * 9i) + 6i) + 288i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_4) * _kv[(((_jj_4 * 9i) + 7i) + 288i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 288i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 289i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 290i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 291i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 292i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 293i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 294i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 295i)]));
                     }
-                    let _p_5: f32 = select(0.0f, exp((_s[5i] - _mt)), (!(_s[5i] <= bitcast<f32>(0xff800000u))));
+                    let _p_5: f32 = select(0.0f, exp((_s_5 - _mt)), (!(_s_5 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_5);
-                    let _jj_5: i32 = ((_j0 + 20i) + _r);
+                    let _jj_5: i32 = (20i + _r);
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 288i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_5) * _kv[(((_jj_5 * 9i) + 1i) + 288i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_5) * _kv[(((_jj_5 * 9i) + 2i) + 288i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_5) * _kv[(((_jj_5 * 9i) + 3i) + 288i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_5) * _kv[(((_jj_5 * 9i) + 4i) + 288i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_5) * _kv[(((_jj_5 * 9i) + 5i) + 288i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_5) * _kv[(((_jj_5 * 9i) + 6i) + 288i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_5) * _kv[(((_jj_5 * 9i) + 7i) + 288i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 288i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 289i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 290i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 291i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 292i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 293i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 294i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 295i)]));
                     }
-                    let _p_6: f32 = select(0.0f, exp((_s[6i] - _mt)), (!(_s[6i] <= bitcast<f32>(0xff800000u))));
+                    let _p_6: f32 = select(0.0f, exp((_s_6 - _mt)), (!(_s_6 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_6);
-                    let _jj_6: i32 = ((_j0 + 24i) + _r);
+                    let _jj_6: i32 = (24i + _r);
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 288i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_6) * _kv[(((_jj_6 * 9i) + 1i) + 288i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_6) * _kv[(((_jj_6 * 9i) + 2i) + 288i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_6) * _kv[(((_jj_6 * 9i) + 3i) + 288i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_6) * _kv[(((_jj_6 * 9i) + 4i) + 288i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_6) * _kv[(((_jj_6 * 9i) + 5i) + 288i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_6) * _kv[(((_jj_6 * 9i) + 6i) + 288i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_6) * _kv[(((_jj_6 * 9i) + 7i) + 288i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 288i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 289i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 290i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 291i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 292i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 293i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 294i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 295i)]));
                     }
-                    let _p_7: f32 = select(0.0f, exp((_s[7i] - _mt)), (!(_s[7i] <= bitcast<f32>(0xff800000u))));
+                    let _p_7: f32 = select(0.0f, exp((_s_7 - _mt)), (!(_s_7 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_7);
-                    let _jj_7: i32 = ((_j0 + 28i) + _r);
+                    let _jj_7: i32 = (28i + _r);
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 288i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_7) * _kv[(((_jj_7 * 9i) + 1i) + 288i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_7) * _kv[(((_jj_7 * 9i) + 2i) + 288i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_7) * _kv[(((_jj_7 * 9i) + 3i) + 288i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_7) * _kv[(((_jj_7 * 9i) + 4i) + 288i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_7) * _kv[(((_jj_7 * 9i) + 5i) + 288i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_7) * _kv[(((_jj_7 * 9i) + 6i) + 288i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_7) * _kv[(((_jj_7 * 9i) + 7i) + 288i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 288i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 289i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 290i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 291i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 292i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 293i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 294i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 295i)]));
                     }
                 }
                 _m = _mt;
@@ -397,39 +410,39 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     }
     let _f: f32 = select(exp((_m - _M)), 0.0f, (_m <= bitcast<f32>(0xff800000u)));
     {
-        _o[0i] = (_o[0i] * vec4<f32>(_f));
-        _o[1i] = (_o[1i] * vec4<f32>(_f));
-        _o[2i] = (_o[2i] * vec4<f32>(_f));
-        _o[3i] = (_o[3i] * vec4<f32>(_f));
-        _o[4i] = (_o[4i] * vec4<f32>(_f));
-        _o[5i] = (_o[5i] * vec4<f32>(_f));
-        _o[6i] = (_o[6i] * vec4<f32>(_f));
-        _o[7i] = (_o[7i] * vec4<f32>(_f));
+        _o_0 = (_o_0 * vec4<f32>(_f));
+        _o_1 = (_o_1 * vec4<f32>(_f));
+        _o_2 = (_o_2 * vec4<f32>(_f));
+        _o_3 = (_o_3 * vec4<f32>(_f));
+        _o_4 = (_o_4 * vec4<f32>(_f));
+        _o_5 = (_o_5 * vec4<f32>(_f));
+        _o_6 = (_o_6 * vec4<f32>(_f));
+        _o_7 = (_o_7 * vec4<f32>(_f));
     }
     for (var _x: i32 = 1i; _x < 4i; _x++) {
         if ((_r == _x)) {
             {
-                _kv[(_q * 8i)] = _o[0i];
-                _kv[((_q * 8i) + 1i)] = _o[1i];
-                _kv[((_q * 8i) + 2i)] = _o[2i];
-                _kv[((_q * 8i) + 3i)] = _o[3i];
-                _kv[((_q * 8i) + 4i)] = _o[4i];
-                _kv[((_q * 8i) + 5i)] = _o[5i];
-                _kv[((_q * 8i) + 6i)] = _o[6i];
-                _kv[((_q * 8i) + 7i)] = _o[7i];
+                _kv[(_q * 8i)] = _o_0;
+                _kv[((_q * 8i) + 1i)] = _o_1;
+                _kv[((_q * 8i) + 2i)] = _o_2;
+                _kv[((_q * 8i) + 3i)] = _o_3;
+                _kv[((_q * 8i) + 4i)] = _o_4;
+                _kv[((_q * 8i) + 5i)] = _o_5;
+                _kv[((_q * 8i) + 6i)] = _o_6;
+                _kv[((_q * 8i) + 7i)] = _o_7;
             }
         }
         workgroupBarrier();
         if ((_r == 0i)) {
             {
-                _o[0i] = (_o[0i] + _kv[(_q * 8i)]);
-                _o[1i] = (_o[1i] + _kv[((_q * 8i) + 1i)]);
-                _o[2i] = (_o[2i] + _kv[((_q * 8i) + 2i)]);
-                _o[3i] = (_o[3i] + _kv[((_q * 8i) + 3i)]);
-                _o[4i] = (_o[4i] + _kv[((_q * 8i) + 4i)]);
-                _o[5i] = (_o[5i] + _kv[((_q * 8i) + 5i)]);
-                _o[6i] = (_o[6i] + _kv[((_q * 8i) + 6i)]);
-                _o[7i] = (_o[7i] + _kv[((_q * 8i) + 7i)]);
+                _o_0 = (_o_0 + _kv[(_q * 8i)]);
+                _o_1 = (_o_1 + _kv[((_q * 8i) + 1i)]);
+                _o_2 = (_o_2 + _kv[((_q * 8i) + 2i)]);
+                _o_3 = (_o_3 + _kv[((_q * 8i) + 3i)]);
+                _o_4 = (_o_4 + _kv[((_q * 8i) + 4i)]);
+                _o_5 = (_o_5 + _kv[((_q * 8i) + 5i)]);
+                _o_6 = (_o_6 + _kv[((_q * 8i) + 6i)]);
+                _o_7 = (_o_7 + _kv[((_q * 8i) + 7i)]);
             }
         }
         workgroupBarrier();
@@ -437,38 +450,38 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     if (((_qi < _S) && (_r == 0i))) {
         let _inv: f32 = select((1.0f / _L), 0.0f, (_L == 0.0f));
         {
-            if ((0i < u_head_dim)) { u_out[_orow] = (_o[0i][0] * _inv); }
-            if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o[0i][1] * _inv); }
-            if ((2i < u_head_dim)) { u_out[(_orow + 2i)] = (_o[0i][2] * _inv); }
-            if ((3i < u_head_dim)) { u_out[(_orow + 3i)] = (_o[0i][3] * _inv); }
-            if ((4i < u_head_dim)) { u_out[(_orow + 4i)] = (_o[1i][0] * _inv); }
-            if ((5i < u_head_dim)) { u_out[(_orow + 5i)] = (_o[1i][1] * _inv); }
-            if ((6i < u_head_dim)) { u_out[(_orow + 6i)] = (_o[1i][2] * _inv); }
-            if ((7i < u_head_dim)) { u_out[(_orow + 7i)] = (_o[1i][3] * _inv); }
-            if ((8i < u_head_dim)) { u_out[(_orow + 8i)] = (_o[2i][0] * _inv); }
-            if ((9i < u_head_dim)) { u_out[(_orow + 9i)] = (_o[2i][1] * _inv); }
-            if ((10i < u_head_dim)) { u_out[(_orow + 10i)] = (_o[2i][2] * _inv); }
-            if ((11i < u_head_dim)) { u_out[(_orow + 11i)] = (_o[2i][3] * _inv); }
-            if ((12i < u_head_dim)) { u_out[(_orow + 12i)] = (_o[3i][0] * _inv); }
-            if ((13i < u_head_dim)) { u_out[(_orow + 13i)] = (_o[3i][1] * _inv); }
-            if ((14i < u_head_dim)) { u_out[(_orow + 14i)] = (_o[3i][2] * _inv); }
-            if ((15i < u_head_dim)) { u_out[(_orow + 15i)] = (_o[3i][3] * _inv); }
-            if ((16i < u_head_dim)) { u_out[(_orow + 16i)] = (_o[4i][0] * _inv); }
-            if ((17i < u_head_dim)) { u_out[(_orow + 17i)] = (_o[4i][1] * _inv); }
-            if ((18i < u_head_dim)) { u_out[(_orow + 18i)] = (_o[4i][2] * _inv); }
-            if ((19i < u_head_dim)) { u_out[(_orow + 19i)] = (_o[4i][3] * _inv); }
-            if ((20i < u_head_dim)) { u_out[(_orow + 20i)] = (_o[5i][0] * _inv); }
-            if ((21i < u_head_dim)) { u_out[(_orow + 21i)] = (_o[5i][1] * _inv); }
-            if ((22i < u_head_dim)) { u_out[(_orow + 22i)] = (_o[5i][2] * _inv); }
-            if ((23i < u_head_dim)) { u_out[(_orow + 23i)] = (_o[5i][3] * _inv); }
-            if ((24i < u_head_dim)) { u_out[(_orow + 24i)] = (_o[6i][0] * _inv); }
-            if ((25i < u_head_dim)) { u_out[(_orow + 25i)] = (_o[6i][1] * _inv); }
-            if ((26i < u_head_dim)) { u_out[(_orow + 26i)] = (_o[6i][2] * _inv); }
-            if ((27i < u_head_dim)) { u_out[(_orow + 27i)] = (_o[6i][3] * _inv); }
-            if ((28i < u_head_dim)) { u_out[(_orow + 28i)] = (_o[7i][0] * _inv); }
-            if ((29i < u_head_dim)) { u_out[(_orow + 29i)] = (_o[7i][1] * _inv); }
-            if ((30i < u_head_dim)) { u_out[(_orow + 30i)] = (_o[7i][2] * _inv); }
-            if ((31i < u_head_dim)) { u_out[(_orow + 31i)] = (_o[7i][3] * _inv); }
+            if ((0i < u_head_dim)) { u_out[_orow] = (_o_0[0] * _inv); }
+            if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o_0[1] * _inv); }
+            if ((2i < u_head_dim)) { u_out[(_orow + 2i)] = (_o_0[2] * _inv); }
+            if ((3i < u_head_dim)) { u_out[(_orow + 3i)] = (_o_0[3] * _inv); }
+            if ((4i < u_head_dim)) { u_out[(_orow + 4i)] = (_o_1[0] * _inv); }
+            if ((5i < u_head_dim)) { u_out[(_orow + 5i)] = (_o_1[1] * _inv); }
+            if ((6i < u_head_dim)) { u_out[(_orow + 6i)] = (_o_1[2] * _inv); }
+            if ((7i < u_head_dim)) { u_out[(_orow + 7i)] = (_o_1[3] * _inv); }
+            if ((8i < u_head_dim)) { u_out[(_orow + 8i)] = (_o_2[0] * _inv); }
+            if ((9i < u_head_dim)) { u_out[(_orow + 9i)] = (_o_2[1] * _inv); }
+            if ((10i < u_head_dim)) { u_out[(_orow + 10i)] = (_o_2[2] * _inv); }
+            if ((11i < u_head_dim)) { u_out[(_orow + 11i)] = (_o_2[3] * _inv); }
+            if ((12i < u_head_dim)) { u_out[(_orow + 12i)] = (_o_3[0] * _inv); }
+            if ((13i < u_head_dim)) { u_out[(_orow + 13i)] = (_o_3[1] * _inv); }
+            if ((14i < u_head_dim)) { u_out[(_orow + 14i)] = (_o_3[2] * _inv); }
+            if ((15i < u_head_dim)) { u_out[(_orow + 15i)] = (_o_3[3] * _inv); }
+            if ((16i < u_head_dim)) { u_out[(_orow + 16i)] = (_o_4[0] * _inv); }
+            if ((17i < u_head_dim)) { u_out[(_orow + 17i)] = (_o_4[1] * _inv); }
+            if ((18i < u_head_dim)) { u_out[(_orow + 18i)] = (_o_4[2] * _inv); }
+            if ((19i < u_head_dim)) { u_out[(_orow + 19i)] = (_o_4[3] * _inv); }
+            if ((20i < u_head_dim)) { u_out[(_orow + 20i)] = (_o_5[0] * _inv); }
+            if ((21i < u_head_dim)) { u_out[(_orow + 21i)] = (_o_5[1] * _inv); }
+            if ((22i < u_head_dim)) { u_out[(_orow + 22i)] = (_o_5[2] * _inv); }
+            if ((23i < u_head_dim)) { u_out[(_orow + 23i)] = (_o_5[3] * _inv); }
+            if ((24i < u_head_dim)) { u_out[(_orow + 24i)] = (_o_6[0] * _inv); }
+            if ((25i < u_head_dim)) { u_out[(_orow + 25i)] = (_o_6[1] * _inv); }
+            if ((26i < u_head_dim)) { u_out[(_orow + 26i)] = (_o_6[2] * _inv); }
+            if ((27i < u_head_dim)) { u_out[(_orow + 27i)] = (_o_6[3] * _inv); }
+            if ((28i < u_head_dim)) { u_out[(_orow + 28i)] = (_o_7[0] * _inv); }
+            if ((29i < u_head_dim)) { u_out[(_orow + 29i)] = (_o_7[1] * _inv); }
+            if ((30i < u_head_dim)) { u_out[(_orow + 30i)] = (_o_7[2] * _inv); }
+            if ((31i < u_head_dim)) { u_out[(_orow + 31i)] = (_o_7[3] * _inv); }
         }
     }
 }
@@ -514,41 +527,71 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     let _vbase: i32 = ((((_b * u_V_d1) * u_V_d2) * u_V_d3) + ((_h * u_V_d2) * u_V_d3));
     let _orow: i32 = (((((_b * u_heads) * u_seq_len) * u_head_dim) + ((_h * u_seq_len) * u_head_dim)) + (_qc * u_head_dim));
     let _scale: f32 = (1.0f / sqrt(f32(u_head_dim)));
-    var _qr: array<vec4<f32>, 16>;
-    var _o: array<vec4<f32>, 16>;
+    var _qr_0: vec4<f32>;
+    var _qr_1: vec4<f32>;
+    var _qr_2: vec4<f32>;
+    var _qr_3: vec4<f32>;
+    var _qr_4: vec4<f32>;
+    var _qr_5: vec4<f32>;
+    var _qr_6: vec4<f32>;
+    var _qr_7: vec4<f32>;
+    var _qr_8: vec4<f32>;
+    var _qr_9: vec4<f32>;
+    var _qr_10: vec4<f32>;
+    var _qr_11: vec4<f32>;
+    var _qr_12: vec4<f32>;
+    var _qr_13: vec4<f32>;
+    var _qr_14: vec4<f32>;
+    var _qr_15: vec4<f32>;
+    var _o_0: vec4<f32>;
+    var _o_1: vec4<f32>;
+    var _o_2: vec4<f32>;
+    var _o_3: vec4<f32>;
+    var _o_4: vec4<f32>;
+    var _o_5: vec4<f32>;
+    var _o_6: vec4<f32>;
+    var _o_7: vec4<f32>;
+    var _o_8: vec4<f32>;
+    var _o_9: vec4<f32>;
+    var _o_10: vec4<f32>;
+    var _o_11: vec4<f32>;
+    var _o_12: vec4<f32>;
+    var _o_13: vec4<f32>;
+    var _o_14: vec4<f32>;
+    var _o_15: vec4<f32>;
     {
-        _qr[0i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(0i, (u_head_dim - 1i)))], (0i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(1i, (u_head_dim - 1i)))], (1i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(2i, (u_head_dim - 1i)))], (2i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(3i, (u_head_dim - 1i)))], (3i < u_head_dim))) * vec4<f32>(_scale));
-        _o[0i] = vec4<f32>(0.0f);
-        _qr[1i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(4i, (u_head_dim - 1i)))], (4i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(5i, (u_head_dim - 1i)))], (5i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(6i, (u_head_dim - 1i)))], (6i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(7i, (u_head_dim - 1i)))], (7i < u_head_dim))) * vec4<f32>(_scale));
-        _o[1i] = vec4<f32>(0.0f);
-        _qr[2i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(8i, (u_head_dim - 1i)))], (8i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(9i, (u_head_dim - 1i)))], (9i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(10i, (u_head_dim - 1i)))], (10i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(11i, (u_head_dim - 1i)))], (11i < u_head_dim))) * vec4<f32>(_scale));
-        _o[2i] = vec4<f32>(0.0f);
-        _qr[3i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(12i, (u_head_dim - 1i)))], (12i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(13i, (u_head_dim - 1i)))], (13i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(14i, (u_head_dim - 1i)))], (14i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(15i, (u_head_dim - 1i)))], (15i < u_head_dim))) * vec4<f32>(_scale));
-        _o[3i] = vec4<f32>(0.0f);
-        _qr[4i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(16i, (u_head_dim - 1i)))], (16i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(17i, (u_head_dim - 1i)))], (17i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(18i, (u_head_dim - 1i)))], (18i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(19i, (u_head_dim - 1i)))], (19i < u_head_dim))) * vec4<f32>(_scale));
-        _o[4i] = vec4<f32>(0.0f);
-        _qr[5i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(20i, (u_head_dim - 1i)))], (20i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(21i, (u_head_dim - 1i)))], (21i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(22i, (u_head_dim - 1i)))], (22i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(23i, (u_head_dim - 1i)))], (23i < u_head_dim))) * vec4<f32>(_scale));
-        _o[5i] = vec4<f32>(0.0f);
-        _qr[6i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(24i, (u_head_dim - 1i)))], (24i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(25i, (u_head_dim - 1i)))], (25i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(26i, (u_head_dim - 1i)))], (26i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(27i, (u_head_dim - 1i)))], (27i < u_head_dim))) * vec4<f32>(_scale));
-        _o[6i] = vec4<f32>(0.0f);
-        _qr[7i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(28i, (u_head_dim - 1i)))], (28i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(29i, (u_head_dim - 1i)))], (29i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(30i, (u_head_dim - 1i)))], (30i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(31i, (u_head_dim - 1i)))], (31i < u_head_dim))) * vec4<f32>(_scale));
-        _o[7i] = vec4<f32>(0.0f);
-        _qr[8i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(32i, (u_head_dim - 1i)))], (32i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(33i, (u_head_dim - 1i)))], (33i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(34i, (u_head_dim - 1i)))], (34i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(35i, (u_head_dim - 1i)))], (35i < u_head_dim))) * vec4<f32>(_scale));
-        _o[8i] = vec4<f32>(0.0f);
-        _qr[9i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(36i, (u_head_dim - 1i)))], (36i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(37i, (u_head_dim - 1i)))], (37i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(38i, (u_head_dim - 1i)))], (38i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(39i, (u_head_dim - 1i)))], (39i < u_head_dim))) * vec4<f32>(_scale));
-        _o[9i] = vec4<f32>(0.0f);
-        _qr[10i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(40i, (u_head_dim - 1i)))], (40i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(41i, (u_head_dim - 1i)))], (41i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(42i, (u_head_dim - 1i)))], (42i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(43i, (u_head_dim - 1i)))], (43i < u_head_dim))) * vec4<f32>(_scale));
-        _o[10i] = vec4<f32>(0.0f);
-        _qr[11i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(44i, (u_head_dim - 1i)))], (44i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(45i, (u_head_dim - 1i)))], (45i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(46i, (u_head_dim - 1i)))], (46i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(47i, (u_head_dim - 1i)))], (47i < u_head_dim))) * vec4<f32>(_scale));
-        _o[11i] = vec4<f32>(0.0f);
-        _qr[12i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(48i, (u_head_dim - 1i)))], (48i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(49i, (u_head_dim - 1i)))], (49i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(50i, (u_head_dim - 1i)))], (50i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(51i, (u_head_dim - 1i)))], (51i < u_head_dim))) * vec4<f32>(_scale));
-        _o[12i] = vec4<f32>(0.0f);
-        _qr[13i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(52i, (u_head_dim - 1i)))], (52i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(53i, (u_head_dim - 1i)))], (53i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(54i, (u_head_dim - 1i)))], (54i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(55i, (u_head_dim - 1i)))], (55i < u_head_dim))) * vec4<f32>(_scale));
-        _o[13i] = vec4<f32>(0.0f);
-        _qr[14i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(56i, (u_head_dim - 1i)))], (56i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(57i, (u_head_dim - 1i)))], (57i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(58i, (u_head_dim - 1i)))], (58i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(59i, (u_head_dim - 1i)))], (59i < u_head_dim))) * vec4<f32>(_scale));
-        _o[14i] = vec4<f32>(0.0f);
-        _qr[15i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(60i, (u_head_dim - 1i)))], (60i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(61i, (u_head_dim - 1i)))], (61i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(62i, (u_head_dim - 1i)))], (62i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(63i, (u_head_dim - 1i)))], (63i < u_head_dim))) * vec4<f32>(_scale));
-        _o[15i] = vec4<f32>(0.0f);
+        _qr_0 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(0i, (u_head_dim - 1i)))], (0i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(1i, (u_head_dim - 1i)))], (1i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(2i, (u_head_dim - 1i)))], (2i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(3i, (u_head_dim - 1i)))], (3i < u_head_dim))) * vec4<f32>(_scale));
+        _o_0 = vec4<f32>(0.0f);
+        _qr_1 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(4i, (u_head_dim - 1i)))], (4i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(5i, (u_head_dim - 1i)))], (5i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(6i, (u_head_dim - 1i)))], (6i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(7i, (u_head_dim - 1i)))], (7i < u_head_dim))) * vec4<f32>(_scale));
+        _o_1 = vec4<f32>(0.0f);
+        _qr_2 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(8i, (u_head_dim - 1i)))], (8i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(9i, (u_head_dim - 1i)))], (9i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(10i, (u_head_dim - 1i)))], (10i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(11i, (u_head_dim - 1i)))], (11i < u_head_dim))) * vec4<f32>(_scale));
+        _o_2 = vec4<f32>(0.0f);
+        _qr_3 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(12i, (u_head_dim - 1i)))], (12i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(13i, (u_head_dim - 1i)))], (13i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(14i, (u_head_dim - 1i)))], (14i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(15i, (u_head_dim - 1i)))], (15i < u_head_dim))) * vec4<f32>(_scale));
+        _o_3 = vec4<f32>(0.0f);
+        _qr_4 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(16i, (u_head_dim - 1i)))], (16i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(17i, (u_head_dim - 1i)))], (17i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(18i, (u_head_dim - 1i)))], (18i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(19i, (u_head_dim - 1i)))], (19i < u_head_dim))) * vec4<f32>(_scale));
+        _o_4 = vec4<f32>(0.0f);
+        _qr_5 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(20i, (u_head_dim - 1i)))], (20i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(21i, (u_head_dim - 1i)))], (21i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(22i, (u_head_dim - 1i)))], (22i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(23i, (u_head_dim - 1i)))], (23i < u_head_dim))) * vec4<f32>(_scale));
+        _o_5 = vec4<f32>(0.0f);
+        _qr_6 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(24i, (u_head_dim - 1i)))], (24i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(25i, (u_head_dim - 1i)))], (25i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(26i, (u_head_dim - 1i)))], (26i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(27i, (u_head_dim - 1i)))], (27i < u_head_dim))) * vec4<f32>(_scale));
+        _o_6 = vec4<f32>(0.0f);
+        _qr_7 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(28i, (u_head_dim - 1i)))], (28i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(29i, (u_head_dim - 1i)))], (29i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(30i, (u_head_dim - 1i)))], (30i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(31i, (u_head_dim - 1i)))], (31i < u_head_dim))) * vec4<f32>(_scale));
+        _o_7 = vec4<f32>(0.0f);
+        _qr_8 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(32i, (u_head_dim - 1i)))], (32i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(33i, (u_head_dim - 1i)))], (33i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(34i, (u_head_dim - 1i)))], (34i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(35i, (u_head_dim - 1i)))], (35i < u_head_dim))) * vec4<f32>(_scale));
+        _o_8 = vec4<f32>(0.0f);
+        _qr_9 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(36i, (u_head_dim - 1i)))], (36i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(37i, (u_head_dim - 1i)))], (37i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(38i, (u_head_dim - 1i)))], (38i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(39i, (u_head_dim - 1i)))], (39i < u_head_dim))) * vec4<f32>(_scale));
+        _o_9 = vec4<f32>(0.0f);
+        _qr_10 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(40i, (u_head_dim - 1i)))], (40i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(41i, (u_head_dim - 1i)))], (41i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(42i, (u_head_dim - 1i)))], (42i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(43i, (u_head_dim - 1i)))], (43i < u_head_dim))) * vec4<f32>(_scale));
+        _o_10 = vec4<f32>(0.0f);
+        _qr_11 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(44i, (u_head_dim - 1i)))], (44i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(45i, (u_head_dim - 1i)))], (45i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(46i, (u_head_dim - 1i)))], (46i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(47i, (u_head_dim - 1i)))], (47i < u_head_dim))) * vec4<f32>(_scale));
+        _o_11 = vec4<f32>(0.0f);
+        _qr_12 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(48i, (u_head_dim - 1i)))], (48i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(49i, (u_head_dim - 1i)))], (49i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(50i, (u_head_dim - 1i)))], (50i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(51i, (u_head_dim - 1i)))], (51i < u_head_dim))) * vec4<f32>(_scale));
+        _o_12 = vec4<f32>(0.0f);
+        _qr_13 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(52i, (u_head_dim - 1i)))], (52i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(53i, (u_head_dim - 1i)))], (53i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(54i, (u_head_dim - 1i)))], (54i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(55i, (u_head_dim - 1i)))], (55i < u_head_dim))) * vec4<f32>(_scale));
+        _o_13 = vec4<f32>(0.0f);
+        _qr_14 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(56i, (u_head_dim - 1i)))], (56i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(57i, (u_head_dim - 1i)))], (57i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(58i, (u_head_dim - 1i)))], (58i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(59i, (u_head_dim - 1i)))], (59i < u_head_dim))) * vec4<f32>(_scale));
+        _o_14 = vec4<f32>(0.0f);
+        _qr_15 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(60i, (u_head_dim - 1i)))], (60i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(61i, (u_head_dim - 1i)))], (61i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(62i, (u_head_dim - 1i)))], (62i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(63i, (u_head_dim - 1i)))], (63i < u_head_dim))) * vec4<f32>(_scale));
+        _o_15 = vec4<f32>(0.0f);
     }
     var _m: f32 = bitcast<f32>(0xff800000u);
     var _l: f32 = 0.0f;
@@ -564,212 +607,211 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
             }
         }
         workgroupBarrier();
-        for (var _j0: i32 = 0i; _j0 < 16i; _j0 += 16i) {
-            var _s: array<f32, 4>;
+        {
+            var _s_0: f32;
+            var _s_1: f32;
+            var _s_2: f32;
+            var _s_3: f32;
             var _mt: f32 = _m;
             {
-                let _jj_0: i32 = (_j0 + _r);
+                let _jj_0: i32 = _r;
                 let _j_0: i32 = (_k0 + _jj_0);
                 let _jc_0: i32 = min(_j_0, (_SK - 1i));
-                var _dot_0: f32 = 0.0f;
+                var _dot_0: f32 = dot(_qr_0, _kv[(_jj_0 * 17i)]);
                 {
-                    _dot_0 = (_dot_0 + dot(_qr[0i], _kv[(_jj_0 * 17i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[1i], _kv[((_jj_0 * 17i) + 1i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[2i], _kv[((_jj_0 * 17i) + 2i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[3i], _kv[((_jj_0 * 17i) + 3i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[4i], _kv[((_jj_0 * 17i) + 4i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[5i], _kv[((_jj_0 * 17i) + 5i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[6i], _kv[((_jj_0 * 17i) + 6i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[7i], _kv[((_jj_0 * 17i) + 7i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[8i], _kv[((_jj_0 * 17i) + 8i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[9i], _kv[((_jj_0 * 17i) + 9i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[10i], _kv[((_jj_0 * 17i) + 10i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[11i], _kv[((_jj_0 * 17i) + 11i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[12i], _kv[((_jj_0 * 17i) + 12i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[13i], _kv[((_jj_0 * 17i) + 13i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[14i], _kv[((_jj_0 * 17i) + 14i)]));
-                    _dot_0 = (_dot_0 + dot(_qr[15i], _kv[((_jj_0 * 17i) + 15i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_1, _kv[((_jj_0 * 17i) + 1i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_2, _kv[((_jj_0 * 17i) + 2i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_3, _kv[((_jj_0 * 17i) + 3i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_4, _kv[((_jj_0 * 17i) + 4i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_5, _kv[((_jj_0 * 17i) + 5i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_6, _kv[((_jj_0 * 17i) + 6i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_7, _kv[((_jj_0 * 17i) + 7i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_8, _kv[((_jj_0 * 17i) + 8i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_9, _kv[((_jj_0 * 17i) + 9i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_10, _kv[((_jj_0 * 17i) + 10i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_11, _kv[((_jj_0 * 17i) + 11i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_12, _kv[((_jj_0 * 17i) + 12i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_13, _kv[((_jj_0 * 17i) + 13i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_14, _kv[((_jj_0 * 17i) + 14i)]));
+                    _dot_0 = (_dot_0 + dot(_qr_15, _kv[((_jj_0 * 17i) + 15i)]));
                 }
-                _s[0i] = select(bitcast<f32>(0xff800000u), _dot_0, (_j_0 < _SK));
-                _mt = zyn_max_f32(_mt, _s[0i]);
-                let _jj_1: i32 = ((_j0 + 4i) + _r);
+                _s_0 = select(bitcast<f32>(0xff800000u), _dot_0, (_j_0 < _SK));
+                _mt = zyn_max_f32(_mt, _s_0);
+                let _jj_1: i32 = (4i + _r);
                 let _j_1: i32 = (_k0 + _jj_1);
                 let _jc_1: i32 = min(_j_1, (_SK - 1i));
-                var _dot_1: f32 = 0.0f;
+                var _dot_1: f32 = dot(_qr_0, _kv[(_jj_1 * 17i)]);
                 {
-                    _dot_1 = (_dot_1 + dot(_qr[0i], _kv[(_jj_1 * 17i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[1i], _kv[((_jj_1 * 17i) + 1i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[2i], _kv[((_jj_1 * 17i) + 2i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[3i], _kv[((_jj_1 * 17i) + 3i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[4i], _kv[((_jj_1 * 17i) + 4i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[5i], _kv[((_jj_1 * 17i) + 5i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[6i], _kv[((_jj_1 * 17i) + 6i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[7i], _kv[((_jj_1 * 17i) + 7i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[8i], _kv[((_jj_1 * 17i) + 8i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[9i], _kv[((_jj_1 * 17i) + 9i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[10i], _kv[((_jj_1 * 17i) + 10i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[11i], _kv[((_jj_1 * 17i) + 11i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[12i], _kv[((_jj_1 * 17i) + 12i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[13i], _kv[((_jj_1 * 17i) + 13i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[14i], _kv[((_jj_1 * 17i) + 14i)]));
-                    _dot_1 = (_dot_1 + dot(_qr[15i], _kv[((_jj_1 * 17i) + 15i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_1, _kv[((_jj_1 * 17i) + 1i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_2, _kv[((_jj_1 * 17i) + 2i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_3, _kv[((_jj_1 * 17i) + 3i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_4, _kv[((_jj_1 * 17i) + 4i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_5, _kv[((_jj_1 * 17i) + 5i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_6, _kv[((_jj_1 * 17i) + 6i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_7, _kv[((_jj_1 * 17i) + 7i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_8, _kv[((_jj_1 * 17i) + 8i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_9, _kv[((_jj_1 * 17i) + 9i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_10, _kv[((_jj_1 * 17i) + 10i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_11, _kv[((_jj_1 * 17i) + 11i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_12, _kv[((_jj_1 * 17i) + 12i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_13, _kv[((_jj_1 * 17i) + 13i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_14, _kv[((_jj_1 * 17i) + 14i)]));
+                    _dot_1 = (_dot_1 + dot(_qr_15, _kv[((_jj_1 * 17i) + 15i)]));
                 }
-                _s[1i] = select(bitcast<f32>(0xff800000u), _dot_1, (_j_1 < _SK));
-                _mt = zyn_max_f32(_mt, _s[1i]);
-                let _jj_2: i32 = ((_j0 + 8i) + _r);
+                _s_1 = select(bitcast<f32>(0xff800000u), _dot_1, (_j_1 < _SK));
+                _mt = zyn_max_f32(_mt, _s_1);
+                let _jj_2: i32 = (8i + _r);
                 let _j_2: i32 = (_k0 + _jj_2);
                 let _jc_2: i32 = min(_j_2, (_SK - 1i));
-                var _dot_2: f32 = 0.0f;
+                var _dot_2: f32 = dot(_qr_0, _kv[(_jj_2 * 17i)]);
                 {
-                    _dot_2 = (_dot_2 + dot(_qr[0i], _kv[(_jj_2 * 17i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[1i], _kv[((_jj_2 * 17i) + 1i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[2i], _kv[((_jj_2 * 17i) + 2i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[3i], _kv[((_jj_2 * 17i) + 3i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[4i], _kv[((_jj_2 * 17i) + 4i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[5i], _kv[((_jj_2 * 17i) + 5i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[6i], _kv[((_jj_2 * 17i) + 6i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[7i], _kv[((_jj_2 * 17i) + 7i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[8i], _kv[((_jj_2 * 17i) + 8i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[9i], _kv[((_jj_2 * 17i) + 9i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[10i], _kv[((_jj_2 * 17i) + 10i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[11i], _kv[((_jj_2 * 17i) + 11i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[12i], _kv[((_jj_2 * 17i) + 12i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[13i], _kv[((_jj_2 * 17i) + 13i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[14i], _kv[((_jj_2 * 17i) + 14i)]));
-                    _dot_2 = (_dot_2 + dot(_qr[15i], _kv[((_jj_2 * 17i) + 15i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_1, _kv[((_jj_2 * 17i) + 1i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_2, _kv[((_jj_2 * 17i) + 2i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_3, _kv[((_jj_2 * 17i) + 3i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_4, _kv[((_jj_2 * 17i) + 4i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_5, _kv[((_jj_2 * 17i) + 5i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_6, _kv[((_jj_2 * 17i) + 6i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_7, _kv[((_jj_2 * 17i) + 7i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_8, _kv[((_jj_2 * 17i) + 8i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_9, _kv[((_jj_2 * 17i) + 9i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_10, _kv[((_jj_2 * 17i) + 10i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_11, _kv[((_jj_2 * 17i) + 11i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_12, _kv[((_jj_2 * 17i) + 12i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_13, _kv[((_jj_2 * 17i) + 13i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_14, _kv[((_jj_2 * 17i) + 14i)]));
+                    _dot_2 = (_dot_2 + dot(_qr_15, _kv[((_jj_2 * 17i) + 15i)]));
                 }
-                _s[2i] = select(bitcast<f32>(0xff800000u), _dot_2, (_j_2 < _SK));
-                _mt = zyn_max_f32(_mt, _s[2i]);
-                let _jj_3: i32 = ((_j0 + 12i) + _r);
+                _s_2 = select(bitcast<f32>(0xff800000u), _dot_2, (_j_2 < _SK));
+                _mt = zyn_max_f32(_mt, _s_2);
+                let _jj_3: i32 = (12i + _r);
                 let _j_3: i32 = (_k0 + _jj_3);
                 let _jc_3: i32 = min(_j_3, (_SK - 1i));
-                var _dot_3: f32 = 0.0f;
+                var _dot_3: f32 = dot(_qr_0, _kv[(_jj_3 * 17i)]);
                 {
-                    _dot_3 = (_dot_3 + dot(_qr[0i], _kv[(_jj_3 * 17i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[1i], _kv[((_jj_3 * 17i) + 1i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[2i], _kv[((_jj_3 * 17i) + 2i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[3i], _kv[((_jj_3 * 17i) + 3i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[4i], _kv[((_jj_3 * 17i) + 4i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[5i], _kv[((_jj_3 * 17i) + 5i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[6i], _kv[((_jj_3 * 17i) + 6i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[7i], _kv[((_jj_3 * 17i) + 7i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[8i], _kv[((_jj_3 * 17i) + 8i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[9i], _kv[((_jj_3 * 17i) + 9i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[10i], _kv[((_jj_3 * 17i) + 10i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[11i], _kv[((_jj_3 * 17i) + 11i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[12i], _kv[((_jj_3 * 17i) + 12i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[13i], _kv[((_jj_3 * 17i) + 13i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[14i], _kv[((_jj_3 * 17i) + 14i)]));
-                    _dot_3 = (_dot_3 + dot(_qr[15i], _kv[((_jj_3 * 17i) + 15i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_1, _kv[((_jj_3 * 17i) + 1i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_2, _kv[((_jj_3 * 17i) + 2i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_3, _kv[((_jj_3 * 17i) + 3i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_4, _kv[((_jj_3 * 17i) + 4i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_5, _kv[((_jj_3 * 17i) + 5i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_6, _kv[((_jj_3 * 17i) + 6i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_7, _kv[((_jj_3 * 17i) + 7i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_8, _kv[((_jj_3 * 17i) + 8i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_9, _kv[((_jj_3 * 17i) + 9i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_10, _kv[((_jj_3 * 17i) + 10i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_11, _kv[((_jj_3 * 17i) + 11i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_12, _kv[((_jj_3 * 17i) + 12i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_13, _kv[((_jj_3 * 17i) + 13i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_14, _kv[((_jj_3 * 17i) + 14i)]));
+                    _dot_3 = (_dot_3 + dot(_qr_15, _kv[((_jj_3 * 17i) + 15i)]));
                 }
-                _s[3i] = select(bitcast<f32>(0xff800000u), _dot_3, (_j_3 < _SK));
-                _mt = zyn_max_f32(_mt, _s[3i]);
+                _s_3 = select(bitcast<f32>(0xff800000u), _dot_3, (_j_3 < _SK));
+                _mt = zyn_max_f32(_mt, _s_3);
             }
             if ((!(_mt <= bitcast<f32>(0xff800000u)))) {
                 let _alpha: f32 = exp((_m - _mt));
                 _l = (_l * _alpha);
                 {
-                    _o[0i] = (_o[0i] * vec4<f32>(_alpha));
-                    _o[1i] = (_o[1i] * vec4<f32>(_alpha));
-                    _o[2i] = (_o[2i] * vec4<f32>(_alpha));
-                    _o[3i] = (_o[3i] * vec4<f32>(_alpha));
-                    _o[4i] = (_o[4i] * vec4<f32>(_alpha));
-                    _o[5i] = (_o[5i] * vec4<f32>(_alpha));
-                    _o[6i] = (_o[6i] * vec4<f32>(_alpha));
-                    _o[7i] = (_o[7i] * vec4<f32>(_alpha));
-                    _o[8i] = (_o[8i] * vec4<f32>(_alpha));
-                    _o[9i] = (_o[9i] * vec4<f32>(_alpha));
-                    _o[10i] = (_o[10i] * vec4<f32>(_alpha));
-                    _o[11i] = (_o[11i] * vec4<f32>(_alpha));
-                    _o[12i] = (_o[12i] * vec4<f32>(_alpha));
-                    _o[13i] = (_o[13i] * vec4<f32>(_alpha));
-                    _o[14i] = (_o[14i] * vec4<f32>(_alpha));
-                    _o[15i] = (_o[15i] * vec4<f32>(_alpha));
+                    _o_0 = (_o_0 * vec4<f32>(_alpha));
+                    _o_1 = (_o_1 * vec4<f32>(_alpha));
+                    _o_2 = (_o_2 * vec4<f32>(_alpha));
+                    _o_3 = (_o_3 * vec4<f32>(_alpha));
+                    _o_4 = (_o_4 * vec4<f32>(_alpha));
+                    _o_5 = (_o_5 * vec4<f32>(_alpha));
+                    _o_6 = (_o_6 * vec4<f32>(_alpha));
+                    _o_7 = (_o_7 * vec4<f32>(_alpha));
+                    _o_8 = (_o_8 * vec4<f32>(_alpha));
+                    _o_9 = (_o_9 * vec4<f32>(_alpha));
+                    _o_10 = (_o_10 * vec4<f32>(_alpha));
+                    _o_11 = (_o_11 * vec4<f32>(_alpha));
+                    _o_12 = (_o_12 * vec4<f32>(_alpha));
+                    _o_13 = (_o_13 * vec4<f32>(_alpha));
+                    _o_14 = (_o_14 * vec4<f32>(_alpha));
+                    _o_15 = (_o_15 * vec4<f32>(_alpha));
                 }
                 {
-                    let _p_0: f32 = select(0.0f, exp((_s[0i] - _mt)), (!(_s[0i] <= bitcast<f32>(0xff800000u))));
+                    let _p_0: f32 = select(0.0f, exp((_s_0 - _mt)), (!(_s_0 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_0);
-                    let _jj_0: i32 = (_j0 + _r);
+                    let _jj_0: i32 = _r;
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 272i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 1i) + 272i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 2i) + 272i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 3i) + 272i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 4i) + 272i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 5i) + 272i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 6i) + 272i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 7i) + 272i)]));
-                        _o[8i] = (_o[8i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 8i) + 272i)]));
-                        _o[9i] = (_o[9i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 9i) + 272i)]));
-                        _o[10i] = (_o[10i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 10i) + 272i)]));
-                        _o[11i] = (_o[11i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 11i) + 272i)]));
-                        _o[12i] = (_o[12i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 12i) + 272i)]));
-                        _o[13i] = (_o[13i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 13i) + 272i)]));
-                        _o[14i] = (_o[14i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 14i) + 272i)]));
-                        _o[15i] = (_o[15i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 17i) + 15i) + 272i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 272i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 273i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 274i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 275i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 276i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 277i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 278i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 279i)]));
+                        _o_8 = (_o_8 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 280i)]));
+                        _o_9 = (_o_9 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 281i)]));
+                        _o_10 = (_o_10 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 282i)]));
+                        _o_11 = (_o_11 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 283i)]));
+                        _o_12 = (_o_12 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 284i)]));
+                        _o_13 = (_o_13 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 285i)]));
+                        _o_14 = (_o_14 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 286i)]));
+                        _o_15 = (_o_15 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 287i)]));
                     }
-                    let _p_1: f32 = select(0.0f, exp((_s[1i] - _mt)), (!(_s[1i] <= bitcast<f32>(0xff800000u))));
+                    let _p_1: f32 = select(0.0f, exp((_s_1 - _mt)), (!(_s_1 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_1);
-                    let _jj_1: i32 = ((_j0 + 4i) + _r);
+                    let _jj_1: i32 = (4i + _r);
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 272i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 1i) + 272i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 2i) + 272i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 3i) + 272i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 4i) + 272i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 5i) + 272i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 6i) + 272i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 7i) + 272i)]));
-                        _o[8i] = (_o[8i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 8i) + 272i)]));
-                        _o[9i] = (_o[9i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 9i) + 272i)]));
-                        _o[10i] = (_o[10i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 10i) + 272i)]));
-                        _o[11i] = (_o[11i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 11i) + 272i)]));
-                        _o[12i] = (_o[12i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 12i) + 272i)]));
-                        _o[13i] = (_o[13i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 13i) + 272i)]));
-                        _o[14i] = (_o[14i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 14i) + 272i)]));
-                        _o[15i] = (_o[15i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 17i) + 15i) + 272i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 272i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 273i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 274i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 275i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 276i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 277i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 278i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 279i)]));
+                        _o_8 = (_o_8 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 280i)]));
+                        _o_9 = (_o_9 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 281i)]));
+                        _o_10 = (_o_10 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 282i)]));
+                        _o_11 = (_o_11 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 283i)]));
+                        _o_12 = (_o_12 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 284i)]));
+                        _o_13 = (_o_13 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 285i)]));
+                        _o_14 = (_o_14 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 286i)]));
+                        _o_15 = (_o_15 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 287i)]));
                     }
-                    let _p_2: f32 = select(0.0f, exp((_s[2i] - _mt)), (!(_s[2i] <= bitcast<f32>(0xff800000u))));
+                    let _p_2: f32 = select(0.0f, exp((_s_2 - _mt)), (!(_s_2 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_2);
-                    let _jj_2: i32 = ((_j0 + 8i) + _r);
+                    let _jj_2: i32 = (8i + _r);
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 272i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 1i) + 272i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 2i) + 272i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 3i) + 272i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 4i) + 272i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 5i) + 272i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 6i) + 272i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 7i) + 272i)]));
-                        _o[8i] = (_o[8i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 8i) + 272i)]));
-                        _o[9i] = (_o[9i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 9i) + 272i)]));
-                        _o[10i] = (_o[10i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 10i) + 272i)]));
-                        _o[11i] = (_o[11i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 11i) + 272i)]));
-                        _o[12i] = (_o[12i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 12i) + 272i)]));
-                        _o[13i] = (_o[13i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 13i) + 272i)]));
-                        _o[14i] = (_o[14i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 14i) + 272i)]));
-                        _o[15i] = (_o[15i] + (vec4<f32>(_p_2) * _kv[(((_jj_2 * 17i) + 15i) + 272i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 272i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 273i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 274i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 275i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 276i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 277i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 278i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 279i)]));
+                        _o_8 = (_o_8 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 280i)]));
+                        _o_9 = (_o_9 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 281i)]));
+                        _o_10 = (_o_10 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 282i)]));
+                        _o_11 = (_o_11 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 283i)]));
+                        _o_12 = (_o_12 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 284i)]));
+                        _o_13 = (_o_13 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 285i)]));
+                        _o_14 = (_o_14 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 286i)]));
+                        _o_15 = (_o_15 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 287i)]));
                     }
-                    let _p_3: f32 = select(0.0f, exp((_s[3i] - _mt)), (!(_s[3i] <= bitcast<f32>(0xff800000u))));
+                    let _p_3: f32 = select(0.0f, exp((_s_3 - _mt)), (!(_s_3 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_3);
-                    let _jj_3: i32 = ((_j0 + 12i) + _r);
+                    let _jj_3: i32 = (12i + _r);
                     {
-                        _o[0i] = (_o[0i] + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 272i)]));
-                        _o[1i] = (_o[1i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 1i) + 272i)]));
-                        _o[2i] = (_o[2i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 2i) + 272i)]));
-                        _o[3i] = (_o[3i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 3i) + 272i)]));
-                        _o[4i] = (_o[4i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 4i) + 272i)]));
-                        _o[5i] = (_o[5i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 5i) + 272i)]));
-                        _o[6i] = (_o[6i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 6i) + 272i)]));
-                        _o[7i] = (_o[7i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 7i) + 272i)]));
-                        _o[8i] = (_o[8i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 8i) + 272i)]));
-                        _o[9i] = (_o[9i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 9i) + 272i)]));
-                        _o[10i] = (_o[10i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 10i) + 272i)]));
-                        _o[11i] = (_o[11i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 11i) + 272i)]));
-                        _o[12i] = (_o[12i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 12i) + 272i)]));
-                        _o[13i] = (_o[13i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 13i) + 272i)]));
-                        _o[14i] = (_o[14i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 14i) + 272i)]));
-                        _o[15i] = (_o[15i] + (vec4<f32>(_p_3) * _kv[(((_jj_3 * 17i) + 15i) + 272i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 272i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 273i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 274i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 275i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 276i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 277i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 278i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 279i)]));
+                        _o_8 = (_o_8 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 280i)]));
+                        _o_9 = (_o_9 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 281i)]));
+                        _o_10 = (_o_10 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 282i)]));
+                        _o_11 = (_o_11 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 283i)]));
+                        _o_12 = (_o_12 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 284i)]));
+                        _o_13 = (_o_13 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 285i)]));
+                        _o_14 = (_o_14 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 286i)]));
+                        _o_15 = (_o_15 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 17i) + 287i)]));
                     }
                 }
                 _m = _mt;
@@ -790,63 +832,63 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     }
     let _f: f32 = select(exp((_m - _M)), 0.0f, (_m <= bitcast<f32>(0xff800000u)));
     {
-        _o[0i] = (_o[0i] * vec4<f32>(_f));
-        _o[1i] = (_o[1i] * vec4<f32>(_f));
-        _o[2i] = (_o[2i] * vec4<f32>(_f));
-        _o[3i] = (_o[3i] * vec4<f32>(_f));
-        _o[4i] = (_o[4i] * vec4<f32>(_f));
-        _o[5i] = (_o[5i] * vec4<f32>(_f));
-        _o[6i] = (_o[6i] * vec4<f32>(_f));
-        _o[7i] = (_o[7i] * vec4<f32>(_f));
-        _o[8i] = (_o[8i] * vec4<f32>(_f));
-        _o[9i] = (_o[9i] * vec4<f32>(_f));
-        _o[10i] = (_o[10i] * vec4<f32>(_f));
-        _o[11i] = (_o[11i] * vec4<f32>(_f));
-        _o[12i] = (_o[12i] * vec4<f32>(_f));
-        _o[13i] = (_o[13i] * vec4<f32>(_f));
-        _o[14i] = (_o[14i] * vec4<f32>(_f));
-        _o[15i] = (_o[15i] * vec4<f32>(_f));
+        _o_0 = (_o_0 * vec4<f32>(_f));
+        _o_1 = (_o_1 * vec4<f32>(_f));
+        _o_2 = (_o_2 * vec4<f32>(_f));
+        _o_3 = (_o_3 * vec4<f32>(_f));
+        _o_4 = (_o_4 * vec4<f32>(_f));
+        _o_5 = (_o_5 * vec4<f32>(_f));
+        _o_6 = (_o_6 * vec4<f32>(_f));
+        _o_7 = (_o_7 * vec4<f32>(_f));
+        _o_8 = (_o_8 * vec4<f32>(_f));
+        _o_9 = (_o_9 * vec4<f32>(_f));
+        _o_10 = (_o_10 * vec4<f32>(_f));
+        _o_11 = (_o_11 * vec4<f32>(_f));
+        _o_12 = (_o_12 * vec4<f32>(_f));
+        _o_13 = (_o_13 * vec4<f32>(_f));
+        _o_14 = (_o_14 * vec4<f32>(_f));
+        _o_15 = (_o_15 * vec4<f32>(_f));
     }
     for (var _x: i32 = 1i; _x < 4i; _x++) {
         if ((_r == _x)) {
             {
-                _kv[(_q * 16i)] = _o[0i];
-                _kv[((_q * 16i) + 1i)] = _o[1i];
-                _kv[((_q * 16i) + 2i)] = _o[2i];
-                _kv[((_q * 16i) + 3i)] = _o[3i];
-                _kv[((_q * 16i) + 4i)] = _o[4i];
-                _kv[((_q * 16i) + 5i)] = _o[5i];
-                _kv[((_q * 16i) + 6i)] = _o[6i];
-                _kv[((_q * 16i) + 7i)] = _o[7i];
-                _kv[((_q * 16i) + 8i)] = _o[8i];
-                _kv[((_q * 16i) + 9i)] = _o[9i];
-                _kv[((_q * 16i) + 10i)] = _o[10i];
-                _kv[((_q * 16i) + 11i)] = _o[11i];
-                _kv[((_q * 16i) + 12i)] = _o[12i];
-                _kv[((_q * 16i) + 13i)] = _o[13i];
-                _kv[((_q * 16i) + 14i)] = _o[14i];
-                _kv[((_q * 16i) + 15i)] = _o[15i];
+                _kv[(_q * 16i)] = _o_0;
+                _kv[((_q * 16i) + 1i)] = _o_1;
+                _kv[((_q * 16i) + 2i)] = _o_2;
+                _kv[((_q * 16i) + 3i)] = _o_3;
+                _kv[((_q * 16i) + 4i)] = _o_4;
+                _kv[((_q * 16i) + 5i)] = _o_5;
+                _kv[((_q * 16i) + 6i)] = _o_6;
+                _kv[((_q * 16i) + 7i)] = _o_7;
+                _kv[((_q * 16i) + 8i)] = _o_8;
+                _kv[((_q * 16i) + 9i)] = _o_9;
+                _kv[((_q * 16i) + 10i)] = _o_10;
+                _kv[((_q * 16i) + 11i)] = _o_11;
+                _kv[((_q * 16i) + 12i)] = _o_12;
+                _kv[((_q * 16i) + 13i)] = _o_13;
+                _kv[((_q * 16i) + 14i)] = _o_14;
+                _kv[((_q * 16i) + 15i)] = _o_15;
             }
         }
         workgroupBarrier();
         if ((_r == 0i)) {
             {
-                _o[0i] = (_o[0i] + _kv[(_q * 16i)]);
-                _o[1i] = (_o[1i] + _kv[((_q * 16i) + 1i)]);
-                _o[2i] = (_o[2i] + _kv[((_q * 16i) + 2i)]);
-                _o[3i] = (_o[3i] + _kv[((_q * 16i) + 3i)]);
-                _o[4i] = (_o[4i] + _kv[((_q * 16i) + 4i)]);
-                _o[5i] = (_o[5i] + _kv[((_q * 16i) + 5i)]);
-                _o[6i] = (_o[6i] + _kv[((_q * 16i) + 6i)]);
-                _o[7i] = (_o[7i] + _kv[((_q * 16i) + 7i)]);
-                _o[8i] = (_o[8i] + _kv[((_q * 16i) + 8i)]);
-                _o[9i] = (_o[9i] + _kv[((_q * 16i) + 9i)]);
-                _o[10i] = (_o[10i] + _kv[((_q * 16i) + 10i)]);
-                _o[11i] = (_o[11i] + _kv[((_q * 16i) + 11i)]);
-                _o[12i] = (_o[12i] + _kv[((_q * 16i) + 12i)]);
-                _o[13i] = (_o[13i] + _kv[((_q * 16i) + 13i)]);
-                _o[14i] = (_o[14i] + _kv[((_q * 16i) + 14i)]);
-                _o[15i] = (_o[15i] + _kv[((_q * 16i) + 15i)]);
+                _o_0 = (_o_0 + _kv[(_q * 16i)]);
+                _o_1 = (_o_1 + _kv[((_q * 16i) + 1i)]);
+                _o_2 = (_o_2 + _kv[((_q * 16i) + 2i)]);
+                _o_3 = (_o_3 + _kv[((_q * 16i) + 3i)]);
+                _o_4 = (_o_4 + _kv[((_q * 16i) + 4i)]);
+                _o_5 = (_o_5 + _kv[((_q * 16i) + 5i)]);
+                _o_6 = (_o_6 + _kv[((_q * 16i) + 6i)]);
+                _o_7 = (_o_7 + _kv[((_q * 16i) + 7i)]);
+                _o_8 = (_o_8 + _kv[((_q * 16i) + 8i)]);
+                _o_9 = (_o_9 + _kv[((_q * 16i) + 9i)]);
+                _o_10 = (_o_10 + _kv[((_q * 16i) + 10i)]);
+                _o_11 = (_o_11 + _kv[((_q * 16i) + 11i)]);
+                _o_12 = (_o_12 + _kv[((_q * 16i) + 12i)]);
+                _o_13 = (_o_13 + _kv[((_q * 16i) + 13i)]);
+                _o_14 = (_o_14 + _kv[((_q * 16i) + 14i)]);
+                _o_15 = (_o_15 + _kv[((_q * 16i) + 15i)]);
             }
         }
         workgroupBarrier();
@@ -854,70 +896,70 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     if (((_qi < _S) && (_r == 0i))) {
         let _inv: f32 = select((1.0f / _L), 0.0f, (_L == 0.0f));
         {
-            if ((0i < u_head_dim)) { u_out[_orow] = (_o[0i][0] * _inv); }
-            if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o[0i][1] * _inv); }
-            if ((2i < u_head_dim)) { u_out[(_orow + 2i)] = (_o[0i][2] * _inv); }
-            if ((3i < u_head_dim)) { u_out[(_orow + 3i)] = (_o[0i][3] * _inv); }
-            if ((4i < u_head_dim)) { u_out[(_orow + 4i)] = (_o[1i][0] * _inv); }
-            if ((5i < u_head_dim)) { u_out[(_orow + 5i)] = (_o[1i][1] * _inv); }
-            if ((6i < u_head_dim)) { u_out[(_orow + 6i)] = (_o[1i][2] * _inv); }
-            if ((7i < u_head_dim)) { u_out[(_orow + 7i)] = (_o[1i][3] * _inv); }
-            if ((8i < u_head_dim)) { u_out[(_orow + 8i)] = (_o[2i][0] * _inv); }
-            if ((9i < u_head_dim)) { u_out[(_orow + 9i)] = (_o[2i][1] * _inv); }
-            if ((10i < u_head_dim)) { u_out[(_orow + 10i)] = (_o[2i][2] * _inv); }
-            if ((11i < u_head_dim)) { u_out[(_orow + 11i)] = (_o[2i][3] * _inv); }
-            if ((12i < u_head_dim)) { u_out[(_orow + 12i)] = (_o[3i][0] * _inv); }
-            if ((13i < u_head_dim)) { u_out[(_orow + 13i)] = (_o[3i][1] * _inv); }
-            if ((14i < u_head_dim)) { u_out[(_orow + 14i)] = (_o[3i][2] * _inv); }
-            if ((15i < u_head_dim)) { u_out[(_orow + 15i)] = (_o[3i][3] * _inv); }
-            if ((16i < u_head_dim)) { u_out[(_orow + 16i)] = (_o[4i][0] * _inv); }
-            if ((17i < u_head_dim)) { u_out[(_orow + 17i)] = (_o[4i][1] * _inv); }
-            if ((18i < u_head_dim)) { u_out[(_orow + 18i)] = (_o[4i][2] * _inv); }
-            if ((19i < u_head_dim)) { u_out[(_orow + 19i)] = (_o[4i][3] * _inv); }
-            if ((20i < u_head_dim)) { u_out[(_orow + 20i)] = (_o[5i][0] * _inv); }
-            if ((21i < u_head_dim)) { u_out[(_orow + 21i)] = (_o[5i][1] * _inv); }
-            if ((22i < u_head_dim)) { u_out[(_orow + 22i)] = (_o[5i][2] * _inv); }
-            if ((23i < u_head_dim)) { u_out[(_orow + 23i)] = (_o[5i][3] * _inv); }
-            if ((24i < u_head_dim)) { u_out[(_orow + 24i)] = (_o[6i][0] * _inv); }
-            if ((25i < u_head_dim)) { u_out[(_orow + 25i)] = (_o[6i][1] * _inv); }
-            if ((26i < u_head_dim)) { u_out[(_orow + 26i)] = (_o[6i][2] * _inv); }
-            if ((27i < u_head_dim)) { u_out[(_orow + 27i)] = (_o[6i][3] * _inv); }
-            if ((28i < u_head_dim)) { u_out[(_orow + 28i)] = (_o[7i][0] * _inv); }
-            if ((29i < u_head_dim)) { u_out[(_orow + 29i)] = (_o[7i][1] * _inv); }
-            if ((30i < u_head_dim)) { u_out[(_orow + 30i)] = (_o[7i][2] * _inv); }
-            if ((31i < u_head_dim)) { u_out[(_orow + 31i)] = (_o[7i][3] * _inv); }
-            if ((32i < u_head_dim)) { u_out[(_orow + 32i)] = (_o[8i][0] * _inv); }
-            if ((33i < u_head_dim)) { u_out[(_orow + 33i)] = (_o[8i][1] * _inv); }
-            if ((34i < u_head_dim)) { u_out[(_orow + 34i)] = (_o[8i][2] * _inv); }
-            if ((35i < u_head_dim)) { u_out[(_orow + 35i)] = (_o[8i][3] * _inv); }
-            if ((36i < u_head_dim)) { u_out[(_orow + 36i)] = (_o[9i][0] * _inv); }
-            if ((37i < u_head_dim)) { u_out[(_orow + 37i)] = (_o[9i][1] * _inv); }
-            if ((38i < u_head_dim)) { u_out[(_orow + 38i)] = (_o[9i][2] * _inv); }
-            if ((39i < u_head_dim)) { u_out[(_orow + 39i)] = (_o[9i][3] * _inv); }
-            if ((40i < u_head_dim)) { u_out[(_orow + 40i)] = (_o[10i][0] * _inv); }
-            if ((41i < u_head_dim)) { u_out[(_orow + 41i)] = (_o[10i][1] * _inv); }
-            if ((42i < u_head_dim)) { u_out[(_orow + 42i)] = (_o[10i][2] * _inv); }
-            if ((43i < u_head_dim)) { u_out[(_orow + 43i)] = (_o[10i][3] * _inv); }
-            if ((44i < u_head_dim)) { u_out[(_orow + 44i)] = (_o[11i][0] * _inv); }
-            if ((45i < u_head_dim)) { u_out[(_orow + 45i)] = (_o[11i][1] * _inv); }
-            if ((46i < u_head_dim)) { u_out[(_orow + 46i)] = (_o[11i][2] * _inv); }
-            if ((47i < u_head_dim)) { u_out[(_orow + 47i)] = (_o[11i][3] * _inv); }
-            if ((48i < u_head_dim)) { u_out[(_orow + 48i)] = (_o[12i][0] * _inv); }
-            if ((49i < u_head_dim)) { u_out[(_orow + 49i)] = (_o[12i][1] * _inv); }
-            if ((50i < u_head_dim)) { u_out[(_orow + 50i)] = (_o[12i][2] * _inv); }
-            if ((51i < u_head_dim)) { u_out[(_orow + 51i)] = (_o[12i][3] * _inv); }
-            if ((52i < u_head_dim)) { u_out[(_orow + 52i)] = (_o[13i][0] * _inv); }
-            if ((53i < u_head_dim)) { u_out[(_orow + 53i)] = (_o[13i][1] * _inv); }
-            if ((54i < u_head_dim)) { u_out[(_orow + 54i)] = (_o[13i][2] * _inv); }
-            if ((55i < u_head_dim)) { u_out[(_orow + 55i)] = (_o[13i][3] * _inv); }
-            if ((56i < u_head_dim)) { u_out[(_orow + 56i)] = (_o[14i][0] * _inv); }
-            if ((57i < u_head_dim)) { u_out[(_orow + 57i)] = (_o[14i][1] * _inv); }
-            if ((58i < u_head_dim)) { u_out[(_orow + 58i)] = (_o[14i][2] * _inv); }
-            if ((59i < u_head_dim)) { u_out[(_orow + 59i)] = (_o[14i][3] * _inv); }
-            if ((60i < u_head_dim)) { u_out[(_orow + 60i)] = (_o[15i][0] * _inv); }
-            if ((61i < u_head_dim)) { u_out[(_orow + 61i)] = (_o[15i][1] * _inv); }
-            if ((62i < u_head_dim)) { u_out[(_orow + 62i)] = (_o[15i][2] * _inv); }
-            if ((63i < u_head_dim)) { u_out[(_orow + 63i)] = (_o[15i][3] * _inv); }
+            if ((0i < u_head_dim)) { u_out[_orow] = (_o_0[0] * _inv); }
+            if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o_0[1] * _inv); }
+            if ((2i < u_head_dim)) { u_out[(_orow + 2i)] = (_o_0[2] * _inv); }
+            if ((3i < u_head_dim)) { u_out[(_orow + 3i)] = (_o_0[3] * _inv); }
+            if ((4i < u_head_dim)) { u_out[(_orow + 4i)] = (_o_1[0] * _inv); }
+            if ((5i < u_head_dim)) { u_out[(_orow + 5i)] = (_o_1[1] * _inv); }
+            if ((6i < u_head_dim)) { u_out[(_orow + 6i)] = (_o_1[2] * _inv); }
+            if ((7i < u_head_dim)) { u_out[(_orow + 7i)] = (_o_1[3] * _inv); }
+            if ((8i < u_head_dim)) { u_out[(_orow + 8i)] = (_o_2[0] * _inv); }
+            if ((9i < u_head_dim)) { u_out[(_orow + 9i)] = (_o_2[1] * _inv); }
+            if ((10i < u_head_dim)) { u_out[(_orow + 10i)] = (_o_2[2] * _inv); }
+            if ((11i < u_head_dim)) { u_out[(_orow + 11i)] = (_o_2[3] * _inv); }
+            if ((12i < u_head_dim)) { u_out[(_orow + 12i)] = (_o_3[0] * _inv); }
+            if ((13i < u_head_dim)) { u_out[(_orow + 13i)] = (_o_3[1] * _inv); }
+            if ((14i < u_head_dim)) { u_out[(_orow + 14i)] = (_o_3[2] * _inv); }
+            if ((15i < u_head_dim)) { u_out[(_orow + 15i)] = (_o_3[3] * _inv); }
+            if ((16i < u_head_dim)) { u_out[(_orow + 16i)] = (_o_4[0] * _inv); }
+            if ((17i < u_head_dim)) { u_out[(_orow + 17i)] = (_o_4[1] * _inv); }
+            if ((18i < u_head_dim)) { u_out[(_orow + 18i)] = (_o_4[2] * _inv); }
+            if ((19i < u_head_dim)) { u_out[(_orow + 19i)] = (_o_4[3] * _inv); }
+            if ((20i < u_head_dim)) { u_out[(_orow + 20i)] = (_o_5[0] * _inv); }
+            if ((21i < u_head_dim)) { u_out[(_orow + 21i)] = (_o_5[1] * _inv); }
+            if ((22i < u_head_dim)) { u_out[(_orow + 22i)] = (_o_5[2] * _inv); }
+            if ((23i < u_head_dim)) { u_out[(_orow + 23i)] = (_o_5[3] * _inv); }
+            if ((24i < u_head_dim)) { u_out[(_orow + 24i)] = (_o_6[0] * _inv); }
+            if ((25i < u_head_dim)) { u_out[(_orow + 25i)] = (_o_6[1] * _inv); }
+            if ((26i < u_head_dim)) { u_out[(_orow + 26i)] = (_o_6[2] * _inv); }
+            if ((27i < u_head_dim)) { u_out[(_orow + 27i)] = (_o_6[3] * _inv); }
+            if ((28i < u_head_dim)) { u_out[(_orow + 28i)] = (_o_7[0] * _inv); }
+            if ((29i < u_head_dim)) { u_out[(_orow + 29i)] = (_o_7[1] * _inv); }
+            if ((30i < u_head_dim)) { u_out[(_orow + 30i)] = (_o_7[2] * _inv); }
+            if ((31i < u_head_dim)) { u_out[(_orow + 31i)] = (_o_7[3] * _inv); }
+            if ((32i < u_head_dim)) { u_out[(_orow + 32i)] = (_o_8[0] * _inv); }
+            if ((33i < u_head_dim)) { u_out[(_orow + 33i)] = (_o_8[1] * _inv); }
+            if ((34i < u_head_dim)) { u_out[(_orow + 34i)] = (_o_8[2] * _inv); }
+            if ((35i < u_head_dim)) { u_out[(_orow + 35i)] = (_o_8[3] * _inv); }
+            if ((36i < u_head_dim)) { u_out[(_orow + 36i)] = (_o_9[0] * _inv); }
+            if ((37i < u_head_dim)) { u_out[(_orow + 37i)] = (_o_9[1] * _inv); }
+            if ((38i < u_head_dim)) { u_out[(_orow + 38i)] = (_o_9[2] * _inv); }
+            if ((39i < u_head_dim)) { u_out[(_orow + 39i)] = (_o_9[3] * _inv); }
+            if ((40i < u_head_dim)) { u_out[(_orow + 40i)] = (_o_10[0] * _inv); }
+            if ((41i < u_head_dim)) { u_out[(_orow + 41i)] = (_o_10[1] * _inv); }
+            if ((42i < u_head_dim)) { u_out[(_orow + 42i)] = (_o_10[2] * _inv); }
+            if ((43i < u_head_dim)) { u_out[(_orow + 43i)] = (_o_10[3] * _inv); }
+            if ((44i < u_head_dim)) { u_out[(_orow + 44i)] = (_o_11[0] * _inv); }
+            if ((45i < u_head_dim)) { u_out[(_orow + 45i)] = (_o_11[1] * _inv); }
+            if ((46i < u_head_dim)) { u_out[(_orow + 46i)] = (_o_11[2] * _inv); }
+            if ((47i < u_head_dim)) { u_out[(_orow + 47i)] = (_o_11[3] * _inv); }
+            if ((48i < u_head_dim)) { u_out[(_orow + 48i)] = (_o_12[0] * _inv); }
+            if ((49i < u_head_dim)) { u_out[(_orow + 49i)] = (_o_12[1] * _inv); }
+            if ((50i < u_head_dim)) { u_out[(_orow + 50i)] = (_o_12[2] * _inv); }
+            if ((51i < u_head_dim)) { u_out[(_orow + 51i)] = (_o_12[3] * _inv); }
+            if ((52i < u_head_dim)) { u_out[(_orow + 52i)] = (_o_13[0] * _inv); }
+            if ((53i < u_head_dim)) { u_out[(_orow + 53i)] = (_o_13[1] * _inv); }
+            if ((54i < u_head_dim)) { u_out[(_orow + 54i)] = (_o_13[2] * _inv); }
+            if ((55i < u_head_dim)) { u_out[(_orow + 55i)] = (_o_13[3] * _inv); }
+            if ((56i < u_head_dim)) { u_out[(_orow + 56i)] = (_o_14[0] * _inv); }
+            if ((57i < u_head_dim)) { u_out[(_orow + 57i)] = (_o_14[1] * _inv); }
+            if ((58i < u_head_dim)) { u_out[(_orow + 58i)] = (_o_14[2] * _inv); }
+            if ((59i < u_head_dim)) { u_out[(_orow + 59i)] = (_o_14[3] * _inv); }
+            if ((60i < u_head_dim)) { u_out[(_orow + 60i)] = (_o_15[0] * _inv); }
+            if ((61i < u_head_dim)) { u_out[(_orow + 61i)] = (_o_15[1] * _inv); }
+            if ((62i < u_head_dim)) { u_out[(_orow + 62i)] = (_o_15[2] * _inv); }
+            if ((63i < u_head_dim)) { u_out[(_orow + 63i)] = (_o_15[3] * _inv); }
         }
     }
 }
@@ -964,73 +1006,135 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
         let _vbase: i32 = ((((_b * u_V_d1) * u_V_d2) * u_V_d3) + ((_h * u_V_d2) * u_V_d3));
         let _orow: i32 = (((((_b * u_heads) * u_seq_len) * u_head_dim) + ((_h * u_seq_len) * u_head_dim)) + (_qc * u_head_dim));
         let _scale: f32 = (1.0f / sqrt(f32(u_head_dim)));
-        var _qr: array<vec4<f32>, 32>;
-        var _o: array<vec4<f32>, 32>;
+        var _qr_0: vec4<f32>;
+        var _qr_1: vec4<f32>;
+        var _qr_2: vec4<f32>;
+        var _qr_3: vec4<f32>;
+        var _qr_4: vec4<f32>;
+        var _qr_5: vec4<f32>;
+        var _qr_6: vec4<f32>;
+        var _qr_7: vec4<f32>;
+        var _qr_8: vec4<f32>;
+        var _qr_9: vec4<f32>;
+        var _qr_10: vec4<f32>;
+        var _qr_11: vec4<f32>;
+        var _qr_12: vec4<f32>;
+        var _qr_13: vec4<f32>;
+        var _qr_14: vec4<f32>;
+        var _qr_15: vec4<f32>;
+        var _qr_16: vec4<f32>;
+        var _qr_17: vec4<f32>;
+        var _qr_18: vec4<f32>;
+        var _qr_19: vec4<f32>;
+        var _qr_20: vec4<f32>;
+        var _qr_21: vec4<f32>;
+        var _qr_22: vec4<f32>;
+        var _qr_23: vec4<f32>;
+        var _qr_24: vec4<f32>;
+        var _qr_25: vec4<f32>;
+        var _qr_26: vec4<f32>;
+        var _qr_27: vec4<f32>;
+        var _qr_28: vec4<f32>;
+        var _qr_29: vec4<f32>;
+        var _qr_30: vec4<f32>;
+        var _qr_31: vec4<f32>;
+        var _o_0: vec4<f32>;
+        var _o_1: vec4<f32>;
+        var _o_2: vec4<f32>;
+        var _o_3: vec4<f32>;
+        var _o_4: vec4<f32>;
+        var _o_5: vec4<f32>;
+        var _o_6: vec4<f32>;
+        var _o_7: vec4<f32>;
+        var _o_8: vec4<f32>;
+        var _o_9: vec4<f32>;
+        var _o_10: vec4<f32>;
+        var _o_11: vec4<f32>;
+        var _o_12: vec4<f32>;
+        var _o_13: vec4<f32>;
+        var _o_14: vec4<f32>;
+        var _o_15: vec4<f32>;
+        var _o_16: vec4<f32>;
+        var _o_17: vec4<f32>;
+        var _o_18: vec4<f32>;
+        var _o_19: vec4<f32>;
+        var _o_20: vec4<f32>;
+        var _o_21: vec4<f32>;
+        var _o_22: vec4<f32>;
+        var _o_23: vec4<f32>;
+        var _o_24: vec4<f32>;
+        var _o_25: vec4<f32>;
+        var _o_26: vec4<f32>;
+        var _o_27: vec4<f32>;
+        var _o_28: vec4<f32>;
+        var _o_29: vec4<f32>;
+        var _o_30: vec4<f32>;
+        var _o_31: vec4<f32>;
         {
-            _qr[0i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(0i, (u_head_dim - 1i)))], (0i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(1i, (u_head_dim - 1i)))], (1i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(2i, (u_head_dim - 1i)))], (2i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(3i, (u_head_dim - 1i)))], (3i < u_head_dim))) * vec4<f32>(_scale));
-            _o[0i] = vec4<f32>(0.0f);
-            _qr[1i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(4i, (u_head_dim - 1i)))], (4i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(5i, (u_head_dim - 1i)))], (5i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(6i, (u_head_dim - 1i)))], (6i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(7i, (u_head_dim - 1i)))], (7i < u_head_dim))) * vec4<f32>(_scale));
-            _o[1i] = vec4<f32>(0.0f);
-            _qr[2i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(8i, (u_head_dim - 1i)))], (8i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(9i, (u_head_dim - 1i)))], (9i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(10i, (u_head_dim - 1i)))], (10i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(11i, (u_head_dim - 1i)))], (11i < u_head_dim))) * vec4<f32>(_scale));
-            _o[2i] = vec4<f32>(0.0f);
-            _qr[3i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(12i, (u_head_dim - 1i)))], (12i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(13i, (u_head_dim - 1i)))], (13i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(14i, (u_head_dim - 1i)))], (14i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(15i, (u_head_dim - 1i)))], (15i < u_head_dim))) * vec4<f32>(_scale));
-            _o[3i] = vec4<f32>(0.0f);
-            _qr[4i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(16i, (u_head_dim - 1i)))], (16i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(17i, (u_head_dim - 1i)))], (17i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(18i, (u_head_dim - 1i)))], (18i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(19i, (u_head_dim - 1i)))], (19i < u_head_dim))) * vec4<f32>(_scale));
-            _o[4i] = vec4<f32>(0.0f);
-            _qr[5i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(20i, (u_head_dim - 1i)))], (20i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(21i, (u_head_dim - 1i)))], (21i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(22i, (u_head_dim - 1i)))], (22i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(23i, (u_head_dim - 1i)))], (23i < u_head_dim))) * vec4<f32>(_scale));
-            _o[5i] = vec4<f32>(0.0f);
-            _qr[6i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(24i, (u_head_dim - 1i)))], (24i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(25i, (u_head_dim - 1i)))], (25i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(26i, (u_head_dim - 1i)))], (26i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(27i, (u_head_dim - 1i)))], (27i < u_head_dim))) * vec4<f32>(_scale));
-            _o[6i] = vec4<f32>(0.0f);
-            _qr[7i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(28i, (u_head_dim - 1i)))], (28i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(29i, (u_head_dim - 1i)))], (29i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(30i, (u_head_dim - 1i)))], (30i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(31i, (u_head_dim - 1i)))], (31i < u_head_dim))) * vec4<f32>(_scale));
-            _o[7i] = vec4<f32>(0.0f);
-            _qr[8i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(32i, (u_head_dim - 1i)))], (32i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(33i, (u_head_dim - 1i)))], (33i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(34i, (u_head_dim - 1i)))], (34i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(35i, (u_head_dim - 1i)))], (35i < u_head_dim))) * vec4<f32>(_scale));
-            _o[8i] = vec4<f32>(0.0f);
-            _qr[9i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(36i, (u_head_dim - 1i)))], (36i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(37i, (u_head_dim - 1i)))], (37i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(38i, (u_head_dim - 1i)))], (38i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(39i, (u_head_dim - 1i)))], (39i < u_head_dim))) * vec4<f32>(_scale));
-            _o[9i] = vec4<f32>(0.0f);
-            _qr[10i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(40i, (u_head_dim - 1i)))], (40i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(41i, (u_head_dim - 1i)))], (41i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(42i, (u_head_dim - 1i)))], (42i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(43i, (u_head_dim - 1i)))], (43i < u_head_dim))) * vec4<f32>(_scale));
-            _o[10i] = vec4<f32>(0.0f);
-            _qr[11i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(44i, (u_head_dim - 1i)))], (44i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(45i, (u_head_dim - 1i)))], (45i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(46i, (u_head_dim - 1i)))], (46i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(47i, (u_head_dim - 1i)))], (47i < u_head_dim))) * vec4<f32>(_scale));
-            _o[11i] = vec4<f32>(0.0f);
-            _qr[12i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(48i, (u_head_dim - 1i)))], (48i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(49i, (u_head_dim - 1i)))], (49i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(50i, (u_head_dim - 1i)))], (50i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(51i, (u_head_dim - 1i)))], (51i < u_head_dim))) * vec4<f32>(_scale));
-            _o[12i] = vec4<f32>(0.0f);
-            _qr[13i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(52i, (u_head_dim - 1i)))], (52i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(53i, (u_head_dim - 1i)))], (53i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(54i, (u_head_dim - 1i)))], (54i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(55i, (u_head_dim - 1i)))], (55i < u_head_dim))) * vec4<f32>(_scale));
-            _o[13i] = vec4<f32>(0.0f);
-            _qr[14i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(56i, (u_head_dim - 1i)))], (56i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(57i, (u_head_dim - 1i)))], (57i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(58i, (u_head_dim - 1i)))], (58i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(59i, (u_head_dim - 1i)))], (59i < u_head_dim))) * vec4<f32>(_scale));
-            _o[14i] = vec4<f32>(0.0f);
-            _qr[15i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(60i, (u_head_dim - 1i)))], (60i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(61i, (u_head_dim - 1i)))], (61i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(62i, (u_head_dim - 1i)))], (62i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(63i, (u_head_dim - 1i)))], (63i < u_head_dim))) * vec4<f32>(_scale));
-            _o[15i] = vec4<f32>(0.0f);
-            _qr[16i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(64i, (u_head_dim - 1i)))], (64i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(65i, (u_head_dim - 1i)))], (65i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(66i, (u_head_dim - 1i)))], (66i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(67i, (u_head_dim - 1i)))], (67i < u_head_dim))) * vec4<f32>(_scale));
-            _o[16i] = vec4<f32>(0.0f);
-            _qr[17i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(68i, (u_head_dim - 1i)))], (68i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(69i, (u_head_dim - 1i)))], (69i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(70i, (u_head_dim - 1i)))], (70i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(71i, (u_head_dim - 1i)))], (71i < u_head_dim))) * vec4<f32>(_scale));
-            _o[17i] = vec4<f32>(0.0f);
-            _qr[18i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(72i, (u_head_dim - 1i)))], (72i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(73i, (u_head_dim - 1i)))], (73i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(74i, (u_head_dim - 1i)))], (74i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(75i, (u_head_dim - 1i)))], (75i < u_head_dim))) * vec4<f32>(_scale));
-            _o[18i] = vec4<f32>(0.0f);
-            _qr[19i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(76i, (u_head_dim - 1i)))], (76i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(77i, (u_head_dim - 1i)))], (77i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(78i, (u_head_dim - 1i)))], (78i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(79i, (u_head_dim - 1i)))], (79i < u_head_dim))) * vec4<f32>(_scale));
-            _o[19i] = vec4<f32>(0.0f);
-            _qr[20i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(80i, (u_head_dim - 1i)))], (80i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(81i, (u_head_dim - 1i)))], (81i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(82i, (u_head_dim - 1i)))], (82i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(83i, (u_head_dim - 1i)))], (83i < u_head_dim))) * vec4<f32>(_scale));
-            _o[20i] = vec4<f32>(0.0f);
-            _qr[21i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(84i, (u_head_dim - 1i)))], (84i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(85i, (u_head_dim - 1i)))], (85i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(86i, (u_head_dim - 1i)))], (86i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(87i, (u_head_dim - 1i)))], (87i < u_head_dim))) * vec4<f32>(_scale));
-            _o[21i] = vec4<f32>(0.0f);
-            _qr[22i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(88i, (u_head_dim - 1i)))], (88i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(89i, (u_head_dim - 1i)))], (89i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(90i, (u_head_dim - 1i)))], (90i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(91i, (u_head_dim - 1i)))], (91i < u_head_dim))) * vec4<f32>(_scale));
-            _o[22i] = vec4<f32>(0.0f);
-            _qr[23i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(92i, (u_head_dim - 1i)))], (92i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(93i, (u_head_dim - 1i)))], (93i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(94i, (u_head_dim - 1i)))], (94i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(95i, (u_head_dim - 1i)))], (95i < u_head_dim))) * vec4<f32>(_scale));
-            _o[23i] = vec4<f32>(0.0f);
-            _qr[24i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(96i, (u_head_dim - 1i)))], (96i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(97i, (u_head_dim - 1i)))], (97i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(98i, (u_head_dim - 1i)))], (98i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(99i, (u_head_dim - 1i)))], (99i < u_head_dim))) * vec4<f32>(_scale));
-            _o[24i] = vec4<f32>(0.0f);
-            _qr[25i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(100i, (u_head_dim - 1i)))], (100i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(101i, (u_head_dim - 1i)))], (101i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(102i, (u_head_dim - 1i)))], (102i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(103i, (u_head_dim - 1i)))], (103i < u_head_dim))) * vec4<f32>(_scale));
-            _o[25i] = vec4<f32>(0.0f);
-            _qr[26i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(104i, (u_head_dim - 1i)))], (104i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(105i, (u_head_dim - 1i)))], (105i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(106i, (u_head_dim - 1i)))], (106i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(107i, (u_head_dim - 1i)))], (107i < u_head_dim))) * vec4<f32>(_scale));
-            _o[26i] = vec4<f32>(0.0f);
-            _qr[27i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(108i, (u_head_dim - 1i)))], (108i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(109i, (u_head_dim - 1i)))], (109i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(110i, (u_head_dim - 1i)))], (110i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(111i, (u_head_dim - 1i)))], (111i < u_head_dim))) * vec4<f32>(_scale));
-            _o[27i] = vec4<f32>(0.0f);
-            _qr[28i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(112i, (u_head_dim - 1i)))], (112i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(113i, (u_head_dim - 1i)))], (113i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(114i, (u_head_dim - 1i)))], (114i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(115i, (u_head_dim - 1i)))], (115i < u_head_dim))) * vec4<f32>(_scale));
-            _o[28i] = vec4<f32>(0.0f);
-            _qr[29i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(116i, (u_head_dim - 1i)))], (116i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(117i, (u_head_dim - 1i)))], (117i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(118i, (u_head_dim - 1i)))], (118i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(119i, (u_head_dim - 1i)))], (119i < u_head_dim))) * vec4<f32>(_scale));
-            _o[29i] = vec4<f32>(0.0f);
-            _qr[30i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(120i, (u_head_dim - 1i)))], (120i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(121i, (u_head_dim - 1i)))], (121i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(122i, (u_head_dim - 1i)))], (122i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(123i, (u_head_dim - 1i)))], (123i < u_head_dim))) * vec4<f32>(_scale));
-            _o[30i] = vec4<f32>(0.0f);
-            _qr[31i] = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(124i, (u_head_dim - 1i)))], (124i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(125i, (u_head_dim - 1i)))], (125i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(126i, (u_head_dim - 1i)))], (126i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(127i, (u_head_dim - 1i)))], (127i < u_head_dim))) * vec4<f32>(_scale));
-            _o[31i] = vec4<f32>(0.0f);
+            _qr_0 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(0i, (u_head_dim - 1i)))], (0i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(1i, (u_head_dim - 1i)))], (1i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(2i, (u_head_dim - 1i)))], (2i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(3i, (u_head_dim - 1i)))], (3i < u_head_dim))) * vec4<f32>(_scale));
+            _o_0 = vec4<f32>(0.0f);
+            _qr_1 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(4i, (u_head_dim - 1i)))], (4i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(5i, (u_head_dim - 1i)))], (5i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(6i, (u_head_dim - 1i)))], (6i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(7i, (u_head_dim - 1i)))], (7i < u_head_dim))) * vec4<f32>(_scale));
+            _o_1 = vec4<f32>(0.0f);
+            _qr_2 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(8i, (u_head_dim - 1i)))], (8i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(9i, (u_head_dim - 1i)))], (9i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(10i, (u_head_dim - 1i)))], (10i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(11i, (u_head_dim - 1i)))], (11i < u_head_dim))) * vec4<f32>(_scale));
+            _o_2 = vec4<f32>(0.0f);
+            _qr_3 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(12i, (u_head_dim - 1i)))], (12i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(13i, (u_head_dim - 1i)))], (13i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(14i, (u_head_dim - 1i)))], (14i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(15i, (u_head_dim - 1i)))], (15i < u_head_dim))) * vec4<f32>(_scale));
+            _o_3 = vec4<f32>(0.0f);
+            _qr_4 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(16i, (u_head_dim - 1i)))], (16i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(17i, (u_head_dim - 1i)))], (17i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(18i, (u_head_dim - 1i)))], (18i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(19i, (u_head_dim - 1i)))], (19i < u_head_dim))) * vec4<f32>(_scale));
+            _o_4 = vec4<f32>(0.0f);
+            _qr_5 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(20i, (u_head_dim - 1i)))], (20i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(21i, (u_head_dim - 1i)))], (21i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(22i, (u_head_dim - 1i)))], (22i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(23i, (u_head_dim - 1i)))], (23i < u_head_dim))) * vec4<f32>(_scale));
+            _o_5 = vec4<f32>(0.0f);
+            _qr_6 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(24i, (u_head_dim - 1i)))], (24i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(25i, (u_head_dim - 1i)))], (25i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(26i, (u_head_dim - 1i)))], (26i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(27i, (u_head_dim - 1i)))], (27i < u_head_dim))) * vec4<f32>(_scale));
+            _o_6 = vec4<f32>(0.0f);
+            _qr_7 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(28i, (u_head_dim - 1i)))], (28i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(29i, (u_head_dim - 1i)))], (29i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(30i, (u_head_dim - 1i)))], (30i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(31i, (u_head_dim - 1i)))], (31i < u_head_dim))) * vec4<f32>(_scale));
+            _o_7 = vec4<f32>(0.0f);
+            _qr_8 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(32i, (u_head_dim - 1i)))], (32i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(33i, (u_head_dim - 1i)))], (33i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(34i, (u_head_dim - 1i)))], (34i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(35i, (u_head_dim - 1i)))], (35i < u_head_dim))) * vec4<f32>(_scale));
+            _o_8 = vec4<f32>(0.0f);
+            _qr_9 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(36i, (u_head_dim - 1i)))], (36i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(37i, (u_head_dim - 1i)))], (37i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(38i, (u_head_dim - 1i)))], (38i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(39i, (u_head_dim - 1i)))], (39i < u_head_dim))) * vec4<f32>(_scale));
+            _o_9 = vec4<f32>(0.0f);
+            _qr_10 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(40i, (u_head_dim - 1i)))], (40i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(41i, (u_head_dim - 1i)))], (41i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(42i, (u_head_dim - 1i)))], (42i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(43i, (u_head_dim - 1i)))], (43i < u_head_dim))) * vec4<f32>(_scale));
+            _o_10 = vec4<f32>(0.0f);
+            _qr_11 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(44i, (u_head_dim - 1i)))], (44i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(45i, (u_head_dim - 1i)))], (45i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(46i, (u_head_dim - 1i)))], (46i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(47i, (u_head_dim - 1i)))], (47i < u_head_dim))) * vec4<f32>(_scale));
+            _o_11 = vec4<f32>(0.0f);
+            _qr_12 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(48i, (u_head_dim - 1i)))], (48i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(49i, (u_head_dim - 1i)))], (49i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(50i, (u_head_dim - 1i)))], (50i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(51i, (u_head_dim - 1i)))], (51i < u_head_dim))) * vec4<f32>(_scale));
+            _o_12 = vec4<f32>(0.0f);
+            _qr_13 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(52i, (u_head_dim - 1i)))], (52i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(53i, (u_head_dim - 1i)))], (53i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(54i, (u_head_dim - 1i)))], (54i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(55i, (u_head_dim - 1i)))], (55i < u_head_dim))) * vec4<f32>(_scale));
+            _o_13 = vec4<f32>(0.0f);
+            _qr_14 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(56i, (u_head_dim - 1i)))], (56i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(57i, (u_head_dim - 1i)))], (57i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(58i, (u_head_dim - 1i)))], (58i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(59i, (u_head_dim - 1i)))], (59i < u_head_dim))) * vec4<f32>(_scale));
+            _o_14 = vec4<f32>(0.0f);
+            _qr_15 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(60i, (u_head_dim - 1i)))], (60i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(61i, (u_head_dim - 1i)))], (61i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(62i, (u_head_dim - 1i)))], (62i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(63i, (u_head_dim - 1i)))], (63i < u_head_dim))) * vec4<f32>(_scale));
+            _o_15 = vec4<f32>(0.0f);
+            _qr_16 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(64i, (u_head_dim - 1i)))], (64i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(65i, (u_head_dim - 1i)))], (65i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(66i, (u_head_dim - 1i)))], (66i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(67i, (u_head_dim - 1i)))], (67i < u_head_dim))) * vec4<f32>(_scale));
+            _o_16 = vec4<f32>(0.0f);
+            _qr_17 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(68i, (u_head_dim - 1i)))], (68i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(69i, (u_head_dim - 1i)))], (69i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(70i, (u_head_dim - 1i)))], (70i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(71i, (u_head_dim - 1i)))], (71i < u_head_dim))) * vec4<f32>(_scale));
+            _o_17 = vec4<f32>(0.0f);
+            _qr_18 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(72i, (u_head_dim - 1i)))], (72i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(73i, (u_head_dim - 1i)))], (73i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(74i, (u_head_dim - 1i)))], (74i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(75i, (u_head_dim - 1i)))], (75i < u_head_dim))) * vec4<f32>(_scale));
+            _o_18 = vec4<f32>(0.0f);
+            _qr_19 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(76i, (u_head_dim - 1i)))], (76i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(77i, (u_head_dim - 1i)))], (77i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(78i, (u_head_dim - 1i)))], (78i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(79i, (u_head_dim - 1i)))], (79i < u_head_dim))) * vec4<f32>(_scale));
+            _o_19 = vec4<f32>(0.0f);
+            _qr_20 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(80i, (u_head_dim - 1i)))], (80i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(81i, (u_head_dim - 1i)))], (81i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(82i, (u_head_dim - 1i)))], (82i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(83i, (u_head_dim - 1i)))], (83i < u_head_dim))) * vec4<f32>(_scale));
+            _o_20 = vec4<f32>(0.0f);
+            _qr_21 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(84i, (u_head_dim - 1i)))], (84i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(85i, (u_head_dim - 1i)))], (85i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(86i, (u_head_dim - 1i)))], (86i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(87i, (u_head_dim - 1i)))], (87i < u_head_dim))) * vec4<f32>(_scale));
+            _o_21 = vec4<f32>(0.0f);
+            _qr_22 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(88i, (u_head_dim - 1i)))], (88i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(89i, (u_head_dim - 1i)))], (89i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(90i, (u_head_dim - 1i)))], (90i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(91i, (u_head_dim - 1i)))], (91i < u_head_dim))) * vec4<f32>(_scale));
+            _o_22 = vec4<f32>(0.0f);
+            _qr_23 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(92i, (u_head_dim - 1i)))], (92i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(93i, (u_head_dim - 1i)))], (93i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(94i, (u_head_dim - 1i)))], (94i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(95i, (u_head_dim - 1i)))], (95i < u_head_dim))) * vec4<f32>(_scale));
+            _o_23 = vec4<f32>(0.0f);
+            _qr_24 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(96i, (u_head_dim - 1i)))], (96i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(97i, (u_head_dim - 1i)))], (97i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(98i, (u_head_dim - 1i)))], (98i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(99i, (u_head_dim - 1i)))], (99i < u_head_dim))) * vec4<f32>(_scale));
+            _o_24 = vec4<f32>(0.0f);
+            _qr_25 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(100i, (u_head_dim - 1i)))], (100i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(101i, (u_head_dim - 1i)))], (101i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(102i, (u_head_dim - 1i)))], (102i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(103i, (u_head_dim - 1i)))], (103i < u_head_dim))) * vec4<f32>(_scale));
+            _o_25 = vec4<f32>(0.0f);
+            _qr_26 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(104i, (u_head_dim - 1i)))], (104i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(105i, (u_head_dim - 1i)))], (105i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(106i, (u_head_dim - 1i)))], (106i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(107i, (u_head_dim - 1i)))], (107i < u_head_dim))) * vec4<f32>(_scale));
+            _o_26 = vec4<f32>(0.0f);
+            _qr_27 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(108i, (u_head_dim - 1i)))], (108i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(109i, (u_head_dim - 1i)))], (109i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(110i, (u_head_dim - 1i)))], (110i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(111i, (u_head_dim - 1i)))], (111i < u_head_dim))) * vec4<f32>(_scale));
+            _o_27 = vec4<f32>(0.0f);
+            _qr_28 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(112i, (u_head_dim - 1i)))], (112i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(113i, (u_head_dim - 1i)))], (113i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(114i, (u_head_dim - 1i)))], (114i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(115i, (u_head_dim - 1i)))], (115i < u_head_dim))) * vec4<f32>(_scale));
+            _o_28 = vec4<f32>(0.0f);
+            _qr_29 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(116i, (u_head_dim - 1i)))], (116i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(117i, (u_head_dim - 1i)))], (117i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(118i, (u_head_dim - 1i)))], (118i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(119i, (u_head_dim - 1i)))], (119i < u_head_dim))) * vec4<f32>(_scale));
+            _o_29 = vec4<f32>(0.0f);
+            _qr_30 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(120i, (u_head_dim - 1i)))], (120i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(121i, (u_head_dim - 1i)))], (121i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(122i, (u_head_dim - 1i)))], (122i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(123i, (u_head_dim - 1i)))], (123i < u_head_dim))) * vec4<f32>(_scale));
+            _o_30 = vec4<f32>(0.0f);
+            _qr_31 = (vec4<f32>(select(0.0f, u_Q[(_qrow + min(124i, (u_head_dim - 1i)))], (124i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(125i, (u_head_dim - 1i)))], (125i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(126i, (u_head_dim - 1i)))], (126i < u_head_dim)), select(0.0f, u_Q[(_qrow + min(127i, (u_head_dim - 1i)))], (127i < u_head_dim))) * vec4<f32>(_scale));
+            _o_31 = vec4<f32>(0.0f);
         }
         var _m: f32 = bitcast<f32>(0xff800000u);
         var _l: f32 = 0.0f;
@@ -1046,202 +1150,201 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
                 }
             }
             workgroupBarrier();
-            for (var _j0: i32 = 0i; _j0 < 8i; _j0 += 8i) {
-                var _s: array<f32, 2>;
+            {
+                var _s_0: f32;
+                var _s_1: f32;
                 var _mt: f32 = _m;
                 {
-                    let _jj_0: i32 = (_j0 + _r);
+                    let _jj_0: i32 = _r;
                     let _j_0: i32 = (_k0 + _jj_0);
                     let _jc_0: i32 = min(_j_0, (_SK - 1i));
-                    var _dot_0: f32 = 0.0f;
+                    var _dot_0: f32 = dot(_qr_0, _kv[(_jj_0 * 33i)]);
                     {
-                        _dot_0 = (_dot_0 + dot(_qr[0i], _kv[(_jj_0 * 33i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[1i], _kv[((_jj_0 * 33i) + 1i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[2i], _kv[((_jj_0 * 33i) + 2i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[3i], _kv[((_jj_0 * 33i) + 3i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[4i], _kv[((_jj_0 * 33i) + 4i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[5i], _kv[((_jj_0 * 33i) + 5i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[6i], _kv[((_jj_0 * 33i) + 6i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[7i], _kv[((_jj_0 * 33i) + 7i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[8i], _kv[((_jj_0 * 33i) + 8i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[9i], _kv[((_jj_0 * 33i) + 9i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[10i], _kv[((_jj_0 * 33i) + 10i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[11i], _kv[((_jj_0 * 33i) + 11i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[12i], _kv[((_jj_0 * 33i) + 12i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[13i], _kv[((_jj_0 * 33i) + 13i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[14i], _kv[((_jj_0 * 33i) + 14i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[15i], _kv[((_jj_0 * 33i) + 15i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[16i], _kv[((_jj_0 * 33i) + 16i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[17i], _kv[((_jj_0 * 33i) + 17i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[18i], _kv[((_jj_0 * 33i) + 18i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[19i], _kv[((_jj_0 * 33i) + 19i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[20i], _kv[((_jj_0 * 33i) + 20i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[21i], _kv[((_jj_0 * 33i) + 21i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[22i], _kv[((_jj_0 * 33i) + 22i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[23i], _kv[((_jj_0 * 33i) + 23i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[24i], _kv[((_jj_0 * 33i) + 24i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[25i], _kv[((_jj_0 * 33i) + 25i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[26i], _kv[((_jj_0 * 33i) + 26i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[27i], _kv[((_jj_0 * 33i) + 27i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[28i], _kv[((_jj_0 * 33i) + 28i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[29i], _kv[((_jj_0 * 33i) + 29i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[30i], _kv[((_jj_0 * 33i) + 30i)]));
-                        _dot_0 = (_dot_0 + dot(_qr[31i], _kv[((_jj_0 * 33i) + 31i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_1, _kv[((_jj_0 * 33i) + 1i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_2, _kv[((_jj_0 * 33i) + 2i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_3, _kv[((_jj_0 * 33i) + 3i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_4, _kv[((_jj_0 * 33i) + 4i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_5, _kv[((_jj_0 * 33i) + 5i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_6, _kv[((_jj_0 * 33i) + 6i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_7, _kv[((_jj_0 * 33i) + 7i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_8, _kv[((_jj_0 * 33i) + 8i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_9, _kv[((_jj_0 * 33i) + 9i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_10, _kv[((_jj_0 * 33i) + 10i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_11, _kv[((_jj_0 * 33i) + 11i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_12, _kv[((_jj_0 * 33i) + 12i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_13, _kv[((_jj_0 * 33i) + 13i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_14, _kv[((_jj_0 * 33i) + 14i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_15, _kv[((_jj_0 * 33i) + 15i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_16, _kv[((_jj_0 * 33i) + 16i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_17, _kv[((_jj_0 * 33i) + 17i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_18, _kv[((_jj_0 * 33i) + 18i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_19, _kv[((_jj_0 * 33i) + 19i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_20, _kv[((_jj_0 * 33i) + 20i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_21, _kv[((_jj_0 * 33i) + 21i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_22, _kv[((_jj_0 * 33i) + 22i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_23, _kv[((_jj_0 * 33i) + 23i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_24, _kv[((_jj_0 * 33i) + 24i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_25, _kv[((_jj_0 * 33i) + 25i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_26, _kv[((_jj_0 * 33i) + 26i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_27, _kv[((_jj_0 * 33i) + 27i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_28, _kv[((_jj_0 * 33i) + 28i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_29, _kv[((_jj_0 * 33i) + 29i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_30, _kv[((_jj_0 * 33i) + 30i)]));
+                        _dot_0 = (_dot_0 + dot(_qr_31, _kv[((_jj_0 * 33i) + 31i)]));
                     }
-                    _s[0i] = select(bitcast<f32>(0xff800000u), _dot_0, (_j_0 < _SK));
-                    _mt = zyn_max_f32(_mt, _s[0i]);
-                    let _jj_1: i32 = ((_j0 + 4i) + _r);
+                    _s_0 = select(bitcast<f32>(0xff800000u), _dot_0, (_j_0 < _SK));
+                    _mt = zyn_max_f32(_mt, _s_0);
+                    let _jj_1: i32 = (4i + _r);
                     let _j_1: i32 = (_k0 + _jj_1);
                     let _jc_1: i32 = min(_j_1, (_SK - 1i));
-                    var _dot_1: f32 = 0.0f;
+                    var _dot_1: f32 = dot(_qr_0, _kv[(_jj_1 * 33i)]);
                     {
-                        _dot_1 = (_dot_1 + dot(_qr[0i], _kv[(_jj_1 * 33i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[1i], _kv[((_jj_1 * 33i) + 1i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[2i], _kv[((_jj_1 * 33i) + 2i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[3i], _kv[((_jj_1 * 33i) + 3i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[4i], _kv[((_jj_1 * 33i) + 4i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[5i], _kv[((_jj_1 * 33i) + 5i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[6i], _kv[((_jj_1 * 33i) + 6i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[7i], _kv[((_jj_1 * 33i) + 7i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[8i], _kv[((_jj_1 * 33i) + 8i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[9i], _kv[((_jj_1 * 33i) + 9i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[10i], _kv[((_jj_1 * 33i) + 10i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[11i], _kv[((_jj_1 * 33i) + 11i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[12i], _kv[((_jj_1 * 33i) + 12i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[13i], _kv[((_jj_1 * 33i) + 13i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[14i], _kv[((_jj_1 * 33i) + 14i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[15i], _kv[((_jj_1 * 33i) + 15i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[16i], _kv[((_jj_1 * 33i) + 16i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[17i], _kv[((_jj_1 * 33i) + 17i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[18i], _kv[((_jj_1 * 33i) + 18i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[19i], _kv[((_jj_1 * 33i) + 19i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[20i], _kv[((_jj_1 * 33i) + 20i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[21i], _kv[((_jj_1 * 33i) + 21i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[22i], _kv[((_jj_1 * 33i) + 22i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[23i], _kv[((_jj_1 * 33i) + 23i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[24i], _kv[((_jj_1 * 33i) + 24i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[25i], _kv[((_jj_1 * 33i) + 25i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[26i], _kv[((_jj_1 * 33i) + 26i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[27i], _kv[((_jj_1 * 33i) + 27i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[28i], _kv[((_jj_1 * 33i) + 28i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[29i], _kv[((_jj_1 * 33i) + 29i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[30i], _kv[((_jj_1 * 33i) + 30i)]));
-                        _dot_1 = (_dot_1 + dot(_qr[31i], _kv[((_jj_1 * 33i) + 31i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_1, _kv[((_jj_1 * 33i) + 1i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_2, _kv[((_jj_1 * 33i) + 2i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_3, _kv[((_jj_1 * 33i) + 3i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_4, _kv[((_jj_1 * 33i) + 4i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_5, _kv[((_jj_1 * 33i) + 5i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_6, _kv[((_jj_1 * 33i) + 6i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_7, _kv[((_jj_1 * 33i) + 7i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_8, _kv[((_jj_1 * 33i) + 8i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_9, _kv[((_jj_1 * 33i) + 9i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_10, _kv[((_jj_1 * 33i) + 10i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_11, _kv[((_jj_1 * 33i) + 11i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_12, _kv[((_jj_1 * 33i) + 12i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_13, _kv[((_jj_1 * 33i) + 13i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_14, _kv[((_jj_1 * 33i) + 14i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_15, _kv[((_jj_1 * 33i) + 15i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_16, _kv[((_jj_1 * 33i) + 16i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_17, _kv[((_jj_1 * 33i) + 17i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_18, _kv[((_jj_1 * 33i) + 18i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_19, _kv[((_jj_1 * 33i) + 19i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_20, _kv[((_jj_1 * 33i) + 20i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_21, _kv[((_jj_1 * 33i) + 21i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_22, _kv[((_jj_1 * 33i) + 22i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_23, _kv[((_jj_1 * 33i) + 23i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_24, _kv[((_jj_1 * 33i) + 24i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_25, _kv[((_jj_1 * 33i) + 25i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_26, _kv[((_jj_1 * 33i) + 26i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_27, _kv[((_jj_1 * 33i) + 27i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_28, _kv[((_jj_1 * 33i) + 28i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_29, _kv[((_jj_1 * 33i) + 29i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_30, _kv[((_jj_1 * 33i) + 30i)]));
+                        _dot_1 = (_dot_1 + dot(_qr_31, _kv[((_jj_1 * 33i) + 31i)]));
                     }
-                    _s[1i] = select(bitcast<f32>(0xff800000u), _dot_1, (_j_1 < _SK));
-                    _mt = zyn_max_f32(_mt, _s[1i]);
+                    _s_1 = select(bitcast<f32>(0xff800000u), _dot_1, (_j_1 < _SK));
+                    _mt = zyn_max_f32(_mt, _s_1);
                 }
                 if ((!(_mt <= bitcast<f32>(0xff800000u)))) {
                     let _alpha: f32 = exp((_m - _mt));
                     _l = (_l * _alpha);
                     {
-                        _o[0i] = (_o[0i] * vec4<f32>(_alpha));
-                        _o[1i] = (_o[1i] * vec4<f32>(_alpha));
-                        _o[2i] = (_o[2i] * vec4<f32>(_alpha));
-                        _o[3i] = (_o[3i] * vec4<f32>(_alpha));
-                        _o[4i] = (_o[4i] * vec4<f32>(_alpha));
-                        _o[5i] = (_o[5i] * vec4<f32>(_alpha));
-                        _o[6i] = (_o[6i] * vec4<f32>(_alpha));
-                        _o[7i] = (_o[7i] * vec4<f32>(_alpha));
-                        _o[8i] = (_o[8i] * vec4<f32>(_alpha));
-                        _o[9i] = (_o[9i] * vec4<f32>(_alpha));
-                        _o[10i] = (_o[10i] * vec4<f32>(_alpha));
-                        _o[11i] = (_o[11i] * vec4<f32>(_alpha));
-                        _o[12i] = (_o[12i] * vec4<f32>(_alpha));
-                        _o[13i] = (_o[13i] * vec4<f32>(_alpha));
-                        _o[14i] = (_o[14i] * vec4<f32>(_alpha));
-                        _o[15i] = (_o[15i] * vec4<f32>(_alpha));
-                        _o[16i] = (_o[16i] * vec4<f32>(_alpha));
-                        _o[17i] = (_o[17i] * vec4<f32>(_alpha));
-                        _o[18i] = (_o[18i] * vec4<f32>(_alpha));
-                        _o[19i] = (_o[19i] * vec4<f32>(_alpha));
-                        _o[20i] = (_o[20i] * vec4<f32>(_alpha));
-                        _o[21i] = (_o[21i] * vec4<f32>(_alpha));
-                        _o[22i] = (_o[22i] * vec4<f32>(_alpha));
-                        _o[23i] = (_o[23i] * vec4<f32>(_alpha));
-                        _o[24i] = (_o[24i] * vec4<f32>(_alpha));
-                        _o[25i] = (_o[25i] * vec4<f32>(_alpha));
-                        _o[26i] = (_o[26i] * vec4<f32>(_alpha));
-                        _o[27i] = (_o[27i] * vec4<f32>(_alpha));
-                        _o[28i] = (_o[28i] * vec4<f32>(_alpha));
-                        _o[29i] = (_o[29i] * vec4<f32>(_alpha));
-                        _o[30i] = (_o[30i] * vec4<f32>(_alpha));
-                        _o[31i] = (_o[31i] * vec4<f32>(_alpha));
+                        _o_0 = (_o_0 * vec4<f32>(_alpha));
+                        _o_1 = (_o_1 * vec4<f32>(_alpha));
+                        _o_2 = (_o_2 * vec4<f32>(_alpha));
+                        _o_3 = (_o_3 * vec4<f32>(_alpha));
+                        _o_4 = (_o_4 * vec4<f32>(_alpha));
+                        _o_5 = (_o_5 * vec4<f32>(_alpha));
+                        _o_6 = (_o_6 * vec4<f32>(_alpha));
+                        _o_7 = (_o_7 * vec4<f32>(_alpha));
+                        _o_8 = (_o_8 * vec4<f32>(_alpha));
+                        _o_9 = (_o_9 * vec4<f32>(_alpha));
+                        _o_10 = (_o_10 * vec4<f32>(_alpha));
+                        _o_11 = (_o_11 * vec4<f32>(_alpha));
+                        _o_12 = (_o_12 * vec4<f32>(_alpha));
+                        _o_13 = (_o_13 * vec4<f32>(_alpha));
+                        _o_14 = (_o_14 * vec4<f32>(_alpha));
+                        _o_15 = (_o_15 * vec4<f32>(_alpha));
+                        _o_16 = (_o_16 * vec4<f32>(_alpha));
+                        _o_17 = (_o_17 * vec4<f32>(_alpha));
+                        _o_18 = (_o_18 * vec4<f32>(_alpha));
+                        _o_19 = (_o_19 * vec4<f32>(_alpha));
+                        _o_20 = (_o_20 * vec4<f32>(_alpha));
+                        _o_21 = (_o_21 * vec4<f32>(_alpha));
+                        _o_22 = (_o_22 * vec4<f32>(_alpha));
+                        _o_23 = (_o_23 * vec4<f32>(_alpha));
+                        _o_24 = (_o_24 * vec4<f32>(_alpha));
+                        _o_25 = (_o_25 * vec4<f32>(_alpha));
+                        _o_26 = (_o_26 * vec4<f32>(_alpha));
+                        _o_27 = (_o_27 * vec4<f32>(_alpha));
+                        _o_28 = (_o_28 * vec4<f32>(_alpha));
+                        _o_29 = (_o_29 * vec4<f32>(_alpha));
+                        _o_30 = (_o_30 * vec4<f32>(_alpha));
+                        _o_31 = (_o_31 * vec4<f32>(_alpha));
                     }
                     {
-                        let _p_0: f32 = select(0.0f, exp((_s[0i] - _mt)), (!(_s[0i] <= bitcast<f32>(0xff800000u))));
+                        let _p_0: f32 = select(0.0f, exp((_s_0 - _mt)), (!(_s_0 <= bitcast<f32>(0xff800000u))));
                         _l = (_l + _p_0);
-                        let _jj_0: i32 = (_j0 + _r);
+                        let _jj_0: i32 = _r;
                         {
-                            _o[0i] = (_o[0i] + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 264i)]));
-                            _o[1i] = (_o[1i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 1i) + 264i)]));
-                            _o[2i] = (_o[2i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 2i) + 264i)]));
-                            _o[3i] = (_o[3i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 3i) + 264i)]));
-                            _o[4i] = (_o[4i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 4i) + 264i)]));
-                            _o[5i] = (_o[5i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 5i) + 264i)]));
-                            _o[6i] = (_o[6i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 6i) + 264i)]));
-                            _o[7i] = (_o[7i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 7i) + 264i)]));
-                            _o[8i] = (_o[8i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 8i) + 264i)]));
-                            _o[9i] = (_o[9i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 9i) + 264i)]));
-                            _o[10i] = (_o[10i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 10i) + 264i)]));
-                            _o[11i] = (_o[11i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 11i) + 264i)]));
-                            _o[12i] = (_o[12i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 12i) + 264i)]));
-                            _o[13i] = (_o[13i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 13i) + 264i)]));
-                            _o[14i] = (_o[14i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 14i) + 264i)]));
-                            _o[15i] = (_o[15i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 15i) + 264i)]));
-                            _o[16i] = (_o[16i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 16i) + 264i)]));
-                            _o[17i] = (_o[17i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 17i) + 264i)]));
-                            _o[18i] = (_o[18i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 18i) + 264i)]));
-                            _o[19i] = (_o[19i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 19i) + 264i)]));
-                            _o[20i] = (_o[20i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 20i) + 264i)]));
-                            _o[21i] = (_o[21i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 21i) + 264i)]));
-                            _o[22i] = (_o[22i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 22i) + 264i)]));
-                            _o[23i] = (_o[23i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 23i) + 264i)]));
-                            _o[24i] = (_o[24i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 24i) + 264i)]));
-                            _o[25i] = (_o[25i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 25i) + 264i)]));
-                            _o[26i] = (_o[26i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 26i) + 264i)]));
-                            _o[27i] = (_o[27i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 27i) + 264i)]));
-                            _o[28i] = (_o[28i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 28i) + 264i)]));
-                            _o[29i] = (_o[29i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 29i) + 264i)]));
-                            _o[30i] = (_o[30i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 30i) + 264i)]));
-                            _o[31i] = (_o[31i] + (vec4<f32>(_p_0) * _kv[(((_jj_0 * 33i) + 31i) + 264i)]));
+                            _o_0 = (_o_0 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 264i)]));
+                            _o_1 = (_o_1 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 265i)]));
+                            _o_2 = (_o_2 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 266i)]));
+                            _o_3 = (_o_3 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 267i)]));
+                            _o_4 = (_o_4 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 268i)]));
+                            _o_5 = (_o_5 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 269i)]));
+                            _o_6 = (_o_6 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 270i)]));
+                            _o_7 = (_o_7 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 271i)]));
+                            _o_8 = (_o_8 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 272i)]));
+                            _o_9 = (_o_9 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 273i)]));
+                            _o_10 = (_o_10 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 274i)]));
+                            _o_11 = (_o_11 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 275i)]));
+                            _o_12 = (_o_12 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 276i)]));
+                            _o_13 = (_o_13 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 277i)]));
+                            _o_14 = (_o_14 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 278i)]));
+                            _o_15 = (_o_15 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 279i)]));
+                            _o_16 = (_o_16 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 280i)]));
+                            _o_17 = (_o_17 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 281i)]));
+                            _o_18 = (_o_18 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 282i)]));
+                            _o_19 = (_o_19 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 283i)]));
+                            _o_20 = (_o_20 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 284i)]));
+                            _o_21 = (_o_21 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 285i)]));
+                            _o_22 = (_o_22 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 286i)]));
+                            _o_23 = (_o_23 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 287i)]));
+                            _o_24 = (_o_24 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 288i)]));
+                            _o_25 = (_o_25 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 289i)]));
+                            _o_26 = (_o_26 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 290i)]));
+                            _o_27 = (_o_27 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 291i)]));
+                            _o_28 = (_o_28 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 292i)]));
+                            _o_29 = (_o_29 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 293i)]));
+                            _o_30 = (_o_30 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 294i)]));
+                            _o_31 = (_o_31 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 295i)]));
                         }
-                        let _p_1: f32 = select(0.0f, exp((_s[1i] - _mt)), (!(_s[1i] <= bitcast<f32>(0xff800000u))));
+                        let _p_1: f32 = select(0.0f, exp((_s_1 - _mt)), (!(_s_1 <= bitcast<f32>(0xff800000u))));
                         _l = (_l + _p_1);
-                        let _jj_1: i32 = ((_j0 + 4i) + _r);
+                        let _jj_1: i32 = (4i + _r);
                         {
-                            _o[0i] = (_o[0i] + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 264i)]));
-                            _o[1i] = (_o[1i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 1i) + 264i)]));
-                            _o[2i] = (_o[2i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 2i) + 264i)]));
-                            _o[3i] = (_o[3i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 3i) + 264i)]));
-                            _o[4i] = (_o[4i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 4i) + 264i)]));
-                            _o[5i] = (_o[5i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 5i) + 264i)]));
-                            _o[6i] = (_o[6i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 6i) + 264i)]));
-                            _o[7i] = (_o[7i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 7i) + 264i)]));
-                            _o[8i] = (_o[8i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 8i) + 264i)]));
-                            _o[9i] = (_o[9i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 9i) + 264i)]));
-                            _o[10i] = (_o[10i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 10i) + 264i)]));
-                            _o[11i] = (_o[11i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 11i) + 264i)]));
-                            _o[12i] = (_o[12i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 12i) + 264i)]));
-                            _o[13i] = (_o[13i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 13i) + 264i)]));
-                            _o[14i] = (_o[14i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 14i) + 264i)]));
-                            _o[15i] = (_o[15i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 15i) + 264i)]));
-                            _o[16i] = (_o[16i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 16i) + 264i)]));
-                            _o[17i] = (_o[17i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 17i) + 264i)]));
-                            _o[18i] = (_o[18i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 18i) + 264i)]));
-                            _o[19i] = (_o[19i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 19i) + 264i)]));
-                            _o[20i] = (_o[20i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 20i) + 264i)]));
-                            _o[21i] = (_o[21i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 21i) + 264i)]));
-                            _o[22i] = (_o[22i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 22i) + 264i)]));
-                            _o[23i] = (_o[23i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 23i) + 264i)]));
-                            _o[24i] = (_o[24i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 24i) + 264i)]));
-                            _o[25i] = (_o[25i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 25i) + 264i)]));
-                            _o[26i] = (_o[26i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 26i) + 264i)]));
-                            _o[27i] = (_o[27i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 27i) + 264i)]));
-                            _o[28i] = (_o[28i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 28i) + 264i)]));
-                            _o[29i] = (_o[29i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 29i) + 264i)]));
-                            _o[30i] = (_o[30i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 30i) + 264i)]));
-                            _o[31i] = (_o[31i] + (vec4<f32>(_p_1) * _kv[(((_jj_1 * 33i) + 31i) + 264i)]));
+                            _o_0 = (_o_0 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 264i)]));
+                            _o_1 = (_o_1 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 265i)]));
+                            _o_2 = (_o_2 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 266i)]));
+                            _o_3 = (_o_3 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 267i)]));
+                            _o_4 = (_o_4 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 268i)]));
+                            _o_5 = (_o_5 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 269i)]));
+                            _o_6 = (_o_6 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 270i)]));
+                            _o_7 = (_o_7 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 271i)]));
+                            _o_8 = (_o_8 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 272i)]));
+                            _o_9 = (_o_9 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 273i)]));
+                            _o_10 = (_o_10 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 274i)]));
+                            _o_11 = (_o_11 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 275i)]));
+                            _o_12 = (_o_12 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 276i)]));
+                            _o_13 = (_o_13 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 277i)]));
+                            _o_14 = (_o_14 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 278i)]));
+                            _o_15 = (_o_15 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 279i)]));
+                            _o_16 = (_o_16 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 280i)]));
+                            _o_17 = (_o_17 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 281i)]));
+                            _o_18 = (_o_18 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 282i)]));
+                            _o_19 = (_o_19 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 283i)]));
+                            _o_20 = (_o_20 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 284i)]));
+                            _o_21 = (_o_21 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 285i)]));
+                            _o_22 = (_o_22 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 286i)]));
+                            _o_23 = (_o_23 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 287i)]));
+                            _o_24 = (_o_24 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 288i)]));
+                            _o_25 = (_o_25 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 289i)]));
+                            _o_26 = (_o_26 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 290i)]));
+                            _o_27 = (_o_27 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 291i)]));
+                            _o_28 = (_o_28 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 292i)]));
+                            _o_29 = (_o_29 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 293i)]));
+                            _o_30 = (_o_30 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 294i)]));
+                            _o_31 = (_o_31 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 33i) + 295i)]));
                         }
                     }
                     _m = _mt;
@@ -1262,111 +1365,111 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
         }
         let _f: f32 = select(exp((_m - _M)), 0.0f, (_m <= bitcast<f32>(0xff800000u)));
         {
-            _o[0i] = (_o[0i] * vec4<f32>(_f));
-            _o[1i] = (_o[1i] * vec4<f32>(_f));
-            _o[2i] = (_o[2i] * vec4<f32>(_f));
-            _o[3i] = (_o[3i] * vec4<f32>(_f));
-            _o[4i] = (_o[4i] * vec4<f32>(_f));
-            _o[5i] = (_o[5i] * vec4<f32>(_f));
-            _o[6i] = (_o[6i] * vec4<f32>(_f));
-            _o[7i] = (_o[7i] * vec4<f32>(_f));
-            _o[8i] = (_o[8i] * vec4<f32>(_f));
-            _o[9i] = (_o[9i] * vec4<f32>(_f));
-            _o[10i] = (_o[10i] * vec4<f32>(_f));
-            _o[11i] = (_o[11i] * vec4<f32>(_f));
-            _o[12i] = (_o[12i] * vec4<f32>(_f));
-            _o[13i] = (_o[13i] * vec4<f32>(_f));
-            _o[14i] = (_o[14i] * vec4<f32>(_f));
-            _o[15i] = (_o[15i] * vec4<f32>(_f));
-            _o[16i] = (_o[16i] * vec4<f32>(_f));
-            _o[17i] = (_o[17i] * vec4<f32>(_f));
-            _o[18i] = (_o[18i] * vec4<f32>(_f));
-            _o[19i] = (_o[19i] * vec4<f32>(_f));
-            _o[20i] = (_o[20i] * vec4<f32>(_f));
-            _o[21i] = (_o[21i] * vec4<f32>(_f));
-            _o[22i] = (_o[22i] * vec4<f32>(_f));
-            _o[23i] = (_o[23i] * vec4<f32>(_f));
-            _o[24i] = (_o[24i] * vec4<f32>(_f));
-            _o[25i] = (_o[25i] * vec4<f32>(_f));
-            _o[26i] = (_o[26i] * vec4<f32>(_f));
-            _o[27i] = (_o[27i] * vec4<f32>(_f));
-            _o[28i] = (_o[28i] * vec4<f32>(_f));
-            _o[29i] = (_o[29i] * vec4<f32>(_f));
-            _o[30i] = (_o[30i] * vec4<f32>(_f));
-            _o[31i] = (_o[31i] * vec4<f32>(_f));
+            _o_0 = (_o_0 * vec4<f32>(_f));
+            _o_1 = (_o_1 * vec4<f32>(_f));
+            _o_2 = (_o_2 * vec4<f32>(_f));
+            _o_3 = (_o_3 * vec4<f32>(_f));
+            _o_4 = (_o_4 * vec4<f32>(_f));
+            _o_5 = (_o_5 * vec4<f32>(_f));
+            _o_6 = (_o_6 * vec4<f32>(_f));
+            _o_7 = (_o_7 * vec4<f32>(_f));
+            _o_8 = (_o_8 * vec4<f32>(_f));
+            _o_9 = (_o_9 * vec4<f32>(_f));
+            _o_10 = (_o_10 * vec4<f32>(_f));
+            _o_11 = (_o_11 * vec4<f32>(_f));
+            _o_12 = (_o_12 * vec4<f32>(_f));
+            _o_13 = (_o_13 * vec4<f32>(_f));
+            _o_14 = (_o_14 * vec4<f32>(_f));
+            _o_15 = (_o_15 * vec4<f32>(_f));
+            _o_16 = (_o_16 * vec4<f32>(_f));
+            _o_17 = (_o_17 * vec4<f32>(_f));
+            _o_18 = (_o_18 * vec4<f32>(_f));
+            _o_19 = (_o_19 * vec4<f32>(_f));
+            _o_20 = (_o_20 * vec4<f32>(_f));
+            _o_21 = (_o_21 * vec4<f32>(_f));
+            _o_22 = (_o_22 * vec4<f32>(_f));
+            _o_23 = (_o_23 * vec4<f32>(_f));
+            _o_24 = (_o_24 * vec4<f32>(_f));
+            _o_25 = (_o_25 * vec4<f32>(_f));
+            _o_26 = (_o_26 * vec4<f32>(_f));
+            _o_27 = (_o_27 * vec4<f32>(_f));
+            _o_28 = (_o_28 * vec4<f32>(_f));
+            _o_29 = (_o_29 * vec4<f32>(_f));
+            _o_30 = (_o_30 * vec4<f32>(_f));
+            _o_31 = (_o_31 * vec4<f32>(_f));
         }
         for (var _x: i32 = 1i; _x < 4i; _x++) {
             if ((_r == _x)) {
                 {
-                    _kv[(_q * 32i)] = _o[0i];
-                    _kv[((_q * 32i) + 1i)] = _o[1i];
-                    _kv[((_q * 32i) + 2i)] = _o[2i];
-                    _kv[((_q * 32i) + 3i)] = _o[3i];
-                    _kv[((_q * 32i) + 4i)] = _o[4i];
-                    _kv[((_q * 32i) + 5i)] = _o[5i];
-                    _kv[((_q * 32i) + 6i)] = _o[6i];
-                    _kv[((_q * 32i) + 7i)] = _o[7i];
-                    _kv[((_q * 32i) + 8i)] = _o[8i];
-                    _kv[((_q * 32i) + 9i)] = _o[9i];
-                    _kv[((_q * 32i) + 10i)] = _o[10i];
-                    _kv[((_q * 32i) + 11i)] = _o[11i];
-                    _kv[((_q * 32i) + 12i)] = _o[12i];
-                    _kv[((_q * 32i) + 13i)] = _o[13i];
-                    _kv[((_q * 32i) + 14i)] = _o[14i];
-                    _kv[((_q * 32i) + 15i)] = _o[15i];
-                    _kv[((_q * 32i) + 16i)] = _o[16i];
-                    _kv[((_q * 32i) + 17i)] = _o[17i];
-                    _kv[((_q * 32i) + 18i)] = _o[18i];
-                    _kv[((_q * 32i) + 19i)] = _o[19i];
-                    _kv[((_q * 32i) + 20i)] = _o[20i];
-                    _kv[((_q * 32i) + 21i)] = _o[21i];
-                    _kv[((_q * 32i) + 22i)] = _o[22i];
-                    _kv[((_q * 32i) + 23i)] = _o[23i];
-                    _kv[((_q * 32i) + 24i)] = _o[24i];
-                    _kv[((_q * 32i) + 25i)] = _o[25i];
-                    _kv[((_q * 32i) + 26i)] = _o[26i];
-                    _kv[((_q * 32i) + 27i)] = _o[27i];
-                    _kv[((_q * 32i) + 28i)] = _o[28i];
-                    _kv[((_q * 32i) + 29i)] = _o[29i];
-                    _kv[((_q * 32i) + 30i)] = _o[30i];
-                    _kv[((_q * 32i) + 31i)] = _o[31i];
+                    _kv[(_q * 32i)] = _o_0;
+                    _kv[((_q * 32i) + 1i)] = _o_1;
+                    _kv[((_q * 32i) + 2i)] = _o_2;
+                    _kv[((_q * 32i) + 3i)] = _o_3;
+                    _kv[((_q * 32i) + 4i)] = _o_4;
+                    _kv[((_q * 32i) + 5i)] = _o_5;
+                    _kv[((_q * 32i) + 6i)] = _o_6;
+                    _kv[((_q * 32i) + 7i)] = _o_7;
+                    _kv[((_q * 32i) + 8i)] = _o_8;
+                    _kv[((_q * 32i) + 9i)] = _o_9;
+                    _kv[((_q * 32i) + 10i)] = _o_10;
+                    _kv[((_q * 32i) + 11i)] = _o_11;
+                    _kv[((_q * 32i) + 12i)] = _o_12;
+                    _kv[((_q * 32i) + 13i)] = _o_13;
+                    _kv[((_q * 32i) + 14i)] = _o_14;
+                    _kv[((_q * 32i) + 15i)] = _o_15;
+                    _kv[((_q * 32i) + 16i)] = _o_16;
+                    _kv[((_q * 32i) + 17i)] = _o_17;
+                    _kv[((_q * 32i) + 18i)] = _o_18;
+                    _kv[((_q * 32i) + 19i)] = _o_19;
+                    _kv[((_q * 32i) + 20i)] = _o_20;
+                    _kv[((_q * 32i) + 21i)] = _o_21;
+                    _kv[((_q * 32i) + 22i)] = _o_22;
+                    _kv[((_q * 32i) + 23i)] = _o_23;
+                    _kv[((_q * 32i) + 24i)] = _o_24;
+                    _kv[((_q * 32i) + 25i)] = _o_25;
+                    _kv[((_q * 32i) + 26i)] = _o_26;
+                    _kv[((_q * 32i) + 27i)] = _o_27;
+                    _kv[((_q * 32i) + 28i)] = _o_28;
+                    _kv[((_q * 32i) + 29i)] = _o_29;
+                    _kv[((_q * 32i) + 30i)] = _o_30;
+                    _kv[((_q * 32i) + 31i)] = _o_31;
                 }
             }
             workgroupBarrier();
             if ((_r == 0i)) {
                 {
-                    _o[0i] = (_o[0i] + _kv[(_q * 32i)]);
-                    _o[1i] = (_o[1i] + _kv[((_q * 32i) + 1i)]);
-                    _o[2i] = (_o[2i] + _kv[((_q * 32i) + 2i)]);
-                    _o[3i] = (_o[3i] + _kv[((_q * 32i) + 3i)]);
-                    _o[4i] = (_o[4i] + _kv[((_q * 32i) + 4i)]);
-                    _o[5i] = (_o[5i] + _kv[((_q * 32i) + 5i)]);
-                    _o[6i] = (_o[6i] + _kv[((_q * 32i) + 6i)]);
-                    _o[7i] = (_o[7i] + _kv[((_q * 32i) + 7i)]);
-                    _o[8i] = (_o[8i] + _kv[((_q * 32i) + 8i)]);
-                    _o[9i] = (_o[9i] + _kv[((_q * 32i) + 9i)]);
-                    _o[10i] = (_o[10i] + _kv[((_q * 32i) + 10i)]);
-                    _o[11i] = (_o[11i] + _kv[((_q * 32i) + 11i)]);
-                    _o[12i] = (_o[12i] + _kv[((_q * 32i) + 12i)]);
-                    _o[13i] = (_o[13i] + _kv[((_q * 32i) + 13i)]);
-                    _o[14i] = (_o[14i] + _kv[((_q * 32i) + 14i)]);
-                    _o[15i] = (_o[15i] + _kv[((_q * 32i) + 15i)]);
-                    _o[16i] = (_o[16i] + _kv[((_q * 32i) + 16i)]);
-                    _o[17i] = (_o[17i] + _kv[((_q * 32i) + 17i)]);
-                    _o[18i] = (_o[18i] + _kv[((_q * 32i) + 18i)]);
-                    _o[19i] = (_o[19i] + _kv[((_q * 32i) + 19i)]);
-                    _o[20i] = (_o[20i] + _kv[((_q * 32i) + 20i)]);
-                    _o[21i] = (_o[21i] + _kv[((_q * 32i) + 21i)]);
-                    _o[22i] = (_o[22i] + _kv[((_q * 32i) + 22i)]);
-                    _o[23i] = (_o[23i] + _kv[((_q * 32i) + 23i)]);
-                    _o[24i] = (_o[24i] + _kv[((_q * 32i) + 24i)]);
-                    _o[25i] = (_o[25i] + _kv[((_q * 32i) + 25i)]);
-                    _o[26i] = (_o[26i] + _kv[((_q * 32i) + 26i)]);
-                    _o[27i] = (_o[27i] + _kv[((_q * 32i) + 27i)]);
-                    _o[28i] = (_o[28i] + _kv[((_q * 32i) + 28i)]);
-                    _o[29i] = (_o[29i] + _kv[((_q * 32i) + 29i)]);
-                    _o[30i] = (_o[30i] + _kv[((_q * 32i) + 30i)]);
-                    _o[31i] = (_o[31i] + _kv[((_q * 32i) + 31i)]);
+                    _o_0 = (_o_0 + _kv[(_q * 32i)]);
+                    _o_1 = (_o_1 + _kv[((_q * 32i) + 1i)]);
+                    _o_2 = (_o_2 + _kv[((_q * 32i) + 2i)]);
+                    _o_3 = (_o_3 + _kv[((_q * 32i) + 3i)]);
+                    _o_4 = (_o_4 + _kv[((_q * 32i) + 4i)]);
+                    _o_5 = (_o_5 + _kv[((_q * 32i) + 5i)]);
+                    _o_6 = (_o_6 + _kv[((_q * 32i) + 6i)]);
+                    _o_7 = (_o_7 + _kv[((_q * 32i) + 7i)]);
+                    _o_8 = (_o_8 + _kv[((_q * 32i) + 8i)]);
+                    _o_9 = (_o_9 + _kv[((_q * 32i) + 9i)]);
+                    _o_10 = (_o_10 + _kv[((_q * 32i) + 10i)]);
+                    _o_11 = (_o_11 + _kv[((_q * 32i) + 11i)]);
+                    _o_12 = (_o_12 + _kv[((_q * 32i) + 12i)]);
+                    _o_13 = (_o_13 + _kv[((_q * 32i) + 13i)]);
+                    _o_14 = (_o_14 + _kv[((_q * 32i) + 14i)]);
+                    _o_15 = (_o_15 + _kv[((_q * 32i) + 15i)]);
+                    _o_16 = (_o_16 + _kv[((_q * 32i) + 16i)]);
+                    _o_17 = (_o_17 + _kv[((_q * 32i) + 17i)]);
+                    _o_18 = (_o_18 + _kv[((_q * 32i) + 18i)]);
+                    _o_19 = (_o_19 + _kv[((_q * 32i) + 19i)]);
+                    _o_20 = (_o_20 + _kv[((_q * 32i) + 20i)]);
+                    _o_21 = (_o_21 + _kv[((_q * 32i) + 21i)]);
+                    _o_22 = (_o_22 + _kv[((_q * 32i) + 22i)]);
+                    _o_23 = (_o_23 + _kv[((_q * 32i) + 23i)]);
+                    _o_24 = (_o_24 + _kv[((_q * 32i) + 24i)]);
+                    _o_25 = (_o_25 + _kv[((_q * 32i) + 25i)]);
+                    _o_26 = (_o_26 + _kv[((_q * 32i) + 26i)]);
+                    _o_27 = (_o_27 + _kv[((_q * 32i) + 27i)]);
+                    _o_28 = (_o_28 + _kv[((_q * 32i) + 28i)]);
+                    _o_29 = (_o_29 + _kv[((_q * 32i) + 29i)]);
+                    _o_30 = (_o_30 + _kv[((_q * 32i) + 30i)]);
+                    _o_31 = (_o_31 + _kv[((_q * 32i) + 31i)]);
                 }
             }
             workgroupBarrier();
@@ -1374,134 +1477,134 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
         if (((_qi < _S) && (_r == 0i))) {
             let _inv: f32 = select((1.0f / _L), 0.0f, (_L == 0.0f));
             {
-                if ((0i < u_head_dim)) { u_out[_orow] = (_o[0i][0] * _inv); }
-                if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o[0i][1] * _inv); }
-                if ((2i < u_head_dim)) { u_out[(_orow + 2i)] = (_o[0i][2] * _inv); }
-                if ((3i < u_head_dim)) { u_out[(_orow + 3i)] = (_o[0i][3] * _inv); }
-                if ((4i < u_head_dim)) { u_out[(_orow + 4i)] = (_o[1i][0] * _inv); }
-                if ((5i < u_head_dim)) { u_out[(_orow + 5i)] = (_o[1i][1] * _inv); }
-                if ((6i < u_head_dim)) { u_out[(_orow + 6i)] = (_o[1i][2] * _inv); }
-                if ((7i < u_head_dim)) { u_out[(_orow + 7i)] = (_o[1i][3] * _inv); }
-                if ((8i < u_head_dim)) { u_out[(_orow + 8i)] = (_o[2i][0] * _inv); }
-                if ((9i < u_head_dim)) { u_out[(_orow + 9i)] = (_o[2i][1] * _inv); }
-                if ((10i < u_head_dim)) { u_out[(_orow + 10i)] = (_o[2i][2] * _inv); }
-                if ((11i < u_head_dim)) { u_out[(_orow + 11i)] = (_o[2i][3] * _inv); }
-                if ((12i < u_head_dim)) { u_out[(_orow + 12i)] = (_o[3i][0] * _inv); }
-                if ((13i < u_head_dim)) { u_out[(_orow + 13i)] = (_o[3i][1] * _inv); }
-                if ((14i < u_head_dim)) { u_out[(_orow + 14i)] = (_o[3i][2] * _inv); }
-                if ((15i < u_head_dim)) { u_out[(_orow + 15i)] = (_o[3i][3] * _inv); }
-                if ((16i < u_head_dim)) { u_out[(_orow + 16i)] = (_o[4i][0] * _inv); }
-                if ((17i < u_head_dim)) { u_out[(_orow + 17i)] = (_o[4i][1] * _inv); }
-                if ((18i < u_head_dim)) { u_out[(_orow + 18i)] = (_o[4i][2] * _inv); }
-                if ((19i < u_head_dim)) { u_out[(_orow + 19i)] = (_o[4i][3] * _inv); }
-                if ((20i < u_head_dim)) { u_out[(_orow + 20i)] = (_o[5i][0] * _inv); }
-                if ((21i < u_head_dim)) { u_out[(_orow + 21i)] = (_o[5i][1] * _inv); }
-                if ((22i < u_head_dim)) { u_out[(_orow + 22i)] = (_o[5i][2] * _inv); }
-                if ((23i < u_head_dim)) { u_out[(_orow + 23i)] = (_o[5i][3] * _inv); }
-                if ((24i < u_head_dim)) { u_out[(_orow + 24i)] = (_o[6i][0] * _inv); }
-                if ((25i < u_head_dim)) { u_out[(_orow + 25i)] = (_o[6i][1] * _inv); }
-                if ((26i < u_head_dim)) { u_out[(_orow + 26i)] = (_o[6i][2] * _inv); }
-                if ((27i < u_head_dim)) { u_out[(_orow + 27i)] = (_o[6i][3] * _inv); }
-                if ((28i < u_head_dim)) { u_out[(_orow + 28i)] = (_o[7i][0] * _inv); }
-                if ((29i < u_head_dim)) { u_out[(_orow + 29i)] = (_o[7i][1] * _inv); }
-                if ((30i < u_head_dim)) { u_out[(_orow + 30i)] = (_o[7i][2] * _inv); }
-                if ((31i < u_head_dim)) { u_out[(_orow + 31i)] = (_o[7i][3] * _inv); }
-                if ((32i < u_head_dim)) { u_out[(_orow + 32i)] = (_o[8i][0] * _inv); }
-                if ((33i < u_head_dim)) { u_out[(_orow + 33i)] = (_o[8i][1] * _inv); }
-                if ((34i < u_head_dim)) { u_out[(_orow + 34i)] = (_o[8i][2] * _inv); }
-                if ((35i < u_head_dim)) { u_out[(_orow + 35i)] = (_o[8i][3] * _inv); }
-                if ((36i < u_head_dim)) { u_out[(_orow + 36i)] = (_o[9i][0] * _inv); }
-                if ((37i < u_head_dim)) { u_out[(_orow + 37i)] = (_o[9i][1] * _inv); }
-                if ((38i < u_head_dim)) { u_out[(_orow + 38i)] = (_o[9i][2] * _inv); }
-                if ((39i < u_head_dim)) { u_out[(_orow + 39i)] = (_o[9i][3] * _inv); }
-                if ((40i < u_head_dim)) { u_out[(_orow + 40i)] = (_o[10i][0] * _inv); }
-                if ((41i < u_head_dim)) { u_out[(_orow + 41i)] = (_o[10i][1] * _inv); }
-                if ((42i < u_head_dim)) { u_out[(_orow + 42i)] = (_o[10i][2] * _inv); }
-                if ((43i < u_head_dim)) { u_out[(_orow + 43i)] = (_o[10i][3] * _inv); }
-                if ((44i < u_head_dim)) { u_out[(_orow + 44i)] = (_o[11i][0] * _inv); }
-                if ((45i < u_head_dim)) { u_out[(_orow + 45i)] = (_o[11i][1] * _inv); }
-                if ((46i < u_head_dim)) { u_out[(_orow + 46i)] = (_o[11i][2] * _inv); }
-                if ((47i < u_head_dim)) { u_out[(_orow + 47i)] = (_o[11i][3] * _inv); }
-                if ((48i < u_head_dim)) { u_out[(_orow + 48i)] = (_o[12i][0] * _inv); }
-                if ((49i < u_head_dim)) { u_out[(_orow + 49i)] = (_o[12i][1] * _inv); }
-                if ((50i < u_head_dim)) { u_out[(_orow + 50i)] = (_o[12i][2] * _inv); }
-                if ((51i < u_head_dim)) { u_out[(_orow + 51i)] = (_o[12i][3] * _inv); }
-                if ((52i < u_head_dim)) { u_out[(_orow + 52i)] = (_o[13i][0] * _inv); }
-                if ((53i < u_head_dim)) { u_out[(_orow + 53i)] = (_o[13i][1] * _inv); }
-                if ((54i < u_head_dim)) { u_out[(_orow + 54i)] = (_o[13i][2] * _inv); }
-                if ((55i < u_head_dim)) { u_out[(_orow + 55i)] = (_o[13i][3] * _inv); }
-                if ((56i < u_head_dim)) { u_out[(_orow + 56i)] = (_o[14i][0] * _inv); }
-                if ((57i < u_head_dim)) { u_out[(_orow + 57i)] = (_o[14i][1] * _inv); }
-                if ((58i < u_head_dim)) { u_out[(_orow + 58i)] = (_o[14i][2] * _inv); }
-                if ((59i < u_head_dim)) { u_out[(_orow + 59i)] = (_o[14i][3] * _inv); }
-                if ((60i < u_head_dim)) { u_out[(_orow + 60i)] = (_o[15i][0] * _inv); }
-                if ((61i < u_head_dim)) { u_out[(_orow + 61i)] = (_o[15i][1] * _inv); }
-                if ((62i < u_head_dim)) { u_out[(_orow + 62i)] = (_o[15i][2] * _inv); }
-                if ((63i < u_head_dim)) { u_out[(_orow + 63i)] = (_o[15i][3] * _inv); }
-                if ((64i < u_head_dim)) { u_out[(_orow + 64i)] = (_o[16i][0] * _inv); }
-                if ((65i < u_head_dim)) { u_out[(_orow + 65i)] = (_o[16i][1] * _inv); }
-                if ((66i < u_head_dim)) { u_out[(_orow + 66i)] = (_o[16i][2] * _inv); }
-                if ((67i < u_head_dim)) { u_out[(_orow + 67i)] = (_o[16i][3] * _inv); }
-                if ((68i < u_head_dim)) { u_out[(_orow + 68i)] = (_o[17i][0] * _inv); }
-                if ((69i < u_head_dim)) { u_out[(_orow + 69i)] = (_o[17i][1] * _inv); }
-                if ((70i < u_head_dim)) { u_out[(_orow + 70i)] = (_o[17i][2] * _inv); }
-                if ((71i < u_head_dim)) { u_out[(_orow + 71i)] = (_o[17i][3] * _inv); }
-                if ((72i < u_head_dim)) { u_out[(_orow + 72i)] = (_o[18i][0] * _inv); }
-                if ((73i < u_head_dim)) { u_out[(_orow + 73i)] = (_o[18i][1] * _inv); }
-                if ((74i < u_head_dim)) { u_out[(_orow + 74i)] = (_o[18i][2] * _inv); }
-                if ((75i < u_head_dim)) { u_out[(_orow + 75i)] = (_o[18i][3] * _inv); }
-                if ((76i < u_head_dim)) { u_out[(_orow + 76i)] = (_o[19i][0] * _inv); }
-                if ((77i < u_head_dim)) { u_out[(_orow + 77i)] = (_o[19i][1] * _inv); }
-                if ((78i < u_head_dim)) { u_out[(_orow + 78i)] = (_o[19i][2] * _inv); }
-                if ((79i < u_head_dim)) { u_out[(_orow + 79i)] = (_o[19i][3] * _inv); }
-                if ((80i < u_head_dim)) { u_out[(_orow + 80i)] = (_o[20i][0] * _inv); }
-                if ((81i < u_head_dim)) { u_out[(_orow + 81i)] = (_o[20i][1] * _inv); }
-                if ((82i < u_head_dim)) { u_out[(_orow + 82i)] = (_o[20i][2] * _inv); }
-                if ((83i < u_head_dim)) { u_out[(_orow + 83i)] = (_o[20i][3] * _inv); }
-                if ((84i < u_head_dim)) { u_out[(_orow + 84i)] = (_o[21i][0] * _inv); }
-                if ((85i < u_head_dim)) { u_out[(_orow + 85i)] = (_o[21i][1] * _inv); }
-                if ((86i < u_head_dim)) { u_out[(_orow + 86i)] = (_o[21i][2] * _inv); }
-                if ((87i < u_head_dim)) { u_out[(_orow + 87i)] = (_o[21i][3] * _inv); }
-                if ((88i < u_head_dim)) { u_out[(_orow + 88i)] = (_o[22i][0] * _inv); }
-                if ((89i < u_head_dim)) { u_out[(_orow + 89i)] = (_o[22i][1] * _inv); }
-                if ((90i < u_head_dim)) { u_out[(_orow + 90i)] = (_o[22i][2] * _inv); }
-                if ((91i < u_head_dim)) { u_out[(_orow + 91i)] = (_o[22i][3] * _inv); }
-                if ((92i < u_head_dim)) { u_out[(_orow + 92i)] = (_o[23i][0] * _inv); }
-                if ((93i < u_head_dim)) { u_out[(_orow + 93i)] = (_o[23i][1] * _inv); }
-                if ((94i < u_head_dim)) { u_out[(_orow + 94i)] = (_o[23i][2] * _inv); }
-                if ((95i < u_head_dim)) { u_out[(_orow + 95i)] = (_o[23i][3] * _inv); }
-                if ((96i < u_head_dim)) { u_out[(_orow + 96i)] = (_o[24i][0] * _inv); }
-                if ((97i < u_head_dim)) { u_out[(_orow + 97i)] = (_o[24i][1] * _inv); }
-                if ((98i < u_head_dim)) { u_out[(_orow + 98i)] = (_o[24i][2] * _inv); }
-                if ((99i < u_head_dim)) { u_out[(_orow + 99i)] = (_o[24i][3] * _inv); }
-                if ((100i < u_head_dim)) { u_out[(_orow + 100i)] = (_o[25i][0] * _inv); }
-                if ((101i < u_head_dim)) { u_out[(_orow + 101i)] = (_o[25i][1] * _inv); }
-                if ((102i < u_head_dim)) { u_out[(_orow + 102i)] = (_o[25i][2] * _inv); }
-                if ((103i < u_head_dim)) { u_out[(_orow + 103i)] = (_o[25i][3] * _inv); }
-                if ((104i < u_head_dim)) { u_out[(_orow + 104i)] = (_o[26i][0] * _inv); }
-                if ((105i < u_head_dim)) { u_out[(_orow + 105i)] = (_o[26i][1] * _inv); }
-                if ((106i < u_head_dim)) { u_out[(_orow + 106i)] = (_o[26i][2] * _inv); }
-                if ((107i < u_head_dim)) { u_out[(_orow + 107i)] = (_o[26i][3] * _inv); }
-                if ((108i < u_head_dim)) { u_out[(_orow + 108i)] = (_o[27i][0] * _inv); }
-                if ((109i < u_head_dim)) { u_out[(_orow + 109i)] = (_o[27i][1] * _inv); }
-                if ((110i < u_head_dim)) { u_out[(_orow + 110i)] = (_o[27i][2] * _inv); }
-                if ((111i < u_head_dim)) { u_out[(_orow + 111i)] = (_o[27i][3] * _inv); }
-                if ((112i < u_head_dim)) { u_out[(_orow + 112i)] = (_o[28i][0] * _inv); }
-                if ((113i < u_head_dim)) { u_out[(_orow + 113i)] = (_o[28i][1] * _inv); }
-                if ((114i < u_head_dim)) { u_out[(_orow + 114i)] = (_o[28i][2] * _inv); }
-                if ((115i < u_head_dim)) { u_out[(_orow + 115i)] = (_o[28i][3] * _inv); }
-                if ((116i < u_head_dim)) { u_out[(_orow + 116i)] = (_o[29i][0] * _inv); }
-                if ((117i < u_head_dim)) { u_out[(_orow + 117i)] = (_o[29i][1] * _inv); }
-                if ((118i < u_head_dim)) { u_out[(_orow + 118i)] = (_o[29i][2] * _inv); }
-                if ((119i < u_head_dim)) { u_out[(_orow + 119i)] = (_o[29i][3] * _inv); }
-                if ((120i < u_head_dim)) { u_out[(_orow + 120i)] = (_o[30i][0] * _inv); }
-                if ((121i < u_head_dim)) { u_out[(_orow + 121i)] = (_o[30i][1] * _inv); }
-                if ((122i < u_head_dim)) { u_out[(_orow + 122i)] = (_o[30i][2] * _inv); }
-                if ((123i < u_head_dim)) { u_out[(_orow + 123i)] = (_o[30i][3] * _inv); }
-                if ((124i < u_head_dim)) { u_out[(_orow + 124i)] = (_o[31i][0] * _inv); }
-                if ((125i < u_head_dim)) { u_out[(_orow + 125i)] = (_o[31i][1] * _inv); }
-                if ((126i < u_head_dim)) { u_out[(_orow + 126i)] = (_o[31i][2] * _inv); }
-                if ((127i < u_head_dim)) { u_out[(_orow + 127i)] = (_o[31i][3] * _inv); }
+                if ((0i < u_head_dim)) { u_out[_orow] = (_o_0[0] * _inv); }
+                if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o_0[1] * _inv); }
+                if ((2i < u_head_dim)) { u_out[(_orow + 2i)] = (_o_0[2] * _inv); }
+                if ((3i < u_head_dim)) { u_out[(_orow + 3i)] = (_o_0[3] * _inv); }
+                if ((4i < u_head_dim)) { u_out[(_orow + 4i)] = (_o_1[0] * _inv); }
+                if ((5i < u_head_dim)) { u_out[(_orow + 5i)] = (_o_1[1] * _inv); }
+                if ((6i < u_head_dim)) { u_out[(_orow + 6i)] = (_o_1[2] * _inv); }
+                if ((7i < u_head_dim)) { u_out[(_orow + 7i)] = (_o_1[3] * _inv); }
+                if ((8i < u_head_dim)) { u_out[(_orow + 8i)] = (_o_2[0] * _inv); }
+                if ((9i < u_head_dim)) { u_out[(_orow + 9i)] = (_o_2[1] * _inv); }
+                if ((10i < u_head_dim)) { u_out[(_orow + 10i)] = (_o_2[2] * _inv); }
+                if ((11i < u_head_dim)) { u_out[(_orow + 11i)] = (_o_2[3] * _inv); }
+                if ((12i < u_head_dim)) { u_out[(_orow + 12i)] = (_o_3[0] * _inv); }
+                if ((13i < u_head_dim)) { u_out[(_orow + 13i)] = (_o_3[1] * _inv); }
+                if ((14i < u_head_dim)) { u_out[(_orow + 14i)] = (_o_3[2] * _inv); }
+                if ((15i < u_head_dim)) { u_out[(_orow + 15i)] = (_o_3[3] * _inv); }
+                if ((16i < u_head_dim)) { u_out[(_orow + 16i)] = (_o_4[0] * _inv); }
+                if ((17i < u_head_dim)) { u_out[(_orow + 17i)] = (_o_4[1] * _inv); }
+                if ((18i < u_head_dim)) { u_out[(_orow + 18i)] = (_o_4[2] * _inv); }
+                if ((19i < u_head_dim)) { u_out[(_orow + 19i)] = (_o_4[3] * _inv); }
+                if ((20i < u_head_dim)) { u_out[(_orow + 20i)] = (_o_5[0] * _inv); }
+                if ((21i < u_head_dim)) { u_out[(_orow + 21i)] = (_o_5[1] * _inv); }
+                if ((22i < u_head_dim)) { u_out[(_orow + 22i)] = (_o_5[2] * _inv); }
+                if ((23i < u_head_dim)) { u_out[(_orow + 23i)] = (_o_5[3] * _inv); }
+                if ((24i < u_head_dim)) { u_out[(_orow + 24i)] = (_o_6[0] * _inv); }
+                if ((25i < u_head_dim)) { u_out[(_orow + 25i)] = (_o_6[1] * _inv); }
+                if ((26i < u_head_dim)) { u_out[(_orow + 26i)] = (_o_6[2] * _inv); }
+                if ((27i < u_head_dim)) { u_out[(_orow + 27i)] = (_o_6[3] * _inv); }
+                if ((28i < u_head_dim)) { u_out[(_orow + 28i)] = (_o_7[0] * _inv); }
+                if ((29i < u_head_dim)) { u_out[(_orow + 29i)] = (_o_7[1] * _inv); }
+                if ((30i < u_head_dim)) { u_out[(_orow + 30i)] = (_o_7[2] * _inv); }
+                if ((31i < u_head_dim)) { u_out[(_orow + 31i)] = (_o_7[3] * _inv); }
+                if ((32i < u_head_dim)) { u_out[(_orow + 32i)] = (_o_8[0] * _inv); }
+                if ((33i < u_head_dim)) { u_out[(_orow + 33i)] = (_o_8[1] * _inv); }
+                if ((34i < u_head_dim)) { u_out[(_orow + 34i)] = (_o_8[2] * _inv); }
+                if ((35i < u_head_dim)) { u_out[(_orow + 35i)] = (_o_8[3] * _inv); }
+                if ((36i < u_head_dim)) { u_out[(_orow + 36i)] = (_o_9[0] * _inv); }
+                if ((37i < u_head_dim)) { u_out[(_orow + 37i)] = (_o_9[1] * _inv); }
+                if ((38i < u_head_dim)) { u_out[(_orow + 38i)] = (_o_9[2] * _inv); }
+                if ((39i < u_head_dim)) { u_out[(_orow + 39i)] = (_o_9[3] * _inv); }
+                if ((40i < u_head_dim)) { u_out[(_orow + 40i)] = (_o_10[0] * _inv); }
+                if ((41i < u_head_dim)) { u_out[(_orow + 41i)] = (_o_10[1] * _inv); }
+                if ((42i < u_head_dim)) { u_out[(_orow + 42i)] = (_o_10[2] * _inv); }
+                if ((43i < u_head_dim)) { u_out[(_orow + 43i)] = (_o_10[3] * _inv); }
+                if ((44i < u_head_dim)) { u_out[(_orow + 44i)] = (_o_11[0] * _inv); }
+                if ((45i < u_head_dim)) { u_out[(_orow + 45i)] = (_o_11[1] * _inv); }
+                if ((46i < u_head_dim)) { u_out[(_orow + 46i)] = (_o_11[2] * _inv); }
+                if ((47i < u_head_dim)) { u_out[(_orow + 47i)] = (_o_11[3] * _inv); }
+                if ((48i < u_head_dim)) { u_out[(_orow + 48i)] = (_o_12[0] * _inv); }
+                if ((49i < u_head_dim)) { u_out[(_orow + 49i)] = (_o_12[1] * _inv); }
+                if ((50i < u_head_dim)) { u_out[(_orow + 50i)] = (_o_12[2] * _inv); }
+                if ((51i < u_head_dim)) { u_out[(_orow + 51i)] = (_o_12[3] * _inv); }
+                if ((52i < u_head_dim)) { u_out[(_orow + 52i)] = (_o_13[0] * _inv); }
+                if ((53i < u_head_dim)) { u_out[(_orow + 53i)] = (_o_13[1] * _inv); }
+                if ((54i < u_head_dim)) { u_out[(_orow + 54i)] = (_o_13[2] * _inv); }
+                if ((55i < u_head_dim)) { u_out[(_orow + 55i)] = (_o_13[3] * _inv); }
+                if ((56i < u_head_dim)) { u_out[(_orow + 56i)] = (_o_14[0] * _inv); }
+                if ((57i < u_head_dim)) { u_out[(_orow + 57i)] = (_o_14[1] * _inv); }
+                if ((58i < u_head_dim)) { u_out[(_orow + 58i)] = (_o_14[2] * _inv); }
+                if ((59i < u_head_dim)) { u_out[(_orow + 59i)] = (_o_14[3] * _inv); }
+                if ((60i < u_head_dim)) { u_out[(_orow + 60i)] = (_o_15[0] * _inv); }
+                if ((61i < u_head_dim)) { u_out[(_orow + 61i)] = (_o_15[1] * _inv); }
+                if ((62i < u_head_dim)) { u_out[(_orow + 62i)] = (_o_15[2] * _inv); }
+                if ((63i < u_head_dim)) { u_out[(_orow + 63i)] = (_o_15[3] * _inv); }
+                if ((64i < u_head_dim)) { u_out[(_orow + 64i)] = (_o_16[0] * _inv); }
+                if ((65i < u_head_dim)) { u_out[(_orow + 65i)] = (_o_16[1] * _inv); }
+                if ((66i < u_head_dim)) { u_out[(_orow + 66i)] = (_o_16[2] * _inv); }
+                if ((67i < u_head_dim)) { u_out[(_orow + 67i)] = (_o_16[3] * _inv); }
+                if ((68i < u_head_dim)) { u_out[(_orow + 68i)] = (_o_17[0] * _inv); }
+                if ((69i < u_head_dim)) { u_out[(_orow + 69i)] = (_o_17[1] * _inv); }
+                if ((70i < u_head_dim)) { u_out[(_orow + 70i)] = (_o_17[2] * _inv); }
+                if ((71i < u_head_dim)) { u_out[(_orow + 71i)] = (_o_17[3] * _inv); }
+                if ((72i < u_head_dim)) { u_out[(_orow + 72i)] = (_o_18[0] * _inv); }
+                if ((73i < u_head_dim)) { u_out[(_orow + 73i)] = (_o_18[1] * _inv); }
+                if ((74i < u_head_dim)) { u_out[(_orow + 74i)] = (_o_18[2] * _inv); }
+                if ((75i < u_head_dim)) { u_out[(_orow + 75i)] = (_o_18[3] * _inv); }
+                if ((76i < u_head_dim)) { u_out[(_orow + 76i)] = (_o_19[0] * _inv); }
+                if ((77i < u_head_dim)) { u_out[(_orow + 77i)] = (_o_19[1] * _inv); }
+                if ((78i < u_head_dim)) { u_out[(_orow + 78i)] = (_o_19[2] * _inv); }
+                if ((79i < u_head_dim)) { u_out[(_orow + 79i)] = (_o_19[3] * _inv); }
+                if ((80i < u_head_dim)) { u_out[(_orow + 80i)] = (_o_20[0] * _inv); }
+                if ((81i < u_head_dim)) { u_out[(_orow + 81i)] = (_o_20[1] * _inv); }
+                if ((82i < u_head_dim)) { u_out[(_orow + 82i)] = (_o_20[2] * _inv); }
+                if ((83i < u_head_dim)) { u_out[(_orow + 83i)] = (_o_20[3] * _inv); }
+                if ((84i < u_head_dim)) { u_out[(_orow + 84i)] = (_o_21[0] * _inv); }
+                if ((85i < u_head_dim)) { u_out[(_orow + 85i)] = (_o_21[1] * _inv); }
+                if ((86i < u_head_dim)) { u_out[(_orow + 86i)] = (_o_21[2] * _inv); }
+                if ((87i < u_head_dim)) { u_out[(_orow + 87i)] = (_o_21[3] * _inv); }
+                if ((88i < u_head_dim)) { u_out[(_orow + 88i)] = (_o_22[0] * _inv); }
+                if ((89i < u_head_dim)) { u_out[(_orow + 89i)] = (_o_22[1] * _inv); }
+                if ((90i < u_head_dim)) { u_out[(_orow + 90i)] = (_o_22[2] * _inv); }
+                if ((91i < u_head_dim)) { u_out[(_orow + 91i)] = (_o_22[3] * _inv); }
+                if ((92i < u_head_dim)) { u_out[(_orow + 92i)] = (_o_23[0] * _inv); }
+                if ((93i < u_head_dim)) { u_out[(_orow + 93i)] = (_o_23[1] * _inv); }
+                if ((94i < u_head_dim)) { u_out[(_orow + 94i)] = (_o_23[2] * _inv); }
+                if ((95i < u_head_dim)) { u_out[(_orow + 95i)] = (_o_23[3] * _inv); }
+                if ((96i < u_head_dim)) { u_out[(_orow + 96i)] = (_o_24[0] * _inv); }
+                if ((97i < u_head_dim)) { u_out[(_orow + 97i)] = (_o_24[1] * _inv); }
+                if ((98i < u_head_dim)) { u_out[(_orow + 98i)] = (_o_24[2] * _inv); }
+                if ((99i < u_head_dim)) { u_out[(_orow + 99i)] = (_o_24[3] * _inv); }
+                if ((100i < u_head_dim)) { u_out[(_orow + 100i)] = (_o_25[0] * _inv); }
+                if ((101i < u_head_dim)) { u_out[(_orow + 101i)] = (_o_25[1] * _inv); }
+                if ((102i < u_head_dim)) { u_out[(_orow + 102i)] = (_o_25[2] * _inv); }
+                if ((103i < u_head_dim)) { u_out[(_orow + 103i)] = (_o_25[3] * _inv); }
+                if ((104i < u_head_dim)) { u_out[(_orow + 104i)] = (_o_26[0] * _inv); }
+                if ((105i < u_head_dim)) { u_out[(_orow + 105i)] = (_o_26[1] * _inv); }
+                if ((106i < u_head_dim)) { u_out[(_orow + 106i)] = (_o_26[2] * _inv); }
+                if ((107i < u_head_dim)) { u_out[(_orow + 107i)] = (_o_26[3] * _inv); }
+                if ((108i < u_head_dim)) { u_out[(_orow + 108i)] = (_o_27[0] * _inv); }
+                if ((109i < u_head_dim)) { u_out[(_orow + 109i)] = (_o_27[1] * _inv); }
+                if ((110i < u_head_dim)) { u_out[(_orow + 110i)] = (_o_27[2] * _inv); }
+                if ((111i < u_head_dim)) { u_out[(_orow + 111i)] = (_o_27[3] * _inv); }
+                if ((112i < u_head_dim)) { u_out[(_orow + 112i)] = (_o_28[0] * _inv); }
+                if ((113i < u_head_dim)) { u_out[(_orow + 113i)] = (_o_28[1] * _inv); }
+                if ((114i < u_head_dim)) { u_out[(_orow + 114i)] = (_o_28[2] * _inv); }
+                if ((115i < u_head_dim)) { u_out[(_orow + 115i)] = (_o_28[3] * _inv); }
+                if ((116i < u_head_dim)) { u_out[(_orow + 116i)] = (_o_29[0] * _inv); }
+                if ((117i < u_head_dim)) { u_out[(_orow + 117i)] = (_o_29[1] * _inv); }
+                if ((118i < u_head_dim)) { u_out[(_orow + 118i)] = (_o_29[2] * _inv); }
+                if ((119i < u_head_dim)) { u_out[(_orow + 119i)] = (_o_29[3] * _inv); }
+                if ((120i < u_head_dim)) { u_out[(_orow + 120i)] = (_o_30[0] * _inv); }
+                if ((121i < u_head_dim)) { u_out[(_orow + 121i)] = (_o_30[1] * _inv); }
+                if ((122i < u_head_dim)) { u_out[(_orow + 122i)] = (_o_30[2] * _inv); }
+                if ((123i < u_head_dim)) { u_out[(_orow + 123i)] = (_o_30[3] * _inv); }
+                if ((124i < u_head_dim)) { u_out[(_orow + 124i)] = (_o_31[0] * _inv); }
+                if ((125i < u_head_dim)) { u_out[(_orow + 125i)] = (_o_31[1] * _inv); }
+                if ((126i < u_head_dim)) { u_out[(_orow + 126i)] = (_o_31[2] * _inv); }
+                if ((127i < u_head_dim)) { u_out[(_orow + 127i)] = (_o_31[3] * _inv); }
             }
         }
     }

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..launch import ir
-from ..launch.unroll import constant_bounds, indexes_registers, written_out
+from ..launch.unroll import (all_written_out, named_registers, register_name, writes_out,
+                             written_out)
 
 
 def comment_safe(text: str) -> str:
@@ -45,6 +46,7 @@ class Printer:
         self.level = 0
         self.cur_line = 0
         self.shown: set = set()
+        self.named: set = set()       # local arrays printed as one variable per element
 
     # ---- text -------------------------------------------------------------------------
 
@@ -75,6 +77,8 @@ class Printer:
         if isinstance(e, ir.Thread):
             return d.thread(e.axis)
         if isinstance(e, ir.Load):
+            if e.array in self.named:
+                return register_name(e.array, e.index.value)
             return d.load(e.array, self.expr(e.index), e.dtype, self.space(e.array))
         if isinstance(e, ir.Bin):
             return d.binary(e.op, self.expr(e.a), self.expr(e.b), e.a.dtype, e.dtype)
@@ -122,6 +126,11 @@ class Printer:
                              s.mutable), line)
         elif isinstance(s, ir.Set):
             self.emit(f"{s.name} = {self.expr(s.value)};", line)
+        elif isinstance(s, ir.Store) and s.array in self.named:
+            text = f"{register_name(s.array, s.index.value)} = {self.expr(s.value)};"
+            if s.guard is not None:
+                text = f"if ({self.expr(s.guard)}) {{ {text} }}"
+            self.emit(text, line)
         elif isinstance(s, ir.Store):
             text = d.store(s.array, self.expr(s.index), self.expr(s.value), s.value.dtype,
                            self.space(s.array))
@@ -133,8 +142,8 @@ class Printer:
             if s.guard is not None:
                 text = f"if ({self.expr(s.guard)}) {{ {text} }}"
             self.emit(text, line)
-        elif isinstance(s, ir.For) and s.unroll and getattr(d, "writes_out_unrolled", False) \
-                and constant_bounds(s) and indexes_registers(s, self.registers()):
+        elif isinstance(s, ir.For) and getattr(d, "writes_out_unrolled", False) \
+                and writes_out(s, self.registers()):
             self.emit("{", line)              # the iterations' locals stay in their scope
             self.level += 1
             self.stmts(written_out(s))
@@ -190,7 +199,10 @@ class Printer:
                           else d.async_wait(s.pending), line)
         elif isinstance(s, ir.Array):
             self.spaces[s.name] = s.space
-            if s.space != "shared":         # shared arrays are declared at the kernel's top
+            if s.name in self.named:
+                for k in range(s.count):
+                    self.emit(d.decl(register_name(s.name, k), s.dtype, None, True), line)
+            elif s.space != "shared":         # shared arrays are declared at the kernel's top
                 self.emit(d.array(s.name, s.dtype, s.count, s.space), line)
         else:
             raise TypeError(f"not a launch-IR statement: {s!r}")
@@ -204,6 +216,11 @@ class Printer:
             self.size_params = {p.name: self.sizes[p.name] for p in k.params
                                 if p.kind == "size" and p.name in self.sizes}
         params = [p for p in k.params if not (p.kind == "size" and p.name in self.size_params)]
+        self.named = set()
+        if getattr(self.d, "writes_out_unrolled", False):
+            # registers indexed only by constants once written out: one variable per element
+            local = {n.name for n in ir.walk(k.body) if isinstance(n, ir.Array) and n.space == "local"}
+            self.named = named_registers(all_written_out(k.body, local))
         uses_flag = bool(self.p.sites)
         for line in d_lines(self.d.kernel_open(k, params, uses_flag)):
             self.emit(line)

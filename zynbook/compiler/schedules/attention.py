@@ -375,9 +375,9 @@ class _Kernel:
         v = cast(ir.Load(user_name(buf.name), self.add(row, c), buf.dtype), F)
         return ir.Select(ir.Bin("<", col, self.D, "bool"), v, ZERO, F)
 
-    def each_slot(self, var: str, body_of) -> list:
-        """for var in 0..C (the slots of a row), unrolled (the rows are registers)."""
-        return self.unrolled(ir.For(var, self.i(0), self.i(self.C), self.i(1),
+    def each_slot(self, var: str, body_of, start: int = 0) -> list:
+        """for var in start..C (the slots of a row), unrolled (the rows are registers)."""
+        return self.unrolled(ir.For(var, self.i(start), self.i(self.C), self.i(1),
                                     tuple(body_of(self.ref(var))), self.idx, unroll=True))
 
     # ---- slots: W lanes of a row (a vector, or one element where W is 1) ---------------
@@ -512,10 +512,9 @@ class _Kernel:
     def key_value(self, role: str, c) -> ir.Expr:
         """Slot c of the current key's row of K or V (`_jj` in the tile, `_jc` overall)."""
         if self.P.tiles:
-            at = self.add(self.mul(self.ref("_jj"), self.i(self.sstride)), c)
-            if role == "v":
-                at = self.add(at, self.i(self.bk * self.sstride))
-            return ir.Load("_kv", at, self.FV)
+            if role == "v":     # the V tile after the K tile: one constant with the slot's
+                c = self.add(c, self.i(self.bk * self.sstride))
+            return ir.Load("_kv", self.add(self.mul(self.ref("_jj"), self.i(self.sstride)), c), self.FV)
         base = self.add(self.ref("_kbase" if role == "k" else "_vbase"),
                         self.mul(self.ref("_jc"), self.seq_stride(role)))
         return self.slot_of(lambda w: self.element(role, base, self.col(c, w)))
@@ -548,10 +547,12 @@ class _Kernel:
         """Score `chunk` keys, then one online-softmax update of (m, l, o)."""
         idx, ch = self.idx, self.chunk
         s_u = ir.Load("_s", self.ref("_u"), F)
+        # the sum starts from the first slot's product (no addition of a zero)
+        product = lambda c: self.dot(self.reg("_qr", c), self.key_value("k", c))
         dot = self.each_slot("_d", lambda c: [ir.Set("_dot", ir.Bin(
-            "+", ir.Ref("_dot", F), self.dot(self.reg("_qr", c), self.key_value("k", c)), F))])
+            "+", ir.Ref("_dot", F), product(c), F))], 1)
         score = self.key_index() + [
-            ir.Decl("_dot", F, ZERO, True), *dot,
+            ir.Decl("_dot", F, product(self.i(0)), True), *dot,
             ir.Store("_s", self.ref("_u"), ir.Select(self.admitted(), ir.Ref("_dot", F), NEG, F)),
             ir.Set("_mt", ir.Math("max", (ir.Ref("_mt", F), s_u), F))]
         # `!(x <= -inf)` rather than `x > -inf`: a NaN score goes on into the sums, as the

@@ -545,12 +545,12 @@ fn zyn_in(i: i32, n: i32, site: i32) -> bool {
 // on the bits: a shader compiler may assume x == x
 fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }""",
     "zyn_max_f32": """\
-// max and min propagate NaN, as numpy's maximum and minimum do
+// max and min propagate NaN, as numpy's maximum and minimum do (selects, no branch)
 fn zyn_max_f32(a: f32, b: f32) -> f32 {
-    if (zyn_isnan_f32(a)) { return a; } if (zyn_isnan_f32(b)) { return b; } return max(a, b); }""",
+    return select(select(max(a, b), b, zyn_isnan_f32(b)), a, zyn_isnan_f32(a)); }""",
     "zyn_min_f32": """\
 fn zyn_min_f32(a: f32, b: f32) -> f32 {
-    if (zyn_isnan_f32(a)) { return a; } if (zyn_isnan_f32(b)) { return b; } return min(a, b); }""",
+    return select(select(min(a, b), b, zyn_isnan_f32(b)), a, zyn_isnan_f32(a)); }""",
     "zyn_sq_f32": "fn zyn_sq_f32(a: f32) -> f32 { return a * a; }",
     "zyn_sq_f64": "fn zyn_sq_f64(a: f64) -> f64 { return a * a; }",
     "zyn_isnan_f64": """\
@@ -559,10 +559,10 @@ fn zyn_min_f32(a: f32, b: f32) -> f32 {
 fn zyn_isnan_f64(x: f64) -> bool { return zyn_isnan_f32(f32(x)); }""",
     "zyn_max_f64": """\
 fn zyn_max_f64(a: f64, b: f64) -> f64 {
-    if (zyn_isnan_f64(a)) { return a; } if (zyn_isnan_f64(b)) { return b; } return max(a, b); }""",
+    return select(select(max(a, b), b, zyn_isnan_f64(b)), a, zyn_isnan_f64(a)); }""",
     "zyn_min_f64": """\
 fn zyn_min_f64(a: f64, b: f64) -> f64 {
-    if (zyn_isnan_f64(a)) { return a; } if (zyn_isnan_f64(b)) { return b; } return min(a, b); }""",
+    return select(select(min(a, b), b, zyn_isnan_f64(b)), a, zyn_isnan_f64(a)); }""",
     "zyn_tanh_f32": """\
 fn zyn_tanh_f32(x: f32) -> f32 {
     // tanh saturates to +-1 well before |x| = 15; clamping keeps exp() finite

@@ -101,6 +101,21 @@ def timed(torch, fn, reps: int, warmup: int) -> dict:
             "min_events_s": min(events), "out": out}
 
 
+def launch_breakdown(session, x, reps: int = 5) -> list:
+    """Each launch of one run without a CUDA graph (a graph times only its whole): the
+    kernel, its schedule and its median kernel time, to show where the block's time goes."""
+    session.run("config { cuda_graph: false }")
+    runs = []
+    for _ in range(reps):
+        session.run("transformer_block(x, 0)", x=x)
+        runs.append([(ln.kernel, ln.geometry.get("schedule", ""), ln.times.kernel or 0.0)
+                     for ln in session.launches])
+    session.run('config { cuda_graph: "auto" }')
+    return [{"kernel": name, "schedule": how,
+             "kernel_ms": statistics.median(r[i][2] for r in runs) * 1e3}
+            for i, (name, how, _) in enumerate(runs[-1])]
+
+
 def as_torch(torch, value, device):
     """A ZynBook result (Tensor on cuda:N) as a torch tensor on `device`."""
     data = getattr(value, "data", value)
@@ -155,6 +170,7 @@ def main(argv=None):
     results["zynbook"] = {k: v for k, v in zyn.items() if k != "out"}
     results["zynbook"]["launches"] = len(session.launches)
     results["zynbook"]["cuda_graph"] = any("graph" in ln.geometry for ln in session.launches)
+    results["zynbook"]["per_launch"] = launch_breakdown(session, x)
     print("zynbook: done", file=sys.stderr)
 
     block = torch_block(torch, args.heads)
@@ -186,6 +202,9 @@ def main(argv=None):
         print(f"{name:16}{r['events_s'] * 1e3:11.3f}{r['wall_s'] * 1e3:10.3f}"
               f"{results[name]['ratio']:8.2f}")
     print(f"max |zynbook - eager| / max |eager| = {results['max_rel_diff_vs_eager']:.2e}")
+    print("zynbook launches (no graph):")
+    for ln in results["zynbook"]["per_launch"]:
+        print(f"  {ln['kernel']:<24}{ln['kernel_ms']:9.3f} ms  {ln['schedule'][:110]}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -365,11 +365,12 @@ class _Kernel:
             terms.append(t)
         return self.add(*terms)
 
-    def element(self, role: str, row, col) -> ir.Expr:
+    def element(self, role: str, row, col, inside: bool = False) -> ir.Expr:
         """Element `col` of a row of the tensor of `role` in f32: 0 past head_dim (the
-        index kept in range) where the kernel is written for a class of head_dims."""
+        index kept in range) where the kernel is written for a class of head_dims and `col`
+        is not known to be `inside` head_dim."""
         buf = self.shape.bufs[role]
-        if self.exact:
+        if self.exact or inside:
             return cast(ir.Load(user_name(buf.name), self.add(row, col), buf.dtype), F)
         c = ir.Math("min", (col, ir.Bin("-", self.D, self.i(1), self.idx)), self.idx)
         v = cast(ir.Load(user_name(buf.name), self.add(row, c), buf.dtype), F)
@@ -487,12 +488,20 @@ class _Kernel:
         ok = ir.Bin("<", j, self.ref("_SK"), "bool")
         at = self.add(self.mul(row, self.i(self.sstride)), col)
 
-        def slot(role):
+        def slot(role, inside):
             base = self.add(self.ref(f"_{role}base"), self.mul(self.ref("_jf"), self.seq_stride(role)))
-            return ir.Select(ok, self.slot_of(lambda w: self.element(role, base, self.col(col, w))),
+            return ir.Select(ok, self.slot_of(lambda w: self.element(role, base, self.col(col, w), inside)),
                              self.vec(ZERO), self.FV)
-        stores = (ir.Decl("_jf", idx, jc), ir.Store("_kv", at, slot("k")),
-                  ir.Store("_kv", self.add(at, self.i(self.bk * self.sstride)), slot("v")))
+
+        def both(inside):
+            return (ir.Store("_kv", at, slot("k", inside)),
+                    ir.Store("_kv", self.add(at, self.i(self.bk * self.sstride)), slot("v", inside)))
+        stores = (ir.Decl("_jf", idx, jc),) + both(False)
+        if not self.exact and self.W > 1:
+            # a slot wholly inside head_dim (every slot where head_dim is a multiple of
+            # the lanes) is read without a test and a clamp per element
+            stores = (ir.Decl("_jf", idx, jc), ir.If(ir.Bin("<", self.col(col, self.W - 1), self.D, "bool"),
+                                                      both(True), both(False)))
         if self.split_fill:
             return ir.For("_row", self.ref("_frow"), self.i(self.bk), self.i(max(T // dc, 1)), (
                 ir.For("_col", self.ref("_fcol"), self.i(dc), self.i(min(T, dc)), stores, idx),), idx)

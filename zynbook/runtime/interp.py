@@ -828,7 +828,8 @@ class Interpreter:
         mode = lowered.kernel.schedule.parallel
         device = get_device(device_ids[0])
         now = self._launched_now(lowered, device, run_async, mode)
-        if not now and node is self.alone and not self.frames and not self.lazy.pending:
+        if not now and node is self.alone and not self.frames and not self.lazy.pending \
+                and not self.lazy.split(lowered, plan):     # a split block's phases are recorded
             return self._launch(device, lowered, inputs, sizes, scalar_values, node,
                                 commit=commit, plan=plan)
         if not now:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..compiler import cir, fusion
+from ..compiler import cir, fission, fusion
 from ..compiler.lower import LoweredKernel
 from ..compiler.passes.pipeline import run_pipeline
 from ..errors import ZynMLMemoryError, ZynMLRuntimeError
@@ -51,7 +51,7 @@ class Lazy(Tensor):
     """A compute block's result, computed when its data is first read."""
 
     __slots__ = ("graph", "node", "lowered", "plan", "inputs", "scalars", "source", "result",
-                 "runs_on")
+                 "runs_on", "notes")
 
     def __init__(self, graph, node, lowered, plan, inputs, scalars, device, commit, source):
         Tensor.__init__(self, None, device.id, plan.out_shape, lowered.kernel.output.dtype,
@@ -60,6 +60,7 @@ class Lazy(Tensor):
         self.graph, self.node, self.lowered, self.plan = graph, node, lowered, plan
         self.inputs, self.scalars, self.source = list(inputs), dict(scalars), source
         self.result = _NOT_YET
+        self.notes = ()             # what the inspector tells of a phase of a split block
 
     @property
     def data(self):
@@ -116,7 +117,7 @@ class _Group:
 
     def __init__(self, lz: Lazy):
         self.result, self.members, self.block = lz, [lz], lz.block()
-        self.notes: list = []
+        self.notes: list = list(lz.notes)
 
 
 class LazyGraph:
@@ -128,12 +129,25 @@ class LazyGraph:
         self.fused_away = False     # some result fused away may still be named
         self.pairs: dict = {}       # what fusing two blocks gave, by what decides it
         self.fused: dict = {}       # fused and host-arithmetic kernels' (lowered, plan), made once
+        self.splits: dict = {}      # what `fission.split` made of a block, by kernel and sizes
         self.replays = Replays(self)    # runs of the graph captured as CUDA graphs
         self.traces = Traces(self)      # pipeline calls replayed without interpreting them
 
     def defer(self, node, lowered, plan, inputs, scalars, device, commit, source) -> Lazy:
-        lz = Lazy(self, node, lowered, plan, inputs, scalars, device, commit, source)
-        self.pending.append(lz)
+        phases = self.split(lowered, plan)
+        if phases:          # one recorded block per phase, each reading the ones before
+            made = {}
+            for ph_lowered, ph_plan, reads, writes, note in phases:
+                lz = Lazy(self, node, ph_lowered, ph_plan,
+                          [made[r] if isinstance(r, str) else inputs[r] for r in reads],
+                          scalars, device, commit if ph_lowered is phases[-1][0] else False,
+                          source)
+                lz.notes = (note,)
+                made[writes] = lz
+                self.pending.append(lz)
+        else:
+            lz = Lazy(self, node, lowered, plan, inputs, scalars, device, commit, source)
+            self.pending.append(lz)
         if len(self.pending) >= MAX_PENDING:
             self.flush(roots=[lz])
         return lz
@@ -160,6 +174,21 @@ class LazyGraph:
         inputs = [v for v in (a, b) if isinstance(v, Tensor)]
         return self.defer(_HostSite(span), lowered, plan, inputs, scalars, lz.runs_on,
                           False, source)
+
+    def split(self, lowered, plan) -> list:
+        """[(lowered, plan, reads, writes, note)] per phase where `compiler.fission.split` distributes
+        the block (worked out once per kernel and sizes), else []."""
+        # the entry holds the kernel, so no other kernel takes its id while it is kept
+        key = (id(lowered.kernel), _items(plan.sizes))
+        made = self.splits.get(key)
+        if made is None:
+            phases = fission.split(lowered.kernel, plan.sizes)
+            made = (lowered.kernel, [] if isinstance(phases, str) else [
+                _phase_parts(lowered, plan, ph, n, len(phases)) for n, ph in enumerate(phases)])
+            if len(self.splits) >= MAX_FUSED:
+                self.splits.pop(next(iter(self.splits)))
+            self.splits[key] = made
+        return made[1]
 
     def _host_plan(self, op, sides, dtype, shape, span, source):
         key = ("host", op, sides, dtype, shape, span.line, source)
@@ -237,8 +266,8 @@ class LazyGraph:
             group = _Group(lz)
             for t in {id(t): t for t in lz.inputs}.values():
                 producer = open_.get(id(t)) if isinstance(t, Lazy) else None
-                if producer is None:
-                    continue
+                if producer is None or t.notes and t.node is lz.node:
+                    continue        # the phases of a split block stay apart
                 why = self._kept(t, lz, readers, live)
                 if not why:
                     fused = self._fuse(producer.block, group.block, id(t))
@@ -363,6 +392,19 @@ class LazyGraph:
                 self.fused.pop(next(iter(self.fused)))
             made = self.fused[key] = (lowered, BlockPlan(lowered, dict(block.sizes)))
         return made
+
+
+def _phase_parts(lowered, plan, phase, n: int, count: int) -> tuple:
+    """(lowered, plan, reads, writes, note) of phase `n` of a split block."""
+    k = lowered.kernel
+    ph_lowered = dataclasses.replace(
+        lowered, kernel=phase.kernel, before_passes=phase.kernel, constraints=[],
+        bound_checks=[], labels={b.name: lowered.labels.get(b.name, b.name)
+                                 for b in phase.kernel.inputs}, notes=[])
+    note = f"split from {k.name} (line {k.first_line}): phase {n + 1} of {count}, " + \
+        (f"writes {phase.stages}" if phase.stages != "out" else "writes out") + \
+        "".join(f", reads {r}" for r in phase.reads if isinstance(r, str))
+    return ph_lowered, BlockPlan(ph_lowered, dict(plan.sizes)), phase.reads, phase.writes, note
 
 
 class _HostSite:

@@ -62,8 +62,6 @@ def split(kernel: cir.Kernel, sizes: dict) -> list | str:
         return problem
     if len(phases) < 2:
         return "its rows do not run phases separated by barrier()"
-    if problem:
-        return problem
     extents = []
     for lp in outer:
         stop = _loop_stop(lp, sizes)
@@ -80,8 +78,12 @@ def split(kernel: cir.Kernel, sizes: dict) -> list | str:
                 return f"a phase writes {name}, which is neither a staging array nor the output"
             elif writer.setdefault(name, p) != p:
                 return f"more than one phase writes {name}"
-    if not writer:
-        return "no phase stages a shared array for the next"
+    for p in range(len(phases)):
+        count = sum(q == p for q in writer.values())
+        if p < len(phases) - 1 and count != 1:     # one output per kernel
+            return f"phase {p + 1} does not stage exactly one shared array for the next"
+        if p == len(phases) - 1 and count:
+            return "the last phase stages a shared array no phase reads"
     temporary = 0
     for name, p in writer.items():
         a = allocs[name]
@@ -218,10 +220,9 @@ def _locals_cross(phases) -> str:
 def _build(k: cir.Kernel, outer, phases, allocs, writer) -> list:
     # a later phase reads a temporary under the shared var's name (its alloc is gone there);
     # the phase writing it stores `out`
-    temp = {name: name for name in writer}
     outer_dims = tuple(lp.stop.name if isinstance(lp.stop, cir.Var) else lp.stop for lp in outer)
     index = tuple(cir.Var(lp.var, cir.Ty("i32")) for lp in outer)
-    buffers = {name: cir.Buffer(temp[name], allocs[name].dtype,
+    buffers = {name: cir.Buffer(name, allocs[name].dtype,
                                 outer_dims + tuple(allocs[name].shape)) for name in writer}
     out = []
     for p, stmts in enumerate(phases):
@@ -230,15 +231,13 @@ def _build(k: cir.Kernel, outer, phases, allocs, writer) -> list:
 
         def rewrite(e, read=read):
             if isinstance(e, cir.Load) and e.buffer in read:
-                return dataclasses.replace(e, buffer=temp[e.buffer], index=index + tuple(
+                return dataclasses.replace(e, index=index + tuple(
                     _map(i, rewrite) for i in e.index))
             if isinstance(e, cir.Store) and e.buffer in staged:
                 return dataclasses.replace(e, buffer="out", index=index + e.index,
                                            value=_map(e.value, rewrite))
             return None
         body = _map(tuple(stmts), rewrite)
-        if len(staged) > 1:     # one output per kernel: one staging array per phase
-            return "a phase stages more than one shared array"
         if staged:
             body = _staging_loops_parallel(_lets_into_stores(body), {"out"})
             output = dataclasses.replace(buffers[staged[0]], name="out", access="write")
@@ -251,13 +250,14 @@ def _build(k: cir.Kernel, outer, phases, allocs, writer) -> list:
                 inputs.append(b)
                 reads.append(pos)
         for n in read:
-            if temp[n] in used:
-                inputs.append(dataclasses.replace(buffers[n], access="read"))
-                reads.append(temp[n])
+            if n in used:
+                inputs.append(buffers[n])
+                reads.append(n)
         kernel = dataclasses.replace(
             k, name=f"{k.name}_p{p + 1}", inputs=tuple(inputs), output=output,
             body=_nest(outer, body),
-            schedule=cir.Schedule(allow_tf32=k.schedule.allow_tf32))
+            schedule=cir.Schedule(autotune=k.schedule.autotune,
+                                  allow_tf32=k.schedule.allow_tf32))
         try:
             kernel = run_passes(kernel)
         except Exception as exc:        # a phase breaks a rule its own kernel needs

@@ -11,7 +11,7 @@ import pytest
 
 from zynbook.backends.cpu.reference import run_kernel
 from zynbook.compiler import schedules
-from zynbook.compiler.schedules.attention import PRODUCTS, Attention, AttentionParams
+from zynbook.compiler.schedules.attention import PRODUCT_VARIANTS, PRODUCTS, Attention, AttentionParams
 from zynbook.compiler.targets import cpu_target, cuda_target, metal_target, webgpu_target
 from zynbook.errors import ZynMLError
 
@@ -99,6 +99,36 @@ def test_register_tiled_products_nan():
     ins[0][0, 1, 5, 3] = np.nan                 # Q: one query row
     ins[1][0, 0, 20, 7] = np.nan                # K: a key that later queries see
     prog = SCHED.build(k, cuda_target(), sz, PRODUCTS)
+    got = emulate_kernel(prog, k, ins, sz, sc, warp=32).astype(np.float64)
+    want = np.asarray(run_kernel(k, ins, sz, sc)).astype(np.float64)
+    assert np.isnan(want).any() and (np.isnan(got) == np.isnan(want)).all()
+    ok = ~np.isnan(want)
+    assert_within(got[ok], want[ok], *TOL["f32"])
+
+
+@pytest.mark.parametrize("params", PRODUCT_VARIANTS, ids=lambda p: p.describe().split("products=True, ")[-1])
+@pytest.mark.parametrize("case,seq,d", [("causal", 33, 16), ("bool", 7, 64), ("none", 64, 32),
+                                        ("bool", 128, 16)])
+def test_products_variants(params, case, seq, d):
+    """8 x 4 scores a thread (128 threads), the tile read at its start instead of prefetched,
+    exp2 with log2(e) in the scale: each equals the reference on odd sizes and on keys that
+    fill whole tiles (no key bound then), masked or not, empty rows included."""
+    k, ins, sz, sc = _inputs(A.three_pass(case, "const"), seq, d)
+    t = cuda_target()
+    assert params in SCHED.space(k, t, sz)
+    prog = SCHED.build(k, t, sz, params)
+    assert "register-tiled" in prog.schedule and prog.kernels[0].block == 64 * 16 // params.rows
+    _check(prog, k, ins, sz, sc, 32)
+    if seq == 7:
+        _check(prog.fallback, k, ins, sz, sc, 32)
+
+
+@pytest.mark.parametrize("params", [PRODUCTS, PRODUCT_VARIANTS[-1]], ids=["default", "rows8_exp2"])
+def test_products_nan_empty_rows(params):
+    """A body that divides by the sum inside its key loop gives NaN for a row no key is
+    admitted to, as the reference does, in exp2 form too; the other rows as the reference."""
+    k, ins, sz, sc = _inputs(A.online_stats("bool"), 64, 16)
+    prog = SCHED.build(k, cuda_target(), sz, params)
     got = emulate_kernel(prog, k, ins, sz, sc, warp=32).astype(np.float64)
     want = np.asarray(run_kernel(k, ins, sz, sc)).astype(np.float64)
     assert np.isnan(want).any() and (np.isnan(got) == np.isnan(want)).all()

@@ -56,11 +56,13 @@ class AttentionParams(Params):
     # Q K^T and P V as register-tiled products (64 x 64 tiles, 16 threads per query row; the
     # fields above are then unused): head_dim 16 to 64 in steps of 16
     products: bool = False
-    # the products' variants: queries per thread (4: 256 threads, 4 x 4 scores each; 8: 128
-    # threads, 8 x 4 scores, each K/V element from shared memory feeding twice the FMAs),
-    # the next tile's K/V read into registers during this one (else at the tile's start,
-    # other blocks covering the wait), and exponentials as exp2 with log2(e) folded into Q's scale
+    # the products' variants: queries x keys a thread scores (4 x 4: 256 threads; 8 x 4 or
+    # 4 x 8: 128 threads, each element read from shared memory feeding more FMAs; with 8 keys
+    # a query row is 8 threads and a warp's reads of a tile meet fewer distinct rows), the
+    # next tile's K/V read into registers during this one (else at the tile's start, other
+    # blocks covering the wait), and exponentials as exp2 with log2(e) folded into Q's scale
     rows: int = 4
+    cols: int = 4
     prefetch: bool = True
     exp2: bool = False
 
@@ -68,8 +70,8 @@ class AttentionParams(Params):
         """The fields, the products' variants only where they are not the defaults (so the
         kernels described before they existed read as they did)."""
         out = super().describe()
-        extra = [f"{f}={getattr(self, f)}" for f, d in (("rows", 4), ("prefetch", True), ("exp2", False))
-                 if getattr(self, f) != d]
+        extra = [f"{f}={getattr(self, f)}" for f, d in (("rows", 4), ("cols", 4), ("prefetch", True),
+                                                         ("exp2", False)) if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
 
@@ -152,9 +154,13 @@ def fit(params: AttentionParams, dcap: int, target):
 
 
 PRODUCTS = AttentionParams(64, 64, 16, 4, True, True)
-# the products' variants the tuner measures besides PRODUCTS
-PRODUCT_VARIANTS = tuple(replace(PRODUCTS, rows=r, prefetch=f, exp2=e)
-                         for r in (4, 8) for f in (True, False) for e in (False, True))[1:]
+# the products' variants the tuner measures after PRODUCTS, the likeliest first: 128 threads
+# without the prefetch registers (three blocks a multiprocessor), then 256 threads, then 128
+# threads with them (two blocks)
+PRODUCT_VARIANTS = tuple(replace(PRODUCTS, rows=r, cols=c, prefetch=f, exp2=e)
+                         for f, shapes in ((False, ((4, 8), (8, 4), (4, 4))), (True, ((4, 4), (4, 8), (8, 4))))
+                         for r, c in shapes for e in (False, True)
+                         if (r, c, f, e) != (4, 4, True, False))
 LOG2E = 1.4426950408889634
 
 
@@ -303,9 +309,9 @@ class Attention(Schedule):
             launches.append(ir.Launch(k.name, grid, k.block))
         p = shape.p
         if params.products:
-            R = params.rows
-            how = (f"Q K^T and P V as register-tiled products ({R} x 4 and {R} x head_dim/16 per "
-                   "thread), online softmax with half-warp collectives, K/V tiles in shared "
+            R, C = params.rows, params.cols
+            how = (f"Q K^T and P V as register-tiled products ({R} x {C} and {R} x head_dim/{64 // C} "
+                   f"per thread), online softmax with {64 // C}-lane collectives, K/V tiles in shared "
                    "memory" + (", the next tile prefetched" if params.prefetch else "")
                    + (", exp2 with log2(e) in the scale" if params.exp2 else ""))
         else:
@@ -611,14 +617,14 @@ class _Kernel:
 class _Products(_Kernel):
     """Q K^T and P V as register-tiled products, for a head_dim of 16 to 64 in steps of 16.
 
-    A block of 16 x 64 / `rows` threads (tx, ty) takes 64 queries of one head. Per 64-key
-    tile: S = Q K^T, each thread a rows x 4 piece (queries rows ty.., keys 4 tx..) from
-    d-major Q and K tiles in shared memory (Q scaled once); the online softmax runs on those
-    registers, a query's maximum and sum reduced over the 16 threads of a half warp that share
-    it; P goes to shared memory over the K tile (a thread's `rows` values of a key at a rotated
-    place, 16 bytes at a time, so that the threads of a warp meet different banks) and
-    O += P V gives each thread a rows x head_dim/16 piece of the output. With `prefetch`, the
-    next tile's K and V rows are read into registers while this one is computed.
+    A block of 64 / `cols` x 64 / `rows` threads (tx, ty) takes 64 queries of one head. Per
+    64-key tile: S = Q K^T, each thread a rows x cols piece (queries rows ty.., keys cols tx..)
+    from d-major Q and K tiles in shared memory (Q scaled once); the online softmax runs on
+    those registers, a query's maximum and sum reduced over the 64 / cols consecutive lanes
+    that share it; P goes to shared memory over the K tile (a thread's `rows` values of a key
+    at a rotated place, 16 bytes at a time, so that the threads of a warp meet different
+    banks) and O += P V gives each thread a rows x head_dim cols / 64 piece of the output. With
+    `prefetch`, the next tile's K and V rows are read into registers while this one is computed.
 
     The sizes are baked in: where the keys fill whole tiles, no key bound is tested."""
 
@@ -629,11 +635,11 @@ class _Products(_Kernel):
     def kernel(self):
         p, low, idx, P = self.shape.p, self.low, self.idx, self.P
         D, BQ, BKV = self.dcap, self.BQ, self.BKV
-        R = self.R = P.rows
-        self.NTY = BQ // R                  # threads down a tile (16 across)
-        T = self.T = 16 * self.NTY
+        R, C = self.R, self.C = P.rows, P.cols
+        self.NTY, self.NTX = BQ // R, BKV // C          # threads down and across a tile
+        T = self.T = self.NTX * self.NTY
         self.exp = "exp2" if P.exp2 else "exp"
-        TD = D // 16
+        TD = self.TD = D // self.NTX                    # output columns a thread
         self.D = lit(D, idx)
         B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
         # the sizes are baked in (products_fit): the key count is known here
@@ -649,8 +655,8 @@ class _Products(_Kernel):
                 ir.Decl("_b", idx, ir.Bin("/", r("_bh"), H, idx)),
                 ir.Decl("_q0", idx, self.mul(ir.Bin("%", self.at("block"), r("_nqb"), idx), self.i(BQ))),
                 ir.Decl("_t", idx, self.at("thread")),
-                ir.Decl("_tx", idx, ir.Bin("%", r("_t"), self.i(16), idx)),
-                ir.Decl("_ty", idx, ir.Bin("/", r("_t"), self.i(16), idx))]
+                ir.Decl("_tx", idx, ir.Bin("%", r("_t"), self.i(self.NTX), idx)),
+                ir.Decl("_ty", idx, ir.Bin("/", r("_t"), self.i(self.NTX), idx))]
         bh = (r("_b"), r("_h"))
         kv_regs = 4 * self.groups(BKV)
         body += [ir.Decl("_qbase", idx, self.row_offset("q", *bh, self.i(0))),
@@ -679,12 +685,12 @@ class _Products(_Kernel):
         body += self.finish()
         name = kernel_name(self.k, self.suffix or "")
         # the register cap (no spills, nvcc sm_90): 4 x 4 scores, two blocks of 256 threads a
-        # multiprocessor; 8 x 4 (128 threads, about 170 registers, 245 with the prefetch
+        # multiprocessor; 32 scores (128 threads, about 170 registers, 245 with the prefetch
         # registers) three blocks, two with the prefetch
-        blocks_per_sm = 2 if R == 4 or P.prefetch else 3
+        blocks_per_sm = 2 if T == 256 or P.prefetch else 3
         k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, idx), tuple(body), T, idx,
                       f"attention, head_dim {D}: 64 queries x 64 keys per step as register-tiled "
-                      f"products ({R} x 4 and {R} x {TD} per thread)", min_blocks=blocks_per_sm)
+                      f"products ({R} x {C} and {R} x {TD} per thread)", min_blocks=blocks_per_sm)
         blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), BQ), idx)
         return k, blocks
 
@@ -786,13 +792,13 @@ class _Products(_Kernel):
         return self.add(self.mul(j, self.i(self.R)), i)
 
     def scores(self) -> list:
-        """s[i][j] = sum_d Qs[d][rows ty + i] Ks[d][4 tx + j]."""
-        r, R = self.ref, self.R
+        """s[i][j] = sum_d Qs[d][rows ty + i] Ks[d][cols tx + j]."""
+        r, R, C = self.ref, self.R, self.C
         a = lambda i: ir.Load("_qs", self.add(self.mul(r("_d"), self.i(self.BQ)), self.mul(r("_ty"), self.i(R)), i), F)
-        b = lambda j: ir.Load("_kp", self.add(self.mul(r("_d"), self.i(self.BKV)), self.mul(r("_tx"), self.i(4)), j), F)
-        fma = self.loop("_i", R, lambda i: [self.loop("_jj", 4, lambda j: [ir.Store("_s", self.s_at(i, j), ir.Bin(
+        b = lambda j: ir.Load("_kp", self.add(self.mul(r("_d"), self.i(self.BKV)), self.mul(r("_tx"), self.i(C)), j), F)
+        fma = self.loop("_i", R, lambda i: [self.loop("_jj", C, lambda j: [ir.Store("_s", self.s_at(i, j), ir.Bin(
             "+", ir.Load("_s", self.s_at(i, j), F), self.mul(a(i), b(j)), F))])])
-        return [ir.Array("_s", F, 4 * R), self.loop("_i", 4 * R, lambda i: [ir.Store("_s", i, ZERO)]),
+        return [ir.Array("_s", F, C * R), self.loop("_i", C * R, lambda i: [ir.Store("_s", i, ZERO)]),
                 self.unrolled_by("_d", self.dcap, 8, [fma])]
 
     def unrolled_by(self, var, n, k, body, head=()) -> ir.For:
@@ -811,11 +817,11 @@ class _Products(_Kernel):
         return ok.b if isinstance(ok, ir.Bin) and ok.op == "and" else None
 
     def softmax(self) -> list:
-        """Per query row: mask, the row's maximum and sum over its 16 threads, the rescale."""
-        r, idx, R, TD = self.ref, self.idx, self.R, self.dcap // 16
+        """Per query row: mask, the row's maximum and sum over its threads, the rescale."""
+        r, idx, R, C, TD, W = self.ref, self.idx, self.R, self.C, self.TD, self.NTX
         s = lambda: ir.Load("_s", self.s_at(r("_i"), r("_jj")), F)
         put = lambda v: ir.Store("_s", self.s_at(r("_i"), r("_jj")), v)
-        keys = [ir.Decl("_j", idx, self.add(r("_k0"), self.mul(r("_tx"), self.i(4)), r("_jj"))),
+        keys = [ir.Decl("_j", idx, self.add(r("_k0"), self.mul(r("_tx"), self.i(C)), r("_jj"))),
                 ir.Decl("_jc", idx, ir.Math("min", (r("_j"), ir.Bin("-", r("_SK"), self.i(1), idx)), idx))]
         ok = self.admitted()
         mask = [] if ok is None else [put(ir.Select(ok, s(), NEG, F))]
@@ -829,16 +835,16 @@ class _Products(_Kernel):
         row = [ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(R)), r("_i"))),
                ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
                ir.Decl("_mx", F, NEG, True),
-               self.loop("_jj", 4, lambda _: keys + mask + [ir.Set("_mx", larger(mx, s()))]),
-               ir.Set("_mx", ir.Collective("max", mx, "warp", F, 16)),
+               self.loop("_jj", C, lambda _: keys + mask + [ir.Set("_mx", larger(mx, s()))]),
+               ir.Set("_mx", ir.Collective("max", mx, "warp", F, W)),
                ir.Decl("_mn", F, larger(ir.Load("_mi", r("_i"), F), mx)),
                ir.Decl("_alpha", F, ir.Select(is_neg(mn), lit(1.0, F), exp(
                    ir.Bin("-", ir.Load("_mi", r("_i"), F), mn, F)), F)),
                ir.Decl("_rs", F, ZERO, True),
-               self.loop("_jj", 4, lambda _: [
+               self.loop("_jj", C, lambda _: [
                    put(ir.Select(is_neg(s()), ZERO, exp(ir.Bin("-", s(), mn, F)), F)),
                    ir.Set("_rs", ir.Bin("+", ir.Ref("_rs", F), s(), F))]),
-               ir.Set("_rs", ir.Collective("+", ir.Ref("_rs", F), "warp", F, 16)),
+               ir.Set("_rs", ir.Collective("+", ir.Ref("_rs", F), "warp", F, W)),
                ir.Store("_li", r("_i"), ir.Bin("+", self.mul(ir.Load("_li", r("_i"), F), ir.Ref("_alpha", F)),
                                                ir.Ref("_rs", F), F)),
                ir.Store("_mi", r("_i"), mn),
@@ -860,25 +866,29 @@ class _Products(_Kernel):
 
     def values(self) -> list:
         """P over the K tile, then o[i][dd] += sum_j P[j][rows ty + i] V[j][tx TD + dd]."""
-        r, TD, R = self.ref, self.dcap // 16, self.R
-        jt = lambda jj: self.add(self.mul(r("_tx"), self.i(4)), jj)
-        store_p = self.loop("_jj", 4, lambda jj: [self.loop("_i4", R // 4, lambda i4: [ir.Copy(
-            "_kp", self.p_at(jt(jj), self.mul(i4, self.i(4)), "_prot"),
-            "_s", self.s_at(self.mul(i4, self.i(4)), jj), 4, F)])])
+        r, TD, R, C = self.ref, self.TD, self.R, self.C
+        # a thread stores keys C tx.., by groups of four (group C/4 tx + g, rotated by it)
+        jj = lambda g, j: self.add(self.mul(g, self.i(4)), j)
+        jt = lambda g, j: self.add(self.mul(r("_tx"), self.i(C)), jj(g, j))
+        store_p = self.loop("_g", C // 4, lambda g: [
+            ir.Decl("_prot", self.idx, self.rotation(self.add(self.mul(r("_tx"), self.i(C // 4)), g))),
+            self.loop("_jj", 4, lambda j: [self.loop("_i4", R // 4, lambda i4: [ir.Copy(
+                "_kp", self.p_at(jt(g, j), self.mul(i4, self.i(4)), "_prot"),
+                "_s", self.s_at(self.mul(i4, self.i(4)), jj(g, j)), 4, F)])])])
         acc = self.loop("_i", R, lambda i: [self.loop("_dd", TD, lambda dd: [ir.Store(
             "_o", self.add(self.mul(i, self.i(TD)), dd), ir.Bin(
                 "+", ir.Load("_o", self.add(self.mul(i, self.i(TD)), dd), F), self.mul(
                     ir.Load("_kp", self.p_at(r("_j"), i, "_rot"), F),
                     ir.Load("_vs", self.add(self.mul(r("_j"), self.i(self.dcap)),
                                             self.mul(r("_tx"), self.i(TD)), dd), F)), F))])])
-        # a thread stores keys 4 tx.. (group tx); the products read four keys a step (group j0 / 4)
-        return [ir.Barrier(), ir.Decl("_prot", self.idx, self.rotation(r("_tx"))), store_p, ir.Barrier(),
+        # the products read four keys a step (group j0 / 4)
+        return [ir.Barrier(), store_p, ir.Barrier(),
                 self.unrolled_by("_j", self.BKV, 4, [acc], head=[ir.Decl("_rot", self.idx, self.rotation(
                     ir.Bin(">>", r("_j0"), self.i(2), self.idx)))])]
 
     def finish(self) -> list:
         """Each query in range stores its row piece o / l."""
-        p, r, idx, TD = self.shape.p, self.ref, self.idx, self.dcap // 16
+        p, r, idx, TD = self.shape.p, self.ref, self.idx, self.TD
         out = self.shape.bufs["out"]
         L = ir.Load("_li", r("_i"), F)
         inv = ir.Bin("/", lit(1.0, F), L, F)

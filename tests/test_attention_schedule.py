@@ -6,6 +6,8 @@ CUDA, Metal, C++ and WebGPU (no subgroups, subgroups of 4) targets, several para
 choices, and the bodies it must not take."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -106,12 +108,17 @@ def test_register_tiled_products_nan():
     assert_within(got[ok], want[ok], *TOL["f32"])
 
 
-@pytest.mark.parametrize("params", PRODUCT_VARIANTS, ids=lambda p: p.describe().split("products=True, ")[-1])
-@pytest.mark.parametrize("case,seq,d", [("causal", 33, 16), ("bool", 7, 64), ("none", 128, 32)])
+_VARIANT_CASES = [("causal", 33, 16), ("bool", 7, 64), ("none", 128, 32)]
+
+
+@pytest.mark.parametrize("params,case,seq,d", [
+    (p, *c) for p in PRODUCT_VARIANTS if not p.occupancy           # (occupancy: the same IR)
+    for c in (_VARIANT_CASES if not p.exp2 else _VARIANT_CASES[:1])],
+    ids=lambda x: x.describe().split("products=True, ")[-1] if isinstance(x, AttentionParams) else str(x))
 def test_products_variants(params, case, seq, d):
     """8 x 4 or 4 x 8 scores a thread (128 threads), the tile read at its start instead of
-    prefetched, exp2 with log2(e) in the scale: each equals the reference on odd sizes and on keys that
-    fill whole tiles (no key bound then), masked or not, empty rows included."""
+    prefetched, exp2 with log2(e) in the scale: each equals the reference on odd sizes and on
+    keys that fill whole tiles (no key bound then), masked or not, empty rows included."""
     k, ins, sz, sc = _inputs(A.three_pass(case, "const"), seq, d)
     t = cuda_target()
     assert params in SCHED.space(k, t, sz)
@@ -120,6 +127,15 @@ def test_products_variants(params, case, seq, d):
     _check(prog, k, ins, sz, sc, 32)
     if seq == 7:
         _check(prog.fallback, k, ins, sz, sc, 32)
+
+
+def test_products_occupancy_is_the_register_cap():
+    k, _, sz, _ = _inputs(A.three_pass("causal"), 33, 16)
+    for p in PRODUCT_VARIANTS:
+        prog = SCHED.build(k, cuda_target(), sz, p)
+        same = SCHED.build(k, cuda_target(), sz, replace(p, occupancy=0))
+        assert prog.kernels[0].body == same.kernels[0].body
+        assert prog.kernels[0].min_blocks == (p.occupancy or same.kernels[0].min_blocks)
 
 
 @pytest.mark.parametrize("params", [PRODUCTS, PRODUCT_VARIANTS[-1]], ids=["default", "rows8_exp2"])

@@ -65,13 +65,16 @@ class AttentionParams(Params):
     cols: int = 4
     prefetch: bool = True
     exp2: bool = False
+    # blocks a multiprocessor holds at once, as the register cap (0: as many as fit without
+    # spills; more, where the few values spilled are read outside the tile's inner loops)
+    occupancy: int = 0
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
         kernels described before they existed read as they did)."""
         out = super().describe()
         extra = [f"{f}={getattr(self, f)}" for f, d in (("rows", 4), ("cols", 4), ("prefetch", True),
-                                                         ("exp2", False)) if getattr(self, f) != d]
+                                                         ("exp2", False), ("occupancy", 0)) if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
 
@@ -160,7 +163,11 @@ PRODUCTS = AttentionParams(64, 64, 16, 4, True, True)
 PRODUCT_VARIANTS = tuple(replace(PRODUCTS, rows=r, cols=c, prefetch=f, exp2=e)
                          for f, shapes in ((False, ((4, 8), (8, 4), (4, 4))), (True, ((4, 4), (4, 8), (8, 4))))
                          for r, c in shapes for e in (False, True)
-                         if (r, c, f, e) != (4, 4, True, False))
+                         if (r, c, f, e) != (4, 4, True, False)) + tuple(
+    # one block more a multiprocessor (24 or 16 warps), at the price of 8 or 44 bytes spilled
+    # (nvcc sm_90, head_dim 64: addresses, read once a tile at most); 8 x 4 would spill 880
+    replace(PRODUCTS, rows=r, cols=c, prefetch=False, exp2=True, occupancy=n)
+    for r, c, n in ((4, 4, 3), (4, 8, 4)))
 LOG2E = 1.4426950408889634
 
 
@@ -689,7 +696,7 @@ class _Products(_Kernel):
         # the register cap (no spills, nvcc sm_90): 4 x 4 scores, two blocks of 256 threads a
         # multiprocessor; 32 scores (128 threads, about 170 registers, 245 with the prefetch
         # registers) three blocks, two with the prefetch
-        blocks_per_sm = 2 if T == 256 or P.prefetch else 3
+        blocks_per_sm = P.occupancy or (2 if T == 256 or P.prefetch else 3)
         k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, idx), tuple(body), T, idx,
                       f"attention, head_dim {D}: 64 queries x 64 keys per step as register-tiled "
                       f"products ({R} x {C} and {R} x {TD} per thread)", min_blocks=blocks_per_sm)

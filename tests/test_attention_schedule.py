@@ -6,6 +6,8 @@ CUDA, Metal, C++ and WebGPU (no subgroups, subgroups of 4) targets, several para
 choices, and the bodies it must not take."""
 from __future__ import annotations
 
+import shutil
+import subprocess
 from dataclasses import replace
 
 import numpy as np
@@ -13,7 +15,9 @@ import pytest
 
 from zynbook.backends.cpu.reference import run_kernel
 from zynbook.compiler import schedules
+from zynbook.compiler.codegen.cuda import render_cuda
 from zynbook.compiler.schedules.attention import PRODUCT_VARIANTS, PRODUCTS, Attention, AttentionParams
+from zynbook.compiler.schedules.base import Choice
 from zynbook.compiler.targets import cpu_target, cuda_target, metal_target, webgpu_target
 from zynbook.errors import ZynMLError
 
@@ -127,6 +131,20 @@ def test_products_variants(params, case, seq, d):
     _check(prog, k, ins, sz, sc, 32)
     if seq == 7:
         _check(prog.fallback, k, ins, sz, sc, 32)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_products_variants_compile_with_nvcc(tmp_path):
+    """The CUDA C of every variant (and its fallback kernel) compiles for sm_90: a causal
+    mask, head_dim 48 (three 16-byte groups a row), 77 queries and keys (a partial tile)."""
+    k, _, sz, _ = _inputs(A.three_pass("causal"), 77, 48)
+    for n, p in enumerate((PRODUCTS,) + PRODUCT_VARIANTS):
+        src = render_cuda(k, sz, options={"params": Choice("attention", p)}).source
+        path = tmp_path / f"v{n}.cu"
+        path.write_text(src)
+        res = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / f"v{n}.cubin"), str(path)],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, (p.describe(), res.stderr[-3000:])
 
 
 def test_products_occupancy_is_the_register_cap():

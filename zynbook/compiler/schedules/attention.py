@@ -18,7 +18,7 @@ Two algorithms. The first, for every target, an online softmax per query:
 
 The second (`products`, where head_dim is 16 to 64 in steps of 16 and the target has
 half-warp collectives: CUDA) computes Q K^T and P V of 64 queries x 64 keys as register
-tiles of 256 threads (`_Products`), the online softmax on those registers.
+tiles of 256 or 128 threads (`_Products`), the online softmax on those registers.
 
 The query row and the output row are held in registers. Where the sizes are baked in the
 kernel is written for the launch's head_dim; where they are not (WebGPU: one program for

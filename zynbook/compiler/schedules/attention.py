@@ -686,9 +686,8 @@ class _Products(_Kernel):
                     ir.Set("_next", self.add(r("_k0"), self.i(BKV))),
                     ir.If(ir.Bin("<", r("_next"), r("_SK"), "bool"), tuple(self.prefetch()))]
         else:
-            # K read before the barrier, V after it: half the registers held at once
-            tile = [ir.Set("_next", r("_k0")), *self.prefetch(("k",)), ir.Barrier(), self.stage(("k",)),
-                    *self.prefetch(("v",)), self.stage(("v",)), ir.Barrier()]
+            # the reads issued before the barrier: their wait overlaps it
+            tile = [ir.Set("_next", r("_k0")), *self.prefetch(), ir.Barrier(), self.stage(), ir.Barrier()]
         tile += self.scores() + self.softmax() + self.values()
         body.append(ir.For("_k0", self.i(0), r("_SK"), self.i(BKV), tuple(tile), idx))
         body += self.finish()
@@ -754,20 +753,20 @@ class _Products(_Kernel):
         v = cast(ir.Load(user_name(self.shape.bufs[role].name), at, self.shape.bufs[role].dtype), F)
         return ir.Select(ir.Bin("<", j, count, "bool"), v, ZERO, F) if bounded else v
 
-    def kv_rows(self, e, roles=("k", "v")) -> list:
+    def kv_rows(self, e) -> list:
         """K: consecutive threads take consecutive keys; V: consecutive groups of a row."""
         D4 = self.dcap // 4
-        return ((self.rows_of(e, self.BKV, "_kj", "_kd4") if "k" in roles else [])
-                + ([ir.Decl("_vj", self.idx, ir.Bin("/", e, self.i(D4), self.idx)),
-                    ir.Decl("_vd4", self.idx, ir.Bin("%", e, self.i(D4), self.idx))] if "v" in roles else []))
+        return (self.rows_of(e, self.BKV, "_kj", "_kd4")
+                + [ir.Decl("_vj", self.idx, ir.Bin("/", e, self.i(D4), self.idx)),
+                   ir.Decl("_vd4", self.idx, ir.Bin("%", e, self.i(D4), self.idx))])
 
-    def prefetch(self, roles=("k", "v")) -> list:
-        """The K and V rows (`roles`) of tile _next into registers."""
+    def prefetch(self) -> list:
+        """The K and V rows of tile _next into registers."""
         r = self.ref
         at = self.mul(r("_w"), self.i(4))
-        rows = {"k": ("_kr", "_kj", "_kd4"), "v": ("_vr", "_vj", "_vd4")}
-        return [self.chunks("_w", self.groups(self.BKV), lambda e: self.kv_rows(e, roles) + [
-            s for role in roles for s in self.group(rows[role][0], at, role, r(rows[role][1]), r(rows[role][2]))])]
+        return [self.chunks("_w", self.groups(self.BKV), lambda e: self.kv_rows(e)
+                            + self.group("_kr", at, "k", r("_kj"), r("_kd4"))
+                            + self.group("_vr", at, "v", r("_vj"), r("_vd4")))]
 
     def group(self, dst, at, role, row, col4) -> list:
         """Elements 4 col4 .. 4 col4 + 3 of key row _next + row of `role` into dst[at..]:
@@ -785,15 +784,15 @@ class _Products(_Kernel):
         zero = tuple(ir.Store(dst, self.add(at, self.i(w)), ZERO) for w in range(4))
         return [ir.If(ir.Bin("<", j, r("_SK"), "bool"), (load,), zero)]
 
-    def stage(self, roles=("k", "v")) -> ir.For:
-        """The fetched rows (`roles`) into shared memory: K d-major, V row-major."""
+    def stage(self) -> ir.For:
+        """The fetched rows into shared memory: K d-major, V row-major."""
         r = self.ref
         slot = lambda w: self.add(self.mul(r("_w"), self.i(4)), w)
-        put = {"k": self.quad(lambda w: ir.Store("_kp", self.add(self.mul(self.add(
-                   self.mul(r("_kd4"), self.i(4)), w), self.i(self.BKV)), r("_kj")), ir.Load("_kr", slot(w), F))),
-               "v": self.quad(lambda w: ir.Store("_vs", self.add(self.mul(r("_vj"), self.i(self.dcap)),
-                                                                 self.mul(r("_vd4"), self.i(4)), w), ir.Load("_vr", slot(w), F)))}
-        return self.chunks("_w", self.groups(self.BKV), lambda e: self.kv_rows(e, roles) + [put[role] for role in roles])
+        return self.chunks("_w", self.groups(self.BKV), lambda e: self.kv_rows(e) + [
+            self.quad(lambda w: ir.Store("_kp", self.add(self.mul(self.add(
+                self.mul(r("_kd4"), self.i(4)), w), self.i(self.BKV)), r("_kj")), ir.Load("_kr", slot(w), F))),
+            self.quad(lambda w: ir.Store("_vs", self.add(self.mul(r("_vj"), self.i(self.dcap)),
+                                                         self.mul(r("_vd4"), self.i(4)), w), ir.Load("_vr", slot(w), F)))])
 
     def s_at(self, i, j) -> ir.Expr:
         """Where a thread keeps the score of its query i and key j: key by key, so that a

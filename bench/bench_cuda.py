@@ -7,7 +7,16 @@ medians reported. Memory-bound rows also give achieved bandwidth as a share of t
 bandwidth measured in the same run. Writes a table to stdout and JSON to --json.
 
     python bench/bench_cuda.py [--json bench/results/cuda.json] [--reps 20] [--rows a,b]
-                               [--tune [--tune-budget 60]]
+                               [--tune [--tune-budget 60]] [--gemm-sweep N]
+
+Matmul rows: f32 (exact), TF32 (`config { allow_tf32: true }` beside cuBLAS with
+`torch.backends.cuda.matmul.allow_tf32`), bf16 and f16 at 4096 and 8192; conv2d also in
+TF32 beside cuDNN's. Compute rows give TFLOP/s and the share of the GPU's dense peak for
+their dtype (`PEAK_TFLOPS`, by device name).
+
+`--gemm-sweep N` times instead the first N tensor-core configurations of the GEMM schedule's
+space (its default first) for the matmul rows in bf16, f16 and TF32 (or those of --rows),
+each beside cuBLAS: what configs.GEMM_CONFIGS should name.
 
 `--tune` adds a tuned row after each row: the kernel searched as `@autotune` searches it
 (zynbook/tuning.py), `tune_s` the search's seconds; the winner is recorded in the tuning
@@ -43,6 +52,22 @@ def lower_program(text: str, inputs: dict, dtypes: dict | None = None, given: di
     shapes = {b.name: tuple(inputs[lowered.labels[b.name]]) for b in k.inputs}
     sizes = solve(lowered, shapes, {kk: v for kk, v in (given or {}).items() if kk in k.dims})
     return k, sizes
+
+
+# dense tensor-core (f32: CUDA-core) peaks in TFLOP/s by device name, from NVIDIA's data sheets
+PEAK_TFLOPS = {"H100 PCIe": dict(f32=51.0, tf32=378.0, bf16=756.0, f16=756.0),
+               "H100 NVL": dict(f32=60.0, tf32=418.0, bf16=835.0, f16=835.0),
+               "H100": dict(f32=67.0, tf32=494.0, bf16=989.0, f16=989.0),     # SXM
+               "H200": dict(f32=67.0, tf32=494.0, bf16=989.0, f16=989.0),
+               "A100": dict(f32=19.5, tf32=156.0, bf16=312.0, f16=312.0)}
+
+
+def peak_tflops(name: str, dtype: str) -> float | None:
+    """The dense peak of a device (first entry whose key its name contains) for `dtype`."""
+    for key, peaks in PEAK_TFLOPS.items():
+        if key.lower() in name.lower():
+            return peaks.get(dtype)
+    return None
 
 
 class Timer:
@@ -125,6 +150,8 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile peers")
     ap.add_argument("--tune", action="store_true", help="add a tuned row after each row")
     ap.add_argument("--tune-budget", type=float, default=60.0, help="seconds per search")
+    ap.add_argument("--gemm-sweep", type=int, default=0, metavar="N",
+                    help="time the first N tensor-core GEMM configurations, nothing else")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -151,6 +178,10 @@ def main():
     print(f"device: {dev.name} ({dev.info()['compute_capability']}, {dev.multiprocessors} SMs); "
           f"copy bandwidth {copy_bw / 1e9:.0f} GB/s (read + write)", flush=True)
 
+    if args.gemm_sweep:
+        gemm_sweep(dev, T, torch, rnd, reps, args.gemm_sweep, want)
+        return
+
     def compiled_peer(fn):
         if args.no_compile:
             return None
@@ -160,7 +191,7 @@ def main():
             return None
 
     def add(row, shape, dtype, zyn_fn, peers, nbytes=None, flops=None, schedule="", check=None,
-            tune_s=None):
+            tune_s=None, peak=None):
         if want and row not in want:
             return
         if check is not None:
@@ -182,6 +213,11 @@ def main():
             if flops:
                 rec["zynbook_tflops"] = flops / tz / 1e12
                 rec["peer_tflops"] = flops / tp / 1e12
+                top = peak_tflops(dev.name, peak or dtype.split()[0])
+                if top:
+                    rec["peak_tflops"] = top
+                    rec["zynbook_peak_share"] = flops / tz / 1e12 / top
+                    rec["peer_peak_share"] = flops / tp / 1e12 / top
             if tune_s is not None:
                 rec["tune_s"] = tune_s
             rows.append(rec)
@@ -216,23 +252,38 @@ def main():
             assert err < tol, f"mismatch {err}"
         return f
 
-    # ---- matmul 4096 f32 / bf16
-    for dt_name, tdt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
-        row = f"matmul_4096_{dt_name}"
+    from zynbook import tuning as ztuning
+
+    def with_tf32(fn, flag):
+        """`fn` with cuBLAS and cuDNN allowed TF32 (as `config { allow_tf32: true }`)."""
+        def run():
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = flag
+            try:
+                return fn()
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+        return run
+
+    # ---- matmul: f32 exact and TF32 at 4096, bf16 and f16 at 4096 and 8192
+    tdts = {"f32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+    for n, kind in ((4096, "f32"), (4096, "tf32"), (4096, "bf16"), (4096, "f16"), (8192, "bf16"),
+                    (8192, "f16")):
+        row = f"matmul_{n}_{kind}"
         if want and row not in want:
             continue
-        n = 4096
+        tdt, dt_name, tf32 = tdts[kind], ("f32" if kind == "tf32" else kind), kind == "tf32"
         A, B = rnd(n, n, dtype=tdt), rnd(n, n, dtype=tdt)
         C = torch.empty(n, n, device="cuda", dtype=tdt)
         k, sizes = lower_program(MATMUL, {"A": A.shape, "B": B.shape}, {"A": dt_name, "B": dt_name})
         k = _with_out_dtype(k, dt_name)
+        k = ztuning.allowing_tf32(k, ztuning.Settings(allow_tf32=tf32))
         fn, comp = zyn_callable(dev, k, sizes, [A, B], C)
-        add(row, [n, n, n], dt_name, fn, [("torch eager (cuBLAS)", lambda: torch.mm(A, B, out=C if tdt == torch.float32 else None))],
-            flops=2 * n ** 3, schedule=comp.program.schedule,
-            check=check_close(lambda: (fn(), C)[1], lambda: A.float() @ B.float(), 2e-2 if dt_name == "bf16" else 1e-3))
-        tuned(row, [n, n, n], dt_name, k, sizes, [A, B], C,
-              [("torch eager (cuBLAS)", lambda: torch.mm(A, B, out=C if tdt == torch.float32 else None))],
-              flops=2 * n ** 3)
+        mm = with_tf32(lambda: torch.mm(A, B, out=C if tdt == torch.float32 else None), tf32)
+        peer = "torch eager (cuBLAS" + (", TF32)" if tf32 else ")")
+        tol = {"f32": 1e-3, "tf32": 5e-3, "bf16": 2e-2, "f16": 2e-2}[kind]
+        add(row, [n, n, n], kind, fn, [(peer, mm)], flops=2 * n ** 3, schedule=comp.program.schedule,
+            check=check_close(lambda: (fn(), C)[1], lambda: A.double() @ B.double(), tol))
+        tuned(row, [n, n, n], kind, k, sizes, [A, B], C, [(peer, mm)], flops=2 * n ** 3)
         del A, B, C
 
     # ---- softmax over rows of 2048
@@ -286,15 +337,18 @@ def main():
         tuned("conv2d_resnet", [32, 64, 56, 56, 3, 3], "f32", k, sizes, [xb, w, bias], y,
               [("torch eager (cuDNN)", cv)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9)
 
-        def cv_tf32():
-            torch.backends.cudnn.allow_tf32 = True
-            try:
-                return F.conv2d(xb, w, bias, padding=1)
-            finally:
-                torch.backends.cudnn.allow_tf32 = False
+        cv_tf32 = with_tf32(lambda: F.conv2d(xb, w, bias, padding=1), True)
         add("conv2d_resnet", [32, 64, 56, 56, 3, 3], "f32 (peer TF32)", fn,
             [("torch eager (cuDNN, TF32)", cv_tf32)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9,
             schedule=comp.program.schedule)
+        # ZynBook in TF32 too: the implicit GEMM on m16n8k8 tensor cores
+        k32 = ztuning.allowing_tf32(k, ztuning.Settings(allow_tf32=True))
+        fn32, comp32 = zyn_callable(dev, k32, sizes, [xb, w, bias], y)
+        add("conv2d_resnet", [32, 64, 56, 56, 3, 3], "tf32", fn32,
+            [("torch eager (cuDNN, TF32)", cv_tf32)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9,
+            schedule=comp32.program.schedule, check=check_close(lambda: (fn32(), y)[1], cv, 5e-3))
+        tuned("conv2d_resnet", [32, 64, 56, 56, 3, 3], "tf32", k32, sizes, [xb, w, bias], y,
+              [("torch eager (cuDNN, TF32)", cv_tf32)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9)
         del xb, y
 
     # ---- residual + layer norm, bias + GELU over 8192 x 4096
@@ -335,6 +389,9 @@ def main():
             extra = f"bw {r['zynbook_bw_share'] * 100:.0f}% vs {r['peer_bw_share'] * 100:.0f}% of copy"
         if "zynbook_tflops" in r:
             extra = f"{r['zynbook_tflops']:.1f} vs {r['peer_tflops']:.1f} TFLOP/s"
+            if "peak_tflops" in r:
+                extra += (f" ({r['zynbook_peak_share'] * 100:.0f}% vs {r['peer_peak_share'] * 100:.0f}%"
+                          f" of {r['peak_tflops']:.0f})")
         if "tune_s" in r:
             extra += f"; tuning {r['tune_s']:.1f} s"
         print(f"{r['row']:<22} {r['dtype']:<15} {r['peer']:<26} {r['zynbook_ms']:>10.3f} "
@@ -344,6 +401,45 @@ def main():
         json.dump(dict(device=dev.info(), copy_bandwidth=copy_bw, torch=torch.__version__,
                        rows=rows, when=time.strftime("%Y-%m-%d %H:%M:%S")), f, indent=1)
     print(f"\nwrote {args.json}")
+
+
+def gemm_sweep(dev, T, torch, rnd, reps, count, want):
+    """Time the GEMM schedule's first `count` tensor-core configurations on square matmuls
+    (bf16 and f16 at 4096 and 8192, TF32 at 4096; `want`: those rows only) beside cuBLAS."""
+    from zynbook import tuning as ztuning
+    from zynbook.compiler.codegen import device_target
+    from zynbook.compiler.schedules.base import Choice
+    from zynbook.compiler.schedules.gemm import Gemm
+    tdts = {"tf32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+    for n, kind in ((4096, "bf16"), (4096, "f16"), (8192, "bf16"), (8192, "f16"), (4096, "tf32")):
+        row = f"matmul_{n}_{kind}"
+        if want and row not in want:
+            continue
+        dt, tdt = ("f32" if kind == "tf32" else kind), tdts[kind]
+        A, B = rnd(n, n, dtype=tdt), rnd(n, n, dtype=tdt)
+        C = torch.empty(n, n, device="cuda", dtype=tdt)
+        k, sizes = lower_program(MATMUL, {"A": A.shape, "B": B.shape}, {"A": dt, "B": dt})
+        k = ztuning.allowing_tf32(_with_out_dtype(k, dt), ztuning.Settings(allow_tf32=kind == "tf32"))
+        torch.backends.cuda.matmul.allow_tf32 = kind == "tf32"
+        t_peer = T.median(lambda: torch.mm(A, B), reps)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        ref = (A.double() @ B.double()).float()
+        flops, top = 2 * n ** 3, peak_tflops(dev.name, kind)
+        print(f"{row}: cuBLAS {t_peer * 1e3:.3f} ms, {flops / t_peer / 1e12:.0f} TFLOP/s", flush=True)
+        space = [p for p in Gemm().space(k, device_target(dev), sizes) if p.mma][:count]
+        for p in space:
+            try:
+                fn, comp = zyn_callable(dev, k, sizes, [A, B], C, params=Choice("gemm", p))
+                fn()
+                err = ((C.float() - ref).abs().max() / ref.abs().max()).item()
+                t = T.median(fn, reps)
+            except Exception as e:      # a configuration this GPU refuses
+                print(f"  {p.describe()}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+                continue
+            share = f" {flops / t / 1e12 / top * 100:3.0f}% of peak" if top else ""
+            print(f"  {t * 1e3:7.3f} ms {flops / t / 1e12:6.0f} TFLOP/s{share} ratio {t_peer / t:5.2f} "
+                  f"err {err:.1e}  {p.describe()}", flush=True)
+        del A, B, C, ref
 
 
 def _with_out_dtype(k, dtype):

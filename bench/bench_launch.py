@@ -6,13 +6,16 @@ and reports medians: end-to-end time (the call plus waiting for the device), ker
 (CUDA events on `cuda:N`, the host clock on CPU devices), the difference of the two in each
 run (the host overhead), the time the call itself takes before returning (on CUDA it need
 not wait for the kernel), and the same operation in PyTorch (eager, on the same device,
-timed the same way).
+timed the same way). The row `pipeline_20` runs a pipeline of 20 launches instead (on
+`cuda:N` replayed as one CUDA graph from its second run, runtime/replay.py): its "us/launch"
+column is the end-to-end time per launch.
 
     python bench/bench_launch.py [--device cuda:0|cpu:native] [--reps 200] [--rows a,b]
-                                 [--json out.json] [--profile ROW]
+                                 [--json out.json] [--profile ROW] [--standin]
 
 `--profile ROW` runs that row's warm `Session.run` under cProfile and prints where the
-host time goes instead of the table.
+host time goes instead of the table. `--standin` runs `cuda:0` on the CuPy stand-in of the
+tests with kernels that do nothing: the host work of the CUDA path alone, on any machine.
 """
 from __future__ import annotations
 
@@ -39,6 +42,23 @@ ELEMENTWISE = """let y = compute(x) {
 }
 y"""
 
+
+
+def pipeline_source(kernels: int) -> str:
+    """A pipeline `p(x)` of `kernels` launches: elementwise blocks each reading the two
+    results before it (read twice, a result is not fused away), the last two blocks fused
+    into one launch."""
+    lines = ["pipeline p(h0):",
+             "    let h1 = compute(h0) {", "        @kernel elementwise",
+             "        for i in 0..n:", "            out[i] = h0[i] * 0.5 + 1.0", "    }"]
+    for k in range(2, kernels + 2):
+        lines += [f"    let h{k} = compute(h{k - 1}, h{k - 2}) {{",
+                  "        @kernel elementwise", "        for i in 0..n:",
+                  f"            out[i] = h{k - 1}[i] * 0.5 + h{k - 2}[i] * 0.25", "    }"]
+    lines.append(f"    return h{kernels + 1}")
+    return "\n".join(lines) + "\n"
+
+
 # name: (ZynML source, input shapes, the torch peer)
 ROWS = {
     "elementwise_1k": (ELEMENTWISE, {"x": (1024,)}, lambda t, e: e["x"] * 2.0 + 1.0),
@@ -49,7 +69,18 @@ ROWS = {
                     lambda t, e: e["A"] @ e["B"]),
     "softmax_4096x2048": (SOFTMAX_ROWS + "\nprobs", {"x": (4096, 2048)},
                           lambda t, e: t.softmax(e["x"], dim=1)),
+    # 20 launches a run, replayed as a CUDA graph from the second run on cuda:N
+    "pipeline_20": (pipeline_source(20) + "p(x)", {"x": (1 << 16,)},
+                    lambda t, e: torch_pipeline(e["x"], 20)),
 }
+
+
+def torch_pipeline(x, kernels: int):
+    """What `pipeline_source(kernels)` computes, in PyTorch eager."""
+    h = [x, x * 0.5 + 1.0]
+    for _ in range(kernels):
+        h.append(h[-1] * 0.5 + h[-2] * 0.25)
+    return h[-1]
 
 
 class Clock:
@@ -114,9 +145,12 @@ def timed_runs(run, session, wait, reps: int, warmup: int) -> dict:
         run()
         wait()
         walls.append(time.perf_counter() - t0)
-        kernels.append(session.launches[-1].times.kernel)
+        # a CUDA graph's time is on its last launch, the others have none
+        kernels.append(sum(ln.times.kernel or 0.0 for ln in session.launches))
     return {"e2e": statistics.median(walls), "kernel": statistics.median(kernels),
-            "overhead": statistics.median(w - k for w, k in zip(walls, kernels))}
+            "overhead": statistics.median(w - k for w, k in zip(walls, kernels)),
+            "launches": len(session.launches),
+            "graph": any("graph" in ln.geometry for ln in session.launches)}
 
 
 def magic_runner(device: str, source: str, env: dict):
@@ -146,6 +180,8 @@ def measure(row: str, device: str, reps: int, warmup: int) -> dict:
     magic = timed_runs(*magic_runner(device, source, env), wait, reps, warmup)
     result = {"row": row, "device": device, "e2e_s": direct["e2e"],
               "kernel_s": direct["kernel"], "overhead_s": direct["overhead"],
+              "launches": direct["launches"], "cuda_graph": direct["graph"],
+              "per_launch_s": direct["e2e"] / max(1, direct["launches"]),
               "call_s": median_of(run, wait, reps, 0, waited=False),
               "magic_e2e_s": magic["e2e"], "magic_overhead_s": magic["overhead"]}
     if torch is not None and peer is not None:
@@ -173,17 +209,41 @@ def profile(row: str, device: str, reps: int, warmup: int):
 def table(results: list) -> str:
     ms = lambda s: f"{s * 1e3:.4f}" if s is not None else "-"      # noqa: E731
     us = lambda s: f"{s * 1e6:.1f}"                                 # noqa: E731
-    head = ("row", "e2e ms", "kernel ms", "overhead us", "call us", "magic ms",
-            "magic overhead us", "torch ms")
+    head = ("row", "launches", "e2e ms", "kernel ms", "overhead us", "us/launch", "call us",
+            "magic ms", "magic overhead us", "torch ms")
     lines = [head]
     for r in results:
-        lines.append((r["row"], ms(r["e2e_s"]), ms(r["kernel_s"]), us(r["overhead_s"]),
-                      us(r["call_s"]), ms(r["magic_e2e_s"]), us(r["magic_overhead_s"]),
-                      ms(r.get("torch_s"))))
+        lines.append((r["row"], f"{r['launches']}{' (graph)' if r['cuda_graph'] else ''}",
+                      ms(r["e2e_s"]), ms(r["kernel_s"]), us(r["overhead_s"]),
+                      us(r["per_launch_s"]), us(r["call_s"]), ms(r["magic_e2e_s"]),
+                      us(r["magic_overhead_s"]), ms(r.get("torch_s"))))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) if i else c.ljust(w)
                                for i, (c, w) in enumerate(zip(line, widths)))
                      for line in lines)
+
+
+def install_standin():
+    """`cuda:0` on the CuPy stand-in, its kernels doing nothing (what is timed is the host's
+    work; results are not computed)."""
+    import tempfile
+
+    import cupy_standin
+    from zynbook.backends import registry
+    from zynbook.backends.cuda.device import CudaDevice
+
+    class Patch:        # what cupy_standin.install asks of pytest's monkeypatch
+        setitem = staticmethod(lambda d, k, v: d.__setitem__(k, v))
+        setattr = staticmethod(setattr)
+
+    os.environ.setdefault("ZYNBOOK_CACHE_DIR", tempfile.mkdtemp(prefix="zynbook-standin-"))
+    cupy_standin.install(Patch)
+    cupy_standin.Function.run = lambda self, args: None
+    sys.modules["cupy"].cuda.get_elapsed_time = lambda start, end: 0.0     # no kernel time
+    registry.get_device("cpu")
+    registry._devices["cuda:0"] = CudaDevice(0)
+    sys.modules.pop("torch", None)
+    sys.modules["torch"] = None         # the peer and torch inputs need a real GPU
 
 
 def default_device() -> str:
@@ -206,7 +266,12 @@ def main(argv=None):
     ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated: " + ", ".join(ROWS))
     ap.add_argument("--json", default=None)
     ap.add_argument("--profile", default=None, metavar="ROW")
+    ap.add_argument("--standin", action="store_true",
+                    help="cuda:0 on tests/cupy_standin.py with kernels that do nothing: the "
+                    "host work of the CUDA path alone, on a machine without a GPU")
     args = ap.parse_args(argv)
+    if args.standin:
+        install_standin()
     device = args.device or default_device()
     if args.profile:
         profile(args.profile, device, args.reps, args.warmup)

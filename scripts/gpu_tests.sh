@@ -40,7 +40,8 @@ PART2=(tests/test_recognise.py tests/test_device_interface.py tests/test_fused_o
        tests/test_interrupts.py tests/test_session_threads.py tests/test_async_devices.py
        tests/test_differential.py tests/test_device_builtins.py tests/test_checkpointing.py
        tests/test_data_parallel.py tests/test_launch_cache.py tests/test_fusion.py
-       tests/test_autotune.py tests/test_tile_schedule.py tests/test_attention_schedule.py)
+       tests/test_autotune.py tests/test_tile_schedule.py tests/test_attention_schedule.py
+       tests/test_cuda_graphs_gpu.py)
 case "$PART" in
     1) GPU_TESTS=("${PART1[@]}") ;;
     2) GPU_TESTS=("${PART2[@]}") ;;

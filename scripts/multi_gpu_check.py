@@ -1,25 +1,20 @@
 #!/usr/bin/env python3
-"""Checks and benchmarks of `@device([...]) @parallel(data|model)` on the GPUs of one host.
+"""Checks of `@device([...]) @parallel(data|model)` on the GPUs of one host.
 
     python scripts/multi_gpu_check.py                       # cuda:0 + cuda:1
     python scripts/multi_gpu_check.py --devices cpu,cpu:native --quick   # a dry run anywhere
 
-Correctness (each against the same block on the first device alone): the collectives of the
-device group (NCCL between CUDA devices) with uneven parts and several dtypes; every kernel
-type (elementwise, matmul, batched matmul, softmax rows, reductions) split with
-@parallel(data), @parallel(model) and the contraction split, sizes that do not divide
-evenly; a sharded result feeding the next block in place; a transformer-block chain.
-
-Timing (medians after warm-up, every device synchronized; wall clock of the whole block as
-the program runs it, and the devices' own kernel times from CUDA events): data-parallel
-batched matmul 64 x 1024^3 f32, model-parallel matmul 4096 (columns split with the result
-sharded, the same gathered onto the first GPU, and the contraction split with a NCCL
-reduce-scatter), and a transformer feed-forward block (8192 tokens, hidden 1024, ffn 4096)
-kept sharded between its four kernels; a data-parallel TinyGPT training step (zynbook.nn.
-DataParallel: a replica per device, gradients all-reduced) against the same batch on one. Scaling efficiency = time on one / (n x time on n).
+Each against the same block on the first device alone: the collectives of the device group
+(NCCL between CUDA devices) with uneven parts and several dtypes; every kernel type
+(elementwise, matmul, batched matmul, softmax rows, reductions) split with @parallel(data),
+@parallel(model) and the contraction split, sizes that do not divide evenly; a sharded result
+feeding the next block in place; a transformer feed-forward chain kept sharded; the
+data-parallel TinyGPT training step (zynbook.nn.DataParallel, gradients all-reduced); a local
+Dask cluster. The timings are bench/bench_multi_gpu.py's (which uses the helpers here);
+scripts/multi_gpu_check.sh runs the tests, these checks and the bench.
 
 Every check runs in its own try/except and prints its error; a watchdog ends the script
-before 8 minutes. Figures are printed as a table and written as JSON (--json, default
+before 8 minutes. Results are printed and written as JSON (--json, default
 $OUT/multi_gpu.json or bench/results/multi_gpu.json).
 """
 from __future__ import annotations
@@ -29,7 +24,6 @@ import faulthandler
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 import traceback
@@ -68,7 +62,7 @@ from zynbook.runtime.sharded import ShardedTensor, chunk_bounds, group_for  # no
 
 START = time.perf_counter()
 BUDGET_S = 450.0            # leave the rest of 8 minutes for start-up and the summary
-REPORT: dict = {"checks": [], "bench": [], "machine": {}}
+REPORT: dict = {"checks": [], "machine": {}}
 
 
 def elapsed() -> float:
@@ -354,8 +348,8 @@ def check_chain(ids):
     seen = []
     original = zparallel.input_parts
 
-    def spy(t, axis, work):
-        parts = original(t, axis, work)
+    def spy(t, axis, work, ids=None):
+        parts = original(t, axis, work, ids)
         seen.append((t, parts))
         return parts
     zparallel.input_parts = spy
@@ -447,126 +441,12 @@ def check_dask(ids, quick):
         zdask.shutdown()
 
 
-# ------------------------------------------------------------------ timing
-def measure(session, src, env, ids, reps, warm, after=None):
-    """(median wall seconds, median device seconds, last output). Device seconds: per
-    block the slowest device's kernel time (the devices run at once), summed over blocks."""
-    out = None
-    for _ in range(warm):
-        out = session.run(src, **env)
-        if after is not None:
-            after(out)
-        sync(ids)
-    walls, kernels = [], []
-    for _ in range(reps):
-        sync(ids)
-        t0 = time.perf_counter()
-        out = session.run(src, **env)
-        if after is not None:
-            after(out)
-        sync(ids)
-        walls.append(time.perf_counter() - t0)
-        per_block: dict = {}
-        for launch in session.launches:
-            k = launch.times.kernel or 0.0
-            per_block[launch.kernel] = max(per_block.get(launch.kernel, 0.0), k)
-        kernels.append(sum(per_block.values()))
-    return statistics.median(walls), statistics.median(kernels), out
-
-
-def bench_row(name, shape, flops, one, many, n, note=""):
-    (w1, k1), (wn, kn) = one, many
-    row = {"name": name, "shape": shape, "devices": n, "dtype": "f32",
-           "one_wall_ms": w1 * 1e3, "many_wall_ms": wn * 1e3,
-           "one_kernel_ms": k1 * 1e3, "many_kernel_ms": kn * 1e3,
-           "efficiency_wall": w1 / (n * wn) if wn else None,
-           "efficiency_kernel": k1 / (n * kn) if kn else None,
-           "one_tflops": flops / w1 / 1e12 if w1 else None,
-           "many_tflops": flops / wn / 1e12 if wn else None, "note": note}
-    REPORT["bench"].append(row)
-    print(f"  {name:<34} {shape:<22} 1 dev {w1 * 1e3:9.2f} ms   {n} dev {wn * 1e3:9.2f} ms   "
-          f"efficiency {row['efficiency_wall']:.1%} (kernels {k1 * 1e3:.2f} / {kn * 1e3:.2f} ms:"
-          f" {row['efficiency_kernel'] or 0:.1%})  {row['many_tflops'] or 0:.1f} TFLOP/s"
-          f"{'  ' + note if note else ''}", flush=True)
-    return row
-
-
-@step("bench: data-parallel batched matmul")
-def bench_bmm(ids, quick, reps, warm):
-    b, m = (8, 128) if quick else (64, 1024)
-    r = rand(10)
-    a_h, b_h = r((b, m, m)), r((b, m, m))
-    src = BMM.format(mode="data")
-    one_env = dict(A=on_device(a_h, ids[0]), B=on_device(b_h, ids[0]), devs=[ids[0]])
-    w1, k1, out1 = measure(zynbook.Session(), src, one_env, ids, reps, warm)
-    many_env = dict(A=shard(a_h, ids), B=shard(b_h, ids), devs=list(ids))
-    wn, kn, outn = measure(zynbook.Session(), src, many_env, ids, reps, warm)
-    close(outn, out1, rtol=1e-3, atol=1e-3, what="bmm")
-    row = bench_row("data-parallel batched matmul", f"{b}x{m}x{m}x{m}", 2.0 * b * m ** 3,
-                    (w1, k1), (wn, kn), len(ids), "inputs and result sharded")
-    return f"efficiency {row['efficiency_wall']:.1%}"
-
-
-@step("bench: model-parallel matmul")
-def bench_mm(ids, quick, reps, warm):
-    n = 512 if quick else 4096
-    r = rand(11)
-    a_h, b_h = r((n, n)), r((n, n))
-    flops = 2.0 * n ** 3
-    one_env = dict(A=on_device(a_h, ids[0]), B=on_device(b_h, ids[0]), devs=[ids[0]])
-    w1, k1, out1 = measure(zynbook.Session(), MATMUL.format(mode="model"), one_env, ids,
-                           reps, warm)
-    results = []
-    # columns: A whole on every device (replicated once), B cut by columns
-    env = dict(A=shard(a_h, ids, "data"), B=shard(b_h, ids, "model"), devs=list(ids))
-    wn, kn, outn = measure(zynbook.Session(), MATMUL.format(mode="model"), env, ids, reps, warm)
-    close(outn, out1, rtol=1e-3, atol=1e-3, what="model features")
-    results.append(bench_row("model-parallel matmul (columns)", f"{n}^3", flops, (w1, k1),
-                             (wn, kn), len(ids), "result sharded by columns"))
-    wn, kn, outn = measure(zynbook.Session(), MATMUL.format(mode="model"), env, ids, reps, warm,
-                           after=lambda out: out.gather(ids[0]))
-    results.append(bench_row("model-parallel matmul (cols+gather)", f"{n}^3", flops, (w1, k1),
-                             (wn, kn), len(ids), f"result gathered onto {ids[0]}"))
-    # contraction: A cut by columns, B by rows, partial sums reduce-scattered
-    env = dict(A=shard(a_h, ids, "model"), B=shard(b_h, ids, "data"), devs=list(ids))
-    src = 'config { model_split: "contraction" }\n' + MATMUL.format(mode="model")
-    wn, kn, outn = measure(zynbook.Session(), src, env, ids, reps, warm)
-    close(outn, out1, rtol=1e-3, atol=1e-3, what="model contraction")
-    group = group_for([get_device(d) for d in ids])
-    results.append(bench_row("model-parallel matmul (contraction)", f"{n}^3", flops,
-                             (w1, k1), (wn, kn), len(ids),
-                             f"partial sums reduce-scattered ({group.kind}); kernel time "
-                             "excludes the collective"))
-    return "; ".join(f"{r['name']}: {r['efficiency_wall']:.1%}" for r in results)
-
-
-@step("bench: transformer feed-forward block, data-parallel")
-def bench_block(ids, quick, reps, warm):
-    t, hdim, f = (256, 64, 256) if quick else (8192, 1024, 4096)
-    r = rand(12)
-    x, w1, w2, g = r((t, hdim)), r((hdim, f)) * 0.05, r((f, hdim)) * 0.05, r((hdim,)) + 1.0
-    one_env = dict(x=on_device(x, ids[0]), w1=on_device(w1, ids[0]),
-                   w2=on_device(w2, ids[0]), g=on_device(g, ids[0]), devs=[ids[0]])
-    a1, k1, out1 = measure(zynbook.Session(), BLOCK, one_env, ids, reps, warm)
-    # tokens sharded; the weights sharded once, so every device holds them after the first run
-    many_env = dict(x=shard(x, ids), w1=shard(w1, ids), w2=shard(w2, ids), g=shard(g, ids),
-                    devs=list(ids))
-    an, kn, outn = measure(zynbook.Session(), BLOCK, many_env, ids, reps, warm)
-    close(outn, out1, rtol=2e-3, atol=2e-3, what="block")
-    row = bench_row("transformer FFN block (4 kernels)", f"T{t} H{hdim} F{f}",
-                    4.0 * t * hdim * f, (a1, k1), (an, kn), len(ids),
-                    "activations stay sharded between the kernels")
-    return f"efficiency {row['efficiency_wall']:.1%}"
-
-
 # ------------------------------------------------------------------ main
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--devices", default="cuda:0,cuda:1",
                     help="the device group (comma-separated ids), default cuda:0,cuda:1")
     ap.add_argument("--quick", action="store_true", help="small sizes (a dry run)")
-    ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--warm", type=int, default=3)
     ap.add_argument("--json", default=None, help="where to write the figures")
     ap.add_argument("--no-dask", action="store_true")
     args = ap.parse_args()
@@ -589,11 +469,6 @@ def main():
         check_chain(ids)
         check_block(ids, args.quick)
         check_training(ids, args.quick)
-        print("timing (median of %d after %d warm-up runs):" % (args.reps, args.warm),
-              flush=True)
-        bench_bmm(ids, args.quick, args.reps, args.warm)
-        bench_mm(ids, args.quick, args.reps, args.warm)
-        bench_block(ids, args.quick, args.reps, args.warm)
         if not args.no_dask:
             check_dask(ids, args.quick)
     out = args.json or os.path.join(os.environ.get("OUT") or str(ROOT / "bench" / "results"),
@@ -607,9 +482,6 @@ def main():
     print("\nsummary:")
     for c in REPORT["checks"]:
         print(f"  {c['status'].upper():5} {c['name']}")
-    for b in REPORT["bench"]:
-        print(f"  {b['name']:<36} efficiency {b['efficiency_wall']:.1%} (wall), "
-              f"{(b['efficiency_kernel'] or 0):.1%} (kernels)")
     print(f"total {elapsed():.0f} s", flush=True)
     failed = [c for c in REPORT["checks"] if c["status"] == "fail"]
     faulthandler.cancel_dump_traceback_later()

@@ -1,8 +1,10 @@
 """A stand-in for CuPy where there is no GPU: arrays are numpy arrays, streams and events
 record what was asked of them, and a loaded module's kernels run the CPU reference
-executor (an index out of range sets the error flag as a generated kernel would). Enough to
-drive the CUDA device's host logic (launch plans, streams, waits, the error flag), nothing
-of the GPU itself. Install with `install(monkeypatch)`."""
+executor (an index out of range sets the error flag as a generated kernel would). A stream
+capture records the kernels and copies queued on the capturing stream and a graph runs them
+again at each launch. Enough to drive the CUDA device's host logic (launch plans, streams,
+waits, the error flag, CUDA graphs), nothing of the GPU itself. Install with
+`install(monkeypatch)`."""
 from __future__ import annotations
 
 import re
@@ -17,8 +19,19 @@ from zynbook.errors import ZynMLRuntimeError
 
 
 class _Memory:
+    """An array's memory: its address (that of the numpy data) and device-to-device copies
+    (recorded instead of made on a capturing stream)."""
     device_id = 0
-    ptr = 0
+
+    def __init__(self, array: "ndarray"):
+        self.array = array
+        self.ptr = array.host.__array_interface__["data"][0]
+
+    def copy_from_device_async(self, src: "_Memory", size: int, stream=None):
+        dst = self.array.host.reshape(-1).view(np.uint8)
+        copy = lambda: np.copyto(dst[:size], src.array.host.reshape(-1).view(np.uint8)[:size])  # noqa: E731
+        if not _recorded(stream, copy):
+            copy()
 
 
 class _Device:
@@ -44,7 +57,8 @@ class ndarray:      # noqa: N801 - CuPy's name
     flags = property(lambda self: self.host.flags)
     size = property(lambda self: self.host.size)
     ndim = property(lambda self: self.host.ndim)
-    data = property(lambda self: _Memory())
+    nbytes = property(lambda self: self.host.nbytes)
+    data = property(lambda self: _Memory(self))
     device = property(lambda self: _Device(0))
 
     def __array__(self, dtype=None, copy=None):
@@ -68,6 +82,9 @@ class ndarray:      # noqa: N801 - CuPy's name
     def reshape(self, *shape):
         return _wrap(self.host.reshape(*shape))
 
+    def view(self):
+        return ndarray(self.host.view())
+
 
 ndarray.__module__ = "cupy"      # what zynbook.runtime.tensor.to_tensor looks for
 
@@ -77,12 +94,16 @@ def _wrap(a) -> ndarray:
 
 
 class Log:
-    """What the device asked for: waits (event or stream synchronisations) and the stream
-    of every kernel launched."""
+    """What the device asked for: waits (event or stream synchronisations), the stream
+    of every kernel launched one by one, the kernels recorded by stream captures and the
+    graphs launched."""
 
     def __init__(self):
         self.waits = 0
         self.streams: list = []
+        self.captured = 0
+        self.graph_launches: list = []     # the stream of each
+        self.dlpack = 0                    # DLPack imports
 
 
 log = Log()
@@ -105,7 +126,46 @@ class Stream:
         return False
 
     def synchronize(self):
+        if getattr(self, "recording", None) is not None:
+            raise RuntimeError("a capturing stream cannot be synchronized")
         log.waits += 1
+
+    # a model of stream capture: what is queued on a capturing stream is recorded, not run
+    def begin_capture(self, mode=None):
+        if getattr(self, "recording", None) is not None or self.ptr == 0:
+            raise RuntimeError("the stream cannot begin a capture")
+        self.recording = []
+
+    def is_capturing(self) -> bool:
+        return getattr(self, "recording", None) is not None
+
+    def end_capture(self) -> "Graph":
+        if getattr(self, "recording", None) is None:
+            raise RuntimeError("the stream is not capturing")
+        graph, self.recording = Graph(self.recording), None
+        return graph
+
+
+class Graph:
+    """A captured graph: its recorded operations, run again at each launch."""
+
+    def __init__(self, operations: list):
+        self.operations = operations
+
+    def launch(self, stream=None):
+        log.graph_launches.append(stream)
+        for op in self.operations:
+            op()
+
+
+def _recorded(stream, operation) -> bool:
+    """Record `operation` if `stream` is capturing (True), else leave it to the caller."""
+    recording = getattr(stream, "recording", None)
+    if recording is None:
+        return False
+    recording.append(operation)
+    log.captured += 1
+    return True
 
 
 def _stack() -> list:
@@ -137,18 +197,24 @@ class OutOfMemoryError(Exception):
 class Function:
     """A kernel of a loaded module: runs the whole CIR kernel on the reference executor."""
 
-    def __init__(self, kernel):
-        self.kernel = kernel
+    def __init__(self, kernel, module=None):
+        self.kernel, self.module = kernel, module
 
     def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        if _recorded(stream, lambda: self.run(args)):
+            return
         log.streams.append(stream)
+        self.run(args)
+
+    def run(self, args):
         k = self.kernel
         count = len(k.inputs) + 1
         arrays, err = list(args[:count]), args[-1]
         names = [s.name for s in k.scalars if s.name not in k.dims]
         scalars = {n: v.item() for n, v in zip(names, args[count:-1])}
-        sizes = {d: int(n) for b, a in zip(list(k.inputs) + [k.output], arrays)
-                 for d, n in zip(b.shape, a.shape) if isinstance(d, str)}
+        sizes = dict(getattr(self.module, "sizes", {}))      # those compiled in
+        sizes.update({d: int(n) for b, a in zip(list(k.inputs) + [k.output], arrays)
+                      for d, n in zip(b.shape, a.shape) if isinstance(d, str)})
         try:
             out = run_kernel(k, [np.asarray(a) for a in arrays[:-1]], sizes, scalars)
         except ZynMLRuntimeError as e:       # the first site reports, as the kernel would
@@ -161,9 +227,16 @@ class Function:
 class Module:
     def __init__(self, kernel):
         self.kernel = kernel
+        self.sizes: dict = {}       # the sizes the program was compiled for
 
     def get_function(self, name):
-        return Function(self.kernel)
+        return Function(self.kernel, self)
+
+
+def _from_dlpack(obj) -> ndarray:
+    """An array sharing the memory of `obj` (anything numpy takes); counted in the log."""
+    log.dlpack += 1
+    return ndarray(np.asarray(obj))
 
 
 def _properties(index):
@@ -180,6 +253,7 @@ def module() -> types.ModuleType:
     cp.asarray = lambda a, dtype=None: _wrap(np.asarray(a, dtype))
     cp.ascontiguousarray = lambda a, dtype=None: _wrap(np.ascontiguousarray(a, dtype))
     cp.asnumpy = lambda a: np.array(a, copy=True)
+    cp.from_dlpack = _from_dlpack
     cp.cuda = types.SimpleNamespace(
         Stream=Stream, Event=Event, Device=_Device,
         get_current_stream=lambda: _stack()[-1] if _stack() else _NULL,
@@ -198,5 +272,13 @@ def install(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", module())
     monkeypatch.setattr(CudaDevice, "_ptx", lambda self, program, kernel: "// stand-in")
     monkeypatch.setattr(CudaDevice, "_load", lambda self, ptx, program, kernel: Module(kernel))
+    real_compile = CudaDevice.compile
+
+    def compile(self, kernel, sizes, options=None):
+        compiled = real_compile(self, kernel, sizes, options)
+        compiled.module.sizes = dict(compiled.program_sizes)
+        return compiled
+
+    monkeypatch.setattr(CudaDevice, "compile", compile)
     log.__init__()
     return log

@@ -1,11 +1,13 @@
 """The attention schedule (compiler/schedules/attention.py) on the launch-IR emulator against
 the reference executor: every recognised form (three passes, online statistics, one pass,
 flash with blocks of 16 and 48 and min(...) tiles), masks (a bool input, a causal condition,
-a threshold on a float input), scales, rows without keys, f32 and f16, odd sizes, on the
-CUDA, Metal, C++ and WebGPU (no subgroups, subgroups of 4) targets, several parameter
-choices, and the bodies it must not take."""
+a threshold on a float input), scales, rows without keys, f32 and f16, odd sizes and head
+dims, on the CUDA, Metal, C++ and WebGPU (no subgroups, subgroups of 4) targets, several
+parameter choices, rows held as vectors of four where the target has them (and scalars where
+head_dim is not a multiple of four), and the bodies it must not take."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import replace
@@ -61,6 +63,8 @@ CASES = {
     "flash_16_min_s33_d8": (A.flash(16, tile="min"), 33, 8),
     "flash_48_s65_d8": (A.flash(48, scale="const"), 65, 8),
     "three_pass_bool_f16_s7_d8": (A.three_pass("bool"), 7, 8, "f16"),
+    "three_pass_bool_s9_d5": (A.three_pass("bool"), 9, 5),
+    "flash_16_s20_d12": (A.flash(16), 20, 12),
 }
 
 
@@ -233,3 +237,50 @@ def test_other_kernel_types_are_not_taken():
     text = A.three_pass("none").replace("@kernel attention", "@kernel fused")
     k, _, sz, _ = _inputs(text, 7, 8)
     assert SCHED.why_not(k, cuda_target(), sz) == "not an attention kernel"
+
+
+def _vector_arrays(prog) -> set:
+    from zynbook.compiler.launch import ir
+    return {n.name for n in ir.walk(prog) if isinstance(n, ir.Array) and ir.lanes_of(n.dtype) == 4}
+
+
+@pytest.mark.parametrize("target,d,want", [
+    ("webgpu", 8, True), ("webgpu", 5, True),     # a class of head_dims: 32, a multiple of 4
+    ("metal", 8, True), ("metal", 6, False), ("cpp", 8, False)])
+def test_rows_are_vectors_of_four_where_the_target_has_them(target, d, want):
+    """q, the output row and the K/V tiles are f32x4 where the target computes with vectors
+    and head_dim (its class) is a multiple of four; scalars otherwise, equal all the same."""
+    k, ins, sz, sc = _inputs(A.three_pass("causal"), 9, d)
+    t, warp = TARGETS[target]
+    prog = SCHED.build(k, t, sz, SCHED.default(k, t, sz))
+    assert _vector_arrays(prog) == ({"_qr", "_o", "_kv"} if want else set())
+    _check(prog, k, ins, sz, sc, warp)
+    if want:                                # the inspector's launch-IR text spells them
+        from zynbook.compiler.launch.text import format_program
+        ir_text = format_program(prog)
+        assert "shared _kv: f32x4[" in ir_text and "dot(_qr[_d], _kv[" in ir_text
+
+
+def test_cuda_per_query_rows_are_vectors():
+    k, ins, sz, sc = _inputs(A.three_pass("bool"), 9, 24)
+    t, warp = TARGETS["cuda"]
+    p = AttentionParams(64, 32, 2, 8)
+    prog = SCHED.build(k, t, sz, p)
+    assert _vector_arrays(prog) == {"_qr", "_o", "_kv"}
+    _check(prog, k, ins, sz, sc, warp)
+
+
+def test_webgpu_source_is_vectors_and_compact():
+    """The WGSL of the benchmark's attention: K/V tiles in workgroup vec4 arrays, scores by
+    dot(), and no scalar loop over head_dim written out (a few dozen KiB, not hundreds); q, o
+    and the scores as variables of their own, no array local to an invocation (a shader
+    compiler may keep one in memory)."""
+    from zynbook.compiler.codegen.dialects.wgsl import WgslDialect
+    from zynbook.compiler.codegen.printer import print_program
+    k, ins, sz, sc = _inputs(A.three_pass("bool"), 64, 64)
+    t, _ = TARGETS["webgpu"]
+    src = print_program(WgslDialect(), SCHED.build(k, t, sz, SCHED.default(k, t, sz)), k).source
+    assert "var<workgroup> _kv: array<vec4<f32>," in src and "dot(_qr_1, " in src
+    assert "var _o_15: vec4<f32>;" in src and "var _s_3: f32;" in src
+    assert not re.search(r"\bvar _\w+: array<", src)
+    assert len(src) < 160_000

@@ -24,7 +24,7 @@ from kernel_sources import (ACTIVATIONS, ARGMAX, ARGMIN_ROWS, BROADCAST, COL_MAX
                             SCALE_INT, SHARED_FFN, SOFTMAX_FUSED, SOFTMAX_ROWS,
                             SPEC_BATCHED_MATMUL, SPEC_CONV2D, SPEC_DEPTHWISE, block_of,
                             unannotated)
-from tolerances import assert_close
+from tolerances import assert_close, tolerance
 
 pytestmark = pytest.mark.skipif(native.find_compiler() is None, reason="no C/C++ compiler")
 
@@ -158,7 +158,7 @@ def test_generated_source_is_cpp_with_openmp_over_the_outer_loops(lowered, devic
     src = device.generated_source(k, sz)["c"]
     assert 'extern "C" void zyn_kernel(' in src and "// line " in src
     if device._openmp:
-        assert "#pragma omp parallel for schedule(static)" in src
+        assert "#pragma omp parallel for schedule(dynamic)" in src
     assert render_text("c", k, sz) == c_codegen.render(k, sz)
     assert "generated at launch" in render_text("c", k)
     src = device.generated_source(*lowered["shared_ffn"][::2])["c"]
@@ -227,3 +227,82 @@ def test_without_a_compiler_there_is_no_device(monkeypatch):
 
 # every example on this device: tests/test_examples_every_device.py
 
+
+
+VECTOR_MATH = """let y = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = FN(x[i])
+}"""
+
+
+def _math_reference(fn, x):
+    from math import erf
+    x = x.astype(np.float64)
+    erf_ = np.vectorize(erf, otypes=[np.float64])
+    return {"exp": np.exp, "tanh": np.tanh, "log": np.log, "sin": np.sin, "cos": np.cos,
+            "erf": erf_, "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)),
+            "gelu": lambda v: 0.5 * v * (1.0 + erf_(v / np.sqrt(2.0)))}[fn](x)
+
+
+@pytest.mark.parametrize("fn,dtype", [(fn, "f32") for fn in ("exp", "tanh", "erf", "gelu",
+                                                             "sigmoid", "log", "sin", "cos")]
+                         + [(fn, "f64") for fn in ("exp", "tanh", "erf")])
+def test_vector_math_keeps_nan_inf_and_accuracy(device, fn, dtype):
+    """Loops of math functions run in vector form (glibc's vector math where it links, no
+    -ffast-math): NaN and infinities give what numpy gives, finite values are within the
+    elementwise tolerance, in the vector body and in the scalar tail of the loop."""
+    npdt = np.float32 if dtype == "f32" else np.float64
+    x = (RNG.standard_normal(1003) * 3).astype(npdt)
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 80.0, -100.0, 1e-30, 1000.0]
+    x[[5, 77, 200, 333, 512, 700, 998, 1001, 1002][:len(special)]] = special
+    k, ins, sz, sc = lower_block(VECTOR_MATH.replace("FN", fn), {"x": x})
+    with np.errstate(all="ignore"):
+        want = _math_reference(fn, x)
+        got, _ = device.launch(k, ins, sz, sc)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got.astype(np.float64), want, equal_nan=True,
+                               **tolerance(dtype, "elementwise"))
+    assert "-fno-math-errno" in device.flags() and "-ffast-math" not in device.flags()
+    if "-DZYN_LIBMVEC" in device.flags() and fn in ("exp", "tanh", "erf", "log", "sin", "cos"):
+        # the loop calls a vector variant (_ZGV...): the library imports one
+        assert b"_ZGV" in device.compile(k, sz).path.read_bytes()
+
+
+def test_reduction_loops_are_vector_loops_and_keep_nan(device):
+    """A loop that only updates a sum or a running maximum becomes `omp simd reduction`
+    (a partial one per lane, combined in a fixed order; the maximum by the NaN-propagating
+    helper); a loop that stores does not. A NaN or an infinity in a row still reaches that
+    row's result, as in the reference."""
+    x = randn(7, 1001)
+    x[2, 500], x[4, 3], x[5, 1000] = np.nan, np.inf, -np.inf
+    x[3, 1000], x[6, 0] = np.nan, np.nan        # in the loop's tail, in its first lane
+    k, ins, sz, sc = lower_block(SOFTMAX_ROWS, {"x": x})
+    src = device.generated_source(k, sz)["c"]
+    pragmas = [ln.strip() for ln in src.splitlines() if "omp simd" in ln]
+    assert pragmas == ["#pragma omp simd reduction(zyn_max_f32_reduction:u_m)",
+                       "#pragma omp simd reduction(+:u_s)"]
+    got, _ = device.launch(k, ins, sz, sc)
+    want = np.asarray(run_kernel(k, ins, sz, sc))
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isnan(got[[2, 3, 4, 6]]).all()
+    assert_close(got, want, "f32", "reduction")
+    # the same launch gives the same bits
+    np.testing.assert_array_equal(device.launch(k, ins, sz, sc)[0], got)
+
+
+def test_loop_reductions_are_only_order_free_updates():
+    from zynbook.compiler.launch import ir
+    f, i = "f32", ir.Ref("i", "i32")
+    x = ir.Load("u_x", i, f)
+    s, m = ir.Ref("s", f), ir.Ref("m", f)
+    add = ir.Set("s", ir.Bin("+", s, ir.Bin("*", x, x, f), f))
+    top = ir.Set("m", ir.Math("max", (m, x), f))
+    assert ir.loop_reductions((ir.Decl("t", f, x), add, top)) == (("s", "+", f), ("m", "max", f))
+    # a store, a read of the sum, a check, an inner loop: the order matters or may
+    assert ir.loop_reductions((add, ir.Store("u_out", i, s))) == ()
+    assert ir.loop_reductions((add, ir.Set("m", ir.Math("max", (m, s), f)))) == ()
+    assert ir.loop_reductions((ir.Set("s", ir.Bin("+", s, ir.Load(
+        "u_x", ir.Checked(i, ir.Lit(9, "i32"), 1, "i32"), f), f)),)) == ()
+    assert ir.loop_reductions((ir.For("k", ir.Lit(0, "i32"), ir.Lit(4, "i32"),
+                                      ir.Lit(1, "i32"), (add,)),)) == ()
+    assert ir.loop_reductions((ir.Set("s", ir.Bin("-", s, x, f)),)) == ()

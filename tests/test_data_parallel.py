@@ -40,8 +40,13 @@ def _close(a, b, tol):
 
 @pytest.mark.parametrize("group", GROUPS, ids=["+".join(g) for g in GROUPS])
 def test_data_parallel_steps_equal_one_device(group):
-    tol = {"rtol": 1e-5, "atol": 1e-6} if group == ["cpu", "cpu"] else \
-        {"rtol": 2e-3, "atol": 2e-4}
+    check_steps_equal_one_device(group, {"rtol": 1e-5, "atol": 1e-6} if group == ["cpu", "cpu"]
+                                 else {"rtol": 2e-3, "atol": 2e-4})
+
+
+def check_steps_equal_one_device(group, tol):
+    """The loss and gradients of a batch of 4 on `group`, and three AdamW steps, equal the
+    one-device batch step on the group's first device; returns the DataParallel."""
     one = TinyGPT(zynbook.device(group[0]), CONFIG, WEIGHTS)
     dp = DataParallel(group, CONFIG, WEIGHTS)
     x, y = _batch(4)
@@ -62,6 +67,7 @@ def test_data_parallel_steps_equal_one_device(group):
     for name, buf in one.params.items():
         for replica in dp.replicas:
             _close(replica.params[name].to_vec(), buf.to_vec(), tol)
+    return dp
 
 
 @pytest.mark.parametrize("batch", [3, 1])
@@ -85,3 +91,29 @@ def test_a_single_sequence_is_a_batch_of_one_and_mistakes_are_zynml_errors():
         dp.train_step(x, y[:, :-1])
     with pytest.raises(ZynMLDeviceError):
         DataParallel("cpu", CONFIG)
+
+
+def test_the_gradients_are_all_reduced_as_one_flat_bucket(monkeypatch):
+    """One collective per step over every gradient packed end to end; each replica's
+    gradients come back as spans of its bucket, equal to the mean of the replicas' sums
+    computed here with numpy."""
+    dp = DataParallel(["cpu", "cpu"], CONFIG, WEIGHTS)
+    x, y = _batch(3, seed=4)
+    sums = [r.grad_sum(x[lo:hi], y[lo:hi]) for r, (lo, hi) in zip(dp.replicas, dp.shards(3))]
+    want = {name: (sums[0][1][name].to_vec().astype(np.float64) +
+                   sums[1][1][name].to_vec().astype(np.float64)) / 3 for name in sums[0][1]}
+    calls = []
+    original = dp.group.all_reduce
+
+    def counted(arrays, op="+"):
+        calls.append([np.asarray(a).shape for a in arrays])
+        return original(arrays, op)
+    monkeypatch.setattr(dp.group, "all_reduce", counted)
+    _, grads = dp.loss_and_grads(x, y)
+    total = sum(len(b) for b in dp.replicas[0].params.values())
+    assert calls == [[(total,), (total,)]]
+    for replica_grads in grads:
+        bases = {id(np.asarray(b.tensor.data).base) for b in replica_grads.values()}
+        assert len(bases) == 1
+        for name, g in replica_grads.items():
+            _close(g.to_vec(), want[name], {"rtol": 1e-5, "atol": 1e-6})

@@ -292,3 +292,275 @@ def test_a_warp_step_reached_by_part_of_a_warp_is_a_schedule_bug():
     bad = replace(prog, kernels=(replace(k, body=tuple(map(lane_guarded, k.body))),), fallback=None)
     with pytest.raises(emulate.EmulatorError, match="diverge.*ldmatrix"):
         emulate_kernel(bad, kernel, make(np.random.default_rng(0)), sizes)
+
+
+# ---- the pipelined tensor-core schedule (cp.async stages, swizzled tiles) and TF32 -------
+
+PIPELINED = [GemmParams(32, 32, 16, 16, 16, 8, True, 3, True),     # B fragments by ldmatrix x4
+             GemmParams(32, 64, 32, 32, 16, 8, True, 2, False),    # padded rows, 2 stages
+             GemmParams(32, 32, 16, 16, 8, 8, True, 4, True)]      # 8 warps, x2 B fragments
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False), (False, True)])
+def test_pipelined_tensor_cores_every_operand_layout(dtype, ta, tb):
+    # sizes that no tile divides; a side read in 16-byte vectors along it is a multiple of 8
+    M, N, K_ = (40 if ta else 37), (45 if tb else 48), 40
+    kernel, sizes, make, _ = K.matmul_t(M, N, K_, dtype, ta, tb)
+    ins = make(np.random.default_rng(M + N))
+    for params in PIPELINED:
+        prog = check(kernel, ins, sizes, cuda_target(), params, dtype=dtype)
+        nodes = list(ir.walk(prog.kernels[0]))
+        assert any(isinstance(n, ir.AsyncCopy) for n in nodes)
+        assert {n.pending for n in nodes if isinstance(n, ir.AsyncWait)} == {params.stages - 2}
+        assert f"{params.stages} shared-memory stages by cp.async" in prog.schedule
+
+
+HALF_EPILOGUE = EPILOGUE.replace("gelu(max(acc, 0.0) + bias[j] * 0.5)", "max(acc, 0.0) + bias[j] * 0.5")
+
+
+@pytest.mark.parametrize("case", ["epilogue", "batched"])
+def test_pipelined_tensor_cores_epilogue_and_batches(case):
+    rng = np.random.default_rng(4)
+    text, shapes = {"epilogue": (HALF_EPILOGUE, dict(A=(37, 24), B=(24, 40), bias=(40,))),
+                    "batched": (BATCHED, dict(A=(2, 37, 24), B=(2, 24, 40)))}[case]
+    arrays = {n: rng.standard_normal(s).astype(np.float16) for n, s in shapes.items()}
+    kernel, ins, sizes, scalars = lower_block(text, arrays)
+    auto = Gemm().default(kernel, cuda_target(), sizes)
+    assert auto.mma and auto.stages == 3 and auto.swizzle      # configs.GEMM_CONFIGS
+    for params in PIPELINED[:2]:
+        check(kernel, ins, sizes, cuda_target(), params, scalars, dtype="f16")
+
+
+def test_the_pipelined_configuration_is_the_default_on_ampere_and_hopper():
+    kernel, sizes, _, _ = K.matmul_t(4096, 4096, 4096, "bf16", False, False)
+    for cc in ((8, 0), (9, 0)):
+        p = Gemm().default(kernel, cuda_target(cc), sizes)
+        assert (p.bm, p.bn, p.bk, p.stages, p.swizzle, p.mma) == (128, 128, 32, 3, True, True)
+    space = Gemm().space(kernel, cuda_target(), sizes)
+    assert any(q.mma and not q.stages for q in space)          # the two-buffer tiles stay
+    assert any(q.stages == 2 for q in space) and any(not q.mma for q in space)
+    tgt = cuda_target()
+    assert all(q.shared_bytes(2, 4, (True, False)) <= tgt.shared_bytes for q in space)
+    assert p.shared_bytes(2, 4, (True, False)) <= tgt.static_shared_bytes     # the default
+    # before Ampere there is no cp.async: the tensor-core tiles (if any) are staged
+    assert not any(q.stages for q in Gemm().space(kernel, cuda_target((7, 5)), sizes))
+
+
+def test_async_copies_only_print_in_cuda():
+    kernel, sizes, _, _ = K.matmul(32, 32, 32, "f16")
+    prog = Gemm().build(kernel, cuda_target(), sizes, PIPELINED[0])
+    text = print_program(schedules_cuda_dialect(), prog, kernel).source
+    assert "cp.async.cg.shared.global" in text and "cp.async.wait_group 1" in text
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans" in text
+    with pytest.raises(TypeError, match="no asynchronous copies"):
+        print_program(MslDialect(), prog, kernel)
+    assert not any(p.stages for p in Gemm().space(kernel, metal_target(), sizes))
+
+
+def schedules_cuda_dialect():
+    from zynbook.compiler.codegen.dialects.cuda import CudaDialect
+    return CudaDialect()
+
+
+def _with_waits(prog, pending: int):
+    """`prog` with every AsyncWait asking for `pending` groups instead."""
+    def fix(node):
+        if isinstance(node, ir.AsyncWait):
+            return replace(node, pending=pending)
+        if isinstance(node, ir.For):
+            return replace(node, body=tuple(map(fix, node.body)))
+        if isinstance(node, ir.If):
+            return replace(node, then=tuple(map(fix, node.then)), orelse=tuple(map(fix, node.orelse)))
+        return node
+    k = prog.kernels[0]
+    return replace(prog, kernels=(replace(k, body=tuple(map(fix, k.body))),), fallback=None)
+
+
+def test_a_slice_read_before_its_copies_are_waited_for_is_caught():
+    from zynbook.backends import emulator as emulate
+    kernel, sizes, make, _ = K.matmul_t(32, 32, 64, "f16", False, False)
+    ins = make(np.random.default_rng(6))
+    want = np.asarray(run_kernel(kernel, ins, sizes, {}), np.float64)
+    prog = Gemm().build(kernel, cuda_target(), sizes, PIPELINED[0])
+    # waiting for one group fewer reads a stage whose copies have not landed: the poisoned
+    # (NaN) contents, or a race with the copies landing at a later wait
+    try:
+        got = emulate_kernel(_with_waits(prog, 2), kernel, ins, sizes)
+    except emulate.EmulatorError as err:
+        assert "data race" in str(err)
+    else:
+        assert not np.allclose(np.asarray(got, np.float64), want, rtol=0.1, atol=0.1)
+    # without the barrier after the wait, copies into a stage meet other warps' reads of it
+    k = prog.kernels[0]
+
+    def unsynced(node):
+        if isinstance(node, ir.For):
+            body = [n for n in node.body if not isinstance(n, ir.Barrier)] if node.var == "_kt" \
+                else node.body
+            return replace(node, body=tuple(map(unsynced, body)))
+        return node
+    bad = replace(prog, kernels=(replace(k, body=tuple(map(unsynced, k.body))),), fallback=None)
+    with pytest.raises(emulate.EmulatorError, match="data race on shared"):
+        emulate_kernel(bad, kernel, ins, sizes)
+
+
+def _tf32(x):
+    """`x` rounded to TF32 as cvt.rna.tf32.f32 does (nearest, ties away from zero)."""
+    u = np.asarray(x, np.float32).view(np.uint32)
+    return ((u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def _allow_tf32(kernel):
+    return replace(kernel, schedule=replace(kernel.schedule, allow_tf32=True))
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("odd", [False, True])
+def test_tf32_tensor_cores(ta, tb, odd):
+    M, N, K_ = (37, 45, 29) if odd else (40, 36, 44)
+    exact, sizes, make, _ = K.matmul_t(M, N, K_, "f32", ta, tb)
+    kernel = _allow_tf32(exact)
+    ins = make(np.random.default_rng(M * N))
+    a, b = (_tf32(x).astype(np.float64) for x in ins)
+    want = (a.T if ta else a) @ (b.T if tb else b)
+    # element by element through registers (any size), or 16-byte cp.async copies
+    choices = [GemmParams(32, 32, 16, 16, 16, 1, True)] if odd else \
+        [GemmParams(32, 32, 16, 16, 16, 4, True, 2, False), GemmParams(32, 32, 16, 16, 16, 4, True, 3, True)]
+    for params in choices:
+        prog = Gemm().build(kernel, cuda_target(), sizes, params)
+        assert any(isinstance(n, ir.Mma) and n.dtype == "tf32" for n in ir.walk(prog.kernels[0]))
+        got = np.asarray(emulate_kernel(prog, kernel, ins, sizes), np.float64)
+        np.testing.assert_allclose(got, want, err_msg=params.describe(), **tolerance("f32", "contraction"))
+    # TF32 differs from the exact product, within TF32's precision
+    exact_want = np.asarray(run_kernel(exact, ins, sizes, {}), np.float64)
+    assert not np.allclose(got, exact_want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, exact_want, rtol=1e-2, atol=1e-2)
+    auto = Gemm().default(kernel, cuda_target(), sizes)
+    assert auto.mma and (auto.stages > 0) == (not odd)    # cp.async stages where aligned
+    # f32 stays exact unless the program allows TF32
+    assert not Gemm().default(exact, cuda_target(), sizes).mma
+
+
+def test_tf32_convolution_is_an_implicit_gemm_on_tensor_cores():
+    exact, sizes, make, ref = K.conv2d(batch=1, cin=3, cout=16, h=6, w=6)
+    kernel = _allow_tf32(exact)
+    ins = make(np.random.default_rng(8))
+    p = Gemm().default(kernel, cuda_target(), sizes)
+    assert p.mma and p.width == 1 and not p.stages
+    prog = Gemm().build(kernel, cuda_target(), sizes, GemmParams(16, 16, 16, 16, 8, 1, True))
+    assert "implicit GEMM" in prog.schedule and "tf32" in prog.schedule
+    got = np.asarray(emulate_kernel(prog, kernel, ins, sizes), np.float64)
+    x, w, bias = ins
+    want = ref([_tf32(x), _tf32(w), bias], sizes)
+    np.testing.assert_allclose(got, want, **tolerance("f32", "contraction"))
+
+
+def test_config_allow_tf32_reaches_the_schedule(monkeypatch, tmp_path):
+    import importlib.util
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed: the stand-in drives the CUDA device's host logic only")
+    import cupy_standin
+    import zynbook
+    from zynbook.backends import registry
+    from zynbook.backends.cuda.device import CudaDevice
+    from zynbook.errors import ZynMLTypeError
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ZYNBOOK_AUTOTUNE", raising=False)
+    cupy_standin.install(monkeypatch)
+    registry.get_device("cpu")
+    monkeypatch.setitem(registry._devices, "cuda:0", CudaDevice(0))
+    rng = np.random.default_rng(12)
+    a, b = rng.standard_normal((64, 48)).astype(np.float32), rng.standard_normal((48, 40)).astype(np.float32)
+    src = INT_OPERAND.replace("compute(A, B)", 'compute(A, B) @device("cuda:0")')
+    s = zynbook.Session()
+    s.run(src, A=a, B=b)
+    assert "tensor cores" not in s.launches[-1].geometry["schedule"]        # f32 is exact
+    s.run("config { allow_tf32: true }\n" + src, A=a, B=b)
+    assert "mma.sync m16n8k8 tf32" in s.launches[-1].geometry["schedule"]
+    s.run("config { allow_tf32: false }\n" + src, A=a, B=b)
+    assert "tensor cores" not in s.launches[-1].geometry["schedule"]
+    with pytest.raises(ZynMLTypeError, match="allow_tf32 takes true or false"):
+        zynbook.run("config { allow_tf32: 1 }\n1")
+
+
+def test_tiles_beyond_the_static_limit_take_dynamic_shared_memory():
+    from zynbook.compiler.codegen.cuda import render_cuda
+    from zynbook.compiler.schedules.base import Choice
+    kernel, sizes, _, _ = K.matmul_t(256, 256, 64, "bf16", False, False)
+    big = GemmParams(128, 256, 32, 64, 64, 8, True, 3, True)        # 3 x 24 KiB
+    assert big in Gemm().space(kernel, cuda_target(), sizes)
+    prog = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", big)})
+    assert prog.steps[0].smem == 3 * 2 * (128 * 32 + 32 * 256)
+    assert "extern __shared__ __align__(16) unsigned char zyn_smem[];" in prog.source
+    assert "__nv_bfloat16* const _shn = reinterpret_cast<__nv_bfloat16*>(zyn_smem + 24576);" in prog.source
+    small = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", PIPELINED[0])})
+    assert small.steps[0].smem == 0 and "zyn_smem" not in small.source
+
+
+# ---- on a GPU, where there is one: the tensor-core configurations as the hardware runs them
+
+
+def _gpu():
+    try:
+        from zynbook.backends import cuda as backend
+        found = backend.discover()
+    except Exception:       # no CuPy, no driver
+        return None
+    return found[0] if found else None
+
+
+GPU = _gpu()
+GPU_PARAMS = [None,                                                     # the default
+              GemmParams(128, 256, 32, 64, 64, 8, True, 3, True),       # dynamic shared memory
+              GemmParams(128, 128, 32, 64, 64, 8, True, 4, True),
+              GemmParams(64, 64, 16, 32, 32, 8, True, 2, False),
+              GemmParams(128, 128, 32, 64, 32, 8, True)] + PIPELINED    # two buffers
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(GPU is None, reason="no CUDA GPU (or no CuPy)")
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "tf32"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False), (False, True)])
+def test_tensor_core_configurations_on_the_gpu(dtype, ta, tb):
+    from zynbook.compiler.schedules.base import Choice
+    M, N, K_ = (264 if ta else 301), (280 if tb else 296), 200
+    kernel, sizes, make, _ = K.matmul_t(M, N, K_, "f32" if dtype == "tf32" else dtype, ta, tb)
+    ins = make(np.random.default_rng(13))
+    if dtype == "tf32":
+        kernel = _allow_tf32(kernel)
+        ins_ref = [_tf32(x) for x in ins]
+    else:
+        ins_ref = ins
+    a, b = (np.asarray(x, np.float64) for x in ins_ref)
+    want = (a.T if ta else a) @ (b.T if tb else b)
+    params = GPU_PARAMS if dtype != "tf32" else [None, GemmParams(128, 128, 16, 64, 32, 4, True, 3, True),
+                                                 GemmParams(64, 64, 16, 32, 32, 1, True)]
+    for p in params:
+        plan = GPU.prepare(kernel, sizes) if p is None else \
+            GPU.prepare(kernel, sizes, params=Choice("gemm", p))
+        out, _ = plan.launch(ins, {})
+        got = np.asarray(GPU.to_host(out), np.float64).reshape(want.shape)
+        tol = 1e-4 if dtype == "tf32" else 2e-2
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max(),
+                                   err_msg=str(p))
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("dtype,params", [
+    ("bf16", GemmParams(128, 256, 32, 64, 64, 8, True, 3, True)),     # dynamic shared memory
+    ("f16", GemmParams(128, 128, 32, 64, 32, 8, True, 4, True)),
+    ("tf32", GemmParams(128, 128, 16, 64, 32, 4, True, 3, True)),
+    ("tf32", GemmParams(64, 64, 16, 32, 32, 1, True))])
+def test_nvcc_compiles_the_tensor_core_configurations(dtype, params, tmp_path):
+    import subprocess
+    from zynbook.compiler.codegen.cuda import render_cuda
+    from zynbook.compiler.schedules.base import Choice
+    kernel, sizes, _, _ = K.matmul_t(1024, 1024, 1024 if params.width > 1 else 1023,
+                                     "f32" if dtype == "tf32" else dtype, False, True)
+    kernel = _allow_tf32(kernel) if dtype == "tf32" else kernel
+    src = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", params)}).source
+    (tmp_path / "k.cu").write_text(src)
+    res = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]

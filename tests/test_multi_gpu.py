@@ -10,7 +10,7 @@ import zynbook
 from zynbook.backends.registry import get_device
 from zynbook.runtime.sharded import ShardedTensor, chunk_bounds, group_for
 
-from test_parallel import KERNELS, MATMUL, _rand
+from test_parallel import KERNELS, MATMUL, SPEC_KERNELS, _rand, check_spec_kernel_split
 
 IDS = {d["id"] for d in zynbook.compute_devices()}
 pytestmark = [pytest.mark.gpu,
@@ -63,3 +63,41 @@ def test_a_gpu_and_the_cpu_in_one_group():
     inputs = make(_rand(14))
     out = zynbook.run(src.format(mode="data"), devices=["cuda:1", "cpu"], **inputs)
     np.testing.assert_allclose(np.asarray(out), inputs["A"] @ inputs["B"], rtol=1e-4, atol=1e-4)
+
+
+def test_the_spec_transformer_block_on_two_gpus_stays_sharded():
+    """Every block of the spec's transformer block split by the batch over two GPUs equals
+    cuda:0 alone, and nothing is gathered between the blocks."""
+    from zynbook.runtime import sharded
+    from test_parallel import _spec_block_on
+    r = _rand(31)
+    hidden, heads, ffn = 64, 4, 128
+    layer = {"qkv_proj": r((hidden, 3 * hidden)) * 0.2, "out_proj": r((hidden, hidden)) * 0.2,
+             "ln1_weight": r((hidden,)) + 1.0, "ln1_bias": r((hidden,)),
+             "ffn_up": r((hidden, ffn)) * 0.2, "ffn_down": r((ffn, hidden)) * 0.2,
+             "ln2_weight": r((hidden,)) + 1.0, "ln2_bias": r((hidden,))}
+    prog = f"let num_heads = {heads}\nlet head_dim = {hidden // heads}\n" + \
+        _spec_block_on("devs")
+    x = r((5, 130, hidden))
+    one = zynbook.run(prog, x=x, model={"layers": [layer]}, devs=["cuda:0"])
+    gathered = []
+    original = sharded.ShardedTensor.gather_array
+
+    def spy(self, device_id):
+        gathered.append(self.shape)
+        return original(self, device_id)
+    sharded.ShardedTensor.gather_array = spy
+    try:
+        out = zynbook.run(prog, x=x, model={"layers": [layer]}, devs=GPUS)
+    finally:
+        sharded.ShardedTensor.gather_array = original
+    assert gathered == [] and isinstance(out, ShardedTensor) and out.devices == GPUS
+    np.testing.assert_allclose(np.asarray(out), np.asarray(one), rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("mode", ["data", "model"])
+@pytest.mark.parametrize("name", SPEC_KERNELS)
+def test_the_spec_kernels_split_over_two_gpus(name, mode):
+    out = check_spec_kernel_split(name, mode, GPUS, tol=1e-4)
+    for dev, arr, _ in out.shards:
+        assert type(arr).__module__.startswith("cupy") and f"cuda:{arr.device.id}" == dev

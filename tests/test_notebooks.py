@@ -48,7 +48,7 @@ def nbval_env():
 def test_tutorials_are_in_order():
     names = [p.name for p in NOTEBOOKS]
     assert [n[:2] for n in names] == [f"{i:02d}" for i in range(1, len(names) + 1)], names
-    assert len(names) == 7, names
+    assert len(names) == 8, names
 
 
 @pytest.mark.slow

@@ -190,8 +190,8 @@ z"""
     from zynbook.runtime import parallel
     original = parallel.input_parts
 
-    def spy(t, axis, work):
-        parts = original(t, axis, work)
+    def spy(t, axis, work, ids=None):
+        parts = original(t, axis, work, ids)
         seen.append((t, parts))
         return parts
     parallel.input_parts = spy
@@ -366,16 +366,28 @@ def _spec_cases():
 def test_the_spec_kernels_split_equal_one_device(name, mode):
     """data splits the outermost loop that can be split (the batch), model the innermost
     one (heads of attention, output channels of a convolution)."""
+    check_spec_kernel_split(name, mode, ["cpu", "cpu"])
+
+
+SPEC_KERNELS = ["attention", "flash_attention", "conv2d", "conv2d_depthwise", "layer_norm",
+                "rope", "gelu", "broadcast"]
+
+
+def check_spec_kernel_split(name, mode, devices, tol=1e-5):
+    """The spec's kernel `name` split with @parallel(mode) over `devices` equals it run on
+    the session's default device, its result sharded along the axis the mode cuts."""
     import re
     src, inputs, (data_axis, model_axis) = _spec_cases()[name]
     one = zynbook.run(src, **inputs)
+    group = "[" + ", ".join(f'"{d}"' for d in devices) + "]"
     split = re.sub(r"(compute\([^)]*\)) \{",
-                   r'\1 @device(["cpu", "cpu"]) @parallel(%s) {' % mode, src, count=1)
+                   r"\1 @device(%s) @parallel(%s) {" % (group, mode), src, count=1)
     assert split != src
     out = zynbook.run(split, **inputs)
-    assert isinstance(out, ShardedTensor)
+    assert isinstance(out, ShardedTensor) and out.devices == list(devices)
     assert out.axis == (data_axis if mode == "data" else model_axis)
-    np.testing.assert_allclose(np.asarray(out), np.asarray(one), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(one), rtol=tol, atol=tol)
+    return out
 
 
 @pytest.mark.webgpu
@@ -412,14 +424,12 @@ z""", x=x, w=w, devices=devices)
 # ------------------------------------------------------------ reshape and split of shards
 def _spec_block_on(devs_name: str) -> str:
     """examples/transformer_block.zyn with every compute block split @parallel(data) over
-    `devs_name` (its `@device("auto")` dropped)."""
-    import re
+    `devs_name`, as bench/bench_multi_gpu.py times it."""
+    import sys
     from pathlib import Path
-    src = (Path(__file__).parent.parent / "examples" / "transformer_block.zyn").read_text()
-    body = src[src.index("pipeline transformer_block"):]
-    body = body.replace(' @device("auto")', "").replace('        @device("auto")\n', "")
-    return re.sub(r"compute\(([^)]*)\) \{",
-                  rf"compute(\1) @device({devs_name}) @parallel(data) {{", body)
+    sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+    from bench_multi_gpu import spec_block
+    return spec_block(devs_name)
 
 
 def test_the_spec_transformer_block_stays_sharded_through_split_and_reshape():

@@ -611,3 +611,28 @@ def test_hand_written_launch_ir_runs(device):
 def test_a_size_past_i32_is_refused_at_launch(device):
     with pytest.raises(ZynMLDeviceError, match=r"32-bit indices.*the size shift = 2147483648"):
         run(device, SCALED, {"x": randn(5)}, {"scale": 1.0}, {"shift": 2 ** 31})
+
+
+def test_registers_indexed_by_constants_are_variables_and_one_trip_loops_go():
+    """A local array read and written only at constant indices (its loops written out) is
+    printed as one variable per element; one indexed by a value stays an array; a loop of one
+    trip is its body, its variable a constant."""
+    from zynbook.compiler.codegen.printer import print_program
+    from zynbook.compiler.launch import ir
+    i32, f32 = "i32", "f32"
+    t = ir.Thread("thread")
+    body = (ir.Array("_a", f32, 2), ir.Array("_b", f32, 2),
+            ir.For("_u", ir.Lit(0, i32), ir.Lit(2, i32), ir.Lit(1, i32), (
+                ir.Store("_a", ir.Ref("_u", i32), ir.Load("u_x", ir.Ref("_u", i32), f32)),
+                ir.Store("_b", ir.Ref("_u", i32), ir.Lit(0.0, f32))), unroll=True),
+            ir.For("_one", ir.Lit(3, i32), ir.Lit(4, i32), ir.Lit(8, i32), (
+                ir.Store("u_y", t, ir.Bin("+", ir.Load("_a", ir.Lit(1, i32), f32),
+                                          ir.Load("_b", ir.Bin("%", t, ir.Lit(2, i32), i32), f32), f32)),
+                ir.Store("u_y", ir.Ref("_one", i32), ir.Load("_a", ir.Lit(0, i32), f32)))))
+    params = (ir.Param("u_x", "buffer", f32), ir.Param("u_y", "buffer", f32, True))
+    k = ir.Kernel("k", params, body, 64)
+    prog = ir.Program("k", (k,), (ir.Launch("k", ir.Lit(1, i32), 64),))
+    src = print_program(WgslDialect(), prog).source
+    assert "var _a_0: f32;" in src and "_a_1 = u_x[1i];" in src and "(_a_1 + _b[" in src
+    assert "var _b: array<f32, 2>;" in src and "_a[" not in src
+    assert "_one" not in src and "u_y[3i] = _a_0;" in src

@@ -24,6 +24,9 @@ parameter space on the device, for the sizes of the launch, and keeps the fastes
 * **Named configurations**: `config { flash_config: "hopper" }` makes attention blocks run
   the kernel library's configuration (schedules/configs.py) without a search, checked
   against the target's shared memory (an error at the config entry); a search starts there.
+* **TF32**: `config { allow_tf32: true }` lets later f32 contractions (matmul, conv2d) round
+  their operands to TF32 on tensor cores, as PyTorch's `allow_tf32`: the kernel's schedule
+  says so (`cir.Schedule.allow_tf32`, part of every cache key); f32 is exact otherwise.
 * **Progress**: in a notebook a widget (zynbook/widgets/tuning.py), elsewhere a text bar on
   stderr: the candidate, its time and the best so far.
 The launch's geometry says `tuning: tuned: <params> (x ms, n candidates)` or
@@ -67,6 +70,14 @@ class Settings:
     budget_s: float | None = None
     flash_config: str | None = None     # a name of configs.CONFIGS
     flash_span: Any = field(default=None, compare=False)     # where it was set (for errors)
+    allow_tf32: bool = False            # f32 contractions may run on TF32 tensor cores
+
+
+def allowing_tf32(kernel, settings: Settings | None):
+    """`kernel` with TF32 allowed in its schedule where the session allows it."""
+    if settings is None or not settings.allow_tf32 or kernel.schedule.allow_tf32:
+        return kernel
+    return dataclasses.replace(kernel, schedule=dataclasses.replace(kernel.schedule, allow_tf32=True))
 
 
 def wanted(kernel, settings: Settings | None) -> bool:
@@ -105,6 +116,7 @@ def _named(kernel, settings: Settings | None):
 def prepare(device, kernel, sizes: dict, settings: Settings | None = None) -> LaunchPlan:
     """The device's launch plan of `kernel` at `sizes`: tuned where asked and possible; an
     attention with the session's `flash_config` (and no search) runs that configuration."""
+    kernel = allowing_tf32(kernel, settings)
     named, search = _named(kernel, settings), wanted(kernel, settings)
     if not (search or named) or not takes_params(device):
         return device.prepare(kernel, sizes)

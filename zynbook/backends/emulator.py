@@ -18,10 +18,16 @@ How threads are modelled:
   collectives combine the warps' results the same way;
 * shared arrays are per block, local arrays per thread; both, scratch buffers and locals
   declared without a value start poisoned (NaN, or 0x5A bytes) as uninitialised memory does;
+* vector values (dtype "f32x4") are numpy arrays of their lanes, an array of vectors one
+  row per element; a vector load copies its row;
 * arithmetic is done in the dtype with numpy scalars: integers wrap at their width, f16 is
   numpy's float16, bf16 is held as float32 and rounded to bfloat16 (nearest even) on every
   store to a bf16 array and on every cast to bf16; a float cast to an integer truncates and
   saturates (NaN gives 0), as CUDA and WGSL conversions do;
+* asynchronous copies (`AsyncCopy`) read their source when issued and land in shared memory
+  when an `AsyncWait` of the thread completes their group, never sooner (a read before the
+  wait sees the old contents); at the issue the elements count as written for the race
+  check too, as the device may land them at once;
 * `Checked` and `CheckedDiv` record the first failure (site and value) and give 0; a guarded
   or checked store or atomic that fails is skipped. A load or store outside its array that
   no `Checked` covers is a schedule bug and raises `EmulatorError`, as do integer divisions
@@ -66,6 +72,20 @@ def numpy_dtype(dtype: str):
         return np.dtype(_NP[dtype])
     except KeyError:
         raise EmulatorError(f"unknown dtype {dtype!r}") from None
+
+
+def _bytes(dtype: str) -> int:
+    """Bytes of one element of `dtype` on the device (bf16: 2, though held as a float32)."""
+    return {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "bool": 1}.get(dtype) or _BITS[dtype] // 8
+
+
+def tf32_round(x) -> np.float32:
+    """`x` rounded to TF32 (a 10-bit mantissa; nearest, ties away from zero, as
+    `cvt.rna.tf32.f32`), held as a float32."""
+    u = int(np.float32(x).view(np.uint32))
+    if (u & 0x7F800000) != 0x7F800000:                      # infinities and NaNs stay
+        u = (u + 0x1000) & 0xFFFFE000
+    return np.uint32(u).view(np.float32)
 
 
 def _int_range(dtype: str) -> tuple[int, int]:
@@ -118,9 +138,12 @@ def _poison(dtype: str):
 
 
 def _poisoned(dtype: str, count: int, poison: bool) -> np.ndarray:
+    lanes = ir.lanes_of(dtype)
+    shape = (count, lanes) if lanes > 1 else count
+    dtype = ir.element_of(dtype)
     if not poison:
-        return np.zeros(count, numpy_dtype(dtype))
-    return np.full(count, _poison(dtype), numpy_dtype(dtype))
+        return np.zeros(shape, numpy_dtype(dtype))
+    return np.full(shape, _poison(dtype), numpy_dtype(dtype))
 
 
 # ------------------------------------------------------------------ value operations
@@ -233,6 +256,19 @@ def _fmod(a, b, dtype):
     if dtype in _INT:
         return _trem(a, b, dtype)
     return np.fmod(a, b)
+
+
+def _differ(a, b) -> bool:
+    """Whether two values (scalars or vectors) differ (NaN differs from everything)."""
+    return bool(np.any(a != b))
+
+
+def _dot(a, b):
+    """The scalar product of two vectors, summed lane by lane in their dtype."""
+    r = a[0] * b[0]
+    for k in range(1, a.shape[0]):
+        r = r + a[k] * b[k]
+    return r
 
 
 def _combine(op: str):
@@ -355,7 +391,8 @@ class _Translator:
         body: list[str] = []
         self.lines = body
         self.block(self.kernel.body, 1)
-        head = ["def _thread(_t, _b, _sh, _B):", "    if 0:", "        yield"]
+        head = ["def _thread(_t, _b, _sh, _B):", "    if 0:", "        yield",
+                "    _P = _AsyncCopies()"]
         head += [f"    {py} = {expr}" for expr, py in self.axes.values()]
         if self.uses_global:
             head.append("    _g = _b * _B.threads + _t")
@@ -383,7 +420,8 @@ class _Translator:
                            f"`{s.name}` of {s.dtype} declared with a {s.value.dtype} value")
                 value = self.expr(s.value, pre)
             else:
-                value = self.const(_poison(s.dtype) if self.poison else typed(0, s.dtype))
+                value = self.const(_poisoned(s.dtype, 1, self.poison)[0]) if ir.lanes_of(s.dtype) > 1 \
+                    else self.const(_poison(s.dtype) if self.poison else typed(0, s.dtype))
             py = self.fresh("v")
             self.scopes[-1][s.name] = _Var(py, s.dtype, "local", mutable=s.mutable, name=s.name)
             self.flush(pre, depth)
@@ -448,6 +486,13 @@ class _Translator:
                 self.stmt(Store(s.dst, Bin("+", s.dst_index, i, i.dtype),
                                 Load(s.src, Bin("+", s.src_index, j, j.dtype), s.dtype),
                                 None, s.line), depth)
+        elif isinstance(s, ir.AsyncCopy):
+            self.async_copy(s, depth)
+        elif isinstance(s, ir.AsyncCommit):
+            self.emit(depth, "_P.commit()")
+        elif isinstance(s, ir.AsyncWait):
+            self.check(s.pending >= 0, f"an async wait for {s.pending} pending groups")
+            self.emit(depth, f"_P.wait({int(s.pending)})")
         elif isinstance(s, ir.Mma):
             self.mma(s, depth)
         elif isinstance(s, ir.MatrixLoad):
@@ -473,11 +518,15 @@ class _Translator:
     def mma(self, s: ir.Mma, depth: int):
         """A warp step: each lane yields its A, B and C elements; the block scheduler
         multiplies the warp's tiles (`_mma_tiles`) and sends each lane its C back."""
-        self.check(tuple(s.shape) in ir.MMA_SHAPES and s.dtype in ("f16", "bf16"),
+        tf32 = s.dtype == "tf32"
+        self.check((tuple(s.shape), s.dtype) in (((16, 8, 16), "f16"), ((16, 8, 16), "bf16"),
+                                                 ((16, 8, 8), "tf32")),
                    f"an MMA of {s.dtype} m{s.shape[0]}n{s.shape[1]}k{s.shape[2]}")
         pre: list[str] = []
         parts = []
-        for name, index, count, dtype in ((s.a, s.a_index, 8, s.dtype), (s.b, s.b_index, 4, s.dtype),
+        ab = "f32" if tf32 else s.dtype
+        for name, index, count, dtype in ((s.a, s.a_index, 4 if tf32 else 8, ab),
+                                          (s.b, s.b_index, 2 if tf32 else 4, ab),
                                           (s.c, s.c_index, 4, "f32")):
             self.check(self.array(name, False).dtype == dtype,
                        f"an MMA operand `{name}` that is not {dtype}")
@@ -495,11 +544,55 @@ class _Translator:
             self.flush(pre, depth)
             self.emit(depth, f"{self.access(c, True)}{off}, {got}[{w}])")
 
+    def async_copy(self, s: ir.AsyncCopy, depth: int):
+        """The source read now (zeros where the guard is false), the shared elements checked
+        for races as written now, the stores queued in the thread's open group."""
+        dst, src = self.array(s.dst, True), self.array(s.src, False)
+        self.check(dst.space == "shared" and src.space == "global" and dst.dtype == src.dtype == s.dtype,
+                   f"an async copy into `{s.dst}` from `{s.src}`: a global {s.dtype} buffer into "
+                   "a shared array of it")
+        self.check(s.count * _bytes(s.dtype) in (4, 8, 16),
+                   f"an async copy of {s.count} {s.dtype} elements (4, 8 or 16 bytes)")
+        pre: list[str] = []
+        d_off, s_off, vals = self.fresh("x"), self.fresh("x"), self.fresh("v")
+        d = self.expr(s.dst_index, pre)
+        self.flush(pre, depth)
+        self.emit(depth, f"{d_off} = {d}")
+        self.emit(depth, f"if {d_off} % {s.count}: _bad('an async copy of {s.count} at an offset "
+                         f"that is not a multiple of it: ' + str({d_off}))")
+        zero = self.const(typed(0, s.dtype))
+        self.emit(depth, f"{vals} = ({zero},) * {s.count}")
+        depth_in = depth
+        if s.guard is not None:
+            self.check(s.guard.dtype == "bool", f"an async copy guarded by a {s.guard.dtype}")
+            g = self.expr(s.guard, pre)
+            self.flush(pre, depth)
+            self.emit(depth, f"if {g}:")
+            depth_in = depth + 1
+        so = self.expr(s.src_index, pre)
+        self.flush(pre, depth_in)
+        self.emit(depth_in, f"{s_off} = {so}")
+        self.emit(depth_in, f"if {s_off} % {s.count}: _bad('an async copy of {s.count} from an "
+                            f"offset that is not a multiple of it: ' + str({s_off}))")
+        self.scopes[-1][s_off] = _Var(s_off, s.src_index.dtype, "local", name=s_off)
+        reads = ", ".join(self.expr(Load(s.src, Bin("+", ir.Ref(s_off, s.src_index.dtype),
+                                                      Lit(w, s.src_index.dtype), s.src_index.dtype),
+                                         s.dtype), pre) for w in range(s.count))
+        self.flush(pre, depth_in)
+        self.emit(depth_in, f"{vals} = ({reads},)")
+        if self.races:
+            self.emit(depth, f"for _w in range({s.count}): _chks({dst.py}_r, {dst.name!r}, _t, "
+                             f"{d_off} + _w)")
+        store = self.access(dst, True)
+        self.emit(depth, f"_P.copy(lambda _o={d_off}, _v={vals}: [{store}_o + _w, _v[_w]) "
+                         f"for _w in range({s.count})])")
+
     def matrix_load(self, s: ir.MatrixLoad, depth: int):
         """A warp step: each lane yields the row it points at; the block scheduler gives
         each lane its elements of the tiles (`_matrix_rows`)."""
-        self.check(s.count in (1, 2, 4) and s.dtype in ("f16", "bf16"),
-                   f"an ldmatrix of {s.count} {s.dtype} tiles")
+        wide = s.dtype == "f32"         # TF32 fragments: rows of 4 32-bit elements
+        self.check(s.count in (1, 2, 4) and s.dtype in ("f16", "bf16", "f32") and not (wide and s.trans),
+                   f"an ldmatrix of {s.count} {s.dtype} tiles" + (" transposed" if s.trans else ""))
         src = self.array(s.src, False)
         self.check(src.dtype == s.dtype and src.space == "shared",
                    f"an ldmatrix from `{s.src}`, not a shared {s.dtype} array")
@@ -509,18 +602,19 @@ class _Translator:
         first = self.expr(s.src_index, pre)
         self.flush(pre, depth)
         self.emit(depth, f"{off} = {first}")
-        self.emit(depth, f"if {off} % 8: _bad('an ldmatrix row at ' + str({off}) + ', not 16-byte aligned')")
+        per = 4 if wide else 8          # elements of a row: 16 bytes
+        self.emit(depth, f"if {off} % {per}: _bad('an ldmatrix row at ' + str({off}) + ', not 16-byte aligned')")
         i = ir.Ref(off, s.src_index.dtype)
         self.scopes[-1][off] = _Var(off, s.src_index.dtype, "local", name=off)
         row = ", ".join(self.expr(Load(s.src, Bin("+", i, Lit(w, i.dtype), i.dtype), s.dtype), pre)
-                        for w in range(8))
+                        for w in range(per))
         point = len(self.points)
         self.points.append((_LDSM, s.count, s.trans, self.line, "a warp ldmatrix", 0))
         got = self.fresh("m")
         self.flush(pre, depth)
         self.emit(depth, f"{got} = yield ({_LDSM}, {point}, ({row},))")
         dst = self.array(s.dst, True)
-        for w in range(2 * s.count):
+        for w in range(s.count * per // 4):
             at = self.expr(Bin("+", s.dst_index, Lit(w, s.dst_index.dtype), s.dst_index.dtype), pre)
             self.flush(pre, depth)
             self.emit(depth, f"{self.access(dst, True)}{at}, {got}[{w}])")
@@ -642,6 +736,8 @@ class _Translator:
                         f"if _inside(({tmp} := {i}), {n}, {int(e.index.site)}) else {zero})")
                 return text, max(di, dn) + 2, False
             i, di = self.x(e.index, pre)
+            if ir.lanes_of(e.dtype) > 1:
+                wrap = "_np.array("
             return f"{wrap}{self.access(var, False)}{i}))", di + 2, True
         if isinstance(e, Bin):
             return self.bin(e, pre)
@@ -690,6 +786,19 @@ class _Translator:
             b, db = self.x(e.b, pre)
             return (f"_cdiv({e.op!r}, {a}, {b}, {int(e.site_zero)}, {int(e.site_overflow)}, "
                     f"{e.dtype!r})", max(da, db) + 1, False)
+        if isinstance(e, ir.Vector):
+            lanes, el = ir.lanes_of(e.dtype), ir.element_of(e.dtype)
+            self.check(lanes > 1 and len(e.parts) in (1, lanes)
+                       and all(p.dtype == el for p in e.parts),
+                       f"a {e.dtype} vector of {len(e.parts)} parts")
+            parts = [self.x(p, pre) for p in e.parts * (lanes // len(e.parts))]
+            return (f"_np.array(({', '.join(t for t, _ in parts)},), _np.{numpy_dtype(el)})",
+                    max(d for _, d in parts) + 1, True)
+        if isinstance(e, ir.Lane):
+            self.check(e.dtype == ir.element_of(e.a.dtype) and 0 <= e.lane < ir.lanes_of(e.a.dtype),
+                       f"lane {e.lane} of a {e.a.dtype} as {e.dtype}")
+            a, d = self.x(e.a, pre)
+            return f"{a}[{int(e.lane)}]", d + 1, True
         if isinstance(e, Collective):
             if e.op not in ir.COLLECTIVE_OPS:
                 self.fail(f"unknown collective {e.op!r}")
@@ -736,6 +845,11 @@ class _Translator:
         if fn not in ir.MATH and fn != "floordiv":
             self.fail(f"unknown math function {fn!r}")
         args = [self.x(a, pre) for a in e.args]
+        if fn == "dot":
+            self.check(len(e.args) == 2 and e.args[0].dtype == e.args[1].dtype
+                       and ir.element_of(e.args[0].dtype) == dt and ir.lanes_of(e.args[0].dtype) > 1,
+                       f"a {dt} dot of {', '.join(a.dtype for a in e.args)}")
+            return f"_dot({args[0][0]}, {args[1][0]})", max(args[0][1], args[1][1]) + 1, True
         for a in e.args:
             self.check(a.dtype == dt, f"{fn} of a {a.dtype} argument as {dt}")
         d = max((x[1] for x in args), default=0) + 1
@@ -816,6 +930,27 @@ class _Block:
         self.tracks = []
 
 
+class _AsyncCopies:
+    """A thread's asynchronous copies: those since the last commit and the committed groups
+    not yet waited for, oldest first; each copy is a function that makes its stores."""
+    __slots__ = ("open", "groups")
+
+    def __init__(self):
+        self.open, self.groups = [], []
+
+    def copy(self, stores):
+        self.open.append(stores)
+
+    def commit(self):
+        self.groups.append(self.open)
+        self.open = []
+
+    def wait(self, pending: int):
+        while len(self.groups) > pending:
+            for stores in self.groups.pop(0):
+                stores()
+
+
 class _Race:
     """Race tracking of a launch: the epoch counter and the writers of global buffers."""
 
@@ -864,7 +999,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             outside(name, i, arr.shape[0], "a store to")
         i = int(i)
         w, r = tr
-        if w[i] != -1 and w[i] != t and arr[i] != v:
+        if w[i] != -1 and w[i] != t and _differ(arr[i], v):
             bad(f"data race on shared `{name}`[{i}]: threads {w[i]} and {t} write it "
                 "with no barrier in between")
         if r[i] != -1 and r[i] != t:
@@ -873,6 +1008,19 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
                 "with no barrier in between")
         w[i] = t
         arr[i] = v
+
+    def chks(tr, name, t, i):
+        """A shared element thread `t` may write from now on: no other thread of the block
+        has read or written it since the last barrier, and none may until the next (it
+        counts as written by `t`, whose copy may land at once)."""
+        i = int(i)
+        w, r = tr
+        if (w[i] != -1 and w[i] != t) or (r[i] != -1 and r[i] != t):
+            who = f"thread {w[i]} wrote" if w[i] != -1 and w[i] != t else (
+                "other threads read" if r[i] == -2 else f"thread {r[i]} read")
+            bad(f"data race on shared `{name}`[{i}]: thread {t} starts an async copy into "
+                f"what {who} with no barrier in between")
+        w[i] = t
 
     def conflict(tr, i, g, B):
         w = tr[0][i]
@@ -891,7 +1039,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         if not 0 <= i < arr.shape[0]:
             outside(name, i, arr.shape[0], "a store to")
         i = int(i)
-        if conflict(tr, i, g, B) and arr[i] != v:
+        if conflict(tr, i, g, B) and _differ(arr[i], v):
             bad(f"data race on `{name}`[{i}]: global threads {tr[0][i]} and {g} write "
                 "different values in the same launch")
         tr[0][i] = g
@@ -938,7 +1086,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             "_cast": _cast, "_bf16": bf16_round, "_tdiv": _tdiv, "_trem": _trem,
             "_floordiv": _floordiv, "_ceildiv": _ceildiv, "_ipow": _ipow, "_max": _max,
             "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_fmod": _fmod,
-            "_add": lambda a, b: a + b}
+            "_add": lambda a, b: a + b, "_chks": chks, "_AsyncCopies": _AsyncCopies, "_dot": _dot}
 
 
 # ---------------------------------------------------------------------- the emulator
@@ -1093,7 +1241,8 @@ class Emulator:
                                for t in range(lo, hi)):
                         continue
                     if e0[0] == _MMA:
-                        rs = _mma_tiles([ev[t][2] for t in range(lo, hi)], kernel.name)
+                        rs = _mma_tiles([ev[t][2] for t in range(lo, hi)], kernel.name,
+                                        points[e0[1]][2] == "tf32")
                     elif e0[0] == _LDSM:
                         _, count, trans, _, _, _ = points[e0[1]]
                         rs = _matrix_rows([ev[t][2] for t in range(lo, hi)], count, trans,
@@ -1166,10 +1315,12 @@ _MISSING = object()
 
 def _matrix_rows(rows: list, count: int, trans: bool, kernel_name: str) -> list:
     """What each of a warp's 32 lanes receives from an ldmatrix of `count` tiles, given the
-    row each lane pointed at (`ir.MatrixLoad`)."""
+    row each lane pointed at (`ir.MatrixLoad`); rows of 4 elements are 32-bit ones."""
     if len(rows) != 32:
         raise EmulatorError(f"kernel `{kernel_name}`: an ldmatrix over a warp of {len(rows)} lanes, not 32")
     tiles = [[rows[8 * i + j] for j in range(8)] for i in range(count)]
+    if len(rows[0]) == 4:
+        return [tuple(t[lane // 4][lane % 4] for t in tiles) for lane in range(32)]
     out = []
     for lane in range(32):
         r, c = lane // 4, 2 * (lane % 4)
@@ -1180,21 +1331,29 @@ def _matrix_rows(rows: list, count: int, trans: bool, kernel_name: str) -> list:
     return out
 
 
-def _mma_tiles(lanes: list, kernel_name: str) -> list:
-    """The C elements each of a warp's 32 lanes gets back from an m16n8k16 MMA, given each
-    lane's (A, B, C) elements in the layout `ir.Mma` describes; products exact, sums in f32."""
+def _mma_tiles(lanes: list, kernel_name: str, tf32: bool = False) -> list:
+    """The C elements each of a warp's 32 lanes gets back from an m16n8k16 MMA (m16n8k8 of
+    TF32-rounded operands with `tf32`), given each lane's (A, B, C) elements in the layout
+    `ir.Mma` describes; products exact, sums in f32."""
     if len(lanes) != 32:
         raise EmulatorError(f"kernel `{kernel_name}`: an MMA over a warp of {len(lanes)} lanes, not 32")
-    a, b = np.zeros((16, 16), np.float64), np.zeros((16, 8), np.float64)
+    kd = 8 if tf32 else 16
+    a, b = np.zeros((16, kd), np.float64), np.zeros((kd, 8), np.float64)
     c = np.zeros((16, 8), np.float32)
     for lane, (av, bv, cv) in enumerate(lanes):
         g, t = lane // 4, lane % 4
-        for p in range(4):
-            for h in range(2):
-                a[g + 8 * (p % 2), 2 * t + h + 8 * (p // 2)] = av[2 * p + h]
-        for p in range(2):
-            for h in range(2):
-                b[2 * t + h + 8 * p, g] = bv[2 * p + h]
+        if tf32:
+            for p in range(4):
+                a[g + 8 * (p % 2), t + 4 * (p // 2)] = tf32_round(av[p])
+            for p in range(2):
+                b[t + 4 * p, g] = tf32_round(bv[p])
+        else:
+            for p in range(4):
+                for h in range(2):
+                    a[g + 8 * (p % 2), 2 * t + h + 8 * (p // 2)] = av[2 * p + h]
+            for p in range(2):
+                for h in range(2):
+                    b[2 * t + h + 8 * p, g] = bv[2 * p + h]
         for e in range(4):
             c[g + 8 * (e // 2), 2 * t + e % 2] = cv[e]
     d = (a @ b).astype(np.float32) + c

@@ -290,6 +290,9 @@ class Schedule:
     autotune: bool | None = None        # @autotune: measure the schedule's space (None: not asked)
     # where @tile is written (for errors); not part of the meaning
     tile_span: Any = field(default=None, compare=False, repr=False)
+    # config { allow_tf32: true }: f32 contractions may round their operands to TF32 on tensor
+    # cores (the one hint that changes results, within TF32's precision; None: exact)
+    allow_tf32: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ about a device reaches the compiler.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 
@@ -20,10 +21,12 @@ class Target:
     shared_bytes: int           # shared (workgroup / threadgroup) memory per block
     dtypes: frozenset           # element types it computes in and stores
     tensor_cores: tuple = ()    # MMA instruction families: ("mma.sync",), ("wgmma", "mma.sync")
+    async_copy: bool = False    # global -> shared copies in the background (cp.async, sm_80 on)
     collectives: bool = True    # warp / subgroup reductions
     atomics: frozenset = frozenset({"+", "max", "min"})
     arch: str = ""              # "sm_90", "apple", "x86-64-v3", an adapter's name
     cores: int = 1              # parallel blocks the host runs at once (CPU)
+    simd_bytes: int = 0         # the width of the host's vector registers (CPU; 0: unknown)
     max_blocks: int = 2 ** 31 - 1   # blocks in a 1-D grid
     # one program for every size set (WebGPU compiles a kernel once): loop counts, grids
     # and scratch counts are expressions over the sizes, bounds proven symbolically, no
@@ -35,6 +38,9 @@ class Target:
     # rounds of subgroup operations of the width the adapter runs, which no schedule knows)
     block_collectives: tuple = ()
     static_shared_bytes: int = 0    # shared arrays of fixed size a kernel declares (0: all)
+    # f32 lanes of the vector values the language computes with (vec4, float4; launch IR
+    # vector dtypes, ir.vector_dtype): 0 where a schedule keeps to scalars
+    vector_lanes: int = 0
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:
@@ -48,18 +54,32 @@ def cuda_target(cc: tuple = (9, 0)) -> Target:
     mma = ("wgmma", "mma.sync") if cc >= (9, 0) else (("mma.sync",) if cc >= (8, 0) else ())
     shared = 227 * 1024 if cc >= (9, 0) else (163 * 1024 if cc >= (8, 0) else 48 * 1024)
     return Target("cuda", "cuda", 32, 1024, shared, _BASE | {"f16", "bf16", "f64"}, mma,
-                  arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16,
+                  async_copy=cc >= (8, 0),
+                  arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16, vector_lanes=4,
                   static_shared_bytes=48 * 1024)      # more is dynamic, on request
 
 
 def cpu_target(arch: str = "") -> Target:
     return Target("cpu", "cpp", 1, 1, 1 << 20, _BASE | {"f16", "bf16", "f64"},
-                  collectives=False, arch=arch, cores=os.cpu_count() or 1)
+                  collectives=False, arch=arch, cores=os.cpu_count() or 1,
+                  simd_bytes=host_simd_bytes())
+
+
+@lru_cache(maxsize=None)
+def host_simd_bytes() -> int:
+    """The vector register width `-march=native` compiles for on this machine: 64 with
+    AVX-512, 32 with AVX, else 16 (SSE2, NEON)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        flags = []
+    return 64 if "avx512f" in flags else 32 if "avx" in flags else 16
 
 
 def metal_target() -> Target:
     return Target("metal", "msl", 32, 1024, 32 * 1024, _BASE | {"f16", "bf16"},
-                  arch="apple", max_blocks=65535)
+                  arch="apple", max_blocks=65535, vector_lanes=4)
 
 
 def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -> Target:
@@ -73,5 +93,5 @@ def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -
                   int(limits.get("max_compute_workgroup_storage_size", 16384)), dtypes,
                   collectives="subgroup" in features,
                   max_blocks=int(limits.get("max_compute_workgroups_per_dimension", 65535)),
-                  symbolic_sizes=True,
+                  symbolic_sizes=True, vector_lanes=4,
                   block_collectives=("f32", "i32", "u32") if "subgroup" in features else ())

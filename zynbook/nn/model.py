@@ -291,6 +291,12 @@ class TinyGPT:
     def grad_sum(self, batch_ids, batch_targets):
         """(the sum of the losses, {name: the sum of the gradients}) over the sequences of a
         [batch, seq] batch (zeros for an empty one: a device with no share of a batch)."""
+        return run_interleaved([self.grad_steps(batch_ids, batch_targets)])[0]
+
+    def grad_steps(self, batch_ids, batch_targets):
+        """grad_sum one sequence at a time: a generator that yields after each sequence's
+        launches and returns grad_sum's result, so that replicas on several devices can
+        take turns on one host thread (nn/parallel.py)."""
         total, sums = 0.0, None
         for ids, targets in zip(batch_ids, batch_targets):
             loss, grads = self.loss_and_grads(ids, targets)
@@ -300,6 +306,7 @@ class TinyGPT:
             else:
                 for name, g in grads.items():
                     self.dev.add_assign(sums[name], g)
+            yield
         if sums is None:
             sums = {name: self.dev.alloc(len(buf)) for name, buf in self.params.items()}
         return total, sums
@@ -398,6 +405,21 @@ class TinyGPT:
             tokens.append(nxt)
             new = [nxt]
         return tokens
+
+
+def run_interleaved(steps: list) -> list:
+    """Drive generators (grad_steps) one step each in turn until all have returned; their
+    return values, in order."""
+    results = [None] * len(steps)
+    live = list(range(len(steps)))
+    while live:
+        for k in list(live):
+            try:
+                next(steps[k])
+            except StopIteration as done:
+                results[k] = done.value
+                live.remove(k)
+    return results
 
 
 def _silu_mul_grad_g(xs):

@@ -29,7 +29,7 @@ from . import device_ops as D
 from . import placement
 from .cancel import JobCancelled
 from .lazy import PURE_BUILTINS, Fusion, LazyGraph
-from .parallel import run_split
+from .parallel import chunk_plan, run_split
 from .plans import BlockCache, BlockPlan, LoweredBlock
 from .tensor import Tensor, to_tensor
 from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record
@@ -109,6 +109,7 @@ class Interpreter:
         self.extra_annotations: list = []
         self.extra_key = ""                 # the text extra_annotations were parsed from
         self.lazy = LazyGraph(self)         # blocks recorded, launched at a boundary
+        self.alone = None                   # the block that is a whole top-level statement
         self._lock = threading.RLock()
 
     # ---------------------------------------------------------------- helpers
@@ -210,6 +211,10 @@ class Interpreter:
     def exec_top(self, stmt):
         """(the statement's value, whether it is an expression a notebook should show); the
         end of a top-level statement is a boundary of the lazy graph"""
+        # a compute block that is the whole statement has nothing to fuse with: launched
+        # where it is met, without recording it
+        self.alone = stmt.value if isinstance(stmt, A.Let) else \
+            stmt.expr if isinstance(stmt, A.ExprStmt) else None
         return self._computed(self.exec(stmt)), isinstance(stmt, A.ExprStmt)
 
     def exec_block(self, body):
@@ -355,29 +360,35 @@ class Interpreter:
                 configure(self.session, kw.name, value, kw.value.span)
             elif kw.name == "memory_budget":
                 D.set_memory_budget(self, value, kw.value.span)
-            elif kw.name in ("autotune", "tune_budget", "flash_config"):
+            elif kw.name in ("autotune", "tune_budget", "flash_config", "allow_tf32"):
                 self._tuning(kw.name, value, kw.value.span)
             elif kw.name == "fuse":
                 if not isinstance(value, (bool, np.bool_)):
                     raise ZynMLTypeError("fuse takes true or false", kw.value.span)
                 self.session.fuse = bool(value)
+            elif kw.name == "cuda_graph":
+                if not (isinstance(value, (bool, np.bool_)) or value == "auto"):
+                    raise ZynMLTypeError('cuda_graph takes true, false or "auto"', kw.value.span)
+                # runtime/replay.py
+                self.session.cuda_graph = value if value == "auto" else bool(value)
             else:
                 raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
                                      "seed, cluster, model_split, memory_budget, autotune, "
-                                     "tune_budget, flash_config, fuse", kw.span)
+                                     "tune_budget, flash_config, allow_tf32, fuse, cuda_graph",
+                                     kw.span)
         return None
 
     def _tuning(self, key: str, value, span):
-        """`config { autotune: true, tune_budget: 20, flash_config: "ampere" }`:
+        """`config { autotune: true, tune_budget: 20, flash_config: "ampere", allow_tf32: true }`:
         zynbook/tuning.py's settings."""
         import dataclasses
         from ..compiler.schedules.configs import CONFIGS
         from ..tuning import Settings
         settings = getattr(self.session, "tuning", None) or Settings()
-        if key == "autotune":
+        if key in ("autotune", "allow_tf32"):
             if not isinstance(value, (bool, np.bool_)):
-                raise ZynMLTypeError("autotune takes true or false", span)
-            settings = dataclasses.replace(settings, autotune=bool(value))
+                raise ZynMLTypeError(f"{key} takes true or false", span)
+            settings = dataclasses.replace(settings, **{key: bool(value)})
         elif key == "flash_config":
             if not isinstance(value, str) or value not in CONFIGS:
                 raise ZynMLNameError(f"flash_config is one of {', '.join(CONFIGS)}, not "
@@ -679,6 +690,9 @@ class Interpreter:
         if len(args) != len(params):
             raise ZynMLTypeError(f"pipeline {p.name} takes {len(params)} argument(s), got "
                                  f"{len(args)}", node.span if node else NO_SPAN)
+        replayed, recorder = self.lazy.traces.enter(p, args)     # runtime/traces.py
+        if replayed is not None:
+            return replayed
         local: dict = {}
         dims: dict = {}
         for q, v in zip(params, args):
@@ -697,10 +711,10 @@ class Interpreter:
                 result = r.value
             if p.node.returns is not None and result is not None:
                 self.check_type(result, p.node.returns, dims, f"the result of {p.name}")
-            return result
         finally:
             self.pipelines.pop()
             self.frames.pop()
+        return recorder.leave(result) if recorder is not None else result
 
     def check_type(self, value, typ: A.TypeExpr, dims: dict, what: str):
         name = typ.name
@@ -814,6 +828,9 @@ class Interpreter:
         mode = lowered.kernel.schedule.parallel
         device = get_device(device_ids[0])
         now = self._launched_now(lowered, device, run_async, mode)
+        if not now and node is self.alone and not self.frames and not self.lazy.pending:
+            return self._launch(device, lowered, inputs, sizes, scalar_values, node,
+                                commit=commit, plan=plan)
         if not now:
             source = self.pipelines[-1].source if self.pipelines else self.source
             lz = self.lazy.defer(node, lowered, plan, inputs, scalar_values, device, commit,
@@ -962,8 +979,9 @@ class Interpreter:
 
     def _launch_split(self, devices, lowered, inputs, sizes, given, scalars, mode, node):
         """A block split across devices (runtime/parallel.py) or run on a Dask cluster."""
-        def launch(device, parts, chunk_sizes):
-            out = self._launch(device, lowered, parts, chunk_sizes, scalars, node)
+        def launch(device, parts, chunk_sizes, plan=None):
+            out = self._launch(device, lowered, parts, chunk_sizes, scalars, node,
+                               plan=plan or chunk_plan(lowered, chunk_sizes))
             return out.data if isinstance(out, Tensor) else out
 
         def solve_chunk(shapes, chunk_given):
@@ -1006,7 +1024,12 @@ class Interpreter:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span
             raise err.with_source(self.source)
-        compiled = CompiledKernel(lowered, device, launch, sizes, fusion)
+        return self.launched(device, lowered, plan, out, launch, commit, fusion)
+
+    def launched(self, device, lowered, plan, out, launch, commit=False, fusion=None):
+        """A launch's output as a ZynML value (a number for a reduction to one value), the
+        launch recorded for the inspector."""
+        compiled = CompiledKernel(lowered, device, launch, plan.sizes, fusion)
         with self._lock:
             self.session.last_kernels.append(compiled)
             self.session.launches.append(launch)

@@ -16,6 +16,9 @@ block: fused, the intermediate is never written and the two are one launch. A fu
 result that is read after all (a pipeline's local read again later) is computed on its own
 then, from the inputs it kept; before an element assignment and at the end of the program
 every such result still named is computed, so none ever reads changed inputs.
+
+A run of the graph on one CUDA device that repeats is replayed as a CUDA graph
+(runtime/replay.py), and a straight-line pipeline's call as its trace (runtime/traces.py).
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ from ..compiler.lower import LoweredKernel
 from ..compiler.passes.pipeline import run_pipeline
 from ..errors import ZynMLMemoryError, ZynMLRuntimeError
 from .plans import BlockPlan
+from .replay import Replays
+from .traces import Traces
 from .tensor import Tensor
 from .values import Record
 
@@ -45,11 +50,13 @@ HOST_DTYPES = ("f32", "f64")
 class Lazy(Tensor):
     """A compute block's result, computed when its data is first read."""
 
-    __slots__ = ("graph", "node", "lowered", "plan", "inputs", "scalars", "source", "result")
+    __slots__ = ("graph", "node", "lowered", "plan", "inputs", "scalars", "source", "result",
+                 "runs_on")
 
     def __init__(self, graph, node, lowered, plan, inputs, scalars, device, commit, source):
-        Tensor.__init__(self, None, device, plan.out_shape, lowered.kernel.output.dtype,
+        Tensor.__init__(self, None, device.id, plan.out_shape, lowered.kernel.output.dtype,
                         committed=commit)
+        self.runs_on = device       # the device object (no registry look-up at the launch)
         self.graph, self.node, self.lowered, self.plan = graph, node, lowered, plan
         self.inputs, self.scalars, self.source = list(inputs), dict(scalars), source
         self.result = _NOT_YET
@@ -121,9 +128,11 @@ class LazyGraph:
         self.fused_away = False     # some result fused away may still be named
         self.pairs: dict = {}       # what fusing two blocks gave, by what decides it
         self.fused: dict = {}       # fused and host-arithmetic kernels' (lowered, plan), made once
+        self.replays = Replays(self)    # runs of the graph captured as CUDA graphs
+        self.traces = Traces(self)      # pipeline calls replayed without interpreting them
 
     def defer(self, node, lowered, plan, inputs, scalars, device, commit, source) -> Lazy:
-        lz = Lazy(self, node, lowered, plan, inputs, scalars, device.id, commit, source)
+        lz = Lazy(self, node, lowered, plan, inputs, scalars, device, commit, source)
         self.pending.append(lz)
         if len(self.pending) >= MAX_PENDING:
             self.flush(roots=[lz])
@@ -149,7 +158,7 @@ class LazyGraph:
         sides = tuple("t" if isinstance(v, Tensor) else "s" for v in (a, b))
         lowered, plan = self._host_plan(op, sides, lz.dtype, lz.shape, span, source)
         inputs = [v for v in (a, b) if isinstance(v, Tensor)]
-        return self.defer(_HostSite(span), lowered, plan, inputs, scalars, _device(lz.device),
+        return self.defer(_HostSite(span), lowered, plan, inputs, scalars, lz.runs_on,
                           False, source)
 
     def _host_plan(self, op, sides, dtype, shape, span, source):
@@ -190,8 +199,11 @@ class LazyGraph:
             return
         with self.interp._lock:
             pending, self.pending = self.pending, []
-            for group in self._groups(pending, self._named(roots, frames=False)):
-                self._launch(group)
+            launches = [(group, self.parts(group))
+                        for group in self._groups(pending, self._named(roots, frames=False))]
+            if not self.replays.run(launches, roots):   # a CUDA graph, where one fits
+                for group, parts in launches:
+                    self._launch(group, parts)
 
     def finish(self, roots=(), frames: bool = True):
         """Run every recorded block, then compute every fused-away result still named (in
@@ -303,8 +315,9 @@ class LazyGraph:
         return live
 
     # ------------------------------------------------------------------------- launching
-    def _launch(self, group: _Group):
-        interp, lz = self.interp, group.result
+    def parts(self, group: _Group) -> tuple:
+        """(lowered, plan, inputs, scalars, Fusion or None) of the launch `group` makes."""
+        lz = group.result
         if len(group.members) == 1:
             lowered, plan, inputs, scalars = lz.lowered, lz.plan, lz.inputs, lz.scalars
         else:
@@ -313,11 +326,16 @@ class LazyGraph:
             values = {id(t): t for m in group.members for t in m.inputs}
             inputs = [values[key] for key in group.block.args]
             scalars = group.block.scalars
-        self.settle(inputs)
         info = Fusion(tuple((n, ln, _source_of(group.members, n)) for n, ln in
                             group.block.origins), group.notes) \
             if len(group.members) > 1 or group.notes else None
-        device = _device(lz.device)
+        return lowered, plan, inputs, scalars, info
+
+    def _launch(self, group: _Group, parts=None):
+        interp, lz = self.interp, group.result
+        lowered, plan, inputs, scalars, info = parts or self.parts(group)
+        self.settle(inputs)
+        device = lz.runs_on
         saved, interp.source = interp.source, lz.source
         try:
             out = interp._launch(device, lowered, inputs, plan.sizes, scalars, lz.node,
@@ -390,7 +408,3 @@ def _source_of(members, name: str) -> str:
             return m.lowered.kernel.source
     return ""
 
-
-def _device(device_id: str):
-    from ..backends.registry import get_device
-    return get_device(device_id)

@@ -32,7 +32,7 @@ import numpy as np
 from ..backends.registry import get_device
 from ..compiler import cir
 from ..errors import ZynMLDeviceError
-from .sharded import (ShardedTensor, chunk_bounds, group_for, move, take)
+from .sharded import (ShardedTensor, chunk_bounds, group_for, is_cuda, move, take)
 from .tensor import Tensor
 
 MODEL_SPLITS = ("features", "contraction")
@@ -221,10 +221,11 @@ def _shape_with(shape, axis, n):
     return tuple(shape)
 
 
-def input_parts(t: Tensor, axis, work) -> list:
-    """Tensors of `t` for each (device, (lo, hi)) of `work`: the chunk lo:hi along `axis`
-    (None: the whole tensor on every device). Shards already in place are used as they are."""
-    ids = [d.id for d, _ in work]
+def input_parts(t: Tensor, axis, work, ids=None) -> list:
+    """Tensors of `t` for each (device, (lo, hi)) of `work` (`ids`: their device ids): the
+    chunk lo:hi along `axis` (None: the whole tensor on every device). Shards already in
+    place are used as they are."""
+    ids = ids if ids is not None else [d.id for d, _ in work]
     if axis is None:
         if isinstance(t, ShardedTensor) and not t.remote:
             arrays = t.replicas(ids)
@@ -252,61 +253,155 @@ def input_parts(t: Tensor, axis, work) -> list:
 
 
 # ------------------------------------------------------------------------ running
+class SplitLayout:
+    """How one block, with one set of solved sizes, is cut over one device list: the split
+    plan, each device's chunk (bounds, solved sizes, BlockPlan), the output's shards or the
+    partial results' rows, and the group that combines them. Worked out at the first run
+    and kept: a block run again with the same shapes launches its chunks straight away,
+    with no re-splitting of shapes, no re-solving and no plan look-ups."""
+
+    __slots__ = ("lowered", "plan", "work", "ids", "chunk_sizes", "chunk_plans", "out_bounds",
+                 "shape", "rows", "group", "queued")
+
+    def __init__(self, devices, lowered, inputs, sizes, given, mode, solve, model_split):
+        kernel = lowered.kernel
+        self.lowered = lowered
+        self.plan = plan = split_plan(kernel, mode, model_split)
+        length = int(sizes[plan.stop])
+        work = [(d, b) for d, b in zip(devices, chunk_bounds(length, len(devices)))
+                if b[1] > b[0]]
+        self.work = work or [(devices[0], (0, 0))]
+        self.ids = [d.id for d, _ in self.work]
+        names = [b.name for b in kernel.inputs]
+        chunk_given = {g: v for g, v in given.items() if g != plan.stop}
+        self.chunk_sizes = []
+        for _, (lo, hi) in self.work:
+            shapes = {n: (t.shape if plan.axes.get(n) is None else
+                          _shape_with(t.shape, plan.axes[n], hi - lo))
+                      for n, t in zip(names, inputs)}
+            self.chunk_sizes.append(_solve_once(kernel, solve, shapes, chunk_given))
+        self.chunk_plans = [chunk_plan(lowered, s) for s in self.chunk_sizes]
+        self.group = group_for([d for d, _ in self.work])
+        self.shape = cir.output_shape(kernel, sizes)
+        self.out_bounds, self.rows = None, None
+        if plan.combine == "concat":
+            self.out_bounds, offset = [], 0
+            for chunk in self.chunk_plans:
+                n = chunk.out_shape[plan.out_axis]
+                self.out_bounds.append((offset, offset + n))
+                offset += n
+            self.shape = _shape_with(self.shape, plan.out_axis, offset)
+        elif plan.contraction and len(self.shape) >= 1 and len(self.work) > 1:
+            self.rows = chunk_bounds(self.shape[0], len(self.work))
+        self.queued = None          # unknown until every chunk's device plan is made
+
+    def queues_without_waiting(self) -> bool:
+        """Whether every chunk's launch returns as soon as its kernel is queued: each chunk's
+        device is a CUDA GPU (a warm launch queues on the caller's stream) whose launch plan
+        for the chunk, made on an earlier run, does not wait (a kernel that can fail at run
+        time waits for itself and reads its error flag). The first run, which compiles, and
+        every other device run the chunks on threads of their own."""
+        if self.queued is not None:
+            return self.queued
+        for (dev, _), plan in zip(self.work, self.chunk_plans):
+            if not is_cuda(dev):
+                self.queued = False
+                return False
+            made = [p for p in plan.prepared_plans() if getattr(p, "device", None) is dev]
+            if not made:
+                return False                # not prepared yet: asked again next run
+            if any(getattr(p, "checked", True) for p in made):
+                self.queued = False
+                return False
+        self.queued = True
+        return True
+
+
+_LAYOUTS: dict = {}
+
+
+def split_layout(devices, lowered, inputs, sizes, given, mode, solve, model_split):
+    """The SplitLayout of this block, sizes and devices, made once (sizes and given are
+    the block plan's own dicts, the same objects at every run with these shapes)."""
+    key = (id(lowered), tuple(sizes.items()), tuple(given.items()),
+           tuple(d.id for d in devices), mode, model_split)
+    hit = _LAYOUTS.get(key)
+    if hit is not None and hit.lowered is lowered:
+        return hit
+    layout = SplitLayout(devices, lowered, inputs, sizes, given, mode, solve, model_split)
+    if len(_LAYOUTS) > 512:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = layout
+    return layout
+
+
 def run_split(devices, lowered, inputs, sizes, given, mode, launch, solve,
               model_split: str = "features"):
     """Run `lowered` split across `devices` (Device objects).
 
     `inputs`: Tensors in kernel input order; `sizes`: the whole kernel's solved sizes;
-    `given`: sizes the host gave; `launch(device, tensors, sizes)` runs one chunk and returns
-    its output (a device array, or a Python scalar for a scalar output); `solve(shapes,
-    given)` solves a chunk's sizes. Returns a ShardedTensor, a Tensor or a scalar."""
-    kernel = lowered.kernel
-    plan = split_plan(kernel, mode, model_split)
-    length = int(sizes[plan.stop])
-    work = [(d, b) for d, b in zip(devices, chunk_bounds(length, len(devices))) if b[1] > b[0]]
-    if not work:
-        work = [(devices[0], (0, 0))]
-    names = [b.name for b in kernel.inputs]
-    per_input = [input_parts(t, plan.axes.get(n), work) for t, n in zip(inputs, names)]
-    chunk_given = {g: v for g, v in given.items() if g != plan.stop}
-    chunks = []
-    for k, (dev, _) in enumerate(work):
-        parts = [p[k] for p in per_input]
-        shapes = {n: p.shape for n, p in zip(names, parts)}
-        chunks.append((dev, parts, _solve_once(kernel, solve, shapes, chunk_given)))
-    # the first chunk runs on this thread, the others at the same time on kept threads
-    rest = [_pool().submit(launch, *c) for c in chunks[1:]]
-    try:
-        first = launch(*chunks[0])
-    finally:
-        cf.wait(rest)
-    outs = [first] + [f.result() for f in rest]
-    group = group_for([d for d, _ in work])
-    dtype = kernel.output.dtype
+    `given`: sizes the host gave; `launch(device, tensors, sizes, plan)` runs one chunk (its
+    BlockPlan given) and returns its output (a device array, or a Python scalar for a scalar
+    output); `solve(shapes, given)` solves a chunk's sizes. Returns a ShardedTensor, a
+    Tensor or a scalar."""
+    layout = split_layout(devices, lowered, inputs, sizes, given, mode, solve, model_split)
+    plan, work = layout.plan, layout.work
+    names = [b.name for b in lowered.kernel.inputs]
+    per_input = [input_parts(t, plan.axes.get(n), work, layout.ids)
+                 for t, n in zip(inputs, names)]
+    chunks = [(dev, [p[k] for p in per_input], layout.chunk_sizes[k], layout.chunk_plans[k])
+              for k, (dev, _) in enumerate(work)]
+    if layout.queues_without_waiting():
+        # each launch returns once its kernel is queued: the devices run at the same time
+        # with no hand-off between host threads
+        outs = [launch(*c) for c in chunks]
+    else:
+        # the first chunk runs on this thread, the others at the same time on kept threads
+        rest = [_pool().submit(launch, *c) for c in chunks[1:]]
+        try:
+            first = launch(*chunks[0])
+        finally:
+            cf.wait(rest)
+        outs = [first] + [f.result() for f in rest]
+    group = layout.group
+    dtype = lowered.kernel.output.dtype
     if plan.combine == "concat":
-        shards, offset = [], 0
-        for (dev, _), out, (_, _, chunk_sizes) in zip(work, outs, chunks):
-            n = cir.output_shape(kernel, chunk_sizes)[plan.out_axis]
-            shards.append((dev.id, out, (offset, offset + n)))
-            offset += n
-        shape = _shape_with(cir.output_shape(kernel, sizes), plan.out_axis, offset)
-        return ShardedTensor(shards, plan.out_axis, shape, dtype, group)
+        shards = [(dev.id, out, b) for (dev, _), out, b in zip(work, outs, layout.out_bounds)]
+        return ShardedTensor(shards, plan.out_axis, layout.shape, dtype, group)
     # partial results combined by plan.op
     if isinstance(outs[0], (int, float, bool, np.generic)):      # scalar outputs
         acc = outs[0]
         for v in outs[1:]:
             acc = _host_op(plan.op, acc, v)
         return acc
-    shape = cir.output_shape(kernel, sizes)
+    shape = layout.shape
     if len(outs) == 1:
         return Tensor(outs[0], work[0][0].id, shape, dtype, committed=True)
-    if plan.contraction and len(shape) >= 1:
-        rows = chunk_bounds(shape[0], len(work))
-        parts = group.reduce_scatter(outs, plan.op, 0, rows)
-        shards = [(d.id, a, b) for (d, _), a, b in zip(work, parts, rows) if b[1] > b[0]]
+    if layout.rows is not None:
+        parts = group.reduce_scatter(outs, plan.op, 0, layout.rows)
+        shards = [(d.id, a, b) for (d, _), a, b in zip(work, parts, layout.rows) if b[1] > b[0]]
         return ShardedTensor(shards, 0, shape, dtype, group)
     reduced = group.all_reduce(outs, plan.op)
     return Tensor(reduced[0], work[0][0].id, shape, dtype, committed=True)
+
+
+_CHUNK_PLANS: dict = {}
+
+
+def chunk_plan(lowered, sizes: dict):
+    """The BlockPlan of a chunk of `lowered` with `sizes`, made once: the devices' launch
+    plans (a CUDA chunk's compiled program among them) are kept with it, so a block run
+    again launches its chunks as a single-device block does, without preparing anew."""
+    from .plans import BlockPlan
+    key = (id(lowered), tuple(sorted(sizes.items())))
+    hit = _CHUNK_PLANS.get(key)
+    if hit is not None and hit[0] is lowered:
+        return hit[1]
+    plan = BlockPlan(lowered, dict(sizes))
+    if len(_CHUNK_PLANS) > 256:
+        _CHUNK_PLANS.clear()
+    _CHUNK_PLANS[key] = (lowered, plan)
+    return plan
 
 
 _SOLVED: dict = {}

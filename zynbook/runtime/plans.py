@@ -109,6 +109,10 @@ class BlockPlan:
     def scalar_values(self, given: dict) -> dict:
         return {name: given[label] for name, label in self.scalar_labels}
 
+    def prepared_plans(self) -> list:
+        """The device plans made so far (every device and tuning)."""
+        return list(self._prepared.values())
+
     def prepared(self, device, tuning=None):
         """The device's LaunchPlan for this kernel and these sizes (made on first use; tuned
         where the kernel or the session's `tuning` settings ask, zynbook/tuning.py)."""

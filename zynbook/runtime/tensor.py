@@ -149,8 +149,9 @@ def to_tensor(value, device: str = "cpu"):
             value = value.detach()
         if value.is_cuda:
             try:
-                import cupy
-                return Tensor(cupy.from_dlpack(value), f"cuda:{value.get_device()}")
+                from ..backends.cuda.views import cupy_view     # made once per tensor
+                view = cupy_view(value)
+                return Tensor(view, f"cuda:{view.device.id}")
             except ImportError:
                 pass
         return Tensor(np.asarray(value.cpu().numpy()), "cpu")

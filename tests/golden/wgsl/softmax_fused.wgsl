@@ -25,9 +25,9 @@ fn zyn_chk(i: i32, n: i32, site: i32) -> i32 {
     if (i < 0i || i >= n) { zyn_fail(site, i); return 0i; } return i; }
 // on the bits: a shader compiler may assume x == x
 fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
-// max and min propagate NaN, as numpy's maximum and minimum do
+// max and min propagate NaN, as numpy's maximum and minimum do (selects, no branch)
 fn zyn_max_f32(a: f32, b: f32) -> f32 {
-    if (zyn_isnan_f32(a)) { return a; } if (zyn_isnan_f32(b)) { return b; } return max(a, b); }
+    return select(select(max(a, b), b, zyn_isnan_f32(b)), a, zyn_isnan_f32(a)); }
 
 // block: one block runs the whole body (256 threads)
 @compute @workgroup_size(256)

@@ -4,7 +4,7 @@
 A plan is a JSON-able dict plus a list of binary buffers (the uniform struct and the inputs
 in their WGSL storage types); the runner creates every buffer the program binds, dispatches
 its passes and returns the buffers named in `read` (the output, and the error flag where the
-program has one). The sizes of scratch, partials and error buffers and the dispatch
+program has one). The sizes of scratch and error buffers and the dispatch
 geometry are computed here exactly as zynbook/backends/webgpu/device.py computes them.
 """
 from __future__ import annotations
@@ -120,20 +120,14 @@ def build(program: wgsl.Program, kernel: cir.Kernel, inputs: list, sizes: dict,
     out_count = int(np.prod(out_shape)) if out_shape else 1
     buffers[out.name] = {"size": out_count * np.dtype(rt.STORAGE_NUMPY[out_storage]).itemsize,
                          "data": None}
-    for st, count in program.scratch.items():
-        n = int(count(env)) * program.scratch_slots(env)
-        buffers[f"@scratch_{st}"] = {"size": max(1, n) * 4, "data": None}
     for role, nbytes in program.scratch_bytes.items():
-        # launch-IR scratch (partials between launches): one buffer per launch
+        # scratch (partials between launches): one buffer per launch
         buffers[role] = {"size": max(4, int(nbytes(env))), "data": None}
     read = [out.name]
     for b in program.bindings:
         if b.buffer == "@error":
             buffers["@error"] = {"size": 4 * errflag.WORDS, "data": None}
             read.append("@error")
-        elif b.buffer in ("@partials", "@partials_i"):
-            g = next(int(p.workgroups(env)) for p in program.passes)
-            buffers[b.buffer] = {"size": max(1, g) * 4, "data": None}
     bind_max = lim["maxStorageBufferBindingSize"]
     for b in program.bindings:
         if b.access == "uniform" or b.buffer not in buffers:

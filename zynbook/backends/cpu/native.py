@@ -2,7 +2,13 @@
 
 * Compiler: `$CXX`, else `$CC`, else the first of c++, g++, clang++, cc, gcc, clang on the
   PATH; the source is compiled as C++17 (`-x c++`), with `-O3 -march=native -fPIC -shared`
-  and `-fopenmp` where the compiler takes them (probed once).
+  and `-fopenmp` where the compiler takes them (probed once). `-fno-math-errno` (no kernel
+  reads errno) lets loops of math functions vectorise, and where glibc's vector math library
+  links (a probe) the kernels call it (`ZYN_LIBMVEC`: codegen/dialects/cpp.py). No
+  -ffast-math: a loop that only updates sums, maxima or minima (ir.For.reduce) keeps a
+  partial one per vector lane, combined in an order fixed at compile time (the same result
+  at every launch, whatever the number of threads); nothing else is reassociated; NaN
+  propagates.
 * Cache (`zynbook/cache.py`): `codegen/c.py` bakes the sizes into the source; the mapped
   library is kept in memory by (CIR hash, sizes, compiler, resolved flags, versions) and its
   bytes on disk under `$ZYNBOOK_CACHE_DIR/cpu` (default `~/.cache/zynbook/cpu`) by that key
@@ -35,6 +41,8 @@ from ... import cache as kcache
 from ...runtime.cancel import call_native
 from ...compiler import cir, errflag
 from ...compiler.codegen import c as c_codegen
+from ...compiler.codegen.dialects.cpp import (LIBMVEC_MACRO, SERIAL_WORD, VECTOR_MATH,
+                                              vector_math_declarations)
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError
 from ..base import Device, Launch, LaunchPlan, LaunchTimes
@@ -104,6 +112,22 @@ extern "C" int zyn_probe(void) {
 """
 
 
+
+def _vector_math_probe() -> str:
+    """A library whose loops call every function the kernels may call in vector form."""
+    body = []
+    for fn in VECTOR_MATH:
+        for t, suffix in (("float", "f"), ("double", "")):
+            v = t[0]
+            args = f"{v}x[i], {v}x[i]" if fn == "pow" else f"{v}x[i]"
+            body.append(f"    for (int i = 0; i < n; ++i) {v}y[i] = {fn}{suffix}({args});")
+    return ("#include <math.h>\n" + vector_math_declarations() + "\n"
+            'extern "C" void zyn_probe_math(const float* __restrict__ fx, float* __restrict__ fy, '
+            "const double* __restrict__ dx, double* __restrict__ dy, int n) {\n"
+            + "\n".join(body) + "\n}\n"
+            'extern "C" int zyn_probe(void) { return 1; }\n')
+
+
 class CompiledC:
     """A mapped library: `path` is its disk cache entry (None when kept in memory only)."""
 
@@ -129,6 +153,7 @@ class NativeCpuDevice(Device):
         self._resolved: tuple | None = None
         self._target: tuple | None = None          # the key's target and versions parts
         self._openmp = False
+        self._libs: list = []                      # libraries the kernels link
         self._version: str | None = None
 
     # ----------------------------------------------------------------- compiler
@@ -154,7 +179,7 @@ class NativeCpuDevice(Device):
             if self._flags is not None:
                 return self._flags
             base = ["-x", "c++", "-std=c++17", "-O3", "-fPIC", "-shared", "-fno-exceptions",
-                    "-fno-rtti", "-w"]
+                    "-fno-rtti", "-fno-math-errno", "-w"]
             flags = list(base)
             if self._probe(flags + ["-march=native"]):
                 flags.append("-march=native")
@@ -164,6 +189,10 @@ class NativeCpuDevice(Device):
             elif not self._probe(flags):
                 raise ZynMLDeviceError(f"the C++ compiler `{' '.join(self.compiler)}` cannot "
                                        "build a shared library")
+            mvec = [f"-D{LIBMVEC_MACRO}"]
+            if self._probe(flags + mvec, _vector_math_probe(), ["-lmvec", "-Wl,--no-undefined"]):
+                flags += mvec
+                self._libs = ["-lmvec"]
             self._flags = flags
             return flags
 
@@ -189,13 +218,13 @@ class NativeCpuDevice(Device):
                                                    **({"choice": params} if params else {})),
                                target=target, versions=versions)
 
-    def _probe(self, flags) -> bool:
+    def _probe(self, flags, source: str = _PROBE, libs=()) -> bool:
         with tempfile.TemporaryDirectory() as tmp:
             src = Path(tmp) / "probe.cpp"
-            src.write_text(_PROBE)
+            src.write_text(source)
             out = Path(tmp) / "probe.so"
             try:
-                res = subprocess.run(self.compiler + flags + ["-o", str(out), str(src), "-lm"],
+                res = subprocess.run(self.compiler + flags + ["-o", str(out), str(src), *libs, "-lm"],
                                      capture_output=True, text=True, timeout=120)
             except (OSError, subprocess.SubprocessError):
                 return False
@@ -245,7 +274,8 @@ class NativeCpuDevice(Device):
             src.write_text(program.source)
             out = tmp_dir / "kernel.so"
             try:
-                res = subprocess.run(self.compiler + flags + ["-o", str(out), str(src), "-lm"],
+                res = subprocess.run(self.compiler + flags + ["-o", str(out), str(src), *self._libs,
+                                                              "-lm"],
                                      capture_output=True, text=True, timeout=600)
             except (OSError, subprocess.SubprocessError) as err:
                 raise ZynMLDeviceError(f"the C++ compiler did not run for kernel "
@@ -307,6 +337,10 @@ class NativeCpuDevice(Device):
 # a kernel that finished within this the last time runs on the calling thread: waiting for
 # it in a worker (so an interrupt can stop the wait) costs more than the kernel itself
 _DIRECT_CALL_SECONDS = 1e-3
+# a launch whose buffers hold fewer elements than this in all runs its blocks on the calling
+# thread (SERIAL_WORD): waking the other cores' threads and joining them costs more than the
+# work (tens of microseconds, milliseconds where other processes hold the cores)
+_SERIAL_WORK = 1 << 15
 
 
 class NativePlan(LaunchPlan):
@@ -334,6 +368,10 @@ class NativePlan(LaunchPlan):
         self.geometry = {"executor": "compiled C++", "schedule": self.compiled.program.schedule,
                          "openmp": self.compiled.program.openmp}
         self.quick = False
+        elements = sum(b[3] for b in self.buffers) + int(np.prod(self.out_shape, dtype=np.int64))
+        self.serial = self.compiled.program.openmp and elements < _SERIAL_WORK
+        self.geometry["threads"] = "one" if self.serial or not self.compiled.program.openmp \
+            else "every core"
 
     def _array(self, a, name, dtype, shape, size):
         arr = np.ascontiguousarray(self.device.from_host(a), dtype=dtype)
@@ -351,7 +389,8 @@ class NativePlan(LaunchPlan):
         ivals = [int(scalars[n]) for n in self.int_names]
         fargs = (ctypes.c_double * max(1, len(fvals)))(*fvals)
         iargs = (ctypes.c_longlong * max(1, len(ivals)))(*ivals)
-        err = (ctypes.c_int * (c_codegen.CANCEL_WORD + 1))()
+        err = (ctypes.c_int * (SERIAL_WORD + 1))()
+        err[SERIAL_WORD] = self.serial
         t2 = time.perf_counter()
         self._call(ptrs, fargs, iargs, err, keep=(arrays, out, self.compiled, err))
         t3 = time.perf_counter()

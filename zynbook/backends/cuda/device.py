@@ -34,6 +34,10 @@ from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLRuntimeError
 from ..base import DeferredKernelTime, Device, Launch, LaunchPlan
 
+# event pairs a plan keeps for timing its launches (more launches whose times are not read
+# yet get pairs of their own)
+EVENT_POOL = 4
+
 _SCALAR_NP = {"f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
               "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
               "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bool": np.bool_}
@@ -96,18 +100,29 @@ class CompiledCuda:
         self.compile_seconds = compile_seconds
         self.functions = {}
 
-    def function(self, name):
+    def function(self, name, dynamic_shared: int = 0):
         f = self.functions.get(name)
         if f is None:
             f = self.module.get_function(name)
+            if dynamic_shared > 48 * 1024:      # more than the default needs the opt-in
+                from cupy.cuda import driver
+                driver.funcSetAttribute(
+                    f.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_shared)
             self.functions[name] = f
         return f
 
     def steps_for(self, buffers):
+        """The program's steps for these buffers: those reading 16 bytes at a time where
+        every buffer they need so is aligned, else the element-by-element fallback."""
         prog = self.program
         if prog.unaligned_steps is not None:
-            for b, arr in zip(list(self.kernel.inputs) + [self.kernel.output], buffers):
-                if b.name in prog.aligned_buffers and arr.data.ptr % 16:
+            aligned = self.__dict__.get("_aligned")
+            if aligned is None:
+                names = [b.name for b in list(self.kernel.inputs) + [self.kernel.output]]
+                aligned = self._aligned = tuple(i for i, n in enumerate(names)
+                                                if n in prog.aligned_buffers)
+            for i in aligned:
+                if buffers[i].data.ptr % 16:
                     return prog.unaligned_steps
         return prog.steps
 
@@ -126,32 +141,48 @@ class CompiledCuda:
             self._no_err = cp.zeros(errflag.WORDS, dtype=np.int32)
         return self._no_err
 
+    def scalar_args(self, scalars: dict) -> tuple:
+        """The scalars the kernels take at launch (sizes are compiled in), as C values."""
+        return tuple(_SCALAR_NP[s.dtype](scalars[s.name]) for s in self.kernel.scalars
+                     if s.name not in self.program_sizes)
+
+    def bound_steps(self, steps, scratch: dict, err) -> tuple:
+        """`steps` with their functions found and their fixed arguments (scratch buffers,
+        the error flag `err`, which every kernel takes last) in place: per step
+        (function, grid, block, shared bytes, name, parts), a part being "buffers",
+        "scalars" or a tuple of fixed arguments."""
+        bound = []
+        for step in steps:
+            parts = []
+            for a in step.args:
+                if a in ("buffers", "scalars"):
+                    parts.append(a)
+                elif a.startswith("scratch:"):
+                    parts.append((scratch[a.split(":", 1)[1]],))
+            parts.append((err,))
+            bound.append((self.function(step.func, step.smem), step.grid, step.block, step.smem,
+                          step.func, tuple(parts)))
+        return tuple(bound)
+
+    @staticmethod
+    def run_bound(bound, buffers: tuple, scalar_args: tuple, stream=None):
+        """Queue the steps of `bound_steps` on `stream` for these buffers and scalars."""
+        for f, grid, block, smem, name, parts in bound:
+            args = ()
+            for p in parts:
+                args += buffers if p == "buffers" else scalar_args if p == "scalars" else p
+            try:
+                f(grid, block, args, shared_mem=smem, stream=stream)
+            except Exception as err:
+                raise ZynMLRuntimeError(f"CUDA launch of `{name}` failed: {err}") from None
+
     def launch_raw(self, buffers, scalars: dict, stream=None, scratch=None, err=None):
         """Launch every step on `buffers` (inputs then output, CuPy arrays in storage dtype);
         every kernel takes the error flag `err` last."""
-        cp = _cp()
         scratch = scratch if scratch is not None else self.scratch()
         err = err if err is not None else self.error_flag()
-        scalar_args = []
-        for s in self.kernel.scalars:
-            if s.name in self.program_sizes:
-                continue
-            scalar_args.append(_SCALAR_NP[s.dtype](scalars[s.name]))
-        for step in self.steps_for(buffers):
-            args = []
-            for a in step.args:
-                if a == "buffers":
-                    args.extend(buffers)
-                elif a == "scalars":
-                    args.extend(scalar_args)
-                elif a.startswith("scratch:"):
-                    args.append(scratch[a.split(":", 1)[1]])
-            args.append(err)
-            f = self.function(step.func)
-            try:
-                f(step.grid, step.block, tuple(args), shared_mem=step.smem, stream=stream)
-            except Exception as err:
-                raise ZynMLRuntimeError(f"CUDA launch of `{step.func}` failed: {err}") from None
+        bound = self.bound_steps(self.steps_for(buffers), scratch, err)
+        self.run_bound(bound, tuple(buffers), self.scalar_args(scalars), stream)
         return scratch
 
 
@@ -408,9 +439,10 @@ class CudaDevice(Device):
 
 class CudaPlan(LaunchPlan):
     """A compiled program with its sizes bound, launched again and again: the module,
-    output shape and dtype, the scratch buffers and error flag of each stream are found
-    once, so a launch converts nothing it need not, allocates only the output and queues
-    the kernels.
+    output shape and dtype, whether the output must start zeroed, and per stream the
+    scratch buffers, error flag and kernel argument layout are found once, so a warm launch
+    converts nothing it need not, allocates only the output (uninitialised where every
+    element is stored) and queues the kernels.
 
     Streams and waiting: a launch from the host program runs on the caller's current CuPy
     stream (the default stream unless the caller picked one), so it is ordered after the
@@ -418,11 +450,13 @@ class CudaPlan(LaunchPlan):
     the default stream, `to_host`), and it returns without waiting for the kernel. A program
     that can fail at run time (it has error sites, compiler/errflag.py) is waited for and its
     flag read before the launch returns, so an out-of-range index is still a
-    ZynMLRuntimeError naming the ZynML line, raised by the statement that made it. A
-    background launch (an `@async` block, a direct `CudaDevice.launch`) runs on its
-    thread's own stream and waits. Driver faults of a launch that did not wait (an illegal
-    address) surface at the next synchronisation. Kernel times come from CUDA events, read
-    when first asked for (`DeferredKernelTime`)."""
+    ZynMLRuntimeError naming the ZynML line, raised by the statement that made it. The flag
+    is zeroed once per stream and again only after it reported a failure. A background
+    launch (an `@async` block, a direct `CudaDevice.launch`) runs on its thread's own stream
+    and waits. Driver faults of a launch that did not wait (an illegal address) surface at
+    the next synchronisation. Kernel times come from CUDA events, read when first asked for
+    (`DeferredKernelTime`). `enqueue` is the launch without events or waiting: what a CUDA
+    graph captures (backends/cuda/graph.py)."""
 
     def __init__(self, device: CudaDevice, kernel: cir.Kernel, sizes: dict, params=None):
         super().__init__(device, kernel, sizes)
@@ -432,9 +466,12 @@ class CudaPlan(LaunchPlan):
         self.compile_s = time.perf_counter() - t0
         self.out_shape = cir.output_shape(kernel, sizes)
         self.out_dtype = storage_dtype(kernel.output.dtype)
+        # an output some element of which may not be stored starts at zero, as on every device
+        self.zeroed = _may_skip_elements(kernel, sizes)
         self.dtypes = tuple((b.dtype, storage_dtype(b.dtype)) for b in kernel.inputs)
         self.checked = bool(self.compiled.program.error_sites)
-        self._streams: dict = {}        # stream pointer -> (scratch buffers, error flag)
+        self._streams: dict = {}        # stream pointer -> (scratch, flag, {steps id: bound})
+        self._events: list = []         # (start, end) event pairs, reused once read
         prog = self.compiled.program
         self.geometry = {"steps": [{"kernel": s.func, "grid": s.grid, "block": s.block}
                                    for s in prog.steps], "schedule": prog.schedule}
@@ -447,49 +484,82 @@ class CudaPlan(LaunchPlan):
         with cp.cuda.Device(dev.index):
             if not background:
                 return self._launch_on(cp, cp.cuda.get_current_stream(), inputs, scalars,
-                                       wait=self.checked)
+                                       wait=self.checked, pooled=True)
             stream = dev.stream()
             with stream:
                 return self._launch_on(cp, stream, inputs, scalars, wait=True)
 
+    def fits(self, a, want, cp=None) -> bool:
+        """Whether input `a` is taken as it is (a CuPy array of the storage dtype, contiguous,
+        on this device): the usual case of a warm run."""
+        return type(a) is (cp or _cp()).ndarray and a.dtype == want and \
+            a.flags.c_contiguous and a.data.device_id == self.device.index
+
     def _buffer(self, cp, a, dtype: str, want):
-        """An input as the kernel takes it: as it is when it already fits (the usual case
-        of a warm run), else converted (dlpack, a copy, another dtype)."""
-        if type(a) is cp.ndarray and a.dtype == want and a.flags.c_contiguous and \
-                a.data.device_id == self.device.index:
+        """An input as the kernel takes it: as it is when it fits, else converted (dlpack,
+        a copy, another dtype)."""
+        if self.fits(a, want, cp):
             return a
         return self.device._as_device_array(a, dtype)
 
-    def _buffers(self, stream):
-        """Scratch buffers and error flag for launches on `stream`: launches on one stream
-        run one after another, so they share them. A flag is zero before every launch
-        (one that reported an error is cleared as the error is raised)."""
+    def _output(self, cp):
+        try:
+            if self.zeroed:
+                return cp.zeros(self.out_shape, dtype=self.out_dtype)
+            return cp.empty(self.out_shape, dtype=self.out_dtype)
+        except cp.cuda.memory.OutOfMemoryError as err:
+            raise ZynMLMemoryError(f"out of GPU memory on {self.device.id}: {err}") from None
+
+    def _bound(self, stream, bufs):
+        """(the kernels bound to `stream`'s scratch buffers and error flag, the flag):
+        launches on one stream run one after another, so they share them."""
         held = self._streams.get(stream.ptr)
         if held is None:
             held = self._streams[stream.ptr] = (self.compiled.scratch(),
-                                                self.compiled.error_flag())
-        return held
+                                                self.compiled.error_flag(), {})
+        steps = self.compiled.steps_for(bufs)
+        bound = held[2].get(id(steps))
+        if bound is None:
+            bound = held[2][id(steps)] = self.compiled.bound_steps(steps, held[0], held[1])
+        return bound, held[1]
 
-    def _launch_on(self, cp, stream, inputs, scalars, wait: bool):
-        dev = self.device
+    def enqueue(self, cp, stream, inputs, scalars):
+        """Queue the kernels on `stream`, nothing timed, nothing waited for: (the inputs as
+        the kernels take them, the output in storage dtype, the error flag)."""
         t0 = time.perf_counter()
-        bufs = [self._buffer(cp, a, *dt) for a, dt in zip(inputs, self.dtypes)]
-        upload = time.perf_counter() - t0
-        try:
-            out = cp.zeros(self.out_shape, dtype=self.out_dtype)
-        except cp.cuda.memory.OutOfMemoryError as err:
-            raise ZynMLMemoryError(f"out of GPU memory on {dev.id}: {err}") from None
-        scratch, flag = self._buffers(stream)
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        bufs.append(out)
-        self.compiled.launch_raw(bufs, scalars, stream=stream, scratch=scratch, err=flag)
-        end.record(stream)
+        bufs = tuple(self._buffer(cp, a, *dt) for a, dt in zip(inputs, self.dtypes))
+        self.upload_s = time.perf_counter() - t0
+        out = self._output(cp)
+        bufs += (out,)
+        bound, flag = self._bound(stream, bufs)
+        self.compiled.run_bound(bound, bufs, self.compiled.scalar_args(scalars), stream)
+        return bufs, out, flag
+
+    def _event_pair(self, cp, pooled: bool):
+        """(start, end) CUDA events for one launch's time: a pair no earlier launch's
+        unread time holds (held by the list, the loop and the call's argument: 3), else a
+        new one (kept for later launches while the pool is small). Only launches of the
+        host program, one at a time, take pooled pairs."""
+        if pooled:
+            for pair in self._events:
+                if sys.getrefcount(pair) <= 3:
+                    return pair
+        pair = (cp.cuda.Event(), cp.cuda.Event())
+        if pooled and len(self._events) < EVENT_POOL:
+            self._events.append(pair)
+        return pair
+
+    def _launch_on(self, cp, stream, inputs, scalars, wait: bool, pooled: bool = False):
+        dev = self.device
+        pair = self._event_pair(cp, pooled)
+        pair[0].record(stream)
+        _, out, flag = self.enqueue(cp, stream, inputs, scalars)
+        pair[1].record(stream)
         if wait:
-            self._wait(end)
-            self._check(flag)
-        times = DeferredKernelTime(lambda: self._elapsed(start, end), compile=self.compile_s,
-                                   upload=upload, source="gpu-events")
+            self._wait(pair[1])
+            self.check(flag)
+        times = DeferredKernelTime(lambda: self._elapsed(pair), compile=self.compile_s,
+                                   upload=self.upload_s, source="gpu-events")
         self.compile_s = 0.0            # the first launch reports the build
         if self.kernel.output.dtype == "bf16":
             out = bf16_bits_to_f32(out)
@@ -502,7 +572,8 @@ class CudaPlan(LaunchPlan):
             raise ZynMLRuntimeError(f"kernel `{self.kernel.name}` failed on "
                                     f"{self.device.id}: {err}") from None
 
-    def _check(self, flag):
+    def check(self, flag):
+        """Raise the ZynML error a finished launch reported in `flag` (cleared for the next)."""
         if not self.checked:
             return
         words = flag.get()
@@ -511,9 +582,9 @@ class CudaPlan(LaunchPlan):
             errflag.raise_if_failed(self.compiled.program.error_sites, words, self.kernel,
                                     self.sizes)
 
-    def _elapsed(self, start, end) -> float:
-        self._wait(end)
-        return _cp().cuda.get_elapsed_time(start, end) / 1000.0
+    def _elapsed(self, pair) -> float:
+        self._wait(pair[1])
+        return _cp().cuda.get_elapsed_time(pair[0], pair[1]) / 1000.0
 
 
 class CudaMemoryPool:
@@ -562,6 +633,16 @@ def f32_to_bf16_bits(x):
 def bf16_bits_to_f32(b):
     cp = _cp()
     return (b.astype(cp.uint32) << 16).view(cp.float32)
+
+
+def _may_skip_elements(kernel: cir.Kernel, sizes: dict) -> bool:
+    """Whether some output element may not be stored (a conditional store, an accumulation,
+    a loop not over the whole axis): such an output is allocated zeroed."""
+    try:
+        from ...compiler.fusion import _stores_once     # the rule fusion uses for epilogues
+        return bool(_stores_once(kernel, sizes))
+    except Exception:       # a size it cannot evaluate: assume the worst
+        return True
 
 
 def _is_torch(a) -> bool:

@@ -341,21 +341,13 @@ class WebGPUDevice(Device):
         out_bytes = out_n * np.dtype(rt.STORAGE_NUMPY[out_storage]).itemsize
         out_buf = self._buffer(out_bytes, "out")
         buffers[out_b.name] = out_buf
-        for st, count in prog.scratch.items():
-            n = int(count(env)) * prog.scratch_slots(env)
-            buffers[f"@scratch_{st}"] = self._buffer(max(1, n) * 4, f"scratch {st}")
-        for role, nbytes in getattr(prog, "scratch_bytes", {}).items():
-            # launch-IR scratch (partials between launches): one buffer, zeroed when created
+        for role, nbytes in prog.scratch_bytes.items():
+            # scratch (partials between launches): one buffer, zeroed when created
             buffers[role] = self._buffer(max(4, int(nbytes(env))), role)
         err_buf = None
         if any(b.buffer == "@error" for b in prog.bindings):
             # compiler/errflag.py: zeroed when created, read after the launch
             err_buf = buffers["@error"] = self._buffer(4 * errflag.WORDS, "error flag")
-        part = getattr(prog, "partials", None)
-        for b in prog.bindings:
-            if b.buffer in ("@partials", "@partials_i"):
-                g = next(p.workgroups(env) for p in prog.passes)
-                buffers[b.buffer] = self._buffer(max(1, g) * 4, b.buffer)
         for b in prog.bindings:
             if b.access != "uniform" and b.buffer in buffers and buffers[b.buffer].size > max_bind:
                 raise ZynMLDeviceError(
@@ -389,7 +381,7 @@ class WebGPUDevice(Device):
             if qset is not None:
                 tw = {"query_set": qset, "beginning_of_pass_write_index": 2 * n,
                       "end_of_pass_write_index": 2 * n + 1}
-            cpass = encoder.begin_compute_pass(label=p.label, timestamp_writes=tw)
+            cpass = encoder.begin_compute_pass(label=p.entry, timestamp_writes=tw)
             cpass.set_pipeline(compiled.pipelines[p.entry])
             cpass.set_bind_group(0, group)
             cpass.dispatch_workgroups(*dims)

@@ -4,31 +4,18 @@ from __future__ import annotations
 import importlib
 
 
-def _python(mod, kernel, sizes):
-    return mod.render(kernel)
-
-
 def _cuda(mod, kernel, sizes):
     if sizes is None:
         raise ValueError("CUDA source has its sizes compiled in: run the kernel first")
     return mod.render_cuda(kernel, sizes).source
 
 
-def _wgsl(mod, kernel, sizes):
-    return mod.render_source(kernel, sizes=sizes)
-
-
-def _msl(mod, kernel, sizes):
-    return mod.render(kernel, sizes)
-
-
-def _c(mod, kernel, sizes):
-    return mod.render(kernel, sizes)
-
-
 # language -> (module, function giving the source text)
-RENDERERS = {"python": ("python", _python), "cuda": ("cuda", _cuda), "wgsl": ("wgsl", _wgsl),
-             "msl": ("msl", _msl), "c": ("c", _c)}
+RENDERERS = {"python": ("python", lambda mod, kernel, sizes: mod.render(kernel)),
+             "cuda": ("cuda", _cuda),
+             "wgsl": ("wgsl", lambda mod, kernel, sizes: mod.render_source(kernel, sizes=sizes)),
+             "msl": ("msl", lambda mod, kernel, sizes: mod.render(kernel, sizes)),
+             "c": ("c", lambda mod, kernel, sizes: mod.render(kernel, sizes))}
 
 
 def render_text(language: str, kernel, sizes: dict | None = None) -> str:

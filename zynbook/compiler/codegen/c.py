@@ -2,18 +2,10 @@
 
 `render_program(kernel, sizes, openmp=True)` returns a `CProgram`: the source text, the
 order in which the entry point takes its scalar arguments and a map from generated lines to
-ZynML lines; `render(kernel, sizes)` is its source text.
-
-Every kernel goes through a schedule of compiler/schedules/ for the CPU target (one thread
-a block, blocks run by the host's cores: `#pragma omp parallel for` where the compiler takes
-`-fopenmp`) and the C++ dialect (codegen/dialects/cpp.py) prints its launch IR: whole-input
-reductions combine fixed chunks in order (the result does not depend on the number of
-threads), `shared var` is an array of its block (on the heap when large), a barrier orders
-nothing in a block of one thread, tile values are loops over arrays (the block schedule).
-
-Sizes are compiled in (as for CUDA and Metal), so trip counts, strides and tile extents are
-constants. The entry point is
-`extern "C" void zyn_kernel(void* const* bufs, const double* fargs, const long long* iargs)`:
+ZynML lines. A schedule of compiler/schedules/ builds the launch IR for the CPU target (one
+thread a block, blocks run by the host's cores through `#pragma omp parallel for`) and the
+C++ dialect (codegen/dialects/cpp.py) prints it, with the sizes compiled in. The entry point
+is `extern "C" void zyn_kernel(void* const* bufs, const double* fargs, const long long* iargs)`:
 the buffers in kernel order (inputs, then the output), the float scalars and the integer and
 boolean scalars that are not sizes. f16 buffers are `_Float16` (arithmetic in float); bf16
 values are held as f32, as the reference executor holds them.
@@ -27,7 +19,7 @@ from ..launch.scalar import user_name
 from ..targets import cpu_target
 from .dialects.cpp import CppDialect
 from .printer import print_program
-from .cstyle import Unsupported, no_schedule, raise_unsupported
+from .cstyle import no_schedule, rendered, sized_source
 
 # the word of the error-flag buffer, past the flag itself, that asks a running kernel to stop
 CANCEL_WORD = errflag.WORDS
@@ -48,15 +40,8 @@ def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True,
                    params=None) -> CProgram:
     """Render `kernel` for one binding of its sizes (with `params`, a schedules.Choice: that
     schedule's parameters). Raises ZynMLDeviceError if impossible."""
-    sizes = {k: int(v) for k, v in sizes.items()}
-    try:
-        missing = [d for d in kernel.dims if d not in sizes]
-        if missing:
-            raise Unsupported(f"sizes not bound: {', '.join(missing)}")
-        return _launch_program(kernel, sizes, openmp, params) or \
-            no_schedule(kernel, cpu_target(), sizes)
-    except Unsupported as err:
-        raise_unsupported(kernel, err, "C")
+    return rendered(kernel, sizes, "C", lambda sizes: _launch_program(
+        kernel, sizes, openmp, params) or no_schedule(kernel, cpu_target(), sizes))
 
 
 def _launch_program(kernel: cir.Kernel, sizes: dict, openmp: bool, params=None) -> CProgram | None:
@@ -79,11 +64,6 @@ def _launch_program(kernel: cir.Kernel, sizes: dict, openmp: bool, params=None) 
 
 
 def render(kernel: cir.Kernel, sizes: dict | None = None, openmp: bool = True) -> str:
-    """C++ source of `kernel`. Sizes are compiled in: without `sizes`, only a kernel whose
-    sizes are all fixed renders; otherwise the text says so."""
-    if sizes is None:
-        if kernel.dims:
-            return (f"// kernel `{kernel.name}`: C++ is generated at launch, with the sizes "
-                    f"({', '.join(kernel.dims)}) of that launch compiled in")
-        sizes = {}
-    return render_program(kernel, sizes, openmp).source
+    """C++ source of `kernel` (`cstyle.sized_source`)."""
+    return sized_source(kernel, sizes, "C++",
+                        lambda sizes: render_program(kernel, sizes, openmp).source)

@@ -1,21 +1,11 @@
-"""CIR -> CUDA C, with a real schedule per kernel type.
+"""CIR -> CUDA C.
 
-`render_cuda(kernel, sizes)` returns a `CudaProgram`: the source text (sizes baked in as
-constants), the launches to make in order (grid, block, arguments) and the scratch memory
-they need. Schedules, tried in this order:
-
-* **attention / flash_attention** whose body the recognition pass (passes/recognise.py)
-  finds to be attention in any form (three-pass, online softmax, tiled flash with any block
-  size), with any key condition and launch-constant scale: the attention schedule
-  (compiler/schedules/attention.py) printed by the CUDA dialect.
-* **contractions** (matmul, batched_matmul, conv2d and any kernel of that shape):
-  `out[P] = epilogue(init + sum_R A(P, R) * B(P, R))` goes through the GEMM schedule
-  (compiler/schedules/gemm.py): shared-memory tiles with register blocking and 16-byte
-  loads, f16/bf16 on the tensor cores (mma.sync), a convolution as an implicit GEMM.
-* every other kernel: the **reduce**, **rows**, **vector**, **generic thread** and **block**
-  schedules (tile values as loops over block arrays, `shared var`, `barrier()`, whole-body
-  kernels in one block); compiler/schedules/ builds their launch IR and the CUDA dialect
-  (codegen/dialects/cuda.py) prints it, with the launches, scratch and error sites.
+`render_cuda(kernel, sizes)` returns a `CudaProgram`: the source text (the CUDA dialect,
+codegen/dialects/cuda.py, printing the launch IR a schedule of compiler/schedules/ built,
+with the sizes compiled in), the launches to make in order, the scratch memory they need
+and, for a program with 16-byte vector accesses, the launches of its fallback for buffers
+that are not aligned. The attention schedule is tried first for an attention kernel, the
+GEMM schedule for any other but a reduce (codegen/cstyle.py).
 """
 from __future__ import annotations
 
@@ -27,7 +17,7 @@ from ..launch.scalar import user_name
 from ..targets import cuda_target
 from .dialects.cuda import CudaDialect
 from .printer import print_program
-from .cstyle import Unsupported, no_schedule, raise_unsupported
+from .cstyle import rendered, scheduled
 
 
 @dataclass
@@ -58,39 +48,9 @@ class CudaProgram:
 def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: dict | None = None) -> CudaProgram:
     """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible.
     `options["params"]`, a schedules.Choice, builds that schedule with those parameters."""
-    options = dict(options or {})
-    sizes = {k: int(v) for k, v in sizes.items()}
-    missing = [d for d in kernel.dims if d not in sizes]
-    if missing:
-        raise Unsupported(f"sizes not bound: {', '.join(missing)}")
-    try:
-        return _render(kernel, sizes, arch, options)
-    except Unsupported as err:
-        raise_unsupported(kernel, err, "CUDA")
-
-
-def _render(kernel, sizes, arch, options) -> CudaProgram:
-    kind = kernel.kernel_type.kind
-    notes = []
-    if options.get("params") is not None:
-        return _launch_program(kernel, sizes, notes, arch, params=options["params"]) or \
-            no_schedule(kernel, cuda_target(arch), sizes)
-    if kind in ("attention", "flash_attention") and not options.get("generic"):
-        prog = _launch_program(kernel, sizes, notes, arch, only="attention")
-        if prog is not None:
-            return prog
-    if kind != "reduce" and not options.get("generic"):
-        prog = _launch_program(kernel, sizes, notes, arch, only="gemm")
-        if prog is not None:
-            return prog
-        if kind in ("matmul", "batched_matmul", "conv2d"):
-            why = schedules.Gemm().why_not(kernel, cuda_target(arch), sizes)
-            notes.append(f"the body of this `{kind}` kernel is not a plain contraction "
-                         f"(out = init + sum of products) the GEMM schedule takes ({why}); "
-                         "it runs on the generic schedule")
-    exclude = ("attention", "gemm") if options.get("generic") else ()
-    return _launch_program(kernel, sizes, notes, arch, exclude=exclude) or \
-        no_schedule(kernel, cuda_target(arch), sizes)
+    return rendered(kernel, sizes, "CUDA", lambda sizes: scheduled(
+        kernel, cuda_target(arch), sizes, dict(options or {}),
+        lambda notes, **how: _launch_program(kernel, sizes, notes, arch, **how), gemm_first=True))
 
 
 def _launch_program(kernel, sizes, notes, arch, only=None, exclude=(), params=None) -> CudaProgram | None:
@@ -106,7 +66,8 @@ def _launch_program(kernel, sizes, notes, arch, only=None, exclude=(), params=No
 
     def steps(p):
         return [Step(l.kernel, (int(ir.evaluate(l.grid, sizes)), 1, 1), (l.block, 1, 1),
-                     _step_args(p.kernel(l.kernel))) for l in p.launches]
+                     _step_args(p.kernel(l.kernel)), p.kernel(l.kernel).dynamic_shared)
+                for l in p.launches]
     scratch = {s.name: (s.dtype, int(ir.evaluate(s.count, sizes))) for s in prog.scratch}
     names = {user_name(b.name): b.name for b in list(kernel.inputs) + [kernel.output]}
     return CudaProgram(prog.kernels[0].name, out.source, steps(prog), scratch, schedule=prog.schedule,

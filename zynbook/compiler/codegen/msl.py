@@ -1,21 +1,11 @@
-"""CIR -> Metal Shading Language, with a schedule per kernel type.
+"""CIR -> Metal Shading Language.
 
-`render_program(kernel, sizes)` returns an `MSLProgram`: the source text, the dispatches to
-make in order (entry point, threadgroups in the grid, threads per threadgroup), the buffer
-table (`[[buffer(n)]]` index -> input, output, scratch or the argument struct) and the
-layout of the constant argument struct. `render(kernel, sizes)` is its source text and
-`geometry(kernel, sizes)` the `(grid, threadgroup)` of its main dispatch.
-
-Every kernel goes through a schedule of compiler/schedules/ whose launch IR the MSL dialect
-(codegen/dialects/msl.py) prints, with the sizes of one launch compiled in; the scalar
-arguments that are not sizes (`eps`, ...) travel in one `constant ZynArgs&` struct bound
-after the buffers. The attention schedule takes attention in any form the recognition pass
-finds, the GEMM schedule contractions; the others take the rest: reduce (SIMD-group and
-threadgroup reductions, a second dispatch over the partials of a whole-input reduction),
-rows, the thread schedule, and the block schedule (one threadgroup per parallel iteration,
-tile values as loops over threadgroup arrays, `shared var`, `barrier()`, whole-body kernels).
-
-Metal has no `double`: f64 kernels are refused with a ZynML error, never computed in f32.
+`render_program(kernel, sizes)` returns an `MSLProgram`: the source text (the MSL dialect,
+codegen/dialects/msl.py, printing the launch IR a schedule of compiler/schedules/ built, with
+the sizes of one launch compiled in), the dispatches to make in order, the buffer table
+(`[[buffer(n)]]` index -> input, output, scratch, the argument struct or the error flag) and
+the layout of the `constant ZynArgs&` struct that carries the scalar arguments that are not
+sizes. Metal has no `double`: f64 kernels are refused with a ZynML error.
 """
 from __future__ import annotations
 
@@ -29,7 +19,7 @@ from ..targets import metal_target
 from .dialects.msl import ARG_TYPES as MSL_ARG_TYPES
 from .dialects.msl import MslDialect, Refused
 from .printer import print_program
-from .cstyle import Unsupported, no_schedule, raise_unsupported
+from .cstyle import Unsupported, rendered, scheduled, sized_source
 
 @dataclass
 class Dispatch:
@@ -75,26 +65,15 @@ class MSLProgram:
 def render_program(kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> MSLProgram:
     """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible.
     `options["params"]`, a schedules.Choice, builds that schedule with those parameters."""
-    options = dict(options or {})
-    sizes = {k: int(v) for k, v in sizes.items()}
-    try:
-        missing = [d for d in kernel.dims if d not in sizes]
-        if missing:
-            raise Unsupported(f"sizes not bound: {', '.join(missing)}")
-        return _render(kernel, sizes, options)
-    except Unsupported as err:
-        raise_unsupported(kernel, err, "MSL")
+    return rendered(kernel, sizes, "MSL", lambda sizes: scheduled(
+        kernel, metal_target(), sizes, dict(options or {}),
+        lambda notes, **how: _launch_program(kernel, sizes, notes, **how)))
 
 
 def render(kernel: cir.Kernel, sizes: dict | None = None, options: dict | None = None) -> str:
-    """MSL source of `kernel`. Sizes are compiled in: without `sizes`, only a kernel whose
-    sizes are all fixed renders; otherwise the text says so."""
-    if sizes is None:
-        if kernel.dims:
-            return (f"// kernel `{kernel.name}`: MSL is generated at launch, with the sizes "
-                    f"({', '.join(kernel.dims)}) of that launch compiled in")
-        sizes = {}
-    return render_program(kernel, sizes, options).source
+    """MSL source of `kernel` (`cstyle.sized_source`)."""
+    return sized_source(kernel, sizes, "MSL",
+                        lambda sizes: render_program(kernel, sizes, options).source)
 
 
 def geometry(kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> tuple:
@@ -112,21 +91,6 @@ def schedule_name(prog: MSLProgram) -> str:
         if key in s:
             return name
     return "generic"
-
-
-def _render(kernel, sizes, options) -> MSLProgram:
-    kind = kernel.kernel_type.kind
-    notes: list = []
-    if options.get("params") is not None:
-        return _launch_program(kernel, sizes, notes, params=options["params"]) or \
-            no_schedule(kernel, metal_target(), sizes)
-    if kind in ("attention", "flash_attention") and not options.get("generic"):
-        prog = _launch_program(kernel, sizes, notes, only="attention")
-        if prog is not None:
-            return prog
-    exclude = ("attention", "gemm") if options.get("generic") else ()
-    return _launch_program(kernel, sizes, notes, exclude=exclude) or \
-        no_schedule(kernel, metal_target(), sizes)
 
 
 def _launch_program(kernel, sizes, notes, only=None, exclude=(), params=None) -> MSLProgram | None:

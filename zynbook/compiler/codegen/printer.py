@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..launch import ir
-from ..launch.unroll import constant_bounds, indexes_registers, written_out
+from ..launch.unroll import (all_written_out, named_registers, register_name, writes_out,
+                             written_out)
 
 
 def comment_safe(text: str) -> str:
@@ -45,6 +46,7 @@ class Printer:
         self.level = 0
         self.cur_line = 0
         self.shown: set = set()
+        self.named: set = set()       # local arrays printed as one variable per element
 
     # ---- text -------------------------------------------------------------------------
 
@@ -75,6 +77,8 @@ class Printer:
         if isinstance(e, ir.Thread):
             return d.thread(e.axis)
         if isinstance(e, ir.Load):
+            if e.array in self.named:
+                return register_name(e.array, e.index.value)
             return d.load(e.array, self.expr(e.index), e.dtype, self.space(e.array))
         if isinstance(e, ir.Bin):
             return d.binary(e.op, self.expr(e.a), self.expr(e.b), e.a.dtype, e.dtype)
@@ -93,6 +97,10 @@ class Printer:
         if isinstance(e, ir.CheckedDiv):
             return d.checked_div(e.op, self.expr(e.a), self.expr(e.b), e.site_zero,
                                  e.site_overflow, e.dtype)
+        if isinstance(e, ir.Vector):
+            return d.vector([self.expr(a) for a in e.parts], e.dtype)
+        if isinstance(e, ir.Lane):
+            return d.lane(self.expr(e.a), e.lane, e.dtype)
         if isinstance(e, ir.Collective):
             return d.collective(e.op, self.expr(e.value), e.scope, e.dtype, e.width)
         raise TypeError(f"not a launch-IR expression: {e!r}")
@@ -118,6 +126,11 @@ class Printer:
                              s.mutable), line)
         elif isinstance(s, ir.Set):
             self.emit(f"{s.name} = {self.expr(s.value)};", line)
+        elif isinstance(s, ir.Store) and s.array in self.named:
+            text = f"{register_name(s.array, s.index.value)} = {self.expr(s.value)};"
+            if s.guard is not None:
+                text = f"if ({self.expr(s.guard)}) {{ {text} }}"
+            self.emit(text, line)
         elif isinstance(s, ir.Store):
             text = d.store(s.array, self.expr(s.index), self.expr(s.value), s.value.dtype,
                            self.space(s.array))
@@ -129,8 +142,8 @@ class Printer:
             if s.guard is not None:
                 text = f"if ({self.expr(s.guard)}) {{ {text} }}"
             self.emit(text, line)
-        elif isinstance(s, ir.For) and s.unroll and getattr(d, "writes_out_unrolled", False) \
-                and constant_bounds(s) and indexes_registers(s, self.registers()):
+        elif isinstance(s, ir.For) and getattr(d, "writes_out_unrolled", False) \
+                and writes_out(s, self.registers()):
             self.emit("{", line)              # the iterations' locals stay in their scope
             self.level += 1
             self.stmts(written_out(s))
@@ -140,6 +153,8 @@ class Printer:
             hint = getattr(d, "unroll", lambda: "")() if s.unroll else ""
             if hint:
                 self.emit(hint)
+            if s.reduce and hasattr(d, "reduction_loop"):
+                self.emit(d.reduction_loop(s.reduce))
             self.emit(d.for_header(s.var, s.dtype, self.expr(s.start), self.expr(s.stop),
                                    self.expr(s.step)) + " {", line)
             self.level += 1
@@ -172,9 +187,22 @@ class Printer:
                 raise TypeError(f"the {d.name} dialect has no tensor-core MMA")
             self.emit(d.mma(s.a, self.expr(s.a_index), s.b, self.expr(s.b_index), s.c,
                             self.expr(s.c_index), s.dtype, s.shape), line)
+        elif isinstance(s, (ir.AsyncCopy, ir.AsyncCommit, ir.AsyncWait)):
+            if not hasattr(d, "async_copy"):
+                raise TypeError(f"the {d.name} dialect has no asynchronous copies (cp.async)")
+            if isinstance(s, ir.AsyncCopy):
+                guard = None if s.guard is None else self.expr(s.guard)
+                self.emit(d.async_copy(s.dst, self.expr(s.dst_index), s.src, self.expr(s.src_index),
+                                       s.count, s.dtype, guard), line)
+            else:
+                self.emit(d.async_commit() if isinstance(s, ir.AsyncCommit)
+                          else d.async_wait(s.pending), line)
         elif isinstance(s, ir.Array):
             self.spaces[s.name] = s.space
-            if s.space != "shared":         # shared arrays are declared at the kernel's top
+            if s.name in self.named:
+                for k in range(s.count):
+                    self.emit(d.decl(register_name(s.name, k), s.dtype, None, True), line)
+            elif s.space != "shared":         # shared arrays are declared at the kernel's top
                 self.emit(d.array(s.name, s.dtype, s.count, s.space), line)
         else:
             raise TypeError(f"not a launch-IR statement: {s!r}")
@@ -188,6 +216,11 @@ class Printer:
             self.size_params = {p.name: self.sizes[p.name] for p in k.params
                                 if p.kind == "size" and p.name in self.sizes}
         params = [p for p in k.params if not (p.kind == "size" and p.name in self.size_params)]
+        self.named = set()
+        if getattr(self.d, "writes_out_unrolled", False):
+            # registers indexed only by constants once written out: one variable per element
+            local = {n.name for n in ir.walk(k.body) if isinstance(n, ir.Array) and n.space == "local"}
+            self.named = named_registers(all_written_out(k.body, local))
         uses_flag = bool(self.p.sites)
         for line in d_lines(self.d.kernel_open(k, params, uses_flag)):
             self.emit(line)

@@ -16,6 +16,7 @@ _FN = {
     "transpose": "np.swapaxes({0}, -1, -2)",
     "row_max": "np.max({0}, axis=-1, keepdims=True)",
     "row_sum": "np.sum({0}, axis=-1, keepdims=True)",
+    "clamp": "np.minimum(np.maximum({0}, {1}), {2})", "pow": "np.power({0}, {1})",
 }
 _REDUCE = {"+": "np.sum", "*": "np.prod", "max": "np.max", "min": "np.min", "and": "np.all",
            "or": "np.any", "argmax": "np.argmax", "argmin": "np.argmin"}
@@ -64,10 +65,6 @@ class _Renderer:
                 for a in args[1:]:
                     out = f"np.{'maximum' if e.fn == 'max' else 'minimum'}({out}, {a})"
                 return out
-            if e.fn == "clamp":
-                return f"np.minimum(np.maximum({args[0]}, {args[1]}), {args[2]})"
-            if e.fn == "pow":
-                return f"np.power({args[0]}, {args[1]})"
             if e.fn in _FN:
                 return _FN[e.fn].format(*args)
             return f"np.{e.fn}({', '.join(args)})"
@@ -102,9 +99,7 @@ class _Renderer:
         if not stmts:
             self.emit("pass", depth)
         for s in stmts:
-            if isinstance(s, cir.Let):
-                self.emit(f"{_name(s.name)} = {self.expr(s.value)}", depth, s.line)
-            elif isinstance(s, cir.Assign):
+            if isinstance(s, (cir.Let, cir.Assign)):
                 self.emit(f"{_name(s.name)} = {self.expr(s.value)}", depth, s.line)
             elif isinstance(s, cir.Store):
                 if s.index:
@@ -123,10 +118,8 @@ class _Renderer:
                     self.emit("else:", depth)
                     self.body(s.orelse, depth + 1)
             elif isinstance(s, cir.Yield):
-                if s.index is None:
-                    self.emit(f"_yield({self.expr(s.value)})", depth, s.line)
-                else:
-                    self.emit(f"_yield({self.expr(s.value)}, {self.expr(s.index)})", depth, s.line)
+                index = "" if s.index is None else f", {self.expr(s.index)}"
+                self.emit(f"_yield({self.expr(s.value)}{index})", depth, s.line)
             elif isinstance(s, cir.SharedAlloc):
                 dims = ", ".join(self.expr(d) if isinstance(d, cir.Expr) else
                                  (_name(d) if isinstance(d, str) else str(d)) for d in s.shape)

@@ -1,19 +1,15 @@
 """CIR -> WGSL: one WebGPU compute program per ZynML kernel.
 
 A kernel's launch IR, built by compiler/schedules/ for a WebGPU target, is printed by the
-WGSL dialect of the one printer (codegen/dialects/wgsl.py; `launch_program`) into the
-`Program` the device runs: the module's text, its bindings, the passes to dispatch, the
-uniform struct of sizes and scalar arguments, scratch buffers and the error sites. Pure
-text: no adapter is needed, and the output is what the WebGPU device compiles.
+WGSL dialect (codegen/dialects/wgsl.py) into the `Program` the device runs: the module's
+text, its bindings, the passes to dispatch, the uniform struct of sizes and scalar
+arguments, scratch buffers and the error sites. Pure text: no adapter is needed.
 
-The WebGPU compiler takes a module once for every size set (`symbolic_sizes`): where a
-schedule can, the program serves every launch whose sizes have the pattern of equal and
-negative sizes the options give (sizes are uniforms; grids and scratch counts host
+Where a schedule can, the program serves every launch whose sizes have the pattern of equal
+and negative sizes the options give (sizes are uniforms; grids and scratch sizes host
 expressions over them). A schedule that lays work out by a size (rows of a workgroup, tile
 values in workgroup arrays) builds for the sizes of one launch instead (`sized_for`), and
-the device compiles one program per size set. Block all-reductions are rounds of subgroup
-operations where the adapter has subgroups (of the width it chooses), else trees in
-workgroup memory; f16 is computed as f16 with `shader-f16`.
+the device compiles one program per size set.
 
 Integer indices are `i32`; a launch whose indices would pass 2^31 is refused before it runs
 (`Program.check`). Buffers of dtypes WGSL cannot store (bool, 8/16/64-bit ints, f64 without
@@ -85,7 +81,6 @@ class ProgramBinding:
 class ProgramPass:
     entry: str
     workgroups: Callable    # env -> number of workgroups (linear; the device splits it 2-D/3-D)
-    label: str = ""
 
 
 @dataclass
@@ -104,27 +99,15 @@ class Program:
     bindings: list
     passes: list
     params: list            # of ParamField, in struct order
-    scratch: dict           # storage type -> env -> number of elements
     workgroup_storage: int  # bytes of var<workgroup> the module declares
     workgroup_size: tuple
     notes: list = field(default_factory=list)
     uses_f16: bool = False
     error_sites: tuple = ()     # compiler/errflag.py; the flag is the binding of "@error"
-    # launch-IR programs: scratch buffers by binding role ("@scratch:<name>") -> env -> bytes,
-    # one buffer per launch (not per invocation, as `scratch` above)
+    # scratch buffers by binding role ("@scratch:<name>") -> env -> bytes, one per launch
     scratch_bytes: dict = field(default_factory=dict)
-    # launch-IR programs: env -> why a launch cannot run (its indices would pass i32), or None
+    # env -> why a launch cannot run (its indices would pass i32), or None
     check: Callable | None = None
-
-    def scratch_slots(self, env) -> int:
-        """How many scratch slots a launch needs: one per invocation (generic) or per
-        workgroup."""
-        total = 0
-        for p in self.passes:
-            total = max(total, int(p.workgroups(env)))
-        if self.schedule == "generic":
-            return total * self.workgroup_size[0]
-        return max(1, total)
 
     def param_values(self, env) -> list:
         return [(f.wgsl_type, f.value(env)) for f in self.params]
@@ -230,12 +213,19 @@ def launch_target(options: WGSLOptions):
         arch=options.adapter)
 
 
+def _sizes(kernel: cir.Kernel, options: WGSLOptions) -> dict:
+    """The sizes a program is built for: the launch's (`sized_for`), else sizes of the
+    options' pattern of equal and negative sizes."""
+    from ..launch.scalar import pattern_sizes
+    if options.launch_sizes:
+        return {k: int(v) for k, v in options.launch_sizes}
+    return pattern_sizes(kernel.dims, options.equal_sizes, options.negative_sizes)
+
+
 def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:
     """Why no schedule of compiler/schedules/ gives `kernel` a program on this adapter."""
     from .. import schedules
-    from ..launch.scalar import pattern_sizes
-    sizes = dict(options.launch_sizes) or pattern_sizes(
-        kernel.dims, options.equal_sizes, options.negative_sizes)
+    sizes = _sizes(kernel, options)
     for target, _ in _launch_targets(options):
         if schedules.build(kernel, target, sizes) is None:
             return schedules.why_none(kernel, target, sizes)
@@ -243,28 +233,19 @@ def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:
         "" if options.launch_sizes else ", or it needs the sizes of the launch")
 
 
-def launch_program(kernel: cir.Kernel, options: WGSLOptions, only: str | None = None) -> Program | None:
-    """`kernel` through compiler/schedules/ and the WGSL dialect of the one printer, as the
-    Program the WebGPU device runs: one program for every size set of the pattern of equal
-    and negative sizes the options give (sizes are uniforms, grids and scratch counts host
-    expressions over them), else, given `options.launch_sizes`, one laid out for those sizes
-    (`_launch_targets`). None where no schedule applies or the dialect cannot spell what
-    it built (the reason is a ZynMLDeviceError of the dialect: 64-bit integers, f64, f16
+def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
+    """The Program of `kernel` for every size set of the options' pattern, else, given
+    `options.launch_sizes`, one laid out for those sizes (`_launch_targets`). None where no
+    schedule applies or the dialect cannot spell what it built (64-bit integers, f64, f16
     without `shader-f16`...)."""
     from ..launch import ir as lir
-    from ..launch.scalar import pattern_sizes, user_name
-    if options.launch_sizes:
-        sizes = {k: int(v) for k, v in options.launch_sizes}
-        if any(d not in sizes for d in kernel.dims):
-            return None
-    else:
-        sizes = pattern_sizes(kernel.dims, options.equal_sizes, options.negative_sizes)
-    _refuse_f64(kernel, options)        # f64 refused as the renderer below refuses it
-    got = None
-    for target, baked in _launch_targets(options):
-        got = _printed(kernel, target, sizes, only, baked, options)
-        if got is not None:
-            break
+    from ..launch.scalar import user_name
+    sizes = _sizes(kernel, options)
+    if any(d not in sizes for d in kernel.dims):
+        return None
+    _refuse_f64(kernel, options)
+    got = next(filter(None, (_printed(kernel, target, sizes, baked, options)
+                             for target, baked in _launch_targets(options))), None)
     if got is None:
         return None
     prog, dialect, out, bindings = got
@@ -273,20 +254,16 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions, only: str | None = 
     dims = {user_name(d): d for d in kernel.dims}
     params = []
     for field_name, wgsl_type, p in dialect.uniforms:
-        if p.kind == "size":
-            value = (lambda env, n=dims[p.name]: int(env["sizes"][n]))
-        elif wgsl_type == "f32":
-            value = (lambda env, n=scalars[p.name]: float(env["scalars"][n]))
-        else:
-            value = (lambda env, n=scalars[p.name]: int(env["scalars"][n]))
-        params.append(ParamField(field_name, wgsl_type, value))
+        where, name = ("sizes", dims[p.name]) if p.kind == "size" else ("scalars", scalars[p.name])
+        num = float if p.kind != "size" and wgsl_type == "f32" else int
+        params.append(ParamField(field_name, wgsl_type,
+                                 lambda env, w=where, n=name, num=num: num(env[w][n])))
     program_bindings = [ProgramBinding(n, name, names.get(role, role), access, elem,
                                        dtype if role in names else "")
                         for n, name, role, access, elem, dtype in bindings]
     env_sizes = (lambda env: {user_name(k): int(v) for k, v in env["sizes"].items()})
     passes = [ProgramPass(launch.kernel,
-                          (lambda env, g=launch.grid: int(lir.evaluate(g, env_sizes(env)))),
-                          launch.kernel)
+                          (lambda env, g=launch.grid: int(lir.evaluate(g, env_sizes(env)))))
               for launch in prog.launches]
     scratch_bytes = {"@scratch:" + sc.name: (
         lambda env, sc=sc: int(lir.evaluate(sc.count, env_sizes(env))) * (
@@ -300,7 +277,7 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions, only: str | None = 
     if dialect.block_fns and options.subgroups_directive:
         source = "enable subgroups;\n" + source
     return Program(kernel.name, prog.schedule, source, program_bindings, passes, params,
-                   {}, dialect.workgroup_bytes, (first.block, 1, 1), list(prog.notes),
+                   dialect.workgroup_bytes, (first.block, 1, 1), list(prog.notes),
                    dialect.uses_f16, prog.sites, scratch_bytes,
                    _i32_check(kernel, prog, env_sizes))
 
@@ -308,9 +285,7 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions, only: str | None = 
 def schedule_targets(kernel: cir.Kernel, options: WGSLOptions) -> list:
     """(target, sizes) that `launch_program` builds `kernel` with, in the order it tries
     them (a tuner searches the space of the first whose schedule applies)."""
-    from ..launch.scalar import pattern_sizes
-    sizes = dict(options.launch_sizes) or pattern_sizes(
-        kernel.dims, options.equal_sizes, options.negative_sizes)
+    sizes = _sizes(kernel, options)
     return [(target, sizes) for target, _ in _launch_targets(options)]
 
 
@@ -327,7 +302,7 @@ def _launch_targets(options: WGSLOptions):
     return every
 
 
-def _printed(kernel: cir.Kernel, target, sizes: dict, only, baked: bool, options: WGSLOptions):
+def _printed(kernel: cir.Kernel, target, sizes: dict, baked: bool, options: WGSLOptions):
     """(launch IR, dialect, printed program, bindings) of `kernel` on `target`, or None where
     no schedule builds it or the WGSL dialect cannot spell what one built. Not `baked`: the
     program must be the one of every size set of the pattern of `sizes`."""
@@ -335,7 +310,7 @@ def _printed(kernel: cir.Kernel, target, sizes: dict, only, baked: bool, options
     from ..launch.scalar import pattern_sizes, size_pattern
     from .dialects.wgsl import AdapterLimit, WgslDialect
     from .printer import print_program
-    prog = schedules.build(kernel, target, sizes, options.params, only=only)
+    prog = schedules.build(kernel, target, sizes, options.params)
     if prog is None:
         return None
     if not baked:
@@ -343,7 +318,7 @@ def _printed(kernel: cir.Kernel, target, sizes: dict, only, baked: bool, options
         equal, negative = size_pattern(kernel, sizes)
         other = pattern_sizes(kernel.dims, equal,
                               tuple(d for d in kernel.dims if d not in negative), base=7919)
-        if schedules.build(kernel, target, other, options.params, only=only) != prog:
+        if schedules.build(kernel, target, other, options.params) != prog:
             return None
     dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
                           f64=options.f64, write_out=options.write_out_registers)
@@ -385,23 +360,13 @@ def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
     """env -> why this launch cannot run with i32 indices (a size, a buffer or a loop of
     the program reaching 2^31), else None: the program is compiled once for every size,
     with i32 indices, so a launch that would pass them is refused before it runs."""
-    import dataclasses as dc
     from ..launch import ir as lir
+    from ..launch.scalar import map_nodes
 
     def on_host(e):
         """`e` with the thread axes as names the host gives values (`@blocks`, ...)."""
-        if isinstance(e, lir.Thread):
-            return lir.Ref("@" + e.axis, e.dtype)
-        if not isinstance(e, lir.Expr):
-            return e
-        changes = {}
-        for f in dc.fields(e):
-            v = getattr(e, f.name)
-            if isinstance(v, lir.Expr):
-                changes[f.name] = on_host(v)
-            elif isinstance(v, tuple):
-                changes[f.name] = tuple(on_host(x) for x in v)
-        return dc.replace(e, **changes)
+        return map_nodes(e, lambda n: lir.Ref("@" + n.axis, n.dtype)
+                         if isinstance(n, lir.Thread) else n)
 
     def largest(k, env):
         """The largest start, and end plus step, of the loops of kernel `k` the host can

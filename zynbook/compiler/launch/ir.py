@@ -89,7 +89,8 @@ class Un(Expr):
 MATH = ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "floor",
         "ceil", "round", "tanh", "sinh", "cosh", "sigmoid", "relu", "silu", "gelu", "erf",
         "pow", "pow2", "min", "max", "clamp", "fmod", "ipow",
-        "ceildiv")                  # ceildiv: host expressions only (grids)
+        "ceildiv",                  # ceildiv: host expressions only (grids)
+        "dot")                      # of two vectors (below): the sum of their lanes' products
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,42 @@ class Collective(Expr):
     width: int = 0
 
 
+# ------------------------------------------------------------------------ vectors
+# A vector dtype is an element dtype and a lane count, spelled "f32x4". It types locals,
+# array elements (an array of vectors is indexed by vector), loads and stores of them, `Bin`
+# + - * / (lane by lane, both operands vectors), `Vector`, `Lane` and `Math("dot")`. A
+# schedule makes them only where the target computes with vectors (`Target.vector_lanes`).
+
+
+def vector_dtype(dtype: str, lanes: int) -> str:
+    return dtype if lanes == 1 else f"{dtype}x{lanes}"
+
+
+def lanes_of(dtype: str) -> int:
+    """The lane count of a vector dtype; 1 for a scalar one."""
+    head, x, n = dtype.rpartition("x")
+    return int(n) if x and head in FLOAT_DTYPES + INT_DTYPES and n.isdigit() else 1
+
+
+def element_of(dtype: str) -> str:
+    return dtype.rpartition("x")[0] if lanes_of(dtype) > 1 else dtype
+
+
+@dataclass(frozen=True)
+class Vector(Expr):
+    """A vector from its lanes' values (`parts`, one per lane) or one value in every lane."""
+    parts: tuple
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Lane(Expr):
+    """Lane `lane` (a constant) of vector `a`."""
+    a: Expr
+    lane: int
+    dtype: str
+
+
 # ------------------------------------------------------------------------ statements
 
 
@@ -209,6 +246,11 @@ class For(Stmt):
     dtype: str = "i32"
     line: int = 0
     unroll: bool = False
+    # (local, op, dtype) of the sums (op "+") and running maxima and minima ("max", "min":
+    # NaN-propagating, as Math's) the body only updates (`loop_reductions`): a target may
+    # keep a partial one per vector lane, combined in a fixed order (the same result at every
+    # launch; a sum rounded otherwise than in sequence, a zero's sign may differ)
+    reduce: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -249,7 +291,7 @@ class Copy(Stmt):
     line: int = 0
 
 
-MMA_SHAPES = ((16, 8, 16),)        # (m, n, k) of the tensor-core tiles an `Mma` multiplies
+MMA_SHAPES = ((16, 8, 16), (16, 8, 8))  # (m, n, k) of the tensor-core tiles an `Mma` multiplies
 
 
 @dataclass(frozen=True)
@@ -259,14 +301,18 @@ class Mma(Stmt):
     array from the given offset, in PTX's fixed layout. With lane = 4 g + t: A's 8 elements
     are (row g + 8 (p % 2), col 2 t + h + 8 (p // 2)) at 2 p + h; B's 4 are (k 2 t + h + 8 p,
     col g) at 2 p + h; C's 4 are (row g + 8 (e // 2), col 2 t + e % 2) at e. Every lane of
-    the warp must reach it; only targets with `tensor_cores` print it."""
+    the warp must reach it; only targets with `tensor_cores` print it.
+
+    dtype "tf32" (m16n8k8): A and B hold f32 values, rounded to TF32 (10-bit mantissa,
+    nearest, ties away from zero: `cvt.rna.tf32.f32`) by the step; A's 4 elements are
+    (row g + 8 (p % 2), col t + 4 (p // 2)) at p, B's 2 are (k t + 4 p, col g) at p."""
     a: str
     a_index: Expr
     b: str
     b_index: Expr
     c: str
     c_index: Expr
-    dtype: str                  # of A and B: f16 or bf16
+    dtype: str                  # of A and B: f16 or bf16, or tf32 (f32 arrays)
     shape: tuple = (16, 8, 16)
     line: int = 0
 
@@ -278,14 +324,49 @@ class MatrixLoad(Stmt):
     consecutive elements) of tile i (the others an offset as valid, unused); every lane
     receives, per tile i, two elements at dst_index + 2 i: (row l / 4, cols 2 (l % 4) + 0, 1)
     of the tile, or of its transpose with `trans`. Every lane of the warp must reach it; only
-    targets with `tensor_cores` print it."""
+    targets with `tensor_cores` print it. dtype f32 (TF32 fragments): a row is 4 elements
+    and every lane receives one per tile i, (row l / 4, col l % 4), at dst_index + i; no
+    `trans`."""
     dst: str
     dst_index: Expr
     src: str
     src_index: Expr
     count: int
     trans: bool
-    dtype: str                  # f16 or bf16
+    dtype: str                  # f16 or bf16, or f32
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class AsyncCopy(Stmt):
+    """`dst[dst_index + w] = src[src_index + w]` for w in 0..count, from a global buffer into
+    a shared array, made in the background (PTX `cp.async`, 4, 8 or 16 bytes): the copy joins
+    the thread's open group, and its elements may land any time until an `AsyncWait` finds
+    the group complete. Where `guard` is false zeros land instead and `src` is not read.
+    Offsets are multiples of `count`; only targets with `async_copy` print it."""
+    dst: str
+    dst_index: Expr
+    src: str
+    src_index: Expr
+    count: int
+    dtype: str
+    guard: Expr | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class AsyncCommit(Stmt):
+    """The thread's `AsyncCopy`s since the last commit become one group (PTX
+    `cp.async.commit_group`; a group may be empty)."""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class AsyncWait(Stmt):
+    """The thread waits until at most `pending` of its committed groups, the newest, are
+    incomplete (PTX `cp.async.wait_group`); what the others copied is then visible to this
+    thread, and to the block after a `Barrier`."""
+    pending: int
     line: int = 0
 
 
@@ -322,6 +403,9 @@ class Kernel:
     index_dtype: str = "i32"    # the dtype of flat offsets and thread counters
     comment: str = ""
     min_blocks: int = 0         # blocks a multiprocessor should hold at once (a register cap)
+    # bytes of the shared arrays, placed in memory the launch provides (CUDA's dynamic
+    # shared memory, beyond what a kernel may declare with fixed sizes); 0: declared so
+    dynamic_shared: int = 0
 
 
 @dataclass(frozen=True)
@@ -377,6 +461,32 @@ def walk(node):
         v = getattr(node, name)
         if isinstance(v, (Expr, Stmt, tuple, list)):
             yield from walk(v)
+
+
+def loop_reductions(body: tuple) -> tuple:
+    """(local, op, dtype) of each `s = s + v`, `s = max(s, v)`, `s = min(s, v)` of a loop
+    body (v not reading s) where nothing else it does depends on the order of the
+    iterations: besides these it only declares locals of its own (no stores, checks,
+    collectives or inner loops)."""
+    out, own = [], set()
+    for s in body:
+        v = getattr(s, "value", None)
+        this = Ref(s.name, v.dtype) if isinstance(s, Set) else None
+        if isinstance(s, Decl):
+            own.add(s.name)
+        elif this is not None and s.name not in own and isinstance(v, Bin) and v.op == "+" \
+                and this in (v.a, v.b):
+            out.append((s.name, "+", v.dtype))
+        elif this is not None and s.name not in own and isinstance(v, Math) and \
+                v.fn in ("max", "min") and len(v.args) == 2 and this in v.args:
+            out.append((s.name, v.fn, v.dtype))
+        else:
+            return ()
+    nodes = list(walk(body))
+    if any(isinstance(n, (Checked, InRange, CheckedDiv, Collective)) for n in nodes):
+        return ()
+    reads = [n.name for n in nodes if isinstance(n, Ref)]
+    return tuple(out) if all(reads.count(r[0]) == 1 for r in out) else ()
 
 
 def evaluate(e: Expr, env: dict):

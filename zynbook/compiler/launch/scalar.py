@@ -17,6 +17,7 @@ This is where the typing rules of generated code live, once, for every language:
 from __future__ import annotations
 
 import re
+from dataclasses import fields, replace
 from math import prod
 
 from .. import cir, errflag
@@ -24,6 +25,9 @@ from ..passes.bounds import Facts
 from . import ir
 
 USER_PREFIX = "u_"      # every user name; generated names start with `_` or `zyn_`
+
+DTYPE_BYTES = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4, "u32": 4,
+               "f32": 4, "i64": 8, "u64": 8, "f64": 8, "bool": 1}
 
 
 def user_name(name: str) -> str:
@@ -127,6 +131,38 @@ class ScalarLowering:
             if name in scope:
                 return scope[name]
         return None
+
+    def with_var(self, var: str, value: ir.Expr, fn) -> list:
+        """fn()'s statements with CIR loop variable `var` bound to `value`, in a scope of
+        its own."""
+        self.scopes.append({})
+        try:
+            ident = self.bind(var, self.idx)
+            return [ir.Decl(ident, self.idx, value)] + list(fn())
+        finally:
+            self.scopes.pop()
+
+    def lane_stmts(self, body, outs: dict, lane: ir.Expr) -> list:
+        """`body`, each store in `outs` (id -> local array) writing lane `lane` of its array
+        instead (one vector store writes the array later: `copy_out`)."""
+        got = []
+        for s in body:
+            self.line = s.line or self.line       # checks name the statement's line
+            if isinstance(s, cir.Store) and id(s) in outs:
+                dtype = self.buffers[s.buffer][1]
+                value = cast(self.operand(s.value, compute_dtype(dtype)), dtype)
+                got.append(ir.Store(outs[id(s)], lane, value, None, s.line))
+            else:
+                got += self.stmts((s,))
+        return got
+
+    def copy_out(self, s: cir.Store, array: str, start: ir.Expr, count: int) -> ir.Stmt:
+        """`count` values of local `array` from `start` to where store `s` writes, guarded
+        where its index is not provably in range."""
+        ident, dtype, _ = self.buffers[s.buffer]
+        off, guard = self.flat(s.buffer, s.index, store=True)
+        copy = ir.Copy(ident, off, array, start, count, dtype, s.line)
+        return copy if guard is None else ir.If(guard, (copy,), (), s.line)
 
     def size(self, d) -> ir.Expr:
         """A dimension (a number, a size name or a CIR size expression) as an index value."""
@@ -302,12 +338,14 @@ class ScalarLowering:
             if hit is None:
                 raise NotScalar(f"assignment to `{s.name}` outside its scope")
             return [ir.Set(hit[0], self.operand(s.value, hit[1]), ln)]
-        if isinstance(s, cir.Store):
+        if isinstance(s, (cir.Store, cir.Atomic)):
             if s.buffer not in self.buffers:
                 raise NotScalar(f"a store to `{s.buffer}` of a richer schedule")
             ident, dtype, _ = self.buffers[s.buffer]
             off, guard = self.flat(s.buffer, s.index, store=True)
             value = cast(self.operand(s.value, compute_dtype(dtype)), dtype)
+            if isinstance(s, cir.Atomic):
+                return [ir.Atomic(s.op, ident, off, value, guard, ln)]
             return [ir.Store(ident, off, value, guard, ln)]
         if isinstance(s, cir.Loop):
             start, stop, step = self.index(s.start), self.index(s.stop), self.index(s.step)
@@ -317,17 +355,13 @@ class ScalarLowering:
                 body = self.stmts(s.body)
             finally:
                 self.scopes.pop()
-            return [ir.For(var, start, stop, step, body, self.idx, ln)]
+            return [ir.For(var, start, stop, step, body, self.idx, ln,
+                           reduce=ir.loop_reductions(body))]
         if isinstance(s, cir.If):
             cond = cast(self.expr(s.cond), "bool")
             with self.facts.assuming(s.cond):
                 then = self.block(s.then)
             return [ir.If(cond, then, self.block(s.orelse), ln)]
-        if isinstance(s, cir.Atomic):
-            ident, dtype, _ = self.buffers[s.buffer]
-            off, guard = self.flat(s.buffer, s.index, store=True)
-            return [ir.Atomic(s.op, ident, off, cast(self.operand(s.value, compute_dtype(dtype)), dtype),
-                              guard, ln)]
         if isinstance(s, cir.Yield) and self.on_yield is not None:
             index = None if s.index is None else self.expr(s.index)     # the schedule's type
             return list(self.on_yield(self.expr(s.value), index, ln))
@@ -392,6 +426,17 @@ def product_expr(terms: list, dtype: str) -> ir.Expr:
             continue
         out = t if out is None else ir.Bin("*", out, t, dtype)
     return out if out is not None else lit(1, dtype)
+
+
+def map_nodes(node, fn):
+    """`node` (launch IR, or a tuple of it) rebuilt bottom-up with `fn` applied to every
+    expression and statement."""
+    if isinstance(node, tuple):
+        return tuple(map_nodes(n, fn) for n in node)
+    if not isinstance(node, (ir.Expr, ir.Stmt)):
+        return node
+    changes = {f.name: map_nodes(getattr(node, f.name), fn) for f in fields(node)}
+    return fn(replace(node, **changes))
 
 
 def host_expr(e: ir.Expr) -> bool:

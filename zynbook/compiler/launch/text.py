@@ -13,6 +13,7 @@ deterministic: the same program gives the same text.
 from __future__ import annotations
 
 from . import ir
+from .scalar import DTYPE_BYTES
 
 _INDENT = "  "
 _COMMENT_COLUMN = 56
@@ -70,6 +71,10 @@ def _expr(e, top=False) -> str:
     if isinstance(e, ir.CheckedDiv):
         sites = f"#{e.site_zero}" + (f", #{e.site_overflow}" if e.site_overflow else "")
         return (f"checked({_expr(e.a)} {e.op} {_expr(e.b)}, {sites})")
+    if isinstance(e, ir.Vector):
+        return f"{e.dtype}({', '.join(_expr(a, top=True) for a in e.parts)})"
+    if isinstance(e, ir.Lane):
+        return f"{_expr(e.a)}.{e.lane}"
     if isinstance(e, ir.Collective):
         group = f"{e.scope}/{e.width}" if e.width else e.scope
         return f"{group}_reduce({e.op}, {_expr(e.value, top=True)}):{e.dtype}"
@@ -105,14 +110,11 @@ class _Writer:
             self.put(depth, f"{kw} {s.name}: {s.dtype}{value}", line)
         elif isinstance(s, ir.Set):
             self.put(depth, f"{s.name} = {format_expr(s.value)}", line)
-        elif isinstance(s, ir.Store):
+        elif isinstance(s, (ir.Store, ir.Atomic)):
             guard = "" if s.guard is None else f"  if {format_expr(s.guard)}"
-            self.put(depth, f"{s.array}[{format_expr(s.index)}] = {format_expr(s.value)}{guard}",
-                     line)
-        elif isinstance(s, ir.Atomic):
-            guard = "" if s.guard is None else f"  if {format_expr(s.guard)}"
-            op = "+=" if s.op == "+" else f"{s.op}="
-            self.put(depth, f"atomic {s.array}[{format_expr(s.index)}] {op} "
+            op = "=" if isinstance(s, ir.Store) else "+=" if s.op == "+" else f"{s.op}="
+            atomic = "atomic " if isinstance(s, ir.Atomic) else ""
+            self.put(depth, f"{atomic}{s.array}[{format_expr(s.index)}] {op} "
                             f"{format_expr(s.value)}{guard}", line)
         elif isinstance(s, ir.For):
             step = "" if (isinstance(s.step, ir.Lit) and s.step.value == 1) \
@@ -165,12 +167,8 @@ class _Writer:
         self.block(k.body, 2)
 
 
-_BYTES = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4, "u32": 4,
-          "f32": 4, "i64": 8, "u64": 8, "f64": 8, "bool": 1}
-
-
 def _bytes(dtype: str) -> int:
-    return _BYTES.get(dtype, 4)
+    return DTYPE_BYTES.get(ir.element_of(dtype), 4) * ir.lanes_of(dtype)
 
 
 def _site(i: int, site) -> str:

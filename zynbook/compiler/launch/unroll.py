@@ -30,9 +30,10 @@ def written_out(loop: ir.For) -> list:
     """`loop` (of constant bounds) as its iterations one after another: the loop variable a
     constant in each, the locals each iteration declares renamed for it."""
     declared = {n.name for n in ir.walk(loop.body) if isinstance(n, ir.Decl)}
+    trips = range(loop.start.value, loop.stop.value, loop.step.value)
     out = []
-    for k in range(loop.start.value, loop.stop.value, loop.step.value):
-        rename = {d: f"{d}_{k}" for d in declared}
+    for k in trips:
+        rename = {d: f"{d}_{k}" for d in declared} if len(trips) > 1 else {}
         out += [_substitute(st, {loop.var: ir.Lit(k, loop.dtype)}, rename) for st in loop.body]
     return out
 
@@ -50,4 +51,74 @@ def _substitute(node, values: dict, rename: dict):
     changes = {f.name: _substitute(getattr(node, f.name), values, rename) for f in fields(node)}
     if isinstance(node, (ir.Decl, ir.Set)) and node.name in rename:
         changes["name"] = rename[node.name]
-    return replace(node, **changes)
+    return _folded(replace(node, **changes))
+
+
+_FOLD = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+
+
+def _folded(node):
+    """An integer + - * of two constants (an index of a written-out iteration) as its value,
+    x + 0, 0 + x, x * 1 and 1 * x as x."""
+    if not (isinstance(node, ir.Bin) and node.op in _FOLD and node.dtype in ("i32", "i64")):
+        return node
+    a, b = node.a, node.b
+    if isinstance(a, ir.Lit) and isinstance(b, ir.Lit):
+        v = _FOLD[node.op](a.value, b.value)
+        return ir.Lit(v, node.dtype) if -2 ** 31 <= v < 2 ** 31 else node
+    if isinstance(b, ir.Lit) and b.value == (1 if node.op == "*" else 0):
+        return a
+    if isinstance(a, ir.Lit) and node.op != "-" and a.value == (1 if node.op == "*" else 0):
+        return b
+    return node
+
+
+def writes_out(loop: ir.For, registers: set) -> bool:
+    """Whether a printer for a language with no unroll hint writes `loop` out: a loop over
+    registers, and a loop of one trip (its variable a constant, no loop left for the shader
+    compiler to see through)."""
+    if not constant_bounds(loop):
+        return False
+    trips = len(range(loop.start.value, loop.stop.value, loop.step.value))
+    return trips == 1 or (loop.unroll and indexes_registers(loop, registers))
+
+
+def all_written_out(body: tuple, registers: set) -> tuple:
+    """`body` with every loop that `writes_out` written out, nested ones too."""
+    out = []
+    for s in body:
+        if isinstance(s, ir.For) and writes_out(s, registers):
+            out += all_written_out(tuple(written_out(s)), registers)
+        elif isinstance(s, ir.For):
+            out.append(replace(s, body=all_written_out(s.body, registers)))
+        elif isinstance(s, ir.If):
+            out.append(replace(s, then=all_written_out(s.then, registers),
+                               orelse=all_written_out(s.orelse, registers)))
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+def register_name(array: str, k: int) -> str:
+    return f"{array}_{k}"
+
+
+def named_registers(body: tuple) -> set:
+    """The local arrays of `body` (its register loops written out) that are only read and
+    written element by element at constant indices: a printer declares each element as a
+    variable of its own (a shader compiler may keep an array in memory, a variable it keeps
+    in a register). An array named in any other way (a copy, an MMA operand) stays one."""
+    arrays = {n.name: n.count for n in ir.walk(body) if isinstance(n, ir.Array) and n.space == "local"}
+    names = set()
+    for n in ir.walk(body):
+        names |= {v for v in vars(n).values() if isinstance(v, str)}
+    keep = set(arrays)
+    for n in ir.walk(body):
+        if isinstance(n, ir.Array):
+            continue
+        if isinstance(n, (ir.Load, ir.Store)) and n.array in arrays:
+            if not (isinstance(n.index, ir.Lit) and 0 <= n.index.value < arrays[n.array]):
+                keep.discard(n.array)
+            continue
+        keep -= {v for v in vars(n).values() if isinstance(v, str)}
+    return {a for a in keep if not any(register_name(a, k) in names for k in range(arrays[a]))}

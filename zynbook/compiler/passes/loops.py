@@ -14,8 +14,12 @@ def static_value(e, sizes):
     return v
 
 
-def trip_count(loop: cir.Loop, sizes) -> int | None:
+def trip_count(loop: cir.Loop, sizes, symbolic: bool = False) -> int | None:
+    """The iterations of `loop` at these sizes (None: not known at launch). `symbolic`: the
+    count must be an expression over the sizes for every launch, so the step is a number."""
     a, b, s = (static_value(x, sizes) for x in (loop.start, loop.stop, loop.step))
+    if symbolic and static_value(loop.step, {}) is None:
+        return None
     if a is None or b is None or s is None or s <= 0:
         return None
     return max(0, -(-(b - a) // s))
@@ -47,10 +51,6 @@ def has_node(body, types) -> bool:
     return any(isinstance(n, types) for n in cir.walk(body))
 
 
-def is_tile(e) -> bool:
-    return isinstance(e, cir.Expr) and bool(e.ty.shape)
-
-
 def has_tiles(body) -> bool:
     for n in cir.walk(body):
         if isinstance(n, cir.Expr) and n.ty.shape:
@@ -60,30 +60,44 @@ def has_tiles(body) -> bool:
     return False
 
 
-REDUCE_COMBINE = {"+": "+", "*": "*"}
+def identity_value(op: str, dtype: str):
+    """The value a reduction by `op` starts from in `dtype` (max starts at the lowest)."""
+    if op in ("+", "or"):
+        return 0
+    if op in ("*", "and"):
+        return 1
+    low = op in ("max", "argmax")
+    if dtype in cir.FLOAT_DTYPES:
+        return float("-inf") if low else float("inf")
+    if dtype == "bool":
+        return not low
+    bits = int(dtype[1:])
+    if dtype.startswith("u"):
+        return 0 if low else 2 ** bits - 1
+    return -2 ** (bits - 1) if low else 2 ** (bits - 1) - 1
 
 
 def accumulation(stmt: cir.Assign):
     """If `stmt` is `acc = acc OP e` / `acc = max(acc, e)`: (op, e); else None."""
-    v = stmt.value
-    name = stmt.name
-    if isinstance(v, cir.Bin) and v.op in ("+", "*"):
-        if isinstance(v.left, cir.Var) and v.left.name == name and name not in free_vars(v.right):
-            return v.op, v.right
-        if isinstance(v.right, cir.Var) and v.right.name == name and name not in free_vars(v.left):
-            return v.op, v.left
-    if isinstance(v, cir.Bin) and v.op == "-" and isinstance(v.left, cir.Var) and v.left.name == name \
-            and name not in free_vars(v.right):
-        return "+", cir.Unary("neg", v.right, v.right.ty)
+    v, name = stmt.value, stmt.name
+
+    def rest(own, other):
+        """`other`, where `own` is the accumulator and `other` does not read it."""
+        mine = isinstance(own, cir.Var) and own.name == name and name not in free_vars(other)
+        return other if mine else None
+    if isinstance(v, cir.Bin) and v.op in ("+", "*", "-", "and", "or"):
+        e = rest(v.left, v.right)
+        if e is not None:
+            return ("+", cir.Unary("neg", e, e.ty)) if v.op == "-" else (v.op, e)
+        e = rest(v.right, v.left) if v.op in ("+", "*") else None
+        if e is not None:
+            return v.op, e
     if isinstance(v, cir.Call) and v.fn in ("max", "min") and len(v.args) == 2:
         a, b = v.args
-        if isinstance(a, cir.Var) and a.name == name and name not in free_vars(b):
-            return v.fn, b
-        if isinstance(b, cir.Var) and b.name == name and name not in free_vars(a):
-            return v.fn, a
-    if isinstance(v, cir.Bin) and v.op in ("and", "or"):
-        if isinstance(v.left, cir.Var) and v.left.name == name and name not in free_vars(v.right):
-            return v.op, v.right
+        e = rest(a, b)
+        e = rest(b, a) if e is None else e
+        if e is not None:
+            return v.fn, e
     return None
 
 
@@ -127,15 +141,11 @@ def classify_loop(loop: cir.Loop, outer_mutable: set):
         if accs.setdefault(a.name, op) != op:
             return None
     # accumulators may not be read anywhere in the loop except in their own update
-    for a in outer_assigns:
-        pass
-    reads = []
+    reads = set()
     for n in cir.walk(body):
         if isinstance(n, cir.Assign) and n.name in accs:
-            reads.extend(free_vars(accumulation(n)[1]))
-        elif isinstance(n, (cir.Let, cir.Store, cir.If, cir.Loop)):
-            pass
-    if set(reads) & set(accs):
+            reads |= free_vars(accumulation(n)[1])
+    if reads & set(accs):
         return None
     # reading an accumulator in a condition or a let also breaks the reduction
     for n in cir.walk(body):

@@ -31,9 +31,11 @@ their operands. What is checked is the algebra:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from .. import cir
+from .loops import free_vars
+from .tiles import substitute
 
 F32 = cir.Ty("f32")
 
@@ -55,17 +57,11 @@ class NoMatch:
         return f"the body of this {what} is not {self.pattern} ({self.reason}); it runs on the generic schedule"
 
 
-@dataclass(frozen=True)
-class Attention:
-    """softmax(Q K^T * scale, masked) V, one query per iteration.
-
-    Loop variables are the kernel's own names; `n_*` and `head_dim` are the CIR expressions
-    of the loop ranges (launch constants). `scale`: a launch-constant CIR expression with
-    score = dot(Q[b, h, i], K[b, h, j]) * scale. `mask`: None, or the key condition, a CIR
-    expression over `batch_var`, `head_var`, `query_var`, `key_var`, sizes, scalars and
-    input loads. `empty_row`: what a query with no admitted key stores ("zero": the sum is
-    never divided by; "nan": 0 / 0)."""
-    form: str
+@dataclass(frozen=True, kw_only=True)
+class _AttentionPattern:
+    """What both attention forms name: the buffers, the kernel's own loop variables of
+    batch, head, query and key, the CIR expressions of their ranges (launch constants) and
+    `scale`, a launch-constant CIR expression with score = dot(Q row, K row) * scale."""
     q: str
     k: str
     v: str
@@ -78,11 +74,9 @@ class Attention:
     n_heads: cir.Expr
     n_queries: cir.Expr
     n_keys: cir.Expr
-    head_dim: cir.Expr
     scale: cir.Expr
     mask: cir.Expr | None = None
     causal: bool = False
-    empty_row: str = "zero"
     # the axes of (batch, head, sequence) in Q, K, V and out; head_dim is the last axis
     q_axes: tuple = (0, 1, 2)
     k_axes: tuple = (0, 1, 2)
@@ -94,39 +88,27 @@ class Attention:
         return self.mask is not None
 
 
-@dataclass(frozen=True)
-class FlashAttention:
+@dataclass(frozen=True, kw_only=True)
+class Attention(_AttentionPattern):
+    """softmax(Q K^T * scale, masked) V, one query per iteration. `mask`: None, or the key
+    condition, a CIR expression over `batch_var`, `head_var`, `query_var`, `key_var`, sizes,
+    scalars and input loads. `empty_row`: what a query with no admitted key stores ("zero":
+    the sum is never divided by; "nan": 0 / 0)."""
+    form: str
+    head_dim: cir.Expr
+    empty_row: str = "zero"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlashAttention(_AttentionPattern):
     """The tiled online-softmax attention: the same result as `Attention` without a mask.
     `block_q`, `block_kv`: the kernel's block sizes (the schedules choose their own);
     `query_var`/`key_var` are the block loop variables."""
-    q: str
-    k: str
-    v: str
-    out: str
-    batch_var: str
-    head_var: str
-    query_var: str
-    key_var: str
-    n_batch: cir.Expr
-    n_heads: cir.Expr
-    n_queries: cir.Expr
-    n_keys: cir.Expr
     block_q: int
     block_kv: int
-    scale: cir.Expr
     clipped_tile: bool = False          # the running output was made with min(...) rows
-    mask: None = None
-    causal: bool = False
     empty_row: str = "nan"
     form: str = "flash"
-    q_axes: tuple = (0, 1, 2)
-    k_axes: tuple = (0, 1, 2)
-    v_axes: tuple = (0, 1, 2)
-    out_axes: tuple = (0, 1, 2)
-
-    @property
-    def masked(self) -> bool:
-        return False
 
 
 @dataclass(frozen=True)
@@ -219,13 +201,7 @@ def canon(e):
     if isinstance(e, cir.Unary):
         return ("U", e.op, canon(e.operand))
     if isinstance(e, cir.Call):
-        args = canon(e.args)
-        if e.fn in ("max", "min"):
-            flat = []
-            for a in args:
-                flat.extend(a[2] if a[0] == "F" and a[1] == e.fn else (a,))
-            return ("F", e.fn, tuple(sorted(flat, key=repr)))
-        return ("F", e.fn, args)
+        return c_fn(e.fn, *canon(e.args))
     if isinstance(e, cir.Dot):
         return ("dot",) + tuple(sorted((canon(e.a), canon(e.b)), key=repr))
     if isinstance(e, cir.Cast):
@@ -262,35 +238,6 @@ def c_var(name):
 
 
 # ------------------------------------------------------------------------ utilities
-
-
-def substitute(e, env: dict):
-    """`e` with the variables named in `env` replaced by their expressions."""
-    if not env or e is None:
-        return e
-    if isinstance(e, cir.Var):
-        return env.get(e.name, e)
-    if isinstance(e, (tuple, list)):
-        return tuple(substitute(x, env) for x in e)
-    if isinstance(e, (cir.Expr, cir.Span)):
-        changes = {}
-        for f in fields(e):
-            if f.name == "ty":
-                continue
-            val = getattr(e, f.name)
-            if isinstance(val, (cir.Expr, cir.Span, tuple, list)):
-                new = substitute(val, env)
-                if new is not val:
-                    changes[f.name] = new
-        if not changes:
-            return e
-        import dataclasses
-        return dataclasses.replace(e, **changes)
-    return e
-
-
-def free_vars(e) -> set:
-    return {n.name for n in cir.walk(e) if isinstance(n, cir.Var)}
 
 
 def loads(e) -> list:
@@ -392,6 +339,35 @@ def _rename(e, old: str, new: str):
     return substitute(e, {old: cir.Var(new, cir.Ty("i32"))})
 
 
+def _leading_lets(stmts: list, env: dict) -> dict:
+    """Pops the lets that begin `stmts`: immutable ones are inlined into `env`; returns the
+    mutable ones (running values), name -> initial value."""
+    state = {}
+    while stmts and isinstance(stmts[0], cir.Let):
+        s = stmts.pop(0)
+        if s.mutable:
+            state[s.name] = s.value
+        else:
+            env[s.name] = substitute(s.value, env)
+    return state
+
+
+def _float_input(kernel, name: str, rank: int = 4, floats: bool = True) -> bool:
+    """`name` is an input of `rank` axes (of a float dtype where `floats`)."""
+    b = next((x for x in kernel.inputs if x.name == name), None)
+    return b is not None and len(b.shape) == rank and (not floats or b.dtype in cir.FLOAT_DTYPES)
+
+
+def _max_of(new, m: str):
+    """x where `new` is max(m, x) or max(x, m), else None."""
+    if not (isinstance(new, cir.Call) and new.fn == "max" and len(new.args) == 2):
+        return None
+    a, b = new.args
+    if isinstance(a, cir.Var) and a.name == m:
+        return b
+    return a if isinstance(b, cir.Var) and b.name == m else None
+
+
 # ----------------------------------------------------------------------- attention
 
 _J = "%j"        # the key variable, renamed alike in every key loop
@@ -462,11 +438,8 @@ class _Att:
         b, h = [n for n in qn if n != i]
         self.q_axes = (qn.index(b), qn.index(h), qn.index(i))
         self.k_axes = (kn.index(b), kn.index(h), kn.index(_J))
-        inputs = {x.name: x for x in self.k.inputs}
-        for ld in (qload, kload):
-            if ld.buffer not in inputs or len(inputs[ld.buffer].shape) != 4 or \
-                    inputs[ld.buffer].dtype not in cir.FLOAT_DTYPES:
-                raise _No("Q and K are not 4-D float inputs")
+        if not (_float_input(self.k, qload.buffer) and _float_input(self.k, kload.buffer)):
+            raise _No("Q and K are not 4-D float inputs")
         parts = (qload.buffer, kload.buffer, b, h, i, canon(_product(rest, dens)), self.q_axes,
                  self.k_axes)
         if self.parts is not None and self.parts != parts:
@@ -488,10 +461,7 @@ class _Att:
 def _max_update(att: _Att, kl: _KeyLoop, m: str):
     """kl updates m to max(m, score); returns the canonical new m."""
     new = kl.updates[m]
-    if not (isinstance(new, cir.Call) and new.fn == "max" and len(new.args) == 2):
-        raise _No("the running maximum is not m = max(m, score)")
-    a, b_ = new.args
-    s = b_ if isinstance(a, cir.Var) and a.name == m else a if isinstance(b_, cir.Var) and b_.name == m else None
+    s = _max_of(new, m)
     if s is None:
         raise _No("the running maximum is not m = max(m, score)")
     att.check_score(s)
@@ -545,8 +515,7 @@ def _attention(kernel, loops, body):
     state: dict = {}                  # mutable name -> init
     stmts = list(body)
     if len(loops) == 4:               # for b, h, i, d: one-pass online softmax per element
-        d_loop, stmts = loops[3], list(body)
-        return _one_pass(kernel, att, loops, d_loop, stmts, env)
+        return _one_pass(kernel, att, loops, loops[3], stmts, env)
     if len(stmts) == 1 and isinstance(stmts[0], cir.Loop) and _unit_loop(stmts[0]):
         return _one_pass(kernel, att, loops, stmts[0], list(stmts[0].body), env)
     # three-pass / online-stats: running statistics, then for d: weighted sum
@@ -600,13 +569,7 @@ def _attention(kernel, loops, body):
     dv = d_loop.var
     db = list(d_loop.body)
     denv = dict(env)
-    dstate = {}
-    while db and isinstance(db[0], cir.Let):
-        s = db.pop(0)
-        if s.mutable:
-            dstate[s.name] = s.value
-        else:
-            denv[s.name] = substitute(s.value, denv)
+    dstate = _leading_lets(db, denv)
     if len(db) != 2 or not isinstance(db[0], cir.Loop) or not isinstance(db[1], cir.Store):
         raise _No("the loop over head_dim is not `acc = 0; for key: acc += ...; out[...] = acc`")
     if len(dstate) != 1:
@@ -645,12 +608,7 @@ def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
     if len(vl) != 1:
         raise _No("the weighted sum does not take one value V[b, h, key, d]")
     v = vl[0]
-    if not (len(v.index) == 4 and all(isinstance(t, cir.Var) for t in v.index) and
-            v.index[3].name == dv and sorted(t.name for t in v.index[:3]) == sorted([b, h, _J])):
-        raise _No("the value is not V[b, h, key, d]")
-    inputs = {x.name: x for x in kernel.inputs}
-    if v.buffer not in inputs or len(inputs[v.buffer].shape) != 4:
-        raise _No("V is not a 4-D input")
+    v_axes = _value_axes(kernel, v, b, h, dv)
     want_n = [cir.Call("exp", (cir.Bin("-", _score_expr(att), cir.Var(m, F32), F32),), F32), v]
     want_d = [cir.Var(l, F32)]
     got_n = [x for x in tn + sn if x is not v] + [v]
@@ -658,8 +616,18 @@ def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
         raise _No("the weights are not exp(score - m) / l")
     # the division by l inside the key loop leaves 0 for a row without keys
     inside = any(isinstance(x, cir.Var) and x.name == l for x in td)
-    vn = [t.name for t in v.index]
-    return v.buffer, inside, (vn.index(b), vn.index(h), vn.index(_J))
+    return v.buffer, inside, v_axes
+
+
+def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str) -> tuple:
+    """The axes of b, h and the key in `v`, a load V[b, h, key (any order), d] of a 4-D
+    input."""
+    names = [t.name if isinstance(t, cir.Var) else None for t in v.index]
+    if len(names) != 4 or names[3] != dv or sorted(map(str, names[:3])) != sorted([b, h, _J]):
+        raise _No("the value is not V[b, h, key, d]")
+    if not _float_input(kernel, v.buffer, floats=False):
+        raise _No("V is not a 4-D input")
+    return names.index(b), names.index(h), names.index(_J)
 
 
 def _score_expr(att):
@@ -678,14 +646,8 @@ def _check_store(st: cir.Store, out: str, bhi: list, dv: str) -> tuple:
 def _one_pass(kernel, att, loops, d_loop, stmts, env):
     """for d: var m = -inf; var l = 0; var acc = 0; for key: online step; out = acc / l."""
     dv = d_loop.var
-    state = {}
     env = dict(env)
-    while stmts and isinstance(stmts[0], cir.Let):
-        s = stmts.pop(0)
-        if s.mutable:
-            state[s.name] = s.value
-        else:
-            env[s.name] = substitute(s.value, env)
+    state = _leading_lets(stmts, env)
     if len(stmts) != 2 or not isinstance(stmts[0], cir.Loop) or not isinstance(stmts[1], cir.Store):
         raise _No("the body is not `running values; for key: ...; out[...] = ...`")
     if len(state) != 3:
@@ -709,18 +671,13 @@ def _one_pass(kernel, att, loops, d_loop, stmts, env):
         raise _No("the stored value is not the weighted sum divided by the sum")
     acc, l = sn[0].name, sd[0].name
     vl = [x for x in loads(kl.updates[acc]) if x.buffer not in (att.parts[0], att.parts[1])]
-    if len(vl) != 1 or len(vl[0].index) != 4 or not all(isinstance(t, cir.Var) for t in vl[0].index) \
-            or vl[0].index[3].name != dv or sorted(t.name for t in vl[0].index[:3]) != sorted([b, h, _J]):
+    if len(vl) != 1:
         raise _No("the value is not V[b, h, key, d]")
+    v_axes = _value_axes(kernel, vl[0], b, h, dv)
     _online(att, kl, m, l, (acc, canon(vl[0])))
     att.key_range(kl)
     o_axes = _check_store(st, kernel.output.name, [b, h, i], dv)
-    inputs = {x.name: x for x in kernel.inputs}
-    if vl[0].buffer not in inputs or len(inputs[vl[0].buffer].shape) != 4:
-        raise _No("V is not a 4-D input")
-    vn = [t.name for t in vl[0].index]
-    return _result(kernel, att, "one-pass", loops[:3],
-                   (vl[0].buffer, False, (vn.index(b), vn.index(h), vn.index(_J))),
+    return _result(kernel, att, "one-pass", loops[:3], (vl[0].buffer, False, v_axes),
                    d_loop.stop, "nan", o_axes)
 
 
@@ -743,8 +700,7 @@ def _result(kernel, att, form, loops, vinfo, head_dim, empty_row, o_axes):
         cm = canon(_rename(mask, kl.var, _J))
         causal = cm == ("B", "<=", c_var(_J), c_var(i)) or cm == ("B", "<", c_var(_J),
                                                                      c_nary("+", c_var(i), ("C", 1.0)))
-    inputs = {x.name: x for x in kernel.inputs}
-    if vinfo[0] not in inputs or inputs[vinfo[0]].dtype not in cir.FLOAT_DTYPES:
+    if not _float_input(kernel, vinfo[0]):
         raise _No("V is not a float input")
     return Attention(form=form, q=q, k=k_, v=vinfo[0], out=kernel.output.name,
                      batch_var=b, head_var=h, query_var=i, key_var=kl.var,
@@ -778,14 +734,8 @@ def _flash(kernel, loops, body):
         raise _No("the query blocks are not a positive constant size")
     b, h, qb = lb.var, lh.var, lq.var
     env: dict = {}
-    state: dict = {}
     stmts = list(body)
-    while stmts and isinstance(stmts[0], cir.Let):
-        s = stmts.pop(0)
-        if s.mutable:
-            state[s.name] = s.value
-        else:
-            env[s.name] = substitute(s.value, env)
+    state = _leading_lets(stmts, env)
     if not stmts or not isinstance(stmts[0], cir.Loop):
         raise _No("no loop over key blocks follows the running values")
     kv = stmts.pop(0)
@@ -815,10 +765,7 @@ def _flash(kernel, loops, body):
         raise _No(f"the key-block loop does not update {', '.join(missing)}")
     # the running max: m = max(m, row_max(S))
     new_m = kenv[m]
-    if not (isinstance(new_m, cir.Call) and new_m.fn == "max" and len(new_m.args) == 2):
-        raise _No("the running maximum is not m = max(m, row_max(S))")
-    a0, a1 = new_m.args
-    rm = a1 if isinstance(a0, cir.Var) and a0.name == m else a0 if isinstance(a1, cir.Var) and a1.name == m else None
+    rm = _max_of(new_m, m)
     if not (isinstance(rm, cir.Call) and rm.fn == "row_max"):
         raise _No("the running maximum is not m = max(m, row_max(S))")
     S = rm.args[0]
@@ -842,7 +789,6 @@ def _flash(kernel, loops, body):
     if not (isinstance(kt, cir.Call) and kt.fn == "transpose"):
         raise _No("the scores are not Q_block @ transpose(K_block)")
     kt = kt.args[0]
-    inputs = {x.name: x for x in kernel.inputs}
 
     axes = {}
 
@@ -858,8 +804,7 @@ def _flash(kernel, loops, body):
 
     def block(ld, var, width, what, role):
         ax = tile_axes(ld.index, var, width) if isinstance(ld, cir.Load) else None
-        if not (ax is not None and ld.buffer in inputs and len(inputs[ld.buffer].shape) == 4 and
-                inputs[ld.buffer].dtype in cir.FLOAT_DTYPES):
+        if ax is None or not _float_input(kernel, ld.buffer):
             raise _No(f"{what} is not a block [{b}, {h}, {var}:{var} + {width}] of a 4-D float input")
         axes[role] = ax
         return ld.buffer
@@ -1040,25 +985,21 @@ def recognise(kernel: cir.Kernel):
 
 def launch_value(e, sizes: dict) -> float:
     """The value of a launch-constant expression (sizes only) for one binding of the sizes."""
-    return _eval(e, sizes)
-
-
-def _eval(e, sizes):
     if isinstance(e, cir.Const):
         return e.value
     if isinstance(e, cir.Var):
         return sizes[e.name]
     if isinstance(e, cir.Cast):
-        v = _eval(e.operand, sizes)
+        v = launch_value(e.operand, sizes)
         return float(v) if e.ty.dtype in cir.FLOAT_DTYPES else int(v)
     if isinstance(e, cir.Unary) and e.op == "neg":
-        return -_eval(e.operand, sizes)
+        return -launch_value(e.operand, sizes)
     if isinstance(e, cir.Call) and len(e.args) == 1 and e.fn in ("sqrt", "rsqrt", "exp", "log"):
-        x = float(_eval(e.args[0], sizes))
+        x = float(launch_value(e.args[0], sizes))
         return {"sqrt": math.sqrt, "rsqrt": lambda v: 1 / math.sqrt(v), "exp": math.exp,
                 "log": math.log}[e.fn](x)
     if isinstance(e, cir.Bin) and e.op == "/":
-        a, b = _eval(e.left, sizes), _eval(e.right, sizes)
+        a, b = launch_value(e.left, sizes), launch_value(e.right, sizes)
         if e.ty.dtype in cir.FLOAT_DTYPES:
             return float(a) / float(b)
     return cir.eval_expr_static(e, sizes)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import cir
-from .loops import static_value
+from .loops import identity_value, static_value
 from .tiles import inline_tile_lets
 
 I32 = cir.Ty("i32")
@@ -98,19 +98,7 @@ def _const(value, dtype: str) -> cir.Const:
 
 
 def _identity(op: str, dtype: str) -> cir.Const:
-    if op in ("+", "or"):
-        return _const(0, dtype)
-    if op in ("*", "and"):
-        return _const(1, dtype)
-    low = op == "max"
-    if dtype in cir.FLOAT_DTYPES:
-        return cir.Const(float("-inf") if low else float("inf"), cir.Ty(dtype))
-    if dtype == "bool":
-        return cir.Const(not low, cir.Ty("bool"))
-    bits = int(dtype[1:])
-    if dtype.startswith("u"):
-        return _const(0 if low else 2 ** bits - 1, dtype)
-    return _const(-2 ** (bits - 1) if low else 2 ** (bits - 1) - 1, dtype)
+    return _const(identity_value(op, dtype), dtype)
 
 
 def _combine(op: str, acc: cir.Expr, v: cir.Expr) -> cir.Expr:
@@ -414,37 +402,38 @@ class _Rewriter:
         ax = axis % len(cap)
         rcap = cap[:ax] + ((1,) if keep else ()) + cap[ax + 1:]
         rexts = exts[:ax] + ((_i(1),) if keep else ()) + exts[ax + 1:]
-        stmts, t = self.new_array(dtype, rcap, rexts, line)
-        out += stmts
-        ty = cir.Ty(dtype)
-        rank = len(cap)
+        ty, rank = cir.Ty(dtype), len(cap)
 
-        def body(idx):
-            acc, k = self.fresh("acc"), self.fresh("k")
-            outer = idx[:ax] + (_v(k),) + (idx[ax + 1:] if keep else idx[ax:])
-            term = cir.Cast(self.operand_at(src, rank, outer), ty)
-            return [cir.Let(acc, _identity(op, dtype), True, line),
-                    cir.Loop(k, _i(0), exts[ax], _i(1), (cir.Assign(
-                        acc, _combine(op, cir.Var(acc, ty), term), line),), False, line),
-                    cir.Store(t.array, idx, cir.Var(acc, ty), line)]
-        out += self.over(t.exts, body, line)
-        return self.hold(t, dtype)
+        def term(idx, k):
+            outer = idx[:ax] + (k,) + (idx[ax + 1:] if keep else idx[ax:])
+            return cir.Cast(self.operand_at(src, rank, outer), ty)
+        return self.accumulated(op, dtype, rcap, rexts, exts[ax], term, out, line)
 
     def matmul(self, a, b, dtype, out, line) -> cir.Var:
         (ca, ea), (cb, eb) = self.shape(a), self.shape(b)
         if len(ca) != 2 or len(cb) != 2:
             raise TileRefusal("a matmul of tiles of other than two axes")
-        stmts, t = self.new_array(dtype, (ca[0], cb[1]), (ea[0], eb[1]), line)
+        ty = cir.Ty(dtype)
+
+        def term(idx, k):
+            return cir.Bin("*", cir.Cast(self.operand_at(a, 2, (idx[0], k)), ty),
+                           cir.Cast(self.operand_at(b, 2, (k, idx[1])), ty), ty)
+        return self.accumulated("+", dtype, (ca[0], cb[1]), (ea[0], eb[1]), ea[1], term, out,
+                                line)
+
+    def accumulated(self, op, dtype, cap, exts, length, term, out, line) -> cir.Var:
+        """A tile array (capacity `cap`, extents `exts`) whose element at idx is `op` over
+        k in 0..length of `term(idx, k)`."""
+        stmts, t = self.new_array(dtype, cap, exts, line)
         out += stmts
         ty = cir.Ty(dtype)
 
         def body(idx):
             acc, k = self.fresh("acc"), self.fresh("k")
-            term = cir.Bin("*", cir.Cast(self.operand_at(a, 2, (idx[0], _v(k))), ty),
-                           cir.Cast(self.operand_at(b, 2, (_v(k), idx[1])), ty), ty)
-            return [cir.Let(acc, _const(0, dtype), True, line),
-                    cir.Loop(k, _i(0), ea[1], _i(1), (cir.Assign(
-                        acc, cir.Bin("+", cir.Var(acc, ty), term, ty), line),), False, line),
+            step = _combine(op, cir.Var(acc, ty), term(idx, _v(k)))
+            return [cir.Let(acc, _identity(op, dtype), True, line),
+                    cir.Loop(k, _i(0), length, _i(1), (cir.Assign(acc, step, line),), False,
+                             line),
                     cir.Store(t.array, idx, cir.Var(acc, ty), line)]
         out += self.over(t.exts, body, line)
         return self.hold(t, dtype)

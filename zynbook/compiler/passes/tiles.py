@@ -9,41 +9,31 @@ pipeline every device gets: those printers run it on the bodies they print.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from .. import cir
+from .loops import free_vars
 
 
 def substitute(e, env: dict):
-    """Replace `Var`s named in env by expressions."""
+    """`e` (an expression, a span or a tuple of them) with the `Var`s named in `env`
+    replaced by their expressions; what does not change is returned as it is."""
+    if not env or e is None:
+        return e
     if isinstance(e, cir.Var):
         return env.get(e.name, e)
-    if isinstance(e, (cir.Const,)):
+    if isinstance(e, (tuple, list)):
+        return tuple(substitute(x, env) for x in e)
+    if not isinstance(e, (cir.Expr, cir.Span)):
         return e
-    if isinstance(e, cir.Span):
-        return cir.Span(substitute(e.start, env), substitute(e.stop, env))
-    if isinstance(e, cir.Load):
-        return cir.Load(e.buffer, tuple(substitute(i, env) for i in e.index), e.ty)
-    if isinstance(e, cir.Bin):
-        return cir.Bin(e.op, substitute(e.left, env), substitute(e.right, env), e.ty)
-    if isinstance(e, cir.Unary):
-        return cir.Unary(e.op, substitute(e.operand, env), e.ty)
-    if isinstance(e, cir.Call):
-        return cir.Call(e.fn, tuple(substitute(a, env) for a in e.args), e.ty)
-    if isinstance(e, cir.Dot):
-        return cir.Dot(substitute(e.a, env), substitute(e.b, env), e.ty)
-    if isinstance(e, cir.Reduce):
-        return cir.Reduce(e.op, substitute(e.input, env), e.axis, e.ty)
-    if isinstance(e, cir.Cast):
-        return cir.Cast(substitute(e.operand, env), e.ty)
-    if isinstance(e, cir.Select):
-        return cir.Select(substitute(e.cond, env), substitute(e.if_true, env),
-                          substitute(e.if_false, env), e.ty)
-    return e
-
-
-def _subst_index(index, env):
-    return tuple(substitute(i, env) for i in index)
+    changes = {}
+    for f in fields(e):
+        val = getattr(e, f.name)
+        if f.name != "ty" and isinstance(val, (cir.Expr, cir.Span, tuple, list)):
+            new = substitute(val, env)
+            if new is not val:
+                changes[f.name] = new
+    return replace(e, **changes) if changes else e
 
 
 def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) -> tuple:
@@ -55,7 +45,7 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
     for s in body:
         if isinstance(s, cir.Let):
             v = substitute(s.value, env)
-            if not s.mutable and v.ty.shape and not (_free_vars(v) & mutable):
+            if not s.mutable and v.ty.shape and not (free_vars(v) & mutable):
                 env[s.name] = v
                 continue
             env.pop(s.name, None)
@@ -63,7 +53,8 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
         elif isinstance(s, cir.Assign):
             out.append(cir.Assign(s.name, substitute(s.value, env), s.line))
         elif isinstance(s, cir.Store):
-            out.append(cir.Store(s.buffer, _subst_index(s.index, env), substitute(s.value, env), s.line))
+            out.append(cir.Store(s.buffer, substitute(s.index, env), substitute(s.value, env),
+                                 s.line))
         elif isinstance(s, cir.Loop):
             inner = {k: v for k, v in env.items() if k != s.var}
             out.append(cir.Loop(s.var, substitute(s.start, env), substitute(s.stop, env),
@@ -76,7 +67,7 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
             out.append(cir.Yield(substitute(s.value, env),
                                  substitute(s.index, env) if s.index is not None else None, s.line))
         elif isinstance(s, cir.Atomic):
-            out.append(cir.Atomic(s.op, s.buffer, _subst_index(s.index, env),
+            out.append(cir.Atomic(s.op, s.buffer, substitute(s.index, env),
                                   substitute(s.value, env), s.line))
         else:
             out.append(s)
@@ -86,7 +77,3 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
 def inline_tiles(kernel: cir.Kernel) -> cir.Kernel:
     """The pass: `kernel` with `inline_tile_lets` run on its body."""
     return replace(kernel, body=inline_tile_lets(kernel.body))
-
-
-def _free_vars(node) -> set:
-    return {n.name for n in cir.walk(node) if isinstance(n, cir.Var)}

@@ -250,22 +250,14 @@ class _Verifier:
             if e.op == "not" and e.operand.ty.dtype != "bool":
                 self.fail(f"`not` of {e.operand.ty}", line)
             return
-        if isinstance(e, cir.Call):
-            for a in e.args:
-                self.expr(a, line)
-            return
-        if isinstance(e, cir.Dot):
-            self.expr(e.a, line)
-            self.expr(e.b, line)
-            return
-        if isinstance(e, cir.Reduce):
-            self.expr(e.input, line)
-            return
-        if isinstance(e, cir.Cast):
-            self.expr(e.operand, line)
-            return
-        if isinstance(e, cir.Select):
-            for part in (e.cond, e.if_true, e.if_false):
-                self.expr(part, line)
-            return
-        self.fail(f"not a CIR expression: {e!r}", line)
+        parts = _OPERANDS.get(type(e))
+        if parts is None:
+            self.fail(f"not a CIR expression: {e!r}", line)
+        for part in parts(e):
+            self.expr(part, line)
+
+
+# the operands of the expressions with no rule of their own
+_OPERANDS = {cir.Call: lambda e: e.args, cir.Dot: lambda e: (e.a, e.b),
+             cir.Reduce: lambda e: (e.input,), cir.Cast: lambda e: (e.operand,),
+             cir.Select: lambda e: (e.cond, e.if_true, e.if_false)}

@@ -8,6 +8,7 @@ from ..launch import ir
 from ..launch.scalar import NotScalar
 from ..targets import Target
 from .attention import Attention
+from .cpu_gemm import CpuGemm
 from .gemm import Gemm
 from .generic import GenericThread
 from .reduce import Reduce
@@ -17,7 +18,7 @@ from .block import Block
 from .configs import check_config
 from .vector import VectorThread
 
-SCHEDULES = (Attention(), Reduce(), Gemm(), Rows(), VectorThread(), GenericThread(), Block())
+SCHEDULES = (Attention(), Reduce(), CpuGemm(), Gemm(), Rows(), VectorThread(), GenericThread(), Block())
 
 
 def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:

@@ -20,10 +20,12 @@ The second (`products`, where head_dim is 16 to 64 in steps of 16 and the target
 half-warp collectives: CUDA) computes Q K^T and P V of 64 queries x 64 keys as register
 tiles of 256 or 128 threads (`_Products`), the online softmax on those registers.
 
-The query row and the output row are held in registers. Where the sizes are baked in the
-kernel is written for the launch's head_dim; where they are not (WebGPU: one program for
-every size set) there is one kernel per class of head_dim (up to 32, 64, 128), each
-launched only when the launch's head_dim is in its class.
+The query row and the output row are held in registers. They and the K/V tiles are vectors
+of four (`f32x4`: scores by `dot`, the output updated four lanes at once) where the target
+computes with vectors and head_dim (or its class) is a multiple of four, scalars otherwise.
+Where the sizes are baked in the kernel is written for the launch's head_dim; where they
+are not (WebGPU: one program for every size set) there is one kernel per class of head_dim
+(up to 32, 64, 128), each launched only when the launch's head_dim is in its class.
 """
 from __future__ import annotations
 
@@ -347,6 +349,12 @@ class _Kernel:
         self.sites = sites
         self.exact = baked(target, shape)
         self.stride = dcap + row_pad(params)        # of a row of a shared tile
+        # the rows (q, o, the K/V tiles) are held as slots of W lanes: vectors of four where
+        # the target computes with them and head_dim (its class) is a multiple of four
+        self.W = 4 if target.vector_lanes >= 4 and dcap % 4 == 0 else 1
+        self.C = dcap // self.W                     # slots of a row
+        self.FV = ir.vector_dtype(F, self.W)
+        self.sstride = self.stride // self.W        # slots of a row of a shared tile
 
     # ---- small expression helpers -----------------------------------------------------
 
@@ -402,10 +410,36 @@ class _Kernel:
         v = cast(ir.Load(user_name(buf.name), self.add(row, c), buf.dtype), F)
         return ir.Select(ir.Bin("<", col, self.D, "bool"), v, ZERO, F)
 
-    def each_d(self, var: str, body_of) -> list:
-        """for var in 0..dcap, unrolled (the rows are registers)."""
-        return self.unrolled(ir.For(var, self.i(0), self.i(self.dcap), self.i(1),
+    def each_slot(self, var: str, body_of, start: int = 0) -> list:
+        """for var in start..C (the slots of a row), unrolled (the rows are registers)."""
+        return self.unrolled(ir.For(var, self.i(start), self.i(self.C), self.i(1),
                                     tuple(body_of(self.ref(var))), self.idx, unroll=True))
+
+    # ---- slots: W lanes of a row (a vector, or one element where W is 1) ---------------
+
+    def vec(self, x) -> ir.Expr:
+        """Scalar `x` in every lane of a slot."""
+        return x if self.W == 1 else ir.Vector((x,), self.FV)
+
+    def slot_of(self, lane_of) -> ir.Expr:
+        """The slot whose lane w is lane_of(w)."""
+        if self.W == 1:
+            return lane_of(0)
+        return ir.Vector(tuple(lane_of(w) for w in range(self.W)), self.FV)
+
+    def lane(self, slot, w) -> ir.Expr:
+        return slot if self.W == 1 else ir.Lane(slot, w, F)
+
+    def col(self, c, w) -> ir.Expr:
+        """The column of lane w of slot c."""
+        return self.add(self.mul(c, self.i(self.W)), self.i(w))
+
+    def dot(self, a, b) -> ir.Expr:
+        """The sum of the lane-by-lane products of two slots."""
+        return self.mul(a, b) if self.W == 1 else ir.Math("dot", (a, b), F)
+
+    def reg(self, name, c) -> ir.Load:
+        return ir.Load(name, c, self.FV)
 
     def unrolled(self, loop: ir.For) -> list:
         """A loop over registers (the printer writes it out where the language has no unroll
@@ -440,16 +474,17 @@ class _Kernel:
                  ir.Decl("_vbase", idx, self.row_offset("v", *bh, self.i(0))),
                  ir.Decl("_orow", idx, self.row_offset("out", *bh, self.ref("_qc"))),
                  ir.Decl("_scale", F, low.operand(p.scale, F)),
-                 ir.Array("_qr", F, self.dcap), ir.Array("_o", F, self.dcap),
-                 *self.each_d("_d", lambda d: [
-                     ir.Store("_qr", d, self.mul(self.element("q", self.ref("_qrow"), d), ir.Ref("_scale", F))),
-                     ir.Store("_o", d, ZERO)]),
+                 ir.Array("_qr", self.FV, self.C), ir.Array("_o", self.FV, self.C),
+                 *self.each_slot("_d", lambda c: [
+                     ir.Store("_qr", c, self.mul(self.slot_of(lambda w: self.element(
+                         "q", self.ref("_qrow"), self.col(c, w))), self.vec(ir.Ref("_scale", F)))),
+                     ir.Store("_o", c, self.vec(ZERO))]),
                  ir.Decl("_m", F, NEG, True), ir.Decl("_l", F, ZERO, True)]
         if P.tiles:
-            body.append(ir.Array("_kv", F, self.kv_count, "shared"))
+            body.append(ir.Array("_kv", self.FV, self.kv_count // self.W, "shared"))
             if self.split_fill:
-                body += [ir.Decl("_frow", idx, ir.Bin("/", self.ref("_t"), self.i(self.dcap), idx)),
-                         ir.Decl("_fcol", idx, ir.Bin("%", self.ref("_t"), self.i(self.dcap), idx))]
+                body += [ir.Decl("_frow", idx, ir.Bin("/", self.ref("_t"), self.i(self.C), idx)),
+                         ir.Decl("_fcol", idx, ir.Bin("%", self.ref("_t"), self.i(self.C), idx))]
         steps = ir.For("_j0", self.i(0), self.i(self.bk), self.i(self.chunk * R),
                        tuple(self.step()), idx)
         tile = ([ir.Barrier(), self.fill(), ir.Barrier()] if P.tiles else []) + [steps]
@@ -476,20 +511,23 @@ class _Kernel:
         return k, blocks
 
     def fill(self) -> ir.For:
-        """K and V rows _k0 .. _k0 + block_kv into the shared tile (0 past the keys). Where
-        the block's threads and head_dim divide one another, thread t takes column t % dcap
-        of rows t / dcap, ... (no division in the loop); else elements t, t + T, ..."""
-        idx, dc, T = self.idx, self.dcap, self.bq * self.P.lanes
+        """K and V rows _k0 .. _k0 + block_kv into the shared tile (0 past the keys), a slot
+        at a time. Where the block's threads and the slots of a row divide one another,
+        thread t takes slot t % C of rows t / C, ... (no division in the loop); else slots
+        t, t + T, ..."""
+        idx, dc, T = self.idx, self.C, self.bq * self.P.lanes
         row, col = self.ref("_row"), self.ref("_col")
         j = self.add(self.ref("_k0"), row)
         jc = ir.Math("min", (j, ir.Bin("-", self.ref("_SK"), self.i(1), idx)), idx)
         ok = ir.Bin("<", j, self.ref("_SK"), "bool")
-        at = self.add(self.mul(row, self.i(self.stride)), col)
-        stores = (ir.Decl("_jf", idx, jc),
-                  ir.Store("_kv", at, ir.Select(ok, self.element(
-                      "k", self.add(self.ref("_kbase"), self.mul(self.ref("_jf"), self.seq_stride("k"))), col), ZERO, F)),
-                  ir.Store("_kv", self.add(at, self.i(self.bk * self.stride)), ir.Select(ok, self.element(
-                      "v", self.add(self.ref("_vbase"), self.mul(self.ref("_jf"), self.seq_stride("v"))), col), ZERO, F)))
+        at = self.add(self.mul(row, self.i(self.sstride)), col)
+
+        def slot(role):
+            base = self.add(self.ref(f"_{role}base"), self.mul(self.ref("_jf"), self.seq_stride(role)))
+            return ir.Select(ok, self.slot_of(lambda w: self.element(role, base, self.col(col, w))),
+                             self.vec(ZERO), self.FV)
+        stores = (ir.Decl("_jf", idx, jc), ir.Store("_kv", at, slot("k")),
+                  ir.Store("_kv", self.add(at, self.i(self.bk * self.sstride)), slot("v")))
         if self.split_fill:
             return ir.For("_row", self.ref("_frow"), self.i(self.bk), self.i(max(T // dc, 1)), (
                 ir.For("_col", self.ref("_fcol"), self.i(dc), self.i(min(T, dc)), stores, idx),), idx)
@@ -500,21 +538,21 @@ class _Kernel:
     @property
     def split_fill(self) -> bool:
         T = self.bq * self.P.lanes
-        return T % self.dcap == 0 or self.dcap % T == 0
+        return T % self.C == 0 or self.C % T == 0
 
     def seq_stride(self, role: str) -> ir.Expr:
         """From one key (or query) row of `role` to the next."""
         return self.row_offset(role, self.i(0), self.i(0), self.i(1))
 
-    def key_value(self, role: str, d) -> ir.Expr:
-        """Element d of the current key's row of K or V (`_jj` in the tile, `_jc` overall)."""
+    def key_value(self, role: str, c) -> ir.Expr:
+        """Slot c of the current key's row of K or V (`_jj` in the tile, `_jc` overall)."""
         if self.P.tiles:
-            at = self.add(self.mul(self.ref("_jj"), self.i(self.stride)), d)
-            if role == "v":
-                at = self.add(at, self.i(self.bk * self.stride))
-            return ir.Load("_kv", at, F)
-        base = self.ref("_kbase" if role == "k" else "_vbase")
-        return self.element(role, self.add(base, self.mul(self.ref("_jc"), self.seq_stride(role))), d)
+            if role == "v":     # the V tile after the K tile: one constant with the slot's
+                c = self.add(c, self.i(self.bk * self.sstride))
+            return ir.Load("_kv", self.add(self.mul(self.ref("_jj"), self.i(self.sstride)), c), self.FV)
+        base = self.add(self.ref("_kbase" if role == "k" else "_vbase"),
+                        self.mul(self.ref("_jc"), self.seq_stride(role)))
+        return self.slot_of(lambda w: self.element(role, base, self.col(c, w)))
 
     def key_index(self) -> list:
         """_jj (in the tile), _j (overall) and _jc (kept in range) of key _u of this step."""
@@ -544,10 +582,12 @@ class _Kernel:
         """Score `chunk` keys, then one online-softmax update of (m, l, o)."""
         idx, ch = self.idx, self.chunk
         s_u = ir.Load("_s", self.ref("_u"), F)
-        dot = self.each_d("_d", lambda d: [ir.Set("_dot", ir.Bin(
-            "+", ir.Ref("_dot", F), self.mul(ir.Load("_qr", d, F), self.key_value("k", d)), F))])
+        # the sum starts from the first slot's product (no addition of a zero)
+        product = lambda c: self.dot(self.reg("_qr", c), self.key_value("k", c))
+        dot = self.each_slot("_d", lambda c: [ir.Set("_dot", ir.Bin(
+            "+", ir.Ref("_dot", F), product(c), F))], 1)
         score = self.key_index() + [
-            ir.Decl("_dot", F, ZERO, True), *dot,
+            ir.Decl("_dot", F, product(self.i(0)), True), *dot,
             ir.Store("_s", self.ref("_u"), ir.Select(self.admitted(), ir.Ref("_dot", F), NEG, F)),
             ir.Set("_mt", ir.Math("max", (ir.Ref("_mt", F), s_u), F))]
         # `!(x <= -inf)` rather than `x > -inf`: a NaN score goes on into the sums, as the
@@ -557,12 +597,13 @@ class _Kernel:
         update = [
             ir.Decl("_alpha", F, ir.Math("exp", (ir.Bin("-", ir.Ref("_m", F), ir.Ref("_mt", F), F),), F)),
             ir.Set("_l", self.mul(ir.Ref("_l", F), ir.Ref("_alpha", F))),
-            *self.each_d("_d", lambda d: [ir.Store("_o", d, self.mul(ir.Load("_o", d, F), ir.Ref("_alpha", F)))]),
+            *self.each_slot("_d", lambda c: [ir.Store("_o", c, self.mul(self.reg("_o", c), self.vec(ir.Ref("_alpha", F))))]),
             *self.unrolled(ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(
                 [ir.Decl("_p", F, weight), ir.Set("_l", ir.Bin("+", ir.Ref("_l", F), ir.Ref("_p", F), F))]
                 + self.key_index()[:1] + ([] if self.P.tiles else self.key_index()[1:])
-                + self.each_d("_d", lambda d: [ir.Store("_o", d, ir.Bin(
-                    "+", ir.Load("_o", d, F), self.mul(ir.Ref("_p", F), self.key_value("v", d)), F))])),
+                + self.each_slot("_d", lambda c: [ir.Store("_o", c, ir.Bin(
+                    "+", self.reg("_o", c), self.mul(self.vec(ir.Ref("_p", F)), self.key_value("v", c)),
+                    self.FV))])),
                 idx, unroll=True)),
             ir.Set("_m", ir.Ref("_mt", F))]
         return [ir.Array("_s", F, ch), ir.Decl("_mt", F, ir.Ref("_m", F), True),
@@ -574,7 +615,7 @@ class _Kernel:
         """The lanes of a query combine their (m, l, o) through shared memory: the largest
         maximum M, each lane's l and o scaled by e^(m - M) and summed (o lane by lane into
         lane 0, over the K/V tile, which every thread is done with)."""
-        idx, R, T, dc = self.idx, self.P.lanes, self.bq * self.P.lanes, self.dcap
+        idx, R, T, dc = self.idx, self.P.lanes, self.bq * self.P.lanes, self.C
         q, t = self.ref("_q"), self.ref("_t")
         slot = self.add(self.mul(q, self.i(R)), self.ref("_x"))
         stat = lambda off: ir.Load("_ml", self.add(slot, self.i(off)) if off else slot, F)
@@ -592,14 +633,14 @@ class _Kernel:
             each_lane([ir.Decl("_mx", F, stat(0)),
                        ir.Set("_L", ir.Bin("+", ir.Ref("_L", F), self.mul(stat(T), scale(ir.Ref("_mx", F))), F))]),
             ir.Decl("_f", F, scale(ir.Ref("_m", F))),
-            *self.each_d("_d", lambda d: [ir.Store("_o", d, self.mul(ir.Load("_o", d, F), ir.Ref("_f", F)))]),
+            *self.each_slot("_d", lambda c: [ir.Store("_o", c, self.mul(self.reg("_o", c), self.vec(ir.Ref("_f", F))))]),
             each_lane([
                 ir.If(ir.Bin("==", self.ref("_r"), self.ref("_x"), "bool"),
-                      tuple(self.each_d("_d", lambda d: [ir.Store("_kv", row(d), ir.Load("_o", d, F))]))),
+                      tuple(self.each_slot("_d", lambda c: [ir.Store("_kv", row(c), self.reg("_o", c))]))),
                 ir.Barrier(),
                 ir.If(ir.Bin("==", self.ref("_r"), self.i(0), "bool"),
-                      tuple(self.each_d("_d", lambda d: [ir.Store("_o", d, ir.Bin(
-                          "+", ir.Load("_o", d, F), ir.Load("_kv", row(d), F), F))]))),
+                      tuple(self.each_slot("_d", lambda c: [ir.Store("_o", c, ir.Bin(
+                          "+", self.reg("_o", c), ir.Load("_kv", row(c), self.FV), self.FV))]))),
                 ir.Barrier()], 1)]
 
     def store(self) -> list:
@@ -614,11 +655,13 @@ class _Kernel:
         if self.P.lanes > 1:
             ok = ir.Bin("and", ok, ir.Bin("==", self.ref("_r"), self.i(0), "bool"), "bool")
 
-        def put(d):
-            v = cast(self.mul(ir.Load("_o", d, F), ir.Ref("_inv", F)), out.dtype)
+        def put(c, w):
+            d = self.col(c, w)
+            v = cast(self.mul(self.lane(self.reg("_o", c), w), ir.Ref("_inv", F)), out.dtype)
             guard = None if self.exact else ir.Bin("<", d, self.D, "bool")
-            return [ir.Store(user_name(out.name), self.add(self.ref("_orow"), d), v, guard)]
-        return [ir.If(ok, (ir.Decl("_inv", F, inv), *self.each_d("_d", put)))]
+            return ir.Store(user_name(out.name), self.add(self.ref("_orow"), d), v, guard)
+        return [ir.If(ok, (ir.Decl("_inv", F, inv), *self.each_slot(
+            "_d", lambda c: [put(c, w) for w in range(self.W)])))]
 
 
 class _Products(_Kernel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
+from math import prod
 
 from .. import cir
 from ..launch import ir
@@ -56,10 +57,7 @@ class Schedule(ABC):
 
 def workgroup_threads(kernel: cir.Kernel) -> int:
     """The threads a `@workgroup(x, y, z)` hint asks for (1 without one)."""
-    n = 1
-    for w in kernel.schedule.workgroup or ():
-        n *= int(w)
-    return n
+    return prod(int(w) for w in kernel.schedule.workgroup or ())
 
 
 def kernel_name(kernel: cir.Kernel, part: str = "") -> str:

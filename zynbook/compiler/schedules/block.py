@@ -27,25 +27,19 @@ from math import prod
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import NotScalar, ScalarLowering, buffer_params, index_dtype, lit, user_name
+from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, index_dtype, lit,
+                             user_name)
 from ..passes.loops import assigned_vars, classify_loop, declared_vars, has_node, trip_count
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .generic import GenericThread
-from .nest import parallel_nest, without_tiles
-from .reduce import identity
+from .nest import decompose, parallel_nest, shared_loops, thread, without_tiles
+from .reduce import identity, pow2_at_least
 
 
 @dataclass(frozen=True)
 class BlockParams(Params):
     threads: int = 256
-
-
-def _pow2_at_least(n: int, lo: int, hi: int) -> int:
-    p = lo
-    while p < n and p < hi:
-        p *= 2
-    return p
 
 
 # blocks of a launch whose shared arrays live in scratch memory (a slice each)
@@ -93,12 +87,8 @@ class Block(Schedule):
         nest = parallel_nest(kernel.body, sizes)
         if not nest.loops:          # one block runs the whole body: as wide as it goes
             return BlockParams(min(1024, target.max_threads))
-        trip = 0
-        mutable = {n.name for n in cir.walk(nest.body) if isinstance(n, cir.Let) and n.mutable}
-        for lp in (n for n in cir.walk(nest.body) if isinstance(n, cir.Loop)):
-            if lp.parallel or classify_loop(lp, mutable) is not None:
-                trip = max(trip, trip_count(lp, sizes) or 0)
-        threads = _pow2_at_least(max(trip // 8, 1), 32, 1024) if trip else 256
+        trip = max((trip_count(lp, sizes) or 0 for lp in shared_loops(nest.body)), default=0)
+        threads = pow2_at_least(max(trip // 8, 1), 32, 1024) if trip else 256
         return BlockParams(min(threads, target.max_threads))
 
     def space(self, kernel, target, sizes):
@@ -131,8 +121,7 @@ class _Builder:
         return lit(v, self.idx)
 
     def at(self, axis):
-        e = ir.Thread(axis)
-        return e if self.idx == "i32" else ir.Cast(e, self.idx)
+        return thread(axis, self.idx)
 
     def first_thread(self):
         return ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool")
@@ -161,7 +150,8 @@ class _Builder:
         body = list(self.shared) + list(self.low.stmts(nest.prologue))
         threads = f"{self.T} thread{'s' if self.T > 1 else ''}"
         if nest.loops:
-            inner = GenericThread._decompose(self.low, nest, "_b", idx) + self.stmts(nest.body)
+            inner = decompose(self.low, nest.loops, nest.extents, ir.Ref("_b", idx), idx)
+            inner += self.stmts(nest.body)
             body.append(ir.For("_b", self.at("block"), self.i(nest.total), self.at("blocks"),
                                tuple(inner), idx, nest.loops[0].line))
             what = (f"block: one block of {threads} per iteration of "
@@ -176,12 +166,19 @@ class _Builder:
         return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(blocks, "i64"), self.T),),
                           tuple(scratch), self.sites.as_tuple(), f"{what} (block: threads={self.T})")
 
-    def stmts(self, body, mutable: set | None = None) -> list:
+    def stmts(self, body, mutable: set | None = None, scope: bool = False) -> list:
+        """`body` in the block (`scope`: in a scope of its own)."""
         mutable = set(mutable or ())
         out: list = []
-        for s in body:
-            self.low.line = getattr(s, "line", 0) or self.low.line
-            out += self.stmt(s, mutable)
+        if scope:
+            self.low.scopes.append({})
+        try:
+            for s in body:
+                self.low.line = getattr(s, "line", 0) or self.low.line
+                out += self.stmt(s, mutable)
+        finally:
+            if scope:
+                self.low.scopes.pop()
         return out
 
     def stmt(self, s, mutable: set) -> list:
@@ -207,18 +204,9 @@ class _Builder:
             return [ir.If(self.first_thread(), tuple(low.stmts((s,))), (), ln), ir.Barrier(ln)]
         if isinstance(s, cir.If):
             cond = low.expr(s.cond)
-            low.scopes.append({})
-            try:
-                with low.facts.assuming(s.cond):
-                    then = self.stmts(s.then, mutable)
-            finally:
-                low.scopes.pop()
-            low.scopes.append({})
-            try:
-                orelse = self.stmts(s.orelse, mutable)
-            finally:
-                low.scopes.pop()
-            from ..launch.scalar import cast
+            with low.facts.assuming(s.cond):
+                then = self.stmts(s.then, mutable, scope=True)
+            orelse = self.stmts(s.orelse, mutable, scope=True)
             return [ir.If(cast(cond, "bool"), tuple(then), tuple(orelse), ln)]
         if isinstance(s, cir.Loop):
             independent = s.parallel and not has_node(s.body, (cir.Barrier, cir.SharedAlloc)) \
@@ -243,8 +231,7 @@ class _Builder:
         other locals inside, the accumulators' partials)."""
         low = self.low
         start, stop, step = low.index(s.start), low.index(s.stop), low.index(s.step)
-        t = ir.Thread("thread") if self.idx == "i32" else ir.Cast(ir.Thread("thread"), self.idx)
-        first = ir.Bin("+", start, ir.Bin("*", t, step, self.idx), self.idx)
+        first = ir.Bin("+", start, ir.Bin("*", self.at("thread"), step, self.idx), self.idx)
         stride = ir.Bin("*", step, self.i(self.T), self.idx)
         low.scopes.append(dict(rename))
         try:

@@ -52,17 +52,26 @@ def block_allreduce(target: Target, op: str, name: str, dtype: str, threads: int
             ir.Set(name, ir.Collective(op, acc, "warp", dtype))]
     th = ir.Thread("thread")
     tree = f"_tree{tag}"
-    out = [ir.Array(tree, dtype, threads, "shared"), ir.Store(tree, th, acc), ir.Barrier()]
+
+    def step(th, other):
+        return [ir.Store(tree, th, combine(ir.Load(tree, th, dtype), ir.Load(tree, other, dtype)))]
+    return [ir.Array(tree, dtype, threads, "shared"), ir.Store(tree, th, acc), ir.Barrier(),
+            *tree_rounds(threads, step), ir.Set(name, ir.Load(tree, lit(0, "i32"), dtype))]
+
+
+def tree_rounds(threads: int, step) -> list:
+    """The rounds of a tree over `threads` values in shared memory: in each, with s halving
+    from the largest power of two below `threads`, thread t < s whose partner t + s exists
+    runs `step(t, t + s)`; a barrier ends each round."""
+    th = ir.Thread("thread")
     s = 1
     while s < threads:
         s *= 2
-    s //= 2
-    while s >= 1:
+    out = []
+    while s > 1:
+        s //= 2
         other = ir.Bin("+", th, lit(s, "i32"), "i32")
         cond = ir.Bin("and", ir.Bin("<", th, lit(s, "i32"), "bool"),
                       ir.Bin("<", other, lit(threads, "i32"), "bool"), "bool")
-        both = combine(ir.Load(tree, th, dtype), ir.Load(tree, other, dtype))
-        out += [ir.If(cond, (ir.Store(tree, th, both),)), ir.Barrier()]
-        s //= 2
-    out.append(ir.Set(name, ir.Load(tree, lit(0, "i32"), dtype)))
+        out += [ir.If(cond, tuple(step(th, other))), ir.Barrier()]
     return out

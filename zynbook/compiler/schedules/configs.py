@@ -1,21 +1,9 @@
-"""The kernel library's tuned flash-attention configurations (gpu-kernel-library.md), the
-shared memory a configuration needs, and its check against a target's limit.
-
-* `CONFIGS`: the named configurations per architecture (Ampere 128/128/64, Hopper
-  128/256/128, RDNA3 and Apple 64/64/64 in half precision, a 32/32/64 f32 fallback);
-  `architecture(target)` detects which one a target is (the CUDA arch, Metal, a WebGPU
-  adapter's name); `named_config(target)` is that configuration where it fits the target,
-  else the fallback, else None.
-* `required_shared_memory(config)`: the library's layout, a Q tile of `block_q` rows and K
-  and V tiles of `block_kv` rows of `head_dim` elements (2 bytes in half precision, else 4).
-* `check_config`: a kernel's `@tile(block_q=, block_kv=)` taken as a configuration (its
-  head_dim is the launch's, half precision where Q is f16 or bf16) that needs more shared
-  memory than the target has is a ZynMLDeviceError naming both numbers, pointing at the
-  `@tile`. The check needs head_dim's value: on a target that builds one program for every
-  size set (WebGPU) it is made where head_dim is a constant of the kernel.
-* `attention_params(config, target)`: a configuration as the attention schedule's Params
-  (one thread per query, `block_q` queries a block, `block_kv`-key tiles in shared memory),
-  a starting point for tuning; the schedule fits its tiles into its own shared arrays.
+"""The kernel library's tuned configurations (gpu-kernel-library.md): flash attention's
+per architecture (`CONFIGS`, `architecture`, `named_config`), the shared memory one needs
+and its check against a target's limit (a kernel's `@tile` that does not fit is a
+ZynMLDeviceError at the `@tile`; on a target that builds one program for every size set it
+is checked where head_dim is a constant of the kernel), and the GEMM schedule's tensor-core
+starting points (`gemm_config`).
 """
 from __future__ import annotations
 
@@ -136,3 +124,27 @@ def attention_params(config: FlashConfig, target):
     if config.block_q > target.max_threads:
         return None
     return AttentionParams(config.block_q, config.block_kv, 1, min(16, config.block_kv), True)
+
+
+# The GEMM schedule's tensor-core configurations (GemmParams fields besides width and mma),
+# by architecture and operand kind: 128 x 128 block tiles of 4 warps of 64 x 64 (a warp's
+# fragments reused over 8 x 4 MMAs: shared memory's bandwidth, not the tensor cores, bounds
+# smaller warp tiles on Hopper), K slices through a cp.async ring. Half precision: slices of
+# 32 in 3 swizzled stages (48 KiB, what a kernel declares statically); TF32 (4-byte
+# operands): slices of 16 in 2 padded stages, whose rows keep the element-wise fragment
+# reads free of bank conflicts.
+_HALF = dict(bm=128, bn=128, bk=32, tm=64, tn=64, stages=3, swizzle=True)
+# On Hopper, TF32 slices of 32 in 3 swizzled stages (96 KiB of dynamic shared memory) ran
+# 0.97 ms against 1.07 for the 2-stage form (4096^3, H100, bench_cuda.py --gemm-sweep).
+_TF32 = dict(bm=128, bn=128, bk=16, tm=64, tn=64, stages=2, swizzle=False)
+_TF32_HOPPER = dict(bm=128, bn=128, bk=32, tm=64, tn=64, stages=3, swizzle=True)
+GEMM_CONFIGS = {("ampere", "half"): _HALF, ("hopper", "half"): _HALF,
+                ("ampere", "tf32"): _TF32, ("hopper", "tf32"): _TF32_HOPPER}
+
+
+def gemm_config(target, kind: str) -> dict | None:
+    """The tensor-core GEMM configuration of `target`'s architecture for operands of `kind`
+    ("half" or "tf32"), or None where the library has none (before Ampere, off CUDA)."""
+    if target.name != "cuda":
+        return None
+    return GEMM_CONFIGS.get((architecture(target), kind))

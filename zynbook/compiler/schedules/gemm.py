@@ -8,17 +8,27 @@ expression of them (transposes, the gathered input of a convolution: implicit im
 is evaluated per element, bounds-checked where it cannot be proven in range.
 
 One block computes a BM x BN tile of C (blocks stride over the tiles), walking K in BK-deep
-slices staged through registers into two shared-memory buffers: the next slice's global
-loads are in flight while the current one is multiplied, one barrier per slice. A side
-whose contiguous axis allows it is read `width` elements at a time (16-byte loads; a
-device whose buffers are not aligned runs the program's `fallback`); any other side is
-gathered element by element. The product itself is either
+slices. A slice reaches shared memory either staged through registers into two buffers (the
+next slice's global loads are in flight while the current one is multiplied, one barrier
+per slice) or, with `stages` (tensor cores on a target with `async_copy`), by 16-byte
+`cp.async` copies into a ring of that many buffers: `stages - 1` slices are in flight while
+one is multiplied (commit a group per slice, wait for all but the newest `stages - 2`, one
+barrier per slice; out-of-range rows land as zeros), and tiles are visited in groups of
+`GROUP_M` tile rows so that neighbouring blocks share operand rows in L2. A side whose
+contiguous axis allows it is read `width` elements at a time (16-byte loads; a device whose
+buffers are not aligned runs the program's `fallback`); any other side is gathered element
+by element. The product itself is either
 
 * FMA: each thread keeps TM x TN sums in registers, reading TM values of A and TN of B
   from shared memory per step of K (A is stored k-major, so both are 4-wide reads), or
-* tensor cores (`mma`, f16/bf16 on a target with `mma.sync`): each warp keeps a TM x TN
-  piece as m16n8k16 accumulators; the tiles keep the operands' own layout in shared memory,
-  rows padded against bank conflicts.
+* tensor cores (`mma`, f16/bf16 on a target with `mma.sync`; f32 as TF32 where the program
+  says `config { allow_tf32: true }`): each warp keeps a TM x TN piece as m16n8k16 (TF32:
+  m16n8k8) accumulators; the tiles keep the operands' own layout in shared memory, rows
+  padded against bank conflicts or, with `swizzle`, unpadded with each 16-byte unit's place
+  in its row XOR-ed by its row (`_Builder.at`), so that the eight rows an ldmatrix phase
+  reads fall in eight different bank groups. Fragments come by ldmatrix x4 (transposed
+  where a tile runs along M or N); TF32 fragments by ldmatrix where the tile runs along K,
+  else element by element.
 
 The epilogue adds the accumulator's start and runs the kernel's own store (`f`, a bias, an
 activation) per element of C. Sums are f32 (f64 for f64 operands). A guarded accumulation
@@ -38,13 +48,17 @@ from ..launch.scalar import (ScalarLowering, buffer_params, cast, index_dtype, l
                              product_expr, user_name)
 from ..passes.loops import free_vars
 from ..passes.recognise import contraction
+from . import configs
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .nest import extents, parallel_nest, trip_count
 
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
           "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
-PAD = 8                 # elements of padding per row of a tensor-core operand tile
+GROUP_M = 8             # tile rows visited together by the pipelined tensor-core schedule
 MIN_SIDE = 16           # M or N below this wastes most of a tile: the thread schedule does better
+# tensor-core block tiles of the pipelined schedule: (BM, BN, TM, TN), a warp per TM x TN
+MMA_TILES = ((128, 128, 64, 64), (128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 32),
+             (64, 128, 32, 32), (64, 64, 32, 32))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
              (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4))
@@ -58,24 +72,40 @@ class GemmParams(Params):
     tm: int = 8             # rows per thread (FMA) or per warp (tensor cores)
     tn: int = 8             # columns per thread (FMA) or per warp (tensor cores)
     width: int = 4          # elements per vector load of an operand (1: element by element)
-    mma: bool = False       # tensor cores: m16n8k16 steps of a warp
+    mma: bool = False       # tensor cores: m16n8k16 (TF32: m16n8k8) steps of a warp
+    stages: int = 0         # tensor cores: a ring of this many shared buffers filled by
+                            # cp.async (0: two buffers staged through registers)
+    swizzle: bool = False   # tensor cores: XOR-swizzled operand tiles instead of padded rows
 
     @property
     def threads(self) -> int:
         return (self.bm // self.tm) * (self.bn // self.tn) * (32 if self.mma else 1)
 
-    def shared_bytes(self, in_bytes: int, acc_bytes: int) -> int:
+    def tile_rows(self, side: str, in_bytes: int, kcontig: bool) -> tuple:
+        """(rows, elements a row) of a tensor-core operand tile of side "m" or "n": rows of
+        the side's X along K (kcontig) or rows of K along X, padded by 16 bytes (32 where
+        TF32 fragments read a tile along X) unless swizzled."""
+        bx = self.bm if side == "m" else self.bn
+        pad = 0 if self.swizzle else (16 // in_bytes if kcontig else 8)
+        return (bx, self.bk + pad) if kcontig else (self.bk, bx + pad)
+
+    def shared_bytes(self, in_bytes: int, acc_bytes: int, kcontig=(True, False)) -> int:
         if self.mma:
-            return 2 * in_bytes * ((self.bm + PAD) + (self.bn + PAD)) * (self.bk + PAD)
+            per = sum(r * w for r, w in (self.tile_rows(s, in_bytes, kc) for s, kc in zip("mn", kcontig)))
+            return max(2, self.stages) * in_bytes * per
         return 2 * acc_bytes * self.bk * (self.bm + self.bn)
 
     def valid(self) -> bool:
         if self.bm % self.tm or self.bn % self.tn or min(self.bm, self.bn, self.bk) < 1:
             return False
         if self.mma:
-            return self.tm % 16 == 0 and self.tn % 8 == 0 and self.bk % 16 == 0 and self.width == 8
+            pow2 = all(v & (v - 1) == 0 for v in (self.bm, self.bn, self.bk))
+            return self.tm % 16 == 0 and self.tn % 8 == 0 and self.bk % 16 == 0 and \
+                self.width in (1, 4, 8) and self.stages in (0, 2, 3, 4) and \
+                (pow2 or not self.swizzle) and (self.width > 1 or not self.stages)
         return self.tm % 4 == 0 and self.tn % 4 == 0 and self.width in (1, 2, 4) and \
-            self.bk % self.width == 0 and self.bm % self.width == 0 and self.bn % self.width == 0
+            self.bk % self.width == 0 and self.bm % self.width == 0 and self.bn % self.width == 0 \
+            and not self.stages and not self.swizzle
 
 
 @dataclass(frozen=True)
@@ -193,8 +223,9 @@ class Gemm(Schedule):
     def _fits(self, p: GemmParams, target, form: _Form) -> bool:
         ib = max(_BYTES[d] for d in form.dtypes)
         return p.valid() and p.threads <= target.max_threads and \
-            p.shared_bytes(ib, _BYTES[form.acc]) <= target.shared_bytes and \
-            (not p.mma or (target.warp == 32 and "mma.sync" in target.tensor_cores))
+            p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) <= target.shared_bytes and \
+            (not p.mma or (target.warp == 32 and "mma.sync" in target.tensor_cores)) and \
+            (not p.stages or target.async_copy)
 
     def _width(self, target, form: _Form) -> int:
         """The widest vector load of the FMA tiles (4 at most: the shared tiles are read
@@ -202,21 +233,48 @@ class Gemm(Schedule):
         ib = max(_BYTES[d] for d in form.dtypes)
         return max(1, min(4, target.vector_bytes // ib)) if not target.symbolic_sizes else 1
 
-    def _mma_ok(self, kernel, target, sizes, form: _Form) -> bool:
-        return (not target.symbolic_sizes and "mma.sync" in target.tensor_cores
-                and form.dtypes[0] == form.dtypes[1] and form.dtypes[0] in ("f16", "bf16")
-                and form.acc == "f32" and target.vector_bytes >= 16
-                and all(_vector_ok(kernel, form, s, sizes, 8) for s in (form.m, form.n)))
+    def _mma_kind(self, kernel, target, sizes, form: _Form):
+        """"half" (f16/bf16 operands in 16-byte loads), "tf32" (f32 operands where the
+        program allows TF32: `config { allow_tf32: true }`) or None: no tensor cores."""
+        if target.symbolic_sizes or "mma.sync" not in target.tensor_cores or \
+                form.acc != "f32" or form.dtypes[0] != form.dtypes[1]:
+            return None
+        if form.dtypes[0] in ("f16", "bf16") and target.vector_bytes >= 16 and \
+                all(_vector_ok(kernel, form, s, sizes, 8) for s in (form.m, form.n)):
+            return "half"
+        if form.dtypes[0] == "f32" and getattr(kernel.schedule, "allow_tf32", None):
+            return "tf32"
+        return None
+
+    def _mma_firsts(self, kernel, target, sizes, form: _Form, kind: str, M: int, N: int):
+        """Tensor-core parameters to try first: the architecture's tuned configuration
+        (configs.gemm_config), halved along a side of 64 or less, then the two-buffer one."""
+        width = 8 if kind == "half" else 4
+        async_ok = target.async_copy and all(_vector_ok(kernel, form, s, sizes, width)
+                                             for s in (form.m, form.n))
+        out = []
+        conf = configs.gemm_config(target, kind)
+        if conf is not None and async_ok:
+            p = GemmParams(width=width, mma=True, **conf)
+            if M <= 64:
+                p = dataclasses.replace(p, bm=64, tm=min(p.tm, 32))
+            if N <= 64:
+                p = dataclasses.replace(p, bn=64, tn=min(p.tn, 32))
+            out.append(p)
+        bm, bn = (128 if M > 64 else 64), (128 if N > 64 else 64)
+        out.append(GemmParams(bm, bn, 32 if kind == "half" else 16, bm // 2, bn // 4,
+                              width if kind == "half" or async_ok else 1, True))
+        return out
 
     def _auto(self, kernel, target, sizes, form: _Form, fma_only: bool = False):
         """The parameters chosen by sizes and target, or None where no tile fits."""
         sym = target.symbolic_sizes
         M, N, K = _side_sizes(form, sizes) if not sym else (1 << 20,) * 3
-        if not fma_only and self._mma_ok(kernel, target, sizes, form):
-            bm, bn = (128 if M > 64 else 64), (128 if N > 64 else 64)
-            p = GemmParams(bm, bn, 32, bm // 2, bn // 4, 8, True)
-            if self._fits(p, target, form):
-                return p
+        kind = None if fma_only else self._mma_kind(kernel, target, sizes, form)
+        if kind:
+            for p in self._mma_firsts(kernel, target, sizes, form, kind, M, N):
+                if self._fits(p, target, form):
+                    return p
         if target.max_threads == 1:         # one thread a block holds the block's tile
             p = GemmParams(16, 16, 16, 16, 16, 1)
             return p if self._fits(p, target, form) else None
@@ -258,9 +316,15 @@ class Gemm(Schedule):
         out = [first]
         cands = [GemmParams(a, b, bk, c, d, w) for a, b, c, d in FMA_TILES for bk in (8, 16)
                  for w in sorted({1, self._width(target, form)})]
-        if self._mma_ok(kernel, target, sizes, form):
-            cands = [GemmParams(a, b, bk, a // 2, b // 4, 8, True) for a in (64, 128)
-                     for b in (64, 128) for bk in (16, 32)] + cands
+        kind = self._mma_kind(kernel, target, sizes, form)
+        if kind:
+            w = 8 if kind == "half" else 4
+            w = w if all(_vector_ok(kernel, form, s, sizes, w) for s in (form.m, form.n)) else 1
+            piped = [GemmParams(a, b, bk, c, d, w, True, st, sw) for sw in (True, False)
+                     for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if w > 1 else []
+            staged = [GemmParams(a, b, bk, a // 2, b // 4, w, True) for a in (64, 128)
+                      for b in (64, 128) for bk in (16, 32)]
+            cands = piped + staged + cands
         for p in cands:
             if p not in out and self._fits(p, target, form):
                 out.append(p)
@@ -298,8 +362,12 @@ class _Builder:
         self.cd = self.f.acc
         self.W = {s: (params.width if not self.sym and _vector_ok(
             kernel, self.f, getattr(self.f, s), self.sizes, params.width) else 1) for s in ("m", "n")}
-        if params.mma and min(self.W.values()) < 8:
-            raise ValueError("tensor-core tiles need both operands in 16-byte loads")
+        self.tf32 = params.mma and self.f.dtypes[0] == "f32"
+        self.ib = _BYTES[self.f.dtypes[0]]
+        if params.mma and self.ib == 2 and min(self.W.values()) < 8:
+            raise ValueError("half-precision tensor-core tiles need both operands in 16-byte loads")
+        if params.stages and min(self.W.values()) * self.ib < 16:
+            raise ValueError("cp.async stages need both operands in 16-byte loads")
 
     # ---- small helpers ----------------------------------------------------------------
 
@@ -394,8 +462,17 @@ class _Builder:
         body = [ir.Decl("_bz", self.idx, self.op("/", tile, per_batch))] if bloops else []
         body.append(ir.Decl("_tb", self.idx, self.op("%", tile, per_batch)))
         tb = ir.Ref("_tb", self.idx)
-        body += [ir.Decl("_m0", self.idx, self.op("*", self.op("/", tb, tiles_n), p.bm)),
-                 ir.Decl("_n0", self.idx, self.op("*", self.op("%", tb, tiles_n), p.bn))]
+        if p.stages:        # GROUP_M tile rows at a time, column by column (L2 reuse)
+            span = self.op("*", tiles_n, GROUP_M)
+            first = self.name(body, "gm", self.op("*", self.op("/", tb, span), GROUP_M))
+            rows = self.name(body, "gs", ir.Math("min", (self.op("-", tiles_m, first), self.i(GROUP_M)),
+                                                 self.idx))
+            within = self.name(body, "gi", self.op("%", tb, span))
+            tile_m, tile_n = self.op("+", first, self.op("%", within, rows)), self.op("/", within, rows)
+        else:
+            tile_m, tile_n = self.op("/", tb, tiles_n), self.op("%", tb, tiles_n)
+        body += [ir.Decl("_m0", self.idx, self.op("*", tile_m, p.bm)),
+                 ir.Decl("_n0", self.idx, self.op("*", tile_n, p.bn))]
         self.m0, self.n0 = ir.Ref("_m0", self.idx), ir.Ref("_n0", self.idx)
 
         def tile_body():
@@ -415,8 +492,12 @@ class _Builder:
         name = kernel_name(self.k) + self.suffix
         what = self.describe()
         vec = self.W["m"] > 1 or self.W["n"] > 1
+        # tiles beyond what a kernel may declare with fixed sizes live in memory the launch gives
+        shared = sum(a.count * _BYTES[a.dtype] for a in head if isinstance(a, ir.Array) and a.space == "shared")
+        dynamic = shared if 0 < self.t.static_shared_bytes < shared else 0
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), p.threads,
-                      self.idx, what, min_blocks=2 if vec and not p.mma and p.threads == 256 else 0)
+                      self.idx, what, min_blocks=2 if vec and not p.mma and p.threads == 256 else 0,
+                      dynamic_shared=dynamic)
         return ir.Program(self.k.name, (k,), (ir.Launch(name, grid, p.threads),), (),
                           (), f"{what} (gemm: {p.describe()})")
 
@@ -434,9 +515,12 @@ class _Builder:
                     B *= trip_count(lp, self.sizes)
             shape = f"M={M} N={N} K={K}" + (f" batch={B}" if B > 1 else "")
         if p.mma:
-            how = (f"on tensor cores (mma.sync m16n8k16 {f.dtypes[0]}, f32 accumulate): {shape}; "
+            op = "m16n8k8 tf32 (operands rounded to TF32)" if self.tf32 else f"m16n8k16 {f.dtypes[0]}"
+            stages = (f"{p.stages} shared-memory stages by cp.async" if p.stages else
+                      "2 shared-memory stages")
+            how = (f"on tensor cores (mma.sync {op}, f32 accumulate): {shape}; "
                    f"{p.bm}x{p.bn}x{p.bk} tiles, {p.threads // 32} warps of {p.tm}x{p.tn}, "
-                   "2 shared-memory stages")
+                   f"{stages}" + (", swizzled" if p.swizzle else ""))
         else:
             how = (f": {shape}; {p.bm}x{p.bn}x{p.bk} tiles in two shared-memory buffers, "
                    f"{p.tm}x{p.tn} per thread")
@@ -454,23 +538,26 @@ class _Builder:
             per = -(-chunks // p.threads)
             dt = f.dtypes[0 if s == "m" else 1]
             reg_dt = dt if self.W[s] > 1 else self.cd
-            if p.mma:       # the operand's own layout: rows of K (+ padding) or of X
-                rows, row = (bx, p.bk + PAD) if side.kcontig else (p.bk, bx + PAD)
+            if p.mma:       # the operand's own layout: rows of K or of X (GemmParams.tile_rows)
+                rows, row = p.tile_rows(s, self.ib, side.kcontig)
                 sh_dt = dt
             else:           # k-major: a thread's TM (TN) values of one k are consecutive
                 rows, row, sh_dt = p.bk, bx, self.cd
             self.shape[s] = (chunks, per, reg_dt, rows, row, sh_dt)
-            head.append(ir.Array(f"_sh{s}", sh_dt, 2 * rows * row, "shared"))
-            head.append(ir.Array(f"_reg{s}", reg_dt, per * self.W[s], "local"))
+            head.append(ir.Array(f"_sh{s}", sh_dt, max(2, p.stages) * rows * row, "shared"))
+            if not p.stages:
+                head.append(ir.Array(f"_reg{s}", reg_dt, per * self.W[s], "local"))
         if p.mma:
             self.fm, self.fn = p.tm // 16, p.tn // 8
             self.acc_count = self.fm * self.fn * 4
-            head += [ir.Array("_fa", f.dtypes[0], self.fm * 8, "local"),
-                     ir.Array("_fb", f.dtypes[1], self.fn * 4, "local")]
+            per_a, per_b = (4, 2) if self.tf32 else (8, 4)
+            head += [ir.Array("_fa", f.dtypes[0], self.fm * per_a, "local"),
+                     ir.Array("_fb", f.dtypes[1], self.fn * per_b, "local")]
             warps_n = p.bn // p.tn
             warp, lane = self.axis("warp"), self.axis("lane")
             for n, e in (("_wm", self.op("/", warp, warps_n)), ("_wn", self.op("%", warp, warps_n)),
-                         ("_g", self.op("/", lane, 4)), ("_t4", self.op("%", lane, 4))):
+                         ("_g", self.op("/", lane, 4)), ("_t4", self.op("%", lane, 4)),
+                         ("_l8", self.op("%", lane, 8)), ("_lq", self.op("/", lane, 8))):
                 head.append(ir.Decl(n, self.idx, e))
         else:
             self.acc_count = p.tm * p.tn
@@ -552,9 +639,8 @@ class _Builder:
         def one(x, k, r):
             slot = self.op("*", r, W)
             if p.mma:
-                at = self.op("+", self.op("*", x, row), k) if side.kcontig else \
-                    self.op("+", self.op("*", k, row), x)
-                return self.move(f"_sh{s}", self.op("+", base, at), f"_reg{s}", slot, W, sh_dt)
+                return self.move(f"_sh{s}", self.at(s, buf, x, k, aligned=W * self.ib >= 16),
+                                 f"_reg{s}", slot, W, sh_dt)
             if side.kcontig or reg_dt != sh_dt:     # element by element (transposed, converted)
                 out = []
                 for w in range(W):
@@ -567,8 +653,79 @@ class _Builder:
             return self.move(f"_sh{s}", at, f"_reg{s}", slot, W, sh_dt)
         return [self.chunks(s, one)]
 
+    def at(self, s: str, buf: ir.Expr, x: ir.Expr, k: ir.Expr, key: ir.Expr | None = None,
+           aligned: bool = False) -> ir.Expr:
+        """Offset of element (x, k) of side `s`'s tensor-core tile in shared buffer `buf`.
+        Swizzled, the 16-byte unit holding it is XOR-ed, within its row, by the row's `key`:
+        (row % 8) / R where R rows share a 128-byte line, so that eight consecutive rows at
+        one unit (an ldmatrix phase) and a warp's consecutive units (the copies) fall in
+        eight bank groups. `key` where the caller knows it; `aligned`: (x, k) starts a unit."""
+        _, _, _, rows, row, _ = self.shape[s]
+        r, c = (x, k) if getattr(self.f, s).kcontig else (k, x)
+        base = self.op("*", buf, rows * row)
+        if not self.p.swizzle:
+            return self.op("+", base, self.op("+", self.op("*", r, row), c))
+        E = 16 // self.ib
+        if key is None:
+            key = self.op("/", self.op("%", r, 8), max(1, 8 * E // row))
+        unit = ir.Bin("^", self.op("/", c, E), key, self.idx)
+        inner = self.op("*", unit, E) if aligned else self.op("+", self.op("*", unit, E), self.op("%", c, E))
+        return self.op("+", base, self.op("+", self.op("*", r, row), inner))
+
+    def lane_key(self, s: str, r8: ir.Expr | None = None) -> ir.Expr:
+        """The swizzle key of a row whose remainder by 8 is `r8`: by default the row this
+        lane gives an ldmatrix (an 8-aligned row + lane % 8)."""
+        _, _, _, _, row, _ = self.shape[s]
+        return self.op("/", self.ref("_l8") if r8 is None else r8, max(1, 8 * (16 // self.ib) // row))
+
+    def issue(self, s: str, k0: ir.Expr, buf: ir.Expr) -> list:
+        """Side `s`'s chunks of the slice from K index `k0` as cp.async copies into shared
+        buffer `buf`; zeros land outside the matrix."""
+        side, W, low = getattr(self.f, s), self.W[s], self.low
+        x0, X = (self.m0, self.M) if s == "m" else (self.n0, self.N)
+        buf_ident, buf_dt, _ = low.buffers[side.load.buffer]
+        low.line = self.f.c.rloops[-1].line or low.line
+
+        def one(x, k, r):
+            gx, gk = self.op("+", x0, x), self.op("+", k0, k)
+            inside = self.op("and", self.op("<", gx, X), self.op("<", gk, self.K))
+
+            def copy():
+                out = self.decompose(gx, self.loops[s], self.exts[s])
+                out += self.decompose(gk, list(self.f.c.rloops), self.rext)
+                off, _ = low.flat(side.load.buffer, side.load.index, store=False)
+                return out + [ir.AsyncCopy(f"_sh{s}", self.at(s, buf, x, k, aligned=True), buf_ident,
+                                           off, W, buf_dt, inside)]
+            return self.scoped(copy)
+        return [self.chunks(s, one)]
+
+    def pipelined(self) -> list:
+        """The K loop over a ring of `stages` buffers: stages - 1 slices in flight ahead of
+        the one multiplied; a slice's group is complete when all but the newest stages - 2
+        groups are, and the barrier after the wait also tells every warp that the buffer
+        the next copies refill was multiplied in the previous step."""
+        p, S = self.p, self.p.stages
+        head = [ir.Barrier()]           # the previous tile's last slice is read by now
+        nk = self.name(head, "nk", self.op("/", self.op("+", self.K, p.bk - 1), p.bk))
+        for st in range(S - 1):
+            load = self.issue("m", self.i(st * p.bk), self.i(st)) + \
+                self.issue("n", self.i(st * p.bk), self.i(st))
+            head += [ir.If(self.op("<", self.i(st), nk), tuple(load)), ir.AsyncCommit()]
+        kt = self.ref("_kt")
+        ahead = self.op("+", kt, S - 1)
+        slot = self.op("%", ahead, S)
+        body = [ir.AsyncWait(S - 2), ir.Barrier(),
+                ir.If(self.op("<", ahead, nk), tuple(self.issue("m", self.op("*", ahead, p.bk), slot) +
+                                                     self.issue("n", self.op("*", ahead, p.bk), slot))),
+                ir.AsyncCommit()]
+        body += self.multiply(self.op("%", kt, S))
+        return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
+                              self.f.c.rloops[0].line)]
+
     def mainloop(self) -> list:
         p = self.p
+        if p.stages:
+            return self.pipelined()
         head = []
         nk = self.name(head, "nk", self.op("/", self.op("+", self.K, p.bk - 1), p.bk))
         kt = self.ref("_kt")
@@ -611,18 +768,14 @@ class _Builder:
 
     def mma_step(self, buf: ir.Expr) -> list:
         """Per 16-deep step: each warp's A fragments (16 rows each) and B fragments (8
-        columns each) from the shared tiles by warp matrix loads (transposed where the tile
-        runs along M or N), then FM x FN MMAs."""
+        columns each, two at a time where the warp has an even number) from the shared tiles
+        by warp matrix loads (transposed where the tile runs along M or N), then FM x FN
+        MMAs."""
+        if self.tf32:
+            return self.tf32_step(buf)
         p, f = self.p, self.f
-        lane = self.axis("lane")
-        tile, row = self.op("/", lane, 8), self.op("%", lane, 8)
-
-        def at(s, x, k):
-            """Offset of (x, k) in side s's tile of this buffer."""
-            _, _, _, rows, width, _ = self.shape[s]
-            inner = self.op("+", self.op("*", x, width), k) if getattr(f, s).kcontig else \
-                self.op("+", self.op("*", k, width), x)
-            return self.op("+", self.op("*", buf, rows * width), inner)
+        tile, row = self.ref("_lq"), self.ref("_l8")
+        pair = self.fn % 2 == 0
 
         def step(kk):
             def a_frag(i):      # tiles (rows 0-7 | 8-15) x (k 0-7 | 8-15), this lane's row
@@ -630,22 +783,74 @@ class _Builder:
                 x_off, k_off = self.op("*", self.op("%", tile, 2), 8), self.op("*", self.op("/", tile, 2), 8)
                 x, k = self.op("+", top, x_off), self.op("+", kk, k_off)
                 x, k = (self.op("+", x, row), k) if f.m.kcontig else (x, self.op("+", k, row))
-                return [ir.MatrixLoad("_fa", self.op("*", i, 8), "_shm", at("m", x, k), 4,
+                return [ir.MatrixLoad("_fa", self.op("*", i, 8), "_shm",
+                                      self.at("m", buf, x, k, self.lane_key("m"), True), 4,
                                       not f.m.kcontig, f.dtypes[0])]
 
-            def b_frag(j):      # tiles (k 0-7 | 8-15) of 8 columns
-                x = self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("*", j, 8))
+            def b_frag(j):      # tiles (k 0-7 | 8-15) of 8 columns (of columns j, j + 1)
+                group = self.op("+", j, self.op("/", tile, 2)) if pair else j
+                x = self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("*", group, 8))
                 k = self.op("+", kk, self.op("*", self.op("%", tile, 2), 8))
                 x, k = (self.op("+", x, row), k) if f.n.kcontig else (x, self.op("+", k, row))
-                return [ir.MatrixLoad("_fb", self.op("*", j, 4), "_shn", at("n", x, k), 2,
-                                      not f.n.kcontig, f.dtypes[1])]
+                return [ir.MatrixLoad("_fb", self.op("*", j, 4), "_shn",
+                                      self.at("n", buf, x, k, self.lane_key("n"), True),
+                                      4 if pair else 2, not f.n.kcontig, f.dtypes[1])]
             mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, 8), "_fb", self.op("*", j, 4), "_acc",
                                        self.op("*", self.op("+", self.op("*", i, self.fn), j), 4),
                                        f.dtypes[0])]
-            return [self.unrolled("_i", self.fm, a_frag), self.unrolled("_j", self.fn, b_frag),
+            return [self.unrolled("_i", self.fm, a_frag),
+                    self.unrolled("_j", self.fn, b_frag, 2 if pair else 1),
                     self.unrolled("_i", self.fm, lambda i: [self.unrolled("_j", self.fn,
                                                                           lambda j: mma(i, j))])]
         return [self.unrolled("_kk", p.bk, step, 16)]
+
+    def tf32_step(self, buf: ir.Expr) -> list:
+        """Per 8-deep step: the warp's A fragments (16 x 8) and B fragments (8 x 8) from the
+        shared tiles (ir.Mma's tf32 layout): by ldmatrix of 32-bit rows where the tile runs
+        along K, else each lane reading its elements; then FM x FN m16n8k8 MMAs, which round
+        the operands to TF32."""
+        p, f = self.p, self.f
+        g, t = self.ref("_g"), self.ref("_t4")
+        tile, row = self.ref("_lq"), self.ref("_l8")
+        pair = self.fn % 2 == 0 and f.n.kcontig
+
+        def step(kk):
+            def key(s, k_in8):      # rows are 8-aligned + g along X, or + t + 4 p along K
+                return self.lane_key(s, g if getattr(f, s).kcontig else k_in8)
+
+            def a_frag(i):
+                top = self.op("+", self.op("*", self.ref("_wm"), p.tm), self.op("*", i, 16))
+                if f.m.kcontig:     # tiles (rows 0-7 | 8-15) x (k 0-3 | 4-7) by one ldmatrix
+                    x = self.op("+", top, self.op("+", self.op("*", self.op("%", tile, 2), 8), row))
+                    k = self.op("+", kk, self.op("*", self.op("/", tile, 2), 4))
+                    return [ir.MatrixLoad("_fa", self.op("*", i, 4), "_shm",
+                                          self.at("m", buf, x, k, self.lane_key("m"), True), 4, False, "f32")]
+                return [ir.Store("_fa", self.op("+", self.op("*", i, 4), q), ir.Load(
+                    "_shm", self.at("m", buf, self.op("+", top, self.op("+", g, 8 * (q % 2))),
+                                    self.op("+", kk, self.op("+", t, 4 * (q // 2))),
+                                    key("m", self.op("+", t, 4 * (q // 2)))), "f32"))
+                        for q in range(4)]
+
+            def b_frag(j):
+                if f.n.kcontig:     # tiles (k 0-3 | 4-7) of 8 columns (of columns j, j + 1)
+                    group = self.op("+", j, self.op("/", tile, 2)) if pair else j
+                    x = self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("+", self.op("*", group, 8), row))
+                    k = self.op("+", kk, self.op("*", self.op("%", tile, 2), 4))
+                    return [ir.MatrixLoad("_fb", self.op("*", j, 2), "_shn",
+                                          self.at("n", buf, x, k, self.lane_key("n"), True),
+                                          4 if pair else 2, False, "f32")]
+                x = self.op("+", self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("*", j, 8)), g)
+                return [ir.Store("_fb", self.op("+", self.op("*", j, 2), q), ir.Load(
+                    "_shn", self.at("n", buf, x, self.op("+", kk, self.op("+", t, 4 * q)),
+                                    key("n", self.op("+", t, 4 * q))), "f32"))
+                        for q in range(2)]
+            mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, 4), "_fb", self.op("*", j, 2), "_acc",
+                                       self.op("*", self.op("+", self.op("*", i, self.fn), j), 4),
+                                       "tf32", (16, 8, 8))]
+            return [self.unrolled("_i", self.fm, a_frag), self.unrolled("_j", self.fn, b_frag, 2 if pair else 1),
+                    self.unrolled("_i", self.fm, lambda i: [self.unrolled("_j", self.fn,
+                                                                          lambda j: mma(i, j))])]
+        return [self.unrolled("_kk", p.bk, step, 8)]
 
     # ---- the epilogue -----------------------------------------------------------------
 

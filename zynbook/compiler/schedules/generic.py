@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, host_expr, index_dtype,
-                              lit, product_expr)
+from ..launch.scalar import NotScalar, ScalarLowering, buffer_params, host_expr, lit, product_expr
 from .base import Params, Schedule, kernel_name, workgroup_threads
-from .nest import extents, parallel_nest, trip_count, without_tiles
+from ..passes.loops import trip_count
+from .nest import (decompose, extents, flat_index_dtype, parallel_nest, shared_loops, spread,
+                   without_tiles)
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,7 @@ class GenericThread(Schedule):
         """An inner loop the block schedule would split over a block's threads, of 64
         iterations or more (sizes None: for every size set, so any loop whose count
         depends on a size)."""
-        from ..passes.loops import classify_loop        # the block schedule's own test
-        mutable = {n.name for n in cir.walk(nest.body) if isinstance(n, cir.Let) and n.mutable}
-        for lp in (n for n in cir.walk(nest.body) if isinstance(n, cir.Loop)):
-            if not (lp.parallel or classify_loop(lp, mutable) is not None):
-                continue
+        for lp in shared_loops(nest.body):
             n = trip_count(lp, sizes if sizes is not None else {})
             if (n is None and sizes is None) or (n or 0) >= 64:
                 return True
@@ -100,9 +97,7 @@ class GenericThread(Schedule):
         sizes = {k: int(v) for k, v in sizes.items()}
         kernel = without_tiles(kernel, sizes)[0] or kernel
         nest = parallel_nest(kernel.body, sizes, sym)
-        idx = "i32" if sym else index_dtype(kernel, sizes)
-        if not sym and nest.total >= 2 ** 31 - 1:
-            idx = "i64"
+        idx = flat_index_dtype(kernel, sizes, sym, nest.total)
         sites = errflag.ErrorSites()
         low = ScalarLowering(kernel, sizes, sites, idx, symbolic=sym)
         body = list(low.stmts(nest.prologue))
@@ -122,27 +117,17 @@ class GenericThread(Schedule):
         if not isinstance(total, (ir.Lit, ir.Ref)):
             body.append(ir.Decl("_total", idx, total, False, line))
             total = ir.Ref("_total", idx)
-
-        def at(axis):
-            e = ir.Thread(axis)
-            return e if idx == "i32" else ir.Cast(e, idx)
         if params.chunk:
-            start = ir.Bin("*", at("block"), lit(params.chunk, idx), idx)
-            stop = ir.Math("min", (ir.Bin("+", start, lit(params.chunk, idx), idx), total), idx)
-            step = lit(1, idx)
             grid = ir.ceildiv(total_e, params.chunk)
         else:
-            start = ir.Bin("+", ir.Bin("*", at("block"), lit(params.threads, idx), idx),
-                           at("thread"), idx)
-            stop = total
-            step = ir.Bin("*", at("blocks"), lit(params.threads, idx), idx)
             grid = ir.Math("min", (ir.ceildiv(total_e, params.threads),
                                    lit(target.max_blocks, idx)), idx)
         grid = ir.Math("max", (grid, lit(1, idx)), idx)
         if not sym:
             grid = lit(ir.evaluate(grid, {}), "i64")
-        inner = self._decompose(low, nest, "_g", idx, names) + list(low.stmts(nest.body))
-        body.append(ir.For("_g", start, stop, step, tuple(inner), idx, line))
+        inner = decompose(low, nest.loops, names, ir.Ref("_g", idx), idx)
+        inner += low.stmts(nest.body)
+        body.append(spread("_g", total, params.threads, params.chunk, inner, idx, line))
         name = kernel_name(kernel)
         what = (f"one thread per iteration of ({', '.join(l.var for l in nest.loops)})"
                 if not params.chunk else
@@ -151,27 +136,3 @@ class GenericThread(Schedule):
         return ir.Program(kernel.name, (k,), (ir.Launch(name, grid, params.threads),), (),
                           sites.as_tuple(), f"thread: {what} (generic: {params.describe()}"
                           + (", every size)" if sym else ")"))
-
-    @staticmethod
-    def _decompose(low: ScalarLowering, nest, g: str, idx: str, exts=None) -> list:
-        """Bind each nest variable from the flat iteration `g` (innermost fastest); `exts`:
-        the extents as expressions (else the numbers of the nest)."""
-        out: list = []
-        rem = ir.Ref(g, idx)
-        n = len(nest.loops)
-        for k in range(n - 1, -1, -1):
-            lp = nest.loops[k]
-            ext = exts[k] if exts is not None else lit(nest.extents[k], idx)
-            part = ir.Bin("%", rem, ext, idx) if k > 0 else rem
-            start, step = low.index(lp.start), low.index(lp.step)
-            val = part
-            if not (isinstance(step, ir.Lit) and step.value == 1):
-                val = ir.Bin("*", val, step, idx)
-            if not (isinstance(start, ir.Lit) and start.value == 0):
-                val = ir.Bin("+", start, val, idx)
-            out.append(ir.Decl(low.bind(lp.var, idx), idx, val, False, lp.line))
-            if k > 0:
-                nxt = f"_r{k}"
-                out.append(ir.Decl(nxt, idx, ir.Bin("/", rem, ext, idx), False, lp.line))
-                rem = ir.Ref(nxt, idx)
-        return out

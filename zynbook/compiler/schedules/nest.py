@@ -1,22 +1,17 @@
 """The loop nest a schedule distributes: the outermost perfectly nested parallel loops of a
-body with bounds known at launch, flattened into one iteration count."""
+body with bounds known at launch, flattened into one iteration count; and what every schedule
+that flattens a nest writes alike: its index dtype, a thread's position, the loop variables
+of a flat iteration (`decompose`) and the loop spreading the iterations over threads
+(`spread`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from .. import cir
-from ..passes.loops import free_vars, static_value
-
-
-def trip_count(loop: cir.Loop, sizes, symbolic: bool = False) -> int | None:
-    """The iterations of `loop` at these sizes (None: not known at launch). `symbolic`: the
-    count must be an expression over the sizes for every launch, so the step is a number."""
-    a, b, s = (static_value(x, sizes) for x in (loop.start, loop.stop, loop.step))
-    if symbolic and static_value(loop.step, {}) is None:
-        return None
-    if a is None or b is None or s is None or s <= 0:
-        return None
-    return max(0, -(-(b - a) // s))
+from ..launch import ir
+from ..launch.scalar import index_dtype, lit
+from ..passes.loops import classify_loop, free_vars, trip_count
 
 
 def extents(low, loops) -> list:
@@ -36,10 +31,7 @@ class Nest:
 
     @property
     def total(self) -> int:
-        n = 1
-        for e in self.extents:
-            n *= e
-        return n
+        return prod(self.extents)
 
 
 def _lets_then_loops(body, sizes, symbolic: bool, parallel_only: bool, keep_one: bool):
@@ -70,6 +62,14 @@ def parallel_nest(body, sizes, symbolic: bool = False) -> Nest:
     return Nest(loops, counts, tuple(prologue), cur)
 
 
+def shared_loops(body):
+    """The loops of `body` the block schedule splits over a block's threads: parallel
+    ones and those that only write their own elements or only accumulate."""
+    mutable = {n.name for n in cir.walk(body) if isinstance(n, cir.Let) and n.mutable}
+    return [n for n in cir.walk(body) if isinstance(n, cir.Loop)
+            and (n.parallel or classify_loop(n, mutable) is not None)]
+
+
 def without_tiles(kernel: cir.Kernel, sizes: dict):
     """(`kernel` with its tile values written as loops over block arrays, None), or (None,
     why they cannot be): passes/tile_loops.py, for the schedules that run such bodies."""
@@ -87,3 +87,60 @@ def yield_nest(body, sizes, symbolic: bool = False) -> Nest:
     bounds known at launch, and the scalar lets before them."""
     prologue, loops, counts, cur = _lets_then_loops(body, sizes, symbolic, False, False)
     return Nest(loops, counts, tuple(prologue), cur)
+
+
+def flat_index_dtype(kernel: cir.Kernel, sizes: dict, symbolic: bool, total: int) -> str:
+    """The index dtype of a program that flattens `total` iterations: i32 for every size
+    set (a launch reaching 2^31 is refused by the device), else wide enough for both the
+    buffers and `total`."""
+    if symbolic:
+        return "i32"
+    return "i64" if total >= 2 ** 31 - 1 else index_dtype(kernel, sizes)
+
+
+def thread(axis: str, idx: str) -> ir.Expr:
+    """Where a thread runs (`ir.Thread`), as a value of the index dtype."""
+    e = ir.Thread(axis)
+    return e if idx == "i32" else ir.Cast(e, idx)
+
+
+def loop_value(low, lp: cir.Loop, t: ir.Expr, idx: str) -> ir.Expr:
+    """The value of `lp`'s variable in iteration `t` (start + t * step)."""
+    start, step = low.index(lp.start), low.index(lp.step)
+    if not (isinstance(step, ir.Lit) and step.value == 1):
+        t = ir.Bin("*", t, step, idx)
+    if not (isinstance(start, ir.Lit) and start.value == 0):
+        t = ir.Bin("+", start, t, idx)
+    return t
+
+
+def decompose(low, loops, exts, flat: ir.Expr, idx: str, quotient=lambda k: f"_r{k}") -> list:
+    """Declarations binding each variable of `loops` (trip counts `exts`, numbers or
+    expressions) from the flat iteration `flat`, the innermost fastest; `quotient(k)` names
+    the local holding what is left after loop k."""
+    out, rem = [], flat
+    for k in range(len(loops) - 1, -1, -1):
+        lp, ext = loops[k], exts[k]
+        ext = lit(ext, idx) if isinstance(ext, int) else ext
+        part = ir.Bin("%", rem, ext, idx) if k > 0 else rem
+        out.append(ir.Decl(low.bind(lp.var, idx), idx, loop_value(low, lp, part, idx), False,
+                           lp.line))
+        if k > 0:
+            name = quotient(k)
+            out.append(ir.Decl(name, idx, ir.Bin("/", rem, ext, idx), False, lp.line))
+            rem = ir.Ref(name, idx)
+    return out
+
+
+def spread(g: str, total, threads: int, chunk: int, body, idx: str, line: int = 0) -> ir.For:
+    """`for g` over this thread's part of 0..total: a contiguous `chunk` per block (one
+    thread a block), else a grid stride (neighbouring threads, neighbouring iterations)."""
+    total = lit(total, idx) if isinstance(total, int) else total
+    if chunk:
+        start = ir.Bin("*", thread("block", idx), lit(chunk, idx), idx)
+        stop = ir.Math("min", (ir.Bin("+", start, lit(chunk, idx), idx), total), idx)
+        return ir.For(g, start, stop, lit(1, idx), tuple(body), idx, line)
+    start = ir.Bin("+", ir.Bin("*", thread("block", idx), lit(threads, idx), idx),
+                   thread("thread", idx), idx)
+    step = ir.Bin("*", thread("blocks", idx), lit(threads, idx), idx)
+    return ir.For(g, start, total, step, tuple(body), idx, line)

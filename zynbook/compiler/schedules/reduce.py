@@ -20,15 +20,17 @@ in-order loop.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from math import prod
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, host_expr,
-                              index_dtype, lit, product_expr, user_name)
+from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, host_expr, lit,
+                              product_expr, user_name)
+from ..passes.loops import identity_value
 from ..targets import Target
 from .base import Params, Schedule, kernel_name, workgroup_threads
-from .collective import block_allreduce, combine_expr
-from .nest import extents, yield_nest
+from .collective import block_allreduce, combine_expr, tree_rounds
+from .nest import decompose, extents, flat_index_dtype, loop_value, spread, thread, yield_nest
 
 I64_MAX = 2 ** 63 - 1
 _ARG = ("argmax", "argmin")
@@ -44,7 +46,7 @@ class ReduceParams(Params):
     acc: str = "f32"            # accumulator dtype
 
 
-def _pow2_at_least(n: int, lo: int, hi: int) -> int:
+def pow2_at_least(n: int, lo: int, hi: int) -> int:
     p = lo
     while p < n and p < hi:
         p *= 2
@@ -64,19 +66,7 @@ def _accumulator_dtype(kernel, op: str) -> str:
 
 
 def identity(op: str, dtype: str) -> ir.Lit:
-    if op in ("+", "or"):
-        return lit(0, dtype)
-    if op in ("*", "and"):
-        return lit(1, dtype)
-    low = op in ("max", "argmax")
-    if dtype in ir.FLOAT_DTYPES:
-        return lit(float("-inf") if low else float("inf"), dtype)
-    if dtype == "bool":
-        return lit(not low, "bool")
-    bits = int(dtype[1:])
-    if dtype.startswith("u"):
-        return lit(0 if low else 2 ** bits - 1, dtype)
-    return lit(-2 ** (bits - 1) if low else 2 ** (bits - 1) - 1, dtype)
+    return lit(identity_value(op, dtype), dtype)
 
 
 class Reduce(Schedule):
@@ -144,7 +134,7 @@ class Reduce(Schedule):
         warp_ok = target.collectives and target.warp > 1 and op not in _ARG
         if ext <= 2048 and warp_ok:
             return ReduceParams("warp_rows", min(256, target.max_threads), 0, 0, acc)
-        threads = min(_pow2_at_least(max(ext // 8, 1), 128, 1024), target.max_threads)
+        threads = min(pow2_at_least(max(ext // 8, 1), 128, 1024), target.max_threads)
         return ReduceParams("block_rows", threads, 0, 0, acc)
 
     def space(self, kernel, target, sizes):
@@ -184,9 +174,8 @@ class _Builder:
         # symbolic: one program for every size set (counts over the sizes, i32 indices)
         self.sym = target.symbolic_sizes
         self.nest = yield_nest(kernel.body, self.sizes, self.sym)
-        self.idx = "i32" if self.sym else index_dtype(kernel, self.sizes)
-        if not self.sym and (self.nest.total if self.nest.loops else 1) >= 2 ** 31 - 1:
-            self.idx = "i64"
+        self.idx = flat_index_dtype(kernel, self.sizes, self.sym,
+                                    self.nest.total if self.nest.loops else 1)
         # argmin/argmax positions: i32 where every index is (one program for every size),
         # an index past every position meaning none yet
         self.ai = "i32" if self.sym else "i64"
@@ -207,18 +196,15 @@ class _Builder:
 
     def counts(self, low, loops, head: list) -> list:
         """The trip counts of `loops`: numbers, or (symbolic) locals declared in `head`."""
+        out = self.host_counts(low, loops)
         if not self.sym:
-            return [self.nest.extents[self.nest.loops.index(lp)] for lp in loops]
-        out = []
-        for e in extents(low, loops):
-            if not host_expr(e):
-                raise NotScalar("a loop bound the host cannot compute")
-            if isinstance(e, ir.Lit):
-                out.append(e)
-                continue
-            name = self.new("n")
-            head.append(ir.Decl(name, self.idx, e, False))
-            out.append(ir.Ref(name, self.idx))
+            return out
+        if not all(host_expr(e) for e in out):
+            raise NotScalar("a loop bound the host cannot compute")
+        for k, e in enumerate(out):
+            if not isinstance(e, ir.Lit):
+                out[k] = ir.Ref(self.new("n"), self.idx)
+                head.append(ir.Decl(out[k].name, self.idx, e, False))
         return out
 
     def host_counts(self, low, loops) -> list:
@@ -229,15 +215,11 @@ class _Builder:
 
     def product(self, terms) -> ir.Expr | int:
         if not self.sym:
-            n = 1
-            for t in terms:
-                n *= t
-            return n
+            return prod(terms)
         return product_expr([self.i(t) for t in terms], self.idx)
 
     def thread(self, axis: str) -> ir.Expr:
-        e = ir.Thread(axis)
-        return e if self.idx == "i32" else ir.Cast(e, self.idx)
+        return thread(axis, self.idx)
 
     def combine(self, acc: str, acci: str | None, v: ir.Expr, vi: ir.Expr | None, line=0) -> list:
         """Statements that combine (v, vi) into the locals (acc, acci)."""
@@ -281,34 +263,23 @@ class _Builder:
             return block_allreduce(self.t, self.op, "_acc", self.acc, threads, self.ident,
                                    lambda a, b: combine_expr(self.op, a, b, self.acc))
         # (value, index) pairs: a tree in shared memory
-        th = ir.Thread("thread")
-        out = [ir.Array("_rv", self.acc, threads, "shared"),
-               ir.Store("_rv", th, ir.Ref("_acc", self.acc))]
-        if self.arg:
-            out += [ir.Array("_ri", self.ai, threads, "shared"), ir.Store("_ri", th, ir.Ref("_acci", self.ai))]
-        out.append(ir.Barrier())
-        s = 1
-        while s < threads:
-            s *= 2
-        s //= 2
-        while s >= 1:
-            other = ir.Bin("+", th, lit(s, "i32"), "i32")
-            step = [ir.Decl("_x", self.acc, ir.Load("_rv", th, self.acc), True)]
-            if self.arg:
-                step.append(ir.Decl("_xi", self.ai, ir.Load("_ri", th, self.ai), True))
-            step += self.combine("_x", "_xi" if self.arg else None, ir.Load("_rv", other, self.acc),
-                                 ir.Load("_ri", other, self.ai) if self.arg else None)
-            step.append(ir.Store("_rv", th, ir.Ref("_x", self.acc)))
-            if self.arg:
-                step.append(ir.Store("_ri", th, ir.Ref("_xi", self.ai)))
-            cond = ir.Bin("and", ir.Bin("<", th, lit(s, "i32"), "bool"),
-                          ir.Bin("<", other, lit(threads, "i32"), "bool"), "bool")
-            out += [ir.If(cond, tuple(step)), ir.Barrier()]
-            s //= 2
-        out.append(ir.Set("_acc", ir.Load("_rv", lit(0, "i32"), self.acc)))
-        if self.arg:
-            out.append(ir.Set("_acci", ir.Load("_ri", lit(0, "i32"), self.ai)))
-        return out
+        th, acc, ai = ir.Thread("thread"), self.acc, self.ai
+
+        def step(th, other):
+            return [ir.Decl("_x", acc, ir.Load("_rv", th, acc), True),
+                    ir.Decl("_xi", ai, ir.Load("_ri", th, ai), True),
+                    *self.combine("_x", "_xi", ir.Load("_rv", other, acc),
+                                  ir.Load("_ri", other, ai)),
+                    ir.Store("_rv", th, ir.Ref("_x", acc)),
+                    ir.Store("_ri", th, ir.Ref("_xi", ai))]
+        return [ir.Array("_rv", acc, threads, "shared"),
+                ir.Store("_rv", th, ir.Ref("_acc", acc)),
+                ir.Array("_ri", ai, threads, "shared"),
+                ir.Store("_ri", th, ir.Ref("_acci", ai)),
+                ir.Barrier(),
+                *tree_rounds(threads, step),
+                ir.Set("_acc", ir.Load("_rv", lit(0, "i32"), acc)),
+                ir.Set("_acci", ir.Load("_ri", lit(0, "i32"), ai))]
 
     def lowering(self, flat: str) -> ScalarLowering:
         """One thread's lowering; `yield` combines into (_acc, _acci), the default index of
@@ -323,39 +294,7 @@ class _Builder:
         return low
 
     def decompose(self, low: ScalarLowering, loops, extents, flat: ir.Expr) -> list:
-        out: list = []
-        rem = flat
-        for k in range(len(loops) - 1, -1, -1):
-            lp, ext = loops[k], extents[k]
-            part = ir.Bin("%", rem, self.i(ext), self.idx) if k > 0 else rem
-            val = self.loop_value(low, lp, part)
-            out.append(ir.Decl(low.bind(lp.var, self.idx), self.idx, val, False, lp.line))
-            if k > 0:
-                nxt = self.new("r")
-                out.append(ir.Decl(nxt, self.idx, ir.Bin("/", rem, self.i(ext), self.idx), False))
-                rem = ir.Ref(nxt, self.idx)
-        return out
-
-    def loop_value(self, low, lp: cir.Loop, t: ir.Expr) -> ir.Expr:
-        start, step = low.index(lp.start), low.index(lp.step)
-        v = t
-        if not (isinstance(step, ir.Lit) and step.value == 1):
-            v = ir.Bin("*", v, step, self.idx)
-        if not (isinstance(start, ir.Lit) and start.value == 0):
-            v = ir.Bin("+", start, v, self.idx)
-        return v
-
-    def span(self, total, threads: int, chunk: int, g: str, body: list, line=0) -> ir.For:
-        """`for g` over this thread's part of 0..total: a contiguous chunk per block, or
-        a grid stride."""
-        idx = self.idx
-        if chunk:
-            start = ir.Bin("*", self.thread("block"), self.i(chunk), idx)
-            stop = ir.Math("min", (ir.Bin("+", start, self.i(chunk), idx), self.i(total)), idx)
-            return ir.For(g, start, stop, self.i(1), tuple(body), idx, line)
-        start = ir.Bin("+", ir.Bin("*", self.thread("block"), self.i(threads), idx), self.thread("thread"), idx)
-        step = ir.Bin("*", self.thread("blocks"), self.i(threads), idx)
-        return ir.For(g, start, self.i(total), step, tuple(body), idx, line)
+        return decompose(low, loops, extents, flat, self.idx, lambda k: self.new("r"))
 
     def out_ident(self) -> str:
         return user_name(self.k.output.name)
@@ -382,7 +321,7 @@ class _Builder:
         body = list(low.stmts(self.nest.prologue)) + head + self.declare_acc()
         inner = self.decompose(low, loops, counts, ir.Ref("_g", self.idx)) \
             + list(low.stmts(self.nest.body))
-        body.append(self.span(total, p.threads, p.chunk, "_g", inner, line))
+        body.append(spread("_g", total, p.threads, p.chunk, inner, self.idx, line))
         body += self.block_reduce(p.threads)
         two = p.blocks != 1
         if p.blocks == 0:
@@ -395,20 +334,21 @@ class _Builder:
         else:
             parts = lit(p.blocks, self.idx)
         first = ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool")
+        # the partials: (scratch buffer, dtype, the local it keeps), the index's too for arg
+        partials = [("_part", self.acc, "_acc")] + ([("_parti", self.ai, "_acci")] if self.arg
+                                                    else [])
         if two:
-            blk = ir.Thread("block")
-            keep = [ir.Store("_part", blk, ir.Ref("_acc", self.acc))]
-            if self.arg:
-                keep.append(ir.Store("_parti", blk, ir.Ref("_acci", self.ai)))
+            keep = [ir.Store(buf, ir.Thread("block"), ir.Ref(local, dt))
+                    for buf, dt, local in partials]
         else:
             keep = [ir.Store(self.out_ident(), lit(0, self.idx), self.result())]
         body.append(ir.If(first, tuple(keep)))
-        scratch_params = (ir.Param("_part", "scratch", self.acc, True),) + (
-            (ir.Param("_parti", "scratch", self.ai, True),) if self.arg else ())
-        kparams = params + (scratch_params if two else ())
+        kparams = params + (tuple(ir.Param(buf, "scratch", dt, True) for buf, dt, _ in partials)
+                            if two else ())
         kernels = [ir.Kernel(name, kparams, tuple(body), p.threads, self.idx,
                              f"reduce({self.op}): a partial per thread, then per block")]
-        launches = [ir.Launch(name, parts if p.blocks == 0 else lit(p.blocks, "i64"), p.threads)]
+        count = parts if p.blocks == 0 else lit(p.blocks, "i64")
+        launches = [ir.Launch(name, count, p.threads)]
         scratch = ()
         if two:
             t2 = min(1024, self.t.max_threads)
@@ -423,9 +363,7 @@ class _Builder:
             kernels.append(ir.Kernel(name + "_final", kparams, tuple(fin), t2, self.idx,
                                      "the block partials, combined in order"))
             launches.append(ir.Launch(name + "_final", lit(1, "i64"), t2))
-            count = parts if p.blocks == 0 else lit(p.blocks, "i64")
-            scratch = (ir.Scratch("_part", self.acc, count),) + (
-                (ir.Scratch("_parti", self.ai, count),) if self.arg else ())
+            scratch = tuple(ir.Scratch(buf, dt, count) for buf, dt, _ in partials)
         nblocks = "min(ceil(total / %d), 1024)" % (p.threads * 4) if p.blocks == 0 else p.blocks
         what = (f"reduce({self.op}): {nblocks} block(s) of {p.threads} thread(s)"
                 + (", partials combined in order by a second launch" if two else ""))
@@ -457,7 +395,8 @@ class _Builder:
             t = "_t"
             low.scopes.append({})
             var = low.bind(red.var, self.idx)
-            it = [ir.Decl(var, self.idx, self.loop_value(low, red, ir.Ref(t, self.idx)), False, red.line),
+            at = loop_value(low, red, ir.Ref(t, self.idx), self.idx)
+            it = [ir.Decl(var, self.idx, at, False, red.line),
                   ir.Decl("_flat", self.idx, ir.Bin("+", ir.Bin("*", row, self.i(ext), self.idx),
                                                     ir.Ref(t, self.idx), self.idx), False)]
             it += list(low.stmts(nest.body))
@@ -471,12 +410,12 @@ class _Builder:
         idx = self.idx
         if p.layout == "thread_rows":
             inner = self.declare_acc() + per_row(self.i(0), 1) + [store]
-            body.append(self.span(n_out, p.threads, p.chunk, "_row", inner, line))
+            body.append(spread("_row", n_out, p.threads, p.chunk, inner, self.idx, line))
             if self.sym:
                 grid = ir.Math("min", (ir.ceildiv(self.i(host_n_out), p.chunk or p.threads),
                                        lit(self.t.max_blocks, idx)), idx)
             else:
-                blocks = -(-n_out // p.chunk) if p.chunk else -(-n_out // p.threads)
+                blocks = -(-n_out // (p.chunk or p.threads))
             what = f"reduce({self.op}, axis={ax}): one thread per output, in order along the axis"
         elif p.layout == "warp_rows":
             warp = self.t.warp

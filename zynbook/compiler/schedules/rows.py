@@ -16,17 +16,16 @@ from dataclasses import dataclass
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import (ScalarLowering, buffer_params, cast, compute_dtype, index_dtype, lit,
-                             user_name)
-from ..passes.loops import (assigned_vars, classify_loop, declared_vars, free_vars, has_node,
-                            has_tiles, stored_buffers, trip_count)
+from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, compute_dtype,
+                             index_dtype, lit, user_name)
+from ..passes.loops import (assigned_vars, classify_loop, declared_vars, has_node, has_tiles,
+                            stored_buffers, trip_count)
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
-from .nest import parallel_nest
+from .nest import decompose, parallel_nest, thread
 from .reduce import identity
+from .vector import contiguous_in
 
-_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
-          "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
 REGISTERS = 64              # cached elements a thread may hold
 
 
@@ -50,14 +49,7 @@ class RowPlan:
 
 def row_key(e: cir.Load, var: str):
     """(buffer, leading index) when `e` reads element `var` of a contiguous row, else None."""
-    if not e.index or any(isinstance(i, cir.Span) for i in e.index):
-        return None
-    last = e.index[-1]
-    if not (isinstance(last, cir.Var) and last.name == var):
-        return None
-    if any(var in free_vars(i) for i in e.index[:-1]):
-        return None
-    return (e.buffer, tuple(e.index[:-1]))
+    return (e.buffer, tuple(e.index[:-1])) if contiguous_in(e, var) else None
 
 
 def match_rows(kernel, sizes) -> tuple:
@@ -124,19 +116,25 @@ def match_rows(kernel, sizes) -> tuple:
     return RowPlan(nest, cols, loops, kinds, keys, first_use), None
 
 
+def _per_thread(cols: int, width: int, threads: int, nkeys: int):
+    """The vectors of `width` each of `threads` threads holds of a row, or None where they
+    pass the registers."""
+    e = -(-(-(-cols // width)) // threads)
+    return e if e * width * max(nkeys, 1) <= REGISTERS else None
+
+
 def _layout(cols: int, width: int, nkeys: int, warp: int, max_threads: int):
     """(threads per row, vectors per thread, rows per block) or None (too many registers)."""
     vecs = -(-cols // width)
-    budget = REGISTERS
     if vecs <= warp * 4:                    # short rows: a warp each, no block barriers
-        e = -(-vecs // warp)
-        return (warp, e, max(1, 128 // warp)) if e * width * max(nkeys, 1) <= budget else None
+        e = _per_thread(cols, width, warp, nkeys)
+        return None if e is None else (warp, e, max(1, 128 // warp))
     t = 64
     while t < -(-vecs // 4) and t < max_threads:
         t *= 2
     while True:
-        e = -(-vecs // t)
-        if e * width * max(nkeys, 1) <= budget:
+        e = _per_thread(cols, width, t, nkeys)
+        if e is not None:
             return t, e, 1
         if t >= max_threads:
             return None
@@ -163,7 +161,7 @@ class Rows(Schedule):
     def _fit(self, kernel, plan, target):
         dtypes = [dict((b.name, b.dtype) for b in list(kernel.inputs) + [kernel.output])[b]
                   for b in {k[0] for k in plan.keys} | {kernel.output.name}]
-        big, small = max(_BYTES[d] for d in dtypes), min(_BYTES[d] for d in dtypes)
+        big, small = max(DTYPE_BYTES[d] for d in dtypes), min(DTYPE_BYTES[d] for d in dtypes)
         shapes = {b.name: b.shape for b in list(kernel.inputs) + [kernel.output]}
         bufs = {k[0] for k in plan.keys} | {kernel.output.name}
         w = 16 // big
@@ -184,8 +182,8 @@ class Rows(Schedule):
         p = self._fit(kernel, plan, target)
         hint = workgroup_threads(kernel)
         if hint >= 64 and not hint & (hint - 1) and hint <= target.max_threads:
-            e = -(-(-(-plan.cols // p.width)) // hint)
-            if e * p.width * max(len(plan.keys), 1) <= REGISTERS:
+            e = _per_thread(plan.cols, p.width, hint, len(plan.keys))
+            if e is not None:
                 return RowsParams(hint, 1, e, p.width)
         return p
 
@@ -197,8 +195,8 @@ class Rows(Schedule):
             for t in (target.warp, 64, 128, 256, 512, 1024):
                 if t > target.max_threads:
                     continue
-                e = -(-(-(-plan.cols // width)) // t)
-                if e * width * max(len(plan.keys), 1) <= REGISTERS:
+                e = _per_thread(plan.cols, width, t, len(plan.keys))
+                if e is not None:
                     p = RowsParams(t, max(1, 128 // t) if t == target.warp else 1, e, width)
                     if p not in out:
                         out.append(p)
@@ -261,8 +259,7 @@ class _Builder:
         """for _k in 0..E: _c = (lane + _k * T) * W; [if _c < cols:] body_of(_c, _k)."""
         p, C = self.p, self.plan.cols
         c = ir.Ref("_c", self.idx)
-        lane = ir.Cast(ir.Thread("lane" if self.warp else "thread"), self.idx) \
-            if self.idx != "i32" else ir.Thread("lane" if self.warp else "thread")
+        lane = thread("lane" if self.warp else "thread", self.idx)
         col = ir.Bin("*", ir.Bin("+", lane, ir.Bin("*", ir.Ref("_k", self.idx), self.i(p.threads),
                                                    self.idx), self.idx), self.i(p.width), self.idx)
         body = list(body_of(c, ir.Ref("_k", self.idx)))
@@ -279,15 +276,14 @@ class _Builder:
         nest = plan.nest
         rows = nest.total
         idx = self.idx
-        block = ir.Thread("block") if idx == "i32" else ir.Cast(ir.Thread("block"), idx)
+        row = thread("block", idx)
         if self.warp:
-            wid = ir.Thread("warp") if idx == "i32" else ir.Cast(ir.Thread("warp"), idx)
-            row = ir.Bin("+", ir.Bin("*", block, self.i(p.rows_per_block), idx), wid, idx)
-        else:
-            row = block
+            row = ir.Bin("+", ir.Bin("*", row, self.i(p.rows_per_block), idx),
+                         thread("warp", idx), idx)
         body = [ir.Decl("_row", idx, row)]
         inner = list(low.stmts(nest.prologue))
-        inner += self.decompose(ir.Ref("_row", idx))
+        inner += decompose(low, nest.loops, nest.extents, ir.Ref("_row", idx), idx,
+                           lambda k: self.new("r"))
         for s in nest.body:
             if not isinstance(s, cir.Loop):
                 inner += low.stmts((s,))
@@ -302,55 +298,20 @@ class _Builder:
                else f"one block of {p.threads} threads per row")
         what = (f"rows: {who} of ({', '.join(l.var for l in nest.loops)}); the row's {plan.cols} "
                 f"elements held in registers ({p.per_thread} x {p.width} per thread"
-                + (f", {p.width * max(_BYTES[self.low.buffers[b][1]] for b in self.row_bufs())}-byte "
-                   "vector loads" if p.width > 1 else "") + "), one pass over memory")
+                + (f", {p.width * max(DTYPE_BYTES[low.buffers[b][1]] for b in self.row_bufs())}"
+                   "-byte vector loads" if p.width > 1 else "") + "), one pass over memory")
         name = kernel_name(self.k) + self.suffix
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, idx), tuple(body), threads, idx, what)
         grid = -(-rows // p.rows_per_block) if self.warp else rows
         return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(max(1, grid), "i64"), threads),),
                           (), self.sites.as_tuple(), f"{what} (rows: {p.describe()})")
 
-    def store_row(self, t: cir.Store, vout: str) -> ir.Stmt:
-        """The `width` values of `vout` to the stored row at the current column; a lead index
-        that cannot be proved in range guards the copy."""
-        ident, dtype, _ = self.low.buffers[t.buffer]
-        off, guard = self.low.flat(t.buffer, t.index, store=True)
-        copy = ir.Copy(ident, off, vout, self.i(0), self.p.width, dtype, t.line)
-        return copy if guard is None else ir.If(guard, (copy,), (), t.line)
-
     def row_bufs(self):
         return {k[0] for k in self.plan.keys} | {self.k.output.name}
-
-    def decompose(self, flat) -> list:
-        out, rem, nest = [], flat, self.plan.nest
-        for k in range(len(nest.loops) - 1, -1, -1):
-            lp, ext = nest.loops[k], nest.extents[k]
-            part = ir.Bin("%", rem, self.i(ext), self.idx) if k > 0 else rem
-            start, step = self.low.index(lp.start), self.low.index(lp.step)
-            val = part
-            if not (isinstance(step, ir.Lit) and step.value == 1):
-                val = ir.Bin("*", val, step, self.idx)
-            if not (isinstance(start, ir.Lit) and start.value == 0):
-                val = ir.Bin("+", start, val, self.idx)
-            out.append(ir.Decl(self.low.bind(lp.var, self.idx), self.idx, val, False, lp.line))
-            if k > 0:
-                nxt = self.new("r")
-                out.append(ir.Decl(nxt, self.idx, ir.Bin("/", rem, self.i(ext), self.idx)))
-                rem = ir.Ref(nxt, self.idx)
-        return out
 
     def offset(self, buffer: str, lead: tuple, var: str):
         """Flat offset of `buffer[lead..., var]` with `var` bound to `_c` (proved in range)."""
         return self.low.flat(buffer, tuple(lead) + (cir.Var(var, cir.Ty("i32")),), store=False)[0]
-
-    def with_col(self, var: str, value: ir.Expr, fn):
-        """Run fn() with CIR loop variable `var` bound to `value` in a scope of its own."""
-        self.low.scopes.append({})
-        try:
-            ident = self.low.bind(var, self.idx)
-            return [ir.Decl(ident, self.idx, value)] + list(fn())
-        finally:
-            self.low.scopes.pop()
 
     def row_loop(self, s: cir.Loop) -> list:
         p, plan, low = self.p, self.plan, self.low
@@ -368,7 +329,7 @@ class _Builder:
             src_ident = low.buffers[bname][0]
 
             def fill(c, k, bname=bname, lead=lead, arr=arr, dtype=dtype, src_ident=src_ident):
-                return self.with_col(s.var, c, lambda: [ir.Copy(
+                return self.low.with_var(s.var, c, lambda: [ir.Copy(
                     arr, ir.Bin("*", k, self.i(W), self.idx), src_ident,
                     self.offset(bname, lead, s.var), W, dtype, s.line)])
             out.append(self.chunks(fill))
@@ -397,24 +358,15 @@ class _Builder:
                 low.ctx = (s.var, slot)
                 low.scopes.append({acc: (part, dt) for acc, (part, op, dt, _) in parts.items()})
 
-                def stmts(w=w):
-                    got = []
-                    for t in s.body:
-                        low.line = t.line or low.line       # checks name the line
-                        if isinstance(t, cir.Store) and W > 1:
-                            dtype = low.buffers[t.buffer][1]
-                            v = cast(low.operand(t.value, compute_dtype(dtype)), dtype)
-                            got.append(ir.Store(vouts[id(t)], self.i(w), v, None, t.line))
-                        else:
-                            got += low.stmts((t,))
-                    return got
                 try:
-                    res += self.with_col(s.var, col, stmts)
+                    res += low.with_var(s.var, col,
+                                        lambda w=w: low.lane_stmts(s.body, vouts, self.i(w)))
                 finally:
                     low.scopes.pop()
                     low.ctx = None
             for t in stores if W > 1 else ():
-                res += self.with_col(s.var, c, lambda t=t: [self.store_row(t, vouts[id(t)])])
+                res += low.with_var(s.var, c, lambda t=t: [
+                    low.copy_out(t, vouts[id(t)], self.i(0), W)])
             return res
         out.append(self.chunks(element))
         for acc, (part, op, dt, ident) in parts.items():

@@ -15,15 +15,13 @@ from dataclasses import dataclass, replace
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import (ScalarLowering, buffer_params, cast, compute_dtype, index_dtype, lit,
-                             user_name)
+from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, compute_dtype, lit,
+                             map_nodes, user_name)
 from ..passes.loops import free_vars
 from .base import Params, Schedule, kernel_name
 from .generic import GenericThread, ThreadParams
-from .nest import parallel_nest
+from .nest import decompose, flat_index_dtype, parallel_nest, spread
 
-_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
-          "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
 
 
 @dataclass(frozen=True)
@@ -71,8 +69,8 @@ def vector_width(kernel: cir.Kernel, nest, vector_bytes: int):
     bufs |= {s.buffer for s in nest.body if isinstance(s, cir.Store)}
     if not bufs:
         return None, "nothing to move"
-    biggest = max(_BYTES[dtypes[b].dtype] for b in bufs)
-    smallest = min(_BYTES[dtypes[b].dtype] for b in bufs)
+    biggest = max(DTYPE_BYTES[dtypes[b].dtype] for b in bufs)
+    smallest = min(DTYPE_BYTES[dtypes[b].dtype] for b in bufs)
     w = vector_bytes // biggest
     if w < 2 or w * smallest < 2:
         return None, "elements too wide for a vector"
@@ -120,20 +118,13 @@ class VectorThread(Schedule):
         nest = parallel_nest(kernel.body, sizes)
         W = params.width
         (_, bufs), _ = vector_width(kernel, nest, target.vector_bytes)
-        idx = index_dtype(kernel, sizes)
-        if nest.total >= 2 ** 31 - 1:
-            idx = "i64"
+        idx = flat_index_dtype(kernel, sizes, False, nest.total)
         sites = errflag.ErrorSites()
         low = _LaneLowering(kernel, sizes, sites, idx)
         lp = nest.loops[-1]
         vnest = replace(nest, extents=nest.extents[:-1] + [nest.extents[-1] // W])
         total = vnest.total
-        th = ir.Thread("thread") if idx == "i32" else ir.Cast(ir.Thread("thread"), idx)
-        bl = ir.Thread("block") if idx == "i32" else ir.Cast(ir.Thread("block"), idx)
-        nb = ir.Thread("blocks") if idx == "i32" else ir.Cast(ir.Thread("blocks"), idx)
-        start = ir.Bin("+", ir.Bin("*", bl, lit(params.threads, idx), idx), th, idx)
-        step = ir.Bin("*", nb, lit(params.threads, idx), idx)
-        inner = GenericThread._decompose(low, vnest, "_g", idx)
+        inner = decompose(low, vnest.loops, vnest.extents, ir.Ref("_g", idx), idx)
         vec = low.lookup(lp.var)[0]              # the vector's index in the row
         base = ir.Bin("*", ir.Ref(vec, idx), lit(W, idx), idx)
         inner.append(ir.Decl("_v0", idx, base, False, lp.line))
@@ -145,7 +136,7 @@ class VectorThread(Schedule):
                 arr = f"_vin{len(loads)}"
                 dtype = low.buffers[n.buffer][1]
                 inner.append(ir.Array(arr, dtype, W, "local", lp.line))
-                inner += low.at_column(lp.var, v0, lambda n=n, arr=arr, dtype=dtype: [ir.Copy(
+                inner += low.with_var(lp.var, v0, lambda n=n, arr=arr, dtype=dtype: [ir.Copy(
                     arr, lit(0, idx), low.buffers[n.buffer][0],
                     low.flat(n.buffer, n.index, store=False)[0], W, dtype, lp.line)])
                 loads[(n.buffer, n.index)] = arr
@@ -158,32 +149,18 @@ class VectorThread(Schedule):
         for lane in range(W):
             low.lane = lane
 
-            def lane_body():
-                got = []
-                for s in nest.body:
-                    low.line = s.line or low.line       # checks name the store's line
-                    if isinstance(s, cir.Store):
-                        dtype = low.buffers[s.buffer][1]
-                        v = cast(low.operand(s.value, compute_dtype(dtype)), dtype)
-                        got.append(ir.Store(outs[id(s)], lit(lane, "i32"), v, None, s.line))
-                    else:
-                        got += low.stmts((s,))
-                return got
             col = v0 if lane == 0 else ir.Bin("+", v0, lit(lane, idx), idx)
-            inner += low.at_column(lp.var, col, lane_body)
+            inner += low.with_var(lp.var, col, lambda: low.lane_stmts(nest.body, outs,
+                                                                      lit(lane, "i32")))
         low.lane = None
         for s in stores:
-            def store(s=s):
-                off, guard = low.flat(s.buffer, s.index, store=True)
-                copy = ir.Copy(low.buffers[s.buffer][0], off, outs[id(s)], lit(0, "i32"), W,
-                               low.buffers[s.buffer][1], s.line)
-                return [copy if guard is None else ir.If(guard, (copy,), (), s.line)]
-            inner += low.at_column(lp.var, v0, store)
+            inner += low.with_var(lp.var, v0, lambda s=s: [
+                low.copy_out(s, outs[id(s)], lit(0, "i32"), W)])
         body = list(low.stmts(nest.prologue))
-        body.append(ir.For("_g", start, lit(total, idx), step, tuple(inner), idx, nest.loops[0].line))
+        body.append(spread("_g", total, params.threads, 0, inner, idx, nest.loops[0].line))
         name = kernel_name(kernel)
         what = (f"one thread per {W} consecutive elements of ({', '.join(l.var for l in nest.loops)}), "
-                f"{W * max(_BYTES[low.buffers[b][1]] for b in bufs)}-byte vector loads")
+                f"{W * max(DTYPE_BYTES[low.buffers[b][1]] for b in bufs)}-byte vector loads")
         k = ir.Kernel(name, buffer_params(kernel, sizes, idx), tuple(body), params.threads, idx, what)
         blocks = max(1, min(-(-total // params.threads), target.max_blocks))
         prog = ir.Program(kernel.name, (k,), (ir.Launch(name, lit(blocks, "i64"), params.threads),),
@@ -205,19 +182,10 @@ def _renamed(prog: ir.Program, suffix: str, first_site: int) -> ir.Program:
             return replace(node, site_zero=node.site_zero + first_site,
                            site_overflow=node.site_overflow + first_site if node.site_overflow else 0)
         return node
-    kernels = tuple(replace(k, name=k.name + suffix, body=_map(k.body, shift)) for k in prog.kernels)
+    kernels = tuple(replace(k, name=k.name + suffix, body=map_nodes(k.body, shift))
+                    for k in prog.kernels)
     launches = tuple(replace(l, kernel=l.kernel + suffix) for l in prog.launches)
     return replace(prog, kernels=kernels, launches=launches)
-
-
-def _map(node, fn):
-    """`node` rebuilt bottom-up with `fn` applied to every launch-IR node."""
-    if isinstance(node, tuple):
-        return tuple(_map(n, fn) for n in node)
-    if not isinstance(node, (ir.Expr, ir.Stmt)):
-        return node
-    changes = {f: _map(getattr(node, f), fn) for f in node.__dataclass_fields__}
-    return fn(replace(node, **changes))
 
 
 class _LaneLowering(ScalarLowering):
@@ -232,12 +200,3 @@ class _LaneLowering(ScalarLowering):
             return cast(ir.Load(self.vectors[(e.buffer, e.index)], lit(self.lane, "i32"), dtype),
                         compute_dtype(dtype))
         return super().load(e)
-
-    def at_column(self, var: str, value: ir.Expr, fn) -> list:
-        """fn()'s statements with CIR loop variable `var` bound to `value`."""
-        self.scopes.append({})
-        try:
-            ident = self.bind(var, self.idx)
-            return [ir.Decl(ident, self.idx, value)] + list(fn())
-        finally:
-            self.scopes.pop()

@@ -44,6 +44,24 @@ HELPERS = {
 }
 
 
+def vector_helpers(v: str) -> dict:
+    """Helpers for four-float vectors of the C type `v` (its lanes x, y, z, w): lane-by-lane
+    + - * /, a splat and the dot product, for languages without vector arithmetic."""
+    q = "@Q@"
+    ops = "\n".join(f"{q}{v} operator{o}({v} a, {v} b) {{ return {v}{{a.x {o} b.x, a.y {o} b.y, "
+                    f"a.z {o} b.z, a.w {o} b.w}}; }}" for o in "+-*/")
+    ops += (f"\n{q}{v} zyn_splat4(float s) {{ return {v}{{s, s, s, s}}; }}"
+            f"\n{q}float zyn_dot4({v} a, {v} b) {{ return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }}")
+    esc = lambda t: t.replace("{", "{{").replace("}", "}}").replace(q, "{q}")
+    out = {"zyn_vec4_ops": (esc(ops), ("zyn_vec4",) if v == "zyn_f32x4" else ())}
+    if v == "zyn_f32x4":
+        out["zyn_vec4"] = (esc("struct alignas(16) zyn_f32x4 { float x, y, z, w; };"), ())
+    return out
+
+
+HELPERS.update(vector_helpers("zyn_f32x4"))
+
+
 class CFamily:
     """The C spelling; subclasses set `q` (function qualifier), `err` (the flag's type),
     TYPES and the hooks marked below."""
@@ -78,8 +96,24 @@ class CFamily:
 
     # ---- types and values -------------------------------------------------------------
 
+    VEC4 = "zyn_f32x4"          # the C type of an f32x4 (a dialect with vectors: its own)
+
     def type(self, dtype: str) -> str:
+        if ir.lanes_of(dtype) > 1:
+            if dtype != "f32x4":
+                raise TypeError(f"the {self.name} dialect has no {dtype} vectors")
+            self.need("zyn_vec4_ops")
+            return self.VEC4
         return self.TYPES[dtype]
+
+    def vector(self, parts, dtype):
+        if len(parts) == 1:
+            self.need("zyn_vec4_ops")
+            return f"zyn_splat4({parts[0]})"
+        return f"{self.type(dtype)}{{{', '.join(parts)}}}"
+
+    def lane(self, text, lane, dtype):
+        return f"{text}.{'xyzw'[lane]}"
 
     def lit(self, value, dtype: str) -> str:
         if dtype == "bool":
@@ -131,6 +165,9 @@ class CFamily:
             if fn == "ipow":
                 return f"{self.need('zyn_ipow')}({args[0]}, {args[1]})"
             raise TypeError(f"{fn} on {dtype}")
+        if fn == "dot":
+            self.need("zyn_vec4_ops")
+            return f"zyn_dot4({args[0]}, {args[1]})"
         f = "" if dtype == "f64" else "f"
         one = "1.0" + f
         if fn in ("min", "max"):

@@ -1,5 +1,6 @@
 """C++ for the CPU: each block of a launch is one call of the kernel function, the blocks
-of a launch run on the host's cores (OpenMP), one thread per block; the entry point
+of a launch run on the host's cores (OpenMP), one thread per block, handed out as threads
+come free (a core another process holds does not hold back the launch); the entry point
 `zyn_kernel(bufs, fargs, iargs, err)` unpacks the arguments and makes the launches."""
 from __future__ import annotations
 
@@ -7,15 +8,43 @@ from ...launch import ir
 from .cfamily import C_TYPES, HELPERS, CFamily
 
 ENTRY = "zyn_kernel"
+_REDUCTIONS = {
+    f"zyn_{op}_{dt}_reduction": (
+        f"#pragma omp declare reduction(zyn_{op}_{dt}_reduction : {t} : omp_out = zyn_{op}(omp_out, "
+        "omp_in)) initializer(omp_priv = omp_orig)", (f"zyn_{op}",))
+    for op in ("max", "min") for dt, t in (("f32", "float"), ("f64", "double"))}
 CANCEL_WORD = 2         # the word past the error flag that asks a running kernel to stop
+SERIAL_WORD = 3         # the next: the caller asks for the blocks on its own thread (a small
+                        # launch, where forking over the cores costs more than it saves)
 
 CPP_HELPERS = dict(HELPERS, **{
+    **_REDUCTIONS,
     "zyn_cancelled": (
         "// the device sets the word after the error flag when the caller gave up on the launch:\n"
         "// the remaining blocks are skipped (zynbook/runtime/cancel.py)\n"
         "{q}bool zyn_cancelled(const int* e) {{ return __atomic_load_n(&e[" + str(CANCEL_WORD)
         + "], __ATOMIC_RELAXED) != 0; }}", ()),
 })
+
+# glibc's vector math (libmvec): declared `simd`, these let GCC call a vector variant
+# (_ZGVeN16v_expf, ...) where it vectorises a loop of them, as math.h does only under
+# -ffast-math. The device defines LIBMVEC_MACRO where a probe links them
+# (backends/cpu/native.py); their results are within a few ulp of the scalar functions', a
+# NaN argument gives NaN, and no -ffast-math rewrites anything else.
+VECTOR_MATH = ("exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "sinh", "cosh",
+               "erf", "pow")
+LIBMVEC_MACRO = "ZYN_LIBMVEC"
+
+
+def vector_math_declarations() -> str:
+    lines = [f"#if defined({LIBMVEC_MACRO}) && defined(__GNUC__) && !defined(__clang__)",
+             'extern "C" {']
+    for fn in VECTOR_MATH:
+        for t, suffix in (("float", "f"), ("double", "")):
+            args = f"{t}, {t}" if fn == "pow" else t
+            lines.append(f'__attribute__((__simd__("notinbranch"))) {t} {fn}{suffix}({args}) noexcept;')
+    return "\n".join(lines + ["}", "#endif"])
+
 
 _BYTES = {"f16": 2, "bf16": 4, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
           "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
@@ -51,11 +80,23 @@ class CppDialect(CFamily):
 
     def array(self, name, dtype, count, space):
         t, n = self.type(dtype), max(count, 1)
-        if n * _BYTES[dtype] <= self.STACK_BYTES:
+        if n * _BYTES[ir.element_of(dtype)] * ir.lanes_of(dtype) <= self.STACK_BYTES:
             return f"{t} {name}[{n}] = {{}};"
         self.heap = True
         return (f"std::unique_ptr<{t}[]> {name}_heap(new {t}[{n}]()); "
                 f"{t}* const {name} = {name}_heap.get();")
+
+    def reduction_loop(self, reductions) -> str:
+        """A loop whose iterations only update sums, maxima and minima (ir.For.reduce):
+        vector lanes with a partial one each, combined in an order fixed when the kernel is
+        compiled; a float max or min is the NaN-propagating helper, declared as an OpenMP
+        reduction of its own."""
+        clauses = []
+        for name, op, dtype in reductions:
+            if op in ("max", "min") and dtype in ir.FLOAT_DTYPES:
+                op = self.need(f"zyn_{op}_{dtype}_reduction")
+            clauses.append(f"reduction({op}:{name})")
+        return "#pragma omp simd " + " ".join(clauses)
 
     def atomic(self, op, array, index, value, dtype):
         if op == "+":
@@ -80,6 +121,7 @@ class CppDialect(CFamily):
         if sizes:
             head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
         head += ["#include <math.h>", "#include <stdint.h>", "#include <stdlib.h>"]
+        head.append(vector_math_declarations())
         if getattr(self, "heap", False):
             head.append("#include <memory>")
         if any(p.dtype == "f16" for k in program.kernels for p in k.params) or any(
@@ -124,7 +166,7 @@ class CppDialect(CFamily):
                                                      and p.name in sizes)]
             grid = ir.evaluate(launch.grid, env)
             if self.openmp and grid > 1:
-                lines.append("    #pragma omp parallel for schedule(static)")
+                lines.append(f"    #pragma omp parallel for schedule(dynamic) if(zyn_err[{SERIAL_WORD}] == 0)")
             lines.append(f"    for (long long zyn_b = 0; zyn_b < {grid}LL; ++zyn_b) {{")
             lines.append("        if (zyn_cancelled(zyn_err)) continue;")
             lines.append(f"        {launch.kernel}(zyn_b, {grid}LL, {', '.join(args + ['zyn_err'])});")

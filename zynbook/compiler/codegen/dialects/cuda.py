@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...launch import ir
-from .cfamily import C_TYPES, HELPERS, CFamily
+from .cfamily import C_TYPES, HELPERS, CFamily, vector_helpers
 
 _THREAD = {"thread": "(int)threadIdx.x", "block": "(int)blockIdx.x", "threads": "(int)blockDim.x",
            "blocks": "(int)gridDim.x", "lane": "((int)threadIdx.x & 31)", "warp": "((int)threadIdx.x >> 5)"}
@@ -53,6 +53,24 @@ for _t in ("f16", "bf16"):
         "        \"{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\"\n"
         "        : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
         "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"r\"(B[0]), \"r\"(B[1])); }}", ())
+CUDA_HELPERS["zyn_mma_tf32"] = (
+    "// operands rounded to TF32 (nearest, ties away), as the tensor cores take them\n"
+    "{q}unsigned zyn_tf32(float x) {{\n"
+    "    unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x)); return r; }}\n"
+    "{q}void zyn_mma_tf32(float* c, const float* a, const float* b) {{\n"
+    "    asm(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 \"\n"
+    "        \"{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\"\n"
+    "        : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+    "        : \"r\"(zyn_tf32(a[0])), \"r\"(zyn_tf32(a[1])), \"r\"(zyn_tf32(a[2])), \"r\"(zyn_tf32(a[3])),\n"
+    "          \"r\"(zyn_tf32(b[0])), \"r\"(zyn_tf32(b[1]))); }}", ())
+# cp.async: 16 bytes bypass L1 (.cg), smaller copies go through it (.ca); a copy whose guard
+# is false writes zeros (a source size of 0) and reads nothing
+for _b in (4, 8, 16):
+    CUDA_HELPERS[f"zyn_cp_async{_b}"] = (
+        "{q}void zyn_cp_async" + str(_b) + "(void* d, const void* s, bool full) {{\n"
+        "    const unsigned a = (unsigned)__cvta_generic_to_shared(d);\n"
+        f"    asm volatile(\"cp.async.{'cg' if _b == 16 else 'ca'}.shared.global [%0], [%1], {_b}, %2;\\n\" "
+        ":: \"r\"(a), \"l\"(s), \"r\"(full ? " + str(_b) + " : 0)); }}", ())
 for _n in (1, 2, 4):
     for _trans in (False, True):
         _regs = ", ".join(f"%{i}" for i in range(_n))
@@ -64,6 +82,9 @@ for _n in (1, 2, 4):
             "    const unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
             f"    asm volatile(\"ldmatrix.sync.aligned.m8n8.x{_n}{'.trans' if _trans else ''}.shared.b16 "
             + "{{" + _regs + "}}" + f", [%{_n}];\" : {_outs} : \"r\"(a)); " + "}}", ())
+
+
+CUDA_HELPERS.update(vector_helpers("float4"))      # CUDA's float4 has no arithmetic
 
 
 for _name, _body in (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "(a < b || b != b) ? b : a"),
@@ -84,6 +105,8 @@ class CudaDialect(CFamily):
     INF = {"f32": "__int_as_float(0x7f800000)", "f64": "__longlong_as_double(0x7ff0000000000000LL)"}
     NAN = {"f32": "__int_as_float(0x7fc00000)", "f64": "__longlong_as_double(0x7ff8000000000000LL)"}
     HELPERS = CUDA_HELPERS
+    VEC4 = "float4"
+    _dynamic = None             # the next free byte of zyn_smem while a kernel uses it
     FAIL = "if (atomicCAS(e, 0, site) == 0) atomicExch(e + 1, (int)v);"
     IDENTITY = {"+": "0", "*": "1", "and": "true", "or": "false"}
 
@@ -130,10 +153,27 @@ class CudaDialect(CFamily):
     def mma(self, a, ai, b, bi, c, ci, dtype, shape):
         return f"{self.need('zyn_mma_' + dtype)}(&{c}[{ci}], &{a}[{ai}], &{b}[{bi}]);"
 
+    def async_copy(self, dst, di, src, si, count, dtype, guard):
+        helper = self.need(f"zyn_cp_async{count * _BYTES[dtype]}")
+        if guard is None:
+            return f"{helper}(&{dst}[{di}], &{src}[{si}], true);"
+        # a copy that lands zeros still takes an address: the buffer's own
+        return f"{{ const bool _ok = {guard}; {helper}(&{dst}[{di}], _ok ? &{src}[{si}] : {src}, _ok); }}"
+
+    def async_commit(self):
+        return 'asm volatile("cp.async.commit_group;\\n" ::: "memory");'
+
+    def async_wait(self, pending):
+        return f'asm volatile("cp.async.wait_group {int(pending)};\\n" ::: "memory");'
+
     def barrier(self):
         return "__syncthreads();"
 
     def array(self, name, dtype, count, space):
+        if space == "shared" and self._dynamic is not None:     # a piece of zyn_smem
+            at, t = self._dynamic, self.type(dtype)
+            self._dynamic += -(-max(count, 1) * _BYTES[dtype] // 16) * 16
+            return f"{t}* const {name} = reinterpret_cast<{t}*>(zyn_smem + {at});"
         # 16-byte aligned: a `Copy` may move 16 bytes at once to or from any array
         q = "__shared__ " if space == "shared" else ""
         return f"{q}__align__(16) {self.type(dtype)} {name}[{max(count, 1)}];"
@@ -150,7 +190,10 @@ class CudaDialect(CFamily):
         ps = [self.param(p, "__restrict__ ") for p in params] + ["int* __restrict__ zyn_err"]
         bounds = f"{k.block}, {k.min_blocks}" if k.min_blocks else f"{k.block}"
         head = f'extern "C" __global__ void __launch_bounds__({bounds}) {k.name}(\n    '
-        return (f"// {k.comment}\n" if k.comment else "") + head + ",\n    ".join(ps) + ") {"
+        # the shared arrays of a kernel with `dynamic_shared`: pieces of what the launch gives
+        self._dynamic = 0 if k.dynamic_shared else None
+        dyn = "\n    extern __shared__ __align__(16) unsigned char zyn_smem[];" if k.dynamic_shared else ""
+        return (f"// {k.comment}\n" if k.comment else "") + head + ",\n    ".join(ps) + ") {" + dyn
 
     def kernel_close(self, k):
         return "}"

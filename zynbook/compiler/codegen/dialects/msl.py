@@ -87,7 +87,15 @@ class MslDialect(CFamily):
     def type(self, dtype):
         if dtype == "f64":
             raise Refused("Metal has no 64-bit floats (f64)")
+        if ir.lanes_of(dtype) > 1:            # float4 and its arithmetic are Metal's own
+            return f"{self.type(ir.element_of(dtype))}{ir.lanes_of(dtype)}"
         return self.TYPES[dtype]
+
+    def vector(self, parts, dtype):
+        return f"{self.type(dtype)}({', '.join(parts)})"
+
+    def lane(self, text, lane, dtype):
+        return f"{text}[{lane}]"
 
     def lit(self, value, dtype):
         if dtype in ("i64", "u64"):
@@ -103,6 +111,8 @@ class MslDialect(CFamily):
     def math(self, fn, args, dtype):
         if dtype == "f32" and fn in ("erf", "pow"):
             return f"{self.need('zyn_' + fn)}({', '.join(args)})"
+        if fn == "dot":
+            return f"dot({args[0]}, {args[1]})"
         if dtype == "f32" and fn == "rsqrt":
             return f"rsqrt({args[0]})"
         return super().math(fn, args, dtype)

@@ -89,6 +89,8 @@ class WgslDialect:
         raise ZynMLDeviceError(f"the WGSL dialect cannot spell {what}")
 
     def type(self, dtype: str) -> str:
+        if ir.lanes_of(dtype) > 1:
+            return f"vec{ir.lanes_of(dtype)}<{self.type(ir.element_of(dtype))}>"
         if dtype == "f64" and self.f64:
             return "f64"
         if dtype in REFUSED:
@@ -153,6 +155,12 @@ class WgslDialect:
         if v == -2 ** 31:
             return "i32(-2147483647 - 1)"
         return f"{v}i" if v >= 0 else f"({v}i)"
+
+    def vector(self, parts, dtype):
+        return f"{self.type(dtype)}({', '.join(parts)})"
+
+    def lane(self, text, lane, dtype):
+        return f"{text}[{lane}]"
 
     def zero(self, dtype):
         return self.lit(0, dtype)
@@ -231,6 +239,8 @@ class WgslDialect:
                 text = f"{self.need('zyn_ipow_' + t)}({args[0]}, {args[1]})"
                 return self.narrow(text, dtype) if dtype in NARROW else text
             self.refuse(f"{fn}() on {dtype}")
+        if fn == "dot":
+            return f"dot({args[0]}, {args[1]})"
         if t == "f64" and fn not in F64_MATH:
             self.refuse(f"{fn}() in 64 bits")
         if t not in ("f32", "f64"):
@@ -355,7 +365,9 @@ class WgslDialect:
                 self.refuse(f"two workgroup arrays `{name}` of different types in one module")
             if text not in self.workgroup:
                 self.workgroup.append(text)
-                self.workgroup_bytes += max(count, 1) * (2 if dtype == "f16" else 8 if dtype == "f64" else 4)
+                el = ir.element_of(dtype)
+                self.workgroup_bytes += max(count, 1) * ir.lanes_of(dtype) * (
+                    2 if el == "f16" else 8 if el == "f64" else 4)
             return f"// {name}: workgroup memory, declared above"
         return f"var {name}: {decl};"
 
@@ -533,12 +545,12 @@ fn zyn_in(i: i32, n: i32, site: i32) -> bool {
 // on the bits: a shader compiler may assume x == x
 fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }""",
     "zyn_max_f32": """\
-// max and min propagate NaN, as numpy's maximum and minimum do
+// max and min propagate NaN, as numpy's maximum and minimum do (selects, no branch)
 fn zyn_max_f32(a: f32, b: f32) -> f32 {
-    if (zyn_isnan_f32(a)) { return a; } if (zyn_isnan_f32(b)) { return b; } return max(a, b); }""",
+    return select(select(max(a, b), b, zyn_isnan_f32(b)), a, zyn_isnan_f32(a)); }""",
     "zyn_min_f32": """\
 fn zyn_min_f32(a: f32, b: f32) -> f32 {
-    if (zyn_isnan_f32(a)) { return a; } if (zyn_isnan_f32(b)) { return b; } return min(a, b); }""",
+    return select(select(min(a, b), b, zyn_isnan_f32(b)), a, zyn_isnan_f32(a)); }""",
     "zyn_sq_f32": "fn zyn_sq_f32(a: f32) -> f32 { return a * a; }",
     "zyn_sq_f64": "fn zyn_sq_f64(a: f64) -> f64 { return a * a; }",
     "zyn_isnan_f64": """\
@@ -547,10 +559,10 @@ fn zyn_min_f32(a: f32, b: f32) -> f32 {
 fn zyn_isnan_f64(x: f64) -> bool { return zyn_isnan_f32(f32(x)); }""",
     "zyn_max_f64": """\
 fn zyn_max_f64(a: f64, b: f64) -> f64 {
-    if (zyn_isnan_f64(a)) { return a; } if (zyn_isnan_f64(b)) { return b; } return max(a, b); }""",
+    return select(select(max(a, b), b, zyn_isnan_f64(b)), a, zyn_isnan_f64(a)); }""",
     "zyn_min_f64": """\
 fn zyn_min_f64(a: f64, b: f64) -> f64 {
-    if (zyn_isnan_f64(a)) { return a; } if (zyn_isnan_f64(b)) { return b; } return min(a, b); }""",
+    return select(select(min(a, b), b, zyn_isnan_f64(b)), a, zyn_isnan_f64(a)); }""",
     "zyn_tanh_f32": """\
 fn zyn_tanh_f32(x: f32) -> f32 {
     // tanh saturates to +-1 well before |x| = 15; clamping keeps exp() finite

@@ -1,0 +1,214 @@
+"""The spec's transformer block end to end: ZynBook against PyTorch eager and torch.compile.
+
+The block is examples/transformer_block.zyn's pipeline (the spec's "End-to-End Transformer
+Block": QKV projection, multi-head flash attention, output projection, residual + layer
+norm, a GELU feed-forward network, residual + layer norm), run on one CUDA device with
+random weights scaled as a trained layer's are (normal / sqrt(fan-in); layer norm weights
+near 1). The PyTorch peer is the same block written with `torch` ops
+(`scaled_dot_product_attention`, `layer_norm`, `gelu(approximate="tanh")`), run eagerly and
+through `torch.compile`. Every contender gets the same inputs on the device, warm-up runs
+(which compile), then `--reps` timed runs; a run is timed with CUDA events on the current
+stream (ZynBook launches on it too) and with the host clock (the call and waiting for it);
+medians are reported, with ratio = peer time / ZynBook time and the largest difference of
+ZynBook's output from eager PyTorch's (relative to its largest magnitude).
+
+    python bench/bench_transformer.py [--device cuda:0] [--dtype f16|f32]
+        [--batch 8] [--seq 512] [--hidden 768] [--heads 12] [--ffn 3072]
+        [--reps 50] [--warmup 10] [--no-compile] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+# bf16 torch tensors are not bound to ZynML names yet (CuPy has no bf16 for DLPack)
+TORCH_DTYPES = {"f16": "float16", "f32": "float32"}
+
+
+def block_source() -> str:
+    """The example's pipeline, placed on the session's device (its `@device("auto")`
+    dropped) and called on `x`."""
+    with open(os.path.join(ROOT, "examples", "transformer_block.zyn")) as f:
+        src = f.read()
+    body = src[src.index("pipeline transformer_block"):src.index("\ntransformer_block(x, 0)")]
+    body = re.sub(r'\s*@device\("auto"\)', "", body)
+    return body + "\n"
+
+
+def make_weights(hidden: int, ffn: int, seed: int = 0) -> dict:
+    """One layer's weights (float32 numpy), scaled as a trained layer's are."""
+    rng = np.random.default_rng(seed)
+
+    def w(*shape):
+        return (rng.standard_normal(shape) / math.sqrt(shape[0])).astype(np.float32)
+
+    return {"qkv_proj": w(hidden, 3 * hidden), "out_proj": w(hidden, hidden),
+            "ln1_weight": (1.0 + 0.1 * rng.standard_normal(hidden)).astype(np.float32),
+            "ln1_bias": (0.1 * rng.standard_normal(hidden)).astype(np.float32),
+            "ffn_up": w(hidden, ffn), "ffn_down": w(ffn, hidden),
+            "ln2_weight": (1.0 + 0.1 * rng.standard_normal(hidden)).astype(np.float32),
+            "ln2_bias": (0.1 * rng.standard_normal(hidden)).astype(np.float32)}
+
+
+def torch_block(torch, heads: int):
+    """The block in PyTorch (post-norm, as the example)."""
+    F = torch.nn.functional
+
+    def block(x, w):
+        b, s, h = x.shape
+        d = h // heads
+        q, k, v = (x @ w["qkv_proj"]).split(h, dim=-1)
+        q, k, v = (t.reshape(b, s, heads, d).transpose(1, 2) for t in (q, k, v))
+        attn = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, h)
+        normed = F.layer_norm(x + attn @ w["out_proj"], (h,), w["ln1_weight"], w["ln1_bias"],
+                              eps=1e-6)
+        ffn = F.gelu(normed @ w["ffn_up"], approximate="tanh") @ w["ffn_down"]
+        return F.layer_norm(normed + ffn, (h,), w["ln2_weight"], w["ln2_bias"], eps=1e-6)
+
+    return block
+
+
+def timed(torch, fn, reps: int, warmup: int) -> dict:
+    """Medians of `fn()` over `reps` runs after `warmup`: CUDA-event time on the current
+    stream and host time (the call and waiting for the device); and the last output."""
+    out = None
+    for _ in range(warmup):
+        out = fn()
+    torch.cuda.synchronize()
+    events, walls = [], []
+    stream = torch.cuda.current_stream()
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
+        start.record(stream)
+        out = fn()
+        end.record(stream)
+        end.synchronize()
+        walls.append(time.perf_counter() - t0)
+        events.append(start.elapsed_time(end) / 1e3)
+    return {"events_s": statistics.median(events), "wall_s": statistics.median(walls),
+            "min_events_s": min(events), "out": out}
+
+
+def launch_breakdown(session, x, reps: int = 5) -> list:
+    """Each launch of one run without a CUDA graph (a graph times only its whole): the
+    kernel, its schedule and its median kernel time, to show where the block's time goes."""
+    session.run("config { cuda_graph: false }")
+    runs = []
+    for _ in range(reps):
+        session.run("transformer_block(x, 0)", x=x)
+        runs.append([(ln.kernel, ln.geometry.get("schedule", ""), ln.times.kernel or 0.0)
+                     for ln in session.launches])
+    session.run('config { cuda_graph: "auto" }')
+    return [{"kernel": name, "schedule": how,
+             "kernel_ms": statistics.median(r[i][2] for r in runs) * 1e3}
+            for i, (name, how, _) in enumerate(runs[-1])]
+
+
+def as_torch(torch, value, device):
+    """A ZynBook result (Tensor on cuda:N) as a torch tensor on `device`."""
+    data = getattr(value, "data", value)
+    if hasattr(data, "__cuda_array_interface__") or hasattr(data, "__dlpack__"):
+        try:
+            return torch.from_dlpack(data).to(device)
+        except Exception:
+            pass
+    return torch.as_tensor(np.asarray(value.numpy()), device=device)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--dtype", default="f16", choices=sorted(TORCH_DTYPES))
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--hidden", type=int, default=768)
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--ffn", type=int, default=None, help="default 4 * hidden")
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--cuda-graph", default="auto", choices=("auto", "true", "false"),
+                    help="ZynBook's config { cuda_graph } (default auto)")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+
+    import torch
+    import zynbook
+    torch.backends.cuda.matmul.allow_tf32 = True
+    ffn = args.ffn or 4 * args.hidden
+    dev = torch.device(args.device)
+    dtype = getattr(torch, TORCH_DTYPES[args.dtype])
+    weights = {k: torch.from_numpy(v).to(dev, dtype)
+               for k, v in make_weights(args.hidden, ffn).items()}
+    rng = np.random.default_rng(1)
+    x = torch.from_numpy(rng.standard_normal((args.batch, args.seq, args.hidden))
+                         .astype(np.float32)).to(dev, dtype)
+
+    session = zynbook.Session(args.device)
+    graph = {"auto": '"auto"', "true": "true", "false": "false"}[args.cuda_graph]
+    session.run(f"config {{ cuda_graph: {graph} }}\n"
+                f"let num_heads = {args.heads}\nlet head_dim = {args.hidden // args.heads}\n"
+                + block_source(), model={"layers": [weights]})
+    results = {"shape": {"batch": args.batch, "seq": args.seq, "hidden": args.hidden,
+                         "heads": args.heads, "ffn": ffn, "dtype": args.dtype},
+               "device": torch.cuda.get_device_name(dev), "reps": args.reps}
+
+    zyn = timed(torch, lambda: session.run("transformer_block(x, 0)", x=x),
+                args.reps, args.warmup)
+    results["zynbook"] = {k: v for k, v in zyn.items() if k != "out"}
+    results["zynbook"]["launches"] = len(session.launches)
+    results["zynbook"]["cuda_graph"] = any("graph" in ln.geometry for ln in session.launches)
+    results["zynbook"]["per_launch"] = launch_breakdown(session, x)
+    print("zynbook: done", file=sys.stderr)
+
+    block = torch_block(torch, args.heads)
+    with torch.no_grad():
+        eager = timed(torch, lambda: block(x, weights), args.reps, args.warmup)
+        peers = {"torch_eager": eager}
+        print("torch eager: done", file=sys.stderr)
+        if not args.no_compile:
+            compiled = torch.compile(block)
+            peers["torch_compile"] = timed(torch, lambda: compiled(x, weights), args.reps,
+                                           max(args.warmup, 3))
+            print("torch.compile: done", file=sys.stderr)
+
+    ref = eager["out"].float()
+    got = as_torch(torch, zyn["out"], dev).float()
+    results["max_rel_diff_vs_eager"] = float((got - ref).abs().max() / ref.abs().max())
+    for name, r in peers.items():
+        results[name] = {k: v for k, v in r.items() if k != "out"}
+        results[name]["ratio"] = r["events_s"] / zyn["events_s"]
+        results[name]["wall_ratio"] = r["wall_s"] / zyn["wall_s"]
+
+    print(f"transformer block B{args.batch} S{args.seq} H{args.hidden} heads {args.heads} "
+          f"FFN {ffn} {args.dtype} on {results['device']}; medians of {args.reps} runs")
+    print(f"{'':16}{'events ms':>11}{'wall ms':>10}{'ratio':>8}")
+    print(f"{'zynbook':16}{zyn['events_s'] * 1e3:11.3f}{zyn['wall_s'] * 1e3:10.3f}"
+          f"{'':>8}   ({results['zynbook']['launches']} launches"
+          f"{', CUDA graph' if results['zynbook']['cuda_graph'] else ''})")
+    for name, r in peers.items():
+        print(f"{name:16}{r['events_s'] * 1e3:11.3f}{r['wall_s'] * 1e3:10.3f}"
+              f"{results[name]['ratio']:8.2f}")
+    print(f"max |zynbook - eager| / max |eager| = {results['max_rel_diff_vs_eager']:.2e}")
+    print("zynbook launches (no graph):")
+    for ln in results["zynbook"]["per_launch"]:
+        print(f"  {ln['kernel']:<24}{ln['kernel_ms']:9.3f} ms  {ln['schedule'][:110]}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

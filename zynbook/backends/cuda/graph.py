@@ -1,0 +1,116 @@
+"""CUDA graphs: a run of launches captured once on a stream and replayed as one.
+
+`capture` records the kernels of a list of launch plans (`CudaPlan.enqueue`) with CuPy's
+stream capture (`Stream.begin_capture` / `end_capture`): nothing runs while it records,
+and the graph keeps every buffer the kernels use (outputs, scratch, error flags, inputs
+staged by copying). `CapturedGraph.replay` queues the graph on the caller's stream, with
+the inputs that are not captured in place first copied into their staging buffers, then
+reads the error flags of the kernels that can fail (waiting for the graph only then).
+
+Captures of graphs replayed on one stream are made on one private stream of their own:
+a plan's scratch buffers and error flag are per stream, so every graph replayed on a
+stream shares them, and replays on one stream run one after another."""
+from __future__ import annotations
+
+import threading
+
+from ...errors import ZynMLDeviceError
+from ..base import DeferredKernelTime
+from .device import _cp
+
+_lock = threading.Lock()
+
+
+class CaptureFailed(ZynMLDeviceError):
+    """The driver (or CuPy) refused to capture: the launches run one by one instead."""
+
+
+def capture_stream(device, stream):
+    """The private stream graphs replayed on `stream` are captured on."""
+    with _lock:
+        streams = device.__dict__.setdefault("_capture_streams", {})
+        s = streams.get(stream.ptr)
+        if s is None:
+            with device.cupy_device:
+                s = streams[stream.ptr] = _cp().cuda.Stream(non_blocking=True)
+        return s
+
+
+class CapturedGraph:
+    """A captured run: the graph, each launch's output and error flag, the staging
+    buffers of inputs copied in at every replay, and what the capture allocated."""
+
+    def __init__(self, graph, outs, flags, staging, held):
+        self.graph, self.outs, self.flags = graph, outs, flags
+        self.staging, self.held = staging, held
+
+    def replay(self, inputs: list, stream) -> DeferredKernelTime:
+        """Queue the graph on `stream` after copying the staged `inputs` in; the time of
+        the whole graph, read when asked for."""
+        cp = _cp()
+        for j, buf in self.staging:
+            buf.data.copy_from_device_async(inputs[j].data, buf.nbytes, stream)
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record(stream)
+        self.graph.launch(stream)
+        end.record(stream)
+        self.end = end
+        return DeferredKernelTime(lambda: _elapsed(start, end), source="gpu-events")
+
+    def check(self, plans: list) -> int | None:
+        """The index of the first launch whose error flag reports a failure (the graph
+        waited for first, where some launch can fail), or None."""
+        checked = self.__dict__.get("checked")
+        if checked is None:
+            checked = self.checked = [k for k, p in enumerate(plans) if p.checked]
+        if not checked:
+            return None
+        self.end.synchronize()
+        for k in checked:
+            if self.flags[k].get().any():
+                return k
+        return None
+
+
+def capture(device, stream, plans: list, wiring: list, scalars: list, inputs: list,
+            staged: set) -> CapturedGraph:
+    """Capture the launches of `plans` in order: launch k reads, per input, ("g", i) the
+    output of launch i or ("x", j) input j (`inputs`: CuPy arrays; those in `staged` are
+    read from copies made at each replay), with `scalars[k]`."""
+    cp = _cp()
+    private = capture_stream(device, stream)
+    with device.cupy_device, private:
+        staging = [(j, cp.empty(inputs[j].shape, dtype=inputs[j].dtype)) for j in sorted(staged)]
+        source = list(inputs)
+        for j, buf in staging:
+            source[j] = buf
+        outs, flags, held = [], [], []
+        try:
+            private.begin_capture()
+        except Exception as err:
+            raise CaptureFailed(f"CUDA stream capture could not begin: {err}") from None
+        try:
+            for plan, wires, values in zip(plans, wiring, scalars):
+                arrays = [outs[i] if kind == "g" else source[i] for kind, i in wires]
+                bufs, out, flag = plan.enqueue(cp, private, arrays, values)
+                outs.append(out)
+                flags.append(flag)
+                held.append(bufs)
+        except BaseException as err:
+            try:
+                private.end_capture()
+            except Exception:
+                pass
+            if isinstance(err, Exception):     # launched one by one, a real error recurs
+                raise CaptureFailed(f"CUDA stream capture failed: {err}") from None
+            raise
+        try:
+            graph = private.end_capture()
+        except Exception as err:
+            raise CaptureFailed(f"CUDA stream capture failed: {err}") from None
+    return CapturedGraph(graph, outs, flags, staging, held)
+
+
+def _elapsed(start, end) -> float:
+    end.synchronize()
+    return _cp().cuda.get_elapsed_time(start, end) / 1000.0

@@ -1,0 +1,283 @@
+"""The CPU GEMM schedule: a recognised contraction as cache-blocked panels and a
+register-blocked micro-kernel, for the C++ target (one thread a block, blocks on the cores).
+
+The contraction is read as the GPU GEMM schedule reads it (schedules/gemm.py: `match`, the
+M / N / batch / K split, operands indexed by any expression, guarded accumulations) and its
+epilogue is that schedule's store (`init + sum`, then the kernel's own store: a bias, an
+activation, a conversion); only the loops around them differ, as in BLIS:
+
+* a block takes an MC x NC tile of C (of one batch element), the blocks spread over the
+  cores;
+* K is walked in KC-deep slices; per slice the tile's B columns are packed into NR-wide
+  strips and its A rows into MR-high strips, k-major and contiguous, in the accumulation
+  dtype (zeros past the matrix's edge, so the micro-kernel never tests one), each element
+  gathered once through the operand's own index;
+* the micro-kernel keeps MR x NR sums in a local array indexed only by constants of
+  unrolled loops, so the C++ compiler holds them in vector registers and turns the
+  `acc[i][j] += a[i] * b[j]` step into MR x (NR / lanes) fused multiply-adds per k;
+* between slices the sums wait in the tile's own buffer; after the last one each element
+  in range goes through the epilogue.
+
+MR x NR follow the target's vector registers (`Target.simd_bytes`): 8 rows of two vectors
+where there are 32 registers (AVX-512), 6 rows of two where there are 16.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import errflag
+from ..launch import ir
+from ..launch.scalar import ScalarLowering, buffer_params, cast, index_dtype, lit
+from .base import Params, Schedule, kernel_name
+from .gemm import MIN_SIDE, _BYTES, _Builder, _side_sizes, _zero, match
+from .nest import trip_count
+
+
+@dataclass(frozen=True)
+class CpuGemmParams(Params):
+    mr: int = 8             # micro-tile rows (M)
+    nr: int = 32            # micro-tile columns (N): a multiple of the vector's lanes
+    kc: int = 256           # depth of a packed K slice
+    mc: int = 128           # rows of a block's tile (a multiple of mr)
+    nc: int = 256           # columns of a block's tile (a multiple of nr)
+
+    def valid(self) -> bool:
+        return min(self.mr, self.nr, self.kc, self.mc, self.nc) >= 1 and \
+            self.mc % self.mr == 0 and self.nc % self.nr == 0
+
+
+def micro_tile(target, acc_dtype: str) -> tuple:
+    """(MR, NR): two vectors of the accumulation dtype a row, as many rows as leave
+    registers for the operands."""
+    simd = target.simd_bytes or 16
+    lanes = max(1, simd // _BYTES[acc_dtype])
+    return (8 if simd >= 64 else 6), 2 * lanes
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+class CpuGemm(Schedule):
+    name = "cpu_gemm"
+
+    def why_not(self, kernel, target, sizes):
+        if target.lang != "cpp":
+            return "a schedule for the C++ (CPU) target"
+        if kernel.kernel_type.kind == "reduce":
+            return "a reduce kernel"
+        form, why = match(kernel, sizes)
+        if form is None:
+            return why
+        for dt in set(form.dtypes) | {form.acc}:
+            if not target.has(dt):
+                return f"{dt} is not a type of the {target.name} target"
+        M, N, _ = _side_sizes(form, sizes)
+        if min(M, N) < MIN_SIDE:
+            return f"M={M}, N={N}: a side under {MIN_SIDE} leaves most of a micro-tile idle"
+        return None
+
+    def default(self, kernel, target, sizes):
+        """The target's micro-tile; tiles shrunk (NC, then MC) until every core has one."""
+        form, _ = match(kernel, sizes)
+        mr, nr = micro_tile(target, form.acc)
+        M, N, _ = _side_sizes(form, sizes)
+        batch = _batch(form, sizes)
+        mc, nc = mr * max(1, 128 // mr), nr * max(1, 256 // nr)
+        tiles = lambda: -(-M // mc) * -(-N // nc) * batch
+        while tiles() < target.cores and (nc > nr or mc > mr):
+            if nc > nr and nc >= mc:
+                nc = max(nr, _round_up(nc // 2, nr))
+            else:
+                mc = max(mr, _round_up(mc // 2, mr))
+        return CpuGemmParams(mr, nr, 256, mc, nc)
+
+    def space(self, kernel, target, sizes):
+        first = self.default(kernel, target, sizes)
+        out = [first]
+        mr, nr = first.mr, first.nr
+        for p in (CpuGemmParams(mr, nr, kc, mc, nc) for kc in (128, 256, 384)
+                  for mc in (mr * (64 // mr), mr * (128 // mr)) for nc in (nr * (128 // nr), nr * (256 // nr))):
+            if p.valid() and p not in out:
+                out.append(p)
+        # a micro-tile of fewer registers (where the compiler spills the target's own)
+        alt = CpuGemmParams(6, max(1, nr // 2), first.kc, _round_up(first.mc, 6), first.nc)
+        if alt.valid() and alt not in out:
+            out.append(alt)
+        return out
+
+    def build(self, kernel, target, sizes, params: CpuGemmParams) -> ir.Program:
+        if not params.valid():
+            raise ValueError(f"CPU GEMM parameters that do not tile: {params.describe()}")
+        sites = errflag.ErrorSites()
+        prog = _PanelBuilder(kernel, target, sizes, params, sites).program()
+        prog.sites = sites.as_tuple()
+        return prog
+
+
+def _batch(form, sizes: dict) -> int:
+    n = 1
+    for lp in form.c.ploops:
+        if lp.var in form.c.bvars:
+            n *= trip_count(lp, sizes)
+    return n
+
+
+class _PanelBuilder(_Builder):
+    """The GEMM builder's helpers (index arithmetic, loop-variable binding, the epilogue
+    store) around packed panels and a register micro-kernel."""
+
+    def __init__(self, kernel, target, sizes, params: CpuGemmParams, sites):
+        self.k, self.t, self.p, self.suffix = kernel, target, params, ""
+        self.sym = False                    # the C++ target bakes the sizes in
+        self.sizes = {k: int(v) for k, v in sizes.items()}
+        self.f, _ = match(kernel, self.sizes)
+        self.idx = index_dtype(kernel, self.sizes)
+        self.low = ScalarLowering(kernel, self.sizes, sites, self.idx)
+        self.n_tmp = 0
+        self.cd = self.f.acc
+
+    def program(self) -> ir.Program:
+        f, p, c, low = self.f, self.p, self.f.c, self.low
+        cd = self.cd
+        head = list(low.stmts(f.nest.prologue))
+        ploops = {lp.var: lp for lp in c.ploops}
+        pext = dict(zip(c.out_vars, self.extents(list(c.ploops))))
+        self.loops = {s: [ploops[v] for v in getattr(f, s).vars] for s in ("m", "n")}
+        self.exts = {s: [pext[v] for v in getattr(f, s).vars] for s in ("m", "n")}
+        bloops = [ploops[v] for v in c.bvars]
+        bexts = [pext[v] for v in c.bvars]
+        self.rext = self.extents(list(c.rloops))
+        M, N, K = _side_sizes(f, self.sizes)
+        B = _batch(f, self.sizes)
+        self.M, self.N, self.K = self.i(M), self.i(N), self.i(K)
+        mc, nc = min(p.mc, _round_up(M, p.mr)), min(p.nc, _round_up(N, p.nr))
+        kc = min(p.kc, K)
+        slices = -(-K // kc)
+        tiles_m, tiles_n = -(-M // mc), -(-N // nc)
+        ntiles = tiles_m * tiles_n * B
+        self.kc_cap = kc
+        head += [ir.Array("_pa", cd, mc * kc, "local"), ir.Array("_pb", cd, nc * kc, "local")]
+        if slices > 1:
+            head.append(ir.Array("_cb", cd, mc * nc, "local"))
+        tile = ir.Ref("_tile", self.idx)
+        per_batch = tiles_m * tiles_n
+        body = [ir.Decl("_bz", self.idx, self.op("/", tile, per_batch))] if bloops else []
+        body.append(ir.Decl("_tb", self.idx, self.op("%", tile, per_batch)))
+        tb = ir.Ref("_tb", self.idx)
+        body += [ir.Decl("_m0", self.idx, self.op("*", self.op("/", tb, tiles_n), mc)),
+                 ir.Decl("_n0", self.idx, self.op("*", self.op("%", tb, tiles_n), nc))]
+        self.m0, self.n0 = ir.Ref("_m0", self.idx), ir.Ref("_n0", self.idx)
+
+        def strips(x0, X, r, most):         # micro-strips of this tile inside the matrix
+            left = self.op("/", self.op("+", self.op("-", X, x0), r - 1), r)
+            return ir.Math("min", (self.i(most), left), self.idx)
+
+        def tile_body():
+            out = self.decompose(ir.Ref("_bz", self.idx), bloops, bexts)
+            out += [ir.Decl("_sm", self.idx, strips(self.m0, self.M, p.mr, mc // p.mr)),
+                    ir.Decl("_sn", self.idx, strips(self.n0, self.N, p.nr, nc // p.nr))]
+            pc = ir.Ref("_pc", self.idx)
+            slice_body = [ir.Decl("_kc", self.idx, ir.Math(
+                "min", (self.i(kc), self.op("-", self.K, pc)), self.idx))]
+            slice_body += self.pack("n", pc) + self.pack("m", pc)
+            slice_body += self.micro_tiles(pc, mc, slices)
+            out.append(ir.For("_pc", self.i(0), self.K, self.i(kc), tuple(slice_body), self.idx,
+                              c.rloops[0].line))
+            return out
+        body += self.scoped(tile_body)
+        grid = max(1, min(ntiles, self.t.max_blocks))
+        head.append(ir.For("_tile", self.axis("block"), self.i(ntiles), self.axis("blocks"),
+                           tuple(body), self.idx, c.ploops[0].line))
+        name = kernel_name(self.k)
+        what = self.describe_panels(M, N, K, B, mc, nc, kc)
+        k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), 1,
+                      self.idx, what)
+        return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(grid, "i64"), 1),), (),
+                          (), f"{what} (cpu_gemm: {p.describe()})")
+
+    def describe_panels(self, M, N, K, B, mc, nc, kc) -> str:
+        c, p = self.f.c, self.p
+        gathered = len(c.rloops) > 1 or c.cond is not None
+        kind = "implicit GEMM (gathered operand)" if gathered else "GEMM"
+        shape = f"M={M} N={N} K={K}" + (f" batch={B}" if B > 1 else "")
+        return (f"contraction as {kind} on the CPU: {shape}; {mc}x{nc} tiles, K in "
+                f"{kc}-deep packed slices, {p.mr}x{p.nr} register micro-tiles")
+
+    # ---- packing ----------------------------------------------------------------------
+
+    def pack(self, s: str, pc: ir.Expr) -> list:
+        """Side `s`'s rows (M) or columns (N) of this tile and slice into its panel: strip
+        t, depth k, place x at t * (KC r) + k r + x; zeros past the matrix's edge. The loop
+        along the operand's contiguous axis is the inner one."""
+        side, low, cd = getattr(self.f, s), self.low, self.cd
+        r = self.p.mr if s == "m" else self.p.nr
+        x0, X = (self.m0, self.M) if s == "m" else (self.n0, self.N)
+        arr, count = ("_pa", "_sm") if s == "m" else ("_pb", "_sn")
+        t, k, x = (ir.Ref(n, self.idx) for n in (f"_p{s}t", f"_p{s}k", f"_p{s}x"))
+        low.line = self.f.c.rloops[-1].line or low.line
+
+        def element():
+            gx = self.op("+", x0, self.op("+", self.op("*", t, r), x))
+            gk = self.op("+", pc, k)
+            v = self.fresh("v")
+
+            def value():
+                binds = self.decompose(gx, self.loops[s], self.exts[s]) + \
+                    self.decompose(gk, list(self.f.c.rloops), self.rext)
+                if side.cond is None:
+                    return binds + [ir.Set(v, cast(low.expr(side.load), cd))]
+                with low.facts.assuming(side.cond):
+                    got = cast(low.expr(side.load), cd)
+                return binds + [ir.If(cast(low.expr(side.cond), "bool"), (ir.Set(v, got),))]
+            at = self.op("+", self.op("*", t, self.kc_cap * r), self.op("+", self.op("*", k, r), x))
+            return [ir.Decl(v, cd, _zero(cd), True),
+                    ir.If(self.op("<", gx, X), tuple(self.scoped(value))),
+                    ir.Store(arr, at, ir.Ref(v, cd))]
+        kc = ir.Ref("_kc", self.idx)
+        over_x = lambda body: ir.For(x.name, self.i(0), self.i(r), self.i(1), tuple(body), self.idx)
+        over_k = lambda body: ir.For(k.name, self.i(0), kc, self.i(1), tuple(body), self.idx)
+        inner = over_x(element()) if not side.kcontig else over_k(element())
+        outer = over_k([inner]) if not side.kcontig else over_x([inner])
+        return [ir.For(t.name, self.i(0), ir.Ref(count, self.idx), self.i(1), (outer,), self.idx)]
+
+    # ---- the micro-kernel -------------------------------------------------------------
+
+    def micro_tiles(self, pc: ir.Expr, mc: int, slices: int) -> list:
+        """For each NR strip of B, each MR strip of A: MR x NR sums over the slice in a
+        register array; kept in the tile's buffer between slices, stored after the last."""
+        p, cd = self.p, self.cd
+        mr, nr = p.mr, p.nr
+        sn, sm = ir.Ref("_ms", self.idx), ir.Ref("_mt", self.idx)
+        k = ir.Ref("_mk", self.idx)
+        acc = lambda i, j: self.op("+", self.op("*", i, nr), j)
+        kept = self.op("*", self.op("+", self.op("*", sn, mc // mr), sm), mr * nr)
+        body = [ir.Array("_acc", cd, mr * nr, "local"),
+                self.unrolled("_z", mr * nr, lambda e: [ir.Store("_acc", e, _zero(cd))])]
+        if slices > 1:
+            body.append(ir.If(self.op("<", 0, pc), (self.unrolled("_z", mr * nr, lambda e: [
+                ir.Store("_acc", e, ir.Load("_cb", self.op("+", kept, e), cd))]),)))
+        a0 = self.op("+", self.op("*", sm, self.kc_cap * mr), self.op("*", k, mr))
+        b0 = self.op("+", self.op("*", sn, self.kc_cap * nr), self.op("*", k, nr))
+
+        def fma(i, j):
+            prod = ir.Bin("*", ir.Load("_pa", self.op("+", a0, i), cd),
+                          ir.Load("_pb", self.op("+", b0, j), cd), cd)
+            return [ir.Store("_acc", acc(i, j), ir.Bin("+", ir.Load("_acc", acc(i, j), cd), prod, cd))]
+        body.append(ir.For(k.name, self.i(0), ir.Ref("_kc", self.idx), self.i(1), (
+            self.unrolled("_i", mr, lambda i: [self.unrolled("_j", nr, lambda j: fma(i, j))]),),
+            self.idx, self.f.c.rloops[-1].line))
+        gm = lambda i: self.op("+", self.m0, self.op("+", self.op("*", sm, mr), i))
+        gn = lambda j: self.op("+", self.n0, self.op("+", self.op("*", sn, nr), j))
+        final = [self.unrolled("_ei", mr, lambda i: [self.unrolled("_ej", nr, lambda j: self.store(
+            gm(i), gn(j), ir.Load("_acc", acc(i, j), cd)))])]
+        if slices > 1:
+            keep = [self.unrolled("_z", mr * nr, lambda e: [
+                ir.Store("_cb", self.op("+", kept, e), ir.Load("_acc", e, cd))])]
+            body.append(ir.If(self.op("<", self.op("+", pc, self.kc_cap), self.K), tuple(keep),
+                              tuple(final)))
+        else:
+            body += final
+        return [ir.For(sn.name, self.i(0), ir.Ref("_sn", self.idx), self.i(1), (
+            ir.For(sm.name, self.i(0), ir.Ref("_sm", self.idx), self.i(1), tuple(body), self.idx),),
+            self.idx)]

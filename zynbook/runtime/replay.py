@@ -1,0 +1,228 @@
+"""Runs of the lazy graph replayed as CUDA graphs (backends/cuda/graph.py).
+
+When the lazy graph runs (runtime/lazy.py), its launches on one CUDA device have a shape:
+which kernel each launch runs (its device plan), with which scalar values, reading which
+earlier launch's output or which outside input. A run of the same shape seen again (the
+second identical run; `config { cuda_graph: true }`: the first, `false`: never) is
+captured as a CUDA graph and replayed from then on: the host work left is the
+interpreter's, one graph launch and the checks.
+
+* Inputs: an outside input at the same address as in the run before the capture is read
+  in place; one whose address changed is copied into a staging buffer at every replay. A
+  graph is replayed only while the inputs captured in place are at their addresses.
+* Outputs: a launch's output named by the program (a top-level name, a pipeline's local,
+  a value handed back) is copied out of the graph's buffer into a fresh one at each replay,
+  so a value kept from an earlier run never changes. The others are handed out as views of
+  the graph's buffers; a replay first checks that none of those from the run before is
+  still held (else the launches run one by one, and the graph waits for the next run).
+* Errors: the error flag of every kernel that can fail is read after the replay, and the
+  first failure raised as the launch itself would raise it.
+* Where capture is not possible (another device, a reduction to one number, a bf16
+  buffer, an input that needs a conversion, the driver refusing) the launches run one by
+  one, as without graphs.
+"""
+from __future__ import annotations
+
+import sys
+
+from ..backends.base import Launch, LaunchTimes
+from ..errors import NO_SPAN, ZynMLError, ZynMLRuntimeError
+
+AUTO_AFTER = 2          # identical runs before a capture, unless config says otherwise
+MIN_LAUNCHES = 2        # a single launch gains nothing from a graph
+MAX_SHAPES = 64         # shapes of runs remembered (a loop over growing shapes keeps this many)
+MAX_GRAPH_SHAPES = 16   # shapes whose graphs are kept (a graph holds its buffers)
+MAX_GRAPHS = 4          # graphs kept per shape (inputs captured in place at other addresses)
+# a launch inside a graph has no time of its own: the whole graph's is on its last launch
+_IN_GRAPH = LaunchTimes(source="cuda-graph")
+
+
+class Replays:
+    """The shapes of runs one lazy graph has seen, and their captured graphs."""
+
+    def __init__(self, lazy):
+        self.lazy = lazy
+        self.seen: dict = {}        # shape key -> (runs, input addresses of the last run)
+        self.graphs: dict = {}      # shape key -> [_Record]
+        self.refused: set = set()   # shape keys whose capture failed
+        # (record, its inputs, ids of the values it computed) of the last run, if replayed
+        self.last = None
+
+    def mode(self):
+        return getattr(self.lazy.interp.session, "cuda_graph", "auto")
+
+    def run(self, launches: list, roots) -> bool:
+        """Run `launches` ([(group, lazy parts)]) as a CUDA graph where one fits: True when
+        done, False when the caller launches them one by one."""
+        self.last = None
+        mode = self.mode()
+        if mode is False or len(launches) < MIN_LAUNCHES:
+            return False
+        shape = _Shape.of(self.lazy, launches)
+        if shape is None:
+            return False
+        key = shape.key
+        for record in self.graphs.get(key, ()):
+            if record.fits(shape.addresses) and record.free():
+                record.run(self.lazy, launches, shape, roots)
+                self.last = (record, shape.inputs, [id(g.result) for g, _ in launches])
+                return True
+        runs, last = self.seen.pop(key, (0, None))
+        runs += 1
+        self.seen[key] = (runs, shape.addresses)
+        if len(self.seen) > MAX_SHAPES:
+            self.seen.pop(next(iter(self.seen)))
+        if key in self.refused or runs < (1 if mode is True else AUTO_AFTER):
+            return False
+        staged = {j for j, a in enumerate(shape.addresses)
+                  if last is not None and last[j] != a}
+        from ..backends.cuda.graph import CaptureFailed, capture
+        try:
+            graph = capture(shape.device, shape.stream, shape.plans, shape.wiring,
+                            shape.scalars, shape.inputs, staged)
+        except CaptureFailed:
+            self.refused.add(key)
+            return False
+        record = _Record(graph, shape, staged, launches)
+        records = self.graphs.setdefault(key, [])
+        records.append(record)
+        if len(records) > MAX_GRAPHS:
+            records.pop(0)
+        if len(self.graphs) > MAX_GRAPH_SHAPES:
+            self.graphs.pop(next(iter(self.graphs)))
+        record.run(self.lazy, launches, shape, roots)
+        self.last = (record, shape.inputs, [id(g.result) for g, _ in launches])
+        return True
+
+
+class _Shape:
+    """One run's launches as a graph sees them."""
+
+    __slots__ = ("key", "device", "stream", "plans", "wiring", "scalars", "inputs",
+                 "addresses")
+
+    @staticmethod
+    def of(lazy, launches) -> "_Shape | None":
+        first = launches[0][0].result
+        device_id = first.device
+        if not device_id.startswith("cuda:"):
+            return None
+        device = first.runs_on
+        if getattr(device, "backend", "") != "cuda":
+            return None
+        cp = sys.modules.get("cupy")
+        tuning = getattr(lazy.interp.session, "tuning", None)
+        made = {}                   # id(group result) -> launch index
+        plans, wiring, scalars, inputs, addresses, parts = [], [], [], [], [], []
+        outside = {}                # id(array) -> input index
+        for k, (group, (lowered, plan, ins, values, _)) in enumerate(launches):
+            lz = group.result
+            if lz.device != device_id or not plan.out_shape or \
+                    lowered.kernel.output.dtype == "bf16":
+                return None
+            prepared = plan.prepared(device, tuning)
+            if not hasattr(prepared, "enqueue"):
+                return None
+            wires = []
+            for t, (dtype, want) in zip(ins, prepared.dtypes):
+                if dtype == "bf16":
+                    return None
+                k_in = made.get(id(t))
+                if k_in is not None:
+                    if launches[k_in][0].result.dtype != dtype:
+                        return None
+                    wires.append(("g", k_in))
+                    continue
+                if getattr(t, "done", True) is False:
+                    lazy.force(t)       # fused away in an earlier run, read after all
+                if t.device != device_id:
+                    return None
+                a = t.data
+                if not prepared.fits(a, want, cp):
+                    return None
+                j = outside.get(id(a))
+                if j is None:
+                    j = outside[id(a)] = len(inputs)
+                    inputs.append(a)
+                    addresses.append(a.data.ptr)
+                wires.append(("x", j))
+            made[id(lz)] = k
+            plans.append(prepared)
+            wiring.append(tuple(wires))
+            scalars.append(values)
+            parts.append((id(prepared), tuple(values.items()), tuple(wires)))
+        shape = _Shape()
+        shape.device, shape.plans, shape.wiring, shape.scalars = device, plans, wiring, scalars
+        shape.inputs, shape.addresses = inputs, tuple(addresses)
+        shape.stream = cp.cuda.get_current_stream() if cp is not None else None
+        shape.key = (device_id, getattr(shape.stream, "ptr", 0), tuple(parts),
+                     tuple((a.shape, str(a.dtype)) for a in inputs))
+        return shape
+
+
+class _Record:
+    """A captured graph with what replaying it needs."""
+
+    def __init__(self, graph, shape: _Shape, staged: set, launches: list):
+        self.graph = graph
+        self.plans = shape.plans            # held: their ids are in the shape's key
+        self.device, self.stream = shape.device, shape.stream
+        # where each launch's block is written, for its errors
+        self.sites = [(g.result.node.span, g.result.source) for g, _ in launches]
+        self.in_place = tuple((j, a) for j, a in enumerate(shape.addresses) if j not in staged)
+        self.handed: list = []              # views of the graph's buffers given out last run
+        self.launches = None                # per launch, the Launch the inspector shows
+
+    def fits(self, addresses) -> bool:
+        return all(addresses[j] == a for j, a in self.in_place)
+
+    def free(self) -> bool:
+        """Whether no view of the graph's buffers handed out by the last run is still held
+        (a reference from the list, the loop and the call's argument: 3)."""
+        return all(sys.getrefcount(v) <= 3 for v in self.handed)
+
+    def run(self, lazy, launches, shape: _Shape, roots):
+        """Replay on the caller's stream and settle every launch's lazy value."""
+        cp = sys.modules["cupy"]
+        interp, device, stream = lazy.interp, shape.device, shape.stream
+        interp.session.activity = (self.plans[0].kernel.name, device.id)
+        times = self.replay(shape.inputs)
+        named = lazy._named(roots, frames=True)
+        if self.launches is None:
+            self.launches = [Launch(p.kernel.name, device.id, _IN_GRAPH,
+                                    dict(p.geometry, graph=f"replayed in a CUDA graph of "
+                                                           f"{len(self.plans)} launches (the "
+                                                           f"last one's time is the graph's)"))
+                             for p in self.plans]
+        self.handed = []
+        last = len(launches) - 1
+        for k, ((group, (lowered, plan, _, _, info)), out) in \
+                enumerate(zip(launches, self.graph.outs)):
+            lz = group.result
+            if id(lz) in named:
+                data = cp.empty(out.shape, dtype=out.dtype)
+                data.data.copy_from_device_async(out.data, out.nbytes, stream)
+            else:
+                data = out.view()
+                self.handed.append(data)
+            launch = self.launches[k]
+            if k == last:
+                launch = Launch(launch.kernel, launch.device, times, launch.geometry)
+            lz.settle(interp.launched(device, lowered, plan, data, launch, lz.committed, info))
+
+    def replay(self, inputs: list):
+        """Replay the graph on the stream it was captured for and raise the first failure
+        a launch reports, as that launch raises it; the graph's time."""
+        times = self.graph.replay(inputs, self.stream)
+        failed = self.graph.check(self.plans)
+        if failed is not None:
+            span, source = self.sites[failed]
+            try:
+                self.plans[failed].check(self.graph.flags[failed])
+            except ZynMLError as err:
+                if err.span is NO_SPAN or err.span.line <= 0:
+                    err.span = span
+                raise err.with_source(source)
+            raise ZynMLRuntimeError("a kernel of a CUDA graph reported a failure it does not "
+                                    "name", span, source)
+        return times

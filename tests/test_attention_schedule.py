@@ -8,12 +8,18 @@ head_dim is not a multiple of four), and the bodies it must not take."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from zynbook.backends.cpu.reference import run_kernel
 from zynbook.compiler import schedules
-from zynbook.compiler.schedules.attention import PRODUCTS, Attention, AttentionParams
+from zynbook.compiler.codegen.cuda import render_cuda
+from zynbook.compiler.schedules.attention import PRODUCT_VARIANTS, PRODUCTS, Attention, AttentionParams
+from zynbook.compiler.schedules.base import Choice
 from zynbook.compiler.targets import cpu_target, cuda_target, metal_target, webgpu_target
 from zynbook.errors import ZynMLError
 
@@ -103,6 +109,63 @@ def test_register_tiled_products_nan():
     ins[0][0, 1, 5, 3] = np.nan                 # Q: one query row
     ins[1][0, 0, 20, 7] = np.nan                # K: a key that later queries see
     prog = SCHED.build(k, cuda_target(), sz, PRODUCTS)
+    got = emulate_kernel(prog, k, ins, sz, sc, warp=32).astype(np.float64)
+    want = np.asarray(run_kernel(k, ins, sz, sc)).astype(np.float64)
+    assert np.isnan(want).any() and (np.isnan(got) == np.isnan(want)).all()
+    ok = ~np.isnan(want)
+    assert_within(got[ok], want[ok], *TOL["f32"])
+
+
+_VARIANT_CASES = [("causal", 33, 16), ("bool", 7, 64), ("none", 128, 32)]
+
+
+@pytest.mark.parametrize("params,case,seq,d", [
+    (p, *c) for p in PRODUCT_VARIANTS if not p.occupancy           # (occupancy: the same IR)
+    for c in (_VARIANT_CASES if not p.exp2 else _VARIANT_CASES[:1])],
+    ids=lambda x: x.describe().split("products=True, ")[-1] if isinstance(x, AttentionParams) else str(x))
+def test_products_variants(params, case, seq, d):
+    """8 x 4 or 4 x 8 scores a thread (128 threads), the tile read at its start instead of
+    prefetched, exp2 with log2(e) in the scale: each equals the reference on odd sizes and on
+    keys that fill whole tiles (no key bound then), masked or not, empty rows included."""
+    k, ins, sz, sc = _inputs(A.three_pass(case, "const"), seq, d)
+    t = cuda_target()
+    assert params in SCHED.space(k, t, sz)
+    prog = SCHED.build(k, t, sz, params)
+    assert "register-tiled" in prog.schedule and prog.kernels[0].block == 64 * 64 // (params.rows * params.cols)
+    _check(prog, k, ins, sz, sc, 32)
+    if seq == 7:
+        _check(prog.fallback, k, ins, sz, sc, 32)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_products_variants_compile_with_nvcc(tmp_path):
+    """The CUDA C of every variant (and its fallback kernel) compiles for sm_90: a causal
+    mask, head_dim 48 (three 16-byte groups a row), 77 queries and keys (a partial tile)."""
+    k, _, sz, _ = _inputs(A.three_pass("causal"), 77, 48)
+    for n, p in enumerate((PRODUCTS,) + PRODUCT_VARIANTS):
+        src = render_cuda(k, sz, options={"params": Choice("attention", p)}).source
+        path = tmp_path / f"v{n}.cu"
+        path.write_text(src)
+        res = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / f"v{n}.cubin"), str(path)],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, (p.describe(), res.stderr[-3000:])
+
+
+def test_products_occupancy_is_the_register_cap():
+    k, _, sz, _ = _inputs(A.three_pass("causal"), 33, 16)
+    for p in PRODUCT_VARIANTS:
+        prog = SCHED.build(k, cuda_target(), sz, p)
+        same = SCHED.build(k, cuda_target(), sz, replace(p, occupancy=0))
+        assert prog.kernels[0].body == same.kernels[0].body
+        assert prog.kernels[0].min_blocks == (p.occupancy or same.kernels[0].min_blocks)
+
+
+@pytest.mark.parametrize("params", [PRODUCTS, PRODUCT_VARIANTS[-1]], ids=["default", "rows8_exp2"])
+def test_products_nan_empty_rows(params):
+    """A body that divides by the sum inside its key loop gives NaN for a row no key is
+    admitted to, as the reference does, in exp2 form too; the other rows as the reference."""
+    k, ins, sz, sc = _inputs(A.online_stats("bool"), 64, 16)
+    prog = SCHED.build(k, cuda_target(), sz, params)
     got = emulate_kernel(prog, k, ins, sz, sc, warp=32).astype(np.float64)
     want = np.asarray(run_kernel(k, ins, sz, sc)).astype(np.float64)
     assert np.isnan(want).any() and (np.isnan(got) == np.isnan(want)).all()

@@ -18,7 +18,7 @@ Two algorithms. The first, for every target, an online softmax per query:
 
 The second (`products`, where head_dim is 16 to 64 in steps of 16 and the target has
 half-warp collectives: CUDA) computes Q K^T and P V of 64 queries x 64 keys as register
-tiles of 256 threads (`_Products`), the online softmax on those registers.
+tiles of 256 or 128 threads (`_Products`), the online softmax on those registers.
 
 The query row and the output row are held in registers. They and the K/V tiles are vectors
 of four (`f32x4`: scores by `dot`, the output updated four lanes at once) where the target
@@ -55,9 +55,29 @@ class AttentionParams(Params):
     lanes: int = 1              # threads per query
     chunk: int = 16             # keys a thread scores per online-softmax update
     tiles: bool = True          # K and V tiles in shared memory
-    # Q K^T and P V as register-tiled products by 256 threads (64 x 64 tiles, 4 x 4 scores a
-    # thread; the other fields are then unused): head_dim 16 to 64 in steps of 16
+    # Q K^T and P V as register-tiled products (64 x 64 tiles, 16 threads per query row; the
+    # fields above are then unused): head_dim 16 to 64 in steps of 16
     products: bool = False
+    # the products' variants: queries x keys a thread scores (4 x 4: 256 threads; 8 x 4 or
+    # 4 x 8: 128 threads, each element read from shared memory feeding more FMAs; with 8 keys
+    # a query row is 8 threads and a warp's reads of a tile meet fewer distinct rows), the
+    # next tile's K/V read into registers during this one (else at the tile's start, other
+    # blocks covering the wait), and exponentials as exp2 with log2(e) folded into Q's scale
+    rows: int = 4
+    cols: int = 4
+    prefetch: bool = True
+    exp2: bool = False
+    # blocks a multiprocessor holds at once, as the register cap (0: as many as fit without
+    # spills; more, where the few values spilled are read outside the tile's inner loops)
+    occupancy: int = 0
+
+    def describe(self) -> str:
+        """The fields, the products' variants only where they are not the defaults (so the
+        kernels described before they existed read as they did)."""
+        out = super().describe()
+        extra = [f"{f}={getattr(self, f)}" for f, d in (("rows", 4), ("cols", 4), ("prefetch", True),
+                                                         ("exp2", False), ("occupancy", 0)) if getattr(self, f) != d]
+        return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
 
 @dataclass(frozen=True)
@@ -139,6 +159,18 @@ def fit(params: AttentionParams, dcap: int, target):
 
 
 PRODUCTS = AttentionParams(64, 64, 16, 4, True, True)
+# the products' variants the tuner measures after PRODUCTS, the likeliest first: 128 threads
+# without the prefetch registers (three blocks a multiprocessor), then 256 threads, then 128
+# threads with them (two blocks)
+PRODUCT_VARIANTS = tuple(replace(PRODUCTS, rows=r, cols=c, prefetch=f, exp2=e)
+                         for f, shapes in ((False, ((4, 8), (8, 4), (4, 4))), (True, ((4, 4), (4, 8), (8, 4))))
+                         for r, c in shapes for e in (False, True)
+                         if (r, c, f, e) != (4, 4, True, False)) + tuple(
+    # one block more a multiprocessor (24 or 16 warps), at the price of 8 or 44 bytes spilled
+    # (nvcc sm_90, head_dim 64: addresses, read once a tile at most); 8 x 4 would spill 880
+    replace(PRODUCTS, rows=r, cols=c, prefetch=False, exp2=True, occupancy=n)
+    for r, c, n in ((4, 4, 3), (4, 8, 4)))
+LOG2E = 1.4426950408889634
 
 
 def products_fit(target, shape: Shape) -> bool:
@@ -197,6 +229,7 @@ class Attention(Schedule):
         head = [first]
         if products_fit(target, shape):     # first where 16-byte vector loads feed it
             head = [PRODUCTS, first] if target.vector_bytes >= 16 else [first, PRODUCTS]
+            head += PRODUCT_VARIANTS
         choices = head + [AttentionParams(bq, bk, r, ch) for bq in (32, 64, 128)
                           for bk in (32, 64) for r in (1, 2, 4) for ch in (8, 16) if ch * r <= bk]
         out = []
@@ -285,9 +318,11 @@ class Attention(Schedule):
             launches.append(ir.Launch(k.name, grid, k.block))
         p = shape.p
         if params.products:
-            how = ("Q K^T and P V as register-tiled products (4 x 4 and 4 x head_dim/16 per "
-                   "thread), online softmax with half-warp collectives, K/V tiles in shared "
-                   "memory, the next tile prefetched")
+            R, C = params.rows, params.cols
+            how = (f"Q K^T and P V as register-tiled products ({R} x {C} and {R} x head_dim/{64 // C} "
+                   f"per thread), online softmax with {64 // C}-lane collectives, K/V tiles in shared "
+                   "memory" + (", the next tile prefetched" if params.prefetch else "")
+                   + (", exp2 with log2(e) in the scale" if params.exp2 else ""))
         else:
             how = (f"{params.lanes} threads per query, " if params.lanes > 1 else "one thread per query, ")
             how = (how
@@ -641,26 +676,36 @@ class _Kernel:
 class _Products(_Kernel):
     """Q K^T and P V as register-tiled products, for a head_dim of 16 to 64 in steps of 16.
 
-    A block of 256 threads (16 x 16: tx, ty) takes 64 queries of one head. Per 64-key tile:
-    S = Q K^T, each thread a 4 x 4 piece (queries 4 ty.., keys 4 tx..) from d-major Q and K
-    tiles in shared memory (Q scaled once); the online softmax runs on those registers, a
-    query's maximum and sum reduced over the 16 threads of a half warp that share it; P goes
-    to shared memory over the K tile (a query block's four values at a rotated place per key,
-    so that the threads of a warp meet different banks) and O += P V gives each thread a
-    4 x head_dim/16 piece of the output. The next tile's K and V rows are read into registers
-    while this one is computed."""
+    A block of 64 / `cols` x 64 / `rows` threads (tx, ty) takes 64 queries of one head. Per
+    64-key tile: S = Q K^T, each thread a rows x cols piece (queries rows ty.., keys cols tx..)
+    from d-major Q and K tiles in shared memory (Q scaled once); the online softmax runs on
+    those registers, a query's maximum and sum reduced over the 64 / cols consecutive lanes
+    that share it; P goes to shared memory over the K tile (a thread's `rows` values of a key
+    at a rotated place, 16 bytes at a time, so that the threads of a warp meet different
+    banks) and O += P V gives each thread a rows x head_dim cols / 64 piece of the output. With
+    `prefetch`, the next tile's K and V rows are read into registers while this one is computed.
+
+    The sizes are baked in: where the keys fill whole tiles, no key bound is tested."""
 
     BQ = BKV = 64
-    T = 256
     vector = False              # K and V rows read 16 bytes at a time (Program.aligned)
     vector_q = False            # Q rows too
 
     def kernel(self):
-        p, low, idx = self.shape.p, self.low, self.idx
-        D, BQ, BKV, T = self.dcap, self.BQ, self.BKV, self.T
-        TD = D // 16
+        p, low, idx, P = self.shape.p, self.low, self.idx, self.P
+        D, BQ, BKV = self.dcap, self.BQ, self.BKV
+        R, C = self.R, self.C = P.rows, P.cols
+        self.NTY, self.NTX = BQ // R, BKV // C          # threads down and across a tile
+        T = self.T = self.NTX * self.NTY
+        self.exp = "exp2" if P.exp2 else "exp"
+        TD = self.TD = D // self.NTX                    # output columns a thread
         self.D = lit(D, idx)
         B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
+        # the sizes are baked in (products_fit): the key count is known here
+        self.full = int(recognise.launch_value(p.n_keys, self.low.sizes)) % BKV == 0
+        scale = low.operand(p.scale, F)
+        if P.exp2:                          # scores in base 2: exp(x) = exp2(x log2(e))
+            scale = ir.Bin("*", scale, lit(LOG2E, F), F)
         r = self.ref
         body = [ir.Decl("_S", idx, S), ir.Decl("_SK", idx, SK),
                 ir.Decl("_nqb", idx, ir.Bin("/", self.add(S, self.i(BQ - 1)), self.i(BQ), idx)),
@@ -669,53 +714,66 @@ class _Products(_Kernel):
                 ir.Decl("_b", idx, ir.Bin("/", r("_bh"), H, idx)),
                 ir.Decl("_q0", idx, self.mul(ir.Bin("%", self.at("block"), r("_nqb"), idx), self.i(BQ))),
                 ir.Decl("_t", idx, self.at("thread")),
-                ir.Decl("_tx", idx, ir.Bin("%", r("_t"), self.i(16), idx)),
-                ir.Decl("_ty", idx, ir.Bin("/", r("_t"), self.i(16), idx))]
+                ir.Decl("_tx", idx, ir.Bin("%", r("_t"), self.i(self.NTX), idx)),
+                ir.Decl("_ty", idx, ir.Bin("/", r("_t"), self.i(self.NTX), idx))]
         bh = (r("_b"), r("_h"))
+        kv_regs = 4 * self.groups(BKV)
         body += [ir.Decl("_qbase", idx, self.row_offset("q", *bh, self.i(0))),
                  ir.Decl("_kbase", idx, self.row_offset("k", *bh, self.i(0))),
                  ir.Decl("_vbase", idx, self.row_offset("v", *bh, self.i(0))),
                  ir.Decl("_obase", idx, self.row_offset("out", *bh, self.i(0))),
-                 ir.Decl("_scale", F, low.operand(p.scale, F)),
+                 ir.Decl("_scale", F, scale),
                  ir.Array("_qs", F, D * BQ, "shared"),
                  ir.Array("_kp", F, max(D * BKV, BKV * BQ), "shared"),
                  ir.Array("_vs", F, BKV * D, "shared"),
                  *self.load_q(),
-                 ir.Array("_kr", F, 4 * TD), ir.Array("_vr", F, 4 * TD),
-                 ir.Array("_o", F, 4 * TD), ir.Array("_mi", F, 4), ir.Array("_li", F, 4),
-                 self.loop("_i", 4, lambda i: [ir.Store("_mi", i, NEG), ir.Store("_li", i, ZERO)]),
-                 self.loop("_i", 4 * TD, lambda i: [ir.Store("_o", i, ZERO)]),
+                 ir.Array("_kr", F, kv_regs), ir.Array("_vr", F, kv_regs),
+                 ir.Array("_o", F, R * TD), ir.Array("_mi", F, R), ir.Array("_li", F, R),
+                 self.loop("_i", R, lambda i: [ir.Store("_mi", i, NEG), ir.Store("_li", i, ZERO)]),
+                 self.loop("_i", R * TD, lambda i: [ir.Store("_o", i, ZERO)]),
                  ir.Decl("_next", idx, self.i(0), True)]
-        body += self.prefetch()
-        tile = [ir.Barrier(), self.stage(), ir.Barrier(),
-                ir.Set("_next", self.add(r("_k0"), self.i(BKV))),
-                ir.If(ir.Bin("<", r("_next"), r("_SK"), "bool"), tuple(self.prefetch()))]
+        if P.prefetch:
+            body += self.prefetch()
+            tile = [ir.Barrier(), self.stage(), ir.Barrier(),
+                    ir.Set("_next", self.add(r("_k0"), self.i(BKV))),
+                    ir.If(ir.Bin("<", r("_next"), r("_SK"), "bool"), tuple(self.prefetch()))]
+        else:
+            # the reads issued before the barrier: their wait overlaps it
+            tile = [ir.Set("_next", r("_k0")), *self.prefetch(), ir.Barrier(), self.stage(), ir.Barrier()]
         tile += self.scores() + self.softmax() + self.values()
         body.append(ir.For("_k0", self.i(0), r("_SK"), self.i(BKV), tuple(tile), idx))
         body += self.finish()
         name = kernel_name(self.k, self.suffix or "")
+        # the register cap (no spills, nvcc sm_90): 4 x 4 scores, two blocks of 256 threads a
+        # multiprocessor; 32 scores (128 threads, about 170 registers, 245 with the prefetch
+        # registers) three blocks, two with the prefetch
+        blocks_per_sm = P.occupancy or (2 if T == 256 or P.prefetch else 3)
         k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, idx), tuple(body), T, idx,
                       f"attention, head_dim {D}: 64 queries x 64 keys per step as register-tiled "
-                      f"products (4 x 4 and 4 x {TD} per thread)", min_blocks=2)
+                      f"products ({R} x {C} and {R} x {TD} per thread)", min_blocks=blocks_per_sm)
         blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), BQ), idx)
         return k, blocks
 
     # ---- pieces -----------------------------------------------------------------------
 
+    def groups(self, rows) -> int:
+        """A thread's groups of four elements of a `rows` x head_dim tile."""
+        return rows * self.dcap // (4 * self.T)
+
     def load_q(self) -> list:
         """The block's Q rows, times the scale, into shared memory d-major: four elements of
         a row per thread and group, one 16-byte load where the program has them (`vector_q`)."""
-        r, BQ, TD = self.ref, self.BQ, self.dcap // 16
+        r, BQ, n = self.ref, self.BQ, self.groups(self.BQ)
         at = lambda w: self.add(self.mul(self.add(self.mul(r("_qd4"), self.i(4)), w), self.i(BQ)), r("_qj"))
         if not self.vector_q:
-            return [self.chunks("_w", TD, lambda e: self.rows_of(e, BQ, "_qj", "_qd4") + [
+            return [self.chunks("_w", n, lambda e: self.rows_of(e, BQ, "_qj", "_qd4") + [
                 self.quad(lambda w: ir.Store("_qs", at(w), self.mul(
                     self.row_element("q", r("_q0"), r("_qj"), r("_S"), r("_qd4"), w), ir.Ref("_scale", F))))])]
         q = self.shape.bufs["q"]
         j = self.add(r("_q0"), r("_qj"))
         src = self.add(r("_qbase"), self.mul(j, self.seq_stride("q")), self.mul(r("_qd4"), self.i(4)))
         zero = tuple(ir.Store("_qr", self.i(w), ZERO) for w in range(4))
-        return [ir.Array("_qr", F, 4), self.chunks("_w", TD, lambda e: self.rows_of(e, BQ, "_qj", "_qd4") + [
+        return [ir.Array("_qr", F, 4), self.chunks("_w", n, lambda e: self.rows_of(e, BQ, "_qj", "_qd4") + [
             ir.If(ir.Bin("<", j, r("_S"), "bool"), (ir.Copy("_qr", self.i(0), user_name(q.name), src, 4, F),), zero),
             self.quad(lambda w: ir.Store("_qs", at(w), self.mul(ir.Load("_qr", w, F), ir.Ref("_scale", F))))])]
 
@@ -728,7 +786,7 @@ class _Products(_Kernel):
         return self.loop("_x", 4, lambda w: [store_of(w)])
 
     def chunks(self, var, n, body_of) -> ir.For:
-        """for each of a thread's `n` groups of four: element e = thread + 256 var."""
+        """for each of a thread's `n` groups of four: element e = thread + T var."""
         return self.loop(var, n, lambda w: [ir.Decl("_e", self.idx, self.add(
             self.ref("_t"), self.mul(w, self.i(self.T))))] + body_of(self.ref("_e")))
 
@@ -737,15 +795,15 @@ class _Products(_Kernel):
         return [ir.Decl(row, self.idx, ir.Bin("%", e, self.i(rows), self.idx)),
                 ir.Decl(col4, self.idx, ir.Bin("/", e, self.i(rows), self.idx))]
 
-    def row_element(self, role, first, row, count, col4, w) -> ir.Expr:
+    def row_element(self, role, first, row, count, col4, w, bounded=True) -> ir.Expr:
         """Element 4 col4 + w of row first + row of the (b, h) slice of `role`; 0 past `count`
-        rows (the index kept in range)."""
+        rows (the index kept in range) unless the rows are known to be in range."""
         j = self.add(first, row)
-        jc = ir.Math("min", (j, ir.Bin("-", count, self.i(1), self.idx)), self.idx)
+        jc = ir.Math("min", (j, ir.Bin("-", count, self.i(1), self.idx)), self.idx) if bounded else j
         base = self.ref({"q": "_qbase", "k": "_kbase", "v": "_vbase"}[role])
         at = self.add(base, self.mul(jc, self.seq_stride(role)), self.mul(col4, self.i(4)), w)
         v = cast(ir.Load(user_name(self.shape.bufs[role].name), at, self.shape.bufs[role].dtype), F)
-        return ir.Select(ir.Bin("<", j, count, "bool"), v, ZERO, F)
+        return ir.Select(ir.Bin("<", j, count, "bool"), v, ZERO, F) if bounded else v
 
     def kv_rows(self, e) -> list:
         """K: consecutive threads take consecutive keys; V: consecutive groups of a row."""
@@ -756,9 +814,9 @@ class _Products(_Kernel):
 
     def prefetch(self) -> list:
         """The K and V rows of tile _next into registers."""
-        r, TD = self.ref, self.dcap // 16
+        r = self.ref
         at = self.mul(r("_w"), self.i(4))
-        return [self.chunks("_w", TD, lambda e: self.kv_rows(e)
+        return [self.chunks("_w", self.groups(self.BKV), lambda e: self.kv_rows(e)
                             + self.group("_kr", at, "k", r("_kj"), r("_kd4"))
                             + self.group("_vr", at, "v", r("_vj"), r("_vd4")))]
 
@@ -768,33 +826,39 @@ class _Products(_Kernel):
         r = self.ref
         if not self.vector:
             return [self.quad(lambda w: ir.Store(dst, self.add(at, w), self.row_element(
-                role, r("_next"), row, r("_SK"), col4, w)))]
+                role, r("_next"), row, r("_SK"), col4, w, not self.full)))]
         j = self.add(r("_next"), row)
         base = r("_kbase" if role == "k" else "_vbase")
         src = self.add(base, self.mul(j, self.seq_stride(role)), self.mul(col4, self.i(4)))
+        load = ir.Copy(dst, at, user_name(self.shape.bufs[role].name), src, 4, F)
+        if self.full:
+            return [load]
         zero = tuple(ir.Store(dst, self.add(at, self.i(w)), ZERO) for w in range(4))
-        return [ir.If(ir.Bin("<", j, r("_SK"), "bool"),
-                      (ir.Copy(dst, at, user_name(self.shape.bufs[role].name), src, 4, F),), zero)]
+        return [ir.If(ir.Bin("<", j, r("_SK"), "bool"), (load,), zero)]
 
     def stage(self) -> ir.For:
-        """The prefetched rows into shared memory: K d-major, V row-major."""
-        r, TD = self.ref, self.dcap // 16
+        """The fetched rows into shared memory: K d-major, V row-major."""
+        r = self.ref
         slot = lambda w: self.add(self.mul(r("_w"), self.i(4)), w)
-        return self.chunks("_w", TD, lambda e: self.kv_rows(e) + [
+        return self.chunks("_w", self.groups(self.BKV), lambda e: self.kv_rows(e) + [
             self.quad(lambda w: ir.Store("_kp", self.add(self.mul(self.add(
                 self.mul(r("_kd4"), self.i(4)), w), self.i(self.BKV)), r("_kj")), ir.Load("_kr", slot(w), F))),
             self.quad(lambda w: ir.Store("_vs", self.add(self.mul(r("_vj"), self.i(self.dcap)),
                                                          self.mul(r("_vd4"), self.i(4)), w), ir.Load("_vr", slot(w), F)))])
 
+    def s_at(self, i, j) -> ir.Expr:
+        """Where a thread keeps the score of its query i and key j: key by key, so that a
+        key's `rows` values go to P 16 bytes at a time."""
+        return self.add(self.mul(j, self.i(self.R)), i)
+
     def scores(self) -> list:
-        """s[i][j] = sum_d Qs[d][4 ty + i] Ks[d][4 tx + j]."""
-        r = self.ref
-        at = lambda i, j: self.add(self.mul(i, self.i(4)), j)
-        a = lambda i: ir.Load("_qs", self.add(self.mul(r("_d"), self.i(self.BQ)), self.mul(r("_ty"), self.i(4)), i), F)
-        b = lambda j: ir.Load("_kp", self.add(self.mul(r("_d"), self.i(self.BKV)), self.mul(r("_tx"), self.i(4)), j), F)
-        fma = self.loop("_i", 4, lambda i: [self.loop("_jj", 4, lambda j: [ir.Store("_s", at(i, j), ir.Bin(
-            "+", ir.Load("_s", at(i, j), F), self.mul(a(i), b(j)), F))])])
-        return [ir.Array("_s", F, 16), self.loop("_i", 16, lambda i: [ir.Store("_s", i, ZERO)]),
+        """s[i][j] = sum_d Qs[d][rows ty + i] Ks[d][cols tx + j]."""
+        r, R, C = self.ref, self.R, self.C
+        a = lambda i: ir.Load("_qs", self.add(self.mul(r("_d"), self.i(self.BQ)), self.mul(r("_ty"), self.i(R)), i), F)
+        b = lambda j: ir.Load("_kp", self.add(self.mul(r("_d"), self.i(self.BKV)), self.mul(r("_tx"), self.i(C)), j), F)
+        fma = self.loop("_i", R, lambda i: [self.loop("_jj", C, lambda j: [ir.Store("_s", self.s_at(i, j), ir.Bin(
+            "+", ir.Load("_s", self.s_at(i, j), F), self.mul(a(i), b(j)), F))])])
+        return [ir.Array("_s", F, C * R), self.loop("_i", C * R, lambda i: [ir.Store("_s", i, ZERO)]),
                 self.unrolled_by("_d", self.dcap, 8, [fma])]
 
     def unrolled_by(self, var, n, k, body, head=()) -> ir.For:
@@ -804,73 +868,90 @@ class _Products(_Kernel):
         inner = self.loop(var + "u", k, lambda u: [ir.Decl(var, self.idx, self.add(r(var + "0"), u))] + body)
         return ir.For(var + "0", self.i(0), self.i(n), self.i(k), (*head, inner), self.idx)
 
+    def admitted(self):
+        """Whether key _j is one of this query's (None: every key is): the key bound is
+        left out where the keys fill whole tiles."""
+        ok = super().admitted()
+        if not self.full:
+            return ok
+        return ok.b if isinstance(ok, ir.Bin) and ok.op == "and" else None
+
     def softmax(self) -> list:
-        """Per query row: mask, the row's maximum and sum over its 16 threads, the rescale."""
-        r, idx = self.ref, self.idx
-        s = lambda: ir.Load("_s", self.add(self.mul(r("_i"), self.i(4)), r("_jj")), F)
-        put = lambda v: ir.Store("_s", self.add(self.mul(r("_i"), self.i(4)), r("_jj")), v)
-        keys = [ir.Decl("_j", idx, self.add(r("_k0"), self.mul(r("_tx"), self.i(4)), r("_jj"))),
+        """Per query row: mask, the row's maximum and sum over its threads, the rescale."""
+        r, idx, R, C, TD, W = self.ref, self.idx, self.R, self.C, self.TD, self.NTX
+        s = lambda: ir.Load("_s", self.s_at(r("_i"), r("_jj")), F)
+        put = lambda v: ir.Store("_s", self.s_at(r("_i"), r("_jj")), v)
+        keys = [ir.Decl("_j", idx, self.add(r("_k0"), self.mul(r("_tx"), self.i(C)), r("_jj"))),
                 ir.Decl("_jc", idx, ir.Math("min", (r("_j"), ir.Bin("-", r("_SK"), self.i(1), idx)), idx))]
+        ok = self.admitted()
+        mask = [] if ok is None else [put(ir.Select(ok, s(), NEG, F))]
+        exp = lambda x: ir.Math(self.exp, (x,), F)
         mx = ir.Ref("_mx", F)
         mn = ir.Ref("_mn", F)
         is_neg = lambda x: ir.Bin("==", x, NEG, "bool")
         # the larger of two without NaN's rule (a compare and a select): a NaN score is left
         # out of the maximum but reaches l and o through its exp, so the row is NaN all the same
         larger = lambda a, b: ir.Select(ir.Bin("<", a, b, "bool"), b, a, F)
-        row = [ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(4)), r("_i"))),
+        row = [ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(R)), r("_i"))),
                ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
                ir.Decl("_mx", F, NEG, True),
-               self.loop("_jj", 4, lambda _: keys + [
-                   put(ir.Select(self.admitted(), s(), NEG, F)),
-                   ir.Set("_mx", larger(mx, s()))]),
-               ir.Set("_mx", ir.Collective("max", mx, "warp", F, 16)),
+               self.loop("_jj", C, lambda _: keys + mask + [ir.Set("_mx", larger(mx, s()))]),
+               ir.Set("_mx", ir.Collective("max", mx, "warp", F, W)),
+               # each exponential computed before its select (a select of a value, not a
+               # branch around the exponential: the row's exponentials then interleave)
                ir.Decl("_mn", F, larger(ir.Load("_mi", r("_i"), F), mx)),
-               ir.Decl("_alpha", F, ir.Select(is_neg(mn), lit(1.0, F), ir.Math(
-                   "exp", (ir.Bin("-", ir.Load("_mi", r("_i"), F), mn, F),), F), F)),
+               ir.Decl("_ea", F, exp(ir.Bin("-", ir.Load("_mi", r("_i"), F), mn, F))),
+               ir.Decl("_alpha", F, ir.Select(is_neg(mn), lit(1.0, F), ir.Ref("_ea", F), F)),
                ir.Decl("_rs", F, ZERO, True),
-               self.loop("_jj", 4, lambda _: [
-                   put(ir.Select(is_neg(s()), ZERO, ir.Math("exp", (ir.Bin("-", s(), mn, F),), F), F)),
+               self.loop("_jj", C, lambda _: [
+                   ir.Decl("_es", F, exp(ir.Bin("-", s(), mn, F))),
+                   put(ir.Select(is_neg(s()), ZERO, ir.Ref("_es", F), F)),
                    ir.Set("_rs", ir.Bin("+", ir.Ref("_rs", F), s(), F))]),
-               ir.Set("_rs", ir.Collective("+", ir.Ref("_rs", F), "warp", F, 16)),
+               ir.Set("_rs", ir.Collective("+", ir.Ref("_rs", F), "warp", F, W)),
                ir.Store("_li", r("_i"), ir.Bin("+", self.mul(ir.Load("_li", r("_i"), F), ir.Ref("_alpha", F)),
                                                ir.Ref("_rs", F), F)),
                ir.Store("_mi", r("_i"), mn),
-               self.loop("_dd", self.dcap // 16, lambda dd: [ir.Store(
-                   "_o", self.add(self.mul(r("_i"), self.i(self.dcap // 16)), dd),
-                   self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(self.dcap // 16)), dd), F),
+               self.loop("_dd", TD, lambda dd: [ir.Store(
+                   "_o", self.add(self.mul(r("_i"), self.i(TD)), dd),
+                   self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F),
                             ir.Ref("_alpha", F)))])]
-        return [self.loop("_i", 4, lambda _: row)]
+        return [self.loop("_i", R, lambda _: row)]
 
     def rotation(self, group) -> ir.Expr:
-        """(ty + group) mod 16: where key group `group` (key / 4) keeps a query block's four
-        values of P, so that a warp's stores of four keys meet different banks."""
-        return ir.Bin("&", self.add(self.ref("_ty"), group), self.i(15), self.idx)
+        """(ty + group) mod (threads down a tile): where key group `group` (key / 4) keeps a
+        thread's `rows` values of P, so that a warp's stores of four keys meet different banks."""
+        return ir.Bin("&", self.add(self.ref("_ty"), group), self.i(self.NTY - 1), self.idx)
 
     def p_at(self, j, i, rot) -> ir.Expr:
-        """Where P[j][4 ty + i] is kept: at the rotation `rot` (a name) of j's group of four,
-        declared once per group of four keys (no division per key)."""
-        return self.add(self.mul(j, self.i(self.BQ)), self.mul(self.ref(rot), self.i(4)), i)
+        """Where P[j][rows ty + i] is kept: at the rotation `rot` (a name) of j's group of
+        four, declared once per group of four keys (no division per key)."""
+        return self.add(self.mul(j, self.i(self.BQ)), self.mul(self.ref(rot), self.i(self.R)), i)
 
     def values(self) -> list:
-        """P over the K tile, then o[i][dd] += sum_j P[j][4 ty + i] V[j][tx TD + dd]."""
-        r, TD = self.ref, self.dcap // 16
-        jt = lambda: self.add(self.mul(r("_tx"), self.i(4)), r("_jj"))
-        store_p = self.loop("_jj", 4, lambda jj: [self.loop("_i", 4, lambda i: [ir.Store(
-            "_kp", self.p_at(jt(), i, "_prot"), ir.Load("_s", self.add(self.mul(i, self.i(4)), jj), F))])])
-        acc = self.loop("_i", 4, lambda i: [self.loop("_dd", TD, lambda dd: [ir.Store(
+        """P over the K tile, then o[i][dd] += sum_j P[j][rows ty + i] V[j][tx TD + dd]."""
+        r, TD, R, C = self.ref, self.TD, self.R, self.C
+        # a thread stores keys C tx.., by groups of four (group C/4 tx + g, rotated by it)
+        jj = lambda g, j: self.add(self.mul(g, self.i(4)), j)
+        jt = lambda g, j: self.add(self.mul(r("_tx"), self.i(C)), jj(g, j))
+        store_p = self.loop("_g", C // 4, lambda g: [
+            ir.Decl("_prot", self.idx, self.rotation(self.add(self.mul(r("_tx"), self.i(C // 4)), g))),
+            self.loop("_jj", 4, lambda j: [self.loop("_i4", R // 4, lambda i4: [ir.Copy(
+                "_kp", self.p_at(jt(g, j), self.mul(i4, self.i(4)), "_prot"),
+                "_s", self.s_at(self.mul(i4, self.i(4)), jj(g, j)), 4, F)])])])
+        acc = self.loop("_i", R, lambda i: [self.loop("_dd", TD, lambda dd: [ir.Store(
             "_o", self.add(self.mul(i, self.i(TD)), dd), ir.Bin(
                 "+", ir.Load("_o", self.add(self.mul(i, self.i(TD)), dd), F), self.mul(
                     ir.Load("_kp", self.p_at(r("_j"), i, "_rot"), F),
                     ir.Load("_vs", self.add(self.mul(r("_j"), self.i(self.dcap)),
                                             self.mul(r("_tx"), self.i(TD)), dd), F)), F))])])
-        # a thread stores keys 4 tx.. (group tx); the products read four keys a step (group j0 / 4)
-        return [ir.Barrier(), ir.Decl("_prot", self.idx, self.rotation(r("_tx"))), store_p, ir.Barrier(),
+        # the products read four keys a step (group j0 / 4)
+        return [ir.Barrier(), store_p, ir.Barrier(),
                 self.unrolled_by("_j", self.BKV, 4, [acc], head=[ir.Decl("_rot", self.idx, self.rotation(
                     ir.Bin(">>", r("_j0"), self.i(2), self.idx)))])]
 
     def finish(self) -> list:
         """Each query in range stores its row piece o / l."""
-        p, r, idx, TD = self.shape.p, self.ref, self.idx, self.dcap // 16
+        p, r, idx, TD = self.shape.p, self.ref, self.idx, self.TD
         out = self.shape.bufs["out"]
         L = ir.Load("_li", r("_i"), F)
         inv = ir.Bin("/", lit(1.0, F), L, F)
@@ -879,6 +960,6 @@ class _Products(_Kernel):
         row = self.add(r("_obase"), self.mul(r("_qi"), self.seq_stride("out")), self.mul(r("_tx"), self.i(TD)))
         put = self.loop("_dd", TD, lambda dd: [ir.Store(user_name(out.name), self.add(row, dd), cast(
             self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F), ir.Ref("_inv", F)), out.dtype))])
-        return [self.loop("_i", 4, lambda i: [
-            ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(4)), i)),
+        return [self.loop("_i", self.R, lambda i: [
+            ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(self.R)), i)),
             ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (ir.Decl("_inv", F, inv), put))])]

@@ -158,17 +158,21 @@ def fit(params: AttentionParams, dcap: int, target):
     return bq, bk, min(params.chunk, bk // R)
 
 
-PRODUCTS = AttentionParams(64, 64, 16, 4, True, True)
-# the products' variants the tuner measures after PRODUCTS, the likeliest first: 128 threads
-# without the prefetch registers (three blocks a multiprocessor), then 256 threads, then 128
-# threads with them (two blocks)
-PRODUCT_VARIANTS = tuple(replace(PRODUCTS, rows=r, cols=c, prefetch=f, exp2=e)
-                         for f, shapes in ((False, ((4, 8), (8, 4), (4, 4))), (True, ((4, 4), (4, 8), (8, 4))))
-                         for r, c in shapes for e in (False, True)
-                         if (r, c, f, e) != (4, 4, True, False)) + tuple(
+_PRODUCTS_4X4 = AttentionParams(64, 64, 16, 4, True, True)
+# the default: 8 x 4 scores a thread (128 threads), the K/V tile read at its start, exp2 with
+# log2(e) in Q's scale. H100, BERT-base f32 (bench/bench_attention_products.py): 0.823 ms,
+# against 1.019 for 4 x 4 scores with the next tile prefetched into registers
+PRODUCTS = replace(_PRODUCTS_4X4, rows=8, prefetch=False, exp2=True)
+# the products' other variants, the tuner's next candidates: 128 threads without the
+# prefetch registers (three blocks a multiprocessor), then 256 threads, then 128 threads with
+# them (two blocks)
+PRODUCT_VARIANTS = tuple(replace(_PRODUCTS_4X4, rows=r, cols=c, prefetch=f, exp2=e)
+                         for f, shapes in ((False, ((8, 4), (4, 8), (4, 4))), (True, ((4, 4), (4, 8), (8, 4))))
+                         for r, c in shapes for e in (True, False)
+                         if (r, c, f, e) != (8, 4, False, True)) + tuple(
     # one block more a multiprocessor (24 or 16 warps), at the price of 8 or 44 bytes spilled
     # (nvcc sm_90, head_dim 64: addresses, read once a tile at most); 8 x 4 would spill 880
-    replace(PRODUCTS, rows=r, cols=c, prefetch=False, exp2=True, occupancy=n)
+    replace(_PRODUCTS_4X4, rows=r, cols=c, prefetch=False, exp2=True, occupancy=n)
     for r, c, n in ((4, 4, 3), (4, 8, 4)))
 LOG2E = 1.4426950408889634
 

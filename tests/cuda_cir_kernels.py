@@ -197,17 +197,19 @@ def matmul(M=256, N=192, K=320, dtype="f32"):
         lambda ins, s: (ins[0].astype(np.float64) @ ins[1].astype(np.float64)).astype(np.float32)
 
 
-def matmul_t(M=96, N=80, K=48, dtype="bf16", ta=True, tb=True):
-    """out = A @ B with A stored (K, M) when `ta` and B stored (N, K) when `tb`."""
-    ty = cir.Ty(dtype)
+def matmul_t(M=96, N=80, K=48, dtype="bf16", ta=True, tb=True, b_dtype=None):
+    """out = A @ B with A stored (K, M) when `ta` and B stored (N, K) when `tb`; B of
+    `b_dtype` where given (operands of two types make an f32 product)."""
+    ty, b_dtype = cir.Ty(dtype), b_dtype or dtype
     a = ld("A", v("k"), v("i"), ty=ty) if ta else ld("A", v("i"), v("k"), ty=ty)
-    bb = ld("B", v("j"), v("k"), ty=ty) if tb else ld("B", v("k"), v("j"), ty=ty)
+    bb = ld("B", v("j"), v("k"), ty=cir.Ty(b_dtype)) if tb else ld("B", v("k"), v("j"), ty=cir.Ty(b_dtype))
     body = [pnest([("i", "M"), ("j", "N")], [
         cir.Let("sum", c(0.0), mutable=True),
         loop("k", "K", [assign_add("sum", b("*", a, bb, ty=F32))]),
         cir.Store("out", (v("i"), v("j")), v("sum", F32))])]
     sa, sb = (("K", "M") if ta else ("M", "K")), (("N", "K") if tb else ("K", "N"))
-    k = kernel("matmul_t", "matmul", [buf("A", dtype, *sa), buf("B", dtype, *sb)], out(dtype, "M", "N"),
+    k = kernel("matmul_t", "matmul", [buf("A", dtype, *sa), buf("B", b_dtype, *sb)],
+               out(dtype if b_dtype == dtype else "f32", "M", "N"),
                ["K", "M", "N"], body)
     shp = {"M": M, "N": N, "K": K}
 
@@ -216,7 +218,8 @@ def matmul_t(M=96, N=80, K=48, dtype="bf16", ta=True, tb=True):
         return ((A.T if ta else A) @ (B.T if tb else B)).astype(np.float32)
 
     def make(rng):       # inputs exactly representable in `dtype`: the reference sees what the GPU sees
-        return [_representable(rng.standard_normal(tuple(shp[d] for d in dims)), dtype) for dims in (sa, sb)]
+        return [_representable(rng.standard_normal(tuple(shp[d] for d in dims)), dt)
+                for dims, dt in ((sa, dtype), (sb, b_dtype))]
     return k, shp, make, ref
 
 

@@ -564,3 +564,86 @@ def test_nvcc_compiles_the_tensor_core_configurations(dtype, params, tmp_path):
     res = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
+
+
+# ---- TF32 over operands of mixed types (f32 with f16 or bf16): each widened, then rounded ----
+
+MIXED = [("f32", "f16"), ("f16", "f32"), ("f32", "bf16"), ("bf16", "f16")]
+
+
+@pytest.mark.parametrize("da,db", MIXED)
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("odd", [False, True])
+def test_tf32_tensor_cores_over_mixed_operands(da, db, ta, tb, odd):
+    M, N, K_ = (37, 45, 29) if odd else (40, 36, 44)
+    exact, sizes, make, _ = K.matmul_t(M, N, K_, da, ta, tb, b_dtype=db)
+    kernel = _allow_tf32(exact)
+    ins = make(np.random.default_rng(M * N + len(da + db)))
+    # f16 and bf16 widen exactly to f32: TF32 of the widened operands is the reference
+    a, b = (_tf32(np.asarray(x, np.float32)).astype(np.float64) for x in ins)
+    want = (a.T if ta else a) @ (b.T if tb else b)
+    auto = Gemm().default(kernel, cuda_target(), sizes)
+    assert auto.mma and not auto.stages         # staged through registers, where they widen
+    # element by element (any size), or in vectors of each operand's own type
+    choices = [GemmParams(32, 32, 16, 16, 16, 1, True)] + \
+        ([] if odd else [GemmParams(32, 32, 16, 16, 8, 4, True)])
+    for params in choices:
+        prog = Gemm().build(kernel, cuda_target(), sizes, params)
+        nodes = list(ir.walk(prog.kernels[0]))
+        assert any(isinstance(n, ir.Mma) and n.dtype == "tf32" for n in nodes)
+        assert {n.dtype for n in nodes if isinstance(n, ir.Array) and n.space == "shared"} == {"f32"}
+        assert "tf32" in prog.schedule and "widened to f32" in prog.schedule
+        got = np.asarray(emulate_kernel(prog, kernel, ins, sizes), np.float64)
+        np.testing.assert_allclose(got, want, err_msg=params.describe(), **tolerance("f32", "contraction"))
+    if "f32" in (da, db):           # TF32 rounds the f32 operand: not the exact product
+        exact_want = np.asarray(run_kernel(exact, ins, sizes, {}), np.float64)
+        assert not np.allclose(got, exact_want, rtol=1e-6, atol=1e-6)
+    # without allow_tf32 the mixed contraction is exact, on the FMA tiles
+    assert not Gemm().default(exact, cuda_target(), sizes).mma
+    # cp.async copies operands of one type: the pipelined tiles are not offered
+    assert not any(q.stages for q in Gemm().space(kernel, cuda_target(), sizes))
+    with pytest.raises(ValueError, match="cp.async stages copy operands of one type"):
+        Gemm().build(kernel, cuda_target(), sizes, GemmParams(32, 32, 16, 16, 16, 4, True, 2, False))
+
+
+MIXED_EPILOGUE = EPILOGUE.replace("gelu(max(acc, 0.0) + bias[j] * 0.5)", "gelu(acc)")
+
+
+@pytest.mark.parametrize("case", ["epilogue", "batched"])
+def test_tf32_mixed_operands_epilogue_and_batches(case):
+    rng = np.random.default_rng(21)
+    text, shapes = {"epilogue": (MIXED_EPILOGUE, dict(A=(37, 24), B=(24, 40), bias=(40,))),
+                    "batched": (BATCHED, dict(A=(2, 37, 24), B=(2, 24, 40)))}[case]
+    arrays = _arrays(rng, **shapes)
+    arrays["B"] = arrays["B"].astype(np.float16)        # f32 activations x f16 weights
+    kernel, ins, sizes, scalars = lower_block(text, arrays)
+    kernel = _allow_tf32(kernel)
+    # the reference executor on A rounded to TF32 (f16 is exact in TF32: B stays as it is)
+    rounded = [_tf32(x) if x is arrays["A"] else x for x in ins]
+    assert np.array_equal(_tf32(arrays["B"].astype(np.float32)), arrays["B"].astype(np.float32))
+    want = np.asarray(run_kernel(kernel, rounded, sizes, scalars), np.float64)
+    assert Gemm().default(kernel, cuda_target(), sizes).mma
+    for params in (GemmParams(32, 32, 16, 16, 16, 1, True), GemmParams(32, 32, 16, 16, 8, 4, True)):
+        prog = Gemm().build(kernel, cuda_target(), sizes, params)
+        got = np.asarray(emulate_kernel(prog, kernel, ins, sizes, scalars), np.float64)
+        np.testing.assert_allclose(got, want, err_msg=params.describe(), **tolerance("f32", "contraction"))
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("da,db,tb,params", [
+    ("f32", "f16", False, None),                                   # the default: 4-wide loads
+    ("f16", "f32", True, GemmParams(128, 128, 16, 64, 32, 4, True)),
+    ("f32", "bf16", True, GemmParams(64, 64, 16, 32, 32, 1, True))])
+def test_nvcc_compiles_tf32_over_mixed_operands(da, db, tb, params, tmp_path):
+    import subprocess
+    from zynbook.compiler.codegen.cuda import render_cuda
+    from zynbook.compiler.schedules.base import Choice
+    kernel, sizes, _, _ = K.matmul_t(1024, 1024, 1024 if params is None or params.width > 1 else 1023,
+                                     da, False, tb, b_dtype=db)
+    choice = {} if params is None else {"params": Choice("gemm", params)}
+    prog = render_cuda(_allow_tf32(kernel), sizes, (9, 0), choice)
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in prog.source
+    (tmp_path / "k.cu").write_text(prog.source)
+    res = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]

@@ -21,8 +21,10 @@ by element. The product itself is either
 
 * FMA: each thread keeps TM x TN sums in registers, reading TM values of A and TN of B
   from shared memory per step of K (A is stored k-major, so both are 4-wide reads), or
-* tensor cores (`mma`, f16/bf16 on a target with `mma.sync`; f32 as TF32 where the program
-  says `config { allow_tf32: true }`): each warp keeps a TM x TN piece as m16n8k16 (TF32:
+* tensor cores (`mma`, f16/bf16 on a target with `mma.sync`; f32, or any mix of f32, f16
+  and bf16, as TF32 where the program says `config { allow_tf32: true }`: a half operand
+  widens exactly to f32, so the product is TF32's of the widened operands; mixed operands
+  are staged through registers, where they widen, into f32 tiles): each warp keeps a TM x TN piece as m16n8k16 (TF32:
   m16n8k8) accumulators; the tiles keep the operands' own layout in shared memory, rows
   padded against bank conflicts or, with `swizzle`, unpadded with each 16-byte unit's place
   in its row XOR-ed by its row (`_Builder.at`), so that the eight rows an ldmatrix phase
@@ -52,6 +54,7 @@ from . import configs
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .nest import extents, parallel_nest, trip_count
 
+_TF32_OPERANDS = ("f32", "f16", "bf16")   # widen exactly to f32, then round to TF32
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
           "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
 GROUP_M = 8             # tile rows visited together by the pipelined tensor-core schedule
@@ -124,6 +127,14 @@ class _Form:
     nest: object            # the kernel's parallel nest (its prologue runs first)
     acc: str                # the dtype sums are made in
     dtypes: tuple           # of the M and N operands
+
+
+def _tf32(dtypes: tuple) -> bool:
+    """Whether tensor cores take operands of these dtypes as TF32: f32, or a mix of f32, f16
+    and bf16 (each widened to f32, exactly, then rounded as f32 is); two operands of one
+    half type are multiplied as they are."""
+    return all(d in _TF32_OPERANDS for d in dtypes) and \
+        (dtypes[0] != dtypes[1] or dtypes[0] == "f32")
 
 
 def _zero(dtype: str) -> ir.Expr:
@@ -221,8 +232,9 @@ class Gemm(Schedule):
     # ---- parameters -------------------------------------------------------------------
 
     def _fits(self, p: GemmParams, target, form: _Form) -> bool:
-        ib = max(_BYTES[d] for d in form.dtypes)
-        return p.valid() and p.threads <= target.max_threads and \
+        ib = 4 if p.mma and _tf32(form.dtypes) else max(_BYTES[d] for d in form.dtypes)
+        mixed = form.dtypes[0] != form.dtypes[1]
+        return p.valid() and (not p.stages or not mixed) and p.threads <= target.max_threads and \
             p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) <= target.shared_bytes and \
             (not p.mma or (target.warp == 32 and "mma.sync" in target.tensor_cores)) and \
             (not p.stages or target.async_copy)
@@ -234,15 +246,16 @@ class Gemm(Schedule):
         return max(1, min(4, target.vector_bytes // ib)) if not target.symbolic_sizes else 1
 
     def _mma_kind(self, kernel, target, sizes, form: _Form):
-        """"half" (f16/bf16 operands in 16-byte loads), "tf32" (f32 operands where the
-        program allows TF32: `config { allow_tf32: true }`) or None: no tensor cores."""
-        if target.symbolic_sizes or "mma.sync" not in target.tensor_cores or \
-                form.acc != "f32" or form.dtypes[0] != form.dtypes[1]:
+        """"half" (f16/bf16 operands of one type in 16-byte loads), "tf32" (f32 operands, or
+        any mix of f32, f16 and bf16, where the program allows TF32: `config { allow_tf32:
+        true }`) or None: no tensor cores."""
+        if target.symbolic_sizes or "mma.sync" not in target.tensor_cores or form.acc != "f32":
             return None
-        if form.dtypes[0] in ("f16", "bf16") and target.vector_bytes >= 16 and \
+        if form.dtypes[0] == form.dtypes[1] and form.dtypes[0] in ("f16", "bf16") and \
+                target.vector_bytes >= 16 and \
                 all(_vector_ok(kernel, form, s, sizes, 8) for s in (form.m, form.n)):
             return "half"
-        if form.dtypes[0] == "f32" and getattr(kernel.schedule, "allow_tf32", None):
+        if _tf32(form.dtypes) and getattr(kernel.schedule, "allow_tf32", None):
             return "tf32"
         return None
 
@@ -250,8 +263,9 @@ class Gemm(Schedule):
         """Tensor-core parameters to try first: the architecture's tuned configuration
         (configs.gemm_config), halved along a side of 64 or less, then the two-buffer one."""
         width = 8 if kind == "half" else 4
-        async_ok = target.async_copy and all(_vector_ok(kernel, form, s, sizes, width)
-                                             for s in (form.m, form.n))
+        vec_ok = all(_vector_ok(kernel, form, s, sizes, width) for s in (form.m, form.n))
+        mixed = form.dtypes[0] != form.dtypes[1]    # widened to f32 on their way to shared
+        async_ok = target.async_copy and vec_ok and not mixed
         out = []
         conf = configs.gemm_config(target, kind)
         if conf is not None and async_ok:
@@ -263,7 +277,7 @@ class Gemm(Schedule):
             out.append(p)
         bm, bn = (128 if M > 64 else 64), (128 if N > 64 else 64)
         out.append(GemmParams(bm, bn, 32 if kind == "half" else 16, bm // 2, bn // 4,
-                              width if kind == "half" or async_ok else 1, True))
+                              width if kind == "half" or async_ok or (mixed and vec_ok) else 1, True))
         return out
 
     def _auto(self, kernel, target, sizes, form: _Form, fma_only: bool = False):
@@ -321,7 +335,8 @@ class Gemm(Schedule):
             w = 8 if kind == "half" else 4
             w = w if all(_vector_ok(kernel, form, s, sizes, w) for s in (form.m, form.n)) else 1
             piped = [GemmParams(a, b, bk, c, d, w, True, st, sw) for sw in (True, False)
-                     for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if w > 1 else []
+                     for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] \
+                if w > 1 and form.dtypes[0] == form.dtypes[1] else []
             staged = [GemmParams(a, b, bk, a // 2, b // 4, w, True) for a in (64, 128)
                       for b in (64, 128) for bk in (16, 32)]
             cands = piped + staged + cands
@@ -362,10 +377,14 @@ class _Builder:
         self.cd = self.f.acc
         self.W = {s: (params.width if not self.sym and _vector_ok(
             kernel, self.f, getattr(self.f, s), self.sizes, params.width) else 1) for s in ("m", "n")}
-        self.tf32 = params.mma and self.f.dtypes[0] == "f32"
-        self.ib = _BYTES[self.f.dtypes[0]]
+        self.tf32 = params.mma and _tf32(self.f.dtypes)
+        # bytes of a tensor-core tile's element: TF32 tiles hold f32 (mixed operands widened)
+        self.ib = 4 if self.tf32 else _BYTES[self.f.dtypes[0]]
         if params.mma and self.ib == 2 and min(self.W.values()) < 8:
             raise ValueError("half-precision tensor-core tiles need both operands in 16-byte loads")
+        if params.stages and self.f.dtypes[0] != self.f.dtypes[1]:
+            raise ValueError("cp.async stages copy operands of one type (mixed ones are staged "
+                             "through registers, where they widen)")
         if params.stages and min(self.W.values()) * self.ib < 16:
             raise ValueError("cp.async stages need both operands in 16-byte loads")
 
@@ -515,7 +534,10 @@ class _Builder:
                     B *= trip_count(lp, self.sizes)
             shape = f"M={M} N={N} K={K}" + (f" batch={B}" if B > 1 else "")
         if p.mma:
-            op = "m16n8k8 tf32 (operands rounded to TF32)" if self.tf32 else f"m16n8k16 {f.dtypes[0]}"
+            widened = " and ".join(sorted({d for d in f.dtypes if d != "f32"}))
+            op = ("m16n8k8 tf32 (operands rounded to TF32" +
+                  (f"; {widened} widened to f32 first)" if widened else ")")) if self.tf32 else \
+                f"m16n8k16 {f.dtypes[0]}"
             stages = (f"{p.stages} shared-memory stages by cp.async" if p.stages else
                       "2 shared-memory stages")
             how = (f"on tensor cores (mma.sync {op}, f32 accumulate): {shape}; "
@@ -540,7 +562,7 @@ class _Builder:
             reg_dt = dt if self.W[s] > 1 else self.cd
             if p.mma:       # the operand's own layout: rows of K or of X (GemmParams.tile_rows)
                 rows, row = p.tile_rows(s, self.ib, side.kcontig)
-                sh_dt = dt
+                sh_dt = "f32" if self.tf32 else dt
             else:           # k-major: a thread's TM (TN) values of one k are consecutive
                 rows, row, sh_dt = p.bk, bx, self.cd
             self.shape[s] = (chunks, per, reg_dt, rows, row, sh_dt)
@@ -551,8 +573,8 @@ class _Builder:
             self.fm, self.fn = p.tm // 16, p.tn // 8
             self.acc_count = self.fm * self.fn * 4
             per_a, per_b = (4, 2) if self.tf32 else (8, 4)
-            head += [ir.Array("_fa", f.dtypes[0], self.fm * per_a, "local"),
-                     ir.Array("_fb", f.dtypes[1], self.fn * per_b, "local")]
+            head += [ir.Array("_fa", "f32" if self.tf32 else f.dtypes[0], self.fm * per_a, "local"),
+                     ir.Array("_fb", "f32" if self.tf32 else f.dtypes[1], self.fn * per_b, "local")]
             warps_n = p.bn // p.tn
             warp, lane = self.axis("warp"), self.axis("lane")
             for n, e in (("_wm", self.op("/", warp, warps_n)), ("_wn", self.op("%", warp, warps_n)),
@@ -638,6 +660,11 @@ class _Builder:
 
         def one(x, k, r):
             slot = self.op("*", r, W)
+            if p.mma and reg_dt != sh_dt:       # a half operand of TF32: widened per element
+                return [ir.Store(f"_sh{s}", self.at(s, buf, *((x, self.op("+", k, w)) if side.kcontig
+                                                             else (self.op("+", x, w), k))),
+                                 cast(ir.Load(f"_reg{s}", self.op("+", slot, w), reg_dt), sh_dt))
+                        for w in range(W)]
             if p.mma:
                 return self.move(f"_sh{s}", self.at(s, buf, x, k, aligned=W * self.ib >= 16),
                                  f"_reg{s}", slot, W, sh_dt)

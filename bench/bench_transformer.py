@@ -12,9 +12,14 @@ stream (ZynBook launches on it too) and with the host clock (the call and waitin
 medians are reported, with ratio = peer time / ZynBook time and the largest difference of
 ZynBook's output from eager PyTorch's (relative to its largest magnitude).
 
+PyTorch runs with `torch.backends.cuda.matmul.allow_tf32 = True`; ZynBook likewise with
+`config { allow_tf32: true }`, so its f32 contractions (and those of f32 activations with
+f16 weights) run on TF32 tensor cores, unless `--exact` asks for exact f32 contractions.
+The header says which.
+
     python bench/bench_transformer.py [--device cuda:0] [--dtype f16|f32]
         [--batch 8] [--seq 512] [--hidden 768] [--heads 12] [--ffn 3072]
-        [--reps 50] [--warmup 10] [--no-compile] [--json out.json]
+        [--reps 50] [--warmup 10] [--no-compile] [--exact] [--json out.json]
 """
 from __future__ import annotations
 
@@ -141,6 +146,8 @@ def main(argv=None):
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--cuda-graph", default="auto", choices=("auto", "true", "false"),
                     help="ZynBook's config { cuda_graph } (default auto)")
+    ap.add_argument("--exact", action="store_true",
+                    help="ZynBook's f32 contractions exact (no config { allow_tf32: true })")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
 
@@ -158,11 +165,13 @@ def main(argv=None):
 
     session = zynbook.Session(args.device)
     graph = {"auto": '"auto"', "true": "true", "false": "false"}[args.cuda_graph]
-    session.run(f"config {{ cuda_graph: {graph} }}\n"
+    tf32 = "false" if args.exact else "true"     # as PyTorch's allow_tf32 above, unless --exact
+    session.run(f"config {{ cuda_graph: {graph}, allow_tf32: {tf32} }}\n"
                 f"let num_heads = {args.heads}\nlet head_dim = {args.hidden // args.heads}\n"
                 + block_source(), model={"layers": [weights]})
     results = {"shape": {"batch": args.batch, "seq": args.seq, "hidden": args.hidden,
                          "heads": args.heads, "ffn": ffn, "dtype": args.dtype},
+               "zynbook_allow_tf32": not args.exact, "torch_allow_tf32": True,
                "device": torch.cuda.get_device_name(dev), "reps": args.reps}
 
     zyn = timed(torch, lambda: session.run("transformer_block(x, 0)", x=x),
@@ -194,6 +203,8 @@ def main(argv=None):
 
     print(f"transformer block B{args.batch} S{args.seq} H{args.hidden} heads {args.heads} "
           f"FFN {ffn} {args.dtype} on {results['device']}; medians of {args.reps} runs")
+    print("f32 contractions: PyTorch TF32 (allow_tf32); ZynBook " +
+          ("exact f32 (--exact)" if args.exact else "TF32 (config { allow_tf32: true })"))
     print(f"{'':16}{'events ms':>11}{'wall ms':>10}{'ratio':>8}")
     print(f"{'zynbook':16}{zyn['events_s'] * 1e3:11.3f}{zyn['wall_s'] * 1e3:10.3f}"
           f"{'':>8}   ({results['zynbook']['launches']} launches"

@@ -647,3 +647,32 @@ def test_nvcc_compiles_tf32_over_mixed_operands(da, db, tb, params, tmp_path):
     res = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_both_phases_of_a_split_ffn_block_take_tf32_over_f16_weights(monkeypatch, tmp_path):
+    """The FFN block of f32 activations and f16 weights splits in two phases (fission.py),
+    each a mixed contraction: `config { allow_tf32: true }` puts both on tensor cores."""
+    import importlib.util
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed: the stand-in drives the CUDA device's host logic only")
+    import cupy_standin
+    import zynbook
+    from test_fission import FFN
+    from zynbook.backends import registry
+    from zynbook.backends.cuda.device import CudaDevice
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ZYNBOOK_AUTOTUNE", raising=False)
+    cupy_standin.install(monkeypatch)
+    registry.get_device("cpu")
+    monkeypatch.setitem(registry._devices, "cuda:0", CudaDevice(0))
+    rng = np.random.default_rng(14)
+    env = {"x": rng.standard_normal((2, 32, 64)).astype(np.float32),
+           "wu": rng.standard_normal((64, 96)).astype(np.float16),
+           "wd": rng.standard_normal((96, 64)).astype(np.float16)}
+    s = zynbook.Session("cuda:0")
+    s.run(FFN, **env)
+    assert len(s.launches) == 2 and not any("tensor cores" in ln.geometry["schedule"] for ln in s.launches)
+    s.run("config { allow_tf32: true }\n" + FFN, **env)
+    assert len(s.launches) == 2
+    for ln in s.launches:
+        assert "mma.sync m16n8k8 tf32" in ln.geometry["schedule"] and "f16 widened" in ln.geometry["schedule"]

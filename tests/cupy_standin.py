@@ -253,6 +253,9 @@ def module() -> types.ModuleType:
     cp.asarray = lambda a, dtype=None: _wrap(np.asarray(a, dtype))
     cp.ascontiguousarray = lambda a, dtype=None: _wrap(np.ascontiguousarray(a, dtype))
     cp.asnumpy = lambda a: np.array(a, copy=True)
+    # views, sharing the memory of `a` as CuPy's do
+    cp.split = lambda a, parts, axis=0: [ndarray(p) for p in np.split(a.host, parts, axis)]
+    cp.reshape = lambda a, shape: ndarray(a.host.reshape(shape))
     cp.from_dlpack = _from_dlpack
     cp.cuda = types.SimpleNamespace(
         Stream=Stream, Event=Event, Device=_Device,

@@ -17,8 +17,10 @@ interpreter's, one graph launch and the checks.
   still held (else the launches run one by one, and the graph waits for the next run).
 * Errors: the error flag of every kernel that can fail is read after the replay, and the
   first failure raised as the launch itself would raise it.
+* Views: an input that is a strided view of a CUDA array (a part of `split`) is staged:
+  each replay copies it into its contiguous staging buffer, as a launch one by one does.
 * Where capture is not possible (another device, a reduction to one number, a bf16
-  buffer, an input that needs a conversion, the driver refusing) the launches run one by
+  buffer, an input that needs another conversion, the driver refusing) the launches run one by
   one, as without graphs.
 """
 from __future__ import annotations
@@ -45,8 +47,11 @@ class Replays:
         self.seen: dict = {}        # shape key -> (runs, input addresses of the last run)
         self.graphs: dict = {}      # shape key -> [_Record]
         self.refused: set = set()   # shape keys whose capture failed
-        # (record, its inputs, ids of the values it computed) of the last run, if replayed
+        # (record, its inputs, ids of the values it computed, the arrays it gave them) of
+        # the last run, if replayed
         self.last = None
+        # while a traceable pipeline call runs (runtime/traces.py): `last` of each of its runs
+        self.log = None
 
     def mode(self):
         return getattr(self.lazy.interp.session, "cuda_graph", "auto")
@@ -54,9 +59,16 @@ class Replays:
     def run(self, launches: list, roots) -> bool:
         """Run `launches` ([(group, lazy parts)]) as a CUDA graph where one fits: True when
         done, False when the caller launches them one by one."""
+        done = self._run(launches, roots)
+        if self.log is not None:
+            self.log.append(self.last)
+        return done
+
+    def _run(self, launches: list, roots) -> bool:
         self.last = None
         mode = self.mode()
-        if mode is False or len(launches) < MIN_LAUNCHES:
+        # inside a traced call a single launch is captured too: the call replays as a whole
+        if mode is False or len(launches) < (1 if self.log is not None else MIN_LAUNCHES):
             return False
         shape = _Shape.of(self.lazy, launches)
         if shape is None:
@@ -64,8 +76,8 @@ class Replays:
         key = shape.key
         for record in self.graphs.get(key, ()):
             if record.fits(shape.addresses) and record.free():
-                record.run(self.lazy, launches, shape, roots)
-                self.last = (record, shape.inputs, [id(g.result) for g, _ in launches])
+                given = record.run(self.lazy, launches, shape, roots)
+                self.last = (record, shape.inputs, [id(g.result) for g, _ in launches], given)
                 return True
         runs, last = self.seen.pop(key, (0, None))
         runs += 1
@@ -75,7 +87,7 @@ class Replays:
         if key in self.refused or runs < (1 if mode is True else AUTO_AFTER):
             return False
         staged = {j for j, a in enumerate(shape.addresses)
-                  if last is not None and last[j] != a}
+                  if last is not None and last[j] != a} | shape.views
         from ..backends.cuda.graph import CaptureFailed, capture
         try:
             graph = capture(shape.device, shape.stream, shape.plans, shape.wiring,
@@ -90,8 +102,8 @@ class Replays:
             records.pop(0)
         if len(self.graphs) > MAX_GRAPH_SHAPES:
             self.graphs.pop(next(iter(self.graphs)))
-        record.run(self.lazy, launches, shape, roots)
-        self.last = (record, shape.inputs, [id(g.result) for g, _ in launches])
+        given = record.run(self.lazy, launches, shape, roots)
+        self.last = (record, shape.inputs, [id(g.result) for g, _ in launches], given)
         return True
 
 
@@ -99,7 +111,7 @@ class _Shape:
     """One run's launches as a graph sees them."""
 
     __slots__ = ("key", "device", "stream", "plans", "wiring", "scalars", "inputs",
-                 "addresses")
+                 "addresses", "views")
 
     @staticmethod
     def of(lazy, launches) -> "_Shape | None":
@@ -115,6 +127,7 @@ class _Shape:
         made = {}                   # id(group result) -> launch index
         plans, wiring, scalars, inputs, addresses, parts = [], [], [], [], [], []
         outside = {}                # id(array) -> input index
+        views = set()               # inputs not contiguous: always staged
         for k, (group, (lowered, plan, ins, values, _)) in enumerate(launches):
             lz = group.result
             if lz.device != device_id or not plan.out_shape or \
@@ -138,13 +151,16 @@ class _Shape:
                 if t.device != device_id:
                     return None
                 a = t.data
-                if not prepared.fits(a, want, cp):
+                fits = prepared.fits(a, want, cp)
+                if not fits and not _view(a, want, device, cp):
                     return None
                 j = outside.get(id(a))
                 if j is None:
                     j = outside[id(a)] = len(inputs)
                     inputs.append(a)
                     addresses.append(a.data.ptr)
+                if not fits:
+                    views.add(j)
                 wires.append(("x", j))
             made[id(lz)] = k
             plans.append(prepared)
@@ -153,11 +169,18 @@ class _Shape:
             parts.append((id(prepared), tuple(values.items()), tuple(wires)))
         shape = _Shape()
         shape.device, shape.plans, shape.wiring, shape.scalars = device, plans, wiring, scalars
-        shape.inputs, shape.addresses = inputs, tuple(addresses)
+        shape.inputs, shape.addresses, shape.views = inputs, tuple(addresses), views
         shape.stream = cp.cuda.get_current_stream() if cp is not None else None
         shape.key = (device_id, getattr(shape.stream, "ptr", 0), tuple(parts),
-                     tuple((a.shape, str(a.dtype)) for a in inputs))
+                     tuple((a.shape, str(a.dtype), a.flags.c_contiguous) for a in inputs))
         return shape
+
+
+def _view(a, want, device, cp) -> bool:
+    """Whether input `a` is a view the kernel takes once copied contiguous (a CuPy array
+    of the storage dtype on the device, strided): staged, a replay copies it in."""
+    return type(a) is cp.ndarray and a.dtype == want and \
+        a.data.device_id == device.index and not a.flags.c_contiguous
 
 
 class _Record:
@@ -181,8 +204,9 @@ class _Record:
         (a reference from the list, the loop and the call's argument: 3)."""
         return all(sys.getrefcount(v) <= 3 for v in self.handed)
 
-    def run(self, lazy, launches, shape: _Shape, roots):
-        """Replay on the caller's stream and settle every launch's lazy value."""
+    def run(self, lazy, launches, shape: _Shape, roots) -> list:
+        """Replay on the caller's stream and settle every launch's lazy value; the array
+        given to each."""
         cp = sys.modules["cupy"]
         interp, device, stream = lazy.interp, shape.device, shape.stream
         interp.session.activity = (self.plans[0].kernel.name, device.id)
@@ -194,7 +218,7 @@ class _Record:
                                                            f"{len(self.plans)} launches (the "
                                                            f"last one's time is the graph's)"))
                              for p in self.plans]
-        self.handed = []
+        self.handed, given = [], []
         last = len(launches) - 1
         for k, ((group, (lowered, plan, _, _, info)), out) in \
                 enumerate(zip(launches, self.graph.outs)):
@@ -209,6 +233,8 @@ class _Record:
             if k == last:
                 launch = Launch(launch.kernel, launch.device, times, launch.geometry)
             lz.settle(interp.launched(device, lowered, plan, data, launch, lz.committed, info))
+            given.append(data)
+        return given
 
     def replay(self, inputs: list):
         """Replay the graph on the stream it was captured for and raise the first failure

@@ -6,6 +6,7 @@ and the graph keeps every buffer the kernels use (outputs, scratch, error flags,
 staged by copying). `CapturedGraph.replay` queues the graph on the caller's stream, with
 the inputs that are not captured in place first copied into their staging buffers, then
 reads the error flags of the kernels that can fail (waiting for the graph only then).
+A strided input (a view) is staged: copied elementwise into its contiguous buffer.
 
 Captures of graphs replayed on one stream are made on one private stream of their own:
 a plan's scratch buffers and error flag are per stream, so every graph replayed on a
@@ -49,7 +50,11 @@ class CapturedGraph:
         the whole graph, read when asked for."""
         cp = _cp()
         for j, buf in self.staging:
-            buf.data.copy_from_device_async(inputs[j].data, buf.nbytes, stream)
+            a = inputs[j]
+            if a.flags.c_contiguous:
+                buf.data.copy_from_device_async(a.data, buf.nbytes, stream)
+            else:               # a strided view: an elementwise copy on the current stream
+                buf[...] = a
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record(stream)
         self.graph.launch(stream)

@@ -1,0 +1,157 @@
+"""Traces of pipeline calls that look host values up and make views (runtime/traces.py), on
+the stand-in for CuPy (tests/cupy_standin.py): the spec's transformer block
+(examples/transformer_block.zyn), called again with the same shapes, replays its CUDA
+graphs without evaluating its body, equal to the interpreted run and to numpy; another
+layer's record, another shape or another device runs the body; the views of split() are
+read at their offsets."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import cupy_standin  # noqa: E402
+from test_examples_cpu import make_model, np_transformer_block  # noqa: E402
+
+import zynbook  # noqa: E402
+
+if importlib.util.find_spec("cupy") is not None:
+    pytest.skip("CuPy is installed: the GPU tests run the CUDA device itself",
+                allow_module_level=True)
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "transformer_block.zyn")
+
+
+def block_source() -> str:
+    """The example's pipeline (its `@device("auto")` dropped: the session's device runs it)."""
+    with open(EXAMPLE) as f:
+        src = f.read()
+    body = src[src.index("pipeline transformer_block"):src.index("\ntransformer_block(x, 0)")]
+    return "let num_heads = 3\nlet head_dim = 8\n" + body.replace(' @device("auto")', "") \
+        .replace('        @device("auto")\n', "") + "\n"
+
+
+@pytest.fixture
+def cuda(monkeypatch, tmp_path):
+    """(the stand-in CuPy module, the log)"""
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
+    log = cupy_standin.install(monkeypatch)
+    from zynbook.backends import registry
+    from zynbook.backends.cuda.device import CudaDevice
+    registry.get_device("cpu")
+    monkeypatch.setitem(registry._devices, "cuda:0", CudaDevice(0))
+    return sys.modules["cupy"], log
+
+
+def on_gpu(cp, model):
+    return {"layers": [{k: cp.asarray(v) for k, v in layer.items()} for layer in model["layers"]]}
+
+
+def counting(session, monkeypatch) -> list:
+    """The compute blocks the interpreter evaluates, appended as it meets them."""
+    evaluated = []
+    real = session.interpreter.compute
+    monkeypatch.setattr(session.interpreter, "compute",
+                        lambda node: evaluated.append(node) or real(node))
+    return evaluated
+
+
+def close(got, want):
+    np.testing.assert_allclose(np.asarray(got.numpy(), np.float64), want, rtol=2e-4, atol=2e-4)
+
+
+def test_the_spec_block_replays_equal_to_the_interpreted_run_and_numpy(cuda, monkeypatch):
+    cp, log = cuda
+    model = make_model()
+    s = zynbook.Session("cuda:0")
+    s.run(block_source(), model=on_gpu(cp, model))
+    evaluated = counting(s, monkeypatch)
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((2, 100, 24)).astype(np.float32) for _ in range(5)]
+    outs, launches = [], []
+    for x in xs:
+        outs.append(s.run("transformer_block(x, 0)", x=cp.asarray(x)))
+        launches.append([ln.kernel for ln in s.launches])
+    assert len(evaluated) == 2 * 6       # the first two calls only: then it replays
+    assert s.interpreter.lazy.traces.entries
+    assert all(ln == launches[0] for ln in launches)      # the same kernels, listed
+    for x, out in zip(xs, outs):
+        close(out, np_transformer_block(x, model["layers"][0]))
+    # the interpreted run gives the same values, bit for bit
+    plain = zynbook.Session("cuda:0")
+    plain.run('config { cuda_graph: false }\n' + block_source(), model=on_gpu(cp, model))
+    for x, out in zip(xs, outs):
+        want = plain.run("transformer_block(x, 0)", x=cp.asarray(x))
+        np.testing.assert_array_equal(out.numpy(), want.numpy())
+    assert not plain.interpreter.lazy.traces.entries
+
+
+def test_another_layer_shape_or_device_runs_the_body(cuda, monkeypatch):
+    cp, log = cuda
+    model = make_model()
+    s = zynbook.Session("cuda:0")
+    s.run(block_source(), model=on_gpu(cp, model))
+    evaluated = counting(s, monkeypatch)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 100, 24)).astype(np.float32)
+    for _ in range(3):
+        close(s.run("transformer_block(x, 0)", x=cp.asarray(x)),
+              np_transformer_block(x, model["layers"][0]))
+    per_call = len(evaluated) // 2
+    # another layer: another record, looked up again -> its body runs
+    close(s.run("transformer_block(x, 1)", x=cp.asarray(x)),
+          np_transformer_block(x, model["layers"][1]))
+    assert len(evaluated) == 3 * per_call
+    # another shape
+    x2 = rng.standard_normal((1, 7, 24)).astype(np.float32)
+    close(s.run("transformer_block(x, 0)", x=cp.asarray(x2)),
+          np_transformer_block(x2, model["layers"][0]))
+    assert len(evaluated) == 4 * per_call
+    # another device: x on the host, the block placed on cuda:0 by the session still runs it
+    close(s.run("transformer_block(x, 0)", x=x), np_transformer_block(x, model["layers"][0]))
+    assert len(evaluated) == 5 * per_call
+    # another weights record of the same shapes (a new model bound): its body runs, then
+    # its own trace replays
+    w = model["layers"][0]
+    w2 = dict(w, out_proj=(w["out_proj"] * np.float32(-0.5)))
+    s.run("let bound = 1", model=on_gpu(cp, {"layers": [w2]}))
+    before = len(evaluated)
+    for _ in range(4):
+        close(s.run("transformer_block(x, 0)", x=cp.asarray(x)), np_transformer_block(x, w2))
+    assert len(evaluated) == before + per_call     # its graphs were captured before
+
+
+VIEWS = """pipeline parts(x: tensor[n, m]) -> tensor[n, k]:
+    let y = compute(x) {
+        @kernel elementwise
+        for i in 0..n, j in 0..m:
+            out[i, j] = x[i, j] * 2.0
+    }
+    let (a, b, c) = split(y, 3, axis=-1)
+    let c2 = reshape(c, [n, k])
+    let z = compute(c2, a) {
+        @kernel elementwise
+        for i in 0..n, j in 0..k:
+            out[i, j] = c2[i, j] - a[i, j]
+    }
+    return z
+"""
+
+
+def test_the_views_of_a_split_are_read_at_their_offsets(cuda, monkeypatch):
+    cp, log = cuda
+    s = zynbook.Session("cuda:0")
+    s.run("let k = 4\n" + VIEWS)
+    evaluated = counting(s, monkeypatch)
+    rng = np.random.default_rng(5)
+    for run in range(5):
+        x = rng.standard_normal((5, 12)).astype(np.float32)
+        got = s.run("parts(x)", x=cp.asarray(x))
+        want = x[:, 8:] * np.float32(2.0) - x[:, :4] * np.float32(2.0)
+        np.testing.assert_array_equal(got.numpy(), want)
+    assert len(evaluated) == 2 * 2
+    assert s.interpreter.lazy.traces.entries

@@ -155,3 +155,28 @@ def test_the_views_of_a_split_are_read_at_their_offsets(cuda, monkeypatch):
         np.testing.assert_array_equal(got.numpy(), want)
     assert len(evaluated) == 2 * 2
     assert s.interpreter.lazy.traces.entries
+
+
+def test_a_result_also_read_through_a_view_is_never_overwritten(cuda):
+    cp, log = cuda
+    s = zynbook.Session("cuda:0")
+    s.run("""pipeline both(x: tensor[n, m]):
+    let y = compute(x) {
+        @kernel elementwise
+        for i in 0..n, j in 0..m:
+            out[i, j] = x[i, j] + 1.0
+    }
+    let (a, b) = split(y, 2, axis=0)
+    let z = compute(a) {
+        @kernel elementwise
+        for i in 0..rows, j in 0..cols:
+            out[i, j] = a[i, j] * 3.0
+    }
+    return y
+""")
+    rng = np.random.default_rng(6)
+    xs = [rng.standard_normal((4, 3)).astype(np.float32) for _ in range(5)]
+    outs = [s.run("both(x)", x=cp.asarray(x)) for x in xs]
+    for x, out in zip(xs, outs):
+        np.testing.assert_array_equal(out.numpy(), x + np.float32(1.0))
+    assert not s.interpreter.lazy.traces.entries        # not traced: its copy is the result

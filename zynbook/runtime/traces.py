@@ -375,6 +375,8 @@ class _Trace:
         for s, k, g, copied in made:    # outputs read through views later: refreshed
             if copied and any(_within(a, g) for _, srcs, _ in traced[s + 1:]
                               for kind, a in srcs if kind == "view"):
+                if (s, k) == result_at:
+                    return None     # the caller holds that copy: a replay must not write it
                 traced[s][2].append((k, g))
         listed, at = [], before
         for record, _, _ in traced:

@@ -180,3 +180,31 @@ def test_a_result_also_read_through_a_view_is_never_overwritten(cuda):
     for x, out in zip(xs, outs):
         np.testing.assert_array_equal(out.numpy(), x + np.float32(1.0))
     assert not s.interpreter.lazy.traces.entries        # not traced: its copy is the result
+
+
+def test_a_tensor_looked_up_whole_is_read_where_it_is(cuda, monkeypatch):
+    cp, log = cuda
+    s = zynbook.Session("cuda:0")
+    s.run("""pipeline scaled(x: tensor[n], i: int):
+    let w = params.ws[i]
+    let y = compute(x, w) {
+        @kernel elementwise
+        for j in 0..n:
+            out[j] = x[j] * w[j]
+    }
+    let z = compute(y) {
+        @kernel elementwise
+        for j in 0..n:
+            out[j] = y[j] + 1.0
+    }
+    return z
+""", params={"ws": [cp.asarray(np.arange(6, dtype=np.float32)),
+                    cp.asarray(np.full(6, 2.0, np.float32))]})
+    evaluated = counting(s, monkeypatch)
+    x = np.linspace(-1, 1, 6).astype(np.float32)
+    for i in (0, 0, 0, 0, 1, 1, 1, 0):
+        w = np.arange(6, dtype=np.float32) if i == 0 else np.full(6, 2.0, np.float32)
+        got = s.run("scaled(x, i)", x=cp.asarray(x), i=i)
+        np.testing.assert_array_equal(got.numpy(), x * w + np.float32(1.0))
+    assert len(evaluated) < 8 * 2
+    assert len(s.interpreter.lazy.traces.entries) == 2

@@ -60,8 +60,8 @@ class Replays:
         """Run `launches` ([(group, lazy parts)]) as a CUDA graph where one fits: True when
         done, False when the caller launches them one by one."""
         done = self._run(launches, roots)
-        if self.log is not None:
-            self.log.append(self.last)
+        if self.log is not None and len(self.log) < MAX_SHAPES:     # (a call that failed
+            self.log.append(self.last)                              # leaves one behind)
         return done
 
     def _run(self, launches: list, roots) -> bool:

@@ -75,7 +75,7 @@ class _Form:
     def __init__(self, outside: tuple, lookups: tuple, fields: tuple):
         self.outside = outside      # labels ("n", "model.w") whose root is no local name
         self.lookups = lookups      # (name, expression) of each host look-up, in order
-        self.fields = fields        # labels ("weights.w") read from a looked-up value
+        self.fields = fields        # labels ("weights.w", "w") read from a looked-up value
 
     @staticmethod
     def of(node) -> "_Form | None":
@@ -92,7 +92,7 @@ class _Form:
         def read(label):
             root = label.split(".")[0]
             if root in looked:
-                if label != root and label not in fields:
+                if label not in fields:
                     fields.append(label)
             elif root not in local and label not in outside:
                 outside.append(label)

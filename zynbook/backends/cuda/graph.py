@@ -54,7 +54,8 @@ class CapturedGraph:
             if a.flags.c_contiguous:
                 buf.data.copy_from_device_async(a.data, buf.nbytes, stream)
             else:               # a strided view: an elementwise copy on the current stream
-                buf[...] = a
+                with self.device.cupy_device:
+                    buf[...] = a
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record(stream)
         self.graph.launch(stream)
@@ -113,7 +114,9 @@ def capture(device, stream, plans: list, wiring: list, scalars: list, inputs: li
             graph = private.end_capture()
         except Exception as err:
             raise CaptureFailed(f"CUDA stream capture failed: {err}") from None
-    return CapturedGraph(graph, outs, flags, staging, held)
+    captured = CapturedGraph(graph, outs, flags, staging, held)
+    captured.device = device
+    return captured
 
 
 def _elapsed(start, end) -> float:

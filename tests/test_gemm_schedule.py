@@ -567,6 +567,8 @@ def test_nvcc_compiles_the_tensor_core_configurations(dtype, params, tmp_path):
 
 
 # ---- TF32 over operands of mixed types (f32 with f16 or bf16): each widened, then rounded ----
+# (staged through registers into f32 tiles, or copied by cp.async into tiles of each
+# operand's own type, widened as the fragments load)
 
 MIXED = [("f32", "f16"), ("f16", "f32"), ("f32", "bf16"), ("bf16", "f16")]
 
@@ -575,7 +577,7 @@ MIXED = [("f32", "f16"), ("f16", "f32"), ("f32", "bf16"), ("bf16", "f16")]
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False), (False, True)])
 @pytest.mark.parametrize("odd", [False, True])
 def test_tf32_tensor_cores_over_mixed_operands(da, db, ta, tb, odd):
-    M, N, K_ = (37, 45, 29) if odd else (40, 36, 44)
+    M, N, K_ = (37, 45, 29) if odd else (40, 48, 56)
     exact, sizes, make, _ = K.matmul_t(M, N, K_, da, ta, tb, b_dtype=db)
     kernel = _allow_tf32(exact)
     ins = make(np.random.default_rng(M * N + len(da + db)))
@@ -583,15 +585,19 @@ def test_tf32_tensor_cores_over_mixed_operands(da, db, ta, tb, odd):
     a, b = (_tf32(np.asarray(x, np.float32)).astype(np.float64) for x in ins)
     want = (a.T if ta else a) @ (b.T if tb else b)
     auto = Gemm().default(kernel, cuda_target(), sizes)
-    assert auto.mma and not auto.stages         # staged through registers, where they widen
-    # element by element (any size), or in vectors of each operand's own type
-    choices = [GemmParams(32, 32, 16, 16, 16, 1, True)] + \
-        ([] if odd else [GemmParams(32, 32, 16, 16, 8, 4, True)])
+    assert auto.mma and (auto.stages > 0) == (not odd)    # cp.async stages where aligned
+    # element by element (any size), in 16-byte loads through registers, or cp.async copies
+    # into padded or swizzled tiles of each operand's own type
+    choices = [GemmParams(32, 32, 16, 16, 16, 1, True)] + ([] if odd else [
+        GemmParams(32, 32, 16, 16, 8, 4, True), GemmParams(32, 32, 16, 16, 16, 4, True, 2, False),
+        GemmParams(32, 32, 16, 16, 16, 4, True, 3, True)])
     for params in choices:
         prog = Gemm().build(kernel, cuda_target(), sizes, params)
         nodes = list(ir.walk(prog.kernels[0]))
         assert any(isinstance(n, ir.Mma) and n.dtype == "tf32" for n in nodes)
-        assert {n.dtype for n in nodes if isinstance(n, ir.Array) and n.space == "shared"} == {"f32"}
+        tiles = {n.name: n.dtype for n in nodes if isinstance(n, ir.Array) and n.space == "shared"}
+        assert tiles == ({"_shm": da, "_shn": db} if params.stages else {"_shm": "f32", "_shn": "f32"})
+        assert any(isinstance(n, ir.AsyncCopy) for n in nodes) == bool(params.stages)
         assert "tf32" in prog.schedule and "widened to f32" in prog.schedule
         got = np.asarray(emulate_kernel(prog, kernel, ins, sizes), np.float64)
         np.testing.assert_allclose(got, want, err_msg=params.describe(), **tolerance("f32", "contraction"))
@@ -600,10 +606,7 @@ def test_tf32_tensor_cores_over_mixed_operands(da, db, ta, tb, odd):
         assert not np.allclose(got, exact_want, rtol=1e-6, atol=1e-6)
     # without allow_tf32 the mixed contraction is exact, on the FMA tiles
     assert not Gemm().default(exact, cuda_target(), sizes).mma
-    # cp.async copies operands of one type: the pipelined tiles are not offered
-    assert not any(q.stages for q in Gemm().space(kernel, cuda_target(), sizes))
-    with pytest.raises(ValueError, match="cp.async stages copy operands of one type"):
-        Gemm().build(kernel, cuda_target(), sizes, GemmParams(32, 32, 16, 16, 16, 4, True, 2, False))
+    assert any(q.stages for q in Gemm().space(kernel, cuda_target(), sizes)) == (not odd)
 
 
 MIXED_EPILOGUE = EPILOGUE.replace("gelu(max(acc, 0.0) + bias[j] * 0.5)", "gelu(acc)")
@@ -623,7 +626,8 @@ def test_tf32_mixed_operands_epilogue_and_batches(case):
     assert np.array_equal(_tf32(arrays["B"].astype(np.float32)), arrays["B"].astype(np.float32))
     want = np.asarray(run_kernel(kernel, rounded, sizes, scalars), np.float64)
     assert Gemm().default(kernel, cuda_target(), sizes).mma
-    for params in (GemmParams(32, 32, 16, 16, 16, 1, True), GemmParams(32, 32, 16, 16, 8, 4, True)):
+    for params in (GemmParams(32, 32, 16, 16, 16, 1, True), GemmParams(32, 32, 16, 16, 8, 4, True),
+                   GemmParams(32, 32, 16, 16, 16, 4, True, 3, True)):
         prog = Gemm().build(kernel, cuda_target(), sizes, params)
         got = np.asarray(emulate_kernel(prog, kernel, ins, sizes, scalars), np.float64)
         np.testing.assert_allclose(got, want, err_msg=params.describe(), **tolerance("f32", "contraction"))
@@ -631,8 +635,9 @@ def test_tf32_mixed_operands_epilogue_and_batches(case):
 
 @pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
 @pytest.mark.parametrize("da,db,tb,params", [
-    ("f32", "f16", False, None),                                   # the default: 4-wide loads
-    ("f16", "f32", True, GemmParams(128, 128, 16, 64, 32, 4, True)),
+    ("f32", "f16", False, None),                                   # the default: cp.async, swizzled
+    ("f16", "f32", True, GemmParams(128, 128, 16, 64, 32, 4, True, 2, False)),
+    ("bf16", "f32", False, GemmParams(128, 128, 16, 64, 32, 4, True)),     # 16-byte loads
     ("f32", "bf16", True, GemmParams(64, 64, 16, 32, 32, 1, True))])
 def test_nvcc_compiles_tf32_over_mixed_operands(da, db, tb, params, tmp_path):
     import subprocess
@@ -676,3 +681,4 @@ def test_both_phases_of_a_split_ffn_block_take_tf32_over_f16_weights(monkeypatch
     assert len(s.launches) == 2
     for ln in s.launches:
         assert "mma.sync m16n8k8 tf32" in ln.geometry["schedule"] and "f16 widened" in ln.geometry["schedule"]
+

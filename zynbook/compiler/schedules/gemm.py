@@ -23,14 +23,15 @@ by element. The product itself is either
   from shared memory per step of K (A is stored k-major, so both are 4-wide reads), or
 * tensor cores (`mma`, f16/bf16 on a target with `mma.sync`; f32, or any mix of f32, f16
   and bf16, as TF32 where the program says `config { allow_tf32: true }`: a half operand
-  widens exactly to f32, so the product is TF32's of the widened operands; mixed operands
-  are staged through registers, where they widen, into f32 tiles): each warp keeps a TM x TN piece as m16n8k16 (TF32:
-  m16n8k8) accumulators; the tiles keep the operands' own layout in shared memory, rows
-  padded against bank conflicts or, with `swizzle`, unpadded with each 16-byte unit's place
-  in its row XOR-ed by its row (`_Builder.at`), so that the eight rows an ldmatrix phase
-  reads fall in eight different bank groups. Fragments come by ldmatrix x4 (transposed
-  where a tile runs along M or N); TF32 fragments by ldmatrix where the tile runs along K,
-  else element by element.
+  widens exactly to f32, so the product is TF32's of the widened operands; cp.async copies
+  each operand into a tile of its own type, the fragment loads widening a half, while
+  operands staged through registers widen on their way into f32 tiles): each warp keeps a
+  TM x TN piece as m16n8k16 (TF32: m16n8k8) accumulators; the tiles keep the operands' own
+  layout in shared memory, rows padded against bank conflicts or, with `swizzle`, unpadded
+  with each 16-byte unit's place in its row XOR-ed by its row (`_Builder.at`), so that the
+  eight rows an ldmatrix phase reads fall in eight different bank groups. Fragments come
+  by ldmatrix x4 (transposed where a tile runs along M or N); TF32 fragments by ldmatrix
+  where an f32 tile runs along K, else element by element.
 
 The epilogue adds the accumulator's start and runs the kernel's own store (`f`, a bias, an
 activation) per element of C. Sums are f32 (f64 for f64 operands). A guarded accumulation
@@ -92,10 +93,14 @@ class GemmParams(Params):
         pad = 0 if self.swizzle else (16 // in_bytes if kcontig else 8)
         return (bx, self.bk + pad) if kcontig else (self.bk, bx + pad)
 
-    def shared_bytes(self, in_bytes: int, acc_bytes: int, kcontig=(True, False)) -> int:
+    def shared_bytes(self, in_bytes, acc_bytes: int, kcontig=(True, False)) -> int:
+        """Bytes of the shared tiles; `in_bytes`: of a tensor-core tile's element, or a pair
+        (M side, N side) where the two differ."""
         if self.mma:
-            per = sum(r * w for r, w in (self.tile_rows(s, in_bytes, kc) for s, kc in zip("mn", kcontig)))
-            return max(2, self.stages) * in_bytes * per
+            ibs = in_bytes if isinstance(in_bytes, tuple) else (in_bytes, in_bytes)
+            per = sum(ib * r * w for ib, (r, w) in zip(ibs, (
+                self.tile_rows(s, ib, kc) for s, ib, kc in zip("mn", ibs, kcontig))))
+            return max(2, self.stages) * per
         return 2 * acc_bytes * self.bk * (self.bm + self.bn)
 
     def valid(self) -> bool:
@@ -135,6 +140,21 @@ def _tf32(dtypes: tuple) -> bool:
     half type are multiplied as they are."""
     return all(d in _TF32_OPERANDS for d in dtypes) and \
         (dtypes[0] != dtypes[1] or dtypes[0] == "f32")
+
+
+def _tile_dtypes(p: GemmParams, dtypes: tuple) -> tuple:
+    """The element types of the (M, N) tensor-core tiles: each operand's own (cp.async copies
+    it as it is; a TF32 fragment load widens a half), but f32 where TF32 operands are staged
+    through registers (where a half widens)."""
+    if p.mma and _tf32(dtypes) and not p.stages:
+        return ("f32", "f32")
+    return dtypes
+
+
+def _side_width(p: GemmParams, dtype: str, tf32: bool) -> int:
+    """Elements of `dtype` a vector load of an operand reads: `width`, counted in 4-byte
+    elements for TF32 (a 16-byte load is 4 f32 or 8 f16)."""
+    return p.width * 4 // _BYTES[dtype] if tf32 and p.width > 1 else p.width
 
 
 def _zero(dtype: str) -> ir.Expr:
@@ -232,9 +252,9 @@ class Gemm(Schedule):
     # ---- parameters -------------------------------------------------------------------
 
     def _fits(self, p: GemmParams, target, form: _Form) -> bool:
-        ib = 4 if p.mma and _tf32(form.dtypes) else max(_BYTES[d] for d in form.dtypes)
-        mixed = form.dtypes[0] != form.dtypes[1]
-        return p.valid() and (not p.stages or not mixed) and p.threads <= target.max_threads and \
+        ib = tuple(_BYTES[d] for d in _tile_dtypes(p, form.dtypes)) if p.mma else \
+            max(_BYTES[d] for d in form.dtypes)
+        return p.valid() and p.threads <= target.max_threads and \
             p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) <= target.shared_bytes and \
             (not p.mma or (target.warp == 32 and "mma.sync" in target.tensor_cores)) and \
             (not p.stages or target.async_copy)
@@ -259,13 +279,18 @@ class Gemm(Schedule):
             return "tf32"
         return None
 
+    def _vectors(self, kernel, form: _Form, sizes, width: int, kind: str) -> bool:
+        """Whether both operands are read in 16-byte loads (`width` elements; for TF32 as
+        many of each operand's own type, _side_width)."""
+        p = GemmParams(width=width, mma=True)
+        return all(_vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32"))
+                   for s, d in zip((form.m, form.n), form.dtypes))
+
     def _mma_firsts(self, kernel, target, sizes, form: _Form, kind: str, M: int, N: int):
         """Tensor-core parameters to try first: the architecture's tuned configuration
         (configs.gemm_config), halved along a side of 64 or less, then the two-buffer one."""
         width = 8 if kind == "half" else 4
-        vec_ok = all(_vector_ok(kernel, form, s, sizes, width) for s in (form.m, form.n))
-        mixed = form.dtypes[0] != form.dtypes[1]    # widened to f32 on their way to shared
-        async_ok = target.async_copy and vec_ok and not mixed
+        async_ok = target.async_copy and self._vectors(kernel, form, sizes, width, kind)
         out = []
         conf = configs.gemm_config(target, kind)
         if conf is not None and async_ok:
@@ -277,7 +302,7 @@ class Gemm(Schedule):
             out.append(p)
         bm, bn = (128 if M > 64 else 64), (128 if N > 64 else 64)
         out.append(GemmParams(bm, bn, 32 if kind == "half" else 16, bm // 2, bn // 4,
-                              width if kind == "half" or async_ok or (mixed and vec_ok) else 1, True))
+                              width if kind == "half" or async_ok else 1, True))
         return out
 
     def _auto(self, kernel, target, sizes, form: _Form, fma_only: bool = False):
@@ -333,10 +358,9 @@ class Gemm(Schedule):
         kind = self._mma_kind(kernel, target, sizes, form)
         if kind:
             w = 8 if kind == "half" else 4
-            w = w if all(_vector_ok(kernel, form, s, sizes, w) for s in (form.m, form.n)) else 1
+            w = w if self._vectors(kernel, form, sizes, w, kind) else 1
             piped = [GemmParams(a, b, bk, c, d, w, True, st, sw) for sw in (True, False)
-                     for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] \
-                if w > 1 and form.dtypes[0] == form.dtypes[1] else []
+                     for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if w > 1 else []
             staged = [GemmParams(a, b, bk, a // 2, b // 4, w, True) for a in (64, 128)
                       for b in (64, 128) for bk in (16, 32)]
             cands = piped + staged + cands
@@ -375,17 +399,18 @@ class _Builder:
         self.low = ScalarLowering(kernel, self.sizes, sites, self.idx, symbolic=self.sym)
         self.n_tmp = 0
         self.cd = self.f.acc
-        self.W = {s: (params.width if not self.sym and _vector_ok(
-            kernel, self.f, getattr(self.f, s), self.sizes, params.width) else 1) for s in ("m", "n")}
         self.tf32 = params.mma and _tf32(self.f.dtypes)
-        # bytes of a tensor-core tile's element: TF32 tiles hold f32 (mixed operands widened)
-        self.ib = 4 if self.tf32 else _BYTES[self.f.dtypes[0]]
-        if params.mma and self.ib == 2 and min(self.W.values()) < 8:
+        dts = dict(zip("mn", self.f.dtypes))
+        self.W = {}
+        for s in ("m", "n"):
+            w = _side_width(params, dts[s], self.tf32)
+            self.W[s] = w if not self.sym and _vector_ok(kernel, self.f, getattr(self.f, s), self.sizes, w) else 1
+        # a tensor-core tile's element type and bytes, by side (_tile_dtypes)
+        self.tile_dt = dict(zip("mn", _tile_dtypes(params, self.f.dtypes)))
+        self.ibs = {s: _BYTES[self.tile_dt[s]] for s in ("m", "n")}
+        if params.mma and not self.tf32 and min(self.W.values()) < 8:
             raise ValueError("half-precision tensor-core tiles need both operands in 16-byte loads")
-        if params.stages and self.f.dtypes[0] != self.f.dtypes[1]:
-            raise ValueError("cp.async stages copy operands of one type (mixed ones are staged "
-                             "through registers, where they widen)")
-        if params.stages and min(self.W.values()) * self.ib < 16:
+        if params.stages and any(self.W[s] * self.ibs[s] < 16 for s in ("m", "n")):
             raise ValueError("cp.async stages need both operands in 16-byte loads")
 
     # ---- small helpers ----------------------------------------------------------------
@@ -561,8 +586,8 @@ class _Builder:
             dt = f.dtypes[0 if s == "m" else 1]
             reg_dt = dt if self.W[s] > 1 else self.cd
             if p.mma:       # the operand's own layout: rows of K or of X (GemmParams.tile_rows)
-                rows, row = p.tile_rows(s, self.ib, side.kcontig)
-                sh_dt = "f32" if self.tf32 else dt
+                rows, row = p.tile_rows(s, self.ibs[s], side.kcontig)
+                sh_dt = self.tile_dt[s]
             else:           # k-major: a thread's TM (TN) values of one k are consecutive
                 rows, row, sh_dt = p.bk, bx, self.cd
             self.shape[s] = (chunks, per, reg_dt, rows, row, sh_dt)
@@ -666,7 +691,7 @@ class _Builder:
                                  cast(ir.Load(f"_reg{s}", self.op("+", slot, w), reg_dt), sh_dt))
                         for w in range(W)]
             if p.mma:
-                return self.move(f"_sh{s}", self.at(s, buf, x, k, aligned=W * self.ib >= 16),
+                return self.move(f"_sh{s}", self.at(s, buf, x, k, aligned=W * self.ibs[s] >= 16),
                                  f"_reg{s}", slot, W, sh_dt)
             if side.kcontig or reg_dt != sh_dt:     # element by element (transposed, converted)
                 out = []
@@ -692,7 +717,7 @@ class _Builder:
         base = self.op("*", buf, rows * row)
         if not self.p.swizzle:
             return self.op("+", base, self.op("+", self.op("*", r, row), c))
-        E = 16 // self.ib
+        E = 16 // self.ibs[s]
         if key is None:
             key = self.op("/", self.op("%", r, 8), max(1, 8 * E // row))
         unit = ir.Bin("^", self.op("/", c, E), key, self.idx)
@@ -703,7 +728,7 @@ class _Builder:
         """The swizzle key of a row whose remainder by 8 is `r8`: by default the row this
         lane gives an ldmatrix (an 8-aligned row + lane % 8)."""
         _, _, _, _, row, _ = self.shape[s]
-        return self.op("/", self.ref("_l8") if r8 is None else r8, max(1, 8 * (16 // self.ib) // row))
+        return self.op("/", self.ref("_l8") if r8 is None else r8, max(1, 8 * (16 // self.ibs[s]) // row))
 
     def issue(self, s: str, k0: ir.Expr, buf: ir.Expr) -> list:
         """Side `s`'s chunks of the slice from K index `k0` as cp.async copies into shared
@@ -833,13 +858,15 @@ class _Builder:
 
     def tf32_step(self, buf: ir.Expr) -> list:
         """Per 8-deep step: the warp's A fragments (16 x 8) and B fragments (8 x 8) from the
-        shared tiles (ir.Mma's tf32 layout): by ldmatrix of 32-bit rows where the tile runs
-        along K, else each lane reading its elements; then FM x FN m16n8k8 MMAs, which round
-        the operands to TF32."""
+        shared tiles (ir.Mma's tf32 layout): by ldmatrix of 32-bit rows where an f32 tile runs
+        along K, else each lane reading its elements (a half one widened to f32); then FM x FN
+        m16n8k8 MMAs, which round the operands to TF32."""
         p, f = self.p, self.f
         g, t = self.ref("_g"), self.ref("_t4")
         tile, row = self.ref("_lq"), self.ref("_l8")
-        pair = self.fn % 2 == 0 and f.n.kcontig
+        rows32 = {s: getattr(f, s).kcontig and self.tile_dt[s] == "f32" for s in ("m", "n")}
+        pair = self.fn % 2 == 0 and rows32["n"]
+        elem = lambda s, at: cast(ir.Load(f"_sh{s}", at, self.tile_dt[s]), "f32")
 
         def step(kk):
             def key(s, k_in8):      # rows are 8-aligned + g along X, or + t + 4 p along K
@@ -847,19 +874,19 @@ class _Builder:
 
             def a_frag(i):
                 top = self.op("+", self.op("*", self.ref("_wm"), p.tm), self.op("*", i, 16))
-                if f.m.kcontig:     # tiles (rows 0-7 | 8-15) x (k 0-3 | 4-7) by one ldmatrix
+                if rows32["m"]:     # tiles (rows 0-7 | 8-15) x (k 0-3 | 4-7) by one ldmatrix
                     x = self.op("+", top, self.op("+", self.op("*", self.op("%", tile, 2), 8), row))
                     k = self.op("+", kk, self.op("*", self.op("/", tile, 2), 4))
                     return [ir.MatrixLoad("_fa", self.op("*", i, 4), "_shm",
                                           self.at("m", buf, x, k, self.lane_key("m"), True), 4, False, "f32")]
-                return [ir.Store("_fa", self.op("+", self.op("*", i, 4), q), ir.Load(
-                    "_shm", self.at("m", buf, self.op("+", top, self.op("+", g, 8 * (q % 2))),
-                                    self.op("+", kk, self.op("+", t, 4 * (q // 2))),
-                                    key("m", self.op("+", t, 4 * (q // 2)))), "f32"))
+                return [ir.Store("_fa", self.op("+", self.op("*", i, 4), q), elem(
+                    "m", self.at("m", buf, self.op("+", top, self.op("+", g, 8 * (q % 2))),
+                                 self.op("+", kk, self.op("+", t, 4 * (q // 2))),
+                                 key("m", self.op("+", t, 4 * (q // 2))))))
                         for q in range(4)]
 
             def b_frag(j):
-                if f.n.kcontig:     # tiles (k 0-3 | 4-7) of 8 columns (of columns j, j + 1)
+                if rows32["n"]:     # tiles (k 0-3 | 4-7) of 8 columns (of columns j, j + 1)
                     group = self.op("+", j, self.op("/", tile, 2)) if pair else j
                     x = self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("+", self.op("*", group, 8), row))
                     k = self.op("+", kk, self.op("*", self.op("%", tile, 2), 4))
@@ -867,9 +894,9 @@ class _Builder:
                                           self.at("n", buf, x, k, self.lane_key("n"), True),
                                           4 if pair else 2, False, "f32")]
                 x = self.op("+", self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op("*", j, 8)), g)
-                return [ir.Store("_fb", self.op("+", self.op("*", j, 2), q), ir.Load(
-                    "_shn", self.at("n", buf, x, self.op("+", kk, self.op("+", t, 4 * q)),
-                                    key("n", self.op("+", t, 4 * q))), "f32"))
+                return [ir.Store("_fb", self.op("+", self.op("*", j, 2), q), elem(
+                    "n", self.at("n", buf, x, self.op("+", kk, self.op("+", t, 4 * q)),
+                                 key("n", self.op("+", t, 4 * q)))))
                         for q in range(2)]
             mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, 4), "_fb", self.op("*", j, 2), "_acc",
                                        self.op("*", self.op("+", self.op("*", i, self.fn), j), 4),

@@ -1,4 +1,4 @@
-// ZynBook WGSL for kernel `attention` (masked attention (three passes): 4 threads per query, K/V tiles in shared memory, online softmax in registers, the lanes merged in shared memory (head_dim up to 32: 32 queries x 32-key tiles, 8 keys per step; head_dim up to 64: 32 queries x 16-key tiles, 4 keys per step; head_dim up to 128: 16 queries x 8-key tiles, 2 keys per step) (attention: block_q=32, block_kv=32, lanes=4, chunk=8, tiles=True, products=False))
+// ZynBook WGSL for kernel `attention` (masked attention (three passes): 4 threads per query, K/V tiles in shared memory, online softmax in registers, the lanes merged in shared memory (head_dim up to 32: 32 queries x 16-key tiles, 4 keys per step; head_dim up to 64: 32 queries x 16-key tiles, 4 keys per step; head_dim up to 128: 16 queries x 8-key tiles, 2 keys per step) (attention: block_q=32, block_kv=16, lanes=4, chunk=4, tiles=True, products=False))
 
 struct ZynParams {
     u_K_d0: i32,
@@ -29,7 +29,7 @@ struct ZynParams {
 @group(0) @binding(5) var<storage, read_write> zyn_err: array<atomic<i32>>;
 @group(0) @binding(6) var<uniform> zyn_p: ZynParams;
 
-var<workgroup> _kv: array<vec4<f32>, 576>;
+var<workgroup> _kv: array<vec4<f32>, 544>;
 var<workgroup> _ml: array<f32, 256>;
 
 // signed division and remainder truncating as C, through unsigned ones
@@ -134,20 +134,18 @@ fn zyn_k_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
     }
     var _m: f32 = bitcast<f32>(0xff800000u);
     var _l: f32 = 0.0f;
-    let _frow: i32 = zyn_tdiv(_t, 8i);
-    let _fcol: i32 = zyn_trem(_t, 8i);
-    for (var _k0: i32 = 0i; _k0 < _SK; _k0 += 32i) {
+    for (var _k0: i32 = 0i; _k0 < _SK; _k0 += 16i) {
         workgroupBarrier();
-        for (var _row: i32 = _frow; _row < 32i; _row += 16i) {
-            for (var _col: i32 = _fcol; _col < 8i; _col += 8i) {
-                let _jf: i32 = min((_k0 + _row), (_SK - 1i));
-                if ((((_col * 4i) + 3i) < u_head_dim)) {
-                    _kv[((_row * 9i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(u_K[((_kbase + (_jf * u_K_d3)) + (_col * 4i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 1i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 2i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
-                    _kv[(((_row * 9i) + _col) + 288i)] = select(vec4<f32>(0.0f), vec4<f32>(u_V[((_vbase + (_jf * u_V_d3)) + (_col * 4i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 1i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 2i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
-                } else {
-                    _kv[((_row * 9i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
-                    _kv[(((_row * 9i) + _col) + 288i)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
-                }
+        for (var _e: i32 = _t; _e < 128i; _e += 128i) {
+            let _row: i32 = zyn_tdiv(_e, 8i);
+            let _col: i32 = zyn_trem(_e, 8i);
+            let _jf: i32 = min((_k0 + _row), (_SK - 1i));
+            if ((((_col * 4i) + 3i) < u_head_dim)) {
+                _kv[((_row * 9i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(u_K[((_kbase + (_jf * u_K_d3)) + (_col * 4i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 1i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 2i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
+                _kv[(((_row * 9i) + _col) + 144i)] = select(vec4<f32>(0.0f), vec4<f32>(u_V[((_vbase + (_jf * u_V_d3)) + (_col * 4i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 1i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 2i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
+            } else {
+                _kv[((_row * 9i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
+                _kv[(((_row * 9i) + _col) + 144i)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
             }
         }
         workgroupBarrier();
@@ -156,10 +154,6 @@ fn zyn_k_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
             var _s_1: f32;
             var _s_2: f32;
             var _s_3: f32;
-            var _s_4: f32;
-            var _s_5: f32;
-            var _s_6: f32;
-            var _s_7: f32;
             var _mt: f32 = _m;
             {
                 let _jj_0: i32 = _r;
@@ -222,66 +216,6 @@ fn zyn_k_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                 }
                 _s_3 = select(bitcast<f32>(0xff800000u), _dot_3, ((_j_3 < _SK) && (u_mask[((_qc * u_mask_d1) + _jc_3)] != 0u)));
                 _mt = zyn_max_f32(_mt, _s_3);
-                let _jj_4: i32 = (16i + _r);
-                let _j_4: i32 = (_k0 + _jj_4);
-                let _jc_4: i32 = min(_j_4, (_SK - 1i));
-                var _dot_4: f32 = dot(_qr_0, _kv[(_jj_4 * 9i)]);
-                {
-                    _dot_4 = (_dot_4 + dot(_qr_1, _kv[((_jj_4 * 9i) + 1i)]));
-                    _dot_4 = (_dot_4 + dot(_qr_2, _kv[((_jj_4 * 9i) + 2i)]));
-                    _dot_4 = (_dot_4 + dot(_qr_3, _kv[((_jj_4 * 9i) + 3i)]));
-                    _dot_4 = (_dot_4 + dot(_qr_4, _kv[((_jj_4 * 9i) + 4i)]));
-                    _dot_4 = (_dot_4 + dot(_qr_5, _kv[((_jj_4 * 9i) + 5i)]));
-                    _dot_4 = (_dot_4 + dot(_qr_6, _kv[((_jj_4 * 9i) + 6i)]));
-                    _dot_4 = (_dot_4 + dot(_qr_7, _kv[((_jj_4 * 9i) + 7i)]));
-                }
-                _s_4 = select(bitcast<f32>(0xff800000u), _dot_4, ((_j_4 < _SK) && (u_mask[((_qc * u_mask_d1) + _jc_4)] != 0u)));
-                _mt = zyn_max_f32(_mt, _s_4);
-                let _jj_5: i32 = (20i + _r);
-                let _j_5: i32 = (_k0 + _jj_5);
-                let _jc_5: i32 = min(_j_5, (_SK - 1i));
-                var _dot_5: f32 = dot(_qr_0, _kv[(_jj_5 * 9i)]);
-                {
-                    _dot_5 = (_dot_5 + dot(_qr_1, _kv[((_jj_5 * 9i) + 1i)]));
-                    _dot_5 = (_dot_5 + dot(_qr_2, _kv[((_jj_5 * 9i) + 2i)]));
-                    _dot_5 = (_dot_5 + dot(_qr_3, _kv[((_jj_5 * 9i) + 3i)]));
-                    _dot_5 = (_dot_5 + dot(_qr_4, _kv[((_jj_5 * 9i) + 4i)]));
-                    _dot_5 = (_dot_5 + dot(_qr_5, _kv[((_jj_5 * 9i) + 5i)]));
-                    _dot_5 = (_dot_5 + dot(_qr_6, _kv[((_jj_5 * 9i) + 6i)]));
-                    _dot_5 = (_dot_5 + dot(_qr_7, _kv[((_jj_5 * 9i) + 7i)]));
-                }
-                _s_5 = select(bitcast<f32>(0xff800000u), _dot_5, ((_j_5 < _SK) && (u_mask[((_qc * u_mask_d1) + _jc_5)] != 0u)));
-                _mt = zyn_max_f32(_mt, _s_5);
-                let _jj_6: i32 = (24i + _r);
-                let _j_6: i32 = (_k0 + _jj_6);
-                let _jc_6: i32 = min(_j_6, (_SK - 1i));
-                var _dot_6: f32 = dot(_qr_0, _kv[(_jj_6 * 9i)]);
-                {
-                    _dot_6 = (_dot_6 + dot(_qr_1, _kv[((_jj_6 * 9i) + 1i)]));
-                    _dot_6 = (_dot_6 + dot(_qr_2, _kv[((_jj_6 * 9i) + 2i)]));
-                    _dot_6 = (_dot_6 + dot(_qr_3, _kv[((_jj_6 * 9i) + 3i)]));
-                    _dot_6 = (_dot_6 + dot(_qr_4, _kv[((_jj_6 * 9i) + 4i)]));
-                    _dot_6 = (_dot_6 + dot(_qr_5, _kv[((_jj_6 * 9i) + 5i)]));
-                    _dot_6 = (_dot_6 + dot(_qr_6, _kv[((_jj_6 * 9i) + 6i)]));
-                    _dot_6 = (_dot_6 + dot(_qr_7, _kv[((_jj_6 * 9i) + 7i)]));
-                }
-                _s_6 = select(bitcast<f32>(0xff800000u), _dot_6, ((_j_6 < _SK) && (u_mask[((_qc * u_mask_d1) + _jc_6)] != 0u)));
-                _mt = zyn_max_f32(_mt, _s_6);
-                let _jj_7: i32 = (28i + _r);
-                let _j_7: i32 = (_k0 + _jj_7);
-                let _jc_7: i32 = min(_j_7, (_SK - 1i));
-                var _dot_7: f32 = dot(_qr_0, _kv[(_jj_7 * 9i)]);
-                {
-                    _dot_7 = (_dot_7 + dot(_qr_1, _kv[((_jj_7 * 9i) + 1i)]));
-                    _dot_7 = (_dot_7 + dot(_qr_2, _kv[((_jj_7 * 9i) + 2i)]));
-                    _dot_7 = (_dot_7 + dot(_qr_3, _kv[((_jj_7 * 9i) + 3i)]));
-                    _dot_7 = (_dot_7 + dot(_qr_4, _kv[((_jj_7 * 9i) + 4i)]));
-                    _dot_7 = (_dot_7 + dot(_qr_5, _kv[((_jj_7 * 9i) + 5i)]));
-                    _dot_7 = (_dot_7 + dot(_qr_6, _kv[((_jj_7 * 9i) + 6i)]));
-                    _dot_7 = (_dot_7 + dot(_qr_7, _kv[((_jj_7 * 9i) + 7i)]));
-                }
-                _s_7 = select(bitcast<f32>(0xff800000u), _dot_7, ((_j_7 < _SK) && (u_mask[((_qc * u_mask_d1) + _jc_7)] != 0u)));
-                _mt = zyn_max_f32(_mt, _s_7);
             }
             if ((!(_mt <= bitcast<f32>(0xff800000u)))) {
                 let _alpha: f32 = exp((_m - _mt));
@@ -301,105 +235,53 @@ fn zyn_k_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                     _l = (_l + _p_0);
                     let _jj_0: i32 = _r;
                     {
-                        _o_0 = (_o_0 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 288i)]));
-                        _o_1 = (_o_1 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 289i)]));
-                        _o_2 = (_o_2 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 290i)]));
-                        _o_3 = (_o_3 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 291i)]));
-                        _o_4 = (_o_4 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 292i)]));
-                        _o_5 = (_o_5 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 293i)]));
-                        _o_6 = (_o_6 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 294i)]));
-                        _o_7 = (_o_7 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 295i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 144i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 145i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 146i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 147i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 148i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 149i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 150i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 151i)]));
                     }
                     let _p_1: f32 = select(0.0f, exp((_s_1 - _mt)), (!(_s_1 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_1);
                     let _jj_1: i32 = (4i + _r);
                     {
-                        _o_0 = (_o_0 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 288i)]));
-                        _o_1 = (_o_1 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 289i)]));
-                        _o_2 = (_o_2 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 290i)]));
-                        _o_3 = (_o_3 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 291i)]));
-                        _o_4 = (_o_4 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 292i)]));
-                        _o_5 = (_o_5 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 293i)]));
-                        _o_6 = (_o_6 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 294i)]));
-                        _o_7 = (_o_7 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 295i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 144i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 145i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 146i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 147i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 148i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 149i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 150i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 151i)]));
                     }
                     let _p_2: f32 = select(0.0f, exp((_s_2 - _mt)), (!(_s_2 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_2);
                     let _jj_2: i32 = (8i + _r);
                     {
-                        _o_0 = (_o_0 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 288i)]));
-                        _o_1 = (_o_1 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 289i)]));
-                        _o_2 = (_o_2 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 290i)]));
-                        _o_3 = (_o_3 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 291i)]));
-                        _o_4 = (_o_4 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 292i)]));
-                        _o_5 = (_o_5 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 293i)]));
-                        _o_6 = (_o_6 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 294i)]));
-                        _o_7 = (_o_7 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 295i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 144i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 145i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 146i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 147i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 148i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 149i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 150i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 151i)]));
                     }
                     let _p_3: f32 = select(0.0f, exp((_s_3 - _mt)), (!(_s_3 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_3);
                     let _jj_3: i32 = (12i + _r);
                     {
-                        _o_0 = (_o_0 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 288i)]));
-                        _o_1 = (_o_1 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 289i)]));
-                        _o_2 = (_o_2 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 290i)]));
-                        _o_3 = (_o_3 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 291i)]));
-                        _o_4 = (_o_4 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 292i)]));
-                        _o_5 = (_o_5 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 293i)]));
-                        _o_6 = (_o_6 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 294i)]));
-                        _o_7 = (_o_7 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 295i)]));
-                    }
-                    let _p_4: f32 = select(0.0f, exp((_s_4 - _mt)), (!(_s_4 <= bitcast<f32>(0xff800000u))));
-                    _l = (_l + _p_4);
-                    let _jj_4: i32 = (16i + _r);
-                    {
-                        _o_0 = (_o_0 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 288i)]));
-                        _o_1 = (_o_1 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 289i)]));
-                        _o_2 = (_o_2 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 290i)]));
-                        _o_3 = (_o_3 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 291i)]));
-                        _o_4 = (_o_4 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 292i)]));
-                        _o_5 = (_o_5 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 293i)]));
-                        _o_6 = (_o_6 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 294i)]));
-                        _o_7 = (_o_7 + (vec4<f32>(_p_4) * _kv[((_jj_4 * 9i) + 295i)]));
-                    }
-                    let _p_5: f32 = select(0.0f, exp((_s_5 - _mt)), (!(_s_5 <= bitcast<f32>(0xff800000u))));
-                    _l = (_l + _p_5);
-                    let _jj_5: i32 = (20i + _r);
-                    {
-                        _o_0 = (_o_0 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 288i)]));
-                        _o_1 = (_o_1 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 289i)]));
-                        _o_2 = (_o_2 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 290i)]));
-                        _o_3 = (_o_3 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 291i)]));
-                        _o_4 = (_o_4 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 292i)]));
-                        _o_5 = (_o_5 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 293i)]));
-                        _o_6 = (_o_6 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 294i)]));
-                        _o_7 = (_o_7 + (vec4<f32>(_p_5) * _kv[((_jj_5 * 9i) + 295i)]));
-                    }
-                    let _p_6: f32 = select(0.0f, exp((_s_6 - _mt)), (!(_s_6 <= bitcast<f32>(0xff800000u))));
-                    _l = (_l + _p_6);
-                    let _jj_6: i32 = (24i + _r);
-                    {
-                        _o_0 = (_o_0 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 288i)]));
-                        _o_1 = (_o_1 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 289i)]));
-                        _o_2 = (_o_2 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 290i)]));
-                        _o_3 = (_o_3 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 291i)]));
-                        _o_4 = (_o_4 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 292i)]));
-                        _o_5 = (_o_5 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 293i)]));
-                        _o_6 = (_o_6 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 294i)]));
-                        _o_7 = (_o_7 + (vec4<f32>(_p_6) * _kv[((_jj_6 * 9i) + 295i)]));
-                    }
-                    let _p_7: f32 = select(0.0f, exp((_s_7 - _mt)), (!(_s_7 <= bitcast<f32>(0xff800000u))));
-                    _l = (_l + _p_7);
-                    let _jj_7: i32 = (28i + _r);
-                    {
-                        _o_0 = (_o_0 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 288i)]));
-                        _o_1 = (_o_1 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 289i)]));
-                        _o_2 = (_o_2 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 290i)]));
-                        _o_3 = (_o_3 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 291i)]));
-                        _o_4 = (_o_4 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 292i)]));
-                        _o_5 = (_o_5 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 293i)]));
-                        _o_6 = (_o_6 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 294i)]));
-                        _o_7 = (_o_7 + (vec4<f32>(_p_7) * _kv[((_jj_7 * 9i) + 295i)]));
+                        _o_0 = (_o_0 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 144i)]));
+                        _o_1 = (_o_1 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 145i)]));
+                        _o_2 = (_o_2 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 146i)]));
+                        _o_3 = (_o_3 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 147i)]));
+                        _o_4 = (_o_4 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 148i)]));
+                        _o_5 = (_o_5 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 149i)]));
+                        _o_6 = (_o_6 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 150i)]));
+                        _o_7 = (_o_7 + (vec4<f32>(_p_3) * _kv[((_jj_3 * 9i) + 151i)]));
                     }
                 }
                 _m = _mt;
@@ -607,20 +489,18 @@ fn zyn_k_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
     }
     var _m: f32 = bitcast<f32>(0xff800000u);
     var _l: f32 = 0.0f;
-    let _frow: i32 = zyn_tdiv(_t, 16i);
-    let _fcol: i32 = zyn_trem(_t, 16i);
     for (var _k0: i32 = 0i; _k0 < _SK; _k0 += 16i) {
         workgroupBarrier();
-        for (var _row: i32 = _frow; _row < 16i; _row += 8i) {
-            for (var _col: i32 = _fcol; _col < 16i; _col += 16i) {
-                let _jf: i32 = min((_k0 + _row), (_SK - 1i));
-                if ((((_col * 4i) + 3i) < u_head_dim)) {
-                    _kv[((_row * 17i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(u_K[((_kbase + (_jf * u_K_d3)) + (_col * 4i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 1i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 2i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
-                    _kv[(((_row * 17i) + _col) + 272i)] = select(vec4<f32>(0.0f), vec4<f32>(u_V[((_vbase + (_jf * u_V_d3)) + (_col * 4i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 1i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 2i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
-                } else {
-                    _kv[((_row * 17i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
-                    _kv[(((_row * 17i) + _col) + 272i)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
-                }
+        for (var _e: i32 = _t; _e < 256i; _e += 128i) {
+            let _row: i32 = zyn_tdiv(_e, 16i);
+            let _col: i32 = zyn_trem(_e, 16i);
+            let _jf: i32 = min((_k0 + _row), (_SK - 1i));
+            if ((((_col * 4i) + 3i) < u_head_dim)) {
+                _kv[((_row * 17i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(u_K[((_kbase + (_jf * u_K_d3)) + (_col * 4i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 1i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 2i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
+                _kv[(((_row * 17i) + _col) + 272i)] = select(vec4<f32>(0.0f), vec4<f32>(u_V[((_vbase + (_jf * u_V_d3)) + (_col * 4i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 1i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 2i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
+            } else {
+                _kv[((_row * 17i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
+                _kv[(((_row * 17i) + _col) + 272i)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
             }
         }
         workgroupBarrier();
@@ -1157,20 +1037,18 @@ fn zyn_k_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
         }
         var _m: f32 = bitcast<f32>(0xff800000u);
         var _l: f32 = 0.0f;
-        let _frow: i32 = zyn_tdiv(_t, 32i);
-        let _fcol: i32 = zyn_trem(_t, 32i);
         for (var _k0: i32 = 0i; _k0 < _SK; _k0 += 8i) {
             workgroupBarrier();
-            for (var _row: i32 = _frow; _row < 8i; _row += 2i) {
-                for (var _col: i32 = _fcol; _col < 32i; _col += 32i) {
-                    let _jf: i32 = min((_k0 + _row), (_SK - 1i));
-                    if ((((_col * 4i) + 3i) < u_head_dim)) {
-                        _kv[((_row * 33i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(u_K[((_kbase + (_jf * u_K_d3)) + (_col * 4i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 1i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 2i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
-                        _kv[(((_row * 33i) + _col) + 264i)] = select(vec4<f32>(0.0f), vec4<f32>(u_V[((_vbase + (_jf * u_V_d3)) + (_col * 4i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 1i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 2i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
-                    } else {
-                        _kv[((_row * 33i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
-                        _kv[(((_row * 33i) + _col) + 264i)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
-                    }
+            for (var _e: i32 = _t; _e < 256i; _e += 64i) {
+                let _row: i32 = zyn_tdiv(_e, 32i);
+                let _col: i32 = zyn_trem(_e, 32i);
+                let _jf: i32 = min((_k0 + _row), (_SK - 1i));
+                if ((((_col * 4i) + 3i) < u_head_dim)) {
+                    _kv[((_row * 33i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(u_K[((_kbase + (_jf * u_K_d3)) + (_col * 4i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 1i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 2i))], u_K[((_kbase + (_jf * u_K_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
+                    _kv[(((_row * 33i) + _col) + 264i)] = select(vec4<f32>(0.0f), vec4<f32>(u_V[((_vbase + (_jf * u_V_d3)) + (_col * 4i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 1i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 2i))], u_V[((_vbase + (_jf * u_V_d3)) + ((_col * 4i) + 3i))]), ((_k0 + _row) < _SK));
+                } else {
+                    _kv[((_row * 33i) + _col)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_K[((_kbase + (_jf * u_K_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
+                    _kv[(((_row * 33i) + _col) + 264i)] = select(vec4<f32>(0.0f), vec4<f32>(select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min((_col * 4i), (u_head_dim - 1i)))], ((_col * 4i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 1i), (u_head_dim - 1i)))], (((_col * 4i) + 1i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 2i), (u_head_dim - 1i)))], (((_col * 4i) + 2i) < u_head_dim)), select(0.0f, u_V[((_vbase + (_jf * u_V_d3)) + min(((_col * 4i) + 3i), (u_head_dim - 1i)))], (((_col * 4i) + 3i) < u_head_dim))), ((_k0 + _row) < _SK));
                 }
             }
             workgroupBarrier();

@@ -682,3 +682,24 @@ def test_both_phases_of_a_split_ffn_block_take_tf32_over_f16_weights(monkeypatch
     for ln in s.launches:
         assert "mma.sync m16n8k8 tf32" in ln.geometry["schedule"] and "f16 widened" in ln.geometry["schedule"]
 
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(GPU is None, reason="no CUDA GPU (or no CuPy)")
+@pytest.mark.parametrize("da,db", MIXED)
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True), (True, False), (False, True)])
+def test_tf32_over_mixed_operands_on_the_gpu(da, db, ta, tb):
+    from zynbook.compiler.schedules.base import Choice
+    M, N, K_ = (264 if ta else 301), (280 if tb else 296), 200
+    kernel, sizes, make, _ = K.matmul_t(M, N, K_, da, ta, tb, b_dtype=db)
+    kernel = _allow_tf32(kernel)
+    ins = make(np.random.default_rng(16))
+    a, b = (_tf32(np.asarray(x, np.float32)).astype(np.float64) for x in ins)
+    want = (a.T if ta else a) @ (b.T if tb else b)
+    for p in (None, GemmParams(128, 128, 16, 64, 32, 4, True, 2, False),
+              GemmParams(128, 128, 16, 64, 32, 4, True), GemmParams(64, 64, 16, 32, 32, 1, True)):
+        plan = GPU.prepare(kernel, sizes) if p is None else \
+            GPU.prepare(kernel, sizes, params=Choice("gemm", p))
+        out, _ = plan.launch(ins, {})
+        got = np.asarray(GPU.to_host(out), np.float64).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(), err_msg=str(p))

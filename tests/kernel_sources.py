@@ -494,3 +494,28 @@ COL_MAX = """let s = compute(matrix) {
     for i in 0..rows, j in 0..cols:
         yield matrix[i, j]
 }"""
+
+
+# matmuls with an epilogue and with a guarded accumulation (the GEMM schedules' tests)
+EPILOGUE = """let y = compute(A, B, bias) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc = bias[j]
+        for k in 0..K:
+            acc += A[i, k] * B[k, j]
+        out[i, j] = gelu(max(acc, 0.0) + bias[j] * 0.5)
+}
+y
+"""
+
+GUARDED = """let y = compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var s = 1.5
+        for k in 0..K:
+            if k <= i:
+                s += A[i, k] * B[k, j]
+        out[i, j] = s
+}
+y
+"""

@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
 
 from compute_testing import emulate_kernel, lower_block  # noqa: E402
+from kernel_sources import EPILOGUE, GUARDED  # noqa: E402
 from tolerances import tolerance  # noqa: E402
 from zynbook.backends.cpu import native  # noqa: E402
 from zynbook.compiler import schedules  # noqa: E402
@@ -40,28 +41,7 @@ y
 """
 
 
-EPILOGUE = """let y = compute(A, B, bias) {
-    @kernel matmul
-    for i in 0..M, j in 0..N:
-        var acc = bias[j]
-        for k in 0..K:
-            acc += A[i, k] * B[k, j]
-        out[i, j] = gelu(max(acc, 0.0) + bias[j] * 0.5)
-}
-y
-"""
 
-GUARDED = """let y = compute(A, B) {
-    @kernel matmul
-    for i in 0..M, j in 0..N:
-        var s = 1.5
-        for k in 0..K:
-            if k <= i:
-                s += A[i, k] * B[k, j]
-        out[i, j] = s
-}
-y
-"""
 
 BATCHED = """let y = compute(A, B) {
     @kernel batched_matmul

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
 
 from compute_testing import emulate_kernel, lower_block  # noqa: E402
+from kernel_sources import EPILOGUE, GUARDED  # noqa: E402
 from tolerances import tolerance  # noqa: E402
 from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
 from zynbook.compiler import schedules  # noqa: E402
@@ -101,28 +102,7 @@ def test_tensor_cores_only_print_in_cuda():
     assert not Gemm().default(kernel, metal_target(), sizes).mma
 
 
-EPILOGUE = """let y = compute(A, B, bias) {
-    @kernel matmul
-    for i in 0..M, j in 0..N:
-        var acc = bias[j]
-        for k in 0..K:
-            acc += A[i, k] * B[k, j]
-        out[i, j] = gelu(max(acc, 0.0) + bias[j] * 0.5)
-}
-y
-"""
 
-GUARDED = """let y = compute(A, B) {
-    @kernel matmul
-    for i in 0..M, j in 0..N:
-        var s = 1.5
-        for k in 0..K:
-            if k <= i:
-                s += A[i, k] * B[k, j]
-        out[i, j] = s
-}
-y
-"""
 
 TRANSPOSED = """let y = compute(A, B) {
     for i in 0..M, j in 0..N:

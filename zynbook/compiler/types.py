@@ -95,6 +95,8 @@ def is_weak(e, weak_names=frozenset()) -> bool:
         return isinstance(e.value, (float, int)) and not isinstance(e.value, bool)
     if isinstance(e, cir.Var):
         return e.name in weak_names
+    if isinstance(e, cir.Call) and e.weak:
+        return True
     if isinstance(e, cir.Unary):
         return e.op == "neg" and is_weak(e.operand, weak_names)
     if isinstance(e, (cir.Bin, cir.Call)) and not e.ty.shape:

@@ -1,8 +1,10 @@
 """WebGPU benchmarks: matmul 4096 f32, softmax, layer norm and attention through ZynML on a
 wgpu adapter, beside PyTorch on the same machine where torch is installed.
 
-`ratio` is peer time / WebGPU time (above 1: ZynBook is faster). Times are medians after warm-up; the WebGPU column uses GPU timestamps (timestamp-query)
-where the adapter has them. Prints a table and writes JSON (--json PATH).
+`ratio` is peer time / WebGPU time (above 1: ZynBook is faster); `vs cuda` is the time of the
+same kernel on ZynBook's own CUDA path (cuda:0, CUDA events) over the WebGPU time, where the
+machine has CUDA. Times are medians after warm-up; the WebGPU column uses GPU timestamps
+(timestamp-query) where the adapter has them. Prints a table and writes JSON (--json PATH).
 
     python bench/bench_webgpu.py [--device webgpu:0] [--reps 10] [--small] [--json out.json]
 """
@@ -53,18 +55,30 @@ def cases(small: bool):
     ]
 
 
-def bench_webgpu(dev, src, arrays, scalars, reps):
-    k, ins, sz, sc = lower_block(src, arrays, scalars)
+def bench_zynbook(dev, kernel, ins, sizes, scalars, reps, **launch_kw):
+    """(median kernel seconds, its timer, the schedule) of one lowered block on a ZynBook
+    device: WebGPU (GPU timestamps) or our CUDA path (CUDA events), inputs resident."""
     resident = [dev.from_host(a) for a in ins]
     for _ in range(2):
-        dev.launch(k, resident, sz, sc, keep_on_device=True)
+        dev.launch(kernel, resident, sizes, scalars, **launch_kw)
     times = []
     source = ""
     for _ in range(reps):
-        _, launch = dev.launch(k, resident, sz, sc, keep_on_device=True)
+        _, launch = dev.launch(kernel, resident, sizes, scalars, **launch_kw)
         times.append(launch.times.kernel)
         source = launch.times.source
-    return statistics.median(times), source, dev.program(k, sz).schedule
+    program = getattr(dev, "program", None)      # WebGPU's, for its schedule's name
+    return statistics.median(times), source, program(kernel, sizes).schedule if program else ""
+
+
+def our_cuda():
+    """ZynBook's cuda:0 where the machine has it: the same kernels on the same GPU through
+    CUDA, the issue's "WebGPU vs our CUDA path" rows."""
+    try:
+        from zynbook.backends.registry import get_device as zyn_device
+        return zyn_device("cuda:0")
+    except Exception:
+        return None
 
 
 def bench_torch(fn, arrays, reps):
@@ -106,22 +120,30 @@ def main(argv=None):
         print("no wgpu adapter")
         return 1
     dev = get_device(args.device) if args.device else devs[0]
+    cuda = our_cuda()
     rows = []
     for name, src, arrays, scalars, shape, tfn in cases(args.small):
-        ours, source, sched = bench_webgpu(dev, src, arrays, scalars, args.reps)
+        lowered = lower_block(src, arrays, scalars)
+        ours, source, sched = bench_zynbook(dev, *lowered, args.reps, keep_on_device=True)
         peer, peer_name = bench_torch(tfn, arrays, args.reps)
+        ours_cuda = bench_zynbook(cuda, *lowered, args.reps)[0] if cuda else None
         rows.append({"op": name, "device": dev.id, "adapter": dev.name, "dtype": "f32",
                      "shape": list(shape), "schedule": sched, "webgpu_s": ours,
                      "webgpu_timer": source, "peer": peer_name or None, "peer_s": peer,
                      # the project's convention: peer time / our time (> 1: we are faster)
-                     "ratio": (peer / ours) if peer and ours else None})
-    print(f"{'op':<12}{'device':<12}{'shape':<22}{'schedule':<10}{'webgpu ms':>11}"
-          f"{'peer':>14}{'peer ms':>10}{'ratio':>8}")
+                     "ratio": (peer / ours) if peer and ours else None,
+                     "cuda_s": ours_cuda,
+                     "vs_cuda": (ours_cuda / ours) if ours_cuda and ours else None})
+    print(f"{'op':<12}{'device':<12}{'shape':<22}{'webgpu ms':>11}"
+          f"{'peer':>14}{'peer ms':>10}{'ratio':>8}{'our cuda ms':>13}{'vs cuda':>9}  schedule")
     for r in rows:
         peer = f"{r['peer_s'] * 1e3:10.3f}" if r["peer_s"] else f"{'-':>10}"
         ratio = f"{r['ratio']:8.2f}" if r["ratio"] else f"{'-':>8}"
-        print(f"{r['op']:<12}{r['device']:<12}{str(r['shape']):<22}{r['schedule']:<10}"
-              f"{r['webgpu_s'] * 1e3:11.3f}{(r['peer'] or '-'):>14}{peer}{ratio}")
+        cuda_ms = f"{r['cuda_s'] * 1e3:13.3f}" if r["cuda_s"] else f"{'-':>13}"
+        vs = f"{r['vs_cuda']:9.2f}" if r["vs_cuda"] else f"{'-':>9}"
+        print(f"{r['op']:<12}{r['device']:<12}{str(r['shape']):<22}"
+              f"{r['webgpu_s'] * 1e3:11.3f}{(r['peer'] or '-'):>14}{peer}{ratio}{cuda_ms}{vs}"
+              f"  {r['schedule']}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     return 0

@@ -12,7 +12,9 @@ bandwidth measured in the same run. Writes a table to stdout and JSON to --json.
 Matmul rows: f32 (exact), TF32 (`config { allow_tf32: true }` beside cuBLAS with
 `torch.backends.cuda.matmul.allow_tf32`), bf16 and f16 at 4096 and 8192; conv2d also in
 TF32 beside cuDNN's. Compute rows give TFLOP/s and the share of the GPU's dense peak for
-their dtype (`PEAK_TFLOPS`, by device name).
+their dtype (`PEAK_TFLOPS`, by device name). Attention rows: BERT-base in f32, and in f16 and
+bf16 (tensor cores) beside SDPA's flash kernel in the same type; bf16 at 4096 with a causal
+condition beside SDPA with is_causal.
 
 `--gemm-sweep N` times instead the first N tensor-core configurations of the GEMM schedule's
 space (its default first) for the matmul rows in bf16, f16 and TF32 (or those of --rows),
@@ -320,6 +322,27 @@ def main():
             [("torch SDPA f16 (flash)", lambda: F.scaled_dot_product_attention(Qh, Kh, Vh))],
             flops=4 * b * h * s * s * d, schedule=comp.program.schedule)
         del Q, K_, V, O, Qh, Kh, Vh
+
+    # ---- attention over f16 / bf16 (tensor cores) beside SDPA's flash kernel in the same type:
+    # BERT-base, and a causal condition at 4096 (FLOPs of the admitted half)
+    from attention_sources import three_pass
+    for row, (b, h, s, d), kind, causal in (
+            ("attention_bert_f16", (32, 12, 512, 64), "f16", False),
+            ("attention_bert_bf16", (32, 12, 512, 64), "bf16", False),
+            ("attention_causal_4096_bf16", (1, 16, 4096, 128), "bf16", True)):
+        if want and row not in want:
+            continue
+        Q, K_, V = (rnd(b, h, s, d, dtype=tdts[kind]) for _ in range(3))
+        O = torch.empty_like(Q)
+        text = three_pass("causal") if causal else FLASH_TEMPLATE.replace("BLOCK", "64")
+        k, sizes = lower_program(text, {"Q": Q.shape, "K": K_.shape, "V": V.shape}, dict.fromkeys("QKV", kind))
+        k = _with_out_dtype(k, kind)
+        fn, comp = zyn_callable(dev, k, sizes, [Q, K_, V], O)
+        sd = lambda: F.scaled_dot_product_attention(Q, K_, V, is_causal=causal)
+        flops = 4 * b * h * s * s * d // (2 if causal else 1)
+        add(row, [b, h, s, d], kind, fn, [(f"torch SDPA {kind} (flash)", sd)], flops=flops,
+            schedule=comp.program.schedule, check=check_close(lambda: (fn(), O)[1], sd, 2e-2))
+        del Q, K_, V, O
 
     # ---- conv2d ResNet block
     if not want or "conv2d_resnet" in want:

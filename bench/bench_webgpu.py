@@ -7,6 +7,7 @@ machine has CUDA. Times are medians after warm-up; the WebGPU column uses GPU ti
 (timestamp-query) where the adapter has them. Prints a table and writes JSON (--json PATH).
 
     python bench/bench_webgpu.py [--device webgpu:0] [--reps 10] [--small] [--json out.json]
+                                 [--rows matmul,bmm] [--sweep N]
 """
 from __future__ import annotations
 
@@ -71,6 +72,34 @@ def bench_zynbook(dev, kernel, ins, sizes, scalars, reps, **launch_kw):
     return statistics.median(times), source, program(kernel, sizes).schedule if program else ""
 
 
+def sweep(dev, kernel, ins, sizes, scalars, reps, count):
+    """Time the first `count` configurations of the schedule the adapter picks for this
+    kernel (its default first), each checked against the default's output."""
+    from zynbook.compiler import schedules
+    from zynbook.compiler.codegen import device_target
+    from zynbook.compiler.schedules.base import Choice
+    target = device_target(dev)
+    sched = schedules.chosen(kernel, target, sizes)
+    if sched is None:
+        return
+    resident = [dev.from_host(a) for a in ins]
+    want = None
+    for params in sched.space(kernel, target, sizes)[:count]:
+        choice = Choice(sched.name, params)
+        try:
+            out, _ = dev.launch(kernel, resident, sizes, scalars, params=choice)
+            got = np.asarray(out, np.float64)
+            want = got if want is None else want
+            err = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+            times = [dev.launch(kernel, resident, sizes, scalars, keep_on_device=True,
+                                params=choice)[1].times.kernel for _ in range(reps + 2)][2:]
+        except Exception as e:      # a configuration this adapter refuses
+            print(f"  {params.describe()}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+            continue
+        print(f"  {statistics.median(times) * 1e3:8.3f} ms  err {err:.1e}  {params.describe()}",
+              flush=True)
+
+
 def our_cuda():
     """ZynBook's cuda:0 where the machine has it: the same kernels on the same GPU through
     CUDA, the issue's "WebGPU vs our CUDA path" rows."""
@@ -114,7 +143,11 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--small", action="store_true", help="small shapes (CPU adapters)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--sweep", type=int, default=0, metavar="N",
+                    help="time the first N configurations of each row's schedule, nothing else")
+    ap.add_argument("--rows", default="", help="comma-separated ops (default: all)")
     args = ap.parse_args(argv)
+    want = set(filter(None, args.rows.split(",")))
     devs = discover()
     if not devs:
         print("no wgpu adapter")
@@ -123,7 +156,13 @@ def main(argv=None):
     cuda = our_cuda()
     rows = []
     for name, src, arrays, scalars, shape, tfn in cases(args.small):
+        if want and name not in want:
+            continue
         lowered = lower_block(src, arrays, scalars)
+        if args.sweep:
+            print(f"{name} {list(shape)} on {dev.id}:", flush=True)
+            sweep(dev, *lowered, args.reps, args.sweep)
+            continue
         ours, source, sched = bench_zynbook(dev, *lowered, args.reps, keep_on_device=True)
         peer, peer_name = bench_torch(tfn, arrays, args.reps)
         ours_cuda = bench_zynbook(cuda, *lowered, args.reps)[0] if cuda else None
@@ -134,6 +173,8 @@ def main(argv=None):
                      "ratio": (peer / ours) if peer and ours else None,
                      "cuda_s": ours_cuda,
                      "vs_cuda": (ours_cuda / ours) if ours_cuda and ours else None})
+    if args.sweep:
+        return 0
     print(f"{'op':<12}{'device':<12}{'shape':<22}{'webgpu ms':>11}"
           f"{'peer':>14}{'peer ms':>10}{'ratio':>8}{'our cuda ms':>13}{'vs cuda':>9}  schedule")
     for r in rows:

@@ -342,6 +342,8 @@ def main():
         flops = 4 * b * h * s * s * d // (2 if causal else 1)
         add(row, [b, h, s, d], kind, fn, [(f"torch SDPA {kind} (flash)", sd)], flops=flops,
             schedule=comp.program.schedule, check=check_close(lambda: (fn(), O)[1], sd, 2e-2))
+        tuned(row, [b, h, s, d], kind, k, sizes, [Q, K_, V], O, [(f"torch SDPA {kind} (flash)", sd)],
+              flops=flops)
         del Q, K_, V, O
 
     # ---- conv2d ResNet block

@@ -994,7 +994,8 @@ class Interpreter:
                 return devices[0].run(self, lowered, inputs, sizes, given, scalars, mode,
                                       solve_chunk, options)
             return run_split(devices, lowered, inputs, sizes, given, mode, launch, solve_chunk,
-                             options.get("model_split", "features"))
+                             options.get("model_split", "features"), scalars=scalars,
+                             site=(node.span, self.source))
         except ZynMLError as err:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span

@@ -36,7 +36,7 @@ MAX_SHAPES = 64         # shapes of runs remembered (a loop over growing shapes 
 MAX_GRAPH_SHAPES = 16   # shapes whose graphs are kept (a graph holds its buffers)
 MAX_GRAPHS = 4          # graphs kept per shape (inputs captured in place at other addresses)
 # a launch inside a graph has no time of its own: the whole graph's is on its last launch
-_IN_GRAPH = LaunchTimes(source="cuda-graph")
+IN_GRAPH = LaunchTimes(source="cuda-graph")
 
 
 class Replays:
@@ -45,7 +45,7 @@ class Replays:
     def __init__(self, lazy):
         self.lazy = lazy
         self.seen: dict = {}        # shape key -> (runs, input addresses of the last run)
-        self.graphs: dict = {}      # shape key -> [_Record]
+        self.graphs: dict = {}      # shape key -> [GraphRecord]
         self.refused: set = set()   # shape keys whose capture failed
         # (record, its inputs, ids of the values it computed, the arrays it gave them) of
         # the last run, if replayed
@@ -95,7 +95,7 @@ class Replays:
         except CaptureFailed:
             self.refused.add(key)
             return False
-        record = _Record(graph, shape, staged, launches)
+        record = GraphRecord.of(graph, shape, staged, launches)
         records = self.graphs.setdefault(key, [])
         records.append(record)
         if len(records) > MAX_GRAPHS:
@@ -152,7 +152,7 @@ class _Shape:
                     return None
                 a = t.data
                 fits = prepared.fits(a, want, cp)
-                if not fits and not _view(a, want, device, cp):
+                if not fits and not staged_view(a, want, device, cp):
                     return None
                 j = outside.get(id(a))
                 if j is None:
@@ -176,25 +176,32 @@ class _Shape:
         return shape
 
 
-def _view(a, want, device, cp) -> bool:
+def staged_view(a, want, device, cp) -> bool:
     """Whether input `a` is a view the kernel takes once copied contiguous (a CuPy array
     of the storage dtype on the device, strided): staged, a replay copies it in."""
     return type(a) is cp.ndarray and a.dtype == want and \
         a.data.device_id == device.index and not a.flags.c_contiguous
 
 
-class _Record:
-    """A captured graph with what replaying it needs."""
+class GraphRecord:
+    """A captured graph with what replaying it needs: its launch plans, the device and
+    stream it replays on, each launch's site (the block's span and source, for its errors)
+    and the inputs read in place ((index, address))."""
 
-    def __init__(self, graph, shape: _Shape, staged: set, launches: list):
+    def __init__(self, graph, plans: list, device, stream, sites: list, in_place: tuple):
         self.graph = graph
-        self.plans = shape.plans            # held: their ids are in the shape's key
-        self.device, self.stream = shape.device, shape.stream
-        # where each launch's block is written, for its errors
-        self.sites = [(g.result.node.span, g.result.source) for g, _ in launches]
-        self.in_place = tuple((j, a) for j, a in enumerate(shape.addresses) if j not in staged)
+        self.plans = plans                  # held: their ids are in the shape's key
+        self.device, self.stream = device, stream
+        self.sites = sites
+        self.in_place = in_place
         self.handed: list = []              # views of the graph's buffers given out last run
         self.launches = None                # per launch, the Launch the inspector shows
+
+    @staticmethod
+    def of(graph, shape: _Shape, staged: set, launches: list) -> "GraphRecord":
+        return GraphRecord(graph, shape.plans, shape.device, shape.stream,
+                       [(g.result.node.span, g.result.source) for g, _ in launches],
+                       tuple((j, a) for j, a in enumerate(shape.addresses) if j not in staged))
 
     def fits(self, addresses) -> bool:
         return all(addresses[j] == a for j, a in self.in_place)
@@ -213,7 +220,7 @@ class _Record:
         times = self.replay(shape.inputs)
         named = lazy._named(roots, frames=True)
         if self.launches is None:
-            self.launches = [Launch(p.kernel.name, device.id, _IN_GRAPH,
+            self.launches = [Launch(p.kernel.name, device.id, IN_GRAPH,
                                     dict(p.geometry, graph=f"replayed in a CUDA graph of "
                                                            f"{len(self.plans)} launches (the "
                                                            f"last one's time is the graph's)"))
@@ -239,7 +246,16 @@ class _Record:
     def replay(self, inputs: list):
         """Replay the graph on the stream it was captured for and raise the first failure
         a launch reports, as that launch raises it; the graph's time."""
-        times = self.graph.replay(inputs, self.stream)
+        times = self.launch(inputs)
+        self.check()
+        return times
+
+    def launch(self, inputs: list):
+        """Queue the graph on its stream (its staged inputs copied in first); its time."""
+        return self.graph.replay(inputs, self.stream)
+
+    def check(self):
+        """Raise the first failure a launch of the last replay reported, as it raises it."""
         failed = self.graph.check(self.plans)
         if failed is not None:
             span, source = self.sites[failed]
@@ -251,4 +267,3 @@ class _Record:
                 raise err.with_source(source)
             raise ZynMLRuntimeError("a kernel of a CUDA graph reported a failure it does not "
                                     "name", span, source)
-        return times

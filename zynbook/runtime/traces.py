@@ -24,6 +24,8 @@ from __future__ import annotations
 import sys
 
 from ..compiler import ast as A
+from ..errors import NO_SPAN
+from .sharded import ShardedTensor, recording, set_recording
 from .tensor import Tensor
 from .values import Record
 
@@ -37,13 +39,18 @@ class Traces:
     def __init__(self, lazy):
         self.lazy = lazy
         self.forms: dict = {}       # id(pipeline node) -> (node, _Form or None)
-        self.entries: dict = {}     # call key -> _Trace
+        self.entries: dict = {}     # call key -> _Trace or _GroupTrace
+        # calls over a device group: key -> their inputs' addresses per device, from the
+        # call before the one that captures (an input at another address is staged)
+        self.seen: dict = {}
+        self.refused: set = set()   # keys whose capture failed
 
     def enter(self, p, args: list):
         """(the result of replaying this call, None) when its trace replays, else (None,
         a recorder to `leave` with the result, or None where the call cannot be traced)."""
         lazy = self.lazy
         lazy.replays.log = None     # (one left by a call that failed)
+        set_recording(None)
         if lazy.pending or lazy.replays.mode() is False or not _on_cuda(lazy.interp, args):
             return None, None
         form = self._form(p.node)
@@ -155,17 +162,25 @@ class _Form:
         if any(name in interp.globals for name in VIEWS):
             return None             # a program's own `split` or `reshape`
         parts = [id(p.node), interp.extra_key, session.default_device,
-                 getattr(session, "fuse", True), getattr(session, "tuning", None)]
+                 getattr(session, "fuse", True), getattr(session, "tuning", None),
+                 tuple(getattr(session, "parallel_options", {}).items())]
         looked = [v if isinstance(v, (Tensor, bool, int, float, str)) else _Identity(v)
                   for v in host.values()]
         for v in list(args) + looked + [self.value(interp, label, host)
                                         for label in self.outside + self.fields]:
-            if isinstance(v, Tensor):
+            if isinstance(v, ShardedTensor):
+                if v.remote:
+                    return None
+                parts.append(("sharded", v.dtype, v.shape, v.axis, tuple(v.devices),
+                              tuple(v.bounds)))
+            elif isinstance(v, Tensor):
                 if getattr(v, "done", True) is False:
                     return None
                 parts.append((v.dtype, v.shape, v.device, v.committed))
             elif isinstance(v, (bool, int, float, str)) or v is _ABSENT:
                 parts.append((type(v), v))
+            elif isinstance(v, list) and all(isinstance(d, str) for d in v):
+                parts.append(("names", tuple(v)))        # a device list
             elif isinstance(v, _Identity) and isinstance(v.value, (Record, dict, list, tuple)):
                 parts.append(("id", id(v.value)))
             else:
@@ -255,16 +270,16 @@ def _names(exprs) -> list:
 
 
 def _annotation_names(node: A.Compute) -> list | None:
-    """The names read by the block's annotations (sizes such as `@shared(seq * 4)`, keyed
-    by their values), or None where one may pick another device from call to call
-    (`@device(dev)`: a device's argument is a literal)."""
+    """The names read by the block's annotations (sizes such as `@shared(seq * 4)`, a
+    device list such as `@device(devs)`, keyed by their values), or None where one is
+    neither a literal nor arithmetic on names."""
     anns = list(node.annotations) + [s.annotation for s in node.body
                                      if isinstance(s, A.AnnotationStmt)]
     names = []
     for ann in anns:
         for e in list(ann.args) + list(ann.kernel_args) + \
                 [kw.value for kw in list(ann.kwargs) + list(ann.kernel_kwargs)]:
-            if not _literal(e, names if ann.name != "device" else None):
+            if not _literal(e, names):
                 return None
     return names
 
@@ -293,7 +308,8 @@ def _on_cuda(interp, args) -> bool:
 
 
 class _Recorder:
-    """A call being run as usual; its launches become a trace where CUDA graphs ran them."""
+    """A call being run as usual; its launches become a trace where CUDA graphs ran them
+    (one device) or can capture them (blocks split over a group of CUDA devices)."""
 
     def __init__(self, traces: Traces, key, node, form: _Form, args: list, host: dict):
         self.traces, self.key, self.node, self.form, self.args = traces, key, node, form, args
@@ -302,6 +318,7 @@ class _Recorder:
         # launches ran in the graphs of its runs (not a block launched where it is met)
         self.before = len(traces.lazy.interp.session.launches)
         traces.lazy.replays.log = []    # each run of the lazy graph in the call
+        set_recording([])               # each split block and view of a sharded result
 
     def leave(self, result):
         """Run the call's launches (its return is their boundary) and keep the trace."""
@@ -309,16 +326,40 @@ class _Recorder:
         session = lazy.interp.session
         lazy.flush(roots=[result])
         steps, lazy.replays.log = lazy.replays.log, None
+        split, _ = recording(), set_recording(None)
         lazy.replays.last = None
-        if not steps or getattr(result, "done", False) is False:
+        if split and not steps and isinstance(result, ShardedTensor):
+            trace = _GroupTrace.of(self, split, result, session, self.before)
+        elif not steps or split or getattr(result, "done", False) is False:
             return lazy.plain(result)
-        trace = _Trace.of(self, steps, result, session, self.before)
+        else:
+            trace = _Trace.of(self, steps, result, session, self.before)
         if trace is not None:
             entries = self.traces.entries
             entries[self.key] = trace
             if len(entries) > MAX_TRACES:
                 entries.pop(next(iter(entries)))
         return lazy.plain(result)
+
+    def sources(self) -> dict | None:
+        """{id: where a later call finds it} of the call's tensors (arguments, outside
+        names, fields of looked-up values): a sharded tensor by its own id, any other by its
+        array's; None where one array has two names (a later call may give two)."""
+        interp = self.traces.lazy.interp
+        values = [(("arg", i), a) for i, a in enumerate(self.args)] + \
+            [(("label", label), _Form.value(interp, label, self.host))
+             for label in self.form.outside + self.form.fields]
+        where = {}
+        for src, v in values:
+            if isinstance(v, Tensor):
+                idents = [id(v)] if isinstance(v, ShardedTensor) else [id(v.data)]
+                if isinstance(v, ShardedTensor) and v._gathered is not None:
+                    idents.append(id(v._gathered))      # read whole by a one-device block
+                for ident in idents:
+                    if ident in where:
+                        return None
+                    where[ident] = src
+        return where
 
 
 class _Trace:
@@ -340,16 +381,9 @@ class _Trace:
         inputs, the ids of the lazy values it computed, the arrays it gave them), or None."""
         if any(step is None for step in steps):
             return None             # a run launched one by one
-        interp = recorder.traces.lazy.interp
-        where = {}
-        values = [(("arg", i), a) for i, a in enumerate(recorder.args)] + \
-            [(("label", label), _Form.value(interp, label, recorder.host))
-             for label in recorder.form.outside + recorder.form.fields]
-        for src, v in values:
-            if isinstance(v, Tensor):
-                if id(v.data) in where:     # one array for two names: a later call may differ
-                    return None
-                where[id(v.data)] = src
+        where = recorder.sources()
+        if where is None:
+            return None
         made = []                   # (step, launch, array given, whether a copy)
         traced, result_at = [], None
         for s, (record, inputs, results, given) in enumerate(steps):
@@ -443,3 +477,257 @@ def _base_of(a, made: list):
         if _within(a, g):
             return g
     return None
+
+
+# ------------------------------------------------------------------ calls over a device group
+class _DeviceRun:
+    """One device's launches in a call over a device group, as a CUDA graph captures them."""
+
+    def __init__(self, device, stream):
+        self.device, self.stream = device, stream
+        self.plans, self.wiring, self.scalars, self.sites, self.dtypes = [], [], [], [], []
+        self.inputs: list = []      # its outside inputs' arrays, in order of first use
+        self.sources: list = []     # per input, (entry, this device's place in the entry)
+        self.views: set = set()     # inputs that are strided views: always staged
+        self._at: dict = {}
+
+    def input(self, entry: int, k: int, array, view: bool) -> int:
+        j = self._at.get((entry, k))
+        if j is None:
+            j = self._at[(entry, k)] = len(self.inputs)
+            self.inputs.append(array)
+            self.sources.append((entry, k))
+            if view:
+                self.views.add(j)
+        return j
+
+    def add(self, plan, wires: tuple, scalars: dict, site, dtype: str) -> int:
+        self.plans.append(plan)
+        self.wiring.append(wires)
+        self.scalars.append(scalars)
+        self.sites.append(site)
+        self.dtypes.append(dtype)
+        return len(self.plans) - 1
+
+    def addresses(self) -> tuple:
+        return tuple(a.data.ptr for a in self.inputs)
+
+
+class _GroupTrace:
+    """A call whose blocks ran split over a group of CUDA devices (runtime/parallel.py):
+    per device one CUDA graph of all its launches in the call, in order, with the views of
+    sharded results (split, reshape) between them made on the graph's own buffers; its
+    outside inputs (entries: an argument, an outside name or a field, cut for the devices
+    as the recorded call cut it, `input_parts`), and where each shard of the result is."""
+
+    def __init__(self, node, entries, devices, result, meta, listed, last):
+        self.node = node
+        self.entries = entries      # (source, axis, work, device ids) per outside input
+        self.devices = devices      # (GraphRecord, [(entry, place)] per input) per device
+        self.result = result        # [(device id, launch index, bounds)] per shard
+        self.meta = meta            # (axis, shape, dtype, group)
+        self.listed = listed        # (CompiledKernel, Launch) per launch, in-graph times
+        self.last = last            # {index in listed: device id}: each device's last launch
+
+    @staticmethod
+    def of(recorder: _Recorder, log: list, result, session, before: int):
+        """The trace of a call whose split blocks and views are `log` (capturing its graphs
+        where this key was seen before, or `config { cuda_graph: true }`), or None."""
+        from ..backends.cuda.graph import CaptureFailed, capture
+        from .replay import GraphRecord
+        traces = recorder.traces
+        cp = sys.modules.get("cupy")
+        where = recorder.sources()
+        if cp is None or where is None or recorder.key in traces.refused:
+            return None
+        runs = _device_runs(log, where, session, cp)
+        if runs is None:
+            return None
+        runs, made, entries, count = runs
+        at = made.get(id(result))
+        listed = list(zip(session.last_kernels[before:], session.launches[before:]))
+        if at is None or any(views for _, views in at.values()) or \
+                len(listed) != count or len(session.launches) - before != count:
+            return None
+        addresses = {d: run.addresses() for d, run in runs.items()}
+        last = traces.seen.pop(recorder.key, None)
+        if last is None and traces.lazy.replays.mode() is not True:
+            traces.seen[recorder.key] = addresses      # captured at the next such call
+            if len(traces.seen) > MAX_TRACES * 4:
+                traces.seen.pop(next(iter(traces.seen)))
+            return None
+        devices = []
+        for d, run in runs.items():
+            before_at = (last or {}).get(d)
+            staged = set(run.views)
+            if before_at is not None:
+                staged |= {j for j, a in enumerate(addresses[d])
+                           if len(before_at) != len(addresses[d]) or before_at[j] != a}
+            try:
+                graph = capture(run.device, run.stream, run.plans, run.wiring, run.scalars,
+                                run.inputs, staged)
+            except CaptureFailed:
+                traces.refused.add(recorder.key)
+                return None
+            record = GraphRecord(graph, run.plans, run.device, run.stream, run.sites,
+                                 tuple((j, a) for j, a in enumerate(addresses[d])
+                                       if j not in staged))
+            devices.append((record, run.sources))
+        shards = [(dev, at[dev][0], bounds) for dev, _, bounds in result.shards]
+        meta = (result.axis, result.shape, result.dtype, result.group)
+        return _GroupTrace(recorder.node, entries, devices, shards, meta,
+                           *_in_graph_listing(listed, {d: len(r.plans) for d, r in runs.items()}))
+
+    def replay(self, interp, args: list, host: dict):
+        """The call's result from a replay of every device's graph, or None where they
+        cannot replay (another stream, an input captured in place at another address)."""
+        from .parallel import input_parts
+        from .tensor import to_tensor
+        cp = sys.modules.get("cupy")
+        parts = []
+        for (kind, where), axis, work, ids in self.entries:
+            v = args[where] if kind == "arg" else _Form.value(interp, where, host)
+            t = v if isinstance(v, Tensor) else to_tensor(v)
+            if t is None:
+                return None
+            parts.append(input_parts(t, axis, work, ids))
+        runs = []
+        for record, sources in self.devices:
+            arrays = [parts[e][k].data for e, k in sources]
+            with record.device.cupy_device:
+                stream = cp.cuda.get_current_stream()
+            if stream.ptr != record.stream.ptr or \
+                    not record.fits(tuple(a.data.ptr for a in arrays)):
+                return None
+            runs.append((record, arrays))
+        times, graphs = {}, {}
+        for record, arrays in runs:       # every device's graph queued, then their flags read
+            interp.session.activity = (record.plans[0].kernel.name, record.device.id)
+            with record.device.cupy_device:
+                times[record.device.id] = record.launch(arrays)
+            graphs[record.device.id] = record
+        for record, _ in runs:
+            record.check()
+        shards = []
+        for dev, k, bounds in self.result:      # fresh copies: a kept result never changes
+            record = graphs[dev]
+            out = record.graph.outs[k]
+            with record.device.cupy_device:
+                data = cp.empty(out.shape, dtype=out.dtype)
+                data.data.copy_from_device_async(out.data, out.nbytes, record.stream)
+            shards.append((dev, data, bounds))
+        from ..backends.base import Launch
+        from .interp import CompiledKernel
+        listed = list(self.listed)
+        for n, dev in self.last.items():
+            compiled, launch = listed[n]
+            launch = Launch(launch.kernel, launch.device, times[dev], launch.geometry)
+            listed[n] = (CompiledKernel(compiled.lowered, compiled.device, launch,
+                                        compiled.sizes, compiled.fusion), launch)
+        with interp._lock:
+            interp.session.last_kernels.extend(c for c, _ in listed)
+            interp.session.launches.extend(ln for _, ln in listed)
+        axis, shape, dtype, group = self.meta
+        return ShardedTensor(shards, axis, shape, dtype, group)
+
+
+def _device_runs(log: list, where: dict, session, cp):
+    """({device id: _DeviceRun}, {id(sharded value made in the call): {device id: (launch
+    index, views)}}, the outside inputs (source, axis, work, device ids), the number of
+    launches) of a logged call, or None where some launch cannot be
+    captured: a collective or copy between devices in between (partial results combined,
+    a result re-cut or gathered), an input from nowhere the trace knows, a conversion."""
+    from .parallel import SplitRun
+    from .replay import staged_view
+    from .sharded import ViewMade
+    tuning = getattr(session, "tuning", None)
+    runs, made, entries, count = {}, {}, {}, 0
+    for item in log:
+        if isinstance(item, ViewMade):
+            base = made.get(id(item.base))
+            if base is None or item.out.devices != item.base.devices:
+                return None
+            made[id(item.out)] = {dev: (base[dev][0], base[dev][1] + (view,))
+                                  for dev, view in zip(item.base.devices, item.views)}
+            continue
+        if not isinstance(item, SplitRun) or item.scalars is None:
+            return None
+        layout = item.layout
+        kernel = layout.lowered.kernel
+        if layout.plan.combine != "concat" or not isinstance(item.result, ShardedTensor) or \
+                kernel.output.dtype == "bf16":
+            return None             # partial results combined by a collective
+        names = [b.name for b in kernel.inputs]
+        bounds = tuple(b for _, b in layout.work)
+        for k, (dev, (lo, hi)) in enumerate(layout.work):
+            if hi <= lo or getattr(dev, "backend", "") != "cuda":
+                return None
+            prepared = layout.chunk_plans[k].prepared(dev, tuning)
+            if not hasattr(prepared, "enqueue"):
+                return None         # no plan a graph captures
+            run = runs.get(dev.id)
+            if run is None:
+                with dev.cupy_device:
+                    run = runs[dev.id] = _DeviceRun(dev, cp.cuda.get_current_stream())
+            wires = []
+            for t, parts, name, (dtype, want) in zip(item.inputs, item.per_input, names,
+                                                    prepared.dtypes):
+                a = parts[k].data
+                inside = made.get(id(t))
+                if dtype == "bf16":
+                    return None
+                if inside is not None:
+                    # a result of the call, read where it is (not re-cut, not gathered)
+                    if dev.id not in inside or len(t.shards) != len(layout.work) or \
+                            t.shards[k][1] is not a:
+                        return None
+                    i, views = inside[dev.id]
+                    if run.dtypes[i] != dtype:
+                        return None
+                    wires.append(("v", i, _viewer(views, cp)) if views else ("g", i))
+                    continue
+                src = where.get(id(t) if isinstance(t, ShardedTensor) else id(t.data))
+                if src is None:
+                    return None
+                axis = layout.plan.axes.get(name)
+                e = entries.setdefault((src, axis, tuple(layout.ids), bounds),
+                                       (len(entries), layout.work))[0]
+                fits = prepared.fits(a, want, cp)
+                if not fits and not staged_view(a, want, dev, cp):
+                    return None
+                wires.append(("x", run.input(e, k, a, not fits)))
+            run.add(prepared, tuple(wires), item.scalars, item.site or (NO_SPAN, ""),
+                    kernel.output.dtype)
+            count += 1
+        made[id(item.result)] = {dev.id: (len(runs[dev.id].plans) - 1, ())
+                                 for dev, _ in layout.work}
+    outside = [(src, axis, work, list(ids)) for (src, axis, ids, _), (_, work) in entries.items()]
+    return runs, made, outside, count
+
+
+
+def _viewer(views: tuple, cp):
+    """The array a chain of shard views (sharded.ViewMade) makes of an array."""
+    def view(a):
+        for v in views:
+            a = v(cp, a)
+        return a
+    return view
+
+
+def _in_graph_listing(listed: list, counts: dict) -> tuple:
+    """(the recorded call's launches as a replay lists them: in a graph, no time of their
+    own, {index: device id} of each device's last launch, which takes its graph's time)."""
+    from ..backends.base import Launch
+    from .interp import CompiledKernel
+    from .replay import IN_GRAPH
+    out, last = [], {}
+    for n, (compiled, launch) in enumerate(listed):
+        note = (f"replayed in a CUDA graph of {counts.get(launch.device, 0)} launches on "
+                f"{launch.device} (the last one's time is the graph's)")
+        launch = Launch(launch.kernel, launch.device, IN_GRAPH,
+                        dict(launch.geometry or {}, graph=note))
+        out.append((CompiledKernel(compiled.lowered, compiled.device, launch, compiled.sizes,
+                                   compiled.fusion), launch))
+        last[launch.device] = n
+    return out, {n: dev for dev, n in last.items()}

@@ -309,3 +309,19 @@ def test_the_bench_row_replays_over_the_group(group):
     assert [r.get("error") for r in rows] == [None, None]
     assert [r["many_replayed"] for r in rows] == [True, False]
     assert all("many_queue_ms" in r for r in rows)
+
+
+def test_a_call_that_fails_leaves_nothing_logged(group):
+    """A call that raises never reaches its end: what it logged is dropped once its frame
+    is gone, so later blocks are neither logged nor held."""
+    from zynbook.runtime import sharded
+    clog, nlog, devs = group
+    s = zynbook.Session("cuda:0")
+    s.run(GATHER, devs=GPUS)
+    x = np.arange(8, dtype=np.float32)
+    with pytest.raises(ZynMLRuntimeError):
+        s.run("pick(x, idx)", x=x, idx=np.array([7, 0, 3, 9, 1], np.int32))
+    s.run(CUT, x=np.ones((3, 2, 2), np.float32))
+    assert sharded.recording() is None
+    got = s.run("pick(x, idx)", x=x, idx=np.array([1, 2, 3], np.int32))
+    np.testing.assert_array_equal(got.numpy(), x[[1, 2, 3]] * 2.0)

@@ -203,12 +203,27 @@ def group_for(devices) -> DeviceGroup:
 _recording = threading.local()
 
 
-def recording() -> "list | None":
+class RecordingLog(list):
+    """What a traced call logs; live while the call's frame is on the interpreter's stack
+    `frames` (a call that failed leaves it behind: nothing after it is logged or held)."""
+
+    def __init__(self, frames: list):
+        super().__init__()
+        self.frames, self.depth = frames, len(frames) + 1
+
+    def live(self) -> bool:
+        return len(self.frames) >= self.depth
+
+
+def recording() -> "RecordingLog | None":
     """The log of the traced call running on this thread, or None."""
-    return getattr(_recording, "log", None)
+    log = getattr(_recording, "log", None)
+    if log is not None and not log.live():
+        log = _recording.log = None
+    return log
 
 
-def set_recording(log: "list | None"):
+def set_recording(log: "RecordingLog | None"):
     _recording.log = log
 
 

@@ -25,7 +25,7 @@ import sys
 
 from ..compiler import ast as A
 from ..errors import NO_SPAN
-from .sharded import ShardedTensor, recording, set_recording
+from .sharded import RecordingLog, ShardedTensor, set_recording
 from .tensor import Tensor
 from .values import Record
 
@@ -318,7 +318,10 @@ class _Recorder:
         # launches ran in the graphs of its runs (not a block launched where it is met)
         self.before = len(traces.lazy.interp.session.launches)
         traces.lazy.replays.log = []    # each run of the lazy graph in the call
-        set_recording([])               # each split block and view of a sharded result
+        # each split block and each view of a sharded result (the call's frame is pushed
+        # next: the log lives while it is on the stack)
+        self.log = RecordingLog(traces.lazy.interp.frames)
+        set_recording(self.log)
 
     def leave(self, result):
         """Run the call's launches (its return is their boundary) and keep the trace."""
@@ -326,7 +329,8 @@ class _Recorder:
         session = lazy.interp.session
         lazy.flush(roots=[result])
         steps, lazy.replays.log = lazy.replays.log, None
-        split, _ = recording(), set_recording(None)
+        split = self.log
+        set_recording(None)
         lazy.replays.last = None
         if split and not steps and isinstance(result, ShardedTensor):
             trace = _GroupTrace.of(self, split, result, session, self.before)

@@ -234,25 +234,65 @@ RECUT = """pipeline recut(a: tensor[n, m], w: tensor[m, p]):
 """
 
 
-@pytest.mark.parametrize("case", ["reduce-scatter", "all-gather"])
-def test_a_collective_between_launches_is_never_traced(group, monkeypatch, case):
-    """Partial products reduce-scattered by NCCL, or a sharded result gathered whole onto
-    every GPU for the next block: the calls run the body, with the same results."""
+LAST = """pipeline mm2(a: tensor[n, k], b: tensor[k, m]):
+    let b2 = compute(b) @device(devs) @parallel(data) {
+        @kernel elementwise
+        for i in 0..k, j in 0..m:
+            out[i, j] = b[i, j] * 0.5
+    }
+    let c = compute(a, b2) @device(devs) @parallel(model) {
+        @kernel matmul
+        for i in 0..n, j in 0..m:
+            var sum = 0.0
+            for p in 0..k:
+                sum += a[i, p] * b2[p, j]
+            out[i, j] = sum
+    }
+    return c
+"""
+
+
+@pytest.mark.parametrize("case", ["between", "last"])
+def test_a_collective_between_launches_splits_the_replay(group, monkeypatch, case):
+    """Partial products reduce-scattered by NCCL end one stage of graphs; the next reads
+    the collective's result (staged), or the call returns it; equal bit for bit to the run
+    without graphs."""
+    clog, nlog, devs = group
+    rng = np.random.default_rng(6)
+    prog, call = (MODEL, "mm(a, w)") if case == "between" else (LAST, "mm2(a, w)")
+    setting = 'config { model_split: "contraction" }\n'
+    s, plain = zynbook.Session("cuda:0"), zynbook.Session("cuda:0")
+    s.run(setting + prog, devs=GPUS)
+    plain.run(setting + "config { cuda_graph: false }\n" + prog, devs=GPUS)
+    evaluated = counting(s, monkeypatch)
+    for _ in range(5):
+        a, w = rng.standard_normal((5, 7)).astype(np.float32), \
+            rng.standard_normal((7, 4)).astype(np.float32)
+        before = len(nlog.collectives)
+        got = s.run(call, a=a, w=w)
+        assert nlog.collectives[before:] == [("reduceScatter", 2)]
+        want = a @ w + np.float32(1.0) if case == "between" else a @ (w * np.float32(0.5))
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(got.numpy(), plain.run(call, a=a, w=w).numpy())
+        assert isinstance(got, ShardedTensor) and got.bounds == [(0, 2), (2, 5)]
+    assert len(evaluated) == 2 * 2
+    assert s.interpreter.lazy.traces.entries
+
+
+def test_a_result_gathered_whole_between_launches_is_never_traced(group, monkeypatch):
+    """A sharded result gathered onto every GPU for the next block (an all-gather between
+    the devices): the calls run the body, with the same results."""
     clog, nlog, devs = group
     rng = np.random.default_rng(6)
     s = zynbook.Session("cuda:0")
     a, w = rng.standard_normal((5, 6)).astype(np.float32), \
         rng.standard_normal((6, 4)).astype(np.float32)
-    if case == "reduce-scatter":
-        s.run('config { model_split: "contraction" }\n' + MODEL, devs=GPUS)
-        call, want = "mm(a, w)", a @ w + np.float32(1.0)
-    else:
-        s.run(RECUT, devs=GPUS)
-        call, want = "recut(a, w)", (a * np.float32(3.0)) @ w
+    s.run(RECUT, devs=GPUS)
     evaluated = counting(s, monkeypatch)
     for _ in range(4):
-        got = s.run(call, a=a, w=w)
-        np.testing.assert_allclose(np.asarray(got.numpy()), want, rtol=1e-5, atol=1e-5)
+        got = s.run("recut(a, w)", a=a, w=w)
+        np.testing.assert_allclose(np.asarray(got.numpy()), (a * np.float32(3.0)) @ w,
+                                   rtol=1e-5, atol=1e-5)
     assert len(evaluated) == 4 * 2
     assert not s.interpreter.lazy.traces.entries
     assert nlog.collectives

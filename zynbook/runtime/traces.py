@@ -485,22 +485,25 @@ def _base_of(a, made: list):
 
 # ------------------------------------------------------------------ calls over a device group
 class _DeviceRun:
-    """One device's launches in a call over a device group, as a CUDA graph captures them."""
+    """One device's launches in one stage of a call over a device group, as a CUDA graph
+    captures them."""
 
     def __init__(self, device, stream):
         self.device, self.stream = device, stream
         self.plans, self.wiring, self.scalars, self.sites, self.dtypes = [], [], [], [], []
-        self.inputs: list = []      # its outside inputs' arrays, in order of first use
-        self.sources: list = []     # per input, (entry, this device's place in the entry)
+        self.inputs: list = []      # the recorded call's array of each input
+        # per input: ("entry", e, k): place k of outside input e, cut as the call cut it;
+        # ("out", s, i, views): launch i's output in the graph of stage s, views applied
+        self.sources: list = []
         self.views: set = set()     # inputs that are strided views: always staged
         self._at: dict = {}
 
-    def input(self, entry: int, k: int, array, view: bool) -> int:
-        j = self._at.get((entry, k))
+    def input(self, key, source: tuple, array, view: bool) -> int:
+        j = self._at.get(key)
         if j is None:
-            j = self._at[(entry, k)] = len(self.inputs)
+            j = self._at[key] = len(self.inputs)
             self.inputs.append(array)
-            self.sources.append((entry, k))
+            self.sources.append(source)
             if view:
                 self.views.add(j)
         return j
@@ -513,154 +516,187 @@ class _DeviceRun:
         self.dtypes.append(dtype)
         return len(self.plans) - 1
 
-    def addresses(self) -> tuple:
-        return tuple(a.data.ptr for a in self.inputs)
+
+class _Combine:
+    """Partial results combined between two stages of graphs, as runtime/parallel.py
+    combines them (a collective: an all-reduce or a reduce-scatter, NCCL between GPUs):
+    the split block's layout and, per device, the launch of the stage before that made its
+    partial result."""
+
+    def __init__(self, layout, partials: list):
+        self.layout, self.partials = layout, partials
 
 
 class _GroupTrace:
-    """A call whose blocks ran split over a group of CUDA devices (runtime/parallel.py):
-    per device one CUDA graph of all its launches in the call, in order, with the views of
-    sharded results (split, reshape) between them made on the graph's own buffers; its
-    outside inputs (entries: an argument, an outside name or a field, cut for the devices
-    as the recorded call cut it, `input_parts`), and where each shard of the result is."""
+    """A call whose blocks ran split over a group of CUDA devices (runtime/parallel.py),
+    in stages: per stage and device one CUDA graph of the device's launches in order, the
+    views of sharded results (split, reshape) between them made on the graph's buffers; a
+    collective that combines partial results ends a stage and runs between two, as the call
+    ran it. The outside inputs (entries: an argument, an outside name, a field, or the
+    result of a collective, cut for the devices as the recorded call cut them with
+    `input_parts`); the result: shards of graph outputs (copied out) or a collective's."""
 
-    def __init__(self, node, entries, devices, result, meta, listed, last):
+    def __init__(self, node, entries, stages, result, listed, last):
         self.node = node
         self.entries = entries      # (source, axis, work, device ids) per outside input
-        self.devices = devices      # (GraphRecord, [(entry, place)] per input) per device
-        self.result = result        # [(device id, launch index, bounds)] per shard
-        self.meta = meta            # (axis, shape, dtype, group)
+        # per stage: {device id: (GraphRecord, sources)} (a source: ("entry", e, k) or
+        # ("fixed", array): an earlier graph's output) or a _Combine
+        self.stages = stages
+        # ("shards", [(device id, stage, launch, bounds)], (axis, shape, dtype, group)) or
+        # ("step", stage index of the _Combine whose value it is)
+        self.result = result
         self.listed = listed        # (CompiledKernel, Launch) per launch, in-graph times
-        self.last = last            # {index in listed: device id}: each device's last launch
+        self.last = last            # {index in listed: (stage, device id)}: a graph's last
 
     @staticmethod
     def of(recorder: _Recorder, log: list, result, session, before: int):
         """The trace of a call whose split blocks and views are `log` (capturing its graphs
         where this key was seen before, or `config { cuda_graph: true }`), or None."""
-        from ..backends.cuda.graph import CaptureFailed, capture
-        from .replay import GraphRecord
         traces = recorder.traces
         cp = sys.modules.get("cupy")
         where = recorder.sources()
         if cp is None or where is None or recorder.key in traces.refused:
             return None
-        runs = _device_runs(log, where, session, cp)
-        if runs is None:
+        built = _stages(log, where, session, cp)
+        if built is None:
             return None
-        runs, made, entries, count = runs
-        at = made.get(id(result))
+        stages, made, produced, entries, count = built
+        at, step = made.get(id(result)), produced.get(id(result))
         listed = list(zip(session.last_kernels[before:], session.launches[before:]))
-        if at is None or any(views for _, views in at.values()) or \
+        if (step is None and (at is None or any(views for _, _, views in at.values()))) or \
                 len(listed) != count or len(session.launches) - before != count:
             return None
-        addresses = {d: run.addresses() for d, run in runs.items()}
+        moving = {e for e, (src, _, _, _) in enumerate(entries) if src[0] == "step"}
+        addresses = {(s, d): tuple(a.data.ptr if src[0] == "entry" and src[1] not in moving
+                                   else None for a, src in zip(run.inputs, run.sources))
+                     for s, stage in enumerate(stages) if isinstance(stage, dict)
+                     for d, run in stage.items()}
         last = traces.seen.pop(recorder.key, None)
         if last is None and traces.lazy.replays.mode() is not True:
             traces.seen[recorder.key] = addresses      # captured at the next such call
             if len(traces.seen) > MAX_TRACES * 4:
                 traces.seen.pop(next(iter(traces.seen)))
             return None
-        devices = []
-        for d, run in runs.items():
-            before_at = (last or {}).get(d)
-            staged = set(run.views)
-            if before_at is not None:
-                staged |= {j for j, a in enumerate(addresses[d])
-                           if len(before_at) != len(addresses[d]) or before_at[j] != a}
-            try:
-                graph = capture(run.device, run.stream, run.plans, run.wiring, run.scalars,
-                                run.inputs, staged)
-            except CaptureFailed:
-                traces.refused.add(recorder.key)
-                return None
-            record = GraphRecord(graph, run.plans, run.device, run.stream, run.sites,
-                                 tuple((j, a) for j, a in enumerate(addresses[d])
-                                       if j not in staged))
-            devices.append((record, run.sources))
-        shards = [(dev, at[dev][0], bounds) for dev, _, bounds in result.shards]
-        meta = (result.axis, result.shape, result.dtype, result.group)
-        return _GroupTrace(recorder.node, entries, devices, shards, meta,
-                           *_in_graph_listing(listed, {d: len(r.plans) for d, r in runs.items()}))
+        captured = _capture(stages, moving, addresses, last, cp)
+        if captured is None:
+            traces.refused.add(recorder.key)
+            return None
+        if step is not None:
+            kept = ("step", step[1])
+        else:
+            kept = ("shards", [(dev, *at[dev][:2], bounds) for dev, _, bounds in result.shards],
+                    (result.axis, result.shape, result.dtype, result.group))
+        return _GroupTrace(recorder.node, entries, captured, kept,
+                           *_in_graph_listing(listed, stages))
 
     def replay(self, interp, args: list, host: dict):
-        """The call's result from a replay of every device's graph, or None where they
-        cannot replay (another stream, an input captured in place at another address)."""
-        from .parallel import input_parts
+        """The call's result from a replay of its stages, or None where they cannot replay
+        (another stream, an input captured in place at another address)."""
+        from .parallel import _combined, input_parts
         from .tensor import to_tensor
         cp = sys.modules.get("cupy")
-        parts = []
-        for (kind, where), axis, work, ids in self.entries:
-            v = args[where] if kind == "arg" else _Form.value(interp, where, host)
-            t = v if isinstance(v, Tensor) else to_tensor(v)
-            if t is None:
-                return None
-            parts.append(input_parts(t, axis, work, ids))
-        runs = []
-        for record, sources in self.devices:
-            arrays = [parts[e][k].data for e, k in sources]
-            with record.device.cupy_device:
-                stream = cp.cuda.get_current_stream()
-            if stream.ptr != record.stream.ptr or \
-                    not record.fits(tuple(a.data.ptr for a in arrays)):
-                return None
-            runs.append((record, arrays))
-        times, graphs = {}, {}
-        for record, arrays in runs:       # every device's graph queued, then their flags read
-            interp.session.activity = (record.plans[0].kernel.name, record.device.id)
-            with record.device.cupy_device:
-                times[record.device.id] = record.launch(arrays)
-            graphs[record.device.id] = record
-        for record, _ in runs:
-            record.check()
-        shards = []
-        for dev, k, bounds in self.result:      # fresh copies: a kept result never changes
-            record = graphs[dev]
-            out = record.graph.outs[k]
-            with record.device.cupy_device:
-                data = cp.empty(out.shape, dtype=out.dtype)
-                data.data.copy_from_device_async(out.data, out.nbytes, record.stream)
-            shards.append((dev, data, bounds))
+        values, parts = {}, {}
+
+        def part(e: int):
+            got = parts.get(e)
+            if got is None:
+                (kind, where), axis, work, ids = self.entries[e]
+                v = values[where] if kind == "step" else args[where] if kind == "arg" else \
+                    _Form.value(interp, where, host)
+                t = v if isinstance(v, Tensor) else to_tensor(v)
+                got = parts[e] = input_parts(t, axis, work, ids) if t is not None else None
+            return got
+
+        def array(src):
+            if src[0] == "fixed":
+                return src[1]
+            got = part(src[1])
+            return None if got is None else got[src[2]].data
+
+        # every graph's stream and inputs read in place checked before anything runs (an
+        # input read in place is never a collective's result)
+        for stage in self.stages:
+            for record, sources in (stage.values() if isinstance(stage, dict) else ()):
+                with record.device.cupy_device:
+                    stream = cp.cuda.get_current_stream()
+                if stream.ptr != record.stream.ptr:
+                    return None
+                for j, address in record.in_place:
+                    a = array(sources[j])
+                    if a is None or a.data.ptr != address:
+                        return None
+        times = {}
+        for s, stage in enumerate(self.stages):
+            if isinstance(stage, _Combine):
+                before = self.stages[s - 1]
+                values[s] = _combined(stage.layout, [before[d][0].graph.outs[i]
+                                                     for d, i in stage.partials])
+                continue
+            for d, (record, sources) in stage.items():   # each device's graph queued,
+                arrays = [array(src) for src in sources]  # then their flags read
+                interp.session.activity = (record.plans[0].kernel.name, d)
+                with record.device.cupy_device:
+                    times[(s, d)] = record.launch(arrays)
+            for record, _ in stage.values():
+                record.check()
+        if self.result[0] == "step":
+            value = values[self.result[1]]
+        else:
+            shards = []
+            for dev, s, k, bounds in self.result[1]:    # fresh: a kept result never changes
+                record = self.stages[s][dev][0]
+                out = record.graph.outs[k]
+                with record.device.cupy_device:
+                    data = cp.empty(out.shape, dtype=out.dtype)
+                    data.data.copy_from_device_async(out.data, out.nbytes, record.stream)
+                shards.append((dev, data, bounds))
+            value = ShardedTensor(shards, *self.result[2])
         from ..backends.base import Launch
         from .interp import CompiledKernel
         listed = list(self.listed)
-        for n, dev in self.last.items():
+        for n, slot in self.last.items():
             compiled, launch = listed[n]
-            launch = Launch(launch.kernel, launch.device, times[dev], launch.geometry)
+            launch = Launch(launch.kernel, launch.device, times[slot], launch.geometry)
             listed[n] = (CompiledKernel(compiled.lowered, compiled.device, launch,
                                         compiled.sizes, compiled.fusion), launch)
         with interp._lock:
             interp.session.last_kernels.extend(c for c, _ in listed)
             interp.session.launches.extend(ln for _, ln in listed)
-        axis, shape, dtype, group = self.meta
-        return ShardedTensor(shards, axis, shape, dtype, group)
+        return value
 
 
-def _device_runs(log: list, where: dict, session, cp):
-    """({device id: _DeviceRun}, {id(sharded value made in the call): {device id: (launch
-    index, views)}}, the outside inputs (source, axis, work, device ids), the number of
-    launches) of a logged call, or None where some launch cannot be
-    captured: a collective or copy between devices in between (partial results combined,
-    a result re-cut or gathered), an input from nowhere the trace knows, a conversion."""
+def _stages(log: list, where: dict, session, cp):
+    """(stages: per stage {device id: _DeviceRun} or a _Combine; {id(sharded value made in
+    a graph): {device id: (stage, launch, views)}}; {id(a collective's result): ("step",
+    stage)}; the outside inputs (source, axis, work, device ids); the number of launches)
+    of a logged call, or None where some launch cannot be captured: a copy between
+    devices (a result re-cut or gathered whole), an input from nowhere the trace knows, a
+    conversion, a partial result left on one device."""
     from .parallel import SplitRun
     from .replay import staged_view
     from .sharded import ViewMade
     tuning = getattr(session, "tuning", None)
-    runs, made, entries, count = {}, {}, {}, 0
+    stages: list = [{}]
+    made, produced, entries, count = {}, {}, {}, 0
     for item in log:
         if isinstance(item, ViewMade):
             base = made.get(id(item.base))
             if base is None or item.out.devices != item.base.devices:
                 return None
-            made[id(item.out)] = {dev: (base[dev][0], base[dev][1] + (view,))
+            made[id(item.out)] = {dev: base[dev][:2] + (base[dev][2] + (view,),)
                                   for dev, view in zip(item.base.devices, item.views)}
             continue
         if not isinstance(item, SplitRun) or item.scalars is None:
             return None
         layout = item.layout
         kernel = layout.lowered.kernel
-        if layout.plan.combine != "concat" or not isinstance(item.result, ShardedTensor) or \
-                kernel.output.dtype == "bf16":
-            return None             # partial results combined by a collective
+        concat = layout.plan.combine == "concat"
+        if kernel.output.dtype == "bf16" or not isinstance(item.result, Tensor) or \
+                (not concat and len(layout.work) < 2):
+            return None             # (a lone partial result would be a graph's buffer)
+        if not isinstance(stages[-1], dict):
+            stages.append({})
+        s, runs = len(stages) - 1, stages[-1]
         names = [b.name for b in kernel.inputs]
         bounds = tuple(b for _, b in layout.work)
         for k, (dev, (lo, hi)) in enumerate(layout.work):
@@ -685,12 +721,17 @@ def _device_runs(log: list, where: dict, session, cp):
                     if dev.id not in inside or len(t.shards) != len(layout.work) or \
                             t.shards[k][1] is not a:
                         return None
-                    i, views = inside[dev.id]
-                    if run.dtypes[i] != dtype:
+                    s0, i, views = inside[dev.id]
+                    if stages[s0][dev.id].dtypes[i] != dtype:
                         return None
-                    wires.append(("v", i, _viewer(views, cp)) if views else ("g", i))
+                    if s0 == s:
+                        wires.append(("v", i, _viewer(views, cp)) if views else ("g", i))
+                    else:       # an earlier stage's graph output, read where it stays
+                        wires.append(("x", run.input(("out", id(t)), ("out", s0, i, views),
+                                                     a, False)))
                     continue
-                src = where.get(id(t) if isinstance(t, ShardedTensor) else id(t.data))
+                src = where.get(id(t) if isinstance(t, ShardedTensor) else id(t.data)) or \
+                    produced.get(id(t))
                 if src is None:
                     return None
                 axis = layout.plan.axes.get(name)
@@ -699,15 +740,57 @@ def _device_runs(log: list, where: dict, session, cp):
                 fits = prepared.fits(a, want, cp)
                 if not fits and not staged_view(a, want, dev, cp):
                     return None
-                wires.append(("x", run.input(e, k, a, not fits)))
+                wires.append(("x", run.input(("entry", e, k), ("entry", e, k), a, not fits)))
             run.add(prepared, tuple(wires), item.scalars, item.site or (NO_SPAN, ""),
                     kernel.output.dtype)
             count += 1
-        made[id(item.result)] = {dev.id: (len(runs[dev.id].plans) - 1, ())
-                                 for dev, _ in layout.work}
+        last = {dev.id: (s, len(runs[dev.id].plans) - 1, ()) for dev, _ in layout.work}
+        if concat:
+            made[id(item.result)] = last
+        else:                       # the collective ends the stage
+            stages.append(_Combine(layout, [(dev.id, last[dev.id][1])
+                                            for dev, _ in layout.work]))
+            produced[id(item.result)] = ("step", len(stages) - 1)
     outside = [(src, axis, work, list(ids)) for (src, axis, ids, _), (_, work) in entries.items()]
-    return runs, made, outside, count
+    return stages, made, produced, outside, count
 
+
+def _capture(stages: list, moving: set, addresses: dict, last, cp) -> list | None:
+    """Every stage's graphs captured in order (an input of a collective's result, a strided
+    view, or one at another address than in the call `last` saw is staged); None where the
+    driver refuses."""
+    from ..backends.cuda.graph import CaptureFailed, capture
+    from .replay import GraphRecord
+    captured = []
+    for s, stage in enumerate(stages):
+        if isinstance(stage, _Combine):
+            captured.append(stage)
+            continue
+        graphs = {}
+        for d, run in stage.items():
+            inputs, sources, staged = [], [], set(run.views)
+            before_at, now = (last or {}).get((s, d)), addresses[(s, d)]
+            for j, (a, src) in enumerate(zip(run.inputs, run.sources)):
+                if src[0] == "out":
+                    _, s0, i, views = src
+                    with run.device.cupy_device:
+                        a = _viewer(views, cp)(captured[s0][d][0].graph.outs[i])
+                    src = ("fixed", a)
+                elif src[1] in moving or (before_at is not None and (
+                        len(before_at) != len(now) or before_at[j] != now[j])):
+                    staged.add(j)
+                inputs.append(a)
+                sources.append(src)
+            try:
+                graph = capture(run.device, run.stream, run.plans, run.wiring, run.scalars,
+                                inputs, staged)
+            except CaptureFailed:
+                return None
+            in_place = tuple((j, a.data.ptr) for j, a in enumerate(inputs) if j not in staged)
+            graphs[d] = (GraphRecord(graph, run.plans, run.device, run.stream, run.sites,
+                                     in_place), sources)
+        captured.append(graphs)
+    return captured
 
 
 def _viewer(views: tuple, cp):
@@ -719,19 +802,26 @@ def _viewer(views: tuple, cp):
     return view
 
 
-def _in_graph_listing(listed: list, counts: dict) -> tuple:
+def _in_graph_listing(listed: list, stages: list) -> tuple | None:
     """(the recorded call's launches as a replay lists them: in a graph, no time of their
-    own, {index: device id} of each device's last launch, which takes its graph's time)."""
+    own; {index: (stage, device id)} of each graph's last launch, which takes the graph's
+    time). A device's launches are listed in its order (devices may interleave)."""
     from ..backends.base import Launch
     from .interp import CompiledKernel
     from .replay import IN_GRAPH
-    out, last = [], {}
+    order: dict = {}                # device id -> [stage of each of its launches, in order]
+    for s, stage in enumerate(stages):
+        for d, run in (stage.items() if isinstance(stage, dict) else ()):
+            order.setdefault(d, []).extend([s] * len(run.plans))
+    out, last, taken = [], {}, {}
     for n, (compiled, launch) in enumerate(listed):
-        note = (f"replayed in a CUDA graph of {counts.get(launch.device, 0)} launches on "
-                f"{launch.device} (the last one's time is the graph's)")
-        launch = Launch(launch.kernel, launch.device, IN_GRAPH,
-                        dict(launch.geometry or {}, graph=note))
+        d = launch.device
+        k = taken[d] = taken.get(d, -1) + 1
+        s = order[d][k]
+        note = (f"replayed in a CUDA graph of {len(stages[s][d].plans)} launches on {d} "
+                f"(the last one's time is the graph's)")
+        launch = Launch(launch.kernel, d, IN_GRAPH, dict(launch.geometry or {}, graph=note))
         out.append((CompiledKernel(compiled.lowered, compiled.device, launch, compiled.sizes,
                                    compiled.fusion), launch))
-        last[launch.device] = n
-    return out, {n: dev for dev, n in last.items()}
+        last[(s, d)] = n
+    return out, {n: slot for slot, n in last.items()}

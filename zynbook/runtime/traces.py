@@ -18,6 +18,19 @@ and returns a fresh copy of the result, without evaluating the body; the launche
 listed for the inspector as the recorded run listed them. Whatever does not fit (another
 key, an input captured in place now at another address, a buffer of a graph still held)
 runs the body as usual.
+
+A call whose blocks run split over a group of CUDA devices (`@device(devs)
+@parallel(data|model)`, runtime/parallel.py; the device list is keyed by its value, a
+sharded tensor by its placement) logs each split block and each view made of a sharded
+result (runtime/sharded.py). Its trace (`_GroupTrace`) holds, per device, one CUDA graph of
+the device's launches in order, the views between them made on the graph's own buffers; a
+collective that combines partial results (an all-reduce, a reduce-scatter: NCCL) ends a
+stage of graphs and runs between two at each replay. The second call with a key captures
+(inputs whose address changed since the first are staged); later calls cut their outside
+inputs as the recorded call cut them, replay every stage and return fresh copies of the
+result's shards. A copy between the devices inside the call (a result re-cut or gathered
+whole), an input from nowhere the trace knows or a launch a graph cannot take leaves the
+call untraced.
 """
 from __future__ import annotations
 

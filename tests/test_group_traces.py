@@ -175,12 +175,16 @@ CHAIN = """pipeline chain(a: tensor[n, m]):
 """
 
 
-def test_views_of_shards_are_read_at_their_offsets_inside_the_graphs(group, monkeypatch):
+@pytest.mark.parametrize("gpus", [2, 3])
+def test_views_of_shards_are_read_at_their_offsets_inside_the_graphs(monkeypatch, tmp_path,
+                                                                     gpus):
     """split() gives strided views of a block's shards: inside the graph they are copied
     contiguous as a launch one by one copies them; odd row counts cut unevenly."""
-    clog, nlog, devs = group
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
+    clog, nlog, devs = cuda_group_standin.install(monkeypatch, gpus)
+    ids = [d.id for d in devs]
     s = zynbook.Session("cuda:0")
-    s.run("let k = 3\n" + CHAIN, devs=GPUS)
+    s.run("let k = 3\n" + CHAIN, devs=ids)
     evaluated = counting(s, monkeypatch)
     rng = np.random.default_rng(5)
     for _ in range(5):
@@ -189,12 +193,14 @@ def test_views_of_shards_are_read_at_their_offsets_inside_the_graphs(group, monk
     @kernel elementwise
     for i in 0..n, j in 0..m:
         out[i, j] = a[i, j]
-}""", a=a, devs=GPUS)
+}""", a=a, devs=ids)
+        before = len(clog.graph_launches)
         got = s.run("chain(a)", a=cut)
         b = a * np.float32(2.0) + np.float32(1.0)
         want = (b[:, :3] - b[:, 3:] * np.float32(0.5)) * a[:, :3]
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
-        assert got.bounds == [(0, 3), (3, 7)]
+        assert got.bounds == ([(0, 3), (3, 7)] if gpus == 2 else [(0, 2), (2, 4), (4, 7)])
+    assert len(clog.graph_launches) - before == gpus     # the last call: a graph per GPU
     assert len(evaluated) == 2 * 3
     assert s.interpreter.lazy.traces.entries
 

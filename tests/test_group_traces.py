@@ -258,30 +258,55 @@ LAST = """pipeline mm2(a: tensor[n, k], b: tensor[k, m]):
 """
 
 
-@pytest.mark.parametrize("case", ["between", "last"])
+MIX = """pipeline mix(a: tensor[n, k], b: tensor[k, m], e: tensor[n, m]):
+    let e2 = compute(e) @device(devs) @parallel(data) {
+        @kernel elementwise
+        for i in 0..n, j in 0..m:
+            out[i, j] = e[i, j] * 2.0
+    }
+    let c = compute(a, b) @device(devs) @parallel(model) {
+        @kernel matmul
+        for i in 0..n, j in 0..m:
+            var sum = 0.0
+            for p in 0..k:
+                sum += a[i, p] * b[p, j]
+            out[i, j] = sum
+    }
+    let d = compute(c, e2) @device(devs) @parallel(data) {
+        @kernel elementwise
+        for i in 0..n, j in 0..m:
+            out[i, j] = c[i, j] + e2[i, j]
+    }
+    return d
+"""
+
+
+@pytest.mark.parametrize("case", ["between", "last", "earlier"])
 def test_a_collective_between_launches_splits_the_replay(group, monkeypatch, case):
     """Partial products reduce-scattered by NCCL end one stage of graphs; the next reads
     the collective's result (staged), or the call returns it; equal bit for bit to the run
     without graphs."""
     clog, nlog, devs = group
     rng = np.random.default_rng(6)
-    prog, call = (MODEL, "mm(a, w)") if case == "between" else (LAST, "mm2(a, w)")
+    prog, call = {"between": (MODEL, "mm(a, w)"), "last": (LAST, "mm2(a, w)"),
+                  "earlier": (MIX, "mix(a, w, e)")}[case]
     setting = 'config { model_split: "contraction" }\n'
     s, plain = zynbook.Session("cuda:0"), zynbook.Session("cuda:0")
     s.run(setting + prog, devs=GPUS)
     plain.run(setting + "config { cuda_graph: false }\n" + prog, devs=GPUS)
     evaluated = counting(s, monkeypatch)
     for _ in range(5):
-        a, w = rng.standard_normal((5, 7)).astype(np.float32), \
-            rng.standard_normal((7, 4)).astype(np.float32)
+        a, w, e = (rng.standard_normal(shape).astype(np.float32)
+                   for shape in ((5, 7), (7, 4), (5, 4)))
         before = len(nlog.collectives)
-        got = s.run(call, a=a, w=w)
+        got = s.run(call, a=a, w=w, e=e)
         assert nlog.collectives[before:] == [("reduceScatter", 2)]
-        want = a @ w + np.float32(1.0) if case == "between" else a @ (w * np.float32(0.5))
+        want = {"between": a @ w + np.float32(1.0), "last": a @ (w * np.float32(0.5)),
+                "earlier": a @ w + e * np.float32(2.0)}[case]
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
-        np.testing.assert_array_equal(got.numpy(), plain.run(call, a=a, w=w).numpy())
+        np.testing.assert_array_equal(got.numpy(), plain.run(call, a=a, w=w, e=e).numpy())
         assert isinstance(got, ShardedTensor) and got.bounds == [(0, 2), (2, 5)]
-    assert len(evaluated) == 2 * 2
+    assert len(evaluated) == 2 * (3 if case == "earlier" else 2)
     assert s.interpreter.lazy.traces.entries
 
 

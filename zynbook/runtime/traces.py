@@ -786,8 +786,11 @@ def _capture(stages: list, moving: set, addresses: dict, last, cp) -> list | Non
             for j, (a, src) in enumerate(zip(run.inputs, run.sources)):
                 if src[0] == "out":
                     _, s0, i, views = src
-                    with run.device.cupy_device:
-                        a = _viewer(views, cp)(captured[s0][d][0].graph.outs[i])
+                    try:
+                        with run.device.cupy_device:
+                            a = _viewer(views, cp)(captured[s0][d][0].graph.outs[i])
+                    except Exception:       # a view the graph's buffer does not take
+                        return None
                     src = ("fixed", a)
                 elif src[1] in moving or (before_at is not None and (
                         len(before_at) != len(now) or before_at[j] != now[j])):

@@ -281,7 +281,22 @@ MIX = """pipeline mix(a: tensor[n, k], b: tensor[k, m], e: tensor[n, m]):
 """
 
 
-@pytest.mark.parametrize("case", ["between", "last", "earlier"])
+NORM = """pipeline norm(a: tensor[rows, cols]):
+    let top = compute(a) @device(devs) @parallel(data) {
+        @kernel reduce(max, axis=0)
+        for i in 0..rows, j in 0..cols:
+            yield a[i, j]
+    }
+    let y = compute(a, top) @device(devs) @parallel(data) {
+        @kernel elementwise
+        for i in 0..rows, j in 0..cols:
+            out[i, j] = a[i, j] - top[j]
+    }
+    return y
+"""
+
+
+@pytest.mark.parametrize("case", ["between", "last", "earlier", "all-reduce"])
 def test_a_collective_between_launches_splits_the_replay(group, monkeypatch, case):
     """Partial products reduce-scattered by NCCL end one stage of graphs; the next reads
     the collective's result (staged), or the call returns it; equal bit for bit to the run
@@ -289,7 +304,7 @@ def test_a_collective_between_launches_splits_the_replay(group, monkeypatch, cas
     clog, nlog, devs = group
     rng = np.random.default_rng(6)
     prog, call = {"between": (MODEL, "mm(a, w)"), "last": (LAST, "mm2(a, w)"),
-                  "earlier": (MIX, "mix(a, w, e)")}[case]
+                  "earlier": (MIX, "mix(a, w, e)"), "all-reduce": (NORM, "norm(a)")}[case]
     setting = 'config { model_split: "contraction" }\n'
     s, plain = zynbook.Session("cuda:0"), zynbook.Session("cuda:0")
     s.run(setting + prog, devs=GPUS)
@@ -300,12 +315,14 @@ def test_a_collective_between_launches_splits_the_replay(group, monkeypatch, cas
                    for shape in ((5, 7), (7, 4), (5, 4)))
         before = len(nlog.collectives)
         got = s.run(call, a=a, w=w, e=e)
-        assert nlog.collectives[before:] == [("reduceScatter", 2)]
+        assert nlog.collectives[before:] == [("allReduce" if case == "all-reduce" else
+                                              "reduceScatter", 2)]
         want = {"between": a @ w + np.float32(1.0), "last": a @ (w * np.float32(0.5)),
-                "earlier": a @ w + e * np.float32(2.0)}[case]
+                "earlier": a @ w + e * np.float32(2.0), "all-reduce": a - a.max(0)}[case]
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(got.numpy(), plain.run(call, a=a, w=w, e=e).numpy())
         assert isinstance(got, ShardedTensor) and got.bounds == [(0, 2), (2, 5)]
+        assert [a.dev for _, a, _ in got.shards] == [0, 1]
     assert len(evaluated) == 2 * (3 if case == "earlier" else 2)
     assert s.interpreter.lazy.traces.entries
 

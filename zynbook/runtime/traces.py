@@ -579,6 +579,9 @@ class _GroupTrace:
         if (step is None and (at is None or any(views for _, _, views in at.values()))) or \
                 len(listed) != count or len(session.launches) - before != count:
             return None
+        listing = _in_graph_listing(listed, stages)
+        if listing is None:
+            return None
         moving = {e for e, (src, _, _, _) in enumerate(entries) if src[0] == "step"}
         addresses = {(s, d): tuple(a.data.ptr if src[0] == "entry" and src[1] not in moving
                                    else None for a, src in zip(run.inputs, run.sources))
@@ -599,8 +602,7 @@ class _GroupTrace:
         else:
             kept = ("shards", [(dev, *at[dev][:2], bounds) for dev, _, bounds in result.shards],
                     (result.axis, result.shape, result.dtype, result.group))
-        return _GroupTrace(recorder.node, entries, captured, kept,
-                           *_in_graph_listing(listed, stages))
+        return _GroupTrace(recorder.node, entries, captured, kept, *listing)
 
     def replay(self, interp, args: list, host: dict):
         """The call's result from a replay of its stages, or None where they cannot replay
@@ -821,7 +823,8 @@ def _viewer(views: tuple, cp):
 def _in_graph_listing(listed: list, stages: list) -> tuple | None:
     """(the recorded call's launches as a replay lists them: in a graph, no time of their
     own; {index: (stage, device id)} of each graph's last launch, which takes the graph's
-    time). A device's launches are listed in its order (devices may interleave)."""
+    time), or None where they are not the stages' launches. A device's launches are listed
+    in its order (devices may interleave)."""
     from ..backends.base import Launch
     from .interp import CompiledKernel
     from .replay import IN_GRAPH
@@ -833,6 +836,8 @@ def _in_graph_listing(listed: list, stages: list) -> tuple | None:
     for n, (compiled, launch) in enumerate(listed):
         d = launch.device
         k = taken[d] = taken.get(d, -1) + 1
+        if k >= len(order.get(d, ())):
+            return None
         s = order[d][k]
         note = (f"replayed in a CUDA graph of {len(stages[s][d].plans)} launches on {d} "
                 f"(the last one's time is the graph's)")

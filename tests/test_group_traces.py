@@ -413,3 +413,22 @@ def test_a_call_that_fails_leaves_nothing_logged(group):
     assert sharded.recording() is None
     got = s.run("pick(x, idx)", x=x, idx=np.array([1, 2, 3], np.int32))
     np.testing.assert_array_equal(got.numpy(), x[[1, 2, 3]] * 2.0)
+
+
+def test_a_collective_result_returned_whole_replays(group, monkeypatch):
+    """A call that returns partial results all-reduced onto the first GPU (a plain tensor,
+    fresh at every call) replays the graphs before the collective."""
+    clog, nlog, devs = group
+    s = zynbook.Session("cuda:0")
+    s.run(NORM.replace("return y", "return top").replace("pipeline norm", "pipeline peak"),
+          devs=GPUS)
+    evaluated = counting(s, monkeypatch)
+    rng = np.random.default_rng(9)
+    outs = []
+    for _ in range(4):
+        a = rng.standard_normal((5, 7)).astype(np.float32)
+        outs.append((a, s.run("peak(a)", a=a)))
+    for a, got in outs:
+        assert not isinstance(got, ShardedTensor) and got.device == "cuda:0"
+        np.testing.assert_array_equal(got.numpy(), a.max(0))
+    assert len(evaluated) == 2 * 2 and s.interpreter.lazy.traces.entries

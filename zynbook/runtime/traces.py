@@ -345,7 +345,8 @@ class _Recorder:
         split = self.log
         set_recording(None)
         lazy.replays.last = None
-        if split and not steps and isinstance(result, ShardedTensor):
+        if split and not steps and isinstance(result, Tensor) and \
+                getattr(result, "done", True) is not False:
             trace = _GroupTrace.of(self, split, result, session, self.before)
         elif not steps or split or getattr(result, "done", False) is False:
             return lazy.plain(result)

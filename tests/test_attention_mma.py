@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -23,7 +24,8 @@ from zynbook.compiler import dims, schedules
 from zynbook.compiler.codegen.cuda import render_cuda
 from zynbook.compiler.launch import ir
 from zynbook.compiler.schedules import attention_mma
-from zynbook.compiler.schedules.attention import MMA, MMA_CHOICES, Attention, match
+from zynbook.compiler.schedules.attention import Attention, match
+from zynbook.compiler.schedules.attention_mma import CHOICES, MMA
 from zynbook.compiler.schedules.base import Choice
 from zynbook.compiler.targets import cuda_target, metal_target, webgpu_target
 
@@ -109,6 +111,7 @@ CASES = {      # text, dtype, queries, keys, head_dim (sizes: batch 1, 2 heads)
     "online_stats_bool_nan_f16_s64_d80": (A.online_stats("bool"), "f16", 64, 64, 80),
     "one_pass_none_bf16_q77_k1_d16": (cross(A.one_pass("none")), "bf16", 77, 1, 16),
     "flash_64_f16_s77_d16": (A.flash(64), "f16", 77, 77, 16),
+    "flash_32_bf16_s128_d64": (A.flash(32), "bf16", 128, 128, 64),
     "flash_16_min_bf16_s40_d32": (A.flash(16, tile="min", scale="const"), "bf16", 40, 40, 32),
 }
 
@@ -117,7 +120,10 @@ CASES = {      # text, dtype, queries, keys, head_dim (sizes: batch 1, 2 heads)
 def test_tensor_cores_equal_numpy(case):
     text, dtype, sq, sk, d = CASES[case]
     k, ins, sz, sc = _lower(text, dtype, sq, sk, d)
-    assert SCHED.default(k, CUDA, sz) == MMA
+    # FlashAttention-2's 4 warps of 32 queries, Q held in registers up to head_dim 64; 4
+    # warps of 16 where the queries fit 64
+    want = MMA if sq <= 64 else replace(MMA, block_q=128, hold_q=d <= 64)
+    assert SCHED.default(k, CUDA, sz) == want
     prog = schedules.build(k, CUDA, sz, only="attention")
     assert "tensor cores (mma.sync m16n8k16 " + dtype in prog.schedule
     assert any(isinstance(n, ir.Mma) for n in ir.walk(prog.kernels))
@@ -132,10 +138,12 @@ def test_axis_order_bshd():
         _check(text, SCHED.build(k, CUDA, sz, MMA), k, ins, sz, sc)
 
 
-@pytest.mark.parametrize("params", MMA_CHOICES[1:], ids=lambda p: f"{p.block_q}q_{p.warps}w")
-def test_other_block_shapes(params):
-    """8 warps of 16 queries, 4 warps of 32 (two m16 tiles a warp): a causal condition over
-    three key tiles (the last partial) and a bool mask over keys fewer than queries."""
+@pytest.mark.parametrize("params", CHOICES, ids=lambda p: f"{p.block_q}q_{p.warps}w_{'hold' if p.hold_q else 'read'}_q")
+def test_every_block_shape(params):
+    """4 warps of 16 or 32 queries (one or two m16 tiles a warp), 8 warps of 16, Q held in
+    registers or read at each tile: a causal condition over three key tiles (the last
+    partial; tiles below the diagonal without the test) and a bool mask over keys fewer than
+    queries."""
     for text, dtype, sq, sk, d in ((A.three_pass("causal", "const"), "f16", 150, 150, 32),
                                    (cross(A.three_pass("bool")), "bf16", 77, 50, 16)):
         k, ins, sz, sc = _lower(text, dtype, sq, sk, d)
@@ -159,7 +167,7 @@ def test_equals_the_reference_executor(text):
 def test_unaligned_buffers_run_the_fallback():
     """Q, K and V are copied 16 bytes at a time: buffers not so aligned run the first choice
     without tensor cores, which equals numpy too."""
-    k, ins, sz, sc = _lower(A.three_pass("causal", "const"), "f16", 77, 77, 64)
+    k, ins, sz, sc = _lower(A.three_pass("causal", "const"), "f16", 77, 77, 16)
     prog = SCHED.build(k, CUDA, sz, MMA)
     assert prog.aligned == ("u_K", "u_Q", "u_V") and prog.fallback is not None
     assert not any(isinstance(n, (ir.Mma, ir.AsyncCopy)) for n in ir.walk(prog.fallback))
@@ -193,10 +201,10 @@ def test_not_where_it_does_not_apply(why, dtype, d, target):
 
 def _sources():
     """Every block shape once: the bool mask over bf16 at head_dim 48 in each, then the
-    causal condition over f16 at 128 in the default."""
+    causal condition over f16 at 128 in its default."""
     bool48 = (cross(A.three_pass("bool")), "bf16", 77, 50, 48)
     causal128 = (A.three_pass("causal", "const"), "f16", 130, 130, 128)
-    for (text, dtype, sq, sk, d), p in [(bool48, p) for p in MMA_CHOICES] + [(causal128, MMA)]:
+    for (text, dtype, sq, sk, d), p in [(bool48, p) for p in CHOICES] + [(causal128, CHOICES[1])]:
         k, _, sz, _ = _lower(text, dtype, sq, sk, d)
         yield f"{dtype}_d{d}_{p.block_q}q_{p.warps}w", render_cuda(
             k, sz, options={"params": Choice("attention", p)}).source

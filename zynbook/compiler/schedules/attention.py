@@ -71,9 +71,11 @@ class AttentionParams(Params):
     # spills; more, where the few values spilled are read outside the tile's inner loops)
     occupancy: int = 0
     # Q K^T and P V on tensor cores (attention_mma.py: f16 or bf16 Q, K, V; `block_q` queries
-    # over `warps` warps, 64-key tiles; the fields but block_q are then unused)
+    # over `warps` warps, 64-key tiles, Q's fragments held in registers for the whole key loop
+    # or read from shared memory at each tile, `hold_q`; the fields above are then unused)
     mma: bool = False
     warps: int = 4
+    hold_q: bool = True
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
@@ -81,7 +83,7 @@ class AttentionParams(Params):
         out = super().describe()
         extra = [f"{f}={getattr(self, f)}" for f, d in (("rows", 4), ("cols", 4), ("prefetch", True),
                                                          ("exp2", False), ("occupancy", 0), ("mma", False),
-                                                         ("warps", 4)) if getattr(self, f) != d]
+                                                         ("warps", 4), ("hold_q", True)) if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
 
@@ -180,10 +182,6 @@ PRODUCT_VARIANTS = tuple(replace(_PRODUCTS_4X4, rows=r, cols=c, prefetch=f, exp2
     replace(_PRODUCTS_4X4, rows=r, cols=c, prefetch=False, exp2=True, occupancy=n)
     for r, c, n in ((4, 4, 3), (4, 8, 4)))
 LOG2E = 1.4426950408889634
-# tensor cores (attention_mma.py), the default where they apply: 4 warps of 16 queries, then
-# the tuner's other candidates, 8 warps of 16 and 4 warps of 32 (K/V tiles read by more queries)
-MMA = AttentionParams(mma=True)
-MMA_CHOICES = (MMA, replace(MMA, block_q=128, warps=8), replace(MMA, block_q=128))
 
 
 def products_fit(target, shape: Shape) -> bool:
@@ -241,7 +239,7 @@ class Attention(Schedule):
             return [first, replace(first, chunk=8), replace(first, chunk=32, block_kv=32)]
         from . import attention_mma     # (it builds on this module's kernel)
         head = [first]
-        mma = [p for p in MMA_CHOICES if attention_mma.why_not(target, shape, p.block_q, p.warps) is None]
+        mma = attention_mma.choices(target, shape, sizes)
         if products_fit(target, shape):     # first where 16-byte vector loads feed it
             head = [PRODUCTS, first] if target.vector_bytes >= 16 else [first, PRODUCTS]
             head += PRODUCT_VARIANTS

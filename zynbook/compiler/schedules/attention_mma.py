@@ -26,10 +26,12 @@ tested.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..launch import ir
 from ..launch.scalar import NotScalar, buffer_params, cast, lit, user_name
 from ..passes import recognise
-from .attention import _Kernel
+from .attention import AttentionParams, _Kernel
 from .base import kernel_name
 
 F = "f32"
@@ -41,6 +43,29 @@ BKV = 64                    # keys a tile
 PAD = 8                     # elements after each shared row (16 bytes)
 MAX_HEAD_DIM = 128          # beyond, the output and Q fragments outgrow the registers
 STATIC_SHARED = 48 * 1024   # more is requested as dynamic shared memory
+
+
+# FlashAttention-2's block: 4 warps of 32 queries (two m16 tiles, so that each K/V fragment
+# read from shared memory feeds two MMAs), Q's fragments held in registers up to head_dim 64
+# (245 registers a thread, nvcc sm_90) and read from shared memory at each tile beyond (held at
+# 128 they would spill 800 bytes); 4 warps of 16 queries where a head's queries fit 64; then
+# the tuner's other candidates
+MMA = AttentionParams(mma=True)
+CHOICES = (replace(MMA, block_q=128), replace(MMA, block_q=128, hold_q=False), MMA,
+           replace(MMA, block_q=128, warps=8), replace(MMA, hold_q=False))
+
+
+def choices(target, shape, sizes) -> list:
+    """The tensor-core parameters that run this attention on `target`, the default first."""
+    fits = [p for p in CHOICES if why_not(target, shape, p.block_q, p.warps) is None]
+    if not fits:
+        return []
+    if int(recognise.launch_value(shape.p.n_queries, sizes)) <= 64:
+        first = MMA
+    else:
+        first = replace(MMA, block_q=128, hold_q=shape.D <= 64)
+    first = first if first in fits else fits[0]
+    return [first] + [p for p in fits if p != first]
 
 
 def shared_bytes(block_q: int, D: int) -> int:
@@ -73,8 +98,11 @@ def describe(params, shape) -> str:
     """The schedule line's account of the algorithm."""
     mt = params.block_q // params.warps // 16
     return (f"Q K^T and P V on tensor cores (mma.sync m16n8k16 {shape.bufs['q'].dtype}, f32 "
-            f"accumulate), {params.warps} warps of {16 * mt} queries, online softmax in registers "
-            f"(exp2), {BKV}-key K/V tiles by cp.async into two shared buffers")
+            f"accumulate), {params.warps} warps of {16 * mt} queries, Q fragments "
+            + ("held in registers" if params.hold_q else "read from shared memory each tile")
+            + f", online softmax in registers (exp2), {BKV}-key K/V tiles by cp.async into two "
+            "shared buffers" + (", the key condition tested on the causal diagonal's tiles only"
+                                if shape.p.causal else ""))
 
 
 def kernel(kernel_, target, sizes, shape, params, sites, idx):
@@ -113,7 +141,7 @@ class _MmaKernel(_Kernel):
                 ir.Decl("_bh", idx, ir.Bin("/", self.at("block"), r("_nqb"), idx)),
                 ir.Decl("_h", idx, ir.Bin("%", r("_bh"), H, idx)),
                 ir.Decl("_b", idx, ir.Bin("/", r("_bh"), H, idx)),
-                ir.Decl("_q0", idx, self.mul(ir.Bin("%", self.at("block"), r("_nqb"), idx), self.i(self.BQ))),
+                ir.Decl("_q0", idx, self.mul(self.query_block(), self.i(self.BQ))),
                 ir.Decl("_t", idx, self.at("thread")),
                 ir.Decl("_wq", idx, self.mul(self.at("warp"), self.i(16 * self.MT))),
                 ir.Decl("_g", idx, ir.Bin("/", lane, self.i(4), idx)),
@@ -128,7 +156,7 @@ class _MmaKernel(_Kernel):
                  ir.Array("_qs", self.dt, self.BQ * self.ST, "shared"),
                  ir.Array("_ks", self.dt, 2 * BKV * self.ST, "shared"),
                  ir.Array("_vs", self.dt, 2 * BKV * self.ST, "shared"),
-                 ir.Array("_fq", self.dt, self.MT * (D // 16) * 8),
+                 ir.Array("_fq", self.dt, self.MT * (D // 16 if P.hold_q else 1) * 8),
                  ir.Array("_fk", self.dt, self.NT * 4),
                  ir.Array("_fv", self.dt, self.ND * 4),
                  ir.Array("_pa", self.dt, self.MT * self.KS * 8),
@@ -141,7 +169,10 @@ class _MmaKernel(_Kernel):
         body += self.issue("q", r("_q0"), self.BQ, r("_S"), "_qs", self.i(0))
         body += [ir.AsyncCommit(),
                  ir.If(ir.Bin("<", self.i(0), r("_nk"), "bool"), tuple(self.issue_kv(self.i(0), self.i(0)))),
-                 ir.AsyncCommit(), ir.AsyncWait(1), ir.Barrier(), self.q_fragments()]
+                 ir.AsyncCommit(), ir.AsyncWait(1), ir.Barrier()]
+        if P.hold_q:
+            body.append(self.loop("_kk", D // 16, lambda kk: [
+                self.loop("_mt", self.MT, lambda mi: self.q_fragment(mi, kk))]))
         kt = r("_kt")
         nxt = self.add(kt, self.i(1))
         buf = ir.Bin("%", kt, self.i(2), idx)
@@ -151,7 +182,7 @@ class _MmaKernel(_Kernel):
                       tuple(self.issue_kv(self.mul(nxt, self.i(BKV)), ir.Bin("%", nxt, self.i(2), idx)))),
                 ir.AsyncCommit(), ir.AsyncWait(1), ir.Barrier(),
                 ir.Decl("_kb", idx, self.mul(buf, self.i(BKV * self.ST))),
-                *self.scores(), *self.softmax(), *self.values(), ir.Barrier()]
+                *self.scores(), *self.masked_or_not(), *self.values(), ir.Barrier()]
         body.append(ir.For("_kt", self.i(0), r("_nk"), self.i(1), tuple(tile), idx))
         body += self.finish()
         arrays = [s for s in body if isinstance(s, ir.Array) and s.space == "shared"]
@@ -165,6 +196,14 @@ class _MmaKernel(_Kernel):
         return k, blocks
 
     # ---- helpers ----------------------------------------------------------------------
+
+    def query_block(self) -> ir.Expr:
+        """The block's place among its head's query blocks; under a causal condition the
+        last first (the most keys: the longest blocks start before the short ones)."""
+        q = ir.Bin("%", self.at("block"), self.ref("_nqb"), self.idx)
+        if not self.shape.p.causal:
+            return q
+        return ir.Bin("-", ir.Bin("-", self.ref("_nqb"), self.i(1), self.idx), q, self.idx)
 
     def loop(self, var, n, body_of):
         """for var in 0..n, written out by the target compiler (register indices)."""
@@ -205,17 +244,20 @@ class _MmaKernel(_Kernel):
 
     # ---- fragments and products -------------------------------------------------------
 
-    def q_fragments(self) -> ir.For:
-        """The warp's A fragments of Q for all of head_dim: tiles (rows 0-7 | 8-15) x
-        (cols 0-7 | 8-15) of each k16 step, lane 8 i + l8 giving row l8 of tile i."""
-        r, KD = self.ref, self.dcap // 16
+    def q_at(self, mi, kk) -> ir.Expr:
+        """Where the A fragment of m16 tile mi and k16 step kk is kept: every step's, where
+        the warp holds Q in registers (`hold_q`), else the current step's."""
+        kd = self.dcap // 16 if self.P.hold_q else 1
+        return self.mul(self.add(self.mul(mi, self.i(kd)), kk if self.P.hold_q else self.i(0)), self.i(8))
 
-        def frag(mi, kk):
-            row = self.add(r("_wq"), self.mul(mi, self.i(16)), self.mul(self.imod(r("_lq"), 2), self.i(8)), r("_l8"))
-            col = self.add(self.mul(kk, self.i(16)), self.mul(self.idiv(r("_lq"), 2), self.i(8)))
-            return [ir.MatrixLoad("_fq", self.mul(self.add(self.mul(mi, self.i(KD)), kk), self.i(8)), "_qs",
-                                  self.add(self.mul(row, self.i(self.ST)), col), 4, False, self.dt)]
-        return self.loop("_mt", self.MT, lambda mi: [self.loop("_kk", KD, lambda kk: frag(mi, kk))])
+    def q_fragment(self, mi, kk) -> list:
+        """The A fragment of Q's m16 tile mi, k16 step kk: tiles (rows 0-7 | 8-15) x
+        (cols 0-7 | 8-15), lane 8 i + l8 giving row l8 of tile i."""
+        r = self.ref
+        row = self.add(r("_wq"), self.mul(mi, self.i(16)), self.mul(self.imod(r("_lq"), 2), self.i(8)), r("_l8"))
+        col = self.add(self.mul(kk, self.i(16)), self.mul(self.idiv(r("_lq"), 2), self.i(8)))
+        return [ir.MatrixLoad("_fq", self.q_at(mi, kk), "_qs", self.add(self.mul(row, self.i(self.ST)), col),
+                              4, False, self.dt)]
 
     def scores(self) -> list:
         """S = Q K^T for the warp's queries and the tile's 64 keys: per k16 step, the B
@@ -229,17 +271,34 @@ class _MmaKernel(_Kernel):
                                   self.add(r("_kb"), self.mul(key, self.i(self.ST)), col), 4, False, self.dt)]
 
         def mma(mi, j, kk):
-            return [ir.Mma("_fq", self.mul(self.add(self.mul(mi, self.i(KD)), kk), self.i(8)),
-                           "_fk", self.mul(j, self.i(4)),
+            return [ir.Mma("_fq", self.q_at(mi, kk), "_fk", self.mul(j, self.i(4)),
                            "_sc", self.mul(self.add(self.mul(mi, self.i(NT)), j), self.i(4)), self.dt)]
-        step = lambda kk: [self.loop("_jp", NT // 2, lambda jp: kfrag(jp, kk)),
+        step = lambda kk: [*([] if self.P.hold_q else [
+                               self.loop("_mt", self.MT, lambda mi: self.q_fragment(mi, kk))]),
+                           self.loop("_jp", NT // 2, lambda jp: kfrag(jp, kk)),
                            self.loop("_mt", self.MT, lambda mi: [self.loop("_nt", NT, lambda j: mma(mi, j, kk))])]
         return [self.loop("_i", self.MT * NT * 4, lambda i: [ir.Store("_sc", i, ZERO)]),
                 self.loop("_kk", KD, step)]
 
-    def softmax(self) -> list:
-        """Per row the lane holds (query g + 8 rh of each m16 tile): scale and mask, the
-        row's maximum over the quad, the rescale of l and O, P into A fragments."""
+    def masked_or_not(self) -> list:
+        """The softmax of the tile, the key condition and bound tested per element only where
+        the tile may hold a key they exclude: past the keys (unless they fill whole tiles),
+        or, under a causal condition, past the block's first query."""
+        ok = self.admitted()
+        p, r = self.shape.p, self.ref
+        if ok is None or (p.mask is not None and not p.causal):
+            return self.softmax(ok)
+        last = self.add(r("_k0"), self.i(BKV - 1))
+        test = None if self.full else ir.Bin(">=", last, r("_SK"), "bool")
+        if p.causal:
+            diagonal = ir.Bin(">", last, r("_q0"), "bool")
+            test = diagonal if test is None else ir.Bin("or", diagonal, test, "bool")
+        return [ir.If(test, tuple(self.softmax(ok)), tuple(self.softmax(None)))]
+
+    def softmax(self, ok) -> list:
+        """Per row the lane holds (query g + 8 rh of each m16 tile): scale and mask (where
+        `ok`, the key condition and bound, is not None), the row's maximum over the quad,
+        the rescale of l and O, P into A fragments."""
         r, idx, NT, KS = self.ref, self.idx, self.NT, self.KS
         larger = lambda a, b: ir.Select(ir.Bin("<", a, b, "bool"), b, a, F)
         is_neg = lambda x: ir.Bin("==", x, NEG, "bool")
@@ -249,7 +308,6 @@ class _MmaKernel(_Kernel):
             at = lambda j, c: self.add(self.mul(self.add(self.mul(mi, self.i(NT)), j), self.i(4)),
                                        self.mul(rh, self.i(2)), c)
             s = lambda j, c: ir.Load("_sc", at(j, c), F)
-            ok = self.admitted()
 
             def mask(j, c):
                 v = ir.Bin("*", s(j, c), ir.Ref("_scale", F), F)

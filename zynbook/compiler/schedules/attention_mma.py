@@ -4,14 +4,15 @@ f16 or bf16 Q, K, V with f32 accumulators, the online softmax in registers.
 A block of `warps` warps takes `block_q` queries of one (batch, head), each warp 16 or 32 of
 them (one or two m16 tiles). The block's Q rows are copied once (cp.async) into shared
 memory, from which each warp loads the A fragments of its queries for all of head_dim and
-keeps them in registers. The keys go by tiles of 64: their K and V rows are copied by
+keeps them in registers (`hold_q`), or loads each k16 step's again at every tile. The keys go by tiles of 64: their K and V rows are copied by
 cp.async into one of two shared buffers while the other is computed. Per tile and warp:
 
 * S = Q K^T: B fragments from the K rows by ldmatrix (the rows are K's columns: no
   transpose), 64 keys a tile as eight n8 accumulator tiles;
 * each accumulator element (query g + 8 (e // 2), key 2 t + e % 2 of its tile: `ir.Mma`)
-  scaled by the launch's scale times log2(e), the key condition applied, keys past the end
-  masked; the row's maximum reduced over the four lanes of a quad, exp2, and each lane's
+  scaled by the launch's scale times log2(e), the key condition applied and keys past the
+  end masked (under no condition or a causal one, only in the tiles that may hold a key they
+  exclude); the row's maximum reduced over the four lanes of a quad, exp2, and each lane's
   share of the row sum kept (summed over the quad once, at the end);
 * P goes from the C accumulators straight into A fragments of the input's type: the C layout
   of two adjacent n8 tiles is the A layout of one k16 step, A[2 p + h] = C_{2 kk + p // 2}[2 (p % 2) + h];
@@ -21,7 +22,7 @@ Finally each query in range stores O / l in the output's type; a query no key is
 stores what the other schedules store (0, or 0 / 0 where the body divides inside its loop).
 Shared rows are padded by 16 bytes, so that the eight rows an ldmatrix phase reads meet eight
 different bank groups. Where the condition is causal (key <= query) the key loop ends at the
-block's last query. The sizes are baked in; where the keys fill whole tiles no key bound is
+block's last query, and the blocks with the most keys are launched first. The sizes are baked in; where the keys fill whole tiles no key bound is
 tested.
 """
 from __future__ import annotations

@@ -34,6 +34,10 @@ NUMPY_NAMES = {"f16": "float16", "bf16": "float32", "f32": "float32", "f64": "fl
                "u16": "uint16", "u32": "uint32", "u64": "uint64", "bool": "bool"}
 
 
+# (narrow, wide): every value of the first dtype is one of the second
+EXACT_WIDENING = {("f16", "f32"), ("bf16", "f32"), ("f16", "f64"), ("bf16", "f64"), ("f32", "f64")}
+
+
 def is_float(dtype: str) -> bool:
     return dtype in FLOATS
 

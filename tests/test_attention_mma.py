@@ -112,6 +112,7 @@ CASES = {      # text, dtype, queries, keys, head_dim (sizes: batch 1, 2 heads)
     "one_pass_none_bf16_q77_k1_d16": (cross(A.one_pass("none")), "bf16", 77, 1, 16),
     "flash_64_f16_s77_d16": (A.flash(64), "f16", 77, 77, 16),
     "flash_32_bf16_s128_d64": (A.flash(32), "bf16", 128, 128, 64),
+    "three_pass_causal_f16_s20_d256": (A.three_pass("causal"), "f16", 20, 20, 256),
     "flash_16_min_bf16_s40_d32": (A.flash(16, tile="min", scale="const"), "bf16", 40, 40, 32),
 }
 
@@ -123,6 +124,8 @@ def test_tensor_cores_equal_numpy(case):
     # FlashAttention-2's 4 warps of 32 queries, Q held in registers up to head_dim 64; 4
     # warps of 16 where the queries fit 64
     want = MMA if sq <= 64 else replace(MMA, block_q=128, hold_q=d <= 64)
+    if d > 128:             # the registers: 16 queries a warp, Q read at each tile
+        want = replace(MMA, hold_q=False)
     assert SCHED.default(k, CUDA, sz) == want
     prog = schedules.build(k, CUDA, sz, only="attention")
     assert "tensor cores (mma.sync m16n8k16 " + dtype in prog.schedule
@@ -187,7 +190,7 @@ def test_causal_key_loop_ends_at_the_block(mask, stops):
 @pytest.mark.parametrize("why,dtype,d,target", [
     ("all f16 or all bf16", "f32", 64, CUDA),
     ("multiples of 16", "f16", 24, CUDA),
-    ("multiples of 16", "f16", 144, CUDA),
+    ("multiples of 16", "f16", 272, CUDA),
     ("no mma.sync", "f16", 64, cuda_target((7, 5))),
     ("no mma.sync", "f16", 64, metal_target()),
     ("sizes known when compiled", "f16", 64, webgpu_target(["shader-f16"]))])
@@ -200,25 +203,29 @@ def test_not_where_it_does_not_apply(why, dtype, d, target):
 
 
 def _sources():
-    """Every block shape once: the bool mask over bf16 at head_dim 48 in each, then the
-    causal condition over f16 at 128 in its default."""
+    """(name, CUDA C, archs): every block shape over a bool mask, bf16 at head_dim 48 (for
+    sm_80 and sm_90 in turn), then the default at head_dim 128 and 256 under a causal
+    condition (both archs)."""
     bool48 = (cross(A.three_pass("bool")), "bf16", 77, 50, 48)
-    causal128 = (A.three_pass("causal", "const"), "f16", 130, 130, 128)
-    for (text, dtype, sq, sk, d), p in [(bool48, p) for p in CHOICES] + [(causal128, CHOICES[1])]:
+    causal = [(A.three_pass("causal", "const"), "f16", 130, 130, d) for d in (128, 256)]
+    cases = [(bool48, p, (("sm_80", "sm_90")[n % 2],)) for n, p in enumerate(CHOICES)]
+    cases += [(c, None, ("sm_80", "sm_90")) for c in causal]
+    for (text, dtype, sq, sk, d), p, archs in cases:
         k, _, sz, _ = _lower(text, dtype, sq, sk, d)
+        p = p or SCHED.default(k, CUDA, sz)
         yield f"{dtype}_d{d}_{p.block_q}q_{p.warps}w", render_cuda(
-            k, sz, options={"params": Choice("attention", p)}).source
+            k, sz, options={"params": Choice("attention", p)}).source, archs
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_cuda_source_compiles_with_nvcc(tmp_path):
     """The CUDA C (with its fallback kernel) for sm_80 and sm_90: every block shape, and head_dim
-    128, whose tiles are dynamic shared memory."""
-    for name, src in _sources():
+    128 and 256, whose tiles are dynamic shared memory."""
+    for name, src, archs in _sources():
         assert "zyn_mma_" in src and "ldmatrix" in src and "cp.async" in src
         path = tmp_path / f"{name}.cu"
         path.write_text(src)
-        for arch in ("sm_80", "sm_90"):
+        for arch in archs:
             res = subprocess.run(["nvcc", f"-arch={arch}", "-c", "-o", str(tmp_path / f"{name}.o"), str(path)],
                                  capture_output=True, text=True)
             assert res.returncode == 0, (name, arch, res.stderr[-3000:])
@@ -239,6 +246,7 @@ GPU_CASES = [
     ("bert_f16", A.flash(64), "f16", 512, 512, 64, 8, 12),          # the transformer's attention
     ("causal_bf16", A.three_pass("causal", "const"), "bf16", 300, 300, 128, 1, 4),
     ("bool_f16_cross", cross(A.three_pass("bool")), "f16", 200, 77, 80, 2, 3),
+    ("causal_f16_d256", A.three_pass("causal"), "f16", 200, 200, 256, 1, 2),
 ]
 
 

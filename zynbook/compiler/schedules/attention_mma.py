@@ -42,7 +42,8 @@ LOG2E = 1.4426950408889634
 HALVES = ("f16", "bf16")
 BKV = 64                    # keys a tile
 PAD = 8                     # elements after each shared row (16 bytes)
-MAX_HEAD_DIM = 128          # beyond, the output and Q fragments outgrow the registers
+MAX_HEAD_DIM = 256
+HELD_HEAD_DIM = 128         # beyond, 16 queries a warp and Q read at each tile (the registers)
 STATIC_SHARED = 48 * 1024   # more is requested as dynamic shared memory
 
 
@@ -50,15 +51,17 @@ STATIC_SHARED = 48 * 1024   # more is requested as dynamic shared memory
 # read from shared memory feeds two MMAs), Q's fragments held in registers up to head_dim 64
 # (245 registers a thread, nvcc sm_90) and read from shared memory at each tile beyond (held at
 # 128 they would spill 800 bytes); 4 warps of 16 queries where a head's queries fit 64; then
-# the tuner's other candidates
+# the tuner's other candidates. Past head_dim 128 only 16 queries a warp with Q read at each
+# tile fit the registers (255 a thread at 256 without spills)
 MMA = AttentionParams(mma=True)
 CHOICES = (replace(MMA, block_q=128), replace(MMA, block_q=128, hold_q=False), MMA,
-           replace(MMA, block_q=128, warps=8), replace(MMA, hold_q=False))
+           replace(MMA, block_q=128, warps=8), replace(MMA, hold_q=False),
+           replace(MMA, block_q=128, warps=8, hold_q=False))
 
 
 def choices(target, shape, sizes) -> list:
     """The tensor-core parameters that run this attention on `target`, the default first."""
-    fits = [p for p in CHOICES if why_not(target, shape, p.block_q, p.warps) is None]
+    fits = [p for p in CHOICES if why_not(target, shape, p) is None]
     if not fits:
         return []
     if int(recognise.launch_value(shape.p.n_queries, sizes)) <= 64:
@@ -74,9 +77,11 @@ def shared_bytes(block_q: int, D: int) -> int:
     return 2 * (block_q + 4 * BKV) * (D + PAD)
 
 
-def why_not(target, shape, block_q: int = 64, warps: int = 4) -> str | None:
+def why_not(target, shape, params=None) -> str | None:
     """None where the tensor-core schedule runs this attention (`match`'s Shape) on `target`
-    with these parameters, else the reason."""
+    with `params` (by default: 4 warps of 16 queries, Q read at each tile), else the reason."""
+    params = params or replace(MMA, hold_q=False)
+    block_q, warps = params.block_q, params.warps
     if target.symbolic_sizes:
         return "the tensor-core attention is written for sizes known when compiled"
     if target.warp != 32 or "mma.sync" not in target.tensor_cores or not target.async_copy:
@@ -90,6 +95,9 @@ def why_not(target, shape, block_q: int = 64, warps: int = 4) -> str | None:
     rows = block_q // warps
     if block_q % warps or rows not in (16, 32) or warps * 32 > target.max_threads:
         return f"{block_q} queries over {warps} warps: each warp takes 16 or 32"
+    if shape.D > HELD_HEAD_DIM and (rows != 16 or params.hold_q):
+        return (f"head_dim {shape.D}: past {HELD_HEAD_DIM} a warp takes 16 queries and reads Q "
+                "at each tile (the registers)")
     if shared_bytes(block_q, shape.D) > target.shared_bytes:
         return f"head_dim {shape.D}: the Q, K and V tiles outgrow the shared memory"
     return None
@@ -108,7 +116,7 @@ def describe(params, shape) -> str:
 
 def kernel(kernel_, target, sizes, shape, params, sites, idx):
     """(ir.Kernel, grid) of the tensor-core attention (named apart from its fallback's)."""
-    why = why_not(target, shape, params.block_q, params.warps)
+    why = why_not(target, shape, params)
     if why:
         raise NotScalar(why)
     return _MmaKernel(kernel_, target, sizes, shape, params, sites, idx, shape.D, 0,

@@ -3,7 +3,7 @@ pass finds (passes/recognise.py: three-pass, online statistics, one pass per ele
 flash with any block size and `min(...)` tiles; any key condition, any launch-constant
 scale, any axis order of the tensors).
 
-Two algorithms. The first, for every target, an online softmax per query:
+Three algorithms. The first, for every target, an online softmax per query:
 
 * a block takes `block_q` queries of one (batch, head); `lanes` threads share a query, lane r
   scoring keys r, r + lanes, ... of every tile;
@@ -19,6 +19,10 @@ Two algorithms. The first, for every target, an online softmax per query:
 The second (`products`, where head_dim is 16 to 64 in steps of 16 and the target has
 half-warp collectives: CUDA) computes Q K^T and P V of 64 queries x 64 keys as register
 tiles of 256 or 128 threads (`_Products`), the online softmax on those registers.
+
+The third (`mma`, attention_mma.py: CUDA with mma.sync, f16 or bf16 Q, K and V, head_dim a
+multiple of 16 up to 256, sizes baked in) is FlashAttention-2 on tensor cores, the default
+where it applies.
 
 The query row and the output row are held in registers. They and the K/V tiles are vectors
 of four (`f32x4`: scores by `dot`, the output updated four lanes at once) where the target

@@ -4,8 +4,11 @@ graphs) over tests/nccl_standin.py's arrays, which remember their GPU (an operat
 another GPU's array than the current one is an error) and its NCCL, with
 tests/cupy_standin.py's model of stream capture and its kernels (the CPU reference executor).
 
-* An array's address is that of its memory (a view's is its first element's), so views
-  of one buffer lie inside it as on a GPU.
+* Memory comes from a model of CuPy's pool (`_Pool`): each GPU's arrays have addresses of
+  their own, and a block freed is handed to the next allocation of its size on its GPU, so
+  an array made afresh at every call (a chunk uploaded from the host, a peer copy) lands
+  where the last call's was, unless something still holds that one (a captured graph holds
+  the arrays it read). A view's address is its first element's, inside its base's memory.
 * A stream capture records what is queued on the capturing stream: kernels, device-to-device
   copies and the elementwise copy that makes a strided view contiguous; a graph runs them
   again at each launch, each kernel checking that its arrays live on the current GPU (a
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -65,13 +69,57 @@ def get_current_stream():
     return _streams()[-1] if _streams() else Stream.null
 
 
+class _Pool:
+    """CuPy's memory pool as it matters to code that keeps addresses: per GPU, memory at
+    addresses of its own; an array's block is returned when its memory (the numpy array that
+    owns it, with every view of it) is gone, and the last block freed of a size is the next
+    one handed out for that size on that GPU."""
+
+    ALIGN = 512
+
+    def __init__(self):
+        self.top: dict = {}         # GPU -> the next address never handed out
+        self.free: dict = {}        # (GPU, bytes) -> [addresses freed], the last one first out
+        self.blocks: dict = {}      # id(numpy array owning the memory) -> (address, its data)
+
+    def address(self, array) -> int:
+        """The device address of `array` (a view's: its first element's)."""
+        host = array.host
+        owner = host
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        block = self.blocks.get(id(owner))
+        if block is None:
+            block = self._allocate(owner, array.dev)
+        return block[0] + host.__array_interface__["data"][0] - block[1]
+
+    def _allocate(self, owner, dev: int):
+        size = max(owner.nbytes, 1)
+        freed = self.free.get((dev, size))
+        if freed:
+            address = freed.pop()
+        else:
+            address = self.top.get(dev, (dev + 1) << 40)
+            self.top[dev] = address + -(-size // self.ALIGN) * self.ALIGN
+        block = self.blocks[id(owner)] = (address, owner.__array_interface__["data"][0])
+        weakref.finalize(owner, self._release, id(owner), dev, size, address)
+        return block
+
+    def _release(self, ident: int, dev: int, size: int, address: int):
+        self.blocks.pop(ident, None)
+        self.free.setdefault((dev, size), []).append(address)
+
+
+_pool = _Pool()
+
+
 class _Memory:
-    """An array's memory: its real address, its GPU, device-to-device copies (recorded on a
-    capturing stream)."""
+    """An array's memory: its address in the pool, its GPU, device-to-device copies
+    (recorded on a capturing stream)."""
 
     def __init__(self, array):
         self.array = array
-        self.ptr = array.host.__array_interface__["data"][0]
+        self.ptr = _pool.address(array)
         self.device_id = array.dev
         ns._by_ptr[self.ptr] = array        # what NCCL and peer copies find at the address
 
@@ -101,6 +149,16 @@ def _ascontiguousarray(a, dtype=None):
     return out
 
 
+def _made(init):
+    """ndarray's constructor, its memory taken from the pool as it is made (CuPy allocates
+    when an array is made, not when its address is first asked for)."""
+    def made(self, host, dev):
+        init(self, host, dev)
+        if isinstance(self.host, np.ndarray):
+            _pool.address(self)
+    return made
+
+
 def _checked_run(run):
     def checked(self, args):
         ns._here(*args)         # a kernel reads and writes only its own GPU's memory
@@ -114,7 +172,12 @@ def install(monkeypatch, gpus: int = 2):
     clog = cs.install(monkeypatch)          # kernels run on the CPU reference executor
     nlog, _ = ns.install(monkeypatch, gpus)
     cp = sys.modules["cupy"]
+    global _pool
+    _pool = _Pool()
+    monkeypatch.setattr(ns.ndarray, "__init__", _made(ns.ndarray.__init__))
     monkeypatch.setattr(ns.ndarray, "data", property(_Memory))
+    # the arrays at each address, held no longer than by their users (a freed block returns)
+    monkeypatch.setattr(ns, "_by_ptr", weakref.WeakValueDictionary())
     monkeypatch.setattr(ns.ndarray, "view", lambda self: ns.ndarray(self.host.view(), self.dev),
                         raising=False)
     monkeypatch.setattr(ns.ndarray, "fill", lambda self, v: self.host.fill(v), raising=False)

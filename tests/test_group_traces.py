@@ -4,7 +4,10 @@ graphs (tests/cuda_group_standin.py): the spec's transformer block with every bl
 `@device(devs) @parallel(data)`, a batch that does not divide evenly, called again with the
 same key replays one graph per GPU without evaluating its body, equal bit for bit to the run
 without graphs and to numpy; another key, a collective or copy between the GPUs in the middle
-of the call, or graphs turned off run the body as before."""
+of the call, or graphs turned off run the body as before, each call saying why it did not
+replay. The stand-in's memory pool hands a freed block to the next array of its size, as
+CuPy's does: arrays a call makes afresh (the weights' peer copies to the other GPU, chunks
+of host inputs uploaded) would never be at the address a graph read them at."""
 from __future__ import annotations
 
 import importlib.util
@@ -91,6 +94,25 @@ def listing(session) -> list:
     return [(ln.kernel, ln.device) for ln in session.launches]
 
 
+def miss(session):
+    """Why the session's last call did not replay (None: it did)."""
+    return session.interpreter.lazy.traces.last_miss
+
+
+def first_two_calls_said(misses: list):
+    """The first call is recorded, the second captured, the others replay; the first two
+    say so in their last launch's geometry."""
+    assert misses[0][0].endswith("recorded: captured at the next call with this key")
+    assert misses[1][0].endswith("captured at this call: replays from the next one")
+    assert [m for m, _ in misses[:2]] == [n for _, n in misses[:2]]
+    assert misses[2:] == [(None, None)] * (len(misses) - 2)
+
+
+def said(session) -> tuple:
+    """(the last call's reason, the note on its last launch: what the inspector shows)"""
+    return miss(session), session.launches[-1].geometry.get("trace")
+
+
 @pytest.mark.parametrize("weights", ["one", "sharded"])
 def test_the_spec_block_over_two_gpus_replays_one_graph_per_gpu(group, monkeypatch, weights):
     clog, nlog, devs = group
@@ -100,15 +122,26 @@ def test_the_spec_block_over_two_gpus_replays_one_graph_per_gpu(group, monkeypat
     evaluated = counting(s, monkeypatch)
     rng = np.random.default_rng(3)
     xs = [rng.standard_normal((3, 20, HIDDEN)).astype(np.float32) for _ in range(5)]
-    outs, listed, graphs = [], [], []
+    outs, listed, graphs, misses = [], [], [], []
     for x in xs:
         before = len(clog.graph_launches)
         outs.append(s.run("transformer_block(x, 0)", x=sharded(x)))
         graphs.append(len(clog.graph_launches) - before)
         listed.append(listing(s))
-    assert len(evaluated) == 2 * 6          # the first two calls only: then it replays
+        misses.append(said(s))
+    assert len(evaluated) == 2 * 6, misses  # the first two calls only: then it replays
     assert graphs[2:] == [2, 2, 2]          # one graph per GPU
+    first_two_calls_said(misses)
     assert len(s.interpreter.lazy.traces.entries) == 1
+    # cuda:1's graph reads the weights' replicas kept with them in place; their peer
+    # copies made at each call ("one") are copied into the graph's own buffers
+    (trace,) = s.interpreter.lazy.traces.entries.values()
+    record, sources = trace.stages[0]["cuda:1"]
+    fields = {j for j, src in enumerate(sources)
+              if src[0] == "entry" and trace.entries[src[1]][0][0] == "label"}
+    in_place = {j for j, _ in record.in_place}
+    assert len(fields) == 8
+    assert (in_place & fields) == (set() if weights == "one" else fields)
     # the same launches listed (the first call compiles, its GPUs' launches on threads)
     assert all(ln == listed[1] for ln in listed[1:])
     assert sorted(listed[0]) == sorted(listed[1]) and len(listed[0]) == 12
@@ -310,11 +343,13 @@ def test_a_collective_between_launches_splits_the_replay(group, monkeypatch, cas
     s.run(setting + prog, devs=GPUS)
     plain.run(setting + "config { cuda_graph: false }\n" + prog, devs=GPUS)
     evaluated = counting(s, monkeypatch)
+    misses = []
     for _ in range(5):
         a, w, e = (rng.standard_normal(shape).astype(np.float32)
                    for shape in ((5, 7), (7, 4), (5, 4)))
         before = len(nlog.collectives)
         got = s.run(call, a=a, w=w, e=e)
+        misses.append(said(s))
         assert nlog.collectives[before:] == [("allReduce" if case == "all-reduce" else
                                               "reduceScatter", 2)]
         want = {"between": a @ w + np.float32(1.0), "last": a @ (w * np.float32(0.5)),
@@ -323,8 +358,9 @@ def test_a_collective_between_launches_splits_the_replay(group, monkeypatch, cas
         np.testing.assert_array_equal(got.numpy(), plain.run(call, a=a, w=w, e=e).numpy())
         assert isinstance(got, ShardedTensor) and got.bounds == [(0, 2), (2, 5)]
         assert [a.dev for _, a, _ in got.shards] == [0, 1]
-    assert len(evaluated) == 2 * (3 if case == "earlier" else 2)
-    assert s.interpreter.lazy.traces.entries
+    assert len(evaluated) == 2 * (3 if case == "earlier" else 2), misses
+    first_two_calls_said(misses)        # the host's inputs, uploaded afresh, are staged
+    assert miss(plain) == "config { cuda_graph: false }"
 
 
 def test_a_result_gathered_whole_between_launches_is_never_traced(group, monkeypatch):
@@ -341,6 +377,8 @@ def test_a_result_gathered_whole_between_launches_is_never_traced(group, monkeyp
         got = s.run("recut(a, w)", a=a, w=w)
         np.testing.assert_allclose(np.asarray(got.numpy()), (a * np.float32(3.0)) @ w,
                                    rtol=1e-5, atol=1e-5)
+        assert "a result of the call, is re-cut or copied between devices" in miss(s)
+        assert s.launches[-1].geometry["trace"] == miss(s)
     assert len(evaluated) == 4 * 2
     assert not s.interpreter.lazy.traces.entries
     assert nlog.collectives

@@ -31,6 +31,10 @@ inputs as the recorded call cut them, replay every stage and return fresh copies
 result's shards. A copy between the devices inside the call (a result re-cut or gathered
 whole), an input from nowhere the trace knows or a launch a graph cannot take leaves the
 call untraced.
+
+Every call that could replay and does not says why: `Traces.last_miss` is the reason for
+the last call (None where it replayed), and the last launch of a call run as usual carries
+it in its geometry (`trace: ...`, shown by the inspector).
 """
 from __future__ import annotations
 
@@ -46,6 +50,10 @@ MAX_TRACES = 16         # calls whose traces are kept (each holds its graphs and
 VIEWS = ("split", "reshape")    # builtins whose results are views of their first argument
 
 
+class Untraced(Exception):
+    """Why a call is not traced, captured or replayed (its message: `Traces.last_miss`)."""
+
+
 class Traces:
     """The traces of one interpreter's pipeline calls."""
 
@@ -56,30 +64,45 @@ class Traces:
         # calls over a device group: key -> their inputs' addresses per device, from the
         # call before the one that captures (an input at another address is staged)
         self.seen: dict = {}
-        self.refused: set = set()   # keys whose capture failed
+        self.refused: dict = {}     # key -> why its capture failed
+        # why the last call was not replayed (None: it was), for the inspector and tests
+        self.last_miss: str | None = None
 
     def enter(self, p, args: list):
         """(the result of replaying this call, None) when its trace replays, else (None,
-        a recorder to `leave` with the result, or None where the call cannot be traced)."""
+        a recorder to `leave` with the result, or None where the call cannot be traced);
+        `last_miss` says why it does not replay."""
         lazy = self.lazy
         lazy.replays.log = None     # (one left by a call that failed)
         set_recording(None)
-        if lazy.pending or lazy.replays.mode() is False or not _on_cuda(lazy.interp, args):
-            return None, None
-        form = self._form(p.node)
-        if form is None:
-            return None, None
-        host = form.look_up(lazy.interp, p, args)
-        if host is None:
-            return None, None
-        key = form.key(lazy.interp, p, args, host)
-        if key is None:
+        try:
+            if lazy.pending:
+                raise Untraced("values of earlier statements still pending in the lazy graph")
+            if lazy.replays.mode() is False:
+                raise Untraced("config { cuda_graph: false }")
+            if not _on_cuda(lazy.interp, args):
+                raise Untraced("no CUDA device: no graph to replay")
+            form = self._form(p.node)
+            if form is None:
+                raise Untraced("the body is not only compute blocks, look-ups and views "
+                               "returning a name")
+            host = form.look_up(lazy.interp, p, args)
+            if host is None:
+                raise Untraced("a host look-up failed (the body raises its error)")
+            key = form.key(lazy.interp, p, args, host)
+        except Untraced as why:
+            self.last_miss = str(why)
             return None, None
         trace = self.entries.get(key)
+        miss = "no trace kept for this key"
         if trace is not None and trace.node is p.node:     # (the key holds the node's id)
-            value = trace.replay(lazy.interp, args, host)
-            if value is not None:
+            try:
+                value = trace.replay(lazy.interp, args, host)
+                self.last_miss = None
                 return value, None
+            except Untraced as why:
+                miss = f"not replayed: {why}"
+        self.last_miss = miss
         return None, _Recorder(self, key, p.node, form, args, host)
 
     def _form(self, node):
@@ -170,10 +193,10 @@ class _Form:
         """What decides the call's launches: the session's settings that choose kernels and
         devices, the arguments' kinds, shapes, dtypes and devices (a number's value), the
         looked-up values (a record or list by identity) and the same of the outside values
-        and the fields read; None where a value is none of these."""
+        and the fields read; Untraced where a value is none of these."""
         session = interp.session
         if any(name in interp.globals for name in VIEWS):
-            return None             # a program's own `split` or `reshape`
+            raise Untraced("the program defines its own `split` or `reshape`")
         parts = [id(p.node), interp.extra_key, session.default_device,
                  getattr(session, "fuse", True), getattr(session, "tuning", None),
                  tuple(getattr(session, "parallel_options", {}).items())]
@@ -183,12 +206,12 @@ class _Form:
                                         for label in self.outside + self.fields]:
             if isinstance(v, ShardedTensor):
                 if v.remote:
-                    return None
+                    raise Untraced("a tensor sharded over remote workers")
                 parts.append(("sharded", v.dtype, v.shape, v.axis, tuple(v.devices),
                               tuple(v.bounds)))
             elif isinstance(v, Tensor):
                 if getattr(v, "done", True) is False:
-                    return None
+                    raise Untraced("an input still pending in the lazy graph")
                 parts.append((v.dtype, v.shape, v.device, v.committed))
             elif isinstance(v, (bool, int, float, str)) or v is _ABSENT:
                 parts.append((type(v), v))
@@ -197,7 +220,8 @@ class _Form:
             elif isinstance(v, _Identity) and isinstance(v.value, (Record, dict, list, tuple)):
                 parts.append(("id", id(v.value)))
             else:
-                return None
+                raise Untraced(f"an input that keys no trace ({type(v).__name__}: not a "
+                               "tensor, number, string, device list or looked-up record)")
         return tuple(parts)
 
     @staticmethod
@@ -345,24 +369,50 @@ class _Recorder:
         split = self.log
         set_recording(None)
         lazy.replays.last = None
-        if split and not steps and isinstance(result, Tensor) and \
-                getattr(result, "done", True) is not False:
-            trace = _GroupTrace.of(self, split, result, session, self.before)
-        elif not steps or split or getattr(result, "done", False) is False:
+        try:
+            if split and steps:
+                raise Untraced("blocks on one device and blocks split over a device group "
+                               "in one call")
+            if split:
+                if not isinstance(result, Tensor) or getattr(result, "done", True) is False:
+                    raise Untraced("the result is not a tensor the call computed")
+                trace = _GroupTrace.of(self, split, result, session, self.before)
+            elif not steps:
+                raise Untraced("no run of the lazy graph: the launches ran where they were met")
+            elif getattr(result, "done", False) is False:
+                raise Untraced("the result is still pending in the lazy graph")
+            else:
+                trace = _Trace.of(self, steps, result, session, self.before)
+        except Untraced as why:
+            self.missed(session, str(why))
             return lazy.plain(result)
-        else:
-            trace = _Trace.of(self, steps, result, session, self.before)
-        if trace is not None:
-            entries = self.traces.entries
-            entries[self.key] = trace
-            if len(entries) > MAX_TRACES:
-                entries.pop(next(iter(entries)))
+        entries = self.traces.entries
+        entries[self.key] = trace
+        if len(entries) > MAX_TRACES:
+            entries.pop(next(iter(entries)))
+        self.missed(session, "captured at this call: replays from the next one")
         return lazy.plain(result)
+
+    def missed(self, session, why: str):
+        """Say why the call ran as usual: after what `enter` found, in `Traces.last_miss`
+        and in the geometry of the call's last launch (the inspector shows it)."""
+        traces = self.traces
+        miss = traces.last_miss = f"{traces.last_miss}; {why}" if traces.last_miss else why
+        if len(session.launches) > self.before:
+            from ..backends.base import Launch
+            from .interp import CompiledKernel
+            compiled, launch = session.last_kernels[-1], session.launches[-1]
+            launch = Launch(launch.kernel, launch.device, launch.times,
+                            dict(launch.geometry or {}, trace=miss))
+            with traces.lazy.interp._lock:
+                session.last_kernels[-1] = CompiledKernel(
+                    compiled.lowered, compiled.device, launch, compiled.sizes, compiled.fusion)
+                session.launches[-1] = launch
 
     def sources(self) -> dict | None:
         """{id: where a later call finds it} of the call's tensors (arguments, outside
         names, fields of looked-up values): a sharded tensor by its own id, any other by its
-        array's; None where one array has two names (a later call may give two)."""
+        array's; Untraced where one array has two names (a later call may give two)."""
         interp = self.traces.lazy.interp
         values = [(("arg", i), a) for i, a in enumerate(self.args)] + \
             [(("label", label), _Form.value(interp, label, self.host))
@@ -375,7 +425,8 @@ class _Recorder:
                     idents.append(id(v._gathered))      # read whole by a one-device block
                 for ident in idents:
                     if ident in where:
-                        return None
+                        raise Untraced(f"{_named(where[ident])} and {_named(src)} are one "
+                                       "array (a later call may give two)")
                     where[ident] = src
         return where
 
@@ -396,12 +447,12 @@ class _Trace:
     @staticmethod
     def of(recorder: _Recorder, steps: list, result, session, before: int) -> "_Trace | None":
         """The trace of a call whose runs were `steps` (per run: the record replayed, its
-        inputs, the ids of the lazy values it computed, the arrays it gave them), or None."""
-        if any(step is None for step in steps):
-            return None             # a run launched one by one
+        inputs, the ids of the lazy values it computed, the arrays it gave them; a string:
+        why a run was launched one by one), or Untraced."""
+        for step in steps:
+            if not isinstance(step, tuple):
+                raise Untraced(f"a run of the lazy graph launched one by one ({step})")
         where = recorder.sources()
-        if where is None:
-            return None
         made = []                   # (step, launch, array given, whether a copy)
         traced, result_at = [], None
         for s, (record, inputs, results, given) in enumerate(steps):
@@ -411,7 +462,8 @@ class _Trace:
                 if src is None:
                     base = _base_of(a, made)
                     if base is None:
-                        return None
+                        raise Untraced("a graph's input is from nowhere the trace knows (not "
+                                       "an argument, outside name, field or earlier output)")
                     src = ("view", a)
                 sources.append(src)
             traced.append((record, tuple(sources), []))
@@ -420,15 +472,17 @@ class _Trace:
             if id(result) in results:
                 result_at = (s, results.index(id(result)))
         if result_at is None or not isinstance(getattr(result, "result", None), Tensor):
-            return None
+            raise Untraced("the result is no output of the call's graphs")
         handed = {id(v) for r, _, _ in traced for v in r.handed}
         if any(kind == "view" and id(a) in handed for _, srcs, _ in traced for kind, a in srcs):
-            return None             # held here, it would keep its graph from replaying
+            # held here, it would keep its graph from replaying
+            raise Untraced("a view of a graph's buffer read by a later graph")
         for s, k, g, copied in made:    # outputs read through views later: refreshed
             if copied and any(_within(a, g) for _, srcs, _ in traced[s + 1:]
                               for kind, a in srcs if kind == "view"):
                 if (s, k) == result_at:
-                    return None     # the caller holds that copy: a replay must not write it
+                    # the caller holds that copy: a replay must not write it
+                    raise Untraced("the result is read through a view by a later graph")
                 traced[s][2].append((k, g))
         listed, at = [], before
         for record, _, _ in traced:
@@ -437,13 +491,14 @@ class _Trace:
             at += n
         if at != len(session.launches) or any(len(ls) != len(r.plans)
                                                for ls, (r, _, _) in zip(listed, traced)):
-            return None
+            raise Untraced("a launch of the call ran outside its graphs")
         meta = (result.shape, result.dtype, result.device, result.committed)
         return _Trace(recorder.node, [(r, s, tuple(f)) for r, s, f in traced], result_at,
                       meta, listed)
 
     def replay(self, interp, args: list, host: dict):
-        """The call's result from a replay of its graphs, or None where they cannot replay."""
+        """The call's result from a replay of its graphs, or Untraced where they cannot
+        replay (checked before any runs)."""
         cp = sys.modules.get("cupy")
         stream = cp.cuda.get_current_stream() if cp is not None else None
         runs = []
@@ -455,9 +510,16 @@ class _Trace:
                 else:
                     v = args[where] if kind == "arg" else _Form.value(interp, where, host)
                     arrays.append(v.data)
-            if getattr(stream, "ptr", None) != record.stream.ptr or \
-                    not record.fits(tuple(a.data.ptr for a in arrays)) or not record.free():
-                return None
+            if getattr(stream, "ptr", None) != record.stream.ptr:
+                raise Untraced(f"another current stream on {record.device.id} than at the "
+                               "capture")
+            if not record.fits(tuple(a.data.ptr for a in arrays)):
+                j = next(j for j, at in record.in_place if arrays[j].data.ptr != at)
+                raise Untraced(f"{_named(sources[j])}, read in place by the graph on "
+                               f"{record.device.id}, is at another address than at the capture")
+            if not record.free():
+                raise Untraced(f"a view of the graph's buffers on {record.device.id} is still "
+                               "held")
             runs.append((record, arrays, refreshes))
         from ..backends.base import Launch
         from .interp import CompiledKernel
@@ -482,6 +544,20 @@ class _Trace:
             interp.session.launches.extend(ln for _, ln in listed)
         shape, dtype, device, committed = self.result_meta
         return Tensor(data, device, shape, dtype, committed=committed)
+
+
+def _named(src) -> str:
+    """An input's source as a reason names it."""
+    kind, where = src[0], src[1]
+    if kind == "arg":
+        return f"argument {where + 1}"
+    if kind == "label":
+        return f"`{where}`"
+    if kind == "view":
+        return "a view of an earlier graph's output"
+    if kind == "step":
+        return f"the collective's result before stage {where}"
+    return "an input"
 
 
 def _within(a, base) -> bool:
@@ -509,17 +585,18 @@ class _DeviceRun:
         # per input: ("entry", e, k): place k of outside input e, cut as the call cut it;
         # ("out", s, i, views): launch i's output in the graph of stage s, views applied
         self.sources: list = []
-        self.views: set = set()     # inputs that are strided views: always staged
+        # inputs always staged: strided views, arrays the call made afresh
+        self.staged: set = set()
         self._at: dict = {}
 
-    def input(self, key, source: tuple, array, view: bool) -> int:
+    def input(self, key, source: tuple, array, staged: bool) -> int:
         j = self._at.get(key)
         if j is None:
             j = self._at[key] = len(self.inputs)
             self.inputs.append(array)
             self.sources.append(source)
-            if view:
-                self.views.add(j)
+            if staged:
+                self.staged.add(j)
         return j
 
     def add(self, plan, wires: tuple, scalars: dict, site, dtype: str) -> int:
@@ -565,24 +642,27 @@ class _GroupTrace:
     @staticmethod
     def of(recorder: _Recorder, log: list, result, session, before: int):
         """The trace of a call whose split blocks and views are `log` (capturing its graphs
-        where this key was seen before, or `config { cuda_graph: true }`), or None."""
+        where this key was seen before, or `config { cuda_graph: true }`), or Untraced
+        (also where it is only seen now: captured at the next such call)."""
         traces = recorder.traces
         cp = sys.modules.get("cupy")
+        if cp is None:
+            raise Untraced("no CuPy")
         where = recorder.sources()
-        if cp is None or where is None or recorder.key in traces.refused:
-            return None
-        built = _stages(log, where, session, cp)
-        if built is None:
-            return None
-        stages, made, produced, entries, count = built
+        if recorder.key in traces.refused:
+            raise Untraced(f"its capture failed before ({traces.refused[recorder.key]})")
+        stages, made, produced, entries, count = _stages(log, where, session, cp)
         at, step = made.get(id(result)), produced.get(id(result))
         listed = list(zip(session.last_kernels[before:], session.launches[before:]))
-        if (step is None and (at is None or any(views for _, _, views in at.values()))) or \
-                len(listed) != count or len(session.launches) - before != count:
-            return None
+        if step is None and (at is None or any(views for _, _, views in at.values())):
+            raise Untraced("the result is no graph's output as it is (a view of one, or made "
+                           "outside the graphs)")
+        if len(listed) != count or len(session.launches) - before != count:
+            raise Untraced(f"{len(session.launches) - before} launches listed for "
+                           f"{count} in the graphs")
         listing = _in_graph_listing(listed, stages)
         if listing is None:
-            return None
+            raise Untraced("the launches listed are not the graphs' launches")
         moving = {e for e, (src, _, _, _) in enumerate(entries) if src[0] == "step"}
         addresses = {(s, d): tuple(a.data.ptr if src[0] == "entry" and src[1] not in moving
                                    else None for a, src in zip(run.inputs, run.sources))
@@ -593,11 +673,14 @@ class _GroupTrace:
             traces.seen[recorder.key] = addresses      # captured at the next such call
             if len(traces.seen) > MAX_TRACES * 4:
                 traces.seen.pop(next(iter(traces.seen)))
-            return None
-        captured = _capture(stages, moving, addresses, last, cp)
-        if captured is None:
-            traces.refused.add(recorder.key)
-            return None
+            raise Untraced("recorded: captured at the next call with this key")
+        try:
+            captured = _capture(stages, moving, addresses, last, cp)
+        except Untraced as why:
+            traces.refused[recorder.key] = str(why)
+            if len(traces.refused) > MAX_TRACES * 4:
+                traces.refused.pop(next(iter(traces.refused)))
+            raise
         if step is not None:
             kept = ("step", step[1])
         else:
@@ -606,8 +689,9 @@ class _GroupTrace:
         return _GroupTrace(recorder.node, entries, captured, kept, *listing)
 
     def replay(self, interp, args: list, host: dict):
-        """The call's result from a replay of its stages, or None where they cannot replay
-        (another stream, an input captured in place at another address)."""
+        """The call's result from a replay of its stages, or Untraced where they cannot
+        replay (another stream, an input captured in place at another address): checked
+        before anything runs."""
         from .parallel import _combined, input_parts
         from .tensor import to_tensor
         cp = sys.modules.get("cupy")
@@ -636,11 +720,16 @@ class _GroupTrace:
                 with record.device.cupy_device:
                     stream = cp.cuda.get_current_stream()
                 if stream.ptr != record.stream.ptr:
-                    return None
+                    raise Untraced(f"another current stream on {record.device.id} than at "
+                                   "the capture")
                 for j, address in record.in_place:
                     a = array(sources[j])
                     if a is None or a.data.ptr != address:
-                        return None
+                        named = _named(self.entries[sources[j][1]][0])
+                        raise Untraced(f"{named}, read in place by the graph on "
+                                       f"{record.device.id}, is " +
+                                       ("no tensor now" if a is None else
+                                        "at another address than at the capture"))
         times = {}
         for s, stage in enumerate(self.stages):
             if isinstance(stage, _Combine):
@@ -685,9 +774,16 @@ def _stages(log: list, where: dict, session, cp):
     """(stages: per stage {device id: _DeviceRun} or a _Combine; {id(sharded value made in
     a graph): {device id: (stage, launch, views)}}; {id(a collective's result): ("step",
     stage)}; the outside inputs (source, axis, work, device ids); the number of launches)
-    of a logged call, or None where some launch cannot be captured: a copy between
+    of a logged call, or Untraced where some launch cannot be captured: a copy between
     devices (a result re-cut or gathered whole), an input from nowhere the trace knows, a
-    conversion, a partial result left on one device."""
+    conversion, a partial result left on one device.
+
+    An outside input's array that the call made afresh (a chunk cut from it, a peer copy
+    to another GPU, an upload from the host) is always staged: the graph reads a copy made
+    into its own buffer at each replay. Only memory the input keeps (its array, a shard in
+    place, a replica kept with a sharded tensor) may be read in place: a fresh array lands
+    wherever the memory pool has room, and the one read at the capture stays held by the
+    graph, so a later call's is never at its address."""
     from .parallel import SplitRun
     from .replay import staged_view
     from .sharded import ViewMade
@@ -698,29 +794,35 @@ def _stages(log: list, where: dict, session, cp):
         if isinstance(item, ViewMade):
             base = made.get(id(item.base))
             if base is None or item.out.devices != item.base.devices:
-                return None
+                raise Untraced("a view of a sharded tensor the call's graphs did not make")
             made[id(item.out)] = {dev: base[dev][:2] + (base[dev][2] + (view,),)
                                   for dev, view in zip(item.base.devices, item.views)}
             continue
         if not isinstance(item, SplitRun) or item.scalars is None:
-            return None
+            raise Untraced("a split block whose scalars are not known")
         layout = item.layout
         kernel = layout.lowered.kernel
         concat = layout.plan.combine == "concat"
-        if kernel.output.dtype == "bf16" or not isinstance(item.result, Tensor) or \
-                (not concat and len(layout.work) < 2):
-            return None             # (a lone partial result would be a graph's buffer)
+        if kernel.output.dtype == "bf16":
+            raise Untraced(f"a bf16 output (block `{kernel.name}`)")
+        if not isinstance(item.result, Tensor):
+            raise Untraced(f"block `{kernel.name}` reduces to a number")
+        if not concat and len(layout.work) < 2:     # (it would be a graph's buffer)
+            raise Untraced(f"block `{kernel.name}` leaves a partial result on one device")
         if not isinstance(stages[-1], dict):
             stages.append({})
         s, runs = len(stages) - 1, stages[-1]
         names = [b.name for b in kernel.inputs]
         bounds = tuple(b for _, b in layout.work)
         for k, (dev, (lo, hi)) in enumerate(layout.work):
-            if hi <= lo or getattr(dev, "backend", "") != "cuda":
-                return None
+            if hi <= lo:
+                raise Untraced(f"block `{kernel.name}` has no work for {dev.id}")
+            if getattr(dev, "backend", "") != "cuda":
+                raise Untraced(f"block `{kernel.name}` runs on {dev.id}, not a CUDA device")
             prepared = layout.chunk_plans[k].prepared(dev, tuning)
             if not hasattr(prepared, "enqueue"):
-                return None         # no plan a graph captures
+                raise Untraced(f"block `{kernel.name}` on {dev.id} has no plan a graph "
+                               "captures")
             run = runs.get(dev.id)
             if run is None:
                 with dev.cupy_device:
@@ -731,15 +833,17 @@ def _stages(log: list, where: dict, session, cp):
                 a = parts[k].data
                 inside = made.get(id(t))
                 if dtype == "bf16":
-                    return None
+                    raise Untraced(f"input `{name}` of block `{kernel.name}` is bf16")
                 if inside is not None:
                     # a result of the call, read where it is (not re-cut, not gathered)
                     if dev.id not in inside or len(t.shards) != len(layout.work) or \
                             t.shards[k][1] is not a:
-                        return None
+                        raise Untraced(f"input `{name}` of block `{kernel.name}`, a result "
+                                       "of the call, is re-cut or copied between devices")
                     s0, i, views = inside[dev.id]
                     if stages[s0][dev.id].dtypes[i] != dtype:
-                        return None
+                        raise Untraced(f"input `{name}` of block `{kernel.name}` is converted "
+                                       "from the dtype its block made")
                     if s0 == s:
                         wires.append(("v", i, _viewer(views, cp)) if views else ("g", i))
                     else:       # an earlier stage's graph output, read where it stays
@@ -749,14 +853,17 @@ def _stages(log: list, where: dict, session, cp):
                 src = where.get(id(t) if isinstance(t, ShardedTensor) else id(t.data)) or \
                     produced.get(id(t))
                 if src is None:
-                    return None
+                    raise Untraced(f"input `{name}` of block `{kernel.name}` is from nowhere "
+                                   "the trace knows")
                 axis = layout.plan.axes.get(name)
                 e = entries.setdefault((src, axis, tuple(layout.ids), bounds),
                                        (len(entries), layout.work))[0]
                 fits = prepared.fits(a, want, cp)
                 if not fits and not staged_view(a, want, dev, cp):
-                    return None
-                wires.append(("x", run.input(("entry", e, k), ("entry", e, k), a, not fits)))
+                    raise Untraced(f"input `{name}` of block `{kernel.name}` needs a "
+                                   f"conversion on {dev.id}")
+                staged = not fits or not _kept(t, a)
+                wires.append(("x", run.input(("entry", e, k), ("entry", e, k), a, staged)))
             run.add(prepared, tuple(wires), item.scalars, item.site or (NO_SPAN, ""),
                     kernel.output.dtype)
             count += 1
@@ -771,10 +878,24 @@ def _stages(log: list, where: dict, session, cp):
     return stages, made, produced, outside, count
 
 
-def _capture(stages: list, moving: set, addresses: dict, last, cp) -> list | None:
-    """Every stage's graphs captured in order (an input of a collective's result, a strided
-    view, or one at another address than in the call `last` saw is staged); None where the
-    driver refuses."""
+def _kept(t: Tensor, a) -> bool:
+    """Whether `a`, what a device reads of outside input `t`, lies in memory `t` keeps from
+    call to call (its array, a shard, a replica kept with a sharded tensor), not in one the
+    call made afresh (a chunk cut, a peer copy, an upload from the host)."""
+    if isinstance(t, ShardedTensor):
+        held = [arr for _, arr, _ in t.shards] + [t._gathered] + \
+            [r for replicas in t._replicas.values() for r in replicas]
+    else:
+        held = [t.data]
+    device = a.data.device_id
+    return any(type(h) is type(a) and h.data.device_id == device and _within(a, h)
+               for h in held if h is not None)
+
+
+def _capture(stages: list, moving: set, addresses: dict, last, cp) -> list:
+    """Every stage's graphs captured in order (an input of a collective's result, one the
+    call made afresh, a strided view, or one at another address than in the call `last`
+    saw is staged); Untraced where a view does not fit or the driver refuses."""
     from ..backends.cuda.graph import CaptureFailed, capture
     from .replay import GraphRecord
     captured = []
@@ -784,7 +905,7 @@ def _capture(stages: list, moving: set, addresses: dict, last, cp) -> list | Non
             continue
         graphs = {}
         for d, run in stage.items():
-            inputs, sources, staged = [], [], set(run.views)
+            inputs, sources, staged = [], [], set(run.staged)
             before_at, now = (last or {}).get((s, d)), addresses[(s, d)]
             for j, (a, src) in enumerate(zip(run.inputs, run.sources)):
                 if src[0] == "out":
@@ -792,8 +913,9 @@ def _capture(stages: list, moving: set, addresses: dict, last, cp) -> list | Non
                     try:
                         with run.device.cupy_device:
                             a = _viewer(views, cp)(captured[s0][d][0].graph.outs[i])
-                    except Exception:       # a view the graph's buffer does not take
-                        return None
+                    except Exception as err:    # a view the graph's buffer does not take
+                        raise Untraced(f"a view of a graph's buffer on {d} fails: "
+                                       f"{err}") from None
                     src = ("fixed", a)
                 elif src[1] in moving or (before_at is not None and (
                         len(before_at) != len(now) or before_at[j] != now[j])):
@@ -803,8 +925,8 @@ def _capture(stages: list, moving: set, addresses: dict, last, cp) -> list | Non
             try:
                 graph = capture(run.device, run.stream, run.plans, run.wiring, run.scalars,
                                 inputs, staged)
-            except CaptureFailed:
-                return None
+            except CaptureFailed as err:
+                raise Untraced(f"capture on {d}: {err}") from None
             in_place = tuple((j, a.data.ptr) for j, a in enumerate(inputs) if j not in staged)
             graphs[d] = (GraphRecord(graph, run.plans, run.device, run.stream, run.sites,
                                      in_place), sources)

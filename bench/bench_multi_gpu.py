@@ -240,16 +240,18 @@ def bench_transformer_block(ids, quick, reps, warm):
             session = zynbook.Session()
             session.run(setting + prog, model=model, devs=devs)
             timing, out = timed(Clock(devs), session, CALL, dict(x=xs), reps, warm)
-            runs.append((timing, out, replayed(session)))
-        (one, o1, r1), (many, outn, rn) = runs
+            runs.append((timing, out, replayed(session),
+                         session.interpreter.lazy.traces.last_miss))   # why not replayed
+        (one, o1, r1, _), (many, outn, rn, why) = runs
         out1 = o1 if out1 is None else out1
         mg.close(outn, out1, rtol=2e-3, atol=2e-3, what="transformer block")
         rec = row("transformer block (spec), data-parallel" + ("" if graphs else ", no graphs"),
                   shape, proj + attn, one, many, ids,
                   f"6 blocks, activations sharded between them; replay "
                   f"{'on' if rn else 'off'} on {len(ids)} devices, "
-                  f"{'on' if r1 else 'off'} on one")
-        rec.update(one_replayed=r1, many_replayed=rn)
+                  f"{'on' if r1 else 'off'} on one" +
+                  (f"; not replayed: {why}" if graphs and not rn else ""))
+        rec.update(one_replayed=r1, many_replayed=rn, many_miss=why)
 
 
 @guarded

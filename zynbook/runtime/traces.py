@@ -26,9 +26,11 @@ result (runtime/sharded.py). Its trace (`_GroupTrace`) holds, per device, one CU
 the device's launches in order, the views between them made on the graph's own buffers; a
 collective that combines partial results (an all-reduce, a reduce-scatter: NCCL) ends a
 stage of graphs and runs between two at each replay. The second call with a key captures
-(inputs whose address changed since the first are staged); later calls cut their outside
-inputs as the recorded call cut them, replay every stage and return fresh copies of the
-result's shards. A copy between the devices inside the call (a result re-cut or gathered
+(inputs whose address changed since the first are staged, and so is every array the call
+makes afresh: a peer copy of weights to another GPU, a chunk of a host input uploaded);
+later calls cut their outside inputs as the recorded call cut them, copy the staged ones
+into the graphs' own buffers, replay every stage and return fresh copies of the result's
+shards. A copy between the devices inside the call (a result re-cut or gathered
 whole), an input from nowhere the trace knows or a launch a graph cannot take leaves the
 call untraced.
 

@@ -178,12 +178,22 @@ def test_another_key_runs_the_body(group, monkeypatch):
         before = len(evaluated)         # another layer's record, another batch
         got = s.run("transformer_block(x, layer)", x=sharded(x2), layer=layer)
         assert len(evaluated) == before + 6
+        assert miss(s).startswith("no trace kept for this key; recorded")
         np.testing.assert_allclose(got.numpy(),
                                    np_transformer_block(x2, model["layers"][layer]),
                                    rtol=2e-4, atol=2e-4)
     before = len(evaluated)             # the whole input on one GPU: another placement
     got = s.run("transformer_block(x, 0)", x=zynbook.run("x", x=x))
     assert len(evaluated) == before + 6
+    # the key's trace read its input in place: the same placement elsewhere runs the body
+    xs2 = sharded(x)
+    got = s.run("transformer_block(x, 0)", x=xs2)
+    assert len(evaluated) == before + 12
+    assert miss(s) == ("not replayed: argument 1, read in place by the graph on cuda:0, is "
+                       "at another address than at the capture; recorded: captured at the "
+                       "next call with this key")
+    np.testing.assert_allclose(got.numpy(), np_transformer_block(x, model["layers"][0]),
+                               rtol=2e-4, atol=2e-4)
 
 
 CHAIN = """pipeline chain(a: tensor[n, m]):

@@ -382,7 +382,7 @@ class _Recorder:
             elif not steps:
                 raise Untraced("no run of the lazy graph: the launches ran where they were met")
             elif getattr(result, "done", False) is False:
-                raise Untraced("the result is still pending in the lazy graph")
+                raise Untraced("the result is no value the lazy graph's runs computed")
             else:
                 trace = _Trace.of(self, steps, result, session, self.before)
         except Untraced as why:
@@ -447,7 +447,7 @@ class _Trace:
         self.listed = listed        # per graph, (CompiledKernel, Launch) per launch
 
     @staticmethod
-    def of(recorder: _Recorder, steps: list, result, session, before: int) -> "_Trace | None":
+    def of(recorder: _Recorder, steps: list, result, session, before: int) -> "_Trace":
         """The trace of a call whose runs were `steps` (per run: the record replayed, its
         inputs, the ids of the lazy values it computed, the arrays it gave them; a string:
         why a run was launched one by one), or Untraced."""

@@ -47,11 +47,11 @@ HELD_HEAD_DIM = 128         # beyond, 16 queries a warp and Q read at each tile 
 STATIC_SHARED = 48 * 1024   # more is requested as dynamic shared memory
 
 
-# FlashAttention-2's block: 4 warps of 32 queries (two m16 tiles, so that each K/V fragment
-# read from shared memory feeds two MMAs), Q's fragments held in registers up to head_dim 64
-# (245 registers a thread, nvcc sm_90) and read from shared memory at each tile beyond (held at
-# 128 they would spill 800 bytes); 4 warps of 16 queries where a head's queries fit 64; then
-# the tuner's other candidates. Past head_dim 128 only 16 queries a warp with Q read at each
+# FlashAttention-2's block up to head_dim 64: 4 warps of 32 queries (two m16 tiles, so that
+# each K/V fragment read from shared memory feeds two MMAs), Q's fragments held in registers
+# (245 registers a thread, nvcc sm_90; held at 128 they would spill 800 bytes); beyond, and
+# where a head's queries fit 64, 4 warps of 16 queries with Q held; then the tuner's other
+# candidates. Past head_dim 128 only 16 queries a warp with Q read at each
 # tile fit the registers (255 a thread at 256 without spills)
 MMA = AttentionParams(mma=True)
 CHOICES = (replace(MMA, block_q=128), replace(MMA, block_q=128, hold_q=False), MMA,
@@ -64,10 +64,13 @@ def choices(target, shape, sizes) -> list:
     fits = [p for p in CHOICES if why_not(target, shape, p) is None]
     if not fits:
         return []
-    if int(recognise.launch_value(shape.p.n_queries, sizes)) <= 64:
+    # measured (H100, bench_cuda --mma-choices): BERT-base f16 (head_dim 64) 0.138 ms with
+    # 4 warps of 32 queries against 0.148 with 4 of 16; causal bf16 at head_dim 128 0.356 ms
+    # with 4 warps of 16 (Q held) against 0.53 with 4 of 32 (Q read at each tile)
+    if int(recognise.launch_value(shape.p.n_queries, sizes)) <= 64 or shape.D > 64:
         first = MMA
     else:
-        first = replace(MMA, block_q=128, hold_q=shape.D <= 64)
+        first = replace(MMA, block_q=128)
     first = first if first in fits else fits[0]
     return [first] + [p for p in fits if p != first]
 

@@ -96,6 +96,16 @@ def test_a_repeated_pipeline_is_captured_once_and_replayed(cuda):
     assert "CUDA graph" in s.launches[0].geometry["graph"]
     assert s.launches[-1].times.kernel == pytest.approx(0.25e-3)
     assert dev.cache.misses == KERNELS
+    graphs = [r.graph for rs in s.interpreter.lazy.replays.graphs.values() for r in rs]
+    pairs = len(graphs[0].events)           # event pairs timing replays, reused once dropped
+    for _ in range(3):
+        s.run("p(x)", x=x)
+    assert len(graphs) == 1 and len(graphs[0].events) == pairs
+    kept = s.launches                       # a time not read yet keeps its events
+    s.run("p(x)", x=x)
+    s.run("p(x)", x=x)
+    assert len(graphs[0].events) == pairs + 1
+    assert kept[-1].times.kernel == pytest.approx(0.25e-3)
 
 
 def test_new_inputs_are_copied_in_and_kept_results_never_change(cuda):

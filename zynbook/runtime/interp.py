@@ -173,7 +173,7 @@ class Interpreter:
 
     def bind(self, name: str, value, mutable: bool):
         scope, muts = (self.frames[-1] if self.frames else (self.globals, self.mutable))
-        scope[name] = self._computed(value) if scope is self.globals else value
+        scope[name] = self.lazy.boundary(value) if scope is self.globals else value
         (muts.add if mutable else muts.discard)(name)
 
     def assign_name(self, target: A.Name, value):
@@ -186,13 +186,7 @@ class Interpreter:
         if name not in muts:
             raise ZynMLTypeError(f"cannot assign to `{name}`: it is declared with let "
                                  "(use var to change it)", target.span)
-        scope[name] = self._computed(value) if scope is self.globals else value
-
-    def _computed(self, value):
-        """`value` with the blocks recorded so far run (runtime/lazy.py): binding a top-level
-        name is a boundary, since a later cell may read it and a failing statement binds
-        nothing."""
-        return self.lazy.boundary(value)
+        scope[name] = self.lazy.boundary(value) if scope is self.globals else value
 
     # -------------------------------------------------------------- programs
     def run_program(self, program: A.Program, source: str):
@@ -214,7 +208,7 @@ class Interpreter:
         # where it is met, without recording it
         self.alone = stmt.value if isinstance(stmt, A.Let) else \
             stmt.expr if isinstance(stmt, A.ExprStmt) else None
-        return self._computed(self.exec(stmt)), isinstance(stmt, A.ExprStmt)
+        return self.lazy.boundary(self.exec(stmt)), isinstance(stmt, A.ExprStmt)
 
     def exec_block(self, body):
         value = None
@@ -905,7 +899,7 @@ class Interpreter:
         return inputs, labels, spans, scalars, given
 
     def _free_value(self, label, span):
-        root, *fields = label.split(".")
+        root, dot, fields = label.partition(".")
         if self.frames and root in self.frames[-1][0]:
             value = self.frames[-1][0][root]
         elif root in self.globals:
@@ -914,8 +908,9 @@ class Interpreter:
             return _MISSING         # a size the kernel infers from its inputs' shapes
         if isinstance(value, Pipeline):
             return _MISSING
-        for f in fields:
-            value = self.attr(value, f, span)
+        if dot:
+            for f in fields.split("."):
+                value = self.attr(value, f, span)
         return value
 
     def _input_tensor(self, value, label, expr, span=None):
@@ -930,7 +925,7 @@ class Interpreter:
     def _lowered_block(self, node, inputs, labels, spans, scalars) -> LoweredBlock:
         """The block lowered (checked, passed) for these input dtypes and ranks and scalar
         types, once: every later run with them reuses it."""
-        key = (id(node), labels, tuple([(t.dtype, t.ndim) for t in inputs]),
+        key = (id(node), labels, tuple([(t._dtype, len(t._shape)) for t in inputs]),
                tuple(scalars.items()) if scalars else (), self.extra_key)
         block = self.blocks.lowered.get(key)
         if block is None or block.node is not node:
@@ -1043,8 +1038,8 @@ class Interpreter:
         if not plan.out_shape:
             host = out if device.kind == "cpu" else device.to_host(out)
             return np.asarray(host).reshape(()).item()
-        return Tensor(out, device.id, plan.out_shape, lowered.kernel.output.dtype,
-                      committed=commit)
+        # (positional: a class called with keywords takes a slower path)
+        return Tensor(out, device.id, plan.out_shape, lowered.kernel.output.dtype, commit)
 
 
 _MISSING = object()

@@ -249,7 +249,9 @@ class LazyGraph:
             self.fused_away = bool(self.interp.frames) and not frames
 
     def boundary(self, value):
-        """`value` at a boundary: `finish` (roots: `value`), then `plain`."""
+        """`value` with the blocks recorded so far run (`finish`, `value` a root) and made
+        `plain`: binding a top-level name is a boundary, since a later cell may read it and
+        a failing statement binds nothing, and so is the end of a top-level statement."""
         if self.pending or self.fused_away:     # else `finish` has nothing to do
             self.finish(roots=[value])
         if isinstance(value, (Lazy, list, tuple)):

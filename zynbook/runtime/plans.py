@@ -83,10 +83,10 @@ class LoweredBlock:
         if given:
             dims = self.dims
             sizes_given = {k: v for k, v in given.items() if k in dims}
-            key = (tuple([t.shape for t in inputs]), tuple(sizes_given.items()))
+            key = (tuple([t._shape for t in inputs]), tuple(sizes_given.items()))
         else:
             sizes_given = {}
-            key = (tuple([t.shape for t in inputs]), ())
+            key = (tuple([t._shape for t in inputs]), ())
         plan = self.plans.get(key)
         if plan is None:
             kernel = self.lowered.kernel

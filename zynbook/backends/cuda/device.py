@@ -178,7 +178,7 @@ class CompiledCuda:
             for p in parts:
                 args += buffers if p == "buffers" else scalar_args if p == "scalars" else p
             try:
-                f(grid, block, args, shared_mem=smem, stream=stream)
+                f(grid, block, args, smem, stream)      # (shared_mem, stream)
             except Exception as err:
                 raise ZynMLRuntimeError(f"CUDA launch of `{name}` failed: {err}") from None
 
@@ -539,18 +539,9 @@ class CudaPlan(LaunchPlan):
         return bufs, out, flag
 
     def _event_pair(self, cp, pooled: bool):
-        """(start, end) CUDA events for one launch's time: a pair no earlier launch's
-        unread time holds (held by the list, the loop and the call's argument: 3), else a
-        new one (kept for later launches while the pool is small). Only launches of the
-        host program, one at a time, take pooled pairs."""
-        if pooled:
-            for pair in self._events:
-                if sys.getrefcount(pair) <= 3:
-                    return pair
-        pair = (cp.cuda.Event(), cp.cuda.Event())
-        if pooled and len(self._events) < EVENT_POOL:
-            self._events.append(pair)
-        return pair
+        """(start, end) CUDA events for one launch's time (`event_pair`). Only launches of
+        the host program, one at a time, take pooled pairs."""
+        return event_pair(self._events, cp) if pooled else (cp.cuda.Event(), cp.cuda.Event())
 
     def _launch_on(self, cp, stream, inputs, scalars, wait: bool, pooled: bool = False):
         dev = self.device
@@ -561,8 +552,8 @@ class CudaPlan(LaunchPlan):
         if wait:
             self._wait(pair[1])
             self.check(flag)
-        times = DeferredKernelTime(lambda: self._elapsed(pair), compile=self.compile_s,
-                                   upload=self.upload_s, source="gpu-events")
+        times = DeferredKernelTime(lambda: self._elapsed(pair), self.compile_s, self.upload_s,
+                                   "gpu-events")       # (a class called with keywords is slower)
         self.compile_s = 0.0            # the first launch reports the build
         if self.kernel.output.dtype == "bf16":
             out = bf16_bits_to_f32(out)
@@ -588,6 +579,20 @@ class CudaPlan(LaunchPlan):
     def _elapsed(self, pair) -> float:
         self._wait(pair[1])
         return _cp().cuda.get_elapsed_time(pair[0], pair[1]) / 1000.0
+
+
+def event_pair(pool: list, cp) -> tuple:
+    """(start, end) CUDA events for timing one launch: a pair of `pool` that no earlier
+    launch's unread time holds (held by the list, the loop and the call's argument: 3),
+    else a new one (kept in `pool` for later launches while it is small). A time holds its
+    pair itself (not only its events) until it is read or dropped."""
+    for pair in pool:
+        if sys.getrefcount(pair) <= 3:
+            return pair
+    pair = (cp.cuda.Event(), cp.cuda.Event())
+    if len(pool) < EVENT_POOL:
+        pool.append(pair)
+    return pair
 
 
 class CudaMemoryPool:

@@ -17,7 +17,7 @@ import threading
 
 from ...errors import ZynMLDeviceError
 from ..base import DeferredKernelTime
-from .device import _cp
+from .device import _cp, event_pair
 
 _lock = threading.Lock()
 
@@ -44,6 +44,7 @@ class CapturedGraph:
     def __init__(self, graph, outs, flags, staging, held):
         self.graph, self.outs, self.flags = graph, outs, flags
         self.staging, self.held = staging, held
+        self.events: list = []      # event pairs timing replays, reused once read or dropped
 
     def replay(self, inputs: list, stream) -> DeferredKernelTime:
         """Queue the graph on `stream` after copying the staged `inputs` in; the time of
@@ -56,12 +57,12 @@ class CapturedGraph:
             else:               # a strided view: an elementwise copy on the current stream
                 with self.device.cupy_device:
                     buf[...] = a
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
+        pair = event_pair(self.events, cp)
+        pair[0].record(stream)
         self.graph.launch(stream)
-        end.record(stream)
-        self.end = end
-        return DeferredKernelTime(lambda: _elapsed(start, end), source="gpu-events")
+        pair[1].record(stream)
+        self.end = pair[1]
+        return DeferredKernelTime(lambda: _elapsed(*pair), None, None, "gpu-events")
 
     def check(self, plans: list) -> int | None:
         """The index of the first launch whose error flag reports a failure (the graph

@@ -486,6 +486,21 @@ class _Translator:
                 self.stmt(Store(s.dst, Bin("+", s.dst_index, i, i.dtype),
                                 Load(s.src, Bin("+", s.src_index, j, j.dtype), s.dtype),
                                 None, s.line), depth)
+        elif isinstance(s, ir.Convert):
+            # a pair rounded element by element (cvt.rn: nearest, ties to even, as Cast)
+            self.check(s.dtype in ("f16", "bf16") and self.array(s.src, False).dtype == "f32"
+                       and self.array(s.dst, True).dtype == s.dtype,
+                       f"a conversion of `{s.src}` into `{s.dst}`: f32 into f16 or bf16")
+            for e in (s.dst_index, s.src_index):
+                off = self.expr(e, pre)
+                self.flush(pre, depth)
+                self.emit(depth, f"if ({off}) % {s.count}: _bad('a packed conversion of {s.count} at "
+                                 f"an offset that is not a multiple of it: ' + str({off}))")
+            for w in range(s.count):
+                i, j = ir.Lit(w, s.dst_index.dtype), ir.Lit(w, s.src_index.dtype)
+                self.stmt(Store(s.dst, Bin("+", s.dst_index, i, i.dtype),
+                                Cast(Load(s.src, Bin("+", s.src_index, j, j.dtype), "f32"), s.dtype),
+                                None, s.line), depth)
         elif isinstance(s, ir.AsyncCopy):
             self.async_copy(s, depth)
         elif isinstance(s, ir.AsyncCommit):

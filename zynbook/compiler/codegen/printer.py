@@ -175,6 +175,15 @@ class Printer:
         elif isinstance(s, ir.Copy):
             self.emit(d.copy(s.dst, self.expr(s.dst_index), self.space(s.dst), s.src,
                              self.expr(s.src_index), self.space(s.src), s.count, s.dtype), line)
+        elif isinstance(s, ir.Convert):
+            if not hasattr(d, "convert"):       # element by element
+                for w in range(s.count):
+                    at = lambda e: ir.Bin("+", e, ir.Lit(w, e.dtype), e.dtype)
+                    self.stmt(ir.Store(s.dst, at(s.dst_index), ir.Cast(ir.Load(s.src, at(s.src_index), "f32"),
+                                                                         s.dtype), None, line))
+            else:
+                self.emit(d.convert(s.dst, self.expr(s.dst_index), s.src, self.expr(s.src_index),
+                                    s.count, s.dtype), line)
         elif isinstance(s, ir.Barrier):
             self.emit(d.barrier(), line)
         elif isinstance(s, ir.MatrixLoad):

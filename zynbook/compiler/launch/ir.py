@@ -291,6 +291,22 @@ class Copy(Stmt):
     line: int = 0
 
 
+@dataclass(frozen=True)
+class Convert(Stmt):
+    """`dst[dst_index + w] = Cast(src[src_index + w], dtype)` for w in 0..count (2): f32
+    elements of a local array into a local, shared or global array of f16 or bf16, as one
+    packed conversion and one 32-bit store where the target has them (CUDA's
+    `cvt.rn.f16x2.f32`). Both offsets are multiples of `count`; a global `dst` is listed in
+    `Program.aligned`."""
+    dst: str
+    dst_index: Expr
+    src: str
+    src_index: Expr
+    count: int
+    dtype: str                  # of dst: f16 or bf16
+    line: int = 0
+
+
 MMA_SHAPES = ((16, 8, 16), (16, 8, 8))  # (m, n, k) of the tensor-core tiles an `Mma` multiplies
 
 

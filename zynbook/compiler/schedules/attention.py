@@ -80,6 +80,15 @@ class AttentionParams(Params):
     mma: bool = False
     warps: int = 4
     hold_q: bool = True
+    # the tensor-core kernel's variants (`block_kv` keys a tile there: 64 or 128): K/V tiles in
+    # a ring of `stages` shared buffers (3: one barrier a tile, the copy two tiles ahead), P and
+    # the output converted by pairs (`packed`: one 32-bit store a pair), the scale applied in the
+    # exponent's FMA instead of to each score (`fold_scale`), O's rescale skipped where no row
+    # of the warp found a larger maximum (`skip_rescale`)
+    stages: int = 2
+    packed: bool = False
+    fold_scale: bool = False
+    skip_rescale: bool = False
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
@@ -87,7 +96,9 @@ class AttentionParams(Params):
         out = super().describe()
         extra = [f"{f}={getattr(self, f)}" for f, d in (("rows", 4), ("cols", 4), ("prefetch", True),
                                                          ("exp2", False), ("occupancy", 0), ("mma", False),
-                                                         ("warps", 4), ("hold_q", True)) if getattr(self, f) != d]
+                                                         ("warps", 4), ("hold_q", True), ("stages", 2),
+                                                         ("packed", False), ("fold_scale", False),
+                                                         ("skip_rescale", False)) if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
 
@@ -333,10 +344,10 @@ class Attention(Schedule):
         from . import attention_mma
         built = attention_mma.kernel(kernel, target, sizes, shape, params, sites, idx)
         prog = self._program(kernel, shape, params, sites, [built],
-                             [f"head_dim {shape.D}: {params.block_q} queries x 64-key tiles"], target, sizes)
+                             [f"head_dim {shape.D}: {params.block_q} queries x {params.block_kv}-key tiles"], target, sizes)
         plain = next(p for p in self.space(kernel, target, sizes) if not p.mma)
         prog.fallback = self._build(kernel, target, sizes, plain, sites)
-        prog.aligned = tuple(sorted({user_name(shape.bufs[r].name) for r in ("q", "k", "v")}))
+        prog.aligned = tuple(sorted({user_name(shape.bufs[r].name) for r in attention_mma.aligned(params)}))
         prog.sites = prog.fallback.sites = sites.as_tuple()
         return prog
 

@@ -4,18 +4,26 @@ f16 or bf16 Q, K, V with f32 accumulators, the online softmax in registers.
 A block of `warps` warps takes `block_q` queries of one (batch, head), each warp 16 or 32 of
 them (one or two m16 tiles). The block's Q rows are copied once (cp.async) into shared
 memory, from which each warp loads the A fragments of its queries for all of head_dim and
-keeps them in registers (`hold_q`), or loads each k16 step's again at every tile. The keys go by tiles of 64: their K and V rows are copied by
-cp.async into one of two shared buffers while the other is computed. Per tile and warp:
+keeps them in registers (`hold_q`), or loads each k16 step's again at every tile. The keys go
+by tiles of `block_kv` (64 or 128): their K and V rows are copied by cp.async into a ring of
+`stages` shared buffers: with two, the next tile is copied while this one is computed (two
+barriers a tile: the buffer refilled is the one just read); with three, the copy runs two
+tiles ahead and one barrier a tile both publishes this tile and frees the one refilled. Per
+tile and warp:
 
 * S = Q K^T: B fragments from the K rows by ldmatrix (the rows are K's columns: no
-  transpose), 64 keys a tile as eight n8 accumulator tiles;
+  transpose), the tile's keys as n8 accumulator tiles;
 * each accumulator element (query g + 8 (e // 2), key 2 t + e % 2 of its tile: `ir.Mma`)
   scaled by the launch's scale times log2(e), the key condition applied and keys past the
   end masked (under no condition or a causal one, only in the tiles that may hold a key they
   exclude); the row's maximum reduced over the four lanes of a quad, exp2, and each lane's
-  share of the row sum kept (summed over the quad once, at the end);
+  share of the row sum kept (summed over the quad once, at the end). With `fold_scale` (a
+  scale known not negative) the maximum is the raw scores' and each weight one FMA and exp2,
+  exp2(s c - m c); with `skip_rescale` O is rescaled only where a row of the warp found a
+  larger maximum (a warp-uniform branch; a factor of 1 elsewhere is exact anyway);
 * P goes from the C accumulators straight into A fragments of the input's type: the C layout
-  of two adjacent n8 tiles is the A layout of one k16 step, A[2 p + h] = C_{2 kk + p // 2}[2 (p % 2) + h];
+  of two adjacent n8 tiles is the A layout of one k16 step, A[2 p + h] = C_{2 kk + p // 2}[2 (p % 2) + h]
+  (with `packed`, by pairs: one cvt.rn.f16x2.f32 / bf16x2 a pair, as the output's stores);
 * O += P V with B fragments from the V rows by transposed ldmatrix.
 
 Finally each query in range stores O / l in the output's type; a query no key is admitted to
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .. import cir
 from ..launch import ir
 from ..launch.scalar import NotScalar, buffer_params, cast, lit, user_name
 from ..passes import recognise
@@ -40,7 +49,8 @@ NEG = lit(float("-inf"), F)
 ZERO = lit(0.0, F)
 LOG2E = 1.4426950408889634
 HALVES = ("f16", "bf16")
-BKV = 64                    # keys a tile
+BLOCK_KV = (64, 128)        # keys a tile
+STAGES = (2, 3)             # K/V buffers in the ring
 PAD = 8                     # elements after each shared row (16 bytes)
 MAX_HEAD_DIM = 256
 HELD_HEAD_DIM = 128         # beyond, 16 queries a warp and Q read at each tile (the registers)
@@ -59,6 +69,16 @@ CHOICES = (replace(MMA, block_q=128), replace(MMA, block_q=128, hold_q=False), M
            replace(MMA, block_q=128, warps=8, hold_q=False))
 
 
+def variants(base) -> list:
+    """The structural variants of one block shape, for the tuner and the benchmark: 128-key
+    tiles, a 3-stage ring, packed conversions, the scale folded into the exponent, the
+    rescale skipped, each alone, then all together (with 64- and 128-key tiles)."""
+    every = dict(stages=3, packed=True, fold_scale=True, skip_rescale=True)
+    return [replace(base, block_kv=128), replace(base, stages=3), replace(base, packed=True),
+            replace(base, fold_scale=True), replace(base, skip_rescale=True),
+            replace(base, **every), replace(base, block_kv=128, **every)]
+
+
 def choices(target, shape, sizes) -> list:
     """The tensor-core parameters that run this attention on `target`, the default first."""
     fits = [p for p in CHOICES if why_not(target, shape, p) is None]
@@ -72,12 +92,32 @@ def choices(target, shape, sizes) -> list:
     else:
         first = replace(MMA, block_q=128)
     first = first if first in fits else fits[0]
-    return [first] + [p for p in fits if p != first]
+    extra = [p for p in variants(first) if why_not(target, shape, p) is None]
+    return [first] + [p for p in fits if p != first] + extra
 
 
-def shared_bytes(block_q: int, D: int) -> int:
-    """Q's rows and two buffers of K and V rows, padded."""
-    return 2 * (block_q + 4 * BKV) * (D + PAD)
+def shared_bytes(params, D: int) -> int:
+    """Q's rows and `stages` buffers of K and V rows, padded."""
+    return 2 * (params.block_q + 2 * params.stages * params.block_kv) * (D + PAD)
+
+
+def aligned(params) -> tuple:
+    """The roles whose buffers the kernel accesses by 16 bytes (cp.async), and the output,
+    stored by pairs, where `packed`."""
+    return ("q", "k", "v") + (("out",) if params.packed else ())
+
+
+def nonnegative(e) -> bool:
+    """Whether the CIR scale `e` is known not negative (a constant, a square root or
+    exponential, products and quotients of such): the raw scores' maximum is then the scaled
+    scores' (`fold_scale`)."""
+    if isinstance(e, cir.Const):
+        return not isinstance(e.value, bool) and e.value >= 0
+    if isinstance(e, cir.Call):
+        return e.fn in ("sqrt", "exp", "exp2", "rsqrt")
+    if isinstance(e, cir.Bin) and e.op in ("*", "/"):
+        return nonnegative(e.left) and nonnegative(e.right)
+    return False
 
 
 def why_not(target, shape, params=None) -> str | None:
@@ -101,7 +141,12 @@ def why_not(target, shape, params=None) -> str | None:
     if shape.D > HELD_HEAD_DIM and (rows != 16 or params.hold_q):
         return (f"head_dim {shape.D}: past {HELD_HEAD_DIM} a warp takes 16 queries and reads Q "
                 "at each tile (the registers)")
-    if shared_bytes(block_q, shape.D) > target.shared_bytes:
+    if params.block_kv not in BLOCK_KV or params.stages not in STAGES:
+        return (f"{params.block_kv}-key tiles in {params.stages} buffers: the tensor-core attention "
+                f"takes {' or '.join(map(str, BLOCK_KV))} keys in {' or '.join(map(str, STAGES))}")
+    if params.fold_scale and not nonnegative(shape.p.scale):
+        return "the scale's sign is not known: the scaled scores' maximum is not the raw ones'"
+    if shared_bytes(params, shape.D) > target.shared_bytes:
         return f"head_dim {shape.D}: the Q, K and V tiles outgrow the shared memory"
     return None
 
@@ -112,9 +157,12 @@ def describe(params, shape) -> str:
     return (f"Q K^T and P V on tensor cores (mma.sync m16n8k16 {shape.bufs['q'].dtype}, f32 "
             f"accumulate), {params.warps} warps of {16 * mt} queries, Q fragments "
             + ("held in registers" if params.hold_q else "read from shared memory each tile")
-            + f", online softmax in registers (exp2), {BKV}-key K/V tiles by cp.async into two "
-            "shared buffers" + (", the key condition tested on the causal diagonal's tiles only"
-                                if shape.p.causal else ""))
+            + f", online softmax in registers (exp2), {params.block_kv}-key K/V tiles by cp.async into "
+            + ("two shared buffers" if params.stages == 2 else f"a ring of {params.stages} shared buffers")
+            + (", P and O converted by pairs" if params.packed else "")
+            + (", the scale in the exponent's FMA" if params.fold_scale else "")
+            + (", O rescaled only where a row's maximum grew" if params.skip_rescale else "")
+            + (", the key condition tested on the causal diagonal's tiles only" if shape.p.causal else ""))
 
 
 def kernel(kernel_, target, sizes, shape, params, sites, idx):
@@ -123,7 +171,7 @@ def kernel(kernel_, target, sizes, shape, params, sites, idx):
     if why:
         raise NotScalar(why)
     return _MmaKernel(kernel_, target, sizes, shape, params, sites, idx, shape.D, 0,
-                      params.block_q, BKV, 16, 0, 0, "mma").kernel()
+                      params.block_q, params.block_kv, 16, 0, 0, "mma").kernel()
 
 
 class _MmaKernel(_Kernel):
@@ -135,12 +183,14 @@ class _MmaKernel(_Kernel):
         D = self.dcap
         self.BQ, self.NW = P.block_q, P.warps
         self.MT = self.BQ // self.NW // 16              # m16 tiles a warp
-        self.NT, self.KS, self.ND = BKV // 8, BKV // 16, D // 8
+        self.BK, self.NS = P.block_kv, P.stages
+        BK = self.BK
+        self.NT, self.KS, self.ND = BK // 8, BK // 16, D // 8
         self.ST = D + PAD                               # elements of a shared row
         self.dt = self.shape.bufs["q"].dtype
         self.T = 32 * self.NW
         self.D = lit(D, idx)
-        self.full = int(recognise.launch_value(p.n_keys, self.low.sizes)) % BKV == 0
+        self.full = int(recognise.launch_value(p.n_keys, self.low.sizes)) % BK == 0
         r = self.ref
         B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
         scale = ir.Bin("*", low.operand(p.scale, F), lit(LOG2E, F), F)
@@ -164,10 +214,10 @@ class _MmaKernel(_Kernel):
         body += [ir.Decl(f"_{role}base", idx, self.row_offset(role, *bh, self.i(0)))
                  for role in ("q", "k", "v", "out")]
         body += [ir.Decl("_scale", F, scale),
-                 ir.Decl("_nk", idx, ir.Bin("/", self.add(kend, self.i(BKV - 1)), self.i(BKV), idx)),
+                 ir.Decl("_nk", idx, ir.Bin("/", self.add(kend, self.i(BK - 1)), self.i(BK), idx)),
                  ir.Array("_qs", self.dt, self.BQ * self.ST, "shared"),
-                 ir.Array("_ks", self.dt, 2 * BKV * self.ST, "shared"),
-                 ir.Array("_vs", self.dt, 2 * BKV * self.ST, "shared"),
+                 ir.Array("_ks", self.dt, self.NS * BK * self.ST, "shared"),
+                 ir.Array("_vs", self.dt, self.NS * BK * self.ST, "shared"),
                  ir.Array("_fq", self.dt, self.MT * (D // 16 if P.hold_q else 1) * 8),
                  ir.Array("_fk", self.dt, self.NT * 4),
                  ir.Array("_fv", self.dt, self.ND * 4),
@@ -175,33 +225,40 @@ class _MmaKernel(_Kernel):
                  ir.Array("_sc", F, self.MT * self.NT * 4),
                  ir.Array("_o", F, self.MT * self.ND * 4),
                  ir.Array("_mrow", F, 2 * self.MT), ir.Array("_lrow", F, 2 * self.MT),
+                 *([ir.Array("_al", F, 2 * self.MT)] if P.skip_rescale else []),
                  self.loop("_i", 2 * self.MT, lambda i: [ir.Store("_mrow", i, NEG), ir.Store("_lrow", i, ZERO)]),
                  self.loop("_i", self.MT * self.ND * 4, lambda i: [ir.Store("_o", i, ZERO)])]
-        # Q in a group of its own, then tile 0; Q's fragments once its group is complete
+        # Q in a group of its own, then the first tiles (one a group); Q's fragments once
+        # its group is complete
         body += self.issue("q", r("_q0"), self.BQ, r("_S"), "_qs", self.i(0))
-        body += [ir.AsyncCommit(),
-                 ir.If(ir.Bin("<", self.i(0), r("_nk"), "bool"), tuple(self.issue_kv(self.i(0), self.i(0)))),
-                 ir.AsyncCommit(), ir.AsyncWait(1), ir.Barrier()]
+        body.append(ir.AsyncCommit())
+        for t in range(self.NS - 1):
+            body += [self.issue_tile(self.i(t)), ir.AsyncCommit()]
+        if P.hold_q or self.NS == 2:
+            body += [ir.AsyncWait(self.NS - 1), ir.Barrier()]
         if P.hold_q:
             body.append(self.loop("_kk", D // 16, lambda kk: [
                 self.loop("_mt", self.MT, lambda mi: self.q_fragment(mi, kk))]))
         kt = r("_kt")
-        nxt = self.add(kt, self.i(1))
-        buf = ir.Bin("%", kt, self.i(2), idx)
-        tile = [ir.Decl("_k0", idx, self.mul(kt, self.i(BKV))),
-                # the buffer refilled here was last read in the previous step (its closing barrier)
-                ir.If(ir.Bin("<", nxt, r("_nk"), "bool"),
-                      tuple(self.issue_kv(self.mul(nxt, self.i(BKV)), ir.Bin("%", nxt, self.i(2), idx)))),
-                ir.AsyncCommit(), ir.AsyncWait(1), ir.Barrier(),
-                ir.Decl("_kb", idx, self.mul(buf, self.i(BKV * self.ST))),
-                *self.scores(), *self.masked_or_not(), *self.values(), ir.Barrier()]
+        compute = [ir.Decl("_kb", idx, self.mul(ir.Bin("%", kt, self.i(self.NS), idx), self.i(BK * self.ST))),
+                   *self.scores(), *self.masked_or_not(), *self.values()]
+        if self.NS == 2:
+            # the buffer refilled here was last read in the previous step (its closing barrier)
+            tile = [self.issue_tile(self.add(kt, self.i(1))), ir.AsyncCommit(), ir.AsyncWait(1),
+                    ir.Barrier(), *compute, ir.Barrier()]
+        else:
+            # this tile's group complete (the next one's may not be); the barrier publishes it
+            # and finds every warp past the previous tile, whose buffer is refilled
+            tile = [ir.AsyncWait(self.NS - 2), ir.Barrier(),
+                    self.issue_tile(self.add(kt, self.i(self.NS - 1))), ir.AsyncCommit(), *compute]
+        tile.insert(0, ir.Decl("_k0", idx, self.mul(kt, self.i(BK))))
         body.append(ir.For("_kt", self.i(0), r("_nk"), self.i(1), tuple(tile), idx))
         body += self.finish()
         arrays = [s for s in body if isinstance(s, ir.Array) and s.space == "shared"]
         used = sum(-(-a.count * 2 // 16) * 16 for a in arrays)
         name = kernel_name(self.k, self.suffix or "")
         k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, self.idx), tuple(body), self.T, idx,
-                      f"attention, head_dim {D}: {self.BQ} queries x {BKV}-key tiles on tensor cores "
+                      f"attention, head_dim {D}: {self.BQ} queries x {BK}-key tiles on tensor cores "
                       f"({self.NW} warps of {16 * self.MT} queries)",
                       dynamic_shared=used if used > STATIC_SHARED else 0)
         blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), self.BQ), idx)
@@ -249,10 +306,14 @@ class _MmaKernel(_Kernel):
             return list(out) if n % self.T == 0 else [ir.If(ir.Bin("<", e, self.i(n), "bool"), out)]
         return [self.loop(var, -(-n // self.T), one)]
 
-    def issue_kv(self, k0, slot) -> list:
-        base = self.mul(slot, self.i(BKV * self.ST))
-        return (self.issue("k", k0, BKV, self.ref("_SK"), "_ks", base)
-                + self.issue("v", k0, BKV, self.ref("_SK"), "_vs", base))
+    def issue_tile(self, kt) -> ir.Stmt:
+        """The K and V rows of tile `kt` (where there is one) into its buffer of the ring."""
+        BK, k0 = self.BK, self.mul(kt, self.i(self.BK))
+        slot = self.i(kt.value % self.NS) if isinstance(kt, ir.Lit) else self.imod(kt, self.NS)
+        base = self.mul(slot, self.i(BK * self.ST))
+        return ir.If(ir.Bin("<", kt, self.ref("_nk"), "bool"), tuple(
+            self.issue("k", k0, BK, self.ref("_SK"), "_ks", base)
+            + self.issue("v", k0, BK, self.ref("_SK"), "_vs", base)))
 
     # ---- fragments and products -------------------------------------------------------
 
@@ -272,7 +333,7 @@ class _MmaKernel(_Kernel):
                               4, False, self.dt)]
 
     def scores(self) -> list:
-        """S = Q K^T for the warp's queries and the tile's 64 keys: per k16 step, the B
+        """S = Q K^T for the warp's queries and the tile's keys: per k16 step, the B
         fragments of two key tiles by one ldmatrix x4 (K rows are B's columns)."""
         r, NT, KD = self.ref, self.NT, self.dcap // 16
 
@@ -300,7 +361,7 @@ class _MmaKernel(_Kernel):
         p, r = self.shape.p, self.ref
         if ok is None or (p.mask is not None and not p.causal):
             return self.softmax(ok)
-        last = self.add(r("_k0"), self.i(BKV - 1))
+        last = self.add(r("_k0"), self.i(self.BK - 1))
         test = None if self.full else ir.Bin(">=", last, r("_SK"), "bool")
         if p.causal:
             diagonal = ir.Bin(">", last, r("_q0"), "bool")
@@ -311,9 +372,11 @@ class _MmaKernel(_Kernel):
         """Per row the lane holds (query g + 8 rh of each m16 tile): scale and mask (where
         `ok`, the key condition and bound, is not None), the row's maximum over the quad,
         the rescale of l and O, P into A fragments."""
-        r, idx, NT, KS = self.ref, self.idx, self.NT, self.KS
+        r, idx, NT, KS, P = self.ref, self.idx, self.NT, self.KS, self.P
         larger = lambda a, b: ir.Select(ir.Bin("<", a, b, "bool"), b, a, F)
         is_neg = lambda x: ir.Bin("==", x, NEG, "bool")
+        scaled = lambda x: ir.Bin("*", x, ir.Ref("_scale", F), F)
+        fold = P.fold_scale
 
         def row(mi, rh):
             slot = self.add(self.mul(mi, self.i(2)), rh)
@@ -322,7 +385,7 @@ class _MmaKernel(_Kernel):
             s = lambda j, c: ir.Load("_sc", at(j, c), F)
 
             def mask(j, c):
-                v = ir.Bin("*", s(j, c), ir.Ref("_scale", F), F)
+                v = s(j, c) if fold else scaled(s(j, c))
                 if ok is not None:
                     key = self.add(r("_k0"), self.mul(j, self.i(8)), self.mul(r("_t4"), self.i(2)), c)
                     v = ir.Select(ok, v, NEG, F)
@@ -330,40 +393,73 @@ class _MmaKernel(_Kernel):
                            ir.Decl("_jc", idx, ir.Math("min", (r("_j"), ir.Bin("-", r("_SK"), self.i(1), idx)), idx))]
                 else:
                     pre = []
-                return pre + [ir.Store("_sc", at(j, c), v), ir.Set("_mx", larger(ir.Ref("_mx", F), s(j, c)))]
+                put = [] if fold and ok is None else [ir.Store("_sc", at(j, c), v)]
+                return pre + put + [ir.Set("_mx", larger(ir.Ref("_mx", F), s(j, c)))]
 
             def weight(j, c):
-                # A[2 p + h] of k16 step j // 2 is C_j[2 rh + c] with p = 2 (j % 2) + rh, h = c
-                pa = self.add(self.mul(self.add(self.mul(mi, self.i(KS)), self.idiv(j, 2)), self.i(8)),
-                              self.mul(self.add(self.mul(self.imod(j, 2), self.i(2)), rh), self.i(2)), c)
-                return [ir.Decl("_es", F, ir.Math("exp2", (ir.Bin("-", s(j, c), ir.Ref("_mn", F), F),), F)),
-                        ir.Decl("_p", F, ir.Select(is_neg(s(j, c)), ZERO, ir.Ref("_es", F), F)),
-                        ir.Set("_rs", ir.Bin("+", ir.Ref("_rs", F), ir.Ref("_p", F), F)),
-                        ir.Store("_pa", pa, cast(ir.Ref("_p", F), self.dt))]
+                if fold:            # s c - m c: one FMA; a masked score (-inf) weighs 0
+                    e = ir.Bin("-", scaled(s(j, c)), ir.Ref("_ms", F), F)
+                    w = [ir.Decl("_p", F, ir.Math("exp2", (e,), F))]
+                else:
+                    w = [ir.Decl("_es", F, ir.Math("exp2", (ir.Bin("-", s(j, c), ir.Ref("_mn", F), F),), F)),
+                         ir.Decl("_p", F, ir.Select(is_neg(s(j, c)), ZERO, ir.Ref("_es", F), F))]
+                w.append(ir.Set("_rs", ir.Bin("+", ir.Ref("_rs", F), ir.Ref("_p", F), F)))
+                if P.packed:        # P back into S's registers, converted by pairs below
+                    return w + [ir.Store("_sc", at(j, c), ir.Ref("_p", F))]
+                return w + [ir.Store("_pa", self.pa_at(mi, rh, j, c), cast(ir.Ref("_p", F), self.dt))]
             each = lambda fn: self.loop("_nt", NT, lambda j: [self.loop("_c", 2, lambda c: fn(j, c))])
             old = ir.Load("_mrow", slot, F)
+            mn = ir.Ref("_mn", F)
+            if fold:                # the maxima are the raw scores'; -inf (no key yet) stays 0
+                factor = [ir.Decl("_ms", F, ir.Select(is_neg(mn), ZERO, scaled(mn), F)),
+                          ir.Decl("_alpha", F, ir.Math("exp2", (ir.Bin("-", scaled(old), ir.Ref("_ms", F), F),), F))]
+            else:
+                factor = [ir.Decl("_ea", F, ir.Math("exp2", (ir.Bin("-", old, mn, F),), F)),
+                          ir.Decl("_alpha", F, ir.Select(is_neg(mn), lit(1.0, F), ir.Ref("_ea", F), F))]
+            if P.skip_rescale:      # O's rescale after every row's, where the warp needs it
+                rescale = [ir.Store("_al", slot, ir.Ref("_alpha", F))]
+            else:
+                rescale = [self.loop("_n", self.ND, lambda n: [
+                    self.loop("_c", 2, lambda c: [self.scale_o(mi, rh, n, c, ir.Ref("_alpha", F))])])]
+            pack = [] if not P.packed else [self.loop("_nt", NT, lambda j: [
+                ir.Convert("_pa", self.pa_at(mi, rh, j, self.i(0)), "_sc", at(j, self.i(0)), 2, self.dt)])]
             return [
                 ir.Decl("_qi", idx, self.add(r("_q0"), r("_wq"), self.mul(mi, self.i(16)), r("_g"),
                                              self.mul(rh, self.i(8)))),
                 ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
                 ir.Decl("_mx", F, NEG, True), each(mask),
                 ir.Set("_mx", ir.Collective("max", ir.Ref("_mx", F), "warp", F, 4)),
-                ir.Decl("_mn", F, larger(old, ir.Ref("_mx", F))),
-                ir.Decl("_ea", F, ir.Math("exp2", (ir.Bin("-", old, ir.Ref("_mn", F), F),), F)),
-                ir.Decl("_alpha", F, ir.Select(is_neg(ir.Ref("_mn", F)), lit(1.0, F), ir.Ref("_ea", F), F)),
-                ir.Decl("_rs", F, ZERO, True), each(weight),
+                ir.Decl("_mn", F, larger(old, ir.Ref("_mx", F))), *factor,
+                ir.Decl("_rs", F, ZERO, True), each(weight), *pack,
                 ir.Store("_lrow", slot, ir.Bin("+", ir.Bin("*", ir.Load("_lrow", slot, F), ir.Ref("_alpha", F), F),
                                               ir.Ref("_rs", F), F)),
-                ir.Store("_mrow", slot, ir.Ref("_mn", F)),
-                self.loop("_n", self.ND, lambda n: [self.loop("_c", 2, lambda c: [self.scale_o(mi, rh, n, c)])])]
-        return [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]
+                ir.Store("_mrow", slot, ir.Ref("_mn", F)), *rescale]
+        out = [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]
+        if P.skip_rescale:
+            # a factor of 1 (no larger maximum) leaves O as it is: the warp skips the products
+            # where none of its rows found one (a branch every lane takes alike)
+            al = lambda i: ir.Load("_al", i, F)
+            out += [ir.Decl("_grew", "bool", lit(False, "bool"), True),
+                    self.loop("_i", 2 * self.MT, lambda i: [ir.Set("_grew", ir.Bin(
+                        "or", ir.Ref("_grew", "bool"), ir.Bin("!=", al(i), lit(1.0, F), "bool"), "bool"))]),
+                    ir.If(ir.Collective("or", ir.Ref("_grew", "bool"), "warp", "bool"), (
+                        self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: [
+                            self.loop("_n", self.ND, lambda n: [self.loop("_c", 2, lambda c: [
+                                self.scale_o(mi, rh, n, c, al(self.add(self.mul(mi, self.i(2)), rh)))])])])]),))]
+        return out
+
+    def pa_at(self, mi, rh, j, c):
+        """Where P's element (row rh, key 2 t + c of n8 tile j) goes among the A fragments:
+        A[2 p + h] of k16 step j // 2 is C_j[2 rh + c] with p = 2 (j % 2) + rh, h = c."""
+        return self.add(self.mul(self.add(self.mul(mi, self.i(self.KS)), self.idiv(j, 2)), self.i(8)),
+                        self.mul(self.add(self.mul(self.imod(j, 2), self.i(2)), rh), self.i(2)), c)
 
     def o_at(self, mi, rh, n, c):
         return self.add(self.mul(self.add(self.mul(mi, self.i(self.ND)), n), self.i(4)), self.mul(rh, self.i(2)), c)
 
-    def scale_o(self, mi, rh, n, c):
+    def scale_o(self, mi, rh, n, c, factor):
         at = self.o_at(mi, rh, n, c)
-        return ir.Store("_o", at, ir.Bin("*", ir.Load("_o", at, F), ir.Ref("_alpha", F), F))
+        return ir.Store("_o", at, ir.Bin("*", ir.Load("_o", at, F), factor, F))
 
     def values(self) -> list:
         """O += P V: per k16 step of keys, the B fragments of two head_dim tiles by one
@@ -398,9 +494,19 @@ class _MmaKernel(_Kernel):
                 col = self.add(self.mul(n, self.i(8)), self.mul(r("_t4"), self.i(2)), c)
                 v = ir.Bin("*", ir.Load("_o", self.o_at(mi, rh, n, c), F), ir.Ref("_inv", F), F)
                 return [ir.Store(user_name(out.name), self.add(orow, col), cast(v, out.dtype))]
+
+            def put_pair(n):        # O / l in place, then the pair (columns 2 t4, + 1) at once
+                col = self.add(self.mul(n, self.i(8)), self.mul(r("_t4"), self.i(2)))
+                at = self.o_at(mi, rh, n, self.i(0))
+                scaled = [self.scale_o(mi, rh, n, self.i(c), ir.Ref("_inv", F)) for c in (0, 1)]
+                dst = user_name(out.name)
+                if out.dtype == F:
+                    return scaled + [ir.Copy(dst, self.add(orow, col), "_o", at, 2, F)]
+                return scaled + [ir.Convert(dst, self.add(orow, col), "_o", at, 2, out.dtype)]
+            stores = (self.loop("_n", self.ND, put_pair) if self.P.packed else
+                      self.loop("_n", self.ND, lambda n: [self.loop("_c", 2, lambda c: put(n, c))]))
             return [ir.Decl("_L", F, ir.Collective("+", ir.Load("_lrow", slot, F), "warp", F, 4)),
                     ir.Decl("_qi", idx, qi),
                     ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (
-                        ir.Decl("_inv", F, self.reciprocal(ir.Ref("_L", F))),
-                        self.loop("_n", self.ND, lambda n: [self.loop("_c", 2, lambda c: put(n, c))])))]
+                        ir.Decl("_inv", F, self.reciprocal(ir.Ref("_L", F))), stores))]
         return [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]

@@ -153,6 +153,12 @@ class CudaDialect(CFamily):
     def mma(self, a, ai, b, bi, c, ci, dtype, shape):
         return f"{self.need('zyn_mma_' + dtype)}(&{c}[{ci}], &{a}[{ai}], &{b}[{bi}]);"
 
+    def convert(self, dst, di, src, si, count, dtype):
+        """Two f32 into a packed pair (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32), stored as one word."""
+        pair, fn = {"f16": ("__half2", "__floats2half2_rn"), "bf16": ("__nv_bfloat162", "__floats2bfloat162_rn")}[dtype]
+        assert count == 2, count
+        return f"*reinterpret_cast<{pair}*>(&{dst}[{di}]) = {fn}({src}[{si}], {src}[{si} + 1]);"
+
     def async_copy(self, dst, di, src, si, count, dtype, guard):
         helper = self.need(f"zyn_cp_async{count * _BYTES[dtype]}")
         if guard is None:

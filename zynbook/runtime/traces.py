@@ -445,6 +445,10 @@ class _Trace:
         self.node, self.steps = node, steps
         self.result_at, self.result_meta = result_at, result_meta
         self.listed = listed        # per graph, (CompiledKernel, Launch) per launch
+        # per graph, what a replay lists: the kernels and launches before its last (listed
+        # as they are), and its last (listed anew with the replay's time)
+        self.listing = [([c for c, _ in ls[:-1]], [ln for _, ln in ls[:-1]], ls[-1])
+                        for ls in listed]
 
     @staticmethod
     def of(recorder: _Recorder, steps: list, result, session, before: int) -> "_Trace":
@@ -525,27 +529,30 @@ class _Trace:
             runs.append((record, arrays, refreshes))
         from ..backends.base import Launch
         from .interp import CompiledKernel
-        listed = []
-        for (record, arrays, refreshes), launches in zip(runs, self.listed):
+        kernels, launched = [], []
+        for (record, arrays, refreshes), (kernels_before, launches_before, (compiled, launch)) \
+                in zip(runs, self.listing):
             interp.session.activity = (record.plans[0].kernel.name, record.device.id)
             times = record.replay(arrays)
             record.handed = []
             for k, array in refreshes:
                 out = record.graph.outs[k]
                 array.data.copy_from_device_async(out.data, out.nbytes, stream)
-            *first, (compiled, launch) = launches
             launch = Launch(launch.kernel, launch.device, times, launch.geometry)
-            listed += first + [(CompiledKernel(compiled.lowered, compiled.device, launch,
-                                               compiled.sizes, compiled.fusion), launch)]
+            kernels += kernels_before
+            kernels.append(CompiledKernel(compiled.lowered, compiled.device, launch,
+                                          compiled.sizes, compiled.fusion))
+            launched += launches_before
+            launched.append(launch)
         s, k = self.result_at
         out = self.steps[s][0].graph.outs[k]
         data = cp.empty(out.shape, dtype=out.dtype)
         data.data.copy_from_device_async(out.data, out.nbytes, stream)
         with interp._lock:
-            interp.session.last_kernels.extend(c for c, _ in listed)
-            interp.session.launches.extend(ln for _, ln in listed)
+            interp.session.last_kernels += kernels
+            interp.session.launches += launched
         shape, dtype, device, committed = self.result_meta
-        return Tensor(data, device, shape, dtype, committed=committed)
+        return Tensor(data, device, shape, dtype, committed)
 
 
 def _named(src) -> str:

@@ -11,11 +11,16 @@ timed the same way). The row `pipeline_20` runs a pipeline of 20 launches instea
 column is the end-to-end time per launch.
 
     python bench/bench_launch.py [--device cuda:0|cpu:native] [--reps 200] [--rows a,b]
-                                 [--json out.json] [--profile ROW] [--standin]
+                                 [--json out.json] [--poll] [--standin]
+                                 [--profile ROW [--magic] [--sort tottime] [--lines 30]]
 
-`--profile ROW` runs that row's warm `Session.run` under cProfile and prints where the
-host time goes instead of the table. `--standin` runs `cuda:0` on the CuPy stand-in of the
-tests with kernels that do nothing: the host work of the CUDA path alone, on any machine.
+The call time is taken right after the end-to-end runs, before IPython is started for the
+magic's rows. `--poll` waits for the device by polling the stream rather than in the
+driver's synchronisation: a difference between the two on a row with a long kernel is the
+driver's wake-up after a long wait, not host work. `--profile ROW` runs that row's warm
+`Session.run` (`--magic`: its `%%compute` cell) under cProfile and prints where the host
+time goes instead of the table. `--standin` runs `cuda:0` on the CuPy stand-in of the tests
+with kernels that do nothing: the host work of the CUDA path alone, on any machine.
 """
 from __future__ import annotations
 
@@ -84,17 +89,25 @@ def torch_pipeline(x, kernels: int):
 
 
 class Clock:
-    """Waits for the launches of this thread on a device."""
+    """Waits for the launches of this thread on a device: in the driver's synchronisation,
+    or (`poll`) asking the stream whether it is done until it is, which wakes as soon as
+    the device is idle (the driver may sleep through a long wait and wake later)."""
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, poll: bool = False):
         self.cuda = device.startswith("cuda")
+        self.poll = poll
         if self.cuda:
             import cupy
             self.cupy = cupy
 
     def wait(self):
         if self.cuda:
-            self.cupy.cuda.get_current_stream().synchronize()
+            stream = self.cupy.cuda.get_current_stream()
+            if self.poll and hasattr(stream, "done"):
+                while not stream.done:
+                    pass
+            else:
+                stream.synchronize()
 
 
 def inputs_for(device: str, shapes: dict, rng):
@@ -169,20 +182,21 @@ def magic_runner(device: str, source: str, env: dict):
     return (lambda: shell.run_cell_magic("compute", line, source)), session
 
 
-def measure(row: str, device: str, reps: int, warmup: int) -> dict:
+def measure(row: str, device: str, reps: int, warmup: int, poll: bool = False) -> dict:
     import zynbook
     source, shapes, peer_op = ROWS[row]
     env, peer, torch = inputs_for(device, shapes, np.random.default_rng(0))
-    wait = Clock(device).wait
+    wait = Clock(device, poll).wait
     session = zynbook.Session(device)
     run = lambda: session.run(source, **env)         # noqa: E731
     direct = timed_runs(run, session, wait, reps, warmup)
+    call = median_of(run, wait, reps, 0, waited=False)     # before IPython is started
     magic = timed_runs(*magic_runner(device, source, env), wait, reps, warmup)
     result = {"row": row, "device": device, "e2e_s": direct["e2e"],
               "kernel_s": direct["kernel"], "overhead_s": direct["overhead"],
               "launches": direct["launches"], "cuda_graph": direct["graph"],
               "per_launch_s": direct["e2e"] / max(1, direct["launches"]),
-              "call_s": median_of(run, wait, reps, 0, waited=False),
+              "call_s": call, "wait": "poll" if poll else "sync",
               "magic_e2e_s": magic["e2e"], "magic_overhead_s": magic["overhead"]}
     if torch is not None and peer is not None:
         sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
@@ -190,20 +204,25 @@ def measure(row: str, device: str, reps: int, warmup: int) -> dict:
     return result
 
 
-def profile(row: str, device: str, reps: int, warmup: int):
+def profile(row: str, device: str, reps: int, warmup: int, magic: bool = False,
+            sort: str = "tottime", lines: int = 30):
     import zynbook
     source, shapes, _ = ROWS[row]
     env, _, _ = inputs_for(device, shapes, np.random.default_rng(0))
-    session = zynbook.Session(device)
+    if magic:
+        run, _ = magic_runner(device, source, env)
+    else:
+        session = zynbook.Session(device)
+        run = lambda: session.run(source, **env)        # noqa: E731
     for _ in range(warmup):
-        session.run(source, **env)
+        run()
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(reps):
-        session.run(source, **env)
+        run()
     prof.disable()
     Clock(device).wait()
-    pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+    pstats.Stats(prof).sort_stats(sort).print_stats(lines)
 
 
 def table(results: list) -> str:
@@ -266,6 +285,14 @@ def main(argv=None):
     ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated: " + ", ".join(ROWS))
     ap.add_argument("--json", default=None)
     ap.add_argument("--profile", default=None, metavar="ROW")
+    ap.add_argument("--magic", action="store_true",
+                    help="with --profile: profile the row's %%%%compute cell instead")
+    ap.add_argument("--sort", default="tottime",
+                    help="with --profile: the pstats order (tottime, cumtime, ncalls)")
+    ap.add_argument("--lines", type=int, default=30, help="with --profile: lines printed")
+    ap.add_argument("--poll", action="store_true",
+                    help="wait for the device by polling the stream instead of the driver's "
+                    "synchronisation (which may sleep through a long wait)")
     ap.add_argument("--standin", action="store_true",
                     help="cuda:0 on tests/cupy_standin.py with kernels that do nothing: the "
                     "host work of the CUDA path alone, on a machine without a GPU")
@@ -274,13 +301,15 @@ def main(argv=None):
         install_standin()
     device = args.device or default_device()
     if args.profile:
-        profile(args.profile, device, args.reps, args.warmup)
+        profile(args.profile, device, args.reps, args.warmup, args.magic, args.sort,
+                args.lines)
         return
     results = []
     for row in args.rows.split(","):
-        results.append(measure(row, device, args.reps, args.warmup))
+        results.append(measure(row, device, args.reps, args.warmup, args.poll))
         print(f"{row}: done", file=sys.stderr)
-    print(f"device {device}; medians of {args.reps} warm runs")
+    print(f"device {device}; medians of {args.reps} warm runs; waiting by "
+          f"{'polling the stream' if args.poll else 'stream synchronisation'}")
     print(table(results))
     if args.json:
         with open(args.json, "w") as f:

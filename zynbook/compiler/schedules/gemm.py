@@ -63,6 +63,8 @@ MIN_SIDE = 16           # M or N below this wastes most of a tile: the thread sc
 # tensor-core block tiles of the pipelined schedule: (BM, BN, TM, TN), a warp per TM x TN
 MMA_TILES = ((128, 128, 64, 64), (128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 32),
              (64, 128, 32, 32), (64, 64, 32, 32))
+# warpgroup-MMA block tiles (sm_90a): (BM, BN, TN), a warpgroup per 64 x TN
+WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128), (64, 256, 256))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
              (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4))
@@ -80,10 +82,13 @@ class GemmParams(Params):
     stages: int = 0         # tensor cores: a ring of this many shared buffers filled by
                             # cp.async (0: two buffers staged through registers)
     swizzle: bool = False   # tensor cores: XOR-swizzled operand tiles instead of padded rows
+    wgmma: bool = False     # tensor cores: warpgroup MMAs (sm_90a) from the shared tiles, a
+                            # warpgroup per 64 x TN, 64-deep slices (schedules/gemm_wgmma.py)
 
     @property
     def threads(self) -> int:
-        return (self.bm // self.tm) * (self.bn // self.tn) * (32 if self.mma else 1)
+        return (self.bm // self.tm) * (self.bn // self.tn) * \
+            (128 if self.wgmma else 32 if self.mma else 1)
 
     def tile_rows(self, side: str, in_bytes: int, kcontig: bool) -> tuple:
         """(rows, elements a row) of a tensor-core operand tile of side "m" or "n": rows of
@@ -106,6 +111,9 @@ class GemmParams(Params):
     def valid(self) -> bool:
         if self.bm % self.tm or self.bn % self.tn or min(self.bm, self.bn, self.bk) < 1:
             return False
+        if self.wgmma:      # a 64-deep slice of 16-bit elements: one 128-byte swizzled row
+            return self.mma and self.swizzle and self.bk == 64 and self.tm == 64 and \
+                self.tn in ir.WGMMA_N and self.width == 8 and self.stages >= 3
         if self.mma:
             pow2 = all(v & (v - 1) == 0 for v in (self.bm, self.bn, self.bk))
             return self.tm % 16 == 0 and self.tn % 8 == 0 and self.bk % 16 == 0 and \
@@ -255,9 +263,17 @@ class Gemm(Schedule):
         ib = tuple(_BYTES[d] for d in _tile_dtypes(p, form.dtypes)) if p.mma else \
             max(_BYTES[d] for d in form.dtypes)
         return p.valid() and p.threads <= target.max_threads and \
-            p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) <= target.shared_bytes and \
+            p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) + \
+            (1024 if p.wgmma else 0) <= target.shared_bytes and \
             (not p.mma or (target.warp == 32 and "mma.sync" in target.tensor_cores)) and \
-            (not p.stages or target.async_copy)
+            (not p.stages or target.async_copy) and (not p.wgmma or self._wgmma_ok(target, form))
+
+    @staticmethod
+    def _wgmma_ok(target, form: _Form) -> bool:
+        """Warpgroup MMAs: sm_90a (not later architectures, which lack them), f16 or bf16
+        operands of one type, f32 sums."""
+        return target.arch == "sm_90" and "wgmma" in target.tensor_cores and form.acc == "f32" \
+            and form.dtypes[0] == form.dtypes[1] and form.dtypes[0] in ("f16", "bf16")
 
     def _width(self, target, form: _Form) -> int:
         """The widest vector load of the FMA tiles (4 at most: the shared tiles are read
@@ -292,6 +308,14 @@ class Gemm(Schedule):
         width = 8 if kind == "half" else 4
         async_ok = target.async_copy and self._vectors(kernel, form, sizes, width, kind)
         out = []
+        wconf = configs.gemm_config(target, "wgmma") if kind == "half" else None
+        if wconf is not None and async_ok:      # warpgroup MMAs (sm_90a; _fits says where)
+            p = GemmParams(width=width, mma=True, **wconf)
+            if M <= 64:
+                p = dataclasses.replace(p, bm=64)
+            if N <= 128:
+                p = dataclasses.replace(p, bn=128 if N > 64 else 64, tn=128 if N > 64 else 64)
+            out.append(p)
         conf = configs.gemm_config(target, kind)
         if conf is not None and async_ok:
             p = GemmParams(width=width, mma=True, **conf)
@@ -363,7 +387,10 @@ class Gemm(Schedule):
                      for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if w > 1 else []
             staged = [GemmParams(a, b, bk, a // 2, b // 4, w, True) for a in (64, 128)
                       for b in (64, 128) for bk in (16, 32)]
-            cands = piped + staged + cands
+            warpgroups = [GemmParams(a, b, 64, 64, tn, w, True, st, True, True)
+                          for a, b, tn in WGMMA_TILES for st in (4, 3, 5, 6)] \
+                if kind == "half" and w > 1 else []
+            cands = warpgroups + piped + staged + cands
         for p in cands:
             if p not in out and self._fits(p, target, form):
                 out.append(p)
@@ -377,7 +404,11 @@ class Gemm(Schedule):
         if not params.valid():
             raise ValueError(f"GEMM parameters that do not tile: {params.describe()}")
         sites = errflag.ErrorSites()
-        b = _Builder(kernel, target, sizes, params, sites)
+        if params.wgmma:
+            from .gemm_wgmma import WgmmaBuilder
+            b = WgmmaBuilder(kernel, target, sizes, params, sites)
+        else:
+            b = _Builder(kernel, target, sizes, params, sites)
         prog = b.program()
         vector = [s for s in ("m", "n") if b.W[s] > 1]
         if vector:
@@ -538,7 +569,9 @@ class _Builder:
         vec = self.W["m"] > 1 or self.W["n"] > 1
         # tiles beyond what a kernel may declare with fixed sizes live in memory the launch gives
         shared = sum(a.count * _BYTES[a.dtype] for a in head if isinstance(a, ir.Array) and a.space == "shared")
-        dynamic = shared if 0 < self.t.static_shared_bytes < shared else 0
+        align = max([a.align for a in head if isinstance(a, ir.Array) and a.space == "shared"] + [16])
+        # (the launch's memory is 16-byte aligned: a tile aligned further may start later)
+        dynamic = shared + align - 16 if 0 < self.t.static_shared_bytes < shared else 0
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), p.threads,
                       self.idx, what, min_blocks=2 if vec and not p.mma and p.threads == 256 else 0,
                       dynamic_shared=dynamic)
@@ -558,6 +591,14 @@ class _Builder:
                 if lp.var in c.bvars:
                     B *= trip_count(lp, self.sizes)
             shape = f"M={M} N={N} K={K}" + (f" batch={B}" if B > 1 else "")
+        how = self.product(shape)
+        loads = " and ".join(f"{getattr(f, s).load.buffer} in {self.W[s] * _BYTES[d]}-byte loads"
+                             for s, d in zip("mn", f.dtypes) if self.W[s] > 1)
+        return f"contraction as {kind} {how}".replace(" :", ":") + (f"; {loads}" if loads else "")
+
+    def product(self, shape: str) -> str:
+        """How the block multiplies, for the description."""
+        f, p = self.f, self.p
         if p.mma:
             widened = " and ".join(sorted({d for d in f.dtypes if d != "f32"}))
             op = ("m16n8k8 tf32 (operands rounded to TF32" +
@@ -571,9 +612,7 @@ class _Builder:
         else:
             how = (f": {shape}; {p.bm}x{p.bn}x{p.bk} tiles in two shared-memory buffers, "
                    f"{p.tm}x{p.tn} per thread")
-        loads = " and ".join(f"{getattr(f, s).load.buffer} in {self.W[s] * _BYTES[d]}-byte loads"
-                             for s, d in zip("mn", f.dtypes) if self.W[s] > 1)
-        return f"contraction as {kind} {how}".replace(" :", ":") + (f"; {loads}" if loads else "")
+        return how
 
     def setup(self, head: list):
         """Shared tiles, staging registers and the accumulators, declared once."""

@@ -1028,7 +1028,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         if not 0 <= i < arr.shape[0]:
             outside(name, i, arr.shape[0], "a load of")
         i = int(i)
-        w, r = tr
+        w, r, _ = tr
         if w[i] != -1 and w[i] != t:
             bad(f"data race on shared `{name}`[{i}]: thread {t} reads what thread {w[i]} "
                 "wrote with no barrier in between")
@@ -1042,7 +1042,10 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         if not 0 <= i < arr.shape[0]:
             outside(name, i, arr.shape[0], "a store to")
         i = int(i)
-        w, r = tr
+        w, r, busy = tr
+        if busy[i]:
+            bad(f"data race on shared `{name}`[{i}]: thread {t} writes what a warpgroup MMA "
+                "still reads (before a wgmma.wait_group finds it complete)")
         if w[i] != -1 and w[i] != t and _differ(arr[i], v):
             bad(f"data race on shared `{name}`[{i}]: threads {w[i]} and {t} write it "
                 "with no barrier in between")
@@ -1058,7 +1061,10 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         has read or written it since the last barrier, and none may until the next (it
         counts as written by `t`, whose copy may land at once)."""
         i = int(i)
-        w, r = tr
+        w, r, busy = tr
+        if busy[i]:
+            bad(f"data race on shared `{name}`[{i}]: thread {t} starts an async copy into "
+                "what a warpgroup MMA still reads (before a wgmma.wait_group finds it complete)")
         if (w[i] != -1 and w[i] != t) or (r[i] != -1 and r[i] != t):
             who = f"thread {w[i]} wrote" if w[i] != -1 and w[i] != t else (
                 "other threads read" if r[i] == -2 else f"thread {r[i]} read")
@@ -1266,8 +1272,10 @@ class Emulator:
         B.ep = race.next_epoch()
         shared = [_poisoned(dt, count, self.poison) for dt, count, _ in tr.shared]
         if self.races:
-            B.tracks = [(np.full(count, -1, np.int64), np.full(count, -1, np.int64))
-                        for _, count, _ in tr.shared]
+            # (writer, reader) since the last barrier, and the warpgroup MMAs in flight that
+            # read the element (wgmma_model.multiply)
+            B.tracks = [(np.full(count, -1, np.int64), np.full(count, -1, np.int64),
+                         np.zeros(count, np.int32)) for _, count, _ in tr.shared]
         gens = [fn(t, b, shared, B) for t in range(n)]
         ev = [self._step(g, None) for g in gens]
         W = self.warp
@@ -1331,7 +1339,7 @@ class Emulator:
                 r = partial[0]
             # a barrier (block collectives hold barriers) starts a new epoch
             B.ep = race.next_epoch()
-            for w, rd in B.tracks:
+            for w, rd, _ in B.tracks:
                 w.fill(-1)
                 rd.fill(-1)
             for t in range(n):

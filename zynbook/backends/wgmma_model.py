@@ -123,6 +123,9 @@ def multiply(events: list, n: int, kmajor: tuple, dtype: str, shared: list, layo
             if not np.array_equal(now, v, equal_nan=True):
                 raise WgmmaError(f"{what}: the shared elements it read changed before a "
                                  "wgmma.wait_group found it complete")
+        if tracks:
+            for arr, idx, _ in reads:
+                np.subtract.at(tracks[arr][2], idx.ravel(), 1)
     out = []
     for t in range(THREADS):
         w, lane = divmod(t, 32)
@@ -134,9 +137,11 @@ def multiply(events: list, n: int, kmajor: tuple, dtype: str, shared: list, layo
 
 def _read(tracks: list, reads: list, what: str, reader: int = -3):
     """The step's shared reads in the block's race trackers: an element another thread wrote
-    since the last barrier is a race; a later write before the next barrier is one too."""
+    since the last barrier is a race; a later write before the next barrier, or before the
+    step completes, is one too (the step counts in the tracker's third array till then)."""
     for arr, idx, _ in reads:
-        w, r = tracks[arr]
+        w, r, busy = tracks[arr]
+        np.add.at(busy, idx.ravel(), 1)
         flat = idx.ravel()
         if np.any(w[flat] != -1):
             bad = int(flat[np.argmax(w[flat] != -1)])

@@ -108,18 +108,21 @@ def test_epilogue_and_batches(case):
     check(kernel, ins, sizes, SMALL, scalars)
 
 
-def _with_wgmma_waits(prog, pending: int):
-    """`prog` with every in-loop warpgroup wait leaving `pending` groups in flight."""
-    def fix(node):
-        if isinstance(node, ir.WarpgroupWait) and node.pending:
-            return replace(node, pending=pending)
-        if isinstance(node, (ir.For, ir.If)):
-            kw = {"body": tuple(fix(s) for s in node.body)} if isinstance(node, ir.For) else \
-                {"then": tuple(fix(s) for s in node.then), "orelse": tuple(fix(s) for s in node.orelse)}
-            return replace(node, **kw)
-        return node
+def _rewritten(prog, fix):
+    """`prog`'s kernel with each statement (in loops and ifs too) replaced by fix(it): one
+    statement, or a tuple of them (none drops it)."""
+    def walk(body):
+        out = []
+        for node in body:
+            if isinstance(node, ir.For):
+                node = replace(node, body=walk(node.body))
+            elif isinstance(node, ir.If):
+                node = replace(node, then=walk(node.then), orelse=walk(node.orelse))
+            got = fix(node)
+            out += list(got) if isinstance(got, tuple) else [got]
+        return tuple(out)
     k = prog.kernels[0]
-    return replace(prog, kernels=(replace(k, body=tuple(fix(s) for s in k.body)),), fallback=None)
+    return replace(prog, kernels=(replace(k, body=walk(k.body)),), fallback=None)
 
 
 def test_a_slice_rewritten_while_its_mmas_run_is_caught():
@@ -127,8 +130,17 @@ def test_a_slice_rewritten_while_its_mmas_run_is_caught():
     # what its MMAs, still running, read
     kernel, sizes, make, _ = K.matmul_t(64, 64, 320, "f16", False, False)
     prog = Gemm().build(kernel, cuda_target(), sizes, SMALL)
-    with pytest.raises(emulate.EmulatorError, match="changed before a wgmma.wait_group|data race"):
-        emulate_kernel(_with_wgmma_waits(prog, 2), kernel, make(np.random.default_rng(8)), sizes)
+    two = _rewritten(prog, lambda n: replace(n, pending=2) if isinstance(n, ir.WarpgroupWait) and n.pending else n)
+    with pytest.raises(emulate.EmulatorError, match="still reads"):
+        emulate_kernel(two, kernel, make(np.random.default_rng(8)), sizes)
+
+
+def test_copies_the_mmas_read_without_a_proxy_fence_are_caught():
+    kernel, sizes, make, _ = K.matmul_t(64, 64, 128, "bf16", True, False)
+    prog = Gemm().build(kernel, cuda_target(), sizes, SMALL)
+    unfenced = _rewritten(prog, lambda n: () if isinstance(n, ir.ProxyFence) else n)
+    with pytest.raises(emulate.EmulatorError, match="no fence.proxy.async"):
+        emulate_kernel(unfenced, kernel, make(np.random.default_rng(9)), sizes)
 
 
 def test_the_default_on_sm_90_and_nowhere_else():

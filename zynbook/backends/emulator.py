@@ -508,8 +508,10 @@ class _Translator:
         elif isinstance(s, ir.WarpgroupWait):
             self.check(s.pending >= 0, f"a warpgroup wait for {s.pending} pending groups")
             self.emit(depth, f"_W.wait({int(s.pending)})")
-        elif isinstance(s, (ir.WarpgroupFence, ir.ProxyFence)):
-            pass                        # orderings the emulator's sequential threads keep
+        elif isinstance(s, ir.ProxyFence):     # this thread's writes become the MMAs' to read
+            self.emit(depth, "for _u in _B.tracks: _u[3][_u[3] == _t] = -1" if self.races else "pass")
+        elif isinstance(s, ir.WarpgroupFence):
+            pass                        # an ordering the emulator's sequential threads keep
         elif isinstance(s, Array):
             if s.name in self.scopes[-1]:
                 self.fail(f"array `{s.name}` declared twice")
@@ -1028,7 +1030,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         if not 0 <= i < arr.shape[0]:
             outside(name, i, arr.shape[0], "a load of")
         i = int(i)
-        w, r, _ = tr
+        w, r = tr[0], tr[1]
         if w[i] != -1 and w[i] != t:
             bad(f"data race on shared `{name}`[{i}]: thread {t} reads what thread {w[i]} "
                 "wrote with no barrier in between")
@@ -1042,7 +1044,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         if not 0 <= i < arr.shape[0]:
             outside(name, i, arr.shape[0], "a store to")
         i = int(i)
-        w, r, busy = tr
+        w, r, busy, unfenced = tr
         if busy[i]:
             bad(f"data race on shared `{name}`[{i}]: thread {t} writes what a warpgroup MMA "
                 "still reads (before a wgmma.wait_group finds it complete)")
@@ -1054,6 +1056,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             bad(f"data race on shared `{name}`[{i}]: thread {t} writes what {who} read "
                 "with no barrier in between")
         w[i] = t
+        unfenced[i] = t
         arr[i] = v
 
     def chks(tr, name, t, i):
@@ -1061,7 +1064,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         has read or written it since the last barrier, and none may until the next (it
         counts as written by `t`, whose copy may land at once)."""
         i = int(i)
-        w, r, busy = tr
+        w, r, busy, _ = tr
         if busy[i]:
             bad(f"data race on shared `{name}`[{i}]: thread {t} starts an async copy into "
                 "what a warpgroup MMA still reads (before a wgmma.wait_group finds it complete)")
@@ -1272,10 +1275,12 @@ class Emulator:
         B.ep = race.next_epoch()
         shared = [_poisoned(dt, count, self.poison) for dt, count, _ in tr.shared]
         if self.races:
-            # (writer, reader) since the last barrier, and the warpgroup MMAs in flight that
-            # read the element (wgmma_model.multiply)
+            # (writer, reader) since the last barrier, the warpgroup MMAs in flight that read
+            # the element (wgmma_model.multiply), and its writer since that thread's last
+            # fence.proxy.async (what a warpgroup MMA may not read yet)
             B.tracks = [(np.full(count, -1, np.int64), np.full(count, -1, np.int64),
-                         np.zeros(count, np.int32)) for _, count, _ in tr.shared]
+                         np.zeros(count, np.int32), np.full(count, -1, np.int64))
+                        for _, count, _ in tr.shared]
         gens = [fn(t, b, shared, B) for t in range(n)]
         ev = [self._step(g, None) for g in gens]
         W = self.warp
@@ -1339,7 +1344,7 @@ class Emulator:
                 r = partial[0]
             # a barrier (block collectives hold barriers) starts a new epoch
             B.ep = race.next_epoch()
-            for w, rd, _ in B.tracks:
+            for w, rd, *_ in B.tracks:
                 w.fill(-1)
                 rd.fill(-1)
             for t in range(n):

@@ -137,12 +137,18 @@ def multiply(events: list, n: int, kmajor: tuple, dtype: str, shared: list, layo
 
 def _read(tracks: list, reads: list, what: str, reader: int = -3):
     """The step's shared reads in the block's race trackers: an element another thread wrote
-    since the last barrier is a race; a later write before the next barrier, or before the
-    step completes, is one too (the step counts in the tracker's third array till then)."""
+    since the last barrier, or one whose writer has made no fence.proxy.async since (ordinary
+    and cp.async writes are not the asynchronous proxy's to see before), is a race; a later
+    write before the next barrier, or before the step completes, is one too (the step counts
+    in the tracker's third array till then)."""
     for arr, idx, _ in reads:
-        w, r, busy = tracks[arr]
+        w, r, busy, unfenced = tracks[arr]
         np.add.at(busy, idx.ravel(), 1)
         flat = idx.ravel()
+        if np.any(unfenced[flat] != -1):
+            bad = int(flat[np.argmax(unfenced[flat] != -1)])
+            raise WgmmaError(f"{what} reads shared element {bad}, which thread {int(unfenced[bad])} "
+                             "wrote with no fence.proxy.async after it")
         if np.any(w[flat] != -1):
             bad = int(flat[np.argmax(w[flat] != -1)])
             raise WgmmaError(f"{what} reads shared element {bad}, which thread {int(w[bad])} "

@@ -9,9 +9,10 @@ itself (no fragments in registers): a thread holds TN / 2 f32 accumulators. K is
 previous slice's MMAs may still run:
 
     wait for slice kt's copies; fence.proxy.async (they become visible to the MMAs); barrier
+    wgmma.fence; 4 m64nTNk16 steps on slice kt; commit
     copy slice kt + stages - 2 into the buffer of slice kt - 2 (its MMAs completed before
         the barrier: every warpgroup waited for them in the previous step)
-    wgmma.fence; 4 m64nTNk16 steps on slice kt; commit; wait until only this group runs
+    wait until only this step's group runs
 
 Each operand keeps its layout (WGMMA_SWIZZLE, ir.WarpgroupMma): a side read along K is
 stored as rows of 64 K elements (128 bytes) per row of M or N; a side read along M or N as
@@ -79,11 +80,11 @@ class WgmmaBuilder(_Builder):
                      ir.AsyncCommit()]
         kt = self.ref("_kt")
         ahead = self.op("+", kt, S - 2)
-        body = [ir.AsyncWait(S - 3), ir.ProxyFence(), ir.Barrier(),
-                ir.If(self.op("<", ahead, nk), tuple(fill(ahead, self.op("%", ahead, S)))),
-                ir.AsyncCommit(), ir.WarpgroupFence("_acc", n)]
+        body = [ir.AsyncWait(S - 3), ir.ProxyFence(), ir.Barrier(), ir.WarpgroupFence("_acc", n)]
         body += self.multiply(self.op("%", kt, S))
-        body += [ir.WarpgroupCommit(), ir.WarpgroupWait(1, "_acc", n)]
+        body += [ir.WarpgroupCommit(),      # the copies are issued while the MMAs run
+                 ir.If(self.op("<", ahead, nk), tuple(fill(ahead, self.op("%", ahead, S)))),
+                 ir.AsyncCommit(), ir.WarpgroupWait(1, "_acc", n)]
         return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
                               self.f.c.rloops[0].line), ir.WarpgroupWait(0, "_acc", n)]
 

@@ -61,6 +61,9 @@ def addresses(desc: int, rows: int, kmajor: bool, elem_bytes: int = 2) -> np.nda
     if mode != SWIZZLE_128B or base:
         raise WgmmaError(f"a descriptor of swizzle mode {mode}, base offset {base}: only the "
                          "128-byte swizzle at base offset 0 is modelled")
+    if (start >> 7) & 7:    # the PTX ISA: base offset (start >> 7) & 7 where not on a boundary
+        raise WgmmaError(f"a descriptor starting at shared byte {start}, off the swizzle "
+                         "pattern's 1024-byte boundary by whole rows, with base offset 0")
     x = np.arange(rows, dtype=np.int64)[:, None]
     k = np.arange(16, dtype=np.int64)[None, :]
     if kmajor:

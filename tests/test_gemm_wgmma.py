@@ -88,6 +88,14 @@ def test_warpgroups_of_a_block_and_a_ring_that_wraps(params, ta, tb):
     check(kernel, make(np.random.default_rng(6)), sizes, params)
 
 
+def test_the_default_tile_over_partial_tiles():
+    # 128 x 256 of two warpgroups of m64n256k16: four blocks' tiles, three of them partial
+    kernel, sizes, make, _ = K.matmul_t(136, 264, 200, "bf16", False, False)
+    p = Gemm().default(kernel, cuda_target(), sizes)
+    assert (p.wgmma, p.bm, p.bn, p.tn) == (True, 128, 256, 256)
+    check(kernel, make(np.random.default_rng(10)), sizes, p)
+
+
 # odd sizes: a side read in 16-byte vectors along its contiguous axis has that axis a
 # multiple of 8; every other extent is odd, so guarded copies fill zeros and stores skip
 @pytest.mark.parametrize("mnk,ta,tb", [((77, 130, 72), False, True),      # M, N odd

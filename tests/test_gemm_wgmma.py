@@ -26,6 +26,7 @@ from zynbook.backends import wgmma_model  # noqa: E402
 from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
 from zynbook.compiler.codegen.cuda import render_cuda  # noqa: E402
 from zynbook.compiler.launch import ir  # noqa: E402
+from zynbook.compiler.launch.text import format_program  # noqa: E402
 from zynbook.compiler.schedules.base import Choice  # noqa: E402
 from zynbook.compiler.schedules.gemm import Gemm, GemmParams  # noqa: E402
 from zynbook.compiler.targets import cuda_target  # noqa: E402
@@ -78,6 +79,8 @@ def test_every_operand_layout(dtype, ta, tb):
     mmas = [n for n in ir.walk(prog.kernels[0]) if isinstance(n, ir.WarpgroupMma)]
     assert {(m.a_kmajor, m.b_kmajor) for m in mmas} == {(not ta, tb)}
     assert "wgmma m64n64k16" in prog.schedule and prog.arch_specific
+    text = format_program(prog)
+    assert f"wgmma m64n64k16 ({dtype}) _acc[0 ..+32] += _shm[" in text and "wgmma wait 1" in text
 
 
 @pytest.mark.parametrize("params", [TWO_M, TWO_N], ids=["two-along-M", "two-along-N"])

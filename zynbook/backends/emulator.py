@@ -524,7 +524,8 @@ class _Translator:
                 end = self.shared_layout[-1][0] + self.shared_layout[-1][1] if self.shared_layout else 0
                 self.check(s.align >= 1 and s.align & (s.align - 1) == 0, f"shared `{s.name}` aligned to {s.align}")
                 base = -(-end // max(16, s.align)) * max(16, s.align)
-                self.shared_layout.append((base, int(s.count) * _bytes(s.dtype), s.dtype))
+                size = int(s.count) * _bytes(ir.element_of(s.dtype)) * ir.lanes_of(s.dtype)
+                self.shared_layout.append((base, size, s.dtype))
                 self.ns[py + "_base"] = base
             elif s.space == "local":
                 self.emit(depth, f"{py} = _local({s.dtype!r}, {int(s.count)})")

@@ -173,6 +173,27 @@ def test_the_default_on_sm_90_and_nowhere_else():
     assert (p3.wgmma, p3.bm, p3.bn, p3.tn) == (True, 64, 128, 128)
 
 
+def test_a_tile_hint_reaches_the_warpgroups_or_else_the_warps():
+    src = """let y = compute(A, B) {
+    @tile(HINT)
+    for i in 0..M, j in 0..N:
+        var acc = 0.0
+        for k in 0..K:
+            acc += A[i, k] * B[k, j]
+        out[i, j] = acc
+}
+y
+"""
+    rng = np.random.default_rng(11)
+    arrays = dict(A=rng.standard_normal((256, 256)).astype(np.float16),
+                  B=rng.standard_normal((256, 256)).astype(np.float16))
+    for hint, want in (("bm=128, bn=128", (True, 128, 128, 64, 128)),
+                       ("bm=64, bn=128, bk=32", (False, 64, 128, 32, 64))):
+        kernel, _, sizes, _ = lower_block(src.replace("HINT", hint), arrays)
+        p = Gemm().default(kernel, cuda_target(), sizes)
+        assert (p.wgmma, p.bm, p.bn, p.bk, p.tn) == want, p.describe()
+
+
 def test_dynamic_shared_memory_starts_on_a_1024_byte_boundary():
     kernel, sizes, _, _ = K.matmul_t(512, 512, 512, "f16", False, False)
     prog = render_cuda(kernel, sizes, (9, 0))

@@ -302,13 +302,15 @@ class Gemm(Schedule):
         return all(_vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32"))
                    for s, d in zip((form.m, form.n), form.dtypes))
 
-    def _mma_firsts(self, kernel, target, sizes, form: _Form, kind: str, M: int, N: int):
-        """Tensor-core parameters to try first: the architecture's tuned configuration
-        (configs.gemm_config), halved along a side of 64 or less, then the two-buffer one."""
+    def _mma_firsts(self, kernel, target, sizes, form: _Form, kind: str, M: int, N: int,
+                    wgmma: bool = True):
+        """Tensor-core parameters to try first: the architecture's warpgroup-MMA configuration
+        (half operands, where `wgmma`; a smaller tile along a short side), its tuned mma.sync
+        one (configs.gemm_config), halved along a side of 64 or less, then the two-buffer one."""
         width = 8 if kind == "half" else 4
         async_ok = target.async_copy and self._vectors(kernel, form, sizes, width, kind)
         out = []
-        wconf = configs.gemm_config(target, "wgmma") if kind == "half" else None
+        wconf = configs.gemm_config(target, "wgmma") if kind == "half" and wgmma else None
         if wconf is not None and async_ok:      # warpgroup MMAs (sm_90a; _fits says where)
             p = GemmParams(width=width, mma=True, **wconf)
             if M <= 64:
@@ -329,13 +331,13 @@ class Gemm(Schedule):
                               width if kind == "half" or async_ok else 1, True))
         return out
 
-    def _auto(self, kernel, target, sizes, form: _Form, fma_only: bool = False):
+    def _auto(self, kernel, target, sizes, form: _Form, fma_only: bool = False, wgmma: bool = True):
         """The parameters chosen by sizes and target, or None where no tile fits."""
         sym = target.symbolic_sizes
         M, N, K = _side_sizes(form, sizes) if not sym else (1 << 20,) * 3
         kind = None if fma_only else self._mma_kind(kernel, target, sizes, form)
         if kind:
-            for p in self._mma_firsts(kernel, target, sizes, form, kind, M, N):
+            for p in self._mma_firsts(kernel, target, sizes, form, kind, M, N, wgmma):
                 if self._fits(p, target, form):
                     return p
         if target.max_threads == 1:         # one thread a block holds the block's tile
@@ -367,8 +369,13 @@ class Gemm(Schedule):
             hinted = [GemmParams(a, b, auto.bk, c, d, auto.width) for a, b, c, d in FMA_TILES
                       if (a // c) * (b // d) == wg]
             return next((p for p in hinted if self._fits(p, target, form)), auto)
-        if hint:
-            p = dataclasses.replace(auto, **hint)
+        # a warpgroup tile takes a hint's bm and bn (TN at most BN); one it cannot take goes
+        # to the warp tiles of mma.sync
+        bases = [auto] + ([self._auto(kernel, target, sizes, form, wgmma=False)] if auto.wgmma else [])
+        for base in bases if hint else ():
+            p = dataclasses.replace(base, **hint)
+            if base.wgmma and "tn" not in hint:
+                p = dataclasses.replace(p, tn=min(base.tn, p.bn))
             if self._fits(p, target, form):
                 return p
         return auto

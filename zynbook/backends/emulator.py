@@ -1353,7 +1353,7 @@ class Emulator:
 
     def _warpgroups(self, gens, ev, tr, kernel, shared, B) -> bool:
         """Each warpgroup (four warps) whose threads all wait at the same warpgroup MMA goes
-        on with its results; one reached by only part of it is a schedule bug."""
+        on with its results (one that no more of its threads can reach: `_block` reports)."""
         n, G, moved = len(ev), 4 * self.warp, False
         for lo in range(0, n, G):
             hi = min(n, lo + G)

@@ -31,7 +31,9 @@ by element. The product itself is either
   with each 16-byte unit's place in its row XOR-ed by its row (`_Builder.at`), so that the
   eight rows an ldmatrix phase reads fall in eight different bank groups. Fragments come
   by ldmatrix x4 (transposed where a tile runs along M or N); TF32 fragments by ldmatrix
-  where an f32 tile runs along K, else element by element.
+  where an f32 tile runs along K, else element by element; or
+* warpgroup MMAs (`wgmma`, f16/bf16 on sm_90a, first there): the hardware reads both
+  operands from 128-byte swizzled shared tiles itself (schedules/gemm_wgmma.py).
 
 The epilogue adds the accumulator's start and runs the kernel's own store (`f`, a bias, an
 activation) per element of C. Sums are f32 (f64 for f64 operands). A guarded accumulation

@@ -7,12 +7,15 @@ medians reported. Memory-bound rows also give achieved bandwidth as a share of t
 bandwidth measured in the same run. Writes a table to stdout and JSON to --json.
 
     python bench/bench_cuda.py [--json bench/results/cuda.json] [--reps 20] [--rows a,b]
-                               [--tune [--tune-budget 60]] [--gemm-sweep N]
+                               [--tune [--tune-budget 60]] [--gemm-sweep N] [--mma-choices]
 
 Matmul rows: f32 (exact), TF32 (`config { allow_tf32: true }` beside cuBLAS with
 `torch.backends.cuda.matmul.allow_tf32`), bf16 and f16 at 4096 and 8192; conv2d also in
 TF32 beside cuDNN's. Compute rows give TFLOP/s and the share of the GPU's dense peak for
-their dtype (`PEAK_TFLOPS`, by device name).
+their dtype (`PEAK_TFLOPS`, by device name). Attention rows: BERT-base in f32, and in f16 and
+bf16 (tensor cores) beside SDPA's flash kernel in the same type; bf16 at 4096 with a causal
+condition beside SDPA with is_causal; `--mma-choices` adds to those a row per tensor-core
+block shape (attention_mma.CHOICES), the default first.
 
 `--gemm-sweep N` times instead the first N tensor-core configurations of the GEMM schedule's
 space (its default first) for the matmul rows in bf16, f16 and TF32 (or those of --rows),
@@ -150,6 +153,8 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile peers")
     ap.add_argument("--tune", action="store_true", help="add a tuned row after each row")
     ap.add_argument("--tune-budget", type=float, default=60.0, help="seconds per search")
+    ap.add_argument("--mma-choices", action="store_true",
+                    help="the half-precision attention rows also with each tensor-core block shape")
     ap.add_argument("--gemm-sweep", type=int, default=0, metavar="N",
                     help="time the first N tensor-core GEMM configurations, nothing else")
     args = ap.parse_args()
@@ -320,6 +325,36 @@ def main():
             [("torch SDPA f16 (flash)", lambda: F.scaled_dot_product_attention(Qh, Kh, Vh))],
             flops=4 * b * h * s * s * d, schedule=comp.program.schedule)
         del Q, K_, V, O, Qh, Kh, Vh
+
+    # ---- attention over f16 / bf16 (tensor cores) beside SDPA's flash kernel in the same type:
+    # BERT-base, and a causal condition at 4096 (FLOPs of the admitted half)
+    from attention_sources import three_pass
+    from zynbook.compiler.schedules import attention_mma
+    from zynbook.compiler.schedules.base import Choice
+    for row, (b, h, s, d), kind, causal in (
+            ("attention_bert_f16", (32, 12, 512, 64), "f16", False),
+            ("attention_bert_bf16", (32, 12, 512, 64), "bf16", False),
+            ("attention_causal_4096_bf16", (1, 16, 4096, 128), "bf16", True)):
+        if want and row not in want:
+            continue
+        Q, K_, V = (rnd(b, h, s, d, dtype=tdts[kind]) for _ in range(3))
+        O = torch.empty_like(Q)
+        text = three_pass("causal") if causal else FLASH_TEMPLATE.replace("BLOCK", "64")
+        k, sizes = lower_program(text, {"Q": Q.shape, "K": K_.shape, "V": V.shape}, dict.fromkeys("QKV", kind))
+        k = _with_out_dtype(k, kind)
+        fn, comp = zyn_callable(dev, k, sizes, [Q, K_, V], O)
+        sd = lambda: F.scaled_dot_product_attention(Q, K_, V, is_causal=causal)
+        flops = 4 * b * h * s * s * d // (2 if causal else 1)
+        add(row, [b, h, s, d], kind, fn, [(f"torch SDPA {kind} (flash)", sd)], flops=flops,
+            schedule=comp.program.schedule, check=check_close(lambda: (fn(), O)[1], sd, 2e-2))
+        tuned(row, [b, h, s, d], kind, k, sizes, [Q, K_, V], O, [(f"torch SDPA {kind} (flash)", sd)],
+              flops=flops)
+        for p in (attention_mma.CHOICES if args.mma_choices else ()):
+            fn_p, comp_p = zyn_callable(dev, k, sizes, [Q, K_, V], O, params=Choice("attention", p))
+            add(row, [b, h, s, d], f"{kind} {p.block_q}q/{p.warps}w/{'held' if p.hold_q else 'read'} Q",
+                fn_p, [(f"torch SDPA {kind} (flash)", sd)], flops=flops, schedule=comp_p.program.schedule,
+                check=check_close(lambda: (fn_p(), O)[1], sd, 2e-2))
+        del Q, K_, V, O
 
     # ---- conv2d ResNet block
     if not want or "conv2d_resnet" in want:

@@ -11,7 +11,11 @@ Rows (f32; --quick shrinks every size):
   attention, output projection, residual + layer norm, GELU feed-forward, residual + layer
   norm), batch 8, seq 512, hidden 768, 12 heads, ffn 3072, every block @parallel(data) by the
   batch, the activations sharded from block to block (split and reshape act on the shards);
-  the weights replicated once;
+  the pipeline defined and the weights bound (and replicated) once, each run one call. Over
+  the device group a call of the same key replays one CUDA graph per device
+  (runtime/traces.py; `replay on` in the row); a second row runs it with
+  `config { cuda_graph: false }`, block by block. One device runs its @parallel blocks one
+  by one either way (a group of one device launches each block where it is met);
 * model-parallel matmul 4096: B cut by columns with the result left sharded, the same with the
   result gathered onto the first device, and the contraction split (A by columns, B by rows)
   with the partial products reduce-scattered (NCCL between GPUs);
@@ -198,6 +202,16 @@ def spec_block(devs_name: str = "devs") -> str:
                   rf"compute(\1) @device({devs_name}) @parallel(data) {{", body)
 
 
+CALL = "transformer_block(x, 0)"
+
+
+def replayed(session) -> bool:
+    """Whether the session's last run replayed its pipeline call's CUDA graphs (its
+    launches are listed as in a graph, runtime/traces.py)."""
+    return bool(session.launches) and all("graph" in (ln.geometry or {})
+                                          for ln in session.launches)
+
+
 @guarded
 def bench_transformer_block(ids, quick, reps, warm):
     batch, seq, hidden, heads, ffn = (3, 64, 48, 3, 96) if quick else (8, 512, 768, 12, 3072)
@@ -207,19 +221,37 @@ def bench_transformer_block(ids, quick, reps, warm):
                "ffn_up": r((hidden, ffn)) * 0.05, "ffn_down": r((ffn, hidden)) * 0.05,
                "ln2_weight": r((hidden,)) * 0.1 + 1.0, "ln2_bias": r((hidden,)) * 0.1}
     x = r((batch, seq, hidden))
-    prog = f"let num_heads = {heads}\nlet head_dim = {hidden // heads}\n" + spec_block()
-    one_env = dict(x=mg.on_device(x, ids[0]), devs=ids[:1],
-                   model={"layers": [{k: mg.on_device(v, ids[0]) for k, v in weights.items()}]})
-    one, out1 = timed(Clock(ids[:1]), zynbook.Session(), prog, one_env, reps, warm)
+    body = spec_block()
+    # the pipeline defined and the weights bound once; each timed run is one call
+    prog = f"let num_heads = {heads}\nlet head_dim = {hidden // heads}\n" + \
+        body[:body.index("\n" + CALL)] + "\n"
+    one_model = {"layers": [{k: mg.on_device(v, ids[0]) for k, v in weights.items()}]}
     # the weights sharded once: every device holds a replica after the first run
-    many_env = dict(x=mg.shard(x, ids), devs=list(ids),
-                    model={"layers": [{k: mg.shard(v, ids) for k, v in weights.items()}]})
-    many, outn = timed(Clock(ids), zynbook.Session(), prog, many_env, reps, warm)
-    mg.close(outn, out1, rtol=2e-3, atol=2e-3, what="transformer block")
+    many_model = {"layers": [{k: mg.shard(v, ids) for k, v in weights.items()}]}
+    one_x, many_x = mg.on_device(x, ids[0]), mg.shard(x, ids)
     proj = 2.0 * batch * seq * hidden * (4 * hidden + 2 * ffn)
     attn = 4.0 * batch * seq * seq * hidden
-    row("transformer block (spec), data-parallel", f"B{batch} S{seq} H{hidden} h{heads} F{ffn}",
-        proj + attn, one, many, ids, "6 blocks, activations sharded between them")
+    shape = f"B{batch} S{seq} H{hidden} h{heads} F{ffn}"
+    out1 = None
+    for graphs in (True, False):
+        setting = "" if graphs else "config { cuda_graph: false }\n"
+        runs = []
+        for devs, model, xs in ((ids[:1], one_model, one_x), (list(ids), many_model, many_x)):
+            session = zynbook.Session()
+            session.run(setting + prog, model=model, devs=devs)
+            timing, out = timed(Clock(devs), session, CALL, dict(x=xs), reps, warm)
+            runs.append((timing, out, replayed(session),
+                         session.interpreter.lazy.traces.last_miss))   # why not replayed
+        (one, o1, r1, _), (many, outn, rn, why) = runs
+        out1 = o1 if out1 is None else out1
+        mg.close(outn, out1, rtol=2e-3, atol=2e-3, what="transformer block")
+        rec = row("transformer block (spec), data-parallel" + ("" if graphs else ", no graphs"),
+                  shape, proj + attn, one, many, ids,
+                  f"6 blocks, activations sharded between them; replay "
+                  f"{'on' if rn else 'off'} on {len(ids)} devices, "
+                  f"{'on' if r1 else 'off'} on one" +
+                  (f"; not replayed: {why}" if graphs and not rn else ""))
+        rec.update(one_replayed=r1, many_replayed=rn, many_miss=why)
 
 
 @guarded

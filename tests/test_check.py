@@ -106,6 +106,43 @@ def test_f16_accumulator_and_weak_literals_keep_the_inputs_dtype():
     assert out.dtype == "f16"
 
 
+FLASH_F16 = """compute(q, k, v) {
+    @kernel flash_attention
+    for b in 0..batch, h in 0..heads:
+        for q_block in 0..seq step 32:
+            var m = -inf
+            var l = 0.0
+            var o = zeros(min(32, seq - q_block), head_dim%s)
+            for kv_block in 0..seq step 32:
+                let K_block = k[b, kv_block:kv_block+32, h]
+                let V_block = v[b, kv_block:kv_block+32, h]
+                let S = q[b, q_block:q_block+32, h] @ transpose(K_block) / sqrt(head_dim)
+                let m_new = max(m, row_max(S))
+                let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
+                o = exp(m - m_new) * o + exp(S - m_new) @ V_block
+                m = m_new
+                l = l_new
+            out[b, q_block:q_block+32, h] = o / l
+}"""
+
+
+@pytest.mark.parametrize("dtype_arg, want", [("", "f16"), (", dtype=f32", "f32")])
+def test_a_tile_of_zeros_is_weak_unless_given_a_dtype(dtype_arg, want):
+    """`var o = zeros(...)` is a tile of weak zeros: the flash body on f16 inputs computes
+    and returns f16 (as `var l = 0.0` and `max(m, ...)` with `var m = -inf` do), within f16's
+    tolerance of numpy; with dtype=f32 the running output, and the result, are f32."""
+    import numpy as np
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((2, 45, 3, 16)).astype(np.float16) for _ in range(3))
+    out = zynbook.run(FLASH_F16 % dtype_arg, q=q, k=k, v=v)
+    assert out.dtype == want
+    Q, K, V = (x.astype(np.float64).transpose(0, 2, 1, 3) for x in (q, k, v))
+    s = Q @ K.transpose(0, 1, 3, 2) / 4.0
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want_values = ((p / p.sum(-1, keepdims=True)) @ V).transpose(0, 2, 1, 3)
+    np.testing.assert_allclose(np.asarray(out.numpy(), np.float64), want_values, atol=1e-2)
+
+
 GOLDEN_PROGRAMS = ["matmul", "row_sums_axis", "argmax", "flash_attention", "layer_norm_fused",
                    "rope", "softmax_fused", "conv2d"]
 

@@ -284,3 +284,32 @@ def test_nan_in_a_row_stays_in_that_row():
     whole, _ = _run(FFN, fuse=False, **env)
     np.testing.assert_array_equal(np.isnan(value), np.isnan(whole))
     assert np.isnan(value[1, 2]).all() and not np.isnan(value[0]).any()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_f32_staging_array_of_f16_values_is_an_f16_temporary(device):
+    """On f16 inputs the FFN's `shared var up` (f32) is stored only f16 values (the GELU of
+    an f16 sum): its temporary is f16, read widened (exact), so phase 2 multiplies f16 by
+    f16 (on CUDA, f16 tensor cores) and the result is the whole block's."""
+    rng = np.random.default_rng(11)
+    env = {k: v.astype(np.float16) for k, v in _ffn_env(rng, 2, 9, 48, 64).items()}
+    split, session = _run(FFN, device, **env)
+    whole, _ = _run(FFN, device, fuse=False, **env)
+    first, second = session.last_kernels
+    assert first.kernel.output.dtype == "f16"
+    assert [b.dtype for b in second.kernel.inputs] == ["f16", "f16"]
+    found = contraction(second.kernel)
+    assert isinstance(found, Contraction) and found.a_load.ty.dtype == "f16"
+    assert_close(split, whole, "f16", "contraction")
+    want = _ffn_numpy({k: v.astype(np.float32) for k, v in env.items()})
+    assert_close(split, want, "f16", "contraction")
+
+
+def test_a_staging_array_of_mixed_values_keeps_its_dtype():
+    """A staging array stored f32 values anywhere keeps its own dtype (THREE's `first`: the
+    tanh of an f32 sum)."""
+    rng = np.random.default_rng(12)
+    env = {"x": _rand(rng, 2, 1, 3, 8), "w1": _rand(rng, 8, 5), "w2": _rand(rng, 5, 6),
+           "w3": _rand(rng, 6, 8)}
+    _, session = _run(THREE, **env)
+    assert [k.kernel.output.dtype for k in session.last_kernels[:2]] == ["f32", "f16"]

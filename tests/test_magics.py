@@ -68,6 +68,18 @@ def test_scalars_from_python(shell):
     np.testing.assert_allclose(value, np.arange(5) * 3.0)
 
 
+def test_the_magic_line_expands_python_names_as_ipython_does(shell):
+    shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32), dev="cpu")
+    session = state.notebook_session()
+    result = shell.run_cell('%%compute @device("{dev}")\n' + AXPY + "z\n")
+    assert result.success, result.error_in_exec
+    assert session.launches[-1].device == "cpu"
+    shell.user_ns["dev"] = "no-such-device"
+    result = shell.run_cell('%%compute @device("$dev")\n' + AXPY + "z\n")
+    assert not result.success and "no-such-device" in str(result.error_in_exec)
+    shell.user_ns.pop("dev")
+
+
 def test_magic_line_annotations_reach_every_block(shell):
     shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32))
     two_blocks = AXPY + ("let s = compute(z) {\n    @kernel reduce(+)\n    for i in 0..n:\n"

@@ -69,8 +69,8 @@ def test_lowering_only_translates_and_the_passes_widen_and_mark():
         "  store out[r] = acc - m")
     assert body_text(lk.kernel) == (
         "parallel for r in 0..rows:\n"
-        "  var m: f32 = -inf\n"
-        "  var acc: f16 = 0.0\n"          # the weak literal takes the f16 it sums
+        "  var m: f16 = -inf\n"           # weak literals take the f16 they meet, in max()
+        "  var acc: f16 = 0.0\n"          # and in sums
         "  for c in 0..cols:\n"
         "    m = max(m, x[r, c])\n"
         "    acc = acc + x[r, c]\n"

@@ -99,3 +99,42 @@ def test_webgpu_rows_through_the_launch_ir(case, subgroups):
     got = emulate_kernel(prog, kernel, ins, sizes, scalars, 4 if subgroups else 1)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6, err_msg=prog.schedule)
     assert dataclasses.replace(sized, launch_sizes=()) == opts
+
+
+F16_RESIDUAL_LN = """let normed = compute(x, projected, g, bb) {
+    @kernel fused
+    for b in 0..batch, s in 0..seq:
+        var sum = 0.0
+        var sq_sum = 0.0
+        for h in 0..hidden:
+            let val = x[b, s, h] + projected[b, s, h]
+            sum += val
+            sq_sum += val * val
+        let mean = sum / hidden
+        let var = sq_sum / hidden - mean * mean
+        let inv_std = rsqrt(var + 1e-6)
+        for h in 0..hidden:
+            let val = x[b, s, h] + projected[b, s, h]
+            out[b, s, h] = (val - mean) * inv_std * g[h] + bb[h]
+}"""
+
+
+def test_half_rows_too_long_for_16_byte_vectors_take_8_byte_ones():
+    """Four f16 row inputs of 768 outgrow the registers in 16-byte vectors; the schedule
+    takes 8-byte ones (64 threads, 3 x 4 a thread) rather than scalars, and matches the
+    reference (and its scalar fallback does)."""
+    from compute_testing import lower_block
+    rng = np.random.default_rng(5)
+    arrays = {"x": rng.standard_normal((2, 3, 768)).astype(np.float16),
+              "projected": rng.standard_normal((2, 3, 768)).astype(np.float16),
+              "g": rng.standard_normal(768).astype(np.float16),
+              "bb": rng.standard_normal(768).astype(np.float16)}
+    kernel, ins, sizes, scalars = lower_block(F16_RESIDUAL_LN, arrays)
+    tgt = cuda_target()
+    params = Rows().default(kernel, tgt, sizes)
+    assert (params.width, params.threads) == (4, 64)
+    want = np.asarray(run_kernel(kernel, ins, sizes, scalars), np.float64)
+    prog = Rows().build(kernel, tgt, sizes, params)
+    for p in (prog, prog.fallback):
+        got = emulate_kernel(p, kernel, ins, sizes, scalars, tgt.warp)
+        np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-2, atol=1e-2)

@@ -229,3 +229,27 @@ def test_a_tensor_looked_up_whole_is_read_where_it_is(cuda, monkeypatch):
         np.testing.assert_array_equal(got.numpy(), x * w + np.float32(1.0))
     assert len(evaluated) < 8 * 2
     assert len(s.interpreter.lazy.traces.entries) == 2
+
+
+def test_each_call_that_does_not_replay_says_why(cuda):
+    """The first call's runs are seen once, the second's captured (the call's trace kept),
+    the others replay; a call with graphs off says so (runtime/traces.py's last_miss, the
+    note on the call's last launch)."""
+    cp, log = cuda
+    model = make_model()
+    s = zynbook.Session("cuda:0")
+    s.run(block_source(), model=on_gpu(cp, model))
+    x = cp.asarray(np.random.default_rng(5).standard_normal((2, 100, 24)).astype(np.float32))
+    said = []
+    for _ in range(4):
+        s.run("transformer_block(x, 0)", x=x)
+        said.append((s.interpreter.lazy.traces.last_miss, s.launches[-1].geometry.get("trace")))
+    assert said[0][0] == ("no trace kept for this key; a run of the lazy graph launched one "
+                          "by one (seen once: captured at the next identical run)")
+    assert said[1][0] == "no trace kept for this key; captured at this call: replays from " \
+                         "the next one"
+    assert [m for m, _ in said[:2]] == [n for _, n in said[:2]]
+    assert said[2:] == [(None, None)] * 2
+    s.run("config { cuda_graph: false }")
+    s.run("transformer_block(x, 0)", x=x)
+    assert s.interpreter.lazy.traces.last_miss == "config { cuda_graph: false }"

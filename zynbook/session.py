@@ -37,9 +37,17 @@ def _zynml_value(value) -> bool:
     return isinstance(value, _zynml_types())
 
 
+# array types bound before (CuPy arrays, torch tensors): the checks below take them to
+# `_tensor_of` whatever the value, so a cell run again goes there at once
+_ARRAY_TYPES: set = {np.ndarray}
+_ARRAY_MODULES = ("cupy", "torch")
+
+
 def bind_value(value, _path: str = ""):
     """A Python value as ZynML sees it: arrays become tensors, dicts records. A value no
     ZynML value stands for (a Python object, a function, a class) raises `_Unusable`."""
+    if type(value) in _ARRAY_TYPES:
+        return _tensor_of(value, _path)
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
     if isinstance(value, (np.bool_, np.integer, np.floating)):
@@ -56,7 +64,10 @@ def bind_value(value, _path: str = ""):
         return tuple(bind_value(v, f"{_path}[{k}]") for k, v in enumerate(value))
     if isinstance(value, type) or callable(value) and not hasattr(value, "__dlpack__"):
         raise _Unusable(value, _path)
-    return _tensor_of(value, _path)
+    t = _tensor_of(value, _path)
+    if type(value).__module__.split(".")[0] in _ARRAY_MODULES:
+        _ARRAY_TYPES.add(type(value))
+    return t
 
 
 def _tensor_of(value, path: str) -> Tensor:

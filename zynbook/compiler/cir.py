@@ -114,6 +114,7 @@ class Call(Expr):
     fn: str
     args: tuple
     ty: Ty
+    weak: bool = False      # zeros/ones without dtype=: typed by what they meet (types.is_weak)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ schedule's shape: one thread block per row, every row reading the whole of each 
 (4096 rows of an FFN, 4096 GEMVs). `split` distributes it: phase p becomes a kernel over the
 same parallel loops storing its staging array into a temporary tensor indexed by them
 (`up[f]` becomes `up[b, s, f]`, in the shared var's dtype, so every element is what the
-block computed), and later phases read the temporaries. Each kernel then meets the ordinary
+block computed, or in the narrower dtype every value stored into it has, widened again where
+it is read: exact), and later phases read the temporaries. Each kernel then meets the ordinary
 recognition and schedules: a staged `sum over h` with an elementwise epilogue is a
 contraction (the GEMM schedule, the epilogue fused), and so is the phase that reads it.
 
@@ -34,6 +35,7 @@ from .launch.scalar import DTYPE_BYTES
 from .fusion import _loop_stop, _map, _reads_in_range
 from .passes.pipeline import run_passes
 from .passes.recognise import free_vars, loads, substitute
+from .types import EXACT_WIDENING
 
 # the temporaries a split makes, at most (beyond it the block runs whole)
 MAX_TEMPORARY_BYTES = 1 << 30
@@ -217,13 +219,29 @@ def _locals_cross(phases) -> str:
 # ---------------------------------------------------------------------------- building
 
 
+def _held_dtype(stmts, name: str, dtype: str) -> str:
+    """The dtype the temporary of staging array `name` (of `dtype`) needs: a narrower one
+    where every value stored into it is of that dtype (an f16 GELU stored into an f32
+    `shared var`), as widening it again on every read is exact; else `dtype`."""
+    held = {_narrow(st.value, dtype) for st in cir.walk(tuple(stmts))
+            if isinstance(st, cir.Store) and st.buffer == name}
+    return held.pop() if len(held) == 1 else dtype
+
+
+def _narrow(value, dtype: str) -> str:
+    inner = value.operand if isinstance(value, cir.Cast) else value
+    return inner.ty.dtype if (inner.ty.dtype, dtype) in EXACT_WIDENING else dtype
+
+
 def _build(k: cir.Kernel, outer, phases, allocs, writer) -> list:
-    # a later phase reads a temporary under the shared var's name (its alloc is gone there);
-    # the phase writing it stores `out`
+    # a later phase reads a temporary under the shared var's name (its alloc is gone there),
+    # widened back to the shared var's dtype where the temporary holds a narrower one; the
+    # phase writing it stores `out`
     outer_dims = tuple(lp.stop.name if isinstance(lp.stop, cir.Var) else lp.stop for lp in outer)
     index = tuple(cir.Var(lp.var, cir.Ty("i32")) for lp in outer)
-    buffers = {name: cir.Buffer(name, allocs[name].dtype,
-                                outer_dims + tuple(allocs[name].shape)) for name in writer}
+    held = {name: _held_dtype(phases[p], name, allocs[name].dtype) for name, p in writer.items()}
+    buffers = {name: cir.Buffer(name, held[name], outer_dims + tuple(allocs[name].shape))
+               for name in writer}
     out = []
     for p, stmts in enumerate(phases):
         staged = [n for n, q in writer.items() if q == p]
@@ -231,11 +249,15 @@ def _build(k: cir.Kernel, outer, phases, allocs, writer) -> list:
 
         def rewrite(e, read=read):
             if isinstance(e, cir.Load) and e.buffer in read:
-                return dataclasses.replace(e, index=index + tuple(
-                    _map(i, rewrite) for i in e.index))
+                ld = dataclasses.replace(e, index=index + tuple(_map(i, rewrite) for i in e.index))
+                if held[e.buffer] == e.ty.dtype:
+                    return ld
+                return cir.Cast(dataclasses.replace(ld, ty=cir.Ty(held[e.buffer], e.ty.shape)), e.ty)
             if isinstance(e, cir.Store) and e.buffer in staged:
-                return dataclasses.replace(e, buffer="out", index=index + e.index,
-                                           value=_map(e.value, rewrite))
+                value = _map(e.value, rewrite)
+                if held[e.buffer] != allocs[e.buffer].dtype and isinstance(value, cir.Cast):
+                    value = value.operand       # the widening the narrower temporary drops
+                return dataclasses.replace(e, buffer="out", index=index + e.index, value=value)
             return None
         body = _map(tuple(stmts), rewrite)
         if staged:

@@ -443,6 +443,16 @@ class _Lowering:
             raise ZynMLTypeError(f"unknown type `{typ.name}`", typ.span)
         return value if value.ty.dtype == dtype else cir.Cast(value, cir.Ty(dtype, value.ty.shape))
 
+    @staticmethod
+    def _dtype_kwarg(k) -> str:
+        """The dtype a `dtype=` keyword names (`f16`, `"bfloat16"`, ...)."""
+        v = k.value
+        name = v.id if isinstance(v, A.Name) else v.value if isinstance(v, A.String) else None
+        dtype = canonical_dtype(name) if name is not None else None
+        if dtype is None:
+            raise ZynMLTypeError("dtype= takes a dtype, such as f16 or f32", v.span)
+        return dtype
+
     def _fresh_local(self, name: str) -> str:
         # renderers see one flat namespace per kernel; rename shadowing locals apart
         base = identifier(name)
@@ -808,8 +818,10 @@ class _Lowering:
             dtype = args[0].ty.dtype
             for a, node in zip(args, e.args):
                 shape = self._broadcast(shape, a.ty.shape, node.span)
-            for a, prev in zip(args[1:], args):
-                dtype = promote(dtype, a.ty.dtype, False, self._is_weak(a))
+            weak = self._is_weak(args[0])      # `max(0.0, x)` on f16 x stays f16
+            for a in args[1:]:
+                dtype = promote(dtype, a.ty.dtype, weak, self._is_weak(a))
+                weak = weak and self._is_weak(a)
             if fn not in ("min", "max", "abs", "clamp", "relu") and not is_float(dtype):
                 dtype = "f32"
             return cir.Call(fn, tuple(args), cir.Ty(dtype, shape))
@@ -826,7 +838,11 @@ class _Lowering:
                 if not is_int(a.ty.dtype) or a.ty.shape:
                     raise ZynMLTypeError(f"{fn}() sizes must be integers", node.span)
             dims = tuple(affine.simplify(a) for a in args)
-            return cir.Call(fn, dims, cir.Ty("f32", tuple(_dim_value(d) for d in dims)))
+            dtype = next((self._dtype_kwarg(k) for k in e.kwargs), None)
+            # without dtype= a tile of zeros is weak, as the literal 0.0 is: `var o = zeros(..)`
+            # accumulating f16 products stays f16
+            return cir.Call(fn, dims, cir.Ty(dtype or "f32", tuple(_dim_value(d) for d in dims)),
+                            weak=dtype is None)
         if len(args) != 1:
             raise ZynMLTypeError(f"{fn}() takes one tile", e.span)
         t = args[0]

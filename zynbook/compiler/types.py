@@ -34,6 +34,10 @@ NUMPY_NAMES = {"f16": "float16", "bf16": "float32", "f32": "float32", "f64": "fl
                "u16": "uint16", "u32": "uint32", "u64": "uint64", "bool": "bool"}
 
 
+# (narrow, wide): every value of the first dtype is one of the second
+EXACT_WIDENING = {("f16", "f32"), ("bf16", "f32"), ("f16", "f64"), ("bf16", "f64"), ("f32", "f64")}
+
+
 def is_float(dtype: str) -> bool:
     return dtype in FLOATS
 
@@ -95,6 +99,8 @@ def is_weak(e, weak_names=frozenset()) -> bool:
         return isinstance(e.value, (float, int)) and not isinstance(e.value, bool)
     if isinstance(e, cir.Var):
         return e.name in weak_names
+    if isinstance(e, cir.Call) and e.weak:
+        return True
     if isinstance(e, cir.Unary):
         return e.op == "neg" and is_weak(e.operand, weak_names)
     if isinstance(e, (cir.Bin, cir.Call)) and not e.ty.shape:

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import html
+import sys
 
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.display import display
 
 from ..kernel import cells
@@ -11,6 +12,12 @@ from ..kernel.display import (InspectUsageError, bindable, code_bundle, is_tenso
                               parse_inspect_args)
 from ..kernel.progress import cell_progress
 from ..kernel.state import announce_device, last_run, notebook_session, remember
+from ..runtime.tensor import Tensor
+from ..session import _ARRAY_TYPES
+
+# where IPython expands `$name` and `{expr}` in a magic's line: the frame that called
+# `run_cell_magic`'s caller, seen from `var_expand` called by the magic itself
+_EXPAND_DEPTH = 3
 
 
 # ----------------------------------------------------------------------- values to Python
@@ -20,14 +27,16 @@ def to_python(value):
     through DLPack) for `cuda:N`, the ZynBook tensor itself on other devices and when it is
     sharded across several (numpy reads it through __array__); lists and
     tuples element by element; everything else as it is."""
-    if is_tensor(value):
+    if isinstance(value, Tensor) or is_tensor(value):
         if hasattr(value, "shards"):        # a sharded tensor stays where its parts are
             return value
         device = value.device
         if device == "cpu":
             return value.numpy()
         if device.startswith("cuda"):
-            import cupy
+            cupy = sys.modules.get("cupy")
+            if cupy is None:
+                import cupy
 
             if isinstance(value.data, cupy.ndarray):
                 return value.data       # already the CuPy array on that device
@@ -66,12 +75,15 @@ class ComputeMagics(Magics):
         hidden = getattr(self.shell, "user_ns_hidden", {})
         env = {name: user_ns[name] for name in free
                if name in user_ns and name not in hidden and not name.startswith("_")
-               and bindable(user_ns[name])}
+               and (type(user_ns[name]) in _ARRAY_TYPES or bindable(user_ns[name]))}
         return bound, env
 
     @cell_magic
+    @no_var_expand
     def compute(self, line, cell):
         """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
+        if "$" in line or "{" in line or "}" in line:       # else expanding changes nothing
+            line = self.shell.var_expand(line, _EXPAND_DEPTH)
         # the magic line is line 1 of the cell: ZynML line numbers (errors, kernel names,
         # `// line N` comments in generated code) count it, as the notebook shows them
         source = "\n" + cell

@@ -192,8 +192,7 @@ class Interpreter:
         """`value` with the blocks recorded so far run (runtime/lazy.py): binding a top-level
         name is a boundary, since a later cell may read it and a failing statement binds
         nothing."""
-        self.lazy.finish(roots=[value])
-        return self.lazy.plain(value)
+        return self.lazy.boundary(value)
 
     # -------------------------------------------------------------- programs
     def run_program(self, program: A.Program, source: str):
@@ -857,22 +856,28 @@ class Interpreter:
     def _launched_now(self, lowered, device, run_async, mode) -> str:
         """Why the block is launched now rather than recorded in the lazy graph
         (runtime/lazy.py), '' when it is recorded."""
-        for why, applies in (("config { fuse: false }", not getattr(self.session, "fuse", True)),
-                             ("@nofuse", "nofuse" in lowered.annotations),
-                             ("@async", run_async), (f"@parallel({mode})", mode),
-                             ("it runs on a Dask cluster", device.kind == "cluster")):
-            if applies:
-                return why
+        if not getattr(self.session, "fuse", True):
+            return "config { fuse: false }"
+        if "nofuse" in lowered.annotations:
+            return "@nofuse"
+        if run_async:
+            return "@async"
+        if mode:
+            return f"@parallel({mode})"
+        if device.kind == "cluster":
+            return "it runs on a Dask cluster"
         return ""
 
     def _compute_args(self, node: A.Compute):
         """(input tensors, their labels and spans, the types of the scalars the body reads,
         their values) of one run of a compute block."""
         site = self.blocks.site(node)
-        inputs = [self._input_tensor(self.eval(e), label, e)
-                  for e, label in zip(node.inputs, site.labels)]
-        labels = list(site.labels)
-        spans = [e.span for e in node.inputs]
+        inputs = []
+        for e, label in zip(node.inputs, site.labels):
+            value = self.eval(e)
+            inputs.append(value if isinstance(value, Tensor) else
+                          self._input_tensor(value, label, e))
+        labels, spans = site.labels, site.spans     # tuples: extended below, never changed
         scalars, given = {}, {}
         for label, span in site.free:
             value = self._free_value(label, span)
@@ -884,8 +889,8 @@ class Interpreter:
             if isinstance(value, Tensor) or to_tensor(value) is not None and \
                     not isinstance(value, (int, float, bool, list, tuple, str)):
                 inputs.append(self._input_tensor(value, label, None, span))
-                labels.append(label)
-                spans.append(span)
+                labels += (label,)
+                spans += (span,)
             elif isinstance(value, bool):
                 scalars[label] = "bool"
                 given[label] = value
@@ -925,8 +930,8 @@ class Interpreter:
     def _lowered_block(self, node, inputs, labels, spans, scalars) -> LoweredBlock:
         """The block lowered (checked, passed) for these input dtypes and ranks and scalar
         types, once: every later run with them reuses it."""
-        key = (id(node), tuple((label, t.dtype, t.ndim) for label, t in zip(labels, inputs)),
-               tuple(scalars.items()), self.extra_key)
+        key = (id(node), labels, tuple([(t.dtype, t.ndim) for t in inputs]),
+               tuple(scalars.items()) if scalars else (), self.extra_key)
         block = self.blocks.lowered.get(key)
         if block is None or block.node is not node:
             sigs = [InputSig(label, t.dtype, t.ndim, span)
@@ -994,7 +999,8 @@ class Interpreter:
                 return devices[0].run(self, lowered, inputs, sizes, given, scalars, mode,
                                       solve_chunk, options)
             return run_split(devices, lowered, inputs, sizes, given, mode, launch, solve_chunk,
-                             options.get("model_split", "features"))
+                             options.get("model_split", "features"), scalars=scalars,
+                             site=(node.span, self.source))
         except ZynMLError as err:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span

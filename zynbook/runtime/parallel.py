@@ -32,7 +32,7 @@ import numpy as np
 from ..backends.registry import get_device
 from ..compiler import cir
 from ..errors import ZynMLDeviceError
-from .sharded import (ShardedTensor, chunk_bounds, group_for, is_cuda, move, take)
+from .sharded import (ShardedTensor, chunk_bounds, group_for, is_cuda, move, recording, take)
 from .tensor import Tensor
 
 MODEL_SPLITS = ("features", "contraction")
@@ -336,14 +336,15 @@ def split_layout(devices, lowered, inputs, sizes, given, mode, solve, model_spli
 
 
 def run_split(devices, lowered, inputs, sizes, given, mode, launch, solve,
-              model_split: str = "features"):
+              model_split: str = "features", scalars=None, site=None):
     """Run `lowered` split across `devices` (Device objects).
 
     `inputs`: Tensors in kernel input order; `sizes`: the whole kernel's solved sizes;
     `given`: sizes the host gave; `launch(device, tensors, sizes, plan)` runs one chunk (its
     BlockPlan given) and returns its output (a device array, or a Python scalar for a scalar
     output); `solve(shapes, given)` solves a chunk's sizes. Returns a ShardedTensor, a
-    Tensor or a scalar."""
+    Tensor or a scalar. Inside a traced pipeline call the run is logged (a `SplitRun`, with
+    the kernel's `scalars` and the block's `site` (span, source) for its errors)."""
     layout = split_layout(devices, lowered, inputs, sizes, given, mode, solve, model_split)
     plan, work = layout.plan, layout.work
     names = [b.name for b in lowered.kernel.inputs]
@@ -363,8 +364,28 @@ def run_split(devices, lowered, inputs, sizes, given, mode, launch, solve,
         finally:
             cf.wait(rest)
         outs = [first] + [f.result() for f in rest]
+    result = _combined(layout, outs)
+    log = recording()
+    if log is not None:
+        log.append(SplitRun(layout, inputs, per_input, result, scalars, site))
+    return result
+
+
+class SplitRun:
+    """One run of a split block inside a traced pipeline call (runtime/traces.py): its
+    layout, its input tensors and the per-device tensors each became, and its result."""
+    __slots__ = ("layout", "inputs", "per_input", "result", "scalars", "site")
+
+    def __init__(self, layout, inputs, per_input, result, scalars, site):
+        self.layout, self.inputs, self.per_input = layout, list(inputs), per_input
+        self.result, self.scalars, self.site = result, scalars, site
+
+
+def _combined(layout, outs):
+    """The chunks' outputs as the block's result: sharded, or partial results combined."""
+    plan, work = layout.plan, layout.work
     group = layout.group
-    dtype = lowered.kernel.output.dtype
+    dtype = layout.lowered.kernel.output.dtype
     if plan.combine == "concat":
         shards = [(dev.id, out, b) for (dev, _), out, b in zip(work, outs, layout.out_bounds)]
         return ShardedTensor(shards, plan.out_axis, layout.shape, dtype, group)

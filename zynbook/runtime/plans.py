@@ -49,9 +49,10 @@ class BlockCache:
 
 
 class BlockSite:
-    """What a compute block's syntax fixes: its input labels and the free names it reads."""
+    """What a compute block's syntax fixes: its input labels and spans, and the free names
+    it reads."""
 
-    __slots__ = ("node", "labels", "free")
+    __slots__ = ("node", "labels", "spans", "free")
 
     def __init__(self, node: A.Compute):
         labels = []
@@ -63,6 +64,7 @@ class BlockSite:
             labels.append(label)
         self.node = node
         self.labels = tuple(labels)
+        self.spans = tuple(expr.span for expr in node.inputs)
         self.free = tuple(compute_free_names(node).items())
 
 
@@ -78,8 +80,13 @@ class LoweredBlock:
         self.plans: dict = {}
 
     def plan(self, inputs: list, given: dict) -> "BlockPlan":
-        sizes_given = {k: v for k, v in given.items() if k in self.dims}
-        key = (tuple(t.shape for t in inputs), tuple(sizes_given.items()))
+        if given:
+            dims = self.dims
+            sizes_given = {k: v for k, v in given.items() if k in dims}
+            key = (tuple([t.shape for t in inputs]), tuple(sizes_given.items()))
+        else:
+            sizes_given = {}
+            key = (tuple([t.shape for t in inputs]), ())
         plan = self.plans.get(key)
         if plan is None:
             kernel = self.lowered.kernel
@@ -94,7 +101,8 @@ class LoweredBlock:
 class BlockPlan:
     """A lowered block with its sizes solved; `prepared(device)` is the device's plan."""
 
-    __slots__ = ("lowered", "sizes", "sizes_given", "scalar_labels", "out_shape", "_prepared")
+    __slots__ = ("lowered", "sizes", "sizes_given", "scalar_labels", "out_shape", "_prepared",
+                 "_last", "phases")
 
     def __init__(self, lowered, sizes: dict, sizes_given: dict | None = None):
         kernel = lowered.kernel
@@ -105,8 +113,12 @@ class BlockPlan:
                                    for s in kernel.scalars)
         self.out_shape = cir.output_shape(kernel, sizes)
         self._prepared: dict = {}
+        self._last = None           # (device, tuning, plan) of the last `prepared`
+        self.phases = None          # what runtime/lazy.py's `split` made of it
 
     def scalar_values(self, given: dict) -> dict:
+        if not self.scalar_labels:
+            return {}
         return {name: given[label] for name, label in self.scalar_labels}
 
     def prepared_plans(self) -> list:
@@ -116,6 +128,9 @@ class BlockPlan:
     def prepared(self, device, tuning=None):
         """The device's LaunchPlan for this kernel and these sizes (made on first use; tuned
         where the kernel or the session's `tuning` settings ask, zynbook/tuning.py)."""
+        last = self._last           # a warm launch: the device and settings of the one before
+        if last is not None and last[0] is device and last[1] is tuning:
+            return last[2]
         key = (device.id, tuning)       # `config { autotune }` may pick another program
         plan = self._prepared.get(key)
         if plan is None or plan.device is not device:
@@ -124,4 +139,5 @@ class BlockPlan:
                 B.check_host_memory(self.out_shape, out.dtype)
             plan = self._prepared[key] = tuned.prepare(device, self.lowered.kernel,
                                                        self.sizes, tuning)
+        self._last = (device, tuning, plan)
         return plan

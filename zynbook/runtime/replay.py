@@ -22,6 +22,9 @@ interpreter's, one graph launch and the checks.
 * Where capture is not possible (another device, a reduction to one number, a bf16
   buffer, an input that needs another conversion, the driver refusing) the launches run one by
   one, as without graphs.
+
+`Replays.last_miss` says why the last run was launched one by one (None where a graph ran
+it); a traced call that did not become a trace names the reason of its run's miss.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ MAX_SHAPES = 64         # shapes of runs remembered (a loop over growing shapes 
 MAX_GRAPH_SHAPES = 16   # shapes whose graphs are kept (a graph holds its buffers)
 MAX_GRAPHS = 4          # graphs kept per shape (inputs captured in place at other addresses)
 # a launch inside a graph has no time of its own: the whole graph's is on its last launch
-_IN_GRAPH = LaunchTimes(source="cuda-graph")
+IN_GRAPH = LaunchTimes(source="cuda-graph")
 
 
 class Replays:
@@ -45,13 +48,15 @@ class Replays:
     def __init__(self, lazy):
         self.lazy = lazy
         self.seen: dict = {}        # shape key -> (runs, input addresses of the last run)
-        self.graphs: dict = {}      # shape key -> [_Record]
-        self.refused: set = set()   # shape keys whose capture failed
+        self.graphs: dict = {}      # shape key -> [GraphRecord]
+        self.refused: dict = {}     # shape key -> why its capture failed
         # (record, its inputs, ids of the values it computed, the arrays it gave them) of
         # the last run, if replayed
         self.last = None
-        # while a traceable pipeline call runs (runtime/traces.py): `last` of each of its runs
+        # while a traceable pipeline call runs (runtime/traces.py): `last` of each of its runs,
+        # or why it was launched one by one
         self.log = None
+        self.last_miss: str | None = None   # why the last run was launched one by one
 
     def mode(self):
         return getattr(self.lazy.interp.session, "cuda_graph", "auto")
@@ -59,43 +64,53 @@ class Replays:
     def run(self, launches: list, roots) -> bool:
         """Run `launches` ([(group, lazy parts)]) as a CUDA graph where one fits: True when
         done, False when the caller launches them one by one."""
-        done = self._run(launches, roots)
+        miss = self._run(launches, roots)
+        self.last_miss = miss
         if self.log is not None and len(self.log) < MAX_SHAPES:     # (a call that failed
-            self.log.append(self.last)                              # leaves one behind)
-        return done
+            self.log.append(self.last or miss)                      # leaves one behind)
+        return miss is None
 
-    def _run(self, launches: list, roots) -> bool:
+    def _run(self, launches: list, roots) -> str | None:
+        """None where a graph ran `launches`, else why they are launched one by one."""
         self.last = None
         mode = self.mode()
         # inside a traced call a single launch is captured too: the call replays as a whole
-        if mode is False or len(launches) < (1 if self.log is not None else MIN_LAUNCHES):
-            return False
+        if mode is False:
+            return "config { cuda_graph: false }"
+        if len(launches) < (1 if self.log is not None else MIN_LAUNCHES):
+            return "a single launch"
         shape = _Shape.of(self.lazy, launches)
-        if shape is None:
-            return False
+        if isinstance(shape, str):
+            return shape
         key = shape.key
         for record in self.graphs.get(key, ()):
             if record.fits(shape.addresses) and record.free():
                 given = record.run(self.lazy, launches, shape, roots)
                 self.last = (record, shape.inputs, [id(g.result) for g, _ in launches], given)
-                return True
+                return None
         runs, last = self.seen.pop(key, (0, None))
         runs += 1
         self.seen[key] = (runs, shape.addresses)
         if len(self.seen) > MAX_SHAPES:
             self.seen.pop(next(iter(self.seen)))
-        if key in self.refused or runs < (1 if mode is True else AUTO_AFTER):
-            return False
+        if key in self.refused:
+            return f"its capture failed before ({self.refused[key]})"
+        if runs < (1 if mode is True else AUTO_AFTER):
+            return ("seen once: captured at the next identical run" if key not in self.graphs
+                    else "an input read in place at another address, or a view of the "
+                         "graph's buffers still held: captured again at the next such run")
         staged = {j for j, a in enumerate(shape.addresses)
                   if last is not None and last[j] != a} | shape.views
         from ..backends.cuda.graph import CaptureFailed, capture
         try:
             graph = capture(shape.device, shape.stream, shape.plans, shape.wiring,
                             shape.scalars, shape.inputs, staged)
-        except CaptureFailed:
-            self.refused.add(key)
-            return False
-        record = _Record(graph, shape, staged, launches)
+        except CaptureFailed as err:
+            self.refused[key] = str(err)
+            if len(self.refused) > MAX_SHAPES:
+                self.refused.pop(next(iter(self.refused)))
+            return str(err)
+        record = GraphRecord.of(graph, shape, staged, launches)
         records = self.graphs.setdefault(key, [])
         records.append(record)
         if len(records) > MAX_GRAPHS:
@@ -104,7 +119,7 @@ class Replays:
             self.graphs.pop(next(iter(self.graphs)))
         given = record.run(self.lazy, launches, shape, roots)
         self.last = (record, shape.inputs, [id(g.result) for g, _ in launches], given)
-        return True
+        return None
 
 
 class _Shape:
@@ -114,14 +129,15 @@ class _Shape:
                  "addresses", "views")
 
     @staticmethod
-    def of(lazy, launches) -> "_Shape | None":
+    def of(lazy, launches) -> "_Shape | str":
+        """The run's shape, or why no graph takes it."""
         first = launches[0][0].result
         device_id = first.device
         if not device_id.startswith("cuda:"):
-            return None
+            return f"launches on {device_id}, not a CUDA device"
         device = first.runs_on
         if getattr(device, "backend", "") != "cuda":
-            return None
+            return f"launches on {device_id}, not a CUDA device"
         cp = sys.modules.get("cupy")
         tuning = getattr(lazy.interp.session, "tuning", None)
         made = {}                   # id(group result) -> launch index
@@ -130,30 +146,34 @@ class _Shape:
         views = set()               # inputs not contiguous: always staged
         for k, (group, (lowered, plan, ins, values, _)) in enumerate(launches):
             lz = group.result
-            if lz.device != device_id or not plan.out_shape or \
-                    lowered.kernel.output.dtype == "bf16":
-                return None
+            name = lowered.kernel.name
+            if lz.device != device_id:
+                return f"launches on {device_id} and {lz.device}"
+            if not plan.out_shape:
+                return f"block `{name}` reduces to one number"
+            if lowered.kernel.output.dtype == "bf16":
+                return f"block `{name}` has a bf16 output"
             prepared = plan.prepared(device, tuning)
             if not hasattr(prepared, "enqueue"):
-                return None
+                return f"block `{name}` has no plan a graph captures"
             wires = []
             for t, (dtype, want) in zip(ins, prepared.dtypes):
                 if dtype == "bf16":
-                    return None
+                    return f"block `{name}` has a bf16 input"
                 k_in = made.get(id(t))
                 if k_in is not None:
                     if launches[k_in][0].result.dtype != dtype:
-                        return None
+                        return f"block `{name}` converts an earlier launch's output"
                     wires.append(("g", k_in))
                     continue
                 if getattr(t, "done", True) is False:
                     lazy.force(t)       # fused away in an earlier run, read after all
                 if t.device != device_id:
-                    return None
+                    return f"block `{name}` reads an input on {t.device}"
                 a = t.data
                 fits = prepared.fits(a, want, cp)
-                if not fits and not _view(a, want, device, cp):
-                    return None
+                if not fits and not staged_view(a, want, device, cp):
+                    return f"block `{name}` reads an input that needs a conversion"
                 j = outside.get(id(a))
                 if j is None:
                     j = outside[id(a)] = len(inputs)
@@ -176,25 +196,32 @@ class _Shape:
         return shape
 
 
-def _view(a, want, device, cp) -> bool:
+def staged_view(a, want, device, cp) -> bool:
     """Whether input `a` is a view the kernel takes once copied contiguous (a CuPy array
     of the storage dtype on the device, strided): staged, a replay copies it in."""
     return type(a) is cp.ndarray and a.dtype == want and \
         a.data.device_id == device.index and not a.flags.c_contiguous
 
 
-class _Record:
-    """A captured graph with what replaying it needs."""
+class GraphRecord:
+    """A captured graph with what replaying it needs: its launch plans, the device and
+    stream it replays on, each launch's site (the block's span and source, for its errors)
+    and the inputs read in place ((index, address))."""
 
-    def __init__(self, graph, shape: _Shape, staged: set, launches: list):
+    def __init__(self, graph, plans: list, device, stream, sites: list, in_place: tuple):
         self.graph = graph
-        self.plans = shape.plans            # held: their ids are in the shape's key
-        self.device, self.stream = shape.device, shape.stream
-        # where each launch's block is written, for its errors
-        self.sites = [(g.result.node.span, g.result.source) for g, _ in launches]
-        self.in_place = tuple((j, a) for j, a in enumerate(shape.addresses) if j not in staged)
+        self.plans = plans                  # held: their ids are in the shape's key
+        self.device, self.stream = device, stream
+        self.sites = sites
+        self.in_place = in_place
         self.handed: list = []              # views of the graph's buffers given out last run
         self.launches = None                # per launch, the Launch the inspector shows
+
+    @staticmethod
+    def of(graph, shape: _Shape, staged: set, launches: list) -> "GraphRecord":
+        return GraphRecord(graph, shape.plans, shape.device, shape.stream,
+                       [(g.result.node.span, g.result.source) for g, _ in launches],
+                       tuple((j, a) for j, a in enumerate(shape.addresses) if j not in staged))
 
     def fits(self, addresses) -> bool:
         return all(addresses[j] == a for j, a in self.in_place)
@@ -213,7 +240,7 @@ class _Record:
         times = self.replay(shape.inputs)
         named = lazy._named(roots, frames=True)
         if self.launches is None:
-            self.launches = [Launch(p.kernel.name, device.id, _IN_GRAPH,
+            self.launches = [Launch(p.kernel.name, device.id, IN_GRAPH,
                                     dict(p.geometry, graph=f"replayed in a CUDA graph of "
                                                            f"{len(self.plans)} launches (the "
                                                            f"last one's time is the graph's)"))
@@ -239,7 +266,16 @@ class _Record:
     def replay(self, inputs: list):
         """Replay the graph on the stream it was captured for and raise the first failure
         a launch reports, as that launch raises it; the graph's time."""
-        times = self.graph.replay(inputs, self.stream)
+        times = self.launch(inputs)
+        self.check()
+        return times
+
+    def launch(self, inputs: list):
+        """Queue the graph on its stream (its staged inputs copied in first); its time."""
+        return self.graph.replay(inputs, self.stream)
+
+    def check(self):
+        """Raise the first failure a launch of the last replay reported, as it raises it."""
         failed = self.graph.check(self.plans)
         if failed is not None:
             span, source = self.sites[failed]
@@ -251,4 +287,3 @@ class _Record:
                 raise err.with_source(source)
             raise ZynMLRuntimeError("a kernel of a CUDA graph reported a failure it does not "
                                     "name", span, source)
-        return times

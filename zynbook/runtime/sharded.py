@@ -196,6 +196,61 @@ def group_for(devices) -> DeviceGroup:
         return group
 
 
+# ------------------------------------------------------------------ recording
+# A traced pipeline call (runtime/traces.py) logs, on its thread, each block split over a
+# device group (runtime/parallel.py) and each view made of a sharded result, so that its
+# launches can be captured per device and replayed without running the body again.
+_recording = threading.local()
+
+
+class RecordingLog(list):
+    """What a traced call logs; live while the call's frame is on the interpreter's stack
+    `frames` (a call that failed leaves it behind: nothing after it is logged or held)."""
+
+    def __init__(self, frames: list):
+        super().__init__()
+        self.frames, self.depth = frames, len(frames) + 1
+
+    def live(self) -> bool:
+        return len(self.frames) >= self.depth
+
+
+def recording() -> "RecordingLog | None":
+    """The log of the traced call running on this thread, or None."""
+    log = getattr(_recording, "log", None)
+    if log is not None and not log.live():
+        log = _recording.log = None
+    return log
+
+
+def set_recording(log: "RecordingLog | None"):
+    _recording.log = log
+
+
+class ViewMade:
+    """`out` made of `base` shard by shard: shard k of `out` is views[k](xp, shard k of
+    `base`) (xp: the shard's array module)."""
+    __slots__ = ("base", "out", "views")
+
+    def __init__(self, base, out, views):
+        self.base, self.out, self.views = base, out, views
+
+
+def reshape_view(shape):
+    return lambda xp, a: xp.reshape(a, shape)
+
+
+def split_view(parts: int, axis: int, k: int):
+    """Part k of `split(a, parts, axis)` (what split_parts takes from one xp.split)."""
+    return lambda xp, a: xp.split(a, parts, axis=axis)[k]
+
+
+def _note_view(base, out, views):
+    log = recording()
+    if log is not None:
+        log.append(ViewMade(base, out, views))
+
+
 # ------------------------------------------------------------------ sharded tensors
 class ShardedTensor(Tensor):
     """A tensor cut along `axis` into shards on several devices.
@@ -311,14 +366,17 @@ class ShardedTensor(Tensor):
         a = self.axis
         if self.remote or tuple(shape[:a + 1]) != self._shape[:a + 1]:
             return None
-        shards = []
+        shards, views = [], []
         for dev, arr, (lo, hi) in self.shards:
-            local = tuple(shape[:a]) + (hi - lo,) + tuple(shape[a + 1:])
-            out = _on_device(dev, lambda xp, arr=arr, local=local: xp.reshape(arr, local))
+            view = reshape_view(tuple(shape[:a]) + (hi - lo,) + tuple(shape[a + 1:]))
+            out = _on_device(dev, lambda xp, arr=arr, view=view: view(xp, arr))
             if out is None:
                 return None
             shards.append((dev, out, (lo, hi)))
-        return ShardedTensor(shards, a, shape, self._dtype, self.group)
+            views.append(view)
+        out = ShardedTensor(shards, a, shape, self._dtype, self.group)
+        _note_view(self, out, views)
+        return out
 
     def split_parts(self, parts: int, axis: int) -> "tuple | None":
         """`split(t, parts, axis=axis)` shard by shard, each part sharded as `t` is, when
@@ -334,10 +392,13 @@ class ShardedTensor(Tensor):
             pieces.append(got)
         shape = list(self._shape)
         shape[axis] //= parts
-        return tuple(ShardedTensor([(dev, got[k], b) for (dev, _, b), got
+        outs = tuple(ShardedTensor([(dev, got[k], b) for (dev, _, b), got
                                     in zip(self.shards, pieces)],
                                    self.axis, shape, self._dtype, self.group)
                      for k in range(parts))
+        for k, out in enumerate(outs):
+            _note_view(self, out, [split_view(parts, axis, k)] * len(self.shards))
+        return outs
 
     # ---------------------------------------------------------------- display
     def placement_text(self) -> str:

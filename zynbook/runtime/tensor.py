@@ -8,8 +8,15 @@ import numpy as np
 from ..compiler.types import dtype_from_numpy
 
 
+_MODULES: dict = {}          # type -> the top-level module that defines it
+
+
 def _module_of(array) -> str:
-    return type(array).__module__.split(".")[0]
+    kind = type(array)
+    module = _MODULES.get(kind)
+    if module is None:
+        module = _MODULES[kind] = kind.__module__.split(".")[0]
+    return module
 
 
 class Tensor:
@@ -134,6 +141,17 @@ def _fmt(v) -> str:
     return html.escape(str(v))
 
 
+class _CudaIds(dict):
+    """Device index -> "cuda:N", made once per index."""
+
+    def __missing__(self, index):
+        name = self[index] = f"cuda:{index}"
+        return name
+
+
+_CUDA_IDS = _CudaIds()
+
+
 def to_tensor(value, device: str = "cpu"):
     """A Tensor for numpy arrays, anything with __array__ or __dlpack__; None otherwise."""
     if isinstance(value, Tensor):
@@ -142,8 +160,7 @@ def to_tensor(value, device: str = "cpu"):
         return Tensor(value, "cpu")
     module = _module_of(value)
     if module == "cupy":
-        dev = value.device.id
-        return Tensor(value, f"cuda:{dev}")
+        return Tensor(value, _CUDA_IDS[value.data.device_id])
     if module == "torch":
         if value.requires_grad:
             value = value.detach()
@@ -151,7 +168,7 @@ def to_tensor(value, device: str = "cpu"):
             try:
                 from ..backends.cuda.views import cupy_view     # made once per tensor
                 view = cupy_view(value)
-                return Tensor(view, f"cuda:{view.device.id}")
+                return Tensor(view, _CUDA_IDS[view.data.device_id])
             except ImportError:
                 pass
         return Tensor(np.asarray(value.cpu().numpy()), "cpu")

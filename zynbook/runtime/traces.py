@@ -18,17 +18,42 @@ and returns a fresh copy of the result, without evaluating the body; the launche
 listed for the inspector as the recorded run listed them. Whatever does not fit (another
 key, an input captured in place now at another address, a buffer of a graph still held)
 runs the body as usual.
+
+A call whose blocks run split over a group of CUDA devices (`@device(devs)
+@parallel(data|model)`, runtime/parallel.py; the device list is keyed by its value, a
+sharded tensor by its placement) logs each split block and each view made of a sharded
+result (runtime/sharded.py). Its trace (`_GroupTrace`) holds, per device, one CUDA graph of
+the device's launches in order, the views between them made on the graph's own buffers; a
+collective that combines partial results (an all-reduce, a reduce-scatter: NCCL) ends a
+stage of graphs and runs between two at each replay. The second call with a key captures
+(inputs whose address changed since the first are staged, and so is every array the call
+makes afresh: a peer copy of weights to another GPU, a chunk of a host input uploaded);
+later calls cut their outside inputs as the recorded call cut them, copy the staged ones
+into the graphs' own buffers, replay every stage and return fresh copies of the result's
+shards. A copy between the devices inside the call (a result re-cut or gathered
+whole), an input from nowhere the trace knows or a launch a graph cannot take leaves the
+call untraced.
+
+Every call that could replay and does not says why: `Traces.last_miss` is the reason for
+the last call (None where it replayed), and the last launch of a call run as usual carries
+it in its geometry (`trace: ...`, shown by the inspector).
 """
 from __future__ import annotations
 
 import sys
 
 from ..compiler import ast as A
+from ..errors import NO_SPAN
+from .sharded import RecordingLog, ShardedTensor, set_recording
 from .tensor import Tensor
 from .values import Record
 
 MAX_TRACES = 16         # calls whose traces are kept (each holds its graphs and buffers)
 VIEWS = ("split", "reshape")    # builtins whose results are views of their first argument
+
+
+class Untraced(Exception):
+    """Why a call is not traced, captured or replayed (its message: `Traces.last_miss`)."""
 
 
 class Traces:
@@ -37,29 +62,49 @@ class Traces:
     def __init__(self, lazy):
         self.lazy = lazy
         self.forms: dict = {}       # id(pipeline node) -> (node, _Form or None)
-        self.entries: dict = {}     # call key -> _Trace
+        self.entries: dict = {}     # call key -> _Trace or _GroupTrace
+        # calls over a device group: key -> their inputs' addresses per device, from the
+        # call before the one that captures (an input at another address is staged)
+        self.seen: dict = {}
+        self.refused: dict = {}     # key -> why its capture failed
+        # why the last call was not replayed (None: it was), for the inspector and tests
+        self.last_miss: str | None = None
 
     def enter(self, p, args: list):
         """(the result of replaying this call, None) when its trace replays, else (None,
-        a recorder to `leave` with the result, or None where the call cannot be traced)."""
+        a recorder to `leave` with the result, or None where the call cannot be traced);
+        `last_miss` says why it does not replay."""
         lazy = self.lazy
         lazy.replays.log = None     # (one left by a call that failed)
-        if lazy.pending or lazy.replays.mode() is False or not _on_cuda(lazy.interp, args):
-            return None, None
-        form = self._form(p.node)
-        if form is None:
-            return None, None
-        host = form.look_up(lazy.interp, p, args)
-        if host is None:
-            return None, None
-        key = form.key(lazy.interp, p, args, host)
-        if key is None:
+        set_recording(None)
+        try:
+            if lazy.pending:
+                raise Untraced("values of earlier statements still pending in the lazy graph")
+            if lazy.replays.mode() is False:
+                raise Untraced("config { cuda_graph: false }")
+            if not _on_cuda(lazy.interp, args):
+                raise Untraced("no CUDA device: no graph to replay")
+            form = self._form(p.node)
+            if form is None:
+                raise Untraced("the body is not only compute blocks, look-ups and views "
+                               "returning a name")
+            host = form.look_up(lazy.interp, p, args)
+            if host is None:
+                raise Untraced("a host look-up failed (the body raises its error)")
+            key = form.key(lazy.interp, p, args, host)
+        except Untraced as why:
+            self.last_miss = str(why)
             return None, None
         trace = self.entries.get(key)
+        miss = "no trace kept for this key"
         if trace is not None and trace.node is p.node:     # (the key holds the node's id)
-            value = trace.replay(lazy.interp, args, host)
-            if value is not None:
+            try:
+                value = trace.replay(lazy.interp, args, host)
+                self.last_miss = None
                 return value, None
+            except Untraced as why:
+                miss = f"not replayed: {why}"
+        self.last_miss = miss
         return None, _Recorder(self, key, p.node, form, args, host)
 
     def _form(self, node):
@@ -150,26 +195,35 @@ class _Form:
         """What decides the call's launches: the session's settings that choose kernels and
         devices, the arguments' kinds, shapes, dtypes and devices (a number's value), the
         looked-up values (a record or list by identity) and the same of the outside values
-        and the fields read; None where a value is none of these."""
+        and the fields read; Untraced where a value is none of these."""
         session = interp.session
         if any(name in interp.globals for name in VIEWS):
-            return None             # a program's own `split` or `reshape`
+            raise Untraced("the program defines its own `split` or `reshape`")
         parts = [id(p.node), interp.extra_key, session.default_device,
-                 getattr(session, "fuse", True), getattr(session, "tuning", None)]
+                 getattr(session, "fuse", True), getattr(session, "tuning", None),
+                 tuple(getattr(session, "parallel_options", {}).items())]
         looked = [v if isinstance(v, (Tensor, bool, int, float, str)) else _Identity(v)
                   for v in host.values()]
         for v in list(args) + looked + [self.value(interp, label, host)
                                         for label in self.outside + self.fields]:
-            if isinstance(v, Tensor):
+            if isinstance(v, ShardedTensor):
+                if v.remote:
+                    raise Untraced("a tensor sharded over remote workers")
+                parts.append(("sharded", v.dtype, v.shape, v.axis, tuple(v.devices),
+                              tuple(v.bounds)))
+            elif isinstance(v, Tensor):
                 if getattr(v, "done", True) is False:
-                    return None
+                    raise Untraced("an input still pending in the lazy graph")
                 parts.append((v.dtype, v.shape, v.device, v.committed))
             elif isinstance(v, (bool, int, float, str)) or v is _ABSENT:
                 parts.append((type(v), v))
+            elif isinstance(v, list) and all(isinstance(d, str) for d in v):
+                parts.append(("names", tuple(v)))        # a device list
             elif isinstance(v, _Identity) and isinstance(v.value, (Record, dict, list, tuple)):
                 parts.append(("id", id(v.value)))
             else:
-                return None
+                raise Untraced(f"an input that keys no trace ({type(v).__name__}: not a "
+                               "tensor, number, string, device list or looked-up record)")
         return tuple(parts)
 
     @staticmethod
@@ -255,16 +309,16 @@ def _names(exprs) -> list:
 
 
 def _annotation_names(node: A.Compute) -> list | None:
-    """The names read by the block's annotations (sizes such as `@shared(seq * 4)`, keyed
-    by their values), or None where one may pick another device from call to call
-    (`@device(dev)`: a device's argument is a literal)."""
+    """The names read by the block's annotations (sizes such as `@shared(seq * 4)`, a
+    device list such as `@device(devs)`, keyed by their values), or None where one is
+    neither a literal nor arithmetic on names."""
     anns = list(node.annotations) + [s.annotation for s in node.body
                                      if isinstance(s, A.AnnotationStmt)]
     names = []
     for ann in anns:
         for e in list(ann.args) + list(ann.kernel_args) + \
                 [kw.value for kw in list(ann.kwargs) + list(ann.kernel_kwargs)]:
-            if not _literal(e, names if ann.name != "device" else None):
+            if not _literal(e, names):
                 return None
     return names
 
@@ -293,7 +347,8 @@ def _on_cuda(interp, args) -> bool:
 
 
 class _Recorder:
-    """A call being run as usual; its launches become a trace where CUDA graphs ran them."""
+    """A call being run as usual; its launches become a trace where CUDA graphs ran them
+    (one device) or can capture them (blocks split over a group of CUDA devices)."""
 
     def __init__(self, traces: Traces, key, node, form: _Form, args: list, host: dict):
         self.traces, self.key, self.node, self.form, self.args = traces, key, node, form, args
@@ -302,6 +357,10 @@ class _Recorder:
         # launches ran in the graphs of its runs (not a block launched where it is met)
         self.before = len(traces.lazy.interp.session.launches)
         traces.lazy.replays.log = []    # each run of the lazy graph in the call
+        # each split block and each view of a sharded result (the call's frame is pushed
+        # next: the log lives while it is on the stack)
+        self.log = RecordingLog(traces.lazy.interp.frames)
+        set_recording(self.log)
 
     def leave(self, result):
         """Run the call's launches (its return is their boundary) and keep the trace."""
@@ -309,16 +368,69 @@ class _Recorder:
         session = lazy.interp.session
         lazy.flush(roots=[result])
         steps, lazy.replays.log = lazy.replays.log, None
+        split = self.log
+        set_recording(None)
         lazy.replays.last = None
-        if not steps or getattr(result, "done", False) is False:
+        try:
+            if split and steps:
+                raise Untraced("blocks on one device and blocks split over a device group "
+                               "in one call")
+            if split:
+                if not isinstance(result, Tensor) or getattr(result, "done", True) is False:
+                    raise Untraced("the result is not a tensor the call computed")
+                trace = _GroupTrace.of(self, split, result, session, self.before)
+            elif not steps:
+                raise Untraced("no run of the lazy graph: the launches ran where they were met")
+            elif getattr(result, "done", False) is False:
+                raise Untraced("the result is no value the lazy graph's runs computed")
+            else:
+                trace = _Trace.of(self, steps, result, session, self.before)
+        except Untraced as why:
+            self.missed(session, str(why))
             return lazy.plain(result)
-        trace = _Trace.of(self, steps, result, session, self.before)
-        if trace is not None:
-            entries = self.traces.entries
-            entries[self.key] = trace
-            if len(entries) > MAX_TRACES:
-                entries.pop(next(iter(entries)))
+        entries = self.traces.entries
+        entries[self.key] = trace
+        if len(entries) > MAX_TRACES:
+            entries.pop(next(iter(entries)))
+        self.missed(session, "captured at this call: replays from the next one")
         return lazy.plain(result)
+
+    def missed(self, session, why: str):
+        """Say why the call ran as usual: after what `enter` found, in `Traces.last_miss`
+        and in the geometry of the call's last launch (the inspector shows it)."""
+        traces = self.traces
+        miss = traces.last_miss = f"{traces.last_miss}; {why}" if traces.last_miss else why
+        if len(session.launches) > self.before:
+            from ..backends.base import Launch
+            from .interp import CompiledKernel
+            compiled, launch = session.last_kernels[-1], session.launches[-1]
+            launch = Launch(launch.kernel, launch.device, launch.times,
+                            dict(launch.geometry or {}, trace=miss))
+            with traces.lazy.interp._lock:
+                session.last_kernels[-1] = CompiledKernel(
+                    compiled.lowered, compiled.device, launch, compiled.sizes, compiled.fusion)
+                session.launches[-1] = launch
+
+    def sources(self) -> dict | None:
+        """{id: where a later call finds it} of the call's tensors (arguments, outside
+        names, fields of looked-up values): a sharded tensor by its own id, any other by its
+        array's; Untraced where one array has two names (a later call may give two)."""
+        interp = self.traces.lazy.interp
+        values = [(("arg", i), a) for i, a in enumerate(self.args)] + \
+            [(("label", label), _Form.value(interp, label, self.host))
+             for label in self.form.outside + self.form.fields]
+        where = {}
+        for src, v in values:
+            if isinstance(v, Tensor):
+                idents = [id(v)] if isinstance(v, ShardedTensor) else [id(v.data)]
+                if isinstance(v, ShardedTensor) and v._gathered is not None:
+                    idents.append(id(v._gathered))      # read whole by a one-device block
+                for ident in idents:
+                    if ident in where:
+                        raise Untraced(f"{_named(where[ident])} and {_named(src)} are one "
+                                       "array (a later call may give two)")
+                    where[ident] = src
+        return where
 
 
 class _Trace:
@@ -335,21 +447,14 @@ class _Trace:
         self.listed = listed        # per graph, (CompiledKernel, Launch) per launch
 
     @staticmethod
-    def of(recorder: _Recorder, steps: list, result, session, before: int) -> "_Trace | None":
+    def of(recorder: _Recorder, steps: list, result, session, before: int) -> "_Trace":
         """The trace of a call whose runs were `steps` (per run: the record replayed, its
-        inputs, the ids of the lazy values it computed, the arrays it gave them), or None."""
-        if any(step is None for step in steps):
-            return None             # a run launched one by one
-        interp = recorder.traces.lazy.interp
-        where = {}
-        values = [(("arg", i), a) for i, a in enumerate(recorder.args)] + \
-            [(("label", label), _Form.value(interp, label, recorder.host))
-             for label in recorder.form.outside + recorder.form.fields]
-        for src, v in values:
-            if isinstance(v, Tensor):
-                if id(v.data) in where:     # one array for two names: a later call may differ
-                    return None
-                where[id(v.data)] = src
+        inputs, the ids of the lazy values it computed, the arrays it gave them; a string:
+        why a run was launched one by one), or Untraced."""
+        for step in steps:
+            if not isinstance(step, tuple):
+                raise Untraced(f"a run of the lazy graph launched one by one ({step})")
+        where = recorder.sources()
         made = []                   # (step, launch, array given, whether a copy)
         traced, result_at = [], None
         for s, (record, inputs, results, given) in enumerate(steps):
@@ -359,7 +464,8 @@ class _Trace:
                 if src is None:
                     base = _base_of(a, made)
                     if base is None:
-                        return None
+                        raise Untraced("a graph's input is from nowhere the trace knows (not "
+                                       "an argument, outside name, field or earlier output)")
                     src = ("view", a)
                 sources.append(src)
             traced.append((record, tuple(sources), []))
@@ -368,15 +474,17 @@ class _Trace:
             if id(result) in results:
                 result_at = (s, results.index(id(result)))
         if result_at is None or not isinstance(getattr(result, "result", None), Tensor):
-            return None
+            raise Untraced("the result is no output of the call's graphs")
         handed = {id(v) for r, _, _ in traced for v in r.handed}
         if any(kind == "view" and id(a) in handed for _, srcs, _ in traced for kind, a in srcs):
-            return None             # held here, it would keep its graph from replaying
+            # held here, it would keep its graph from replaying
+            raise Untraced("a view of a graph's buffer read by a later graph")
         for s, k, g, copied in made:    # outputs read through views later: refreshed
             if copied and any(_within(a, g) for _, srcs, _ in traced[s + 1:]
                               for kind, a in srcs if kind == "view"):
                 if (s, k) == result_at:
-                    return None     # the caller holds that copy: a replay must not write it
+                    # the caller holds that copy: a replay must not write it
+                    raise Untraced("the result is read through a view by a later graph")
                 traced[s][2].append((k, g))
         listed, at = [], before
         for record, _, _ in traced:
@@ -385,13 +493,14 @@ class _Trace:
             at += n
         if at != len(session.launches) or any(len(ls) != len(r.plans)
                                                for ls, (r, _, _) in zip(listed, traced)):
-            return None
+            raise Untraced("a launch of the call ran outside its graphs")
         meta = (result.shape, result.dtype, result.device, result.committed)
         return _Trace(recorder.node, [(r, s, tuple(f)) for r, s, f in traced], result_at,
                       meta, listed)
 
     def replay(self, interp, args: list, host: dict):
-        """The call's result from a replay of its graphs, or None where they cannot replay."""
+        """The call's result from a replay of its graphs, or Untraced where they cannot
+        replay (checked before any runs)."""
         cp = sys.modules.get("cupy")
         stream = cp.cuda.get_current_stream() if cp is not None else None
         runs = []
@@ -403,9 +512,16 @@ class _Trace:
                 else:
                     v = args[where] if kind == "arg" else _Form.value(interp, where, host)
                     arrays.append(v.data)
-            if getattr(stream, "ptr", None) != record.stream.ptr or \
-                    not record.fits(tuple(a.data.ptr for a in arrays)) or not record.free():
-                return None
+            if getattr(stream, "ptr", None) != record.stream.ptr:
+                raise Untraced(f"another current stream on {record.device.id} than at the "
+                               "capture")
+            if not record.fits(tuple(a.data.ptr for a in arrays)):
+                j = next(j for j, at in record.in_place if arrays[j].data.ptr != at)
+                raise Untraced(f"{_named(sources[j])}, read in place by the graph on "
+                               f"{record.device.id}, is at another address than at the capture")
+            if not record.free():
+                raise Untraced(f"a view of the graph's buffers on {record.device.id} is still "
+                               "held")
             runs.append((record, arrays, refreshes))
         from ..backends.base import Launch
         from .interp import CompiledKernel
@@ -432,6 +548,20 @@ class _Trace:
         return Tensor(data, device, shape, dtype, committed=committed)
 
 
+def _named(src) -> str:
+    """An input's source as a reason names it."""
+    kind, where = src[0], src[1]
+    if kind == "arg":
+        return f"argument {where + 1}"
+    if kind == "label":
+        return f"`{where}`"
+    if kind == "view":
+        return "a view of an earlier graph's output"
+    if kind == "step":
+        return f"the collective's result before stage {where}"
+    return "an input"
+
+
 def _within(a, base) -> bool:
     """Whether array `a` lies in the memory of array `base` (a view of it)."""
     start = base.data.ptr
@@ -443,3 +573,401 @@ def _base_of(a, made: list):
         if _within(a, g):
             return g
     return None
+
+
+# ------------------------------------------------------------------ calls over a device group
+class _DeviceRun:
+    """One device's launches in one stage of a call over a device group, as a CUDA graph
+    captures them."""
+
+    def __init__(self, device, stream):
+        self.device, self.stream = device, stream
+        self.plans, self.wiring, self.scalars, self.sites, self.dtypes = [], [], [], [], []
+        self.inputs: list = []      # the recorded call's array of each input
+        # per input: ("entry", e, k): place k of outside input e, cut as the call cut it;
+        # ("out", s, i, views): launch i's output in the graph of stage s, views applied
+        self.sources: list = []
+        # inputs always staged: strided views, arrays the call made afresh
+        self.staged: set = set()
+        self._at: dict = {}
+
+    def input(self, key, source: tuple, array, staged: bool) -> int:
+        j = self._at.get(key)
+        if j is None:
+            j = self._at[key] = len(self.inputs)
+            self.inputs.append(array)
+            self.sources.append(source)
+            if staged:
+                self.staged.add(j)
+        return j
+
+    def add(self, plan, wires: tuple, scalars: dict, site, dtype: str) -> int:
+        self.plans.append(plan)
+        self.wiring.append(wires)
+        self.scalars.append(scalars)
+        self.sites.append(site)
+        self.dtypes.append(dtype)
+        return len(self.plans) - 1
+
+
+class _Combine:
+    """Partial results combined between two stages of graphs, as runtime/parallel.py
+    combines them (a collective: an all-reduce or a reduce-scatter, NCCL between GPUs):
+    the split block's layout and, per device, the launch of the stage before that made its
+    partial result."""
+
+    def __init__(self, layout, partials: list):
+        self.layout, self.partials = layout, partials
+
+
+class _GroupTrace:
+    """A call whose blocks ran split over a group of CUDA devices (runtime/parallel.py),
+    in stages: per stage and device one CUDA graph of the device's launches in order, the
+    views of sharded results (split, reshape) between them made on the graph's buffers; a
+    collective that combines partial results ends a stage and runs between two, as the call
+    ran it. The outside inputs (entries: an argument, an outside name, a field, or the
+    result of a collective, cut for the devices as the recorded call cut them with
+    `input_parts`); the result: shards of graph outputs (copied out) or a collective's."""
+
+    def __init__(self, node, entries, stages, result, listed, last):
+        self.node = node
+        self.entries = entries      # (source, axis, work, device ids) per outside input
+        # per stage: {device id: (GraphRecord, sources)} (a source: ("entry", e, k) or
+        # ("fixed", array): an earlier graph's output) or a _Combine
+        self.stages = stages
+        # ("shards", [(device id, stage, launch, bounds)], (axis, shape, dtype, group)) or
+        # ("step", stage index of the _Combine whose value it is)
+        self.result = result
+        self.listed = listed        # (CompiledKernel, Launch) per launch, in-graph times
+        self.last = last            # {index in listed: (stage, device id)}: a graph's last
+
+    @staticmethod
+    def of(recorder: _Recorder, log: list, result, session, before: int):
+        """The trace of a call whose split blocks and views are `log` (capturing its graphs
+        where this key was seen before, or `config { cuda_graph: true }`), or Untraced
+        (also where it is only seen now: captured at the next such call)."""
+        traces = recorder.traces
+        cp = sys.modules.get("cupy")
+        if cp is None:
+            raise Untraced("no CuPy")
+        where = recorder.sources()
+        if recorder.key in traces.refused:
+            raise Untraced(f"its capture failed before ({traces.refused[recorder.key]})")
+        stages, made, produced, entries, count = _stages(log, where, session, cp)
+        at, step = made.get(id(result)), produced.get(id(result))
+        listed = list(zip(session.last_kernels[before:], session.launches[before:]))
+        if step is None and (at is None or any(views for _, _, views in at.values())):
+            raise Untraced("the result is no graph's output as it is (a view of one, or made "
+                           "outside the graphs)")
+        if len(listed) != count or len(session.launches) - before != count:
+            raise Untraced(f"{len(session.launches) - before} launches listed for "
+                           f"{count} in the graphs")
+        listing = _in_graph_listing(listed, stages)
+        if listing is None:
+            raise Untraced("the launches listed are not the graphs' launches")
+        moving = {e for e, (src, _, _, _) in enumerate(entries) if src[0] == "step"}
+        addresses = {(s, d): tuple(a.data.ptr if src[0] == "entry" and src[1] not in moving
+                                   else None for a, src in zip(run.inputs, run.sources))
+                     for s, stage in enumerate(stages) if isinstance(stage, dict)
+                     for d, run in stage.items()}
+        last = traces.seen.pop(recorder.key, None)
+        if last is None and traces.lazy.replays.mode() is not True:
+            traces.seen[recorder.key] = addresses      # captured at the next such call
+            if len(traces.seen) > MAX_TRACES * 4:
+                traces.seen.pop(next(iter(traces.seen)))
+            raise Untraced("recorded: captured at the next call with this key")
+        try:
+            captured = _capture(stages, moving, addresses, last, cp)
+        except Untraced as why:
+            traces.refused[recorder.key] = str(why)
+            if len(traces.refused) > MAX_TRACES * 4:
+                traces.refused.pop(next(iter(traces.refused)))
+            raise
+        if step is not None:
+            kept = ("step", step[1])
+        else:
+            kept = ("shards", [(dev, *at[dev][:2], bounds) for dev, _, bounds in result.shards],
+                    (result.axis, result.shape, result.dtype, result.group))
+        return _GroupTrace(recorder.node, entries, captured, kept, *listing)
+
+    def replay(self, interp, args: list, host: dict):
+        """The call's result from a replay of its stages, or Untraced where they cannot
+        replay (another stream, an input captured in place at another address): checked
+        before anything runs."""
+        from .parallel import _combined, input_parts
+        from .tensor import to_tensor
+        cp = sys.modules.get("cupy")
+        values, parts = {}, {}
+
+        def part(e: int):
+            got = parts.get(e)
+            if got is None:
+                (kind, where), axis, work, ids = self.entries[e]
+                v = values[where] if kind == "step" else args[where] if kind == "arg" else \
+                    _Form.value(interp, where, host)
+                t = v if isinstance(v, Tensor) else to_tensor(v)
+                got = parts[e] = input_parts(t, axis, work, ids) if t is not None else None
+            return got
+
+        def array(src):
+            if src[0] == "fixed":
+                return src[1]
+            got = part(src[1])
+            return None if got is None else got[src[2]].data
+
+        # every graph's stream and inputs read in place checked before anything runs (an
+        # input read in place is never a collective's result)
+        for stage in self.stages:
+            for record, sources in (stage.values() if isinstance(stage, dict) else ()):
+                with record.device.cupy_device:
+                    stream = cp.cuda.get_current_stream()
+                if stream.ptr != record.stream.ptr:
+                    raise Untraced(f"another current stream on {record.device.id} than at "
+                                   "the capture")
+                for j, address in record.in_place:
+                    a = array(sources[j])
+                    if a is None or a.data.ptr != address:
+                        named = _named(self.entries[sources[j][1]][0])
+                        raise Untraced(f"{named}, read in place by the graph on "
+                                       f"{record.device.id}, is " +
+                                       ("no tensor now" if a is None else
+                                        "at another address than at the capture"))
+        times = {}
+        for s, stage in enumerate(self.stages):
+            if isinstance(stage, _Combine):
+                before = self.stages[s - 1]
+                values[s] = _combined(stage.layout, [before[d][0].graph.outs[i]
+                                                     for d, i in stage.partials])
+                continue
+            for d, (record, sources) in stage.items():   # each device's graph queued,
+                arrays = [array(src) for src in sources]  # then their flags read
+                interp.session.activity = (record.plans[0].kernel.name, d)
+                with record.device.cupy_device:
+                    times[(s, d)] = record.launch(arrays)
+            for record, _ in stage.values():
+                record.check()
+        if self.result[0] == "step":
+            value = values[self.result[1]]
+        else:
+            shards = []
+            for dev, s, k, bounds in self.result[1]:    # fresh: a kept result never changes
+                record = self.stages[s][dev][0]
+                out = record.graph.outs[k]
+                with record.device.cupy_device:
+                    data = cp.empty(out.shape, dtype=out.dtype)
+                    data.data.copy_from_device_async(out.data, out.nbytes, record.stream)
+                shards.append((dev, data, bounds))
+            value = ShardedTensor(shards, *self.result[2])
+        from ..backends.base import Launch
+        from .interp import CompiledKernel
+        listed = list(self.listed)
+        for n, slot in self.last.items():
+            compiled, launch = listed[n]
+            launch = Launch(launch.kernel, launch.device, times[slot], launch.geometry)
+            listed[n] = (CompiledKernel(compiled.lowered, compiled.device, launch,
+                                        compiled.sizes, compiled.fusion), launch)
+        with interp._lock:
+            interp.session.last_kernels.extend(c for c, _ in listed)
+            interp.session.launches.extend(ln for _, ln in listed)
+        return value
+
+
+def _stages(log: list, where: dict, session, cp):
+    """(stages: per stage {device id: _DeviceRun} or a _Combine; {id(sharded value made in
+    a graph): {device id: (stage, launch, views)}}; {id(a collective's result): ("step",
+    stage)}; the outside inputs (source, axis, work, device ids); the number of launches)
+    of a logged call, or Untraced where some launch cannot be captured: a copy between
+    devices (a result re-cut or gathered whole), an input from nowhere the trace knows, a
+    conversion, a partial result left on one device.
+
+    An outside input's array that the call made afresh (a chunk cut from it, a peer copy
+    to another GPU, an upload from the host) is always staged: the graph reads a copy made
+    into its own buffer at each replay. Only memory the input keeps (its array, a shard in
+    place, a replica kept with a sharded tensor) may be read in place: a fresh array lands
+    wherever the memory pool has room, and the one read at the capture stays held by the
+    graph, so a later call's is never at its address."""
+    from .parallel import SplitRun
+    from .replay import staged_view
+    from .sharded import ViewMade
+    tuning = getattr(session, "tuning", None)
+    stages: list = [{}]
+    made, produced, entries, count = {}, {}, {}, 0
+    for item in log:
+        if isinstance(item, ViewMade):
+            base = made.get(id(item.base))
+            if base is None or item.out.devices != item.base.devices:
+                raise Untraced("a view of a sharded tensor the call's graphs did not make")
+            made[id(item.out)] = {dev: base[dev][:2] + (base[dev][2] + (view,),)
+                                  for dev, view in zip(item.base.devices, item.views)}
+            continue
+        if not isinstance(item, SplitRun) or item.scalars is None:
+            raise Untraced("a split block whose scalars are not known")
+        layout = item.layout
+        kernel = layout.lowered.kernel
+        concat = layout.plan.combine == "concat"
+        if kernel.output.dtype == "bf16":
+            raise Untraced(f"a bf16 output (block `{kernel.name}`)")
+        if not isinstance(item.result, Tensor):
+            raise Untraced(f"block `{kernel.name}` reduces to a number")
+        if not concat and len(layout.work) < 2:     # (it would be a graph's buffer)
+            raise Untraced(f"block `{kernel.name}` leaves a partial result on one device")
+        if not isinstance(stages[-1], dict):
+            stages.append({})
+        s, runs = len(stages) - 1, stages[-1]
+        names = [b.name for b in kernel.inputs]
+        bounds = tuple(b for _, b in layout.work)
+        for k, (dev, (lo, hi)) in enumerate(layout.work):
+            if hi <= lo:
+                raise Untraced(f"block `{kernel.name}` has no work for {dev.id}")
+            if getattr(dev, "backend", "") != "cuda":
+                raise Untraced(f"block `{kernel.name}` runs on {dev.id}, not a CUDA device")
+            prepared = layout.chunk_plans[k].prepared(dev, tuning)
+            if not hasattr(prepared, "enqueue"):
+                raise Untraced(f"block `{kernel.name}` on {dev.id} has no plan a graph "
+                               "captures")
+            run = runs.get(dev.id)
+            if run is None:
+                with dev.cupy_device:
+                    run = runs[dev.id] = _DeviceRun(dev, cp.cuda.get_current_stream())
+            wires = []
+            for t, parts, name, (dtype, want) in zip(item.inputs, item.per_input, names,
+                                                    prepared.dtypes):
+                a = parts[k].data
+                inside = made.get(id(t))
+                if dtype == "bf16":
+                    raise Untraced(f"input `{name}` of block `{kernel.name}` is bf16")
+                if inside is not None:
+                    # a result of the call, read where it is (not re-cut, not gathered)
+                    if dev.id not in inside or len(t.shards) != len(layout.work) or \
+                            t.shards[k][1] is not a:
+                        raise Untraced(f"input `{name}` of block `{kernel.name}`, a result "
+                                       "of the call, is re-cut or copied between devices")
+                    s0, i, views = inside[dev.id]
+                    if stages[s0][dev.id].dtypes[i] != dtype:
+                        raise Untraced(f"input `{name}` of block `{kernel.name}` is converted "
+                                       "from the dtype its block made")
+                    if s0 == s:
+                        wires.append(("v", i, _viewer(views, cp)) if views else ("g", i))
+                    else:       # an earlier stage's graph output, read where it stays
+                        wires.append(("x", run.input(("out", id(t)), ("out", s0, i, views),
+                                                     a, False)))
+                    continue
+                src = where.get(id(t) if isinstance(t, ShardedTensor) else id(t.data)) or \
+                    produced.get(id(t))
+                if src is None:
+                    raise Untraced(f"input `{name}` of block `{kernel.name}` is from nowhere "
+                                   "the trace knows")
+                axis = layout.plan.axes.get(name)
+                e = entries.setdefault((src, axis, tuple(layout.ids), bounds),
+                                       (len(entries), layout.work))[0]
+                fits = prepared.fits(a, want, cp)
+                if not fits and not staged_view(a, want, dev, cp):
+                    raise Untraced(f"input `{name}` of block `{kernel.name}` needs a "
+                                   f"conversion on {dev.id}")
+                staged = not fits or not _kept(t, a)
+                wires.append(("x", run.input(("entry", e, k), ("entry", e, k), a, staged)))
+            run.add(prepared, tuple(wires), item.scalars, item.site or (NO_SPAN, ""),
+                    kernel.output.dtype)
+            count += 1
+        last = {dev.id: (s, len(runs[dev.id].plans) - 1, ()) for dev, _ in layout.work}
+        if concat:
+            made[id(item.result)] = last
+        else:                       # the collective ends the stage
+            stages.append(_Combine(layout, [(dev.id, last[dev.id][1])
+                                            for dev, _ in layout.work]))
+            produced[id(item.result)] = ("step", len(stages) - 1)
+    outside = [(src, axis, work, list(ids)) for (src, axis, ids, _), (_, work) in entries.items()]
+    return stages, made, produced, outside, count
+
+
+def _kept(t: Tensor, a) -> bool:
+    """Whether `a`, what a device reads of outside input `t`, lies in memory `t` keeps from
+    call to call (its array, a shard, a replica kept with a sharded tensor), not in one the
+    call made afresh (a chunk cut, a peer copy, an upload from the host)."""
+    if isinstance(t, ShardedTensor):
+        held = [arr for _, arr, _ in t.shards] + [t._gathered] + \
+            [r for replicas in t._replicas.values() for r in replicas]
+    else:
+        held = [t.data]
+    device = a.data.device_id
+    return any(type(h) is type(a) and h.data.device_id == device and _within(a, h)
+               for h in held if h is not None)
+
+
+def _capture(stages: list, moving: set, addresses: dict, last, cp) -> list:
+    """Every stage's graphs captured in order (an input of a collective's result, one the
+    call made afresh, a strided view, or one at another address than in the call `last`
+    saw is staged); Untraced where a view does not fit or the driver refuses."""
+    from ..backends.cuda.graph import CaptureFailed, capture
+    from .replay import GraphRecord
+    captured = []
+    for s, stage in enumerate(stages):
+        if isinstance(stage, _Combine):
+            captured.append(stage)
+            continue
+        graphs = {}
+        for d, run in stage.items():
+            inputs, sources, staged = [], [], set(run.staged)
+            before_at, now = (last or {}).get((s, d)), addresses[(s, d)]
+            for j, (a, src) in enumerate(zip(run.inputs, run.sources)):
+                if src[0] == "out":
+                    _, s0, i, views = src
+                    try:
+                        with run.device.cupy_device:
+                            a = _viewer(views, cp)(captured[s0][d][0].graph.outs[i])
+                    except Exception as err:    # a view the graph's buffer does not take
+                        raise Untraced(f"a view of a graph's buffer on {d} fails: "
+                                       f"{err}") from None
+                    src = ("fixed", a)
+                elif src[1] in moving or (before_at is not None and (
+                        len(before_at) != len(now) or before_at[j] != now[j])):
+                    staged.add(j)
+                inputs.append(a)
+                sources.append(src)
+            try:
+                graph = capture(run.device, run.stream, run.plans, run.wiring, run.scalars,
+                                inputs, staged)
+            except CaptureFailed as err:
+                raise Untraced(f"capture on {d}: {err}") from None
+            in_place = tuple((j, a.data.ptr) for j, a in enumerate(inputs) if j not in staged)
+            graphs[d] = (GraphRecord(graph, run.plans, run.device, run.stream, run.sites,
+                                     in_place), sources)
+        captured.append(graphs)
+    return captured
+
+
+def _viewer(views: tuple, cp):
+    """The array a chain of shard views (sharded.ViewMade) makes of an array."""
+    def view(a):
+        for v in views:
+            a = v(cp, a)
+        return a
+    return view
+
+
+def _in_graph_listing(listed: list, stages: list) -> tuple | None:
+    """(the recorded call's launches as a replay lists them: in a graph, no time of their
+    own; {index: (stage, device id)} of each graph's last launch, which takes the graph's
+    time), or None where they are not the stages' launches. A device's launches are listed
+    in its order (devices may interleave)."""
+    from ..backends.base import Launch
+    from .interp import CompiledKernel
+    from .replay import IN_GRAPH
+    order: dict = {}                # device id -> [stage of each of its launches, in order]
+    for s, stage in enumerate(stages):
+        for d, run in (stage.items() if isinstance(stage, dict) else ()):
+            order.setdefault(d, []).extend([s] * len(run.plans))
+    out, last, taken = [], {}, {}
+    for n, (compiled, launch) in enumerate(listed):
+        d = launch.device
+        k = taken[d] = taken.get(d, -1) + 1
+        if k >= len(order.get(d, ())):
+            return None
+        s = order[d][k]
+        note = (f"replayed in a CUDA graph of {len(stages[s][d].plans)} launches on {d} "
+                f"(the last one's time is the graph's)")
+        launch = Launch(launch.kernel, d, IN_GRAPH, dict(launch.geometry or {}, graph=note))
+        out.append((CompiledKernel(compiled.lowered, compiled.device, launch, compiled.sizes,
+                                   compiled.fusion), launch))
+        last[(s, d)] = n
+    return out, {n: slot for slot, n in last.items()}

@@ -143,8 +143,14 @@ class CompiledCuda:
 
     def scalar_args(self, scalars: dict) -> tuple:
         """The scalars the kernels take at launch (sizes are compiled in), as C values."""
-        return tuple(_SCALAR_NP[s.dtype](scalars[s.name]) for s in self.kernel.scalars
-                     if s.name not in self.program_sizes)
+        passed = self.__dict__.get("_passed")
+        if passed is None:          # (name, C type) of each, found once
+            passed = self._passed = tuple((s.name, _SCALAR_NP[s.dtype])
+                                          for s in self.kernel.scalars
+                                          if s.name not in self.program_sizes)
+        if not passed:
+            return ()
+        return tuple([c_type(scalars[name]) for name, c_type in passed])
 
     def bound_steps(self, steps, scratch: dict, err) -> tuple:
         """`steps` with their functions found and their fixed arguments (scratch buffers,
@@ -500,13 +506,6 @@ class CudaPlan(LaunchPlan):
         return type(a) is (cp or _cp()).ndarray and a.dtype == want and \
             a.flags.c_contiguous and a.data.device_id == self.device.index
 
-    def _buffer(self, cp, a, dtype: str, want):
-        """An input as the kernel takes it: as it is when it fits, else converted (dlpack,
-        a copy, another dtype)."""
-        if self.fits(a, want, cp):
-            return a
-        return self.device._as_device_array(a, dtype)
-
     def _output(self, cp):
         try:
             if self.zeroed:
@@ -532,12 +531,16 @@ class CudaPlan(LaunchPlan):
         """Queue the kernels on `stream`, nothing timed, nothing waited for: (the inputs as
         the kernels take them, the output in storage dtype, the error flag)."""
         t0 = time.perf_counter()
-        bufs = tuple(self._buffer(cp, a, *dt) for a, dt in zip(inputs, self.dtypes))
+        bufs = []
+        for a, (dtype, want) in zip(inputs, self.dtypes):
+            bufs.append(a if self.fits(a, want, cp) else self.device._as_device_array(a, dtype))
         self.upload_s = time.perf_counter() - t0
         out = self._output(cp)
-        bufs += (out,)
+        bufs.append(out)
+        bufs = tuple(bufs)
         bound, flag = self._bound(stream, bufs)
-        self.compiled.run_bound(bound, bufs, self.compiled.scalar_args(scalars), stream)
+        compiled = self.compiled
+        compiled.run_bound(bound, bufs, compiled.scalar_args(scalars), stream)
         return bufs, out, flag
 
     def _event_pair(self, cp, pooled: bool):

@@ -81,8 +81,10 @@ class CapturedGraph:
 def capture(device, stream, plans: list, wiring: list, scalars: list, inputs: list,
             staged: set) -> CapturedGraph:
     """Capture the launches of `plans` in order: launch k reads, per input, ("g", i) the
-    output of launch i or ("x", j) input j (`inputs`: CuPy arrays; those in `staged` are
-    read from copies made at each replay), with `scalars[k]`."""
+    output of launch i, ("v", i, view) the array `view(output of launch i)` (a reshape or
+    part of it, made once here; a strided one is copied contiguous inside the graph, as a
+    launch one by one copies it) or ("x", j) input j (`inputs`: CuPy arrays; those in
+    `staged` are read from copies made at each replay), with `scalars[k]`."""
     cp = _cp()
     private = capture_stream(device, stream)
     with device.cupy_device, private:
@@ -97,7 +99,7 @@ def capture(device, stream, plans: list, wiring: list, scalars: list, inputs: li
             raise CaptureFailed(f"CUDA stream capture could not begin: {err}") from None
         try:
             for plan, wires, values in zip(plans, wiring, scalars):
-                arrays = [outs[i] if kind == "g" else source[i] for kind, i in wires]
+                arrays = [_wired(w, outs, source) for w in wires]
                 bufs, out, flag = plan.enqueue(cp, private, arrays, values)
                 outs.append(out)
                 flags.append(flag)
@@ -117,6 +119,15 @@ def capture(device, stream, plans: list, wiring: list, scalars: list, inputs: li
     captured = CapturedGraph(graph, outs, flags, staging, held)
     captured.device = device
     return captured
+
+
+def _wired(wire, outs: list, source: list):
+    kind, i = wire[0], wire[1]
+    if kind == "g":
+        return outs[i]
+    if kind == "v":
+        return wire[2](outs[i])
+    return source[i]
 
 
 def _elapsed(start, end) -> float:

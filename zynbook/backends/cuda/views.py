@@ -10,6 +10,7 @@ on other streams the DLPack exchange is made again, since it is what makes CuPy'
 wait for torch's."""
 from __future__ import annotations
 
+import sys
 import weakref
 
 _views: dict = {}       # id(tensor) -> (weak reference, layout, CuPy view)
@@ -43,8 +44,8 @@ def _forget(key, ref):
 
 def _default_streams(t) -> bool:
     """Whether torch (on `t`'s device) and CuPy both queue work on the default stream."""
-    import sys
-    cupy, torch = sys.modules.get("cupy"), sys.modules.get("torch")
+    modules = sys.modules
+    cupy, torch = modules.get("cupy"), modules.get("torch")
     if cupy is not None and cupy.cuda.get_current_stream().ptr != 0:
         return False
     if torch is None or not hasattr(torch, "cuda"):

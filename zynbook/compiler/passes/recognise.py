@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 
 from .. import cir
+from ..types import EXACT_WIDENING
 from .loops import free_vars
 from .tiles import substitute
 
@@ -869,6 +870,15 @@ def contraction(kernel: cir.Kernel):
         return NoMatch("a contraction", f"a form the recognition does not read ({type(exc).__name__})")
 
 
+def _widened_load(e):
+    """A load under an exact widening (f16 or bf16 to f32, ...: an operand the GEMM
+    multiplies as it is stored, with the products in the accumulator's type), else `e`."""
+    if isinstance(e, cir.Cast) and isinstance(e.operand, cir.Load) and \
+            (e.operand.ty.dtype, e.ty.dtype) in EXACT_WIDENING:
+        return e.operand
+    return e
+
+
 def _contraction(kernel):
     loops, body = _chain(kernel)
     par = []
@@ -924,7 +934,7 @@ def _contraction(kernel):
     prod = substitute(v.right if is_acc(v.left) else v.left, env)
     if not (isinstance(prod, cir.Bin) and prod.op == "*"):
         raise _No("the reduction is not acc += a * b")
-    x, y = prod.left, prod.right
+    x, y = (_widened_load(e) for e in (prod.left, prod.right))
     inputs = {b_.name: b_ for b_ in kernel.inputs}
     for ld in (x, y):
         if not (isinstance(ld, cir.Load) and ld.buffer in inputs and not ld.ty.shape and

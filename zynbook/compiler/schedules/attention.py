@@ -3,7 +3,7 @@ pass finds (passes/recognise.py: three-pass, online statistics, one pass per ele
 flash with any block size and `min(...)` tiles; any key condition, any launch-constant
 scale, any axis order of the tensors).
 
-Two algorithms. The first, for every target, an online softmax per query:
+Three algorithms. The first, for every target, an online softmax per query:
 
 * a block takes `block_q` queries of one (batch, head); `lanes` threads share a query, lane r
   scoring keys r, r + lanes, ... of every tile;
@@ -19,6 +19,10 @@ Two algorithms. The first, for every target, an online softmax per query:
 The second (`products`, where head_dim is 16 to 64 in steps of 16 and the target has
 half-warp collectives: CUDA) computes Q K^T and P V of 64 queries x 64 keys as register
 tiles of 256 or 128 threads (`_Products`), the online softmax on those registers.
+
+The third (`mma`, attention_mma.py: CUDA with mma.sync, f16 or bf16 Q, K and V, head_dim a
+multiple of 16 up to 256, sizes baked in) is FlashAttention-2 on tensor cores, the default
+where it applies.
 
 The query row and the output row are held in registers. They and the K/V tiles are vectors
 of four (`f32x4`: scores by `dot`, the output updated four lanes at once) where the target
@@ -70,13 +74,20 @@ class AttentionParams(Params):
     # blocks a multiprocessor holds at once, as the register cap (0: as many as fit without
     # spills; more, where the few values spilled are read outside the tile's inner loops)
     occupancy: int = 0
+    # Q K^T and P V on tensor cores (attention_mma.py: f16 or bf16 Q, K, V; `block_q` queries
+    # over `warps` warps, 64-key tiles, Q's fragments held in registers for the whole key loop
+    # or read from shared memory at each tile, `hold_q`; the fields above are then unused)
+    mma: bool = False
+    warps: int = 4
+    hold_q: bool = True
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
         kernels described before they existed read as they did)."""
         out = super().describe()
         extra = [f"{f}={getattr(self, f)}" for f, d in (("rows", 4), ("cols", 4), ("prefetch", True),
-                                                         ("exp2", False), ("occupancy", 0)) if getattr(self, f) != d]
+                                                         ("exp2", False), ("occupancy", 0), ("mma", False),
+                                                         ("warps", 4), ("hold_q", True)) if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
 
@@ -230,17 +241,19 @@ class Attention(Schedule):
         first = self._first(target)
         if not first.tiles:
             return [first, replace(first, chunk=8), replace(first, chunk=32, block_kv=32)]
+        from . import attention_mma     # (it builds on this module's kernel)
         head = [first]
+        mma = attention_mma.choices(target, shape, sizes)
         if products_fit(target, shape):     # first where 16-byte vector loads feed it
             head = [PRODUCTS, first] if target.vector_bytes >= 16 else [first, PRODUCTS]
             head += PRODUCT_VARIANTS
-        choices = head + [AttentionParams(bq, bk, r, ch) for bq in (32, 64, 128)
+        choices = mma + head + [AttentionParams(bq, bk, r, ch) for bq in (32, 64, 128)
                           for bk in (32, 64) for r in (1, 2, 4) for ch in (8, 16) if ch * r <= bk]
         out = []
         for c in choices:
             if c in out:
                 continue
-            if c.products:
+            if c.products or c.mma:
                 out.append(c)
                 continue
             if c.block_q * c.lanes > target.max_threads:
@@ -258,13 +271,17 @@ class Attention(Schedule):
         return HEAD_DIM_CLASSES
 
     def build(self, kernel, target, sizes, params: AttentionParams) -> ir.Program:
+        return self._build(kernel, target, sizes, params, errflag.ErrorSites())
+
+    def _build(self, kernel, target, sizes, params: AttentionParams, sites) -> ir.Program:
         sizes = {k: int(v) for k, v in sizes.items()}
         shape, why = match(kernel, target, sizes)
         if shape is None:
             raise NotScalar(why)
         sym = target.symbolic_sizes
         idx = "i32" if sym else index_dtype(kernel, sizes)
-        sites = errflag.ErrorSites()
+        if params.mma:
+            return self._mma(kernel, target, sizes, shape, params, sites, idx)
         if params.products:
             if not products_fit(target, shape):
                 raise NotScalar("the register-tiled products do not fit this attention")
@@ -310,6 +327,19 @@ class Attention(Schedule):
         prog.sites = prog.fallback.sites = sites.as_tuple()
         return prog
 
+    def _mma(self, kernel, target, sizes, shape, params, sites, idx) -> ir.Program:
+        """The tensor-core kernel; Q, K and V are copied 16 bytes at a time, so buffers not
+        so aligned run the `fallback`: the first choice without tensor cores."""
+        from . import attention_mma
+        built = attention_mma.kernel(kernel, target, sizes, shape, params, sites, idx)
+        prog = self._program(kernel, shape, params, sites, [built],
+                             [f"head_dim {shape.D}: {params.block_q} queries x 64-key tiles"], target, sizes)
+        plain = next(p for p in self.space(kernel, target, sizes) if not p.mma)
+        prog.fallback = self._build(kernel, target, sizes, plain, sites)
+        prog.aligned = tuple(sorted({user_name(shape.bufs[r].name) for r in ("q", "k", "v")}))
+        prog.sites = prog.fallback.sites = sites.as_tuple()
+        return prog
+
     @staticmethod
     def _program(kernel, shape, params, sites, built, lines, target, sizes) -> ir.Program:
         """The program of the kernels `built` ((kernel, grid) each), described."""
@@ -321,7 +351,10 @@ class Attention(Schedule):
                 raise NotScalar("a loop range the host cannot compute")
             launches.append(ir.Launch(k.name, grid, k.block))
         p = shape.p
-        if params.products:
+        if params.mma:
+            from . import attention_mma
+            how = attention_mma.describe(params, shape)
+        elif params.products:
             R, C = params.rows, params.cols
             how = (f"Q K^T and P V as register-tiled products ({R} x {C} and {R} x head_dim/{64 // C} "
                    f"per thread), online softmax with {64 // C}-lane collectives, K/V tiles in shared "
@@ -341,6 +374,8 @@ class Attention(Schedule):
 
 class _Kernel:
     """The launch IR of one kernel of the schedule (head_dim up to `dcap`)."""
+
+    full = False                # the keys fill whole tiles (a subclass that bakes sizes in)
 
     def __init__(self, kernel, target, sizes, shape: Shape, params, sites, idx, dcap, lo,
                  bq, bk, chunk, kv_count, ml_count, suffix):
@@ -565,9 +600,11 @@ class _Kernel:
         return [ir.Decl("_jj", idx, jj), ir.Decl("_j", idx, j),
                 ir.Decl("_jc", idx, ir.Math("min", (self.ref("_j"), ir.Bin("-", self.ref("_SK"), self.i(1), idx)), idx))]
 
-    def admitted(self) -> ir.Expr:
-        """Whether key _j is one of this query's: in range, and the key condition."""
-        ok = ir.Bin("<", self.ref("_j"), self.ref("_SK"), "bool")
+    def admitted(self) -> ir.Expr | None:
+        """Whether key _j is one of this query's: in range, and the key condition (None:
+        every key is; the bound is left out where the sizes are baked in and the keys fill
+        whole tiles, `full`)."""
+        ok = None if self.full else ir.Bin("<", self.ref("_j"), self.ref("_SK"), "bool")
         p = self.shape.p
         if p.mask is None:
             return ok
@@ -578,7 +615,7 @@ class _Kernel:
             cond = cast(low.expr(p.mask), "bool")
         finally:
             low.scopes.pop()
-        return ir.Bin("and", ok, cond, "bool")
+        return cond if ok is None else ir.Bin("and", ok, cond, "bool")
 
     def step(self) -> list:
         """Score `chunk` keys, then one online-softmax update of (m, l, o)."""
@@ -645,14 +682,20 @@ class _Kernel:
                           "+", self.reg("_o", c), ir.Load("_kv", row(c), self.FV), self.FV))]))),
                 ir.Barrier()], 1)]
 
-    def store(self) -> list:
-        """Lane 0 of each query in range stores o / L."""
+    def reciprocal(self, L) -> ir.Expr:
+        """1 / L, the factor of a query's output; 0 for a query no key is admitted to (L = 0),
+        except where the body divides by the sum inside its key loop: 0 / 0 then, as the
+        reference computes it."""
         p = self.shape.p
-        out = self.shape.bufs["out"]
-        L = ir.Ref("_L", F)
         inv = ir.Bin("/", lit(1.0, F), L, F)
         if not (p.empty_row == "nan" and p.mask is not None):
             inv = ir.Select(ir.Bin("==", L, ZERO, "bool"), ZERO, inv, F)
+        return inv
+
+    def store(self) -> list:
+        """Lane 0 of each query in range stores o / L."""
+        out = self.shape.bufs["out"]
+        inv = self.reciprocal(ir.Ref("_L", F))
         ok = ir.Bin("<", self.ref("_qi"), self.ref("_S"), "bool")
         if self.P.lanes > 1:
             ok = ir.Bin("and", ok, ir.Bin("==", self.ref("_r"), self.i(0), "bool"), "bool")
@@ -861,14 +904,6 @@ class _Products(_Kernel):
         inner = self.loop(var + "u", k, lambda u: [ir.Decl(var, self.idx, self.add(r(var + "0"), u))] + body)
         return ir.For(var + "0", self.i(0), self.i(n), self.i(k), (*head, inner), self.idx)
 
-    def admitted(self):
-        """Whether key _j is one of this query's (None: every key is): the key bound is
-        left out where the keys fill whole tiles."""
-        ok = super().admitted()
-        if not self.full:
-            return ok
-        return ok.b if isinstance(ok, ir.Bin) and ok.op == "and" else None
-
     def softmax(self) -> list:
         """Per query row: mask, the row's maximum and sum over its threads, the rescale."""
         r, idx, R, C, TD, W = self.ref, self.idx, self.R, self.C, self.TD, self.NTX
@@ -944,12 +979,9 @@ class _Products(_Kernel):
 
     def finish(self) -> list:
         """Each query in range stores its row piece o / l."""
-        p, r, idx, TD = self.shape.p, self.ref, self.idx, self.TD
+        r, idx, TD = self.ref, self.idx, self.TD
         out = self.shape.bufs["out"]
-        L = ir.Load("_li", r("_i"), F)
-        inv = ir.Bin("/", lit(1.0, F), L, F)
-        if not (p.empty_row == "nan" and p.mask is not None):
-            inv = ir.Select(ir.Bin("==", L, ZERO, "bool"), ZERO, inv, F)
+        inv = self.reciprocal(ir.Load("_li", r("_i"), F))
         row = self.add(r("_obase"), self.mul(r("_qi"), self.seq_stride("out")), self.mul(r("_tx"), self.i(TD)))
         put = self.loop("_dd", TD, lambda dd: [ir.Store(user_name(out.name), self.add(row, dd), cast(
             self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F), ir.Ref("_inv", F)), out.dtype))])

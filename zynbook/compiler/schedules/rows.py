@@ -123,6 +123,12 @@ def _per_thread(cols: int, width: int, threads: int, nkeys: int):
     return e if e * width * max(nkeys, 1) <= REGISTERS else None
 
 
+def _halvings(width: int) -> list:
+    """width, width / 2, ..., 1: a row of 16-byte vectors too long for the registers may
+    still fit in 8- or 4-byte ones (f16 rows of 768 with four row inputs)."""
+    return [width >> i for i in range(width.bit_length())]
+
+
 def _layout(cols: int, width: int, nkeys: int, warp: int, max_threads: int):
     """(threads per row, vectors per thread, rows per block) or None (too many registers)."""
     vecs = -(-cols // width)
@@ -169,7 +175,7 @@ class Rows(Schedule):
                 cir.eval_dim(shapes[b][-1], {}) % w if isinstance(shapes[b][-1], int) else 0
                 for b in bufs):
             w = 1
-        for width in ([w, 1] if w > 1 else [1]):
+        for width in _halvings(w):
             lay = _layout(plan.cols, width, len(plan.keys), target.warp, target.max_threads)
             if lay is not None:
                 return RowsParams(lay[0], lay[2], lay[1], width)
@@ -191,7 +197,7 @@ class Rows(Schedule):
         first = self.default(kernel, target, sizes)
         plan, _ = match_rows(kernel, sizes)
         out = [first]
-        for width in sorted({1, first.width}):
+        for width in sorted(_halvings(first.width)):
             for t in (target.warp, 64, 128, 256, 512, 1024):
                 if t > target.max_threads:
                     continue

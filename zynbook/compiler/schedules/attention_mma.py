@@ -1,0 +1,406 @@
+"""Attention on CUDA tensor cores (FlashAttention-2): Q K^T and P V by `mma.sync` m16n8k16 over
+f16 or bf16 Q, K, V with f32 accumulators, the online softmax in registers.
+
+A block of `warps` warps takes `block_q` queries of one (batch, head), each warp 16 or 32 of
+them (one or two m16 tiles). The block's Q rows are copied once (cp.async) into shared
+memory, from which each warp loads the A fragments of its queries for all of head_dim and
+keeps them in registers (`hold_q`), or loads each k16 step's again at every tile. The keys go by tiles of 64: their K and V rows are copied by
+cp.async into one of two shared buffers while the other is computed. Per tile and warp:
+
+* S = Q K^T: B fragments from the K rows by ldmatrix (the rows are K's columns: no
+  transpose), 64 keys a tile as eight n8 accumulator tiles;
+* each accumulator element (query g + 8 (e // 2), key 2 t + e % 2 of its tile: `ir.Mma`)
+  scaled by the launch's scale times log2(e), the key condition applied and keys past the
+  end masked (under no condition or a causal one, only in the tiles that may hold a key they
+  exclude); the row's maximum reduced over the four lanes of a quad, exp2, and each lane's
+  share of the row sum kept (summed over the quad once, at the end);
+* P goes from the C accumulators straight into A fragments of the input's type: the C layout
+  of two adjacent n8 tiles is the A layout of one k16 step, A[2 p + h] = C_{2 kk + p // 2}[2 (p % 2) + h];
+* O += P V with B fragments from the V rows by transposed ldmatrix.
+
+Finally each query in range stores O / l in the output's type; a query no key is admitted to
+stores what the other schedules store (0, or 0 / 0 where the body divides inside its loop).
+Shared rows are padded by 16 bytes, so that the eight rows an ldmatrix phase reads meet eight
+different bank groups. Where the condition is causal (key <= query) the key loop ends at the
+block's last query, and the blocks with the most keys are launched first. The sizes are baked in; where the keys fill whole tiles no key bound is
+tested.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..launch import ir
+from ..launch.scalar import NotScalar, buffer_params, cast, lit, user_name
+from ..passes import recognise
+from .attention import AttentionParams, _Kernel
+from .base import kernel_name
+
+F = "f32"
+NEG = lit(float("-inf"), F)
+ZERO = lit(0.0, F)
+LOG2E = 1.4426950408889634
+HALVES = ("f16", "bf16")
+BKV = 64                    # keys a tile
+PAD = 8                     # elements after each shared row (16 bytes)
+MAX_HEAD_DIM = 256
+HELD_HEAD_DIM = 128         # beyond, 16 queries a warp and Q read at each tile (the registers)
+STATIC_SHARED = 48 * 1024   # more is requested as dynamic shared memory
+
+
+# FlashAttention-2's block up to head_dim 64: 4 warps of 32 queries (two m16 tiles, so that
+# each K/V fragment read from shared memory feeds two MMAs), Q's fragments held in registers
+# (245 registers a thread, nvcc sm_90; held at 128 they would spill 800 bytes); beyond, and
+# where a head's queries fit 64, 4 warps of 16 queries with Q held; then the tuner's other
+# candidates. Past head_dim 128 only 16 queries a warp with Q read at each
+# tile fit the registers (255 a thread at 256 without spills)
+MMA = AttentionParams(mma=True)
+CHOICES = (replace(MMA, block_q=128), replace(MMA, block_q=128, hold_q=False), MMA,
+           replace(MMA, block_q=128, warps=8), replace(MMA, hold_q=False),
+           replace(MMA, block_q=128, warps=8, hold_q=False))
+
+
+def choices(target, shape, sizes) -> list:
+    """The tensor-core parameters that run this attention on `target`, the default first."""
+    fits = [p for p in CHOICES if why_not(target, shape, p) is None]
+    if not fits:
+        return []
+    # measured (H100, bench_cuda --mma-choices): BERT-base f16 (head_dim 64) 0.138 ms with
+    # 4 warps of 32 queries against 0.148 with 4 of 16; causal bf16 at head_dim 128 0.356 ms
+    # with 4 warps of 16 (Q held) against 0.53 with 4 of 32 (Q read at each tile)
+    if int(recognise.launch_value(shape.p.n_queries, sizes)) <= 64 or shape.D > 64:
+        first = MMA
+    else:
+        first = replace(MMA, block_q=128)
+    first = first if first in fits else fits[0]
+    return [first] + [p for p in fits if p != first]
+
+
+def shared_bytes(block_q: int, D: int) -> int:
+    """Q's rows and two buffers of K and V rows, padded."""
+    return 2 * (block_q + 4 * BKV) * (D + PAD)
+
+
+def why_not(target, shape, params=None) -> str | None:
+    """None where the tensor-core schedule runs this attention (`match`'s Shape) on `target`
+    with `params` (by default: 4 warps of 16 queries, Q read at each tile), else the reason."""
+    params = params or replace(MMA, hold_q=False)
+    block_q, warps = params.block_q, params.warps
+    if target.symbolic_sizes:
+        return "the tensor-core attention is written for sizes known when compiled"
+    if target.warp != 32 or "mma.sync" not in target.tensor_cores or not target.async_copy:
+        return f"the {target.name} target has no mma.sync tensor cores with cp.async"
+    dts = {shape.bufs[r].dtype for r in ("q", "k", "v")}
+    if len(dts) != 1 or not dts <= set(HALVES):
+        return (f"Q, K, V are {', '.join(shape.bufs[r].dtype for r in ('q', 'k', 'v'))}: the "
+                "tensor-core attention takes all f16 or all bf16")
+    if shape.D % 16 or shape.D > MAX_HEAD_DIM:
+        return f"head_dim {shape.D}: the tensor-core attention takes multiples of 16 up to {MAX_HEAD_DIM}"
+    rows = block_q // warps
+    if block_q % warps or rows not in (16, 32) or warps * 32 > target.max_threads:
+        return f"{block_q} queries over {warps} warps: each warp takes 16 or 32"
+    if shape.D > HELD_HEAD_DIM and (rows != 16 or params.hold_q):
+        return (f"head_dim {shape.D}: past {HELD_HEAD_DIM} a warp takes 16 queries and reads Q "
+                "at each tile (the registers)")
+    if shared_bytes(block_q, shape.D) > target.shared_bytes:
+        return f"head_dim {shape.D}: the Q, K and V tiles outgrow the shared memory"
+    return None
+
+
+def describe(params, shape) -> str:
+    """The schedule line's account of the algorithm."""
+    mt = params.block_q // params.warps // 16
+    return (f"Q K^T and P V on tensor cores (mma.sync m16n8k16 {shape.bufs['q'].dtype}, f32 "
+            f"accumulate), {params.warps} warps of {16 * mt} queries, Q fragments "
+            + ("held in registers" if params.hold_q else "read from shared memory each tile")
+            + f", online softmax in registers (exp2), {BKV}-key K/V tiles by cp.async into two "
+            "shared buffers" + (", the key condition tested on the causal diagonal's tiles only"
+                                if shape.p.causal else ""))
+
+
+def kernel(kernel_, target, sizes, shape, params, sites, idx):
+    """(ir.Kernel, grid) of the tensor-core attention (named apart from its fallback's)."""
+    why = why_not(target, shape, params)
+    if why:
+        raise NotScalar(why)
+    return _MmaKernel(kernel_, target, sizes, shape, params, sites, idx, shape.D, 0,
+                      params.block_q, BKV, 16, 0, 0, "mma").kernel()
+
+
+class _MmaKernel(_Kernel):
+    """The tensor-core kernel; the attention kernel's helpers (sizes, row offsets, the key
+    condition, the empty row's reciprocal) are shared."""
+
+    def kernel(self):
+        p, P, idx, low = self.shape.p, self.P, self.idx, self.low
+        D = self.dcap
+        self.BQ, self.NW = P.block_q, P.warps
+        self.MT = self.BQ // self.NW // 16              # m16 tiles a warp
+        self.NT, self.KS, self.ND = BKV // 8, BKV // 16, D // 8
+        self.ST = D + PAD                               # elements of a shared row
+        self.dt = self.shape.bufs["q"].dtype
+        self.T = 32 * self.NW
+        self.D = lit(D, idx)
+        self.full = int(recognise.launch_value(p.n_keys, self.low.sizes)) % BKV == 0
+        r = self.ref
+        B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
+        scale = ir.Bin("*", low.operand(p.scale, F), lit(LOG2E, F), F)
+        kend = r("_SK")
+        if p.causal:            # key <= query: no key past the block's last query
+            kend = ir.Math("min", (r("_SK"), self.add(r("_q0"), self.i(self.BQ))), idx)
+        lane = self.at("lane")
+        body = [ir.Decl("_S", idx, S), ir.Decl("_SK", idx, SK),
+                ir.Decl("_nqb", idx, ir.Bin("/", self.add(S, self.i(self.BQ - 1)), self.i(self.BQ), idx)),
+                ir.Decl("_bh", idx, ir.Bin("/", self.at("block"), r("_nqb"), idx)),
+                ir.Decl("_h", idx, ir.Bin("%", r("_bh"), H, idx)),
+                ir.Decl("_b", idx, ir.Bin("/", r("_bh"), H, idx)),
+                ir.Decl("_q0", idx, self.mul(self.query_block(), self.i(self.BQ))),
+                ir.Decl("_t", idx, self.at("thread")),
+                ir.Decl("_wq", idx, self.mul(self.at("warp"), self.i(16 * self.MT))),
+                ir.Decl("_g", idx, ir.Bin("/", lane, self.i(4), idx)),
+                ir.Decl("_t4", idx, ir.Bin("%", lane, self.i(4), idx)),
+                ir.Decl("_l8", idx, ir.Bin("%", lane, self.i(8), idx)),
+                ir.Decl("_lq", idx, ir.Bin("/", lane, self.i(8), idx))]
+        bh = (r("_b"), r("_h"))
+        body += [ir.Decl(f"_{role}base", idx, self.row_offset(role, *bh, self.i(0)))
+                 for role in ("q", "k", "v", "out")]
+        body += [ir.Decl("_scale", F, scale),
+                 ir.Decl("_nk", idx, ir.Bin("/", self.add(kend, self.i(BKV - 1)), self.i(BKV), idx)),
+                 ir.Array("_qs", self.dt, self.BQ * self.ST, "shared"),
+                 ir.Array("_ks", self.dt, 2 * BKV * self.ST, "shared"),
+                 ir.Array("_vs", self.dt, 2 * BKV * self.ST, "shared"),
+                 ir.Array("_fq", self.dt, self.MT * (D // 16 if P.hold_q else 1) * 8),
+                 ir.Array("_fk", self.dt, self.NT * 4),
+                 ir.Array("_fv", self.dt, self.ND * 4),
+                 ir.Array("_pa", self.dt, self.MT * self.KS * 8),
+                 ir.Array("_sc", F, self.MT * self.NT * 4),
+                 ir.Array("_o", F, self.MT * self.ND * 4),
+                 ir.Array("_mrow", F, 2 * self.MT), ir.Array("_lrow", F, 2 * self.MT),
+                 self.loop("_i", 2 * self.MT, lambda i: [ir.Store("_mrow", i, NEG), ir.Store("_lrow", i, ZERO)]),
+                 self.loop("_i", self.MT * self.ND * 4, lambda i: [ir.Store("_o", i, ZERO)])]
+        # Q in a group of its own, then tile 0; Q's fragments once its group is complete
+        body += self.issue("q", r("_q0"), self.BQ, r("_S"), "_qs", self.i(0))
+        body += [ir.AsyncCommit(),
+                 ir.If(ir.Bin("<", self.i(0), r("_nk"), "bool"), tuple(self.issue_kv(self.i(0), self.i(0)))),
+                 ir.AsyncCommit(), ir.AsyncWait(1), ir.Barrier()]
+        if P.hold_q:
+            body.append(self.loop("_kk", D // 16, lambda kk: [
+                self.loop("_mt", self.MT, lambda mi: self.q_fragment(mi, kk))]))
+        kt = r("_kt")
+        nxt = self.add(kt, self.i(1))
+        buf = ir.Bin("%", kt, self.i(2), idx)
+        tile = [ir.Decl("_k0", idx, self.mul(kt, self.i(BKV))),
+                # the buffer refilled here was last read in the previous step (its closing barrier)
+                ir.If(ir.Bin("<", nxt, r("_nk"), "bool"),
+                      tuple(self.issue_kv(self.mul(nxt, self.i(BKV)), ir.Bin("%", nxt, self.i(2), idx)))),
+                ir.AsyncCommit(), ir.AsyncWait(1), ir.Barrier(),
+                ir.Decl("_kb", idx, self.mul(buf, self.i(BKV * self.ST))),
+                *self.scores(), *self.masked_or_not(), *self.values(), ir.Barrier()]
+        body.append(ir.For("_kt", self.i(0), r("_nk"), self.i(1), tuple(tile), idx))
+        body += self.finish()
+        arrays = [s for s in body if isinstance(s, ir.Array) and s.space == "shared"]
+        used = sum(-(-a.count * 2 // 16) * 16 for a in arrays)
+        name = kernel_name(self.k, self.suffix or "")
+        k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, self.idx), tuple(body), self.T, idx,
+                      f"attention, head_dim {D}: {self.BQ} queries x {BKV}-key tiles on tensor cores "
+                      f"({self.NW} warps of {16 * self.MT} queries)",
+                      dynamic_shared=used if used > STATIC_SHARED else 0)
+        blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), self.BQ), idx)
+        return k, blocks
+
+    # ---- helpers ----------------------------------------------------------------------
+
+    def query_block(self) -> ir.Expr:
+        """The block's place among its head's query blocks; under a causal condition the
+        last first (the most keys: the longest blocks start before the short ones)."""
+        q = ir.Bin("%", self.at("block"), self.ref("_nqb"), self.idx)
+        if not self.shape.p.causal:
+            return q
+        return ir.Bin("-", ir.Bin("-", self.ref("_nqb"), self.i(1), self.idx), q, self.idx)
+
+    def loop(self, var, n, body_of):
+        """for var in 0..n, written out by the target compiler (register indices)."""
+        return ir.For(var, self.i(0), self.i(n), self.i(1), tuple(body_of(self.ref(var))), self.idx,
+                      unroll=True)
+
+    def idiv(self, a, n):
+        return ir.Bin("/", a, self.i(n), self.idx)
+
+    def imod(self, a, n):
+        return ir.Bin("%", a, self.i(n), self.idx)
+
+    # ---- copies into shared memory ----------------------------------------------------
+
+    def issue(self, role, first, rows, count, dst, dst_base) -> list:
+        """Rows first .. first + rows of `role` (zeros past `count`) into shared array `dst`
+        from `dst_base`, 16 bytes (8 elements) a copy, thread t taking copies t, t + T, ..."""
+        r, C = self.ref, self.dcap // 8
+        n = rows * C
+        buf = self.shape.bufs[role]
+        var = f"_c{role}"
+
+        def one(u):
+            e = self.add(r("_t"), self.mul(u, self.i(self.T)))
+            j = self.add(first, r("_row"))
+            src = self.add(r(f"_{role}base"), self.mul(j, self.seq_stride(role)), self.mul(r("_col"), self.i(8)))
+            at = self.add(dst_base, self.mul(r("_row"), self.i(self.ST)), self.mul(r("_col"), self.i(8)))
+            out = (ir.Decl("_row", self.idx, self.idiv(e, C)), ir.Decl("_col", self.idx, self.imod(e, C)),
+                   ir.AsyncCopy(dst, at, user_name(buf.name), src, 8, buf.dtype,
+                                ir.Bin("<", j, count, "bool")))
+            return list(out) if n % self.T == 0 else [ir.If(ir.Bin("<", e, self.i(n), "bool"), out)]
+        return [self.loop(var, -(-n // self.T), one)]
+
+    def issue_kv(self, k0, slot) -> list:
+        base = self.mul(slot, self.i(BKV * self.ST))
+        return (self.issue("k", k0, BKV, self.ref("_SK"), "_ks", base)
+                + self.issue("v", k0, BKV, self.ref("_SK"), "_vs", base))
+
+    # ---- fragments and products -------------------------------------------------------
+
+    def q_at(self, mi, kk) -> ir.Expr:
+        """Where the A fragment of m16 tile mi and k16 step kk is kept: every step's, where
+        the warp holds Q in registers (`hold_q`), else the current step's."""
+        kd = self.dcap // 16 if self.P.hold_q else 1
+        return self.mul(self.add(self.mul(mi, self.i(kd)), kk if self.P.hold_q else self.i(0)), self.i(8))
+
+    def q_fragment(self, mi, kk) -> list:
+        """The A fragment of Q's m16 tile mi, k16 step kk: tiles (rows 0-7 | 8-15) x
+        (cols 0-7 | 8-15), lane 8 i + l8 giving row l8 of tile i."""
+        r = self.ref
+        row = self.add(r("_wq"), self.mul(mi, self.i(16)), self.mul(self.imod(r("_lq"), 2), self.i(8)), r("_l8"))
+        col = self.add(self.mul(kk, self.i(16)), self.mul(self.idiv(r("_lq"), 2), self.i(8)))
+        return [ir.MatrixLoad("_fq", self.q_at(mi, kk), "_qs", self.add(self.mul(row, self.i(self.ST)), col),
+                              4, False, self.dt)]
+
+    def scores(self) -> list:
+        """S = Q K^T for the warp's queries and the tile's 64 keys: per k16 step, the B
+        fragments of two key tiles by one ldmatrix x4 (K rows are B's columns)."""
+        r, NT, KD = self.ref, self.NT, self.dcap // 16
+
+        def kfrag(jp, kk):
+            key = self.add(self.mul(jp, self.i(16)), self.mul(self.idiv(r("_lq"), 2), self.i(8)), r("_l8"))
+            col = self.add(self.mul(kk, self.i(16)), self.mul(self.imod(r("_lq"), 2), self.i(8)))
+            return [ir.MatrixLoad("_fk", self.mul(jp, self.i(8)), "_ks",
+                                  self.add(r("_kb"), self.mul(key, self.i(self.ST)), col), 4, False, self.dt)]
+
+        def mma(mi, j, kk):
+            return [ir.Mma("_fq", self.q_at(mi, kk), "_fk", self.mul(j, self.i(4)),
+                           "_sc", self.mul(self.add(self.mul(mi, self.i(NT)), j), self.i(4)), self.dt)]
+        step = lambda kk: [*([] if self.P.hold_q else [
+                               self.loop("_mt", self.MT, lambda mi: self.q_fragment(mi, kk))]),
+                           self.loop("_jp", NT // 2, lambda jp: kfrag(jp, kk)),
+                           self.loop("_mt", self.MT, lambda mi: [self.loop("_nt", NT, lambda j: mma(mi, j, kk))])]
+        return [self.loop("_i", self.MT * NT * 4, lambda i: [ir.Store("_sc", i, ZERO)]),
+                self.loop("_kk", KD, step)]
+
+    def masked_or_not(self) -> list:
+        """The softmax of the tile, the key condition and bound tested per element only where
+        the tile may hold a key they exclude: past the keys (unless they fill whole tiles),
+        or, under a causal condition, past the block's first query."""
+        ok = self.admitted()
+        p, r = self.shape.p, self.ref
+        if ok is None or (p.mask is not None and not p.causal):
+            return self.softmax(ok)
+        last = self.add(r("_k0"), self.i(BKV - 1))
+        test = None if self.full else ir.Bin(">=", last, r("_SK"), "bool")
+        if p.causal:
+            diagonal = ir.Bin(">", last, r("_q0"), "bool")
+            test = diagonal if test is None else ir.Bin("or", diagonal, test, "bool")
+        return [ir.If(test, tuple(self.softmax(ok)), tuple(self.softmax(None)))]
+
+    def softmax(self, ok) -> list:
+        """Per row the lane holds (query g + 8 rh of each m16 tile): scale and mask (where
+        `ok`, the key condition and bound, is not None), the row's maximum over the quad,
+        the rescale of l and O, P into A fragments."""
+        r, idx, NT, KS = self.ref, self.idx, self.NT, self.KS
+        larger = lambda a, b: ir.Select(ir.Bin("<", a, b, "bool"), b, a, F)
+        is_neg = lambda x: ir.Bin("==", x, NEG, "bool")
+
+        def row(mi, rh):
+            slot = self.add(self.mul(mi, self.i(2)), rh)
+            at = lambda j, c: self.add(self.mul(self.add(self.mul(mi, self.i(NT)), j), self.i(4)),
+                                       self.mul(rh, self.i(2)), c)
+            s = lambda j, c: ir.Load("_sc", at(j, c), F)
+
+            def mask(j, c):
+                v = ir.Bin("*", s(j, c), ir.Ref("_scale", F), F)
+                if ok is not None:
+                    key = self.add(r("_k0"), self.mul(j, self.i(8)), self.mul(r("_t4"), self.i(2)), c)
+                    v = ir.Select(ok, v, NEG, F)
+                    pre = [ir.Decl("_j", idx, key),
+                           ir.Decl("_jc", idx, ir.Math("min", (r("_j"), ir.Bin("-", r("_SK"), self.i(1), idx)), idx))]
+                else:
+                    pre = []
+                return pre + [ir.Store("_sc", at(j, c), v), ir.Set("_mx", larger(ir.Ref("_mx", F), s(j, c)))]
+
+            def weight(j, c):
+                # A[2 p + h] of k16 step j // 2 is C_j[2 rh + c] with p = 2 (j % 2) + rh, h = c
+                pa = self.add(self.mul(self.add(self.mul(mi, self.i(KS)), self.idiv(j, 2)), self.i(8)),
+                              self.mul(self.add(self.mul(self.imod(j, 2), self.i(2)), rh), self.i(2)), c)
+                return [ir.Decl("_es", F, ir.Math("exp2", (ir.Bin("-", s(j, c), ir.Ref("_mn", F), F),), F)),
+                        ir.Decl("_p", F, ir.Select(is_neg(s(j, c)), ZERO, ir.Ref("_es", F), F)),
+                        ir.Set("_rs", ir.Bin("+", ir.Ref("_rs", F), ir.Ref("_p", F), F)),
+                        ir.Store("_pa", pa, cast(ir.Ref("_p", F), self.dt))]
+            each = lambda fn: self.loop("_nt", NT, lambda j: [self.loop("_c", 2, lambda c: fn(j, c))])
+            old = ir.Load("_mrow", slot, F)
+            return [
+                ir.Decl("_qi", idx, self.add(r("_q0"), r("_wq"), self.mul(mi, self.i(16)), r("_g"),
+                                             self.mul(rh, self.i(8)))),
+                ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
+                ir.Decl("_mx", F, NEG, True), each(mask),
+                ir.Set("_mx", ir.Collective("max", ir.Ref("_mx", F), "warp", F, 4)),
+                ir.Decl("_mn", F, larger(old, ir.Ref("_mx", F))),
+                ir.Decl("_ea", F, ir.Math("exp2", (ir.Bin("-", old, ir.Ref("_mn", F), F),), F)),
+                ir.Decl("_alpha", F, ir.Select(is_neg(ir.Ref("_mn", F)), lit(1.0, F), ir.Ref("_ea", F), F)),
+                ir.Decl("_rs", F, ZERO, True), each(weight),
+                ir.Store("_lrow", slot, ir.Bin("+", ir.Bin("*", ir.Load("_lrow", slot, F), ir.Ref("_alpha", F), F),
+                                              ir.Ref("_rs", F), F)),
+                ir.Store("_mrow", slot, ir.Ref("_mn", F)),
+                self.loop("_n", self.ND, lambda n: [self.loop("_c", 2, lambda c: [self.scale_o(mi, rh, n, c)])])]
+        return [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]
+
+    def o_at(self, mi, rh, n, c):
+        return self.add(self.mul(self.add(self.mul(mi, self.i(self.ND)), n), self.i(4)), self.mul(rh, self.i(2)), c)
+
+    def scale_o(self, mi, rh, n, c):
+        at = self.o_at(mi, rh, n, c)
+        return ir.Store("_o", at, ir.Bin("*", ir.Load("_o", at, F), ir.Ref("_alpha", F), F))
+
+    def values(self) -> list:
+        """O += P V: per k16 step of keys, the B fragments of two head_dim tiles by one
+        transposed ldmatrix x4 (V rows run along head_dim, B's columns)."""
+        r, ND, KS = self.ref, self.ND, self.KS
+
+        def vfrag(np_, kk):
+            key = self.add(self.mul(kk, self.i(16)), self.mul(self.imod(r("_lq"), 2), self.i(8)), r("_l8"))
+            col = self.add(self.mul(np_, self.i(16)), self.mul(self.idiv(r("_lq"), 2), self.i(8)))
+            return [ir.MatrixLoad("_fv", self.mul(np_, self.i(8)), "_vs",
+                                  self.add(r("_kb"), self.mul(key, self.i(self.ST)), col), 4, True, self.dt)]
+
+        def mma(mi, n, kk):
+            return [ir.Mma("_pa", self.mul(self.add(self.mul(mi, self.i(KS)), kk), self.i(8)),
+                           "_fv", self.mul(n, self.i(4)),
+                           "_o", self.mul(self.add(self.mul(mi, self.i(ND)), n), self.i(4)), self.dt)]
+        step = lambda kk: [self.loop("_np", ND // 2, lambda np_: vfrag(np_, kk)),
+                           self.loop("_mt", self.MT, lambda mi: [self.loop("_n", ND, lambda n: mma(mi, n, kk))])]
+        return [self.loop("_kk", KS, step)]
+
+    def finish(self) -> list:
+        """l summed over the quad; each query in range stores its columns of O / l."""
+        r, idx = self.ref, self.idx
+        out = self.shape.bufs["out"]
+
+        def row(mi, rh):
+            slot = self.add(self.mul(mi, self.i(2)), rh)
+            qi = self.add(r("_q0"), r("_wq"), self.mul(mi, self.i(16)), r("_g"), self.mul(rh, self.i(8)))
+            orow = self.add(r("_outbase"), self.mul(r("_qi"), self.seq_stride("out")))
+
+            def put(n, c):
+                col = self.add(self.mul(n, self.i(8)), self.mul(r("_t4"), self.i(2)), c)
+                v = ir.Bin("*", ir.Load("_o", self.o_at(mi, rh, n, c), F), ir.Ref("_inv", F), F)
+                return [ir.Store(user_name(out.name), self.add(orow, col), cast(v, out.dtype))]
+            return [ir.Decl("_L", F, ir.Collective("+", ir.Load("_lrow", slot, F), "warp", F, 4)),
+                    ir.Decl("_qi", idx, qi),
+                    ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (
+                        ir.Decl("_inv", F, self.reciprocal(ir.Ref("_L", F))),
+                        self.loop("_n", self.ND, lambda n: [self.loop("_c", 2, lambda c: put(n, c))])))]
+        return [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
 
 from compute_testing import emulate_kernel, lower_block  # noqa: E402
-from kernel_sources import EPILOGUE, GUARDED  # noqa: E402
+from kernel_sources import BATCHED, EPILOGUE, GUARDED, HALF_EPILOGUE  # noqa: E402
 from tolerances import tolerance  # noqa: E402
 from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
 from zynbook.compiler import schedules  # noqa: E402
@@ -113,19 +113,6 @@ TRANSPOSED = """let y = compute(A, B) {
 }
 y
 """
-
-BATCHED = """let y = compute(A, B) {
-    @kernel batched_matmul
-    @workgroup(16, 16, 1)
-    for b in 0..batch, i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[b, i, k] * B[b, k, j]
-        out[b, i, j] = sum
-}
-y
-"""
-
 
 def _arrays(rng, **shapes):
     return {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
@@ -296,9 +283,6 @@ def test_pipelined_tensor_cores_every_operand_layout(dtype, ta, tb):
         assert f"{params.stages} shared-memory stages by cp.async" in prog.schedule
 
 
-HALF_EPILOGUE = EPILOGUE.replace("gelu(max(acc, 0.0) + bias[j] * 0.5)", "max(acc, 0.0) + bias[j] * 0.5")
-
-
 @pytest.mark.parametrize("case", ["epilogue", "batched"])
 def test_pipelined_tensor_cores_epilogue_and_batches(case):
     rng = np.random.default_rng(4)
@@ -306,7 +290,7 @@ def test_pipelined_tensor_cores_epilogue_and_batches(case):
                     "batched": (BATCHED, dict(A=(2, 37, 24), B=(2, 24, 40)))}[case]
     arrays = {n: rng.standard_normal(s).astype(np.float16) for n, s in shapes.items()}
     kernel, ins, sizes, scalars = lower_block(text, arrays)
-    auto = Gemm().default(kernel, cuda_target(), sizes)
+    auto = Gemm().default(kernel, cuda_target((8, 0)), sizes)
     assert auto.mma and auto.stages == 3 and auto.swizzle      # configs.GEMM_CONFIGS
     for params in PIPELINED[:2]:
         check(kernel, ins, sizes, cuda_target(), params, scalars, dtype="f16")
@@ -314,9 +298,10 @@ def test_pipelined_tensor_cores_epilogue_and_batches(case):
 
 def test_the_pipelined_configuration_is_the_default_on_ampere_and_hopper():
     kernel, sizes, _, _ = K.matmul_t(4096, 4096, 4096, "bf16", False, False)
-    for cc in ((8, 0), (9, 0)):
+    # (sm_90 starts with warpgroup MMAs: tests/test_gemm_wgmma.py; sm_89 has none)
+    for cc in ((8, 0), (8, 9)):
         p = Gemm().default(kernel, cuda_target(cc), sizes)
-        assert (p.bm, p.bn, p.bk, p.stages, p.swizzle, p.mma) == (128, 128, 32, 3, True, True)
+        assert (p.bm, p.bn, p.bk, p.stages, p.swizzle, p.mma, p.wgmma) == (128, 128, 32, 3, True, True, False)
     space = Gemm().space(kernel, cuda_target(), sizes)
     assert any(q.mma and not q.stages for q in space)          # the two-buffer tiles stay
     assert any(q.stages == 2 for q in space) and any(not q.mma for q in space)

@@ -49,6 +49,7 @@ from ..compiler.launch import ir
 from ..compiler.launch.ir import (Array, Atomic, Barrier, Bin, Cast, Checked, CheckedDiv,
                                   Collective, Decl, For, If, InRange, Lit, Load, Math, Ref,
                                   Select, Set, Store, Thread, Un)
+from . import wgmma_model
 
 
 class EmulatorError(RuntimeError):
@@ -314,7 +315,7 @@ def _butterfly(values: list, width: int, fn, identity):
 
 _MAX_DEPTH = 48                     # deeper expressions are outlined into lambdas
 
-_BAR, _BLOCK, _WARP, _MMA, _LDSM = 0, 1, 2, 3, 4   # what a thread yields: (kind, point, value)
+_BAR, _BLOCK, _WARP, _MMA, _LDSM, _WGMMA = 0, 1, 2, 3, 4, 5  # what a thread yields: (kind, point, value)
 _WARP_STEPS = (_WARP, _MMA, _LDSM)                  # what every lane of a warp reaches together
 
 _UNARY_NP = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil",
@@ -345,6 +346,9 @@ class _Translator:
         self.n = 0
         self.points: list[tuple] = []   # yield points: (kind, op, dtype, line, what)
         self.shared: list[tuple] = []   # (dtype, count, name) per shared Array
+        # (base byte, bytes, dtype) per shared Array: its place in the block's shared memory,
+        # in declaration order, each start aligned as the Array says (warpgroup MMAs address it)
+        self.shared_layout: list[tuple] = []
         self.axes: dict = {}            # (axis, dtype) -> py name
         self.params: dict = {}          # name -> Param
         self.line = 0
@@ -392,7 +396,7 @@ class _Translator:
         self.lines = body
         self.block(self.kernel.body, 1)
         head = ["def _thread(_t, _b, _sh, _B):", "    if 0:", "        yield",
-                "    _P = _AsyncCopies()"]
+                "    _P = _AsyncCopies()", "    _W = _WgmmaInFlight()"]
         head += [f"    {py} = {expr}" for expr, py in self.axes.values()]
         if self.uses_global:
             head.append("    _g = _b * _B.threads + _t")
@@ -512,6 +516,17 @@ class _Translator:
             self.mma(s, depth)
         elif isinstance(s, ir.MatrixLoad):
             self.matrix_load(s, depth)
+        elif isinstance(s, ir.WarpgroupMma):
+            self.wgmma(s, depth)
+        elif isinstance(s, ir.WarpgroupCommit):
+            self.emit(depth, "_W.commit()")
+        elif isinstance(s, ir.WarpgroupWait):
+            self.check(s.pending >= 0, f"a warpgroup wait for {s.pending} pending groups")
+            self.emit(depth, f"_W.wait({int(s.pending)})")
+        elif isinstance(s, ir.ProxyFence):     # this thread's writes become the MMAs' to read
+            self.emit(depth, "for _u in _B.tracks: _u[3][_u[3] == _t] = -1" if self.races else "pass")
+        elif isinstance(s, ir.WarpgroupFence):
+            pass                        # an ordering the emulator's sequential threads keep
         elif isinstance(s, Array):
             if s.name in self.scopes[-1]:
                 self.fail(f"array `{s.name}` declared twice")
@@ -521,6 +536,12 @@ class _Translator:
                 if self.races:
                     self.emit(depth, f"{py}_r = _B.tracks[{len(self.shared)}]")
                 self.shared.append((s.dtype, int(s.count), s.name))
+                end = self.shared_layout[-1][0] + self.shared_layout[-1][1] if self.shared_layout else 0
+                self.check(s.align >= 1 and s.align & (s.align - 1) == 0, f"shared `{s.name}` aligned to {s.align}")
+                base = -(-end // max(16, s.align)) * max(16, s.align)
+                size = int(s.count) * _bytes(ir.element_of(s.dtype)) * ir.lanes_of(s.dtype)
+                self.shared_layout.append((base, size, s.dtype))
+                self.ns[py + "_base"] = base
             elif s.space == "local":
                 self.emit(depth, f"{py} = _local({s.dtype!r}, {int(s.count)})")
             else:
@@ -558,6 +579,32 @@ class _Translator:
             off = self.expr(Bin("+", s.c_index, Lit(w, s.c_index.dtype), s.c_index.dtype), pre)
             self.flush(pre, depth)
             self.emit(depth, f"{self.access(c, True)}{off}, {got}[{w}])")
+
+    def wgmma(self, s: ir.WarpgroupMma, depth: int):
+        """A warpgroup step: each thread yields its accumulators (those of steps in flight as
+        they will land) and the two descriptors; the block scheduler multiplies
+        (wgmma_model.multiply) and the results land at a `WarpgroupWait`."""
+        self.check(s.n in ir.WGMMA_N and s.dtype in ("f16", "bf16"),
+                   f"a warpgroup MMA m64n{s.n}k16 of {s.dtype}")
+        pre: list[str] = []
+        descs = []
+        for name, index, lbo, sbo in ((s.a, s.a_index, s.a_lbo, s.a_sbo), (s.b, s.b_index, s.b_lbo, s.b_sbo)):
+            arr = self.array(name, False)
+            self.check(arr.space == "shared" and arr.dtype == s.dtype,
+                       f"a warpgroup MMA operand `{name}` that is not a shared {s.dtype} array")
+            off = self.expr(index, pre)
+            descs.append(f"_wgdesc({arr.py}_base + ({off}) * {_bytes(s.dtype)}, {int(lbo)}, {int(sbo)})")
+        c = self.array(s.c, True)
+        self.check(c.space == "local" and c.dtype == "f32", f"warpgroup MMA accumulators `{s.c}` not local f32")
+        at, got = self.fresh("x"), self.fresh("m")
+        ci = self.expr(s.c_index, pre)
+        self.flush(pre, depth)
+        self.emit(depth, f"{at} = int({ci})")
+        point = len(self.points)
+        self.points.append((_WGMMA, (s.n, s.a_kmajor, s.b_kmajor), s.dtype, self.line, "a warpgroup MMA", 0))
+        self.emit(depth, f"{got} = yield ({_WGMMA}, {point}, (_W.values({c.py}, {at}, {s.n // 2}), "
+                         f"{descs[0]}, {descs[1]}))")
+        self.emit(depth, f"_W.issue({c.py}, {at}, {got})")
 
     def async_copy(self, s: ir.AsyncCopy, depth: int):
         """The source read now (zeros where the guard is false), the shared elements checked
@@ -999,7 +1046,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         if not 0 <= i < arr.shape[0]:
             outside(name, i, arr.shape[0], "a load of")
         i = int(i)
-        w, r = tr
+        w, r = tr[0], tr[1]
         if w[i] != -1 and w[i] != t:
             bad(f"data race on shared `{name}`[{i}]: thread {t} reads what thread {w[i]} "
                 "wrote with no barrier in between")
@@ -1013,7 +1060,10 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         if not 0 <= i < arr.shape[0]:
             outside(name, i, arr.shape[0], "a store to")
         i = int(i)
-        w, r = tr
+        w, r, busy, unfenced = tr
+        if busy[i]:
+            bad(f"data race on shared `{name}`[{i}]: thread {t} writes what a warpgroup MMA "
+                "still reads (before a wgmma.wait_group finds it complete)")
         if w[i] != -1 and w[i] != t and _differ(arr[i], v):
             bad(f"data race on shared `{name}`[{i}]: threads {w[i]} and {t} write it "
                 "with no barrier in between")
@@ -1022,6 +1072,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             bad(f"data race on shared `{name}`[{i}]: thread {t} writes what {who} read "
                 "with no barrier in between")
         w[i] = t
+        unfenced[i] = t
         arr[i] = v
 
     def chks(tr, name, t, i):
@@ -1029,7 +1080,10 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
         has read or written it since the last barrier, and none may until the next (it
         counts as written by `t`, whose copy may land at once)."""
         i = int(i)
-        w, r = tr
+        w, r, busy, _ = tr
+        if busy[i]:
+            bad(f"data race on shared `{name}`[{i}]: thread {t} starts an async copy into "
+                "what a warpgroup MMA still reads (before a wgmma.wait_group finds it complete)")
         if (w[i] != -1 and w[i] != t) or (r[i] != -1 and r[i] != t):
             who = f"thread {w[i]} wrote" if w[i] != -1 and w[i] != t else (
                 "other threads read" if r[i] == -2 else f"thread {r[i]} read")
@@ -1101,7 +1155,8 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             "_cast": _cast, "_bf16": bf16_round, "_tdiv": _tdiv, "_trem": _trem,
             "_floordiv": _floordiv, "_ceildiv": _ceildiv, "_ipow": _ipow, "_max": _max,
             "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_fmod": _fmod,
-            "_add": lambda a, b: a + b, "_chks": chks, "_AsyncCopies": _AsyncCopies, "_dot": _dot}
+            "_add": lambda a, b: a + b, "_chks": chks, "_AsyncCopies": _AsyncCopies, "_dot": _dot,
+            "_WgmmaInFlight": wgmma_model.InFlight, "_wgdesc": wgmma_model.descriptor}
 
 
 # ---------------------------------------------------------------------- the emulator
@@ -1236,7 +1291,11 @@ class Emulator:
         B.ep = race.next_epoch()
         shared = [_poisoned(dt, count, self.poison) for dt, count, _ in tr.shared]
         if self.races:
-            B.tracks = [(np.full(count, -1, np.int64), np.full(count, -1, np.int64))
+            # (writer, reader) since the last barrier, the warpgroup MMAs in flight that read
+            # the element (wgmma_model.multiply), and its writer since that thread's last
+            # fence.proxy.async (what a warpgroup MMA may not read yet)
+            B.tracks = [(np.full(count, -1, np.int64), np.full(count, -1, np.int64),
+                         np.zeros(count, np.int32), np.full(count, -1, np.int64))
                         for _, count, _ in tr.shared]
         gens = [fn(t, b, shared, B) for t in range(n)]
         ev = [self._step(g, None) for g in gens]
@@ -1271,6 +1330,12 @@ class Emulator:
                     for t in range(lo, hi):
                         ev[t] = self._step(gens[t], rs[t - lo])
                     progress = True
+                progress = self._warpgroups(gens, ev, tr, kernel, shared, B) or progress
+            for lo in range(0, n, 4 * W):       # a warpgroup MMA no more threads can reach
+                hi = min(n, lo + 4 * W)
+                if any(ev[t] is not _DONE and ev[t][0] == _WGMMA for t in range(lo, hi)):
+                    self._diverged(kernel, b, ev, range(lo, hi), points,
+                                   f"warpgroup {lo // (4 * W)} of block {b}")
             for lo in range(0, n, W):
                 hi = min(n, lo + W)
                 if any(ev[t] is not _DONE and ev[t][0] in _WARP_STEPS for t in range(lo, hi)):
@@ -1295,11 +1360,34 @@ class Emulator:
                 r = partial[0]
             # a barrier (block collectives hold barriers) starts a new epoch
             B.ep = race.next_epoch()
-            for w, rd in B.tracks:
+            for w, rd, *_ in B.tracks:
                 w.fill(-1)
                 rd.fill(-1)
             for t in range(n):
                 ev[t] = self._step(gens[t], r)
+
+    def _warpgroups(self, gens, ev, tr, kernel, shared, B) -> bool:
+        """Each warpgroup (four warps) whose threads all wait at the same warpgroup MMA goes
+        on with its results (one that no more of its threads can reach: `_block` reports)."""
+        n, G, moved = len(ev), 4 * self.warp, False
+        for lo in range(0, n, G):
+            hi = min(n, lo + G)
+            at = [ev[t] for t in range(lo, hi) if ev[t] is not _DONE and ev[t][0] == _WGMMA]
+            if not at:
+                continue
+            if len(at) < G or any(e[1] != at[0][1] for e in at):
+                continue            # other warps still on their way (or stuck: _block says)
+            (wn, a_k, b_k), dtype = tr.points[at[0][1]][1], tr.points[at[0][1]][2]
+            try:
+                rs = wgmma_model.multiply([e[2] for e in at], wn, (a_k, b_k), dtype, shared,
+                                          tr.shared_layout, B.tracks if self.races else None,
+                                          kernel.name)
+            except wgmma_model.WgmmaError as err:
+                raise EmulatorError(str(err)) from None
+            for t in range(lo, hi):
+                ev[t] = self._step(gens[t], rs[t - lo])
+            moved = True
+        return moved
 
     @staticmethod
     def _step(gen, value):

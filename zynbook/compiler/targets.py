@@ -51,7 +51,8 @@ _BASE = frozenset({"f32", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", 
 
 
 def cuda_target(cc: tuple = (9, 0)) -> Target:
-    mma = ("wgmma", "mma.sync") if cc >= (9, 0) else (("mma.sync",) if cc >= (8, 0) else ())
+    # warpgroup MMAs are sm_90a's own (later architectures have others)
+    mma = ("wgmma", "mma.sync") if cc == (9, 0) else (("mma.sync",) if cc >= (8, 0) else ())
     shared = 227 * 1024 if cc >= (9, 0) else (163 * 1024 if cc >= (8, 0) else 48 * 1024)
     return Target("cuda", "cuda", 32, 1024, shared, _BASE | {"f16", "bf16", "f64"}, mma,
                   async_copy=cc >= (8, 0),

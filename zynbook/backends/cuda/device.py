@@ -241,8 +241,11 @@ class CudaDevice(Device):
         return s
 
     # ------------------------------------------------------------- compilation
-    def _options(self):
-        opts = ["--std=c++17", f"--gpu-architecture=compute_{self.cc[0]}{self.cc[1]}",
+    def _options(self, arch_specific: bool = False):
+        """NVRTC's options; `arch_specific`: for a program that uses instructions of this
+        architecture only (sm_90a's wgmma), its specific variant (compute_90a)."""
+        suffix = "a" if arch_specific else ""
+        opts = ["--std=c++17", f"--gpu-architecture=compute_{self.cc[0]}{self.cc[1]}{suffix}",
                 "--use_fast_math" if False else "--fmad=true", "-default-device"]
         if self._includes is None:
             self._includes = _include_dirs()
@@ -254,7 +257,9 @@ class CudaDevice(Device):
         return kcache.CacheKey(
             "cuda", kernel.stable_hash(),
             params=kcache.parts(sizes=sizes, options=options or {}),
-            target=kcache.parts(arch=f"sm_{self.cc[0]}{self.cc[1]}", nvrtc_options=self._options()),
+            # the source (part of the disk key) says which of the two option sets compiles it
+            target=kcache.parts(arch=f"sm_{self.cc[0]}{self.cc[1]}", nvrtc_options=self._options(),
+                                arch_specific_options=self._options(True)),
             versions=kcache.parts(nvrtc=self._nvrtc_version, cupy=self._cupy_version))
 
     def compile(self, kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> CompiledCuda:
@@ -288,7 +293,7 @@ class CudaDevice(Device):
 
     def _ptx(self, program, kernel) -> str:
         """NVRTC's PTX for the program."""
-        opts = self._options()
+        opts = self._options(getattr(program, "arch_specific", False))
         from cupy_backends.cuda.libs import nvrtc
         prog = nvrtc.createProgram(program.source, f"{program.name}.cu", (), ())
         try:

@@ -43,6 +43,8 @@ class CudaProgram:
     # compiler/errflag.py: what the kernels may report. Every kernel takes the flag pointer
     # `int* zyn_err` as its last parameter (after the step's arguments)
     error_sites: tuple = ()
+    # uses sm_90a's warpgroup MMAs: compiled for compute_90a (ir.Program.arch_specific)
+    arch_specific: bool = False
 
 
 def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: dict | None = None) -> CudaProgram:
@@ -74,7 +76,7 @@ def _launch_program(kernel, sizes, notes, arch, only=None, exclude=(), params=No
                        notes=notes + prog.notes, line_map=out.line_map,
                        unaligned_steps=steps(prog.fallback) if prog.fallback else None,
                        aligned_buffers=tuple(names[a] for a in prog.aligned),
-                       error_sites=prog.sites)
+                       error_sites=prog.sites, arch_specific=prog.arch_specific)
 
 
 def _step_args(k) -> tuple:

@@ -206,6 +206,19 @@ class Printer:
             else:
                 self.emit(d.async_commit() if isinstance(s, ir.AsyncCommit)
                           else d.async_wait(s.pending), line)
+        elif isinstance(s, (ir.WarpgroupMma, ir.WarpgroupFence, ir.WarpgroupCommit, ir.WarpgroupWait,
+                            ir.ProxyFence)):
+            if not hasattr(d, "wgmma"):
+                raise TypeError(f"the {d.name} dialect has no warpgroup MMA (wgmma)")
+            if isinstance(s, ir.WarpgroupMma):
+                text = d.wgmma(s, self.expr(s.a_index), self.expr(s.b_index), self.expr(s.c_index))
+            elif isinstance(s, ir.WarpgroupFence):
+                text = d.wgmma_fence(s.c, s.count)
+            elif isinstance(s, ir.WarpgroupWait):
+                text = d.wgmma_wait(s.pending, s.c, s.count)
+            else:
+                text = d.wgmma_commit() if isinstance(s, ir.WarpgroupCommit) else d.proxy_fence()
+            self.emit(text, line)
         elif isinstance(s, ir.Array):
             self.spaces[s.name] = s.space
             if s.name in self.named:
@@ -238,7 +251,8 @@ class Printer:
         # there; the schedules give every shared array a name of its own)
         for a in (n for n in ir.walk(k.body) if isinstance(n, ir.Array) and n.space == "shared"):
             self.spaces[a.name] = "shared"
-            self.emit(self.d.array(a.name, a.dtype, a.count, "shared"), a.line)
+            wide = {"align": a.align} if a.align > 16 else {}     # only dialects that align more
+            self.emit(self.d.array(a.name, a.dtype, a.count, "shared", **wide), a.line)
         self.stmts(k.body)
         self.level -= 1
         for line in d_lines(self.d.kernel_close(k)):

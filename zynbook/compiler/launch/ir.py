@@ -275,6 +275,7 @@ class Array(Stmt):
     count: int
     space: str = "local"
     line: int = 0
+    align: int = 16             # bytes its start is aligned to (shared: a power of two)
 
 
 @dataclass(frozen=True)
@@ -386,6 +387,80 @@ class AsyncWait(Stmt):
     line: int = 0
 
 
+# ---- warpgroup MMA (PTX wgmma, sm_90a): four consecutive warps (a warpgroup) multiply
+# operands read straight from shared memory, in the background. Shared tiles it reads use
+# the 128-byte swizzle (WGMMA_SWIZZLE): within each 1024-byte atom of eight 128-byte rows,
+# the 16-byte unit u of the row at address bits 7-9 = r lies at unit u ^ r, so such a tile's
+# array must start 1024-byte aligned (`Array.align`).
+
+WGMMA_SWIZZLE = 128
+WGMMA_N = (64, 128, 256)        # the N of the m64nNk16 shapes a schedule may use
+
+
+@dataclass(frozen=True)
+class WarpgroupMma(Stmt):
+    """`wgmma.mma_async` m64nNk16, f32 accumulators, f16 or bf16 operands, both read by the
+    hardware from shared memory through 64-bit descriptors. Operand X (a: the 64 x 16 A, b:
+    the 16 x N B) starts at element `x_index` of shared array `x`; `x_kmajor`: its elements
+    run along K within a 128-byte row (else along M or N: the transposed form, f16/bf16
+    only); `x_lbo`, `x_sbo`: the descriptor's leading and stride byte offsets (K-major: SBO
+    between groups of 8 rows of M or N, LBO unused; MN-major: LBO between blocks of 64
+    elements of M or N, SBO between groups of 8 rows of K). Thread 32 w + l of the warpgroup
+    holds C's elements (row 16 w + l / 4 + 8 (e // 2), col 8 i + 2 (l % 4) + e % 2) at
+    c_index + 4 i + e, i < N / 8. The step joins the warpgroup's open group
+    (`WarpgroupCommit`); C may be read, and the shared tiles rewritten, only once a
+    `WarpgroupWait` finds its group complete. Every thread of the warpgroup must reach it."""
+    a: str
+    a_index: Expr
+    a_kmajor: bool
+    a_lbo: int
+    a_sbo: int
+    b: str
+    b_index: Expr
+    b_kmajor: bool
+    b_lbo: int
+    b_sbo: int
+    c: str
+    c_index: Expr
+    n: int
+    dtype: str                  # f16 or bf16
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class WarpgroupFence(Stmt):
+    """`wgmma.fence`: registers `c[0 .. count)` written by ordinary instructions (the
+    accumulators' zeros) are ready for the warpgroup MMAs that follow."""
+    c: str
+    count: int
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class WarpgroupCommit(Stmt):
+    """`wgmma.commit_group`: the warpgroup MMAs since the last commit become one group."""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class WarpgroupWait(Stmt):
+    """`wgmma.wait_group`: wait until at most `pending` groups, the newest, are incomplete;
+    then the others' accumulators `c[0 .. count)` hold their results and their shared
+    tiles may be rewritten."""
+    pending: int
+    c: str
+    count: int
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class ProxyFence(Stmt):
+    """`fence.proxy.async.shared::cta`: what this thread wrote to shared memory by ordinary
+    stores or cp.async becomes visible to the asynchronous proxy (the warpgroup MMAs' reads)
+    once a barrier follows."""
+    line: int = 0
+
+
 @dataclass(frozen=True)
 class Atomic(Stmt):
     """`array[index] op= value` as one indivisible update (op in + max min)."""
@@ -453,6 +528,9 @@ class Program:
     # device whose buffers are not runs `fallback` (the same schedule without them)
     aligned: tuple = ()
     fallback: "Program | None" = None
+    # uses instructions of one architecture only (sm_90a's wgmma): a device compiles it for
+    # that architecture's specific variant (compute_90a)
+    arch_specific: bool = False
 
     def kernel(self, name: str) -> Kernel:
         return next(k for k in self.kernels if k.name == name)

@@ -147,6 +147,20 @@ class _Writer:
             self.put(depth, f"mma m{m}n{n}k{k} ({s.dtype}) {s.c}[{format_expr(s.c_index)} ..+4] += "
                             f"{s.a}[{format_expr(s.a_index)} ..+8] x {s.b}[{format_expr(s.b_index)} ..+4]",
                      line)
+        elif isinstance(s, ir.WarpgroupMma):
+            major = lambda k: "K-major" if k else "MN-major"
+            self.put(depth, f"wgmma m64n{s.n}k16 ({s.dtype}) {s.c}[{format_expr(s.c_index)} ..+{s.n // 2}] += "
+                            f"{s.a}[{format_expr(s.a_index)}] ({major(s.a_kmajor)}, lbo {s.a_lbo}, sbo {s.a_sbo}) x "
+                            f"{s.b}[{format_expr(s.b_index)}] ({major(s.b_kmajor)}, lbo {s.b_lbo}, sbo {s.b_sbo})",
+                     line)
+        elif isinstance(s, ir.WarpgroupFence):
+            self.put(depth, f"wgmma fence {s.c}[..{s.count}]", line)
+        elif isinstance(s, ir.WarpgroupCommit):
+            self.put(depth, "wgmma commit", line)
+        elif isinstance(s, ir.WarpgroupWait):
+            self.put(depth, f"wgmma wait {s.pending} ({s.c}[..{s.count}])", line)
+        elif isinstance(s, ir.ProxyFence):
+            self.put(depth, "fence proxy.async shared", line)
         else:
             self.put(depth, repr(s), line)
 

@@ -138,13 +138,18 @@ _HALF = dict(bm=128, bn=128, bk=32, tm=64, tn=64, stages=3, swizzle=True)
 # 0.97 ms against 1.07 for the 2-stage form (4096^3, H100, bench_cuda.py --gemm-sweep).
 _TF32 = dict(bm=128, bn=128, bk=16, tm=64, tn=64, stages=2, swizzle=False)
 _TF32_HOPPER = dict(bm=128, bn=128, bk=32, tm=64, tn=64, stages=3, swizzle=True)
+# Hopper's warpgroup MMAs (sm_90a, f16/bf16; the schedule offers them on sm_90 only): a
+# 128 x 256 tile of two warpgroups of 64 x 256 (128 f32 accumulators a thread), 64-deep
+# slices (a 128-byte swizzled row a tile row) through a 4-stage cp.async ring (192 KiB).
+_WGMMA = dict(bm=128, bn=256, bk=64, tm=64, tn=256, stages=4, swizzle=True, wgmma=True)
 GEMM_CONFIGS = {("ampere", "half"): _HALF, ("hopper", "half"): _HALF,
-                ("ampere", "tf32"): _TF32, ("hopper", "tf32"): _TF32_HOPPER}
+                ("ampere", "tf32"): _TF32, ("hopper", "tf32"): _TF32_HOPPER,
+                ("hopper", "wgmma"): _WGMMA}
 
 
 def gemm_config(target, kind: str) -> dict | None:
     """The tensor-core GEMM configuration of `target`'s architecture for operands of `kind`
-    ("half" or "tf32"), or None where the library has none (before Ampere, off CUDA)."""
+    ("half", "tf32", or "wgmma": half operands on warpgroup MMAs), or None where the library has none (before Ampere, off CUDA)."""
     if target.name != "cuda":
         return None
     return GEMM_CONFIGS.get((architecture(target), kind))

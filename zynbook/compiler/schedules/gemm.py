@@ -31,7 +31,9 @@ by element. The product itself is either
   with each 16-byte unit's place in its row XOR-ed by its row (`_Builder.at`), so that the
   eight rows an ldmatrix phase reads fall in eight different bank groups. Fragments come
   by ldmatrix x4 (transposed where a tile runs along M or N); TF32 fragments by ldmatrix
-  where an f32 tile runs along K, else element by element.
+  where an f32 tile runs along K, else element by element; or
+* warpgroup MMAs (`wgmma`, f16/bf16 on sm_90a, first there): the hardware reads both
+  operands from 128-byte swizzled shared tiles itself (schedules/gemm_wgmma.py).
 
 The epilogue adds the accumulator's start and runs the kernel's own store (`f`, a bias, an
 activation) per element of C. Sums are f32 (f64 for f64 operands). A guarded accumulation
@@ -63,6 +65,8 @@ MIN_SIDE = 16           # M or N below this wastes most of a tile: the thread sc
 # tensor-core block tiles of the pipelined schedule: (BM, BN, TM, TN), a warp per TM x TN
 MMA_TILES = ((128, 128, 64, 64), (128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 32),
              (64, 128, 32, 32), (64, 64, 32, 32))
+# warpgroup-MMA block tiles (sm_90a): (BM, BN, TN), a warpgroup per 64 x TN
+WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128), (64, 256, 256))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
              (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4))
@@ -80,10 +84,13 @@ class GemmParams(Params):
     stages: int = 0         # tensor cores: a ring of this many shared buffers filled by
                             # cp.async (0: two buffers staged through registers)
     swizzle: bool = False   # tensor cores: XOR-swizzled operand tiles instead of padded rows
+    wgmma: bool = False     # tensor cores: warpgroup MMAs (sm_90a) from the shared tiles, a
+                            # warpgroup per 64 x TN, 64-deep slices (schedules/gemm_wgmma.py)
 
     @property
     def threads(self) -> int:
-        return (self.bm // self.tm) * (self.bn // self.tn) * (32 if self.mma else 1)
+        return (self.bm // self.tm) * (self.bn // self.tn) * \
+            (128 if self.wgmma else 32 if self.mma else 1)
 
     def tile_rows(self, side: str, in_bytes: int, kcontig: bool) -> tuple:
         """(rows, elements a row) of a tensor-core operand tile of side "m" or "n": rows of
@@ -106,6 +113,9 @@ class GemmParams(Params):
     def valid(self) -> bool:
         if self.bm % self.tm or self.bn % self.tn or min(self.bm, self.bn, self.bk) < 1:
             return False
+        if self.wgmma:      # a 64-deep slice of 16-bit elements: one 128-byte swizzled row
+            return self.mma and self.swizzle and self.bk == 64 and self.tm == 64 and \
+                self.tn in ir.WGMMA_N and self.width == 8 and self.stages >= 3
         if self.mma:
             pow2 = all(v & (v - 1) == 0 for v in (self.bm, self.bn, self.bk))
             return self.tm % 16 == 0 and self.tn % 8 == 0 and self.bk % 16 == 0 and \
@@ -255,9 +265,17 @@ class Gemm(Schedule):
         ib = tuple(_BYTES[d] for d in _tile_dtypes(p, form.dtypes)) if p.mma else \
             max(_BYTES[d] for d in form.dtypes)
         return p.valid() and p.threads <= target.max_threads and \
-            p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) <= target.shared_bytes and \
+            p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) + \
+            (1024 if p.wgmma else 0) <= target.shared_bytes and \
             (not p.mma or (target.warp == 32 and "mma.sync" in target.tensor_cores)) and \
-            (not p.stages or target.async_copy)
+            (not p.stages or target.async_copy) and (not p.wgmma or self._wgmma_ok(target, form))
+
+    @staticmethod
+    def _wgmma_ok(target, form: _Form) -> bool:
+        """Warpgroup MMAs: sm_90a (not later architectures, which lack them), f16 or bf16
+        operands of one type, f32 sums."""
+        return target.arch == "sm_90" and "wgmma" in target.tensor_cores and form.acc == "f32" \
+            and form.dtypes[0] == form.dtypes[1] and form.dtypes[0] in ("f16", "bf16")
 
     def _width(self, target, form: _Form) -> int:
         """The widest vector load of the FMA tiles (4 at most: the shared tiles are read
@@ -286,12 +304,22 @@ class Gemm(Schedule):
         return all(_vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32"))
                    for s, d in zip((form.m, form.n), form.dtypes))
 
-    def _mma_firsts(self, kernel, target, sizes, form: _Form, kind: str, M: int, N: int):
-        """Tensor-core parameters to try first: the architecture's tuned configuration
-        (configs.gemm_config), halved along a side of 64 or less, then the two-buffer one."""
+    def _mma_firsts(self, kernel, target, sizes, form: _Form, kind: str, M: int, N: int,
+                    wgmma: bool = True):
+        """Tensor-core parameters to try first: the architecture's warpgroup-MMA configuration
+        (half operands, where `wgmma`; a smaller tile along a short side), its tuned mma.sync
+        one (configs.gemm_config), halved along a side of 64 or less, then the two-buffer one."""
         width = 8 if kind == "half" else 4
         async_ok = target.async_copy and self._vectors(kernel, form, sizes, width, kind)
         out = []
+        wconf = configs.gemm_config(target, "wgmma") if kind == "half" and wgmma else None
+        if wconf is not None and async_ok:      # warpgroup MMAs (sm_90a; _fits says where)
+            p = GemmParams(width=width, mma=True, **wconf)
+            if M <= 64:
+                p = dataclasses.replace(p, bm=64)
+            if N <= 128:
+                p = dataclasses.replace(p, bn=128 if N > 64 else 64, tn=128 if N > 64 else 64)
+            out.append(p)
         conf = configs.gemm_config(target, kind)
         if conf is not None and async_ok:
             p = GemmParams(width=width, mma=True, **conf)
@@ -305,13 +333,13 @@ class Gemm(Schedule):
                               width if kind == "half" or async_ok else 1, True))
         return out
 
-    def _auto(self, kernel, target, sizes, form: _Form, fma_only: bool = False):
+    def _auto(self, kernel, target, sizes, form: _Form, fma_only: bool = False, wgmma: bool = True):
         """The parameters chosen by sizes and target, or None where no tile fits."""
         sym = target.symbolic_sizes
         M, N, K = _side_sizes(form, sizes) if not sym else (1 << 20,) * 3
         kind = None if fma_only else self._mma_kind(kernel, target, sizes, form)
         if kind:
-            for p in self._mma_firsts(kernel, target, sizes, form, kind, M, N):
+            for p in self._mma_firsts(kernel, target, sizes, form, kind, M, N, wgmma):
                 if self._fits(p, target, form):
                     return p
         if target.max_threads == 1:         # one thread a block holds the block's tile
@@ -343,8 +371,13 @@ class Gemm(Schedule):
             hinted = [GemmParams(a, b, auto.bk, c, d, auto.width) for a, b, c, d in FMA_TILES
                       if (a // c) * (b // d) == wg]
             return next((p for p in hinted if self._fits(p, target, form)), auto)
-        if hint:
-            p = dataclasses.replace(auto, **hint)
+        # a warpgroup tile takes a hint's bm and bn (TN at most BN); one it cannot take goes
+        # to the warp tiles of mma.sync
+        bases = [auto] + ([self._auto(kernel, target, sizes, form, wgmma=False)] if auto.wgmma else [])
+        for base in bases if hint else ():
+            p = dataclasses.replace(base, **hint)
+            if base.wgmma and "tn" not in hint:
+                p = dataclasses.replace(p, tn=min(base.tn, p.bn))
             if self._fits(p, target, form):
                 return p
         return auto
@@ -363,7 +396,10 @@ class Gemm(Schedule):
                      for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if w > 1 else []
             staged = [GemmParams(a, b, bk, a // 2, b // 4, w, True) for a in (64, 128)
                       for b in (64, 128) for bk in (16, 32)]
-            cands = piped + staged + cands
+            warpgroups = [GemmParams(a, b, 64, 64, tn, w, True, st, True, True)
+                          for a, b, tn in WGMMA_TILES for st in (4, 3, 5, 6)] \
+                if kind == "half" and w > 1 else []
+            cands = warpgroups + piped + staged + cands
         for p in cands:
             if p not in out and self._fits(p, target, form):
                 out.append(p)
@@ -377,7 +413,11 @@ class Gemm(Schedule):
         if not params.valid():
             raise ValueError(f"GEMM parameters that do not tile: {params.describe()}")
         sites = errflag.ErrorSites()
-        b = _Builder(kernel, target, sizes, params, sites)
+        if params.wgmma:
+            from .gemm_wgmma import WgmmaBuilder
+            b = WgmmaBuilder(kernel, target, sizes, params, sites)
+        else:
+            b = _Builder(kernel, target, sizes, params, sites)
         prog = b.program()
         vector = [s for s in ("m", "n") if b.W[s] > 1]
         if vector:
@@ -538,7 +578,9 @@ class _Builder:
         vec = self.W["m"] > 1 or self.W["n"] > 1
         # tiles beyond what a kernel may declare with fixed sizes live in memory the launch gives
         shared = sum(a.count * _BYTES[a.dtype] for a in head if isinstance(a, ir.Array) and a.space == "shared")
-        dynamic = shared if 0 < self.t.static_shared_bytes < shared else 0
+        align = max([a.align for a in head if isinstance(a, ir.Array) and a.space == "shared"] + [16])
+        # (the launch's memory is 16-byte aligned: a tile aligned further may start later)
+        dynamic = shared + align - 16 if 0 < self.t.static_shared_bytes < shared else 0
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), p.threads,
                       self.idx, what, min_blocks=2 if vec and not p.mma and p.threads == 256 else 0,
                       dynamic_shared=dynamic)
@@ -558,6 +600,14 @@ class _Builder:
                 if lp.var in c.bvars:
                     B *= trip_count(lp, self.sizes)
             shape = f"M={M} N={N} K={K}" + (f" batch={B}" if B > 1 else "")
+        how = self.product(shape)
+        loads = " and ".join(f"{getattr(f, s).load.buffer} in {self.W[s] * _BYTES[d]}-byte loads"
+                             for s, d in zip("mn", f.dtypes) if self.W[s] > 1)
+        return f"contraction as {kind} {how}".replace(" :", ":") + (f"; {loads}" if loads else "")
+
+    def product(self, shape: str) -> str:
+        """How the block multiplies, for the description."""
+        f, p = self.f, self.p
         if p.mma:
             widened = " and ".join(sorted({d for d in f.dtypes if d != "f32"}))
             op = ("m16n8k8 tf32 (operands rounded to TF32" +
@@ -571,9 +621,7 @@ class _Builder:
         else:
             how = (f": {shape}; {p.bm}x{p.bn}x{p.bk} tiles in two shared-memory buffers, "
                    f"{p.tm}x{p.tn} per thread")
-        loads = " and ".join(f"{getattr(f, s).load.buffer} in {self.W[s] * _BYTES[d]}-byte loads"
-                             for s, d in zip("mn", f.dtypes) if self.W[s] > 1)
-        return f"contraction as {kind} {how}".replace(" :", ":") + (f"; {loads}" if loads else "")
+        return how
 
     def setup(self, head: list):
         """Shared tiles, staging registers and the accumulators, declared once."""

@@ -83,6 +83,33 @@ for _n in (1, 2, 4):
             f"    asm volatile(\"ldmatrix.sync.aligned.m8n8.x{_n}{'.trans' if _trans else ''}.shared.b16 "
             + "{{" + _regs + "}}" + f", [%{_n}];\" : {_outs} : \"r\"(a)); " + "}}", ())
 
+# warpgroup MMA (sm_90a): a shared-memory matrix descriptor (start address, leading and
+# stride byte offsets, each >> 4; 128-byte swizzle), the m64nNk16 step on a thread's N / 2
+# accumulators (scale-d 1: D = A B + D; tnspA / tnspB: an operand running along M or N), and
+# an empty asm on the accumulators that keeps the compiler from moving their reads and
+# writes across the fence and the wait
+CUDA_HELPERS["zyn_wgmma_desc"] = (
+    "{q}unsigned long long zyn_wgmma_desc(const void* p, unsigned lbo, unsigned sbo) {{\n"
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    return (unsigned long long)((a & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16)\n"
+    "        | ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62); }}", ())
+CUDA_HELPERS["zyn_wgmma_regs"] = (
+    "template <int R> {q}void zyn_wgmma_regs(float* c) {{\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < R; ++i) asm volatile(\"\" : \"+f\"(c[i]) :: \"memory\"); }}", ())
+for _n in ir.WGMMA_N:
+    for _t in ("f16", "bf16"):
+        _r = _n // 2
+        _regs = ", ".join(f"%{i}" for i in range(_r))
+        _outs = ", ".join(f'"+f"(c[{i}])' for i in range(_r))
+        CUDA_HELPERS[f"zyn_wgmma_m64n{_n}_{_t}"] = (
+            "template <int TA, int TB> {q}void zyn_wgmma_m64n" + f"{_n}_{_t}" +
+            "(float* c, unsigned long long da, unsigned long long db) {{\n"
+            "    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %" + str(_r + 2) + ", 0; "
+            f"wgmma.mma_async.sync.aligned.m64n{_n}k16.f32.{_t}.{_t} " + "{{" + _regs + "}}, "
+            f"%{_r}, %{_r + 1}, p, 1, 1, %{_r + 3}, %{_r + 4}; }}}}\"\n"
+            f"        : {_outs}\n"
+            "        : \"l\"(da), \"l\"(db), \"r\"(1), \"n\"(TA), \"n\"(TB)); }}", ())
 
 CUDA_HELPERS.update(vector_helpers("float4"))      # CUDA's float4 has no arithmetic
 
@@ -166,6 +193,26 @@ class CudaDialect(CFamily):
         # a copy that lands zeros still takes an address: the buffer's own
         return f"{{ const bool _ok = {guard}; {helper}(&{dst}[{di}], _ok ? &{src}[{si}] : {src}, _ok); }}"
 
+    def wgmma(self, s, a_index, b_index, c_index):
+        desc = lambda arr, at, lbo, sbo: f"{self.need('zyn_wgmma_desc')}(&{arr}[{at}], {lbo}u, {sbo}u)"
+        return (f"{self.need(f'zyn_wgmma_m64n{s.n}_{s.dtype}')}<{int(not s.a_kmajor)}, "
+                f"{int(not s.b_kmajor)}>(&{s.c}[{c_index}], {desc(s.a, a_index, s.a_lbo, s.a_sbo)}, "
+                f"{desc(s.b, b_index, s.b_lbo, s.b_sbo)});")
+
+    def wgmma_fence(self, c, count):
+        return (f"{self.need('zyn_wgmma_regs')}<{count}>({c}); "
+                'asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
+
+    def wgmma_commit(self):
+        return 'asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");'
+
+    def wgmma_wait(self, pending, c, count):
+        return (f'asm volatile("wgmma.wait_group.sync.aligned {int(pending)};" ::: "memory"); '
+                f"{self.need('zyn_wgmma_regs')}<{count}>({c});")
+
+    def proxy_fence(self):
+        return 'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");'
+
     def async_commit(self):
         return 'asm volatile("cp.async.commit_group;\\n" ::: "memory");'
 
@@ -175,14 +222,14 @@ class CudaDialect(CFamily):
     def barrier(self):
         return "__syncthreads();"
 
-    def array(self, name, dtype, count, space):
+    def array(self, name, dtype, count, space, align=16):
         if space == "shared" and self._dynamic is not None:     # a piece of zyn_smem
-            at, t = self._dynamic, self.type(dtype)
-            self._dynamic += -(-max(count, 1) * _BYTES[dtype] // 16) * 16
+            at, t = -(-self._dynamic // align) * align, self.type(dtype)
+            self._dynamic = at + -(-max(count, 1) * _BYTES[dtype] // 16) * 16
             return f"{t}* const {name} = reinterpret_cast<{t}*>(zyn_smem + {at});"
-        # 16-byte aligned: a `Copy` may move 16 bytes at once to or from any array
+        # 16-byte aligned at least: a `Copy` may move 16 bytes at once to or from any array
         q = "__shared__ " if space == "shared" else ""
-        return f"{q}__align__(16) {self.type(dtype)} {name}[{max(count, 1)}];"
+        return f"{q}__align__({max(16, align)}) {self.type(dtype)} {name}[{max(count, 1)}];"
 
     def atomic(self, op, array, index, value, dtype):
         addr = f"&{array}[{index}]"
@@ -199,6 +246,11 @@ class CudaDialect(CFamily):
         # the shared arrays of a kernel with `dynamic_shared`: pieces of what the launch gives
         self._dynamic = 0 if k.dynamic_shared else None
         dyn = "\n    extern __shared__ __align__(16) unsigned char zyn_smem[];" if k.dynamic_shared else ""
+        align = max([a.align for a in ir.walk(k.body) if isinstance(a, ir.Array) and a.space == "shared"] + [16])
+        if k.dynamic_shared and align > 16:     # the launch's memory is 16-byte aligned: start later
+            dyn = (f"\n    extern __shared__ __align__({align}) unsigned char zyn_smem_raw[];"
+                   f"\n    unsigned char* const zyn_smem = zyn_smem_raw + (({align}u - "
+                   f"((unsigned)__cvta_generic_to_shared(zyn_smem_raw) & {align - 1}u)) & {align - 1}u);")
         return (f"// {k.comment}\n" if k.comment else "") + head + ",\n    ".join(ps) + ") {" + dyn
 
     def kernel_close(self, k):

@@ -1,0 +1,124 @@
+"""The GEMM schedule on Hopper's warpgroup MMAs (PTX `wgmma.mma_async`, sm_90a; f16 or
+bf16 operands, f32 sums): `GemmParams(wgmma=True)`, built by `WgmmaBuilder`.
+
+A block of (BM / 64) x (BN / TN) warpgroups computes a BM x BN tile of C, each warpgroup a
+64 x TN piece as m64nTNk16 steps whose operands the hardware reads from the shared tiles
+itself (no fragments in registers): a thread holds TN / 2 f32 accumulators. K is walked in
+64-deep slices through a ring of `stages` shared buffers filled by 16-byte cp.async copies
+(zeros outside the matrix), `stages - 2` slices ahead of the one multiplied while the
+previous slice's MMAs may still run:
+
+    wait for slice kt's copies; fence.proxy.async (they become visible to the MMAs); barrier
+    wgmma.fence; 4 m64nTNk16 steps on slice kt; commit
+    copy slice kt + stages - 2 into the buffer of slice kt - 2 (its MMAs completed before
+        the barrier: every warpgroup waited for them in the previous step)
+    wait until only this step's group runs
+
+Each operand keeps its layout (WGMMA_SWIZZLE, ir.WarpgroupMma): a side read along K is
+stored as rows of 64 K elements (128 bytes) per row of M or N; a side read along M or N as
+rows of 64 M or N elements per K, in blocks of 64 along M or N (BK rows each). Either way
+the 16-byte unit u of a row lies at u ^ (row % 8) (the 128-byte swizzle), every buffer
+starts on a 1024-byte boundary, and a descriptor's start moves 32 bytes (K-major) or 16
+rows (MN-major) per k16 step.
+"""
+from __future__ import annotations
+
+from ..launch import ir
+from .gemm import _Builder
+
+SBO = 1024                  # bytes between groups of 8 rows: eight 128-byte rows
+
+
+class WgmmaBuilder(_Builder):
+    def setup(self, head: list):
+        """Shared tiles (1024-byte aligned) and the warpgroup's accumulators, declared once."""
+        p, f = self.p, self.f
+        self.shape = {}
+        for s, bx in (("m", p.bm), ("n", p.bn)):
+            chunks = bx * p.bk // self.W[s]
+            rows, row = (bx, p.bk) if getattr(f, s).kcontig else (p.bk, bx)
+            self.shape[s] = (chunks, -(-chunks // p.threads), self.tile_dt[s], rows, row, self.tile_dt[s])
+            head.append(ir.Array(f"_sh{s}", self.tile_dt[s], p.stages * bx * p.bk, "shared",
+                                 align=ir.WGMMA_SWIZZLE * 8))
+        self.fm, self.fn = 1, p.tn // 8
+        self.acc_count = p.tn // 2
+        groups_n = p.bn // p.tn
+        group, warp, lane = self.op("/", self.axis("warp"), 4), self.axis("warp"), self.axis("lane")
+        for n, e in (("_wgm", self.op("/", group, groups_n)), ("_wgn", self.op("%", group, groups_n)),
+                     ("_w4", self.op("%", warp, 4)), ("_g", self.op("/", lane, 4)),
+                     ("_t4", self.op("%", lane, 4))):
+            head.append(ir.Decl(n, self.idx, e))
+        head.append(ir.Array("_acc", self.cd, self.acc_count, "local"))
+
+    def program(self) -> ir.Program:
+        prog = super().program()
+        prog.arch_specific = True
+        return prog
+
+    def at(self, s: str, buf: ir.Expr, x: ir.Expr, k: ir.Expr, key=None, aligned: bool = False) -> ir.Expr:
+        """Offset of element (x, k) of side `s`'s tile in buffer `buf` (module doc)."""
+        p, op = self.p, self.op
+        bx = p.bm if s == "m" else p.bn
+        base = op("*", buf, bx * p.bk)
+        if getattr(self.f, s).kcontig:          # rows of K (64 elements, 128 bytes) along X
+            r, c, start = x, k, op("*", x, p.bk)
+        else:                                   # blocks of 64 along X, rows of X along K
+            r, c = k, op("%", x, 64)
+            start = op("+", op("*", op("/", x, 64), 64 * p.bk), op("*", k, 64))
+        unit = ir.Bin("^", op("/", c, 8), op("%", r, 8), self.idx)
+        inner = op("*", unit, 8) if aligned else op("+", op("*", unit, 8), op("%", c, 8))
+        return op("+", base, op("+", start, inner))
+
+    def pipelined(self) -> list:
+        p, S, n = self.p, self.p.stages, self.acc_count
+        head = [ir.Barrier()]           # the previous tile's slices are read by now
+        nk = self.name(head, "nk", self.op("/", self.op("+", self.K, p.bk - 1), p.bk))
+        fill = lambda slice_, slot: self.issue("m", self.op("*", slice_, p.bk), slot) + \
+            self.issue("n", self.op("*", slice_, p.bk), slot)
+        for st in range(S - 2):
+            head += [ir.If(self.op("<", self.i(st), nk), tuple(fill(self.i(st), self.i(st)))),
+                     ir.AsyncCommit()]
+        kt = self.ref("_kt")
+        ahead = self.op("+", kt, S - 2)
+        body = [ir.AsyncWait(S - 3), ir.ProxyFence(), ir.Barrier(), ir.WarpgroupFence("_acc", n)]
+        body += self.multiply(self.op("%", kt, S))
+        body += [ir.WarpgroupCommit(),      # the copies are issued while the MMAs run
+                 ir.If(self.op("<", ahead, nk), tuple(fill(ahead, self.op("%", ahead, S)))),
+                 ir.AsyncCommit(), ir.WarpgroupWait(1, "_acc", n)]
+        return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
+                              self.f.c.rloops[0].line), ir.WarpgroupWait(0, "_acc", n)]
+
+    def multiply(self, buf: ir.Expr) -> list:
+        """The slice's m64nTNk16 steps of this thread's warpgroup: A from its 64 rows, B from
+        its TN columns, 16 deep each."""
+        p, f = self.p, self.f
+        lbo = {s: 16 if getattr(f, s).kcontig else 64 * p.bk * self.ibs[s] for s in ("m", "n")}
+        x0 = {"m": self.op("*", self.ref("_wgm"), 64), "n": self.op("*", self.ref("_wgn"), p.tn)}
+
+        def step(kk):
+            a, b = (self.at(s, buf, x0[s], kk, aligned=True) for s in ("m", "n"))
+            return [ir.WarpgroupMma("_shm", a, f.m.kcontig, lbo["m"], SBO, "_shn", b, f.n.kcontig,
+                                    lbo["n"], SBO, "_acc", self.i(0), p.tn, f.dtypes[0])]
+        return [self.unrolled("_kk", p.bk, step, 16)]
+
+    def epilogue(self) -> list:
+        """C's elements of this thread (ir.WarpgroupMma's accumulator layout) through the
+        kernel's store."""
+        p, op = self.p, self.op
+        row = op("+", op("+", self.m0, op("*", self.ref("_wgm"), 64)), op("*", self.ref("_w4"), 16))
+        col = op("+", self.n0, op("*", self.ref("_wgn"), p.tn))
+
+        def one(j):
+            out = []
+            for e in range(4):
+                gm = op("+", row, op("+", self.ref("_g"), 8 * (e // 2)))
+                gn = op("+", col, op("+", op("*", j, 8), op("+", op("*", self.ref("_t4"), 2), e % 2)))
+                out += self.store(gm, gn, ir.Load("_acc", op("+", op("*", j, 4), e), self.cd))
+            return out
+        return [self.unrolled("_ej", self.fn, one)]
+
+    def product(self, shape: str) -> str:
+        p = self.p
+        return (f"on tensor cores (wgmma m64n{p.tn}k16 {self.f.dtypes[0]}, f32 accumulate): {shape}; "
+                f"{p.bm}x{p.bn}x{p.bk} tiles, {p.threads // 128} warpgroups of 64x{p.tn}, "
+                f"{p.stages} shared-memory stages by cp.async, 128-byte swizzle")

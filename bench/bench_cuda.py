@@ -15,7 +15,9 @@ TF32 beside cuDNN's. Compute rows give TFLOP/s and the share of the GPU's dense 
 their dtype (`PEAK_TFLOPS`, by device name). Attention rows: BERT-base in f32, and in f16 and
 bf16 (tensor cores) beside SDPA's flash kernel in the same type; bf16 at 4096 with a causal
 condition beside SDPA with is_causal; `--mma-choices` adds to those a row per tensor-core
-block shape (attention_mma.CHOICES), the default first.
+block shape (attention_mma.CHOICES) and per structural variant of the default's shape
+(attention_mma.variants), each checked against SDPA and with its kernel's registers and
+local (spilled) bytes.
 
 `--gemm-sweep N` times instead the first N tensor-core configurations of the GEMM schedule's
 space (its default first) for the matmul rows in bf16, f16 and TF32 (or those of --rows),
@@ -349,11 +351,15 @@ def main():
             schedule=comp.program.schedule, check=check_close(lambda: (fn(), O)[1], sd, 2e-2))
         tuned(row, [b, h, s, d], kind, k, sizes, [Q, K_, V], O, [(f"torch SDPA {kind} (flash)", sd)],
               flops=flops)
-        for p in (attention_mma.CHOICES if args.mma_choices else ()):
+        for p in (mma_candidates(attention_mma, dev, k, sizes) if args.mma_choices else ()):
             fn_p, comp_p = zyn_callable(dev, k, sizes, [Q, K_, V], O, params=Choice("attention", p))
-            add(row, [b, h, s, d], f"{kind} {p.block_q}q/{p.warps}w/{'held' if p.hold_q else 'read'} Q",
-                fn_p, [(f"torch SDPA {kind} (flash)", sd)], flops=flops, schedule=comp_p.program.schedule,
-                check=check_close(lambda: (fn_p(), O)[1], sd, 2e-2))
+            label = f"{kind} {mma_label(p)}"
+            try:
+                print(f"  {row}: {label}: {kernel_resources(comp_p)}", flush=True)
+            except Exception as err:            # the timing matters more than this line
+                print(f"  {row}: {label}: registers not read ({err})", flush=True)
+            add(row, [b, h, s, d], label, fn_p, [(f"torch SDPA {kind} (flash)", sd)], flops=flops,
+                schedule=comp_p.program.schedule, check=check_close(lambda: (fn_p(), O)[1], sd, 2e-2))
         del Q, K_, V, O
 
     # ---- conv2d ResNet block
@@ -436,6 +442,41 @@ def main():
         json.dump(dict(device=dev.info(), copy_bandwidth=copy_bw, torch=torch.__version__,
                        rows=rows, when=time.strftime("%Y-%m-%d %H:%M:%S")), f, indent=1)
     print(f"\nwrote {args.json}")
+
+
+def mma_candidates(attention_mma, dev, k, sizes) -> list:
+    """Every tensor-core block shape (attention_mma.CHOICES), then the structural variants
+    (128-key tiles, the 3-stage ring, packed conversions, the folded scale, the skipped
+    rescale) of the shape chosen by default, each where it runs this attention."""
+    from zynbook.compiler.codegen import device_target
+    from zynbook.compiler.schedules.attention import match
+    target = device_target(dev)
+    shape, _ = match(k, target, sizes)
+    first = attention_mma.choices(target, shape, sizes)[0]
+    return [p for p in list(attention_mma.CHOICES) + attention_mma.variants(first)
+            if attention_mma.why_not(target, shape, p) is None]
+
+
+def mma_label(p) -> str:
+    """A tensor-core attention's parameters in a few words: block shape, then its variants."""
+    extra = [f"{p.block_kv}k"] if p.block_kv != 64 else []
+    extra += [f"{p.stages} stages"] if p.stages != 2 else []
+    extra += [w for w, on in (("packed", p.packed), ("folded scale", p.fold_scale),
+                              ("skip rescale", p.skip_rescale)) if on]
+    return f"{p.block_q}q/{p.warps}w/{'held' if p.hold_q else 'read'} Q" + "".join(f", {e}" for e in extra)
+
+
+def kernel_resources(compiled) -> str:
+    """Registers a thread and local (spilled) bytes of each kernel of a compiled program,
+    as the driver reports them."""
+    from cupy.cuda import driver
+    out = []
+    for step in compiled.program.steps:
+        f = compiled.function(step.func, step.smem)
+        regs = driver.funcGetAttribute(4, f.ptr)        # CU_FUNC_ATTRIBUTE_NUM_REGS
+        local = driver.funcGetAttribute(3, f.ptr)       # CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+        out.append(f"{step.func}: {regs} registers, {local} bytes local (spills)")
+    return "; ".join(out)
 
 
 def gemm_sweep(dev, T, torch, rnd, reps, count, want):

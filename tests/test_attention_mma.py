@@ -3,8 +3,10 @@ emulator against numpy written here: f16 and bf16; head_dim 16, 48, 64 and 80; q
 counts that are not multiples of 64 (77 queries over 50 keys, one key); a bool mask, a causal
 condition, `* 0.125` and `/ sqrt(head_dim)` scales; the three-pass, online-statistics,
 one-pass and flash forms, [batch, seq, heads, head_dim] tensors; the schedule's other block
-shapes, its unaligned fallback; where it is not chosen; the CUDA C compiled by nvcc for sm_80
-and sm_90; and, where there is a GPU, the schedule run on it."""
+shapes and its structural variants (128-key tiles, a 3-stage K/V ring, packed conversions,
+the scale folded into the exponent, the rescale skipped), its unaligned fallback; where it is
+not chosen; the CUDA C compiled by nvcc for sm_80 and sm_90; and, where there is a GPU, the
+schedule run on it."""
 from __future__ import annotations
 
 import re
@@ -25,7 +27,7 @@ from zynbook.compiler.codegen.cuda import render_cuda
 from zynbook.compiler.launch import ir
 from zynbook.compiler.schedules import attention_mma
 from zynbook.compiler.schedules.attention import Attention, match
-from zynbook.compiler.schedules.attention_mma import CHOICES, MMA
+from zynbook.compiler.schedules.attention_mma import CHOICES, MMA, variants
 from zynbook.compiler.schedules.base import Choice
 from zynbook.compiler.targets import cuda_target, metal_target, webgpu_target
 
@@ -154,6 +156,57 @@ def test_every_block_shape(params):
         _check(text, SCHED.build(k, CUDA, sz, params), k, ins, sz, sc)
 
 
+VARIANTS = variants(MMA) + variants(replace(MMA, block_q=128))
+
+
+def _variant_id(p) -> str:
+    on = [f"{p.block_kv}k", f"{p.stages}st"] + [n for n in ("packed", "fold_scale", "skip_rescale")
+                                                 if getattr(p, n)]
+    return f"{p.block_q}q_{p.warps}w_{'hold' if p.hold_q else 'read'}_" + "_".join(on)
+
+
+@pytest.mark.parametrize("params", VARIANTS, ids=_variant_id)
+def test_every_variant(params):
+    """Each structural variant of 4 warps of 16 and of 32 queries: a causal condition over
+    keys that end inside a tile (150: two 128-key tiles, three of 64; the diagonal's tiles
+    tested), a bool mask over keys fewer than queries (a partial first tile), and flash
+    attention with no condition over 200 keys (the tiles below the end untested)."""
+    cases = ((A.three_pass("causal", "const"), "f16", 150, 150, 32),
+             (cross(A.three_pass("bool")), "bf16", 77, 50, 16),
+             (A.flash(64), "bf16", 200, 200, 16))
+    for text, dtype, sq, sk, d in cases:
+        k, ins, sz, sc = _lower(text, dtype, sq, sk, d)
+        prog = SCHED.build(k, CUDA, sz, params)
+        assert any(isinstance(n, ir.Convert) for n in ir.walk(prog.kernels)) == params.packed
+        assert ("u_out" in prog.aligned) == params.packed
+        _check(text, prog, k, ins, sz, sc)
+
+
+def test_variants_in_the_space():
+    """The tuner's candidates: every block shape, then the variants of the default's shape;
+    the default itself unchanged (64-key tiles in two buffers, element by element)."""
+    k, _, sz, _ = _lower(A.three_pass("causal", "const"), "f16", 150, 150, 64)
+    space = [p for p in SCHED.space(k, CUDA, sz) if p.mma]
+    first = replace(MMA, block_q=128)
+    assert space[0] == first and space[len(CHOICES):] == variants(first)
+    assert (first.block_kv, first.stages, first.packed, first.fold_scale, first.skip_rescale) == (
+        64, 2, False, False, False)
+
+
+def test_folded_scale_needs_its_sign():
+    """The raw scores' maximum is the scaled ones' only for a scale not negative: a negative
+    constant refuses `fold_scale` (the other variants run)."""
+    text = A.three_pass("causal", "const").replace("* 0.125", "* -0.125")
+    k, _, sz, _ = _lower(text, "f16", 20, 20, 16)
+    shape, _ = match(k, CUDA, sz)
+    assert "sign" in attention_mma.why_not(CUDA, shape, replace(MMA, fold_scale=True))
+    assert attention_mma.why_not(CUDA, shape, replace(MMA, packed=True)) is None
+    assert not any(p.fold_scale for p in SCHED.space(k, CUDA, sz))
+    for scale in ("const", "sqrt"):
+        k, _, sz, _ = _lower(A.three_pass("causal", scale), "f16", 20, 20, 16)
+        assert attention_mma.why_not(CUDA, match(k, CUDA, sz)[0], replace(MMA, fold_scale=True)) is None
+
+
 @pytest.mark.parametrize("text", [cross(A.three_pass("bool")), cross(A.online_stats("bool"))],
                          ids=["zero_empty_rows", "nan_empty_rows"])
 def test_equals_the_reference_executor(text):
@@ -210,17 +263,23 @@ def _sources():
     causal = [(A.three_pass("causal", "const"), "f16", 130, 130, d) for d in (128, 256)]
     cases = [(bool48, p, (("sm_80", "sm_90")[n % 2],)) for n, p in enumerate(CHOICES)]
     cases += [(c, None, ("sm_80", "sm_90")) for c in causal]
+    # the variants of the benchmarks' defaults: causal bf16 at head_dim 128 (4 warps of 16)
+    # and f16 at 64 (4 warps of 32), for sm_80 and sm_90 in turn
+    for n, p in enumerate(variants(MMA) + variants(replace(MMA, block_q=128))):
+        d = 128 if p.block_q == 64 else 64
+        cases.append(((A.three_pass("causal"), "bf16" if d == 128 else "f16", 130, 130, d), p,
+                      (("sm_90", "sm_80")[n % 2],)))
     for (text, dtype, sq, sk, d), p, archs in cases:
         k, _, sz, _ = _lower(text, dtype, sq, sk, d)
         p = p or SCHED.default(k, CUDA, sz)
-        yield f"{dtype}_d{d}_{p.block_q}q_{p.warps}w", render_cuda(
+        yield f"{dtype}_d{d}_{_variant_id(p)}", render_cuda(
             k, sz, options={"params": Choice("attention", p)}).source, archs
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_cuda_source_compiles_with_nvcc(tmp_path):
-    """The CUDA C (with its fallback kernel) for sm_80 and sm_90: every block shape, and head_dim
-    128 and 256, whose tiles are dynamic shared memory."""
+    """The CUDA C (with its fallback kernel) for sm_80 and sm_90: every block shape, head_dim
+    128 and 256, whose tiles are dynamic shared memory, and every structural variant."""
     for name, src, archs in _sources():
         assert "zyn_mma_" in src and "ldmatrix" in src and "cp.async" in src
         path = tmp_path / f"{name}.cu"

@@ -272,7 +272,7 @@ def module() -> types.ModuleType:
         get_elapsed_time=lambda start, end: 0.25,
         memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
         runtime=types.SimpleNamespace(getDeviceProperties=_properties,
-                                      getDeviceCount=lambda: 1,
+                                      getDeviceCount=lambda: 1, getDevice=lambda: 0,
                                       deviceSynchronize=lambda: None))
     return cp
 

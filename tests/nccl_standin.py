@@ -229,6 +229,7 @@ def _runtime() -> types.ModuleType:
     rt.deviceCanAccessPeer = lambda device, peer: 1
     rt.deviceEnablePeerAccess = lambda peer: None
     rt.deviceSynchronize = lambda: None
+    rt.getDevice = current
 
     def memcpyPeer(dst, dst_device, src, src_device, nbytes):  # noqa: N802 - CUDA's name
         d, s = _by_ptr[dst], _by_ptr[src]

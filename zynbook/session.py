@@ -150,6 +150,9 @@ class Session:
     def run_cell(self, source: str, compute_annotations: str = "", **env):
         """Run ZynML `source`; returns (value of the last statement, it was an expression).
         `compute_annotations` (e.g. '@device("cuda:0") @async') apply to every compute block."""
+        return self._run_cell(source, compute_annotations, env)
+
+    def _run_cell(self, source: str, compute_annotations: str, env: dict):
         program = parse_cached(source)
         extra = _annotations_cached(compute_annotations) if compute_annotations else ()
         bound = _bind_env(env, program, source)
@@ -168,7 +171,7 @@ class Session:
 
     def run(self, source: str, **env):
         """Run ZynML `source`; returns the value of its last statement."""
-        return self.run_cell(source, **env)[0]
+        return self._run_cell(source, "", env)[0]
 
 
 @functools.lru_cache(maxsize=256)

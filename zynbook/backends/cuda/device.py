@@ -477,6 +477,7 @@ class CudaPlan(LaunchPlan):
         self.compile_s = time.perf_counter() - t0
         self.out_shape = cir.output_shape(kernel, sizes)
         self.out_dtype = storage_dtype(kernel.output.dtype)
+        self.bf16_out = kernel.output.dtype == "bf16"       # kept as bits, handed out as f32
         # an output some element of which may not be stored starts at zero, as on every device
         self.zeroed = _may_skip_elements(kernel, sizes)
         self.dtypes = tuple((b.dtype, storage_dtype(b.dtype)) for b in kernel.inputs)
@@ -492,27 +493,22 @@ class CudaPlan(LaunchPlan):
     def launch(self, inputs: list, scalars: dict, background: bool = False):
         cp = _cp()
         dev = self.device
+        if not background and _current_device(cp) == dev.index:    # no device to switch to
+            return self._launch_on(cp, cp.cuda.get_current_stream(), inputs, scalars,
+                                   self.checked, True)
         with cp.cuda.Device(dev.index):
             if not background:
                 return self._launch_on(cp, cp.cuda.get_current_stream(), inputs, scalars,
-                                       wait=self.checked, pooled=True)
+                                       self.checked, True)
             stream = dev.stream()
             with stream:
-                return self._launch_on(cp, stream, inputs, scalars, wait=True)
+                return self._launch_on(cp, stream, inputs, scalars, True)
 
     def fits(self, a, want, cp=None) -> bool:
         """Whether input `a` is taken as it is (a CuPy array of the storage dtype, contiguous,
         on this device): the usual case of a warm run."""
         return type(a) is (cp or _cp()).ndarray and a.dtype == want and \
             a.flags.c_contiguous and a.data.device_id == self.device.index
-
-    def _output(self, cp):
-        try:
-            if self.zeroed:
-                return cp.zeros(self.out_shape, dtype=self.out_dtype)
-            return cp.empty(self.out_shape, dtype=self.out_dtype)
-        except cp.cuda.memory.OutOfMemoryError as err:
-            raise ZynMLMemoryError(f"out of GPU memory on {self.device.id}: {err}") from None
 
     def _bound(self, stream, bufs):
         """(the kernels bound to `stream`'s scratch buffers and error flag, the flag):
@@ -535,7 +531,10 @@ class CudaPlan(LaunchPlan):
         for a, (dtype, want) in zip(inputs, self.dtypes):
             bufs.append(a if self.fits(a, want, cp) else self.device._as_device_array(a, dtype))
         self.upload_s = time.perf_counter() - t0
-        out = self._output(cp)
+        try:
+            out = (cp.zeros if self.zeroed else cp.empty)(self.out_shape, self.out_dtype)
+        except cp.cuda.memory.OutOfMemoryError as err:
+            raise ZynMLMemoryError(f"out of GPU memory on {self.device.id}: {err}") from None
         bufs.append(out)
         bufs = tuple(bufs)
         bound, flag = self._bound(stream, bufs)
@@ -543,14 +542,11 @@ class CudaPlan(LaunchPlan):
         compiled.run_bound(bound, bufs, compiled.scalar_args(scalars), stream)
         return bufs, out, flag
 
-    def _event_pair(self, cp, pooled: bool):
-        """(start, end) CUDA events for one launch's time (`event_pair`). Only launches of
-        the host program, one at a time, take pooled pairs."""
-        return event_pair(self._events, cp) if pooled else (cp.cuda.Event(), cp.cuda.Event())
-
     def _launch_on(self, cp, stream, inputs, scalars, wait: bool, pooled: bool = False):
         dev = self.device
-        pair = self._event_pair(cp, pooled)
+        # the events timing the launch (`event_pair`): only launches of the host program,
+        # one at a time, take pooled pairs
+        pair = event_pair(self._events, cp) if pooled else (cp.cuda.Event(), cp.cuda.Event())
         pair[0].record(stream)
         _, out, flag = self.enqueue(cp, stream, inputs, scalars)
         pair[1].record(stream)
@@ -560,7 +556,7 @@ class CudaPlan(LaunchPlan):
         times = DeferredKernelTime(lambda: self._elapsed(pair), self.compile_s, self.upload_s,
                                    "gpu-events")       # (a class called with keywords is slower)
         self.compile_s = 0.0            # the first launch reports the build
-        if self.kernel.output.dtype == "bf16":
+        if self.bf16_out:
             out = bf16_bits_to_f32(out)
         return out, Launch(self.kernel.name, dev.id, times, self.geometry)
 
@@ -584,6 +580,12 @@ class CudaPlan(LaunchPlan):
     def _elapsed(self, pair) -> float:
         self._wait(pair[1])
         return _cp().cuda.get_elapsed_time(pair[0], pair[1]) / 1000.0
+
+
+def _current_device(cp):
+    """The index of this thread's current CUDA device (None where CuPy cannot tell)."""
+    get = getattr(cp.cuda.runtime, "getDevice", None)
+    return get() if get is not None else None
 
 
 def event_pair(pool: list, cp) -> tuple:

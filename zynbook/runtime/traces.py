@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import sys
 
+from ..backends.base import Launch as _Launch
 from ..compiler import ast as A
 from ..errors import NO_SPAN
 from .sharded import RecordingLog, ShardedTensor, set_recording
@@ -527,8 +528,8 @@ class _Trace:
                 raise Untraced(f"a view of the graph's buffers on {record.device.id} is still "
                                "held")
             runs.append((record, arrays, refreshes))
-        from ..backends.base import Launch
-        from .interp import CompiledKernel
+        # (no import statement here: one costs more than a replay's other host work)
+        Launch, CompiledKernel = _Launch, sys.modules[__package__ + ".interp"].CompiledKernel
         kernels, launched = [], []
         for (record, arrays, refreshes), (kernels_before, launches_before, (compiled, launch)) \
                 in zip(runs, self.listing):

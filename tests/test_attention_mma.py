@@ -160,14 +160,15 @@ VARIANTS = variants(MMA) + variants(replace(MMA, block_q=128))
 
 
 def _variant_id(p) -> str:
-    on = [f"{p.block_kv}k", f"{p.stages}st"] + [n for n in ("packed", "fold_scale", "skip_rescale")
-                                                 if getattr(p, n)]
+    flags = ("packed", "fold_scale", "skip_rescale", "fast_math")
+    on = [f"{p.block_kv}k", f"{p.stages}st"] + [n for n in flags if getattr(p, n)]
     return f"{p.block_q}q_{p.warps}w_{'hold' if p.hold_q else 'read'}_" + "_".join(on)
 
 
 @pytest.mark.parametrize("params", VARIANTS, ids=_variant_id)
 def test_every_variant(params):
-    """Each structural variant of 4 warps of 16 and of 32 queries: a causal condition over
+    """Each structural variant of 4 warps of 16 and of 32 queries (the fast exp2 flushing
+    weights below 2^-126 to 0 within the tolerance): a causal condition over
     keys that end inside a tile (150: two 128-key tiles, three of 64; the diagonal's tiles
     tested), a bool mask over keys fewer than queries (a partial first tile), and flash
     attention with no condition over 200 keys (the tiles below the end untested)."""
@@ -179,6 +180,8 @@ def test_every_variant(params):
         prog = SCHED.build(k, CUDA, sz, params)
         assert any(isinstance(n, ir.Convert) for n in ir.walk(prog.kernels)) == params.packed
         assert ("u_out" in prog.aligned) == params.packed
+        fns = {n.fn for n in ir.walk(prog.kernels) if isinstance(n, ir.Math)}
+        assert ({"fast_exp2", "fmax"} <= fns) == params.fast_math and ("exp2" in fns) != params.fast_math
         _check(text, prog, k, ins, sz, sc)
 
 

@@ -253,6 +253,11 @@ def _erf(x, dtype):
     return _NP[dtype](math.erf(float(x)))
 
 
+def _ftz(x):
+    """`x` with a subnormal value flushed to a zero of its sign (fast_exp2)."""
+    return x if not 0 < abs(x) < np.finfo(x.dtype).tiny else x * 0
+
+
 def _fmod(a, b, dtype):
     if dtype in _INT:
         return _trem(a, b, dtype)
@@ -939,6 +944,10 @@ class _Translator:
             return out(f"_fmod({t[0]}, {t[1]}, {dt!r})")
         if fn == "pow2":
             return out(f"({t[0]} * {t[0]})")
+        if fn == "fmax":
+            return out(f"_np.fmax({t[0]}, {t[1]})")
+        if fn == "fast_exp2":
+            return out(f"_ftz(_np.exp2({t[0]}))")
         if is_int and fn in ("floor", "ceil", "round"):
             return out(t[0])
         if is_int and fn == "pow":
@@ -1154,7 +1163,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             "_checked": checked, "_cdiv": cdiv, "_local": local, "_typed": typed,
             "_cast": _cast, "_bf16": bf16_round, "_tdiv": _tdiv, "_trem": _trem,
             "_floordiv": _floordiv, "_ceildiv": _ceildiv, "_ipow": _ipow, "_max": _max,
-            "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_fmod": _fmod,
+            "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_ftz": _ftz, "_fmod": _fmod,
             "_add": lambda a, b: a + b, "_chks": chks, "_AsyncCopies": _AsyncCopies, "_dot": _dot,
             "_WgmmaInFlight": wgmma_model.InFlight, "_wgdesc": wgmma_model.descriptor}
 

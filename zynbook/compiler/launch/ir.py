@@ -90,6 +90,10 @@ MATH = ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs
         "ceil", "round", "tanh", "sinh", "cosh", "sigmoid", "relu", "silu", "gelu", "erf",
         "pow", "pow2", "min", "max", "clamp", "fmod", "ipow",
         "ceildiv",                  # ceildiv: host expressions only (grids)
+        # f32 only, where a kernel asks for them: 2^x with a result below the smallest normal
+        # flushed to 0 (CUDA's ex2.approx.ftz), the larger of two where a NaN yields the other
+        # (C's fmaxf: max.f32)
+        "fast_exp2", "fmax",
         "dot")                      # of two vectors (below): the sum of their lanes' products
 
 

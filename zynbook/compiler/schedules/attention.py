@@ -84,11 +84,13 @@ class AttentionParams(Params):
     # a ring of `stages` shared buffers (3: one barrier a tile, the copy two tiles ahead), P and
     # the output converted by pairs (`packed`: one 32-bit store a pair), the scale applied in the
     # exponent's FMA instead of to each score (`fold_scale`), O's rescale skipped where no row
-    # of the warp found a larger maximum (`skip_rescale`)
+    # of the warp found a larger maximum (`skip_rescale`), exp2 by ex2.approx.ftz and the
+    # running maxima by max.f32 (`fast_math`)
     stages: int = 2
     packed: bool = False
     fold_scale: bool = False
     skip_rescale: bool = False
+    fast_math: bool = False
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
@@ -98,7 +100,7 @@ class AttentionParams(Params):
                                                          ("exp2", False), ("occupancy", 0), ("mma", False),
                                                          ("warps", 4), ("hold_q", True), ("stages", 2),
                                                          ("packed", False), ("fold_scale", False),
-                                                         ("skip_rescale", False)) if getattr(self, f) != d]
+                                                         ("skip_rescale", False), ("fast_math", False)) if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
 

@@ -72,13 +72,13 @@ CHOICES = (replace(MMA, block_q=128), replace(MMA, block_q=128, hold_q=False), M
 def variants(base) -> list:
     """The structural variants of one block shape, for the tuner and the benchmark: 128-key
     tiles, a 3-stage ring, packed conversions, the scale folded into the exponent, the
-    rescale skipped, each alone, then all together (with 64- and 128-key tiles); where a
+    rescale skipped, the fast exp2 and maxima, each alone, then all together (with 64- and 128-key tiles); where a
     warp takes 32 queries, 128-key tiles also over twice the warps of 16 (32 x 128 scores a
     warp spill: about 100 bytes, nvcc sm_90, head_dim 64)."""
-    every = dict(stages=3, packed=True, fold_scale=True, skip_rescale=True)
+    every = dict(stages=3, packed=True, fold_scale=True, skip_rescale=True, fast_math=True)
     out = [replace(base, block_kv=128), replace(base, stages=3), replace(base, packed=True),
            replace(base, fold_scale=True), replace(base, skip_rescale=True),
-           replace(base, **every), replace(base, block_kv=128, **every)]
+           replace(base, fast_math=True), replace(base, **every), replace(base, block_kv=128, **every)]
     if base.block_q // base.warps == 32:
         out.append(replace(base, warps=2 * base.warps, block_kv=128, **every))
     return out
@@ -167,6 +167,7 @@ def describe(params, shape) -> str:
             + (", P and O converted by pairs" if params.packed else "")
             + (", the scale in the exponent's FMA" if params.fold_scale else "")
             + (", O rescaled only where a row's maximum grew" if params.skip_rescale else "")
+            + (", exp2 by ex2.approx.ftz, maxima by max.f32" if params.fast_math else "")
             + (", the key condition tested on the causal diagonal's tiles only" if shape.p.causal else ""))
 
 
@@ -382,6 +383,10 @@ class _MmaKernel(_Kernel):
         is_neg = lambda x: ir.Bin("==", x, NEG, "bool")
         scaled = lambda x: ir.Bin("*", x, ir.Ref("_scale", F), F)
         fold = P.fold_scale
+        # `fast_math`: one MUFU.EX2 (weights below 2^-126 are 0 beside the row's largest, 1)
+        # and one FMNMX a score (a NaN score still makes its weight, so the row, NaN)
+        exp2 = lambda x: ir.Math("fast_exp2" if P.fast_math else "exp2", (x,), F)
+        running = (lambda a, b: ir.Math("fmax", (a, b), F)) if P.fast_math else larger
 
         def row(mi, rh):
             slot = self.add(self.mul(mi, self.i(2)), rh)
@@ -399,14 +404,14 @@ class _MmaKernel(_Kernel):
                 else:
                     pre = []
                 put = [] if fold and ok is None else [ir.Store("_sc", at(j, c), v)]
-                return pre + put + [ir.Set("_mx", larger(ir.Ref("_mx", F), s(j, c)))]
+                return pre + put + [ir.Set("_mx", running(ir.Ref("_mx", F), s(j, c)))]
 
             def weight(j, c):
                 if fold:            # s c - m c: one FMA; a masked score (-inf) weighs 0
                     e = ir.Bin("-", scaled(s(j, c)), ir.Ref("_ms", F), F)
-                    w = [ir.Decl("_p", F, ir.Math("exp2", (e,), F))]
+                    w = [ir.Decl("_p", F, exp2(e))]
                 else:
-                    w = [ir.Decl("_es", F, ir.Math("exp2", (ir.Bin("-", s(j, c), ir.Ref("_mn", F), F),), F)),
+                    w = [ir.Decl("_es", F, exp2(ir.Bin("-", s(j, c), ir.Ref("_mn", F), F))),
                          ir.Decl("_p", F, ir.Select(is_neg(s(j, c)), ZERO, ir.Ref("_es", F), F))]
                 w.append(ir.Set("_rs", ir.Bin("+", ir.Ref("_rs", F), ir.Ref("_p", F), F)))
                 if P.packed:        # P back into S's registers, converted by pairs below
@@ -417,9 +422,9 @@ class _MmaKernel(_Kernel):
             mn = ir.Ref("_mn", F)
             if fold:                # the maxima are the raw scores'; -inf (no key yet) stays 0
                 factor = [ir.Decl("_ms", F, ir.Select(is_neg(mn), ZERO, scaled(mn), F)),
-                          ir.Decl("_alpha", F, ir.Math("exp2", (ir.Bin("-", scaled(old), ir.Ref("_ms", F), F),), F))]
+                          ir.Decl("_alpha", F, exp2(ir.Bin("-", scaled(old), ir.Ref("_ms", F), F)))]
             else:
-                factor = [ir.Decl("_ea", F, ir.Math("exp2", (ir.Bin("-", old, mn, F),), F)),
+                factor = [ir.Decl("_ea", F, exp2(ir.Bin("-", old, mn, F))),
                           ir.Decl("_alpha", F, ir.Select(is_neg(mn), lit(1.0, F), ir.Ref("_ea", F), F))]
             if P.skip_rescale:      # O's rescale after every row's, where the warp needs it
                 rescale = [ir.Store("_al", slot, ir.Ref("_alpha", F))]

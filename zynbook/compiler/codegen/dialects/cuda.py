@@ -53,6 +53,9 @@ for _t in ("f16", "bf16"):
         "        \"{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\"\n"
         "        : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
         "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"r\"(B[0]), \"r\"(B[1])); }}", ())
+CUDA_HELPERS["zyn_ex2_ftz"] = (
+    "{q}float zyn_ex2_ftz(float x) {{\n"
+    "    float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }}", ())
 CUDA_HELPERS["zyn_mma_tf32"] = (
     "// operands rounded to TF32 (nearest, ties away), as the tensor cores take them\n"
     "{q}unsigned zyn_tf32(float x) {{\n"
@@ -179,6 +182,13 @@ class CudaDialect(CFamily):
 
     def mma(self, a, ai, b, bi, c, ci, dtype, shape):
         return f"{self.need('zyn_mma_' + dtype)}(&{c}[{ci}], &{a}[{ai}], &{b}[{bi}]);"
+
+    def math(self, fn, args, dtype):
+        if fn == "fast_exp2" and dtype == "f32":
+            return f"{self.need('zyn_ex2_ftz')}({args[0]})"
+        if fn == "fmax" and dtype == "f32":
+            return f"fmaxf({args[0]}, {args[1]})"
+        return super().math(fn, args, dtype)
 
     def convert(self, dst, di, src, si, count, dtype):
         """Two f32 into a packed pair (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32), stored as one word."""

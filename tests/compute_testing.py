@@ -70,3 +70,13 @@ def emulate_kernel(prog, kernel, ins, sizes, scalars=None, warp=32):
     if err is not None:
         raise err
     return out
+
+
+def cuda_device():
+    """The first CUDA device ZynBook finds, or None (no CuPy, no driver, no GPU)."""
+    try:
+        from zynbook.backends import cuda as backend
+        found = backend.discover()
+    except Exception:
+        return None
+    return found[0] if found else None

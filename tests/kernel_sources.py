@@ -512,17 +512,7 @@ y
 # cover): a bias read twice and a relu
 HALF_EPILOGUE = EPILOGUE.replace("gelu(max(acc, 0.0) + bias[j] * 0.5)", "max(acc, 0.0) + bias[j] * 0.5")
 
-BATCHED = """let y = compute(A, B) {
-    @kernel batched_matmul
-    @workgroup(16, 16, 1)
-    for b in 0..batch, i in 0..M, j in 0..N:
-        var sum = 0.0
-        for k in 0..K:
-            sum += A[b, i, k] * B[b, k, j]
-        out[b, i, j] = sum
-}
-y
-"""
+BATCHED = SPEC_BATCHED_MATMUL
 
 GUARDED = """let y = compute(A, B) {
     @kernel matmul

@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
 
-from compute_testing import emulate_kernel, lower_block  # noqa: E402
+from compute_testing import cuda_device, emulate_kernel, lower_block  # noqa: E402
 from kernel_sources import BATCHED, EPILOGUE, GUARDED, HALF_EPILOGUE  # noqa: E402
 from tolerances import tolerance  # noqa: E402
 from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
@@ -466,16 +466,7 @@ def test_tiles_beyond_the_static_limit_take_dynamic_shared_memory():
 # ---- on a GPU, where there is one: the tensor-core configurations as the hardware runs them
 
 
-def _gpu():
-    try:
-        from zynbook.backends import cuda as backend
-        found = backend.discover()
-    except Exception:       # no CuPy, no driver
-        return None
-    return found[0] if found else None
-
-
-GPU = _gpu()
+GPU = cuda_device()
 GPU_PARAMS = [None,                                                     # the default
               GemmParams(128, 256, 32, 64, 64, 8, True, 3, True),       # dynamic shared memory
               GemmParams(128, 128, 32, 64, 64, 8, True, 4, True),

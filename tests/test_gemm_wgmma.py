@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
 
-from compute_testing import emulate_kernel, lower_block  # noqa: E402
+from compute_testing import cuda_device, emulate_kernel, lower_block  # noqa: E402
 from kernel_sources import BATCHED, HALF_EPILOGUE  # noqa: E402
 from tolerances import tolerance  # noqa: E402
 from zynbook.backends import emulator as emulate  # noqa: E402
@@ -237,16 +237,7 @@ def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
 # ---- on a GPU, where there is one: the programs as the hardware runs them
 
 
-def _gpu():
-    try:
-        from zynbook.backends import cuda as backend
-        found = backend.discover()
-    except Exception:       # no CuPy, no driver
-        return None
-    return found[0] if found else None
-
-
-GPU = _gpu()
+GPU = cuda_device()
 ON_HOPPER = GPU is not None and tuple(getattr(GPU, "cc", (0, 0))) == (9, 0)
 
 

@@ -210,6 +210,42 @@ def test_folded_scale_needs_its_sign():
         assert attention_mma.why_not(CUDA, match(k, CUDA, sz)[0], replace(MMA, fold_scale=True)) is None
 
 
+def test_packed_conversion_and_fast_math_on_the_emulator():
+    """The launch IR the variants add, against numpy: `Convert` (pairs of f32 into f16 or
+    bf16, rounded to nearest even, at even offsets), `fmax` (a NaN yields the other) and
+    `fast_exp2` (a result below the smallest normal is 0)."""
+    from zynbook.backends import emulator
+    from zynbook.backends.emulator import bf16_round
+    from zynbook.compiler.launch.text import format_program
+    x = np.array([1.0, -130.0, np.nan, 2.5, 1 / 3, -126.5, 0.0, 70000.0] * 4, np.float32)
+    y = np.array([2.0, 1.0, 3.0, np.nan, -1.0, 0.0, -0.0, 1.0] * 4, np.float32)
+    i32, t = "i32", ir.Thread("thread")
+    two_t = ir.Bin("*", t, ir.Lit(2, i32), i32)
+    at = lambda k: ir.Bin("+", two_t, ir.Lit(k, i32), i32)
+    for dtype in ("f16", "bf16"):
+        body = (ir.Array("_v", "f32", 2),
+                ir.Store("_v", ir.Lit(0, i32), ir.Math("fmax", (ir.Load("x", at(0), "f32"),
+                                                                 ir.Load("y", at(0), "f32")), "f32")),
+                ir.Store("_v", ir.Lit(1, i32), ir.Math("fast_exp2", (ir.Load("x", at(1), "f32"),), "f32")),
+                ir.Convert("out", two_t, "_v", ir.Lit(0, i32), 2, dtype),
+                ir.Store("raw", t, ir.Load("_v", ir.Lit(1, i32), "f32")))
+        params = (ir.Param("x", "buffer", "f32"), ir.Param("y", "buffer", "f32"),
+                  ir.Param("raw", "buffer", "f32", True), ir.Param("out", "buffer", dtype, True))
+        prog = ir.Program("pairs", (ir.Kernel("pairs", params, body, 16),), (ir.Launch("pairs", ir.Lit(1, i32), 16),))
+        assert "convert out[" in format_program(prog)
+        out, raw = np.zeros(32, emulator.numpy_dtype(dtype)), np.zeros(16, np.float32)
+        emulator.run(prog, {"x": x, "y": y, "raw": raw, "out": out}, {}, {})
+        with np.errstate(over="ignore"):
+            e = np.exp2(x[1::2].astype(np.float64))
+        want_raw = np.where(e < np.finfo(np.float32).tiny, 0.0, e).astype(np.float32)
+        np.testing.assert_array_equal(raw, want_raw)
+        rnd = (lambda v: np.float32(v).astype(np.float16).astype(np.float32)) if dtype == "f16" else \
+            (lambda v: np.array([bf16_round(a) for a in np.float32(v)], np.float32))
+        out = out.astype(np.float32)
+        np.testing.assert_array_equal(out[0::2], rnd(np.fmax(x[0::2], y[0::2])))
+        np.testing.assert_array_equal(out[1::2], rnd(want_raw))
+
+
 @pytest.mark.parametrize("text", [cross(A.three_pass("bool")), cross(A.online_stats("bool"))],
                          ids=["zero_empty_rows", "nan_empty_rows"])
 def test_equals_the_reference_executor(text):

@@ -962,7 +962,7 @@ class Interpreter:
                 "the inputs of this compute block")
             if committed is not None:
                 return [committed], True
-            return [self.default_device], False
+            return [self.session.default_device], False
         return self._annotated_devices(ann), True
 
     def _annotated_devices(self, ann) -> list:

@@ -36,7 +36,7 @@ class Tensor:
         self.device = device
         self.committed = bool(committed)
         self._shape = tuple(map(int, shape if shape is not None else data.shape))
-        self._dtype = dtype or _dtype_name(data.dtype)
+        self._dtype = dtype or _DTYPE_NAMES.get(data.dtype) or _dtype_name(data.dtype)
 
     # --------------------------------------------------------------- properties
     @property

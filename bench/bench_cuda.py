@@ -462,7 +462,8 @@ def mma_label(p) -> str:
     extra = [f"{p.block_kv}k"] if p.block_kv != 64 else []
     extra += [f"{p.stages} stages"] if p.stages != 2 else []
     extra += [w for w, on in (("packed", p.packed), ("folded scale", p.fold_scale),
-                              ("skip rescale", p.skip_rescale)) if on]
+                              ("skip rescale", p.skip_rescale), ("fast math", p.fast_math)) if on]
+    extra += [f"{p.occupancy} blocks/SM"] if p.occupancy else []
     return f"{p.block_q}q/{p.warps}w/{'held' if p.hold_q else 'read'} Q" + "".join(f", {e}" for e in extra)
 
 

@@ -75,8 +75,9 @@ class AttentionParams(Params):
     # spills; more, where the few values spilled are read outside the tile's inner loops)
     occupancy: int = 0
     # Q K^T and P V on tensor cores (attention_mma.py: f16 or bf16 Q, K, V; `block_q` queries
-    # over `warps` warps, 64-key tiles, Q's fragments held in registers for the whole key loop
-    # or read from shared memory at each tile, `hold_q`; the fields above are then unused)
+    # over `warps` warps, `block_kv`-key tiles, Q's fragments held in registers for the whole
+    # key loop or read from shared memory at each tile, `hold_q`, `occupancy` as above; the
+    # other fields above are then unused)
     mma: bool = False
     warps: int = 4
     hold_q: bool = True

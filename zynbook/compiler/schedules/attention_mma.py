@@ -72,15 +72,20 @@ CHOICES = (replace(MMA, block_q=128), replace(MMA, block_q=128, hold_q=False), M
 def variants(base) -> list:
     """The structural variants of one block shape, for the tuner and the benchmark: 128-key
     tiles, a 3-stage ring, packed conversions, the scale folded into the exponent, the
-    rescale skipped, the fast exp2 and maxima, each alone, then all together (with 64- and 128-key tiles); where a
-    warp takes 32 queries, 128-key tiles also over twice the warps of 16 (32 x 128 scores a
-    warp spill: about 100 bytes, nvcc sm_90, head_dim 64)."""
-    every = dict(stages=3, packed=True, fold_scale=True, skip_rescale=True, fast_math=True)
+    rescale skipped, the fast exp2 and maxima, each alone, then all the others with each
+    tile size and ring (the ring of three costs shared memory: at head_dim 128 one block of
+    64 queries a multiprocessor instead of two). Where a warp takes 32 queries, 128-key
+    tiles also over twice the warps of 16 (32 x 128 scores a warp spill: about 100 bytes,
+    nvcc sm_90, head_dim 64): 166 registers with a ring of three (one block a
+    multiprocessor, its shared memory), or capped at 128 for two blocks with two buffers
+    (60 bytes spilled)."""
+    every = dict(packed=True, fold_scale=True, skip_rescale=True, fast_math=True)
     out = [replace(base, block_kv=128), replace(base, stages=3), replace(base, packed=True),
-           replace(base, fold_scale=True), replace(base, skip_rescale=True),
-           replace(base, fast_math=True), replace(base, **every), replace(base, block_kv=128, **every)]
+           replace(base, fold_scale=True), replace(base, skip_rescale=True), replace(base, fast_math=True)]
+    out += [replace(base, block_kv=bk, stages=st, **every) for bk in BLOCK_KV for st in STAGES]
     if base.block_q // base.warps == 32:
-        out.append(replace(base, warps=2 * base.warps, block_kv=128, **every))
+        wide = replace(base, warps=2 * base.warps, block_kv=128, **every)
+        out += [replace(wide, stages=3), replace(wide, occupancy=2)]
     return out
 
 
@@ -266,7 +271,7 @@ class _MmaKernel(_Kernel):
         k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, self.idx), tuple(body), self.T, idx,
                       f"attention, head_dim {D}: {self.BQ} queries x {BK}-key tiles on tensor cores "
                       f"({self.NW} warps of {16 * self.MT} queries)",
-                      dynamic_shared=used if used > STATIC_SHARED else 0)
+                      min_blocks=P.occupancy, dynamic_shared=used if used > STATIC_SHARED else 0)
         blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), self.BQ), idx)
         return k, blocks
 

@@ -5,6 +5,7 @@ import html
 
 import numpy as np
 
+from ..backends.cuda.views import cupy_view     # (needs no CuPy until it is called)
 from ..compiler.types import dtype_from_numpy
 
 
@@ -166,8 +167,7 @@ def to_tensor(value, device: str = "cpu"):
             value = value.detach()
         if value.is_cuda:
             try:
-                from ..backends.cuda.views import cupy_view     # made once per tensor
-                view = cupy_view(value)
+                view = cupy_view(value)     # made once per tensor
                 return Tensor(view, _CUDA_IDS[view.data.device_id])
             except ImportError:
                 pass

@@ -180,6 +180,8 @@ def test_every_variant(params):
         prog = SCHED.build(k, CUDA, sz, params)
         assert any(isinstance(n, ir.Convert) for n in ir.walk(prog.kernels)) == params.packed
         assert ("u_out" in prog.aligned) == params.packed
+        shared = {n.name for n in ir.walk(prog.kernels) if isinstance(n, ir.Array) and n.space == "shared"}
+        assert ("_qs" in shared) != attention_mma.q_in_ring(params)     # Q in the ring's last buffer
         fns = {n.fn for n in ir.walk(prog.kernels) if isinstance(n, ir.Math)}
         assert ({"fast_exp2", "fmax"} <= fns) == params.fast_math and ("exp2" in fns) != params.fast_math
         _check(text, prog, k, ins, sz, sc)

@@ -107,8 +107,18 @@ def choices(target, shape, sizes) -> list:
 
 
 def shared_bytes(params, D: int) -> int:
-    """Q's rows and `stages` buffers of K and V rows, padded."""
-    return 2 * (params.block_q + 2 * params.stages * params.block_kv) * (D + PAD)
+    """Q's rows (unless they borrow the ring's last buffer) and `stages` buffers of K and V
+    rows, padded."""
+    q = 0 if q_in_ring(params) else params.block_q
+    return 2 * (q + 2 * params.stages * params.block_kv) * (D + PAD)
+
+
+def q_in_ring(params) -> bool:
+    """Whether Q's rows are copied into the K rows of the ring's last buffer: where the warps
+    hold Q's fragments and that buffer is first refilled after a barrier that finds every
+    warp past loading them (a ring of three or more), and the queries fit its rows (at
+    head_dim 128, 64 queries and a ring of three: 104 KiB a block, two a multiprocessor)."""
+    return params.hold_q and params.stages >= 3 and params.block_q <= params.block_kv
 
 
 def aligned(params) -> tuple:
@@ -169,6 +179,7 @@ def describe(params, shape) -> str:
             + ("held in registers" if params.hold_q else "read from shared memory each tile")
             + f", online softmax in registers (exp2), {params.block_kv}-key K/V tiles by cp.async into "
             + ("two shared buffers" if params.stages == 2 else f"a ring of {params.stages} shared buffers")
+            + (" (Q's rows copied into the last)" if q_in_ring(params) else "")
             + (", P and O converted by pairs" if params.packed else "")
             + (", the scale in the exponent's FMA" if params.fold_scale else "")
             + (", O rescaled only where a row's maximum grew" if params.skip_rescale else "")
@@ -226,7 +237,7 @@ class _MmaKernel(_Kernel):
                  for role in ("q", "k", "v", "out")]
         body += [ir.Decl("_scale", F, scale),
                  ir.Decl("_nk", idx, ir.Bin("/", self.add(kend, self.i(BK - 1)), self.i(BK), idx)),
-                 ir.Array("_qs", self.dt, self.BQ * self.ST, "shared"),
+                 *([] if q_in_ring(P) else [ir.Array("_qs", self.dt, self.BQ * self.ST, "shared")]),
                  ir.Array("_ks", self.dt, self.NS * BK * self.ST, "shared"),
                  ir.Array("_vs", self.dt, self.NS * BK * self.ST, "shared"),
                  ir.Array("_fq", self.dt, self.MT * (D // 16 if P.hold_q else 1) * 8),
@@ -241,7 +252,7 @@ class _MmaKernel(_Kernel):
                  self.loop("_i", self.MT * self.ND * 4, lambda i: [ir.Store("_o", i, ZERO)])]
         # Q in a group of its own, then the first tiles (one a group); Q's fragments once
         # its group is complete
-        body += self.issue("q", r("_q0"), self.BQ, r("_S"), "_qs", self.i(0))
+        body += self.issue("q", r("_q0"), self.BQ, r("_S"), *self.q_rows())
         body.append(ir.AsyncCommit())
         for t in range(self.NS - 1):
             body += [self.issue_tile(self.i(t)), ir.AsyncCommit()]
@@ -328,6 +339,13 @@ class _MmaKernel(_Kernel):
 
     # ---- fragments and products -------------------------------------------------------
 
+    def q_rows(self):
+        """(shared array, first element) of Q's rows: an array of their own, or the K rows of
+        the ring's last buffer (`q_in_ring`)."""
+        if q_in_ring(self.P):
+            return "_ks", self.i((self.NS - 1) * self.BK * self.ST)
+        return "_qs", self.i(0)
+
     def q_at(self, mi, kk) -> ir.Expr:
         """Where the A fragment of m16 tile mi and k16 step kk is kept: every step's, where
         the warp holds Q in registers (`hold_q`), else the current step's."""
@@ -340,7 +358,8 @@ class _MmaKernel(_Kernel):
         r = self.ref
         row = self.add(r("_wq"), self.mul(mi, self.i(16)), self.mul(self.imod(r("_lq"), 2), self.i(8)), r("_l8"))
         col = self.add(self.mul(kk, self.i(16)), self.mul(self.idiv(r("_lq"), 2), self.i(8)))
-        return [ir.MatrixLoad("_fq", self.q_at(mi, kk), "_qs", self.add(self.mul(row, self.i(self.ST)), col),
+        qs, base = self.q_rows()
+        return [ir.MatrixLoad("_fq", self.q_at(mi, kk), qs, self.add(base, self.mul(row, self.i(self.ST)), col),
                               4, False, self.dt)]
 
     def scores(self) -> list:

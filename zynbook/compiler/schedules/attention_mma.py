@@ -8,8 +8,9 @@ keeps them in registers (`hold_q`), or loads each k16 step's again at every tile
 by tiles of `block_kv` (64 or 128): their K and V rows are copied by cp.async into a ring of
 `stages` shared buffers: with two, the next tile is copied while this one is computed (two
 barriers a tile: the buffer refilled is the one just read); with three, the copy runs two
-tiles ahead and one barrier a tile both publishes this tile and frees the one refilled. Per
-tile and warp:
+tiles ahead and one barrier a tile both publishes this tile and frees the one refilled
+(where the warps hold Q's fragments, Q's rows borrow that ring's last buffer). Per tile and
+warp:
 
 * S = Q K^T: B fragments from the K rows by ldmatrix (the rows are K's columns: no
   transpose), the tile's keys as n8 accumulator tiles;
@@ -20,7 +21,8 @@ tile and warp:
   share of the row sum kept (summed over the quad once, at the end). With `fold_scale` (a
   scale known not negative) the maximum is the raw scores' and each weight one FMA and exp2,
   exp2(s c - m c); with `skip_rescale` O is rescaled only where a row of the warp found a
-  larger maximum (a warp-uniform branch; a factor of 1 elsewhere is exact anyway);
+  larger maximum (a warp-uniform branch; a factor of 1 elsewhere is exact anyway); with
+  `fast_math` exp2 is one ex2.approx.ftz and the running maximum one max.f32;
 * P goes from the C accumulators straight into A fragments of the input's type: the C layout
   of two adjacent n8 tiles is the A layout of one k16 step, A[2 p + h] = C_{2 kk + p // 2}[2 (p % 2) + h]
   (with `packed`, by pairs: one cvt.rn.f16x2.f32 / bf16x2 a pair, as the output's stores);
@@ -30,8 +32,9 @@ Finally each query in range stores O / l in the output's type; a query no key is
 stores what the other schedules store (0, or 0 / 0 where the body divides inside its loop).
 Shared rows are padded by 16 bytes, so that the eight rows an ldmatrix phase reads meet eight
 different bank groups. Where the condition is causal (key <= query) the key loop ends at the
-block's last query, and the blocks with the most keys are launched first. The sizes are baked in; where the keys fill whole tiles no key bound is
-tested.
+block's last query, and the blocks with the most keys are launched first. The sizes are
+baked in; where the keys fill whole tiles no key bound is tested. `occupancy`, where not 0,
+is the blocks a multiprocessor should hold (the register cap of __launch_bounds__).
 """
 from __future__ import annotations
 
@@ -73,12 +76,11 @@ def variants(base) -> list:
     """The structural variants of one block shape, for the tuner and the benchmark: 128-key
     tiles, a 3-stage ring, packed conversions, the scale folded into the exponent, the
     rescale skipped, the fast exp2 and maxima, each alone, then all the others with each
-    tile size and ring (the ring of three costs shared memory: at head_dim 128 one block of
-    64 queries a multiprocessor instead of two). Where a warp takes 32 queries, 128-key
-    tiles also over twice the warps of 16 (32 x 128 scores a warp spill: about 100 bytes,
-    nvcc sm_90, head_dim 64): 166 registers with a ring of three (one block a
-    multiprocessor, its shared memory), or capped at 128 for two blocks with two buffers
-    (60 bytes spilled)."""
+    tile size and ring (a ring of three 128-key buffers at head_dim 128 takes 209 KiB: one
+    block a multiprocessor). Where a warp takes 32 queries, 128-key tiles also over twice
+    the warps of 16 (32 x 128 scores a warp spill: about 100 bytes, nvcc sm_90, head_dim
+    64): 166 registers with a ring of three (one block of 8 warps a multiprocessor, the
+    registers), or capped at 128 for two blocks with two buffers (60 bytes spilled)."""
     every = dict(packed=True, fold_scale=True, skip_rescale=True, fast_math=True)
     out = [replace(base, block_kv=128), replace(base, stages=3), replace(base, packed=True),
            replace(base, fold_scale=True), replace(base, skip_rescale=True), replace(base, fast_math=True)]

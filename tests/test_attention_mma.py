@@ -368,3 +368,23 @@ def test_on_the_gpu(case):
     assert (np.isnan(got) == np.isnan(want)).all()
     ok = ~np.isnan(want)
     assert_within(got[ok], want[ok], TOL, TOL)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", [p for p in VARIANTS if p.packed], ids=_variant_id)
+def test_combined_variants_on_the_gpu(params):
+    """The combined variants (each change but the tile size and ring is a part of them)
+    under a causal condition over 300 queries in f16: head_dim 128 for 4 warps of 16, 64
+    for the shapes of 32 queries a warp."""
+    dev = _gpu()
+    if dev is None:
+        pytest.skip("no CUDA GPU (or no CuPy)")
+    text, d = A.three_pass("causal", "const"), 128 if params.block_q // params.warps == 16 else 64
+    k, ins, sz, sc = _lower(text, "f16", 300, 300, d, 1, 4)
+    compiled = dev.compile(k, sz, {"params": Choice("attention", params)})
+    assert "tensor cores" in compiled.program.schedule
+    want = answer(text, k, ins, sz)
+    out = dev.allocate(want.shape, k.output.dtype)
+    compiled.launch_raw([dev._as_device_array(a, b.dtype) for a, b in zip(ins, k.inputs)] + [out], sc)
+    got = np.asarray(dev.to_host(out), np.float64)
+    assert_within(got, want, TOL, TOL)

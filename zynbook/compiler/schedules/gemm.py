@@ -64,7 +64,10 @@ GROUP_M = 8             # tile rows visited together by the pipelined tensor-cor
 MIN_SIDE = 16           # M or N below this wastes most of a tile: the thread schedule does better
 # tensor-core block tiles of the pipelined schedule: (BM, BN, TM, TN), a warp per TM x TN
 MMA_TILES = ((128, 128, 64, 64), (128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 32),
-             (64, 128, 32, 32), (64, 64, 32, 32))
+             (64, 128, 32, 32), (64, 64, 32, 32), (64, 256, 32, 64), (64, 128, 32, 64))
+# a convolution's few filters (M <= 64) against many pixels: a 64-row tile of 8 warps,
+# 256 pixels wide, so that the gathered operand's copies spread over 256 threads
+CONV_TILE = dict(bm=64, bn=256, bk=16, tm=32, tn=64, stages=3)
 # warpgroup-MMA block tiles (sm_90a): (BM, BN, TN), a warpgroup per 64 x TN
 WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128), (64, 256, 256))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
@@ -172,6 +175,12 @@ def _zero(dtype: str) -> ir.Expr:
     return ir.Cast(lit(0, "f32"), dtype) if dtype in ("f16", "bf16") else lit(0, dtype)
 
 
+def _gathered(form: _Form) -> bool:
+    """Whether the contraction reads an operand gathered (a convolution's input: several
+    reduction loops, or a guard)."""
+    return len(form.c.rloops) > 1 or form.c.cond is not None
+
+
 def _kcontig(load: cir.Load, vars_) -> bool:
     return not load.index or not (free_vars(load.index[-1]) & set(vars_))
 
@@ -208,7 +217,10 @@ def match(kernel: cir.Kernel, sizes: dict, symbolic: bool = False):
 
 def _vector_ok(kernel, form: _Form, side: _Side, sizes: dict, width: int) -> bool:
     """Whether `width` consecutive elements of the side's contiguous axis are consecutive,
-    aligned addresses that are all in or all out of bounds (sizes baked in)."""
+    aligned addresses that are all in or all out of bounds (sizes baked in). The axis may
+    be several loops whose variables are the load's trailing indices in order, each inner
+    one spanning its whole dimension (a convolution's filter read along ic, kh, kw: one
+    contiguous K)."""
     if width == 1:
         return True
     if side.cond is not None:
@@ -220,16 +232,19 @@ def _vector_ok(kernel, form: _Form, side: _Side, sizes: dict, width: int) -> boo
         loops = list(form.c.rloops)
     else:
         loops = [lp for lp in form.c.ploops if lp.var in side.vars]
-    if len(loops) != 1:
+    n = len(loops)
+    if not 0 < n <= len(buf.shape):
         return False
-    lp, last = loops[0], side.load.index[-1]
-    if not (isinstance(last, cir.Var) and last.name == lp.var) or \
-            any(lp.var in free_vars(i) for i in side.load.index[:-1]):
+    trailing, names = side.load.index[-n:], {lp.var for lp in loops}
+    if not all(isinstance(i, cir.Var) and i.name == lp.var for i, lp in zip(trailing, loops)) or \
+            any(names & free_vars(i) for i in side.load.index[:-n]):
         return False
-    if not (isinstance(lp.start, cir.Const) and lp.start.value == 0
-            and isinstance(lp.step, cir.Const) and lp.step.value == 1):
+    if not all(isinstance(lp.start, cir.Const) and lp.start.value == 0 and
+               isinstance(lp.step, cir.Const) and lp.step.value == 1 for lp in loops):
         return False
-    return trip_count(lp, sizes) % width == 0 and cir.eval_dim(buf.shape[-1], sizes) % width == 0
+    dims = [cir.eval_dim(d, sizes) for d in buf.shape[-n:]]
+    counts = [trip_count(lp, sizes) for lp in loops]
+    return dims[1:] == counts[1:] and prod(counts) % width == 0 and prod(dims) % width == 0
 
 
 def _side_sizes(form: _Form, sizes: dict):
@@ -284,14 +299,15 @@ class Gemm(Schedule):
         return max(1, min(4, target.vector_bytes // ib)) if not target.symbolic_sizes else 1
 
     def _mma_kind(self, kernel, target, sizes, form: _Form):
-        """"half" (f16/bf16 operands of one type in 16-byte loads), "tf32" (f32 operands, or
+        """"half" (f16/bf16 operands of one type in 16-byte loads, or a gathered operand
+        element by element through registers), "tf32" (f32 operands, or
         any mix of f32, f16 and bf16, where the program allows TF32: `config { allow_tf32:
         true }`) or None: no tensor cores."""
         if target.symbolic_sizes or "mma.sync" not in target.tensor_cores or form.acc != "f32":
             return None
         if form.dtypes[0] == form.dtypes[1] and form.dtypes[0] in ("f16", "bf16") and \
-                target.vector_bytes >= 16 and \
-                all(_vector_ok(kernel, form, s, sizes, 8) for s in (form.m, form.n)):
+                target.vector_bytes >= 16 and (_gathered(form) or
+                                               all(_vector_ok(kernel, form, s, sizes, 8) for s in (form.m, form.n))):
             return "half"
         if _tf32(form.dtypes) and getattr(kernel.schedule, "allow_tf32", None):
             return "tf32"
@@ -304,13 +320,22 @@ class Gemm(Schedule):
         return all(_vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32"))
                    for s, d in zip((form.m, form.n), form.dtypes))
 
+    def _copies(self, kernel, target, form: _Form, sizes, width: int, kind: str) -> bool:
+        """Whether both operands reach shared memory by cp.async: in 16-byte copies (`width`
+        elements, _side_width), or, in a gathered contraction, a 4-byte element a copy (a
+        convolution's f32 input, the copy's zero fill its bounds and padding guard)."""
+        p = GemmParams(width=width, mma=True)
+        return target.async_copy and all(
+            _vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32")) or
+            (_BYTES[d] == 4 and _gathered(form)) for s, d in zip((form.m, form.n), form.dtypes))
+
     def _mma_firsts(self, kernel, target, sizes, form: _Form, kind: str, M: int, N: int,
                     wgmma: bool = True):
         """Tensor-core parameters to try first: the architecture's warpgroup-MMA configuration
         (half operands, where `wgmma`; a smaller tile along a short side), its tuned mma.sync
         one (configs.gemm_config), halved along a side of 64 or less, then the two-buffer one."""
         width = 8 if kind == "half" else 4
-        async_ok = target.async_copy and self._vectors(kernel, form, sizes, width, kind)
+        async_ok = self._copies(kernel, target, form, sizes, width, kind)
         out = []
         wconf = configs.gemm_config(target, "wgmma") if kind == "half" and wgmma else None
         if wconf is not None and async_ok:      # warpgroup MMAs (sm_90a; _fits says where)
@@ -325,6 +350,8 @@ class Gemm(Schedule):
             p = GemmParams(width=width, mma=True, **conf)
             if M <= 64:
                 p = dataclasses.replace(p, bm=64, tm=min(p.tm, 32))
+                if _gathered(form) and N > 128:     # a convolution's few filters: CONV_TILE
+                    p = dataclasses.replace(p, **CONV_TILE)
             if N <= 64:
                 p = dataclasses.replace(p, bn=64, tn=min(p.tn, 32))
             out.append(p)
@@ -391,14 +418,15 @@ class Gemm(Schedule):
         kind = self._mma_kind(kernel, target, sizes, form)
         if kind:
             w = 8 if kind == "half" else 4
-            w = w if self._vectors(kernel, form, sizes, w, kind) else 1
+            copies = self._copies(kernel, target, form, sizes, w, kind)
+            w = w if copies or kind == "half" or self._vectors(kernel, form, sizes, w, kind) else 1
             piped = [GemmParams(a, b, bk, c, d, w, True, st, sw) for sw in (True, False)
-                     for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if w > 1 else []
+                     for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if copies else []
             staged = [GemmParams(a, b, bk, a // 2, b // 4, w, True) for a in (64, 128)
                       for b in (64, 128) for bk in (16, 32)]
             warpgroups = [GemmParams(a, b, 64, 64, tn, w, True, st, True, True)
                           for a, b, tn in WGMMA_TILES for st in (4, 3, 5, 6)] \
-                if kind == "half" and w > 1 else []
+                if kind == "half" and copies else []
             cands = warpgroups + piped + staged + cands
         for p in cands:
             if p not in out and self._fits(p, target, form):
@@ -448,10 +476,13 @@ class _Builder:
         # a tensor-core tile's element type and bytes, by side (_tile_dtypes)
         self.tile_dt = dict(zip("mn", _tile_dtypes(params, self.f.dtypes)))
         self.ibs = {s: _BYTES[self.tile_dt[s]] for s in ("m", "n")}
-        if params.mma and not self.tf32 and min(self.W.values()) < 8:
-            raise ValueError("half-precision tensor-core tiles need both operands in 16-byte loads")
-        if params.stages and any(self.W[s] * self.ibs[s] < 16 for s in ("m", "n")):
-            raise ValueError("cp.async stages need both operands in 16-byte loads")
+        if params.mma and not self.tf32 and min(self.W.values()) < 8 and \
+                (params.stages or not _gathered(self.f)):
+            raise ValueError("half-precision tensor-core tiles need both operands in 16-byte loads "
+                             "(a gathered one is staged through registers)")
+        if params.stages and any(self.W[s] * self.ibs[s] < 16 and not (self.W[s] == 1 and self.ibs[s] == 4)
+                                 for s in ("m", "n")):
+            raise ValueError("cp.async stages need each operand in 16-byte loads or 4-byte elements")
 
     # ---- small helpers ----------------------------------------------------------------
 
@@ -542,6 +573,10 @@ class _Builder:
         ntiles = self.name(head, "tiles", self.op("*", per_batch, nb))
         self.tid = self.axis("thread")
         self.setup(head)
+        for s in ("m", "n"):
+            if self.hoisted(s):
+                slots = 1 if self.x_fixed(s) else self.shape[s][1]
+                head += [ir.Array(f"_h{s}{j}", self.idx, slots, "local") for j in range(len(self.loops[s]))]
         tile = ir.Ref("_tile", self.idx)
         body = [ir.Decl("_bz", self.idx, self.op("/", tile, per_batch))] if bloops else []
         body.append(ir.Decl("_tb", self.idx, self.op("%", tile, per_batch)))
@@ -560,7 +595,7 @@ class _Builder:
         self.m0, self.n0 = ir.Ref("_m0", self.idx), ir.Ref("_n0", self.idx)
 
         def tile_body():
-            out = self.decompose(ir.Ref("_bz", self.idx), bloops, bexts)
+            out = self.decompose(ir.Ref("_bz", self.idx), bloops, bexts) + self.hoist()
             out.append(self.unrolled("_z", self.acc_count, lambda v: [
                 ir.Store("_acc", v, _zero(self.cd))]))
             out += self.mainloop()
@@ -667,29 +702,87 @@ class _Builder:
 
     # ---- the K loop -------------------------------------------------------------------
 
+    def place(self, s: str, r: ir.Expr) -> tuple:
+        """(x, k): the place in side `s`'s tile of this thread's chunk r of a slice, chunk
+        e = thread + r * threads. Where the threads are a multiple of the divisor q, e % q
+        and e / q are the thread's own plus a constant of r."""
+        p, side, W = self.p, getattr(self.f, s), self.W[s]
+        bx = p.bm if s == "m" else p.bn
+        if p.mma and side.kcontig:          # chunks walk K along a row of the tile
+            q, x_of_rem, k_of = p.bk // W, False, lambda d: self.op("*", d, W)
+        elif side.kcontig and W == 1:       # consecutive threads read consecutive k
+            q, x_of_rem, k_of = p.bk, False, lambda d: d
+        elif side.kcontig:                  # a vector of k per row; a warp covers 32 rows
+            q, x_of_rem, k_of = bx, True, lambda d: self.op("*", d, W)
+        else:
+            q, x_of_rem, k_of = bx // W, True, lambda d: d
+        if p.threads % q == 0:
+            rem = self.op("%", self.tid, q)
+            quo = self.op("+", self.op("/", self.tid, q), self.op("*", r, p.threads // q))
+        else:
+            e = self.op("+", self.tid, self.op("*", r, p.threads))
+            rem, quo = self.op("%", e, q), self.op("/", e, q)
+        if x_of_rem:
+            return (self.op("*", rem, W) if not side.kcontig else rem), k_of(quo)
+        return quo, k_of(rem)
+
+    def x_fixed(self, s: str) -> bool:
+        """Whether every chunk of this thread in side `s` lies in one row x of the tile."""
+        p, side, W = self.p, getattr(self.f, s), self.W[s]
+        _, per, *_ = self.shape[s]
+        bx = p.bm if s == "m" else p.bn
+        q = None if side.kcontig and (p.mma or W == 1) else bx if side.kcontig else bx // W
+        return per == 1 or (q is not None and p.threads % q == 0)
+
     def chunks(self, s: str, body_of) -> ir.For:
         """For each of this thread's chunks of side `s`'s slice: body_of(x, k, r), with the
         chunk's place (x, k) in the tile and its slot r in the staging registers."""
-        p, side, W = self.p, getattr(self.f, s), self.W[s]
+        p = self.p
         chunks, per, *_ = self.shape[s]
-        bx = p.bm if s == "m" else p.bn
 
         def body(r):
             e = self.op("+", self.tid, self.op("*", r, p.threads))
-            if p.mma and side.kcontig:          # chunks walk K along a row of the tile
-                x, k = self.op("/", e, p.bk // W), self.op("*", self.op("%", e, p.bk // W), W)
-            elif side.kcontig and W == 1:       # consecutive threads read consecutive k
-                x, k = self.op("/", e, p.bk), self.op("%", e, p.bk)
-            elif side.kcontig:                  # a vector of k per row; a warp covers 32 rows
-                x, k = self.op("%", e, bx), self.op("*", self.op("/", e, bx), W)
-            else:
-                x, k = self.op("*", self.op("%", e, bx // W), W), self.op("/", e, bx // W)
+            x, k = self.place(s, r)
             out = [ir.Decl("_x", self.idx, x), ir.Decl("_k", self.idx, k)]
             out += body_of(self.ref("_x"), self.ref("_k"), r)
             if chunks % p.threads:
                 return [ir.If(self.op("<", e, chunks), tuple(out))]
             return out
         return self.unrolled(self.fresh("r"), per, body)
+
+    def hoisted(self, s: str) -> bool:
+        """Whether side `s`'s output variables are decomposed from a tile row once a tile
+        (several of them: a convolution's image, row and column), not per element and slice."""
+        return len(self.loops[s]) > 1
+
+    def hoist(self) -> list:
+        """Each hoisted side's variables of this thread's tile rows (one row where all its
+        chunks share it, else one a chunk) into registers `_h<side><j>`."""
+        out = []
+        for s in ("m", "n"):
+            if not self.hoisted(s):
+                continue
+            x0 = self.m0 if s == "m" else self.n0
+
+            def store(x, r):
+                def body():
+                    got = self.decompose(self.op("+", x0, x), self.loops[s], self.exts[s])
+                    return got + [ir.Store(f"_h{s}{j}", r, ir.Ref(self.low.lookup(lp.var)[0], self.idx))
+                                  for j, lp in enumerate(self.loops[s])]
+                return self.scoped(body)
+            if self.x_fixed(s):
+                out += store(self.place(s, self.i(0))[0], self.i(0))
+            else:
+                out.append(self.chunks(s, lambda x, k, r: store(x, r)))
+        return out
+
+    def x_binds(self, s: str, gx: ir.Expr, r: ir.Expr) -> list:
+        """Side `s`'s output variables of tile row gx (chunk r) bound in the current scope."""
+        if not self.hoisted(s):
+            return self.decompose(gx, self.loops[s], self.exts[s])
+        slot = self.i(0) if self.x_fixed(s) else r
+        return [ir.Decl(self.low.bind(lp.var, self.idx), self.idx, ir.Load(f"_h{s}{j}", slot, self.idx),
+                        False, lp.line) for j, lp in enumerate(self.loops[s])]
 
     def stage(self, s: str, k0: ir.Expr) -> list:
         """Side `s`'s chunks of the slice from K index `k0` into the staging registers;
@@ -704,7 +797,7 @@ class _Builder:
             gx, gk = self.op("+", x0, x), self.op("+", k0, k)
             inside = self.op("and", self.op("<", gx, X), self.op("<", gk, self.K))
             slot = self.op("*", r, W)
-            binds = lambda: self.decompose(gx, self.loops[s], self.exts[s]) + \
+            binds = lambda: self.x_binds(s, gx, r) + \
                 self.decompose(gk, list(self.f.c.rloops), self.rext)
             if W > 1:
                 def copy():
@@ -788,14 +881,20 @@ class _Builder:
 
         def one(x, k, r):
             gx, gk = self.op("+", x0, x), self.op("+", k0, k)
-            inside = self.op("and", self.op("<", gx, X), self.op("<", gk, self.K))
+            guard = self.op("and", self.op("<", gx, X), self.op("<", gk, self.K))
 
             def copy():
-                out = self.decompose(gx, self.loops[s], self.exts[s])
+                out = self.x_binds(s, gx, r)
                 out += self.decompose(gk, list(self.f.c.rloops), self.rext)
-                off, _ = low.flat(side.load.buffer, side.load.index, store=False)
-                return out + [ir.AsyncCopy(f"_sh{s}", self.at(s, buf, x, k, aligned=True), buf_ident,
-                                           off, W, buf_dt, inside)]
+                if side.cond is None:
+                    off, _ = low.flat(side.load.buffer, side.load.index, store=False)
+                    g = guard
+                else:       # a gathered element: zeros land where the guard (padding) is false
+                    g = self.op("and", guard, cast(low.expr(side.cond), "bool"))
+                    with low.facts.assuming(side.cond):
+                        off, _ = low.flat(side.load.buffer, side.load.index, store=False)
+                at = self.at(s, buf, x, k, aligned=W * self.ibs[s] >= 16)
+                return out + [ir.AsyncCopy(f"_sh{s}", at, buf_ident, off, W, buf_dt, g)]
             return self.scoped(copy)
         return [self.chunks(s, one)]
 

@@ -72,7 +72,7 @@ CONV_TILE = dict(bm=64, bn=256, bk=16, tm=32, tn=64, stages=3)
 WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128), (64, 256, 256))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
-             (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4))
+             (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4), (64, 256, 8, 8))
 
 
 @dataclass(frozen=True)
@@ -424,6 +424,8 @@ class Gemm(Schedule):
                      for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if copies else []
             staged = [GemmParams(a, b, bk, a // 2, b // 4, w, True) for a in (64, 128)
                       for b in (64, 128) for bk in (16, 32)]
+            if _gathered(form):     # few filters, many pixels (CONV_TILE's shape)
+                staged += [GemmParams(64, 256, bk, 32, 64, w, True) for bk in (32, 16)]
             warpgroups = [GemmParams(a, b, 64, 64, tn, w, True, st, True, True)
                           for a, b, tn in WGMMA_TILES for st in (4, 3, 5, 6)] \
                 if kind == "half" and copies else []
@@ -667,7 +669,9 @@ class _Builder:
             chunks = bx * p.bk // self.W[s]
             per = -(-chunks // p.threads)
             dt = f.dtypes[0 if s == "m" else 1]
-            reg_dt = dt if self.W[s] > 1 else self.cd
+            # an element staged alone is held in the sum's type, but in its own where the
+            # tile keeps that type (a half element into a half tensor-core tile)
+            reg_dt = dt if self.W[s] > 1 or (p.mma and self.tile_dt[s] == dt) else self.cd
             if p.mma:       # the operand's own layout: rows of K or of X (GemmParams.tile_rows)
                 rows, row = p.tile_rows(s, self.ibs[s], side.kcontig)
                 sh_dt = self.tile_dt[s]

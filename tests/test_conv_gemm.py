@@ -28,7 +28,9 @@ from zynbook.compiler.targets import cuda_target  # noqa: E402
 CONV = unannotated(SPEC_CONV2D)
 # (batch, in channels, filters, height, width, kernel size, stride, padding)
 CASES = {"3x3": (2, 5, 7, 9, 9, 3, 1, 1), "1x1": (2, 6, 9, 7, 5, 1, 1, 0),
-         "stride2": (1, 3, 8, 13, 11, 3, 2, 0)}
+         "stride2": (1, 3, 8, 13, 11, 3, 2, 0),
+         # input channels a multiple of BK: K walked a filter tap (kh, kw) a slice
+         "3x3_c16": (2, 16, 7, 9, 7, 3, 1, 1), "stride2_c32": (1, 32, 5, 9, 8, 3, 2, 1)}
 # tensor-core tiles for the emulator: the cp.async ring (padded or swizzled, 2 to 4
 # stages), two buffers through registers, and the convolution's 64 x 256 tile
 PIPELINED = [GemmParams(32, 32, 16, 16, 16, 4, True, 2, False), GemmParams(32, 32, 16, 16, 16, 4, True, 3, True),
@@ -159,6 +161,40 @@ def test_half_tiles_refuse_a_gathered_operand_in_the_ring():
     with pytest.raises(ValueError, match="a gathered one is staged through registers"):
         Gemm().build(kernel, cuda_target(), sizes, GemmParams(32, 32, 16, 16, 16, 8, True, 3, True))
     assert not any(p.stages for p in Gemm().space(kernel, cuda_target(), sizes) if p.mma)
+
+
+def tap_values(prog) -> set:
+    """The values the copies (or staging loads) of a K slice's chunks give a filter tap's
+    kh and kw: set from the slice's digits, or decomposed per chunk (a division)."""
+    loop = next(n for n in ir.walk(prog.kernels[0]) if isinstance(n, ir.For) and n.var == "_kt")
+    chunks = [n for n in ir.walk(loop) if isinstance(n, ir.For) and n.var.startswith("_r")]
+    return {type(n.value).__name__ if not isinstance(n.value, ir.Bin) else n.value.op
+            for c in chunks for n in ir.walk(c) if isinstance(n, ir.Decl) and n.name.startswith(("u_kh", "u_kw"))}
+
+
+@pytest.mark.parametrize("case", ["3x3_c16", "stride2_c32"])
+def test_a_k_slice_is_one_filter_tap(case):
+    """Where BK divides the input channels, K is walked as (kh, kw, ic): a slice's tap is
+    decomposed once, a column's channel is the slice's plus a constant, the padding guard
+    and address of a tile row the same for all its columns but that constant."""
+    exact, ins, sizes = conv(case)
+    want = numpy_conv(*ins, sizes["stride"], sizes["padding"])
+    want_tf32 = numpy_conv(*[_tf32(a) for a in ins[:2]], ins[2], sizes["stride"], sizes["padding"])
+    tf32 = _allow_tf32(exact)
+    for kernel, p, ref in [(exact, GemmParams(32, 32, 16, 4, 4, 4), want),
+                           (tf32, PIPELINED[0], want_tf32), (tf32, PIPELINED[2], want_tf32),
+                           (tf32, STAGED, want_tf32), (tf32, WIDE, want_tf32)]:
+        prog, got = emulated(kernel, ins, sizes, p)
+        np.testing.assert_allclose(got, ref, err_msg=p.describe(), **tolerance("f32", "contraction"))
+        assert tap_values(prog) == {"Ref"}, p.describe()
+        assert "kernel in 16-byte loads" not in prog.schedule     # the filters gathered too
+    half, ins, sizes = conv(case, "f16")
+    for p in HALF:
+        prog, got = emulated(half, ins, sizes, p)
+        np.testing.assert_allclose(got, numpy_conv(*ins, sizes["stride"], sizes["padding"]),
+                                   err_msg=p.describe(), **tolerance("f16", "contraction"))
+        # K in the loops' order where BK does not divide the channels
+        assert (tap_values(prog) == {"Ref"}) == (sizes["in_channels"] % p.bk == 0), p.describe()
 
 
 def test_the_space_offers_tiles_for_few_filters():

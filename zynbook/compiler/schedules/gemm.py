@@ -17,7 +17,17 @@ barrier per slice; out-of-range rows land as zeros), and tiles are visited in gr
 `GROUP_M` tile rows so that neighbouring blocks share operand rows in L2. A side whose
 contiguous axis allows it is read `width` elements at a time (16-byte loads; a device whose
 buffers are not aligned runs the program's `fallback`); any other side is gathered element
-by element. The product itself is either
+by element.
+
+A convolution's gathered input (the im2col of implicit GEMM, read under its padding guard):
+in f32 each element is a 4-byte cp.async whose zero fill is the guard, so the ring serves
+it too (f16 and bf16 elements, 2 bytes, which cp.async cannot copy, are staged through
+registers); the output pixel (image, row, column) of a tile row is decomposed once a tile
+(`hoist`), and where BK divides the input channels, K is walked tap by tap, (kh, kw, ic)
+with the channel fastest (`k_order`): a slice has one filter tap, decomposed once a slice,
+so the padding guard of a tile row is the same for all its columns in the slice and their
+addresses differ by constants. The filter's (ic, kh, kw), one contiguous K in memory, is read
+in 16-byte vectors where K keeps the loops' order. The product itself is either
 
 * FMA: each thread keeps TM x TN sums in registers, reading TM values of A and TN of B
   from shared memory per step of K (A is stored k-major, so both are 4-wide reads), or
@@ -470,14 +480,15 @@ class _Builder:
         self.n_tmp = 0
         self.cd = self.f.acc
         self.tf32 = params.mma and _tf32(self.f.dtypes)
-        dts = dict(zip("mn", self.f.dtypes))
-        self.W = {}
-        for s in ("m", "n"):
-            w = _side_width(params, dts[s], self.tf32)
-            self.W[s] = w if not self.sym and _vector_ok(kernel, self.f, getattr(self.f, s), self.sizes, w) else 1
         # a tensor-core tile's element type and bytes, by side (_tile_dtypes)
         self.tile_dt = dict(zip("mn", _tile_dtypes(params, self.f.dtypes)))
         self.ibs = {s: _BYTES[self.tile_dt[s]] for s in ("m", "n")}
+        self.korder = self.k_order()
+        self.W = self.widths()
+        if self.korder and params.stages and any(self.W[s] * self.ibs[s] < 16 and self.ibs[s] != 4
+                                                 for s in ("m", "n")):
+            self.korder = None          # a side would lose its 16-byte copies to a 2-byte one
+            self.W = self.widths()
         if params.mma and not self.tf32 and min(self.W.values()) < 8 and \
                 (params.stages or not _gathered(self.f)):
             raise ValueError("half-precision tensor-core tiles need both operands in 16-byte loads "
@@ -485,6 +496,36 @@ class _Builder:
         if params.stages and any(self.W[s] * self.ibs[s] < 16 and not (self.W[s] == 1 and self.ibs[s] == 4)
                                  for s in ("m", "n")):
             raise ValueError("cp.async stages need each operand in 16-byte loads or 4-byte elements")
+
+    def k_order(self) -> tuple | None:
+        """(outer, inner) reduction loops where K is walked with the loops a gathered
+        operand's guard reads outermost (a convolution's kh, kw) and the others innermost
+        (its input channels), because BK divides the inner ones' extent: a K slice then has
+        one value of the outer loops, decomposed once a slice (the padding guard is the same
+        for all of a tile row's columns in it), and a column's inner index is the slice's plus
+        a constant. The filters, read along (ic, kh, kw), are then gathered too. None: K in
+        the loops' order."""
+        c, p = self.f.c, self.p
+        if self.sym or c.cond is None or p.wgmma:
+            return None
+        guarded = free_vars(c.cond)
+        outer = [lp for lp in c.rloops if lp.var in guarded]
+        inner = [lp for lp in c.rloops if lp.var not in guarded]
+        if not outer or not inner or prod(trip_count(lp, self.sizes) for lp in inner) % p.bk:
+            return None
+        return outer, inner
+
+    def widths(self) -> dict:
+        """Elements a load of each side reads: its vector width where _vector_ok (a side
+        contiguous along K only with K in the loops' order), else 1."""
+        out = {}
+        for s, d in zip("mn", self.f.dtypes):
+            side = getattr(self.f, s)
+            w = _side_width(self.p, d, self.tf32)
+            ok = not self.sym and _vector_ok(self.k, self.f, side, self.sizes, w) and \
+                not (self.korder and side.kcontig)
+            out[s] = w if ok else 1
+        return out
 
     # ---- small helpers ----------------------------------------------------------------
 
@@ -536,14 +577,44 @@ class _Builder:
     def decompose(self, flat: ir.Expr, loops, exts) -> list:
         """Bind each CIR loop variable of `loops` from a flat index over them (innermost
         fastest) in the current scope."""
-        out, rem, low = [], flat, self.low
+        out, rem = [], flat
         for k in range(len(loops) - 1, -1, -1):
-            lp = loops[k]
-            val = self.op("%", rem, exts[k]) if k > 0 else rem
-            val = self.op("+", low.index(lp.start), self.op("*", val, low.index(lp.step)))
-            out.append(ir.Decl(low.bind(lp.var, self.idx), self.idx, val, False, lp.line))
+            out += self.bind(loops[k], self.op("%", rem, exts[k]) if k > 0 else rem)
             if k > 0:
                 rem = self.name(out, "q", self.op("/", rem, exts[k]))
+        return out
+
+    def bind(self, lp, digit: ir.Expr) -> list:
+        """CIR loop variable `lp.var` bound to its `digit`-th value in the current scope."""
+        low = self.low
+        val = self.op("+", low.index(lp.start), self.op("*", digit, low.index(lp.step)))
+        return [ir.Decl(low.bind(lp.var, self.idx), self.idx, val, False, lp.line)]
+
+    def slice_digits(self, out: list, k0: ir.Expr):
+        """With self.korder: the K slice from k0's outer loop digits and first inner index,
+        named in `out` (once a slice), else None."""
+        if self.korder is None:
+            return None
+        n = len(self.korder[0])
+        inner = self.i(prod(trip_count(lp, self.sizes) for lp in self.korder[1]))
+        first = self.name(out, "ki", self.op("%", k0, inner))
+        rem, digits = self.name(out, "ko", self.op("/", k0, inner)), [None] * n
+        for k in range(n - 1, -1, -1):
+            digits[k] = self.name(out, "kd", self.op("%", rem, self.kext[k]) if k > 0 else rem)
+            if k > 0:
+                rem = self.name(out, "q", self.op("/", rem, self.kext[k]))
+        return digits, first
+
+    def k_binds(self, gk: ir.Expr, k: ir.Expr, sl) -> list:
+        """The reduction loops' variables of K index gk = k0 + k bound in the current scope:
+        from the slice's digits `sl` (slice_digits) where it has them."""
+        if sl is None:
+            return self.decompose(gk, self.kloops, self.kext)
+        outer, inner = self.korder
+        digits, first = sl
+        out = self.decompose(self.op("+", first, k), inner, self.kext[len(outer):])
+        for lp, d in zip(outer, digits):
+            out += self.bind(lp, d)
         return out
 
     def scoped(self, fn) -> list:
@@ -565,10 +636,11 @@ class _Builder:
         bloops = [ploops[v] for v in c.bvars]
         bexts = [pext[v] for v in c.bvars]
         rext = self.extents(list(c.rloops))
+        self.kloops = list(c.rloops) if self.korder is None else self.korder[0] + self.korder[1]
+        self.kext = self.extents(self.kloops)
         raw = {"M": product_expr(self.exts["m"], self.idx), "N": product_expr(self.exts["n"], self.idx),
                "B": product_expr(bexts, self.idx), "K": product_expr(rext, self.idx)}
         self.M, self.N, self.K, nb = (self.name(head, "n" + s, raw[s]) for s in "MNKB")
-        self.rext = rext
         tiles_m = self.name(head, "tm", self.op("/", self.op("+", self.M, p.bm - 1), p.bm))
         tiles_n = self.name(head, "tn", self.op("/", self.op("+", self.N, p.bn - 1), p.bn))
         per_batch = self.name(head, "tb", self.op("*", tiles_m, tiles_n))
@@ -796,13 +868,14 @@ class _Builder:
         reg_dt = self.shape[s][2]
         buf_ident, buf_dt, _ = low.buffers[side.load.buffer]
         low.line = self.f.c.rloops[-1].line or low.line
+        head = []
+        sl = self.slice_digits(head, k0)
 
         def one(x, k, r):
             gx, gk = self.op("+", x0, x), self.op("+", k0, k)
             inside = self.op("and", self.op("<", gx, X), self.op("<", gk, self.K))
             slot = self.op("*", r, W)
-            binds = lambda: self.x_binds(s, gx, r) + \
-                self.decompose(gk, list(self.f.c.rloops), self.rext)
+            binds = lambda: self.x_binds(s, gx, r) + self.k_binds(gk, k, sl)
             if W > 1:
                 def copy():
                     off, _ = low.flat(side.load.buffer, side.load.index, store=False)
@@ -820,7 +893,7 @@ class _Builder:
             return [ir.Decl(v, reg_dt, _zero(reg_dt), True),
                     ir.If(inside, tuple(self.scoped(lambda: binds() + value()))),
                     ir.Store(f"_reg{s}", slot, ir.Ref(v, reg_dt))]
-        return [self.chunks(s, one)]
+        return head + [self.chunks(s, one)]
 
     def fill(self, s: str, buf: ir.Expr) -> list:
         """The staging registers of side `s` into shared buffer `buf` (0 or 1)."""
@@ -882,14 +955,15 @@ class _Builder:
         x0, X = (self.m0, self.M) if s == "m" else (self.n0, self.N)
         buf_ident, buf_dt, _ = low.buffers[side.load.buffer]
         low.line = self.f.c.rloops[-1].line or low.line
+        head = []
+        sl = self.slice_digits(head, k0)
 
         def one(x, k, r):
             gx, gk = self.op("+", x0, x), self.op("+", k0, k)
             guard = self.op("and", self.op("<", gx, X), self.op("<", gk, self.K))
 
             def copy():
-                out = self.x_binds(s, gx, r)
-                out += self.decompose(gk, list(self.f.c.rloops), self.rext)
+                out = self.x_binds(s, gx, r) + self.k_binds(gk, k, sl)
                 if side.cond is None:
                     off, _ = low.flat(side.load.buffer, side.load.index, store=False)
                     g = guard
@@ -900,7 +974,7 @@ class _Builder:
                 at = self.at(s, buf, x, k, aligned=W * self.ibs[s] >= 16)
                 return out + [ir.AsyncCopy(f"_sh{s}", at, buf_ident, off, W, buf_dt, g)]
             return self.scoped(copy)
-        return [self.chunks(s, one)]
+        return head + [self.chunks(s, one)]
 
     def pipelined(self) -> list:
         """The K loop over a ring of `stages` buffers: stages - 1 slices in flight ahead of

@@ -156,6 +156,21 @@ def test_f16_on_tensor_cores(case):
         np.testing.assert_allclose(got, ref, err_msg=p.describe(), **tolerance("f16", "contraction"))
 
 
+@pytest.mark.parametrize("target", ["metal", "cpp", "webgpu"])
+@pytest.mark.parametrize("case", ["3x3", "3x3_c16"])
+def test_every_target(target, case):
+    """One algorithm for every target: the hoisted tile rows and the tap-by-tap K on Metal
+    and C++ (sizes fixed), the hoisted rows over every size on WebGPU."""
+    from zynbook.compiler.targets import cpu_target, metal_target, webgpu_target
+    tgt = {"metal": metal_target(), "cpp": cpu_target(), "webgpu": webgpu_target()}[target]
+    kernel, ins, sizes = conv(case)
+    want = np.asarray(run_kernel(kernel, ins, sizes, {}), np.float64)
+    p = GemmParams(16, 16, 16, 16, 16, 1) if target == "cpp" else GemmParams(16, 16, 8, 4, 4, 1)
+    prog = Gemm().build(kernel, tgt, sizes, p)
+    got = np.asarray(emulate_kernel(prog, kernel, ins, sizes), np.float64)
+    np.testing.assert_allclose(got, want, err_msg=target, **tolerance("f32", "contraction"))
+
+
 def test_half_tiles_refuse_a_gathered_operand_in_the_ring():
     kernel, _, sizes = conv("3x3", "f16")
     with pytest.raises(ValueError, match="a gathered one is staged through registers"):

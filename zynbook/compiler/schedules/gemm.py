@@ -75,9 +75,11 @@ MIN_SIDE = 16           # M or N below this wastes most of a tile: the thread sc
 # tensor-core block tiles of the pipelined schedule: (BM, BN, TM, TN), a warp per TM x TN
 MMA_TILES = ((128, 128, 64, 64), (128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 32),
              (64, 128, 32, 32), (64, 64, 32, 32), (64, 256, 32, 64), (64, 128, 32, 64))
-# a convolution's few filters (M <= 64) against many pixels: a 64-row tile of 8 warps,
-# 256 pixels wide, so that the gathered operand's copies spread over 256 threads
-CONV_TILE = dict(bm=64, bn=256, bk=16, tm=32, tn=64, stages=3)
+# a convolution's few filters (M <= 64) against many pixels: a 64 x 128 tile of 8 warps of
+# 32 x 32, so that the gathered operand's copies spread over 256 threads (128 registers a
+# thread, nvcc sm_90, ResNet block in TF32: two blocks an SM; the 64 x 256 tile's warps of
+# 32 x 64 take 224, one block), 32-deep slices in 3 stages
+CONV_TILE = dict(bm=64, bn=128, bk=32, tm=32, tn=32, stages=3)
 # warpgroup-MMA block tiles (sm_90a): (BM, BN, TN), a warpgroup per 64 x TN
 WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128), (64, 256, 256))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
@@ -360,7 +362,7 @@ class Gemm(Schedule):
             p = GemmParams(width=width, mma=True, **conf)
             if M <= 64:
                 p = dataclasses.replace(p, bm=64, tm=min(p.tm, 32))
-                if _gathered(form) and N > 128:     # a convolution's few filters: CONV_TILE
+                if _gathered(form) and N > 64:      # a convolution's few filters: CONV_TILE
                     p = dataclasses.replace(p, **CONV_TILE)
             if N <= 64:
                 p = dataclasses.replace(p, bn=64, tn=min(p.tn, 32))
@@ -860,6 +862,20 @@ class _Builder:
         return [ir.Decl(self.low.bind(lp.var, self.idx), self.idx, ir.Load(f"_h{s}{j}", slot, self.idx),
                         False, lp.line) for j, lp in enumerate(self.loops[s])]
 
+    def in_matrix(self, s: str, gx: ir.Expr, gk: ir.Expr) -> ir.Expr | None:
+        """Whether element (gx, gk) of side `s` lies in the matrix: in a gathered contraction
+        None where every tile and slice does (sizes fixed, multiples of the tile's side and
+        of BK); a plain GEMM keeps its bounds test (ptxas allocates the warpgroup tiles'
+        registers better with it)."""
+        p = self.p
+        X, bx = (self.M, p.bm) if s == "m" else (self.N, p.bn)
+        fixed = not self.sym and _gathered(self.f)
+        M, N, K = _side_sizes(self.f, self.sizes) if fixed else (None,) * 3
+        whole = lambda n, b: n is not None and n % b == 0
+        terms = [t for t, ok in ((self.op("<", gx, X), whole(M if s == "m" else N, bx)),
+                                 (self.op("<", gk, self.K), whole(K, p.bk))) if not ok]
+        return None if not terms else terms[0] if len(terms) == 1 else self.op("and", *terms)
+
     def stage(self, s: str, k0: ir.Expr) -> list:
         """Side `s`'s chunks of the slice from K index `k0` into the staging registers;
         zeros outside the matrix."""
@@ -873,7 +889,7 @@ class _Builder:
 
         def one(x, k, r):
             gx, gk = self.op("+", x0, x), self.op("+", k0, k)
-            inside = self.op("and", self.op("<", gx, X), self.op("<", gk, self.K))
+            inside = self.in_matrix(s, gx, gk)
             slot = self.op("*", r, W)
             binds = lambda: self.x_binds(s, gx, r) + self.k_binds(gk, k, sl)
             if W > 1:
@@ -881,6 +897,8 @@ class _Builder:
                     off, _ = low.flat(side.load.buffer, side.load.index, store=False)
                     return [ir.Copy(f"_reg{s}", slot, buf_ident, off, W, buf_dt)]
                 zero = [ir.Store(f"_reg{s}", self.op("+", slot, w), _zero(reg_dt)) for w in range(W)]
+                if inside is None:
+                    return self.scoped(lambda: binds() + copy())
                 return [ir.If(inside, tuple(self.scoped(lambda: binds() + copy())), tuple(zero))]
             v = self.fresh("v")
 
@@ -890,9 +908,10 @@ class _Builder:
                 with low.facts.assuming(side.cond):
                     got = cast(low.expr(side.load), reg_dt)
                 return [ir.If(cast(low.expr(side.cond), "bool"), (ir.Set(v, got),))]
-            return [ir.Decl(v, reg_dt, _zero(reg_dt), True),
-                    ir.If(inside, tuple(self.scoped(lambda: binds() + value()))),
-                    ir.Store(f"_reg{s}", slot, ir.Ref(v, reg_dt))]
+            got = self.scoped(lambda: binds() + value())
+            return [ir.Decl(v, reg_dt, _zero(reg_dt), True)] + \
+                (got if inside is None else [ir.If(inside, tuple(got))]) + \
+                [ir.Store(f"_reg{s}", slot, ir.Ref(v, reg_dt))]
         return head + [self.chunks(s, one)]
 
     def fill(self, s: str, buf: ir.Expr) -> list:
@@ -960,7 +979,7 @@ class _Builder:
 
         def one(x, k, r):
             gx, gk = self.op("+", x0, x), self.op("+", k0, k)
-            guard = self.op("and", self.op("<", gx, X), self.op("<", gk, self.K))
+            guard = self.in_matrix(s, gx, gk)
 
             def copy():
                 out = self.x_binds(s, gx, r) + self.k_binds(gk, k, sl)
@@ -968,7 +987,8 @@ class _Builder:
                     off, _ = low.flat(side.load.buffer, side.load.index, store=False)
                     g = guard
                 else:       # a gathered element: zeros land where the guard (padding) is false
-                    g = self.op("and", guard, cast(low.expr(side.cond), "bool"))
+                    pad = cast(low.expr(side.cond), "bool")
+                    g = pad if guard is None else self.op("and", guard, pad)
                     with low.facts.assuming(side.cond):
                         off, _ = low.flat(side.load.buffer, side.load.index, store=False)
                 at = self.at(s, buf, x, k, aligned=W * self.ibs[s] >= 16)

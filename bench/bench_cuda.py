@@ -23,6 +23,10 @@ local (spilled) bytes.
 space (its default first) for the matmul rows in bf16, f16 and TF32 (or those of --rows),
 each beside cuBLAS: what configs.GEMM_CONFIGS should name.
 
+`--conv-sweep N` adds to the conv2d rows a row for each of the first N configurations of the
+GEMM schedule's space (tensor-core ones for TF32 and f16). The f16 conv2d row gives cuDNN and
+ZynBook the same f16 NCHW tensors.
+
 `--tune` adds a tuned row after each row: the kernel searched as `@autotune` searches it
 (zynbook/tuning.py), `tune_s` the search's seconds; the winner is recorded in the tuning
 cache, so a second run in a new process reports the seconds from finding that record to a
@@ -157,6 +161,9 @@ def main():
     ap.add_argument("--tune-budget", type=float, default=60.0, help="seconds per search")
     ap.add_argument("--mma-choices", action="store_true",
                     help="the half-precision attention rows also with each tensor-core block shape")
+    ap.add_argument("--conv-sweep", type=int, default=0, metavar="N",
+                    help="the conv2d rows also with each of the first N configurations of the "
+                         "GEMM schedule's space (tensor-core ones for TF32 and f16)")
     ap.add_argument("--gemm-sweep", type=int, default=0, metavar="N",
                     help="time the first N tensor-core GEMM configurations, nothing else")
     args = ap.parse_args()
@@ -251,6 +258,27 @@ def main():
         tune_s = time.perf_counter() - t0
         add(row, shape, dtype + " tuned", fn, peers,
             schedule=f"{comp.program.schedule}; {plan.geometry['tuning']}", tune_s=tune_s, **kw)
+
+    def conv_sweep(row, dtype, k, sizes, tensors, out, peer, tol):
+        """With --conv-sweep N: the row again with each of the first N configurations of the
+        GEMM schedule's space (its default first; on tensor cores but for f32; tiles of 64
+        rows at most), output checked."""
+        from zynbook.compiler.codegen import device_target
+        from zynbook.compiler.schedules.base import Choice
+        from zynbook.compiler.schedules.gemm import Gemm
+        if not args.conv_sweep or (want and row not in want):
+            return
+        space = [p for p in Gemm().space(k, device_target(dev), sizes)     # none taller than the 64 filters
+                 if (p.mma or dtype == "f32") and p.bm <= 64][:args.conv_sweep]
+        for p in space:
+            try:
+                fn_p, comp_p = zyn_callable(dev, k, sizes, tensors, out, params=Choice("gemm", p))
+                add(row, [32, 64, 56, 56, 3, 3], f"{dtype} {p.describe()}", fn_p,
+                    [("torch eager (cuDNN)", peer)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9,
+                    schedule=comp_p.program.schedule, peak=dtype,
+                    check=check_close(lambda: (fn_p(), out)[1], peer, tol))
+            except Exception as err:        # a configuration the device refuses
+                print(f"  {row}: {p.describe()} failed: {err}", flush=True)
 
     def check_close(got, ref, tol):
         def f():
@@ -377,6 +405,7 @@ def main():
             schedule=comp.program.schedule, check=check_close(lambda: (fn(), y)[1], cv, 1e-3))
         tuned("conv2d_resnet", [32, 64, 56, 56, 3, 3], "f32", k, sizes, [xb, w, bias], y,
               [("torch eager (cuDNN)", cv)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9)
+        conv_sweep("conv2d_resnet", "f32", k, sizes, [xb, w, bias], y, cv, 1e-3)
 
         cv_tf32 = with_tf32(lambda: F.conv2d(xb, w, bias, padding=1), True)
         add("conv2d_resnet", [32, 64, 56, 56, 3, 3], "f32 (peer TF32)", fn,
@@ -390,7 +419,29 @@ def main():
             schedule=comp32.program.schedule, check=check_close(lambda: (fn32(), y)[1], cv, 5e-3))
         tuned("conv2d_resnet", [32, 64, 56, 56, 3, 3], "tf32", k32, sizes, [xb, w, bias], y,
               [("torch eager (cuDNN, TF32)", cv_tf32)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9)
+        conv_sweep("conv2d_resnet", "tf32", k32, sizes, [xb, w, bias], y, cv_tf32, 5e-3)
         del xb, y
+
+    # ---- conv2d ResNet block in f16: f16 tensors in NCHW (channels first, contiguous) for
+    # both; cuDNN picks its own algorithm (and any layout change inside its call)
+    if not want or "conv2d_resnet_f16" in want:
+        xh = rnd(32, 64, 56, 56, dtype=torch.float16)
+        wh = (rnd(64, 64, 3, 3) * 0.05).to(torch.float16)
+        bh = rnd(64, dtype=torch.float16)
+        yh = torch.empty(32, 64, 56, 56, device="cuda", dtype=torch.float16)
+        k16, sizes = lower_program(CONV, {"input": xh.shape, "kernel": wh.shape, "bias": bh.shape},
+                                   dict(input="f16", kernel="f16", bias="f16"),
+                                   given=dict(stride=1, padding=1, out_h=56, out_w=56))
+        k16 = _with_out_dtype(k16, "f16")
+        fn16, comp16 = zyn_callable(dev, k16, sizes, [xh, wh, bh], yh)
+        cv16 = lambda: F.conv2d(xh, wh, bh, padding=1)
+        add("conv2d_resnet_f16", [32, 64, 56, 56, 3, 3], "f16", fn16,
+            [("torch eager (cuDNN f16, NCHW)", cv16)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9,
+            schedule=comp16.program.schedule, check=check_close(lambda: (fn16(), yh)[1], cv16, 2e-2))
+        tuned("conv2d_resnet_f16", [32, 64, 56, 56, 3, 3], "f16", k16, sizes, [xh, wh, bh], yh,
+              [("torch eager (cuDNN f16, NCHW)", cv16)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9)
+        conv_sweep("conv2d_resnet_f16", "f16", k16, sizes, [xh, wh, bh], yh, cv16, 2e-2)
+        del xh, yh
 
     # ---- residual + layer norm, bias + GELU over 8192 x 4096
     if not want or "residual_layernorm" in want:

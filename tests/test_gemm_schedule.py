@@ -412,7 +412,7 @@ def test_tf32_convolution_is_an_implicit_gemm_on_tensor_cores():
     kernel = _allow_tf32(exact)
     ins = make(np.random.default_rng(8))
     p = Gemm().default(kernel, cuda_target(), sizes)
-    assert p.mma and p.width == 1 and not p.stages
+    assert p.mma and p.stages      # the gathered input by 4-byte cp.async copies
     prog = Gemm().build(kernel, cuda_target(), sizes, GemmParams(16, 16, 16, 16, 8, 1, True))
     assert "implicit GEMM" in prog.schedule and "tf32" in prog.schedule
     got = np.asarray(emulate_kernel(prog, kernel, ins, sizes), np.float64)

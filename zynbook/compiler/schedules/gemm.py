@@ -17,7 +17,17 @@ barrier per slice; out-of-range rows land as zeros), and tiles are visited in gr
 `GROUP_M` tile rows so that neighbouring blocks share operand rows in L2. A side whose
 contiguous axis allows it is read `width` elements at a time (16-byte loads; a device whose
 buffers are not aligned runs the program's `fallback`); any other side is gathered element
-by element. The product itself is either
+by element.
+
+A convolution's gathered input (the im2col of implicit GEMM, read under its padding guard):
+in f32 each element is a 4-byte cp.async whose zero fill is the guard, so the ring serves
+it too (f16 and bf16 elements, 2 bytes, which cp.async cannot copy, are staged through
+registers); the output pixel (image, row, column) of a tile row is decomposed once a tile
+(`hoist`), and where BK divides the input channels, K is walked tap by tap, (kh, kw, ic)
+with the channel fastest (`k_order`): a slice has one filter tap, decomposed once a slice,
+so the padding guard of a tile row is the same for all its columns in the slice and their
+addresses differ by constants. The filter's (ic, kh, kw), one contiguous K in memory, is read
+in 16-byte vectors where K keeps the loops' order. The product itself is either
 
 * FMA: each thread keeps TM x TN sums in registers, reading TM values of A and TN of B
   from shared memory per step of K (A is stored k-major, so both are 4-wide reads), or
@@ -64,12 +74,17 @@ GROUP_M = 8             # tile rows visited together by the pipelined tensor-cor
 MIN_SIDE = 16           # M or N below this wastes most of a tile: the thread schedule does better
 # tensor-core block tiles of the pipelined schedule: (BM, BN, TM, TN), a warp per TM x TN
 MMA_TILES = ((128, 128, 64, 64), (128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 32),
-             (64, 128, 32, 32), (64, 64, 32, 32))
+             (64, 128, 32, 32), (64, 64, 32, 32), (64, 256, 32, 64), (64, 128, 32, 64))
+# a convolution's few filters (M <= 64) against many pixels: a 64 x 128 tile of 8 warps of
+# 32 x 32, so that the gathered operand's copies spread over 256 threads (128 registers a
+# thread, nvcc sm_90, ResNet block in TF32: two blocks an SM; the 64 x 256 tile's warps of
+# 32 x 64 take 224, one block), 32-deep slices in 3 stages
+CONV_TILE = dict(bm=64, bn=128, bk=32, tm=32, tn=32, stages=3)
 # warpgroup-MMA block tiles (sm_90a): (BM, BN, TN), a warpgroup per 64 x TN
 WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128), (64, 256, 256))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
-             (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4))
+             (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4), (64, 256, 8, 8))
 
 
 @dataclass(frozen=True)
@@ -172,6 +187,12 @@ def _zero(dtype: str) -> ir.Expr:
     return ir.Cast(lit(0, "f32"), dtype) if dtype in ("f16", "bf16") else lit(0, dtype)
 
 
+def _gathered(form: _Form) -> bool:
+    """Whether the contraction reads an operand gathered (a convolution's input: several
+    reduction loops, or a guard)."""
+    return len(form.c.rloops) > 1 or form.c.cond is not None
+
+
 def _kcontig(load: cir.Load, vars_) -> bool:
     return not load.index or not (free_vars(load.index[-1]) & set(vars_))
 
@@ -208,7 +229,10 @@ def match(kernel: cir.Kernel, sizes: dict, symbolic: bool = False):
 
 def _vector_ok(kernel, form: _Form, side: _Side, sizes: dict, width: int) -> bool:
     """Whether `width` consecutive elements of the side's contiguous axis are consecutive,
-    aligned addresses that are all in or all out of bounds (sizes baked in)."""
+    aligned addresses that are all in or all out of bounds (sizes baked in). The axis may
+    be several loops whose variables are the load's trailing indices in order, each inner
+    one spanning its whole dimension (a convolution's filter read along ic, kh, kw: one
+    contiguous K)."""
     if width == 1:
         return True
     if side.cond is not None:
@@ -220,16 +244,19 @@ def _vector_ok(kernel, form: _Form, side: _Side, sizes: dict, width: int) -> boo
         loops = list(form.c.rloops)
     else:
         loops = [lp for lp in form.c.ploops if lp.var in side.vars]
-    if len(loops) != 1:
+    n = len(loops)
+    if not 0 < n <= len(buf.shape):
         return False
-    lp, last = loops[0], side.load.index[-1]
-    if not (isinstance(last, cir.Var) and last.name == lp.var) or \
-            any(lp.var in free_vars(i) for i in side.load.index[:-1]):
+    trailing, names = side.load.index[-n:], {lp.var for lp in loops}
+    if not all(isinstance(i, cir.Var) and i.name == lp.var for i, lp in zip(trailing, loops)) or \
+            any(names & free_vars(i) for i in side.load.index[:-n]):
         return False
-    if not (isinstance(lp.start, cir.Const) and lp.start.value == 0
-            and isinstance(lp.step, cir.Const) and lp.step.value == 1):
+    if not all(isinstance(lp.start, cir.Const) and lp.start.value == 0 and
+               isinstance(lp.step, cir.Const) and lp.step.value == 1 for lp in loops):
         return False
-    return trip_count(lp, sizes) % width == 0 and cir.eval_dim(buf.shape[-1], sizes) % width == 0
+    dims = [cir.eval_dim(d, sizes) for d in buf.shape[-n:]]
+    counts = [trip_count(lp, sizes) for lp in loops]
+    return dims[1:] == counts[1:] and prod(counts) % width == 0 and prod(dims) % width == 0
 
 
 def _side_sizes(form: _Form, sizes: dict):
@@ -284,14 +311,15 @@ class Gemm(Schedule):
         return max(1, min(4, target.vector_bytes // ib)) if not target.symbolic_sizes else 1
 
     def _mma_kind(self, kernel, target, sizes, form: _Form):
-        """"half" (f16/bf16 operands of one type in 16-byte loads), "tf32" (f32 operands, or
+        """"half" (f16/bf16 operands of one type in 16-byte loads, or a gathered operand
+        element by element through registers), "tf32" (f32 operands, or
         any mix of f32, f16 and bf16, where the program allows TF32: `config { allow_tf32:
         true }`) or None: no tensor cores."""
         if target.symbolic_sizes or "mma.sync" not in target.tensor_cores or form.acc != "f32":
             return None
         if form.dtypes[0] == form.dtypes[1] and form.dtypes[0] in ("f16", "bf16") and \
-                target.vector_bytes >= 16 and \
-                all(_vector_ok(kernel, form, s, sizes, 8) for s in (form.m, form.n)):
+                target.vector_bytes >= 16 and (_gathered(form) or
+                                               all(_vector_ok(kernel, form, s, sizes, 8) for s in (form.m, form.n))):
             return "half"
         if _tf32(form.dtypes) and getattr(kernel.schedule, "allow_tf32", None):
             return "tf32"
@@ -304,13 +332,22 @@ class Gemm(Schedule):
         return all(_vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32"))
                    for s, d in zip((form.m, form.n), form.dtypes))
 
+    def _copies(self, kernel, target, form: _Form, sizes, width: int, kind: str) -> bool:
+        """Whether both operands reach shared memory by cp.async: in 16-byte copies (`width`
+        elements, _side_width), or, in a gathered contraction, a 4-byte element a copy (a
+        convolution's f32 input, the copy's zero fill its bounds and padding guard)."""
+        p = GemmParams(width=width, mma=True)
+        return target.async_copy and all(
+            _vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32")) or
+            (_BYTES[d] == 4 and _gathered(form)) for s, d in zip((form.m, form.n), form.dtypes))
+
     def _mma_firsts(self, kernel, target, sizes, form: _Form, kind: str, M: int, N: int,
                     wgmma: bool = True):
         """Tensor-core parameters to try first: the architecture's warpgroup-MMA configuration
         (half operands, where `wgmma`; a smaller tile along a short side), its tuned mma.sync
         one (configs.gemm_config), halved along a side of 64 or less, then the two-buffer one."""
         width = 8 if kind == "half" else 4
-        async_ok = target.async_copy and self._vectors(kernel, form, sizes, width, kind)
+        async_ok = self._copies(kernel, target, form, sizes, width, kind)
         out = []
         wconf = configs.gemm_config(target, "wgmma") if kind == "half" and wgmma else None
         if wconf is not None and async_ok:      # warpgroup MMAs (sm_90a; _fits says where)
@@ -325,6 +362,8 @@ class Gemm(Schedule):
             p = GemmParams(width=width, mma=True, **conf)
             if M <= 64:
                 p = dataclasses.replace(p, bm=64, tm=min(p.tm, 32))
+                if _gathered(form) and N > 64:      # a convolution's few filters: CONV_TILE
+                    p = dataclasses.replace(p, **CONV_TILE)
             if N <= 64:
                 p = dataclasses.replace(p, bn=64, tn=min(p.tn, 32))
             out.append(p)
@@ -391,14 +430,17 @@ class Gemm(Schedule):
         kind = self._mma_kind(kernel, target, sizes, form)
         if kind:
             w = 8 if kind == "half" else 4
-            w = w if self._vectors(kernel, form, sizes, w, kind) else 1
+            copies = self._copies(kernel, target, form, sizes, w, kind)
+            w = w if copies or kind == "half" or self._vectors(kernel, form, sizes, w, kind) else 1
             piped = [GemmParams(a, b, bk, c, d, w, True, st, sw) for sw in (True, False)
-                     for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if w > 1 else []
+                     for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if copies else []
             staged = [GemmParams(a, b, bk, a // 2, b // 4, w, True) for a in (64, 128)
                       for b in (64, 128) for bk in (16, 32)]
+            if _gathered(form):     # few filters, many pixels (CONV_TILE's shape)
+                staged += [GemmParams(64, 256, bk, 32, 64, w, True) for bk in (32, 16)]
             warpgroups = [GemmParams(a, b, 64, 64, tn, w, True, st, True, True)
                           for a, b, tn in WGMMA_TILES for st in (4, 3, 5, 6)] \
-                if kind == "half" and w > 1 else []
+                if kind == "half" and copies else []
             cands = warpgroups + piped + staged + cands
         for p in cands:
             if p not in out and self._fits(p, target, form):
@@ -440,18 +482,52 @@ class _Builder:
         self.n_tmp = 0
         self.cd = self.f.acc
         self.tf32 = params.mma and _tf32(self.f.dtypes)
-        dts = dict(zip("mn", self.f.dtypes))
-        self.W = {}
-        for s in ("m", "n"):
-            w = _side_width(params, dts[s], self.tf32)
-            self.W[s] = w if not self.sym and _vector_ok(kernel, self.f, getattr(self.f, s), self.sizes, w) else 1
         # a tensor-core tile's element type and bytes, by side (_tile_dtypes)
         self.tile_dt = dict(zip("mn", _tile_dtypes(params, self.f.dtypes)))
         self.ibs = {s: _BYTES[self.tile_dt[s]] for s in ("m", "n")}
-        if params.mma and not self.tf32 and min(self.W.values()) < 8:
-            raise ValueError("half-precision tensor-core tiles need both operands in 16-byte loads")
-        if params.stages and any(self.W[s] * self.ibs[s] < 16 for s in ("m", "n")):
-            raise ValueError("cp.async stages need both operands in 16-byte loads")
+        self.korder = self.k_order()
+        self.W = self.widths()
+        if self.korder and params.stages and any(self.W[s] * self.ibs[s] < 16 and self.ibs[s] != 4
+                                                 for s in ("m", "n")):
+            self.korder = None          # a side would lose its 16-byte copies to a 2-byte one
+            self.W = self.widths()
+        if params.mma and not self.tf32 and min(self.W.values()) < 8 and \
+                (params.stages or not _gathered(self.f)):
+            raise ValueError("half-precision tensor-core tiles need both operands in 16-byte loads "
+                             "(a gathered one is staged through registers)")
+        if params.stages and any(self.W[s] * self.ibs[s] < 16 and not (self.W[s] == 1 and self.ibs[s] == 4)
+                                 for s in ("m", "n")):
+            raise ValueError("cp.async stages need each operand in 16-byte loads or 4-byte elements")
+
+    def k_order(self) -> tuple | None:
+        """(outer, inner) reduction loops where K is walked with the loops a gathered
+        operand's guard reads outermost (a convolution's kh, kw) and the others innermost
+        (its input channels), because BK divides the inner ones' extent: a K slice then has
+        one value of the outer loops, decomposed once a slice (the padding guard is the same
+        for all of a tile row's columns in it), and a column's inner index is the slice's plus
+        a constant. The filters, read along (ic, kh, kw), are then gathered too. None: K in
+        the loops' order."""
+        c, p = self.f.c, self.p
+        if self.sym or c.cond is None or p.wgmma:
+            return None
+        guarded = free_vars(c.cond)
+        outer = [lp for lp in c.rloops if lp.var in guarded]
+        inner = [lp for lp in c.rloops if lp.var not in guarded]
+        if not outer or not inner or prod(trip_count(lp, self.sizes) for lp in inner) % p.bk:
+            return None
+        return outer, inner
+
+    def widths(self) -> dict:
+        """Elements a load of each side reads: its vector width where _vector_ok (a side
+        contiguous along K only with K in the loops' order), else 1."""
+        out = {}
+        for s, d in zip("mn", self.f.dtypes):
+            side = getattr(self.f, s)
+            w = _side_width(self.p, d, self.tf32)
+            ok = not self.sym and _vector_ok(self.k, self.f, side, self.sizes, w) and \
+                not (self.korder and side.kcontig)
+            out[s] = w if ok else 1
+        return out
 
     # ---- small helpers ----------------------------------------------------------------
 
@@ -503,14 +579,44 @@ class _Builder:
     def decompose(self, flat: ir.Expr, loops, exts) -> list:
         """Bind each CIR loop variable of `loops` from a flat index over them (innermost
         fastest) in the current scope."""
-        out, rem, low = [], flat, self.low
+        out, rem = [], flat
         for k in range(len(loops) - 1, -1, -1):
-            lp = loops[k]
-            val = self.op("%", rem, exts[k]) if k > 0 else rem
-            val = self.op("+", low.index(lp.start), self.op("*", val, low.index(lp.step)))
-            out.append(ir.Decl(low.bind(lp.var, self.idx), self.idx, val, False, lp.line))
+            out += self.bind(loops[k], self.op("%", rem, exts[k]) if k > 0 else rem)
             if k > 0:
                 rem = self.name(out, "q", self.op("/", rem, exts[k]))
+        return out
+
+    def bind(self, lp, digit: ir.Expr) -> list:
+        """CIR loop variable `lp.var` bound to its `digit`-th value in the current scope."""
+        low = self.low
+        val = self.op("+", low.index(lp.start), self.op("*", digit, low.index(lp.step)))
+        return [ir.Decl(low.bind(lp.var, self.idx), self.idx, val, False, lp.line)]
+
+    def slice_digits(self, out: list, k0: ir.Expr):
+        """With self.korder: the K slice from k0's outer loop digits and first inner index,
+        named in `out` (once a slice), else None."""
+        if self.korder is None:
+            return None
+        n = len(self.korder[0])
+        inner = self.i(prod(trip_count(lp, self.sizes) for lp in self.korder[1]))
+        first = self.name(out, "ki", self.op("%", k0, inner))
+        rem, digits = self.name(out, "ko", self.op("/", k0, inner)), [None] * n
+        for k in range(n - 1, -1, -1):
+            digits[k] = self.name(out, "kd", self.op("%", rem, self.kext[k]) if k > 0 else rem)
+            if k > 0:
+                rem = self.name(out, "q", self.op("/", rem, self.kext[k]))
+        return digits, first
+
+    def k_binds(self, gk: ir.Expr, k: ir.Expr, sl) -> list:
+        """The reduction loops' variables of K index gk = k0 + k bound in the current scope:
+        from the slice's digits `sl` (slice_digits) where it has them."""
+        if sl is None:
+            return self.decompose(gk, self.kloops, self.kext)
+        outer, inner = self.korder
+        digits, first = sl
+        out = self.decompose(self.op("+", first, k), inner, self.kext[len(outer):])
+        for lp, d in zip(outer, digits):
+            out += self.bind(lp, d)
         return out
 
     def scoped(self, fn) -> list:
@@ -532,16 +638,21 @@ class _Builder:
         bloops = [ploops[v] for v in c.bvars]
         bexts = [pext[v] for v in c.bvars]
         rext = self.extents(list(c.rloops))
+        self.kloops = list(c.rloops) if self.korder is None else self.korder[0] + self.korder[1]
+        self.kext = self.extents(self.kloops)
         raw = {"M": product_expr(self.exts["m"], self.idx), "N": product_expr(self.exts["n"], self.idx),
                "B": product_expr(bexts, self.idx), "K": product_expr(rext, self.idx)}
         self.M, self.N, self.K, nb = (self.name(head, "n" + s, raw[s]) for s in "MNKB")
-        self.rext = rext
         tiles_m = self.name(head, "tm", self.op("/", self.op("+", self.M, p.bm - 1), p.bm))
         tiles_n = self.name(head, "tn", self.op("/", self.op("+", self.N, p.bn - 1), p.bn))
         per_batch = self.name(head, "tb", self.op("*", tiles_m, tiles_n))
         ntiles = self.name(head, "tiles", self.op("*", per_batch, nb))
         self.tid = self.axis("thread")
         self.setup(head)
+        for s in ("m", "n"):
+            if self.hoisted(s):
+                slots = 1 if self.x_fixed(s) else self.shape[s][1]
+                head += [ir.Array(f"_h{s}{j}", self.idx, slots, "local") for j in range(len(self.loops[s]))]
         tile = ir.Ref("_tile", self.idx)
         body = [ir.Decl("_bz", self.idx, self.op("/", tile, per_batch))] if bloops else []
         body.append(ir.Decl("_tb", self.idx, self.op("%", tile, per_batch)))
@@ -560,7 +671,7 @@ class _Builder:
         self.m0, self.n0 = ir.Ref("_m0", self.idx), ir.Ref("_n0", self.idx)
 
         def tile_body():
-            out = self.decompose(ir.Ref("_bz", self.idx), bloops, bexts)
+            out = self.decompose(ir.Ref("_bz", self.idx), bloops, bexts) + self.hoist()
             out.append(self.unrolled("_z", self.acc_count, lambda v: [
                 ir.Store("_acc", v, _zero(self.cd))]))
             out += self.mainloop()
@@ -632,7 +743,9 @@ class _Builder:
             chunks = bx * p.bk // self.W[s]
             per = -(-chunks // p.threads)
             dt = f.dtypes[0 if s == "m" else 1]
-            reg_dt = dt if self.W[s] > 1 else self.cd
+            # an element staged alone is held in the sum's type, but in its own where the
+            # tile keeps that type (a half element into a half tensor-core tile)
+            reg_dt = dt if self.W[s] > 1 or (p.mma and self.tile_dt[s] == dt) else self.cd
             if p.mma:       # the operand's own layout: rows of K or of X (GemmParams.tile_rows)
                 rows, row = p.tile_rows(s, self.ibs[s], side.kcontig)
                 sh_dt = self.tile_dt[s]
@@ -667,29 +780,101 @@ class _Builder:
 
     # ---- the K loop -------------------------------------------------------------------
 
+    def place(self, s: str, r: ir.Expr) -> tuple:
+        """(x, k): the place in side `s`'s tile of this thread's chunk r of a slice, chunk
+        e = thread + r * threads. Where the threads are a multiple of the divisor q, e % q
+        and e / q are the thread's own plus a constant of r."""
+        p, side, W = self.p, getattr(self.f, s), self.W[s]
+        bx = p.bm if s == "m" else p.bn
+        if p.mma and side.kcontig:          # chunks walk K along a row of the tile
+            q, x_of_rem, k_of = p.bk // W, False, lambda d: self.op("*", d, W)
+        elif side.kcontig and W == 1:       # consecutive threads read consecutive k
+            q, x_of_rem, k_of = p.bk, False, lambda d: d
+        elif side.kcontig:                  # a vector of k per row; a warp covers 32 rows
+            q, x_of_rem, k_of = bx, True, lambda d: self.op("*", d, W)
+        else:
+            q, x_of_rem, k_of = bx // W, True, lambda d: d
+        if p.threads % q == 0:
+            rem = self.op("%", self.tid, q)
+            quo = self.op("+", self.op("/", self.tid, q), self.op("*", r, p.threads // q))
+        else:
+            e = self.op("+", self.tid, self.op("*", r, p.threads))
+            rem, quo = self.op("%", e, q), self.op("/", e, q)
+        if x_of_rem:
+            return (self.op("*", rem, W) if not side.kcontig else rem), k_of(quo)
+        return quo, k_of(rem)
+
+    def x_fixed(self, s: str) -> bool:
+        """Whether every chunk of this thread in side `s` lies in one row x of the tile."""
+        p, side, W = self.p, getattr(self.f, s), self.W[s]
+        _, per, *_ = self.shape[s]
+        bx = p.bm if s == "m" else p.bn
+        q = None if side.kcontig and (p.mma or W == 1) else bx if side.kcontig else bx // W
+        return per == 1 or (q is not None and p.threads % q == 0)
+
     def chunks(self, s: str, body_of) -> ir.For:
         """For each of this thread's chunks of side `s`'s slice: body_of(x, k, r), with the
         chunk's place (x, k) in the tile and its slot r in the staging registers."""
-        p, side, W = self.p, getattr(self.f, s), self.W[s]
+        p = self.p
         chunks, per, *_ = self.shape[s]
-        bx = p.bm if s == "m" else p.bn
 
         def body(r):
             e = self.op("+", self.tid, self.op("*", r, p.threads))
-            if p.mma and side.kcontig:          # chunks walk K along a row of the tile
-                x, k = self.op("/", e, p.bk // W), self.op("*", self.op("%", e, p.bk // W), W)
-            elif side.kcontig and W == 1:       # consecutive threads read consecutive k
-                x, k = self.op("/", e, p.bk), self.op("%", e, p.bk)
-            elif side.kcontig:                  # a vector of k per row; a warp covers 32 rows
-                x, k = self.op("%", e, bx), self.op("*", self.op("/", e, bx), W)
-            else:
-                x, k = self.op("*", self.op("%", e, bx // W), W), self.op("/", e, bx // W)
+            x, k = self.place(s, r)
             out = [ir.Decl("_x", self.idx, x), ir.Decl("_k", self.idx, k)]
             out += body_of(self.ref("_x"), self.ref("_k"), r)
             if chunks % p.threads:
                 return [ir.If(self.op("<", e, chunks), tuple(out))]
             return out
         return self.unrolled(self.fresh("r"), per, body)
+
+    def hoisted(self, s: str) -> bool:
+        """Whether side `s`'s output variables are decomposed from a tile row once a tile
+        (several of them: a convolution's image, row and column), not per element and slice."""
+        return len(self.loops[s]) > 1
+
+    def hoist(self) -> list:
+        """Each hoisted side's variables of this thread's tile rows (one row where all its
+        chunks share it, else one a chunk) into registers `_h<side><j>`."""
+        out = []
+        for s in ("m", "n"):
+            if not self.hoisted(s):
+                continue
+            x0 = self.m0 if s == "m" else self.n0
+
+            def store(x, r):
+                def body():
+                    got = self.decompose(self.op("+", x0, x), self.loops[s], self.exts[s])
+                    return got + [ir.Store(f"_h{s}{j}", r, ir.Ref(self.low.lookup(lp.var)[0], self.idx))
+                                  for j, lp in enumerate(self.loops[s])]
+                return self.scoped(body)
+            if self.x_fixed(s):
+                out += store(self.place(s, self.i(0))[0], self.i(0))
+            else:
+                out.append(self.chunks(s, lambda x, k, r: store(x, r)))
+        return out
+
+    def x_binds(self, s: str, gx: ir.Expr, r: ir.Expr) -> list:
+        """Side `s`'s output variables of tile row gx (chunk r) bound in the current scope."""
+        if not self.hoisted(s):
+            return self.decompose(gx, self.loops[s], self.exts[s])
+        slot = self.i(0) if self.x_fixed(s) else r
+        return [ir.Decl(self.low.bind(lp.var, self.idx), self.idx, ir.Load(f"_h{s}{j}", slot, self.idx),
+                        False, lp.line) for j, lp in enumerate(self.loops[s])]
+
+    def in_matrix(self, s: str, gx: ir.Expr, gk: ir.Expr) -> ir.Expr | None:
+        """Whether element (gx, gk) of side `s` lies in the matrix: in a gathered contraction
+        None where every tile and slice does (sizes fixed, multiples of the tile's side and
+        of BK); a plain GEMM keeps its bounds test (ptxas allocates the warpgroup tiles'
+        registers better with it)."""
+        p = self.p
+        X, bx = (self.M, p.bm) if s == "m" else (self.N, p.bn)
+        fixed = not self.sym and _gathered(self.f)
+        M, N, K = _side_sizes(self.f, self.sizes) if fixed else (None,) * 3
+        whole = lambda n, b: n is not None and n % b == 0
+        terms = [t for t, ok in ((self.op("<", gx, X), whole(M if s == "m" else N, bx)),
+                                 (self.op("<", gk, self.K), whole(K, p.bk))) if not ok]
+        return None if not terms else terms[0] if len(terms) == 1 else self.op("and", *terms)
 
     def stage(self, s: str, k0: ir.Expr) -> list:
         """Side `s`'s chunks of the slice from K index `k0` into the staging registers;
@@ -699,18 +884,21 @@ class _Builder:
         reg_dt = self.shape[s][2]
         buf_ident, buf_dt, _ = low.buffers[side.load.buffer]
         low.line = self.f.c.rloops[-1].line or low.line
+        head = []
+        sl = self.slice_digits(head, k0)
 
         def one(x, k, r):
             gx, gk = self.op("+", x0, x), self.op("+", k0, k)
-            inside = self.op("and", self.op("<", gx, X), self.op("<", gk, self.K))
+            inside = self.in_matrix(s, gx, gk)
             slot = self.op("*", r, W)
-            binds = lambda: self.decompose(gx, self.loops[s], self.exts[s]) + \
-                self.decompose(gk, list(self.f.c.rloops), self.rext)
+            binds = lambda: self.x_binds(s, gx, r) + self.k_binds(gk, k, sl)
             if W > 1:
                 def copy():
                     off, _ = low.flat(side.load.buffer, side.load.index, store=False)
                     return [ir.Copy(f"_reg{s}", slot, buf_ident, off, W, buf_dt)]
                 zero = [ir.Store(f"_reg{s}", self.op("+", slot, w), _zero(reg_dt)) for w in range(W)]
+                if inside is None:
+                    return self.scoped(lambda: binds() + copy())
                 return [ir.If(inside, tuple(self.scoped(lambda: binds() + copy())), tuple(zero))]
             v = self.fresh("v")
 
@@ -720,10 +908,11 @@ class _Builder:
                 with low.facts.assuming(side.cond):
                     got = cast(low.expr(side.load), reg_dt)
                 return [ir.If(cast(low.expr(side.cond), "bool"), (ir.Set(v, got),))]
-            return [ir.Decl(v, reg_dt, _zero(reg_dt), True),
-                    ir.If(inside, tuple(self.scoped(lambda: binds() + value()))),
-                    ir.Store(f"_reg{s}", slot, ir.Ref(v, reg_dt))]
-        return [self.chunks(s, one)]
+            got = self.scoped(lambda: binds() + value())
+            return [ir.Decl(v, reg_dt, _zero(reg_dt), True)] + \
+                (got if inside is None else [ir.If(inside, tuple(got))]) + \
+                [ir.Store(f"_reg{s}", slot, ir.Ref(v, reg_dt))]
+        return head + [self.chunks(s, one)]
 
     def fill(self, s: str, buf: ir.Expr) -> list:
         """The staging registers of side `s` into shared buffer `buf` (0 or 1)."""
@@ -785,19 +974,27 @@ class _Builder:
         x0, X = (self.m0, self.M) if s == "m" else (self.n0, self.N)
         buf_ident, buf_dt, _ = low.buffers[side.load.buffer]
         low.line = self.f.c.rloops[-1].line or low.line
+        head = []
+        sl = self.slice_digits(head, k0)
 
         def one(x, k, r):
             gx, gk = self.op("+", x0, x), self.op("+", k0, k)
-            inside = self.op("and", self.op("<", gx, X), self.op("<", gk, self.K))
+            guard = self.in_matrix(s, gx, gk)
 
             def copy():
-                out = self.decompose(gx, self.loops[s], self.exts[s])
-                out += self.decompose(gk, list(self.f.c.rloops), self.rext)
-                off, _ = low.flat(side.load.buffer, side.load.index, store=False)
-                return out + [ir.AsyncCopy(f"_sh{s}", self.at(s, buf, x, k, aligned=True), buf_ident,
-                                           off, W, buf_dt, inside)]
+                out = self.x_binds(s, gx, r) + self.k_binds(gk, k, sl)
+                if side.cond is None:
+                    off, _ = low.flat(side.load.buffer, side.load.index, store=False)
+                    g = guard
+                else:       # a gathered element: zeros land where the guard (padding) is false
+                    pad = cast(low.expr(side.cond), "bool")
+                    g = pad if guard is None else self.op("and", guard, pad)
+                    with low.facts.assuming(side.cond):
+                        off, _ = low.flat(side.load.buffer, side.load.index, store=False)
+                at = self.at(s, buf, x, k, aligned=W * self.ibs[s] >= 16)
+                return out + [ir.AsyncCopy(f"_sh{s}", at, buf_ident, off, W, buf_dt, g)]
             return self.scoped(copy)
-        return [self.chunks(s, one)]
+        return head + [self.chunks(s, one)]
 
     def pipelined(self) -> list:
         """The K loop over a ring of `stages` buffers: stages - 1 slices in flight ahead of

@@ -260,6 +260,7 @@ def main():
             schedule=f"{comp.program.schedule}; {plan.geometry['tuning']}", tune_s=tune_s, **kw)
 
     def conv_sweep(row, dtype, k, sizes, tensors, out, peer, tol):
+        # `peer`: (its label, its callable)
         """With --conv-sweep N: the row again with each of the first N configurations of the
         GEMM schedule's space (its default first; on tensor cores but for f32; tiles of 64
         rows at most), output checked."""
@@ -274,9 +275,9 @@ def main():
             try:
                 fn_p, comp_p = zyn_callable(dev, k, sizes, tensors, out, params=Choice("gemm", p))
                 add(row, [32, 64, 56, 56, 3, 3], f"{dtype} {p.describe()}", fn_p,
-                    [("torch eager (cuDNN)", peer)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9,
+                    [peer], flops=2 * 32 * 64 * 56 * 56 * 64 * 9,
                     schedule=comp_p.program.schedule, peak=dtype,
-                    check=check_close(lambda: (fn_p(), out)[1], peer, tol))
+                    check=check_close(lambda: (fn_p(), out)[1], peer[1], tol))
             except Exception as err:        # a configuration the device refuses
                 print(f"  {row}: {p.describe()} failed: {err}", flush=True)
 
@@ -405,7 +406,7 @@ def main():
             schedule=comp.program.schedule, check=check_close(lambda: (fn(), y)[1], cv, 1e-3))
         tuned("conv2d_resnet", [32, 64, 56, 56, 3, 3], "f32", k, sizes, [xb, w, bias], y,
               [("torch eager (cuDNN)", cv)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9)
-        conv_sweep("conv2d_resnet", "f32", k, sizes, [xb, w, bias], y, cv, 1e-3)
+        conv_sweep("conv2d_resnet", "f32", k, sizes, [xb, w, bias], y, ("torch eager (cuDNN)", cv), 1e-3)
 
         cv_tf32 = with_tf32(lambda: F.conv2d(xb, w, bias, padding=1), True)
         add("conv2d_resnet", [32, 64, 56, 56, 3, 3], "f32 (peer TF32)", fn,
@@ -419,7 +420,8 @@ def main():
             schedule=comp32.program.schedule, check=check_close(lambda: (fn32(), y)[1], cv, 5e-3))
         tuned("conv2d_resnet", [32, 64, 56, 56, 3, 3], "tf32", k32, sizes, [xb, w, bias], y,
               [("torch eager (cuDNN, TF32)", cv_tf32)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9)
-        conv_sweep("conv2d_resnet", "tf32", k32, sizes, [xb, w, bias], y, cv_tf32, 5e-3)
+        conv_sweep("conv2d_resnet", "tf32", k32, sizes, [xb, w, bias], y,
+                   ("torch eager (cuDNN, TF32)", cv_tf32), 5e-3)
         del xb, y
 
     # ---- conv2d ResNet block in f16: f16 tensors in NCHW (channels first, contiguous) for
@@ -440,7 +442,8 @@ def main():
             schedule=comp16.program.schedule, check=check_close(lambda: (fn16(), yh)[1], cv16, 2e-2))
         tuned("conv2d_resnet_f16", [32, 64, 56, 56, 3, 3], "f16", k16, sizes, [xh, wh, bh], yh,
               [("torch eager (cuDNN f16, NCHW)", cv16)], flops=2 * 32 * 64 * 56 * 56 * 64 * 9)
-        conv_sweep("conv2d_resnet_f16", "f16", k16, sizes, [xh, wh, bh], yh, cv16, 2e-2)
+        conv_sweep("conv2d_resnet_f16", "f16", k16, sizes, [xh, wh, bh], yh,
+                   ("torch eager (cuDNN f16, NCHW)", cv16), 2e-2)
         del xh, yh
 
     # ---- residual + layer norm, bias + GELU over 8192 x 4096

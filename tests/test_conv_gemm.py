@@ -88,8 +88,12 @@ def test_f32_exact(case):
     want = np.asarray(run_kernel(kernel, ins, sizes, {}), np.float64)
     auto = Gemm().default(kernel, cuda_target(), sizes)
     assert not auto.mma         # f32 stays exact unless the program allows TF32
-    for p in (auto, GemmParams(16, 16, 8, 4, 4, 4), GemmParams(32, 32, 16, 4, 4, 4)):
-        _, got = emulated(kernel, ins, sizes, p)
+    # (16 threads for a 64-wide tile: each chunk of a thread in a row of its own)
+    for p in (auto, GemmParams(16, 16, 8, 4, 4, 4), GemmParams(32, 32, 16, 4, 4, 4), GemmParams(16, 64, 8, 4, 16, 1)):
+        prog, got = emulated(kernel, ins, sizes, p)
+        if p.threads < p.bn:
+            assert {n.count for n in ir.walk(prog.kernels[0]) if isinstance(n, ir.Array)
+                    and n.name.startswith("_hn")} == {p.bn * p.bk // p.threads}
         np.testing.assert_allclose(got, want, err_msg=p.describe(), **tolerance("f32", "contraction"))
     np.testing.assert_allclose(want, numpy_conv(*ins, sizes["stride"], sizes["padding"]), rtol=1e-5, atol=1e-4)
 
@@ -170,6 +174,43 @@ def test_every_target(target, case):
     prog = Gemm().build(kernel, tgt, sizes, p)
     got = np.asarray(emulate_kernel(prog, kernel, ins, sizes), np.float64)
     np.testing.assert_allclose(got, want, err_msg=target, **tolerance("f32", "contraction"))
+
+
+# channels last: the gathered input runs along K (its channels), the filters along N
+NHWC = """let output = compute(input, kernel) {
+    for b in 0..batch, oh in 0..out_h, ow in 0..out_w, oc in 0..out_channels:
+        var sum = 0.0
+        for kh in 0..kernel_h, kw in 0..kernel_w:
+            for ic in 0..in_channels:
+                let ih = oh + kh - 1
+                let iw = ow + kw - 1
+                if ih >= 0 and ih < in_h and iw >= 0 and iw < in_w:
+                    sum += input[b, ih, iw, ic] * kernel[kh, kw, ic, oc]
+        out[b, oh, ow, oc] = sum
+}
+output
+"""
+
+
+@pytest.mark.parametrize("channels", [5, 16])
+def test_channels_last(channels):
+    """The gathered input read along K: a thread's chunks in rows of their own (one hoisted
+    tile row each), the filters in 16-byte copies along their output channels."""
+    rng = np.random.default_rng(channels)
+    x = rng.standard_normal((2, 7, 6, channels)).astype(np.float32)
+    wt = rng.standard_normal((3, 3, channels, 24)).astype(np.float32)
+    kernel, ins, sizes, _ = lower_block(NHWC, {"input": x, "kernel": wt}, sizes=dict(out_h=7, out_w=6, in_h=7, in_w=6))
+    want = numpy_conv(x.transpose(0, 3, 1, 2), wt.transpose(3, 2, 0, 1), np.zeros(24), 1, 1).transpose(0, 2, 3, 1)
+    tf32 = _allow_tf32(kernel)
+    want_tf32 = numpy_conv(_tf32(x).transpose(0, 3, 1, 2), _tf32(wt).transpose(3, 2, 0, 1), np.zeros(24),
+                           1, 1).transpose(0, 2, 3, 1)
+    for k, p, ref in [(kernel, GemmParams(32, 32, 16, 4, 4, 4), want), (tf32, PIPELINED[0], want_tf32),
+                      (tf32, STAGED, want_tf32)]:
+        prog, got = emulated(k, ins, sizes, p)
+        np.testing.assert_allclose(got, ref, err_msg=p.describe(), **tolerance("f32", "contraction"))
+        assert ("kernel in 16-byte loads" in prog.schedule) == (p.width == 4)
+        assert {n.count for n in ir.walk(prog.kernels[0]) if isinstance(n, ir.Array)
+                and n.name.startswith("_hm")} == {p.bm * p.bk // p.threads}
 
 
 def test_half_tiles_refuse_a_gathered_operand_in_the_ring():

@@ -3,10 +3,10 @@
 # differential tests on every device present, the notebooks (with `auto` picking CUDA), and,
 # with --bench, the CUDA and WebGPU benchmarks.
 #
-#   scripts/gpu_tests.sh [--bench] [--no-notebooks] [--no-tests] [--part 1|2] [extra pytest paths...]
+#   scripts/gpu_tests.sh [--bench] [--no-notebooks] [--no-tests] [--part 1|2|3] [extra pytest paths...]
 #
 # Each part fits a 10-minute call on an H100 when run alone (--no-tests --bench, say); the
-# tests take two such calls (--part 1, then --part 2).
+# tests take three such calls (--part 1, 2 and 3).
 #
 # GPU machines often have CUDA, CuPy, PyTorch and numpy but no internet and no Jupyter. The
 # pure-Python dependencies (lark, wgpu, nbclient, ipykernel, ...) travel as wheels in .whl/
@@ -24,7 +24,7 @@ BENCH=0 NOTEBOOKS=1 TESTS=1 PART=0 EXTRA=()
 for arg in "$@"; do
     case "$arg" in
         --part) PART=next ;;
-        1|2) if [ "$PART" = next ]; then PART=$arg; else EXTRA+=("$arg"); fi ;;
+        1|2|3) if [ "$PART" = next ]; then PART=$arg; else EXTRA+=("$arg"); fi ;;
         --bench) BENCH=1 ;;
         --no-notebooks) NOTEBOOKS=0 ;;
         --no-tests) TESTS=0 ;;
@@ -42,10 +42,14 @@ PART2=(tests/test_recognise.py tests/test_device_interface.py tests/test_fused_o
        tests/test_data_parallel.py tests/test_launch_cache.py tests/test_fusion.py
        tests/test_autotune.py tests/test_tile_schedule.py tests/test_attention_schedule.py
        tests/test_cuda_graphs_gpu.py)
+# the tensor-core schedules (GEMM, warpgroup MMAs, convolutions, attention) and what feeds them
+PART3=(tests/test_gemm_schedule.py tests/test_gemm_wgmma.py tests/test_conv_gemm.py
+       tests/test_attention_mma.py tests/test_fission.py tests/test_traces.py)
 case "$PART" in
     1) GPU_TESTS=("${PART1[@]}") ;;
     2) GPU_TESTS=("${PART2[@]}") ;;
-    *) GPU_TESTS=("${PART1[@]}" "${PART2[@]}") ;;
+    3) GPU_TESTS=("${PART3[@]}") ;;
+    *) GPU_TESTS=("${PART1[@]}" "${PART2[@]}" "${PART3[@]}") ;;
 esac
 RES=${OUT:-bench/results}
 mkdir -p "$RES"

@@ -1,4 +1,4 @@
-// ZynBook WGSL for kernel `batched_matmul` (contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread (gemm: bm=128, bn=128, bk=8, tm=8, tn=8, width=1, mma=False, stages=0, swizzle=False))
+// ZynBook WGSL for kernel `batched_matmul` (contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread (gemm: bm=128, bn=128, bk=8, tm=8, tn=8, width=1, mma=False, stages=0, swizzle=False, wgmma=False))
 
 struct ZynParams {
     u_A_d0: i32,
@@ -217,8 +217,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                 _v17_0 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_1_0 * u_A_d2)) + u_k_2_0)];
             }
             _regm_0 = _v17_0;
-            let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-            let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+            let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+            let _k_1: i32 = zyn_trem(zyn_thread, 8i);
             var _v17_1: f32 = 0.0f;
             if ((((_m0 + _x_1) < _nM1) && (_k_1 < _nK3))) {
                 let u_i_1_1: i32 = (_m0 + _x_1);
@@ -226,8 +226,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                 _v17_1 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_1_1 * u_A_d2)) + u_k_2_1)];
             }
             _regm_1 = _v17_1;
-            let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-            let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+            let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+            let _k_2: i32 = zyn_trem(zyn_thread, 8i);
             var _v17_2: f32 = 0.0f;
             if ((((_m0 + _x_2) < _nM1) && (_k_2 < _nK3))) {
                 let u_i_1_2: i32 = (_m0 + _x_2);
@@ -235,8 +235,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                 _v17_2 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_1_2 * u_A_d2)) + u_k_2_2)];
             }
             _regm_2 = _v17_2;
-            let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-            let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+            let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+            let _k_3: i32 = zyn_trem(zyn_thread, 8i);
             var _v17_3: f32 = 0.0f;
             if ((((_m0 + _x_3) < _nM1) && (_k_3 < _nK3))) {
                 let u_i_1_3: i32 = (_m0 + _x_3);
@@ -255,8 +255,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                 _v19_0 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_3_0 * u_B_d2)) + u_j_1_0)];
             }
             _regn_0 = _v19_0;
-            let _x_1: i32 = zyn_trem((zyn_thread + 256i), 128i);
-            let _k_1: i32 = zyn_tdiv((zyn_thread + 256i), 128i);
+            let _x_1: i32 = zyn_trem(zyn_thread, 128i);
+            let _k_1: i32 = (zyn_tdiv(zyn_thread, 128i) + 2i);
             var _v19_1: f32 = 0.0f;
             if ((((_n0 + _x_1) < _nN2) && (_k_1 < _nK3))) {
                 let u_j_1_1: i32 = (_n0 + _x_1);
@@ -264,8 +264,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                 _v19_1 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_3_1 * u_B_d2)) + u_j_1_1)];
             }
             _regn_1 = _v19_1;
-            let _x_2: i32 = zyn_trem((zyn_thread + 512i), 128i);
-            let _k_2: i32 = zyn_tdiv((zyn_thread + 512i), 128i);
+            let _x_2: i32 = zyn_trem(zyn_thread, 128i);
+            let _k_2: i32 = (zyn_tdiv(zyn_thread, 128i) + 4i);
             var _v19_2: f32 = 0.0f;
             if ((((_n0 + _x_2) < _nN2) && (_k_2 < _nK3))) {
                 let u_j_1_2: i32 = (_n0 + _x_2);
@@ -273,8 +273,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                 _v19_2 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_3_2 * u_B_d2)) + u_j_1_2)];
             }
             _regn_2 = _v19_2;
-            let _x_3: i32 = zyn_trem((zyn_thread + 768i), 128i);
-            let _k_3: i32 = zyn_tdiv((zyn_thread + 768i), 128i);
+            let _x_3: i32 = zyn_trem(zyn_thread, 128i);
+            let _k_3: i32 = (zyn_tdiv(zyn_thread, 128i) + 6i);
             var _v19_3: f32 = 0.0f;
             if ((((_n0 + _x_3) < _nN2) && (_k_3 < _nK3))) {
                 let u_j_1_3: i32 = (_n0 + _x_3);
@@ -287,28 +287,28 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
             let _x_0: i32 = zyn_tdiv(zyn_thread, 8i);
             let _k_0: i32 = zyn_trem(zyn_thread, 8i);
             _shm[((_k_0 * 128i) + _x_0)] = _regm_0;
-            let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-            let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+            let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+            let _k_1: i32 = zyn_trem(zyn_thread, 8i);
             _shm[((_k_1 * 128i) + _x_1)] = _regm_1;
-            let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-            let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+            let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+            let _k_2: i32 = zyn_trem(zyn_thread, 8i);
             _shm[((_k_2 * 128i) + _x_2)] = _regm_2;
-            let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-            let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+            let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+            let _k_3: i32 = zyn_trem(zyn_thread, 8i);
             _shm[((_k_3 * 128i) + _x_3)] = _regm_3;
         }
         {
             let _x_0: i32 = zyn_trem(zyn_thread, 128i);
             let _k_0: i32 = zyn_tdiv(zyn_thread, 128i);
             _shn[((_k_0 * 128i) + _x_0)] = _regn_0;
-            let _x_1: i32 = zyn_trem((zyn_thread + 256i), 128i);
-            let _k_1: i32 = zyn_tdiv((zyn_thread + 256i), 128i);
+            let _x_1: i32 = zyn_trem(zyn_thread, 128i);
+            let _k_1: i32 = (zyn_tdiv(zyn_thread, 128i) + 2i);
             _shn[((_k_1 * 128i) + _x_1)] = _regn_1;
-            let _x_2: i32 = zyn_trem((zyn_thread + 512i), 128i);
-            let _k_2: i32 = zyn_tdiv((zyn_thread + 512i), 128i);
+            let _x_2: i32 = zyn_trem(zyn_thread, 128i);
+            let _k_2: i32 = (zyn_tdiv(zyn_thread, 128i) + 4i);
             _shn[((_k_2 * 128i) + _x_2)] = _regn_2;
-            let _x_3: i32 = zyn_trem((zyn_thread + 768i), 128i);
-            let _k_3: i32 = zyn_tdiv((zyn_thread + 768i), 128i);
+            let _x_3: i32 = zyn_trem(zyn_thread, 128i);
+            let _k_3: i32 = (zyn_tdiv(zyn_thread, 128i) + 6i);
             _shn[((_k_3 * 128i) + _x_3)] = _regn_3;
         }
         workgroupBarrier();
@@ -324,8 +324,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                         _v11_0 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_0 * u_A_d2)) + u_k_0)];
                     }
                     _regm_0 = _v11_0;
-                    let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-                    let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+                    let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+                    let _k_1: i32 = zyn_trem(zyn_thread, 8i);
                     var _v11_1: f32 = 0.0f;
                     if ((((_m0 + _x_1) < _nM1) && ((((_kt + 1i) * 8i) + _k_1) < _nK3))) {
                         let u_i_1: i32 = (_m0 + _x_1);
@@ -333,8 +333,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                         _v11_1 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_1 * u_A_d2)) + u_k_1)];
                     }
                     _regm_1 = _v11_1;
-                    let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-                    let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+                    let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+                    let _k_2: i32 = zyn_trem(zyn_thread, 8i);
                     var _v11_2: f32 = 0.0f;
                     if ((((_m0 + _x_2) < _nM1) && ((((_kt + 1i) * 8i) + _k_2) < _nK3))) {
                         let u_i_2: i32 = (_m0 + _x_2);
@@ -342,8 +342,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                         _v11_2 = u_A[((((u_b * u_A_d1) * u_A_d2) + (u_i_2 * u_A_d2)) + u_k_2)];
                     }
                     _regm_2 = _v11_2;
-                    let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-                    let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+                    let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+                    let _k_3: i32 = zyn_trem(zyn_thread, 8i);
                     var _v11_3: f32 = 0.0f;
                     if ((((_m0 + _x_3) < _nM1) && ((((_kt + 1i) * 8i) + _k_3) < _nK3))) {
                         let u_i_3: i32 = (_m0 + _x_3);
@@ -362,8 +362,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                         _v13_0 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_1_0 * u_B_d2)) + u_j_0)];
                     }
                     _regn_0 = _v13_0;
-                    let _x_1: i32 = zyn_trem((zyn_thread + 256i), 128i);
-                    let _k_1: i32 = zyn_tdiv((zyn_thread + 256i), 128i);
+                    let _x_1: i32 = zyn_trem(zyn_thread, 128i);
+                    let _k_1: i32 = (zyn_tdiv(zyn_thread, 128i) + 2i);
                     var _v13_1: f32 = 0.0f;
                     if ((((_n0 + _x_1) < _nN2) && ((((_kt + 1i) * 8i) + _k_1) < _nK3))) {
                         let u_j_1: i32 = (_n0 + _x_1);
@@ -371,8 +371,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                         _v13_1 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_1_1 * u_B_d2)) + u_j_1)];
                     }
                     _regn_1 = _v13_1;
-                    let _x_2: i32 = zyn_trem((zyn_thread + 512i), 128i);
-                    let _k_2: i32 = zyn_tdiv((zyn_thread + 512i), 128i);
+                    let _x_2: i32 = zyn_trem(zyn_thread, 128i);
+                    let _k_2: i32 = (zyn_tdiv(zyn_thread, 128i) + 4i);
                     var _v13_2: f32 = 0.0f;
                     if ((((_n0 + _x_2) < _nN2) && ((((_kt + 1i) * 8i) + _k_2) < _nK3))) {
                         let u_j_2: i32 = (_n0 + _x_2);
@@ -380,8 +380,8 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                         _v13_2 = u_B[((((u_b * u_B_d1) * u_B_d2) + (u_k_1_2 * u_B_d2)) + u_j_2)];
                     }
                     _regn_2 = _v13_2;
-                    let _x_3: i32 = zyn_trem((zyn_thread + 768i), 128i);
-                    let _k_3: i32 = zyn_tdiv((zyn_thread + 768i), 128i);
+                    let _x_3: i32 = zyn_trem(zyn_thread, 128i);
+                    let _k_3: i32 = (zyn_tdiv(zyn_thread, 128i) + 6i);
                     var _v13_3: f32 = 0.0f;
                     if ((((_n0 + _x_3) < _nN2) && ((((_kt + 1i) * 8i) + _k_3) < _nK3))) {
                         let u_j_3: i32 = (_n0 + _x_3);
@@ -496,28 +496,28 @@ fn zyn_k_batched_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                     let _x_0: i32 = zyn_tdiv(zyn_thread, 8i);
                     let _k_0: i32 = zyn_trem(zyn_thread, 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_0 * 128i) + _x_0))] = _regm_0;
-                    let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-                    let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+                    let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+                    let _k_1: i32 = zyn_trem(zyn_thread, 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_1 * 128i) + _x_1))] = _regm_1;
-                    let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-                    let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+                    let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+                    let _k_2: i32 = zyn_trem(zyn_thread, 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_2 * 128i) + _x_2))] = _regm_2;
-                    let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-                    let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+                    let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+                    let _k_3: i32 = zyn_trem(zyn_thread, 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_3 * 128i) + _x_3))] = _regm_3;
                 }
                 {
                     let _x_0: i32 = zyn_trem(zyn_thread, 128i);
                     let _k_0: i32 = zyn_tdiv(zyn_thread, 128i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_0 * 128i) + _x_0))] = _regn_0;
-                    let _x_1: i32 = zyn_trem((zyn_thread + 256i), 128i);
-                    let _k_1: i32 = zyn_tdiv((zyn_thread + 256i), 128i);
+                    let _x_1: i32 = zyn_trem(zyn_thread, 128i);
+                    let _k_1: i32 = (zyn_tdiv(zyn_thread, 128i) + 2i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_1 * 128i) + _x_1))] = _regn_1;
-                    let _x_2: i32 = zyn_trem((zyn_thread + 512i), 128i);
-                    let _k_2: i32 = zyn_tdiv((zyn_thread + 512i), 128i);
+                    let _x_2: i32 = zyn_trem(zyn_thread, 128i);
+                    let _k_2: i32 = (zyn_tdiv(zyn_thread, 128i) + 4i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_2 * 128i) + _x_2))] = _regn_2;
-                    let _x_3: i32 = zyn_trem((zyn_thread + 768i), 128i);
-                    let _k_3: i32 = zyn_tdiv((zyn_thread + 768i), 128i);
+                    let _x_3: i32 = zyn_trem(zyn_thread, 128i);
+                    let _k_3: i32 = (zyn_tdiv(zyn_thread, 128i) + 6i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_3 * 128i) + _x_3))] = _regn_3;
                 }
             }

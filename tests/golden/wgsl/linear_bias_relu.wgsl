@@ -1,4 +1,4 @@
-// ZynBook WGSL for kernel `linear_bias_relu` (contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread (gemm: bm=128, bn=128, bk=8, tm=8, tn=8, width=1, mma=False, stages=0, swizzle=False))
+// ZynBook WGSL for kernel `linear_bias_relu` (contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread (gemm: bm=128, bn=128, bk=8, tm=8, tn=8, width=1, mma=False, stages=0, swizzle=False, wgmma=False))
 
 struct ZynParams {
     u_K: i32,
@@ -215,8 +215,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                 _v15_0 = u_x[((u_i_1_0 * u_x_d1) + u_k_2_0)];
             }
             _regm_0 = _v15_0;
-            let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-            let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+            let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+            let _k_1: i32 = zyn_trem(zyn_thread, 8i);
             var _v15_1: f32 = 0.0f;
             if ((((_m0 + _x_1) < _nM1) && (_k_1 < _nK3))) {
                 let u_i_1_1: i32 = (_m0 + _x_1);
@@ -224,8 +224,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                 _v15_1 = u_x[((u_i_1_1 * u_x_d1) + u_k_2_1)];
             }
             _regm_1 = _v15_1;
-            let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-            let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+            let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+            let _k_2: i32 = zyn_trem(zyn_thread, 8i);
             var _v15_2: f32 = 0.0f;
             if ((((_m0 + _x_2) < _nM1) && (_k_2 < _nK3))) {
                 let u_i_1_2: i32 = (_m0 + _x_2);
@@ -233,8 +233,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                 _v15_2 = u_x[((u_i_1_2 * u_x_d1) + u_k_2_2)];
             }
             _regm_2 = _v15_2;
-            let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-            let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+            let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+            let _k_3: i32 = zyn_trem(zyn_thread, 8i);
             var _v15_3: f32 = 0.0f;
             if ((((_m0 + _x_3) < _nM1) && (_k_3 < _nK3))) {
                 let u_i_1_3: i32 = (_m0 + _x_3);
@@ -253,8 +253,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                 _v17_0 = u_w[((u_j_1_0 * u_w_d1) + u_k_3_0)];
             }
             _regn_0 = _v17_0;
-            let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-            let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+            let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+            let _k_1: i32 = zyn_trem(zyn_thread, 8i);
             var _v17_1: f32 = 0.0f;
             if ((((_n0 + _x_1) < _nN2) && (_k_1 < _nK3))) {
                 let u_j_1_1: i32 = (_n0 + _x_1);
@@ -262,8 +262,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                 _v17_1 = u_w[((u_j_1_1 * u_w_d1) + u_k_3_1)];
             }
             _regn_1 = _v17_1;
-            let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-            let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+            let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+            let _k_2: i32 = zyn_trem(zyn_thread, 8i);
             var _v17_2: f32 = 0.0f;
             if ((((_n0 + _x_2) < _nN2) && (_k_2 < _nK3))) {
                 let u_j_1_2: i32 = (_n0 + _x_2);
@@ -271,8 +271,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                 _v17_2 = u_w[((u_j_1_2 * u_w_d1) + u_k_3_2)];
             }
             _regn_2 = _v17_2;
-            let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-            let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+            let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+            let _k_3: i32 = zyn_trem(zyn_thread, 8i);
             var _v17_3: f32 = 0.0f;
             if ((((_n0 + _x_3) < _nN2) && (_k_3 < _nK3))) {
                 let u_j_1_3: i32 = (_n0 + _x_3);
@@ -285,28 +285,28 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
             let _x_0: i32 = zyn_tdiv(zyn_thread, 8i);
             let _k_0: i32 = zyn_trem(zyn_thread, 8i);
             _shm[((_k_0 * 128i) + _x_0)] = _regm_0;
-            let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-            let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+            let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+            let _k_1: i32 = zyn_trem(zyn_thread, 8i);
             _shm[((_k_1 * 128i) + _x_1)] = _regm_1;
-            let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-            let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+            let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+            let _k_2: i32 = zyn_trem(zyn_thread, 8i);
             _shm[((_k_2 * 128i) + _x_2)] = _regm_2;
-            let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-            let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+            let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+            let _k_3: i32 = zyn_trem(zyn_thread, 8i);
             _shm[((_k_3 * 128i) + _x_3)] = _regm_3;
         }
         {
             let _x_0: i32 = zyn_tdiv(zyn_thread, 8i);
             let _k_0: i32 = zyn_trem(zyn_thread, 8i);
             _shn[((_k_0 * 128i) + _x_0)] = _regn_0;
-            let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-            let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+            let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+            let _k_1: i32 = zyn_trem(zyn_thread, 8i);
             _shn[((_k_1 * 128i) + _x_1)] = _regn_1;
-            let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-            let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+            let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+            let _k_2: i32 = zyn_trem(zyn_thread, 8i);
             _shn[((_k_2 * 128i) + _x_2)] = _regn_2;
-            let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-            let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+            let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+            let _k_3: i32 = zyn_trem(zyn_thread, 8i);
             _shn[((_k_3 * 128i) + _x_3)] = _regn_3;
         }
         workgroupBarrier();
@@ -322,8 +322,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                         _v9_0 = u_x[((u_i_0 * u_x_d1) + u_k_0)];
                     }
                     _regm_0 = _v9_0;
-                    let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-                    let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+                    let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+                    let _k_1: i32 = zyn_trem(zyn_thread, 8i);
                     var _v9_1: f32 = 0.0f;
                     if ((((_m0 + _x_1) < _nM1) && ((((_kt + 1i) * 8i) + _k_1) < _nK3))) {
                         let u_i_1: i32 = (_m0 + _x_1);
@@ -331,8 +331,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                         _v9_1 = u_x[((u_i_1 * u_x_d1) + u_k_1)];
                     }
                     _regm_1 = _v9_1;
-                    let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-                    let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+                    let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+                    let _k_2: i32 = zyn_trem(zyn_thread, 8i);
                     var _v9_2: f32 = 0.0f;
                     if ((((_m0 + _x_2) < _nM1) && ((((_kt + 1i) * 8i) + _k_2) < _nK3))) {
                         let u_i_2: i32 = (_m0 + _x_2);
@@ -340,8 +340,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                         _v9_2 = u_x[((u_i_2 * u_x_d1) + u_k_2)];
                     }
                     _regm_2 = _v9_2;
-                    let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-                    let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+                    let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+                    let _k_3: i32 = zyn_trem(zyn_thread, 8i);
                     var _v9_3: f32 = 0.0f;
                     if ((((_m0 + _x_3) < _nM1) && ((((_kt + 1i) * 8i) + _k_3) < _nK3))) {
                         let u_i_3: i32 = (_m0 + _x_3);
@@ -360,8 +360,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                         _v11_0 = u_w[((u_j_0 * u_w_d1) + u_k_1_0)];
                     }
                     _regn_0 = _v11_0;
-                    let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-                    let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+                    let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+                    let _k_1: i32 = zyn_trem(zyn_thread, 8i);
                     var _v11_1: f32 = 0.0f;
                     if ((((_n0 + _x_1) < _nN2) && ((((_kt + 1i) * 8i) + _k_1) < _nK3))) {
                         let u_j_1: i32 = (_n0 + _x_1);
@@ -369,8 +369,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                         _v11_1 = u_w[((u_j_1 * u_w_d1) + u_k_1_1)];
                     }
                     _regn_1 = _v11_1;
-                    let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-                    let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+                    let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+                    let _k_2: i32 = zyn_trem(zyn_thread, 8i);
                     var _v11_2: f32 = 0.0f;
                     if ((((_n0 + _x_2) < _nN2) && ((((_kt + 1i) * 8i) + _k_2) < _nK3))) {
                         let u_j_2: i32 = (_n0 + _x_2);
@@ -378,8 +378,8 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                         _v11_2 = u_w[((u_j_2 * u_w_d1) + u_k_1_2)];
                     }
                     _regn_2 = _v11_2;
-                    let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-                    let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+                    let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+                    let _k_3: i32 = zyn_trem(zyn_thread, 8i);
                     var _v11_3: f32 = 0.0f;
                     if ((((_n0 + _x_3) < _nN2) && ((((_kt + 1i) * 8i) + _k_3) < _nK3))) {
                         let u_j_3: i32 = (_n0 + _x_3);
@@ -494,28 +494,28 @@ fn zyn_k_linear_bias_relu(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num
                     let _x_0: i32 = zyn_tdiv(zyn_thread, 8i);
                     let _k_0: i32 = zyn_trem(zyn_thread, 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_0 * 128i) + _x_0))] = _regm_0;
-                    let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-                    let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+                    let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+                    let _k_1: i32 = zyn_trem(zyn_thread, 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_1 * 128i) + _x_1))] = _regm_1;
-                    let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-                    let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+                    let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+                    let _k_2: i32 = zyn_trem(zyn_thread, 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_2 * 128i) + _x_2))] = _regm_2;
-                    let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-                    let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+                    let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+                    let _k_3: i32 = zyn_trem(zyn_thread, 8i);
                     _shm[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_3 * 128i) + _x_3))] = _regm_3;
                 }
                 {
                     let _x_0: i32 = zyn_tdiv(zyn_thread, 8i);
                     let _k_0: i32 = zyn_trem(zyn_thread, 8i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_0 * 128i) + _x_0))] = _regn_0;
-                    let _x_1: i32 = zyn_tdiv((zyn_thread + 256i), 8i);
-                    let _k_1: i32 = zyn_trem((zyn_thread + 256i), 8i);
+                    let _x_1: i32 = (zyn_tdiv(zyn_thread, 8i) + 32i);
+                    let _k_1: i32 = zyn_trem(zyn_thread, 8i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_1 * 128i) + _x_1))] = _regn_1;
-                    let _x_2: i32 = zyn_tdiv((zyn_thread + 512i), 8i);
-                    let _k_2: i32 = zyn_trem((zyn_thread + 512i), 8i);
+                    let _x_2: i32 = (zyn_tdiv(zyn_thread, 8i) + 64i);
+                    let _k_2: i32 = zyn_trem(zyn_thread, 8i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_2 * 128i) + _x_2))] = _regn_2;
-                    let _x_3: i32 = zyn_tdiv((zyn_thread + 768i), 8i);
-                    let _k_3: i32 = zyn_trem((zyn_thread + 768i), 8i);
+                    let _x_3: i32 = (zyn_tdiv(zyn_thread, 8i) + 96i);
+                    let _k_3: i32 = zyn_trem(zyn_thread, 8i);
                     _shn[((zyn_trem((_kt + 1i), 2i) * 1024i) + ((_k_3 * 128i) + _x_3))] = _regn_3;
                 }
             }

@@ -166,6 +166,9 @@ def main():
                          "GEMM schedule's space (tensor-core ones for TF32 and f16)")
     ap.add_argument("--gemm-sweep", type=int, default=0, metavar="N",
                     help="time the first N tensor-core GEMM configurations, nothing else")
+    ap.add_argument("--gemm-shapes", default="", metavar="MxNxK:dtype,...",
+                    help="--gemm-sweep on these shapes instead of the square rows "
+                         "(e.g. 4096x2304x768:f16, the transformer block's QKV projection)")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -193,7 +196,7 @@ def main():
           f"copy bandwidth {copy_bw / 1e9:.0f} GB/s (read + write)", flush=True)
 
     if args.gemm_sweep:
-        gemm_sweep(dev, T, torch, rnd, reps, args.gemm_sweep, want)
+        gemm_sweep(dev, T, torch, rnd, reps, args.gemm_sweep, want, args.gemm_shapes)
         return
 
     def compiled_peer(fn):
@@ -534,28 +537,33 @@ def kernel_resources(compiled) -> str:
     return "; ".join(out)
 
 
-def gemm_sweep(dev, T, torch, rnd, reps, count, want):
+def gemm_sweep(dev, T, torch, rnd, reps, count, want, shapes=""):
     """Time the GEMM schedule's first `count` tensor-core configurations on square matmuls
-    (bf16 and f16 at 4096 and 8192, TF32 at 4096; `want`: those rows only) beside cuBLAS."""
+    (bf16 and f16 at 4096 and 8192, TF32 at 4096; `want`: those rows only), or on `shapes`
+    ("MxNxK:dtype,..."), beside cuBLAS."""
     from zynbook import tuning as ztuning
     from zynbook.compiler.codegen import device_target
     from zynbook.compiler.schedules.base import Choice
     from zynbook.compiler.schedules.gemm import Gemm
     tdts = {"tf32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
-    for n, kind in ((4096, "bf16"), (4096, "f16"), (8192, "bf16"), (8192, "f16"), (4096, "tf32")):
-        row = f"matmul_{n}_{kind}"
+    rows = [((n, n, n), kind, f"matmul_{n}_{kind}") for n, kind in
+            ((4096, "bf16"), (4096, "f16"), (8192, "bf16"), (8192, "f16"), (4096, "tf32"))]
+    if shapes:
+        rows = [(tuple(int(v) for v in mnk.split("x")), kind, f"matmul_{mnk}_{kind}")
+                for mnk, kind in (s.split(":") for s in shapes.split(","))]
+    for (m, n, kk), kind, row in rows:
         if want and row not in want:
             continue
         dt, tdt = ("f32" if kind == "tf32" else kind), tdts[kind]
-        A, B = rnd(n, n, dtype=tdt), rnd(n, n, dtype=tdt)
-        C = torch.empty(n, n, device="cuda", dtype=tdt)
+        A, B = rnd(m, kk, dtype=tdt), rnd(kk, n, dtype=tdt)
+        C = torch.empty(m, n, device="cuda", dtype=tdt)
         k, sizes = lower_program(MATMUL, {"A": A.shape, "B": B.shape}, {"A": dt, "B": dt})
         k = ztuning.allowing_tf32(_with_out_dtype(k, dt), ztuning.Settings(allow_tf32=kind == "tf32"))
         torch.backends.cuda.matmul.allow_tf32 = kind == "tf32"
         t_peer = T.median(lambda: torch.mm(A, B), reps)
         torch.backends.cuda.matmul.allow_tf32 = False
         ref = (A.double() @ B.double()).float()
-        flops, top = 2 * n ** 3, peak_tflops(dev.name, kind)
+        flops, top = 2 * m * n * kk, peak_tflops(dev.name, kind)
         print(f"{row}: cuBLAS {t_peer * 1e3:.3f} ms, {flops / t_peer / 1e12:.0f} TFLOP/s", flush=True)
         space = [p for p in Gemm().space(k, device_target(dev), sizes) if p.mma][:count]
         for p in space:

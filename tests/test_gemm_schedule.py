@@ -296,6 +296,31 @@ def test_pipelined_tensor_cores_epilogue_and_batches(case):
         check(kernel, ins, sizes, cuda_target(), params, scalars, dtype="f16")
 
 
+def _staged(prog) -> bool:
+    """Whether C leaves through the shared tile `_shc`, in 16-byte copies to the output."""
+    nodes = list(ir.walk(prog.kernels[0]))
+    return any(isinstance(n, ir.Array) and n.name == "_shc" for n in nodes) and \
+        any(isinstance(n, ir.Copy) and n.src == "_shc" for n in nodes)
+
+
+@pytest.mark.parametrize("dtype,mnk,staged", [("f16", (37, 40, 24), True),    # partial rows
+                                              ("f32", (45, 36, 20), True),    # 4-byte C
+                                              ("f16", (37, 43, 24), False)])  # rows not whole vectors
+def test_c_leaves_through_a_shared_tile_in_whole_rows(dtype, mnk, staged):
+    kernel, sizes, make, _ = K.matmul_t(*mnk, "f16", False, not staged,
+                                        b_dtype=None if dtype == "f16" else "bf16")
+    kernel = _allow_tf32(kernel) if dtype == "f32" else kernel
+    params = GemmParams(32, 32, 16, 16, 16, 8 if dtype == "f16" else 1, True,
+                        3 if dtype == "f16" else 0, dtype == "f16")
+    prog = Gemm().build(kernel, cuda_target(), sizes, params)
+    assert _staged(prog) == staged
+    assert ("u_out" in prog.aligned) == staged       # else the unaligned fallback runs
+    ins = make(np.random.default_rng(sum(mnk)))
+    want = np.asarray(run_kernel(kernel, ins, sizes, {}), np.float64)
+    got = emulate_kernel(prog, kernel, ins, sizes, {})
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, **tolerance("f16", "contraction"))
+
+
 def test_the_pipelined_configuration_is_the_default_on_ampere_and_hopper():
     kernel, sizes, _, _ = K.matmul_t(4096, 4096, 4096, "bf16", False, False)
     # (sm_90 starts with warpgroup MMAs: tests/test_gemm_wgmma.py; sm_89 has none)
@@ -461,6 +486,14 @@ def test_tiles_beyond_the_static_limit_take_dynamic_shared_memory():
     assert "__nv_bfloat16* const _shn = reinterpret_cast<__nv_bfloat16*>(zyn_smem + 24576);" in prog.source
     small = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", PIPELINED[0])})
     assert small.steps[0].smem == 0 and "zyn_smem" not in small.source
+    # C staged over A's tiles, where it fits in them (32 rows of 40 against 3 x 32 x 16)
+    assert "__nv_bfloat16* const _shc = reinterpret_cast<__nv_bfloat16*>(_shm);" in small.source
+    # where it does not (128 rows of 136 against 3 x 128 x 32), over the launch's memory,
+    # which keeps the tiles contiguous: the larger of the tiles and C's staged tile
+    half = GemmParams(128, 128, 32, 64, 64, 8, True, 3, True)
+    kernel, sizes, _, _ = K.matmul_t(256, 256, 64, "bf16", False, False)
+    prog = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", half)})
+    assert prog.steps[0].smem == 3 * 2 * (128 * 32 + 32 * 128) and "zyn_smem" in prog.source
 
 
 # ---- on a GPU, where there is one: the tensor-core configurations as the hardware runs them
@@ -551,7 +584,8 @@ def test_tf32_tensor_cores_over_mixed_operands(da, db, ta, tb, odd):
         prog = Gemm().build(kernel, cuda_target(), sizes, params)
         nodes = list(ir.walk(prog.kernels[0]))
         assert any(isinstance(n, ir.Mma) and n.dtype == "tf32" for n in nodes)
-        tiles = {n.name: n.dtype for n in nodes if isinstance(n, ir.Array) and n.space == "shared"}
+        tiles = {n.name: n.dtype for n in nodes
+                 if isinstance(n, ir.Array) and n.space == "shared" and not n.alias}
         assert tiles == ({"_shm": da, "_shn": db} if params.stages else {"_shm": "f32", "_shn": "f32"})
         assert any(isinstance(n, ir.AsyncCopy) for n in nodes) == bool(params.stages)
         assert "tf32" in prog.schedule and "widened to f32" in prog.schedule

@@ -544,6 +544,9 @@ class _Translator:
                 end = self.shared_layout[-1][0] + self.shared_layout[-1][1] if self.shared_layout else 0
                 self.check(s.align >= 1 and s.align & (s.align - 1) == 0, f"shared `{s.name}` aligned to {s.align}")
                 base = -(-end // max(16, s.align)) * max(16, s.align)
+                if s.alias:         # its own storage here, at the other array's place
+                    base = next(b for (_, _, n), (b, _, _) in zip(self.shared, self.shared_layout)
+                                if n == s.alias)
                 size = int(s.count) * _bytes(ir.element_of(s.dtype)) * ir.lanes_of(s.dtype)
                 self.shared_layout.append((base, size, s.dtype))
                 self.ns[py + "_base"] = base

@@ -252,6 +252,8 @@ class Printer:
         for a in (n for n in ir.walk(k.body) if isinstance(n, ir.Array) and n.space == "shared"):
             self.spaces[a.name] = "shared"
             wide = {"align": a.align} if a.align > 16 else {}     # only dialects that align more
+            if a.alias and getattr(self.d, "shared_aliases", False):
+                wide["alias"] = a.alias     # placed over another (elsewhere: memory of its own)
             self.emit(self.d.array(a.name, a.dtype, a.count, "shared", **wide), a.line)
         self.stmts(k.body)
         self.level -= 1

@@ -280,6 +280,9 @@ class Array(Stmt):
     space: str = "local"
     line: int = 0
     align: int = 16             # bytes its start is aligned to (shared: a power of two)
+    # shared: placed at the start of shared array `alias` (and over those after it, where the
+    # launch provides the block's memory), reusing memory whose uses barriers separate
+    alias: str = ""
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,10 @@ in 16-byte vectors where K keeps the loops' order. The product itself is either
   operands from 128-byte swizzled shared tiles itself (schedules/gemm_wgmma.py).
 
 The epilogue adds the accumulator's start and runs the kernel's own store (`f`, a bias, an
-activation) per element of C. Sums are f32 (f64 for f64 operands). A guarded accumulation
+activation) per element of C. On tensor cores, where the store writes C's own layout
+(`_staged_ok`), the values go to a shared tile first (`_shc`, over the operand tiles' memory)
+and leave in 16-byte stores of whole rows: a fragment's elements are two columns of eight
+rows, so stored directly a warp writes 2- or 4-byte pieces of 8 rows at a time. Sums are f32 (f64 for f64 operands). A guarded accumulation
 (`if cond: acc += a * b`) reads 0 for the guarded operand where `cond` is false; where the
 guard reads only one side's variables, an infinite or NaN element of the other side then
 makes a NaN the reference, which skips the product, does not make.
@@ -259,6 +262,37 @@ def _vector_ok(kernel, form: _Form, side: _Side, sizes: dict, width: int) -> boo
     return dims[1:] == counts[1:] and prod(counts) % width == 0 and prod(dims) % width == 0
 
 
+def _staged_ok(kernel, form: _Form, sizes: dict) -> bool:
+    """Whether the store is `out[batch.., m.., n..] = v` over C's own layout: the output's
+    indices are the batch, M and N variables in that order, each dimension its loop's trip
+    count, so row gm of batch bz starts at (bz M + gm) N and a row's elements are
+    consecutive, and a row is whole 16-byte vectors."""
+    c, st = form.c, form.c.store
+    order = list(c.bvars) + list(form.m.vars) + list(form.n.vars)
+    if not isinstance(st, cir.Store) or len(st.index) != len(order) or \
+            any(not isinstance(i, cir.Var) or i.name != v for i, v in zip(st.index, order)):
+        return False
+    loops = {lp.var: lp for lp in c.ploops}
+    if not all(isinstance(loops[v].start, cir.Const) and loops[v].start.value == 0 and
+               isinstance(loops[v].step, cir.Const) and loops[v].step.value == 1 for v in order):
+        return False
+    dims = [cir.eval_dim(d, sizes) for d in kernel.output.shape]
+    width = 16 // _BYTES[kernel.output.dtype]
+    return dims == [trip_count(loops[v], sizes) for v in order] and dims[-1] * prod(
+        dims[len(order) - len(form.n.vars):-1]) % width == 0
+
+
+def _to_shared(st, ident: str, at: ir.Expr):
+    """The lowered store `st`, and those under it, into `_shc` at `at` where they write C
+    (`ident`): the staged tile's place is in range by construction."""
+    if isinstance(st, ir.Store) and st.array == ident:
+        return ir.Store("_shc", at, st.value, None, st.line)
+    if isinstance(st, ir.If):
+        return dataclasses.replace(st, then=tuple(_to_shared(x, ident, at) for x in st.then),
+                                   orelse=tuple(_to_shared(x, ident, at) for x in st.orelse))
+    return st
+
+
 def _side_sizes(form: _Form, sizes: dict):
     """(M, N, K) at these sizes."""
     ext = {lp.var: trip_count(lp, sizes) for lp in form.c.ploops}
@@ -462,8 +496,9 @@ class Gemm(Schedule):
             b = _Builder(kernel, target, sizes, params, sites)
         prog = b.program()
         vector = [s for s in ("m", "n") if b.W[s] > 1]
-        if vector:
-            prog.aligned = tuple(sorted({user_name(getattr(b.f, s).load.buffer) for s in vector}))
+        if vector or b.staged:
+            prog.aligned = tuple(sorted({user_name(getattr(b.f, s).load.buffer) for s in vector} |
+                                        ({user_name(b.f.c.store.buffer)} if b.staged else set())))
             plain = self._auto(kernel, dataclasses.replace(target, vector_bytes=0), sizes,
                                b.f, fma_only=True)
             prog.fallback = _Builder(kernel, target, sizes, plain, sites, "_w1").program()
@@ -498,6 +533,13 @@ class _Builder:
         if params.stages and any(self.W[s] * self.ibs[s] < 16 and not (self.W[s] == 1 and self.ibs[s] == 4)
                                  for s in ("m", "n")):
             raise ValueError("cp.async stages need each operand in 16-byte loads or 4-byte elements")
+        # C through a shared tile of rows padded by 16 bytes (a fragment's 8 rows then fall in
+        # distinct banks), where it fits the block's shared memory (module doc)
+        ob = _BYTES[kernel.output.dtype]
+        self.ldc = params.bn + 16 // ob
+        self.staged = params.mma and not self.sym and target.vector_bytes >= 16 and \
+            params.bm * self.ldc * ob + (1024 if params.wgmma else 0) <= target.shared_bytes and \
+            _staged_ok(kernel, self.f, self.sizes)
 
     def k_order(self) -> tuple | None:
         """(outer, inner) reduction loops where K is walked with the loops a gathered
@@ -649,6 +691,9 @@ class _Builder:
         ntiles = self.name(head, "tiles", self.op("*", per_batch, nb))
         self.tid = self.axis("thread")
         self.setup(head)
+        if self.staged:     # over the operand tiles, which are read by the epilogue's time
+            head.append(ir.Array("_shc", self.k.output.dtype, p.bm * self.ldc, "shared",
+                                 alias="_shm"))
         for s in ("m", "n"):
             if self.hoisted(s):
                 slots = 1 if self.x_fixed(s) else self.shape[s][1]
@@ -675,7 +720,7 @@ class _Builder:
             out.append(self.unrolled("_z", self.acc_count, lambda v: [
                 ir.Store("_acc", v, _zero(self.cd))]))
             out += self.mainloop()
-            return out + self.epilogue()
+            return out + self.epilogue() + (self.staged_out() if self.staged else [])
         body += self.scoped(tile_body)
         blocks = self.axis("block")
         stride = self.axis("blocks")
@@ -688,10 +733,16 @@ class _Builder:
         what = self.describe()
         vec = self.W["m"] > 1 or self.W["n"] > 1
         # tiles beyond what a kernel may declare with fixed sizes live in memory the launch gives
-        shared = sum(a.count * _BYTES[a.dtype] for a in head if isinstance(a, ir.Array) and a.space == "shared")
-        align = max([a.align for a in head if isinstance(a, ir.Array) and a.space == "shared"] + [16])
-        # (the launch's memory is 16-byte aligned: a tile aligned further may start later)
-        dynamic = shared + align - 16 if 0 < self.t.static_shared_bytes < shared else 0
+        arrays = [a for a in head if isinstance(a, ir.Array) and a.space == "shared"]
+        shared = max([sum(a.count * _BYTES[a.dtype] for a in arrays if not a.alias)] +
+                     [a.count * _BYTES[a.dtype] for a in arrays if a.alias])
+        align = max([a.align for a in arrays] + [16])
+        # (the launch's memory is 16-byte aligned: a tile aligned further may start later); a
+        # staged C larger than A's tiles spans the others, which only the launch's memory
+        # keeps contiguous
+        spans = self.staged and p.bm * self.ldc * _BYTES[self.k.output.dtype] > \
+            next(a.count * _BYTES[a.dtype] for a in arrays if a.name == "_shm")
+        dynamic = shared + align - 16 if 0 < self.t.static_shared_bytes < shared or spans else 0
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), p.threads,
                       self.idx, what, min_blocks=2 if vec and not p.mma and p.threads == 256 else 0,
                       dynamic_shared=dynamic)
@@ -1153,10 +1204,12 @@ class _Builder:
 
     # ---- the epilogue -----------------------------------------------------------------
 
-    def store(self, gm: ir.Expr, gn: ir.Expr, value: ir.Expr) -> list:
-        """out = f(init + value) at row gm, column gn of C, where both are in range."""
+    def store(self, lm: ir.Expr, ln: ir.Expr, value: ir.Expr) -> list:
+        """out = f(init + value) at row lm, column ln of the block's tile of C, where it is in
+        range: into the shared tile `_shc` where C is staged."""
         c, low, cd = self.f.c, self.low, self.cd
         low.line = c.store.line or low.line
+        gm, gn = self.op("+", self.m0, lm), self.op("+", self.n0, ln)
 
         def body():
             out = self.decompose(gm, self.loops["m"], self.exts["m"])
@@ -1164,9 +1217,38 @@ class _Builder:
             init = low.operand(c.init, cd)
             out.append(ir.Decl(low.bind(c.acc, cd), cd, ir.Bin("+", init, value, cd), False,
                                c.store.line))
-            return out + list(low.stmts((c.store,)))
+            stmts = list(low.stmts((c.store,)))
+            if self.staged:
+                at = self.op("+", self.op("*", lm, self.ldc), ln)
+                stmts = [_to_shared(st, low.buffers[c.store.buffer][0], at) for st in stmts]
+            return out + stmts
         inside = self.op("and", self.op("<", gm, self.M), self.op("<", gn, self.N))
         return [ir.If(inside, tuple(self.scoped(body)), (), c.store.line)]
+
+    def staged_out(self) -> list:
+        """The staged tile's rows to C in 16-byte stores, after every thread's values are in
+        (and before the next tile's copies reuse the memory)."""
+        p = self.p
+        dtype = self.k.output.dtype
+        width = 16 // _BYTES[dtype]
+        per_row = p.bn // width
+        ident = self.low.buffers[self.f.c.store.buffer][0]
+        row0 = self.op("+", self.op("*", ir.Ref("_bz", self.idx), self.M), self.m0) \
+            if self.f.c.bvars else self.m0
+
+        chunks = p.bm * per_row
+
+        def one(it):
+            chunk = self.op("+", self.tid, self.op("*", it, p.threads))
+            r, col = self.op("/", chunk, per_row), self.op("*", self.op("%", chunk, per_row), width)
+            inside = self.op("and", self.op("<", self.op("+", self.m0, r), self.M),
+                             self.op("<", self.op("+", self.n0, col), self.N))
+            if chunks % p.threads:
+                inside = self.op("and", self.op("<", chunk, chunks), inside)
+            dst = self.op("+", self.op("*", self.op("+", row0, r), self.N), self.op("+", self.n0, col))
+            return [ir.If(inside, (ir.Copy(ident, dst, "_shc", self.op("+", self.op("*", r, self.ldc), col),
+                                           width, dtype),))]
+        return [ir.Barrier(), self.unrolled("_oc", -(-chunks // p.threads), one), ir.Barrier()]
 
     def epilogue(self) -> list:
         p = self.p
@@ -1174,10 +1256,10 @@ class _Builder:
             def one(i, j):
                 out = []
                 for e in range(4):
-                    gm = self.op("+", self.m0, self.op("+", self.op("*", self.ref("_wm"), p.tm), self.op(
-                        "+", self.op("*", i, 16), self.op("+", self.ref("_g"), 8 * (e // 2)))))
-                    gn = self.op("+", self.n0, self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op(
-                        "+", self.op("*", j, 8), self.op("+", self.op("*", self.ref("_t4"), 2), e % 2))))
+                    gm = self.op("+", self.op("*", self.ref("_wm"), p.tm), self.op(
+                        "+", self.op("*", i, 16), self.op("+", self.ref("_g"), 8 * (e // 2))))
+                    gn = self.op("+", self.op("*", self.ref("_wn"), p.tn), self.op(
+                        "+", self.op("*", j, 8), self.op("+", self.op("*", self.ref("_t4"), 2), e % 2)))
                     at = self.op("+", self.op("*", self.op("+", self.op("*", i, self.fn), j), 4), e)
                     out += self.store(gm, gn, ir.Load("_acc", at, self.cd))
                 return out
@@ -1189,8 +1271,7 @@ class _Builder:
                                self.op("+", self.op("*", t, 4), self.op("%", v, 4)))
 
             def one(i, j):
-                gm = self.op("+", self.m0, place(i, ty_n, self.ref("_ty")))
-                gn = self.op("+", self.n0, place(j, tx_n, self.ref("_tx")))
+                gm, gn = place(i, ty_n, self.ref("_ty")), place(j, tx_n, self.ref("_tx"))
                 return self.store(gm, gn, ir.Load("_acc", self.op("+", self.op("*", i, p.tn), j), self.cd))
         n_i, n_j = (self.fm, self.fn) if p.mma else (p.tm, p.tn)
         return [self.unrolled("_ei", n_i, lambda i: [self.unrolled("_ej", n_j, lambda j: one(i, j))])]

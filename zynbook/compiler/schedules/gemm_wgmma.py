@@ -105,8 +105,8 @@ class WgmmaBuilder(_Builder):
         """C's elements of this thread (ir.WarpgroupMma's accumulator layout) through the
         kernel's store."""
         p, op = self.p, self.op
-        row = op("+", op("+", self.m0, op("*", self.ref("_wgm"), 64)), op("*", self.ref("_w4"), 16))
-        col = op("+", self.n0, op("*", self.ref("_wgn"), p.tn))
+        row = op("+", op("*", self.ref("_wgm"), 64), op("*", self.ref("_w4"), 16))
+        col = op("*", self.ref("_wgn"), p.tn)
 
         def one(j):
             out = []

@@ -232,7 +232,12 @@ class CudaDialect(CFamily):
     def barrier(self):
         return "__syncthreads();"
 
-    def array(self, name, dtype, count, space, align=16):
+    shared_aliases = True       # ir.Array.alias
+
+    def array(self, name, dtype, count, space, align=16, alias=""):
+        if alias:
+            t = self.type(dtype)
+            return f"{t}* const {name} = reinterpret_cast<{t}*>({alias});"
         if space == "shared" and self._dynamic is not None:     # a piece of zyn_smem
             at, t = -(-self._dynamic // align) * align, self.type(dtype)
             self._dynamic = at + -(-max(count, 1) * _BYTES[dtype] // 16) * 16

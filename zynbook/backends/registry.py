@@ -1,7 +1,12 @@
 """Device ids -> devices. `cpu` always; `cuda:N`, `webgpu:N` / `vulkan:N` / `metal:N` /
 `dx12:N` where their backends find hardware; `browser:N` while a JupyterLab page with the
 ZynBook extension is connected to the kernel (never picked by `auto`); `auto` is the best
-GPU, else the CPU."""
+GPU, else the CPU.
+
+A named device discovers only its own family of backends (`cpu:native` never enumerates
+WebGPU adapters nor starts CUDA); `auto`, `best_device_id()`, `compute_devices()` and an
+unknown id discover every backend. Each backend is asked once per process (until
+`refresh()`)."""
 from __future__ import annotations
 
 import importlib
@@ -14,26 +19,55 @@ from .cpu.device import CpuDevice
 _BACKENDS = ("zynbook.backends.cuda", "zynbook.backends.metal", "zynbook.backends.webgpu",
              "zynbook.backends.cpu.native")
 
+# the backends that can answer to an id, by the id's prefix: families share no id, so
+# discovering one family (its backends in `_BACKENDS` order) settles its ids for good
+_METAL_AND_WEBGPU = ("zynbook.backends.metal", "zynbook.backends.webgpu")
+_FAMILIES = {
+    "cuda": ("zynbook.backends.cuda",),
+    "cpu": ("zynbook.backends.cpu.native",),
+    # wgpu's adapters answer to `webgpu:N` and `<its backend>:M`; a native Metal device
+    # takes `metal:N` before wgpu's Metal adapter does
+    **{prefix: _METAL_AND_WEBGPU for prefix in ("metal", "webgpu", "vulkan", "dx12", "gl",
+                                                "browser")},
+}
+
 _lock = threading.Lock()
-_devices: dict | None = None
+_devices: dict | None = None            # every device found so far, by each of its ids
+_asked: set = set()                     # the backends whose discover() has run
 
 
 def _discover() -> dict:
+    """Every backend's devices (and the connected pages')."""
+    return _with_pages(_found(_BACKENDS))
+
+
+def _found(backends) -> dict:
+    """The devices found so far, after asking each of `backends` not asked before."""
     global _devices
     with _lock:
         if _devices is None:
-            found = {"cpu": CpuDevice()}
-            for module in _BACKENDS:
-                try:
-                    mod = importlib.import_module(module)
-                    devices = mod.discover()
-                except Exception:       # a backend without its library or hardware is absent
-                    continue
-                for dev in devices:
+            _devices = {"cpu": CpuDevice()}
+        for module in _BACKENDS:
+            if module in backends and module not in _asked:
+                _asked.add(module)
+                for dev in _backend_devices(module):
                     for dev_id in [dev.id] + list(getattr(dev, "aliases", ())):
-                        found.setdefault(dev_id, dev)
-            _devices = found
-        return _with_pages(_devices)
+                        _devices.setdefault(dev_id, dev)
+        return _devices
+
+
+def _backend_devices(module: str) -> list:
+    try:
+        return list(importlib.import_module(module).discover())
+    except Exception:       # a backend without its library or hardware is absent
+        return []
+
+
+def _family(device_id: str) -> tuple | None:
+    """The backends that can answer to `device_id`; None for an id of no known family."""
+    if device_id == "cpu":
+        return ()
+    return _FAMILIES.get(device_id.split(":", 1)[0])
 
 
 def _with_pages(found: dict) -> dict:
@@ -61,6 +95,7 @@ def refresh():
     global _devices
     with _lock:
         _devices = None
+        _asked.clear()
 
 
 def best_device_id() -> str:
@@ -85,9 +120,17 @@ def get_device(device_id: str):
     if device_id == "dask" or device_id.startswith("dask:"):      # a Dask cluster
         from .dask import cluster_device
         return cluster_device(device_id)
-    devices = _discover()
     if device_id == "auto":
         device_id = best_device_id()
+    family = _family(device_id)
+    if family is not None:
+        found = _found(family)
+        if device_id.startswith("browser:"):       # the pages' ids (the bridge loaded then)
+            found = _with_pages(found)
+        dev = found.get(device_id)
+        if dev is not None:
+            return dev
+    devices = _discover()           # an unknown id: its error lists every device
     dev = devices.get(device_id)
     if dev is None:
         known = ", ".join(sorted(devices)) or "none"

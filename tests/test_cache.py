@@ -423,6 +423,151 @@ def test_a_new_process_reuses_the_disk_entry(tmp_path):
     assert second["path"] == first["path"] and Path(first["path"]).is_file()
 
 
+# ------------------------------------------------------------ compiler probes
+
+
+def _no_compiler(monkeypatch):
+    """Any run of the compiler (or another program) fails the test."""
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a program ran: {args[0] if args else kwargs}")
+    monkeypatch.setattr(subprocess, "run", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+
+
+def _probes(root: Path) -> list:
+    return sorted((root / "probes").glob("*.json")) if (root / "probes").is_dir() else []
+
+
+def _probed(dev) -> tuple:
+    return dev.flags(), dev._openmp, dev._libs, dev.resolved_flags(), dev.version()
+
+
+@needs_cc
+def test_a_second_device_reads_the_probe_and_runs_no_compiler(tmp_path, monkeypatch):
+    (k, ins, sz, sc), want = _mul_add(203)
+    first = _native(tmp_path, monkeypatch)
+    got, _ = first.launch(k, ins, sz, sc)            # probes, builds and stores the library
+    assert_close(got, want, "f32", "elementwise")
+    [entry] = _probes(tmp_path)
+    _no_compiler(monkeypatch)
+    second = native.NativeCpuDevice(native.find_compiler())
+    assert _probed(second) == _probed(first)
+    assert second.cache_key(k, sz) == first.cache_key(k, sz)
+    again, _ = second.launch(k, ins, sz, sc)         # the library from disk: no compiler
+    assert_close(again, want, "f32", "elementwise")
+    assert second.cache.stats()["builds"] == 0 and _probes(tmp_path) == [entry]
+
+
+def _wrapper(folder: Path) -> Path:
+    """An executable that runs the system compiler: a compiler of its own identity."""
+    real = native.find_compiler()
+    path = folder / "zyn-cxx"
+    path.write_text("#!/bin/sh\nexec " + " ".join(f"'{w}'" for w in real) + ' "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def _counting_probes(monkeypatch) -> list:
+    runs = []
+    real = native.NativeCpuDevice._run_probes
+    monkeypatch.setattr(native.NativeCpuDevice, "_run_probes",
+                        lambda self: runs.append(self.compiler) or real(self))
+    return runs
+
+
+@needs_cc
+@pytest.mark.skipif(os.name != "posix", reason="a shell script as the compiler")
+def test_a_changed_compiler_or_cpu_is_probed_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path / "cache"))
+    cxx = _wrapper(tmp_path)
+    runs = _counting_probes(monkeypatch)
+    first = native.NativeCpuDevice([str(cxx)])
+    flags = first.flags()
+    same = native.NativeCpuDevice([str(cxx)])
+    assert same.flags() == flags and len(runs) == 1
+    key = native.probe_key([str(cxx)])
+    st = cxx.stat()
+    os.utime(cxx, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))      # an upgrade in place
+    assert native.probe_key([str(cxx)]) != key
+    upgraded = native.NativeCpuDevice([str(cxx)])
+    assert upgraded.flags() == flags and len(runs) == 2
+    assert len(_probes(tmp_path / "cache")) == 2
+    cpu = dict(native.cpu_model(), **{"model name": "another CPU"})
+    monkeypatch.setattr(native, "cpu_model", lambda: cpu)
+    elsewhere = native.NativeCpuDevice([str(cxx)])
+    assert elsewhere.flags() == flags and len(runs) == 3
+    # the kernels built by the re-probed compiler still equal numpy
+    (k, ins, sz, sc), want = _mul_add(65)
+    assert_close(elsewhere.launch(k, ins, sz, sc)[0], want, "f32", "elementwise")
+
+
+@needs_cc
+@pytest.mark.parametrize("damage", ["bit-flip", "truncated", "not-json", "missing-field"])
+def test_a_damaged_probe_is_discarded_and_probed_again(tmp_path, monkeypatch, damage):
+    first = _native(tmp_path, monkeypatch)
+    want = _probed(first)
+    [path] = _probes(tmp_path)
+    key = native.probe_key(first.compiler)
+    data = path.read_bytes()
+    if damage == "bit-flip":
+        path.write_bytes(data[:3] + bytes([data[3] ^ 0x20]) + data[4:])
+    elif damage == "truncated":
+        path.write_bytes(data[:len(data) // 2])
+    elif damage == "not-json":
+        path.write_bytes(kcache.pack_entry(key.digest(), b"{not json"))
+    else:
+        record = json.loads(kcache.unpack_entry(data, key.digest())[0])
+        del record["resolved"]
+        path.write_bytes(kcache.pack_entry(key.digest(), json.dumps(record).encode()))
+    discarded = kcache.PROBES.discarded
+    runs = _counting_probes(monkeypatch)
+    again = native.NativeCpuDevice(native.find_compiler())
+    assert _probed(again) == want and len(runs) == 1
+    assert kcache.PROBES.discarded == discarded + 1
+    [path] = _probes(tmp_path)
+    assert json.loads(kcache.unpack_entry(path.read_bytes(), key.digest())[0])["flags"] == want[0]
+
+
+_PROBED_RESTART = """
+import json, subprocess, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from compute_testing import lower_block
+from kernel_sources import MUL_ADD
+from zynbook.backends.cpu import native
+import platform
+def refuse(*args, **kwargs):
+    raise RuntimeError("a program ran")
+platform.processor()        # the CPU's name, from `uname` (not the compiler)
+if {refuse!r}:
+    subprocess.run = subprocess.Popen = refuse
+x = np.arange(37, dtype=np.float32) / 7
+y = np.linspace(-2, 2, 37, dtype=np.float32)
+k, ins, sz, sc = lower_block(MUL_ADD, {{"x": x, "y": y}})
+dev = native.NativeCpuDevice(native.find_compiler())
+out, _ = dev.launch(k, ins, sz, sc)
+ok = bool(np.allclose(out, x.astype(np.float64) * y + 1, rtol=1e-5, atol=1e-6))
+print(json.dumps(dict(ok=ok, flags=dev.flags(), builds=dev.cache.stats()["builds"])))
+"""
+
+
+@needs_cc
+def test_a_new_process_finds_the_probe_and_runs_no_program(tmp_path):
+    env = dict(os.environ, ZYNBOOK_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run(refuse):
+        script = _PROBED_RESTART.format(tests=str(TESTS), refuse=refuse)
+        res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             env=env, cwd=str(TESTS.parent), timeout=600)
+        assert res.returncode == 0, res.stderr
+        return json.loads(res.stdout.strip().splitlines()[-1])
+
+    first = run(refuse=False)
+    assert first["ok"] and first["builds"] == 1
+    second = run(refuse=True)            # no compiler run: the probe from the cache
+    assert second["ok"] and second["builds"] == 0 and second["flags"] == first["flags"]
+
+
 # ------------------------------------------------------------ WebGPU: memory only
 
 

@@ -1,4 +1,4 @@
-"""One cache for compiled kernels (and tuning results): a memory layer and a disk layer.
+"""One cache for compiled kernels (and tuning records, compiler probes): memory and disk layers.
 
 * **Keys** (`CacheKey`, a frozen dataclass) name everything a compiled artifact depends on:
   the CIR hash, the schedule and render parameters (sizes baked in, options), the target and
@@ -83,7 +83,7 @@ def parts(**named) -> tuple:
 class CacheKey:
     """Everything a compiled artifact depends on. Build parts with `parts(...)`."""
 
-    kind: str                       # cache folder: "cpu", "cuda", "webgpu", "metal", "tuning"
+    kind: str                       # cache folder: "cpu", "cuda", "tuning", "probes", ...
     cir: str                        # the CIR's stable hash
     params: tuple = ()              # schedule / render parameters: sizes, options
     target: tuple = ()              # target and its resolved flags
@@ -128,10 +128,11 @@ _FOLDER_LOCK = threading.Lock()
 
 
 def _warn_memory_only(folder: Path, err: BaseException):
+    # once per cache root: its folders (cpu, probes, tuning, ...) fail together
     with _FOLDER_LOCK:
-        if str(folder) in _WARNED:
+        if str(folder.parent) in _WARNED:
             return
-        _WARNED.add(str(folder))
+        _WARNED.add(str(folder.parent))
     warnings.warn(f"ZynBook cannot write its kernel cache in {folder} ({err}); compiled "
                   "kernels are kept in memory for this session. Set ZYNBOOK_CACHE_DIR to a "
                   "writable folder to keep them across restarts.", ZynBookCacheWarning,
@@ -456,29 +457,42 @@ def load_library(payload: bytes, folder: Path | None = None, suffix: str = ".so"
     raise EntryUnusable(f"the library does not load: {last}")
 
 
-# -------------------------------------------------------------------- tuning records
+# ------------------------------------------------------------------- JSON records
 
-# the winners of `@autotune` searches (zynbook/tuning.py): small JSON records, written and
-# verified as every entry is (atomic, checksummed, discarded when bad)
+# the winners of `@autotune` searches (zynbook/tuning.py) and what probing a compiler found
+# (backends/cpu/native.py): small JSON records, written and verified as every entry is
+# (atomic, checksummed, discarded when bad)
 TUNING = KernelCache("tuning", suffix=".json")
+PROBES = KernelCache("probes", suffix=".json")
 
 
-def load_record(key: CacheKey) -> dict | None:
-    """The tuning record of `key` from disk, or None (an entry that is corrupt, or whose
-    verified payload is not a JSON object, is discarded)."""
-    payload = TUNING.load(key)
+def load_json(cache: KernelCache, key: CacheKey,
+              valid: Callable[[dict], bool] = lambda record: True) -> dict | None:
+    """The JSON record of `key` from `cache`'s disk layer, or None (an entry that is corrupt,
+    or whose verified payload is not a JSON object that `valid` accepts, is discarded)."""
+    payload = cache.load(key)
     if payload is None:
         return None
     try:
         record = json.loads(payload.decode())
     except (UnicodeDecodeError, ValueError):
         record = None
-    if not isinstance(record, dict):
-        TUNING.discard(key)
+    if not isinstance(record, dict) or not valid(record):
+        cache.discard(key)
         return None
     return record
 
 
+def store_json(cache: KernelCache, key: CacheKey, record: dict) -> Path | None:
+    """Write `record` as the entry of `key`; None when only memory can hold it."""
+    return cache.store(key, json.dumps(record, sort_keys=True, default=repr).encode())
+
+
+def load_record(key: CacheKey) -> dict | None:
+    """The tuning record of `key` from disk, or None (see load_json)."""
+    return load_json(TUNING, key)
+
+
 def store_record(key: CacheKey, record: dict) -> Path | None:
     """Write `record` as the tuning entry of `key`; None when only memory can hold it."""
-    return TUNING.store(key, json.dumps(record, sort_keys=True, default=repr).encode())
+    return store_json(TUNING, key, record)

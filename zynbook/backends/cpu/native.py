@@ -9,6 +9,11 @@
   partial one per vector lane, combined in an order fixed at compile time (the same result
   at every launch, whatever the number of threads); nothing else is reassociated; NaN
   propagates.
+* Probes: what the compiler takes (the flags above, its version, its expansion of
+  `-march=native`) is found by running it (about a second) and kept in the cache's
+  `probes` folder, keyed by the compiler's command, its executables' resolved paths, sizes
+  and modification times, and this machine's CPU model and features: a new process reads it
+  instead of running the compiler; an upgraded compiler (or another CPU) is probed again.
 * Cache (`zynbook/cache.py`): `codegen/c.py` bakes the sizes into the source; the mapped
   library is kept in memory by (CIR hash, sizes, compiler, resolved flags, versions) and its
   bytes on disk under `$ZYNBOOK_CACHE_DIR/cpu` (default `~/.cache/zynbook/cpu`) by that key
@@ -24,6 +29,7 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import platform
 import re
@@ -94,6 +100,59 @@ def resolve_target_flags(compiler: list, flags: list) -> tuple:
     return tuple(dict.fromkeys(out))
 
 
+def compiler_version(compiler: list) -> str:
+    """The first line of the compiler's `--version`, or "unknown"."""
+    try:
+        res = subprocess.run(compiler + ["--version"], capture_output=True, text=True,
+                             timeout=60)
+        return (res.stdout or res.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
+def _executable_identity(word: str):
+    """(resolved path, size, mtime in ns) of the executable `word` names, or None for a
+    word that names none (an option)."""
+    if word.startswith("-"):
+        return None
+    path = shutil.which(word)
+    if path is None:
+        return None
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    return (real, st.st_size, st.st_mtime_ns)
+
+
+_CPU_FIELDS = ("vendor_id", "model name", "cpu family", "model", "stepping", "flags",
+               "Features", "CPU implementer", "CPU architecture", "CPU variant", "CPU part")
+
+
+def cpu_model() -> dict:
+    """This CPU's model and features (what `-march=native` resolves from): the first
+    processor's fields of /proc/cpuinfo, else what `platform` says."""
+    found = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    if found:
+                        break
+                    continue
+                name, _, value = line.partition(":")
+                name = name.strip()
+                if name in _CPU_FIELDS:
+                    found[name] = value.strip()
+    except OSError:
+        pass
+    found.update(machine=platform.machine(), system=platform.system())
+    if "model name" not in found and "CPU part" not in found:
+        found["release"] = platform.version()
+    return found
+
+
 def storage_dtype(dtype: str):
     return np.dtype(NUMPY_NAMES[dtype])
 
@@ -128,6 +187,27 @@ def _vector_math_probe() -> str:
             'extern "C" int zyn_probe(void) { return 1; }\n')
 
 
+def probe_key(compiler: list) -> kcache.CacheKey:
+    """The probe cache's key of `compiler` on this machine: its command, each executable's
+    resolved path, size and mtime (a `ccache g++` command names both), the probes'
+    sources and the CPU."""
+    sources = _PROBE + _vector_math_probe()
+    return kcache.CacheKey(
+        "probe", hashlib.sha256(sources.encode()).hexdigest(),
+        params=kcache.parts(command=compiler),
+        target=kcache.parts(cpu=cpu_model()),
+        versions=kcache.parts(executables=[_executable_identity(w) for w in compiler]))
+
+
+def _valid_probe(record: dict) -> bool:
+    """Whether a cached probe record has every field with its type."""
+    def strings(v):
+        return isinstance(v, list) and all(isinstance(x, str) for x in v)
+    return (strings(record.get("flags")) and isinstance(record.get("openmp"), bool)
+            and strings(record.get("libs")) and strings(record.get("resolved"))
+            and isinstance(record.get("version"), str))
+
+
 class CompiledC:
     """A mapped library: `path` is its disk cache entry (None when kept in memory only)."""
 
@@ -155,6 +235,7 @@ class NativeCpuDevice(Device):
         self._openmp = False
         self._libs: list = []                      # libraries the kernels link
         self._version: str | None = None
+        self._probed: dict | None = None           # what the compiler's probes found
 
     # ----------------------------------------------------------------- compiler
     def info(self) -> dict:
@@ -166,42 +247,58 @@ class NativeCpuDevice(Device):
     def version(self) -> str:
         if self._version is None:
             try:
-                res = subprocess.run(self.compiler + ["--version"], capture_output=True,
-                                     text=True, timeout=60)
-                self._version = (res.stdout or res.stderr).strip().splitlines()[0]
-            except (OSError, subprocess.SubprocessError, IndexError):
-                self._version = "unknown"
+                self._version = self._toolchain()["version"]
+            except ZynMLDeviceError:        # a compiler that builds no library has a version
+                self._version = compiler_version(self.compiler)
         return self._version
 
     def flags(self) -> list:
         """Compiler flags: the base ones, plus -march=native and -fopenmp where they work."""
-        with self._lock:
-            if self._flags is not None:
-                return self._flags
-            base = ["-x", "c++", "-std=c++17", "-O3", "-fPIC", "-shared", "-fno-exceptions",
-                    "-fno-rtti", "-fno-math-errno", "-w"]
-            flags = list(base)
-            if self._probe(flags + ["-march=native"]):
-                flags.append("-march=native")
-            if self._probe(flags + ["-fopenmp"]):
-                flags.append("-fopenmp")
-                self._openmp = True
-            elif not self._probe(flags):
-                raise ZynMLDeviceError(f"the C++ compiler `{' '.join(self.compiler)}` cannot "
-                                       "build a shared library")
-            mvec = [f"-D{LIBMVEC_MACRO}"]
-            if self._probe(flags + mvec, _vector_math_probe(), ["-lmvec", "-Wl,--no-undefined"]):
-                flags += mvec
-                self._libs = ["-lmvec"]
-            self._flags = flags
-            return flags
+        if self._flags is None:
+            probed = self._toolchain()
+            self._openmp, self._libs = probed["openmp"], list(probed["libs"])
+            self._flags = list(probed["flags"])         # set last: the others are ready
+        return self._flags
 
     def resolved_flags(self) -> tuple:
         """The flags as this machine's compiler resolves them (see resolve_target_flags)."""
         if self._resolved is None:
-            flags = self.flags()
-            self._resolved = resolve_target_flags(self.compiler, flags)
+            self._resolved = tuple(self._toolchain()["resolved"])
         return self._resolved
+
+    def _toolchain(self) -> dict:
+        """What probing the compiler finds (flags, openmp, libs, resolved, version): read
+        from the probe cache where this compiler was probed on this CPU before, else probed
+        and stored. A failed probe raises and stores nothing."""
+        with self._lock:
+            if self._probed is None:
+                key = probe_key(self.compiler)
+                probed = kcache.load_json(kcache.PROBES, key, _valid_probe)
+                if probed is None:
+                    probed = self._run_probes()
+                    kcache.store_json(kcache.PROBES, key, probed)
+                self._probed = probed
+            return self._probed
+
+    def _run_probes(self) -> dict:
+        base = ["-x", "c++", "-std=c++17", "-O3", "-fPIC", "-shared", "-fno-exceptions",
+                "-fno-rtti", "-fno-math-errno", "-w"]
+        flags, openmp, libs = list(base), False, []
+        if self._probe(flags + ["-march=native"]):
+            flags.append("-march=native")
+        if self._probe(flags + ["-fopenmp"]):
+            flags.append("-fopenmp")
+            openmp = True
+        elif not self._probe(flags):
+            raise ZynMLDeviceError(f"the C++ compiler `{' '.join(self.compiler)}` cannot "
+                                   "build a shared library")
+        mvec = [f"-D{LIBMVEC_MACRO}"]
+        if self._probe(flags + mvec, _vector_math_probe(), ["-lmvec", "-Wl,--no-undefined"]):
+            flags += mvec
+            libs = ["-lmvec"]
+        return {"flags": flags, "openmp": openmp, "libs": libs,
+                "resolved": list(resolve_target_flags(self.compiler, flags)),
+                "version": compiler_version(self.compiler)}
 
     def cache_key(self, kernel: cir.Kernel, sizes: dict, params=None) -> kcache.CacheKey:
         """The key of a kernel's library, without its source (which the disk layer adds);

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
 import subprocess
 import sys
@@ -361,6 +362,47 @@ def test_the_record_key_holds_the_device_fingerprint_and_size_bucket(cuda):
     assert dict(key.params)["schedule"] == "vector"
     text = repr(key.target)
     assert "CuPy stand-in" in text and "sm_90" in text and "nvrtc" in text
+
+
+STANDIN_RUN = """
+import json, sys
+sys.path.insert(0, {tests!r})
+import numpy as np, pytest
+import cupy_standin
+cupy_standin.install(pytest.MonkeyPatch())
+import zynbook
+from zynbook import tuning
+from zynbook.backends.registry import get_device
+x = sys.modules["cupy"].asarray(np.arange(1000, dtype=np.float32))
+y = zynbook.Session("cuda:0").run({src!r}, x=x)
+ok = bool(np.allclose(y.numpy(), np.arange(1000) * 3.0 + 1.0))
+dev = get_device("cuda:0")
+print(json.dumps(dict(ok=ok, searches=tuning.STATS["searches"], used=tuning.STATS["from_cache"],
+                      compiles=dev.cache.misses, builds=dev.cache.builds,
+                      loaded=[m for m in ("wgpu",) if m in sys.modules])))
+"""
+
+
+def test_cuda_on_the_standin_a_new_process_launches_the_record_without_tuning(fresh):
+    """The CUDA path of a warm run: `cuda:0` found by asking the CUDA backend alone (no wgpu
+    loaded), the record keyed by the device's fingerprint found, the winner's PTX read from
+    the cache (no NVRTC run)."""
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed: the real CUDA path runs in test_a_gpu_tunes_...")
+    env = dict(os.environ, ZYNBOOK_CACHE_DIR=str(fresh))
+
+    def run():
+        script = STANDIN_RUN.format(tests=str(ROOT / "tests"), src=SCALE)
+        res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             env=env, cwd=str(ROOT), timeout=600)
+        assert res.returncode == 0, res.stderr
+        return json.loads(res.stdout.strip().splitlines()[-1])
+
+    first = run()
+    assert first["ok"] and first["searches"] == 1 and first["compiles"] >= 2
+    assert first["loaded"] == []
+    second = run()
+    assert second == dict(ok=True, searches=0, used=1, compiles=1, builds=0, loaded=[])
 
 
 # ------------------------------------------------------- the library's configurations

@@ -130,6 +130,7 @@ class _PanelBuilder(_Builder):
     def __init__(self, kernel, target, sizes, params: CpuGemmParams, sites):
         self.k, self.t, self.p, self.suffix = kernel, target, params, ""
         self.sym = False                    # the C++ target bakes the sizes in
+        self.staged = False                 # C goes straight from the registers
         self.sizes = {k: int(v) for k, v in sizes.items()}
         self.f, _ = match(kernel, self.sizes)
         self.idx = index_dtype(kernel, self.sizes)
@@ -267,8 +268,8 @@ class _PanelBuilder(_Builder):
         body.append(ir.For(k.name, self.i(0), ir.Ref("_kc", self.idx), self.i(1), (
             self.unrolled("_i", mr, lambda i: [self.unrolled("_j", nr, lambda j: fma(i, j))]),),
             self.idx, self.f.c.rloops[-1].line))
-        gm = lambda i: self.op("+", self.m0, self.op("+", self.op("*", sm, mr), i))
-        gn = lambda j: self.op("+", self.n0, self.op("+", self.op("*", sn, nr), j))
+        gm = lambda i: self.op("+", self.op("*", sm, mr), i)      # in the block's tile
+        gn = lambda j: self.op("+", self.op("*", sn, nr), j)
         final = [self.unrolled("_ei", mr, lambda i: [self.unrolled("_ej", nr, lambda j: self.store(
             gm(i), gn(j), ir.Load("_acc", acc(i, j), cd)))])]
         if slices > 1:

@@ -765,7 +765,8 @@ class _Builder:
         how = self.product(shape)
         loads = " and ".join(f"{getattr(f, s).load.buffer} in {self.W[s] * _BYTES[d]}-byte loads"
                              for s, d in zip("mn", f.dtypes) if self.W[s] > 1)
-        return f"contraction as {kind} {how}".replace(" :", ":") + (f"; {loads}" if loads else "")
+        staged = "; C out through shared memory in 16-byte stores" if self.staged else ""
+        return f"contraction as {kind} {how}".replace(" :", ":") + (f"; {loads}" if loads else "") + staged
 
     def product(self, shape: str) -> str:
         """How the block multiplies, for the description."""

@@ -7,7 +7,8 @@ random weights scaled as a trained layer's are (normal / sqrt(fan-in); layer nor
 near 1). The PyTorch peer is the same block written with `torch` ops
 (`scaled_dot_product_attention`, `layer_norm`, `gelu(approximate="tanh")`), run eagerly and
 through `torch.compile`. Every contender gets the same inputs on the device, warm-up runs
-(which compile), then `--reps` timed runs; a run is timed with CUDA events on the current
+(which compile), then `--reps` timed rounds, each running every contender once (so all see
+the same clocks); a run is timed with CUDA events on the current
 stream (ZynBook launches on it too) and with the host clock (the call and waiting for it);
 medians are reported, with ratio = peer time / ZynBook time and the largest difference of
 ZynBook's output from eager PyTorch's (relative to its largest magnitude).
@@ -84,26 +85,32 @@ def torch_block(torch, heads: int):
     return block
 
 
-def timed(torch, fn, reps: int, warmup: int) -> dict:
-    """Medians of `fn()` over `reps` runs after `warmup`: CUDA-event time on the current
-    stream and host time (the call and waiting for the device); and the last output."""
-    out = None
-    for _ in range(warmup):
-        out = fn()
+def timed(torch, fns: dict, reps: int, warmup: int) -> dict:
+    """Medians of each `fns[name]()` over `reps` rounds after `warmup` calls of each: CUDA-event
+    time on the current stream and host time (the call and waiting for the device); and the
+    last output. A round runs every contender once, so that all of them see the same clocks
+    and the same neighbours on a shared machine."""
+    out = {name: None for name in fns}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            out[name] = fn()
     torch.cuda.synchronize()
-    events, walls = [], []
+    events = {name: [] for name in fns}
+    walls = {name: [] for name in fns}
     stream = torch.cuda.current_stream()
     for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        t0 = time.perf_counter()
-        start.record(stream)
-        out = fn()
-        end.record(stream)
-        end.synchronize()
-        walls.append(time.perf_counter() - t0)
-        events.append(start.elapsed_time(end) / 1e3)
-    return {"events_s": statistics.median(events), "wall_s": statistics.median(walls),
-            "min_events_s": min(events), "out": out}
+        for name, fn in fns.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0 = time.perf_counter()
+            start.record(stream)
+            out[name] = fn()
+            end.record(stream)
+            end.synchronize()
+            walls[name].append(time.perf_counter() - t0)
+            events[name].append(start.elapsed_time(end) / 1e3)
+    return {name: {"events_s": statistics.median(events[name]),
+                   "wall_s": statistics.median(walls[name]),
+                   "min_events_s": min(events[name]), "out": out[name]} for name in fns}
 
 
 def launch_breakdown(session, x, reps: int = 5) -> list:
@@ -174,24 +181,22 @@ def main(argv=None):
                "zynbook_allow_tf32": not args.exact, "torch_allow_tf32": True,
                "device": torch.cuda.get_device_name(dev), "reps": args.reps}
 
-    zyn = timed(torch, lambda: session.run("transformer_block(x, 0)", x=x),
-                args.reps, args.warmup)
+    block = torch_block(torch, args.heads)
+    contenders = {"zynbook": lambda: session.run("transformer_block(x, 0)", x=x),
+                  "torch_eager": lambda: block(x, weights)}
+    if not args.no_compile:
+        compiled = torch.compile(block)
+        contenders["torch_compile"] = lambda: compiled(x, weights)
+    with torch.no_grad():
+        timings = timed(torch, contenders, args.reps, max(args.warmup, 3))
+    zyn = timings.pop("zynbook")
+    eager = timings["torch_eager"]
+    peers = timings
     results["zynbook"] = {k: v for k, v in zyn.items() if k != "out"}
     results["zynbook"]["launches"] = len(session.launches)
     results["zynbook"]["cuda_graph"] = any("graph" in ln.geometry for ln in session.launches)
     results["zynbook"]["per_launch"] = launch_breakdown(session, x)
-    print("zynbook: done", file=sys.stderr)
-
-    block = torch_block(torch, args.heads)
-    with torch.no_grad():
-        eager = timed(torch, lambda: block(x, weights), args.reps, args.warmup)
-        peers = {"torch_eager": eager}
-        print("torch eager: done", file=sys.stderr)
-        if not args.no_compile:
-            compiled = torch.compile(block)
-            peers["torch_compile"] = timed(torch, lambda: compiled(x, weights), args.reps,
-                                           max(args.warmup, 3))
-            print("torch.compile: done", file=sys.stderr)
+    print("timed: zynbook, " + ", ".join(peers), file=sys.stderr)
 
     ref = eager["out"].float()
     got = as_torch(torch, zyn["out"], dev).float()
@@ -202,7 +207,7 @@ def main(argv=None):
         results[name]["wall_ratio"] = r["wall_s"] / zyn["wall_s"]
 
     print(f"transformer block B{args.batch} S{args.seq} H{args.hidden} heads {args.heads} "
-          f"FFN {ffn} {args.dtype} on {results['device']}; medians of {args.reps} runs")
+          f"FFN {ffn} {args.dtype} on {results['device']}; medians of {args.reps} rounds, each contender once a round")
     print("f32 contractions: PyTorch TF32 (allow_tf32); ZynBook " +
           ("exact f32 (--exact)" if args.exact else "TF32 (config { allow_tf32: true })"))
     print(f"{'':16}{'events ms':>11}{'wall ms':>10}{'ratio':>8}")

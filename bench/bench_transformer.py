@@ -207,7 +207,8 @@ def main(argv=None):
         results[name]["wall_ratio"] = r["wall_s"] / zyn["wall_s"]
 
     print(f"transformer block B{args.batch} S{args.seq} H{args.hidden} heads {args.heads} "
-          f"FFN {ffn} {args.dtype} on {results['device']}; medians of {args.reps} rounds, each contender once a round")
+          f"FFN {ffn} {args.dtype} on {results['device']}; medians of {args.reps} rounds "
+          "(each contender once a round)")
     print("f32 contractions: PyTorch TF32 (allow_tf32); ZynBook " +
           ("exact f32 (--exact)" if args.exact else "TF32 (config { allow_tf32: true })"))
     print(f"{'':16}{'events ms':>11}{'wall ms':>10}{'ratio':>8}")

@@ -33,7 +33,7 @@ from ..passes.loops import assigned_vars, classify_loop, declared_vars, has_node
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .generic import GenericThread
-from .nest import decompose, parallel_nest, shared_loops, thread, without_tiles
+from .nest import decompose, first_thread, parallel_nest, shared_loops, thread, without_tiles
 from .reduce import identity, pow2_at_least
 
 
@@ -123,9 +123,6 @@ class _Builder:
     def at(self, axis):
         return thread(axis, self.idx)
 
-    def first_thread(self):
-        return ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool")
-
     def program(self) -> ir.Program:
         nest, idx = self.nest, self.idx
         spill = _spills(nest.body, self.t, self.sizes, self.T)
@@ -201,7 +198,7 @@ class _Builder:
                 mutable.add(s.name)
             return list(low.stmts((s,)))
         if isinstance(s, (cir.Store, cir.Atomic)):
-            return [ir.If(self.first_thread(), tuple(low.stmts((s,))), (), ln), ir.Barrier(ln)]
+            return [ir.If(first_thread(), tuple(low.stmts((s,))), (), ln), ir.Barrier(ln)]
         if isinstance(s, cir.If):
             cond = low.expr(s.cond)
             with low.facts.assuming(s.cond):

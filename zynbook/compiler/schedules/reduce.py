@@ -30,7 +30,8 @@ from ..passes.loops import identity_value
 from ..targets import Target
 from .base import Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr, tree_rounds
-from .nest import decompose, extents, flat_index_dtype, loop_value, spread, thread, yield_nest
+from .nest import (decompose, extents, first_thread, flat_index_dtype, loop_value, spread, thread,
+                   yield_nest)
 
 I64_MAX = 2 ** 63 - 1
 _ARG = ("argmax", "argmin")
@@ -333,7 +334,7 @@ class _Builder:
                 self.i(1024)), self.idx), self.i(1)), self.idx)
         else:
             parts = lit(p.blocks, self.idx)
-        first = ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool")
+        first = first_thread()
         # the partials: (scratch buffer, dtype, the local it keeps), the index's too for arg
         partials = [("_part", self.acc, "_acc")] + ([("_parti", self.ai, "_acci")] if self.arg
                                                     else [])
@@ -426,33 +427,26 @@ class _Builder:
             lane = self.thread("lane")
             body.append(ir.If(in_range, tuple(per_row(lane, warp) + [
                 ir.Set("_acc", ir.Collective(self.op, ir.Ref("_acc", self.acc), "warp", self.acc)),
-                ir.If(ir.Bin("==", ir.Thread("lane"), lit(0, "i32"), "bool"), (store,))])))
+                ir.If(first_thread("lane"), (store,))])))
             if self.sym:
                 grid = ir.ceildiv(self.i(host_n_out), rows)
             else:
                 blocks = -(-n_out // rows)
             what = f"reduce({self.op}, axis={ax}): one warp per output, a warp collective"
-        elif self.sym:
-            # a block per output (a grid past one dimension's limit is the device's to
-            # split); a block past the last output (a split dispatch may run more than asked
-            # for) computes the last one again and does not store it
-            last = ir.Bin("-", self.i(n_out), self.i(1), idx)
-            body.append(ir.Decl("_row", idx, ir.Math("min", (self.thread("block"), last), idx)))
-            body += self.declare_acc()
-            body += per_row(self.thread("thread"), p.threads)
-            body += self.block_reduce(p.threads)
-            mine = ir.Bin("and", ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool"),
-                          ir.Bin("<", self.thread("block"), self.i(n_out), "bool"), "bool")
-            body.append(ir.If(mine, (store,)))
-            grid = self.i(host_n_out)
-            what = f"reduce({self.op}, axis={ax}): one block per output"
         else:
-            body.append(ir.Decl("_row", self.idx, self.thread("block")))
-            body += self.declare_acc()
-            body += per_row(self.thread("thread"), p.threads)
+            # a block per output; symbolic (a grid past one dimension's limit is the device's
+            # to split), a block past the last output (a split dispatch may run more than
+            # asked for) computes the last one again and does not store it
+            row_at, mine = self.thread("block"), first_thread()
+            if self.sym:
+                row_at = ir.Math("min", (row_at, ir.Bin("-", self.i(n_out), self.i(1), idx)), idx)
+                mine = ir.Bin("and", mine, ir.Bin("<", self.thread("block"), self.i(n_out), "bool"),
+                              "bool")
+            body.append(ir.Decl("_row", idx, row_at))
+            body += self.declare_acc() + per_row(self.thread("thread"), p.threads)
             body += self.block_reduce(p.threads)
-            body.append(ir.If(ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool"), (store,)))
-            blocks = n_out
+            body.append(ir.If(mine, (store,)))
+            grid, blocks = self.i(host_n_out), n_out
             what = f"reduce({self.op}, axis={ax}): one block per output"
         if self.sym:
             if p.layout != "block_rows":        # (no output: no block of block_rows)

@@ -240,6 +240,9 @@ class CFamily:
             return f"{const}{self.type(p.dtype)}* {restrict}{p.name}".replace("  ", " ")
         return f"{self.type(p.dtype if p.kind == 'size' else _compute(p.dtype))} {p.name}"
 
+    def kernel_close(self, k):
+        return "}"
+
     def program_tail(self, program, sizes) -> str:
         return ""
 

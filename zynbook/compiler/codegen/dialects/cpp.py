@@ -112,9 +112,6 @@ class CppDialect(CFamily):
         return (f"// {k.comment}\n" if k.comment else "") + \
             f"static void {k.name}(" + ", ".join(ps) + ") {\n    (void)zyn_blocks; (void)zyn_err;"
 
-    def kernel_close(self, k):
-        return "}"
-
     def program_head(self, program, sizes) -> str:
         head = [f"// ZynBook C++ for kernel `{program.name}` (CPU, "
                 f"{'OpenMP' if self.openmp else 'serial'}; {program.schedule})"]

@@ -263,9 +263,6 @@ class CudaDialect(CFamily):
                    f"((unsigned)__cvta_generic_to_shared(zyn_smem_raw) & {align - 1}u)) & {align - 1}u);")
         return (f"// {k.comment}\n" if k.comment else "") + head + ",\n    ".join(ps) + ") {" + dyn
 
-    def kernel_close(self, k):
-        return "}"
-
     def program_head(self, program, sizes) -> str:
         head = [f"// ZynBook CUDA C for kernel `{program.name}` ({program.schedule})"]
         if sizes:

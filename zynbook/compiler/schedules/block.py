@@ -30,7 +30,7 @@ from ..launch import ir
 from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, index_dtype, lit,
                              user_name)
 from ..passes.loops import assigned_vars, classify_loop, declared_vars, has_node, trip_count
-from .base import Params, Schedule, kernel_name, workgroup_threads
+from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .generic import GenericThread
 from .nest import decompose, first_thread, parallel_nest, shared_loops, thread, without_tiles
@@ -100,7 +100,7 @@ class Block(Schedule):
         return _Builder(kernel, target, sizes, params).program()
 
 
-class _Builder:
+class _Builder(Builder):
     def __init__(self, kernel, target, sizes, params: BlockParams):
         self.sizes = {k: int(v) for k, v in sizes.items()}
         kernel = without_tiles(kernel, self.sizes)[0] or kernel
@@ -109,16 +109,8 @@ class _Builder:
         self.idx = index_dtype(kernel, self.sizes)
         self.sites = errflag.ErrorSites()
         self.low = ScalarLowering(kernel, self.sizes, self.sites, self.idx)
-        self.tmp = 0
         self.shared = []
         self.counts: dict = {}          # shared array -> elements
-
-    def new(self, stem):
-        self.tmp += 1
-        return f"_{stem}{self.tmp}"
-
-    def i(self, v):
-        return lit(v, self.idx)
 
     def at(self, axis):
         return thread(axis, self.idx)

@@ -28,7 +28,7 @@ from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, hos
                               product_expr, user_name)
 from ..passes.loops import identity_value
 from ..targets import Target
-from .base import Params, Schedule, kernel_name, workgroup_threads
+from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr, tree_rounds
 from .nest import (decompose, extents, first_thread, flat_index_dtype, loop_value, spread, thread,
                    yield_nest)
@@ -164,7 +164,7 @@ class Reduce(Schedule):
         return _Builder(kernel, target, sizes, params).program()
 
 
-class _Builder:
+class _Builder(Builder):
     def __init__(self, kernel: cir.Kernel, target: Target, sizes: dict, params: ReduceParams):
         self.k, self.t, self.p = kernel, target, params
         self.sizes = {k: int(v) for k, v in sizes.items()}
@@ -184,16 +184,8 @@ class _Builder:
         self.sites = errflag.ErrorSites()
         self.acc = params.acc
         self.ident = identity(self.op, self.acc)
-        self.tmp = 0
 
     # ---- small pieces -----------------------------------------------------------------
-
-    def new(self, stem: str) -> str:
-        self.tmp += 1
-        return f"_{stem}{self.tmp}"
-
-    def i(self, v) -> ir.Expr:
-        return v if isinstance(v, ir.Expr) else lit(v, self.idx)
 
     def counts(self, low, loops, head: list) -> list:
         """The trip counts of `loops`: numbers, or (symbolic) locals declared in `head`."""

@@ -20,7 +20,7 @@ from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, c
                              index_dtype, lit, user_name)
 from ..passes.loops import (assigned_vars, classify_loop, declared_vars, has_node, has_tiles,
                             stored_buffers, trip_count)
-from .base import Params, Schedule, kernel_name, workgroup_threads
+from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .nest import decompose, parallel_nest, thread
 from .reduce import identity
@@ -243,7 +243,7 @@ class _RowLowering(ScalarLowering):
         return super().load(e)
 
 
-class _Builder:
+class _Builder(Builder):
     def __init__(self, kernel, target, sizes, params: RowsParams, sites, suffix: str = ""):
         self.k, self.t, self.p = kernel, target, params
         self.sizes = {k: int(v) for k, v in sizes.items()}
@@ -252,14 +252,6 @@ class _Builder:
         self.sites = sites
         self.suffix = suffix
         self.low = _RowLowering(kernel, self.sizes, self.sites, self.idx)
-        self.tmp = 0
-
-    def new(self, stem):
-        self.tmp += 1
-        return f"_{stem}{self.tmp}"
-
-    def i(self, v):
-        return lit(v, self.idx)
 
     def chunks(self, body_of) -> ir.For:
         """for _k in 0..E: _c = (lane + _k * T) * W; [if _c < cols:] body_of(_c, _k)."""

@@ -65,14 +65,11 @@ class Facts:
         # a loop variable is only read inside its loops: several loops of one name (`for i`
         # three times in a row) give the hull of their ranges; a name a let or an
         # assignment also defines is unknown
+        for name in set(self.loop_ranges) & (set(seen) | bad_loops):
+            del self.loop_ranges[name]
         for name, rs in self.loop_ranges.items():
-            if name in seen or name in bad_loops:
-                continue
             if all(affine.same(a, rs[0][0]) and affine.same(b, rs[0][1]) for a, b in rs):
                 self.ranges[name] = rs[0]
-        for name in list(self.loop_ranges):
-            if name in seen or name in bad_loops:
-                del self.loop_ranges[name]
         self.assumed: list = []         # bounds from the conditions of enclosing `if`s
         self.mutable = {n.name for n in cir.walk(body)
                         if isinstance(n, cir.Assign) or (isinstance(n, cir.Let) and n.mutable)}
@@ -278,15 +275,10 @@ def _bounds_of(cond, out: dict):
         return
     key = cir.format_expr(a)
     lo, hi, _ = out.get(key, (None, None, None))
-    one = affine.const(1)
-    if op == ">=":
-        lo = b
-    elif op == ">":
-        lo = affine.add(b, one)
-    elif op == "<":
-        hi = b
+    if op in (">=", ">"):
+        lo = b if op == ">=" else affine.add(b, affine.const(1))
     else:
-        hi = affine.add(b, one)
+        hi = b if op == "<" else affine.add(b, affine.const(1))
     names = {n.name for n in cir.walk((a, b)) if isinstance(n, cir.Var)}
     out[key] = (lo, hi, names | out.get(key, (None, None, set()))[2])
 
@@ -327,9 +319,5 @@ def _nonneg(e, dims) -> bool:
     if form is None:
         return False
     terms, c = form
-    if c < 0:
-        return False
-    for _key, (coef, ex) in terms.items():
-        if coef < 0 or not isinstance(ex, cir.Var) or ex.name not in dims:
-            return False
-    return True
+    return c >= 0 and all(coef >= 0 and isinstance(ex, cir.Var) and ex.name in dims
+                          for coef, ex in terms.values())

@@ -132,15 +132,20 @@ class ScalarLowering:
                 return scope[name]
         return None
 
+    def in_loop(self, var: str, fn, names: dict | None = None):
+        """(the identifier of CIR loop variable `var`, fn()) in a scope of its own that
+        starts with `names` (CIR name -> (identifier, dtype))."""
+        self.scopes.append(dict(names or {}))
+        try:
+            return self.bind(var, self.idx), fn()
+        finally:
+            self.scopes.pop()
+
     def with_var(self, var: str, value: ir.Expr, fn) -> list:
         """fn()'s statements with CIR loop variable `var` bound to `value`, in a scope of
         its own."""
-        self.scopes.append({})
-        try:
-            ident = self.bind(var, self.idx)
-            return [ir.Decl(ident, self.idx, value)] + list(fn())
-        finally:
-            self.scopes.pop()
+        ident, got = self.in_loop(var, fn)
+        return [ir.Decl(ident, self.idx, value)] + list(got)
 
     def lane_stmts(self, body, outs: dict, lane: ir.Expr) -> list:
         """`body`, each store in `outs` (id -> local array) writing lane `lane` of its array
@@ -349,12 +354,7 @@ class ScalarLowering:
             return [ir.Store(ident, off, value, guard, ln)]
         if isinstance(s, cir.Loop):
             start, stop, step = self.index(s.start), self.index(s.stop), self.index(s.step)
-            self.scopes.append({})
-            try:
-                var = self.bind(s.var, self.idx)
-                body = self.stmts(s.body)
-            finally:
-                self.scopes.pop()
+            var, body = self.in_loop(s.var, lambda: self.stmts(s.body))
             return [ir.For(var, start, stop, step, body, self.idx, ln,
                            reduce=ir.loop_reductions(body))]
         if isinstance(s, cir.If):

@@ -206,12 +206,7 @@ class _Builder(Builder):
             if isinstance(kind, tuple):
                 return self.accumulate(s, kind[1])
             start, stop, step = low.index(s.start), low.index(s.stop), low.index(s.step)
-            low.scopes.append({})
-            try:
-                var = low.bind(s.var, self.idx)
-                inner = self.stmts(s.body, mutable)
-            finally:
-                low.scopes.pop()
+            var, inner = low.in_loop(s.var, lambda: self.stmts(s.body, mutable))
             return [ir.For(var, start, stop, step, tuple(inner), self.idx, ln)]
         return list(low.stmts((s,)))
 
@@ -222,12 +217,7 @@ class _Builder(Builder):
         start, stop, step = low.index(s.start), low.index(s.stop), low.index(s.step)
         first = ir.Bin("+", start, ir.Bin("*", self.at("thread"), step, self.idx), self.idx)
         stride = ir.Bin("*", step, self.i(self.T), self.idx)
-        low.scopes.append(dict(rename))
-        try:
-            var = low.bind(s.var, self.idx)
-            inner = low.stmts(s.body)
-        finally:
-            low.scopes.pop()
+        var, inner = low.in_loop(s.var, lambda: low.stmts(s.body), rename)
         return ir.For(var, first, stop, stride, tuple(inner), self.idx, s.line)
 
     def accumulate(self, s: cir.Loop, accs: dict) -> list:

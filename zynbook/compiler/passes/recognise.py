@@ -610,7 +610,7 @@ def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
         raise _No("the weighted sum does not take one value V[b, h, key, d]")
     v = vl[0]
     v_axes = _value_axes(kernel, v, b, h, dv)
-    want_n = [cir.Call("exp", (cir.Bin("-", _score_expr(att), cir.Var(m, F32), F32),), F32), v]
+    want_n = [cir.Call("exp", (cir.Bin("-", _FromCanon(att.score), cir.Var(m, F32), F32),), F32), v]
     want_d = [cir.Var(l, F32)]
     got_n = [x for x in tn + sn if x is not v] + [v]
     if not _same_multiset(got_n, want_n) or not _same_multiset(td + sd, want_d):
@@ -629,11 +629,6 @@ def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str) -> tuple:
     if not _float_input(kernel, v.buffer, floats=False):
         raise _No("V is not a 4-D input")
     return names.index(b), names.index(h), names.index(_J)
-
-
-def _score_expr(att):
-    """A CIR expression whose canonical form is the score (for multiset comparisons)."""
-    return _FromCanon(att.score)
 
 
 def _check_store(st: cir.Store, out: str, bhi: list, dv: str) -> tuple:

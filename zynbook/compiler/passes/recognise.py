@@ -488,17 +488,26 @@ def _online(att, kl, m, l, extra=None):
             raise _No("the output sum is not acc = exp(m - m_new) * acc + exp(score - m_new) * V")
 
 
+def _recognised(pattern: str, match, kernel: cir.Kernel):
+    """match(kernel), or the `NoMatch` of `pattern` that says why not."""
+    try:
+        return match(kernel)
+    except _No as exc:
+        return NoMatch(pattern, str(exc))
+    except _UNEXPECTED as exc:      # a shape this recogniser does not know: not the pattern
+        return NoMatch(pattern, f"a form the recognition does not read ({type(exc).__name__})")
+
+
 def attention(kernel: cir.Kernel):
     """`Attention`, `FlashAttention` or `NoMatch` for `kernel`'s body."""
-    try:
-        loops, body = _chain(kernel)
-        if len(loops) >= 3 and not (isinstance(loops[-1].step, cir.Const) and loops[-1].step.value == 1):
-            return _flash(kernel, loops, body)
-        return _attention(kernel, loops, body)
-    except _No as exc:
-        return NoMatch("attention", str(exc))
-    except _UNEXPECTED as exc:      # a shape this recogniser does not know: not the pattern
-        return NoMatch("attention", f"a form the recognition does not read ({type(exc).__name__})")
+    return _recognised("attention", _any_attention, kernel)
+
+
+def _any_attention(kernel):
+    loops, body = _chain(kernel)
+    if len(loops) >= 3 and not (isinstance(loops[-1].step, cir.Const) and loops[-1].step.value == 1):
+        return _flash(kernel, loops, body)
+    return _attention(kernel, loops, body)
 
 
 def _attention(kernel, loops, body):
@@ -857,12 +866,7 @@ def contraction(kernel: cir.Kernel):
     """`Contraction` or `NoMatch`: a parallel nest, `var acc = init`, one serial loop
     `acc += A[..] * B[..]`, then `out[vars] = f(acc)` (f may read inputs at the output's
     position, e.g. a bias)."""
-    try:
-        return _contraction(kernel)
-    except _No as exc:
-        return NoMatch("a contraction", str(exc))
-    except _UNEXPECTED as exc:
-        return NoMatch("a contraction", f"a form the recognition does not read ({type(exc).__name__})")
+    return _recognised("a contraction", _contraction, kernel)
 
 
 def _widened_load(e):

@@ -153,29 +153,24 @@ class CFamily:
         return f"(-{a})" if op == "neg" else f"(!{a})"
 
     def math(self, fn, args, dtype):
-        if dtype not in ir.FLOAT_DTYPES:
-            if fn in ("min", "max"):
-                return self.fold(f"zyn_{fn}", args)
+        floats = dtype in ir.FLOAT_DTYPES
+        if fn in ("min", "max"):
+            return self.fold(f"zyn_{fn}", args)
+        if fn == "clamp":
+            return f"{self.need('zyn_min')}({self.need('zyn_max')}({args[0]}, {args[1]}), {args[2]})"
+        if fn == "relu":
+            zero = self.lit(0.0, dtype) if floats else f"({self.type(dtype)})0"
+            return f"{self.need('zyn_max')}({args[0]}, {zero})"
+        if not floats:
             if fn == "abs":
                 return f"{self.need('zyn_iabs')}({args[0]})"
-            if fn == "clamp":
-                return f"{self.need('zyn_min')}({self.need('zyn_max')}({args[0]}, {args[1]}), {args[2]})"
-            if fn == "relu":
-                return f"{self.need('zyn_max')}({args[0]}, ({self.type(dtype)})0)"
             if fn == "ipow":
                 return f"{self.need('zyn_ipow')}({args[0]}, {args[1]})"
             raise TypeError(f"{fn} on {dtype}")
         if fn == "dot":
             self.need("zyn_vec4_ops")
             return f"zyn_dot4({args[0]}, {args[1]})"
-        f = "" if dtype == "f64" else "f"
-        one = "1.0" + f
-        if fn in ("min", "max"):
-            return self.fold(f"zyn_{fn}", args)
-        if fn == "clamp":
-            return f"{self.need('zyn_min')}({self.need('zyn_max')}({args[0]}, {args[1]}), {args[2]})"
-        if fn == "relu":
-            return f"{self.need('zyn_max')}({args[0]}, {self.lit(0.0, dtype)})"
+        one = "1.0" + ("" if dtype == "f64" else "f")
         if fn in ("sigmoid", "silu", "gelu"):
             return f"{self.need('zyn_' + fn)}({args[0]})"
         if fn == "rsqrt":

@@ -165,15 +165,12 @@ class Rows(Schedule):
         return None
 
     def _fit(self, kernel, plan, target):
-        dtypes = [dict((b.name, b.dtype) for b in list(kernel.inputs) + [kernel.output])[b]
-                  for b in {k[0] for k in plan.keys} | {kernel.output.name}]
-        big, small = max(DTYPE_BYTES[d] for d in dtypes), min(DTYPE_BYTES[d] for d in dtypes)
-        shapes = {b.name: b.shape for b in list(kernel.inputs) + [kernel.output]}
-        bufs = {k[0] for k in plan.keys} | {kernel.output.name}
-        w = 16 // big
-        if w < 2 or w * small < 2 or plan.cols % w or any(
-                cir.eval_dim(shapes[b][-1], {}) % w if isinstance(shapes[b][-1], int) else 0
-                for b in bufs):
+        every = {b.name: b for b in list(kernel.inputs) + [kernel.output]}
+        rows = [every[b] for b in {k[0] for k in plan.keys} | {kernel.output.name}]
+        widths = [DTYPE_BYTES[b.dtype] for b in rows]
+        w = 16 // max(widths)
+        if w < 2 or w * min(widths) < 2 or plan.cols % w or any(
+                isinstance(b.shape[-1], int) and b.shape[-1] % w for b in rows):
             w = 1
         for width in _halvings(w):
             lay = _layout(plan.cols, width, len(plan.keys), target.warp, target.max_threads)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields, replace
+from functools import reduce
 from math import prod
 
 from .. import cir, errflag
@@ -294,13 +295,9 @@ class ScalarLowering:
                     i = ir.Checked(i, self.size(shape[k]), site, self.idx)
             stride = [self.size(d) for d in shape[k + 1:]
                       if not (isinstance(d, int) and d == 1)]
-            term = i
-            for s in stride:
-                term = ir.Bin("*", term, s, self.idx)
+            term = reduce(lambda a, s: ir.Bin("*", a, s, self.idx), stride, i)
             off = term if off is None else ir.Bin("+", off, term, self.idx)
-        guard = None
-        for g in guards:
-            guard = g if guard is None else ir.Bin("and", guard, g, "bool")
+        guard = reduce(lambda a, g: ir.Bin("and", a, g, "bool"), guards) if guards else None
         off = off if off is not None else lit(0, self.idx)
         if buffer in self.bases:
             off = ir.Bin("+", self.bases[buffer], off, self.idx)
@@ -410,9 +407,7 @@ def pattern_sizes(dims, equal=(), negative=(), base: int = 1000) -> dict:
 def trip_count_expr(start: ir.Expr, stop: ir.Expr, step: ir.Expr, dtype: str) -> ir.Expr:
     """The iterations of `for start..stop step step` (step > 0) as an expression:
     ceil((stop - start) / step), never below 0."""
-    def zero_if_lit(e):
-        return isinstance(e, ir.Lit) and e.value == 0
-    span = stop if zero_if_lit(start) else ir.Bin("-", stop, start, dtype)
+    span = stop if isinstance(start, ir.Lit) and start.value == 0 else ir.Bin("-", stop, start, dtype)
     span = ir.Math("max", (span, lit(0, dtype)), dtype)
     if isinstance(step, ir.Lit) and step.value == 1:
         return span
@@ -420,12 +415,8 @@ def trip_count_expr(start: ir.Expr, stop: ir.Expr, step: ir.Expr, dtype: str) ->
 
 
 def product_expr(terms: list, dtype: str) -> ir.Expr:
-    out = None
-    for t in terms:
-        if isinstance(t, ir.Lit) and t.value == 1:
-            continue
-        out = t if out is None else ir.Bin("*", out, t, dtype)
-    return out if out is not None else lit(1, dtype)
+    kept = [t for t in terms if not (isinstance(t, ir.Lit) and t.value == 1)]
+    return reduce(lambda a, t: ir.Bin("*", a, t, dtype), kept) if kept else lit(1, dtype)
 
 
 def map_nodes(node, fn):

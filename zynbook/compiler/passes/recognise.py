@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import reduce
 
 from .. import cir
 from ..types import EXACT_WIDENING
@@ -291,14 +292,8 @@ def _mul_factors(e):
 
 
 def _product(nums, dens):
-    out = None
-    for x in nums:
-        out = x if out is None else cir.Bin("*", out, x, F32)
-    if out is None:
-        out = cir.Const(1.0, F32)
-    for x in dens:
-        out = cir.Bin("/", out, x, F32)
-    return out
+    out = reduce(lambda a, x: cir.Bin("*", a, x, F32), nums) if nums else cir.Const(1.0, F32)
+    return reduce(lambda a, x: cir.Bin("/", a, x, F32), dens, out)
 
 
 def _same_multiset(xs, ys) -> bool:

@@ -1,6 +1,8 @@
 """What C++, CUDA C and the Metal Shading Language spell alike."""
 from __future__ import annotations
 
+from functools import reduce
+
 from ...launch import ir
 
 C_TYPES = {"f32": "float", "f64": "double", "i8": "signed char", "i16": "short", "i32": "int",
@@ -186,10 +188,7 @@ class CFamily:
 
     def fold(self, fn: str, args: list) -> str:
         self.need(fn)
-        out = args[0]
-        for a in args[1:]:
-            out = f"{fn}({out}, {a})"
-        return out
+        return reduce(lambda a, b: f"{fn}({a}, {b})", args)
 
     # ---- memory and checks ------------------------------------------------------------
 

@@ -128,10 +128,7 @@ class ScalarLowering:
         return ident
 
     def lookup(self, name: str):
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        return None
+        return next((s[name] for s in reversed(self.scopes) if name in s), None)
 
     def in_loop(self, var: str, fn, names: dict | None = None):
         """(the identifier of CIR loop variable `var`, fn()) in a scope of its own that

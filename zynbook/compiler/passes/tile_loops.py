@@ -131,10 +131,7 @@ class _Rewriter:
         return f"%{stem}{self.n}"       # no ZynML name can meet it
 
     def tile(self, name):
-        for scope in reversed(self.tiles):
-            if name in scope:
-                return scope[name]
-        return None
+        return next((s[name] for s in reversed(self.tiles) if name in s), None)
 
     # ---- shapes: rank, capacity, extents ------------------------------------------
 

@@ -65,10 +65,7 @@ class _Verifier:
 
     # ----------------------------------------------------------------- scopes
     def lookup(self, name):
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        return self.globals.get(name)
+        return next((s[name] for s in reversed(self.scopes) if name in s), self.globals.get(name))
 
     def declare(self, name, what, line):
         if name in self.declared:

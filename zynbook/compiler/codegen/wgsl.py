@@ -129,9 +129,7 @@ def storage_type(dtype: str, f16: bool = True, f64: bool = False) -> str:
     s = _STORAGE.get(dtype)
     if s is None:
         raise ZynMLDeviceError(f"dtype {dtype} has no WGSL storage type")
-    if s == "f16" and not f16:
-        return "f32"
-    return s
+    return "f32" if s == "f16" and not f16 else s
 
 
 # ------------------------------------------------------------------------- entry point

@@ -69,9 +69,7 @@ def cast(e: ir.Expr, dtype: str) -> ir.Expr:
     if isinstance(e, ir.Lit) and not (dtype == "bool") and e.dtype != "bool":
         if dtype in ir.FLOAT_DTYPES or isinstance(e.value, int):
             return lit(e.value, dtype)
-    if dtype == "bool":
-        return ir.Bin("!=", e, lit(0, e.dtype), "bool")
-    return ir.Cast(e, dtype)
+    return ir.Bin("!=", e, lit(0, e.dtype), "bool") if dtype == "bool" else ir.Cast(e, dtype)
 
 
 def _common_int(a: str, b: str) -> str:

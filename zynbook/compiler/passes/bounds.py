@@ -253,9 +253,7 @@ class Facts:
                 return form[1] != 0, form[1] != -1
             return False, False
         lo, hi = r
-        if lo > hi:
-            return True, True
-        return not (lo <= 0 <= hi), not (lo <= -1 <= hi)
+        return (True, True) if lo > hi else (not (lo <= 0 <= hi), not (lo <= -1 <= hi))
 
 
 def _bounds_of(cond, out: dict):

@@ -286,9 +286,7 @@ def _mul_factors(e):
         n1, d1 = _mul_factors(e.left)
         n2, d2 = _mul_factors(e.right)
         return n1 + d2, d1 + n2
-    if _is_const(e, 1.0):
-        return [], []
-    return [e], []
+    return ([], []) if _is_const(e, 1.0) else ([e], [])
 
 
 def _product(nums, dens):

@@ -103,9 +103,7 @@ def _identity(op: str, dtype: str) -> cir.Const:
 
 
 def _combine(op: str, acc: cir.Expr, v: cir.Expr) -> cir.Expr:
-    if op in ("max", "min"):
-        return cir.Call(op, (acc, v), acc.ty)
-    return cir.Bin(op, acc, v, acc.ty)
+    return cir.Call(op, (acc, v), acc.ty) if op in ("max", "min") else cir.Bin(op, acc, v, acc.ty)
 
 
 class _Tile:
@@ -208,9 +206,7 @@ class _Rewriter:
             return cap, exts
         if isinstance(e, cir.Var):
             t = self.tile(e.name)
-            if t is None:
-                return (), ()
-            return t.cap, t.exts
+            return ((), ()) if t is None else (t.cap, t.exts)
         if not e.ty.shape:
             return (), ()
         if isinstance(e, cir.Call) and e.fn in ("zeros", "ones"):

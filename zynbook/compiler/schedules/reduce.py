@@ -207,9 +207,7 @@ class _Builder(Builder):
         return extents(low, loops)
 
     def product(self, terms) -> ir.Expr | int:
-        if not self.sym:
-            return prod(terms)
-        return product_expr([self.i(t) for t in terms], self.idx)
+        return prod(terms) if not self.sym else product_expr([self.i(t) for t in terms], self.idx)
 
     def thread(self, axis: str) -> ir.Expr:
         return thread(axis, self.idx)

@@ -402,11 +402,8 @@ class _Builder(Builder):
         if p.layout == "thread_rows":
             inner = self.declare_acc() + per_row(self.i(0), 1) + [store]
             body.append(spread("_row", n_out, p.threads, p.chunk, inner, self.idx, line))
-            if self.sym:
-                grid = ir.Math("min", (ir.ceildiv(self.i(host_n_out), p.chunk or p.threads),
-                                       lit(self.t.max_blocks, idx)), idx)
-            else:
-                blocks = -(-n_out // (p.chunk or p.threads))
+            grid = ir.Math("min", (ir.ceildiv(self.i(host_n_out), p.chunk or p.threads),
+                                   lit(self.t.max_blocks, idx)), idx)
             what = f"reduce({self.op}, axis={ax}): one thread per output, in order along the axis"
         elif p.layout == "warp_rows":
             warp = self.t.warp
@@ -418,10 +415,7 @@ class _Builder(Builder):
             body.append(ir.If(in_range, tuple(per_row(lane, warp) + [
                 ir.Set("_acc", ir.Collective(self.op, ir.Ref("_acc", self.acc), "warp", self.acc)),
                 ir.If(first_thread("lane"), (store,))])))
-            if self.sym:
-                grid = ir.ceildiv(self.i(host_n_out), rows)
-            else:
-                blocks = -(-n_out // rows)
+            grid = ir.ceildiv(self.i(host_n_out), rows)
             what = f"reduce({self.op}, axis={ax}): one warp per output, a warp collective"
         else:
             # a block per output; symbolic (a grid past one dimension's limit is the device's
@@ -436,14 +430,12 @@ class _Builder(Builder):
             body += self.declare_acc() + per_row(self.thread("thread"), p.threads)
             body += self.block_reduce(p.threads)
             body.append(ir.If(mine, (store,)))
-            grid, blocks = self.i(host_n_out), n_out
+            grid = self.i(host_n_out)
             what = f"reduce({self.op}, axis={ax}): one block per output"
-        if self.sym:
-            if p.layout != "block_rows":        # (no output: no block of block_rows)
-                grid = ir.Math("max", (grid, lit(1, idx)), idx)
-        else:
-            blocks = max(1, min(blocks, self.t.max_blocks)) if p.layout == "thread_rows" else max(1, blocks)
-            grid = lit(blocks, "i64")
+        if p.layout != "block_rows" or not self.sym:    # (symbolic: no output, no block)
+            grid = ir.Math("max", (grid, lit(1, idx)), idx)
+        if not self.sym:
+            grid = lit(ir.evaluate(grid, {}), "i64")
         k = ir.Kernel(name, params, tuple(body), p.threads, self.idx, what)
         return ir.Program(self.k.name, (k,), (ir.Launch(name, grid, p.threads),), (),
                           self.sites.as_tuple(), f"{what} (reduce: {p.describe()})")

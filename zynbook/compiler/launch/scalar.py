@@ -56,11 +56,8 @@ def const_value(e, consts: dict):
 
 
 def lit(value, dtype: str) -> ir.Lit:
-    if dtype == "bool":
-        return ir.Lit(bool(value), "bool")
-    if dtype in ir.FLOAT_DTYPES:
-        return ir.Lit(float(value), dtype)
-    return ir.Lit(int(value), dtype)
+    kind = bool if dtype == "bool" else float if dtype in ir.FLOAT_DTYPES else int
+    return ir.Lit(kind(value), dtype)
 
 
 def cast(e: ir.Expr, dtype: str) -> ir.Expr:

@@ -106,9 +106,7 @@ class Facts:
         d = depth + 1
         if isinstance(e, cir.Const):
             v = e.value
-            if isinstance(v, bool) or not isinstance(v, int):
-                return None
-            return v, v
+            return None if isinstance(v, bool) or not isinstance(v, int) else (v, v)
         if self.assumed and isinstance(e, cir.Expr):
             r = self._var_interval(e, d) if isinstance(e, cir.Var) else self._interval(e, depth)
             for lo_e, hi_e in self._assumed(cir.format_expr(e)):

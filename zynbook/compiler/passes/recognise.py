@@ -181,10 +181,7 @@ def canon(e):
     if isinstance(e, (tuple, list)):
         return tuple(canon(x) for x in e)
     if isinstance(e, cir.Const):
-        v = e.value
-        if isinstance(v, bool):
-            return ("C", v)
-        return ("C", float(v))
+        return ("C", e.value if isinstance(e.value, bool) else float(e.value))
     if isinstance(e, cir.Var):
         return ("V", e.name)
     if isinstance(e, cir.Span):

@@ -93,9 +93,8 @@ def _axis_index(extent, i):
 
 
 def _const(value, dtype: str) -> cir.Const:
-    if dtype == "bool":
-        return cir.Const(bool(value), cir.Ty("bool"))
-    return cir.Const(float(value) if dtype in cir.FLOAT_DTYPES else int(value), cir.Ty(dtype))
+    kind = bool if dtype == "bool" else float if dtype in cir.FLOAT_DTYPES else int
+    return cir.Const(kind(value), cir.Ty(dtype))
 
 
 def _identity(op: str, dtype: str) -> cir.Const:

@@ -226,10 +226,9 @@ class Printer:
 
     def kernel(self, k: ir.Kernel) -> None:
         self.spaces = {p.name: ("scratch" if p.kind == "scratch" else "global") for p in k.params}
-        self.size_params = {}
-        if self.sizes is not None:
-            self.size_params = {p.name: self.sizes[p.name] for p in k.params
-                                if p.kind == "size" and p.name in self.sizes}
+        sizes = self.sizes or {}
+        self.size_params = {p.name: sizes[p.name] for p in k.params
+                            if p.kind == "size" and p.name in sizes}
         params = [p for p in k.params if not (p.kind == "size" and p.name in self.size_params)]
         self.named = set()
         if getattr(self.d, "writes_out_unrolled", False):

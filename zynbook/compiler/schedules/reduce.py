@@ -109,12 +109,9 @@ class Reduce(Schedule):
             acc = "f64"
         if target.symbolic_sizes:
             # one program for every size: no choice reads a size
-            threads = min(256, target.max_threads)
-            if axis is None:
-                return ReduceParams("whole", threads, 0, 0, acc)
-            if int(axis) == len(nest.loops) - 1:
-                return ReduceParams("block_rows", threads, 0, 0, acc)
-            return ReduceParams("thread_rows", threads, 0, 0, acc)
+            layout = "whole" if axis is None else \
+                "block_rows" if int(axis) == len(nest.loops) - 1 else "thread_rows"
+            return ReduceParams(layout, min(256, target.max_threads), 0, 0, acc)
         if axis is None:
             total = max(nest.total if nest.loops else 1, 1)
             if cpu:

@@ -267,10 +267,8 @@ def _is_const(e, value) -> bool:
 
 
 def _is_zero_tile(e, kernel, allowed: set) -> bool:
-    if _is_const(e, 0.0):
-        return True
-    return (isinstance(e, cir.Call) and e.fn == "zeros" and not loads(e)
-            and free_vars(e) <= _constants(kernel) | allowed)
+    return _is_const(e, 0.0) or (isinstance(e, cir.Call) and e.fn == "zeros" and not loads(e)
+                                 and free_vars(e) <= _constants(kernel) | allowed)
 
 
 def _mul_factors(e):

@@ -44,7 +44,6 @@ class Printer:
         self.out: list = []
         self.map: dict = {}
         self.level = 0
-        self.cur_line = 0
         self.shown: set = set()
         self.named: set = set()       # local arrays printed as one variable per element
 
@@ -54,6 +53,15 @@ class Printer:
         self.out.append("    " * self.level + text)
         if line:
             self.map[len(self.out)] = line
+
+    def emit_guarded(self, text: str, guard, line: int):
+        """`text`, made only where `guard` (an expression or None) holds."""
+        self.emit(text if guard is None else f"if ({self.expr(guard)}) {{ {text} }}", line)
+
+    def indented(self, body):
+        self.level += 1
+        self.stmts(body)
+        self.level -= 1
 
     def comment(self, line: int):
         """`// line N: <ZynML text>` the first time code from ZynML line N appears."""
@@ -127,27 +135,18 @@ class Printer:
         elif isinstance(s, ir.Set):
             self.emit(f"{s.name} = {self.expr(s.value)};", line)
         elif isinstance(s, ir.Store) and s.array in self.named:
-            text = f"{register_name(s.array, s.index.value)} = {self.expr(s.value)};"
-            if s.guard is not None:
-                text = f"if ({self.expr(s.guard)}) {{ {text} }}"
-            self.emit(text, line)
+            self.emit_guarded(f"{register_name(s.array, s.index.value)} = {self.expr(s.value)};",
+                              s.guard, line)
         elif isinstance(s, ir.Store):
-            text = d.store(s.array, self.expr(s.index), self.expr(s.value), s.value.dtype,
-                           self.space(s.array))
-            if s.guard is not None:
-                text = f"if ({self.expr(s.guard)}) {{ {text} }}"
-            self.emit(text, line)
+            self.emit_guarded(d.store(s.array, self.expr(s.index), self.expr(s.value), s.value.dtype,
+                                      self.space(s.array)), s.guard, line)
         elif isinstance(s, ir.Atomic):
-            text = d.atomic(s.op, s.array, self.expr(s.index), self.expr(s.value), s.value.dtype)
-            if s.guard is not None:
-                text = f"if ({self.expr(s.guard)}) {{ {text} }}"
-            self.emit(text, line)
+            self.emit_guarded(d.atomic(s.op, s.array, self.expr(s.index), self.expr(s.value),
+                                       s.value.dtype), s.guard, line)
         elif isinstance(s, ir.For) and getattr(d, "writes_out_unrolled", False) \
                 and writes_out(s, self.registers()):
             self.emit("{", line)              # the iterations' locals stay in their scope
-            self.level += 1
-            self.stmts(written_out(s))
-            self.level -= 1
+            self.indented(written_out(s))
             self.emit("}")
         elif isinstance(s, ir.For):
             hint = getattr(d, "unroll", lambda: "")() if s.unroll else ""
@@ -157,20 +156,14 @@ class Printer:
                 self.emit(d.reduction_loop(s.reduce))
             self.emit(d.for_header(s.var, s.dtype, self.expr(s.start), self.expr(s.stop),
                                    self.expr(s.step)) + " {", line)
-            self.level += 1
-            self.stmts(s.body)
-            self.level -= 1
+            self.indented(s.body)
             self.emit("}")
         elif isinstance(s, ir.If):
             self.emit(f"if ({self.expr(s.cond)}) {{", line)
-            self.level += 1
-            self.stmts(s.then)
-            self.level -= 1
+            self.indented(s.then)
             if s.orelse:
                 self.emit("} else {")
-                self.level += 1
-                self.stmts(s.orelse)
-                self.level -= 1
+                self.indented(s.orelse)
             self.emit("}")
         elif isinstance(s, ir.Copy):
             self.emit(d.copy(s.dst, self.expr(s.dst_index), self.space(s.dst), s.src,
@@ -233,10 +226,9 @@ class Printer:
 
     def kernel(self, k: ir.Kernel) -> None:
         self.spaces = {p.name: ("scratch" if p.kind == "scratch" else "global") for p in k.params}
-        self.size_params = {}
-        if self.sizes is not None:
-            self.size_params = {p.name: self.sizes[p.name] for p in k.params
-                                if p.kind == "size" and p.name in self.sizes}
+        sizes = self.sizes or {}
+        self.size_params = {p.name: sizes[p.name] for p in k.params
+                            if p.kind == "size" and p.name in sizes}
         params = [p for p in k.params if not (p.kind == "size" and p.name in self.size_params)]
         self.named = set()
         if getattr(self.d, "writes_out_unrolled", False):
@@ -265,14 +257,11 @@ class Printer:
         for k in self.p.kernels:
             self.kernel(k)
             self.emit("")
-        body, body_map = self.out, self.map
         head = self.d.program_head(self.p, self.sizes)
-        tail = self.d.program_tail(self.p, self.sizes)
-        text_head = head + self.d.helpers_text()
-        lines = text_head.splitlines()
-        offset = len(lines)
-        source = "\n".join(lines + body + tail.splitlines()) + "\n"
-        return Printed(source, {offset + n: ln for n, ln in body_map.items()})
+        tail = self.d.program_tail(self.p, self.sizes).splitlines()
+        head = (head + self.d.helpers_text()).splitlines()     # the helpers the kernels need
+        source = "\n".join(head + self.out + tail) + "\n"
+        return Printed(source, {len(head) + n: ln for n, ln in self.map.items()})
 
 
 def d_lines(text: str) -> list:

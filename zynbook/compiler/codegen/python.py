@@ -6,6 +6,8 @@ tests compare the vectorised reference executor with (on small sizes: it is slow
 """
 from __future__ import annotations
 
+from functools import reduce
+
 from .. import cir
 
 _FN = {
@@ -61,10 +63,8 @@ class _Renderer:
                 # a constant tile takes the shape of the (possibly clipped) tiles it meets
                 return f"np.{e.fn}({(1,) * len(args)}, dtype=np.float32)"
             if e.fn in ("min", "max"):
-                out = args[0]
-                for a in args[1:]:
-                    out = f"np.{'maximum' if e.fn == 'max' else 'minimum'}({out}, {a})"
-                return out
+                fn = "np.maximum" if e.fn == "max" else "np.minimum"
+                return reduce(lambda a, b: f"{fn}({a}, {b})", args)
             if e.fn in _FN:
                 return _FN[e.fn].format(*args)
             return f"np.{e.fn}({', '.join(args)})"

@@ -18,7 +18,9 @@ converts on upload and download.
 """
 from __future__ import annotations
 
+import dataclasses as dc
 from dataclasses import dataclass, field
+from math import prod
 from typing import Callable
 
 from .. import cir
@@ -57,11 +59,7 @@ class WGSLOptions:
     write_out_registers: bool = True
 
     def key(self) -> tuple:
-        return (self.workgroup_size, self.f16, self.subgroups, self.subgroups_directive,
-                self.max_workgroup_storage,
-                self.max_invocations, self.max_storage_buffers, self.equal_sizes,
-                self.negative_sizes, self.f64, self.launch_sizes, self.params, self.adapter,
-                self.write_out_registers)
+        return tuple(getattr(self, f.name) for f in dc.fields(self))
 
 
 # ----------------------------------------------------------------------------- program
@@ -131,9 +129,7 @@ def storage_type(dtype: str, f16: bool = True, f64: bool = False) -> str:
     s = _STORAGE.get(dtype)
     if s is None:
         raise ZynMLDeviceError(f"dtype {dtype} has no WGSL storage type")
-    if s == "f16" and not f16:
-        return "f32"
-    return s
+    return "f32" if s == "f16" and not f16 else s
 
 
 # ------------------------------------------------------------------------- entry point
@@ -203,7 +199,6 @@ def render_source(kernel: cir.Kernel, options: WGSLOptions | None = None,
 
 def launch_target(options: WGSLOptions):
     """The adapter these options describe, as a compiler/targets.py Target."""
-    import dataclasses as dc
     from ..targets import webgpu_target
     features = [f for f, on in (("shader-f16", options.f16), ("shader-f64", options.f64),
                                 ("subgroup", options.subgroups)) if on]
@@ -293,7 +288,6 @@ def _launch_targets(options: WGSLOptions):
     """(target, sizes baked) to build for, best first: one program for every size set, then
     (given the launch's sizes) one for these sizes, which a schedule that lays work out by
     a size (rows, block arrays) needs."""
-    import dataclasses as dc
     # subgroups are not warps of a width a schedule knows: block all-reductions only
     target = dc.replace(launch_target(options), warp=1, collectives=False)
     every = [(target, False)]
@@ -346,7 +340,6 @@ _NEEDS_SIZES: dict = {}
 def sized_for(options: WGSLOptions, kernel: cir.Kernel, sizes: dict) -> WGSLOptions:
     """`options` for a launch of `sizes`: with those sizes where no program of `kernel`
     serves every size set (a program per size set, `needs_launch_sizes`)."""
-    import dataclasses as dc
     if not needs_launch_sizes(kernel, options):
         return options
     return dc.replace(options, launch_sizes=tuple(sorted(
@@ -392,9 +385,7 @@ def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
             if abs(int(v)) > I32_LIMIT:
                 return f"the size {name} = {v}"
         for b, shape in env.get("shapes", {}).items():
-            n = 1
-            for d in shape:
-                n *= int(d)
+            n = prod(int(d) for d in shape)
             if n > I32_LIMIT:
                 return f"`{b}` of {n} elements"
         sizes = env_sizes(env)

@@ -315,9 +315,6 @@ class Convert(Stmt):
     line: int = 0
 
 
-MMA_SHAPES = ((16, 8, 16), (16, 8, 8))  # (m, n, k) of the tensor-core tiles an `Mma` multiplies
-
-
 @dataclass(frozen=True)
 class Mma(Stmt):
     """A warp's tensor-core step C += A B on one m x n x k tile (PTX `mma.sync` m16n8k16,

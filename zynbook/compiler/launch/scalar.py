@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields, replace
+from functools import reduce
 from math import prod
 
 from .. import cir, errflag
@@ -55,11 +56,8 @@ def const_value(e, consts: dict):
 
 
 def lit(value, dtype: str) -> ir.Lit:
-    if dtype == "bool":
-        return ir.Lit(bool(value), "bool")
-    if dtype in ir.FLOAT_DTYPES:
-        return ir.Lit(float(value), dtype)
-    return ir.Lit(int(value), dtype)
+    kind = bool if dtype == "bool" else float if dtype in ir.FLOAT_DTYPES else int
+    return ir.Lit(kind(value), dtype)
 
 
 def cast(e: ir.Expr, dtype: str) -> ir.Expr:
@@ -68,9 +66,7 @@ def cast(e: ir.Expr, dtype: str) -> ir.Expr:
     if isinstance(e, ir.Lit) and not (dtype == "bool") and e.dtype != "bool":
         if dtype in ir.FLOAT_DTYPES or isinstance(e.value, int):
             return lit(e.value, dtype)
-    if dtype == "bool":
-        return ir.Bin("!=", e, lit(0, e.dtype), "bool")
-    return ir.Cast(e, dtype)
+    return ir.Bin("!=", e, lit(0, e.dtype), "bool") if dtype == "bool" else ir.Cast(e, dtype)
 
 
 def _common_int(a: str, b: str) -> str:
@@ -127,20 +123,22 @@ class ScalarLowering:
         return ident
 
     def lookup(self, name: str):
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        return None
+        return next((s[name] for s in reversed(self.scopes) if name in s), None)
+
+    def in_loop(self, var: str, fn, names: dict | None = None):
+        """(the identifier of CIR loop variable `var`, fn()) in a scope of its own that
+        starts with `names` (CIR name -> (identifier, dtype))."""
+        self.scopes.append(dict(names or {}))
+        try:
+            return self.bind(var, self.idx), fn()
+        finally:
+            self.scopes.pop()
 
     def with_var(self, var: str, value: ir.Expr, fn) -> list:
         """fn()'s statements with CIR loop variable `var` bound to `value`, in a scope of
         its own."""
-        self.scopes.append({})
-        try:
-            ident = self.bind(var, self.idx)
-            return [ir.Decl(ident, self.idx, value)] + list(fn())
-        finally:
-            self.scopes.pop()
+        ident, got = self.in_loop(var, fn)
+        return [ir.Decl(ident, self.idx, value)] + list(got)
 
     def lane_stmts(self, body, outs: dict, lane: ir.Expr) -> list:
         """`body`, each store in `outs` (id -> local array) writing lane `lane` of its array
@@ -289,13 +287,9 @@ class ScalarLowering:
                     i = ir.Checked(i, self.size(shape[k]), site, self.idx)
             stride = [self.size(d) for d in shape[k + 1:]
                       if not (isinstance(d, int) and d == 1)]
-            term = i
-            for s in stride:
-                term = ir.Bin("*", term, s, self.idx)
+            term = reduce(lambda a, s: ir.Bin("*", a, s, self.idx), stride, i)
             off = term if off is None else ir.Bin("+", off, term, self.idx)
-        guard = None
-        for g in guards:
-            guard = g if guard is None else ir.Bin("and", guard, g, "bool")
+        guard = reduce(lambda a, g: ir.Bin("and", a, g, "bool"), guards) if guards else None
         off = off if off is not None else lit(0, self.idx)
         if buffer in self.bases:
             off = ir.Bin("+", self.bases[buffer], off, self.idx)
@@ -349,12 +343,7 @@ class ScalarLowering:
             return [ir.Store(ident, off, value, guard, ln)]
         if isinstance(s, cir.Loop):
             start, stop, step = self.index(s.start), self.index(s.stop), self.index(s.step)
-            self.scopes.append({})
-            try:
-                var = self.bind(s.var, self.idx)
-                body = self.stmts(s.body)
-            finally:
-                self.scopes.pop()
+            var, body = self.in_loop(s.var, lambda: self.stmts(s.body))
             return [ir.For(var, start, stop, step, body, self.idx, ln,
                            reduce=ir.loop_reductions(body))]
         if isinstance(s, cir.If):
@@ -410,9 +399,7 @@ def pattern_sizes(dims, equal=(), negative=(), base: int = 1000) -> dict:
 def trip_count_expr(start: ir.Expr, stop: ir.Expr, step: ir.Expr, dtype: str) -> ir.Expr:
     """The iterations of `for start..stop step step` (step > 0) as an expression:
     ceil((stop - start) / step), never below 0."""
-    def zero_if_lit(e):
-        return isinstance(e, ir.Lit) and e.value == 0
-    span = stop if zero_if_lit(start) else ir.Bin("-", stop, start, dtype)
+    span = stop if isinstance(start, ir.Lit) and start.value == 0 else ir.Bin("-", stop, start, dtype)
     span = ir.Math("max", (span, lit(0, dtype)), dtype)
     if isinstance(step, ir.Lit) and step.value == 1:
         return span
@@ -420,12 +407,8 @@ def trip_count_expr(start: ir.Expr, stop: ir.Expr, step: ir.Expr, dtype: str) ->
 
 
 def product_expr(terms: list, dtype: str) -> ir.Expr:
-    out = None
-    for t in terms:
-        if isinstance(t, ir.Lit) and t.value == 1:
-            continue
-        out = t if out is None else ir.Bin("*", out, t, dtype)
-    return out if out is not None else lit(1, dtype)
+    kept = [t for t in terms if not (isinstance(t, ir.Lit) and t.value == 1)]
+    return reduce(lambda a, t: ir.Bin("*", a, t, dtype), kept) if kept else lit(1, dtype)
 
 
 def map_nodes(node, fn):

@@ -31,13 +31,7 @@ def _lit(e: ir.Lit) -> str:
     if isinstance(v, bool) or e.dtype == "bool":
         text = "true" if v else "false"
     elif e.dtype in ir.FLOAT_DTYPES:
-        f = float(v)
-        if f != f:
-            text = "nan"
-        elif f in (float("inf"), float("-inf")):
-            text = "inf" if f > 0 else "-inf"
-        else:
-            text = repr(f)
+        text = repr(float(v))           # nan, inf and -inf included
     else:
         text = str(int(v))
     return text if e.dtype in _PLAIN_DTYPES else f"{text}:{e.dtype}"

@@ -2,9 +2,10 @@
 languages with no unroll hint (WGSL), so that register arrays are indexed by constants."""
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from . import ir
+from .scalar import map_nodes
 
 
 def constant_bounds(loop: ir.For) -> bool:
@@ -17,13 +18,10 @@ def indexes_registers(loop: ir.For, registers: set) -> bool:
     k step, say) would only multiply the program's size."""
     def uses_var(e) -> bool:
         return any(isinstance(n, ir.Ref) and n.name == loop.var for n in ir.walk(e))
-    for n in ir.walk(loop.body):
-        if isinstance(n, (ir.Load, ir.Store)) and n.array in registers and uses_var(n.index):
-            return True
-        if isinstance(n, ir.Copy) and ((n.dst in registers and uses_var(n.dst_index))
-                                       or (n.src in registers and uses_var(n.src_index))):
-            return True
-    return False
+    return any((isinstance(n, (ir.Load, ir.Store)) and n.array in registers and uses_var(n.index))
+               or (isinstance(n, ir.Copy) and ((n.dst in registers and uses_var(n.dst_index))
+                                               or (n.src in registers and uses_var(n.src_index))))
+               for n in ir.walk(loop.body))
 
 
 def written_out(loop: ir.For) -> list:
@@ -40,18 +38,13 @@ def written_out(loop: ir.For) -> list:
 
 def _substitute(node, values: dict, rename: dict):
     """`node` with the Refs named in `values` replaced and the locals in `rename` renamed."""
-    if isinstance(node, tuple):
-        return tuple(_substitute(x, values, rename) for x in node)
-    if isinstance(node, ir.Ref):
-        if node.name in values:
-            return values[node.name]
-        return ir.Ref(rename[node.name], node.dtype) if node.name in rename else node
-    if not isinstance(node, (ir.Expr, ir.Stmt)):
-        return node
-    changes = {f.name: _substitute(getattr(node, f.name), values, rename) for f in fields(node)}
-    if isinstance(node, (ir.Decl, ir.Set)) and node.name in rename:
-        changes["name"] = rename[node.name]
-    return _folded(replace(node, **changes))
+    def one(n):
+        if isinstance(n, ir.Ref) and n.name in values:
+            return values[n.name]
+        if isinstance(n, (ir.Ref, ir.Decl, ir.Set)) and n.name in rename:
+            n = replace(n, name=rename[n.name])
+        return _folded(n)
+    return map_nodes(node, one)
 
 
 _FOLD = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
@@ -109,9 +102,7 @@ def named_registers(body: tuple) -> set:
     variable of its own (a shader compiler may keep an array in memory, a variable it keeps
     in a register). An array named in any other way (a copy, an MMA operand) stays one."""
     arrays = {n.name: n.count for n in ir.walk(body) if isinstance(n, ir.Array) and n.space == "local"}
-    names = set()
-    for n in ir.walk(body):
-        names |= {v for v in vars(n).values() if isinstance(v, str)}
+    names = {v for n in ir.walk(body) for v in vars(n).values() if isinstance(v, str)}
     keep = set(arrays)
     for n in ir.walk(body):
         if isinstance(n, ir.Array):

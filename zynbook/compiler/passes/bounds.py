@@ -65,14 +65,11 @@ class Facts:
         # a loop variable is only read inside its loops: several loops of one name (`for i`
         # three times in a row) give the hull of their ranges; a name a let or an
         # assignment also defines is unknown
+        for name in set(self.loop_ranges) & (set(seen) | bad_loops):
+            del self.loop_ranges[name]
         for name, rs in self.loop_ranges.items():
-            if name in seen or name in bad_loops:
-                continue
             if all(affine.same(a, rs[0][0]) and affine.same(b, rs[0][1]) for a, b in rs):
                 self.ranges[name] = rs[0]
-        for name in list(self.loop_ranges):
-            if name in seen or name in bad_loops:
-                del self.loop_ranges[name]
         self.assumed: list = []         # bounds from the conditions of enclosing `if`s
         self.mutable = {n.name for n in cir.walk(body)
                         if isinstance(n, cir.Assign) or (isinstance(n, cir.Let) and n.mutable)}
@@ -109,9 +106,7 @@ class Facts:
         d = depth + 1
         if isinstance(e, cir.Const):
             v = e.value
-            if isinstance(v, bool) or not isinstance(v, int):
-                return None
-            return v, v
+            return None if isinstance(v, bool) or not isinstance(v, int) else (v, v)
         if self.assumed and isinstance(e, cir.Expr):
             r = self._var_interval(e, d) if isinstance(e, cir.Var) else self._interval(e, depth)
             for lo_e, hi_e in self._assumed(cir.format_expr(e)):
@@ -256,9 +251,7 @@ class Facts:
                 return form[1] != 0, form[1] != -1
             return False, False
         lo, hi = r
-        if lo > hi:
-            return True, True
-        return not (lo <= 0 <= hi), not (lo <= -1 <= hi)
+        return (True, True) if lo > hi else (not (lo <= 0 <= hi), not (lo <= -1 <= hi))
 
 
 def _bounds_of(cond, out: dict):
@@ -278,15 +271,10 @@ def _bounds_of(cond, out: dict):
         return
     key = cir.format_expr(a)
     lo, hi, _ = out.get(key, (None, None, None))
-    one = affine.const(1)
-    if op == ">=":
-        lo = b
-    elif op == ">":
-        lo = affine.add(b, one)
-    elif op == "<":
-        hi = b
+    if op in (">=", ">"):
+        lo = b if op == ">=" else affine.add(b, affine.const(1))
     else:
-        hi = affine.add(b, one)
+        hi = b if op == "<" else affine.add(b, affine.const(1))
     names = {n.name for n in cir.walk((a, b)) if isinstance(n, cir.Var)}
     out[key] = (lo, hi, names | out.get(key, (None, None, set()))[2])
 
@@ -327,9 +315,5 @@ def _nonneg(e, dims) -> bool:
     if form is None:
         return False
     terms, c = form
-    if c < 0:
-        return False
-    for _key, (coef, ex) in terms.items():
-        if coef < 0 or not isinstance(ex, cir.Var) or ex.name not in dims:
-            return False
-    return True
+    return c >= 0 and all(coef >= 0 and isinstance(ex, cir.Var) and ex.name in dims
+                          for coef, ex in terms.values())

@@ -68,6 +68,5 @@ def verify_kernel_shape(kt: cir.KernelType, body) -> None:
         parallel = [lp for lp in loops if lp.parallel]
         if len(parallel) < need:
             refuse(f"it has {len(parallel)} parallel loop(s)")
-    if kind in ("attention", "flash_attention", "fused", "elementwise", "matmul",
-                "batched_matmul", "conv2d", "conv2d_depthwise") and not stores:
+    if kind != "reduce" and not stores:
         refuse("this body never writes out")

@@ -8,10 +8,9 @@ from .. import cir
 
 def static_value(e, sizes):
     try:
-        v = cir.eval_expr_static(e, sizes)
+        return cir.eval_expr_static(e, sizes)
     except (TypeError, KeyError, ZeroDivisionError):
         return None
-    return v
 
 
 def trip_count(loop: cir.Loop, sizes, symbolic: bool = False) -> int | None:
@@ -34,13 +33,8 @@ def assigned_vars(body) -> set:
 
 
 def declared_vars(body) -> set:
-    out = set()
-    for n in cir.walk(body):
-        if isinstance(n, cir.Let):
-            out.add(n.name)
-        elif isinstance(n, cir.Loop):
-            out.add(n.var)
-    return out
+    return {n.var if isinstance(n, cir.Loop) else n.name for n in cir.walk(body)
+            if isinstance(n, (cir.Let, cir.Loop))}
 
 
 def stored_buffers(body) -> set:
@@ -52,12 +46,9 @@ def has_node(body, types) -> bool:
 
 
 def has_tiles(body) -> bool:
-    for n in cir.walk(body):
-        if isinstance(n, cir.Expr) and n.ty.shape:
-            return True
-        if isinstance(n, cir.Store) and any(isinstance(i, cir.Span) for i in n.index):
-            return True
-    return False
+    return any((isinstance(n, cir.Expr) and n.ty.shape) or
+               (isinstance(n, cir.Store) and any(isinstance(i, cir.Span) for i in n.index))
+               for n in cir.walk(body))
 
 
 def identity_value(op: str, dtype: str):

@@ -53,10 +53,6 @@ def independent(loop: cir.Loop, shared: set = frozenset()) -> bool:
             return False        # a barrier over memory shared between iterations
     if yields:
         return not stores
-    if not stores:
-        return False
-    for st in stores:
-        if not st.index or not any(affine.uses_vars(i.start if isinstance(i, cir.Span) else i,
-                                                     {loop.var}) for i in st.index):
-            return False
-    return True
+    return bool(stores) and all(
+        st.index and any(affine.uses_vars(i.start if isinstance(i, cir.Span) else i, {loop.var})
+                         for i in st.index) for st in stores)

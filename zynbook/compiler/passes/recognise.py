@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import reduce
 
 from .. import cir
 from ..types import EXACT_WIDENING
@@ -180,10 +181,7 @@ def canon(e):
     if isinstance(e, (tuple, list)):
         return tuple(canon(x) for x in e)
     if isinstance(e, cir.Const):
-        v = e.value
-        if isinstance(v, bool):
-            return ("C", v)
-        return ("C", float(v))
+        return ("C", e.value if isinstance(e.value, bool) else float(e.value))
     if isinstance(e, cir.Var):
         return ("V", e.name)
     if isinstance(e, cir.Span):
@@ -269,10 +267,8 @@ def _is_const(e, value) -> bool:
 
 
 def _is_zero_tile(e, kernel, allowed: set) -> bool:
-    if _is_const(e, 0.0):
-        return True
-    return (isinstance(e, cir.Call) and e.fn == "zeros" and not loads(e)
-            and free_vars(e) <= _constants(kernel) | allowed)
+    return _is_const(e, 0.0) or (isinstance(e, cir.Call) and e.fn == "zeros" and not loads(e)
+                                 and free_vars(e) <= _constants(kernel) | allowed)
 
 
 def _mul_factors(e):
@@ -285,20 +281,12 @@ def _mul_factors(e):
         n1, d1 = _mul_factors(e.left)
         n2, d2 = _mul_factors(e.right)
         return n1 + d2, d1 + n2
-    if _is_const(e, 1.0):
-        return [], []
-    return [e], []
+    return ([], []) if _is_const(e, 1.0) else ([e], [])
 
 
 def _product(nums, dens):
-    out = None
-    for x in nums:
-        out = x if out is None else cir.Bin("*", out, x, F32)
-    if out is None:
-        out = cir.Const(1.0, F32)
-    for x in dens:
-        out = cir.Bin("/", out, x, F32)
-    return out
+    out = reduce(lambda a, x: cir.Bin("*", a, x, F32), nums) if nums else cir.Const(1.0, F32)
+    return reduce(lambda a, x: cir.Bin("/", a, x, F32), dens, out)
 
 
 def _same_multiset(xs, ys) -> bool:
@@ -488,17 +476,26 @@ def _online(att, kl, m, l, extra=None):
             raise _No("the output sum is not acc = exp(m - m_new) * acc + exp(score - m_new) * V")
 
 
+def _recognised(pattern: str, match, kernel: cir.Kernel):
+    """match(kernel), or the `NoMatch` of `pattern` that says why not."""
+    try:
+        return match(kernel)
+    except _No as exc:
+        return NoMatch(pattern, str(exc))
+    except _UNEXPECTED as exc:      # a shape this recogniser does not know: not the pattern
+        return NoMatch(pattern, f"a form the recognition does not read ({type(exc).__name__})")
+
+
 def attention(kernel: cir.Kernel):
     """`Attention`, `FlashAttention` or `NoMatch` for `kernel`'s body."""
-    try:
-        loops, body = _chain(kernel)
-        if len(loops) >= 3 and not (isinstance(loops[-1].step, cir.Const) and loops[-1].step.value == 1):
-            return _flash(kernel, loops, body)
-        return _attention(kernel, loops, body)
-    except _No as exc:
-        return NoMatch("attention", str(exc))
-    except _UNEXPECTED as exc:      # a shape this recogniser does not know: not the pattern
-        return NoMatch("attention", f"a form the recognition does not read ({type(exc).__name__})")
+    return _recognised("attention", _any_attention, kernel)
+
+
+def _any_attention(kernel):
+    loops, body = _chain(kernel)
+    if len(loops) >= 3 and not (isinstance(loops[-1].step, cir.Const) and loops[-1].step.value == 1):
+        return _flash(kernel, loops, body)
+    return _attention(kernel, loops, body)
 
 
 def _attention(kernel, loops, body):
@@ -610,7 +607,7 @@ def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
         raise _No("the weighted sum does not take one value V[b, h, key, d]")
     v = vl[0]
     v_axes = _value_axes(kernel, v, b, h, dv)
-    want_n = [cir.Call("exp", (cir.Bin("-", _score_expr(att), cir.Var(m, F32), F32),), F32), v]
+    want_n = [cir.Call("exp", (cir.Bin("-", _FromCanon(att.score), cir.Var(m, F32), F32),), F32), v]
     want_d = [cir.Var(l, F32)]
     got_n = [x for x in tn + sn if x is not v] + [v]
     if not _same_multiset(got_n, want_n) or not _same_multiset(td + sd, want_d):
@@ -629,11 +626,6 @@ def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str) -> tuple:
     if not _float_input(kernel, v.buffer, floats=False):
         raise _No("V is not a 4-D input")
     return names.index(b), names.index(h), names.index(_J)
-
-
-def _score_expr(att):
-    """A CIR expression whose canonical form is the score (for multiset comparisons)."""
-    return _FromCanon(att.score)
 
 
 def _check_store(st: cir.Store, out: str, bhi: list, dv: str) -> tuple:
@@ -862,12 +854,7 @@ def contraction(kernel: cir.Kernel):
     """`Contraction` or `NoMatch`: a parallel nest, `var acc = init`, one serial loop
     `acc += A[..] * B[..]`, then `out[vars] = f(acc)` (f may read inputs at the output's
     position, e.g. a bias)."""
-    try:
-        return _contraction(kernel)
-    except _No as exc:
-        return NoMatch("a contraction", str(exc))
-    except _UNEXPECTED as exc:
-        return NoMatch("a contraction", f"a form the recognition does not read ({type(exc).__name__})")
+    return _recognised("a contraction", _contraction, kernel)
 
 
 def _widened_load(e):

@@ -16,8 +16,7 @@ from dataclasses import fields, replace
 
 from .. import cir
 
-_RANGES = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
-_URANGES = {"u8": 8, "u16": 16, "u32": 32, "u64": 64}
+_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
 def simplify(kernel: cir.Kernel) -> cir.Kernel:
@@ -25,12 +24,8 @@ def simplify(kernel: cir.Kernel) -> cir.Kernel:
 
 
 def _fits(value: int, dtype: str) -> bool:
-    if dtype in _RANGES:
-        b = _RANGES[dtype]
-        return -(1 << (b - 1)) <= value < (1 << (b - 1))
-    if dtype in _URANGES:
-        return 0 <= value < (1 << _URANGES[dtype])
-    return False
+    b = _BITS[dtype]
+    return 0 <= value < (1 << b) if dtype[0] == "u" else -(1 << (b - 1)) <= value < (1 << (b - 1))
 
 
 def _int_const(e, value=None) -> bool:
@@ -56,19 +51,16 @@ def expr(e):
             kw[f.name] = expr(v)
     e = replace(e, **kw) if kw else e
     if isinstance(e, cir.Bin) and e.op in ("+", "-", "*") and not e.ty.shape and \
-            (e.ty.dtype in _RANGES or e.ty.dtype in _URANGES):
+            e.ty.dtype in _BITS:
         a, b = e.left, e.right
         if _int_const(a) and _int_const(b) and a.ty == b.ty == e.ty:
             v = {"+": a.value + b.value, "-": a.value - b.value, "*": a.value * b.value}[e.op]
             if _fits(v, e.ty.dtype):
                 return cir.Const(v, e.ty)
-        if e.op in ("+", "-") and _int_const(b, 0) and a.ty == e.ty:
+        unit = 1 if e.op == "*" else 0      # x + 0, 0 + x, x - 0, x * 1, 1 * x
+        if _int_const(b, unit) and a.ty == e.ty:
             return a
-        if e.op == "+" and _int_const(a, 0) and b.ty == e.ty:
-            return b
-        if e.op == "*" and _int_const(b, 1) and a.ty == e.ty:
-            return a
-        if e.op == "*" and _int_const(a, 1) and b.ty == e.ty:
+        if e.op != "-" and _int_const(a, unit) and b.ty == e.ty:
             return b
     if isinstance(e, cir.Select) and isinstance(e.cond, cir.Const) and \
             isinstance(e.cond.value, bool):
@@ -90,9 +82,7 @@ def _block(body) -> tuple:
         elif isinstance(s, cir.Loop):
             out.append(replace(s, start=expr(s.start), stop=expr(s.stop), step=expr(s.step),
                                body=_block(s.body)))
-        elif isinstance(s, cir.Let):
-            out.append(replace(s, value=expr(s.value)))
-        elif isinstance(s, cir.Assign):
+        elif isinstance(s, (cir.Let, cir.Assign)):
             out.append(replace(s, value=expr(s.value)))
         elif isinstance(s, (cir.Store, cir.Atomic)):
             out.append(replace(s, index=tuple(expr(i) for i in s.index), value=expr(s.value)))

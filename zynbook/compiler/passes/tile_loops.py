@@ -21,6 +21,7 @@ tile, a matmul of more than two axes) raises `TileRefusal` with the reason.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import reduce
 
 from .. import cir
 from .loops import identity_value, static_value
@@ -92,9 +93,8 @@ def _axis_index(extent, i):
 
 
 def _const(value, dtype: str) -> cir.Const:
-    if dtype == "bool":
-        return cir.Const(bool(value), cir.Ty("bool"))
-    return cir.Const(float(value) if dtype in cir.FLOAT_DTYPES else int(value), cir.Ty(dtype))
+    kind = bool if dtype == "bool" else float if dtype in cir.FLOAT_DTYPES else int
+    return cir.Const(kind(value), cir.Ty(dtype))
 
 
 def _identity(op: str, dtype: str) -> cir.Const:
@@ -102,9 +102,7 @@ def _identity(op: str, dtype: str) -> cir.Const:
 
 
 def _combine(op: str, acc: cir.Expr, v: cir.Expr) -> cir.Expr:
-    if op in ("max", "min"):
-        return cir.Call(op, (acc, v), acc.ty)
-    return cir.Bin(op, acc, v, acc.ty)
+    return cir.Call(op, (acc, v), acc.ty) if op in ("max", "min") else cir.Bin(op, acc, v, acc.ty)
 
 
 class _Tile:
@@ -130,10 +128,7 @@ class _Rewriter:
         return f"%{stem}{self.n}"       # no ZynML name can meet it
 
     def tile(self, name):
-        for scope in reversed(self.tiles):
-            if name in scope:
-                return scope[name]
-        return None
+        return next((s[name] for s in reversed(self.tiles) if name in s), None)
 
     # ---- shapes: rank, capacity, extents ------------------------------------------
 
@@ -210,9 +205,7 @@ class _Rewriter:
             return cap, exts
         if isinstance(e, cir.Var):
             t = self.tile(e.name)
-            if t is None:
-                return (), ()
-            return t.cap, t.exts
+            return ((), ()) if t is None else (t.cap, t.exts)
         if not e.ty.shape:
             return (), ()
         if isinstance(e, cir.Call) and e.fn in ("zeros", "ones"):
@@ -299,24 +292,16 @@ class _Rewriter:
     def over(self, exts: tuple, body_at, line: int, parallel: bool = True) -> list:
         """A loop over the flattened positions of `exts` running `body_at(idx) -> stmts`."""
         flat = self.fresh("e")
-        lets, idx, rem = [], [], _v(flat)
-        names = []
-        for k in range(len(exts) - 1, -1, -1):
-            if k == 0:
-                names.append(rem)
-                break
-            n = self.fresh("x")
-            q = self.fresh("q")
-            lets.append(cir.Let(n, cir.Bin("%", rem, exts[k], I32), False, line))
-            lets.append(cir.Let(q, cir.Bin("/", rem, exts[k], I32), False, line))
+        lets, names, rem = [], [], _v(flat)
+        for k in range(len(exts) - 1, 0, -1):
+            n, q = self.fresh("x"), self.fresh("q")
+            lets += [cir.Let(n, cir.Bin("%", rem, exts[k], I32), False, line),
+                     cir.Let(q, cir.Bin("/", rem, exts[k], I32), False, line)]
             names.append(_v(n))
             rem = _v(q)
-        idx = tuple(reversed(names))
-        total = _i(1)
-        for x in exts:
-            total = _mul(total, x)
+        idx = ((rem,) if exts else ()) + tuple(reversed(names))
         body = tuple(lets) + tuple(body_at(idx))
-        return [cir.Loop(flat, _i(0), total, _i(1), body, parallel, line)]
+        return [cir.Loop(flat, _i(0), reduce(_mul, exts, _i(1)), _i(1), body, parallel, line)]
 
     def extent_lets(self, exts: tuple, line: int, mutable: bool = False):
         """Extents as locals (computed once; `mutable`: a tile variable's, which an
@@ -352,9 +337,7 @@ class _Rewriter:
         if isinstance(e, (cir.Const, cir.Var)) or not isinstance(e, cir.Expr):
             return e
         if isinstance(e, cir.Load):
-            index = tuple(cir.Span(self.hoist(i.start, out, line), self.hoist(i.stop, out, line))
-                          if isinstance(i, cir.Span) else self.hoist(i, out, line) for i in e.index)
-            return cir.Load(e.buffer, index, e.ty)
+            return cir.Load(e.buffer, self.hoist_index(e.index, out, line), e.ty)
         if isinstance(e, cir.Dot):
             a, b = self.hoist(e.a, out, line), self.hoist(e.b, out, line)
             prod = cir.Bin("*", a, b, cir.Ty(e.ty.dtype, a.ty.shape or b.ty.shape or ("?",)))
@@ -382,6 +365,10 @@ class _Rewriter:
         if isinstance(e, cir.Call):
             kids["args"] = tuple(self.hoist(a, out, line) for a in e.args)
         return replace(e, **kids)
+
+    def hoist_index(self, index: tuple, out: list, line: int) -> tuple:
+        return tuple(cir.Span(self.hoist(i.start, out, line), self.hoist(i.stop, out, line))
+                     if isinstance(i, cir.Span) else self.hoist(i, out, line) for i in index)
 
     def reduce_all(self, op: str, src, dtype: str, out: list, line: int) -> cir.Var:
         """A local holding `op` over every element of tile `src`."""
@@ -472,9 +459,7 @@ class _Rewriter:
             return pre + self.assign_tile(t, value, line)
         if isinstance(s, cir.Store):
             value = self.hoist(s.value, pre, line)
-            index = tuple(cir.Span(self.hoist(i.start, pre, line), self.hoist(i.stop, pre, line))
-                          if isinstance(i, cir.Span) else self.hoist(i, pre, line) for i in s.index)
-            return pre + self.store(s.buffer, index, value, line)
+            return pre + self.store(s.buffer, self.hoist_index(s.index, pre, line), value, line)
         if isinstance(s, cir.Loop):
             start, stop, step = (self.hoist(x, pre, line) for x in (s.start, s.stop, s.step))
             return pre + [cir.Loop(s.var, start, stop, step, self.block(s.body), s.parallel, line)]

@@ -49,26 +49,22 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
                 env[s.name] = v
                 continue
             env.pop(s.name, None)
-            out.append(cir.Let(s.name, v, s.mutable, s.line, s.ty))
+            out.append(replace(s, value=v))
         elif isinstance(s, cir.Assign):
-            out.append(cir.Assign(s.name, substitute(s.value, env), s.line))
-        elif isinstance(s, cir.Store):
-            out.append(cir.Store(s.buffer, substitute(s.index, env), substitute(s.value, env),
-                                 s.line))
+            out.append(replace(s, value=substitute(s.value, env)))
+        elif isinstance(s, (cir.Store, cir.Atomic)):
+            out.append(replace(s, index=substitute(s.index, env), value=substitute(s.value, env)))
         elif isinstance(s, cir.Loop):
             inner = {k: v for k, v in env.items() if k != s.var}
-            out.append(cir.Loop(s.var, substitute(s.start, env), substitute(s.stop, env),
-                                substitute(s.step, env),
-                                tuple(inline_tile_lets(s.body, mutable, inner)), s.parallel, s.line))
+            out.append(replace(s, start=substitute(s.start, env), stop=substitute(s.stop, env),
+                               step=substitute(s.step, env),
+                               body=inline_tile_lets(s.body, mutable, inner)))
         elif isinstance(s, cir.If):
-            out.append(cir.If(substitute(s.cond, env), tuple(inline_tile_lets(s.then, mutable, env)),
-                              tuple(inline_tile_lets(s.orelse, mutable, env)), s.line))
+            out.append(replace(s, cond=substitute(s.cond, env),
+                               then=inline_tile_lets(s.then, mutable, env),
+                               orelse=inline_tile_lets(s.orelse, mutable, env)))
         elif isinstance(s, cir.Yield):
-            out.append(cir.Yield(substitute(s.value, env),
-                                 substitute(s.index, env) if s.index is not None else None, s.line))
-        elif isinstance(s, cir.Atomic):
-            out.append(cir.Atomic(s.op, s.buffer, substitute(s.index, env),
-                                  substitute(s.value, env), s.line))
+            out.append(replace(s, value=substitute(s.value, env), index=substitute(s.index, env)))
         else:
             out.append(s)
     return tuple(out)

@@ -65,10 +65,7 @@ class _Verifier:
 
     # ----------------------------------------------------------------- scopes
     def lookup(self, name):
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        return self.globals.get(name)
+        return next((s[name] for s in reversed(self.scopes) if name in s), self.globals.get(name))
 
     def declare(self, name, what, line):
         if name in self.declared:
@@ -131,7 +128,6 @@ class _Verifier:
                                   "declared outside it", line)
         elif isinstance(s, cir.Loop):
             for part in (s.start, s.stop, s.step):
-                self.expr(part, line)
                 self.int_scalar(part, "a loop bound or step", line)
             if isinstance(s.step, cir.Const) and s.step.value <= 0:
                 self.fail(f"loop `{s.var}` has step {s.step.value}", line)
@@ -165,7 +161,6 @@ class _Verifier:
         elif isinstance(s, cir.SharedAlloc):
             for d in s.shape:
                 if isinstance(d, cir.Expr):
-                    self.expr(d, line)
                     self.int_scalar(d, "a shared array size", line)
             if s.name in self.buffers:
                 self.fail(f"shared array `{s.name}` has the name of a buffer", line)
@@ -185,6 +180,8 @@ class _Verifier:
 
     # ------------------------------------------------------------ expressions
     def int_scalar(self, e, what, line):
+        """`e` checked, and an integer scalar."""
+        self.expr(e, line)
         if e.ty.shape or not is_int(e.ty.dtype):
             self.fail(f"{what} is {e.ty}, not an integer: {cir.format_expr(e)}", line)
 
@@ -203,13 +200,10 @@ class _Verifier:
             self.fail(f"`{buffer}` has {rank} axes but is indexed with {len(index)}", line)
         for it in index:
             if isinstance(it, cir.Span):
-                self.expr(it.start, line)
                 self.int_scalar(it.start, "a slice bound", line)
                 if not (store and isinstance(it.stop, cir.Var) and it.stop.name == "__end__"):
-                    self.expr(it.stop, line)
                     self.int_scalar(it.stop, "a slice bound", line)
             else:
-                self.expr(it, line)
                 self.int_scalar(it, "an index", line)
 
     def expr(self, e, line):

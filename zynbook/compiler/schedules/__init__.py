@@ -31,13 +31,10 @@ def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:
     return "; ".join(f"{name}: {why}" for name, why in reasons.items() if why)
 
 
-def chosen(kernel: cir.Kernel, target: Target, sizes: dict, only: str | None = None):
+def chosen(kernel: cir.Kernel, target: Target, sizes: dict):
     """The schedule `build` tries first for `kernel` on `target` (the one whose space a
     tuner searches), or None."""
-    for sched in SCHEDULES:
-        if (only is None or sched.name == only) and sched.why_not(kernel, target, sizes) is None:
-            return sched
-    return None
+    return next((s for s in SCHEDULES if s.why_not(kernel, target, sizes) is None), None)
 
 
 def build(kernel: cir.Kernel, target: Target, sizes: dict, params=None,

@@ -14,6 +14,7 @@ from math import prod
 
 from .. import cir
 from ..launch import ir
+from ..launch.scalar import lit
 from ..targets import Target
 
 
@@ -53,6 +54,19 @@ class Schedule(ABC):
     @abstractmethod
     def build(self, kernel: cir.Kernel, target: Target, sizes: dict, params: Params) -> ir.Program:
         """The launch IR of `kernel` for one choice of parameters."""
+
+
+class Builder:
+    """What the builders of programs share: fresh local names `_<stem><n>` and values of
+    the index dtype `self.idx`."""
+    tmp = 0
+
+    def new(self, stem: str) -> str:
+        self.tmp += 1
+        return f"_{stem}{self.tmp}"
+
+    def i(self, v) -> ir.Expr:
+        return v if isinstance(v, ir.Expr) else lit(v, self.idx)
 
 
 def workgroup_threads(kernel: cir.Kernel) -> int:

@@ -30,10 +30,10 @@ from ..launch import ir
 from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, index_dtype, lit,
                              user_name)
 from ..passes.loops import assigned_vars, classify_loop, declared_vars, has_node, trip_count
-from .base import Params, Schedule, kernel_name, workgroup_threads
+from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .generic import GenericThread
-from .nest import decompose, parallel_nest, shared_loops, thread, without_tiles
+from .nest import decompose, first_thread, parallel_nest, shared_loops, thread, without_tiles
 from .reduce import identity, pow2_at_least
 
 
@@ -100,7 +100,7 @@ class Block(Schedule):
         return _Builder(kernel, target, sizes, params).program()
 
 
-class _Builder:
+class _Builder(Builder):
     def __init__(self, kernel, target, sizes, params: BlockParams):
         self.sizes = {k: int(v) for k, v in sizes.items()}
         kernel = without_tiles(kernel, self.sizes)[0] or kernel
@@ -109,22 +109,11 @@ class _Builder:
         self.idx = index_dtype(kernel, self.sizes)
         self.sites = errflag.ErrorSites()
         self.low = ScalarLowering(kernel, self.sizes, self.sites, self.idx)
-        self.tmp = 0
         self.shared = []
         self.counts: dict = {}          # shared array -> elements
 
-    def new(self, stem):
-        self.tmp += 1
-        return f"_{stem}{self.tmp}"
-
-    def i(self, v):
-        return lit(v, self.idx)
-
     def at(self, axis):
         return thread(axis, self.idx)
-
-    def first_thread(self):
-        return ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool")
 
     def program(self) -> ir.Program:
         nest, idx = self.nest, self.idx
@@ -201,7 +190,7 @@ class _Builder:
                 mutable.add(s.name)
             return list(low.stmts((s,)))
         if isinstance(s, (cir.Store, cir.Atomic)):
-            return [ir.If(self.first_thread(), tuple(low.stmts((s,))), (), ln), ir.Barrier(ln)]
+            return [ir.If(first_thread(), tuple(low.stmts((s,))), (), ln), ir.Barrier(ln)]
         if isinstance(s, cir.If):
             cond = low.expr(s.cond)
             with low.facts.assuming(s.cond):
@@ -217,12 +206,7 @@ class _Builder:
             if isinstance(kind, tuple):
                 return self.accumulate(s, kind[1])
             start, stop, step = low.index(s.start), low.index(s.stop), low.index(s.step)
-            low.scopes.append({})
-            try:
-                var = low.bind(s.var, self.idx)
-                inner = self.stmts(s.body, mutable)
-            finally:
-                low.scopes.pop()
+            var, inner = low.in_loop(s.var, lambda: self.stmts(s.body, mutable))
             return [ir.For(var, start, stop, step, tuple(inner), self.idx, ln)]
         return list(low.stmts((s,)))
 
@@ -233,12 +217,7 @@ class _Builder:
         start, stop, step = low.index(s.start), low.index(s.stop), low.index(s.step)
         first = ir.Bin("+", start, ir.Bin("*", self.at("thread"), step, self.idx), self.idx)
         stride = ir.Bin("*", step, self.i(self.T), self.idx)
-        low.scopes.append(dict(rename))
-        try:
-            var = low.bind(s.var, self.idx)
-            inner = low.stmts(s.body)
-        finally:
-            low.scopes.pop()
+        var, inner = low.in_loop(s.var, lambda: low.stmts(s.body), rename)
         return ir.For(var, first, stop, stride, tuple(inner), self.idx, s.line)
 
     def accumulate(self, s: cir.Loop, accs: dict) -> list:

@@ -20,7 +20,7 @@ from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import NotScalar, ScalarLowering, buffer_params, host_expr, lit, product_expr
 from .base import Params, Schedule, kernel_name, workgroup_threads
-from ..passes.loops import trip_count
+from ..passes.loops import has_node, trip_count
 from .nest import (decompose, extents, flat_index_dtype, parallel_nest, shared_loops, spread,
                    without_tiles)
 
@@ -34,10 +34,6 @@ class ThreadParams(Params):
 # kernel types whose iterations are independent and many (a block per iteration never
 # pays): for every size set, the thread schedule whatever their inner loops
 THREAD_KINDS = ("elementwise", "conv2d", "conv2d_depthwise")
-
-
-def _has(body, types) -> bool:
-    return any(isinstance(n, types) for n in cir.walk(body))
 
 
 class GenericThread(Schedule):
@@ -54,7 +50,7 @@ class GenericThread(Schedule):
         if why:
             return why
         nest = parallel_nest(kernel.body, sizes, sym)
-        if _has(nest.body, (cir.SharedAlloc, cir.Barrier, cir.Yield)):
+        if has_node(nest.body, (cir.SharedAlloc, cir.Barrier, cir.Yield)):
             return "shared arrays and barriers (tiles held in block memory) need a block schedule"
         if sym and kernel.kernel_type.kind not in THREAD_KINDS and self._long_inner(nest, None):
             return "inner loops over a size: one block per iteration pays"

@@ -104,6 +104,11 @@ def thread(axis: str, idx: str) -> ir.Expr:
     return e if idx == "i32" else ir.Cast(e, idx)
 
 
+def first_thread(axis: str = "thread") -> ir.Expr:
+    """True in the first thread of the block (`axis` "lane": of the warp)."""
+    return ir.Bin("==", ir.Thread(axis), lit(0, "i32"), "bool")
+
+
 def loop_value(low, lp: cir.Loop, t: ir.Expr, idx: str) -> ir.Expr:
     """The value of `lp`'s variable in iteration `t` (start + t * step)."""
     start, step = low.index(lp.start), low.index(lp.step)

@@ -28,9 +28,10 @@ from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, hos
                               product_expr, user_name)
 from ..passes.loops import identity_value
 from ..targets import Target
-from .base import Params, Schedule, kernel_name, workgroup_threads
+from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr, tree_rounds
-from .nest import decompose, extents, flat_index_dtype, loop_value, spread, thread, yield_nest
+from .nest import (decompose, extents, first_thread, flat_index_dtype, loop_value, spread, thread,
+                   yield_nest)
 
 I64_MAX = 2 ** 63 - 1
 _ARG = ("argmax", "argmin")
@@ -108,12 +109,9 @@ class Reduce(Schedule):
             acc = "f64"
         if target.symbolic_sizes:
             # one program for every size: no choice reads a size
-            threads = min(256, target.max_threads)
-            if axis is None:
-                return ReduceParams("whole", threads, 0, 0, acc)
-            if int(axis) == len(nest.loops) - 1:
-                return ReduceParams("block_rows", threads, 0, 0, acc)
-            return ReduceParams("thread_rows", threads, 0, 0, acc)
+            layout = "whole" if axis is None else \
+                "block_rows" if int(axis) == len(nest.loops) - 1 else "thread_rows"
+            return ReduceParams(layout, min(256, target.max_threads), 0, 0, acc)
         if axis is None:
             total = max(nest.total if nest.loops else 1, 1)
             if cpu:
@@ -163,7 +161,7 @@ class Reduce(Schedule):
         return _Builder(kernel, target, sizes, params).program()
 
 
-class _Builder:
+class _Builder(Builder):
     def __init__(self, kernel: cir.Kernel, target: Target, sizes: dict, params: ReduceParams):
         self.k, self.t, self.p = kernel, target, params
         self.sizes = {k: int(v) for k, v in sizes.items()}
@@ -183,16 +181,8 @@ class _Builder:
         self.sites = errflag.ErrorSites()
         self.acc = params.acc
         self.ident = identity(self.op, self.acc)
-        self.tmp = 0
 
     # ---- small pieces -----------------------------------------------------------------
-
-    def new(self, stem: str) -> str:
-        self.tmp += 1
-        return f"_{stem}{self.tmp}"
-
-    def i(self, v) -> ir.Expr:
-        return v if isinstance(v, ir.Expr) else lit(v, self.idx)
 
     def counts(self, low, loops, head: list) -> list:
         """The trip counts of `loops`: numbers, or (symbolic) locals declared in `head`."""
@@ -214,9 +204,7 @@ class _Builder:
         return extents(low, loops)
 
     def product(self, terms) -> ir.Expr | int:
-        if not self.sym:
-            return prod(terms)
-        return product_expr([self.i(t) for t in terms], self.idx)
+        return prod(terms) if not self.sym else product_expr([self.i(t) for t in terms], self.idx)
 
     def thread(self, axis: str) -> ir.Expr:
         return thread(axis, self.idx)
@@ -333,7 +321,7 @@ class _Builder:
                 self.i(1024)), self.idx), self.i(1)), self.idx)
         else:
             parts = lit(p.blocks, self.idx)
-        first = ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool")
+        first = first_thread()
         # the partials: (scratch buffer, dtype, the local it keeps), the index's too for arg
         partials = [("_part", self.acc, "_acc")] + ([("_parti", self.ai, "_acci")] if self.arg
                                                     else [])
@@ -411,11 +399,8 @@ class _Builder:
         if p.layout == "thread_rows":
             inner = self.declare_acc() + per_row(self.i(0), 1) + [store]
             body.append(spread("_row", n_out, p.threads, p.chunk, inner, self.idx, line))
-            if self.sym:
-                grid = ir.Math("min", (ir.ceildiv(self.i(host_n_out), p.chunk or p.threads),
-                                       lit(self.t.max_blocks, idx)), idx)
-            else:
-                blocks = -(-n_out // (p.chunk or p.threads))
+            grid = ir.Math("min", (ir.ceildiv(self.i(host_n_out), p.chunk or p.threads),
+                                   lit(self.t.max_blocks, idx)), idx)
             what = f"reduce({self.op}, axis={ax}): one thread per output, in order along the axis"
         elif p.layout == "warp_rows":
             warp = self.t.warp
@@ -426,40 +411,28 @@ class _Builder:
             lane = self.thread("lane")
             body.append(ir.If(in_range, tuple(per_row(lane, warp) + [
                 ir.Set("_acc", ir.Collective(self.op, ir.Ref("_acc", self.acc), "warp", self.acc)),
-                ir.If(ir.Bin("==", ir.Thread("lane"), lit(0, "i32"), "bool"), (store,))])))
-            if self.sym:
-                grid = ir.ceildiv(self.i(host_n_out), rows)
-            else:
-                blocks = -(-n_out // rows)
+                ir.If(first_thread("lane"), (store,))])))
+            grid = ir.ceildiv(self.i(host_n_out), rows)
             what = f"reduce({self.op}, axis={ax}): one warp per output, a warp collective"
-        elif self.sym:
-            # a block per output (a grid past one dimension's limit is the device's to
-            # split); a block past the last output (a split dispatch may run more than asked
-            # for) computes the last one again and does not store it
-            last = ir.Bin("-", self.i(n_out), self.i(1), idx)
-            body.append(ir.Decl("_row", idx, ir.Math("min", (self.thread("block"), last), idx)))
-            body += self.declare_acc()
-            body += per_row(self.thread("thread"), p.threads)
+        else:
+            # a block per output; symbolic (a grid past one dimension's limit is the device's
+            # to split), a block past the last output (a split dispatch may run more than
+            # asked for) computes the last one again and does not store it
+            row_at, mine = self.thread("block"), first_thread()
+            if self.sym:
+                row_at = ir.Math("min", (row_at, ir.Bin("-", self.i(n_out), self.i(1), idx)), idx)
+                mine = ir.Bin("and", mine, ir.Bin("<", self.thread("block"), self.i(n_out), "bool"),
+                              "bool")
+            body.append(ir.Decl("_row", idx, row_at))
+            body += self.declare_acc() + per_row(self.thread("thread"), p.threads)
             body += self.block_reduce(p.threads)
-            mine = ir.Bin("and", ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool"),
-                          ir.Bin("<", self.thread("block"), self.i(n_out), "bool"), "bool")
             body.append(ir.If(mine, (store,)))
             grid = self.i(host_n_out)
             what = f"reduce({self.op}, axis={ax}): one block per output"
-        else:
-            body.append(ir.Decl("_row", self.idx, self.thread("block")))
-            body += self.declare_acc()
-            body += per_row(self.thread("thread"), p.threads)
-            body += self.block_reduce(p.threads)
-            body.append(ir.If(ir.Bin("==", ir.Thread("thread"), lit(0, "i32"), "bool"), (store,)))
-            blocks = n_out
-            what = f"reduce({self.op}, axis={ax}): one block per output"
-        if self.sym:
-            if p.layout != "block_rows":        # (no output: no block of block_rows)
-                grid = ir.Math("max", (grid, lit(1, idx)), idx)
-        else:
-            blocks = max(1, min(blocks, self.t.max_blocks)) if p.layout == "thread_rows" else max(1, blocks)
-            grid = lit(blocks, "i64")
+        if p.layout != "block_rows" or not self.sym:    # (symbolic: no output, no block)
+            grid = ir.Math("max", (grid, lit(1, idx)), idx)
+        if not self.sym:
+            grid = lit(ir.evaluate(grid, {}), "i64")
         k = ir.Kernel(name, params, tuple(body), p.threads, self.idx, what)
         return ir.Program(self.k.name, (k,), (ir.Launch(name, grid, p.threads),), (),
                           self.sites.as_tuple(), f"{what} (reduce: {p.describe()})")

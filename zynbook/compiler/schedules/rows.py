@@ -20,7 +20,7 @@ from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, c
                              index_dtype, lit, user_name)
 from ..passes.loops import (assigned_vars, classify_loop, declared_vars, has_node, has_tiles,
                             stored_buffers, trip_count)
-from .base import Params, Schedule, kernel_name, workgroup_threads
+from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .nest import decompose, parallel_nest, thread
 from .reduce import identity
@@ -165,15 +165,12 @@ class Rows(Schedule):
         return None
 
     def _fit(self, kernel, plan, target):
-        dtypes = [dict((b.name, b.dtype) for b in list(kernel.inputs) + [kernel.output])[b]
-                  for b in {k[0] for k in plan.keys} | {kernel.output.name}]
-        big, small = max(DTYPE_BYTES[d] for d in dtypes), min(DTYPE_BYTES[d] for d in dtypes)
-        shapes = {b.name: b.shape for b in list(kernel.inputs) + [kernel.output]}
-        bufs = {k[0] for k in plan.keys} | {kernel.output.name}
-        w = 16 // big
-        if w < 2 or w * small < 2 or plan.cols % w or any(
-                cir.eval_dim(shapes[b][-1], {}) % w if isinstance(shapes[b][-1], int) else 0
-                for b in bufs):
+        every = {b.name: b for b in list(kernel.inputs) + [kernel.output]}
+        rows = [every[b] for b in {k[0] for k in plan.keys} | {kernel.output.name}]
+        widths = [DTYPE_BYTES[b.dtype] for b in rows]
+        w = 16 // max(widths)
+        if w < 2 or w * min(widths) < 2 or plan.cols % w or any(
+                isinstance(b.shape[-1], int) and b.shape[-1] % w for b in rows):
             w = 1
         for width in _halvings(w):
             lay = _layout(plan.cols, width, len(plan.keys), target.warp, target.max_threads)
@@ -243,7 +240,7 @@ class _RowLowering(ScalarLowering):
         return super().load(e)
 
 
-class _Builder:
+class _Builder(Builder):
     def __init__(self, kernel, target, sizes, params: RowsParams, sites, suffix: str = ""):
         self.k, self.t, self.p = kernel, target, params
         self.sizes = {k: int(v) for k, v in sizes.items()}
@@ -252,14 +249,6 @@ class _Builder:
         self.sites = sites
         self.suffix = suffix
         self.low = _RowLowering(kernel, self.sizes, self.sites, self.idx)
-        self.tmp = 0
-
-    def new(self, stem):
-        self.tmp += 1
-        return f"_{stem}{self.tmp}"
-
-    def i(self, v):
-        return lit(v, self.idx)
 
     def chunks(self, body_of) -> ir.For:
         """for _k in 0..E: _c = (lane + _k * T) * W; [if _c < cols:] body_of(_c, _k)."""

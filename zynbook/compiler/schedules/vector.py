@@ -23,7 +23,6 @@ from .generic import GenericThread, ThreadParams
 from .nest import decompose, flat_index_dtype, parallel_nest, spread
 
 
-
 @dataclass(frozen=True)
 class VectorParams(Params):
     threads: int = 256
@@ -69,17 +68,14 @@ def vector_width(kernel: cir.Kernel, nest, vector_bytes: int):
     bufs |= {s.buffer for s in nest.body if isinstance(s, cir.Store)}
     if not bufs:
         return None, "nothing to move"
-    biggest = max(DTYPE_BYTES[dtypes[b].dtype] for b in bufs)
-    smallest = min(DTYPE_BYTES[dtypes[b].dtype] for b in bufs)
-    w = vector_bytes // biggest
-    if w < 2 or w * smallest < 2:
+    widths = [DTYPE_BYTES[dtypes[b].dtype] for b in bufs]
+    w = vector_bytes // max(widths)
+    if w < 2 or w * min(widths) < 2:
         return None, "elements too wide for a vector"
     if nest.extents[-1] % w:
         return None, f"{nest.extents[-1]} iterations are not a multiple of {w}"
-    for b in bufs:
-        last = dtypes[b].shape[-1]
-        if not isinstance(last, int) and not isinstance(last, str):
-            return None, "a row length the launch does not give"
+    if any(not isinstance(dtypes[b].shape[-1], (int, str)) for b in bufs):
+        return None, "a row length the launch does not give"
     return (w, tuple(sorted(bufs))), None
 
 

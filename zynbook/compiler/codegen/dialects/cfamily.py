@@ -1,6 +1,8 @@
 """What C++, CUDA C and the Metal Shading Language spell alike."""
 from __future__ import annotations
 
+from functools import reduce
+
 from ...launch import ir
 
 C_TYPES = {"f32": "float", "f64": "double", "i8": "signed char", "i16": "short", "i32": "int",
@@ -153,29 +155,24 @@ class CFamily:
         return f"(-{a})" if op == "neg" else f"(!{a})"
 
     def math(self, fn, args, dtype):
-        if dtype not in ir.FLOAT_DTYPES:
-            if fn in ("min", "max"):
-                return self.fold(f"zyn_{fn}", args)
+        floats = dtype in ir.FLOAT_DTYPES
+        if fn in ("min", "max"):
+            return self.fold(f"zyn_{fn}", args)
+        if fn == "clamp":
+            return f"{self.need('zyn_min')}({self.need('zyn_max')}({args[0]}, {args[1]}), {args[2]})"
+        if fn == "relu":
+            zero = self.lit(0.0, dtype) if floats else f"({self.type(dtype)})0"
+            return f"{self.need('zyn_max')}({args[0]}, {zero})"
+        if not floats:
             if fn == "abs":
                 return f"{self.need('zyn_iabs')}({args[0]})"
-            if fn == "clamp":
-                return f"{self.need('zyn_min')}({self.need('zyn_max')}({args[0]}, {args[1]}), {args[2]})"
-            if fn == "relu":
-                return f"{self.need('zyn_max')}({args[0]}, ({self.type(dtype)})0)"
             if fn == "ipow":
                 return f"{self.need('zyn_ipow')}({args[0]}, {args[1]})"
             raise TypeError(f"{fn} on {dtype}")
         if fn == "dot":
             self.need("zyn_vec4_ops")
             return f"zyn_dot4({args[0]}, {args[1]})"
-        f = "" if dtype == "f64" else "f"
-        one = "1.0" + f
-        if fn in ("min", "max"):
-            return self.fold(f"zyn_{fn}", args)
-        if fn == "clamp":
-            return f"{self.need('zyn_min')}({self.need('zyn_max')}({args[0]}, {args[1]}), {args[2]})"
-        if fn == "relu":
-            return f"{self.need('zyn_max')}({args[0]}, {self.lit(0.0, dtype)})"
+        one = "1.0" + ("" if dtype == "f64" else "f")
         if fn in ("sigmoid", "silu", "gelu"):
             return f"{self.need('zyn_' + fn)}({args[0]})"
         if fn == "rsqrt":
@@ -191,10 +188,7 @@ class CFamily:
 
     def fold(self, fn: str, args: list) -> str:
         self.need(fn)
-        out = args[0]
-        for a in args[1:]:
-            out = f"{fn}({out}, {a})"
-        return out
+        return reduce(lambda a, b: f"{fn}({a}, {b})", args)
 
     # ---- memory and checks ------------------------------------------------------------
 
@@ -239,6 +233,9 @@ class CFamily:
             const = "" if p.writable or p.kind == "scratch" else "const "
             return f"{const}{self.type(p.dtype)}* {restrict}{p.name}".replace("  ", " ")
         return f"{self.type(p.dtype if p.kind == 'size' else _compute(p.dtype))} {p.name}"
+
+    def kernel_close(self, k):
+        return "}"
 
     def program_tail(self, program, sizes) -> str:
         return ""

@@ -5,6 +5,7 @@ come free (a core another process holds does not hold back the launch); the entr
 from __future__ import annotations
 
 from ...launch import ir
+from ...launch.scalar import DTYPE_BYTES
 from .cfamily import C_TYPES, HELPERS, CFamily
 
 ENTRY = "zyn_kernel"
@@ -46,8 +47,7 @@ def vector_math_declarations() -> str:
     return "\n".join(lines + ["}", "#endif"])
 
 
-_BYTES = {"f16": 2, "bf16": 4, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
-          "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
+_BYTES = dict(DTYPE_BYTES, bf16=4)     # bf16 held as f32
 _THREAD = {"thread": "0", "threads": "1", "block": "(int)zyn_block", "blocks": "(int)zyn_blocks",
            "lane": "0", "warp": "0"}
 
@@ -111,9 +111,6 @@ class CppDialect(CFamily):
              [self.param(p, "__restrict__ ") for p in params] + ["int* zyn_err"]
         return (f"// {k.comment}\n" if k.comment else "") + \
             f"static void {k.name}(" + ", ".join(ps) + ") {\n    (void)zyn_blocks; (void)zyn_err;"
-
-    def kernel_close(self, k):
-        return "}"
 
     def program_head(self, program, sizes) -> str:
         head = [f"// ZynBook C++ for kernel `{program.name}` (CPU, "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ...launch import ir
+from ...launch.scalar import DTYPE_BYTES as _BYTES
 from .cfamily import C_TYPES, HELPERS, CFamily, vector_helpers
 
 _THREAD = {"thread": "(int)threadIdx.x", "block": "(int)blockIdx.x", "threads": "(int)blockDim.x",
@@ -124,8 +125,6 @@ for _name, _body in (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "(a < 
 
 
 _VECTOR = {16: "uint4", 8: "uint2", 4: "unsigned int", 2: "unsigned short"}
-_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
-          "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
 
 
 class CudaDialect(CFamily):
@@ -267,9 +266,6 @@ class CudaDialect(CFamily):
                    f"\n    unsigned char* const zyn_smem = zyn_smem_raw + (({align}u - "
                    f"((unsigned)__cvta_generic_to_shared(zyn_smem_raw) & {align - 1}u)) & {align - 1}u);")
         return (f"// {k.comment}\n" if k.comment else "") + head + ",\n    ".join(ps) + ") {" + dyn
-
-    def kernel_close(self, k):
-        return "}"
 
     def program_head(self, program, sizes) -> str:
         head = [f"// ZynBook CUDA C for kernel `{program.name}` ({program.schedule})"]

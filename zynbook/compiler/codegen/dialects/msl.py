@@ -170,9 +170,6 @@ class MslDialect(CFamily):
         return ((f"// {k.comment}\n" if k.comment else "") + f"kernel void {k.name}(\n    "
                 + ",\n    ".join(ps) + ") {\n" + "\n".join(unpack)).rstrip("\n")
 
-    def kernel_close(self, k):
-        return "}"
-
     def program_head(self, program, sizes) -> str:
         head = [f"// ZynBook MSL for kernel `{program.name}` ({program.schedule})"]
         if sizes:

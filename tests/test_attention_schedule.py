@@ -321,25 +321,22 @@ def test_webgpu_products_variants(params):
     _check(prog, k, ins, sz, sc, 1)
 
 
-@pytest.mark.parametrize("params", [PRODUCTS, WEBGPU_PRODUCTS[0]], ids=["scalar", "vec4"])
 @pytest.mark.parametrize("seq,d,mask", [(33, 16, "causal"), (65, 48, "all"), (64, 64, "random"),
                                         (20, 80, "causal"), (7, 64, "all"), (100, 32, "random")])
-def test_webgpu_products_head_dims_and_masks(seq, d, mask, params):
-    """head_dim 16, 32, 48, 64 (the products' classes; at 16 a thread's two V columns of a
-    vec4 tile are half a vector) and 80 (the class up to 128: a thread per query reading K
-    and V from memory), keys filling whole tiles or not, on the subgroup-less target and on
-    one with subgroups of 4 (the statistics the same way)."""
+def test_webgpu_products_head_dims_and_masks(seq, d, mask):
+    """head_dim 16, 32, 48, 64 (the products' classes) and 80 (the class up to 128: a thread
+    per query reading K and V from memory), keys filling whole tiles or not, on the
+    subgroup-less target and on one with subgroups of 4 (the statistics the same way)."""
     k, ins, sz, sc = _with_mask(A.three_pass("bool"), seq, d, mask)
     for t in (WEBGPU_48K, replace(WEBGPU_48K, warp=4, collectives=True)):
-        _check(SCHED.build(k, t, sz, params), k, ins, sz, sc, t.warp)
+        _check(SCHED.build(k, t, sz, PRODUCTS), k, ins, sz, sc, t.warp)
 
 
-@pytest.mark.parametrize("params", [PRODUCTS, WEBGPU_PRODUCTS[0]], ids=["scalar", "vec4"])
-def test_webgpu_products_nan_empty_rows(params):
+def test_webgpu_products_nan_empty_rows():
     """A body that divides by the sum inside its key loop: NaN for the row no key is admitted
     to, as the reference; the other rows as the reference."""
     k, ins, sz, sc = _with_mask(A.online_stats("bool"), 37, 64, "random")
-    prog = SCHED.build(k, WEBGPU_48K, sz, params)
+    prog = SCHED.build(k, WEBGPU_48K, sz, PRODUCTS)
     got = emulate_kernel(prog, k, ins, sz, sc, warp=1).astype(np.float64)
     want = np.asarray(run_kernel(k, ins, sz, sc)).astype(np.float64)
     assert np.isnan(want).any() and (np.isnan(got) == np.isnan(want)).all()
@@ -365,31 +362,10 @@ def test_webgpu_products_where_the_tiles_fit():
 
 def test_webgpu_products_wgsl():
     """The products' WGSL: one module whose workgroup arrays fit 48 KiB (every class kernel
-    declares the tiles of the largest), no subgroup operation, shifts by a u32 count; with
-    `vector_tiles` the tiles are vec4 arrays, read a vector at a time."""
+    declares the tiles of the largest), no subgroup operation, shifts by a u32 count."""
     from zynbook.compiler.codegen.dialects.wgsl import WgslDialect
     from zynbook.compiler.codegen.printer import print_program
     k, ins, sz, sc = _with_mask(A.three_pass("bool"), 64, 64, "random")
     src = print_program(WgslDialect(), SCHED.build(k, WEBGPU_48K, sz, PRODUCTS), k).source
     assert "var<workgroup> _qs: array<f32, 4096>;" in src and "var<workgroup> _kv" not in src
     assert "subgroup" not in src and ">> u32(" in src
-    src = print_program(WgslDialect(), SCHED.build(k, WEBGPU_48K, sz, WEBGPU_PRODUCTS[0]), k).source
-    assert "var<workgroup> _qs: array<vec4<f32>, 1024>;" in src
-    assert "let _kx0: vec4<f32> = _kp[" in src and "let _vx0: vec4<f32> = _vs[" in src
-
-
-@pytest.mark.parametrize("limit", [48, 32])
-@pytest.mark.parametrize("seq,d,mask", [(37, 80, "random"), (20, 128, "causal"), (33, 64, "all")])
-def test_webgpu_vector_products_other_classes(limit, seq, d, mask):
-    """With vec4 tiles the classes the products do not take (past 64; past 32 in 32 KiB) run
-    a thread per query over 16-key K/V tiles laid over the products' K/P tile: the module
-    declares no other workgroup array, and each equals the reference."""
-    from zynbook.compiler.codegen.dialects.wgsl import WgslDialect
-    from zynbook.compiler.codegen.printer import print_program
-    t = webgpu_target(["shader-f16"], {"max_compute_workgroup_storage_size": limit * 1024})
-    k, ins, sz, sc = _with_mask(A.three_pass("bool"), seq, d, mask)
-    prog = SCHED.build(k, t, sz, WEBGPU_PRODUCTS[0])
-    assert [kk.block for kk in prog.kernels] == ([128, 128, 64] if limit == 48 else [128, 64, 64])
-    src = print_program(WgslDialect(), prog, k).source
-    assert src.count("var<workgroup>") == 3 and "var<workgroup> _kp: array<vec4<f32>, 1024>;" in src
-    _check(prog, k, ins, sz, sc, 1)

@@ -387,20 +387,20 @@ def _masked(seq, d, mask, form="three_pass"):
 
 @pytest.mark.skipif(not VULKAN, reason="no Vulkan adapter")
 @pytest.mark.parametrize("device", VULKAN)
-@pytest.mark.parametrize("rows,cols,vector_tiles", [(8, 4, True), (4, 8, True), (8, 4, False), (4, 8, False)])
+@pytest.mark.parametrize("rows,cols", [(8, 4), (4, 8)])
 @pytest.mark.parametrize("seq,d,mask,form", [
     (70, 16, "random", "three_pass"), (33, 32, "causal", "three_pass"), (64, 16, "all", "three_pass"),
     (65, 48, "all", "three_pass"), (37, 80, "causal", "three_pass"), (37, 16, "random", "online_stats")])
-def test_webgpu_products_equal_numpy(device, rows, cols, vector_tiles, seq, d, mask, form):
-    """The products' choices (scalar and vec4 tiles) on the adapter against numpy: head_dims
-    of the products' classes where their tiles fit its workgroup memory (lavapipe: 32 KiB,
-    up to 32) and past them (a thread per query), a partial tile, a row without keys (0, or
-    NaN where the body divides inside its key loop, as the reference)."""
+def test_webgpu_products_equal_numpy(device, rows, cols, seq, d, mask, form):
+    """The products' choices on the adapter against numpy: head_dims of the products'
+    classes where their tiles fit its workgroup memory (lavapipe: 32 KiB, up to 32) and past
+    them (a thread per query), a partial tile, a row without keys (0, or NaN where the body
+    divides inside its key loop, as the reference)."""
     from zynbook.compiler.schedules.attention import PRODUCTS
     from zynbook.compiler.schedules.base import Choice
     k, ins, sz, sc, want = _masked(seq, d, mask, form)
     dev = get_device(device)
-    params = Choice("attention", replace(PRODUCTS, rows=rows, cols=cols, vector_tiles=vector_tiles))
+    params = Choice("attention", replace(PRODUCTS, rows=rows, cols=cols))
     out, launch = dev.launch(k, ins, sz, sc, params=params)
     got = np.asarray(dev.to_host(out), np.float64)
     assert "register-tiled" in str((launch.geometry or {}).get("schedule", ""))

@@ -18,11 +18,7 @@ Three algorithms. The first, for every target, an online softmax per query:
 
 The second (`products`, where head_dim is 16 to 64 in steps of 16 and the target has
 half-warp collectives: CUDA) computes Q K^T and P V of 64 queries x 64 keys as register
-tiles of 256 or 128 threads (`_Products`), the online softmax on those registers. On WebGPU
-(one program for every size set) the products are choices after the default: a kernel per
-class of head_dim up to 64 whose tiles fit the workgroup memory, a row's maximum and sum
-through workgroup memory instead of collectives, the tiles as vec4 (`vector_tiles`,
-`_VectorProducts`: every read and write of a tile four elements) or scalars.
+tiles of 256 or 128 threads (`_Products`), the online softmax on those registers.
 
 The third (`mma`, attention_mma.py: CUDA with mma.sync, f16 or bf16 Q, K and V, head_dim a
 multiple of 16 up to 256, sizes baked in) is FlashAttention-2 on tensor cores, the default
@@ -96,9 +92,6 @@ class AttentionParams(Params):
     fold_scale: bool = False
     skip_rescale: bool = False
     fast_math: bool = False
-    # the products' shared tiles as vectors of four (where the language computes with them and
-    # makes no 16-byte copies of scalars: WGSL's vec4): each read and write of a tile four elements
-    vector_tiles: bool = False
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
@@ -108,8 +101,7 @@ class AttentionParams(Params):
                                                          ("exp2", False), ("occupancy", 0), ("mma", False),
                                                          ("warps", 4), ("hold_q", True), ("stages", 2),
                                                          ("packed", False), ("fold_scale", False),
-                                                         ("skip_rescale", False), ("fast_math", False),
-                                                         ("vector_tiles", False)) if getattr(self, f) != d]
+                                                         ("skip_rescale", False), ("fast_math", False)) if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
 
@@ -208,13 +200,12 @@ PRODUCT_VARIANTS = tuple(replace(_PRODUCTS_4X4, rows=r, cols=c, prefetch=f, exp2
     replace(_PRODUCTS_4X4, rows=r, cols=c, prefetch=False, exp2=True, occupancy=n)
     for r, c, n in ((4, 4, 3), (4, 8, 4)))
 # on a target of symbolic sizes (WebGPU), the candidates the tuner and `bench_webgpu.py
-# --sweep` try after the default: the tiles as vec4 (each shared read four elements) with
-# 128 threads (8 x 4, then 4 x 8 scores), 256 (4 x 4), 8 x 4 with the next tile read into
-# registers during this one; then the scalar tiles, 8 x 4 and 4 x 8 (no register cap there:
-# the occupancy variants would repeat these)
-_VECTOR_PRODUCTS = replace(PRODUCTS, vector_tiles=True)
-WEBGPU_PRODUCTS = (_VECTOR_PRODUCTS, replace(_VECTOR_PRODUCTS, rows=4, cols=8), replace(_VECTOR_PRODUCTS, rows=4),
-                   replace(_VECTOR_PRODUCTS, prefetch=True), PRODUCTS, replace(PRODUCTS, rows=4, cols=8))
+# --sweep` try after the default: 128 threads (8 x 4, then 4 x 8 scores), 256 (4 x 4), each
+# with the next tile read into registers during this one, and 8 x 4 with exp (no register
+# cap there: the occupancy variants would repeat these)
+WEBGPU_PRODUCTS = (PRODUCTS, replace(PRODUCTS, rows=4, cols=8), replace(PRODUCTS, rows=4),
+                   replace(PRODUCTS, prefetch=True), replace(PRODUCTS, rows=4, cols=8, prefetch=True),
+                   replace(PRODUCTS, rows=4, prefetch=True), replace(PRODUCTS, exp2=False))
 LOG2E = 1.4426950408889634
 
 
@@ -345,7 +336,7 @@ class Attention(Schedule):
         if params.mma:
             return self._mma(kernel, target, sizes, shape, params, sites, idx)
         if params.products:
-            if not products_fit(target, shape) or (params.vector_tiles and target.vector_lanes < 4):
+            if not products_fit(target, shape):
                 raise NotScalar("the register-tiled products do not fit this attention")
             if sym:
                 return self._products_classes(kernel, target, sizes, shape, params, sites, idx)
@@ -373,8 +364,8 @@ class Attention(Schedule):
         """The register-tiled products; with 16-byte loads of K and V (f32 on a target that
         has them), also their `fallback` for buffers whose base is not 16-byte aligned."""
         def build(vector, suffix):
-            b = (_VectorProducts if params.vector_tiles else _Products)(
-                kernel, target, sizes, shape, params, sites, idx, shape.D, 0, 64, 64, 16, 0, 0, suffix)
+            b = _Products(kernel, target, sizes, shape, params, sites, idx, shape.D, 0, 64, 64,
+                          16, 0, 0, suffix)
             b.vector = vector
             b.vector_q = vector and q_f32
             return self._program(kernel, shape, params, sites, [b.kernel()],
@@ -393,9 +384,8 @@ class Attention(Schedule):
 
     def _products_classes(self, kernel, target, sizes, shape, params, sites, idx) -> ir.Program:
         """The products on a target of symbolic sizes: one kernel per class of head_dim up to
-        64 whose tiles fit (each declaring the tiles of the largest: one module holds them),
-        and for the other classes a thread per query, over 16-key K/V tiles in the products'
-        vec4 K/P tile where the tiles are vec4, else reading K and V from memory (no shared
+        64 (the shared tiles of the largest, which every kernel of the module declares), and
+        for the classes past 64 a thread per query reading K and V from memory (no shared
         memory beside the products' tiles, which take all of it at head_dim 64)."""
         dims = product_dims(target, shape)
         dcaps = self.head_dims(target, shape)
@@ -405,20 +395,11 @@ class Attention(Schedule):
             suffix = None if len(dcaps) == 1 else f"d{dcap}"
             up_to = f"head_dim {'up to ' + str(dcap) if len(dcaps) > 1 else dcap}: "
             if dcap in dims:
-                b = (_VectorProducts if params.vector_tiles else _Products)(kernel, target, sizes, shape, params, sites, idx, dcap, lo, 64, 64,
+                b = _Products(kernel, target, sizes, shape, params, sites, idx, dcap, lo, 64, 64,
                               16, 0, 0, suffix)
                 b.shared_dcap = max(dims)
                 built.append(b.kernel())
                 lines.append(up_to + "64 queries x 64-key tiles")
-                continue
-            if params.vector_tiles:
-                # 16-key K/V tiles over the products' vec4 K/P tile (16 KiB: 16 keys of 128)
-                plain = AttentionParams(64, 16, 1, 16)
-                b = _Kernel(kernel, target, sizes, shape, plain, sites, idx, dcap, lo, 64, 16, 16,
-                            max(max(dims), 64) * 64, 0, suffix)
-                b.kv_name = "_kp"
-                built.append(b.kernel())
-                lines.append(up_to + "a thread per query, 16-key K/V tiles")
                 continue
             # four keys a step: the key rows' loads, written out per key, stay a few dozen KiB
             plain = AttentionParams(64, 16, 1, 4, tiles=False)
@@ -477,7 +458,6 @@ class _Kernel:
     """The launch IR of one kernel of the schedule (head_dim up to `dcap`)."""
 
     full = False                # the keys fill whole tiles (a subclass that bakes sizes in)
-    kv_name = "_kv"             # the shared K/V tile (another kernel's of the module, where named)
 
     def __init__(self, kernel, target, sizes, shape: Shape, params, sites, idx, dcap, lo,
                  bq, bk, chunk, kv_count, ml_count, suffix):
@@ -624,7 +604,7 @@ class _Kernel:
                      ir.Store("_o", c, self.vec(ZERO))]),
                  ir.Decl("_m", F, NEG, True), ir.Decl("_l", F, ZERO, True)]
         if P.tiles:
-            body.append(ir.Array(self.kv_name, self.FV, self.kv_count // self.W, "shared"))
+            body.append(ir.Array("_kv", self.FV, self.kv_count // self.W, "shared"))
         steps = ir.For("_j0", self.i(0), self.i(self.bk), self.i(self.chunk * R),
                        tuple(self.step()), idx)
         tile = ([ir.Barrier(), self.fill(), ir.Barrier()] if P.tiles else []) + [steps]
@@ -672,8 +652,8 @@ class _Kernel:
                              self.vec(ZERO), self.FV)
 
         def both(inside):
-            return (ir.Store(self.kv_name, at, slot("k", inside)),
-                    ir.Store(self.kv_name, self.add(at, self.i(self.bk * self.sstride)), slot("v", inside)))
+            return (ir.Store("_kv", at, slot("k", inside)),
+                    ir.Store("_kv", self.add(at, self.i(self.bk * self.sstride)), slot("v", inside)))
         stores = (ir.Decl("_jf", idx, jc),) + both(False)
         if not self.exact and self.W > 1:
             # a slot wholly inside head_dim (every slot where head_dim is a multiple of
@@ -693,7 +673,7 @@ class _Kernel:
         if self.P.tiles:
             if role == "v":     # the V tile after the K tile: one constant with the slot's
                 c = self.add(c, self.i(self.bk * self.sstride))
-            return ir.Load(self.kv_name, self.add(self.mul(self.ref("_jj"), self.i(self.sstride)), c), self.FV)
+            return ir.Load("_kv", self.add(self.mul(self.ref("_jj"), self.i(self.sstride)), c), self.FV)
         base = self.add(self.ref("_kbase" if role == "k" else "_vbase"),
                         self.mul(self.ref("_jc"), self.seq_stride(role)))
         return self.slot_of(lambda w: self.element(role, base, self.col(c, w)))
@@ -782,11 +762,11 @@ class _Kernel:
             *self.each_slot("_d", lambda c: [ir.Store("_o", c, self.mul(self.reg("_o", c), self.vec(ir.Ref("_f", F))))]),
             each_lane([
                 ir.If(ir.Bin("==", self.ref("_r"), self.ref("_x"), "bool"),
-                      tuple(self.each_slot("_d", lambda c: [ir.Store(self.kv_name, row(c), self.reg("_o", c))]))),
+                      tuple(self.each_slot("_d", lambda c: [ir.Store("_kv", row(c), self.reg("_o", c))]))),
                 ir.Barrier(),
                 ir.If(ir.Bin("==", self.ref("_r"), self.i(0), "bool"),
                       tuple(self.each_slot("_d", lambda c: [ir.Store("_o", c, ir.Bin(
-                          "+", self.reg("_o", c), ir.Load(self.kv_name, row(c), self.FV), self.FV))]))),
+                          "+", self.reg("_o", c), ir.Load("_kv", row(c), self.FV), self.FV))]))),
                 ir.Barrier()], 1)]
 
     def reciprocal(self, L) -> ir.Expr:
@@ -876,7 +856,9 @@ class _Products(_Kernel):
                  ir.Decl("_vbase", idx, self.row_offset("v", *bh, self.i(0))),
                  ir.Decl("_obase", idx, self.row_offset("out", *bh, self.i(0))),
                  ir.Decl("_scale", F, scale),
-                 *self.shared_arrays(SD),
+                 ir.Array("_qs", F, SD * BQ, "shared"),
+                 ir.Array("_kp", F, max(SD * BKV, BKV * BQ), "shared"),
+                 ir.Array("_vs", F, BKV * SD, "shared"),
                  *self.load_q(),
                  ir.Array("_kr", F, kv_regs), ir.Array("_vr", F, kv_regs),
                  ir.Array("_o", F, R * TD), ir.Array("_mi", F, R), ir.Array("_li", F, R),
@@ -906,13 +888,6 @@ class _Products(_Kernel):
         return k, self.class_blocks(blocks)
 
     # ---- pieces -----------------------------------------------------------------------
-
-    def shared_arrays(self, SD) -> list:
-        """Q (d-major), K (d-major, then P) and V (row-major) tiles for head_dim up to SD."""
-        BQ, BKV = self.BQ, self.BKV
-        return [ir.Array("_qs", F, SD * BQ, "shared"),
-                ir.Array("_kp", F, max(SD * BKV, BKV * BQ), "shared"),
-                ir.Array("_vs", F, BKV * SD, "shared")]
 
     def groups(self, rows) -> int:
         """A thread's groups of four elements of a `rows` x head_dim tile."""
@@ -957,12 +932,9 @@ class _Products(_Kernel):
         """Element 4 col4 + w of row first + row of the (b, h) slice of `role`; 0 past `count`
         rows (the index kept in range) unless the rows are known to be in range, and 0 past
         head_dim where the kernel serves a class of head_dims."""
-        return self.element_at(role, first, row, count, self.add(self.mul(col4, self.i(4)), w), bounded)
-
-    def element_at(self, role, first, row, count, col, bounded=True) -> ir.Expr:
-        """Element `col` of row first + row of `role`, as row_element."""
         j = self.add(first, row)
         jc = ir.Math("min", (j, ir.Bin("-", count, self.i(1), self.idx)), self.idx) if bounded else j
+        col = self.add(self.mul(col4, self.i(4)), w)
         cc = col if self.exact else ir.Math("min", (col, ir.Bin("-", self.D, self.i(1), self.idx)), self.idx)
         base = self.ref({"q": "_qbase", "k": "_kbase", "v": "_vbase"}[role])
         at = self.add(base, self.mul(jc, self.seq_stride(role)), cc)
@@ -1057,8 +1029,14 @@ class _Products(_Kernel):
                  ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
                  ir.Decl("_mx", F, NEG, True),
                  self.loop("_jj", C, lambda _: keys + mask + [ir.Set("_mx", larger(mx, s()))])]
+        stat = lambda x: self.add(self.mul(self.add(self.mul(r("_ty"), self.i(R)), r("_i")), self.i(self.RS)), x)
         if self.stats_shared:
-            head, local = self.shared_max(local, larger)
+            # every thread's maxima of its rows over the tile (over the K tile, which the
+            # first barrier finds every thread done with), then each row's from them
+            head = [ir.Barrier(), self.loop("_i", R, lambda _: local + [ir.Store("_kp", stat(r("_tx")), mx)]),
+                    ir.Barrier()]
+            local = [ir.Decl("_mx", F, NEG, True),
+                     self.loop("_x", W, lambda x: [ir.Set("_mx", larger(mx, ir.Load("_kp", stat(x), F)))])]
         else:
             head = []
             local = local + [ir.Set("_mx", ir.Collective("max", mx, "warp", F, W))]
@@ -1082,17 +1060,6 @@ class _Products(_Kernel):
                    self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F),
                             ir.Ref("_alpha", F)))])]
         return head + [self.loop("_i", R, lambda _: row)]
-
-    def shared_max(self, local, larger):
-        """(statements before the rows, the start of a row's) where a row's maximum goes
-        through shared memory: every thread's maxima of its rows over the tile (over the K
-        tile, which the first barrier finds every thread done with), then each row's."""
-        r, R, mx = self.ref, self.R, ir.Ref("_mx", F)
-        stat = lambda x: self.add(self.mul(self.add(self.mul(r("_ty"), self.i(R)), r("_i")), self.i(self.RS)), x)
-        head = [ir.Barrier(), self.loop("_i", R, lambda _: local + [ir.Store("_kp", stat(r("_tx")), mx)]),
-                ir.Barrier()]
-        return head, [ir.Decl("_mx", F, NEG, True),
-                      self.loop("_x", self.NTX, lambda x: [ir.Set("_mx", larger(mx, ir.Load("_kp", stat(x), F)))])]
 
     def rotation(self, group) -> ir.Expr:
         """(ty + group) mod (threads down a tile): where key group `group` (key / 4) keeps a
@@ -1160,149 +1127,3 @@ class _Products(_Kernel):
         return (self.sum_rows() if self.stats_shared else []) + [self.loop("_i", self.R, lambda i: [
             ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(self.R)), i)),
             ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (ir.Decl("_inv", F, inv), put))])]
-
-
-F4 = ir.vector_dtype(F, 4)
-
-
-class _VectorProducts(_Products):
-    """The products with their shared tiles as vectors of four (`vector_tiles`): a thread reads
-    its rows of Q and of P, its keys of K and its columns of V four at a time (where its V
-    columns are fewer than four, the vector holding them, its lanes chosen by the thread's
-    place in it), and writes four queries or keys of one column of Q and K, four columns of a
-    V row, four rows of P, four rows' statistics (rows of thread tx at tx (64 + 4), so that
-    the threads of a warp meet different banks)."""
-
-    def shared_arrays(self, SD) -> list:
-        BQ, BKV = self.BQ, self.BKV
-        return [ir.Array("_qs", F4, SD * BQ // 4, "shared"),
-                ir.Array("_kp", F4, max(SD * BKV, BKV * BQ) // 4, "shared"),
-                ir.Array("_vs", F4, BKV * SD // 4, "shared")]
-
-    def v4(self, lane_of) -> ir.Vector:
-        return ir.Vector(tuple(lane_of(w) for w in range(4)), F4)
-
-    def across(self, e, n, inner, outer) -> list:
-        """Element group e as (group of four `inner` rows, `outer` column), consecutive e in
-        consecutive groups of rows."""
-        return [ir.Decl(inner, self.idx, ir.Bin("%", e, self.i(n // 4), self.idx)),
-                ir.Decl(outer, self.idx, ir.Bin("/", e, self.i(n // 4), self.idx))]
-
-    def load_q(self) -> list:
-        """Q's column d of four queries, times the scale, one vector a group."""
-        r, BQ = self.ref, self.BQ
-        scale = ir.Vector((ir.Ref("_scale", F),), F4)
-        q = lambda w: self.element_at("q", r("_q0"), self.add(self.mul(r("_qa"), self.i(4)), self.i(w)),
-                                      r("_S"), r("_qd"))
-        return [self.chunks("_w", self.groups(BQ), lambda e: self.across(e, BQ, "_qa", "_qd") + [
-            ir.Store("_qs", self.add(self.mul(r("_qd"), self.i(BQ // 4)), r("_qa")),
-                     ir.Bin("*", self.v4(q), scale, F4))])]
-
-    def prefetch(self) -> list:
-        """K's column of four keys and four columns of a V row of tile _next into registers."""
-        r, BKV = self.ref, self.BKV
-        at = lambda w: self.add(self.mul(r("_w"), self.i(4)), self.i(w))
-        D4 = self.dcap // 4
-        key = lambda w: self.element_at("k", r("_next"), self.add(self.mul(r("_ka"), self.i(4)), self.i(w)),
-                                        r("_SK"), r("_kd"), not self.full)
-        return [self.chunks("_w", self.groups(BKV), lambda e: self.across(e, BKV, "_ka", "_kd")
-                            + [ir.Store("_kr", at(w), key(w)) for w in range(4)]
-                            + [ir.Decl("_vj", self.idx, ir.Bin("/", e, self.i(D4), self.idx)),
-                               ir.Decl("_vd4", self.idx, ir.Bin("%", e, self.i(D4), self.idx))]
-                            + self.group("_vr", self.mul(r("_w"), self.i(4)), "v", r("_vj"), r("_vd4")))]
-
-    def stage(self) -> ir.For:
-        r, BKV, D4 = self.ref, self.BKV, self.dcap // 4
-        reg = lambda name: self.v4(lambda w: ir.Load(name, self.add(self.mul(r("_w"), self.i(4)), self.i(w)), F))
-        return self.chunks("_w", self.groups(BKV), lambda e: self.across(e, BKV, "_ka", "_kd") + [
-            ir.Decl("_vj", self.idx, ir.Bin("/", e, self.i(D4), self.idx)),
-            ir.Decl("_vd4", self.idx, ir.Bin("%", e, self.i(D4), self.idx)),
-            ir.Store("_kp", self.add(self.mul(r("_kd"), self.i(BKV // 4)), r("_ka")), reg("_kr")),
-            ir.Store("_vs", self.add(self.mul(r("_vj"), self.i(D4)), r("_vd4")), reg("_vr"))])
-
-    def scores(self) -> list:
-        r, R, C = self.ref, self.R, self.C
-        d = r("_d")
-        reads = ([ir.Decl(f"_qx{a}", F4, ir.Load("_qs", self.add(
-                    self.mul(d, self.i(self.BQ // 4)), self.mul(r("_ty"), self.i(R // 4)), self.i(a)), F4))
-                  for a in range(R // 4)]
-                 + [ir.Decl(f"_kx{b}", F4, ir.Load("_kp", self.add(
-                    self.mul(d, self.i(self.BKV // 4)), self.mul(r("_tx"), self.i(C // 4)), self.i(b)), F4))
-                    for b in range(C // 4)])
-        fma = [ir.Store("_s", self.i(j * R + i), ir.Bin("+", ir.Load("_s", self.i(j * R + i), F), ir.Bin(
-            "*", ir.Lane(ir.Ref(f"_qx{i // 4}", F4), i % 4, F), ir.Lane(ir.Ref(f"_kx{j // 4}", F4), j % 4, F), F), F))
-               for i in range(R) for j in range(C)]
-        return [ir.Array("_s", F, C * R), self.loop("_i", C * R, lambda i: [ir.Store("_s", i, ZERO)]),
-                self.unrolled_by("_d", self.dcap, 8, reads + fma)]
-
-    def stat_at(self, tx, a) -> ir.Expr:
-        """The vector of a thread's rows 4a.. among the statistics of thread tx."""
-        return self.add(self.mul(tx, self.i(self.BQ // 4 + 1)), self.mul(self.ref("_ty"), self.i(self.R // 4)),
-                        self.i(a))
-
-    def gather(self, regs, combine) -> list:
-        """regs[i] = combine(regs[i], the value of row i of every thread of the row)."""
-        out = []
-        for x in range(self.NTX):
-            for a in range(self.R // 4):
-                name = f"_st{x}_{a}"
-                out.append(ir.Decl(name, F4, ir.Load("_kp", self.stat_at(self.i(x), a), F4)))
-                out += [ir.Store(regs, self.i(4 * a + w), combine(ir.Load(regs, self.i(4 * a + w), F),
-                                                                  ir.Lane(ir.Ref(name, F4), w, F)))
-                        for w in range(4)]
-        return out
-
-    def scatter(self, regs) -> list:
-        return [ir.Store("_kp", self.stat_at(self.ref("_tx"), a),
-                         self.v4(lambda w: ir.Load(regs, self.i(4 * a + w), F))) for a in range(self.R // 4)]
-
-    def shared_max(self, local, larger):
-        r, R = self.ref, self.R
-        head = [ir.Array("_pm", F, R), ir.Barrier(),
-                self.loop("_i", R, lambda i: local + [ir.Store("_pm", i, ir.Ref("_mx", F))]),
-                *self.scatter("_pm"), ir.Barrier(), *self.gather("_pm", larger)]
-        return head, [ir.Decl("_mx", F, ir.Load("_pm", r("_i"), F), True)]
-
-    def sum_rows(self) -> list:
-        add = lambda a, b: ir.Bin("+", a, b, F)
-        return [ir.Barrier(), *self.scatter("_li"), ir.Barrier(), ir.Array("_ls", F, self.R),
-                self.loop("_i", self.R, lambda i: [ir.Store("_ls", i, ZERO)]),
-                *self.gather("_ls", add),
-                self.loop("_i", self.R, lambda i: [ir.Store("_li", i, ir.Load("_ls", i, F))])]
-
-    def values(self) -> list:
-        r, TD, R, C, BQ = self.ref, self.TD, self.R, self.C, self.BQ
-        D4 = self.dcap // 4
-        store_p = []
-        for g in range(C // 4):
-            rot = f"_prot{g}"
-            store_p.append(ir.Decl(rot, self.idx, self.rotation(self.add(self.mul(r("_tx"), self.i(C // 4)), self.i(g)))))
-            for jj in range(4):
-                key = self.add(self.mul(r("_tx"), self.i(C)), self.i(4 * g + jj))
-                for a in range(R // 4):
-                    store_p.append(ir.Store("_kp", self.add(self.mul(key, self.i(BQ // 4)),
-                                                            self.mul(r(rot), self.i(R // 4)), self.i(a)),
-                                            self.v4(lambda w: ir.Load("_s", self.i((4 * g + jj) * R + 4 * a + w), F))))
-        j = r("_j")
-        reads = [ir.Decl(f"_px{a}", F4, ir.Load("_kp", self.add(self.mul(j, self.i(BQ // 4)),
-                                                                self.mul(r("_rot"), self.i(R // 4)), self.i(a)), F4))
-                 for a in range(R // 4)]
-        if TD % 4 == 0:
-            reads += [ir.Decl(f"_vx{b}", F4, ir.Load("_vs", self.add(self.mul(j, self.i(D4)), self.mul(
-                r("_tx"), self.i(TD // 4)), self.i(b)), F4)) for b in range(TD // 4)]
-            v = lambda dd: ir.Lane(ir.Ref(f"_vx{dd // 4}", F4), dd % 4, F)
-        else:       # the thread's TD columns inside one vector, at lane (tx TD) mod 4
-            reads += [ir.Decl("_vx0", F4, ir.Load("_vs", self.add(self.mul(j, self.i(D4)), ir.Bin(
-                ">>", self.mul(r("_tx"), self.i(TD)), self.i(2), self.idx)), F4))]
-            off = ir.Bin("&", self.mul(r("_tx"), self.i(TD)), self.i(3), self.idx)
-
-            def v(dd):
-                out = ir.Lane(ir.Ref("_vx0", F4), dd, F)
-                for k in range(TD, 4, TD):
-                    out = ir.Select(ir.Bin("==", off, self.i(k), "bool"), ir.Lane(ir.Ref("_vx0", F4), k + dd, F), out, F)
-                return out
-        acc = [ir.Store("_o", self.i(i * TD + dd), ir.Bin("+", ir.Load("_o", self.i(i * TD + dd), F), ir.Bin(
-            "*", ir.Lane(ir.Ref(f"_px{i // 4}", F4), i % 4, F), v(dd), F), F)) for i in range(R) for dd in range(TD)]
-        return [ir.Barrier(), *store_p, ir.Barrier(),
-                self.unrolled_by("_j", self.BKV, 4, reads + acc, head=[ir.Decl("_rot", self.idx, self.rotation(
-                    ir.Bin(">>", r("_j0"), self.i(2), self.idx)))])]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -364,46 +363,3 @@ def test_f16_attention_compiles_for_cuda(name, tmp_path):
     res = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-o", str(tmp_path / "k.ptx"), str(path)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-4000:]
-
-
-# ------------------------------------------------ the register-tiled products on WebGPU
-
-VULKAN = [d for d in DEVICES if d.startswith("vulkan")]
-
-
-def _masked(seq, d, mask, form="three_pass"):
-    """(kernel, inputs, sizes, scalars, numpy's result) of a bool-masked attention: `mask`
-    "all" (every key), "causal", or "random" (about 70% of the keys, one row with none)."""
-    text = {"three_pass": A.three_pass("bool"), "online_stats": A.online_stats("bool")}[form]
-    Q, K, V = (RNG.standard_normal((2, 3, seq, d)).astype(np.float32) for _ in range(3))
-    m = {"all": np.ones((seq, seq), bool), "causal": np.tril(np.ones((seq, seq), bool))}.get(mask)
-    if m is None:
-        m = RNG.random((seq, seq)) < 0.7
-        m[seq // 2, :] = False
-    k, ins, sz, sc = lower_block(text, {"Q": Q, "K": K, "V": V, "allowed": m}, {}, {})
-    empty = "nan" if form == "online_stats" else "zero"
-    return k, ins, sz, sc, np_attention(Q, K, V, 1 / np.sqrt(d), m, empty)
-
-
-@pytest.mark.skipif(not VULKAN, reason="no Vulkan adapter")
-@pytest.mark.parametrize("device", VULKAN)
-@pytest.mark.parametrize("rows,cols", [(8, 4), (4, 8)])
-@pytest.mark.parametrize("seq,d,mask,form", [
-    (70, 16, "random", "three_pass"), (33, 32, "causal", "three_pass"), (64, 16, "all", "three_pass"),
-    (65, 48, "all", "three_pass"), (37, 80, "causal", "three_pass"), (37, 16, "random", "online_stats")])
-def test_webgpu_products_equal_numpy(device, rows, cols, seq, d, mask, form):
-    """The products' choices on the adapter against numpy: head_dims of the products'
-    classes where their tiles fit its workgroup memory (lavapipe: 32 KiB, up to 32) and past
-    them (a thread per query), a partial tile, a row without keys (0, or NaN where the body
-    divides inside its key loop, as the reference)."""
-    from zynbook.compiler.schedules.attention import PRODUCTS
-    from zynbook.compiler.schedules.base import Choice
-    k, ins, sz, sc, want = _masked(seq, d, mask, form)
-    dev = get_device(device)
-    params = Choice("attention", replace(PRODUCTS, rows=rows, cols=cols))
-    out, launch = dev.launch(k, ins, sz, sc, params=params)
-    got = np.asarray(dev.to_host(out), np.float64)
-    assert "register-tiled" in str((launch.geometry or {}).get("schedule", ""))
-    assert (np.isnan(got) == np.isnan(want)).all()
-    ok = ~np.isnan(want)
-    assert_within(got[ok], want[ok], *TOL)

@@ -18,8 +18,7 @@ import pytest
 from zynbook.backends.cpu.reference import run_kernel
 from zynbook.compiler import schedules
 from zynbook.compiler.codegen.cuda import render_cuda
-from zynbook.compiler.schedules.attention import (PRODUCT_VARIANTS, PRODUCTS, WEBGPU_PRODUCTS, Attention,
-                                                 AttentionParams)
+from zynbook.compiler.schedules.attention import PRODUCT_VARIANTS, PRODUCTS, Attention, AttentionParams
 from zynbook.compiler.schedules.base import Choice
 from zynbook.compiler.targets import cpu_target, cuda_target, metal_target, webgpu_target
 from zynbook.errors import ZynMLError
@@ -285,87 +284,3 @@ def test_webgpu_source_is_vectors_and_compact():
     assert "var _o_15: vec4<f32>;" in src and "var _s_3: f32;" in src
     assert not re.search(r"\bvar _\w+: array<", src)
     assert len(src) < 160_000
-
-
-# ---- the register-tiled products on WebGPU: one program for every size set, a kernel per
-# class of head_dim (products up to 64, a thread per query past it), a row's maximum and sum
-# through workgroup memory (no subgroup collectives)
-
-WEBGPU_48K = webgpu_target(["shader-f16"], {"max_compute_workgroup_storage_size": 48 * 1024})
-
-
-def _with_mask(text, seq, d, mask):
-    """(kernel, inputs, sizes, scalars) of `text` with the bool mask `allowed` set to `mask`
-    ("all": every key, "causal": keys up to the query, "random": about 70%, a row with none)."""
-    k, ins, sz, sc = _inputs(text, seq, d)
-    rng = np.random.default_rng(seq + d)
-    m = {"all": np.ones((seq, seq), bool), "causal": np.tril(np.ones((seq, seq), bool))}.get(mask)
-    if m is None:
-        m = rng.random((seq, seq)) < 0.7
-        m[seq // 2, :] = False
-    arrays = {n: ins[i] for i, n in enumerate(("Q", "K", "V"))}
-    arrays["allowed"] = m
-    return lower_block(text, arrays, sc, {})
-
-
-@pytest.mark.parametrize("params", WEBGPU_PRODUCTS,
-                         ids=lambda p: p.describe().split("products=True, ")[-1])
-def test_webgpu_products_variants(params):
-    """Every products variant of the WebGPU space, on a random mask with an empty row, 70
-    queries (a partial tile) and head_dim 40 (the class up to 64, columns past it zero)."""
-    k, ins, sz, sc = _with_mask(A.three_pass("bool"), 70, 40, "random")
-    assert params in SCHED.space(k, WEBGPU_48K, sz)
-    prog = SCHED.build(k, WEBGPU_48K, sz, params)
-    assert [kk.name[-4:] for kk in prog.kernels] == ["_d32", "_d64", "d128"]
-    assert "register-tiled" in prog.schedule and prog.kernels[1].block == 64 * 64 // (params.rows * params.cols)
-    _check(prog, k, ins, sz, sc, 1)
-
-
-@pytest.mark.parametrize("seq,d,mask", [(33, 16, "causal"), (65, 48, "all"), (64, 64, "random"),
-                                        (20, 80, "causal"), (7, 64, "all"), (100, 32, "random")])
-def test_webgpu_products_head_dims_and_masks(seq, d, mask):
-    """head_dim 16, 32, 48, 64 (the products' classes) and 80 (the class up to 128: a thread
-    per query reading K and V from memory), keys filling whole tiles or not, on the
-    subgroup-less target and on one with subgroups of 4 (the statistics the same way)."""
-    k, ins, sz, sc = _with_mask(A.three_pass("bool"), seq, d, mask)
-    for t in (WEBGPU_48K, replace(WEBGPU_48K, warp=4, collectives=True)):
-        _check(SCHED.build(k, t, sz, PRODUCTS), k, ins, sz, sc, t.warp)
-
-
-def test_webgpu_products_nan_empty_rows():
-    """A body that divides by the sum inside its key loop: NaN for the row no key is admitted
-    to, as the reference; the other rows as the reference."""
-    k, ins, sz, sc = _with_mask(A.online_stats("bool"), 37, 64, "random")
-    prog = SCHED.build(k, WEBGPU_48K, sz, PRODUCTS)
-    got = emulate_kernel(prog, k, ins, sz, sc, warp=1).astype(np.float64)
-    want = np.asarray(run_kernel(k, ins, sz, sc)).astype(np.float64)
-    assert np.isnan(want).any() and (np.isnan(got) == np.isnan(want)).all()
-    ok = ~np.isnan(want)
-    assert_within(got[ok], want[ok], *TOL["f32"])
-
-
-def test_webgpu_products_where_the_tiles_fit():
-    """Products for the classes whose three 64-row tiles fit the workgroup memory: none in
-    16 KiB (the default stays first either way), up to 32 in 32 KiB, up to 64 in 48 KiB."""
-    k, ins, sz, sc = _with_mask(A.three_pass("bool"), 9, 64, "random")
-    small = TARGETS["webgpu"][0]
-    assert not any(p.products for p in SCHED.space(k, small, sz))
-    for limit, products in ((32 * 1024, ["_d32"]), (48 * 1024, ["_d32", "_d64"])):
-        t = webgpu_target(["shader-f16"], {"max_compute_workgroup_storage_size": limit})
-        space = SCHED.space(k, t, sz)
-        assert space[0] == SCHED.default(k, t, sz) and not space[0].products
-        assert space[1:1 + len(WEBGPU_PRODUCTS)] == list(WEBGPU_PRODUCTS)
-        prog = SCHED.build(k, t, sz, PRODUCTS)
-        assert [kk.name[-4:] for kk in prog.kernels if kk.block != 64] == products
-        _check(prog, k, ins, sz, sc, 1)
-
-
-def test_webgpu_products_wgsl():
-    """The products' WGSL: one module whose workgroup arrays fit 48 KiB (every class kernel
-    declares the tiles of the largest), no subgroup operation, shifts by a u32 count."""
-    from zynbook.compiler.codegen.dialects.wgsl import WgslDialect
-    from zynbook.compiler.codegen.printer import print_program
-    k, ins, sz, sc = _with_mask(A.three_pass("bool"), 64, 64, "random")
-    src = print_program(WgslDialect(), SCHED.build(k, WEBGPU_48K, sz, PRODUCTS), k).source
-    assert "var<workgroup> _qs: array<f32, 4096>;" in src and "var<workgroup> _kv" not in src
-    assert "subgroup" not in src and ">> u32(" in src

@@ -199,54 +199,18 @@ PRODUCT_VARIANTS = tuple(replace(_PRODUCTS_4X4, rows=r, cols=c, prefetch=f, exp2
     # (nvcc sm_90, head_dim 64: addresses, read once a tile at most); 8 x 4 would spill 880
     replace(_PRODUCTS_4X4, rows=r, cols=c, prefetch=False, exp2=True, occupancy=n)
     for r, c, n in ((4, 4, 3), (4, 8, 4)))
-# on a target of symbolic sizes (WebGPU), the candidates the tuner and `bench_webgpu.py
-# --sweep` try after the default: 128 threads (8 x 4, then 4 x 8 scores), 256 (4 x 4), each
-# with the next tile read into registers during this one, and 8 x 4 with exp (no register
-# cap there: the occupancy variants would repeat these)
-WEBGPU_PRODUCTS = (PRODUCTS, replace(PRODUCTS, rows=4, cols=8), replace(PRODUCTS, rows=4),
-                   replace(PRODUCTS, prefetch=True), replace(PRODUCTS, rows=4, cols=8, prefetch=True),
-                   replace(PRODUCTS, rows=4, prefetch=True), replace(PRODUCTS, exp2=False))
 LOG2E = 1.4426950408889634
 
 
 def products_fit(target, shape: Shape) -> bool:
-    """Whether the register-tiled products run this attention on `target`: 256 threads, the
-    Q, K (then P) and V tiles in shared memory, and either head_dim 16..64 in steps of 16
-    known when compiled with half-warp collectives (CUDA), or a target of symbolic sizes
-    (WebGPU), where a query row's statistics go through shared memory and the kernels of
-    the head_dim classes up to 64 are products (the largest class reads K and V from memory)."""
-    if target.max_threads < 256:
-        return False
-    if target.symbolic_sizes:
-        return bool(product_dims(target, shape))
+    """Whether the register-tiled products run this attention on `target`: head_dim 16..64
+    in steps of 16 known when compiled, half-warp collectives, 256 threads, the Q, K (then
+    P) and V tiles in shared memory."""
     D = shape.D
-    return (baked(target, shape) and D % 16 == 0 and 16 <= D <= 64
-            and target.collectives and target.warp >= 16
-            and products_shared(D) <= min(target.shared_bytes, STATIC_SHARED))
-
-
-def products_shared(D: int) -> int:
-    """The bytes of the products' Q, K (then P) and V tiles at head_dim D."""
-    return 4 * (D * 64 + max(D * 64, 64 * 64) + 64 * D)
-
-
-def product_dims(target, shape: Shape) -> tuple:
-    """The head_dims (or classes) a target of symbolic sizes runs as products: the launch's
-    head_dim where it is baked in (16..64, a multiple of 16), else the classes up to 64
-    whose tiles fit the shared memory (32 KiB: head_dim up to 32)."""
-    dims = (shape.D,) if baked(target, shape) else HEAD_DIM_CLASSES
-    limit = min(target.shared_bytes, STATIC_SHARED)
-    return tuple(d for d in dims if d % 16 == 0 and 16 <= d <= 64 and products_shared(d) <= limit)
-
-
-def stats_stride(ntx: int, rows: int, warp: int) -> int:
-    """The row stride of the products' per-thread statistics in shared memory (thread tx of
-    row r at r * stride + tx): the smallest from `ntx` up at which the threads of a warp,
-    each storing the value of its first row, meet the fewest threads in one bank."""
-    def worst(stride):
-        banks = [((t // ntx) * rows * stride + t % ntx) % 32 for t in range(warp)]
-        return max(banks.count(b) for b in banks)
-    return min(range(ntx, ntx + 32), key=lambda st: (worst(st), st))
+    need = 4 * (D * 64 + max(D * 64, 64 * 64) + 64 * D)
+    return (baked(target, shape) and not target.symbolic_sizes and D % 16 == 0 and 16 <= D <= 64
+            and target.collectives and target.warp >= 16 and target.max_threads >= 256
+            and need <= min(target.shared_bytes, STATIC_SHARED))
 
 
 def _is_lit(e, value) -> bool:
@@ -295,11 +259,8 @@ class Attention(Schedule):
         head = [first]
         mma = attention_mma.choices(target, shape, sizes)
         if products_fit(target, shape):     # first where 16-byte vector loads feed it
-            if target.symbolic_sizes:
-                head = [first, *WEBGPU_PRODUCTS]
-            else:
-                head = [PRODUCTS, first] if target.vector_bytes >= 16 else [first, PRODUCTS]
-                head += PRODUCT_VARIANTS
+            head = [PRODUCTS, first] if target.vector_bytes >= 16 else [first, PRODUCTS]
+            head += PRODUCT_VARIANTS
         choices = mma + head + [AttentionParams(bq, bk, r, ch) for bq in (32, 64, 128)
                           for bk in (32, 64) for r in (1, 2, 4) for ch in (8, 16) if ch * r <= bk]
         out = []
@@ -338,8 +299,6 @@ class Attention(Schedule):
         if params.products:
             if not products_fit(target, shape):
                 raise NotScalar("the register-tiled products do not fit this attention")
-            if sym:
-                return self._products_classes(kernel, target, sizes, shape, params, sites, idx)
             return self._products(kernel, target, sizes, shape, params, sites, idx)
         dcaps = self.head_dims(target, shape)
         fits = {d: fit(params, d, target) for d in dcaps}
@@ -382,32 +341,6 @@ class Attention(Schedule):
         prog.sites = prog.fallback.sites = sites.as_tuple()
         return prog
 
-    def _products_classes(self, kernel, target, sizes, shape, params, sites, idx) -> ir.Program:
-        """The products on a target of symbolic sizes: one kernel per class of head_dim up to
-        64 (the shared tiles of the largest, which every kernel of the module declares), and
-        for the classes past 64 a thread per query reading K and V from memory (no shared
-        memory beside the products' tiles, which take all of it at head_dim 64)."""
-        dims = product_dims(target, shape)
-        dcaps = self.head_dims(target, shape)
-        built, lines = [], []
-        for n, dcap in enumerate(dcaps):
-            lo = dcaps[n - 1] if n else 0
-            suffix = None if len(dcaps) == 1 else f"d{dcap}"
-            up_to = f"head_dim {'up to ' + str(dcap) if len(dcaps) > 1 else dcap}: "
-            if dcap in dims:
-                b = _Products(kernel, target, sizes, shape, params, sites, idx, dcap, lo, 64, 64,
-                              16, 0, 0, suffix)
-                b.shared_dcap = max(dims)
-                built.append(b.kernel())
-                lines.append(up_to + "64 queries x 64-key tiles")
-                continue
-            # four keys a step: the key rows' loads, written out per key, stay a few dozen KiB
-            plain = AttentionParams(64, 16, 1, 4, tiles=False)
-            built.append(_Kernel(kernel, target, sizes, shape, plain, sites, idx, dcap, lo, 64, 16, 4,
-                                 0, 0, suffix).kernel())
-            lines.append(up_to + "a thread per query, K/V read from memory")
-        return self._program(kernel, shape, params, sites, built, lines, target, sizes)
-
     def _mma(self, kernel, target, sizes, shape, params, sites, idx) -> ir.Program:
         """The tensor-core kernel; Q, K and V are copied 16 bytes at a time, so buffers not
         so aligned run the `fallback`: the first choice without tensor cores."""
@@ -437,10 +370,9 @@ class Attention(Schedule):
             how = attention_mma.describe(params, shape)
         elif params.products:
             R, C = params.rows, params.cols
-            stats = ("the row statistics through shared memory" if target.symbolic_sizes
-                     else f"{64 // C}-lane collectives")
             how = (f"Q K^T and P V as register-tiled products ({R} x {C} and {R} x head_dim/{64 // C} "
-                   f"per thread), online softmax with {stats}, K/V tiles in shared memory" + (", the next tile prefetched" if params.prefetch else "")
+                   f"per thread), online softmax with {64 // C}-lane collectives, K/V tiles in shared "
+                   "memory" + (", the next tile prefetched" if params.prefetch else "")
                    + (", exp2 with log2(e) in the scale" if params.exp2 else ""))
         else:
             how = (f"{params.lanes} threads per query, " if params.lanes > 1 else "one thread per query, ")
@@ -468,7 +400,6 @@ class _Kernel:
         self.low = ScalarLowering(kernel, sizes, sites, idx, symbolic=target.symbolic_sizes)
         self.low.line = kernel.first_line
         self.sites = sites
-        self.target = target
         self.exact = baked(target, shape)
         self.stride = dcap + row_pad(params)        # of a row of a shared tile
         # the rows (q, o, the K/V tiles) are held as slots of W lanes: vectors of four where
@@ -622,17 +553,13 @@ class _Kernel:
                       f"attention, head_dim {'up to ' if not self.exact else ''}{self.dcap}: "
                       f"{bq} queries per block, {R} thread{'s' if R > 1 else ''} each")
         blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), bq), idx)
-        return k, self.class_blocks(blocks)
-
-    def class_blocks(self, blocks) -> ir.Expr:
-        """The grid of a kernel of a class of head_dims: 0 blocks for a head_dim outside it."""
-        if self.exact:
-            return blocks
-        idx, one = self.idx, self.i(1)
-        clip = lambda e: ir.Math("min", (ir.Math("max", (e, self.i(0)), idx), one), idx)
-        return self.mul(self.mul(blocks, clip(ir.Bin("-", self.D, self.i(self.lo), idx))),
-                        clip(ir.Bin("-", self.i(self.dcap + 1), self.D, idx))
-                        if self.dcap != HEAD_DIM_CLASSES[-1] else one)
+        if not self.exact:          # launched only for the head_dims of its class
+            one = self.i(1)
+            clip = lambda e: ir.Math("min", (ir.Math("max", (e, self.i(0)), idx), one), idx)
+            blocks = self.mul(self.mul(blocks, clip(ir.Bin("-", self.D, self.i(self.lo), idx))),
+                              clip(ir.Bin("-", self.i(self.dcap + 1), self.D, idx))
+                              if self.dcap != HEAD_DIM_CLASSES[-1] else one)
+        return k, blocks
 
     def fill(self) -> ir.For:
         """K and V rows _k0 .. _k0 + block_kv into the shared tile (0 past the keys), a slot
@@ -808,16 +735,11 @@ class _Products(_Kernel):
     banks) and O += P V gives each thread a rows x head_dim cols / 64 piece of the output. With
     `prefetch`, the next tile's K and V rows are read into registers while this one is computed.
 
-    Where the sizes are baked in and the keys fill whole tiles, no key bound is tested. On a
-    target of symbolic sizes (WebGPU) the kernel serves a class of head_dims up to `dcap`
-    (columns past head_dim read as 0 and not stored), and a query row's maximum goes through
-    shared memory (`stats_shared`: each thread's maxima of its rows over the K tile, once a
-    tile; each thread keeps its own part of the row sums, added up once at the end)."""
+    The sizes are baked in: where the keys fill whole tiles, no key bound is tested."""
 
     BQ = BKV = 64
     vector = False              # K and V rows read 16 bytes at a time (Program.aligned)
     vector_q = False            # Q rows too
-    shared_dcap = 0             # the head_dim the shared tiles are sized for (0: dcap)
 
     def kernel(self):
         p, low, idx, P = self.shape.p, self.low, self.idx, self.P
@@ -827,15 +749,10 @@ class _Products(_Kernel):
         T = self.T = self.NTX * self.NTY
         self.exp = "exp2" if P.exp2 else "exp"
         TD = self.TD = D // self.NTX                    # output columns a thread
-        self.D = lit(D, idx) if self.exact else self.low.size(self.shape.head_dim)
-        SD = self.shared_dcap or D
+        self.D = lit(D, idx)
         B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
-        # where the sizes are baked in, the key count is known here
-        self.full = (not self.target.symbolic_sizes
-                     and int(recognise.launch_value(p.n_keys, self.low.sizes)) % BKV == 0)
-        self.stats_shared = not (self.target.collectives and self.target.warp >= self.NTX
-                                 and not self.target.symbolic_sizes)
-        self.RS = stats_stride(self.NTX, R, min(self.target.warp, 32) if self.target.warp > 1 else 32)
+        # the sizes are baked in (products_fit): the key count is known here
+        self.full = int(recognise.launch_value(p.n_keys, self.low.sizes)) % BKV == 0
         scale = low.operand(p.scale, F)
         if P.exp2:                          # scores in base 2: exp(x) = exp2(x log2(e))
             scale = ir.Bin("*", scale, lit(LOG2E, F), F)
@@ -856,9 +773,9 @@ class _Products(_Kernel):
                  ir.Decl("_vbase", idx, self.row_offset("v", *bh, self.i(0))),
                  ir.Decl("_obase", idx, self.row_offset("out", *bh, self.i(0))),
                  ir.Decl("_scale", F, scale),
-                 ir.Array("_qs", F, SD * BQ, "shared"),
-                 ir.Array("_kp", F, max(SD * BKV, BKV * BQ), "shared"),
-                 ir.Array("_vs", F, BKV * SD, "shared"),
+                 ir.Array("_qs", F, D * BQ, "shared"),
+                 ir.Array("_kp", F, max(D * BKV, BKV * BQ), "shared"),
+                 ir.Array("_vs", F, BKV * D, "shared"),
                  *self.load_q(),
                  ir.Array("_kr", F, kv_regs), ir.Array("_vr", F, kv_regs),
                  ir.Array("_o", F, R * TD), ir.Array("_mi", F, R), ir.Array("_li", F, R),
@@ -885,7 +802,7 @@ class _Products(_Kernel):
                       f"attention, head_dim {D}: 64 queries x 64 keys per step as register-tiled "
                       f"products ({R} x {C} and {R} x {TD} per thread)", min_blocks=blocks_per_sm)
         blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), BQ), idx)
-        return k, self.class_blocks(blocks)
+        return k, blocks
 
     # ---- pieces -----------------------------------------------------------------------
 
@@ -930,21 +847,13 @@ class _Products(_Kernel):
 
     def row_element(self, role, first, row, count, col4, w, bounded=True) -> ir.Expr:
         """Element 4 col4 + w of row first + row of the (b, h) slice of `role`; 0 past `count`
-        rows (the index kept in range) unless the rows are known to be in range, and 0 past
-        head_dim where the kernel serves a class of head_dims."""
+        rows (the index kept in range) unless the rows are known to be in range."""
         j = self.add(first, row)
         jc = ir.Math("min", (j, ir.Bin("-", count, self.i(1), self.idx)), self.idx) if bounded else j
-        col = self.add(self.mul(col4, self.i(4)), w)
-        cc = col if self.exact else ir.Math("min", (col, ir.Bin("-", self.D, self.i(1), self.idx)), self.idx)
         base = self.ref({"q": "_qbase", "k": "_kbase", "v": "_vbase"}[role])
-        at = self.add(base, self.mul(jc, self.seq_stride(role)), cc)
+        at = self.add(base, self.mul(jc, self.seq_stride(role)), self.mul(col4, self.i(4)), w)
         v = cast(ir.Load(user_name(self.shape.bufs[role].name), at, self.shape.bufs[role].dtype), F)
-        ok = [ir.Bin("<", j, count, "bool")] if bounded else []
-        ok += [] if self.exact else [ir.Bin("<", col, self.D, "bool")]
-        if not ok:
-            return v
-        cond = ok[0] if len(ok) == 1 else ir.Bin("and", ok[0], ok[1], "bool")
-        return ir.Select(cond, v, ZERO, F)
+        return ir.Select(ir.Bin("<", j, count, "bool"), v, ZERO, F) if bounded else v
 
     def kv_rows(self, e) -> list:
         """K: consecutive threads take consecutive keys; V: consecutive groups of a row."""
@@ -1025,22 +934,11 @@ class _Products(_Kernel):
         # the larger of two without NaN's rule (a compare and a select): a NaN score is left
         # out of the maximum but reaches l and o through its exp, so the row is NaN all the same
         larger = lambda a, b: ir.Select(ir.Bin("<", a, b, "bool"), b, a, F)
-        local = [ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(R)), r("_i"))),
-                 ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
-                 ir.Decl("_mx", F, NEG, True),
-                 self.loop("_jj", C, lambda _: keys + mask + [ir.Set("_mx", larger(mx, s()))])]
-        stat = lambda x: self.add(self.mul(self.add(self.mul(r("_ty"), self.i(R)), r("_i")), self.i(self.RS)), x)
-        if self.stats_shared:
-            # every thread's maxima of its rows over the tile (over the K tile, which the
-            # first barrier finds every thread done with), then each row's from them
-            head = [ir.Barrier(), self.loop("_i", R, lambda _: local + [ir.Store("_kp", stat(r("_tx")), mx)]),
-                    ir.Barrier()]
-            local = [ir.Decl("_mx", F, NEG, True),
-                     self.loop("_x", W, lambda x: [ir.Set("_mx", larger(mx, ir.Load("_kp", stat(x), F)))])]
-        else:
-            head = []
-            local = local + [ir.Set("_mx", ir.Collective("max", mx, "warp", F, W))]
-        row = [*local,
+        row = [ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(R)), r("_i"))),
+               ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
+               ir.Decl("_mx", F, NEG, True),
+               self.loop("_jj", C, lambda _: keys + mask + [ir.Set("_mx", larger(mx, s()))]),
+               ir.Set("_mx", ir.Collective("max", mx, "warp", F, W)),
                # each exponential computed before its select (a select of a value, not a
                # branch around the exponential: the row's exponentials then interleave)
                ir.Decl("_mn", F, larger(ir.Load("_mi", r("_i"), F), mx)),
@@ -1051,7 +949,7 @@ class _Products(_Kernel):
                    ir.Decl("_es", F, exp(ir.Bin("-", s(), mn, F))),
                    put(ir.Select(is_neg(s()), ZERO, ir.Ref("_es", F), F)),
                    ir.Set("_rs", ir.Bin("+", ir.Ref("_rs", F), s(), F))]),
-               *([] if self.stats_shared else [ir.Set("_rs", ir.Collective("+", ir.Ref("_rs", F), "warp", F, W))]),
+               ir.Set("_rs", ir.Collective("+", ir.Ref("_rs", F), "warp", F, W)),
                ir.Store("_li", r("_i"), ir.Bin("+", self.mul(ir.Load("_li", r("_i"), F), ir.Ref("_alpha", F)),
                                                ir.Ref("_rs", F), F)),
                ir.Store("_mi", r("_i"), mn),
@@ -1059,7 +957,7 @@ class _Products(_Kernel):
                    "_o", self.add(self.mul(r("_i"), self.i(TD)), dd),
                    self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F),
                             ir.Ref("_alpha", F)))])]
-        return head + [self.loop("_i", R, lambda _: row)]
+        return [self.loop("_i", R, lambda _: row)]
 
     def rotation(self, group) -> ir.Expr:
         """(ty + group) mod (threads down a tile): where key group `group` (key / 4) keeps a
@@ -1079,9 +977,9 @@ class _Products(_Kernel):
         jt = lambda g, j: self.add(self.mul(r("_tx"), self.i(C)), jj(g, j))
         store_p = self.loop("_g", C // 4, lambda g: [
             ir.Decl("_prot", self.idx, self.rotation(self.add(self.mul(r("_tx"), self.i(C // 4)), g))),
-            self.loop("_jj", 4, lambda j: [self.loop("_i4", R // 4, lambda i4: [self.copy4(
+            self.loop("_jj", 4, lambda j: [self.loop("_i4", R // 4, lambda i4: [ir.Copy(
                 "_kp", self.p_at(jt(g, j), self.mul(i4, self.i(4)), "_prot"),
-                "_s", self.s_at(self.mul(i4, self.i(4)), jj(g, j)))])])])
+                "_s", self.s_at(self.mul(i4, self.i(4)), jj(g, j)), 4, F)])])])
         acc = self.loop("_i", R, lambda i: [self.loop("_dd", TD, lambda dd: [ir.Store(
             "_o", self.add(self.mul(i, self.i(TD)), dd), ir.Bin(
                 "+", ir.Load("_o", self.add(self.mul(i, self.i(TD)), dd), F), self.mul(
@@ -1093,37 +991,14 @@ class _Products(_Kernel):
                 self.unrolled_by("_j", self.BKV, 4, [acc], head=[ir.Decl("_rot", self.idx, self.rotation(
                     ir.Bin(">>", r("_j0"), self.i(2), self.idx)))])]
 
-    def copy4(self, dst, dst_at, src, src_at) -> ir.Stmt:
-        """Four consecutive elements: one 16-byte store where the target makes them."""
-        if self.target.vector_bytes >= 16:
-            return ir.Copy(dst, dst_at, src, src_at, 4, F)
-        return self.quad(lambda w: ir.Store(dst, self.add(dst_at, w), ir.Load(src, self.add(src_at, w), F)))
-
-    def sum_rows(self) -> list:
-        """Where each thread holds its own part of its rows' sums (`stats_shared`): the parts
-        of a row added up through shared memory (over P, which every thread is done with
-        after the first barrier)."""
-        r, R = self.ref, self.R
-        stat = lambda x: self.add(self.mul(self.add(self.mul(r("_ty"), self.i(R)), r("_i")), self.i(self.RS)), x)
-        return [ir.Barrier(),
-                self.loop("_i", R, lambda i: [ir.Store("_kp", stat(r("_tx")), ir.Load("_li", i, F))]),
-                ir.Barrier(),
-                self.loop("_i", R, lambda i: [
-                    ir.Store("_li", i, ZERO),
-                    self.loop("_x", self.NTX, lambda x: [ir.Store("_li", i, ir.Bin(
-                        "+", ir.Load("_li", i, F), ir.Load("_kp", stat(x), F), F))])])]
-
     def finish(self) -> list:
-        """Each query in range stores its row piece o / l (the columns past head_dim not,
-        where the kernel serves a class of head_dims)."""
+        """Each query in range stores its row piece o / l."""
         r, idx, TD = self.ref, self.idx, self.TD
         out = self.shape.bufs["out"]
         inv = self.reciprocal(ir.Load("_li", r("_i"), F))
         row = self.add(r("_obase"), self.mul(r("_qi"), self.seq_stride("out")), self.mul(r("_tx"), self.i(TD)))
-        col = lambda dd: self.add(self.mul(r("_tx"), self.i(TD)), dd)
         put = self.loop("_dd", TD, lambda dd: [ir.Store(user_name(out.name), self.add(row, dd), cast(
-            self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F), ir.Ref("_inv", F)), out.dtype),
-            None if self.exact else ir.Bin("<", col(dd), self.D, "bool"))])
-        return (self.sum_rows() if self.stats_shared else []) + [self.loop("_i", self.R, lambda i: [
+            self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F), ir.Ref("_inv", F)), out.dtype))])
+        return [self.loop("_i", self.R, lambda i: [
             ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(self.R)), i)),
             ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (ir.Decl("_inv", F, inv), put))])]

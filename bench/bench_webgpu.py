@@ -76,9 +76,10 @@ def sweep(dev, kernel, ins, sizes, scalars, reps, count):
     """Time the first `count` configurations of the schedule the adapter picks for this
     kernel (its default first), each checked against the default's output."""
     from zynbook.compiler import schedules
-    from zynbook.compiler.codegen import device_target
+    from zynbook.compiler.codegen import wgsl
     from zynbook.compiler.schedules.base import Choice
-    target = device_target(dev)
+    # the adapter's own limits (its workgroup memory, its invocations), as its programs see them
+    target = wgsl.launch_target(dev.specialised(kernel, sizes))
     sched = schedules.chosen(kernel, target, sizes)
     if sched is None:
         return

@@ -210,6 +210,8 @@ class WgslDialect:
             # true for NaN, as IEEE's (and numpy's) !=: some backends compile a float !=
             # to an ordered comparison, false for NaN
             return f"(!({a} == {b}))"
+        if op in ("<<", ">>") and t != "u32":
+            b = f"u32({b})"         # WGSL shifts by a u32 count
         text = f"({a} {BIN_OPS.get(op, op)} {b})"
         if dtype in NARROW and op in ("+", "-", "*"):
             return self.narrow(text, dtype)

@@ -34,7 +34,8 @@ done
 # every test that launches on the devices present (cuda:0 and NVIDIA's Vulkan among them), in
 # two parts of about equal time on an H100 (--part 1 or --part 2 runs one, in one 10-minute call)
 PART1=(tests/test_cuda_gpu.py tests/test_cuda_render.py tests/test_examples_every_device.py
-       tests/test_codegen_safety.py tests/test_attention_variants.py tests/test_cache.py)
+       tests/test_codegen_safety.py tests/test_attention_variants.py tests/test_cache.py
+       tests/test_cuda_copies.py)
 PART2=(tests/test_recognise.py tests/test_device_interface.py tests/test_fused_ops.py
        tests/test_placement.py tests/test_host_bounds.py tests/test_empty_reductions.py
        tests/test_interrupts.py tests/test_session_threads.py tests/test_async_devices.py

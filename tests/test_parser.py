@@ -1088,3 +1088,29 @@ def test_long_expression_does_not_crash():
     except ZynMLError:
         return
     assert e.op == "+"
+
+
+def test_the_parser_tables_are_kept_in_the_cache(tmp_path):
+    """A new process reads the built parser from the cache's `parser/` folder; a damaged
+    file there is built again from the grammar, and the program still parses."""
+    import os
+    import subprocess
+    import sys as _sys
+    code = ("from zynbook.compiler import parser; "
+            "print(len(parser.parse('let x = 1\\nx\\n').body))")
+    env = dict(os.environ, ZYNBOOK_CACHE_DIR=str(tmp_path))
+
+    def run():
+        out = subprocess.run([_sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+    first = run()
+    kept = list((tmp_path / "parser").iterdir())
+    assert len(kept) == 1 and kept[0].stat().st_size > 1000
+    written = kept[0].stat().st_mtime_ns
+    assert run() == first and kept[0].stat().st_mtime_ns == written     # read, not rebuilt
+    for damage in (b"not a cache", kept[0].read_bytes()[:4000]):
+        kept[0].write_bytes(damage)
+        assert run() == first
+        assert kept[0].stat().st_size > 1000       # written again

@@ -15,9 +15,9 @@ TF32 beside cuDNN's. Compute rows give TFLOP/s and the share of the GPU's dense 
 their dtype (`PEAK_TFLOPS`, by device name). Attention rows: BERT-base in f32, and in f16 and
 bf16 (tensor cores) beside SDPA's flash kernel in the same type; bf16 at 4096 with a causal
 condition beside SDPA with is_causal; `--mma-choices` adds to those a row per tensor-core
-block shape (attention_mma.CHOICES) and per structural variant of the default's shape
-(attention_mma.variants), each checked against SDPA and with its kernel's registers and
-local (spilled) bytes.
+block shape (attention_mma.CHOICES), per structural variant of the default's shape
+(attention_mma.variants) and per warpgroup (wgmma) candidate, each checked against SDPA and
+with its kernel's registers and local (spilled) bytes.
 
 `--gemm-sweep N` times instead the first N tensor-core configurations of the GEMM schedule's
 space (its default first) for the matmul rows in bf16, f16 and TF32 (or those of --rows),
@@ -509,9 +509,10 @@ def mma_candidates(attention_mma, dev, k, sizes) -> list:
     from zynbook.compiler.schedules.attention import match
     target = device_target(dev)
     shape, _ = match(k, target, sizes)
-    first = attention_mma.choices(target, shape, sizes)[0]
-    return [p for p in list(attention_mma.CHOICES) + attention_mma.variants(first)
-            if attention_mma.why_not(target, shape, p) is None]
+    space = attention_mma.choices(target, shape, sizes)
+    out = [p for p in [space[0]] + list(attention_mma.CHOICES) + attention_mma.variants(space[0])
+           + [p for p in space if p.wgmma] if attention_mma.why_not(target, shape, p) is None]
+    return list(dict.fromkeys(out))
 
 
 def mma_label(p) -> str:
@@ -521,6 +522,8 @@ def mma_label(p) -> str:
     extra += [w for w, on in (("packed", p.packed), ("folded scale", p.fold_scale),
                               ("skip rescale", p.skip_rescale), ("fast math", p.fast_math)) if on]
     extra += [f"{p.occupancy} blocks/SM"] if p.occupancy else []
+    if p.wgmma:
+        return f"wgmma {p.block_q}q/{p.warps // 4}wg" + "".join(f", {e}" for e in extra)
     return f"{p.block_q}q/{p.warps}w/{'held' if p.hold_q else 'read'} Q" + "".join(f", {e}" for e in extra)
 
 

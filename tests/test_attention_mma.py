@@ -22,7 +22,7 @@ from compute_testing import emulate_kernel, lower_signatures
 from cuda_cir_kernels import _representable
 from tolerances import assert_within
 from zynbook.backends.cpu.reference import run_kernel
-from zynbook.compiler import dims, schedules
+from zynbook.compiler import dims
 from zynbook.compiler.codegen.cuda import render_cuda
 from zynbook.compiler.launch import ir
 from zynbook.compiler.schedules import attention_mma
@@ -97,6 +97,12 @@ def answer(text, kernel, ins, sizes):
     return np.moveaxis(o, (0, 1, 2), shape.axes["out"])
 
 
+def mma_sync_default(k, sz):
+    """The first mma.sync candidate (Hopper's space starts with the warpgroup kernel's,
+    tests/test_attention_wgmma.py)."""
+    return next(p for p in SCHED.space(k, CUDA, sz) if p.mma and not p.wgmma)
+
+
 def _check(text, prog, k, ins, sz, sc):
     got = emulate_kernel(prog, k, ins, sz, sc, warp=32).astype(np.float64)
     want = answer(text, k, ins, sz)
@@ -130,8 +136,8 @@ def test_tensor_cores_equal_numpy(case):
         want = replace(MMA, hold_q=False)
     if d <= 128:            # every variant over a ring of three (measured at 64 and 128)
         want = replace(want, stages=3, **attention_mma.EVERY)
-    assert SCHED.default(k, CUDA, sz) == want
-    prog = schedules.build(k, CUDA, sz, only="attention")
+    assert mma_sync_default(k, sz) == want
+    prog = SCHED.build(k, CUDA, sz, want)
     assert "tensor cores (mma.sync m16n8k16 " + dtype in prog.schedule
     assert any(isinstance(n, ir.Mma) for n in ir.walk(prog.kernels))
     _check(text, prog, k, ins, sz, sc)
@@ -195,12 +201,12 @@ def test_variants_in_the_space():
     ring of three 64-key tiles, past it the plain kernel (64-key tiles in two buffers)."""
     for d, first in ((64, replace(MMA, block_q=128)), (128, MMA)):
         k, _, sz, _ = _lower(A.three_pass("causal", "const"), "f16", 150, 150, d)
-        space = [p for p in SCHED.space(k, CUDA, sz) if p.mma]
+        space = [p for p in SCHED.space(k, CUDA, sz) if p.mma and not p.wgmma]
         tuned = replace(first, stages=3, **attention_mma.EVERY)
         assert space[0] == tuned and space[1:1 + len(CHOICES)] == list(CHOICES)
         assert space[1 + len(CHOICES):] == [p for p in variants(first) if p != tuned]
     k, _, sz, _ = _lower(A.three_pass("causal", "const"), "f16", 150, 150, 192)
-    space = [p for p in SCHED.space(k, CUDA, sz) if p.mma]
+    space = [p for p in SCHED.space(k, CUDA, sz) if p.mma and not p.wgmma]
     first = replace(MMA, hold_q=False)         # the shapes and variants that fit its registers
     assert space[0] == first and set(space[1:]) <= set(CHOICES) | set(variants(first))
 
@@ -321,7 +327,7 @@ def _sources():
                       (("sm_90", "sm_80")[n % 2],)))
     for (text, dtype, sq, sk, d), p, archs in cases:
         k, _, sz, _ = _lower(text, dtype, sq, sk, d)
-        p = p or SCHED.default(k, CUDA, sz)
+        p = p or mma_sync_default(k, sz)
         yield f"{dtype}_d{d}_{_variant_id(p)}", render_cuda(
             k, sz, options={"params": Choice("attention", p)}).source, archs
 

@@ -592,11 +592,17 @@ class _Translator:
         """A warpgroup step: each thread yields its accumulators (those of steps in flight as
         they will land) and the two descriptors; the block scheduler multiplies
         (wgmma_model.multiply) and the results land at a `WarpgroupWait`."""
-        self.check(s.n in ir.WGMMA_N and s.dtype in ("f16", "bf16"),
+        self.check(s.n in ir.WGMMA_ANY_N and s.dtype in ("f16", "bf16"),
                    f"a warpgroup MMA m64n{s.n}k16 of {s.dtype}")
         pre: list[str] = []
         descs = []
-        for name, index, lbo, sbo in ((s.a, s.a_index, s.a_lbo, s.a_sbo), (s.b, s.b_index, s.b_lbo, s.b_sbo)):
+        if s.a_regs:            # A's fragment: the thread's 8 elements, as an MMA's
+            self.check(self.array(s.a, False).space == "local" and self.array(s.a, False).dtype == s.dtype,
+                       f"a warpgroup MMA's A `{s.a}` in registers that is not a local {s.dtype} array")
+            descs.append("(" + ", ".join(
+                self.expr(Load(s.a, Bin("+", s.a_index, Lit(w, s.a_index.dtype), s.a_index.dtype), s.dtype), pre)
+                for w in range(8)) + ",)")
+        for name, index, lbo, sbo in ((s.a, s.a_index, s.a_lbo, s.a_sbo), (s.b, s.b_index, s.b_lbo, s.b_sbo))[s.a_regs:]:
             arr = self.array(name, False)
             self.check(arr.space == "shared" and arr.dtype == s.dtype,
                        f"a warpgroup MMA operand `{name}` that is not a shared {s.dtype} array")
@@ -609,7 +615,8 @@ class _Translator:
         self.flush(pre, depth)
         self.emit(depth, f"{at} = int({ci})")
         point = len(self.points)
-        self.points.append((_WGMMA, (s.n, s.a_kmajor, s.b_kmajor), s.dtype, self.line, "a warpgroup MMA", 0))
+        a_major = None if s.a_regs else s.a_kmajor        # None: A in registers
+        self.points.append((_WGMMA, (s.n, a_major, s.b_kmajor), s.dtype, self.line, "a warpgroup MMA", 0))
         self.emit(depth, f"{got} = yield ({_WGMMA}, {point}, (_W.values({c.py}, {at}, {s.n // 2}), "
                          f"{descs[0]}, {descs[1]}))")
         self.emit(depth, f"_W.issue({c.py}, {at}, {got})")

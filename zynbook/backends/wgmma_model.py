@@ -97,17 +97,23 @@ def multiply(events: list, n: int, kmajor: tuple, dtype: str, shared: list, layo
              tracks: list | None, kernel_name: str) -> list:
     """What each of a warpgroup's 128 threads gets back from an m64nNk16 step: (its new
     accumulators, a check of the shared elements read, for the first thread, else None).
-    `events`: each thread's (accumulators, A descriptor, B descriptor); `tracks`: the block's
-    race trackers (the reads count as the first thread's)."""
+    `events`: each thread's (accumulators, A descriptor, B descriptor), or, where A comes
+    from registers (`kmajor[0]` None), its 8 elements of A in place of the descriptor;
+    `tracks`: the block's race trackers (the reads count as the first thread's)."""
     what = f"kernel `{kernel_name}`: a warpgroup MMA"
     if len(events) != THREADS:
         raise WgmmaError(f"{what} over {len(events)} threads, not a warpgroup of {THREADS}")
     da, db = events[0][1], events[0][2]
-    if any(e[1] != da or e[2] != db for e in events):
+    regs = kmajor[0] is None
+    if any(e[2] != db or (not regs and e[1] != da) for e in events):
         raise WgmmaError(f"{what} whose threads give different descriptors")
-    reads = [gather(addresses(da, 64, kmajor[0]), shared, layout, dtype, what),
-             gather(addresses(db, n, kmajor[1]), shared, layout, dtype, what)]
-    a, b = (np.asarray(v, np.float64) for _, _, v in reads)
+    reads = [gather(addresses(db, n, kmajor[1]), shared, layout, dtype, what)]
+    if regs:
+        a = fragments_a([e[1] for e in events])
+    else:
+        reads.insert(0, gather(addresses(da, 64, kmajor[0]), shared, layout, dtype, what))
+        a = np.asarray(reads[0][2], np.float64)
+    b = np.asarray(reads[-1][2], np.float64)
     c = np.zeros((64, n), np.float32)
     for t, (cv, _, _) in enumerate(events):
         w, lane = divmod(t, 32)
@@ -136,6 +142,19 @@ def multiply(events: list, n: int, kmajor: tuple, dtype: str, shared: list, layo
                      for i in range(n // 8) for e in range(4))
         out.append((vals, check if t == 0 else first))
     return out
+
+
+def fragments_a(held: list) -> np.ndarray:
+    """The 64 x 16 A of the threads' register fragments: warp w's rows 16 w .., lane l's
+    elements 2 p + h at row l / 4 + 8 (p % 2), column 2 (l % 4) + h + 8 (p // 2) (the PTX
+    ISA's A fragment of m64nNk16, each warp's as mma.sync m16n8k16's)."""
+    a = np.zeros((64, 16), np.float64)
+    for t, vals in enumerate(held):
+        w, lane = divmod(t, 32)
+        for p in range(4):
+            for h in range(2):
+                a[16 * w + lane // 4 + 8 * (p % 2), 2 * (lane % 4) + h + 8 * (p // 2)] = vals[2 * p + h]
+    return a
 
 
 def _read(tracks: list, reads: list, what: str, reader: int = -3):

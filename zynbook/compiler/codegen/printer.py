@@ -206,7 +206,7 @@ class Printer:
             if isinstance(s, ir.WarpgroupMma):
                 text = d.wgmma(s, self.expr(s.a_index), self.expr(s.b_index), self.expr(s.c_index))
             elif isinstance(s, ir.WarpgroupFence):
-                text = d.wgmma_fence(s.c, s.count)
+                text = d.wgmma_fence(s.c, s.count, s.a, s.a_count)
             elif isinstance(s, ir.WarpgroupWait):
                 text = d.wgmma_wait(s.pending, s.c, s.count)
             else:

@@ -398,7 +398,8 @@ class AsyncWait(Stmt):
 # array must start 1024-byte aligned (`Array.align`).
 
 WGMMA_SWIZZLE = 128
-WGMMA_N = (64, 128, 256)        # the N of the m64nNk16 shapes a schedule may use
+WGMMA_N = (64, 128, 256)        # the N of the m64nNk16 shapes the GEMM uses
+WGMMA_ANY_N = tuple(range(16, 257, 16))     # those the hardware has (16-bit operands), by 16
 
 
 @dataclass(frozen=True)
@@ -413,7 +414,10 @@ class WarpgroupMma(Stmt):
     holds C's elements (row 16 w + l / 4 + 8 (e // 2), col 8 i + 2 (l % 4) + e % 2) at
     c_index + 4 i + e, i < N / 8. The step joins the warpgroup's open group
     (`WarpgroupCommit`); C may be read, and the shared tiles rewritten, only once a
-    `WarpgroupWait` finds its group complete. Every thread of the warpgroup must reach it."""
+    `WarpgroupWait` finds its group complete. Every thread of the warpgroup must reach it.
+    With `a_regs`, A comes from the thread's registers instead: local array `a` holds at
+    `a_index` .. + 8 its warp's 16 rows of A (warp w of the warpgroup: rows 16 w ..) in the
+    layout of `Mma`'s A fragment (a_kmajor, a_lbo and a_sbo unused)."""
     a: str
     a_index: Expr
     a_kmajor: bool
@@ -429,15 +433,19 @@ class WarpgroupMma(Stmt):
     n: int
     dtype: str                  # f16 or bf16
     line: int = 0
+    a_regs: bool = False
 
 
 @dataclass(frozen=True)
 class WarpgroupFence(Stmt):
     """`wgmma.fence`: registers `c[0 .. count)` written by ordinary instructions (the
-    accumulators' zeros) are ready for the warpgroup MMAs that follow."""
+    accumulators' zeros), and the A fragments `a[0 .. a_count)` where named, are ready for
+    the warpgroup MMAs that follow."""
     c: str
     count: int
     line: int = 0
+    a: str = ""
+    a_count: int = 0
 
 
 @dataclass(frozen=True)

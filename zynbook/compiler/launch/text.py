@@ -143,12 +143,13 @@ class _Writer:
                      line)
         elif isinstance(s, ir.WarpgroupMma):
             major = lambda k: "K-major" if k else "MN-major"
+            a = "registers" if s.a_regs else f"{major(s.a_kmajor)}, lbo {s.a_lbo}, sbo {s.a_sbo}"
             self.put(depth, f"wgmma m64n{s.n}k16 ({s.dtype}) {s.c}[{format_expr(s.c_index)} ..+{s.n // 2}] += "
-                            f"{s.a}[{format_expr(s.a_index)}] ({major(s.a_kmajor)}, lbo {s.a_lbo}, sbo {s.a_sbo}) x "
+                            f"{s.a}[{format_expr(s.a_index)}] ({a}) x "
                             f"{s.b}[{format_expr(s.b_index)}] ({major(s.b_kmajor)}, lbo {s.b_lbo}, sbo {s.b_sbo})",
                      line)
         elif isinstance(s, ir.WarpgroupFence):
-            self.put(depth, f"wgmma fence {s.c}[..{s.count}]", line)
+            self.put(depth, f"wgmma fence {s.c}[..{s.count}]" + (f", {s.a}[..{s.a_count}]" if s.a else ""), line)
         elif isinstance(s, ir.WarpgroupCommit):
             self.put(depth, "wgmma commit", line)
         elif isinstance(s, ir.WarpgroupWait):

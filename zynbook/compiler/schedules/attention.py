@@ -92,6 +92,9 @@ class AttentionParams(Params):
     fold_scale: bool = False
     skip_rescale: bool = False
     fast_math: bool = False
+    # the products on Hopper's warpgroup MMAs (attention_wgmma.py: 64 queries a warpgroup, Q,
+    # K and V in 128-byte swizzled tiles, P from registers; `hold_q` then False)
+    wgmma: bool = False
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
@@ -101,7 +104,8 @@ class AttentionParams(Params):
                                                          ("exp2", False), ("occupancy", 0), ("mma", False),
                                                          ("warps", 4), ("hold_q", True), ("stages", 2),
                                                          ("packed", False), ("fold_scale", False),
-                                                         ("skip_rescale", False), ("fast_math", False)) if getattr(self, f) != d]
+                                                         ("skip_rescale", False), ("fast_math", False),
+                                                         ("wgmma", False)) if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
 
@@ -352,6 +356,7 @@ class Attention(Schedule):
         prog.fallback = self._build(kernel, target, sizes, plain, sites)
         prog.aligned = tuple(sorted({user_name(shape.bufs[r].name) for r in attention_mma.aligned(params)}))
         prog.sites = prog.fallback.sites = sites.as_tuple()
+        prog.arch_specific = params.wgmma       # sm_90a's own instructions
         return prog
 
     @staticmethod

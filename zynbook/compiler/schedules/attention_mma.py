@@ -113,13 +113,21 @@ def choices(target, shape, sizes) -> list:
     tuned = replace(first, stages=3, **EVERY)
     extra = [p for p in variants(first) if why_not(target, shape, p) is None]
     if shape.D <= 128 and tuned in extra:
-        return [tuned] + fits + [p for p in extra if p != tuned]
-    return [first] + [p for p in fits if p != first] + extra
+        out = [tuned] + fits + [p for p in extra if p != tuned]
+    else:
+        out = [first] + [p for p in fits if p != first] + extra
+    # on Hopper the warpgroup kernel first (H100, bench_cuda --mma-choices: BERT-base f16
+    # 0.083 ms against 0.108 above, causal bf16 at head_dim 128 0.210 against 0.327)
+    wide = [p for p in attention_wgmma.choices(attention_wgmma.default(shape.D), shape.D)
+            if why_not(target, shape, p) is None]
+    return wide + out
 
 
 def shared_bytes(params, D: int) -> int:
     """Q's rows (unless they borrow the ring's last buffer) and `stages` buffers of K and V
-    rows, padded."""
+    rows, padded (the warpgroup kernel's: attention_wgmma.shared_bytes)."""
+    if params.wgmma:
+        return attention_wgmma.shared_bytes(params, D)
     q = 0 if q_in_ring(params) else params.block_q
     return 2 * (q + 2 * params.stages * params.block_kv) * (D + PAD)
 
@@ -179,17 +187,21 @@ def why_not(target, shape, params=None) -> str | None:
         return "the scale's sign is not known: the scaled scores' maximum is not the raw ones'"
     if shared_bytes(params, shape.D) > target.shared_bytes:
         return f"head_dim {shape.D}: the Q, K and V tiles outgrow the shared memory"
-    return None
+    return attention_wgmma.why_not(target, shape, params) if params.wgmma else None
 
 
 def describe(params, shape) -> str:
     """The schedule line's account of the algorithm."""
     mt = params.block_q // params.warps // 16
-    return (f"Q K^T and P V on tensor cores (mma.sync m16n8k16 {shape.bufs['q'].dtype}, f32 "
-            f"accumulate), {params.warps} warps of {16 * mt} queries, Q fragments "
-            + ("held in registers" if params.hold_q else "read from shared memory each tile")
-            + f", online softmax in registers (exp2), {params.block_kv}-key K/V tiles by cp.async into "
-            + ("two shared buffers" if params.stages == 2 else f"a ring of {params.stages} shared buffers")
+    if params.wgmma:
+        head = attention_wgmma.describe(params, shape)
+    else:
+        head = (f"Q K^T and P V on tensor cores (mma.sync m16n8k16 {shape.bufs['q'].dtype}, f32 "
+                f"accumulate), {params.warps} warps of {16 * mt} queries, Q fragments "
+                + ("held in registers" if params.hold_q else "read from shared memory each tile")
+                + f", online softmax in registers (exp2), {params.block_kv}-key K/V tiles by cp.async into "
+                + ("two shared buffers" if params.stages == 2 else f"a ring of {params.stages} shared buffers"))
+    return (head
             + (" (Q's rows copied into the last)" if q_in_ring(params) else "")
             + (", P and O converted by pairs" if params.packed else "")
             + (", the scale in the exponent's FMA" if params.fold_scale else "")
@@ -203,8 +215,9 @@ def kernel(kernel_, target, sizes, shape, params, sites, idx):
     why = why_not(target, shape, params)
     if why:
         raise NotScalar(why)
-    return _MmaKernel(kernel_, target, sizes, shape, params, sites, idx, shape.D, 0,
-                      params.block_q, params.block_kv, 16, 0, 0, "mma").kernel()
+    cls = attention_wgmma.WgmmaKernel if params.wgmma else _MmaKernel
+    return cls(kernel_, target, sizes, shape, params, sites, idx, shape.D, 0,
+               params.block_q, params.block_kv, 16, 0, 0, "mma").kernel()
 
 
 class _MmaKernel(_Kernel):
@@ -220,6 +233,7 @@ class _MmaKernel(_Kernel):
         BK = self.BK
         self.NT, self.KS, self.ND = BK // 8, BK // 16, D // 8
         self.ST = D + PAD                               # elements of a shared row
+        self.tile_elems = self.tile_size(BK)            # elements of a K or V buffer
         self.dt = self.shape.bufs["q"].dtype
         self.T = 32 * self.NW
         self.D = lit(D, idx)
@@ -248,12 +262,7 @@ class _MmaKernel(_Kernel):
                  for role in ("q", "k", "v", "out")]
         body += [ir.Decl("_scale", F, scale),
                  ir.Decl("_nk", idx, ir.Bin("/", self.add(kend, self.i(BK - 1)), self.i(BK), idx)),
-                 *([] if q_in_ring(P) else [ir.Array("_qs", self.dt, self.BQ * self.ST, "shared")]),
-                 ir.Array("_ks", self.dt, self.NS * BK * self.ST, "shared"),
-                 ir.Array("_vs", self.dt, self.NS * BK * self.ST, "shared"),
-                 ir.Array("_fq", self.dt, self.MT * (D // 16 if P.hold_q else 1) * 8),
-                 ir.Array("_fk", self.dt, self.NT * 4),
-                 ir.Array("_fv", self.dt, self.ND * 4),
+                 *self.arrays(),
                  ir.Array("_pa", self.dt, self.MT * self.KS * 8),
                  ir.Array("_sc", F, self.MT * self.NT * 4),
                  ir.Array("_o", F, self.MT * self.ND * 4),
@@ -267,35 +276,73 @@ class _MmaKernel(_Kernel):
         body.append(ir.AsyncCommit())
         for t in range(self.NS - 1):
             body += [self.issue_tile(self.i(t)), ir.AsyncCommit()]
-        if P.hold_q or self.NS == 2:
-            body += [ir.AsyncWait(self.NS - 1), ir.Barrier()]
-        if P.hold_q:
-            body.append(self.loop("_kk", D // 16, lambda kk: [
-                self.loop("_mt", self.MT, lambda mi: self.q_fragment(mi, kk))]))
+        body += self.q_ready()
         kt = r("_kt")
-        compute = [ir.Decl("_kb", idx, self.mul(ir.Bin("%", kt, self.i(self.NS), idx), self.i(BK * self.ST))),
+        compute = [ir.Decl("_kb", idx, self.mul(ir.Bin("%", kt, self.i(self.NS), idx), self.i(self.tile_elems))),
                    *self.scores(), *self.masked_or_not(), *self.values()]
         if self.NS == 2:
             # the buffer refilled here was last read in the previous step (its closing barrier)
-            tile = [self.issue_tile(self.add(kt, self.i(1))), ir.AsyncCommit(), ir.AsyncWait(1),
-                    ir.Barrier(), *compute, ir.Barrier()]
+            tile = [self.issue_tile(self.add(kt, self.i(1))), ir.AsyncCommit(), *self.publish(1),
+                    *compute, ir.Barrier()]
         else:
             # this tile's group complete (the next one's may not be); the barrier publishes it
             # and finds every warp past the previous tile, whose buffer is refilled
-            tile = [ir.AsyncWait(self.NS - 2), ir.Barrier(),
+            tile = [*self.publish(self.NS - 2),
                     self.issue_tile(self.add(kt, self.i(self.NS - 1))), ir.AsyncCommit(), *compute]
         tile.insert(0, ir.Decl("_k0", idx, self.mul(kt, self.i(BK))))
         body.append(ir.For("_kt", self.i(0), r("_nk"), self.i(1), tuple(tile), idx))
         body += self.finish()
         arrays = [s for s in body if isinstance(s, ir.Array) and s.space == "shared"]
         used = sum(-(-a.count * 2 // 16) * 16 for a in arrays)
+        if used > STATIC_SHARED:    # the launch's memory is 16-byte aligned: an array aligned
+            used += max(a.align for a in arrays) - 16       # further may start later
         name = kernel_name(self.k, self.suffix or "")
         k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, self.idx), tuple(body), self.T, idx,
                       f"attention, head_dim {D}: {self.BQ} queries x {BK}-key tiles on tensor cores "
-                      f"({self.NW} warps of {16 * self.MT} queries)",
+                      + self.who(),
                       min_blocks=P.occupancy, dynamic_shared=used if used > STATIC_SHARED else 0)
         blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), self.BQ), idx)
         return k, blocks
+
+    # ---- the parts the warpgroup kernel (attention_wgmma.py) replaces --------------------
+
+    def who(self) -> str:
+        return f"({self.NW} warps of {16 * self.MT} queries)"
+
+    def arrays(self) -> list:
+        """Q's rows (unless in the ring), the ring of K and V rows, the K, V and (where held
+        or read at each tile) Q fragments."""
+        P, D = self.P, self.dcap
+        return [*([] if q_in_ring(P) else [ir.Array("_qs", self.dt, self.tile_size(self.BQ), "shared")]),
+                ir.Array("_ks", self.dt, self.NS * self.tile_elems, "shared"),
+                ir.Array("_vs", self.dt, self.NS * self.tile_elems, "shared"),
+                ir.Array("_fq", self.dt, self.MT * (D // 16 if P.hold_q else 1) * 8),
+                ir.Array("_fk", self.dt, self.NT * 4),
+                ir.Array("_fv", self.dt, self.ND * 4)]
+
+    def q_ready(self) -> list:
+        """After Q's and the first tiles' copies are issued: Q's fragments into registers
+        where the warps hold them (once its group is complete)."""
+        out = []
+        if self.P.hold_q or self.NS == 2:
+            out += [ir.AsyncWait(self.NS - 1), ir.Barrier()]
+        if self.P.hold_q:
+            out.append(self.loop("_kk", self.dcap // 16, lambda kk: [
+                self.loop("_mt", self.MT, lambda mi: self.q_fragment(mi, kk))]))
+        return out
+
+    def publish(self, pending: int) -> list:
+        """The copies but the newest `pending` groups complete, and visible to the block."""
+        return [ir.AsyncWait(pending), ir.Barrier()]
+
+    def tile_size(self, rows: int) -> int:
+        """Elements of a shared tile of `rows` rows of head_dim."""
+        return rows * self.ST
+
+    def shared_at(self, base, row, unit, rows: int) -> ir.Expr:
+        """Where 16-byte unit `unit` of row `row` lies in a tile of `rows` rows at `base`:
+        rows padded by 16 bytes."""
+        return self.add(base, self.mul(row, self.i(self.ST)), self.mul(unit, self.i(8)))
 
     # ---- helpers ----------------------------------------------------------------------
 
@@ -332,7 +379,7 @@ class _MmaKernel(_Kernel):
             e = self.add(r("_t"), self.mul(u, self.i(self.T)))
             j = self.add(first, r("_row"))
             src = self.add(r(f"_{role}base"), self.mul(j, self.seq_stride(role)), self.mul(r("_col"), self.i(8)))
-            at = self.add(dst_base, self.mul(r("_row"), self.i(self.ST)), self.mul(r("_col"), self.i(8)))
+            at = self.shared_at(dst_base, r("_row"), r("_col"), rows)
             out = (ir.Decl("_row", self.idx, self.idiv(e, C)), ir.Decl("_col", self.idx, self.imod(e, C)),
                    ir.AsyncCopy(dst, at, user_name(buf.name), src, 8, buf.dtype,
                                 ir.Bin("<", j, count, "bool")))
@@ -343,7 +390,7 @@ class _MmaKernel(_Kernel):
         """The K and V rows of tile `kt` (where there is one) into its buffer of the ring."""
         BK, k0 = self.BK, self.mul(kt, self.i(self.BK))
         slot = self.i(kt.value % self.NS) if isinstance(kt, ir.Lit) else self.imod(kt, self.NS)
-        base = self.mul(slot, self.i(BK * self.ST))
+        base = self.mul(slot, self.i(self.tile_elems))
         return ir.If(ir.Bin("<", kt, self.ref("_nk"), "bool"), tuple(
             self.issue("k", k0, BK, self.ref("_SK"), "_ks", base)
             + self.issue("v", k0, BK, self.ref("_SK"), "_vs", base)))
@@ -354,7 +401,7 @@ class _MmaKernel(_Kernel):
         """(shared array, first element) of Q's rows: an array of their own, or the K rows of
         the ring's last buffer (`q_in_ring`)."""
         if q_in_ring(self.P):
-            return "_ks", self.i((self.NS - 1) * self.BK * self.ST)
+            return "_ks", self.i((self.NS - 1) * self.tile_elems)
         return "_qs", self.i(0)
 
     def q_at(self, mi, kk) -> ir.Expr:
@@ -555,3 +602,6 @@ class _MmaKernel(_Kernel):
                     ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (
                         ir.Decl("_inv", F, self.reciprocal(ir.Ref("_L", F))), stores))]
         return [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]
+
+
+from . import attention_wgmma  # noqa: E402  (it builds on this module's kernel)

@@ -101,7 +101,13 @@ CUDA_HELPERS["zyn_wgmma_regs"] = (
     "template <int R> {q}void zyn_wgmma_regs(float* c) {{\n"
     "#pragma unroll\n"
     "    for (int i = 0; i < R; ++i) asm volatile(\"\" : \"+f\"(c[i]) :: \"memory\"); }}", ())
-for _n in ir.WGMMA_N:
+# the same for A fragments in registers (16-bit elements by pairs): written before the fence
+CUDA_HELPERS["zyn_wgmma_aregs"] = (
+    "template <int R, typename T> {q}void zyn_wgmma_aregs(T* a) {{\n"
+    "    unsigned* r = reinterpret_cast<unsigned*>(a);\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < R / 2; ++i) asm volatile(\"\" : \"+r\"(r[i]) :: \"memory\"); }}", ())
+for _n in ir.WGMMA_ANY_N:
     for _t in ("f16", "bf16"):
         _r = _n // 2
         _regs = ", ".join(f"%{i}" for i in range(_r))
@@ -114,6 +120,18 @@ for _n in ir.WGMMA_N:
             f"%{_r}, %{_r + 1}, p, 1, 1, %{_r + 3}, %{_r + 4}; }}}}\"\n"
             f"        : {_outs}\n"
             "        : \"l\"(da), \"l\"(db), \"r\"(1), \"n\"(TA), \"n\"(TB)); }}", ())
+        # A from registers: four 32-bit registers of 16-bit pairs (no transpose for A)
+        _a = ", ".join(f"%{_r + i}" for i in range(4))
+        CUDA_HELPERS[f"zyn_wgmma_m64n{_n}_{_t}_rs"] = (
+            "template <int TB, typename T> {q}void zyn_wgmma_m64n" + f"{_n}_{_t}_rs" +
+            "(float* c, const T* a, unsigned long long db) {{\n"
+            "    const unsigned* A = reinterpret_cast<const unsigned*>(a);\n"
+            "    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %" + str(_r + 5) + ", 0; "
+            f"wgmma.mma_async.sync.aligned.m64n{_n}k16.f32.{_t}.{_t} " + "{{" + _regs + "}}, "
+            "{{" + _a + "}}, " + f"%{_r + 4}, p, 1, 1, %{_r + 6}; }}}}\"\n"
+            f"        : {_outs}\n"
+            "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"l\"(db), \"r\"(1), "
+            "\"n\"(TB)); }}", ())
 
 CUDA_HELPERS.update(vector_helpers("float4"))      # CUDA's float4 has no arithmetic
 
@@ -204,12 +222,16 @@ class CudaDialect(CFamily):
 
     def wgmma(self, s, a_index, b_index, c_index):
         desc = lambda arr, at, lbo, sbo: f"{self.need('zyn_wgmma_desc')}(&{arr}[{at}], {lbo}u, {sbo}u)"
+        b = desc(s.b, b_index, s.b_lbo, s.b_sbo)
+        if s.a_regs:
+            return (f"{self.need(f'zyn_wgmma_m64n{s.n}_{s.dtype}_rs')}<{int(not s.b_kmajor)}>"
+                    f"(&{s.c}[{c_index}], &{s.a}[{a_index}], {b});")
         return (f"{self.need(f'zyn_wgmma_m64n{s.n}_{s.dtype}')}<{int(not s.a_kmajor)}, "
-                f"{int(not s.b_kmajor)}>(&{s.c}[{c_index}], {desc(s.a, a_index, s.a_lbo, s.a_sbo)}, "
-                f"{desc(s.b, b_index, s.b_lbo, s.b_sbo)});")
+                f"{int(not s.b_kmajor)}>(&{s.c}[{c_index}], {desc(s.a, a_index, s.a_lbo, s.a_sbo)}, {b});")
 
-    def wgmma_fence(self, c, count):
-        return (f"{self.need('zyn_wgmma_regs')}<{count}>({c}); "
+    def wgmma_fence(self, c, count, a="", a_count=0):
+        held = f"{self.need('zyn_wgmma_aregs')}<{a_count}>({a}); " if a else ""
+        return (f"{self.need('zyn_wgmma_regs')}<{count}>({c}); {held}"
                 'asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
 
     def wgmma_commit(self):

@@ -1,0 +1,142 @@
+"""Attention on Hopper's warpgroup MMAs (compiler/schedules/attention_wgmma.py) on the
+launch-IR emulator, whose model of wgmma (backends/wgmma_model.py: descriptors, the 128-byte
+swizzle, A from registers) is written from the PTX ISA, against numpy written in
+tests/test_attention_mma.py: f16 and bf16; head_dim 16 to 256 (chunks of 64 columns, the last
+partial); query and key counts that are not multiples of anything; bool, causal and no
+masks; every candidate of the space; the default on sm_90 and only there; the CUDA C through
+nvcc for sm_90a without spills; and, on an sm_90 GPU, the kernels as the hardware runs them."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import attention_sources as A
+from test_attention_mma import CUDA, SCHED, TOL, _check, _gpu, _lower, answer, cross
+from tolerances import assert_within
+from zynbook.compiler.codegen.cuda import render_cuda
+from zynbook.compiler.launch import ir
+from zynbook.compiler.launch.text import format_program
+from zynbook.compiler.schedules import attention_wgmma as W
+from zynbook.compiler.schedules.attention import match
+from zynbook.compiler.schedules.base import Choice
+from zynbook.compiler.targets import cuda_target
+
+CASES = {      # text, dtype, queries, keys, head_dim
+    "causal_const_f16_s150_d64": (A.three_pass("causal", "const"), "f16", 150, 150, 64),
+    "bool_bf16_q77_k50_d48": (cross(A.three_pass("bool")), "bf16", 77, 50, 48),
+    "online_stats_bool_nan_f16_s70_d80": (A.online_stats("bool"), "f16", 70, 70, 80),
+    "flash_min_bf16_s40_d32": (A.flash(16, tile="min", scale="const"), "bf16", 40, 40, 32),
+    "one_pass_none_f16_q77_k1_d16": (cross(A.one_pass("none")), "f16", 77, 1, 16),
+    "causal_rev_bf16_s130_d128": (A.three_pass("causal_rev", "const"), "bf16", 130, 130, 128),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_default_equals_numpy(case):
+    """The space's first candidate on sm_90 is the warpgroup kernel's default."""
+    text, dtype, sq, sk, d = CASES[case]
+    k, ins, sz, sc = _lower(text, dtype, sq, sk, d)
+    assert SCHED.default(k, CUDA, sz) == W.default(d)
+    prog = SCHED.build(k, CUDA, sz, W.default(d))
+    assert prog.arch_specific and "wgmma m64n" in prog.schedule
+    mmas = [n for n in ir.walk(prog.kernels) if isinstance(n, ir.WarpgroupMma)]
+    assert {m.a_regs for m in mmas} == {False, True}        # S from shared tiles, P V from registers
+    _check(text, prog, k, ins, sz, sc)
+
+
+CHOICES = W.choices(W.default(64), 64)
+
+
+@pytest.mark.parametrize("params", CHOICES, ids=lambda p: f"{p.block_q}q_{p.block_kv}k_{p.stages}st")
+def test_every_candidate_equals_numpy(params):
+    """One and two warpgroups, 64- and 128-key tiles, rings of two and three: a causal
+    condition whose keys end inside a tile, and a bool mask over fewer keys than queries."""
+    for text, dtype, sq, sk, d in ((A.three_pass("causal", "const"), "f16", 150, 150, 64),
+                                   (cross(A.three_pass("bool")), "bf16", 77, 50, 16)):
+        k, ins, sz, sc = _lower(text, dtype, sq, sk, d)
+        assert params in SCHED.space(k, CUDA, sz)
+        _check(text, SCHED.build(k, CUDA, sz, params), k, ins, sz, sc)
+
+
+def test_head_dim_256_and_two_batches():
+    """Past head_dim 128 the key tiles are 64 (the registers); batches and heads apart."""
+    text = A.three_pass("causal")
+    k, ins, sz, sc = _lower(text, "f16", 70, 70, 256, batch=2, heads=2)
+    assert SCHED.default(k, CUDA, sz).block_kv == 64
+    _check(text, SCHED.build(k, CUDA, sz, W.default(256)), k, ins, sz, sc)
+    shape, _ = match(k, CUDA, sz)
+    assert "past 128" in W.why_not(CUDA, shape, replace(W.default(256), block_kv=128))
+
+
+def test_only_on_hopper():
+    """sm_80 has no warpgroup MMAs: its space keeps the mma.sync kernel; Q held in registers
+    is not the warpgroup kernel's."""
+    k, _, sz, _ = _lower(A.three_pass("causal"), "f16", 64, 64, 64)
+    a100 = cuda_target((8, 0))
+    assert not any(p.wgmma for p in SCHED.space(k, a100, sz))
+    assert SCHED.default(k, a100, sz).mma
+    shape, _ = match(k, a100, sz)
+    assert "no warpgroup MMAs" in W.why_not(a100, shape, W.default(64))
+    assert "64 queries a warpgroup" in W.why_not(CUDA, shape, replace(W.default(64), hold_q=True))
+
+
+def test_the_launch_ir_says_where_a_comes_from():
+    k, _, sz, _ = _lower(A.three_pass("causal"), "f16", 64, 64, 64)
+    text = format_program(SCHED.build(k, CUDA, sz, W.default(64)))
+    assert "(registers) x _vs[" in text and "(K-major, lbo 16, sbo 1024) x _ks[" in text
+    assert "wgmma fence _o[..32], _pa[..64]" in text
+
+
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("d,dtype,params", [(64, "f16", None), (128, "bf16", None), (256, "f16", None),
+                                            (80, "bf16", None), (64, "f16", CHOICES[-1])])
+def test_nvcc_compiles_for_sm_90a_without_spills(d, dtype, params, tmp_path):
+    k, _, sz, _ = _lower(A.three_pass("causal"), dtype, 4096, 4096, d, heads=16)
+    params = params or W.default(d)
+    prog = render_cuda(k, sz, (9, 0), {"params": Choice("attention", params)})
+    assert prog.arch_specific and "_rs<1>" in prog.source          # P V: A from registers
+    (tmp_path / "k.cu").write_text(prog.source)
+    res = subprocess.run([NVCC, "-gencode", "arch=compute_90a,code=sm_90a", "-c", "-Xptxas", "-v",
+                          "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    tc = res.stderr.split("Function properties for zyn_k_kernel_mma")[1][:400]
+    assert re.search(r"\b0 bytes spill stores", tc), tc
+    assert "Performance Loss" not in res.stderr, res.stderr[-3000:]
+
+
+# ---------------------------------------------------------------------- on a GPU
+
+GPU_CASES = [
+    ("bert_f16", A.flash(64), "f16", 512, 512, 64, 8, 12, None),
+    ("causal_bf16_d128", A.three_pass("causal", "const"), "bf16", 300, 300, 128, 1, 4, None),
+    ("bool_f16_cross_d80", cross(A.three_pass("bool")), "f16", 200, 77, 80, 2, 3, None),
+    ("causal_f16_d256", A.three_pass("causal"), "f16", 200, 200, 256, 1, 2, None),
+] + [(f"causal_f16_d64_{p.block_q}q_{p.block_kv}k_{p.stages}st", A.three_pass("causal", "const"),
+      "f16", 333, 333, 64, 2, 3, p) for p in CHOICES]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: c[0])
+def test_on_the_gpu(case):
+    dev = _gpu()
+    if dev is None or tuple(getattr(dev, "cc", (0, 0))) != (9, 0):
+        pytest.skip("no sm_90 CUDA GPU (or no CuPy)")
+    _, text, dtype, sq, sk, d, batch, heads, params = case
+    k, ins, sz, sc = _lower(text, dtype, sq, sk, d, batch, heads)
+    compiled = dev.compile(k, sz, {"params": Choice("attention", params)} if params else None)
+    assert "warpgroup tensor cores" in compiled.program.schedule
+    want = answer(text, k, ins, sz)
+    out = dev.allocate(want.shape, k.output.dtype)
+    compiled.launch_raw([dev._as_device_array(a, b.dtype) for a, b in zip(ins, k.inputs)] + [out], sc)
+    got = np.asarray(dev.to_host(out), np.float64)
+    assert (np.isnan(got) == np.isnan(want)).all()
+    ok = ~np.isnan(want)
+    assert_within(got[ok], want[ok], TOL, TOL)

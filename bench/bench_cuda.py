@@ -159,8 +159,9 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile peers")
     ap.add_argument("--tune", action="store_true", help="add a tuned row after each row")
     ap.add_argument("--tune-budget", type=float, default=60.0, help="seconds per search")
-    ap.add_argument("--mma-choices", action="store_true",
-                    help="the half-precision attention rows also with each tensor-core block shape")
+    ap.add_argument("--mma-choices", nargs="?", const="all", default="", choices=("all", "wgmma"),
+                    help="the half-precision attention rows also with each tensor-core block shape "
+                         "(`wgmma`: the warpgroup kernel's only)")
     ap.add_argument("--conv-sweep", type=int, default=0, metavar="N",
                     help="the conv2d rows also with each of the first N configurations of the "
                          "GEMM schedule's space (tensor-core ones for TF32 and f16)")
@@ -383,7 +384,7 @@ def main():
             schedule=comp.program.schedule, check=check_close(lambda: (fn(), O)[1], sd, 2e-2))
         tuned(row, [b, h, s, d], kind, k, sizes, [Q, K_, V], O, [(f"torch SDPA {kind} (flash)", sd)],
               flops=flops)
-        for p in (mma_candidates(attention_mma, dev, k, sizes) if args.mma_choices else ()):
+        for p in (mma_candidates(attention_mma, dev, k, sizes, args.mma_choices) if args.mma_choices else ()):
             fn_p, comp_p = zyn_callable(dev, k, sizes, [Q, K_, V], O, params=Choice("attention", p))
             label = f"{kind} {mma_label(p)}"
             try:
@@ -501,7 +502,7 @@ def main():
     print(f"\nwrote {args.json}")
 
 
-def mma_candidates(attention_mma, dev, k, sizes) -> list:
+def mma_candidates(attention_mma, dev, k, sizes, which="all") -> list:
     """Every tensor-core block shape (attention_mma.CHOICES), then the structural variants
     (128-key tiles, the 3-stage ring, packed conversions, the folded scale, the skipped
     rescale) of the shape chosen by default, each where it runs this attention."""
@@ -512,7 +513,7 @@ def mma_candidates(attention_mma, dev, k, sizes) -> list:
     space = attention_mma.choices(target, shape, sizes)
     out = [p for p in [space[0]] + list(attention_mma.CHOICES) + attention_mma.variants(space[0])
            + [p for p in space if p.wgmma] if attention_mma.why_not(target, shape, p) is None]
-    return list(dict.fromkeys(out))
+    return [p for p in dict.fromkeys(out) if which == "all" or p.wgmma]
 
 
 def mma_label(p) -> str:

@@ -95,6 +95,9 @@ class AttentionParams(Params):
     # the products on Hopper's warpgroup MMAs (attention_wgmma.py: 64 queries a warpgroup, Q,
     # K and V in 128-byte swizzled tiles, P from registers; `hold_q` then False)
     wgmma: bool = False
+    # the warpgroup kernel's softmax of a tile while P V of the previous one runs
+    # (FlashAttention-3's intra-warpgroup overlap; packed, skip_rescale and a ring of three)
+    overlap: bool = False
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
@@ -105,7 +108,8 @@ class AttentionParams(Params):
                                                          ("warps", 4), ("hold_q", True), ("stages", 2),
                                                          ("packed", False), ("fold_scale", False),
                                                          ("skip_rescale", False), ("fast_math", False),
-                                                         ("wgmma", False)) if getattr(self, f) != d]
+                                                         ("wgmma", False), ("overlap", False))
+                 if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
 

@@ -274,23 +274,10 @@ class _MmaKernel(_Kernel):
         # its group is complete
         body += self.issue("q", r("_q0"), self.BQ, r("_S"), *self.q_rows())
         body.append(ir.AsyncCommit())
-        for t in range(self.NS - 1):
+        for t in range(self.ahead()):
             body += [self.issue_tile(self.i(t)), ir.AsyncCommit()]
         body += self.q_ready()
-        kt = r("_kt")
-        compute = [ir.Decl("_kb", idx, self.mul(ir.Bin("%", kt, self.i(self.NS), idx), self.i(self.tile_elems))),
-                   *self.scores(), *self.masked_or_not(), *self.values()]
-        if self.NS == 2:
-            # the buffer refilled here was last read in the previous step (its closing barrier)
-            tile = [self.issue_tile(self.add(kt, self.i(1))), ir.AsyncCommit(), *self.publish(1),
-                    *compute, ir.Barrier()]
-        else:
-            # this tile's group complete (the next one's may not be); the barrier publishes it
-            # and finds every warp past the previous tile, whose buffer is refilled
-            tile = [*self.publish(self.NS - 2),
-                    self.issue_tile(self.add(kt, self.i(self.NS - 1))), ir.AsyncCommit(), *compute]
-        tile.insert(0, ir.Decl("_k0", idx, self.mul(kt, self.i(BK))))
-        body.append(ir.For("_kt", self.i(0), r("_nk"), self.i(1), tuple(tile), idx))
+        body += self.key_loop()
         body += self.finish()
         arrays = [s for s in body if isinstance(s, ir.Array) and s.space == "shared"]
         used = sum(-(-a.count * 2 // 16) * 16 for a in arrays)
@@ -330,6 +317,27 @@ class _MmaKernel(_Kernel):
             out.append(self.loop("_kk", self.dcap // 16, lambda kk: [
                 self.loop("_mt", self.MT, lambda mi: self.q_fragment(mi, kk))]))
         return out
+
+    def ahead(self) -> int:
+        """Tiles whose copies are issued before the key loop."""
+        return self.NS - 1
+
+    def key_loop(self) -> list:
+        """The loop over the key tiles: each tile's copies issued `ahead` tiles before it."""
+        r, idx, kt = self.ref, self.idx, self.ref("_kt")
+        compute = [ir.Decl("_kb", idx, self.mul(ir.Bin("%", kt, self.i(self.NS), idx), self.i(self.tile_elems))),
+                   *self.scores(), *self.masked_or_not(), *self.values()]
+        if self.NS == 2:
+            # the buffer refilled here was last read in the previous step (its closing barrier)
+            tile = [self.issue_tile(self.add(kt, self.i(1))), ir.AsyncCommit(), *self.publish(1),
+                    *compute, ir.Barrier()]
+        else:
+            # this tile's group complete (the next one's may not be); the barrier publishes it
+            # and finds every warp past the previous tile, whose buffer is refilled
+            tile = [*self.publish(self.NS - 2),
+                    self.issue_tile(self.add(kt, self.i(self.NS - 1))), ir.AsyncCommit(), *compute]
+        return [ir.For("_kt", self.i(0), r("_nk"), self.i(1),
+                       (ir.Decl("_k0", idx, self.mul(kt, self.i(self.BK))), *tile), idx)]
 
     def publish(self, pending: int) -> list:
         """The copies but the newest `pending` groups complete, and visible to the block."""
@@ -513,8 +521,7 @@ class _MmaKernel(_Kernel):
             else:
                 rescale = [self.loop("_n", self.ND, lambda n: [
                     self.loop("_c", 2, lambda c: [self.scale_o(mi, rh, n, c, ir.Ref("_alpha", F))])])]
-            pack = [] if not P.packed else [self.loop("_nt", NT, lambda j: [
-                ir.Convert("_pa", self.pa_at(mi, rh, j, self.i(0)), "_sc", at(j, self.i(0)), 2, self.dt)])]
+            pack = self.pack(mi, rh) if P.packed and not self.deferred else []
             return [
                 ir.Decl("_qi", idx, self.add(r("_q0"), r("_wq"), self.mul(mi, self.i(16)), r("_g"),
                                              self.mul(rh, self.i(8)))),
@@ -527,18 +534,35 @@ class _MmaKernel(_Kernel):
                                               ir.Ref("_rs", F), F)),
                 ir.Store("_mrow", slot, ir.Ref("_mn", F)), *rescale]
         out = [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]
-        if P.skip_rescale:
-            # a factor of 1 (no larger maximum) leaves O as it is: the warp skips the products
-            # where none of its rows found one (a branch every lane takes alike)
-            al = lambda i: ir.Load("_al", i, F)
-            out += [ir.Decl("_grew", "bool", lit(False, "bool"), True),
-                    self.loop("_i", 2 * self.MT, lambda i: [ir.Set("_grew", ir.Bin(
-                        "or", ir.Ref("_grew", "bool"), ir.Bin("!=", al(i), lit(1.0, F), "bool"), "bool"))]),
-                    ir.If(ir.Collective("or", ir.Ref("_grew", "bool"), "warp", "bool"), (
-                        self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: [
-                            self.loop("_n", self.ND, lambda n: [self.loop("_c", 2, lambda c: [
-                                self.scale_o(mi, rh, n, c, al(self.add(self.mul(mi, self.i(2)), rh)))])])])]),))]
-        return out
+        return out + (self.rescale_where_grew() if P.skip_rescale and not self.deferred else [])
+
+    # `deferred`: the softmax leaves O's rescale and P's conversion to `settle` (O and P's
+    # fragments are still a product's in flight)
+    deferred = False
+
+    def settle(self) -> list:
+        """O's rescale and P into its fragments, where the softmax deferred them (packed,
+        skip_rescale)."""
+        return self.rescale_where_grew() + [
+            self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: self.pack(mi, rh))])]
+
+    def rescale_where_grew(self) -> list:
+        """A factor of 1 (no larger maximum) leaves O as it is: the warp skips the products
+        where none of its rows found one (a branch every lane takes alike)."""
+        al = lambda i: ir.Load("_al", i, F)
+        return [ir.Decl("_grew", "bool", lit(False, "bool"), True),
+                self.loop("_i", 2 * self.MT, lambda i: [ir.Set("_grew", ir.Bin(
+                    "or", ir.Ref("_grew", "bool"), ir.Bin("!=", al(i), lit(1.0, F), "bool"), "bool"))]),
+                ir.If(ir.Collective("or", ir.Ref("_grew", "bool"), "warp", "bool"), (
+                    self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: [
+                        self.loop("_n", self.ND, lambda n: [self.loop("_c", 2, lambda c: [
+                            self.scale_o(mi, rh, n, c, al(self.add(self.mul(mi, self.i(2)), rh)))])])])]),))]
+
+    def pack(self, mi, rh) -> list:
+        """Row rh of m16 tile mi of P, f32 in S's registers, into A fragments by pairs."""
+        at = lambda j: self.add(self.mul(self.add(self.mul(mi, self.i(self.NT)), j), self.i(4)), self.mul(rh, self.i(2)))
+        return [self.loop("_nt", self.NT, lambda j: [
+            ir.Convert("_pa", self.pa_at(mi, rh, j, self.i(0)), "_sc", at(j), 2, self.dt)])]
 
     def pa_at(self, mi, rh, j, c):
         """Where P's element (row rh, key 2 t + c of n8 tile j) goes among the A fragments:

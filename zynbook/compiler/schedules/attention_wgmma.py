@@ -56,20 +56,21 @@ def why_not(target, shape, params) -> str | None:
                 "queries a warpgroup, Q read by the MMAs from shared memory")
     if shape.D > 128 and params.block_kv > 64:
         return f"head_dim {shape.D}: past 128 the key tiles are 64 (the registers)"
+    if params.overlap and not (params.packed and params.skip_rescale and params.stages >= 3):
+        return "the overlapped products take packed P, the skipped rescale and a ring of three"
     return None
 
 
 def choices(first: AttentionParams, D: int) -> list:
     """The warpgroup kernel's candidates: `first` then one and two warpgroups, 64- and
-    128-key tiles, a ring of two and of three."""
+    128-key tiles, a ring of two and of three (with and without the overlapped products)."""
     out = [first]
     for warps in (8, 4):
         for bk in ((128, 64) if D <= 128 else (64,)):
             for st in (2, 3):
                 p = replace(first, block_q=16 * warps, warps=warps, block_kv=bk, stages=st)
-                if p not in out:
-                    out.append(p)
-    return out
+                out += [p, replace(p, overlap=True)] if st == 3 else [p]
+    return list(dict.fromkeys(out))
 
 
 def default(D: int) -> AttentionParams:
@@ -88,7 +89,33 @@ class WgmmaKernel(_MmaKernel):
 
     def kernel(self):
         self.CH = chunks(self.dcap)
+        self.deferred = self.P.overlap
         return super().kernel()
+
+    def ahead(self) -> int:
+        return self.NS - 2 if self.P.overlap else self.NS - 1
+
+    def key_loop(self) -> list:
+        """With `overlap` (FlashAttention-3's intra-warpgroup pipelining), tile kt's step:
+        S = Q K_kt issued, then O += P V_(kt-1) (P from the previous step); the wait for S
+        alone lets the softmax run while P V does; after the wait for P V, O's rescale and
+        P's conversion. The last tile's P V follows the loop. A tile's buffer is refilled
+        once its V was read (the step after next: a ring of three copies one tile ahead)."""
+        if not self.P.overlap:
+            return super().key_loop()
+        r, idx, kt = self.ref, self.idx, self.ref("_kt")
+        slot = lambda t: self.mul(self.imod(t, self.NS), self.i(self.tile_elems))
+        o, ahead = self.dcap // 2, self.NS - 2
+        after = lambda t: (ir.Decl("_vb", idx, slot(t)), *self.pv_issue(r("_vb")))
+        tile = [ir.Decl("_k0", idx, self.mul(kt, self.i(self.BK))), *self.publish(ahead - 1),
+                self.issue_tile(self.add(kt, self.i(ahead))), ir.AsyncCommit(),
+                ir.Decl("_kb", idx, slot(kt)), *self.s_issue(), ir.WarpgroupCommit(),
+                ir.If(ir.Bin(">", kt, self.i(0), "bool"), after(self.add(kt, self.i(-1)))), ir.WarpgroupCommit(),
+                ir.WarpgroupWait(1, "_sc", self.BK // 2), *self.masked_or_not(),
+                ir.WarpgroupWait(0, "_o", o), *self.settle()]
+        last = ir.If(ir.Bin(">", r("_nk"), self.i(0), "bool"), (
+            *after(self.add(r("_nk"), self.i(-1))), ir.WarpgroupCommit(), ir.WarpgroupWait(0, "_o", o)))
+        return [ir.For("_kt", self.i(0), r("_nk"), self.i(1), tuple(tile), idx), last]
 
     def who(self) -> str:
         return f"({self.NW // 4} warpgroups of 64 queries, wgmma)"
@@ -119,6 +146,12 @@ class WgmmaKernel(_MmaKernel):
         return self.add(base, self.mul(self.idiv(kk, 4), self.i(rows * CHUNK)), self.mul(self.imod(kk, 4), self.i(16)))
 
     def scores(self) -> list:
+        return [*self.s_issue(), ir.WarpgroupCommit(), ir.WarpgroupWait(0, "_sc", self.BK // 2)]
+
+    def values(self) -> list:
+        return [*self.pv_issue(self.ref("_kb")), ir.WarpgroupCommit(), ir.WarpgroupWait(0, "_o", self.dcap // 2)]
+
+    def s_issue(self) -> list:
         """S = Q K^T: the warpgroup's 64 query rows (A) by the tile's keys (B)."""
         n = self.BK // 2
         q0 = self.mul(self.idiv(self.at("warp"), 4), self.i(64 * CHUNK))
@@ -128,19 +161,18 @@ class WgmmaKernel(_MmaKernel):
                                     "_ks", self.k_step_at(self.ref("_kb"), self.BK, kk), True, 16, SBO,
                                     "_sc", self.i(0), self.BK, self.dt)]
         return [self.loop("_i", n, lambda i: [ir.Store("_sc", i, ZERO)]), ir.WarpgroupFence("_sc", n),
-                self.loop("_kk", self.dcap // 16, step), ir.WarpgroupCommit(), ir.WarpgroupWait(0, "_sc", n)]
+                self.loop("_kk", self.dcap // 16, step)]
 
-    def values(self) -> list:
-        """O += P V: P's fragments (A) by the tile's V rows read along head_dim (B)."""
+    def pv_issue(self, vb) -> list:
+        """O += P V: P's fragments (A) by the V rows at `vb` read along head_dim (B)."""
         n = self.dcap // 2
 
         def step(kk):
-            v = self.add(self.ref("_kb"), self.mul(kk, self.i(16 * CHUNK)))
+            v = self.add(vb, self.mul(kk, self.i(16 * CHUNK)))
             return [ir.WarpgroupMma("_pa", self.mul(kk, self.i(8)), True, 0, 0,
                                     "_vs", v, False, self.BK * ROW_BYTES, SBO,
                                     "_o", self.i(0), self.dcap, self.dt, a_regs=True)]
-        return [ir.WarpgroupFence("_o", n, a="_pa", a_count=self.KS * 8),
-                self.loop("_kk", self.KS, step), ir.WarpgroupCommit(), ir.WarpgroupWait(0, "_o", n)]
+        return [ir.WarpgroupFence("_o", n, a="_pa", a_count=self.KS * 8), self.loop("_kk", self.KS, step)]
 
 
 def describe(params, shape) -> str:
@@ -148,4 +180,5 @@ def describe(params, shape) -> str:
             f"m64n{shape.D}k16 {shape.bufs['q'].dtype}, f32 accumulate, P from registers), "
             f"{params.warps // 4} warpgroups of 64 queries, 128-byte swizzled Q, K and V tiles, "
             f"online softmax in registers (exp2), {params.block_kv}-key K/V tiles by cp.async into "
-            + ("two shared buffers" if params.stages == 2 else f"a ring of {params.stages} shared buffers"))
+            + ("two shared buffers" if params.stages == 2 else f"a ring of {params.stages} shared buffers")
+            + (", the softmax of a tile overlapping the previous tile's P V" if params.overlap else ""))

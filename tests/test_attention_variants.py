@@ -268,7 +268,8 @@ def test_cuda_compiles(name, tmp_path):
     prog = cuda.render_cuda(k, sz)
     path = tmp_path / f"{name}.cu"
     path.write_text(prog.source)
-    res = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-o", str(tmp_path / "k.ptx"), str(path)],
+    arch = "sm_90a" if prog.arch_specific else "sm_90"      # warpgroup MMAs: sm_90a's own
+    res = subprocess.run([NVCC, "--ptx", f"-arch={arch}", "-o", str(tmp_path / "k.ptx"), str(path)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-4000:]
 
@@ -320,7 +321,8 @@ def test_tutorial05_kernels_render_and_compile_for_cuda(monkeypatch, tmp_path):
             assert "attention" in prog.schedule, prog.notes
         path = tmp_path / f"k{len(done)}.cu"
         path.write_text(prog.source)
-        res = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-o", str(tmp_path / "k.ptx"), str(path)],
+        arch = "sm_90a" if prog.arch_specific else "sm_90"      # warpgroup MMAs: sm_90a's own
+    res = subprocess.run([NVCC, "--ptx", f"-arch={arch}", "-o", str(tmp_path / "k.ptx"), str(path)],
                              capture_output=True, text=True)
         assert res.returncode == 0, res.stderr[-4000:]
 
@@ -360,6 +362,7 @@ def test_f16_attention_compiles_for_cuda(name, tmp_path):
     assert "attention" in prog.schedule
     path = tmp_path / "k.cu"
     path.write_text(prog.source)
-    res = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-o", str(tmp_path / "k.ptx"), str(path)],
+    arch = "sm_90a" if prog.arch_specific else "sm_90"      # warpgroup MMAs: sm_90a's own
+    res = subprocess.run([NVCC, "--ptx", f"-arch={arch}", "-o", str(tmp_path / "k.ptx"), str(path)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-4000:]

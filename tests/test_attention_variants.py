@@ -322,7 +322,7 @@ def test_tutorial05_kernels_render_and_compile_for_cuda(monkeypatch, tmp_path):
         path = tmp_path / f"k{len(done)}.cu"
         path.write_text(prog.source)
         arch = "sm_90a" if prog.arch_specific else "sm_90"      # warpgroup MMAs: sm_90a's own
-    res = subprocess.run([NVCC, "--ptx", f"-arch={arch}", "-o", str(tmp_path / "k.ptx"), str(path)],
+        res = subprocess.run([NVCC, "--ptx", f"-arch={arch}", "-o", str(tmp_path / "k.ptx"), str(path)],
                              capture_output=True, text=True)
         assert res.returncode == 0, res.stderr[-4000:]
 

@@ -136,6 +136,20 @@ print(json.dumps(dict(ok=ok, loaded=loaded, after=[m for m in ("wgpu",) if m in 
 """
 
 
+# libraries a program may use but `import zynbook` must not load: each costs a new process
+# from tenths of a second (CuPy, IPython) to seconds (torch) before its first result
+_HEAVY = ("cupy", "torch", "wgpu", "numba", "dask", "distributed", "IPython", "ipykernel",
+          "ipywidgets", "pygments", "jinja2", "matplotlib", "scipy")
+
+
+def test_import_zynbook_loads_no_gpu_array_or_notebook_library():
+    script = f"import sys, zynbook; print(sorted(m for m in {_HEAVY!r} if m in sys.modules))"
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=str(ROOT), timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
+
+
 @needs_cc
 def test_a_new_process_on_cpu_native_loads_no_gpu_library(tmp_path):
     env = dict(os.environ, ZYNBOOK_CACHE_DIR=str(tmp_path))

@@ -14,9 +14,10 @@ run that searched again, found no record or ran the compiler is an error.
 
 ZynBook is timed as installed: its modules' bytecode is compiled first where missing, as
 `pip install` does. A source checkout under PYTHONDONTWRITEBYTECODE=1 (the GPU machines'
-images) has none, so every process would compile every ZynBook module it imports (0.3-0.4 s
-of a 1.25 s warm run on an H100 host); `--no-bytecode` times it so. Other packages are
-timed as the machine has them.
+images) has none, so every process would compile every ZynBook module it imports (about
+0.25 s of a 1.3 s warm run on an H100 host); `--no-bytecode` times it so. Other packages are
+timed as the machine has them (that host's numpy, CuPy and lark have no bytecode either:
+160 modules compiled in every process, 0.4 s of a profiled warm run).
 
 `--kernel matmul` is an f32 matmul of `--size` squared; `attention` a flash attention of
 8 heads of 64 over `--size` positions. `--standin` runs `cuda:0` on the CuPy stand-in of the

@@ -2,8 +2,9 @@
 
 * Compilation: `render_cuda` bakes the sizes into the source; NVRTC turns it into a cubin
   (machine code) for the device's real arch (sm_XY, sm_90a for wgmma programs), so loading
-  it runs no compiler: a PTX module would be assembled by the driver at every load of a new
-  process (about 0.1-0.5 s for a tiled GEMM). Cache (`zynbook/cache.py`): the loaded module
+  it runs no compiler: the driver assembles a PTX module in every new process where its own
+  JIT cache misses (a GEMM candidate's PTX took 0.11 s to load, median of 32, up to 0.25 s,
+  on an H100 with that cache off; a cubin under 1 ms). Cache (`zynbook/cache.py`): the module
   is kept in memory by (CIR hash, sizes, options, arch, NVRTC options, NVRTC, CuPy and
   driver versions), the cubin on disk under `$ZYNBOOK_CACHE_DIR/cuda` (default
   `~/.cache/zynbook/cuda`) by that key plus the source, checksummed; an entry that is bad or

@@ -7,6 +7,7 @@ waits, the error flag, CUDA graphs), nothing of the GPU itself. Install with
 `install(monkeypatch)`."""
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 import threading
@@ -113,6 +114,8 @@ class Log:
         self.captured = 0
         self.graph_launches: list = []     # the stream of each
         self.dlpack = 0                    # DLPack imports
+        self.nvrtc: list = []              # NVRTC runs: "cubin" or "ptx" each
+        self.loaded: list = []             # the binaries modules were loaded from
 
 
 log = Log()
@@ -277,13 +280,25 @@ def module() -> types.ModuleType:
     return cp
 
 
+def _nvrtc(self, program, kernel, binary=True) -> bytes:
+    """A stand-in for NVRTC's cubin (or PTX) of `program`: bytes naming its source."""
+    log.nvrtc.append("cubin" if binary else "ptx")
+    digest = hashlib.sha256(program.source.encode()).hexdigest()[:16]
+    return f"// stand-in {'cubin' if binary else 'PTX'} of {program.name} {digest}".encode()
+
+
+def _load(self, cubin, program, kernel) -> Module:
+    log.loaded.append(cubin)
+    return Module(kernel)
+
+
 def install(monkeypatch):
     """CuPy replaced by the stand-in, and a fresh `log`; the CUDA device's NVRTC and module
-    loading replaced by modules of `Function`s."""
+    loading replaced by modules of `Function`s (both recorded in the log)."""
     from zynbook.backends.cuda.device import CudaDevice
     monkeypatch.setitem(sys.modules, "cupy", module())
-    monkeypatch.setattr(CudaDevice, "_ptx", lambda self, program, kernel: "// stand-in")
-    monkeypatch.setattr(CudaDevice, "_load", lambda self, ptx, program, kernel: Module(kernel))
+    monkeypatch.setattr(CudaDevice, "_nvrtc", _nvrtc)
+    monkeypatch.setattr(CudaDevice, "_load", _load)
     real_compile = CudaDevice.compile
 
     def compile(self, kernel, sizes, options=None):

@@ -369,7 +369,7 @@ import json, sys
 sys.path.insert(0, {tests!r})
 import numpy as np, pytest
 import cupy_standin
-cupy_standin.install(pytest.MonkeyPatch())
+log = cupy_standin.install(pytest.MonkeyPatch())
 import zynbook
 from zynbook import tuning
 from zynbook.backends.registry import get_device
@@ -378,15 +378,18 @@ y = zynbook.Session("cuda:0").run({src!r}, x=x)
 ok = bool(np.allclose(y.numpy(), np.arange(1000) * 3.0 + 1.0))
 dev = get_device("cuda:0")
 print(json.dumps(dict(ok=ok, searches=tuning.STATS["searches"], used=tuning.STATS["from_cache"],
-                      compiles=dev.cache.misses, builds=dev.cache.builds,
-                      loaded=[m for m in ("wgpu",) if m in sys.modules])))
+                      compiles=dev.cache.misses, builds=dev.cache.builds, nvrtc=log.nvrtc,
+                      binaries=[b.decode() for b in log.loaded],
+                      loaded=[m for m in ("wgpu", "torch", "ipywidgets", "IPython")
+                              if m in sys.modules])))
 """
 
 
 def test_cuda_on_the_standin_a_new_process_launches_the_record_without_tuning(fresh):
-    """The CUDA path of a warm run: `cuda:0` found by asking the CUDA backend alone (no wgpu
-    loaded), the record keyed by the device's fingerprint found, the winner's PTX read from
-    the cache (no NVRTC run)."""
+    """The CUDA path of a warm run: `cuda:0` found by asking the CUDA backend alone (no wgpu,
+    torch or notebook library loaded), the record keyed by the device's fingerprint found,
+    the winner's cubin read from the cache and loaded as it is (no NVRTC run at all, not
+    even for PTX)."""
     if importlib.util.find_spec("cupy") is not None:
         pytest.skip("CuPy is installed: the real CUDA path runs in test_a_gpu_tunes_...")
     env = dict(os.environ, ZYNBOOK_CACHE_DIR=str(fresh))
@@ -400,9 +403,14 @@ def test_cuda_on_the_standin_a_new_process_launches_the_record_without_tuning(fr
 
     first = run()
     assert first["ok"] and first["searches"] == 1 and first["compiles"] >= 2
-    assert first["loaded"] == []
+    assert first["loaded"] == [] and "ptx" not in first["nvrtc"]      # cubins only
     second = run()
-    assert second == dict(ok=True, searches=0, used=1, compiles=1, builds=0, loaded=[])
+    [binary] = second.pop("binaries")
+    assert second == dict(ok=True, searches=0, used=1, compiles=1, builds=0, nvrtc=[], loaded=[])
+    # what was loaded is the verified payload of one of the cache's cubin entries
+    entries = [kcache.unpack_entry(p.read_bytes(), _record_key(p))[0]
+               for p in (fresh / "cuda").glob("*.cubin")]
+    assert binary.startswith("// stand-in cubin of ") and binary.encode() in entries
 
 
 # ------------------------------------------------------- the library's configurations

@@ -618,8 +618,8 @@ def _cuda_device():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("damage", [None, "truncated", "bit-flip", "foreign", "not-ptx"])
-def test_cuda_ptx_entries_are_checked_and_reused(tmp_path, monkeypatch, damage):
+@pytest.mark.parametrize("damage", [None, "truncated", "bit-flip", "foreign", "not-cubin"])
+def test_cuda_cubin_entries_are_checked_and_reused(tmp_path, monkeypatch, damage):
     CudaDevice = _cuda_device()
     monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
     (k, ins, sz, sc), want = _mul_add(1000)
@@ -629,10 +629,13 @@ def test_cuda_ptx_entries_are_checked_and_reused(tmp_path, monkeypatch, damage):
     compiled = first.compile(k, sz)
     full = first.cache_key(k, sz).with_source(compiled.program.source)
     assert dict(full.target)["arch"] == f"sm_{first.cc[0]}{first.cc[1]}"
-    assert set(dict(full.versions)) == {"nvrtc", "cupy"}
+    assert set(dict(full.versions)) == {"nvrtc", "cupy", "driver"}
+    assert f"--gpu-architecture=sm_{first.cc[0]}{first.cc[1]}" in dict(full.target)["nvrtc_options"]
     path = first.cache.path(full)
-    assert path.parent == tmp_path / "cuda" and path.suffix == ".ptx"
-    assert kcache.unpack_entry(path.read_bytes(), full.digest())[0] == compiled.ptx.encode()
+    assert path.parent == tmp_path / "cuda" and path.suffix == ".cubin"
+    # the entry is the machine code the driver loaded: an ELF image, no PTX to assemble
+    assert kcache.unpack_entry(path.read_bytes(), full.digest())[0] == compiled.cubin
+    assert compiled.cubin.startswith(b"\x7fELF")
     assert first.cache.stats()["builds"] == 1
     assert ".entry" in first.generated_source(k, sz)["ptx"]       # the inspector's PTX
     data = path.read_bytes()
@@ -646,8 +649,8 @@ def test_cuda_ptx_entries_are_checked_and_reused(tmp_path, monkeypatch, damage):
         c2 = first.compile(k2, sz2)
         other = first.cache.path(first.cache_key(k2, sz2).with_source(c2.program.source))
         path.write_bytes(other.read_bytes())
-    elif damage == "not-ptx":
-        path.write_bytes(kcache.pack_entry(full.digest(), b"this is not PTX {"))
+    elif damage == "not-cubin":
+        path.write_bytes(kcache.pack_entry(full.digest(), b"\x7fELF this is not a cubin"))
     fresh = CudaDevice(0)
     again, _ = fresh.launch(k, ins, sz, sc)
     assert_close(fresh.to_host(again), want, "f32", "elementwise")

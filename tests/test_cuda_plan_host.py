@@ -116,3 +116,16 @@ def test_a_direct_launch_waits(cuda):
     np.testing.assert_allclose(cp.asnumpy(out), np.arange(4) * 5 + 1)
     assert log.waits == 1 and log.streams[-1].ptr != 0
     assert launch.times.kernel == pytest.approx(0.25e-3)
+
+
+def test_the_cubin_runs_and_the_inspectors_ptx_is_made_only_when_asked_for(cuda):
+    cp, dev, log = cuda
+    s = zynbook.Session("cuda:0")
+    x = on_gpu(cp, np.arange(8))
+    np.testing.assert_allclose(s.run(SCALE, x=x, a=2.0).numpy(), np.arange(8) * 2.0 + 1.0)
+    assert log.nvrtc == ["cubin"] and log.loaded[0].startswith(b"// stand-in cubin of ")
+    kernel = s.last_kernels[-1].kernel
+    shown = dev.generated_source(kernel)
+    assert shown["ptx"].startswith("// stand-in PTX of ") and log.nvrtc == ["cubin", "ptx"]
+    dev.generated_source(kernel)
+    assert log.nvrtc == ["cubin", "ptx"]            # made once

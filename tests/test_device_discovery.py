@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -136,6 +137,20 @@ print(json.dumps(dict(ok=ok, loaded=loaded, after=[m for m in ("wgpu",) if m in 
 """
 
 
+# libraries a program may use but `import zynbook` must not load: each costs a new process
+# from tenths of a second (CuPy, IPython) to seconds (torch) before its first result
+_HEAVY = ("cupy", "torch", "wgpu", "numba", "dask", "distributed", "IPython", "ipykernel",
+          "ipywidgets", "pygments", "jinja2", "matplotlib", "scipy")
+
+
+def test_import_zynbook_loads_no_gpu_array_or_notebook_library():
+    script = f"import sys, zynbook; print(sorted(m for m in {_HEAVY!r} if m in sys.modules))"
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=str(ROOT), timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
+
+
 @needs_cc
 def test_a_new_process_on_cpu_native_loads_no_gpu_library(tmp_path):
     env = dict(os.environ, ZYNBOOK_CACHE_DIR=str(tmp_path))
@@ -146,3 +161,34 @@ def test_a_new_process_on_cpu_native_loads_no_gpu_library(tmp_path):
     assert out["ok"] and out["loaded"] == []
     if importlib.util.find_spec("wgpu") is not None:
         assert out["after"] == ["wgpu"]         # listing the devices does enumerate adapters
+
+
+def test_cuda_discovery_starts_the_driver_on_a_thread_while_cupy_imports(monkeypatch):
+    """`cuInit` runs on another thread (it overlaps `import cupy`), once per discovery; with
+    CuPy imported already there is nothing to overlap; without a driver nothing fails."""
+    import threading
+    from zynbook.backends import cuda
+    calls, done = [], threading.Event()
+
+    class Driver:
+        def __init__(self, name):
+            if name == "missing":
+                raise OSError("no such library")
+
+        def cuInit(self, flags):
+            calls.append((flags, threading.current_thread() is threading.main_thread()))
+            done.set()
+            return 0
+
+    monkeypatch.setattr(cuda.ctypes, "CDLL", Driver)
+    monkeypatch.setitem(cuda._DRIVER, sys.platform, "libcuda")
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    cuda._start_driver()
+    assert done.wait(10) and calls == [(0, False)]
+    monkeypatch.setitem(sys.modules, "cupy", object())
+    cuda._start_driver()
+    monkeypatch.delitem(sys.modules, "cupy")
+    monkeypatch.setitem(cuda._DRIVER, sys.platform, "missing")
+    cuda._start_driver()
+    time.sleep(0.2)
+    assert calls == [(0, False)]

@@ -204,12 +204,14 @@ def test_dynamic_shared_memory_starts_on_a_1024_byte_boundary():
     assert not render_cuda(kernel, sizes, (8, 0)).arch_specific
 
 
-def test_the_device_compiles_such_programs_for_compute_90a():
+def test_the_device_compiles_such_programs_for_sm_90a():
     from zynbook.backends.cuda.device import CudaDevice
     dev = CudaDevice.__new__(CudaDevice)        # the options only: no GPU needed
     dev.cc, dev._includes = (9, 0), []
-    assert "--gpu-architecture=compute_90a" in dev._options(True)
-    assert "--gpu-architecture=compute_90" in dev._options()
+    assert "--gpu-architecture=sm_90a" in dev._options(True)       # the cubin
+    assert "--gpu-architecture=sm_90" in dev._options()
+    assert "--gpu-architecture=compute_90a" in dev._options(True, binary=False)     # its PTX
+    assert "--gpu-architecture=compute_90" in dev._options(binary=False)
 
 
 NVCC = shutil.which("nvcc")

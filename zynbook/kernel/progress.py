@@ -23,10 +23,11 @@ EVERY = 0.5            # seconds between updates
 
 
 def _in_kernel() -> bool:
+    ipython = sys.modules.get("IPython")
+    if ipython is None:     # a kernel has imported it: a plain process is spared its import
+        return False
     try:
-        from IPython import get_ipython
-
-        ip = get_ipython()
+        ip = ipython.get_ipython()
         return ip is not None and getattr(ip, "kernel", None) is not None
     except Exception:
         return False

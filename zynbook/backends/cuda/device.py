@@ -1,10 +1,15 @@
 """`cuda:N`: runs CIR kernels as CUDA C compiled by NVRTC, through CuPy.
 
-* Compilation: `render_cuda` bakes the sizes into the source; NVRTC turns it into PTX for
-  the device's arch. Cache (`zynbook/cache.py`): the loaded module is kept in memory by
-  (CIR hash, sizes, options, arch, NVRTC options, NVRTC and CuPy versions), the PTX on disk
-  under `$ZYNBOOK_CACHE_DIR/cuda` (default `~/.cache/zynbook/cuda`) by that key plus the
-  source, checksummed; an entry that is bad or that the driver does not load is rebuilt.
+* Compilation: `render_cuda` bakes the sizes into the source; NVRTC turns it into a cubin
+  (machine code) for the device's real arch (sm_XY, sm_90a for wgmma programs), so loading
+  it runs no compiler: the driver assembles a PTX module in every new process where its own
+  JIT cache misses (a GEMM candidate's PTX took 0.11 s to load, median of 32, up to 0.25 s,
+  on an H100 with that cache off; a cubin under 1 ms). Cache (`zynbook/cache.py`): the module
+  is kept in memory by (CIR hash, sizes, options, arch, NVRTC options, NVRTC, CuPy and
+  driver versions), the cubin on disk under `$ZYNBOOK_CACHE_DIR/cuda` (default
+  `~/.cache/zynbook/cuda`) by that key plus the source, checksummed; an entry that is bad or
+  that the driver does not load is rebuilt. The PTX the inspector shows is made by NVRTC
+  when first asked for (`CompiledCuda.ptx`).
 * Errors: NVRTC and launch failures become ZynML errors that show the generated CUDA line
   and point at the ZynML line it came from.
 * Memory: CuPy's device memory pool and pinned-memory pool (`allocate`, `memory_pool`).
@@ -90,15 +95,24 @@ def _include_dirs() -> list:
 class CompiledCuda:
     """One rendered program loaded on one device: launch it on CuPy arrays."""
 
-    def __init__(self, device: "CudaDevice", kernel: cir.Kernel, program, module, ptx: str,
+    def __init__(self, device: "CudaDevice", kernel: cir.Kernel, program, module, cubin: bytes,
                  compile_seconds: float):
         self.device = device
         self.kernel = kernel
         self.program = program
         self.module = module
-        self.ptx = ptx
+        self.cubin = cubin
         self.compile_seconds = compile_seconds
         self.functions = {}
+        self._ptx = None
+
+    @property
+    def ptx(self) -> str:
+        """NVRTC's PTX of the program, for the inspector (what runs is the cubin): made when
+        first asked for, so a warm start never runs NVRTC."""
+        if self._ptx is None:
+            self._ptx = self.device._nvrtc(self.program, self.kernel, binary=False).decode()
+        return self._ptx
 
     def function(self, name, dynamic_shared: int = 0):
         f = self.functions.get(name)
@@ -207,7 +221,7 @@ class CudaDevice(Device):
         self.memory = int(props.get("totalGlobalMem", 0))
         self.multiprocessors = int(props.get("multiProcessorCount", 0))
         self.l2_bytes = int(props.get("l2CacheSize", 0))
-        self.cache = kcache.KernelCache("cuda", suffix=".ptx")
+        self.cache = kcache.KernelCache("cuda", suffix=".cubin")
         self._sources: dict = {}
         self._lock = threading.Lock()
         self._tls = threading.local()
@@ -218,6 +232,10 @@ class CudaDevice(Device):
         except Exception:
             self._nvrtc_version = "?"
         self._cupy_version = str(getattr(cp, "__version__", "?"))
+        try:
+            self.driver_version = str(cp.cuda.runtime.driverGetVersion())
+        except Exception:       # no driver query on this build: the arch and NVRTC still key it
+            self.driver_version = ""
 
     # ------------------------------------------------------------------- info
     def info(self) -> dict:
@@ -241,11 +259,13 @@ class CudaDevice(Device):
         return s
 
     # ------------------------------------------------------------- compilation
-    def _options(self, arch_specific: bool = False):
-        """NVRTC's options; `arch_specific`: for a program that uses instructions of this
-        architecture only (sm_90a's wgmma), its specific variant (compute_90a)."""
-        suffix = "a" if arch_specific else ""
-        opts = ["--std=c++17", f"--gpu-architecture=compute_{self.cc[0]}{self.cc[1]}{suffix}",
+    def _options(self, arch_specific: bool = False, binary: bool = True):
+        """NVRTC's options: for the device's real architecture (a cubin, `binary`) or its
+        virtual one (PTX, for the inspector); `arch_specific`: for a program that uses
+        instructions of this architecture only (sm_90a's wgmma), its specific variant."""
+        kind, suffix = ("sm" if binary else "compute"), ("a" if arch_specific else "")
+        arch = f"{kind}_{self.cc[0]}{self.cc[1]}{suffix}"
+        opts = ["--std=c++17", f"--gpu-architecture={arch}",
                 "--use_fast_math" if False else "--fmad=true", "-default-device"]
         if self._includes is None:
             self._includes = _include_dirs()
@@ -260,7 +280,8 @@ class CudaDevice(Device):
             # the source (part of the disk key) says which of the two option sets compiles it
             target=kcache.parts(arch=f"sm_{self.cc[0]}{self.cc[1]}", nvrtc_options=self._options(),
                                 arch_specific_options=self._options(True)),
-            versions=kcache.parts(nvrtc=self._nvrtc_version, cupy=self._cupy_version))
+            versions=kcache.parts(nvrtc=self._nvrtc_version, cupy=self._cupy_version,
+                                  driver=self.driver_version))
 
     def compile(self, kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> CompiledCuda:
         sizes = {d: int(sizes[d]) for d in kernel.dims if d in sizes}
@@ -274,26 +295,25 @@ class CudaDevice(Device):
         program = cuda_codegen.render_cuda(kernel, sizes, self.cc, options)
         errors = []
 
-        def use(payload: bytes):
-            ptx = payload.decode("utf-8", "replace")
+        def use(cubin: bytes):
             try:
-                return ptx, self._load(ptx, program, kernel)
+                return cubin, self._load(cubin, program, kernel)
             except ZynMLDeviceError as err:
                 errors.append(err)
                 raise kcache.EntryUnusable(str(err)) from None
 
         try:
-            (ptx, module), _ = self.cache.fetch(key.with_source(program.source),
-                                                lambda: self._ptx(program, kernel).encode(), use)
+            (cubin, module), _ = self.cache.fetch(key.with_source(program.source),
+                                                  lambda: self._nvrtc(program, kernel), use)
         except kcache.EntryUnusable:
             raise errors[-1] from None
-        compiled = CompiledCuda(self, kernel, program, module, ptx, time.perf_counter() - t0)
+        compiled = CompiledCuda(self, kernel, program, module, cubin, time.perf_counter() - t0)
         compiled.program_sizes = sizes
         return compiled
 
-    def _ptx(self, program, kernel) -> str:
-        """NVRTC's PTX for the program."""
-        opts = self._options(getattr(program, "arch_specific", False))
+    def _nvrtc(self, program, kernel, binary: bool = True) -> bytes:
+        """NVRTC's cubin for the program (`binary`), else its PTX."""
+        opts = self._options(getattr(program, "arch_specific", False), binary)
         from cupy_backends.cuda.libs import nvrtc
         prog = nvrtc.createProgram(program.source, f"{program.name}.cu", (), ())
         try:
@@ -303,24 +323,22 @@ class CudaDevice(Device):
                 log = nvrtc.getProgramLog(prog)
                 log = log.decode() if isinstance(log, bytes) else str(log)
                 raise self._compile_error(program, kernel, log) from None
-            ptx = nvrtc.getPTX(prog)
+            out = nvrtc.getCUBIN(prog) if binary else nvrtc.getPTX(prog)
         finally:
             try:
                 nvrtc.destroyProgram(prog)
             except Exception:
                 pass
-        if isinstance(ptx, bytes):
-            ptx = ptx.decode()
-        return ptx.rstrip("\0")
+        return out if binary else out.rstrip(b"\0")
 
-    def _load(self, ptx: str, program, kernel):
+    def _load(self, cubin: bytes, program, kernel):
         cp = _cp()
         with self.cupy_device:
             mod = cp.cuda.function.Module()
             try:
-                mod.load(ptx.encode())
+                mod.load(cubin)
             except Exception as err:
-                raise ZynMLDeviceError(f"the CUDA driver could not load the PTX of kernel "
+                raise ZynMLDeviceError(f"the CUDA driver could not load the cubin of kernel "
                                        f"`{kernel.name}`: {err}") from None
         return mod
 

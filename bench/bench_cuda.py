@@ -523,6 +523,7 @@ def mma_label(p) -> str:
     extra += [w for w, on in (("packed", p.packed), ("folded scale", p.fold_scale),
                               ("skip rescale", p.skip_rescale), ("fast math", p.fast_math)) if on]
     extra += [f"{p.occupancy} blocks/SM"] if p.occupancy else []
+    extra += ["overlapped products"] if p.overlap else []
     if p.wgmma:
         return f"wgmma {p.block_q}q/{p.warps // 4}wg" + "".join(f", {e}" for e in extra)
     return f"{p.block_q}q/{p.warps}w/{'held' if p.hold_q else 'read'} Q" + "".join(f", {e}" for e in extra)

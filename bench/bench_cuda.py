@@ -524,6 +524,7 @@ def mma_label(p) -> str:
                               ("skip rescale", p.skip_rescale), ("fast math", p.fast_math)) if on]
     extra += [f"{p.occupancy} blocks/SM"] if p.occupancy else []
     extra += ["overlapped products"] if p.overlap else []
+    extra += ["ping-pong"] if p.pingpong else []
     if p.wgmma:
         return f"wgmma {p.block_q}q/{p.warps // 4}wg" + "".join(f", {e}" for e in extra)
     return f"{p.block_q}q/{p.warps}w/{'held' if p.hold_q else 'read'} Q" + "".join(f", {e}" for e in extra)

@@ -45,7 +45,7 @@ PART2=(tests/test_recognise.py tests/test_device_interface.py tests/test_fused_o
        tests/test_cuda_graphs_gpu.py)
 # the tensor-core schedules (GEMM, warpgroup MMAs, convolutions, attention) and what feeds them
 PART3=(tests/test_gemm_schedule.py tests/test_gemm_wgmma.py tests/test_conv_gemm.py
-       tests/test_attention_mma.py tests/test_fission.py tests/test_traces.py)
+       tests/test_attention_mma.py tests/test_attention_wgmma.py tests/test_fission.py tests/test_traces.py)
 case "$PART" in
     1) GPU_TESTS=("${PART1[@]}") ;;
     2) GPU_TESTS=("${PART2[@]}") ;;

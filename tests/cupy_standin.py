@@ -209,6 +209,8 @@ class OutOfMemoryError(Exception):
 class Function:
     """A kernel of a loaded module: runs the whole CIR kernel on the reference executor."""
 
+    ptr = 0                 # no driver handle (funcSetAttribute's first argument)
+
     def __init__(self, kernel, module=None):
         self.kernel, self.module = kernel, module
 
@@ -276,7 +278,10 @@ def module() -> types.ModuleType:
         memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
         runtime=types.SimpleNamespace(getDeviceProperties=_properties,
                                       getDeviceCount=lambda: 1, getDevice=lambda: 0,
-                                      deviceSynchronize=lambda: None))
+                                      deviceSynchronize=lambda: None),
+        # a kernel's opt-in to more than 48 KiB of dynamic shared memory
+        driver=types.SimpleNamespace(funcSetAttribute=lambda *args: None,
+                                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8))
     return cp
 
 
@@ -296,7 +301,9 @@ def install(monkeypatch):
     """CuPy replaced by the stand-in, and a fresh `log`; the CUDA device's NVRTC and module
     loading replaced by modules of `Function`s (both recorded in the log)."""
     from zynbook.backends.cuda.device import CudaDevice
-    monkeypatch.setitem(sys.modules, "cupy", module())
+    cp = module()
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cp.cuda)      # `from cupy.cuda import driver`
     monkeypatch.setattr(CudaDevice, "_nvrtc", _nvrtc)
     monkeypatch.setattr(CudaDevice, "_load", _load)
     real_compile = CudaDevice.compile

@@ -144,3 +144,35 @@ def test_on_the_gpu(case):
     assert (np.isnan(got) == np.isnan(want)).all()
     ok = ~np.isnan(want)
     assert_within(got[ok], want[ok], TOL, TOL)
+
+
+def _turns_kernel(arrive_first: bool) -> ir.Program:
+    """Two warps: warp 1 (unless `arrive_first` is off) hands warp 0 the turn at named barrier
+    1 before warp 0 waits there; then each thread stores its number plus one."""
+    i32, t = "i32", ir.Thread("thread")
+    warp1 = ir.Bin("==", ir.Thread("warp"), ir.Lit(1, i32), "bool")
+    body = (ir.If(warp1, (ir.NamedBarrier(ir.Lit(1, i32), 64, arrive=True),) if arrive_first else ()),
+            ir.If(ir.Bin("==", ir.Thread("warp"), ir.Lit(0, i32), "bool"), (ir.NamedBarrier(ir.Lit(1, i32), 64),)),
+            ir.Store("out", t, ir.Bin("+", t, ir.Lit(1, i32), i32)))
+    k = ir.Kernel("turns", (ir.Param("out", "buffer", "i32", True),), body, 64)
+    return ir.Program("turns", (k,), (ir.Launch("turns", ir.Lit(1, i32), 64),))
+
+
+def test_named_barriers_on_the_emulator():
+    """A thread waiting at a named barrier goes on once its count of threads arrived (those
+    that only arrive go on at once); a barrier whose count never arrives is a deadlock the
+    emulator reports, as the hardware would hang."""
+    from zynbook.backends import emulator
+    out = np.zeros(64, np.int32)
+    emulator.run(_turns_kernel(True), {"out": out}, {}, {})
+    np.testing.assert_array_equal(out, np.arange(1, 65))
+    assert "wait at barrier 1 of 64 threads" in format_program(_turns_kernel(True))
+    assert 'asm volatile("bar.arrive %0, 64;"' in render_kernel_source(_turns_kernel(True))
+    with pytest.raises(emulator.EmulatorError, match="named barrier"):
+        emulator.run(_turns_kernel(False), {"out": np.zeros(64, np.int32)}, {}, {})
+
+
+def render_kernel_source(prog) -> str:
+    from zynbook.compiler.codegen.dialects.cuda import CudaDialect
+    from zynbook.compiler.codegen.printer import print_program
+    return print_program(CudaDialect(), prog).source

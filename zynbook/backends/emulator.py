@@ -320,7 +320,7 @@ def _butterfly(values: list, width: int, fn, identity):
 
 _MAX_DEPTH = 48                     # deeper expressions are outlined into lambdas
 
-_BAR, _BLOCK, _WARP, _MMA, _LDSM, _WGMMA = 0, 1, 2, 3, 4, 5  # what a thread yields: (kind, point, value)
+_BAR, _BLOCK, _WARP, _MMA, _LDSM, _WGMMA, _NAMED = 0, 1, 2, 3, 4, 5, 6  # what a thread yields: (kind, point, value)
 _WARP_STEPS = (_WARP, _MMA, _LDSM)                  # what every lane of a warp reaches together
 
 _UNARY_NP = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil",
@@ -481,6 +481,14 @@ class _Translator:
             point = len(self.points)
             self.points.append((_BAR, None, None, self.line, "a barrier", 0))
             self.emit(depth, f"yield ({_BAR}, {point}, None)")
+        elif isinstance(s, ir.NamedBarrier):
+            self.check(s.threads % 32 == 0 and s.threads > 0,
+                       f"a named barrier of {s.threads} threads, not whole warps of 32")
+            bid = self.expr(s.id, pre)
+            self.flush(pre, depth)
+            point = len(self.points)
+            self.points.append((_NAMED, None, None, self.line, "a named barrier", 0))
+            self.emit(depth, f"yield ({_NAMED}, {point}, (int({bid}), {int(s.threads)}, {bool(s.arrive)}))")
         elif isinstance(s, ir.Copy):
             # element by element (each access checked); the offsets must be multiples of
             # the count, as the vector access of a device needs
@@ -1002,13 +1010,15 @@ class _Flag:
 
 
 class _Block:
-    """What the threads of one block share: sizes, the barrier epoch, race trackers."""
-    __slots__ = ("threads", "blocks", "warp", "ep", "tracks")
+    """What the threads of one block share: sizes, the barrier epoch, race trackers, the
+    threads arrived at each named barrier (id -> [count, threads waiting there])."""
+    __slots__ = ("threads", "blocks", "warp", "ep", "tracks", "named")
 
     def __init__(self, threads, blocks, warp):
         self.threads, self.blocks, self.warp = threads, blocks, warp
         self.ep = 0
         self.tracks = []
+        self.named = {}
 
 
 class _AsyncCopies:
@@ -1350,6 +1360,7 @@ class Emulator:
                         ev[t] = self._step(gens[t], rs[t - lo])
                     progress = True
                 progress = self._warpgroups(gens, ev, tr, kernel, shared, B) or progress
+                progress = self._named(gens, ev, B) or progress
             for lo in range(0, n, 4 * W):       # a warpgroup MMA no more threads can reach
                 hi = min(n, lo + 4 * W)
                 if any(ev[t] is not _DONE and ev[t][0] == _WGMMA for t in range(lo, hi)):
@@ -1384,6 +1395,33 @@ class Emulator:
                 rd.fill(-1)
             for t in range(n):
                 ev[t] = self._step(gens[t], r)
+
+    def _named(self, gens, ev, B) -> bool:
+        """Threads at a named barrier count towards it once (`ir.NamedBarrier`): one that only
+        arrives goes on, one that waits goes on once the barrier's count of threads arrived
+        (the count then starts again). It orders threads, not memory (no new race epoch)."""
+        moved = False
+        for t, e in enumerate(ev):
+            if e is _DONE or e[0] != _NAMED or e[2] is None:
+                continue
+            bid, count, arrive = e[2]
+            if not 1 <= bid <= 15:
+                raise EmulatorError(f"named barrier {bid}: the hardware has 1 to 15 beside barrier 0")
+            arrived = B.named.setdefault(bid, [0, [], count])
+            if arrived[2] != count:
+                raise EmulatorError(f"named barrier {bid} used with {arrived[2]} and {count} threads")
+            arrived[0] += 1
+            if arrive:
+                ev[t] = self._step(gens[t], None)
+            else:
+                ev[t] = (_NAMED, e[1], None)        # counted, waiting
+                arrived[1].append(t)
+            moved = True
+            if arrived[0] == count:
+                waiting, arrived[0], arrived[1] = arrived[1], 0, []
+                for w in waiting:
+                    ev[w] = self._step(gens[w], None)
+        return moved
 
     def _warpgroups(self, gens, ev, tr, kernel, shared, B) -> bool:
         """Each warpgroup (four warps) whose threads all wait at the same warpgroup MMA goes

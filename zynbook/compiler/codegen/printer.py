@@ -179,6 +179,10 @@ class Printer:
                                     s.count, s.dtype), line)
         elif isinstance(s, ir.Barrier):
             self.emit(d.barrier(), line)
+        elif isinstance(s, ir.NamedBarrier):
+            if not hasattr(d, "named_barrier"):
+                raise TypeError(f"the {d.name} dialect has no named barriers")
+            self.emit(d.named_barrier(self.expr(s.id), s.threads, s.arrive), line)
         elif isinstance(s, ir.MatrixLoad):
             if not hasattr(d, "matrix_load"):
                 raise TypeError(f"the {d.name} dialect has no tensor-core matrix loads")

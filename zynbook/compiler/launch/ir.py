@@ -272,6 +272,18 @@ class Barrier(Stmt):
 
 
 @dataclass(frozen=True)
+class NamedBarrier(Stmt):
+    """Hardware barrier `id` (1 to 15; 0 is `Barrier`'s) of `threads` threads, a multiple of
+    the warp: with `arrive`, this thread counts towards it and goes on; else it also waits
+    until `threads` threads arrived. It orders the warps that meet at it, not memory: shared
+    arrays still need a `Barrier` (FlashAttention-3's turns of two warpgroups' MMAs)."""
+    id: Expr
+    threads: int
+    arrive: bool = False
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Array(Stmt):
     """A fixed-size array of `count` elements: `shared` by the block or `local` to a thread."""
     name: str

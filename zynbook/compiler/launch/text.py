@@ -124,6 +124,9 @@ class _Writer:
                 self.block(s.orelse, depth + 1)
         elif isinstance(s, ir.Barrier):
             self.put(depth, "barrier", line)
+        elif isinstance(s, ir.NamedBarrier):
+            self.put(depth, f"{'arrive at' if s.arrive else 'wait at'} barrier {format_expr(s.id)} "
+                            f"of {s.threads} threads", line)
         elif isinstance(s, ir.Copy):
             self.put(depth, f"copy {s.dst}[{format_expr(s.dst_index)} ..+{s.count}] = "
                             f"{s.src}[{format_expr(s.src_index)} ..+{s.count}]  ({s.dtype})", line)

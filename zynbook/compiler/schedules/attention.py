@@ -98,6 +98,9 @@ class AttentionParams(Params):
     # the warpgroup kernel's softmax of a tile while P V of the previous one runs
     # (FlashAttention-3's intra-warpgroup overlap; packed, skip_rescale and a ring of three)
     overlap: bool = False
+    # two warpgroups taking turns at the tensor cores (FlashAttention-3's ping-pong): one's
+    # softmax while the other's products run
+    pingpong: bool = False
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
@@ -108,7 +111,8 @@ class AttentionParams(Params):
                                                          ("warps", 4), ("hold_q", True), ("stages", 2),
                                                          ("packed", False), ("fold_scale", False),
                                                          ("skip_rescale", False), ("fast_math", False),
-                                                         ("wgmma", False), ("overlap", False))
+                                                         ("wgmma", False), ("overlap", False),
+                                                         ("pingpong", False))
                  if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 

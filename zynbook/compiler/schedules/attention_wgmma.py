@@ -58,6 +58,8 @@ def why_not(target, shape, params) -> str | None:
         return f"head_dim {shape.D}: past 128 the key tiles are 64 (the registers)"
     if params.overlap and not (params.packed and params.skip_rescale and params.stages >= 3):
         return "the overlapped products take packed P, the skipped rescale and a ring of three"
+    if params.pingpong and (params.warps != 8 or params.overlap):
+        return "the warpgroups' turns take two warpgroups, without the overlapped products"
     return None
 
 
@@ -71,6 +73,7 @@ def choices(first: AttentionParams, D: int) -> list:
             for st in (2, 3):
                 p = replace(first, block_q=16 * warps, warps=warps, block_kv=bk, stages=st)
                 out += [p, replace(p, overlap=True)] if st == 3 else [p]
+                out += [replace(p, pingpong=True)] if warps == 8 else []
     return list(dict.fromkeys(out))
 
 
@@ -96,6 +99,31 @@ class WgmmaKernel(_MmaKernel):
     def ahead(self) -> int:
         return self.NS - 2 if self.P.overlap else self.NS - 1
 
+    # ---- the warpgroups' turns (`pingpong`): warpgroup g waits at named barrier 1 + g for its
+    # turn and, its products issued, hands the turn on at the other's; warpgroup 1 hands
+    # warpgroup 0 the first turn, and warpgroup 0 takes the turn handed on last, so that every
+    # arrival is met
+
+    def warpgroup(self) -> ir.Expr:
+        return self.idiv(self.at("warp"), 4)
+
+    def turn(self) -> list:
+        if not self.P.pingpong:
+            return []
+        return [ir.NamedBarrier(self.add(self.warpgroup(), self.i(1)), 256)]
+
+    def hand_on(self) -> list:
+        if not self.P.pingpong:
+            return []
+        return [ir.NamedBarrier(ir.Bin("-", self.i(2), self.warpgroup(), self.idx), 256, arrive=True)]
+
+    def turns_balanced(self, loop: list) -> list:
+        if not self.P.pingpong:
+            return loop
+        first = lambda g: ir.Bin("==", self.warpgroup(), self.i(g), "bool")
+        return [ir.If(first(1), (ir.NamedBarrier(self.i(1), 256, arrive=True),)), *loop,
+                ir.If(first(0), (ir.NamedBarrier(self.i(1), 256),))]
+
     def key_loop(self) -> list:
         """With `overlap` (FlashAttention-3's intra-warpgroup pipelining), tile kt's step:
         S = Q K_kt issued, then O += P V_(kt-1) (P from the previous step); the wait for S
@@ -103,7 +131,7 @@ class WgmmaKernel(_MmaKernel):
         P's conversion. The last tile's P V follows the loop. A tile's buffer is refilled
         once its V was read (the step after next: a ring of three copies one tile ahead)."""
         if not self.P.overlap:
-            return super().key_loop()
+            return self.turns_balanced(super().key_loop())
         r, idx, kt = self.ref, self.idx, self.ref("_kt")
         slot = lambda t: self.mul(self.imod(t, self.NS), self.i(self.tile_elems))
         o, ahead = self.dcap // 2, self.NS - 2
@@ -147,10 +175,12 @@ class WgmmaKernel(_MmaKernel):
         return self.add(base, self.mul(self.idiv(kk, 4), self.i(rows * CHUNK)), self.mul(self.imod(kk, 4), self.i(16)))
 
     def scores(self) -> list:
-        return [*self.s_issue(), ir.WarpgroupCommit(), ir.WarpgroupWait(0, "_sc", self.BK // 2)]
+        return [*self.turn(), *self.s_issue(), ir.WarpgroupCommit(), *self.hand_on(),
+                ir.WarpgroupWait(0, "_sc", self.BK // 2)]
 
     def values(self) -> list:
-        return [*self.pv_issue(self.ref("_kb")), ir.WarpgroupCommit(), ir.WarpgroupWait(0, "_o", self.dcap // 2)]
+        return [*self.turn(), *self.pv_issue(self.ref("_kb")), ir.WarpgroupCommit(), *self.hand_on(),
+                ir.WarpgroupWait(0, "_o", self.dcap // 2)]
 
     def s_issue(self) -> list:
         """S = Q K^T: the warpgroup's 64 query rows (A) by the tile's keys (B)."""
@@ -182,4 +212,5 @@ def describe(params, shape) -> str:
             f"{params.warps // 4} warpgroups of 64 queries, 128-byte swizzled Q, K and V tiles, "
             f"online softmax in registers (exp2), {params.block_kv}-key K/V tiles by cp.async into "
             + ("two shared buffers" if params.stages == 2 else f"a ring of {params.stages} shared buffers")
-            + (", the softmax of a tile overlapping the previous tile's P V" if params.overlap else ""))
+            + (", the softmax of a tile overlapping the previous tile's P V" if params.overlap else "")
+            + (", the two warpgroups taking turns at the tensor cores" if params.pingpong else ""))

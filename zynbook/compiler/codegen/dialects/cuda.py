@@ -253,6 +253,11 @@ class CudaDialect(CFamily):
     def barrier(self):
         return "__syncthreads();"
 
+    def named_barrier(self, id_, threads, arrive):
+        op = "bar.arrive" if arrive else "bar.sync"
+        return f'asm volatile("{op} %0, {int(threads)};" :: "r"((int)({id_})) : "memory");'
+
+
     shared_aliases = True       # ir.Array.alias
 
     def array(self, name, dtype, count, space, align=16, alias=""):

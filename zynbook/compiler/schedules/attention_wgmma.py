@@ -85,7 +85,7 @@ def default(D: int) -> AttentionParams:
     registers: S and O are block_kv / 2 + head_dim / 2 accumulators a thread)."""
     if D <= 64:
         return replace(WGMMA, block_q=64, warps=4, block_kv=128)
-    return replace(WGMMA, block_kv=128, stages=3) if D <= 128 else replace(WGMMA, block_kv=64)
+    return replace(WGMMA, block_kv=128, stages=3, pingpong=True) if D <= 128 else replace(WGMMA, block_kv=64)
 
 
 class WgmmaKernel(_MmaKernel):

@@ -523,7 +523,6 @@ def mma_label(p) -> str:
     extra += [w for w, on in (("packed", p.packed), ("folded scale", p.fold_scale),
                               ("skip rescale", p.skip_rescale), ("fast math", p.fast_math)) if on]
     extra += [f"{p.occupancy} blocks/SM"] if p.occupancy else []
-    extra += ["overlapped products"] if p.overlap else []
     extra += ["ping-pong"] if p.pingpong else []
     if p.wgmma:
         return f"wgmma {p.block_q}q/{p.warps // 4}wg" + "".join(f", {e}" for e in extra)

@@ -52,7 +52,7 @@ def test_default_equals_numpy(case):
 CHOICES = W.choices(W.default(64), 64)
 
 
-@pytest.mark.parametrize("params", CHOICES, ids=lambda p: f"{p.block_q}q_{p.block_kv}k_{p.stages}st{'_overlap' if p.overlap else ''}")
+@pytest.mark.parametrize("params", CHOICES, ids=lambda p: f"{p.block_q}q_{p.block_kv}k_{p.stages}st{'_pingpong' if p.pingpong else ''}")
 def test_every_candidate_equals_numpy(params):
     """One and two warpgroups, 64- and 128-key tiles, rings of two and three: a causal
     condition whose keys end inside a tile, and a bool mask over fewer keys than queries."""
@@ -121,10 +121,10 @@ GPU_CASES = [
     ("bool_f16_cross_d80", cross(A.three_pass("bool")), "f16", 200, 77, 80, 2, 3, None),
     ("causal_f16_d256", A.three_pass("causal"), "f16", 200, 200, 256, 1, 2, None),
 ] + [(f"causal_f16_d64_{p.block_q}q_{p.block_kv}k_{p.stages}st", A.three_pass("causal", "const"),
-      "f16", 333, 333, 64, 2, 3, p) for p in CHOICES if not p.overlap or p.block_q == 128] + [
+      "f16", 333, 333, 64, 2, 3, p) for p in CHOICES] + [
     (f"causal_bf16_d128_{p.block_q}q_{p.block_kv}k_{p.stages}st", A.three_pass("causal"), "bf16",
      300, 300, 128, 1, 4, p) for p in W.choices(W.default(128), 128)
-    if not p.overlap and W.shared_bytes(p, 128) <= CUDA.shared_bytes]
+    if W.shared_bytes(p, 128) <= CUDA.shared_bytes]
 
 
 @pytest.mark.gpu

@@ -95,9 +95,6 @@ class AttentionParams(Params):
     # the products on Hopper's warpgroup MMAs (attention_wgmma.py: 64 queries a warpgroup, Q,
     # K and V in 128-byte swizzled tiles, P from registers; `hold_q` then False)
     wgmma: bool = False
-    # the warpgroup kernel's softmax of a tile while P V of the previous one runs
-    # (FlashAttention-3's intra-warpgroup overlap; packed, skip_rescale and a ring of three)
-    overlap: bool = False
     # two warpgroups taking turns at the tensor cores (FlashAttention-3's ping-pong): one's
     # softmax while the other's products run
     pingpong: bool = False
@@ -111,8 +108,7 @@ class AttentionParams(Params):
                                                          ("warps", 4), ("hold_q", True), ("stages", 2),
                                                          ("packed", False), ("fold_scale", False),
                                                          ("skip_rescale", False), ("fast_math", False),
-                                                         ("wgmma", False), ("overlap", False),
-                                                         ("pingpong", False))
+                                                         ("wgmma", False), ("pingpong", False))
                  if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 

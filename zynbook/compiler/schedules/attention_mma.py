@@ -274,7 +274,7 @@ class _MmaKernel(_Kernel):
         # its group is complete
         body += self.issue("q", r("_q0"), self.BQ, r("_S"), *self.q_rows())
         body.append(ir.AsyncCommit())
-        for t in range(self.ahead()):
+        for t in range(self.NS - 1):
             body += [self.issue_tile(self.i(t)), ir.AsyncCommit()]
         body += self.q_ready()
         body += self.key_loop()
@@ -318,12 +318,8 @@ class _MmaKernel(_Kernel):
                 self.loop("_mt", self.MT, lambda mi: self.q_fragment(mi, kk))]))
         return out
 
-    def ahead(self) -> int:
-        """Tiles whose copies are issued before the key loop."""
-        return self.NS - 1
-
     def key_loop(self) -> list:
-        """The loop over the key tiles: each tile's copies issued `ahead` tiles before it."""
+        """The loop over the key tiles, each tile's copies issued `stages - 1` tiles before it."""
         r, idx, kt = self.ref, self.idx, self.ref("_kt")
         compute = [ir.Decl("_kb", idx, self.mul(ir.Bin("%", kt, self.i(self.NS), idx), self.i(self.tile_elems))),
                    *self.scores(), *self.masked_or_not(), *self.values()]
@@ -521,7 +517,7 @@ class _MmaKernel(_Kernel):
             else:
                 rescale = [self.loop("_n", self.ND, lambda n: [
                     self.loop("_c", 2, lambda c: [self.scale_o(mi, rh, n, c, ir.Ref("_alpha", F))])])]
-            pack = self.pack(mi, rh) if P.packed and not self.deferred else []
+            pack = self.pack(mi, rh) if P.packed else []
             return [
                 ir.Decl("_qi", idx, self.add(r("_q0"), r("_wq"), self.mul(mi, self.i(16)), r("_g"),
                                              self.mul(rh, self.i(8)))),
@@ -534,17 +530,7 @@ class _MmaKernel(_Kernel):
                                               ir.Ref("_rs", F), F)),
                 ir.Store("_mrow", slot, ir.Ref("_mn", F)), *rescale]
         out = [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]
-        return out + (self.rescale_where_grew() if P.skip_rescale and not self.deferred else [])
-
-    # `deferred`: the softmax leaves O's rescale and P's conversion to `settle` (O and P's
-    # fragments are still a product's in flight)
-    deferred = False
-
-    def settle(self) -> list:
-        """O's rescale and P into its fragments, where the softmax deferred them (packed,
-        skip_rescale)."""
-        return self.rescale_where_grew() + [
-            self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: self.pack(mi, rh))])]
+        return out + (self.rescale_where_grew() if P.skip_rescale else [])
 
     def rescale_where_grew(self) -> list:
         """A factor of 1 (no larger maximum) leaves O as it is: the warp skips the products

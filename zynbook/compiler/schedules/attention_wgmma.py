@@ -56,24 +56,20 @@ def why_not(target, shape, params) -> str | None:
                 "queries a warpgroup, Q read by the MMAs from shared memory")
     if shape.D > 128 and params.block_kv > 64:
         return f"head_dim {shape.D}: past 128 the key tiles are 64 (the registers)"
-    if params.overlap and not (params.packed and params.skip_rescale and params.stages >= 3):
-        return "the overlapped products take packed P, the skipped rescale and a ring of three"
-    if params.pingpong and (params.warps != 8 or params.overlap):
-        return "the warpgroups' turns take two warpgroups, without the overlapped products"
+    if params.pingpong and params.warps != 8:
+        return "the warpgroups' turns take two warpgroups"
     return None
 
 
 def choices(first: AttentionParams, D: int) -> list:
-    """The warpgroup kernel's candidates: `first` then one and two warpgroups, 64- and
-    128-key tiles, a ring of two and of three (with and without the overlapped products:
-    slower on both rows of bench_cuda on an H100 and an H200, kept for the tuner)."""
+    """The warpgroup kernel's candidates: `first` then one and two warpgroups (taking turns
+    or not), 64- and 128-key tiles, a ring of two and of three."""
     out = [first]
     for warps in (8, 4):
         for bk in ((128, 64) if D <= 128 else (64,)):
             for st in (2, 3):
                 p = replace(first, block_q=16 * warps, warps=warps, block_kv=bk, stages=st)
-                out += [p, replace(p, overlap=True)] if st == 3 else [p]
-                out += [replace(p, pingpong=True)] if warps == 8 else []
+                out += [p, replace(p, pingpong=True)] if warps == 8 else [p]
     return list(dict.fromkeys(out))
 
 
@@ -93,58 +89,31 @@ class WgmmaKernel(_MmaKernel):
 
     def kernel(self):
         self.CH = chunks(self.dcap)
-        self.deferred = self.P.overlap
         return super().kernel()
 
-    def ahead(self) -> int:
-        return self.NS - 2 if self.P.overlap else self.NS - 1
-
     # ---- the warpgroups' turns (`pingpong`): warpgroup g waits at named barrier 1 + g for its
-    # turn and, its products issued, hands the turn on at the other's; warpgroup 1 hands
-    # warpgroup 0 the first turn, and warpgroup 0 takes the turn handed on last, so that every
-    # arrival is met
+    # turn at the tensor cores and, its products issued, hands the turn on at the other's
+    # (so one's softmax runs while the other's products do); warpgroup 1 hands warpgroup 0
+    # the first turn, and warpgroup 0 takes the turn handed on last: every arrival is met
+
+    def key_loop(self) -> list:
+        loop = super().key_loop()
+        if not self.P.pingpong:
+            return loop
+        wg = lambda g: ir.Bin("==", self.warpgroup(), self.i(g), "bool")
+        return [ir.If(wg(1), (ir.NamedBarrier(self.i(1), 256, arrive=True),)), *loop,
+                ir.If(wg(0), (ir.NamedBarrier(self.i(1), 256),))]
 
     def warpgroup(self) -> ir.Expr:
         return self.idiv(self.at("warp"), 4)
 
-    def turn(self) -> list:
+    def in_turn(self, issue: list, acc: str, count: int) -> list:
+        """The products `issue` as one group, in this warpgroup's turn; then their wait."""
         if not self.P.pingpong:
-            return []
-        return [ir.NamedBarrier(self.add(self.warpgroup(), self.i(1)), 256)]
-
-    def hand_on(self) -> list:
-        if not self.P.pingpong:
-            return []
-        return [ir.NamedBarrier(ir.Bin("-", self.i(2), self.warpgroup(), self.idx), 256, arrive=True)]
-
-    def turns_balanced(self, loop: list) -> list:
-        if not self.P.pingpong:
-            return loop
-        first = lambda g: ir.Bin("==", self.warpgroup(), self.i(g), "bool")
-        return [ir.If(first(1), (ir.NamedBarrier(self.i(1), 256, arrive=True),)), *loop,
-                ir.If(first(0), (ir.NamedBarrier(self.i(1), 256),))]
-
-    def key_loop(self) -> list:
-        """With `overlap` (FlashAttention-3's intra-warpgroup pipelining), tile kt's step:
-        S = Q K_kt issued, then O += P V_(kt-1) (P from the previous step); the wait for S
-        alone lets the softmax run while P V does; after the wait for P V, O's rescale and
-        P's conversion. The last tile's P V follows the loop. A tile's buffer is refilled
-        once its V was read (the step after next: a ring of three copies one tile ahead)."""
-        if not self.P.overlap:
-            return self.turns_balanced(super().key_loop())
-        r, idx, kt = self.ref, self.idx, self.ref("_kt")
-        slot = lambda t: self.mul(self.imod(t, self.NS), self.i(self.tile_elems))
-        o, ahead = self.dcap // 2, self.NS - 2
-        after = lambda t: (ir.Decl("_vb", idx, slot(t)), *self.pv_issue(r("_vb")))
-        tile = [ir.Decl("_k0", idx, self.mul(kt, self.i(self.BK))), *self.publish(ahead - 1),
-                self.issue_tile(self.add(kt, self.i(ahead))), ir.AsyncCommit(),
-                ir.Decl("_kb", idx, slot(kt)), *self.s_issue(), ir.WarpgroupCommit(),
-                ir.If(ir.Bin(">", kt, self.i(0), "bool"), after(self.add(kt, self.i(-1)))), ir.WarpgroupCommit(),
-                ir.WarpgroupWait(1, "_sc", self.BK // 2), *self.masked_or_not(),
-                ir.WarpgroupWait(0, "_o", o), *self.settle()]
-        last = ir.If(ir.Bin(">", r("_nk"), self.i(0), "bool"), (
-            *after(self.add(r("_nk"), self.i(-1))), ir.WarpgroupCommit(), ir.WarpgroupWait(0, "_o", o)))
-        return [ir.For("_kt", self.i(0), r("_nk"), self.i(1), tuple(tile), idx), last]
+            return [*issue, ir.WarpgroupCommit(), ir.WarpgroupWait(0, acc, count)]
+        other = ir.Bin("-", self.i(2), self.warpgroup(), self.idx)
+        return [ir.NamedBarrier(self.add(self.warpgroup(), self.i(1)), 256), *issue, ir.WarpgroupCommit(),
+                ir.NamedBarrier(other, 256, arrive=True), ir.WarpgroupWait(0, acc, count)]
 
     def who(self) -> str:
         return f"({self.NW // 4} warpgroups of 64 queries, wgmma)"
@@ -175,35 +144,28 @@ class WgmmaKernel(_MmaKernel):
         return self.add(base, self.mul(self.idiv(kk, 4), self.i(rows * CHUNK)), self.mul(self.imod(kk, 4), self.i(16)))
 
     def scores(self) -> list:
-        return [*self.turn(), *self.s_issue(), ir.WarpgroupCommit(), *self.hand_on(),
-                ir.WarpgroupWait(0, "_sc", self.BK // 2)]
-
-    def values(self) -> list:
-        return [*self.turn(), *self.pv_issue(self.ref("_kb")), ir.WarpgroupCommit(), *self.hand_on(),
-                ir.WarpgroupWait(0, "_o", self.dcap // 2)]
-
-    def s_issue(self) -> list:
         """S = Q K^T: the warpgroup's 64 query rows (A) by the tile's keys (B)."""
         n = self.BK // 2
-        q0 = self.mul(self.idiv(self.at("warp"), 4), self.i(64 * CHUNK))
+        q0 = self.mul(self.warpgroup(), self.i(64 * CHUNK))
 
         def step(kk):
             return [ir.WarpgroupMma("_qs", self.k_step_at(q0, self.BQ, kk), True, 16, SBO,
                                     "_ks", self.k_step_at(self.ref("_kb"), self.BK, kk), True, 16, SBO,
                                     "_sc", self.i(0), self.BK, self.dt)]
-        return [self.loop("_i", n, lambda i: [ir.Store("_sc", i, ZERO)]), ir.WarpgroupFence("_sc", n),
-                self.loop("_kk", self.dcap // 16, step)]
+        return self.in_turn([self.loop("_i", n, lambda i: [ir.Store("_sc", i, ZERO)]), ir.WarpgroupFence("_sc", n),
+                             self.loop("_kk", self.dcap // 16, step)], "_sc", n)
 
-    def pv_issue(self, vb) -> list:
-        """O += P V: P's fragments (A) by the V rows at `vb` read along head_dim (B)."""
+    def values(self) -> list:
+        """O += P V: P's fragments (A) by the tile's V rows read along head_dim (B)."""
         n = self.dcap // 2
 
         def step(kk):
-            v = self.add(vb, self.mul(kk, self.i(16 * CHUNK)))
+            v = self.add(self.ref("_kb"), self.mul(kk, self.i(16 * CHUNK)))
             return [ir.WarpgroupMma("_pa", self.mul(kk, self.i(8)), True, 0, 0,
                                     "_vs", v, False, self.BK * ROW_BYTES, SBO,
                                     "_o", self.i(0), self.dcap, self.dt, a_regs=True)]
-        return [ir.WarpgroupFence("_o", n, a="_pa", a_count=self.KS * 8), self.loop("_kk", self.KS, step)]
+        return self.in_turn([ir.WarpgroupFence("_o", n, a="_pa", a_count=self.KS * 8),
+                             self.loop("_kk", self.KS, step)], "_o", n)
 
 
 def describe(params, shape) -> str:
@@ -212,5 +174,4 @@ def describe(params, shape) -> str:
             f"{params.warps // 4} warpgroups of 64 queries, 128-byte swizzled Q, K and V tiles, "
             f"online softmax in registers (exp2), {params.block_kv}-key K/V tiles by cp.async into "
             + ("two shared buffers" if params.stages == 2 else f"a ring of {params.stages} shared buffers")
-            + (", the softmax of a tile overlapping the previous tile's P V" if params.overlap else "")
             + (", the two warpgroups taking turns at the tensor cores" if params.pingpong else ""))

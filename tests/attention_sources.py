@@ -214,3 +214,8 @@ ATTENTION_BSHD = """let attn = compute(q, k, v) {
             out[b, i, h, d] = acc
 }
 """
+
+
+def grouped(text: str, group: str) -> str:
+    """`text` with grouped-query heads: K's and V's rows those of head `h / group`."""
+    return text.replace("K[b, h,", f"K[b, h / {group},").replace("V[b, h,", f"V[b, h / {group},")

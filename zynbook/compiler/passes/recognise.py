@@ -84,6 +84,8 @@ class _AttentionPattern:
     k_axes: tuple = (0, 1, 2)
     v_axes: tuple = (0, 1, 2)
     out_axes: tuple = (0, 1, 2)
+    # grouped-query heads: K and V rows of head `head_var / kv_group` (a launch constant)
+    kv_group: cir.Expr | None = None
 
     @property
     def masked(self) -> bool:
@@ -394,6 +396,7 @@ class _Att:
         self.k = kernel
         self.chain_vars = chain_vars
         self.score = None           # canonical score (key var %j)
+        self.kv_group = None        # K's and V's head is h / kv_group (grouped-query heads)
         self.parts = None           # (Q, K, b, h, i, scale)
         self.key = None             # (stop canon, cond canon)
         self.key_loop = None
@@ -411,14 +414,16 @@ class _Att:
         d = dots[0]
         qk = [d.a, d.b]
         if not all(isinstance(x, cir.Load) and len(x.index) == 3 and
-                   all(isinstance(t, cir.Var) for t in x.index) for x in qk):
+                   all(_grouped(t, self.k)[0] for t in x.index) for x in qk):
             raise _No("the score is not dot(Q[b, h, i], K[b, h, j])")
-        kl = [x for x in qk if _J in [t.name for t in x.index]]
+        kl = [x for x in qk if _J in [_grouped(t, self.k)[0] for t in x.index]]
         if len(kl) != 1:
             raise _No("the score's K row is not indexed by the key variable")
         kload = kl[0]
         qload = qk[1] if kload is qk[0] else qk[0]
-        qn, kn = [t.name for t in qload.index], [t.name for t in kload.index]
+        if not all(isinstance(t, cir.Var) for t in qload.index):
+            raise _No("the score is not dot(Q[b, h, i], K[b, h, j])")
+        qn, kn = [t.name for t in qload.index], [_grouped(t, self.k)[0] for t in kload.index]
         only_q = [n for n in qn if n not in kn]
         if len(set(qn)) != 3 or len(set(kn)) != 3 or len(only_q) != 1 or \
                 not set(qn) <= set(self.chain_vars) or set(kn) - {_J} != set(qn) - set(only_q):
@@ -427,10 +432,15 @@ class _Att:
         b, h = [n for n in qn if n != i]
         self.q_axes = (qn.index(b), qn.index(h), qn.index(i))
         self.k_axes = (kn.index(b), kn.index(h), kn.index(_J))
+        groups = [t for t in kload.index if _grouped(t, self.k)[1] is not None]
+        head_group = _grouped(kload.index[self.k_axes[1]], self.k)[1]
+        if len(groups) != (head_group is not None):
+            raise _No("the score's K row divides another index than the head's")
+        self.kv_group = head_group
         if not (_float_input(self.k, qload.buffer) and _float_input(self.k, kload.buffer)):
             raise _No("Q and K are not 4-D float inputs")
         parts = (qload.buffer, kload.buffer, b, h, i, canon(_product(rest, dens)), self.q_axes,
-                 self.k_axes)
+                 self.k_axes, canon(head_group))
         if self.parts is not None and self.parts != parts:
             raise _No("the key loops compute different scores")
         if self.parts is None:
@@ -606,7 +616,7 @@ def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
     if len(vl) != 1:
         raise _No("the weighted sum does not take one value V[b, h, key, d]")
     v = vl[0]
-    v_axes = _value_axes(kernel, v, b, h, dv)
+    v_axes = _value_axes(kernel, v, b, h, dv, att.kv_group)
     want_n = [cir.Call("exp", (cir.Bin("-", _FromCanon(att.score), cir.Var(m, F32), F32),), F32), v]
     want_d = [cir.Var(l, F32)]
     got_n = [x for x in tn + sn if x is not v] + [v]
@@ -617,12 +627,29 @@ def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
     return v.buffer, inside, v_axes
 
 
-def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str) -> tuple:
+def _grouped(t, kernel) -> tuple:
+    """(variable, group) of an index `x` (group None) or `x / group`, a positive integer
+    launch constant (grouped-query heads); (None, None) of any other index."""
+    if isinstance(t, cir.Var):
+        return t.name, None
+    if isinstance(t, cir.Bin) and t.op == "/" and isinstance(t.left, cir.Var) and \
+            t.ty.dtype in cir.INT_DTYPES and is_launch_constant(t.right, kernel):
+        c = t.right.value if isinstance(t.right, cir.Const) else None
+        if c is None or (not isinstance(c, bool) and c > 0):
+            return t.left.name, t.right
+    return None, None
+
+
+def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str, group=None) -> tuple:
     """The axes of b, h and the key in `v`, a load V[b, h, key (any order), d] of a 4-D
-    input."""
-    names = [t.name if isinstance(t, cir.Var) else None for t in v.index]
+    input, its head `h / group` where K's is (grouped-query heads)."""
+    named = [_grouped(t, kernel) for t in v.index]
+    names = [n for n, _ in named]
     if len(names) != 4 or names[3] != dv or sorted(map(str, names[:3])) != sorted([b, h, _J]):
         raise _No("the value is not V[b, h, key, d]")
+    if any(g is not None for n, g in named if n != h) or \
+            canon(named[names.index(h)][1]) != canon(group):
+        raise _No("the value's head is not the key's (h, or h / the same group)")
     if not _float_input(kernel, v.buffer, floats=False):
         raise _No("V is not a 4-D input")
     return names.index(b), names.index(h), names.index(_J)
@@ -666,7 +693,7 @@ def _one_pass(kernel, att, loops, d_loop, stmts, env):
     vl = [x for x in loads(kl.updates[acc]) if x.buffer not in (att.parts[0], att.parts[1])]
     if len(vl) != 1:
         raise _No("the value is not V[b, h, key, d]")
-    v_axes = _value_axes(kernel, vl[0], b, h, dv)
+    v_axes = _value_axes(kernel, vl[0], b, h, dv, att.kv_group)
     _online(att, kl, m, l, (acc, canon(vl[0])))
     att.key_range(kl)
     o_axes = _check_store(st, kernel.output.name, [b, h, i], dv)
@@ -700,7 +727,7 @@ def _result(kernel, att, form, loops, vinfo, head_dim, empty_row, o_axes):
                      n_batch=stops[b], n_heads=stops[h], n_queries=stops[i], n_keys=kl.stop,
                      head_dim=head_dim, scale=att.scale, mask=mask, causal=causal,
                      empty_row=empty_row, q_axes=att.q_axes, k_axes=att.k_axes,
-                     v_axes=vinfo[2], out_axes=o_axes)
+                     v_axes=vinfo[2], out_axes=o_axes, kv_group=att.kv_group)
 
 
 # ------------------------------------------------------------------ flash attention
@@ -783,20 +810,26 @@ def _flash(kernel, loops, body):
         raise _No("the scores are not Q_block @ transpose(K_block)")
     kt = kt.args[0]
 
-    axes = {}
+    axes, groups = {}, {}
 
-    def tile_axes(index, var, width):
-        """(axis of b, of h, of the block) of a [b, h, var:var + width] index in any order."""
+    def tile_axes(index, var, width, role="out"):
+        """(axis of b, of h, of the block) of a [b, h, var:var + width] index in any order;
+        K's and V's head may be h / group (grouped-query heads)."""
         if len(index) != 3:
             return None
-        names = [t.name if isinstance(t, cir.Var) else None for t in index]
+        named = [_grouped(t, kernel) for t in index]
+        names = [n for n, _ in named]
         spans = [n for n, t in enumerate(index) if _span_of(t, var, width)]
-        if len(spans) != 1 or b not in names or h not in names:
+        if len(spans) != 1 or b not in names or h not in names or named[names.index(b)][1] is not None:
             return None
+        group = named[names.index(h)][1]
+        if group is not None and role not in ("k", "v"):
+            return None
+        groups[role] = group
         return names.index(b), names.index(h), spans[0]
 
     def block(ld, var, width, what, role):
-        ax = tile_axes(ld.index, var, width) if isinstance(ld, cir.Load) else None
+        ax = tile_axes(ld.index, var, width, role) if isinstance(ld, cir.Load) else None
         if ax is None or not _float_input(kernel, ld.buffer):
             raise _No(f"{what} is not a block [{b}, {h}, {var}:{var} + {width}] of a 4-D float input")
         axes[role] = ax
@@ -829,6 +862,8 @@ def _flash(kernel, loops, body):
         raise _No("the running output is not rescaled by exp(m - m_new)")
     if canon(keep) != c_nary("*", alpha, c_var(o)):
         raise _No("the running output is not rescaled: o = exp(m - m_new) * o + ...")
+    if canon(groups["k"]) != canon(groups["v"]):
+        raise _No("the key and value tiles are of different heads")
     axes["out"] = tile_axes(st.index, qb, BQ) if st.buffer == kernel.output.name else None
     if axes["out"] is None:
         raise _No(f"the result is not stored to out[{b}, {h}, {qb}:{qb} + {BQ}]")
@@ -844,7 +879,7 @@ def _flash(kernel, loops, body):
                           key_var=kv.var, n_batch=lb.stop, n_heads=lh.stop, n_queries=lq.stop,
                           n_keys=kv.stop, block_q=BQ, block_kv=BK, scale=_product(rest, dens),
                           clipped_tile=clipped, q_axes=axes["q"], k_axes=axes["k"],
-                          v_axes=axes["v"], out_axes=axes["out"])
+                          v_axes=axes["v"], out_axes=axes["out"], kv_group=groups["k"])
 
 
 # --------------------------------------------------------------------- contraction

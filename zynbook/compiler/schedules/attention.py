@@ -140,15 +140,22 @@ def match(kernel: cir.Kernel, target, sizes: dict):
                        for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
         hd = getattr(p, "head_dim", None)
         hd = None if hd is None else int(recognise.launch_value(hd, sizes))
+        group = 1 if p.kv_group is None else int(recognise.launch_value(p.kv_group, sizes))
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None, "a loop range that is not a size known at launch"
+    if group < 1:
+        return None, f"K and V of head h / {group}"
     axes = {"q": p.q_axes, "k": p.k_axes, "v": p.v_axes, "out": p.out_axes}
-    want = {"q": (B, H, S), "k": (B, H, SK), "v": (B, H, SK), "out": (B, H, S)}
+    kv_heads = (H - 1) // group + 1 if H else 0     # grouped-query heads: those h / group reaches
+    want = {"q": (B, H, S), "k": (B, kv_heads, SK), "v": (B, kv_heads, SK), "out": (B, H, S)}
     D = {cir.eval_dim(b.shape[3], sizes) for b in bufs.values()}
     if len(D) != 1 or (hd is not None and hd not in D):
         return None, "Q, K, V and out differ in head_dim (or the loop over it does not cover it)"
     for role, b in bufs.items():
-        if tuple(cir.eval_dim(b.shape[a], sizes) for a in axes[role]) != want[role]:
+        got = tuple(cir.eval_dim(b.shape[a], sizes) for a in axes[role])
+        # K and V may hold more heads than the groups read (the rows are found by their own shape)
+        if got != want[role] and not (role in ("k", "v") and got[0::2] == want[role][0::2]
+                                      and got[1] >= want[role][1]):
             return None, (f"`{b.name}` is not [{', '.join(map(str, want[role]))}] in the axes the "
                           "loops index")
     return Shape(p, bufs, axes, bufs["out"].shape[3], D.pop()), None
@@ -450,8 +457,12 @@ class _Kernel:
         return self.low.index(e)
 
     def row_offset(self, role: str, b, h, s) -> ir.Expr:
-        """The flat offset of row (b, h, s) of the tensor of `role` (head_dim is its last axis)."""
+        """The flat offset of row (b, h, s) of the tensor of `role` (head_dim is its last axis);
+        K's and V's rows of grouped-query heads are those of head h / kv_group."""
         buf = self.shape.bufs[role]
+        group = self.shape.p.kv_group
+        if role in ("k", "v") and group is not None:
+            h = ir.Bin("/", h, self.low.index(group), self.idx)
         terms = []
         for var, axis in zip((b, h, s), self.shape.axes[role]):
             st = [self.low.size(d) for d in buf.shape[axis + 1:]

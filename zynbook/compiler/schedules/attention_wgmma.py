@@ -42,8 +42,10 @@ def chunks(D: int) -> int:
 
 
 def shared_bytes(params, D: int) -> int:
-    """Q's tile and `stages` K and V tiles, rows of whole chunks."""
-    return 2 * (params.block_q + 2 * params.stages * params.block_kv) * chunks(D) * CHUNK
+    """Q's tile and `stages` K and V tiles, rows of whole chunks, and where they are the
+    launch's memory (past 48 KiB) what aligning them to 1024 bytes may skip."""
+    tiles = 2 * (params.block_q + 2 * params.stages * params.block_kv) * chunks(D) * CHUNK
+    return tiles + (ir.WGMMA_SWIZZLE * 8 - 16 if tiles > 48 * 1024 else 0)
 
 
 def why_not(target, shape, params) -> str | None:

@@ -21,7 +21,7 @@ from tolerances import assert_within
 from zynbook.compiler.codegen.cuda import render_cuda
 from zynbook.compiler.launch import ir
 from zynbook.compiler.launch.text import format_program
-from zynbook.compiler.schedules import attention_wgmma as W
+from zynbook.compiler.schedules import attention_mma, attention_wgmma as W
 from zynbook.compiler.schedules.attention import match
 from zynbook.compiler.schedules.base import Choice
 from zynbook.compiler.targets import cuda_target
@@ -61,6 +61,21 @@ def test_every_candidate_equals_numpy(params):
         k, ins, sz, sc = _lower(text, dtype, sq, sk, d)
         assert params in SCHED.space(k, CUDA, sz)
         _check(text, SCHED.build(k, CUDA, sz, params), k, ins, sz, sc)
+
+
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_the_space_of_each_head_dim(d):
+    """The default first, then one and two warpgroups, with and without turns (two only),
+    each a candidate the schedule runs on sm_90 (the shared memory and registers checked)."""
+    k, _, sz, _ = _lower(A.three_pass("causal"), "f16", 64, 64, d)
+    space = [p for p in SCHED.space(k, CUDA, sz) if p.wgmma]
+    every = W.choices(W.default(d), d)
+    assert space[0] == W.default(d) and space == [p for p in every if p in space]
+    assert {p.warps for p in space} == {4, 8} and {p.pingpong for p in space} == {False, True}
+    shape, _ = match(k, CUDA, sz)
+    for p in set(every) - set(space):       # only what outgrows the shared memory is left out
+        assert "outgrow the shared memory" in attention_mma.why_not(CUDA, shape, p)
+    assert all(p.warps == 8 for p in space if p.pingpong)
 
 
 def test_head_dim_256_and_two_batches():
@@ -120,11 +135,14 @@ GPU_CASES = [
     ("causal_bf16_d128", A.three_pass("causal", "const"), "bf16", 300, 300, 128, 1, 4, None),
     ("bool_f16_cross_d80", cross(A.three_pass("bool")), "f16", 200, 77, 80, 2, 3, None),
     ("causal_f16_d256", A.three_pass("causal"), "f16", 200, 200, 256, 1, 2, None),
-] + [(f"causal_f16_d64_{p.block_q}q_{p.block_kv}k_{p.stages}st", A.three_pass("causal", "const"),
-      "f16", 333, 333, 64, 2, 3, p) for p in CHOICES] + [
-    (f"causal_bf16_d128_{p.block_q}q_{p.block_kv}k_{p.stages}st", A.three_pass("causal"), "bf16",
-     300, 300, 128, 1, 4, p) for p in W.choices(W.default(128), 128)
-    if W.shared_bytes(p, 128) <= CUDA.shared_bytes]
+] + [(f"causal_f16_d64_{p.block_q}q_{p.block_kv}k_{p.stages}st{'_pingpong' if p.pingpong else ''}",
+       A.three_pass("causal", "const"), "f16", 333, 333, 64, 2, 3, p) for p in (
+    replace(W.default(64), block_kv=64, stages=3), replace(W.WGMMA, block_kv=128),
+    replace(W.WGMMA, block_kv=64, stages=3, pingpong=True))] + [
+    (f"causal_bf16_d128_{p.block_q}q_{p.block_kv}k_{p.stages}st{'_pingpong' if p.pingpong else ''}",
+     A.three_pass("causal"), "bf16", 300, 300, 128, 1, 4, p) for p in (
+         replace(W.default(128), pingpong=False), replace(W.WGMMA, block_kv=64),
+         replace(W.WGMMA, block_q=64, warps=4, block_kv=128, stages=3))]
 
 
 @pytest.mark.gpu

@@ -70,7 +70,7 @@ def choices(first: AttentionParams, D: int) -> list:
     for warps in (8, 4):
         for bk in ((128, 64) if D <= 128 else (64,)):
             for st in (2, 3):
-                p = replace(first, block_q=16 * warps, warps=warps, block_kv=bk, stages=st)
+                p = replace(first, block_q=16 * warps, warps=warps, block_kv=bk, stages=st, pingpong=False)
                 out += [p, replace(p, pingpong=True)] if warps == 8 else [p]
     return list(dict.fromkeys(out))
 

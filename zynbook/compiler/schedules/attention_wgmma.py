@@ -19,7 +19,9 @@ Per tile and warpgroup:
 
 Each product is one group, waited for before its results are used; the copies of the next
 tiles run meanwhile, as in the tensor-core kernel (`stages`), published to the MMAs' proxy
-by fence.proxy.async before the barrier.
+by fence.proxy.async before the barrier. With `pingpong` the two warpgroups of a block take
+turns at the tensor cores (FlashAttention-3's ping-pong, through named barriers): one's
+softmax runs while the other's products do.
 """
 from __future__ import annotations
 
@@ -32,7 +34,6 @@ from .attention_mma import EVERY, ZERO, _MmaKernel
 CHUNK = 64                  # elements of a 128-byte swizzled row (16-bit elements)
 ROW_BYTES = 128
 SBO = 8 * ROW_BYTES         # bytes between groups of eight rows
-MAX_HEAD_DIM = 256
 
 WGMMA = AttentionParams(mma=True, wgmma=True, block_q=128, warps=8, hold_q=False, **EVERY)
 
@@ -76,11 +77,12 @@ def choices(first: AttentionParams, D: int) -> list:
 
 
 def default(D: int) -> AttentionParams:
-    """Measured (H100, bench_cuda --mma-choices): BERT-base f16 (head_dim 64) 0.083 ms with
-    one warpgroup over 128-key tiles in two buffers (two warpgroups: 0.094 to 0.118); causal
-    bf16 at head_dim 128 0.210 ms with two warpgroups over a ring of three 128-key tiles
-    (224 KiB of shared memory; the others 0.227 to 0.267). Past 128, 64-key tiles (the
-    registers: S and O are block_kv / 2 + head_dim / 2 accumulators a thread)."""
+    """Measured (H100, bench_cuda --mma-choices wgmma): BERT-base f16 (head_dim 64) 0.083 ms
+    with one warpgroup over 128-key tiles in two buffers (two warpgroups, with turns or not:
+    0.090 to 0.119); causal bf16 at head_dim 128 0.195 ms with two warpgroups taking turns
+    over a ring of three 128-key tiles (224 KiB of shared memory; without turns 0.211, the
+    others 0.203 to 0.279). Past 128, 64-key tiles (the registers: S and O are block_kv / 2
+    + head_dim / 2 accumulators a thread)."""
     if D <= 64:
         return replace(WGMMA, block_q=64, warps=4, block_kv=128)
     return replace(WGMMA, block_kv=128, stages=3, pingpong=True) if D <= 128 else replace(WGMMA, block_kv=64)

@@ -13,6 +13,8 @@ the PTX ISA's description of the hardware rather than from the schedule that use
   (x, k) of the x-th row of M or N and k < 16 at start + (x / 8) SBO + (x % 8) 128 + 2 k
   (LBO unused: a K step's 32 bytes lie within a 128-byte row); MN-major, at start +
   (x / 64) LBO + 2 (x % 64) + (k % 8) 128 + (k / 8) SBO.
+* A from registers (`ir.WarpgroupMma.a_regs`): each warp of the warpgroup gives its 16 rows
+  of A as mma.sync m16n8k16's A fragment (`fragments_a`), the PTX ISA's register layout.
 * The accumulators: thread 32 w + l of the warpgroup holds D's (16 w + l / 4 + 8 (e // 2),
   8 i + 2 (l % 4) + e % 2) at 4 i + e. Products are exact, sums made in f64 then rounded
   to f32 and added to C (as the emulator's `mma.sync`).

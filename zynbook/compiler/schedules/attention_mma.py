@@ -117,7 +117,7 @@ def choices(target, shape, sizes) -> list:
     else:
         out = [first] + [p for p in fits if p != first] + extra
     # on Hopper the warpgroup kernel first (H100, bench_cuda --mma-choices: BERT-base f16
-    # 0.083 ms against 0.108 above, causal bf16 at head_dim 128 0.210 against 0.327)
+    # 0.083 ms against 0.108 above, causal bf16 at head_dim 128 0.195 against 0.327)
     wide = [p for p in attention_wgmma.choices(attention_wgmma.default(shape.D), shape.D)
             if why_not(target, shape, p) is None]
     return wide + out

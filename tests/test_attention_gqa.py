@@ -102,3 +102,30 @@ def test_not_grouped_attention_runs_generic(text, why):
     assert "attention" not in prog.schedule.split(":")[0]
     got = emulate_kernel(prog, k, ins, sz, {}, warp=32)
     assert_within(np.asarray(got, np.float64), np.asarray(run_kernel(k, ins, sz, {}), np.float64), 1e-5, 1e-5)
+
+
+# ------------------------------------------------- on every device present (the printed code)
+
+def _devices():
+    from test_attention_variants import DEVICES
+    return DEVICES
+
+
+@pytest.mark.parametrize("form,dtype", [("three_pass_causal", "f32"), ("flash_32", "f32"),
+                                        ("three_pass_causal", "f16"), ("online", "f16")])
+def test_every_device_equals_numpy(form, dtype):
+    """The printed C++, WGSL and CUDA (cpu:native, the Vulkan adapter, a GPU: those present)
+    of grouped-query attention, 6 query heads over 2 K/V heads of 33 positions."""
+    from zynbook.backends.registry import get_device
+    devices = _devices()
+    if not devices:
+        pytest.skip("no device here but the reference")
+    text, causal = FORMS[form]
+    k, ins, sz, arrays = _lower(A.grouped(text, "3"), dtype, 6, 2, 33, 16, 3, seed=5)
+    want = numpy_gqa(arrays, 3, causal)
+    for device in devices:
+        dev = get_device(device)
+        got, launch = dev.launch(k, ins, sz, {})
+        assert "attention:" in launch.geometry["schedule"], (device, launch.geometry["schedule"])
+        tol = 1e-4 if dtype == "f32" else 2e-2
+        assert_within(np.asarray(dev.to_host(got), np.float64), want, tol, tol)

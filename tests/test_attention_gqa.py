@@ -4,7 +4,8 @@ emulator against numpy written here: the warpgroup kernel (sm_90), the mma.sync 
 (sm_80), the one-thread-per-query kernel in f32 for CUDA, WebGPU (sizes not baked in) and
 the CPU, groups of 1, 2, 3 and 8 heads with head counts they do not divide, K and V holding
 more heads than the groups read; forms that are not grouped attention (V of another group,
-a divided batch) fall to the generic schedule and still equal the reference executor."""
+a divided batch) fall to the generic schedule and still equal the reference executor; and
+the printed code on every device present (cpu:native, the Vulkan adapter, a GPU)."""
 from __future__ import annotations
 
 import numpy as np

@@ -156,8 +156,8 @@ def test_copies_the_mmas_read_without_a_proxy_fence_are_caught():
 
 def test_the_default_on_sm_90_and_nowhere_else():
     kernel, sizes, _, _ = K.matmul_t(4096, 4096, 4096, "bf16", False, False)
-    p = Gemm().default(kernel, cuda_target((9, 0)), sizes)
-    assert (p.wgmma, p.bm, p.bn, p.bk, p.tn, p.stages, p.threads) == (True, 128, 256, 64, 256, 4, 256)
+    p = Gemm().default(kernel, cuda_target((9, 0)), sizes)     # fed by the copy engine
+    assert (p.wgmma, p.tma, p.bm, p.bn, p.bk, p.tn, p.stages, p.threads) == (True, True, 128, 256, 64, 256, 3, 384)
     space = Gemm().space(kernel, cuda_target((9, 0)), sizes)
     assert space[0] == p and sum(q.wgmma for q in space) > 4
     assert all(q.shared_bytes(2, 4) + 1024 <= cuda_target().shared_bytes for q in space if q.wgmma)
@@ -196,7 +196,8 @@ y
 
 def test_dynamic_shared_memory_starts_on_a_1024_byte_boundary():
     kernel, sizes, _, _ = K.matmul_t(512, 512, 512, "f16", False, False)
-    prog = render_cuda(kernel, sizes, (9, 0))
+    prog = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", GemmParams(
+        128, 256, 64, 64, 256, 8, True, 4, True, True))})
     assert prog.arch_specific and "wgmma m64n256k16" in prog.schedule
     assert prog.steps[0].smem == 4 * 2 * (128 * 64 + 256 * 64) + 1024 - 16
     assert "extern __shared__ __align__(1024) unsigned char zyn_smem_raw[];" in prog.source

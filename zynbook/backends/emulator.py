@@ -49,7 +49,7 @@ from ..compiler.launch import ir
 from ..compiler.launch.ir import (Array, Atomic, Barrier, Bin, Cast, Checked, CheckedDiv,
                                   Collective, Decl, For, If, InRange, Lit, Load, Math, Ref,
                                   Select, Set, Store, Thread, Un)
-from . import wgmma_model
+from . import tma_model, wgmma_model
 
 
 class EmulatorError(RuntimeError):
@@ -320,7 +320,7 @@ def _butterfly(values: list, width: int, fn, identity):
 
 _MAX_DEPTH = 48                     # deeper expressions are outlined into lambdas
 
-_BAR, _BLOCK, _WARP, _MMA, _LDSM, _WGMMA, _NAMED = 0, 1, 2, 3, 4, 5, 6  # what a thread yields: (kind, point, value)
+_BAR, _BLOCK, _WARP, _MMA, _LDSM, _WGMMA, _NAMED, _MBWAIT = 0, 1, 2, 3, 4, 5, 6, 7  # what a thread yields: (kind, point, value)
 _WARP_STEPS = (_WARP, _MMA, _LDSM)                  # what every lane of a warp reaches together
 
 _UNARY_NP = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil",
@@ -395,6 +395,9 @@ class _Translator:
             elif p.kind in ("scalar", "size"):
                 self.scopes[0][p.name] = _Var(None, p.dtype, "param", name=p.name)
                 self.ns.setdefault("_pv", {})[p.name] = param_values[p.name]
+            elif p.kind == "tensormap":
+                self.scopes[0][p.name] = _Var(self.const(param_values[p.name], "m"), p.dtype,
+                                              "tensormap", name=p.name)
             else:
                 self.fail(f"parameter `{p.name}` has an unknown kind {p.kind!r}")
         body: list[str] = []
@@ -540,6 +543,10 @@ class _Translator:
             self.emit(depth, "for _u in _B.tracks: _u[3][_u[3] == _t] = -1" if self.races else "pass")
         elif isinstance(s, ir.WarpgroupFence):
             pass                        # an ordering the emulator's sequential threads keep
+        elif isinstance(s, (ir.Mbarrier, ir.TensorLoad)):
+            self.mbarrier(s, depth)
+        elif isinstance(s, ir.SetMaxRegisters):
+            self.check(0 < s.count <= 255 and s.count % 8 == 0, f"setmaxnreg {s.count}")
         elif isinstance(s, Array):
             if s.name in self.scopes[-1]:
                 self.fail(f"array `{s.name}` declared twice")
@@ -628,6 +635,42 @@ class _Translator:
         self.emit(depth, f"{got} = yield ({_WGMMA}, {point}, (_W.values({c.py}, {at}, {s.n // 2}), "
                          f"{descs[0]}, {descs[1]}))")
         self.emit(depth, f"_W.issue({c.py}, {at}, {got})")
+
+    def mbarrier(self, s, depth: int):
+        """mbarrier operations and box copies (backends/tma_model.py): a wait yields until the
+        block scheduler finds its phase completed."""
+        pre: list[str] = []
+        bar, at = (s.array, s.index) if isinstance(s, ir.Mbarrier) else (s.bar, s.bar_index)
+        arr = self.array(bar, True)
+        self.check(arr.space == "shared" and arr.dtype == "u64", f"an mbarrier in `{bar}`, not a shared u64 array")
+        i = self.expr(at, pre)
+        self.flush(pre, depth)
+        key = self.fresh("x")
+        self.emit(depth, f"{key} = ({bar!r}, int({i}))")
+        self.emit(depth, f"if not 0 <= {key}[1] < {arr.count}: _bad('mbarrier ' + str({key}) + ' outside its array')")
+        if isinstance(s, ir.TensorLoad):
+            m = self.lookup(s.map)
+            self.check(m is not None and m.kind == "tensormap", f"`{s.map}` is not a tensor map parameter")
+            dst = self.array(s.dst, True)
+            self.check(dst.space == "shared" and dst.dtype == m.dtype,
+                       f"a box copy of {m.dtype} into `{s.dst}`, not a shared array of it")
+            coords = ", ".join(f"int({self.expr(c, pre)})" for c in s.coords)
+            di = self.expr(s.dst_index, pre)
+            self.flush(pre, depth)
+            tracks = f"{dst.py}_r" if self.races else "None"
+            self.emit(depth, f"_B.mbar.load({key}, {m.py}, ({coords},), {dst.py}, {dst.py}_base, int({di}), {tracks})")
+        elif s.op == "init":
+            self.emit(depth, f"_B.mbar.init({key}, {int(s.count)})")
+        elif s.op == "arrive":
+            self.emit(depth, f"_B.mbar.arrive({key}, {int(s.tx)})")
+        elif s.op == "wait":
+            parity = self.expr(s.parity, pre)
+            self.flush(pre, depth)
+            point = len(self.points)
+            self.points.append((_MBWAIT, None, None, self.line, "an mbarrier wait", 0))
+            self.emit(depth, f"yield ({_MBWAIT}, {point}, ({key}, int({parity}) % 2))")
+        else:
+            self.fail(f"an mbarrier {s.op!r}")
 
     def async_copy(self, s: ir.AsyncCopy, depth: int):
         """The source read now (zeros where the guard is false), the shared elements checked
@@ -1012,7 +1055,7 @@ class _Flag:
 class _Block:
     """What the threads of one block share: sizes, the barrier epoch, race trackers, the
     threads arrived at each named barrier (id -> [count, threads waiting there])."""
-    __slots__ = ("threads", "blocks", "warp", "ep", "tracks", "named")
+    __slots__ = ("threads", "blocks", "warp", "ep", "tracks", "named", "mbar")
 
     def __init__(self, threads, blocks, warp):
         self.threads, self.blocks, self.warp = threads, blocks, warp
@@ -1226,6 +1269,10 @@ class Emulator:
             if count < 0:
                 raise EmulatorError(f"scratch `{s.name}` of {count} elements")
             flat[s.name] = _poisoned(s.dtype, count, self.poison)
+        for m in program.tensor_maps:
+            where = f"tensor map `{m.name}`"
+            flat[m.name] = tma_model.TensorMap(flat[m.buffer], m.dtype, [_host(d, env, where) for d in m.dims],
+                                               [_host(d, env, where) for d in m.strides], m.box)
         flag = _Flag()
         with np.errstate(all="ignore"):
             for launch in program.launches:
@@ -1280,6 +1327,8 @@ class Emulator:
                     raise EmulatorError(f"kernel `{kernel.name}` takes scratch `{p.name}`, "
                                         "which the program does not allocate")
                 values[p.name] = flat[p.name]
+            elif p.kind == "tensormap":
+                values[p.name] = flat[p.name]
             elif p.kind in ("scalar", "size"):
                 v = _given(sizes, p.name)
                 if v is _MISSING and p.kind == "scalar":
@@ -1317,6 +1366,7 @@ class Emulator:
     def _block(self, fn, tr: _Translator, kernel, b: int, grid: int, race: _Race):
         n = kernel.block
         B = _Block(n, grid, self.warp)
+        B.mbar = tma_model.Mbarriers(kernel.name)
         B.ep = race.next_epoch()
         shared = [_poisoned(dt, count, self.poison) for dt, count, _ in tr.shared]
         if self.races:
@@ -1361,6 +1411,11 @@ class Emulator:
                     progress = True
                 progress = self._warpgroups(gens, ev, tr, kernel, shared, B) or progress
                 progress = self._named(gens, ev, B) or progress
+                progress = self._mbarrier_waits(gens, ev, B) or progress
+            stuck = [t for t, e in enumerate(ev) if e is not _DONE and e[0] == _MBWAIT]
+            if stuck:
+                raise EmulatorError(f"kernel `{kernel.name}`: {_ranges(stuck)} of block {b} "
+                                    "wait on mbarriers whose phase never completes (a deadlock)")
             for lo in range(0, n, 4 * W):       # a warpgroup MMA no more threads can reach
                 hi = min(n, lo + 4 * W)
                 if any(ev[t] is not _DONE and ev[t][0] == _WGMMA for t in range(lo, hi)):
@@ -1399,7 +1454,9 @@ class Emulator:
     def _named(self, gens, ev, B) -> bool:
         """Threads at a named barrier count towards it once (`ir.NamedBarrier`): one that only
         arrives goes on, one that waits goes on once the barrier's count of threads arrived
-        (the count then starts again). It orders threads, not memory (no new race epoch)."""
+        (the count then starts again). What its threads accessed before is ordered before
+        what they access after (PTX bar.sync): their entries leave the race trackers (an
+        element several threads read leaves too, as the trackers keep no list of them)."""
         moved = False
         for t, e in enumerate(ev):
             if e is _DONE or e[0] != _NAMED or e[2] is None:
@@ -1407,10 +1464,11 @@ class Emulator:
             bid, count, arrive = e[2]
             if not 1 <= bid <= 15:
                 raise EmulatorError(f"named barrier {bid}: the hardware has 1 to 15 beside barrier 0")
-            arrived = B.named.setdefault(bid, [0, [], count])
+            arrived = B.named.setdefault(bid, [0, [], count, []])
             if arrived[2] != count:
                 raise EmulatorError(f"named barrier {bid} used with {arrived[2]} and {count} threads")
             arrived[0] += 1
+            arrived[3].append(t)
             if arrive:
                 ev[t] = self._step(gens[t], None)
             else:
@@ -1418,9 +1476,21 @@ class Emulator:
                 arrived[1].append(t)
             moved = True
             if arrived[0] == count:
-                waiting, arrived[0], arrived[1] = arrived[1], 0, []
+                waiting, met, arrived[0], arrived[1], arrived[3] = arrived[1], arrived[3], 0, [], []
+                for w_, r_, *_ in B.tracks:
+                    w_[np.isin(w_, met)] = -1
+                    r_[np.isin(r_, met + [-2])] = -1
                 for w in waiting:
                     ev[w] = self._step(gens[w], None)
+        return moved
+
+    def _mbarrier_waits(self, gens, ev, B) -> bool:
+        """Threads waiting on an mbarrier go on once the phase they wait for completed."""
+        moved = False
+        for t, e in enumerate(ev):
+            while e is not _DONE and e[0] == _MBWAIT and B.mbar.passed(*e[2]):
+                e = ev[t] = self._step(gens[t], None)
+                moved = True
         return moved
 
     def _warpgroups(self, gens, ev, tr, kernel, shared, B) -> bool:
@@ -1452,6 +1522,8 @@ class Emulator:
             return gen.send(value)
         except StopIteration:
             return _DONE
+        except tma_model.TmaError as err:
+            raise EmulatorError(str(err)) from None
 
     @staticmethod
     def _diverged(kernel, b, ev, threads, points, group):

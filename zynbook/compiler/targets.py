@@ -22,6 +22,9 @@ class Target:
     dtypes: frozenset           # element types it computes in and stores
     tensor_cores: tuple = ()    # MMA instruction families: ("mma.sync",), ("wgmma", "mma.sync")
     async_copy: bool = False    # global -> shared copies in the background (cp.async, sm_80 on)
+    # the tensor memory accelerator (TMA, sm_90 on): boxes of a tensor copied into shared
+    # memory by a copy engine, their bytes counted on mbarriers
+    bulk_copy: bool = False
     collectives: bool = True    # warp / subgroup reductions
     atomics: frozenset = frozenset({"+", "max", "min"})
     arch: str = ""              # "sm_90", "apple", "x86-64-v3", an adapter's name
@@ -55,7 +58,7 @@ def cuda_target(cc: tuple = (9, 0)) -> Target:
     mma = ("wgmma", "mma.sync") if cc == (9, 0) else (("mma.sync",) if cc >= (8, 0) else ())
     shared = 227 * 1024 if cc >= (9, 0) else (163 * 1024 if cc >= (8, 0) else 48 * 1024)
     return Target("cuda", "cuda", 32, 1024, shared, _BASE | {"f16", "bf16", "f64"}, mma,
-                  async_copy=cc >= (8, 0),
+                  async_copy=cc >= (8, 0), bulk_copy=cc >= (9, 0),
                   arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16, vector_lanes=4,
                   static_shared_bytes=48 * 1024)      # more is dynamic, on request
 

@@ -179,10 +179,19 @@ class CompiledCuda:
                     parts.append(a)
                 elif a.startswith("scratch:"):
                     parts.append((scratch[a.split(":", 1)[1]],))
+                elif a.startswith("tmap:"):         # made from the buffers at each launch
+                    parts.append(self.tensor_map(a[5:]))
             parts.append((err,))
             bound.append((self.function(step.func, step.smem), step.grid, step.block, step.smem,
                           step.func, tuple(parts)))
         return tuple(bound)
+
+    def tensor_map(self, name: str):
+        maps = self.__dict__.setdefault("_maps", {})
+        if name not in maps:
+            from .tma import TensorMapArg
+            maps[name] = TensorMapArg(self.program.tensor_maps[name])
+        return maps[name]
 
     @staticmethod
     def run_bound(bound, buffers: tuple, scalar_args: tuple, stream=None):
@@ -190,7 +199,8 @@ class CompiledCuda:
         for f, grid, block, smem, name, parts in bound:
             args = ()
             for p in parts:
-                args += buffers if p == "buffers" else scalar_args if p == "scalars" else p
+                args += buffers if p == "buffers" else scalar_args if p == "scalars" else \
+                    p(buffers) if callable(p) else p
             try:
                 f(grid, block, args, smem, stream)      # (shared_mem, stream)
             except Exception as err:

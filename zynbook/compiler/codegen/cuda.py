@@ -25,7 +25,8 @@ class Step:
     func: str
     grid: tuple
     block: tuple
-    args: tuple             # "buffers" (inputs then out), "scratch:<name>", "scalars"
+    args: tuple             # "buffers" (inputs then out), "scratch:<name>", "scalars",
+                            # "tmap:<name>" (a tensor map made at launch: CudaProgram.tensor_maps)
     smem: int = 0           # dynamic shared memory bytes
 
 
@@ -45,6 +46,9 @@ class CudaProgram:
     error_sites: tuple = ()
     # uses sm_90a's warpgroup MMAs: compiled for compute_90a (ir.Program.arch_specific)
     arch_specific: bool = False
+    # name -> (buffer's place among inputs then out, dtype, dims, strides, box): ir.TensorMap
+    # with the sizes evaluated, made from the buffer's address at launch
+    tensor_maps: dict = field(default_factory=dict)
 
 
 def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: dict | None = None) -> CudaProgram:
@@ -76,14 +80,19 @@ def _launch_program(kernel, sizes, notes, arch, only=None, exclude=(), params=No
                        notes=notes + prog.notes, line_map=out.line_map,
                        unaligned_steps=steps(prog.fallback) if prog.fallback else None,
                        aligned_buffers=tuple(names[a] for a in prog.aligned),
-                       error_sites=prog.sites, arch_specific=prog.arch_specific)
+                       error_sites=prog.sites, arch_specific=prog.arch_specific,
+                       tensor_maps={m.name: (list(names).index(m.buffer), m.dtype,
+                                             tuple(int(ir.evaluate(d, sizes)) for d in m.dims),
+                                             tuple(int(ir.evaluate(d, sizes)) for d in m.strides), m.box)
+                                    for m in prog.tensor_maps})
 
 
 def _step_args(k) -> tuple:
     """A launch's arguments in its kernel's parameter order (sizes are compiled in)."""
     out = []
     for p in k.params:
-        a = {"buffer": "buffers", "scalar": "scalars"}.get(p.kind, f"scratch:{p.name}")
-        if p.kind != "size" and (a.startswith("scratch:") or a not in out):
+        a = {"buffer": "buffers", "scalar": "scalars"}.get(
+            p.kind, f"{'tmap' if p.kind == 'tensormap' else 'scratch'}:{p.name}")
+        if p.kind != "size" and (":" in a or a not in out):
             out.append(a)
     return tuple(out)

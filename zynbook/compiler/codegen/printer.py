@@ -216,6 +216,18 @@ class Printer:
             else:
                 text = d.wgmma_commit() if isinstance(s, ir.WarpgroupCommit) else d.proxy_fence()
             self.emit(text, line)
+        elif isinstance(s, (ir.Mbarrier, ir.TensorLoad, ir.SetMaxRegisters)):
+            if not hasattr(d, "tensor_load"):
+                raise TypeError(f"the {d.name} dialect has no mbarriers or tensor memory copies")
+            if isinstance(s, ir.Mbarrier):
+                text = d.mbarrier(s.op, s.array, self.expr(s.index), s.count, s.tx,
+                                  None if s.parity is None else self.expr(s.parity))
+            elif isinstance(s, ir.TensorLoad):
+                text = d.tensor_load(s.map, [self.expr(c) for c in s.coords], s.dst,
+                                     self.expr(s.dst_index), s.bar, self.expr(s.bar_index))
+            else:
+                text = d.set_max_registers(s.count, s.increase)
+            self.emit(text, line)
         elif isinstance(s, ir.Array):
             self.spaces[s.name] = s.space
             if s.name in self.named:

@@ -275,8 +275,9 @@ class Barrier(Stmt):
 class NamedBarrier(Stmt):
     """Hardware barrier `id` (1 to 15; 0 is `Barrier`'s) of `threads` threads, a multiple of
     the warp: with `arrive`, this thread counts towards it and goes on; else it also waits
-    until `threads` threads arrived. It orders the warps that meet at it, not memory: shared
-    arrays still need a `Barrier` (FlashAttention-3's turns of two warpgroups' MMAs)."""
+    until `threads` threads arrived; what they accessed in shared memory before is then
+    visible to them (FlashAttention-3's turns of two warpgroups' MMAs; the consumers of a
+    warp-specialised kernel, whose producer never meets them)."""
     id: Expr
     threads: int
     arrive: bool = False
@@ -485,6 +486,65 @@ class ProxyFence(Stmt):
     line: int = 0
 
 
+# ---- mbarriers and the tensor memory accelerator (sm_90): a copy engine moves a whole box
+# of a tensor into shared memory and counts its bytes on an mbarrier, which threads wait on;
+# warp-specialised kernels (schedules/gemm_tma.py) give one warpgroup the copies.
+
+
+@dataclass(frozen=True)
+class Mbarrier(Stmt):
+    """The mbarrier at element `index` of a shared u64 array: "init" (a phase completes when
+    `count` threads arrived and the bytes expected of it landed), "arrive" (this thread
+    arrives; with `tx`, it also expects `tx` bytes of `TensorLoad`s in this phase), "wait"
+    (until the phase of parity `parity`, 0 or 1, completed: on a fresh mbarrier, parity 1
+    passes at once). What landed before a phase completed is visible to its waiters."""
+    op: str
+    array: str
+    index: Expr
+    count: int = 0
+    tx: int = 0
+    parity: Expr | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class TensorLoad(Stmt):
+    """A box of the tensor that tensor map `map` (a kernel parameter of kind "tensormap",
+    described by `Program.tensor_maps`) describes, at element coordinates `coords` (innermost
+    first), copied by the copy engine into shared array `dst` from element `dst_index` (1024-
+    byte aligned), row after row with the 128-byte swizzle (WGMMA_SWIZZLE): elements outside
+    the tensor land as zeros. Its bytes complete on the mbarrier `bar[bar_index]`."""
+    map: str
+    coords: tuple
+    dst: str
+    dst_index: Expr
+    bar: str
+    bar_index: Expr
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class SetMaxRegisters(Stmt):
+    """`setmaxnreg`: this warpgroup's threads keep `count` registers from here on (a producer
+    gives its registers up to the MMAs' warpgroups)."""
+    count: int
+    increase: bool
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A tensor map, made on the host at launch from buffer `buffer`'s address: a tensor of
+    `dtype` with `dims` elements (innermost first; host expressions over the sizes) and
+    `strides` elements between consecutive indices of dims[1:], read in boxes of `box`."""
+    name: str
+    buffer: str
+    dtype: str
+    dims: tuple
+    strides: tuple
+    box: tuple
+
+
 @dataclass(frozen=True)
 class Atomic(Stmt):
     """`array[index] op= value` as one indivisible update (op in + max min)."""
@@ -501,7 +561,8 @@ class Atomic(Stmt):
 
 @dataclass(frozen=True)
 class Param:
-    """kind: "buffer" (an input or the output, `writable`), "scratch", "scalar", "size"."""
+    """kind: "buffer" (an input or the output, `writable`), "scratch", "scalar", "size",
+    "tensormap" (a TensorMap of the program, passed by value)."""
     name: str
     kind: str
     dtype: str
@@ -555,6 +616,7 @@ class Program:
     # uses instructions of one architecture only (sm_90a's wgmma): a device compiles it for
     # that architecture's specific variant (compute_90a)
     arch_specific: bool = False
+    tensor_maps: tuple = ()     # of TensorMap: made by the device at each launch
 
     def kernel(self, name: str) -> Kernel:
         return next(k for k in self.kernels if k.name == name)

@@ -142,14 +142,17 @@ _TF32_HOPPER = dict(bm=128, bn=128, bk=32, tm=64, tn=64, stages=3, swizzle=True)
 # 128 x 256 tile of two warpgroups of 64 x 256 (128 f32 accumulators a thread), 64-deep
 # slices (a 128-byte swizzled row a tile row) through a 4-stage cp.async ring (192 KiB).
 _WGMMA = dict(bm=128, bn=256, bk=64, tm=64, tn=256, stages=4, swizzle=True, wgmma=True)
+# Fed by the copy engine from a producer warpgroup (schedules/gemm_tma.py): a ring of three
+# (144 KiB) leaves room for C's staging tile beside it.
+_WGMMA_TMA = dict(_WGMMA, stages=3, tma=True)
 GEMM_CONFIGS = {("ampere", "half"): _HALF, ("hopper", "half"): _HALF,
                 ("ampere", "tf32"): _TF32, ("hopper", "tf32"): _TF32_HOPPER,
-                ("hopper", "wgmma"): _WGMMA}
+                ("hopper", "wgmma"): _WGMMA, ("hopper", "tma"): _WGMMA_TMA}
 
 
 def gemm_config(target, kind: str) -> dict | None:
     """The tensor-core GEMM configuration of `target`'s architecture for operands of `kind`
-    ("half", "tf32", or "wgmma": half operands on warpgroup MMAs), or None where the library has none (before Ampere, off CUDA)."""
+    ("half", "tf32", "wgmma": half operands on warpgroup MMAs, "tma": those fed by the copy engine), or None where the library has none (before Ampere, off CUDA)."""
     if target.name != "cuda":
         return None
     return GEMM_CONFIGS.get((architecture(target), kind))

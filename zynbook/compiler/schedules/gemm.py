@@ -104,11 +104,13 @@ class GemmParams(Params):
     swizzle: bool = False   # tensor cores: XOR-swizzled operand tiles instead of padded rows
     wgmma: bool = False     # tensor cores: warpgroup MMAs (sm_90a) from the shared tiles, a
                             # warpgroup per 64 x TN, 64-deep slices (schedules/gemm_wgmma.py)
+    tma: bool = False       # warpgroup MMAs fed by the tensor memory accelerator from a
+                            # producer warpgroup of its own (schedules/gemm_tma.py)
 
     @property
     def threads(self) -> int:
         return (self.bm // self.tm) * (self.bn // self.tn) * \
-            (128 if self.wgmma else 32 if self.mma else 1)
+            (128 if self.wgmma else 32 if self.mma else 1) + (128 if self.tma else 0)
 
     def tile_rows(self, side: str, in_bytes: int, kcontig: bool) -> tuple:
         """(rows, elements a row) of a tensor-core operand tile of side "m" or "n": rows of
@@ -133,7 +135,9 @@ class GemmParams(Params):
             return False
         if self.wgmma:      # a 64-deep slice of 16-bit elements: one 128-byte swizzled row
             return self.mma and self.swizzle and self.bk == 64 and self.tm == 64 and \
-                self.tn in ir.WGMMA_N and self.width == 8 and self.stages >= 3
+                self.tn in ir.WGMMA_N and self.width == 8 and self.stages >= (2 if self.tma else 3)
+        if self.tma:        # the copy engine feeds warpgroup MMAs only
+            return False
         if self.mma:
             pow2 = all(v & (v - 1) == 0 for v in (self.bm, self.bn, self.bk))
             return self.tm % 16 == 0 and self.tn % 8 == 0 and self.bk % 16 == 0 and \
@@ -327,8 +331,8 @@ class Gemm(Schedule):
             max(_BYTES[d] for d in form.dtypes)
         return p.valid() and p.threads <= target.max_threads and \
             p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) + \
-            (1024 if p.wgmma else 0) <= target.shared_bytes and \
-            (not p.mma or (target.warp == 32 and "mma.sync" in target.tensor_cores)) and \
+            (1024 if p.wgmma else 0) + (16 * p.stages if p.tma else 0) <= target.shared_bytes and \
+            (not p.tma or target.bulk_copy) and (not p.mma or (target.warp == 32 and "mma.sync" in target.tensor_cores)) and \
             (not p.stages or target.async_copy) and (not p.wgmma or self._wgmma_ok(target, form))
 
     @staticmethod
@@ -337,6 +341,14 @@ class Gemm(Schedule):
         operands of one type, f32 sums."""
         return target.arch == "sm_90" and "wgmma" in target.tensor_cores and form.acc == "f32" \
             and form.dtypes[0] == form.dtypes[1] and form.dtypes[0] in ("f16", "bf16")
+
+    @staticmethod
+    def _tma_ok(kernel, target, form: _Form, sizes) -> bool:
+        """Whether the copy engine can bring both operands (gemm_tma.tma_layout)."""
+        if not target.bulk_copy or target.symbolic_sizes:
+            return False
+        from .gemm_tma import tma_layout
+        return all(tma_layout(kernel, form, s, sizes) for s in (form.m, form.n))
 
     def _width(self, target, form: _Form) -> int:
         """The widest vector load of the FMA tiles (4 at most: the shared tiles are read
@@ -384,13 +396,15 @@ class Gemm(Schedule):
         async_ok = self._copies(kernel, target, form, sizes, width, kind)
         out = []
         wconf = configs.gemm_config(target, "wgmma") if kind == "half" and wgmma else None
-        if wconf is not None and async_ok:      # warpgroup MMAs (sm_90a; _fits says where)
-            p = GemmParams(width=width, mma=True, **wconf)
-            if M <= 64:
-                p = dataclasses.replace(p, bm=64)
-            if N <= 128:
-                p = dataclasses.replace(p, bn=128 if N > 64 else 64, tn=128 if N > 64 else 64)
-            out.append(p)
+        tma = self._tma_ok(kernel, target, form, sizes)
+        for conf in ([configs.gemm_config(target, "tma")] if tma else []) + [wconf]:
+            if conf is not None and wconf is not None and async_ok:     # warpgroup MMAs (sm_90a)
+                p = GemmParams(width=width, mma=True, **conf)
+                if M <= 64:
+                    p = dataclasses.replace(p, bm=64)
+                if N <= 128:
+                    p = dataclasses.replace(p, bn=128 if N > 64 else 64, tn=128 if N > 64 else 64)
+                out.append(p)
         conf = configs.gemm_config(target, kind)
         if conf is not None and async_ok:
             p = GemmParams(width=width, mma=True, **conf)
@@ -472,8 +486,9 @@ class Gemm(Schedule):
                       for b in (64, 128) for bk in (16, 32)]
             if _gathered(form):     # few filters, many pixels (CONV_TILE's shape)
                 staged += [GemmParams(64, 256, bk, 32, 64, w, True) for bk in (32, 16)]
-            warpgroups = [GemmParams(a, b, 64, 64, tn, w, True, st, True, True)
-                          for a, b, tn in WGMMA_TILES for st in (4, 3, 5, 6)] \
+            warpgroups = [GemmParams(a, b, 64, 64, tn, w, True, st, True, True, tma)
+                          for tma in ((True, False) if self._tma_ok(kernel, target, form, sizes) else (False,))
+                          for a, b, tn in WGMMA_TILES for st in ((3, 4, 2) if tma else (4, 3, 5, 6))] \
                 if kind == "half" and copies else []
             cands = warpgroups + piped + staged + cands
         for p in cands:
@@ -489,7 +504,10 @@ class Gemm(Schedule):
         if not params.valid():
             raise ValueError(f"GEMM parameters that do not tile: {params.describe()}")
         sites = errflag.ErrorSites()
-        if params.wgmma:
+        if params.tma:
+            from .gemm_tma import TmaBuilder
+            b = TmaBuilder(kernel, target, sizes, params, sites)
+        elif params.wgmma:
             from .gemm_wgmma import WgmmaBuilder
             b = WgmmaBuilder(kernel, target, sizes, params, sites)
         else:
@@ -583,7 +601,7 @@ class _Builder:
     def op(self, o: str, a, b) -> ir.Expr:
         a = self.i(a) if isinstance(a, int) else a
         b = self.i(b) if isinstance(b, int) else b
-        if isinstance(b, ir.Lit) and ((o in ("*", "/") and b.value == 1) or (o == "+" and b.value == 0)):
+        if isinstance(b, ir.Lit) and ((o in ("*", "/") and b.value == 1) or (o in "+-" and b.value == 0)):
             return a
         if isinstance(a, ir.Lit) and ((o == "*" and a.value == 1) or (o == "+" and a.value == 0)):
             return b
@@ -689,11 +707,11 @@ class _Builder:
         tiles_n = self.name(head, "tn", self.op("/", self.op("+", self.N, p.bn - 1), p.bn))
         per_batch = self.name(head, "tb", self.op("*", tiles_m, tiles_n))
         ntiles = self.name(head, "tiles", self.op("*", per_batch, nb))
-        self.tid = self.axis("thread")
+        self.tid, self.workers = self.axis("thread"), p.threads
         self.setup(head)
         if self.staged:     # over the operand tiles, which are read by the epilogue's time
             head.append(ir.Array("_shc", self.k.output.dtype, p.bm * self.ldc, "shared",
-                                 alias="_shm"))
+                                 alias=self.c_alias))
         for s in ("m", "n"):
             if self.hoisted(s):
                 slots = 1 if self.x_fixed(s) else self.shape[s][1]
@@ -721,10 +739,9 @@ class _Builder:
                 ir.Store("_acc", v, _zero(self.cd))]))
             out += self.mainloop()
             return out + self.epilogue() + (self.staged_out() if self.staged else [])
-        body += self.scoped(tile_body)
-        blocks = self.axis("block")
-        stride = self.axis("blocks")
-        head.append(ir.For("_tile", blocks, ntiles, stride, tuple(body), self.idx, c.ploops[0].line))
+        blocks, stride = self.axis("block"), self.axis("blocks")
+        head += self.roles(lambda inner: ir.For("_tile", blocks, ntiles, stride, tuple(body + inner),
+                                                self.idx, c.ploops[0].line), lambda: self.scoped(tile_body))
         host = ir.Math("max", (ir.Math("min", (
             product_expr([ir.ceildiv(raw["M"], p.bm), ir.ceildiv(raw["N"], p.bn), raw["B"]], self.idx),
             lit(self.t.max_blocks, self.idx)), self.idx), lit(1, self.idx)), self.idx)
@@ -740,7 +757,7 @@ class _Builder:
         # (the launch's memory is 16-byte aligned: a tile aligned further may start later); a
         # staged C larger than A's tiles spans the others, which only the launch's memory
         # keeps contiguous
-        spans = self.staged and p.bm * self.ldc * _BYTES[self.k.output.dtype] > \
+        spans = self.staged and self.c_alias and p.bm * self.ldc * _BYTES[self.k.output.dtype] > \
             next(a.count * _BYTES[a.dtype] for a in arrays if a.name == "_shm")
         dynamic = shared + align - 16 if 0 < self.t.static_shared_bytes < shared or spans else 0
         k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), p.threads,
@@ -748,6 +765,17 @@ class _Builder:
                       dynamic_shared=dynamic)
         return ir.Program(self.k.name, (k,), (ir.Launch(name, grid, p.threads),), (),
                           (), f"{what} (gemm: {p.describe()})")
+
+    c_alias = "_shm"        # the staged C tile lies over A's tiles
+
+    def roles(self, tile_loop, tile_body) -> list:
+        """The kernel after its declarations: `tile_loop(inner)` is the loop over the block's
+        tiles running `inner` after each tile's place is found; `tile_body()`, a tile's work."""
+        return [tile_loop(tile_body())]
+
+    def sync(self) -> ir.Stmt:
+        """What orders the threads that multiply (all of the block's here)."""
+        return ir.Barrier()
 
     def describe(self) -> str:
         f, p, c = self.f, self.p, self.f.c
@@ -1237,19 +1265,19 @@ class _Builder:
         row0 = self.op("+", self.op("*", ir.Ref("_bz", self.idx), self.M), self.m0) \
             if self.f.c.bvars else self.m0
 
-        chunks = p.bm * per_row
+        chunks, threads = p.bm * per_row, self.workers
 
         def one(it):
-            chunk = self.op("+", self.tid, self.op("*", it, p.threads))
+            chunk = self.op("+", self.tid, self.op("*", it, threads))
             r, col = self.op("/", chunk, per_row), self.op("*", self.op("%", chunk, per_row), width)
             inside = self.op("and", self.op("<", self.op("+", self.m0, r), self.M),
                              self.op("<", self.op("+", self.n0, col), self.N))
-            if chunks % p.threads:
+            if chunks % threads:
                 inside = self.op("and", self.op("<", chunk, chunks), inside)
             dst = self.op("+", self.op("*", self.op("+", row0, r), self.N), self.op("+", self.n0, col))
             return [ir.If(inside, (ir.Copy(ident, dst, "_shc", self.op("+", self.op("*", r, self.ldc), col),
                                            width, dtype),))]
-        return [ir.Barrier(), self.unrolled("_oc", -(-chunks // p.threads), one), ir.Barrier()]
+        return [self.sync(), self.unrolled("_oc", -(-chunks // threads), one), self.sync()]
 
     def epilogue(self) -> list:
         p = self.p

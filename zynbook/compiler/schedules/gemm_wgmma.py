@@ -43,12 +43,16 @@ class WgmmaBuilder(_Builder):
         self.fm, self.fn = 1, p.tn // 8
         self.acc_count = p.tn // 2
         groups_n = p.bn // p.tn
-        group, warp, lane = self.op("/", self.axis("warp"), 4), self.axis("warp"), self.axis("lane")
+        group, warp, lane = self.group(), self.axis("warp"), self.axis("lane")
         for n, e in (("_wgm", self.op("/", group, groups_n)), ("_wgn", self.op("%", group, groups_n)),
                      ("_w4", self.op("%", warp, 4)), ("_g", self.op("/", lane, 4)),
                      ("_t4", self.op("%", lane, 4))):
             head.append(ir.Decl(n, self.idx, e))
         head.append(ir.Array("_acc", self.cd, self.acc_count, "local"))
+
+    def group(self) -> ir.Expr:
+        """This thread's warpgroup among those that multiply."""
+        return self.op("/", self.axis("warp"), 4)
 
     def program(self) -> ir.Program:
         prog = super().program()

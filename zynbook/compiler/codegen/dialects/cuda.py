@@ -133,6 +133,33 @@ for _n in ir.WGMMA_ANY_N:
             "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"l\"(db), \"r\"(1), "
             "\"n\"(TB)); }}", ())
 
+# mbarriers and TMA (sm_90): a tensor map is a 128-byte kernel parameter (CUtensorMap's
+# layout), addressed generically; a box lands with its bytes counted on an mbarrier
+CUDA_HELPERS["ZynTensorMap"] = ("struct __align__(64) ZynTensorMap {{ unsigned long long v[16]; }};", ())
+CUDA_HELPERS["zyn_mbar"] = (
+    "{q}unsigned zyn_smem_addr(const void* p) {{ return (unsigned)__cvta_generic_to_shared(p); }}\n"
+    "{q}void zyn_mbar_init(unsigned long long* b, unsigned count) {{\n"
+    "    asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1; fence.mbarrier_init.release.cluster;\"\n"
+    "                 :: \"r\"(zyn_smem_addr(b)), \"r\"(count) : \"memory\"); }}\n"
+    "{q}void zyn_mbar_arrive(unsigned long long* b, unsigned tx) {{\n"
+    "    if (tx) asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\"\n"
+    "                         :: \"r\"(zyn_smem_addr(b)), \"r\"(tx) : \"memory\");\n"
+    "    else asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(zyn_smem_addr(b)) : \"memory\"); }}\n"
+    "{q}void zyn_mbar_wait(unsigned long long* b, unsigned parity) {{\n"
+    "    unsigned done = 0;\n"
+    "    while (!done) asm volatile(\"{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; \"\n"
+    "                               \"selp.u32 %0, 1, 0, p; }}\" : \"=r\"(done) : \"r\"(zyn_smem_addr(b)), \"r\"(parity) : \"memory\"); }}", ())
+for _d in (2, 3):
+    _cs = ", ".join(f"%{3 + i}" for i in range(_d))
+    _args = ", ".join(f"int c{i}" for i in range(_d))
+    _ins = ", ".join(f'\"r\"(c{i})' for i in range(_d))
+    CUDA_HELPERS[f"zyn_tma_load{_d}"] = (
+        "{q}void zyn_tma_load" + str(_d) + "(void* d, const ZynTensorMap& m, unsigned long long* b, " + _args + ") {{\n"
+        f"    asm volatile(\"cp.async.bulk.tensor.{_d}d.shared::cluster.global.mbarrier::complete_tx::bytes \"\n"
+        "                 \"[%0], [%1, {{" + _cs + "}}], [%2];\"\n"
+        "                 :: \"r\"(zyn_smem_addr(d)), \"l\"(&m), \"r\"(zyn_smem_addr(b)), " + _ins + " : \"memory\"); }}",
+        ("ZynTensorMap", "zyn_mbar"))
+
 CUDA_HELPERS.update(vector_helpers("float4"))      # CUDA's float4 has no arithmetic
 
 
@@ -257,6 +284,25 @@ class CudaDialect(CFamily):
         op = "bar.arrive" if arrive else "bar.sync"
         return f'asm volatile("{op} %0, {int(threads)};" :: "r"((int)({id_})) : "memory");'
 
+
+    def mbarrier(self, op, array, index, count, tx, parity):
+        b = f"&{array}[{index}]"
+        call = {"init": f"zyn_mbar_init({b}, {int(count)}u);", "arrive": f"zyn_mbar_arrive({b}, {int(tx)}u);",
+                "wait": f"zyn_mbar_wait({b}, (unsigned)({parity}));"}[op]
+        self.need("zyn_mbar")
+        return call
+
+    def tensor_load(self, map_, coords, dst, di, bar, bi):
+        helper = self.need(f"zyn_tma_load{len(coords)}")
+        return f"{helper}(&{dst}[{di}], {map_}, &{bar}[{bi}], " + ", ".join(f"(int)({c})" for c in coords) + ");"
+
+    def set_max_registers(self, count, increase):
+        return f'asm volatile("setmaxnreg.{"inc" if increase else "dec"}.sync.aligned.u32 {int(count)};");'
+
+    def param(self, p, restrict=""):
+        if p.kind == "tensormap":
+            return f"const __grid_constant__ {self.need('ZynTensorMap')} {p.name}"
+        return super().param(p, restrict)
 
     shared_aliases = True       # ir.Array.alias
 

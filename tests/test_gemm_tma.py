@@ -1,0 +1,229 @@
+"""The GEMM schedule on warpgroup MMAs fed by the copy engine from a producer warpgroup
+(schedules/gemm_tma.py): the emulator's model of mbarriers and box copies
+(backends/tma_model.py) against the CPU reference in every operand layout, odd sizes, rings
+that wrap over several tiles a block, batches and an epilogue; protocol mistakes the model
+catches; where the schedule is offered; the printed CUDA through nvcc for sm_90a; and, on a
+Hopper GPU, the programs as the hardware runs them."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import cuda_cir_kernels as K  # noqa: E402
+
+from compute_testing import cuda_device, emulate_kernel, lower_block  # noqa: E402
+from kernel_sources import BATCHED, HALF_EPILOGUE  # noqa: E402
+from test_gemm_wgmma import _rewritten  # noqa: E402
+from tolerances import tolerance  # noqa: E402
+from zynbook.backends import emulator as emulate  # noqa: E402
+from zynbook.backends import tma_model  # noqa: E402
+from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
+from zynbook.compiler.codegen.cuda import render_cuda  # noqa: E402
+from zynbook.compiler.launch import ir  # noqa: E402
+from zynbook.compiler.schedules.base import Choice  # noqa: E402
+from zynbook.compiler.schedules.gemm import Gemm, GemmParams  # noqa: E402
+from zynbook.compiler.targets import cuda_target  # noqa: E402
+
+LAYOUTS = [(False, False), (True, True), (True, False), (False, True)]
+# one consumer warpgroup of 64 x 64 through a ring of two; two along M through three
+SMALL = GemmParams(64, 64, 64, 64, 64, 8, True, 2, True, True, True)
+TWO_M = GemmParams(128, 64, 64, 64, 64, 8, True, 3, True, True, True)
+
+
+def check(kernel, ins, sizes, params, scalars=None):
+    want = np.asarray(run_kernel(kernel, ins, sizes, scalars or {}), np.float64)
+    prog = Gemm().build(kernel, cuda_target(), sizes, params)
+    assert prog.tensor_maps and any(isinstance(n, ir.TensorLoad) for n in ir.walk(prog.kernels[0]))
+    got = emulate_kernel(prog, kernel, ins, sizes, scalars)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, err_msg=params.describe(),
+                               **tolerance("f16", "contraction"))
+    return prog
+
+
+def test_a_box_lands_swizzled_with_zeros_outside_the_tensor():
+    buf = np.arange(10 * 70, dtype=np.float32)          # a 10 x 70 tensor, rows of 70
+    m = tma_model.TensorMap(buf, "f16", (70, 10), (70,), (64, 8))
+    box = m.read((32, 4))                                # columns 32..95, rows 4..11
+    grid = box.reshape(8, 64)
+    assert grid[0, 0] == 4 * 70 + 32 and grid[5, 37] == 699 and grid[5, 38] == 0 and grid[6, 0] == 0     # col 70, row 10: outside
+    bars, dst = tma_model.Mbarriers("k"), np.full(512, np.nan, np.float32)
+    bars.init(("b", 0), 1)
+    assert bars.passed(("b", 0), 1) and not bars.passed(("b", 0), 0)
+    bars.arrive(("b", 0), 8 * 64 * 2)
+    bars.load(("b", 0), m, (32, 4), dst, 1024, 0, None)
+    assert bars.passed(("b", 0), 0)
+    for r in range(8):          # unit u of row r at u ^ r
+        for c in (0, 9, 63):
+            assert dst[r * 64 + ((c // 8) ^ r) * 8 + c % 8] == grid[r, c]
+
+
+def test_a_box_waits_for_its_phase_and_its_bytes():
+    m = tma_model.TensorMap(np.ones(64 * 8, np.float32), "f16", (64, 8), (64,), (64, 8))
+    bars, dst = tma_model.Mbarriers("k"), np.zeros(512, np.float32)
+    bars.init(("b", 0), 2)
+    bars.arrive(("b", 0), 1024)
+    bars.load(("b", 0), m, (0, 0), dst, 0, 0, None)
+    assert not dst.any() and not bars.passed(("b", 0), 0)       # one arrival still to come
+    bars.arrive(("b", 0))
+    assert dst.all() and bars.passed(("b", 0), 0)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("ta,tb", LAYOUTS)
+def test_every_operand_layout(dtype, ta, tb):
+    kernel, sizes, make, _ = K.matmul_t(64, 64, 192, dtype, ta, tb)
+    prog = check(kernel, make(np.random.default_rng(5)), sizes, SMALL)
+    loads = [n for n in ir.walk(prog.kernels[0]) if isinstance(n, ir.TensorLoad)]
+    assert {n.map for n in loads} == {"_mapm", "_mapn"}
+    assert "TMA producer warpgroup" in prog.schedule and prog.arch_specific
+
+
+# odd extents where the layout allows them (a row of a 16-byte multiple): the copy engine's
+# zeros fill partial tiles and K's tail; several tiles a block run the ring over their slices
+@pytest.mark.parametrize("mnk,ta,tb,params", [((77, 136, 72), False, False, SMALL),
+                                              ((72, 130, 200), True, True, TWO_M),
+                                              ((200, 72, 72), False, True, TWO_M),
+                                              ((136, 200, 136), False, False, SMALL)])
+def test_odd_sizes_and_rings_that_wrap(mnk, ta, tb, params):
+    kernel, sizes, make, _ = K.matmul_t(*mnk, "f16", ta, tb)
+    check(kernel, make(np.random.default_rng(sum(mnk))), sizes, params)
+
+
+def test_many_tiles_a_block():
+    # the grid is capped at 2 blocks: each walks three tiles, the producer running ahead
+    kernel, sizes, make, _ = K.matmul_t(192, 128, 128, "bf16", False, False)
+    prog = Gemm().build(kernel, replace(cuda_target(), max_blocks=2), sizes, SMALL)
+    want = np.asarray(run_kernel(kernel, make(np.random.default_rng(3)), sizes, {}), np.float64)
+    got = emulate_kernel(prog, kernel, make(np.random.default_rng(3)), sizes)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, **tolerance("f16", "contraction"))
+
+
+@pytest.mark.parametrize("case", ["epilogue", "batched"])
+def test_epilogue_and_batches(case):
+    rng = np.random.default_rng(7)
+    text, shapes = {"epilogue": (HALF_EPILOGUE, dict(A=(70, 64), B=(64, 72), bias=(72,))),
+                    "batched": (BATCHED, dict(A=(3, 37, 64), B=(3, 64, 40)))}[case]
+    arrays = {n: rng.standard_normal(s).astype(np.float16) for n, s in shapes.items()}
+    kernel, ins, sizes, scalars = lower_block(text, arrays)
+    prog = check(kernel, ins, sizes, SMALL, scalars)
+    if case == "batched":
+        assert all(len(m.dims) == 3 for m in prog.tensor_maps)
+
+
+def test_a_consumer_that_does_not_wait_is_caught():
+    kernel, sizes, make, _ = K.matmul_t(64, 64, 256, "f16", False, False)
+    prog = Gemm().build(kernel, cuda_target(), sizes, SMALL)
+    eager = _rewritten(prog, lambda n: () if isinstance(n, ir.Mbarrier) and n.op == "wait"
+                       and n.array == "_full" else n)
+    with pytest.raises((emulate.EmulatorError, AssertionError)):
+        check_prog(eager, kernel, make, sizes)
+
+
+def test_a_buffer_released_before_its_mmas_completed_is_caught():
+    # releasing the slice just issued lets the producer refill a buffer the MMAs still read
+    kernel, sizes, make, _ = K.matmul_t(64, 64, 512, "f16", False, False)
+    prog = Gemm().build(kernel, cuda_target(), sizes, SMALL)
+    early = _rewritten(prog, lambda n: replace(n, pending=0) if isinstance(n, ir.WarpgroupWait) else n)
+    check_prog(early, kernel, make, sizes)          # waiting for all: still right
+    now = ir.Bin("%", ir.Ref("_ks", "i32"), ir.Lit(SMALL.stages, "i32"), "i32")
+    late = _rewritten(prog, lambda n: replace(n, index=now)
+                      if isinstance(n, ir.Mbarrier) and n.op == "arrive" and n.array == "_empty" else n)
+    with pytest.raises(emulate.EmulatorError):
+        check_prog(late, kernel, make, sizes)
+
+
+def check_prog(prog, kernel, make, sizes):
+    ins = make(np.random.default_rng(2))
+    want = np.asarray(run_kernel(kernel, ins, sizes, {}), np.float64)
+    got = emulate_kernel(prog, kernel, ins, sizes)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, **tolerance("f16", "contraction"))
+
+
+def test_where_the_copy_engine_is_offered():
+    kernel, sizes, _, _ = K.matmul_t(4096, 4096, 4096, "bf16", False, False)
+    p = Gemm().default(kernel, cuda_target((9, 0)), sizes)
+    assert (p.tma, p.wgmma, p.bm, p.bn, p.threads) == (True, True, 128, 256, 384)
+    assert not any(q.tma for cc in ((8, 0), (8, 9)) for q in Gemm().space(kernel, cuda_target(cc), sizes))
+    # a row that is not a whole number of 16 bytes (N = 300 for B along N): cp.async's guards
+    k2, s2, _, _ = K.matmul_t(256, 300, 256, "f16", False, False)
+    assert not any(q.tma for q in Gemm().space(k2, cuda_target(), s2))
+    # a gathered operand (an index that is not the loop variable itself) keeps to cp.async
+    src = """let y = compute(A, B) {
+    for i in 0..M, j in 0..N:
+        var acc = 0.0
+        for k in 0..K:
+            acc += A[i, K - 1 - k] * B[k, j]
+        out[i, j] = acc
+}
+y
+"""
+    rng = np.random.default_rng(1)
+    arrays = dict(A=rng.standard_normal((128, 128)).astype(np.float16),
+                  B=rng.standard_normal((128, 128)).astype(np.float16))
+    k3, _, s3, _ = lower_block(src, arrays)
+    assert not any(q.tma for q in Gemm().space(k3, cuda_target(), s3))
+
+
+def test_the_printed_cuda_passes_its_maps_by_value():
+    kernel, sizes, _, _ = K.matmul_t(512, 512, 512, "f16", False, False)
+    prog = render_cuda(kernel, sizes, (9, 0))
+    assert prog.steps[0].args == ("buffers", "tmap:_mapm", "tmap:_mapn") and prog.steps[0].block == (384, 1, 1)
+    assert prog.tensor_maps["_mapm"] == (0, "f16", (512, 512), (512,), (64, 128))
+    assert prog.tensor_maps["_mapn"] == (1, "f16", (512, 512), (512,), (64, 64))
+    assert "const __grid_constant__ ZynTensorMap _mapm" in prog.source
+    assert "setmaxnreg.dec" in prog.source and "cp.async.bulk.tensor.2d" in prog.source
+
+
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("dtype,mnk,ta,tb,params", [
+    ("bf16", (4096, 4096, 4096), False, False, None),
+    ("f16", (4096, 4096, 4096), True, True, GemmParams(128, 256, 64, 64, 256, 8, True, 4, True, True, True)),
+    ("f16", (200, 296, 136), False, False, GemmParams(128, 128, 64, 64, 128, 8, True, 3, True, True, True))])
+def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
+    kernel, sizes, _, _ = K.matmul_t(*mnk, dtype, ta, tb)
+    prog = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", params)} if params else None)
+    assert prog.arch_specific and prog.tensor_maps
+    (tmp_path / "k.cu").write_text(prog.source)
+    res = subprocess.run([NVCC, "-gencode", "arch=compute_90a,code=sm_90a", "-c", "-Xptxas", "-v",
+                          "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert set(re.findall(r"(\d+) bytes spill stores", res.stderr)) == {"0"}, res.stderr[-3000:]
+    assert "Performance Loss" not in res.stderr, res.stderr[-3000:]
+
+
+GPU = cuda_device()
+ON_HOPPER = GPU is not None and tuple(getattr(GPU, "cc", (0, 0))) == (9, 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_HOPPER, reason="no sm_90 CUDA GPU (or no CuPy)")
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("mnk,ta,tb,params", [
+    ((4096, 4096, 4096), False, False, None),
+    ((200, 296, 136), False, False, None),
+    ((301, 296, 200), False, True, GemmParams(128, 128, 64, 64, 128, 8, True, 4, True, True, True)),
+    ((264, 280, 200), True, False, GemmParams(128, 256, 64, 64, 256, 8, True, 3, True, True, True)),
+    ((520, 264, 192), True, True, GemmParams(256, 128, 64, 64, 128, 8, True, 2, True, True, True))])
+def test_tma_on_the_gpu(dtype, mnk, ta, tb, params):
+    kernel, sizes, make, _ = K.matmul_t(*mnk, dtype, ta, tb)
+    ins = make(np.random.default_rng(13))
+    a, b = (np.asarray(x, np.float64) for x in ins)
+    want = (a.T if ta else a) @ (b.T if tb else b)
+    plan = GPU.prepare(kernel, sizes) if params is None else \
+        GPU.prepare(kernel, sizes, params=Choice("gemm", params))
+    for _ in range(2):          # the second launch reuses the maps of the same buffers
+        out, _ = plan.launch(ins, {})
+    got = np.asarray(GPU.to_host(out), np.float64).reshape(want.shape)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2 * np.abs(want).max(), err_msg=str(params))
+    assert plan.compiled.program.tensor_maps and "TMA" in plan.compiled.program.schedule

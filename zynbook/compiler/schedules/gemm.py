@@ -85,6 +85,11 @@ MMA_TILES = ((128, 128, 64, 64), (128, 256, 64, 64), (256, 128, 64, 64), (128, 1
 CONV_TILE = dict(bm=64, bn=256, bk=32, tm=32, tn=64, stages=3)
 # warpgroup-MMA block tiles (sm_90a): (BM, BN, TN), a warpgroup per 64 x TN
 WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128), (64, 256, 256))
+# the same fed by the copy engine (schedules/gemm_tma.py), with their ring's stages: (BM, BN,
+# TN, stages), best first (H100, bench_cuda --gemm-sweep: 4096^3 f16 0.224 ms for the first
+# two, 0.239 for the fourth)
+TMA_TILES = ((128, 256, 256, 3), (128, 128, 128, 4), (256, 128, 128, 3), (128, 256, 256, 4),
+             (128, 256, 128, 3), (64, 256, 256, 4), (128, 128, 128, 3), (128, 256, 256, 2))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
              (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4), (64, 256, 8, 8))
@@ -486,9 +491,10 @@ class Gemm(Schedule):
                       for b in (64, 128) for bk in (16, 32)]
             if _gathered(form):     # few filters, many pixels (CONV_TILE's shape)
                 staged += [GemmParams(64, 256, bk, 32, 64, w, True) for bk in (32, 16)]
-            warpgroups = [GemmParams(a, b, 64, 64, tn, w, True, st, True, True, tma)
-                          for tma in ((True, False) if self._tma_ok(kernel, target, form, sizes) else (False,))
-                          for a, b, tn in WGMMA_TILES for st in ((3, 4, 2) if tma else (4, 3, 5, 6))] \
+            fed = [GemmParams(a, b, 64, 64, tn, w, True, st, True, True, True) for a, b, tn, st in TMA_TILES] \
+                if self._tma_ok(kernel, target, form, sizes) else []
+            warpgroups = fed + [GemmParams(a, b, 64, 64, tn, w, True, st, True, True)
+                                for a, b, tn in WGMMA_TILES for st in (4, 3, 5, 6)] \
                 if kind == "half" and copies else []
             cands = warpgroups + piped + staged + cands
         for p in cands:

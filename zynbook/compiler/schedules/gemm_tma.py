@@ -35,8 +35,9 @@ from ..launch.scalar import user_name
 from .gemm_wgmma import WgmmaBuilder
 from .nest import trip_count
 
-PRODUCER_REGISTERS = 40     # setmaxnreg: what the copying warpgroup keeps
-CONSUMER_REGISTERS = 232    # and what the multiplying ones take (2 x 128 x 232 + 128 x 40 <= 64K)
+PRODUCER_REGISTERS = 40     # setmaxnreg: what the copying warpgroup keeps; the multiplying
+REGISTER_FILE = 65536       # ones share the rest of the multiprocessor's registers (at most
+MAX_REGISTERS = 232         # 232 each: 2 x 128 x 232 + 128 x 40 fit), or wait for them forever
 _CONSUMERS_BARRIER = 1      # named barrier of the consumers (0 is the block's)
 
 
@@ -129,7 +130,8 @@ class TmaBuilder(WgmmaBuilder):
                 for n, c in (("_full", 1), ("_empty", self.workers))]
         producer = [ir.SetMaxRegisters(PRODUCER_REGISTERS, False),
                     ir.If(first, (ir.Decl("_ks", self.idx, self.i(0), True), tile_loop(self.produce())))]
-        consumer = [ir.SetMaxRegisters(CONSUMER_REGISTERS, True), ir.Decl("_ks", self.idx, self.i(0), True),
+        share = (REGISTER_FILE - 128 * PRODUCER_REGISTERS) // self.workers // 8 * 8
+        consumer = [ir.SetMaxRegisters(min(MAX_REGISTERS, share), True), ir.Decl("_ks", self.idx, self.i(0), True),
                     tile_loop(tile_body())]
         is_producer = self.op("<", self.axis("thread"), 128)
         return [ir.If(first, tuple(init)), ir.Barrier(), ir.If(is_producer, tuple(producer), tuple(consumer))]

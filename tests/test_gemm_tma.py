@@ -149,6 +149,7 @@ def check_prog(prog, kernel, make, sizes):
 
 def test_where_the_copy_engine_is_offered():
     kernel, sizes, _, _ = K.matmul_t(4096, 4096, 4096, "bf16", False, False)
+    assert not GemmParams(256, 128, 64, 64, 128, 8, True, 3, True, True, True).valid()   # 4 consumers
     p = Gemm().default(kernel, cuda_target((9, 0)), sizes)
     assert (p.tma, p.wgmma, p.bm, p.bn, p.threads) == (True, True, 128, 256, 384)
     assert not any(q.tma for cc in ((8, 0), (8, 9)) for q in Gemm().space(kernel, cuda_target(cc), sizes))
@@ -214,7 +215,7 @@ ON_HOPPER = GPU is not None and tuple(getattr(GPU, "cc", (0, 0))) == (9, 0)
     ((200, 296, 136), False, False, None),
     ((301, 296, 200), False, True, GemmParams(128, 128, 64, 64, 128, 8, True, 4, True, True, True)),
     ((264, 280, 200), True, False, GemmParams(128, 256, 64, 64, 256, 8, True, 3, True, True, True)),
-    ((520, 264, 192), True, True, GemmParams(256, 128, 64, 64, 128, 8, True, 2, True, True, True))])
+    ((520, 264, 192), True, True, GemmParams(64, 256, 64, 64, 256, 8, True, 2, True, True, True))])
 def test_tma_on_the_gpu(dtype, mnk, ta, tb, params):
     kernel, sizes, make, _ = K.matmul_t(*mnk, dtype, ta, tb)
     ins = make(np.random.default_rng(13))

@@ -88,8 +88,8 @@ WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128
 # the same fed by the copy engine (schedules/gemm_tma.py), with their ring's stages: (BM, BN,
 # TN, stages), best first (H100, bench_cuda --gemm-sweep: 4096^3 f16 0.224 ms for the first
 # two, 0.239 for the fourth)
-TMA_TILES = ((128, 256, 256, 3), (128, 128, 128, 4), (256, 128, 128, 3), (128, 256, 256, 4),
-             (128, 256, 128, 3), (64, 256, 256, 4), (128, 128, 128, 3), (128, 256, 256, 2))
+TMA_TILES = ((128, 256, 256, 3), (128, 128, 128, 4), (128, 256, 256, 4),
+             (64, 256, 256, 4), (128, 128, 128, 3), (128, 256, 256, 2))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
              (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4), (64, 256, 8, 8))
@@ -139,8 +139,11 @@ class GemmParams(Params):
         if self.bm % self.tm or self.bn % self.tn or min(self.bm, self.bn, self.bk) < 1:
             return False
         if self.wgmma:      # a 64-deep slice of 16-bit elements: one 128-byte swizzled row
+            # fed by the copy engine: one or two warpgroups multiply (with four, their
+            # setmaxnreg never returned on an H100)
             return self.mma and self.swizzle and self.bk == 64 and self.tm == 64 and \
-                self.tn in ir.WGMMA_N and self.width == 8 and self.stages >= (2 if self.tma else 3)
+                self.tn in ir.WGMMA_N and self.width == 8 and self.stages >= (2 if self.tma else 3) \
+                and (not self.tma or self.threads <= 384)
         if self.tma:        # the copy engine feeds warpgroup MMAs only
             return False
         if self.mma:

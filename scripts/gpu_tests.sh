@@ -18,6 +18,10 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 fi
+# wgpu needs a Vulkan loader to find NVIDIA's driver; where the machine has none, Debian's
+if ! ldconfig -p 2>/dev/null | grep -q libvulkan && ls .whl/debs/*.deb >/dev/null 2>&1; then
+    for f in .whl/debs/*.deb; do dpkg -x "$f" /; done && ldconfig
+fi
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 export ZYNBOOK_CACHE_DIR=${ZYNBOOK_CACHE_DIR:-/tmp/zynbook-cache}
 BENCH=0 NOTEBOOKS=1 TESTS=1 PART=0 EXTRA=()
@@ -44,7 +48,7 @@ PART2=(tests/test_recognise.py tests/test_device_interface.py tests/test_fused_o
        tests/test_autotune.py tests/test_tile_schedule.py tests/test_attention_schedule.py
        tests/test_cuda_graphs_gpu.py)
 # the tensor-core schedules (GEMM, warpgroup MMAs, convolutions, attention) and what feeds them
-PART3=(tests/test_gemm_schedule.py tests/test_gemm_wgmma.py tests/test_conv_gemm.py
+PART3=(tests/test_gemm_schedule.py tests/test_gemm_wgmma.py tests/test_gemm_tma.py tests/test_conv_gemm.py
        tests/test_attention_mma.py tests/test_attention_wgmma.py tests/test_fission.py tests/test_traces.py)
 case "$PART" in
     1) GPU_TESTS=("${PART1[@]}") ;;

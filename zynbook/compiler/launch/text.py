@@ -159,6 +159,16 @@ class _Writer:
             self.put(depth, f"wgmma wait {s.pending} ({s.c}[..{s.count}])", line)
         elif isinstance(s, ir.ProxyFence):
             self.put(depth, "fence proxy.async shared", line)
+        elif isinstance(s, ir.Mbarrier):
+            what = {"init": f"init {s.count}", "arrive": "arrive" + (f" expecting {s.tx} bytes" if s.tx else ""),
+                    "wait": f"wait parity {format_expr(s.parity) if s.parity is not None else ''}"}[s.op]
+            self.put(depth, f"mbarrier {s.array}[{format_expr(s.index)}] {what}", line)
+        elif isinstance(s, ir.TensorLoad):
+            self.put(depth, f"tma {s.dst}[{format_expr(s.dst_index)} ..] = {s.map} box at "
+                            f"({', '.join(format_expr(c) for c in s.coords)}) on "
+                            f"{s.bar}[{format_expr(s.bar_index)}]", line)
+        elif isinstance(s, ir.SetMaxRegisters):
+            self.put(depth, f"registers {'up' if s.increase else 'down'} to {s.count}", line)
         else:
             self.put(depth, repr(s), line)
 
@@ -206,6 +216,9 @@ def format_program(program: ir.Program) -> str:
         w.put(1, f"note: {note}")
     for s in program.scratch:
         w.put(1, f"scratch {s.name}: {s.dtype}[{format_expr(s.count)}]")
+    for m in program.tensor_maps:
+        w.put(1, f"tensor map {m.name}: {m.buffer} as {m.dtype}[{', '.join(format_expr(d) for d in m.dims)}] "
+                 f"(innermost first), strides {', '.join(format_expr(d) for d in m.strides)}, box {m.box}")
     if program.sites:
         w.put(1, "error sites:")
         for i, site in enumerate(program.sites, 1):

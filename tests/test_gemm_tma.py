@@ -7,9 +7,6 @@ Hopper GPU, the programs as the hardware runs them."""
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
 import sys
 from dataclasses import replace
 
@@ -19,9 +16,10 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
 
-from compute_testing import cuda_device, emulate_kernel, lower_block  # noqa: E402
+from compute_testing import emulate_kernel, lower_block  # noqa: E402
 from kernel_sources import BATCHED, HALF_EPILOGUE  # noqa: E402
-from test_gemm_wgmma import _rewritten  # noqa: E402
+from test_gemm_wgmma import (GPU, NVCC, ON_HOPPER, _rewritten, compiles_for_sm_90a,  # noqa: E402
+                             runs_on_the_gpu)
 from tolerances import tolerance  # noqa: E402
 from zynbook.backends import emulator as emulate  # noqa: E402
 from zynbook.backends import tma_model  # noqa: E402
@@ -183,28 +181,13 @@ def test_the_printed_cuda_passes_its_maps_by_value():
     assert "setmaxnreg.dec" in prog.source and "cp.async.bulk.tensor.2d" in prog.source
 
 
-NVCC = shutil.which("nvcc")
-
-
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 @pytest.mark.parametrize("dtype,mnk,ta,tb,params", [
     ("bf16", (4096, 4096, 4096), False, False, None),
     ("f16", (4096, 4096, 4096), True, True, GemmParams(128, 256, 64, 64, 256, 8, True, 4, True, True, True)),
     ("f16", (200, 296, 136), False, False, GemmParams(128, 128, 64, 64, 128, 8, True, 3, True, True, True))])
 def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
-    kernel, sizes, _, _ = K.matmul_t(*mnk, dtype, ta, tb)
-    prog = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", params)} if params else None)
-    assert prog.arch_specific and prog.tensor_maps
-    (tmp_path / "k.cu").write_text(prog.source)
-    res = subprocess.run([NVCC, "-gencode", "arch=compute_90a,code=sm_90a", "-c", "-Xptxas", "-v",
-                          "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert set(re.findall(r"(\d+) bytes spill stores", res.stderr)) == {"0"}, res.stderr[-3000:]
-    assert "Performance Loss" not in res.stderr, res.stderr[-3000:]
-
-
-GPU = cuda_device()
-ON_HOPPER = GPU is not None and tuple(getattr(GPU, "cc", (0, 0))) == (9, 0)
+    assert compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path).tensor_maps
 
 
 @pytest.mark.gpu
@@ -217,14 +200,6 @@ ON_HOPPER = GPU is not None and tuple(getattr(GPU, "cc", (0, 0))) == (9, 0)
     ((264, 280, 200), True, False, GemmParams(128, 256, 64, 64, 256, 8, True, 3, True, True, True)),
     ((520, 264, 192), True, True, GemmParams(64, 256, 64, 64, 256, 8, True, 2, True, True, True))])
 def test_tma_on_the_gpu(dtype, mnk, ta, tb, params):
-    kernel, sizes, make, _ = K.matmul_t(*mnk, dtype, ta, tb)
-    ins = make(np.random.default_rng(13))
-    a, b = (np.asarray(x, np.float64) for x in ins)
-    want = (a.T if ta else a) @ (b.T if tb else b)
-    plan = GPU.prepare(kernel, sizes) if params is None else \
-        GPU.prepare(kernel, sizes, params=Choice("gemm", params))
-    for _ in range(2):          # the second launch reuses the maps of the same buffers
-        out, _ = plan.launch(ins, {})
-    got = np.asarray(GPU.to_host(out), np.float64).reshape(want.shape)
-    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2 * np.abs(want).max(), err_msg=str(params))
+    # the second launch reuses the tensor maps made for the same buffers
+    plan = runs_on_the_gpu(dtype, mnk, ta, tb, params, launches=2)
     assert plan.compiled.program.tensor_maps and "TMA" in plan.compiled.program.schedule

@@ -225,6 +225,12 @@ NVCC = shutil.which("nvcc")
     ("f16", (301, 296, 200), False, False, GemmParams(128, 128, 64, 64, 128, 8, True, 5, True, True)),
     ("bf16", (256, 512, 512), True, False, GemmParams(128, 256, 64, 64, 128, 8, True, 3, True, True))])
 def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
+    compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path)
+
+
+def compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
+    """The program of this matmul through nvcc for sm_90a, with no spills and the MMAs kept
+    asynchronous (ptxas reports a "Performance Loss" where it serialises them)."""
     kernel, sizes, _, _ = K.matmul_t(*mnk, dtype, ta, tb)
     prog = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", params)} if params else None)
     assert prog.arch_specific
@@ -233,8 +239,8 @@ def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
                           "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
     assert set(re.findall(r"(\d+) bytes spill stores", res.stderr)) == {"0"}, res.stderr[-3000:]
-    # ptxas keeps the MMAs asynchronous (it reports a "Performance Loss" where it serialises them)
     assert "Performance Loss" not in res.stderr, res.stderr[-3000:]
+    return prog
 
 
 # ---- on a GPU, where there is one: the programs as the hardware runs them
@@ -254,13 +260,21 @@ ON_HOPPER = GPU is not None and tuple(getattr(GPU, "cc", (0, 0))) == (9, 0)
     ((264, 280, 203), True, False, GemmParams(128, 256, 64, 64, 128, 8, True, 3, True, True)),
     ((520, 264, 192), True, True, GemmParams(64, 256, 64, 64, 256, 8, True, 5, True, True))])
 def test_wgmma_on_the_gpu(dtype, mnk, ta, tb, params):
+    plan = runs_on_the_gpu(dtype, mnk, ta, tb, params)
+    assert plan.compiled.program.arch_specific and "wgmma" in plan.compiled.program.schedule
+
+
+def runs_on_the_gpu(dtype, mnk, ta, tb, params, launches: int = 1):
+    """The plan of this matmul (the default where `params` is None), launched on the GPU and
+    checked against numpy."""
     kernel, sizes, make, _ = K.matmul_t(*mnk, dtype, ta, tb)
     ins = make(np.random.default_rng(13))
     a, b = (np.asarray(x, np.float64) for x in ins)
     want = (a.T if ta else a) @ (b.T if tb else b)
     plan = GPU.prepare(kernel, sizes) if params is None else \
         GPU.prepare(kernel, sizes, params=Choice("gemm", params))
-    out, _ = plan.launch(ins, {})
+    for _ in range(launches):
+        out, _ = plan.launch(ins, {})
     got = np.asarray(GPU.to_host(out), np.float64).reshape(want.shape)
     np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2 * np.abs(want).max(), err_msg=str(params))
-    assert plan.compiled.program.arch_specific and "wgmma" in plan.compiled.program.schedule
+    return plan

@@ -95,6 +95,23 @@ def test_odd_sizes_and_rings_that_wrap(mnk, ta, tb, params):
     check(kernel, make(np.random.default_rng(sum(mnk))), sizes, params)
 
 
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
+def test_tiles_192_wide(ta, tb):
+    kernel, sizes, make, _ = K.matmul_t(72, 200, 136, "f16", ta, tb)
+    check(kernel, make(np.random.default_rng(4)), sizes, GemmParams(64, 192, 64, 64, 192, 8, True, 2, True, True, True))
+
+
+def test_a_tile_192_wide_where_256_leaves_a_wave_short():
+    # 132 multiprocessors: N = 768 makes 96 tiles of 256 (3/4 of a wave) or 128 of 192
+    sms = cuda_target((9, 0), 132)
+    for mnk, bn in (((4096, 768, 768), 192), ((4096, 2304, 768), 192), ((4096, 4096, 4096), 256),
+                    ((8192, 8192, 8192), 256)):
+        kernel, sizes, _, _ = K.matmul_t(*mnk, "f16", False, False)
+        p = Gemm().default(kernel, sms, sizes)
+        assert (p.bn, p.tn) == (bn, bn), mnk
+        assert Gemm().default(kernel, cuda_target(), sizes).bn == 256      # no count: no guess
+
+
 def test_many_tiles_a_block():
     # the grid is capped at 2 blocks: each walks three tiles, the producer running ahead
     kernel, sizes, make, _ = K.matmul_t(192, 128, 128, "bf16", False, False)
@@ -185,7 +202,8 @@ def test_the_printed_cuda_passes_its_maps_by_value():
 @pytest.mark.parametrize("dtype,mnk,ta,tb,params", [
     ("bf16", (4096, 4096, 4096), False, False, None),
     ("f16", (4096, 4096, 4096), True, True, GemmParams(128, 256, 64, 64, 256, 8, True, 4, True, True, True)),
-    ("f16", (200, 296, 136), False, False, GemmParams(128, 128, 64, 64, 128, 8, True, 3, True, True, True))])
+    ("f16", (200, 296, 136), False, False, GemmParams(128, 128, 64, 64, 128, 8, True, 3, True, True, True)),
+    ("bf16", (4096, 768, 768), False, True, GemmParams(128, 192, 64, 64, 192, 8, True, 4, True, True, True))])
 def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
     assert compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path).tensor_maps
 
@@ -198,6 +216,7 @@ def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
     ((200, 296, 136), False, False, None),
     ((301, 296, 200), False, True, GemmParams(128, 128, 64, 64, 128, 8, True, 4, True, True, True)),
     ((264, 280, 200), True, False, GemmParams(128, 256, 64, 64, 256, 8, True, 3, True, True, True)),
+    ((4096, 768, 768), False, False, GemmParams(128, 192, 64, 64, 192, 8, True, 4, True, True, True)),
     ((520, 264, 192), True, True, GemmParams(64, 256, 64, 64, 256, 8, True, 2, True, True, True))])
 def test_tma_on_the_gpu(dtype, mnk, ta, tb, params):
     # the second launch reuses the tensor maps made for the same buffers

@@ -29,6 +29,7 @@ class Target:
     atomics: frozenset = frozenset({"+", "max", "min"})
     arch: str = ""              # "sm_90", "apple", "x86-64-v3", an adapter's name
     cores: int = 1              # parallel blocks the host runs at once (CPU)
+    multiprocessors: int = 0    # blocks a GPU runs side by side, one a multiprocessor (0: unknown)
     simd_bytes: int = 0         # the width of the host's vector registers (CPU; 0: unknown)
     max_blocks: int = 2 ** 31 - 1   # blocks in a 1-D grid
     # one program for every size set (WebGPU compiles a kernel once): loop counts, grids
@@ -53,14 +54,15 @@ class Target:
 _BASE = frozenset({"f32", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"})
 
 
-def cuda_target(cc: tuple = (9, 0)) -> Target:
+def cuda_target(cc: tuple = (9, 0), multiprocessors: int = 0) -> Target:
     # warpgroup MMAs are sm_90a's own (later architectures have others)
     mma = ("wgmma", "mma.sync") if cc == (9, 0) else (("mma.sync",) if cc >= (8, 0) else ())
     shared = 227 * 1024 if cc >= (9, 0) else (163 * 1024 if cc >= (8, 0) else 48 * 1024)
     return Target("cuda", "cuda", 32, 1024, shared, _BASE | {"f16", "bf16", "f64"}, mma,
                   async_copy=cc >= (8, 0), bulk_copy=cc >= (9, 0),
                   arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16, vector_lanes=4,
-                  static_shared_bytes=48 * 1024)      # more is dynamic, on request
+                  static_shared_bytes=48 * 1024,      # more is dynamic, on request
+                  multiprocessors=multiprocessors)
 
 
 def cpu_target(arch: str = "") -> Target:

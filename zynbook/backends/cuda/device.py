@@ -302,7 +302,7 @@ class CudaDevice(Device):
 
     def _compile(self, kernel, sizes, options, key) -> CompiledCuda:
         t0 = time.perf_counter()
-        program = cuda_codegen.render_cuda(kernel, sizes, self.cc, options)
+        program = cuda_codegen.render_cuda(kernel, sizes, self.cc, options, self.multiprocessors)
         errors = []
 
         def use(cubin: bytes):

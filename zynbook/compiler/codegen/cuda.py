@@ -51,18 +51,21 @@ class CudaProgram:
     tensor_maps: dict = field(default_factory=dict)
 
 
-def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: dict | None = None) -> CudaProgram:
-    """Render `kernel` for one binding of its sizes. Raises ZynMLDeviceError if impossible.
+def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: dict | None = None,
+                multiprocessors: int = 0) -> CudaProgram:
+    """Render `kernel` for one binding of its sizes on a device of compute capability `arch`
+    with `multiprocessors` (0: unknown). Raises ZynMLDeviceError if impossible.
     `options["params"]`, a schedules.Choice, builds that schedule with those parameters."""
+    target = cuda_target(arch, multiprocessors)
     return rendered(kernel, sizes, "CUDA", lambda sizes: scheduled(
-        kernel, cuda_target(arch), sizes, dict(options or {}),
-        lambda notes, **how: _launch_program(kernel, sizes, notes, arch, **how), gemm_first=True))
+        kernel, target, sizes, dict(options or {}),
+        lambda notes, **how: _launch_program(kernel, sizes, notes, target, **how), gemm_first=True))
 
 
-def _launch_program(kernel, sizes, notes, arch, only=None, exclude=(), params=None) -> CudaProgram | None:
+def _launch_program(kernel, sizes, notes, target, only=None, exclude=(), params=None) -> CudaProgram | None:
     """The kernel through a schedule of compiler/schedules/ and the CUDA dialect; a program
     with vector accesses carries its fallback for buffers that are not 16-byte aligned."""
-    prog = schedules.build(kernel, cuda_target(arch), sizes, params, only=only, exclude=exclude)
+    prog = schedules.build(kernel, target, sizes, params, only=only, exclude=exclude)
     if prog is None:
         return None
     both = prog if prog.fallback is None else ir.Program(

@@ -411,7 +411,7 @@ class AsyncWait(Stmt):
 # array must start 1024-byte aligned (`Array.align`).
 
 WGMMA_SWIZZLE = 128
-WGMMA_N = (64, 128, 256)        # the N of the m64nNk16 shapes the GEMM uses
+WGMMA_N = (64, 128, 192, 256)   # the N of the m64nNk16 shapes the GEMM uses
 WGMMA_ANY_N = tuple(range(16, 257, 16))     # those the hardware has (16-bit operands), by 16
 
 

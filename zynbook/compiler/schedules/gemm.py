@@ -88,7 +88,7 @@ WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128
 # the same fed by the copy engine (schedules/gemm_tma.py), with their ring's stages: (BM, BN,
 # TN, stages), best first (H100, bench_cuda --gemm-sweep: 4096^3 f16 0.224 ms for the first
 # two, 0.239 for the fourth)
-TMA_TILES = ((128, 256, 256, 3), (128, 128, 128, 4), (128, 256, 256, 4),
+TMA_TILES = ((128, 256, 256, 3), (128, 192, 192, 4), (128, 128, 128, 4), (128, 256, 256, 4),
              (64, 256, 256, 4), (128, 128, 128, 3), (128, 256, 256, 2))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
@@ -305,6 +305,10 @@ def _to_shared(st, ident: str, at: ir.Expr):
     return st
 
 
+def _batch(form: _Form, sizes: dict) -> int:
+    return prod(trip_count(lp, sizes) for lp in form.c.ploops if lp.var in form.c.bvars)
+
+
 def _side_sizes(form: _Form, sizes: dict):
     """(M, N, K) at these sizes."""
     ext = {lp.var: trip_count(lp, sizes) for lp in form.c.ploops}
@@ -357,6 +361,22 @@ class Gemm(Schedule):
             return False
         from .gemm_tma import tma_layout
         return all(tma_layout(kernel, form, s, sizes) for s in (form.m, form.n))
+
+    @staticmethod
+    def _in_waves(p: GemmParams, target, M: int, N: int, batch: int) -> GemmParams:
+        """A warpgroup tile 192 wide instead of 256 where its tiles fill the multiprocessors'
+        last wave much better: a wave takes about as long as a tile is wide, so the estimate
+        is waves x width, and 192 must save a tenth (H100: N = 768 gives 96 tiles of 256, 3/4
+        of a wave, or 128 of 192; N = 2304, 288 tiles in 3 waves, or 384)."""
+        if not target.multiprocessors or p.bn != 256 or p.tn != 256:
+            return p
+        def cost(bn):
+            tiles = -(-M // p.bm) * -(-N // bn) * batch
+            return -(-tiles // target.multiprocessors) * bn
+        if cost(192) >= 0.9 * cost(256):
+            return p
+        q = dataclasses.replace(p, bn=192, tn=192, stages=max(p.stages, 4) if p.tma else p.stages)
+        return q if q.valid() else p
 
     def _width(self, target, form: _Form) -> int:
         """The widest vector load of the FMA tiles (4 at most: the shared tiles are read
@@ -412,7 +432,7 @@ class Gemm(Schedule):
                     p = dataclasses.replace(p, bm=64)
                 if N <= 128:
                     p = dataclasses.replace(p, bn=128 if N > 64 else 64, tn=128 if N > 64 else 64)
-                out.append(p)
+                out.append(self._in_waves(p, target, M, N, _batch(form, sizes)))
         conf = configs.gemm_config(target, kind)
         if conf is not None and async_ok:
             p = GemmParams(width=width, mma=True, **conf)

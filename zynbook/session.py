@@ -8,7 +8,7 @@ import numpy as np
 
 from .backends.registry import get_device
 from .compiler import ast as A
-from .compiler.parser import parse
+from .compiler.syntax_cache import parse as parse_kept
 from .errors import ZynMLDeviceError, ZynMLError, ZynMLTypeError
 from .runtime.interp import Interpreter
 from .runtime.tensor import Tensor, to_tensor
@@ -177,8 +177,9 @@ class Session:
 @functools.lru_cache(maxsize=256)
 def parse_cached(source: str):
     """The syntax tree of `source`, parsed once: trees are never changed after parsing, so
-    a cell run again reuses its tree (and with it the kernels lowered for it)."""
-    return parse(source)
+    a cell run again reuses its tree (and with it the kernels lowered for it); a new process
+    finds it in the one cache (compiler/syntax_cache.py)."""
+    return parse_kept(source)
 
 
 @functools.lru_cache(maxsize=64)
@@ -188,6 +189,7 @@ def _annotations_cached(text: str) -> tuple:
 
 def parse_annotations(text: str) -> list:
     """'@device("cpu") @async' -> [Annotation, Annotation] (for magics' annotation lines)."""
+    from .compiler.parser import parse
     program = parse(f"compute() {text} {{\n}}\n")
     stmt = program.body[0]
     node = stmt.expr if isinstance(stmt, A.ExprStmt) else None

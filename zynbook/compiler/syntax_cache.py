@@ -1,0 +1,50 @@
+"""Syntax trees kept in the one cache (zynbook/cache.py): a cell run again in a new process
+(a notebook's kernel restarted, a script run again) gets its tree without importing lark or
+parsing, a tenth of a second of a warm start. The key is the source text and the parser's
+own files (its grammar, the tree classes, the tree builder), so a changed parser never reads
+an old tree; entries are verified before they are read, and one that does not load as a
+tree of this source is discarded and parsed again. Only programs that parse are kept."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import pickle
+from pathlib import Path
+
+from .. import cache as kcache
+from . import ast as A
+
+_PARSER_FILES = ("grammar.lark", "ast.py", "parser.py")
+
+
+@functools.lru_cache(maxsize=1)
+def _trees() -> kcache.KernelCache:
+    return kcache.KernelCache("syntax", suffix=".pickle")
+
+
+@functools.lru_cache(maxsize=1)
+def _parser_digest() -> str:
+    h = hashlib.sha256()
+    for name in _PARSER_FILES:
+        h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()
+
+
+def parse(source: str) -> A.Program:
+    """The tree of `source` (compiler/parser.py's `parse`), from the cache where it is."""
+    key = kcache.CacheKey("syntax", hashlib.sha256(source.encode()).hexdigest(),
+                          versions=kcache.parts(parser=_parser_digest()))
+
+    def build() -> bytes:
+        from .parser import parse as parse_text
+        return pickle.dumps(parse_text(source), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def use(payload: bytes) -> A.Program:
+        try:
+            tree = pickle.loads(payload)
+        except Exception as err:
+            raise kcache.EntryUnusable(f"not a syntax tree: {err}") from None
+        if not isinstance(tree, A.Program) or getattr(tree, "source", None) != source:
+            raise kcache.EntryUnusable("the tree of another program")
+        return tree
+    return _trees().fetch(key, build, use)[0]

@@ -84,8 +84,8 @@ def counts(monkeypatch):
 def test_a_warm_run_reuses_its_plan(device, counts, monkeypatch):
     import zynbook.session as session_module
     parses = []
-    real_parse = session_module.parse
-    monkeypatch.setattr(session_module, "parse", lambda s: parses.append(s) or real_parse(s))
+    real_parse = session_module.parse_kept
+    monkeypatch.setattr(session_module, "parse_kept", lambda s: parses.append(s) or real_parse(s))
     source = SCALE + f"\n// {device} warm"         # a text no other test parsed
     s = zynbook.Session(device)
     x = np.arange(16, dtype=np.float32)

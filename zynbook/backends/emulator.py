@@ -28,6 +28,11 @@ How threads are modelled:
   when an `AsyncWait` of the thread completes their group, never sooner (a read before the
   wait sees the old contents); at the issue the elements count as written for the race
   check too, as the device may land them at once;
+* mbarriers and the copy engine's box copies (`Mbarrier`, `TensorLoad`) follow
+  backends/tma_model.py: a box lands when the phase counting its bytes completes, a thread
+  waiting on an mbarrier yields until its phase did, and threads that all wait on phases
+  that can no longer complete are reported as a deadlock; a named barrier orders the shared
+  memory accesses of the threads that meet at it;
 * `Checked` and `CheckedDiv` record the first failure (site and value) and give 0; a guarded
   or checked store or atomic that fails is skipped. A load or store outside its array that
   no `Checked` covers is a schedule bug and raises `EmulatorError`, as do integer divisions

@@ -104,7 +104,8 @@ def test_tiles_192_wide(ta, tb):
 def test_a_tile_192_wide_where_256_leaves_a_wave_short():
     # 132 multiprocessors: N = 768 makes 96 tiles of 256 (3/4 of a wave) or 128 of 192
     sms = cuda_target((9, 0), 132)
-    for mnk, bn in (((4096, 768, 768), 192), ((4096, 2304, 768), 192), ((4096, 4096, 4096), 256),
+    for mnk, bn in (((4096, 768, 768), 192), ((4096, 2304, 768), 192), ((4096, 3072, 768), 192),
+                    ((4096, 4096, 4096), 256),
                     ((8192, 8192, 8192), 256)):
         kernel, sizes, _, _ = K.matmul_t(*mnk, "f16", False, False)
         p = Gemm().default(kernel, sms, sizes)

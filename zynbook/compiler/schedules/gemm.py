@@ -365,15 +365,17 @@ class Gemm(Schedule):
     @staticmethod
     def _in_waves(p: GemmParams, target, M: int, N: int, batch: int) -> GemmParams:
         """A warpgroup tile 192 wide instead of 256 where its tiles fill the multiprocessors'
-        last wave much better: a wave takes about as long as a tile is wide, so the estimate
-        is waves x width, and 192 must save a tenth (H100: N = 768 gives 96 tiles of 256, 3/4
-        of a wave, or 128 of 192; N = 2304, 288 tiles in 3 waves, or 384)."""
+        last wave better: a wave takes about as long as a tile is wide, so the estimate is
+        waves x width, and 192 must save a tenth, or tie (its ring then has a fourth stage).
+        H100, bench_cuda --gemm-sweep, f16, M = 4096: N = 768 gives 96 tiles of 256, 3/4 of
+        a wave, or 128 of 192 (0.035 -> 0.023 ms); N = 2304, 288 tiles in 3 waves or 384
+        (0.055 -> 0.051); N = 3072 ties (0.053 -> 0.048); 4096^3 and 8192^3 keep 256."""
         if not target.multiprocessors or p.bn != 256 or p.tn != 256:
             return p
         def cost(bn):
             tiles = -(-M // p.bm) * -(-N // bn) * batch
             return -(-tiles // target.multiprocessors) * bn
-        if cost(192) >= 0.9 * cost(256):
+        if cost(192) >= 0.9 * cost(256) and cost(192) != cost(256):
             return p
         q = dataclasses.replace(p, bn=192, tn=192, stages=max(p.stages, 4) if p.tma else p.stages)
         return q if q.valid() else p

@@ -551,9 +551,11 @@ class CudaPlan(LaunchPlan):
             bound = held[2][id(steps)] = self.compiled.bound_steps(steps, held[0], held[1])
         return bound, held[1]
 
-    def enqueue(self, cp, stream, inputs, scalars):
-        """Queue the kernels on `stream`, nothing timed, nothing waited for: (the inputs as
-        the kernels take them, the output in storage dtype, the error flag)."""
+    def enqueue(self, cp, stream, inputs, scalars, start=None):
+        """Queue the kernels on `stream`, nothing waited for: (the inputs as the kernels take
+        them, the output in storage dtype, the error flag). `start`, an event, is recorded
+        just before the kernels: their time leaves out the copies that made inputs
+        contiguous and the output's allocation."""
         t0 = time.perf_counter()
         bufs = []
         for a, (dtype, want) in zip(inputs, self.dtypes):
@@ -567,7 +569,10 @@ class CudaPlan(LaunchPlan):
         bufs = tuple(bufs)
         bound, flag = self._bound(stream, bufs)
         compiled = self.compiled
-        compiled.run_bound(bound, bufs, compiled.scalar_args(scalars), stream)
+        args = compiled.scalar_args(scalars)
+        if start is not None:
+            start.record(stream)
+        compiled.run_bound(bound, bufs, args, stream)
         return bufs, out, flag
 
     def _launch_on(self, cp, stream, inputs, scalars, wait: bool, pooled: bool = False):
@@ -575,8 +580,7 @@ class CudaPlan(LaunchPlan):
         # the events timing the launch (`event_pair`): only launches of the host program,
         # one at a time, take pooled pairs
         pair = event_pair(self._events, cp) if pooled else (cp.cuda.Event(), cp.cuda.Event())
-        pair[0].record(stream)
-        _, out, flag = self.enqueue(cp, stream, inputs, scalars)
+        _, out, flag = self.enqueue(cp, stream, inputs, scalars, start=pair[0])
         pair[1].record(stream)
         if wait:
             self._wait(pair[1])

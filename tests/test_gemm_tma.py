@@ -223,3 +223,20 @@ def test_tma_on_the_gpu(dtype, mnk, ta, tb, params):
     # the second launch reuses the tensor maps made for the same buffers
     plan = runs_on_the_gpu(dtype, mnk, ta, tb, params, launches=2)
     assert plan.compiled.program.tensor_maps and "TMA" in plan.compiled.program.schedule
+
+
+def test_a_map_the_driver_refuses_is_a_zynml_error(monkeypatch):
+    import cupy_standin
+    from zynbook.backends.cuda import tma
+    from zynbook.backends.cuda.device import CudaDevice
+    from zynbook.errors import ZynMLRuntimeError
+    cupy_standin.install(monkeypatch)
+
+    def refuse(*a):
+        raise RuntimeError("cuTensorMapEncodeTiled failed with CUDA error 1")
+    monkeypatch.setattr(tma, "encode", refuse)
+    kernel, sizes, make, _ = K.matmul_t(64, 64, 64, "f16", False, False)
+    plan = CudaDevice(0).prepare(kernel, sizes)
+    assert plan.compiled.program.tensor_maps
+    with pytest.raises(ZynMLRuntimeError, match="CUDA launch of .* failed: cuTensorMapEncodeTiled"):
+        plan.launch(make(np.random.default_rng(1)), {})

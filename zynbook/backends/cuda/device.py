@@ -198,10 +198,10 @@ class CompiledCuda:
         """Queue the steps of `bound_steps` on `stream` for these buffers and scalars."""
         for f, grid, block, smem, name, parts in bound:
             args = ()
-            for p in parts:
-                args += buffers if p == "buffers" else scalar_args if p == "scalars" else \
-                    p(buffers) if callable(p) else p
             try:
+                for p in parts:     # (a tensor map is made here: the driver may refuse it)
+                    args += buffers if p == "buffers" else scalar_args if p == "scalars" else \
+                        p(buffers) if callable(p) else p
                 f(grid, block, args, smem, stream)      # (shared_mem, stream)
             except Exception as err:
                 raise ZynMLRuntimeError(f"CUDA launch of `{name}` failed: {err}") from None

@@ -308,6 +308,7 @@ def install(monkeypatch):
     monkeypatch.setattr(CudaDevice, "_load", _load)
     from zynbook.backends.cuda import tma       # no driver: a map of zeros (the kernels run the
     monkeypatch.setattr(tma, "encode", lambda *a: np.zeros(1, tma.MAP))    # reference anyway)
+    monkeypatch.setattr(tma, "available", lambda: True)
     real_compile = CudaDevice.compile
 
     def compile(self, kernel, sizes, options=None):

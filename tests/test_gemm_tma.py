@@ -240,3 +240,14 @@ def test_a_map_the_driver_refuses_is_a_zynml_error(monkeypatch):
     assert plan.compiled.program.tensor_maps
     with pytest.raises(ZynMLRuntimeError, match="CUDA launch of .* failed: cuTensorMapEncodeTiled"):
         plan.launch(make(np.random.default_rng(1)), {})
+
+
+def test_without_a_driver_that_makes_maps_the_copies_are_cp_async(monkeypatch):
+    import cupy_standin
+    from zynbook.backends.cuda import tma
+    from zynbook.backends.cuda.device import CudaDevice
+    cupy_standin.install(monkeypatch)
+    monkeypatch.setattr(tma, "available", lambda: False)
+    kernel, sizes, _, _ = K.matmul_t(256, 256, 256, "f16", False, False)
+    program = CudaDevice(0).prepare(kernel, sizes).compiled.program
+    assert not program.tensor_maps and "wgmma" in program.schedule and "cp.async" in program.schedule

@@ -54,12 +54,13 @@ class Target:
 _BASE = frozenset({"f32", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"})
 
 
-def cuda_target(cc: tuple = (9, 0), multiprocessors: int = 0) -> Target:
+def cuda_target(cc: tuple = (9, 0), multiprocessors: int = 0, bulk_copy: bool = True) -> Target:
+    """`bulk_copy`: the driver can make tensor maps (sm_90 on)."""
     # warpgroup MMAs are sm_90a's own (later architectures have others)
     mma = ("wgmma", "mma.sync") if cc == (9, 0) else (("mma.sync",) if cc >= (8, 0) else ())
     shared = 227 * 1024 if cc >= (9, 0) else (163 * 1024 if cc >= (8, 0) else 48 * 1024)
     return Target("cuda", "cuda", 32, 1024, shared, _BASE | {"f16", "bf16", "f64"}, mma,
-                  async_copy=cc >= (8, 0), bulk_copy=cc >= (9, 0),
+                  async_copy=cc >= (8, 0), bulk_copy=bulk_copy and cc >= (9, 0),
                   arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16, vector_lanes=4,
                   static_shared_bytes=48 * 1024,      # more is dynamic, on request
                   multiprocessors=multiprocessors)

@@ -247,6 +247,13 @@ class CudaDevice(Device):
         except Exception:       # no driver query on this build: the arch and NVRTC still key it
             self.driver_version = ""
 
+    @property
+    def bulk_copy(self) -> bool:
+        """Whether kernels may be fed by the copy engine: sm_90 on, with a driver that makes
+        tensor maps."""
+        from .tma import available
+        return self.cc >= (9, 0) and available()
+
     # ------------------------------------------------------------------- info
     def info(self) -> dict:
         d = super().info()
@@ -302,7 +309,8 @@ class CudaDevice(Device):
 
     def _compile(self, kernel, sizes, options, key) -> CompiledCuda:
         t0 = time.perf_counter()
-        program = cuda_codegen.render_cuda(kernel, sizes, self.cc, options, self.multiprocessors)
+        program = cuda_codegen.render_cuda(kernel, sizes, self.cc, options, self.multiprocessors,
+                                           self.bulk_copy)
         errors = []
 
         def use(cubin: bytes):

@@ -27,6 +27,15 @@ def _driver():
     return _encode_fn
 
 
+def available() -> bool:
+    """Whether this process's driver makes tensor maps (CUDA 12's libcuda)."""
+    try:
+        _driver()
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
 def encode(dtype: str, address: int, dims: tuple, strides: tuple, box: tuple) -> np.ndarray:
     """The tensor map of a `dtype` tensor at device `address`: `dims` innermost first,
     `strides` in elements between consecutive indices of dims[1:], boxes of `box`; 128-byte

@@ -57,7 +57,8 @@ def device_target(device=None):
     from ..targets import cpu_target, cuda_target, metal_target, webgpu_target
     backend = getattr(device, "backend", "")
     if backend == "cuda":
-        return cuda_target(tuple(getattr(device, "cc", (9, 0))), getattr(device, "multiprocessors", 0))
+        return cuda_target(tuple(getattr(device, "cc", (9, 0))), getattr(device, "multiprocessors", 0),
+                           getattr(device, "bulk_copy", True))
     if getattr(device, "id", "").startswith("cpu:native"):
         return cpu_target()
     if backend in ("webgpu", "vulkan", "wgpu"):

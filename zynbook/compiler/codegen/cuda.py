@@ -52,11 +52,12 @@ class CudaProgram:
 
 
 def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: dict | None = None,
-                multiprocessors: int = 0) -> CudaProgram:
+                multiprocessors: int = 0, bulk_copy: bool = True) -> CudaProgram:
     """Render `kernel` for one binding of its sizes on a device of compute capability `arch`
-    with `multiprocessors` (0: unknown). Raises ZynMLDeviceError if impossible.
+    with `multiprocessors` (0: unknown), whose driver makes tensor maps where `bulk_copy`.
+    Raises ZynMLDeviceError if impossible.
     `options["params"]`, a schedules.Choice, builds that schedule with those parameters."""
-    target = cuda_target(arch, multiprocessors)
+    target = cuda_target(arch, multiprocessors, bulk_copy)
     return rendered(kernel, sizes, "CUDA", lambda sizes: scheduled(
         kernel, target, sizes, dict(options or {}),
         lambda notes, **how: _launch_program(kernel, sizes, notes, target, **how), gemm_first=True))

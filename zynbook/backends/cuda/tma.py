@@ -6,6 +6,7 @@ later launch (a CUDA graph's, a cached array's) costs no driver call."""
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 
@@ -27,6 +28,7 @@ def _driver():
     return _encode_fn
 
 
+@functools.lru_cache(maxsize=1)
 def available() -> bool:
     """Whether this process's driver makes tensor maps (CUDA 12's libcuda)."""
     try:

@@ -168,8 +168,8 @@ class TmaBuilder(WgmmaBuilder):
         if batched:
             box += (1,)
         buffer = user_name(side.load.buffer)
-        self.maps.append(ir.TensorMap(name, buffer, self.tile_dt[s], tuple(self.i(d) for d in dims),
-                                      tuple(self.i(d) for d in strides), box))
+        host = lambda vals: tuple(ir.Lit(v, "i64") for v in vals)      # host values, not indices
+        self.maps.append(ir.TensorMap(name, buffer, self.tile_dt[s], host(dims), host(strides), box))
         x0 = self.m0 if s == "m" else self.n0
         extra = (ir.Ref("_bz", self.idx),) if batched else ()
         base = self.op("*", slot, bx * p.bk)

@@ -17,9 +17,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
 
 from compute_testing import emulate_kernel, lower_block  # noqa: E402
-from kernel_sources import BATCHED, HALF_EPILOGUE  # noqa: E402
-from test_gemm_wgmma import (GPU, NVCC, ON_HOPPER, _rewritten, compiles_for_sm_90a,  # noqa: E402
-                             runs_on_the_gpu)
+from test_gemm_wgmma import (NVCC, ON_HOPPER, _rewritten, compiles_for_sm_90a,  # noqa: E402
+                             epilogue_or_batches, runs_on_the_gpu)
 from tolerances import tolerance  # noqa: E402
 from zynbook.backends import emulator as emulate  # noqa: E402
 from zynbook.backends import tma_model  # noqa: E402
@@ -124,11 +123,7 @@ def test_many_tiles_a_block():
 
 @pytest.mark.parametrize("case", ["epilogue", "batched"])
 def test_epilogue_and_batches(case):
-    rng = np.random.default_rng(7)
-    text, shapes = {"epilogue": (HALF_EPILOGUE, dict(A=(70, 64), B=(64, 72), bias=(72,))),
-                    "batched": (BATCHED, dict(A=(3, 37, 64), B=(3, 64, 40)))}[case]
-    arrays = {n: rng.standard_normal(s).astype(np.float16) for n, s in shapes.items()}
-    kernel, ins, sizes, scalars = lower_block(text, arrays)
+    kernel, ins, sizes, scalars = epilogue_or_batches(case, 3)
     prog = check(kernel, ins, sizes, SMALL, scalars)
     if case == "batched":
         assert all(len(m.dims) == 3 for m in prog.tensor_maps)

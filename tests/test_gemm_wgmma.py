@@ -111,12 +111,18 @@ def test_odd_sizes(mnk, ta, tb):
 
 @pytest.mark.parametrize("case", ["epilogue", "batched"])
 def test_epilogue_and_batches(case):
+    kernel, ins, sizes, scalars = epilogue_or_batches(case, 2)
+    check(kernel, ins, sizes, SMALL, scalars)
+
+
+def epilogue_or_batches(case: str, batch: int):
+    """(kernel, inputs, sizes, scalars) of an f16 GEMM with a bias + activation epilogue, or
+    of `batch` batched products."""
     rng = np.random.default_rng(7)
     text, shapes = {"epilogue": (HALF_EPILOGUE, dict(A=(70, 64), B=(64, 72), bias=(72,))),
-                    "batched": (BATCHED, dict(A=(2, 37, 64), B=(2, 64, 40)))}[case]
+                    "batched": (BATCHED, dict(A=(batch, 37, 64), B=(batch, 64, 40)))}[case]
     arrays = {n: rng.standard_normal(s).astype(np.float16) for n, s in shapes.items()}
-    kernel, ins, sizes, scalars = lower_block(text, arrays)
-    check(kernel, ins, sizes, SMALL, scalars)
+    return lower_block(text, arrays)
 
 
 def _rewritten(prog, fix):

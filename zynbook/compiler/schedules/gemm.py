@@ -242,6 +242,12 @@ def match(kernel: cir.Kernel, sizes: dict, symbolic: bool = False):
     return _Form(c, m, n, nest, "f64" if wide else "f32", dtypes), None
 
 
+def from_zero_by_one(loops) -> bool:
+    """Whether every loop counts 0, 1, 2, ... (its variable is an index of its own)."""
+    return all(isinstance(lp.start, cir.Const) and lp.start.value == 0 and
+               isinstance(lp.step, cir.Const) and lp.step.value == 1 for lp in loops)
+
+
 def _vector_ok(kernel, form: _Form, side: _Side, sizes: dict, width: int) -> bool:
     """Whether `width` consecutive elements of the side's contiguous axis are consecutive,
     aligned addresses that are all in or all out of bounds (sizes baked in). The axis may
@@ -266,8 +272,7 @@ def _vector_ok(kernel, form: _Form, side: _Side, sizes: dict, width: int) -> boo
     if not all(isinstance(i, cir.Var) and i.name == lp.var for i, lp in zip(trailing, loops)) or \
             any(names & free_vars(i) for i in side.load.index[:-n]):
         return False
-    if not all(isinstance(lp.start, cir.Const) and lp.start.value == 0 and
-               isinstance(lp.step, cir.Const) and lp.step.value == 1 for lp in loops):
+    if not from_zero_by_one(loops):
         return False
     dims = [cir.eval_dim(d, sizes) for d in buf.shape[-n:]]
     counts = [trip_count(lp, sizes) for lp in loops]
@@ -285,8 +290,7 @@ def _staged_ok(kernel, form: _Form, sizes: dict) -> bool:
             any(not isinstance(i, cir.Var) or i.name != v for i, v in zip(st.index, order)):
         return False
     loops = {lp.var: lp for lp in c.ploops}
-    if not all(isinstance(loops[v].start, cir.Const) and loops[v].start.value == 0 and
-               isinstance(loops[v].step, cir.Const) and loops[v].step.value == 1 for v in order):
+    if not from_zero_by_one(loops[v] for v in order):
         return False
     dims = [cir.eval_dim(d, sizes) for d in kernel.output.shape]
     width = 16 // _BYTES[kernel.output.dtype]

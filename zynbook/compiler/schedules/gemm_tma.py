@@ -32,6 +32,7 @@ from math import prod
 from .. import cir
 from ..launch import ir
 from ..launch.scalar import user_name
+from .gemm import from_zero_by_one
 from .gemm_wgmma import WgmmaBuilder
 from .nest import trip_count
 
@@ -65,8 +66,7 @@ def tma_layout(kernel: cir.Kernel, form, side, sizes: dict):
     if names != order:
         return None
     loops = {lp.var: lp for lp in list(c.ploops) + list(c.rloops)}
-    if not all(isinstance(loops[v].start, cir.Const) and loops[v].start.value == 0 and
-               isinstance(loops[v].step, cir.Const) and loops[v].step.value == 1 for v in names):
+    if not from_zero_by_one(loops[v] for v in names):
         return None
     shape = [cir.eval_dim(d, sizes) for d in buf.shape]
     trips = {v: trip_count(loops[v], sizes) for v in names}

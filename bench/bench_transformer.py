@@ -147,6 +147,106 @@ def launch_breakdown(session, x, reps: int = 5) -> list:
             for i, (name, how, _) in enumerate(runs[-1])]
 
 
+def trace(torch, session, x, reps: int = 10, path: str | None = None) -> dict:
+    """A profiler's view of `reps` replayed calls (CUPTI sees every kernel of the process,
+    CuPy's and those inside CUDA graphs): per call, the host time of `session.run`, the span
+    from its first kernel's start to its last kernel's end, the time some kernel runs, and
+    each kernel's median duration. Where the span is much more than the busy time, the GPU
+    waits for the host between kernels."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            with record_function("zynbook_call"):
+                session.run("transformer_block(x, 0)", x=x)
+            torch.cuda.synchronize()
+    if path:
+        prof.export_chrome_trace(path)
+    events = prof.events()
+    calls = sorted((e.time_range.start, e.time_range.end) for e in events if e.name == "zynbook_call")
+    kernels = sorted((e.time_range.start, e.time_range.end, e.name) for e in events
+                     if e.device_type == torch.autograd.DeviceType.CUDA and e.name != "zynbook_call")
+    per_call, names = [], {}
+    for k, (c0, c1) in enumerate(calls):
+        end = calls[k + 1][0] if k + 1 < len(calls) else float("inf")
+        mine = [kn for kn in kernels if c0 <= kn[0] < end]
+        if not mine:
+            continue
+        busy, last = 0.0, mine[0][0]
+        for s0, s1, name in mine:
+            busy += max(0.0, s1 - max(s0, last))
+            last = max(last, s1)
+            names.setdefault(name, []).append(s1 - s0)
+        per_call.append({"host_us": c1 - c0, "span_us": mine[-1][1] - mine[0][0],
+                         "busy_us": busy, "kernels": len(mine),
+                         "first_kernel_after_us": mine[0][0] - c0})
+    med = {key: statistics.median(c[key] for c in per_call) for key in per_call[0]} if per_call else {}
+    per_kernel = sorted(((statistics.median(d), len(d) // max(1, len(per_call)), n)
+                         for n, d in names.items()), reverse=True)
+    cpu = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25)
+    return {"median": med, "per_kernel": per_kernel, "cpu_table": cpu}
+
+
+# the functions on a replayed call's host path, in the order it enters them
+HOST_PATH = (("zynbook.session", "Session", "run"),
+             ("zynbook.runtime.interp", "Interpreter", "call_pipeline"),
+             ("zynbook.runtime.traces", "Traces", "enter"),
+             ("zynbook.runtime.traces", "_Form", "look_up"),
+             ("zynbook.runtime.traces", "_Form", "key"),
+             ("zynbook.runtime.traces", "_Trace", "replay"),
+             ("zynbook.backends.cuda.graph", "CapturedGraph", "replay"),
+             ("zynbook.backends.cuda.graph", "CapturedGraph", "check"))
+
+
+def host_split(session, x, sync, reps: int = 200) -> list:
+    """Where a replayed call's host time goes, without a profiler: the median time from the
+    call's start at which each function on its path (HOST_PATH) is entered and left."""
+    import importlib
+    marks, saved = [], []
+    for module, cls_name, name in HOST_PATH:
+        cls = getattr(importlib.import_module(module), cls_name)
+        real = cls.__dict__[name]
+        fn = real.__func__ if isinstance(real, staticmethod) else real
+
+        def wrap(*a, _fn=fn, _name=f"{cls_name}.{name}", **k):
+            marks.append((_name, "enter", time.perf_counter()))
+            try:
+                return _fn(*a, **k)
+            finally:
+                marks.append((_name, "leave", time.perf_counter()))
+        saved.append((cls, name, real))
+        setattr(cls, name, staticmethod(wrap) if isinstance(real, staticmethod) else wrap)
+    offsets = {}
+    try:
+        for _ in range(reps):
+            marks.clear()
+            session.run("transformer_block(x, 0)", x=x)
+            sync()
+            for name, how, t in marks:
+                offsets.setdefault((name, how), []).append((t - marks[0][2]) * 1e6)
+    finally:
+        for cls, name, real in saved:
+            setattr(cls, name, real)
+    return sorted((statistics.median(v), how, name) for (name, how), v in offsets.items())
+
+
+def host_profile(session, x, reps: int = 200) -> str:
+    """cProfile of `reps` replayed calls: where the host's time per call goes."""
+    import cProfile
+    import io
+    import pstats
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(reps):
+        session.run("transformer_block(x, 0)", x=x)
+    pr.disable()
+    buf = io.StringIO()
+    st = pstats.Stats(pr, stream=buf)
+    st.sort_stats("tottime").print_stats(30)
+    st.sort_stats("cumulative").print_stats(40)
+    return buf.getvalue()
+
+
 def as_torch(torch, value, device):
     """A ZynBook result (Tensor on cuda:N) as a torch tensor on `device`."""
     data = getattr(value, "data", value)
@@ -175,6 +275,8 @@ def main(argv=None):
     ap.add_argument("--exact", action="store_true",
                     help="ZynBook's f32 contractions exact (no config { allow_tf32: true })")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--trace", default=None, metavar="DIR",
+                    help="also profile replayed calls (kernels and host) into DIR")
     args = ap.parse_args(argv)
 
     import torch
@@ -246,6 +348,23 @@ def main(argv=None):
     print("zynbook launches (no graph):")
     for ln in results["zynbook"]["per_launch"]:
         print(f"  {ln['kernel']:<24}{ln['kernel_ms']:9.3f} ms  {ln['schedule'][:110]}")
+    if args.trace:
+        os.makedirs(args.trace, exist_ok=True)
+        t = trace(torch, session, x, path=os.path.join(args.trace, "block_trace.json"))
+        m = t["median"]
+        print(f"profiled call (median of 10): host {m.get('host_us', 0):.1f} us, kernels from "
+              f"first to last {m.get('span_us', 0):.1f} us, some kernel running "
+              f"{m.get('busy_us', 0):.1f} us, {m.get('kernels', 0)} kernels, first kernel "
+              f"{m.get('first_kernel_after_us', 0):.1f} us after the call began")
+        print("host path of a replayed call (no profiler; median us from its start):")
+        for at, how, name in host_split(session, x, torch.cuda.synchronize):
+            print(f"  {at:8.1f}  {how:5} {name}")
+        for dur, count, name in t["per_kernel"]:
+            print(f"  {dur:9.1f} us x{count}  {name[:120]}")
+        with open(os.path.join(args.trace, "cpu_table.txt"), "w") as f:
+            f.write(t["cpu_table"])
+        with open(os.path.join(args.trace, "host_profile.txt"), "w") as f:
+            f.write(host_profile(session, x))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -258,6 +258,18 @@ def _properties(index):
             "multiProcessorCount": 1, "l2CacheSize": 0}
 
 
+def _ascontiguousarray(a, dtype=None) -> ndarray:
+    """A copy kernel: recorded on a capturing stream (its output's elements are written at
+    each launch of the graph), else run now."""
+    src = a.host if isinstance(a, ndarray) else np.asarray(a)
+    out = _wrap(np.empty(src.shape, dtype or src.dtype))
+    copy = lambda: np.copyto(out.host, src, casting="unsafe")     # noqa: E731
+    stream = _stack()[-1] if _stack() else _NULL
+    if not _recorded(stream, copy):
+        copy()
+    return out
+
+
 def module() -> types.ModuleType:
     cp = types.ModuleType("cupy")
     cp.__version__ = "stand-in"
@@ -265,7 +277,7 @@ def module() -> types.ModuleType:
     cp.zeros = lambda shape, dtype=np.float32: _wrap(np.zeros(shape, dtype))
     cp.empty = lambda shape, dtype=np.float32: _wrap(np.empty(shape, dtype))
     cp.asarray = lambda a, dtype=None: _wrap(np.asarray(a, dtype))
-    cp.ascontiguousarray = lambda a, dtype=None: _wrap(np.ascontiguousarray(a, dtype))
+    cp.ascontiguousarray = _ascontiguousarray
     cp.asnumpy = lambda a: np.array(a, copy=True)
     # views, sharing the memory of `a` as CuPy's do
     cp.split = lambda a, parts, axis=0: [ndarray(p) for p in np.split(a.host, parts, axis)]

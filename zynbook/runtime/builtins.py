@@ -294,6 +294,9 @@ def _reshape(interp, args, kwargs):
     kept = t.reshaped(shape) if isinstance(t, ShardedTensor) else None
     if kept is not None:        # the shards reshaped where they are
         return kept
+    kept = interp.lazy.view(t, ("reshape", tuple(shape)))
+    if kept is not None:        # a view of a result not yet computed: no boundary
+        return kept
     return wrap(xp_of(t).reshape(host_array(t), shape), t)
 
 
@@ -313,6 +316,10 @@ def _split(interp, args, kwargs):
     kept = t.split_parts(n, axis) if isinstance(t, ShardedTensor) else None
     if kept is not None:        # each shard split where it is
         return kept
+    m = t.shape[axis] // n
+    parts = [interp.lazy.view(t, ("part", axis % t.ndim, i * m, (i + 1) * m)) for i in range(n)]
+    if all(p is not None for p in parts):       # views of a result not yet computed
+        return tuple(parts)
     return tuple(wrap(a, t) for a in xp_of(t).split(host_array(t), n, axis=axis))
 
 

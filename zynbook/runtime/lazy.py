@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from ..compiler import cir, fission, fusion
 from ..compiler.lower import LoweredKernel
 from ..compiler.passes.pipeline import run_pipeline
@@ -34,9 +36,10 @@ from .traces import Traces
 from .tensor import Tensor
 from .values import Record
 
-# builtins that only make new values: calling them is no boundary
+# builtins that only make new values: calling them is no boundary (`split` and `reshape` of a
+# result not yet computed make LazyViews; of any other tensor, views)
 PURE_BUILTINS = frozenset(("zeros", "ones", "randn", "rand", "arange", "range", "len", "shape",
-                           "tensor", "compute_devices"))
+                           "tensor", "compute_devices", "split", "reshape"))
 # recorded blocks before the graph runs without waiting for a boundary (a long host loop)
 MAX_PENDING = 32
 # fused kernels kept with their plans (a loop over growing shapes keeps this many)
@@ -90,6 +93,79 @@ class Lazy(Tensor):
 
 
 _NOT_YET = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class ViewOf:
+    """A chain of views of a result: ("part", axis, start, stop), a slice of one axis (a
+    part of `split`), and ("reshape", shape), a reshape that copies nothing. Called on the
+    result's array (numpy or CuPy), it makes the view."""
+    ops: tuple
+    shape: tuple
+
+    def __call__(self, array):
+        for op in self.ops:
+            if op[0] == "part":
+                array = array[(slice(None),) * op[1] + (slice(op[2], op[3]),)]
+            else:
+                array = array.reshape(op[1])
+        return array
+
+    def then(self, op) -> "ViewOf":
+        return ViewOf(self.ops + (op,), ())
+
+    @staticmethod
+    def checked(root_shape: tuple, chain: "ViewOf") -> "ViewOf | None":
+        """`chain` with its shape, or None where a reshape of it would copy. Checked on a
+        stand-in holding no elements (one byte with the strides of the whole), so only
+        stride arithmetic reads it."""
+        strides = [1] * len(root_shape)
+        for k in range(len(root_shape) - 2, -1, -1):
+            strides[k] = strides[k + 1] * root_shape[k + 1]
+        a = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), root_shape, strides,
+                                            writeable=False)
+        try:
+            for op in chain.ops:
+                a = a[(slice(None),) * op[1] + (slice(op[2], op[3]),)] if op[0] == "part" \
+                    else a.reshape(op[1], copy=False)
+        except ValueError:
+            return None
+        return ViewOf(chain.ops, tuple(map(int, a.shape)))
+
+
+class LazyView(Tensor):
+    """A view (a part of `split`, a `reshape`) of a recorded result not yet computed: a
+    block reading it is recorded in the same run of the graph as the block it views (no
+    boundary at the view); its data is the view of the root's once that is computed."""
+
+    __slots__ = ("root", "view")
+
+    def __init__(self, root: Lazy, view: ViewOf):
+        Tensor.__init__(self, None, root.device, view.shape, root.dtype,
+                        committed=root.committed)
+        self.root, self.view = root, view
+
+    @property
+    def data(self):
+        return self.view(_value_data(self.root.graph.force(self.root)))
+
+    @data.setter
+    def data(self, value):
+        Tensor.data.__set__(self, value)
+
+    @property
+    def done(self) -> bool:
+        return self.root.done
+
+    @property
+    def runs_on(self):
+        return self.root.runs_on
+
+    def plain(self) -> Tensor:
+        return Tensor(self.data, self.device, self.shape, self.dtype, self.committed)
+
+    def __repr__(self):
+        return repr(self.plain())
 
 
 def _value_data(value):
@@ -175,6 +251,17 @@ class LazyGraph:
         return self.defer(_HostSite(span), lowered, plan, inputs, scalars, lz.runs_on,
                           False, source)
 
+    def view(self, t, op: tuple):
+        """The view `op` of `t` (ViewOf's ops), where `t` is a recorded result not yet
+        computed or a view of one, as a LazyView; None where `t` is neither or the view
+        would copy (the caller then computes `t` and makes it)."""
+        root = t.root if isinstance(t, LazyView) else t
+        if not isinstance(root, Lazy) or root.done or root.dtype == "bf16" or \
+                not root.plan.out_shape:
+            return None
+        made = ViewOf.checked(root.shape, (t.view if root is not t else ViewOf((), ())).then(op))
+        return None if made is None else LazyView(root, made)
+
     def split(self, lowered, plan) -> list:
         """[(lowered, plan, reads, writes, note)] per phase where `compiler.fission.split` distributes
         the block (worked out once per kernel and sizes), else []."""
@@ -219,8 +306,8 @@ class LazyGraph:
         """Every lazy value among `values` computed (before a block that is not deferred
         reads them, possibly on another thread)."""
         for v in values:
-            if isinstance(v, Lazy):
-                self.force(v)
+            if isinstance(v, (Lazy, LazyView)):
+                self.force(v.root if isinstance(v, LazyView) else v)
 
     def drop(self):
         """Forget what is recorded (after an error: a value still named is computed alone
@@ -254,7 +341,7 @@ class LazyGraph:
         a failing statement binds nothing, and so is the end of a top-level statement."""
         if self.pending or self.fused_away:     # else `finish` has nothing to do
             self.finish(roots=[value])
-        if isinstance(value, (Lazy, list, tuple)):
+        if isinstance(value, (Lazy, LazyView, list, tuple)):
             return self.plain(value)
         return value
 
@@ -263,6 +350,8 @@ class LazyGraph:
         hands back and leaves in its names)."""
         if isinstance(value, Lazy):
             return value.result if value.done else value
+        if isinstance(value, LazyView):
+            return value.plain() if value.done else value
         if isinstance(value, list):
             return [self.plain(v) for v in value]
         if isinstance(value, tuple):
@@ -274,6 +363,7 @@ class LazyGraph:
         readers: dict = {}
         for lz in pending:
             for t in {id(t): t for t in lz.inputs}.values():
+                t = t.root if isinstance(t, LazyView) else t
                 if isinstance(t, Lazy):
                     readers[id(t)] = readers.get(id(t), 0) + 1
         open_: dict = {}            # id(result) -> _Group, in program order
@@ -348,6 +438,8 @@ class LazyGraph:
         live, seen = {}, set()
         while stack:
             v = stack.pop()
+            if isinstance(v, LazyView):
+                v = v.root
             if isinstance(v, Lazy):
                 live[id(v)] = v
             elif isinstance(v, (list, tuple)) and id(v) not in seen:

@@ -160,14 +160,15 @@ class _Shape:
             for t, (dtype, want) in zip(ins, prepared.dtypes):
                 if dtype == "bf16":
                     return f"block `{name}` has a bf16 input"
-                k_in = made.get(id(t))
+                root = getattr(t, "root", t)    # a LazyView: a view of its root's output
+                k_in = made.get(id(root))
                 if k_in is not None:
                     if launches[k_in][0].result.dtype != dtype:
                         return f"block `{name}` converts an earlier launch's output"
-                    wires.append(("g", k_in))
+                    wires.append(("g", k_in) if root is t else ("v", k_in, t.view))
                     continue
-                if getattr(t, "done", True) is False:
-                    lazy.force(t)       # fused away in an earlier run, read after all
+                if getattr(root, "done", True) is False:
+                    lazy.force(root)    # fused away in an earlier run, read after all
                 if t.device != device_id:
                     return f"block `{name}` reads an input on {t.device}"
                 a = t.data

@@ -205,8 +205,11 @@ class _Form:
                  tuple(getattr(session, "parallel_options", {}).items())]
         looked = [v if isinstance(v, (Tensor, bool, int, float, str)) else _Identity(v)
                   for v in host.values()]
-        for v in list(args) + looked + [self.value(interp, label, host)
-                                        for label in self.outside + self.fields]:
+        read = []
+        for label in self.outside + self.fields:
+            v = host[label] = self.value(interp, label, host)     # kept for the replay
+            read.append(v)
+        for v in list(args) + looked + read:
             if isinstance(v, ShardedTensor):
                 if v.remote:
                     raise Untraced("a tensor sharded over remote workers")
@@ -229,6 +232,10 @@ class _Form:
 
     @staticmethod
     def value(interp, label: str, host: dict):
+        """The value `label` names in this call: a look-up's, an outside name's or a field
+        of either (one `key` read already is in `host` under its label)."""
+        if label in host:
+            return host[label]
         root, *fields = label.split(".")
         if root in host:
             value = host[root]

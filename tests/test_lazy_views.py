@@ -5,6 +5,7 @@ result first. Every result is checked against numpy written here."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import zynbook
 from zynbook.runtime.lazy import LazyView, ViewOf
@@ -97,3 +98,25 @@ def test_view_chains_are_checked_on_shapes_alone():
     a = np.arange(24.0).reshape(whole)
     np.testing.assert_array_equal(made(a), a[:, 4:].reshape(3, 2, 2))
     assert ViewOf.checked(whole, part.then(("reshape", (12,)))) is None    # would copy
+
+
+DEVICES = [d["id"] for d in zynbook.compute_devices() if d["id"] != "cpu"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_views_of_pending_results_on_every_device(device):
+    s = zynbook.Session(device)
+    x = np.arange(5 * 8, dtype=np.float32).reshape(5, 8)
+    s.run("pipeline f(x: tensor[n, m]) -> tensor[a, b, c]:" + SCALE + """
+    let (p, q) = split(y, 2, axis=1)
+    let r = reshape(q, [5, 2, 2])
+    let z = compute(p, r) {
+        @kernel elementwise
+        for i in 0..5, j in 0..2, k in 0..2:
+            out[i, j, k] = p[i, 2 * j + k] * r[i, j, k]
+    }
+    return z
+""")
+    y = x * 2 + 1
+    want = y[:, :4].reshape(5, 2, 2) * y[:, 4:].reshape(5, 2, 2)
+    np.testing.assert_allclose(s.run("f(x)", x=x).numpy(), want, rtol=1e-6)

@@ -147,7 +147,11 @@ class LazyView(Tensor):
 
     @property
     def data(self):
-        return self.view(_value_data(self.root.graph.force(self.root)))
+        result = self.root.graph.force(self.root)
+        data = _value_data(result)
+        if not isinstance(data, np.ndarray) and type(data).__module__.split(".")[0] != "cupy":
+            data = result.numpy()   # a device's own buffer: viewed on the host, as split does
+        return self.view(data)
 
     @data.setter
     def data(self, value):

@@ -210,7 +210,9 @@ class _Form:
             v = host[label] = self.value(interp, label, host)     # kept for the replay
             read.append(v)
         for v in list(args) + looked + read:
-            if isinstance(v, ShardedTensor):
+            if type(v) is Tensor:       # the usual case first: a plain tensor
+                parts.append((v._dtype, v._shape, v.device, v.committed))
+            elif isinstance(v, ShardedTensor):
                 if v.remote:
                     raise Untraced("a tensor sharded over remote workers")
                 parts.append(("sharded", v.dtype, v.shape, v.axis, tuple(v.devices),
@@ -244,7 +246,10 @@ class _Form:
         else:
             return _ABSENT          # a size the block infers from its inputs' shapes
         for f in fields:
-            value = interp.attr(value, f, None)
+            # a record's field read straight from it (the usual case: a layer's weights)
+            fields_of = value._fields if type(value) is Record else None
+            value = fields_of[f] if fields_of is not None and f in fields_of \
+                else interp.attr(value, f, None)
         return value
 
 

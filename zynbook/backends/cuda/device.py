@@ -515,7 +515,8 @@ class CudaPlan(LaunchPlan):
         self.out_dtype = storage_dtype(kernel.output.dtype)
         self.bf16_out = kernel.output.dtype == "bf16"       # kept as bits, handed out as f32
         # an output some element of which may not be stored starts at zero, as on every device
-        self.zeroed = _may_skip_elements(kernel, sizes)
+        self.zeroed = not getattr(self.compiled.program, "covers_output", False) and \
+            _may_skip_elements(kernel, sizes)
         self.dtypes = tuple((b.dtype, storage_dtype(b.dtype)) for b in kernel.inputs)
         self.checked = bool(self.compiled.program.error_sites)
         self._streams: dict = {}        # stream pointer -> (scratch, flag, {steps id: bound})

@@ -617,6 +617,9 @@ class Program:
     # that architecture's specific variant (compute_90a)
     arch_specific: bool = False
     tensor_maps: tuple = ()     # of TensorMap: made by the device at each launch
+    # every element of the output is stored (a schedule that knows it says so): a device
+    # need not zero the output first, as it does where some element may be skipped
+    covers_output: bool = False
 
     def kernel(self, name: str) -> Kernel:
         return next(k for k in self.kernels if k.name == name)

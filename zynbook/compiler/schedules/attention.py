@@ -300,7 +300,10 @@ class Attention(Schedule):
         return HEAD_DIM_CLASSES
 
     def build(self, kernel, target, sizes, params: AttentionParams) -> ir.Program:
-        return self._build(kernel, target, sizes, params, errflag.ErrorSites())
+        # `match` found the output [B, H, S, D] in the axes the loops index, and every kernel
+        # stores each query row's head_dim values (0 or NaN for a row no key is admitted to)
+        return replace(self._build(kernel, target, sizes, params, errflag.ErrorSites()),
+                       covers_output=True)
 
     def _build(self, kernel, target, sizes, params: AttentionParams, sites) -> ir.Program:
         sizes = {k: int(v) for k, v in sizes.items()}

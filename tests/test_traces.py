@@ -150,6 +150,25 @@ def test_another_layer_shape_or_device_runs_the_body(cuda, monkeypatch):
     assert len(evaluated) == before + per_call     # its graphs were captured before
 
 
+
+def test_layers_called_in_turn_replay_each_with_its_own_weights(cuda, monkeypatch):
+    """Once both layers' traces are kept, calls alternating between them replay, each
+    reading the weights of the record it looks up (a replay keeps the fields it read
+    from the last call's record only while that record is looked up again)."""
+    cp, _ = cuda
+    model = make_model()
+    s = zynbook.Session("cuda:0")
+    s.run(block_source(), model=on_gpu(cp, model))
+    x = np.random.default_rng(6).standard_normal((2, 100, 24)).astype(np.float32)
+    for layer in (0, 0, 1, 1):
+        s.run(f"transformer_block(x, {layer})", x=cp.asarray(x))
+    evaluated = counting(s, monkeypatch)
+    for layer in (0, 1, 1, 0, 1, 0, 0):
+        close(s.run(f"transformer_block(x, {layer})", x=cp.asarray(x)),
+              np_transformer_block(x, model["layers"][layer]))
+        assert s.interpreter.lazy.traces.last_miss is None
+    assert not evaluated
+
 VIEWS = """pipeline parts(x: tensor[n, m]) -> tensor[n, k]:
     let y = compute(x) {
         @kernel elementwise

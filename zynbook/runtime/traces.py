@@ -41,6 +41,7 @@ it in its geometry (`trace: ...`, shown by the inspector).
 from __future__ import annotations
 
 import sys
+import weakref
 
 from ..backends.base import Launch as _Launch
 from ..compiler import ast as A
@@ -122,6 +123,10 @@ class _Form:
         self.outside = outside      # labels ("n", "model.w") whose root is no local name
         self.lookups = lookups      # (name, expression) of each host look-up, in order
         self.fields = fields        # labels ("weights.w", "w") read from a looked-up value
+        self.field_roots = tuple(dict.fromkeys(label.split(".")[0] for label in fields))
+        # the fields read in the last call and their key parts, with weak references to
+        # the looked-up records they were read from (_Form.fields_read)
+        self.memo = None
 
     @staticmethod
     def of(node) -> "_Form | None":
@@ -205,32 +210,30 @@ class _Form:
                  tuple(getattr(session, "parallel_options", {}).items())]
         looked = [v if isinstance(v, (Tensor, bool, int, float, str)) else _Identity(v)
                   for v in host.values()]
-        read = []
-        for label in self.outside + self.fields:
-            v = host[label] = self.value(interp, label, host)     # kept for the replay
-            read.append(v)
-        for v in list(args) + looked + read:
-            if type(v) is Tensor:       # the usual case first: a plain tensor
-                parts.append((v._dtype, v._shape, v.device, v.committed))
-            elif isinstance(v, ShardedTensor):
-                if v.remote:
-                    raise Untraced("a tensor sharded over remote workers")
-                parts.append(("sharded", v.dtype, v.shape, v.axis, tuple(v.devices),
-                              tuple(v.bounds)))
-            elif isinstance(v, Tensor):
-                if getattr(v, "done", True) is False:
-                    raise Untraced("an input still pending in the lazy graph")
-                parts.append((v.dtype, v.shape, v.device, v.committed))
-            elif isinstance(v, (bool, int, float, str)) or v is _ABSENT:
-                parts.append((type(v), v))
-            elif isinstance(v, list) and all(isinstance(d, str) for d in v):
-                parts.append(("names", tuple(v)))        # a device list
-            elif isinstance(v, _Identity) and isinstance(v.value, (Record, dict, list, tuple)):
-                parts.append(("id", id(v.value)))
-            else:
-                raise Untraced(f"an input that keys no trace ({type(v).__name__}: not a "
-                               "tensor, number, string, device list or looked-up record)")
+        for label in self.outside:
+            host[label] = self.value(interp, label, host)     # kept for the replay
+        for v in list(args) + looked + [host[label] for label in self.outside]:
+            parts.append(_key_part(v))
+        parts += self.fields_read(interp, host)
         return tuple(parts)
+
+    def fields_read(self, interp, host: dict) -> list:
+        """The key parts of the fields read from looked-up values, their values put in
+        `host`. A record never changes (nor does a plain tensor's shape, dtype or device),
+        so while the values looked up are the records of the last call, its reads stand."""
+        roots = [host[name] for name in self.field_roots]
+        memo = self.memo
+        if memo is not None and all(ref() is root for ref, root in zip(memo[0], roots)):
+            host.update(memo[1])
+            return memo[2]
+        values = {label: self.value(interp, label, host) for label in self.fields}
+        parts = [_key_part(v) for v in values.values()]
+        host.update(values)
+        self.memo = None
+        if all(type(r) is Record for r in roots) and \
+                all(type(v) in (Tensor, bool, int, float, str) for v in values.values()):
+            self.memo = ([weakref.ref(r) for r in roots], values, parts)
+        return parts
 
     @staticmethod
     def value(interp, label: str, host: dict):
@@ -254,6 +257,28 @@ class _Form:
 
 
 _ABSENT = "<absent>"
+
+
+def _key_part(v):
+    """What of value `v` decides a call's launches; Untraced where it keys no trace."""
+    if type(v) is Tensor:       # the usual case first: a plain tensor
+        return (v._dtype, v._shape, v.device, v.committed)
+    if isinstance(v, ShardedTensor):
+        if v.remote:
+            raise Untraced("a tensor sharded over remote workers")
+        return ("sharded", v.dtype, v.shape, v.axis, tuple(v.devices), tuple(v.bounds))
+    if isinstance(v, Tensor):
+        if getattr(v, "done", True) is False:
+            raise Untraced("an input still pending in the lazy graph")
+        return (v.dtype, v.shape, v.device, v.committed)
+    if isinstance(v, (bool, int, float, str)) or v is _ABSENT:
+        return (type(v), v)
+    if isinstance(v, list) and all(isinstance(d, str) for d in v):
+        return ("names", tuple(v))        # a device list
+    if isinstance(v, _Identity) and isinstance(v.value, (Record, dict, list, tuple)):
+        return ("id", id(v.value))
+    raise Untraced(f"an input that keys no trace ({type(v).__name__}: not a tensor, number, "
+                   "string, device list or looked-up record)")
 
 
 class _Identity:

@@ -68,6 +68,8 @@ class ndarray:      # noqa: N801 - CuPy's name
     size = property(lambda self: self.host.size)
     ndim = property(lambda self: self.host.ndim)
     nbytes = property(lambda self: self.host.nbytes)
+    strides = property(lambda self: self.host.strides)
+    itemsize = property(lambda self: self.host.itemsize)
     data = property(lambda self: _Memory(self))
     device = property(lambda self: _Device(0))
 

@@ -82,6 +82,8 @@ class ndarray:      # noqa: N801 - CuPy's name
     size = property(lambda self: self.host.size)
     ndim = property(lambda self: self.host.ndim)
     nbytes = property(lambda self: self.host.nbytes)
+    strides = property(lambda self: self.host.strides)
+    itemsize = property(lambda self: self.host.itemsize)
     flags = property(lambda self: self.host.flags)
     device = property(lambda self: _Device(self.dev))
 

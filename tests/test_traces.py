@@ -169,6 +169,53 @@ def test_layers_called_in_turn_replay_each_with_its_own_weights(cuda, monkeypatc
         assert s.interpreter.lazy.traces.last_miss is None
     assert not evaluated
 
+
+def test_the_heads_are_read_where_they_lie(cuda):
+    """The attention reads Q, K and V as the views of the QKV projection they are
+    (cir.Buffer.strides): the block's graph holds its kernels and no copy of a head."""
+    cp, _ = cuda
+    model = make_model()
+    s = zynbook.Session("cuda:0")
+    s.run(block_source(), model=on_gpu(cp, model))
+    x = np.random.default_rng(8).standard_normal((2, 100, 24)).astype(np.float32)
+    for _ in range(3):
+        close(s.run("transformer_block(x, 0)", x=cp.asarray(x)),
+              np_transformer_block(x, model["layers"][0]))
+    (trace,) = s.interpreter.lazy.traces.entries.values()
+    ((record, _, _),) = trace.steps
+    assert len(record.graph.graph.operations) == len(record.plans) == 7
+    attention = next(p for p in record.plans if "attention" in p.kernel.name)
+    (strided,) = [p for p in attention._strided.values() if p is not None]
+    assert sorted(b.strides for b in strided.kernel.inputs) == [(7200, 72, 8, 1)] * 3
+
+
+def test_a_capture_at_the_first_call_compiles_nothing_while_it_records(cuda, monkeypatch):
+    """With `cuda_graph: true` the first call is captured: the attention's plan for the
+    heads' views is compiled before the capture begins (a module loaded while a stream
+    records could end the capture), and the graph still holds no copy."""
+    cp, _ = cuda
+    from zynbook.backends.cuda.device import CudaDevice
+    capturing, compiled_while = [], []
+    real_begin, real_end = cp.cuda.Stream.begin_capture, cp.cuda.Stream.end_capture
+    monkeypatch.setattr(cp.cuda.Stream, "begin_capture",
+                        lambda self, mode=None: capturing.append(1) or real_begin(self, mode))
+    monkeypatch.setattr(cp.cuda.Stream, "end_capture",
+                        lambda self: capturing.pop() and real_end(self))
+    real_compile = CudaDevice.compile
+    monkeypatch.setattr(CudaDevice, "compile", lambda self, *a, **k: compiled_while.append(
+        bool(capturing)) or real_compile(self, *a, **k))
+    model = make_model()
+    s = zynbook.Session("cuda:0")
+    s.run("config { cuda_graph: true }\n" + block_source(), model=on_gpu(cp, model))
+    x = np.random.default_rng(9).standard_normal((2, 100, 24)).astype(np.float32)
+    close(s.run("transformer_block(x, 0)", x=cp.asarray(x)),
+          np_transformer_block(x, model["layers"][0]))
+    assert compiled_while and not any(compiled_while)
+    close(s.run("transformer_block(x, 0)", x=cp.asarray(x)),
+          np_transformer_block(x, model["layers"][0]))
+    (trace,) = s.interpreter.lazy.traces.entries.values()
+    assert len(trace.steps[0][0].graph.graph.operations) == 7
+
 VIEWS = """pipeline parts(x: tensor[n, m]) -> tensor[n, k]:
     let y = compute(x) {
         @kernel elementwise

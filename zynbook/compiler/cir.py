@@ -258,6 +258,10 @@ class Buffer:
     dtype: str
     shape: tuple            # of Dim
     access: str = "read"    # read | write | readwrite
+    # elements from one index of each axis to the next, where the buffer is a strided view
+    # (its last axis contiguous) read by a schedule that says it addresses such views
+    # (`Program.strided_ok`); None: C-contiguous, strides follow from the shape
+    strides: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -409,7 +413,8 @@ def format_body(body, indent: int = 0) -> str:
 
 
 def _format_buffer(b: Buffer) -> str:
-    return f"{b.name}: {b.dtype}[{', '.join(format_dim(d) for d in b.shape)}]"
+    strides = "" if b.strides is None else f" strides({', '.join(map(str, b.strides))})"
+    return f"{b.name}: {b.dtype}[{', '.join(format_dim(d) for d in b.shape)}]{strides}"
 
 
 def print_kernel(k: Kernel, with_source: bool = True) -> str:

@@ -119,18 +119,25 @@ class ViewOf:
         """`chain` with its shape, or None where a reshape of it would copy. Checked on a
         stand-in holding no elements (one byte with the strides of the whole), so only
         stride arithmetic reads it."""
-        strides = [1] * len(root_shape)
-        for k in range(len(root_shape) - 2, -1, -1):
-            strides[k] = strides[k + 1] * root_shape[k + 1]
-        a = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), root_shape, strides,
-                                            writeable=False)
         try:
-            for op in chain.ops:
-                a = a[(slice(None),) * op[1] + (slice(op[2], op[3]),)] if op[0] == "part" \
-                    else a.reshape(op[1], copy=False)
+            a = chain.on_stand_in(root_shape, 1)
         except ValueError:
             return None
         return ViewOf(chain.ops, tuple(map(int, a.shape)))
+
+    def on_stand_in(self, root_shape: tuple, itemsize: int) -> np.ndarray:
+        """The view of a C-contiguous result of `root_shape` made on a stand-in of one
+        element of `itemsize` bytes: its shape and byte strides are the view's (ValueError
+        where a reshape would copy)."""
+        strides = [itemsize] * len(root_shape)
+        for k in range(len(root_shape) - 2, -1, -1):
+            strides[k] = strides[k + 1] * root_shape[k + 1]
+        a = np.lib.stride_tricks.as_strided(np.zeros(1, f"V{itemsize}"), root_shape, strides,
+                                            writeable=False)
+        for op in self.ops:
+            a = a[(slice(None),) * op[1] + (slice(op[2], op[3]),)] if op[0] == "part" \
+                else a.reshape(op[1], copy=False)
+        return a
 
 
 class LazyView(Tensor):

@@ -24,6 +24,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -507,6 +508,7 @@ class CudaPlan(LaunchPlan):
 
     def __init__(self, device: CudaDevice, kernel: cir.Kernel, sizes: dict, params=None):
         super().__init__(device, kernel, sizes)
+        self.params = params
         t0 = time.perf_counter()
         with device.cupy_device:
             self.compiled = device.compile(kernel, sizes, {"params": params} if params else None)
@@ -519,6 +521,12 @@ class CudaPlan(LaunchPlan):
             _may_skip_elements(kernel, sizes)
         self.dtypes = tuple((b.dtype, storage_dtype(b.dtype)) for b in kernel.inputs)
         self.checked = bool(self.compiled.program.error_sites)
+        # inputs the program reads where a strided view lies (ir.Program.strided_ok), and
+        # the plans made for the strides met: {((input, strides), ...): CudaPlan or None}
+        ok = self.compiled.program.strided_ok
+        self.strided_ok = tuple(j for j, b in enumerate(kernel.inputs) if b.name in ok)
+        self._strided: dict = {}
+        self.views: frozenset = frozenset()     # inputs taken as views (a plan of for_views)
         self._streams: dict = {}        # stream pointer -> (scratch, flag, {steps id: bound})
         self._events: list = []         # (start, end) event pairs, reused once read
         prog = self.compiled.program
@@ -565,10 +573,18 @@ class CudaPlan(LaunchPlan):
         them, the output in storage dtype, the error flag). `start`, an event, is recorded
         just before the kernels: their time leaves out the copies that made inputs
         contiguous and the output's allocation."""
+        if self.strided_ok:
+            strided = self.for_views(cp, inputs)
+            if strided is not None:
+                queued = strided.enqueue(cp, stream, inputs, scalars, start)
+                self.upload_s = strided.upload_s
+                return queued
         t0 = time.perf_counter()
         bufs = []
-        for a, (dtype, want) in zip(inputs, self.dtypes):
-            bufs.append(a if self.fits(a, want, cp) else self.device._as_device_array(a, dtype))
+        views = self.views
+        for j, (a, (dtype, want)) in enumerate(zip(inputs, self.dtypes)):
+            bufs.append(a if self.fits(a, want, cp) or j in views else
+                        self.device._as_device_array(a, dtype))
         self.upload_s = time.perf_counter() - t0
         try:
             out = (cp.zeros if self.zeroed else cp.empty)(self.out_shape, self.out_dtype)
@@ -583,6 +599,37 @@ class CudaPlan(LaunchPlan):
             start.record(stream)
         compiled.run_bound(bound, bufs, args, stream)
         return bufs, out, flag
+
+    def for_views(self, cp, inputs):
+        """The plan of this kernel compiled to read the strided views among `inputs` where
+        they lie (the heads split from a QKV projection); None where no input is such a
+        view, or the program for them would read one contiguous."""
+        views = []
+        for j in self.strided_ok:
+            a = inputs[j]
+            if type(a) is cp.ndarray and a.dtype == self.dtypes[j][1] and \
+                    not a.flags.c_contiguous and a.data.device_id == self.device.index:
+                strides = view_strides(a.shape, a.strides, a.itemsize)
+                if strides is not None:
+                    views.append((j, strides))
+        return self.plan_for(tuple(views)) if views else None
+
+    def plan_for(self, views: tuple):
+        """The plan reading inputs `views` ((input, element strides), ...) where they lie,
+        made once per set of strides (a CUDA graph's capture makes it before it begins:
+        graph.capture), or None where its program would not read them so."""
+        if views not in self._strided:
+            given = dict(views)
+            kernel = self.kernel
+            kernel = dataclasses.replace(kernel, inputs=tuple(
+                dataclasses.replace(b, strides=given[j]) if j in given else b
+                for j, b in enumerate(kernel.inputs)))
+            plan = CudaPlan(self.device, kernel, self.sizes, self.params)
+            # the same checks (its errors are raised by this plan), every view read in place
+            same = plan.compiled.program.error_sites == self.compiled.program.error_sites
+            self._strided[views] = plan if same and set(given) <= set(plan.strided_ok) else None
+            plan.strided_ok, plan.views = (), frozenset(given)
+        return self._strided[views]
 
     def _launch_on(self, cp, stream, inputs, scalars, wait: bool, pooled: bool = False):
         dev = self.device
@@ -674,6 +721,26 @@ class CudaMemoryPool:
 
     def used_bytes(self) -> int:
         return int(self.pool.used_bytes())
+
+
+def view_strides(shape, strides, itemsize: int):
+    """The element strides of a view a kernel may read where it lies (cir.Buffer.strides):
+    its last axis contiguous, every other stride non-negative and a whole number of 16-byte
+    units (so the vector loads of rows stay aligned); an axis of one element strides 0.
+    None for any other view."""
+    out = []
+    for k, (n, st) in enumerate(zip(shape, strides)):
+        if n == 1:
+            out.append(0)
+        elif k == len(shape) - 1:
+            if st != itemsize:
+                return None
+            out.append(1)
+        elif st < 0 or st % 16:
+            return None
+        else:
+            out.append(st // itemsize)
+    return tuple(out)
 
 
 def row_runs(shape, strides, itemsize: int):

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 from ...errors import ZynMLDeviceError
 from ..base import DeferredKernelTime
-from .device import _cp, event_pair
+from .device import _cp, event_pair, view_strides
 
 _lock = threading.Lock()
 
@@ -88,6 +90,7 @@ def capture(device, stream, plans: list, wiring: list, scalars: list, inputs: li
     `staged` are read from copies made at each replay), with `scalars[k]`."""
     cp = _cp()
     private = capture_stream(device, stream)
+    _plan_views(plans, wiring)
     with device.cupy_device, private:
         staging = [(j, cp.empty(inputs[j].shape, dtype=inputs[j].dtype)) for j in sorted(staged)]
         source = list(inputs)
@@ -120,6 +123,26 @@ def capture(device, stream, plans: list, wiring: list, scalars: list, inputs: li
     captured = CapturedGraph(graph, outs, flags, staging, held)
     captured.device = device
     return captured
+
+
+def _plan_views(plans: list, wiring: list):
+    """Make, before the capture begins (a module loaded while capturing could end it), the
+    plans that read views of earlier outputs where they lie (CudaPlan.plan_for), each view's
+    strides found on a stand-in of the output (a view that can make one: `on_stand_in`)."""
+    for plan, wires in zip(plans, wiring):
+        views = []
+        for j in getattr(plan, "strided_ok", ()):
+            wire = wires[j]
+            made = getattr(wire[2], "on_stand_in", None) if wire[0] == "v" else None
+            out = plans[wire[1]]
+            if made is None or np.dtype(out.out_dtype) != plan.dtypes[j][1]:
+                continue
+            a = made(tuple(out.out_shape), np.dtype(out.out_dtype).itemsize)
+            found = None if a.flags.c_contiguous else view_strides(a.shape, a.strides, a.itemsize)
+            if found is not None:
+                views.append((j, found))
+        if views:
+            plan.plan_for(tuple(views))
 
 
 def _wired(wire, outs: list, source: list):

@@ -50,6 +50,7 @@ class CudaProgram:
     # with the sizes evaluated, made from the buffer's address at launch
     tensor_maps: dict = field(default_factory=dict)
     covers_output: bool = False         # ir.Program.covers_output: the output needs no zeroing
+    strided_ok: tuple = ()              # ir.Program.strided_ok: inputs read where their view lies
 
 
 def render_cuda(kernel: cir.Kernel, sizes: dict, arch: tuple = (9, 0), options: dict | None = None,
@@ -86,7 +87,7 @@ def _launch_program(kernel, sizes, notes, target, only=None, exclude=(), params=
                        unaligned_steps=steps(prog.fallback) if prog.fallback else None,
                        aligned_buffers=tuple(names[a] for a in prog.aligned),
                        error_sites=prog.sites, arch_specific=prog.arch_specific,
-                       covers_output=prog.covers_output,
+                       covers_output=prog.covers_output, strided_ok=prog.strided_ok,
                        tensor_maps={m.name: (list(names).index(m.buffer), m.dtype,
                                              tuple(int(ir.evaluate(d, sizes)) for d in m.dims),
                                              tuple(int(ir.evaluate(d, sizes)) for d in m.strides), m.box)

@@ -620,6 +620,9 @@ class Program:
     # every element of the output is stored (a schedule that knows it says so): a device
     # need not zero the output first, as it does where some element may be skipped
     covers_output: bool = False
+    # inputs (kernel buffer names) the program addresses through their `cir.Buffer.strides`
+    # where they have them: a device may hand it such a view instead of a contiguous copy
+    strided_ok: tuple = ()
 
     def kernel(self, name: str) -> Kernel:
         return next(k for k in self.kernels if k.name == name)

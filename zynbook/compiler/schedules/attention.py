@@ -302,8 +302,12 @@ class Attention(Schedule):
     def build(self, kernel, target, sizes, params: AttentionParams) -> ir.Program:
         # `match` found the output [B, H, S, D] in the axes the loops index, and every kernel
         # stores each query row's head_dim values (0 or NaN for a row no key is admitted to)
+        # and every Q, K and V element is read at row_offset + its head_dim index, so a view
+        # whose head_dim axis is contiguous is read where it lies (Buffer.strides)
+        shape, _ = match(kernel, target, {k: int(v) for k, v in sizes.items()})
         return replace(self._build(kernel, target, sizes, params, errflag.ErrorSites()),
-                       covers_output=True)
+                       covers_output=True,
+                       strided_ok=tuple(shape.bufs[r].name for r in ("q", "k", "v")))
 
     def _build(self, kernel, target, sizes, params: AttentionParams, sites) -> ir.Program:
         sizes = {k: int(v) for k, v in sizes.items()}
@@ -468,8 +472,8 @@ class _Kernel:
             h = ir.Bin("/", h, self.low.index(group), self.idx)
         terms = []
         for var, axis in zip((b, h, s), self.shape.axes[role]):
-            st = [self.low.size(d) for d in buf.shape[axis + 1:]
-                  if not (isinstance(d, int) and d == 1)]
+            st = [self.i(buf.strides[axis])] if buf.strides is not None else \
+                [self.low.size(d) for d in buf.shape[axis + 1:] if not (isinstance(d, int) and d == 1)]
             t = var
             for x in st:
                 t = self.mul(t, x)

@@ -551,8 +551,9 @@ class _Trace:
             for kind, where in sources:
                 if kind == "view":
                     arrays.append(where)
-                else:
-                    v = args[where] if kind == "arg" else _Form.value(interp, where, host)
+                else:       # (`key` left every label's value in `host`)
+                    v = args[where] if kind == "arg" else host[where] if where in host \
+                        else _Form.value(interp, where, host)
                     arrays.append(v.data)
             if getattr(stream, "ptr", None) != record.stream.ptr:
                 raise Untraced(f"another current stream on {record.device.id} than at the "

@@ -340,7 +340,8 @@ def main(argv=None):
     eager = timings["torch_eager"]
     peers = timings
     results["zynbook"] = {k: v for k, v in zyn.items() if k != "out"}
-    results["zynbook"]["launches"] = len(session.launches)
+    session.run("transformer_block(x, 0)", x=x)      # (a pipeline called from Python lists
+    results["zynbook"]["launches"] = len(session.launches)      # its launches after the cell's)
     results["zynbook"]["cuda_graph"] = any("graph" in ln.geometry for ln in session.launches)
     results["zynbook"]["per_graph"] = graph_breakdown(session, x) if results["zynbook"]["cuda_graph"] else []
     results["zynbook"]["per_launch"] = launch_breakdown(session, x)

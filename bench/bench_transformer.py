@@ -20,11 +20,12 @@ ZynBook's output from eager PyTorch's (relative to its largest magnitude).
 PyTorch runs with `torch.backends.cuda.matmul.allow_tf32 = True`; ZynBook likewise with
 `config { allow_tf32: true }`, so its f32 contractions (and those of f32 activations with
 f16 weights) run on TF32 tensor cores, unless `--exact` asks for exact f32 contractions.
-The header says which.
+The header says which. `--tune SECONDS` autotunes ZynBook's blocks at their first call (as
+`config { autotune: true }` does; the search's time is printed), each search capped there.
 
     python bench/bench_transformer.py [--device cuda:0] [--dtype f16|f32]
         [--batch 8] [--seq 512] [--hidden 768] [--heads 12] [--ffn 3072]
-        [--reps 50] [--warmup 10] [--no-compile] [--exact] [--json out.json]
+        [--reps 50] [--warmup 10] [--no-compile] [--exact] [--tune SECONDS] [--json out.json]
 """
 from __future__ import annotations
 
@@ -294,6 +295,9 @@ def main(argv=None):
                     help="ZynBook's config { cuda_graph } (default auto)")
     ap.add_argument("--exact", action="store_true",
                     help="ZynBook's f32 contractions exact (no config { allow_tf32: true })")
+    ap.add_argument("--tune", type=float, default=None, metavar="SECONDS",
+                    help="ZynBook's blocks autotuned (config { autotune: true, tune_budget }) "
+                         "at their first run, each search capped at SECONDS")
     ap.add_argument("--json", default=None)
     ap.add_argument("--trace", default=None, metavar="DIR",
                     help="also profile replayed calls (kernels and host) into DIR")
@@ -314,14 +318,21 @@ def main(argv=None):
     session = zynbook.Session(args.device)
     graph = {"auto": '"auto"', "true": "true", "false": "false"}[args.cuda_graph]
     tf32 = "false" if args.exact else "true"     # as PyTorch's allow_tf32 above, unless --exact
-    session.run(f"config {{ cuda_graph: {graph}, allow_tf32: {tf32} }}\n"
+    tune = f", autotune: true, tune_budget: {args.tune}" if args.tune else ""
+    session.run(f"config {{ cuda_graph: {graph}, allow_tf32: {tf32}{tune} }}\n"
                 f"let num_heads = {args.heads}\nlet head_dim = {args.hidden // args.heads}\n"
                 + block_source(), model={"layers": [weights]})
     results = {"shape": {"batch": args.batch, "seq": args.seq, "hidden": args.hidden,
                          "heads": args.heads, "ffn": ffn, "dtype": args.dtype},
                "zynbook_allow_tf32": not args.exact, "torch_allow_tf32": True,
+               "zynbook_tuned": bool(args.tune),
                "device": torch.cuda.get_device_name(dev), "reps": args.reps}
 
+    if args.tune:       # the first call searches each block's schedules (then kept)
+        t0 = time.perf_counter()
+        session.run("transformer_block(x, 0)", x=x)
+        torch.cuda.synchronize()
+        results["tuning_s"] = time.perf_counter() - t0
     block = torch_block(torch, args.heads)
     # the block as a cell runs it (`session.run`), and as a model written in Python calls it:
     # the pipeline called from Python (no cell parsed or interpreted around the call)
@@ -362,6 +373,8 @@ def main(argv=None):
           "(each contender once a round)")
     print("f32 contractions: PyTorch TF32 (allow_tf32); ZynBook " +
           ("exact f32 (--exact)" if args.exact else "TF32 (config { allow_tf32: true })"))
+    if args.tune:
+        print(f"ZynBook's blocks autotuned at the first call: {results['tuning_s']:.1f} s")
     print(f"{'':16}{'events ms':>11}{'wall ms':>10}{'ratio':>8}{'ratio (call)':>14}")
     print(f"{'zynbook':16}{zyn['events_s'] * 1e3:11.3f}{zyn['wall_s'] * 1e3:10.3f}"
           f"{'':>22}   (session.run; {results['zynbook']['launches']} launches"

@@ -317,6 +317,36 @@ def test_cuda_tunes_with_its_events_and_reuses_the_record(cuda):
     assert "0.25 ms" in s.launches[-1].geometry["tuning"]          # the stand-in's event time
 
 
+TUNED_PIPELINE = """config { autotune: true }
+pipeline twice(x: tensor[n]) -> tensor[n]:
+    let y = compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = x[i] * 3.0 + 1.0
+    }
+    let z = compute(y) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = y[i] - 2.0
+    }
+    return z
+"""
+
+
+def test_tuned_blocks_are_captured_in_a_cuda_graph_once_searched(cuda):
+    """The first call searches each block's schedules; later calls launch the winners, and
+    a pipeline of them is captured and replayed as a CUDA graph as an untuned one is."""
+    cp, _dev, log = cuda
+    s = zynbook.Session("cuda:0")
+    s.run(TUNED_PIPELINE)
+    x = np.arange(1000, dtype=np.float32)
+    for _ in range(4):
+        got = s.run("twice(x)", x=cp.asarray(x))
+        np.testing.assert_allclose(got.numpy(), x * 3.0 - 1.0)
+    assert tuning.STATS["searches"] >= 1
+    assert s.interpreter.lazy.traces.entries and log.graph_launches
+    assert s.interpreter.lazy.traces.last_miss is None
+
 def test_a_candidate_whose_result_differs_or_that_fails_is_skipped(cuda, monkeypatch):
     import json
     cp, dev, _log = cuda

@@ -139,5 +139,10 @@ class BlockPlan:
                 B.check_host_memory(self.out_shape, out.dtype)
             plan = self._prepared[key] = tuned.prepare(device, self.lowered.kernel,
                                                        self.sizes, tuning)
-        self._last = (device, tuning, plan)
+        searching = isinstance(plan, tuned.TuningPlan)
+        if searching and plan.plan is not None:     # searched: its winner from now on (a
+            plan, searching = plan.plan, False      # plan a CUDA graph captures)
+            self._prepared[key] = plan
+        if not searching:
+            self._last = (device, tuning, plan)
         return plan

@@ -331,6 +331,12 @@ def test_python_calls_of_pipelines_return_computed_tensors():
     value = session.namespace["both"](env["x"])
     assert type(value) is zynbook.Tensor
     assert_close(value, np.tanh(env["x"] * 2.0))
+    # each call lists its own launches, as a cell does: a model calling a pipeline in a
+    # loop does not pile them up
+    listed = len(session.launches)
+    for _ in range(3):
+        session.namespace["both"](env["x"])
+    assert listed >= 1 and len(session.launches) == listed == len(session.last_kernels)
 
 
 def test_host_arithmetic_on_a_recorded_result_joins_the_graph():

@@ -96,11 +96,15 @@ class Pipeline:
         from ..errors import ZynMLError
         args = [bind_value(a) for a in args]
         kwargs = {k: bind_value(v) for k, v in kwargs.items()}
-        lock = getattr(self.interpreter.session, "lock", None)
+        session = self.interpreter.session
+        lock = getattr(session, "lock", None)
         try:
             if lock is None:
                 return self._call(args, kwargs)
             with lock:          # one call at a time per session (Session's docstring)
+                # the session lists what this call launched, as it lists a cell's (a model
+                # calling a pipeline per layer and step would otherwise pile them up)
+                session.last_kernels, session.launches = [], []
                 return self._call(args, kwargs)
         except ZynMLError as err:
             raise err.with_source(self.source) from None

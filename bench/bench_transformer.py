@@ -11,7 +11,8 @@ through `torch.compile`. ZynBook runs it twice: as a cell runs it (`session.run(
 namespace["transformer_block"](x, 0)`: the pipeline called from Python, with no cell parsed
 or interpreted around the call); "ratio" is against the first, "ratio (call)" against the
 second. Every contender gets the same inputs on the device, warm-up runs (which compile),
-then `--reps` timed rounds, each running every contender once (so all see the same clocks);
+then `--reps` timed rounds, each running every contender once (so all see the same clocks;
+the order rotates from round to round, so none always runs first, after another's host work);
 a run is timed with CUDA events on the current stream (ZynBook launches on it too) and with
 the host clock (the call and waiting for it);
 medians are reported, with ratio = peer time / ZynBook time and the largest difference of
@@ -94,8 +95,9 @@ def timed(torch, fns: dict, reps: int, warmup: int, probes: dict | None = None) 
     """Medians of each `fns[name]()` over `reps` rounds after `warmup` calls of each: CUDA-event
     time on the current stream and host time (the call and waiting for the device); and the
     last output. A round runs every contender once, so that all of them see the same clocks
-    and the same neighbours on a shared machine. `probes[name]()`, called after each timed
-    call of `name` (outside its time), gives a figure of that call whose median is kept."""
+    and the same neighbours on a shared machine; the rounds rotate the order. `probes[name]()`,
+    called after each timed call of `name` (outside its time), gives a figure of that call
+    whose median is kept."""
     probes = probes or {}
     probed = {name: [] for name in probes}
     out = {name: None for name in fns}
@@ -106,8 +108,12 @@ def timed(torch, fns: dict, reps: int, warmup: int, probes: dict | None = None) 
     events = {name: [] for name in fns}
     walls = {name: [] for name in fns}
     stream = torch.cuda.current_stream()
-    for _ in range(reps):
-        for name, fn in fns.items():
+    names = list(fns)
+    for r in range(reps):
+        # each round in another order: a contender run right after another's heavy host
+        # work finds the CPU's caches cold, and no contender should always be that one
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fn = fns[name]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             t0 = time.perf_counter()
             start.record(stream)

@@ -63,7 +63,7 @@ def _mma(k, sz):
 CHOICES = {
     "default": _default,
     "mma_sync": _mma,
-    "wgmma": lambda k, sz: W.default(int(sz.get("head_dim", 0)) or 32),
+    "wgmma": lambda k, sz: W.default(32),           # the head_dim of the cases below
 }
 
 
@@ -74,7 +74,7 @@ CHOICES = {
 def test_views_of_a_packed_projection_equal_numpy(text, dtype, seq, form, pad):
     k, ins, sz, sc = _lower(text, dtype, seq, seq, 32, batch=2, heads=3, bshd=True)
     want = answer(text, k, ins, sz)
-    params = CHOICES[form](k, sz) if form != "wgmma" else W.default(32)
+    params = CHOICES[form](k, sz)
     strided, flat = packed(k, ins, sz, pad)
     prog = SCHED.build(strided, CUDA, sz, params)
     assert set(prog.strided_ok) == {b.name for b in strided.inputs if b.strides is not None}

@@ -121,6 +121,45 @@ def test_many_tiles_a_block():
     np.testing.assert_allclose(np.asarray(got, np.float64), want, **tolerance("f16", "contraction"))
 
 
+# two warpgroups each multiplying whole tiles of their own, in turn (ping-pong): blocks of
+# one, two and three tiles (the second warpgroup idle, even, odd), K's tail, transposes
+PING = GemmParams(64, 64, 64, 64, 64, 8, True, 2, True, True, True, True)
+PING_3 = GemmParams(64, 128, 64, 64, 128, 8, True, 3, True, True, True, True)
+
+
+@pytest.mark.parametrize("mnk,ta,tb,params,blocks", [((64, 64, 200), False, False, PING, 4),
+                                                     ((128, 64, 136), True, False, PING, 1),
+                                                     ((192, 130, 72), False, True, PING_3, 2),
+                                                     ((136, 200, 136), True, True, PING, 3)])
+def test_ping_pong_warpgroups_take_tiles_in_turn(mnk, ta, tb, params, blocks):
+    kernel, sizes, make, _ = K.matmul_t(*mnk, "f16", ta, tb)
+    assert params.valid() and params.threads == 384 and "pingpong=True" in params.describe()
+    prog = Gemm().build(kernel, replace(cuda_target(), max_blocks=blocks), sizes, params)
+    assert "ping-pong" in prog.schedule
+    want = np.asarray(run_kernel(kernel, make(np.random.default_rng(7)), sizes, {}), np.float64)
+    got = emulate_kernel(prog, kernel, make(np.random.default_rng(7)), sizes)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, **tolerance("f16", "contraction"))
+
+
+def test_ping_pong_epilogue_and_batches():
+    for case in ("epilogue", "batched"):
+        kernel, ins, sizes, scalars = epilogue_or_batches(case, 3)
+        check(kernel, ins, sizes, PING, scalars)
+
+
+def test_a_ping_pong_tile_is_the_warpgroup_s_own():
+    assert not GemmParams(128, 64, 64, 64, 64, 8, True, 2, True, True, True, True).valid()
+    assert not GemmParams(64, 128, 64, 64, 64, 8, True, 2, True, True, True, True).valid()
+    assert not GemmParams(64, 64, 64, 64, 64, 8, True, 2, True, True, False, True).valid()
+    assert "pingpong" not in SMALL.describe()
+
+
+def test_a_block_a_multiprocessor_walks_the_tiles():
+    kernel, sizes, _, _ = K.matmul_t(4096, 3072, 768, "f16", False, False)
+    prog = Gemm().build(kernel, cuda_target((9, 0), 132), sizes, TWO_M)
+    assert ir.evaluate(prog.launches[0].grid, {}) == 132
+
+
 @pytest.mark.parametrize("case", ["epilogue", "batched"])
 def test_epilogue_and_batches(case):
     kernel, ins, sizes, scalars = epilogue_or_batches(case, 3)

@@ -90,6 +90,8 @@ WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128
 # two, 0.239 for the fourth)
 TMA_TILES = ((128, 256, 256, 3), (128, 192, 192, 4), (128, 128, 128, 4), (128, 256, 256, 4),
              (64, 256, 256, 4), (128, 128, 128, 3), (128, 256, 256, 2))
+# and two warpgroups taking whole BM x BN tiles in turn (ping-pong): (BM, BN, stages)
+PINGPONG_TILES = ((64, 256, 4), (64, 256, 3), (64, 192, 4), (64, 128, 4))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
              (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4), (64, 256, 8, 8))
@@ -111,10 +113,15 @@ class GemmParams(Params):
                             # warpgroup per 64 x TN, 64-deep slices (schedules/gemm_wgmma.py)
     tma: bool = False       # warpgroup MMAs fed by the tensor memory accelerator from a
                             # producer warpgroup of its own (schedules/gemm_tma.py)
+    pingpong: bool = False  # with tma: two warpgroups, each multiplying whole tiles of its
+                            # own in turn, one's epilogue running while the other multiplies
+
+    def describe(self) -> str:      # (names a ping-pong schedule only: earlier keys stand)
+        return super().describe().replace(", pingpong=False", "")
 
     @property
     def threads(self) -> int:
-        return (self.bm // self.tm) * (self.bn // self.tn) * \
+        return (self.bm // self.tm) * (self.bn // self.tn) * (2 if self.pingpong else 1) * \
             (128 if self.wgmma else 32 if self.mma else 1) + (128 if self.tma else 0)
 
     def tile_rows(self, side: str, in_bytes: int, kcontig: bool) -> tuple:
@@ -136,6 +143,8 @@ class GemmParams(Params):
         return 2 * acc_bytes * self.bk * (self.bm + self.bn)
 
     def valid(self) -> bool:
+        if self.pingpong and not (self.tma and self.bm == self.tm and self.bn == self.tn):
+            return False        # a ping-pong warpgroup holds its whole tile
         if self.bm % self.tm or self.bn % self.tn or min(self.bm, self.bn, self.bk) < 1:
             return False
         if self.wgmma:      # a 64-deep slice of 16-bit elements: one 128-byte swizzled row
@@ -520,7 +529,8 @@ class Gemm(Schedule):
                       for b in (64, 128) for bk in (16, 32)]
             if _gathered(form):     # few filters, many pixels (CONV_TILE's shape)
                 staged += [GemmParams(64, 256, bk, 32, 64, w, True) for bk in (32, 16)]
-            fed = [GemmParams(a, b, 64, 64, tn, w, True, st, True, True, True) for a, b, tn, st in TMA_TILES] \
+            fed = [GemmParams(a, b, 64, 64, tn, w, True, st, True, True, True) for a, b, tn, st in TMA_TILES] + \
+                [GemmParams(a, b, 64, 64, b, w, True, st, True, True, True, True) for a, b, st in PINGPONG_TILES] \
                 if self._tma_ok(kernel, target, form, sizes) else []
             warpgroups = fed + [GemmParams(a, b, 64, 64, tn, w, True, st, True, True)
                                 for a, b, tn in WGMMA_TILES for st in (4, 3, 5, 6)] \
@@ -745,7 +755,7 @@ class _Builder:
         self.tid, self.workers = self.axis("thread"), p.threads
         self.setup(head)
         if self.staged:     # over the operand tiles, which are read by the epilogue's time
-            head.append(ir.Array("_shc", self.k.output.dtype, p.bm * self.ldc, "shared",
+            head.append(ir.Array("_shc", self.k.output.dtype, self.c_tiles * p.bm * self.ldc, "shared",
                                  alias=self.c_alias))
         for s in ("m", "n"):
             if self.hoisted(s):
@@ -775,11 +785,15 @@ class _Builder:
             out += self.mainloop()
             return out + self.epilogue() + (self.staged_out() if self.staged else [])
         blocks, stride = self.axis("block"), self.axis("blocks")
-        head += self.roles(lambda inner: ir.For("_tile", blocks, ntiles, stride, tuple(body + inner),
-                                                self.idx, c.ploops[0].line), lambda: self.scoped(tile_body))
+
+        def tile_loop(inner, first=0, every=1):     # the block's tiles first, first + every, ...
+            start = self.op("+", blocks, self.op("*", stride, first)) if first else blocks
+            step = self.op("*", stride, every) if every > 1 else stride
+            return ir.For("_tile", start, ntiles, step, tuple(body + inner), self.idx, c.ploops[0].line)
+        head += self.roles(tile_loop, lambda: self.scoped(tile_body))
         host = ir.Math("max", (ir.Math("min", (
             product_expr([ir.ceildiv(raw["M"], p.bm), ir.ceildiv(raw["N"], p.bn), raw["B"]], self.idx),
-            lit(self.t.max_blocks, self.idx)), self.idx), lit(1, self.idx)), self.idx)
+            lit(self.resident_blocks(), self.idx)), self.idx), lit(1, self.idx)), self.idx)
         grid = host if self.sym else lit(ir.evaluate(host, {}), "i64")
         name = kernel_name(self.k) + self.suffix
         what = self.describe()
@@ -802,11 +816,21 @@ class _Builder:
                           (), f"{what} (gemm: {p.describe()})")
 
     c_alias = "_shm"        # the staged C tile lies over A's tiles
+    c_tiles = 1             # staged C tiles: one a warpgroup with tiles of its own
 
     def roles(self, tile_loop, tile_body) -> list:
-        """The kernel after its declarations: `tile_loop(inner)` is the loop over the block's
-        tiles running `inner` after each tile's place is found; `tile_body()`, a tile's work."""
+        """The kernel after its declarations: `tile_loop(inner, first=0, every=1)` is the
+        loop over the block's tiles (from its `first`, every `every`-th) running `inner` after
+        each tile's place is found; `tile_body()`, a tile's work."""
         return [tile_loop(tile_body())]
+
+    def resident_blocks(self) -> int:
+        """The most blocks the grid needs: its tiles are strided over whatever it has."""
+        return self.t.max_blocks
+
+    def c_base(self) -> ir.Expr:
+        """Where this thread's staged C tile starts in `_shc`."""
+        return self.i(0)
 
     def sync(self) -> ir.Stmt:
         """What orders the threads that multiply (all of the block's here)."""
@@ -1283,7 +1307,7 @@ class _Builder:
                                c.store.line))
             stmts = list(low.stmts((c.store,)))
             if self.staged:
-                at = self.op("+", self.op("*", lm, self.ldc), ln)
+                at = self.op("+", self.c_base(), self.op("+", self.op("*", lm, self.ldc), ln))
                 stmts = [_to_shared(st, low.buffers[c.store.buffer][0], at) for st in stmts]
             return out + stmts
         inside = self.op("and", self.op("<", gm, self.M), self.op("<", gn, self.N))
@@ -1310,7 +1334,8 @@ class _Builder:
             if chunks % threads:
                 inside = self.op("and", self.op("<", chunk, chunks), inside)
             dst = self.op("+", self.op("*", self.op("+", row0, r), self.N), self.op("+", self.n0, col))
-            return [ir.If(inside, (ir.Copy(ident, dst, "_shc", self.op("+", self.op("*", r, self.ldc), col),
+            at = self.op("+", self.c_base(), self.op("+", self.op("*", r, self.ldc), col))
+            return [ir.If(inside, (ir.Copy(ident, dst, "_shc", at,
                                            width, dtype),))]
         return [self.sync(), self.unrolled("_oc", -(-chunks // threads), one), self.sync()]
 

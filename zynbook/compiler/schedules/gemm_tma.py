@@ -99,19 +99,39 @@ class TmaBuilder(WgmmaBuilder):
             raise ValueError("TMA needs each operand a plain row-major view of its matrix")
         ob = {"f16": 2, "bf16": 2}.get(kernel.output.dtype, 4)
         ring = params.stages * (params.bm + params.bn) * params.bk * 2 + 16 * params.stages + 1024
-        self.staged = self.staged and ring + params.bm * self.ldc * ob <= target.shared_bytes
+        self.c_tiles = 2 if params.pingpong else 1
+        self.staged = self.staged and ring + self.c_tiles * params.bm * self.ldc * ob <= target.shared_bytes
 
     def setup(self, head: list):
         super().setup(head)
         for name in ("_full", "_empty"):
             head.append(ir.Array(name, "u64", self.p.stages, "shared", align=8))
 
-    def group(self) -> ir.Expr:
+    def consumer(self) -> ir.Expr:
         """The consumer warpgroup of this thread (the producer is warpgroup 0)."""
         return self.op("-", self.op("/", self.axis("warp"), 4), 1)
 
+    def group(self) -> ir.Expr:
+        """This thread's warpgroup within the tile: a ping-pong one holds its whole tile."""
+        return self.i(0) if self.p.pingpong else self.consumer()
+
     def sync(self) -> ir.Stmt:
+        """The consumers' barrier (each ping-pong warpgroup has one of its own)."""
+        if self.p.pingpong:
+            return ir.NamedBarrier(self.op("+", self.consumer(), _CONSUMERS_BARRIER), 128)
         return ir.NamedBarrier(self.i(_CONSUMERS_BARRIER), self.p.threads - 128)
+
+    def c_base(self) -> ir.Expr:
+        return self.op("*", self.consumer(), self.p.bm * self.ldc) if self.p.pingpong else self.i(0)
+
+    def resident_blocks(self) -> int:
+        """A block a multiprocessor where their number is known: a block takes most of one's
+        shared memory, and a block that stays loads its next tile's slices during this
+        tile's epilogue."""
+        return min(self.t.multiprocessors or self.t.max_blocks, self.t.max_blocks)
+
+    def slices(self) -> ir.Expr:
+        return self.op("/", self.op("+", self.K, self.p.bk - 1), self.p.bk)
 
     def program(self) -> ir.Program:
         prog = super().program()
@@ -123,16 +143,20 @@ class TmaBuilder(WgmmaBuilder):
 
     def roles(self, tile_loop, tile_body) -> list:
         p, S = self.p, self.p.stages
-        self.workers = p.threads - 128
-        self.tid = self.op("-", self.axis("thread"), 128)
+        consumers = p.threads - 128
+        # a ping-pong warpgroup takes every other tile of the block, its slices every other
+        # tile's in the ring: it starts after the first tile's if it is the second
+        self.workers = 128 if p.pingpong else consumers
+        self.tid = self.op("%" if p.pingpong else "-", self.axis("thread"), 128)
         first = self.op("<", self.axis("thread"), 1)
         init = [ir.Mbarrier("init", n, self.i(s), count=c) for s in range(S)
                 for n, c in (("_full", 1), ("_empty", self.workers))]
         producer = [ir.SetMaxRegisters(PRODUCER_REGISTERS, False),
                     ir.If(first, (ir.Decl("_ks", self.idx, self.i(0), True), tile_loop(self.produce())))]
-        share = (REGISTER_FILE - 128 * PRODUCER_REGISTERS) // self.workers // 8 * 8
-        consumer = [ir.SetMaxRegisters(min(MAX_REGISTERS, share), True), ir.Decl("_ks", self.idx, self.i(0), True),
-                    tile_loop(tile_body())]
+        share = (REGISTER_FILE - 128 * PRODUCER_REGISTERS) // consumers // 8 * 8
+        turn = self.op("*", self.consumer(), self.slices()) if p.pingpong else self.i(0)
+        consumer = [ir.SetMaxRegisters(min(MAX_REGISTERS, share), True), ir.Decl("_ks", self.idx, turn, True),
+                    tile_loop(tile_body(), *((self.consumer(), 2) if p.pingpong else ()))]
         is_producer = self.op("<", self.axis("thread"), 128)
         return [ir.If(first, tuple(init)), ir.Barrier(), ir.If(is_producer, tuple(producer), tuple(consumer))]
 
@@ -195,13 +219,16 @@ class TmaBuilder(WgmmaBuilder):
         body += [ir.WarpgroupCommit(), ir.WarpgroupWait(1, "_acc", n),
                  ir.If(self.op("<", self.i(0), self.ref("_kt")), (release(),)),
                  ir.Set("_ks", self.op("+", ks, 1))]
+        skip = [ir.Set("_ks", self.op("+", ks, nk))] if p.pingpong else []    # the other's tile
         return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
                               self.f.c.rloops[0].line), ir.WarpgroupWait(0, "_acc", n),
-                       ir.If(self.op("<", self.i(0), nk), (release(),))]
+                       ir.If(self.op("<", self.i(0), nk), (release(),))] + skip
 
     def product(self, shape: str) -> str:
         p = self.p
+        split = "2 warpgroups taking whole tiles in turn (ping-pong)" if p.pingpong else \
+            f"{(p.threads - 128) // 128} warpgroups of 64x{p.tn}"
         return (f"on tensor cores (wgmma m64n{p.tn}k16 {self.f.dtypes[0]}, f32 accumulate): {shape}; "
-                f"{p.bm}x{p.bn}x{p.bk} tiles, {(p.threads - 128) // 128} warpgroups of 64x{p.tn} "
+                f"{p.bm}x{p.bn}x{p.bk} tiles, {split} "
                 f"fed by a TMA producer warpgroup through {p.stages} shared-memory stages (mbarriers), "
                 f"128-byte swizzle")

@@ -238,7 +238,8 @@ def test_the_printed_cuda_passes_its_maps_by_value():
     ("bf16", (4096, 4096, 4096), False, False, None),
     ("f16", (4096, 4096, 4096), True, True, GemmParams(128, 256, 64, 64, 256, 8, True, 4, True, True, True)),
     ("f16", (200, 296, 136), False, False, GemmParams(128, 128, 64, 64, 128, 8, True, 3, True, True, True)),
-    ("bf16", (4096, 768, 768), False, True, GemmParams(128, 192, 64, 64, 192, 8, True, 4, True, True, True))])
+    ("bf16", (4096, 768, 768), False, True, GemmParams(128, 192, 64, 64, 192, 8, True, 4, True, True, True)),
+    ("f16", (4096, 3072, 768), False, False, GemmParams(64, 256, 64, 64, 256, 8, True, 3, True, True, True, True))])
 def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
     assert compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path).tensor_maps
 
@@ -252,7 +253,9 @@ def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
     ((301, 296, 200), False, True, GemmParams(128, 128, 64, 64, 128, 8, True, 4, True, True, True)),
     ((264, 280, 200), True, False, GemmParams(128, 256, 64, 64, 256, 8, True, 3, True, True, True)),
     ((4096, 768, 768), False, False, GemmParams(128, 192, 64, 64, 192, 8, True, 4, True, True, True)),
-    ((520, 264, 192), True, True, GemmParams(64, 256, 64, 64, 256, 8, True, 2, True, True, True))])
+    ((520, 264, 192), True, True, GemmParams(64, 256, 64, 64, 256, 8, True, 2, True, True, True)),
+    ((4096, 3072, 768), False, False, GemmParams(64, 256, 64, 64, 256, 8, True, 3, True, True, True, True)),
+    ((1000, 520, 264), True, False, GemmParams(64, 128, 64, 64, 128, 8, True, 4, True, True, True, True))])
 def test_tma_on_the_gpu(dtype, mnk, ta, tb, params):
     # the second launch reuses the tensor maps made for the same buffers
     plan = runs_on_the_gpu(dtype, mnk, ta, tb, params, launches=2)

@@ -1382,7 +1382,11 @@ class Emulator:
                          np.zeros(count, np.int32), np.full(count, -1, np.int64))
                         for _, count, _ in tr.shared]
         gens = [fn(t, b, shared, B) for t in range(n)]
-        ev = [self._step(g, None) for g in gens]
+        # the last threads first: a block's warps start in no set order, and a protocol that
+        # holds only when the first ones (a producer) run ahead must fail here
+        ev = [None] * n
+        for t in reversed(range(n)):
+            ev[t] = self._step(gens[t], None)
         W = self.warp
         points = tr.points
         while True:
@@ -1453,7 +1457,7 @@ class Emulator:
             for w, rd, *_ in B.tracks:
                 w.fill(-1)
                 rd.fill(-1)
-            for t in range(n):
+            for t in reversed(range(n)):        # (the last first, as at the start)
                 ev[t] = self._step(gens[t], r)
 
     def _named(self, gens, ev, B) -> bool:
@@ -1492,7 +1496,8 @@ class Emulator:
     def _mbarrier_waits(self, gens, ev, B) -> bool:
         """Threads waiting on an mbarrier go on once the phase they wait for completed."""
         moved = False
-        for t, e in enumerate(ev):
+        for t in reversed(range(len(ev))):      # the last first: consumers before a producer
+            e = ev[t]
             while e is not _DONE and e[0] == _MBWAIT and B.mbar.passed(*e[2]):
                 e = ev[t] = self._step(gens[t], None)
                 moved = True

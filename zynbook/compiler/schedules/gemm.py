@@ -600,6 +600,8 @@ class _Builder:
         # distinct banks), where it fits the block's shared memory (module doc)
         ob = _BYTES[kernel.output.dtype]
         self.ldc = params.bn + 16 // ob
+        M, N, _ = _side_sizes(self.f, self.sizes) if not self.sym else (0, 0, 0)
+        self.ragged = {"m": self.sym or M % params.bm != 0, "n": self.sym or N % params.bn != 0}
         self.staged = params.mma and not self.sym and target.vector_bytes >= 16 and \
             params.bm * self.ldc * ob + (1024 if params.wgmma else 0) <= target.shared_bytes and \
             _staged_ok(kernel, self.f, self.sizes)
@@ -1310,8 +1312,20 @@ class _Builder:
                 at = self.op("+", self.c_base(), self.op("+", self.op("*", lm, self.ldc), ln))
                 stmts = [_to_shared(st, low.buffers[c.store.buffer][0], at) for st in stmts]
             return out + stmts
-        inside = self.op("and", self.op("<", gm, self.M), self.op("<", gn, self.N))
+        inside = self.in_c(gm, gn)
+        if inside is None:
+            return self.scoped(body)
         return [ir.If(inside, tuple(self.scoped(body)), (), c.store.line)]
+
+    def in_c(self, gm: ir.Expr, gn: ir.Expr) -> ir.Expr | None:
+        """Whether row gm, column gn of the tile is in C, or None where every element of
+        every tile is: only a side whose extent the tile does not divide needs its test. (An
+        epilogue without tests is straight-line code, so the compiler interleaves the
+        elements' math: with a branch an element, an activation's chain of dependent
+        instructions ran one element at a time, on the few warps a multiprocessor holds.)"""
+        tests = [self.op("<", g, ext) for g, ext, s in ((gm, self.M, "m"), (gn, self.N, "n"))
+                 if self.ragged[s]]
+        return None if not tests else tests[0] if len(tests) == 1 else self.op("and", *tests)
 
     def staged_out(self) -> list:
         """The staged tile's rows to C in 16-byte stores, after every thread's values are in
@@ -1329,14 +1343,14 @@ class _Builder:
         def one(it):
             chunk = self.op("+", self.tid, self.op("*", it, threads))
             r, col = self.op("/", chunk, per_row), self.op("*", self.op("%", chunk, per_row), width)
-            inside = self.op("and", self.op("<", self.op("+", self.m0, r), self.M),
-                             self.op("<", self.op("+", self.n0, col), self.N))
+            inside = self.in_c(self.op("+", self.m0, r), self.op("+", self.n0, col))
             if chunks % threads:
-                inside = self.op("and", self.op("<", chunk, chunks), inside)
+                whole = self.op("<", chunk, chunks)
+                inside = whole if inside is None else self.op("and", whole, inside)
             dst = self.op("+", self.op("*", self.op("+", row0, r), self.N), self.op("+", self.n0, col))
             at = self.op("+", self.c_base(), self.op("+", self.op("*", r, self.ldc), col))
-            return [ir.If(inside, (ir.Copy(ident, dst, "_shc", at,
-                                           width, dtype),))]
+            copy = ir.Copy(ident, dst, "_shc", at, width, dtype)
+            return [copy] if inside is None else [ir.If(inside, (copy,))]
         return [self.sync(), self.unrolled("_oc", -(-chunks // threads), one), self.sync()]
 
     def epilogue(self) -> list:

@@ -18,7 +18,16 @@ once the MMAs that read it completed:
       TMA A, B -> buffer g % S              wait until only this slice's MMAs run
                                             arrive empty[(g - 1) % S]
 
-so the copies of the next tile's slices run during this tile's epilogue. A staged C
+so the copies of the next tile's slices run during this tile's epilogue (a block a
+multiprocessor walks the tiles, where their number is known).
+
+With `pingpong`, the two consumer warpgroups take whole BM x BN tiles in turn (the block's
+tiles 0, 2, 4, ... and 1, 3, 5, ...): one's epilogue (an activation's math, the staged C's
+stores) runs while the other multiplies. The ring holds the slices of the tiles in order, so
+a warpgroup skips the other's; and as a wait on a ring buffer's parity only tells phases one
+apart, a warpgroup starts multiplying a tile only once the other finished multiplying its
+previous one (mbarriers `_turn`, each warpgroup arriving on the other's). Each has a staged
+C of its own and a named barrier of its own. A staged C
 (`_shc`) has memory of its own, since the ring is never idle, and the consumers order
 their use of it with a named barrier of their own. The tensor maps are host data
 (ir.TensorMap): a side's matrix as 2 or 3 dimensions (K or X innermost, then X or K, then
@@ -106,6 +115,8 @@ class TmaBuilder(WgmmaBuilder):
         super().setup(head)
         for name in ("_full", "_empty"):
             head.append(ir.Array(name, "u64", self.p.stages, "shared", align=8))
+        if self.p.pingpong:
+            head.append(ir.Array("_turn", "u64", 2, "shared", align=8))
 
     def consumer(self) -> ir.Expr:
         """The consumer warpgroup of this thread (the producer is warpgroup 0)."""
@@ -151,12 +162,16 @@ class TmaBuilder(WgmmaBuilder):
         first = self.op("<", self.axis("thread"), 1)
         init = [ir.Mbarrier("init", n, self.i(s), count=c) for s in range(S)
                 for n, c in (("_full", 1), ("_empty", self.workers))]
+        if p.pingpong:
+            init += [ir.Mbarrier("init", "_turn", self.i(c), count=128) for c in range(2)]
         producer = [ir.SetMaxRegisters(PRODUCER_REGISTERS, False),
                     ir.If(first, (ir.Decl("_ks", self.idx, self.i(0), True), tile_loop(self.produce())))]
         share = (REGISTER_FILE - 128 * PRODUCER_REGISTERS) // consumers // 8 * 8
         turn = self.op("*", self.consumer(), self.slices()) if p.pingpong else self.i(0)
-        consumer = [ir.SetMaxRegisters(min(MAX_REGISTERS, share), True), ir.Decl("_ks", self.idx, turn, True),
-                    tile_loop(tile_body(), *((self.consumer(), 2) if p.pingpong else ()))]
+        consumer = [ir.SetMaxRegisters(min(MAX_REGISTERS, share), True), ir.Decl("_ks", self.idx, turn, True)]
+        if p.pingpong:
+            consumer.append(ir.Decl("_tj", self.idx, self.i(0), True))
+        consumer += [tile_loop(tile_body(), *((self.consumer(), 2) if p.pingpong else ()))]
         is_producer = self.op("<", self.axis("thread"), 128)
         return [ir.If(first, tuple(init)), ir.Barrier(), ir.If(is_producer, tuple(producer), tuple(consumer))]
 
@@ -219,10 +234,17 @@ class TmaBuilder(WgmmaBuilder):
         body += [ir.WarpgroupCommit(), ir.WarpgroupWait(1, "_acc", n),
                  ir.If(self.op("<", self.i(0), self.ref("_kt")), (release(),)),
                  ir.Set("_ks", self.op("+", ks, 1))]
-        skip = [ir.Set("_ks", self.op("+", ks, nk))] if p.pingpong else []    # the other's tile
-        return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
-                              self.f.c.rloops[0].line), ir.WarpgroupWait(0, "_acc", n),
-                       ir.If(self.op("<", self.i(0), nk), (release(),))] + skip
+        loop = [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx, self.f.c.rloops[0].line),
+                ir.WarpgroupWait(0, "_acc", n), ir.If(self.op("<", self.i(0), nk), (release(),))]
+        if not p.pingpong:
+            return head + loop
+        # the warpgroups multiply in turn, each after the other's previous tile (a wait on the
+        # ring's parity only tells phases one apart); then it skips the other's slices
+        me, tj = self.consumer(), self.ref("_tj")
+        turn = self.op("%", self.op("+", self.op("+", tj, me), 1), 2)
+        return head + [ir.Mbarrier("wait", "_turn", me, parity=turn)] + loop + [
+            ir.Mbarrier("arrive", "_turn", self.op("-", self.i(1), me)),
+            ir.Set("_tj", self.op("+", tj, 1)), ir.Set("_ks", self.op("+", ks, nk))]
 
     def product(self, shape: str) -> str:
         p = self.p

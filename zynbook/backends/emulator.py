@@ -1382,11 +1382,7 @@ class Emulator:
                          np.zeros(count, np.int32), np.full(count, -1, np.int64))
                         for _, count, _ in tr.shared]
         gens = [fn(t, b, shared, B) for t in range(n)]
-        # the last threads first: a block's warps start in no set order, and a protocol that
-        # holds only when the first ones (a producer) run ahead must fail here
-        ev = [None] * n
-        for t in reversed(range(n)):
-            ev[t] = self._step(gens[t], None)
+        ev = [self._step(g, None) for g in gens]
         W = self.warp
         points = tr.points
         while True:
@@ -1457,7 +1453,7 @@ class Emulator:
             for w, rd, *_ in B.tracks:
                 w.fill(-1)
                 rd.fill(-1)
-            for t in reversed(range(n)):        # (the last first, as at the start)
+            for t in range(n):
                 ev[t] = self._step(gens[t], r)
 
     def _named(self, gens, ev, B) -> bool:
@@ -1496,7 +1492,9 @@ class Emulator:
     def _mbarrier_waits(self, gens, ev, B) -> bool:
         """Threads waiting on an mbarrier go on once the phase they wait for completed."""
         moved = False
-        for t in reversed(range(len(ev))):      # the last first: consumers before a producer
+        # the last threads first: a block's warps run in no set order, and a protocol that
+        # holds only where the first ones (a producer) run ahead must fail here
+        for t in reversed(range(len(ev))):
             e = ev[t]
             while e is not _DONE and e[0] == _MBWAIT and B.mbar.passed(*e[2]):
                 e = ev[t] = self._step(gens[t], None)

@@ -46,7 +46,8 @@ in 16-byte vectors where K keeps the loops' order. The product itself is either
   operands from 128-byte swizzled shared tiles itself (schedules/gemm_wgmma.py).
 
 The epilogue adds the accumulator's start and runs the kernel's own store (`f`, a bias, an
-activation) per element of C. On tensor cores, where the store writes C's own layout
+activation) per element of C, tested against C's extent only along a side the tile does not
+divide (`in_c`: straight-line code lets the compiler interleave the elements' math). On tensor cores, where the store writes C's own layout
 (`_staged_ok`), the values go to a shared tile first (`_shc`, over the operand tiles' memory)
 and leave in 16-byte stores of whole rows: a fragment's elements are two columns of eight
 rows, so stored directly a warp writes 2- or 4-byte pieces of 8 rows at a time. Sums are f32 (f64 for f64 operands). A guarded accumulation

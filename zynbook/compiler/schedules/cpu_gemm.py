@@ -131,6 +131,7 @@ class _PanelBuilder(_Builder):
         self.k, self.t, self.p, self.suffix = kernel, target, params, ""
         self.sym = False                    # the C++ target bakes the sizes in
         self.staged = False                 # C goes straight from the registers
+        self.ragged = {"m": True, "n": True}    # every store tests C's extent
         self.sizes = {k: int(v) for k, v in sizes.items()}
         self.f, _ = match(kernel, self.sizes)
         self.idx = index_dtype(kernel, self.sizes)

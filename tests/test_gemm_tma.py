@@ -197,6 +197,19 @@ def check_prog(prog, kernel, make, sizes):
     np.testing.assert_allclose(np.asarray(got, np.float64), want, **tolerance("f16", "contraction"))
 
 
+def test_a_ping_pong_warpgroup_that_does_not_wait_its_turn_is_caught():
+    # without the turn, the second warpgroup's wait on a ring buffer's parity passes on the
+    # buffer's phase before its own (parity tells phases one apart): it multiplies stale
+    # tiles while the copy engine writes them
+    kernel, sizes, make, _ = K.matmul_t(128, 64, 136, "f16", True, False)
+    prog = Gemm().build(kernel, replace(cuda_target(), max_blocks=1), sizes, PING)
+    check_prog(prog, kernel, make, sizes)
+    rushed = _rewritten(prog, lambda n: () if isinstance(n, ir.Mbarrier) and n.op == "wait"
+                        and n.array == "_turn" else n)
+    with pytest.raises((emulate.EmulatorError, AssertionError)):
+        check_prog(rushed, kernel, make, sizes)
+
+
 def test_where_the_copy_engine_is_offered():
     kernel, sizes, _, _ = K.matmul_t(4096, 4096, 4096, "bf16", False, False)
     assert not GemmParams(256, 128, 64, 64, 128, 8, True, 3, True, True, True).valid()   # 4 consumers

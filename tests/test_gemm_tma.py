@@ -154,6 +154,19 @@ def test_a_ping_pong_tile_is_the_warpgroup_s_own():
     assert "pingpong" not in SMALL.describe()
 
 
+@pytest.mark.parametrize("mnk,tested", [((128, 128, 64), set()), ((128, 104, 64), {"n"}),
+                                         ((72, 128, 64), {"m"}), ((72, 104, 64), {"m", "n"})])
+def test_the_epilogue_tests_only_the_sides_the_tile_does_not_divide(mnk, tested):
+    # (straight-line epilogues let the compiler interleave the elements' math)
+    kernel, sizes, make, _ = K.matmul_t(*mnk, "f16", False, False)
+    prog = check(kernel, make(np.random.default_rng(11)), sizes, TWO_M)
+    stores = [n for n in ir.walk(prog.kernels[0]) if isinstance(n, ir.If) and any(
+        isinstance(m, (ir.Store, ir.Copy)) and "out" in (getattr(m, "array", "") + getattr(m, "dst", ""))
+        for m in n.then)]
+    sides = {s for n in stores for s, name in (("m", "_m0"), ("n", "_n0")) if name in repr(n.cond)}
+    assert sides == tested
+
+
 def test_a_block_a_multiprocessor_walks_the_tiles():
     kernel, sizes, _, _ = K.matmul_t(4096, 3072, 768, "f16", False, False)
     prog = Gemm().build(kernel, cuda_target((9, 0), 132), sizes, TWO_M)

@@ -835,6 +835,10 @@ class _Builder:
         """Where this thread's staged C tile starts in `_shc`."""
         return self.i(0)
 
+    def slices(self) -> ir.Expr:
+        """The number of BK-deep slices of K."""
+        return self.op("/", self.op("+", self.K, self.p.bk - 1), self.p.bk)
+
     def sync(self) -> ir.Stmt:
         """What orders the threads that multiply (all of the block's here)."""
         return ir.Barrier()
@@ -1145,7 +1149,7 @@ class _Builder:
         the next copies refill was multiplied in the previous step."""
         p, S = self.p, self.p.stages
         head = [ir.Barrier()]           # the previous tile's last slice is read by now
-        nk = self.name(head, "nk", self.op("/", self.op("+", self.K, p.bk - 1), p.bk))
+        nk = self.name(head, "nk", self.slices())
         for st in range(S - 1):
             load = self.issue("m", self.i(st * p.bk), self.i(st)) + \
                 self.issue("n", self.i(st * p.bk), self.i(st))
@@ -1166,7 +1170,7 @@ class _Builder:
         if p.stages:
             return self.pipelined()
         head = []
-        nk = self.name(head, "nk", self.op("/", self.op("+", self.K, p.bk - 1), p.bk))
+        nk = self.name(head, "nk", self.slices())
         kt = self.ref("_kt")
         nxt = self.op("+", kt, 1)
         more = self.op("<", nxt, nk)

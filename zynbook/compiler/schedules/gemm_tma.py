@@ -141,9 +141,6 @@ class TmaBuilder(WgmmaBuilder):
         tile's epilogue."""
         return min(self.t.multiprocessors or self.t.max_blocks, self.t.max_blocks)
 
-    def slices(self) -> ir.Expr:
-        return self.op("/", self.op("+", self.K, self.p.bk - 1), self.p.bk)
-
     def program(self) -> ir.Program:
         prog = super().program()
         k = prog.kernels[0]
@@ -183,7 +180,7 @@ class TmaBuilder(WgmmaBuilder):
         p, S = self.p, self.p.stages
         self.maps = []
         head = []
-        nk = self.name(head, "nk", self.op("/", self.op("+", self.K, p.bk - 1), p.bk))
+        nk = self.name(head, "nk", self.slices())
         ks, k0 = self.ref("_ks"), self.op("*", self.ref("_kt"), p.bk)
         slot = ir.Ref("_slot", self.idx)
         body = [ir.Decl("_slot", self.idx, self.op("%", ks, S)),
@@ -222,7 +219,7 @@ class TmaBuilder(WgmmaBuilder):
     def pipelined(self) -> list:
         p, S, n = self.p, self.p.stages, self.acc_count
         head = []
-        nk = self.name(head, "nk", self.op("/", self.op("+", self.K, p.bk - 1), p.bk))
+        nk = self.name(head, "nk", self.slices())
         ks = self.ref("_ks")
         slot = ir.Ref("_slot", self.idx)
         release = lambda: ir.Mbarrier("arrive", "_empty", self.op("%", self.op("+", ks, S - 1), S))

@@ -76,7 +76,7 @@ class WgmmaBuilder(_Builder):
     def pipelined(self) -> list:
         p, S, n = self.p, self.p.stages, self.acc_count
         head = [ir.Barrier()]           # the previous tile's slices are read by now
-        nk = self.name(head, "nk", self.op("/", self.op("+", self.K, p.bk - 1), p.bk))
+        nk = self.name(head, "nk", self.slices())
         fill = lambda slice_, slot: self.issue("m", self.op("*", slice_, p.bk), slot) + \
             self.issue("n", self.op("*", slice_, p.bk), slot)
         for st in range(S - 2):

@@ -122,6 +122,7 @@ class _Form:
     def __init__(self, outside: tuple, lookups: tuple, fields: tuple):
         self.outside = outside      # labels ("n", "model.w") whose root is no local name
         self.lookups = lookups      # (name, expression) of each host look-up, in order
+        self.getters = tuple((name, _getter(e)) for name, e in lookups)
         self.fields = fields        # labels ("weights.w", "w") read from a looked-up value
         self.field_roots = tuple(dict.fromkeys(label.split(".")[0] for label in fields))
         # the fields read in the last call and their key parts, with weak references to
@@ -187,6 +188,15 @@ class _Form:
         if not self.lookups:
             return {}
         frame = {q.name: v for q, v in zip(p.node.params, args)}
+        found = {}
+        for name, get in self.getters:
+            value = get(frame, interp.globals)
+            if value is _SLOW:      # not a plain record, list or number on the way
+                return self._looked_up_by_interpreter(interp, frame)
+            frame[name] = found[name] = value
+        return found
+
+    def _looked_up_by_interpreter(self, interp, frame: dict):
         interp.frames.append((frame, set()))
         try:
             for name, e in self.lookups:
@@ -202,17 +212,18 @@ class _Form:
         devices, the arguments' kinds, shapes, dtypes and devices (a number's value), the
         looked-up values (a record or list by identity) and the same of the outside values
         and the fields read; Untraced where a value is none of these."""
-        session = interp.session
-        if any(name in interp.globals for name in VIEWS):
+        session, names = interp.session, interp.globals
+        if "split" in names or "reshape" in names:      # (VIEWS)
             raise Untraced("the program defines its own `split` or `reshape`")
         parts = [id(p.node), interp.extra_key, session.default_device,
                  getattr(session, "fuse", True), getattr(session, "tuning", None),
                  tuple(getattr(session, "parallel_options", {}).items())]
-        looked = [v if isinstance(v, (Tensor, bool, int, float, str)) else _Identity(v)
-                  for v in host.values()]
-        for label in self.outside:
-            host[label] = self.value(interp, label, host)     # kept for the replay
-        for v in list(args) + looked + [host[label] for label in self.outside]:
+        parts += map(_key_part, args)
+        for v in host.values():
+            parts.append(_key_part(v if isinstance(v, _KEYED_BY_VALUE) else _Identity(v)))
+        for label in self.outside:      # (a plain name, the usual case, read at once)
+            v = host[label] = self.value(interp, label, host) if "." in label or \
+                label in host else names.get(label, _ABSENT)      # kept for the replay
             parts.append(_key_part(v))
         parts += self.fields_read(interp, host)
         return tuple(parts)
@@ -257,6 +268,42 @@ class _Form:
 
 
 _ABSENT = "<absent>"
+_KEYED_BY_VALUE = (Tensor, bool, int, float, str)      # looked-up values; the rest by identity
+_SLOW = object()        # a compiled look-up met what only the interpreter reads
+
+
+def _getter(e):
+    """`e`, a look-up (`_lookup`), as a function of (frame, names) that reads it as the
+    interpreter would where every step is a name, a record's field or a list's index in
+    range, and gives _SLOW anywhere else (the interpreter then reads it and raises its
+    errors)."""
+    if isinstance(e, A.Name):
+        name = e.id
+
+        def read(frame, names):
+            value = frame.get(name, _SLOW)
+            return names.get(name, _SLOW) if value is _SLOW else value
+        return read
+    if isinstance(e, A.Attr):
+        base, field = _getter(e.base), e.name
+
+        def read(frame, names):
+            value = base(frame, names)
+            return value._fields.get(field, _SLOW) if type(value) is Record else _SLOW
+        return read
+    if isinstance(e, A.Index) and len(e.items) == 1:
+        base, item = _getter(e.base), e.items[0]
+        index = _getter(item) if isinstance(item, A.Name) else \
+            (lambda frame, names, k=-item.operand.value if isinstance(item, A.UnaryOp)
+             else item.value: k)
+
+        def read(frame, names):
+            value, k = base(frame, names), index(frame, names)
+            if type(value) is not list or type(k) is not int or not -len(value) <= k < len(value):
+                return _SLOW
+            return value[k]
+        return read
+    return lambda frame, names: _SLOW
 
 
 def _key_part(v):

@@ -3,9 +3,12 @@ pipelines and memory pools."""
 from __future__ import annotations
 
 import concurrent.futures as cf
+import sys
 import threading
 
-from ..errors import ZynMLMemoryError, ZynMLTypeError
+from ..errors import ZynMLError, ZynMLMemoryError, ZynMLTypeError
+
+_SESSION = __name__.rsplit(".", 2)[0] + ".session"      # zynbook.session, which imports this
 
 
 class Record:
@@ -92,8 +95,9 @@ class Pipeline:
 
     def __call__(self, *args, **kwargs):
         """Call from Python: arrays become tensors, dicts records, as `zynbook.run` binds them."""
-        from ..session import bind_value
-        from ..errors import ZynMLError
+        # (no import statement on this path: a model calls it per layer and step, and one
+        # costs as much as binding an argument; the session module imports this one)
+        bind_value = sys.modules[_SESSION].bind_value
         args = [bind_value(a) for a in args]
         kwargs = {k: bind_value(v) for k, v in kwargs.items()}
         session = self.interpreter.session

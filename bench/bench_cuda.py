@@ -20,7 +20,8 @@ block shape (attention_mma.CHOICES), per structural variant of the default's sha
 with its kernel's registers and local (spilled) bytes.
 
 `--gemm-sweep N` times instead the first N tensor-core configurations of the GEMM schedule's
-space (its default first) for the matmul rows in bf16, f16 and TF32 (or those of --rows),
+space (its default first) for the matmul rows in bf16, f16 and TF32 (or those of --rows, or
+`--gemm-shapes MxNxK:dtype,...`; exact f32 sweeps its FMA tiles),
 each beside cuBLAS: what configs.GEMM_CONFIGS should name.
 
 `--conv-sweep N` adds to the conv2d rows a row for each of the first N configurations of the
@@ -545,12 +546,12 @@ def kernel_resources(compiled) -> str:
 def gemm_sweep(dev, T, torch, rnd, reps, count, want, shapes=""):
     """Time the GEMM schedule's first `count` tensor-core configurations on square matmuls
     (bf16 and f16 at 4096 and 8192, TF32 at 4096; `want`: those rows only), or on `shapes`
-    ("MxNxK:dtype,..."), beside cuBLAS."""
+    ("MxNxK:dtype,...", dtype f32, tf32, bf16 or f16), beside cuBLAS and its error."""
     from zynbook import tuning as ztuning
     from zynbook.compiler.codegen import device_target
     from zynbook.compiler.schedules.base import Choice
     from zynbook.compiler.schedules.gemm import Gemm
-    tdts = {"tf32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+    tdts = {"f32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
     rows = [((n, n, n), kind, f"matmul_{n}_{kind}") for n, kind in
             ((4096, "bf16"), (4096, "f16"), (8192, "bf16"), (8192, "f16"), (4096, "tf32"))]
     if shapes:
@@ -568,9 +569,14 @@ def gemm_sweep(dev, T, torch, rnd, reps, count, want, shapes=""):
         t_peer = T.median(lambda: torch.mm(A, B), reps)
         torch.backends.cuda.matmul.allow_tf32 = False
         ref = (A.double() @ B.double()).float()
+        torch.backends.cuda.matmul.allow_tf32 = kind == "tf32"
+        peer_err = ((torch.mm(A, B).float() - ref).abs().max() / ref.abs().max()).item()
+        torch.backends.cuda.matmul.allow_tf32 = False
         flops, top = 2 * m * n * kk, peak_tflops(dev.name, kind)
-        print(f"{row}: cuBLAS {t_peer * 1e3:.3f} ms, {flops / t_peer / 1e12:.0f} TFLOP/s", flush=True)
-        space = [p for p in Gemm().space(k, device_target(dev), sizes) if p.mma][:count]
+        print(f"{row}: cuBLAS {t_peer * 1e3:.3f} ms, {flops / t_peer / 1e12:.0f} TFLOP/s, "
+              f"err {peer_err:.1e}", flush=True)
+        # (exact f32 has no tensor-core candidates: its FMA tiles)
+        space = [p for p in Gemm().space(k, device_target(dev), sizes) if p.mma or kind == "f32"][:count]
         for p in space:
             try:
                 fn, comp = zyn_callable(dev, k, sizes, [A, B], C, params=Choice("gemm", p))

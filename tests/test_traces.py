@@ -18,6 +18,7 @@ import cupy_standin  # noqa: E402
 from test_examples_cpu import make_model, np_transformer_block  # noqa: E402
 
 import zynbook  # noqa: E402
+from zynbook.errors import ZynMLShapeError, ZynMLTypeError  # noqa: E402
 
 REAL_CUPY = importlib.util.find_spec("cupy") is not None
 
@@ -168,6 +169,25 @@ def test_layers_called_in_turn_replay_each_with_its_own_weights(cuda, monkeypatc
               np_transformer_block(x, model["layers"][layer]))
         assert s.interpreter.lazy.traces.last_miss is None
     assert not evaluated
+
+
+def test_look_ups_read_as_the_interpreter_reads_them(cuda):
+    """A replay reads its look-ups (`model.layers[layer]`) without the interpreter where
+    every step is a record's field or a list's index in range: a negative index reads from
+    the end, as the body does; an index out of range is the body's own error."""
+    cp, _ = cuda
+    model = make_model()
+    s = zynbook.Session("cuda:0")
+    s.run(block_source(), model=on_gpu(cp, model))
+    x = np.random.default_rng(9).standard_normal((2, 100, 24)).astype(np.float32)
+    for layer in (-1, -1, -1, 0, 0):
+        close(s.run(f"transformer_block(x, {layer})", x=cp.asarray(x)),
+              np_transformer_block(x, model["layers"][layer]))
+    assert s.interpreter.lazy.traces.last_miss is None
+    with pytest.raises(ZynMLShapeError, match="out of range for a list of 2"):
+        s.run("transformer_block(x, 2)", x=cp.asarray(x))
+    with pytest.raises(ZynMLTypeError, match="`layer` must be an int"):
+        s.run("transformer_block(x, 0.5)", x=cp.asarray(x))
 
 
 def test_the_heads_are_read_where_they_lie(cuda):

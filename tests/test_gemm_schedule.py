@@ -321,6 +321,48 @@ def test_c_leaves_through_a_shared_tile_in_whole_rows(dtype, mnk, staged):
     np.testing.assert_allclose(np.asarray(got, np.float64), want, **tolerance("f16", "contraction"))
 
 
+def _without_barrier_before_staging(node):
+    """`node` with the barrier dropped that comes right before the statement writing the
+    staged C tile `_shc` (the epilogue's first stores)."""
+    if isinstance(node, tuple):
+        out = []
+        for k, s in enumerate(node):
+            nxt = node[k + 1] if k + 1 < len(node) else None
+            if isinstance(s, ir.Barrier) and nxt is not None and any(
+                    isinstance(n, ir.Store) and n.array == "_shc" for n in ir.walk(nxt)):
+                continue
+            out.append(_without_barrier_before_staging(s))
+        return tuple(out)
+    if not isinstance(node, (ir.Stmt, ir.Kernel)):
+        return node
+    return replace(node, **{f: _without_barrier_before_staging(getattr(node, f))
+                            for f in node.__dataclass_fields__
+                            if isinstance(getattr(node, f), tuple)})
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_c_staged_over_the_operand_tiles_waits_for_every_warp(stages):
+    """C is staged over the operand tiles (`_shc` aliases `_shm`): the epilogue's first
+    store waits at a barrier for every warp's last reads of those tiles. The emulator
+    tracks an aliased array's elements at their bytes, so without that barrier it reports
+    the race the device had (wrong products from tiles a faster warp's C overwrote)."""
+    kernel, sizes, make, _ = K.matmul_t(96, 64, 80, "f32", False, False)
+    kernel = _allow_tf32(kernel)
+    params = GemmParams(64, 64, 16, 32, 32, 4, True, stages, True)
+    prog = Gemm().build(kernel, cuda_target(), sizes, params)
+    assert _staged(prog)
+    ins = make(np.random.default_rng(stages))
+    want = np.asarray(run_kernel(kernel, ins, sizes, {}), np.float64)
+    got = emulate_kernel(prog, kernel, ins, sizes, {})
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-2, atol=1e-2)
+    k = prog.kernels[0]
+    racy = replace(prog, kernels=(replace(k, body=_without_barrier_before_staging(k.body)),))
+    assert sum(isinstance(n, ir.Barrier) for n in ir.walk(racy)) == \
+        sum(isinstance(n, ir.Barrier) for n in ir.walk(prog)) - 1
+    with pytest.raises(Exception, match="data race on shared `_shc`"):
+        emulate_kernel(racy, kernel, ins, sizes, {})
+
+
 def test_the_pipelined_configuration_is_the_default_on_ampere_and_hopper():
     kernel, sizes, _, _ = K.matmul_t(4096, 4096, 4096, "bf16", False, False)
     # (sm_90 starts with warpgroup MMAs: tests/test_gemm_wgmma.py; sm_89 has none)

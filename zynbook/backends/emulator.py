@@ -1101,6 +1101,21 @@ class _Race:
         return self.epoch
 
 
+def _shared_tracks(arrays: list, layout: list) -> list:
+    """The race trackers of a block's shared arrays, per element: views of one tracker a
+    byte of the block's shared memory, each element tracked at its first byte, so an array
+    declared over another (`alias`: a staged C over the operand tiles) meets the other's
+    accesses where their elements start at the same bytes."""
+    end = max((base + size for base, size, _ in layout), default=0)
+    slots = (np.full(end, -1, np.int64), np.full(end, -1, np.int64), np.zeros(end, np.int32),
+             np.full(end, -1, np.int64))
+    out = []
+    for (_, count, _), (base, size, _) in zip(arrays, layout):
+        step = max(1, size // max(1, count))
+        out.append(tuple(a[base:base + count * step:step] for a in slots))
+    return out
+
+
 def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
     def bad(msg):
         raise EmulatorError(f"kernel `{kernel_name}`: {msg}")
@@ -1378,9 +1393,7 @@ class Emulator:
             # (writer, reader) since the last barrier, the warpgroup MMAs in flight that read
             # the element (wgmma_model.multiply), and its writer since that thread's last
             # fence.proxy.async (what a warpgroup MMA may not read yet)
-            B.tracks = [(np.full(count, -1, np.int64), np.full(count, -1, np.int64),
-                         np.zeros(count, np.int32), np.full(count, -1, np.int64))
-                        for _, count, _ in tr.shared]
+            B.tracks = _shared_tracks(tr.shared, tr.shared_layout)
         gens = [fn(t, b, shared, B) for t in range(n)]
         ev = [self._step(g, None) for g in gens]
         W = self.warp

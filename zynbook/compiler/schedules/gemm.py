@@ -786,6 +786,8 @@ class _Builder:
             out.append(self.unrolled("_z", self.acc_count, lambda v: [
                 ir.Store("_acc", v, _zero(self.cd))]))
             out += self.mainloop()
+            if self.staged and self.c_alias:    # C is staged over the operand tiles, which
+                out.append(self.sync())         # slower warps may still be reading
             return out + self.epilogue() + (self.staged_out() if self.staged else [])
         blocks, stride = self.axis("block"), self.axis("blocks")
 

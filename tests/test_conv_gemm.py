@@ -23,7 +23,7 @@ from test_gemm_schedule import _allow_tf32, _tf32  # noqa: E402
 from tolerances import tolerance  # noqa: E402
 from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
 from zynbook.compiler.launch import ir  # noqa: E402
-from zynbook.compiler.schedules.gemm import CONV_TILE, Gemm, GemmParams  # noqa: E402
+from zynbook.compiler.schedules.gemm import CONV_FMA_TILE, CONV_TILE, Gemm, GemmParams  # noqa: E402
 from zynbook.compiler.targets import cuda_target  # noqa: E402
 
 CONV = unannotated(SPEC_CONV2D)
@@ -96,6 +96,19 @@ def test_f32_exact(case):
                     and n.name.startswith("_hn")} == {p.bn * p.bk // p.threads}
         np.testing.assert_allclose(got, want, err_msg=p.describe(), **tolerance("f32", "contraction"))
     np.testing.assert_allclose(want, numpy_conv(*ins, sizes["stride"], sizes["padding"]), rtol=1e-5, atol=1e-4)
+
+
+def test_exact_f32_takes_the_wide_fma_tile_for_few_filters_and_many_pixels():
+    """The ResNet block (64 filters, 100352 pixels) in exact f32 takes CONV_FMA_TILE (what
+    a sweep of the FMA tiles found fastest); so does 3x3 (7 filters, 162 pixels), checked
+    against the reference in test_f32_exact; more filters keep the tile the sizes pick."""
+    kernel, sizes = resnet_block("f32")
+    p = Gemm().default(kernel, cuda_target(), sizes)
+    assert not p.mma and {k: getattr(p, k) for k in CONV_FMA_TILE} == CONV_FMA_TILE
+    kernel, _, sizes = conv("3x3")
+    assert Gemm().default(kernel, cuda_target(), sizes).bn == CONV_FMA_TILE["bn"]
+    kernel, _, sizes = conv("3x3", filters=96)
+    assert Gemm().default(kernel, cuda_target(), sizes).bn != CONV_FMA_TILE["bn"]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -84,6 +84,10 @@ MMA_TILES = ((128, 128, 64, 64), (128, 256, 64, 64), (256, 128, 64, 64), (128, 1
 # 0.139 ms, where 64 x 128 in warps of 32 x 32, two blocks an SM at 128 registers a thread,
 # took 0.157 ms; 64 x 256 takes 224 registers, one block)
 CONV_TILE = dict(bm=64, bn=256, bk=32, tm=32, tn=64, stages=3)
+# and on the FP32 units (exact f32): 64 x 256 in 8 x 8 per thread, 8-deep slices (H200, ResNet
+# block, bench_cuda --conv-sweep: 0.229 ms against cuDNN's 0.275; the 64 x 128 tile of 4 x 8
+# per thread that the sizes alone pick took 0.292)
+CONV_FMA_TILE = dict(bm=64, bn=256, bk=8, tm=8, tn=8)
 # warpgroup-MMA block tiles (sm_90a): (BM, BN, TN), a warpgroup per 64 x TN
 WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128), (64, 256, 256))
 # the same fed by the copy engine (schedules/gemm_tma.py), with their ring's stages: (BM, BN,
@@ -484,6 +488,8 @@ class Gemm(Schedule):
         # needs 16-deep slices to give every thread whole vectors to load
         bk = 8 if (bm == 128 and bn == 128) or not vec or K < 64 else 16
         first = GemmParams(bm, bn, bk, tm, tn, w)
+        if _gathered(form) and M <= 64 and N > 128:      # a convolution's few filters
+            first = GemmParams(**CONV_FMA_TILE, width=w)
         for p in [first] + [GemmParams(a, b, 8, c, d, w) for a, b, c, d in FMA_TILES]:
             for q in (p, dataclasses.replace(p, width=1)):
                 if self._fits(q, target, form):

@@ -38,7 +38,8 @@ How threads are modelled:
   no `Checked` covers is a schedule bug and raises `EmulatorError`, as do integer divisions
   by zero outside `CheckedDiv` and ill-typed nodes;
 * data races (optional, on by default): within one block and between two barriers, a shared
-  element written by one thread and read or written by another; within one launch, an
+  element written by one thread and read or written by another (an array declared over
+  another's memory, `alias`, is tracked at the same bytes); within one launch, an
   element of a global buffer written by one thread and read, or written with another value,
   by a thread of another block, or of the same block without a barrier in between. Atomics
   are exempt. Sequential emulation would hide these; the device would not.

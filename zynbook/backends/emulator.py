@@ -1107,9 +1107,13 @@ def _shared_tracks(arrays: list, layout: list) -> list:
     byte of the block's shared memory, each element tracked at its first byte, so an array
     declared over another (`alias`: a staged C over the operand tiles) meets the other's
     accesses where their elements start at the same bytes."""
-    end = max((base + size for base, size, _ in layout), default=0)
-    slots = (np.full(end, -1, np.int64), np.full(end, -1, np.int64), np.zeros(end, np.int32),
-             np.full(end, -1, np.int64))
+    def trackers(n):
+        return (np.full(n, -1, np.int64), np.full(n, -1, np.int64), np.zeros(n, np.int32),
+                np.full(n, -1, np.int64))
+    spans = sorted((base, base + size) for base, size, _ in layout)
+    if all(end <= start for (_, end), (start, _) in zip(spans, spans[1:])):
+        return [trackers(count) for _, count, _ in arrays]      # (no array over another)
+    slots = trackers(max(end for _, end in spans))
     out = []
     for (_, count, _), (base, size, _) in zip(arrays, layout):
         step = max(1, size // max(1, count))

@@ -213,7 +213,7 @@ class _Form:
         looked-up values (a record or list by identity) and the same of the outside values
         and the fields read; Untraced where a value is none of these."""
         session, names = interp.session, interp.globals
-        if "split" in names or "reshape" in names:      # (VIEWS)
+        if not names.keys().isdisjoint(VIEWS):
             raise Untraced("the program defines its own `split` or `reshape`")
         parts = [id(p.node), interp.extra_key, session.default_device,
                  getattr(session, "fuse", True), getattr(session, "tuning", None),
@@ -221,9 +221,8 @@ class _Form:
         parts += map(_key_part, args)
         for v in host.values():
             parts.append(_key_part(v if isinstance(v, _KEYED_BY_VALUE) else _Identity(v)))
-        for label in self.outside:      # (a plain name, the usual case, read at once)
-            v = host[label] = self.value(interp, label, host) if "." in label or \
-                label in host else names.get(label, _ABSENT)      # kept for the replay
+        for label in self.outside:
+            v = host[label] = self.value(interp, label, host)     # kept for the replay
             parts.append(_key_part(v))
         parts += self.fields_read(interp, host)
         return tuple(parts)
@@ -252,6 +251,8 @@ class _Form:
         of either (one `key` read already is in `host` under its label)."""
         if label in host:
             return host[label]
+        if "." not in label:        # a plain name, the usual case
+            return interp.globals.get(label, _ABSENT)
         root, *fields = label.split(".")
         if root in host:
             value = host[root]

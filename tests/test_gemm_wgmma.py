@@ -169,10 +169,13 @@ def test_the_default_on_sm_90_and_nowhere_else():
     assert all(q.shared_bytes(2, 4) + 1024 <= cuda_target().shared_bytes for q in space if q.wgmma)
     for cc in ((8, 0), (8, 6), (8, 9), (10, 0)):
         assert not any(q.wgmma for q in Gemm().space(kernel, cuda_target(cc), sizes))
-    # f32 operands (TF32 or not) and mixed types keep to mma.sync
+    # f32 operands take warpgroup MMAs only split into TF32 halves (test_gemm_split.py),
+    # mixed types keep to mma.sync
     for dt, db in (("f32", None), ("f16", "bf16")):
         k2, s2, _, _ = K.matmul_t(256, 256, 256, dt, False, False, db)
-        assert not any(q.wgmma for q in Gemm().space(k2, cuda_target(), s2))
+        assert all(q.split for q in Gemm().space(k2, cuda_target(), s2) if q.wgmma)
+    k2, s2, _, _ = K.matmul_t(256, 256, 256, "f16", False, False, "bf16")
+    assert not any(q.wgmma for q in Gemm().space(k2, cuda_target(), s2))
     # a side of 64 or less: a smaller tile
     k3, s3, _, _ = K.matmul_t(48, 104, 512, "f16", False, False)
     p3 = Gemm().default(k3, cuda_target(), s3)

@@ -613,22 +613,25 @@ class _Translator:
         """A warpgroup step: each thread yields its accumulators (those of steps in flight as
         they will land) and the two descriptors; the block scheduler multiplies
         (wgmma_model.multiply) and the results land at a `WarpgroupWait`."""
-        self.check(s.n in ir.WGMMA_ANY_N and s.dtype in ("f16", "bf16"),
-                   f"a warpgroup MMA m64n{s.n}k16 of {s.dtype}")
+        self.check(s.n in ir.WGMMA_ANY_N and s.dtype in ir.WGMMA_K and
+                   (s.dtype != "tf32" or ((s.a_regs or s.a_kmajor) and s.b_kmajor)),
+                   f"a warpgroup MMA m64n{s.n}k{ir.WGMMA_K.get(s.dtype)} of {s.dtype}")
+        held = "f32" if s.dtype == "tf32" else s.dtype      # the element type of its operands
         pre: list[str] = []
         descs = []
-        if s.a_regs:            # A's fragment: the thread's 8 elements, as an MMA's
-            self.check(self.array(s.a, False).space == "local" and self.array(s.a, False).dtype == s.dtype,
-                       f"a warpgroup MMA's A `{s.a}` in registers that is not a local {s.dtype} array")
+        if s.a_regs:            # A's fragment: the thread's 8 (tf32: 4) elements, as an MMA's
+            self.check(self.array(s.a, False).space == "local" and self.array(s.a, False).dtype == held,
+                       f"a warpgroup MMA's A `{s.a}` in registers that is not a local {held} array")
             descs.append("(" + ", ".join(
-                self.expr(Load(s.a, Bin("+", s.a_index, Lit(w, s.a_index.dtype), s.a_index.dtype), s.dtype), pre)
-                for w in range(8)) + ",)")
+                self.expr(Load(s.a, Bin("+", s.a_index, Lit(w, s.a_index.dtype), s.a_index.dtype), held), pre)
+                for w in range(8 if held != "f32" else 4)) + ",)")
         for name, index, lbo, sbo in ((s.a, s.a_index, s.a_lbo, s.a_sbo), (s.b, s.b_index, s.b_lbo, s.b_sbo))[s.a_regs:]:
             arr = self.array(name, False)
-            self.check(arr.space == "shared" and arr.dtype == s.dtype,
-                       f"a warpgroup MMA operand `{name}` that is not a shared {s.dtype} array")
+            self.check(arr.space == "shared" and arr.dtype == held,
+                       f"a warpgroup MMA operand `{name}` that is not a shared {held} array")
             off = self.expr(index, pre)
-            descs.append(f"_wgdesc({arr.py}_base + ({off}) * {_bytes(s.dtype)}, {int(lbo)}, {int(sbo)})")
+            descs.append(f"_wgdesc({arr.py}_base + ({off}) * {_bytes(held)}, {int(lbo)}, {int(sbo)})")
+        descs.append("False" if s.fresh is None else f"bool({self.expr(s.fresh, pre)})")
         c = self.array(s.c, True)
         self.check(c.space == "local" and c.dtype == "f32", f"warpgroup MMA accumulators `{s.c}` not local f32")
         at, got = self.fresh("x"), self.fresh("m")
@@ -639,7 +642,7 @@ class _Translator:
         a_major = None if s.a_regs else s.a_kmajor        # None: A in registers
         self.points.append((_WGMMA, (s.n, a_major, s.b_kmajor), s.dtype, self.line, "a warpgroup MMA", 0))
         self.emit(depth, f"{got} = yield ({_WGMMA}, {point}, (_W.values({c.py}, {at}, {s.n // 2}), "
-                         f"{descs[0]}, {descs[1]}))")
+                         f"{', '.join(descs)}))")
         self.emit(depth, f"_W.issue({c.py}, {at}, {got})")
 
     def mbarrier(self, s, depth: int):
@@ -1015,6 +1018,8 @@ class _Translator:
             return out(f"_np.fmax({t[0]}, {t[1]})")
         if fn == "fast_exp2":
             return out(f"_ftz(_np.exp2({t[0]}))")
+        if fn == "tf32":
+            return out(f"_tf32({t[0]})")
         if is_int and fn in ("floor", "ceil", "round"):
             return out(t[0])
         if is_int and fn == "pow":
@@ -1251,7 +1256,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             "_checked": checked, "_cdiv": cdiv, "_local": local, "_typed": typed,
             "_cast": _cast, "_bf16": bf16_round, "_tdiv": _tdiv, "_trem": _trem,
             "_floordiv": _floordiv, "_ceildiv": _ceildiv, "_ipow": _ipow, "_max": _max,
-            "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_ftz": _ftz, "_fmod": _fmod,
+            "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_ftz": _ftz, "_tf32": tf32_round, "_fmod": _fmod,
             "_add": lambda a, b: a + b, "_chks": chks, "_AsyncCopies": _AsyncCopies, "_dot": _dot,
             "_WgmmaInFlight": wgmma_model.InFlight, "_wgdesc": wgmma_model.descriptor}
 

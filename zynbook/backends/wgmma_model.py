@@ -1,4 +1,4 @@
-"""The emulator's model of the warpgroup MMA (PTX `wgmma.mma_async` m64nNk16, sm_90a), from
+"""The emulator's model of the warpgroup MMA (PTX `wgmma.mma_async` m64nNkK, sm_90a), from
 the PTX ISA's description of the hardware rather than from the schedule that uses it.
 
 * A shared-memory operand is named by a 64-bit matrix descriptor: bits 0-13 the start
@@ -12,9 +12,13 @@ the PTX ISA's description of the hardware rather than from the schedule that use
 * Canonical layouts of 16-bit elements (T = 8 elements make 16 bytes): K-major, element
   (x, k) of the x-th row of M or N and k < 16 at start + (x / 8) SBO + (x % 8) 128 + 2 k
   (LBO unused: a K step's 32 bytes lie within a 128-byte row); MN-major, at start +
-  (x / 64) LBO + 2 (x % 64) + (k % 8) 128 + (k / 8) SBO.
+  (x / 64) LBO + 2 (x % 64) + (k % 8) 128 + (k / 8) SBO. TF32 steps (k < 8, 4-byte
+  elements) are K-major only, at start + (x / 8) SBO + (x % 8) 128 + 4 k; the hardware
+  ignores an element's low 13 mantissa bits (modelled: they are cut off).
 * A from registers (`ir.WarpgroupMma.a_regs`): each warp of the warpgroup gives its 16 rows
-  of A as mma.sync m16n8k16's A fragment (`fragments_a`), the PTX ISA's register layout.
+  of A as mma.sync m16n8k16's (tf32: m16n8k8's) A fragment (`fragments_a`), the PTX ISA's
+  register layout.
+* Scale-d 0 (`ir.WarpgroupMma.fresh`): D = A B, the accumulators' old values unread.
 * The accumulators: thread 32 w + l of the warpgroup holds D's (16 w + l / 4 + 8 (e // 2),
   8 i + 2 (l % 4) + e % 2) at 4 i + e. Products are exact, sums made in f64 then rounded
   to f32 and added to C (as the emulator's `mma.sync`).
@@ -57,8 +61,8 @@ def swizzle_128b(address):
 
 
 def addresses(desc: int, rows: int, kmajor: bool, elem_bytes: int = 2) -> np.ndarray:
-    """The byte addresses (rows x 16) of an operand's elements (x, k): x < rows along M (A)
-    or N (B), k < 16."""
+    """The byte addresses (rows x K) of an operand's elements (x, k): x < rows along M (A)
+    or N (B), k < K, the 32 bytes of a step (16 elements of 2 bytes, 8 of 4)."""
     start, lbo, sbo, base, mode = decode(desc)
     if mode != SWIZZLE_128B or base:
         raise WgmmaError(f"a descriptor of swizzle mode {mode}, base offset {base}: only the "
@@ -67,7 +71,7 @@ def addresses(desc: int, rows: int, kmajor: bool, elem_bytes: int = 2) -> np.nda
         raise WgmmaError(f"a descriptor starting at shared byte {start}, off the swizzle "
                          "pattern's 1024-byte boundary by whole rows, with base offset 0")
     x = np.arange(rows, dtype=np.int64)[:, None]
-    k = np.arange(16, dtype=np.int64)[None, :]
+    k = np.arange(32 // elem_bytes, dtype=np.int64)[None, :]
     if kmajor:
         lin = start + (x // 8) * sbo + (x % 8) * ROW + k * elem_bytes
     else:
@@ -76,9 +80,10 @@ def addresses(desc: int, rows: int, kmajor: bool, elem_bytes: int = 2) -> np.nda
     return swizzle_128b(lin)
 
 
-def gather(addr: np.ndarray, shared: list, layout: list, dtype: str, what: str):
+def gather(addr: np.ndarray, shared: list, layout: list, dtype: str, what: str, eb: int = 2):
     """(array number, element indices, values) of byte addresses that must all fall in one
-    shared array of `dtype`; `layout`: (base byte, bytes, dtype) of each shared array."""
+    shared array of `dtype`, `eb` bytes each on the device (f16 and bf16 are held as f32 by
+    the emulator); `layout`: (base byte, bytes, dtype) of each shared array."""
     lo = int(addr.min())
     for n, (base, size, dt) in enumerate(layout):
         if base <= lo < base + size:
@@ -88,7 +93,6 @@ def gather(addr: np.ndarray, shared: list, layout: list, dtype: str, what: str):
     base, size, dt = layout[n]
     if dt != dtype:
         raise WgmmaError(f"{what} reads a shared array of {dt} as {dtype}")
-    eb = 2                  # f16 and bf16 (held as f32 by the emulator, 2 bytes on the device)
     if int(addr.max()) + eb > base + size or np.any((addr - base) % eb):
         raise WgmmaError(f"{what} reads beyond its shared array or between its elements")
     idx = (addr - base) // eb
@@ -97,27 +101,31 @@ def gather(addr: np.ndarray, shared: list, layout: list, dtype: str, what: str):
 
 def multiply(events: list, n: int, kmajor: tuple, dtype: str, shared: list, layout: list,
              tracks: list | None, kernel_name: str) -> list:
-    """What each of a warpgroup's 128 threads gets back from an m64nNk16 step: (its new
+    """What each of a warpgroup's 128 threads gets back from an m64nNkK step: (its new
     accumulators, a check of the shared elements read, for the first thread, else None).
-    `events`: each thread's (accumulators, A descriptor, B descriptor), or, where A comes
-    from registers (`kmajor[0]` None), its 8 elements of A in place of the descriptor;
+    `events`: each thread's (accumulators, A descriptor, B descriptor, fresh), or, where A
+    comes from registers (`kmajor[0]` None), its elements of A in place of the descriptor;
     `tracks`: the block's race trackers (the reads count as the first thread's)."""
     what = f"kernel `{kernel_name}`: a warpgroup MMA"
     if len(events) != THREADS:
         raise WgmmaError(f"{what} over {len(events)} threads, not a warpgroup of {THREADS}")
-    da, db = events[0][1], events[0][2]
+    da, db, fresh = events[0][1], events[0][2], events[0][3]
     regs = kmajor[0] is None
-    if any(e[2] != db or (not regs and e[1] != da) for e in events):
-        raise WgmmaError(f"{what} whose threads give different descriptors")
-    reads = [gather(addresses(db, n, kmajor[1]), shared, layout, dtype, what)]
+    if any(e[2] != db or e[3] != fresh or (not regs and e[1] != da) for e in events):
+        raise WgmmaError(f"{what} whose threads give different descriptors or scale-d")
+    tf32 = dtype == "tf32"
+    shared_dt, eb = ("f32", 4) if tf32 else (dtype, 2)
+    reads = [gather(addresses(db, n, kmajor[1], eb), shared, layout, shared_dt, what, eb)]
     if regs:
         a = fragments_a([e[1] for e in events])
     else:
-        reads.insert(0, gather(addresses(da, 64, kmajor[0]), shared, layout, dtype, what))
+        reads.insert(0, gather(addresses(da, 64, kmajor[0], eb), shared, layout, shared_dt, what, eb))
         a = np.asarray(reads[0][2], np.float64)
     b = np.asarray(reads[-1][2], np.float64)
+    if tf32:
+        a, b = _tf32_cut(a), _tf32_cut(b)
     c = np.zeros((64, n), np.float32)
-    for t, (cv, _, _) in enumerate(events):
+    for t, (cv, *_) in enumerate(events if not fresh else ()):
         w, lane = divmod(t, 32)
         for i in range(n // 8):
             for e in range(4):
@@ -146,10 +154,24 @@ def multiply(events: list, n: int, kmajor: tuple, dtype: str, shared: list, layo
     return out
 
 
+def _tf32_cut(x: np.ndarray) -> np.ndarray:
+    """f32 values with their low 13 mantissa bits cleared (as the hardware reads TF32)."""
+    bits = np.asarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
+    return bits.view(np.float32).astype(np.float64)
+
+
 def fragments_a(held: list) -> np.ndarray:
-    """The 64 x 16 A of the threads' register fragments: warp w's rows 16 w .., lane l's
+    """The 64 x K A of the threads' register fragments: warp w's rows 16 w .., lane l's
     elements 2 p + h at row l / 4 + 8 (p % 2), column 2 (l % 4) + h + 8 (p // 2) (the PTX
-    ISA's A fragment of m64nNk16, each warp's as mma.sync m16n8k16's)."""
+    ISA's A fragment of m64nNk16, each warp's as mma.sync m16n8k16's); of four elements
+    (tf32), element p at row l / 4 + 8 (p % 2), column l % 4 + 4 (p // 2) (m16n8k8's)."""
+    if len(held[0]) == 4:
+        a = np.zeros((64, 8), np.float64)
+        for t, vals in enumerate(held):
+            w, lane = divmod(t, 32)
+            for p in range(4):
+                a[16 * w + lane // 4 + 8 * (p % 2), lane % 4 + 4 * (p // 2)] = vals[p]
+        return a
     a = np.zeros((64, 16), np.float64)
     for t, vals in enumerate(held):
         w, lane = divmod(t, 32)

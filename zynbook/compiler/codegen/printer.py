@@ -208,7 +208,8 @@ class Printer:
             if not hasattr(d, "wgmma"):
                 raise TypeError(f"the {d.name} dialect has no warpgroup MMA (wgmma)")
             if isinstance(s, ir.WarpgroupMma):
-                text = d.wgmma(s, self.expr(s.a_index), self.expr(s.b_index), self.expr(s.c_index))
+                text = d.wgmma(s, self.expr(s.a_index), self.expr(s.b_index), self.expr(s.c_index),
+                               None if s.fresh is None else self.expr(s.fresh))
             elif isinstance(s, ir.WarpgroupFence):
                 text = d.wgmma_fence(s.c, s.count, s.a, s.a_count)
             elif isinstance(s, ir.WarpgroupWait):

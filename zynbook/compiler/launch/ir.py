@@ -92,8 +92,9 @@ MATH = ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs
         "ceildiv",                  # ceildiv: host expressions only (grids)
         # f32 only, where a kernel asks for them: 2^x with a result below the smallest normal
         # flushed to 0 (CUDA's ex2.approx.ftz), the larger of two where a NaN yields the other
-        # (C's fmaxf: max.f32)
-        "fast_exp2", "fmax",
+        # (C's fmaxf: max.f32), x rounded to TF32's 10-bit mantissa (nearest, ties away from
+        # zero: cvt.rna.tf32.f32; CUDA only)
+        "fast_exp2", "fmax", "tf32",
         "dot")                      # of two vectors (below): the sum of their lanes' products
 
 
@@ -413,15 +414,17 @@ class AsyncWait(Stmt):
 WGMMA_SWIZZLE = 128
 WGMMA_N = (64, 128, 192, 256)   # the N of the m64nNk16 shapes the GEMM uses
 WGMMA_ANY_N = tuple(range(16, 257, 16))     # those the hardware has (16-bit operands), by 16
+WGMMA_K = {"f16": 16, "bf16": 16, "tf32": 8}    # the K of a step: 32 bytes of each operand
 
 
 @dataclass(frozen=True)
 class WarpgroupMma(Stmt):
-    """`wgmma.mma_async` m64nNk16, f32 accumulators, f16 or bf16 operands, both read by the
-    hardware from shared memory through 64-bit descriptors. Operand X (a: the 64 x 16 A, b:
-    the 16 x N B) starts at element `x_index` of shared array `x`; `x_kmajor`: its elements
+    """`wgmma.mma_async` m64nNkK, f32 accumulators, f16 or bf16 operands (K = 16) or tf32
+    (K = 8: f32 elements whose low 13 bits the hardware ignores), both read by the hardware
+    from shared memory through 64-bit descriptors. Operand X (a: the 64 x K A, b: the K x N
+    B) starts at element `x_index` of shared array `x`; `x_kmajor`: its elements
     run along K within a 128-byte row (else along M or N: the transposed form, f16/bf16
-    only); `x_lbo`, `x_sbo`: the descriptor's leading and stride byte offsets (K-major: SBO
+    only: tf32 operands are K-major); `x_lbo`, `x_sbo`: the descriptor's leading and stride byte offsets (K-major: SBO
     between groups of 8 rows of M or N, LBO unused; MN-major: LBO between blocks of 64
     elements of M or N, SBO between groups of 8 rows of K). Thread 32 w + l of the warpgroup
     holds C's elements (row 16 w + l / 4 + 8 (e // 2), col 8 i + 2 (l % 4) + e % 2) at
@@ -429,8 +432,9 @@ class WarpgroupMma(Stmt):
     (`WarpgroupCommit`); C may be read, and the shared tiles rewritten, only once a
     `WarpgroupWait` finds its group complete. Every thread of the warpgroup must reach it.
     With `a_regs`, A comes from the thread's registers instead: local array `a` holds at
-    `a_index` .. + 8 its warp's 16 rows of A (warp w of the warpgroup: rows 16 w ..) in the
-    layout of `Mma`'s A fragment (a_kmajor, a_lbo and a_sbo unused)."""
+    `a_index` .. + 8 (tf32: + 4) its warp's 16 rows of A (warp w of the warpgroup: rows
+    16 w ..) in the layout of `Mma`'s A fragment (a_kmajor, a_lbo and a_sbo unused). Where
+    `fresh` is true, D = A B: the accumulators' old values are not read (scale-d 0)."""
     a: str
     a_index: Expr
     a_kmajor: bool
@@ -444,9 +448,14 @@ class WarpgroupMma(Stmt):
     c: str
     c_index: Expr
     n: int
-    dtype: str                  # f16 or bf16
+    dtype: str                  # f16, bf16 or tf32
     line: int = 0
     a_regs: bool = False
+    fresh: Expr | None = None
+
+    @property
+    def k(self) -> int:
+        return WGMMA_K[self.dtype]
 
 
 @dataclass(frozen=True)

@@ -147,8 +147,9 @@ class _Writer:
         elif isinstance(s, ir.WarpgroupMma):
             major = lambda k: "K-major" if k else "MN-major"
             a = "registers" if s.a_regs else f"{major(s.a_kmajor)}, lbo {s.a_lbo}, sbo {s.a_sbo}"
-            self.put(depth, f"wgmma m64n{s.n}k16 ({s.dtype}) {s.c}[{format_expr(s.c_index)} ..+{s.n // 2}] += "
-                            f"{s.a}[{format_expr(s.a_index)}] ({a}) x "
+            fresh = "" if s.fresh is None else f" (from 0 where {format_expr(s.fresh)})"
+            self.put(depth, f"wgmma m64n{s.n}k{s.k} ({s.dtype}) {s.c}[{format_expr(s.c_index)} ..+{s.n // 2}]"
+                            f"{fresh} += {s.a}[{format_expr(s.a_index)}] ({a}) x "
                             f"{s.b}[{format_expr(s.b_index)}] ({major(s.b_kmajor)}, lbo {s.b_lbo}, sbo {s.b_sbo})",
                      line)
         elif isinstance(s, ir.WarpgroupFence):

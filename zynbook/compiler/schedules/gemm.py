@@ -120,9 +120,11 @@ class GemmParams(Params):
                             # producer warpgroup of its own (schedules/gemm_tma.py)
     pingpong: bool = False  # with tma: two warpgroups, each multiplying whole tiles of its
                             # own in turn, one's epilogue running while the other multiplies
+    split: bool = False     # with wgmma: exact f32 as three TF32 products whose sums the FP32
+                            # units take over every slice (schedules/gemm_split.py)
 
-    def describe(self) -> str:      # (names a ping-pong schedule only: earlier keys stand)
-        return super().describe().replace(", pingpong=False", "")
+    def describe(self) -> str:      # (names these two only where set: earlier keys stand)
+        return super().describe().replace(", pingpong=False", "").replace(", split=False", "")
 
     @property
     def threads(self) -> int:
@@ -140,6 +142,9 @@ class GemmParams(Params):
     def shared_bytes(self, in_bytes, acc_bytes: int, kcontig=(True, False)) -> int:
         """Bytes of the shared tiles; `in_bytes`: of a tensor-core tile's element, or a pair
         (M side, N side) where the two differ."""
+        if self.split:
+            from .gemm_split import split_shared_bytes
+            return split_shared_bytes(self, kcontig)
         if self.mma:
             ibs = in_bytes if isinstance(in_bytes, tuple) else (in_bytes, in_bytes)
             per = sum(ib * r * w for ib, (r, w) in zip(ibs, (
@@ -150,6 +155,12 @@ class GemmParams(Params):
     def valid(self) -> bool:
         if self.pingpong and not (self.tma and self.bm == self.tm and self.bn == self.tn):
             return False        # a ping-pong warpgroup holds its whole tile
+        if self.split:          # 32-deep slices of f32: one 128-byte swizzled row
+            from .gemm_split import SPLIT_N
+            return self.wgmma and self.mma and self.swizzle and not self.tma and self.bk == 32 \
+                and self.width == 4 and self.stages >= 2 and self.bm % self.tm == 0 and \
+                self.bn % self.tn == 0 and {self.tm, self.tn} <= {64} | set(SPLIT_N) and \
+                64 in (self.tm, self.tn)
         if self.bm % self.tm or self.bn % self.tn or min(self.bm, self.bn, self.bk) < 1:
             return False
         if self.wgmma:      # a 64-deep slice of 16-bit elements: one 128-byte swizzled row
@@ -363,14 +374,21 @@ class Gemm(Schedule):
             p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) + \
             (1024 if p.wgmma else 0) + (16 * p.stages if p.tma else 0) <= target.shared_bytes and \
             (not p.tma or target.bulk_copy) and (not p.mma or (target.warp == 32 and "mma.sync" in target.tensor_cores)) and \
-            (not p.stages or target.async_copy) and (not p.wgmma or self._wgmma_ok(target, form))
+            (not p.stages or target.async_copy) and (not p.wgmma or self._wgmma_ok(target, form, p))
 
     @staticmethod
-    def _wgmma_ok(target, form: _Form) -> bool:
+    def _wgmma_ok(target, form: _Form, p: GemmParams) -> bool:
         """Warpgroup MMAs: sm_90a (not later architectures, which lack them), f16 or bf16
-        operands of one type, f32 sums."""
-        return target.arch == "sm_90" and "wgmma" in target.tensor_cores and form.acc == "f32" \
-            and form.dtypes[0] == form.dtypes[1] and form.dtypes[0] in ("f16", "bf16")
+        operands of one type, f32 sums; split: f32 operands, one of them along K, that side's
+        warpgroup extent along the other 64 (gemm_split)."""
+        if target.arch != "sm_90" or "wgmma" not in target.tensor_cores or form.acc != "f32":
+            return False
+        if p.split:
+            from .gemm_split import split_sides
+            sides = split_sides(form)
+            return sides is not None and form.dtypes == ("f32", "f32") and \
+                (p.tm if sides[0] == "m" else p.tn) == 64
+        return form.dtypes[0] == form.dtypes[1] and form.dtypes[0] in ("f16", "bf16")
 
     @staticmethod
     def _tma_ok(kernel, target, form: _Form, sizes) -> bool:
@@ -468,6 +486,18 @@ class Gemm(Schedule):
                               width if kind == "half" or async_ok else 1, True))
         return out
 
+    def _split_tiles(self, kernel, target, sizes, form: _Form) -> list:
+        """Exact f32 on TF32 warpgroup MMAs (gemm_split), best first, where both operands
+        come in 16-byte copies and one runs along K (not a gathered one: its elements come
+        by 4-byte copies, which the FP32 units' tiles take as well)."""
+        from .gemm_split import SPLIT_TILES, oriented, split_sides
+        if target.symbolic_sizes or _gathered(form) or form.dtypes != ("f32", "f32") or \
+                split_sides(form) is None or "wgmma" not in target.tensor_cores or \
+                not self._copies(kernel, target, form, sizes, 4, "tf32") or \
+                not self._vectors(kernel, form, sizes, 4, "tf32"):
+            return []
+        return [oriented(form, *t) for t in SPLIT_TILES]
+
     def _auto(self, kernel, target, sizes, form: _Form, fma_only: bool = False, wgmma: bool = True):
         """The parameters chosen by sizes and target, or None where no tile fits."""
         sym = target.symbolic_sizes
@@ -475,6 +505,10 @@ class Gemm(Schedule):
         kind = None if fma_only else self._mma_kind(kernel, target, sizes, form)
         if kind:
             for p in self._mma_firsts(kernel, target, sizes, form, kind, M, N, wgmma):
+                if self._fits(p, target, form):
+                    return p
+        elif not fma_only and wgmma:
+            for p in self._split_tiles(kernel, target, sizes, form)[:1]:
                 if self._fits(p, target, form):
                     return p
         if target.max_threads == 1:         # one thread a block holds the block's tile
@@ -543,6 +577,8 @@ class Gemm(Schedule):
                                 for a, b, tn in WGMMA_TILES for st in (4, 3, 5, 6)] \
                 if kind == "half" and copies else []
             cands = warpgroups + piped + staged + cands
+        else:
+            cands = self._split_tiles(kernel, target, sizes, form) + cands
         for p in cands:
             if p not in out and self._fits(p, target, form):
                 out.append(p)
@@ -559,6 +595,9 @@ class Gemm(Schedule):
         if params.tma:
             from .gemm_tma import TmaBuilder
             b = TmaBuilder(kernel, target, sizes, params, sites)
+        elif params.split:
+            from .gemm_split import SplitBuilder
+            b = SplitBuilder(kernel, target, sizes, params, sites)
         elif params.wgmma:
             from .gemm_wgmma import WgmmaBuilder
             b = WgmmaBuilder(kernel, target, sizes, params, sites)

@@ -40,6 +40,7 @@ class WgmmaBuilder(_Builder):
             self.shape[s] = (chunks, -(-chunks // p.threads), self.tile_dt[s], rows, row, self.tile_dt[s])
             head.append(ir.Array(f"_sh{s}", self.tile_dt[s], p.stages * bx * p.bk, "shared",
                                  align=ir.WGMMA_SWIZZLE * 8))
+        self.wn = p.tn              # the N of a warpgroup's steps
         self.fm, self.fn = 1, p.tn // 8
         self.acc_count = p.tn // 2
         groups_n = p.bn // p.tn
@@ -106,20 +107,25 @@ class WgmmaBuilder(_Builder):
         return [self.unrolled("_kk", p.bk, step, 16)]
 
     def epilogue(self) -> list:
-        """C's elements of this thread (ir.WarpgroupMma's accumulator layout) through the
-        kernel's store."""
-        p, op = self.p, self.op
+        """C's elements of this thread (ir.WarpgroupMma's accumulator layout: warpgroup
+        (_wgm, _wgn) holds rows _wgm 64 .. of D, columns _wgn N ..) through the kernel's
+        store."""
+        op = self.op
         row = op("+", op("*", self.ref("_wgm"), 64), op("*", self.ref("_w4"), 16))
-        col = op("*", self.ref("_wgn"), p.tn)
+        col = op("*", self.ref("_wgn"), self.wn)
 
         def one(j):
             out = []
             for e in range(4):
                 gm = op("+", row, op("+", self.ref("_g"), 8 * (e // 2)))
                 gn = op("+", col, op("+", op("*", j, 8), op("+", op("*", self.ref("_t4"), 2), e % 2)))
-                out += self.store(gm, gn, ir.Load("_acc", op("+", op("*", j, 4), e), self.cd))
+                out += self.store(*self.of_d(gm, gn), ir.Load("_acc", op("+", op("*", j, 4), e), self.cd))
             return out
         return [self.unrolled("_ej", self.fn, one)]
+
+    def of_d(self, row: ir.Expr, col: ir.Expr) -> tuple:
+        """(row, column) of C of element (row, col) of the steps' D."""
+        return row, col
 
     def product(self, shape: str) -> str:
         p = self.p

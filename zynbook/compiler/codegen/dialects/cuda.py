@@ -57,16 +57,17 @@ for _t in ("f16", "bf16"):
 CUDA_HELPERS["zyn_ex2_ftz"] = (
     "{q}float zyn_ex2_ftz(float x) {{\n"
     "    float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }}", ())
-CUDA_HELPERS["zyn_mma_tf32"] = (
-    "// operands rounded to TF32 (nearest, ties away), as the tensor cores take them\n"
+# a value rounded to TF32 (nearest, ties away), as the tensor cores take it
+CUDA_HELPERS["zyn_tf32"] = (
     "{q}unsigned zyn_tf32(float x) {{\n"
-    "    unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x)); return r; }}\n"
+    "    unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x)); return r; }}", ())
+CUDA_HELPERS["zyn_mma_tf32"] = (
     "{q}void zyn_mma_tf32(float* c, const float* a, const float* b) {{\n"
     "    asm(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 \"\n"
     "        \"{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\"\n"
     "        : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
     "        : \"r\"(zyn_tf32(a[0])), \"r\"(zyn_tf32(a[1])), \"r\"(zyn_tf32(a[2])), \"r\"(zyn_tf32(a[3])),\n"
-    "          \"r\"(zyn_tf32(b[0])), \"r\"(zyn_tf32(b[1]))); }}", ())
+    "          \"r\"(zyn_tf32(b[0])), \"r\"(zyn_tf32(b[1]))); }}", ("zyn_tf32",))
 # cp.async: 16 bytes bypass L1 (.cg), smaller copies go through it (.ca); a copy whose guard
 # is false writes zeros (a source size of 0) and reads nothing
 for _b in (4, 8, 16):
@@ -88,8 +89,9 @@ for _n in (1, 2, 4):
             + "{{" + _regs + "}}" + f", [%{_n}];\" : {_outs} : \"r\"(a)); " + "}}", ())
 
 # warpgroup MMA (sm_90a): a shared-memory matrix descriptor (start address, leading and
-# stride byte offsets, each >> 4; 128-byte swizzle), the m64nNk16 step on a thread's N / 2
-# accumulators (scale-d 1: D = A B + D; tnspA / tnspB: an operand running along M or N), and
+# stride byte offsets, each >> 4; 128-byte swizzle), the m64nNkK step on a thread's N / 2
+# accumulators (scale-d `d`: 1, D = A B + D, or 0, D = A B; tnspA / tnspB: an operand
+# running along M or N, 16-bit types only), and
 # an empty asm on the accumulators that keeps the compiler from moving their reads and
 # writes across the fence and the wait
 CUDA_HELPERS["zyn_wgmma_desc"] = (
@@ -101,37 +103,58 @@ CUDA_HELPERS["zyn_wgmma_regs"] = (
     "template <int R> {q}void zyn_wgmma_regs(float* c) {{\n"
     "#pragma unroll\n"
     "    for (int i = 0; i < R; ++i) asm volatile(\"\" : \"+f\"(c[i]) :: \"memory\"); }}", ())
-# the same for A fragments in registers (16-bit elements by pairs): written before the fence
+# the same for A fragments in registers (R elements, 16-bit ones by pairs): written before
+# the fence
 CUDA_HELPERS["zyn_wgmma_aregs"] = (
     "template <int R, typename T> {q}void zyn_wgmma_aregs(T* a) {{\n"
     "    unsigned* r = reinterpret_cast<unsigned*>(a);\n"
     "#pragma unroll\n"
-    "    for (int i = 0; i < R / 2; ++i) asm volatile(\"\" : \"+r\"(r[i]) :: \"memory\"); }}", ())
+    "    for (int i = 0; i < R * (int)sizeof(T) / 4; ++i) asm volatile(\"\" : \"+r\"(r[i]) :: \"memory\"); }}", ())
 for _n in ir.WGMMA_ANY_N:
+    _r = _n // 2
+    _regs = ", ".join(f"%{i}" for i in range(_r))
+    _outs = ", ".join(f'"+f"(c[{i}])' for i in range(_r))
     for _t in ("f16", "bf16"):
-        _r = _n // 2
-        _regs = ", ".join(f"%{i}" for i in range(_r))
-        _outs = ", ".join(f'"+f"(c[{i}])' for i in range(_r))
         CUDA_HELPERS[f"zyn_wgmma_m64n{_n}_{_t}"] = (
             "template <int TA, int TB> {q}void zyn_wgmma_m64n" + f"{_n}_{_t}" +
-            "(float* c, unsigned long long da, unsigned long long db) {{\n"
+            "(float* c, unsigned long long da, unsigned long long db, int d) {{\n"
             "    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %" + str(_r + 2) + ", 0; "
             f"wgmma.mma_async.sync.aligned.m64n{_n}k16.f32.{_t}.{_t} " + "{{" + _regs + "}}, "
             f"%{_r}, %{_r + 1}, p, 1, 1, %{_r + 3}, %{_r + 4}; }}}}\"\n"
             f"        : {_outs}\n"
-            "        : \"l\"(da), \"l\"(db), \"r\"(1), \"n\"(TA), \"n\"(TB)); }}", ())
+            "        : \"l\"(da), \"l\"(db), \"r\"(d), \"n\"(TA), \"n\"(TB)); }}", ())
         # A from registers: four 32-bit registers of 16-bit pairs (no transpose for A)
         _a = ", ".join(f"%{_r + i}" for i in range(4))
         CUDA_HELPERS[f"zyn_wgmma_m64n{_n}_{_t}_rs"] = (
             "template <int TB, typename T> {q}void zyn_wgmma_m64n" + f"{_n}_{_t}_rs" +
-            "(float* c, const T* a, unsigned long long db) {{\n"
+            "(float* c, const T* a, unsigned long long db, int d) {{\n"
             "    const unsigned* A = reinterpret_cast<const unsigned*>(a);\n"
             "    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %" + str(_r + 5) + ", 0; "
             f"wgmma.mma_async.sync.aligned.m64n{_n}k16.f32.{_t}.{_t} " + "{{" + _regs + "}}, "
             "{{" + _a + "}}, " + f"%{_r + 4}, p, 1, 1, %{_r + 6}; }}}}\"\n"
             f"        : {_outs}\n"
-            "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"l\"(db), \"r\"(1), "
+            "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"l\"(db), \"r\"(d), "
             "\"n\"(TB)); }}", ())
+    # tf32, K-major operands only: A from registers (four f32 already rounded to TF32) or
+    # from shared memory
+    _a = ", ".join(f"%{_r + i}" for i in range(4))
+    CUDA_HELPERS[f"zyn_wgmma_m64n{_n}_tf32_rs"] = (
+        "{q}void zyn_wgmma_m64n" + f"{_n}_tf32_rs" +
+        "(float* c, const float* a, unsigned long long db, int d) {{\n"
+        "    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %" + str(_r + 5) + ", 0; "
+        f"wgmma.mma_async.sync.aligned.m64n{_n}k8.f32.tf32.tf32 " + "{{" + _regs + "}}, "
+        "{{" + _a + "}}, " + f"%{_r + 4}, p, 1, 1; }}}}\"\n"
+        f"        : {_outs}\n"
+        "        : \"r\"(__float_as_uint(a[0])), \"r\"(__float_as_uint(a[1])), "
+        "\"r\"(__float_as_uint(a[2])), \"r\"(__float_as_uint(a[3])), \"l\"(db), \"r\"(d)); }}", ())
+    CUDA_HELPERS[f"zyn_wgmma_m64n{_n}_tf32"] = (
+        "{q}void zyn_wgmma_m64n" + f"{_n}_tf32" +
+        "(float* c, unsigned long long da, unsigned long long db, int d) {{\n"
+        "    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %" + str(_r + 2) + ", 0; "
+        f"wgmma.mma_async.sync.aligned.m64n{_n}k8.f32.tf32.tf32 " + "{{" + _regs + "}}, "
+        f"%{_r}, %{_r + 1}, p, 1, 1; }}}}\"\n"
+        f"        : {_outs}\n"
+        "        : \"l\"(da), \"l\"(db), \"r\"(d)); }}", ())
 
 # mbarriers and TMA (sm_90): a tensor map is a 128-byte kernel parameter (CUtensorMap's
 # layout), addressed generically; a box lands with its bytes counted on an mbarrier
@@ -232,6 +255,8 @@ class CudaDialect(CFamily):
             return f"{self.need('zyn_ex2_ftz')}({args[0]})"
         if fn == "fmax" and dtype == "f32":
             return f"fmaxf({args[0]}, {args[1]})"
+        if fn == "tf32" and dtype == "f32":
+            return f"__uint_as_float({self.need('zyn_tf32')}({args[0]}))"
         return super().math(fn, args, dtype)
 
     def convert(self, dst, di, src, si, count, dtype):
@@ -247,14 +272,17 @@ class CudaDialect(CFamily):
         # a copy that lands zeros still takes an address: the buffer's own
         return f"{{ const bool _ok = {guard}; {helper}(&{dst}[{di}], _ok ? &{src}[{si}] : {src}, _ok); }}"
 
-    def wgmma(self, s, a_index, b_index, c_index):
+    def wgmma(self, s, a_index, b_index, c_index, fresh=None):
         desc = lambda arr, at, lbo, sbo: f"{self.need('zyn_wgmma_desc')}(&{arr}[{at}], {lbo}u, {sbo}u)"
         b = desc(s.b, b_index, s.b_lbo, s.b_sbo)
+        d = "1" if fresh is None else f"!({fresh})"
         if s.a_regs:
-            return (f"{self.need(f'zyn_wgmma_m64n{s.n}_{s.dtype}_rs')}<{int(not s.b_kmajor)}>"
-                    f"(&{s.c}[{c_index}], &{s.a}[{a_index}], {b});")
-        return (f"{self.need(f'zyn_wgmma_m64n{s.n}_{s.dtype}')}<{int(not s.a_kmajor)}, "
-                f"{int(not s.b_kmajor)}>(&{s.c}[{c_index}], {desc(s.a, a_index, s.a_lbo, s.a_sbo)}, {b});")
+            tb = "" if s.dtype == "tf32" else f"<{int(not s.b_kmajor)}>"
+            return (f"{self.need(f'zyn_wgmma_m64n{s.n}_{s.dtype}_rs')}{tb}"
+                    f"(&{s.c}[{c_index}], &{s.a}[{a_index}], {b}, {d});")
+        ts = "" if s.dtype == "tf32" else f"<{int(not s.a_kmajor)}, {int(not s.b_kmajor)}>"
+        return (f"{self.need(f'zyn_wgmma_m64n{s.n}_{s.dtype}')}{ts}"
+                f"(&{s.c}[{c_index}], {desc(s.a, a_index, s.a_lbo, s.a_sbo)}, {b}, {d});")
 
     def wgmma_fence(self, c, count, a="", a_count=0):
         held = f"{self.need('zyn_wgmma_aregs')}<{a_count}>({a}); " if a else ""

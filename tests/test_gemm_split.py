@@ -72,6 +72,45 @@ def test_odd_sizes_and_other_tiles(mnk, ta, tb, tile):
     assert err < EXACT, err
 
 
+def test_tf32_one_product_a_step():
+    # TF32 where the program allows it: each operand rounded to TF32 (nearest), the sums the
+    # tensor cores' own
+    kernel, sizes, make, _ = K.matmul_t(136, 200, 320, "f32", False, False)
+    kernel = tuning.allowing_tf32(kernel, tuning.Settings(allow_tf32=True))
+    ins = make(np.random.default_rng(7))
+    form, _ = gemm.match(kernel, sizes)
+    prog = Gemm().build(kernel, cuda_target(), sizes, oriented(form, 128, 64, 64, 3, 1))
+    mmas = [n for n in ir.walk(prog.kernels[0]) if isinstance(n, ir.WarpgroupMma)]
+    assert len(mmas) == 1 and mmas[0].fresh is None and "operands rounded to TF32" in prog.schedule
+    got = emulate_kernel(prog, kernel, ins, sizes, None)
+    want = product([_tf32(x) for x in ins], False, False)
+    assert error(got, want) < EXACT
+    assert error(got, product(ins, False, False)) > 50 * EXACT       # it is TF32's product
+
+
+def _tf32(x):
+    """f32 values rounded to TF32 (nearest, ties away from zero), in numpy."""
+    u = np.asarray(x, np.float32).view(np.uint32)
+    return ((u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+@pytest.mark.parametrize("terms,cin", [(3, 8), (1, 8), (3, 32)])
+def test_a_convolution_with_its_gathered_input_in_registers(terms, cin):
+    # the filters (along K) stay in shared memory, the im2col input comes by 4-byte copies
+    # whose zero fill is the padding; with 32 channels K is walked tap by tap (k_order)
+    exact, sizes, make, ref = K.conv2d(batch=2, cin=cin, cout=16, h=9, w=7)
+    kernel = tuning.allowing_tf32(exact, tuning.Settings(allow_tf32=terms == 1))
+    ins = make(np.random.default_rng(8))
+    form, _ = gemm.match(kernel, sizes)
+    assert gemm._gathered(form)
+    prog = Gemm().build(kernel, cuda_target(), sizes, oriented(form, 64, 64, 64, 3, terms))
+    assert "implicit GEMM" in prog.schedule
+    got = np.asarray(emulate_kernel(prog, kernel, ins, sizes, None), np.float64)
+    x, w, bias = ins
+    want = np.asarray(ref([_tf32(x), _tf32(w), bias] if terms == 1 else ins, sizes), np.float64)
+    assert error(got, want) < EXACT
+
+
 def test_without_the_small_halves_it_is_only_tf32():
     # the test can fail: the same program with its small-half products taken out is off by
     # TF32's error
@@ -102,19 +141,21 @@ def _without(prog, drop):
 
 def test_chosen_for_exact_f32_on_hopper_only():
     kernel, sizes, _, _ = K.matmul_t(4096, 4096, 4096, "f32", False, False)
-    assert Gemm().default(kernel, cuda_target(), sizes).split
-    # Ampere has no warpgroup MMAs: the FMA tiles; TF32 where the program allows it
-    assert not Gemm().default(kernel, cuda_target((8, 0)), sizes).split
+    assert Gemm().default(kernel, cuda_target(), sizes).terms == 3
+    # Ampere has no warpgroup MMAs: the FMA tiles
+    assert not Gemm().default(kernel, cuda_target((8, 0)), sizes).mma
+    # TF32 where the program allows it: one product a step
     tf32 = tuning.allowing_tf32(kernel, tuning.Settings(allow_tf32=True))
-    p = Gemm().default(tf32, cuda_target(), sizes)
-    assert p.mma and not p.split
+    assert Gemm().default(tf32, cuda_target(), sizes).terms == 1
+    p = Gemm().default(tf32, cuda_target((8, 0)), sizes)
+    assert p.mma and not p.wgmma
     # neither operand along K: no K-major side for the shared operand
     kernel, sizes, _, _ = K.matmul_t(4096, 4096, 4096, "f32", True, False)
     assert not Gemm().default(kernel, cuda_target(), sizes).mma
     # the tuner's space starts with the split tiles
     kernel, sizes, _, _ = K.matmul_t(1024, 1024, 1024, "f32", False, False)
     space = Gemm().space(kernel, cuda_target(), sizes)
-    assert sum(p.split for p in space) >= 4 and space[0].split
+    assert sum(p.terms == 3 for p in space) >= 4 and space[0].terms == 3
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")

@@ -173,7 +173,7 @@ def test_the_default_on_sm_90_and_nowhere_else():
     # mixed types keep to mma.sync
     for dt, db in (("f32", None), ("f16", "bf16")):
         k2, s2, _, _ = K.matmul_t(256, 256, 256, dt, False, False, db)
-        assert all(q.split for q in Gemm().space(k2, cuda_target(), s2) if q.wgmma)
+        assert all(q.terms == 3 for q in Gemm().space(k2, cuda_target(), s2) if q.wgmma)
     k2, s2, _, _ = K.matmul_t(256, 256, 256, "f16", False, False, "bf16")
     assert not any(q.wgmma for q in Gemm().space(k2, cuda_target(), s2))
     # a side of 64 or less: a smaller tile

@@ -120,11 +120,13 @@ class GemmParams(Params):
                             # producer warpgroup of its own (schedules/gemm_tma.py)
     pingpong: bool = False  # with tma: two warpgroups, each multiplying whole tiles of its
                             # own in turn, one's epilogue running while the other multiplies
-    split: bool = False     # with wgmma: exact f32 as three TF32 products whose sums the FP32
-                            # units take over every slice (schedules/gemm_split.py)
+    terms: int = 0          # with wgmma: f32 operands as TF32 warpgroup MMAs, 1 product a step
+                            # (TF32, where allowed) or 3 (exact: each operand's big and small
+                            # TF32 halves, sums taken over by the FP32 units every slice;
+                            # schedules/gemm_split.py)
 
     def describe(self) -> str:      # (names these two only where set: earlier keys stand)
-        return super().describe().replace(", pingpong=False", "").replace(", split=False", "")
+        return super().describe().replace(", pingpong=False", "").replace(", terms=0", "")
 
     @property
     def threads(self) -> int:
@@ -142,7 +144,7 @@ class GemmParams(Params):
     def shared_bytes(self, in_bytes, acc_bytes: int, kcontig=(True, False)) -> int:
         """Bytes of the shared tiles; `in_bytes`: of a tensor-core tile's element, or a pair
         (M side, N side) where the two differ."""
-        if self.split:
+        if self.terms:
             from .gemm_split import split_shared_bytes
             return split_shared_bytes(self, kcontig)
         if self.mma:
@@ -155,9 +157,9 @@ class GemmParams(Params):
     def valid(self) -> bool:
         if self.pingpong and not (self.tma and self.bm == self.tm and self.bn == self.tn):
             return False        # a ping-pong warpgroup holds its whole tile
-        if self.split:          # 32-deep slices of f32: one 128-byte swizzled row
+        if self.terms:          # 32-deep slices of f32: one 128-byte swizzled row
             from .gemm_split import SPLIT_N
-            return self.wgmma and self.mma and self.swizzle and not self.tma and self.bk == 32 \
+            return self.terms in (1, 3) and self.wgmma and self.mma and self.swizzle and not self.tma and self.bk == 32 \
                 and self.width == 4 and self.stages >= 2 and self.bm % self.tm == 0 and \
                 self.bn % self.tn == 0 and {self.tm, self.tn} <= {64} | set(SPLIT_N) and \
                 64 in (self.tm, self.tn)
@@ -379,11 +381,11 @@ class Gemm(Schedule):
     @staticmethod
     def _wgmma_ok(target, form: _Form, p: GemmParams) -> bool:
         """Warpgroup MMAs: sm_90a (not later architectures, which lack them), f16 or bf16
-        operands of one type, f32 sums; split: f32 operands, one of them along K, that side's
-        warpgroup extent along the other 64 (gemm_split)."""
+        operands of one type, f32 sums; as TF32 (`terms`): f32 operands, one of them along K,
+        the other side's warpgroup extent 64 (gemm_split)."""
         if target.arch != "sm_90" or "wgmma" not in target.tensor_cores or form.acc != "f32":
             return False
-        if p.split:
+        if p.terms:
             from .gemm_split import split_sides
             sides = split_sides(form)
             return sides is not None and form.dtypes == ("f32", "f32") and \
@@ -460,7 +462,10 @@ class Gemm(Schedule):
         one (configs.gemm_config), halved along a side of 64 or less, then the two-buffer one."""
         width = 8 if kind == "half" else 4
         async_ok = self._copies(kernel, target, form, sizes, width, kind)
-        out = []
+        # TF32 on warpgroup MMAs (sm_90a) where the operands allow; a convolution's few
+        # filters keep CONV_TILE below
+        out = self._split_tiles(kernel, target, sizes, form, 1)[:1] \
+            if kind == "tf32" and wgmma and not _gathered(form) else []
         wconf = configs.gemm_config(target, "wgmma") if kind == "half" and wgmma else None
         tma = self._tma_ok(kernel, target, form, sizes)
         for conf in ([configs.gemm_config(target, "tma")] if tma else []) + [wconf]:
@@ -486,17 +491,16 @@ class Gemm(Schedule):
                               width if kind == "half" or async_ok else 1, True))
         return out
 
-    def _split_tiles(self, kernel, target, sizes, form: _Form) -> list:
-        """Exact f32 on TF32 warpgroup MMAs (gemm_split), best first, where both operands
-        come in 16-byte copies and one runs along K (not a gathered one: its elements come
-        by 4-byte copies, which the FP32 units' tiles take as well)."""
+    def _split_tiles(self, kernel, target, sizes, form: _Form, terms: int = 3) -> list:
+        """f32 on TF32 warpgroup MMAs (gemm_split; `terms` 3: exact, 1: TF32), best first,
+        where both operands come by cp.async (16-byte copies, or a gathered operand's 4-byte
+        ones) and one runs along K."""
         from .gemm_split import SPLIT_TILES, oriented, split_sides
-        if target.symbolic_sizes or _gathered(form) or form.dtypes != ("f32", "f32") or \
-                split_sides(form) is None or "wgmma" not in target.tensor_cores or \
-                not self._copies(kernel, target, form, sizes, 4, "tf32") or \
-                not self._vectors(kernel, form, sizes, 4, "tf32"):
+        if target.symbolic_sizes or form.dtypes != ("f32", "f32") or split_sides(form) is None \
+                or "wgmma" not in target.tensor_cores or \
+                not self._copies(kernel, target, form, sizes, 4, "tf32"):
             return []
-        return [oriented(form, *t) for t in SPLIT_TILES]
+        return [oriented(form, *t, terms) for t in SPLIT_TILES]
 
     def _auto(self, kernel, target, sizes, form: _Form, fma_only: bool = False, wgmma: bool = True):
         """The parameters chosen by sizes and target, or None where no tile fits."""
@@ -507,7 +511,7 @@ class Gemm(Schedule):
             for p in self._mma_firsts(kernel, target, sizes, form, kind, M, N, wgmma):
                 if self._fits(p, target, form):
                     return p
-        elif not fma_only and wgmma:
+        elif not fma_only and wgmma and not _gathered(form):     # (a convolution: CONV_FMA_TILE)
             for p in self._split_tiles(kernel, target, sizes, form)[:1]:
                 if self._fits(p, target, form):
                     return p
@@ -576,7 +580,7 @@ class Gemm(Schedule):
             warpgroups = fed + [GemmParams(a, b, 64, 64, tn, w, True, st, True, True)
                                 for a, b, tn in WGMMA_TILES for st in (4, 3, 5, 6)] \
                 if kind == "half" and copies else []
-            cands = warpgroups + piped + staged + cands
+            cands = self._split_tiles(kernel, target, sizes, form, 1) + warpgroups + piped + staged + cands
         else:
             cands = self._split_tiles(kernel, target, sizes, form) + cands
         for p in cands:
@@ -595,7 +599,7 @@ class Gemm(Schedule):
         if params.tma:
             from .gemm_tma import TmaBuilder
             b = TmaBuilder(kernel, target, sizes, params, sites)
-        elif params.split:
+        elif params.terms:
             from .gemm_split import SplitBuilder
             b = SplitBuilder(kernel, target, sizes, params, sites)
         elif params.wgmma:
@@ -661,7 +665,7 @@ class _Builder:
         a constant. The filters, read along (ic, kh, kw), are then gathered too. None: K in
         the loops' order."""
         c, p = self.f.c, self.p
-        if self.sym or c.cond is None or p.wgmma:
+        if self.sym or c.cond is None or (p.wgmma and not p.terms):
             return None
         guarded = free_vars(c.cond)
         outer = [lp for lp in c.rloops if lp.var in guarded]

@@ -1,5 +1,5 @@
-"""Exact f32 GEMM on Hopper's TF32 warpgroup MMAs: `GemmParams(wgmma=True, split=True)`,
-built by `SplitBuilder`.
+"""f32 GEMM on Hopper's TF32 warpgroup MMAs: `GemmParams(wgmma=True, terms=3)` exact,
+`terms=1` TF32 (where the program allows it), built by `SplitBuilder`.
 
 Each f32 operand x is split into two TF32 values, big = tf32(x) and small = tf32(x - big)
 (`cvt.rna`), so x = big + small to about 2^-22 |x|, and a b is taken as big(a) big(b) +
@@ -8,7 +8,9 @@ small(a) small(b) is below 2^-22 |a b|). The tensor cores' own sums are not f32'
 long K their rounding drifts (4096-deep products then differ from f64 by ten times f32's
 error). So each 32-deep slice's products go into partial sums of their own, the first step
 overwriting them (scale-d 0), and the FP32 units add those to C's accumulators after the
-slice: an error of one slice's depth, not of K's.
+slice: an error of one slice's depth, not of K's. With `terms=1` each operand is only
+rounded to TF32 (its big half: as PyTorch's `allow_tf32`) and the MMAs sum into C's
+accumulators themselves, one product a step.
 
 The warpgroup MMA reads B from shared memory and TF32 only K-major; A may come from the
 threads' registers in any layout. So the side whose elements run along K stays in shared
@@ -24,7 +26,7 @@ rows then fall in distinct banks). A slice:
     element); fence.proxy.async; barrier
     each thread's r fragments (4 elements a k8 step), split in registers
     4 x (big big, small big, big small) m64nNk8 steps into `_part`; wait for them
-    _acc += _part
+    _acc += _part            (terms=1: 4 x big big into `_acc`)
 """
 from __future__ import annotations
 
@@ -51,22 +53,22 @@ def split_sides(form) -> tuple | None:
     return None
 
 
-def oriented(form, r_ext: int, s_ext: int, ws: int, stages: int):
+def oriented(form, r_ext: int, s_ext: int, ws: int, stages: int, terms: int = 3):
     """The GemmParams of a tile given along the sides of split_sides (form): r_ext x s_ext,
     a warpgroup 64 x ws."""
     from .gemm import GemmParams
     r, _ = split_sides(form)
     bm, bn, tm, tn = (r_ext, s_ext, 64, ws) if r == "m" else (s_ext, r_ext, ws, 64)
-    return GemmParams(bm, bn, BK, tm, tn, 4, True, stages, True, True, split=True)
+    return GemmParams(bm, bn, BK, tm, tn, 4, True, stages, True, True, terms=terms)
 
 
 def split_shared_bytes(p, kcontig: tuple) -> int:
-    """The ring of both sides' tiles and the small halves of one s tile (bytes)."""
+    """The ring of both sides' tiles and (exact) the small halves of one s tile (bytes)."""
     s_m = kcontig[0] and not kcontig[1]     # the s side is M (split_sides)
     br, bs = (p.bn, p.bm) if s_m else (p.bm, p.bn)
     r_kcontig = kcontig[1] if s_m else kcontig[0]
     r_tile = br * (BK + R_PAD[True]) if r_kcontig else BK * (br + R_PAD[False])
-    return 4 * (p.stages * (bs * BK + r_tile) + bs * BK)
+    return 4 * (p.stages * (bs * BK + r_tile) + (bs * BK if p.terms == 3 else 0))
 
 
 class SplitBuilder(WgmmaBuilder):
@@ -87,7 +89,9 @@ class SplitBuilder(WgmmaBuilder):
                 align = 16
             self.shape[s] = (chunks, -(-chunks // p.threads), "f32", rows, row, "f32")
             head.append(ir.Array(f"_sh{s}", "f32", p.stages * rows * row, "shared", align=align))
-        head.append(ir.Array("_shs", "f32", self.bs * BK, "shared", align=ir.WGMMA_SWIZZLE * 8))
+        self.exact = p.terms == 3
+        if self.exact:
+            head.append(ir.Array("_shs", "f32", self.bs * BK, "shared", align=ir.WGMMA_SWIZZLE * 8))
         self.fm, self.fn = 1, self.wn // 8
         self.acc_count = self.wn // 2
         groups_s = self.bs // self.wn
@@ -97,8 +101,10 @@ class SplitBuilder(WgmmaBuilder):
                      ("_t4", self.op("%", lane, 4))):
             head.append(ir.Decl(n, self.idx, e))
         head += [ir.Array("_acc", self.cd, self.acc_count, "local"),
-                 ir.Array("_part", "f32", self.acc_count, "local"),
                  ir.Array("_fr", "f32", 8 * BK // 8, "local")]
+        if self.exact:
+            head.append(ir.Array("_part", "f32", self.acc_count, "local"))
+        self.sums = "_part" if self.exact else "_acc"      # what the MMAs add to
 
     def at(self, s: str, buf: ir.Expr, x: ir.Expr, k: ir.Expr, key=None, aligned: bool = False) -> ir.Expr:
         """Offset of element (x, k) of side `s`'s tile in buffer `buf`: the s tile in rows
@@ -130,17 +136,17 @@ class SplitBuilder(WgmmaBuilder):
         body = [ir.AsyncWait(S - 2), ir.Barrier(),
                 ir.If(op("<", ahead, nk), tuple(fill(ahead, op("%", ahead, S)))), ir.AsyncCommit()]
         body += self.split_shared(buf) + [ir.ProxyFence(), ir.Barrier()]
-        body += self.split_registers(buf) + [ir.WarpgroupFence("_part", n, 0, "_fr", 8 * BK // 8)]
-        body += self.multiply(buf)
-        body += [ir.WarpgroupCommit(), ir.WarpgroupWait(0, "_part", n),
-                 self.unrolled("_pj", n, lambda j: [ir.Store("_acc", j, ir.Bin(
-                     "+", ir.Load("_acc", j, self.cd), ir.Load("_part", j, "f32"), self.cd))])]
+        body += self.split_registers(buf) + [ir.WarpgroupFence(self.sums, n, 0, "_fr", 8 * BK // 8)]
+        body += self.multiply(buf) + [ir.WarpgroupCommit(), ir.WarpgroupWait(0, self.sums, n)]
+        if self.exact:
+            body.append(self.unrolled("_pj", n, lambda j: [ir.Store("_acc", j, ir.Bin(
+                "+", ir.Load("_acc", j, self.cd), ir.Load("_part", j, "f32"), self.cd))]))
         return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
                               self.f.c.rloops[0].line)]
 
     def split_shared(self, buf: ir.Expr) -> list:
-        """The s tile of buffer `buf` as its big halves, in place, and its small ones in
-        `_shs`: element by element, consecutive threads on consecutive elements."""
+        """The s tile of buffer `buf` as its big halves, in place, and (exact) its small
+        ones in `_shs`: element by element, consecutive threads on consecutive elements."""
         op, per = self.op, self.bs * BK
         head = [ir.Decl("_sb", self.idx, op("*", buf, per))]
         base = self.ref("_sb")
@@ -150,16 +156,17 @@ class SplitBuilder(WgmmaBuilder):
             v = ir.Load(f"_sh{self.s}", op("+", base, e), "f32")
             big = ir.Math("tf32", (ir.Ref("_x", "f32"),), "f32")
             body = [ir.Decl("_x", "f32", v), ir.Decl("_xb", "f32", big),
-                    ir.Store(f"_sh{self.s}", op("+", base, e), ir.Ref("_xb", "f32")),
-                    ir.Store("_shs", e, ir.Math("tf32", (ir.Bin("-", ir.Ref("_x", "f32"),
-                                                                 ir.Ref("_xb", "f32"), "f32"),), "f32"))]
+                    ir.Store(f"_sh{self.s}", op("+", base, e), ir.Ref("_xb", "f32"))]
+            if self.exact:
+                body.append(ir.Store("_shs", e, ir.Math("tf32", (ir.Bin(
+                    "-", ir.Ref("_x", "f32"), ir.Ref("_xb", "f32"), "f32"),), "f32")))
             return body if per % self.p.threads == 0 else [ir.If(op("<", e, per), tuple(body))]
         return head + [self.unrolled("_sj", -(-per // self.p.threads), one)]
 
     def split_registers(self, buf: ir.Expr) -> list:
         """This thread's r fragments of the slice, k8 step q at `_fr[8 q ..]`: its 4
-        elements' big halves, then their small ones (ir.Mma's tf32 A layout: element e at
-        row g + 8 (e % 2), k t + 4 (e // 2) of the warp's 16 rows)."""
+        elements' big halves, then (exact) their small ones (ir.Mma's tf32 A layout: element
+        e at row g + 8 (e % 2), k t + 4 (e // 2) of the warp's 16 rows)."""
         op = self.op
         row = op("+", op("*", self.ref("_wgm"), 64), op("+", op("*", self.ref("_w4"), 16), self.ref("_g")))
 
@@ -170,15 +177,16 @@ class SplitBuilder(WgmmaBuilder):
                 k = op("+", op("*", q, 8), op("+", self.ref("_t4"), 4 * (e // 2)))
                 v = ir.Load(f"_sh{self.r}", self.at(self.r, buf, x, k), "f32")
                 big, at = ir.Math("tf32", (v,), "f32"), op("+", op("*", q, 8), e)
-                out += [ir.Store("_fr", at, big),
-                        ir.Store("_fr", op("+", at, 4), ir.Math("tf32", (ir.Bin(
-                            "-", v, ir.Load("_fr", at, "f32"), "f32"),), "f32"))]
+                out.append(ir.Store("_fr", at, big))
+                if self.exact:
+                    out.append(ir.Store("_fr", op("+", at, 4), ir.Math("tf32", (ir.Bin(
+                        "-", v, ir.Load("_fr", at, "f32"), "f32"),), "f32")))
             return out
         return [self.unrolled("_fq", BK // 8, step)]
 
     def multiply(self, buf: ir.Expr) -> list:
-        """The slice's k8 steps: big r x big s (overwriting `_part` on the first), small r x
-        big s, big r x small s."""
+        """The slice's k8 steps: big r x big s (exact: overwriting `_part` on the first),
+        then (exact) small r x big s, big r x small s."""
         op = self.op
         x0 = op("*", self.ref("_wgn"), self.wn)
 
@@ -188,10 +196,10 @@ class SplitBuilder(WgmmaBuilder):
             small = op("-", big, op("*", buf, self.bs * BK))
             fresh = ir.Bin("==", q, self.i(0), "bool")
             mma = lambda a, b, bi, first: ir.WarpgroupMma(
-                "_fr", op("+", op("*", q, 8), a), True, 0, 0, b, bi, True, 16, SBO, "_part",
-                self.i(0), self.wn, "tf32", a_regs=True, fresh=fresh if first else None)
-            return [mma(0, f"_sh{self.s}", big, True), mma(4, f"_sh{self.s}", big, False),
-                    mma(0, "_shs", small, False)]
+                "_fr", op("+", op("*", q, 8), a), True, 0, 0, b, bi, True, 16, SBO, self.sums,
+                self.i(0), self.wn, "tf32", a_regs=True, fresh=fresh if first and self.exact else None)
+            return [mma(0, f"_sh{self.s}", big, True)] + ([
+                mma(4, f"_sh{self.s}", big, False), mma(0, "_shs", small, False)] if self.exact else [])
         return [self.unrolled("_kq", BK // 8, step)]
 
     def of_d(self, row: ir.Expr, col: ir.Expr) -> tuple:
@@ -199,8 +207,10 @@ class SplitBuilder(WgmmaBuilder):
 
     def product(self, shape: str) -> str:
         p = self.p
-        return (f"on tensor cores as three TF32 products (f32 split into big + small halves; "
-                f"wgmma m64n{self.wn}k8 tf32, each slice's sums added in f32): {shape}; "
+        how = ("as three TF32 products (f32 split into big + small halves; "
+               f"wgmma m64n{self.wn}k8 tf32, each slice's sums added in f32)") if self.exact else \
+            f"(wgmma m64n{self.wn}k8 tf32, operands rounded to TF32, f32 accumulate)"
+        return (f"on tensor cores {how}: {shape}; "
                 f"{p.bm}x{p.bn}x{BK} tiles, {p.threads // 128} warpgroups of 64x{self.wn} "
                 f"({'C' if self.r == 'm' else 'C transposed'}), {p.stages} shared-memory stages "
                 f"by cp.async, 128-byte swizzle")

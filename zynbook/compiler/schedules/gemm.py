@@ -462,10 +462,7 @@ class Gemm(Schedule):
         one (configs.gemm_config), halved along a side of 64 or less, then the two-buffer one."""
         width = 8 if kind == "half" else 4
         async_ok = self._copies(kernel, target, form, sizes, width, kind)
-        # TF32 on warpgroup MMAs (sm_90a) where the operands allow; a convolution's few
-        # filters keep CONV_TILE below
-        out = self._split_tiles(kernel, target, sizes, form, 1)[:1] \
-            if kind == "tf32" and wgmma and not _gathered(form) else []
+        out = []
         wconf = configs.gemm_config(target, "wgmma") if kind == "half" and wgmma else None
         tma = self._tma_ok(kernel, target, form, sizes)
         for conf in ([configs.gemm_config(target, "tma")] if tma else []) + [wconf]:
@@ -580,7 +577,9 @@ class Gemm(Schedule):
             warpgroups = fed + [GemmParams(a, b, 64, 64, tn, w, True, st, True, True)
                                 for a, b, tn in WGMMA_TILES for st in (4, 3, 5, 6)] \
                 if kind == "half" and copies else []
-            cands = self._split_tiles(kernel, target, sizes, form, 1) + warpgroups + piped + staged + cands
+            # (TF32 on warpgroup MMAs, one product a slice step, is slower than mma.sync at
+            # 4096^3 on an H200: 1.04 ms against 0.92; a candidate still)
+            cands = warpgroups + piped + staged + self._split_tiles(kernel, target, sizes, form, 1) + cands
         else:
             cands = self._split_tiles(kernel, target, sizes, form) + cands
         for p in cands:

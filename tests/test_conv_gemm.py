@@ -87,7 +87,8 @@ def test_f32_exact(case):
     kernel, ins, sizes = conv(case)
     want = np.asarray(run_kernel(kernel, ins, sizes, {}), np.float64)
     auto = Gemm().default(kernel, cuda_target(), sizes)
-    assert not auto.mma         # f32 stays exact unless the program allows TF32
+    # f32 stays exact unless the program allows TF32 (on Hopper: as split TF32 products)
+    assert not auto.mma or auto.terms == 3
     # (16 threads for a 64-wide tile: each chunk of a thread in a row of its own)
     for p in (auto, GemmParams(16, 16, 8, 4, 4, 4), GemmParams(32, 32, 16, 4, 4, 4), GemmParams(16, 64, 8, 4, 16, 1)):
         prog, got = emulated(kernel, ins, sizes, p)
@@ -99,16 +100,22 @@ def test_f32_exact(case):
 
 
 def test_exact_f32_takes_the_wide_fma_tile_for_few_filters_and_many_pixels():
-    """The ResNet block (64 filters, 100352 pixels) in exact f32 takes CONV_FMA_TILE (what
-    a sweep of the FMA tiles found fastest); so does 3x3 (7 filters, 162 pixels), checked
-    against the reference in test_f32_exact; more filters keep the tile the sizes pick."""
+    """Before Hopper, the ResNet block (64 filters, 100352 pixels) in exact f32 takes
+    CONV_FMA_TILE (what a sweep of the FMA tiles found fastest); so does 3x3 (7 filters, 162
+    pixels), checked against the reference in test_f32_exact; more filters keep the tile
+    the sizes pick. On Hopper both take the split TF32 products' tile for few filters
+    (test_gemm_split.py)."""
+    ampere = cuda_target((8, 0))
     kernel, sizes = resnet_block("f32")
-    p = Gemm().default(kernel, cuda_target(), sizes)
+    p = Gemm().default(kernel, ampere, sizes)
     assert not p.mma and {k: getattr(p, k) for k in CONV_FMA_TILE} == CONV_FMA_TILE
+    p = Gemm().default(kernel, cuda_target(), sizes)
+    assert (p.terms, p.bm, p.bn, p.tm, p.tn) == (3, 64, 256, 64, 64)
     kernel, _, sizes = conv("3x3")
-    assert Gemm().default(kernel, cuda_target(), sizes).bn == CONV_FMA_TILE["bn"]
+    assert Gemm().default(kernel, ampere, sizes).bn == CONV_FMA_TILE["bn"]
+    assert Gemm().default(kernel, cuda_target(), sizes).terms == 3
     kernel, _, sizes = conv("3x3", filters=96)
-    assert Gemm().default(kernel, cuda_target(), sizes).bn != CONV_FMA_TILE["bn"]
+    assert Gemm().default(kernel, ampere, sizes).bn != CONV_FMA_TILE["bn"]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -300,11 +307,13 @@ def test_nvcc_compiles_the_resnet_block(dtype, arch, tmp_path):
     kernel, sizes = resnet_block(dtype)
     prog = render_cuda(kernel, sizes, (int(arch[3]), int(arch[4])))
     assert "implicit GEMM" in prog.schedule
-    assert ("tensor cores" in prog.schedule) == (dtype != "f32")
+    # (exact f32 on Hopper: three TF32 products, test_gemm_split.py)
+    assert ("tensor cores" in prog.schedule) == (dtype != "f32" or arch == "sm_90")
     if dtype == "tf32":
         assert "cp.async" in prog.schedule and "zyn_cp_async4" in prog.source
     (tmp_path / "k.cu").write_text(prog.source)
-    res = subprocess.run(["nvcc", f"-arch={arch}", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
+    flag = f"-arch={arch}a" if prog.arch_specific else f"-arch={arch}"     # (sm_90a: wgmma)
+    res = subprocess.run(["nvcc", flag, "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
 

@@ -508,8 +508,12 @@ class Gemm(Schedule):
             for p in self._mma_firsts(kernel, target, sizes, form, kind, M, N, wgmma):
                 if self._fits(p, target, form):
                     return p
-        elif not fma_only and wgmma and not _gathered(form):     # (a convolution: CONV_FMA_TILE)
-            for p in self._split_tiles(kernel, target, sizes, form)[:1]:
+        elif not fma_only and wgmma:
+            from .gemm_split import SPLIT_CONV_TILE, oriented
+            tiles = self._split_tiles(kernel, target, sizes, form)[:1]
+            if tiles and _gathered(form) and M <= 64:       # a convolution's few filters
+                tiles = [oriented(form, *SPLIT_CONV_TILE)]
+            for p in tiles:
                 if self._fits(p, target, form):
                     return p
         if target.max_threads == 1:         # one thread a block holds the block's tile
@@ -523,8 +527,8 @@ class Gemm(Schedule):
         # needs 16-deep slices to give every thread whole vectors to load
         bk = 8 if (bm == 128 and bn == 128) or not vec or K < 64 else 16
         first = GemmParams(bm, bn, bk, tm, tn, w)
-        if _gathered(form) and M <= 64 and N > 128:      # a convolution's few filters
-            first = GemmParams(**CONV_FMA_TILE, width=w)
+        if _gathered(form) and M <= 64 and N > 128:      # a convolution's few filters (before
+            first = GemmParams(**CONV_FMA_TILE, width=w)    # Hopper: SPLIT_CONV_TILE)
         for p in [first] + [GemmParams(a, b, 8, c, d, w) for a, b, c, d in FMA_TILES]:
             for q in (p, dataclasses.replace(p, width=1)):
                 if self._fits(q, target, form):

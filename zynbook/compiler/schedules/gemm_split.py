@@ -39,6 +39,10 @@ SPLIT_N = (64, 128)         # a warpgroup's N: C's accumulators and the partial 
 # for 128 x 128 in warpgroups of 64 x 128, cuBLAS 2.73)
 SPLIT_TILES = ((128, 64, 64, 4), (128, 128, 128, 4), (128, 128, 128, 3), (256, 64, 64, 4),
                (64, 128, 128, 4), (128, 128, 64, 4), (128, 64, 64, 3), (64, 64, 64, 4))
+# a convolution's few filters (the s side, along K) against many pixels: 256 pixels in two
+# warpgroups of 64 x 64 ... (H200, ResNet block, bench_cuda --conv-sweep: 0.167 ms against
+# 0.184 for SPLIT_TILES[0], cuDNN 0.275, CONV_FMA_TILE 0.231)
+SPLIT_CONV_TILE = (256, 64, 64, 4)
 BK = 32                     # a slice: one 128-byte row of f32 along K
 R_PAD = {True: 4, False: 8}     # elements that pad an r tile row (along K, along X)
 

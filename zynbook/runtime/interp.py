@@ -30,9 +30,12 @@ from . import placement
 from .cancel import JobCancelled
 from .lazy import PURE_BUILTINS, Fusion, LazyGraph
 from .parallel import chunk_plan, run_split
-from .plans import BlockCache, BlockPlan, LoweredBlock
+from .plans import BlockCache, BlockPlan, LoweredBlock, given_sizes
 from .tensor import Tensor, to_tensor
 from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record
+
+# programs whose form (and warm launch, `_WarmCell`) an interpreter keeps
+MAX_CELLS = 64
 
 KEYWORDS = ("let", "var", "for", "in", "if", "elif", "else", "and", "or", "not", "return",
             "pipeline", "config", "compute", "yield", "await", "timeout", "step", "true",
@@ -110,6 +113,9 @@ class Interpreter:
         self.extra_key = ""                 # the text extra_annotations were parsed from
         self.lazy = LazyGraph(self)         # blocks recorded, launched at a boundary
         self.alone = None                   # the block that is a whole top-level statement
+        self.cells: dict = {}               # id(program) -> [program, _one_block form, _WarmCell]
+        self._cell_node = None              # the block of the one-block program being run
+        self._direct = None                 # (node, key, ...) of its launch where it was met
         self._lock = threading.RLock()
 
     # ---------------------------------------------------------------- helpers
@@ -190,16 +196,66 @@ class Interpreter:
 
     # -------------------------------------------------------------- programs
     def run_program(self, program: A.Program, source: str):
-        """Run every statement; returns (value of the last one, it was an expression)."""
+        """Run every statement; returns (value of the last one, it was an expression). A
+        program of one compute block run again as its last run was (`_WarmCell`) launches
+        without interpreting its statements."""
         self.source = source
+        entry = self._cell_entry(program)
+        _, form, cell = entry
         value, is_expr = None, False
         try:
+            if cell is not None and not self.frames and not self.pipelines and \
+                    not self.lazy.pending and not self.lazy.fused_away:
+                hit = self.exec(cell.stmt, cell)
+                if hit is not None:
+                    return hit
+            self._cell_node, self._direct = (form[1] if form is not None else None), None
             for stmt in program.body:
                 value, is_expr = self.exec_top(stmt)
+            direct = self._direct
+            entry[2] = _WarmCell(form, *direct[1:]) if direct is not None and \
+                direct[0] is self._cell_node else None
         except BaseException:
             self.lazy.drop()
             raise
+        finally:
+            self._cell_node = self._direct = None
         return value, is_expr
+
+    def _cell_entry(self, program) -> list:
+        """[program, its `_one_block` form, its `_WarmCell` or None], kept per program."""
+        entry = self.cells.get(id(program))
+        if entry is None or entry[0] is not program:
+            if len(self.cells) >= MAX_CELLS:
+                self.cells.pop(next(iter(self.cells)))
+            entry = self.cells[id(program)] = [program, _one_block(program), None]
+        return entry
+
+    def _replay(self, cell: "_WarmCell"):
+        """The warm cell's launch: (value, it is shown) as running its statements gives, or
+        None where what its decisions read differs from its last run (then they run)."""
+        node = cell.node
+        self.alone = node
+        inputs, labels, _, scalars, given = self._compute_args(node)
+        if self._cell_key(cell.lowered, inputs, labels, scalars, given) != cell.key or \
+                get_device(cell.device.id) is not cell.device:
+            return None
+        plan = cell.plan
+        value = self._launch(cell.device, cell.lowered, inputs, plan.sizes,
+                             plan.scalar_values(given), node, commit=cell.commit, plan=plan)
+        if cell.name is not None:
+            self.bind(cell.name, value, False)
+        return self.lazy.boundary(value), cell.shows
+
+    def _cell_key(self, lowered, inputs, labels, scalars, given) -> tuple:
+        """Everything a block's launch where it is met was decided from, beside the block
+        itself: its inputs' labels, dtypes, shapes, devices and placement (the lowering, the
+        plan, the device), the types of the scalars and the sizes given (the lowering, the
+        plan), the magic line's annotations, the session's device and fusion setting."""
+        sizes = tuple(given_sizes(given, lowered.kernel.dims).items()) if given else ()
+        return (labels, tuple([(t._dtype, t._shape, t.device, t.committed) for t in inputs]),
+                tuple(scalars.items()), sizes, self.extra_key, self.session.default_device,
+                getattr(self.session, "fuse", True))
 
     def exec_top(self, stmt):
         """(the statement's value, whether it is an expression a notebook should show); the
@@ -216,9 +272,11 @@ class Interpreter:
             value = self.exec(s)
         return value
 
-    def exec(self, s):
+    def exec(self, s, cell=None):
+        """Run statement `s` (`cell`: a warm cell's launch in its place, `_replay`); its
+        errors name its line."""
         try:
-            return self._exec(s)
+            return self._exec(s) if cell is None else self._replay(cell)
         except ZynMLError as err:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = s.span
@@ -823,6 +881,9 @@ class Interpreter:
         now = self._launched_now(lowered, device, run_async, mode)
         if not now and node is self.alone and not self.frames and not self.lazy.pending \
                 and not self.lazy.split(lowered, plan):     # a split block's phases are recorded
+            if node is self._cell_node and _fixed_devices(lowered):     # a warm cell's record
+                self._direct = (node, self._cell_key(lowered, inputs, labels, scalars, given),
+                                lowered, plan, device, commit)
             return self._launch(device, lowered, inputs, sizes, scalar_values, node,
                                 commit=commit, plan=plan)
         if not now:
@@ -1043,6 +1104,50 @@ class Interpreter:
 
 
 _MISSING = object()
+
+
+def _one_block(program: A.Program):
+    """(statement, compute node, name bound or None, whether the cell shows a value) of a
+    program that is one compute block: `let y = compute(...) {...}`, then `y` or nothing,
+    or the block alone; None for any other program."""
+    body = program.body
+    first = body[0] if body else None
+    if isinstance(first, A.Let) and isinstance(first.value, A.Compute) and \
+            first.type is None and not first.destructure:
+        name = first.names[0]
+        if len(body) == 1:
+            return first, first.value, name, False
+        last = body[1]
+        if len(body) == 2 and isinstance(last, A.ExprStmt) and isinstance(last.expr, A.Name) \
+                and last.expr.id == name:
+            return first, first.value, name, True
+    elif len(body) == 1 and isinstance(first, A.ExprStmt) and isinstance(first.expr, A.Compute):
+        return first, first.expr, None, True
+    return None
+
+
+def _fixed_devices(lowered) -> bool:
+    """Whether the devices a block runs on follow from its inputs and the session alone (no
+    @device, or one naming a device id as a literal)."""
+    ann = lowered.annotations.get("device")
+    return ann is None or len(ann.args) == 1 and not ann.kwargs and \
+        isinstance(ann.args[0], A.String)
+
+
+class _WarmCell:
+    """A one-block program (`_one_block`) whose last run launched its block where it was
+    met: what that launch was decided from (`Interpreter._cell_key`) and what was decided
+    (the lowered block, its plan, the device, the output's placement). A run with the same
+    key launches that plan again (`Interpreter._replay`) without interpreting the
+    statements, lowering, planning or placing anything: each of those is a function of the
+    key, and the device's own launch plan is still looked up (tuning settings)."""
+
+    __slots__ = ("stmt", "node", "name", "shows", "key", "lowered", "plan", "device", "commit")
+
+    def __init__(self, form, key, lowered, plan, device, commit):
+        self.stmt, self.node, self.name, self.shows = form
+        self.key, self.lowered, self.plan = key, lowered, plan
+        self.device, self.commit = device, commit
 
 
 class _BuiltinRef:

@@ -81,8 +81,7 @@ class LoweredBlock:
 
     def plan(self, inputs: list, given: dict) -> "BlockPlan":
         if given:
-            dims = self.dims
-            sizes_given = {k: v for k, v in given.items() if k in dims}
+            sizes_given = given_sizes(given, self.dims)
             key = (tuple([t._shape for t in inputs]), tuple(sizes_given.items()))
         else:
             sizes_given = {}
@@ -96,6 +95,11 @@ class LoweredBlock:
                 self.plans.pop(next(iter(self.plans)))
             self.plans[key] = plan
         return plan
+
+
+def given_sizes(given: dict, dims) -> dict:
+    """The values in `given` of sizes among `dims` (those baked into compiled code)."""
+    return {k: v for k, v in given.items() if k in dims}
 
 
 class BlockPlan:

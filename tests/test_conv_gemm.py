@@ -312,8 +312,9 @@ def test_nvcc_compiles_the_resnet_block(dtype, arch, tmp_path):
     if dtype == "tf32":
         assert "cp.async" in prog.schedule and "zyn_cp_async4" in prog.source
     (tmp_path / "k.cu").write_text(prog.source)
-    flag = f"-arch={arch}a" if prog.arch_specific else f"-arch={arch}"     # (sm_90a: wgmma)
-    res = subprocess.run(["nvcc", flag, "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
+    flags = ["-gencode", f"arch=compute_{arch[3:]}a,code={arch}a"] if prog.arch_specific else \
+        [f"-arch={arch}"]       # (wgmma: sm_90a)
+    res = subprocess.run(["nvcc", *flags, "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
 

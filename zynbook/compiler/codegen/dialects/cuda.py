@@ -110,51 +110,35 @@ CUDA_HELPERS["zyn_wgmma_aregs"] = (
     "    unsigned* r = reinterpret_cast<unsigned*>(a);\n"
     "#pragma unroll\n"
     "    for (int i = 0; i < R * (int)sizeof(T) / 4; ++i) asm volatile(\"\" : \"+r\"(r[i]) :: \"memory\"); }}", ())
+def _wgmma_helper(n: int, t: str, a_regs: bool) -> tuple:
+    """The m64nNkK step of `t` on a thread's N / 2 accumulators: A by descriptor or (a_regs)
+    from four 32-bit registers (16-bit pairs, or tf32); f16 and bf16 take the operands'
+    transposes as template arguments (tnspA for A in shared memory only), tf32 none (its
+    operands are K-major)."""
+    r, half = n // 2, t != "tf32"
+    a_op = "{{" + ", ".join(f"%{r + i}" for i in range(4)) + "}}" if a_regs else f"%{r}"
+    a_in = ", ".join(f'"r"(A[{i}])' for i in range(4)) if a_regs else '"l"(da)'
+    d = r + (5 if a_regs else 2)            # operand number of the scale-d flag
+    trans = ["TB"] if a_regs else ["TA", "TB"]
+    tail = "".join(f", %{d + 1 + i}" for i in range(len(trans))) if half else ""
+    temp = [f"int {x}" for x in trans] * half + ["typename T"] * a_regs
+    return ((f"template <{', '.join(temp)}> " if temp else "") + "{q}void " +
+            f"zyn_wgmma_m64n{n}_{t}{'_rs' if a_regs else ''}(float* c, " +
+            ("const T* a" if a_regs else "unsigned long long da") + ", unsigned long long db, int d) {{\n" +
+            ("    const unsigned* A = reinterpret_cast<const unsigned*>(a);\n" if a_regs else "") +
+            f'    asm volatile("{{{{ .reg .pred p; setp.ne.b32 p, %{d}, 0; '
+            f"wgmma.mma_async.sync.aligned.m64n{n}k{ir.WGMMA_K[t]}.f32.{t}.{t} "
+            "{{" + ", ".join(f"%{i}" for i in range(r)) + "}}, " +
+            f'{a_op}, %{d - 1}, p, 1, 1{tail}; }}}}"\n' +
+            "        : " + ", ".join(f'"+f"(c[{i}])' for i in range(r)) + "\n" +
+            f'        : {a_in}, "l"(db), "r"(d)' +
+            "".join(f', "n"({x})' for x in trans) * half + "); }}", ())
+
+
 for _n in ir.WGMMA_ANY_N:
-    _r = _n // 2
-    _regs = ", ".join(f"%{i}" for i in range(_r))
-    _outs = ", ".join(f'"+f"(c[{i}])' for i in range(_r))
-    for _t in ("f16", "bf16"):
-        CUDA_HELPERS[f"zyn_wgmma_m64n{_n}_{_t}"] = (
-            "template <int TA, int TB> {q}void zyn_wgmma_m64n" + f"{_n}_{_t}" +
-            "(float* c, unsigned long long da, unsigned long long db, int d) {{\n"
-            "    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %" + str(_r + 2) + ", 0; "
-            f"wgmma.mma_async.sync.aligned.m64n{_n}k16.f32.{_t}.{_t} " + "{{" + _regs + "}}, "
-            f"%{_r}, %{_r + 1}, p, 1, 1, %{_r + 3}, %{_r + 4}; }}}}\"\n"
-            f"        : {_outs}\n"
-            "        : \"l\"(da), \"l\"(db), \"r\"(d), \"n\"(TA), \"n\"(TB)); }}", ())
-        # A from registers: four 32-bit registers of 16-bit pairs (no transpose for A)
-        _a = ", ".join(f"%{_r + i}" for i in range(4))
-        CUDA_HELPERS[f"zyn_wgmma_m64n{_n}_{_t}_rs"] = (
-            "template <int TB, typename T> {q}void zyn_wgmma_m64n" + f"{_n}_{_t}_rs" +
-            "(float* c, const T* a, unsigned long long db, int d) {{\n"
-            "    const unsigned* A = reinterpret_cast<const unsigned*>(a);\n"
-            "    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %" + str(_r + 5) + ", 0; "
-            f"wgmma.mma_async.sync.aligned.m64n{_n}k16.f32.{_t}.{_t} " + "{{" + _regs + "}}, "
-            "{{" + _a + "}}, " + f"%{_r + 4}, p, 1, 1, %{_r + 6}; }}}}\"\n"
-            f"        : {_outs}\n"
-            "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"l\"(db), \"r\"(d), "
-            "\"n\"(TB)); }}", ())
-    # tf32, K-major operands only: A from registers (four f32 already rounded to TF32) or
-    # from shared memory
-    _a = ", ".join(f"%{_r + i}" for i in range(4))
-    CUDA_HELPERS[f"zyn_wgmma_m64n{_n}_tf32_rs"] = (
-        "{q}void zyn_wgmma_m64n" + f"{_n}_tf32_rs" +
-        "(float* c, const float* a, unsigned long long db, int d) {{\n"
-        "    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %" + str(_r + 5) + ", 0; "
-        f"wgmma.mma_async.sync.aligned.m64n{_n}k8.f32.tf32.tf32 " + "{{" + _regs + "}}, "
-        "{{" + _a + "}}, " + f"%{_r + 4}, p, 1, 1; }}}}\"\n"
-        f"        : {_outs}\n"
-        "        : \"r\"(__float_as_uint(a[0])), \"r\"(__float_as_uint(a[1])), "
-        "\"r\"(__float_as_uint(a[2])), \"r\"(__float_as_uint(a[3])), \"l\"(db), \"r\"(d)); }}", ())
-    CUDA_HELPERS[f"zyn_wgmma_m64n{_n}_tf32"] = (
-        "{q}void zyn_wgmma_m64n" + f"{_n}_tf32" +
-        "(float* c, unsigned long long da, unsigned long long db, int d) {{\n"
-        "    asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %" + str(_r + 2) + ", 0; "
-        f"wgmma.mma_async.sync.aligned.m64n{_n}k8.f32.tf32.tf32 " + "{{" + _regs + "}}, "
-        f"%{_r}, %{_r + 1}, p, 1, 1; }}}}\"\n"
-        f"        : {_outs}\n"
-        "        : \"l\"(da), \"l\"(db), \"r\"(d)); }}", ())
+    for _t in ("f16", "bf16", "tf32"):
+        for _regs in (False, True):
+            CUDA_HELPERS[f"zyn_wgmma_m64n{_n}_{_t}{'_rs' if _regs else ''}"] = _wgmma_helper(_n, _t, _regs)
 
 # mbarriers and TMA (sm_90): a tensor map is a 128-byte kernel parameter (CUtensorMap's
 # layout), addressed generically; a box lands with its bytes counted on an mbarrier

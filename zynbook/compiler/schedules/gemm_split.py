@@ -81,7 +81,6 @@ class SplitBuilder(WgmmaBuilder):
         self.r, self.s = split_sides(f)
         ext = {"m": p.bm, "n": p.bn}
         self.br, self.bs = ext[self.r], ext[self.s]
-        self.wn = p.tn if self.s == "n" else p.tm      # the N of a warpgroup's steps
         self.shape = {}
         for s, bx in ext.items():
             chunks = bx * BK // self.W[s]
@@ -96,16 +95,8 @@ class SplitBuilder(WgmmaBuilder):
         self.exact = p.terms == 3
         if self.exact:
             head.append(ir.Array("_shs", "f32", self.bs * BK, "shared", align=ir.WGMMA_SWIZZLE * 8))
-        self.fm, self.fn = 1, self.wn // 8
-        self.acc_count = self.wn // 2
-        groups_s = self.bs // self.wn
-        group, warp, lane = self.group(), self.axis("warp"), self.axis("lane")
-        for n, e in (("_wgm", self.op("/", group, groups_s)), ("_wgn", self.op("%", group, groups_s)),
-                     ("_w4", self.op("%", warp, 4)), ("_g", self.op("/", lane, 4)),
-                     ("_t4", self.op("%", lane, 4))):
-            head.append(ir.Decl(n, self.idx, e))
-        head += [ir.Array("_acc", self.cd, self.acc_count, "local"),
-                 ir.Array("_fr", "f32", 8 * BK // 8, "local")]
+        self.warpgroups(head, p.tn if self.s == "n" else p.tm, self.bs)
+        head.append(ir.Array("_fr", "f32", 8 * BK // 8, "local"))
         if self.exact:
             head.append(ir.Array("_part", "f32", self.acc_count, "local"))
         self.sums = "_part" if self.exact else "_acc"      # what the MMAs add to

@@ -40,12 +40,16 @@ class WgmmaBuilder(_Builder):
             self.shape[s] = (chunks, -(-chunks // p.threads), self.tile_dt[s], rows, row, self.tile_dt[s])
             head.append(ir.Array(f"_sh{s}", self.tile_dt[s], p.stages * bx * p.bk, "shared",
                                  align=ir.WGMMA_SWIZZLE * 8))
-        self.wn = p.tn              # the N of a warpgroup's steps
-        self.fm, self.fn = 1, p.tn // 8
-        self.acc_count = p.tn // 2
-        groups_n = p.bn // p.tn
+        self.warpgroups(head, p.tn, p.bn)
+
+    def warpgroups(self, head: list, wn: int, bn: int):
+        """The accumulators of steps of N = wn, and this thread's place: warpgroup (_wgm,
+        _wgn) of those tiling the block's D, bn wide; warp _w4 in it; lane (_g, _t4)."""
+        self.wn = wn                # the N of a warpgroup's steps
+        self.fm, self.fn = 1, wn // 8
+        self.acc_count = wn // 2
         group, warp, lane = self.group(), self.axis("warp"), self.axis("lane")
-        for n, e in (("_wgm", self.op("/", group, groups_n)), ("_wgn", self.op("%", group, groups_n)),
+        for n, e in (("_wgm", self.op("/", group, bn // wn)), ("_wgn", self.op("%", group, bn // wn)),
                      ("_w4", self.op("%", warp, 4)), ("_g", self.op("/", lane, 4)),
                      ("_t4", self.op("%", lane, 4))):
             head.append(ir.Decl(n, self.idx, e))

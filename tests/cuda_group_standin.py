@@ -192,6 +192,7 @@ def install(monkeypatch, gpus: int = 2):
     cuda.memory = type("memory", (), {"OutOfMemoryError": cs.OutOfMemoryError})
     cuda.runtime.getDeviceProperties = cs._properties
     cuda.runtime.getDeviceCount = lambda: gpus
+    cuda.driver = cs.module().cuda.driver       # a kernel's opt-in to more shared memory
     devices = [CudaDevice(i) for i in range(gpus)]
     for dev in devices:
         monkeypatch.setitem(registry._devices, dev.id, dev)

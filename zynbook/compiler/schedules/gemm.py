@@ -508,7 +508,7 @@ class Gemm(Schedule):
             for p in self._mma_firsts(kernel, target, sizes, form, kind, M, N, wgmma):
                 if self._fits(p, target, form):
                     return p
-        elif not fma_only and wgmma:
+        elif not fma_only and wgmma and min(M, N) >= 64:   # (smaller: the FMA tiles waste less)
             from .gemm_split import SPLIT_CONV_TILE, oriented
             tiles = self._split_tiles(kernel, target, sizes, form)[:1]
             if tiles and _gathered(form) and M <= 64:       # a convolution's few filters

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from ..launch import ir
 from .attention import AttentionParams
-from .attention_mma import EVERY, ZERO, _MmaKernel
+from .attention_mma import EVERY, _MmaKernel
 
 CHUNK = 64                  # elements of a 128-byte swizzled row (16-bit elements)
 ROW_BYTES = 128
@@ -148,16 +148,17 @@ class WgmmaKernel(_MmaKernel):
         return self.add(base, self.mul(self.idiv(kk, 4), self.i(rows * CHUNK)), self.mul(self.imod(kk, 4), self.i(16)))
 
     def scores(self) -> list:
-        """S = Q K^T: the warpgroup's 64 query rows (A) by the tile's keys (B)."""
+        """S = Q K^T: the warpgroup's 64 query rows (A) by the tile's keys (B), the first
+        step overwriting the accumulators (no zeros written first)."""
         n = self.BK // 2
         q0 = self.mul(self.warpgroup(), self.i(64 * CHUNK))
 
         def step(kk):
             return [ir.WarpgroupMma("_qs", self.k_step_at(q0, self.BQ, kk), True, 16, SBO,
                                     "_ks", self.k_step_at(self.ref("_kb"), self.BK, kk), True, 16, SBO,
-                                    "_sc", self.i(0), self.BK, self.dt)]
-        return self.in_turn([self.loop("_i", n, lambda i: [ir.Store("_sc", i, ZERO)]), ir.WarpgroupFence("_sc", n),
-                             self.loop("_kk", self.dcap // 16, step)], "_sc", n)
+                                    "_sc", self.i(0), self.BK, self.dt,
+                                    fresh=ir.Bin("==", kk, self.i(0), "bool"))]
+        return self.in_turn([ir.WarpgroupFence("_sc", n), self.loop("_kk", self.dcap // 16, step)], "_sc", n)
 
     def values(self) -> list:
         """O += P V: P's fragments (A) by the tile's V rows read along head_dim (B)."""

@@ -14,9 +14,11 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
 
-from compute_testing import emulate_kernel  # noqa: E402
+from compute_testing import emulate_kernel, lower_block  # noqa: E402
+from kernel_sources import BATCHED, EPILOGUE  # noqa: E402
 from test_gemm_wgmma import GPU, NVCC, ON_HOPPER, compiles_for_sm_90a  # noqa: E402
 from zynbook import tuning  # noqa: E402
+from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
 from zynbook.compiler.launch import ir  # noqa: E402
 from zynbook.compiler.schedules import gemm  # noqa: E402
 from zynbook.compiler.schedules.base import Choice  # noqa: E402
@@ -70,6 +72,23 @@ def test_every_layout_with_a_side_along_k(ta, tb):
 def test_odd_sizes_and_other_tiles(mnk, ta, tb, tile):
     _, err = emulated(mnk, ta, tb, tile, seed=sum(mnk))
     assert err < EXACT, err
+
+
+@pytest.mark.parametrize("case", ["epilogue", "batched"])
+def test_an_epilogue_and_batches(case):
+    # gelu(relu(acc) + bias / 2) from a bias start, per element of C wherever the
+    # accumulators hold it (C transposed here); three batches of products
+    rng = np.random.default_rng(11)
+    text, shapes = {"epilogue": (EPILOGUE, dict(A=(70, 64), B=(64, 72), bias=(72,))),
+                    "batched": (BATCHED, dict(A=(3, 65, 64), B=(3, 64, 72)))}[case]
+    arrays = {n: rng.standard_normal(sh).astype(np.float32) for n, sh in shapes.items()}
+    kernel, ins, sizes, scalars = lower_block(text, arrays)
+    form, _ = gemm.match(kernel, sizes)
+    prog = Gemm().build(kernel, cuda_target(), sizes, oriented(form, 128, 64, 64, 3))
+    assert "three TF32 products" in prog.schedule
+    got = np.asarray(emulate_kernel(prog, kernel, ins, sizes, scalars), np.float64)
+    want = np.asarray(run_kernel(kernel, ins, sizes, scalars), np.float64)
+    assert error(got, want) < EXACT
 
 
 def test_tf32_one_product_a_step():

@@ -71,6 +71,23 @@ def test_the_swizzle_moves_each_16_byte_unit_of_a_row_by_the_row():
                 ((((x % 64) // 8) ^ (k % 8)) * 16) + (x % 8) * 2
 
 
+def test_a_landed_step_hands_its_registers_back():
+    # after a wait lands the older group, the thread's own writes to its accumulators are
+    # what a later step adds to, though a newer group is still in flight
+    a, b = np.zeros(2, np.float32), np.zeros(2, np.float32)
+    w = wgmma_model.InFlight()
+    w.issue(a, 0, ((1.0, 2.0), None))
+    w.commit()
+    w.issue(b, 0, ((3.0, 4.0), None))
+    w.commit()
+    assert w.values(a, 0, 2) == (1.0, 2.0)          # the pending values, as the hardware chains
+    w.wait(1)
+    a[0] = 5.0                                      # e.g. the softmax's rescale of O
+    assert w.values(a, 0, 2) == (5.0, 2.0) and w.values(b, 0, 2) == (3.0, 4.0)
+    w.wait(0)
+    assert list(b) == [3.0, 4.0]
+
+
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("ta,tb", LAYOUTS)
 def test_every_operand_layout(dtype, ta, tb):

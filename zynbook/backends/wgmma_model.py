@@ -227,10 +227,15 @@ class InFlight:
         self.open = []
 
     def wait(self, pending: int):
+        landed = False
         while len(self.groups) > pending:
+            landed = True
             for arr, at, vals, check in self.groups.pop(0):
                 if check is not None:
                     check()
                 arr[at:at + len(vals)] = vals
-        if not self.groups and not self.open:
-            self.latest.clear()
+        if landed:      # what a landed step wrote is the registers' own now (the thread may
+            self.latest.clear()     # change it); the steps still in flight, newest last
+            for arr, at, vals, _ in [s for g in self.groups for s in g] + self.open:
+                for w, v in enumerate(vals):
+                    self.latest[(id(arr), at + w)] = v

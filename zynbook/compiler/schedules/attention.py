@@ -98,9 +98,6 @@ class AttentionParams(Params):
     # two warpgroups taking turns at the tensor cores (FlashAttention-3's ping-pong): one's
     # softmax while the other's products run
     pingpong: bool = False
-    # the next tile's Q K^T issued before this tile's softmax, which then runs beside it
-    # (FlashAttention-3's pipelining within a warpgroup; two score accumulators)
-    overlap: bool = False
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
@@ -111,8 +108,7 @@ class AttentionParams(Params):
                                                          ("warps", 4), ("hold_q", True), ("stages", 2),
                                                          ("packed", False), ("fold_scale", False),
                                                          ("skip_rescale", False), ("fast_math", False),
-                                                         ("wgmma", False), ("pingpong", False),
-                                                         ("overlap", False))
+                                                         ("wgmma", False), ("pingpong", False))
                  if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 

@@ -223,9 +223,6 @@ def kernel(kernel_, target, sizes, shape, params, sites, idx):
 class _MmaKernel(_Kernel):
     """The tensor-core kernel; the attention kernel's helpers (sizes, row offsets, the key
     condition, the empty row's reciprocal) are shared."""
-    sc = "_sc"                  # the scores the softmax reads and the P it writes (the
-    pa = "_pa"                  # warpgroup kernel's `overlap` has two of each)
-    defer_rescale = False       # skip_rescale's rescale of O left to the caller
 
     def kernel(self):
         p, P, idx, low = self.shape.p, self.P, self.idx, self.low
@@ -481,7 +478,7 @@ class _MmaKernel(_Kernel):
             slot = self.add(self.mul(mi, self.i(2)), rh)
             at = lambda j, c: self.add(self.mul(self.add(self.mul(mi, self.i(NT)), j), self.i(4)),
                                        self.mul(rh, self.i(2)), c)
-            s = lambda j, c: ir.Load(self.sc, at(j, c), F)
+            s = lambda j, c: ir.Load("_sc", at(j, c), F)
 
             def mask(j, c):
                 v = s(j, c) if fold else scaled(s(j, c))
@@ -492,7 +489,7 @@ class _MmaKernel(_Kernel):
                            ir.Decl("_jc", idx, ir.Math("min", (r("_j"), ir.Bin("-", r("_SK"), self.i(1), idx)), idx))]
                 else:
                     pre = []
-                put = [] if fold and ok is None else [ir.Store(self.sc, at(j, c), v)]
+                put = [] if fold and ok is None else [ir.Store("_sc", at(j, c), v)]
                 return pre + put + [ir.Set("_mx", running(ir.Ref("_mx", F), s(j, c)))]
 
             def weight(j, c):
@@ -504,8 +501,8 @@ class _MmaKernel(_Kernel):
                          ir.Decl("_p", F, ir.Select(is_neg(s(j, c)), ZERO, ir.Ref("_es", F), F))]
                 w.append(ir.Set("_rs", ir.Bin("+", ir.Ref("_rs", F), ir.Ref("_p", F), F)))
                 if P.packed:        # P back into S's registers, converted by pairs below
-                    return w + [ir.Store(self.sc, at(j, c), ir.Ref("_p", F))]
-                return w + [ir.Store(self.pa, self.pa_at(mi, rh, j, c), cast(ir.Ref("_p", F), self.dt))]
+                    return w + [ir.Store("_sc", at(j, c), ir.Ref("_p", F))]
+                return w + [ir.Store("_pa", self.pa_at(mi, rh, j, c), cast(ir.Ref("_p", F), self.dt))]
             each = lambda fn: self.loop("_nt", NT, lambda j: [self.loop("_c", 2, lambda c: fn(j, c))])
             old = ir.Load("_mrow", slot, F)
             mn = ir.Ref("_mn", F)
@@ -533,7 +530,7 @@ class _MmaKernel(_Kernel):
                                               ir.Ref("_rs", F), F)),
                 ir.Store("_mrow", slot, ir.Ref("_mn", F)), *rescale]
         out = [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]
-        return out + (self.rescale_where_grew() if P.skip_rescale and not self.defer_rescale else [])
+        return out + (self.rescale_where_grew() if P.skip_rescale else [])
 
     def rescale_where_grew(self) -> list:
         """A factor of 1 (no larger maximum) leaves O as it is: the warp skips the products
@@ -551,7 +548,7 @@ class _MmaKernel(_Kernel):
         """Row rh of m16 tile mi of P, f32 in S's registers, into A fragments by pairs."""
         at = lambda j: self.add(self.mul(self.add(self.mul(mi, self.i(self.NT)), j), self.i(4)), self.mul(rh, self.i(2)))
         return [self.loop("_nt", self.NT, lambda j: [
-            ir.Convert(self.pa, self.pa_at(mi, rh, j, self.i(0)), self.sc, at(j), 2, self.dt)])]
+            ir.Convert("_pa", self.pa_at(mi, rh, j, self.i(0)), "_sc", at(j), 2, self.dt)])]
 
     def pa_at(self, mi, rh, j, c):
         """Where P's element (row rh, key 2 t + c of n8 tile j) goes among the A fragments:

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from ..launch import ir
 from .attention import AttentionParams
-from .attention_mma import EVERY, F, _MmaKernel
+from .attention_mma import EVERY, _MmaKernel
 
 CHUNK = 64                  # elements of a 128-byte swizzled row (16-bit elements)
 ROW_BYTES = 128
@@ -61,24 +61,18 @@ def why_not(target, shape, params) -> str | None:
         return f"head_dim {shape.D}: past 128 the key tiles are 64 (the registers)"
     if params.pingpong and params.warps != 8:
         return "the warpgroups' turns take two warpgroups"
-    if params.overlap and (params.pingpong or params.stages < 3 or not params.skip_rescale):
-        return ("the next tile's scores issued early take a ring of three, no turns and O's "
-                "rescale apart from the softmax (skip_rescale)")
     return None
 
 
 def choices(first: AttentionParams, D: int) -> list:
-    """The warpgroup kernel's candidates: `first` then one and two warpgroups (taking turns,
-    or issuing the next scores early, or neither), 64- and 128-key tiles, a ring of two and
-    of three."""
+    """The warpgroup kernel's candidates: `first` then one and two warpgroups (taking turns
+    or not), 64- and 128-key tiles, a ring of two and of three."""
     out = [first]
     for warps in (8, 4):
         for bk in ((128, 64) if D <= 128 else (64,)):
             for st in (2, 3):
-                p = replace(first, block_q=16 * warps, warps=warps, block_kv=bk, stages=st, pingpong=False,
-                            overlap=False)
-                out += [p] + ([replace(p, pingpong=True)] if warps == 8 else []) + \
-                    ([replace(p, overlap=True)] if st == 3 else [])
+                p = replace(first, block_q=16 * warps, warps=warps, block_kv=bk, stages=st, pingpong=False)
+                out += [p, replace(p, pingpong=True)] if warps == 8 else [p]
     return list(dict.fromkeys(out))
 
 
@@ -107,8 +101,6 @@ class WgmmaKernel(_MmaKernel):
     # the first turn, and warpgroup 0 takes the turn handed on last: every arrival is met
 
     def key_loop(self) -> list:
-        if self.P.overlap:
-            return self.overlapped()
         loop = super().key_loop()
         if not self.P.pingpong:
             return loop
@@ -142,8 +134,7 @@ class WgmmaKernel(_MmaKernel):
     def arrays(self) -> list:
         tile = lambda name, n: ir.Array(name, self.dt, n, "shared", align=ir.WGMMA_SWIZZLE * 8)
         return [tile("_qs", self.tile_size(self.BQ)), tile("_ks", self.NS * self.tile_elems),
-                tile("_vs", self.NS * self.tile_elems)] + \
-            ([ir.Array("_sc1", F, self.BK // 2), ir.Array("_pa1", self.dt, self.KS * 8)] if self.P.overlap else [])
+                tile("_vs", self.NS * self.tile_elems)]
 
     def q_ready(self) -> list:
         return []           # the first tile's wait covers Q's group, committed before it
@@ -157,83 +148,29 @@ class WgmmaKernel(_MmaKernel):
         return self.add(base, self.mul(self.idiv(kk, 4), self.i(rows * CHUNK)), self.mul(self.imod(kk, 4), self.i(16)))
 
     def scores(self) -> list:
-        return self.in_turn(self.issue_scores(self.sc, self.ref("_kb")), self.sc, self.BK // 2)
-
-    def issue_scores(self, into: str, kb: ir.Expr) -> list:
-        """S = Q K^T into `into`: the warpgroup's 64 query rows (A) by the keys of the tile
-        at `kb` (B), the first step overwriting the accumulators (no zeros written first)."""
+        """S = Q K^T: the warpgroup's 64 query rows (A) by the tile's keys (B), the first
+        step overwriting the accumulators (no zeros written first)."""
+        n = self.BK // 2
         q0 = self.mul(self.warpgroup(), self.i(64 * CHUNK))
 
         def step(kk):
             return [ir.WarpgroupMma("_qs", self.k_step_at(q0, self.BQ, kk), True, 16, SBO,
-                                    "_ks", self.k_step_at(kb, self.BK, kk), True, 16, SBO,
-                                    into, self.i(0), self.BK, self.dt,
+                                    "_ks", self.k_step_at(self.ref("_kb"), self.BK, kk), True, 16, SBO,
+                                    "_sc", self.i(0), self.BK, self.dt,
                                     fresh=ir.Bin("==", kk, self.i(0), "bool"))]
-        return [ir.WarpgroupFence(into, self.BK // 2), self.loop("_kk", self.dcap // 16, step)]
+        return self.in_turn([ir.WarpgroupFence("_sc", n), self.loop("_kk", self.dcap // 16, step)], "_sc", n)
 
     def values(self) -> list:
-        return self.in_turn(self.issue_values(), "_o", self.dcap // 2)
-
-    def issue_values(self) -> list:
         """O += P V: P's fragments (A) by the tile's V rows read along head_dim (B)."""
+        n = self.dcap // 2
+
         def step(kk):
             v = self.add(self.ref("_kb"), self.mul(kk, self.i(16 * CHUNK)))
-            return [ir.WarpgroupMma(self.pa, self.mul(kk, self.i(8)), True, 0, 0,
+            return [ir.WarpgroupMma("_pa", self.mul(kk, self.i(8)), True, 0, 0,
                                     "_vs", v, False, self.BK * ROW_BYTES, SBO,
                                     "_o", self.i(0), self.dcap, self.dt, a_regs=True)]
-        return [ir.WarpgroupFence("_o", self.dcap // 2, a=self.pa, a_count=self.KS * 8),
-                self.loop("_kk", self.KS, step)]
-
-    # ---- the next tile's scores issued before this tile's P V (`overlap`)
-
-    def overlapped(self) -> list:
-        """FlashAttention-3's pipelining within a warpgroup: the key loop written out for
-        even tiles (scores in `_sc`, P in `_pa`) and odd ones (`_sc1`, `_pa1`). Tile kt
-        before the last, its softmax done (P and O's factors `_al` held):
-
-            wait for tile kt + 1's copies; issue its Q K^T
-            rescale O (no product on it in flight); issue O += P V of tile kt
-            wait for the scores (the P V may run on); softmax of tile kt + 1, its own P
-            wait for the P V; barrier (every warpgroup done with tile kt's buffer); copy
-            tile kt + stages into it
-
-        so the softmax of one tile runs while the tensor cores take the P V of the one
-        before; the last tile only rescales and multiplies. (Every issue of a group and
-        its wait share one branch: ptxas serialises the MMAs where a wait may follow an
-        issue it cannot pair it with.)"""
-        r, idx, n_s, n_o = self.ref, self.idx, self.BK // 2, self.dcap // 2
-        slot = lambda kt: self.mul(self.imod(kt, self.NS), self.i(self.tile_elems))
-        self.defer_rescale = True
-
-        def softmax(kt, sc, pa) -> list:
-            self.sc, self.pa = sc, pa
-            return [ir.Decl("_k0", idx, self.mul(kt, self.i(self.BK))), *self.masked_or_not()]
-
-        def values(kt, cur) -> list:
-            self.pa = cur[1]
-            return [ir.Decl("_kb", idx, slot(kt)), *self.rescale_where_grew(), *self.issue_values(),
-                    ir.WarpgroupCommit()]
-
-        def tile(kt, cur, nxt) -> list:
-            ahead = self.add(kt, self.i(1))
-            return [*self.publish(self.NS - 2), *self.issue_scores(nxt[0], slot(ahead)), ir.WarpgroupCommit(),
-                    *values(kt, cur), ir.WarpgroupWait(1, nxt[0], n_s), *softmax(ahead, *nxt),
-                    ir.WarpgroupWait(0, "_o", n_o), ir.Barrier(),
-                    self.issue_tile(self.add(kt, self.i(self.NS))), ir.AsyncCommit()]
-
-        def last(cur) -> tuple:
-            return (*values(ir.Bin("-", r("_nk"), self.i(1), idx), cur), ir.WarpgroupWait(0, "_o", n_o))
-        kt, before_last = r("_kt"), ir.Bin("-", r("_nk"), self.i(1), idx)
-        even, odd = ("_sc", "_pa"), ("_sc1", "_pa1")
-        first = [self.issue_tile(self.i(self.NS - 1)), ir.AsyncCommit(), *self.publish(self.NS - 1),
-                 *self.issue_scores("_sc", slot(self.i(0))), ir.WarpgroupCommit(),
-                 ir.WarpgroupWait(0, "_sc", n_s), *softmax(self.i(0), *even)]
-        odd_kt = self.add(kt, self.i(1))
-        loop = ir.For("_kt", self.i(0), before_last, self.i(2), (
-            *tile(kt, even, odd), ir.If(ir.Bin("<", odd_kt, before_last, "bool"), tuple(tile(odd_kt, odd, even)))), idx)
-        tail = ir.If(ir.Bin("==", self.imod(before_last, 2), self.i(0), "bool"), last(even), last(odd))
-        self.sc, self.pa, self.defer_rescale = "_sc", "_pa", False
-        return [ir.If(ir.Bin("<", self.i(0), r("_nk"), "bool"), (*first, loop, tail))]
+        return self.in_turn([ir.WarpgroupFence("_o", n, a="_pa", a_count=self.KS * 8),
+                             self.loop("_kk", self.KS, step)], "_o", n)
 
 
 def describe(params, shape) -> str:

@@ -21,7 +21,8 @@ with its kernel's registers and local (spilled) bytes.
 
 `--gemm-sweep N` times instead the first N tensor-core configurations of the GEMM schedule's
 space (its default first) for the matmul rows in bf16, f16 and TF32 (or those of --rows, or
-`--gemm-shapes MxNxK:dtype,...`; exact f32 sweeps its FMA tiles),
+`--gemm-shapes MxNxK:dtype,...`; exact f32 sweeps its split-TF32 tiles on Hopper, then its FMA
+tiles),
 each beside cuBLAS: what configs.GEMM_CONFIGS should name.
 
 `--conv-sweep N` adds to the conv2d rows a row for each of the first N configurations of the
@@ -575,7 +576,7 @@ def gemm_sweep(dev, T, torch, rnd, reps, count, want, shapes=""):
         flops, top = 2 * m * n * kk, peak_tflops(dev.name, kind)
         print(f"{row}: cuBLAS {t_peer * 1e3:.3f} ms, {flops / t_peer / 1e12:.0f} TFLOP/s, "
               f"err {peer_err:.1e}", flush=True)
-        # (exact f32 has no tensor-core candidates: its FMA tiles)
+        # (exact f32: its split-TF32 warpgroup tiles on Hopper, then its FMA tiles)
         space = [p for p in Gemm().space(k, device_target(dev), sizes) if p.mma or kind == "f32"][:count]
         for p in space:
             try:

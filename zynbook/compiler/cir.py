@@ -41,10 +41,6 @@ class Ty:
     dtype: str
     shape: tuple = ()
 
-    @property
-    def is_scalar(self) -> bool:
-        return not self.shape
-
     def __str__(self) -> str:
         if not self.shape:
             return self.dtype

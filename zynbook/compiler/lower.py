@@ -1040,11 +1040,6 @@ def _dim_value(d):
     return d
 
 
-def _weak(e) -> bool:
-    return isinstance(e, cir.Const) and isinstance(e.value, (float, int)) and \
-        not isinstance(e.value, bool)
-
-
 def _shape_text(shape) -> str:
     return "[" + ", ".join(cir.format_expr(d) if isinstance(d, cir.Expr) else str(d)
                            for d in shape) + "]"

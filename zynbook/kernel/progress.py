@@ -11,7 +11,6 @@ that ran longer than `AFTER`.
 """
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import sys
 import threading
@@ -142,13 +141,19 @@ class _Watcher:
 _watcher = _Watcher()
 
 
-@contextlib.contextmanager
-def cell_progress(session):
-    """Report the progress of the code run inside (see the module docstring)."""
-    cell = _Cell(session)
-    _watcher.add(cell)
-    try:
-        yield
-    finally:
-        _watcher.discard(cell)
-        cell.end()
+class cell_progress:
+    """Report the progress of the code run inside (see the module docstring). A class
+    rather than a generator: it wraps every cell, a warm one's host work included."""
+
+    __slots__ = ("session", "cell")
+
+    def __init__(self, session):
+        self.session = session
+
+    def __enter__(self) -> None:
+        self.cell = _Cell(self.session)
+        _watcher.add(self.cell)
+
+    def __exit__(self, *exc) -> None:
+        _watcher.discard(self.cell)
+        self.cell.end()

@@ -1,6 +1,7 @@
 """`%%compute`, `%zynml_devices`, `%zynml_device`, `%zynml_inspect`."""
 from __future__ import annotations
 
+import functools
 import html
 import sys
 
@@ -18,6 +19,20 @@ from ..session import _ARRAY_TYPES
 # where IPython expands `$name` and `{expr}` in a magic's line: the frame that called
 # `run_cell_magic`'s caller, seen from `var_expand` called by the magic itself
 _EXPAND_DEPTH = 3
+
+
+_UNBOUND = object()
+
+
+@functools.lru_cache(maxsize=256)
+def _cell_form(cell: str) -> tuple:
+    """(ZynML source, names it binds, names it reads that the notebook may bind) of a
+    cell's text, made once per text: a cell run again is neither rebuilt nor walked. The
+    magic line is line 1 of the cell: ZynML line numbers (errors, kernel names, `// line N`
+    comments in generated code) count it, as the notebook shows them."""
+    source = "\n" + cell
+    free, bound = cells.names_of(source)
+    return source, bound, tuple(name for name in free if not name.startswith("_"))
 
 
 # ----------------------------------------------------------------------- values to Python
@@ -68,15 +83,19 @@ class ComputeMagics(Magics):
     def session(self):
         return notebook_session()
 
-    def _program_and_env(self, source: str):
-        """The names the cell binds and the notebook values its free names bind to."""
-        free, bound = cells.names_of(source)
+    def _program_and_env(self, cell: str):
+        """The cell's ZynML source, the names it binds and the notebook values its free
+        names bind to (looked up at every run: the notebook may have rebound them)."""
+        source, bound, free = _cell_form(cell)
         user_ns = self.shell.user_ns
         hidden = getattr(self.shell, "user_ns_hidden", {})
-        env = {name: user_ns[name] for name in free
-               if name in user_ns and name not in hidden and not name.startswith("_")
-               and (type(user_ns[name]) in _ARRAY_TYPES or bindable(user_ns[name]))}
-        return bound, env
+        env = {}
+        for name in free:
+            value = user_ns.get(name, _UNBOUND)
+            if value is not _UNBOUND and name not in hidden and \
+                    (type(value) in _ARRAY_TYPES or bindable(value)):
+                env[name] = value
+        return source, bound, env
 
     @cell_magic
     @no_var_expand
@@ -84,15 +103,12 @@ class ComputeMagics(Magics):
         """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
         if "$" in line or "{" in line or "}" in line:       # else expanding changes nothing
             line = self.shell.var_expand(line, _EXPAND_DEPTH)
-        # the magic line is line 1 of the cell: ZynML line numbers (errors, kernel names,
-        # `// line N` comments in generated code) count it, as the notebook shows them
-        source = "\n" + cell
-        bound, env = self._program_and_env(source)
+        source, bound, env = self._program_and_env(cell)
         session = self.session
         try:
             with cell_progress(session):
-                value, is_expr = session.run_cell(source, compute_annotations=line.strip(),
-                                                  **env)
+                # env as a dict: a notebook name such as `source` is no keyword clash
+                value, is_expr = session._run_cell(source, line.strip(), env)
         finally:
             remember(session)
             announce_device(session)            # `config { compute_device }` may set it
@@ -115,16 +131,15 @@ class ComputeMagics(Magics):
         m = re.search(r"-r\s*(\d+)", line)
         repeat = int(m.group(1)) if m else 7
         annotations = re.sub(r"-r\s*\d+", "", line).strip()
-        source = "\n" + cell
-        _, env = self._program_and_env(source)
+        source, _, env = self._program_and_env(cell)
         session = self.session
         with cell_progress(session):
-            session.run_cell(source, compute_annotations=annotations, **env)
+            session._run_cell(source, annotations, env)
             compile_s = sum(ln.times.compile or 0.0 for ln in session.launches)
             walls, samples = [], {}
             for _ in range(max(1, repeat)):
                 t0 = time.perf_counter()
-                session.run_cell(source, compute_annotations=annotations, **env)
+                session._run_cell(source, annotations, env)
                 walls.append(time.perf_counter() - t0)
                 for ln in session.launches:
                     if ln.times.kernel is not None:

@@ -1,0 +1,119 @@
+"""Warm `%%compute` cells: what the magic keeps between runs of a cell (its source and
+names, per cell text; magics/compute.py) never serves a run whose cell text, magic line,
+notebook bindings, or inputs' shapes, dtypes or devices changed. Every answer is checked
+against numpy."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("IPython")
+
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+
+import cupy_standin  # noqa: E402
+import zynbook  # noqa: E402
+from zynbook.errors import ZynMLError  # noqa: E402
+from zynbook.kernel import state  # noqa: E402
+
+CELL = """let y = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * a + 1.0
+}
+y
+"""
+
+
+@pytest.fixture(params=["cpu", "cuda:0"])
+def device(request, monkeypatch, tmp_path):
+    """A device id: the CPU, or `cuda:0` on the CuPy stand-in."""
+    if request.param == "cuda:0":
+        monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
+        cupy_standin.install(monkeypatch)
+        from zynbook.backends import registry
+        from zynbook.backends.cuda.device import CudaDevice
+        registry.get_device("cpu")
+        monkeypatch.setitem(registry._devices, "cuda:0", CudaDevice(0))
+    return request.param
+
+
+@pytest.fixture
+def shell(device):
+    sh = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device="cpu"))
+    sh.run_line_magic("load_ext", "zynbook")
+    yield sh
+    for name in ("x", "y", "a", "b", "source", "compute_annotations", "_x"):
+        sh.user_ns.pop(name, None)
+    state.set_notebook_session(None)
+
+
+def on(device, values):
+    """`values` as the device's own array (a stand-in CuPy array on cuda:0)."""
+    return sys.modules["cupy"].asarray(values) if device.startswith("cuda") else values
+
+
+def host(value) -> np.ndarray:
+    return np.asarray(value.host if hasattr(value, "host") else value)
+
+
+def run(shell, line, cell=CELL):
+    return shell.run_cell_magic("compute", line, cell)
+
+
+def test_changed_shapes_dtypes_and_values_are_not_served_a_stale_run(shell, device):
+    line = f'@device("{device}")'
+    shell.user_ns["a"] = 2.0
+    for shape, dtype in [((8,), np.float32), ((8,), np.float32), ((5,), np.float32),
+                         ((5,), np.float64), ((5,), np.float64), ((8,), np.float32)]:
+        x = np.random.default_rng(len(shell.user_ns)).standard_normal(shape).astype(dtype)
+        shell.user_ns["x"] = on(device, x)
+        value = run(shell, line)
+        assert host(value).shape == shape and host(value).dtype == dtype
+        np.testing.assert_allclose(host(value), x * 2 + 1, rtol=1e-6)
+        np.testing.assert_allclose(host(shell.user_ns["y"]), x * 2 + 1, rtol=1e-6)
+
+
+def test_changed_cell_text_and_magic_line_are_not_served_a_stale_run(shell, device):
+    x = np.arange(6, dtype=np.float32)
+    shell.user_ns.update(x=on(device, x), a=3.0)
+    other = CELL.replace("+ 1.0", "- 4.0")
+    for line, cell, want in [(f'@device("{device}")', CELL, x * 3 + 1),
+                             (f'@device("{device}")', other, x * 3 - 4),
+                             (f'@device("{device}")', CELL, x * 3 + 1),
+                             ('@device("cpu")', CELL, x * 3 + 1),
+                             (f'@device("{device}")', other, x * 3 - 4)]:
+        shell.user_ns["x"] = on(device, x) if "cpu" not in line else x
+        value = run(shell, line, cell)
+        assert state.notebook_session().launches[-1].device == line[9:-2]
+        np.testing.assert_allclose(host(value), want)
+
+
+def test_rebound_notebook_names_are_looked_up_at_every_run(shell, device):
+    line = f'@device("{device}")'
+    x = np.arange(4, dtype=np.float32)
+    shell.user_ns.update(x=on(device, x), a=1.0)
+    np.testing.assert_allclose(host(run(shell, line)), x + 1)
+    shell.user_ns["a"] = -2.0                                   # a scalar rebound
+    np.testing.assert_allclose(host(run(shell, line)), x * -2 + 1)
+    shell.user_ns["x"] = on(device, x[::-1].copy())             # an array rebound
+    np.testing.assert_allclose(host(run(shell, line)), x[::-1] * -2 + 1)
+    shell.user_ns["a"] = "text"                                 # no longer a number
+    with pytest.raises(ZynMLError):
+        run(shell, line)
+    shell.user_ns["a"] = 0.5
+    np.testing.assert_allclose(host(run(shell, line)), x[::-1] * 0.5 + 1)
+
+
+def test_underscore_names_are_not_bound_and_no_name_clashes_with_the_call(shell, device):
+    x = np.arange(4, dtype=np.float32)
+    # notebook names the call's own parameters once had: bound as any other name
+    shell.user_ns.update(x=on(device, x), a=2.0, source=1.0, compute_annotations=2.0)
+    cell = CELL.replace("* a", "* a + source * compute_annotations")
+    np.testing.assert_allclose(host(run(shell, f'@device("{device}")', cell)), x * 2 + 3)
+    shell.user_ns["_x"] = on(device, x)
+    with pytest.raises(ZynMLError, match="_x"):
+        run(shell, "", CELL.replace("x[i]", "_x[i]").replace("compute(x)", "compute(_x)"))

@@ -74,37 +74,6 @@ class _Sender:
         self.text_shown = True
 
 
-class _Cell:
-    """One cell being watched: when its next message is due, and what it has sent."""
-
-    def __init__(self, session):
-        self.session = session
-        self.start = time.perf_counter()
-        self.due = self.start + AFTER
-        # the watcher sends in the context of the cell (the kernel routes its messages by it)
-        self.ctx = contextvars.copy_context()
-        self.lock = threading.Lock()
-        self.sender = None              # made when there is something to send
-        self.ended = False
-
-    def _send(self, done: bool = False):
-        if self.sender is None:
-            self.sender = _Sender()
-        self.sender.send(describe(self.session, time.perf_counter() - self.start, done))
-
-    def tick(self, now: float):
-        with self.lock:
-            if not self.ended:
-                self.ctx.run(self._send)
-                self.due = now + EVERY
-
-    def end(self):
-        with self.lock:
-            self.ended = True
-            if self.sender is not None or time.perf_counter() - self.start >= AFTER:
-                self._send(done=True)
-
-
 class _Watcher:
     """One daemon thread for every watched cell, waking every `POLL` seconds to send what
     is due: a thread started per cell would cost more than a quick cell itself."""
@@ -116,7 +85,7 @@ class _Watcher:
         self.lock = threading.Lock()
         self.thread = None
 
-    def add(self, cell: _Cell):
+    def add(self, cell: cell_progress):
         with self.lock:
             self.cells.add(cell)
             if self.thread is None or not self.thread.is_alive():
@@ -124,7 +93,7 @@ class _Watcher:
                                                name="zynbook-progress")
                 self.thread.start()
 
-    def discard(self, cell: _Cell):
+    def discard(self, cell: cell_progress):
         with self.lock:
             self.cells.discard(cell)
 
@@ -142,18 +111,42 @@ _watcher = _Watcher()
 
 
 class cell_progress:
-    """Report the progress of the code run inside (see the module docstring). A class
-    rather than a generator: it wraps every cell, a warm one's host work included."""
+    """Report the progress of the code run inside (see the module docstring): the cell
+    being watched, when its next message is due and what it has sent. One plain object a
+    cell (no generator): it wraps every cell, a warm one's few microseconds included."""
 
-    __slots__ = ("session", "cell")
+    __slots__ = ("session", "start", "due", "ctx", "lock", "sender", "ended")
 
     def __init__(self, session):
         self.session = session
+        self.sender = None              # made when there is something to send
+        self.ended = False
 
     def __enter__(self) -> None:
-        self.cell = _Cell(self.session)
-        _watcher.add(self.cell)
+        self.start = time.perf_counter()
+        self.due = self.start + AFTER
+        # the watcher sends in the context of the cell (the kernel routes its messages by it)
+        self.ctx = contextvars.copy_context()
+        self.lock = threading.Lock()
+        _watcher.add(self)
 
     def __exit__(self, *exc) -> None:
-        _watcher.discard(self.cell)
-        self.cell.end()
+        _watcher.discard(self)
+        self.end()
+
+    def _send(self, done: bool = False):
+        if self.sender is None:
+            self.sender = _Sender()
+        self.sender.send(describe(self.session, time.perf_counter() - self.start, done))
+
+    def tick(self, now: float):
+        with self.lock:
+            if not self.ended:
+                self.ctx.run(self._send)
+                self.due = now + EVERY
+
+    def end(self):
+        with self.lock:
+            self.ended = True
+            if self.sender is not None or time.perf_counter() - self.start >= AFTER:
+                self._send(done=True)

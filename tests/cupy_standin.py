@@ -333,3 +333,15 @@ def install(monkeypatch):
     monkeypatch.setattr(CudaDevice, "compile", compile)
     log.__init__()
     return log
+
+
+def install_cuda0(monkeypatch, cache_dir):
+    """The stand-in installed and `cuda:0` a CUDA device on it, its kernels cached under
+    `cache_dir`; the log."""
+    from zynbook.backends import registry
+    from zynbook.backends.cuda.device import CudaDevice
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(cache_dir))
+    got = install(monkeypatch)
+    registry.get_device("cpu")
+    monkeypatch.setitem(registry._devices, "cuda:0", CudaDevice(0))
+    return got

@@ -525,3 +525,20 @@ GUARDED = """let y = compute(A, B) {
 }
 y
 """
+
+
+# cells of one block run again and again (the launch cache, warm cells): a scalar `a` and a
+# size `m` of their own
+SCALE = """let y = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * a + 1.0
+}
+y"""
+
+FIRST = """let y = compute(x) {
+    @kernel elementwise
+    for i in 0..m:
+        out[i] = x[i] * 2.0
+}
+y"""

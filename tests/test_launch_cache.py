@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import zynbook
+from kernel_sources import FIRST, SCALE
 from zynbook.backends.registry import get_device
 from zynbook.errors import ZynMLRuntimeError
 from zynbook.runtime import plans
@@ -21,19 +22,6 @@ for _device in ("cpu:native", "cuda:0"):
     except Exception:       # no C++ compiler, no GPU here
         pass
 
-SCALE = """let y = compute(x) {
-    @kernel elementwise
-    for i in 0..n:
-        out[i] = x[i] * a + 1.0
-}
-y"""
-
-FIRST = """let y = compute(x) {
-    @kernel elementwise
-    for i in 0..m:
-        out[i] = x[i] * 2.0
-}
-y"""
 
 GATHER = """let y = compute(x, idx) {
     @kernel elementwise

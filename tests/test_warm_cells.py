@@ -13,22 +13,10 @@ import pytest
 
 import cupy_standin
 import zynbook
+from kernel_sources import FIRST, SCALE
 from zynbook.errors import ZynMLError
 from zynbook.runtime.interp import Interpreter
 
-SCALE = """let y = compute(x) {
-    @kernel elementwise
-    for i in 0..n:
-        out[i] = x[i] * a + 1.0
-}
-y"""
-
-FIRST = """let y = compute(x) {
-    @kernel elementwise
-    for i in 0..m:
-        out[i] = x[i] * 2.0
-}
-y"""
 
 BARE = """compute(x) {
     @kernel elementwise
@@ -47,12 +35,7 @@ UNSHOWN = """let y = compute(x) {
 def device(request, monkeypatch, tmp_path):
     """A device id: the CPU, or `cuda:0` on the CuPy stand-in."""
     if request.param == "cuda:0":
-        monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
-        cupy_standin.install(monkeypatch)
-        from zynbook.backends import registry
-        from zynbook.backends.cuda.device import CudaDevice
-        registry.get_device("cpu")
-        monkeypatch.setitem(registry._devices, "cuda:0", CudaDevice(0))
+        cupy_standin.install_cuda0(monkeypatch, tmp_path)
     return request.param
 
 

@@ -31,12 +31,7 @@ y
 def device(request, monkeypatch, tmp_path):
     """A device id: the CPU, or `cuda:0` on the CuPy stand-in."""
     if request.param == "cuda:0":
-        monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
-        cupy_standin.install(monkeypatch)
-        from zynbook.backends import registry
-        from zynbook.backends.cuda.device import CudaDevice
-        registry.get_device("cpu")
-        monkeypatch.setitem(registry._devices, "cuda:0", CudaDevice(0))
+        cupy_standin.install_cuda0(monkeypatch, tmp_path)
     return request.param
 
 

@@ -13,8 +13,8 @@ pytest.importorskip("IPython")
 
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
-import cupy_standin  # noqa: E402
 import zynbook  # noqa: E402
+from test_warm_cells import device  # noqa: E402,F401  (the fixture: cpu, or cuda:0 on the stand-in)
 from zynbook.errors import ZynMLError  # noqa: E402
 from zynbook.kernel import state  # noqa: E402
 
@@ -25,14 +25,6 @@ CELL = """let y = compute(x) {
 }
 y
 """
-
-
-@pytest.fixture(params=["cpu", "cuda:0"])
-def device(request, monkeypatch, tmp_path):
-    """A device id: the CPU, or `cuda:0` on the CuPy stand-in."""
-    if request.param == "cuda:0":
-        cupy_standin.install_cuda0(monkeypatch, tmp_path)
-    return request.param
 
 
 @pytest.fixture

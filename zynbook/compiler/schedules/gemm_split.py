@@ -16,8 +16,8 @@ The warpgroup MMA reads B from shared memory and TF32 only K-major; A may come f
 threads' registers in any layout. So the side whose elements run along K stays in shared
 memory (`s`, the MMA's B: N of a step along it), and the other is read into registers
 (`r`, the MMA's A: 64 rows a warpgroup). Where B is the side along K, D is C; where A is,
-D is C transposed (`of_d`). Both sides come by 16-byte cp.async copies into a ring of
-`stages` buffers, `stages - 1` slices ahead; the `s` tile in 128-byte swizzled rows of 32
+D is C transposed (`of_d`). Both sides come by cp.async copies (16 bytes, or 4 for a
+convolution's gathered input, whose zero fill is its padding) into a ring of `stages` buffers, `stages - 1` slices ahead; the `s` tile in 128-byte swizzled rows of 32
 K elements, the `r` tile in padded rows (its fragments are read by element, four lanes'
 rows then fall in distinct banks). A slice:
 
@@ -33,14 +33,14 @@ from __future__ import annotations
 from ..launch import ir
 from .gemm_wgmma import SBO, WgmmaBuilder
 
-SPLIT_N = (64, 128)         # a warpgroup's N: C's accumulators and the partial sums, N each
+SPLIT_N = (64, 128)         # a warpgroup's N (a thread holds N / 2 sums of C and N / 2 partial)
 # (r extent, s extent, warpgroup s extent, stages), first the default: two warpgroups of
 # 64 x 64, two blocks an SM (H200, bench_cuda --gemm-sweep, 4096^3: 1.99 ms against 2.24
 # for 128 x 128 in warpgroups of 64 x 128, cuBLAS 2.73)
 SPLIT_TILES = ((128, 64, 64, 4), (128, 128, 128, 4), (128, 128, 128, 3), (256, 64, 64, 4),
                (64, 128, 128, 4), (128, 128, 64, 4), (128, 64, 64, 3), (64, 64, 64, 4))
-# a convolution's few filters (the s side, along K) against many pixels: 256 pixels in two
-# warpgroups of 64 x 64 ... (H200, ResNet block, bench_cuda --conv-sweep: 0.167 ms against
+# a convolution's few filters (the s side, along K) against many pixels: four warpgroups of
+# 64 pixels by the 64 filters (H200, ResNet block, bench_cuda --conv-sweep: 0.167 ms against
 # 0.184 for SPLIT_TILES[0], cuDNN 0.275, CONV_FMA_TILE 0.231)
 SPLIT_CONV_TILE = (256, 64, 64, 4)
 BK = 32                     # a slice: one 128-byte row of f32 along K

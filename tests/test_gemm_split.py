@@ -16,7 +16,8 @@ import cuda_cir_kernels as K  # noqa: E402
 
 from compute_testing import emulate_kernel, lower_block  # noqa: E402
 from kernel_sources import BATCHED, EPILOGUE  # noqa: E402
-from test_gemm_wgmma import GPU, NVCC, ON_HOPPER, compiles_for_sm_90a  # noqa: E402
+from test_gemm_schedule import _tf32  # noqa: E402
+from test_gemm_wgmma import GPU, NVCC, ON_HOPPER, _rewritten, compiles_for_sm_90a  # noqa: E402
 from zynbook import tuning  # noqa: E402
 from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
 from zynbook.compiler.launch import ir  # noqa: E402
@@ -107,12 +108,6 @@ def test_tf32_one_product_a_step():
     assert error(got, product(ins, False, False)) > 50 * EXACT       # it is TF32's product
 
 
-def _tf32(x):
-    """f32 values rounded to TF32 (nearest, ties away from zero), in numpy."""
-    u = np.asarray(x, np.float32).view(np.uint32)
-    return ((u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
-
-
 @pytest.mark.parametrize("terms,cin", [(3, 8), (1, 8), (3, 32)])
 def test_a_convolution_with_its_gathered_input_in_registers(terms, cin):
     # the filters (along K) stay in shared memory, the im2col input comes by 4-byte copies
@@ -138,24 +133,9 @@ def test_without_the_small_halves_it_is_only_tf32():
     form, _ = gemm.match(kernel, sizes)
     prog = Gemm().build(kernel, cuda_target(), sizes, oriented(form, 64, 64, 64, 2))
     drop = lambda n: isinstance(n, ir.WarpgroupMma) and n.fresh is None
-    prog = _without(prog, drop)
+    prog = _rewritten(prog, lambda n: () if drop(n) else n)
     err = error(emulate_kernel(prog, kernel, ins, sizes, None), product(ins, False, True))
     assert err > 50 * EXACT, err
-
-
-def _without(prog, drop):
-    """`prog` with the statements `drop` picks taken out of its kernels."""
-    import dataclasses
-
-    def strip(node):
-        if isinstance(node, tuple):
-            return tuple(strip(n) for n in node if not drop(n))
-        if dataclasses.is_dataclass(node) and isinstance(node, (ir.Stmt, ir.Kernel)):
-            return dataclasses.replace(node, **{f.name: strip(getattr(node, f.name))
-                                                for f in dataclasses.fields(node)
-                                                if isinstance(getattr(node, f.name), tuple)})
-        return node
-    return dataclasses.replace(prog, kernels=tuple(strip(k) for k in prog.kernels))
 
 
 def test_chosen_for_exact_f32_on_hopper_only():

@@ -26,7 +26,8 @@ tiles),
 each beside cuBLAS: what configs.GEMM_CONFIGS should name.
 
 `--conv-sweep N` adds to the conv2d rows a row for each of the first N configurations of the
-GEMM schedule's space (tensor-core ones for TF32 and f16). The f16 conv2d row gives cuDNN and
+GEMM schedule's space (tensor-core ones for TF32 and f16), and for TF32 the split tiles with
+one product a step. The f16 conv2d row gives cuDNN and
 ZynBook the same f16 NCHW tensors.
 
 `--tune` adds a tuned row after each row: the kernel searched as `@autotune` searches it
@@ -269,7 +270,8 @@ def main():
         # `peer`: (its label, its callable)
         """With --conv-sweep N: the row again with each of the first N configurations of the
         GEMM schedule's space (its default first; on tensor cores but for f32; tiles of 64
-        rows at most), output checked."""
+        rows at most), and in TF32 each split tile of 64 filters with one product a step
+        (gemm_split, `terms=1`), output checked."""
         from zynbook.compiler.codegen import device_target
         from zynbook.compiler.schedules.base import Choice
         from zynbook.compiler.schedules.gemm import Gemm
@@ -277,6 +279,12 @@ def main():
             return
         space = [p for p in Gemm().space(k, device_target(dev), sizes)     # none taller than the 64 filters
                  if (p.mma or dtype == "f32") and p.bm <= 64][:args.conv_sweep]
+        if dtype == "tf32":     # TF32 on warpgroup MMAs (one product a step), the split tiles'
+            from zynbook.compiler.schedules.gemm import match       # shapes, the conv's first
+            from zynbook.compiler.schedules.gemm_split import SPLIT_CONV_TILE, SPLIT_TILES, oriented
+            form, _ = match(k, sizes)
+            space += [oriented(form, *t, terms=1) for t in dict.fromkeys((SPLIT_CONV_TILE,) + SPLIT_TILES)
+                      if t[1] == 64][:args.conv_sweep]
         for p in space:
             try:
                 fn_p, comp_p = zyn_callable(dev, k, sizes, tensors, out, params=Choice("gemm", p))

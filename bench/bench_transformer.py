@@ -10,7 +10,12 @@ through `torch.compile`. ZynBook runs it twice: as a cell runs it (`session.run(
 "transformer_block(x, 0)", x=x)`), and as a model written in Python calls it (`session.
 namespace["transformer_block"](x, 0)`: the pipeline called from Python, with no cell parsed
 or interpreted around the call); "ratio" is against the first, "ratio (call)" against the
-second. Every contender gets the same inputs on the device, warm-up runs (which compile),
+second. With `--layers N` (BERT-base has 12) every contender runs a stack of N blocks, each with
+its own weights, the output of one the input of the next, as a model's forward pass does:
+the cell is `var h = x` then `for l in range(N): h = transformer_block(h, l)`, the call and
+PyTorch loop in Python; the host work of one layer then overlaps the device's work on the
+layers before it (nothing waits in between), as it does in a model. Every contender gets the
+same inputs on the device, warm-up runs (which compile),
 then `--reps` timed rounds, each running every contender once (so all see the same clocks;
 the order rotates from round to round, so none always runs first, after another's host work);
 a run is timed with CUDA events on the current stream (ZynBook launches on it too) and with
@@ -25,7 +30,7 @@ The header says which. `--tune SECONDS` autotunes ZynBook's blocks at their firs
 `config { autotune: true }` does; the search's time is printed), each search capped there.
 
     python bench/bench_transformer.py [--device cuda:0] [--dtype f16|f32]
-        [--batch 8] [--seq 512] [--hidden 768] [--heads 12] [--ffn 3072]
+        [--batch 8] [--seq 512] [--hidden 768] [--heads 12] [--ffn 3072] [--layers 1]
         [--reps 50] [--warmup 10] [--no-compile] [--exact] [--tune SECONDS] [--json out.json]
 """
 from __future__ import annotations
@@ -294,6 +299,8 @@ def main(argv=None):
     ap.add_argument("--hidden", type=int, default=768)
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--ffn", type=int, default=None, help="default 4 * hidden")
+    ap.add_argument("--layers", type=int, default=1,
+                    help="a stack of this many blocks, each with its own weights")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
@@ -315,8 +322,9 @@ def main(argv=None):
     ffn = args.ffn or 4 * args.hidden
     dev = torch.device(args.device)
     dtype = getattr(torch, TORCH_DTYPES[args.dtype])
-    weights = {k: torch.from_numpy(v).to(dev, dtype)
-               for k, v in make_weights(args.hidden, ffn).items()}
+    layers = [{k: torch.from_numpy(v).to(dev, dtype)
+               for k, v in make_weights(args.hidden, ffn, seed=l).items()}
+              for l in range(args.layers)]
     rng = np.random.default_rng(1)
     x = torch.from_numpy(rng.standard_normal((args.batch, args.seq, args.hidden))
                          .astype(np.float32)).to(dev, dtype)
@@ -327,9 +335,10 @@ def main(argv=None):
     tune = f", autotune: true, tune_budget: {args.tune}" if args.tune else ""
     session.run(f"config {{ cuda_graph: {graph}, allow_tf32: {tf32}{tune} }}\n"
                 f"let num_heads = {args.heads}\nlet head_dim = {args.hidden // args.heads}\n"
-                + block_source(), model={"layers": [weights]})
+                + block_source(), model={"layers": layers})
     results = {"shape": {"batch": args.batch, "seq": args.seq, "hidden": args.hidden,
-                         "heads": args.heads, "ffn": ffn, "dtype": args.dtype},
+                         "heads": args.heads, "ffn": ffn, "dtype": args.dtype,
+                         "layers": args.layers},
                "zynbook_allow_tf32": not args.exact, "torch_allow_tf32": True,
                "zynbook_tuned": bool(args.tune),
                "device": torch.cuda.get_device_name(dev), "reps": args.reps}
@@ -343,12 +352,23 @@ def main(argv=None):
     # the block as a cell runs it (`session.run`), and as a model written in Python calls it:
     # the pipeline called from Python (no cell parsed or interpreted around the call)
     pipeline = session.namespace["transformer_block"]
-    contenders = {"zynbook": lambda: session.run("transformer_block(x, 0)", x=x),
-                  "zynbook_call": lambda: pipeline(x, 0),
-                  "torch_eager": lambda: block(x, weights)}
+    cell = "transformer_block(x, 0)" if args.layers == 1 else \
+        f"var h = x\nfor l in range({args.layers}):\n    h = transformer_block(h, l)\nh"
+
+    def stacked(fn):
+        def run():
+            h = x
+            for l, w in enumerate(layers):
+                h = fn(h, l, w)
+            return h
+        return run
+
+    contenders = {"zynbook": lambda: session.run(cell, x=x),
+                  "zynbook_call": stacked(lambda h, l, w: pipeline(h, l)),
+                  "torch_eager": stacked(lambda h, l, w: block(h, w))}
     if not args.no_compile:
         compiled = torch.compile(block)
-        contenders["torch_compile"] = lambda: compiled(x, weights)
+        contenders["torch_compile"] = stacked(lambda h, l, w: compiled(h, w))
     with torch.no_grad():
         timings = timed(torch, contenders, args.reps, max(args.warmup, 3),
                         {"zynbook": lambda: graph_time(session) or 0.0})
@@ -375,8 +395,8 @@ def main(argv=None):
         results[name]["wall_ratio"] = r["wall_s"] / zyn["wall_s"]
 
     print(f"transformer block B{args.batch} S{args.seq} H{args.hidden} heads {args.heads} "
-          f"FFN {ffn} {args.dtype} on {results['device']}; medians of {args.reps} rounds "
-          "(each contender once a round)")
+          f"FFN {ffn} {args.dtype}" + (f", a stack of {args.layers}" if args.layers > 1 else "")
+          + f" on {results['device']}; medians of {args.reps} rounds (each contender once a round)")
     print("f32 contractions: PyTorch TF32 (allow_tf32); ZynBook " +
           ("exact f32 (--exact)" if args.exact else "TF32 (config { allow_tf32: true })"))
     if args.tune:
@@ -391,7 +411,9 @@ def main(argv=None):
         print(f"{name:16}{r['events_s'] * 1e3:11.3f}{r['wall_s'] * 1e3:10.3f}"
               f"{results[name]['ratio']:8.2f}{results[name]['ratio_call']:14.2f}")
     if zyn.get("probe"):
-        print(f"  of which the replayed graph, by its own events: {zyn['probe'] * 1e3:.3f} ms "
+        last = "the last layer's" if args.layers > 1 else "the"
+        print(f"  of which {last} replayed graph, by its "
+              f"own events: {zyn['probe'] * 1e3:.3f} ms "
               "(the rest: host work before its launch, the launch, the result's copy)")
     print(f"max |zynbook - eager| / max |eager| = {results['max_rel_diff_vs_eager']:.2e}")
     if results["zynbook"]["per_graph"]:

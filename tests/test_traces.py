@@ -140,22 +140,22 @@ def test_another_layer_shape_or_device_runs_the_body(cuda, monkeypatch):
     # another device: x on the host, the block placed on cuda:0 by the session still runs it
     close(s.run("transformer_block(x, 0)", x=x), np_transformer_block(x, model["layers"][0]))
     assert len(evaluated) == 5 * per_call
-    # another weights record of the same shapes (a new model bound): its body runs, then
-    # its own trace replays
+    # another weights record of the same shapes (a new model bound): its body runs twice
+    # (its graphs are its own, captured at the second identical run), then its trace replays
     w = model["layers"][0]
     w2 = dict(w, out_proj=(w["out_proj"] * np.float32(-0.5)))
     s.run("let bound = 1", model=on_gpu(cp, {"layers": [w2]}))
     before = len(evaluated)
     for _ in range(4):
         close(s.run("transformer_block(x, 0)", x=cp.asarray(x)), np_transformer_block(x, w2))
-    assert len(evaluated) == before + per_call     # its graphs were captured before
+    assert len(evaluated) == before + 2 * per_call
 
 
 
 def test_layers_called_in_turn_replay_each_with_its_own_weights(cuda, monkeypatch):
     """Once both layers' traces are kept, calls alternating between them replay, each
     reading the weights of the record it looks up (a replay keeps the fields it read
-    from the last call's record only while that record is looked up again)."""
+    from each record while that record lives)."""
     cp, _ = cuda
     model = make_model()
     s = zynbook.Session("cuda:0")
@@ -171,6 +171,34 @@ def test_layers_called_in_turn_replay_each_with_its_own_weights(cuda, monkeypatc
     assert not evaluated
 
 
+def test_a_stack_of_layers_reads_each_layers_weights_in_place(cuda):
+    """A model's forward pass, each layer's output the next one's input: every layer's
+    graphs are its own (captured while its call is recorded), so the weights it looks up
+    are read where they lie (before, the same shapes' graph, captured after a call of
+    another layer, copied them in at every call); the stack equals numpy's."""
+    cp, _ = cuda
+    model = make_model()
+    s = zynbook.Session("cuda:0")
+    s.run(block_source(), model=on_gpu(cp, model))
+    block = s.namespace["transformer_block"]
+    x = np.random.default_rng(7).standard_normal((2, 100, 24)).astype(np.float32)
+    want = x
+    for w in model["layers"]:
+        want = np_transformer_block(want, w)
+    for _ in range(4):
+        h = cp.asarray(x)
+        for layer in range(len(model["layers"])):
+            h = block(h, layer)
+            assert s.interpreter.lazy.traces.last_miss is None or _ < 2
+        close(h, want)
+    traces = s.interpreter.lazy.traces.entries.values()
+    assert len(traces) == len(model["layers"])
+    for trace in traces:
+        for record, sources, _ in trace.steps:
+            in_place = {j for j, _ in record.in_place}
+            assert {j for j, (kind, _) in enumerate(sources) if kind == "label"} <= in_place
+
+
 def test_look_ups_read_as_the_interpreter_reads_them(cuda):
     """A replay reads its look-ups (`model.layers[layer]`) without the interpreter where
     every step is a record's field or a list's index in range: a negative index reads from
@@ -180,7 +208,7 @@ def test_look_ups_read_as_the_interpreter_reads_them(cuda):
     s = zynbook.Session("cuda:0")
     s.run(block_source(), model=on_gpu(cp, model))
     x = np.random.default_rng(9).standard_normal((2, 100, 24)).astype(np.float32)
-    for layer in (-1, -1, -1, 0, 0):
+    for layer in (-1, -1, -1, 0, 0, 0):
         close(s.run(f"transformer_block(x, {layer})", x=cp.asarray(x)),
               np_transformer_block(x, model["layers"][layer]))
     assert s.interpreter.lazy.traces.last_miss is None

@@ -9,7 +9,9 @@ interpreter's, one graph launch and the checks.
 
 * Inputs: an outside input at the same address as in the run before the capture is read
   in place; one whose address changed is copied into a staging buffer at every replay. A
-  graph is replayed only while the inputs captured in place are at their addresses.
+  graph is replayed only while the inputs captured in place are at their addresses. The
+  runs of a traced pipeline call (runtime/traces.py) are shapes of that call alone, so a
+  model's layer l, captured after its own earlier call, reads layer l's weights in place.
 * Outputs: a launch's output named by the program (a top-level name, a pipeline's local,
   a value handed back) is copied out of the graph's buffer into a fresh one at each replay,
   so a value kept from an earlier run never changes. The others are handed out as views of
@@ -36,7 +38,8 @@ from ..errors import NO_SPAN, ZynMLError, ZynMLRuntimeError
 AUTO_AFTER = 2          # identical runs before a capture, unless config says otherwise
 MIN_LAUNCHES = 2        # a single launch gains nothing from a graph
 MAX_SHAPES = 64         # shapes of runs remembered (a loop over growing shapes keeps this many)
-MAX_GRAPH_SHAPES = 16   # shapes whose graphs are kept (a graph holds its buffers)
+MAX_GRAPH_SHAPES = 32   # shapes whose graphs are kept (a graph holds its buffers; a model's
+                        # traced layers are a shape each: 24 of BERT-large's)
 MAX_GRAPHS = 4          # graphs kept per shape (inputs captured in place at other addresses)
 # a launch inside a graph has no time of its own: the whole graph's is on its last launch
 IN_GRAPH = LaunchTimes(source="cuda-graph")
@@ -56,6 +59,10 @@ class Replays:
         # while a traceable pipeline call runs (runtime/traces.py): `last` of each of its runs,
         # or why it was launched one by one
         self.log = None
+        # and that call's trace key: its runs' graphs are its own, so what it looks up (a
+        # model's layer l, whose weights are layer l's at every call) is read in place, not
+        # staged because the same shapes last ran with another layer's
+        self.scope = None
         self.last_miss: str | None = None   # why the last run was launched one by one
 
     def mode(self):
@@ -192,7 +199,7 @@ class _Shape:
         shape.device, shape.plans, shape.wiring, shape.scalars = device, plans, wiring, scalars
         shape.inputs, shape.addresses, shape.views = inputs, tuple(addresses), views
         shape.stream = cp.cuda.get_current_stream() if cp is not None else None
-        shape.key = (device_id, getattr(shape.stream, "ptr", 0), tuple(parts),
+        shape.key = (device_id, getattr(shape.stream, "ptr", 0), lazy.replays.scope, tuple(parts),
                      tuple((a.shape, str(a.dtype), a.flags.c_contiguous) for a in inputs))
         return shape
 

@@ -50,7 +50,7 @@ from .sharded import RecordingLog, ShardedTensor, set_recording
 from .tensor import Tensor
 from .values import Record
 
-MAX_TRACES = 16         # calls whose traces are kept (each holds its graphs and buffers)
+MAX_TRACES = 32         # calls whose traces are kept (each holds its graphs and buffers)
 VIEWS = ("split", "reshape")    # builtins whose results are views of their first argument
 
 
@@ -77,7 +77,7 @@ class Traces:
         a recorder to `leave` with the result, or None where the call cannot be traced);
         `last_miss` says why it does not replay."""
         lazy = self.lazy
-        lazy.replays.log = None     # (one left by a call that failed)
+        lazy.replays.log = lazy.replays.scope = None    # (left by a call that failed)
         set_recording(None)
         try:
             if lazy.pending:
@@ -125,9 +125,10 @@ class _Form:
         self.getters = tuple((name, _getter(e)) for name, e in lookups)
         self.fields = fields        # labels ("weights.w", "w") read from a looked-up value
         self.field_roots = tuple(dict.fromkeys(label.split(".")[0] for label in fields))
-        # the fields read in the last call and their key parts, with weak references to
-        # the looked-up records they were read from (_Form.fields_read)
-        self.memo = None
+        # the fields read and their key parts, with weak references to the looked-up
+        # records they were read from, per those records' ids (a model's layers: one each;
+        # _Form.fields_read)
+        self.memo: dict = {}
 
     @staticmethod
     def of(node) -> "_Form | None":
@@ -230,19 +231,21 @@ class _Form:
     def fields_read(self, interp, host: dict) -> list:
         """The key parts of the fields read from looked-up values, their values put in
         `host`. A record never changes (nor does a plain tensor's shape, dtype or device),
-        so while the values looked up are the records of the last call, its reads stand."""
+        so while the values looked up are records read before, those reads stand."""
         roots = [host[name] for name in self.field_roots]
-        memo = self.memo
+        ids = tuple([id(r) for r in roots])
+        memo = self.memo.get(ids)
         if memo is not None and all(ref() is root for ref, root in zip(memo[0], roots)):
             host.update(memo[1])
             return memo[2]
         values = {label: self.value(interp, label, host) for label in self.fields}
         parts = [_key_part(v) for v in values.values()]
         host.update(values)
-        self.memo = None
         if all(type(r) is Record for r in roots) and \
                 all(type(v) in (Tensor, bool, int, float, str) for v in values.values()):
-            self.memo = ([weakref.ref(r) for r in roots], values, parts)
+            if len(self.memo) >= MAX_TRACES:
+                self.memo.pop(next(iter(self.memo)))
+            self.memo[ids] = ([weakref.ref(r) for r in roots], values, parts)
         return parts
 
     @staticmethod
@@ -443,6 +446,7 @@ class _Recorder:
         # launches ran in the graphs of its runs (not a block launched where it is met)
         self.before = len(traces.lazy.interp.session.launches)
         traces.lazy.replays.log = []    # each run of the lazy graph in the call
+        traces.lazy.replays.scope = key     # its graphs its own (Replays.scope)
         # each split block and each view of a sharded result (the call's frame is pushed
         # next: the log lives while it is on the stack)
         self.log = RecordingLog(traces.lazy.interp.frames)
@@ -453,7 +457,7 @@ class _Recorder:
         lazy = self.traces.lazy
         session = lazy.interp.session
         lazy.flush(roots=[result])
-        steps, lazy.replays.log = lazy.replays.log, None
+        steps, lazy.replays.log, lazy.replays.scope = lazy.replays.log, None, None
         split = self.log
         set_recording(None)
         lazy.replays.last = None

@@ -24,7 +24,7 @@ from zynbook.compiler.launch import ir  # noqa: E402
 from zynbook.compiler.schedules import gemm  # noqa: E402
 from zynbook.compiler.schedules.base import Choice  # noqa: E402
 from zynbook.compiler.schedules.gemm import Gemm  # noqa: E402
-from zynbook.compiler.schedules.gemm_split import oriented  # noqa: E402
+from zynbook.compiler.schedules.gemm_split import SPLIT_CONV_TILE, oriented  # noqa: E402
 from zynbook.compiler.targets import cuda_target  # noqa: E402
 
 # f32's own error over these depths is about 1e-7 of the largest output; one TF32 product
@@ -156,6 +156,19 @@ def test_chosen_for_exact_f32_on_hopper_only():
     kernel, sizes, _, _ = K.matmul_t(1024, 1024, 1024, "f32", False, False)
     space = Gemm().space(kernel, cuda_target(), sizes)
     assert sum(p.terms == 3 for p in space) >= 4 and space[0].terms == 3
+
+
+def test_a_convolution_in_tf32_takes_one_product_a_step_on_hopper():
+    # a convolution's few filters in TF32: the split builder's conv tile with one product a
+    # step (faster there than mma.sync); exact f32 keeps three; Ampere keeps mma.sync
+    exact, sizes, _, _ = K.conv2d(batch=32, cin=64, cout=64, h=56, w=56)
+    tf32 = tuning.allowing_tf32(exact, tuning.Settings(allow_tf32=True))
+    form, _ = gemm.match(tf32, sizes)
+    p = Gemm().default(tf32, cuda_target(), sizes)
+    assert p == oriented(form, *SPLIT_CONV_TILE, terms=1)
+    assert Gemm().default(exact, cuda_target(), sizes) == oriented(form, *SPLIT_CONV_TILE)
+    p = Gemm().default(tf32, cuda_target((8, 0)), sizes)
+    assert p.mma and not p.wgmma
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")

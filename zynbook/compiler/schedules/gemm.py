@@ -505,7 +505,15 @@ class Gemm(Schedule):
         M, N, K = _side_sizes(form, sizes) if not sym else (1 << 20,) * 3
         kind = None if fma_only else self._mma_kind(kernel, target, sizes, form)
         if kind:
-            for p in self._mma_firsts(kernel, target, sizes, form, kind, M, N, wgmma):
+            firsts = self._mma_firsts(kernel, target, sizes, form, kind, M, N, wgmma)
+            if kind == "tf32" and wgmma and _gathered(form) and M <= 64 and \
+                    self._split_tiles(kernel, target, sizes, form, 1):
+                # a convolution's few filters in TF32: one warpgroup-MMA product a step
+                # (H200, ResNet block, bench_cuda --conv-sweep: 0.109 ms against 0.138 on
+                # mma.sync; cuDNN 0.103)
+                from .gemm_split import SPLIT_CONV_TILE, oriented
+                firsts.insert(0, oriented(form, *SPLIT_CONV_TILE, terms=1))
+            for p in firsts:
                 if self._fits(p, target, form):
                     return p
         elif not fma_only and wgmma and min(M, N) >= 64:   # (smaller: the FMA tiles waste less)

@@ -1,7 +1,8 @@
 """The host overhead of a warm one-kernel cell: end-to-end time minus kernel time.
 
 Each row runs one compute block again and again with the same shapes and dtypes, through
-`Session.run` and through the `%%compute` magic, after warm-up (the first run compiles),
+`Session.run` and through the `%%compute` magic (inside IPython's builtin trap, as a notebook
+cell runs it), after warm-up (the first run compiles),
 and reports medians: end-to-end time (the call plus waiting for the device), kernel time
 (CUDA events on `cuda:N`, the host clock on CPU devices), the difference of the two in each
 run (the host overhead), the time the call itself takes before returning (on CUDA it need
@@ -25,6 +26,7 @@ with kernels that do nothing: the host work of the CUDA path alone, on any machi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import json
 import os
@@ -167,8 +169,10 @@ def timed_runs(run, session, wait, reps: int, warmup: int) -> dict:
 
 
 def magic_runner(device: str, source: str, env: dict):
-    """`%%compute @device(...)` of `source` in an IPython shell holding `env`, and the
-    notebook session it runs in."""
+    """`%%compute @device(...)` of `source` in an IPython shell holding `env`, the notebook
+    session it runs in, and the shell's builtin trap: a notebook cell runs inside it (the
+    shell puts its builtins in place once per cell), so the magic's runs are timed inside it
+    too, rather than paying for that per call."""
     from IPython.core.interactiveshell import InteractiveShell
 
     import zynbook
@@ -179,7 +183,7 @@ def magic_runner(device: str, source: str, env: dict):
     shell.run_line_magic("load_ext", "zynbook")
     shell.user_ns.update(env)
     line = f'@device("{device}")'
-    return (lambda: shell.run_cell_magic("compute", line, source)), session
+    return (lambda: shell.run_cell_magic("compute", line, source)), session, shell.builtin_trap
 
 
 def measure(row: str, device: str, reps: int, warmup: int, poll: bool = False) -> dict:
@@ -191,7 +195,9 @@ def measure(row: str, device: str, reps: int, warmup: int, poll: bool = False) -
     run = lambda: session.run(source, **env)         # noqa: E731
     direct = timed_runs(run, session, wait, reps, warmup)
     call = median_of(run, wait, reps, 0, waited=False)     # before IPython is started
-    magic = timed_runs(*magic_runner(device, source, env), wait, reps, warmup)
+    run_magic, magic_session, trap = magic_runner(device, source, env)
+    with trap:
+        magic = timed_runs(run_magic, magic_session, wait, reps, warmup)
     result = {"row": row, "device": device, "e2e_s": direct["e2e"],
               "kernel_s": direct["kernel"], "overhead_s": direct["overhead"],
               "launches": direct["launches"], "cuda_graph": direct["graph"],
@@ -209,18 +215,20 @@ def profile(row: str, device: str, reps: int, warmup: int, magic: bool = False,
     import zynbook
     source, shapes, _ = ROWS[row]
     env, _, _ = inputs_for(device, shapes, np.random.default_rng(0))
+    trap = contextlib.nullcontext()
     if magic:
-        run, _ = magic_runner(device, source, env)
+        run, _, trap = magic_runner(device, source, env)
     else:
         session = zynbook.Session(device)
         run = lambda: session.run(source, **env)        # noqa: E731
-    for _ in range(warmup):
-        run()
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(reps):
-        run()
-    prof.disable()
+    with trap:
+        for _ in range(warmup):
+            run()
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(reps):
+            run()
+        prof.disable()
     Clock(device).wait()
     pstats.Stats(prof).sort_stats(sort).print_stats(lines)
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import attention_sources as A
+from compute_testing import emulate_kernel
 from test_attention_mma import CUDA, SCHED, TOL, _check, _gpu, _lower, answer, cross
 from tolerances import assert_within
 from zynbook.compiler.codegen.cuda import render_cuda
@@ -71,11 +72,58 @@ def test_the_space_of_each_head_dim(d):
     space = [p for p in SCHED.space(k, CUDA, sz) if p.wgmma]
     every = W.choices(W.default(d), d)
     assert space[0] == W.default(d) and space == [p for p in every if p in space]
-    assert {p.warps for p in space} == {4, 8} and {p.pingpong for p in space} == {False, True}
+    assert {p.warps for p in space if not p.tma} == {4, 8} and {p.pingpong for p in space} == {False, True}
+    assert {p.tma for p in space} == {False, True}
     shape, _ = match(k, CUDA, sz)
     for p in set(every) - set(space):       # only what outgrows the shared memory is left out
         assert "outgrow the shared memory" in attention_mma.why_not(CUDA, shape, p)
     assert all(p.warps == 8 for p in space if p.pingpong)
+
+
+TMA = [(d, p) for d in (64, 128) for p in W.tma_choices(W.default(d), d)]
+
+
+@pytest.mark.parametrize("d,params", TMA, ids=lambda x: x if isinstance(x, int) else
+                         f"{x.warps // 4}wg_{x.block_kv}k_{x.stages}st_{x.occupancy}b{'_pingpong' if x.pingpong else ''}")
+def test_tma_candidates_equal_numpy(d, params):
+    """The copy engine's kernels (a producer warpgroup, mbarriers): a causal condition whose
+    keys end inside a tile (zeros landing past the tensor), a bool mask over fewer keys than
+    queries, two batches of heads (one tensor dimension of both)."""
+    cases = {64: ((A.three_pass("causal", "const"), "f16", 150, 150, 64, 1),
+                  (cross(A.three_pass("bool")), "bf16", 77, 50, 16, 1)),
+             128: ((A.flash(64), "f16", 70, 70, 128, 2),
+                   (A.three_pass("causal"), "bf16", 130, 130, 96, 1))}[d]
+    for text, dtype, sq, sk, dd, b in cases:
+        k, ins, sz, sc = _lower(text, dtype, sq, sk, dd, batch=b)
+        assert params in SCHED.space(k, CUDA, sz)
+        prog = SCHED.build(k, CUDA, sz, params)
+        assert "by the copy engine (TMA" in prog.schedule and len(prog.tensor_maps) == 3
+        assert {n.op for n in ir.walk(prog.kernels) if isinstance(n, ir.Mbarrier)} == {"init", "arrive", "wait"}
+        _check(text, prog, k, ins, sz, sc)
+
+
+def test_tma_over_other_layouts():
+    """[batch, seq, heads, head_dim] (the heads and batches two dimensions of the tensor
+    maps) and grouped-query heads (K's and V's boxes at head h / group)."""
+    from test_attention_gqa import _lower as gqa_lower, numpy_gqa
+    p = next(p for p in W.tma_choices(W.default(32), 32) if p.warps == 8 and p.block_kv == 64)
+    k, ins, sz, sc = _lower(A.FLASH_BSHD, "f16", 70, 70, 32, batch=2, heads=3, bshd=True)
+    prog = SCHED.build(k, CUDA, sz, p)
+    assert all(len(m.dims) == 4 for m in prog.tensor_maps)
+    _check(A.FLASH_BSHD, prog, k, ins, sz, sc)
+    k, ins, sz, arrays = gqa_lower(A.grouped(A.three_pass("causal"), "4"), "f16", 8, 2, 70, 64, 4, batch=2)
+    prog = SCHED.build(k, CUDA, sz, replace(p, pingpong=True, occupancy=1))
+    got = emulate_kernel(prog, k, ins, sz, {}, warp=32).astype(np.float64)
+    assert_within(got, numpy_gqa(arrays, 4, True), TOL, TOL)
+
+
+def test_tma_needs_tensor_maps():
+    """A target whose driver makes no tensor maps keeps the cp.async kernels."""
+    k, _, sz, _ = _lower(A.three_pass("causal"), "f16", 64, 64, 64)
+    plain = cuda_target((9, 0), bulk_copy=False)
+    assert not any(p.tma for p in SCHED.space(k, plain, sz))
+    shape, _ = match(k, plain, sz)
+    assert "tensor maps" in W.why_not(plain, shape, TMA[0][1])
 
 
 def test_head_dim_256_and_two_batches():
@@ -142,7 +190,14 @@ GPU_CASES = [
     (f"causal_bf16_d128_{p.block_q}q_{p.block_kv}k_{p.stages}st{'_pingpong' if p.pingpong else ''}",
      A.three_pass("causal"), "bf16", 300, 300, 128, 1, 4, p) for p in (
          replace(W.default(128), pingpong=False), replace(W.WGMMA, block_kv=64),
-         replace(W.WGMMA, block_q=64, warps=4, block_kv=128, stages=3))]
+         replace(W.WGMMA, block_q=64, warps=4, block_kv=128, stages=3))] + [
+    (f"tma_{name}_{p.warps // 4}wg_{p.block_kv}k_{p.stages}st_{p.occupancy}b{'_pingpong' if p.pingpong else ''}",
+     text, dtype, sq, sk, d, b, h, p)
+    for name, text, dtype, sq, sk, d, b, h in (
+        ("bert_f16", A.flash(64), "f16", 512, 512, 64, 8, 12),
+        ("causal_bf16_d128", A.three_pass("causal", "const"), "bf16", 300, 300, 128, 1, 4),
+        ("bool_f16_cross_d80", cross(A.three_pass("bool")), "f16", 200, 77, 80, 2, 3))
+    for p in W.tma_choices(W.default(d), d) if d != 80 or p.warps == 8]
 
 
 @pytest.mark.gpu

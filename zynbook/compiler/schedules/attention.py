@@ -98,6 +98,10 @@ class AttentionParams(Params):
     # two warpgroups taking turns at the tensor cores (FlashAttention-3's ping-pong): one's
     # softmax while the other's products run
     pingpong: bool = False
+    # K and V (and Q) brought by the copy engine (TMA) into the swizzled tiles, asked for by
+    # a producer warpgroup of its own through mbarriers (attention_wgmma.py): `warps` are
+    # then the consumers' warps, which meet no block barrier
+    tma: bool = False
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
@@ -108,7 +112,8 @@ class AttentionParams(Params):
                                                          ("warps", 4), ("hold_q", True), ("stages", 2),
                                                          ("packed", False), ("fold_scale", False),
                                                          ("skip_rescale", False), ("fast_math", False),
-                                                         ("wgmma", False), ("pingpong", False))
+                                                         ("wgmma", False), ("pingpong", False),
+                                                         ("tma", False))
                  if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
@@ -367,14 +372,15 @@ class Attention(Schedule):
         """The tensor-core kernel; Q, K and V are copied 16 bytes at a time, so buffers not
         so aligned run the `fallback`: the first choice without tensor cores."""
         from . import attention_mma
-        built = attention_mma.kernel(kernel, target, sizes, shape, params, sites, idx)
-        prog = self._program(kernel, shape, params, sites, [built],
+        *built, maps = attention_mma.kernel(kernel, target, sizes, shape, params, sites, idx)
+        prog = self._program(kernel, shape, params, sites, [tuple(built)],
                              [f"head_dim {shape.D}: {params.block_q} queries x {params.block_kv}-key tiles"], target, sizes)
         plain = next(p for p in self.space(kernel, target, sizes) if not p.mma)
         prog.fallback = self._build(kernel, target, sizes, plain, sites)
         prog.aligned = tuple(sorted({user_name(shape.bufs[r].name) for r in attention_mma.aligned(params)}))
         prog.sites = prog.fallback.sites = sites.as_tuple()
         prog.arch_specific = params.wgmma       # sm_90a's own instructions
+        prog.tensor_maps = maps
         return prog
 
     @staticmethod

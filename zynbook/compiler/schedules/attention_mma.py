@@ -211,18 +211,22 @@ def describe(params, shape) -> str:
 
 
 def kernel(kernel_, target, sizes, shape, params, sites, idx):
-    """(ir.Kernel, grid) of the tensor-core attention (named apart from its fallback's)."""
+    """(ir.Kernel, grid, tensor maps) of the tensor-core attention (named apart from its
+    fallback's)."""
     why = why_not(target, shape, params)
     if why:
         raise NotScalar(why)
-    cls = attention_wgmma.WgmmaKernel if params.wgmma else _MmaKernel
-    return cls(kernel_, target, sizes, shape, params, sites, idx, shape.D, 0,
-               params.block_q, params.block_kv, 16, 0, 0, "mma").kernel()
+    cls = attention_wgmma.TmaKernel if params.tma else attention_wgmma.WgmmaKernel if params.wgmma else _MmaKernel
+    built = cls(kernel_, target, sizes, shape, params, sites, idx, shape.D, 0,
+                params.block_q, params.block_kv, 16, 0, 0, "mma")
+    return (*built.kernel(), tuple(built.maps))
 
 
 class _MmaKernel(_Kernel):
     """The tensor-core kernel; the attention kernel's helpers (sizes, row offsets, the key
     condition, the empty row's reciprocal) are shared."""
+
+    maps: tuple = ()            # the tensor maps its copies read through (ir.TensorMap)
 
     def kernel(self):
         p, P, idx, low = self.shape.p, self.P, self.idx, self.low
@@ -252,7 +256,7 @@ class _MmaKernel(_Kernel):
                 ir.Decl("_b", idx, ir.Bin("/", r("_bh"), H, idx)),
                 ir.Decl("_q0", idx, self.mul(self.query_block(), self.i(self.BQ))),
                 ir.Decl("_t", idx, self.at("thread")),
-                ir.Decl("_wq", idx, self.mul(self.at("warp"), self.i(16 * self.MT))),
+                ir.Decl("_wq", idx, self.mul(self.warp(), self.i(16 * self.MT))),
                 ir.Decl("_g", idx, ir.Bin("/", lane, self.i(4), idx)),
                 ir.Decl("_t4", idx, ir.Bin("%", lane, self.i(4), idx)),
                 ir.Decl("_l8", idx, ir.Bin("%", lane, self.i(8), idx)),
@@ -262,36 +266,53 @@ class _MmaKernel(_Kernel):
                  for role in ("q", "k", "v", "out")]
         body += [ir.Decl("_scale", F, scale),
                  ir.Decl("_nk", idx, ir.Bin("/", self.add(kend, self.i(BK - 1)), self.i(BK), idx)),
-                 *self.arrays(),
-                 ir.Array("_pa", self.dt, self.MT * self.KS * 8),
-                 ir.Array("_sc", F, self.MT * self.NT * 4),
-                 ir.Array("_o", F, self.MT * self.ND * 4),
-                 ir.Array("_mrow", F, 2 * self.MT), ir.Array("_lrow", F, 2 * self.MT),
-                 *([ir.Array("_al", F, 2 * self.MT)] if P.skip_rescale else []),
-                 self.loop("_i", 2 * self.MT, lambda i: [ir.Store("_mrow", i, NEG), ir.Store("_lrow", i, ZERO)]),
-                 self.loop("_i", self.MT * self.ND * 4, lambda i: [ir.Store("_o", i, ZERO)])]
-        # Q in a group of its own, then the first tiles (one a group); Q's fragments once
-        # its group is complete
-        body += self.issue("q", r("_q0"), self.BQ, r("_S"), *self.q_rows())
-        body.append(ir.AsyncCommit())
-        for t in range(self.NS - 1):
-            body += [self.issue_tile(self.i(t)), ir.AsyncCommit()]
-        body += self.q_ready()
-        body += self.key_loop()
-        body += self.finish()
+                 *self.arrays()]
+        regs = [ir.Array("_pa", self.dt, self.MT * self.KS * 8),
+                ir.Array("_sc", F, self.MT * self.NT * 4),
+                ir.Array("_o", F, self.MT * self.ND * 4),
+                ir.Array("_mrow", F, 2 * self.MT), ir.Array("_lrow", F, 2 * self.MT),
+                *([ir.Array("_al", F, 2 * self.MT)] if P.skip_rescale else []),
+                self.loop("_i", 2 * self.MT, lambda i: [ir.Store("_mrow", i, NEG), ir.Store("_lrow", i, ZERO)]),
+                self.loop("_i", self.MT * self.ND * 4, lambda i: [ir.Store("_o", i, ZERO)])]
+        body += self.main(regs)
         arrays = [s for s in body if isinstance(s, ir.Array) and s.space == "shared"]
-        used = sum(-(-a.count * 2 // 16) * 16 for a in arrays)
+        used = sum(-(-a.count * (8 if a.dtype == "u64" else 2) // 16) * 16 for a in arrays)
         if used > STATIC_SHARED:    # the launch's memory is 16-byte aligned: an array aligned
             used += max(a.align for a in arrays) - 16       # further may start later
         name = kernel_name(self.k, self.suffix or "")
-        k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, self.idx), tuple(body), self.T, idx,
+        k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, self.idx) + self.extra_params(), tuple(body),
+                      self.threads(), idx,
                       f"attention, head_dim {D}: {self.BQ} queries x {BK}-key tiles on tensor cores "
                       + self.who(),
-                      min_blocks=P.occupancy, dynamic_shared=used if used > STATIC_SHARED else 0)
+                      min_blocks=self.blocks_per_sm(), dynamic_shared=used if used > STATIC_SHARED else 0)
         blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), self.BQ), idx)
         return k, blocks
 
     # ---- the parts the warpgroup kernel (attention_wgmma.py) replaces --------------------
+
+    def main(self, regs: list) -> list:
+        """After the sizes and the shared arrays: the registers `regs` (declared and set),
+        Q's copy in a group of its own, then the first tiles' (one a group), Q's fragments
+        once its group is complete, the key loop and the stores."""
+        r = self.ref
+        body = regs + self.issue("q", r("_q0"), self.BQ, r("_S"), *self.q_rows()) + [ir.AsyncCommit()]
+        for t in range(self.NS - 1):
+            body += [self.issue_tile(self.i(t)), ir.AsyncCommit()]
+        return body + self.q_ready() + self.key_loop() + self.finish()
+
+    def warp(self) -> ir.Expr:
+        """This thread's warp among those that compute."""
+        return self.at("warp")
+
+    def threads(self) -> int:
+        return self.T
+
+    def blocks_per_sm(self) -> int:
+        """The blocks a multiprocessor should hold (the register cap), 0: unsaid."""
+        return self.P.occupancy
+
+    def extra_params(self) -> tuple:
+        return ()
 
     def who(self) -> str:
         return f"({self.NW} warps of {16 * self.MT} queries)"

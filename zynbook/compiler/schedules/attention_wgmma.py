@@ -26,8 +26,11 @@ softmax runs while the other's products do.
 from __future__ import annotations
 
 from dataclasses import replace
+from math import prod
 
+from .. import cir
 from ..launch import ir
+from ..launch.scalar import user_name
 from .attention import AttentionParams
 from .attention_mma import EVERY, _MmaKernel
 
@@ -46,6 +49,7 @@ def shared_bytes(params, D: int) -> int:
     """Q's tile and `stages` K and V tiles, rows of whole chunks, and where they are the
     launch's memory (past 48 KiB) what aligning them to 1024 bytes may skip."""
     tiles = 2 * (params.block_q + 2 * params.stages * params.block_kv) * chunks(D) * CHUNK
+    tiles += 8 * (1 + 3 * params.stages) if params.tma else 0      # the mbarriers
     return tiles + (ir.WGMMA_SWIZZLE * 8 - 16 if tiles > 48 * 1024 else 0)
 
 
@@ -61,7 +65,48 @@ def why_not(target, shape, params) -> str | None:
         return f"head_dim {shape.D}: past 128 the key tiles are 64 (the registers)"
     if params.pingpong and params.warps != 8:
         return "the warpgroups' turns take two warpgroups"
+    if params.tma:
+        if not target.bulk_copy:
+            return f"the {target.name} target makes no tensor maps (TMA)"
+        if params.warps > 12:
+            return f"{params.warps // 4} warpgroups beside the producer: at most 3 share the registers"
+        if params.block_q > 256:
+            return f"{params.block_q} queries: a box of the copy engine holds at most 256 rows"
+        for role in ("q", "k", "v"):
+            if tma_layout(shape, role) is None:
+                return (f"`{user_name(shape.bufs[role].name)}` is not a view the copy engine reads "
+                        "(head_dim contiguous, the other strides multiples of 16 bytes)")
     return None
+
+
+def tma_layout(shape, role: str, sizes: dict | None = None):
+    """(dims, strides, coordinates) of the tensor of `role` as the copy engine reads it:
+    head_dim innermost, then the sequence, then the head and batch (one dimension where the
+    batch's stride is the heads' times their number); `coordinates` names the box's
+    coordinates (col, row, then h and b, or bh). None where head_dim is not contiguous or a
+    stride is not a multiple of 16 bytes. Without `sizes`, only a view's strides are
+    checked (a row-major tensor's are multiples of head_dim)."""
+    buf = shape.bufs[role]
+    if sizes is None:
+        st = buf.strides
+        ok = st is None or (st[-1] == 1 and all(x * 2 % 16 == 0 and x > 0 for x in st[:-1]))
+        return ("strides",) if ok else None
+    dims = [int(cir.eval_dim(d, sizes)) for d in buf.shape]
+    el = list(buf.strides) if buf.strides is not None else [prod(dims[a + 1:]) for a in range(len(dims))]
+    ab, ah, asq = shape.axes[role]
+    if el[-1] != 1:
+        return None
+    B, H, S = dims[ab], dims[ah], dims[asq]
+    out_dims, out_strides, which = [dims[-1], S], [el[asq]], ["col", "row"]
+    if H > 1 and B > 1 and el[ab] == el[ah] * H:
+        out_dims.append(H * B), out_strides.append(el[ah]), which.append("bh")
+    else:
+        for n, st, w in ((H, el[ah], "h"), (B, el[ab], "b")):
+            if n > 1:
+                out_dims.append(n), out_strides.append(st), which.append(w)
+    if any(st * 2 % 16 or st < 1 or st * 2 >= 1 << 40 for st in out_strides) or any(d >= 1 << 31 for d in out_dims):
+        return None
+    return tuple(out_dims), tuple(out_strides), tuple(which)
 
 
 def choices(first: AttentionParams, D: int) -> list:
@@ -73,7 +118,26 @@ def choices(first: AttentionParams, D: int) -> list:
             for st in (2, 3):
                 p = replace(first, block_q=16 * warps, warps=warps, block_kv=bk, stages=st, pingpong=False)
                 out += [p, replace(p, pingpong=True)] if warps == 8 else [p]
+    out += tma_choices(first, D)
     return list(dict.fromkeys(out))
+
+
+def tma_choices(first: AttentionParams, D: int) -> list:
+    """The copy engine's candidates (a producer warpgroup beside one to three computing
+    ones): (warps, key tile, stages, blocks a multiprocessor, turns), the blocks setting the
+    registers the computing warpgroups share (TmaKernel.registers)."""
+    t = replace(first, tma=True, hold_q=False)
+    if D <= 64:
+        shapes = [(4, 128, 2, 2, False), (4, 64, 2, 3, False), (4, 64, 3, 3, False),
+                  (8, 128, 2, 1, False), (8, 128, 2, 1, True), (8, 64, 2, 2, False), (8, 64, 3, 2, False),
+                  (12, 128, 2, 1, False)]
+    elif D <= 128:
+        shapes = [(8, 128, 2, 1, True), (8, 128, 2, 1, False), (8, 128, 3, 1, True), (8, 64, 2, 1, True),
+                  (8, 64, 3, 1, True), (4, 128, 2, 2, False), (4, 64, 3, 2, False)]
+    else:
+        shapes = [(8, 64, 2, 1, True), (8, 64, 2, 1, False)]
+    return [replace(t, block_q=16 * w, warps=w, block_kv=bk, stages=st, occupancy=occ, pingpong=pp)
+            for w, bk, st, occ, pp in shapes]
 
 
 def default(D: int) -> AttentionParams:
@@ -101,7 +165,9 @@ class WgmmaKernel(_MmaKernel):
     # the first turn, and warpgroup 0 takes the turn handed on last: every arrival is met
 
     def key_loop(self) -> list:
-        loop = super().key_loop()
+        return self.turns(super().key_loop())
+
+    def turns(self, loop: list) -> list:
         if not self.P.pingpong:
             return loop
         wg = lambda g: ir.Bin("==", self.warpgroup(), self.i(g), "bool")
@@ -109,7 +175,7 @@ class WgmmaKernel(_MmaKernel):
                 ir.If(wg(0), (ir.NamedBarrier(self.i(1), 256),))]
 
     def warpgroup(self) -> ir.Expr:
-        return self.idiv(self.at("warp"), 4)
+        return self.idiv(self.warp(), 4)
 
     def in_turn(self, issue: list, acc: str, count: int) -> list:
         """The products `issue` as one group, in this warpgroup's turn; then their wait."""
@@ -173,10 +239,131 @@ class WgmmaKernel(_MmaKernel):
                              self.loop("_kk", self.KS, step)], "_o", n)
 
 
+PRODUCER_REGISTERS = 24     # setmaxnreg: what the copying warpgroup keeps
+MAX_REGISTERS = 240         # what a computing one takes at most
+
+
+class TmaKernel(WgmmaKernel):
+    """The warpgroup kernel fed by the copy engine: warpgroup 0 is the producer, one of whose
+    threads asks for Q's box, then for each key tile waits until its ring buffer is free
+    (`_empty`), and asks for K's and V's boxes (one a chunk of 64 columns; zeros land past
+    the tensor), each counted on an mbarrier of its own (`_kfull`, `_vfull`: the scores
+    start before V landed); the other warpgroups compute as WgmmaKernel's, waiting on those
+    mbarriers instead of their copies and a block barrier, and free a buffer (every thread
+    arrives on `_empty`) once their products that read it completed. The producer gives its
+    registers up (setmaxnreg) to them:
+
+        producer (one thread)                consumers (64 queries a warpgroup)
+        Q -> _qs, on _qbar                   wait _qbar
+        for each tile kt (slot kt % S):      for each tile kt:
+          wait _empty[slot], parity ^ 1        wait _kfull[slot]; S = Q K^T; softmax
+          K -> _ks[slot] on _kfull[slot]       wait _vfull[slot]; O += P V
+          V -> _vs[slot] on _vfull[slot]       arrive _empty[slot]
+    """
+
+    def warp(self) -> ir.Expr:
+        return ir.Bin("-", self.at("warp"), self.i(4), self.idx)
+
+    def threads(self) -> int:
+        return self.T + 128
+
+    def blocks_per_sm(self) -> int:
+        return max(1, self.P.occupancy)
+
+    def registers(self) -> int:
+        """What a computing warpgroup's threads take: the block's share of the registers
+        (its launch bound) less what the producer keeps, at most MAX_REGISTERS."""
+        launch = min(255, 65536 // (self.threads() * self.blocks_per_sm())) // 8 * 8
+        return min(MAX_REGISTERS, (launch * self.threads() - 128 * PRODUCER_REGISTERS) // self.T // 8 * 8)
+
+    def arrays(self) -> list:
+        bars = lambda name, n: ir.Array(name, "u64", n, "shared", align=8)
+        return super().arrays() + [bars("_qbar", 1), bars("_kfull", self.NS), bars("_vfull", self.NS),
+                                   bars("_empty", self.NS)]
+
+    def extra_params(self) -> tuple:
+        self.maps = [self.tensor_map(role) for role in ("q", "k", "v")]
+        return tuple(ir.Param(m.name, "tensormap", m.dtype) for m in self.maps)
+
+    def layout(self, role: str):
+        got = tma_layout(self.shape, role, self.low.sizes)
+        if got is None:
+            raise ValueError(f"`{user_name(self.shape.bufs[role].name)}` is not a view the copy engine reads")
+        return got
+
+    def tensor_map(self, role: str) -> ir.TensorMap:
+        dims, strides, _ = self.layout(role)
+        rows = self.BQ if role == "q" else self.BK
+        box = (CHUNK, rows) + (1,) * (len(dims) - 2)
+        host = lambda vals: tuple(ir.Lit(int(v), "i64") for v in vals)
+        buf = self.shape.bufs[role]
+        return ir.TensorMap(f"_map{role}", user_name(buf.name), buf.dtype, host(dims), host(strides), box)
+
+    def boxes(self, role: str, row0, dst: str, base, bar: str, slot) -> list:
+        """The boxes of `role`'s rows from row0 (a box a chunk of 64 columns) into `dst`
+        from `base`, counted on mbarrier bar[slot]."""
+        rows = self.BQ if role == "q" else self.BK
+        _, _, which = self.layout(role)
+        buf = self.shape.bufs[role]
+        heads = int(cir.eval_dim(buf.shape[self.shape.axes[role][1]], self.low.sizes))
+        h = self.ref("_h")
+        group = self.shape.p.kv_group
+        if role in ("k", "v") and group is not None:
+            h = ir.Bin("/", h, self.low.index(group), self.idx)
+        coord = {"row": row0, "h": h, "b": self.ref("_b"),
+                 "bh": self.add(self.mul(self.ref("_b"), self.i(heads)), h)}
+        return [ir.TensorLoad(f"_map{role}", (self.i(c * CHUNK),) + tuple(coord[w] for w in which[1:]),
+                              dst, self.add(base, self.i(c * rows * CHUNK)), bar, slot) for c in range(self.CH)]
+
+    def main(self, regs: list) -> list:
+        r, idx, NS = self.ref, self.idx, self.NS
+        bar_init = [ir.Mbarrier("init", "_qbar", self.i(0), count=1)]
+        for s in range(NS):
+            bar_init += [ir.Mbarrier("init", "_kfull", self.i(s), count=1),
+                         ir.Mbarrier("init", "_vfull", self.i(s), count=1),
+                         ir.Mbarrier("init", "_empty", self.i(s), count=self.T)]
+        kt, slot = r("_kt"), r("_slot")
+        tile_bytes = self.BK * self.CH * ROW_BYTES
+        base = self.mul(slot, self.i(self.tile_elems))
+        k0 = self.mul(kt, self.i(self.BK))
+        produce = [ir.Mbarrier("arrive", "_qbar", self.i(0), tx=self.BQ * self.CH * ROW_BYTES),
+                   *self.boxes("q", r("_q0"), "_qs", self.i(0), "_qbar", self.i(0)),
+                   ir.For("_kt", self.i(0), r("_nk"), self.i(1), (
+                       ir.Decl("_slot", idx, self.imod(kt, NS)),
+                       ir.Mbarrier("wait", "_empty", slot, parity=self.imod(self.add(self.idiv(kt, NS), self.i(1)), 2)),
+                       ir.Mbarrier("arrive", "_kfull", slot, tx=tile_bytes),
+                       *self.boxes("k", k0, "_ks", base, "_kfull", slot),
+                       ir.Mbarrier("arrive", "_vfull", slot, tx=tile_bytes),
+                       *self.boxes("v", k0, "_vs", base, "_vfull", slot)), idx)]
+        first = ir.Bin("<", self.at("thread"), self.i(1), "bool")
+        producer = (ir.SetMaxRegisters(PRODUCER_REGISTERS, False), ir.If(first, tuple(produce)))
+        consumer = (ir.SetMaxRegisters(self.registers(), True), *regs,
+                    ir.Mbarrier("wait", "_qbar", self.i(0), parity=self.i(0)), *self.key_loop(), *self.finish())
+        return [ir.If(first, tuple(bar_init)), ir.Barrier(),
+                ir.If(ir.Bin("<", self.at("warp"), self.i(4), "bool"), producer, consumer)]
+
+    def key_loop(self) -> list:
+        r, idx, kt, slot = self.ref, self.idx, self.ref("_kt"), self.ref("_slot")
+        parity = self.imod(self.idiv(kt, self.NS), 2)
+        tile = [ir.Decl("_k0", idx, self.mul(kt, self.i(self.BK))),
+                ir.Decl("_slot", idx, self.imod(kt, self.NS)),
+                ir.Decl("_kb", idx, self.mul(slot, self.i(self.tile_elems))),
+                ir.Mbarrier("wait", "_kfull", slot, parity=parity),
+                *self.scores(), *self.masked_or_not(),
+                ir.Mbarrier("wait", "_vfull", slot, parity=parity),
+                *self.values(),
+                ir.Mbarrier("arrive", "_empty", slot)]
+        return self.turns([ir.For("_kt", self.i(0), r("_nk"), self.i(1), tuple(tile), idx)])
+
+    def who(self) -> str:
+        return f"({self.NW // 4} warpgroups of 64 queries, wgmma, fed by a TMA producer warpgroup)"
+
+
 def describe(params, shape) -> str:
     return (f"Q K^T and P V on warpgroup tensor cores (wgmma m64n{params.block_kv}k16 and "
             f"m64n{shape.D}k16 {shape.bufs['q'].dtype}, f32 accumulate, P from registers), "
             f"{params.warps // 4} warpgroups of 64 queries, 128-byte swizzled Q, K and V tiles, "
-            f"online softmax in registers (exp2), {params.block_kv}-key K/V tiles by cp.async into "
+            f"online softmax in registers (exp2), {params.block_kv}-key K/V tiles "
+            + ("by the copy engine (TMA, a producer warpgroup, mbarriers) into " if params.tma else "by cp.async into ")
             + ("two shared buffers" if params.stages == 2 else f"a ring of {params.stages} shared buffers")
             + (", the two warpgroups taking turns at the tensor cores" if params.pingpong else ""))

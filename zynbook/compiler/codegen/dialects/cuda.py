@@ -156,7 +156,7 @@ CUDA_HELPERS["zyn_mbar"] = (
     "    unsigned done = 0;\n"
     "    while (!done) asm volatile(\"{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; \"\n"
     "                               \"selp.u32 %0, 1, 0, p; }}\" : \"=r\"(done) : \"r\"(zyn_smem_addr(b)), \"r\"(parity) : \"memory\"); }}", ())
-for _d in (2, 3):
+for _d in (2, 3, 4, 5):
     _cs = ", ".join(f"%{3 + i}" for i in range(_d))
     _args = ", ".join(f"int c{i}" for i in range(_d))
     _ins = ", ".join(f'\"r\"(c{i})' for i in range(_d))

@@ -11,7 +11,9 @@ through `torch.compile`. ZynBook runs it twice: as a cell runs it (`session.run(
 namespace["transformer_block"](x, 0)`: the pipeline called from Python, with no cell parsed
 or interpreted around the call); "ratio" is against the first, "ratio (call)" against the
 second. With `--layers N` (BERT-base has 12) every contender runs a stack of N blocks, each with
-its own weights, the output of one the input of the next, as a model's forward pass does:
+its own weights, the output of one the input of the next, as a model's forward pass does
+(there the FFN's intermediate is declared in the activations' dtype, so that a layer maps
+f16 activations to f16 ones as PyTorch's does, rather than to f32 by the spec's default):
 the cell is `var h = x` then `for l in range(N): h = transformer_block(h, l)`, the call and
 PyTorch loop in Python; the host work of one layer then overlaps the device's work on the
 layers before it (nothing waits in between), as it does in a model. Every contender gets the
@@ -53,13 +55,17 @@ import numpy as np  # noqa: E402
 TORCH_DTYPES = {"f16": "float16", "f32": "float32"}
 
 
-def block_source() -> str:
+def block_source(up_dtype: str | None = None) -> str:
     """The example's pipeline, placed on the session's device (its `@device("auto")`
-    dropped) and called on `x`."""
+    dropped) and called on `x`; with `up_dtype`, the FFN's intermediate `shared var up`
+    declared of that type (the spec's text leaves it the default f32, so a layer of f16
+    activations returns f32 ones)."""
     with open(os.path.join(ROOT, "examples", "transformer_block.zyn")) as f:
         src = f.read()
     body = src[src.index("pipeline transformer_block"):src.index("\ntransformer_block(x, 0)")]
     body = re.sub(r'\s*@device\("auto"\)', "", body)
+    if up_dtype is not None:
+        body = body.replace("shared var up[ffn_hidden]", f"shared var up[ffn_hidden]: {up_dtype}")
     return body + "\n"
 
 
@@ -335,7 +341,7 @@ def main(argv=None):
     tune = f", autotune: true, tune_budget: {args.tune}" if args.tune else ""
     session.run(f"config {{ cuda_graph: {graph}, allow_tf32: {tf32}{tune} }}\n"
                 f"let num_heads = {args.heads}\nlet head_dim = {args.hidden // args.heads}\n"
-                + block_source(), model={"layers": layers})
+                + block_source(args.dtype if args.layers > 1 else None), model={"layers": layers})
     results = {"shape": {"batch": args.batch, "seq": args.seq, "hidden": args.hidden,
                          "heads": args.heads, "ffn": ffn, "dtype": args.dtype,
                          "layers": args.layers},

@@ -8,8 +8,7 @@ captured as a CUDA graph and replayed from then on: the host work left is the
 interpreter's, one graph launch and the checks.
 
 * Inputs: an outside input at the same address as in the run before the capture is read
-  in place; one whose address changed (since that run, or since a graph of the same shape
-  read it in place) is copied into a staging buffer at every replay. A
+  in place; one whose address changed is copied into a staging buffer at every replay. A
   graph is replayed only while the inputs captured in place are at their addresses. The
   runs of a traced pipeline call (runtime/traces.py) are shapes of that call alone, so a
   model's layer l, captured after its own earlier call, reads layer l's weights in place.
@@ -107,13 +106,8 @@ class Replays:
             return ("seen once: captured at the next identical run" if key not in self.graphs
                     else "an input read in place at another address, or a view of the "
                          "graph's buffers still held: captured again at the next such run")
-        # staged: the inputs that moved since the run before, and those a graph of this shape
-        # read in place that are elsewhere now (a pool may give an input the address it had
-        # once, then another: staged from then on, so the captures settle)
         staged = {j for j, a in enumerate(shape.addresses)
                   if last is not None and last[j] != a} | shape.views
-        for record in self.graphs.get(key, ()):
-            staged |= {j for j, at in record.in_place if shape.addresses[j] != at}
         from ..backends.cuda.graph import CaptureFailed, capture
         try:
             graph = capture(shape.device, shape.stream, shape.plans, shape.wiring,

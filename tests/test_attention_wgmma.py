@@ -189,7 +189,7 @@ GPU_CASES = [
     replace(W.WGMMA, block_kv=64, stages=3, pingpong=True))] + [
     (f"causal_bf16_d128_{p.block_q}q_{p.block_kv}k_{p.stages}st{'_pingpong' if p.pingpong else ''}",
      A.three_pass("causal"), "bf16", 300, 300, 128, 1, 4, p) for p in (
-         replace(W.default(128), pingpong=False), replace(W.WGMMA, block_kv=64),
+         replace(W.copied(128), pingpong=False), W.copied(128), replace(W.WGMMA, block_kv=64),
          replace(W.WGMMA, block_q=64, warps=4, block_kv=128, stages=3))] + [
     (f"tma_{name}_{p.warps // 4}wg_{p.block_kv}k_{p.stages}st_{p.occupancy}b{'_pingpong' if p.pingpong else ''}",
      text, dtype, sq, sk, d, b, h, p)

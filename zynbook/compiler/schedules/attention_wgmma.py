@@ -110,15 +110,17 @@ def tma_layout(shape, role: str, sizes: dict | None = None):
 
 
 def choices(first: AttentionParams, D: int) -> list:
-    """The warpgroup kernel's candidates: `first` then one and two warpgroups (taking turns
-    or not), 64- and 128-key tiles, a ring of two and of three."""
-    out = [first]
+    """The warpgroup kernel's candidates: `first`, the best of those copying by cp.async
+    (where the target makes no tensor maps), then one and two warpgroups (taking turns or
+    not), 64- and 128-key tiles, a ring of two and of three, then the copy engine's."""
+    plain = replace(first, tma=False, occupancy=0)
+    out = [first, copied(D)]
     for warps in (8, 4):
         for bk in ((128, 64) if D <= 128 else (64,)):
             for st in (2, 3):
-                p = replace(first, block_q=16 * warps, warps=warps, block_kv=bk, stages=st, pingpong=False)
+                p = replace(plain, block_q=16 * warps, warps=warps, block_kv=bk, stages=st, pingpong=False)
                 out += [p, replace(p, pingpong=True)] if warps == 8 else [p]
-    out += tma_choices(first, D)
+    out += tma_choices(plain, D)
     return list(dict.fromkeys(out))
 
 
@@ -141,14 +143,26 @@ def tma_choices(first: AttentionParams, D: int) -> list:
 
 
 def default(D: int) -> AttentionParams:
-    """Measured (H100, bench_cuda --mma-choices wgmma): BERT-base f16 (head_dim 64) 0.083 ms
-    with one warpgroup over 128-key tiles in two buffers (two warpgroups, with turns or not:
-    0.090 to 0.119); causal bf16 at head_dim 128 0.195 ms with two warpgroups taking turns
-    over a ring of three 128-key tiles (224 KiB of shared memory; without turns 0.211, the
-    others 0.203 to 0.279). Past 128, 64-key tiles (the registers: S and O are block_kv / 2
-    + head_dim / 2 accumulators a thread)."""
+    """Measured (H200, bench_cuda --mma-choices wgmma, one run): BERT-base f16 (head_dim 64)
+    0.079 ms with two warpgroups over a ring of three 128-key tiles copied by cp.async (one
+    warpgroup over two: 0.084; the copy engine's best, two warpgroups over 64-key tiles, two
+    blocks a multiprocessor: 0.081; SDPA 0.071); causal bf16 at head_dim 128 0.167 ms with
+    two warpgroups fed by the copy engine over two 128-key buffers (the cp.async kernel's
+    best, two warpgroups taking turns over three: 0.196; SDPA 0.151). Past 128, the cp.async
+    kernel's (`copied`)."""
     if D <= 64:
-        return replace(WGMMA, block_q=64, warps=4, block_kv=128)
+        return copied(D)
+    return replace(WGMMA, block_kv=128, tma=True, occupancy=1) if D <= 128 else copied(D)
+
+
+def copied(D: int) -> AttentionParams:
+    """The best kernel copying by cp.async (where the target makes no tensor maps).
+    Measured (H200 as `default`); causal bf16 at head_dim 128, two warpgroups taking turns
+    over a ring of three 128-key tiles (224 KiB of shared memory; H100: 0.195 ms, without
+    turns 0.211, the others 0.203 to 0.279). Past 128, 64-key tiles (the registers: S and
+    O are block_kv / 2 + head_dim / 2 accumulators a thread)."""
+    if D <= 64:
+        return replace(WGMMA, block_kv=128, stages=3)
     return replace(WGMMA, block_kv=128, stages=3, pingpong=True) if D <= 128 else replace(WGMMA, block_kv=64)
 
 

@@ -38,7 +38,8 @@ PIPELINED = [GemmParams(32, 32, 16, 16, 16, 4, True, 2, False), GemmParams(32, 3
              GemmParams(32, 64, 16, 16, 32, 4, True, 4, True)]
 WIDE = GemmParams(width=4, mma=True, swizzle=True, **CONV_TILE)
 STAGED = GemmParams(32, 32, 16, 16, 16, 1, True)
-HALF = [GemmParams(32, 32, 16, 16, 16, 8, True), GemmParams(64, 128, 32, 32, 32, 8, True)]
+HALF = [GemmParams(32, 32, 16, 16, 16, 8, True), GemmParams(64, 128, 32, 32, 32, 8, True),
+        GemmParams(64, 256, 32, 32, 64, 8, True)]
 
 
 def conv(case: str, dtype: str = "f32", filters: int | None = None):
@@ -174,6 +175,9 @@ def test_f16_on_tensor_cores(case):
     ref = np.asarray(run_kernel(kernel, ins, sizes, {}), np.float64)
     auto = Gemm().default(kernel, cuda_target(), sizes)
     assert auto.mma and not auto.stages     # 2-byte gathered elements go through registers
+    # few filters and more than 128 pixels: the 64 x 256 tile
+    pixels = sizes["batch"] * sizes["out_h"] * sizes["out_w"]
+    assert (auto.bm, auto.bn) == (64, 256 if pixels > 128 else 128 if pixels > 64 else 64)
     for p in HALF:
         prog, got = emulated(kernel, ins, sizes, p)
         assert any(isinstance(n, ir.Mma) and n.dtype == "f16" for n in ir.walk(prog.kernels[0]))

@@ -312,8 +312,11 @@ def _getter(e):
 
 def _key_part(v):
     """What of value `v` decides a call's launches; Untraced where it keys no trace."""
-    if type(v) is Tensor:       # the usual case first: a plain tensor
+    kind = type(v)
+    if kind is Tensor:          # the usual cases first: a plain tensor, a number
         return (v._dtype, v._shape, v.device, v.committed)
+    if kind is int or kind is float or kind is bool or kind is str:
+        return (kind, v)
     if isinstance(v, ShardedTensor):
         if v.remote:
             raise Untraced("a tensor sharded over remote workers")
@@ -610,9 +613,9 @@ class _Trace:
             if getattr(stream, "ptr", None) != record.stream.ptr:
                 raise Untraced(f"another current stream on {record.device.id} than at the "
                                "capture")
-            if not record.fits(tuple(a.data.ptr for a in arrays)):
-                j = next(j for j, at in record.in_place if arrays[j].data.ptr != at)
-                raise Untraced(f"{_named(sources[j])}, read in place by the graph on "
+            moved = next((j for j, at in record.in_place if arrays[j].data.ptr != at), None)
+            if moved is not None:
+                raise Untraced(f"{_named(sources[moved])}, read in place by the graph on "
                                f"{record.device.id}, is at another address than at the capture")
             if not record.free():
                 raise Untraced(f"a view of the graph's buffers on {record.device.id} is still "

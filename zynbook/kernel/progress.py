@@ -12,6 +12,7 @@ that ran longer than `AFTER`.
 from __future__ import annotations
 
 import contextvars
+import os
 import sys
 import threading
 import time
@@ -76,35 +77,37 @@ class _Sender:
 
 class _Watcher:
     """One daemon thread for every watched cell, waking every `POLL` seconds to send what
-    is due: a thread started per cell would cost more than a quick cell itself."""
+    is due: a thread started per cell would cost more than a quick cell itself. One lock
+    guards the cells and what each has sent (a send, rare, is made holding it)."""
 
     POLL = 0.1
 
     def __init__(self):
         self.cells: set = set()
         self.lock = threading.Lock()
-        self.thread = None
+        self.pid = None             # the process whose thread runs (none survives a fork)
 
     def add(self, cell: cell_progress):
         with self.lock:
             self.cells.add(cell)
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self._loop, daemon=True,
-                                               name="zynbook-progress")
-                self.thread.start()
+            if self.pid != os.getpid():
+                self.pid = os.getpid()
+                threading.Thread(target=self._loop, daemon=True, name="zynbook-progress").start()
 
-    def discard(self, cell: cell_progress):
+    def finish(self, cell: cell_progress):
         with self.lock:
             self.cells.discard(cell)
+            if cell.sender is not None or time.perf_counter() - cell.start >= AFTER:
+                cell._send(done=True)
 
     def _loop(self):
         while True:
             time.sleep(self.POLL)
             now = time.perf_counter()
             with self.lock:
-                due = [c for c in self.cells if c.due <= now]
-            for cell in due:
-                cell.tick(now)
+                for cell in [c for c in self.cells if c.due <= now]:
+                    cell.ctx.run(cell._send)
+                    cell.due = now + EVERY
 
 
 _watcher = _Watcher()
@@ -113,40 +116,26 @@ _watcher = _Watcher()
 class cell_progress:
     """Report the progress of the code run inside (see the module docstring): the cell
     being watched, when its next message is due and what it has sent. One plain object a
-    cell (no generator): it wraps every cell, a warm one's few microseconds included."""
+    cell (no generator, no lock of its own): it wraps every cell, a warm one's few
+    microseconds included."""
 
-    __slots__ = ("session", "start", "due", "ctx", "lock", "sender", "ended")
+    __slots__ = ("session", "start", "due", "ctx", "sender")
 
     def __init__(self, session):
         self.session = session
         self.sender = None              # made when there is something to send
-        self.ended = False
 
     def __enter__(self) -> None:
         self.start = time.perf_counter()
         self.due = self.start + AFTER
         # the watcher sends in the context of the cell (the kernel routes its messages by it)
         self.ctx = contextvars.copy_context()
-        self.lock = threading.Lock()
         _watcher.add(self)
 
     def __exit__(self, *exc) -> None:
-        _watcher.discard(self)
-        self.end()
+        _watcher.finish(self)
 
     def _send(self, done: bool = False):
         if self.sender is None:
             self.sender = _Sender()
         self.sender.send(describe(self.session, time.perf_counter() - self.start, done))
-
-    def tick(self, now: float):
-        with self.lock:
-            if not self.ended:
-                self.ctx.run(self._send)
-                self.due = now + EVERY
-
-    def end(self):
-        with self.lock:
-            self.ended = True
-            if self.sender is not None or time.perf_counter() - self.start >= AFTER:
-                self._send(done=True)

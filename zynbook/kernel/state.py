@@ -32,10 +32,11 @@ def set_notebook_session(session) -> None:
 
 
 def remember(session) -> None:
-    """Keep `session`'s last kernels and launches if its last cell compiled any."""
-    kernels = list(getattr(session, "last_kernels", None) or [])
+    """Keep `session`'s last kernels and launches if its last cell compiled any (the lists
+    themselves: each cell, and each call of a pipeline from Python, starts new ones)."""
+    kernels = getattr(session, "last_kernels", None)
     if kernels:
-        _last[id(session)] = (kernels, list(getattr(session, "launches", None) or []))
+        _last[id(session)] = (kernels, getattr(session, "launches", None) or [])
 
 
 def last_run(session=None) -> tuple[list, list]:

@@ -14,7 +14,8 @@ Matmul rows: f32 (exact), TF32 (`config { allow_tf32: true }` beside cuBLAS with
 TF32 beside cuDNN's. Compute rows give TFLOP/s and the share of the GPU's dense peak for
 their dtype (`PEAK_TFLOPS`, by device name). Attention rows: BERT-base in f32, and in f16 and
 bf16 (tensor cores) beside SDPA's flash kernel in the same type; bf16 at 4096 with a causal
-condition beside SDPA with is_causal; `--mma-choices` adds to those a row per tensor-core
+condition beside SDPA with is_causal; `--mma-choices` (only those whose label holds one of the
+words of `--mma-match w1,w2`, where given) adds to those a row per tensor-core
 block shape (attention_mma.CHOICES), per structural variant of the default's shape
 (attention_mma.variants) and per warpgroup (wgmma) candidate, each checked against SDPA and
 with its kernel's registers and local (spilled) bytes.
@@ -165,6 +166,8 @@ def main():
     ap.add_argument("--mma-choices", nargs="?", const="all", default="", choices=("all", "wgmma"),
                     help="the half-precision attention rows also with each tensor-core block shape "
                          "(`wgmma`: the warpgroup kernel's only)")
+    ap.add_argument("--mma-match", default="", metavar="W1,W2",
+                    help="with --mma-choices: only the candidates whose label holds one of these words")
     ap.add_argument("--conv-sweep", type=int, default=0, metavar="N",
                     help="the conv2d rows also with each of the first N configurations of the "
                          "GEMM schedule's space (tensor-core ones for TF32 and f16)")
@@ -395,6 +398,8 @@ def main():
         tuned(row, [b, h, s, d], kind, k, sizes, [Q, K_, V], O, [(f"torch SDPA {kind} (flash)", sd)],
               flops=flops)
         for p in (mma_candidates(attention_mma, dev, k, sizes, args.mma_choices) if args.mma_choices else ()):
+            if args.mma_match and not any(w in mma_label(p) for w in args.mma_match.split(",")):
+                continue
             fn_p, comp_p = zyn_callable(dev, k, sizes, [Q, K_, V], O, params=Choice("attention", p))
             label = f"{kind} {mma_label(p)}"
             try:
@@ -534,6 +539,8 @@ def mma_label(p) -> str:
                               ("skip rescale", p.skip_rescale), ("fast math", p.fast_math)) if on]
     extra += [f"{p.occupancy} blocks/SM"] if p.occupancy else []
     extra += ["ping-pong"] if p.pingpong else []
+    extra += [w for w, on in (("TMA", getattr(p, "tma", False)), ("f16x2 exp", getattr(p, "half_exp", False)),
+                              ("persistent", getattr(p, "persistent", False))) if on]
     if p.wgmma:
         return f"wgmma {p.block_q}q/{p.warps // 4}wg" + "".join(f", {e}" for e in extra)
     return f"{p.block_q}q/{p.warps}w/{'held' if p.hold_q else 'read'} Q" + "".join(f", {e}" for e in extra)

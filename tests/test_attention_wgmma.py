@@ -102,59 +102,6 @@ def test_tma_candidates_equal_numpy(d, params):
         _check(text, prog, k, ins, sz, sc)
 
 
-HALF = [(d, p) for d in (64, 128) for p in W.half_exp_choices(W.default(d), d)[1:]]
-
-
-@pytest.mark.parametrize("d,params", HALF, ids=lambda x: x if isinstance(x, int) else
-                         f"{x.warps // 4}wg_{x.block_kv}k_{x.stages}st{'_tma' if x.tma else ''}")
-def test_half_exp_candidates_equal_numpy(d, params):
-    """The weights' exponentials by pairs in f16 (ex2.approx.f16x2, modelled as the power of
-    the exponent rounded to f16, rounded to f16): masked keys (an exponent of -inf weighs 0),
-    f16 and bf16, the row sums of the weights as rounded."""
-    for text, dtype, sq, sk, dd in ((A.three_pass("causal", "const"), "f16", 150, 150, d),
-                                    (cross(A.three_pass("bool")), "bf16", 77, 50, d)):
-        k, ins, sz, sc = _lower(text, dtype, sq, sk, dd)
-        assert params in SCHED.space(k, CUDA, sz)
-        prog = SCHED.build(k, CUDA, sz, params)
-        assert "by pairs in f16" in prog.schedule
-        assert any(isinstance(n, ir.Convert) and n.exp2 for n in ir.walk(prog.kernels))
-        _check(text, prog, k, ins, sz, sc)
-
-
-def test_half_exp_on_the_mma_sync_kernel_and_its_printing():
-    """The same weights in the mma.sync kernel (sm_80); the CUDA C's packed instruction."""
-    k, ins, sz, sc = _lower(A.three_pass("causal", "const"), "bf16", 100, 100, 32)
-    p = replace(attention_mma.MMA, half_exp=True, **attention_mma.EVERY)
-    _check(A.three_pass("causal", "const"), SCHED.build(k, cuda_target((8, 0)), sz, p), k, ins, sz, sc)
-    src = render_cuda(k, sz, (9, 0), {"params": Choice("attention", replace(W.default(64), half_exp=True))}).source
-    assert "ex2.approx.f16x2" in src
-    shape, _ = match(k, CUDA, sz)
-    assert "packing" in attention_mma.why_not(CUDA, shape, replace(p, packed=False))
-
-
-PERSISTENT = [(d, p) for d in (64, 128) for p in W.persistent_choices(d)]
-
-
-@pytest.mark.parametrize("d,params", PERSISTENT, ids=lambda x: x if isinstance(x, int) else
-                         f"{x.warps // 4}wg_{x.block_kv}k_{x.stages}st_{x.occupancy}b"
-                         f"{'_pingpong' if x.pingpong else ''}{'_half_exp' if x.half_exp else ''}")
-def test_persistent_candidates_equal_numpy(d, params):
-    """Blocks walking their query blocks (two multiprocessors: each block several, the ring's
-    tiles and Q's phases counted across them): causal (longest first over every head, the
-    rounds from either end) with heads and batches, a bool mask over fewer keys than queries."""
-    two = cuda_target((9, 0), multiprocessors=2)
-    for text, dtype, sq, sk, dd, b, h in ((A.three_pass("causal", "const"), "f16", 150, 150, d, 2, 2),
-                                          (cross(A.three_pass("bool")), "bf16", 77, 50, 16 if d == 64 else 96, 1, 7)):
-        k, ins, sz, sc = _lower(text, dtype, sq, sk, dd, batch=b, heads=h)
-        assert params in SCHED.space(k, two, sz)
-        prog = SCHED.build(k, two, sz, params)
-        assert "walks the query blocks" in prog.schedule
-        assert prog.launches[0].grid.value == 2 * params.occupancy
-        _check(text, prog, k, ins, sz, sc)
-    shape, _ = match(k, two, sz)
-    assert "copy engine" in W.why_not(two, shape, replace(W.copied(64), persistent=True))
-
-
 def test_tma_over_other_layouts():
     """[batch, seq, heads, head_dim] (the heads and batches two dimensions of the tensor
     maps) and grouped-query heads (K's and V's boxes at head h / group)."""
@@ -213,8 +160,7 @@ NVCC = shutil.which("nvcc")
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 @pytest.mark.parametrize("d,dtype,params", [(64, "f16", None), (128, "bf16", None), (256, "f16", None),
-                                            (80, "bf16", None), (64, "f16", CHOICES[-1]),
-                                            (128, "bf16", W.half_exp_choices(W.default(128), 128)[0])])
+                                            (80, "bf16", None), (64, "f16", CHOICES[-1])])
 def test_nvcc_compiles_for_sm_90a_without_spills(d, dtype, params, tmp_path):
     k, _, sz, _ = _lower(A.three_pass("causal"), dtype, 4096, 4096, d, heads=16)
     params = params or W.default(d)
@@ -251,19 +197,7 @@ GPU_CASES = [
         ("bert_f16", A.flash(64), "f16", 512, 512, 64, 8, 12, (0, 2, 6)),
         ("causal_bf16_d128", A.three_pass("causal", "const"), "bf16", 300, 300, 128, 1, 4, (1, 2, 4)),
         ("bool_f16_cross_d80", cross(A.three_pass("bool")), "f16", 200, 77, 80, 2, 3, (0,)))
-    for i, p in enumerate(W.tma_choices(W.default(d), d)) if i in which] + [
-    (f"half_exp_{name}_{p.warps // 4}wg_{p.block_kv}k_{p.stages}st{'_tma' if p.tma else ''}",
-     text, dtype, sq, sk, d, b, h, p)
-    for name, text, dtype, sq, sk, d, b, h in (
-        ("bert_f16", A.flash(64), "f16", 512, 512, 64, 8, 12),
-        ("causal_bf16_d128", A.three_pass("causal", "const"), "bf16", 300, 300, 128, 1, 4))
-    for p in W.half_exp_choices(W.default(d), d)[1:]] + [
-    (f"persistent_{name}_{p.warps // 4}wg_{p.block_kv}k_{p.stages}st_{p.occupancy}b{'_pingpong' if p.pingpong else ''}"
-     f"{'_half_exp' if p.half_exp else ''}", text, dtype, sq, sk, d, b, h, p)
-    for name, text, dtype, sq, sk, d, b, h in (
-        ("bert_f16", A.flash(64), "f16", 512, 512, 64, 8, 12),
-        ("causal_bf16_d128_s1100", A.three_pass("causal", "const"), "bf16", 1100, 1100, 128, 1, 16))
-    for p in W.persistent_choices(d)]
+    for i, p in enumerate(W.tma_choices(W.default(d), d)) if i in which]
 
 
 @pytest.mark.gpu

@@ -524,11 +524,6 @@ class _Translator:
                                  f"an offset that is not a multiple of it: ' + str({off}))")
             for w in range(s.count):
                 i, j = ir.Lit(w, s.dst_index.dtype), ir.Lit(w, s.src_index.dtype)
-                if s.exp2:      # 2 ** x of x rounded to f16, the result rounded to f16
-                    at = Bin("+", s.src_index, j, j.dtype)
-                    half = Cast(Load(s.src, at, "f32"), "f16")
-                    power = ir.Math("exp2", (Cast(half, "f32"),), "f32")
-                    self.stmt(Store(s.src, at, Cast(Cast(power, "f16"), "f32"), None, s.line), depth)
                 self.stmt(Store(s.dst, Bin("+", s.dst_index, i, i.dtype),
                                 Cast(Load(s.src, Bin("+", s.src_index, j, j.dtype), "f32"), s.dtype),
                                 None, s.line), depth)

@@ -169,12 +169,7 @@ class Printer:
             self.emit(d.copy(s.dst, self.expr(s.dst_index), self.space(s.dst), s.src,
                              self.expr(s.src_index), self.space(s.src), s.count, s.dtype), line)
         elif isinstance(s, ir.Convert):
-            if s.exp2:
-                if not hasattr(d, "convert"):
-                    raise TypeError(f"the {d.name} dialect has no packed f16 exponentials")
-                self.emit(d.convert(s.dst, self.expr(s.dst_index), s.src, self.expr(s.src_index),
-                                    s.count, s.dtype, exp2=True), line)
-            elif not hasattr(d, "convert"):       # element by element
+            if not hasattr(d, "convert"):       # element by element
                 for w in range(s.count):
                     at = lambda e: ir.Bin("+", e, ir.Lit(w, e.dtype), e.dtype)
                     self.stmt(ir.Store(s.dst, at(s.dst_index), ir.Cast(ir.Load(s.src, at(s.src_index), "f32"),

@@ -319,10 +319,7 @@ class Convert(Stmt):
     elements of a local array into a local, shared or global array of f16 or bf16, as one
     packed conversion and one 32-bit store where the target has them (CUDA's
     `cvt.rn.f16x2.f32`). Both offsets are multiples of `count`; a global `dst` is listed in
-    `Program.aligned`. With `exp2` (a pair in local arrays), each element is first replaced
-    in `src` by 2 to its power as the packed f16 instruction computes it (the pair rounded to
-    f16, CUDA's `ex2.approx.f16x2`: one special-function operation a pair), the f16 result
-    held in f32."""
+    `Program.aligned`."""
     dst: str
     dst_index: Expr
     src: str
@@ -330,7 +327,6 @@ class Convert(Stmt):
     count: int
     dtype: str                  # of dst: f16 or bf16
     line: int = 0
-    exp2: bool = False
 
 
 @dataclass(frozen=True)

@@ -132,8 +132,7 @@ class _Writer:
                             f"{s.src}[{format_expr(s.src_index)} ..+{s.count}]  ({s.dtype})", line)
         elif isinstance(s, ir.Convert):
             self.put(depth, f"convert {s.dst}[{format_expr(s.dst_index)} ..+{s.count}] = "
-                            f"{'exp2 (f16) ' if s.exp2 else ''}{s.src}[{format_expr(s.src_index)} ..+{s.count}] "
-                            f"as {s.dtype}", line)
+                            f"{s.src}[{format_expr(s.src_index)} ..+{s.count}] as {s.dtype}", line)
         elif isinstance(s, ir.Array):
             self.put(depth, f"{s.space} {s.name}: {s.dtype}[{s.count}]", line)
         elif isinstance(s, ir.MatrixLoad):

@@ -102,13 +102,6 @@ class AttentionParams(Params):
     # a producer warpgroup of its own through mbarriers (attention_wgmma.py): `warps` are
     # then the consumers' warps, which meet no block barrier
     tma: bool = False
-    # the weights' exponentials two at a time in f16 (ex2.approx.f16x2: half the special-
-    # function operations), the exponents rounded to f16 as the weights are (with `packed`
-    # and `fold_scale`); the row sums still in f32
-    half_exp: bool = False
-    # with `tma`: as many blocks as the multiprocessors hold, each walking query blocks (the
-    # copies of the next one's Q and first tiles during this one's last products and stores)
-    persistent: bool = False
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
@@ -120,8 +113,7 @@ class AttentionParams(Params):
                                                          ("packed", False), ("fold_scale", False),
                                                          ("skip_rescale", False), ("fast_math", False),
                                                          ("wgmma", False), ("pingpong", False),
-                                                         ("tma", False), ("half_exp", False),
-                                                         ("persistent", False))
+                                                         ("tma", False))
                  if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 
@@ -436,7 +428,6 @@ class _Kernel:
         self.kv_count, self.ml_count, self.suffix = kv_count, ml_count, suffix
         self.low = ScalarLowering(kernel, sizes, sites, idx, symbolic=target.symbolic_sizes)
         self.low.line = kernel.first_line
-        self.target = target
         self.sites = sites
         self.exact = baked(target, shape)
         self.stride = dcap + row_pad(params)        # of a row of a shared tile

@@ -183,8 +183,6 @@ def why_not(target, shape, params=None) -> str | None:
     if params.block_kv not in BLOCK_KV or params.stages not in STAGES:
         return (f"{params.block_kv}-key tiles in {params.stages} buffers: the tensor-core attention "
                 f"takes {' or '.join(map(str, BLOCK_KV))} keys in {' or '.join(map(str, STAGES))}")
-    if params.half_exp and not (params.packed and params.fold_scale):
-        return "the weights' exponentials by pairs come with their packing and the folded scale"
     if params.fold_scale and not nonnegative(shape.p.scale):
         return "the scale's sign is not known: the scaled scores' maximum is not the raw ones'"
     if shared_bytes(params, shape.D) > target.shared_bytes:
@@ -209,7 +207,6 @@ def describe(params, shape) -> str:
             + (", the scale in the exponent's FMA" if params.fold_scale else "")
             + (", O rescaled only where a row's maximum grew" if params.skip_rescale else "")
             + (", exp2 by ex2.approx.ftz, maxima by max.f32" if params.fast_math else "")
-            + (", the weights' exp2 by pairs in f16 (ex2.approx.f16x2)" if params.half_exp else "")
             + (", the key condition tested on the causal diagonal's tiles only" if shape.p.causal else ""))
 
 
@@ -253,28 +250,23 @@ class _MmaKernel(_Kernel):
             kend = ir.Math("min", (r("_SK"), self.add(r("_q0"), self.i(self.BQ))), idx)
         lane = self.at("lane")
         body = [ir.Decl("_S", idx, S), ir.Decl("_SK", idx, SK),
-                ir.Decl("_nqb", idx, ir.Bin("/", self.add(S, self.i(self.BQ - 1)), self.i(self.BQ), idx))]
-        # the block's work: its (batch, head), first query, rows and key tiles
-        work = [ir.Decl("_bh", idx, self.head_of()),
+                ir.Decl("_nqb", idx, ir.Bin("/", self.add(S, self.i(self.BQ - 1)), self.i(self.BQ), idx)),
+                ir.Decl("_bh", idx, ir.Bin("/", self.at("block"), r("_nqb"), idx)),
                 ir.Decl("_h", idx, ir.Bin("%", r("_bh"), H, idx)),
                 ir.Decl("_b", idx, ir.Bin("/", r("_bh"), H, idx)),
-                ir.Decl("_q0", idx, self.mul(self.query_block(), self.i(self.BQ)))]
-        body += [] if self.walks() else work
-        body += [ir.Decl("_t", idx, self.at("thread")),
+                ir.Decl("_q0", idx, self.mul(self.query_block(), self.i(self.BQ))),
+                ir.Decl("_t", idx, self.at("thread")),
                 ir.Decl("_wq", idx, self.mul(self.warp(), self.i(16 * self.MT))),
                 ir.Decl("_g", idx, ir.Bin("/", lane, self.i(4), idx)),
                 ir.Decl("_t4", idx, ir.Bin("%", lane, self.i(4), idx)),
                 ir.Decl("_l8", idx, ir.Bin("%", lane, self.i(8), idx)),
                 ir.Decl("_lq", idx, ir.Bin("/", lane, self.i(8), idx))]
         bh = (r("_b"), r("_h"))
-        rows = [ir.Decl(f"_{role}base", idx, self.row_offset(role, *bh, self.i(0)))
-                for role in ("q", "k", "v", "out")]
-        rows.append(ir.Decl("_nk", idx, ir.Bin("/", self.add(kend, self.i(BK - 1)), self.i(BK), idx)))
-        if self.walks():
-            self.work = work + rows
-        else:
-            body += rows
-        body += [ir.Decl("_scale", F, scale), *self.arrays()]
+        body += [ir.Decl(f"_{role}base", idx, self.row_offset(role, *bh, self.i(0)))
+                 for role in ("q", "k", "v", "out")]
+        body += [ir.Decl("_scale", F, scale),
+                 ir.Decl("_nk", idx, ir.Bin("/", self.add(kend, self.i(BK - 1)), self.i(BK), idx)),
+                 *self.arrays()]
         regs = [ir.Array("_pa", self.dt, self.MT * self.KS * 8),
                 ir.Array("_sc", F, self.MT * self.NT * 4),
                 ir.Array("_o", F, self.MT * self.ND * 4),
@@ -294,7 +286,7 @@ class _MmaKernel(_Kernel):
                       + self.who(),
                       min_blocks=self.blocks_per_sm(), dynamic_shared=used if used > STATIC_SHARED else 0)
         blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), self.BQ), idx)
-        return k, self.grid(blocks)
+        return k, blocks
 
     # ---- the parts the warpgroup kernel (attention_wgmma.py) replaces --------------------
 
@@ -311,18 +303,6 @@ class _MmaKernel(_Kernel):
     def warp(self) -> ir.Expr:
         """This thread's warp among those that compute."""
         return self.at("warp")
-
-    def block(self) -> ir.Expr:
-        """The query block this block computes (its work item)."""
-        return self.at("block")
-
-    def walks(self) -> bool:
-        """Whether a block walks several work items (their declarations then `self.work`,
-        placed by `main`)."""
-        return False
-
-    def grid(self, blocks: ir.Expr) -> ir.Expr:
-        return blocks
 
     def threads(self) -> int:
         return self.T
@@ -391,14 +371,10 @@ class _MmaKernel(_Kernel):
 
     # ---- helpers ----------------------------------------------------------------------
 
-    def head_of(self) -> ir.Expr:
-        """The (batch, head) of the block's work item."""
-        return ir.Bin("/", self.block(), self.ref("_nqb"), self.idx)
-
     def query_block(self) -> ir.Expr:
         """The block's place among its head's query blocks; under a causal condition the
         last first (the most keys: the longest blocks start before the short ones)."""
-        q = ir.Bin("%", self.block(), self.ref("_nqb"), self.idx)
+        q = ir.Bin("%", self.at("block"), self.ref("_nqb"), self.idx)
         if not self.shape.p.causal:
             return q
         return ir.Bin("-", ir.Bin("-", self.ref("_nqb"), self.i(1), self.idx), q, self.idx)
@@ -540,8 +516,6 @@ class _MmaKernel(_Kernel):
             def weight(j, c):
                 if fold:            # s c - m c: one FMA; a masked score (-inf) weighs 0
                     e = ir.Bin("-", scaled(s(j, c)), ir.Ref("_ms", F), F)
-                    if P.half_exp:  # the exponent only: its pair's power comes with the packing
-                        return [ir.Store("_sc", at(j, c), e)]
                     w = [ir.Decl("_p", F, exp2(e))]
                 else:
                     w = [ir.Decl("_es", F, exp2(ir.Bin("-", s(j, c), ir.Ref("_mn", F), F))),
@@ -565,8 +539,6 @@ class _MmaKernel(_Kernel):
                 rescale = [self.loop("_n", self.ND, lambda n: [
                     self.loop("_c", 2, lambda c: [self.scale_o(mi, rh, n, c, ir.Ref("_alpha", F))])])]
             pack = self.pack(mi, rh) if P.packed else []
-            if P.half_exp:          # the row sum of the weights as the products take them
-                pack += [each(lambda j, c: [ir.Set("_rs", ir.Bin("+", ir.Ref("_rs", F), s(j, c), F))])]
             return [
                 ir.Decl("_qi", idx, self.add(r("_q0"), r("_wq"), self.mul(mi, self.i(16)), r("_g"),
                                              self.mul(rh, self.i(8)))),
@@ -597,8 +569,7 @@ class _MmaKernel(_Kernel):
         """Row rh of m16 tile mi of P, f32 in S's registers, into A fragments by pairs."""
         at = lambda j: self.add(self.mul(self.add(self.mul(mi, self.i(self.NT)), j), self.i(4)), self.mul(rh, self.i(2)))
         return [self.loop("_nt", self.NT, lambda j: [
-            ir.Convert("_pa", self.pa_at(mi, rh, j, self.i(0)), "_sc", at(j), 2, self.dt,
-                       exp2=self.P.half_exp)])]
+            ir.Convert("_pa", self.pa_at(mi, rh, j, self.i(0)), "_sc", at(j), 2, self.dt)])]
 
     def pa_at(self, mi, rh, j, c):
         """Where P's element (row rh, key 2 t + c of n8 tile j) goes among the A fragments:

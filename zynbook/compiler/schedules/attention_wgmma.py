@@ -32,7 +32,6 @@ from .. import cir
 from ..launch import ir
 from ..launch.scalar import user_name
 from .attention import AttentionParams
-from ..passes import recognise
 from .attention_mma import EVERY, _MmaKernel
 
 CHUNK = 64                  # elements of a 128-byte swizzled row (16-bit elements)
@@ -50,7 +49,7 @@ def shared_bytes(params, D: int) -> int:
     """Q's tile and `stages` K and V tiles, rows of whole chunks, and where they are the
     launch's memory (past 48 KiB) what aligning them to 1024 bytes may skip."""
     tiles = 2 * (params.block_q + 2 * params.stages * params.block_kv) * chunks(D) * CHUNK
-    tiles += 8 * (2 + 3 * params.stages) if params.tma else 0      # the mbarriers
+    tiles += 8 * (1 + 3 * params.stages) if params.tma else 0      # the mbarriers
     return tiles + (ir.WGMMA_SWIZZLE * 8 - 16 if tiles > 48 * 1024 else 0)
 
 
@@ -77,8 +76,6 @@ def why_not(target, shape, params) -> str | None:
             if tma_layout(shape, role) is None:
                 return (f"`{user_name(shape.bufs[role].name)}` is not a view the copy engine reads "
                         "(head_dim contiguous, the other strides multiples of 16 bytes)")
-    elif params.persistent:
-        return "a block walks its query blocks where the copy engine feeds it (tma)"
     return None
 
 
@@ -124,37 +121,7 @@ def choices(first: AttentionParams, D: int) -> list:
                 p = replace(plain, block_q=16 * warps, warps=warps, block_kv=bk, stages=st, pingpong=False)
                 out += [p, replace(p, pingpong=True)] if warps == 8 else [p]
     out += tma_choices(plain, D)
-    out += half_exp_choices(first, D)
-    out += persistent_choices(D)
     return list(dict.fromkeys(out))
-
-
-def persistent_choices(D: int) -> list:
-    """The fastest copy engine's kernels measured (`default`) walking the query blocks, a
-    block a multiprocessor (and `occupancy`), one also with the exponentials by pairs."""
-    if D <= 64:
-        best = [replace(WGMMA, block_kv=64, stages=3, occupancy=2),
-                replace(WGMMA, block_q=64, warps=4, block_kv=64, stages=3, occupancy=3),
-                replace(WGMMA, block_kv=128, occupancy=1)]
-    elif D <= 128:
-        best = [replace(WGMMA, block_kv=128, occupancy=1),
-                replace(WGMMA, block_kv=128, stages=3, pingpong=True, occupancy=1)]
-    else:
-        best = [replace(WGMMA, block_kv=64, occupancy=1, pingpong=True)]
-    best = [replace(p, tma=True, persistent=True) for p in best]
-    return best + [replace(best[0], half_exp=True)]
-
-
-def half_exp_choices(first: AttentionParams, D: int) -> list:
-    """The fastest kernels measured (`default`) with the weights' exponentials by pairs in
-    f16 (`half_exp`)."""
-    best = [first, copied(D)]
-    if D <= 64:
-        best += [replace(WGMMA, block_q=64, warps=4, block_kv=128),
-                 replace(WGMMA, block_kv=64, stages=3, tma=True, occupancy=2)]
-    elif D <= 128:
-        best += [replace(WGMMA, block_kv=128, stages=3, pingpong=True, tma=True, occupancy=1)]
-    return [replace(p, half_exp=True) for p in best]
 
 
 def tma_choices(first: AttentionParams, D: int) -> list:
@@ -181,8 +148,11 @@ def default(D: int) -> AttentionParams:
     warpgroup over two: 0.084; the copy engine's best, two warpgroups over 64-key tiles, two
     blocks a multiprocessor: 0.081; SDPA 0.071); causal bf16 at head_dim 128 0.167 ms with
     two warpgroups fed by the copy engine over two 128-key buffers (the cp.async kernel's
-    best, two warpgroups taking turns over three: 0.196; SDPA 0.151). Past 128, the cp.async
-    kernel's (`copied`)."""
+    best, two warpgroups taking turns over three: 0.196; SDPA 0.151); a second run gave the
+    same (0.079 and 0.166 ms). Tried there and no faster, so not kept: the weights'
+    exponentials by pairs in f16 (ex2.approx.f16x2; BERT 0.081, causal bf16 0.202 with its
+    conversions) and the copy engine's kernel walking the query blocks, a block a
+    multiprocessor (BERT 0.083 to 0.101). Past 128, the cp.async kernel's (`copied`)."""
     if D <= 64:
         return copied(D)
     return replace(WGMMA, block_kv=128, tma=True, occupancy=1) if D <= 128 else copied(D)
@@ -325,8 +295,8 @@ class TmaKernel(WgmmaKernel):
 
     def arrays(self) -> list:
         bars = lambda name, n: ir.Array(name, "u64", n, "shared", align=8)
-        return super().arrays() + [bars("_qbar", 1), bars("_qempty", 1), bars("_kfull", self.NS),
-                                   bars("_vfull", self.NS), bars("_empty", self.NS)]
+        return super().arrays() + [bars("_qbar", 1), bars("_kfull", self.NS), bars("_vfull", self.NS),
+                                   bars("_empty", self.NS)]
 
     def extra_params(self) -> tuple:
         self.maps = [self.tensor_map(role) for role in ("q", "k", "v")]
@@ -362,114 +332,38 @@ class TmaKernel(WgmmaKernel):
         return [ir.TensorLoad(f"_map{role}", (self.i(c * CHUNK),) + tuple(coord[w] for w in which[1:]),
                               dst, self.add(base, self.i(c * rows * CHUNK)), bar, slot) for c in range(self.CH)]
 
-    # ---- `persistent`: a block a multiprocessor (and `occupancy`) walks the query blocks
-    # w = block, block + grid, ...; the ring's tiles are counted across them (`_ring`: the
-    # tiles of the block's earlier ones), and Q's tile is reloaded once the computing
-    # warpgroups are past their products with it (`_qempty`, a phase a query block `_j`)
-
-    def walks(self) -> bool:
-        return self.P.persistent
-
-    def block(self) -> ir.Expr:
-        return self.ref("_w") if self.P.persistent else self.at("block")
-
-    def heads(self) -> int:
-        p, sizes = self.shape.p, self.low.sizes
-        return int(recognise.launch_value(p.n_batch, sizes)) * int(recognise.launch_value(p.n_heads, sizes))
-
-    # under a causal condition the walked query blocks go longest first over every head
-    # (item w: head w % heads, the (w / heads)-th longest), the blocks taking them by rounds
-    # in turn from either end (block b the b-th of an even round, the b-th from the end of
-    # an odd one): each block's tiles about the same
-
-    def head_of(self) -> ir.Expr:
-        if self.P.persistent and self.shape.p.causal:
-            return self.imod(self.block(), self.heads())
-        return super().head_of()
-
-    def query_block(self) -> ir.Expr:
-        if self.P.persistent and self.shape.p.causal:
-            return ir.Bin("-", ir.Bin("-", self.ref("_nqb"), self.i(1), self.idx),
-                          self.idiv(self.block(), self.heads()), self.idx)
-        return super().query_block()
-
-    def items(self) -> int:
-        p, sizes = self.shape.p, self.low.sizes
-        B, H, S = (int(recognise.launch_value(e, sizes)) for e in (p.n_batch, p.n_heads, p.n_queries))
-        return B * H * -(-S // self.BQ)
-
-    def blocks(self) -> int:
-        sms = self.target.multiprocessors
-        return min(self.items(), sms * self.blocks_per_sm()) if sms else self.items()
-
-    def grid(self, blocks: ir.Expr) -> ir.Expr:
-        return self.i(self.blocks()) if self.P.persistent else blocks
-
-    def ring(self, kt) -> ir.Expr:
-        """The ring's count of tile kt of this query block."""
-        return self.add(self.ref("_ring"), kt) if self.P.persistent else kt
-
-    def walk(self, body: list) -> list:
-        """`body` once (the block's query block), or for each of the block's query blocks,
-        after their declarations, the counts of tiles and blocks walked advanced after it."""
-        if not self.P.persistent:
-            return body
-        r, idx = self.ref, self.idx
-        step = [ir.Set("_ring", self.add(r("_ring"), r("_nk"))), ir.Set("_j", self.add(r("_j"), self.i(1)))]
-        G, b = self.blocks(), self.at("block")
-        rounds = -(-self.items() // G)
-        odd = ir.Bin("==", self.imod(r("_round"), 2), self.i(1), "bool")
-        w = self.add(self.mul(r("_round"), self.i(G)),
-                     ir.Select(odd, ir.Bin("-", self.i(G - 1), b, idx), b, idx))
-        return [ir.Decl("_ring", idx, self.i(0), True), ir.Decl("_j", idx, self.i(0), True),
-                ir.For("_round", self.i(0), self.i(rounds), self.i(1), (
-                    ir.Decl("_w", idx, w),
-                    ir.If(ir.Bin("<", r("_w"), self.i(self.items()), "bool"), tuple(self.work + body + step))), idx)]
-
     def main(self, regs: list) -> list:
         r, idx, NS = self.ref, self.idx, self.NS
-        bar_init = [ir.Mbarrier("init", "_qbar", self.i(0), count=1),
-                    ir.Mbarrier("init", "_qempty", self.i(0), count=self.T)]
+        bar_init = [ir.Mbarrier("init", "_qbar", self.i(0), count=1)]
         for s in range(NS):
             bar_init += [ir.Mbarrier("init", "_kfull", self.i(s), count=1),
                          ir.Mbarrier("init", "_vfull", self.i(s), count=1),
                          ir.Mbarrier("init", "_empty", self.i(s), count=self.T)]
-        kt, slot, it = r("_kt"), r("_slot"), r("_it")
+        kt, slot = r("_kt"), r("_slot")
         tile_bytes = self.BK * self.CH * ROW_BYTES
         base = self.mul(slot, self.i(self.tile_elems))
         k0 = self.mul(kt, self.i(self.BK))
-        q_free = []
-        if self.P.persistent:       # the previous query block's products with Q complete
-            q_free = [ir.Mbarrier("wait", "_qempty", self.i(0), parity=self.imod(self.add(r("_j"), self.i(1)), 2))]
-        produce = [*q_free,
-                   ir.Mbarrier("arrive", "_qbar", self.i(0), tx=self.BQ * self.CH * ROW_BYTES),
+        produce = [ir.Mbarrier("arrive", "_qbar", self.i(0), tx=self.BQ * self.CH * ROW_BYTES),
                    *self.boxes("q", r("_q0"), "_qs", self.i(0), "_qbar", self.i(0)),
                    ir.For("_kt", self.i(0), r("_nk"), self.i(1), (
-                       ir.Decl("_it", idx, self.ring(kt)),
-                       ir.Decl("_slot", idx, self.imod(it, NS)),
-                       ir.Mbarrier("wait", "_empty", slot, parity=self.imod(self.add(self.idiv(it, NS), self.i(1)), 2)),
+                       ir.Decl("_slot", idx, self.imod(kt, NS)),
+                       ir.Mbarrier("wait", "_empty", slot, parity=self.imod(self.add(self.idiv(kt, NS), self.i(1)), 2)),
                        ir.Mbarrier("arrive", "_kfull", slot, tx=tile_bytes),
                        *self.boxes("k", k0, "_ks", base, "_kfull", slot),
                        ir.Mbarrier("arrive", "_vfull", slot, tx=tile_bytes),
                        *self.boxes("v", k0, "_vs", base, "_vfull", slot)), idx)]
         first = ir.Bin("<", self.at("thread"), self.i(1), "bool")
-        producer = (ir.SetMaxRegisters(PRODUCER_REGISTERS, False), ir.If(first, tuple(self.walk(produce))))
-        arrays = [s for s in regs if isinstance(s, ir.Array)]
-        q_parity = self.imod(r("_j"), 2) if self.P.persistent else self.i(0)
-        compute = [*[s for s in regs if not isinstance(s, ir.Array)],
-                   ir.Mbarrier("wait", "_qbar", self.i(0), parity=q_parity), *self.key_loop(),
-                   *([ir.Mbarrier("arrive", "_qempty", self.i(0))] if self.P.persistent else []),
-                   *self.finish()]
-        consumer = (ir.SetMaxRegisters(self.registers(), True), *arrays, *self.walk(compute))
+        producer = (ir.SetMaxRegisters(PRODUCER_REGISTERS, False), ir.If(first, tuple(produce)))
+        consumer = (ir.SetMaxRegisters(self.registers(), True), *regs,
+                    ir.Mbarrier("wait", "_qbar", self.i(0), parity=self.i(0)), *self.key_loop(), *self.finish())
         return [ir.If(first, tuple(bar_init)), ir.Barrier(),
                 ir.If(ir.Bin("<", self.at("warp"), self.i(4), "bool"), producer, consumer)]
 
     def key_loop(self) -> list:
-        r, idx, kt, slot, it = self.ref, self.idx, self.ref("_kt"), self.ref("_slot"), self.ref("_it")
-        parity = self.imod(self.idiv(it, self.NS), 2)
+        r, idx, kt, slot = self.ref, self.idx, self.ref("_kt"), self.ref("_slot")
+        parity = self.imod(self.idiv(kt, self.NS), 2)
         tile = [ir.Decl("_k0", idx, self.mul(kt, self.i(self.BK))),
-                ir.Decl("_it", idx, self.ring(kt)),
-                ir.Decl("_slot", idx, self.imod(it, self.NS)),
+                ir.Decl("_slot", idx, self.imod(kt, self.NS)),
                 ir.Decl("_kb", idx, self.mul(slot, self.i(self.tile_elems))),
                 ir.Mbarrier("wait", "_kfull", slot, parity=parity),
                 *self.scores(), *self.masked_or_not(),
@@ -489,5 +383,4 @@ def describe(params, shape) -> str:
             f"online softmax in registers (exp2), {params.block_kv}-key K/V tiles "
             + ("by the copy engine (TMA, a producer warpgroup, mbarriers) into " if params.tma else "by cp.async into ")
             + ("two shared buffers" if params.stages == 2 else f"a ring of {params.stages} shared buffers")
-            + (", the two warpgroups taking turns at the tensor cores" if params.pingpong else "")
-            + (", persistent: a block a multiprocessor walks the query blocks" if params.persistent else ""))
+            + (", the two warpgroups taking turns at the tensor cores" if params.pingpong else ""))

@@ -57,12 +57,6 @@ for _t in ("f16", "bf16"):
 CUDA_HELPERS["zyn_ex2_ftz"] = (
     "{q}float zyn_ex2_ftz(float x) {{\n"
     "    float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }}", ())
-# 2 ** x of a pair rounded to f16, as one packed special-function operation (ir.Convert.exp2)
-CUDA_HELPERS["zyn_ex2_h2"] = (
-    "{q}__half2 zyn_ex2_h2(float a, float b) {{\n"
-    "    __half2 x = __floats2half2_rn(a, b); unsigned r;\n"
-    "    asm(\"ex2.approx.f16x2 %0, %1;\" : \"=r\"(r) : \"r\"(*reinterpret_cast<unsigned*>(&x)));\n"
-    "    return *reinterpret_cast<__half2*>(&r); }}", ())
 # a value rounded to TF32 (nearest, ties away), as the tensor cores take it
 CUDA_HELPERS["zyn_tf32"] = (
     "{q}unsigned zyn_tf32(float x) {{\n"
@@ -249,16 +243,10 @@ class CudaDialect(CFamily):
             return f"__uint_as_float({self.need('zyn_tf32')}({args[0]}))"
         return super().math(fn, args, dtype)
 
-    def convert(self, dst, di, src, si, count, dtype, exp2=False):
-        """Two f32 into a packed pair (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32), stored as one word;
-        with `exp2`, 2 to their powers by ex2.approx.f16x2 first, also written back to `src`."""
+    def convert(self, dst, di, src, si, count, dtype):
+        """Two f32 into a packed pair (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32), stored as one word."""
         pair, fn = {"f16": ("__half2", "__floats2half2_rn"), "bf16": ("__nv_bfloat162", "__floats2bfloat162_rn")}[dtype]
         assert count == 2, count
-        if exp2:
-            put = "_e" if dtype == "f16" else f"{fn}(_f.x, _f.y)"
-            return (f"{{ const __half2 _e = {self.need('zyn_ex2_h2')}({src}[{si}], {src}[{si} + 1]); "
-                    f"const float2 _f = __half22float2(_e); {src}[{si}] = _f.x; {src}[{si} + 1] = _f.y; "
-                    f"*reinterpret_cast<{pair}*>(&{dst}[{di}]) = {put}; }}")
         return f"*reinterpret_cast<{pair}*>(&{dst}[{di}]) = {fn}({src}[{si}], {src}[{si} + 1]);"
 
     def async_copy(self, dst, di, src, si, count, dtype, guard):

@@ -539,8 +539,7 @@ def mma_label(p) -> str:
                               ("skip rescale", p.skip_rescale), ("fast math", p.fast_math)) if on]
     extra += [f"{p.occupancy} blocks/SM"] if p.occupancy else []
     extra += ["ping-pong"] if p.pingpong else []
-    extra += [w for w, on in (("TMA", getattr(p, "tma", False)), ("f16x2 exp", getattr(p, "half_exp", False)),
-                              ("persistent", getattr(p, "persistent", False))) if on]
+    extra += ["TMA"] if getattr(p, "tma", False) else []
     if p.wgmma:
         return f"wgmma {p.block_q}q/{p.warps // 4}wg" + "".join(f", {e}" for e in extra)
     return f"{p.block_q}q/{p.warps}w/{'held' if p.hold_q else 'read'} Q" + "".join(f", {e}" for e in extra)

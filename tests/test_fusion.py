@@ -261,6 +261,20 @@ def test_top_level_names_are_boundaries():
     assert len(session.launches) == 2
     assert type(session.namespace["h"]) is zynbook.Tensor
     assert_close(value, np.tanh(env["x"] * 2.0))
+    # the inspector says why the second block did not take the first
+    line = source.count("\n")
+    note = dict(kernel_sections(session.last_kernels[-1]))["fusion"]
+    assert f"`h`, bound at line {line - 1}, is a top-level name" in note
+    assert session.last_kernels[0].lowered.kernel.name in note
+    # a block alone in its statement, reading a name bound by the statement before, too;
+    # one reading a name of an earlier cell is not told so
+    blocks = ("let a = compute(x) {\n    for i in 0..m, j in 0..n:\n        out[i, j] = x[i, j] * 2.0\n}\n"
+              "let b = compute(a) {\n    for i in 0..m, j in 0..n:\n        out[i, j] = a[i, j] + 1.0\n}\n")
+    value, session = _run(blocks, **env)
+    assert "`a`, bound at line 1, is a top-level name" in dict(kernel_sections(session.last_kernels[-1]))["fusion"]
+    assert_close(value if value is not None else session.namespace["b"], env["x"] * 2.0 + 1.0)
+    session.run("let c = compute(a) {\n    for i in 0..m, j in 0..n:\n        out[i, j] = a[i, j] + 1.0\n}\n")
+    assert session.last_kernels[-1].fusion is None
 
 
 def test_a_result_read_twice_is_written_and_the_inspector_says_why():

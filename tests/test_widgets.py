@@ -11,6 +11,7 @@ pytest.importorskip("ipywidgets")
 import zynbook  # noqa: E402
 from zynbook.backends.base import Launch, LaunchTimes  # noqa: E402
 from zynbook.widgets import DevicePicker, ShaderInspector, TimingWidget  # noqa: E402
+from zynbook.widgets.inspector import tab_title  # noqa: E402
 from zynbook.widgets.timing import timing_svg  # noqa: E402
 
 TWO_BLOCKS = """let y = compute(x) {
@@ -89,11 +90,16 @@ def test_inspector_picks_among_several_kernels(session):
     inspector = ShaderInspector(session=session)
     assert len(inspector.picker.options) == 2
     assert inspector.picker.layout.display == ""
-    first = inspector.tabs.children[0].value
+    def tab(language):
+        return inspector.tabs.children[inspector.tabs.titles.index(tab_title(language))].value
+
+    first = tab("zynml")
     inspector.picker.value = 1
-    second = inspector.tabs.children[0].value
+    second = tab("zynml")
     assert first != second
     assert "yield" in second and "reduce" in inspector.info.value
+    # the reduction reads `y`, a top-level name: its fusion tab, first, says so
+    assert inspector.tabs.titles[0] == tab_title("fusion") and "top-level name" in tab("fusion")
 
 
 def test_inspector_without_kernels():

@@ -117,6 +117,12 @@ class Interpreter:
         self._cell_node = None              # the block of the one-block program being run
         self._direct = None                 # (node, key, ...) of its launch where it was met
         self._lock = threading.RLock()
+        # the last launch's result and its kernel (until a top-level name takes it or the
+        # cell or call ends), and of those this cell bound to top-level names, id -> (result,
+        # name, kernel, line bound at): a block reading one is told why the two were not fused
+        self.last_made = None
+        self.named_results: dict = {}
+        self.top_line = 0                   # the line of the top-level statement being run
 
     # ---------------------------------------------------------------- helpers
     @property
@@ -179,8 +185,30 @@ class Interpreter:
 
     def bind(self, name: str, value, mutable: bool):
         scope, muts = (self.frames[-1] if self.frames else (self.globals, self.mutable))
-        scope[name] = self.lazy.boundary(value) if scope is self.globals else value
+        scope[name] = self._bound_at_top(name, value) if scope is self.globals else value
         (muts.add if mutable else muts.discard)(name)
+
+    def _bound_at_top(self, name: str, value):
+        """`value` as a top-level name holds it: computed (a boundary of the lazy graph),
+        and remembered as this name's where the last launch made it."""
+        value = self.lazy.boundary(value)
+        made, self.last_made = self.last_made, None
+        if made is not None and made[0] is value:
+            self.named_results[id(value)] = (value, name, made[1], self.top_line)
+        return value
+
+    def _not_fused(self, inputs, kernel) -> list:
+        """Why `kernel` is not fused with the blocks that made those of its inputs that a
+        top-level name of this cell holds."""
+        notes = []
+        for t in inputs:
+            hit = self.named_results.get(id(t))
+            if hit is not None and hit[0] is t:
+                notes.append(f"{hit[2]} -> {kernel.name} (line {kernel.first_line}): not fused: "
+                             f"`{hit[1]}`, bound at line {hit[3]}, is a top-level name, computed "
+                             "where it is bound since a later cell may read it (blocks chained "
+                             "with |>, nested, or in a pipeline are fused)")
+        return notes
 
     def assign_name(self, target: A.Name, value):
         name = target.id
@@ -192,7 +220,7 @@ class Interpreter:
         if name not in muts:
             raise ZynMLTypeError(f"cannot assign to `{name}`: it is declared with let "
                                  "(use var to change it)", target.span)
-        scope[name] = self.lazy.boundary(value) if scope is self.globals else value
+        scope[name] = self._bound_at_top(name, value) if scope is self.globals else value
 
     # -------------------------------------------------------------- programs
     def run_program(self, program: A.Program, source: str):
@@ -200,6 +228,7 @@ class Interpreter:
         program of one compute block run again as its last run was (`_WarmCell`) launches
         without interpreting its statements."""
         self.source = source
+        self.named_results = {}
         entry = self._cell_entry(program)
         _, form, cell = entry
         value, is_expr = None, False
@@ -219,7 +248,7 @@ class Interpreter:
             self.lazy.drop()
             raise
         finally:
-            self._cell_node = self._direct = None
+            self._cell_node = self._direct = self.last_made = None
         return value, is_expr
 
     def _cell_entry(self, program) -> list:
@@ -260,6 +289,7 @@ class Interpreter:
     def exec_top(self, stmt):
         """(the statement's value, whether it is an expression a notebook should show); the
         end of a top-level statement is a boundary of the lazy graph"""
+        self.top_line = stmt.span.line
         # a compute block that is the whole statement has nothing to fuse with: launched
         # where it is met, without recording it
         self.alone = stmt.value if isinstance(stmt, A.Let) else \
@@ -884,12 +914,16 @@ class Interpreter:
             if node is self._cell_node and _fixed_devices(lowered):     # a warm cell's record
                 self._direct = (node, self._cell_key(lowered, inputs, labels, scalars, given),
                                 lowered, plan, device, commit)
+            notes = self._not_fused(inputs, lowered.kernel) if self.named_results else ()
             return self._launch(device, lowered, inputs, sizes, scalar_values, node,
-                                commit=commit, plan=plan)
+                                commit=commit, plan=plan,
+                                fusion=Fusion((), notes) if notes else None)
         if not now:
             source = self.pipelines[-1].source if self.pipelines else self.source
             lz = self.lazy.defer(node, lowered, plan, inputs, scalar_values, device, commit,
                                  source)
+            if self.named_results:
+                lz.notes += tuple(self._not_fused(inputs, lowered.kernel))
             return lz if plan.out_shape else self.lazy.force(lz)
         self.lazy.settle(inputs)
         apart = Fusion((), [f"launched where it is met, never fused: {now}"])
@@ -1100,7 +1134,9 @@ class Interpreter:
             host = out if device.kind == "cpu" else device.to_host(out)
             return np.asarray(host).reshape(()).item()
         # (positional: a class called with keywords takes a slower path)
-        return Tensor(out, device.id, plan.out_shape, lowered.kernel.output.dtype, commit)
+        made = Tensor(out, device.id, plan.out_shape, lowered.kernel.output.dtype, commit)
+        self.last_made = (made, lowered.kernel.name, lowered.kernel.first_line)
+        return made
 
 
 _MISSING = object()

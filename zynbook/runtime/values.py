@@ -122,6 +122,8 @@ class Pipeline:
         except BaseException:
             lazy.drop()
             raise
+        finally:
+            self.interpreter.last_made = None     # (Interpreter.last_made: a cell's alone)
         return lazy.plain(result)
 
     def __repr__(self):

@@ -118,8 +118,8 @@ class Interpreter:
         self._direct = None                 # (node, key, ...) of its launch where it was met
         self._lock = threading.RLock()
         # the last launch's result and its kernel (until a top-level name takes it or the
-        # cell or call ends), and of those this cell bound to top-level names, id -> (result,
-        # name, kernel, line bound at): a block reading one is told why the two were not fused
+        # cell or call ends), and of those this cell bound to top-level names, id -> (name,
+        # kernel, line bound at): a block reading one is told why the two were not fused
         self.last_made = None
         self.named_results: dict = {}
         self.top_line = 0                   # the line of the top-level statement being run
@@ -194,7 +194,7 @@ class Interpreter:
         value = self.lazy.boundary(value)
         made, self.last_made = self.last_made, None
         if made is not None and made[0] is value:
-            self.named_results[id(value)] = (value, name, made[1], self.top_line)
+            self.named_results[id(value)] = (name, made[1], self.top_line)
         return value
 
     def _not_fused(self, inputs, kernel) -> list:
@@ -203,9 +203,9 @@ class Interpreter:
         notes = []
         for t in inputs:
             hit = self.named_results.get(id(t))
-            if hit is not None and hit[0] is t:
-                notes.append(f"{hit[2]} -> {kernel.name} (line {kernel.first_line}): not fused: "
-                             f"`{hit[1]}`, bound at line {hit[3]}, is a top-level name, computed "
+            if hit is not None and self.globals.get(hit[0]) is t:     # (the name holds it still)
+                notes.append(f"{hit[1]} -> {kernel.name} (line {kernel.first_line}): not fused: "
+                             f"`{hit[0]}`, bound at line {hit[2]}, is a top-level name, computed "
                              "where it is bound since a later cell may read it (blocks chained "
                              "with |>, nested, or in a pipeline are fused)")
         return notes

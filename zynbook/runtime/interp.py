@@ -493,60 +493,39 @@ class Interpreter:
 
     # ------------------------------------------------------------ expressions
     def eval(self, e):
-        if isinstance(e, A.Name):
-            return self.lookup(e.id, e.span)
-        if isinstance(e, A.Compute):
-            return self.compute(e)
-        if isinstance(e, A.Number):
-            return e.value
-        if isinstance(e, A.String):
-            return e.value
-        if isinstance(e, A.Bool):
-            return e.value
-        if isinstance(e, A.Duration):
-            return e.seconds
-        if isinstance(e, A.Size):
-            return e.nbytes
-        if isinstance(e, A.ListLit):
-            return [self.eval(x) for x in e.items]
-        if isinstance(e, A.TupleLit):
-            return tuple(self.eval(x) for x in e.items)
-        if isinstance(e, A.BinOp):
-            if e.op == "and":
-                return self.truth(self.eval(e.left), e.left) and self.truth(self.eval(e.right), e.right)
-            if e.op == "or":
-                return self.truth(self.eval(e.left), e.left) or self.truth(self.eval(e.right), e.right)
-            left, right = self.eval(e.left), self.eval(e.right)
-            try:
-                return self.binary(e.op, left, right, e.span)
-            except ZynMLShapeError as err:
-                if err.span is e.span:
-                    err.span = e.right.span     # the operand that disagrees with the first
-                raise
-        if isinstance(e, A.UnaryOp):
-            v = self.eval(e.operand)
-            if e.op == "not":
-                return not self.truth(v, e.operand)
-            if e.op == "pos":
-                return v
-            if isinstance(v, Tensor):
-                return B.wrap(-B.host_array(v), v)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) or D.is_traced(v):
-                return -v
-            raise ZynMLTypeError(f"cannot negate {B._kind(v)}", e.span)
-        if isinstance(e, A.Attr):
-            return self.attr(self.eval(e.base), e.name, e.span)
-        if isinstance(e, A.Index):
-            return self.index(self.eval(e.base), e)
-        if isinstance(e, A.Call):
-            return self.call(e)
-        if isinstance(e, A.Pipe):
-            return self.pipe(e)
-        if isinstance(e, A.Await):
-            return self.await_(e)
-        if isinstance(e, A.OpRef):
-            raise ZynMLTypeError(f"`{e.op}` is an operator, not a value", e.span)
-        raise ZynMLTypeError("unsupported expression", e.span)
+        # one look-up by the node's class (every expression class is a leaf of ast.Expr)
+        handler = _EVAL.get(type(e))
+        if handler is None:
+            raise ZynMLTypeError("unsupported expression", e.span)
+        return handler(self, e)
+
+    def _eval_binop(self, e: A.BinOp):
+        if e.op == "and":
+            return self.truth(self.eval(e.left), e.left) and self.truth(self.eval(e.right), e.right)
+        if e.op == "or":
+            return self.truth(self.eval(e.left), e.left) or self.truth(self.eval(e.right), e.right)
+        left, right = self.eval(e.left), self.eval(e.right)
+        try:
+            return self.binary(e.op, left, right, e.span)
+        except ZynMLShapeError as err:
+            if err.span is e.span:
+                err.span = e.right.span     # the operand that disagrees with the first
+            raise
+
+    def _eval_unary(self, e: A.UnaryOp):
+        v = self.eval(e.operand)
+        if e.op == "not":
+            return not self.truth(v, e.operand)
+        if e.op == "pos":
+            return v
+        if isinstance(v, Tensor):
+            return B.wrap(-B.host_array(v), v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) or D.is_traced(v):
+            return -v
+        raise ZynMLTypeError(f"cannot negate {B._kind(v)}", e.span)
+
+    def _eval_opref(self, e: A.OpRef):
+        raise ZynMLTypeError(f"`{e.op}` is an operator, not a value", e.span)
 
     def binary(self, op, a, b, span):
         if D.is_traced(a, b):           # elementwise's function being traced
@@ -1138,6 +1117,28 @@ class Interpreter:
         self.last_made = (made, lowered.kernel.name, lowered.kernel.first_line)
         return made
 
+
+# Interpreter.eval's handler of each expression class (methods called through the instance,
+# where a test may replace one)
+_EVAL = {
+    A.Name: lambda self, e: self.lookup(e.id, e.span),
+    A.Compute: lambda self, e: self.compute(e),
+    A.Number: lambda self, e: e.value,
+    A.String: lambda self, e: e.value,
+    A.Bool: lambda self, e: e.value,
+    A.Duration: lambda self, e: e.seconds,
+    A.Size: lambda self, e: e.nbytes,
+    A.ListLit: lambda self, e: [self.eval(x) for x in e.items],
+    A.TupleLit: lambda self, e: tuple(self.eval(x) for x in e.items),
+    A.BinOp: Interpreter._eval_binop,
+    A.UnaryOp: Interpreter._eval_unary,
+    A.Attr: lambda self, e: self.attr(self.eval(e.base), e.name, e.span),
+    A.Index: lambda self, e: self.index(self.eval(e.base), e),
+    A.Call: lambda self, e: self.call(e),
+    A.Pipe: lambda self, e: self.pipe(e),
+    A.Await: lambda self, e: self.await_(e),
+    A.OpRef: Interpreter._eval_opref,
+}
 
 _MISSING = object()
 

@@ -18,8 +18,8 @@ from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, compute_dtype,
                              index_dtype, lit, user_name)
-from ..passes.loops import (assigned_vars, classify_loop, declared_vars, has_node, has_tiles,
-                            stored_buffers, trip_count)
+from ..passes.loops import (assigned_vars, classify_loop, counts_from_zero, declared_vars,
+                            has_node, has_tiles, stored_buffers, trip_count)
 from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
 from .collective import block_allreduce, combine_expr
 from .nest import decompose, parallel_nest, thread
@@ -78,8 +78,7 @@ def match_rows(kernel, sizes) -> tuple:
         if not isinstance(s, cir.Loop):
             return None, f"a {type(s).__name__} between the row loops"
         n = trip_count(s, sizes)
-        if n is None or not (isinstance(s.start, cir.Const) and s.start.value == 0
-                             and isinstance(s.step, cir.Const) and s.step.value == 1):
+        if n is None or not counts_from_zero([s]):
             return None, "a row loop that is not 0..n"
         if cols not in (None, n):
             return None, "row loops of different lengths"

@@ -17,7 +17,7 @@ from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, compute_dtype, lit,
                              map_nodes, user_name)
-from ..passes.loops import free_vars
+from ..passes.loops import counts_from_zero, free_vars
 from .base import Params, Schedule, kernel_name
 from .generic import GenericThread, ThreadParams
 from .nest import decompose, flat_index_dtype, parallel_nest, spread
@@ -43,8 +43,7 @@ def vector_width(kernel: cir.Kernel, nest, vector_bytes: int):
     if not nest.loops:
         return None, "no parallel loop"
     lp = nest.loops[-1]
-    if not (isinstance(lp.start, cir.Const) and lp.start.value == 0
-            and isinstance(lp.step, cir.Const) and lp.step.value == 1):
+    if not counts_from_zero([lp]):
         return None, "the innermost loop is not 0..n"
     v = lp.var
     for s in nest.body:

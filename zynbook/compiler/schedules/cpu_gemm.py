@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 from .. import errflag
 from ..launch import ir
-from ..launch.scalar import buffer_params, lit
-from .base import Params, Schedule, kernel_name
+from ..launch.scalar import buffer_params
+from .base import Params, Schedule, one_kernel
 from .gemm import MIN_SIDE, _BYTES, _Builder, _batch, _side_sizes, _zero, match
 
 
@@ -160,13 +160,10 @@ class _PanelBuilder(_Builder):
         grid = max(1, min(ntiles, self.t.max_blocks))
         head.append(ir.For("_tile", self.axis("block"), self.i(ntiles), self.axis("blocks"),
                            tuple(body), self.idx, c.ploops[0].line))
-        name = kernel_name(self.k)
         what = (f"contraction as {self.kind()} on the CPU: {self.shape_text()}; {mc}x{nc} tiles, K in "
                 f"{kc}-deep packed slices, {p.mr}x{p.nr} register micro-tiles")
-        k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), 1,
-                      self.idx, what)
-        return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(grid, "i64"), 1),), (),
-                          (), f"{what} (cpu_gemm: {p.describe()})")
+        return one_kernel(self.k, buffer_params(self.k, self.sizes, self.idx), head, 1, self.idx, what,
+                          grid, (), f"{what} (cpu_gemm: {p.describe()})")
 
     # ---- packing ----------------------------------------------------------------------
 

@@ -70,7 +70,7 @@ from ..launch.scalar import (ScalarLowering, buffer_params, cast, index_dtype, l
 from ..passes.loops import counts_from_zero, free_vars
 from ..passes.recognise import contraction
 from . import configs
-from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
+from .base import Builder, Params, Schedule, one_kernel, workgroup_threads
 from .nest import extents, parallel_nest, trip_count
 
 _TF32_OPERANDS = ("f32", "f16", "bf16")   # widen exactly to f32, then round to TF32
@@ -854,8 +854,6 @@ class _Builder(Builder):
         host = ir.Math("max", (ir.Math("min", (
             product_expr([ir.ceildiv(raw["M"], p.bm), ir.ceildiv(raw["N"], p.bn), raw["B"]], self.idx),
             lit(self.resident_blocks(), self.idx)), self.idx), lit(1, self.idx)), self.idx)
-        grid = host if self.sym else lit(ir.evaluate(host, {}), "i64")
-        name = kernel_name(self.k) + self.suffix
         what = self.describe()
         vec = self.W["m"] > 1 or self.W["n"] > 1
         # tiles beyond what a kernel may declare with fixed sizes live in memory the launch gives
@@ -869,11 +867,10 @@ class _Builder(Builder):
         spans = self.staged and self.c_alias and p.bm * self.ldc * _BYTES[self.k.output.dtype] > \
             next(a.count * _BYTES[a.dtype] for a in arrays if a.name == "_shm")
         dynamic = shared + align - 16 if 0 < self.t.static_shared_bytes < shared or spans else 0
-        k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), p.threads,
-                      self.idx, what, min_blocks=2 if vec and not p.mma and p.threads == 256 else 0,
-                      dynamic_shared=dynamic)
-        return ir.Program(self.k.name, (k,), (ir.Launch(name, grid, p.threads),), (),
-                          (), f"{what} (gemm: {p.describe()})")
+        return one_kernel(self.k, buffer_params(self.k, self.sizes, self.idx), head, p.threads, self.idx,
+                          what, host, (), f"{what} (gemm: {p.describe()})", self.sym, self.suffix,
+                          min_blocks=2 if vec and not p.mma and p.threads == 256 else 0,
+                          dynamic_shared=dynamic)
 
     c_alias = "_shm"        # the staged C tile lies over A's tiles
     c_tiles = 1             # staged C tiles: one a warpgroup with tiles of its own

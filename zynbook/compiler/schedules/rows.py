@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, compute_dtype,
-                             index_dtype, lit, user_name)
+                             index_dtype, user_name)
 from ..passes.loops import (assigned_vars, classify_loop, counts_from_zero, declared_vars,
                             has_node, has_tiles, stored_buffers, trip_count)
-from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
-from .collective import block_allreduce, combine_expr
+from .base import Builder, Params, Schedule, one_kernel, workgroup_threads
+from .collective import fold_partials, partials
 from .nest import decompose, parallel_nest, thread
-from .reduce import identity
 from .vector import contiguous_in
 
 REGISTERS = 64              # cached elements a thread may hold
@@ -294,11 +293,10 @@ class _Builder(Builder):
                 f"elements held in registers ({p.per_thread} x {p.width} per thread"
                 + (f", {p.width * max(DTYPE_BYTES[low.buffers[b][1]] for b in self.row_bufs())}"
                    "-byte vector loads" if p.width > 1 else "") + "), one pass over memory")
-        name = kernel_name(self.k) + self.suffix
-        k = ir.Kernel(name, buffer_params(self.k, self.sizes, idx), tuple(body), threads, idx, what)
         grid = -(-rows // p.rows_per_block) if self.warp else rows
-        return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(max(1, grid), "i64"), threads),),
-                          (), self.sites.as_tuple(), f"{what} (rows: {p.describe()})")
+        return one_kernel(self.k, buffer_params(self.k, self.sizes, idx), body, threads, idx, what,
+                          max(1, grid), self.sites.as_tuple(), f"{what} (rows: {p.describe()})",
+                          suffix=self.suffix)
 
     def row_bufs(self):
         return {k[0] for k in self.plan.keys} | {self.k.output.name}
@@ -328,13 +326,8 @@ class _Builder(Builder):
                     self.offset(bname, lead, s.var), W, dtype, s.line)])
             out.append(self.chunks(fill))
         kind = plan.kinds[id(s)]
-        parts = {}
-        if isinstance(kind, tuple):
-            for acc, op in kind[1].items():
-                ident, dt = low.lookup(acc)
-                part = self.new("part")
-                out.append(ir.Decl(part, dt, identity(op, dt), True))
-                parts[acc] = (part, op, dt, ident)
+        decls, parts = partials(low, kind[1] if isinstance(kind, tuple) else {}, self.new)
+        out += decls
         stores = [t for t in s.body if isinstance(t, cir.Store)]
 
         def element(c, k):
@@ -363,12 +356,4 @@ class _Builder(Builder):
                     low.copy_out(t, vouts[id(t)], self.i(0), W)])
             return res
         out.append(self.chunks(element))
-        for acc, (part, op, dt, ident) in parts.items():
-            if self.warp:
-                out.append(ir.Set(part, ir.Collective(op, ir.Ref(part, dt), "warp", dt)))
-            else:
-                out += block_allreduce(self.t, op, part, dt, p.threads, identity(op, dt),
-                                       lambda a, b, op=op, dt=dt: combine_expr(op, a, b, dt),
-                                       tag=part)
-            out.append(ir.Set(ident, combine_expr(op, ir.Ref(ident, dt), ir.Ref(part, dt), dt)))
-        return out
+        return out + fold_partials(self.t, parts, p.threads, self.warp)

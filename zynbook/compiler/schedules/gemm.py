@@ -433,21 +433,19 @@ class Gemm(Schedule):
             return "tf32"
         return None
 
-    def _vectors(self, kernel, form: _Form, sizes, width: int, kind: str) -> bool:
-        """Whether both operands are read in 16-byte loads (`width` elements; for TF32 as
-        many of each operand's own type, _side_width)."""
+    def _vectors(self, kernel, form: _Form, sizes, width: int, kind: str) -> list:
+        """Whether each operand (M, N) is read in 16-byte loads (`width` elements; for TF32
+        as many of each operand's own type, _side_width)."""
         p = GemmParams(width=width, mma=True)
-        return all(_vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32"))
-                   for s, d in zip((form.m, form.n), form.dtypes))
+        return [_vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32"))
+                for s, d in zip((form.m, form.n), form.dtypes)]
 
     def _copies(self, kernel, target, form: _Form, sizes, width: int, kind: str) -> bool:
-        """Whether both operands reach shared memory by cp.async: in 16-byte copies (`width`
-        elements, _side_width), or, in a gathered contraction, a 4-byte element a copy (a
-        convolution's f32 input, the copy's zero fill its bounds and padding guard)."""
-        p = GemmParams(width=width, mma=True)
-        return target.async_copy and all(
-            _vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32")) or
-            (_BYTES[d] == 4 and _gathered(form)) for s, d in zip((form.m, form.n), form.dtypes))
+        """Whether both operands reach shared memory by cp.async: in 16-byte copies, or, in a
+        gathered contraction, a 4-byte element a copy (a convolution's f32 input, the copy's
+        zero fill its bounds and padding guard)."""
+        return target.async_copy and all(v or (_BYTES[d] == 4 and _gathered(form)) for v, d in zip(
+            self._vectors(kernel, form, sizes, width, kind), form.dtypes))
 
     def _mma_firsts(self, kernel, target, sizes, form: _Form, kind: str, M: int, N: int,
                     wgmma: bool = True):
@@ -562,7 +560,7 @@ class Gemm(Schedule):
         if kind:
             w = 8 if kind == "half" else 4
             copies = self._copies(kernel, target, form, sizes, w, kind)
-            w = w if copies or kind == "half" or self._vectors(kernel, form, sizes, w, kind) else 1
+            w = w if copies or kind == "half" or all(self._vectors(kernel, form, sizes, w, kind)) else 1
             piped = [GemmParams(a, b, bk, c, d, w, True, st, sw) for sw in (True, False)
                      for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if copies else []
             staged = [GemmParams(a, b, bk, a // 2, b // 4, w, True) for a in (64, 128)
@@ -1299,14 +1297,17 @@ class _Builder(Builder):
                 return [ir.MatrixLoad("_fb", self.op("*", j, 4), "_shn",
                                       self.at("n", buf, x, k, self.lane_key("n"), True),
                                       4 if pair else 2, not f.n.kcontig, f.dtypes[1])]
-            mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, 8), "_fb", self.op("*", j, 4), "_acc",
-                                       self.op("*", self.op("+", self.op("*", i, self.fn), j), 4),
-                                       f.dtypes[0])]
-            return [self.unrolled("_i", self.fm, a_frag),
-                    self.unrolled("_j", self.fn, b_frag, 2 if pair else 1),
-                    self.unrolled("_i", self.fm, lambda i: [self.unrolled("_j", self.fn,
-                                                                          lambda j: mma(i, j))])]
+            return self.warp_mmas(a_frag, b_frag, pair, 8, 4, f.dtypes[0], (16, 8, 16))
         return [self.unrolled("_kk", p.bk, step, 16)]
+
+    def warp_mmas(self, a_frag, b_frag, pair: bool, per_a: int, per_b: int, dtype: str,
+                  shape: tuple) -> list:
+        """A step's fragment loads (a_frag(i), b_frag(j), two B fragments at a time where
+        `pair`), then the warp's FM x FN MMAs on them."""
+        mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, per_a), "_fb", self.op("*", j, per_b), "_acc",
+                                   self.op("*", self.op("+", self.op("*", i, self.fn), j), 4), dtype, shape)]
+        return [self.unrolled("_i", self.fm, a_frag), self.unrolled("_j", self.fn, b_frag, 2 if pair else 1),
+                self.unrolled("_i", self.fm, lambda i: [self.unrolled("_j", self.fn, lambda j: mma(i, j))])]
 
     def tf32_step(self, buf: ir.Expr) -> list:
         """Per 8-deep step: the warp's A fragments (16 x 8) and B fragments (8 x 8) from the
@@ -1350,12 +1351,7 @@ class _Builder(Builder):
                     "n", self.at("n", buf, x, self.op("+", kk, self.op("+", t, 4 * q)),
                                  key("n", self.op("+", t, 4 * q)))))
                         for q in range(2)]
-            mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, 4), "_fb", self.op("*", j, 2), "_acc",
-                                       self.op("*", self.op("+", self.op("*", i, self.fn), j), 4),
-                                       "tf32", (16, 8, 8))]
-            return [self.unrolled("_i", self.fm, a_frag), self.unrolled("_j", self.fn, b_frag, 2 if pair else 1),
-                    self.unrolled("_i", self.fm, lambda i: [self.unrolled("_j", self.fn,
-                                                                          lambda j: mma(i, j))])]
+            return self.warp_mmas(a_frag, b_frag, pair, 4, 2, "tf32", (16, 8, 8))
         return [self.unrolled("_kk", p.bk, step, 8)]
 
     # ---- the epilogue -----------------------------------------------------------------

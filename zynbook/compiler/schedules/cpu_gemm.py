@@ -29,7 +29,7 @@ from .. import errflag
 from ..launch import ir
 from ..launch.scalar import buffer_params
 from .base import Params, Schedule, one_kernel
-from .gemm import MIN_SIDE, _BYTES, _Builder, _batch, _side_sizes, _zero, match
+from .gemm import _BYTES, _Builder, _batch, _side_sizes, _zero, match, why_not_contraction
 
 
 @dataclass(frozen=True)
@@ -63,18 +63,7 @@ class CpuGemm(Schedule):
     def why_not(self, kernel, target, sizes):
         if target.lang != "cpp":
             return "a schedule for the C++ (CPU) target"
-        if kernel.kernel_type.kind == "reduce":
-            return "a reduce kernel"
-        form, why = match(kernel, sizes)
-        if form is None:
-            return why
-        for dt in set(form.dtypes) | {form.acc}:
-            if not target.has(dt):
-                return f"{dt} is not a type of the {target.name} target"
-        M, N, _ = _side_sizes(form, sizes)
-        if min(M, N) < MIN_SIDE:
-            return f"M={M}, N={N}: a side under {MIN_SIDE} leaves most of a micro-tile idle"
-        return None
+        return why_not_contraction(kernel, target, sizes, "micro-tile")[1]
 
     def default(self, kernel, target, sizes):
         """The target's micro-tile; tiles shrunk (NC, then MC) until every core has one."""

@@ -341,22 +341,31 @@ def _side_sizes(form: _Form, sizes: dict):
             prod(trip_count(lp, sizes) for lp in form.c.rloops))
 
 
+def why_not_contraction(kernel, target, sizes, tile: str = "tile"):
+    """(form, None) for a contraction in the target's types whose sides are MIN_SIDE or
+    more, else (None, why not); a side under it leaves most of a `tile` idle."""
+    if kernel.kernel_type.kind == "reduce":
+        return None, "a reduce kernel"
+    form, why = match(kernel, sizes, target.symbolic_sizes)
+    if form is None:
+        return None, why
+    for dt in set(form.dtypes) | {form.acc}:
+        if not target.has(dt):
+            return None, f"{dt} is not a type of the {target.name} target"
+    if not target.symbolic_sizes:
+        M, N, _ = _side_sizes(form, sizes)
+        if min(M, N) < MIN_SIDE:
+            return None, f"M={M}, N={N}: a side under {MIN_SIDE} leaves most of a {tile} idle"
+    return form, None
+
+
 class Gemm(Schedule):
     name = "gemm"
 
     def why_not(self, kernel, target, sizes):
-        if kernel.kernel_type.kind == "reduce":
-            return "a reduce kernel"
-        form, why = match(kernel, sizes, target.symbolic_sizes)
+        form, why = why_not_contraction(kernel, target, sizes)
         if form is None:
             return why
-        for dt in set(form.dtypes) | {form.acc}:
-            if not target.has(dt):
-                return f"{dt} is not a type of the {target.name} target"
-        if not target.symbolic_sizes:
-            M, N, _ = _side_sizes(form, sizes)
-            if min(M, N) < MIN_SIDE:
-                return f"M={M}, N={N}: a side under {MIN_SIDE} leaves most of a tile idle"
         if self._auto(kernel, target, sizes, form) is None:
             return "no tile fits the target's threads and shared memory"
         return None
@@ -1207,22 +1216,28 @@ class _Builder(Builder):
         groups are, and the barrier after the wait also tells every warp that the buffer
         the next copies refill was multiplied in the previous step."""
         p, S = self.p, self.p.stages
-        head = [ir.Barrier()]           # the previous tile's last slice is read by now
-        nk = self.name(head, "nk", self.slices())
-        for st in range(S - 1):
-            load = self.issue("m", self.i(st * p.bk), self.i(st)) + \
-                self.issue("n", self.i(st * p.bk), self.i(st))
-            head += [ir.If(self.op("<", self.i(st), nk), tuple(load)), ir.AsyncCommit()]
+        head, nk, fill = self.prefetch(S - 1, p.bk, literal=True)
         kt = self.ref("_kt")
         ahead = self.op("+", kt, S - 1)
-        slot = self.op("%", ahead, S)
         body = [ir.AsyncWait(S - 2), ir.Barrier(),
-                ir.If(self.op("<", ahead, nk), tuple(self.issue("m", self.op("*", ahead, p.bk), slot) +
-                                                     self.issue("n", self.op("*", ahead, p.bk), slot))),
+                ir.If(self.op("<", ahead, nk), tuple(fill(self.op("*", ahead, p.bk), self.op("%", ahead, S)))),
                 ir.AsyncCommit()]
         body += self.multiply(self.op("%", kt, S))
         return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
                               self.f.c.rloops[0].line)]
+
+    def prefetch(self, ahead: int, bk: int, literal: bool = False) -> tuple:
+        """(statements, nk, fill): the start of a tile's pipelined K loop, a barrier (the
+        previous tile's slices are read by now), the count nk of its slices and the copies of
+        the first `ahead` of them, a committed group each (from a literal K index where
+        `literal`); fill(k0, slot) copies both sides' slice from K index k0 into buffer slot."""
+        head = [ir.Barrier()]
+        nk = self.name(head, "nk", self.slices())
+        fill = lambda k0, slot: self.issue("m", k0, slot) + self.issue("n", k0, slot)
+        for st in range(ahead):
+            k0 = self.i(st * bk) if literal else self.op("*", self.i(st), bk)
+            head += [ir.If(self.op("<", self.i(st), nk), tuple(fill(k0, self.i(st)))), ir.AsyncCommit()]
+        return head, nk, fill
 
     def mainloop(self) -> list:
         p = self.p

@@ -226,13 +226,15 @@ class WgslDialect:
 
     def math(self, fn, args, dtype):
         t = self.type(dtype)
-        if t in ("i32", "u32"):
-            if fn in ("min", "max"):
-                return self.fold(fn, args)
+        if fn in ("min", "max", "clamp", "relu") and t in ("i32", "u32", "f32", "f64"):
+            # integers: WGSL's own; floats: the helpers that propagate NaN
+            spell = (lambda f: f) if t in ("i32", "u32") else (lambda f: self.need(f"zyn_{f}_{t}"))
             if fn == "clamp":
-                return f"min(max({args[0]}, {args[1]}), {args[2]})"
+                return f"{spell('min')}({spell('max')}({args[0]}, {args[1]}), {args[2]})"
             if fn == "relu":
-                return f"max({args[0]}, {self.zero(dtype)})"
+                return f"{spell('max')}({args[0]}, {self.zero(dtype)})"
+            return self.fold(spell(fn), args)
+        if t in ("i32", "u32"):
             if fn == "abs":
                 if t == "u32":
                     return args[0]
@@ -247,12 +249,6 @@ class WgslDialect:
             self.refuse(f"{fn}() in 64 bits")
         if t not in ("f32", "f64"):
             self.refuse(f"{fn}() on {dtype}")
-        if fn in ("min", "max"):
-            return self.fold(self.need(f"zyn_{fn}_{t}"), args)
-        if fn == "clamp":
-            return f"{self.need('zyn_min_' + t)}({self.need('zyn_max_' + t)}({args[0]}, {args[1]}), {args[2]})"
-        if fn == "relu":
-            return f"{self.need('zyn_max_' + t)}({args[0]}, {self.zero(dtype)})"
         if fn in _UNARY_BUILTINS:
             return f"{fn}({args[0]})"
         if fn == "rsqrt":

@@ -1142,26 +1142,20 @@ class _Builder(Builder):
         _, _, reg_dt, rows, row, sh_dt = self.shape[s]
         base = self.op("*", buf, rows * row)
 
+        def at(x, k, aligned=False):        # tensor-core tiles: their layout; else k-major
+            if p.mma:
+                return self.at(s, buf, x, k, aligned=aligned)
+            return self.op("+", base, self.op("+", self.op("*", k, row), x))
+
         def one(x, k, r):
             slot = self.op("*", r, W)
-            if p.mma and reg_dt != sh_dt:       # a half operand of TF32: widened per element
-                return [ir.Store(f"_sh{s}", self.at(s, buf, *((x, self.op("+", k, w)) if side.kcontig
-                                                             else (self.op("+", x, w), k))),
+            if reg_dt != sh_dt or (side.kcontig and not p.mma):
+                # element by element: widened (a half operand of TF32), converted or transposed
+                return [ir.Store(f"_sh{s}", at(*((x, self.op("+", k, w)) if side.kcontig else
+                                                 (self.op("+", x, w), k))),
                                  cast(ir.Load(f"_reg{s}", self.op("+", slot, w), reg_dt), sh_dt))
                         for w in range(W)]
-            if p.mma:
-                return self.move(f"_sh{s}", self.at(s, buf, x, k, aligned=W * self.ibs[s] >= 16),
-                                 f"_reg{s}", slot, W, sh_dt)
-            if side.kcontig or reg_dt != sh_dt:     # element by element (transposed, converted)
-                out = []
-                for w in range(W):
-                    kk, xx = (self.op("+", k, w), x) if side.kcontig else (k, self.op("+", x, w))
-                    at = self.op("+", base, self.op("+", self.op("*", kk, row), xx))
-                    out.append(ir.Store(f"_sh{s}", at, cast(ir.Load(f"_reg{s}", self.op("+", slot, w),
-                                                                    reg_dt), sh_dt)))
-                return out
-            at = self.op("+", base, self.op("+", self.op("*", k, row), x))
-            return self.move(f"_sh{s}", at, f"_reg{s}", slot, W, sh_dt)
+            return self.move(f"_sh{s}", at(x, k, W * self.ibs[s] >= 16), f"_reg{s}", slot, W, sh_dt)
         return [self.chunks(s, one)]
 
     def at(self, s: str, buf: ir.Expr, x: ir.Expr, k: ir.Expr, key: ir.Expr | None = None,

@@ -128,18 +128,18 @@ def _halvings(width: int) -> list:
 
 
 def _layout(cols: int, width: int, nkeys: int, warp: int, max_threads: int):
-    """(threads per row, vectors per thread, rows per block) or None (too many registers)."""
+    """The RowsParams of rows of `cols` read `width` at a time, or None (too many registers)."""
     vecs = -(-cols // width)
     if vecs <= warp * 4:                    # short rows: a warp each, no block barriers
         e = _per_thread(cols, width, warp, nkeys)
-        return None if e is None else (warp, e, max(1, 128 // warp))
+        return None if e is None else RowsParams(warp, max(1, 128 // warp), e, width)
     t = 64
     while t < -(-vecs // 4) and t < max_threads:
         t *= 2
     while True:
         e = _per_thread(cols, width, t, nkeys)
         if e is not None:
-            return t, e, 1
+            return RowsParams(t, 1, e, width)
         if t >= max_threads:
             return None
         t *= 2
@@ -170,11 +170,8 @@ class Rows(Schedule):
         if w < 2 or w * min(widths) < 2 or plan.cols % w or any(
                 isinstance(b.shape[-1], int) and b.shape[-1] % w for b in rows):
             w = 1
-        for width in _halvings(w):
-            lay = _layout(plan.cols, width, len(plan.keys), target.warp, target.max_threads)
-            if lay is not None:
-                return RowsParams(lay[0], lay[2], lay[1], width)
-        return None
+        return next(filter(None, (_layout(plan.cols, width, len(plan.keys), target.warp, target.max_threads)
+                                  for width in _halvings(w))), None)
 
     def default(self, kernel, target, sizes):
         """The layout by row length; a `@workgroup` of a power of two sets the threads of a
@@ -212,8 +209,7 @@ class Rows(Schedule):
             plan, _ = match_rows(kernel, sizes)
             prog.aligned = tuple(sorted(user_name(b) for b in {k[0] for k in plan.keys}
                                         | {kernel.output.name}))
-            lay = _layout(plan.cols, 1, len(plan.keys), target.warp, target.max_threads)
-            narrow = RowsParams(lay[0], lay[2], lay[1], 1) if lay else \
+            narrow = _layout(plan.cols, 1, len(plan.keys), target.warp, target.max_threads) or \
                 RowsParams(params.threads, params.rows_per_block, params.per_thread * params.width, 1)
             prog.fallback = _Builder(kernel, target, sizes, narrow, sites, "_w1").program()
         prog.sites = sites.as_tuple()

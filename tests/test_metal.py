@@ -132,15 +132,12 @@ def test_schedule_choice(lowered, name):
         assert 1 <= d.threadgroup <= 1024 and d.threadgroup % 32 == 0 and d.grid >= 1
 
 
-def test_geometry_matches_the_program(lowered):
-    k, _, sz, _, prog = lowered["reduce_sum"]
-    grid, tg = msl.geometry(k, sz)
-    assert (grid, tg) == (prog.dispatches[0].grid, prog.dispatches[0].threadgroup)
+def test_dispatch_geometry(lowered):
+    first = lambda name: (lowered[name][4].dispatches[0].grid, lowered[name][4].dispatches[0].threadgroup)
+    prog = lowered["reduce_sum"][4]
     assert len(prog.dispatches) == 2 and prog.dispatches[1].grid == 1
-    k, _, sz, _, prog = lowered["softmax_rows"]
-    assert msl.geometry(k, sz)[0] == 7          # one threadgroup per row
-    k, _, sz, _, prog = lowered["flash_attention"]
-    assert msl.geometry(k, sz) == (2 * 2, 64)   # ceil(100 / 64) query blocks x 2 heads
+    assert first("softmax_rows")[0] == 7        # one threadgroup per row
+    assert first("flash_attention") == (2 * 2, 64)     # ceil(100 / 64) query blocks x 2 heads
 
 
 def test_generated_msl_reads_as_metal(lowered):

@@ -76,13 +76,6 @@ def render(kernel: cir.Kernel, sizes: dict | None = None, options: dict | None =
                         lambda sizes: render_program(kernel, sizes, options).source)
 
 
-def geometry(kernel: cir.Kernel, sizes: dict, options: dict | None = None) -> tuple:
-    """(threadgroups in the grid, threads per threadgroup) of the main dispatch; the full
-    list, with the second pass of a whole-input reduction, is `render_program(...).dispatches`."""
-    d = render_program(kernel, sizes, options).dispatches[0]
-    return d.grid, d.threadgroup
-
-
 def schedule_name(prog: MSLProgram) -> str:
     s = prog.schedule
     for key, name in (("flash", "flash"), ("attention", "flash"), ("reduce", "reduce"),

@@ -81,8 +81,7 @@ class ScalarLowering:
     """The scalar statements of one kernel as launch IR (`stmts`, `expr`)."""
 
     def __init__(self, kernel: cir.Kernel, sizes: dict, sites: errflag.ErrorSites,
-                 index_dtype: str = "i32", buffers: dict | None = None, *,
-                 symbolic: bool = False):
+                 index_dtype: str = "i32", *, symbolic: bool = False):
         self.kernel = kernel
         self.sizes = {k: int(v) for k, v in sizes.items()}
         self.sites = sites
@@ -97,9 +96,8 @@ class ScalarLowering:
             self.facts = Facts(kernel.body, self.sizes, kernel.dims)
         self.line = kernel.first_line
         # buffer name -> (identifier, dtype, shape as tuple of dims)
-        self.buffers = buffers if buffers is not None else {
-            b.name: (user_name(b.name), b.dtype, tuple(b.shape))
-            for b in list(kernel.inputs) + [kernel.output]}
+        self.buffers = {b.name: (user_name(b.name), b.dtype, tuple(b.shape))
+                        for b in list(kernel.inputs) + [kernel.output]}
         self.scalars = {s.name: s.dtype for s in kernel.scalars if s.name not in self.sizes}
         self.scopes: list = [{}]            # CIR name -> (identifier, dtype)
         # a reduce schedule's combine: (value, index or None, line) -> statements

@@ -24,6 +24,12 @@ def trip_count(loop: cir.Loop, sizes, symbolic: bool = False) -> int | None:
     return max(0, -(-(b - a) // s))
 
 
+def counts_from_zero(loops) -> bool:
+    """Whether every loop counts 0, 1, 2, ... (its variable is an index of its own)."""
+    return all(isinstance(lp.start, cir.Const) and lp.start.value == 0 and
+               isinstance(lp.step, cir.Const) and lp.step.value == 1 for lp in loops)
+
+
 def free_vars(node) -> set:
     return {n.name for n in cir.walk(node) if isinstance(n, cir.Var)}
 

@@ -105,6 +105,15 @@ def _combine(op: str, acc: cir.Expr, v: cir.Expr) -> cir.Expr:
     return cir.Call(op, (acc, v), acc.ty) if op in ("max", "min") else cir.Bin(op, acc, v, acc.ty)
 
 
+# the operand fields of the elementwise expressions: a tile of them broadcasts its operands
+_ELEMENTWISE = {cir.Bin: ("left", "right"), cir.Unary: ("operand",), cir.Cast: ("operand",),
+                cir.Select: ("cond", "if_true", "if_false"), cir.Call: ("args",)}
+
+
+def _operands(e) -> list:
+    return [o for f in _ELEMENTWISE[type(e)] for o in (e.args if f == "args" else (getattr(e, f),))]
+
+
 class _Tile:
     """A tile held in a block array: its name, dtype, capacity (ints) and extents."""
 
@@ -225,12 +234,9 @@ class _Rewriter:
             if len(ca) != 2 or len(cb) != 2:
                 raise TileRefusal("a matmul of tiles of other than two axes")
             return (ca[0], cb[1]), (ea[0], eb[1])
-        operands = {cir.Bin: lambda: (e.left, e.right), cir.Unary: lambda: (e.operand,),
-                    cir.Cast: lambda: (e.operand,), cir.Select: lambda: (e.cond, e.if_true, e.if_false),
-                    cir.Call: lambda: e.args}.get(type(e))
-        if operands is None:
+        if type(e) not in _ELEMENTWISE:
             raise TileRefusal(f"a tile expression {cir.format_expr(e)}")
-        return self.broadcast([self.shape(o) for o in operands()])
+        return self.broadcast([self.shape(o) for o in _operands(e)])
 
     @staticmethod
     def broadcast(shapes):
@@ -275,17 +281,10 @@ class _Rewriter:
             return _const(0 if e.fn == "zeros" else 1, e.ty.dtype)
         if isinstance(e, cir.Call) and e.fn == "transpose":
             return self.elem(e.args[0], idx[:-2] + idx[-2:][::-1])
-        if isinstance(e, cir.Bin):
-            return cir.Bin(e.op, at(e.left), at(e.right), dt)
-        if isinstance(e, cir.Unary):
-            return cir.Unary(e.op, at(e.operand), dt)
-        if isinstance(e, cir.Cast):
-            return cir.Cast(at(e.operand), dt)
-        if isinstance(e, cir.Select):
-            return cir.Select(at(e.cond), at(e.if_true), at(e.if_false), dt)
-        if isinstance(e, cir.Call) and e.fn not in cir.TILE_FUNCTIONS:
-            return cir.Call(e.fn, tuple(at(a) for a in e.args), dt)
-        raise TileRefusal(f"a tile expression {cir.format_expr(e)}")
+        if type(e) not in _ELEMENTWISE or (isinstance(e, cir.Call) and e.fn in cir.TILE_FUNCTIONS):
+            raise TileRefusal(f"a tile expression {cir.format_expr(e)}")
+        return replace(e, ty=dt, **{f: tuple(map(at, getattr(e, f))) if f == "args" else at(getattr(e, f))
+                                    for f in _ELEMENTWISE[type(e)]})
 
     # ---- element loops -------------------------------------------------------------
 

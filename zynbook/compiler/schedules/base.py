@@ -69,6 +69,19 @@ class Builder:
         return v if isinstance(v, ir.Expr) else lit(v, self.idx)
 
 
+def one_kernel(kernel: cir.Kernel, params: tuple, body, block: int, idx: str, what: str, grid,
+               sites: tuple, schedule: str, symbolic: bool = False, suffix: str = "",
+               scratch: tuple = (), **extra) -> ir.Program:
+    """A program of one kernel, named after `kernel` (+ `suffix`), launched once on `grid`
+    blocks of `block` threads: a number, or an expression the host evaluates now unless the
+    program is for every size set (`symbolic`)."""
+    name = kernel_name(kernel) + suffix
+    if not isinstance(grid, ir.Expr) or not symbolic:
+        grid = lit(grid if isinstance(grid, int) else ir.evaluate(grid, {}), "i64")
+    k = ir.Kernel(name, params, tuple(body), block, idx, what, **extra)
+    return ir.Program(kernel.name, (k,), (ir.Launch(name, grid, block),), scratch, sites, schedule)
+
+
 def workgroup_threads(kernel: cir.Kernel) -> int:
     """The threads a `@workgroup(x, y, z)` hint asks for (1 without one)."""
     return prod(int(w) for w in kernel.schedule.workgroup or ())

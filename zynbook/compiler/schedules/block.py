@@ -30,11 +30,11 @@ from ..launch import ir
 from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, index_dtype, lit,
                              user_name)
 from ..passes.loops import assigned_vars, classify_loop, declared_vars, has_node, trip_count
-from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
-from .collective import block_allreduce, combine_expr
+from .base import Builder, Params, Schedule, one_kernel, workgroup_threads
+from .collective import fold_partials, partials
 from .generic import GenericThread
 from .nest import decompose, first_thread, parallel_nest, shared_loops, thread, without_tiles
-from .reduce import identity, pow2_at_least
+from .reduce import pow2_at_least
 
 
 @dataclass(frozen=True)
@@ -150,10 +150,8 @@ class _Builder(Builder):
             what = f"block: one block runs the whole body ({threads})"
         if spill:
             what += ", its shared arrays in scratch memory"
-        name = kernel_name(self.k)
-        k = ir.Kernel(name, tuple(params), tuple(body), self.T, idx, what)
-        return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(blocks, "i64"), self.T),),
-                          tuple(scratch), self.sites.as_tuple(), f"{what} (block: threads={self.T})")
+        return one_kernel(self.k, tuple(params), body, self.T, idx, what, blocks, self.sites.as_tuple(),
+                          f"{what} (block: threads={self.T})", scratch=tuple(scratch))
 
     def stmts(self, body, mutable: set | None = None, scope: bool = False) -> list:
         """`body` in the block (`scope`: in a scope of its own)."""
@@ -223,16 +221,6 @@ class _Builder(Builder):
     def accumulate(self, s: cir.Loop, accs: dict) -> list:
         """A loop that only accumulates: per-thread partials, a block all-reduction each, then
         the variable combined with its partial sum."""
-        out, rename, parts = [], {}, []
-        for acc, op in accs.items():
-            ident, dt = self.low.lookup(acc)
-            part = self.new("part")
-            out.append(ir.Decl(part, dt, identity(op, dt), True, s.line))
-            rename[acc] = (part, dt)
-            parts.append((part, op, dt, ident))
-        out.append(self.split(s, rename))
-        for part, op, dt, ident in parts:
-            out += block_allreduce(self.t, op, part, dt, self.T, identity(op, dt),
-                                   lambda a, b, op=op, dt=dt: combine_expr(op, a, b, dt), tag=part)
-            out.append(ir.Set(ident, combine_expr(op, ir.Ref(ident, dt), ir.Ref(part, dt), dt), s.line))
-        return out
+        out, parts = partials(self.low, accs, self.new, s.line)
+        out.append(self.split(s, {acc: (part, dt) for acc, (part, _, dt, _) in parts.items()}))
+        return out + fold_partials(self.t, parts, self.T, line=s.line)

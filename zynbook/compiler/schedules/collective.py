@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from ..launch import ir
 from ..launch.scalar import lit
+from ..passes.loops import identity_value
 from ..targets import Target
+
+
+def identity(op: str, dtype: str) -> ir.Lit:
+    """The value a reduction by `op` starts from."""
+    return lit(identity_value(op, dtype), dtype)
 
 
 def combine_expr(op: str, a: ir.Expr, b: ir.Expr, dtype: str) -> ir.Expr:
@@ -28,9 +34,8 @@ def warp_collectives(target: Target, op: str, threads: int) -> bool:
 
 
 def block_allreduce(target: Target, op: str, name: str, dtype: str, threads: int,
-                    identity: ir.Lit, combine, tag: str = "") -> list:
-    """Statements that leave the block's reduction of local `name` in every thread's `name`.
-    `combine(a, b)` -> the combined expression (used by the shared-memory tree)."""
+                    tag: str = "") -> list:
+    """Statements that leave the block's reduction of local `name` in every thread's `name`."""
     if threads == 1:
         return []
     acc = ir.Ref(name, dtype)
@@ -47,16 +52,44 @@ def block_allreduce(target: Target, op: str, name: str, dtype: str, threads: int
             ir.Array(red, dtype, nw, "shared"),
             ir.If(ir.Bin("==", lane, lit(0, "i32"), "bool"), (ir.Store(red, wid, acc),)),
             ir.Barrier(),
-            ir.Set(name, identity),
+            ir.Set(name, identity(op, dtype)),
             ir.If(ir.Bin("<", lane, lit(nw, "i32"), "bool"), (ir.Set(name, ir.Load(red, lane, dtype)),)),
             ir.Set(name, ir.Collective(op, acc, "warp", dtype))]
     th = ir.Thread("thread")
     tree = f"_tree{tag}"
 
     def step(th, other):
-        return [ir.Store(tree, th, combine(ir.Load(tree, th, dtype), ir.Load(tree, other, dtype)))]
+        return [ir.Store(tree, th, combine_expr(op, ir.Load(tree, th, dtype), ir.Load(tree, other, dtype),
+                                                dtype))]
     return [ir.Array(tree, dtype, threads, "shared"), ir.Store(tree, th, acc), ir.Barrier(),
             *tree_rounds(threads, step), ir.Set(name, ir.Load(tree, lit(0, "i32"), dtype))]
+
+
+def partials(low, accs: dict, new, line: int = 0) -> tuple:
+    """(declarations, parts) of a per-thread partial for each accumulator of `accs` (CIR
+    name -> op) of a loop split over threads, starting at the op's identity; a part is
+    (partial, op, dtype, the accumulator's identifier); `new(stem)` names a partial."""
+    decls, parts = [], {}
+    for acc, op in accs.items():
+        ident, dt = low.lookup(acc)
+        part = new("part")
+        decls.append(ir.Decl(part, dt, identity(op, dt), True, line))
+        parts[acc] = (part, op, dt, ident)
+    return decls, parts
+
+
+def fold_partials(target: Target, parts: dict, threads: int, warp: bool = False,
+                  line: int = 0) -> list:
+    """Each partial of `parts` reduced over the block (`warp`: over the warp), then combined
+    into its accumulator (so the value before the loop counts once)."""
+    out = []
+    for part, op, dt, ident in parts.values():
+        if warp:
+            out.append(ir.Set(part, ir.Collective(op, ir.Ref(part, dt), "warp", dt)))
+        else:
+            out += block_allreduce(target, op, part, dt, threads, tag=part)
+        out.append(ir.Set(ident, combine_expr(op, ir.Ref(ident, dt), ir.Ref(part, dt), dt), line))
+    return out
 
 
 def tree_rounds(threads: int, step) -> list:

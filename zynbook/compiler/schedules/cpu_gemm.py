@@ -27,10 +27,9 @@ from dataclasses import dataclass
 
 from .. import errflag
 from ..launch import ir
-from ..launch.scalar import ScalarLowering, buffer_params, cast, index_dtype, lit
-from .base import Params, Schedule, kernel_name
-from .gemm import MIN_SIDE, _BYTES, _Builder, _side_sizes, _zero, match
-from .nest import trip_count
+from ..launch.scalar import buffer_params
+from .base import Params, Schedule, one_kernel
+from .gemm import _BYTES, _Builder, _batch, _side_sizes, _zero, match, why_not_contraction
 
 
 @dataclass(frozen=True)
@@ -64,18 +63,7 @@ class CpuGemm(Schedule):
     def why_not(self, kernel, target, sizes):
         if target.lang != "cpp":
             return "a schedule for the C++ (CPU) target"
-        if kernel.kernel_type.kind == "reduce":
-            return "a reduce kernel"
-        form, why = match(kernel, sizes)
-        if form is None:
-            return why
-        for dt in set(form.dtypes) | {form.acc}:
-            if not target.has(dt):
-                return f"{dt} is not a type of the {target.name} target"
-        M, N, _ = _side_sizes(form, sizes)
-        if min(M, N) < MIN_SIDE:
-            return f"M={M}, N={N}: a side under {MIN_SIDE} leaves most of a micro-tile idle"
-        return None
+        return why_not_contraction(kernel, target, sizes, "micro-tile")[1]
 
     def default(self, kernel, target, sizes):
         """The target's micro-tile; tiles shrunk (NC, then MC) until every core has one."""
@@ -115,41 +103,18 @@ class CpuGemm(Schedule):
         return prog
 
 
-def _batch(form, sizes: dict) -> int:
-    n = 1
-    for lp in form.c.ploops:
-        if lp.var in form.c.bvars:
-            n *= trip_count(lp, sizes)
-    return n
-
-
 class _PanelBuilder(_Builder):
     """The GEMM builder's helpers (index arithmetic, loop-variable binding, the epilogue
     store) around packed panels and a register micro-kernel."""
 
     def __init__(self, kernel, target, sizes, params: CpuGemmParams, sites):
-        self.k, self.t, self.p, self.suffix = kernel, target, params, ""
-        self.sym = False                    # the C++ target bakes the sizes in
+        self.begin(kernel, target, sizes, params, sites, "")     # (the C++ target bakes sizes in)
         self.staged = False                 # C goes straight from the registers
         self.ragged = {"m": True, "n": True}    # every store tests C's extent
-        self.sizes = {k: int(v) for k, v in sizes.items()}
-        self.f, _ = match(kernel, self.sizes)
-        self.idx = index_dtype(kernel, self.sizes)
-        self.low = ScalarLowering(kernel, self.sizes, sites, self.idx)
-        self.n_tmp = 0
-        self.cd = self.f.acc
 
     def program(self) -> ir.Program:
-        f, p, c, low = self.f, self.p, self.f.c, self.low
-        cd = self.cd
-        head = list(low.stmts(f.nest.prologue))
-        ploops = {lp.var: lp for lp in c.ploops}
-        pext = dict(zip(c.out_vars, self.extents(list(c.ploops))))
-        self.loops = {s: [ploops[v] for v in getattr(f, s).vars] for s in ("m", "n")}
-        self.exts = {s: [pext[v] for v in getattr(f, s).vars] for s in ("m", "n")}
-        bloops = [ploops[v] for v in c.bvars]
-        bexts = [pext[v] for v in c.bvars]
-        self.rext = self.extents(list(c.rloops))
+        f, p, c, cd = self.f, self.p, self.f.c, self.cd
+        head, bloops, bexts = self.nest_parts()
         M, N, K = _side_sizes(f, self.sizes)
         B = _batch(f, self.sizes)
         self.M, self.N, self.K = self.i(M), self.i(N), self.i(K)
@@ -162,14 +127,7 @@ class _PanelBuilder(_Builder):
         head += [ir.Array("_pa", cd, mc * kc, "local"), ir.Array("_pb", cd, nc * kc, "local")]
         if slices > 1:
             head.append(ir.Array("_cb", cd, mc * nc, "local"))
-        tile = ir.Ref("_tile", self.idx)
-        per_batch = tiles_m * tiles_n
-        body = [ir.Decl("_bz", self.idx, self.op("/", tile, per_batch))] if bloops else []
-        body.append(ir.Decl("_tb", self.idx, self.op("%", tile, per_batch)))
-        tb = ir.Ref("_tb", self.idx)
-        body += [ir.Decl("_m0", self.idx, self.op("*", self.op("/", tb, tiles_n), mc)),
-                 ir.Decl("_n0", self.idx, self.op("*", self.op("%", tb, tiles_n), nc))]
-        self.m0, self.n0 = ir.Ref("_m0", self.idx), ir.Ref("_n0", self.idx)
+        body = self.tile_origin(bloops, tiles_m * tiles_n, tiles_m, tiles_n, mc, nc, False)
 
         def strips(x0, X, r, most):         # micro-strips of this tile inside the matrix
             left = self.op("/", self.op("+", self.op("-", X, x0), r - 1), r)
@@ -191,20 +149,10 @@ class _PanelBuilder(_Builder):
         grid = max(1, min(ntiles, self.t.max_blocks))
         head.append(ir.For("_tile", self.axis("block"), self.i(ntiles), self.axis("blocks"),
                            tuple(body), self.idx, c.ploops[0].line))
-        name = kernel_name(self.k)
-        what = self.describe_panels(M, N, K, B, mc, nc, kc)
-        k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), 1,
-                      self.idx, what)
-        return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(grid, "i64"), 1),), (),
-                          (), f"{what} (cpu_gemm: {p.describe()})")
-
-    def describe_panels(self, M, N, K, B, mc, nc, kc) -> str:
-        c, p = self.f.c, self.p
-        gathered = len(c.rloops) > 1 or c.cond is not None
-        kind = "implicit GEMM (gathered operand)" if gathered else "GEMM"
-        shape = f"M={M} N={N} K={K}" + (f" batch={B}" if B > 1 else "")
-        return (f"contraction as {kind} on the CPU: {shape}; {mc}x{nc} tiles, K in "
+        what = (f"contraction as {self.kind()} on the CPU: {self.shape_text()}; {mc}x{nc} tiles, K in "
                 f"{kc}-deep packed slices, {p.mr}x{p.nr} register micro-tiles")
+        return one_kernel(self.k, buffer_params(self.k, self.sizes, self.idx), head, 1, self.idx, what,
+                          grid, (), f"{what} (cpu_gemm: {p.describe()})")
 
     # ---- packing ----------------------------------------------------------------------
 
@@ -222,16 +170,11 @@ class _PanelBuilder(_Builder):
         def element():
             gx = self.op("+", x0, self.op("+", self.op("*", t, r), x))
             gk = self.op("+", pc, k)
-            v = self.fresh("v")
+            v = self.new("v")
 
             def value():
-                binds = self.decompose(gx, self.loops[s], self.exts[s]) + \
-                    self.decompose(gk, list(self.f.c.rloops), self.rext)
-                if side.cond is None:
-                    return binds + [ir.Set(v, cast(low.expr(side.load), cd))]
-                with low.facts.assuming(side.cond):
-                    got = cast(low.expr(side.load), cd)
-                return binds + [ir.If(cast(low.expr(side.cond), "bool"), (ir.Set(v, got),))]
+                return self.decompose(gx, self.loops[s], self.exts[s]) + \
+                    self.decompose(gk, list(self.f.c.rloops), self.rext) + self.read(side, v, cd)
             at = self.op("+", self.op("*", t, self.kc_cap * r), self.op("+", self.op("*", k, r), x))
             return [ir.Decl(v, cd, _zero(cd), True),
                     ir.If(self.op("<", gx, X), tuple(self.scoped(value))),

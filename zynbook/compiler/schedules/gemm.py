@@ -59,21 +59,21 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import reduce
 from math import prod
 
 from .. import cir, errflag
 from ..launch import ir
+from ..launch.scalar import DTYPE_BYTES as _BYTES
 from ..launch.scalar import (ScalarLowering, buffer_params, cast, index_dtype, lit,
                              product_expr, user_name)
-from ..passes.loops import free_vars
+from ..passes.loops import counts_from_zero, free_vars
 from ..passes.recognise import contraction
 from . import configs
-from .base import Params, Schedule, kernel_name, workgroup_threads
+from .base import Builder, Params, Schedule, one_kernel, workgroup_threads
 from .nest import extents, parallel_nest, trip_count
 
 _TF32_OPERANDS = ("f32", "f16", "bf16")   # widen exactly to f32, then round to TF32
-_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
-          "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
 GROUP_M = 8             # tile rows visited together by the pipelined tensor-core schedule
 MIN_SIDE = 16           # M or N below this wastes most of a tile: the thread schedule does better
 # tensor-core block tiles of the pipelined schedule: (BM, BN, TM, TN), a warp per TM x TN
@@ -269,12 +269,6 @@ def match(kernel: cir.Kernel, sizes: dict, symbolic: bool = False):
     return _Form(c, m, n, nest, "f64" if wide else "f32", dtypes), None
 
 
-def from_zero_by_one(loops) -> bool:
-    """Whether every loop counts 0, 1, 2, ... (its variable is an index of its own)."""
-    return all(isinstance(lp.start, cir.Const) and lp.start.value == 0 and
-               isinstance(lp.step, cir.Const) and lp.step.value == 1 for lp in loops)
-
-
 def _vector_ok(kernel, form: _Form, side: _Side, sizes: dict, width: int) -> bool:
     """Whether `width` consecutive elements of the side's contiguous axis are consecutive,
     aligned addresses that are all in or all out of bounds (sizes baked in). The axis may
@@ -299,7 +293,7 @@ def _vector_ok(kernel, form: _Form, side: _Side, sizes: dict, width: int) -> boo
     if not all(isinstance(i, cir.Var) and i.name == lp.var for i, lp in zip(trailing, loops)) or \
             any(names & free_vars(i) for i in side.load.index[:-n]):
         return False
-    if not from_zero_by_one(loops):
+    if not counts_from_zero(loops):
         return False
     dims = [cir.eval_dim(d, sizes) for d in buf.shape[-n:]]
     counts = [trip_count(lp, sizes) for lp in loops]
@@ -317,7 +311,7 @@ def _staged_ok(kernel, form: _Form, sizes: dict) -> bool:
             any(not isinstance(i, cir.Var) or i.name != v for i, v in zip(st.index, order)):
         return False
     loops = {lp.var: lp for lp in c.ploops}
-    if not from_zero_by_one(loops[v] for v in order):
+    if not counts_from_zero(loops[v] for v in order):
         return False
     dims = [cir.eval_dim(d, sizes) for d in kernel.output.shape]
     width = 16 // _BYTES[kernel.output.dtype]
@@ -347,22 +341,31 @@ def _side_sizes(form: _Form, sizes: dict):
             prod(trip_count(lp, sizes) for lp in form.c.rloops))
 
 
+def why_not_contraction(kernel, target, sizes, tile: str = "tile"):
+    """(form, None) for a contraction in the target's types whose sides are MIN_SIDE or
+    more, else (None, why not); a side under it leaves most of a `tile` idle."""
+    if kernel.kernel_type.kind == "reduce":
+        return None, "a reduce kernel"
+    form, why = match(kernel, sizes, target.symbolic_sizes)
+    if form is None:
+        return None, why
+    for dt in set(form.dtypes) | {form.acc}:
+        if not target.has(dt):
+            return None, f"{dt} is not a type of the {target.name} target"
+    if not target.symbolic_sizes:
+        M, N, _ = _side_sizes(form, sizes)
+        if min(M, N) < MIN_SIDE:
+            return None, f"M={M}, N={N}: a side under {MIN_SIDE} leaves most of a {tile} idle"
+    return form, None
+
+
 class Gemm(Schedule):
     name = "gemm"
 
     def why_not(self, kernel, target, sizes):
-        if kernel.kernel_type.kind == "reduce":
-            return "a reduce kernel"
-        form, why = match(kernel, sizes, target.symbolic_sizes)
+        form, why = why_not_contraction(kernel, target, sizes)
         if form is None:
             return why
-        for dt in set(form.dtypes) | {form.acc}:
-            if not target.has(dt):
-                return f"{dt} is not a type of the {target.name} target"
-        if not target.symbolic_sizes:
-            M, N, _ = _side_sizes(form, sizes)
-            if min(M, N) < MIN_SIDE:
-                return f"M={M}, N={N}: a side under {MIN_SIDE} leaves most of a tile idle"
         if self._auto(kernel, target, sizes, form) is None:
             return "no tile fits the target's threads and shared memory"
         return None
@@ -439,21 +442,19 @@ class Gemm(Schedule):
             return "tf32"
         return None
 
-    def _vectors(self, kernel, form: _Form, sizes, width: int, kind: str) -> bool:
-        """Whether both operands are read in 16-byte loads (`width` elements; for TF32 as
-        many of each operand's own type, _side_width)."""
+    def _vectors(self, kernel, form: _Form, sizes, width: int, kind: str) -> list:
+        """Whether each operand (M, N) is read in 16-byte loads (`width` elements; for TF32
+        as many of each operand's own type, _side_width)."""
         p = GemmParams(width=width, mma=True)
-        return all(_vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32"))
-                   for s, d in zip((form.m, form.n), form.dtypes))
+        return [_vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32"))
+                for s, d in zip((form.m, form.n), form.dtypes)]
 
     def _copies(self, kernel, target, form: _Form, sizes, width: int, kind: str) -> bool:
-        """Whether both operands reach shared memory by cp.async: in 16-byte copies (`width`
-        elements, _side_width), or, in a gathered contraction, a 4-byte element a copy (a
-        convolution's f32 input, the copy's zero fill its bounds and padding guard)."""
-        p = GemmParams(width=width, mma=True)
-        return target.async_copy and all(
-            _vector_ok(kernel, form, s, sizes, _side_width(p, d, kind == "tf32")) or
-            (_BYTES[d] == 4 and _gathered(form)) for s, d in zip((form.m, form.n), form.dtypes))
+        """Whether both operands reach shared memory by cp.async: in 16-byte copies, or, in a
+        gathered contraction, a 4-byte element a copy (a convolution's f32 input, the copy's
+        zero fill its bounds and padding guard)."""
+        return target.async_copy and all(v or (_BYTES[d] == 4 and _gathered(form)) for v, d in zip(
+            self._vectors(kernel, form, sizes, width, kind), form.dtypes))
 
     def _mma_firsts(self, kernel, target, sizes, form: _Form, kind: str, M: int, N: int,
                     wgmma: bool = True):
@@ -579,7 +580,7 @@ class Gemm(Schedule):
         if kind:
             w = 8 if kind == "half" else 4
             copies = self._copies(kernel, target, form, sizes, w, kind)
-            w = w if copies or kind == "half" or self._vectors(kernel, form, sizes, w, kind) else 1
+            w = w if copies or kind == "half" or all(self._vectors(kernel, form, sizes, w, kind)) else 1
             piped = [GemmParams(a, b, bk, c, d, w, True, st, sw) for sw in (True, False)
                      for bk in (32, 16) for a, b, c, d in MMA_TILES for st in (3, 4, 2)] if copies else []
             staged = [GemmParams(a, b, bk, a // 2, b // 4, w, True) for a in (64, 128)
@@ -633,16 +634,9 @@ class Gemm(Schedule):
         return prog
 
 
-class _Builder:
+class _Builder(Builder):
     def __init__(self, kernel, target, sizes, params: GemmParams, sites, suffix: str = ""):
-        self.k, self.t, self.p, self.suffix = kernel, target, params, suffix
-        self.sym = target.symbolic_sizes
-        self.sizes = {k: int(v) for k, v in sizes.items()}
-        self.f, _ = match(kernel, self.sizes, self.sym)
-        self.idx = "i32" if self.sym else index_dtype(kernel, self.sizes)
-        self.low = ScalarLowering(kernel, self.sizes, sites, self.idx, symbolic=self.sym)
-        self.n_tmp = 0
-        self.cd = self.f.acc
+        self.begin(kernel, target, sizes, params, sites, suffix)
         self.tf32 = params.mma and _tf32(self.f.dtypes)
         # a tensor-core tile's element type and bytes, by side (_tile_dtypes)
         self.tile_dt = dict(zip("mn", _tile_dtypes(params, self.f.dtypes)))
@@ -669,6 +663,17 @@ class _Builder:
         self.staged = params.mma and not self.sym and target.vector_bytes >= 16 and \
             params.bm * self.ldc * ob + (1024 if params.wgmma else 0) <= target.shared_bytes and \
             _staged_ok(kernel, self.f, self.sizes)
+
+    def begin(self, kernel, target, sizes, params, sites, suffix: str):
+        """What every GEMM builder knows first: the contraction, the index dtype, the
+        lowering of its scalar code and the dtype sums are made in."""
+        self.k, self.t, self.p, self.suffix = kernel, target, params, suffix
+        self.sym = target.symbolic_sizes
+        self.sizes = {k: int(v) for k, v in sizes.items()}
+        self.f, _ = match(kernel, self.sizes, self.sym)
+        self.idx = "i32" if self.sym else index_dtype(kernel, self.sizes)
+        self.low = ScalarLowering(kernel, self.sizes, sites, self.idx, symbolic=self.sym)
+        self.cd = self.f.acc
 
     def k_order(self) -> tuple | None:
         """(outer, inner) reduction loops where K is walked with the loops a gathered
@@ -702,13 +707,6 @@ class _Builder:
 
     # ---- small helpers ----------------------------------------------------------------
 
-    def fresh(self, stem: str) -> str:
-        self.n_tmp += 1
-        return f"_{stem}{self.n_tmp}"
-
-    def i(self, v) -> ir.Expr:
-        return lit(v, self.idx)
-
     def op(self, o: str, a, b) -> ir.Expr:
         a = self.i(a) if isinstance(a, int) else a
         b = self.i(b) if isinstance(b, int) else b
@@ -726,7 +724,7 @@ class _Builder:
         """`e` as a local declared in `body` (a literal stays one)."""
         if isinstance(e, (ir.Lit, ir.Ref)):
             return e
-        n = self.fresh(stem)
+        n = self.new(stem)
         body.append(ir.Decl(n, self.idx, e))
         return ir.Ref(n, self.idx)
 
@@ -799,20 +797,47 @@ class _Builder:
 
     # ---- the kernel -------------------------------------------------------------------
 
-    def program(self) -> ir.Program:
-        f, p, c, low = self.f, self.p, self.f.c, self.low
-        head = list(low.stmts(f.nest.prologue))
+    def nest_parts(self) -> tuple:
+        """(the prologue's statements, the batch loops, their extents); the M and N sides'
+        loops and extents in self.loops and self.exts, K's extents in self.rext."""
+        f, c = self.f, self.f.c
         ploops = {lp.var: lp for lp in c.ploops}
         pext = dict(zip(c.out_vars, self.extents(list(c.ploops))))
         self.loops = {s: [ploops[v] for v in getattr(f, s).vars] for s in ("m", "n")}
         self.exts = {s: [pext[v] for v in getattr(f, s).vars] for s in ("m", "n")}
-        bloops = [ploops[v] for v in c.bvars]
-        bexts = [pext[v] for v in c.bvars]
-        rext = self.extents(list(c.rloops))
+        self.rext = self.extents(list(c.rloops))
+        return list(self.low.stmts(f.nest.prologue)), [ploops[v] for v in c.bvars], \
+            [pext[v] for v in c.bvars]
+
+    def tile_origin(self, bloops, per_batch, tiles_m, tiles_n, bm: int, bn: int,
+                    grouped: bool) -> list:
+        """The block's tile `_tile` as its batch element `_bz` and the first row `_m0` and
+        column `_n0` of its piece of C; `grouped`: GROUP_M tile rows at a time, column by
+        column (L2 reuse)."""
+        tile = ir.Ref("_tile", self.idx)
+        body = [ir.Decl("_bz", self.idx, self.op("/", tile, per_batch))] if bloops else []
+        body.append(ir.Decl("_tb", self.idx, self.op("%", tile, per_batch)))
+        tb = ir.Ref("_tb", self.idx)
+        if grouped:
+            span = self.op("*", tiles_n, GROUP_M)
+            first = self.name(body, "gm", self.op("*", self.op("/", tb, span), GROUP_M))
+            rows = self.name(body, "gs", ir.Math("min", (self.op("-", tiles_m, first), self.i(GROUP_M)),
+                                                 self.idx))
+            within = self.name(body, "gi", self.op("%", tb, span))
+            tile_m, tile_n = self.op("+", first, self.op("%", within, rows)), self.op("/", within, rows)
+        else:
+            tile_m, tile_n = self.op("/", tb, tiles_n), self.op("%", tb, tiles_n)
+        self.m0, self.n0 = ir.Ref("_m0", self.idx), ir.Ref("_n0", self.idx)
+        return body + [ir.Decl("_m0", self.idx, self.op("*", tile_m, bm)),
+                       ir.Decl("_n0", self.idx, self.op("*", tile_n, bn))]
+
+    def program(self) -> ir.Program:
+        p, c = self.p, self.f.c
+        head, bloops, bexts = self.nest_parts()
         self.kloops = list(c.rloops) if self.korder is None else self.korder[0] + self.korder[1]
         self.kext = self.extents(self.kloops)
         raw = {"M": product_expr(self.exts["m"], self.idx), "N": product_expr(self.exts["n"], self.idx),
-               "B": product_expr(bexts, self.idx), "K": product_expr(rext, self.idx)}
+               "B": product_expr(bexts, self.idx), "K": product_expr(self.rext, self.idx)}
         self.M, self.N, self.K, nb = (self.name(head, "n" + s, raw[s]) for s in "MNKB")
         tiles_m = self.name(head, "tm", self.op("/", self.op("+", self.M, p.bm - 1), p.bm))
         tiles_n = self.name(head, "tn", self.op("/", self.op("+", self.N, p.bn - 1), p.bn))
@@ -827,22 +852,7 @@ class _Builder:
             if self.hoisted(s):
                 slots = 1 if self.x_fixed(s) else self.shape[s][1]
                 head += [ir.Array(f"_h{s}{j}", self.idx, slots, "local") for j in range(len(self.loops[s]))]
-        tile = ir.Ref("_tile", self.idx)
-        body = [ir.Decl("_bz", self.idx, self.op("/", tile, per_batch))] if bloops else []
-        body.append(ir.Decl("_tb", self.idx, self.op("%", tile, per_batch)))
-        tb = ir.Ref("_tb", self.idx)
-        if p.stages:        # GROUP_M tile rows at a time, column by column (L2 reuse)
-            span = self.op("*", tiles_n, GROUP_M)
-            first = self.name(body, "gm", self.op("*", self.op("/", tb, span), GROUP_M))
-            rows = self.name(body, "gs", ir.Math("min", (self.op("-", tiles_m, first), self.i(GROUP_M)),
-                                                 self.idx))
-            within = self.name(body, "gi", self.op("%", tb, span))
-            tile_m, tile_n = self.op("+", first, self.op("%", within, rows)), self.op("/", within, rows)
-        else:
-            tile_m, tile_n = self.op("/", tb, tiles_n), self.op("%", tb, tiles_n)
-        body += [ir.Decl("_m0", self.idx, self.op("*", tile_m, p.bm)),
-                 ir.Decl("_n0", self.idx, self.op("*", tile_n, p.bn))]
-        self.m0, self.n0 = ir.Ref("_m0", self.idx), ir.Ref("_n0", self.idx)
+        body = self.tile_origin(bloops, per_batch, tiles_m, tiles_n, p.bm, p.bn, p.stages > 0)
 
         def tile_body():
             out = self.decompose(ir.Ref("_bz", self.idx), bloops, bexts) + self.hoist()
@@ -862,8 +872,6 @@ class _Builder:
         host = ir.Math("max", (ir.Math("min", (
             product_expr([ir.ceildiv(raw["M"], p.bm), ir.ceildiv(raw["N"], p.bn), raw["B"]], self.idx),
             lit(self.resident_blocks(), self.idx)), self.idx), lit(1, self.idx)), self.idx)
-        grid = host if self.sym else lit(ir.evaluate(host, {}), "i64")
-        name = kernel_name(self.k) + self.suffix
         what = self.describe()
         vec = self.W["m"] > 1 or self.W["n"] > 1
         # tiles beyond what a kernel may declare with fixed sizes live in memory the launch gives
@@ -877,11 +885,10 @@ class _Builder:
         spans = self.staged and self.c_alias and p.bm * self.ldc * _BYTES[self.k.output.dtype] > \
             next(a.count * _BYTES[a.dtype] for a in arrays if a.name == "_shm")
         dynamic = shared + align - 16 if 0 < self.t.static_shared_bytes < shared or spans else 0
-        k = ir.Kernel(name, buffer_params(self.k, self.sizes, self.idx), tuple(head), p.threads,
-                      self.idx, what, min_blocks=2 if vec and not p.mma and p.threads == 256 else 0,
-                      dynamic_shared=dynamic)
-        return ir.Program(self.k.name, (k,), (ir.Launch(name, grid, p.threads),), (),
-                          (), f"{what} (gemm: {p.describe()})")
+        return one_kernel(self.k, buffer_params(self.k, self.sizes, self.idx), head, p.threads, self.idx,
+                          what, host, (), f"{what} (gemm: {p.describe()})", self.sym, self.suffix,
+                          min_blocks=2 if vec and not p.mma and p.threads == 256 else 0,
+                          dynamic_shared=dynamic)
 
     c_alias = "_shm"        # the staged C tile lies over A's tiles
     c_tiles = 1             # staged C tiles: one a warpgroup with tiles of its own
@@ -908,24 +915,23 @@ class _Builder:
         """What orders the threads that multiply (all of the block's here)."""
         return ir.Barrier()
 
-    def describe(self) -> str:
-        f, p, c = self.f, self.p, self.f.c
-        gathered = len(c.rloops) > 1 or c.cond is not None
-        kind = "implicit GEMM (gathered operand)" if gathered else "GEMM"
+    def kind(self) -> str:
+        return "implicit GEMM (gathered operand)" if _gathered(self.f) else "GEMM"
+
+    def shape_text(self) -> str:
         if self.sym:
-            shape = "every size"
-        else:
-            M, N, K = _side_sizes(f, self.sizes)
-            B = 1
-            for lp in c.ploops:
-                if lp.var in c.bvars:
-                    B *= trip_count(lp, self.sizes)
-            shape = f"M={M} N={N} K={K}" + (f" batch={B}" if B > 1 else "")
-        how = self.product(shape)
+            return "every size"
+        M, N, K = _side_sizes(self.f, self.sizes)
+        B = _batch(self.f, self.sizes)
+        return f"M={M} N={N} K={K}" + (f" batch={B}" if B > 1 else "")
+
+    def describe(self) -> str:
+        f = self.f
+        how = self.product(self.shape_text())
         loads = " and ".join(f"{getattr(f, s).load.buffer} in {self.W[s] * _BYTES[d]}-byte loads"
                              for s, d in zip("mn", f.dtypes) if self.W[s] > 1)
         staged = "; C out through shared memory in 16-byte stores" if self.staged else ""
-        return f"contraction as {kind} {how}".replace(" :", ":") + (f"; {loads}" if loads else "") + staged
+        return f"contraction as {self.kind()} {how}".replace(" :", ":") + (f"; {loads}" if loads else "") + staged
 
     def product(self, shape: str) -> str:
         """How the block multiplies, for the description."""
@@ -1037,7 +1043,7 @@ class _Builder:
             if chunks % p.threads:
                 return [ir.If(self.op("<", e, chunks), tuple(out))]
             return out
-        return self.unrolled(self.fresh("r"), per, body)
+        return self.unrolled(self.new("r"), per, body)
 
     def hoisted(self, s: str) -> bool:
         """Whether side `s`'s output variables are decomposed from a tile row once a tile
@@ -1083,26 +1089,49 @@ class _Builder:
         fixed = not self.sym and _gathered(self.f)
         M, N, K = _side_sizes(self.f, self.sizes) if fixed else (None,) * 3
         whole = lambda n, b: n is not None and n % b == 0
-        terms = [t for t, ok in ((self.op("<", gx, X), whole(M if s == "m" else N, bx)),
-                                 (self.op("<", gk, self.K), whole(K, p.bk))) if not ok]
-        return None if not terms else terms[0] if len(terms) == 1 else self.op("and", *terms)
+        return self.all_of(*(t for t, ok in ((self.op("<", gx, X), whole(M if s == "m" else N, bx)),
+                                             (self.op("<", gk, self.K), whole(K, p.bk))) if not ok))
+
+    def all_of(self, *tests) -> ir.Expr | None:
+        """The conjunction of the tests that are not None (None where none is)."""
+        tests = [t for t in tests if t is not None]
+        return reduce(lambda a, b: self.op("and", a, b), tests) if tests else None
+
+    def slice_chunks(self, s: str, k0: ir.Expr, one) -> list:
+        """For each of this thread's chunks of side `s`'s slice from K index `k0`:
+        one(x, k, r, inside, binds), with the chunk's place, whether it lies in the matrix
+        (`in_matrix`) and binds() binding the loop variables of its element."""
+        low = self.low
+        low.line = self.f.c.rloops[-1].line or low.line
+        head = []
+        sl = self.slice_digits(head, k0)
+        x0 = self.m0 if s == "m" else self.n0
+
+        def chunk(x, k, r):
+            gx, gk = self.op("+", x0, x), self.op("+", k0, k)
+            return one(x, k, r, self.in_matrix(s, gx, gk),
+                       lambda: self.x_binds(s, gx, r) + self.k_binds(gk, k, sl))
+        return head + [self.chunks(s, chunk)]
+
+    def read(self, side: _Side, v: str, dtype: str) -> list:
+        """`v` = side's element as `dtype`, where its guard holds (it keeps its zero
+        elsewhere)."""
+        low = self.low
+        if side.cond is None:
+            return [ir.Set(v, cast(low.expr(side.load), dtype))]
+        with low.facts.assuming(side.cond):
+            got = cast(low.expr(side.load), dtype)
+        return [ir.If(cast(low.expr(side.cond), "bool"), (ir.Set(v, got),))]
 
     def stage(self, s: str, k0: ir.Expr) -> list:
         """Side `s`'s chunks of the slice from K index `k0` into the staging registers;
         zeros outside the matrix."""
         side, W, low = getattr(self.f, s), self.W[s], self.low
-        x0, X = (self.m0, self.M) if s == "m" else (self.n0, self.N)
         reg_dt = self.shape[s][2]
         buf_ident, buf_dt, _ = low.buffers[side.load.buffer]
-        low.line = self.f.c.rloops[-1].line or low.line
-        head = []
-        sl = self.slice_digits(head, k0)
 
-        def one(x, k, r):
-            gx, gk = self.op("+", x0, x), self.op("+", k0, k)
-            inside = self.in_matrix(s, gx, gk)
+        def one(x, k, r, inside, binds):
             slot = self.op("*", r, W)
-            binds = lambda: self.x_binds(s, gx, r) + self.k_binds(gk, k, sl)
             if W > 1:
                 def copy():
                     off, _ = low.flat(side.load.buffer, side.load.index, store=False)
@@ -1111,19 +1140,12 @@ class _Builder:
                 if inside is None:
                     return self.scoped(lambda: binds() + copy())
                 return [ir.If(inside, tuple(self.scoped(lambda: binds() + copy())), tuple(zero))]
-            v = self.fresh("v")
-
-            def value():
-                if side.cond is None:
-                    return [ir.Set(v, cast(low.expr(side.load), reg_dt))]
-                with low.facts.assuming(side.cond):
-                    got = cast(low.expr(side.load), reg_dt)
-                return [ir.If(cast(low.expr(side.cond), "bool"), (ir.Set(v, got),))]
-            got = self.scoped(lambda: binds() + value())
+            v = self.new("v")
+            got = self.scoped(lambda: binds() + self.read(side, v, reg_dt))
             return [ir.Decl(v, reg_dt, _zero(reg_dt), True)] + \
                 (got if inside is None else [ir.If(inside, tuple(got))]) + \
                 [ir.Store(f"_reg{s}", slot, ir.Ref(v, reg_dt))]
-        return head + [self.chunks(s, one)]
+        return self.slice_chunks(s, k0, one)
 
     def fill(self, s: str, buf: ir.Expr) -> list:
         """The staging registers of side `s` into shared buffer `buf` (0 or 1)."""
@@ -1131,26 +1153,20 @@ class _Builder:
         _, _, reg_dt, rows, row, sh_dt = self.shape[s]
         base = self.op("*", buf, rows * row)
 
+        def at(x, k, aligned=False):        # tensor-core tiles: their layout; else k-major
+            if p.mma:
+                return self.at(s, buf, x, k, aligned=aligned)
+            return self.op("+", base, self.op("+", self.op("*", k, row), x))
+
         def one(x, k, r):
             slot = self.op("*", r, W)
-            if p.mma and reg_dt != sh_dt:       # a half operand of TF32: widened per element
-                return [ir.Store(f"_sh{s}", self.at(s, buf, *((x, self.op("+", k, w)) if side.kcontig
-                                                             else (self.op("+", x, w), k))),
+            if reg_dt != sh_dt or (side.kcontig and not p.mma):
+                # element by element: widened (a half operand of TF32), converted or transposed
+                return [ir.Store(f"_sh{s}", at(*((x, self.op("+", k, w)) if side.kcontig else
+                                                 (self.op("+", x, w), k))),
                                  cast(ir.Load(f"_reg{s}", self.op("+", slot, w), reg_dt), sh_dt))
                         for w in range(W)]
-            if p.mma:
-                return self.move(f"_sh{s}", self.at(s, buf, x, k, aligned=W * self.ibs[s] >= 16),
-                                 f"_reg{s}", slot, W, sh_dt)
-            if side.kcontig or reg_dt != sh_dt:     # element by element (transposed, converted)
-                out = []
-                for w in range(W):
-                    kk, xx = (self.op("+", k, w), x) if side.kcontig else (k, self.op("+", x, w))
-                    at = self.op("+", base, self.op("+", self.op("*", kk, row), xx))
-                    out.append(ir.Store(f"_sh{s}", at, cast(ir.Load(f"_reg{s}", self.op("+", slot, w),
-                                                                    reg_dt), sh_dt)))
-                return out
-            at = self.op("+", base, self.op("+", self.op("*", k, row), x))
-            return self.move(f"_sh{s}", at, f"_reg{s}", slot, W, sh_dt)
+            return self.move(f"_sh{s}", at(x, k, W * self.ibs[s] >= 16), f"_reg{s}", slot, W, sh_dt)
         return [self.chunks(s, one)]
 
     def at(self, s: str, buf: ir.Expr, x: ir.Expr, k: ir.Expr, key: ir.Expr | None = None,
@@ -1182,30 +1198,22 @@ class _Builder:
         """Side `s`'s chunks of the slice from K index `k0` as cp.async copies into shared
         buffer `buf`; zeros land outside the matrix."""
         side, W, low = getattr(self.f, s), self.W[s], self.low
-        x0, X = (self.m0, self.M) if s == "m" else (self.n0, self.N)
         buf_ident, buf_dt, _ = low.buffers[side.load.buffer]
-        low.line = self.f.c.rloops[-1].line or low.line
-        head = []
-        sl = self.slice_digits(head, k0)
 
-        def one(x, k, r):
-            gx, gk = self.op("+", x0, x), self.op("+", k0, k)
-            guard = self.in_matrix(s, gx, gk)
-
+        def one(x, k, r, guard, binds):
             def copy():
-                out = self.x_binds(s, gx, r) + self.k_binds(gk, k, sl)
+                out = binds()
                 if side.cond is None:
                     off, _ = low.flat(side.load.buffer, side.load.index, store=False)
                     g = guard
                 else:       # a gathered element: zeros land where the guard (padding) is false
-                    pad = cast(low.expr(side.cond), "bool")
-                    g = pad if guard is None else self.op("and", guard, pad)
+                    g = self.all_of(guard, cast(low.expr(side.cond), "bool"))
                     with low.facts.assuming(side.cond):
                         off, _ = low.flat(side.load.buffer, side.load.index, store=False)
                 at = self.at(s, buf, x, k, aligned=W * self.ibs[s] >= 16)
                 return out + [ir.AsyncCopy(f"_sh{s}", at, buf_ident, off, W, buf_dt, g)]
             return self.scoped(copy)
-        return head + [self.chunks(s, one)]
+        return self.slice_chunks(s, k0, one)
 
     def pipelined(self) -> list:
         """The K loop over a ring of `stages` buffers: stages - 1 slices in flight ahead of
@@ -1213,22 +1221,28 @@ class _Builder:
         groups are, and the barrier after the wait also tells every warp that the buffer
         the next copies refill was multiplied in the previous step."""
         p, S = self.p, self.p.stages
-        head = [ir.Barrier()]           # the previous tile's last slice is read by now
-        nk = self.name(head, "nk", self.slices())
-        for st in range(S - 1):
-            load = self.issue("m", self.i(st * p.bk), self.i(st)) + \
-                self.issue("n", self.i(st * p.bk), self.i(st))
-            head += [ir.If(self.op("<", self.i(st), nk), tuple(load)), ir.AsyncCommit()]
+        head, nk, fill = self.prefetch(S - 1, p.bk, literal=True)
         kt = self.ref("_kt")
         ahead = self.op("+", kt, S - 1)
-        slot = self.op("%", ahead, S)
         body = [ir.AsyncWait(S - 2), ir.Barrier(),
-                ir.If(self.op("<", ahead, nk), tuple(self.issue("m", self.op("*", ahead, p.bk), slot) +
-                                                     self.issue("n", self.op("*", ahead, p.bk), slot))),
+                ir.If(self.op("<", ahead, nk), tuple(fill(self.op("*", ahead, p.bk), self.op("%", ahead, S)))),
                 ir.AsyncCommit()]
         body += self.multiply(self.op("%", kt, S))
         return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
                               self.f.c.rloops[0].line)]
+
+    def prefetch(self, ahead: int, bk: int, literal: bool = False) -> tuple:
+        """(statements, nk, fill): the start of a tile's pipelined K loop, a barrier (the
+        previous tile's slices are read by now), the count nk of its slices and the copies of
+        the first `ahead` of them, a committed group each (from a literal K index where
+        `literal`); fill(k0, slot) copies both sides' slice from K index k0 into buffer slot."""
+        head = [ir.Barrier()]
+        nk = self.name(head, "nk", self.slices())
+        fill = lambda k0, slot: self.issue("m", k0, slot) + self.issue("n", k0, slot)
+        for st in range(ahead):
+            k0 = self.i(st * bk) if literal else self.op("*", self.i(st), bk)
+            head += [ir.If(self.op("<", self.i(st), nk), tuple(fill(k0, self.i(st)))), ir.AsyncCommit()]
+        return head, nk, fill
 
     def mainloop(self) -> list:
         p = self.p
@@ -1303,14 +1317,17 @@ class _Builder:
                 return [ir.MatrixLoad("_fb", self.op("*", j, 4), "_shn",
                                       self.at("n", buf, x, k, self.lane_key("n"), True),
                                       4 if pair else 2, not f.n.kcontig, f.dtypes[1])]
-            mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, 8), "_fb", self.op("*", j, 4), "_acc",
-                                       self.op("*", self.op("+", self.op("*", i, self.fn), j), 4),
-                                       f.dtypes[0])]
-            return [self.unrolled("_i", self.fm, a_frag),
-                    self.unrolled("_j", self.fn, b_frag, 2 if pair else 1),
-                    self.unrolled("_i", self.fm, lambda i: [self.unrolled("_j", self.fn,
-                                                                          lambda j: mma(i, j))])]
+            return self.warp_mmas(a_frag, b_frag, pair, 8, 4, f.dtypes[0], (16, 8, 16))
         return [self.unrolled("_kk", p.bk, step, 16)]
+
+    def warp_mmas(self, a_frag, b_frag, pair: bool, per_a: int, per_b: int, dtype: str,
+                  shape: tuple) -> list:
+        """A step's fragment loads (a_frag(i), b_frag(j), two B fragments at a time where
+        `pair`), then the warp's FM x FN MMAs on them."""
+        mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, per_a), "_fb", self.op("*", j, per_b), "_acc",
+                                   self.op("*", self.op("+", self.op("*", i, self.fn), j), 4), dtype, shape)]
+        return [self.unrolled("_i", self.fm, a_frag), self.unrolled("_j", self.fn, b_frag, 2 if pair else 1),
+                self.unrolled("_i", self.fm, lambda i: [self.unrolled("_j", self.fn, lambda j: mma(i, j))])]
 
     def tf32_step(self, buf: ir.Expr) -> list:
         """Per 8-deep step: the warp's A fragments (16 x 8) and B fragments (8 x 8) from the
@@ -1354,12 +1371,7 @@ class _Builder:
                     "n", self.at("n", buf, x, self.op("+", kk, self.op("+", t, 4 * q)),
                                  key("n", self.op("+", t, 4 * q)))))
                         for q in range(2)]
-            mma = lambda i, j: [ir.Mma("_fa", self.op("*", i, 4), "_fb", self.op("*", j, 2), "_acc",
-                                       self.op("*", self.op("+", self.op("*", i, self.fn), j), 4),
-                                       "tf32", (16, 8, 8))]
-            return [self.unrolled("_i", self.fm, a_frag), self.unrolled("_j", self.fn, b_frag, 2 if pair else 1),
-                    self.unrolled("_i", self.fm, lambda i: [self.unrolled("_j", self.fn,
-                                                                          lambda j: mma(i, j))])]
+            return self.warp_mmas(a_frag, b_frag, pair, 4, 2, "tf32", (16, 8, 8))
         return [self.unrolled("_kk", p.bk, step, 8)]
 
     # ---- the epilogue -----------------------------------------------------------------
@@ -1393,9 +1405,8 @@ class _Builder:
         epilogue without tests is straight-line code, so the compiler interleaves the
         elements' math: with a branch an element, an activation's chain of dependent
         instructions ran one element at a time, on the few warps a multiprocessor holds.)"""
-        tests = [self.op("<", g, ext) for g, ext, s in ((gm, self.M, "m"), (gn, self.N, "n"))
-                 if self.ragged[s]]
-        return None if not tests else tests[0] if len(tests) == 1 else self.op("and", *tests)
+        return self.all_of(*(self.op("<", g, ext) for g, ext, s in ((gm, self.M, "m"), (gn, self.N, "n"))
+                             if self.ragged[s]))
 
     def staged_out(self) -> list:
         """The staged tile's rows to C in 16-byte stores, after every thread's values are in
@@ -1415,8 +1426,7 @@ class _Builder:
             r, col = self.op("/", chunk, per_row), self.op("*", self.op("%", chunk, per_row), width)
             inside = self.in_c(self.op("+", self.m0, r), self.op("+", self.n0, col))
             if chunks % threads:
-                whole = self.op("<", chunk, chunks)
-                inside = whole if inside is None else self.op("and", whole, inside)
+                inside = self.all_of(self.op("<", chunk, chunks), inside)
             dst = self.op("+", self.op("*", self.op("+", row0, r), self.N), self.op("+", self.n0, col))
             at = self.op("+", self.c_base(), self.op("+", self.op("*", r, self.ldc), col))
             copy = ir.Copy(ident, dst, "_shc", at, width, dtype)

@@ -116,20 +116,14 @@ class SplitBuilder(WgmmaBuilder):
         return op("+", base, op("+", op("*", r, row), c))
 
     def pipelined(self) -> list:
-        p, S, op = self.p, self.p.stages, self.op
-        head = [ir.Barrier()]           # the previous tile's slices are read by now
-        nk = self.name(head, "nk", self.slices())
-        fill = lambda slice_, slot: self.issue("m", op("*", slice_, BK), slot) + \
-            self.issue("n", op("*", slice_, BK), slot)
-        for st in range(S - 1):
-            head += [ir.If(op("<", self.i(st), nk), tuple(fill(self.i(st), self.i(st)))),
-                     ir.AsyncCommit()]
+        S, op = self.p.stages, self.op
+        head, nk, fill = self.prefetch(S - 1, BK)
         kt = self.ref("_kt")
         ahead = op("+", kt, S - 1)
         buf = op("%", kt, S)
         n = self.acc_count
         body = [ir.AsyncWait(S - 2), ir.Barrier(),
-                ir.If(op("<", ahead, nk), tuple(fill(ahead, op("%", ahead, S)))), ir.AsyncCommit()]
+                ir.If(op("<", ahead, nk), tuple(fill(op("*", ahead, BK), op("%", ahead, S)))), ir.AsyncCommit()]
         body += self.split_shared(buf) + [ir.ProxyFence(), ir.Barrier()]
         body += self.split_registers(buf) + [ir.WarpgroupFence(self.sums, n, 0, "_fr", 8 * BK // 8)]
         body += self.multiply(buf) + [ir.WarpgroupCommit(), ir.WarpgroupWait(0, self.sums, n)]

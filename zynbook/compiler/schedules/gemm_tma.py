@@ -41,9 +41,8 @@ from math import prod
 from .. import cir
 from ..launch import ir
 from ..launch.scalar import user_name
-from .gemm import from_zero_by_one
 from .gemm_wgmma import WgmmaBuilder
-from .nest import trip_count
+from ..passes.loops import counts_from_zero, trip_count
 
 PRODUCER_REGISTERS = 40     # setmaxnreg: what the copying warpgroup keeps; the multiplying
 REGISTER_FILE = 65536       # ones share the rest of the multiprocessor's registers (at most
@@ -75,7 +74,7 @@ def tma_layout(kernel: cir.Kernel, form, side, sizes: dict):
     if names != order:
         return None
     loops = {lp.var: lp for lp in list(c.ploops) + list(c.rloops)}
-    if not from_zero_by_one(loops[v] for v in names):
+    if not counts_from_zero(loops[v] for v in names):
         return None
     shape = [cir.eval_dim(d, sizes) for d in buf.shape]
     trips = {v: trip_count(loops[v], sizes) for v in names}

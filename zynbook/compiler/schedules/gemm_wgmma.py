@@ -80,19 +80,13 @@ class WgmmaBuilder(_Builder):
 
     def pipelined(self) -> list:
         p, S, n = self.p, self.p.stages, self.acc_count
-        head = [ir.Barrier()]           # the previous tile's slices are read by now
-        nk = self.name(head, "nk", self.slices())
-        fill = lambda slice_, slot: self.issue("m", self.op("*", slice_, p.bk), slot) + \
-            self.issue("n", self.op("*", slice_, p.bk), slot)
-        for st in range(S - 2):
-            head += [ir.If(self.op("<", self.i(st), nk), tuple(fill(self.i(st), self.i(st)))),
-                     ir.AsyncCommit()]
+        head, nk, fill = self.prefetch(S - 2, p.bk)
         kt = self.ref("_kt")
         ahead = self.op("+", kt, S - 2)
         body = [ir.AsyncWait(S - 3), ir.ProxyFence(), ir.Barrier(), ir.WarpgroupFence("_acc", n)]
         body += self.multiply(self.op("%", kt, S))
         body += [ir.WarpgroupCommit(),      # the copies are issued while the MMAs run
-                 ir.If(self.op("<", ahead, nk), tuple(fill(ahead, self.op("%", ahead, S)))),
+                 ir.If(self.op("<", ahead, nk), tuple(fill(self.op("*", ahead, p.bk), self.op("%", ahead, S)))),
                  ir.AsyncCommit(), ir.WarpgroupWait(1, "_acc", n)]
         return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
                               self.f.c.rloops[0].line), ir.WarpgroupWait(0, "_acc", n)]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import NotScalar, ScalarLowering, buffer_params, host_expr, lit, product_expr
-from .base import Params, Schedule, kernel_name, workgroup_threads
+from .base import Params, Schedule, one_kernel, workgroup_threads
 from ..passes.loops import has_node, trip_count
 from .nest import (decompose, extents, flat_index_dtype, parallel_nest, shared_loops, spread,
                    without_tiles)
@@ -119,16 +119,12 @@ class GenericThread(Schedule):
             grid = ir.Math("min", (ir.ceildiv(total_e, params.threads),
                                    lit(target.max_blocks, idx)), idx)
         grid = ir.Math("max", (grid, lit(1, idx)), idx)
-        if not sym:
-            grid = lit(ir.evaluate(grid, {}), "i64")
         inner = decompose(low, nest.loops, names, ir.Ref("_g", idx), idx)
         inner += low.stmts(nest.body)
         body.append(spread("_g", total, params.threads, params.chunk, inner, idx, line))
-        name = kernel_name(kernel)
         what = (f"one thread per iteration of ({', '.join(l.var for l in nest.loops)})"
                 if not params.chunk else
                 f"blocks of {params.chunk} iterations of ({', '.join(l.var for l in nest.loops)})")
-        k = ir.Kernel(name, buffer_params(kernel, sizes, idx), tuple(body), params.threads, idx, what)
-        return ir.Program(kernel.name, (k,), (ir.Launch(name, grid, params.threads),), (),
-                          sites.as_tuple(), f"thread: {what} (generic: {params.describe()}"
-                          + (", every size)" if sym else ")"))
+        return one_kernel(kernel, buffer_params(kernel, sizes, idx), body, params.threads, idx, what,
+                          grid, sites.as_tuple(), f"thread: {what} (generic: {params.describe()}"
+                          + (", every size)" if sym else ")"), sym)

@@ -26,10 +26,9 @@ from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, host_expr, lit,
                               product_expr, user_name)
-from ..passes.loops import identity_value
 from ..targets import Target
-from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
-from .collective import block_allreduce, combine_expr, tree_rounds
+from .base import Builder, Params, Schedule, kernel_name, one_kernel, workgroup_threads
+from .collective import block_allreduce, combine_expr, identity, tree_rounds
 from .nest import (decompose, extents, first_thread, flat_index_dtype, loop_value, spread, thread,
                    yield_nest)
 
@@ -64,10 +63,6 @@ def _accumulator_dtype(kernel, op: str) -> str:
     if op in ("and", "or"):
         ydt = "bool"
     return "f32" if ydt in ("f16", "bf16") else ydt
-
-
-def identity(op: str, dtype: str) -> ir.Lit:
-    return lit(identity_value(op, dtype), dtype)
 
 
 class Reduce(Schedule):
@@ -248,8 +243,7 @@ class _Builder(Builder):
         if threads == 1:
             return []
         if not self.arg:
-            return block_allreduce(self.t, self.op, "_acc", self.acc, threads, self.ident,
-                                   lambda a, b: combine_expr(self.op, a, b, self.acc))
+            return block_allreduce(self.t, self.op, "_acc", self.acc, threads)
         # (value, index) pairs: a tree in shared memory
         th, acc, ai = ir.Thread("thread"), self.acc, self.ai
 
@@ -431,8 +425,5 @@ class _Builder(Builder):
             what = f"reduce({self.op}, axis={ax}): one block per output"
         if p.layout != "block_rows" or not self.sym:    # (symbolic: no output, no block)
             grid = ir.Math("max", (grid, lit(1, idx)), idx)
-        if not self.sym:
-            grid = lit(ir.evaluate(grid, {}), "i64")
-        k = ir.Kernel(name, params, tuple(body), p.threads, self.idx, what)
-        return ir.Program(self.k.name, (k,), (ir.Launch(name, grid, p.threads),), (),
-                          self.sites.as_tuple(), f"{what} (reduce: {p.describe()})")
+        return one_kernel(self.k, params, body, p.threads, self.idx, what, grid, self.sites.as_tuple(),
+                          f"{what} (reduce: {p.describe()})", self.sym)

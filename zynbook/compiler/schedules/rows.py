@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, compute_dtype,
-                             index_dtype, lit, user_name)
-from ..passes.loops import (assigned_vars, classify_loop, declared_vars, has_node, has_tiles,
-                            stored_buffers, trip_count)
-from .base import Builder, Params, Schedule, kernel_name, workgroup_threads
-from .collective import block_allreduce, combine_expr
+                             index_dtype, user_name)
+from ..passes.loops import (assigned_vars, classify_loop, counts_from_zero, declared_vars,
+                            has_node, has_tiles, stored_buffers, trip_count)
+from .base import Builder, Params, Schedule, one_kernel, workgroup_threads
+from .collective import fold_partials, partials
 from .nest import decompose, parallel_nest, thread
-from .reduce import identity
 from .vector import contiguous_in
 
 REGISTERS = 64              # cached elements a thread may hold
@@ -78,8 +77,7 @@ def match_rows(kernel, sizes) -> tuple:
         if not isinstance(s, cir.Loop):
             return None, f"a {type(s).__name__} between the row loops"
         n = trip_count(s, sizes)
-        if n is None or not (isinstance(s.start, cir.Const) and s.start.value == 0
-                             and isinstance(s.step, cir.Const) and s.step.value == 1):
+        if n is None or not counts_from_zero([s]):
             return None, "a row loop that is not 0..n"
         if cols not in (None, n):
             return None, "row loops of different lengths"
@@ -130,18 +128,18 @@ def _halvings(width: int) -> list:
 
 
 def _layout(cols: int, width: int, nkeys: int, warp: int, max_threads: int):
-    """(threads per row, vectors per thread, rows per block) or None (too many registers)."""
+    """The RowsParams of rows of `cols` read `width` at a time, or None (too many registers)."""
     vecs = -(-cols // width)
     if vecs <= warp * 4:                    # short rows: a warp each, no block barriers
         e = _per_thread(cols, width, warp, nkeys)
-        return None if e is None else (warp, e, max(1, 128 // warp))
+        return None if e is None else RowsParams(warp, max(1, 128 // warp), e, width)
     t = 64
     while t < -(-vecs // 4) and t < max_threads:
         t *= 2
     while True:
         e = _per_thread(cols, width, t, nkeys)
         if e is not None:
-            return t, e, 1
+            return RowsParams(t, 1, e, width)
         if t >= max_threads:
             return None
         t *= 2
@@ -172,11 +170,8 @@ class Rows(Schedule):
         if w < 2 or w * min(widths) < 2 or plan.cols % w or any(
                 isinstance(b.shape[-1], int) and b.shape[-1] % w for b in rows):
             w = 1
-        for width in _halvings(w):
-            lay = _layout(plan.cols, width, len(plan.keys), target.warp, target.max_threads)
-            if lay is not None:
-                return RowsParams(lay[0], lay[2], lay[1], width)
-        return None
+        return next(filter(None, (_layout(plan.cols, width, len(plan.keys), target.warp, target.max_threads)
+                                  for width in _halvings(w))), None)
 
     def default(self, kernel, target, sizes):
         """The layout by row length; a `@workgroup` of a power of two sets the threads of a
@@ -214,8 +209,7 @@ class Rows(Schedule):
             plan, _ = match_rows(kernel, sizes)
             prog.aligned = tuple(sorted(user_name(b) for b in {k[0] for k in plan.keys}
                                         | {kernel.output.name}))
-            lay = _layout(plan.cols, 1, len(plan.keys), target.warp, target.max_threads)
-            narrow = RowsParams(lay[0], lay[2], lay[1], 1) if lay else \
+            narrow = _layout(plan.cols, 1, len(plan.keys), target.warp, target.max_threads) or \
                 RowsParams(params.threads, params.rows_per_block, params.per_thread * params.width, 1)
             prog.fallback = _Builder(kernel, target, sizes, narrow, sites, "_w1").program()
         prog.sites = sites.as_tuple()
@@ -295,11 +289,10 @@ class _Builder(Builder):
                 f"elements held in registers ({p.per_thread} x {p.width} per thread"
                 + (f", {p.width * max(DTYPE_BYTES[low.buffers[b][1]] for b in self.row_bufs())}"
                    "-byte vector loads" if p.width > 1 else "") + "), one pass over memory")
-        name = kernel_name(self.k) + self.suffix
-        k = ir.Kernel(name, buffer_params(self.k, self.sizes, idx), tuple(body), threads, idx, what)
         grid = -(-rows // p.rows_per_block) if self.warp else rows
-        return ir.Program(self.k.name, (k,), (ir.Launch(name, lit(max(1, grid), "i64"), threads),),
-                          (), self.sites.as_tuple(), f"{what} (rows: {p.describe()})")
+        return one_kernel(self.k, buffer_params(self.k, self.sizes, idx), body, threads, idx, what,
+                          max(1, grid), self.sites.as_tuple(), f"{what} (rows: {p.describe()})",
+                          suffix=self.suffix)
 
     def row_bufs(self):
         return {k[0] for k in self.plan.keys} | {self.k.output.name}
@@ -329,13 +322,8 @@ class _Builder(Builder):
                     self.offset(bname, lead, s.var), W, dtype, s.line)])
             out.append(self.chunks(fill))
         kind = plan.kinds[id(s)]
-        parts = {}
-        if isinstance(kind, tuple):
-            for acc, op in kind[1].items():
-                ident, dt = low.lookup(acc)
-                part = self.new("part")
-                out.append(ir.Decl(part, dt, identity(op, dt), True))
-                parts[acc] = (part, op, dt, ident)
+        decls, parts = partials(low, kind[1] if isinstance(kind, tuple) else {}, self.new)
+        out += decls
         stores = [t for t in s.body if isinstance(t, cir.Store)]
 
         def element(c, k):
@@ -364,12 +352,4 @@ class _Builder(Builder):
                     low.copy_out(t, vouts[id(t)], self.i(0), W)])
             return res
         out.append(self.chunks(element))
-        for acc, (part, op, dt, ident) in parts.items():
-            if self.warp:
-                out.append(ir.Set(part, ir.Collective(op, ir.Ref(part, dt), "warp", dt)))
-            else:
-                out += block_allreduce(self.t, op, part, dt, p.threads, identity(op, dt),
-                                       lambda a, b, op=op, dt=dt: combine_expr(op, a, b, dt),
-                                       tag=part)
-            out.append(ir.Set(ident, combine_expr(op, ir.Ref(ident, dt), ir.Ref(part, dt), dt)))
-        return out
+        return out + fold_partials(self.t, parts, p.threads, self.warp)

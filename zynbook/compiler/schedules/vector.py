@@ -17,8 +17,8 @@ from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import (DTYPE_BYTES, ScalarLowering, buffer_params, cast, compute_dtype, lit,
                              map_nodes, user_name)
-from ..passes.loops import free_vars
-from .base import Params, Schedule, kernel_name
+from ..passes.loops import counts_from_zero, free_vars
+from .base import Params, Schedule, one_kernel
 from .generic import GenericThread, ThreadParams
 from .nest import decompose, flat_index_dtype, parallel_nest, spread
 
@@ -43,8 +43,7 @@ def vector_width(kernel: cir.Kernel, nest, vector_bytes: int):
     if not nest.loops:
         return None, "no parallel loop"
     lp = nest.loops[-1]
-    if not (isinstance(lp.start, cir.Const) and lp.start.value == 0
-            and isinstance(lp.step, cir.Const) and lp.step.value == 1):
+    if not counts_from_zero([lp]):
         return None, "the innermost loop is not 0..n"
     v = lp.var
     for s in nest.body:
@@ -154,13 +153,11 @@ class VectorThread(Schedule):
                 low.copy_out(s, outs[id(s)], lit(0, "i32"), W)])
         body = list(low.stmts(nest.prologue))
         body.append(spread("_g", total, params.threads, 0, inner, idx, nest.loops[0].line))
-        name = kernel_name(kernel)
         what = (f"one thread per {W} consecutive elements of ({', '.join(l.var for l in nest.loops)}), "
                 f"{W * max(DTYPE_BYTES[low.buffers[b][1]] for b in bufs)}-byte vector loads")
-        k = ir.Kernel(name, buffer_params(kernel, sizes, idx), tuple(body), params.threads, idx, what)
         blocks = max(1, min(-(-total // params.threads), target.max_blocks))
-        prog = ir.Program(kernel.name, (k,), (ir.Launch(name, lit(blocks, "i64"), params.threads),),
-                          (), sites.as_tuple(), f"thread: {what} (vector: {params.describe()})")
+        prog = one_kernel(kernel, buffer_params(kernel, sizes, idx), body, params.threads, idx, what,
+                          blocks, sites.as_tuple(), f"thread: {what} (vector: {params.describe()})")
         prog.aligned = tuple(sorted(user_name(b) for b in bufs))
         fallback = GenericThread().build(kernel, target, sizes, ThreadParams(params.threads))
         prog.fallback = _renamed(fallback, "_w1", len(prog.sites))

@@ -198,11 +198,13 @@ class CFamily:
     def store(self, array, index, value, dtype, space):
         return f"{array}[{index}] = {value};"
 
+    CHECKED_TYPE = ""           # the type indices are checked in (default: their own)
+
     def checked(self, index, extent, site, dtype):
-        return f"{self.need('zyn_chk')}<{self.type(dtype)}>({index}, {extent}, zyn_err, {site})"
+        return f"{self.need('zyn_chk')}<{self.CHECKED_TYPE or self.type(dtype)}>({index}, {extent}, zyn_err, {site})"
 
     def in_range(self, index, extent, site, dtype):
-        return f"{self.need('zyn_in')}<{self.type(dtype)}>({index}, {extent}, zyn_err, {site})"
+        return f"{self.need('zyn_in')}<{self.CHECKED_TYPE or self.type(dtype)}>({index}, {extent}, zyn_err, {site})"
 
     def checked_div(self, op, a, b, s0, sov, dtype):
         t = self.type(dtype)

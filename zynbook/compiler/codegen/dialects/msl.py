@@ -76,6 +76,7 @@ class MslDialect(CFamily):
     q = "inline "
     err = "device atomic_int*"
     LONG = "long"
+    CHECKED_TYPE = "long"
     TYPES = MSL_TYPES
     INF = {"f32": "INFINITY"}
     NAN = {"f32": "NAN"}
@@ -116,12 +117,6 @@ class MslDialect(CFamily):
         if dtype == "f32" and fn == "rsqrt":
             return f"rsqrt({args[0]})"
         return super().math(fn, args, dtype)
-
-    def checked(self, index, extent, site, dtype):
-        return f"{self.need('zyn_chk')}<long>({index}, {extent}, zyn_err, {site})"
-
-    def in_range(self, index, extent, site, dtype):
-        return f"{self.need('zyn_in')}<long>({index}, {extent}, zyn_err, {site})"
 
     def thread(self, axis):
         return _THREAD[axis]

@@ -226,13 +226,15 @@ class WgslDialect:
 
     def math(self, fn, args, dtype):
         t = self.type(dtype)
-        if t in ("i32", "u32"):
-            if fn in ("min", "max"):
-                return self.fold(fn, args)
+        if fn in ("min", "max", "clamp", "relu") and t in ("i32", "u32", "f32", "f64"):
+            # integers: WGSL's own; floats: the helpers that propagate NaN
+            spell = (lambda f: f) if t in ("i32", "u32") else (lambda f: self.need(f"zyn_{f}_{t}"))
             if fn == "clamp":
-                return f"min(max({args[0]}, {args[1]}), {args[2]})"
+                return f"{spell('min')}({spell('max')}({args[0]}, {args[1]}), {args[2]})"
             if fn == "relu":
-                return f"max({args[0]}, {self.zero(dtype)})"
+                return f"{spell('max')}({args[0]}, {self.zero(dtype)})"
+            return self.fold(spell(fn), args)
+        if t in ("i32", "u32"):
             if fn == "abs":
                 if t == "u32":
                     return args[0]
@@ -247,12 +249,6 @@ class WgslDialect:
             self.refuse(f"{fn}() in 64 bits")
         if t not in ("f32", "f64"):
             self.refuse(f"{fn}() on {dtype}")
-        if fn in ("min", "max"):
-            return self.fold(self.need(f"zyn_{fn}_{t}"), args)
-        if fn == "clamp":
-            return f"{self.need('zyn_min_' + t)}({self.need('zyn_max_' + t)}({args[0]}, {args[1]}), {args[2]})"
-        if fn == "relu":
-            return f"{self.need('zyn_max_' + t)}({args[0]}, {self.zero(dtype)})"
         if fn in _UNARY_BUILTINS:
             return f"{fn}({args[0]})"
         if fn == "rsqrt":
@@ -546,25 +542,10 @@ fn zyn_in(i: i32, n: i32, site: i32) -> bool {
     "zyn_isnan_f32": """\
 // on the bits: a shader compiler may assume x == x
 fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }""",
-    "zyn_max_f32": """\
-// max and min propagate NaN, as numpy's maximum and minimum do (selects, no branch)
-fn zyn_max_f32(a: f32, b: f32) -> f32 {
-    return select(select(max(a, b), b, zyn_isnan_f32(b)), a, zyn_isnan_f32(a)); }""",
-    "zyn_min_f32": """\
-fn zyn_min_f32(a: f32, b: f32) -> f32 {
-    return select(select(min(a, b), b, zyn_isnan_f32(b)), a, zyn_isnan_f32(a)); }""",
-    "zyn_sq_f32": "fn zyn_sq_f32(a: f32) -> f32 { return a * a; }",
-    "zyn_sq_f64": "fn zyn_sq_f64(a: f64) -> f64 { return a * a; }",
     "zyn_isnan_f64": """\
 // x != x is an ordered comparison on some backends (false for NaN): test the bits of the
 // f32 it converts to (NaN stays NaN, a large value becomes an infinity)
 fn zyn_isnan_f64(x: f64) -> bool { return zyn_isnan_f32(f32(x)); }""",
-    "zyn_max_f64": """\
-fn zyn_max_f64(a: f64, b: f64) -> f64 {
-    return select(select(max(a, b), b, zyn_isnan_f64(b)), a, zyn_isnan_f64(a)); }""",
-    "zyn_min_f64": """\
-fn zyn_min_f64(a: f64, b: f64) -> f64 {
-    return select(select(min(a, b), b, zyn_isnan_f64(b)), a, zyn_isnan_f64(a)); }""",
     "zyn_tanh_f32": """\
 fn zyn_tanh_f32(x: f32) -> f32 {
     // tanh saturates to +-1 well before |x| = 15; clamping keeps exp() finite
@@ -599,6 +580,16 @@ fn zyn_bf16(x: f32) -> f32 {
     if ((u & 0x7fffffffu) > 0x7f800000u) { return x; }
     return bitcast<f32>((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u); }""",
 }
+
+
+for _t in ("f32", "f64"):
+    _FIXED[f"zyn_sq_{_t}"] = f"fn zyn_sq_{_t}(a: {_t}) -> {_t} {{ return a * a; }}"
+    for _fn in ("max", "min"):
+        _FIXED[f"zyn_{_fn}_{_t}"] = (
+            "// max and min propagate NaN, as numpy's maximum and minimum do (selects, no branch)\n"
+            if (_t, _fn) == ("f32", "max") else "") + (
+            f"fn zyn_{_fn}_{_t}(a: {_t}, b: {_t}) -> {_t} {{\n    return select(select({_fn}(a, b), b, "
+            f"zyn_isnan_{_t}(b)), a, zyn_isnan_{_t}(a)); }}")
 
 
 def _helper(name: str) -> str:

@@ -901,8 +901,6 @@ class Interpreter:
             source = self.pipelines[-1].source if self.pipelines else self.source
             lz = self.lazy.defer(node, lowered, plan, inputs, scalar_values, device, commit,
                                  source)
-            if self.named_results:
-                lz.notes += tuple(self._not_fused(inputs, lowered.kernel))
             return lz if plan.out_shape else self.lazy.force(lz)
         self.lazy.settle(inputs)
         apart = Fusion((), [f"launched where it is met, never fused: {now}"])

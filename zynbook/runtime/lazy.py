@@ -380,6 +380,8 @@ class LazyGraph:
         open_: dict = {}            # id(result) -> _Group, in program order
         for lz in pending:
             group = _Group(lz)
+            if self.interp.named_results:   # inputs top-level names of this cell computed
+                group.notes += self.interp._not_fused(lz.inputs, lz.lowered.kernel)
             for t in {id(t): t for t in lz.inputs}.values():
                 producer = open_.get(id(t)) if isinstance(t, Lazy) else None
                 if producer is None or t.notes and t.node is lz.node:

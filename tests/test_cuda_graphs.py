@@ -244,6 +244,10 @@ def test_a_torch_style_input_is_imported_once_while_it_lives(cuda, monkeypatch):
         assert a is not first and b is not a and log.dlpack == 3
     first = views.cupy_view(t)                  # the default stream again: the last one kept
     assert first is b and log.dlpack == 3
+    made = []                                   # a wrapper of the view made once with it
+    wrapped = views.cupy_view(t, lambda v: made.append(v) or ("wrapped", v))
+    assert wrapped == ("wrapped", b) and views.cupy_view(t, made.append) is wrapped
+    assert made == [b] and log.dlpack == 3
     t.values = np.arange(8, dtype=np.float32)       # new storage: a new view
     t.shape = t.values.shape
     assert views.cupy_view(t) is not first and log.dlpack == 4

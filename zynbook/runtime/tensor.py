@@ -153,6 +153,10 @@ class _CudaIds(dict):
 _CUDA_IDS = _CudaIds()
 
 
+def _cuda_tensor(view) -> "Tensor":
+    return Tensor(view, _CUDA_IDS[view.data.device_id])
+
+
 def to_tensor(value, device: str = "cpu"):
     """A Tensor for numpy arrays, anything with __array__ or __dlpack__; None otherwise."""
     if isinstance(value, Tensor):
@@ -166,9 +170,8 @@ def to_tensor(value, device: str = "cpu"):
         if value.requires_grad:
             value = value.detach()
         if value.is_cuda:
-            try:
-                view = cupy_view(value)     # made once per tensor
-                return Tensor(view, _CUDA_IDS[view.data.device_id])
+            try:        # made once per tensor (a Tensor is never changed)
+                return cupy_view(value, _cuda_tensor)
             except ImportError:
                 pass
         return Tensor(np.asarray(value.cpu().numpy()), "cpu")

@@ -221,15 +221,16 @@ class _Form:
                  tuple(getattr(session, "parallel_options", {}).items())]
         parts += map(_key_part, args)
         for v in host.values():
-            parts.append(_key_part(v if isinstance(v, _KEYED_BY_VALUE) else _Identity(v)))
+            parts.append(("id", id(v)) if type(v) is Record else
+                         _key_part(v if isinstance(v, _KEYED_BY_VALUE) else _Identity(v)))
         for label in self.outside:
             v = host[label] = self.value(interp, label, host)     # kept for the replay
             parts.append(_key_part(v))
-        parts += self.fields_read(interp, host)
+        parts.append(self.fields_read(interp, host))
         return tuple(parts)
 
-    def fields_read(self, interp, host: dict) -> list:
-        """The key parts of the fields read from looked-up values, their values put in
+    def fields_read(self, interp, host: dict) -> "_Parts":
+        """The key part of the fields read from looked-up values, their values put in
         `host`. A record never changes (nor does a plain tensor's shape, dtype or device),
         so while the values looked up are records read before, those reads stand."""
         roots = [host[name] for name in self.field_roots]
@@ -239,7 +240,7 @@ class _Form:
             host.update(memo[1])
             return memo[2]
         values = {label: self.value(interp, label, host) for label in self.fields}
-        parts = [_key_part(v) for v in values.values()]
+        parts = _Parts(_key_part(v) for v in values.values())
         host.update(values)
         if all(type(r) is Record for r in roots) and \
                 all(type(v) in (Tensor, bool, int, float, str) for v in values.values()):
@@ -333,6 +334,23 @@ def _key_part(v):
         return ("id", id(v.value))
     raise Untraced(f"an input that keys no trace ({type(v).__name__}: not a tensor, number, "
                    "string, device list or looked-up record)")
+
+
+class _Parts:
+    """Key parts made once and kept (the fields of a model's layer): their hash made once,
+    and a key holding the same object found equal at once."""
+    __slots__ = ("parts", "hash")
+
+    def __init__(self, parts):
+        self.parts = tuple(parts)
+        self.hash = hash(self.parts)
+
+    def __hash__(self):
+        return self.hash
+
+    def __eq__(self, other):
+        return self is other or (type(other) is _Parts and self.hash == other.hash and
+                                 self.parts == other.parts)
 
 
 class _Identity:
@@ -538,6 +556,7 @@ class _Trace:
         self.node, self.steps = node, steps
         self.result_at, self.result_meta = result_at, result_meta
         self.listed = listed        # per graph, (CompiledKernel, Launch) per launch
+        self.plans = None           # per graph, how a replay finds its inputs (_inputs_plan)
         # per graph, what a replay lists: the kernels and launches before its last (listed
         # as they are), and its last (listed anew with the replay's time)
         self.listing = [([c for c, _ in ls[:-1]], [ln for _, ln in ls[:-1]], ls[-1])
@@ -599,24 +618,32 @@ class _Trace:
         """The call's result from a replay of its graphs, or Untraced where they cannot
         replay (checked before any runs)."""
         cp = sys.modules.get("cupy")
-        stream = cp.cuda.get_current_stream() if cp is not None else None
+        stream = getattr(cp.cuda.get_current_stream(), "ptr", None) if cp is not None else None
         runs = []
-        for record, sources, refreshes in self.steps:
-            arrays = []
-            for kind, where in sources:
-                if kind == "view":
-                    arrays.append(where)
-                else:       # (`key` left every label's value in `host`)
-                    v = args[where] if kind == "arg" else host[where] if where in host \
-                        else _Form.value(interp, where, host)
-                    arrays.append(v.data)
-            if getattr(stream, "ptr", None) != record.stream.ptr:
+        plans = self.plans
+        if plans is None:
+            plans = self.plans = [_inputs_plan(sources, record) for record, sources, _ in self.steps]
+        for (record, sources, refreshes), (template, from_args, from_labels, at_args, at_labels) \
+                in zip(self.steps, plans):
+            arrays = list(template)         # views of earlier outputs in place already
+            for j, i in from_args:
+                arrays[j] = args[i].data
+            for j, label in from_labels:    # (`key` left every label's value in `host`)
+                v = host.get(label, _ABSENT)
+                arrays[j] = (v if v is not _ABSENT else _Form.value(interp, label, host)).data
+            if stream != record.stream.ptr:
                 raise Untraced(f"another current stream on {record.device.id} than at the "
                                "capture")
-            moved = next((j for j, at in record.in_place if arrays[j].data.ptr != at), None)
-            if moved is not None:
-                raise Untraced(f"{_named(sources[moved])}, read in place by the graph on "
-                               f"{record.device.id}, is at another address than at the capture")
+            # (a looked-up field, the same object as at the last replay, is where it was)
+            seen = record.__dict__.get("seen_labels")
+            for j, at in (at_args if seen is not None and len(seen) == len(from_labels) and
+                          all(arrays[j] is a for (j, _), a in zip(from_labels, seen))
+                          else at_args + at_labels):
+                if arrays[j].data.ptr != at:
+                    raise Untraced(f"{_named(sources[j])}, read in place by the graph on "
+                                   f"{record.device.id}, is at another address than at the "
+                                   "capture")
+            record.seen_labels = [arrays[j] for j, _ in from_labels]
             if not record.free():
                 raise Untraced(f"a view of the graph's buffers on {record.device.id} is still "
                                "held")
@@ -647,6 +674,20 @@ class _Trace:
             interp.session.launches += launched
         shape, dtype, device, committed = self.result_meta
         return Tensor(data, device, shape, dtype, committed)
+
+
+def _inputs_plan(sources, record) -> tuple:
+    """How a replay finds a graph's inputs, made once: (the input list with the views of
+    earlier outputs in place, (index, argument) and (index, label) of the others, the
+    in-place checks (index, address) of arguments and of labels)."""
+    template = [where if kind == "view" else None for kind, where in sources]
+    from_args = [(j, where) for j, (kind, where) in enumerate(sources) if kind == "arg"]
+    from_labels = [(j, where) for j, (kind, where) in enumerate(sources)
+                   if kind not in ("arg", "view")]
+    labelled = {j for j, _ in from_labels}
+    return (template, from_args, from_labels,
+            [(j, at) for j, at in record.in_place if j not in labelled],
+            [(j, at) for j, at in record.in_place if j in labelled])
 
 
 def _named(src) -> str:

@@ -20,20 +20,26 @@ def _layout(t) -> tuple:
     return (t.data_ptr(), t.shape, t.stride(), t.dtype)
 
 
-def cupy_view(t):
-    """A CuPy array sharing `t`'s memory (`t` a torch CUDA tensor)."""
+def cupy_view(t, wrap=None):
+    """A CuPy array sharing `t`'s memory (`t` a torch CUDA tensor); with `wrap`, `wrap` of
+    that array, made once per view as the view is."""
     key = id(t)
     hit = _views.get(key)
     if hit is not None and hit[0]() is t and hit[1] == _layout(t) and _default_streams(t):
-        return hit[2]
+        if wrap is None:
+            return hit[2]
+        if hit[3] is None:
+            hit[3] = wrap(hit[2])
+        return hit[3]
     import cupy
     view = cupy.from_dlpack(t)
+    wrapped = wrap(view) if wrap is not None else None
     try:
         ref = weakref.ref(t, lambda r, key=key: _forget(key, r))
     except TypeError:       # a tensor subclass without weak references: not kept
-        return view
-    _views[key] = (ref, _layout(t), view)
-    return view
+        return view if wrap is None else wrapped
+    _views[key] = [ref, _layout(t), view, wrapped]
+    return view if wrap is None else wrapped
 
 
 def _forget(key, ref):

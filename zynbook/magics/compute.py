@@ -5,6 +5,7 @@ import functools
 import html
 import sys
 
+import numpy as np
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.display import display
 
@@ -12,7 +13,7 @@ from ..kernel import cells
 from ..kernel.display import (InspectUsageError, bindable, code_bundle, is_tensor,
                               parse_inspect_args)
 from ..kernel.progress import cell_progress
-from ..kernel.state import announce_device, last_run, notebook_session, remember
+from ..kernel.state import after_cell, announce_device, last_run, notebook_session, remember
 from ..runtime.tensor import Tensor
 from ..session import _ARRAY_TYPES
 
@@ -42,6 +43,15 @@ def to_python(value):
     through DLPack) for `cuda:N`, the ZynBook tensor itself on other devices and when it is
     sharded across several (numpy reads it through __array__); lists and
     tuples element by element; everything else as it is."""
+    if type(value) is Tensor:       # the usual case: a tensor holding its device's array
+        data, device = value.data, value.device
+        if device == "cpu":
+            if type(data) is np.ndarray:
+                return data
+        elif device.startswith("cuda"):
+            cupy = sys.modules.get("cupy")
+            if cupy is not None and type(data) is cupy.ndarray:
+                return data
     if isinstance(value, Tensor) or is_tensor(value):
         if hasattr(value, "shards"):        # a sharded tensor stays where its parts are
             return value
@@ -73,6 +83,20 @@ def _cell(value) -> str:
     return str(value)
 
 
+def _notebook_values(shell, names) -> dict:
+    """The notebook's values of `names` that a ZynML cell may bind (arrays and what
+    `bindable` accepts; not IPython's hidden names)."""
+    user_ns = shell.user_ns
+    hidden = getattr(shell, "user_ns_hidden", {})
+    env = {}
+    for name in names:
+        value = user_ns.get(name, _UNBOUND)
+        if value is not _UNBOUND and name not in hidden and \
+                (type(value) in _ARRAY_TYPES or bindable(value)):
+            env[name] = value
+    return env
+
+
 # --------------------------------------------------------------------------------- magics
 
 @magics_class
@@ -87,35 +111,46 @@ class ComputeMagics(Magics):
         """The cell's ZynML source, the names it binds and the notebook values its free
         names bind to (looked up at every run: the notebook may have rebound them)."""
         source, bound, free = _cell_form(cell)
-        user_ns = self.shell.user_ns
-        hidden = getattr(self.shell, "user_ns_hidden", {})
+        return source, bound, _notebook_values(self.shell, free)
+
+    @cell_magic
+    @no_var_expand
+    def compute(self, line, cell):
+        """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
+        shell = self.shell
+        if "$" in line or "{" in line or "}" in line:       # else expanding changes nothing
+            line = shell.var_expand(line, _EXPAND_DEPTH)
+        source, bound, free = _cell_form(cell)
+        user_ns = shell.user_ns
+        session = notebook_session()
+        namespace = session.namespace
+        # the notebook's values of the names the cell reads (`_notebook_values`)
+        hidden = getattr(shell, "user_ns_hidden", {})
         env = {}
         for name in free:
             value = user_ns.get(name, _UNBOUND)
             if value is not _UNBOUND and name not in hidden and \
                     (type(value) in _ARRAY_TYPES or bindable(value)):
                 env[name] = value
-        return source, bound, env
-
-    @cell_magic
-    @no_var_expand
-    def compute(self, line, cell):
-        """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
-        if "$" in line or "{" in line or "}" in line:       # else expanding changes nothing
-            line = self.shell.var_expand(line, _EXPAND_DEPTH)
-        source, bound, env = self._program_and_env(cell)
-        session = self.session
+        watched = cell_progress(session)
         try:
-            with cell_progress(session):
+            try:
                 # env as a dict: a notebook name such as `source` is no keyword clash
                 value, is_expr = session._run_cell(source, line.strip(), env)
+            finally:
+                watched.close()
         finally:
-            remember(session)
-            announce_device(session)            # `config { compute_device }` may set it
+            after_cell(session)     # its kernels kept; the device announced if it changed
+            made = made_from = _UNBOUND
             for name in bound:
-                if name in session.namespace:
-                    self.shell.user_ns[name] = to_python(session.namespace[name])
-        return to_python(value) if is_expr else None
+                if name in namespace:
+                    made_from = namespace[name]
+                    made = user_ns[name] = to_python(made_from)
+        if not is_expr:
+            return None
+        if value is made_from and (made is value or type(value) is Tensor and made is value.data):
+            return made         # what to_python gives again (the value, or its own array)
+        return to_python(value)
 
     @cell_magic
     def zynml_timeit(self, line, cell):

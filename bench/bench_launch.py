@@ -180,7 +180,8 @@ def magic_runner(device: str, source: str, env: dict):
     shell = InteractiveShell.instance()
     session = zynbook.Session(device=device)
     state.set_notebook_session(session)
-    shell.run_line_magic("load_ext", "zynbook")
+    if "compute" not in shell.magics_manager.magics["cell"]:     # (once: rows share the shell)
+        shell.run_line_magic("load_ext", "zynbook")
     shell.user_ns.update(env)
     line = f'@device("{device}")'
     return (lambda: shell.run_cell_magic("compute", line, source)), session, shell.builtin_trap

@@ -368,3 +368,29 @@ def test_zynml_timeit_gives_medians_and_rates(shell, capsys):
     median = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}[row[3]] * float(row[2])
     assert row[6] == ".." and float(row[9]) == pytest.approx(128 / median / 1e9, rel=0.05)
     assert float(row[10]) == pytest.approx(768 / median / 1e9, rel=0.05)
+
+
+def test_a_compute_cell_announces_the_default_device_once_when_it_changed(shell,
+                                                                         monkeypatch):
+    """After each %%compute cell the default device is announced (pickers, the toolbar's
+    comm) only if it changed since the last announcement, however it changed."""
+    sent = []
+    monkeypatch.setattr(state, "_send_to_frontend", sent.append)
+    session = state.notebook_session()
+    shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32))
+    for _ in range(2):
+        run(shell, "", AXPY)
+    assert sent == []
+    shell.run_line_magic("zynml_device", "auto")
+    assert sent == [{"default": "auto"}]
+    for _ in range(2):
+        run(shell, "", 'config { compute_device: "cpu" }\n' + AXPY)
+    assert sent[1:] == [{"default": "cpu"}]
+    session.default_device = "auto"             # set from Python: the next cell tells
+    run(shell, "", AXPY)
+    run(shell, "", AXPY)
+    assert sent[2:] == [{"default": "auto"}]
+    session.default_device = "".join(["au", "to"])      # the same id, another string
+    run(shell, "", AXPY)
+    assert sent[3:] == []
+    session.default_device = "cpu"

@@ -104,3 +104,86 @@ def test_underscore_names_are_not_bound_and_no_name_clashes_with_the_call(shell,
     shell.user_ns["_x"] = on(device, x)
     with pytest.raises(ZynMLError, match="_x"):
         run(shell, "", CELL.replace("x[i]", "_x[i]").replace("compute(x)", "compute(_x)"))
+
+
+@pytest.fixture
+def envs(monkeypatch):
+    """The names each run of the notebook session was given to bind, one list a run."""
+    calls = []
+    real = zynbook.Session._run_cell
+
+    def spy(self, source, annotations, env):
+        calls.append(sorted(env))
+        return real(self, source, annotations, env)
+
+    monkeypatch.setattr(zynbook.Session, "_run_cell", spy)
+    return calls
+
+
+def test_a_name_the_cell_binds_before_reading_it_is_bound_only_when_the_notebook_changed_it(
+        shell, device, envs):
+    """`let y = ...` then `y`: the `y` the magic wrote back is not bound again (the run
+    replaces it unread); a `y` the notebook rebound is, as every other name."""
+    line = f'@device("{device}")'
+    x = np.arange(4, dtype=np.float32)
+    shell.user_ns.update(x=on(device, x), a=2.0)
+    for _ in range(3):
+        value = run(shell, line)
+        np.testing.assert_allclose(host(value), x * 2 + 1)
+        np.testing.assert_allclose(host(shell.user_ns["y"]), x * 2 + 1)
+    assert envs == [["a", "x"]] * 3
+    for rebound in (on(device, np.zeros(4, np.float32)), 3.0):      # rebound in Python
+        shell.user_ns["y"] = rebound
+        for _ in range(2):
+            np.testing.assert_allclose(host(run(shell, line)), x * 2 + 1)
+    assert envs[3:] == [["a", "x", "y"], ["a", "x"]] * 2
+    # read before the cell binds it (here in the statement that binds it): bound every run
+    cell = CELL.replace("out[i] = x[i] * a", "out[i] = x[i] * a + y[i] * 0.0")
+    for _ in range(2):
+        np.testing.assert_allclose(host(run(shell, line, cell)), x * 2 + 1)
+    assert envs[7:] == [["a", "x", "y"]] * 2
+
+
+def test_a_cell_failing_before_it_binds_a_name_leaves_the_notebook_value_bound(
+        shell, device):
+    """The session holds the notebook's `y` after a cell that fails before its `let y`, as
+    when every name was bound before the run, and the notebook keeps its `y`."""
+    line = f'@device("{device}")'
+    x = np.arange(4, dtype=np.float32)
+    shell.user_ns.update(x=on(device, x), a=2.0)
+    run(shell, line)                                        # y = x * 2 + 1, written back
+    written = shell.user_ns["y"]
+    session = state.notebook_session()
+    session.run_cell("let y = 5.0")                         # the session alone moves on
+    failing = "let w = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n" \
+              "        out[i] = x[i] * nowhere\n}\n" + CELL
+    with pytest.raises(ZynMLError, match="nowhere"):
+        run(shell, line, failing)
+    assert shell.user_ns["y"] is written
+    np.testing.assert_allclose(host(session.namespace["y"].data), x * 2 + 1)
+    np.testing.assert_allclose(host(run(shell, line, failing.replace("nowhere", "a"))),
+                               x * 2 + 1)
+
+
+def test_names_a_cell_binds_before_any_statement_reads_them():
+    from zynbook.magics.compute import _cell_form
+
+    def first(cell):
+        return set(_cell_form(cell)[3])
+
+    assert first(CELL) == {"y"}
+    assert first("let b = 1\nlet y = b + 1\ny\n") == {"b", "y"}
+    assert first("let y = y + 1\ny\n") == set()                # read where it is bound
+    assert first("let a = y\nlet y = 2\ny + a\n") == {"a"}
+    assert first("var y = 1\ny = y + 1\ny\n") == {"y"}
+    assert first("pipeline p(t):\n    return t * y\nlet y = 2.0\np(y)\n") == {"p"}
+    assert first("let y = 2.0\npipeline p(t):\n    return t * y\np(y)\n") == {"y", "p"}
+
+
+def test_a_cell_ending_in_a_name_it_binds_shows_the_array_written_back(shell, device):
+    x = np.arange(4, dtype=np.float32)
+    shell.user_ns.update(x=on(device, x), a=1.0)
+    for _ in range(2):
+        value = run(shell, f'@device("{device}")')
+        assert value is shell.user_ns["y"]
+        assert type(value) is type(on(device, x))

@@ -104,7 +104,9 @@ def _bind_env(env: dict, program: A.Program, source: str) -> dict:
     bound = {}
     for name, value in env.items():
         try:
-            bound[name] = bind_value(value)
+            # an array type bound before goes to its tensor at once (as in bind_value)
+            bound[name] = _tensor_of(value, "") if type(value) in _ARRAY_TYPES else \
+                bind_value(value)
         except _Unusable as bad:
             span = _first_use(program, name)
             if span is None:
@@ -155,9 +157,10 @@ class Session:
     def _run_cell(self, source: str, compute_annotations: str, env: dict):
         program = parse_cached(source)
         extra = _annotations_cached(compute_annotations) if compute_annotations else ()
-        bound = _bind_env(env, program, source)
+        bound = _bind_env(env, program, source) if env else None
         with self.lock:
-            self.namespace.update(bound)
+            if bound:
+                self.namespace.update(bound)
             self.last_kernels = []
             self.launches = []
             interp = self.interpreter

@@ -77,63 +77,87 @@ class _Sender:
 
 class _Watcher:
     """One daemon thread for every watched cell, waking every `POLL` seconds to send what
-    is due: a thread started per cell would cost more than a quick cell itself. One lock
-    guards the cells and what each has sent (a send, rare, is made holding it)."""
+    is due: a thread started per cell would cost more than a quick cell itself.
+
+    A cell joins and leaves `cells` without a lock (adding to and discarding from a set
+    are atomic): a quick cell, nearly every one, never takes it. The lock orders the sends
+    (rare) of the thread and of a finishing cell: the thread sends only for a cell still
+    watched, checked holding it, and a cell that left after the thread found it due has run
+    past `AFTER` itself, so it takes the lock to send its last message after the thread's."""
 
     POLL = 0.1
 
     def __init__(self):
         self.cells: set = set()
         self.lock = threading.Lock()
-        self.pid = None             # the process whose thread runs (none survives a fork)
+        self.started = False        # the thread runs (reset in a forked child: none survives)
 
-    def add(self, cell: cell_progress):
+    def start(self):
         with self.lock:
-            self.cells.add(cell)
-            if self.pid != os.getpid():
-                self.pid = os.getpid()
+            if not self.started:
+                self.started = True
                 threading.Thread(target=self._loop, daemon=True, name="zynbook-progress").start()
 
-    def finish(self, cell: cell_progress):
-        with self.lock:
-            self.cells.discard(cell)
-            if cell.sender is not None or time.perf_counter() - cell.start >= AFTER:
-                cell._send(done=True)
+    def _forked(self):
+        self.lock = threading.Lock()
+        self.started = False
 
     def _loop(self):
+        cells = self.cells
         while True:
             time.sleep(self.POLL)
             now = time.perf_counter()
-            with self.lock:
-                for cell in [c for c in self.cells if c.due <= now]:
-                    cell.ctx.run(cell._send)
-                    cell.due = now + EVERY
+            try:
+                due = [c for c in tuple(cells) if c.due <= now]
+            except RuntimeError:        # changed while copied (a finaliser ran): next time
+                continue
+            for cell in due:
+                with self.lock:
+                    if cell in cells:
+                        cell.ctx.run(cell._send)
+                        cell.due = now + EVERY
 
 
 _watcher = _Watcher()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_watcher._forked)
+_watch, _unwatch = _watcher.cells.add, _watcher.cells.discard
+_clock, _context = time.perf_counter, contextvars.copy_context
 
 
 class cell_progress:
     """Report the progress of the code run inside (see the module docstring): the cell
     being watched, when its next message is due and what it has sent. One plain object a
-    cell (no generator, no lock of its own): it wraps every cell, a warm one's few
-    microseconds included."""
+    cell, no lock taken: it wraps every cell, a warm one's microsecond included; the
+    watcher acts only on a cell that runs past `AFTER`.
+
+    `with cell_progress(session): ...`, or (one call less) `cell = cell_progress(session)`
+    right before the run and `cell.close()` after it: the watch starts when it is made."""
 
     __slots__ = ("session", "start", "due", "ctx", "sender")
 
     def __init__(self, session):
         self.session = session
         self.sender = None              # made when there is something to send
+        self.start = start = _clock()
+        self.due = start + AFTER
+        # the watcher sends in the context of the cell (the kernel routes its messages by it)
+        self.ctx = _context()
+        if not _watcher.started:
+            _watcher.start()
+        _watch(self)
 
     def __enter__(self) -> None:
-        self.start = time.perf_counter()
-        self.due = self.start + AFTER
-        # the watcher sends in the context of the cell (the kernel routes its messages by it)
-        self.ctx = contextvars.copy_context()
-        _watcher.add(self)
+        pass
 
-    def __exit__(self, *exc) -> None:
-        _watcher.finish(self)
+    def close(self, kind=None, error=None, trace=None) -> None:
+        """The cell has finished: a last message if it ran past `AFTER` (or sent any)."""
+        _unwatch(self)
+        if self.sender is not None or _clock() - self.start >= AFTER:
+            with _watcher.lock:
+                self._send(done=True)
+
+    __exit__ = close
 
     def _send(self, done: bool = False):
         if self.sender is None:

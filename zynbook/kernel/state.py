@@ -39,6 +39,17 @@ def remember(session) -> None:
         _last[id(session)] = (kernels, getattr(session, "launches", None) or [])
 
 
+def after_cell(session) -> None:
+    """What follows every ZynML cell of `session`: `remember` its kernels, and
+    `announce_device` if the cell changed the default device (`config { compute_device }`);
+    a cell that changed neither costs two look-ups."""
+    kernels = session.last_kernels
+    if kernels:
+        _last[id(session)] = (kernels, session.launches or [])
+    if _announced.get(id(session)) is not session.default_device:
+        announce_device(session)
+
+
 def last_run(session=None) -> tuple[list, list]:
     """(kernels, launches) of the last cell of `session` (default: the notebook's) that
     compiled a compute block; ([], []) when none has."""
@@ -58,6 +69,7 @@ def last_run(session=None) -> tuple[list, list]:
 COMM_TARGET = "zynbook.device"
 _pickers: "weakref.WeakSet" = None      # made on first use
 _announced: dict = {}                   # id(session) -> the default last announced
+_UNSEEN = object()
 
 
 def register_picker(picker) -> None:
@@ -77,12 +89,17 @@ def announce_device(session=None, force: bool = False) -> bool:
     the last announcement (or `force`); True if it was announced."""
     session = session if session is not None else notebook_session()
     device = session.default_device
-    if id(session) not in _announced and not force:
-        # the first time a session is seen: nothing has changed yet
-        _announced[id(session)] = device
-        return False
-    if not force and _announced.get(id(session)) == device:
-        return False
+    last = _announced.get(id(session), _UNSEEN)
+    if not force:
+        if last is device:
+            return False
+        if last == device:
+            _announced[id(session)] = device    # (`after_cell` compares by identity)
+            return False
+        if last is _UNSEEN:
+            # the first time a session is seen: nothing has changed yet
+            _announced[id(session)] = device
+            return False
     _announced[id(session)] = device
     for picker in list(_pickers or ()):
         if getattr(picker, "session", None) is session:

@@ -5,16 +5,18 @@ import functools
 import html
 import sys
 
+import numpy as np
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.display import display
 
+from ..compiler import ast as A
 from ..kernel import cells
 from ..kernel.display import (InspectUsageError, bindable, code_bundle, is_tensor,
                               parse_inspect_args)
 from ..kernel.progress import cell_progress
-from ..kernel.state import announce_device, last_run, notebook_session, remember
+from ..kernel.state import after_cell, announce_device, last_run, notebook_session, remember
 from ..runtime.tensor import Tensor
-from ..session import _ARRAY_TYPES
+from ..session import _ARRAY_TYPES, bind_value, parse_cached
 
 # where IPython expands `$name` and `{expr}` in a magic's line: the frame that called
 # `run_cell_magic`'s caller, seen from `var_expand` called by the magic itself
@@ -26,13 +28,45 @@ _UNBOUND = object()
 
 @functools.lru_cache(maxsize=256)
 def _cell_form(cell: str) -> tuple:
-    """(ZynML source, names it binds, names it reads that the notebook may bind) of a
-    cell's text, made once per text: a cell run again is neither rebuilt nor walked. The
-    magic line is line 1 of the cell: ZynML line numbers (errors, kernel names, `// line N`
-    comments in generated code) count it, as the notebook shows them."""
+    """(ZynML source, names it binds, names it reads that the notebook may bind, those of
+    them it binds at the top level before any statement reads them) of a cell's text, made
+    once per text: a cell run again is neither rebuilt nor walked. The magic line is line 1
+    of the cell: ZynML line numbers (errors, kernel names, `// line N` comments in
+    generated code) count it, as the notebook shows them."""
     source = "\n" + cell
     free, bound = cells.names_of(source)
-    return source, bound, tuple(name for name in free if not name.startswith("_"))
+    free = tuple(name for name in free if not name.startswith("_"))
+    first = _bound_before_read(parse_cached(source), free)
+    return source, bound, free, first
+
+
+def _bound_before_read(program, names) -> tuple:
+    """Those of `names` that a top-level `let`, `var` or `pipeline` of `program` binds
+    before any statement reads them (not in the statement that binds them either): a run
+    that gets past that statement never sees the value the notebook had."""
+    first = {}
+    for stmt in program.body:
+        reads = set()
+        for node in cells.walk(stmt):
+            if isinstance(node, A.Name):
+                reads.add(node.id)
+            elif isinstance(node, A.Attr):
+                base = node.base
+                while isinstance(base, A.Attr):
+                    base = base.base
+                if isinstance(base, A.Name):
+                    reads.add(base.id)
+        for name in reads:
+            first.setdefault(name, False)       # read first (or where it is bound)
+        if isinstance(stmt, A.Let):
+            binds = stmt.names
+        elif isinstance(stmt, (A.VarDecl, A.Pipeline)):
+            binds = (stmt.name,)
+        else:
+            binds = ()
+        for name in binds:
+            first.setdefault(name, True)
+    return tuple(name for name in names if first.get(name))
 
 
 # ----------------------------------------------------------------------- values to Python
@@ -42,6 +76,15 @@ def to_python(value):
     through DLPack) for `cuda:N`, the ZynBook tensor itself on other devices and when it is
     sharded across several (numpy reads it through __array__); lists and
     tuples element by element; everything else as it is."""
+    if type(value) is Tensor:       # the usual case: a tensor holding its device's array
+        data, device = value.data, value.device
+        if device == "cpu":
+            if type(data) is np.ndarray:
+                return data
+        elif device.startswith("cuda"):
+            cupy = sys.modules.get("cupy")
+            if cupy is not None and type(data) is cupy.ndarray:
+                return data
     if isinstance(value, Tensor) or is_tensor(value):
         if hasattr(value, "shards"):        # a sharded tensor stays where its parts are
             return value
@@ -73,11 +116,47 @@ def _cell(value) -> str:
     return str(value)
 
 
+def _notebook_values(shell, names, skip=None) -> dict:
+    """The notebook's values of `names` that a ZynML cell may bind (arrays and what
+    `bindable` accepts; not IPython's hidden names), but for the names in `skip`."""
+    user_ns = shell.user_ns
+    hidden = getattr(shell, "user_ns_hidden", {})
+    env = {}
+    for name in names:
+        value = user_ns.get(name, _UNBOUND)
+        if value is not _UNBOUND and (skip is None or name not in skip) and \
+                name not in hidden and (type(value) in _ARRAY_TYPES or bindable(value)):
+            env[name] = value
+    return env
+
+
+def _bind_unreplaced(shell, session, kept: dict) -> None:
+    """After a failed run: bind the notebook values left unbound because the cell replaces
+    them (`kept`: name -> (the value, what the session held)) where the run did not get
+    that far (the session holds what it held before), as binding every value before the
+    run would have."""
+    values = _notebook_values(shell, kept)
+    namespace = session.namespace
+    with session.lock:
+        for name, value in values.items():
+            if value is kept[name][0] and namespace.get(name, _UNBOUND) is kept[name][1]:
+                try:
+                    namespace[name] = bind_value(value)
+                except Exception:       # (a value made from a ZynML one binds)
+                    pass
+
+
 # --------------------------------------------------------------------------------- magics
 
 @magics_class
 class ComputeMagics(Magics):
     """See the package docstring."""
+
+    def __init__(self, shell=None, **kwargs):
+        super().__init__(shell=shell, **kwargs)
+        # name -> id of the Python value %%compute last wrote there (a value made from a
+        # ZynML one, so binding it again cannot fail)
+        self._written: dict = {}
 
     @property
     def session(self):
@@ -86,36 +165,63 @@ class ComputeMagics(Magics):
     def _program_and_env(self, cell: str):
         """The cell's ZynML source, the names it binds and the notebook values its free
         names bind to (looked up at every run: the notebook may have rebound them)."""
-        source, bound, free = _cell_form(cell)
-        user_ns = self.shell.user_ns
-        hidden = getattr(self.shell, "user_ns_hidden", {})
-        env = {}
-        for name in free:
-            value = user_ns.get(name, _UNBOUND)
-            if value is not _UNBOUND and name not in hidden and \
-                    (type(value) in _ARRAY_TYPES or bindable(value)):
-                env[name] = value
-        return source, bound, env
+        source, bound, free, _ = _cell_form(cell)
+        return source, bound, _notebook_values(self.shell, free)
 
     @cell_magic
     @no_var_expand
     def compute(self, line, cell):
         """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
+        shell = self.shell
         if "$" in line or "{" in line or "}" in line:       # else expanding changes nothing
-            line = self.shell.var_expand(line, _EXPAND_DEPTH)
-        source, bound, env = self._program_and_env(cell)
-        session = self.session
+            line = shell.var_expand(line, _EXPAND_DEPTH)
+        source, bound, free, first = _cell_form(cell)
+        user_ns = shell.user_ns
+        written = self._written
+        session = notebook_session()
+        namespace = session.namespace
+        # a name the cell binds before it reads it, holding what this magic last wrote
+        # there, is not bound: the run replaces it unread (a run that fails before it does
+        # binds it then, see `_bind_unreplaced`)
+        kept = None
+        for name in first:
+            value = user_ns.get(name, _UNBOUND)
+            if value is not _UNBOUND and id(value) == written.get(name):
+                if kept is None:
+                    kept = {}
+                kept[name] = (value, namespace.get(name, _UNBOUND))
+        # the notebook's values of the other names the cell reads (`_notebook_values`)
+        hidden = getattr(shell, "user_ns_hidden", {})
+        env = {}
+        for name in free:
+            value = user_ns.get(name, _UNBOUND)
+            if value is not _UNBOUND and (kept is None or name not in kept) and \
+                    name not in hidden and (type(value) in _ARRAY_TYPES or bindable(value)):
+                env[name] = value
         try:
-            with cell_progress(session):
+            watched = cell_progress(session)
+            try:
                 # env as a dict: a notebook name such as `source` is no keyword clash
                 value, is_expr = session._run_cell(source, line.strip(), env)
+            finally:
+                watched.close()
+        except BaseException:
+            if kept:
+                _bind_unreplaced(shell, session, kept)
+            raise
         finally:
-            remember(session)
-            announce_device(session)            # `config { compute_device }` may set it
+            after_cell(session)     # its kernels kept; the device announced if it changed
+            made = made_from = _UNBOUND
             for name in bound:
-                if name in session.namespace:
-                    self.shell.user_ns[name] = to_python(session.namespace[name])
-        return to_python(value) if is_expr else None
+                if name in namespace:
+                    made_from = namespace[name]
+                    made = user_ns[name] = to_python(made_from)
+                    written[name] = id(made)
+        if not is_expr:
+            return None
+        if value is made_from and (made is value or type(value) is Tensor and made is value.data):
+            return made         # what to_python gives again (the value, or its own array)
+        return to_python(value)
 
     @cell_magic
     def zynml_timeit(self, line, cell):

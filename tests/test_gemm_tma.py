@@ -125,12 +125,17 @@ def test_many_tiles_a_block():
 # one, two and three tiles (the second warpgroup idle, even, odd), K's tail, transposes
 PING = GemmParams(64, 64, 64, 64, 64, 8, True, 2, True, True, True, True)
 PING_3 = GemmParams(64, 128, 64, 64, 128, 8, True, 3, True, True, True, True)
+# a ping-pong warpgroup holding 128 rows: two m64 steps a slice step
+PING_2M = GemmParams(128, 64, 64, 64, 64, 8, True, 3, True, True, True, True)
 
 
 @pytest.mark.parametrize("mnk,ta,tb,params,blocks", [((64, 64, 200), False, False, PING, 4),
                                                      ((128, 64, 136), True, False, PING, 1),
                                                      ((192, 130, 72), False, True, PING_3, 2),
-                                                     ((136, 200, 136), True, True, PING, 3)])
+                                                     ((136, 200, 136), True, True, PING, 3),
+                                                     ((300, 72, 200), False, False, PING_2M, 2),
+                                                     ((136, 130, 72), True, True, PING_2M, 1),
+                                                     ((520, 64, 64), False, True, PING_2M, 3)])
 def test_ping_pong_warpgroups_take_tiles_in_turn(mnk, ta, tb, params, blocks):
     kernel, sizes, make, _ = K.matmul_t(*mnk, "f16", ta, tb)
     assert params.valid() and params.threads == 384 and "pingpong=True" in params.describe()
@@ -145,10 +150,12 @@ def test_ping_pong_epilogue_and_batches():
     for case in ("epilogue", "batched"):
         kernel, ins, sizes, scalars = epilogue_or_batches(case, 3)
         check(kernel, ins, sizes, PING, scalars)
+        check(kernel, ins, sizes, PING_2M, scalars)
 
 
 def test_a_ping_pong_tile_is_the_warpgroup_s_own():
-    assert not GemmParams(128, 64, 64, 64, 64, 8, True, 2, True, True, True, True).valid()
+    assert not GemmParams(256, 64, 64, 64, 64, 8, True, 2, True, True, True, True).valid()
+    assert PING_2M.valid() and PING_2M.threads == 384
     assert not GemmParams(64, 128, 64, 64, 64, 8, True, 2, True, True, True, True).valid()
     assert not GemmParams(64, 64, 64, 64, 64, 8, True, 2, True, True, False, True).valid()
     assert "pingpong" not in SMALL.describe()
@@ -265,7 +272,8 @@ def test_the_printed_cuda_passes_its_maps_by_value():
     ("f16", (4096, 4096, 4096), True, True, GemmParams(128, 256, 64, 64, 256, 8, True, 4, True, True, True)),
     ("f16", (200, 296, 136), False, False, GemmParams(128, 128, 64, 64, 128, 8, True, 3, True, True, True)),
     ("bf16", (4096, 768, 768), False, True, GemmParams(128, 192, 64, 64, 192, 8, True, 4, True, True, True)),
-    ("f16", (4096, 3072, 768), False, False, GemmParams(64, 256, 64, 64, 256, 8, True, 3, True, True, True, True))])
+    ("f16", (4096, 3072, 768), False, False, GemmParams(64, 256, 64, 64, 256, 8, True, 3, True, True, True, True)),
+    ("bf16", (4096, 3072, 768), False, True, GemmParams(128, 128, 64, 64, 128, 8, True, 4, True, True, True, True))])
 def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
     assert compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path).tensor_maps
 
@@ -281,7 +289,9 @@ def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
     ((4096, 768, 768), False, False, GemmParams(128, 192, 64, 64, 192, 8, True, 4, True, True, True)),
     ((520, 264, 192), True, True, GemmParams(64, 256, 64, 64, 256, 8, True, 2, True, True, True)),
     ((4096, 3072, 768), False, False, GemmParams(64, 256, 64, 64, 256, 8, True, 3, True, True, True, True)),
-    ((1000, 520, 264), True, False, GemmParams(64, 128, 64, 64, 128, 8, True, 4, True, True, True, True))])
+    ((1000, 520, 264), True, False, GemmParams(64, 128, 64, 64, 128, 8, True, 4, True, True, True, True)),
+    ((4096, 3072, 768), False, False, GemmParams(128, 128, 64, 64, 128, 8, True, 4, True, True, True, True)),
+    ((1000, 520, 264), True, True, GemmParams(128, 128, 64, 64, 128, 8, True, 3, True, True, True, True))])
 def test_tma_on_the_gpu(dtype, mnk, ta, tb, params):
     # the second launch reuses the tensor maps made for the same buffers
     plan = runs_on_the_gpu(dtype, mnk, ta, tb, params, launches=2)

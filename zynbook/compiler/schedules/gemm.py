@@ -96,7 +96,7 @@ WGMMA_TILES = ((128, 256, 256), (128, 128, 128), (256, 128, 128), (128, 256, 128
 TMA_TILES = ((128, 256, 256, 3), (128, 192, 192, 4), (128, 128, 128, 4), (128, 256, 256, 4),
              (64, 256, 256, 4), (128, 128, 128, 3), (128, 256, 256, 2))
 # and two warpgroups taking whole BM x BN tiles in turn (ping-pong): (BM, BN, stages)
-PINGPONG_TILES = ((64, 256, 4), (64, 256, 3), (64, 192, 4), (64, 128, 4))
+PINGPONG_TILES = ((128, 128, 4), (128, 128, 3), (64, 256, 4), (64, 256, 3), (64, 192, 4), (64, 128, 4))
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
              (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4), (64, 256, 8, 8))
@@ -120,6 +120,7 @@ class GemmParams(Params):
                             # producer warpgroup of its own (schedules/gemm_tma.py)
     pingpong: bool = False  # with tma: two warpgroups, each multiplying whole tiles of its
                             # own in turn, one's epilogue running while the other multiplies
+                            # (a tile 64 or 128 rows: one or two m64 steps a slice step)
     terms: int = 0          # with wgmma: f32 operands as TF32 warpgroup MMAs, 1 product a step
                             # (TF32, where allowed) or 3 (exact: each operand's big and small
                             # TF32 halves, sums taken over by the FP32 units every slice;
@@ -130,8 +131,8 @@ class GemmParams(Params):
 
     @property
     def threads(self) -> int:
-        return (self.bm // self.tm) * (self.bn // self.tn) * (2 if self.pingpong else 1) * \
-            (128 if self.wgmma else 32 if self.mma else 1) + (128 if self.tma else 0)
+        groups = 2 if self.pingpong else (self.bm // self.tm) * (self.bn // self.tn)
+        return groups * (128 if self.wgmma else 32 if self.mma else 1) + (128 if self.tma else 0)
 
     def tile_rows(self, side: str, in_bytes: int, kcontig: bool) -> tuple:
         """(rows, elements a row) of a tensor-core operand tile of side "m" or "n": rows of
@@ -155,7 +156,7 @@ class GemmParams(Params):
         return 2 * acc_bytes * self.bk * (self.bm + self.bn)
 
     def valid(self) -> bool:
-        if self.pingpong and not (self.tma and self.bm == self.tm and self.bn == self.tn):
+        if self.pingpong and not (self.tma and self.bm in (self.tm, 2 * self.tm) and self.bn == self.tn):
             return False        # a ping-pong warpgroup holds its whole tile
         if self.terms:          # 32-deep slices of f32: one 128-byte swizzled row
             from .gemm_split import SPLIT_N

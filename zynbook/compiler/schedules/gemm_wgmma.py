@@ -46,8 +46,10 @@ class WgmmaBuilder(_Builder):
         """The accumulators of steps of N = wn, and this thread's place: warpgroup (_wgm,
         _wgn) of those tiling the block's D, bn wide; warp _w4 in it; lane (_g, _t4)."""
         self.wn = wn                # the N of a warpgroup's steps
+        # m64 steps a warpgroup takes a slice step: a ping-pong one holds its whole tile
+        self.halves = self.p.bm // 64 if getattr(self.p, "pingpong", False) else 1
         self.fm, self.fn = 1, wn // 8
-        self.acc_count = wn // 2
+        self.acc_count = self.halves * wn // 2
         group, warp, lane = self.group(), self.axis("warp"), self.axis("lane")
         for n, e in (("_wgm", self.op("/", group, bn // wn)), ("_wgn", self.op("%", group, bn // wn)),
                      ("_w4", self.op("%", warp, 4)), ("_g", self.op("/", lane, 4)),
@@ -99,9 +101,11 @@ class WgmmaBuilder(_Builder):
         x0 = {"m": self.op("*", self.ref("_wgm"), 64), "n": self.op("*", self.ref("_wgn"), p.tn)}
 
         def step(kk):
-            a, b = (self.at(s, buf, x0[s], kk, aligned=True) for s in ("m", "n"))
-            return [ir.WarpgroupMma("_shm", a, f.m.kcontig, lbo["m"], SBO, "_shn", b, f.n.kcontig,
-                                    lbo["n"], SBO, "_acc", self.i(0), p.tn, f.dtypes[0])]
+            b = self.at("n", buf, x0["n"], kk, aligned=True)
+            return [ir.WarpgroupMma("_shm", self.at("m", buf, self.op("+", x0["m"], 64 * h), kk, aligned=True),
+                                    f.m.kcontig, lbo["m"], SBO, "_shn", b, f.n.kcontig, lbo["n"], SBO,
+                                    "_acc", self.i(h * p.tn // 2), p.tn, f.dtypes[0])
+                    for h in range(self.halves)]
         return [self.unrolled("_kk", p.bk, step, 16)]
 
     def epilogue(self) -> list:
@@ -114,10 +118,12 @@ class WgmmaBuilder(_Builder):
 
         def one(j):
             out = []
-            for e in range(4):
-                gm = op("+", row, op("+", self.ref("_g"), 8 * (e // 2)))
-                gn = op("+", col, op("+", op("*", j, 8), op("+", op("*", self.ref("_t4"), 2), e % 2)))
-                out += self.store(*self.of_d(gm, gn), ir.Load("_acc", op("+", op("*", j, 4), e), self.cd))
+            for h in range(self.halves):
+                for e in range(4):
+                    gm = op("+", row, op("+", self.ref("_g"), 64 * h + 8 * (e // 2)))
+                    gn = op("+", col, op("+", op("*", j, 8), op("+", op("*", self.ref("_t4"), 2), e % 2)))
+                    at = op("+", op("*", j, 4), h * self.wn // 2 + e)
+                    out += self.store(*self.of_d(gm, gn), ir.Load("_acc", at, self.cd))
             return out
         return [self.unrolled("_ej", self.fn, one)]
 

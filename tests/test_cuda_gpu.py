@@ -206,3 +206,24 @@ def test_bf16_buffers():
     x = np.random.default_rng(0).standard_normal(4096).astype(np.float32)
     out, _ = DEV.launch(k2, [x], sizes, {})
     close(DEV.to_host(out), np.maximum(x, 0), "bf16")
+
+
+def test_sigmoid_silu_and_tanh_gelu_on_cuda_to_a_few_ulp_with_limits_and_nan():
+    """The f32 sigmoid and SiLU from the hardware's exp2 and reciprocal, and the tanh form of
+    GELU computed as a sigmoid (passes/activations.py): numpy's values over a wide range, at
+    +-inf, and NaN where numpy has NaN."""
+    src = """let y = compute(x) {
+    for i in 0..n:
+        let v = x[i]
+        let g = v * 0.5 * (1.0 + tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+        out[i] = sigmoid(v) + 10.0 * silu(v) + 100.0 * g
+}
+y
+"""
+    x = np.concatenate([np.linspace(-120, 120, 4801), [0.0, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    got = np.asarray(zynbook.run(src, device=DEV.id, x=x), np.float64)
+    d = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        sig = 1 / (1 + np.exp(-d))
+        want = sig + 10 * d * sig + 100 * d * 0.5 * (1 + np.tanh(0.7978845608 * (d + 0.044715 * d ** 3)))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)     # f32 elementwise

@@ -314,8 +314,14 @@ def span_text(source: str, span) -> str:
 
 def free_names(program: A.Program) -> list[str]:
     """Names the program reads (candidates for binding from a host namespace)."""
+    return list(dict.fromkeys(names_read(program.body)))
+
+
+def names_read(tree) -> list[str]:
+    """The names `tree` (a node or list of them) reads: each name, and the root of each
+    field access (`w` of `w.a.b`)."""
     names = []
-    for node in walk(program.body):
+    for node in walk(tree):
         if isinstance(node, A.Name):
             names.append(node.id)
         elif isinstance(node, A.Attr):
@@ -324,7 +330,7 @@ def free_names(program: A.Program) -> list[str]:
                 base = base.base
             if isinstance(base, A.Name):
                 names.append(base.id)
-    return list(dict.fromkeys(names))
+    return names
 
 
 @functools.lru_cache(maxsize=256)

@@ -46,17 +46,7 @@ def _bound_before_read(program, names) -> tuple:
     that gets past that statement never sees the value the notebook had."""
     first = {}
     for stmt in program.body:
-        reads = set()
-        for node in cells.walk(stmt):
-            if isinstance(node, A.Name):
-                reads.add(node.id)
-            elif isinstance(node, A.Attr):
-                base = node.base
-                while isinstance(base, A.Attr):
-                    base = base.base
-                if isinstance(base, A.Name):
-                    reads.add(base.id)
-        for name in reads:
+        for name in cells.names_read(stmt):
             first.setdefault(name, False)       # read first (or where it is bound)
         if isinstance(stmt, A.Let):
             binds = stmt.names
@@ -190,14 +180,7 @@ class ComputeMagics(Magics):
                 if kept is None:
                     kept = {}
                 kept[name] = (value, namespace.get(name, _UNBOUND))
-        # the notebook's values of the other names the cell reads (`_notebook_values`)
-        hidden = getattr(shell, "user_ns_hidden", {})
-        env = {}
-        for name in free:
-            value = user_ns.get(name, _UNBOUND)
-            if value is not _UNBOUND and (kept is None or name not in kept) and \
-                    name not in hidden and (type(value) in _ARRAY_TYPES or bindable(value)):
-                env[name] = value
+        env = _notebook_values(shell, free, kept)      # the other names the cell reads
         try:
             watched = cell_progress(session)
             try:

@@ -38,6 +38,8 @@ class _Memory:
         return ptr
 
     def copy_from_device_async(self, src: "_Memory", size: int, stream=None):
+        if stream is not None and not hasattr(stream, "ptr"):      # as CuPy, a Stream only
+            raise TypeError(f"stream must be a cupy.cuda.Stream, not {type(stream).__name__}")
         dst = self.array.host.reshape(-1).view(np.uint8)
         copy = lambda: np.copyto(dst[:size], src.array.host.reshape(-1).view(np.uint8)[:size])  # noqa: E731
         if not _recorded(stream, copy):

@@ -618,7 +618,8 @@ class _Trace:
         """The call's result from a replay of its graphs, or Untraced where they cannot
         replay (checked before any runs)."""
         cp = sys.modules.get("cupy")
-        stream = getattr(cp.cuda.get_current_stream(), "ptr", None) if cp is not None else None
+        stream = cp.cuda.get_current_stream() if cp is not None else None
+        at = getattr(stream, "ptr", None)
         runs = []
         plans = self.plans
         if plans is None:
@@ -631,7 +632,7 @@ class _Trace:
             for j, label in from_labels:    # (`key` left every label's value in `host`)
                 v = host.get(label, _ABSENT)
                 arrays[j] = (v if v is not _ABSENT else _Form.value(interp, label, host)).data
-            if stream != record.stream.ptr:
+            if at != record.stream.ptr:
                 raise Untraced(f"another current stream on {record.device.id} than at the "
                                "capture")
             # (a looked-up field, the same object as at the last replay, is where it was)

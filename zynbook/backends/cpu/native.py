@@ -52,6 +52,7 @@ from ...compiler.codegen.dialects.cpp import (LIBMVEC_MACRO, SERIAL_WORD, VECTOR
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError
 from ..base import Device, Launch, LaunchPlan, LaunchTimes
+from .buffers import BufferPool
 
 _CANDIDATES = ("c++", "g++", "clang++", "cc", "gcc", "clang")
 
@@ -236,6 +237,7 @@ class NativeCpuDevice(Device):
         self._libs: list = []                      # libraries the kernels link
         self._version: str | None = None
         self._probed: dict | None = None           # what the compiler's probes found
+        self.buffers = BufferPool()                # outputs' memory, reused (buffers.py)
 
     # ----------------------------------------------------------------- compiler
     def info(self) -> dict:
@@ -458,6 +460,8 @@ class NativePlan(LaunchPlan):
                                  int(np.prod(shape, dtype=np.int64))))
         self.out_shape = cir.output_shape(kernel, bound)
         self.out_dtype = storage_dtype(kernel.output.dtype)
+        # an output some element of which the kernel may not store starts at zero
+        self.zeroed = _may_skip_elements(kernel, bound)
         args = self.compiled.program.args
         self.float_names = [n for n, kind, _ in args if kind == "f"]
         self.int_names = [n for n, kind, _ in args if kind == "i"]
@@ -480,7 +484,7 @@ class NativePlan(LaunchPlan):
     def launch(self, inputs: list, scalars: dict, background: bool = False):
         t1 = time.perf_counter()
         arrays = [self._array(a, *spec) for a, spec in zip(inputs, self.buffers)]
-        out = np.zeros(self.out_shape, dtype=self.out_dtype)
+        out = self.device.buffers.output(self.out_shape, self.out_dtype, self.zeroed)
         ptrs = self.pointers(*[a.ctypes.data for a in arrays], out.ctypes.data)
         fvals = [float(scalars[n]) for n in self.float_names]
         ivals = [int(scalars[n]) for n in self.int_names]
@@ -510,6 +514,18 @@ class NativePlan(LaunchPlan):
         except BaseException:
             err[c_codegen.CANCEL_WORD] = 1
             raise
+
+
+def _may_skip_elements(kernel: cir.Kernel, sizes: dict) -> bool:
+    """Whether some output element may not be stored (a conditional store, an accumulation,
+    a loop not over the whole axis, a reduction's result): such an output starts zeroed.
+    The rule is the one fusion uses for epilogues; every CPU schedule stores an output
+    element only where the kernel does."""
+    try:
+        from ...compiler.fusion import _stores_once
+        return bool(_stores_once(kernel, sizes))
+    except Exception:       # a size it cannot evaluate: assume the worst
+        return True
 
 
 def discover() -> list:

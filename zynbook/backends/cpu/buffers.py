@@ -139,7 +139,7 @@ class BufferPool:
                         break
                     del owner
             else:
-                owner = (np.zeros if zeroed else np.empty)(nbytes + ALIGN, np.uint8)
+                owner = self._allocate(nbytes + ALIGN, zeroed)
                 out = self._view(owner, shape, dtype, nbytes)
                 entries.append([nbytes, owner])
                 self._bytes += nbytes
@@ -151,6 +151,12 @@ class BufferPool:
         if zeroed:
             out.fill(0)
         return out
+
+    @staticmethod
+    def _allocate(nbytes: int, zeroed: bool):
+        """A new owner: from calloc where zeroed (a block from the OS is not cleared again),
+        else from malloc."""
+        return (np.zeros if zeroed else np.empty)(nbytes, np.uint8)
 
     @staticmethod
     def _view(owner, shape, dtype, nbytes):

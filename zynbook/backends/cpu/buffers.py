@@ -99,7 +99,8 @@ class BufferPool:
     def __init__(self, limit: int | None = None):
         self.limit = default_limit() if limit is None else int(limit)
         self._lock = threading.Lock()
-        self._entries: list = []        # [nbytes, owner], least recently handed out first
+        self._entries: list = []        # [nbytes, owner, offset of the aligned start]: least
+        #                                 recently handed out first
         self._bytes = 0
         self.enabled = _counts_references()
         self.reused = 0                 # outputs handed out in a kept owner
@@ -113,14 +114,12 @@ class BufferPool:
         """Bytes of the owners the pool references."""
         return self._bytes
 
-    def output(self, shape: tuple, dtype, zeroed: bool):
-        """An array of `shape` and `dtype` for a launch to write: zero-filled where `zeroed`
-        (the kernel may leave elements unstored), else of unspecified contents."""
-        dtype = np.dtype(dtype)
-        count = 1
-        for n in shape:
-            count *= int(n)
-        nbytes = count * dtype.itemsize
+    def output(self, shape: tuple, dtype, zeroed: bool, nbytes: int | None = None):
+        """An array of `shape` and `dtype` (a numpy dtype; `nbytes` its size in bytes, where
+        the caller knows it) for a launch to write: zero-filled where `zeroed` (the kernel
+        may leave elements unstored), else of unspecified contents."""
+        if nbytes is None:
+            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         if not self.enabled or nbytes < MIN_BYTES or nbytes > self.limit:
             return (np.zeros if zeroed else np.empty)(shape, dtype)
         with self._lock:
@@ -131,7 +130,7 @@ class BufferPool:
                     owner = entry[1]
                     if _references(owner) <= _IDLE_REFS and \
                             not weakref.getweakrefcount(owner):
-                        out = self._view(owner, shape, dtype, nbytes)
+                        out = np.ndarray(shape, dtype, owner, entry[2])
                         if i != len(entries) - 1:
                             del entries[i]
                             entries.append(entry)
@@ -140,8 +139,9 @@ class BufferPool:
                     del owner
             else:
                 owner = self._allocate(nbytes + ALIGN, zeroed)
-                out = self._view(owner, shape, dtype, nbytes)
-                entries.append([nbytes, owner])
+                offset = -owner.ctypes.data % ALIGN
+                out = np.ndarray(shape, dtype, owner, offset)
+                entries.append([nbytes, owner, offset])
                 self._bytes += nbytes
                 self.fresh += 1
                 del owner
@@ -157,11 +157,6 @@ class BufferPool:
         """A new owner: from calloc where zeroed (a block from the OS is not cleared again),
         else from malloc."""
         return (np.zeros if zeroed else np.empty)(nbytes, np.uint8)
-
-    @staticmethod
-    def _view(owner, shape, dtype, nbytes):
-        offset = -owner.ctypes.data % ALIGN
-        return np.ndarray(shape, dtype, buffer=owner, offset=offset)
 
     def clear(self):
         """Drop every owner (those results still use live on with them)."""

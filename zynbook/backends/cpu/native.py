@@ -462,6 +462,7 @@ class NativePlan(LaunchPlan):
         self.out_dtype = storage_dtype(kernel.output.dtype)
         # an output some element of which the kernel may not store starts at zero
         self.zeroed = _may_skip_elements(kernel, bound)
+        self.out_nbytes = int(np.prod(self.out_shape, dtype=np.int64)) * self.out_dtype.itemsize
         args = self.compiled.program.args
         self.float_names = [n for n, kind, _ in args if kind == "f"]
         self.int_names = [n for n, kind, _ in args if kind == "i"]
@@ -484,7 +485,8 @@ class NativePlan(LaunchPlan):
     def launch(self, inputs: list, scalars: dict, background: bool = False):
         t1 = time.perf_counter()
         arrays = [self._array(a, *spec) for a, spec in zip(inputs, self.buffers)]
-        out = self.device.buffers.output(self.out_shape, self.out_dtype, self.zeroed)
+        out = self.device.buffers.output(self.out_shape, self.out_dtype, self.zeroed,
+                                         self.out_nbytes)
         ptrs = self.pointers(*[a.ctypes.data for a in arrays], out.ctypes.data)
         fvals = [float(scalars[n]) for n in self.float_names]
         ivals = [int(scalars[n]) for n in self.int_names]

@@ -5,7 +5,7 @@ as a simple kernel writing it. glibc takes a block of more than 32 MiB (less, be
 first free of one) straight from the OS: every page is zeroed by the OS and faulted in when
 the kernel first writes it, and freeing it unmaps it again. A smaller block comes from the
 heap, where `np.zeros` clears it byte by byte on the calling thread. A 40 MB output of an
-elementwise kernel spends longer in page faults than in the loop itself. The pool keeps the
+elementwise kernel spends about as long in page faults as in the loop itself. The pool keeps the
 memory of recent outputs and hands an idle one out again: warm pages, nothing to fault in,
 nothing to clear where the kernel stores every element.
 
@@ -48,7 +48,6 @@ MIN_BYTES = 64 << 10
 MAX_ENTRIES = 16
 ALIGN = 64
 DEFAULT_LIMIT = 256 << 20
-
 
 
 def _counts_references() -> bool:

@@ -24,7 +24,10 @@
 * Errors: compiler failures become ZynML errors that show the generated line and point at
   the ZynML line it came from.
 * Memory: numpy arrays on the host; inputs are used in place when C-contiguous and of the
-  buffer's dtype.
+  buffer's dtype. Outputs come from the device's pool (buffers.py): the memory of an earlier
+  output nothing references any more is handed out again, warm, instead of a fresh array
+  whose pages fault in during the kernel; it is zeroed first only where the kernel may leave
+  an element unstored.
 """
 from __future__ import annotations
 
@@ -521,8 +524,9 @@ class NativePlan(LaunchPlan):
 def _may_skip_elements(kernel: cir.Kernel, sizes: dict) -> bool:
     """Whether some output element may not be stored (a conditional store, an accumulation,
     a loop not over the whole axis, a reduction's result): such an output starts zeroed.
-    The rule is the one fusion uses for epilogues; every CPU schedule stores an output
-    element only where the kernel does."""
+    The rule is the one fusion uses for epilogues (CUDA zeroes by it too): where the
+    kernel stores every element, so does each CPU schedule (tests/test_cpu_buffers.py runs
+    every kernel type into poisoned memory)."""
     try:
         from ...compiler.fusion import _stores_once
         return bool(_stores_once(kernel, sizes))

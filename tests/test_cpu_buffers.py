@@ -1,7 +1,8 @@
-"""`cpu:native` output buffers (backends/cpu/buffers.py): memory of an output nothing
-references any more is handed out again; memory a result, a view of it or anything made
-from it still uses never is; outputs equal numpy and the reference executor whatever the
-reused memory held before."""
+"""`cpu:native` launches: output buffers (backends/cpu/buffers.py): memory of an output
+nothing references any more is handed out again; memory a result, a view of it or anything
+made from it still uses never is; outputs equal numpy and the reference executor whatever
+the reused memory held before. Busy cores (native.py, _CONTENDED): a plan whose launches on
+every core are slower than alone runs alone for a while, with the same results."""
 from __future__ import annotations
 
 import gc
@@ -242,3 +243,69 @@ def test_every_kernel_type_stores_every_element_it_leaves_unzeroed(poisoned, mon
                 got[...] = np.array(-1).astype(got.dtype)      # garbage for the next one
             del got
     assert poisoned.reused > 0
+
+
+# ------------------------------------------------------------------ busy cores
+
+@needs_compiler
+def test_a_launch_alone_equals_one_on_every_core(tmp_path, monkeypatch):
+    """Reductions included: the blocks and their order are those of every core."""
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
+    import test_cpu_native as cases
+    from compute_testing import lower_block
+    device = native.NativeCpuDevice(native.find_compiler())
+    src, arrays, scalars, sizes = cases.SOFTMAX_ROWS, {"x": randn(300, 1001)}, {}, {}
+    k, ins, sz, sc = lower_block(src, arrays, scalars, sizes)
+    plan = device.prepare(k, sz)
+    if not plan.adapts:
+        pytest.skip("the compiler builds no OpenMP")
+    on_every, launch = plan.launch(ins, sc)
+    assert launch.geometry["threads"] == "every core"
+    plan.alone = 1
+    alone, launch = plan.launch(ins, sc)
+    assert launch.geometry["threads"] == "one (the cores were busy)"
+    np.testing.assert_array_equal(alone, on_every)
+
+
+def test_slow_launches_on_every_core_run_alone_then_try_again():
+    plan = native.NativePlan.__new__(native.NativePlan)
+    plan.best_s, plan.alone_s, plan.alone, plan.backoff, plan.on_every_core = \
+        float("inf"), None, 0, 1, 0
+
+    def launch(every_core_s, alone_s):
+        alone = plan.alone > 0
+        plan._contention(alone, alone_s if alone else every_core_s)
+        return alone
+
+    # the first two on every core; the third learns the time alone
+    assert [launch(1.0e-3, 2.0e-3) for _ in range(3)] == [False, False, True]
+    # every core twice as fast as alone: it stays there
+    assert not any(launch(1.0e-3, 2.0e-3) for _ in range(20))
+    # the cores busy: every core takes 10 ms, alone 2 ms: alone 1, 2, 4, 8, 16, 16 times
+    # between tries of every core
+    runs = [launch(10e-3, 2.0e-3) for _ in range(80)]
+    gaps, n = [], 0
+    for alone in runs:
+        if alone:
+            n += 1
+        elif n:
+            gaps.append(n)
+            n = 0
+    assert gaps[:6] == [1, 2, 4, 8, 16, 16]
+    # the cores free again: the next try of every core is faster, and it stays there
+    while plan.alone:
+        launch(1.0e-3, 2.0e-3)
+    assert not any(launch(1.0e-3, 2.0e-3) for _ in range(20))
+
+
+def test_a_slow_first_launch_on_busy_cores_is_found_without_an_earlier_fast_one():
+    """Busy from the start: the time alone, learned at the third launch, shows it."""
+    plan = native.NativePlan.__new__(native.NativePlan)
+    plan.best_s, plan.alone_s, plan.alone, plan.backoff, plan.on_every_core = \
+        float("inf"), None, 0, 1, 0
+    seen = []
+    for _ in range(10):
+        alone = plan.alone > 0
+        plan._contention(alone, 30e-6 if alone else 4e-3)
+        seen.append(alone)
+    assert seen[2] and sum(seen) >= 6

@@ -443,6 +443,19 @@ _DIRECT_CALL_SECONDS = 1e-3
 # thread (SERIAL_WORD): waking the other cores' threads and joining them costs more than the
 # work (tens of microseconds, milliseconds where other processes hold the cores)
 _SERIAL_WORK = 1 << 15
+# contention: other processes' or libraries' threads may hold the cores (a BLAS's workers
+# spin for a while after each call). A launch on every core then waits, at the fork-join of
+# its blocks, for a thread of ours that gets no core, and can take ten times as long as on
+# the calling thread alone. So a plan that runs on every core also learns how long it takes
+# alone (its third launch runs alone, and so does the next after one that took more than
+# _CONTENDED times the fastest on every core and _CONTENDED_LOSS seconds more), and after
+# a launch on every core slower than the last one alone, its next launches run alone: 1,
+# then 2, 4, ... up to _MAX_ALONE while every core stays the slower, before it tries every
+# core again. The blocks and their order are the same on any number of threads, and so are
+# the results.
+_CONTENDED = 2.0
+_CONTENDED_LOSS = 50e-6
+_MAX_ALONE = 16
 
 
 class NativePlan(LaunchPlan):
@@ -477,6 +490,12 @@ class NativePlan(LaunchPlan):
         self.serial = self.compiled.program.openmp and elements < _SERIAL_WORK
         self.geometry["threads"] = "one" if self.serial or not self.compiled.program.openmp \
             else "every core"
+        self.adapts = self.compiled.program.openmp and not self.serial
+        self.best_s = float("inf")      # the fastest launch on every core
+        self.alone_s = None             # the last launch on the calling thread alone
+        self.alone = 0                  # launches to run alone before every core again
+        self.backoff = 1
+        self.on_every_core = 0          # launches so far on every core
 
     def _array(self, a, name, dtype, shape, size):
         arr = np.ascontiguousarray(self.device.from_host(a), dtype=dtype)
@@ -496,16 +515,43 @@ class NativePlan(LaunchPlan):
         fargs = (ctypes.c_double * max(1, len(fvals)))(*fvals)
         iargs = (ctypes.c_longlong * max(1, len(ivals)))(*ivals)
         err = (ctypes.c_int * (SERIAL_WORD + 1))()
-        err[SERIAL_WORD] = self.serial
+        alone = self.serial or self.alone > 0
+        err[SERIAL_WORD] = alone
         t2 = time.perf_counter()
         self._call(ptrs, fargs, iargs, err, keep=(arrays, out, self.compiled, err))
         t3 = time.perf_counter()
         self.quick = t3 - t2 < _DIRECT_CALL_SECONDS
+        geometry = self.geometry
+        if self.adapts:
+            self._contention(alone, t3 - t2)
+            if alone:
+                geometry = dict(geometry, threads="one (the cores were busy)")
         errflag.raise_if_failed(self.compiled.program.error_sites, err, self.kernel, self.sizes)
         times = LaunchTimes(compile=self.compile_s, upload=t2 - t1, kernel=t3 - t2,
                             download=0.0, source="host-clock")
         self.compile_s = 0.0            # the first launch reports the build
-        return out, Launch(self.kernel.name, self.device.id, times, self.geometry)
+        return out, Launch(self.kernel.name, self.device.id, times, geometry)
+
+    def _contention(self, alone: bool, seconds: float):
+        """Whether the next launches run alone (see _CONTENDED), after one that took
+        `seconds`, `alone` or on every core."""
+        if alone:
+            self.alone_s = seconds
+            self.alone -= 1
+            return
+        self.on_every_core += 1
+        if seconds < self.best_s:
+            self.best_s = seconds
+        if self.alone_s is None:
+            slower = self.on_every_core == 2 or (
+                seconds > _CONTENDED * self.best_s and seconds - self.best_s > _CONTENDED_LOSS)
+        else:
+            slower = seconds > self.alone_s
+        if slower:
+            self.alone = self.backoff
+            self.backoff = min(2 * self.backoff, _MAX_ALONE)
+        else:
+            self.backoff = 1
 
     def _call(self, ptrs, fargs, iargs, err, keep):
         fn = self.compiled.fn

@@ -267,10 +267,17 @@ def test_a_launch_alone_equals_one_on_every_core(tmp_path, monkeypatch):
     np.testing.assert_array_equal(alone, on_every)
 
 
-def test_slow_launches_on_every_core_run_alone_then_try_again():
+def bare_plan(probes=True):
+    """A plan's contention state alone, as a new plan has it."""
     plan = native.NativePlan.__new__(native.NativePlan)
     plan.best_s, plan.alone_s, plan.alone, plan.backoff, plan.on_every_core = \
         float("inf"), None, 0, 1, 0
+    plan.probes = probes
+    return plan
+
+
+def test_slow_launches_on_every_core_run_alone_then_try_again():
+    plan = bare_plan()
 
     def launch(every_core_s, alone_s):
         alone = plan.alone > 0
@@ -300,12 +307,20 @@ def test_slow_launches_on_every_core_run_alone_then_try_again():
 
 def test_a_slow_first_launch_on_busy_cores_is_found_without_an_earlier_fast_one():
     """Busy from the start: the time alone, learned at the third launch, shows it."""
-    plan = native.NativePlan.__new__(native.NativePlan)
-    plan.best_s, plan.alone_s, plan.alone, plan.backoff, plan.on_every_core = \
-        float("inf"), None, 0, 1, 0
+    plan = bare_plan()
     seen = []
     for _ in range(10):
         alone = plan.alone > 0
         plan._contention(alone, 30e-6 if alone else 4e-3)
         seen.append(alone)
     assert seen[2] and sum(seen) >= 6
+
+
+def test_a_plan_the_tuner_times_runs_alone_only_after_a_slow_launch():
+    plan = bare_plan(probes=False)
+    seen = []
+    for t in [1e-3] * 5 + [5e-3] + [1e-3] * 3:
+        alone = plan.alone > 0
+        plan._contention(alone, 2e-3 if alone else t)
+        seen.append(alone)
+    assert seen == [False] * 6 + [True] + [False] * 2

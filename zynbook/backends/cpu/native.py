@@ -445,14 +445,14 @@ _DIRECT_CALL_SECONDS = 1e-3
 _SERIAL_WORK = 1 << 15
 # contention: other processes' or libraries' threads may hold the cores (a BLAS's workers
 # spin for a while after each call). A launch on every core then waits, at the fork-join of
-# its blocks, for a thread of ours that gets no core, and can take ten times as long as on
+# its blocks, for a thread of ours that gets no core, and can take many times as long as on
 # the calling thread alone. So a plan that runs on every core also learns how long it takes
-# alone (its third launch runs alone, and so does the next after one that took more than
-# _CONTENDED times the fastest on every core and _CONTENDED_LOSS seconds more), and after
-# a launch on every core slower than the last one alone, its next launches run alone: 1,
-# then 2, 4, ... up to _MAX_ALONE while every core stays the slower, before it tries every
-# core again. The blocks and their order are the same on any number of threads, and so are
-# the results.
+# alone: its third launch runs alone (unless the tuner times it), and so does the one after
+# a launch that took more than _CONTENDED times the fastest on every core and
+# _CONTENDED_LOSS seconds more. After a launch on every core slower than the last one alone,
+# the next launches run alone: 1, then 2, 4, ... up to _MAX_ALONE while every core stays
+# the slower, before it tries every core again. The blocks and their order are the same on
+# any number of threads, and so are the results.
 _CONTENDED = 2.0
 _CONTENDED_LOSS = 50e-6
 _MAX_ALONE = 16
@@ -496,6 +496,9 @@ class NativePlan(LaunchPlan):
         self.alone = 0                  # launches to run alone before every core again
         self.backoff = 1
         self.on_every_core = 0          # launches so far on every core
+        # a candidate the tuner times (its parameters given) learns its time alone only
+        # after a slow launch: the launches it times all run on every core
+        self.probes = params is None
 
     def _array(self, a, name, dtype, shape, size):
         arr = np.ascontiguousarray(self.device.from_host(a), dtype=dtype)
@@ -543,7 +546,7 @@ class NativePlan(LaunchPlan):
         if seconds < self.best_s:
             self.best_s = seconds
         if self.alone_s is None:
-            slower = self.on_every_core == 2 or (
+            slower = (self.probes and self.on_every_core == 2) or (
                 seconds > _CONTENDED * self.best_s and seconds - self.best_s > _CONTENDED_LOSS)
         else:
             slower = seconds > self.alone_s

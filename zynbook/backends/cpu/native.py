@@ -449,11 +449,12 @@ _SERIAL_WORK = 1 << 15
 # the calling thread alone. So a plan that runs on every core also learns how long it takes
 # alone: its third launch runs alone (unless the tuner times it), and so does the one after
 # a launch that took more than _CONTENDED times the fastest on every core and
-# _CONTENDED_LOSS seconds more. After a launch on every core slower than the last one alone,
-# the next launches run alone: 1, then 2, 4, ... up to _MAX_ALONE while every core stays
-# the slower, before it tries every core again. The blocks and their order are the same on
+# _CONTENDED_LOSS seconds more. After a launch on every core that took more than _SLOWER
+# times the last one alone, the next launches run alone: 1, then 2, 4, ... up to _MAX_ALONE
+# while every core stays that slow, before it tries every core again. The blocks and their order are the same on
 # any number of threads, and so are the results.
 _CONTENDED = 2.0
+_SLOWER = 1.5
 _CONTENDED_LOSS = 50e-6
 _MAX_ALONE = 16
 
@@ -549,7 +550,7 @@ class NativePlan(LaunchPlan):
             slower = (self.probes and self.on_every_core == 2) or (
                 seconds > _CONTENDED * self.best_s and seconds - self.best_s > _CONTENDED_LOSS)
         else:
-            slower = seconds > self.alone_s
+            slower = seconds > _SLOWER * self.alone_s
         if slower:
             self.alone = self.backoff
             self.backoff = min(2 * self.backoff, _MAX_ALONE)

@@ -436,9 +436,13 @@ class NativeCpuDevice(Device):
         return np.asarray(array)
 
 
-# a kernel that finished within this the last time runs on the calling thread: waiting for
-# it in a worker (so an interrupt can stop the wait) costs more than the kernel itself
-_DIRECT_CALL_SECONDS = 1e-3
+# a kernel that finished within this the last time runs on the calling thread: an interrupt
+# waits for it at most about this long, which no one notices, while waiting for it in a
+# worker (so an interrupt can stop the wait) costs two hand-offs between threads: tens of
+# microseconds on an idle machine, up to a millisecond where the cores are idle vCPUs of a
+# virtual machine that must be woken (a layer norm of 4096x1024 took 1.0 ms on the calling
+# thread and 1.5 ms through a worker, between numpy calls, on a 2-core VM)
+_DIRECT_CALL_SECONDS = 20e-3
 # a launch whose buffers hold fewer elements than this in all runs its blocks on the calling
 # thread (SERIAL_WORD): waking the other cores' threads and joining them costs more than the
 # work (tens of microseconds, milliseconds where other processes hold the cores)

@@ -10,6 +10,13 @@ and writes JSON. `ratio` is numpy time / ZynBook time, as in every benchmark of 
 (above 1: ZynBook is faster). Goals of `cpu:native` (issue 14): elementwise, GELU, softmax
 and layer norm >= 1.0; matmul 1024 >= 0.5 (numpy's matmul is a tuned BLAS).
 
+The alternation has a cost for the matmul rows: numpy's BLAS (OpenBLAS) leaves its worker
+threads spinning for about a tenth of a second after each call, so ZynBook's matmul, run
+right after numpy's, shares the cores with them (on a 2-core machine the 1024 one took
+5.3 ms in a loop of its own and about 10 ms between numpy's). The rows show what a program
+that interleaves the two sees; `cpu:native`'s plans run alone where every core is slower
+(backends/cpu/native.py, _CONTENDED).
+
     python bench/bench_cpu.py [--reps 7] [--small] [--devices cpu,cpu:native]
                               [--json bench/results/cpu.json]
 """

@@ -455,8 +455,8 @@ _SERIAL_WORK = 1 << 15
 # a launch that took more than _CONTENDED times the fastest on every core and
 # _CONTENDED_LOSS seconds more. After a launch on every core that took more than _SLOWER
 # times the last one alone, the next launches run alone: 1, then 2, 4, ... up to _MAX_ALONE
-# while every core stays that slow, before it tries every core again. The blocks and their order are the same on
-# any number of threads, and so are the results.
+# while every core stays that slow, before it tries every core again. The blocks and their
+# order are the same on any number of threads, and so are the results.
 _CONTENDED = 2.0
 _SLOWER = 1.5
 _CONTENDED_LOSS = 50e-6

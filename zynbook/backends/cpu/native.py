@@ -441,8 +441,10 @@ class NativeCpuDevice(Device):
 # worker (so an interrupt can stop the wait) costs two hand-offs between threads: tens of
 # microseconds on an idle machine, up to a millisecond where the cores are idle vCPUs of a
 # virtual machine that must be woken (a layer norm of 4096x1024 took 1.0 ms on the calling
-# thread and 1.5 ms through a worker, between numpy calls, on a 2-core VM)
-_DIRECT_CALL_SECONDS = 20e-3
+# thread and 1.5 ms through a worker, between numpy calls, on a 2-core VM). Longer kernels
+# keep the worker: the hand-off is a small part of them, and a 1024 matmul between numpy's
+# (whose BLAS threads spin on) took 8 to 12 ms through it, 11 ms on the calling thread.
+_DIRECT_CALL_SECONDS = 5e-3
 # a launch whose buffers hold fewer elements than this in all runs its blocks on the calling
 # thread (SERIAL_WORD): waking the other cores' threads and joining them costs more than the
 # work (tens of microseconds, milliseconds where other processes hold the cores)

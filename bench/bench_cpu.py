@@ -10,6 +10,14 @@ and writes JSON. `ratio` is numpy time / ZynBook time, as in every benchmark of 
 (above 1: ZynBook is faster). Goals of `cpu:native` (issue 14): elementwise, GELU, softmax
 and layer norm >= 1.0; matmul 1024 >= 0.5 (numpy's matmul is a tuned BLAS).
 
+The alternation has a cost for the matmul rows: numpy's BLAS (OpenBLAS) leaves its worker
+threads spinning for about a tenth of a second after each call, so ZynBook's matmul, run
+right after numpy's, shares the cores with them (on a 2-core machine the 1024 one took
+5.3 ms in a loop of its own and about 10 ms between numpy's). The rows show what a program
+that interleaves the two sees; `cpu:native`'s plans run alone where every core is slower
+(backends/cpu/native.py, _CONTENDED). Each row starts after a pause (ROW_PAUSE), so the
+spinning threads of one row's numpy matmul do not slow the next row's first runs.
+
     python bench/bench_cpu.py [--reps 7] [--small] [--devices cpu,cpu:native]
                               [--json bench/results/cpu.json]
 """
@@ -73,6 +81,11 @@ def cases(small: bool):
     ]
 
 
+# a pause before each row: the threads of the row before (numpy's BLAS workers spin for
+# about 0.1 s after its last matmul) are idle again when the next row starts
+ROW_PAUSE = 0.25
+
+
 def median_times(fns, reps: int, warmup: int = 2) -> list:
     """The median time of each of `fns`, their runs alternating."""
     for _ in range(warmup):
@@ -119,8 +132,11 @@ def main(argv=None) -> int:
 
     present = {d["id"] for d in zynbook.compute_devices()}
     devices = [d for d in args.devices.split(",") if d in present]
-    rows = [bench_case(*case, reps=args.reps, device=dev) for case in cases(args.small)
-            for dev in devices]
+    rows = []
+    for case in cases(args.small):
+        for dev in devices:
+            time.sleep(ROW_PAUSE)
+            rows.append(bench_case(*case, reps=args.reps, device=dev))
     header = f"{'kernel':<20} {'device':<11} {'shape':<18} {'zynml run':>11} {'kernel':>11} {'numpy':>11} " \
              f"{'ratio':>7} {'kernel':>7} {'max err':>9}"
     print(f"cpu: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "

@@ -24,7 +24,10 @@
 * Errors: compiler failures become ZynML errors that show the generated line and point at
   the ZynML line it came from.
 * Memory: numpy arrays on the host; inputs are used in place when C-contiguous and of the
-  buffer's dtype.
+  buffer's dtype. Outputs come from the device's pool (buffers.py): the memory of an earlier
+  output nothing references any more is handed out again, warm, instead of a fresh array
+  whose pages fault in during the kernel; it is zeroed first only where the kernel may leave
+  an element unstored.
 """
 from __future__ import annotations
 
@@ -52,6 +55,7 @@ from ...compiler.codegen.dialects.cpp import (LIBMVEC_MACRO, SERIAL_WORD, VECTOR
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError
 from ..base import Device, Launch, LaunchPlan, LaunchTimes
+from .buffers import BufferPool
 
 _CANDIDATES = ("c++", "g++", "clang++", "cc", "gcc", "clang")
 
@@ -236,6 +240,7 @@ class NativeCpuDevice(Device):
         self._libs: list = []                      # libraries the kernels link
         self._version: str | None = None
         self._probed: dict | None = None           # what the compiler's probes found
+        self.buffers = BufferPool()                # outputs' memory, reused (buffers.py)
 
     # ----------------------------------------------------------------- compiler
     def info(self) -> dict:
@@ -431,13 +436,33 @@ class NativeCpuDevice(Device):
         return np.asarray(array)
 
 
-# a kernel that finished within this the last time runs on the calling thread: waiting for
-# it in a worker (so an interrupt can stop the wait) costs more than the kernel itself
-_DIRECT_CALL_SECONDS = 1e-3
+# a kernel that finished within this the last time runs on the calling thread: an interrupt
+# waits for it at most about this long, which no one notices, while waiting for it in a
+# worker (so an interrupt can stop the wait) costs two hand-offs between threads: tens of
+# microseconds on an idle machine, up to a millisecond where the cores are idle vCPUs of a
+# virtual machine that must be woken (a layer norm of 4096x1024 took 1.0 ms on the calling
+# thread and 1.5 ms through a worker, between numpy calls, on a 2-core VM). Longer kernels
+# keep the worker: the hand-off is a small part of them, and a 1024 matmul between numpy's
+# (whose BLAS threads spin on) took 8 to 12 ms through it, 11 ms on the calling thread.
+_DIRECT_CALL_SECONDS = 5e-3
 # a launch whose buffers hold fewer elements than this in all runs its blocks on the calling
 # thread (SERIAL_WORD): waking the other cores' threads and joining them costs more than the
 # work (tens of microseconds, milliseconds where other processes hold the cores)
 _SERIAL_WORK = 1 << 15
+# contention: other processes' or libraries' threads may hold the cores (a BLAS's workers
+# spin for a while after each call). A launch on every core then waits, at the fork-join of
+# its blocks, for a thread of ours that gets no core, and can take many times as long as on
+# the calling thread alone. So a plan that runs on every core also learns how long it takes
+# alone: its third launch runs alone (unless the tuner times it), and so does the one after
+# a launch that took more than _CONTENDED times the fastest on every core and
+# _CONTENDED_LOSS seconds more. After a launch on every core that took more than _SLOWER
+# times the last one alone, the next launches run alone: 1, then 2, 4, ... up to _MAX_ALONE
+# while every core stays that slow, before it tries every core again. The blocks and their
+# order are the same on any number of threads, and so are the results.
+_CONTENDED = 2.0
+_SLOWER = 1.5
+_CONTENDED_LOSS = 50e-6
+_MAX_ALONE = 16
 
 
 class NativePlan(LaunchPlan):
@@ -458,6 +483,9 @@ class NativePlan(LaunchPlan):
                                  int(np.prod(shape, dtype=np.int64))))
         self.out_shape = cir.output_shape(kernel, bound)
         self.out_dtype = storage_dtype(kernel.output.dtype)
+        # an output some element of which the kernel may not store starts at zero
+        self.zeroed = _may_skip_elements(kernel, bound)
+        self.out_nbytes = int(np.prod(self.out_shape, dtype=np.int64)) * self.out_dtype.itemsize
         args = self.compiled.program.args
         self.float_names = [n for n, kind, _ in args if kind == "f"]
         self.int_names = [n for n, kind, _ in args if kind == "i"]
@@ -469,6 +497,15 @@ class NativePlan(LaunchPlan):
         self.serial = self.compiled.program.openmp and elements < _SERIAL_WORK
         self.geometry["threads"] = "one" if self.serial or not self.compiled.program.openmp \
             else "every core"
+        self.adapts = self.compiled.program.openmp and not self.serial
+        self.best_s = float("inf")      # the fastest launch on every core
+        self.alone_s = None             # the last launch on the calling thread alone
+        self.alone = 0                  # launches to run alone before every core again
+        self.backoff = 1
+        self.on_every_core = 0          # launches so far on every core
+        # a candidate the tuner times (its parameters given) learns its time alone only
+        # after a slow launch: the launches it times all run on every core
+        self.probes = params is None
 
     def _array(self, a, name, dtype, shape, size):
         arr = np.ascontiguousarray(self.device.from_host(a), dtype=dtype)
@@ -480,23 +517,51 @@ class NativePlan(LaunchPlan):
     def launch(self, inputs: list, scalars: dict, background: bool = False):
         t1 = time.perf_counter()
         arrays = [self._array(a, *spec) for a, spec in zip(inputs, self.buffers)]
-        out = np.zeros(self.out_shape, dtype=self.out_dtype)
+        out = self.device.buffers.output(self.out_shape, self.out_dtype, self.zeroed,
+                                         self.out_nbytes)
         ptrs = self.pointers(*[a.ctypes.data for a in arrays], out.ctypes.data)
         fvals = [float(scalars[n]) for n in self.float_names]
         ivals = [int(scalars[n]) for n in self.int_names]
         fargs = (ctypes.c_double * max(1, len(fvals)))(*fvals)
         iargs = (ctypes.c_longlong * max(1, len(ivals)))(*ivals)
         err = (ctypes.c_int * (SERIAL_WORD + 1))()
-        err[SERIAL_WORD] = self.serial
+        alone = self.serial or self.alone > 0
+        err[SERIAL_WORD] = alone
         t2 = time.perf_counter()
         self._call(ptrs, fargs, iargs, err, keep=(arrays, out, self.compiled, err))
         t3 = time.perf_counter()
         self.quick = t3 - t2 < _DIRECT_CALL_SECONDS
+        geometry = self.geometry
+        if self.adapts:
+            self._contention(alone, t3 - t2)
+            if alone:
+                geometry = dict(geometry, threads="one (the cores were busy)")
         errflag.raise_if_failed(self.compiled.program.error_sites, err, self.kernel, self.sizes)
         times = LaunchTimes(compile=self.compile_s, upload=t2 - t1, kernel=t3 - t2,
                             download=0.0, source="host-clock")
         self.compile_s = 0.0            # the first launch reports the build
-        return out, Launch(self.kernel.name, self.device.id, times, self.geometry)
+        return out, Launch(self.kernel.name, self.device.id, times, geometry)
+
+    def _contention(self, alone: bool, seconds: float):
+        """Whether the next launches run alone (see _CONTENDED), after one that took
+        `seconds`, `alone` or on every core."""
+        if alone:
+            self.alone_s = seconds
+            self.alone -= 1
+            return
+        self.on_every_core += 1
+        if seconds < self.best_s:
+            self.best_s = seconds
+        if self.alone_s is None:
+            slower = (self.probes and self.on_every_core == 2) or (
+                seconds > _CONTENDED * self.best_s and seconds - self.best_s > _CONTENDED_LOSS)
+        else:
+            slower = seconds > _SLOWER * self.alone_s
+        if slower:
+            self.alone = self.backoff
+            self.backoff = min(2 * self.backoff, _MAX_ALONE)
+        else:
+            self.backoff = 1
 
     def _call(self, ptrs, fargs, iargs, err, keep):
         fn = self.compiled.fn
@@ -510,6 +575,19 @@ class NativePlan(LaunchPlan):
         except BaseException:
             err[c_codegen.CANCEL_WORD] = 1
             raise
+
+
+def _may_skip_elements(kernel: cir.Kernel, sizes: dict) -> bool:
+    """Whether some output element may not be stored (a conditional store, an accumulation,
+    a loop not over the whole axis, a reduction's result): such an output starts zeroed.
+    The rule is the one fusion uses for epilogues (CUDA zeroes by it too): where the
+    kernel stores every element, so does each CPU schedule (tests/test_cpu_buffers.py runs
+    every kernel type into poisoned memory)."""
+    try:
+        from ...compiler.fusion import _stores_once
+        return bool(_stores_once(kernel, sizes))
+    except Exception:       # a size it cannot evaluate: assume the worst
+        return True
 
 
 def discover() -> list:

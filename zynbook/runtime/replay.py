@@ -223,6 +223,8 @@ class GraphRecord:
         self.sites = sites
         self.in_place = in_place
         self.handed: list = []              # views of the graph's buffers given out last run
+        self.seen_labels = None             # a traced call's looked-up inputs at its last
+                                            # replay (traces._Trace.replay)
         self.launches = None                # per launch, the Launch the inspector shows
 
     @staticmethod

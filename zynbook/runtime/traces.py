@@ -636,7 +636,7 @@ class _Trace:
                 raise Untraced(f"another current stream on {record.device.id} than at the "
                                "capture")
             # (a looked-up field, the same object as at the last replay, is where it was)
-            seen = record.__dict__.get("seen_labels")
+            seen = record.seen_labels
             for j, at in (at_args if seen is not None and len(seen) == len(from_labels) and
                           all(arrays[j] is a for (j, _), a in zip(from_labels, seen))
                           else at_args + at_labels):

@@ -14,37 +14,16 @@ Only a literal 1 added to or taking away one float tanh is rewritten; nothing el
 """
 from __future__ import annotations
 
-from dataclasses import fields, replace
-
 from .. import cir
+from .simplify import rewrite_exprs
 
 
 def tanh_as_sigmoid(kernel: cir.Kernel) -> cir.Kernel:
-    return replace(kernel, body=tuple(_stmt(s) for s in kernel.body))
+    return rewrite_exprs(kernel, _rule)
 
 
-def _stmt(s):
-    kw = {}
-    for f in fields(s):
-        v = getattr(s, f.name)
-        if isinstance(v, cir.Expr):
-            kw[f.name] = _expr(v)
-        elif isinstance(v, tuple) and v and all(isinstance(x, (cir.Stmt, cir.Expr)) for x in v):
-            kw[f.name] = tuple(_stmt(x) if isinstance(x, cir.Stmt) else _expr(x) for x in v)
-    return replace(s, **kw) if kw else s
-
-
-def _expr(e):
-    if not isinstance(e, cir.Expr) or isinstance(e, (cir.Const, cir.Var)):
-        return e
-    kw = {}
-    for f in fields(e):
-        v = getattr(e, f.name)
-        if isinstance(v, cir.Expr):
-            kw[f.name] = _expr(v)
-        elif isinstance(v, tuple) and any(isinstance(x, cir.Expr) for x in v):
-            kw[f.name] = tuple(_expr(x) if isinstance(x, cir.Expr) else x for x in v)
-    e = replace(e, **kw) if kw else e
+def _rule(e):
+    """`e`, whose operands are rewritten already, as a sigmoid where it is 1 +- tanh(z)."""
     if isinstance(e, cir.Bin) and e.op in ("+", "-") and not e.ty.shape and _float(e.ty):
         if _one(e.left) and _tanh(e.right, e.ty):
             return _twice_sigmoid(e.right.args[0], 2.0 if e.op == "+" else -2.0, e.ty)

@@ -36,8 +36,14 @@ def _int_const(e, value=None) -> bool:
 
 def expr(e):
     """`e` simplified (statements' expressions, indices and spans)."""
+    return bottom_up(e, _fold)
+
+
+def bottom_up(e, rule):
+    """`e` (an expression or span) with `rule` applied to each expression, operands first
+    (a rule sees its operands already rewritten); passes that rewrite expressions share it."""
     if isinstance(e, cir.Span):
-        return cir.Span(expr(e.start), expr(e.stop))
+        return cir.Span(bottom_up(e.start, rule), bottom_up(e.stop, rule))
     if not isinstance(e, cir.Expr) or isinstance(e, (cir.Const, cir.Var)):
         return e
     kw = {}
@@ -46,10 +52,14 @@ def expr(e):
         if f.name == "ty":
             continue
         if isinstance(v, tuple):
-            kw[f.name] = tuple(expr(x) for x in v)
+            kw[f.name] = tuple(bottom_up(x, rule) for x in v)
         elif isinstance(v, (cir.Expr, cir.Span)):
-            kw[f.name] = expr(v)
-    e = replace(e, **kw) if kw else e
+            kw[f.name] = bottom_up(v, rule)
+    return rule(replace(e, **kw) if kw else e)
+
+
+def _fold(e):
+    """Integer folds and a `select` on a constant, on `e` whose operands are folded."""
     if isinstance(e, cir.Bin) and e.op in ("+", "-", "*") and not e.ty.shape and \
             e.ty.dtype in _BITS:
         a, b = e.left, e.right
@@ -70,28 +80,37 @@ def expr(e):
     return e
 
 
-def _block(body) -> tuple:
+def _block(body, ex=expr, fold_ifs: bool = True) -> tuple:
+    """`body` with `ex` applied to every expression of its statements; with `fold_ifs`, an
+    `if` on a constant replaced by the branch that runs."""
     out = []
     for s in body:
         if isinstance(s, cir.If):
-            cond = expr(s.cond)
-            if isinstance(cond, cir.Const) and isinstance(cond.value, bool):
-                out.extend(_block(s.then if cond.value else s.orelse))
+            cond = ex(s.cond)
+            if fold_ifs and isinstance(cond, cir.Const) and isinstance(cond.value, bool):
+                out.extend(_block(s.then if cond.value else s.orelse, ex, fold_ifs))
                 continue
-            out.append(replace(s, cond=cond, then=_block(s.then), orelse=_block(s.orelse)))
+            out.append(replace(s, cond=cond, then=_block(s.then, ex, fold_ifs),
+                               orelse=_block(s.orelse, ex, fold_ifs)))
         elif isinstance(s, cir.Loop):
-            out.append(replace(s, start=expr(s.start), stop=expr(s.stop), step=expr(s.step),
-                               body=_block(s.body)))
+            out.append(replace(s, start=ex(s.start), stop=ex(s.stop), step=ex(s.step),
+                               body=_block(s.body, ex, fold_ifs)))
         elif isinstance(s, (cir.Let, cir.Assign)):
-            out.append(replace(s, value=expr(s.value)))
+            out.append(replace(s, value=ex(s.value)))
         elif isinstance(s, (cir.Store, cir.Atomic)):
-            out.append(replace(s, index=tuple(expr(i) for i in s.index), value=expr(s.value)))
+            out.append(replace(s, index=tuple(ex(i) for i in s.index), value=ex(s.value)))
         elif isinstance(s, cir.Yield):
-            out.append(replace(s, value=expr(s.value),
-                               index=None if s.index is None else expr(s.index)))
+            out.append(replace(s, value=ex(s.value),
+                               index=None if s.index is None else ex(s.index)))
         elif isinstance(s, cir.SharedAlloc):
-            out.append(replace(s, shape=tuple(expr(d) if isinstance(d, cir.Expr) else d
+            out.append(replace(s, shape=tuple(ex(d) if isinstance(d, cir.Expr) else d
                                               for d in s.shape)))
         else:
             out.append(s)
     return tuple(out)
+
+
+def rewrite_exprs(kernel: cir.Kernel, rule) -> cir.Kernel:
+    """`kernel` with `rule` applied bottom-up to every expression of its body (statements
+    kept as they are)."""
+    return replace(kernel, body=_block(kernel.body, lambda e: bottom_up(e, rule), False))

@@ -249,3 +249,39 @@ def render_kernel_source(prog) -> str:
     from zynbook.compiler.codegen.dialects.cuda import CudaDialect
     from zynbook.compiler.codegen.printer import print_program
     return print_program(CudaDialect(), prog).source
+
+
+def _a_from_registers(write_before_wait: bool) -> ir.Program:
+    """One warpgroup: a m64n16k16 step with A from the registers `_pa` (all ones) and B a
+    shared tile of ones; thread t then writes `_pa[0]`, before or after the step's wait, and
+    stores its first accumulator (16: the row of A times B's column)."""
+    i32, f16, t = "i32", "f16", ir.Thread("thread")
+    lit = lambda v, d=i32: ir.Lit(v, d)
+    write = ir.Store("_pa", lit(0), lit(2.0, f16))
+    wait = ir.WarpgroupWait(0, "_c", 8)
+    body = (ir.Array("_b", f16, 16 * 64, "shared", align=ir.WGMMA_SWIZZLE * 8),
+            ir.Array("_pa", f16, 8), ir.Array("_c", "f32", 8),
+            ir.For("_i", lit(0), lit(8), lit(1), (ir.Store("_b", ir.Bin("+", ir.Bin("*", t, lit(8), i32),
+                                                                      ir.Ref("_i", i32), i32), lit(1.0, f16)),), i32),
+            ir.For("_i", lit(0), lit(8), lit(1), (ir.Store("_pa", ir.Ref("_i", i32), lit(1.0, f16)),), i32),
+            ir.Barrier(), ir.ProxyFence(), ir.Barrier(),
+            ir.WarpgroupFence("_c", 8, a="_pa", a_count=8),
+            ir.WarpgroupMma("_pa", lit(0), True, 0, 0, "_b", lit(0), True, 16, 1024, "_c", lit(0), 16, f16,
+                            a_regs=True, fresh=lit(True, "bool")),
+            ir.WarpgroupCommit(),
+            *((write, wait) if write_before_wait else (wait, write)),
+            ir.Store("out", t, ir.Load("_c", lit(0), "f32")))
+    k = ir.Kernel("a_regs", (ir.Param("out", "buffer", "f32", True),), body, 128)
+    return ir.Program("a_regs", (k,), (ir.Launch("a_regs", lit(1), 128),))
+
+
+def test_a_registers_are_read_until_the_wait():
+    """The hardware reads a warpgroup MMA's A registers until its group completes, so the
+    emulator refuses a write to them before the wait (a kernel that packs the next P while
+    P V is in flight) and takes the same write after it."""
+    from zynbook.backends import emulator, wgmma_model
+    out = np.zeros(128, np.float32)
+    emulator.run(_a_from_registers(False), {"out": out}, {}, {})
+    np.testing.assert_array_equal(out, 16)
+    with pytest.raises(wgmma_model.WgmmaError, match="A written while the MMA is in flight"):
+        emulator.run(_a_from_registers(True), {"out": np.zeros(128, np.float32)}, {}, {})

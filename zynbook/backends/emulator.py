@@ -408,6 +408,8 @@ class _Translator:
                 self.fail(f"parameter `{p.name}` has an unknown kind {p.kind!r}")
         body: list[str] = []
         self.lines = body
+        # registers a warpgroup MMA reads as A: the thread may not write them while it is in flight
+        self.a_regs = {n.a for n in ir.walk(self.kernel.body) if isinstance(n, ir.WarpgroupMma) and n.a_regs}
         self.block(self.kernel.body, 1)
         head = ["def _thread(_t, _b, _sh, _B):", "    if 0:", "        yield",
                 "    _P = _AsyncCopies()", "    _W = _WgmmaInFlight()"]
@@ -618,8 +620,9 @@ class _Translator:
                    f"a warpgroup MMA m64n{s.n}k{ir.WGMMA_K.get(s.dtype)} of {s.dtype}")
         held = "f32" if s.dtype == "tf32" else s.dtype      # the element type of its operands
         pre: list[str] = []
-        descs = []
+        descs, reads = [], "None"
         if s.a_regs:            # A's fragment: the thread's 8 (tf32: 4) elements, as an MMA's
+            reads = f"({self.array(s.a, False).py}, int({self.expr(s.a_index, pre)}), {8 if held != 'f32' else 4})"
             self.check(self.array(s.a, False).space == "local" and self.array(s.a, False).dtype == held,
                        f"a warpgroup MMA's A `{s.a}` in registers that is not a local {held} array")
             descs.append("(" + ", ".join(
@@ -643,7 +646,7 @@ class _Translator:
         self.points.append((_WGMMA, (s.n, a_major, s.b_kmajor), s.dtype, self.line, "a warpgroup MMA", 0))
         self.emit(depth, f"{got} = yield ({_WGMMA}, {point}, (_W.values({c.py}, {at}, {s.n // 2}), "
                          f"{', '.join(descs)}))")
-        self.emit(depth, f"_W.issue({c.py}, {at}, {got})")
+        self.emit(depth, f"_W.issue({c.py}, {at}, {got}, {reads})")
 
     def mbarrier(self, s, depth: int):
         """mbarrier operations and box copies (backends/tma_model.py): a wait yields until the
@@ -810,6 +813,8 @@ class _Translator:
         if var.dtype == "bf16":
             value = f"_bf16({value})"
         self.flush(pre, depth)
+        if var.name in self.a_regs and var.space == "local":
+            self.emit(depth, f"_W.written({var.py}, {idx})")
         if isinstance(s, Store):
             self.emit(depth, f"{self.access(var, True)}{idx}, {value})")
         else:

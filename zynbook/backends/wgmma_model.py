@@ -216,11 +216,22 @@ class InFlight:
                              f"{arr.shape[0]} registers")
         return tuple(self.latest.get((id(arr), at + w), arr[at + w]) for w in range(count))
 
-    def issue(self, arr, at: int, got):
+    def issue(self, arr, at: int, got, reads=None):
+        """A step on accumulators arr[at ..] (`got`: its results and their check), reading
+        A from registers `reads` ((array, first, count)) or None."""
         vals, check = got
         for w, v in enumerate(vals):
             self.latest[(id(arr), at + w)] = v
-        self.open.append((arr, at, vals, check))
+        self.open.append((arr, at, vals, check, reads))
+
+    def written(self, arr, at: int):
+        """A register about to be written by the thread: an error where a step still in
+        flight reads it as A (the hardware reads A until the step's group completes)."""
+        for step in [s for g in self.groups for s in g] + self.open:
+            reads = step[4]
+            if reads is not None and reads[0] is arr and reads[1] <= at < reads[1] + reads[2]:
+                raise WgmmaError(f"register {at} of a warpgroup MMA's A written while the MMA "
+                                 "is in flight (before its wgmma.wait_group)")
 
     def commit(self):
         self.groups.append(self.open)
@@ -230,12 +241,12 @@ class InFlight:
         landed = False
         while len(self.groups) > pending:
             landed = True
-            for arr, at, vals, check in self.groups.pop(0):
+            for arr, at, vals, check, _ in self.groups.pop(0):
                 if check is not None:
                     check()
                 arr[at:at + len(vals)] = vals
         if landed:      # what a landed step wrote is the registers' own now (the thread may
             self.latest.clear()     # change it); the steps still in flight, newest last
-            for arr, at, vals, _ in [s for g in self.groups for s in g] + self.open:
+            for arr, at, vals, _, _ in [s for g in self.groups for s in g] + self.open:
                 for w, v in enumerate(vals):
                     self.latest[(id(arr), at + w)] = v

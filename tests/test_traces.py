@@ -185,11 +185,13 @@ def test_a_stack_of_layers_reads_each_layers_weights_in_place(cuda):
     want = x
     for w in model["layers"]:
         want = np_transformer_block(want, w)
-    for _ in range(4):
+    for _ in range(5):
         h = cp.asarray(x)
         for layer in range(len(model["layers"])):
             h = block(h, layer)
-            assert s.interpreter.lazy.traces.last_miss is None or _ < 2
+            # (a layer's input is the layer before's result, a new array each call: it is
+            # read in place once the memory pool gives it where it gave it at the capture)
+            assert s.interpreter.lazy.traces.last_miss is None or _ < 3
         close(h, want)
     traces = s.interpreter.lazy.traces.entries.values()
     assert len(traces) == len(model["layers"])
@@ -231,7 +233,9 @@ def test_the_heads_are_read_where_they_lie(cuda):
               np_transformer_block(x, model["layers"][0]))
     (trace,) = s.interpreter.lazy.traces.entries.values()
     ((record, _, _),) = trace.steps
-    assert len(record.graph.graph.operations) == len(record.plans) == 7
+    # (the last kernel, whose output is the result, runs after the graph into a new array)
+    assert len(record.graph.graph.operations) == len(record.plans) - 1 == 6
+    assert record.graph.fresh(6)
     attention = next(p for p in record.plans if "attention" in p.kernel.name)
     (strided,) = [p for p in attention._strided.values() if p is not None]
     assert sorted(b.strides for b in strided.kernel.inputs) == [(7200, 72, 8, 1)] * 3
@@ -262,7 +266,7 @@ def test_a_capture_at_the_first_call_compiles_nothing_while_it_records(cuda, mon
     close(s.run("transformer_block(x, 0)", x=cp.asarray(x)),
           np_transformer_block(x, model["layers"][0]))
     (trace,) = s.interpreter.lazy.traces.entries.values()
-    assert len(trace.steps[0][0].graph.graph.operations) == 7
+    assert len(trace.steps[0][0].graph.graph.operations) == 6     # and the result's kernel after it
 
 VIEWS = """pipeline parts(x: tensor[n, m]) -> tensor[n, k]:
     let y = compute(x) {

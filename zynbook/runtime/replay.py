@@ -14,7 +14,9 @@ interpreter's, one graph launch and the checks.
   model's layer l, captured after its own earlier call, reads layer l's weights in place.
 * Outputs: a launch's output named by the program (a top-level name, a pipeline's local,
   a value handed back) is copied out of the graph's buffer into a fresh one at each replay,
-  so a value kept from an earlier run never changes. The others are handed out as views of
+  so a value kept from an earlier run never changes; where the last launch's output is
+  named at the capture, that launch runs after the graph into a fresh output of its own
+  instead (no copy). The others are handed out as views of
   the graph's buffers; a replay first checks that none of those from the run before is
   still held (else the launches run one by one, and the graph waits for the next run).
 * Errors: the error flag of every kernel that can fail is read after the replay, and the
@@ -109,9 +111,11 @@ class Replays:
         staged = {j for j, a in enumerate(shape.addresses)
                   if last is not None and last[j] != a} | shape.views
         from ..backends.cuda.graph import CaptureFailed, capture
+        tail = len(launches) >= MIN_LAUNCHES and \
+            id(launches[-1][0].result) in self.lazy._named(roots, frames=True)
         try:
             graph = capture(shape.device, shape.stream, shape.plans, shape.wiring,
-                            shape.scalars, shape.inputs, staged)
+                            shape.scalars, shape.inputs, staged, tail)
         except CaptureFailed as err:
             self.refused[key] = str(err)
             if len(self.refused) > MAX_SHAPES:
@@ -260,7 +264,9 @@ class GraphRecord:
         for k, ((group, (lowered, plan, _, _, info)), out) in \
                 enumerate(zip(launches, self.graph.outs)):
             lz = group.result
-            if id(lz) in named:
+            if self.graph.fresh(k):     # a new array at each replay: handed out as it is
+                data = out
+            elif id(lz) in named:
                 data = cp.empty(out.shape, dtype=out.dtype)
                 data.data.copy_from_device_async(out.data, out.nbytes, stream)
             else:
@@ -271,6 +277,7 @@ class GraphRecord:
                 launch = Launch(launch.kernel, launch.device, times, launch.geometry)
             lz.settle(interp.launched(device, lowered, plan, data, launch, lz.committed, info))
             given.append(data)
+        self.graph.handed()
         return given
 
     def replay(self, inputs: list):

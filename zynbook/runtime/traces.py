@@ -585,8 +585,9 @@ class _Trace:
                     src = ("view", a)
                 sources.append(src)
             traced.append((record, tuple(sources), []))
-            for k, g in enumerate(given):
-                made.append((s, k, g, g.data.ptr != record.graph.outs[k].data.ptr))
+            for k, g in enumerate(given):      # (a fresh output is as a copy: new at each replay)
+                made.append((s, k, g, record.graph.fresh(k) or
+                             g.data.ptr != record.graph.outs[k].data.ptr))
             if id(result) in results:
                 result_at = (s, results.index(id(result)))
         if result_at is None or not isinstance(getattr(result, "result", None), Tensor):
@@ -667,9 +668,13 @@ class _Trace:
             launched += launches_before
             launched.append(launch)
         s, k = self.result_at
-        out = self.steps[s][0].graph.outs[k]
-        data = cp.empty(out.shape, dtype=out.dtype)
-        data.data.copy_from_device_async(out.data, out.nbytes, stream)
+        graph = self.steps[s][0].graph
+        data = out = graph.outs[k]
+        if not graph.fresh(k):          # the graph's own buffer: the caller gets a copy
+            data = cp.empty(out.shape, dtype=out.dtype)
+            data.data.copy_from_device_async(out.data, out.nbytes, stream)
+        for record, _, _ in self.steps:
+            record.graph.handed()
         with interp._lock:
             interp.session.last_kernels += kernels
             interp.session.launches += launched

@@ -8,6 +8,11 @@ the inputs that are not captured in place first copied into their staging buffer
 reads the error flags of the kernels that can fail (waiting for the graph only then).
 A strided input (a view) is staged: copied elementwise into its contiguous buffer.
 
+With `tail`, the last launch is left out of the graph and queued after it at every replay
+into a fresh output: the run's value handed to the caller (a named result) is then that
+launch's own output, not a copy of the graph's buffer (a copy is a read and a write of the
+whole result, and a launch, at every replay).
+
 Captures of graphs replayed on one stream are made on one private stream of their own:
 a plan's scratch buffers and error flag are per stream, so every graph replayed on a
 stream shares them, and replays on one stream run one after another."""
@@ -43,10 +48,21 @@ class CapturedGraph:
     """A captured run: the graph, each launch's output and error flag, the staging
     buffers of inputs copied in at every replay, and what the capture allocated."""
 
-    def __init__(self, graph, outs, flags, staging, held):
+    def __init__(self, graph, outs, flags, staging, held, tail=None):
         self.graph, self.outs, self.flags = graph, outs, flags
         self.staging, self.held = staging, held
+        self.tail = tail            # (plan, wires, scalars) of the launch queued after the graph
         self.events: list = []      # event pairs timing replays, reused once read or dropped
+
+    def fresh(self, k: int) -> bool:
+        """Whether launch k's output is a new array at every replay (the tail's)."""
+        return self.tail is not None and k == len(self.outs) - 1
+
+    def handed(self):
+        """The tail's output was handed out: not kept here (so that the caller dropping it
+        frees it for the next replay's output, which then lies where it did)."""
+        if self.tail is not None:
+            self.outs[-1] = None
 
     def replay(self, inputs: list, stream) -> DeferredKernelTime:
         """Queue the graph on `stream` after copying the staged `inputs` in; the time of
@@ -62,6 +78,14 @@ class CapturedGraph:
         pair = event_pair(self.events, cp)
         pair[0].record(stream)
         self.graph.launch(stream)
+        if self.tail is not None:
+            plan, wires, values = self.tail
+            source = list(inputs)
+            for j, buf in self.staging:
+                source[j] = buf
+            # (its buffers not held: the pool reuses memory in the stream's order)
+            _, self.outs[-1], self.flags[-1] = plan.enqueue(
+                cp, stream, [_wired(w, self.outs, source) for w in wires], values)
         pair[1].record(stream)
         self.end = pair[1]
         return DeferredKernelTime(lambda: _elapsed(*pair), None, None, "gpu-events")
@@ -82,12 +106,13 @@ class CapturedGraph:
 
 
 def capture(device, stream, plans: list, wiring: list, scalars: list, inputs: list,
-            staged: set) -> CapturedGraph:
+            staged: set, tail: bool = False) -> CapturedGraph:
     """Capture the launches of `plans` in order: launch k reads, per input, ("g", i) the
     output of launch i, ("v", i, view) the array `view(output of launch i)` (a reshape or
     part of it, made once here; a strided one is copied contiguous inside the graph, as a
     launch one by one copies it) or ("x", j) input j (`inputs`: CuPy arrays; those in
-    `staged` are read from copies made at each replay), with `scalars[k]`."""
+    `staged` are read from copies made at each replay), with `scalars[k]`. With `tail`
+    the last launch is not captured but queued after the graph at each replay."""
     cp = _cp()
     private = capture_stream(device, stream)
     _plan_views(plans, wiring)
@@ -101,8 +126,9 @@ def capture(device, stream, plans: list, wiring: list, scalars: list, inputs: li
             private.begin_capture()
         except Exception as err:
             raise CaptureFailed(f"CUDA stream capture could not begin: {err}") from None
+        captured = len(plans) - 1 if tail else len(plans)
         try:
-            for plan, wires, values in zip(plans, wiring, scalars):
+            for plan, wires, values in zip(plans[:captured], wiring, scalars):
                 arrays = [_wired(w, outs, source) for w in wires]
                 bufs, out, flag = plan.enqueue(cp, private, arrays, values)
                 outs.append(out)
@@ -120,9 +146,13 @@ def capture(device, stream, plans: list, wiring: list, scalars: list, inputs: li
             graph = private.end_capture()
         except Exception as err:
             raise CaptureFailed(f"CUDA stream capture failed: {err}") from None
-    captured = CapturedGraph(graph, outs, flags, staging, held)
-    captured.device = device
-    return captured
+    last = None
+    if tail:        # its output, flag and buffers are set by each replay
+        last = (plans[-1], wiring[-1], scalars[-1])
+        outs.append(None), flags.append(None)
+    record = CapturedGraph(graph, outs, flags, staging, held, last)
+    record.device = device
+    return record
 
 
 def _plan_views(plans: list, wiring: list):

@@ -420,7 +420,8 @@ def main(argv=None):
         last = "the last layer's" if args.layers > 1 else "the"
         print(f"  of which {last} replayed graph, by its "
               f"own events: {zyn['probe'] * 1e3:.3f} ms "
-              "(the rest: host work before its launch, the launch, the result's copy)")
+              "(the rest: host work before its launch and the launch; the events also hold "
+              "the result's kernel, queued after the graph)")
     print(f"max |zynbook - eager| / max |eager| = {results['max_rel_diff_vs_eager']:.2e}")
     if results["zynbook"]["per_graph"]:
         print("zynbook graphs (replayed):")

@@ -548,3 +548,59 @@ def test_nan_through_attention(device):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     ok = ~np.isnan(want)
     np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------ fields beside names
+
+FIELD_NAMES = {     # source, host values, numpy's answer for x = [1, 2]
+    "scalar_field_beside_a_local": ("""
+let y = compute(x) {
+    for i in 0..n:
+        let c_s = x[i]
+        out[i] = c_s + c.s
+}
+y
+""", {"c": {"s": 100.0}}, lambda x: x + 100),
+    "scalar_field_beside_a_host_scalar": ("""
+let c_s = 7.0
+let y = compute(x) {
+    for i in 0..n:
+        out[i] = x[i] * c_s + c.s
+}
+y
+""", {"c": {"s": 100.0}}, lambda x: x * 7 + 100),
+    "fields_spelled_alike": ("""
+let y = compute(x) {
+    for i in 0..n:
+        out[i] = x[i] * a.b_c + a_b.c
+}
+y
+""", {"a": {"b_c": 10.0}, "a_b": {"c": 0.5}}, lambda x: x * 10 + 0.5),
+    "tensor_field_beside_a_host_scalar": ("""
+let w_a = 2.0
+let y = compute(w.a) {
+    for i in 0..n:
+        out[i] = w.a[i] * w_a
+}
+y
+""", {"w": {"a": np.array([1.0, 2.0], np.float32)}}, lambda x: np.array([2.0, 4.0])),
+    "tensor_field_beside_a_host_size": ("""
+let w_n = 2
+let y = compute(w.n) {
+    for i in 0..w_n:
+        out[i] = w.n[i] + 1.0
+}
+y
+""", {"w": {"n": np.array([1.0, 2.0], np.float32)}}, lambda x: np.array([2.0, 3.0])),
+}
+
+
+@pytest.mark.parametrize("device", ["cpu"] + DEVICES)
+@pytest.mark.parametrize("case", sorted(FIELD_NAMES))
+def test_fields_are_names_of_their_own(case, device):
+    """`c.s` is neither a local nor a host name `c_s`, and `a.b_c` is not `a_b.c`: every
+    device (the reference too) reads each where it is (numpy's answer)."""
+    src, host, want = FIELD_NAMES[case]
+    x = np.array([1.0, 2.0], np.float32)
+    got = zynbook.run(src, device=device, x=x, **host)
+    np.testing.assert_allclose(np.asarray(got.numpy() if hasattr(got, "numpy") else got), want(x), rtol=1e-6)

@@ -10,7 +10,6 @@ kernel type, ...) makes the CIR the devices run.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from ..errors import NO_SPAN, Span, ZynMLNameError, ZynMLShapeError, ZynMLTypeError
@@ -79,7 +78,9 @@ class LoweredKernel:
 
 
 def identifier(label: str) -> str:
-    return re.sub(r"\W", "_", label)
+    """A label's CIR name: the label itself (`w.a` keeps its dot, so that it never meets a
+    local or host name `w_a`; the printers spell it apart: launch/scalar.user_name)."""
+    return label
 
 
 def dotted(e) -> str | None:

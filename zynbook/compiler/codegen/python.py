@@ -25,7 +25,8 @@ _REDUCE = {"+": "np.sum", "*": "np.prod", "max": "np.max", "min": "np.min", "and
 
 
 def _name(n: str) -> str:
-    return f"v_{n}"
+    from ..launch.scalar import user_name
+    return "v" + user_name(n)
 
 
 class _Renderer:

@@ -31,8 +31,18 @@ DTYPE_BYTES = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32":
                "f32": 4, "i64": 8, "u64": 8, "f64": 8, "bool": 1}
 
 
+FIELD_PREFIX = "uf_"     # a record's field (`w.a`)
+
+
 def user_name(name: str) -> str:
-    return USER_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", name)
+    """The generated code's name for a user's: after USER_PREFIX, the name with any
+    character C does not take as `_` (a pass's `%n1`); a field (`w.a`) after FIELD_PREFIX,
+    `_` written `_u` and `.` written `_d`, so that `w.a`, `w_a`, `w.a_b` and `w_a.b` stay four
+    names."""
+    if "." not in name:
+        return USER_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return FIELD_PREFIX + re.sub(r"[^A-Za-z0-9]", lambda m: {"_": "_u", ".": "_d"}.get(m.group(), "_x"),
+                                 name)
 
 
 def compute_dtype(dtype: str) -> str:

@@ -592,6 +592,13 @@ let y = compute(w.n) {
 }
 y
 """, {"w": {"n": np.array([1.0, 2.0], np.float32)}}, lambda x: np.array([2.0, 3.0])),
+    "int_field_as_a_loop_bound": ("""
+let y = compute(x) {
+    for i in 0..c.k:
+        out[i] = x[i] * c.k
+}
+y
+""", {"c": {"k": 1}}, lambda x: x[:1]),
 }
 
 

@@ -596,8 +596,13 @@ class _Lowering:
             if buf is not None:
                 return self.whole(buf)
             label = dotted(e)
-            if label is not None and self.scalar_types.get(label) is not None:
-                return self._scalar_arg(label, self.scalar_types[label])
+            dtype = self.scalar_types.get(label) if label is not None else None
+            if dtype is not None and (is_float(dtype) or dtype == "bool"):
+                return self._scalar_arg(label, dtype)
+            if dtype is not None:           # an integer field: a size, as an integer name is
+                self.sizes.add(label)
+                self.size_spans.setdefault(label, e.span)
+                return cir.Var(label, I32)
             if dotted(e) and dotted(e).split(".")[0] not in [s.label.split(".")[0] for s in self.inputs]:
                 raise ZynMLNameError(f"unknown name `{dotted(e).split('.')[0]}`", e.span)
             raise ZynMLNameError(f"`{dotted(e) or 'this'}` is not an input of this compute "

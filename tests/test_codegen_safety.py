@@ -592,6 +592,15 @@ let y = compute(w.n) {
 }
 y
 """, {"w": {"n": np.array([1.0, 2.0], np.float32)}}, lambda x: np.array([2.0, 3.0])),
+    "host_names_shadowing_inf_and_e": ("""
+let inf = 5.0
+let e = 2
+let y = compute(x) {
+    for i in 0..n:
+        out[i] = x[i] * e - inf + pi * 0.0
+}
+y
+""", {}, lambda x: x * 2 - 5),
     "int_field_as_a_loop_bound": ("""
 let y = compute(x) {
     for i in 0..c.k:

@@ -3,7 +3,7 @@ host scalars, and sizes to infer."""
 from __future__ import annotations
 
 from . import ast as A
-from .lower import CONSTANTS, KERNEL_BUILTINS, dotted
+from .lower import KERNEL_BUILTINS, dotted
 
 
 def compute_free_names(node: A.Compute) -> dict:
@@ -68,8 +68,8 @@ def _expr(e, scopes, listed, free):
         root = label.split(".")[0]
         if _bound(root, scopes) or label in listed or root in listed and label == root:
             return
-        if isinstance(e, A.Name) and (e.id in CONSTANTS or e.id in KERNEL_BUILTINS or
-                                      e.id == "out"):
+        # (`inf`, `pi` and `e` are free: a host name of theirs shadows the constant)
+        if isinstance(e, A.Name) and (e.id in KERNEL_BUILTINS or e.id == "out"):
             return
         if isinstance(e, A.Attr) and any(label.startswith(lbl + ".") for lbl in listed):
             return

@@ -660,7 +660,7 @@ class _Lowering:
         buf = self.buffer_for(e)
         if buf is not None:
             return self.whole(buf)
-        if e.id in CONSTANTS:
+        if e.id in CONSTANTS and e.id not in self.scalar_types:    # (unless the host binds it)
             return cir.Const(CONSTANTS[e.id], F32)
         if e.id == "out":
             raise ZynMLTypeError("`out` is written, not read, except as out[...] += ...", e.span)

@@ -107,8 +107,10 @@ def is_weak(e, weak_names=frozenset()) -> bool:
         args = (e.left, e.right) if isinstance(e, cir.Bin) else e.args
         if isinstance(e, cir.Bin) and e.op not in ("+", "-", "*", "/", "**", "%"):
             return False
-        return all(is_weak(a, weak_names) or (is_int(a.ty.dtype) and not a.ty.shape)
-                   for a in args)
+        # (a size or loop variable counts as weak, an integer read from a tensor does not:
+        # `x[i] * 3 - 1` on i64 x stays i64)
+        return all(is_weak(a, weak_names) or (isinstance(a, cir.Var) and a.ty.dtype == "i32"
+                                               and not a.ty.shape) for a in args)
     return False
 
 

@@ -639,3 +639,44 @@ def test_integer_literals_keep_the_tensors_integer_type(dtype, device):
     want = x * npt(3) - npt(1)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+def _bf16(a) -> np.ndarray:
+    """numpy's float32 `a` rounded to bfloat16 (ties to even), written here apart from the
+    reference's."""
+    u = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    return (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+
+
+HALF_CASTS = {     # body, numpy's answer for float32 x
+    "f16_cast_rounds": ("out[i] = f32(f16(x[i]))", lambda x: x.astype(np.float16).astype(np.float32)),
+    "bf16_let_rounds": ("let v: bf16 = x[i]\n        out[i] = f32(v) * 2.0", lambda x: _bf16(x) * 2),
+    "bf16_cast_rounds": ("out[i] = f32(bf16(x[i])) + 1.0", lambda x: _bf16(x) + np.float32(1)),
+}
+
+
+@pytest.mark.parametrize("device", ["cpu"] + DEVICES)
+@pytest.mark.parametrize("case", sorted(HALF_CASTS))
+def test_a_cast_to_a_half_rounds(case, device):
+    """An explicit f16 or bf16 (a cast, a typed let) rounds the value there, though halves
+    compute in f32 between loads and stores: every device gives numpy's answer."""
+    body, want = HALF_CASTS[case]
+    x = np.array([3.14159265, 1e-3 + 1e-7, 7000.3, -41.77, 0.1], np.float32)
+    src = f"let y = compute(x) {{\n    for i in 0..n:\n        {body}\n}}\ny\n"
+    got = np.asarray(zynbook.run(src, device=device, x=x).numpy())
+    np.testing.assert_allclose(got, want(x), rtol=1e-7)
+
+
+@pytest.mark.parametrize("device", ["cpu"] + DEVICES)
+def test_a_bf16_shared_array_holds_rounded_values(device):
+    x = np.linspace(-150, 150, 7).astype(np.float32) + np.float32(0.3377)
+    src = """let y = compute(x) {
+    for i in 0..n:
+        shared var row[8]: bf16
+        row[0] = x[i]
+        out[i] = f32(row[0])
+}
+y
+"""
+    got = np.asarray(zynbook.run(src, device=device, x=x).numpy())
+    np.testing.assert_array_equal(got, _bf16(x))

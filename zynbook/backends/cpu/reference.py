@@ -30,6 +30,16 @@ def np_dtype(dtype: str):
     return np.dtype(NUMPY_NAMES[dtype])
 
 
+def bf16_rounded(x) -> np.ndarray:
+    """`x` rounded to the nearest bfloat16 (ties to even; a NaN stays NaN), held as float32
+    as bf16 values are."""
+    a = np.asarray(x, np.float32)
+    u = a.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    r = np.where(np.isnan(a), (a.view(np.uint32) | 0x00400000) & 0xFFFF0000, r).astype(np.uint32)
+    return r.view(np.float32)
+
+
 class Val:
     """A per-lane value: `arr` has `lanes` leading lane axes, then the value's own axes."""
     __slots__ = ("arr", "lanes")
@@ -122,6 +132,7 @@ class ReferenceExecutor:
 
     def __init__(self, kernel: cir.Kernel, inputs: list, sizes: dict, scalars: dict):
         self.kernel = kernel
+        self.bf16_buffers = {kernel.output.name} if kernel.output.dtype == "bf16" else set()
         self.buffers = {b.name: np.asarray(a) for b, a in zip(kernel.inputs, inputs)}
         self.sizes = sizes
         shape = cir.output_shape(kernel, sizes) if kernel.output.shape else ()
@@ -182,6 +193,8 @@ class ReferenceExecutor:
             lane_shape = self._lane_shape()
             self.buffers[s.name] = np.zeros(lane_shape + shape, dtype=np_dtype(s.dtype))
             self.shared_defs[s.name] = len(lane_shape)
+            if s.dtype == "bf16":
+                self.bf16_buffers.add(s.name)
         elif isinstance(s, cir.Barrier):
             pass    # lanes run in lock step: every write before the barrier is already done
         elif isinstance(s, cir.Atomic):
@@ -586,6 +599,9 @@ class ReferenceExecutor:
 
     def store(self, s: cir.Store):
         value = self.eval(s.value)
+        if s.buffer in self.bf16_buffers:       # a bf16 array holds its values rounded
+            v = as_val(value)
+            value = Val(bf16_rounded(v.arr), v.lanes)
         target = self.buffers[s.buffer]
         if s.buffer in self.shared_defs:
             self._shared_store(s, target, value)
@@ -856,7 +872,8 @@ class ReferenceExecutor:
             return Val(_reduce(e.op, arr, axes), v.lanes)
         if isinstance(e, cir.Cast):
             v = as_val(self.eval(e.operand))
-            return Val(np.asarray(v.arr).astype(np_dtype(e.ty.dtype)), v.lanes)
+            arr = np.asarray(v.arr).astype(np_dtype(e.ty.dtype))
+            return Val(bf16_rounded(arr) if e.ty.dtype == "bf16" else arr, v.lanes)
         if isinstance(e, cir.Select):
             c, a, b = (as_val(self.eval(x)) for x in (e.cond, e.if_true, e.if_false))
             x, y, z = _align([c, a, b])

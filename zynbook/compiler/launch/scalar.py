@@ -207,7 +207,10 @@ class ScalarLowering:
             c = const_value(e.operand, self.facts.consts)
             if c is not None and dt != "bool":
                 return lit(c, dt)
-            return cast(self.expr(e.operand), dt)
+            x = self.expr(e.operand)
+            if e.ty.dtype in ("f16", "bf16") and x.dtype != e.ty.dtype:
+                x = cast(x, e.ty.dtype)     # an explicit half: rounded to it, computed wider
+            return cast(x, dt)
         if isinstance(e, cir.Select):
             return ir.Select(cast(self.expr(e.cond), "bool"), self.operand(e.if_true, dt),
                              self.operand(e.if_false, dt), dt)

@@ -20,6 +20,11 @@ SERIAL_WORD = 3         # the next: the caller asks for the blocks on its own th
 
 CPP_HELPERS = dict(HELPERS, **{
     **_REDUCTIONS,
+    # bf16 is held as a float rounded to bfloat16 (ties to even, NaN kept), as the reference
+    "zyn_bf16": ("{q}float zyn_bf16(float x) {{ unsigned u; __builtin_memcpy(&u, &x, 4);\n"
+                 "    u = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x400000u) & 0xffff0000u\n"
+                 "        : (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;\n"
+                 "    __builtin_memcpy(&x, &u, 4); return x; }}", ()),
     "zyn_cancelled": (
         "// the device sets the word after the error flag when the caller gave up on the launch:\n"
         "// the remaining blocks are skipped (zynbook/runtime/cancel.py)\n"
@@ -67,6 +72,8 @@ class CppDialect(CFamily):
         return _THREAD[axis]
 
     def cast(self, text, src, dst):
+        if dst == "bf16" and src != "bf16":       # held as a float, rounded to bfloat16
+            return f"{self.need('zyn_bf16')}({super().cast(text, src, 'f32')})"
         src, dst = ("f32" if t == "bf16" else t for t in (src, dst))
         return text if src == dst else super().cast(text, src, dst)
 

@@ -680,3 +680,25 @@ y
 """
     got = np.asarray(zynbook.run(src, device=device, x=x).numpy())
     np.testing.assert_array_equal(got, _bf16(x))
+
+
+@pytest.mark.parametrize("device", ["cpu"] + DEVICES)
+@pytest.mark.parametrize("bound", ["i", "i + 1"])
+def test_an_inner_loop_bounded_by_the_outer_one(bound, device):
+    """`for j in 0..i` (a prefix sum, a causal row) runs on the reference too, each
+    iteration of i over its own keys: numpy's cumulative sums."""
+    x = np.arange(1, 8, dtype=np.float32)
+    src = f"""let n = 7
+let y = compute(x) {{
+    for i in 0..n:
+        var s = 0.0
+        for j in 0..{bound}:
+            s += x[j]
+        out[i] = s
+}}
+y
+"""
+    got = np.asarray(zynbook.run(src, device=device, x=x).numpy())
+    c = np.cumsum(x)
+    want = np.concatenate([[0], c[:-1]]) if bound == "i" else c
+    np.testing.assert_allclose(got, want)

@@ -235,7 +235,10 @@ class ReferenceExecutor:
 
     def loop(self, s: cir.Loop):
         start, stop, step = (self.eval(e) for e in (s.start, s.stop, s.step))
-        ustart, ustop, ustep = (self.uniform(v, s.line) for v in (start, stop, step))
+        ustep = self.uniform(step, s.line)
+        # bounds that differ between lanes (`for j in 0..i`): a serial loop, masked per lane
+        ustart, ustop = (None if isinstance(v, LaneIndex) else self.uniform(v, s.line)
+                         for v in (start, stop))
         if ustep is None or ustep <= 0:
             raise self.error("a loop step must be positive and the same in every lane", s.line)
         if s.parallel and ustart is not None and ustop is not None and self._vectorizable(s):

@@ -601,3 +601,14 @@ def test_vectorised_executor_equals_sequential_rendering(name, recorded_launches
         compared += 1
     if name != "row_sums_axis":
         assert compared, "no kernel was small enough to compare"
+
+
+def test_endless_recursion_is_a_zynml_error_and_the_session_goes_on():
+    import zynbook
+    from zynbook.errors import ZynMLRuntimeError
+    s = zynbook.Session("cpu")
+    s.run("pipeline f(a):\n    return f(a)\n")
+    with pytest.raises(ZynMLRuntimeError, match="nested too deep") as err:
+        s.run("f(1)")
+    assert err.value.span.line == 2          # the pipeline's `return f(a)`
+    assert s.run("1 + 2") == 3

@@ -313,6 +313,9 @@ class Interpreter:
             raise err.with_source(self.source)
         except (ValueError, ArithmeticError, IndexError) as err:
             raise ZynMLRuntimeError(str(err), s.span, self.source) from None
+        except RecursionError:
+            raise ZynMLRuntimeError("calls nested too deep: a pipeline that calls itself "
+                                    "without end?", s.span, self.source) from None
         except MemoryError as err:
             raise ZynMLMemoryError(_memory_message(err), s.span, self.source) from None
 

@@ -702,3 +702,25 @@ y
     c = np.cumsum(x)
     want = np.concatenate([[0], c[:-1]]) if bound == "i" else c
     np.testing.assert_allclose(got, want)
+
+
+@pytest.mark.parametrize("device", ["cpu"] + DEVICES)
+def test_pow_and_tanh_at_special_values(device):
+    """pow and tanh at NaN, 0, 1, negative bases and infinities give numpy's answers on every
+    device (WGSL's own pow is undefined at most of them, its tanh drops NaN)."""
+    inf, nan = np.inf, np.nan
+    a = np.array([nan, 0.0, 1.0, nan, inf, -2.0, -2.0, 0.0, 2.0, -8.0, 0.5, nan], np.float32)
+    b = np.array([1.0, 0.0, nan, 2.5, 0.0, 3.0, 0.5, -1.0, 10.0, 2.0, inf, 0.0], np.float32)
+    src = """let y = compute(a, b) {
+    for i in 0..n:
+        out[i] = pow(a[i], b[i])
+}
+y
+"""
+    with np.errstate(all="ignore"):
+        want = np.power(a, b)
+    got = np.asarray(zynbook.run(src, device=device, a=a, b=b).numpy())
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    t = np.asarray(zynbook.run("let z = compute(a) {\n    for i in 0..n:\n        out[i] = tanh(a[i])\n}\nz\n",
+                               device=device, a=a).numpy())
+    np.testing.assert_allclose(t, np.tanh(a), rtol=1e-6, atol=1e-7, equal_nan=True)

@@ -508,6 +508,8 @@ def _deps(name: str) -> tuple:
         return ("zyn_isnan_f32",)
     if name == "zyn_gelu_f32":
         return ("zyn_erf_f32",)
+    if name in ("zyn_tanh_f32", "zyn_pow_f32"):
+        return ("zyn_isnan_f32",)
     return ()
 
 
@@ -548,7 +550,9 @@ fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f
 fn zyn_isnan_f64(x: f64) -> bool { return zyn_isnan_f32(f32(x)); }""",
     "zyn_tanh_f32": """\
 fn zyn_tanh_f32(x: f32) -> f32 {
-    // tanh saturates to +-1 well before |x| = 15; clamping keeps exp() finite
+    // tanh saturates to +-1 well before |x| = 15; clamping keeps exp() finite (a NaN is
+    // returned as it is: clamp may not keep it)
+    if (zyn_isnan_f32(x)) { return x; }
     return tanh(clamp(x, -15.0f, 15.0f)); }""",
     "zyn_sigmoid_f32": "fn zyn_sigmoid_f32(x: f32) -> f32 { return 1.0f / (1.0f + exp(-x)); }",
     "zyn_silu_f32": "fn zyn_silu_f32(x: f32) -> f32 { return x / (1.0f + exp(-x)); }",
@@ -564,10 +568,17 @@ fn zyn_erf_f32(x: f32) -> f32 {
 fn zyn_gelu_f32(x: f32) -> f32 { return 0.5f * x * (1.0f + zyn_erf_f32(x * 0.70710678118654752f)); }""",
     "zyn_pow_f32": """\
 fn zyn_pow_f32(a: f32, b: f32) -> f32 {
-    // numpy's power: negative bases with whole exponents are defined
-    if (a < 0.0f && b == floor(b)) {
+    // numpy's power (C's pow), where WGSL's pow is undefined: a^0 and 1^b are 1 (a NaN
+    // too), a NaN otherwise NaN, 0 to a negative power infinity, a negative base with a
+    // whole exponent defined (an odd one negative) and with another NaN
+    if (b == 0.0f || a == 1.0f) { return 1.0f; }
+    if (zyn_isnan_f32(a) || zyn_isnan_f32(b)) { return a + b; }
+    if (a == 0.0f) { return select(0.0f, bitcast<f32>(0x7f800000u), b < 0.0f); }
+    if (a < 0.0f) {
+        if (b != floor(b)) { return bitcast<f32>(0x7fc00000u); }
+        if (a == -1.0f && abs(b) == bitcast<f32>(0x7f800000u)) { return 1.0f; }
         let r = pow(-a, b);
-        return select(r, -r, (i32(b) & 1i) == 1i);
+        return select(r, -r, abs(b) < 16777216.0f && (i32(b) & 1i) == 1i);
     }
     return pow(a, b); }""",
     "zyn_f16": """\

@@ -29,21 +29,26 @@ INDEX = "index"                 # an index out of range
 DIV_ZERO = "div0"               # integer division by zero
 REM_ZERO = "rem0"               # integer remainder by zero
 DIV_OVERFLOW = "divov"          # the smallest signed integer divided by -1
+LIMIT = "limit"                 # a size past what a kernel built for every size holds
 
 WORDS = 2                       # the flag buffer: two 32-bit integers
 
 
 @dataclass(frozen=True)
 class Site:
-    kind: str                   # INDEX, DIV_ZERO, REM_ZERO or DIV_OVERFLOW
+    kind: str                   # INDEX, DIV_ZERO, REM_ZERO, DIV_OVERFLOW or LIMIT
     line: int                   # the ZynML line
-    buffer: str = ""            # INDEX: the buffer read or written
-    extent: int | str = 0       # INDEX: the size of the axis (a number, or a size name)
+    buffer: str = ""            # INDEX: the buffer read or written; LIMIT: the size's name
+    extent: int | str = 0       # INDEX: the size of the axis (a number, or a size name);
+                                # LIMIT: the largest the kernel takes
 
     def message(self, value: int) -> str:
         if self.kind == INDEX:
             return (f"index {value} is out of range for an axis of size {self.extent} "
                     f"of `{self.buffer}`")
+        if self.kind == LIMIT:      # (value: the last index the size reaches)
+            return (f"{self.buffer} {value + 1} is past the {self.extent} that this device's "
+                    "kernel, built for every size, takes")
         if self.kind == DIV_ZERO:
             return "integer division by zero"
         if self.kind == REM_ZERO:

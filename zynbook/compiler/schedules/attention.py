@@ -577,8 +577,7 @@ class _Kernel:
         body += self.store()
         if not self.exact and self.dcap == HEAD_DIM_CLASSES[-1]:
             # a head_dim past the largest class: the row the registers hold is too short
-            site = self.sites.add(errflag.INDEX, self.k.first_line, self.shape.bufs["out"].name,
-                                  self.dcap)
+            site = self.sites.add(errflag.LIMIT, self.k.first_line, "head_dim", self.dcap)
             body = [ir.If(ir.InRange(ir.Bin("-", self.D, self.i(1), idx), self.i(self.dcap), site),
                           tuple(body))]
         name = kernel_name(self.k, self.suffix or "")

@@ -724,3 +724,18 @@ y
     t = np.asarray(zynbook.run("let z = compute(a) {\n    for i in 0..n:\n        out[i] = tanh(a[i])\n}\nz\n",
                                device=device, a=a).numpy())
     np.testing.assert_allclose(t, np.tanh(a), rtol=1e-6, atol=1e-7, equal_nan=True)
+
+
+@pytest.mark.parametrize("device", ["cpu"] + DEVICES)
+@pytest.mark.parametrize("axis", [-1, -2, -3, 1])
+def test_a_negative_reduce_axis_counts_from_the_innermost_loop(axis, device):
+    x = np.random.default_rng(104).standard_normal((3, 37, 5)).astype(np.float32)
+    src = f"""let s = compute(x) {{
+    @kernel reduce(+, axis={axis})
+    for a in 0..A, b in 0..B, c in 0..C:
+        yield x[a, b, c] * 2.0
+}}
+s
+"""
+    got = np.asarray(zynbook.run(src, device=device, x=x).numpy())
+    np.testing.assert_allclose(got, (x.astype(np.float64) * 2).sum(axis), rtol=1e-5, atol=1e-5)

@@ -10,7 +10,7 @@ kernel type, ...) makes the CIR the devices run.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import NO_SPAN, Span, ZynMLNameError, ZynMLShapeError, ZynMLTypeError
 from . import affine, cir
@@ -199,6 +199,10 @@ class _Lowering:
                 self.sizes.add(key)
         body = self.block(self.node.body, top=True)
         output = self._output(kernel_type)
+        axis = kernel_type.param("axis") if kernel_type.kind == "reduce" else None
+        if axis is not None and axis < 0 and self.yields:   # from the innermost loop: as counted
+            params = dict(kernel_type.params, axis=axis % len(self.yields[0][3]))   # from the outer
+            kernel_type = replace(kernel_type, params=tuple(sorted(params.items())))
         schedule = self._schedule(max(_nest_depth(body), len(output.shape)))
         dims = tuple(sorted(self.sizes))
         scalars = tuple(cir.Scalar(n, t) for n, t in sorted(self.scalar_args.items()))

@@ -739,3 +739,21 @@ s
 """
     got = np.asarray(zynbook.run(src, device=device, x=x).numpy())
     np.testing.assert_allclose(got, (x.astype(np.float64) * 2).sum(axis), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", ["cpu"] + DEVICES)
+def test_out_indexed_only_below_zero_is_a_shape_error(device):
+    """`out[-1]` does not count from the end: out's size comes from its indices, so a
+    constant negative index is refused before anything runs, on every device alike; and an
+    index that can fall below 0 names its axis in ZynML (`n - 1`), not in the compiler's
+    terms."""
+    from zynbook.errors import ZynMLShapeError
+    x = np.arange(5, dtype=np.float32)
+    with pytest.raises(ZynMLShapeError, match="out is indexed at -1") as err:
+        zynbook.run("let y = compute(x) {\n    for i in 0..n:\n        out[-1] = x[i]\n}\ny\n",
+                    device=device, x=x)
+    assert err.value.span.line == 3
+    with pytest.raises(ZynMLRuntimeError, match="index -1 is out of range") as err:
+        zynbook.run("let y = compute(x) {\n    for i in 0..n:\n        out[i - 1] = x[i]\n}\ny\n",
+                    device=device, x=x)
+    assert "Bin(" not in str(err.value)

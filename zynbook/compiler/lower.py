@@ -991,6 +991,11 @@ class _Lowering:
         if b is None:
             raise ZynMLShapeError("cannot tell the size of out from this index; index out with "
                                   "loop variables (e.g. out[i, j]) or affine forms of them", span)
+        top = affine.simplify(b[1])
+        if isinstance(top, cir.Const) and top.value < 0:
+            raise ZynMLShapeError(f"out is indexed at {top.value} at most: out's size comes from "
+                                  "its indices, and an index that is never 0 or more leaves it "
+                                  "no element (out[-1] does not count from the end)", span)
         return affine.simplify(cir.Bin("+", b[1], affine.const(0 if isinstance(it, cir.Span) else 1), I32))
 
     def _reduce_output(self, kt) -> cir.Buffer:

@@ -757,3 +757,19 @@ def test_out_indexed_only_below_zero_is_a_shape_error(device):
         zynbook.run("let y = compute(x) {\n    for i in 0..n:\n        out[i - 1] = x[i]\n}\ny\n",
                     device=device, x=x)
     assert "Bin(" not in str(err.value)
+
+
+@pytest.mark.parametrize("device", ["cpu"] + DEVICES)
+def test_argmax_ties_go_to_the_smallest_index_yielded(device):
+    """Where the index yielded is no position (`n - 1 - i`), a tie still has one answer on
+    every device: the smallest index yielded with the largest value."""
+    x = np.array([1, 5, 2, 5, 0], np.float32)
+    src = """let n = 5
+let y = compute(x) {
+    @kernel reduce(argmax)
+    for i in 0..n:
+        yield (x[i], n - 1 - i)
+}
+y
+"""
+    assert int(zynbook.run(src, device=device, x=x)) == 1

@@ -755,6 +755,8 @@ class ReferenceExecutor:
         if active is not None:
             val = np.where(active, val, np.asarray(ident, dtype=np.result_type(val, type(ident))
                                                     if op not in ("and", "or") else bool))
+            if idx is not None:     # an inactive iteration's index never wins a tie
+                idx = np.where(active, idx, -1)
         # lanes of loops that are kept become output axes; the rest are reduced now
         kept_lanes = [loops.index(v) for v in kept if v in loops]
         red_axes = tuple(k for k in range(lanes) if k not in kept_lanes)
@@ -803,7 +805,11 @@ class ReferenceExecutor:
                 # NaN is better than any number, as in one np.argmax/argmin (its first NaN)
                 nan_v, nan_c = np.isnan(value), np.isnan(cur)
                 better = (better & ~nan_c) | (nan_v & ~nan_c)
-            better = better | ((r["index"][where] if where else r["index"]) < 0) & (index >= 0)
+            idx_now = r["index"][where] if where else r["index"]
+            same = (value == cur) | (np.isnan(value) & np.isnan(cur)) \
+                if np.issubdtype(np.result_type(value, cur), np.floating) else (value == cur)
+            # a tie goes to the smaller index (as within one part, _arg_reduce)
+            better = better | (idx_now < 0) & (index >= 0) | same & (index >= 0) & (index < idx_now)
             new = np.where(better, value, cur)
             idx_cur = r["index"][where] if where else r["index"]
             new_idx = np.where(better, index, idx_cur)
@@ -1040,8 +1046,14 @@ def _arg_reduce(op, val, idx, axes):
     i = np.transpose(idx, keep + list(axes)).reshape(v.shape)
     pos = (np.argmax if op == "argmax" else np.argmin)(v, axis=-1)
     best_v = np.take_along_axis(v, pos[..., None], axis=-1)[..., 0]
-    best_i = np.take_along_axis(i, pos[..., None], axis=-1)[..., 0]
-    return best_v, best_i
+    # among the values equal to the best (or NaN, where it is NaN), the smallest index
+    # yielded: what a parallel reduction on any device gives, whatever the iteration order
+    b = best_v[..., None]
+    tie = (v == b) | (np.isnan(v) & np.isnan(b)) if v.dtype.kind == "f" else (v == b)
+    big = np.iinfo(np.int64).max
+    best_i = np.min(np.where(tie & (i >= 0), i, big), axis=-1)
+    fallback = np.take_along_axis(i, pos[..., None], axis=-1)[..., 0]
+    return best_v, np.where(best_i == big, fallback, best_i)
 
 
 def _affine_op(op, a, b):

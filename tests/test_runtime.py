@@ -612,3 +612,20 @@ def test_endless_recursion_is_a_zynml_error_and_the_session_goes_on():
         s.run("f(1)")
     assert err.value.span.line == 2          # the pipeline's `return f(a)`
     assert s.run("1 + 2") == 3
+
+
+def test_host_integer_remainder_by_zero_and_nan_in_max():
+    """Host integer `%` by zero is a ZynML error, tensor or number (as in kernels); a float
+    one is NaN; max and min of numbers propagate NaN in any order, as numpy's do."""
+    import math
+    import zynbook
+    from zynbook.errors import ZynMLRuntimeError
+    s = zynbook.Session("cpu")
+    for src in ("tensor([1, 2, 3]) % tensor([1, 0, 3])", "tensor([5, 7]) % 0", "5 % 0"):
+        with pytest.raises(ZynMLRuntimeError, match="integer remainder by zero"):
+            s.run(src)
+    assert math.isnan(s.run("5.0 % 0.0")) and s.run("-7 % 3") == -1
+    assert list(s.run("tensor([5, -7]) % 3").numpy()) == [2, -1]
+    for src in ("max(1.0, nan)", "max(nan, 1.0)", "min(2.0, nan, 1.0)"):
+        assert math.isnan(s.run(src))
+    assert s.run("max(1, 3, 2)") == 3

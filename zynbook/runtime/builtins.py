@@ -413,6 +413,8 @@ def _reduction(name, method):
         _unexpected(kwargs, ("axis",), name)
         if len(args) > 1 and all(not isinstance(a, Tensor) for a in args):
             vals = args
+            if name in ("max", "min") and any(isinstance(v, float) and v != v for v in vals):
+                return math.nan         # NaN propagates, as numpy's maximum does (in any order)
             return {"max": max, "min": min, "sum": sum}.get(name, max)(vals) \
                 if name in ("max", "min", "sum") else None
         _arity(args, 1, name, f"{name}(x, axis=k)")

@@ -98,6 +98,12 @@ class CompiledKernel:
         return f"<compiled kernel {self.name} ({self.kernel.kernel_type.kind})>"
 
 
+def _integral(v) -> bool:
+    """Whether host operand `v` (an array or a number) holds integers."""
+    dtype = getattr(v, "dtype", None)
+    return dtype.kind in "iub" if dtype is not None else isinstance(v, (int, np.integer))
+
+
 class Interpreter:
     def __init__(self, session):
         self.session = session
@@ -563,8 +569,11 @@ class Interpreter:
                 return a / b
             if op == "%":
                 import math
-                return int(math.fmod(a, b)) if isinstance(a, int) and isinstance(b, int) \
-                    else math.fmod(a, b)
+                if isinstance(a, int) and isinstance(b, int):
+                    if b == 0:
+                        raise ZynMLRuntimeError("integer remainder by zero", span)
+                    return int(math.fmod(a, b))
+                return math.fmod(a, b) if b != 0 and not math.isinf(a) else math.nan
             if op == "**":
                 return a ** b
             if op == "<":
@@ -604,6 +613,8 @@ class Interpreter:
                     r = xp.matmul(x, y)
                 elif op == "/":
                     r = xp.true_divide(x, y)
+                elif op == "%" and all(_integral(v) for v in (x, y)) and bool(xp.any(y == 0)):
+                    raise ZynMLRuntimeError("integer remainder by zero", span)
                 else:
                     r = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
                          "%": lambda: xp.fmod(x, y), "**": lambda: x ** y,

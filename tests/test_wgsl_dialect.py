@@ -267,7 +267,10 @@ def test_dialect_spelling():
     for dtype in ("i64", "u64", "f64"):
         with pytest.raises(ZynMLDeviceError, match="cannot spell"):
             d.type(dtype)
-    assert d.type("f16") == "f32" and d.cast("x", "f32", "f16") == "zyn_f16(f32(x))"
+    assert d.type("f16") == "f32" and d.cast("x", "f32", "f16") == "zyn_f16(x)"
+    assert d.cast("n", "i32", "f16") == "zyn_f16(f32(n))"
+    with_f16 = WgslDialect(f16=True)         # rounded by the helper first: not folded away
+    assert with_f16.cast("x", "f32", "f16") == "f16(zyn_f16(x))"
     assert d.cast("x", "i32", "i64") == "x" and d.cast("x", "i64", "f32") == "f32(x)"
     with pytest.raises(ZynMLDeviceError, match="collective"):
         d.collective("+", "v", "warp", "f32")

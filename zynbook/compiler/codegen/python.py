@@ -25,7 +25,9 @@ _REDUCE = {"+": "np.sum", "*": "np.prod", "max": "np.max", "min": "np.min", "and
 
 
 def _name(n: str) -> str:
-    from ..launch.scalar import user_name
+    if "." not in n:
+        return f"v_{n}"
+    from ..launch.scalar import user_name       # a record's field: spelled apart
     return "v" + user_name(n)
 
 

@@ -188,8 +188,10 @@ class WgslDialect:
             return f"select({self.zero(dst)}, {self.lit(1, dst)}, {text})"
         if dst == "bf16":
             return f"{self.need('zyn_bf16')}({text})" if src != "bf16" else text
-        if dst == "f16" and not self.f16:
-            return f"{self.need('zyn_f16')}({b}({text}))" if src != "f16" else text
+        if dst == "f16" and src != "f16":
+            # rounded by the helper first: a driver may fold f32(f16(x)) back into x
+            rounded = f"{self.need('zyn_f16')}({self.cast(text, src, 'f32') if src != 'f32' else text})"
+            return rounded if not self.f16 else f"f16({rounded})"
         out = text if a == b else f"{b}({text})"
         if dst in NARROW and src != dst and not (src in NARROW and NARROW[src] <= NARROW[dst]
                                                   and src[0] == dst[0]):
@@ -582,8 +584,11 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
     }
     return pow(a, b); }""",
     "zyn_f16": """\
-// f32 rounded to the nearest f16 (f16 held in f32 where the adapter has no `shader-f16`)
-fn zyn_f16(x: f32) -> f32 { return unpack2x16float(pack2x16float(vec2<f32>(x, 0.0))).x; }""",
+// f32 rounded to the nearest f16 (f16 held in f32 where the adapter has no `shader-f16`);
+// past f16's range an infinity, where WGSL leaves the conversion undefined
+fn zyn_f16(x: f32) -> f32 {
+    if (abs(x) >= 65520.0f) { return select(bitcast<f32>(0xff800000u), bitcast<f32>(0x7f800000u), x > 0.0f); }
+    return quantizeToF16(x); }""",
     "zyn_bf16": """\
 // f32 rounded to the nearest bfloat16 (ties to even), held in an f32
 fn zyn_bf16(x: f32) -> f32 {

@@ -629,3 +629,13 @@ def test_host_integer_remainder_by_zero_and_nan_in_max():
     for src in ("max(1.0, nan)", "max(nan, 1.0)", "min(2.0, nan, 1.0)"):
         assert math.isnan(s.run(src))
     assert s.run("max(1, 3, 2)") == 3
+
+
+def test_integers_to_a_negative_power_is_no_broadcast_error():
+    import zynbook
+    from zynbook.errors import ZynMLRuntimeError, ZynMLShapeError
+    s = zynbook.Session("cpu")
+    with pytest.raises(ZynMLRuntimeError, match="negative integer powers"):
+        s.run("tensor([1, 2]) ** tensor([-1, 2])")
+    with pytest.raises(ZynMLShapeError, match=r"shapes \[2\] and \[3\] do not broadcast"):
+        s.run("tensor([1, 2]) + tensor([1, 2, 3])")

@@ -620,10 +620,15 @@ class Interpreter:
                          "%": lambda: xp.fmod(x, y), "**": lambda: x ** y,
                          "<": lambda: x < y, "<=": lambda: x <= y, ">": lambda: x > y,
                          ">=": lambda: x >= y, "==": lambda: x == y, "!=": lambda: x != y}[op]()
-        except ValueError:
-            sa = list(a.shape) if isinstance(a, Tensor) else "scalar"
-            sb = list(b.shape) if isinstance(b, Tensor) else "scalar"
-            raise ZynMLShapeError(f"shapes {sa} and {sb} do not broadcast for {op}", span) from None
+        except ValueError as err:
+            sa = list(a.shape) if isinstance(a, Tensor) else []
+            sb = list(b.shape) if isinstance(b, Tensor) else []
+            try:
+                np.broadcast_shapes(tuple(sa), tuple(sb))
+            except ValueError:
+                raise ZynMLShapeError(f"shapes {sa or 'scalar'} and {sb or 'scalar'} do not "
+                                      f"broadcast for {op}", span) from None
+            raise ZynMLRuntimeError(str(err), span) from None      # (integers to a negative power)
         return B.wrap(r, t)
 
     def colocate(self, values, span=None, what="operands") -> list:

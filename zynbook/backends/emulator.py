@@ -56,6 +56,7 @@ from ..compiler.launch.ir import (Array, Atomic, Barrier, Bin, Cast, Checked, Ch
                                   Collective, Decl, For, If, InRange, Lit, Load, Math, Ref,
                                   Select, Set, Store, Thread, Un)
 from . import tma_model, wgmma_model
+from .cpu.reference import bf16_rounded
 
 
 class EmulatorError(RuntimeError):
@@ -112,13 +113,9 @@ def _wrap(v: int, dtype: str):
 
 
 def bf16_round(x) -> np.float32:
-    """`x` rounded to the nearest bfloat16 (ties to even), held as a float32."""
-    u = int(np.float32(x).view(np.uint32))
-    if (u & 0x7F800000) == 0x7F800000 and (u & 0x007FFFFF):
-        u = (u | 0x00400000) & 0xFFFF0000                   # NaN stays a (quiet) NaN
-    else:
-        u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-    return np.uint32(u).view(np.float32)
+    """`x` rounded to the nearest bfloat16 (ties to even), held as a float32: the
+    reference's rounding (cpu/reference.bf16_rounded) of one value."""
+    return bf16_rounded(np.float32(x))[()]
 
 
 def typed(value, dtype: str):

@@ -190,7 +190,7 @@ class WgslDialect:
             return f"{self.need('zyn_bf16')}({text})" if src != "bf16" else text
         if dst == "f16" and src != "f16":
             # rounded by the helper first: a driver may fold f32(f16(x)) back into x
-            rounded = f"{self.need('zyn_f16')}({self.cast(text, src, 'f32') if src != 'f32' else text})"
+            rounded = f"{self.need('zyn_f16')}({self.cast(text, src, 'f32')})"
             return rounded if not self.f16 else f"f16({rounded})"
         out = text if a == b else f"{b}({text})"
         if dst in NARROW and src != dst and not (src in NARROW and NARROW[src] <= NARROW[dst]

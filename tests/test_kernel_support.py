@@ -2,8 +2,10 @@
 into a throwaway Jupyter data directory, and talking to a running kernel."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,6 +21,7 @@ def install_kernelspec() -> Path:
     Jupyter at it (JUPYTER_PATH) and the kernel at this checkout (PYTHONPATH). Returns the
     kernelspec directory."""
     prefix = Path(tempfile.mkdtemp(prefix="zynml-kernelspec-"))
+    atexit.register(shutil.rmtree, prefix, ignore_errors=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     subprocess.run([sys.executable, "-m", "zynbook.kernel", "install", "--prefix", str(prefix)],

@@ -517,7 +517,10 @@ _MAX_ITERATIONS = 4_000_000     # the sequential rendering runs one Python step 
 
 @pytest.fixture
 def recorded_launches(monkeypatch):
-    """Every CPU launch of the test: (kernel, inputs, sizes, scalars, output)."""
+    """Every CPU launch of the test: (kernel, inputs, sizes, scalars, output). A program's
+    `@device("auto")` picks the CPU too, so a GPU on the machine does not take its kernels."""
+    from zynbook.backends import registry
+    monkeypatch.setattr(registry, "best_device_id", lambda: "cpu")
     launches = []
     launch = CpuDevice.launch
 

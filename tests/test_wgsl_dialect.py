@@ -148,6 +148,31 @@ def test_max_propagates_nan_on_the_bits():
     assert "zyn_min_f32" not in p.source          # helpers only when used
 
 
+ALL_POSITIVE = """let z = compute(x) {
+    @kernel reduce(and)
+    for i in 0..len:
+        yield x[i] > 0.0
+}"""
+
+ARGMIN = """let z = compute(x) {
+    @kernel reduce(argmin)
+    for i in 0..len:
+        yield (x[i] * x[i] - 1.0, i)
+}"""
+
+
+def test_nan_tests_and_workgroup_bools_are_spelled_on_the_bits():
+    """A shader compiler may assume no NaN (WGSL allows it) and fold `x != x` to false, so a
+    float compared with itself is a bit test; bools in workgroup memory are u32 (a 1-byte
+    array stride there is what Naga gives a bool array)."""
+    _, p, *_ = program(ARGMIN, {"x": randn(300)})
+    assert "zyn_isnan_f32(_acc)" in p.source
+    assert not any(f"({v} == {v})" in p.source or f"({v} != {v})" in p.source
+                   for v in ("_acc", "_x", "_v2"))
+    _, p, *_ = program(ALL_POSITIVE, {"x": randn(300)})
+    assert "array<bool" not in p.source and "var<workgroup> _tree: array<u32" in p.source
+
+
 def test_scalars_and_sizes_are_uniforms():
     k, p, ins, sz, sc = program(SCALED, {"x": randn(11)}, {"scale": 1.5}, {"shift": 3})
     assert "    u_scale: f32,\n" in p.source and "    u_shift: i32,\n" in p.source
@@ -382,6 +407,22 @@ def test_nan_propagates_through_max(device):
     y = np.array([np.nan, 2.0, 1.0, np.nan, np.nan, -6.0], np.float32)
     got, _ = run(device, NAN_MAX, {"x": x, "y": y})
     np.testing.assert_array_equal(got, np.maximum(np.maximum(x, y), np.float32(-1.0)))
+
+
+@webgpu
+@needs_adapter
+@pytest.mark.parametrize("n", [1, 37, 257, 5000])
+def test_bool_reductions_and_argmin_with_nan(device, n):
+    x = np.linspace(0.5, 1.5, n).astype(np.float32)
+    got, _ = device.launch(*lower_block(ALL_POSITIVE, {"x": x}))
+    assert bool(got) is True
+    x[n // 2] = -1.0
+    got, _ = device.launch(*lower_block(ALL_POSITIVE, {"x": x}))
+    assert bool(got) is False
+    y = randn(n)
+    y[(3 * n) // 4] = np.nan
+    got, _ = device.launch(*lower_block(ARGMIN, {"x": y}))
+    assert int(got) == int(np.argmin(y * y - 1))        # numpy: the first NaN
 
 
 @webgpu

@@ -14,6 +14,8 @@ struct ZynParams {
 var<workgroup> _rv: array<f32, 256>;
 var<workgroup> _ri: array<i32, 256>;
 
+// on the bits: a shader compiler may assume x == x
+fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 // signed division and remainder truncating as C, through unsigned ones
 fn zyn_tdiv(a: i32, b: i32) -> i32 {
     let q = bitcast<i32>(bitcast<u32>(abs(a)) / bitcast<u32>(abs(b)));
@@ -39,7 +41,7 @@ fn zyn_k_argmax(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
         // line 4: yield (data[i], i)
         let _v2: f32 = u_data[u_i];
         let _i3: i32 = u_i;
-        if ((select(((!(!(_acc == _acc))) && (_v2 > _acc)), (!(!(_acc == _acc))), (!(_v2 == _v2))) || (((_v2 == _acc) || ((!(_acc == _acc)) && (!(_v2 == _v2)))) && (_i3 < _acci)))) {
+        if ((select(((!zyn_isnan_f32(_acc)) && (_v2 > _acc)), (!zyn_isnan_f32(_acc)), zyn_isnan_f32(_v2)) || (((_v2 == _acc) || (zyn_isnan_f32(_acc) && zyn_isnan_f32(_v2))) && (_i3 < _acci)))) {
             _acc = _v2;
             _acci = _i3;
         }
@@ -52,7 +54,7 @@ fn zyn_k_argmax(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
         var _xi: i32 = _ri[zyn_thread];
         let _v4: f32 = _rv[(zyn_thread + 128i)];
         let _i5: i32 = _ri[(zyn_thread + 128i)];
-        if ((select(((!(!(_x == _x))) && (_v4 > _x)), (!(!(_x == _x))), (!(_v4 == _v4))) || (((_v4 == _x) || ((!(_x == _x)) && (!(_v4 == _v4)))) && (_i5 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v4 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v4)) || (((_v4 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v4))) && (_i5 < _xi)))) {
             _x = _v4;
             _xi = _i5;
         }
@@ -65,7 +67,7 @@ fn zyn_k_argmax(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
         var _xi: i32 = _ri[zyn_thread];
         let _v6: f32 = _rv[(zyn_thread + 64i)];
         let _i7: i32 = _ri[(zyn_thread + 64i)];
-        if ((select(((!(!(_x == _x))) && (_v6 > _x)), (!(!(_x == _x))), (!(_v6 == _v6))) || (((_v6 == _x) || ((!(_x == _x)) && (!(_v6 == _v6)))) && (_i7 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v6 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v6)) || (((_v6 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v6))) && (_i7 < _xi)))) {
             _x = _v6;
             _xi = _i7;
         }
@@ -78,7 +80,7 @@ fn zyn_k_argmax(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
         var _xi: i32 = _ri[zyn_thread];
         let _v8: f32 = _rv[(zyn_thread + 32i)];
         let _i9: i32 = _ri[(zyn_thread + 32i)];
-        if ((select(((!(!(_x == _x))) && (_v8 > _x)), (!(!(_x == _x))), (!(_v8 == _v8))) || (((_v8 == _x) || ((!(_x == _x)) && (!(_v8 == _v8)))) && (_i9 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v8 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v8)) || (((_v8 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v8))) && (_i9 < _xi)))) {
             _x = _v8;
             _xi = _i9;
         }
@@ -91,7 +93,7 @@ fn zyn_k_argmax(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
         var _xi: i32 = _ri[zyn_thread];
         let _v10: f32 = _rv[(zyn_thread + 16i)];
         let _i11: i32 = _ri[(zyn_thread + 16i)];
-        if ((select(((!(!(_x == _x))) && (_v10 > _x)), (!(!(_x == _x))), (!(_v10 == _v10))) || (((_v10 == _x) || ((!(_x == _x)) && (!(_v10 == _v10)))) && (_i11 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v10 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v10)) || (((_v10 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v10))) && (_i11 < _xi)))) {
             _x = _v10;
             _xi = _i11;
         }
@@ -104,7 +106,7 @@ fn zyn_k_argmax(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
         var _xi: i32 = _ri[zyn_thread];
         let _v12: f32 = _rv[(zyn_thread + 8i)];
         let _i13: i32 = _ri[(zyn_thread + 8i)];
-        if ((select(((!(!(_x == _x))) && (_v12 > _x)), (!(!(_x == _x))), (!(_v12 == _v12))) || (((_v12 == _x) || ((!(_x == _x)) && (!(_v12 == _v12)))) && (_i13 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v12 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v12)) || (((_v12 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v12))) && (_i13 < _xi)))) {
             _x = _v12;
             _xi = _i13;
         }
@@ -117,7 +119,7 @@ fn zyn_k_argmax(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
         var _xi: i32 = _ri[zyn_thread];
         let _v14: f32 = _rv[(zyn_thread + 4i)];
         let _i15: i32 = _ri[(zyn_thread + 4i)];
-        if ((select(((!(!(_x == _x))) && (_v14 > _x)), (!(!(_x == _x))), (!(_v14 == _v14))) || (((_v14 == _x) || ((!(_x == _x)) && (!(_v14 == _v14)))) && (_i15 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v14 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v14)) || (((_v14 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v14))) && (_i15 < _xi)))) {
             _x = _v14;
             _xi = _i15;
         }
@@ -130,7 +132,7 @@ fn zyn_k_argmax(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
         var _xi: i32 = _ri[zyn_thread];
         let _v16: f32 = _rv[(zyn_thread + 2i)];
         let _i17: i32 = _ri[(zyn_thread + 2i)];
-        if ((select(((!(!(_x == _x))) && (_v16 > _x)), (!(!(_x == _x))), (!(_v16 == _v16))) || (((_v16 == _x) || ((!(_x == _x)) && (!(_v16 == _v16)))) && (_i17 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v16 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v16)) || (((_v16 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v16))) && (_i17 < _xi)))) {
             _x = _v16;
             _xi = _i17;
         }
@@ -143,7 +145,7 @@ fn zyn_k_argmax(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
         var _xi: i32 = _ri[zyn_thread];
         let _v18: f32 = _rv[(zyn_thread + 1i)];
         let _i19: i32 = _ri[(zyn_thread + 1i)];
-        if ((select(((!(!(_x == _x))) && (_v18 > _x)), (!(!(_x == _x))), (!(_v18 == _v18))) || (((_v18 == _x) || ((!(_x == _x)) && (!(_v18 == _v18)))) && (_i19 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v18 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v18)) || (((_v18 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v18))) && (_i19 < _xi)))) {
             _x = _v18;
             _xi = _i19;
         }
@@ -175,7 +177,7 @@ fn zyn_k_argmax_final(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wor
     for (var _b: i32 = zyn_thread; _b < max(min(zyn_tdiv((max(u_len, 0i) + 1023i), 1024i), 1024i), 1i); _b += 256i) {
         let _v20: f32 = _part[_b];
         let _i21: i32 = _parti[_b];
-        if ((select(((!(!(_acc == _acc))) && (_v20 > _acc)), (!(!(_acc == _acc))), (!(_v20 == _v20))) || (((_v20 == _acc) || ((!(_acc == _acc)) && (!(_v20 == _v20)))) && (_i21 < _acci)))) {
+        if ((select(((!zyn_isnan_f32(_acc)) && (_v20 > _acc)), (!zyn_isnan_f32(_acc)), zyn_isnan_f32(_v20)) || (((_v20 == _acc) || (zyn_isnan_f32(_acc) && zyn_isnan_f32(_v20))) && (_i21 < _acci)))) {
             _acc = _v20;
             _acci = _i21;
         }
@@ -188,7 +190,7 @@ fn zyn_k_argmax_final(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wor
         var _xi: i32 = _ri[zyn_thread];
         let _v22: f32 = _rv[(zyn_thread + 128i)];
         let _i23: i32 = _ri[(zyn_thread + 128i)];
-        if ((select(((!(!(_x == _x))) && (_v22 > _x)), (!(!(_x == _x))), (!(_v22 == _v22))) || (((_v22 == _x) || ((!(_x == _x)) && (!(_v22 == _v22)))) && (_i23 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v22 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v22)) || (((_v22 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v22))) && (_i23 < _xi)))) {
             _x = _v22;
             _xi = _i23;
         }
@@ -201,7 +203,7 @@ fn zyn_k_argmax_final(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wor
         var _xi: i32 = _ri[zyn_thread];
         let _v24: f32 = _rv[(zyn_thread + 64i)];
         let _i25: i32 = _ri[(zyn_thread + 64i)];
-        if ((select(((!(!(_x == _x))) && (_v24 > _x)), (!(!(_x == _x))), (!(_v24 == _v24))) || (((_v24 == _x) || ((!(_x == _x)) && (!(_v24 == _v24)))) && (_i25 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v24 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v24)) || (((_v24 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v24))) && (_i25 < _xi)))) {
             _x = _v24;
             _xi = _i25;
         }
@@ -214,7 +216,7 @@ fn zyn_k_argmax_final(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wor
         var _xi: i32 = _ri[zyn_thread];
         let _v26: f32 = _rv[(zyn_thread + 32i)];
         let _i27: i32 = _ri[(zyn_thread + 32i)];
-        if ((select(((!(!(_x == _x))) && (_v26 > _x)), (!(!(_x == _x))), (!(_v26 == _v26))) || (((_v26 == _x) || ((!(_x == _x)) && (!(_v26 == _v26)))) && (_i27 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v26 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v26)) || (((_v26 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v26))) && (_i27 < _xi)))) {
             _x = _v26;
             _xi = _i27;
         }
@@ -227,7 +229,7 @@ fn zyn_k_argmax_final(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wor
         var _xi: i32 = _ri[zyn_thread];
         let _v28: f32 = _rv[(zyn_thread + 16i)];
         let _i29: i32 = _ri[(zyn_thread + 16i)];
-        if ((select(((!(!(_x == _x))) && (_v28 > _x)), (!(!(_x == _x))), (!(_v28 == _v28))) || (((_v28 == _x) || ((!(_x == _x)) && (!(_v28 == _v28)))) && (_i29 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v28 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v28)) || (((_v28 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v28))) && (_i29 < _xi)))) {
             _x = _v28;
             _xi = _i29;
         }
@@ -240,7 +242,7 @@ fn zyn_k_argmax_final(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wor
         var _xi: i32 = _ri[zyn_thread];
         let _v30: f32 = _rv[(zyn_thread + 8i)];
         let _i31: i32 = _ri[(zyn_thread + 8i)];
-        if ((select(((!(!(_x == _x))) && (_v30 > _x)), (!(!(_x == _x))), (!(_v30 == _v30))) || (((_v30 == _x) || ((!(_x == _x)) && (!(_v30 == _v30)))) && (_i31 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v30 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v30)) || (((_v30 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v30))) && (_i31 < _xi)))) {
             _x = _v30;
             _xi = _i31;
         }
@@ -253,7 +255,7 @@ fn zyn_k_argmax_final(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wor
         var _xi: i32 = _ri[zyn_thread];
         let _v32: f32 = _rv[(zyn_thread + 4i)];
         let _i33: i32 = _ri[(zyn_thread + 4i)];
-        if ((select(((!(!(_x == _x))) && (_v32 > _x)), (!(!(_x == _x))), (!(_v32 == _v32))) || (((_v32 == _x) || ((!(_x == _x)) && (!(_v32 == _v32)))) && (_i33 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v32 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v32)) || (((_v32 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v32))) && (_i33 < _xi)))) {
             _x = _v32;
             _xi = _i33;
         }
@@ -266,7 +268,7 @@ fn zyn_k_argmax_final(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wor
         var _xi: i32 = _ri[zyn_thread];
         let _v34: f32 = _rv[(zyn_thread + 2i)];
         let _i35: i32 = _ri[(zyn_thread + 2i)];
-        if ((select(((!(!(_x == _x))) && (_v34 > _x)), (!(!(_x == _x))), (!(_v34 == _v34))) || (((_v34 == _x) || ((!(_x == _x)) && (!(_v34 == _v34)))) && (_i35 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v34 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v34)) || (((_v34 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v34))) && (_i35 < _xi)))) {
             _x = _v34;
             _xi = _i35;
         }
@@ -279,7 +281,7 @@ fn zyn_k_argmax_final(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wor
         var _xi: i32 = _ri[zyn_thread];
         let _v36: f32 = _rv[(zyn_thread + 1i)];
         let _i37: i32 = _ri[(zyn_thread + 1i)];
-        if ((select(((!(!(_x == _x))) && (_v36 > _x)), (!(!(_x == _x))), (!(_v36 == _v36))) || (((_v36 == _x) || ((!(_x == _x)) && (!(_v36 == _v36)))) && (_i37 < _xi)))) {
+        if ((select(((!zyn_isnan_f32(_x)) && (_v36 > _x)), (!zyn_isnan_f32(_x)), zyn_isnan_f32(_v36)) || (((_v36 == _x) || (zyn_isnan_f32(_x) && zyn_isnan_f32(_v36))) && (_i37 < _xi)))) {
             _x = _v36;
             _xi = _i37;
         }

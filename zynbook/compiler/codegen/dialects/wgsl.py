@@ -208,6 +208,11 @@ class WgslDialect:
             # signed division and remainder through unsigned ones, truncating as C
             # whatever the backend does with signs (OpenGL leaves them undefined)
             return f"{self.need('zyn_tdiv' if op == '/' else 'zyn_trem')}({a}, {b})"
+        if op in ("==", "!=") and a == b and t in ("f32", "f16", "f64"):
+            # x != x asks whether x is NaN, which a shader compiler may fold to false (WGSL
+            # lets it assume no NaN; NVIDIA's does): the bits are tested instead
+            nan = f"{self.need('zyn_isnan_' + ('f64' if t == 'f64' else 'f32'))}({a if t != 'f16' else f'f32({a})'})"
+            return nan if op == "!=" else f"(!{nan})"
         if op == "!=" and t in ("f32", "f16", "f64"):
             # true for NaN, as IEEE's (and numpy's) !=: some backends compile a float !=
             # to an ordered comparison, false for NaN
@@ -297,7 +302,7 @@ class WgslDialect:
         if array in self.atomics:
             raw = f"atomicLoad(&{array}[{index}])"
             return f"bitcast<f32>({raw})" if dtype == "f32" else raw
-        if dtype == "bool" and space in ("global", "scratch"):
+        if dtype == "bool" and space in ("global", "scratch", "shared"):
             return f"({array}[{index}] != 0u)"
         return f"{array}[{index}]"
 
@@ -307,7 +312,7 @@ class WgslDialect:
         if array in self.atomics:
             v = f"bitcast<u32>({value})" if dtype == "f32" else value
             return f"atomicStore(&{array}[{index}], {v});"
-        if dtype == "bool" and space in ("global", "scratch"):
+        if dtype == "bool" and space in ("global", "scratch", "shared"):
             return f"{array}[{index}] = select(0u, 1u, {value});"
         return f"{array}[{index}] = {value};"
 
@@ -358,7 +363,10 @@ class WgslDialect:
         return "workgroupBarrier();"
 
     def array(self, name, dtype, count, space):
-        decl = f"array<{self.type(dtype)}, {max(count, 1)}>"
+        # bools in workgroup memory are u32s, as in buffers: Naga gives a workgroup array
+        # of bool a 1-byte stride, which NVIDIA's Vulkan driver got wrong (reduce(and))
+        el = "u32" if dtype == "bool" and space == "shared" else self.type(dtype)
+        decl = f"array<{el}, {max(count, 1)}>"
         if space == "shared":
             text = f"var<workgroup> {name}: {decl};"
             if any(w.split(":")[0] == text.split(":")[0] and w != text for w in self.workgroup):

@@ -680,3 +680,20 @@ def test_registers_indexed_by_constants_are_variables_and_one_trip_loops_go():
     assert "var _a_0: f32;" in src and "_a_1 = u_x[1i];" in src and "(_a_1 + _b[" in src
     assert "var _b: array<f32, 2>;" in src and "_a[" not in src
     assert "_one" not in src and "u_y[3i] = _a_0;" in src
+
+
+@webgpu
+@needs_adapter
+def test_64_bit_integers_are_refused_saying_so(device):
+    """WGSL has no 64-bit integers: i64 arithmetic, and i64 data past i32, are device
+    errors that say so and name the devices that run them."""
+    import zynbook
+    s = zynbook.Session(device.id)
+    with pytest.raises(ZynMLDeviceError, match="cannot spell 64-bit integers; run it on `cpu`"):
+        s.run("let y = compute(a) {\n    @kernel elementwise\n    for i in 0..n:\n"
+              "        out[i] = a[i] * 3 + a[i] / 2\n}\ny", a=np.array([40, -5, 7], np.int64))
+    with pytest.raises(ZynMLDeviceError, match=r"int64 values from -5 to 1099511627776 do not "
+                                               r"fit the device's i32 storage \(WebGPU has no"):
+        s.run("let y = compute(a) {\n    @kernel elementwise\n    for i in 0..n:\n"
+              "        out[i] = a[i]\n}\ny", a=np.array([2 ** 40, -5], np.int64))
+    assert s.run("1 + 2") == 3

@@ -79,8 +79,10 @@ def to_storage(array: np.ndarray, storage: str, name: str = "") -> np.ndarray:
         info = np.iinfo(target)
         lo, hi = a.min(), a.max()
         if lo < info.min or hi > info.max:
+            what = f"values of `{name}` ({a.dtype})" if name else f"{a.dtype} values from {lo} to {hi}"
             raise ZynMLDeviceError(
-                f"values of `{name}` ({a.dtype}) do not fit the device's {storage} storage")
+                f"{what} do not fit the device's {storage} storage (WebGPU has no "
+                f"64-bit integers); run it on `cpu`, `cpu:native` or a CUDA device")
     return np.ascontiguousarray(a, dtype=target)
 
 

@@ -220,10 +220,18 @@ def _sizes(kernel: cir.Kernel, options: WGSLOptions) -> dict:
 def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:
     """Why no schedule of compiler/schedules/ gives `kernel` a program on this adapter."""
     from .. import schedules
+    from .dialects.wgsl import WgslDialect
+    from .printer import print_program
     sizes = _sizes(kernel, options)
     for target, _ in _launch_targets(options):
-        if schedules.build(kernel, target, sizes) is None:
+        prog = schedules.build(kernel, target, sizes)
+        if prog is None:
             return schedules.why_none(kernel, target, sizes)
+        try:            # what the dialect refused (64-bit integer arithmetic, a dtype)
+            print_program(WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
+                                      f64=options.f64), prog, kernel)
+        except ZynMLDeviceError as e:
+            return f"{e.message}; run it on `cpu`, `cpu:native` or a CUDA device"
     return "the WGSL dialect cannot spell the program the schedule built" + (
         "" if options.launch_sizes else ", or it needs the sizes of the launch")
 

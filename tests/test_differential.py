@@ -73,7 +73,11 @@ def _compare(p, want, got) -> str | None:
     got = np.asarray(got)
     if got.shape != want.shape:
         return f"shape {got.shape}, reference {want.shape}"
-    tol = TOLERANCE[p.dtype]
+    # an "f64" program with f32 values in it (`float(i)` is f32; a device's f32 exp is not
+    # numpy's to the last bit) is as exact as f32
+    f64_only = "float(" not in p.source and any(
+        getattr(v, "dtype", None) == np.float64 for v in p.inputs.values())
+    tol = TOLERANCE["f32" if p.dtype == "f64" and not f64_only else p.dtype]
     w, g = want.astype(np.float64), got.astype(np.float64)
     if tol == 0.0:
         ok = np.array_equal(w, g)

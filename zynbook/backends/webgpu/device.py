@@ -25,9 +25,6 @@ from . import runtime as rt
 
 # wgpu-py's name of WebGPU's `subgroups` feature
 SUBGROUP_FEATURE = "subgroup"
-# used only on request (ZYNBOOK_WEBGPU_FEATURES): subgroup reductions are checked on
-# lavapipe but not yet on a discrete GPU
-OPT_IN_FEATURES = (SUBGROUP_FEATURE,)
 
 
 class WebGPUArray:
@@ -123,15 +120,11 @@ class WebGPUDevice(Device):
         return self._device
 
     def use_feature(self, name: str) -> bool:
-        """Whether an adapter feature is used. Features in OPT_IN_FEATURES are used only
-        when ZYNBOOK_WEBGPU_FEATURES (a comma-separated list) names them; the others always,
-        unless ZYNBOOK_WEBGPU_NO_FEATURES names them (e.g. `subgroup,shader-f16`)."""
-        names = lambda var: {x.strip() for x in os.environ.get(var, "").split(",") if x.strip()}
-        if name in names("ZYNBOOK_WEBGPU_NO_FEATURES"):
-            return False
-        if name in OPT_IN_FEATURES:
-            return name in names("ZYNBOOK_WEBGPU_FEATURES")
-        return True
+        """Whether an adapter feature is used: always, unless ZYNBOOK_WEBGPU_NO_FEATURES
+        (a comma-separated list) names it (e.g. `subgroup,shader-f16`). Subgroup reductions
+        are checked on lavapipe and NVIDIA's Vulkan driver (an H200)."""
+        off = {x.strip() for x in os.environ.get("ZYNBOOK_WEBGPU_NO_FEATURES", "").split(",")}
+        return name not in off
 
     def options(self) -> wgsl.WGSLOptions:
         lim = self.limits

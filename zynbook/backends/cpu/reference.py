@@ -271,10 +271,15 @@ class ReferenceExecutor:
         lo = ustart if ustart is not None else int(np.min(as_val(start).arr))
         hi = ustop if ustop is not None else int(np.max(as_val(stop).arr))
         saved_mask = self.mask
-        for i in range(int(lo), int(hi), step):
+        # starts that differ between lanes: each lane takes the values its own start and the
+        # step give, so every value is visited and the lanes off their step are masked
+        for i in range(int(lo), int(hi), step if ustart is not None else 1):
             if ustart is None or ustop is None:
-                active = Val((as_val(start).arr <= i) & (i < as_val(stop).arr),
-                             _lanes_of(as_val(start), as_val(stop)))
+                first = as_val(start).arr
+                on = (first <= i) & (i < as_val(stop).arr)
+                if ustart is None and step != 1:
+                    on = on & ((i - first) % step == 0)
+                active = Val(on, _lanes_of(as_val(start), as_val(stop)))
                 self.mask = self._and_mask(saved_mask, active)
             self.env[s.var] = i
             self.block(s.body)

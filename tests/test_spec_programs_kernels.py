@@ -1,0 +1,78 @@
+"""Kernel programs written from the spec's text, each run on every device present (the CPU
+reference included) and compared with numpy written here, not with another device: a
+device that agrees with the reference but not with numpy fails too."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import zynbook
+
+_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
+DEVICES = [d["id"] for d in zynbook.compute_devices()
+           if not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu"]
+
+RNG = np.random.default_rng(2718)
+
+
+def _f32(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _strided_partial_sums(a, parts):
+    # part[t] = a[r, t::parts] summed, then the parts summed: the row sum
+    return np.stack([a[:, t::parts].sum(1) for t in range(parts)], 1).sum(1)
+
+
+# name: (source, inputs, numpy's answer, tolerance)
+CASES = {
+    # an inner loop whose start is the outer loop's variable, with a step: each lane takes
+    # the values its own start gives (the reference masked the lanes off their step wrongly)
+    "shared_partial_sums_stepped_from_lane": ("""
+let C = 53
+let y = compute(a) {
+    @workgroup(32)
+    for r in 0..R:
+        shared var part[16]
+        for t in 0..16:
+            var s = 0.0
+            for c in t..C step 16:
+                s += a[r, c]
+            part[t] = s
+        barrier()
+        var tot = 0.0
+        for t in 0..16:
+            tot += part[t]
+        out[r] = tot
+}
+y
+""", {"a": (a := _f32(6, 53))}, _strided_partial_sums(a.astype(np.float64), 16), 1e-4),
+    "stepped_inner_loop_from_outer_variable": ("""
+let n = len(x)
+let y = compute(x) {
+    for i in 0..n:
+        var s = 0.0
+        for j in i..n step 3:
+            s += x[j]
+        out[i] = s
+}
+y
+""", {"x": (x := _f32(17))}, np.array([x[i::3].sum() for i in range(17)]), 1e-5),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(CASES))
+def test_kernel_program_equals_numpy(name, device):
+    src, inputs, want, tol = CASES[name]
+    got = zynbook.Session(device=device).run(src, **inputs)
+    got = np.asarray(got)
+    want = np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=tol, atol=tol, equal_nan=True)

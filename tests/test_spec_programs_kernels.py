@@ -76,3 +76,36 @@ def test_kernel_program_equals_numpy(name, device):
     else:
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
                                    rtol=tol, atol=tol, equal_nan=True)
+
+
+# name: (source, inputs, kind, line, column): the same ZynML error on every device
+ERROR_CASES = {
+    # a runtime error points at the first column of its statement on the reference too
+    # (it said column 1 where the compiled devices said the statement's column)
+    "gather_out_of_range": ("""
+let y = compute(x, ix) {
+    for i in 0..n:
+        out[i] = x[ix[i] * 3]
+}
+y
+""", {"x": np.arange(6, dtype=np.float32), "ix": np.array([0, 2, 1], np.int32)},
+        "runtime", 4, 9),
+    "integer_division_by_zero": ("""
+let y = compute(ix) {
+    for i in 0..n:
+        let d = ix[i] - 2
+        out[i] = 10 / d
+}
+y
+""", {"ix": np.array([0, 2, 1], np.int32)}, "runtime", 5, 9),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(ERROR_CASES))
+def test_kernel_program_error_is_the_same_everywhere(name, device):
+    src, inputs, kind, line, column = ERROR_CASES[name]
+    with pytest.raises(zynbook.ZynMLError) as info:
+        zynbook.Session(device=device).run(src, **inputs)
+    err = info.value
+    assert (err.kind, err.line, err.column) == (kind, line, column), err.render()

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ...compiler import cir
+from ...compiler.errflag import column_of
 from ...compiler.types import NUMPY_NAMES, is_float
 from ...errors import Span, ZynMLRuntimeError
 
@@ -163,7 +164,12 @@ class ReferenceExecutor:
             self.stmt(s)
 
     def error(self, msg, line):
-        return ZynMLRuntimeError(msg, Span(line, 1) if line else None)
+        return ZynMLRuntimeError(msg, self._span(line) if line else None)
+
+    def _span(self, line):
+        # the statement's first column, as the compiled devices report it
+        k = self.kernel
+        return Span(line, column_of(getattr(k, "source", ""), getattr(k, "first_line", 0), line))
 
     def stmt(self, s):
         try:
@@ -171,7 +177,7 @@ class ReferenceExecutor:
         except ZynMLRuntimeError as err:
             # an error in an expression (an index out of range, ...) points at its statement
             if err.line <= 0 and s.line:
-                err.span = Span(s.line, 1)
+                err.span = self._span(s.line)
             raise
 
     def _stmt(self, s):

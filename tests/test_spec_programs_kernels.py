@@ -60,6 +60,43 @@ let y = compute(x) {
 }
 y
 """, {"x": (x := _f32(17))}, np.array([x[i::3].sum() for i in range(17)]), 1e-5),
+    # booleans summed count as i32 (it gave `True`, or a refusal); max and min of booleans
+    # are or and and on every device; bools stored beside bools stay bool (they became i32)
+    "reduce_sum_of_comparisons_counts": ("""
+let y = compute(x) {
+    @kernel reduce(+)
+    for i in 0..n:
+        yield x[i] > 0.0
+}
+y
+""", {"x": (x := _f32(257))}, np.int32((x > 0).sum()), 0),
+    "reduce_max_of_bools_along_axis": ("""
+let y = compute(x) {
+    @kernel reduce(max, axis=1)
+    for i in 0..R, j in 0..C:
+        yield x[i, j] > 1.0
+}
+y
+""", {"x": (x := _f32(5, 7))}, (x > 1).any(1), 0),
+    "tile_reductions_of_bools": ("""
+let y = compute(x) {
+    for b in 0..B:
+        out[b, 0] = sum(x[b] > 0.0)
+        out[b, 1] = reduce(*, x[b] > -2.0)
+        out[b, 2] = reduce(+, x[b, 1:2] > 0.5)
+}
+y
+""", {"x": (x := _f32(4, 3, 5))}, np.stack([(x > 0).sum((1, 2)), (x > -2).all((1, 2)),
+                                            (x[:, 1:2] > 0.5).sum((1, 2))], 1).astype(np.int32),
+        0),
+    "bool_tile_max_min_stored_as_bool": ("""
+let y = compute(x) {
+    for b in 0..B:
+        out[b, 0] = reduce(max, x[b] > 1.0)
+        out[b, 1] = reduce(min, x[b] > -1.0)
+}
+y
+""", {"x": (x := _f32(6, 3, 5))}, np.stack([(x > 1).any((1, 2)), (x > -1).all((1, 2))], 1), 0),
 }
 
 
@@ -72,6 +109,8 @@ def test_kernel_program_equals_numpy(name, device):
     want = np.asarray(want)
     assert got.shape == want.shape, (got.shape, want.shape)
     if want.dtype.kind in "biu":
+        if got.ndim:      # a scalar comes back as a Python number
+            assert got.dtype == want.dtype, (got.dtype, want.dtype)
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),

@@ -193,6 +193,7 @@ class _Lowering:
                 self._annotation(stmt.annotation)
         kernel_type = self._kernel_type()
         self.kernel_kind = kernel_type.kind
+        self.reduce_op = kernel_type.param("op") if kernel_type.kind == "reduce" else None
         for key, value in kernel_type.params:
             if key in ("stride", "padding") and isinstance(value, int):
                 self.bind(key, _Binding("size", I32, key))
@@ -200,6 +201,11 @@ class _Lowering:
         body = self.block(self.node.body, top=True)
         output = self._output(kernel_type)
         axis = kernel_type.param("axis") if kernel_type.kind == "reduce" else None
+        if self.reduce_op and self.yields:
+            op = _bool_op(self.reduce_op, self.yields[0][0].ty.dtype)
+            if op != self.reduce_op:
+                params = dict(kernel_type.params, op=op)
+                kernel_type = replace(kernel_type, params=tuple(sorted(params.items())))
         if axis is not None and axis < 0 and self.yields:   # from the innermost loop: as counted
             params = dict(kernel_type.params, axis=axis % len(self.yields[0][3]))   # from the outer
             kernel_type = replace(kernel_type, params=tuple(sorted(params.items())))
@@ -567,6 +573,7 @@ class _Lowering:
                                      s.value.items[1].span)
         else:
             value, index = self.expr(s.value), None
+        value = _bool_as_i32(self.reduce_op, value)
         self.yields.append((value, index, s.span, list(self.loop_stack)))
         return cir.Yield(value, index, line)
 
@@ -866,6 +873,7 @@ class _Lowering:
             # a column (rows x 1): it broadcasts against the tile's rows
             return cir.Call(fn, (t,), cir.Ty(t.ty.dtype, (t.ty.shape[0], 1)))
         if fn == "sum":
+            t = _bool_as_i32("+", t)
             return cir.Reduce("+", t, None, cir.Ty(t.ty.dtype))
         raise ZynMLNameError(f"unknown function `{fn}`", e.func.span)
 
@@ -879,7 +887,8 @@ class _Lowering:
                                  f"{', '.join(cir.REDUCE_OPS)}", op.span)
         if len(e.args) != 2:
             raise ZynMLTypeError("reduce(op, x) takes an operator and one value", e.span)
-        x = self.expr(e.args[1])
+        x = _bool_as_i32(opname, self.expr(e.args[1]))
+        opname = _bool_op(opname, x.ty.dtype)
         axis = None
         for kw in e.kwargs:
             if kw.name != "axis":
@@ -938,7 +947,7 @@ class _Lowering:
             value, span = self.whole_out[0]
             dtype = value.ty.dtype
             for v, s in self.whole_out[1:]:
-                dtype = promote(dtype, v.ty.dtype)
+                dtype = _store_dtype(dtype, v.ty.dtype)
             return cir.Buffer("out", dtype, tuple(value.ty.shape), "write")
         if not self.out_stores:
             raise ZynMLTypeError("this kernel never writes out: store results with "
@@ -954,8 +963,8 @@ class _Lowering:
             elif width != rank:
                 raise ZynMLShapeError(f"out is written with {width} axes here but {rank} "
                                       "elsewhere", span)
-            dtype = value.ty.dtype if dtype is None else promote(dtype, value.ty.dtype,
-                                                                 False, self._is_weak(value))
+            dtype = value.ty.dtype if dtype is None else _store_dtype(dtype, value.ty.dtype,
+                                                                      self._is_weak(value))
             ext = []
             for k, it in enumerate(index):
                 ext.append(self._extent(it, span))
@@ -1045,6 +1054,25 @@ class _Lowering:
                                       self.loop_info[var][3].span)
             shape.append(_dim_value(stop))
         return cir.Buffer("out", dtype, tuple(shape), "write")
+
+
+def _store_dtype(a, b, weak_b=False):
+    """The dtype of out written with values of dtypes a and b: bools stored beside bools
+    stay bool (promote() counts a bool as i32, as arithmetic does)."""
+    return a if a == b else promote(a, b, False, weak_b)
+
+
+def _bool_op(op, dtype):
+    """max and min of bools are `or` and `and`, which every device spells."""
+    return {"max": "or", "min": "and"}.get(op, op) if dtype == "bool" else op
+
+
+def _bool_as_i32(op, value):
+    """Booleans summed or multiplied count as i32, as bools in arithmetic do (a reduce(+)
+    of comparisons counts them); `and`, `or`, `min` and `max` keep them bool."""
+    if op in ("+", "*") and value.ty.dtype == "bool":
+        return cir.Cast(value, cir.Ty("i32", value.ty.shape))
+    return value
 
 
 def _dim_value(d):

@@ -697,3 +697,23 @@ def test_64_bit_integers_are_refused_saying_so(device):
         s.run("let y = compute(a) {\n    @kernel elementwise\n    for i in 0..n:\n"
               "        out[i] = a[i]\n}\ny", a=np.array([2 ** 40, -5], np.int64))
     assert s.run("1 + 2") == 3
+
+
+@webgpu
+@needs_adapter
+def test_attention_past_the_largest_head_dim_class_runs_a_program_built_for_it(device):
+    """The attention program of every size set holds head_dim up to its largest class
+    (128); a launch past it runs a program built for its sizes instead of being refused."""
+    from attention_sources import three_pass
+    rng = np.random.default_rng(132)
+    small = {n: rng.standard_normal((1, 1, 7, 64)).astype(np.float32) for n in "QKV"}
+    kernel, _, sz, _ = lower_block(three_pass(), small)
+    assert not device.specialised(kernel, sz).launch_sizes      # the program of every size set
+    limits = device.compile(kernel, sz).program.error_sites
+    q, k, v = (rng.standard_normal((1, 1, 7, 132)).astype(np.float32) for _ in range(3))
+    kernel, ins, sz, sc = lower_block(three_pass(), {"Q": q, "K": k, "V": v})
+    assert wgsl.past_limits(limits, sz) and device.specialised(kernel, sz).launch_sizes
+    got, _ = device.launch(kernel, ins, sz, sc)
+    s = q[0, 0].astype(np.float64) @ k[0, 0].T.astype(np.float64) / np.sqrt(132)
+    w = np.exp(s - s.max(1, keepdims=True))
+    assert_within(got[0, 0], (w / w.sum(1, keepdims=True)) @ v[0, 0], 1e-5, 1e-5)

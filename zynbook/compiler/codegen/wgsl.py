@@ -247,8 +247,15 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     if any(d not in sizes for d in kernel.dims):
         return None
     _refuse_f64(kernel, options)
-    got = next(filter(None, (_printed(kernel, target, sizes, baked, options)
-                             for target, baked in _launch_targets(options))), None)
+    got = None
+    for target, baked in _launch_targets(options):
+        got = _printed(kernel, target, sizes, baked, options)
+        # a program of every size set whose limits the launch's sizes pass gives way to
+        # one built for them
+        if got is not None and (baked or not options.launch_sizes
+                                or not past_limits(got[0].sites, sizes)):
+            break
+        got = None
     if got is None:
         return None
     prog, dialect, out, bindings = got
@@ -345,10 +352,32 @@ def needs_launch_sizes(kernel: cir.Kernel, options: WGSLOptions) -> bool:
 _NEEDS_SIZES: dict = {}
 
 
+def past_limits(sites, sizes: dict) -> bool:
+    """Whether `sizes` pass a limit among a program's error sites: a size past the largest
+    that a program of every size set holds (an attention kernel's largest head_dim class)."""
+    from ..errflag import LIMIT
+    return any(s.kind == LIMIT and int(sizes.get(s.buffer, 0)) > s.extent for s in sites)
+
+
+def _past_limits(kernel: cir.Kernel, options: WGSLOptions, sizes: dict) -> bool:
+    """Whether a launch of `sizes` passes a limit of the program of every size set: a
+    program built for these sizes runs it instead of that one refusing it."""
+    if options.launch_sizes:
+        return False
+    key = (kernel.stable_hash(), options.key())
+    if key not in _LIMITS:
+        prog = launch_program(kernel, options)
+        _LIMITS[key] = prog.error_sites if prog else ()
+    return past_limits(_LIMITS[key], sizes)
+
+
+_LIMITS: dict = {}
+
+
 def sized_for(options: WGSLOptions, kernel: cir.Kernel, sizes: dict) -> WGSLOptions:
     """`options` for a launch of `sizes`: with those sizes where no program of `kernel`
     serves every size set (a program per size set, `needs_launch_sizes`)."""
-    if not needs_launch_sizes(kernel, options):
+    if not needs_launch_sizes(kernel, options) and not _past_limits(kernel, options, sizes):
         return options
     return dc.replace(options, launch_sizes=tuple(sorted(
         (k, int(v)) for k, v in sizes.items() if k in kernel.dims)))

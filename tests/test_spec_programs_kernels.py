@@ -97,6 +97,16 @@ let y = compute(x) {
 }
 y
 """, {"x": (x := _f32(6, 3, 5))}, np.stack([(x > 1).any((1, 2)), (x > -1).all((1, 2))], 1), 0),
+    # argmax of comparisons orders false before true (WebGPU's WGSL did not compile)
+    "argmax_of_comparisons": ("""
+let y = compute(x) {
+    @kernel reduce(argmax, axis=1)
+    for i in 0..R, j in 0..C:
+        yield (x[i, j] > 0.5, j)
+}
+y
+""", {"x": (x := RNG.random((6, 9)).astype(np.float32) * np.float32([[1], [1], [0.4], [1], [0.1], [1]]))},
+        np.argmax(x > 0.5, 1), 0),
 }
 
 

@@ -1069,8 +1069,9 @@ def _bool_op(op, dtype):
 
 def _bool_as_i32(op, value):
     """Booleans summed or multiplied count as i32, as bools in arithmetic do (a reduce(+)
-    of comparisons counts them); `and`, `or`, `min` and `max` keep them bool."""
-    if op in ("+", "*") and value.ty.dtype == "bool":
+    of comparisons counts them), and argmin/argmax order them as 0 and 1; `and`, `or`,
+    `min` and `max` keep them bool."""
+    if op in ("+", "*", "argmin", "argmax") and value.ty.dtype == "bool":
         return cir.Cast(value, cir.Ty("i32", value.ty.shape))
     return value
 

@@ -265,7 +265,7 @@ def test_a_pass_that_breaks_the_cir_is_an_internal_error_naming_it():
 
 def test_the_passes_are_listed_once_in_order():
     assert [name for name, _ in pipeline.PASSES] == ["widen", "parallel", "kernel_type",
-                                                      "simplify", "activations"]
+                                                      "simplify", "casts", "activations"]
     assert all(callable(fn) for _, fn in pipeline.PASSES)
 
 
@@ -274,7 +274,7 @@ def test_trace_sees_every_stage(monkeypatch, capsys):
     seen = []
     out = pipeline.run_passes(k, trace=lambda name, kernel: seen.append((name, kernel)))
     assert [name for name, _ in seen] == ["lower", "widen", "parallel", "kernel_type",
-                                          "simplify", "activations"]
+                                          "simplify", "casts", "activations"]
     assert seen[0][1] is k and seen[-1][1] == out
     monkeypatch.setenv("ZYNBOOK_TRACE_PASSES", "1")
     pipeline.run_passes(k)

@@ -26,6 +26,17 @@ def _strided_partial_sums(a, parts):
     return np.stack([a[:, t::parts].sum(1) for t in range(parts)], 1).sum(1)
 
 
+def _f16(x):
+    with np.errstate(over="ignore"):
+        return x.astype(np.float16)
+
+
+def _saturated(x, lo, hi):
+    """numpy's float-to-integer conversion, saturating, NaN as 0 (in float64)."""
+    x = np.asarray(x, np.float64)
+    return np.where(np.isnan(x), 0.0, np.clip(np.trunc(np.nan_to_num(x, nan=0.0)), lo, hi))
+
+
 # name: (source, inputs, numpy's answer, tolerance)
 CASES = {
     # an inner loop whose start is the outer loop's variable, with a step: each lane takes
@@ -107,6 +118,23 @@ let y = compute(x) {
 y
 """, {"x": (x := RNG.random((6, 9)).astype(np.float32) * np.float32([[1], [1], [0.4], [1], [0.1], [1]]))},
         np.argmax(x > 0.5, 1), 0),
+    # casts from a float to an integer saturate and take NaN to 0 on every device (C++ gave
+    # x86's -2147483648, WGSL 2147483520, the reference wrapped unsigned values)
+    "float_to_integer_casts_saturate": ("""
+let y = compute(x) {
+    for i in 0..n:
+        out[i, 0] = f32(u32(x[i]) / 2)
+        out[i, 1] = f32(int(x[i]) / 2)
+        out[i, 2] = f32(int(f16(x[i])) / 2)
+        out[i, 3] = f32(int(3e9) / 2 + int(-1e10) / 2)
+}
+y
+""", {"x": (x := np.float32([-1.5, -0.5, 0.7, 4e9, 5e9, np.nan, np.inf, -np.inf, -3e9,
+                             2147483520.0, 3e19, -2.5, 70000.0]))},
+        np.stack([np.floor(_saturated(x, 0, 2 ** 32 - 1) / 2),
+                  np.trunc(_saturated(x, -2 ** 31, 2 ** 31 - 1) / 2),
+                  np.trunc(_saturated(_f16(x), -2 ** 31, 2 ** 31 - 1) / 2),
+                  np.full(13, -1)], 1).astype(np.float32), 0),
 }
 
 

@@ -1,0 +1,91 @@
+"""Casts from a float to an integer saturate: a value past the integer's range gives its
+largest or smallest value, NaN gives 0, and a value in range is truncated toward zero.
+
+C and C++ leave an out-of-range conversion undefined (x86 gives the smallest integer, so
+`int(3e9)` was -2147483648 on the CPU), WGSL clamps to the integer's values that an f32 can
+hold (2147483520), and numpy gives x86's answer or wraps unsigned types: every device
+answered differently. Saturating is what CUDA's conversions, Rust's `as` and WGSL (within a
+float's precision) do; spelled here once, as comparisons around the cast, it is the same on
+every device, the reference included:
+
+    x >= 2^31 ? 2147483647 : (x >= -2^31 ? i32(x) : (x < -2^31 ? -2147483648 : 0))
+
+The bounds are powers of two, exact in every float type; an f16 or bf16 operand is compared
+in f32 (where 2^31 is finite).
+"""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from .. import cir
+from .simplify import _block
+
+_RANGE = {"i8": (-2 ** 7, 2 ** 7), "i16": (-2 ** 15, 2 ** 15), "i32": (-2 ** 31, 2 ** 31),
+          "i64": (-2 ** 63, 2 ** 63), "u8": (0, 2 ** 8), "u16": (0, 2 ** 16),
+          "u32": (0, 2 ** 32), "u64": (0, 2 ** 64)}       # [lowest, past the largest)
+_FLOATS = ("f16", "bf16", "f32", "f64")
+
+
+def saturate_casts(kernel: cir.Kernel) -> cir.Kernel:
+    return replace(kernel, body=_block(kernel.body, _rewrite, False))
+
+
+def _rewrite(e):
+    """`e` with its casts from a float to an integer saturating; a cast this pass made
+    already (fusion runs the passes again on fused kernels) is left as it is."""
+    if isinstance(e, cir.Span):
+        return cir.Span(_rewrite(e.start), _rewrite(e.stop))
+    if not isinstance(e, cir.Expr) or isinstance(e, (cir.Const, cir.Var)):
+        return e
+    if _saturating(e):
+        return e
+    kw = {}
+    for f in fields(e):
+        v = getattr(e, f.name)
+        if isinstance(v, tuple):
+            kw[f.name] = tuple(_rewrite(x) for x in v)
+        elif f.name != "ty" and isinstance(v, (cir.Expr, cir.Span)):
+            kw[f.name] = _rewrite(v)
+    e = replace(e, **kw) if kw else e
+    if isinstance(e, cir.Cast) and e.ty.dtype in _RANGE and e.operand.ty.dtype in _FLOATS:
+        return _saturate(e)
+    return e
+
+
+def _saturate(e):
+    x = e.operand
+    if isinstance(x, cir.Const) and not x.ty.shape:
+        return _const(x.value, e.ty)
+    if x.ty.dtype in ("f16", "bf16"):
+        x = cir.Cast(x, cir.Ty("f32", x.ty.shape))
+    lo, past = _RANGE[e.ty.dtype]
+    cmp_ty = cir.Ty("bool", x.ty.shape)
+    fty = cir.Ty(x.ty.dtype)
+    ity = cir.Ty(e.ty.dtype)
+
+    def compare(op, bound):
+        return cir.Bin(op, x, cir.Const(float(bound), fty), cmp_ty)
+
+    below = cir.Select(compare("<", lo), cir.Const(lo, ity), cir.Const(0, ity), e.ty)
+    inside = cir.Select(compare(">=", lo), cir.Cast(x, e.ty), below, e.ty)
+    return cir.Select(compare(">=", past), cir.Const(past - 1, ity), inside, e.ty)
+
+
+def _saturating(e) -> bool:
+    """Whether `e` is the form `_saturate` builds."""
+    if not (isinstance(e, cir.Select) and isinstance(e.cond, cir.Bin) and e.cond.op == ">="
+            and isinstance(e.if_false, cir.Select)):
+        return False
+    inner = e.if_false.if_true
+    return isinstance(inner, cir.Cast) and inner.ty == e.ty and inner.operand == e.cond.left
+
+
+def _const(value, ty):
+    lo, past = _RANGE[ty.dtype]
+    if value != value:
+        return cir.Const(0, ty)
+    if value >= past:
+        return cir.Const(past - 1, ty)
+    if value < lo:
+        return cir.Const(lo, ty)
+    return cir.Const(int(value), ty)

@@ -1052,6 +1052,14 @@ class _Lowering:
                     isinstance(step, cir.Const) and step.value == 1):
                 raise ZynMLShapeError("the kept axes of a reduction must run 0..n",
                                       self.loop_info[var][3].span)
+            outer = [v for v in first_loops if v != var and
+                     any(isinstance(n, cir.Var) and n.name == v for n in cir.walk(stop))]
+            if outer:
+                # the output's axis would be as long as another loop's variable says
+                raise ZynMLShapeError(
+                    f"the kept axes of a reduction must run 0..n over sizes; this bound "
+                    f"depends on the loop variable `{self.loop_info[outer[0]][3].var}`",
+                    self.loop_info[var][3].stop.span)
             shape.append(_dim_value(stop))
         return cir.Buffer("out", dtype, tuple(shape), "write")
 

@@ -135,6 +135,28 @@ y
                   np.trunc(_saturated(x, -2 ** 31, 2 ** 31 - 1) / 2),
                   np.trunc(_saturated(_f16(x), -2 ** 31, 2 ** 31 - 1) / 2),
                   np.full(13, -1)], 1).astype(np.float32), 0),
+    # a reduce along a loop whose bounds follow the kept loop (a triangle): the reduce
+    # schedule runs it as written, one thread per output (cpu:native and WebGPU refused it)
+    "reduce_along_triangular_loop": ("""
+let y = compute(x) {
+    @kernel reduce(+, axis=1)
+    for i in 0..n, j in i..n:
+        yield x[j] * x[i]
+}
+y
+""", {"x": (x := _f32(33))}, np.array([x[i] * x[i:].sum() for i in range(33)]), 1e-4),
+    "argmax_along_triangular_loop_with_a_mask": ("""
+let n = 17
+let y = compute(x) {
+    @kernel reduce(argmax, axis=-1)
+    for b in 0..B, i in 0..n, j in 0..i + 1:
+        if j != 2:
+            yield (x[b, j] * float(i + 1), j)
+}
+y
+""", {"x": (x := _f32(3, 17)), "B": 3},
+        np.array([[np.argmax(np.where(np.arange(i + 1) == 2, -np.inf, x[b, :i + 1]))
+                   for i in range(17)] for b in range(3)], np.int64), 0),
 }
 
 

@@ -46,6 +46,30 @@ class ReduceParams(Params):
     acc: str = "f32"            # accumulator dtype
 
 
+def _reduced_as_written(kernel, nest) -> bool:
+    """Whether the reduced loop is the one loop around the yields inside the nest (its
+    bounds read the kept loops' variables, so the nest stops above it)."""
+    axis = kernel.kernel_type.param("axis")
+    around = _loops_around_yield(kernel.body)
+    return around is not None and axis == len(nest.loops) == len(around) - 1 and \
+        all(a is b for a, b in zip(around, nest.loops))
+
+
+def _loops_around_yield(body, outer=()):
+    for s in body:
+        if isinstance(s, cir.Yield):
+            return list(outer)
+        if isinstance(s, cir.Loop):
+            found = _loops_around_yield(s.body, outer + (s,))
+        elif isinstance(s, cir.If):
+            found = _loops_around_yield(s.then, outer) or _loops_around_yield(s.orelse, outer)
+        else:
+            continue
+        if found is not None:
+            return found
+    return None
+
+
 def pow2_at_least(n: int, lo: int, hi: int) -> int:
     p = lo
     while p < n and p < hi:
@@ -75,7 +99,8 @@ class Reduce(Schedule):
             return "a reduce kernel needs a `yield`"
         nest = yield_nest(kernel.body, sizes, target.symbolic_sizes)
         axis = kernel.kernel_type.param("axis")
-        if axis is not None and not (nest.loops and 0 <= int(axis) < len(nest.loops)):
+        if axis is not None and not (nest.loops and 0 <= int(axis) < len(nest.loops)) \
+                and not _reduced_as_written(kernel, nest):
             return f"reduce axis={axis} does not name one of the loops around the yield"
         if any(isinstance(n, (cir.SharedAlloc, cir.Barrier)) for n in cir.walk(kernel.body)):
             return "shared arrays in a reduce kernel"
@@ -102,6 +127,10 @@ class Reduce(Schedule):
         cpu = target.max_threads == 1 and not target.symbolic_sizes
         if cpu and op == "+" and acc == "f32":
             acc = "f64"
+        if axis is not None and int(axis) >= len(nest.loops):
+            # the reduced loop's bounds follow the kept loops (`for i, j in i..n`): one
+            # thread per output runs it as written
+            return ReduceParams("thread_rows", min(256, target.max_threads), 0, 0, acc)
         if target.symbolic_sizes:
             # one program for every size: no choice reads a size
             layout = "whole" if axis is None else \
@@ -142,6 +171,8 @@ class Reduce(Schedule):
             total = max(yield_nest(kernel.body, sizes).total, 1)
             out = [ReduceParams("whole", t, b, 0, first.acc) for t in ts
                    for b in sorted({1, max(1, min(-(-total // (t * 4)), 1024)), 3})]
+        elif kernel.kernel_type.param("axis") >= len(yield_nest(kernel.body, sizes, sym).loops):
+            out = [ReduceParams("thread_rows", t, 0, 0, first.acc) for t in ts]
         else:
             layouts = ["thread_rows"]
             if kernel.kernel_type.param("axis") == len(yield_nest(kernel.body, sizes, sym).loops) - 1:
@@ -352,6 +383,28 @@ class _Builder(Builder):
         return ir.Program(self.k.name, tuple(kernels), tuple(launches), scratch,
                           self.sites.as_tuple(), f"{what} (reduce: {p.describe()})")
 
+    def rows_as_written(self, params, line) -> ir.Program:
+        """One thread per output (the kept loops, flattened), running the body inside them,
+        the reduced loop with it, as written."""
+        p, nest = self.p, self.nest
+        low = self.lowering("_row")
+        head: list = []
+        outer_ext = self.counts(low, nest.loops, head)
+        n_out = self.local("_nout", self.product(outer_ext), head)
+        host_n_out = self.product(self.host_counts(low, nest.loops))
+        row = ir.Ref("_row", self.idx)
+        inner = self.declare_acc() + self.decompose(low, nest.loops, outer_ext, row) \
+            + list(low.stmts(nest.body)) + [ir.Store(self.out_ident(), row, self.result())]
+        body = list(low.stmts(nest.prologue)) + head
+        body.append(spread("_row", n_out, p.threads, p.chunk, inner, self.idx, line))
+        grid = ir.Math("max", (ir.Math("min", (ir.ceildiv(self.i(host_n_out), p.chunk or p.threads),
+                                               lit(self.t.max_blocks, self.idx)), self.idx),
+                               lit(1, self.idx)), self.idx)
+        what = (f"reduce({self.op}, axis={self.axis}): one thread per output, the reduced loop "
+                "as written")
+        return one_kernel(self.k, params, body, p.threads, self.idx, what, grid,
+                          self.sites.as_tuple(), f"{what} (reduce: {p.describe()})", self.sym)
+
     def local(self, name: str, value, head: list):
         """`value` (a number, or an expression declared once in `head` as `name`)."""
         if not isinstance(value, ir.Expr) or isinstance(value, (ir.Lit, ir.Ref)):
@@ -361,6 +414,8 @@ class _Builder(Builder):
 
     def rows(self, name, params, line) -> ir.Program:
         p, nest, ax = self.p, self.nest, self.axis
+        if ax >= len(nest.loops):
+            return self.rows_as_written(params, line)
         keep = [k for k in range(len(nest.loops)) if k != ax]
         outer = [nest.loops[k] for k in keep]
         red = nest.loops[ax]

@@ -157,6 +157,26 @@ y
 """, {"x": (x := _f32(3, 17)), "B": 3},
         np.array([[np.argmax(np.where(np.arange(i + 1) == 2, -np.inf, x[b, :i + 1]))
                    for i in range(17)] for b in range(3)], np.int64), 0),
+    # out indexed through a let: out's size comes from the let's value (it raised KeyError),
+    # and the loop is parallel, so `elementwise` accepts it (a type error before)
+    "out_indexed_through_a_let": ("""
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        let k = n - 1 - i
+        out[k] = x[i] * 2.0
+}
+y
+""", {"x": (x := _f32(17))}, x[::-1] * 2, 0),
+    # two iterations writing one element: the loop runs in order, the last write stays
+    "out_written_twice_by_a_loop": ("""
+let y = compute(x) {
+    for i in 0..n, j in 0..4:
+        out[i / 2, i - i + j] = x[i] * float(j + 1)
+}
+y
+""", {"x": (x := _f32(2001))},
+        np.append(x[1::2], x[-1])[:, None] * np.arange(1, 5, dtype=np.float32), 0),
 }
 
 
@@ -208,3 +228,22 @@ def test_kernel_program_error_is_the_same_everywhere(name, device):
         zynbook.Session(device=device).run(src, **inputs)
     err = info.value
     assert (err.kind, err.line, err.column) == (kind, line, column), err.render()
+
+
+@pytest.mark.parametrize("index, parallel", [
+    ("out[i / 2, j]", False),            # i and i + 1 write one element
+    ("out[j, i - i]", False),            # every i writes the same element
+    ("out[2 * i + 1, j]", True),
+    ("out[n - 1 - i, j]", True),
+])
+def test_a_loop_is_parallel_only_where_its_iterations_write_apart(index, parallel):
+    src = f"""
+let y = compute(x) {{
+    for i in 0..n, j in 0..3:
+        {index} = x[i]
+}}
+y
+"""
+    loop_i = [line.strip() for line in zynbook.compile(src).cir_text().splitlines()
+              if "for i in" in line][0]
+    assert loop_i.startswith("parallel for") == parallel, loop_i

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import NO_SPAN, Span, ZynMLNameError, ZynMLShapeError, ZynMLTypeError
 from . import affine, cir
 from . import ast as A
+from .passes.tiles import substitute
 from .types import arithmetic_dtype, canonical_dtype, is_float, is_int, is_weak, promote
 
 BOOL = cir.Ty("bool")
@@ -126,6 +127,7 @@ class _Lowering:
         self.guard_depth = 0
         self.annotations: dict = {}
         self.weak_vars: set = set()        # locals still holding a weakly typed literal
+        self.int_lets: dict = {}           # let-bound integer scalars -> their values, for out's size
         self.scalar_labels: dict = {}      # cir name of a scalar argument -> label as written
         self.loop_info: dict = {}          # loop var -> (start, stop, step, RangeIter)
         self.notes: list = []              # (message, span) worth telling, never refusing
@@ -393,6 +395,8 @@ class _Lowering:
             self.bind(name, _Binding("local", value.ty, cname, False, line, shadow))
             if self._is_weak(value):
                 self.weak_vars.add(cname)
+            if not value.ty.shape and is_int(value.ty.dtype):
+                self.int_lets[cname] = substitute(value, self.int_lets)
             return cir.Let(cname, value, False, line)
         if isinstance(s, A.VarDecl):
             value = self._annotated(self.expr(s.value), s.type)
@@ -987,6 +991,7 @@ class _Lowering:
 
     def _extent(self, it, span):
         """The smallest out axis size that holds every value of this index."""
+        it = substitute(it, self.int_lets)      # out[k] with `let k = n - 1 - i`
         if isinstance(it, cir.Span):
             start = it.start
             if isinstance(start, cir.Var) and start.name in self.loop_info:
@@ -1001,6 +1006,10 @@ class _Lowering:
             raise ZynMLShapeError("cannot tell the size of out from this index; index out with "
                                   "loop variables (e.g. out[i, j]) or affine forms of them", span)
         top = affine.simplify(b[1])
+        if any(isinstance(n, cir.Var) and n.name not in self.sizes for n in cir.walk(top)):
+            # a bound over a `var` or another value the launch does not know
+            raise ZynMLShapeError("cannot tell the size of out from this index; index out with "
+                                  "loop variables (e.g. out[i, j]) or affine forms of them", span)
         if isinstance(top, cir.Const) and top.value < 0:
             raise ZynMLShapeError(f"out is indexed at {top.value} at most: out's size comes from "
                                   "its indices, and an index that is never 0 or more leaves it "

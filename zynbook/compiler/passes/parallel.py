@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import affine, cir
+from .tiles import substitute
 
 
 def mark_parallel(kernel: cir.Kernel) -> cir.Kernel:
@@ -53,6 +54,38 @@ def independent(loop: cir.Loop, shared: set = frozenset()) -> bool:
             return False        # a barrier over memory shared between iterations
     if yields:
         return not stores
+    # an index read through a let (`let k = n - 1 - i; out[k] = ...`) is the let's value
+    lets = {}
+    for n in cir.walk(loop.body):
+        if isinstance(n, cir.Let) and not n.mutable and not n.value.ty.shape:
+            lets[n.name] = substitute(n.value, lets)
     return bool(stores) and all(
-        st.index and any(affine.uses_vars(i.start if isinstance(i, cir.Span) else i, {loop.var})
-                         for i in st.index) for st in stores)
+        st.index and any(_own(substitute(i.start if isinstance(i, cir.Span) else i, lets),
+                              loop.var) for i in st.index) for st in stores)
+
+
+def _own(index, var: str) -> bool:
+    """Whether different values of `var` give different values of `index`: it uses `var`,
+    not through `/`, `%` or a function (`out[i / 2]` is written by two iterations), and not
+    so that it cancels (`i - i`)."""
+    if not affine.uses_vars(index, {var}) or _hidden(index, var):
+        return False
+    form = affine.linear(index)
+    return form is None or any(c != 0 and affine.uses_vars(e, {var})
+                               for c, e in form[0].values())
+
+
+def _hidden(e, var: str) -> bool:
+    """`var` occurs in `e` under an operation that can map two of its values to one."""
+    if isinstance(e, cir.Bin) and e.op in ("/", "%") or isinstance(e, (cir.Call, cir.Select,
+                                                                       cir.Load)):
+        return affine.uses_vars(e, {var})
+    return any(_hidden(c, var) for c in _children(e))
+
+
+def _children(e):
+    if isinstance(e, cir.Bin):
+        return (e.left, e.right)
+    if isinstance(e, (cir.Unary, cir.Cast)):
+        return (e.operand,)
+    return ()

@@ -247,3 +247,36 @@ y
     loop_i = [line.strip() for line in zynbook.compile(src).cir_text().splitlines()
               if "for i in" in line][0]
     assert loop_i.startswith("parallel for") == parallel, loop_i
+
+
+def test_argmax_and_argmin_of_tiles_inside_a_kernel():
+    """reduce(argmax, tile) in a kernel body: the flat position of the first NaN, else of
+    the first extreme, as numpy's (cpu:native refused it; WebGPU cannot hold its i64)."""
+    m = RNG.standard_normal((6, 3, 5)).astype(np.float32)
+    m[1, 2, 3] = m[1, 0, 0] = np.nan
+    m[2] = -np.inf
+    m[3, 1, 1] = m[3, 2, 2] = m[3].max() + 1
+    k = RNG.integers(-3, 3, (6, 5)).astype(np.int32)
+    k[0] = np.iinfo(np.int32).min
+    src = """
+let y = compute(m, k) {
+    for i in 0..R:
+        out[i, 0] = reduce(argmax, m[i])
+        out[i, 1] = reduce(argmin, m[i])
+        out[i, 2] = reduce(argmax, k[i, 1:4])
+        out[i, 3] = reduce(argmin, m[i, 2:3])
+}
+y
+"""
+    want = np.stack([np.argmax(m.reshape(6, -1), 1), np.argmin(m.reshape(6, -1), 1),
+                     np.argmax(k[:, 1:4], 1), np.argmin(m[:, 2:3].reshape(6, -1), 1)], 1)
+    ran = 0
+    for device in DEVICES:
+        try:
+            got = zynbook.Session(device=device).run(src, m=m, k=k)
+        except zynbook.ZynMLError as err:
+            assert err.kind == "device" and "64-bit" in err.message, (device, err.render())
+            continue
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=device)
+        ran += 1
+    assert ran >= 1 + ("cpu:native" in DEVICES)

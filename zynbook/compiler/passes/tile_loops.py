@@ -345,7 +345,12 @@ class _Rewriter:
             return self.reduce_all("+", self.hoist(e.args[0], out, line), e.ty.dtype, out, line)
         if isinstance(e, cir.Reduce):
             if e.op in ("argmax", "argmin"):
-                raise TileRefusal(f"{e.op} of a tile inside a kernel body")
+                src = self.hoist(e.input, out, line)
+                if e.axis is not None and self.is_tile(src) and len(self.shape(src)[0]) > 1:
+                    raise TileRefusal(f"{e.op} along an axis of a tile inside a kernel body")
+                if not self.is_tile(src):
+                    return cir.Const(0, e.ty)
+                return self.arg_all(e.op, src, e.ty.dtype, out, line)
             src = self.hoist(e.input, out, line)
             if e.axis is None or not self.is_tile(src):
                 return self.reduce_all(e.op, src, e.ty.dtype, out, line) if self.is_tile(src) else src
@@ -381,6 +386,33 @@ class _Rewriter:
         out += self.over(exts, lambda idx: [cir.Assign(acc, _combine(op, cir.Var(acc, ty), cir.Cast(
             self.operand_at(src, rank, idx), ty)), line)], line, parallel=False)
         return cir.Var(acc, ty)
+
+    def arg_all(self, op: str, src, dtype: str, out: list, line: int) -> cir.Var:
+        """A local holding the flat (row-major) position of the largest (argmax) or smallest
+        element of tile `src`: the first NaN, else the first of equal extremes, as numpy's."""
+        _, exts = self.shape(src)
+        ex_stmts, exts = self.extent_lets(exts, line)
+        out += ex_stmts
+        vty = cir.Ty(src.ty.dtype)
+        best, at = self.fresh("best"), self.fresh("at")
+        out += [cir.Let(best, _identity("max" if op == "argmax" else "min", vty.dtype), True,
+                        line),
+                cir.Let(at, cir.Const(0, cir.Ty(dtype)), True, line)]
+        rank, b = len(exts), cir.Var(best, vty)
+        bool_ = cir.Ty("bool")
+
+        def body(idx):
+            v = self.operand_at(src, rank, idx)
+            flat = idx[0]
+            for k in range(1, rank):
+                flat = cir.Bin("+", cir.Bin("*", flat, exts[k], I32), idx[k], I32)
+            best_num = cir.Bin("==", b, b, bool_)
+            better = cir.Bin("or", cir.Bin("and", cir.Bin("!=", v, v, bool_), best_num, bool_),
+                             cir.Bin(">" if op == "argmax" else "<", v, b, bool_), bool_)
+            return [cir.If(better, (cir.Assign(best, v, line),
+                                    cir.Assign(at, cir.Cast(flat, cir.Ty(dtype)), line)), (), line)]
+        out += self.over(exts, body, line, parallel=False)
+        return cir.Var(at, cir.Ty(dtype))
 
     def reduce_axis(self, op, src, axis, dtype, out, line, keep=False) -> cir.Var:
         """A tile array holding `op` along `axis` of `src` (kept as extent 1 or dropped)."""

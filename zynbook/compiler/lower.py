@@ -125,6 +125,7 @@ class _Lowering:
         self.ranges: dict = {}             # loop var -> (start, stop)
         self.loop_stack: list = []
         self.guard_depth = 0
+        self.varying_ifs: list = []        # per enclosing if: its span when it may differ per thread
         self.annotations: dict = {}
         self.weak_vars: set = set()        # locals still holding a weakly typed literal
         self.int_lets: dict = {}           # let-bound integer scalars -> their values, for out's size
@@ -413,16 +414,27 @@ class _Lowering:
         if isinstance(s, A.If):
             cond = self.condition(s.cond)
             self.guard_depth += 1
+            # a condition over loop variables, locals or data may differ between threads
+            varying = any(isinstance(n, cir.Load) or isinstance(n, cir.Var) and n.name not in
+                          self.sizes and n.name not in self.scalar_args for n in cir.walk(cond))
+            self.varying_ifs.append(s.cond.span if varying else None)
             try:
                 then = self.block(s.then)
                 orelse = self.block(s.orelse) if s.orelse else []
             finally:
                 self.guard_depth -= 1
+                self.varying_ifs.pop()
             return cir.If(cond, tuple(then), tuple(orelse), line)
         if isinstance(s, A.Yield):
             return self.yield_(s)
         if isinstance(s, A.SharedVar):
             dims = tuple(self.size_expr(d) for d in s.dims)
+            for d, node in zip(dims, s.dims):
+                d = affine.simplify(d) if isinstance(d, cir.Expr) else d
+                value = d.value if isinstance(d, cir.Const) else d
+                if isinstance(value, int) and value <= 0:
+                    raise ZynMLTypeError(f"a shared array's size must be positive, not {value}",
+                                         node.span)
             dtype = "f32"
             if s.type is not None:
                 dtype = canonical_dtype(s.type.name)
@@ -437,6 +449,11 @@ class _Lowering:
             if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.id == "barrier":
                 if e.args or e.kwargs:
                     raise ZynMLTypeError("barrier() takes no arguments", e.span)
+                if any(self.varying_ifs):
+                    # threads that skip it would leave the others waiting (a hang on a GPU)
+                    raise ZynMLTypeError("barrier() under an `if` whose condition differs "
+                                         "between iterations: every thread of the workgroup "
+                                         "must reach it; move it out of the `if`", e.span)
                 return cir.Barrier(line)
             raise ZynMLTypeError("this expression's value is unused; assign it or store it "
                                  "into out[...]", s.span)
@@ -939,6 +956,12 @@ class _Lowering:
 
     # ---------------------------------------------------------------- the output
     def _output(self, kt: cir.KernelType) -> cir.Buffer:
+        if self.yields and not self.out_stores and not self.whole_out and kt.kind == "custom":
+            # nothing says how the yielded values combine (a typed kernel that yields is
+            # refused by the kernel-type check, at its type)
+            raise ZynMLTypeError("`yield` belongs in a reduce kernel: say how the values "
+                                 "combine with `@kernel reduce(op)` (op: + * min max and or "
+                                 "argmin argmax)", self.yields[0][2])
         if kt.kind == "reduce" or (self.yields and not self.out_stores and not self.whole_out):
             return self._reduce_output(kt)
         if self.yields:

@@ -177,6 +177,28 @@ let y = compute(x) {
 y
 """, {"x": (x := _f32(2001))},
         np.append(x[1::2], x[-1])[:, None] * np.arange(1, 5, dtype=np.float32), 0),
+    # a float literal meeting f16 data is f16 (weak), as numpy's: h == 0.1 holds where h is
+    # f16(0.1) (the compiled devices compared with the f32 literal)
+    "f16_compared_with_a_literal": ("""
+let y = compute(h) {
+    for i in 0..n:
+        out[i, 0] = h[i] == 0.1
+        out[i, 1] = h[i] < 0.1
+        out[i, 2] = h[i] >= 65519.0
+}
+y
+""", {"h": (h := np.float16([0.1, 0.0999, 0.1001, 65504, -1, np.inf]))},
+        np.stack([h == np.float16(0.1), h < np.float16(0.1), h >= np.float16(65504)], 1), 0),
+    # an integer cast to bf16 (WebGPU's WGSL did not compile: its rounding takes an f32)
+    "integer_to_bf16": ("""
+let y = compute(a) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = f32(bf16(a[i]))
+}
+y
+""", {"a": np.int32([1, 70000, -65520, 2049, 16777217, -3])},
+        np.float32([1, 70144, -65536, 2048, 16777216, -3]), 0),
 }
 
 

@@ -10,6 +10,8 @@ kernel type, ...) makes the CIR the devices run.
 """
 from __future__ import annotations
 
+import math
+import struct
 from dataclasses import dataclass, field, replace
 
 from ..errors import NO_SPAN, Span, ZynMLNameError, ZynMLShapeError, ZynMLTypeError
@@ -813,6 +815,7 @@ class _Lowering:
             self._same_dim(a.ty.shape[1], b.ty.shape[0], span, "the inner sizes of @")
             return cir.Bin("@", a, b, cir.Ty(dtype, (a.ty.shape[0], b.ty.shape[1])))
         shape = self._broadcast(a.ty.shape, b.ty.shape, span)
+        a, b = self._half_literal(a, b), self._half_literal(b, a)
         if op in ("<", "<=", ">", ">=", "==", "!="):
             return cir.Bin(op, a, b, cir.Ty("bool", shape))
         if op not in ("+", "-", "*", "/", "%", "**"):
@@ -821,6 +824,20 @@ class _Lowering:
             raise ZynMLTypeError(f"arithmetic on booleans; use `and`/`or`", span)
         dtype = arithmetic_dtype(op, a, b, self._is_weak(a), self._is_weak(b))
         return cir.Bin(op, a, b, cir.Ty(dtype, shape))
+
+    def _half_literal(self, c, other):
+        """A float literal meeting an f16 value takes f16's precision (it is weak, so the
+        operation is f16's: `h[i] == 0.1` compares with f16(0.1), as numpy does); devices
+        that compute f16 in f32 would otherwise use the f32 literal."""
+        if isinstance(c, cir.Const) and isinstance(c.value, float) and not c.ty.shape and \
+                other.ty.dtype == "f16" and c.ty.dtype != "f16" and self._is_weak(c) and \
+                not self._is_weak(other):
+            try:
+                value = struct.unpack("<e", struct.pack("<e", c.value))[0]
+            except OverflowError:                   # past f16's range: an infinity
+                value = math.copysign(math.inf, c.value)
+            return cir.Const(value, c.ty)
+        return c
 
     def call(self, e: A.Call):
         if not isinstance(e.func, A.Name):

@@ -12,6 +12,8 @@ every device, the reference included:
 
 The bounds are powers of two, exact in every float type; an f16 or bf16 operand is compared
 in f32 (where 2^31 is finite).
+
+Casts from an integer to bf16 go through f32, as the reference rounds them.
 """
 from __future__ import annotations
 
@@ -49,6 +51,10 @@ def _rewrite(e):
     e = replace(e, **kw) if kw else e
     if isinstance(e, cir.Cast) and e.ty.dtype in _RANGE and e.operand.ty.dtype in _FLOATS:
         return _saturate(e)
+    if isinstance(e, cir.Cast) and e.ty.dtype == "bf16" and e.operand.ty.dtype not in _FLOATS:
+        # an integer (or bool) becomes bf16 through f32, as the reference rounds it
+        # (WGSL's bf16 rounding takes an f32)
+        return cir.Cast(cir.Cast(e.operand, cir.Ty("f32", e.operand.ty.shape)), e.ty)
     return e
 
 

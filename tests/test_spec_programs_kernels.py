@@ -199,6 +199,19 @@ let y = compute(a) {
 y
 """, {"a": np.int32([1, 70000, -65520, 2049, 16777217, -3])},
         np.float32([1, 70144, -65536, 2048, 16777216, -3]), 0),
+    # a host float is an f32 scalar argument, not a weak literal: the reference computed
+    # h * scale in f16 (a Python float meeting f16 in numpy) where the devices used f32
+    "host_float_scalar_with_f16_data": ("""
+let scale = 0.1
+let y = compute(h) {
+    for i in 0..n:
+        out[i, 0] = h[i] * scale + 3.0
+        out[i, 1] = float(h[i] == scale)
+}
+y
+""", {"h": (h := np.float16([1.0, 1000.0, -7.5, 0.3, 0.1]))},
+        np.stack([h.astype(np.float32) * np.float32(0.1) + 3,
+                  h.astype(np.float32) == np.float32(0.1)], 1).astype(np.float32), 0),
 }
 
 

@@ -143,7 +143,12 @@ class ReferenceExecutor:
         self.out = np.zeros(shape, dtype=self.out_dtype)
         self.buffers["out"] = self.out
         self.env: dict = dict(sizes)
-        self.env.update(scalars)
+        # a scalar argument has its declared dtype (a host float is f32, not a weak Python
+        # float: h[i] * scale on f16 h is f32, as on the compiled devices)
+        types = {sc.name: sc.dtype for sc in kernel.scalars}
+        with np.errstate(over="ignore"):
+            self.env.update({k: np_dtype(types[k]).type(v) if k in types and types[k] != "bf16"
+                             else v for k, v in scalars.items()})
         self.lanes = 0                     # open lane axes
         self.lane_vars: list = []          # loop variable of each lane
         self.mask = None                   # Val of bool, or None when every lane is active

@@ -302,3 +302,16 @@ def test_programs_say_they_store_every_element(case):
         assert _may_skip_elements(k, sz)
     got = emulate_kernel(prog, k, ins, sz, sc, warp=32)
     assert not np.isnan(got).any()
+
+
+@pytest.mark.parametrize("target", ["cuda", "metal"])
+@pytest.mark.parametrize("form", ["three_pass", "flash"])
+def test_past_head_dim_128_four_lanes_share_a_query(target, form):
+    """Past head_dim 128 a query's rows are split over four lanes where sizes are baked in
+    (one thread holding both rows spilled, and took NVRTC 40 s to compile)."""
+    text = A.three_pass("causal") if form == "three_pass" else A.flash(16)
+    k, ins, sz, sc = _inputs(text, 19, 136, batch=1, heads=1)
+    t, warp = TARGETS[target]
+    p = SCHED.default(k, t, sz)
+    assert not p.mma and p.lanes == 4
+    _check(SCHED.build(k, t, sz, p), k, ins, sz, sc, warp)

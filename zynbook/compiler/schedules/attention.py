@@ -261,13 +261,14 @@ class Attention(Schedule):
         return space[0] if space else self._first(target)
 
     @staticmethod
-    def _first(target) -> AttentionParams:
+    def _first(target, head_dim: int = 0) -> AttentionParams:
         if target.max_threads == 1:
             return AttentionParams(1, 16, 1, 16, False)
         # WebGPU (its program of every size set, and one built for a launch past its largest
         # head_dim class): 16-key tiles; at head_dim 64 on an H100 through Vulkan, 0.240 ms
-        # against 0.262 for 32-key tiles
-        if target.symbolic_sizes or target.name == "webgpu":
+        # against 0.262 for 32-key tiles. Past head_dim 128 anywhere, four lanes share a
+        # query: one thread holding both rows of 129 values took NVRTC 40 s (H200)
+        if target.symbolic_sizes or target.name == "webgpu" or head_dim > HEAD_DIM_CLASSES[-1]:
             return AttentionParams(32, 16, 4, 4)
         return AttentionParams(64, 64, 1, 16)
 
@@ -275,7 +276,7 @@ class Attention(Schedule):
         shape, _ = match(kernel, target, sizes)
         if shape is None:
             return []
-        first = self._first(target)
+        first = self._first(target, shape.D)
         if not first.tiles:
             return [first, replace(first, chunk=8), replace(first, chunk=32, block_kv=32)]
         from . import attention_mma     # (it builds on this module's kernel)

@@ -927,6 +927,10 @@ class ReferenceExecutor:
         lanes = _lanes_of(va, vb)
         if op == "@":
             return Val(np.matmul(x, y), lanes)
+        if op in ("+", "-", "*", "/", "%", "**") and e.ty.dtype in _INT_BITS:
+            # integer arithmetic runs in its result's dtype, a literal wrapped to it as the
+            # devices' casts wrap (p[i] + 300 on u8 p: numpy refuses the Python int 300)
+            x, y = (_in_dtype(v, e.ty.dtype) for v in (x, y))
         if op in ("/", "%") and not is_float(e.ty.dtype):
             self._check_divisor(op, x, y, lanes, e.ty.dtype)
         return Val(_array_op(op, x, y, e.ty.dtype), lanes)
@@ -1106,6 +1110,13 @@ def _python_number(x) -> bool:
 
 
 _SIGNED_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
+_INT_BITS = dict(_SIGNED_BITS, u8=8, u16=16, u32=32, u64=64)
+
+
+def _in_dtype(v, dtype):
+    dt = np_dtype(dtype)
+    a = np.asarray(v)
+    return v if a.dtype == dt else a.astype(dt)
 
 
 def _scalar_op(op, a, b, dtype):

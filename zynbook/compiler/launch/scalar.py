@@ -79,12 +79,21 @@ def cast(e: ir.Expr, dtype: str) -> ir.Expr:
     return ir.Bin("!=", e, lit(0, e.dtype), "bool") if dtype == "bool" else ir.Cast(e, dtype)
 
 
+_INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
+
+
 def _common_int(a: str, b: str) -> str:
+    """The type two integers are compared in: the narrowest that holds both exactly (at
+    least 32 bits; u8 against an i32 literal in i32, not i64, which WGSL lacks)."""
     if a == b:
         return a
     if a == "bool" or b == "bool":
         return b if a == "bool" else a
-    return "u64" if a.startswith("u") and b.startswith("u") else "i64"
+    if a.startswith("u") == b.startswith("u"):
+        return a if _INT_BITS[a] >= _INT_BITS[b] else b
+    signed, unsigned = (a, b) if b.startswith("u") else (b, a)
+    bits = max(_INT_BITS[signed], 2 * _INT_BITS[unsigned], 32)
+    return "i32" if bits <= 32 else "i64"
 
 
 class ScalarLowering:

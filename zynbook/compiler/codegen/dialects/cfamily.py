@@ -10,6 +10,7 @@ C_TYPES = {"f32": "float", "f64": "double", "i8": "signed char", "i16": "short",
            "u32": "unsigned int", "u64": "unsigned long long", "bool": "bool"}
 
 C_OPS = {"and": "&&", "or": "||"}
+NARROW_INTS = ("i8", "i16", "u8", "u16")
 
 # helper name -> (text with {q} for the function qualifier, helpers it needs)
 HELPERS = {
@@ -149,10 +150,14 @@ class CFamily:
         return f"({c} ? {a} : {b})"
 
     def binary(self, op, a, b, operand_dtype, dtype):
-        return f"({a} {C_OPS.get(op, op)} {b})"
+        text = f"({a} {C_OPS.get(op, op)} {b})"
+        # C computes integers narrower than int in int: wrap the result at its own width
+        return f"(({self.type(dtype)}){text})" if dtype in NARROW_INTS and op in "+-*" else text
 
     def unary(self, op, a, dtype):
-        return f"(-{a})" if op == "neg" else f"(!{a})"
+        if op == "neg":
+            return f"(({self.type(dtype)})(-{a}))" if dtype in NARROW_INTS else f"(-{a})"
+        return f"(!{a})"
 
     def math(self, fn, args, dtype):
         floats = dtype in ir.FLOAT_DTYPES

@@ -233,6 +233,26 @@ y
                   (p.astype(np.int64) * 2 % 256) // 2, (p.astype(np.int64) - 1) % 256,
                   (q.astype(np.int64) * 3).astype(np.int16), (-q).astype(np.int16).astype(np.int64)
                   + (q.astype(np.int64) + 40000).astype(np.int16)], 1).astype(np.int32), 0),
+    # signed overflow wraps everywhere (cpu:native's C++ left it undefined, and GCC compiled
+    # the first loop into one that never ended)
+    "signed_overflow_in_a_loop_wraps": ("""
+let n = len(x)
+let y = compute(x) {
+    for i in 0..1:
+        var s = 0
+        for j in 0..n:
+            s += 2000000000
+        var t = 1
+        for j in 0..40:
+            t *= 3
+        out[i, 0] = s
+        out[i, 1] = t
+        out[i, 2] = n * 1000000000
+}
+y
+""", {"x": np.zeros(5, np.float32)},
+        np.array([[(v + 2 ** 31) % 2 ** 32 - 2 ** 31 for v in (10 ** 10, 3 ** 40, 5 * 10 ** 9)]],
+                 np.int64).astype(np.int32), 0),
 }
 
 

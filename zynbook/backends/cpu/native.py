@@ -2,7 +2,8 @@
 
 * Compiler: `$CXX`, else `$CC`, else the first of c++, g++, clang++, cc, gcc, clang on the
   PATH; the source is compiled as C++17 (`-x c++`), with `-O3 -march=native -fPIC -shared`
-  and `-fopenmp` where the compiler takes them (probed once). `-fno-math-errno` (no kernel
+  and `-fopenmp` where the compiler takes them (probed once), and `-fwrapv` (signed integers
+  wrap, as on every other device). `-fno-math-errno` (no kernel
   reads errno) lets loops of math functions vectorise, and where glibc's vector math library
   links (a probe) the kernels call it (`ZYN_LIBMVEC`: codegen/dialects/cpp.py). No
   -ffast-math: a loop that only updates sums, maxima or minima (ir.For.reduce) keeps a
@@ -191,11 +192,18 @@ def _vector_math_probe() -> str:
             'extern "C" int zyn_probe(void) { return 1; }\n')
 
 
+# -fwrapv: signed integers wrap on overflow, as the reference's and every GPU's do; without
+# it an overflowing loop (`s += 2000000000` five times) is undefined, and GCC compiled one
+# that never ended
+BASE_FLAGS = ("-x", "c++", "-std=c++17", "-O3", "-fPIC", "-shared", "-fno-exceptions",
+              "-fno-rtti", "-fno-math-errno", "-fwrapv", "-w")
+
+
 def probe_key(compiler: list) -> kcache.CacheKey:
     """The probe cache's key of `compiler` on this machine: its command, each executable's
     resolved path, size and mtime (a `ccache g++` command names both), the probes'
     sources and the CPU."""
-    sources = _PROBE + _vector_math_probe()
+    sources = _PROBE + _vector_math_probe() + " ".join(BASE_FLAGS)
     return kcache.CacheKey(
         "probe", hashlib.sha256(sources.encode()).hexdigest(),
         params=kcache.parts(command=compiler),
@@ -286,9 +294,7 @@ class NativeCpuDevice(Device):
             return self._probed
 
     def _run_probes(self) -> dict:
-        base = ["-x", "c++", "-std=c++17", "-O3", "-fPIC", "-shared", "-fno-exceptions",
-                "-fno-rtti", "-fno-math-errno", "-w"]
-        flags, openmp, libs = list(base), False, []
+        flags, openmp, libs = list(BASE_FLAGS), False, []
         if self._probe(flags + ["-march=native"]):
             flags.append("-march=native")
         if self._probe(flags + ["-fopenmp"]):

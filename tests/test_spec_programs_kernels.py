@@ -253,6 +253,20 @@ y
 """, {"x": np.zeros(5, np.float32)},
         np.array([[(v + 2 ** 31) % 2 ** 32 - 2 ** 31 for v in (10 ** 10, 3 ** 40, 5 * 10 ** 9)]],
                  np.int64).astype(np.int32), 0),
+    # slices placed by a let of the loop variable, and ragged ones: the reference refused
+    # them ("a slice's bounds must be the same in every lane"), the devices ran them
+    "tiles_placed_through_a_let": ("""
+let y = compute(x) {
+    for b in 0..B, c in 0..2:
+        let k = (b + c) % 3
+        let t = x[b, 0:2, k:k+3] * 2.0
+        out[b, c] = sum(t * t) + reduce(max, x[b, c + 1, k:])
+}
+y
+""", {"x": (x := _f32(4, 3, 6))},
+        np.array([[(4 * x[b, 0:2, (b + c) % 3:(b + c) % 3 + 3] ** 2).sum()
+                   + x[b, c + 1, (b + c) % 3:].max() for c in range(2)] for b in range(4)]),
+        1e-4),
 }
 
 

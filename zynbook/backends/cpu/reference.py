@@ -323,10 +323,16 @@ class ReferenceExecutor:
         self.mask = saved
 
     def _vectorizable(self, s: cir.Loop) -> bool:
-        """A parallel loop runs as a lane unless its variable starts a slice (the tiles of
-        different iterations could then differ in size)."""
+        """A parallel loop runs as a lane unless its variable bounds a slice, directly or
+        through lets (`let k = b % 3; x[b, k:k+3]`): the tiles of different iterations
+        could then differ in size and place."""
+        varying = {s.var}
         for n in cir.walk(s.body):
-            if isinstance(n, cir.Span) and _uses(n.start, s.var):
+            if isinstance(n, cir.Let) and any(_uses(n.value, v) for v in varying):
+                varying.add(n.name)
+        for n in cir.walk(s.body):
+            if isinstance(n, cir.Span) and any(_uses(e, v) for e in (n.start, n.stop)
+                                               for v in varying):
                 return False
         return True
 

@@ -66,6 +66,20 @@ class ZynMLError(Exception):
     def column(self) -> int:
         return self.span.column
 
+    # the source of one of ZynBook's own programs (a kernel of the library or of the
+    # compute-device interface) the error was raised in, where it was
+    inner_program: str | None = None
+
+    def at_call(self, operation: str) -> "ZynMLError":
+        """This error, raised inside one of ZynBook's own programs, pointed at the user's call
+        of `operation` instead: span, source and notes are dropped (the interpreter puts the
+        caret under the call) and the message names the operation."""
+        if not self.message.startswith(f"{operation}("):
+            self.message = f"{operation}(): {self.message}"
+            self.args = (self.message,)
+        self.span, self.source, self.notes, self.inner_program = NO_SPAN, None, (), None
+        return self
+
     def with_source(self, source: str) -> "ZynMLError":
         if self.source is None:
             self.source = source

@@ -430,6 +430,7 @@ def run(name: str, device: str, args: list, kwargs: dict):
         try:
             value = session.interpreter.run_program(program, source)
         except ZynMLError as err:
+            err.inner_program = source
             raise err.with_source(source) from None
         finally:
             session.namespace.clear()

@@ -18,7 +18,8 @@ import threading
 
 import numpy as np
 
-from ..errors import ZynMLDeviceError, ZynMLError, ZynMLShapeError, ZynMLTypeError
+from ..errors import (ZynMLDeviceError, ZynMLError, ZynMLRuntimeError, ZynMLShapeError,
+                      ZynMLTypeError)
 from . import expr as E
 from . import kernels as K
 from .fused import FusedOps
@@ -188,6 +189,7 @@ class Device(FusedOps):
             try:
                 value, _ = session.interpreter.run_program(program, source)
             except ZynMLError as err:
+                err.inner_program = source
                 raise err.with_source(source) from None
             finally:
                 ns.clear()
@@ -301,7 +303,7 @@ class Device(FusedOps):
         if self.backend.kind == "cpu" and tw.device == "cpu":
             ids_host = np.asarray(ti.numpy())
         if ids_host is not None and ids_host.size and int(ids_host.max()) >= tw.size // d:
-            raise ZynMLShapeError(f"{op}(): token id {int(ids_host.max())} is outside the "
+            raise ZynMLRuntimeError(f"{op}(): token id {int(ids_host.max())} is outside the "
                                   f"table of {tw.size // d} rows")
         return self._wrap(self._run(K.EMBEDDING, weight=_reshape(tw, (tw.size // d, d)),
                                     ids=ti, dim=d))

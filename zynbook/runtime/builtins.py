@@ -12,7 +12,8 @@ import numpy as np
 
 from ..backends.registry import compute_devices, get_device
 from ..compiler.types import NUMPY_NAMES, canonical_dtype
-from ..errors import ZynMLDeviceError, ZynMLMemoryError, ZynMLShapeError, ZynMLTypeError
+from ..errors import (ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLShapeError,
+                      ZynMLTypeError)
 from .sharded import ShardedTensor
 from .tensor import Tensor
 from .values import MemoryPool, Record
@@ -217,7 +218,13 @@ def _tensor_fn(interp, args, kwargs):
     _unexpected(kwargs, ("dtype", "device"), "tensor")
     _arity(args, 1, "tensor", "tensor([[1, 2], [3, 4]])")
     data = _plain(args[0])
-    arr = np.asarray(data)
+    try:
+        arr = np.asarray(data)
+    except ValueError:
+        raise ZynMLShapeError("tensor() takes nested lists of equal lengths (a rectangular "
+                              "array of numbers)") from None
+    if arr.dtype.kind not in "biuf":
+        raise ZynMLTypeError("tensor() takes nested lists of numbers or bools")
     dtype = _dtype(kwargs.get("dtype"), "f32" if arr.dtype.kind == "f" else
                    "bool" if arr.dtype.kind == "b" else "i32")
     t = Tensor(arr.astype(_np(dtype)), "cpu")
@@ -388,8 +395,11 @@ def _math(name, np_fn, scalar_fn):
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             try:
                 return scalar_fn(v)
-            except (ValueError, OverflowError):
-                return float("nan")
+            except (ValueError, OverflowError, ZeroDivisionError):
+                # IEEE results where Python's math refuses: log(0.0) is -inf, exp(1000.0)
+                # inf, sigmoid(-1000.0) 0, rsqrt(0.0) inf, sqrt(-1.0) NaN, as numpy gives
+                with np.errstate(all="ignore"):
+                    return float(np_fn(np, np.float64(v)))
         raise ZynMLTypeError(f"{name}() takes a number or a tensor, not {_kind(v)}")
     BUILTINS[name] = fn
 
@@ -450,7 +460,12 @@ def _library(name):
     default device."""
     def run(interp, args, kwargs):
         from .. import library
-        return library.call(name, interp.session, args, kwargs)
+        try:
+            return library.call(name, interp.session, args, kwargs)
+        except ZynMLError as err:
+            if err.inner_program is not None:    # raised by the library's own program
+                raise err.at_call(name) from None
+            raise
     run.__doc__ = f"{name}(...) from the kernel library"
     return run
 

@@ -146,6 +146,8 @@ def _run(interp, name, args, kwargs):
     try:
         result = getattr(dev, name)(*values)
     except ZynMLError as err:
+        if err.inner_program is not None:      # raised by the operation's own kernels
+            raise err.at_call(name) from None
         m = _ARG_IN_MESSAGE.match(err.message)
         if m and m.group(1) in places and getattr(err, "argument", None) is None:
             item = int(m.group(2)) if m.group(2) is not None else None

@@ -42,6 +42,13 @@ KEYWORDS = ("let", "var", "for", "in", "if", "elif", "else", "and", "or", "not",
             "false", "shared")
 
 
+
+def _ieee(fn, a, b) -> float:
+    """`fn` of two host numbers in f64 as numpy and C compute it (inf, -inf or NaN where
+    Python's own float arithmetic raises)."""
+    with np.errstate(all="ignore"):
+        return float(fn(np.float64(a), np.float64(b)))
+
 class _Return(Exception):
     def __init__(self, value):
         self.value = value
@@ -566,7 +573,7 @@ class Interpreter:
                 if isinstance(a, int) and isinstance(b, int):
                     q = abs(a) // abs(b)
                     return q if (a >= 0) == (b >= 0) else -q
-                return a / b
+                return a / b if b != 0 else _ieee(np.divide, a, b)
             if op == "%":
                 import math
                 if isinstance(a, int) and isinstance(b, int):
@@ -575,7 +582,9 @@ class Interpreter:
                     return int(math.fmod(a, b))
                 return math.fmod(a, b) if b != 0 and not math.isinf(a) else math.nan
             if op == "**":
-                return a ** b
+                if isinstance(a, int) and isinstance(b, int) and b >= 0:
+                    return a ** b
+                return _ieee(np.power, a, b)    # -8.0 ** (1/3) is NaN, 0.0 ** -1 inf, as C's pow
             if op == "<":
                 return a < b
             if op == "<=":
@@ -586,6 +595,8 @@ class Interpreter:
                 return a >= b
         except ZeroDivisionError:
             raise ZynMLRuntimeError("division by zero", span) from None
+        except OverflowError:
+            raise ZynMLRuntimeError(f"{op} of numbers too large for a float", span) from None
         raise ZynMLTypeError(f"cannot apply {op} to numbers", span)
 
     def tensor_binary(self, op, a, b, span):

@@ -157,12 +157,20 @@ def _cuda_tensor(view) -> "Tensor":
     return Tensor(view, _CUDA_IDS[view.data.device_id])
 
 
+def _native_order(a: np.ndarray) -> np.ndarray:
+    """`a`, or a copy in the machine's byte order where it was stored the other way round
+    (a big-endian array read from a file): the same values, a dtype kernels know."""
+    if a.dtype.byteorder not in ("=", "|") and a.dtype.kind in "biuf":
+        return a.astype(a.dtype.newbyteorder("="))
+    return a
+
+
 def to_tensor(value, device: str = "cpu"):
     """A Tensor for numpy arrays, anything with __array__ or __dlpack__; None otherwise."""
     if isinstance(value, Tensor):
         return value
     if isinstance(value, np.ndarray):
-        return Tensor(value, "cpu")
+        return Tensor(_native_order(value), "cpu")
     module = _module_of(value)
     if module == "cupy":
         return Tensor(value, _CUDA_IDS[value.data.device_id])
@@ -176,7 +184,7 @@ def to_tensor(value, device: str = "cpu"):
                 pass
         return Tensor(np.asarray(value.cpu().numpy()), "cpu")
     if hasattr(value, "__array__"):
-        return Tensor(np.asarray(value), "cpu")
+        return Tensor(_native_order(np.asarray(value)), "cpu")
     if hasattr(value, "__dlpack__"):
         return Tensor(np.from_dlpack(value), "cpu")
     return None

@@ -1,0 +1,107 @@
+"""Host programs of the language (lets, numbers, builtins, pipelines, errors) against numpy
+written here. Host code runs the same whatever the session's device, so these run on every
+device present."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLError
+
+DEVICES = [d["id"] for d in zynbook.compute_devices() if not d["id"].startswith("browser")]
+
+
+def run(src, device="cpu", **inputs):
+    return zynbook.Session(device).run(src, **inputs)
+
+
+def raises(kind, src, line=None, column=None, device="cpu", **inputs):
+    session = zynbook.Session(device)
+    with pytest.raises(ZynMLError) as info:
+        session.run(src, **inputs)
+    err = info.value
+    assert err.kind == kind, err
+    if line is not None:
+        assert (err.line, err.column) == (line, column), err
+    assert "^" in err.render()
+    assert session.run("1 + 1") == 2         # the session keeps working
+    return err
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float_arithmetic_of_host_numbers_is_ieee(device):
+    """Division by a float zero, overflow and a negative base to a fractional power give
+    inf, -inf or NaN as numpy's f64 does (Python's own float arithmetic raises, or gives a
+    complex number); integer division by zero stays an error."""
+    got = run("[1.0 / 0.0, -7.5 / 0.0, 0.0 / 0.0, 1 / -0.0, 10.0 ** 400, (-8.0) ** (1.0 / 3),"
+              " 0.0 ** -1.0, 0 ** -1, 2 ** -2, 2 ** 10, 1.5 ** 2]", device)
+    with np.errstate(all="ignore"):
+        want = [np.divide(1.0, 0.0), np.divide(-7.5, 0.0), np.divide(0.0, 0.0),
+                np.divide(1.0, -0.0), np.power(10.0, 400), np.power(-8.0, 1 / 3),
+                np.power(0.0, -1.0), np.power(0.0, -1.0), 0.25, 1024, 2.25]
+    np.testing.assert_array_equal(np.array(got, np.float64), np.array(want, np.float64))
+    assert isinstance(got[-2], int)
+    raises("runtime", "let a = 5 / 0", 1, 9, device)
+    raises("runtime", "let a = 5 % 0", 1, 9, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_math_builtins_of_host_numbers_are_ieee(device):
+    got = run("[log(0), log(0.0), exp(1000.0), sigmoid(-1000.0), sigmoid(1000.0), sqrt(-1.0),"
+              " rsqrt(0.0), tanh(1000.0)]", device)
+    with np.errstate(all="ignore"):
+        x = np.array([0.0, 0.0, 1000.0, -1000.0, 1000.0, -1.0, 0.0, 1000.0])
+        want = [np.log(x[0]), np.log(x[1]), np.exp(x[2]), 1 / (1 + np.exp(-x[3])),
+                1 / (1 + np.exp(-x[4])), np.sqrt(x[5]), 1 / np.sqrt(x[6]), np.tanh(x[7])]
+    np.testing.assert_array_equal(np.array(got, np.float64), np.array(want))
+
+
+def test_tensor_of_ragged_or_non_numeric_lists_is_refused():
+    err = raises("shape", "let t = tensor([[1, 2], [3]])", 1, 9)
+    assert "equal lengths" in err.message
+    raises("type", 'let t = tensor(["a", "b"])', 1, 9)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_failures_inside_device_operations_point_at_the_call(device):
+    """A token id or target past the table fails inside the operation's own kernel: the
+    error is a runtime error with its caret under the user's call (not at a line of the
+    operation's program), its message names the operation, on every device alike."""
+    src = ("let logits = upload(zeros([2, 3]))\n"
+           "let t = upload_u32([1, 7])\n"
+           "let (loss, g) = cross_entropy_forward_backward(logits, t, 2, 3, 99)\n")
+    err = raises("runtime", src, 3, 17, device)
+    assert err.message.startswith("cross_entropy_forward_backward(): ")
+    assert "cross_entropy_forward_backward(logits" in err.render()
+    src = ("let w = upload(ones([4, 2]))\n"
+           "let e = embedding(w, upload_u32([0, 4]), 2, 2)\n"
+           "download(e)\n")
+    err = raises("runtime", src, 2, 9, device)
+    assert err.message.startswith("embedding(): ")
+
+
+def test_device_refusals_inside_library_kernels_point_at_the_call():
+    """A library kernel's own program refused by a device (f64 transcendentals on WebGPU)
+    is reported at the user's call of the library function."""
+    webgpu = [d for d in DEVICES if d.startswith(("vulkan:", "webgpu:"))]
+    if not webgpu:
+        pytest.skip("no WebGPU adapter here")
+    err = raises("device", "let x = tensor([1.0, 2.0], dtype=f64)\nlet y = gelu(x)\ny",
+                 2, 9, webgpu[0])
+    assert err.message.startswith("gelu(): ")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inputs_of_any_byte_order_and_layout(device):
+    """A big-endian array (as read from a file written elsewhere) is bound by value as the
+    native array is, and so are Fortran-ordered, transposed and negatively strided ones."""
+    base = np.arange(35, dtype=np.float32).reshape(5, 7) - 10.0
+    src = ("let y = compute(x) {\n    @kernel elementwise\n    for i in 0..n, j in 0..m:\n"
+           "        out[i, j] = x[i, j] * 2.0 + 1.0\n}\ny\n")
+    for x in (base.astype(">f4"), np.asfortranarray(base), base.T, base[::-1, ::-2],
+              base.astype(">i4")):
+        got = np.asarray(run(src, device, x=x))
+        np.testing.assert_allclose(got, x.astype(np.float64) * 2 + 1, rtol=1e-6)
+    got = run("let y = k * 2\ny\n", device, k=np.array([3], ">i4"))
+    np.testing.assert_array_equal(np.asarray(got), [6])

@@ -307,6 +307,23 @@ let y = compute(ix) {
 }
 y
 """, {"ix": np.array([0, 2, 1], np.int32)}, "runtime", 5, 9),
+    # every write below 0 at the launch's sizes: a shape error (numpy's "negative
+    # dimensions are not allowed" on the CPU, an index error naming `n - 10` on WebGPU)
+    "out_written_only_below_zero_at_these_sizes": ("""
+let y = compute(x) {
+    for i in 0..n:
+        out[i - 10] = x[i]
+}
+y
+""", {"x": np.arange(6, dtype=np.float32)}, "shape", 2, 1),
+    # a field of a computed value (it said "`this` is not an input")
+    "field_of_a_tile": ("""
+let y = compute(m) {
+    for i in 0..R:
+        out[i] = m[i].T
+}
+y
+""", {"m": np.ones((3, 4), np.float32)}, "type", 4, 18),
 }
 
 

@@ -489,4 +489,16 @@ def eval_expr_static(e, sizes: dict):
 
 
 def output_shape(kernel: "Kernel", sizes: dict) -> tuple:
-    return tuple(eval_dim(d, sizes) for d in kernel.output.shape)
+    shape = tuple(eval_dim(d, sizes) for d in kernel.output.shape)
+    for axis, (n, d) in enumerate(zip(shape, kernel.output.shape)):
+        if n < 0:
+            # every write lands below 0 at these sizes (out[i - 10] with i in 0..6)
+            from ..errors import Span, ZynMLShapeError
+            from .errflag import column_of
+            line = kernel.first_line
+            col = column_of(kernel.source, line, line)
+            raise ZynMLShapeError(
+                f"out's axis {axis} would have {n} elements ({format_expr(d) if isinstance(d, Expr) else d} "
+                f"at these sizes): out's size comes from its indices, and no write reaches 0 "
+                f"or more (out[-1] does not count from the end)", Span(line, col) if line else None)
+    return shape

@@ -639,7 +639,11 @@ class _Lowering:
                 return cir.Var(label, I32)
             if dotted(e) and dotted(e).split(".")[0] not in [s.label.split(".")[0] for s in self.inputs]:
                 raise ZynMLNameError(f"unknown name `{dotted(e).split('.')[0]}`", e.span)
-            raise ZynMLNameError(f"`{dotted(e) or 'this'}` is not an input of this compute "
+            if dotted(e) is None:           # a field of a computed value: `m[i].T`
+                hint = "; a tile's transpose is transpose(t)" if e.name == "T" else ""
+                raise ZynMLTypeError(f"`.{e.name}` of a value inside a kernel: fields are read "
+                                     f"from inputs' records only{hint}", e.span)
+            raise ZynMLNameError(f"`{dotted(e)}` is not an input of this compute "
                                  "block; pass it in compute(...)", e.span)
         if isinstance(e, A.Index):
             return self.index(e)

@@ -167,6 +167,26 @@ def test_error_lines_count_the_magic_line(shell, capsys):
     assert "line 5" in text.out + text.err
 
 
+def test_mistakes_on_the_magic_line_show_the_magic_line(shell, capsys):
+    """An unknown annotation on the magic line is a name error even in a cell without a
+    compute block, and an error on line 1 shows `%%compute ...` with the caret under the
+    annotation (line 1 of the cell's ZynML is blank)."""
+    for cell in ("%%compute @bogus\nlet r = 1\n",
+                 "%%compute @bogus\n" + AXPY.replace("x[i] * y[i]", "1.0 * 2.0")):
+        result = shell.run_cell(cell)
+        assert not result.success
+        err = result.error_in_exec
+        assert isinstance(err, ZynMLError) and err.kind == "name"
+        assert (err.line, err.column) == (1, 11)
+        rendered = err.render()
+        assert "1 | %%compute @bogus" in rendered
+        assert rendered.splitlines()[-1].index("^") == rendered.splitlines()[-2].index("@")
+    result = shell.run_cell("%%compute --bogus-flag\nlet r = 1\n")
+    assert result.error_in_exec.kind == "syntax"
+    assert "1 | %%compute --bogus-flag" in result.error_in_exec.render()
+    capsys.readouterr()
+
+
 def test_inspect_after_a_failed_cell_shows_the_last_blocks_that_ran(shell, capsys):
     shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32))
     run(shell, "", AXPY)

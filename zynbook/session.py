@@ -9,7 +9,7 @@ import numpy as np
 from .backends.registry import get_device
 from .compiler import ast as A
 from .compiler.syntax_cache import parse as parse_kept
-from .errors import ZynMLDeviceError, ZynMLError, ZynMLTypeError
+from .errors import ZynMLDeviceError, ZynMLError, ZynMLNameError, ZynMLTypeError
 from .runtime.interp import Interpreter
 from .runtime.tensor import Tensor, to_tensor
 from .runtime.values import Record
@@ -198,6 +198,13 @@ def parse_annotations(text: str) -> list:
     node = stmt.expr if isinstance(stmt, A.ExprStmt) else None
     if not isinstance(node, A.Compute):
         raise ZynMLError("expected annotations such as @device(\"cpu\") @async")
+    from .compiler.lower import ANNOTATIONS, _similar
+    for ann in node.annotations:      # refused even in a cell with no compute block
+        if ann.name not in ANNOTATIONS:
+            close = [a for a in ANNOTATIONS if _similar(a, ann.name)]
+            hint = f" (did you mean @{close[0]}?)" if close else \
+                f"; known annotations: {', '.join('@' + a for a in ANNOTATIONS)}"
+            raise ZynMLNameError(f"unknown annotation @{ann.name}{hint}", ann.span)
     return node.annotations
 
 

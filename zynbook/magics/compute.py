@@ -10,6 +10,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.display import display
 
 from ..compiler import ast as A
+from ..errors import ZynMLError
 from ..kernel import cells
 from ..kernel.display import (InspectUsageError, bindable, code_bundle, is_tensor,
                               parse_inspect_args)
@@ -188,9 +189,13 @@ class ComputeMagics(Magics):
                 value, is_expr = session._run_cell(source, line.strip(), env)
             finally:
                 watched.close()
-        except BaseException:
+        except BaseException as err:
             if kept:
                 _bind_unreplaced(shell, session, kept)
+            if isinstance(err, ZynMLError) and err.line == 1:
+                # line 1 is the magic line (blank in the cell's ZynML): show it, the columns
+                # of its annotations are those of `%%compute <annotations>`
+                err.source = f"%%compute {line.strip()}" + source
             raise
         finally:
             after_cell(session)     # its kernels kept; the device announced if it changed

@@ -105,3 +105,44 @@ def test_inputs_of_any_byte_order_and_layout(device):
         np.testing.assert_allclose(got, x.astype(np.float64) * 2 + 1, rtol=1e-6)
     got = run("let y = k * 2\ny\n", device, k=np.array([3], ">i4"))
     np.testing.assert_array_equal(np.asarray(got), [6])
+
+
+def test_a_pipeline_argument_of_the_wrong_type_or_size_points_at_the_call():
+    """The caret is under the argument that does not fit, with a note at the parameter's
+    declared type (a pipeline called from several places: the call is what the user needs)."""
+    src = ("pipeline addv(a: tensor[n], b: tensor[n]) -> tensor[n]:\n"
+           "    return a + b\n"
+           "let q = 1\n"
+           "addv(x, y)\n")
+    err = raises("shape", src, 4, 9, x=np.ones(3, np.float32), y=np.ones(4, np.float32))
+    assert err.notes and err.notes[0][1].line == 1 and err.notes[0][1].column == 39
+    assert "4 | addv(x, y)" in err.render() and "1 | pipeline addv" in err.render()
+    src = "pipeline g(a: int, b: float):\n    return a\ng(b=2.5, a=1.5)\n"
+    raises("type", src, 3, 12)
+    src = "pipeline g(a: str):\n    return a\nlet v = 1\nv |> g()\n"
+    raises("type", src, 4, 6)
+
+
+def test_pipeline_arguments_by_name_are_bound_exactly_once():
+    """An argument given by position and by name is refused (the name's value was silently
+    dropped), a missing one is named, and names may come in any order."""
+    defs = "pipeline g(a, b, c):\n    return a * 100 + b * 10 + c\n"
+    assert run(defs + "g(1, c=3, b=2)") == 123
+    assert run(defs + "g(c=3, a=1, b=2)") == 123
+    for call, word in (("g(1, 2, 3, b=5)", "twice"), ("g(1, 2, b=5)", "twice"),
+                       ("g(1, a=2, c=3)", "twice"), ("g(1, c=3)", "`b`")):
+        err = raises("type", defs + call, 3, 1)
+        assert word in err.message, (call, err.message)
+
+
+def test_errors_inside_a_pipeline_of_an_earlier_cell_show_its_own_line():
+    session = zynbook.Session("cpu")
+    session.run("let pad = 0\nlet pad2 = 0\npipeline f(a):\n    let z = a / 0\n    return z\n"
+                "pipeline h(a: int) -> int:\n    return 2.5\n")
+    for src, line, text in (("let q = 1\nf(3)\n", 4, "let z = a / 0"),
+                            ("let q = 1\nh(3)\n", 6, "pipeline h(a: int) -> int:")):
+        with pytest.raises(ZynMLError) as info:
+            session.run(src)
+        assert info.value.line == line
+        assert f"{line} |" in info.value.render() and text in info.value.render()
+    assert session.run("f(1.0)") == np.inf

@@ -323,14 +323,20 @@ class Interpreter:
         except ZynMLError as err:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = s.span
-            raise err.with_source(self.source)
+            raise err.with_source(self._text_of_running())
         except (ValueError, ArithmeticError, IndexError) as err:
-            raise ZynMLRuntimeError(str(err), s.span, self.source) from None
+            raise ZynMLRuntimeError(str(err), s.span, self._text_of_running()) from None
         except RecursionError:
             raise ZynMLRuntimeError("calls nested too deep: a pipeline that calls itself "
-                                    "without end?", s.span, self.source) from None
+                                    "without end?", s.span, self._text_of_running()) from None
         except MemoryError as err:
-            raise ZynMLMemoryError(_memory_message(err), s.span, self.source) from None
+            raise ZynMLMemoryError(_memory_message(err), s.span, self._text_of_running()) \
+                from None
+
+    def _text_of_running(self) -> str:
+        """The source the statements running now come from: the program's, or that of the
+        pipeline running (defined in an earlier cell, it has its own)."""
+        return self.pipelines[-1].source if self.pipelines else self.source
 
     def _exec(self, s):
         if isinstance(s, A.Let):
@@ -768,15 +774,36 @@ class Interpreter:
         func = self.eval(e.func)
         return self.apply(func, [value], {}, e)
 
+    def _at_argument(self, err, p: Pipeline, node, n_positional: int, where):
+        """A parameter's type check that failed, pointed at the argument of the call (where
+        the wrong value comes from), with a note at the declared type where the pipeline is
+        in the program running (not a pipeline of an earlier cell)."""
+        if not isinstance(node, (A.Call, A.Pipe)) or err.span.line <= 0:
+            return err
+        declared = err.span
+        err.span = D.argument_span(node, n_positional, (where, None))
+        if p.source == self.source:
+            err.notes = err.notes + ((f"the parameter of pipeline {p.name} is declared here",
+                                      declared),)
+        return err
+
     def call_pipeline(self, p: Pipeline, args, kwargs, node):
         params = p.node.params
+        n_positional = len(args)
         if kwargs:
             names = [q.name for q in params]
             for k in kwargs:
                 if k not in names:
                     raise ZynMLTypeError(f"pipeline {p.name} has no parameter `{k}`",
                                          node.span if node else NO_SPAN)
+                if names.index(k) < len(args):
+                    raise ZynMLTypeError(f"pipeline {p.name}: `{k}` is given twice (by "
+                                         "position and by name)", node.span if node else NO_SPAN)
+            missing = [q.name for q in params[len(args):] if q.name not in kwargs]
             args = args + [kwargs[q.name] for q in params[len(args):] if q.name in kwargs]
+            if missing and len(args) < len(params):
+                raise ZynMLTypeError(f"pipeline {p.name} needs `{missing[0]}`",
+                                     node.span if node else NO_SPAN)
         if len(args) != len(params):
             raise ZynMLTypeError(f"pipeline {p.name} takes {len(params)} argument(s), got "
                                  f"{len(args)}", node.span if node else NO_SPAN)
@@ -785,9 +812,13 @@ class Interpreter:
             return replayed
         local: dict = {}
         dims: dict = {}
-        for q, v in zip(params, args):
+        for k, (q, v) in enumerate(zip(params, args)):
             if q.type is not None:
-                self.check_type(v, q.type, dims, q.name)
+                try:
+                    self.check_type(v, q.type, dims, q.name)
+                except ZynMLError as err:
+                    raise self._at_argument(err, p, node, n_positional,
+                                            k if k < n_positional else q.name) from None
             local[q.name] = v
         for name, size in dims.items():
             local.setdefault(name, size)
@@ -801,6 +832,10 @@ class Interpreter:
                 result = r.value
             if p.node.returns is not None and result is not None:
                 self.check_type(result, p.node.returns, dims, f"the result of {p.name}")
+        except ZynMLError as err:
+            if p.source != self.source:     # a pipeline of an earlier cell: its own text
+                err.with_source(p.source)
+            raise
         finally:
             self.pipelines.pop()
             self.frames.pop()

@@ -146,3 +146,48 @@ def test_errors_inside_a_pipeline_of_an_earlier_cell_show_its_own_line():
         assert info.value.line == line
         assert f"{line} |" in info.value.render() and text in info.value.render()
     assert session.run("f(1.0)") == np.inf
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_assigning_an_element_of_a_tensor_on_any_device(device):
+    """`t[i] = v` on a tensor held in a device's own buffers (WebGPU) changes it (the host
+    copy was changed and dropped), and later blocks and host arithmetic see the change."""
+    src = (f'var t = tensor([1.0, 2.0, 3.0]).to_device("{device}")\n'
+           "let a = compute(t) {\n    @kernel elementwise\n    for i in 0..n:\n"
+           "        out[i] = t[i] + 1.0\n}\n"
+           "t[0] = 50.0\nt[1] += 2.0\nt[2:] = -1.0\n"
+           "let b = compute(t) {\n    @kernel elementwise\n    for i in 0..n:\n"
+           "        out[i] = t[i] + 1.0\n}\n"
+           "[t, a, b, t * 2.0]\n")
+    t, a, b, doubled = (np.asarray(v) for v in run(src, device))
+    want = np.array([50.0, 4.0, -1.0], np.float32)
+    np.testing.assert_array_equal(t, want)
+    np.testing.assert_array_equal(a, [2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(b, want + 1)
+    np.testing.assert_array_equal(doubled, want * 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_to_device_copies_where_two_devices_share_host_memory(device):
+    """`x.to_device(id)` copies (copy=true is the default): changing an element of the copy
+    leaves the input, a caller's numpy array, as it was."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = run(f'var t = x.to_device("{device}")\nt[0, 1] = 9.0\n[t, x]', "cpu", x=x)
+    np.testing.assert_array_equal(np.asarray(got[0])[0], [0.0, 9.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(got[1]), np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal(x, np.arange(6).reshape(2, 3))
+
+
+def test_host_indexing_and_reduction_mistakes_are_zynml_errors():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for src, kind, line, col in (
+            ("x[1.5]", "type", 1, 3), ('x["a"]', "type", 1, 3), ("x[true]", "type", 1, 3),
+            ("x[0:1.5]", "type", 1, 5), ("len(tensor(5))", "type", 1, 1),
+            ("mean(x, axis=5)", "shape", 1, 1), ("sum(x, axis=1.0)", "type", 1, 1),
+            ("argmax(zeros([0, 3]), axis=0)", "shape", 1, 1), ("concat([])", "type", 1, 1),
+            ("var t = tensor([1, 2, 3])\nt[5] = 1", "shape", 2, 3),
+            ("var xs = [1, 2]\nxs[2] = 5", "shape", 2, 4)):
+        raises(kind, src, line, col, x=x)
+    np.testing.assert_array_equal(np.asarray(run("sum(x, axis=[0, 1])", x=x)), x.sum())
+    np.testing.assert_array_equal(np.asarray(run("x[x > 2.0]", x=x)), x[x > 2.0])
+    np.testing.assert_array_equal(np.asarray(run("x[tensor([1, 0])]", x=x)), x[[1, 0]])

@@ -334,6 +334,8 @@ def _split(interp, args, kwargs):
 def _concat(interp, args, kwargs):
     _unexpected(kwargs, ("axis",), "concat")
     _arity(args, 1, "concat", "concat([a, b], axis=0)")
+    if not isinstance(args[0], (list, tuple)) or not args[0]:
+        raise ZynMLTypeError("concat() takes a list of one or more tensors: concat([a, b])")
     parts = interp.colocate([_tensor(t) for t in args[0]], what="the tensors of concat()")
     try:
         return wrap(xp_of(parts[0]).concatenate([host_array(p) for p in parts],
@@ -358,7 +360,11 @@ def _len(interp, args, kwargs):
     v = args[0]
     if isinstance(v, (list, tuple, str)) or type(v).__name__ == "Buffer":
         return len(v)
-    return len(_tensor(v))
+    t = _tensor(v)
+    if t.ndim == 0:
+        raise ZynMLTypeError("len() of a 0-d tensor (one number): it has no first axis; "
+                             "x.size counts its elements")
+    return len(t)
 
 
 @builtin("shape")
@@ -432,7 +438,21 @@ def _reduction(name, method):
         if isinstance(v, list):
             v = Tensor(np.asarray(_plain(v)))
         t = _tensor(v)
-        return wrap(getattr(xp_of(t), method)(host_array(t), axis=kwargs.get("axis")), t)
+        axis = kwargs.get("axis")
+        if isinstance(axis, (list, tuple)) and name not in ("argmax", "argmin"):
+            axis = tuple(axis)          # several axes, as numpy takes them
+        for a in axis if isinstance(axis, tuple) else (axis,):
+            if a is not None and (not isinstance(a, int) or isinstance(a, bool)):
+                raise ZynMLTypeError(f"{name}(): axis= takes an integer"
+                                     + ("" if name.startswith("arg") else " or a list of them")
+                                     + f", not {_kind(a)}")
+            if a is not None and not -t.ndim <= a < max(t.ndim, 1):
+                raise ZynMLShapeError(f"{name}(): axis {a} is outside a tensor of {t.ndim} "
+                                      f"axes")
+        try:
+            return wrap(getattr(xp_of(t), method)(host_array(t), axis=axis), t)
+        except ValueError as err:       # a repeated axis; an empty tensor's max, argmax
+            raise ZynMLShapeError(f"{name}(): {err}") from None
     BUILTINS[name] = fn
 
 

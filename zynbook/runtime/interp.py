@@ -43,6 +43,11 @@ KEYWORDS = ("let", "var", "for", "in", "if", "elif", "else", "and", "or", "not",
 
 
 
+def _integer(v) -> bool:
+    """An int (a Python or numpy integer), not a bool."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 def _ieee(fn, a, b) -> float:
     """`fn` of two host numbers in f64 as numpy and C compute it (inf, -inf or NaN where
     Python's own float arithmetic raises)."""
@@ -404,19 +409,29 @@ class Interpreter:
             key = self.index_key(s.target.items)
             value = self.eval(s.value)
             if isinstance(base, list):
-                if len(key) != 1 or not isinstance(key[0], int):
+                if len(key) != 1 or not _integer(key[0]):
                     raise ZynMLTypeError("a list is indexed by one integer", s.target.span)
+                if not -len(base) <= key[0] < len(base):
+                    raise ZynMLShapeError(f"index {key[0]} is out of range for a list of "
+                                          f"{len(base)}", s.target.items[0].span)
                 if s.op != "=":
                     value = self.binary(s.op[0], base[key[0]], value, s.span)
                 base[key[0]] = value
                 return value
             if isinstance(base, Tensor):
+                self._check_tensor_key(base, key, s.target.items, s.target.span)
                 self.lazy.finish()          # recorded blocks read the old elements
                 arr = B.host_array(base)
                 if s.op != "=":
                     value = self.binary(s.op[0], B.wrap(arr[key], base), value, s.span)
                 arr[key] = value.numpy() if isinstance(value, Tensor) and \
                     isinstance(arr, np.ndarray) else (value.data if isinstance(value, Tensor) else value)
+                if arr is not base.data:
+                    # a device buffer (WebGPU): the element was set in a host copy, which
+                    # becomes the tensor's contents
+                    kind = getattr(base.data, "dtype", None)
+                    base.data = get_device(base.device).from_host(
+                        arr, *([kind] if isinstance(kind, str) else []))
                 return value
             raise ZynMLTypeError(f"cannot assign into {B._kind(base)}", s.target.span)
         raise ZynMLTypeError("cannot assign to this expression", s.target.span)
@@ -700,13 +715,34 @@ class Interpreter:
             if isinstance(it, A.SliceItem):
                 lo = self.eval(it.start) if it.start is not None else None
                 hi = self.eval(it.stop) if it.stop is not None else None
+                for bound, node in ((lo, it.start), (hi, it.stop)):
+                    if bound is not None and not _integer(bound):
+                        raise ZynMLTypeError(f"a slice bound is an integer, not "
+                                             f"{B._kind(bound)}", node.span)
                 key.append(slice(lo, hi))
             else:
                 v = self.eval(it)
                 if isinstance(v, Tensor):
                     v = B.host_array(v)
+                elif not _integer(v) and not isinstance(v, str):
+                    raise ZynMLTypeError(f"an index is an integer, a slice or a tensor of "
+                                         f"integers, not {B._kind(v)}", it.span)
                 key.append(v)
         return tuple(key)
+
+    @staticmethod
+    def _check_tensor_key(base, key, items, span):
+        """Refuse indices a tensor cannot take: more than its axes, text, an integer past
+        its axis (as a shape error, reading or assigning alike)."""
+        if len(key) > base.ndim:
+            raise ZynMLShapeError(f"a {base.ndim}-D tensor indexed with {len(key)} indices", span)
+        for k, (item, size) in enumerate(zip(key, base.shape)):
+            if isinstance(item, str):
+                raise ZynMLTypeError("a tensor index is an integer or a slice, not a string",
+                                     items[k].span)
+            if _integer(item) and not -size <= item < size:
+                raise ZynMLShapeError(f"index {item} is out of range for axis {k} of size "
+                                      f"{size}", items[k].span)
 
     def index(self, base, e: A.Index):
         key = self.index_key(e.items)
@@ -724,13 +760,7 @@ class Interpreter:
                                       e.items[0].span)
             return base[k]
         if isinstance(base, Tensor):
-            if len(key) > base.ndim:
-                raise ZynMLShapeError(f"a {base.ndim}-D tensor indexed with {len(key)} indices",
-                                      e.span)
-            for k, (item, size) in enumerate(zip(key, base.shape)):
-                if isinstance(item, int) and not -size <= item < size:
-                    raise ZynMLShapeError(f"index {item} is out of range for axis {k} of size "
-                                          f"{size}", e.items[k].span)
+            self._check_tensor_key(base, key, e.items, e.span)
             return B.wrap(B.host_array(base)[key], base)
         if isinstance(base, Record) and len(key) == 1 and isinstance(key[0], str):
             return self.attr(base, key[0], e.span)
@@ -1279,7 +1309,13 @@ class _Method:
                     return Tensor(B.xp_of(obj).array(B.host_array(obj), copy=True)
                                   if isinstance(obj.data, np.ndarray) or B.xp_of(obj) is not np
                                   else obj.numpy().copy(), obj.device, committed=True)
-                return interp.move(obj, args[0])
+                moved = interp.move(obj, args[0])
+                if copy and isinstance(moved.data, np.ndarray) and \
+                        isinstance(obj.data, np.ndarray) and \
+                        np.may_share_memory(moved.data, obj.data):
+                    # two devices of host memory (cpu, cpu:native) share the array: a copy
+                    moved = Tensor(moved.data.copy(), moved.device, committed=True)
+                return moved
             if self.name == "numpy":
                 return Tensor(obj.numpy(), "cpu")
             fn = B.BUILTINS[self.name]

@@ -129,3 +129,14 @@ def test_call_leaves_the_callers_names_alone():
     s.run("let x = 5")
     library.call("silu", s, [randn(4)], {})
     assert s.namespace["x"] == 5 and "y" not in s.namespace
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("masked", [False, True])
+def test_attention_whose_values_are_wider_than_the_keys(device, masked):
+    """Scores are scaled by q's and k's head_dim, not by v's width (the kernel scaled by
+    sqrt of v's last axis when the two differ, a silently wrong softmax)."""
+    q, k, v = randn(2, 3, 5, 4), randn(2, 3, 7, 4), randn(2, 3, 7, 6)
+    mask = np.tril(np.ones((5, 7), bool)) if masked else None
+    got = library.call("attention", Session(device), [q, k, v], {"mask": mask} if masked else {})
+    np.testing.assert_allclose(host(got), np_attention(q, k, v, mask), **TOL)

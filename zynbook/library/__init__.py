@@ -141,7 +141,7 @@ _ATTENTION_BODY = """    for b in 0..batch, h in 0..heads, i in 0..seq_q:
             COND
                 let score = dot(q[b, h, i], k[b, h, j]) / sqrt(head_dim)
                 sum_exp += exp(score - max_score)
-        for d in 0..head_dim:
+        for d in 0..v_dim:
             var acc = 0.0
             for j in 0..seq_k:
                 COND
@@ -349,13 +349,16 @@ def _attention(args, kwargs):
         raise ZynMLShapeError(f"attention(): q {list(q.shape)}, k {list(k.shape)} and v "
                               f"{list(v.shape)} do not match")
     finish = (lambda y: reshape(y, shape[:-1] + (v.shape[-1],)))
+    # the scores' scale is q's and k's head_dim; the output's last axis is v's (they may
+    # differ, as in cross attention with another value width)
+    sizes = {"head_dim": q.shape[-1]}
     if mask is None:
-        return ATTENTION, {"q": q, "k": k, "v": v}, finish
+        return ATTENTION, {"q": q, "k": k, "v": v, **sizes}, finish
     m = _tensor(mask, "attention", "mask")
     if m.shape != (q.shape[2], k.shape[2]):
         raise ZynMLShapeError(f"attention(): the mask is [seq_q, seq_k] = "
                               f"{[q.shape[2], k.shape[2]]}, not {list(m.shape)}")
-    return ATTENTION_MASKED, {"q": q, "k": k, "v": v, "mask": m}, finish
+    return ATTENTION_MASKED, {"q": q, "k": k, "v": v, "mask": m, **sizes}, finish
 
 
 def _sinkhorn(args, kwargs):

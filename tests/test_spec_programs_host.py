@@ -191,3 +191,29 @@ def test_host_indexing_and_reduction_mistakes_are_zynml_errors():
     np.testing.assert_array_equal(np.asarray(run("sum(x, axis=[0, 1])", x=x)), x.sum())
     np.testing.assert_array_equal(np.asarray(run("x[x > 2.0]", x=x)), x[x > 2.0])
     np.testing.assert_array_equal(np.asarray(run("x[tensor([1, 0])]", x=x)), x[[1, 0]])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_host_int_past_64_bits_read_by_a_kernel_is_refused(device):
+    """Host ints are unbounded; a kernel's widest integer is 64 bits. Such a value read by a
+    block is a type error at the place it is read (cpu:native passed 2**70 as 0, the
+    reference as a float, or failed with numpy's overflow), also in a warm cell."""
+    src = ("let y = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n"
+           "        out[i] = x[i] + k\n}\ny")
+    session = zynbook.Session(device)
+    x = np.zeros(2, np.float32)
+    np.testing.assert_array_equal(np.asarray(session.run(src, x=x, k=2)), [2.0, 2.0])
+    for k in (2**70, 2**63, -2**63 - 1):
+        with pytest.raises(ZynMLError) as info:
+            session.run(src, x=x, k=k)
+        assert (info.value.kind, info.value.line, info.value.column) == ("type", 4, 25)
+    if device in ("cpu", "cpu:native"):        # WebGPU has no 64-bit integers
+        np.testing.assert_array_equal(np.asarray(session.run(src, x=x, k=-2**63)),
+                                      [-2.0**63] * 2)
+
+
+def test_a_program_that_is_not_text_is_a_zynml_error():
+    for source in (b"let a = 1", None, 3):
+        with pytest.raises(ZynMLError) as info:
+            zynbook.run(source)
+        assert info.value.kind == "type"

@@ -155,6 +155,9 @@ class Session:
         return self._run_cell(source, compute_annotations, env)
 
     def _run_cell(self, source: str, compute_annotations: str, env: dict):
+        if not isinstance(source, str):
+            raise ZynMLTypeError(f"a ZynML program is text (a str), not "
+                                 f"{type(source).__name__}")
         program = parse_cached(source)
         extra = _annotations_cached(compute_annotations) if compute_annotations else ()
         bound = _bind_env(env, program, source) if env else None

@@ -140,3 +140,12 @@ def test_lexer_is_registered_for_pygments():
     except ClassNotFound:
         pytest.skip("zynbook is not installed (the pygments.lexers entry point comes with it)")
     assert type(lexer).__name__ == "ZynMLLexer"
+
+
+@pytest.mark.parametrize("code", ["", "x", "let a = 1 # hash", "%%", "let café = 1", "x.sh"])
+def test_cursor_helpers_take_a_cursor_past_the_end(code):
+    """A front end counting in UTF-16 units may send a cursor past the end of the text: the
+    helpers read it as the end (an IndexError reached the kernel before)."""
+    for cursor in (len(code) + 1, len(code) + 5):
+        assert cells.word_at(code, cursor) == cells.word_at(code, len(code))
+        assert cells.token_before(code, cursor) == cells.token_before(code, len(code))

@@ -203,9 +203,15 @@ def is_complete(cell: str) -> tuple[str, str]:
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
+def _clamped(code: str, cursor: int) -> int:
+    """A cursor offset within the text: a front end that counts in UTF-16 units (a cell
+    with characters beyond the BMP) may send one past its end."""
+    return max(0, min(int(cursor), len(code)))
+
+
 def token_before(code: str, cursor: int) -> tuple[str, int]:
     """The identifier (with a leading `@` or `%` if any) ending at `cursor`, and its start."""
-    start = cursor
+    cursor = start = _clamped(code, cursor)
     while start > 0 and (code[start - 1].isalnum() or code[start - 1] == "_"):
         start -= 1
     if start > 0 and code[start - 1] in "@%":
@@ -217,7 +223,7 @@ def token_before(code: str, cursor: int) -> tuple[str, int]:
 
 def word_at(code: str, cursor: int) -> tuple[str, int, int]:
     """The dotted name under the cursor (`x`, `x.shape`) and its span."""
-    start = cursor
+    cursor = start = _clamped(code, cursor)
     while start > 0 and (code[start - 1].isalnum() or code[start - 1] in "_."):
         start -= 1
     end = cursor

@@ -355,7 +355,8 @@ class ZynMLKernel(IPythonKernel):
         return None
 
     def do_complete(self, code, cursor_pos):
-        cursor_pos = len(code) if cursor_pos is None else cursor_pos
+        # None: the end; past the end (a front end counting UTF-16 units): the end
+        cursor_pos = len(code) if cursor_pos is None else max(0, min(cursor_pos, len(code)))
         region = self._python_region(code, cursor_pos)
         if region is not None:
             text, offset = region
@@ -419,7 +420,8 @@ class ZynMLKernel(IPythonKernel):
 
     # ---------------------------------------------------------------- inspection
     def do_inspect(self, code, cursor_pos, detail_level=0, omit_sections=()):
-        cursor_pos = len(code) if cursor_pos is None else cursor_pos
+        # None: the end; past the end (a front end counting UTF-16 units): the end
+        cursor_pos = len(code) if cursor_pos is None else max(0, min(cursor_pos, len(code)))
         region = self._python_region(code, cursor_pos)
         if region is not None:
             text, offset = region

@@ -31,6 +31,20 @@ def _f16(x):
         return x.astype(np.float16)
 
 
+def _f16_running_sum(row):
+    acc = np.float16(0)
+    for v in row:
+        acc = np.float16(np.float32(acc) + v)
+    return float(acc)
+
+
+def _i32_running_sum(row):
+    acc = 0
+    for v in row:
+        acc = int(np.float32(acc) + v)      # truncated toward zero at every step
+    return float(acc)
+
+
 def _saturated(x, lo, hi):
     """numpy's float-to-integer conversion, saturating, NaN as 0 (in float64)."""
     x = np.asarray(x, np.float64)
@@ -267,6 +281,22 @@ y
         np.array([[(4 * x[b, 0:2, (b + c) % 3:(b + c) % 3 + 3] ** 2).sum()
                    + x[b, c + 1, (b + c) % 3:].max() for c in range(2)] for b in range(4)]),
         1e-4),
+    # a var declared with a type keeps it (it widened to the values assigned: `var acc: f16`
+    # summed in f32, `var n: i32` became f32)
+    "typed_vars_keep_their_type": ("""
+let y = compute(x) {
+    for r in 0..R:
+        var acc: f16 = 0.0
+        var n: i32 = 0
+        for c in 0..C:
+            acc += x[r, c]
+            n += x[r, c]
+        out[r, 0] = f32(acc)
+        out[r, 1] = float(n)
+}
+y
+""", {"x": (x := (RNG.standard_normal((4, 300)) + 3).astype(np.float32))},
+        np.array([[_f16_running_sum(row), _i32_running_sum(row)] for row in x], np.float32), 0),
 }
 
 

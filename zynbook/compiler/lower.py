@@ -104,6 +104,7 @@ class _Binding:
     mutable: bool = False
     line: int = 0
     shadowed_loop: "_Binding | None" = None
+    pinned: bool = False       # `var v: f16 = ...`: assignments convert to the declared type
 
 
 class _Lowering:
@@ -404,9 +405,9 @@ class _Lowering:
         if isinstance(s, A.VarDecl):
             value = self._annotated(self.expr(s.value), s.type)
             cname = self._fresh_local(s.name)
-            binding = _Binding("local", value.ty, cname, True, line)
+            binding = _Binding("local", value.ty, cname, True, line, pinned=s.type is not None)
             self.bind(s.name, binding)
-            if self._is_weak(value):
+            if self._is_weak(value) and not binding.pinned:
                 self.weak_vars.add(cname)
             return cir.Let(cname, value, True, line)
         if isinstance(s, A.Assign):
@@ -549,6 +550,14 @@ class _Lowering:
             value = self.expr(s.value)
             if s.op != "=":
                 value = self._compound(s.op, cir.Var(b.name, b.ty), value, s.span)
+            if b.pinned:
+                # a declared type stays: the value converts to it, as `let v: f16` does
+                if value.ty.shape and value.ty.shape != b.ty.shape:
+                    raise ZynMLShapeError(f"`{target.id}` is declared as {b.ty}; this value "
+                                          f"is {value.ty}", s.value.span)
+                if value.ty.dtype != b.ty.dtype:
+                    value = cir.Cast(value, cir.Ty(b.ty.dtype, value.ty.shape))
+                return cir.Assign(b.name, value, line)
             if value.ty.shape != b.ty.shape or value.ty.dtype != b.ty.dtype:
                 # `var m = -inf` later holding a row of maxima: the variable takes the wider
                 # type; `var sum = 0.0` summing f16 products stays f16 (the literal is weak)

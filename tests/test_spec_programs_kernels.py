@@ -297,6 +297,19 @@ let y = compute(x) {
 y
 """, {"x": (x := (RNG.standard_normal((4, 300)) + 3).astype(np.float32))},
         np.array([[_f16_running_sum(row), _i32_running_sum(row)] for row in x], np.float32), 0),
+    # row_sum of a bool tile counts (cpu:native and WebGPU summed into a bool: 1), row_max
+    # of one is bool (WebGPU refused it), integer tiles multiply exactly
+    "row_sum_and_row_max_of_bool_and_int_tiles": ("""
+let y = compute(A, B) {
+    for i0 in 0..M step 4:
+        let t = A[i0:i0+4]
+        out[i0:i0+4] = t @ B + row_max(t) - row_sum(t > 0) + i32(row_max(t > 3))
+}
+y
+""", {"A": (a := RNG.integers(-5, 5, (10, 3)).astype(np.int32)),
+      "B": (b := RNG.integers(-5, 5, (3, 6)).astype(np.int32))},
+        (a @ b + a.max(1, keepdims=True) - (a > 0).sum(1, keepdims=True)
+         + (a > 3).any(1, keepdims=True)).astype(np.int32), 0),
 }
 
 

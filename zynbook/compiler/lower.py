@@ -921,8 +921,15 @@ class _Lowering:
         if fn in ("row_max", "row_sum"):
             if len(t.ty.shape) != 2:
                 raise ZynMLShapeError(f"{fn}() takes a 2-D tile; this is {t.ty}", e.args[0].span)
+            # bools count as i32 in a row_sum; a row_max of bools (an `or`) is taken on
+            # their i32 values, which every device compares, and is bool again
+            was_bool = t.ty.dtype == "bool"
+            if was_bool:
+                t = cir.Cast(t, cir.Ty("i32", t.ty.shape))
             # a column (rows x 1): it broadcasts against the tile's rows
-            return cir.Call(fn, (t,), cir.Ty(t.ty.dtype, (t.ty.shape[0], 1)))
+            col = cir.Call(fn, (t,), cir.Ty(t.ty.dtype, (t.ty.shape[0], 1)))
+            return cir.Cast(col, cir.Ty("bool", col.ty.shape)) if was_bool and fn == "row_max" \
+                else col
         if fn == "sum":
             t = _bool_as_i32("+", t)
             return cir.Reduce("+", t, None, cir.Ty(t.ty.dtype))

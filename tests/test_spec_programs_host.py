@@ -217,3 +217,15 @@ def test_a_program_that_is_not_text_is_a_zynml_error():
         with pytest.raises(ZynMLError) as info:
             zynbook.run(source)
         assert info.value.kind == "type"
+
+
+def test_device_ids_and_seeds_that_no_device_or_generator_takes_point_at_the_value():
+    x = np.ones(3, np.float32)
+    block = ("let y = compute(x) @device(\"cuda:3\") {\n    @kernel elementwise\n"
+             "    for i in 0..n:\n        out[i] = x[i]\n}\ny\n")
+    raises("device", block, 1, 28, x=x)
+    raises("device", 'config { compute_device: "vulkan:7" }', 1, 26)
+    raises("device", "config { compute_device: 5 }", 1, 26)
+    raises("type", "config { seed: -1 }", 1, 16)         # numpy's message, at column 1
+    raises("type", "config { seed: true }", 1, 16)
+    raises("type", "randn([2], seed=-3)", 1, 1)

@@ -176,8 +176,8 @@ def _fill(fn_name, value_fn):
 def _rng(interp, seed):
     if seed is None:
         return interp.rng
-    if not isinstance(seed, int):
-        raise ZynMLTypeError("seed= takes an integer")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ZynMLTypeError("seed= takes a non-negative integer")
     return np.random.default_rng(seed)
 
 

@@ -467,11 +467,16 @@ class Interpreter:
         for kw in s.entries:
             value = self.eval(kw.value)
             if kw.name == "compute_device":
-                get_device(value) if value != "auto" else None
-                self.session.default_device = value
+                try:
+                    get_device(value) if value != "auto" else None
+                    self.session.default_device = value
+                except ZynMLError as err:
+                    if err.span.line <= 0:
+                        err.span = kw.value.span        # under the device id
+                    raise
             elif kw.name == "seed":
-                if not isinstance(value, int):
-                    raise ZynMLTypeError("seed takes an integer", kw.value.span)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise ZynMLTypeError("seed takes a non-negative integer", kw.value.span)
                 self.rng = np.random.default_rng(value)
             elif kw.name in ("cluster", "model_split"):
                 from .parallel import configure
@@ -1141,13 +1146,20 @@ class Interpreter:
             raise ZynMLDeviceError("@device takes one device id: @device(\"cuda:0\")", ann.span)
         value = self.eval(ann.args[0])
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            for v in value:
-                get_device(v)
-            return value
-        if not isinstance(value, str):
+            ids = value
+        elif isinstance(value, str):
+            ids = [value]
+        else:
             raise ZynMLDeviceError(f"@device takes a device id string like \"cuda:0\" (or a "
                                    f"list of them), not {B._kind(value)}", ann.args[0].span)
-        return [value]
+        for v in ids:
+            try:
+                get_device(v)
+            except ZynMLError as err:       # an id no device has: the caret under it
+                if err.span.line <= 0:
+                    err.span = ann.args[0].span
+                raise
+        return value if isinstance(value, list) else [value]
 
     def _launch_split(self, devices, lowered, inputs, sizes, given, scalars, mode, node):
         """A block split across devices (runtime/parallel.py) or run on a Dask cluster."""

@@ -310,6 +310,15 @@ y
       "B": (b := RNG.integers(-5, 5, (3, 6)).astype(np.int32))},
         (a @ b + a.max(1, keepdims=True) - (a > 0).sum(1, keepdims=True)
          + (a > 3).any(1, keepdims=True)).astype(np.int32), 0),
+    # tiles of bools multiply as i32 counts (the reference took numpy's boolean @, an or)
+    "matmul_of_bool_tiles_counts": ("""
+let y = compute(a, b) {
+    for i0 in 0..M step 2:
+        out[i0:i0+2] = (a[i0:i0+2] > 0.0) @ (b > 0.0)
+}
+y
+""", {"a": (a := _f32(5, 7)), "b": (b := _f32(7, 3))},
+        ((a > 0).astype(np.int32) @ (b > 0).astype(np.int32)).astype(np.int32), 0),
 }
 
 

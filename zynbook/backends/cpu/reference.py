@@ -940,6 +940,8 @@ class ReferenceExecutor:
         x, y = _align([va, vb])
         lanes = _lanes_of(va, vb)
         if op == "@":
+            if e.ty.dtype in _INT_BITS:     # bools multiply as i32 (numpy's @ of bools is an or)
+                x, y = _in_dtype(x, e.ty.dtype), _in_dtype(y, e.ty.dtype)
             return Val(np.matmul(x, y), lanes)
         if op in ("+", "-", "*", "/", "%", "**") and e.ty.dtype in _INT_BITS:
             # integer arithmetic runs in its result's dtype, a literal wrapped to it as the

@@ -319,6 +319,19 @@ let y = compute(a, b) {
 y
 """, {"a": (a := _f32(5, 7)), "b": (b := _f32(7, 3))},
         ((a > 0).astype(np.int32) @ (b > 0).astype(np.int32)).astype(np.int32), 0),
+    # -bool is -1 as bools in arithmetic count as i32 (the reference raised numpy's
+    # TypeError, cpu:native gave true, WebGPU's WGSL did not compile); abs and relu of a
+    # bool are the bool (WebGPU refused them)
+    "negated_and_abs_bools": ("""
+let y = compute(x) {
+    for i in 0..n:
+        out[i, 0] = -(x[i] > 0.0) * 3 + 1
+        out[i, 1] = i32(abs(x[i] > 0.0)) + i32(relu(x[i] < 0.0)) * 10
+}
+y
+""", {"x": (x := np.float32([1, -1, 0, 2, -0.5]))},
+        np.stack([-(x > 0).astype(np.int32) * 3 + 1, (x > 0) + (x < 0) * 10], 1).astype(np.int32),
+        0),
 }
 
 

@@ -671,6 +671,8 @@ class _Lowering:
                 return v
             if isinstance(v, cir.Const) and not isinstance(v.value, bool):
                 return cir.Const(-v.value, v.ty)
+            if v.ty.dtype == "bool":        # a bool in arithmetic counts as i32: -true is -1
+                v = cir.Cast(v, cir.Ty("i32", v.ty.shape))
             return cir.Unary("neg", v, v.ty)
         if isinstance(e, A.Call):
             return self.call(e)
@@ -892,6 +894,8 @@ class _Lowering:
                 weak = weak and self._is_weak(a)
             if fn not in ("min", "max", "abs", "clamp", "relu") and not is_float(dtype):
                 dtype = "f32"
+            if fn in ("abs", "relu") and dtype == "bool":
+                return args[0]              # a bool is its own abs and relu
             return cir.Call(fn, tuple(args), cir.Ty(dtype, shape))
         if fn in cir.TILE_FUNCTIONS:
             return self.tile_call(fn, args, e)

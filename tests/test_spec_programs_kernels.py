@@ -332,6 +332,16 @@ y
 """, {"x": (x := np.float32([1, -1, 0, 2, -0.5]))},
         np.stack([-(x > 0).astype(np.int32) * 3 + 1, (x > 0) + (x < 0) * 10], 1).astype(np.int32),
         0),
+    # max and min of an empty tile are the identity (the reference leaked numpy's
+    # "zero-size array to reduction operation maximum")
+    "max_and_min_of_empty_tiles": ("""
+let y = compute(m, v) {
+    for i in 0..n:
+        out[i] = v[i] + reduce(max, m[i, 4:]) - reduce(min, m[i, 2:2])
+}
+y
+""", {"m": np.ones((3, 4), np.float32), "v": np.zeros(3, np.float32)},
+        np.full(3, -np.inf, np.float32), 0),
 }
 
 
@@ -472,3 +482,33 @@ y
     got = np.asarray(zynbook.Session(device=device).run(src, x=x), np.float64)
     want = np.array([math.erf(float(v)) for v in x])
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+
+
+def test_reductions_of_empty_tiles_give_the_identity():
+    """max/min of an empty tile give the identity and argmax of one -1 (docs/api.md, "Empty
+    reductions"): the reference leaked numpy's "zero-size array to reduction operation",
+    cpu:native's tile argmax gave 0."""
+    src = """
+let y = compute(m, v) {
+    for i in 0..n:
+        out[i, 0] = v[i] + reduce(max, m[i, 4:])
+        out[i, 1] = v[i] + reduce(min, m[i, 2:2])
+        out[i, 2] = float(reduce(argmax, m[i, 4:]))
+        out[i, 3] = float(reduce(argmax, m[i]))
+}
+y
+"""
+    m = np.float32([[-np.inf] * 4, [1, np.nan, 3, np.nan], [2, 2, 1, 1]])
+    v = np.zeros(3, np.float32)
+    want = np.float32([[-np.inf, np.inf, -1, 0], [-np.inf, np.inf, -1, 1],
+                       [-np.inf, np.inf, -1, 0]])
+    ran = 0
+    for device in DEVICES:
+        try:
+            got = zynbook.Session(device=device).run(src, m=m, v=v)
+        except zynbook.ZynMLError as err:       # WebGPU cannot hold argmax's i64
+            assert err.kind == "device" and "WebGPU" in err.message, (device, err.render())
+            continue
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=device)
+        ran += 1
+    assert ran >= 1 + ("cpu:native" in DEVICES)

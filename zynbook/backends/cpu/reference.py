@@ -907,6 +907,8 @@ class ReferenceExecutor:
             if e.op in ("argmax", "argmin"):
                 flat = arr.reshape(arr.shape[:v.lanes] + (-1,)) if e.axis is None else arr
                 ax = v.lanes if e.axis is None else v.lanes + e.axis
+                if flat.shape[ax] == 0:     # of nothing: -1, as every device gives
+                    return Val(np.full(np.delete(flat.shape, ax), -1, np.int64), v.lanes)
                 return Val((np.argmax if e.op == "argmax" else np.argmin)(flat, axis=ax), v.lanes)
             return Val(_reduce(e.op, arr, axes), v.lanes)
         if isinstance(e, cir.Cast):
@@ -1066,10 +1068,17 @@ def _reduce(op, arr, axes):
         return np.add.reduce(arr, axis=axes)
     if op == "*":
         return np.multiply.reduce(arr, axis=axes)
-    if op == "max":
-        return np.max(arr, axis=axes)
-    if op == "min":
-        return np.min(arr, axis=axes)
+    if op in ("max", "min"):
+        a = np.asarray(arr)
+        if any(a.shape[ax] == 0 for ax in axes):
+            # nothing to combine: the identity, as every device gives (-inf for max)
+            dt = a.dtype
+            low = op == "max"
+            ident = (-np.inf if low else np.inf) if dt.kind == "f" else \
+                (bool(not low) if dt.kind == "b" else
+                 (np.iinfo(dt).min if low else np.iinfo(dt).max))
+            return (np.max if low else np.min)(a, axis=axes, initial=ident)
+        return (np.max if op == "max" else np.min)(a, axis=axes)
     if op == "and":
         return np.all(arr, axis=axes)
     if op == "or":

@@ -389,7 +389,8 @@ class _Rewriter:
 
     def arg_all(self, op: str, src, dtype: str, out: list, line: int) -> cir.Var:
         """A local holding the flat (row-major) position of the largest (argmax) or smallest
-        element of tile `src`: the first NaN, else the first of equal extremes, as numpy's."""
+        element of tile `src`: the first NaN, else the first of equal extremes, as numpy's;
+        -1 for an empty tile, as an empty reduction gives."""
         _, exts = self.shape(src)
         ex_stmts, exts = self.extent_lets(exts, line)
         out += ex_stmts
@@ -397,7 +398,7 @@ class _Rewriter:
         best, at = self.fresh("best"), self.fresh("at")
         out += [cir.Let(best, _identity("max" if op == "argmax" else "min", vty.dtype), True,
                         line),
-                cir.Let(at, cir.Const(0, cir.Ty(dtype)), True, line)]
+                cir.Let(at, cir.Const(-1, cir.Ty(dtype)), True, line)]     # -1: of nothing
         rank, b = len(exts), cir.Var(best, vty)
         bool_ = cir.Ty("bool")
 
@@ -409,6 +410,8 @@ class _Rewriter:
             best_num = cir.Bin("==", b, b, bool_)
             better = cir.Bin("or", cir.Bin("and", cir.Bin("!=", v, v, bool_), best_num, bool_),
                              cir.Bin(">" if op == "argmax" else "<", v, b, bool_), bool_)
+            first = cir.Bin("==", cir.Var(at, cir.Ty(dtype)), cir.Const(-1, cir.Ty(dtype)), bool_)
+            better = cir.Bin("or", first, better, bool_)
             return [cir.If(better, (cir.Assign(best, v, line),
                                     cir.Assign(at, cir.Cast(flat, cir.Ty(dtype)), line)), (), line)]
         out += self.over(exts, body, line, parallel=False)

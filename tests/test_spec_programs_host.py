@@ -229,3 +229,11 @@ def test_device_ids_and_seeds_that_no_device_or_generator_takes_point_at_the_val
     raises("type", "config { seed: -1 }", 1, 16)         # numpy's message, at column 1
     raises("type", "config { seed: true }", 1, 16)
     raises("type", "randn([2], seed=-3)", 1, 1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_device_interface_argument_mistakes_point_at_the_argument(device):
+    raises("type", 'let x = upload(["a", "b"])', 1, 16, device)
+    raises("type", "let x = upload([[1.0, 2.0], [3.0]])", 1, 16, device)
+    raises("type", "let a = upload(ones([3]))\ndownload(elementwise([a], 3, 5))", 2, 30, device)
+    raises("type", "let a = upload(ones([3]))\ndownload(elementwise(a, 3, 5))", 2, 22, device)

@@ -104,7 +104,14 @@ def _host_values(value, what, name):
     if isinstance(value, Tensor):
         return value.numpy()
     if isinstance(value, (list, tuple)):
-        return np.asarray(_plain(value))
+        try:
+            data = np.asarray(_plain(value))
+        except ValueError:
+            data = None             # ragged
+        if data is None or data.dtype.kind not in "biuf":
+            raise ZynMLTypeError(f"{name}(): `{what}` takes a tensor or a (rectangular) list "
+                                 "of numbers")
+        return data
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return np.asarray([value])
     raise ZynMLTypeError(f"{name}(): `{what}` takes a tensor or a list of numbers, not "
@@ -137,13 +144,13 @@ _ARG_IN_MESSAGE = re.compile(r"^\w+\(\): `(\w+)(?:\[(\d+)\])?`")
 def _run(interp, name, args, kwargs):
     values, places = _bind(name, args, kwargs)
     dev = _device_of(interp, name, values, kwargs)
-    if name in ("upload", "upload_u32"):
-        values = [_host_values(values[0], "data", name)]
-    elif name == "elementwise":
-        values = [_list(values[0], name), values[1], _traced(interp, values[2], name)]
-    elif name == "reduce_sum" and isinstance(values[1], tuple):
-        values[1] = list(values[1])
     try:
+        if name in ("upload", "upload_u32"):
+            values = [_host_values(values[0], "data", name)]
+        elif name == "elementwise":
+            values = [_list(values[0], name), values[1], _traced(interp, values[2], name)]
+        elif name == "reduce_sum" and isinstance(values[1], tuple):
+            values[1] = list(values[1])
         result = getattr(dev, name)(*values)
     except ZynMLError as err:
         if err.inner_program is not None:      # raised by the operation's own kernels

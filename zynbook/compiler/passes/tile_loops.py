@@ -398,7 +398,7 @@ class _Rewriter:
         best, at = self.fresh("best"), self.fresh("at")
         out += [cir.Let(best, _identity("max" if op == "argmax" else "min", vty.dtype), True,
                         line),
-                cir.Let(at, cir.Const(-1, cir.Ty(dtype)), True, line)]     # -1: of nothing
+                cir.Let(at, cir.Const(-1, I32), True, line)]     # -1: of nothing
         rank, b = len(exts), cir.Var(best, vty)
         bool_ = cir.Ty("bool")
 
@@ -410,12 +410,13 @@ class _Rewriter:
             best_num = cir.Bin("==", b, b, bool_)
             better = cir.Bin("or", cir.Bin("and", cir.Bin("!=", v, v, bool_), best_num, bool_),
                              cir.Bin(">" if op == "argmax" else "<", v, b, bool_), bool_)
-            first = cir.Bin("==", cir.Var(at, cir.Ty(dtype)), cir.Const(-1, cir.Ty(dtype)), bool_)
+            first = cir.Bin("==", cir.Var(at, I32), cir.Const(-1, I32), bool_)
             better = cir.Bin("or", first, better, bool_)
             return [cir.If(better, (cir.Assign(best, v, line),
-                                    cir.Assign(at, cir.Cast(flat, cir.Ty(dtype)), line)), (), line)]
+                                    cir.Assign(at, flat, line)), (), line)]
         out += self.over(exts, body, line, parallel=False)
-        return cir.Var(at, cir.Ty(dtype))
+        # counted in i32 (a tile's positions fit), which every device spells
+        return cir.Cast(cir.Var(at, I32), cir.Ty(dtype))
 
     def reduce_axis(self, op, src, axis, dtype, out, line, keep=False) -> cir.Var:
         """A tile array holding `op` along `axis` of `src` (kept as extent 1 or dropped)."""

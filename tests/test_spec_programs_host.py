@@ -237,3 +237,12 @@ def test_device_interface_argument_mistakes_point_at_the_argument(device):
     raises("type", "let x = upload([[1.0, 2.0], [3.0]])", 1, 16, device)
     raises("type", "let a = upload(ones([3]))\ndownload(elementwise([a], 3, 5))", 2, 30, device)
     raises("type", "let a = upload(ones([3]))\ndownload(elementwise(a, 3, 5))", 2, 22, device)
+
+
+def test_errors_of_method_calls_point_at_the_call():
+    src = ("let pool = memory_pool(device=\"cpu\", size=1KB)\n"
+           "let t1 = pool.allocate(shape=[200])\n"
+           "let t2 = pool.allocate(shape=[60])\n")
+    raises("memory", src, 3, 10)
+    raises("type", "let pool = memory_pool(device=\"cpu\", size=1KB)\nlet a = 1\n"
+                   "let t1 = pool.allocate(shape=[10])\npool.free(t1)\nlet b = pool.free(t1)", 5, 9)

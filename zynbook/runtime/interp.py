@@ -799,7 +799,12 @@ class Interpreter:
         if isinstance(func, Pipeline):
             return self.call_pipeline(func, args, kwargs, node)
         if isinstance(func, _Method):
-            return func.call(self, args, kwargs, node)
+            try:
+                return func.call(self, args, kwargs, node)
+            except ZynMLError as err:
+                if err.span is NO_SPAN or err.span.line <= 0:
+                    err.span = node.span        # the method's call, not the statement
+                raise
         raise ZynMLTypeError(f"{B._kind(func)} is not a function", node.span)
 
     def pipe(self, e: A.Pipe):

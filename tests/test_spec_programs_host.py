@@ -246,3 +246,14 @@ def test_errors_of_method_calls_point_at_the_call():
     raises("memory", src, 3, 10)
     raises("type", "let pool = memory_pool(device=\"cpu\", size=1KB)\nlet a = 1\n"
                    "let t1 = pool.allocate(shape=[10])\npool.free(t1)\nlet b = pool.free(t1)", 5, 9)
+
+
+def test_adamw_hyperparameters_outside_their_ranges_are_refused():
+    """The ranges torch.optim.AdamW takes: beta1 = 1 turned every parameter into NaN, a
+    negative learning rate stepped uphill silently."""
+    setup = ("let p = upload(ones([3]))\nlet g = upload(ones([3]))\n"
+             "let m = alloc(3)\nlet v = alloc(3)\n")
+    for args, col in (("0.1, 1.0, 0.999, 1e-8, 0.0, 1", 29), ("-0.1, 0.9, 0.999, 1e-8, 0.0, 1", 24),
+                      ("0.1, 0.9, 1.5, 1e-8, 0.0, 1", 34), ("0.1, 0.9, 0.999, -1.0, 0.0, 1", 41),
+                      ('"a", 0.9, 0.999, 1e-8, 0.0, 1', 24)):
+        raises("type", setup + f"adamw_step(p, g, m, v, {args})", 5, col)

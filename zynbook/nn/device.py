@@ -177,6 +177,18 @@ class Device(FusedOps):
             raise ZynMLShapeError(f"{op}(): `{what}` must be {'at least 1' if positive else 'at least 0'}, not {v}")
         return v
 
+    @staticmethod
+    def _number(v, what: str, op: str, below_one=False) -> float:
+        """A hyperparameter: a number at least 0 (and below 1 where `below_one`)."""
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise ZynMLTypeError(f"{op}(): `{what}` is a number, not {v!r}")
+        v = float(v)
+        if not (0.0 <= v < 1.0 if below_one else 0.0 <= v < math.inf):
+            raise ZynMLTypeError(f"{op}(): `{what}` must be " +
+                                 ("in [0, 1)" if below_one else "a finite number at least 0") +
+                                 f", not {v!r}")
+        return v
+
     def _run(self, source: str, **bindings):
         """Run a ZynML program of kernels.py on this device; its value."""
         from ..session import parse_cached
@@ -535,12 +547,17 @@ class Device(FusedOps):
         tm = self._need(m, n, "m", "len(param)", op)
         tv = self._need(v, n, "v", "len(param)", op)
         t = self._size(step_t, "step_t", op)
+        # the ranges torch.optim.AdamW takes: beta1 = 1 made every value NaN (bias
+        # correction 1 - beta1^t = 0)
+        lr, eps, weight_decay = (self._number(v, w, op) for v, w in (
+            (lr, "lr"), (eps, "eps"), (weight_decay, "weight_decay")))
+        b1, b2 = (self._number(v, w, op, below_one=True) for v, w in ((beta1, "beta1"),
+                                                                     (beta2, "beta2")))
         if n == 0:
             return
-        b1, b2 = float(beta1), float(beta2)
         p_new, m_new, v_new = self._run(
-            K.ADAMW, p=tp, g=tg, m=tm, v=tv, lr=float(lr), beta1=b1, beta2=b2, eps=float(eps),
-            wd=float(weight_decay), bc1=1.0 - b1 ** t, bc2=1.0 - b2 ** t)
+            K.ADAMW, p=tp, g=tg, m=tm, v=tv, lr=lr, beta1=b1, beta2=b2, eps=eps,
+            wd=weight_decay, bc1=1.0 - b1 ** t, bc2=1.0 - b2 ** t)
         param.tensor, m.tensor, v.tensor = p_new, m_new, v_new
 
 

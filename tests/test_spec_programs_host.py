@@ -257,3 +257,8 @@ def test_adamw_hyperparameters_outside_their_ranges_are_refused():
                       ("0.1, 0.9, 1.5, 1e-8, 0.0, 1", 34), ("0.1, 0.9, 0.999, -1.0, 0.0, 1", 41),
                       ('"a", 0.9, 0.999, 1e-8, 0.0, 1', 24)):
         raises("type", setup + f"adamw_step(p, g, m, v, {args})", 5, col)
+
+
+def test_a_non_number_eps_is_a_type_error_under_it():
+    raises("type", 'let x = upload(ones([8]))\nlet y = rms_norm(x, upload(ones([4])), 2, 4, "a")',
+           2, 46)

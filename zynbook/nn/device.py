@@ -300,7 +300,7 @@ class Device(FusedOps):
         t = self._need(data, g * d, "data", f"n_groups * dim = {g} * {d}", op)
         w = self._need(weight, d, "weight", "dim", op)
         return self._wrap(self._run(K.RMS_NORM, x=_reshape(t, (g, d)), weight=w,
-                                    eps=float(eps)))
+                                    eps=self._number(eps, "eps", op)))
 
     def embedding(self, weight: Buffer, ids: Buffer, seq_len: int, dim: int) -> Buffer:
         """Row `ids[t]` of the table for each of `seq_len` positions: [seq_len, dim]."""
@@ -399,7 +399,7 @@ class Device(FusedOps):
         w = self._need(weight, d, "weight", "dim", op)
         g = self._need(grad_output, r * d, "grad_output", f, op)
         dx, dw = self._run(K.RMS_NORM_BACKWARD, x=_reshape(x, (r, d)), weight=w,
-                           g=_reshape(g, (r, d)), eps=float(eps))
+                           g=_reshape(g, (r, d)), eps=self._number(eps, "eps", op))
         return self._wrap(dx), self._wrap(dw)
 
     def embedding_backward(self, grad_output: Buffer, ids: Buffer, vocab_size: int,

@@ -431,7 +431,7 @@ class FusedOps:
         n = self._size(n_out, "n_out", op)
         tw = self._need(w, d * n, "w", f"dim * n_out = {d} * {n}", op)
         return self._wrap(self._run(LAYERNORM_LINEAR, x=tx, gamma=tg, beta=tb,
-                                    w=self._rs(tw, (d, n)), eps=float(eps)))
+                                    w=self._rs(tw, (d, n)), eps=self._number(eps, "eps", op)))
 
     def layernorm_linear_backward(self, x, gamma, beta, w, grad_output, rows: int, dim: int,
                                   n_out: int, eps: float = 1e-5):
@@ -442,7 +442,8 @@ class FusedOps:
         tw = self._need(w, d * n, "w", f"dim * n_out = {d} * {n}", op)
         tdy = self._need(grad_output, r * n, "grad_output", f"rows * n_out = {r} * {n}", op)
         out = self._run(LAYERNORM_LINEAR_BACKWARD, x=tx, gamma=tg, beta=tb,
-                        w=self._rs(tw, (d, n)), dy=self._rs(tdy, (r, n)), eps=float(eps))
+                        w=self._rs(tw, (d, n)), dy=self._rs(tdy, (r, n)),
+                        eps=self._number(eps, "eps", op))
         return tuple(self._wrap(t) for t in out)
 
     def residual_layernorm(self, x, residual, gamma, beta, rows: int, dim: int,
@@ -452,7 +453,7 @@ class FusedOps:
         r, d, tx, tg, tb = self._ln_args(op, x, gamma, beta, rows, dim)
         tr = self._need(residual, r * d, "residual", f"rows * dim = {r} * {d}", op)
         return self._wrap(self._run(RESIDUAL_LAYERNORM, x=tx, res=self._rs(tr, (r, d)),
-                                    gamma=tg, beta=tb, eps=float(eps)))
+                                    gamma=tg, beta=tb, eps=self._number(eps, "eps", op)))
 
     def residual_layernorm_backward(self, x, residual, gamma, beta, grad_output, rows: int,
                                     dim: int, eps: float = 1e-5):
@@ -463,7 +464,7 @@ class FusedOps:
         tr = self._need(residual, r * d, "residual", f, op)
         tdy = self._need(grad_output, r * d, "grad_output", f, op)
         out = self._run(RESIDUAL_LAYERNORM_BACKWARD, x=tx, res=self._rs(tr, (r, d)), gamma=tg,
-                        dn=self._rs(tdy, (r, d)), eps=float(eps))
+                        dn=self._rs(tdy, (r, d)), eps=self._number(eps, "eps", op))
         return tuple(self._wrap(t) for t in out)
 
     def _rope_args(self, op, x, weight, seq_len, n_heads, head_dim, pos0, base):
@@ -483,7 +484,7 @@ class FusedOps:
         RoPE on each head for positions pos0, pos0 + 1, ... (interleaved pairs)."""
         op = "rms_norm_rope"
         args = self._rope_args(op, x, weight, seq_len, n_heads, head_dim, pos0, base)
-        return self._wrap(self._run(RMS_NORM_ROPE, eps=float(eps), **args))
+        return self._wrap(self._run(RMS_NORM_ROPE, eps=self._number(eps, "eps", op), **args))
 
     def rms_norm_rope_backward(self, x, weight, grad_output, seq_len: int, n_heads: int,
                                head_dim: int, eps: float = 1e-5, pos0: int = 0,
@@ -495,7 +496,8 @@ class FusedOps:
         tg = self._need(grad_output, s * h * d, "grad_output",
                         f"seq_len * n_heads * head_dim = {s} * {h} * {d}", op)
         args.pop("head_dim")
-        dx, dw = self._run(RMS_NORM_ROPE_BACKWARD, g=self._rs(tg, (s, h, d)), eps=float(eps),
+        dx, dw = self._run(RMS_NORM_ROPE_BACKWARD, g=self._rs(tg, (s, h, d)),
+                           eps=self._number(eps, "eps", op),
                            **args)
         return self._wrap(dx), self._wrap(dw)
 

@@ -262,3 +262,15 @@ def test_adamw_hyperparameters_outside_their_ranges_are_refused():
 def test_a_non_number_eps_is_a_type_error_under_it():
     raises("type", 'let x = upload(ones([8]))\nlet y = rms_norm(x, upload(ones([4])), 2, 4, "a")',
            2, 46)
+
+
+def test_weights_that_cannot_be_written_are_a_zynml_error(tmp_path):
+    """A missing directory or a directory in the file's place: a runtime error naming the
+    path (Python's FileNotFoundError before), and no temporary file left behind."""
+    from zynbook.errors import ZynMLRuntimeError
+    with pytest.raises(ZynMLRuntimeError, match="cannot write weights"):
+        zynbook.save_weights(tmp_path / "missing" / "w.safetensors", {"a": np.ones(2)})
+    (tmp_path / "d.safetensors").mkdir()
+    with pytest.raises(ZynMLRuntimeError, match="cannot write weights"):
+        zynbook.save_weights(tmp_path / "d.safetensors", {"a": np.ones(2)})
+    assert [p.name for p in tmp_path.iterdir()] == ["d.safetensors"]

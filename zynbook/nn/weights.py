@@ -175,9 +175,15 @@ def save_weights(path, weights, metadata: dict | None = None) -> None:
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)
     tmp = f"{os.fspath(path)}.tmp{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.write(struct.pack("<Q", len(text)))
-        fh.write(text)
-        for c in chunks:
-            fh.write(c)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(struct.pack("<Q", len(text)))
+            fh.write(text)
+            for c in chunks:
+                fh.write(c)
+        os.replace(tmp, path)
+    except OSError as err:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise ZynMLRuntimeError(f"cannot write weights to {os.fspath(path)}: "
+                                f"{err.strerror or err}") from None

@@ -187,6 +187,21 @@ def test_mistakes_on_the_magic_line_show_the_magic_line(shell, capsys):
     capsys.readouterr()
 
 
+def test_compare_sizes_that_are_not_integers_are_a_usage_error(shell, capsys):
+    """`--sizes n=abc` is a usage error naming the option (a Python ValueError traceback
+    before)."""
+    from IPython.core.error import UsageError
+    from zynbook.magics.compare import parse_sizes
+    shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32))
+    for sizes in ("n=abc", "n=", "=4", "n=-2", "2 3=4"):
+        with pytest.raises(UsageError, match="--sizes"):
+            parse_sizes(sizes)
+    result = shell.run_cell("%%compare --sizes n=abc --no-chart\n" + AXPY)
+    assert isinstance(result.error_in_exec, UsageError)
+    assert parse_sizes("m=8,16") == ("m", [8, 16]) and parse_sizes("4") == ("n", [4])
+    capsys.readouterr()
+
+
 def test_inspect_after_a_failed_cell_shows_the_last_blocks_that_ran(shell, capsys):
     shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32))
     run(shell, "", AXPY)

@@ -160,7 +160,15 @@ def parse_sizes(text: str) -> tuple[str, list]:
     if not text:
         return "", [None]
     name, _, values = text.partition("=") if "=" in text else ("n", "", text)
-    return name.strip(), [int(v) for v in values.split(",") if v.strip()]
+    try:
+        sizes = [int(v) for v in values.split(",") if v.strip()]
+    except ValueError:
+        sizes = None
+    if not name.strip().isidentifier() or not sizes or any(v < 0 for v in sizes):
+        from IPython.core.error import UsageError
+        raise UsageError(f"--sizes takes a name and integers at least 0, like n=256,1024, "
+                         f"not {text!r}")
+    return name.strip(), sizes
 
 
 def _to_numpy(value):

@@ -274,3 +274,16 @@ def test_weights_that_cannot_be_written_are_a_zynml_error(tmp_path):
     with pytest.raises(ZynMLRuntimeError, match="cannot write weights"):
         zynbook.save_weights(tmp_path / "d.safetensors", {"a": np.ones(2)})
     assert [p.name for p in tmp_path.iterdir()] == ["d.safetensors"]
+
+
+def test_declared_types_of_vars_and_pipeline_parameters():
+    """`var v: int = 2.5` is checked as a let's type is (it was not checked at all), and a
+    pipeline with two parameters of one name is refused (the second silently won)."""
+    raises("type", "var v: int = 2.5", 1, 8)
+    raises("shape", "var v: tensor[n] = zeros([2, 2])", 1, 8)
+    assert run("var acc: f16 = 0.0\nacc += 1\nacc") == 1.0
+    src = "pipeline p(a, b: int, a):\n    return a\np(1, 2, 3)\n"
+    raises("type", src, 1, 23)
+    with pytest.raises(ZynMLError) as info:
+        zynbook.compile(src)
+    assert (info.value.line, info.value.column) == (1, 23)

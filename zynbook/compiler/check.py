@@ -150,7 +150,12 @@ class Checker:
             self.define(s.name, s)
             self.scopes.append({})
             self.pipeline_depth += 1
+            seen = set()
             for p in s.params:
+                if p.name in seen:
+                    raise ZynMLTypeError(f"pipeline {s.name} has two parameters named "
+                                         f"`{p.name}`", p.span)
+                seen.add(p.name)
                 self.define(p.name, self.param_value(p))
             self.block(s.body)
             self.pipeline_depth -= 1

@@ -362,6 +362,8 @@ class Interpreter:
             return value
         if isinstance(s, A.VarDecl):
             value = self.eval(s.value)
+            if s.type is not None:          # checked as a let's type is
+                self.check_type(value, s.type, {}, s.name)
             self.bind(s.name, value, True)
             return value
         if isinstance(s, A.Assign):
@@ -375,6 +377,11 @@ class Interpreter:
                 return self.exec_block(s.then)
             return self.exec_block(s.orelse)
         if isinstance(s, A.Pipeline):
+            names = [q.name for q in s.params]
+            for k, q in enumerate(s.params):
+                if q.name in names[:k]:
+                    raise ZynMLTypeError(f"pipeline {s.name} has two parameters named "
+                                         f"`{q.name}`", q.span)
             p = Pipeline(s, self, self.source)
             self.bind(s.name, p, False)
             return None

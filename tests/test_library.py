@@ -140,3 +140,17 @@ def test_attention_whose_values_are_wider_than_the_keys(device, masked):
     mask = np.tril(np.ones((5, 7), bool)) if masked else None
     got = library.call("attention", Session(device), [q, k, v], {"mask": mask} if masked else {})
     np.testing.assert_allclose(host(got), np_attention(q, k, v, mask), **TOL)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_rmsnorm_keeps_the_dtype_of_its_inputs(device, dtype):
+    """Half-precision inputs give a half-precision result, computed in f32 as torch's
+    rms_norm does (eps, an f32 scalar, made the result f32 while gelu and silu kept f16)."""
+    x, w = randn(3, 70).astype(dtype), randn(70).astype(dtype)
+    got = library.call("rmsnorm", Session(device), [x, w], {"eps": 1e-5})
+    assert got.dtype == {np.float16: "f16", np.float32: "f32"}[dtype]
+    x64 = x.astype(np.float64)
+    want = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-5) * w
+    tol = {"rtol": 2e-3, "atol": 2e-3} if dtype == np.float16 else TOL
+    np.testing.assert_allclose(host(got), want, **tol)

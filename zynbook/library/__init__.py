@@ -306,7 +306,13 @@ def _rmsnorm(args, kwargs):
                               f"axis of x {list(x.shape)}")
     x2, rows, n = _rows(x, "rmsnorm")
     shape = x.shape
-    return RMSNORM, {"x": x2, "weight": w, "eps": float(kwargs.get("eps", 1e-6))}, \
+    source = RMSNORM
+    if {x.dtype, w.dtype} <= {"f16", "bf16"} and len({x.dtype, w.dtype}) == 1:
+        # eps is an f32 scalar, which made a half-precision norm's result f32: computed
+        # in f32 and stored in the inputs' dtype, as torch's rms_norm does
+        source = RMSNORM.replace("out[r, i] = x[r, i] * scale * weight[i]",
+                                 f"out[r, i] = {x.dtype}(x[r, i] * scale * weight[i])")
+    return source, {"x": x2, "weight": w, "eps": float(kwargs.get("eps", 1e-6))}, \
         lambda y: reshape(y, shape)
 
 

@@ -342,6 +342,23 @@ let y = compute(m, v) {
 y
 """, {"m": np.ones((3, 4), np.float32), "v": np.zeros(3, np.float32)},
         np.full(3, -np.inf, np.float32), 0),
+    # a narrow integer var wraps in a loop that runs in order (the reference summed it in
+    # Python's or numpy's wider integers: 260 for a u8)
+    "narrow_integer_vars_wrap_in_loops": ("""
+let y = compute(x) {
+    for i in 0..1:
+        var s: u8 = 250
+        var t: i8 = 120
+        for j in 0..10:
+            s += 1
+            t = t + 2
+        out[i, 0] = i32(s)
+        out[i, 1] = i32(t)
+        out[i, 2] = i32(s * 3)
+        out[i, 3] = i32(-t)
+}
+y
+""", {"x": np.zeros(3, np.float32)}, np.int32([[4, -116, 12, 116]]), 0),
 }
 
 

@@ -420,7 +420,8 @@ class ReferenceExecutor:
                                    np.asarray(fill).astype(np.result_type(arr, np.float32)
                                                            if kind != "+" else arr.dtype))
                 red = _reduce({"+": "+", "max": "max", "min": "min"}[kind], arr, (axis,))
-                new = self._combine(kind, as_val(self.env[st.name]), Val(red, axis))
+                new = _wrapped(self._combine(kind, as_val(self.env[st.name]), Val(red, axis)),
+                               st.value.ty.dtype)
                 self.env[st.name] = self._masked_value(st.name, new)
         return True
 
@@ -461,7 +462,8 @@ class ReferenceExecutor:
             else:
                 red = np.einsum(a, labels if a.ndim else [], b, labels if b.ndim else [],
                                 labels[:axis], optimize=True)
-            new = self._combine("+", as_val(self.env[st.name]), Val(red, axis))
+            new = _wrapped(self._combine("+", as_val(self.env[st.name]), Val(red, axis)),
+                           st.value.ty.dtype)
             self.env[st.name] = self._masked_value(st.name, new)
         return True
 
@@ -1138,6 +1140,14 @@ _SIGNED_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 _INT_BITS = dict(_SIGNED_BITS, u8=8, u16=16, u32=32, u64=64)
 
 
+def _wrapped(v, dtype):
+    """An accumulated integer in its own dtype: a sum summed wider wraps as on the devices."""
+    if dtype not in _INT_BITS:
+        return v
+    with np.errstate(all="ignore"):
+        return Val(np.asarray(v.arr).astype(np_dtype(dtype)), v.lanes)
+
+
 def _in_dtype(v, dtype):
     dt = np_dtype(dtype)
     a = np.asarray(v)
@@ -1162,6 +1172,12 @@ def _scalar_op(op, a, b, dtype):
     res = res.item() if hasattr(res, "item") else res
     if op in ("<", "<=", ">", ">=", "==", "!="):
         return bool(res)
+    if dtype in _INT_BITS and _INT_BITS[dtype] < 32 and not isinstance(res, bool):
+        # a narrow integer wraps at its width, as on the devices (`var s: u8 = 250;
+        # s += 10` is 4); i32 and wider stay exact here, where index arithmetic runs
+        bits, v = _INT_BITS[dtype], int(res)
+        res = v % (1 << bits) if dtype.startswith("u") else \
+            (v + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
     if _python_number(a) and _python_number(b):
         return res      # arithmetic on weak values stays weak (a Python number)
     return _cast_scalar(res, dtype) if is_float(dtype) else res

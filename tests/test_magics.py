@@ -202,6 +202,18 @@ def test_compare_sizes_that_are_not_integers_are_a_usage_error(shell, capsys):
     capsys.readouterr()
 
 
+def test_python_names_do_not_replace_the_languages_own(shell):
+    """A notebook's `e`, `pi` or `inf` (an exception, a loop counter) is not bound over
+    ZynML's constants of those names: a cell's `e` stays Euler's number."""
+    shell.user_ns.update(e="not a number", pi=3, inf=7, nan=0.0)
+    result = shell.run_cell("%%compute\nlet r = [e * 1.0, pi, inf, nan]\n")
+    assert result.success, result.error_in_exec
+    r = shell.user_ns["r"]
+    assert r[:3] == [np.e, np.pi, np.inf] and np.isnan(r[3])
+    for name in ("e", "pi", "inf", "nan", "r"):
+        shell.user_ns.pop(name, None)
+
+
 def test_inspect_after_a_failed_cell_shows_the_last_blocks_that_ran(shell, capsys):
     shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32))
     run(shell, "", AXPY)

@@ -319,8 +319,17 @@ def span_text(source: str, span) -> str:
 
 
 def free_names(program: A.Program) -> list[str]:
-    """Names the program reads (candidates for binding from a host namespace)."""
-    return list(dict.fromkeys(names_read(program.body)))
+    """Names the program reads (candidates for binding from a host namespace), but those the
+    language defines itself (builtins, `e`, `pi`, `inf`, `nan`, dtype names): a Python `e`
+    or `inf` in the notebook must not change what a cell's `e` or `inf` means."""
+    return [name for name in dict.fromkeys(names_read(program.body))
+            if name not in _language_names()]
+
+
+@functools.lru_cache(maxsize=1)
+def _language_names() -> frozenset:
+    from ..runtime.builtins import BUILTINS, CONSTANTS, DTYPE_VALUES
+    return frozenset(BUILTINS) | frozenset(CONSTANTS) | frozenset(DTYPE_VALUES)
 
 
 def names_read(tree) -> list[str]:

@@ -150,13 +150,15 @@ class CFamily:
         return f"({c} ? {a} : {b})"
 
     def binary(self, op, a, b, operand_dtype, dtype):
-        text = f"({a} {C_OPS.get(op, op)} {b})"
-        # C computes integers narrower than int in int: wrap the result at its own width
-        return f"(({self.type(dtype)}){text})" if dtype in NARROW_INTS and op in "+-*" else text
+        if dtype in NARROW_INTS and op in "+-*":
+            # C computes integers narrower than int in int: wrap the result at its own
+            # width, through unsigned arithmetic (NVRTC folded (short)(-q) of -32768 to 32768)
+            return f"(({self.type(dtype)})((unsigned){a} {op} (unsigned){b}))"
+        return f"({a} {C_OPS.get(op, op)} {b})"
 
     def unary(self, op, a, dtype):
         if op == "neg":
-            return f"(({self.type(dtype)})(-{a}))" if dtype in NARROW_INTS else f"(-{a})"
+            return f"(({self.type(dtype)})(0u - (unsigned){a}))" if dtype in NARROW_INTS else f"(-{a})"
         return f"(!{a})"
 
     def math(self, fn, args, dtype):

@@ -1114,3 +1114,12 @@ def test_the_parser_tables_are_kept_in_the_cache(tmp_path):
         kept[0].write_bytes(damage)
         assert run() == first
         assert kept[0].stat().st_size > 1000       # written again
+
+
+@pytest.mark.parametrize("src, col, quote", [('let s = "a\nb"', 9, '"'), ("let s = 'abc", 9, "'"),
+                                             ('let s = "ok" + "x', 16, '"')])
+def test_an_unterminated_string_is_named(src, col, quote):
+    with pytest.raises(ZynMLSyntaxError) as info:
+        parse(src)
+    assert (info.value.line, info.value.column) == (1, col)
+    assert f"unterminated string: no closing {quote}" in info.value.message

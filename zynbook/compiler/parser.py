@@ -502,6 +502,8 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
         if ch in _BREAK_NAMES:
             msg = f"{_BREAK_NAMES[ch]} does not end a line in ZynML; lines end with \\n " \
                 "(or \\r\\n)"
+        elif ch in "\"'" and ch not in text[column:]:
+            msg = f"unterminated string: no closing {ch} on this line"
         elif ch:
             msg = f"unexpected character {ch!r}"
         else:

@@ -287,3 +287,13 @@ def test_declared_types_of_vars_and_pipeline_parameters():
     with pytest.raises(ZynMLError) as info:
         zynbook.compile(src)
     assert (info.value.line, info.value.column) == (1, 23)
+
+
+def test_the_caret_lines_up_under_tab_indented_code():
+    """A tab before the column is a tab in the caret's line too: with any tab width the
+    caret stays under the name (it was under other characters where tabs are wide)."""
+    err = raises("name", "if true:\n\tlet a = b_undefined + 1\n", 2, 10)
+    source_line, caret_line = err.render().splitlines()[1:3]
+    for width in (2, 4, 8):
+        at = caret_line.expandtabs(width).index("^")
+        assert source_line.expandtabs(width)[at:at + 11] == "b_undefined"

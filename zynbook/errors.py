@@ -105,7 +105,11 @@ class ZynMLError(Exception):
         width = max(1, min(width, len(text) - span.column + 2))
         text = display_line(text)
         gutter = f"{span.line:>4} | "
-        return [gutter + text, " " * (len(gutter) + span.column - 1) + "^" * width]
+        # a tab before the column stays a tab under it, so the caret lines up whatever
+        # width the terminal or notebook gives tabs
+        under = "".join("\t" if c == "\t" else " " for c in text[:span.column - 1])
+        under += " " * (span.column - 1 - len(under))
+        return [gutter + text, " " * len(gutter) + under + "^" * width]
 
     def render(self) -> str:
         where = f" at line {self.line}, column {self.column}" if self.line > 0 else ""

@@ -297,3 +297,14 @@ def test_the_caret_lines_up_under_tab_indented_code():
     for width in (2, 4, 8):
         at = caret_line.expandtabs(width).index("^")
         assert source_line.expandtabs(width)[at:at + 11] == "b_undefined"
+
+
+def test_the_command_line_refuses_a_file_that_is_not_text(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "bin.zyn"
+    path.write_bytes(b"\xff\xfe let a = 1")
+    r = subprocess.run([sys.executable, "-m", "zynbook.cli", "run", str(path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "not UTF-8 text" in r.stderr and "Traceback" not in r.stderr

@@ -111,6 +111,10 @@ def main(argv=None) -> int:
         except OSError as err:
             print(f"zynbook: cannot read {args.file}: {err.strerror}", file=sys.stderr)
             return 2
+        except UnicodeDecodeError as err:
+            print(f"zynbook: {args.file} is not UTF-8 text (byte {err.start}: "
+                  f"{err.object[err.start:err.start + 1]!r})", file=sys.stderr)
+            return 2
         if args.command == "check":
             compile_program(source)
         elif args.command == "cir":

@@ -308,3 +308,20 @@ def test_the_command_line_refuses_a_file_that_is_not_text(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 2
     assert "not UTF-8 text" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tensor_and_arange_of_integers_past_32_bits(device):
+    """Integers that do not fit i32 make an i64 tensor (u64 past i64), as numpy infers them;
+    they were cast to i32 and wrapped (3000000000 became -1294967296)."""
+    got = run("[tensor([3000000000, 1]), tensor([-3000000000]), arange(3000000000, 3000000002),"
+              " tensor([18446744073709551615]), tensor([1, 2]), arange(4)]", device)
+    want = [np.array([3000000000, 1]), np.array([-3000000000]),
+            np.arange(3000000000, 3000000002), np.array([2**64 - 1], np.uint64),
+            np.array([1, 2], np.int32), np.arange(4, dtype=np.int32)]
+    for g, w in zip(got, want):
+        assert g.dtype == {np.dtype(np.int64): "i64", np.dtype(np.uint64): "u64",
+                           np.dtype(np.int32): "i32"}[w.dtype]
+        np.testing.assert_array_equal(np.asarray(g), w)
+    raises("type", "tensor([2 ** 70])", 1, 1, device)
+    raises("type", "arange(2 ** 70)", 1, 1, device)

@@ -209,8 +209,22 @@ def _arange(interp, args, kwargs):
     _unexpected(kwargs, ("dtype",), "arange")
     if not 1 <= len(args) <= 3 or not all(isinstance(a, (int, float)) for a in args):
         raise ZynMLTypeError("arange(n) or arange(start, stop[, step])")
-    dtype = _dtype(kwargs.get("dtype"), "f32" if any(isinstance(a, float) for a in args) else "i32")
-    return Tensor(np.arange(*args).astype(_np(dtype)), "cpu")
+    if any(isinstance(a, int) and not -2**63 <= a < 2**63 for a in args):
+        raise ZynMLTypeError("arange(): an integer past 64 bits")
+    floats = any(isinstance(a, float) for a in args)
+    values = np.arange(*args)
+    dtype = _dtype(kwargs.get("dtype"), "f32" if floats else _int_dtype(values))
+    return Tensor(values.astype(_np(dtype)), "cpu")
+
+
+def _int_dtype(values) -> str:
+    """i32, or i64 (u64 past it) where a value does not fit 32 bits: 3000000000 is not
+    wrapped."""
+    if values.size and values.max() >= 2**63:
+        return "u64"
+    if values.size and (values.min() < -2**31 or values.max() >= 2**31):
+        return "i64"
+    return "i32"
 
 
 @builtin("tensor")
@@ -224,9 +238,12 @@ def _tensor_fn(interp, args, kwargs):
         raise ZynMLShapeError("tensor() takes nested lists of equal lengths (a rectangular "
                               "array of numbers)") from None
     if arr.dtype.kind not in "biuf":
-        raise ZynMLTypeError("tensor() takes nested lists of numbers or bools")
+        past = arr.dtype == object and any(isinstance(v, int) and not isinstance(v, bool)
+                                           for v in arr.ravel())
+        raise ZynMLTypeError("tensor(): an integer past 64 bits" if past else
+                             "tensor() takes nested lists of numbers or bools")
     dtype = _dtype(kwargs.get("dtype"), "f32" if arr.dtype.kind == "f" else
-                   "bool" if arr.dtype.kind == "b" else "i32")
+                   "bool" if arr.dtype.kind == "b" else _int_dtype(arr))
     t = Tensor(arr.astype(_np(dtype)), "cpu")
     return interp.move(t, kwargs["device"]) if "device" in kwargs else t
 

@@ -515,3 +515,16 @@ y
     for device in DEVICES:
         got = zynbook.Session(device=device).run(src, m=m, v=v)
         np.testing.assert_array_equal(np.asarray(got), want, err_msg=device)
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d.startswith(("cpu", "cuda"))])
+def test_integer_max_and_min_keep_every_bit(device):
+    """reduce(max/min) over i64 is exact (the reference held it in f64: max of
+    [2**63 - 1, -2**63] gave -2**63, min of 2**62 + 1 lost its low bit). WebGPU has no
+    64-bit integers and refuses such data."""
+    s = zynbook.Session(device=device)
+    hi = s.run("let m = compute(x) {\n    @kernel reduce(max)\n    for i in 0..n:\n"
+               "        yield x[i]\n}\nm", x=np.int64([2 ** 63 - 1, -2 ** 63, 7]))
+    lo = s.run("let m = compute(y) {\n    @kernel reduce(min)\n    for i in 0..n:\n"
+               "        yield y[i]\n}\nm", y=np.int64([2 ** 62 + 3, 2 ** 62 + 1]))
+    assert int(np.asarray(hi)) == 2 ** 63 - 1 and int(np.asarray(lo)) == 2 ** 62 + 1

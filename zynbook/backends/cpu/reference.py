@@ -813,9 +813,15 @@ class ReferenceExecutor:
         if r["value"] is None:
             dtype = np.result_type(value) if op not in ("and", "or") else np.bool_
             shape = self.out.shape
-            r["value"] = np.full(shape, _IDENTITY[op], dtype=np.float64 if op in ("argmax", "argmin")
-                                 else np.result_type(dtype, type(_IDENTITY[op])) if op in ("max", "min")
-                                 else dtype)
+            if op in ("max", "min") and np.issubdtype(dtype, np.integer):
+                # integers keep their own type, from its extreme as on the devices (in f64,
+                # max of [2**63 - 1, -2**63] and min of 2**62 + 1 lost their low bits)
+                info = np.iinfo(dtype)
+                r["value"] = np.full(shape, info.min if op == "max" else info.max, dtype=dtype)
+            else:
+                r["value"] = np.full(shape, _IDENTITY[op], dtype=np.float64 if op in ("argmax", "argmin")
+                                     else np.result_type(dtype, type(_IDENTITY[op])) if op in ("max", "min")
+                                     else dtype)
             if op in ("argmax", "argmin"):
                 r["index"] = np.full(shape, -1, dtype=np.int64)
         cur = r["value"][where] if where else r["value"]

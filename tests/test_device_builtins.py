@@ -189,7 +189,7 @@ BAD = [
      "matmul() needs `n`"),
     ("pipeline f(xs):\n    return xs[0] % 2.0\nlet y = elementwise([upload(x34)], 12, f)\n",
      "type", 2, "xs[0] % 2.0", "% is not available in an elementwise expression"),
-    ("let y = elementwise([upload(x34)], 12, relu)\n", "type", 1, "elementwise(",
+    ("let y = elementwise([upload(x34)], 12, relu)\n", "type", 1, "relu",
      "`f` is a pipeline of one parameter"),
 ]
 

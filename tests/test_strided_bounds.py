@@ -50,7 +50,6 @@ def test_output_indexed_by_a_quotient(n, d):
     x = np.arange(n, dtype=np.int32)
     got = _run(f"""
 let y = compute(x) {{
-    @kernel elementwise
     for i in 0..len:
         out[i / {d}] = x[i]
 }}

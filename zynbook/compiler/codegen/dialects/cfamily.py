@@ -151,15 +151,23 @@ class CFamily:
 
     def binary(self, op, a, b, operand_dtype, dtype):
         if dtype in NARROW_INTS and op in "+-*":
-            # C computes integers narrower than int in int: wrap the result at its own
-            # width, through unsigned arithmetic (NVRTC folded (short)(-q) of -32768 to 32768)
-            return f"(({self.type(dtype)})((unsigned){a} {op} (unsigned){b}))"
+            return self.wrap_narrow(f"((unsigned){a} {op} (unsigned){b})", dtype)
         return f"({a} {C_OPS.get(op, op)} {b})"
 
     def unary(self, op, a, dtype):
         if op == "neg":
-            return f"(({self.type(dtype)})(0u - (unsigned){a}))" if dtype in NARROW_INTS else f"(-{a})"
+            return self.wrap_narrow(f"(0u - (unsigned){a})", dtype) if dtype in NARROW_INTS else f"(-{a})"
         return f"(!{a})"
+
+    def wrap_narrow(self, unsigned_text: str, dtype: str) -> str:
+        """An integer narrower than int, computed in unsigned int (C promotes it to int, where
+        overflow is undefined), wrapped to its width. A signed one is sign-extended by shifts:
+        NVRTC folded the `(short)` of `0u - (unsigned)q` away, so -(-32768) on an i16 became
+        32768 once widened."""
+        if dtype.startswith("u"):
+            return f"(({self.type(dtype)}){unsigned_text})"
+        shift = 32 - int(dtype[1:])
+        return f"(({self.type(dtype)})((int)({unsigned_text} << {shift}) >> {shift}))"
 
     def math(self, fn, args, dtype):
         floats = dtype in ir.FLOAT_DTYPES

@@ -191,7 +191,7 @@ class WebGPUDevice(Device):
         program = wgsl.render(kernel, opts)
         dev = self.device
         try:
-            module = dev.create_shader_module(label=kernel.name, code=program.source)
+            module = rt.shader_module(dev, kernel.name, program.source)
         except Exception as exc:
             raise ZynMLDeviceError(
                 f"{self.id}: the WGSL of kernel {kernel.name} did not compile: "

@@ -45,6 +45,10 @@ class Target:
     # f32 lanes of the vector values the language computes with (vec4, float4; launch IR
     # vector dtypes, ir.vector_dtype): 0 where a schedule keeps to scalars
     vector_lanes: int = 0
+    # where whole-warp collectives are off (WebGPU: a subgroup's width is the adapter's to
+    # choose per pipeline): the widest group of consecutive lanes a warp-scope Collective of
+    # a `width` may still span, every subgroup the adapter makes being at least that wide
+    lane_groups: int = 0
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:

@@ -71,6 +71,7 @@ class WebGPUDevice(Device):
         self.features = set(adapter.features)
         self.limits = dict(adapter.limits)
         self._device = None
+        self._lanes = None
         # shader modules and pipelines cannot be persisted: the memory layer only
         self.cache = kcache.KernelCache("webgpu", disk=False)
         self.wgsl_version = getattr(rt.load_wgpu(), "__version__", "")
@@ -139,7 +140,17 @@ class WebGPUDevice(Device):
             max_invocations=lim.get("max-compute-invocations-per-workgroup", 256),
             max_storage_buffers=lim.get("max-storage-buffers-per-shader-stage", 8),
             adapter=self.name,
+            lane_groups=self.lane_groups(),
         )
+
+    def lane_groups(self) -> int:
+        """The widest group of consecutive lanes a collective may span (0: none), probed
+        once: where subgroups are used, every subgroup's least width."""
+        if self._lanes is None:
+            used = SUBGROUP_FEATURE in self.features and self.use_feature(SUBGROUP_FEATURE)
+            vendor = self.adapter_info.get("vendor_id", 0)
+            self._lanes = rt.subgroup_lanes(self.device, int(vendor or 0)) if used else 0
+        return self._lanes
 
     # --------------------------------------------------------------------- compiling
 

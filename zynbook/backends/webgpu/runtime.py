@@ -51,6 +51,48 @@ def shader_module(device, label: str, code: str):
     return _api.GPUShaderModule(label, handle, device)
 
 
+# the fewest lanes a subgroup may have where a vendor's driver picks the width per pipeline
+# (a probe's pipeline may get more than another's): Intel compiles SIMD8 to SIMD32, AMD wave32
+# or wave64, Qualcomm 64 or 128 lanes
+VENDOR_MIN_SUBGROUP = {0x8086: 8, 0x1002: 32, 0x5143: 64}
+
+_PROBE = """
+@group(0) @binding(0) var<storage, read_write> o: array<u32>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(subgroup_invocation_id) sl: u32,
+        @builtin(subgroup_size) ss: u32) { o[2u * li] = sl; o[2u * li + 1u] = ss; }
+"""
+
+
+def subgroup_lanes(device, vendor: int) -> int:
+    """The width every subgroup of `device` has at least, its lanes consecutive local ids
+    (what collectives over groups of lanes need), from a probe of a 256-invocation
+    workgroup and what the vendor's drivers may do; 0 where the probe finds subgroups of
+    mixed widths, or lanes out of order, or fails."""
+    import wgpu
+    try:
+        module = device.create_shader_module(code=_PROBE)
+        pipe = device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
+        buf = device.create_buffer(size=2048, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+        group = device.create_bind_group(layout=pipe.get_bind_group_layout(0),
+                                         entries=[{"binding": 0, "resource": {"buffer": buf}}])
+        enc = device.create_command_encoder()
+        cpass = enc.begin_compute_pass()
+        cpass.set_pipeline(pipe)
+        cpass.set_bind_group(0, group)
+        cpass.dispatch_workgroups(1)
+        cpass.end()
+        device.queue.submit([enc.finish()])
+        lanes = np.frombuffer(device.queue.read_buffer(buf), np.uint32).reshape(256, 2)
+    except Exception:
+        return 0
+    widths = set(lanes[:, 1].tolist())
+    width = widths.pop() if len(widths) == 1 else 0
+    if not width or any(lanes[i, 0] != i % width for i in range(256)):
+        return 0
+    return min(width, VENDOR_MIN_SUBGROUP.get(vendor, width))
+
+
 _ADAPTERS = None
 _LOCK = threading.Lock()
 

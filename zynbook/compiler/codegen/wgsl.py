@@ -57,6 +57,9 @@ class WGSLOptions:
     adapter: str = ""
     # register loops written out (constant register indices; see launch/unroll.py)
     write_out_registers: bool = True
+    # the width every subgroup the adapter makes has at least, its lanes consecutive local
+    # ids (the device's probe; 0: not known): collectives over groups of lanes that wide
+    lane_groups: int = 0
 
     def key(self) -> tuple:
         return tuple(getattr(self, f.name) for f in dc.fields(self))
@@ -250,10 +253,10 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     got = None
     for target, baked in _launch_targets(options):
         got = _printed(kernel, target, sizes, baked, options)
-        # a program of every size set whose limits the launch's sizes pass gives way to
-        # one built for them
-        if got is not None and (baked or not options.launch_sizes
-                                or not past_limits(got[0].sites, sizes)):
+        # a program of every size set whose limits the launch's sizes pass, or whose
+        # schedule has a better algorithm for them, gives way to one built for them
+        if got is not None and (baked or not options.launch_sizes or not (
+                past_limits(got[0].sites, sizes) or _wants_launch_sizes(kernel, options, sizes))):
             break
         got = None
     if got is None:
@@ -303,12 +306,34 @@ def _launch_targets(options: WGSLOptions):
     """(target, sizes baked) to build for, best first: one program for every size set, then
     (given the launch's sizes) one for these sizes, which a schedule that lays work out by
     a size (rows, block arrays) needs."""
-    # subgroups are not warps of a width a schedule knows: block all-reductions only
-    target = dc.replace(launch_target(options), warp=1, collectives=False)
+    target = _target(options)
     every = [(target, False)]
     if options.launch_sizes:
         every.append((dc.replace(target, symbolic_sizes=False), True))
     return every
+
+
+def _target(options: WGSLOptions):
+    # subgroups are not warps of a width a schedule knows: block all-reductions, and
+    # collectives over groups of lanes no wider than every subgroup
+    return dc.replace(launch_target(options), warp=1, collectives=False,
+                      lane_groups=options.lane_groups if options.subgroups else 0)
+
+
+def _wants_launch_sizes(kernel: cir.Kernel, options: WGSLOptions, sizes: dict) -> bool:
+    """Whether the schedule of `kernel` has a better algorithm for a launch's own sizes
+    than for every size set (attention's register-tiled products): the device then compiles
+    a program per size set."""
+    from .. import schedules
+    key = (kernel.stable_hash(), options.key(), tuple(sorted(sizes.items())))
+    if key not in _WANTS_SIZES:
+        target = dc.replace(_target(options), symbolic_sizes=False)
+        sched = schedules.chosen(kernel, target, sizes)
+        _WANTS_SIZES[key] = sched is not None and sched.wants_launch_sizes(kernel, target, sizes)
+    return _WANTS_SIZES[key]
+
+
+_WANTS_SIZES: dict = {}
 
 
 def _printed(kernel: cir.Kernel, target, sizes: dict, baked: bool, options: WGSLOptions):
@@ -377,7 +402,8 @@ _LIMITS: dict = {}
 def sized_for(options: WGSLOptions, kernel: cir.Kernel, sizes: dict) -> WGSLOptions:
     """`options` for a launch of `sizes`: with those sizes where no program of `kernel`
     serves every size set (a program per size set, `needs_launch_sizes`)."""
-    if not needs_launch_sizes(kernel, options) and not _past_limits(kernel, options, sizes):
+    if options.launch_sizes or not (needs_launch_sizes(kernel, options) or _past_limits(
+            kernel, options, sizes) or _wants_launch_sizes(kernel, options, sizes)):
         return options
     return dc.replace(options, launch_sizes=tuple(sorted(
         (k, int(v)) for k, v in sizes.items() if k in kernel.dims)))

@@ -222,15 +222,20 @@ PRODUCT_VARIANTS = tuple(replace(_PRODUCTS_4X4, rows=r, cols=c, prefetch=f, exp2
 LOG2E = 1.4426950408889634
 
 
-def products_fit(target, shape: Shape) -> bool:
-    """Whether the register-tiled products run this attention on `target`: head_dim 16..64
-    in steps of 16 known when compiled, half-warp collectives, 256 threads, the Q, K (then
-    P) and V tiles in shared memory."""
+def products_fit(target, shape: Shape, params: AttentionParams = PRODUCTS) -> bool:
+    """Whether the register-tiled products of `params` run this attention on `target`:
+    head_dim 16..64 in steps of 16 known when compiled, collectives over the 64 / cols lanes
+    that share a query row, 256 threads, the Q, K (then P) and V tiles in shared memory."""
     D = shape.D
     need = 4 * (D * 64 + max(D * 64, 64 * 64) + 64 * D)
     return (baked(target, shape) and not target.symbolic_sizes and D % 16 == 0 and 16 <= D <= 64
-            and target.collectives and target.warp >= 16 and target.max_threads >= 256
+            and lane_collectives(target) >= 64 // params.cols and target.max_threads >= 256
             and need <= min(target.shared_bytes, STATIC_SHARED))
+
+
+def lane_collectives(target) -> int:
+    """The widest group of consecutive lanes a collective may span on `target` (1: none)."""
+    return max(target.warp if target.collectives else 1, target.lane_groups)
 
 
 def _is_lit(e, value) -> bool:
@@ -260,6 +265,11 @@ class Attention(Schedule):
         space = self.space(kernel, target, sizes)
         return space[0] if space else self._first(target)
 
+    def wants_launch_sizes(self, kernel, target, sizes):
+        shape, _ = match(kernel, target, sizes)
+        return shape is not None and any(products_fit(target, shape, c)
+                                         for c in (PRODUCTS,) + PRODUCT_VARIANTS)
+
     @staticmethod
     def _first(target, head_dim: int = 0) -> AttentionParams:
         if target.max_threads == 1:
@@ -282,9 +292,11 @@ class Attention(Schedule):
         from . import attention_mma     # (it builds on this module's kernel)
         head = [first]
         mma = attention_mma.choices(target, shape, sizes)
-        if products_fit(target, shape):     # first where 16-byte vector loads feed it
-            head = [PRODUCTS, first] if target.vector_bytes >= 16 else [first, PRODUCTS]
-            head += PRODUCT_VARIANTS
+        products = [c for c in (PRODUCTS,) + PRODUCT_VARIANTS if products_fit(target, shape, c)]
+        if products:     # first where 16-byte vector loads feed them, or where lane groups
+            # stand in for warps (WebGPU)
+            head = products[:1] + [first] + products[1:] if target.vector_bytes >= 16 or \
+                target.lane_groups else [first] + products
         choices = mma + head + [AttentionParams(bq, bk, r, ch) for bq in (32, 64, 128)
                           for bk in (32, 64) for r in (1, 2, 4) for ch in (8, 16) if ch * r <= bk]
         out = []
@@ -328,7 +340,7 @@ class Attention(Schedule):
         if params.mma:
             return self._mma(kernel, target, sizes, shape, params, sites, idx)
         if params.products:
-            if not products_fit(target, shape):
+            if not products_fit(target, shape, params):
                 raise NotScalar("the register-tiled products do not fit this attention")
             return self._products(kernel, target, sizes, shape, params, sites, idx)
         dcaps = self.head_dims(target, shape)

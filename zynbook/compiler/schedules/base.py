@@ -51,6 +51,12 @@ class Schedule(ABC):
         """Every parameter choice worth measuring (the default first)."""
         return [self.default(kernel, target, sizes)]
 
+    def wants_launch_sizes(self, kernel: cir.Kernel, target: Target, sizes: dict) -> bool:
+        """Whether a program built for these sizes (`target` has them baked in) runs a
+        better algorithm than one for every size set would (a target that compiles one
+        program for every size set then compiles one for these)."""
+        return False
+
     @abstractmethod
     def build(self, kernel: cir.Kernel, target: Target, sizes: dict, params: Params) -> ir.Program:
         """The launch IR of `kernel` for one choice of parameters."""

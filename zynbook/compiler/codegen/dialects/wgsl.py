@@ -286,6 +286,8 @@ class WgslDialect:
         self.refuse(f"the thread axis `{axis}` (no subgroups in this dialect yet)")
 
     def collective(self, op, value, scope, dtype, width=0):
+        if scope == "warp" and width and op in BLOCK_OPS and dtype in ("f32", "i32", "u32"):
+            return self.lanes_collective(op, value, dtype, width)
         if scope != "block" or op not in BLOCK_OPS or dtype not in ("f32", "i32", "u32"):
             self.refuse(f"a {scope} collective")
         t, n = TYPES[dtype], self.kernel_block
@@ -294,6 +296,32 @@ class WgslDialect:
             self.block_fns[fn] = _block_collective(fn, op, t, n, self.need)
             self.array(f"zyn_bred_{t}_{n}", dtype, n, "shared")
         return f"{fn}({value}, zyn_lid.x, zyn_sg_lid, zyn_sg_size)"
+
+    def lanes_collective(self, op, value, dtype, width):
+        """The all-reduction over each group of `width` consecutive lanes: a butterfly of
+        subgroup shuffles, as the adapter's subgroups hold whole groups (Target.lane_groups:
+        they are at least that wide, and consecutive local ids, as `_block_collective`
+        takes them). Float max and min propagate NaN, as numpy's do."""
+        t = TYPES[dtype]
+        fn = f"zyn_lanes_{BLOCK_OPS[op]}_{t}_{width}"
+        if fn not in self.block_fns:
+            steps = []
+            mask = width // 2
+            while mask:
+                other = f"subgroupShuffleXor(x, {mask}u)"
+                steps.append(f"    x = {self.math(op, ['x', other], dtype) if op != '+' else f'x + {other}'};")
+                mask //= 2
+            self.block_fns[fn] = f"fn {fn}(v: {t}) -> {t} {{\n    var x = v;\n" + \
+                "\n".join(steps) + "\n    return x;\n}"
+        return f"{fn}({value})"
+
+    def copy(self, dst, di, dspace, src, si, sspace, count, dtype):
+        """`count` consecutive elements, one by one (a storage buffer is an array of
+        scalars, so there is no vector access to make)."""
+        at = lambda base, w: f"{base} + {w}i" if w else base
+        return "{ let zyn_cd = " + di + "; let zyn_cs = " + si + "; " + " ".join(
+            self.store(dst, at("zyn_cd", w), self.load(src, at("zyn_cs", w), dtype, sspace), dtype, dspace)
+            for w in range(count)) + " }"
 
     # ---- memory and checks ------------------------------------------------------------
 

@@ -469,3 +469,83 @@ def test_reductions_with_and_without_subgroups(device, monkeypatch, name):
     assert "subgroup" not in device.program(k, sz).source
     got, _ = device.launch(k, ins, sz, sc)
     close(got, want, kind)
+
+
+def _attention_numpy(Q, K, V, allowed, scale):
+    s = np.einsum("bhid,bhjd->bhij", Q.astype(np.float64), K.astype(np.float64)) * scale
+    if allowed is not None:
+        s = np.where(allowed, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return np.einsum("bhij,bhjd->bhid", p / p.sum(-1, keepdims=True), V)
+
+
+@webgpu
+@needs_adapter
+@pytest.mark.parametrize("mask", ["bool", "causal", "none"])
+@pytest.mark.parametrize("shape", [(1, 2, 77, 32), (2, 1, 130, 16), (1, 3, 5, 32)])
+def test_attention_register_tiled_products_on_subgroup_lanes(device, monkeypatch, mask, shape):
+    """Where the adapter's subgroups hold the lanes sharing a query row, attention runs as
+    register-tiled products built for the launch's sizes (their rows' max and sum by
+    subgroup shuffles); without subgroups, a thread per query. Both equal numpy."""
+    import attention_sources
+    from zynbook import Session
+    monkeypatch.delenv("ZYNBOOK_WEBGPU_NO_FEATURES", raising=False)
+    rng = np.random.default_rng(sum(shape))
+    Q, K, V = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
+    S = shape[2]
+    allowed = {"bool": rng.random((S, S)) < 0.7, "causal": np.tril(np.ones((S, S), bool)),
+               "none": None}[mask]
+    src = attention_sources.three_pass(mask, "const")
+    ins = dict(Q=Q, K=K, V=V) | ({"allowed": allowed} if mask == "bool" else {})
+    want = _attention_numpy(Q, K, V, allowed, 0.125)
+    lanes = device.lane_groups()
+    for off in ("", "subgroup"):
+        monkeypatch.setenv("ZYNBOOK_WEBGPU_NO_FEATURES", off)
+        got = np.asarray(Session(device=device.id).run(src, **ins))
+        close(got, want, "attention")
+        products = "register-tiled products" in device.last_programs[-1].schedule
+        room = device.limits.get("max-compute-workgroup-storage-size", 0) >= 4 * (128 * shape[3] + max(64 * shape[3], 4096))
+        assert products == (not off and lanes >= 8 and room), device.last_programs[-1].schedule
+
+
+@webgpu
+@needs_adapter
+def test_subgroup_lanes_probe(device):
+    """The probe finds the adapter's subgroup width (lavapipe: its vector width, NVIDIA: 32)
+    where every subgroup's lanes are consecutive local ids, else 0."""
+    lanes = device.lane_groups()
+    if "subgroup" not in device.features:
+        assert lanes == 0
+    else:
+        assert lanes == 0 or (lanes & (lanes - 1) == 0 and 4 <= lanes <= 128)
+
+
+def test_lane_collectives_are_shuffle_butterflies():
+    """A collective over groups of 16 lanes: four shuffles, NaN kept by max."""
+    from zynbook.compiler.codegen.dialects.wgsl import WgslDialect
+    d = WgslDialect()
+    call = d.collective("max", "v", "warp", "f32", 16)
+    fn = d.block_fns["zyn_lanes_max_f32_16"]
+    assert call == "zyn_lanes_max_f32_16(v)"
+    assert [f"subgroupShuffleXor(x, {m}u)" in fn for m in (8, 4, 2, 1)] == [True] * 4
+    assert "zyn_max_f32" in fn
+    with pytest.raises(ZynMLDeviceError):
+        d.collective("max", "v", "warp", "f32", 0)      # a whole subgroup: no known width
+
+
+@webgpu
+@needs_adapter
+def test_generated_modules_skip_only_the_second_bounds_checks(device, monkeypatch):
+    """Kernels' modules are made without naga's runtime checks (the kernels guard their
+    own indices); a module that does not compile is still an error, and
+    ZYNBOOK_WEBGPU_CHECKED=1 makes them with the checks."""
+    bad = "@compute @workgroup_size(1) fn main() { let x: i32 = 1.5; }"
+    for checked in ("", "1"):
+        monkeypatch.setenv("ZYNBOOK_WEBGPU_CHECKED", checked)
+        with pytest.raises(Exception, match="expected"):
+            rt.shader_module(device.device, "bad", bad)
+        src, arrays, scalars, sizes, want, kind = CASES["matmul"]
+        monkeypatch.setattr(device, "cache", type(device.cache)("webgpu", disk=False))
+        k, ins, sz, sc = lower_block(src, arrays, scalars, sizes, "matmul")
+        got, _ = device.launch(k, ins, sz, sc)
+        close(got, want, kind)

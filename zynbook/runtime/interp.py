@@ -31,6 +31,7 @@ from .cancel import JobCancelled
 from .lazy import PURE_BUILTINS, Fusion, LazyGraph
 from .parallel import chunk_plan, run_split
 from .plans import BlockCache, BlockPlan, LoweredBlock, given_sizes
+from .sharded import ShardedTensor
 from .tensor import Tensor, to_tensor
 from .values import DeviceQueue, Future, MemoryPool, Pipeline, Record
 
@@ -439,6 +440,8 @@ class Interpreter:
                     kind = getattr(base.data, "dtype", None)
                     base.data = get_device(base.device).from_host(
                         arr, *([kind] if isinstance(kind, str) else []))
+                if isinstance(base, ShardedTensor):
+                    base.written()      # its shards hold the new elements too
                 return value
             raise ZynMLTypeError(f"cannot assign into {B._kind(base)}", s.target.span)
         raise ZynMLTypeError("cannot assign to this expression", s.target.span)

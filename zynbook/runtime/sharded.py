@@ -355,6 +355,16 @@ class ShardedTensor(Tensor):
         self._replicas[key] = out
         return out
 
+    def written(self):
+        """Host code wrote into the gathered tensor (`t[i] = v`): the shards are made again
+        from it, so that a block taking them as they are reads the new values, and the
+        replicas are dropped."""
+        full = self.data
+        first = get_device(self.device)
+        self.shards = [(dev, move(take(full, self.axis, lo, hi, first), first, get_device(dev)),
+                        (lo, hi)) for dev, _, (lo, hi) in self.shards]
+        self._replicas = {}
+
     # ---------------------------------------------------------------- shape changes
     def reshaped(self, shape) -> "ShardedTensor | None":
         """`reshape(t, shape)` shard by shard, on the devices, when `shape` (a -1 allowed)

@@ -303,6 +303,13 @@ class DistributedTensor(ShardedTensor):
     def numpy(self) -> np.ndarray:
         return self.data
 
+    def written(self):
+        """Host code wrote into the gathered tensor: each worker is sent its new shard."""
+        full = self.data
+        self.shards = [(w, self.client.scatter(_take(full, self.axis, lo, hi), workers=[w]),
+                        (lo, hi)) for w, _, (lo, hi) in self.shards]
+        self._replicas = {}
+
     def gather_array(self, device_id: str):
         from ..registry import get_device
         dev = get_device(device_id)

@@ -1,0 +1,92 @@
+"""Programs written from the spec's Device Management, Async Execution and Memory Management
+sections and the language reference's devices, async, memory and autotuning text, each run
+on every device present (the CPU reference included) and compared with numpy written here."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLError
+
+_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
+DEVICES = [d["id"] for d in zynbook.compute_devices()
+           if not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu"]
+
+RNG = np.random.default_rng(4242)
+
+
+def _f32(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _close(got, want, tol=1e-5):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                               rtol=tol, atol=tol)
+
+
+# ------------------------------------------------------------------ device groups
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_write_into_a_sharded_result_reaches_the_next_split_block(device):
+    """`y[i, j] = v` on a result sharded over a group, then a block over the same group that
+    takes the shards as they are: it reads the written elements (it read the shards as the
+    first block left them, the write only in the gathered copy)."""
+    x = _f32(7, 4)
+    src = """let y = compute(x) @device(group) @parallel(data) {
+    @kernel elementwise
+    for b in 0..batch, f in 0..feat:
+        out[b, f] = x[b, f] * 2.0
+}
+y[6, 3] = 100.0
+y[0, 0] += 1.0
+let s = compute(y) @device(group) @parallel(data) {
+    @kernel reduce(+, axis=1)
+    for b in 0..batch, f in 0..feat:
+        yield y[b, f]
+}
+s
+"""
+    want = 2 * x
+    want[6, 3] = 100.0
+    want[0, 0] += 1.0
+    got = zynbook.Session(device=device).run(src, x=x, group=[device, "cpu"])
+    _close(got, want.sum(1))
+
+
+def test_a_write_into_a_result_on_dask_workers_reaches_the_next_block():
+    distributed = pytest.importorskip("distributed")  # noqa: F841
+    from zynbook.backends import dask as zdask
+    saved = {k: os.environ.get(k) for k in ("ZYNBOOK_WORKER_DEVICE", "ZYNBOOK_DASK_WORKERS")}
+    os.environ["ZYNBOOK_WORKER_DEVICE"] = "cpu"
+    os.environ["ZYNBOOK_DASK_WORKERS"] = "2"
+    x = _f32(7, 3)
+    src = """let y = compute(x) @device("dask:local") @parallel(data) {
+    @kernel elementwise
+    for b in 0..batch, f in 0..feat:
+        out[b, f] = x[b, f] + 1.0
+}
+y[5, 1] = -50.0
+let s = compute(y) @device("dask:local") @parallel(data) {
+    @kernel reduce(max, axis=1)
+    for b in 0..batch, f in 0..feat:
+        yield y[b, f]
+}
+s
+"""
+    try:
+        got = np.asarray(zynbook.Session().run(src, x=x))     # gathered while it runs
+    finally:
+        zdask.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    want = x + 1
+    want[5, 1] = -50.0
+    _close(got, want.max(1))
+

@@ -90,3 +90,37 @@ s
     want[5, 1] = -50.0
     _close(got, want.max(1))
 
+
+# ------------------------------------------------------------------ async
+# an @async block that keeps its device busy for a while, so that a block launched after it
+# on the same device is still queued when the statements after them run
+SLOW = """let slow = compute(big) @async {
+    for i in 0..n:
+        var s = big[i]
+        for k in 0..100:
+            s = sin(s) * 0.5 + 0.25
+        out[i] = s
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_async_error_awaited_in_a_later_cell_shows_the_line_of_its_block(device):
+    """The error of an @async block is raised at the await, with the block's line and the
+    text the block is written in (it was given the text of the cell running when the job ran:
+    no excerpt, or another line)."""
+    session = zynbook.Session(device=device)
+    session.run(SLOW + """let idx = tensor([0, 3, 9])
+let bad = compute(x, idx) @async {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[idx[i]]
+}
+""", big=_f32(1 << 20), x=_f32(7))
+    with pytest.raises(ZynMLError) as info:
+        session.run("let a = 1\nlet b = 2\nlet c = 3\nlet d = 4\nlet e2 = 5\nlet f = 6\n"
+                    "let g = 7\nlet h = 8\nlet i = 9\nlet j = 10\nlet r = await bad\n")
+    err = info.value
+    assert (err.kind, err.line) == ("runtime", 12), err.render()
+    assert "out[i] = x[idx[i]]" in err.render()
+    assert session.run("1 + 1") == 2

@@ -1019,19 +1019,23 @@ class Interpreter:
             return lz if plan.out_shape else self.lazy.force(lz)
         self.lazy.settle(inputs)
         apart = Fusion((), [f"launched where it is met, never fused: {now}"])
+        # the text the block is written in, taken now: an @async block's job runs while
+        # later statements (or cells) run
+        source = self._text_of_running()
         if device.kind == "cluster":      # @device("dask"): Dask tasks
             job = lambda: self._launch_split([device], lowered, inputs, sizes, sizes_given,
-                                             scalar_values, mode, node)
+                                             scalar_values, mode, node, source)
         elif mode and len(device_ids) > 1:
             devices = [get_device(d) for d in device_ids]
             job = lambda: self._launch_split(devices, lowered, inputs, sizes, sizes_given,
-                                             scalar_values, mode, node)
+                                             scalar_values, mode, node, source)
         else:
             job = lambda: self._launch(device, lowered, inputs, sizes, scalar_values, node,
                                        in_background=run_async, commit=commit, plan=plan,
-                                       fusion=apart)
+                                       fusion=apart, source=source)
         if run_async:
-            return Future(DeviceQueue.for_device(device.id).submit(job), lowered.kernel.name)
+            future = Future(DeviceQueue.for_device(device.id).submit(job), lowered.kernel.name)
+            return future
         return job()
 
     def _launched_now(self, lowered, device, run_async, mode) -> str:
@@ -1176,11 +1180,14 @@ class Interpreter:
                 raise
         return value if isinstance(value, list) else [value]
 
-    def _launch_split(self, devices, lowered, inputs, sizes, given, scalars, mode, node):
+    def _launch_split(self, devices, lowered, inputs, sizes, given, scalars, mode, node,
+                      source=None):
         """A block split across devices (runtime/parallel.py) or run on a Dask cluster."""
+        source = self.source if source is None else source
+
         def launch(device, parts, chunk_sizes, plan=None):
             out = self._launch(device, lowered, parts, chunk_sizes, scalars, node,
-                               plan=plan or chunk_plan(lowered, chunk_sizes))
+                               plan=plan or chunk_plan(lowered, chunk_sizes), source=source)
             return out.data if isinstance(out, Tensor) else out
 
         def solve_chunk(shapes, chunk_given):
@@ -1197,15 +1204,15 @@ class Interpreter:
         except ZynMLError as err:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span
-            raise err.with_source(self.source)
+            raise err.with_source(source)
         except Exception as err:        # a driver, NCCL or transport failure between devices
             names = ", ".join(d.id for d in devices)
             raise ZynMLDeviceError(f"running this block across {names} failed: "
                                    f"{type(err).__name__}: {err}",
-                                   node.span).with_source(self.source) from None
+                                   node.span).with_source(source) from None
 
     def _launch(self, device, lowered, inputs, sizes, scalars, node, in_background=False,
-                commit=False, plan=None, fusion=None):
+                commit=False, plan=None, fusion=None, source=None):
         if plan is None:            # a part of a block split across devices
             plan = BlockPlan(lowered, sizes)
         arrays = []
@@ -1223,7 +1230,7 @@ class Interpreter:
         except ZynMLError as err:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span
-            raise err.with_source(self.source)
+            raise err.with_source(self.source if source is None else source)
         return self.launched(device, lowered, plan, out, launch, commit, fusion)
 
     def launched(self, device, lowered, plan, out, launch, commit=False, fusion=None):

@@ -124,3 +124,24 @@ let bad = compute(x, idx) @async {
     assert (err.kind, err.line) == ("runtime", 12), err.render()
     assert "out[i] = x[idx[i]]" in err.render()
     assert session.run("1 + 1") == 2
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_host_write_after_an_async_launch_does_not_reach_it(device):
+    """`z[0] = 50.0` after `compute(z) @async` launched: the block reads z as it was at its
+    launch (the job, queued behind another, read the written element)."""
+    x = _f32(7)
+    got = zynbook.Session(device=device).run(SLOW + """var z = x * 1.0
+let f = compute(z) @async {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = z[i] + 1.0
+}
+z[0] = 50.0
+z[1:3] = -1.0
+[await f, z]
+""", big=_f32(1 << 20), x=x)
+    _close(got[0], x + 1)
+    want = x.copy()
+    want[0], want[1:3] = 50.0, -1.0
+    _close(got[1], want)

@@ -142,6 +142,7 @@ class Interpreter:
         self.last_made = None
         self.named_results: dict = {}
         self.top_line = 0                   # the line of the top-level statement being run
+        self.in_flight: list = []           # (Future, its input tensors) of @async blocks
 
     # ---------------------------------------------------------------- helpers
     @property
@@ -429,6 +430,7 @@ class Interpreter:
             if isinstance(base, Tensor):
                 self._check_tensor_key(base, key, s.target.items, s.target.span)
                 self.lazy.finish()          # recorded blocks read the old elements
+                self._wait_for_readers(base)    # and so do @async blocks launched before
                 arr = B.host_array(base)
                 if s.op != "=":
                     value = self.binary(s.op[0], B.wrap(arr[key], base), value, s.span)
@@ -445,6 +447,19 @@ class Interpreter:
                 return value
             raise ZynMLTypeError(f"cannot assign into {B._kind(base)}", s.target.span)
         raise ZynMLTypeError("cannot assign to this expression", s.target.span)
+
+    def _wait_for_readers(self, t: Tensor):
+        """Host code is about to write into `t`: the @async blocks still running that read
+        its memory finish first (they read it as it was when they were launched)."""
+        running = []
+        for future, inputs in self.in_flight:
+            if future.done():
+                continue
+            if any(_same_memory(t, u) for u in inputs):
+                cf.wait([future.inner])
+            else:
+                running.append((future, inputs))
+        self.in_flight = running
 
     def host_loop(self, iters, body):
         it, rest = iters[0], iters[1:]
@@ -1035,6 +1050,8 @@ class Interpreter:
                                        fusion=apart, source=source)
         if run_async:
             future = Future(DeviceQueue.for_device(device.id).submit(job), lowered.kernel.name)
+            self.in_flight = [f for f in self.in_flight if not f[0].done()]
+            self.in_flight.append((future, inputs))
             return future
         return job()
 
@@ -1415,6 +1432,18 @@ class _FirstOf:
             raise cf.TimeoutError()
         first = min(inner.index(f) for f in done)
         return (inner[first].result(), first)
+
+
+def _same_memory(a: Tensor, b: Tensor) -> bool:
+    """Whether two tensors are, or view, one array (a sharded tensor only itself)."""
+    if a is b:
+        return True
+    if isinstance(a, ShardedTensor) or isinstance(b, ShardedTensor):
+        return False
+    if a.data is b.data:
+        return True
+    return isinstance(a.data, np.ndarray) and isinstance(b.data, np.ndarray) and \
+        np.may_share_memory(a.data, b.data)
 
 
 def _memory_message(err: MemoryError) -> str:

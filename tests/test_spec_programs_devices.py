@@ -145,3 +145,20 @@ z[1:3] = -1.0
     want = x.copy()
     want[0], want[1:3] = 50.0, -1.0
     _close(got[1], want)
+
+
+# ------------------------------------------------------------------ memory
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_pool_refuses_an_allocation_past_its_budget_before_taking_memory(device):
+    """An allocation far past a pool's budget is the pool's memory error under the call (the
+    memory was taken first: the host's or device's out-of-memory error, under the statement);
+    the pool and the session go on."""
+    session = zynbook.Session(device=device)
+    with pytest.raises(ZynMLError) as info:
+        session.run("let pool = memory_pool(size=1MB)\n"
+                    "let t = pool.allocate(shape=[200000, 200000])\n")
+    err = info.value
+    assert (err.kind, err.line, err.column) == ("memory", 2, 9), err.render()
+    assert "in the pool" in err.message and "160.0 GB" in err.message, err.message
+    got = session.run("let u = pool.allocate(shape=[100, 10], dtype=f16)\n[pool.used, u.shape]\n")
+    assert got == [2000, [100, 10]]

@@ -6,6 +6,8 @@ import concurrent.futures as cf
 import sys
 import threading
 
+import numpy as np
+
 from ..errors import ZynMLError, ZynMLMemoryError, ZynMLTypeError
 
 _SESSION = __name__.rsplit(".", 2)[0] + ".session"      # zynbook.session, which imports this
@@ -150,12 +152,15 @@ class MemoryPool:
         return self.size - self.used
 
     def allocate(self, shape, dtype="f32"):
-        tensor = self._allocate(shape, dtype, self.device.id)
-        nbytes = tensor.nbytes
+        # the budget is checked before any memory is taken: an allocation far past it is the
+        # pool's error, not the device's (or the host's) running out
+        from ..compiler.types import NUMPY_NAMES
+        nbytes = int(np.prod(shape, dtype=object)) * np.dtype(NUMPY_NAMES[dtype]).itemsize
         if nbytes > self.free_bytes:
             raise ZynMLMemoryError(
                 f"out of memory in the pool on {self.device.id}: asked for {_bytes(nbytes)}, "
                 f"{_bytes(self.free_bytes)} of {_bytes(self.size)} free")
+        tensor = self._allocate(shape, dtype, self.device.id)
         self.live[id(tensor)] = (tensor, nbytes)
         return tensor
 

@@ -162,3 +162,29 @@ def test_a_pool_refuses_an_allocation_past_its_budget_before_taking_memory(devic
     assert "in the pool" in err.message and "160.0 GB" in err.message, err.message
     got = session.run("let u = pool.allocate(shape=[100, 10], dtype=f16)\n[pool.used, u.shape]\n")
     assert got == [2000, [100, 10]]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pinned_memory_is_host_memory(device):
+    """allocate(..., pinned=true) needs the host's memory: on a device with memory of its own
+    (a WebGPU adapter, even one that is a CPU) it is a device error under the call; on the
+    host it is zeroed memory a block reads."""
+    src = """let p = allocate(shape=[6], dtype=f32, device=dev, pinned=true)
+p[1] = 5.0
+let y = compute(p) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = p[i] * 2.0
+}
+y
+"""
+    session = zynbook.Session(device=device)
+    if device in ("cpu", "cpu:native"):
+        _close(session.run(src, dev=device), [0, 10, 0, 0, 0, 0])
+        return
+    with pytest.raises(ZynMLError) as info:
+        session.run(src, dev=device)
+    err = info.value
+    assert (err.kind, err.line, err.column) == ("device", 1, 9), err.render()
+    assert "host memory" in err.message
+    _close(session.run(src, dev="cpu"), [0, 10, 0, 0, 0, 0])

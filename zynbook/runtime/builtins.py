@@ -14,6 +14,7 @@ from ..backends.registry import compute_devices, get_device
 from ..compiler.types import NUMPY_NAMES, canonical_dtype
 from ..errors import (ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLShapeError,
                       ZynMLTypeError)
+from .placement import HOST, memory_of
 from .sharded import ShardedTensor
 from .tensor import Tensor
 from .values import MemoryPool, Record
@@ -273,9 +274,10 @@ def _allocate(interp, args, kwargs):
     dev = get_device(device)
     if dev.backend in ("cpu", "c") or pinned:
         check_host_memory(shape, dtype)
-    if pinned and dev.kind != "cpu":
-        raise ZynMLDeviceError("pinned memory is host memory: use device=\"cpu\" with "
-                               "pinned=true")
+    if pinned and memory_of(dev.id) != HOST:
+        # (a WebGPU adapter that is a CPU, llvmpipe, still has memory of its own)
+        raise ZynMLDeviceError(f"pinned memory is host memory, not {dev.id}'s: use "
+                               "device=\"cpu\" with pinned=true")
     return interp.allocate(shape, dtype, dev.id, pinned=pinned, commit="device" in kwargs)
 
 

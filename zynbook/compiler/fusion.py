@@ -36,6 +36,9 @@ class Block:
     scalars: dict          # scalar argument name -> value
     args: tuple            # per kernel input: a key for the value it reads (equal keys, equal values)
     origins: tuple         # (kernel name, first line) of the blocks it is made of, in order
+    # the position in `origins` of the block whose statements the kernel keeps: code moved
+    # in cannot fail, so every error the kernel reports is that block's (its line, its text)
+    host: int = 0
 
 
 def fuse(producer: Block, consumer: Block, key) -> Block | str:
@@ -139,6 +142,7 @@ def _finish(host: Block, names: "_Names", body, keep: list, output: cir.Buffer,
     used = (_size_names(body, inputs, output) | set(k.dims)) & set(sizes)
     origins = host.origins + names.other.origins if form == "epilogue" else \
         names.other.origins + host.origins
+    kept = host.host if form == "epilogue" else len(names.other.origins) + host.host
     kernel = dataclasses.replace(
         k, name="fused_" + "_".join(f"l{line}" for _, line in origins),
         inputs=tuple(inputs), output=output, dims=tuple(sorted(used)), scalars=scalars,
@@ -151,7 +155,7 @@ def _finish(host: Block, names: "_Names", body, keep: list, output: cir.Buffer,
         return "the GEMM schedule would not take the fused body"
     values = {**host.scalars, **names.new_scalar_values}
     return Block(kernel, {n: sizes[n] for n in used},
-                 {s.name: values[s.name] for s in scalars}, args, origins)
+                 {s.name: values[s.name] for s in scalars}, args, origins, kept)
 
 
 # ------------------------------------------------------------------- names of two blocks

@@ -206,6 +206,12 @@ class _Group:
         self.result, self.members, self.block = lz, [lz], lz.block()
         self.notes: list = list(lz.notes)
 
+    @property
+    def site(self) -> Lazy:
+        """The member whose statements the launch keeps: its errors are this block's (its
+        line in its own source, which may be another cell's than the result's)."""
+        return self.members[self.block.host]
+
 
 class LazyGraph:
     """The blocks one interpreter has recorded and not yet run."""
@@ -484,17 +490,17 @@ class LazyGraph:
         interp, lz = self.interp, group.result
         lowered, plan, inputs, scalars, info = parts or self.parts(group)
         self.settle(inputs)
-        device = lz.runs_on
-        saved, interp.source = interp.source, lz.source
+        device, site = lz.runs_on, group.site
+        saved, interp.source = interp.source, site.source
         try:
-            out = interp._launch(device, lowered, inputs, plan.sizes, scalars, lz.node,
+            out = interp._launch(device, lowered, inputs, plan.sizes, scalars, site.node,
                                  commit=lz.committed, plan=plan, fusion=info)
         except (ValueError, ArithmeticError, IndexError) as err:
             # as a statement's launch fails (Interpreter.exec), named by the block's line
-            raise ZynMLRuntimeError(str(err), lz.node.span, lz.source) from None
+            raise ZynMLRuntimeError(str(err), site.node.span, site.source) from None
         except MemoryError as err:
             from .interp import _memory_message
-            raise ZynMLMemoryError(_memory_message(err), lz.node.span, lz.source) from None
+            raise ZynMLMemoryError(_memory_message(err), site.node.span, site.source) from None
         finally:
             interp.source = saved
         lz.settle(out)

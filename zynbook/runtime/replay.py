@@ -234,7 +234,7 @@ class GraphRecord:
     @staticmethod
     def of(graph, shape: _Shape, staged: set, launches: list) -> "GraphRecord":
         return GraphRecord(graph, shape.plans, shape.device, shape.stream,
-                       [(g.result.node.span, g.result.source) for g, _ in launches],
+                       [(g.site.node.span, g.site.source) for g, _ in launches],
                        tuple((j, a) for j, a in enumerate(shape.addresses) if j not in staged))
 
     def fits(self, addresses) -> bool:

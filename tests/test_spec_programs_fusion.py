@@ -1,0 +1,65 @@
+"""Programs of chained compute blocks written from the fusion section of the language
+reference, each run on every device present (the CPU reference included), fused and with
+fusion turned off, and compared with numpy written here."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLError
+
+_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
+DEVICES = [d["id"] for d in zynbook.compute_devices()
+           if not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu"]
+
+RNG = np.random.default_rng(1618)
+
+
+def _session(device: str, fuse: bool) -> zynbook.Session:
+    session = zynbook.Session(device)
+    session.fuse = fuse
+    return session
+
+
+GATHER_CELL = """pipeline gather(x: tensor[n], idx: tensor[n]):
+    return compute(x, idx) {
+        @kernel elementwise
+        for i in 0..n: out[i] = x[int(idx[i])]
+    }
+"""
+DOUBLE_CELL = """// a cell of its own
+// whose block sits below
+// the gather's line
+pipeline double(x: tensor[n]):
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n: out[i] = x[i] * 2.0
+    }
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("chain", ["x |> gather(idx) |> double()\n",
+                                   "x |> double() |> gather(idx) |> double()\n"])
+def test_an_error_in_a_fused_chain_shows_the_line_of_the_cell_it_is_written_in(device, fuse,
+                                                                                chain):
+    # the gather (the block the fused kernel is built on, as the epilogue's producer or
+    # the inlined block's consumer) fails; the kernel's result is the other cell's block,
+    # whose text at that line is not the gather's
+    x = RNG.standard_normal(8).astype(np.float32)
+    idx = np.arange(8, dtype=np.int32)[::-1].copy()
+    s = _session(device, fuse)
+    s.run(GATHER_CELL)
+    s.run(DOUBLE_CELL)
+    bad = idx.copy()
+    bad[3] = 50
+    with pytest.raises(ZynMLError) as info:
+        s.run(chain, x=x, idx=bad)
+    assert info.value.kind == "runtime" and info.value.span.line == 4
+    assert "out[i] = x[int(idx[i])]" in info.value.render()
+    want = x[idx] * 2 * (2 if chain.count("double") == 2 else 1)
+    np.testing.assert_allclose(np.asarray(s.run(chain, x=x, idx=idx).numpy()), want)

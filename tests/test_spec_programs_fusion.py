@@ -63,3 +63,29 @@ def test_an_error_in_a_fused_chain_shows_the_line_of_the_cell_it_is_written_in(d
     assert "out[i] = x[int(idx[i])]" in info.value.render()
     want = x[idx] * 2 * (2 if chain.count("double") == 2 else 1)
     np.testing.assert_allclose(np.asarray(s.run(chain, x=x, idx=idx).numpy()), want)
+
+
+SCALE_THEN_HOST = """pipeline scaled(x: tensor[m, n], k: float):
+    let h = compute(x) {
+        @kernel elementwise
+        for i in 0..m, j in 0..n: out[i, j] = x[i, j] * 2.0
+    }
+    return 1.5 - h * k + r
+scaled(x, k)
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("number", [np.float64, np.float32, float])
+def test_a_numpy_number_bound_as_an_input_is_a_number_in_host_arithmetic(device, fuse,
+                                                                         number):
+    # a number is weak next to a tensor, as numpy takes a Python float: the f32 result of
+    # a block times k stays f32 (np.float64, a float subclass, was kept a numpy scalar, and
+    # numpy widened the unfused product to f64 while the recorded one stayed f32)
+    x = RNG.standard_normal((5, 7)).astype(np.float32)
+    r = RNG.standard_normal((5, 7)).astype(np.float32)
+    got = _session(device, fuse).run(SCALE_THEN_HOST, x=x, r=r, k=number(0.1))
+    assert got.dtype == "f32"
+    want = np.float32(1.5) - (x * np.float32(2)) * np.float32(0.1) + r
+    np.testing.assert_allclose(np.asarray(got.numpy()), want, rtol=1e-6, atol=1e-6)

@@ -48,10 +48,10 @@ def bind_value(value, _path: str = ""):
     ZynML value stands for (a Python object, a function, a class) raises `_Unusable`."""
     if type(value) in _ARRAY_TYPES:
         return _tensor_of(value, _path)
+    if isinstance(value, (np.bool_, np.integer, np.floating)):
+        return value.item()         # a numpy number is a number (np.float64 is a float too)
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
-    if isinstance(value, (np.bool_, np.integer, np.floating)):
-        return value.item()         # a numpy number is a number
     if isinstance(value, np.ndarray):
         return _tensor_of(value, _path)
     if _zynml_value(value):

@@ -89,3 +89,35 @@ def test_a_numpy_number_bound_as_an_input_is_a_number_in_host_arithmetic(device,
     assert got.dtype == "f32"
     want = np.float32(1.5) - (x * np.float32(2)) * np.float32(0.1) + r
     np.testing.assert_allclose(np.asarray(got.numpy()), want, rtol=1e-6, atol=1e-6)
+
+
+REPEATS = """pipeline p(x: tensor[n], k: int):
+    let h = compute(x) {
+        for t in 0..k:
+            for i in 0..n:
+                out[i] = x[i] * 2.0
+    }
+    return compute(h) {
+        @kernel elementwise
+        for i in 0..n: out[i] = h[i] + 1.0
+    }
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fuse", [True, False])
+def test_a_store_under_a_loop_that_may_not_run_leaves_zeros(device, fuse):
+    # with k = 0 no iteration stores, so h is zeros ("positions of out that no iteration
+    # writes are 0"): the epilogue, applied at the store, was never applied (0 instead of
+    # 1), and cpu:native, which skips zeroing an output every element of which is stored,
+    # left what its memory held; the same session runs k = 1, 0, 2, 0 in turn
+    x = RNG.standard_normal(37).astype(np.float32)
+    s = _session(device, fuse)
+    s.run(REPEATS)
+    for k in (1, 0, 2, 0):
+        got = s.run("p(x, k)\n", x=x, k=k)
+        want = x * 2 + 1 if k else np.ones_like(x)
+        np.testing.assert_allclose(np.asarray(got.numpy()), want, rtol=1e-6)
+        got = s.run("let h = compute(x) {\n    for t in 0..k:\n        for i in 0..n:\n"
+                    "            out[i] = x[i] * 2.0\n}\nh\n", x=x, k=k)
+        np.testing.assert_allclose(np.asarray(got.numpy()), x * 2 if k else 0 * x)

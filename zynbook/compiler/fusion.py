@@ -302,11 +302,23 @@ def _stores_once(k: cir.Kernel, sizes: dict) -> str:
 
 
 def _covers(s: cir.Store, loops: dict, extents: list, sizes: dict) -> bool:
+    """Whether `s`, inside `loops`, stores every element: its index is loops over the whole
+    axes, and every other loop around it runs at least once (`for t in 0..k` with k = 0
+    stores nothing)."""
     names = [_var_name(i) for i in s.index]
     if len(names) != len(extents) or len(set(names)) != len(names):
         return False
     return all(_loop_stop(loops.get(name), sizes) == extent and _is_int(loops[name].step, 1)
-               for name, extent in zip(names, extents))
+               for name, extent in zip(names, extents)) and \
+        all(_runs(lp, sizes) for name, lp in loops.items() if name not in names)
+
+
+def _runs(lp, sizes: dict) -> bool:
+    """Whether loop `lp` runs at least once wherever it is met (its bounds fixed by sizes)."""
+    try:
+        return cir.eval_expr_static(lp.start, sizes) < cir.eval_expr_static(lp.stop, sizes)
+    except (TypeError, KeyError, ArithmeticError):
+        return False
 
 
 def _reads_in_range(k: cir.Kernel, bufs: set, extents: tuple, sizes: dict) -> bool:

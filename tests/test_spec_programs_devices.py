@@ -188,3 +188,56 @@ y
     assert (err.kind, err.line, err.column) == ("device", 1, 9), err.render()
     assert "host memory" in err.message
     _close(session.run(src, dev="cpu"), [0, 10, 0, 0, 0, 0])
+
+
+# ------------------------------------------------------------------ user mistakes
+_BLOCK = """let y = compute(x) {ann} {{
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * 2.0
+}}
+y
+"""
+
+# name: (source, kind, line, column): the same error on every device, under the device id,
+# the argument or the annotation at fault
+ERROR_CASES = {
+    # a device id that is not a string is a type error (it was a device error, under the
+    # whole call for to_device and the constructors)
+    "device_annotation_number": (_BLOCK.format(ann="@device(3)"), "type", 1, 20),
+    "device_annotation_two_ids": (_BLOCK.format(ann='@device("cpu", "cpu:native")'),
+                                  "type", 1, 20),
+    "device_annotation_empty_list": (_BLOCK.format(ann="@device([])"), "type", 1, 20),
+    "device_annotation_unknown": (_BLOCK.format(ann='@device("cuda:99")'), "device", 1, 28),
+    "config_device_number": ("config { compute_device: 7 }\n", "type", 1, 26),
+    "config_device_unknown": ('config { compute_device: "tpu:0" }\n', "device", 1, 26),
+    "to_device_number": ("let t = x.to_device(3)\n", "type", 1, 21),
+    "to_device_unknown": ('let t = x.to_device("nope")\n', "device", 1, 21),
+    # copy= that is not a bool was taken for its truth
+    "to_device_copy_number": ('let t = x.to_device("cpu", copy=3)\n', "type", 1, 33),
+    "randn_device_unknown": ('let t = randn([3], device="nope:0")\n', "device", 1, 27),
+    "zeros_device_number": ("let t = zeros([2], device=5)\n", "type", 1, 27),
+    "tensor_device_unknown": ('let t = tensor([1, 2], device="gpu")\n', "device", 1, 31),
+    "allocate_device_unknown": ('let t = allocate(shape=[4], device="tpu:0")\n', "device", 1, 36),
+    "allocate_dtype_unknown": ('let t = allocate(shape=[4], dtype="f8")\n', "type", 1, 35),
+    "allocate_shape_negative": ("let t = allocate(shape=[4, -1])\n", "shape", 1, 24),
+    "allocate_pinned_string": ('let t = allocate(shape=[4], pinned="yes")\n', "type", 1, 36),
+    "memory_pool_device_unknown": ('let p = memory_pool(device="nope", size=1MB)\n',
+                                   "device", 1, 28),
+    "upload_device_unknown": ('let b = upload(x, device="nope")\n', "device", 1, 26),
+    "memory_stats_device_unknown": ('let s = memory_stats(device="nope")\n', "device", 1, 29),
+    "memory_stats_device_number": ("let s = memory_stats(device=3)\n", "type", 1, 29),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(ERROR_CASES))
+def test_device_and_memory_mistakes_are_zynml_errors_where_they_are(name, device):
+    src, kind, line, column = ERROR_CASES[name]
+    session = zynbook.Session(device=device)
+    with pytest.raises(ZynMLError) as info:
+        session.run(src, x=_f32(5))
+    err = info.value
+    assert (err.kind, err.line, err.column) == (kind, line, column), err.render()
+    assert "^" in err.render()
+    assert session.run("1 + 1") == 2

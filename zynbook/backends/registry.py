@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import threading
 
-from ..errors import ZynMLDeviceError
+from ..errors import ZynMLDeviceError, ZynMLTypeError
 from .cpu.device import CpuDevice
 
 # backend packages that provide `discover() -> list[Device]`, in order of preference for `auto`
@@ -112,8 +112,8 @@ def best_device_id() -> str:
 
 def get_device(device_id: str):
     if not isinstance(device_id, str):
-        raise ZynMLDeviceError(f"a device id is a string like \"cpu\" or \"cuda:0\", "
-                               f"not {device_id!r}")
+        raise ZynMLTypeError(f"a device id is a string like \"cpu\" or \"cuda:0\", "
+                             f"not {device_id!r}")
     found = _devices
     if found is not None and device_id in found:
         return found[device_id]     # a device found here wins over a page's of that id

@@ -568,8 +568,8 @@ def device(device_id: str = "auto") -> Device:
     """The compute-device interface on `device_id` (one object per id)."""
     from ..backends.registry import best_device_id
     if not isinstance(device_id, str):
-        raise ZynMLDeviceError(f"a device id is a string like \"cpu\" or \"cuda:0\", not "
-                               f"{device_id!r}")
+        raise ZynMLTypeError(f"a device id is a string like \"cpu\" or \"cuda:0\", not "
+                             f"{device_id!r}")
     key = best_device_id() if device_id == "auto" else device_id
     dev = _DEVICES.get(key)
     if dev is None:

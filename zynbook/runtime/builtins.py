@@ -113,6 +113,29 @@ def _unexpected(kwargs, allowed, fn):
                                  (f"; it takes {', '.join(allowed)}" if allowed else ""))
 
 
+def argument(place, fn, *args):
+    """fn(*args) on a builtin's argument: its error is under that argument (`place`: its
+    keyword or position, and an item of a list or None, as device_ops places errors)."""
+    try:
+        return fn(*args)
+    except ZynMLError as err:
+        err.argument = place
+        raise
+
+
+def device_argument(value, place=("device", None)):
+    """The device a builtin's argument names: an id that names none, or is not a string, is
+    an error under that argument."""
+    return argument(place, get_device, value)
+
+
+def _placed_device(interp, kwargs):
+    """The device of `device=`, else the session's default device."""
+    if "device" in kwargs:
+        return device_argument(kwargs["device"])
+    return get_device(interp.default_device)
+
+
 def _arity(args, n, fn, usage):
     if len(args) not in (n if isinstance(n, tuple) else (n,)):
         raise ZynMLTypeError(f"{fn}() is called as {usage}")
@@ -166,9 +189,11 @@ def _fill(fn_name, value_fn):
             shape = list(args)
         shape = _shape(shape)
         dtype = _dtype(kwargs.get("dtype"))
+        device = kwargs.get("device")
+        if device is not None:
+            device_argument(device)
         check_host_memory(shape, dtype)
         arr = value_fn(interp, shape, dtype, kwargs.get("seed"))
-        device = kwargs.get("device")
         t = Tensor(arr, "cpu")
         return interp.move(t, device) if device else t
     return make
@@ -246,7 +271,7 @@ def _tensor_fn(interp, args, kwargs):
     dtype = _dtype(kwargs.get("dtype"), "f32" if arr.dtype.kind == "f" else
                    "bool" if arr.dtype.kind == "b" else _int_dtype(arr))
     t = Tensor(arr.astype(_np(dtype)), "cpu")
-    return interp.move(t, kwargs["device"]) if "device" in kwargs else t
+    return interp.move(t, device_argument(kwargs["device"]).id) if "device" in kwargs else t
 
 
 def _plain(v):
@@ -265,13 +290,14 @@ def _allocate(interp, args, kwargs):
                              "dtype=float32, device=\"cpu\")")
     if "shape" not in kwargs:
         raise ZynMLTypeError("allocate() needs shape=[...]")
-    shape = _shape(kwargs["shape"])
-    dtype = _dtype(kwargs.get("dtype"))
-    device = kwargs.get("device", interp.default_device)
+    shape = argument(("shape", None), _shape, kwargs["shape"])
+    dtype = argument(("dtype", None), _dtype, kwargs.get("dtype"))
     pinned = kwargs.get("pinned", False)
     if not isinstance(pinned, bool):
-        raise ZynMLTypeError("pinned= takes true or false")
-    dev = get_device(device)
+        err = ZynMLTypeError("pinned= takes true or false")
+        err.argument = ("pinned", None)
+        raise err
+    dev = _placed_device(interp, kwargs)
     if dev.backend in ("cpu", "c") or pinned:
         check_host_memory(shape, dtype)
     if pinned and memory_of(dev.id) != HOST:
@@ -286,7 +312,7 @@ def _memory_pool(interp, args, kwargs):
     _unexpected(kwargs, ("device", "size"), "memory_pool")
     if "size" not in kwargs or not isinstance(kwargs["size"], int) or kwargs["size"] <= 0:
         raise ZynMLTypeError("memory_pool() needs size= in bytes, e.g. size=1GB")
-    dev = get_device(kwargs.get("device", interp.default_device))
+    dev = _placed_device(interp, kwargs)
     commit = "device" in kwargs
     return MemoryPool(dev, kwargs["size"],
                       lambda shape, dtype, device: interp.allocate(

@@ -123,13 +123,22 @@ def _kind(value):
     return kind(value)
 
 
+def _named_device(device_id):
+    """The interface of the device `device=` names; its errors under that argument."""
+    from ..nn.device import device
+    try:
+        return device(device_id)
+    except ZynMLError as err:
+        raise _where(err, ("device", None))
+
+
 def _device_of(interp, name, values, kwargs):
     from ..nn.device import Buffer, device
     if "device" in kwargs:
         if not isinstance(kwargs["device"], str):
-            raise ZynMLTypeError(f"{name}(): device= takes a device id like \"cpu\" or "
-                                 "\"cuda:0\"")
-        return device(kwargs["device"])
+            raise _where(ZynMLTypeError(f"{name}(): device= takes a device id like \"cpu\" or "
+                                        "\"cuda:0\""), ("device", None))
+        return _named_device(kwargs["device"])
     for v in values:
         items = v if isinstance(v, list) else [v]
         for item in items:
@@ -249,7 +258,8 @@ def _memory_stats(interp, args, kwargs):
     if args:
         raise ZynMLTypeError("memory_stats() takes named arguments: memory_stats(device=, "
                              "reset=false)")
-    dev = device(kwargs.get("device", interp.default_device))
+    dev = _named_device(kwargs["device"]) if "device" in kwargs else \
+        device(interp.default_device)
     stats = dev.memory_stats()
     if kwargs.get("reset", False):
         dev.reset_peak_memory()

@@ -828,7 +828,8 @@ class Interpreter:
                 return func.call(self, args, kwargs, node)
             except ZynMLError as err:
                 if err.span is NO_SPAN or err.span.line <= 0:
-                    err.span = node.span        # the method's call, not the statement
+                    # the method's call (or the argument at fault), not the statement
+                    err.span = D.argument_span(node, len(args), getattr(err, "argument", None))
                 raise
         raise ZynMLTypeError(f"{B._kind(func)} is not a function", node.span)
 
@@ -1179,15 +1180,15 @@ class Interpreter:
 
     def _annotated_devices(self, ann) -> list:
         if len(ann.args) != 1 or ann.kwargs:
-            raise ZynMLDeviceError("@device takes one device id: @device(\"cuda:0\")", ann.span)
+            raise ZynMLTypeError("@device takes one device id: @device(\"cuda:0\")", ann.span)
         value = self.eval(ann.args[0])
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             ids = value
         elif isinstance(value, str):
             ids = [value]
         else:
-            raise ZynMLDeviceError(f"@device takes a device id string like \"cuda:0\" (or a "
-                                   f"list of them), not {B._kind(value)}", ann.args[0].span)
+            raise ZynMLTypeError(f"@device takes a device id string like \"cuda:0\" (or a "
+                                 f"list of them), not {B._kind(value)}", ann.span)
         for v in ids:
             try:
                 get_device(v)
@@ -1360,11 +1361,16 @@ class _Method:
                 B._unexpected(kwargs, ("copy",), "to_device")
                 B._arity(args, 1, "to_device", "x.to_device(\"cuda:0\", copy=true)")
                 copy = kwargs.get("copy", True)
-                if copy and obj.device == get_device(args[0]).id:
+                if not isinstance(copy, (bool, np.bool_)):
+                    err = ZynMLTypeError("to_device(): copy= takes true or false, not "
+                                         f"{B._kind(copy)}")
+                    err.argument = ("copy", None)
+                    raise err
+                if copy and obj.device == B.device_argument(args[0], (0, None)).id:
                     return Tensor(B.xp_of(obj).array(B.host_array(obj), copy=True)
                                   if isinstance(obj.data, np.ndarray) or B.xp_of(obj) is not np
                                   else obj.numpy().copy(), obj.device, committed=True)
-                moved = interp.move(obj, args[0])
+                moved = interp.move(obj, B.device_argument(args[0], (0, None)).id)
                 if copy and isinstance(moved.data, np.ndarray) and \
                         isinstance(obj.data, np.ndarray) and \
                         np.may_share_memory(moved.data, obj.data):

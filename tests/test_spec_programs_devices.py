@@ -227,6 +227,12 @@ ERROR_CASES = {
     "upload_device_unknown": ('let b = upload(x, device="nope")\n', "device", 1, 26),
     "memory_stats_device_unknown": ('let s = memory_stats(device="nope")\n', "device", 1, 29),
     "memory_stats_device_number": ("let s = memory_stats(device=3)\n", "type", 1, 29),
+    # annotations that take no arguments refuse them (@async(1) and @nofuse(2) were taken)
+    "async_with_an_argument": (_BLOCK.format(ann="@async(1)"), "type", 1, 20),
+    "nofuse_with_an_argument": (_BLOCK.format(ann="@nofuse(2)"), "type", 1, 20),
+    "future_done_with_an_argument": (_BLOCK.format(ann="@async").replace("\ny\n", "\n")
+                                     + "y.done(1)\n", "type", 6, 1),
+    "pool_reset_with_an_argument": ("let p = memory_pool(size=1MB)\np.reset(1)\n", "type", 2, 1),
 }
 
 

@@ -187,6 +187,8 @@ class _Lowering:
             raise ZynMLNameError(f"unknown annotation @{ann.name}{hint}", ann.span)
         if ann.name in self.annotations and ann.name != "broadcast":
             raise ZynMLTypeError(f"@{ann.name} is given twice", ann.span)
+        if ann.name in ("async", "autotune", "nofuse") and (ann.args or ann.kwargs):
+            raise ZynMLTypeError(f"@{ann.name} takes no arguments", ann.span)
         if ann.name == "broadcast":
             self.annotations.setdefault("broadcast", []).append(ann)
         else:
@@ -301,9 +303,6 @@ class _Lowering:
                 shared = self._positive_const(ann.args[0], "@shared", at=ann)
         tile_span = autotune = None
         if "autotune" in self.annotations:
-            ann = self.annotations["autotune"]
-            if ann.args or ann.kwargs:
-                raise ZynMLTypeError("@autotune takes no arguments", ann.span)
             autotune = True
         if "tile" in self.annotations:
             ann = self.annotations["tile"]

@@ -1392,8 +1392,12 @@ class _Method:
                 B._arity(args, 1, "free", "pool.free(tensor)")
                 return obj.free(args[0])
             if self.name == "reset":
+                B._unexpected(kwargs, (), "reset")
+                B._arity(args, 0, "reset", "pool.reset()")
                 return obj.reset()
         if isinstance(obj, Future) and self.name == "done":
+            B._unexpected(kwargs, (), "done")
+            B._arity(args, 0, "done", "f.done()")
             return obj.done()
         raise ZynMLTypeError(f"cannot call {self.name}", node.span)
 

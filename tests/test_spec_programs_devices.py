@@ -247,3 +247,33 @@ def test_device_and_memory_mistakes_are_zynml_errors_where_they_are(name, device
     assert (err.kind, err.line, err.column) == (kind, line, column), err.render()
     assert "^" in err.render()
     assert session.run("1 + 1") == 2
+
+
+# config keys of the wrong type: a type error under the value (NaN seconds were taken as a
+# budget, a number for flash_config was a name error); an unknown name, a name error
+CONFIG_ERRORS = {
+    "config { tune_budget: nan }\n": ("type", 1, 23),
+    "config { tune_budget: 0 }\n": ("type", 1, 23),
+    'config { tune_budget: "5s" }\n': ("type", 1, 23),
+    "config { flash_config: 3 }\n": ("type", 1, 24),
+    'config { flash_config: "volta" }\n': ("name", 1, 24),
+    'config { autotune: "yes" }\n': ("type", 1, 20),
+    "config { allow_tf32: 1 }\n": ("type", 1, 22),
+    "config { seed: 1.5 }\n": ("type", 1, 16),
+    'config { fuse: "no" }\n': ("type", 1, 16),
+    "config { cuda_graph: 1 }\n": ("type", 1, 22),
+    'config { model_split: "rows" }\n': ("type", 1, 23),
+    "config { cluster: 5 }\n": ("type", 1, 19),
+    'config { memory_budget: "1MB" }\n': ("type", 1, 25),
+    "config {\n    seed: 3\n    autotun: true\n}\n": ("name", 3, 5),
+}
+
+
+@pytest.mark.parametrize("src", list(CONFIG_ERRORS))
+def test_config_keys_of_the_wrong_type_or_name(src):
+    session = zynbook.Session()
+    with pytest.raises(ZynMLError) as info:
+        session.run(src)
+    err = info.value
+    assert (err.kind, err.line, err.column) == CONFIG_ERRORS[src], err.render()
+    assert session.run("config { tune_budget: 2 }\n1 + 1") == 2

@@ -538,12 +538,16 @@ class Interpreter:
                 raise ZynMLTypeError(f"{key} takes true or false", span)
             settings = dataclasses.replace(settings, **{key: bool(value)})
         elif key == "flash_config":
-            if not isinstance(value, str) or value not in CONFIGS:
+            if not isinstance(value, str):
+                raise ZynMLTypeError(f"flash_config takes the name of a configuration, one of "
+                                     f"{', '.join(CONFIGS)}, not {B._kind(value)}", span)
+            if value not in CONFIGS:
                 raise ZynMLNameError(f"flash_config is one of {', '.join(CONFIGS)}, not "
                                      f"{value!r}", span)
             settings = dataclasses.replace(settings, flash_config=value, flash_span=span)
         else:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not value > 0:      # (NaN is not)
                 raise ZynMLTypeError("tune_budget takes a positive number of seconds", span)
             settings = dataclasses.replace(settings, budget_s=float(value))
         self.session.tuning = settings

@@ -91,6 +91,60 @@ s
     _close(got, want.max(1))
 
 
+
+INTEGER_REDUCTIONS = [
+    ("+", np.array([2000000000, 2000000000, 5, -7], np.int32)),
+    ("+", np.array([3000000000, 3000000000, 1], np.uint32)),
+    ("*", np.array([100000, 100000, 3], np.int32)),
+    ("max", np.array([-5, -9, -2, -100, -7], np.int32)),
+]
+
+
+def _reduced(op, a):
+    with np.errstate(over="ignore"):
+        return {"+": np.add, "*": np.multiply, "max": np.maximum}[op].reduce(a, dtype=a.dtype)
+
+
+def _reduce_src(op, where):
+    return f"""let s = compute(a) @device({where}) @parallel(data) {{
+    @kernel reduce({op})
+    for b in 0..batch:
+        yield a[b]
+}}
+s
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op, a", INTEGER_REDUCTIONS, ids=lambda v: str(getattr(v, "dtype", v)))
+def test_an_integer_reduction_split_over_a_group_wraps_as_on_one_device(device, op, a):
+    """The partial results of an integer reduction to one value are combined in its dtype:
+    an i32 or u32 sum or product over a group wraps as it does on one device (the partials
+    were summed in Python's unbounded integers: 4000000005 for an i32 sum)."""
+    want = int(_reduced(op, a))
+    group = f'["{device}", "cpu", "{device}"]'
+    assert zynbook.Session().run(_reduce_src(op, f'"{device}"'), a=a) == want
+    assert zynbook.Session().run(_reduce_src(op, group), a=a) == want
+
+
+def test_an_integer_reduction_on_dask_wraps_as_on_one_device():
+    pytest.importorskip("distributed")
+    from zynbook.backends import dask as zdask
+    saved = {k: os.environ.get(k) for k in ("ZYNBOOK_WORKER_DEVICE", "ZYNBOOK_DASK_WORKERS")}
+    os.environ["ZYNBOOK_WORKER_DEVICE"] = "cpu"
+    os.environ["ZYNBOOK_DASK_WORKERS"] = "3"
+    try:
+        for op, a in INTEGER_REDUCTIONS:
+            got = zynbook.Session().run(_reduce_src(op, '"dask:local"'), a=a)
+            assert got == int(_reduced(op, a)), (op, a.dtype, got)
+    finally:
+        zdask.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
 # ------------------------------------------------------------------ async
 # an @async block that keeps its device busy for a while, so that a block launched after it
 # on the same device is still queued when the statements after them run

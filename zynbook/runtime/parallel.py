@@ -32,7 +32,8 @@ import numpy as np
 from ..backends.registry import get_device
 from ..compiler import cir
 from ..errors import ZynMLDeviceError
-from .sharded import (ShardedTensor, chunk_bounds, group_for, is_cuda, move, recording, take)
+from .sharded import (_NP_REDUCE, ShardedTensor, chunk_bounds, group_for, is_cuda, move,
+                      recording, take)
 from .tensor import Tensor
 
 MODEL_SPLITS = ("features", "contraction")
@@ -391,10 +392,7 @@ def _combined(layout, outs):
         return ShardedTensor(shards, plan.out_axis, layout.shape, dtype, group)
     # partial results combined by plan.op
     if isinstance(outs[0], (int, float, bool, np.generic)):      # scalar outputs
-        acc = outs[0]
-        for v in outs[1:]:
-            acc = _host_op(plan.op, acc, v)
-        return acc
+        return combine_scalars(plan.op, outs, dtype)
     shape = layout.shape
     if len(outs) == 1:
         return Tensor(outs[0], work[0][0].id, shape, dtype, committed=True)
@@ -441,20 +439,18 @@ def _solve_once(kernel, solve, shapes, given):
     return sizes
 
 
-def _host_op(op, a, b):
-    if op == "+":
-        return a + b
-    if op == "*":
-        return a * b
-    if op == "max":
-        return a if (a != a) or (b == b and a >= b) else b      # NaN propagates
-    if op == "min":
-        return a if (a != a) or (b == b and a <= b) else b
-    if op == "and":
-        return bool(a) and bool(b)
-    if op == "or":
-        return bool(a) or bool(b)
-    raise ZynMLDeviceError(f"no collective combines partial results with `{op}`")
+def combine_scalars(op, values, dtype: str):
+    """Partial results of a reduction to one value, combined by `op` in the kernel's output
+    dtype, as one device accumulates them: an i32 or u32 sum or product wraps, max and min
+    keep NaN. A Python number, as a one-device launch gives."""
+    from ..compiler.types import NUMPY_NAMES
+    fn = _NP_REDUCE.get(op)
+    if fn is None:
+        raise ZynMLDeviceError(f"no collective combines partial results with `{op}`")
+    acc = np.asarray([values[0]], NUMPY_NAMES[dtype])
+    for v in values[1:]:
+        acc = fn(acc, np.asarray([v], acc.dtype))
+    return acc[0].item()
 
 
 # ------------------------------------------------------------------------ config

@@ -196,14 +196,11 @@ class DaskCluster(Device):
             shape = list(cir.output_shape(kernel, sizes))
             shape[plan.out_axis] = offset
             return DistributedTensor(shards, plan.out_axis, shape, dtype, client, self.id)
-        from ...runtime.parallel import _host_op
+        from ...runtime.parallel import combine_scalars
         from ...runtime.sharded import _NP_REDUCE
         parts = _results(client, futures)
         if kernel.output.shape == ():
-            acc = parts[0]
-            for v in parts[1:]:
-                acc = _host_op(plan.op, acc, v)
-            return acc
+            return combine_scalars(plan.op, parts, dtype)
         acc = np.asarray(parts[0]).copy()
         for p in parts[1:]:
             acc = _NP_REDUCE[plan.op](acc, p)

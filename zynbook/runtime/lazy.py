@@ -15,7 +15,9 @@ name holds (a later cell may read those), is offered to `compiler.fusion.fuse` w
 block: fused, the intermediate is never written and the two are one launch. A fused-away
 result that is read after all (a pipeline's local read again later) is computed on its own
 then, from the inputs it kept; before an element assignment and at the end of the program
-every such result still named is computed, so none ever reads changed inputs.
+every such result still held (by a name, a pipeline's local, or a value the statement is
+still building, such as a list a pipeline returned) is computed, so none ever reads changed
+inputs.
 
 A run of the graph on one CUDA device that repeats is replayed as a CUDA graph
 (runtime/replay.py), and a straight-line pipeline's call as its trace (runtime/traces.py).
@@ -23,6 +25,7 @@ A run of the graph on one CUDA device that repeats is replayed as a CUDA graph
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 import numpy as np
 
@@ -54,7 +57,7 @@ class Lazy(Tensor):
     """A compute block's result, computed when its data is first read."""
 
     __slots__ = ("graph", "node", "lowered", "plan", "inputs", "scalars", "source", "result",
-                 "runs_on", "notes")
+                 "runs_on", "notes", "__weakref__")
 
     def __init__(self, graph, node, lowered, plan, inputs, scalars, device, commit, source):
         Tensor.__init__(self, None, device.id, plan.out_shape, lowered.kernel.output.dtype,
@@ -219,7 +222,7 @@ class LazyGraph:
     def __init__(self, interp):
         self.interp = interp
         self.pending: list = []
-        self.fused_away = False     # some result fused away may still be named
+        self.fused_away = weakref.WeakSet()     # results fused away that may still be held
         self.pairs: dict = {}       # what fusing two blocks gave, by what decides it
         self.fused: dict = {}       # fused and host-arithmetic kernels' (lowered, plan), made once
         self.splits: dict = {}      # what `fission.split` made of a block, by kernel and sizes
@@ -327,9 +330,10 @@ class LazyGraph:
                 self.force(v.root if isinstance(v, LazyView) else v)
 
     def drop(self):
-        """Forget what is recorded (after an error: a value still named is computed alone
-        if it is read)."""
+        """Forget what is recorded and fused away (after an error: the failed statement
+        binds nothing; a value still named is computed alone if it is read)."""
         self.pending = []
+        self.fused_away.clear()
 
     def flush(self, roots=()):
         """Run every recorded block; `roots` are values the caller holds besides the names."""
@@ -343,14 +347,15 @@ class LazyGraph:
                 for group, parts in launches:
                     self._launch(group, parts)
 
-    def finish(self, roots=(), frames: bool = True):
-        """Run every recorded block, then compute every fused-away result still named (in
-        the program's names, the pipelines' locals where `frames`, and `roots`)."""
+    def finish(self, roots=()):
+        """Run every recorded block, then compute every fused-away result still held
+        anywhere (a name, a pipeline's local, a list being built): not only the names, since
+        a value a statement still builds may be read after an element assignment changed
+        the inputs it would be computed from."""
         self.flush(roots)
-        if self.fused_away:
-            for lz in self._named(roots, frames).values():
-                self.force(lz)
-            self.fused_away = bool(self.interp.frames) and not frames
+        for lz in list(self.fused_away):
+            self.force(lz)
+        self.fused_away.clear()
 
     def boundary(self, value):
         """`value` with the blocks recorded so far run (`finish`, `value` a root) and made
@@ -477,7 +482,7 @@ class LazyGraph:
             lowered, plan, inputs, scalars = lz.lowered, lz.plan, lz.inputs, lz.scalars
         else:
             lowered, plan = self._fused_plan(group.block, lz.lowered)
-            self.fused_away = True
+            self.fused_away.update(m for m in group.members if m is not lz)
             values = {id(t): t for m in group.members for t in m.inputs}
             inputs = [values[key] for key in group.block.args]
             scalars = group.block.scalars

@@ -179,3 +179,34 @@ y
     np.testing.assert_array_equal(got, np.asarray(session.namespace["x"])[::2])
     with pytest.raises(zynbook.ZynMLTypeError, match="integer"):
         zynbook.compile(src.replace("arange(5) * 2", "arange(5) * 2.0"))
+
+
+@pytest.mark.parametrize("literal", ["[0, 3, 9]", "[[1, 2], [3, 4]]", "[true, false]",
+                                     "[1, 2.5]", "[3000000000, 1]", "[7]"])
+def test_a_tensor_literal_has_the_dtype_the_host_gives_it(literal):
+    """`tensor([...])` written in the program is typed at compile time as the host types it
+    at run time (it was taken as f32, so a gather through an integer one was refused)."""
+    src = f"""
+let t = tensor({literal})
+let y = compute(t) {{
+    for i in 0..n:
+        out[i] = t[i]
+}}
+y
+"""
+    compiled = zynbook.compile(src).cir[0].inputs[0].dtype
+    assert compiled == zynbook.Session("cpu").run(f"tensor({literal})").dtype
+
+
+def test_a_gather_through_a_tensor_literal_compiles():
+    import numpy as np
+    src = """
+let idx = tensor([0, 3, 9])
+let y = compute(x, idx) {
+    for i in 0..n:
+        out[i] = x[idx[i]]
+}
+y
+"""
+    x = np.arange(10, dtype=np.float32) * 1.5
+    np.testing.assert_array_equal(np.asarray(zynbook.compile(src).run(x=x)), x[[0, 3, 9]])

@@ -20,7 +20,7 @@ from .dims import solve
 from .freenames import compute_free_names
 from .lower import InputSig, dotted, lower_compute
 from .passes.pipeline import run_pipeline
-from .types import canonical_dtype
+from .types import canonical_dtype, int_dtype
 from ..runtime.device_ops import DEVICE_OPS, BufferShape, check_call as check_device_call
 
 def _host_builtins() -> set:
@@ -347,6 +347,8 @@ class Checker:
             dtype = _dtype(kwargs.get("dtype")) if "dtype" in kwargs else ("f32" if floats else "i32")
             count = len(range(*args)) if not floats and (len(args) < 3 or args[2]) else None
             return TensorShape(dtype, (count,))
+        if fn == "tensor" and args and isinstance(args[0], list):
+            return _literal_tensor(args[0], kwargs)
         if fn == "allocate":
             return TensorShape(_dtype(kwargs.get("dtype")), _literal_shape(kwargs.get("shape")))
         if fn == "reshape" and len(args) == 2 and isinstance(args[1], list):
@@ -432,6 +434,37 @@ class Checker:
 
 def _dtype(value) -> str:
     return canonical_dtype(value) if isinstance(value, str) and canonical_dtype(value) else "f32"
+
+
+def _literal_tensor(rows: list, kwargs: dict):
+    """tensor() of nested lists of numbers the program writes: their dtype as the host
+    infers it (bools bool, any float f32, integers builtins' int rule) and their shape where
+    the lists are rectangular; UNKNOWN where an element is not known here."""
+    flat, shape = [], []
+
+    def walk(v, depth):
+        if isinstance(v, list):
+            if len(shape) <= depth:
+                shape.append(len(v))
+            elif shape[depth] != len(v):
+                shape[depth] = None
+            for x in v:
+                walk(x, depth + 1)
+        else:
+            flat.append(v)
+    walk(rows, 0)
+    if not flat or not all(isinstance(v, (bool, int, float)) for v in flat):
+        return UNKNOWN
+    if "dtype" in kwargs:
+        dtype = _dtype(kwargs["dtype"])
+    elif all(isinstance(v, bool) for v in flat):
+        dtype = "bool"
+    elif any(isinstance(v, float) for v in flat):
+        dtype = "f32"
+    else:
+        ints = [int(v) for v in flat]
+        dtype = int_dtype(min(ints), max(ints))
+    return TensorShape(dtype, tuple(shape) if None not in shape else None)
 
 
 def _literal_shape(value):

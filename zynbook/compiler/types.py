@@ -85,6 +85,15 @@ def dtype_from_numpy(np_dtype) -> str:
     raise ZynMLTypeError(f"unsupported element type {name}")
 
 
+def int_dtype(lo: int, hi: int) -> str:
+    """The dtype of integers from `lo` to `hi` written in a program (tensor(), arange()):
+    i32, or i64 (u64 past it) where one does not fit 32 bits, as numpy infers them
+    (3000000000 is not wrapped)."""
+    if hi >= 2 ** 63:
+        return "u64"
+    return "i64" if lo < -2 ** 31 or hi >= 2 ** 31 else "i32"
+
+
 def canonical_dtype(name: str) -> str | None:
     return DTYPE_ALIASES.get(name)
 

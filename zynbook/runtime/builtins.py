@@ -11,7 +11,7 @@ import os
 import numpy as np
 
 from ..backends.registry import compute_devices, get_device
-from ..compiler.types import NUMPY_NAMES, canonical_dtype
+from ..compiler.types import NUMPY_NAMES, canonical_dtype, int_dtype
 from ..errors import (ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLShapeError,
                       ZynMLTypeError)
 from .placement import HOST, memory_of
@@ -244,13 +244,7 @@ def _arange(interp, args, kwargs):
 
 
 def _int_dtype(values) -> str:
-    """i32, or i64 (u64 past it) where a value does not fit 32 bits: 3000000000 is not
-    wrapped."""
-    if values.size and values.max() >= 2**63:
-        return "u64"
-    if values.size and (values.min() < -2**31 or values.max() >= 2**31):
-        return "i64"
-    return "i32"
+    return int_dtype(int(values.min()), int(values.max())) if values.size else "i32"
 
 
 @builtin("tensor")

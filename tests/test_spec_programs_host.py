@@ -225,7 +225,7 @@ def test_device_ids_and_seeds_that_no_device_or_generator_takes_point_at_the_val
              "    for i in 0..n:\n        out[i] = x[i]\n}\ny\n")
     raises("device", block, 1, 28, x=x)
     raises("device", 'config { compute_device: "vulkan:7" }', 1, 26)
-    raises("device", "config { compute_device: 5 }", 1, 26)
+    raises("type", "config { compute_device: 5 }", 1, 26)   # not a string: a type error
     raises("type", "config { seed: -1 }", 1, 16)         # numpy's message, at column 1
     raises("type", "config { seed: true }", 1, 16)
     raises("type", "randn([2], seed=-3)", 1, 1)

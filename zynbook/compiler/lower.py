@@ -457,6 +457,9 @@ class _Lowering:
                                          "between iterations: every thread of the workgroup "
                                          "must reach it; move it out of the `if`", e.span)
                 return cir.Barrier(line)
+            if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.id == "print":
+                raise ZynMLTypeError("print() runs on the host, not in a kernel: store the "
+                                     "value into out[...] and print the result", e.func.span)
             raise ZynMLTypeError("this expression's value is unused; assign it or store it "
                                  "into out[...]", s.span)
         if isinstance(s, A.Ellipsis):

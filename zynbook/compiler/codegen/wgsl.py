@@ -329,6 +329,8 @@ def _wants_launch_sizes(kernel: cir.Kernel, options: WGSLOptions, sizes: dict) -
     if key not in _WANTS_SIZES:
         target = dc.replace(_target(options), symbolic_sizes=False)
         sched = schedules.chosen(kernel, target, sizes)
+        if len(_WANTS_SIZES) >= 4096:       # one entry a size set: kept bounded
+            _WANTS_SIZES.pop(next(iter(_WANTS_SIZES)))
         _WANTS_SIZES[key] = sched is not None and sched.wants_launch_sizes(kernel, target, sizes)
     return _WANTS_SIZES[key]
 

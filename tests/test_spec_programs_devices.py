@@ -57,12 +57,19 @@ s
     _close(got, want.sum(1))
 
 
-def test_a_write_into_a_result_on_dask_workers_reaches_the_next_block():
-    distributed = pytest.importorskip("distributed")  # noqa: F841
+@pytest.fixture
+def local_dask(monkeypatch):
+    """A local Dask cluster of `workers` (the fixture's function) whose workers run on
+    `cpu`, shut down after the test."""
+    pytest.importorskip("distributed")
     from zynbook.backends import dask as zdask
-    saved = {k: os.environ.get(k) for k in ("ZYNBOOK_WORKER_DEVICE", "ZYNBOOK_DASK_WORKERS")}
-    os.environ["ZYNBOOK_WORKER_DEVICE"] = "cpu"
-    os.environ["ZYNBOOK_DASK_WORKERS"] = "2"
+    monkeypatch.setenv("ZYNBOOK_WORKER_DEVICE", "cpu")      # the workers' own device, for CI
+    yield lambda workers: monkeypatch.setenv("ZYNBOOK_DASK_WORKERS", str(workers))
+    zdask.shutdown()
+
+
+def test_a_write_into_a_result_on_dask_workers_reaches_the_next_block(local_dask):
+    local_dask(2)
     x = _f32(7, 3)
     src = """let y = compute(x) @device("dask:local") @parallel(data) {
     @kernel elementwise
@@ -77,15 +84,7 @@ let s = compute(y) @device("dask:local") @parallel(data) {
 }
 s
 """
-    try:
-        got = np.asarray(zynbook.Session().run(src, x=x))     # gathered while it runs
-    finally:
-        zdask.shutdown()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    got = np.asarray(zynbook.Session().run(src, x=x))     # gathered while it runs
     want = x + 1
     want[5, 1] = -50.0
     _close(got, want.max(1))
@@ -127,23 +126,12 @@ def test_an_integer_reduction_split_over_a_group_wraps_as_on_one_device(device, 
     assert zynbook.Session().run(_reduce_src(op, group), a=a) == want
 
 
-def test_an_integer_reduction_on_dask_wraps_as_on_one_device():
-    pytest.importorskip("distributed")
-    from zynbook.backends import dask as zdask
-    saved = {k: os.environ.get(k) for k in ("ZYNBOOK_WORKER_DEVICE", "ZYNBOOK_DASK_WORKERS")}
-    os.environ["ZYNBOOK_WORKER_DEVICE"] = "cpu"
-    os.environ["ZYNBOOK_DASK_WORKERS"] = "3"
-    try:
-        for op, a in INTEGER_REDUCTIONS:
-            got = zynbook.Session().run(_reduce_src(op, '"dask:local"'), a=a)
-            assert got == int(_reduced(op, a)), (op, a.dtype, got)
-    finally:
-        zdask.shutdown()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+def test_an_integer_reduction_on_dask_wraps_as_on_one_device(local_dask):
+    local_dask(3)
+    for op, a in INTEGER_REDUCTIONS:
+        got = zynbook.Session().run(_reduce_src(op, '"dask:local"'), a=a)
+        assert got == int(_reduced(op, a)), (op, a.dtype, got)
+
 
 # ------------------------------------------------------------------ async
 # an @async block that keeps its device busy for a while, so that a block launched after it

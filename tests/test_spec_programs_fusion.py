@@ -151,3 +151,27 @@ def test_a_fused_away_result_held_by_a_list_being_built_reads_its_inputs_before_
     np.testing.assert_allclose(np.asarray(h.numpy()), x * 2, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(g.numpy()), x * 2 * 3, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(t.numpy()), changed, rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fuse", [True, False])
+def test_a_half_result_is_rounded_where_it_was_stored_though_fused(device, fuse):
+    """An f16 result is rounded to f16 where its block stores it: x * 1000 overflows to inf
+    whether or not the next block is fused with it (fused, the devices computed it in f32
+    and never rounded it, so 100 came back as 100)."""
+    x = np.float16([100, 1, -70, 0.5, 3.3333, 65.5])
+    with np.errstate(over="ignore"):
+        want = (x * np.float16(1000)).astype(np.float32) / 1000
+    src = """pipeline p(x: tensor[n]):
+    let h = compute(x) {
+        @kernel elementwise
+        for i in 0..n: out[i] = x[i] * 1000.0
+    }
+    return compute(h) {
+        @kernel elementwise
+        for i in 0..n: out[i] = f32(h[i]) / 1000.0
+    }
+p(x)
+"""
+    got = np.asarray(_session(device, fuse).run(src, x=x), np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6)

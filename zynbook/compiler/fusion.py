@@ -83,7 +83,7 @@ def _inline(producer: Block, consumer: Block, key) -> Block | str:
 
     def replace(e):
         if isinstance(e, cir.Load) and e.buffer in bufs:
-            return _cast(substitute(moved, dict(zip(loop_vars, e.index))), out_dtype)
+            return _stored(substitute(moved, dict(zip(loop_vars, e.index))), out_dtype)
         return None
 
     body = _map(consumer.kernel.body, replace)
@@ -117,7 +117,7 @@ def _epilogue(producer: Block, consumer: Block, key) -> Block | str:
 
     def replace(s):
         if isinstance(s, cir.Store) and s.buffer == pk.output.name:
-            stored = _cast(s.value, pk.output.dtype)
+            stored = _stored(s.value, pk.output.dtype)
             env = dict(zip(loop_vars, s.index))
             applied = _map(substitute(moved, env), lambda e: stored if isinstance(e, cir.Load)
                            and e.buffer in bufs else None)
@@ -378,6 +378,16 @@ def _map(node, fn):
 
 def _cast(e, dtype: str):
     return e if e.ty.dtype == dtype else cir.Cast(e, cir.Ty(dtype, e.ty.shape))
+
+
+def _stored(e, dtype: str):
+    """`e` as the store of a `dtype` output leaves it for the next block to read: a half
+    is rounded to it there, though the devices compute halves wider (an f16 value of
+    x * 1000 overflows to inf when stored, fused or not). Arithmetic only: a variable or
+    a load holds its dtype already."""
+    if dtype in ("f16", "bf16") and isinstance(e, (cir.Bin, cir.Unary, cir.Call, cir.Select)):
+        return cir.Cast(e, cir.Ty(dtype, e.ty.shape))
+    return _cast(e, dtype)
 
 
 def _hinted(k: cir.Kernel) -> bool:

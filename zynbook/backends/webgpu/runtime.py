@@ -37,15 +37,17 @@ def shader_module(device, label: str, code: str):
     try:
         from wgpu.backends.wgpu_native import _api
         from wgpu.backends.wgpu_native._ffi import ffi
-        create = _api.libf.wgpuDeviceCreateShaderModuleTrusted
-    except (ImportError, AttributeError):      # another backend, or an older wgpu-native
+        create, struct, text = (_api.libf.wgpuDeviceCreateShaderModuleTrusted,
+                                _api.new_struct_p, _api.to_c_string_view)
+        handle_of = device._internal
+    except (ImportError, AttributeError):      # another backend, or another wgpu-py
         return device.create_shader_module(label=label, code=code)
-    source = _api.new_struct_p("WGPUShaderSourceWGSL *", code=_api.to_c_string_view(code))
+    source = struct("WGPUShaderSourceWGSL *", code=text(code))
     source[0].chain.next = ffi.NULL
     source[0].chain.sType = _api.lib.WGPUSType_ShaderSourceWGSL
-    desc = _api.new_struct_p("WGPUShaderModuleDescriptor *", label=_api.to_c_string_view(label),
-                             nextInChain=ffi.cast("WGPUChainedStruct *", source))
-    handle = create(device._internal, desc, _api.lib.WGPUShaderRuntimeChecks_None)
+    desc = struct("WGPUShaderModuleDescriptor *", label=text(label),
+                  nextInChain=ffi.cast("WGPUChainedStruct *", source))
+    handle = create(handle_of, desc, _api.lib.WGPUShaderRuntimeChecks_None)
     if handle == ffi.NULL:
         raise RuntimeError("shader module creation failed")
     return _api.GPUShaderModule(label, handle, device)

@@ -549,3 +549,20 @@ def test_generated_modules_skip_only_the_second_bounds_checks(device, monkeypatc
         k, ins, sz, sc = lower_block(src, arrays, scalars, sizes, "matmul")
         got, _ = device.launch(k, ins, sz, sc)
         close(got, want, kind)
+
+
+@webgpu
+@needs_adapter
+def test_the_tuner_searches_the_program_the_launch_runs(device, monkeypatch):
+    """Where attention runs as products built for its sizes, a tuner starts from them (it
+    searched the space of the program of every size set, which holds none)."""
+    import attention_sources
+    from zynbook import tuning
+    monkeypatch.delenv("ZYNBOOK_WEBGPU_NO_FEATURES", raising=False)
+    rng = np.random.default_rng(5)
+    Q, K, V = (rng.standard_normal((1, 2, 77, 32)).astype(np.float32) for _ in range(3))
+    k, _, sz, _ = lower_block(attention_sources.three_pass("none", "const"), {"Q": Q, "K": K, "V": V})
+    products = "register-tiled products" in device.program(k, sz).schedule
+    tuner = tuning.Tuner(device, k, sz, 1.0)
+    assert tuner.candidates[0].params.products == products
+    assert tuner.target.symbolic_sizes != products

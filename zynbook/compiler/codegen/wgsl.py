@@ -299,7 +299,10 @@ def schedule_targets(kernel: cir.Kernel, options: WGSLOptions) -> list:
     """(target, sizes) that `launch_program` builds `kernel` with, in the order it tries
     them (a tuner searches the space of the first whose schedule applies)."""
     sizes = _sizes(kernel, options)
-    return [(target, sizes) for target, _ in _launch_targets(options)]
+    targets = [(target, sizes) for target, _ in _launch_targets(options)]
+    if options.launch_sizes and _wants_launch_sizes(kernel, options, sizes):
+        targets.reverse()       # the program built for these sizes is the one launched
+    return targets
 
 
 def _launch_targets(options: WGSLOptions):

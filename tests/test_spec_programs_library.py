@@ -1,0 +1,54 @@
+"""The kernels of the spec's WGSL kernel library and GPU kernel library, written as ZynML
+programs (hand-written compute blocks, the library's builtins and the device interface),
+each run on every device present (the CPU reference included) and compared with numpy
+written here."""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import zynbook
+
+_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
+DEVICES = [d["id"] for d in zynbook.compute_devices()
+           if not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu"]
+# devices that compute f64 (WebGPU refuses f64 math it would do in 32 bits)
+F64_DEVICES = [d for d in DEVICES if d.startswith(("cpu", "cuda"))]
+
+RNG = np.random.default_rng(4051)
+
+
+def _erf(x):
+    return np.vectorize(math.erf)(x)
+
+
+def _check(src, inputs, want, tol, device):
+    got = np.asarray(zynbook.Session(device=device).run(src, **inputs))
+    want = np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                               rtol=tol, atol=tol)
+
+
+# name: (source, inputs, numpy's answer, tolerance)
+F64_CASES = {
+    # the exact GELU in f64: the reference's erf was a polynomial 1.5e-7 off
+    "gelu_erf_f64": ("""
+let act = compute(feat) {
+    @kernel elementwise
+    for p in 0..count:
+        out[p] = 0.5 * feat[p] * (1.0 + erf(feat[p] * 0.7071067811865476))
+}
+act
+""", {"feat": (f := RNG.standard_normal(1000) * 2)}, 0.5 * f * (1 + _erf(f / np.sqrt(2))),
+        1e-13),
+}
+
+
+@pytest.mark.parametrize("device", F64_DEVICES)
+@pytest.mark.parametrize("name", list(F64_CASES))
+def test_f64_library_program_equals_numpy(name, device):
+    _check(*F64_CASES[name], device)

@@ -35,6 +35,26 @@ def _check(src, inputs, want, tol, device):
 
 # name: (source, inputs, numpy's answer, tolerance)
 F64_CASES = {
+    # the tanh GELU with its constant written as `sqrt(2.0 / pi)`: a value of literals
+    # meeting f64 is computed in f64 (cpu:native computed it in f32, 1e-8 off)
+    "gelu_tanh_f64_constant_from_literals": ("""
+let act = compute(feat) {
+    @kernel elementwise
+    @workgroup(96)
+    for p in 0..count:
+        let u = feat[p]
+        out[p] = 0.5 * u * (1.0 + tanh(sqrt(2.0 / pi) * (u + 0.044715 * u * u * u)))
+}
+act
+""", {"feat": (f := RNG.standard_normal(257) * 2)},
+        0.5 * f * (1 + np.tanh(np.sqrt(2 / np.pi) * (f + 0.044715 * f ** 3))), 1e-12),
+    "f64_pow_of_literal_fraction": ("""
+let y = compute(feat) {
+    for p in 0..count:
+        out[p] = feat[p] * pow(2.0, 1.0 / 3.0) - exp(1.0) + 7 / 2
+}
+y
+""", {"feat": (f := RNG.standard_normal(33))}, f * 2 ** (1 / 3) - math.e + 3, 1e-13),
     # the exact GELU in f64: the reference's erf was a polynomial 1.5e-7 off
     "gelu_erf_f64": ("""
 let act = compute(feat) {

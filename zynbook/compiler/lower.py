@@ -840,7 +840,16 @@ class _Lowering:
         if a.ty.dtype == "bool" and b.ty.dtype == "bool":
             raise ZynMLTypeError(f"arithmetic on booleans; use `and`/`or`", span)
         dtype = arithmetic_dtype(op, a, b, self._is_weak(a), self._is_weak(b))
+        a, b = self._widen_weak(a, dtype), self._widen_weak(b, dtype)
         return cir.Bin(op, a, b, cir.Ty(dtype, shape))
+
+    def _widen_weak(self, e, dtype):
+        """A weak value computed from literals (`sqrt(2.0 / pi)`, `1.0 / 3.0`) meeting f64 is
+        computed in f64, as the reference computes it: the compiled devices computed it in
+        f32 and widened the result, 1e-8 from the reference."""
+        if dtype != "f64" or e.ty.dtype == "f64" or e.ty.shape or not self._is_weak(e):
+            return e
+        return _in_f64(e)
 
     def _half_literal(self, c, other):
         """A float literal meeting an f16 value takes f16's precision (it is weak, so the
@@ -898,6 +907,7 @@ class _Lowering:
                 dtype = "f32"
             if fn in ("abs", "relu") and dtype == "bool":
                 return args[0]              # a bool is its own abs and relu
+            args = [self._widen_weak(a, dtype) for a in args]
             return cir.Call(fn, tuple(args), cir.Ty(dtype, shape))
         if fn in cir.TILE_FUNCTIONS:
             return self.tile_call(fn, args, e)
@@ -1137,6 +1147,23 @@ class _Lowering:
                     self.loop_info[var][3].stop.span)
             shape.append(_dim_value(stop))
         return cir.Buffer("out", dtype, tuple(shape), "write")
+
+
+def _in_f64(e):
+    """`e`, a weak scalar expression, with its float literals and float arithmetic in f64
+    (integer parts, `7 / 2`, keep their own type and meaning)."""
+    if not is_float(e.ty.dtype) or e.ty.shape:
+        return e
+    ty = cir.Ty("f64", ())
+    if isinstance(e, cir.Const):
+        return cir.Const(float(e.value), ty)
+    if isinstance(e, cir.Bin) and e.op in ("+", "-", "*", "/", "**", "%"):
+        return cir.Bin(e.op, _in_f64(e.left), _in_f64(e.right), ty)
+    if isinstance(e, cir.Unary) and e.op == "neg":
+        return cir.Unary("neg", _in_f64(e.operand), ty)
+    if isinstance(e, cir.Call) and not e.weak and e.fn in cir.MATH_FUNCTIONS:
+        return cir.Call(e.fn, tuple(_in_f64(a) for a in e.args), ty)
+    return e
 
 
 def _store_dtype(a, b, weak_b=False):

@@ -244,3 +244,18 @@ def test_native_backend_is_absent_off_macos_and_imports_nothing():
         return
     assert metal.discover() == []
     assert "zynbook.backends.metal.device" not in sys.modules
+
+
+def test_runtime_error_names_the_extent_of_the_launch(monkeypatch):
+    """An index out of range reports the axis's size at the launch (6), as every device does
+    (Metal gave the size's name, `x_d0`: the error flag was read without the sizes)."""
+    import zynbook
+    from zynbook.backends import registry
+    from metal_emu.device import EmulatedMetalDevice
+    dev = EmulatedMetalDevice()
+    monkeypatch.setitem(registry._discover(), dev.id, dev)
+    src = "let y = compute(x, ix) {\n    for i in 0..n:\n        out[i] = x[ix[i] * 3]\n}\ny\n"
+    with pytest.raises(zynbook.ZynMLError) as info:
+        zynbook.Session(device=dev.id).run(src, x=np.arange(6, dtype=np.float32),
+                                           ix=np.array([0, 2, 1], np.int32))
+    assert info.value.message == "index 6 is out of range for an axis of size 6 of `x`"

@@ -31,7 +31,7 @@ class EmulatedMetalDevice(Device):
         t0 = time.perf_counter()
         prog = msl.render_program(kernel, sizes)
         shape = cir.output_shape(kernel, sizes)
-        out = emulator.run(prog, arrays, shape, scalars, kernel=kernel)
+        out = emulator.run(prog, arrays, shape, scalars, kernel=kernel, sizes=sizes)
         elapsed = time.perf_counter() - t0
         want = np.asarray(run_kernel(kernel, arrays, sizes, scalars))
         self.launches.append((kernel.name, prog.schedule))

@@ -246,10 +246,11 @@ def from_storage(data: bytes, dtype: str, shape) -> np.ndarray:
 
 
 def run(program, inputs: list, out_shape: tuple, scalars: dict | None = None,
-        source: str | None = None, timeout: float = 120, kernel=None) -> np.ndarray:
+        source: str | None = None, timeout: float = 120, kernel=None,
+        sizes: dict | None = None) -> np.ndarray:
     """Execute `program` on `inputs` (numpy arrays in kernel-input order); the output array.
     A failure the kernel reports through its error flag raises ZynMLRuntimeError (`kernel`,
-    when given, places it in the ZynML source)."""
+    when given, places it in the ZynML source; `sizes`, the launch's, give its extents)."""
     exe = build(program, source)
     scalars = scalars or {}
     with tempfile.TemporaryDirectory(dir=CACHE) as d:
@@ -275,7 +276,7 @@ def run(program, inputs: list, out_shape: tuple, scalars: dict | None = None,
         data = Path(d, "out.bin").read_bytes()
         if Path(d, "err.bin").exists():
             words = np.frombuffer(Path(d, "err.bin").read_bytes()[:8], np.int32)
-            errflag.raise_if_failed(getattr(program, "error_sites", ()), words, kernel)
+            errflag.raise_if_failed(getattr(program, "error_sites", ()), words, kernel, sizes)
     n = int(np.prod(out_shape)) if out_shape else 1
     item = np.dtype(NP_DTYPES[out_slot.dtype]).itemsize
     return from_storage(data[:n * item], out_slot.dtype, out_shape)

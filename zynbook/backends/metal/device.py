@@ -152,7 +152,7 @@ class MetalDevice(Device):
             if s.role == "error" and prog.error_sites:
                 words = np.frombuffer(bytes(bufs[s.index].contents().as_buffer(4 * errflag.WORDS)),
                                       np.int32)
-                errflag.raise_if_failed(prog.error_sites, words, kernel)
+                errflag.raise_if_failed(prog.error_sites, words, kernel, sizes)
         t0 = time.perf_counter()
         out_slot = next(s for s in prog.slots if s.role == "output")
         nbytes = n_out * np.dtype(NP_DTYPES[out_slot.dtype]).itemsize

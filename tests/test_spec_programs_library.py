@@ -72,3 +72,38 @@ act
 @pytest.mark.parametrize("name", list(F64_CASES))
 def test_f64_library_program_equals_numpy(name, device):
     _check(*F64_CASES[name], device)
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+
+# name: (source, inputs, numpy's answer, tolerance), f32
+CASES = {
+    # `gelu` in a kernel is the exact (erf) GELU, the host's `gelu(x)` the library's tanh
+    # form (the builtin's help said tanh for both)
+    "gelu_in_kernel_is_the_erf_form": ("""
+let act = compute(feat) {
+    @kernel elementwise
+    @workgroup(48)
+    for p in 0..count:
+        out[p] = gelu(feat[p])
+}
+act
+""", {"feat": (f := (RNG.standard_normal(257) * 2).astype(np.float32))},
+        0.5 * f.astype(np.float64) * (1 + _erf(f.astype(np.float64) / np.sqrt(2))), 2e-5),
+    "gelu_on_the_host_is_the_tanh_form": ("gelu(feat)\n", {"feat": f},
+                                          _gelu_tanh(f.astype(np.float64)), 2e-5),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(CASES))
+def test_library_program_equals_numpy(name, device):
+    _check(*CASES[name], device)
+
+
+def test_gelu_help_names_both_forms():
+    from zynbook.kernel.builtin_docs import BUILTIN_DOCS
+    text = BUILTIN_DOCS["gelu"][1]
+    assert "erf" in text and "tanh" in text

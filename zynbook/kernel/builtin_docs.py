@@ -30,8 +30,9 @@ BUILTIN_DOCS: dict[str, tuple[str, str]] = {
     "sigmoid": ("sigmoid(x)", "1 / (1 + exp(-x)), " + _MATH1),
     "relu": ("relu(x)", "max(x, 0) (keeps the dtype), " + _MATH1),
     "silu": ("silu(x)", "x * sigmoid(x); on the host a library kernel on the default device"),
-    "gelu": ("gelu(x)", "x * 0.5 * (1 + tanh(0.79788456 * (x + 0.044715 x^3))); on the host "
-                        "a library kernel on the default device"),
+    "gelu": ("gelu(x)", "in a kernel the exact GELU, x * 0.5 * (1 + erf(x / sqrt(2))); on the "
+                        "host the library kernel's tanh form, x * 0.5 * (1 + tanh(0.79788456 * "
+                        "(x + 0.044715 x^3))), on the default device"),
     # math, several arguments
     "pow": ("pow(x, y)", "x to the power y, elementwise (compute bodies)"),
     "clamp": ("clamp(x, lo, hi)", "x limited to [lo, hi] (keeps the dtype), elementwise"),

@@ -581,3 +581,29 @@ def test_generic_schedule_spec_kernels(target):
         words = emulate.run(prog, {**arrays, kernel.output.name: out}, scalars, sizes, warp=warp)
         assert words == (0, 0), name
         np.testing.assert_array_equal(out, want, err_msg=name)
+
+
+@pytest.mark.parametrize("cc", [(9, 0), (8, 0)])
+def test_index_error_gives_an_axis_size_computed_from_sizes(cc):
+    """An axis whose size is an expression of sizes (`k + len`) is reported with its value
+    at the launch, as the reference reports it (the compiled devices said `size k + len`)."""
+    from compute_testing import lower_block
+
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import cuda_target
+    src = """
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i + k] = x[i]
+}
+y
+"""
+    kernel, _, sizes, scalars = lower_block(src, {"x": np.arange(12, dtype=np.float32)},
+                                            {}, {"k": -5})
+    prog = schedules.build(kernel, cuda_target(cc), sizes)
+    out = np.zeros(7, np.float32)
+    words = emulate.run(prog, {"x": np.arange(12, dtype=np.float32), "out": out}, scalars, sizes)
+    err = errflag.error(prog.sites, words, kernel, sizes)
+    assert err.message == "index -5 is out of range for an axis of size 7 of `out`"
+    assert "`out` extent k + len" in format_program(prog)

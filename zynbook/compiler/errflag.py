@@ -21,9 +21,10 @@ Renderers collect sites in an `ErrorSites`; their programs carry the list as
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import Span, ZynMLRuntimeError
+from . import cir
 
 INDEX = "index"                 # an index out of range
 DIV_ZERO = "div0"               # integer division by zero
@@ -39,13 +40,14 @@ class Site:
     kind: str                   # INDEX, DIV_ZERO, REM_ZERO, DIV_OVERFLOW or LIMIT
     line: int                   # the ZynML line
     buffer: str = ""            # INDEX: the buffer read or written; LIMIT: the size's name
-    extent: int | str = 0       # INDEX: the size of the axis (a number, or a size name);
-                                # LIMIT: the largest the kernel takes
+    # INDEX: the size of the axis (a number, a size name or a CIR expression over size
+    # names); LIMIT: the largest the kernel takes
+    extent: int | str | cir.Expr = 0
 
     def message(self, value: int) -> str:
         if self.kind == INDEX:
-            return (f"index {value} is out of range for an axis of size {self.extent} "
-                    f"of `{self.buffer}`")
+            return (f"index {value} is out of range for an axis of size "
+                    f"{cir.format_dim(self.extent)} of `{self.buffer}`")
         if self.kind == LIMIT:      # (value: the last index the size reaches)
             return (f"{self.buffer} {value + 1} is past the {self.extent} that this device's "
                     "kernel, built for every size, takes")
@@ -100,8 +102,11 @@ def error(sites, words, kernel=None, sizes=None) -> ZynMLRuntimeError | None:
         return ZynMLRuntimeError(f"kernel `{getattr(kernel, 'name', '?')}` reported an "
                                  f"unknown error ({site_id})")
     site = sites[site_id - 1]
-    if isinstance(site.extent, str) and sizes and site.extent in sizes:
-        site = Site(site.kind, site.line, site.buffer, int(sizes[site.extent]))
+    if not isinstance(site.extent, int) and sizes:
+        try:
+            site = replace(site, extent=cir.eval_dim(site.extent, sizes))
+        except (KeyError, TypeError, ZeroDivisionError):    # a name the launch lacks
+            pass
     col = column_of(getattr(kernel, "source", ""), getattr(kernel, "first_line", 0), site.line)
     return ZynMLRuntimeError(site.message(value), Span(site.line, col) if site.line else None)
 

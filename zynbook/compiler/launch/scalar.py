@@ -300,8 +300,7 @@ class ScalarLowering:
         for k, ix in enumerate(index):
             i = self.index(ix)
             if not self.facts.index_in_range(ix, shape[k]):
-                extent = shape[k] if isinstance(shape[k], (int, str)) else cir.format_dim(shape[k])
-                site = self.sites.add(errflag.INDEX, self.line, buffer, extent)
+                site = self.sites.add(errflag.INDEX, self.line, buffer, shape[k])
                 if store:
                     guards.append(ir.InRange(i, self.size(shape[k]), site))
                 else:

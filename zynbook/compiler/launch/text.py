@@ -13,6 +13,7 @@ deterministic: the same program gives the same text.
 from __future__ import annotations
 
 from . import ir
+from .. import cir
 from .scalar import DTYPE_BYTES
 
 _INDENT = "  "
@@ -201,7 +202,7 @@ def _site(i: int, site) -> str:
     kind = getattr(site, "kind", "?")
     text = f"#{i} {kind}"
     if getattr(site, "buffer", ""):
-        text += f" `{site.buffer}` extent {site.extent}"
+        text += f" `{site.buffer}` extent {cir.format_dim(site.extent)}"
     if getattr(site, "line", 0):
         text += f"  line {site.line}"
     return text

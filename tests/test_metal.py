@@ -259,3 +259,37 @@ def test_runtime_error_names_the_extent_of_the_launch(monkeypatch):
         zynbook.Session(device=dev.id).run(src, x=np.arange(6, dtype=np.float32),
                                            ix=np.array([0, 2, 1], np.int32))
     assert info.value.message == "index 6 is out of range for an axis of size 6 of `x`"
+
+
+# ------------------------------------------- the spec's kernel programs on the Metal model
+
+def _spec_cases():
+    from test_spec_programs_kernels import CASES as SPEC
+    # a body one thread runs alone, 8000 stores each followed by a threadgroup barrier
+    # among 1024 real threads: half a minute on the model, nothing the others lack
+    slow = {"out_written_twice_by_a_loop"}
+    return {name: case for name, case in SPEC.items() if name not in slow}
+
+
+SPEC_CASES = _spec_cases()
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_CASES))
+def test_spec_kernel_program_equals_numpy(monkeypatch, name):
+    """tests/test_spec_programs_kernels.py's programs (numpy's answers written there), each
+    launch as MSL on the Metal model and equal to the reference too."""
+    import zynbook
+    from zynbook.backends import registry
+    from metal_emu.device import EmulatedMetalDevice
+    dev = EmulatedMetalDevice()
+    monkeypatch.setitem(registry._discover(), dev.id, dev)
+    src, inputs, want, tol = SPEC_CASES[name]
+    got = np.asarray(zynbook.Session(device=dev.id).run(src, **inputs))
+    want = np.asarray(want)
+    assert dev.launches and not dev.mismatches, dev.mismatches
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=tol, atol=tol, equal_nan=True)

@@ -607,3 +607,87 @@ y
     err = errflag.error(prog.sites, words, kernel, sizes)
     assert err.message == "index -5 is out of range for an axis of size 7 of `out`"
     assert "`out` extent k + len" in format_program(prog)
+
+
+# ------------------------------------ the spec's kernel programs through the schedules
+
+
+class _ScheduledDevice:
+    """A device that runs each kernel as the launch IR the schedules build for `target` (a
+    CUDA or Metal target: sizes baked in) on this emulator, and checks it against the
+    reference executor."""
+
+    kind, backend = "gpu", "emulated"
+
+    def __init__(self, target, gemm_first):
+        self.id, self.name = f"emulated-{target.name}-{target.arch}", "launch-IR emulator"
+        self.target, self.gemm_first = target, gemm_first
+        self.launches, self.mismatches = [], []
+
+    def launch(self, kernel, inputs, sizes, scalars, params=None):
+        from zynbook.backends.base import Launch, LaunchTimes
+        from zynbook.backends.cpu.reference import run_kernel
+        from zynbook.compiler import cir, schedules
+        from zynbook.compiler.codegen import cstyle
+        sizes = {k: int(v) for k, v in sizes.items()}
+        prog = cstyle.rendered(kernel, sizes, self.target.lang, lambda sz: cstyle.scheduled(
+            kernel, self.target, sz, {}, lambda notes, **how: schedules.build(
+                kernel, self.target, sz, how.get("params"), only=how.get("only"),
+                exclude=how.get("exclude", ())), gemm_first=self.gemm_first))
+        arrays = [np.asarray(a) for a in inputs]
+        out = np.zeros(cir.output_shape(kernel, sizes), emulate.numpy_dtype(kernel.output.dtype))
+        buffers = {b.name: a for b, a in zip(kernel.inputs, arrays)}
+        buffers[kernel.output.name] = out
+        errflag.raise_if_failed(prog.sites, emulate.run(prog, buffers, scalars, sizes,
+                                                        warp=self.target.warp), kernel, sizes)
+        want = np.asarray(run_kernel(kernel, arrays, sizes, scalars), np.float64)
+        if not np.allclose(out.astype(np.float64), want, rtol=2e-4, atol=2e-5, equal_nan=True):
+            self.mismatches.append(kernel.name)
+        self.launches.append(prog.schedule)
+        return out, Launch(kernel.name, self.id, LaunchTimes(kernel=0.0, source="host-clock"),
+                           {"schedule": prog.schedule})
+
+    def prepare(self, kernel, sizes):
+        from zynbook.backends.base import LaunchPlan
+        return LaunchPlan(self, kernel, sizes)
+
+    def info(self):
+        return {"id": self.id, "type": self.kind, "name": self.name, "backend": self.backend}
+
+    def to_host(self, array):
+        return np.asarray(array)
+
+    def from_host(self, array):
+        return np.asarray(array)
+
+    def synchronize(self):
+        pass
+
+
+def _spec_program_cases():
+    from test_spec_programs_kernels import CASES
+    # a body one thread runs alone, 8000 stores each followed by a barrier among 1024
+    # threads: a quarter of a minute here, nothing the others lack
+    slow = {"out_written_twice_by_a_loop"}
+    return {name: case for name, case in CASES.items() if name not in slow}
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_80", "metal"])
+@pytest.mark.parametrize("name", sorted(_spec_program_cases()))
+def test_spec_kernel_programs_on_scheduled_targets(monkeypatch, name, target):
+    """tests/test_spec_programs_kernels.py's programs, each kernel as the launch IR of a CUDA
+    (sm_90, sm_80) or Metal target run here: numpy's answers, and the reference's per launch."""
+    import zynbook
+    from zynbook.backends import registry
+    from zynbook.compiler.targets import cuda_target, metal_target
+    tgt = {"sm_90": cuda_target((9, 0)), "sm_80": cuda_target((8, 0)),
+           "metal": metal_target()}[target]
+    dev = _ScheduledDevice(tgt, gemm_first=target != "metal")
+    monkeypatch.setitem(registry._discover(), dev.id, dev)
+    src, inputs, want, tol = _spec_program_cases()[name]
+    got = np.asarray(zynbook.Session(device=dev.id).run(src, **inputs))
+    want = np.asarray(want)
+    assert dev.launches and not dev.mismatches, dev.mismatches
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol,
+                               atol=tol, equal_nan=True)

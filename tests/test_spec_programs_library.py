@@ -107,3 +107,43 @@ def test_gelu_help_names_both_forms():
     from zynbook.kernel.builtin_docs import BUILTIN_DOCS
     text = BUILTIN_DOCS["gelu"][1]
     assert "erf" in text and "tanh" in text
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("call", [
+    lambda dev, x, w: dev.rope(x, 1, 1, 4, base=0.0),
+    lambda dev, x, w: dev.rope(x, 1, 1, 4, base=-2.0),
+    lambda dev, x, w: dev.rms_norm_rope(x, w, 1, 1, 4, base=float("nan")),
+])
+def test_rope_base_must_be_positive(call, device):
+    # base^(-2i/d) of a base <= 0 was a Python ValueError from math.log
+    dev = zynbook.device(device)
+    x, w = dev.upload(np.ones(4, np.float32)), dev.upload(np.ones(4, np.float32))
+    with pytest.raises(zynbook.ZynMLError, match="`base` must be a finite number above 0"):
+        call(dev, x, w)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("src", ["rope(x, base=-1.0)", "rope(x, base=[2])",
+                                 "rmsnorm(x, w, eps=-1e-5)", "rmsnorm(x, w, eps=true)"])
+def test_library_keywords_are_checked(src, device):
+    # a negative eps or base gave inf or NaN; a list or a string a Python error
+    x, w = np.ones((2, 3, 4), np.float32), np.ones(4, np.float32)
+    with pytest.raises(zynbook.ZynMLError) as info:
+        zynbook.Session(device=device).run(f"let y = {src}\ny\n", x=x, w=w)
+    assert info.value.kind == "type" and "takes a finite number" in info.value.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_rope_of_odd_start_positions_equals_numpy(device):
+    s, h, d, p0 = 7, 3, 8, 99
+    x = RNG.standard_normal((s, h * d)).astype(np.float32)
+    dev = zynbook.device(device)
+    got = dev.download(dev.rope(dev.upload(x), s, h, d, pos0=p0, base=500.0))
+    theta = (p0 + np.arange(s))[:, None] * 500.0 ** (-2 * np.arange(d // 2) / d)
+    c, sn = np.cos(theta)[:, None], np.sin(theta)[:, None]
+    xr = x.astype(np.float64).reshape(s, h, d)
+    want = np.empty_like(xr)
+    want[..., 0::2] = xr[..., 0::2] * c - xr[..., 1::2] * sn
+    want[..., 1::2] = xr[..., 0::2] * sn + xr[..., 1::2] * c
+    np.testing.assert_allclose(got, want.ravel(), rtol=2e-4, atol=2e-4)

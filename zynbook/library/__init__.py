@@ -246,6 +246,18 @@ def _kw(kwargs, allowed, fn):
                                  (f"; it takes {', '.join(allowed)}" if allowed else ""))
 
 
+def _number(kwargs, name, default, fn, positive=False):
+    """Keyword `name` of `fn`: a finite number at least 0 (above 0 where `positive`); a
+    string, a bool or a list was a Python error, a negative eps or base a result of NaN."""
+    v = kwargs.get(name, default)
+    ok = isinstance(v, (int, float, np.integer, np.floating)) and \
+        not isinstance(v, (bool, np.bool_)) and np.isfinite(v) and (v > 0 if positive else v >= 0)
+    if not ok:
+        raise ZynMLTypeError(f"{fn}(): {name}= takes a finite number "
+                             f"{'above' if positive else 'at least'} 0, not {v!r}")
+    return float(v)
+
+
 def _args(args, n, fn, usage):
     if len(args) not in (n if isinstance(n, tuple) else (n,)):
         raise ZynMLTypeError(f"{fn}() is called as {usage}")
@@ -312,7 +324,7 @@ def _rmsnorm(args, kwargs):
         # in f32 and stored in the inputs' dtype, as torch's rms_norm does
         source = RMSNORM.replace("out[r, i] = x[r, i] * scale * weight[i]",
                                  f"out[r, i] = {x.dtype}(x[r, i] * scale * weight[i])")
-    return source, {"x": x2, "weight": w, "eps": float(kwargs.get("eps", 1e-6))}, \
+    return source, {"x": x2, "weight": w, "eps": _number(kwargs, "eps", 1e-6, "rmsnorm")}, \
         lambda y: reshape(y, shape)
 
 
@@ -336,7 +348,7 @@ def _rope(args, kwargs):
     rows = x.size // (seq * hd) if seq * hd else 0
     shape = x.shape
     return ROPE, {"x": reshape(x, (rows, seq, hd)), "seq": seq, "half": hd // 2,
-                  "head_dim": float(hd), "base": float(kwargs.get("base", 10000.0))}, \
+                  "head_dim": float(hd), "base": _number(kwargs, "base", 10000.0, "rope", True)}, \
         lambda y: reshape(y, shape)
 
 

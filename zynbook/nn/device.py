@@ -178,14 +178,16 @@ class Device(FusedOps):
         return v
 
     @staticmethod
-    def _number(v, what: str, op: str, below_one=False) -> float:
-        """A hyperparameter: a number at least 0 (and below 1 where `below_one`)."""
+    def _number(v, what: str, op: str, below_one=False, positive=False) -> float:
+        """A hyperparameter: a number at least 0 (and below 1 where `below_one`, above 0
+        where `positive`: RoPE's base)."""
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise ZynMLTypeError(f"{op}(): `{what}` is a number, not {v!r}")
         v = float(v)
-        if not (0.0 <= v < 1.0 if below_one else 0.0 <= v < math.inf):
+        if not (0.0 <= v < 1.0 if below_one else 0.0 <= v < math.inf) or (positive and v == 0):
             raise ZynMLTypeError(f"{op}(): `{what}` must be " +
-                                 ("in [0, 1)" if below_one else "a finite number at least 0") +
+                                 ("in [0, 1)" if below_one else
+                                  f"a finite number {'above' if positive else 'at least'} 0") +
                                  f", not {v!r}")
         return v
 
@@ -458,6 +460,7 @@ class Device(FusedOps):
             raise ZynMLShapeError(f"{op}(): head_dim = {d} must be even")
         p0 = self._size(pos0, "pos0", op, positive=False)
         t = self._need(x, s * h * d, "x", f"seq_len * n_heads * head_dim = {s} * {h} * {d}", op)
+        base = self._number(base, "base", op, positive=True)
         return self._wrap(self._run(K.ROPE, x=_reshape(t, (s, h, d)), half=d // 2,
                                     pos0=float(p0), sign=-1.0 if inverse else 1.0,
                                     log_step=-2.0 * math.log(base) / d))

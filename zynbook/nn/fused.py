@@ -475,6 +475,7 @@ class FusedOps:
         p0 = self._size(pos0, "pos0", op, positive=False)
         tx = self._need(x, s * h * d, "x", f"seq_len * n_heads * head_dim = {s} * {h} * {d}", op)
         tw = self._need(weight, h * d, "weight", f"n_heads * head_dim = {h} * {d}", op)
+        base = self._number(base, "base", op, positive=True)
         return dict(x=self._rs(tx, (s, h, d)), weight=self._rs(tw, (h, d)), half=d // 2,
                     head_dim=d, pos0=float(p0), log_step=-2.0 * math.log(base) / d)
 

@@ -147,3 +147,38 @@ def test_rope_of_odd_start_positions_equals_numpy(device):
     want[..., 0::2] = xr[..., 0::2] * c - xr[..., 1::2] * sn
     want[..., 1::2] = xr[..., 0::2] * sn + xr[..., 1::2] * c
     np.testing.assert_allclose(got, want.ravel(), rtol=2e-4, atol=2e-4)
+
+
+def _rope(x, base=10000.0):
+    seq, hd = x.shape[-2:]
+    theta = np.arange(seq)[:, None] * base ** (-2 * np.arange(hd // 2) / hd)
+    c, s = np.cos(theta), np.sin(theta)
+    x = x.astype(np.float64)
+    y = np.empty_like(x)
+    y[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s
+    y[..., 1::2] = x[..., 0::2] * s + x[..., 1::2] * c
+    return y
+
+
+def _sinkhorn(m, iterations):
+    p = np.exp(m.astype(np.float64) - m.max())
+    for _ in range(iterations):
+        p = p / p.sum(1, keepdims=True)
+        p = p / p.sum(0, keepdims=True)
+    return p
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("src, make, numpy_answer", [
+    ("rope(x, base=500.0)", lambda: RNG.standard_normal((3, 7, 8)), lambda x: _rope(x, 500.0)),
+    ("sinkhorn(x, iterations=3)", lambda: RNG.standard_normal((33, 33)),
+     lambda x: _sinkhorn(x, 3)),
+])
+def test_half_precision_library_kernels_give_half_results(src, make, numpy_answer, device):
+    # rope() and sinkhorn() of f16 gave f32 (the f32 tables and the f32 scalar max met
+    # the f16 input), where the other library kernels give f16
+    x = make().astype(np.float16)
+    got = zynbook.Session(device=device).run(f"let y = {src}\ny\n", x=x)
+    assert got.dtype == "f16"
+    np.testing.assert_allclose(got.numpy().astype(np.float64), numpy_answer(x),
+                               rtol=1e-2, atol=2e-3)

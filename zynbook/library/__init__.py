@@ -98,7 +98,8 @@ GELU = """let y = compute(x) {
 y
 """
 
-# x: [rows, seq, head_dim]; pairs (2d, 2d + 1) of position s turn by s * base^(-2d / head_dim)
+# x: [rows, seq, head_dim]; pairs (2d, 2d + 1) of position s turn by s * base^(-2d / head_dim);
+# the tables are f32, the rotated pairs stored in x's dtype (XDT, see _rope)
 ROPE = """let positions = arange(seq)
 let pairs = arange(half)
 let angles = compute(positions, pairs) {
@@ -124,8 +125,8 @@ let y = compute(x, cos_t, sin_t) {
         let x1 = x[r, s, d * 2 + 1]
         let c = cos_t[s, d]
         let sn = sin_t[s, d]
-        out[r, s, d * 2] = x0 * c - x1 * sn
-        out[r, s, d * 2 + 1] = x0 * sn + x1 * c
+        out[r, s, d * 2] = XDT(x0 * c - x1 * sn)
+        out[r, s, d * 2 + 1] = XDT(x0 * sn + x1 * c)
 }
 y
 """
@@ -174,7 +175,7 @@ ATTENTION_MASKED = ("let y = compute(q, k, v, mask) {\n    @kernel attention\n" 
                     _ATTENTION_BODY.replace("COND", "if mask[i, j]:"))
 ATTENTION = ("let y = compute(q, k, v) {\n    @kernel attention\n" + _unindent_cond(_ATTENTION_BODY))
 
-SINKHORN = """let top = compute(m) {
+SINKHORN_PASSES = """let top = compute(m) {
     @kernel reduce(max)
     for i in 0..n, j in 0..n2:
         yield m[i, j]
@@ -205,7 +206,16 @@ for it in 0..iterations:
             for i in 0..n:
                 out[i, j] = p[i, j] / s
     }
-p
+"""
+SINKHORN = SINKHORN_PASSES + "p\n"
+# the passes compute in f32 (exp(m - top) meets the f32 scalar `top`); a half-precision
+# input's result is stored in its dtype
+SINKHORN_HALF = SINKHORN_PASSES + """let y = compute(p) {
+    @kernel elementwise
+    for i in 0..n, j in 0..n2:
+        out[i, j] = XDT(p[i, j])
+}
+y
 """
 
 # ------------------------------------------------------------------------- helpers
@@ -347,7 +357,8 @@ def _rope(args, kwargs):
     seq, hd = x.shape[-2], x.shape[-1]
     rows = x.size // (seq * hd) if seq * hd else 0
     shape = x.shape
-    return ROPE, {"x": reshape(x, (rows, seq, hd)), "seq": seq, "half": hd // 2,
+    # an f16 x gave an f32 result (x times the f32 tables): stored in x's dtype
+    return ROPE.replace("XDT", x.dtype), {"x": reshape(x, (rows, seq, hd)), "seq": seq, "half": hd // 2,
                   "head_dim": float(hd), "base": _number(kwargs, "base", 10000.0, "rope", True)}, \
         lambda y: reshape(y, shape)
 
@@ -388,7 +399,8 @@ def _sinkhorn(args, kwargs):
     it = kwargs.get("iterations", 20)
     if not isinstance(it, int) or isinstance(it, bool) or it < 1:
         raise ZynMLTypeError("iterations= takes a positive integer")
-    return SINKHORN, {"m": m, "iterations": it}, None
+    source = SINKHORN_HALF.replace("XDT", m.dtype) if m.dtype in ("f16", "bf16") else SINKHORN
+    return source, {"m": m, "iterations": it}, None
 
 
 KERNELS = {

@@ -691,3 +691,28 @@ def test_spec_kernel_programs_on_scheduled_targets(monkeypatch, name, target):
     assert got.shape == want.shape, (got.shape, want.shape)
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol,
                                atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("cc", [(9, 0), (8, 0)])
+def test_a_size_past_i32_keeps_its_value(cc):
+    """A host integer of 3e9 given as a size reaches the kernel whole, as the CUDA and MSL
+    printers compile it in (a 64-bit literal); the emulator wrapped it to the i32 parameter
+    and gave -1294967296."""
+    from compute_testing import lower_block
+
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import cuda_target
+    src = """
+let y = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i] + k
+}
+y
+"""
+    x = np.arange(5, dtype=np.int64)
+    kernel, _, sizes, scalars = lower_block(src, {"x": x}, {}, {"k": 3_000_000_000})
+    prog = schedules.build(kernel, cuda_target(cc), sizes)
+    out = np.zeros(5, np.int64)
+    assert emulate.run(prog, {"x": x, "out": out}, scalars, sizes) == (0, 0)
+    np.testing.assert_array_equal(out, x + 3_000_000_000)

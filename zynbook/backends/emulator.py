@@ -23,7 +23,8 @@ How threads are modelled:
 * arithmetic is done in the dtype with numpy scalars: integers wrap at their width, f16 is
   numpy's float16, bf16 is held as float32 and rounded to bfloat16 (nearest even) on every
   store to a bf16 array and on every cast to bf16; a float cast to an integer truncates and
-  saturates (NaN gives 0), as CUDA and WGSL conversions do;
+  saturates (NaN gives 0), as CUDA and WGSL conversions do; a size parameter holds the
+  size's own value, as the printers that compile sizes in write it (never wrapped);
 * asynchronous copies (`AsyncCopy`) read their source when issued and land in shared memory
   when an `AsyncWait` of the thread completes their group, never sooner (a read before the
   wait sees the old contents); at the issue the elements count as written for the race
@@ -398,6 +399,8 @@ class _Translator:
             elif p.kind in ("scalar", "size"):
                 self.scopes[0][p.name] = _Var(None, p.dtype, "param", name=p.name)
                 self.ns.setdefault("_pv", {})[p.name] = param_values[p.name]
+                if p.kind == "size":
+                    self.ns.setdefault("_sizes", set()).add(p.name)
             elif p.kind == "tensormap":
                 self.scopes[0][p.name] = _Var(self.const(param_values[p.name], "m"), p.dtype,
                                               "tensormap", name=p.name)
@@ -846,7 +849,11 @@ class _Translator:
                 self.check(var.dtype == e.dtype or (var.dtype in ("f16", "bf16")
                                                     and e.dtype == "f32"),
                            f"`{e.name}` of {var.dtype} read as {e.dtype}")
-                value = typed(self.ns["_pv"][e.name], var.dtype)
+                value = self.ns["_pv"][e.name]
+                # a size is compiled in as a literal of its own value, 64-bit where it
+                # passes the index type (sizes are 64-bit; a program for every size set
+                # refuses such a launch), so it is not wrapped to the parameter's dtype
+                value = int(value) if e.name in self.ns.get("_sizes", ()) else typed(value, var.dtype)
                 return self.const(typed(float(value), e.dtype) if var.dtype != e.dtype
                                   else value), 0, True
             self.check(var.dtype == e.dtype, f"`{e.name}` of {var.dtype} read as {e.dtype}")

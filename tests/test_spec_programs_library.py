@@ -5,6 +5,7 @@ written here."""
 from __future__ import annotations
 
 import math
+import re
 import os
 
 import numpy as np
@@ -182,3 +183,38 @@ def test_half_precision_library_kernels_give_half_results(src, make, numpy_answe
     assert got.dtype == "f16"
     np.testing.assert_allclose(got.numpy().astype(np.float64), numpy_answer(x),
                                rtol=1e-2, atol=2e-3)
+
+
+_FLASH_TOO_BIG = """
+let ctx = compute(qq, kk, vv) {
+    @kernel flash_attention
+    @tile(block_q=64, block_kv=16384)
+    for bb in 0..nb, hh in 0..nh:
+        for q0 in 0..lq step 16:
+            var top = -inf
+            var den = 0.0
+            var acc = zeros(16, hd)
+            for k0 in 0..lk step 16:
+                let sc = qq[bb, hh, q0:q0+16] @ transpose(kk[bb, hh, k0:k0+16]) / sqrt(hd)
+                let nt = max(top, row_max(sc))
+                let nd = exp(top - nt) * den + row_sum(exp(sc - nt))
+                acc = exp(top - nt) * acc + exp(sc - nt) @ vv[bb, hh, k0:k0+16]
+                top = nt
+                den = nd
+            out[bb, hh, q0:q0+16] = acc / den
+}
+ctx
+"""
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu"])
+def test_flash_tile_past_the_shared_memory_is_refused_naming_both_numbers(device):
+    # (64 + 2 * 16384) * 16 * 4 bytes; OpenGL's WebGPU adapter ran it (its program of every
+    # size set checked only a head_dim written into the kernel) where Vulkan's refused it
+    qkv = np.ones((1, 1, 33, 16), np.float32)
+    with pytest.raises(zynbook.ZynMLError) as info:
+        zynbook.Session(device=device).run(_FLASH_TOO_BIG, qq=qkv, kk=qkv, vv=qkv, hd=16)
+    err = info.value
+    assert (err.kind, err.line, err.column) == ("device", 4, 5), err.render()
+    assert "needs 2101248 bytes of shared memory" in err.message
+    assert re.search(r"has \d+ bytes per block", err.message)

@@ -295,6 +295,21 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
                    _i32_check(kernel, prog, env_sizes))
 
 
+def _check_tile(kernel: cir.Kernel, options: WGSLOptions, sizes: dict):
+    """Refuse a `@tile` configuration that does not fit the adapter at a launch's sizes,
+    whichever program runs the launch: the program of every size set checks it only where
+    head_dim is a constant of the kernel, so an adapter whose launches that program serves
+    (no products: OpenGL's) ran a configuration another adapter of the same limit refused."""
+    from .. import schedules
+    from ..schedules.configs import check_config
+    if not {"block_q", "block_kv"} & set(dict(kernel.schedule.tile)):
+        return
+    target = dc.replace(_target(options), symbolic_sizes=False)
+    sched = schedules.chosen(kernel, target, sizes)
+    if sched is not None:
+        check_config(sched.name, kernel, target, sizes)
+
+
 def schedule_targets(kernel: cir.Kernel, options: WGSLOptions) -> list:
     """(target, sizes) that `launch_program` builds `kernel` with, in the order it tries
     them (a tuner searches the space of the first whose schedule applies)."""
@@ -406,7 +421,9 @@ _LIMITS: dict = {}
 
 def sized_for(options: WGSLOptions, kernel: cir.Kernel, sizes: dict) -> WGSLOptions:
     """`options` for a launch of `sizes`: with those sizes where no program of `kernel`
-    serves every size set (a program per size set, `needs_launch_sizes`)."""
+    serves every size set (a program per size set, `needs_launch_sizes`). A `@tile` that
+    does not fit at these sizes is a ZynMLDeviceError here."""
+    _check_tile(kernel, options, sizes)
     if options.launch_sizes or not (needs_launch_sizes(kernel, options) or _past_limits(
             kernel, options, sizes) or _wants_launch_sizes(kernel, options, sizes)):
         return options

@@ -218,3 +218,28 @@ def test_flash_tile_past_the_shared_memory_is_refused_naming_both_numbers(device
     assert (err.kind, err.line, err.column) == ("device", 4, 5), err.render()
     assert "needs 2101248 bytes of shared memory" in err.message
     assert re.search(r"has \d+ bytes per block", err.message)
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if not d.startswith(("cpu", "cuda"))])
+def test_launch_ir_of_a_webgpu_device_is_its_adapters(device):
+    # an OpenGL (or DX12) adapter's inspector showed the CUDA target's program
+    x = RNG.standard_normal((5, 33)).astype(np.float32)
+    session = zynbook.Session(device=device)
+    session.run("""
+let probs = compute(logits) {
+    @kernel softmax
+    @workgroup(96)
+    for row in 0..nrow:
+        var hi = -inf
+        for col in 0..ncol:
+            hi = max(hi, logits[row, col])
+        var tot = 0.0
+        for col in 0..ncol:
+            tot += exp(logits[row, col] - hi)
+        for col in 0..ncol:
+            out[row, col] = exp(logits[row, col] - hi) / tot
+}
+probs
+""", logits=x)
+    text = session.last_kernels[0].launch_ir_text
+    assert text.startswith("// target: webgpu"), text.splitlines()[0]

@@ -159,12 +159,8 @@ def fingerprint(device, kernel, target) -> tuple:
 def _schedule_view(device, kernel, sizes: dict) -> tuple:
     """(target, sizes) the device's schedules build `kernel` with at a launch of `sizes`:
     WebGPU builds one program for a pattern of sizes (`wgsl.schedule_targets`)."""
-    from .compiler.codegen import device_target, wgsl
-    specialised = getattr(device, "specialised", None)
-    if specialised is None:
-        return device_target(device), sizes
-    views = wgsl.schedule_targets(kernel, specialised(kernel, sizes))
-    return next(((t, s) for t, s in views if schedules.chosen(kernel, t, s)), views[0])
+    from .compiler.codegen import schedule_view
+    return schedule_view(device, kernel, sizes)
 
 
 def _dtypes(kernel) -> tuple:

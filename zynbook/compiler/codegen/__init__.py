@@ -68,15 +68,33 @@ def device_target(device=None):
     return cuda_target()
 
 
+def schedule_view(device, kernel, sizes: dict) -> tuple:
+    """(target, sizes) the device's schedules build `kernel` with at a launch of `sizes`:
+    a WebGPU adapter (on any backend: Vulkan, Metal, DX12, OpenGL) builds one program for
+    a pattern of sizes on its own target (`wgsl.schedule_targets`), the others for
+    `device_target`."""
+    from .. import schedules
+    specialised = getattr(device, "specialised", None)
+    if specialised is None:
+        return device_target(device), sizes
+    from . import wgsl
+    views = wgsl.schedule_targets(kernel, specialised(kernel, sizes))
+    return next(((t, s) for t, s in views if schedules.chosen(kernel, t, s)), views[0])
+
+
 def launch_ir_text(kernel, device=None, sizes=None) -> str:
     """The launch IR the schedules build for `kernel` on `device`'s target, as text (or why
     there is none: sizes not known yet, or no schedule of the new form takes the kernel)."""
     from .. import schedules
     from ..launch.text import format_program
-    target = device_target(device)
     if sizes is None and kernel.dims:
         return "// the launch IR is built for the sizes of a launch: run the kernel first"
     sizes = dict(sizes or {})
+    try:
+        # (an OpenGL or DX12 adapter showed the CUDA target's program)
+        target, sizes = schedule_view(device, kernel, sizes)
+    except Exception as err:          # the inspector shows why instead of failing
+        return f"// not available: {err}"
     try:
         prog = schedules.build(kernel, target, sizes)
     except Exception as err:          # the inspector shows why instead of failing

@@ -300,12 +300,10 @@ def _check_tile(kernel: cir.Kernel, options: WGSLOptions, sizes: dict):
     whichever program runs the launch: the program of every size set checks it only where
     head_dim is a constant of the kernel, so an adapter whose launches that program serves
     (no products: OpenGL's) ran a configuration another adapter of the same limit refused."""
-    from .. import schedules
     from ..schedules.configs import check_config
     if not {"block_q", "block_kv"} & set(dict(kernel.schedule.tile)):
         return
-    target = dc.replace(_target(options), symbolic_sizes=False)
-    sched = schedules.chosen(kernel, target, sizes)
+    target, sched = _baked_choice(kernel, options, sizes)
     if sched is not None:
         check_config(sched.name, kernel, target, sizes)
 
@@ -327,8 +325,21 @@ def _launch_targets(options: WGSLOptions):
     target = _target(options)
     every = [(target, False)]
     if options.launch_sizes:
-        every.append((dc.replace(target, symbolic_sizes=False), True))
+        every.append((_baked(target), True))
     return every
+
+
+def _baked(target):
+    """`target` building for the sizes of one launch."""
+    return dc.replace(target, symbolic_sizes=False)
+
+
+def _baked_choice(kernel: cir.Kernel, options: WGSLOptions, sizes: dict) -> tuple:
+    """(the adapter's target with `sizes` baked in, the schedule it would build `kernel`
+    with there, or None)."""
+    from .. import schedules
+    target = _baked(_target(options))
+    return target, schedules.chosen(kernel, target, sizes)
 
 
 def _target(options: WGSLOptions):
@@ -342,11 +353,9 @@ def _wants_launch_sizes(kernel: cir.Kernel, options: WGSLOptions, sizes: dict) -
     """Whether the schedule of `kernel` has a better algorithm for a launch's own sizes
     than for every size set (attention's register-tiled products): the device then compiles
     a program per size set."""
-    from .. import schedules
     key = (kernel.stable_hash(), options.key(), tuple(sorted(sizes.items())))
     if key not in _WANTS_SIZES:
-        target = dc.replace(_target(options), symbolic_sizes=False)
-        sched = schedules.chosen(kernel, target, sizes)
+        target, sched = _baked_choice(kernel, options, sizes)
         if len(_WANTS_SIZES) >= 4096:       # one entry a size set: kept bounded
             _WANTS_SIZES.pop(next(iter(_WANTS_SIZES)))
         _WANTS_SIZES[key] = sched is not None and sched.wants_launch_sizes(kernel, target, sizes)

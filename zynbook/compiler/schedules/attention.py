@@ -233,6 +233,12 @@ def products_fit(target, shape: Shape, params: AttentionParams = PRODUCTS) -> bo
             and need <= min(target.shared_bytes, STATIC_SHARED))
 
 
+def fitting_products(target, shape: Shape) -> list:
+    """The products' parameter choices (the default first) that run this attention on
+    `target`."""
+    return [c for c in (PRODUCTS,) + PRODUCT_VARIANTS if products_fit(target, shape, c)]
+
+
 def lane_collectives(target) -> int:
     """The widest group of consecutive lanes a collective may span on `target` (1: none)."""
     return max(target.warp if target.collectives else 1, target.lane_groups)
@@ -267,8 +273,7 @@ class Attention(Schedule):
 
     def wants_launch_sizes(self, kernel, target, sizes):
         shape, _ = match(kernel, target, sizes)
-        return shape is not None and any(products_fit(target, shape, c)
-                                         for c in (PRODUCTS,) + PRODUCT_VARIANTS)
+        return shape is not None and bool(fitting_products(target, shape))
 
     @staticmethod
     def _first(target, head_dim: int = 0) -> AttentionParams:
@@ -292,7 +297,7 @@ class Attention(Schedule):
         from . import attention_mma     # (it builds on this module's kernel)
         head = [first]
         mma = attention_mma.choices(target, shape, sizes)
-        products = [c for c in (PRODUCTS,) + PRODUCT_VARIANTS if products_fit(target, shape, c)]
+        products = fitting_products(target, shape)
         if products:     # first where 16-byte vector loads feed them, or where lane groups
             # stand in for warps (WebGPU: BERT-base f32 on an H200's Vulkan, 0.143 ms against
             # 0.224 for 4 threads a query)

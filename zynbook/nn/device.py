@@ -441,11 +441,14 @@ class Device(FusedOps):
         op = "cross_entropy_forward_backward"
         n, v = self._size(n_positions, "n_positions", op), self._size(vocab_size, "vocab_size", op)
         pad = self._size(pad_id, "pad_id", op, positive=False)
+        if pad >= 2 ** 32:
+            raise ZynMLTypeError(f"{op}(): `pad_id` is a token id (a u32, below 2^32), not {pad}")
         tl = self._need(logits, n * v, "logits", f"n_positions * vocab_size = {n} * {v}", op)
         tt = self._need(targets, n, "targets", "n_positions", op, dtype="u32")
-        count = float(self._run(K.CE_COUNT, targets=tt, pad=pad))
+        halves = {"pad_hi": pad >> 16, "pad_lo": pad & 0xFFFF}
+        count = float(self._run(K.CE_COUNT, targets=tt, **halves))
         loss, grad = self._run(K.CE_FORWARD_BACKWARD, logits=_reshape(tl, (n, v)), targets=tt,
-                               pad=pad, count=max(count, 1.0))
+                               count=max(count, 1.0), **halves)
         return float(loss), self._wrap(grad)
 
     # -------------------------------------------------------------- beyond the interface

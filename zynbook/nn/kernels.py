@@ -218,16 +218,32 @@ let dv = compute(p, dout) {
 (dq, dk, dv)
 """
 
-# logits [rows, vocab], targets [rows] (u32); rows whose target is `pad` count for nothing
-CE_COUNT = """let y = compute(targets) {
+# logits [rows, vocab], targets [rows] (u32); rows whose target is the pad id count for
+# nothing. The pad id is any u32 (u32::MAX is a common one), compared as u32: it comes as
+# two sizes below 2^16, pad_hi and pad_lo, since a size reaches a WebGPU kernel as an i32
+# and int(targets[r]) of a u32 past 2^31 is negative
+CE_KEEP = "targets[r] / u32(65536) != u32(pad_hi) or targets[r] % u32(65536) != u32(pad_lo)"
+
+CE_COUNT = f"""let y = compute(targets) {{
     @kernel reduce(+)
     for r in 0..rows:
-        yield float(int(targets[r]) != pad)
-}
+        yield float({CE_KEEP})
+}}
 y
 """
 
-CE_FORWARD_BACKWARD = """let loss_rows = compute(logits, targets) {
+CE_FORWARD_BACKWARD = f"""let loss_rows = compute(logits, targets) {{
+    for r in 0..rows:
+        var m = -inf
+        for c in 0..vocab:
+            m = max(m, logits[r, c])
+        var s = 0.0
+        for c in 0..vocab:
+            s += exp(logits[r, c] - m)
+        if {CE_KEEP}:
+            out[r] = (m + log(s) - logits[r, int(targets[r])]) / count
+}}
+let grad = compute(logits, targets) {{
     for r in 0..rows:
         let t = int(targets[r])
         var m = -inf
@@ -236,27 +252,15 @@ CE_FORWARD_BACKWARD = """let loss_rows = compute(logits, targets) {
         var s = 0.0
         for c in 0..vocab:
             s += exp(logits[r, c] - m)
-        if t != pad:
-            out[r] = (m + log(s) - logits[r, t]) / count
-}
-let grad = compute(logits, targets) {
-    for r in 0..rows:
-        let t = int(targets[r])
-        var m = -inf
         for c in 0..vocab:
-            m = max(m, logits[r, c])
-        var s = 0.0
-        for c in 0..vocab:
-            s += exp(logits[r, c] - m)
-        for c in 0..vocab:
-            if t != pad:
+            if {CE_KEEP}:
                 out[r, c] = (exp(logits[r, c] - m) / s - float(c == t)) / count
-}
-let loss = compute(loss_rows) {
+}}
+let loss = compute(loss_rows) {{
     @kernel reduce(+)
     for r in 0..rows:
         yield loss_rows[r]
-}
+}}
 (loss, grad)
 """
 

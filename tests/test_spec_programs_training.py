@@ -188,3 +188,20 @@ def test_cross_entropy_pad_id_beyond_u32_is_refused(pad, device):
     with pytest.raises(zynbook.ZynMLError, match=r"`pad_id` is a token id \(a u32"):
         dev.cross_entropy_forward_backward(dev.upload(np.zeros(6)), dev.upload_u32([1, 2]),
                                            2, 3, pad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("ids", [[1, 4], [4], [U32_MAX, 0], [2 ** 31]])
+def test_token_ids_past_the_table_are_a_runtime_error(ids, device):
+    # embedding_backward's gather left an id past vocab_size out of the gradient, silently;
+    # embedding said `index -1` of the weights for ids past 2^31 on the compiled devices
+    dev = zynbook.device(device)
+    n = len(ids)
+    top = max(ids)
+    with pytest.raises(zynbook.ZynMLRuntimeError) as info:
+        dev.embedding_backward(dev.upload(np.ones(n * 3)), dev.upload_u32(ids), 4, n, 3)
+    assert info.value.message == \
+        f"embedding_backward(): token id {top} is outside the table of 4 rows"
+    with pytest.raises(zynbook.ZynMLRuntimeError) as info:
+        dev.embedding(dev.upload(np.ones(12)), dev.upload_u32(ids), n, 3)
+    assert info.value.message == f"embedding(): token id {top} is outside the table of 4 rows"

@@ -313,14 +313,17 @@ class Device(FusedOps):
         if tw.size % d:
             raise ZynMLShapeError(f"{op}(): `weight` has {tw.size} elements, not a multiple "
                                   f"of dim = {d}")
-        ids_host = None
-        if self.backend.kind == "cpu" and tw.device == "cpu":
-            ids_host = np.asarray(ti.numpy())
-        if ids_host is not None and ids_host.size and int(ids_host.max()) >= tw.size // d:
-            raise ZynMLRuntimeError(f"{op}(): token id {int(ids_host.max())} is outside the "
-                                  f"table of {tw.size // d} rows")
+        self._check_ids(ti, tw.size // d, op)
         return self._wrap(self._run(K.EMBEDDING, weight=_reshape(tw, (tw.size // d, d)),
                                     ids=ti, dim=d))
+
+    def _check_ids(self, ids, rows: int, op: str):
+        """A runtime error naming the largest token id where it is past a table of `rows`
+        rows, on every device (the backward pass's gather dropped such ids silently)."""
+        top = int(self._run(K.MAX_ID, ids=ids))
+        if top >= rows:
+            raise ZynMLRuntimeError(f"{op}(): token id {top} is outside the table of {rows} "
+                                    "rows")
 
     def reduce_sum(self, data: Buffer, shape, axis: int) -> Buffer:
         """Sum along `axis` of `data` viewed with `shape`; the result has that axis dropped."""
@@ -412,6 +415,7 @@ class Device(FusedOps):
         s, d = self._size(seq_len, "seq_len", op), self._size(dim, "dim", op)
         g = self._need(grad_output, s * d, "grad_output", f"seq_len * dim = {s} * {d}", op)
         ti = self._need(ids, s, "ids", "seq_len", op, dtype="u32")
+        self._check_ids(ti, v, op)
         return self._wrap(self._run(K.EMBEDDING_BACKWARD, g=_reshape(g, (s, d)), ids=ti,
                                     vocab=v))
 

@@ -64,6 +64,16 @@ EMBEDDING = """let y = compute(weight, ids) {
 y
 """
 
+# the largest token id of ids [seq] (u32), which the embedding operations check against
+# the table's rows on every device
+MAX_ID = """let y = compute(ids) {
+    @kernel reduce(max)
+    for t in 0..seq:
+        yield ids[t]
+}
+y
+"""
+
 # x [outer, n, inner] -> [outer, inner]
 REDUCE_SUM = """let y = compute(x) {
     for o in 0..outer, c in 0..inner:

@@ -205,3 +205,17 @@ def test_token_ids_past_the_table_are_a_runtime_error(ids, device):
     with pytest.raises(zynbook.ZynMLRuntimeError) as info:
         dev.embedding(dev.upload(np.ones(12)), dev.upload_u32(ids), n, 3)
     assert info.value.message == f"embedding(): token id {top} is outside the table of 4 rows"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("upload", ["upload", "upload_u32"])
+@pytest.mark.parametrize("data", [["a", "b"], [[1.0, 2.0], [3.0]], None, "12", {"a": 1},
+                                  [1 + 2j]])
+def test_upload_of_what_is_not_numbers_is_a_type_error(data, upload, device):
+    # numpy's ValueError or TypeError reached the caller; None and "12" were uploaded
+    # as [nan] and [12.0]
+    dev = zynbook.device(device)
+    with pytest.raises(zynbook.ZynMLTypeError) as info:
+        getattr(dev, upload)(data)
+    assert info.value.message.startswith(f"{upload}(): `data` takes an array or a "
+                                         "(rectangular) list of numbers")

@@ -217,14 +217,26 @@ class Device(FusedOps):
         return Buffer(Tensor(data, self.backend.id, host.shape, dtype, committed=True), self)
 
     # -------------------------------------------------------- buffer lifecycle
+    @staticmethod
+    def _numbers(data, op: str) -> np.ndarray:
+        # strings, None and ragged lists are the caller's mistake, not numpy's to report
+        try:
+            arr = np.asarray(data)
+        except (ValueError, TypeError):
+            arr = None
+        if arr is None or arr.dtype.kind not in "biuf":
+            raise ZynMLTypeError(f"{op}(): `data` takes an array or a (rectangular) list of "
+                                 f"numbers, not {type(data).__name__}")
+        return arr
+
     def upload(self, data) -> Buffer:
         """f32 values (any array or list) onto the device, flattened."""
-        arr = np.asarray(data, dtype=np.float32).reshape(-1)
+        arr = self._numbers(data, "upload").astype(np.float32).reshape(-1)
         return self._on_device(arr, "f32")
 
     def upload_u32(self, data) -> Buffer:
         """u32 values (token ids) onto the device."""
-        raw = np.asarray(data)
+        raw = self._numbers(data, "upload_u32")
         if raw.dtype.kind not in "iub" or raw.size and (int(raw.min()) < 0 or
                                                          int(raw.max()) >= 2 ** 32):
             raise ZynMLTypeError("upload_u32(): token ids are integers from 0 to 2^32 - 1")

@@ -68,6 +68,26 @@ def test_scalars_from_python(shell):
     np.testing.assert_allclose(value, np.arange(5) * 3.0)
 
 
+@pytest.mark.parametrize("device", [d["id"] for d in zynbook.compute_devices()
+                                    if not d["id"].startswith("browser")])
+def test_a_python_float_in_an_f64_kernel_keeps_f64_precision(shell, device):
+    """A Python float read by an f64 block is f64 there, as numpy reads it (it was passed as
+    f32: 3 * 0.1 gave 0.30000000447); beside f32 data it stays f32."""
+    info = next(d for d in zynbook.compute_devices() if d["id"] == device)
+    if info.get("backend") in ("vulkan", "gl", "metal", "dx12") and \
+            "shader-f64" not in info.get("features", []):
+        pytest.skip("f64 kernels are refused without shader-f64 (tests/test_spec_programs_host.py)")
+    x, h = np.array([3.0, 0.1, -7.25]), np.array([3.0, 0.1, -7.25], np.float32)
+    shell.user_ns.update(x=x, t=h, scale=0.1)
+    value = run(shell, f'@device("{device}")',
+                "let s = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n"
+                "        out[i] = x[i] * scale\n}\n"
+                "let m = compute(t) {\n    @kernel elementwise\n    for i in 0..n:\n"
+                "        out[i] = t[i] * scale\n}\n[s, m]\n")
+    np.testing.assert_array_equal(np.asarray(value[0]), x * 0.1)
+    np.testing.assert_array_equal(np.asarray(value[1]), h * np.float32(0.1))
+
+
 def test_the_magic_line_expands_python_names_as_ipython_does(shell):
     shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32), dev="cpu")
     session = state.notebook_session()

@@ -77,6 +77,31 @@ def test_lowering_only_translates_and_the_passes_widen_and_mark():
         "  store out[r] = acc - m")
 
 
+SCALED = """let y = compute(x, h) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * (1.0 - scale) + h[i] * scale
+}
+"""
+
+
+def test_scalars_reads_a_host_float_meeting_f64_as_f64():
+    """The f64 arithmetic reads `scale` as an f64 argument, the f32 product reads f32(scale);
+    with f32 data the kernel is left as lowering made it."""
+    from zynbook.compiler.passes.scalars import f64_scalars
+    k = lowered(SCALED, {"x": ("f64", 1), "h": ("f32", 1)}, {"scale": "f32"}).kernel
+    assert k.scalars == (cir.Scalar("scale", "f64"),)
+    text = cir.format_body(k.body)
+    assert "(1.0 - scale)" in text and "f32(scale)" in text, text
+    x = np.array([3.0, 0.1, -7.25])
+    h = np.array([3.0, 0.1, -7.25], np.float32)
+    got = run_kernel(k, [x, h], {"n": 3}, {"scale": 0.1})
+    np.testing.assert_array_equal(got, x * (1.0 - 0.1) + (h * np.float32(0.1)).astype(np.float64))
+    f32 = lowered(SCALED, {"x": ("f32", 1), "h": ("f32", 1)}, {"scale": "f32"})
+    assert f32.kernel.scalars == (cir.Scalar("scale", "f32"),)
+    assert f64_scalars(f32.kernel) is f32.kernel
+
+
 def test_widen_declares_a_var_with_the_tile_it_comes_to_hold():
     src = FLASH_TEMPLATE.replace("BLOCK", "64")
     k = lowered(src, {"Q": ("f32", 4), "K": ("f32", 4), "V": ("f32", 4)}).before_passes
@@ -265,7 +290,8 @@ def test_a_pass_that_breaks_the_cir_is_an_internal_error_naming_it():
 
 def test_the_passes_are_listed_once_in_order():
     assert [name for name, _ in pipeline.PASSES] == ["widen", "parallel", "kernel_type",
-                                                      "simplify", "casts", "activations"]
+                                                      "simplify", "scalars", "casts",
+                                                      "activations"]
     assert all(callable(fn) for _, fn in pipeline.PASSES)
 
 
@@ -274,7 +300,7 @@ def test_trace_sees_every_stage(monkeypatch, capsys):
     seen = []
     out = pipeline.run_passes(k, trace=lambda name, kernel: seen.append((name, kernel)))
     assert [name for name, _ in seen] == ["lower", "widen", "parallel", "kernel_type",
-                                          "simplify", "casts", "activations"]
+                                          "simplify", "scalars", "casts", "activations"]
     assert seen[0][1] is k and seen[-1][1] == out
     monkeypatch.setenv("ZYNBOOK_TRACE_PASSES", "1")
     pipeline.run_passes(k)

@@ -325,3 +325,47 @@ def test_tensor_and_arange_of_integers_past_32_bits(device):
         np.testing.assert_array_equal(np.asarray(g), w)
     raises("type", "tensor([2 ** 70])", 1, 1, device)
     raises("type", "arange(2 ** 70)", 1, 1, device)
+
+
+F64_SCALE = ("let y = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n"
+             "        out[i] = x[i] * scale + (1.0 - scale) * 2.0\n}\n"
+             "let b = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n"
+             "        out[i] = x[i] > scale\n}\n"
+             "let h = compute(h32) {\n    @kernel elementwise\n    for i in 0..n:\n"
+             "        out[i] = h32[i] * scale\n}\n"
+             "let m = compute(x, h32) {\n    @kernel elementwise\n    for i in 0..n:\n"
+             "        out[i] = x[i] * scale + h32[i] * scale\n}\n"
+             "[y, b, h, m]\n")
+
+
+def _f64_scale_want(x, h32, scale):
+    """numpy's answer: a Python float meeting f64 is f64, meeting f32 it is f32."""
+    return (x * scale + (1.0 - scale) * 2.0, x > scale, h32 * np.float32(scale),
+            x * scale + h32 * np.float32(scale))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_host_float_in_an_f64_kernel_keeps_f64_precision(device):
+    """A host float (a `let` of the program, or a Python float given to `Session.run`) read by
+    an f64 kernel is an f64 value there, as numpy reads a Python float beside f64 data: it
+    was passed as f32, so `3 * 0.1` gave 0.30000000447 on every device; beside f32 data it
+    stays f32. An adapter without shader-f64 refuses the f64 kernel, naming f64."""
+    x = np.array([3.0, 0.1, -7.25, 0.3], np.float64)
+    h32 = np.array([3.0, 0.1, -7.25, 0.3], np.float32)
+    webgpu = next(d for d in zynbook.compute_devices() if d["id"] == device).get("backend") \
+        in ("vulkan", "gl", "metal", "dx12")
+    no_f64 = webgpu and "shader-f64" not in next(
+        d for d in zynbook.compute_devices() if d["id"] == device).get("features", [])
+    for src, env in ((f"let scale = 0.1\n{F64_SCALE}", {}), (F64_SCALE, {"scale": 0.1})):
+        if no_f64:
+            with pytest.raises(ZynMLError) as info:
+                run(src, device, x=x, h32=h32, **env)
+            assert info.value.kind == "device" and "shader-f64" in info.value.message
+            continue
+        y, b, h, m = (np.asarray(v) for v in run(src, device, x=x, h32=h32, **env))
+        want_y, want_b, want_h, want_m = _f64_scale_want(x, h32, 0.1)
+        assert y.dtype == np.float64 and h.dtype == np.float32
+        np.testing.assert_allclose(y, want_y, rtol=1e-15, atol=0)
+        np.testing.assert_array_equal(b, want_b)
+        np.testing.assert_array_equal(h, want_h)
+        np.testing.assert_allclose(m, want_m, rtol=1e-15, atol=0)

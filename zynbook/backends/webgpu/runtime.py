@@ -166,7 +166,7 @@ def from_storage(array: np.ndarray, dtype: str) -> np.ndarray:
 
 # ---------------------------------------------------------------------- uniform layout
 
-_SCALAR = {"f32": (4, 4), "i32": (4, 4), "u32": (4, 4), "f16": (2, 2)}
+_SCALAR = {"f32": (4, 4), "i32": (4, 4), "u32": (4, 4), "f16": (2, 2), "f64": (8, 8)}
 
 
 def wgsl_align_size(t: str) -> tuple:
@@ -202,7 +202,7 @@ def pack_uniform(values: list) -> bytes:
     offsets, size = uniform_layout([t for t, _ in values])
     buf = bytearray(size)
     for (t, v), off in zip(values, offsets):
-        dt = {"f32": "<f4", "i32": "<i4", "u32": "<u4", "f16": "<f2"}[t]
+        dt = {"f32": "<f4", "i32": "<i4", "u32": "<u4", "f16": "<f2", "f64": "<f8"}[t]
         if t in ("i32", "u32"):
             iv = int(v)
             lim = (-2**31, 2**31 - 1) if t == "i32" else (0, 2**32 - 1)

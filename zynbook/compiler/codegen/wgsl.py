@@ -87,7 +87,7 @@ class ProgramPass:
 @dataclass
 class ParamField:
     name: str
-    wgsl_type: str          # i32 | u32 | f32
+    wgsl_type: str          # i32 | u32 | f32 | f64
     value: Callable         # env -> number
 
 
@@ -173,8 +173,6 @@ def _refuse_f64(kernel: cir.Kernel, options: WGSLOptions) -> bool:
             "is f64), which it would compute in 32 bits; run it on `cpu`, `cpu:native` or a "
             "CUDA device, or make it f32", span)
     why = ""
-    if scal:
-        why = f"f64 scalar arguments ({', '.join(scal)})"
     for n in cir.walk(kernel.body):
         if isinstance(n, cir.Call) and n.ty.dtype == "f64" and n.fn not in _F64_FUNCTIONS:
             why = why or f"{n.fn}() in 64 bits"
@@ -268,7 +266,7 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     params = []
     for field_name, wgsl_type, p in dialect.uniforms:
         where, name = ("sizes", dims[p.name]) if p.kind == "size" else ("scalars", scalars[p.name])
-        num = float if p.kind != "size" and wgsl_type == "f32" else int
+        num = float if p.kind != "size" and wgsl_type in ("f32", "f64") else int
         params.append(ParamField(field_name, wgsl_type,
                                  lambda env, w=where, n=name, num=num: num(env[w][n])))
     program_bindings = [ProgramBinding(n, name, names.get(role, role), access, elem,

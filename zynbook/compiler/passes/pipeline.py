@@ -10,8 +10,9 @@ an optional trace sees the CIR after each: `run_passes(kernel, trace=callback)` 
 2. `parallel`     parallel.py     loops whose iterations are independent marked parallel
 3. `kernel_type`  kernel_type.py  the body has the shape its `@kernel` type names (or an error)
 4. `simplify`     simplify.py     exact integer folds, constant conditions
-5. `casts`        casts.py        casts from a float to an integer saturate (NaN gives 0)
-6. `activations`  activations.py  `1 +- tanh(z)` as `2 sigmoid(+-2 z)` (the same function, kept exact)
+5. `scalars`      scalars.py      a host float meeting f64 read as f64
+6. `casts`        casts.py        casts from a float to an integer saturate (NaN gives 0)
+7. `activations`  activations.py  `1 +- tanh(z)` as `2 sigmoid(+-2 z)` (the same function, kept exact)
 
 Analyses that schedules and printers ask, not run here: `recognise.py` (attention, flash
 attention, contractions by structure), `bounds.py` (which indices need guards) and
@@ -28,6 +29,7 @@ from .activations import tanh_as_sigmoid
 from .casts import saturate_casts
 from .kernel_type import check_kernel_type
 from .parallel import mark_parallel
+from .scalars import f64_scalars
 from .simplify import simplify
 from .verify import verify
 from .widen import widen_vars
@@ -37,6 +39,7 @@ PASSES = (
     ("parallel", mark_parallel),
     ("kernel_type", check_kernel_type),
     ("simplify", simplify),
+    ("scalars", f64_scalars),
     ("casts", saturate_casts),
     ("activations", tanh_as_sigmoid),
 )

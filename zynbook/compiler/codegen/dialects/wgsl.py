@@ -4,8 +4,9 @@ A program is one WGSL module: the buffer parameters are `var<storage>` bindings 
 order (inputs, output; an input the kernel writes is `read_write`), then the error flag
 (compiler/errflag.py: `array<atomic<i32>>`, word 0 the first failing site, word 1 its
 value) where the program has sites, then one uniform struct `ZynParams` holding the scalar
-arguments and the sizes that are not baked in (every field a 4-byte scalar, so the layout
-is the field order). Each launch-IR kernel is one `@compute` entry point; a block is a
+arguments and the sizes that are not baked in (4-byte scalars, and f64 scalar arguments
+where the adapter has `shader-f64`: 8 bytes, aligned to 8, as `runtime.uniform_layout`
+places them). Each launch-IR kernel is one `@compute` entry point; a block is a
 workgroup, `block` the linear workgroup id of a 1-D, 2-D or 3-D dispatch (the device splits
 large grids, runtime.split_workgroups) and `blocks` their count.
 

@@ -18,11 +18,20 @@ from .runtime.values import Record
 class _Unusable(ZynMLTypeError):
     """A bound Python value (or a part of it) that no ZynML value stands for."""
 
-    def __init__(self, value, path: str = ""):
+    def __init__(self, value, path: str = "", dtype=None):
         super().__init__(f"a Python value of type `{type(value).__name__}`"
-                         f"{f' (at {path})' if path else ''} cannot become a ZynML value; pass arrays (numpy, CuPy, torch), "
-                         "numbers, strings, dicts or lists")
-        self.value, self.path = value, path
+                         f"{f' (at {path})' if path else ''} cannot become a ZynML value; "
+                         + _USABLE if dtype is None else _no_dtype(value, path, dtype))
+        self.value, self.path, self.dtype = value, path, dtype
+
+
+_USABLE = "pass arrays (numpy, CuPy, torch), numbers, strings, dicts or lists"
+
+
+def _no_dtype(value, path: str, dtype) -> str:
+    """What is wrong with an array whose elements ZynML has no type for (complex, text, fp8)."""
+    return (f"a `{type(value).__name__}`{f' (at {path})' if path else ''} of dtype `{dtype}`, "
+            "which ZynML has no type for (its dtypes: f16 bf16 f32 f64, i8 to i64, u8 to u64, bool)")
 
 
 @functools.lru_cache(maxsize=None)
@@ -76,7 +85,7 @@ def _tensor_of(value, path: str) -> Tensor:
     except Exception:       # an object whose __array__ or __dlpack__ fails, an array of text
         t = None
     if t is None:
-        raise _Unusable(value, path)
+        raise _Unusable(value, path, getattr(value, "dtype", None))
     return t
 
 
@@ -113,6 +122,8 @@ def _bind_env(env: dict, program: A.Program, source: str) -> dict:
                 continue        # a name the program never reads: nothing to bind
             what = type(bad.value).__name__
             raise ZynMLTypeError(
+                f"`{name}` is bound to " + _no_dtype(bad.value, bad.path[1:], bad.dtype)
+                if bad.dtype is not None else
                 f"`{name}{bad.path}` is bound to a Python value of type `{what}`, which a ZynML "
                 "program cannot use; bind arrays (numpy, CuPy, torch), numbers, strings, dicts or lists",
                 span, source) from None

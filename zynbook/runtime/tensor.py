@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import sys
 
 import numpy as np
 
@@ -177,6 +178,10 @@ def to_tensor(value, device: str = "cpu"):
     if module == "torch":
         if value.requires_grad:
             value = value.detach()
+        if value.dtype is sys.modules["torch"].bfloat16:
+            # numpy and CuPy have no bf16: held as f32 as ZynML's own bf16 host tensors are
+            # (every bf16 value is exact in f32), widened where the tensor lives
+            value = value.float()
         if value.is_cuda:
             try:        # made once per tensor (a Tensor is never changed)
                 return cupy_view(value, _cuda_tensor)

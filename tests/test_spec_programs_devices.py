@@ -207,6 +207,20 @@ def test_a_pool_refuses_an_allocation_past_its_budget_before_taking_memory(devic
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_a_pool_counts_a_bf16_element_as_two_bytes(device):
+    """A pool counts a bf16 element as 2 bytes, though the host holds it as f32 (it counted
+    4): a pool of 4000 bytes holds 2000 of them."""
+    session = zynbook.Session(device=device)
+    got = session.run("let pool = memory_pool(size=4KB)\n"
+                      "let b = pool.allocate(shape=[1000], dtype=bf16)\n"
+                      "let h = pool.allocate(shape=[2, 3], dtype=f32)\n")
+    pool = session.namespace["pool"]
+    assert pool.used == 1000 * 2 + 6 * np.dtype(np.float32).itemsize, got
+    session.run("pool.reset()\nlet c = pool.allocate(shape=[2000], dtype=bf16)\n")
+    assert pool.used == pool.size == 4000
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_pinned_memory_is_host_memory(device):
     """allocate(..., pinned=true) needs the host's memory: on a device with memory of its own
     (a WebGPU adapter, even one that is a CPU) it is a device error under the call; on the

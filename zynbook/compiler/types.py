@@ -75,6 +75,11 @@ def promote(a: str, b: str, weak_a: bool = False, weak_b: bool = False) -> str:
     return a if a.startswith("i") else b
 
 
+def dtype_bytes(dtype: str) -> int:
+    """Bytes of one element of `dtype` (bf16 is 2, though the host holds it as f32)."""
+    return max(1, _WIDTH[dtype] // 8)
+
+
 def dtype_from_numpy(np_dtype) -> str:
     name = str(np_dtype)
     for short, long in NUMPY_NAMES.items():

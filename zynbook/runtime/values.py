@@ -154,8 +154,9 @@ class MemoryPool:
     def allocate(self, shape, dtype="f32"):
         # the budget is checked before any memory is taken: an allocation far past it is the
         # pool's error, not the device's (or the host's) running out
-        from ..compiler.types import NUMPY_NAMES
-        nbytes = int(np.prod(shape, dtype=object)) * np.dtype(NUMPY_NAMES[dtype]).itemsize
+        from ..compiler.types import dtype_bytes
+        # the dtype's own bytes: a bf16 element is 2 (its host form, f32, is not the budget's)
+        nbytes = int(np.prod(shape, dtype=object)) * dtype_bytes(dtype)
         if nbytes > self.free_bytes:
             raise ZynMLMemoryError(
                 f"out of memory in the pool on {self.device.id}: asked for {_bytes(nbytes)}, "

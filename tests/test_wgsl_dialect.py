@@ -652,8 +652,10 @@ def test_hand_written_launch_ir_runs(device):
 
 @webgpu
 @needs_adapter
-def test_a_size_past_i32_is_refused_at_launch(device):
-    with pytest.raises(ZynMLDeviceError, match=r"32-bit indices.*the size shift = 2147483648"):
+def test_a_host_int_past_i32_is_refused_at_launch(device):
+    """`shift`, a host int, is named as one (not as a size or an index)."""
+    with pytest.raises(ZynMLDeviceError, match=r"the host int `shift` = 2147483648 is past "
+                                               r"the 32-bit integers"):
         run(device, SCALED, {"x": randn(5)}, {"scale": 1.0}, {"shift": 2 ** 31})
 
 

@@ -322,10 +322,7 @@ class WebGPUDevice(Device):
         env = {"sizes": dict(sizes), "scalars": dict(scalars), "shapes": shapes}
         too_big = prog.check(env) if getattr(prog, "check", None) else None
         if too_big:
-            raise ZynMLDeviceError(
-                f"{self.id}: kernel {kernel.name} is compiled once for every size, with 32-bit "
-                f"indices, and this launch passes them ({too_big} reaches 2^31); run it on "
-                "`cpu`, `cpu:native` or a CUDA device, or split it")
+            raise ZynMLDeviceError(f"{self.id}: {too_big}")
         max_bind = self.limits.get("max-storage-buffer-binding-size", 1 << 27)
 
         t1 = time.perf_counter()

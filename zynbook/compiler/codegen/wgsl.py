@@ -442,9 +442,10 @@ I32_LIMIT = 2 ** 31 - 1
 
 
 def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
-    """env -> why this launch cannot run with i32 indices (a size, a buffer or a loop of
-    the program reaching 2^31), else None: the program is compiled once for every size,
-    with i32 indices, so a launch that would pass them is refused before it runs."""
+    """env -> why this launch cannot run with 32-bit integers (a host int past them, or a
+    size, a buffer or a loop of the program reaching 2^31), else None: the program is
+    compiled once for every size, with i32 indices, so a launch that would pass them is
+    refused before it runs."""
     from ..launch import ir as lir
     from ..launch.scalar import map_nodes
 
@@ -472,14 +473,30 @@ def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
                         pass
         return most
 
+    # a size no buffer's shape names is a host int the kernel computes with (`x[i] + k`)
+    axes = set()
+    for d in (d for b in list(kernel.inputs) + [kernel.output] for d in b.shape):
+        axes |= {d} if isinstance(d, str) else {n.name for n in cir.walk(d)
+                                                 if isinstance(n, cir.Var)}
+
+    def too_big(what):
+        return (f"kernel {kernel.name} is compiled once for every size, with 32-bit indices, "
+                f"and this launch passes them ({what} reaches 2^31); run it on `cpu`, "
+                "`cpu:native` or a CUDA device, or split it")
+
     def check(env):
         for name, v in env["sizes"].items():
-            if abs(int(v)) > I32_LIMIT:
-                return f"the size {name} = {v}"
+            if name not in axes:
+                if not -I32_LIMIT - 1 <= int(v) <= I32_LIMIT:
+                    return (f"the host int `{name}` = {v} is past the 32-bit integers kernel "
+                            f"{kernel.name} computes with on WebGPU (-2^31 to 2^31 - 1); run "
+                            "it on `cpu`, `cpu:native` or a CUDA device")
+            elif abs(int(v)) > I32_LIMIT:
+                return too_big(f"the size {name} = {v}")
         for b, shape in env.get("shapes", {}).items():
             n = prod(int(d) for d in shape)
             if n > I32_LIMIT:
-                return f"`{b}` of {n} elements"
+                return too_big(f"`{b}` of {n} elements")
         sizes = env_sizes(env)
         for launch in prog.launches:
             grid = int(lir.evaluate(launch.grid, sizes))
@@ -488,6 +505,6 @@ def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
                        "@thread": launch.block}
             most = largest(prog.kernel(launch.kernel), {**sizes, **threads})
             if most > I32_LIMIT:
-                return f"an index of {most}"
+                return too_big(f"an index of {most}")
         return None
     return check

@@ -446,3 +446,37 @@ shown(x)
     assert len(session.launches) == 2
     assert "read elsewhere" in dict(kernel_sections(session.last_kernels[-1]))["fusion"]
     assert_close(value, np.tanh(env["x"] * 2.0))
+
+
+TWO_XS = """pipeline first(x):
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n: out[i] = x[i] * 2.0
+    }
+pipeline second(y, x):
+    return compute(y, x) {
+        @kernel elementwise
+        for i in 0..n: out[i] = y[i] + x[i]
+    }
+second(first(a), b)
+"""
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if not d.startswith("browser")])
+def test_an_error_about_a_fused_kernel_names_the_users_input(device):
+    """Two blocks fused into one, each reading an `x` of its own: the kernel renames one
+    `x_2`, and an error about it names it `x` with its block's line (a WebGPU adapter
+    without shader-f64 said `x_2` is f64); where it runs, it is numpy's answer."""
+    a, b = np.arange(4, dtype=np.float64), np.ones(4, np.float32)
+    session = zynbook.Session(device)
+    info = next(d for d in zynbook.compute_devices() if d["id"] == device)
+    if info.get("backend") in ("vulkan", "gl", "metal", "dx12") and \
+            "shader-f64" not in info.get("features", []):
+        with pytest.raises(ZynMLError) as err:
+            session.run(TWO_XS, a=a, b=b)
+        msg = err.value.message
+        assert "shader-f64" in msg and "`x` of line 2" in msg and "x_2" not in msg, msg
+        return
+    got = session.run(TWO_XS, a=a, b=b)
+    assert [k.name for k in session.last_kernels] == ["fused_l2_l7"]
+    np.testing.assert_array_equal(np.asarray(got), a * 2.0 + b)

@@ -20,7 +20,8 @@ joined by value: equal names with equal values are one size, others are renamed.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 from . import cir
 from .passes.bounds import Facts
@@ -39,6 +40,20 @@ class Block:
     # the position in `origins` of the block whose statements the kernel keeps: code moved
     # in cannot fail, so every error the kernel reports is that block's (its line, its text)
     host: int = 0
+    # a name the fused kernel gave an input, scalar or size of a block (`x_2`, the moved
+    # block's own `x`) -> (its name in that block, the block's line), for errors (user_names)
+    renamed: dict = field(default_factory=dict, compare=False)
+
+
+def user_names(message: str, renamed: dict) -> str:
+    """`message`, about a fused kernel, with the names fusion gave (`x_2`) written as the
+    user did, with the line of their block: "`x` of line 3"."""
+    def named(m):
+        if m[1] not in renamed:
+            return m[0]
+        name, line = renamed[m[1]]
+        return f"`{name}` of line {line}"
+    return re.sub(r"`([^`]+)`", named, message) if renamed else message
 
 
 def fuse(producer: Block, consumer: Block, key) -> Block | str:
@@ -155,7 +170,8 @@ def _finish(host: Block, names: "_Names", body, keep: list, output: cir.Buffer,
         return "the GEMM schedule would not take the fused body"
     values = {**host.scalars, **names.new_scalar_values}
     return Block(kernel, {n: sizes[n] for n in used},
-                 {s.name: values[s.name] for s in scalars}, args, origins, kept)
+                 {s.name: values[s.name] for s in scalars}, args, origins, kept,
+                 {**host.renamed, **names.renamed})
 
 
 # ------------------------------------------------------------------- names of two blocks
@@ -170,12 +186,13 @@ class _Names:
         hk, ok = host.kernel, other.kernel
         taken = _all_names(hk)
         self.map: dict = {}
+        self.renamed: dict = {}     # Block.renamed of the names given here
         self.new_sizes, self.new_scalars, self.new_scalar_values = {}, [], {}
         self.new_inputs, self.new_args = [], []
         for d in ok.dims:
             if d in hk.dims and host.sizes.get(d) == other.sizes.get(d):
                 continue
-            self.map[d] = new = _fresh(d, taken)
+            self.map[d] = new = self._fresh(d, taken)
             self.new_sizes[new] = other.sizes[d]
         host_scalars = {s.name: s for s in hk.scalars}
         for s in ok.scalars:
@@ -183,7 +200,7 @@ class _Names:
             if mine is not None and mine.dtype == s.dtype and \
                     host.scalars.get(s.name) == other.scalars.get(s.name):
                 continue
-            new = self.map[s.name] = _fresh(s.name, taken)
+            new = self.map[s.name] = self._fresh(s.name, taken)
             self.new_scalars.append(cir.Scalar(new, s.dtype))
             self.new_scalar_values[new] = other.scalars[s.name]
         self.buffers: dict = {}
@@ -195,11 +212,19 @@ class _Names:
             if shared is not None:
                 self.buffers[b.name] = shared
                 continue
-            new = self.buffers[b.name] = _fresh(b.name.replace(".", "_"), taken)
+            new = self.buffers[b.name] = self._fresh(b.name, taken, b.name.replace(".", "_"))
             host_by_key[(a, b.dtype)] = new
             self.new_inputs.append(dataclasses.replace(
                 b, name=new, shape=tuple(self.dim(d) for d in b.shape)))
             self.new_args.append(a)
+
+    def _fresh(self, name: str, taken: set, base: str | None = None) -> str:
+        """A new name (from `base`, else `name`) for the moved block's `name`, remembered
+        with the user's name."""
+        new = _fresh(base or name, taken)
+        other = self.other
+        self.renamed[new] = other.renamed.get(name, (name, other.kernel.first_line))
+        return new
 
     def dim(self, d):
         if isinstance(d, str):

@@ -32,7 +32,7 @@ import numpy as np
 from ..compiler import cir, fission, fusion
 from ..compiler.lower import LoweredKernel
 from ..compiler.passes.pipeline import run_pipeline
-from ..errors import ZynMLMemoryError, ZynMLRuntimeError
+from ..errors import ZynMLError, ZynMLMemoryError, ZynMLRuntimeError
 from .plans import BlockPlan
 from .replay import Replays
 from .traces import Traces
@@ -500,6 +500,11 @@ class LazyGraph:
         try:
             out = interp._launch(device, lowered, inputs, plan.sizes, scalars, site.node,
                                  commit=lz.committed, plan=plan, fusion=info)
+        except ZynMLError as err:
+            if len(group.members) > 1:      # the names the user wrote, not the fused kernel's
+                err.message = fusion.user_names(err.message, group.block.renamed)
+                err.args = (err.message,)
+            raise
         except (ValueError, ArithmeticError, IndexError) as err:
             # as a statement's launch fails (Interpreter.exec), named by the block's line
             raise ZynMLRuntimeError(str(err), site.node.span, site.source) from None

@@ -219,3 +219,196 @@ def test_upload_of_what_is_not_numbers_is_a_type_error(data, upload, device):
         getattr(dev, upload)(data)
     assert info.value.message.startswith(f"{upload}(): `data` takes an array or a "
                                          "(rectangular) list of numbers")
+
+
+# ------------------------------------------------------------------ AdamW and training
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n, lr, betas, eps, weight_decay", [
+    (1, 1e-3, (0.9, 0.999), 1e-8, 0.01), (77, 0.1, (0.0, 0.0), 1e-6, 0.5),
+    (130, 0.05, (0.5, 0.99), 0.0, 0.0), (1025, 0.0, (0.9, 0.95), 1e-8, 0.1)])
+def test_adamw_steps_equal_torch(n, lr, betas, eps, weight_decay, device):
+    dev = zynbook.device(device)
+    p0 = _f32(n)
+    param = torch.tensor(p0, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.AdamW([param], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    p, m, v = dev.upload(p0), dev.alloc(n), dev.alloc(n)
+    for step in range(1, 5):
+        g = _f32(n) if step != 3 else np.zeros(n, np.float32)     # a step of zero gradient
+        param.grad = torch.tensor(g, dtype=torch.float64)
+        opt.step()
+        dev.adamw_step(p, dev.upload(g), m, v, lr, *betas, eps, weight_decay, step)
+    state = opt.state[param]
+    assert_close(_got(dev, p), param.detach().numpy(), "f32", "reduction")
+    assert_close(_got(dev, m), state["exp_avg"].numpy(), "f32", "reduction")
+    assert_close(_got(dev, v), state["exp_avg_sq"].numpy(), "f32", "reduction")
+
+
+# a tiny model: embedding, RMSNorm, grouped-query causal attention, an output projection
+# and cross-entropy with a pad id among the targets
+VOCAB, SEQ, DIM, HEADS, KV_HEADS, HEAD_DIM, PAD = 11, 7, 6, 2, 1, 3, 10
+
+
+def _tiny_weights():
+    return {"table": _f32(VOCAB, DIM), "norm": 1 + _f32(DIM, scale=0.1),
+            "wq": _f32(DIM, HEADS * HEAD_DIM, scale=0.5),
+            "wk": _f32(DIM, KV_HEADS * HEAD_DIM, scale=0.5),
+            "wv": _f32(DIM, KV_HEADS * HEAD_DIM, scale=0.5),
+            "wo": _f32(HEADS * HEAD_DIM, VOCAB, scale=0.5)}
+
+
+def _tiny_loss_torch(w, ids, targets):
+    x = w["table"][torch.tensor(ids)]
+    h = _rms_norm(x, w["norm"], 1e-5)
+    a = _attention(h @ w["wq"], h @ w["wk"], h @ w["wv"], SEQ, HEADS, KV_HEADS, HEAD_DIM)
+    return _cross_entropy(a @ w["wo"], targets, PAD)
+
+
+def _tiny_grads(dev, w, ids, targets):
+    """(loss, gradients) of the tiny model by the interface's forward and backward passes."""
+    q_dim, kv_dim = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
+    ids = dev.upload_u32(ids)
+    x = dev.embedding(w["table"], ids, SEQ, DIM)
+    h = dev.rms_norm(x, w["norm"], SEQ, DIM, 1e-5)
+    q = dev.matmul(h, w["wq"], SEQ, DIM, q_dim)
+    k = dev.matmul(h, w["wk"], SEQ, DIM, kv_dim)
+    v = dev.matmul(h, w["wv"], SEQ, DIM, kv_dim)
+    a = dev.causal_attention(q, k, v, SEQ, HEADS, KV_HEADS, HEAD_DIM)
+    logits = dev.matmul(a, w["wo"], SEQ, q_dim, VOCAB)
+    loss, dlogits = dev.cross_entropy_forward_backward(logits, dev.upload_u32(targets), SEQ,
+                                                       VOCAB, PAD)
+    grads = {"wo": dev.matmul(dev.transpose_2d(a, SEQ, q_dim), dlogits, q_dim, SEQ, VOCAB)}
+    da = dev.matmul(dlogits, dev.transpose_2d(w["wo"], q_dim, VOCAB), SEQ, VOCAB, q_dim)
+    dq, dk, dv = dev.causal_attention_backward(da, q, k, v, SEQ, HEADS, KV_HEADS, HEAD_DIM)
+    ht = dev.transpose_2d(h, SEQ, DIM)
+    dh = dev.alloc(SEQ * DIM)
+    for name, d, n in (("wq", dq, q_dim), ("wk", dk, kv_dim), ("wv", dv, kv_dim)):
+        grads[name] = dev.matmul(ht, d, DIM, SEQ, n)
+        dev.add_assign(dh, dev.matmul(d, dev.transpose_2d(w[name], DIM, n), SEQ, n, DIM))
+    dx, grads["norm"] = dev.rms_norm_backward(x, w["norm"], dh, SEQ, DIM, 1e-5)
+    grads["table"] = dev.embedding_backward(dx, ids, VOCAB, SEQ, DIM)
+    return loss, grads
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tiny_model_trains_as_in_torch(device):
+    """Four AdamW steps, each on the summed gradients of two sequences (accumulated with
+    zero_buffer and add_assign), against the same model and optimiser in torch."""
+    dev = zynbook.device(device)
+    init = _tiny_weights()
+    batch = [(RNG.integers(0, VOCAB - 1, SEQ), RNG.integers(0, VOCAB - 1, SEQ))
+             for _ in range(2)]
+    batch[1][1][[0, 4]] = PAD
+    tw = {k: _leaf(v) for k, v in init.items()}
+    opt = torch.optim.AdamW(tw.values(), lr=0.05, betas=(0.9, 0.98), eps=1e-8,
+                            weight_decay=0.1)
+    w = {k: dev.upload(v) for k, v in init.items()}
+    state = {k: (dev.alloc(v.size), dev.alloc(v.size), dev.alloc(v.size))
+             for k, v in init.items()}        # accumulated gradient, m, v
+    for step in range(1, 5):
+        opt.zero_grad()
+        want = sum(_tiny_loss_torch(tw, ids, t) for ids, t in batch)
+        want.backward()
+        opt.step()
+        for acc, _, _ in state.values():
+            dev.zero_buffer(acc)
+        got = 0.0
+        for ids, t in batch:
+            loss, grads = _tiny_grads(dev, w, ids, t)
+            got += loss
+            for name, g in grads.items():
+                dev.add_assign(state[name][0], g)
+        for name, (acc, m, v) in state.items():
+            dev.adamw_step(w[name], acc, m, v, 0.05, 0.9, 0.98, 1e-8, 0.1, step)
+        np.testing.assert_allclose(got, want.item(), **tolerance("f32", "contraction"))
+    dev.sync()
+    for name, t in tw.items():
+        assert_close(_got(dev, w[name]), t.detach().numpy().ravel(), "f32", "contraction")
+
+
+# ------------------------------------------------------------------ zynbook.nn's TinyGPT
+
+def _rope(x, seq, heads, head_dim, base):
+    """Interleaved pairs (2p, 2p + 1) of position s turned by s * base^(-2p / head_dim)."""
+    x = x.view(seq, heads, head_dim // 2, 2)
+    theta = torch.arange(seq, dtype=torch.float64)[:, None] * \
+        base ** (-2 * torch.arange(head_dim // 2, dtype=torch.float64) / head_dim)
+    c, s = torch.cos(theta)[:, None], torch.sin(theta)[:, None]
+    a, b = x[..., 0], x[..., 1]
+    return torch.stack([a * c - b * s, a * s + b * c], -1).reshape(seq, heads * head_dim)
+
+
+def _gpt_loss_torch(p, c, ids, targets):
+    """The model of zynbook/nn/model.py's docstring: pre-norm blocks of RMSNorm, GQA causal
+    attention with RoPE on q and k, a SwiGLU feed-forward network; final norm, lm_head."""
+    seq, hd = len(ids), c.dim // c.n_heads
+    x = p["embed"][torch.tensor(np.asarray(ids, np.int64))]
+    for i in range(c.n_layers):
+        w = {k.split(".")[-1]: v for k, v in p.items() if k.startswith(f"layers.{i}.")}
+        h = _rms_norm(x, w["attn_norm"], c.eps)
+        q = _rope(h @ w["wq"], seq, c.n_heads, hd, c.rope_base)
+        k = _rope(h @ w["wk"], seq, c.n_kv_heads, hd, c.rope_base)
+        x = x + _attention(q, k, h @ w["wv"], seq, c.n_heads, c.n_kv_heads, hd) @ w["wo"]
+        h2 = _rms_norm(x, w["mlp_norm"], c.eps)
+        x = x + (torch.nn.functional.silu(h2 @ w["w1"]) * (h2 @ w["w3"])) @ w["w2"]
+    logits = _rms_norm(x, p["final_norm"], c.eps) @ p["lm_head"]
+    return _cross_entropy(logits, targets, c.pad_id)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tiny_gpt_train_batch_equals_torch(device):
+    """Three train_batch steps (the mean gradient of two sequences, AdamW with no decay on
+    the norms) against the same model in torch; the pad id is u32::MAX, outside the
+    vocabulary, and some targets are it (TinyGPT refused them as outside the vocabulary)."""
+    from zynbook.nn.model import GPTConfig, TinyGPT, init_weights
+    c = GPTConfig(vocab=13, dim=12, n_layers=2, n_heads=3, n_kv_heads=1, ffn=10, max_seq=9,
+                  lr=0.02, weight_decay=0.1, pad_id=U32_MAX, seed=3)
+    host = init_weights(c)
+    flat = {"embed": host["embed"], "final_norm": host["final_norm"],
+            "lm_head": host["lm_head"]}
+    for i, layer in enumerate(host["layers"]):
+        flat.update({f"layers.{i}.{k}": v for k, v in layer.items()})
+    p = {k: _leaf(v) for k, v in flat.items()}
+    opt = torch.optim.AdamW(
+        [{"params": [t for k, t in p.items() if not k.endswith("norm")]},
+         {"params": [t for k, t in p.items() if k.endswith("norm")], "weight_decay": 0.0}],
+        lr=c.lr, betas=c.betas, eps=c.adam_eps, weight_decay=c.weight_decay)
+    model = TinyGPT(zynbook.device(device), c)
+    for _ in range(3):
+        ids = RNG.integers(0, c.vocab, (2, 7))
+        targets = RNG.integers(0, c.vocab, (2, 7)).astype(np.int64)
+        targets[1, [2, 5]] = U32_MAX
+        opt.zero_grad()
+        want = sum(_gpt_loss_torch(p, c, i, t) for i, t in zip(ids, targets)) / 2
+        want.backward()
+        opt.step()
+        got = model.train_batch(ids, targets)
+        np.testing.assert_allclose(got, want.item(), **tolerance("f32", "contraction"))
+    for name, buf in model.params.items():
+        assert_close(buf.to_vec(), p[name].detach().numpy().ravel(), "f32", "contraction")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mistake, message", [
+    (lambda dev, G, T: G(vocab=0), r"`vocab` is a size"),
+    (lambda dev, G, T: G(vocab=5.0), r"`vocab` is a size"),
+    (lambda dev, G, T: G(vocab=5, pad_id=-100), r"`pad_id` is a token id"),
+    (lambda dev, G, T: T(dev, G(vocab=5)).train_step("abc", [1, 2, 3]), r"integer token ids"),
+    (lambda dev, G, T: T(dev, G(vocab=5)).train_step([1.0, 2.0], [1, 2]),
+     r"integer token ids"),
+    (lambda dev, G, T: T(dev, G(vocab=5)).train_batch([[1, 2], [3]], [[1, 2], [3]]),
+     r"integer token ids"),
+    (lambda dev, G, T: T(dev, G(vocab=5)).generate([1], 2, top_k=6), r"`top_k` is an int"),
+    (lambda dev, G, T: T(dev, G(vocab=5)).generate([1], -1), r"`n_new` is a number"),
+    (lambda dev, G, T: T(dev, G(vocab=5)).generate([1], 2.0), r"`n_new` is a number"),
+])
+def test_tiny_gpt_mistakes_are_type_errors(mistake, message, device):
+    # each was a Python error (TypeError, UFuncTypeError, ValueError, IndexError) or went
+    # through: a model of no vocabulary, a negative n_new giving the prompt back
+    from zynbook.nn.model import GPTConfig, TinyGPT
+
+    def config(**kw):
+        return GPTConfig(**dict(dict(dim=8, n_layers=1, n_heads=2, n_kv_heads=1, ffn=8,
+                                     max_seq=6), **kw))
+    with pytest.raises(zynbook.ZynMLTypeError, match=message):
+        mistake(zynbook.device(device), config, TinyGPT)

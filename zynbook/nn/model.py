@@ -43,6 +43,19 @@ class GPTConfig:
     # only their input and recompute the rest in the backward pass.
     memory_budget: int | None = None
 
+    def __post_init__(self):
+        # a wrong size is the caller's mistake, reported here rather than as a Python error
+        # (or a model of no vocabulary) somewhere in the first step
+        for name in ("vocab", "dim", "n_layers", "n_heads", "n_kv_heads", "ffn", "max_seq"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ZynMLTypeError(f"GPTConfig: `{name}` is a size (an int, at least 1), "
+                                     f"not {v!r}")
+        p = self.pad_id
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 0 <= p < 2 ** 32:
+            raise ZynMLTypeError(f"GPTConfig: `pad_id` is a token id (an int from 0 to "
+                                 f"2^32 - 1), not {p!r}")
+
     @property
     def head_dim(self) -> int:
         return self.dim // self.n_heads
@@ -259,11 +272,15 @@ class TinyGPT:
 
     # ------------------------------------------------------------------ training
     def _ids(self, ids, what):
-        ids = np.asarray(ids).reshape(-1)
+        ids = _token_array(ids, what).reshape(-1)
         if ids.size == 0 or ids.size > self.config.max_seq:
             raise ZynMLShapeError(f"TinyGPT: {what} holds {ids.size} tokens; a sequence is 1 to "
                                   f"max_seq = {self.config.max_seq} tokens")
-        if ids.min() < 0 or ids.max() >= self.config.vocab:
+        # a target may be the pad id wherever it lies: cross-entropy leaves it out
+        outside = (ids < 0) | (ids >= self.config.vocab)
+        if what == "targets":
+            outside &= ids != self.config.pad_id
+        if outside.any():
             raise ZynMLShapeError(f"TinyGPT: a token id of {what} is outside the vocabulary of "
                                   f"{self.config.vocab}")
         return ids
@@ -320,7 +337,8 @@ class TinyGPT:
 
     def batch_loss_and_grads(self, batch_ids, batch_targets):
         """(the mean loss, the mean gradients) over the sequences of a [batch, seq] batch."""
-        batch_ids, batch_targets = np.asarray(batch_ids), np.asarray(batch_targets)
+        batch_ids = _token_array(batch_ids, "batch_ids")
+        batch_targets = _token_array(batch_targets, "batch_targets")
         if batch_ids.ndim != 2 or batch_ids.shape != batch_targets.shape or not len(batch_ids):
             raise ZynMLShapeError(f"TinyGPT: a batch is [batch, seq] token ids with targets of "
                                   f"the same shape, not {list(batch_ids.shape)} and "
@@ -357,6 +375,13 @@ class TinyGPT:
         c, d = self.config, self.dev
         D, H, KV, hd = c.dim, c.n_heads, c.n_kv_heads, c.head_dim
         prompt = [int(t) for t in self._ids(prompt, "the prompt")]
+        if isinstance(n_new, bool) or not isinstance(n_new, (int, np.integer)) or n_new < 0:
+            raise ZynMLTypeError(f"TinyGPT.generate(): `n_new` is a number of tokens (an int, "
+                                 f"at least 0), not {n_new!r}")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(
+                top_k, (int, np.integer)) or not 1 <= top_k <= c.vocab):
+            raise ZynMLTypeError(f"TinyGPT.generate(): `top_k` is an int from 1 to vocab = "
+                                 f"{c.vocab}, not {top_k!r}")
         if len(prompt) + n_new > c.max_seq:
             raise ZynMLShapeError(f"TinyGPT.generate(): {len(prompt)} + {n_new} tokens are more "
                                   f"than max_seq = {c.max_seq}")
@@ -405,6 +430,18 @@ class TinyGPT:
             tokens.append(nxt)
             new = [nxt]
         return tokens
+
+
+def _token_array(ids, what) -> np.ndarray:
+    """`ids` as an integer array; strings, floats and ragged lists are a type error."""
+    try:
+        arr = np.asarray(ids)
+    except (ValueError, TypeError):
+        arr = None
+    if arr is None or arr.dtype.kind not in "iu":
+        raise ZynMLTypeError(f"TinyGPT: {what} are integer token ids (an array or a "
+                             "rectangular list)")
+    return arr
 
 
 def run_interleaved(steps: list) -> list:

@@ -19,14 +19,12 @@ of the gradients' sums.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import ZynMLDeviceError, ZynMLShapeError
-from .model import GPTConfig, TinyGPT, init_weights, run_interleaved
+from .model import GPTConfig, TinyGPT, _token_array, init_weights, run_interleaved
 
 
 def _batch(ids, targets):
-    ids, targets = np.asarray(ids), np.asarray(targets)
+    ids, targets = _token_array(ids, "ids"), _token_array(targets, "targets")
     if ids.ndim == 1:
         ids, targets = ids[None], targets[None]
     if ids.ndim != 2 or ids.shape != targets.shape or ids.shape[0] == 0:

@@ -1092,7 +1092,9 @@ def _arg_reduce(op, val, idx, axes):
         return val, idx
     keep = [k for k in range(val.ndim) if k not in axes]
     v = np.transpose(val, keep + list(axes)).reshape(tuple(val.shape[k] for k in keep) + (-1,))
-    i = np.transpose(idx, keep + list(axes)).reshape(v.shape)
+    # in i64: the sentinel below is i64's largest (an i32 index, `b * C + c`, wrapped it
+    # to -1, which then won every tie)
+    i = np.transpose(idx, keep + list(axes)).reshape(v.shape).astype(np.int64)
     pos = (np.argmax if op == "argmax" else np.argmin)(v, axis=-1)
     best_v = np.take_along_axis(v, pos[..., None], axis=-1)[..., 0]
     # among the values equal to the best (or NaN, where it is NaN), the smallest index

@@ -238,3 +238,22 @@ def test_calling_a_value_is_a_zynml_error(callee):
         assert err.line == 2
     err = _error(lambda: zynbook.run(source))
     assert err.line == 2
+
+
+@pytest.mark.parametrize("first, second, said", [
+    ("shared var t[4]", "shared var t[4]", "already declared at line 3"),
+    ("var t = 1.0", "shared var t[4]", "already declared at line 3"),
+    ("let s = 2.0", "shared var i[4]", "already a loop variable at line 2"),
+])
+def test_a_shared_array_taking_a_name_the_block_declared_is_refused(first, second, said):
+    """A second `shared var` of a name in scope was an internal compiler error (the CIR
+    declared it twice); a later `var` of a shared array's name still shadows it."""
+    src = (f"let y = compute(x) {{\n    for i in 0..n:\n        {first}\n        {second}\n"
+           "        out[i] = x[i]\n}\ny")
+    with pytest.raises(ZynMLNameError) as info:
+        zynbook.Session("cpu").run(src, x=np.ones(3, np.float32))
+    assert said in info.value.message and (info.value.line, info.value.column) == (4, 9)
+    shadowed = ("let y = compute(x) {\n    for i in 0..n:\n        shared var t[4]\n"
+                "        t[0] = x[i]\n        var t = 2.0\n        out[i] = t + x[i]\n}\ny")
+    np.testing.assert_array_equal(zynbook.Session("cpu").run(shadowed, x=np.arange(3.0)).numpy(),
+                                  [2.0, 3.0, 4.0])

@@ -442,7 +442,13 @@ class _Lowering:
                 dtype = canonical_dtype(s.type.name)
                 if dtype is None:
                     raise ZynMLTypeError(f"unknown element type `{s.type.name}`", s.type.span)
-            cname = identifier(s.name)
+            prev = self.lookup(s.name)
+            if prev is not None and prev.kind in ("local", "shared", "loop"):
+                what = "a loop variable" if prev.kind == "loop" else "declared"
+                raise ZynMLNameError(f"`{s.name}` is already {what} at line {prev.line}: a shared "
+                                     "array needs a name of its own in the block", s.span)
+            # a local declared later must not take the shared array's name
+            cname = self._fresh_local(s.name)
             self.shared[cname] = cir.Ty(dtype, dims)
             self.bind(s.name, _Binding("shared", cir.Ty(dtype, dims), cname, True, line))
             return cir.SharedAlloc(cname, dims, dtype, line)

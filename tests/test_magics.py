@@ -88,6 +88,21 @@ def test_a_python_float_in_an_f64_kernel_keeps_f64_precision(shell, device):
     np.testing.assert_array_equal(np.asarray(value[1]), h * np.float32(0.1))
 
 
+@pytest.mark.parametrize("device", [d["id"] for d in zynbook.compute_devices()
+                                    if not d["id"].startswith("browser")])
+def test_writing_into_an_input_leaves_the_notebooks_array_as_it_was(shell, device):
+    """A cell's `x[0] = 50.0` changes the cell's `x`, not the notebook's numpy array (it did
+    where the device held the array without a copy)."""
+    x = np.arange(4, dtype=np.float32)
+    shell.user_ns.update(x=x)
+    value = run(shell, f'@device("{device}")',
+                "x[0] = 50.0\nlet y = compute(x) {\n    @kernel elementwise\n"
+                "    for i in 0..n:\n        out[i] = x[i] + 1.0\n}\ny\n")
+    np.testing.assert_array_equal(np.asarray(value), [51.0, 2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(x, np.arange(4))
+    assert shell.user_ns["x"] is x
+
+
 def test_the_magic_line_expands_python_names_as_ipython_does(shell):
     shell.user_ns.update(x=np.ones(4, np.float32), y=np.ones(4, np.float32), dev="cpu")
     session = state.notebook_session()

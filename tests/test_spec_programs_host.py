@@ -369,3 +369,29 @@ def test_a_host_float_in_an_f64_kernel_keeps_f64_precision(device):
         np.testing.assert_array_equal(b, want_b)
         np.testing.assert_array_equal(h, want_h)
         np.testing.assert_allclose(m, want_m, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_writing_into_an_input_leaves_the_callers_array_as_it_was(device):
+    """`x[0] = 50.0` on a tensor bound from the caller's numpy array changes the program's
+    `x` (later blocks and host code see it), never the caller's array, on every device: the
+    write copies the array first (it wrote into the caller's array where the tensor held it
+    without a copy). A view made of it (a reshape, a slice) is written the same way."""
+    src = ("x[0] = 50.0\nx[1:3] = -1.0\n"
+           "let y = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n"
+           "        out[i] = x[i] * 2.0\n}\n"
+           "var v = w.reshape([2, 2])\nv[1, 1] = 7.0\nlet s = u[0:2]\ns[0] = 9.0\n"
+           "[x, y, v, s]\n")
+    x, w, u = (np.arange(4, dtype=np.float32) for _ in range(3))
+    session = zynbook.Session(device)
+    got_x, y, v, s = (np.asarray(t) for t in session.run(src, x=x, w=w, u=u))
+    want = np.array([50.0, -1.0, -1.0, 3.0], np.float32)
+    np.testing.assert_array_equal(got_x, want)
+    np.testing.assert_array_equal(y, want * 2.0)
+    np.testing.assert_array_equal(v, [[0.0, 1.0], [2.0, 7.0]])
+    np.testing.assert_array_equal(s, [9.0, 1.0])
+    for caller in (x, w, u):
+        np.testing.assert_array_equal(caller, np.arange(4))
+    session.run("x[3] = 8.0")           # the program's x, already its own copy
+    np.testing.assert_array_equal(np.asarray(session.namespace["x"]), [50.0, -1.0, -1.0, 8.0])
+    np.testing.assert_array_equal(x, np.arange(4))

@@ -10,6 +10,7 @@ from .backends.registry import get_device
 from .compiler import ast as A
 from .compiler.syntax_cache import parse as parse_kept
 from .errors import ZynMLDeviceError, ZynMLError, ZynMLNameError, ZynMLTypeError
+from .runtime import builtins as B
 from .runtime.interp import Interpreter
 from .runtime.tensor import Tensor, to_tensor
 from .runtime.values import Record
@@ -86,6 +87,7 @@ def _tensor_of(value, path: str) -> Tensor:
         t = None
     if t is None:
         raise _Unusable(value, path, getattr(value, "dtype", None))
+    B.borrowed(t.data)      # the caller's: host code writing into it copies it first
     return t
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 
 import numpy as np
 
@@ -90,6 +91,36 @@ def xp_of(t: Tensor):
         import cupy
         return cupy
     return np
+
+
+# The arrays a caller bound (Session.run's **env, %%compute's notebook names): id -> a weak
+# reference to each. A program's tensor may hold one without a copy; writing into it copies
+# it first (`own`), so the caller's array is never changed, whatever the device.
+_CALLERS: dict = {}
+
+
+def borrowed(array) -> None:
+    """Note that `array` (numpy or CuPy), held by a tensor, is the caller's."""
+    key = id(array)
+    try:
+        _CALLERS[key] = weakref.ref(array, lambda _r, key=key: _CALLERS.pop(key, None))
+    except TypeError:       # an array that takes no weak reference: the tensor owns a copy
+        pass
+
+
+def own(t: Tensor) -> None:
+    """Before host code writes into `t`: where its array is (or views) a caller's, `t`
+    takes a copy of it."""
+    data = t.data
+    module = type(data).__module__.split(".")[0]
+    if module not in ("numpy", "cupy") or not _CALLERS:
+        return
+    shares = (np if module == "numpy" else __import__("cupy")).may_share_memory
+    for ref in list(_CALLERS.values()):
+        caller = ref()
+        if caller is not None and type(caller) is type(data) and shares(data, caller):
+            t.data = data.copy()
+            return
 
 
 def host_array(t: Tensor):

@@ -431,6 +431,7 @@ class Interpreter:
                 self._check_tensor_key(base, key, s.target.items, s.target.span)
                 self.lazy.finish()          # recorded blocks read the old elements
                 self._wait_for_readers(base)    # and so do @async blocks launched before
+                B.own(base)             # the caller's array, bound without a copy, stays as it was
                 arr = B.host_array(base)
                 if s.op != "=":
                     value = self.binary(s.op[0], B.wrap(arr[key], base), value, s.span)

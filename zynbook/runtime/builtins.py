@@ -104,7 +104,7 @@ def borrowed(array) -> None:
     key = id(array)
     try:
         _CALLERS[key] = weakref.ref(array, lambda _r, key=key: _CALLERS.pop(key, None))
-    except TypeError:       # an array that takes no weak reference: the tensor owns a copy
+    except TypeError:       # (numpy's and CuPy's arrays all take one)
         pass
 
 

@@ -209,13 +209,15 @@ def test_a_pool_refuses_an_allocation_past_its_budget_before_taking_memory(devic
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_pool_counts_a_bf16_element_as_two_bytes(device):
     """A pool counts a bf16 element as 2 bytes, though the host holds it as f32 (it counted
-    4): a pool of 4000 bytes holds 2000 of them."""
+    4): a pool of 4000 bytes holds 2000 of them; a tensor's byte count (what the device
+    interface's memory statistics add up) says 2 each too."""
     session = zynbook.Session(device=device)
     got = session.run("let pool = memory_pool(size=4KB)\n"
                       "let b = pool.allocate(shape=[1000], dtype=bf16)\n"
                       "let h = pool.allocate(shape=[2, 3], dtype=f32)\n")
     pool = session.namespace["pool"]
     assert pool.used == 1000 * 2 + 6 * np.dtype(np.float32).itemsize, got
+    assert session.namespace["b"].nbytes == 1000 * 2
     session.run("pool.reset()\nlet c = pool.allocate(shape=[2000], dtype=bf16)\n")
     assert pool.used == pool.size == 4000
 

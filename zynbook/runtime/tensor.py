@@ -62,7 +62,10 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        return self.size * np.dtype(self.numpy_dtype).itemsize
+        """Bytes of its elements in its dtype (a bf16 element is 2, though the host holds
+        it as f32): what memory statistics count."""
+        from ..compiler.types import dtype_bytes
+        return self.size * dtype_bytes(self._dtype)
 
     @property
     def numpy_dtype(self):

@@ -488,6 +488,29 @@ def eval_expr_static(e, sizes: dict):
     raise TypeError(f"not a static size expression: {format_expr(e)}")
 
 
+def check_loop_steps(kernel: "Kernel", sizes: dict) -> None:
+    """A loop step that is a size (a host int) must be positive at the launch's sizes, as a
+    constant step must be when the block compiles: compiled code would loop forever on a
+    step of 0 and run a negative one past its bound."""
+    from ..errors import Span, ZynMLTypeError
+    for loop in walk(kernel.body):
+        if not isinstance(loop, Loop) or isinstance(loop.step, Const):
+            continue
+        try:
+            step = eval_expr_static(loop.step, sizes)
+        except (KeyError, TypeError):       # a step over outer loop variables: checked as it runs
+            continue
+        if step <= 0:
+            text = kernel.source.splitlines()
+            rel = loop.line - kernel.first_line
+            line = text[rel] if 0 <= rel < len(text) else ""
+            at = line.find(" step ")
+            col = at + len(" step ") + 1 if at >= 0 else len(line) - len(line.lstrip()) + 1
+            raise ZynMLTypeError(f"a loop step must be positive, not {step} "
+                                 f"(`{format_expr(loop.step)}` at these sizes)",
+                                 Span(loop.line, col) if loop.line else None)
+
+
 def output_shape(kernel: "Kernel", sizes: dict) -> tuple:
     shape = tuple(eval_dim(d, sizes) for d in kernel.output.shape)
     for axis, (n, d) in enumerate(zip(shape, kernel.output.shape)):

@@ -1,0 +1,46 @@
+"""Programs with the mistakes a user makes, written from the language reference and the
+spec: each is a ZynML error of the right kind whose line and column point at the mistake,
+with a caret, on every device present; the session runs a correct program afterwards; and
+correct programs over unusual host data (views, Fortran order, torch tensors, scalars)
+give numpy's answer on every device. Also through `%%compute`."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLError
+
+DEVICES = [d["id"] for d in zynbook.compute_devices() if not d["id"].startswith("browser")]
+
+
+def raises(kind, src, line=None, column=None, device="cpu", **inputs):
+    session = zynbook.Session(device)
+    with pytest.raises(ZynMLError) as info:
+        session.run(src, **inputs)
+    err = info.value
+    assert err.kind == kind, err
+    if line is not None:
+        assert (err.line, err.column) == (line, column), err
+    assert "^" in err.render()
+    assert session.run("1 + 1") == 2         # the session keeps working
+    return err
+
+
+# --------------------------------------------------------------------- loops and sizes
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_loop_step_given_by_the_host_must_be_positive(device):
+    """A host int as a loop's step is checked at the launch as a constant step is when the
+    block compiles (a step of 0 looped forever on cpu:native and gave zeros on WebGPU; a
+    negative one ran out of range)."""
+    x = np.arange(6, dtype=np.float32)
+    src = ("let y = compute(x) {\n"
+           "    for i in 0..6 step s:\n"
+           "        out[i] = x[i]\n"
+           "}\ny\n")
+    for s in (0, -2):
+        err = raises("type", src, 2, 24, device, x=x, s=s)
+        assert "step must be positive" in err.message and str(s) in err.message
+    got = zynbook.Session(device).run(src, x=x, s=2)
+    np.testing.assert_array_equal(np.asarray(got), [0, 0, 2, 0, 4, 0])

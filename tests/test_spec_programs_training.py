@@ -412,3 +412,64 @@ def test_tiny_gpt_mistakes_are_type_errors(mistake, message, device):
                                      max_seq=6), **kw))
     with pytest.raises(zynbook.ZynMLTypeError, match=message):
         mistake(zynbook.device(device), config, TinyGPT)
+
+
+# ------------------------------------------------------------------ as ZynML builtins
+
+_TRAINING_PROGRAM = """
+let xb = upload(x)
+let w = upload(w0)
+let m = alloc(n_in * n_out)
+let v = alloc(n_in * n_out)
+let targets = upload_u32(t)
+var losses = []
+for step in 1..4:
+    let logits = matmul(xb, w, rows, n_in, n_out)
+    let (loss, dlogits) = cross_entropy_forward_backward(logits, targets, rows, n_out, 99)
+    let dw = matmul(transpose_2d(xb, rows, n_in), dlogits, n_in, rows, n_out)
+    adamw_step(w, dw, m, v, lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01,
+               step_t=step)
+    losses = losses + [loss]
+sync()
+[losses, download(w), download(m), download(v)]
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rows, n_in, n_out", [(8, 4, 3), (77, 5, 130), (1, 1, 1)])
+def test_training_program_of_builtins_equals_torch(rows, n_in, n_out, device):
+    """The training step of docs/language.md (keyword arguments for AdamW, a pad id among
+    the targets) as a ZynML program, against torch's cross_entropy and AdamW."""
+    x, w0 = _f32(rows, n_in), _f32(n_in, n_out)
+    t = RNG.integers(0, n_out, rows).astype(np.uint32)
+    t[::3] = 99
+    losses, w, m, v = zynbook.Session(device=device).run(
+        _TRAINING_PROGRAM, x=x, w0=w0, t=t, rows=rows, n_in=n_in, n_out=n_out)
+    wt = _leaf(w0)
+    opt = torch.optim.AdamW([wt], lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    want = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = _cross_entropy(torch.tensor(x, dtype=torch.float64) @ wt, t, 99)
+        loss.backward()
+        opt.step()
+        want.append(loss.item())
+    np.testing.assert_allclose(np.asarray(losses, np.float64), want,
+                               **tolerance("f32", "contraction"))
+    state = opt.state[wt]
+    for got, ref in ((w, wt), (m, state["exp_avg"]), (v, state["exp_avg_sq"])):
+        assert_close(np.asarray(got), ref.detach().numpy().ravel(), "f32", "contraction")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("same", ["m_v", "param_m", "param_v"])
+def test_adamw_step_refuses_one_buffer_for_two_states(same, device):
+    # m and v given as one buffer silently held v's new values alone (the trait's
+    # three `&mut` borrows cannot alias)
+    dev = zynbook.device(device)
+    p, m, v = dev.upload([1.0, 2.0]), dev.alloc(2), dev.alloc(2)
+    args = {"m_v": (p, m, m), "param_m": (p, p, v), "param_v": (p, m, p)}[same]
+    with pytest.raises(zynbook.ZynMLTypeError, match="must be three different buffers"):
+        dev.adamw_step(args[0], dev.upload([1.0, 1.0]), args[1], args[2], 0.1, 0.9, 0.99,
+                       1e-8, 0.0, 1)
+    np.testing.assert_array_equal(dev.download(p), [1.0, 2.0])

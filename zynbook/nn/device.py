@@ -569,6 +569,11 @@ class Device(FusedOps):
         tm = self._need(m, n, "m", "len(param)", op)
         tv = self._need(v, n, "v", "len(param)", op)
         t = self._size(step_t, "step_t", op)
+        # the trait takes them as three `&mut` borrows: one buffer given twice would end up
+        # holding only the last of the values written to it
+        if len({id(param), id(m), id(v)}) < 3:
+            raise ZynMLTypeError(f"{op}(): `param`, `m` and `v` are updated in place and must "
+                                 "be three different buffers")
         # the ranges torch.optim.AdamW takes: beta1 = 1 made every value NaN (bias
         # correction 1 - beta1^t = 0)
         lr, eps, weight_decay = (self._number(v, w, op) for v, w in (

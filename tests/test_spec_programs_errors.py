@@ -44,3 +44,54 @@ def test_a_loop_step_given_by_the_host_must_be_positive(device):
         assert "step must be positive" in err.message and str(s) in err.message
     got = zynbook.Session(device).run(src, x=x, s=2)
     np.testing.assert_array_equal(np.asarray(got), [0, 0, 2, 0, 4, 0])
+
+
+# --------------------------------------------------------------------------- %%compute
+
+@pytest.fixture
+def shell():
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    from zynbook.kernel import state
+
+    sh = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device="cpu"))
+    sh.run_line_magic("load_ext", "zynbook")
+    before = set(sh.user_ns)
+    yield sh
+    for name in set(sh.user_ns) - before:
+        sh.user_ns.pop(name, None)
+    state.set_notebook_session(None)
+
+
+def cell(shell, line, body, **names):
+    """Run `%%compute line` over `body` with `names` in the notebook: (value, error)."""
+    shell.user_ns.update(names)
+    result = shell.run_cell(f"%%compute {line}\n{body}")
+    return result.result, result.error_in_exec
+
+
+DOUBLE = ("let y = compute(x) {\n"
+          "    @kernel elementwise\n"
+          "    for i in 0..n:\n"
+          "        out[i] = x[i] * 2.0 + 1.0\n"
+          "}\ny\n")
+
+
+def test_compute_cell_never_reads_a_value_the_notebook_replaced(shell):
+    """A notebook name rebound to something ZynML cannot use (None, a function, bytes)
+    is a type error at the cell's read of it, not a run on the array it held before (the
+    magic skipped such values, so the session's older binding was used)."""
+    value, err = cell(shell, "", DOUBLE, x=np.ones(3, np.float32))
+    assert err is None
+    np.testing.assert_array_equal(value, [3, 3, 3])
+    for bad in (None, lambda: 1, b"x"):
+        value, err = cell(shell, "", DOUBLE, x=bad)
+        assert isinstance(err, ZynMLError) and err.kind == "type", (bad, value)
+        assert (err.line, err.column) == (2, 17)       # `x` in compute(x); line 1: %%compute
+    value, err = cell(shell, "", "let q = s\n", s=2.0)
+    value, err = cell(shell, "", "q + s\n", s=None)
+    assert isinstance(err, ZynMLError) and err.kind == "type"
+    value, err = cell(shell, "", DOUBLE, x=np.arange(3, dtype=np.float32))
+    assert err is None
+    np.testing.assert_array_equal(value, [1, 3, 5])

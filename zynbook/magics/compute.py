@@ -107,16 +107,20 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _notebook_values(shell, names, skip=None) -> dict:
+def _notebook_values(shell, names, skip=None, held=()) -> dict:
     """The notebook's values of `names` that a ZynML cell may bind (arrays and what
-    `bindable` accepts; not IPython's hidden names), but for the names in `skip`."""
+    `bindable` accepts; not IPython's hidden names), but for the names in `skip`. A name
+    the session already holds (`held`) is passed whatever the notebook now holds there
+    (None, a function): the cell must not run on the value the notebook replaced, and
+    the session says why it cannot use the new one."""
     user_ns = shell.user_ns
     hidden = getattr(shell, "user_ns_hidden", {})
     env = {}
     for name in names:
         value = user_ns.get(name, _UNBOUND)
         if value is not _UNBOUND and (skip is None or name not in skip) and \
-                name not in hidden and (type(value) in _ARRAY_TYPES or bindable(value)):
+                name not in hidden and (type(value) in _ARRAY_TYPES or bindable(value)
+                                        or name in held):
             env[name] = value
     return env
 
@@ -157,7 +161,7 @@ class ComputeMagics(Magics):
         """The cell's ZynML source, the names it binds and the notebook values its free
         names bind to (looked up at every run: the notebook may have rebound them)."""
         source, bound, free, _ = _cell_form(cell)
-        return source, bound, _notebook_values(self.shell, free)
+        return source, bound, _notebook_values(self.shell, free, held=self.session.namespace)
 
     @cell_magic
     @no_var_expand
@@ -181,7 +185,7 @@ class ComputeMagics(Magics):
                 if kept is None:
                     kept = {}
                 kept[name] = (value, namespace.get(name, _UNBOUND))
-        env = _notebook_values(shell, free, kept)      # the other names the cell reads
+        env = _notebook_values(shell, free, kept, namespace)   # the other names it reads
         try:
             watched = cell_progress(session)
             try:

@@ -269,6 +269,12 @@ def test_uniform_layout_follows_wgsl_alignment():
     assert np.frombuffer(packed[4:8], "<f4")[0] == 0.5
     with pytest.raises(ZynMLDeviceError):
         rt.pack_uniform([("i32", 2**40)])
+    with pytest.raises(ZynMLDeviceError, match=r"`k` is 1099511627776, past WebGPU's i32"):
+        rt.pack_uniform([("f32", 0.5), ("i32", 2**40)], ["scale", "k"])
+    offsets, size = rt.uniform_layout(["i32", "f64", "f32"])     # f64 scalars: 8 bytes
+    assert offsets == [0, 8, 16] and size == 32
+    packed = rt.pack_uniform([("i32", 1), ("f64", 0.1)])
+    assert np.frombuffer(packed[8:16], "<f8")[0] == 0.1
 
 
 @pytest.mark.parametrize("n", [1, 65535, 65536, 65535 * 3 + 1, 65535 * 65535 + 5])

@@ -107,7 +107,7 @@ def build(program: wgsl.Program, kernel: cir.Kernel, inputs: list, sizes: dict,
 
     data: list = []
     buffers: dict = {}
-    params = rt.pack_uniform(program.param_values(env))
+    params = rt.pack_uniform(program.param_values(env), [f.label for f in program.params])
     buffers["@params"] = {"size": len(params), "data": 0}
     data.append(params)
     for b, a in zip(kernel.inputs, inputs):

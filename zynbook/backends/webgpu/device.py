@@ -354,7 +354,7 @@ class WebGPUDevice(Device):
                 raise ZynMLDeviceError(
                     f"{self.id}: `{b.buffer}` needs {buffers[b.buffer].size} bytes; the adapter "
                     f"binds at most {max_bind} bytes per storage buffer")
-        params = rt.pack_uniform(prog.param_values(env))
+        params = rt.pack_uniform(prog.param_values(env), [f.label for f in prog.params])
         ubuf = self._buffer(len(params), "params",
                             wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
         self.device.queue.write_buffer(ubuf, 0, params)

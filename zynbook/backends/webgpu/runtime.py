@@ -197,17 +197,21 @@ def uniform_layout(types: list) -> tuple:
     return offsets, max(size, 16)
 
 
-def pack_uniform(values: list) -> bytes:
-    """values: [(wgsl type, number)] -> the struct's bytes."""
+def pack_uniform(values: list, names: list | None = None) -> bytes:
+    """values: [(wgsl type, number)] -> the struct's bytes; `names`: the size or scalar
+    each holds (for errors)."""
     offsets, size = uniform_layout([t for t, _ in values])
     buf = bytearray(size)
-    for (t, v), off in zip(values, offsets):
+    for k, ((t, v), off) in enumerate(zip(values, offsets)):
         dt = {"f32": "<f4", "i32": "<i4", "u32": "<u4", "f16": "<f2", "f64": "<f8"}[t]
         if t in ("i32", "u32"):
             iv = int(v)
             lim = (-2**31, 2**31 - 1) if t == "i32" else (0, 2**32 - 1)
             if not lim[0] <= iv <= lim[1]:
-                raise ZynMLDeviceError(f"size or scalar {iv} does not fit the device's {t}")
+                what = f"`{names[k]}`" if names and names[k] else "a size or scalar argument"
+                raise ZynMLDeviceError(f"{what} is {iv}, past WebGPU's {t} ({lim[0]} to "
+                                       f"{lim[1]}); run it on `cpu`, `cpu:native` or a CUDA "
+                                       "device")
             v = iv
         arr = np.array([v], dtype=dt)
         buf[off:off + arr.nbytes] = arr.tobytes()

@@ -89,6 +89,7 @@ class ParamField:
     name: str
     wgsl_type: str          # i32 | u32 | f32 | f64
     value: Callable         # env -> number
+    label: str = ""         # the size or scalar it holds, as the kernel names it (for errors)
 
 
 @dataclass
@@ -268,7 +269,7 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
         where, name = ("sizes", dims[p.name]) if p.kind == "size" else ("scalars", scalars[p.name])
         num = float if p.kind != "size" and wgsl_type in ("f32", "f64") else int
         params.append(ParamField(field_name, wgsl_type,
-                                 lambda env, w=where, n=name, num=num: num(env[w][n])))
+                                 lambda env, w=where, n=name, num=num: num(env[w][n]), name))
     program_bindings = [ProgramBinding(n, name, names.get(role, role), access, elem,
                                        dtype if role in names else "")
                         for n, name, role, access, elem, dtype in bindings]

@@ -473,3 +473,19 @@ def test_adamw_step_refuses_one_buffer_for_two_states(same, device):
         dev.adamw_step(args[0], dev.upload([1.0, 1.0]), args[1], args[2], 0.1, 0.9, 0.99,
                        1e-8, 0.0, 1)
     np.testing.assert_array_equal(dev.download(p), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("targets, pad", [([1, 7, 0], 99), ([U32_MAX, 3], 5),
+                                          ([2 ** 31 + 1, U32_MAX], U32_MAX)])
+def test_cross_entropy_target_past_the_vocabulary_is_named(targets, pad, device):
+    # the error was the kernel's index error on its `logits`, a target past 2^31 shown as a
+    # negative index
+    dev = zynbook.device(device)
+    n = len(targets)
+    top = max(t for t in targets if t != pad)
+    with pytest.raises(zynbook.ZynMLRuntimeError) as info:
+        dev.cross_entropy_forward_backward(dev.upload(np.zeros(n * 5)), dev.upload_u32(targets),
+                                           n, 5, pad)
+    assert info.value.message == (f"cross_entropy_forward_backward(): target {top} is outside "
+                                  f"the vocabulary of vocab_size = 5 (and is not pad_id = {pad})")

@@ -463,6 +463,12 @@ class Device(FusedOps):
         tt = self._need(targets, n, "targets", "n_positions", op, dtype="u32")
         halves = {"pad_hi": pad >> 16, "pad_lo": pad & 0xFFFF}
         count = float(self._run(K.CE_COUNT, targets=tt, **halves))
+        # the kernel's own index error named an internal buffer, and a target past 2^31 as
+        # a negative index
+        top = int(self._run(K.CE_MAX_TARGET, targets=tt, **halves))
+        if top >= v:
+            raise ZynMLRuntimeError(f"{op}(): target {top} is outside the vocabulary of "
+                                    f"vocab_size = {v} (and is not pad_id = {pad})")
         loss, grad = self._run(K.CE_FORWARD_BACKWARD, logits=_reshape(tl, (n, v)), targets=tt,
                                count=max(count, 1.0), **halves)
         return float(loss), self._wrap(grad)

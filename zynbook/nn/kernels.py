@@ -242,6 +242,15 @@ CE_COUNT = f"""let y = compute(targets) {{
 y
 """
 
+# the largest target that is not the pad id (0 where every one is)
+CE_MAX_TARGET = f"""let y = compute(targets) {{
+    @kernel reduce(max)
+    for r in 0..rows:
+        yield targets[r] * u32({CE_KEEP})
+}}
+y
+"""
+
 CE_FORWARD_BACKWARD = f"""let loss_rows = compute(logits, targets) {{
     for r in 0..rows:
         var m = -inf

@@ -95,3 +95,48 @@ def test_compute_cell_never_reads_a_value_the_notebook_replaced(shell):
     value, err = cell(shell, "", DOUBLE, x=np.arange(3, dtype=np.float32))
     assert err is None
     np.testing.assert_array_equal(value, [1, 3, 5])
+
+
+# ------------------------------------------------------------------ the Jupyter kernel
+
+@pytest.fixture(scope="module")
+def kc():
+    pytest.importorskip("ipykernel")
+    from jupyter_client.manager import start_new_kernel
+    from test_kernel_support import install_kernelspec
+
+    install_kernelspec()
+    km, client = start_new_kernel(kernel_name="zynml", startup_timeout=60)
+    try:
+        yield client
+    finally:
+        client.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def kernel_run(kc, code):
+    """(status, the error's evalue or None, the text/plain results) of a kernel cell."""
+    from test_kernel_support import errors_of, execute, results_of
+
+    reply, outputs = execute(kc, code)
+    errors = errors_of(outputs)
+    for err in errors:       # a user's mistake shows no Python stack
+        assert err["ename"].startswith("ZynML"), err
+        assert "Traceback" not in "\n".join(err["traceback"])
+    text = [r.get("text/plain", "") for r in results_of(outputs)]
+    return reply["status"], errors[0]["evalue"] if errors else None, text
+
+
+def test_kernel_cell_never_reads_a_value_python_replaced(kc):
+    """`%python x = None` (or a function) after ZynML read `x` is a type error where the
+    ZynML reads it again, not a run on the array Python held before."""
+    status, _, text = kernel_run(kc, "%python import numpy as np\n"
+                                     "%python x = np.ones(3, dtype=np.float32)\n"
+                                     "let y = x * 2.0\ny")
+    assert status == "ok" and "[2. 2. 2.]" in text[0]
+    for value in ("None", "lambda: 1"):
+        status, evalue, _ = kernel_run(kc, f"%python x = {value}\nlet y = x * 2.0\ny")
+        assert status == "error" and "(line 2, column 9)" in evalue, evalue
+    status, _, text = kernel_run(kc, "%python x = np.arange(3, dtype=np.float32)\n"
+                                     "let y = x * 2.0\ny")
+    assert status == "ok" and "[0. 2. 4.]" in text[0]

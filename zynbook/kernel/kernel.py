@@ -98,7 +98,10 @@ class ZynMLRunner:
             if link is not None and (value is link[1] or (
                     value is link[0] and self.session.namespace.get(name) is link[1])):
                 continue
-            if bindable(value):
+            # a name the session holds is passed whatever Python now holds there (None, a
+            # function): the ZynML must not run on the value Python replaced, and the
+            # session says why it cannot use the new one
+            if bindable(value) or name in self.session.namespace:
                 env[name] = value
         return env
 

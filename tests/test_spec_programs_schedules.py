@@ -43,6 +43,20 @@ def _gelu(z):
     return z * 0.5 * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))
 
 
+def _bf16(x):
+    """f32 to bf16 (to nearest, ties to even), held in f32."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+
+
+def _f16_running_dot(a, b):
+    """a @ b summed in an f16 accumulator rounded at every step, the products in f32."""
+    out = np.zeros((a.shape[0], b.shape[1]), np.float16)
+    for k in range(a.shape[1]):
+        out = (out.astype(np.float32) + np.outer(a[:, k], b[k])).astype(np.float16)
+    return out
+
+
 def _softmax(s):
     e = np.exp(s - s.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
@@ -225,6 +239,45 @@ let y = compute(G) {
 }
 y
 """, {"G": G}, G @ G.T, "f32", "contraction", "gemm")
+    # `@kernel matmul` bodies that accumulate products in other words: the sum in either
+    # order, the product in a `let`, a typed accumulator (each was refused with "this body
+    # has no loop accumulating products")
+    A, B = _f32(40, 33), _f32(33, 36)
+    c["matmul_product_held_in_a_let_bf16_epilogue"] = ("""
+let y = compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc = 0.0
+        for k in 0..K:
+            let p = A[i, k] * B[k, j]
+            acc += p
+        out[i, j] = f32(bf16(acc))
+}
+y
+""", {"A": A, "B": B}, _bf16(A @ B), "f32", "contraction", "gemm")
+    c["matmul_accumulator_added_last"] = ("""
+let y = compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc = 0.0
+        for k in 0..K:
+            acc = A[i, k] * B[k, j] + acc
+        out[i, j] = acc
+}
+y
+""", {"A": A, "B": B}, A @ B, "f32", "contraction", "gemm")
+    a, b = _f32(5, 33), _f32(33, 4)
+    c["matmul_into_an_f16_accumulator"] = ("""
+let y = compute(a, b) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc: f16 = 0.0
+        for k in 0..K:
+            acc += a[i, k] * b[k, j]
+        out[i, j] = acc
+}
+y
+""", {"a": a, "b": b}, _f16_running_dot(a, b), "f16", "reduction", "generic")
     # --------------------------------------------------------------- reduce
     x = _f32(1025, 3)
     c["reduce_sum_over_the_first_axis"] = ("""

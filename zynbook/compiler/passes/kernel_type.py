@@ -56,12 +56,8 @@ def verify_kernel_shape(kt: cir.KernelType, body) -> None:
             refuse(f"the loop over `{serial[0].var}` (line {serial[0].line}) runs in order "
                    "(it carries a value or writes no part of out of its own)")
     if kind in ("matmul", "batched_matmul", "conv2d", "conv2d_depthwise"):
-        accumulates = any(
-            isinstance(n, cir.Loop) and not n.parallel and any(
-                isinstance(m, cir.Assign) and isinstance(m.value, cir.Bin) and m.value.op == "+"
-                and any(isinstance(t, cir.Bin) and t.op == "*" for t in cir.walk(m.value.right))
-                for m in cir.walk(n.body))
-            for n in loops)
+        accumulates = any(isinstance(n, cir.Loop) and not n.parallel and _accumulates_products(n)
+                          for n in loops)
         if not accumulates:
             refuse("this body has no loop accumulating products")
         need = 3 if kind == "batched_matmul" else 2
@@ -70,3 +66,28 @@ def verify_kernel_shape(kt: cir.KernelType, body) -> None:
             refuse(f"it has {len(parallel)} parallel loop(s)")
     if kind != "reduce" and not stores:
         refuse("this body never writes out")
+
+
+def _accumulates_products(loop: cir.Loop) -> bool:
+    """Whether the loop's body adds a product in an assignment: `acc += a * b`, also written
+    `acc = a * b + acc`, under the cast of a typed var (`var acc: f16`), or adding a `let`
+    that holds the product."""
+    lets = {n.name: n.value for n in cir.walk(loop.body) if isinstance(n, cir.Let) and not n.mutable}
+
+    def has_product(e, seen=()):
+        for t in cir.walk(e):
+            if isinstance(t, cir.Bin) and t.op == "*":
+                return True
+            if isinstance(t, cir.Var) and t.name in lets and t.name not in seen and \
+                    has_product(lets[t.name], seen + (t.name,)):
+                return True
+        return False
+
+    for m in cir.walk(loop.body):
+        if isinstance(m, cir.Assign):
+            v = m.value
+            while isinstance(v, cir.Cast):
+                v = v.operand
+            if isinstance(v, cir.Bin) and v.op == "+" and (has_product(v.left) or has_product(v.right)):
+                return True
+    return False

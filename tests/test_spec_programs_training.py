@@ -489,3 +489,29 @@ def test_cross_entropy_target_past_the_vocabulary_is_named(targets, pad, device)
                                            n, 5, pad)
     assert info.value.message == (f"cross_entropy_forward_backward(): target {top} is outside "
                                   f"the vocabulary of vocab_size = 5 (and is not pad_id = {pad})")
+
+
+# ------------------------------------------------------------------ the fused ops' training
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rows, cols, p", [(1, 1, 0.0), (3, 77, np.float32(0.3)),
+                                           (2, 130, np.float64(0.9))])
+def test_softmax_dropout_and_its_backward_equal_torch(rows, cols, p, device):
+    """The mask is Philox-4x32-10's word 0 at counter (element, offset, 0, 0), top 24 bits
+    scaled by 2^-24, kept where >= p (the fused-op library's text); a numpy float p is
+    a probability like a Python one (np.float32 was refused as outside [0, 1))."""
+    from zynbook.nn.fused import philox_reference
+    dev = zynbook.device(device)
+    seed, offset = 12345678901, 7
+    x, g = _f32(rows, cols), _f32(rows, cols)
+    words = [philox_reference([e, offset, 0, 0], [seed & 0xFFFFFFFF, seed >> 32])[0]
+             for e in range(rows * cols)]
+    keep = (np.array(words) >> 8) * 2.0 ** -24 >= float(p)
+    mask = torch.tensor(keep.reshape(rows, cols), dtype=torch.float64)
+    xt = _leaf(x)
+    y = torch.softmax(xt, -1) * mask / (1 - float(p))
+    y.backward(torch.tensor(g, dtype=torch.float64))
+    out = dev.softmax_dropout(dev.upload(x), rows, cols, p, seed, offset)
+    dx = dev.softmax_dropout_backward(dev.upload(x), dev.upload(g), rows, cols, p, seed, offset)
+    assert_close(_got(dev, out), y.detach().numpy().ravel(), "f32", "reduction")
+    assert_close(_got(dev, dx), xt.grad.numpy().ravel(), "f32", "reduction")

@@ -380,7 +380,9 @@ class FusedOps:
 
     @staticmethod
     def _p(p, op):
-        if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 <= p < 1.0:
+        # numpy's numbers as Python's (np.float32(0.1) was refused as outside [0, 1))
+        if not isinstance(p, (int, float, np.integer, np.floating)) or isinstance(p, bool) \
+                or not 0.0 <= p < 1.0:
             raise ZynMLTypeError(f"{op}(): the drop probability p is in [0, 1), not {p!r}")
         return float(p)
 

@@ -46,6 +46,66 @@ def test_a_loop_step_given_by_the_host_must_be_positive(device):
     np.testing.assert_array_equal(np.asarray(got), [0, 0, 2, 0, 4, 0])
 
 
+# ------------------------------------------------------------------------ annotations
+
+def block(annotation, body="out[i] = x[i]", outside=""):
+    """A one-loop block over `x` with `annotation` as its first body line (line 2)."""
+    return (f"let y = compute(x){outside} {{\n"
+            f"    {annotation}\n"
+            f"    for i in 0..n:\n"
+            f"        {body}\n"
+            "}\ny\n")
+
+
+X6 = np.arange(6, dtype=np.float32)
+
+
+@pytest.mark.parametrize("annotation,column,words", [
+    ('@shared("a")', 13, "size in bytes"),          # a string, a float: accepted and unused
+    ("@shared(1.5)", 13, "size in bytes"),
+    ("@tile(block=4, block=8)", 20, "`block` is given twice"),     # the first was dropped
+    ("@broadcast(x, axis=0, axis=0)", 27, "`axis` is given twice"),
+])
+def test_annotation_arguments_that_are_not_what_the_annotation_takes(annotation, column, words):
+    err = raises("type", block(annotation), 2, column, x=X6)
+    assert words in err.message
+
+
+def test_kernel_parameters_are_integers_in_their_range():
+    """reduce's axis= and conv2d's stride= and padding= are integers (an axis of 0.5 was
+    taken as 0, a stride of 1.5 or 0 ignored or reported as an undefined out_h, a padding
+    of -5 as an output of -3 rows), each given once."""
+    src = block("@kernel reduce(+, axis=0.5)", "yield x[i]")
+    assert "axis" in raises("type", src, 2, 28, x=X6).message
+    raises("type", block("@kernel reduce(+, axis=0, axis=0)", "yield x[i]"), 2, 31, x=X6)
+    conv = ("let y = compute(input, kernel) {{\n"
+            "    @kernel conv2d({params})\n"
+            "    for b in 0..batch, oc in 0..out_channels:\n"
+            "        for oh in 0..out_h, ow in 0..out_w:\n"
+            "            var sum = 0.0\n"
+            "            for ic in 0..in_channels:\n"
+            "                for kh in 0..kernel_h, kw in 0..kernel_w:\n"
+            "                    let ih = oh * stride + kh - padding\n"
+            "                    let iw = ow * stride + kw - padding\n"
+            "                    if ih >= 0 and ih < in_h and iw >= 0 and iw < in_w:\n"
+            "                        sum += input[b, ic, ih, iw] * kernel[oc, ic, kh, kw]\n"
+            "            out[b, oc, oh, ow] = sum\n"
+            "}}\ny\n")
+    data = dict(input=np.ones((1, 2, 9, 9), np.float32), kernel=np.ones((4, 2, 3, 3), np.float32))
+    for params, column in (("stride=1.5, padding=1", 27), ("stride=0, padding=1", 27),
+                           ("stride=1, padding=-5", 38)):
+        err = raises("type", conv.format(params=params), 2, column, **data)
+        assert params.split(", ")[0 if column == 27 else 1].split("=")[0] in err.message
+    got = zynbook.Session("cpu").run(conv.format(params="stride=2, padding=1"), **data)
+    assert np.asarray(got).shape == (1, 4, 5, 5)
+
+
+def test_barrier_used_as_a_value_says_it_is_a_statement():
+    """(It said "unknown function `barrier`; did you mean `barrier`?".)"""
+    err = raises("type", block("@kernel elementwise", "out[i] = barrier()"), 4, 18, x=X6)
+    assert "statement" in err.message and "did you mean" not in err.message
+
+
 # --------------------------------------------------------------------------- %%compute
 
 @pytest.fixture

@@ -189,6 +189,7 @@ class _Lowering:
             raise ZynMLTypeError(f"@{ann.name} is given twice", ann.span)
         if ann.name in ("async", "autotune", "nofuse") and (ann.args or ann.kwargs):
             raise ZynMLTypeError(f"@{ann.name} takes no arguments", ann.span)
+        _distinct_keywords(list(ann.kwargs) + list(ann.kernel_kwargs or ()))
         if ann.name == "broadcast":
             self.annotations.setdefault("broadcast", []).append(ann)
         else:
@@ -270,6 +271,11 @@ class _Lowering:
             value = kw.value.value if isinstance(kw.value, A.Number) else -kw.value.operand.value
             if kind == "reduce" and kw.name != "axis":
                 raise ZynMLTypeError(f"reduce has no parameter `{kw.name}` (only axis=)", kw.span)
+            least = _INT_KERNEL_PARAMS.get((kind, kw.name))
+            if least is not None and (not isinstance(value, int) or value < least):
+                raise ZynMLTypeError(f"{kw.name}= of @kernel {kind} is an integer"
+                                     f"{'' if least < -1 else f' at least {least}'}, not {value}",
+                                     kw.value.span)
             params[kw.name] = value
         return cir.KernelType(kind, tuple(sorted(params.items())), ann.kernel_span)
 
@@ -298,6 +304,9 @@ class _Lowering:
             if len(ann.args) != 1:
                 raise ZynMLTypeError("@shared takes one size in bytes: @shared(16 * 16 * 4)",
                                      ann.span)
+            if not _size_expression(ann.args[0]):
+                raise ZynMLTypeError("@shared takes one size in bytes: @shared(16 * 16 * 4)",
+                                     ann.args[0].span)
             # a size expression over named sizes is a hint we cannot price yet: keep none
             if _const_int(ann.args[0]) is not None:
                 shared = self._positive_const(ann.args[0], "@shared", at=ann)
@@ -877,6 +886,9 @@ class _Lowering:
         fn = e.func.id
         if self.lookup(fn) is not None:
             raise ZynMLTypeError(f"`{fn}` is a value, not a function", e.func.span)
+        if fn == "barrier":
+            raise ZynMLTypeError("barrier() is a statement of its own; it has no value", e.span)
+        _distinct_keywords(e.kwargs)
         if fn == "reduce":
             return self.reduce_call(e)
         if e.kwargs and fn not in ("zeros", "ones"):
@@ -1203,6 +1215,35 @@ def _dim_value(d):
 def _shape_text(shape) -> str:
     return "[" + ", ".join(cir.format_expr(d) if isinstance(d, cir.Expr) else str(d)
                            for d in shape) + "]"
+
+
+# kernel parameters that are integers, with their least value (axis counts from the end
+# when negative)
+_INT_KERNEL_PARAMS = {("reduce", "axis"): -2**31, ("conv2d", "stride"): 1,
+                      ("conv2d", "padding"): 0, ("conv2d_depthwise", "stride"): 1,
+                      ("conv2d_depthwise", "padding"): 0}
+
+
+def _distinct_keywords(kwargs) -> None:
+    seen = set()
+    for kw in kwargs:
+        if kw.name in seen:
+            raise ZynMLTypeError(f"`{kw.name}` is given twice", kw.span)
+        seen.add(kw.name)
+
+
+def _size_expression(e) -> bool:
+    """Integers, size literals and names combined by + - * / % (a number of bytes)."""
+    if isinstance(e, A.Number):
+        return isinstance(e.value, int)
+    if isinstance(e, (A.Name, A.Size, A.Attr)):
+        return True
+    if isinstance(e, A.UnaryOp):
+        return e.op == "neg" and _size_expression(e.operand)
+    if isinstance(e, A.BinOp):
+        return e.op in ("+", "-", "*", "/", "%") and _size_expression(e.left) and \
+            _size_expression(e.right)
+    return False
 
 
 def _const_int(e, allow_names=False):

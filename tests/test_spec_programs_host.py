@@ -335,13 +335,15 @@ F64_SCALE = ("let y = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\
              "        out[i] = h32[i] * scale\n}\n"
              "let m = compute(x, h32) {\n    @kernel elementwise\n    for i in 0..n:\n"
              "        out[i] = x[i] * scale + h32[i] * scale\n}\n"
-             "[y, b, h, m]\n")
+             "let d = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n"
+             "        let third = scale / 3.0\n        out[i] = x[i] * third\n}\n"
+             "[y, b, h, m, d]\n")
 
 
 def _f64_scale_want(x, h32, scale):
     """numpy's answer: a Python float meeting f64 is f64, meeting f32 it is f32."""
     return (x * scale + (1.0 - scale) * 2.0, x > scale, h32 * np.float32(scale),
-            x * scale + h32 * np.float32(scale))
+            x * scale + h32 * np.float32(scale), x * (scale / 3.0))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -362,13 +364,14 @@ def test_a_host_float_in_an_f64_kernel_keeps_f64_precision(device):
                 run(src, device, x=x, h32=h32, **env)
             assert info.value.kind == "device" and "shader-f64" in info.value.message
             continue
-        y, b, h, m = (np.asarray(v) for v in run(src, device, x=x, h32=h32, **env))
-        want_y, want_b, want_h, want_m = _f64_scale_want(x, h32, 0.1)
+        y, b, h, m, d = (np.asarray(v) for v in run(src, device, x=x, h32=h32, **env))
+        want_y, want_b, want_h, want_m, want_d = _f64_scale_want(x, h32, 0.1)
         assert y.dtype == np.float64 and h.dtype == np.float32
         np.testing.assert_allclose(y, want_y, rtol=1e-15, atol=0)
         np.testing.assert_array_equal(b, want_b)
         np.testing.assert_array_equal(h, want_h)
         np.testing.assert_allclose(m, want_m, rtol=1e-15, atol=0)
+        np.testing.assert_allclose(d, want_d, rtol=1e-15, atol=0)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -4,9 +4,11 @@ A host float (`let scale = 0.1`, a Python float given to `Session.run`) is an f3
 argument, so `x[i] * scale` on f32 `x` stays f32 as numpy computes it. Beside f64 data
 numpy reads the Python float as f64, so here a scalar argument of f32 (and the arithmetic
 on it with literals: `1.0 - scale`) that meets an f64 value (an f64 operation, comparison,
-call, select, cast, or a store into an f64 output or local) is read as f64: the argument
-becomes f64 and its f32 reads, where it has any, read `f32(scale)`. An f32 kernel is left
-as it was. (Passing the f32 argument and widening it gave 0.30000000447 for `3 * 0.1`.)
+call, select, cast, or a store into an f64 output or local) is read as f64, and so is a
+`let` holding such arithmetic (`let inv = 1.0 / scale`): the argument (the local) becomes
+f64, and its f32 reads, where it has any, read it rounded to f32 (`f32(scale)`, the value
+the f32 argument held). An f32 kernel is left as it was. (Passing the f32 argument and
+widening it gave 0.30000000447 for `3 * 0.1`.)
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ def f64_scalars(kernel: cir.Kernel) -> cir.Kernel:
     floats = {s.name for s in kernel.scalars if s.dtype == "f32"}
     if not floats:
         return kernel
-    wide: set = set()           # the scalars read as f64 somewhere
+    wide: set = set()           # the scalars (and locals holding them) read as f64 somewhere
 
     def host(e) -> bool:
         """`e` is an f32 value computed from host floats and literals (sizes may take part)."""
@@ -92,6 +94,8 @@ def f64_scalars(kernel: cir.Kernel) -> cir.Kernel:
                 if wide_local:
                     f64_locals.add(s.name)
                 s = replace(s, value=meet(expr(s.value), wide_local))
+                if not s.mutable and host(s.value):
+                    floats.add(s.name)      # `let inv = 1.0 / scale`: read as scale is
             elif isinstance(s, cir.Assign):
                 s = replace(s, value=meet(expr(s.value), s.name in f64_locals))
             elif isinstance(s, cir.Store):
@@ -113,8 +117,28 @@ def f64_scalars(kernel: cir.Kernel) -> cir.Kernel:
     body = stmts(kernel.body)
     if not wide:
         return kernel
-    # the scalar is passed as f64; where it is still read as f32 it reads f32(scale), the
-    # value the f32 argument held
+
+    def widen_lets(body):
+        """`body` with the `let`s of widened locals computed in f64 (which may widen the
+        scalars and locals their values read)."""
+        out = []
+        for s in body:
+            if isinstance(s, cir.Let) and s.name in wide and s.value.ty == F32:
+                s = replace(s, value=widened(s.value))
+            elif isinstance(s, cir.Loop):
+                s = replace(s, body=widen_lets(s.body))
+            elif isinstance(s, cir.If):
+                s = replace(s, then=widen_lets(s.then), orelse=widen_lets(s.orelse))
+            out.append(s)
+        return tuple(out)
+
+    while True:             # a widened local's value may read an earlier one
+        seen = set(wide)
+        body = widen_lets(body)
+        if wide == seen:
+            break
+    # the scalar is passed as f64 (a local holds f64); where it is still read as f32 it
+    # reads f32(scale), the value the f32 argument held
 
     def narrow(e):
         if isinstance(e, cir.Var):

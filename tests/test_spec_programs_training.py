@@ -515,3 +515,53 @@ def test_softmax_dropout_and_its_backward_equal_torch(rows, cols, p, device):
     dx = dev.softmax_dropout_backward(dev.upload(x), dev.upload(g), rows, cols, p, seed, offset)
     assert_close(_got(dev, out), y.detach().numpy().ravel(), "f32", "reduction")
     assert_close(_got(dev, dx), xt.grad.numpy().ravel(), "f32", "reduction")
+
+
+# ------------------------------------------------------------------ safetensors weights
+
+def _safetensors(path, header, data):
+    import json
+    import struct
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+    return path
+
+
+@pytest.mark.parametrize("entry, nbytes, why", [
+    ({"dtype": "F32", "shape": [1], "data_offsets": [0, 6]}, 8, "holds 6 bytes"),
+    ({"dtype": "BF16", "shape": [2], "data_offsets": [0, 3]}, 4, "holds 3 bytes"),
+    ({"dtype": "F16", "shape": [3], "data_offsets": [0, 4]}, 4, "holds 4 bytes"),
+    ({"dtype": "F32", "shape": [2], "data_offsets": [0, "x"]}, 8, "lacks dtype"),
+    ({"dtype": "F32", "shape": [-2, -1], "data_offsets": [0, 8]}, 8, "lacks dtype"),
+    ({"dtype": ["F32"], "shape": [2], "data_offsets": [0, 8]}, 8, "lacks dtype"),
+])
+def test_a_damaged_weights_file_is_a_runtime_error(tmp_path, entry, nbytes, why):
+    # byte counts that do not fit the dtype, offsets that are not numbers and negative
+    # dimensions were numpy's ValueError or a TypeError
+    path = _safetensors(tmp_path / "w.safetensors", {"w": entry}, bytes(nbytes))
+    with pytest.raises(zynbook.ZynMLRuntimeError, match=f"is not a safetensors file: .*{why}"):
+        zynbook.load_weights(path)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bf16_and_f16_weights_train_as_torch_reads_them(tmp_path, device):
+    """BF16 and F16 tensors of a safetensors file (the bits torch writes) load as their
+    values, and one AdamW step on them equals torch's on the same values."""
+    w16 = torch.tensor(_f32(3, 5), dtype=torch.bfloat16)
+    h16 = torch.tensor(_f32(7), dtype=torch.float16)
+    data = w16.view(torch.int16).numpy().tobytes() + h16.numpy().tobytes()
+    path = _safetensors(tmp_path / "w.safetensors",
+                        {"w": {"dtype": "BF16", "shape": [3, 5], "data_offsets": [0, 30]},
+                         "h": {"dtype": "F16", "shape": [7], "data_offsets": [30, 44]}}, data)
+    weights = zynbook.load_weights(path)
+    dev = zynbook.device(device)
+    for name, t in (("w", w16), ("h", h16)):
+        value = t.double()
+        np.testing.assert_array_equal(weights[name].numpy().astype(np.float64), value.numpy())
+        g = _f32(*t.shape)
+        param = value.clone().requires_grad_(True)
+        param.grad = torch.tensor(g, dtype=torch.float64)
+        torch.optim.AdamW([param], lr=0.01).step()
+        p, m, v = dev.upload(weights[name].numpy()), dev.alloc(t.numel()), dev.alloc(t.numel())
+        dev.adamw_step(p, dev.upload(g), m, v, 0.01, 0.9, 0.999, 1e-8, 0.01, 1)
+        assert_close(_got(dev, p), param.detach().numpy().ravel(), "f32", "reduction")

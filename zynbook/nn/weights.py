@@ -56,22 +56,27 @@ def read_safetensors(path) -> tuple[dict, dict]:
         try:
             dtype, shape, (begin, end) = info["dtype"], info["shape"], info["data_offsets"]
             shape = [int(d) for d in shape]
+            begin, end = int(begin), int(end)
+            if not isinstance(dtype, str) or any(d < 0 for d in shape):
+                raise ValueError
         except (KeyError, TypeError, ValueError):
             raise _bad(path, f"the entry of `{name}` lacks dtype, shape or data_offsets") \
                 from None
         if not 0 <= begin <= end <= len(data):
             raise _bad(path, f"the bytes of `{name}` lie outside the file")
+        if dtype != "BF16" and dtype not in _DTYPES:
+            raise ZynMLTypeError(f"{os.fspath(path)}: `{name}` has dtype {dtype}, which "
+                                 f"ZynBook does not read (it reads {', '.join(_DTYPES)}, BF16)")
+        # a byte count that does not fit the shape (numpy's ValueError reached the caller)
+        itemsize = 2 if dtype == "BF16" else np.dtype(_DTYPES[dtype]).itemsize
+        if end - begin != int(np.prod(shape)) * itemsize:
+            raise _bad(path, f"`{name}` holds {end - begin} bytes, its shape {shape} of "
+                             f"{dtype} needs {int(np.prod(shape)) * itemsize}")
         if dtype == "BF16":
             bits = np.frombuffer(data[begin:end], "<u2").astype(np.uint32) << 16
             arr = bits.view(np.float32)
-        elif dtype in _DTYPES:
-            arr = np.frombuffer(data[begin:end], _DTYPES[dtype]).copy()
         else:
-            raise ZynMLTypeError(f"{os.fspath(path)}: `{name}` has dtype {dtype}, which "
-                                 f"ZynBook does not read (it reads {', '.join(_DTYPES)}, BF16)")
-        if arr.size != int(np.prod(shape)):
-            raise _bad(path, f"`{name}` holds {arr.size} values, its shape {shape} needs "
-                             f"{int(np.prod(shape))}")
+            arr = np.frombuffer(data[begin:end], _DTYPES[dtype]).copy()
         out[name] = arr.reshape(shape)
     return out, meta
 

@@ -523,6 +523,34 @@ let y = compute(x) {
 }
 y
 """, {"x": x}, (x >= x.max(1, keepdims=True)).astype(np.int32), "i32", "exact", "rows")
+    # `shared` as a name where no `shared var` declaration starts (it was a syntax error at
+    # `shared += ...`, after `var shared = 0.0` had been accepted)
+    x = _f32(4, 300)
+    c["rows_sum_into_a_var_named_shared"] = ("""
+let y = compute(x) {
+    for r in 0..R:
+        var shared = 0.0
+        for c in 0..C:
+            shared += x[r, c]
+        for c in 0..C:
+            out[r, c] = x[r, c] - shared / C
+}
+y
+""", {"x": x}, x - x.mean(1, keepdims=True), "f32", "reduction", "rows")
+    x = _f32(5, 33)
+    c["block_shared_array_named_shared_workgroup_of_7"] = ("""
+let y = compute(x) {
+    @workgroup(7)
+    for shared in 0..R:
+        shared var shared_row[C]: f16
+        for var in 0..C:
+            shared_row[var] = x[shared, var] * 2.0
+        barrier()
+        for var in 0..C:
+            out[shared, var] = f32(shared_row[C - 1 - var])
+}
+y
+""", {"x": x}, (x * 2).astype(np.float16).astype(np.float32)[:, ::-1], "f32", "exact", "block")
     # --------------------------------------------------------------- vector
     x, v = _f32(3, 36), _f32(36)
     c["vector_loop_variables_as_values"] = ("""

@@ -173,7 +173,7 @@ class ToAst(Transformer):
         return A.Return(c[0] if c else None, span=_span(meta))
 
     def shared_stmt(self, meta, c):
-        _, name, dims, typ = c
+        name, dims, typ = c[-3:]
         return A.SharedVar(name.id, dims, typ, span=_span(meta))
 
     def ellipsis_stmt(self, meta, c):

@@ -46,7 +46,7 @@ PART2=(tests/test_recognise.py tests/test_device_interface.py tests/test_fused_o
        tests/test_differential.py tests/test_device_builtins.py tests/test_checkpointing.py
        tests/test_data_parallel.py tests/test_launch_cache.py tests/test_fusion.py
        tests/test_autotune.py tests/test_tile_schedule.py tests/test_attention_schedule.py
-       tests/test_cuda_graphs_gpu.py)
+       tests/test_cuda_graphs_gpu.py tests/test_torch_cuda_inputs.py)
 # the tensor-core schedules (GEMM, warpgroup MMAs, convolutions, attention) and what feeds them
 PART3=(tests/test_gemm_schedule.py tests/test_gemm_wgmma.py tests/test_gemm_tma.py tests/test_conv_gemm.py
        tests/test_attention_mma.py tests/test_attention_wgmma.py tests/test_fission.py tests/test_traces.py)

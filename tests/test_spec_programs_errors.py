@@ -46,6 +46,30 @@ def test_a_loop_step_given_by_the_host_must_be_positive(device):
     np.testing.assert_array_equal(np.asarray(got), [0, 0, 2, 0, 4, 0])
 
 
+# ------------------------------------------------------------------------- host data
+
+WEBGPU = [d["id"] for d in zynbook.compute_devices()
+          if d.get("backend") in ("vulkan", "gl", "metal", "dx12")]
+
+DOUBLE_BLOCK = ("let y = compute(x) {\n"
+                "    @kernel elementwise\n"
+                "    for i in 0..n:\n"
+                "        out[i] = x[i] * 2.0 + 1.0\n"
+                "}\ny\n")
+
+
+@pytest.mark.parametrize("device", WEBGPU)
+def test_what_a_webgpu_device_cannot_hold_is_refused_at_the_block(device):
+    """u64 values past 32 bits, and f64 where the adapter lacks shader-f64, are device errors
+    with the caret under the block's `compute` (they pointed at column 1, the `let`)."""
+    err = raises("device", DOUBLE_BLOCK, 1, 9, device, x=np.array([2**63 + 5, 1], np.uint64))
+    assert "u32" in err.message
+    info = next(d for d in zynbook.compute_devices() if d["id"] == device)
+    if "shader-f64" not in info.get("features", []):
+        err = raises("device", DOUBLE_BLOCK, 1, 9, device, x=np.arange(4, dtype=np.float64))
+        assert "shader-f64" in err.message
+
+
 # ------------------------------------------------------------------------ annotations
 
 def block(annotation, body="out[i] = x[i]", outside=""):

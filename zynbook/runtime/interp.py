@@ -1238,12 +1238,13 @@ class Interpreter:
                 commit=False, plan=None, fusion=None, source=None):
         if plan is None:            # a part of a block split across devices
             plan = BlockPlan(lowered, sizes)
-        arrays = []
-        for t in inputs:
-            arrays.append(t.data if t.device == device.id else device.from_host(t.numpy()))
         # what is running now, for progress displays (zynbook/kernel/progress.py)
         self.session.activity = (lowered.kernel.name, device.id)
         try:
+            # an input the device cannot hold (u64 values past WebGPU's u32) is refused at
+            # the block, as its launch's errors are
+            arrays = [t.data if t.device == device.id else device.from_host(t.numpy())
+                      for t in inputs]
             if in_background and hasattr(device, "launch_async"):
                 # the device reads the output back asynchronously (WebGPU buffer mapping)
                 out, launch = device.launch_async(lowered.kernel, arrays, sizes, scalars).result()

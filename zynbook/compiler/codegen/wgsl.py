@@ -166,7 +166,10 @@ def _refuse_f64(kernel: cir.Kernel, options: WGSLOptions) -> bool:
     if not where and not scal and not any(isinstance(n, cir.Expr) and n.ty.dtype == "f64"
                                           for n in cir.walk(kernel.body)):
         return False
-    span = Span(kernel.first_line, 1) if kernel.first_line else None
+    # at the block: its `compute` keyword on its first line
+    first = kernel.source.splitlines()[0] if kernel.source else ""
+    span = Span(kernel.first_line, first.find("compute") + 1 if "compute" in first else
+                len(first) - len(first.lstrip()) + 1) if kernel.first_line else None
     what = ", ".join(where + scal) or "a value"
     if not options.f64:
         raise ZynMLDeviceError(

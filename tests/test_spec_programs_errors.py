@@ -46,6 +46,18 @@ def test_a_loop_step_given_by_the_host_must_be_positive(device):
     np.testing.assert_array_equal(np.asarray(got), [0, 0, 2, 0, 4, 0])
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_output_of_negative_size_points_at_the_block(device):
+    """A host int bound below 0 gives `out` a negative axis: a shape error with the caret
+    under the block's `compute` (it was under the `let`)."""
+    src = ("let y = compute(x) {\n"
+           "    for i in 0..k:\n"
+           "        out[i] = x[i]\n"
+           "}\ny\n")
+    err = raises("shape", src, 1, 9, device, x=np.ones(3, np.float32), k=-2)
+    assert "-2 elements" in err.message
+
+
 # ------------------------------------------------------------------------- host data
 
 WEBGPU = [d["id"] for d in zynbook.compute_devices()

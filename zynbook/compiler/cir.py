@@ -488,6 +488,16 @@ def eval_expr_static(e, sizes: dict):
     raise TypeError(f"not a static size expression: {format_expr(e)}")
 
 
+def block_span(kernel: "Kernel"):
+    """Where an error about a whole block points: its `compute` on its first line."""
+    from ..errors import Span
+    if not kernel.first_line:
+        return None
+    first = kernel.source.splitlines()[0] if kernel.source else ""
+    at = first.find("compute")
+    return Span(kernel.first_line, at + 1 if at >= 0 else len(first) - len(first.lstrip()) + 1)
+
+
 def check_loop_steps(kernel: "Kernel", sizes: dict) -> None:
     """A loop step that is a size (a host int) must be positive at the launch's sizes, as a
     constant step must be when the block compiles: compiled code would loop forever on a
@@ -516,12 +526,9 @@ def output_shape(kernel: "Kernel", sizes: dict) -> tuple:
     for axis, (n, d) in enumerate(zip(shape, kernel.output.shape)):
         if n < 0:
             # every write lands below 0 at these sizes (out[i - 10] with i in 0..6)
-            from ..errors import Span, ZynMLShapeError
-            from .errflag import column_of
-            line = kernel.first_line
-            col = column_of(kernel.source, line, line)
+            from ..errors import ZynMLShapeError
             raise ZynMLShapeError(
                 f"out's axis {axis} would have {n} elements ({format_expr(d) if isinstance(d, Expr) else d} "
                 f"at these sizes): out's size comes from its indices, and no write reaches 0 "
-                f"or more (out[-1] does not count from the end)", Span(line, col) if line else None)
+                f"or more (out[-1] does not count from the end)", block_span(kernel))
     return shape

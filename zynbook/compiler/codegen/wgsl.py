@@ -160,16 +160,12 @@ def _refuse_f64(kernel: cir.Kernel, options: WGSLOptions) -> bool:
     """True when the kernel computes in f64, which needs the adapter's `shader-f64`; an f64
     kernel is refused where there is none, or where it needs what f64 shaders lack, never
     computed in f32 and reported as f64."""
-    from ...errors import Span
     where = [f"`{b.name}`" for b in list(kernel.inputs) + [kernel.output] if b.dtype == "f64"]
     scal = [f"`{s.name}`" for s in kernel.scalars if s.dtype == "f64"]
     if not where and not scal and not any(isinstance(n, cir.Expr) and n.ty.dtype == "f64"
                                           for n in cir.walk(kernel.body)):
         return False
-    # at the block: its `compute` keyword on its first line
-    first = kernel.source.splitlines()[0] if kernel.source else ""
-    span = Span(kernel.first_line, first.find("compute") + 1 if "compute" in first else
-                len(first) - len(first.lstrip()) + 1) if kernel.first_line else None
+    span = cir.block_span(kernel)
     what = ", ".join(where + scal) or "a value"
     if not options.f64:
         raise ZynMLDeviceError(

@@ -6,6 +6,7 @@ here; then a few AdamW steps of a tiny model trained with them against the same 
 torch."""
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -565,3 +566,36 @@ def test_bf16_and_f16_weights_train_as_torch_reads_them(tmp_path, device):
         p, m, v = dev.upload(weights[name].numpy()), dev.alloc(t.numel()), dev.alloc(t.numel())
         dev.adamw_step(p, dev.upload(g), m, v, 0.01, 0.9, 0.999, 1e-8, 0.01, 1)
         assert_close(_got(dev, p), param.detach().numpy().ravel(), "f32", "reduction")
+
+
+# ------------------------------------------------------------------ elementwise and reduce_sum
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_elementwise_takes_numpy_numbers_and_abs(device):
+    # np.float32(2.5) was refused as "not float32"; abs(x) was Python's TypeError, though
+    # abs is among elementwise's functions
+    from zynbook.nn import expr as E
+    dev = zynbook.device(device)
+    x, y = _f32(130), _f32(130)
+    got = dev.elementwise([dev.upload(x), dev.upload(y)], 130,
+                          lambda xs: abs(xs[0]) * np.float32(2.5) + E.maximum(xs[1], np.int64(0)))
+    xd, yd = x.astype(np.float64), y.astype(np.float64)
+    assert_close(_got(dev, got), np.abs(xd) * 2.5 + np.maximum(yd, 0))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("call, message", [
+    (lambda d, b: d.elementwise([b], 6, lambda xs: xs[0] % 2.0), "no `%`, `//` or `@`"),
+    (lambda d, b: d.elementwise([b], 6, lambda xs: xs[0] @ xs[0]), "no `%`, `//` or `@`"),
+    (lambda d, b: d.elementwise([b], 6, lambda xs: math.exp(xs[0])), "not a number while"),
+    (lambda d, b: d.elementwise(None, 6, lambda xs: 1.0), "`inputs` is a list of buffers"),
+    (lambda d, b: d.elementwise([b], 6, 3.0), "`f` is a function"),
+    (lambda d, b: d.reduce_sum(b, 6, 0), "`shape` is a list of sizes"),
+    (lambda d, b: d.reduce_sum(b, [2, 3], 1.0), "`axis` is an int"),
+])
+def test_elementwise_and_reduce_sum_mistakes_are_type_errors(call, message, device):
+    # each was a Python TypeError (reduce_sum's float axis a shape error saying
+    # "axis 1.0 is outside a shape of 2 axes")
+    dev = zynbook.device(device)
+    with pytest.raises(zynbook.ZynMLTypeError, match=message):
+        call(dev, dev.upload(np.ones(6)))

@@ -270,6 +270,12 @@ class Device(FusedOps):
         """`f` (a Python callable taking a list of one expression per input) traced into one
         fused kernel over `numel` elements; every input must hold `numel` elements."""
         n = self._size(numel, "numel", "elementwise")
+        if not isinstance(inputs, (list, tuple)):
+            raise ZynMLTypeError("elementwise(): `inputs` is a list of buffers, not "
+                                 f"{type(inputs).__name__}")
+        if not callable(f):
+            raise ZynMLTypeError("elementwise(): `f` is a function of the list of input "
+                                 f"expressions, not {type(f).__name__}")
         inputs = list(inputs)
         ts = [self._need(b, n, f"inputs[{k}]", "numel", "elementwise")
               for k, b in enumerate(inputs)]
@@ -340,11 +346,14 @@ class Device(FusedOps):
     def reduce_sum(self, data: Buffer, shape, axis: int) -> Buffer:
         """Sum along `axis` of `data` viewed with `shape`; the result has that axis dropped."""
         op = "reduce_sum"
+        if not isinstance(shape, (list, tuple)):
+            raise ZynMLTypeError(f"{op}(): `shape` is a list of sizes, not {shape!r}")
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise ZynMLTypeError(f"{op}(): `axis` is an int, not {axis!r}")
         shape = [self._size(v, "shape", op) for v in shape]
         if not shape:
             raise ZynMLShapeError(f"{op}(): `shape` needs at least one axis")
-        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or \
-                not -len(shape) <= axis < len(shape):
+        if not -len(shape) <= axis < len(shape):
             raise ZynMLShapeError(f"{op}(): axis {axis} is outside a shape of {len(shape)} axes")
         axis = int(axis) % len(shape)
         total = math.prod(shape)

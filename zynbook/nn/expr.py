@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
+
 from ..errors import ZynMLTypeError
 
 _UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "silu", "gelu", "abs",
@@ -44,6 +46,20 @@ class Expr:
     def __gt__(self, o): return Expr(">", (self, lift(o)))
     def __ge__(self, o): return Expr(">=", (self, lift(o)))
 
+    def __abs__(self): return Expr("abs", (self,))
+
+    def _no_meaning(self, *_):
+        raise ZynMLTypeError("an elementwise expression has no `%`, `//` or `@`")
+
+    __mod__ = __rmod__ = __floordiv__ = __rfloordiv__ = __matmul__ = __rmatmul__ = _no_meaning
+
+    def __float__(self):
+        # math.exp(x) and float(x) ask for a number the traced x does not have yet
+        raise ZynMLTypeError("an elementwise expression is not a number while it is traced; "
+                             "use zynbook.nn.expr's functions (expr.exp(x), ...), not math's")
+
+    __int__ = __index__ = __float__
+
     def __bool__(self):
         raise ZynMLTypeError("an elementwise expression has no truth value while it is "
                              "traced; use where(cond, a, b) instead of `if`")
@@ -60,7 +76,9 @@ class Expr:
 def lift(v) -> Expr:
     if isinstance(v, Expr):
         return v
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    # numpy's numbers too (np.float32(2.5) was refused), never a truth value
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                             np.floating)):
         raise ZynMLTypeError(f"an elementwise expression combines expressions and numbers, "
                              f"not {type(v).__name__}")
     return Expr("const", (), float(v))

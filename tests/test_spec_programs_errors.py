@@ -27,6 +27,25 @@ def raises(kind, src, line=None, column=None, device="cpu", **inputs):
     return err
 
 
+# ---------------------------------------------------------------------------- syntax
+
+def test_deeply_nested_literals_run_or_are_refused_with_a_message():
+    """A list literal nested 300 deep parses (its tree was too deep for the syntax cache's
+    pickle: a Python RecursionError); deeper ones are a ZynML error that says what to do,
+    and the session goes on."""
+    def nested(depth):
+        return "let a = " + "[" * depth + "1" + "]" * depth + "\nlen(a)\n"
+
+    assert zynbook.Session("cpu").run(nested(300)) == 1
+    for depth in (400, 600, 3000):
+        try:
+            assert zynbook.Session("cpu").run(nested(depth)) == 1
+        except ZynMLError:
+            err = raises("syntax" if depth > 400 else "runtime", nested(depth), 1, 1)
+            assert "nested too deep" in err.message or "nests expressions too deeply" in \
+                err.message
+
+
 # --------------------------------------------------------------------- loops and sizes
 
 @pytest.mark.parametrize("device", DEVICES)

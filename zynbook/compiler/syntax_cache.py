@@ -37,7 +37,11 @@ def parse(source: str) -> A.Program:
 
     def build() -> bytes:
         from .parser import parse as parse_text
-        return pickle.dumps(parse_text(source), protocol=pickle.HIGHEST_PROTOCOL)
+        tree = parse_text(source)
+        try:
+            return pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL)
+        except RecursionError:      # nested deeper than pickle goes: used, not kept
+            raise _Unkept(tree) from None
 
     def use(payload: bytes) -> A.Program:
         try:
@@ -47,4 +51,15 @@ def parse(source: str) -> A.Program:
         if not isinstance(tree, A.Program) or getattr(tree, "source", None) != source:
             raise kcache.EntryUnusable("the tree of another program")
         return tree
-    return _trees().fetch(key, build, use)[0]
+    try:
+        return _trees().fetch(key, build, use)[0]
+    except _Unkept as unkept:
+        return unkept.tree
+
+
+class _Unkept(Exception):
+    """A tree that parsed but cannot be stored."""
+
+    def __init__(self, tree: A.Program):
+        super().__init__("a syntax tree too deep to store")
+        self.tree = tree

@@ -334,8 +334,9 @@ class Interpreter:
         except (ValueError, ArithmeticError, IndexError) as err:
             raise ZynMLRuntimeError(str(err), s.span, self._text_of_running()) from None
         except RecursionError:
-            raise ZynMLRuntimeError("calls nested too deep: a pipeline that calls itself "
-                                    "without end?", s.span, self._text_of_running()) from None
+            raise ZynMLRuntimeError("nested too deep to run: a pipeline that calls itself "
+                                    "without end, or an expression nested too deeply (split "
+                                    "it with `let`)", s.span, self._text_of_running()) from None
         except MemoryError as err:
             raise ZynMLMemoryError(_memory_message(err), s.span, self._text_of_running()) \
                 from None

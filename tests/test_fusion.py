@@ -480,3 +480,89 @@ def test_an_error_about_a_fused_kernel_names_the_users_input(device):
     got = session.run(TWO_XS, a=a, b=b)
     assert [k.name for k in session.last_kernels] == ["fused_l2_l7"]
     np.testing.assert_array_equal(np.asarray(got), a * 2.0 + b)
+
+
+ROW_STAT = '''
+pipeline centred(x: tensor[m, n]):
+    let mean = compute(x) {
+        for i in 0..rows:
+            var s = 0.0
+            for j in 0..cols:
+                s += x[i, j]
+            out[i] = s / cols
+    }
+    return compute(x, mean) {
+        @kernel elementwise
+        for r in 0..rows:
+            for c in 0..cols:
+                out[r, c] = (x[r, c] - mean[r]) * 2.0
+    }
+pipeline scaled_t(x: tensor[m, n]):
+    let top = compute(x) {
+        for i in 0..rows:
+            var t = -inf
+            for j in 0..cols:
+                t = max(t, x[i, j])
+            out[i] = t
+    }
+    return compute(x, top) {
+        for c in 0..cols:
+            for r in 0..rows:
+                out[c, r] = exp(x[r, c] - top[r])
+    }
+pipeline both(x: tensor[n, n]):
+    let total = compute(x) {
+        for i in 0..rows:
+            var s = 0.0
+            for j in 0..cols:
+                s += x[i, j]
+            out[i] = s
+    }
+    return compute(x, total) {
+        @kernel elementwise
+        for r in 0..rows:
+            for c in 0..cols:
+                out[r, c] = x[r, c] * total[r] - total[c]
+    }
+pipeline by_column(x: tensor[m, n], w: tensor[n, n]):
+    let total = compute(w) {
+        for i in 0..rows:
+            var s = 0.0
+            for j in 0..cols:
+                s += w[i, j]
+            out[i] = s
+    }
+    return compute(x, total) {
+        @kernel elementwise
+        for r in 0..rows:
+            for c in 0..cols:
+                out[r, c] = x[r, c] * total[c]
+    }
+'''
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_a_row_statistic_used_along_its_rows_is_one_launch(device, dtype):
+    """The reverse of inlining: a reduction per row read by an elementwise block over the
+    row's elements (centring, a max subtracted) runs as one row kernel: the row's value kept
+    in a local where the first block stores it, the second block's other axis a loop there
+    (a per-row total of `w` read as `total[c]` too: the loop runs down a column). A result
+    read at two positions (`total[r]` and `total[c]`) is launched apart."""
+    x = np.random.default_rng(21).standard_normal((37, 301)).astype(np.float16 if dtype == "f16" else np.float32)
+    w = np.random.default_rng(22).standard_normal((301, 301)).astype(np.float32)
+    xf = x.astype(np.float64)
+    for call, want, launches in (
+            ("centred(x)", (xf - xf.mean(axis=1, keepdims=True)) * 2.0, 1),
+            ("scaled_t(x)", np.exp(xf - xf.max(axis=1, keepdims=True)).T, 1),
+            ("by_column(x, w)", xf * w.astype(np.float64).sum(axis=1), 1),
+            ("both(w)", w * w.sum(axis=1, keepdims=True) - w.sum(axis=1), 2)):
+        fused, s_fused = _run(ROW_STAT + call + "\n", device, True, x=x, w=w)
+        plain, s_plain = _run(ROW_STAT + call + "\n", device, False, x=x, w=w)
+        assert (len(s_fused.launches), len(s_plain.launches)) == (launches, 2), call
+        for got in (fused, plain):
+            assert_close(np.asarray(got), want, dtype, "reduction")
+        if device == "cpu":     # the same operations in the same order
+            assert np.array_equal(np.asarray(fused), np.asarray(plain)), call
+    why = dict(kernel_sections(s_fused.last_kernels[-1]))["fusion"]
+    assert "other than at one set of its own loop positions" in why, why

@@ -2,9 +2,11 @@
 
 The host interpreter records compute blocks lazily (runtime/lazy.py) and offers each producer
 whose result only one later block reads; `fuse` returns the CIR kernel computing the
-consumer's result without writing the intermediate, or the reason it will not. Two forms,
-both exact: every element is computed by the same operations in the same order as unfused
-(a rounding to the intermediate's dtype is kept as a cast), and no reduction is reordered.
+consumer's result without writing the intermediate, or the reason it will not. Three forms,
+all exact in the CIR: every element is computed by the same operations in the same order as
+unfused (a rounding to the intermediate's dtype is kept as a cast), and no reduction is
+reordered (a device may still schedule the fused kernel's reductions in another order than
+the unfused one's: the result is then equal within the dtype's tolerance).
 
 * inline: an elementwise producer (a loop nest storing `out[loop vars] = f(...)`) is
   substituted for every element read of its result in the consumer, whatever the consumer
@@ -13,6 +15,10 @@ both exact: every element is computed by the same operations in the same order a
 * epilogue: an elementwise consumer reading the result at its own position is applied where
   the producer stores each element (a row kernel such as softmax, or a matmul, whose GEMM
   schedule takes it as its epilogue: `recognise.contraction` must still accept the body).
+* row epilogue: an elementwise consumer over more axes, reading the result at some of its
+  loop positions (`out[i, j] = x[i, j] - mean[i]`), is applied where the producer stores
+  each element: the stored value kept in a local, the consumer's other axes a loop there,
+  so a per-row statistic and its use are one row kernel.
 
 Sizes are concrete here (the blocks' plans solved them), so the two blocks' size names are
 joined by value: equal names with equal values are one size, others are renamed.
@@ -27,6 +33,8 @@ from . import cir
 from .passes.bounds import Facts
 from .passes.pipeline import run_passes
 from .passes.recognise import NoMatch, contraction, free_vars, loads, substitute
+
+_I32 = cir.Ty("i32")
 
 
 @dataclass(frozen=True)
@@ -67,7 +75,10 @@ def fuse(producer: Block, consumer: Block, key) -> Block | str:
     epilogue = _epilogue(producer, consumer, key)
     if isinstance(epilogue, Block):
         return epilogue
-    return f"{inline}; {epilogue}"
+    across = _row_epilogue(producer, consumer, key)
+    if isinstance(across, Block):
+        return across
+    return f"{inline}; {epilogue}; {across}"
 
 
 # ------------------------------------------------------------------------ the two forms
@@ -141,6 +152,62 @@ def _epilogue(producer: Block, consumer: Block, key) -> Block | str:
 
     body = _map(pk.body, replace)
     output = dataclasses.replace(pk.output, dtype=ck.output.dtype)
+    return _finish(producer, names, body, list(zip(pk.inputs, producer.args)), output,
+                   "epilogue")
+
+
+def _row_epilogue(producer: Block, consumer: Block, key) -> Block | str:
+    """An elementwise consumer over more axes than the producer's result, reading it at
+    some of its loop positions (a row's sum or maximum used along the row: `out[i, j] =
+    x[i, j] / s[i]`), applied where the producer stores each element: the stored value is
+    kept in a local and the consumer's other axes are a loop there (a row kernel)."""
+    nest = _elementwise_nest(consumer.kernel)
+    if isinstance(nest, str):
+        return f"the second block is no row epilogue: {nest}"
+    if _hinted(consumer.kernel):
+        return "the second block is no row epilogue: its annotations would be dropped"
+    loop_vars, value = nest
+    if not _cannot_fail(consumer, value):
+        return "the second block is no row epilogue: it could fail, and its error must name its line"
+    pk, ck = producer.kernel, consumer.kernel
+    bufs = {b.name for b, a in zip(ck.inputs, consumer.args) if a == key}
+    at = {tuple(_var_name(i) for i in ld.index) for ld in loads(value) if ld.buffer in bufs}
+    if len(at) != 1 or None in next(iter(at)) or len(set(next(iter(at)))) != len(next(iter(at))):
+        return "the second block is no row epilogue: it reads the first one's result other " \
+               "than at one set of its own loop positions"
+    at = at.pop()
+    rest = [v for v in loop_vars if v not in at]
+    out_extents = dict(zip(loop_vars, _shape_of(ck.output, consumer.sizes)))
+    if not rest or [out_extents[v] for v in at] != list(_shape_of(pk.output, producer.sizes)):
+        return "the second block is no row epilogue: it does not read the first one's result " \
+               "along whole axes of its own"
+    problem = _stores_once(pk, producer.sizes)
+    if problem:
+        return f"the second block is no row epilogue: {problem}"
+    names = _Names(producer, consumer, skip=bufs)
+    moved = names.expr(value)
+    taken = _all_names(pk) | set(names.map.values()) | {b.name for b in names.new_inputs}
+    fresh = {v: _fresh(v, taken) for v in rest}
+    stops = {lp.var: names.expr(lp.stop) for lp in _nest_loops(ck)}
+    held = _fresh("row", taken)
+
+    def replace(st):
+        if not (isinstance(st, cir.Store) and st.buffer == pk.output.name):
+            return None
+        row = cir.Let(held, _stored(st.value, pk.output.dtype), False, st.line)
+        env = {**dict(zip(at, st.index)), **{v: cir.Var(fresh[v], _I32) for v in rest}}
+        applied = _map(substitute(moved, env), lambda e: cir.Var(held, row.value.ty) if
+                       isinstance(e, cir.Load) and e.buffer in bufs else None)
+        inner = cir.Store(pk.output.name, tuple(env[v] for v in loop_vars),
+                          _cast(applied, ck.output.dtype), st.line)
+        for v in reversed(rest):
+            inner = cir.Loop(fresh[v], cir.Const(0, _I32), stops[v], cir.Const(1, _I32), (inner,),
+                             line=st.line)
+        return [row, inner]
+
+    body = _splice(pk.body, replace)
+    output = dataclasses.replace(pk.output, dtype=ck.output.dtype,
+                                 shape=tuple(names.dim(d) for d in ck.output.shape))
     return _finish(producer, names, body, list(zip(pk.inputs, producer.args)), output,
                    "epilogue")
 
@@ -255,11 +322,9 @@ def _retyped(e, old: str, new: str):
 def _elementwise_nest(k: cir.Kernel):
     """(loop variables, stored value) of `for i0..: for i1..: out[i0, i1, ..] = value`
     (lets inlined), or why the kernel is not of that form."""
-    body, loops = k.body, []
-    while len(body) == 1 and isinstance(body[0], cir.Loop):
-        loops.append(body[0])
-        body = body[0].body
-    if not loops or not body:
+    loops = _nest_loops(k)
+    body = loops[-1].body if loops else ()
+    if not body:
         return "it is not one loop nest"
     env: dict = {}
     *lets, store = body
@@ -399,6 +464,33 @@ def _map(node, fn):
     changes = {f.name: _map(getattr(node, f.name), fn) for f in dataclasses.fields(node)
                if f.name != "ty"}
     return dataclasses.replace(node, **changes)
+
+
+def _splice(body: tuple, fn) -> tuple:
+    """`body` with every statement s (in loops and ifs too) for which fn(s) gives a list
+    replaced by that list's statements."""
+    out = []
+    for st in body:
+        new = fn(st)
+        if new is not None:
+            out += new
+        elif isinstance(st, cir.Loop):
+            out.append(dataclasses.replace(st, body=_splice(st.body, fn)))
+        elif isinstance(st, cir.If):
+            out.append(dataclasses.replace(st, then=_splice(st.then, fn),
+                                           orelse=_splice(st.orelse, fn)))
+        else:
+            out.append(st)
+    return tuple(out)
+
+
+def _nest_loops(k: cir.Kernel) -> list:
+    """The loops of the kernel's outer nest (one loop in each body), outermost first."""
+    body, loops = k.body, []
+    while len(body) == 1 and isinstance(body[0], cir.Loop):
+        loops.append(body[0])
+        body = body[0].body
+    return loops
 
 
 def _cast(e, dtype: str):

@@ -12,6 +12,7 @@ import zynbook
 from zynbook.errors import ZynMLError
 
 DEVICES = [d["id"] for d in zynbook.compute_devices() if not d["id"].startswith("browser")]
+X6 = np.arange(6, dtype=np.float32)
 
 
 def raises(kind, src, line=None, column=None, device="cpu", **inputs):
@@ -44,6 +45,24 @@ def test_deeply_nested_literals_run_or_are_refused_with_a_message():
             err = raises("syntax" if depth > 400 else "runtime", nested(depth), 1, 1)
             assert "nested too deep" in err.message or "nests expressions too deeply" in \
                 err.message
+
+
+@pytest.mark.parametrize("src,line,column,opened", [
+    ("let a = [1, 2\nlet b = 3\n", 2, 1, (1, 9)),
+    ("let a = zeros([2], dtype=f32\nvar b = 3\n", 2, 1, (1, 14)),
+    ("let a = max(1,\nfor i in 0..2:\n    print(i)\n", 2, 1, (1, 12)),
+    ("let y = compute(x) {\n    @workgroup(16, 16\n    for i in 0..n:\n"
+     "        out[i] = x[i]\n}\n", 3, 5, (2, 15)),
+])
+def test_a_bracket_left_open_is_named_where_the_next_statement_starts(src, line, column,
+                                                                     opened):
+    """The error is where the parse broke (the next statement's keyword) and says which
+    bracket is still open, with a note under it (it said only "unexpected 'let'; expected
+    '!=', '%', ...")."""
+    err = raises("syntax", src, line, column, x=X6)
+    assert "is still open" in err.message
+    assert [(n.line, n.column) for _, n in err.notes] == [opened]
+    assert err.render().count("^") >= 2
 
 
 # --------------------------------------------------------------------- loops and sizes
@@ -111,8 +130,6 @@ def block(annotation, body="out[i] = x[i]", outside=""):
             f"        {body}\n"
             "}\ny\n")
 
-
-X6 = np.arange(6, dtype=np.float32)
 
 
 @pytest.mark.parametrize("annotation,column,words", [

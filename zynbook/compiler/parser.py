@@ -494,6 +494,14 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
                 column = len(_code_part(text).rstrip()) + 1
         else:
             msg = f"unexpected {tok.value!r}"
+            opener = _left_open(lines, tok.line)
+            if opener is not None:      # said at the new statement, where the parse broke
+                (bracket, at), (word, here) = opener
+                closer = {"(": ")", "[": "]"}[bracket]
+                return ZynMLSyntaxError(
+                    f"`{word}` starts a new statement while the `{bracket}` on line {at.line} "
+                    f"is still open: close it with `{closer}` first", here, source,
+                    notes=((f"the `{bracket}` opened here", at),))
         if err.expected:
             msg += f"; expected {_describe(err.expected)}"
     elif isinstance(err, UnexpectedCharacters):
@@ -516,6 +524,37 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
     if line > len(lines):       # never past the end of the source
         line, column = _end_position(source)
     return ZynMLSyntaxError(msg, Span(max(line, 1), max(column, 1)), source)
+
+
+# keywords that start a statement and cannot stand inside ( ) or [ ]
+_STATEMENT_WORDS = frozenset(("let", "var", "for", "if", "elif", "else", "pipeline",
+                              "config", "return"))
+
+
+def _left_open(lines: list, line_no: int) -> tuple | None:
+    """((bracket, its span), (keyword, its span)) where line `line_no` begins with a
+    statement's keyword inside a ( or [ that the lines before left open (else None)."""
+    text = lines[line_no - 1] if 0 < line_no <= len(lines) else ""
+    word = text.split(maxsplit=1)[0] if text.strip() else ""
+    if word.rstrip(":") not in _STATEMENT_WORDS:
+        return None
+    stack = []
+    for n, line in enumerate(lines[: line_no - 1], 1):
+        quote = None
+        for k, ch in enumerate(_code_part(line), 1):
+            if quote:
+                quote = None if ch == quote and line[k - 2] != "\\" else quote
+            elif ch in "\"'":
+                quote = ch
+            elif ch in "([{":
+                stack.append((ch, Span(n, k, n, k + 1)))
+            elif ch in ")]}" and stack:
+                stack.pop()
+    if not stack or stack[-1][0] not in "([":
+        return None
+    column = len(text) - len(text.lstrip()) + 1
+    word = word.rstrip(":")
+    return stack[-1], (word, Span(line_no, column, line_no, column + len(word)))
 
 
 def _code_part(line: str) -> str:

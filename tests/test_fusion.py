@@ -566,3 +566,12 @@ def test_a_row_statistic_used_along_its_rows_is_one_launch(device, dtype):
             assert np.array_equal(np.asarray(fused), np.asarray(plain)), call
     why = dict(kernel_sections(s_fused.last_kernels[-1]))["fusion"]
     assert "other than at one set of its own loop positions" in why, why
+
+
+def test_a_row_epilogue_over_few_long_rows_is_launched_apart():
+    """Two rows of 70,000: fused, their 140,000 elements would run over two blocks."""
+    x = np.random.default_rng(23).standard_normal((2, 70000)).astype(np.float32)
+    value, session = _run(ROW_STAT + "centred(x)\n", x=x)
+    assert len(session.launches) == 2
+    assert "over the first one's 2 rows" in dict(kernel_sections(session.last_kernels[-1]))["fusion"]
+    assert_close(np.asarray(value), (x - x.mean(axis=1, keepdims=True)) * 2.0, "f32", "reduction")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from math import prod
 
 from . import cir
 from .passes.bounds import Facts
@@ -35,6 +36,10 @@ from .passes.pipeline import run_passes
 from .passes.recognise import NoMatch, contraction, free_vars, loads, substitute
 
 _I32 = cir.Ty("i32")
+# a row epilogue runs the second block's elements over one block (GPU) or chunk (CPU) per
+# row of the first: with fewer rows than a GPU has multiprocessors, and more elements than
+# one launch's overhead costs, they run faster launched apart
+FEW_ROWS, SMALL = 128, 1 << 17
 
 
 @dataclass(frozen=True)
@@ -181,6 +186,10 @@ def _row_epilogue(producer: Block, consumer: Block, key) -> Block | str:
     if not rest or [out_extents[v] for v in at] != list(_shape_of(pk.output, producer.sizes)):
         return "the second block is no row epilogue: it does not read the first one's result " \
                "along whole axes of its own"
+    rows, elements = prod(_shape_of(pk.output, producer.sizes)), prod(out_extents.values())
+    if rows < FEW_ROWS and elements > SMALL:
+        return (f"the second block is no row epilogue: its {elements} elements would be spread "
+                f"over the first one's {rows} rows (apart, they spread over the whole device)")
     problem = _stores_once(pk, producer.sizes)
     if problem:
         return f"the second block is no row epilogue: {problem}"

@@ -278,6 +278,31 @@ let y = compute(a, b) {
 }
 y
 """, {"a": a, "b": b}, _f16_running_dot(a, b), "f16", "reduction", "generic")
+    # a constant factor inside the product, multiplied or dividing: the GEMM sums the
+    # products and scales the sum (such bodies ran on the thread-per-output schedule)
+    c["matmul_host_scale_inside_the_product_init_and_relu"] = ("""
+let y = compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc = 1.0
+        for k in 0..K:
+            acc += A[i, k] * alpha * B[k, j]
+        out[i, j] = relu(acc)
+}
+y
+""", {"A": A, "B": B, "alpha": -1.5}, np.maximum(1 - 1.5 * (A @ B), 0), "f32", "contraction", "gemm")
+    q, kk = _f32(2, 33, 16), _f32(2, 40, 16)
+    c["batched_scores_divided_by_sqrt_of_a_size"] = ("""
+let y = compute(q, kk) {
+    @kernel batched_matmul
+    for b in 0..Bt, i in 0..Sq, j in 0..Sk:
+        var s = 0.0
+        for d in 0..D:
+            s += 0.5 * q[b, i, d] * kk[b, j, d] / sqrt(D)
+        out[b, i, j] = s
+}
+y
+""", {"q": q, "kk": kk}, 0.5 * q @ kk.transpose(0, 2, 1) / 4, "f32", "contraction", "gemm")
     # --------------------------------------------------------------- reduce
     x = _f32(1025, 3)
     c["reduce_sum_over_the_first_axis"] = ("""
@@ -717,6 +742,7 @@ def test_cuda_target_picks_the_schedule_the_structure_asks_for(name):
 # a sample of every schedule, as launch IR on the emulator for CUDA (sm_90, sm_80), Metal
 # and WebGPU (with subgroups and without)
 EMULATED = ["gemm_gram_of_one_input_odd_tile_and_workgroup", "gemm_m1_host_scale",
+            "batched_scores_divided_by_sqrt_of_a_size",
             "argmax_of_a_computed_flat_index", "reduce_kept_loop_indexes_the_columns",
             "softmax_rows_wider_than_a_workgroup_of_48", "rms_norm_f16_rows",
             "vector_loop_variables_as_values", "attention_gqa_causal_head_dim_80_divided_scale",

@@ -141,6 +141,9 @@ class Contraction:
     nvars: tuple
     bvars: tuple
     epilogue: cir.Expr | None = None
+    # launch-constant factors of the products, (op, value) with op `*` or `/`, applied to
+    # the sum (`acc += alpha * a * b / d` sums a * b and scales the sum: alpha, then d)
+    scale: tuple = ()
 
     @property
     def out_vars(self) -> tuple:
@@ -887,7 +890,7 @@ def _flash(kernel, loops, body):
 
 def contraction(kernel: cir.Kernel):
     """`Contraction` or `NoMatch`: a parallel nest, `var acc = init`, one serial loop
-    `acc += A[..] * B[..]`, then `out[vars] = f(acc)` (f may read inputs at the output's
+    `acc += A[..] * B[..]` (times or over launch constants: `scale`), then `out[vars] = f(acc)` (f may read inputs at the output's
     position, e.g. a bias)."""
     return _recognised("a contraction", _contraction, kernel)
 
@@ -954,9 +957,10 @@ def _contraction(kernel):
     if not (isinstance(v, cir.Bin) and v.op == "+" and (is_acc(v.left) or is_acc(v.right))):
         raise _No("the reduction is not acc += a * b")
     prod = substitute(v.right if is_acc(v.left) else v.left, env)
-    if not (isinstance(prod, cir.Bin) and prod.op == "*"):
+    factors, scale = _factors(prod, kernel)
+    if len(factors) != 2:
         raise _No("the reduction is not acc += a * b")
-    x, y = (_widened_load(e) for e in (prod.left, prod.right))
+    x, y = (_widened_load(e) for e in factors)
     inputs = {b_.name: b_ for b_ in kernel.inputs}
     for ld in (x, y):
         if not (isinstance(ld, cir.Load) and ld.buffer in inputs and not ld.ty.shape and
@@ -995,7 +999,23 @@ def _contraction(kernel):
     epi = None if canon(value) == c_var(acc) else value
     return Contraction(a=x.buffer, b=y.buffer, out=kernel.output.name, ploops=tuple(par),
                        rloops=tuple(rloops), acc=acc, init=init, a_load=x, b_load=y, cond=cond,
-                       store=st, mvars=mvars, nvars=nvars, bvars=bvars, epilogue=epi)
+                       store=st, mvars=mvars, nvars=nvars, bvars=bvars, epilogue=epi,
+                       scale=tuple(scale))
+
+
+def _factors(e, kernel) -> tuple:
+    """(the factors of the product `e` that vary, [(op, launch-constant factor)]): a scale
+    multiplied anywhere in the product or dividing it (`alpha * a * b`, `a * b / 8.0`)."""
+    if isinstance(e, cir.Bin) and e.op == "*":
+        (lf, ls), (rf, rs) = _factors(e.left, kernel), _factors(e.right, kernel)
+        return lf + rf, ls + rs
+    if isinstance(e, cir.Bin) and e.op == "/" and e.ty.dtype in cir.FLOAT_DTYPES and \
+            is_launch_constant(e.right, kernel):
+        f, sc = _factors(e.left, kernel)
+        return f, sc + [("/", e.right)]
+    if is_launch_constant(e, kernel):
+        return [], [("*", e)]
+    return [e], []
 
 
 # ---------------------------------------------------------------------- the pass

@@ -1378,7 +1378,7 @@ class _Builder(Builder):
     # ---- the epilogue -----------------------------------------------------------------
 
     def store(self, lm: ir.Expr, ln: ir.Expr, value: ir.Expr) -> list:
-        """out = f(init + value) at row lm, column ln of the block's tile of C, where it is in
+        """out = f(init + scale(value)) at row lm, column ln of the block's tile of C, where it is in
         range: into the shared tile `_shc` where C is staged."""
         c, low, cd = self.f.c, self.low, self.cd
         low.line = c.store.line or low.line
@@ -1388,7 +1388,10 @@ class _Builder(Builder):
             out = self.decompose(gm, self.loops["m"], self.exts["m"])
             out += self.decompose(gn, self.loops["n"], self.exts["n"])
             init = low.operand(c.init, cd)
-            out.append(ir.Decl(low.bind(c.acc, cd), cd, ir.Bin("+", init, value, cd), False,
+            total = value
+            for op, factor in c.scale:      # the products' constant factors, on the sum
+                total = ir.Bin(op, total, low.operand(factor, cd), cd)
+            out.append(ir.Decl(low.bind(c.acc, cd), cd, ir.Bin("+", init, total, cd), False,
                                c.store.line))
             stmts = list(low.stmts((c.store,)))
             if self.staged:

@@ -890,8 +890,8 @@ def _flash(kernel, loops, body):
 
 def contraction(kernel: cir.Kernel):
     """`Contraction` or `NoMatch`: a parallel nest, `var acc = init`, one serial loop
-    `acc += A[..] * B[..]` (times or over launch constants: `scale`), then `out[vars] = f(acc)` (f may read inputs at the output's
-    position, e.g. a bias)."""
+    `acc += A[..] * B[..]` (times or over launch constants: `scale`), then
+    `out[vars] = f(acc)` (f may read inputs at the output's position, e.g. a bias)."""
     return _recognised("a contraction", _contraction, kernel)
 
 

@@ -272,3 +272,16 @@ def test_kernel_cell_never_reads_a_value_python_replaced(kc):
     status, _, text = kernel_run(kc, "%python x = np.arange(3, dtype=np.float32)\n"
                                      "let y = x * 2.0\ny")
     assert status == "ok" and "[0. 2. 4.]" in text[0]
+
+
+def test_kernel_shows_a_host_int_of_any_length(kc):
+    """Host ints are unbounded: `2 ** 100000` is shown whole and a far longer one rounded
+    with its number of digits (Python's repr refused more than 4300 digits: a ValueError
+    shown as the cell's error)."""
+    status, evalue, text = kernel_run(kc, "2 ** 100000")
+    assert status == "ok", evalue
+    assert text == [str(__import__("decimal").Decimal(2 ** 100000))]
+    status, evalue, text = kernel_run(kc, "[10 ** 200000, 3]")
+    assert status == "ok", evalue
+    assert "1.000000000000000e+200000 (an int of 200001 digits" in text[0] and ", 3]" in text[0]
+    assert kernel_run(kc, "let a = 6 * 7\na")[2] == ["42"]

@@ -30,9 +30,9 @@ from ..errors import ZynMLError
 from ..highlight import ANNOTATIONS, BUILTIN_FUNCTIONS, KERNEL_TYPES, KEYWORDS
 from . import LANGUAGE_INFO, cells
 from .display import (InspectUsageError, ShortValue, bindable, code_bundle, describe,
-                      error_evalue, format_seconds, is_tensor, launch_table, normalize_source,
-                      kernel_rates_table, parse_inspect_args, register_formatters,
-                      sample_stats, show_error, tensor_text)
+                      error_evalue, format_seconds, int_text, is_tensor, launch_table,
+                      normalize_source, kernel_rates_table, parse_inspect_args,
+                      register_formatters, sample_stats, show_error, tensor_text)
 from . import state
 from .builtin_docs import builtin_doc
 from .progress import cell_progress
@@ -74,6 +74,9 @@ class ZynMLRunner:
         session = notebook_session()
         if not self._formatters:
             register_formatters(self.shell)
+            # a ZynML int of any length is shown (Python's repr refuses 4300 digits or more)
+            self.shell.display_formatter.formatters["text/plain"].for_type(
+                int, lambda n, p, cycle: p.text(int_text(n)))
             self._formatters = True
         return session
 

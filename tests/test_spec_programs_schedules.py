@@ -303,6 +303,31 @@ let y = compute(q, kk) {
 }
 y
 """, {"q": q, "kk": kk}, 0.5 * q @ kk.transpose(0, 2, 1) / 4, "f32", "contraction", "gemm")
+    # products subtracted from a residual (refused as "no loop accumulating products"), and
+    # a product minus the accumulator, which alternates signs: not a contraction
+    Cr = _f32(40, 36)
+    c["matmul_products_subtracted_from_a_residual"] = ("""
+let y = compute(A, B, C) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc = C[i, j]
+        for k in 0..K:
+            acc -= A[i, k] * B[k, j]
+        out[i, j] = acc
+}
+y
+""", {"A": A, "B": B, "C": Cr}, Cr - A @ B, "f32", "contraction", "gemm")
+    signs = (-1.0) ** (32 - np.arange(33))
+    c["not_a_contraction_product_minus_the_accumulator"] = ("""
+let y = compute(A, B) {
+    for i in 0..M, j in 0..N:
+        var acc = 0.0
+        for k in 0..K:
+            acc = A[i, k] * B[k, j] - acc
+        out[i, j] = acc
+}
+y
+""", {"A": A, "B": B}, (A * signs) @ B, "f32", "contraction", "generic")
     # --------------------------------------------------------------- reduce
     x = _f32(1025, 3)
     c["reduce_sum_over_the_first_axis"] = ("""

@@ -70,8 +70,8 @@ def verify_kernel_shape(kt: cir.KernelType, body) -> None:
 
 def _accumulates_products(loop: cir.Loop) -> bool:
     """Whether the loop's body adds a product in an assignment: `acc += a * b`, also written
-    `acc = a * b + acc`, under the cast of a typed var (`var acc: f16`), or adding a `let`
-    that holds the product."""
+    `acc = a * b + acc` or `acc -= a * b`, under the cast of a typed var (`var acc: f16`),
+    or adding a `let` that holds the product."""
     lets = {n.name: n.value for n in cir.walk(loop.body) if isinstance(n, cir.Let) and not n.mutable}
 
     def has_product(e, seen=()):
@@ -89,5 +89,9 @@ def _accumulates_products(loop: cir.Loop) -> bool:
             while isinstance(v, cir.Cast):
                 v = v.operand
             if isinstance(v, cir.Bin) and v.op == "+" and (has_product(v.left) or has_product(v.right)):
+                return True
+            # acc -= a * b: the products subtracted from the accumulator
+            if isinstance(v, cir.Bin) and v.op == "-" and isinstance(v.left, cir.Var) and \
+                    v.left.name == m.name and has_product(v.right):
                 return True
     return False

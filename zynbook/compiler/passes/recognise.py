@@ -954,10 +954,14 @@ def _contraction(kernel):
         raise _No("the reduction loop does not accumulate")
     v = upd.value
     is_acc = lambda e: isinstance(e, cir.Var) and e.name == acc
-    if not (isinstance(v, cir.Bin) and v.op == "+" and (is_acc(v.left) or is_acc(v.right))):
+    # acc += a * b, in either order, or acc -= a * b (a sum of the products negated)
+    if not (isinstance(v, cir.Bin) and (v.op == "+" and (is_acc(v.left) or is_acc(v.right))
+                                        or v.op == "-" and is_acc(v.left))):
         raise _No("the reduction is not acc += a * b")
     prod = substitute(v.right if is_acc(v.left) else v.left, env)
     factors, scale = _factors(prod, kernel)
+    if v.op == "-":
+        scale.append(("*", cir.Const(-1.0, cir.Ty(prod.ty.dtype))))
     if len(factors) != 2:
         raise _No("the reduction is not acc += a * b")
     x, y = (_widened_load(e) for e in factors)

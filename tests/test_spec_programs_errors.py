@@ -65,6 +65,20 @@ def test_a_bracket_left_open_is_named_where_the_next_statement_starts(src, line,
     assert err.render().count("^") >= 2
 
 
+def test_host_ints_of_any_length_are_printed_and_named_in_errors(capsys):
+    """`print` of an int past Python's 4300-digit repr limit writes it (it was a runtime
+    error quoting sys.set_int_max_str_digits), and a kernel scalar too wide for 64 bits is
+    the type error it is (the message could not be made: a runtime error)."""
+    session = zynbook.Session("cpu")
+    session.run("print(2 ** 20000, [1, \"a\", 2 ** 20000])")
+    out = capsys.readouterr().out
+    whole = str(__import__("decimal").Decimal(2 ** 20000))
+    assert out == f"{whole} [1, 'a', {whole}]\n"
+    src = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * s\n}\ny\n"
+    err = raises("type", src, 3, 25, x=X6, s=2 ** 20000)
+    assert "(an int of 6021 digits, rounded here) does not fit a 64-bit integer" in err.message
+
+
 # --------------------------------------------------------------------- loops and sizes
 
 @pytest.mark.parametrize("device", DEVICES)

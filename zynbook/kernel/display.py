@@ -5,9 +5,7 @@ errors become Jupyter errors whose traceback is the ZynML source line with a car
 """
 from __future__ import annotations
 
-import decimal
 import html
-import math
 
 import numpy as np
 
@@ -118,24 +116,6 @@ def bindable(value) -> bool:
         return False
     return any(hasattr(value, a) for a in ("__dlpack__", "__array__", "__array_interface__",
                                           "__cuda_array_interface__"))
-
-
-_INT_DIGITS_SHOWN = 100_000
-_REPR_BELOW = 10**4000      # ints Python's repr shows
-
-
-def int_text(n: int) -> str:
-    """A host int as text, however long (ZynML's ints are unbounded; Python refuses to
-    print one of more than 4300 digits): whole up to 100,000 digits, else rounded, with
-    its number of digits."""
-    if isinstance(n, bool) or -_REPR_BELOW < n < _REPR_BELOW:
-        return repr(n)
-    digits = math.floor(math.log10(abs(n))) + 1
-    if digits <= _INT_DIGITS_SHOWN:
-        return str(decimal.Decimal(n))      # not bound by Python's int-to-text limit
-    lead = 10 ** (math.log10(abs(n)) - digits + 1)
-    return f"{'-' if n < 0 else ''}{lead:.15f}e+{digits - 1} (an int of {digits} digits, " \
-        "rounded here)"
 
 
 def register_formatters(shell) -> None:

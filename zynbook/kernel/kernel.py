@@ -30,7 +30,7 @@ from ..errors import ZynMLError
 from ..highlight import ANNOTATIONS, BUILTIN_FUNCTIONS, KERNEL_TYPES, KEYWORDS
 from . import LANGUAGE_INFO, cells
 from .display import (InspectUsageError, ShortValue, bindable, code_bundle, describe,
-                      error_evalue, format_seconds, int_text, is_tensor, launch_table,
+                      error_evalue, format_seconds, is_tensor, launch_table,
                       normalize_source, kernel_rates_table, parse_inspect_args,
                       register_formatters, sample_stats, show_error, tensor_text)
 from . import state
@@ -73,6 +73,7 @@ class ZynMLRunner:
         """The notebook session (made on first use, so the kernel starts fast)."""
         session = notebook_session()
         if not self._formatters:
+            from ..runtime.builtins import int_text
             register_formatters(self.shell)
             # a ZynML int of any length is shown (Python's repr refuses 4300 digits or more)
             self.shell.display_formatter.formatters["text/plain"].for_type(

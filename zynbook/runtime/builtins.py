@@ -5,6 +5,7 @@ errors. Tensor math runs with the array module of the tensor's device (numpy, Cu
 """
 from __future__ import annotations
 
+import decimal
 import math
 import os
 import weakref
@@ -449,12 +450,37 @@ def _print(interp, args, kwargs):
     return None
 
 
-def _show(v) -> str:
+def _show(v, top=True) -> str:
+    if isinstance(v, (str, bool)) and not top:
+        return repr(v)          # as the list's repr shows it
     if isinstance(v, str):
         return v
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, int):
+        return int_text(v)
+    if isinstance(v, (list, tuple)) and type(v) in (list, tuple):
+        inner = ", ".join(_show(x, False) for x in v)
+        return f"[{inner}]" if isinstance(v, list) else \
+            f"({inner}{',' if len(v) == 1 else ''})"
     return repr(v)
+
+
+_REPR_BELOW = 10**4000      # ints Python's repr shows
+
+
+def int_text(n: int, digits_shown: int = 100_000) -> str:
+    """A host int as text, however long (ZynML's ints are unbounded; Python refuses to
+    print one of 4300 digits or more): whole up to `digits_shown` digits, else rounded,
+    with its number of digits."""
+    if isinstance(n, bool) or -_REPR_BELOW < n < _REPR_BELOW and digits_shown >= 4000:
+        return repr(n)
+    digits = math.floor(math.log10(abs(n))) + 1 if n else 1
+    if digits <= digits_shown:
+        return str(decimal.Decimal(n))      # not bound by Python's int-to-text limit
+    lead = 10 ** (math.log10(abs(n)) - digits + 1)
+    return f"{'-' if n < 0 else ''}{lead:.15f}e+{digits - 1} (an int of {digits} digits, " \
+        "rounded here)"
 
 
 # --------------------------------------------------------------------- math

@@ -1105,9 +1105,10 @@ class Interpreter:
                 given[label] = value
             elif isinstance(value, (int, np.integer)):
                 if not -2**63 <= int(value) < 2**63:
-                    raise ZynMLTypeError(f"`{label}` = {int(value)} does not fit a 64-bit "
-                                         "integer, the widest a kernel has; pass it as a "
-                                         "float if that is what the block needs", span)
+                    raise ZynMLTypeError(f"`{label}` = {B.int_text(int(value), 30)} does "
+                                         "not fit a 64-bit integer, the widest a kernel has; "
+                                         "pass it as a float if that is what the block needs",
+                                         span)
                 scalars[label] = "i32"
                 given[label] = int(value)
             elif isinstance(value, (float, np.floating)):

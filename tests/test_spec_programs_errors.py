@@ -134,6 +134,62 @@ def test_what_a_webgpu_device_cannot_hold_is_refused_at_the_block(device):
         assert "shader-f64" in err.message
 
 
+MATMUL = ("let C = compute(A, B) {\n"
+          "    @kernel matmul\n"
+          "    for i in 0..M, j in 0..N:\n"
+          "        var sum = 0.0\n"
+          "        for k in 0..K:\n"
+          "            sum += A[i, k] * B[k, j]\n"
+          "        out[i, j] = sum\n"
+          "}\nC\n")
+ROW_MAX = ("let t = compute(x) {\n"
+           "    @kernel reduce(max, axis=1)\n"
+           "    for r in 0..rows, c in 0..cols:\n"
+           "        yield x[r, c]\n"
+           "}\nt\n")
+AFFINE = ("let t = compute(x) {\n"
+          "    @kernel elementwise\n"
+          "    for r in 0..rows, c in 0..cols:\n"
+          "        out[r, c] = x[r, c] * a + b\n"
+          "}\nt\n")
+
+
+def _unusual_inputs():
+    """Valid host data of unusual layouts and kinds: (name, value, its numpy array)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((6, 10)).astype(np.float32)
+    wide = rng.standard_normal((12, 20)).astype(np.float32)
+    t_slice = torch.from_numpy(wide.copy())[:, 3:13][::2]
+    readonly = base.copy()
+    readonly.setflags(write=False)
+    return [("fortran", np.asfortranarray(base), base),
+            ("strided", wide[::2, ::2], wide[::2, ::2]),
+            ("reversed", base[::-1, ::-1], base[::-1, ::-1]),
+            ("torch transposed", torch.from_numpy(base.T.copy()).T, base),
+            ("torch slice", t_slice, t_slice.numpy()),
+            ("bool", base > 0, base > 0),
+            ("int8", (base * 3).astype(np.int8), (base * 3).astype(np.int8)),
+            ("read-only", readonly, base)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_unusual_host_data_gives_numpys_answer(device):
+    """Views, Fortran order, torch views, bool and int8 arrays, numpy and torch scalars: a
+    matmul, a row reduction and an affine map over them equal numpy's on every device."""
+    torch = pytest.importorskip("torch")
+    session = zynbook.Session(device)
+    b = np.random.default_rng(8).standard_normal((10, 3)).astype(np.float32)
+    for name, value, array in _unusual_inputs():
+        wide = array.astype(np.float64)
+        got = np.asarray(session.run(MATMUL, A=value, B=b))
+        np.testing.assert_allclose(got, wide @ b, rtol=1e-4, atol=1e-4, err_msg=name)
+        got = np.asarray(session.run(ROW_MAX, x=value))
+        np.testing.assert_array_equal(got.astype(np.float64), array.max(1), err_msg=name)
+        got = np.asarray(session.run(AFFINE, x=value, a=np.float32(2.5), b=torch.tensor(1.0)))
+        np.testing.assert_allclose(got, wide * 2.5 + 1.0, rtol=1e-6, err_msg=name)
+
+
 # ------------------------------------------------------------------------ annotations
 
 def block(annotation, body="out[i] = x[i]", outside=""):
@@ -299,3 +355,32 @@ def test_kernel_shows_a_host_int_of_any_length(kc):
     assert status == "ok", evalue
     assert "1.000000000000000e+200000 (an int of 200001 digits" in text[0] and ", 3]" in text[0]
     assert kernel_run(kc, "let a = 6 * 7\na")[2] == ["42"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compute_cells_on_every_device_over_unusual_data_and_mistakes(shell, device):
+    """`%%compute @device(...)` over torch views and Fortran arrays gives numpy's answer;
+    a misspelt name, an index out of range and a step of 0 are ZynML errors at the cell's
+    line (the magic line is line 1) and column; the next cell runs."""
+    torch = pytest.importorskip("torch")
+    line = f'@device("{device}")'
+    base = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.0
+    for value in (torch.from_numpy(base.T.copy()).T, np.asfortranarray(base), base[:, ::-1]):
+        got, err = cell(shell, line, AFFINE, x=value, a=2.0, b=np.float64(0.5))
+        assert err is None, err
+        np.testing.assert_allclose(np.asarray(got), np.asarray(value) * 2.0 + 0.5)
+    ramp = np.arange(4, dtype=np.float32)
+    mistakes = [
+        ("name", AFFINE.replace("* a + b", "* a + bb"), base, 5, 35),
+        ("runtime", "let t = compute(x) {\n    for i in 0..n:\n        out[i] = x[int(x[i]) + 5]\n"
+                    "}\nt\n", ramp, 4, 9),
+        ("type", "let t = compute(x) {\n    for i in 0..4 step s:\n        out[i] = x[i]\n}\nt\n",
+         ramp, 3, 24),
+    ]
+    for kind, body, x, at_line, at_column in mistakes:
+        _, err = cell(shell, line, body, x=x, s=0, a=2.0, b=0.5)
+        assert isinstance(err, ZynMLError) and err.kind == kind, (kind, err)
+        assert (err.line, err.column) == (at_line, at_column), err
+        assert "^" in err.render()
+    got, err = cell(shell, line, AFFINE, x=base, a=1.0, b=0.0)
+    assert err is None and np.array_equal(np.asarray(got), base)

@@ -444,6 +444,54 @@ let y = compute(m) {
 }
 y
 """, {"m": m}, (m | (np.arange(130) > 120)).all(1), "i32", "exact", "reduce")
+    # statements between the loops around the yield, reducing an outer loop: every compiled
+    # device summed all the yields into out[0] (the nest stopped at the let), or refused a
+    # 3-deep nest ("reduce axis=1 does not name one of the loops around the yield")
+    x = _f32(6, 257)
+    c["reduce_outer_axis_past_a_let_between_the_loops"] = ("""
+let y = compute(x) {
+    @kernel reduce(max, axis=0)
+    for r in 0..R:
+        let base = x[r, 0]
+        for c in 0..C:
+            yield x[r, c] - base
+}
+y
+""", {"x": x}, (x - x[:, :1]).max(0), "f32", "exact", "reduce")
+    c["reduce_outer_axis_past_an_if_between_the_loops"] = ("""
+let y = compute(x) {
+    @kernel reduce(+, axis=0)
+    for r in 0..R:
+        if x[r, 0] > 0.0:
+            for c in 0..C:
+                yield x[r, c]
+}
+y
+""", {"x": x}, (x * (x[:, :1] > 0)).sum(0), "f32", "reduction", "reduce")
+    c["argmax_outer_axis_past_a_var_between_the_loops"] = ("""
+let y = compute(x) {
+    @kernel reduce(argmax, axis=0)
+    for r in 0..R:
+        var t = x[r, 0]
+        t = t * 2.0
+        for c in 0..C:
+            yield (x[r, c] - t, r)
+}
+y
+""", {"x": x}, (x - 2 * x[:, :1]).argmax(0), "i32", "exact", "reduce")
+    x = _f32(2, 3, 5)
+    c["reduce_middle_axis_of_three_past_lets"] = ("""
+let y = compute(x) {
+    @kernel reduce(max, axis=1)
+    for a in 0..A:
+        let s = x[a, 0, 0]
+        for b in 0..B:
+            let t = x[a, b, 0]
+            for c in 0..C:
+                yield x[a, b, c] * s - t
+}
+y
+""", {"x": x}, (x * x[:, :1, :1] - x[:, :, :1]).max(1), "f32", "elementwise", "reduce")
     # ----------------------------------------------------------------- rows
     x = _f32(3, 1)
     c["softmax_rows_of_one_column"] = ("""
@@ -769,6 +817,7 @@ def test_cuda_target_picks_the_schedule_the_structure_asks_for(name):
 EMULATED = ["gemm_gram_of_one_input_odd_tile_and_workgroup", "gemm_m1_host_scale",
             "batched_scores_divided_by_sqrt_of_a_size",
             "argmax_of_a_computed_flat_index", "reduce_kept_loop_indexes_the_columns",
+            "reduce_outer_axis_past_a_let_between_the_loops",
             "softmax_rows_wider_than_a_workgroup_of_48", "rms_norm_f16_rows",
             "vector_loop_variables_as_values", "attention_gqa_causal_head_dim_80_divided_scale",
             "attention_transposed_bool_mask", "flash_blocks_7_and_5_multiplied_scale",
@@ -792,6 +841,7 @@ def test_launch_ir_on_the_emulator_equals_numpy(name, target):
 
 
 METAL = ["gemm_float_accumulator_transposed_a_bias_relu", "reduce_sum_over_the_first_axis",
+         "reduce_outer_axis_past_an_if_between_the_loops",
          "argmax_of_a_computed_flat_index", "layer_norm_mean_named_float_sum_named_int",
          "vector_integer_division_and_remainder", "attention_sliding_window",
          "flash_host_scale_divided"]

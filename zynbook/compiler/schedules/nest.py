@@ -5,7 +5,7 @@ of a flat iteration (`decompose`) and the loop spreading the iterations over thr
 (`spread`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
 from .. import cir
@@ -43,7 +43,11 @@ def _lets_then_loops(body, sizes, symbolic: bool, parallel_only: bool, keep_one:
             and not rest[0].mutable and not rest[0].value.ty.shape:
         prologue.append(rest.pop(0))
     loops, counts, cur = [], [], tuple(rest)
-    while len(cur) == 1 and isinstance(cur[0], cir.Loop) and (cur[0].parallel or not parallel_only):
+    while True:
+        if loops and not parallel_only:
+            cur = _sunk(cur)
+        if not (len(cur) == 1 and isinstance(cur[0], cir.Loop) and (cur[0].parallel or not parallel_only)):
+            break
         lp = cur[0]
         n = trip_count(lp, sizes, symbolic)
         if n is None or free_vars((lp.start, lp.stop, lp.step)) & {l.var for l in loops}:
@@ -52,6 +56,32 @@ def _lets_then_loops(body, sizes, symbolic: bool, parallel_only: bool, keep_one:
         counts.append(n)
         cur = lp.body
     return prologue, loops, counts, cur
+
+
+def _sunk(stmts: tuple) -> tuple:
+    """`stmts` as one loop where they are scalar locals computed before one loop (lets,
+    vars and their assignments), or an `if` without `else` around such statements: those
+    moved inside the loop (run per iteration, computing the same values), so that a reduce
+    kernel's nest reaches the loops around its yield (`for r: let base = x[r, 0]; for c:
+    yield x[r, c] - base`). Anything else is returned as it is."""
+    if len(stmts) == 1 and isinstance(stmts[0], cir.If) and not stmts[0].orelse:
+        inner = _sunk(tuple(stmts[0].then))
+        if len(inner) == 1 and isinstance(inner[0], cir.Loop):
+            lp = inner[0]
+            return (replace(lp, body=(replace(stmts[0], then=tuple(lp.body)),)),)
+        return stmts
+    *prefix, last = stmts or (None,)
+    if not prefix or not isinstance(last, cir.Loop):
+        return stmts
+    nodes = list(cir.walk(tuple(prefix)))
+    local = {n.name for n in nodes if isinstance(n, cir.Let)}
+    if any(isinstance(n, (cir.Loop, cir.Store, cir.Yield, cir.Atomic, cir.Barrier, cir.SharedAlloc))
+           or isinstance(n, cir.Let) and n.value.ty.shape
+           or isinstance(n, cir.Assign) and n.name not in local for n in nodes) or \
+            free_vars((last.start, last.stop, last.step)) & local or \
+            any(isinstance(n, cir.Assign) and n.name in local for n in cir.walk(last.body)):
+        return stmts        # (a var the loop carries from one iteration to the next stays)
+    return (replace(last, body=tuple(prefix) + tuple(last.body)),)
 
 
 def parallel_nest(body, sizes, symbolic: bool = False) -> Nest:
@@ -84,7 +114,8 @@ def without_tiles(kernel: cir.Kernel, sizes: dict):
 
 def yield_nest(body, sizes, symbolic: bool = False) -> Nest:
     """The loops around a reduce kernel's `yield` (parallel or not), perfectly nested with
-    bounds known at launch, and the scalar lets before them."""
+    bounds known at launch (lets and an `if` between two loops moved into the inner one),
+    and the scalar lets before them."""
     prologue, loops, counts, cur = _lets_then_loops(body, sizes, symbolic, False, False)
     return Nest(loops, counts, tuple(prologue), cur)
 

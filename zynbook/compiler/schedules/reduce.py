@@ -50,7 +50,7 @@ def _reduced_as_written(kernel, nest) -> bool:
     """Whether the reduced loop is the one loop around the yields inside the nest (its
     bounds read the kept loops' variables, so the nest stops above it)."""
     axis = kernel.kernel_type.param("axis")
-    around = _loops_around_yield(kernel.body)
+    around = _loops_around_yield(nest.body, tuple(nest.loops))
     return around is not None and axis == len(nest.loops) == len(around) - 1 and \
         all(a is b for a, b in zip(around, nest.loops))
 
@@ -102,6 +102,12 @@ class Reduce(Schedule):
         if axis is not None and not (nest.loops and 0 <= int(axis) < len(nest.loops)) \
                 and not _reduced_as_written(kernel, nest):
             return f"reduce axis={axis} does not name one of the loops around the yield"
+        if axis is not None and not _reduced_as_written(kernel, nest) and any(
+                isinstance(n, cir.Loop) and any(isinstance(y, cir.Yield) for y in cir.walk(n))
+                for n in cir.walk(nest.body)):
+            # the kept and reduced loops are the nest's: a yield under a loop the nest does
+            # not reach would be reduced as if that loop were not there
+            return "a yield inside a loop the nest of loops around it does not reach"
         if any(isinstance(n, (cir.SharedAlloc, cir.Barrier)) for n in cir.walk(kernel.body)):
             return "shared arrays in a reduce kernel"
         return None

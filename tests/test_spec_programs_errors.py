@@ -79,6 +79,35 @@ def test_host_ints_of_any_length_are_printed_and_named_in_errors(capsys):
     assert "(an int of 6021 digits, rounded here) does not fit a 64-bit integer" in err.message
 
 
+# ------------------------------------------------------------------- host builtins
+
+@pytest.mark.parametrize("src,kind,column,words", [
+    # dtype names the reference lists were unknown names
+    ("let t = zeros([2], dtype=bool)\nt.dtype", None, None, "bool"),
+    ("let t = ones([2], dtype=double)\nt.dtype", None, None, "f64"),
+    ("let t = zeros([2], dtype=uint8)\nt.dtype", None, None, "u8"),
+    # random numbers in an integer dtype were all 0
+    ("let t = randn([2], dtype=i32)", "type", 9, "makes floats"),
+    ("let t = rand([2], dtype=int)", "type", 9, "makes floats"),
+    # numpy's own words, as runtime errors
+    ("let t = softmax(zeros([2, 3]), axis=4)", "shape", 9, "axis 4 is outside"),
+    ("let t = transpose(zeros([2, 3]), [0, 0])", "shape", 9, "not an order of the 2 axes"),
+    ("let t = reshape(zeros([4]), [-2, -2])", "shape", 9, "no negative sizes"),
+    ("let t = zeros(-1)", "shape", 9, "no negative sizes"),
+    ("let t = arange(0, 5, 0)", "type", 9, "step must not be 0"),       # "division by zero"
+    ("let t = arange(0.0, 1e30)", "memory", 9, "out of memory"),
+    ("let t = zeros([4])[tensor([true, false])]", "shape", 20, "mask of shape [2]"),
+    ("let t = zeros([4])[tensor([0, 7])]", "shape", 20, "out of range for axis 0"),
+    ("let t = zeros([4])[tensor([0.0, 1.0])]", "type", 20, "integers or bools, not f32"),
+])
+def test_host_builtin_mistakes_say_what_is_wrong(src, kind, column, words):
+    if kind is None:
+        assert zynbook.Session("cpu").run(src) == words
+        return
+    err = raises(kind, src, 1, column)
+    assert words in err.message
+
+
 # --------------------------------------------------------------------- loops and sizes
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -35,9 +35,13 @@ def builtin(name, *aliases):
 # ------------------------------------------------------------------- arguments
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
 def _shape(value, what="shape") -> tuple:
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return (int(value),)
+        value = [value]         # zeros(3) is zeros([3])
     if isinstance(value, (list, tuple)) and all(
             isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
         if any(d < 0 for d in value):
@@ -244,10 +248,13 @@ BUILTINS["ones"] = _fill("ones", lambda i, s, d, seed: np.ones(s, _np(d)))
 _CHUNK = 1 << 16
 
 
-def _random(draw, shape, dtype):
+def _random(name, draw, shape, dtype):
     """`draw(n)` (f64 numbers) into an array of `dtype`, a chunk at a time: the values are
     those one draw of the whole shape gives, with no f64 temporary of the whole size."""
     out = np.empty(shape, _np(dtype))
+    if out.dtype.kind != "f":       # values in [0, 1) or around 0 would truncate to 0 or so
+        raise ZynMLTypeError(f"{name}() makes floats: dtype= is f16, bf16, f32 or f64, "
+                             f"not {dtype}")
     if out.dtype == np.float64:
         return draw(shape)
     flat = out.reshape(-1)
@@ -258,8 +265,9 @@ def _random(draw, shape, dtype):
 
 
 BUILTINS["randn"] = _fill("randn", lambda i, s, d, seed:
-                          _random(_rng(i, seed).standard_normal, s, d))
-BUILTINS["rand"] = _fill("rand", lambda i, s, d, seed: _random(_rng(i, seed).random, s, d))
+                          _random("randn", _rng(i, seed).standard_normal, s, d))
+BUILTINS["rand"] = _fill("rand", lambda i, s, d, seed:
+                         _random("rand", _rng(i, seed).random, s, d))
 
 
 @builtin("arange")
@@ -270,6 +278,10 @@ def _arange(interp, args, kwargs):
     if any(isinstance(a, int) and not -2**63 <= a < 2**63 for a in args):
         raise ZynMLTypeError("arange(): an integer past 64 bits")
     floats = any(isinstance(a, float) for a in args)
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3]
+    if step == 0:
+        raise ZynMLTypeError("arange(): the step must not be 0")
+    check_host_memory((max(0, math.ceil((stop - start) / step)),), "f32" if floats else "i64")
     values = np.arange(*args)
     dtype = _dtype(kwargs.get("dtype"), "f32" if floats else _int_dtype(values))
     return Tensor(values.astype(_np(dtype)), "cpu")
@@ -361,6 +373,8 @@ def _reshape(interp, args, kwargs):
     shape = list(args[1]) if isinstance(args[1], (list, tuple)) else None
     if shape is None or not all(isinstance(d, int) for d in shape):
         raise ZynMLTypeError("reshape()'s shape is a list of integers (-1 for one inferred size)")
+    if any(d < -1 for d in shape):
+        raise ZynMLShapeError(f"reshape(): a shape has no negative sizes but one -1: {shape}")
     known = 1
     for d in shape:
         if d != -1:
@@ -421,7 +435,13 @@ def _transpose(interp, args, kwargs):
     t = _tensor(args[0])
     arr = host_array(t)
     if len(args) == 2:
-        return wrap(xp_of(t).transpose(arr, list(args[1])), t)
+        axes = list(args[1]) if isinstance(args[1], (list, tuple)) else [args[1]]
+        if sorted(a % t.ndim if _is_int(a) and -t.ndim <= a < t.ndim else -1
+                  for a in axes) != list(range(t.ndim)):
+            raise ZynMLShapeError(f"transpose(): axes {axes} are not an order of the "
+                                  f"{t.ndim} axes of a {list(t.shape)} tensor (each of "
+                                  f"0..{t.ndim - 1} once)")
+        return wrap(xp_of(t).transpose(arr, axes), t)
     return wrap(xp_of(t).swapaxes(arr, -1, -2) if t.ndim >= 2 else arr, t)
 
 
@@ -567,6 +587,8 @@ def _softmax(interp, args, kwargs):
     t = _tensor(args[0])
     xp, a = xp_of(t), host_array(t)
     axis = kwargs.get("axis", -1)
+    if not _is_int(axis) or not -t.ndim <= axis < max(t.ndim, 1):
+        raise ZynMLShapeError(f"softmax(): axis {axis} is outside a tensor of {t.ndim} axes")
     e = xp.exp(a - a.max(axis=axis, keepdims=True))
     return wrap(e / e.sum(axis=axis, keepdims=True), t)
 
@@ -617,9 +639,11 @@ def _range(interp, args, kwargs):
 
 
 # dtype names are values too: allocate(dtype=float32)
+# every dtype name and alias of the language reference ("Dtypes and promotion")
 DTYPE_VALUES = {name: canonical_dtype(name) for name in (
-    "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-    "float16", "float32", "float64", "int32", "int64", "uint32", "bfloat16", "half")}
+    "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool",
+    "float16", "half", "float32", "float", "float64", "double", "int8", "int16", "int32",
+    "int", "int64", "uint8", "uint16", "uint32", "uint64", "bfloat16")}
 CONSTANTS = {"inf": float("inf"), "pi": math.pi, "e": math.e, "nan": float("nan")}
 
 

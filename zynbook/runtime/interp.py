@@ -21,7 +21,7 @@ from ..compiler import cir
 from ..compiler.dims import solve
 from ..compiler.lower import InputSig, LoweredKernel, lower_compute
 from ..compiler.passes.pipeline import run_pipeline
-from ..compiler.types import canonical_dtype, is_float
+from ..compiler.types import canonical_dtype, dtype_from_numpy, is_float
 from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameError,
                       ZynMLRuntimeError, ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
 from . import builtins as B
@@ -779,6 +779,19 @@ class Interpreter:
             if _integer(item) and not -size <= item < size:
                 raise ZynMLShapeError(f"index {item} is out of range for axis {k} of size "
                                       f"{size}", items[k].span)
+            kind = getattr(getattr(item, "dtype", None), "kind", None)
+            if kind == "b" and tuple(item.shape) != tuple(base.shape[k:k + item.ndim]):
+                raise ZynMLShapeError(f"a mask of shape {list(item.shape)} does not fit the "
+                                      f"axes {list(base.shape[k:k + item.ndim])} it selects "
+                                      f"from", items[k].span)
+            if kind in ("i", "u") and item.size and not (
+                    -size <= int(item.min()) and int(item.max()) < size):
+                raise ZynMLShapeError(f"indices from {int(item.min())} to {int(item.max())} "
+                                      f"are out of range for axis {k} of size {size}",
+                                      items[k].span)
+            if kind is not None and kind not in "biu":
+                raise ZynMLTypeError(f"a tensor used as an index holds integers or bools, "
+                                     f"not {dtype_from_numpy(item.dtype)}", items[k].span)
 
     def index(self, base, e: A.Index):
         key = self.index_key(e.items)

@@ -575,3 +575,16 @@ def test_a_row_epilogue_over_few_long_rows_is_launched_apart():
     assert len(session.launches) == 2
     assert "over the first one's 2 rows" in dict(kernel_sections(session.last_kernels[-1]))["fusion"]
     assert_close(np.asarray(value), (x - x.mean(axis=1, keepdims=True)) * 2.0, "f32", "reduction")
+
+
+def test_a_cold_compile_leaves_no_fused_away_value_alive(tmp_path, monkeypatch):
+    """The first compile of a `cpu:native` kernel falls back from a cache folder that does
+    not exist yet; the error it kept held every caller's frame in a reference cycle, so the
+    fused-away softmax and scale stayed alive and were computed after the fused kernel
+    (three launches instead of one)."""
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path / "not-yet"))
+    env = _env(np.random.default_rng(24), 5, 11)
+    chain = PIPELINES + "x |> softmax() |> scale(0.8125) |> add(r)\n"
+    value, session = _run(chain, "cpu:native", **env)
+    assert len(session.launches) == 1
+    assert_close(np.asarray(value), _softmax(env["x"]) * 0.8125 + env["r"], "f32", "reduction")

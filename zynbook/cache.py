@@ -431,13 +431,16 @@ def load_library(payload: bytes, folder: Path | None = None, suffix: str = ".so"
     the file is removed once mapped (its name ends in `.tmp`, so a copy that a crash left
     behind is swept later). Raises EntryUnusable when it does not load."""
     want = hashlib.sha256(payload).hexdigest()
-    last: Exception | None = None
+    # the last failure's message, not the exception: kept here, its traceback would make a
+    # cycle through this frame holding every caller's locals (a launch's lazy values, which
+    # the graph then computes as if still read) until the cyclic collector runs
+    last = ""
     dirs = ([str(folder)] if folder is not None else []) + [None]
     for d in dirs:
         try:
             fd, name = tempfile.mkstemp(dir=d, prefix=".load-", suffix=f"{suffix}.tmp")
         except OSError as err:
-            last = err
+            last = str(err)
             continue
         try:
             with os.fdopen(fd, "wb") as f:
@@ -448,7 +451,7 @@ def load_library(payload: bytes, folder: Path | None = None, suffix: str = ".so"
             return ctypes.CDLL(name)
         except OSError as err:
             # a folder mounted noexec refuses to map: try the next one
-            last = err
+            last = str(err)
         finally:
             try:
                 os.unlink(name)

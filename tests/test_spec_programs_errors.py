@@ -139,6 +139,26 @@ def test_an_output_of_negative_size_points_at_the_block(device):
     assert "-2 elements" in err.message
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_shared_array_index_out_of_range_is_the_same_error_everywhere(device):
+    """A shared array read or written past its size: the CPU reference said numpy's "index 9
+    is out of bounds for axis 1 with size 4" at line 1 (or wrapped a negative index), the
+    compiled devices a runtime error at the statement; now all say the latter."""
+    src = ("let y = compute(x) {{\n"
+           "    for r in 0..1:\n"
+           "        shared var s[4]\n"
+           "        {write}\n"
+           "        barrier()\n"
+           "        out[r] = s[{read}]\n"
+           "}}\ny\n")
+    for write, read, line, value in (("s[0] = 1.0", "9", 6, 9), ("s[0] = 1.0", "0 - 1", 6, -1),
+                                     ("s[int(x[5])] = 1.0", "0", 4, 5)):
+        err = raises("runtime", src.format(write=write, read=read), line, 9, device, x=X6)
+        assert err.message == f"index {value} is out of range for an axis of size 4 of `s`"
+    got = zynbook.Session(device).run(src.format(write="s[3] = 2.0", read="3"), x=X6)
+    np.testing.assert_array_equal(np.asarray(got), [2.0])
+
+
 # ------------------------------------------------------------------------- host data
 
 WEBGPU = [d["id"] for d in zynbook.compute_devices()

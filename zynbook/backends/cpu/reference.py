@@ -597,6 +597,17 @@ class ReferenceExecutor:
                 raise ZynMLRuntimeError(f"index {value} is out of range for an axis of size "
                                         f"{size} of `{name}`")
 
+    def _check_uniform(self, parts, sizes, name):
+        """An index the same in every lane (of a shared array) inside its axis, where any
+        lane reaches it, as the compiled devices check it (numpy would wrap a negative one
+        or fail in its own words)."""
+        for p, size in zip(parts, sizes):
+            if isinstance(p, cir.Span) or 0 <= int(p) < size:
+                continue
+            if self.mask is None or np.any(self.mask.arr):
+                raise ZynMLRuntimeError(f"index {int(p)} is out of range for an axis of size "
+                                        f"{size} of `{name}`")
+
     def _shared_load(self, e, arr):
         nl = self.shared_defs[e.buffer]
         raw = [self.eval(i) if not isinstance(i, cir.Span) else i for i in e.index]
@@ -604,6 +615,7 @@ class ReferenceExecutor:
                  for i in raw]
         if any(p is None or isinstance(p, LaneIndex) for p in parts):
             return self._shared_gather(e, arr, nl, raw)
+        self._check_uniform(parts, arr.shape[nl:], e.buffer)
         idx = [slice(None)] * nl + [p if not isinstance(p, cir.Span) else
                                     slice(*self._span_bounds(p, arr.shape[nl + k]))
                                     for k, p in enumerate(parts)]
@@ -729,6 +741,7 @@ class ReferenceExecutor:
                  for i in s.index]
         if any(p is None for p in parts):
             raise self.error("shared arrays are indexed by values the same in every lane", s.line)
+        self._check_uniform(parts, target.shape[nl:], s.buffer)
         idx = tuple([slice(None)] * nl + [p if not isinstance(p, cir.Span) else
                                           slice(*self._span_bounds(p, target.shape[nl + k]))
                                           for k, p in enumerate(parts)])

@@ -743,6 +743,17 @@ y
         c[f"attention_{name}"] = (_three_pass(cond, inputs), {"Q": Q, "K": K, "V": V, **extra},
                                   _attention(Q, K, V, 0.25, mask), "f32", "contraction",
                                   "attention")
+    # the running max written as an `if` (it ran on the generic schedule), and its mirror,
+    # a running min, which is not attention's max (softmax does not care: generic)
+    maxed = _three_pass().replace(
+        "            m = max(m, dot(Q[b, h, i], K[b, h, j]) * 0.25)",
+        "            let s = dot(Q[b, h, i], K[b, h, j]) * 0.25\n            if s > m:\n                m = s")
+    c["attention_running_max_written_as_an_if"] = (maxed, {"Q": Q, "K": K, "V": V},
+                                                   _attention(Q, K, V, 0.25), "f32", "contraction",
+                                                   "attention")
+    c["not_attention_running_min_written_as_an_if"] = (
+        maxed.replace("var m = -inf", "var m = inf").replace("if s > m:", "if m > s:"),
+        {"Q": Q, "K": K, "V": V}, _attention(Q, K, V, 0.25), "f32", "contraction", "generic")
     Q, K, V = _f32(1, 4, 9, 16), _f32(1, 4, 9, 16), _f32(1, 4, 9, 16)
     # the normaliser summed without the max: not attention, run as written
     s = np.einsum("bhid,bhjd->bhij", *(a.astype(np.float64) for a in (Q, K))) * 0.25

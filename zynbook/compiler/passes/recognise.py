@@ -324,9 +324,31 @@ def _exec(stmts, env: dict, state: set, what: str):
             env[s.name] = substitute(s.value, env)
             if s.name not in assigned:
                 assigned.append(s.name)
+        elif (new := _max_by_if(s, env, state)) is not None:
+            name = s.then[0].name
+            env[name] = new
+            if name not in assigned:
+                assigned.append(name)
         else:
             raise _No(f"{what} holds a statement other than lets and updates of the running values")
     return assigned
+
+
+def _max_by_if(s, env: dict, state: set):
+    """max(m, x) where `s` is `if x > m: m = x` (or `m < x`, `>=`, `<=`) on a running value
+    m, with the values before `s`; else None."""
+    if not (isinstance(s, cir.If) and not s.orelse and len(s.then) == 1 and
+            isinstance(s.then[0], cir.Assign) and s.then[0].name in state and
+            isinstance(s.cond, cir.Bin) and s.cond.op in (">", ">=", "<", "<=")):
+        return None
+    name = s.then[0].name
+    x = substitute(s.then[0].value, env)
+    m = substitute(cir.Var(name, x.ty), env)
+    big, small = (s.cond.left, s.cond.right) if s.cond.op in (">", ">=") else (s.cond.right, s.cond.left)
+    big, small = substitute(big, env), substitute(small, env)
+    if canon(big) != canon(x) or canon(small) != canon(m):
+        return None
+    return cir.Call("max", (m, x), x.ty)
 
 
 def _rename(e, old: str, new: str):

@@ -402,10 +402,15 @@ def test_tiny_gpt_train_batch_equals_torch(device):
     (lambda dev, G, T: T(dev, G(vocab=5)).generate([1], 2, top_k=6), r"`top_k` is an int"),
     (lambda dev, G, T: T(dev, G(vocab=5)).generate([1], -1), r"`n_new` is a number"),
     (lambda dev, G, T: T(dev, G(vocab=5)).generate([1], 2.0), r"`n_new` is a number"),
+    (lambda dev, G, T: T(dev.id, G(vocab=5)), r"takes a device interface"),
+    (lambda dev, G, T: T(dev, {"vocab": 5}), r"config is a GPTConfig"),
+    (lambda dev, G, T: zynbook.nn.DataParallel([dev.id], {"vocab": 5}),
+     r"config is a GPTConfig"),
 ])
 def test_tiny_gpt_mistakes_are_type_errors(mistake, message, device):
-    # each was a Python error (TypeError, UFuncTypeError, ValueError, IndexError) or went
-    # through: a model of no vocabulary, a negative n_new giving the prompt back
+    # each was a Python error (TypeError, UFuncTypeError, ValueError, IndexError,
+    # AttributeError) or went through: a model of no vocabulary, a negative n_new giving the
+    # prompt back
     from zynbook.nn.model import GPTConfig, TinyGPT
 
     def config(**kw):

@@ -70,6 +70,7 @@ LAYER_SHAPES = lambda c: {                                        # noqa: E731
 
 def init_weights(config: GPTConfig) -> dict:
     """Initial weights as numpy arrays: {"embed", "final_norm", "lm_head", "layers": [...]}."""
+    _need_config(config)
     c = config
     if c.dim % c.n_heads or c.head_dim % 2 or c.n_heads % c.n_kv_heads:
         raise ZynMLShapeError(f"GPTConfig: dim = {c.dim} must split into n_heads = {c.n_heads} "
@@ -93,6 +94,12 @@ def init_weights(config: GPTConfig) -> dict:
             "lm_head": w(c.dim, c.vocab), "layers": layers}
 
 
+def _need_config(config):
+    if not isinstance(config, GPTConfig):
+        raise ZynMLTypeError(f"a model's config is a GPTConfig(vocab=...), not "
+                             f"{type(config).__name__}")
+
+
 def _flat_names(weights: dict) -> list:
     names = ["embed", "final_norm", "lm_head"]
     for i, layer in enumerate(weights["layers"]):
@@ -113,6 +120,11 @@ class TinyGPT:
     """The model's weights as device buffers, with AdamW moments beside them."""
 
     def __init__(self, device, config: GPTConfig, weights: dict | None = None):
+        from .device import Device
+        if not isinstance(device, Device):
+            raise ZynMLTypeError(f"TinyGPT takes a device interface, zynbook.device(id), not "
+                                 f"{type(device).__name__}")
+        _need_config(config)
         self.dev, self.config = device, config
         host = weights if weights is not None else init_weights(config)
         self.params = {}

@@ -248,7 +248,7 @@ BUILTINS["ones"] = _fill("ones", lambda i, s, d, seed: np.ones(s, _np(d)))
 _CHUNK = 1 << 16
 
 
-def _random(name, draw, shape, dtype):
+def _random(draw, shape, dtype, name="randn"):
     """`draw(n)` (f64 numbers) into an array of `dtype`, a chunk at a time: the values are
     those one draw of the whole shape gives, with no f64 temporary of the whole size."""
     out = np.empty(shape, _np(dtype))
@@ -265,9 +265,9 @@ def _random(name, draw, shape, dtype):
 
 
 BUILTINS["randn"] = _fill("randn", lambda i, s, d, seed:
-                          _random("randn", _rng(i, seed).standard_normal, s, d))
+                          _random(_rng(i, seed).standard_normal, s, d, "randn"))
 BUILTINS["rand"] = _fill("rand", lambda i, s, d, seed:
-                         _random("rand", _rng(i, seed).random, s, d))
+                         _random(_rng(i, seed).random, s, d, "rand"))
 
 
 @builtin("arange")

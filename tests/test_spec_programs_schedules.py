@@ -649,6 +649,31 @@ let y = compute(x) {
 }
 y
 """, {"x": x}, (x * 2).astype(np.float16).astype(np.float32)[:, ::-1], "f32", "exact", "block")
+    # rows read reversed, from another row, or two rows of one input: each row is held by
+    # its own index, not by the buffer's name
+    x = _f32(6, 100)
+    c["rows_read_reversed_and_from_the_mirrored_row"] = ("""
+let y = compute(x) {
+    for r in 0..R:
+        var s = 0.0
+        for c in 0..C:
+            s += x[R - 1 - r, c]
+        for c in 0..C:
+            out[r, c] = x[r, C - 1 - c] * s
+}
+y
+""", {"x": x}, x[:, ::-1] * x[::-1].sum(1, keepdims=True), "f32", "reduction", "rows")
+    c["rows_two_rows_of_one_input"] = ("""
+let y = compute(x) {
+    for r in 0..3:
+        var s = 0.0
+        for c in 0..C:
+            s += x[2 * r, c] * x[2 * r + 1, c]
+        for c in 0..C:
+            out[r, c] = x[2 * r, c] - s
+}
+y
+""", {"x": x}, x[0::2] - (x[0::2] * x[1::2]).sum(1, keepdims=True), "f32", "reduction", "rows")
     # --------------------------------------------------------------- vector
     x, v = _f32(3, 36), _f32(36)
     c["vector_loop_variables_as_values"] = ("""
@@ -762,6 +787,26 @@ y
         {"Q": Q, "K": K, "V": V},
         np.exp(s - s.max(-1, keepdims=True)) / np.exp(s).sum(-1, keepdims=True) @ V.astype(np.float64),
         "f32", "contraction", "generic")
+    # the query row held in a let, heads looped outside the batch, dot's operands swapped
+    c["attention_query_row_in_a_let_heads_outermost"] = ("""
+let y = compute(Q, K, V) {
+    @kernel attention
+    for h in 0..H, b in 0..B, i in 0..S:
+        let q = Q[b, h, i]
+        var m = -inf
+        for j in 0..S:
+            m = max(m, dot(K[b, h, j], q) * 0.25)
+        var l = 0.0
+        for j in 0..S:
+            l += exp(dot(K[b, h, j], q) * 0.25 - m)
+        for d in 0..D:
+            var acc = 0.0
+            for j in 0..S:
+                acc += V[b, h, j, d] * exp(dot(K[b, h, j], q) * 0.25 - m)
+            out[b, h, i, d] = acc / l
+}
+y
+""", {"Q": Q, "K": K, "V": V}, _attention(Q, K, V, 0.25), "f32", "contraction", "attention")
     K2, V2 = _f32(1, 2, 9, 16), _f32(1, 2, 9, 16)
     c["not_gqa_heads_h_mod_2"] = (_three_pass(score="dot(Q[b, h, i], K[b, h % 2, j]) * 0.25",
                                               value="V[b, h % 2, j, d]"),

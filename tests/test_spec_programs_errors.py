@@ -159,6 +159,22 @@ def test_a_shared_array_index_out_of_range_is_the_same_error_everywhere(device):
     np.testing.assert_array_equal(np.asarray(got), [2.0])
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_tile_written_into_a_slice_of_out_of_another_length(device):
+    """`out[r, 0:2] = m[r]` with rows of 4: a shape error at the store on every device (the
+    CPU reference failed in numpy's words at line 1, the compiled devices cut the row to
+    2); a row that fits runs."""
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    src = ("let y = compute(m) {{\n"
+           "    for r in 0..rows:\n"
+           "        out[r, {sl}] = m[r]\n"
+           "}}\ny\n")
+    err = raises("shape", src.format(sl="0:2"), 3, 9, device, m=m)
+    assert "differ: 2 and 4" in err.message
+    got = zynbook.Session(device).run(src.format(sl="1:5"), m=m)
+    np.testing.assert_array_equal(np.asarray(got)[:, 1:], m)
+
+
 # ------------------------------------------------------------------------- host data
 
 WEBGPU = [d["id"] for d in zynbook.compute_devices()

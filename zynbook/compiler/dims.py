@@ -113,7 +113,8 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
                 if values[c.left] != v:
                     raise ZynMLShapeError(
                         f"{c.what}: the loop covers {v} positions but the axis has "
-                        f"{values[c.left]}", c.span)
+                        f"{values[c.left]}" if c.loop else
+                        f"{c.what} differ: {v} and {values[c.left]}", c.span)
             else:
                 for n in root_names:
                     values[n] = int(v)

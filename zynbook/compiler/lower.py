@@ -536,6 +536,7 @@ class _Lowering:
             for it, item in zip(index, target.items):
                 if not isinstance(it, cir.Span) and not is_int(it.ty.dtype):
                     raise ZynMLTypeError(f"an index must be an integer, not {it.ty}", item.span)
+            self._slice_fits(index, value, s.span)
             self.out_stores.append((index, value, s.span, list(self.loop_stack)))
             return cir.Store("out", index, value, line)
         if isinstance(target, A.Index):
@@ -1078,6 +1079,26 @@ class _Lowering:
                 dim = d if dim is None else affine.maximum(dim, d)
             shape.append(_dim_value(dim))
         return cir.Buffer("out", dtype, tuple(shape), "write")
+
+    def _slice_fits(self, index, value, span):
+        """A tile written into slices of out is as long as each slice (`out[r, 0:2] =
+        m[r]` of a row of 4 ran on the CPU reference into numpy's broadcasting error and
+        was cut to 2 elsewhere): equal constants, or a size tied to the slice's length."""
+        slices = [it for it in index if isinstance(it, cir.Span)]
+        for it, dim in zip(slices, value.ty.shape):
+            if isinstance(it.stop, cir.Var) and it.stop.name == "__end__":
+                continue            # out[i, 2:]: as long as the tile makes it
+            length = _dim_value(affine.simplify(cir.Bin("-", it.stop, it.start, I32)))
+            what = "the length of out's slice and of the tile written into it"
+            if isinstance(dim, int) and isinstance(length, int):
+                if dim != length:
+                    raise ZynMLShapeError(f"{what} differ: {length} and {dim}", span)
+            elif isinstance(dim, str) and dim != length:
+                self.constraints.append(Constraint(
+                    dim, affine.var(length) if isinstance(length, str) else
+                    affine.const(length) if isinstance(length, int) else length, span, what))
+            elif isinstance(length, str) and isinstance(dim, int):
+                self.constraints.append(Constraint(length, affine.const(dim), span, what))
 
     def _steps(self) -> dict:
         """{loop variable: its step} for the loops in scope (bounds of strided loops)."""

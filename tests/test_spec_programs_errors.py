@@ -79,6 +79,16 @@ def test_host_ints_of_any_length_are_printed_and_named_in_errors(capsys):
     assert "(an int of 6021 digits, rounded here) does not fit a 64-bit integer" in err.message
 
 
+@pytest.mark.parametrize("src,column", [
+    ("pipeline f(t: tensr):\n    return t\nf(x)\n", 15),          # (said at the call, 3:3)
+    ("pipeline f(t: tensr):\n    return t\n1\n", 15),             # (never said)
+    ("pipeline f(t) -> tensr:\n    return t\nf(x)\n", 18),
+])
+def test_a_misspelt_type_in_a_pipeline_signature_is_refused_there(src, column):
+    err = raises("type", src, 1, column, x=X6)
+    assert "unknown type `tensr`" in err.message
+
+
 # ------------------------------------------------------------------- host builtins
 
 @pytest.mark.parametrize("src,kind,column,words", [

@@ -44,6 +44,11 @@ KEYWORDS = ("let", "var", "for", "in", "if", "elif", "else", "and", "or", "not",
 
 
 
+# the type names of lets and pipeline parameters beside the dtypes (check_type)
+_TYPE_NAMES = ("tensor", "int", "float", "bool", "str", "string", "any", "record", "list",
+               "future")
+
+
 def _integer(v) -> bool:
     """An int (a Python or numpy integer), not a bool."""
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
@@ -385,6 +390,12 @@ class Interpreter:
                 if q.name in names[:k]:
                     raise ZynMLTypeError(f"pipeline {s.name} has two parameters named "
                                          f"`{q.name}`", q.span)
+            # a misspelt type is the signature's mistake: said where it is written, at once
+            for typ in [q.type for q in s.params] + [s.returns]:
+                if typ is not None and typ.name not in _TYPE_NAMES and \
+                        not canonical_dtype(typ.name):
+                    raise ZynMLTypeError(f"unknown type `{typ.name}`; the types are "
+                                         f"{', '.join(_TYPE_NAMES)} and the dtypes", typ.span)
             p = Pipeline(s, self, self.source)
             self.bind(s.name, p, False)
             return None

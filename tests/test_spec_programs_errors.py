@@ -89,6 +89,16 @@ def test_a_misspelt_type_in_a_pipeline_signature_is_refused_there(src, column):
     assert "unknown type `tensr`" in err.message
 
 
+def test_a_config_key_given_twice_is_refused_before_any_is_set():
+    """(The last one won, silently.)"""
+    session = zynbook.Session("cpu")
+    err = raises("type", "config { seed: 1, seed: 2 }", 1, 19)
+    assert "`seed` is given twice" in err.message
+    with pytest.raises(ZynMLError):
+        session.run('config {\n    compute_device: "cpu:native"\n    compute_device: "cpu"\n}')
+    assert session.default_device == "cpu"
+
+
 # ------------------------------------------------------------------- host builtins
 
 @pytest.mark.parametrize("src,kind,column,words", [

@@ -502,6 +502,10 @@ class Interpreter:
 
     def config(self, s: A.Config):
         self.lazy.flush()       # recorded blocks run with the settings they were met under
+        names = [kw.name for kw in s.entries]
+        for k, kw in enumerate(s.entries):
+            if kw.name in names[:k]:        # which one was meant? refused before any is set
+                raise ZynMLTypeError(f"config key `{kw.name}` is given twice", kw.span)
         for kw in s.entries:
             value = self.eval(kw.value)
             if kw.name == "compute_device":

@@ -275,6 +275,23 @@ def test_unusual_host_data_gives_numpys_answer(device):
         np.testing.assert_allclose(got, wide * 2.5 + 1.0, rtol=1e-6, err_msg=name)
 
 
+@pytest.mark.parametrize("written,meant", [("CPU", "cpu"), (" cpu", "cpu"),
+                                           ("Cpu:Native", "cpu:native"), ("nope", None)])
+def test_a_device_id_typed_loosely_is_refused_with_the_id_meant(written, meant):
+    """Device ids are exact; one that differs from a present id only in case or spaces
+    names it. Refused at the @device argument, by Session(...) and by zynbook.run."""
+    present = {d["id"] for d in zynbook.compute_devices()}
+    if meant is not None and meant not in present:
+        pytest.skip(f"no {meant} here")
+    src = f'let y = compute(x) @device("{written}") {{\n    for i in 0..n:\n' \
+          f'        out[i] = x[i]\n}}\ny\n'
+    err = raises("device", src, 1, 28, x=X6)
+    hint = f"(did you mean `{meant}`?)"
+    assert (hint in err.message) == (meant is not None), err.message
+    with pytest.raises(ZynMLError, match="did you mean" if meant else "available"):
+        zynbook.Session(written)
+
+
 # ------------------------------------------------------------------------ annotations
 
 def block(annotation, body="out[i] = x[i]", outside=""):

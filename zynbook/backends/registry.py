@@ -110,6 +110,13 @@ def best_device_id() -> str:
     return pick.id
 
 
+def _plain_id(device_id: str) -> str:
+    """An id as typed loosely: lower case, no spaces, no leading zeros in its number."""
+    family, _, number = device_id.strip().lower().replace(" ", "").partition(":")
+    return f"{family}:{number.lstrip('0') or '0'}" if number.isdigit() else \
+        family + (":" + number if number else "")
+
+
 def get_device(device_id: str):
     if not isinstance(device_id, str):
         raise ZynMLTypeError(f"a device id is a string like \"cpu\" or \"cuda:0\", "
@@ -134,7 +141,11 @@ def get_device(device_id: str):
     dev = devices.get(device_id)
     if dev is None:
         known = ", ".join(sorted(devices)) or "none"
-        raise ZynMLDeviceError(f"no device `{device_id}` here; available: {known}, auto")
+        # ids are lower case without spaces: `CPU`, ` cpu` and `vulkan:01` name a device
+        meant = next((d for d in sorted(devices) if _plain_id(d) == _plain_id(device_id)),
+                     None)
+        hint = f" (did you mean `{meant}`?)" if meant else ""
+        raise ZynMLDeviceError(f"no device `{device_id}` here{hint}; available: {known}, auto")
     return dev
 
 

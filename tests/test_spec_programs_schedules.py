@@ -328,6 +328,18 @@ let y = compute(A, B) {
 }
 y
 """, {"A": A, "B": B}, (A * signs) @ B, "f32", "contraction", "generic")
+    A3, B3 = _f32(3, 20, 17), _f32(3, 17, 19)
+    c["batched_matmul_subtracted_batch_in_the_middle_of_out"] = ("""
+let y = compute(A, B) {
+    @kernel batched_matmul
+    for i in 0..M, b in 0..Bt, j in 0..N:
+        var acc = 0.0
+        for k in 0..K:
+            acc -= A[b, i, k] * B[b, k, j] / 2.0
+        out[i, b, j] = acc
+}
+y
+""", {"A": A3, "B": B3}, -np.einsum("bik,bkj->ibj", A3, B3) / 2, "f32", "contraction", "gemm")
     # --------------------------------------------------------------- reduce
     x = _f32(1025, 3)
     c["reduce_sum_over_the_first_axis"] = ("""

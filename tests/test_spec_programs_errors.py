@@ -128,6 +128,26 @@ def test_host_builtin_mistakes_say_what_is_wrong(src, kind, column, words):
     assert words in err.message
 
 
+def test_program_text_of_the_wrong_type_or_unusual_characters(tmp_path, capsys):
+    """zynbook.compile(5) is the type error run() gives (an AttributeError before); a lone
+    surrogate in a string literal runs (the syntax cache's key raised UnicodeEncodeError);
+    a file saved with a byte order mark reads as its text on the command line (a syntax
+    error at its invisible first character before)."""
+    from zynbook import cli
+
+    with pytest.raises(ZynMLError, match="text \\(a str\\), not int") as info:
+        zynbook.compile(5)
+    assert info.value.kind == "type"
+    assert zynbook.Session("cpu").run('let s = "a\ud800"\nlen(s)\n') == 2
+    good, bad = tmp_path / "good.zyn", tmp_path / "bad.zyn"
+    good.write_bytes(b"\xef\xbb\xbflet a = 1 + 2\na\n")
+    bad.write_bytes(b"\xef\xbb\xbflet a = 1 +* 2\n")
+    assert cli.main(["run", str(good)]) == 0
+    assert capsys.readouterr().out.strip() == "3"
+    assert cli.main(["check", str(bad)]) == 1
+    assert "line 1, column 12" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------- loops and sizes
 
 @pytest.mark.parametrize("device", DEVICES)

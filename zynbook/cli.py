@@ -107,7 +107,8 @@ def main(argv=None) -> int:
                 return 1
             return 0
         try:
-            source = open(args.file, encoding="utf-8").read()
+            # utf-8-sig: a file an editor saved with a byte order mark reads as its text
+            source = open(args.file, encoding="utf-8-sig").read()
         except OSError as err:
             print(f"zynbook: cannot read {args.file}: {err.strerror}", file=sys.stderr)
             return 2

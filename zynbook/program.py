@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .compiler import cir
 from .compiler.check import check_program
+from .errors import ZynMLTypeError
 from .runtime.interp import CompiledKernel
 from .runtime.plans import BlockCache
 from .session import Session, parse_cached
@@ -14,6 +15,9 @@ class Program:
     running it binds the real inputs, and shapes are checked again then."""
 
     def __init__(self, source: str):
+        if not isinstance(source, str):
+            raise ZynMLTypeError(f"a ZynML program is text (a str), not "
+                                 f"{type(source).__name__}")
         self.source = source
         self.ast = parse_cached(source)
         result = check_program(self.ast, source)

@@ -32,7 +32,9 @@ def _parser_digest() -> str:
 
 def parse(source: str) -> A.Program:
     """The tree of `source` (compiler/parser.py's `parse`), from the cache where it is."""
-    key = kcache.CacheKey("syntax", hashlib.sha256(source.encode()).hexdigest(),
+    # (surrogatepass: a lone surrogate in a string literal is text Python holds)
+    key = kcache.CacheKey("syntax", hashlib.sha256(source.encode("utf-8", "surrogatepass"))
+                          .hexdigest(),
                           versions=kcache.parts(parser=_parser_digest()))
 
     def build() -> bytes:

@@ -215,6 +215,19 @@ def test_a_tile_written_into_a_slice_of_out_of_another_length(device):
     np.testing.assert_array_equal(np.asarray(got)[:, 1:], m)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_tiles_that_do_not_fit_at_the_launch_fail_at_their_statement(device):
+    """`m[0:2] @ m[0:2]` of a [3, 4] m: the inner sizes (4 and 2) are known only at the
+    launch. A runtime error at the statement on every device (the CPU reference gave
+    numpy's words at the host line that launched the block, 1:1)."""
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    src = ("let y = compute(m) {\n"
+           "    for r in 0..1:\n"
+           "        out[r] = m[0:2] @ m[0:2]\n"
+           "}\ny\n")
+    raises("runtime", src, 3, 9, device, m=m)
+
+
 # ------------------------------------------------------------------------- host data
 
 WEBGPU = [d["id"] for d in zynbook.compute_devices()

@@ -185,6 +185,12 @@ class ReferenceExecutor:
             if err.line <= 0 and s.line:
                 err.span = self._span(s.line)
             raise
+        except ValueError as err:
+            # numpy refusing tiles whose sizes disagree at this launch (`m[0:2] @ m[0:2]`):
+            # said at the statement, not the host line that launched the block
+            raise ZynMLRuntimeError(f"the tiles of this statement do not fit together at "
+                                    f"these sizes: {err}",
+                                    self._span(s.line) if s.line else None) from None
 
     def _stmt(self, s):
         if isinstance(s, cir.Let):

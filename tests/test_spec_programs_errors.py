@@ -119,6 +119,7 @@ def test_a_config_key_given_twice_is_refused_before_any_is_set():
     ("let t = zeros([4])[tensor([true, false])]", "shape", 20, "mask of shape [2]"),
     ("let t = zeros([4])[tensor([0, 7])]", "shape", 20, "out of range for axis 0"),
     ("let t = zeros([4])[tensor([0.0, 1.0])]", "type", 20, "integers or bools, not f32"),
+    ('print(1, sep=",")', "type", 1, "no parameter `sep`"),        # dropped unread
 ])
 def test_host_builtin_mistakes_say_what_is_wrong(src, kind, column, words):
     if kind is None:

@@ -466,6 +466,7 @@ def _shape_fn(interp, args, kwargs):
 
 @builtin("print")
 def _print(interp, args, kwargs):
+    _unexpected(kwargs, (), "print")        # (sep= and end= were dropped unread)
     interp.write(" ".join(_show(a) for a in args) + "\n")
     return None
 

@@ -407,7 +407,7 @@ let y = compute(x) {
         out[i - 10] = x[i]
 }
 y
-""", {"x": np.arange(6, dtype=np.float32)}, "shape", 2, 1),
+""", {"x": np.arange(6, dtype=np.float32)}, "shape", 2, 9),
     # a field of a computed value (it said "`this` is not an input")
     "field_of_a_tile": ("""
 let y = compute(m) {

@@ -595,3 +595,70 @@ def test_a_host_int_past_i32_is_named_as_the_host_int_it_is(device_id):
     msg = info.value.message
     assert info.value.kind == "device" and "`k` = 3000000000" in msg, msg
     assert "host int" in msg and "32-bit" in msg and "size" not in msg, msg
+
+
+RECURRENCE = """let y = compute(x) {
+    for i in 0..m:
+        var s = 0.0
+        for k in 0..n:
+            s = s * 0.99999 + x[i, k]
+        out[i] = s
+}
+y"""
+
+
+def _recurrence(n: int) -> np.float32:
+    s, r = np.float32(0), np.float32(0.99999)
+    for _ in range(n):
+        s = np.float32(s * r + np.float32(1))
+    return s
+
+
+@webgpu
+@needs_adapter
+@pytest.mark.parametrize("dev", [d.id for d in DEVICES])
+def test_a_loop_the_driver_quits_early_is_an_error_not_a_wrong_value(dev):
+    """Mesa's llvmpipe quits a shader thread's loops after 65,535 iterations in all, without
+    an error: a sequential loop of 70,000 steps returned the value after 65,535. There every
+    loop's count is checked against its trip count (launch/steps.py) and the launch raises
+    a runtime error at the loop's line; other adapters run it."""
+    import zynbook
+    from zynbook.errors import ZynMLRuntimeError
+    session = zynbook.Session(dev)
+    short = np.asarray(session.run(RECURRENCE, x=np.ones((3, 60000), np.float32)))
+    assert np.allclose(short, _recurrence(60000), rtol=1e-4)
+    x = np.ones((3, 70000), np.float32)
+    if "llvmpipe" not in next(d for d in DEVICES if d.id == dev).name.lower():
+        assert np.allclose(np.asarray(session.run(RECURRENCE, x=x)), _recurrence(70000), rtol=1e-4)
+        return
+    with pytest.raises(ZynMLRuntimeError) as info:
+        session.run(RECURRENCE, x=x)
+    assert (info.value.line, info.value.column) == (4, 9)
+    assert "4465 iterations short" in info.value.message and "llvmpipe" in info.value.message
+
+
+def test_loop_count_checks_change_no_result_on_the_emulator():
+    """The checks a loop-limited target gets (a count per loop, compared with its trip count
+    after it) pass wherever the loops run to the end: strided grid loops, tiles, GEMM slices,
+    attention's key steps, odd sizes."""
+    import dataclasses
+    from compute_testing import emulate_kernel
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import webgpu_target
+    rng = np.random.default_rng(40)
+    r = float32_normals(rng)
+    limited = dataclasses.replace(webgpu_target(), loop_steps=65535)
+    cases = [(MATMUL, {"A": r(37, 29), "B": r(29, 41)}), (SOFTMAX_ROWS, {"x": r(5, 300)}),
+             (LAYER_NORM, {"x": r(7, 130), "gamma": r(130), "beta": r(130)}),
+             (RECURRENCE, {"x": r(3, 77)}), (GELU, {"x": r(1000)})]
+    built = 0
+    for src, arrays in cases:
+        k, ins, sz, sc = lower_block(src, arrays, {"eps": 1e-5} if "gamma" in arrays else {})
+        prog, plain = schedules.build(k, limited, sz), schedules.build(k, webgpu_target(), sz)
+        if plain is None:       # (a kernel the older renderer takes)
+            continue
+        built += 1
+        assert any(s.kind == "steps" for s in prog.sites), prog.schedule
+        np.testing.assert_array_equal(emulate_kernel(prog, k, ins, sz, sc),
+                                      emulate_kernel(plain, k, ins, sz, sc))
+    assert built >= 3

@@ -31,17 +31,18 @@ DIV_ZERO = "div0"               # integer division by zero
 REM_ZERO = "rem0"               # integer remainder by zero
 DIV_OVERFLOW = "divov"          # the smallest signed integer divided by -1
 LIMIT = "limit"                 # a size past what a kernel built for every size holds
+STEPS = "steps"                 # a loop the device quit early (launch/steps.py)
 
 WORDS = 2                       # the flag buffer: two 32-bit integers
 
 
 @dataclass(frozen=True)
 class Site:
-    kind: str                   # INDEX, DIV_ZERO, REM_ZERO, DIV_OVERFLOW or LIMIT
+    kind: str                   # INDEX, DIV_ZERO, REM_ZERO, DIV_OVERFLOW, LIMIT or STEPS
     line: int                   # the ZynML line
     buffer: str = ""            # INDEX: the buffer read or written; LIMIT: the size's name
     # INDEX: the size of the axis (a number, a size name or a CIR expression over size
-    # names); LIMIT: the largest the kernel takes
+    # names); LIMIT: the largest the kernel takes; STEPS: the steps a thread may run
     extent: int | str | cir.Expr = 0
 
     def message(self, value: int) -> str:
@@ -51,6 +52,10 @@ class Site:
         if self.kind == LIMIT:      # (value: the last index the size reaches)
             return (f"{self.buffer} {value + 1} is past the {self.extent} that this device's "
                     "kernel, built for every size, takes")
+        if self.kind == STEPS:      # (value: the iterations the loop missed, negative)
+            return (f"a loop stopped {-value} iterations short: this device (Mesa's llvmpipe) "
+                    f"quits a thread's loops past about {self.extent} iterations in all, without "
+                    "an error; run the block on `cpu`, `cpu:native` or a GPU")
         if self.kind == DIV_ZERO:
             return "integer division by zero"
         if self.kind == REM_ZERO:

@@ -49,6 +49,10 @@ class Target:
     # choose per pipeline): the widest group of consecutive lanes a warp-scope Collective of
     # a `width` may still span, every subgroup the adapter makes being at least that wide
     lane_groups: int = 0
+    # loop iterations one thread runs before the device quits its loops without an error
+    # (Mesa's llvmpipe: 65,535, all loops together): every loop's count is then checked
+    # (launch/steps.py); 0: no such limit
+    loop_steps: int = 0
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:
@@ -91,6 +95,10 @@ def host_simd_bytes() -> int:
 def metal_target() -> Target:
     return Target("metal", "msl", 32, 1024, 32 * 1024, _BASE | {"f16", "bf16"},
                   arch="apple", max_blocks=65535, vector_lanes=4)
+
+
+# llvmpipe's budget of loop iterations per shader invocation (gallivm's loop limiter)
+LLVMPIPE_LOOP_STEPS = 65535
 
 
 def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -> Target:

@@ -200,13 +200,14 @@ def render_source(kernel: cir.Kernel, options: WGSLOptions | None = None,
 
 def launch_target(options: WGSLOptions):
     """The adapter these options describe, as a compiler/targets.py Target."""
-    from ..targets import webgpu_target
+    from ..targets import LLVMPIPE_LOOP_STEPS, webgpu_target
     features = [f for f, on in (("shader-f16", options.f16), ("shader-f64", options.f64),
                                 ("subgroup", options.subgroups)) if on]
     return dc.replace(webgpu_target(features, {
         "max_compute_invocations_per_workgroup": min(options.workgroup_size, options.max_invocations),
         "max_compute_workgroup_storage_size": options.max_workgroup_storage}),
-        arch=options.adapter)
+        arch=options.adapter,
+        loop_steps=LLVMPIPE_LOOP_STEPS if "llvmpipe" in options.adapter.lower() else 0)
 
 
 def _sizes(kernel: cir.Kernel, options: WGSLOptions) -> dict:

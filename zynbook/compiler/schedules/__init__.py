@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import cir
 from ..launch import ir
 from ..launch.scalar import NotScalar
+from ..launch.steps import check_loop_counts
 from ..targets import Target
 from .attention import Attention
 from .cpu_gemm import CpuGemm
@@ -56,6 +57,8 @@ def build(kernel: cir.Kernel, target: Target, sizes: dict, params=None,
                 reason = str(err)
             else:
                 prog.notes = notes + prog.notes
+                if target.loop_steps:
+                    prog = check_loop_counts(prog, target.loop_steps, kernel.first_line)
                 return prog
         notes.append(f"{sched.name}: {reason}")
     return None

@@ -169,3 +169,18 @@ def test_discover_without_cupy_or_gpu_is_empty_or_devices():
     for d in devs:
         info = d.info()
         assert info["id"].startswith("cuda:") and "compute_capability" in info
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "uint16", "float16"])
+def test_warp_reductions_of_narrow_types_compile(dtype, tmp_path):
+    """A row max over int8, uint8, int16 or uint16 data did not compile: the warp shuffle of
+    a narrow integer gives an int, which the max functor's one type did not take."""
+    import numpy as np
+    from compute_testing import lower_block
+    src = ("let t = compute(x) {\n    @kernel reduce(max, axis=1)\n    for r in 0..rows, c in 0..cols:\n"
+           "        yield x[r, c]\n}\nt\n")
+    kernel, _, sizes, _ = lower_block(src, {"x": np.ones((6, 1000), dtype)})
+    prog = cuda.render_cuda(kernel, sizes)
+    assert "__shfl_xor_sync" in prog.source, prog.schedule
+    nvcc_compile(prog.source, tmp_path, f"row_max_{dtype}")

@@ -406,7 +406,9 @@ def cell(shell, line, body, **names):
     """Run `%%compute line` over `body` with `names` in the notebook: (value, error)."""
     shell.user_ns.update(names)
     result = shell.run_cell(f"%%compute {line}\n{body}")
-    return result.result, result.error_in_exec
+    value = result.result       # a cuda:N result comes back as CuPy's: its values, on the host
+    return (value.get() if type(value).__module__.startswith("cupy") else value), \
+        result.error_in_exec
 
 
 DOUBLE = ("let y = compute(x) {\n"

@@ -11,13 +11,14 @@ _FUNCTOR = {"+": "ZynAdd", "*": "ZynMul", "max": "ZynMax", "min": "ZynMin", "and
 
 CUDA_HELPERS = dict(HELPERS, **{
     "zyn_warp_allreduce": (
+        "// (T): a shuffle of a narrow integer gives an int\n"
         "template <typename T, typename Op> {q}T zyn_warp_allreduce(T v, Op op) {{\n"
-        "    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+        "    for (int o = 16; o > 0; o >>= 1) v = op(v, (T)__shfl_xor_sync(0xffffffffu, v, o));\n"
         "    return v; }}", ()),
     # over each group of W consecutive lanes
     "zyn_lanes_allreduce": (
         "template <int W, typename T, typename Op> {q}T zyn_lanes_allreduce(T v, Op op) {{\n"
-        "    for (int o = W / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+        "    for (int o = W / 2; o > 0; o >>= 1) v = op(v, (T)__shfl_xor_sync(0xffffffffu, v, o));\n"
         "    return v; }}", ()),
     "zyn_block_allreduce": (
         "// every thread of the block gets the reduction of `v` over the block\n"

@@ -123,15 +123,24 @@ def _inline(producer: Block, consumer: Block, key) -> Block | str:
     return _finish(consumer, names, body, keep, host.output, "inlined")
 
 
-def _epilogue(producer: Block, consumer: Block, key) -> Block | str:
+def _movable(consumer: Block, form: str):
+    """(loop variables, stored value) of an elementwise consumer whose code may move into
+    the producer as `form`, or why not (a sentence)."""
     nest = _elementwise_nest(consumer.kernel)
     if isinstance(nest, str):
-        return f"the second block is no epilogue: {nest}"
+        return f"the second block is no {form}: {nest}"
     if _hinted(consumer.kernel):
-        return "the second block is no epilogue: its annotations would be dropped"
+        return f"the second block is no {form}: its annotations would be dropped"
+    if not _cannot_fail(consumer, nest[1]):
+        return f"the second block is no {form}: it could fail, and its error must name its line"
+    return nest
+
+
+def _epilogue(producer: Block, consumer: Block, key) -> Block | str:
+    nest = _movable(consumer, "epilogue")
+    if isinstance(nest, str):
+        return nest
     loop_vars, value = nest
-    if not _cannot_fail(consumer, value):
-        return "the second block is no epilogue: it could fail, and its error must name its line"
     pk, ck = producer.kernel, consumer.kernel
     if _shape_of(pk.output, producer.sizes) != _shape_of(ck.output, consumer.sizes):
         return "the second block is no epilogue: its output's shape is not the first one's"
@@ -166,14 +175,10 @@ def _row_epilogue(producer: Block, consumer: Block, key) -> Block | str:
     some of its loop positions (a row's sum or maximum used along the row: `out[i, j] =
     x[i, j] / s[i]`), applied where the producer stores each element: the stored value is
     kept in a local and the consumer's other axes are a loop there (a row kernel)."""
-    nest = _elementwise_nest(consumer.kernel)
+    nest = _movable(consumer, "row epilogue")
     if isinstance(nest, str):
-        return f"the second block is no row epilogue: {nest}"
-    if _hinted(consumer.kernel):
-        return "the second block is no row epilogue: its annotations would be dropped"
+        return nest
     loop_vars, value = nest
-    if not _cannot_fail(consumer, value):
-        return "the second block is no row epilogue: it could fail, and its error must name its line"
     pk, ck = producer.kernel, consumer.kernel
     bufs = {b.name for b, a in zip(ck.inputs, consumer.args) if a == key}
     at = {tuple(_var_name(i) for i in ld.index) for ld in loads(value) if ld.buffer in bufs}

@@ -8,6 +8,7 @@ import _thread
 import base64
 import json
 import re
+import signal
 import threading
 import time
 
@@ -174,11 +175,17 @@ def test_a_silent_page_outside_a_kernel(page_with, monkeypatch):
 
 def test_an_interrupt_stops_the_wait(page_with):
     comm, _ = page_with(lambda data, buffers: None)
+    # interrupt_main acts only where Python handles SIGINT (a process a non-interactive
+    # shell starts in the background begins with it ignored): as a notebook's kernel has it
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, _thread.interrupt_main)
     timer.start()
     t0 = time.time()
-    with pytest.raises(KeyboardInterrupt):
-        zynbook.run(DOUBLE, device="cpu", x=np.ones(8, np.float32))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            zynbook.run(DOUBLE, device="cpu", x=np.ones(8, np.float32))
+    finally:
+        signal.signal(signal.SIGINT, old)
     assert time.time() - t0 < 3
     assert comm.sent[-1]["type"] == "cancel"
 

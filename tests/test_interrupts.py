@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import _thread
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +32,17 @@ LONG = """let slow = compute(x) {{
 }}
 """
 STEPS = {"cpu": 2_000_000, "cpu:native": 60_000_000}
+
+
+@pytest.fixture(autouse=True)
+def _python_handles_sigint():
+    """`_thread.interrupt_main` raises KeyboardInterrupt only where Python handles SIGINT;
+    a process started in the background by a non-interactive shell begins with SIGINT
+    ignored, so these tests install Python's own handler, as a notebook's kernel has it."""
+    old = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
 
 
 def _interrupt_after(seconds: float):

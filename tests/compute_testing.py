@@ -84,3 +84,21 @@ def cuda_device():
     except Exception:
         return None
     return found[0] if found else None
+
+
+def raises(kind, src, line=None, column=None, device="cpu", **inputs):
+    """The ZynMLError of kind `kind` that running `src` on a fresh session of `device` gives
+    (at `line`, `column` where given, with a caret), the session still usable after it."""
+    import pytest
+    import zynbook
+    from zynbook.errors import ZynMLError
+    session = zynbook.Session(device)
+    with pytest.raises(ZynMLError) as info:
+        session.run(src, **inputs)
+    err = info.value
+    assert err.kind == kind, err
+    if line is not None:
+        assert (err.line, err.column) == (line, column), err
+    assert "^" in err.render()
+    assert session.run("1 + 1") == 2         # the session keeps working
+    return err

@@ -11,21 +11,10 @@ import pytest
 import zynbook
 from zynbook.errors import ZynMLError
 
+from compute_testing import raises  # noqa: E402
+
 DEVICES = [d["id"] for d in zynbook.compute_devices() if not d["id"].startswith("browser")]
 X6 = np.arange(6, dtype=np.float32)
-
-
-def raises(kind, src, line=None, column=None, device="cpu", **inputs):
-    session = zynbook.Session(device)
-    with pytest.raises(ZynMLError) as info:
-        session.run(src, **inputs)
-    err = info.value
-    assert err.kind == kind, err
-    if line is not None:
-        assert (err.line, err.column) == (line, column), err
-    assert "^" in err.render()
-    assert session.run("1 + 1") == 2         # the session keeps working
-    return err
 
 
 # ---------------------------------------------------------------------------- syntax

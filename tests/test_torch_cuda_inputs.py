@@ -111,3 +111,33 @@ def test_compute_magic_over_torch_cuda_tensors():
     want = host(x) * np.float16(3) - np.arange(7, dtype=np.float16)
     np.testing.assert_allclose(values(shell.user_ns["z"]).astype(np.float32), want, rtol=2e-3, atol=2e-3)
     assert torch.equal(x, before)
+
+
+PIPELINE = """pipeline affine(x: tensor[n]):
+    return compute(x) {
+        for i in 0..n:
+            out[i] = x[i] * 2 + 1
+    }"""
+
+
+@pytest.mark.parametrize("how", ["cell", "pipeline", "cell twice"])
+def test_a_call_inside_a_torch_stream_is_ordered_on_it(how):
+    """Called inside `with torch.cuda.stream(s):`, a cell or a pipeline runs on `s`, after
+    the caller's torch work there (torch's streams do not wait for CuPy's default stream: a
+    kernel queued there would read `x` before `fill_`, while `s` still sleeps), and the
+    caller's later work on `s` runs after it (the second `fill_` is not seen)."""
+    session = zynbook.Session("cuda:0")
+    session.run(PIPELINE)
+    x = torch.zeros(4099, device="cuda")
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    for _ in range(2 if how == "cell twice" else 1):    # the second run: the warm path
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(100_000_000)
+            x.fill_(3.0)
+            y = session.namespace["affine"](x) if how == "pipeline" else session.run(AFFINE, x=x)
+            x.fill_(5.0)
+        s.synchronize()
+        np.testing.assert_array_equal(values(y), np.full(4099, 7.0, np.float32))
+        x.zero_()
+        torch.cuda.synchronize()

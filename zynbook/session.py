@@ -12,6 +12,7 @@ from .compiler.syntax_cache import parse as parse_kept
 from .errors import ZynMLDeviceError, ZynMLError, ZynMLNameError, ZynMLTypeError
 from .runtime import builtins as B
 from .runtime.interp import Interpreter
+from .backends.cuda.views import torch_stream
 from .runtime.tensor import Tensor, to_tensor
 from .runtime.values import Record
 
@@ -182,7 +183,11 @@ class Session:
             interp = self.interpreter
             interp.extra_annotations, interp.extra_key = extra, compute_annotations
             try:
-                return interp.run_program(program, source)
+                stream = torch_stream()     # the caller's torch stream, where it made one current
+                if stream is None:
+                    return interp.run_program(program, source)
+                with stream:
+                    return interp.run_program(program, source)
             except ZynMLError as err:
                 raise err.with_source(source) from None
             finally:

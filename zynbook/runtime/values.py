@@ -8,6 +8,7 @@ import threading
 
 import numpy as np
 
+from ..backends.cuda.views import torch_stream
 from ..errors import ZynMLError, ZynMLMemoryError, ZynMLTypeError
 
 _SESSION = __name__.rsplit(".", 2)[0] + ".session"      # zynbook.session, which imports this
@@ -116,7 +117,15 @@ class Pipeline:
             raise err.with_source(self.source) from None
 
     def _call(self, args, kwargs):
-        """The call's result, computed (returning to Python is a boundary, runtime/lazy.py)."""
+        """The call's result, computed (returning to Python is a boundary, runtime/lazy.py),
+        on the caller's torch stream where it made one current."""
+        stream = torch_stream()
+        if stream is None:
+            return self._run(args, kwargs)
+        with stream:
+            return self._run(args, kwargs)
+
+    def _run(self, args, kwargs):
         lazy = self.interpreter.lazy
         try:
             result = self.interpreter.call_pipeline(self, args, kwargs, None)

@@ -435,10 +435,17 @@ class Device(FusedOps):
         v = self._size(vocab_size, "vocab_size", op)
         s, d = self._size(seq_len, "seq_len", op), self._size(dim, "dim", op)
         g = self._need(grad_output, s * d, "grad_output", f"seq_len * dim = {s} * {d}", op)
-        ti = self._need(ids, s, "ids", "seq_len", op, dtype="u32")
-        self._check_ids(ti, v, op)
-        return self._wrap(self._run(K.EMBEDDING_BACKWARD, g=_reshape(g, (s, d)), ids=ti,
-                                    vocab=v))
+        ids = self._need(ids, s, "ids", "seq_len", op, dtype="u32").numpy()
+        if int(ids.max()) >= v:
+            raise ZynMLRuntimeError(f"{op}(): token id {int(ids.max())} is outside the table "
+                                    f"of {v} rows")
+        # the positions grouped by id, on the host: seq_len ids read back (as the id check
+        # read their maximum), two small tables sent
+        order = np.argsort(ids, kind="stable").astype(np.int32)
+        start = np.searchsorted(ids[order], np.arange(v + 1)).astype(np.int32)
+        return self._wrap(self._run(K.EMBEDDING_BACKWARD, g=_reshape(g, (s, d)),
+                                    order=self._on_device(order, "i32").tensor,
+                                    start=self._on_device(start, "i32").tensor, vocab=v))
 
     def causal_attention_backward(self, grad_output: Buffer, q: Buffer, k: Buffer, v: Buffer,
                                   seq_len: int, n_heads: int, n_kv_heads: int, head_dim: int):

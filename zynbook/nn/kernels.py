@@ -161,12 +161,15 @@ let dw = compute(x, g, rstd) {
 
 # scatter-add written as a gather (every row of the table sums the positions that chose it),
 # so it needs no atomics and adds in the same order on every device
-EMBEDDING_BACKWARD = """let y = compute(g, ids) {
+# the positions of each token id are a bucket of `order` (the positions sorted by id, stably),
+# from start[w] to start[w + 1]: a row sums its own positions only, in increasing position
+# (vocab x dim + seq x dim steps, where testing every position in every row took
+# vocab x dim x seq)
+EMBEDDING_BACKWARD = """let y = compute(g, order, start) {
     for w in 0..vocab, d in 0..dim:
         var s = 0.0
-        for t in 0..seq:
-            if int(ids[t]) == w:
-                s += g[t, d]
+        for t in start[w]..start[w + 1]:
+            s += g[order[t], d]
         out[w, d] = s
 }
 y

@@ -63,6 +63,8 @@ def _np(dtype: str):
 
 
 def _kind(value) -> str:
+    if value is None:
+        return "nothing"        # what a pipeline without `return` gives
     if isinstance(value, Tensor):
         return value.summary()
     if isinstance(value, bool):

@@ -126,8 +126,9 @@ class Interpreter:
     def __init__(self, session):
         self.session = session
         self.globals: dict = session.namespace
-        self.mutable: set = set()
-        self.frames: list = []              # pipeline calls: [(locals, mutable names)]
+        # names declared with var: name -> the type written after it (None: untyped)
+        self.mutable: dict = {}
+        self.frames: list = []              # pipeline calls: [(locals, mutable names: type)]
         self.rng = np.random.default_rng(0)
         self.blocks = BlockCache()          # compute blocks lowered and planned
         self.kernel_counter = 0
@@ -208,10 +209,13 @@ class Interpreter:
         close = difflib.get_close_matches(name, pool, n=1, cutoff=0.75)
         return f"; did you mean `{close[0]}`?" if close else ""
 
-    def bind(self, name: str, value, mutable: bool):
+    def bind(self, name: str, value, mutable: bool, typ: A.TypeExpr | None = None):
         scope, muts = (self.frames[-1] if self.frames else (self.globals, self.mutable))
         scope[name] = self._bound_at_top(name, value) if scope is self.globals else value
-        (muts.add if mutable else muts.discard)(name)
+        if mutable:
+            muts[name] = typ        # a typed var keeps its type: each assignment is checked
+        else:
+            muts.pop(name, None)
 
     def _bound_at_top(self, name: str, value):
         """`value` as a top-level name holds it: computed (a boundary of the lazy graph),
@@ -235,7 +239,7 @@ class Interpreter:
                              "with |>, nested, or in a pipeline are fused)")
         return notes
 
-    def assign_name(self, target: A.Name, value):
+    def assign_name(self, target: A.Name, value, span=None):
         name = target.id
         scope, muts = (self.frames[-1] if self.frames and name in self.frames[-1][0]
                        else (self.globals, self.mutable))
@@ -245,6 +249,13 @@ class Interpreter:
         if name not in muts:
             raise ZynMLTypeError(f"cannot assign to `{name}`: it is declared with let "
                                  "(use var to change it)", target.span)
+        typ = muts[name]
+        if typ is not None:     # `var v: int = 2` then `v = 2.5`: checked as the declaration is
+            try:
+                self.check_type(value, typ, {}, name)
+            except ZynMLError as err:
+                raise type(err)(f"`{name}` is declared {typ.name}: {err.message}",
+                                span or target.span) from None
         scope[name] = self._bound_at_top(name, value) if scope is self.globals else value
 
     # -------------------------------------------------------------- programs
@@ -372,7 +383,7 @@ class Interpreter:
             value = self.eval(s.value)
             if s.type is not None:          # checked as a let's type is
                 self.check_type(value, s.type, {}, s.name)
-            self.bind(s.name, value, True)
+            self.bind(s.name, value, True, s.type)
             return value
         if isinstance(s, A.Assign):
             return self.assign(s)
@@ -423,7 +434,7 @@ class Interpreter:
             else:
                 old = self.lookup(s.target.id, s.target.span)
                 value = self.binary(s.op[0], old, self.eval(s.value), s.span)
-            self.assign_name(s.target, value)
+            self.assign_name(s.target, value, s.value.span if s.op == "=" else s.span)
             return value
         if isinstance(s.target, A.Index):
             base = self.eval(s.target.base)
@@ -735,8 +746,9 @@ class Interpreter:
         if isinstance(base, Record):
             if name in base.keys():
                 return base.get(name)
+            # a dict bound from Python may have keys that are not names (ints)
             raise ZynMLNameError(f"the record has no field `{name}`; it has "
-                                 f"{', '.join(base.keys()) or 'none'}", span)
+                                 f"{', '.join(map(str, base.keys())) or 'none'}", span)
         if isinstance(base, Tensor):
             if name == "shape":
                 return list(base.shape)
@@ -922,7 +934,7 @@ class Interpreter:
             local[q.name] = v
         for name, size in dims.items():
             local.setdefault(name, size)
-        self.frames.append((local, set()))
+        self.frames.append((local, {}))
         self.pipelines.append(p)
         try:
             try:
@@ -930,7 +942,9 @@ class Interpreter:
                 result = None
             except _Return as r:
                 result = r.value
-            if p.node.returns is not None and result is not None:
+            if p.node.returns is not None:
+                # a pipeline declared `-> int` that returns nothing is refused too (the
+                # types ZynML leaves unchecked, `any`, `list`, ..., take nothing)
                 self.check_type(result, p.node.returns, dims, f"the result of {p.name}")
         except ZynMLError as err:
             if p.source != self.source:     # a pipeline of an earlier cell: its own text

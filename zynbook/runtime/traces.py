@@ -198,7 +198,7 @@ class _Form:
         return found
 
     def _looked_up_by_interpreter(self, interp, frame: dict):
-        interp.frames.append((frame, set()))
+        interp.frames.append((frame, {}))
         try:
             for name, e in self.lookups:
                 frame[name] = interp.eval(e)

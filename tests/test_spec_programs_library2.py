@@ -64,3 +64,81 @@ def test_a_record_of_keys_that_are_not_names_reports_a_missing_field():
     err = raises("name", "y.a", 1, 1, y={1: 2, "b": 3})
     assert "no field `a`" in err.message and "1, b" in err.message
     assert run("y.b", y={1: 2, "b": 3}) == 3
+
+
+def test_reductions_of_several_numbers_and_of_lists():
+    """`mean(1, 2, 3)`, `argmax(3, 1)` and `argmin(1, 2)` gave nothing (only sum, max and min
+    take several numbers): a type error; a list that is not numbers is refused in ZynML's
+    words (numpy's "setting an array element with a sequence" was a runtime error)."""
+    for src in ("mean(1, 2, 3)", "argmax(3, 1)", "argmin(1, 2)"):
+        err = raises("type", f"let v = {src}", 1, 9)
+        assert "axis=k" in err.message
+    assert run("[sum(1, 2.5), max(1, 4, 2), min(3, -1)]") == [3.5, 4, -1]
+    raises("shape", "sum([[1, 2], [3]])", 1, 1)
+    raises("type", 'max(["a", "b"])', 1, 1)
+    raises("type", "sum(compute_devices())", 1, 1)
+    assert float(np.asarray(run("mean([1, 2], axis=0)"))) == 1.5
+
+
+def test_a_dtype_name_called_on_the_host_says_where_casts_are_written():
+    err = raises("type", "let y = float(3)", 1, 9)
+    assert "`float` is a dtype name" in err.message and "compute body" in err.message
+    raises("type", "let s = 3\nlet t = s |> i32", 2, 9)
+    err = raises("type", 'let s = "abc"\ns(1)', 2, 1)
+    assert "not a function" in err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_host_softmax_over_an_axis_of_no_values(device):
+    """softmax of a tensor with no values gives no values, in its shape (numpy's max of an
+    empty axis raised "zero-size array to reduction operation maximum")."""
+    assert run("softmax(zeros([0, 3]), axis=0).shape", device) == [0, 3]
+    assert run("softmax(zeros([2, 0])).shape", device) == [2, 0]
+    got = np.asarray(run("softmax(x, axis=0)", device, x=np.array([[1.0, 2.0]], np.float32)))
+    np.testing.assert_allclose(got, [[1.0, 1.0]])
+
+
+def test_memory_stats_reset_takes_a_bool():
+    err = raises("type", "let s = memory_stats(reset=3)")
+    assert "true or false" in err.message
+    assert run("memory_stats(reset=true).live_bytes >= 0") is True
+
+
+# ------------------------------------------------------------------ the device interface
+
+A5 = np.array([-2.0, -0.5, 0.0, 0.5, 3.0], np.float32)
+B5 = np.array([1.0, -0.5, -1.0, 0.5, 4.0], np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, numpy_answer", [
+    # every comparison, == and != included, and a comparison returned as it is: a buffer of
+    # f32 ones and zeros (it was a bool buffer that matmul and download refused or kept)
+    ("where(xs[0] == xs[1], 10.0, xs[0]) + (xs[0] != 0.0)",
+     lambda a, b: np.where(a == b, 10.0, a) + (a != 0)),
+    ("xs[0] > xs[1]", lambda a, b: (a > b) * 1.0),
+    ("1.0 == xs[1] * 2.0", lambda a, b: (b * 2 == 1.0) * 1.0),
+    ("(xs[0] <= xs[1]) * xs[1] - (xs[0] >= 0.5)", lambda a, b: (a <= b) * b - (a >= 0.5)),
+    # sum and max of the list of expressions, as of several of them
+    ("sum(xs) + max(xs) * 2.0 - min(xs[0], xs[1])",
+     lambda a, b: a + b + np.maximum(a, b) * 2 - np.minimum(a, b)),
+    ("sum([xs[1]]) * 3", lambda a, b: b * 3),
+])
+def test_elementwise_comparisons_and_list_reductions_give_f32(body, numpy_answer, device):
+    src = f"""
+pipeline f(xs):
+    return {body}
+let r = elementwise([upload(a), upload(b)], 5, f)
+let twice = matmul(r, upload([2.0]), 5, 1, 1)
+[len(r), download(r), download(twice)]
+"""
+    n, got, twice = run(src, device, a=A5, b=B5)
+    want = numpy_answer(A5.astype(np.float64), B5.astype(np.float64))
+    assert n == 5 and got.dtype == "f32"
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(twice), want * 2, rtol=1e-6, atol=1e-6)
+
+
+def test_elementwise_function_returning_nothing_says_nothing():
+    err = raises("type", "pipeline f(xs):\n    let y = 1\nlet r = elementwise([upload([1.0])], 1, f)")
+    assert "not nothing" in err.message

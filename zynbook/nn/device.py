@@ -285,7 +285,8 @@ class Device(FusedOps):
             result = E.lift(result)
         if not isinstance(result, E.Expr):
             raise ZynMLTypeError("elementwise(): the function must return an expression built "
-                                 f"from its inputs, not {type(result).__name__}")
+                                 "from its inputs, not "
+                                 f"{'nothing' if result is None else type(result).__name__}")
         names = [f"x{k}" for k in range(len(ts))]
         lets, final = E.render(result, names)
         body = "".join("        " + line.replace("\n", "\n        ") + "\n" for line in lets)
@@ -293,8 +294,9 @@ class Device(FusedOps):
             head = "compute()"
         else:
             head = f"compute({', '.join(names)})"
+        # a buffer holds f32 whatever the expression gives (a comparison is a bool, 1 or 0)
         source = (f"let y = {head} {{\n    @kernel elementwise\n    for i in 0..n:\n{body}"
-                  f"        out[i] = {final}\n}}\ny\n")
+                  f"        out[i] = f32({final})\n}}\ny\n")
         return self._wrap(self._run(source, n=n, **dict(zip(names, ts))))
 
     # -------------------------------------------------------------- forward ops

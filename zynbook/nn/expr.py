@@ -108,6 +108,16 @@ def pow(a, b) -> Expr:      # noqa: A001 - the ZynML name
     return Expr("pow", (lift(a), lift(b)))
 
 
+def equal(a, b) -> Expr:
+    """`a == b` inside the fused kernel (Python's `==` of two expressions is their identity)."""
+    return Expr("==", (lift(a), lift(b)))
+
+
+def not_equal(a, b) -> Expr:
+    """`a != b` inside the fused kernel."""
+    return Expr("!=", (lift(a), lift(b)))
+
+
 def where(cond, a, b) -> Expr:
     """`a` where `cond` holds, else `b` (a comparison such as `x > 0.0`)."""
     return Expr("where", (lift(cond), lift(a), lift(b)))
@@ -124,7 +134,7 @@ def _const(v: float) -> str:
     return f"({text})" if v < 0 else text
 
 
-_INFIX = {"+", "-", "*", "/", "<", "<=", ">", ">="}
+_INFIX = {"+", "-", "*", "/", "<", "<=", ">", ">=", "==", "!="}
 
 
 def render(out: Expr, names: list) -> tuple[list, str]:

@@ -297,21 +297,27 @@ def _int_dtype(values) -> str:
 def _tensor_fn(interp, args, kwargs):
     _unexpected(kwargs, ("dtype", "device"), "tensor")
     _arity(args, 1, "tensor", "tensor([[1, 2], [3, 4]])")
-    data = _plain(args[0])
-    try:
-        arr = np.asarray(data)
-    except ValueError:
-        raise ZynMLShapeError("tensor() takes nested lists of equal lengths (a rectangular "
-                              "array of numbers)") from None
-    if arr.dtype.kind not in "biuf":
-        past = arr.dtype == object and any(isinstance(v, int) and not isinstance(v, bool)
-                                           for v in arr.ravel())
-        raise ZynMLTypeError("tensor(): an integer past 64 bits" if past else
-                             "tensor() takes nested lists of numbers or bools")
+    arr = _numbers_array(args[0], "tensor")
     dtype = _dtype(kwargs.get("dtype"), "f32" if arr.dtype.kind == "f" else
                    "bool" if arr.dtype.kind == "b" else _int_dtype(arr))
     t = Tensor(arr.astype(_np(dtype)), "cpu")
     return interp.move(t, device_argument(kwargs["device"]).id) if "device" in kwargs else t
+
+
+def _numbers_array(data, name: str) -> np.ndarray:
+    """Nested lists (or tuples, tensors) of numbers as a numpy array: lists of unequal
+    lengths are a shape error, anything but numbers and bools a type error."""
+    try:
+        arr = np.asarray(_plain(data))
+    except ValueError:
+        raise ZynMLShapeError(f"{name}() takes nested lists of equal lengths (a rectangular "
+                              "array of numbers)") from None
+    if arr.dtype.kind not in "biuf":
+        past = arr.dtype == object and any(isinstance(v, int) and not isinstance(v, bool)
+                                           for v in arr.ravel())
+        raise ZynMLTypeError(f"{name}(): an integer past 64 bits" if past else
+                             f"{name}() takes nested lists of numbers or bools")
+    return arr
 
 
 def _plain(v):
@@ -548,14 +554,23 @@ def _reduction(name, method):
         _unexpected(kwargs, ("axis",), name)
         if len(args) > 1 and all(not isinstance(a, Tensor) for a in args):
             vals = args
+            if name not in ("max", "min", "sum"):   # mean(1, 2, 3) gave nothing
+                raise ZynMLTypeError(f"{name}() is called as {name}(x, axis=k), of one tensor "
+                                     "or list (of several numbers only sum, max and min)")
             if name in ("max", "min") and any(isinstance(v, float) and v != v for v in vals):
                 return math.nan         # NaN propagates, as numpy's maximum does (in any order)
-            return {"max": max, "min": min, "sum": sum}.get(name, max)(vals) \
-                if name in ("max", "min", "sum") else None
+            return {"max": max, "min": min, "sum": sum}[name](vals)
         _arity(args, 1, name, f"{name}(x, axis=k)")
         v = args[0]
+        if isinstance(v, list) and name in ("max", "min", "sum") and not kwargs and \
+                any(type(x).__name__ == "Expr" for x in v):
+            # sum(xs) of elementwise's traced expressions: one expression, as sum(a, b) is
+            from .device_ops import traced_call
+            if len(v) == 1:
+                return v[0]
+            return sum(v[1:], v[0]) if name == "sum" else traced_call(name, v, {})
         if isinstance(v, list):
-            v = Tensor(np.asarray(_plain(v)))
+            v = Tensor(_numbers_array(v, name))
         t = _tensor(v)
         axis = kwargs.get("axis")
         if isinstance(axis, (list, tuple)) and name not in ("argmax", "argmin"):
@@ -592,6 +607,8 @@ def _softmax(interp, args, kwargs):
     axis = kwargs.get("axis", -1)
     if not _is_int(axis) or not -t.ndim <= axis < max(t.ndim, 1):
         raise ZynMLShapeError(f"softmax(): axis {axis} is outside a tensor of {t.ndim} axes")
+    if a.size == 0:     # rows of no values (numpy's max of an empty axis raised): no values
+        return wrap(xp.exp(a), t)
     e = xp.exp(a - a.max(axis=axis, keepdims=True))
     return wrap(e / e.sum(axis=axis, keepdims=True), t)
 

@@ -260,8 +260,11 @@ def _memory_stats(interp, args, kwargs):
                              "reset=false)")
     dev = _named_device(kwargs["device"]) if "device" in kwargs else \
         device(interp.default_device)
+    reset = kwargs.get("reset", False)
+    if not isinstance(reset, bool):     # `reset=3` was taken for true
+        raise ZynMLTypeError(f"memory_stats(): reset= takes true or false, not {reset!r}")
     stats = dev.memory_stats()
-    if kwargs.get("reset", False):
+    if reset:
         dev.reset_peak_memory()
     return Record(dict(stats, budget_bytes=dev.memory_budget))
 
@@ -430,10 +433,11 @@ def traced_binary(op, a, b):
     from ..nn import expr as E
     fns = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
            "**": lambda: E.pow(a, b), "<": lambda: E.lift(a) < b, "<=": lambda: E.lift(a) <= b,
-           ">": lambda: E.lift(a) > b, ">=": lambda: E.lift(a) >= b}
+           ">": lambda: E.lift(a) > b, ">=": lambda: E.lift(a) >= b,
+           "==": lambda: E.equal(a, b), "!=": lambda: E.not_equal(a, b)}
     if op not in fns:
         raise ZynMLTypeError(f"{op} is not available in an elementwise expression; it takes "
-                             "+ - * / ** < <= > >= and where(cond, a, b)")
+                             "+ - * / ** < <= > >= == != and where(cond, a, b)")
     return fns[op]()
 
 

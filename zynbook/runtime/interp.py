@@ -877,6 +877,12 @@ class Interpreter:
                     # the method's call (or the argument at fault), not the statement
                     err.span = D.argument_span(node, len(args), getattr(err, "argument", None))
                 raise
+        name = getattr(getattr(node, "func", None), "id", None)
+        if isinstance(func, str) and name and func == canonical_dtype(name):
+            # `float(3)` on the host: the dtype names are values there, for dtype=
+            raise ZynMLTypeError(f"`{name}` is a dtype name, a value for dtype= on the host; "
+                                 f"a cast such as {name}(x) is written inside a compute body",
+                                 node.span)
         raise ZynMLTypeError(f"{B._kind(func)} is not a function", node.span)
 
     def pipe(self, e: A.Pipe):

@@ -588,3 +588,233 @@ def test_a_cold_compile_leaves_no_fused_away_value_alive(tmp_path, monkeypatch):
     value, session = _run(chain, "cpu:native", **env)
     assert len(session.launches) == 1
     assert_close(np.asarray(value), _softmax(env["x"]) * 0.8125 + env["r"], "f32", "reduction")
+
+
+ONE_VALUE = '''
+pipeline normed(x: tensor[n]):
+    let t = compute(x) {
+        @kernel reduce(+)
+        for i in 0..N:
+            yield x[i]
+    }
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..N:
+            out[i] = x[i] / t
+    }
+pipeline shifted(x: tensor[m, n]):
+    let t = compute(x) {
+        @kernel reduce(max)
+        for i in 0..rows:
+            for j in 0..cols:
+                yield x[i, j]
+    }
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..rows:
+            for j in 0..cols:
+                out[i, j] = x[i, j] - t
+    }
+'''
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_a_reduction_to_one_value_read_by_name_is_one_launch(device, dtype):
+    """The row epilogue with no row axes: a sum or a maximum of the whole input, read by
+    name in an elementwise block (a scalar argument), is computed first in that block's
+    kernel: one launch, where unfused the float comes back to the host and goes out again."""
+    np_dtype = np.float16 if dtype == "f16" else np.float32
+    rng = np.random.default_rng(31)
+    x = (rng.random(4097) + 0.5).astype(np_dtype)
+    g = rng.standard_normal((37, 27)).astype(np_dtype)
+    xf, gf = x.astype(np.float64), g.astype(np.float64)
+    # (a sum's quotients are about 1 / n: compared times n, so the tolerance is relative)
+    for call, want, times in (("normed(x)", xf / xf.sum(), 4097), ("normed(y)", None, 1000),
+                              ("shifted(g)", gf - gf.max(), 1)):
+        if want is None:        # a size of no power of two (a part of x)
+            want = xf[:1000] / xf[:1000].sum()
+        env = {"x": x, "g": g, "y": x[:1000].copy()}
+        fused, s_fused = _run(ONE_VALUE + call + "\n", device, True, **env)
+        plain, s_plain = _run(ONE_VALUE + call + "\n", device, False, **env)
+        assert (len(s_fused.launches), len(s_plain.launches)) == (1, 2), call
+        (k,) = _fused(s_fused)
+        assert [name.split("_")[0] for name, _, _ in k.fusion.origins] == ["reduce", "elementwise"]
+        assert not k.kernel.scalars
+        assert np.asarray(fused).dtype == np.asarray(plain).dtype
+        for got in (fused, plain):
+            assert_close(np.asarray(got, np.float64) * times, want * times, dtype, "reduction")
+        if device == "cpu":     # the same operations in the same order
+            assert np.array_equal(np.asarray(fused), np.asarray(plain)), call
+
+
+def test_a_one_value_epilogue_over_many_elements_is_launched_apart():
+    """Fused, the reduction and the elementwise loop run on one block: past SMALL elements
+    they launch apart, and the inspector says why."""
+    from zynbook.compiler.fusion import SMALL
+    x = (np.random.default_rng(32).random(SMALL + 1) + 0.5).astype(np.float32)
+    value, session = _run(ONE_VALUE + "normed(x)\n", x=x)
+    assert len(session.launches) == 2
+    why = dict(kernel_sections(session.last_kernels[-1]))["fusion"]
+    assert f"{SMALL + 1} values reduced and {SMALL + 1} elements" in why, why
+    assert "one block" in why, why
+    xf = x.astype(np.float64)
+    assert_close(np.asarray(value, np.float64) * x.size, xf / xf.sum() * x.size, "f32",
+                 "reduction")
+    x = x[:SMALL].copy()
+    value, session = _run(ONE_VALUE + "normed(x)\n", x=x)
+    assert len(session.launches) == 1
+
+
+def test_a_one_value_observed_on_the_host_is_the_float_it_was():
+    """Read on the host before, between or after the blocks (printed, in arithmetic, a
+    condition, a typed let, a pipeline's argument, returned), the value is the float the
+    reduction gives, and the blocks still compute with it."""
+    x = (np.random.default_rng(33).random(1000) + 0.5).astype(np.float32)
+    total = float(x.sum(dtype=np.float32))
+    head = '''
+pipeline half(v: float):
+    return v / 2.0
+pipeline total(x: tensor[n]):
+    let t = compute(x) {
+        @kernel reduce(+)
+        for i in 0..N:
+            yield x[i]
+    }
+'''
+    scale = '''    let y = compute(x) {
+        @kernel elementwise
+        for i in 0..N:
+            out[i] = x[i] / t
+    }
+'''
+    for between, after, launches in (
+            ("    print(t)\n", "    return [y, t]\n", 2),
+            ("    let u: float = t\n    if t > 0.0:\n        print(u * 2.0)\n", "    return [y, half(t)]\n", 2),
+            ("", "    print(t + 1.0)\n    return [y, t]\n", 2),
+            ("", "    return [y, t]\n", 2),
+            ("", "    return [y, 0.0]\n", 1)):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            (y, t), session = _run(head + between + scale + after + "total(x)\n", x=x)
+        assert len(session.launches) == launches, (between, after)
+        assert type(t) is float
+        if "half" in after:
+            assert t == total / 2.0
+            assert out.getvalue().split() == [repr(total * 2.0)]
+        elif "0.0" not in after:
+            assert t == total
+            shown = out.getvalue().split()
+            assert shown == ([repr(total)] if between else [repr(total + 1.0)] if "print" in after
+                             else [])
+        assert_close(np.asarray(y, np.float64) * x.size, x / total * x.size, "f32", "reduction")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_one_value_read_by_two_blocks_is_computed_once(device):
+    x = (np.random.default_rng(34).random(1000) + 0.5).astype(np.float32)
+    source = '''
+pipeline both(x: tensor[n]):
+    let t = compute(x) {
+        @kernel reduce(+)
+        for i in 0..N:
+            yield x[i]
+    }
+    let a = compute(x) {
+        @kernel elementwise
+        for i in 0..N:
+            out[i] = x[i] / t
+    }
+    let b = compute(x) {
+        @kernel elementwise
+        for i in 0..N:
+            out[i] = x[i] - t
+    }
+    return [a, b]
+both(x)
+'''
+    (a, b), session = _run(source, device, x=x)
+    assert len(session.launches) == 3
+    assert not _fused(session)
+    assert "read by more than one block" in dict(kernel_sections(session.last_kernels[-1]))["fusion"]
+    total = x.astype(np.float64).sum()
+    assert_close(np.asarray(a, np.float64) * x.size, x / total * x.size, "f32", "reduction")
+    assert_close(np.asarray(b), x - total, "f32", "reduction")
+
+
+UNIT = '''
+pipeline unit(x: tensor[n]):
+    let lo = compute(x) {
+        @kernel reduce(min)
+        for i in 0..N:
+            yield x[i]
+    }
+    let hi = compute(x) {
+        @kernel reduce(max)
+        for i in 0..N:
+            yield x[i]
+    }
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..N:
+            out[i] = (x[i] - lo) / (hi - lo)
+    }
+unit(x)
+'''
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_two_one_values_read_by_one_block_are_one_launch(device):
+    """A minimum and a maximum read by one block both run first in its kernel, in program
+    order; past SMALL values in all, the second is launched apart."""
+    from zynbook.compiler.fusion import SMALL
+    for n, launches in ((4097, 1), (SMALL // 2 + 1, 2)):
+        x = np.random.default_rng(35).standard_normal(n).astype(np.float32)
+        value, session = _run(UNIT, device, x=x)
+        plain, s_plain = _run(UNIT, device, False, x=x)
+        assert (len(session.launches), len(s_plain.launches)) == (launches, 3)
+        fusion_text = dict(kernel_sections(session.last_kernels[-1]))["fusion"]
+        assert ("values reduced" in fusion_text) == (launches == 2), fusion_text
+        want = (x - x.min()) / (x.max() - x.min())
+        assert_close(np.asarray(value), want, "f32", "reduction")
+        assert np.array_equal(np.asarray(value), np.asarray(plain))   # min and max are exact
+
+
+@pytest.mark.parametrize("device", ["cpu", "cpu:native"])
+def test_a_one_value_epilogue_keeps_the_lines_of_errors(device):
+    """The second block's failing read names its line, fused or not; a reduction that could
+    fail is not fused (its error must name its own line)."""
+    x = (np.random.default_rng(36).random(1000) + 0.5).astype(np.float32)
+    idx = np.arange(1000, dtype=np.int32)
+    idx[7] = 5000
+    source = '''
+pipeline gathered(x: tensor[n], idx: tensor[n]):
+    let t = compute(x, idx) {
+        @kernel reduce(+)
+        for i in 0..N:
+            yield x[IDX]
+    }
+    return compute(x, idx) {
+        @kernel elementwise
+        for i in 0..N:
+            out[i] = x[GATHER] / t
+    }
+gathered(x, idx)
+'''
+    lines = source.splitlines()
+    for reduce_at, gather_at, bad_line, launches in (
+            ("i", "idx[i]", "            out[i] = x[idx[i]] / t", 1),
+            ("idx[i]", "i", "            yield x[idx[i]]", 2)):
+        text = source.replace("IDX", reduce_at).replace("GATHER", gather_at)
+        line = text.splitlines().index(bad_line) + 1
+        for fuse in (True, False):
+            with pytest.raises(ZynMLError) as err:
+                _run(text, device, fuse, x=x, idx=idx)
+            assert err.value.span.line == line, (bad_line, fuse, err.value)
+        good = np.where(idx >= 1000, 3, idx).astype(np.int32)
+        value, session = _run(text, device, x=x, idx=good)
+        assert len(session.launches) == launches
+        xf = x.astype(np.float64)
+        want = xf[good] / xf.sum() if gather_at != "i" else xf / xf[good].sum()
+        assert_close(np.asarray(value, np.float64) * x.size, want * x.size, "f32", "reduction")
+    assert "could fail" in dict(kernel_sections(session.last_kernels[-1]))["fusion"]

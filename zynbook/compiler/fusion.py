@@ -2,7 +2,7 @@
 
 The host interpreter records compute blocks lazily (runtime/lazy.py) and offers each producer
 whose result only one later block reads; `fuse` returns the CIR kernel computing the
-consumer's result without writing the intermediate, or the reason it will not. Three forms,
+consumer's result without writing the intermediate, or the reason it will not. Four forms,
 all exact in the CIR: every element is computed by the same operations in the same order as
 unfused (a rounding to the intermediate's dtype is kept as a cast), and no reduction is
 reordered (a device may still schedule the fused kernel's reductions in another order than
@@ -19,6 +19,13 @@ the unfused one's: the result is then equal within the dtype's tolerance).
   loop positions (`out[i, j] = x[i, j] - mean[i]`), is applied where the producer stores
   each element: the stored value kept in a local, the consumer's other axes a loop there,
   so a per-row statistic and its use are one row kernel.
+* one-value epilogue: the row epilogue with no row axes. A reduction to one value that an
+  elementwise consumer reads by name (a scalar argument still to be computed: `x[i] / t`,
+  `Block.scalar_args`) runs first in the consumer's kernel: the loops it yields in, in the
+  same order, accumulate into a local (a `yield` becomes `acc = acc op value`), the value
+  rounded to the result's dtype as its store would be and to the scalar's as its argument
+  would be, then the consumer's loop nest reads it. One block of a GPU runs the whole
+  kernel, so past SMALL elements (reduced or written) the two launch apart.
 
 Sizes are concrete here (the blocks' plans solved them), so the two blocks' size names are
 joined by value: equal names with equal values are one size, others are renamed.
@@ -32,14 +39,18 @@ from math import prod
 
 from . import cir
 from .passes.bounds import Facts
+from .passes.loops import trip_count
 from .passes.pipeline import run_passes
 from .passes.recognise import NoMatch, contraction, free_vars, loads, substitute
 
 _I32 = cir.Ty("i32")
 # a row epilogue runs the second block's elements over one block (GPU) or chunk (CPU) per
 # row of the first: with fewer rows than a GPU has multiprocessors, and more elements than
-# one launch's overhead costs, they run faster launched apart
+# one launch's overhead costs, they run faster launched apart (a one-value epilogue is one
+# row: past SMALL elements, launched apart)
 FEW_ROWS, SMALL = 128, 1 << 17
+# reductions whose one value a one-value epilogue computes as a local: op -> its identity
+_ACCUMULATED = {"+": 0.0, "max": float("-inf"), "min": float("inf")}
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,10 @@ class Block:
     # a name the fused kernel gave an input, scalar or size of a block (`x_2`, the moved
     # block's own `x`) -> (its name in that block, the block's line), for errors (user_names)
     renamed: dict = field(default_factory=dict, compare=False)
+    # scalar argument name -> a key for the block whose one value it is, where that value is
+    # not computed yet (a reduction's, read by name: `x[i] / t`); the one-value epilogue
+    # fuses that block in
+    scalar_args: dict = field(default_factory=dict)
 
 
 def user_names(message: str, renamed: dict) -> str:
@@ -72,6 +87,8 @@ def user_names(message: str, renamed: dict) -> str:
 def fuse(producer: Block, consumer: Block, key) -> Block | str:
     """The block computing `consumer` (whose inputs with arg `key` are `producer`'s result)
     with `producer` fused in, or why not (a sentence)."""
+    if key in consumer.scalar_args.values():
+        return _value_epilogue(producer, consumer, key)
     if key not in consumer.args:
         return "the second block does not read the first one's result"
     inline = _inline(producer, consumer, key)
@@ -86,7 +103,7 @@ def fuse(producer: Block, consumer: Block, key) -> Block | str:
     return f"{inline}; {epilogue}; {across}"
 
 
-# ------------------------------------------------------------------------ the two forms
+# ------------------------------------------------------------------------ the forms
 
 
 def _inline(producer: Block, consumer: Block, key) -> Block | str:
@@ -226,6 +243,115 @@ def _row_epilogue(producer: Block, consumer: Block, key) -> Block | str:
                    "epilogue")
 
 
+def _value_epilogue(producer: Block, consumer: Block, key) -> Block | str:
+    """The row epilogue with no row axes: a reduction to one value (`@kernel reduce(+)`,
+    `max`, `min` of floats) that an elementwise consumer reads by name, computed first in
+    the consumer's kernel. The reduction's loops accumulate into a local in the order they
+    yield; the consumer's scalar becomes a `let` of that local, rounded to the reduction's
+    dtype (its store) and to the scalar's (its argument); the consumer's loop nest follows.
+    The consumer's statements stay as they were, so its errors are its own."""
+    form = "one-value epilogue"
+    pk, ck = producer.kernel, consumer.kernel
+    op = pk.kernel_type.param("op", "+")
+    yields = [n for n in cir.walk(pk.body) if isinstance(n, cir.Yield)]
+    if pk.kernel_type.kind != "reduce" or pk.output.shape or not yields:
+        return f"the second block is no {form}: the first one's value is not a reduction's"
+    dtypes = {y.value.ty.dtype for y in yields}
+    if op not in _ACCUMULATED or len(dtypes) != 1 or any(y.index is not None for y in yields) \
+            or not dtypes <= set(cir.FLOAT_DTYPES) or pk.output.dtype not in cir.FLOAT_DTYPES:
+        return f"the second block is no {form}: the first one reduces by {op} other than " \
+               "a sum, maximum or minimum of floats"
+    if any(isinstance(n, (cir.Store, cir.Atomic, cir.SharedAlloc, cir.Barrier)) or
+           isinstance(n, cir.Expr) and n.ty.shape for n in cir.walk(pk.body)):
+        return f"the second block is no {form}: the first one does more than yield numbers"
+    if _hinted(pk):
+        return f"the second block is no {form}: the first one's annotations would be dropped"
+    if not _cannot_fail(producer, pk.body):
+        return f"the second block is no {form}: the first one could fail, and its error " \
+               "must name its line"
+    # the consumer's loop nest, after what computes its other one values where they are
+    # fused in already (statements that write nothing: `(x[i] - lo) / (hi - lo)`)
+    lead = 0
+    while lead < len(ck.body) - 1 and not any(
+            isinstance(n, (cir.Store, cir.Atomic, cir.Yield, cir.SharedAlloc, cir.Barrier))
+            for n in cir.walk(ck.body[lead])):
+        lead += 1
+    nest = _elementwise_nest(dataclasses.replace(ck, body=ck.body[lead:]))
+    if isinstance(nest, str):
+        return f"the second block is no {form}: {nest}"
+    if _hinted(ck):
+        return f"the second block is no {form}: its annotations would be dropped"
+    reduced = _iterations(pk.body, producer.sizes)
+    before = _iterations(ck.body[:lead], consumer.sizes)
+    if reduced is None or before is None:
+        return f"the second block is no {form}: the first one's loops are not of fixed lengths"
+    elements = prod(_shape_of(ck.output, consumer.sizes))
+    if max(reduced + before, elements) > SMALL:
+        return (f"the second block is no {form}: {reduced + before} values reduced and "
+                f"{elements} elements written would run on one block (apart, they spread "
+                "over the whole device)")
+    which = {n for n, k in consumer.scalar_args.items() if k == key}
+    host = dataclasses.replace(
+        consumer, kernel=dataclasses.replace(
+            ck, kernel_type=cir.KernelType("custom"),
+            scalars=tuple(s for s in ck.scalars if s.name not in which)),
+        scalars={n: v for n, v in consumer.scalars.items() if n not in which},
+        scalar_args={n: k for n, k in consumer.scalar_args.items() if n not in which})
+    names = _Names(host, producer)
+    taken = _all_names(ck) | set(names.map.values()) | {b.name for b in names.new_inputs}
+    rename = dict(names.map)
+    for n in cir.walk(pk.body):
+        if isinstance(n, (cir.Loop, cir.Let)):
+            bound = n.var if isinstance(n, cir.Loop) else n.name
+            if bound not in rename:
+                rename[bound] = _fresh(bound, taken)
+    acc = _fresh("acc", taken)
+    (ydt,) = dtypes
+    acc_ty = cir.Ty("f32" if ydt in ("f16", "bf16") else ydt)
+    line = yields[0].line
+
+    def accumulate(s):
+        if not isinstance(s, cir.Yield):
+            return None
+        value = _cast(s.value, acc_ty.dtype)
+        total = cir.Bin(op, cir.Var(acc, acc_ty), value, acc_ty) if op == "+" else \
+            cir.Call(op, (cir.Var(acc, acc_ty), value), acc_ty)
+        return cir.Assign(acc, total, s.line)
+
+    def read(e):
+        if isinstance(e, cir.Load) and e.buffer in names.buffers:
+            return dataclasses.replace(e, buffer=names.buffers[e.buffer], index=_map(e.index, read))
+        return None
+
+    moved = _serial(_map(_map(_renamed(pk.body, rename), accumulate), read))
+    value = _stored(cir.Var(acc, acc_ty), pk.output.dtype)
+    lets = tuple(cir.Let(s.name, _cast(value, s.dtype), False, line)
+                 for s in ck.scalars if s.name in which)
+    body = (cir.Let(acc, cir.Const(_ACCUMULATED[op], acc_ty), True, line),) + moved + lets + \
+        ck.body
+    return _finish(host, names, body, list(zip(host.kernel.inputs, host.args)), ck.output,
+                   "one-value epilogue")
+
+
+def _iterations(body, sizes: dict):
+    """The most times the innermost statements of `body` run (its loops' iterations, the
+    values a reduction's body yields), or None where a loop's length is not fixed by the
+    sizes."""
+    total = 0
+    for s in body:
+        if isinstance(s, cir.If):
+            inner = [_iterations(s.then, sizes), _iterations(s.orelse, sizes)]
+            if None in inner:
+                return None
+            total += max(inner)
+        elif isinstance(s, cir.Loop):
+            n, inner = trip_count(s, sizes), _iterations(s.body, sizes)
+            if n is None or inner is None:
+                return None
+            total += n * max(inner, 1)
+    return total
+
+
 def _finish(host: Block, names: "_Names", body, keep: list, output: cir.Buffer,
             form: str) -> Block | str:
     """The fused block: the host's kernel with `body`, its kept inputs and the moved ones."""
@@ -250,9 +376,12 @@ def _finish(host: Block, names: "_Names", body, keep: list, output: cir.Buffer,
     if not isinstance(contraction(k), NoMatch) and isinstance(contraction(kernel), NoMatch):
         return "the GEMM schedule would not take the fused body"
     values = {**host.scalars, **names.new_scalar_values}
+    pending = {**{names.map.get(n, n): k for n, k in names.other.scalar_args.items()},
+               **host.scalar_args}
     return Block(kernel, {n: sizes[n] for n in used},
                  {s.name: values[s.name] for s in scalars}, args, origins, kept,
-                 {**host.renamed, **names.renamed})
+                 {**host.renamed, **names.renamed},
+                 {s.name: pending[s.name] for s in scalars if s.name in pending})
 
 
 # ------------------------------------------------------------------- names of two blocks
@@ -478,6 +607,34 @@ def _map(node, fn):
     changes = {f.name: _map(getattr(node, f.name), fn) for f in dataclasses.fields(node)
                if f.name != "ty"}
     return dataclasses.replace(node, **changes)
+
+
+def _renamed(node, names: dict):
+    """`node` (statements or expressions) with the variables, loop variables and locals
+    named in `names` renamed (each variable keeps its type)."""
+    if isinstance(node, tuple):
+        return tuple(_renamed(n, names) for n in node)
+    if isinstance(node, cir.Var):
+        return cir.Var(names[node.name], node.ty) if node.name in names else node
+    if not isinstance(node, (cir.Expr, cir.Stmt, cir.Span)):
+        return node
+    changes = {f.name: _renamed(getattr(node, f.name), names)
+               for f in dataclasses.fields(node) if f.name != "ty"}
+    if isinstance(node, cir.Loop):
+        changes["var"] = names.get(node.var, node.var)
+    elif isinstance(node, (cir.Let, cir.Assign)):
+        changes["name"] = names.get(node.name, node.name)
+    return dataclasses.replace(node, **changes)
+
+
+def _serial(body: tuple) -> tuple:
+    """`body` with no loop marked parallel (its loops assign a variable now: the passes
+    mark them again)."""
+    def serial(st):
+        if isinstance(st, cir.Loop):
+            return [dataclasses.replace(st, parallel=False, body=_serial(st.body))]
+        return None
+    return _splice(body, serial)
 
 
 def _splice(body: tuple, fn) -> tuple:

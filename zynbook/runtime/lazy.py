@@ -19,6 +19,12 @@ every such result still held (by a name, a pipeline's local, or a value the stat
 still building, such as a list a pipeline returned) is computed, so none ever reads changed
 inputs.
 
+A reduction to one value bound to a pipeline's local (`let t = compute(x) { @kernel
+reduce(+) ... }`) is held there as a `LazyScalar`: a block reading `t` by name records it
+as a scalar argument still to come (`fusion.Block.scalar_args`), so the two may fuse (the
+one-value epilogue), and any other read of the name computes it (interp.lookup): the host
+sees the float it always did, the type the language gives it.
+
 A run of the graph on one CUDA device that repeats is replayed as a CUDA graph
 (runtime/replay.py), and a straight-line pipeline's call as its trace (runtime/traces.py).
 """
@@ -85,17 +91,57 @@ class Lazy(Tensor):
         if isinstance(result, Tensor):
             Tensor.data.__set__(self, result.data)
         self.inputs = None          # what it was computed from may be freed now
+        if any(type(v) is LazyScalar for v in self.scalars.values()):
+            # (and a one value fused into it: held, it would be computed at the boundary)
+            self.scalars = {n: v for n, v in self.scalars.items() if type(v) is not LazyScalar}
 
     def block(self) -> fusion.Block:
         k = self.lowered.kernel
         return fusion.Block(k, dict(self.plan.sizes), dict(self.scalars),
-                            tuple(id(t) for t in self.inputs), ((k.name, k.first_line),))
+                            tuple(id(t) for t in self.inputs), ((k.name, k.first_line),),
+                            scalar_args={n: id(v.lazy) for n, v in self.scalars.items()
+                                         if type(v) is LazyScalar})
+
+    def one_values(self) -> list:
+        """The recorded blocks whose one value a scalar argument of this block is."""
+        return list({id(v.lazy): v.lazy for v in self.scalars.values()
+                     if type(v) is LazyScalar}.values())
 
     def __repr__(self):
         return repr(self.graph.force(self))
 
 
 _NOT_YET = object()
+
+
+class LazyScalar:
+    """A reduction to one value recorded and not run yet, as the pipeline's local it is
+    bound to holds it. A block reading the local by name takes it as a scalar argument (its
+    value filled in at the launch, or the two blocks fused); any other read of the name
+    computes it (`value`) and the local holds the number from then on."""
+
+    __slots__ = ("lazy",)
+
+    def __init__(self, lz: Lazy):
+        self.lazy = lz
+
+    @property
+    def done(self) -> bool:
+        return self.lazy.done
+
+    def value(self):
+        """The number (a float: a reduction of floats)."""
+        return self.lazy.graph.force(self.lazy)
+
+    def __repr__(self):
+        return repr(self.value())
+
+
+def numbers(scalars: dict) -> dict:
+    """`scalars` (a launch's scalar arguments) with every one-value result computed."""
+    if not any(type(v) is LazyScalar for v in scalars.values()):
+        return scalars
+    return {n: v.value() if type(v) is LazyScalar else v for n, v in scalars.items()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,6 +276,12 @@ class LazyGraph:
         self.traces = Traces(self)      # pipeline calls replayed without interpreting them
 
     def defer(self, node, lowered, plan, inputs, scalars, device, commit, source) -> Lazy:
+        if any(type(v) is LazyScalar for v in scalars.values()):
+            # a one value computed is passed as the number; one fused away in an earlier run
+            # of the graph is computed now, from the inputs it kept (a pending one comes
+            # with this run)
+            scalars = {n: v.value() if type(v) is LazyScalar and (v.done or not any(
+                p is v.lazy for p in self.pending)) else v for n, v in scalars.items()}
         phases = self.split(lowered, plan)
         if phases:          # one recorded block per phase, each reading the ones before
             made = {}
@@ -247,6 +299,14 @@ class LazyGraph:
         if len(self.pending) >= MAX_PENDING:
             self.flush(roots=[lz])
         return lz
+
+    def held(self, lz: Lazy):
+        """What a pipeline's local holds of `lz`, a recorded reduction to one value: a
+        LazyScalar where it is a float, else its value now (an integer may size a later
+        block, which its plan needs before the launch)."""
+        if lz.dtype in cir.FLOAT_DTYPES and not lz.done:
+            return LazyScalar(lz)
+        return self.force(lz)
 
     def binary(self, op: str, a, b, span, source: str):
         """`a op b` recorded as an elementwise block where one operand is a recorded result
@@ -384,7 +444,7 @@ class LazyGraph:
     def _groups(self, pending: list, live: set) -> list:
         readers: dict = {}
         for lz in pending:
-            for t in {id(t): t for t in lz.inputs}.values():
+            for t in list({id(t): t for t in lz.inputs}.values()) + lz.one_values():
                 t = t.root if isinstance(t, LazyView) else t
                 if isinstance(t, Lazy):
                     readers[id(t)] = readers.get(id(t), 0) + 1
@@ -393,7 +453,7 @@ class LazyGraph:
             group = _Group(lz)
             if self.interp.named_results:   # inputs top-level names of this cell computed
                 group.notes += self.interp._not_fused(lz.inputs, lz.lowered.kernel)
-            for t in {id(t): t for t in lz.inputs}.values():
+            for t in {id(t): t for t in lz.inputs + lz.one_values()}.values():
                 producer = open_.get(id(t)) if isinstance(t, Lazy) else None
                 if producer is None or t.notes and t.node is lz.node:
                     continue        # the phases of a split block stay apart
@@ -416,20 +476,24 @@ class LazyGraph:
         """`fusion.fuse`, worked out once per pair of kernels, sizes and pattern of shared
         inputs: scalar values and input keys stand in as tokens, replaced here by this
         run's."""
-        keys = list(dict.fromkeys(producer.args + consumer.args))
+        keys = list(dict.fromkeys(producer.args + consumer.args +
+                                  tuple(producer.scalar_args.values()) +
+                                  tuple(consumer.scalar_args.values())))
         slot = {k: n for n, k in enumerate(keys)}
         sig = (id(producer.kernel), id(consumer.kernel), _items(producer.sizes),
                _items(consumer.sizes), tuple(slot[a] for a in producer.args),
                tuple(slot[a] for a in consumer.args), slot[key], producer.origins,
-               consumer.origins)
+               consumer.origins,
+               tuple((n, slot[k]) for n, k in sorted(producer.scalar_args.items())),
+               tuple((n, slot[k]) for n, k in sorted(consumer.scalar_args.items())))
         made = self.pairs.get(sig)
         if made is None:
-            def tokens(block, side, args):
+            def tokens(block, side, args, pending):
                 return dataclasses.replace(block, args=args, scalars={
-                    n: (side, n) for n in block.scalars})
+                    n: (side, n) for n in block.scalars}, scalar_args=dict(pending))
             made = (producer.kernel, consumer.kernel,       # held: their ids are in the key
-                    fusion.fuse(tokens(producer, "p", sig[4]), tokens(consumer, "c", sig[5]),
-                                sig[6]))
+                    fusion.fuse(tokens(producer, "p", sig[4], sig[9]),
+                                tokens(consumer, "c", sig[5], sig[10]), sig[6]))
             if len(self.pairs) >= MAX_FUSED:
                 self.pairs.pop(next(iter(self.pairs)))
             self.pairs[sig] = made
@@ -439,7 +503,8 @@ class LazyGraph:
         values = {"p": producer.scalars, "c": consumer.scalars}
         return dataclasses.replace(
             fused, args=tuple(keys[i] for i in fused.args),
-            scalars={n: values[side][name] for n, (side, name) in fused.scalars.items()})
+            scalars={n: values[side][name] for n, (side, name) in fused.scalars.items()},
+            scalar_args={n: keys[i] for n, i in fused.scalar_args.items()})
 
     @staticmethod
     def _kept(t: Lazy, lz: Lazy, readers: dict, live: set) -> str:
@@ -495,6 +560,7 @@ class LazyGraph:
         interp, lz = self.interp, group.result
         lowered, plan, inputs, scalars, info = parts or self.parts(group)
         self.settle(inputs)
+        scalars = numbers(scalars)      # the one values it reads, computed before it
         device, site = lz.runs_on, group.site
         saved, interp.source = interp.source, site.source
         try:

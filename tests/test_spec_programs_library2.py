@@ -142,3 +142,40 @@ let twice = matmul(r, upload([2.0]), 5, 1, 1)
 def test_elementwise_function_returning_nothing_says_nothing():
     err = raises("type", "pipeline f(xs):\n    let y = 1\nlet r = elementwise([upload([1.0])], 1, f)")
     assert "not nothing" in err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_all_and_any_of_futures_kept_in_names_are_futures(device):
+    """`let g = all(fs)` is a future: `g.done()` works and `await g` gives every value later
+    (`done` was "_Gather has no attribute", and the value showed as a Python object)."""
+    src = """
+let f = compute(x) @async {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * 2.0
+}
+let h = compute(x) @async {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] + 1.0
+}
+let g = all([f, h])
+let first = any([h, f])
+let both = await g
+let (value, index) = await first
+[g.done(), first.done(), both, value, index]
+"""
+    x = np.arange(5, dtype=np.float32)
+    done_all, done_any, both, value, index = run(src, device, x=x)
+    assert done_all is True and done_any is True and index in (0, 1)
+    np.testing.assert_allclose(np.asarray(both[0]), x * 2)
+    np.testing.assert_allclose(np.asarray(both[1]), x + 1)
+    np.testing.assert_allclose(np.asarray(value), [x + 1, x * 2][index])
+    s = zynbook.Session(device)
+    assert repr(s.run(src.split("let both")[0] + "g", x=x)) == "all(2 futures)"
+    with pytest.raises(zynbook.ZynMLError) as info:
+        s.run("g.value")
+    assert info.value.kind == "name" and "a future of all(...)" in info.value.message
+    with pytest.raises(zynbook.ZynMLError) as info:
+        s.run("first + 1")
+    assert info.value.kind == "type" and "a future of any(...)" in info.value.message

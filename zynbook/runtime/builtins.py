@@ -83,7 +83,9 @@ def _kind(value) -> str:
         return f"a buffer of {len(value)} {value.dtype} on {value.device}"
     if type(value).__name__ == "Expr":
         return "an elementwise expression"
-    return type(value).__name__
+    futures = {"Future": "a future", "_Gather": "a future of all(...)",
+               "_FirstOf": "a future of any(...)"}
+    return futures.get(type(value).__name__, type(value).__name__)
 
 
 def _tensor(value, what="argument") -> Tensor:

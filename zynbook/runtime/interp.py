@@ -28,7 +28,7 @@ from . import builtins as B
 from . import device_ops as D
 from . import placement
 from .cancel import JobCancelled
-from .lazy import PURE_BUILTINS, Fusion, LazyGraph
+from .lazy import PURE_BUILTINS, Fusion, LazyGraph, LazyScalar, numbers
 from .parallel import chunk_plan, run_split
 from .plans import BlockCache, BlockPlan, LoweredBlock, given_sizes
 from .sharded import ShardedTensor
@@ -138,6 +138,7 @@ class Interpreter:
         self.extra_key = ""                 # the text extra_annotations were parsed from
         self.lazy = LazyGraph(self)         # blocks recorded, launched at a boundary
         self.alone = None                   # the block that is a whole top-level statement
+        self.bound_local = None             # the block a `let` of a pipeline's local binds
         self.cells: dict = {}               # id(program) -> [program, _one_block form, _WarmCell]
         self._cell_node = None              # the block of the one-block program being run
         self._direct = None                 # (node, key, ...) of its launch where it was met
@@ -191,7 +192,11 @@ class Interpreter:
     # ----------------------------------------------------------------- scopes
     def lookup(self, name: str, span):
         if self.frames and name in self.frames[-1][0]:
-            return self.frames[-1][0][name]
+            local = self.frames[-1][0]
+            value = local[name]
+            if type(value) is LazyScalar:   # a reduction's one value, read on the host
+                value = local[name] = value.value()
+            return value
         if name in self.globals:
             return self.globals[name]
         if name in B.CONSTANTS:
@@ -364,6 +369,7 @@ class Interpreter:
 
     def _exec(self, s):
         if isinstance(s, A.Let):
+            self.bound_local = s.value if self._holds(s) else None
             value = self.eval(s.value)
             if s.type is not None:
                 self.check_type(value, s.type, {}, s.names[0])
@@ -380,6 +386,7 @@ class Interpreter:
                 self.bind(s.names[0], value, False)
             return value
         if isinstance(s, A.VarDecl):
+            self.bound_local = s.value if self._holds(s) else None
             value = self.eval(s.value)
             if s.type is not None:          # checked as a let's type is
                 self.check_type(value, s.type, {}, s.name)
@@ -426,6 +433,13 @@ class Interpreter:
         if isinstance(s, A.Ellipsis):
             raise ZynMLTypeError("`...` stands for elided code; write it out", s.span)
         raise ZynMLTypeError("unsupported statement", s.span)
+
+    def _holds(self, s) -> bool:
+        """Whether `s` binds a pipeline's local to a compute block, untyped: a reduction to
+        one float it records is held there not yet run (lazy.LazyScalar), so a later block
+        reading the name may fuse with it."""
+        return bool(self.frames) and isinstance(s.value, A.Compute) and s.type is None and \
+            not getattr(s, "destructure", False)
 
     def assign(self, s: A.Assign):
         if isinstance(s.target, A.Name):
@@ -1062,6 +1076,9 @@ class Interpreter:
 
     # ---------------------------------------------------------------- compute
     def compute(self, node: A.Compute):
+        # a block bound to a pipeline's local: a reduction to one float it records is held
+        # there not computed (lazy.LazyScalar)
+        hold, self.bound_local = node is self.bound_local, None
         inputs, labels, spans, scalars, given = self._compute_args(node)
         block = self._lowered_block(node, inputs, labels, spans, scalars)
         lowered = block.lowered
@@ -1079,15 +1096,18 @@ class Interpreter:
                 self._direct = (node, self._cell_key(lowered, inputs, labels, scalars, given),
                                 lowered, plan, device, commit)
             notes = self._not_fused(inputs, lowered.kernel) if self.named_results else ()
-            return self._launch(device, lowered, inputs, sizes, scalar_values, node,
+            return self._launch(device, lowered, inputs, sizes, numbers(scalar_values), node,
                                 commit=commit, plan=plan,
                                 fusion=Fusion((), notes) if notes else None)
         if not now:
             source = self.pipelines[-1].source if self.pipelines else self.source
             lz = self.lazy.defer(node, lowered, plan, inputs, scalar_values, device, commit,
                                  source)
-            return lz if plan.out_shape else self.lazy.force(lz)
+            if plan.out_shape:
+                return lz
+            return self.lazy.held(lz) if hold else self.lazy.force(lz)
         self.lazy.settle(inputs)
+        scalar_values = numbers(scalar_values)
         apart = Fusion((), [f"launched where it is met, never fused: {now}"])
         # the text the block is written in, taken now: an @async block's job runs while
         # later statements (or cells) run
@@ -1140,6 +1160,12 @@ class Interpreter:
             value = self._free_value(label, span)
             if value is _MISSING:
                 continue
+            if type(value) is LazyScalar:
+                if not value.done:      # a reduction's float, computed before the launch
+                    scalars[label] = "f32"
+                    given[label] = value
+                    continue
+                value = value.value()
             if isinstance(value, np.generic) or isinstance(value, Tensor) and value.ndim == 0:
                 # a number, however it came (np.int64(3), a 0-d tensor): a size or a scalar
                 value = (value.numpy() if isinstance(value, Tensor) else value).item()
@@ -1177,6 +1203,8 @@ class Interpreter:
         if isinstance(value, Pipeline):
             return _MISSING
         if dot:
+            if type(value) is LazyScalar:
+                value = self.lookup(root, span)
             for f in fields.split("."):
                 value = self.attr(value, f, span)
         return value

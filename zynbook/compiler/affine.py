@@ -135,7 +135,7 @@ def bounds(e, ranges: dict, steps: dict | None = None):
             lo_form = _add(lo_form, _scale(linear(smallest) or _opaque(smallest), coef))
             hi_form = _add(hi_form, _scale(linear(largest) or _opaque(largest), coef))
         elif uses_vars(ex, ranges):
-            q = _quotient_bounds(ex, ranges, steps)
+            q = _quotient_bounds(ex, ranges, steps) or _product_bounds(ex, ranges, steps)
             if q is None:
                 return None
             smallest, largest = q if coef > 0 else (q[1], q[0])
@@ -174,6 +174,37 @@ def _quotient_bounds(e, ranges, steps):
     if inner is None:
         return None
     return tuple(_div(b, e.right) for b in inner)
+
+
+def _product_bounds(e, ranges, steps):
+    """Bounds of `a * s` for an affine `a` and a factor `s` free of loop variables (a size:
+    `b * S + s` flattens two loops): a product is monotone in `a` either way, so its bounds
+    are the products of a's bounds, ordered by min and max where s's sign is not known."""
+    if not (isinstance(e, cir.Bin) and e.op == "*" and cir_is_int(e)):
+        return None
+    inner, factor = e.left, e.right
+    if uses_vars(factor, ranges):
+        inner, factor = factor, inner
+    if uses_vars(factor, ranges) or linear(factor) is None:
+        return None
+    b = bounds(inner, ranges, steps)
+    if b is None:
+        return None
+    lo, hi = (simplify(cir.Bin("*", x, factor, I32)) for x in b)
+    if same(lo, hi):
+        return lo, hi
+    form = linear(factor)
+    if not form[0]:                     # a constant factor (linear() folds most of these)
+        return (lo, hi) if form[1] >= 0 else (hi, lo)
+    return _extreme("min", lo, hi), _extreme("max", lo, hi)
+
+
+def _extreme(fn, a, b):
+    """min or max of two size expressions, folded where both are constants (a host int
+    may be negative, so a product of sizes is not known to be 0 or more)."""
+    if isinstance(a, cir.Const) and isinstance(b, cir.Const):
+        return const(min(a.value, b.value) if fn == "min" else max(a.value, b.value))
+    return cir.Call(fn, (a, b), I32)
 
 
 def uses_vars(e, names) -> bool:

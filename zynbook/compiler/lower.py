@@ -109,8 +109,9 @@ class _Binding:
 
 class _Lowering:
     def __init__(self, node: A.Compute, inputs: list, scalars: dict, name: str, source: str,
-                 extra_annotations: list):
+                 extra_annotations: list, reserved: frozenset = frozenset()):
         self.node = node
+        self.reserved = reserved           # names of sizes and scalars no local may take
         self.kernel_name = name
         self.source = source
         self.inputs = inputs
@@ -122,12 +123,13 @@ class _Lowering:
         self.scalar_args: dict = {}        # name -> dtype (non-size scalars)
         self.buffers: dict = {}            # cir name -> (label, dtype, rank, [axis names])
         self.shared: dict = {}             # shared array name -> cir.Ty
-        self.out_stores: list = []         # (index tuple, value, span)
+        self.out_stores: list = []         # (index tuple, value, span, loops, enclosing ifs)
         self.whole_out: list = []          # values written by `out = ...`
         self.yields: list = []
         self.ranges: dict = {}             # loop var -> (start, stop)
         self.loop_stack: list = []
         self.guard_depth = 0
+        self.guards: list = []             # conditions of the `if`s whose then-branch this is
         self.varying_ifs: list = []        # per enclosing if: its span when it may differ per thread
         self.annotations: dict = {}
         self.weak_vars: set = set()        # locals still holding a weakly typed literal
@@ -430,7 +432,11 @@ class _Lowering:
                           self.sizes and n.name not in self.scalar_args for n in cir.walk(cond))
             self.varying_ifs.append(s.cond.span if varying else None)
             try:
-                then = self.block(s.then)
+                self.guards.append(cond)
+                try:
+                    then = self.block(s.then)
+                finally:
+                    self.guards.pop()
                 orelse = self.block(s.orelse) if s.orelse else []
             finally:
                 self.guard_depth -= 1
@@ -510,7 +516,7 @@ class _Lowering:
         base = identifier(name)
         used = getattr(self, "_used_locals", None)
         if used is None:
-            used = self._used_locals = set(self.buffers) | {"out"}
+            used = self._used_locals = set(self.buffers) | {"out"} | set(self.reserved)
         cname, n = base, 1
         while cname in used:
             n += 1
@@ -537,7 +543,8 @@ class _Lowering:
                 if not isinstance(it, cir.Span) and not is_int(it.ty.dtype):
                     raise ZynMLTypeError(f"an index must be an integer, not {it.ty}", item.span)
             self._slice_fits(index, value, s.span)
-            self.out_stores.append((index, value, s.span, list(self.loop_stack)))
+            self.out_stores.append((index, value, s.span, list(self.loop_stack),
+                                    list(self.guards)))
             return cir.Store("out", index, value, line)
         if isinstance(target, A.Index):
             buf = self.buffer_for(target.base)
@@ -1055,7 +1062,7 @@ class _Lowering:
         rank = None
         extents: list = []
         dtype = None
-        for index, value, span, loops in self.out_stores:
+        for index, value, span, loops, guards in self.out_stores:
             width = len(index) + len(value.ty.shape) - sum(isinstance(i, cir.Span) for i in index)
             if rank is None:
                 rank = width
@@ -1066,7 +1073,7 @@ class _Lowering:
                                                                       self._is_weak(value))
             ext = []
             for k, it in enumerate(index):
-                ext.append(self._extent(it, span))
+                ext.append(self._extent(it, span, guards))
             if len(index) < rank:
                 ext.extend(value.ty.shape[len(value.ty.shape) - (rank - len(index)):])
             extents.append(ext)
@@ -1104,7 +1111,7 @@ class _Lowering:
         """{loop variable: its step} for the loops in scope (bounds of strided loops)."""
         return {v: info[2] for v, info in getattr(self, "loop_info", {}).items()}
 
-    def _extent(self, it, span):
+    def _extent(self, it, span, guards=()):
         """The smallest out axis size that holds every value of this index."""
         it = substitute(it, self.int_lets)      # out[k] with `let k = n - 1 - i`
         if isinstance(it, cir.Span):
@@ -1120,7 +1127,7 @@ class _Lowering:
         if b is None:
             raise ZynMLShapeError("cannot tell the size of out from this index; index out with "
                                   "loop variables (e.g. out[i, j]) or affine forms of them", span)
-        top = affine.simplify(b[1])
+        top = self._guarded_top(it, affine.simplify(b[1]), guards)
         if any(isinstance(n, cir.Var) and n.name not in self.sizes for n in cir.walk(top)):
             # a bound over a `var` or another value the launch does not know
             raise ZynMLShapeError("cannot tell the size of out from this index; index out with "
@@ -1129,7 +1136,25 @@ class _Lowering:
             raise ZynMLShapeError(f"out is indexed at {top.value} at most: out's size comes from "
                                   "its indices, and an index that is never 0 or more leaves it "
                                   "no element (out[-1] does not count from the end)", span)
-        return affine.simplify(cir.Bin("+", b[1], affine.const(0 if isinstance(it, cir.Span) else 1), I32))
+        return affine.simplify(cir.Bin("+", top, affine.const(0 if isinstance(it, cir.Span) else 1), I32))
+
+    def _guarded_top(self, it, top, guards):
+        """The largest value of index `it` (at most `top`, from the loop ranges) that a
+        write under the enclosing `if`s can reach: `if i < M: out[i] = ...` with `i = ib * T
+        + ti` reaches M - 1 however far the blocks of T run past it."""
+        if isinstance(it, cir.Span):
+            return top
+        for cond in guards:
+            for limit in _upper_limits(cond, it, self.int_lets):
+                if any(isinstance(n, cir.Var) and n.name not in self.sizes
+                       for n in cir.walk(limit)):
+                    continue            # a limit over loop variables or locals: not a size
+                diff = affine.linear(affine.sub(limit, top))
+                if diff is not None and not diff[0]:
+                    top = top if diff[1] >= 0 else limit
+                else:
+                    top = cir.Call("min", (top, limit), I32)
+        return top
 
     def _reduce_output(self, kt) -> cir.Buffer:
         if not self.yields:
@@ -1223,6 +1248,23 @@ def _bool_as_i32(op, value):
     if op in ("+", "*", "argmin", "argmax") and value.ty.dtype == "bool":
         return cir.Cast(value, cir.Ty("i32", value.ty.shape))
     return value
+
+
+def _upper_limits(cond, index, lets: dict):
+    """The largest values `index` may take where `cond` holds, as size expressions: one per
+    comparison of the index with a bound in the conjunction (`i < M and j < N`)."""
+    if isinstance(cond, cir.Bin) and cond.op == "and":
+        return _upper_limits(cond.left, index, lets) + _upper_limits(cond.right, index, lets)
+    if not isinstance(cond, cir.Bin) or cond.op not in ("<", "<=", ">", ">="):
+        return []
+    left, right = substitute(cond.left, lets), substitute(cond.right, lets)
+    op = cond.op
+    if op in (">", ">="):               # M > i is i < M
+        left, right, op = right, left, "<" if op == ">" else "<="
+    if not (affine.cir_is_int(left) and affine.cir_is_int(right)) or \
+            not affine.same(left, index):
+        return []
+    return [affine.sub(right, affine.const(1)) if op == "<" else affine.simplify(right)]
 
 
 def _dim_value(d):
@@ -1323,4 +1365,16 @@ def lower_compute(node: A.Compute, inputs: list, scalars: dict, name: str = "ker
                   source: str = "", extra_annotations: list = ()) -> LoweredKernel:
     """Lower a compute block given its inputs' signatures and the dtypes of host scalars
     its body may name (free names absent from `scalars` are sizes to infer)."""
-    return _Lowering(node, inputs, scalars, name, source, list(extra_annotations)).run()
+    reserved = frozenset()
+    while True:
+        lowering = _Lowering(node, inputs, scalars, name, source, list(extra_annotations),
+                             reserved)
+        lowered = lowering.run()
+        # a local or loop variable named as a size or scalar the body also reads (`for K in
+        # 0..K`, a size met only after a local took its name): renderers see one flat
+        # namespace, so the locals are renamed apart and the block lowered again
+        locals_ = getattr(lowering, "_used_locals", set()) - set(lowering.buffers) - {"out"}
+        clash = locals_ & (lowering.sizes | set(lowering.scalar_args)) - reserved
+        if not clash:
+            return lowered
+        reserved = reserved | clash

@@ -1,0 +1,134 @@
+"""Variations of the spec's kernel programs, as a tester writes them from the spec's text
+and docs/language.md: other names (C and WGSL keywords, names of sizes reused for locals),
+masks, dtypes, block sizes and sizes that are multiples of nothing. Each runs on every
+device present (the CPU reference included) and is compared with numpy written here."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import raises
+
+_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
+DEVICES = [d["id"] for d in zynbook.compute_devices()
+           if not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu"]
+
+RNG = np.random.default_rng(4099)
+
+
+def _f32(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+# name: (source, inputs, numpy's answer, tolerance)
+CASES = {
+    # a loop variable named as a size the block also reads (`for K in 0..K`), a local named
+    # as a size met later, or as an input's axis: the generated C++ used one name for both
+    # (its loop ran to its own variable)
+    "loop_variable_named_as_its_bound": ("""
+let y = compute(a, b) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc = 0.0
+        for K in 0..K:
+            acc += a[i, K] * b[K, j]
+        out[i, j] = acc
+}
+y
+""", {"a": (a := _f32(7, 13)), "b": (b := _f32(13, 9))}, a @ b, 1e-4),
+    "local_named_as_a_size_read_later": ("""
+let y = compute(x) {
+    for i in 0..n:
+        var t = x[i]
+        for m in 0..2:
+            let n = float(m)
+            t += n
+        out[i] = t + float(n)
+}
+y
+""", {"x": (x := _f32(10))}, x + 11, 1e-5),
+    "local_named_as_an_axis": ("""
+let y = compute(x) {
+    for i in 0..n:
+        let x_d0 = x[i] * 2.0
+        out[i] = x_d0 + float(n)
+}
+y
+""", {"x": (x := _f32(7))}, x * 2 + 7, 1e-5),
+    # out indexed by a loop variable times a size, flattening two loops (it was "cannot
+    # tell the size of out from this index": a product with a size had no bounds)
+    "out_flattened_by_a_size": ("""
+let y = compute(x) {
+    for b in 0..B, s in 0..S:
+        out[b * S + s] = x[b, s] * 2.0
+}
+y
+""", {"x": (x := _f32(3, 7))}, x.reshape(-1) * 2, 1e-6),
+    # the classic tiled matmul with shared arrays: blocks of T run past M and N, and the
+    # `if i < M and j < N` around the store keeps out M x N (out took the blocks' size,
+    # 8 x 8 for 7 x 5, or could not tell it at all)
+    "shared_tiled_matmul_guarded_store": ("""
+let T = 4
+let y = compute(a, b) {
+    @workgroup(4, 4)
+    for ib in 0..(M + T - 1) / T, jb in 0..(N + T - 1) / T:
+        shared var ta[T, T]
+        shared var tb[T, T]
+        shared var acc[T, T]
+        for ti in 0..T, tj in 0..T:
+            acc[ti, tj] = 0.0
+        for kb in 0..(K + T - 1) / T:
+            for ti in 0..T, tj in 0..T:
+                let i = ib * T + ti
+                let j = jb * T + tj
+                if i < M and kb * T + tj < K:
+                    ta[ti, tj] = a[i, kb * T + tj]
+                else:
+                    ta[ti, tj] = 0.0
+                if kb * T + ti < K and j < N:
+                    tb[ti, tj] = b[kb * T + ti, j]
+                else:
+                    tb[ti, tj] = 0.0
+            barrier()
+            for ti in 0..T, tj in 0..T:
+                for kk in 0..T:
+                    acc[ti, tj] += ta[ti, kk] * tb[kk, tj]
+            barrier()
+        for ti in 0..T, tj in 0..T:
+            let i = ib * T + ti
+            let j = jb * T + tj
+            if i < M and j < N:
+                out[i, j] = acc[ti, tj]
+}
+y
+""", {"a": (a := _f32(7, 13)), "b": (b := _f32(13, 5)), "M": 7, "K": 13, "N": 5}, a @ b, 1e-4),
+    # the guard written the other way round, on a bound the shapes give
+    "guarded_store_bound_on_the_right": ("""
+let y = compute(x) {
+    for blk in 0..(n + 47) / 48, t in 0..48:
+        let i = blk * 48 + t
+        if n > i:
+            out[i] = x[i] + 1.0
+}
+y
+""", {"x": (x := _f32(100)), "n": 100}, x + 1, 1e-6),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(CASES))
+def test_variant_equals_numpy(name, device):
+    src, inputs, want, tol = CASES[name]
+    got = np.asarray(zynbook.Session(device=device).run(src, **inputs))
+    want = np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if want.dtype.kind in "biu":
+        if got.ndim:      # a scalar comes back as a Python number
+            assert got.dtype == want.dtype, (got.dtype, want.dtype)
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=tol, atol=tol, equal_nan=True)

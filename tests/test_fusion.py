@@ -818,3 +818,23 @@ gathered(x, idx)
         want = xf[good] / xf.sum() if gather_at != "i" else xf / xf[good].sum()
         assert_close(np.asarray(value, np.float64) * x.size, want * x.size, "f32", "reduction")
     assert "could fail" in dict(kernel_sections(session.last_kernels[-1]))["fusion"]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_a_one_value_epilogue_renders_for_cuda_as_one_block(dtype, tmp_path):
+    """Without a GPU: the fused kernels (a sum, a maximum, a minimum and a maximum) render for
+    CUDA as one block running the whole body, and their CUDA C compiles with nvcc where it
+    is installed."""
+    from zynbook.compiler.codegen import cuda
+    from test_cuda_render import NVCC, nvcc_compile
+    np_dtype = np.float16 if dtype == "f16" else np.float32
+    x = np.random.default_rng(37).standard_normal(4097).astype(np_dtype)
+    g = np.random.default_rng(38).standard_normal((37, 27)).astype(np_dtype)
+    for source in (ONE_VALUE + "normed(x)\n", ONE_VALUE + "shifted(g)\n", UNIT):
+        _, session = _run(source, x=x, g=g)
+        (k,) = _fused(session)
+        prog = cuda.render_cuda(k.kernel, k.sizes)
+        assert "one block runs the whole body" in prog.schedule, prog.schedule
+        assert [step.grid for step in prog.steps] == [(1, 1, 1)]
+        if NVCC is not None:
+            nvcc_compile(prog.source, tmp_path, k.kernel.name)

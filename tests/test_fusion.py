@@ -648,12 +648,13 @@ def test_a_reduction_to_one_value_read_by_name_is_one_launch(device, dtype):
             assert np.array_equal(np.asarray(fused), np.asarray(plain)), call
 
 
-def test_a_one_value_epilogue_over_many_elements_is_launched_apart():
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_one_value_epilogue_over_many_elements_is_launched_apart(device):
     """Fused, the reduction and the elementwise loop run on one block: past SMALL elements
     they launch apart, and the inspector says why."""
     from zynbook.compiler.fusion import SMALL
     x = (np.random.default_rng(32).random(SMALL + 1) + 0.5).astype(np.float32)
-    value, session = _run(ONE_VALUE + "normed(x)\n", x=x)
+    value, session = _run(ONE_VALUE + "normed(x)\n", device, x=x)
     assert len(session.launches) == 2
     why = dict(kernel_sections(session.last_kernels[-1]))["fusion"]
     assert f"{SMALL + 1} values reduced and {SMALL + 1} elements" in why, why
@@ -662,16 +663,21 @@ def test_a_one_value_epilogue_over_many_elements_is_launched_apart():
     assert_close(np.asarray(value, np.float64) * x.size, xf / xf.sum() * x.size, "f32",
                  "reduction")
     x = x[:SMALL].copy()
-    value, session = _run(ONE_VALUE + "normed(x)\n", x=x)
+    value, session = _run(ONE_VALUE + "normed(x)\n", device, x=x)
     assert len(session.launches) == 1
+    xf = x.astype(np.float64)
+    assert_close(np.asarray(value, np.float64) * x.size, xf / xf.sum() * x.size, "f32",
+                 "reduction")
 
 
-def test_a_one_value_observed_on_the_host_is_the_float_it_was():
-    """Read on the host before, between or after the blocks (printed, in arithmetic, a
-    condition, a typed let, a pipeline's argument, returned), the value is the float the
-    reduction gives, and the blocks still compute with it."""
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_one_value_observed_on_the_host_is_the_float_it_was(device):
+    """Read on the host between or after the blocks (printed, in arithmetic, a condition, a
+    typed let, a pipeline's argument, returned), the value is the float the reduction gives
+    unfused (the same bits: the reduction is launched alone), and the blocks still compute
+    with it."""
     x = (np.random.default_rng(33).random(1000) + 0.5).astype(np.float32)
-    total = float(x.sum(dtype=np.float32))
+    total = x.astype(np.float64).sum()
     head = '''
 pipeline half(v: float):
     return v / 2.0
@@ -688,26 +694,28 @@ pipeline total(x: tensor[n]):
             out[i] = x[i] / t
     }
 '''
-    for between, after, launches in (
-            ("    print(t)\n", "    return [y, t]\n", 2),
-            ("    let u: float = t\n    if t > 0.0:\n        print(u * 2.0)\n", "    return [y, half(t)]\n", 2),
-            ("", "    print(t + 1.0)\n    return [y, t]\n", 2),
-            ("", "    return [y, t]\n", 2),
-            ("", "    return [y, 0.0]\n", 1)):
-        out = io.StringIO()
-        with redirect_stdout(out):
-            (y, t), session = _run(head + between + scale + after + "total(x)\n", x=x)
-        assert len(session.launches) == launches, (between, after)
-        assert type(t) is float
-        if "half" in after:
-            assert t == total / 2.0
-            assert out.getvalue().split() == [repr(total * 2.0)]
-        elif "0.0" not in after:
-            assert t == total
-            shown = out.getvalue().split()
-            assert shown == ([repr(total)] if between else [repr(total + 1.0)] if "print" in after
-                             else [])
-        assert_close(np.asarray(y, np.float64) * x.size, x / total * x.size, "f32", "reduction")
+    for between, after, launches, shown in (
+            ("    print(t)\n", "    return [y, t]\n", 2, lambda t: [t]),
+            ("    let u: float = t\n    if t > 0.0:\n        print(u * 2.0)\n",
+             "    return [y, half(t)]\n", 2, lambda t: [t * 4.0]),
+            ("", "    print(t + 1.0)\n    return [y, t]\n", 2, lambda t: [t + 1.0]),
+            ("", "    return [y, t]\n", 2, lambda t: []),
+            ("", "    return [y, 0.0]\n", 1, None)):
+        source = head + between + scale + after + "total(x)\n"
+        runs = []
+        for fuse in (True, False):
+            out = io.StringIO()
+            with redirect_stdout(out):
+                (y, t), session = _run(source, device, fuse, x=x)
+            runs.append((t, out.getvalue().split(), len(session.launches)))
+            assert_close(np.asarray(y, np.float64) * x.size, x / total * x.size, "f32",
+                         "reduction")
+        (t, printed, count), (t_plain, printed_plain, _) = runs
+        assert count == launches, (between, after)
+        assert type(t) is float and t == t_plain, (t, t_plain)
+        if shown is not None:
+            assert printed == printed_plain == [repr(v) for v in shown(t)]
+            assert_close(t * (2.0 if "half" in after else 1.0), total, "f32", "reduction")
 
 
 @pytest.mark.parametrize("device", DEVICES)

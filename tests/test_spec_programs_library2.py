@@ -179,3 +179,69 @@ let (value, index) = await first
     with pytest.raises(zynbook.ZynMLError) as info:
         s.run("first + 1")
     assert info.value.kind == "type" and "a future of any(...)" in info.value.message
+
+
+# ------------------------------------------------------------------ a small model
+
+def _tiny_config(**kw):
+    from zynbook.nn.model import GPTConfig
+    return GPTConfig(**dict(dict(vocab=7, dim=8, n_layers=1, n_heads=2, n_kv_heads=1, ffn=8,
+                                 max_seq=6), **kw))
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("seed", -1, "`seed` is an int"),            # numpy's ValueError when the weights were drawn
+    ("seed", 1.5, "`seed` is an int"),
+    ("lr", -0.1, "`lr` is a finite number"),
+    ("lr", float("nan"), "`lr` is a finite number"),
+    ("eps", -1e-5, "`eps` is a finite number"),
+    ("adam_eps", "1e-8", "`adam_eps` is a finite number"),
+    ("weight_decay", float("inf"), "`weight_decay` is a finite number"),
+    ("rope_base", 0.0, "`rope_base` is a finite number above 0"),
+    ("betas", 0.9, "`betas` is a pair"),
+    ("betas", (0.9, 1.0), "`betas` is a pair"),
+    ("betas", (0.9,), "`betas` is a pair"),
+    ("memory_budget", -5, "`memory_budget` is a number of bytes"),
+    ("memory_budget", 2.5, "`memory_budget` is a number of bytes"),
+])
+def test_gpt_config_hyperparameters_outside_their_ranges_are_refused(field, value, words):
+    with pytest.raises(zynbook.ZynMLTypeError, match=words):
+        _tiny_config(**{field: value})
+
+
+def test_tiny_gpt_weights_that_do_not_fit_the_config_are_named():
+    """Weights missing an array, of another shape or another number of layers are a ZynML
+    error naming the weight (a KeyError came from inside the model, or a wrong shape
+    surfaced as a matmul's length in the first step)."""
+    from zynbook.nn.model import TinyGPT, init_weights
+    dev = zynbook.device("cpu")
+    c = _tiny_config()
+    with pytest.raises(zynbook.ZynMLTypeError, match="no array `embed`"):
+        TinyGPT(dev, c, {"a": 1})
+    w = init_weights(c)
+    del w["layers"][0]["w3"]
+    with pytest.raises(zynbook.ZynMLTypeError, match="no array `layers.0.w3`"):
+        TinyGPT(dev, c, w)
+    w = init_weights(c)
+    w["lm_head"] = w["lm_head"].T
+    with pytest.raises(zynbook.ZynMLShapeError, match=r"`lm_head` is \[7, 8\].*\[8, 7\]"):
+        TinyGPT(dev, c, w)
+    w = init_weights(_tiny_config(n_layers=2))
+    with pytest.raises(zynbook.ZynMLShapeError, match="2 layers, the config n_layers = 1"):
+        TinyGPT(dev, c, w)
+    # the weights a model gives back are taken by a new one, which then computes the same
+    model = TinyGPT(dev, c)
+    again = TinyGPT(dev, c, model.weights())
+    assert model.loss([1, 2, 3], [2, 3, 4]) == again.loss([1, 2, 3], [2, 3, 4])
+
+
+def test_tiny_gpt_generate_checks_temperature_and_seed():
+    from zynbook.nn.model import TinyGPT
+    model = TinyGPT(zynbook.device("cpu"), _tiny_config())
+    for kw, words in (({"seed": -1}, "`seed` is an int"), ({"temperature": "hot"}, "temperature"),
+                      ({"temperature": float("nan")}, "temperature")):
+        with pytest.raises(zynbook.ZynMLTypeError, match=words):
+            model.generate([1, 2], 2, **kw)
+    greedy = model.generate([1, 2], 3, temperature=0)
+    assert greedy == model.generate([1, 2], 3, temperature=-1.0) and len(greedy) == 5
+    assert model.generate([1], 2, seed=3) == model.generate([1], 2, seed=3)

@@ -55,6 +55,25 @@ class GPTConfig:
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 0 <= p < 2 ** 32:
             raise ZynMLTypeError(f"GPTConfig: `pad_id` is a token id (an int from 0 to "
                                  f"2^32 - 1), not {p!r}")
+        # the hyperparameters too, in the ranges the operations take them (a negative seed
+        # was numpy's ValueError when the weights were drawn, a negative budget kept nothing)
+        if not _whole(self.seed):
+            raise ZynMLTypeError(f"GPTConfig: `seed` is an int at least 0, not {self.seed!r}")
+        if self.memory_budget is not None and not _whole(self.memory_budget):
+            raise ZynMLTypeError(f"GPTConfig: `memory_budget` is a number of bytes (an int at "
+                                 f"least 0) or None, not {self.memory_budget!r}")
+        for name in ("eps", "lr", "adam_eps", "weight_decay"):
+            if not _real(getattr(self, name)) or not 0 <= getattr(self, name) < math.inf:
+                raise ZynMLTypeError(f"GPTConfig: `{name}` is a finite number at least 0, not "
+                                     f"{getattr(self, name)!r}")
+        if not _real(self.rope_base) or not 0 < self.rope_base < math.inf:
+            raise ZynMLTypeError(f"GPTConfig: `rope_base` is a finite number above 0, not "
+                                 f"{self.rope_base!r}")
+        b = self.betas
+        if not isinstance(b, (tuple, list)) or len(b) != 2 or \
+                not all(_real(v) and 0 <= v < 1 for v in b):
+            raise ZynMLTypeError(f"GPTConfig: `betas` is a pair (beta1, beta2) of numbers in "
+                                 f"[0, 1), not {b!r}")
 
     @property
     def head_dim(self) -> int:
@@ -94,17 +113,27 @@ def init_weights(config: GPTConfig) -> dict:
             "lm_head": w(c.dim, c.vocab), "layers": layers}
 
 
+def _whole(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, np.integer)) and v >= 0
+
+
+def _real(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating)) \
+        and v == v
+
+
 def _need_config(config):
     if not isinstance(config, GPTConfig):
         raise ZynMLTypeError(f"a model's config is a GPTConfig(vocab=...), not "
                              f"{type(config).__name__}")
 
 
-def _flat_names(weights: dict) -> list:
-    names = ["embed", "final_norm", "lm_head"]
-    for i, layer in enumerate(weights["layers"]):
-        names += [f"layers.{i}.{k}" for k in layer]
-    return names
+def _weight_shapes(c: GPTConfig) -> dict:
+    """name -> shape of every weight of a model of config `c` ("layers.0.wq", ...)."""
+    shapes = {"embed": (c.vocab, c.dim), "final_norm": (c.dim,), "lm_head": (c.dim, c.vocab)}
+    for i in range(c.n_layers):
+        shapes.update({f"layers.{i}.{k}": v for k, v in LAYER_SHAPES(c).items()})
+    return shapes
 
 
 @dataclass
@@ -128,8 +157,17 @@ class TinyGPT:
         self.dev, self.config = device, config
         host = weights if weights is not None else init_weights(config)
         self.params = {}
-        for name in _flat_names(host):
-            self.params[name] = device.upload(self._lookup(host, name))
+        layers = host.get("layers") if hasattr(host, "get") else None
+        if isinstance(layers, (list, tuple)) and len(layers) != config.n_layers:
+            raise ZynMLShapeError(f"TinyGPT: the weights hold {len(layers)} layers, the config "
+                                  f"n_layers = {config.n_layers}")
+        # the weights the config says, each of its shape (a missing one was a KeyError)
+        for name, shape in _weight_shapes(config).items():
+            w = self._lookup(host, name)
+            if w.shape != shape:
+                raise ZynMLShapeError(f"TinyGPT: weight `{name}` is {list(w.shape)}, the config "
+                                      f"makes it {list(shape)}")
+            self.params[name] = device.upload(w)
         self.m = {k: device.alloc(len(b)) for k, b in self.params.items()}
         self.v = {k: device.alloc(len(b)) for k, b in self.params.items()}
         self.step_t = 0
@@ -137,9 +175,14 @@ class TinyGPT:
     @staticmethod
     def _lookup(weights, name):
         node = weights
-        for part in name.split("."):
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        return np.asarray(node, np.float32)
+        try:
+            for part in name.split("."):
+                node = node[int(part)] if isinstance(node, (list, tuple)) else node[part]
+            return np.asarray(node, np.float32)
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise ZynMLTypeError(f"TinyGPT: the weights have no array `{name}` (weights are "
+                                 "nested as init_weights gives them: embed, final_norm, "
+                                 "lm_head, layers[i].wq, ...)") from None
 
     def p(self, name):
         return self.params[name]
@@ -397,6 +440,12 @@ class TinyGPT:
         if len(prompt) + n_new > c.max_seq:
             raise ZynMLShapeError(f"TinyGPT.generate(): {len(prompt)} + {n_new} tokens are more "
                                   f"than max_seq = {c.max_seq}")
+        if not _real(temperature) or temperature == math.inf:
+            raise ZynMLTypeError(f"TinyGPT.generate(): `temperature` is a finite number (at "
+                                 f"most 0: the likeliest token), not {temperature!r}")
+        if not _whole(seed):
+            raise ZynMLTypeError(f"TinyGPT.generate(): `seed` is an int at least 0, not "
+                                 f"{seed!r}")
         rng = np.random.default_rng(seed)
         # caches of max_seq rows: the position is a scalar argument of the kernels, so every
         # decoded token launches kernels already compiled

@@ -245,3 +245,33 @@ def test_tiny_gpt_generate_checks_temperature_and_seed():
     greedy = model.generate([1, 2], 3, temperature=0)
     assert greedy == model.generate([1, 2], 3, temperature=-1.0) and len(greedy) == 5
     assert model.generate([1], 2, seed=3) == model.generate([1], 2, seed=3)
+
+
+# ------------------------------------------------------------------ zynbook.compile
+
+@pytest.mark.parametrize("src", [
+    "var n = 4\nn = 6\nlet c = matmul(alloc(n), alloc(6), 2, 3, 2)\nlen(c)",
+    "let a = alloc(6)\nvar m = 2\nm += 1\nlet c = matmul(a, alloc(6), m, 2, 3)\nlen(c)",
+    "var shape = [2, 3]\nshape = [7]\nlet c = matmul(upload(zeros(shape)), alloc(1), 7, 1, 1)\n"
+    "len(c)",
+    "var x = zeros([2, 3])\nx = zeros([4])\nlet y = compute(x) {\n    @kernel elementwise\n"
+    "    for i in 0..n:\n        out[i] = x[i] * 2.0\n}\ny.shape",
+    # a pipeline, defined before the var, that changes it
+    "pipeline grow():\n    n = 6\nvar n = 4\ngrow()\nlet c = matmul(alloc(n), alloc(6), 2, 3, 2)\n"
+    "len(c)",
+])
+def test_compile_follows_a_var_no_further_than_its_first_value(src):
+    """zynbook.compile refused programs that run: the checker kept a var's first value (an
+    int, a list, a buffer's length, a tensor's shape) after an assignment changed it."""
+    program = zynbook.compile(src)
+    assert program is not None
+    run(src)
+
+
+def test_compile_still_refuses_what_a_var_never_changed():
+    for src, column in (("var n = 4\nlet c = matmul(alloc(n), alloc(6), 2, 3, 2)", 16),
+                        ("var n = 4\nlet k = n\nn = 6\nlet c = matmul(alloc(k), alloc(6), 2, 3, 2)",
+                         16)):
+        with pytest.raises(zynbook.ZynMLShapeError) as info:
+            zynbook.compile(src)
+        assert info.value.column == column

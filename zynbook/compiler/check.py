@@ -73,6 +73,8 @@ class Checker:
         self.scopes: list = [dict(known or {})]
         self.result = CheckResult()
         self.defined_later = _top_level_names(program)
+        # names some pipeline assigns: a call, anywhere, may change them
+        self.assigned_in_pipelines = _assigned_in_pipelines(program)
         self.kernel_count = 0
         self.pipeline_depth = 0     # inside a pipeline, later top-level names are visible
 
@@ -112,7 +114,8 @@ class Checker:
             else:
                 self.define(s.names[0], value)
         elif isinstance(s, A.VarDecl):
-            self.define(s.name, self.expr(s.value))
+            value = self.expr(s.value)
+            self.define(s.name, UNKNOWN if s.name in self.assigned_in_pipelines else value)
         elif isinstance(s, A.Assign):
             if isinstance(s.target, A.Name) and self.lookup(s.target.id) is None and \
                     s.target.id not in self.defined_later:
@@ -121,8 +124,11 @@ class Checker:
             if not isinstance(s.target, A.Name):
                 self.expr(s.target)
             self.expr(s.value)
-            if isinstance(s.target, A.Name) and isinstance(self.lookup(s.target.id), BufferShape):
-                for scope in reversed(self.scopes):    # a var's buffer: its length may change
+            if isinstance(s.target, A.Name):
+                # a var assigned: its value from here on is not followed (an int's value, a
+                # buffer's length or a tensor's shape was kept from its declaration, so
+                # `var n = 4` then `n = 6` refused alloc(n) as 4 elements long)
+                for scope in reversed(self.scopes):
                     if s.target.id in scope:
                         scope[s.target.id] = UNKNOWN
                         break
@@ -508,6 +514,28 @@ def _kernel_name(node: A.Compute) -> str:
         if isinstance(s, A.AnnotationStmt) and s.annotation.name == "kernel" and s.annotation.kernel:
             kind = s.annotation.kernel
     return f"{kind}_l{node.span.line}"
+
+
+def _assigned_in_pipelines(program: A.Program) -> set:
+    """Names assigned (`n = ...`, `n += ...`) inside the bodies of the program's pipelines."""
+    names = set()
+
+    def visit(x, inside):
+        if isinstance(x, A.Pipeline):
+            inside = True
+        if inside and isinstance(x, A.Assign) and isinstance(x.target, A.Name):
+            names.add(x.target.id)
+        if isinstance(x, A.Compute):
+            return      # a body's assignments are the kernel's own
+        if isinstance(x, A.Node):
+            for v in vars(x).values():
+                visit(v, inside)
+        elif isinstance(x, (list, tuple)):
+            for item in x:
+                visit(item, inside)
+
+    visit(program.body, False)
+    return names
 
 
 def _top_level_names(program: A.Program) -> dict:

@@ -275,3 +275,24 @@ def test_compile_still_refuses_what_a_var_never_changed():
         with pytest.raises(zynbook.ZynMLShapeError) as info:
             zynbook.compile(src)
         assert info.value.column == column
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_upload_u32_of_no_ids_is_an_empty_buffer(device):
+    """upload_u32([]) was refused as not integers (numpy reads [] as float64), where
+    upload([]) and alloc(0) give empty buffers."""
+    assert run("let b = upload_u32([])\n[len(b), download(b).dtype, len(upload([]))]",
+               device) == [0, "u32", 0]
+    assert run("len(upload_u32(zeros([0, 3])))", device) == 0
+    raises("type", "let b = upload_u32([1.5])", 1, 9, device)
+
+
+@pytest.mark.parametrize("size, shown", [("0", "not 0"), ("-5", "not -5"), ("1.5", "not 1.5"),
+                                         ("true", "not a bool"), ('"1GB"', "not a string")])
+def test_memory_pool_size_that_is_not_a_positive_number_of_bytes(size, shown):
+    """A size given that no pool can have says so under it (it said `needs size=`, and
+    size=true made a pool of 1 byte)."""
+    err = raises("type", f'let p = memory_pool(device="cpu", size={size})', 1, 40)
+    assert "positive whole number of bytes" in err.message and shown in err.message
+    raises("type", 'let p = memory_pool("cpu", 16)', 1, 9)
+    assert run('memory_pool(device="cpu", size=1KB).size') == 1000

@@ -237,6 +237,8 @@ class Device(FusedOps):
     def upload_u32(self, data) -> Buffer:
         """u32 values (token ids) onto the device."""
         raw = self._numbers(data, "upload_u32")
+        if raw.size == 0:       # no ids ([] is numpy's float64): an empty buffer, as upload([])
+            raw = raw.astype(np.uint32)
         if raw.dtype.kind not in "iub" or raw.size and (int(raw.min()) < 0 or
                                                          int(raw.max()) >= 2 ** 32):
             raise ZynMLTypeError("upload_u32(): token ids are integers from 0 to 2^32 - 1")

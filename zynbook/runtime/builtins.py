@@ -358,8 +358,20 @@ def _allocate(interp, args, kwargs):
 @builtin("memory_pool")
 def _memory_pool(interp, args, kwargs):
     _unexpected(kwargs, ("device", "size"), "memory_pool")
-    if "size" not in kwargs or not isinstance(kwargs["size"], int) or kwargs["size"] <= 0:
+    if args:
+        raise ZynMLTypeError("memory_pool() takes named arguments: memory_pool(device=\"cpu\", "
+                             "size=1GB)")
+    if "size" not in kwargs:
         raise ZynMLTypeError("memory_pool() needs size= in bytes, e.g. size=1GB")
+    size = kwargs["size"]
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        # it was "needs size=" where a size was given (0, -5, 1.5, true)
+        shown = size if isinstance(size, (int, float)) and not isinstance(size, bool) else \
+            _kind(size)
+        err = ZynMLTypeError(f"memory_pool(): size= is a positive whole number of bytes like "
+                             f"1GB, not {shown}")
+        err.argument = ("size", None)
+        raise err
     dev = _placed_device(interp, kwargs)
     commit = "device" in kwargs
     return MemoryPool(dev, kwargs["size"],

@@ -1,4 +1,4 @@
-// ZynBook WGSL for kernel `matmul` (contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread (gemm: bm=128, bn=128, bk=8, tm=8, tn=8, width=1, mma=False, stages=0, swizzle=False, wgmma=False, tma=False))
+// ZynBook WGSL for kernel `matmul` (contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread (gemm: bm=128, bn=128, bk=8, tm=8, tn=8, width=1, mma=False, stages=0, swizzle=False, wgmma=False, tma=False, pad=0))
 
 struct ZynParams {
     u_A_d0: i32,

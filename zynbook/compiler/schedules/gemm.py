@@ -97,6 +97,12 @@ TMA_TILES = ((128, 256, 256, 3), (128, 192, 192, 4), (128, 128, 128, 4), (128, 2
              (64, 256, 256, 4), (128, 128, 128, 3), (128, 256, 256, 2))
 # and two warpgroups taking whole BM x BN tiles in turn (ping-pong): (BM, BN, stages)
 PINGPONG_TILES = ((128, 128, 4), (128, 128, 3), (64, 256, 4), (64, 256, 3), (64, 192, 4), (64, 128, 4))
+# FMA tiles are k-major, their rows padded by this many elements where the memory allows
+# (16 bytes of f32: the 4-wide reads stay aligned): a side read along K is stored
+# transposed, consecutive threads writing consecutive k of one row, whose stores then fall
+# in distinct banks; both sides padded alike, the two tiles' reads share their offsets
+# (WebGPU on an H200, matmul 4096: 4.05 ms against 4.20 unpadded, 4.22 with one side padded)
+FMA_PAD = 4
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
              (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4), (64, 256, 8, 8))
@@ -125,9 +131,11 @@ class GemmParams(Params):
                             # (TF32, where allowed) or 3 (exact: each operand's big and small
                             # TF32 halves, sums taken over by the FP32 units every slice;
                             # schedules/gemm_split.py)
+    pad: int = FMA_PAD      # FMA: elements padding a row of the shared tiles
 
-    def describe(self) -> str:      # (names these two only where set: earlier keys stand)
-        return super().describe().replace(", pingpong=False", "").replace(", terms=0", "")
+    def describe(self) -> str:      # (names these only where not the default: earlier keys stand)
+        return super().describe().replace(", pingpong=False", "").replace(", terms=0", "") \
+            .replace(f", pad={FMA_PAD}", "")
 
     @property
     def threads(self) -> int:
@@ -153,7 +161,7 @@ class GemmParams(Params):
             per = sum(ib * r * w for ib, (r, w) in zip(ibs, (
                 self.tile_rows(s, ib, kc) for s, ib, kc in zip("mn", ibs, kcontig))))
             return max(2, self.stages) * per
-        return 2 * acc_bytes * self.bk * (self.bm + self.bn)
+        return 2 * acc_bytes * self.bk * (self.bm + self.bn + 2 * self.pad)
 
     def valid(self) -> bool:
         if self.pingpong and not (self.tma and self.bm in (self.tm, 2 * self.tm) and self.bn == self.tn):
@@ -544,8 +552,9 @@ class Gemm(Schedule):
             first = GemmParams(**CONV_FMA_TILE, width=w)    # Hopper: SPLIT_CONV_TILE)
         for p in [first] + [GemmParams(a, b, 8, c, d, w) for a, b, c, d in FMA_TILES]:
             for q in (p, dataclasses.replace(p, width=1)):
-                if self._fits(q, target, form):
-                    return q
+                for r in (q, dataclasses.replace(q, pad=0)):
+                    if self._fits(r, target, form):
+                        return r
         return None
 
     def default(self, kernel, target, sizes):
@@ -557,8 +566,9 @@ class Gemm(Schedule):
         hint = {k: int(v) for k, v in kernel.schedule.tile if k in ("bm", "bn", "bk", "tm", "tn")}
         wg = workgroup_threads(kernel)
         if not hint and wg > 1 and not auto.mma and wg != auto.threads:
-            hinted = [GemmParams(a, b, auto.bk, c, d, auto.width) for a, b, c, d in FMA_TILES
-                      if (a // c) * (b // d) == wg]
+            hinted = [GemmParams(a, b, auto.bk, c, d, auto.width, pad=pad)
+                      for a, b, c, d in FMA_TILES if (a // c) * (b // d) == wg
+                      for pad in (FMA_PAD, 0)]
             return next((p for p in hinted if self._fits(p, target, form)), auto)
         # a warpgroup tile takes a hint's bm and bn (TN at most BN); one it cannot take goes
         # to the warp tiles of mma.sync
@@ -575,8 +585,9 @@ class Gemm(Schedule):
         form, _ = match(kernel, sizes, target.symbolic_sizes)
         first = self.default(kernel, target, sizes)
         out = [first]
-        cands = [GemmParams(a, b, bk, c, d, w) for a, b, c, d in FMA_TILES for bk in (8, 16)
-                 for w in sorted({1, self._width(target, form)})]
+        cands = [GemmParams(a, b, bk, c, d, w, pad=pad) for a, b, c, d in FMA_TILES
+                 for bk in (8, 16) for w in sorted({1, self._width(target, form)})
+                 for pad in (FMA_PAD, 0)]
         kind = self._mma_kind(kernel, target, sizes, form)
         if kind:
             w = 8 if kind == "half" else 4
@@ -968,7 +979,7 @@ class _Builder(Builder):
                 rows, row = p.tile_rows(s, self.ibs[s], side.kcontig)
                 sh_dt = self.tile_dt[s]
             else:           # k-major: a thread's TM (TN) values of one k are consecutive
-                rows, row, sh_dt = p.bk, bx, self.cd
+                rows, row, sh_dt = p.bk, bx + p.pad, self.cd
             self.shape[s] = (chunks, per, reg_dt, rows, row, sh_dt)
             head.append(ir.Array(f"_sh{s}", sh_dt, max(2, p.stages) * rows * row, "shared"))
             if not p.stages:
@@ -1275,9 +1286,10 @@ class _Builder(Builder):
 
         def step(kk):
             out = []
-            for arr, sh, bx, t, own, n in (("_a", "_shm", p.bm, self.ref("_ty"), ty_n, p.tm),
-                                           ("_b", "_shn", p.bn, self.ref("_tx"), tx_n, p.tn)):
-                base = self.op("+", self.op("*", buf, p.bk * bx), self.op("*", kk, bx))
+            for arr, s, t, own, n in (("_a", "m", self.ref("_ty"), ty_n, p.tm),
+                                      ("_b", "n", self.ref("_tx"), tx_n, p.tn)):
+                row, sh = self.shape[s][4], f"_sh{s}"
+                base = self.op("+", self.op("*", buf, p.bk * row), self.op("*", kk, row))
                 for g in range(n // 4):
                     at = self.op("+", base, self.op("+", self.i(g * own * 4), self.op("*", t, 4)))
                     out += self.move(arr, self.i(g * 4), sh, at, 4, cd)

@@ -115,6 +115,40 @@ let y = compute(x) {
 }
 y
 """, {"x": (x := _f32(100)), "n": 100}, x + 1, 1e-6),
+    # the same guard on the loop's own variable: the differences of neighbours are n - 1
+    # long (out took the loop's n, its last element 0)
+    "guarded_store_at_the_loop_variable": ("""
+let y = compute(x) {
+    for i in 0..n:
+        if i < n - 1:
+            out[i] = x[i + 1] - x[i]
+}
+y
+""", {"x": (x := _f32(17))}, np.diff(x), 1e-6),
+    # a float literal given a type keeps it: an f32 accumulator of f16 products (an
+    # internal compiler error: the CIR checker took `var acc: f32 = 0.0` for weak), and an
+    # f32 let times f16 data, which is f32 (it was f16: 60000 * 2 overflowed)
+    "typed_f32_accumulator_of_f16_products": ("""
+let y = compute(a, b) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc: f32 = 0.0
+        for k in 0..K:
+            acc += a[i, k] * b[k, j]
+        out[i, j] = acc
+}
+y
+""", {"a": (a := RNG.standard_normal((5, 7)).astype(np.float16)),
+      "b": (b := RNG.standard_normal((7, 3)).astype(np.float16))},
+        a.astype(np.float32) @ b.astype(np.float32), 2e-3),     # f16 products: f16's tolerance
+    "typed_f32_let_times_f16": ("""
+let y = compute(h) {
+    for i in 0..n:
+        let s: f32 = 2.0
+        out[i] = s * h[i]
+}
+y
+""", {"h": (h := np.float16([1000, -2000, 60000, 0.5]))}, h.astype(np.float32) * 2, 0),
 }
 
 

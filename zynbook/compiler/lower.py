@@ -499,7 +499,12 @@ class _Lowering:
         dtype = canonical_dtype(typ.name)
         if dtype is None:
             raise ZynMLTypeError(f"unknown type `{typ.name}`", typ.span)
-        return value if value.ty.dtype == dtype else cir.Cast(value, cir.Ty(dtype, value.ty.shape))
+        if value.ty.dtype == dtype and not (is_float(dtype) and self._is_weak(value)):
+            return value
+        # a float literal given a type is no longer weak: `var acc: f32 = 0.0` summing f16
+        # products stays f32 (the checker took it for weak, an internal error) and so does
+        # `let s: f32 = 2.0` times f16 (it was f16, overflowing where f32 does not)
+        return cir.Cast(value, cir.Ty(dtype, value.ty.shape))
 
     @staticmethod
     def _dtype_kwarg(k) -> str:
@@ -1121,7 +1126,10 @@ class _Lowering:
                 return lstop
             b = affine.bounds(it.stop, self.ranges, self._steps())
         elif isinstance(it, cir.Var) and it.name in getattr(self, "loop_info", {}):
-            return self.loop_info[it.name][1]     # out[i]: the loop's range is the axis
+            stop = self.loop_info[it.name][1]     # out[i]: the loop's range is the axis
+            top = self._guarded_top(it, affine.sub(stop, affine.const(1)), guards)
+            return stop if top is not None and affine.same(top, affine.sub(stop, affine.const(1))) \
+                else affine.add(top, affine.const(1))
         else:
             b = affine.bounds(it, self.ranges, self._steps())
         if b is None:

@@ -649,6 +649,26 @@ def test_a_reduction_to_one_value_read_by_name_is_one_launch(device, dtype):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_a_fused_sum_is_as_accurate_as_the_reduction_it_replaces(device):
+    """131,000 values of 0.1 summed in f32 one after another are off by about 1e-3: a fused
+    one-value sum (and a row kernel's sum, which the fused kernel is on the CPU) keeps the
+    accuracy of the reduction launched apart: on the CPU, the long loop summed in chunks
+    added in f64 (launch/wide_sums.py); on a GPU, a tree."""
+    x = np.full(131000, 0.1, np.float32)
+    exact = float(np.float32(0.1)) * x.size
+    for fuse in (True, False):
+        got, session = _run(ONE_VALUE + "normed(x)\n", device, fuse, x=x)
+        assert len(session.launches) == (1 if fuse else 2)
+        total = float(np.float32(0.1)) / float(np.asarray(got)[0])
+        assert abs(total - exact) / exact < 2e-5, (fuse, total)
+    rows = np.full((2, 70001), 0.1, np.float32)
+    got, _ = _run("let s = compute(x) {\n    for i in 0..m:\n        var t = 0.0\n"
+                  "        for j in 0..n:\n            t += x[i, j]\n        out[i] = t\n}\ns\n",
+                  device, x=rows)
+    np.testing.assert_allclose(np.asarray(got), float(np.float32(0.1)) * 70001, rtol=2e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_a_one_value_epilogue_over_many_elements_is_launched_apart(device):
     """Fused, the reduction and the elementwise loop run on one block: past SMALL elements
     they launch apart, and the inspector says why."""

@@ -58,6 +58,13 @@ class Target:
     def has(self, dtype: str) -> bool:
         return dtype in self.dtypes
 
+    @property
+    def wide_sums(self) -> bool:
+        """Whether long sums of f32 are kept accurate in f64 (the CPU: one thread runs a
+        block's or a row's sum in order, where a GPU's tree keeps the error small): a
+        reduction's partials, and the chunks of a long summing loop (launch/wide_sums.py)."""
+        return self.max_threads == 1 and not self.symbolic_sizes
+
 
 _BASE = frozenset({"f32", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool"})
 

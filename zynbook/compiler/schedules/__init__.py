@@ -7,6 +7,7 @@ from .. import cir
 from ..launch import ir
 from ..launch.scalar import NotScalar
 from ..launch.steps import check_loop_counts
+from ..launch.wide_sums import widen_sums
 from ..targets import Target
 from .attention import Attention
 from .cpu_gemm import CpuGemm
@@ -57,6 +58,8 @@ def build(kernel: cir.Kernel, target: Target, sizes: dict, params=None,
                 reason = str(err)
             else:
                 prog.notes = notes + prog.notes
+                if target.wide_sums:
+                    prog = widen_sums(prog, sizes)
                 if target.loop_steps:
                     prog = check_loop_counts(prog, target.loop_steps, kernel.first_line)
                 return prog

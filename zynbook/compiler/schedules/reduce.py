@@ -131,7 +131,7 @@ class Reduce(Schedule):
         nest = yield_nest(kernel.body, sizes, target.symbolic_sizes)
         acc = _accumulator_dtype(kernel, op)
         cpu = target.max_threads == 1 and not target.symbolic_sizes
-        if cpu and op == "+" and acc == "f32":
+        if target.wide_sums and op == "+" and acc == "f32":
             acc = "f64"
         if axis is not None and int(axis) >= len(nest.loops):
             # the reduced loop's bounds follow the kept loops (`for i, j in i..n`): one

@@ -20,7 +20,7 @@ Everything is typed and explicit, so that a printer never decides anything:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 INT_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
@@ -638,6 +638,20 @@ class Program:
 
 
 # ------------------------------------------------------------------------- helpers
+
+
+def map_loops(program: Program, fn) -> Program:
+    """`program` with each outermost loop of its kernels (the branches of ifs walked)
+    replaced by the statements `fn(loop, inner)` gives (a list), where `inner(stmts)` maps
+    a body the same way: `fn` maps the loops inside it, or not."""
+    def body(stmts) -> tuple:
+        return tuple(out for s in stmts for out in stmt(s))
+
+    def stmt(s) -> list:
+        if isinstance(s, If):
+            return [replace(s, then=body(s.then), orelse=body(s.orelse))]
+        return fn(s, body) if isinstance(s, For) else [s]
+    return replace(program, kernels=tuple(replace(k, body=body(k.body)) for k in program.kernels))
 
 
 def walk(node):

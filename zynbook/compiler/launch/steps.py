@@ -22,8 +22,8 @@ def check_loop_counts(program: ir.Program, limit: int, line: int) -> ir.Program:
     if not any(isinstance(n, ir.For) and not n.unroll for n in ir.walk(program)):
         return program
     counted = _Counted(list(program.sites), limit, line)
-    kernels = tuple(counted.kernel(k) for k in program.kernels)
-    return replace(program, sites=tuple(counted.sites), kernels=kernels)
+    program = ir.map_loops(program, counted.loop)
+    return replace(program, sites=tuple(counted.sites))
 
 
 class _Counted:
@@ -34,19 +34,9 @@ class _Counted:
         self.sites.append(errflag.Site(errflag.STEPS, line or self.line, "", self.limit))
         return len(self.sites)
 
-    def kernel(self, k: ir.Kernel) -> ir.Kernel:
-        return replace(k, body=self.body(k.body))
-
-    def body(self, stmts) -> tuple:
-        return tuple(out for s in stmts for out in self.stmt(s))
-
-    def stmt(self, s) -> list:
-        if isinstance(s, ir.If):
-            return [replace(s, then=self.body(s.then), orelse=self.body(s.orelse))]
-        if not isinstance(s, ir.For):
-            return [s]
+    def loop(self, s: ir.For, inner) -> list:
         if s.unroll:                # written out: no loop for the driver
-            return [replace(s, body=self.body(s.body))]
+            return [replace(s, body=inner(s.body))]
         self.n += 1
         dt = s.dtype
         want, got = ir.Ref(f"_trips{self.n}", dt), ir.Ref(f"_ran{self.n}", dt)
@@ -58,4 +48,4 @@ class _Counted:
         # a count short of the trip count (their difference, negative) fails the site
         check = ir.If(ir.InRange(ir.Bin("-", got, want, dt), one, self.site(s.line)), ())
         return [ir.Decl(want.name, dt, trips), ir.Decl(got.name, dt, zero, True),
-                replace(s, body=self.body(s.body) + (count,)), check]
+                replace(s, body=inner(s.body) + (count,)), check]

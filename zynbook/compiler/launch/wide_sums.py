@@ -29,9 +29,7 @@ def widen_sums(program: ir.Program, sizes: dict) -> ir.Program:
     env = {user_name(name): value for name, value in sizes.items()}
     if not any(isinstance(n, ir.For) and _sums(n, env) for n in ir.walk(program)):
         return program
-    widened = _Widened(env)
-    return replace(program, kernels=tuple(replace(k, body=widened.body(k.body))
-                                          for k in program.kernels))
+    return ir.map_loops(program, _Widened(env).loop)
 
 
 def _reductions(loop: ir.For) -> tuple:
@@ -51,17 +49,10 @@ class _Widened:
     def __init__(self, env: dict):
         self.n, self.env = 0, env
 
-    def body(self, stmts) -> tuple:
-        return tuple(out for s in stmts for out in self.stmt(s))
-
-    def stmt(self, s) -> list:
-        if isinstance(s, ir.If):
-            return [replace(s, then=self.body(s.then), orelse=self.body(s.orelse))]
-        if not isinstance(s, ir.For):
-            return [s]
+    def loop(self, s: ir.For, inner) -> list:
         sums = _sums(s, self.env)
         if not sums:
-            return [replace(s, body=self.body(s.body))]
+            return [replace(s, body=inner(s.body))]
         self.n += 1
         n, dt = self.n, s.dtype
         wide = {name: f"_wide{n}_{i}" for i, name in enumerate(sums)}

@@ -125,6 +125,36 @@ let y = compute(x) {
 }
 y
 """, {"x": (x := _f32(17))}, np.diff(x), 1e-6),
+    # a triangle stored at its own loop variables: out's column axis is as long as the
+    # outer loop lets the inner one run (n - 1), not the outer loop's variable (a KeyError
+    # naming it, on every device), and n with the diagonal
+    "triangle_stored_at_the_inner_loop_variable": ("""
+let y = compute(m) {
+    for i in 0..n:
+        for j in 0..i:
+            out[i, j] = m[j, i]
+}
+y
+""", {"m": (m := _f32(6, 6))}, np.tril(m.T, -1)[:, :5], 0),
+    "causal_triangle_with_the_diagonal": ("""
+let y = compute(q) {
+    for i in 0..n, j in 0..i + 1:
+        out[i, j] = q[i] * q[j]
+}
+y
+""", {"q": (q := _f32(7))}, np.tril(np.outer(q, q)), 1e-6),
+    # an inner loop bounded by a let of the outer variable (a KeyError naming the let)
+    "inner_loop_bounded_by_a_let": ("""
+let y = compute(m) {
+    for i in 0..R:
+        let k = i * 2
+        for j in 0..k:
+            out[i, j] = m[i, j % 6] + 1.0
+}
+y
+""", {"m": (m := _f32(4, 6))},
+        np.array([[m[i, j % 6] + 1 if j < 2 * i else 0 for j in range(6)] for i in range(4)]),
+        1e-6),
     # a float literal given a type keeps it: an f32 accumulator of f16 products (an
     # internal compiler error: the CIR checker took `var acc: f32 = 0.0` for weak), and an
     # f32 let times f16 data, which is f32 (it was f16: 60000 * 2 overflowed)

@@ -1119,13 +1119,18 @@ class _Lowering:
     def _extent(self, it, span, guards=()):
         """The smallest out axis size that holds every value of this index."""
         it = substitute(it, self.int_lets)      # out[k] with `let k = n - 1 - i`
+        # a loop whose bound is an outer loop's variable (`for j in 0..i`) reaches as far as
+        # that variable's range lets it: bounded below, never the variable itself as a size
+        own = lambda v: isinstance(v, cir.Var) and v.name in getattr(self, "loop_info", {}) \
+            and all(n.name in self.sizes for n in cir.walk(self.loop_info[v.name][1])
+                    if isinstance(n, cir.Var))
         if isinstance(it, cir.Span):
             start = it.start
-            if isinstance(start, cir.Var) and start.name in self.loop_info:
+            if own(start):
                 lstart, lstop, lstep, node = self.loop_info[start.name]
                 return lstop
             b = affine.bounds(it.stop, self.ranges, self._steps())
-        elif isinstance(it, cir.Var) and it.name in getattr(self, "loop_info", {}):
+        elif own(it):
             stop = self.loop_info[it.name][1]     # out[i]: the loop's range is the axis
             top = self._guarded_top(it, affine.sub(stop, affine.const(1)), guards)
             return stop if top is not None and affine.same(top, affine.sub(stop, affine.const(1))) \
@@ -1135,7 +1140,15 @@ class _Lowering:
         if b is None:
             raise ZynMLShapeError("cannot tell the size of out from this index; index out with "
                                   "loop variables (e.g. out[i, j]) or affine forms of them", span)
-        top = self._guarded_top(it, affine.simplify(b[1]), guards)
+        top = affine.simplify(substitute(b[1], self.int_lets))
+        for _ in self.ranges:               # `i - 1` of `j in 0..i`: the largest over i's range
+            if not affine.uses_vars(top, self.ranges):
+                break
+            outer = affine.bounds(top, self.ranges, self._steps())
+            if outer is None:
+                break
+            top = affine.simplify(substitute(outer[1], self.int_lets))
+        top = self._guarded_top(it, top, guards)
         if any(isinstance(n, cir.Var) and n.name not in self.sizes for n in cir.walk(top)):
             # a bound over a `var` or another value the launch does not know
             raise ZynMLShapeError("cannot tell the size of out from this index; index out with "

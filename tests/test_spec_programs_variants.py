@@ -155,6 +155,31 @@ y
 """, {"m": (m := _f32(4, 6))},
         np.array([[m[i, j % 6] + 1 if j < 2 * i else 0 for j in range(6)] for i in range(4)]),
         1e-6),
+    # an inner loop whose step is an outer loop's variable, or read from data: each lane
+    # steps its own way (the reference refused it: "this value differs between parallel
+    # iterations but must not", where the compiled devices ran it)
+    "inner_step_from_the_outer_variable": ("""
+let y = compute(x) {
+    for i in 0..n:
+        var s = 0.0
+        for j in i..n step i + 1:
+            s += x[j]
+        out[i] = s
+}
+y
+""", {"x": (x := _f32(11)), "n": 11}, np.array([x[i::i + 1].sum() for i in range(11)]), 1e-5),
+    "inner_step_read_from_data_under_an_if": ("""
+let y = compute(x, q) {
+    for i in 0..n:
+        var s = 0.0
+        if q[i] < 6:
+            for j in q[i]..n step q[i] + 1:
+                s += x[j]
+        out[i] = s
+}
+y
+""", {"x": (x := _f32(9)), "q": (q := np.int32([0, 3, 1, 7, 2, 0, 5, 6, 8])), "n": 9},
+        np.array([x[q[i]::q[i] + 1].sum() if q[i] < 6 else 0 for i in range(9)]), 1e-5),
     # a float literal given a type keeps it: an f32 accumulator of f16 products (an
     # internal compiler error: the CIR checker took `var acc: f32 = 0.0` for weak), and an
     # f32 let times f16 data, which is f32 (it was f16: 60000 * 2 overflowed)

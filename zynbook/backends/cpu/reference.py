@@ -253,6 +253,11 @@ class ReferenceExecutor:
 
     def loop(self, s: cir.Loop):
         start, stop, step = (self.eval(e) for e in (s.start, s.stop, s.step))
+        if isinstance(step, LaneIndex) or self.uniform(step, s.line) is None:
+            # a step that differs between lanes (`for j in 0..n step i + 1`): a serial loop,
+            # each lane taking the values its own start and step give
+            self._stepped_loop(s, start, stop, step)
+            return
         ustep = self.uniform(step, s.line)
         # bounds that differ between lanes (`for j in 0..i`): a serial loop, masked per lane
         ustart, ustop = (None if isinstance(v, LaneIndex) else self.uniform(v, s.line)
@@ -299,6 +304,32 @@ class ReferenceExecutor:
                     on = on & ((i - first) % step == 0)
                 active = Val(on, _lanes_of(as_val(start), as_val(stop)))
                 self.mask = self._and_mask(saved_mask, active)
+            self.env[s.var] = i
+            self.block(s.body)
+        self.mask = saved_mask
+        self.env.pop(s.var, None)
+
+    def _stepped_loop(self, s, start, stop, step):
+        vals = [as_val(start), as_val(stop), as_val(step)]
+        lanes = _lanes_of(*vals)
+        first, last, steps = _align(vals)
+        live = np.ones(np.shape(steps), bool)
+        if self.mask is not None:
+            m, st = _align([self.mask, vals[2]])
+            live = np.broadcast_to(m, np.broadcast_shapes(np.shape(m), np.shape(st)))
+            steps_live = np.broadcast_to(st, live.shape)[live]
+        else:
+            steps_live = np.asarray(steps)
+        if np.any(steps_live <= 0):
+            raise self.error("a loop step must be positive", s.line)
+        lo, hi = int(np.min(first)), int(np.max(last))
+        safe = np.where(np.asarray(steps) > 0, steps, 1)
+        saved_mask = self.mask
+        for i in range(lo, hi):
+            on = (first <= i) & (i < last) & ((i - first) % safe == 0)
+            if not np.any(on):
+                continue
+            self.mask = self._and_mask(saved_mask, Val(on, lanes))
             self.env[s.var] = i
             self.block(s.body)
         self.mask = saved_mask

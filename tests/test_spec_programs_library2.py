@@ -296,3 +296,26 @@ def test_memory_pool_size_that_is_not_a_positive_number_of_bytes(size, shown):
     assert "positive whole number of bytes" in err.message and shown in err.message
     raises("type", 'let p = memory_pool("cpu", 16)', 1, 9)
     assert run('memory_pool(device="cpu", size=1KB).size') == 1000
+
+
+@pytest.mark.parametrize("src, column", [
+    ('max("s", 1)', 9), ('min(upload([1.0]), 2.5)', 9), ("sum(compute_devices()[0], 1)", 9),
+    ("max(1, [])", 9), ("sum(true, 1)", 9),
+])
+def test_several_arguments_of_max_min_sum_that_are_not_numbers(src, column):
+    """Python's TypeError ('<' not supported between instances of ...) came out of the
+    session for max/min/sum of several values that are not numbers."""
+    err = raises("type", f"let v = {src}", 1, column)
+    assert "takes numbers" in err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("src, column", [
+    ("let v = true - tensor([true])", 9), ("let v = tensor([true]) - tensor([false])", 9),
+    ("let v = -tensor([true, false])", 9),
+])
+def test_arithmetic_numpy_refuses_on_bools_is_a_type_error(src, column, device):
+    """numpy's TypeError for - of bool tensors came out of the session."""
+    raises("type", src, 1, column, device)
+    got = run("[-tensor([1, 2]), tensor([true]) * 2]", device)
+    assert np.asarray(got[0]).tolist() == [-1, -2] and np.asarray(got[1]).tolist() == [2]

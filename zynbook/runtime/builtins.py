@@ -571,6 +571,10 @@ def _reduction(name, method):
             if name not in ("max", "min", "sum"):   # mean(1, 2, 3) gave nothing
                 raise ZynMLTypeError(f"{name}() is called as {name}(x, axis=k), of one tensor "
                                      "or list (of several numbers only sum, max and min)")
+            for v in vals:      # max("s", 1) was Python's TypeError from inside
+                if not (isinstance(v, (int, float)) and not isinstance(v, bool)
+                        or type(v).__name__ == "Expr"):
+                    raise ZynMLTypeError(f"{name}(a, b, ...) takes numbers, not {_kind(v)}")
             if name in ("max", "min") and any(isinstance(v, float) and v != v for v in vals):
                 return math.nan         # NaN propagates, as numpy's maximum does (in any order)
             return {"max": max, "min": min, "sum": sum}[name](vals)

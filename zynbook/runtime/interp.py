@@ -631,7 +631,7 @@ class Interpreter:
             return not self.truth(v, e.operand)
         if e.op == "pos":
             return v
-        if isinstance(v, Tensor):
+        if isinstance(v, Tensor) and v.dtype != "bool":     # (numpy refuses -bools)
             return B.wrap(-B.host_array(v), v)
         if isinstance(v, (int, float)) and not isinstance(v, bool) or D.is_traced(v):
             return -v
@@ -737,6 +737,9 @@ class Interpreter:
                 raise ZynMLShapeError(f"shapes {sa or 'scalar'} and {sb or 'scalar'} do not "
                                       f"broadcast for {op}", span) from None
             raise ZynMLRuntimeError(str(err), span) from None      # (integers to a negative power)
+        except TypeError:       # numpy's refusals of a dtype (true - tensor([true]))
+            kinds = " and ".join(B._kind(v) for v in (a, b))
+            raise ZynMLTypeError(f"cannot apply {op} to {kinds}", span) from None
         return B.wrap(r, t)
 
     def colocate(self, values, span=None, what="operands") -> list:

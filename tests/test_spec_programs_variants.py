@@ -221,3 +221,18 @@ def test_variant_equals_numpy(name, device):
     else:
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
                                    rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_step_from_a_loop_variable_that_is_zero_is_a_runtime_error(device):
+    """`for j in 0..8 step i` runs with a step of 0 in the lane i = 0: a runtime error at the
+    loop on every device (the compiled devices looped forever)."""
+    src = ("let y = compute(x) {\n"
+           "    for i in 0..n:\n"
+           "        var s = 0.0\n"
+           "        for j in 0..8 step i:\n"
+           "            s += x[j]\n"
+           "        out[i] = s\n"
+           "}\ny\n")
+    err = raises("runtime", src, 4, 9, device, x=np.arange(8, dtype=np.float32), n=8)
+    assert "a loop step must be positive, not 0" in err.message, err.render()

@@ -32,13 +32,14 @@ REM_ZERO = "rem0"               # integer remainder by zero
 DIV_OVERFLOW = "divov"          # the smallest signed integer divided by -1
 LIMIT = "limit"                 # a size past what a kernel built for every size holds
 STEPS = "steps"                 # a loop the device quit early (launch/steps.py)
+STEP = "step"                   # a loop step, known only as the kernel runs, not positive
 
 WORDS = 2                       # the flag buffer: two 32-bit integers
 
 
 @dataclass(frozen=True)
 class Site:
-    kind: str                   # INDEX, DIV_ZERO, REM_ZERO, DIV_OVERFLOW, LIMIT or STEPS
+    kind: str                   # INDEX, DIV_ZERO, REM_ZERO, DIV_OVERFLOW, LIMIT, STEPS or STEP
     line: int                   # the ZynML line
     buffer: str = ""            # INDEX: the buffer read or written; LIMIT: the size's name
     # INDEX: the size of the axis (a number, a size name or a CIR expression over size
@@ -56,6 +57,8 @@ class Site:
             return (f"a loop stopped {-value} iterations short: this device (Mesa's llvmpipe) "
                     f"quits a thread's loops past about {self.extent} iterations in all, without "
                     "an error; run the block on `cpu`, `cpu:native` or a GPU")
+        if self.kind == STEP:      # (value: the step less 1)
+            return f"a loop step must be positive, not {value + 1}"
         if self.kind == DIV_ZERO:
             return "integer division by zero"
         if self.kind == REM_ZERO:

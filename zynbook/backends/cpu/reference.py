@@ -321,7 +321,8 @@ class ReferenceExecutor:
         else:
             steps_live = np.asarray(steps)
         if np.any(steps_live <= 0):
-            raise self.error("a loop step must be positive", s.line)
+            bad = int(np.asarray(steps_live)[np.asarray(steps_live) <= 0].flat[0])
+            raise self.error(f"a loop step must be positive, not {bad}", s.line)
         lo, hi = int(np.min(first)), int(np.max(last))
         safe = np.where(np.asarray(steps) > 0, steps, 1)
         saved_mask = self.mask

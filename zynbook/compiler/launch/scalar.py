@@ -287,6 +287,14 @@ class ScalarLowering:
 
     # ---- buffers ----------------------------------------------------------------------
 
+    def _step_known(self, step) -> bool:
+        """Whether a loop's step needs no check as the kernel runs: a constant (positive,
+        as lowering checks) or an expression of sizes (cir.check_loop_steps checks it at
+        the launch)."""
+        return all(isinstance(n, cir.Const) or (isinstance(n, cir.Var) and (
+            n.name in self.sizes or n.name in self.kernel.dims)) or
+            isinstance(n, (cir.Bin, cir.Unary)) for n in cir.walk(step))
+
     def flat(self, buffer: str, index: tuple, store: bool):
         """(flat offset, store guard or None) of `buffer[index]` (every axis given, or the
         trailing ones of size 1)."""
@@ -364,8 +372,17 @@ class ScalarLowering:
         if isinstance(s, cir.Loop):
             start, stop, step = self.index(s.start), self.index(s.stop), self.index(s.step)
             var, body = self.in_loop(s.var, lambda: self.stmts(s.body))
-            return [ir.For(var, start, stop, step, body, self.idx, ln,
-                           reduce=ir.loop_reductions(body))]
+            loop = ir.For(var, start, stop, step, body, self.idx, ln,
+                          reduce=ir.loop_reductions(body))
+            if not self._step_known(s.step):
+                # a step from a loop variable or data (`step i`): one that is not positive
+                # fails its site instead of looping forever (sizes are checked at the launch)
+                site = self.sites.add(errflag.STEP, ln)
+                one = lit(1, self.idx)
+                positive = ir.InRange(ir.Bin("-", step, one, self.idx),
+                                      lit(2 ** 31 - 1, self.idx), site)
+                return [ir.If(positive, (loop,), (), ln)]
+            return [loop]
         if isinstance(s, cir.If):
             cond = cast(self.expr(s.cond), "bool")
             with self.facts.assuming(s.cond):

@@ -319,3 +319,39 @@ def test_arithmetic_numpy_refuses_on_bools_is_a_type_error(src, column, device):
     raises("type", src, 1, column, device)
     got = run("[-tensor([1, 2]), tensor([true]) * 2]", device)
     assert np.asarray(got[0]).tolist() == [-1, -2] and np.asarray(got[1]).tolist() == [2]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("value, kind", [
+    ('[1, "a"]', "type"), ("compute_devices()[0]", "type"), ('"s"', "type"), ("p", "type"),
+    ("[7, 8, 9]", "shape"), ("ones([3, 3])", "shape"),
+])
+def test_assigning_what_does_not_fit_into_a_tensor_element(value, kind, device):
+    """`z[0] = <a record, a pipeline, text>` was Python's TypeError from numpy's int() or
+    float(), and values of another shape numpy's broadcast message as a runtime error."""
+    src = f"pipeline p(a):\n    return a\nvar z = ones([2, 2])\nz[0] = {value}"
+    raises(kind, src, 4, 8, device)
+    got = run("var z = ones([2, 2])\nz[0] = [7, 8]\nz[1, 0] = 5\nz", device)
+    assert np.asarray(got).tolist() == [[7, 8], [5, 1]]
+
+
+def test_mistakes_of_a_pipeline_called_from_python_point_at_its_definition():
+    """A pipeline called from Python with too few or many arguments, a name it has no
+    parameter for, or a value ZynML has no type for: the caret is under the definition (the
+    error had no line, column or caret)."""
+    s = zynbook.Session("cpu")
+    s.run("let a = 1\npipeline scale(x: tensor[n], k: float) -> tensor[n]:\n    return x * k\n")
+    f = s.namespace["scale"]
+    for args, kwargs, words in (((np.ones(2),), {}, "takes 2"), ((np.ones(2), 1, 2), {}, "takes 2"),
+                                ((np.ones(2),), {"q": 1}, "no parameter `q`"),
+                                ((object(), 1.0), {}, "type `object`"),
+                                ((), {"x": np.ones(2), "k": {"a": object()}}, "type `object`")):
+        with pytest.raises(zynbook.ZynMLTypeError) as info:
+            f(*args, **kwargs)
+        err = info.value
+        assert words in err.message and (err.line, err.column) == (2, 1), err
+        assert "^" in err.render() and "pipeline scale(" in err.render()
+    with pytest.raises(zynbook.ZynMLTypeError) as info:     # an argument's own type: its place
+        f(np.ones(2), "a")
+    assert (info.value.line, info.value.column) == (2, 33)
+    np.testing.assert_allclose(np.asarray(f(np.ones(2), 2.0)), [2.0, 2.0])

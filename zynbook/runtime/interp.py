@@ -472,8 +472,14 @@ class Interpreter:
                 arr = B.host_array(base)
                 if s.op != "=":
                     value = self.binary(s.op[0], B.wrap(arr[key], base), value, s.span)
-                arr[key] = value.numpy() if isinstance(value, Tensor) and \
-                    isinstance(arr, np.ndarray) else (value.data if isinstance(value, Tensor) else value)
+                try:
+                    arr[key] = value.numpy() if isinstance(value, Tensor) and \
+                        isinstance(arr, np.ndarray) else \
+                        (value.data if isinstance(value, Tensor) else value)
+                except (TypeError, ValueError):
+                    # a pipeline, a record, text, a list of the wrong length: numpy's int(),
+                    # float() or broadcast refused it, in its words, as a Python or runtime error
+                    raise self._assigned_badly(value, arr, key, base, s.value.span) from None
                 if arr is not base.data:
                     # a device buffer (WebGPU): the element was set in a host copy, which
                     # becomes the tensor's contents
@@ -485,6 +491,21 @@ class Interpreter:
                 return value
             raise ZynMLTypeError(f"cannot assign into {B._kind(base)}", s.target.span)
         raise ZynMLTypeError("cannot assign to this expression", s.target.span)
+
+    @staticmethod
+    def _assigned_badly(value, arr, key, base, span):
+        """The error of `base[key] = value` that numpy refused: a value that is not numbers
+        is a type error, numbers of another shape than the elements a shape error."""
+        try:
+            got = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+        except (TypeError, ValueError):
+            got = None
+        if got is None or got.dtype.kind not in "biuf":
+            return ZynMLTypeError(f"cannot assign {B._kind(value)} into an element of "
+                                  f"{B._kind(base)}", span)
+        want = list(np.shape(arr[key]))
+        return ZynMLShapeError(f"cannot assign values of shape {list(got.shape)} into the "
+                               f"elements {want} of {B._kind(base)}", span)
 
     def _wait_for_readers(self, t: Tensor):
         """Host code is about to write into `t`: the @async blocks still running that read

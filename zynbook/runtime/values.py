@@ -101,11 +101,11 @@ class Pipeline:
         # (no import statement on this path: a model calls it per layer and step, and one
         # costs as much as binding an argument; the session module imports this one)
         bind_value = sys.modules[_SESSION].bind_value
-        args = [bind_value(a) for a in args]
-        kwargs = {k: bind_value(v) for k, v in kwargs.items()}
         session = self.interpreter.session
         lock = getattr(session, "lock", None)
         try:
+            args = [bind_value(a) for a in args]
+            kwargs = {k: bind_value(v) for k, v in kwargs.items()}
             if lock is None:
                 return self._call(args, kwargs)
             with lock:          # one call at a time per session (Session's docstring)
@@ -114,6 +114,11 @@ class Pipeline:
                 session.last_kernels, session.launches = [], []
                 return self._call(args, kwargs)
         except ZynMLError as err:
+            if err.span.line <= 0:
+                # a mistake of the call itself (how many arguments, a name no parameter has,
+                # a value ZynML has no type for): there is no ZynML call to point at, so the
+                # caret goes under the pipeline's definition
+                err.span = self.node.span
             raise err.with_source(self.source) from None
 
     def _call(self, args, kwargs):

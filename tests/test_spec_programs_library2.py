@@ -355,3 +355,15 @@ def test_mistakes_of_a_pipeline_called_from_python_point_at_its_definition():
         f(np.ones(2), "a")
     assert (info.value.line, info.value.column) == (2, 33)
     np.testing.assert_allclose(np.asarray(f(np.ones(2), 2.0)), [2.0, 2.0])
+
+
+@pytest.mark.parametrize("src, column", [
+    ("let b = alloc(2 ** 64)", 15),
+    ("let b = kv_attention(alloc(1), alloc(1), alloc(1), 2 ** 64, 1, 1, 1, 1)", 52),
+    ("let p = upload([1.0])\nadamw_step(p, upload([1.0]), alloc(1), alloc(1), 0.1, 0.9, 0.99, "
+     "1e-8, 0.0, 2 ** 70)", 77),
+])
+def test_device_interface_sizes_past_64_bits_are_named(src, column):
+    """alloc(2 ** 64) said its kernel's own `n` did not fit 64 bits and to pass a float."""
+    err = raises("shape", src, src.count("\n") + 1, column)
+    assert "past 2^63 - 1" in err.message and "`n`" not in err.message

@@ -175,6 +175,9 @@ class Device(FusedOps):
         v = int(v)
         if v < (1 if positive else 0):
             raise ZynMLShapeError(f"{op}(): `{what}` must be {'at least 1' if positive else 'at least 0'}, not {v}")
+        if v >= 2 ** 63:    # (alloc(2 ** 64) named its kernel's own `n` and said to pass a float)
+            raise ZynMLShapeError(f"{op}(): `{what}` = {v} is past 2^63 - 1, the largest size "
+                                  "a device takes")
         return v
 
     @staticmethod

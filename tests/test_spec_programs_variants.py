@@ -236,3 +236,31 @@ def test_a_step_from_a_loop_variable_that_is_zero_is_a_runtime_error(device):
            "}\ny\n")
     err = raises("runtime", src, 4, 9, device, x=np.arange(8, dtype=np.float32), n=8)
     assert "a loop step must be positive, not 0" in err.message, err.render()
+
+
+def test_a_register_tile_hint_past_the_automatic_tiles_is_not_taken():
+    """`@tile(bm=16, bn=16, bk=16, tm=16, tn=16)`: one thread holding 256 sums, 16 deep,
+    written out by the WGSL printer, took minutes to compile on llvmpipe (a hint may change
+    speed, not make a tiny matmul unusable): the GEMM schedule takes the automatic tile, and
+    a hint within the automatic tiles' size still sets the tile."""
+    from compute_testing import lower_block
+    from zynbook.compiler.schedules.gemm import Gemm
+    from zynbook.compiler.targets import webgpu_target
+    src = """
+let y = compute(a, b) {
+    @kernel matmul
+    @tile(bm=16, bn=16, bk=16, tm=TM, tn=TN)
+    for i in 0..M, j in 0..N:
+        var acc = 0.0
+        for k in 0..K:
+            acc += a[i, k] * b[k, j]
+        out[i, j] = acc
+}
+"""
+    arrays = {"a": _f32(37, 29), "b": _f32(29, 41)}
+    big, _, sizes, _ = lower_block(src.replace("TM", "16").replace("TN", "16"), arrays)
+    p = Gemm().default(big, webgpu_target(), sizes)
+    assert p.tm * p.tn <= 64 and p.tm * p.tn * p.bk <= 1024, p
+    small, _, sizes, _ = lower_block(src.replace("TM", "4").replace("TN", "8"), arrays)
+    p = Gemm().default(small, webgpu_target(), sizes)
+    assert (p.bm, p.bn, p.bk, p.tm, p.tn) == (16, 16, 16, 4, 8), p

@@ -106,6 +106,7 @@ FMA_PAD = 4
 # FMA block tiles, best first: (BM, BN, TM, TN); threads = (BM / TM) (BN / TN)
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
              (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4), (64, 256, 8, 8))
+_FMA_SUMS = max(tm * tn for _bm, _bn, tm, tn in FMA_TILES)     # a thread's sums, at most
 
 
 @dataclass(frozen=True)
@@ -384,6 +385,13 @@ class Gemm(Schedule):
     def _fits(self, p: GemmParams, target, form: _Form) -> bool:
         ib = tuple(_BYTES[d] for d in _tile_dtypes(p, form.dtypes)) if p.mma else \
             max(_BYTES[d] for d in form.dtypes)
+        # a GPU thread's register tile (FMA: tm x tn sums, bk deep, written out by the
+        # printers) no larger than the automatic tiles' (8 x 8, 16 deep): a hint of 16 x 16 x
+        # 16 took minutes to compile on Mesa's llvmpipe and spills on a GPU (a CPU's one
+        # thread a block holds larger tiles)
+        if target.max_threads > 1 and not p.mma and \
+                (p.tm * p.tn > _FMA_SUMS or p.tm * p.tn * p.bk > _FMA_SUMS * 16):
+            return False
         return p.valid() and p.threads <= target.max_threads and \
             p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) + \
             (1024 if p.wgmma else 0) + (16 * p.stages if p.tma else 0) <= target.shared_bytes and \

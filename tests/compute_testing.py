@@ -2,6 +2,8 @@
 compute block of a source with its inputs, and random inputs."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from zynbook.compiler import ast as A
@@ -84,6 +86,15 @@ def cuda_device():
     except Exception:
         return None
     return found[0] if found else None
+
+
+def wanted_devices() -> list:
+    """The ids of the compute devices present: only those that ZYNBOOK_TEST_DEVICES names
+    (comma-separated) where it is set, and `cpu`, the reference, always."""
+    import zynbook
+    wanted = os.environ.get("ZYNBOOK_TEST_DEVICES")
+    return [d["id"] for d in zynbook.compute_devices()
+            if not wanted or d["id"] in wanted.split(",") or d["id"] == "cpu"]
 
 
 def raises(kind, src, line=None, column=None, device="cpu", **inputs):

@@ -3,17 +3,14 @@ sections and the language reference's devices, async, memory and autotuning text
 on every device present (the CPU reference included) and compared with numpy written here."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 import zynbook
+from compute_testing import wanted_devices
 from zynbook.errors import ZynMLError
 
-_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
-DEVICES = [d["id"] for d in zynbook.compute_devices()
-           if not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu"]
+DEVICES = wanted_devices()
 
 RNG = np.random.default_rng(4242)
 

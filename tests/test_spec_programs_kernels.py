@@ -3,16 +3,13 @@ reference included) and compared with numpy written here, not with another devic
 device that agrees with the reference but not with numpy fails too."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 import zynbook
+from compute_testing import wanted_devices
 
-_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
-DEVICES = [d["id"] for d in zynbook.compute_devices()
-           if not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu"]
+DEVICES = wanted_devices()
 
 RNG = np.random.default_rng(2718)
 

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import math
 import re
-import os
-
 import numpy as np
 import pytest
 
 import zynbook
+from compute_testing import wanted_devices
 
-_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
-DEVICES = [d["id"] for d in zynbook.compute_devices()
-           if not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu"]
+DEVICES = wanted_devices()
 # devices that compute f64 (WebGPU refuses f64 math it would do in 32 bits)
 F64_DEVICES = [d for d in DEVICES if d.startswith(("cpu", "cuda"))]
 

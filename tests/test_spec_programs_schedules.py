@@ -10,7 +10,6 @@ emulator for several targets and as MSL on the Metal model."""
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -23,13 +22,10 @@ from zynbook.compiler import schedules
 from zynbook.compiler.targets import cuda_target, metal_target, webgpu_target
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compute_testing import emulate_kernel, lower_block  # noqa: E402
+from compute_testing import emulate_kernel, lower_block, wanted_devices  # noqa: E402
 from tolerances import tolerance  # noqa: E402
 
-_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
-DEVICES = [d["id"] for d in zynbook.compute_devices()
-           if not d["id"].startswith("browser")
-           and (not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu")]
+DEVICES = [d for d in wanted_devices() if not d.startswith("browser")]
 
 RNG = np.random.default_rng(4242)
 

@@ -7,19 +7,15 @@ torch."""
 from __future__ import annotations
 
 import math
-import os
-
 import numpy as np
 import pytest
 import torch
 
 import zynbook
+from compute_testing import wanted_devices
 from tolerances import assert_close, tolerance
 
-_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
-DEVICES = [d["id"] for d in zynbook.compute_devices()
-           if not d["id"].startswith("browser")
-           and (not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu")]
+DEVICES = [d for d in wanted_devices() if not d.startswith("browser")]
 
 RNG = np.random.default_rng(8117)
 U32_MAX = 2 ** 32 - 1

@@ -4,17 +4,13 @@ masks, dtypes, block sizes and sizes that are multiples of nothing. Each runs on
 device present (the CPU reference included) and is compared with numpy written here."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 import zynbook
-from compute_testing import raises
+from compute_testing import raises, wanted_devices
 
-_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
-DEVICES = [d["id"] for d in zynbook.compute_devices()
-           if not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu"]
+DEVICES = wanted_devices()
 
 RNG = np.random.default_rng(4099)
 

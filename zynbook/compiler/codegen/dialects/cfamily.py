@@ -123,10 +123,13 @@ class CFamily:
             return "true" if value else "false"
         if dtype in ir.FLOAT_DTYPES:
             v = float(value)
+            # a 16-bit float's literals are written as f32's (0.5f below), its infinity and
+            # NaN too: the dialects spell those for f32 and f64 only
+            key = dtype if dtype in self.INF else "f32"
             if v != v:
-                return self.NAN[dtype]
+                return self.NAN[key]
             if v in (float("inf"), float("-inf")):
-                return ("(-" + self.INF[dtype] + ")") if v < 0 else self.INF[dtype]
+                return ("(-" + self.INF[key] + ")") if v < 0 else self.INF[key]
             text = repr(v)
             if "e" not in text and "." not in text:
                 text += ".0"

@@ -31,22 +31,17 @@ EXPECTED = {
 
 
 def check_kernel_type(kernel: cir.Kernel) -> cir.Kernel:
-    verify_kernel_shape(kernel.kernel_type, kernel.body)
-    return kernel
-
-
-def verify_kernel_shape(kt: cir.KernelType, body) -> None:
-    """Refuse a @kernel type whose body does not have that kernel's shape."""
-    kind = kt.kind
+    """`kernel`, refused where its @kernel type names a shape its body does not have."""
+    kind, body = kernel.kernel_type.kind, kernel.body
     if kind not in EXPECTED:
-        return
-    span = kt.span
+        return kernel
     stores = [n for n in cir.walk(body) if isinstance(n, cir.Store) and n.buffer == "out"]
     loops = [n for n in cir.walk(body) if isinstance(n, cir.Loop)]
     yields = any(isinstance(n, cir.Yield) for n in cir.walk(body))
 
     def refuse(what):
-        raise ZynMLTypeError(f"@kernel {kind} expects {EXPECTED[kind]}; {what}", span)
+        raise ZynMLTypeError(f"@kernel {kind} expects {EXPECTED[kind]}; {what}",
+                             kernel.kernel_type.span)
 
     if kind != "reduce" and yields:
         refuse("this body yields, which is what reduce kernels do")
@@ -66,6 +61,7 @@ def verify_kernel_shape(kt: cir.KernelType, body) -> None:
             refuse(f"it has {len(parallel)} parallel loop(s)")
     if kind != "reduce" and not stores:
         refuse("this body never writes out")
+    return kernel
 
 
 def _accumulates_products(loop: cir.Loop) -> bool:

@@ -51,20 +51,17 @@ def _print_trace(name: str, kernel: cir.Kernel) -> None:
     sys.stderr.write(f"--- CIR after {name} ---\n{cir.print_kernel(kernel)}\n")
 
 
-def run_passes(kernel: cir.Kernel, trace=None, passes=PASSES, check: bool = True) -> cir.Kernel:
-    """`kernel` through every pass of `passes`, verified before the first and after each
-    (`check=False` skips the verifier). `trace(name, kernel)` sees lowering's CIR (name
-    "lower") and the CIR after each pass."""
+def run_passes(kernel: cir.Kernel, trace=None, passes=PASSES) -> cir.Kernel:
+    """`kernel` through every pass of `passes`, verified before the first and after each.
+    `trace(name, kernel)` sees lowering's CIR (name "lower") and the CIR after each pass."""
     tracers = [t for t in (trace, _print_trace if os.environ.get(TRACE_ENV, "") not in
                            ("", "0") else None) if t is not None]
-    if check:
-        verify(kernel, "lower")
+    verify(kernel, "lower")
     for t in tracers:
         t("lower", kernel)
     for name, fn in passes:
         kernel = fn(kernel)
-        if check:
-            verify(kernel, name)
+        verify(kernel, name)
         for t in tracers:
             t(name, kernel)
     return kernel

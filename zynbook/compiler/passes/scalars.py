@@ -12,10 +12,10 @@ widening it gave 0.30000000447 for `3 * 0.1`.)
 """
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from .. import cir
-from .simplify import _block, bottom_up
+from .simplify import bottom_up, map_stmts, rewrite_exprs
 
 F32, F64 = cir.Ty("f32"), cir.Ty("f64")
 _ARITH = ("+", "-", "*", "/", "%", "**")
@@ -118,43 +118,25 @@ def f64_scalars(kernel: cir.Kernel) -> cir.Kernel:
     if not wide:
         return kernel
 
-    def widen_lets(body):
-        """`body` with the `let`s of widened locals computed in f64 (which may widen the
-        scalars and locals their values read)."""
-        out = []
-        for s in body:
-            if isinstance(s, cir.Let) and s.name in wide and s.value.ty == F32:
-                s = replace(s, value=widened(s.value))
-            elif isinstance(s, cir.Loop):
-                s = replace(s, body=widen_lets(s.body))
-            elif isinstance(s, cir.If):
-                s = replace(s, then=widen_lets(s.then), orelse=widen_lets(s.orelse))
-            out.append(s)
-        return tuple(out)
+    def widen_let(s):
+        """A let of a widened local computed in f64 (which may widen the scalars and locals
+        its value reads)."""
+        if isinstance(s, cir.Let) and s.name in wide and s.value.ty == F32:
+            return replace(s, value=widened(s.value))
+        return s
 
     while True:             # a widened local's value may read an earlier one
         seen = set(wide)
-        body = widen_lets(body)
+        body = map_stmts(body, widen_let)
         if wide == seen:
             break
     # the scalar is passed as f64 (a local holds f64); where it is still read as f32 it
     # reads f32(scale), the value the f32 argument held
 
     def narrow(e):
-        if isinstance(e, cir.Var):
-            return cir.Cast(cir.Var(e.name, F64), F32) if e.name in wide and e.ty == F32 else e
-        if isinstance(e, cir.Span):
-            return cir.Span(narrow(e.start), narrow(e.stop))
-        if not isinstance(e, cir.Expr) or isinstance(e, cir.Const):
-            return e
-        kw = {}
-        for f in fields(e):
-            v = getattr(e, f.name)
-            if isinstance(v, tuple):
-                kw[f.name] = tuple(narrow(x) for x in v)
-            elif f.name != "ty" and isinstance(v, (cir.Expr, cir.Span)):
-                kw[f.name] = narrow(v)
-        return replace(e, **kw)
+        if isinstance(e, cir.Var) and e.name in wide and e.ty == F32:
+            return cir.Cast(cir.Var(e.name, F64), F32)
+        return e
 
     scalars = tuple(cir.Scalar(s.name, "f64") if s.name in wide else s for s in kernel.scalars)
-    return replace(kernel, body=_block(body, narrow, False), scalars=scalars)
+    return rewrite_exprs(replace(kernel, body=body, scalars=scalars), narrow)

@@ -44,7 +44,7 @@ def bottom_up(e, rule):
     (a rule sees its operands already rewritten); passes that rewrite expressions share it."""
     if isinstance(e, cir.Span):
         return cir.Span(bottom_up(e.start, rule), bottom_up(e.stop, rule))
-    if not isinstance(e, cir.Expr) or isinstance(e, (cir.Const, cir.Var)):
+    if not isinstance(e, cir.Expr):
         return e
     kw = {}
     for f in fields(e):
@@ -107,6 +107,20 @@ def _block(body, ex=expr, fold_ifs: bool = True) -> tuple:
                                               for d in s.shape)))
         else:
             out.append(s)
+    return tuple(out)
+
+
+def map_stmts(body, rule) -> tuple:
+    """`body` with each statement other than a loop or an `if` replaced by `rule(s)`, the
+    bodies of loops and ifs mapped the same way."""
+    out = []
+    for s in body:
+        if isinstance(s, cir.Loop):
+            out.append(replace(s, body=map_stmts(s.body, rule)))
+        elif isinstance(s, cir.If):
+            out.append(replace(s, then=map_stmts(s.then, rule), orelse=map_stmts(s.orelse, rule)))
+        else:
+            out.append(rule(s))
     return tuple(out)
 
 

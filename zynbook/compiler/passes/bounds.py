@@ -20,6 +20,8 @@ from __future__ import annotations
 import contextlib
 
 from .. import affine, cir
+from .loops import free_vars
+from .tiles import substitute
 
 
 class Facts:
@@ -191,20 +193,14 @@ class Facts:
 
     def _expand(self, e, depth=0):
         """e with immutable integer lets replaced by their values."""
-        if depth > 20 or not self.lets:
+        names = free_vars(e) & set(self.lets)
+        if depth > 20 or not names:
             return e
-        names = {n.name for n in cir.walk(e) if isinstance(n, cir.Var)} & set(self.lets)
-        if not names:
-            return e
-        from .tiles import substitute
         return self._expand(substitute(e, {n: self.lets[n] for n in names}), depth + 1)
 
     def _canon(self, e):
-        if not self.alias:
-            return e
-        from .tiles import substitute
-        names = {n.name for n in cir.walk(e) if isinstance(n, cir.Var)} & set(self.alias)
-        return substitute(e, {n: cir.Var(self.alias[n], cir.Ty("i32")) for n in names}) if names else e
+        names = free_vars(e) & set(self.alias)
+        return substitute(e, {n: cir.Var(self.alias[n], cir.Ty("i32")) for n in names})
 
     def symbolic_in_range(self, index, extent) -> bool:
         ext = _dim_expr(extent)
@@ -275,8 +271,7 @@ def _bounds_of(cond, out: dict):
         lo = b if op == ">=" else affine.add(b, affine.const(1))
     else:
         hi = b if op == "<" else affine.add(b, affine.const(1))
-    names = {n.name for n in cir.walk((a, b)) if isinstance(n, cir.Var)}
-    out[key] = (lo, hi, names | out.get(key, (None, None, set()))[2])
+    out[key] = (lo, hi, free_vars((a, b)) | out.get(key, (None, None, set()))[2])
 
 
 def _is_int_dtype(dtype: str) -> bool:

@@ -34,6 +34,11 @@ def free_vars(node) -> set:
     return {n.name for n in cir.walk(node) if isinstance(n, cir.Var)}
 
 
+def names_of(body, kind) -> set:
+    """The names of the `kind` statements (lets, assignments, shared arrays) in `body`."""
+    return {n.name for n in cir.walk(body) if isinstance(n, kind)}
+
+
 def assigned_vars(body) -> set:
     return {n.name for n in cir.walk(body) if isinstance(n, cir.Assign)}
 

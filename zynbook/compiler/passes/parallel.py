@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import affine, cir
+from .loops import names_of
 from .tiles import substitute
 
 
 def mark_parallel(kernel: cir.Kernel) -> cir.Kernel:
-    shared = {n.name for n in cir.walk(kernel.body) if isinstance(n, cir.SharedAlloc)}
+    shared = names_of(kernel.body, cir.SharedAlloc)
     return replace(kernel, body=_mark(kernel.body, True, shared))
 
 
@@ -37,8 +38,8 @@ def _mark(body, ancestors_parallel: bool, shared: set) -> tuple:
 def independent(loop: cir.Loop, shared: set = frozenset()) -> bool:
     """Iterations of `loop` are independent: each writes its own part of out (or yields),
     and none changes a variable declared outside it. `shared`: the kernel's shared arrays."""
-    declared = {n.name for n in cir.walk(loop.body) if isinstance(n, cir.Let)}
-    own_shared = {n.name for n in cir.walk(loop.body) if isinstance(n, cir.SharedAlloc)}
+    declared = names_of(loop.body, cir.Let)
+    own_shared = names_of(loop.body, cir.SharedAlloc)
     stores, yields = [], []
     for n in cir.walk(loop.body):
         if isinstance(n, cir.Assign) and n.name not in declared:

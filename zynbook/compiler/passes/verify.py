@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from .. import cir
 from ..types import WeakLocals, arithmetic_dtype, is_int, promote
+from .loops import names_of
 
 COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 ARITH = ("+", "-", "*", "/", "%", "**")
@@ -114,7 +115,7 @@ class _Verifier:
                 self.fail(f"`{s.name}` is assigned but is "
                           f"{'not declared' if what is None else 'a ' + what}", line)
             for lp in self.loops:
-                if lp.parallel and s.name not in self._declared_in(lp):
+                if lp.parallel and s.name not in names_of(lp.body, cir.Let):
                     self.fail(f"parallel loop `{lp.var}` assigns `{s.name}`, declared outside it",
                               line)
             self.weak.assign(s.name, s.value)
@@ -123,7 +124,7 @@ class _Verifier:
             self.expr(s.value, line)
             if isinstance(s, cir.Store) and s.buffer != "out":
                 for lp in self.loops:
-                    if lp.parallel and s.buffer not in self._shared_in(lp):
+                    if lp.parallel and s.buffer not in names_of(lp.body, cir.SharedAlloc):
                         self.fail(f"parallel loop `{lp.var}` writes shared array `{s.buffer}`, "
                                   "declared outside it", line)
         elif isinstance(s, cir.Loop):
@@ -132,7 +133,7 @@ class _Verifier:
             if isinstance(s.step, cir.Const) and s.step.value <= 0:
                 self.fail(f"loop `{s.var}` has step {s.step.value}", line)
             if s.parallel and any(isinstance(n, cir.Barrier) for n in cir.walk(s.body)) and \
-                    not self._shared_in(s):
+                    not names_of(s.body, cir.SharedAlloc):
                 self.fail(f"parallel loop `{s.var}` holds a barrier but no shared array of "
                           "its own", line)
             self.scopes.append({})
@@ -169,14 +170,6 @@ class _Verifier:
             pass
         else:
             self.fail(f"not a CIR statement: {type(s).__name__}", line)
-
-    @staticmethod
-    def _declared_in(loop) -> set:
-        return {n.name for n in cir.walk(loop.body) if isinstance(n, cir.Let)}
-
-    @staticmethod
-    def _shared_in(loop) -> set:
-        return {n.name for n in cir.walk(loop.body) if isinstance(n, cir.SharedAlloc)}
 
     # ------------------------------------------------------------ expressions
     def int_scalar(self, e, what, line):
@@ -220,12 +213,10 @@ class _Verifier:
             self.expr(e.left, line)
             self.expr(e.right, line)
             a, b = e.left, e.right
-            if e.op in COMPARE:
+            if e.op in ("and", "or") and (a.ty.dtype != "bool" or b.ty.dtype != "bool"):
+                self.fail(f"`{e.op}` of {a.ty} and {b.ty}", line)
+            if e.op in COMPARE + ("and", "or"):
                 want = "bool"
-            elif e.op in ("and", "or"):
-                want = "bool"
-                if a.ty.dtype != "bool" or b.ty.dtype != "bool":
-                    self.fail(f"`{e.op}` of {a.ty} and {b.ty}", line)
             elif e.op == "@":
                 want = promote(a.ty.dtype, b.ty.dtype)
             elif e.op in ARITH:

@@ -540,7 +540,6 @@ def mma_label(p) -> str:
     extra += [f"{p.occupancy} blocks/SM"] if p.occupancy else []
     extra += ["ping-pong"] if p.pingpong else []
     extra += ["TMA"] if getattr(p, "tma", False) else []
-    extra += [f"poly exp {p.poly_exp}/8"] if getattr(p, "poly_exp", 0) else []
     if p.wgmma:
         return f"wgmma {p.block_q}q/{p.warps // 4}wg" + "".join(f", {e}" for e in extra)
     return f"{p.block_q}q/{p.warps}w/{'held' if p.hold_q else 'read'} Q" + "".join(f", {e}" for e in extra)

@@ -170,7 +170,7 @@ VARIANTS = variants(MMA) + variants(replace(MMA, block_q=128))
 def _variant_id(p) -> str:
     flags = ("packed", "fold_scale", "skip_rescale", "fast_math")
     on = [f"{p.block_kv}k", f"{p.stages}st"] + [n for n in flags if getattr(p, n)] + (
-        [f"occupancy{p.occupancy}"] if p.occupancy else []) + ([f"poly{p.poly_exp}"] if p.poly_exp else [])
+        [f"occupancy{p.occupancy}"] if p.occupancy else [])
     return f"{p.block_q}q_{p.warps}w_{'hold' if p.hold_q else 'read'}_" + "_".join(on)
 
 
@@ -261,42 +261,6 @@ def test_packed_conversion_and_fast_math_on_the_emulator():
         np.testing.assert_array_equal(out[1::2], rnd(want_raw))
 
 
-def test_poly_exp2_on_the_emulator():
-    """`poly_exp2` against numpy's exp2: within 1e-4 of it over the softmax's range, 0 for -inf
-    and anything below 2^-127, NaN for NaN."""
-    from zynbook.backends import emulator
-    x = np.concatenate([np.linspace(-30, 0.7, 1021), [-126.4, -127.0, -130.0, -np.inf, np.nan, 0.0, -0.5, 0.5]])
-    x = x.astype(np.float32)
-    n = len(x)
-    i32, t = "i32", ir.Thread("thread")
-    body = (ir.Store("y", t, ir.Math("poly_exp2", (ir.Load("x", t, "f32"),), "f32")),)
-    params = (ir.Param("x", "buffer", "f32"), ir.Param("y", "buffer", "f32", True))
-    prog = ir.Program("poly", (ir.Kernel("poly", params, body, n),), (ir.Launch("poly", ir.Lit(1, i32), n),))
-    y = np.zeros(n, np.float32)
-    emulator.run(prog, {"x": x, "y": y}, {}, {})
-    want = np.exp2(x.astype(np.float64))
-    ok = np.isfinite(x) & (x > -126)
-    assert np.max(np.abs(y[ok] / want[ok] - 1)) < 1e-4
-    assert list(y[x <= -127]) == [0.0, 0.0, 0.0] and np.isnan(y[np.isnan(x)]).all()
-
-
-@pytest.mark.parametrize("poly", [1, 3, 7])
-def test_exponentials_shared_with_the_fma_units(poly):
-    """`poly_exp` of each 8 weights by `poly_exp2`: the kernel equals numpy within the
-    tolerance (a causal condition and a bool mask, so -inf scores), and only with
-    `fast_math` and `fold_scale`."""
-    params = replace(MMA, block_q=128, stages=3, **attention_mma.EVERY, poly_exp=poly)
-    for text, dtype, sq, sk, d in ((A.three_pass("causal", "const"), "f16", 150, 150, 32),
-                                   (cross(A.three_pass("bool")), "bf16", 77, 50, 16)):
-        k, ins, sz, sc = _lower(text, dtype, sq, sk, d)
-        prog = SCHED.build(k, CUDA, sz, params)
-        assert {"poly_exp2", "fast_exp2"} <= {n.fn for n in ir.walk(prog.kernels) if isinstance(n, ir.Math)}
-        _check(text, prog, k, ins, sz, sc)
-    shape, _ = match(k, CUDA, sz)
-    assert "fast_math" in attention_mma.why_not(CUDA, shape, replace(params, fast_math=False))
-    assert "1 to 7" in attention_mma.why_not(CUDA, shape, replace(params, poly_exp=8))
-
-
 @pytest.mark.parametrize("text", [cross(A.three_pass("bool")), cross(A.online_stats("bool"))],
                          ids=["zero_empty_rows", "nan_empty_rows"])
 def test_equals_the_reference_executor(text):
@@ -361,9 +325,6 @@ def _sources():
         d = 128 if p.block_q == 64 else 64
         cases.append(((A.three_pass("causal"), "bf16" if d == 128 else "f16", 130, 130, d), p,
                       (("sm_90", "sm_80")[n % 2],)))
-    # a share of the exponentials on the FMA units (its helper's bit arithmetic)
-    cases.append(((A.three_pass("causal"), "f16", 130, 130, 64),
-                  replace(MMA, block_q=128, stages=3, **attention_mma.EVERY, poly_exp=3), ("sm_90",)))
     for (text, dtype, sq, sk, d), p, archs in cases:
         k, _, sz, _ = _lower(text, dtype, sq, sk, d)
         p = p or mma_sync_default(k, sz)

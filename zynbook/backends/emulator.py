@@ -262,21 +262,6 @@ def _ftz(x):
     return x if not 0 < abs(x) < np.finfo(x.dtype).tiny else x * 0
 
 
-def _poly_exp2(x):
-    """ir.POLY_EXP2's steps in f32, as the CUDA helper takes them."""
-    f32 = np.float32
-    x = f32(-127.0) if x < -127 else f32(x)
-    t = x + f32(12582912.0)
-    j = t - f32(12582912.0)
-    f = x - j
-    p = f32(ir.POLY_EXP2[-1])
-    for c in ir.POLY_EXP2[-2::-1]:      # each step one FMA: the product exact in f64
-        p = f32(float(p) * float(f) + float(f32(c)))
-    if np.isnan(p):
-        return p
-    return _ftz(f32(p * np.ldexp(f32(1.0), int(j)) if j > -127 else f32(0.0) * p))
-
-
 def _fmod(a, b, dtype):
     if dtype in _INT:
         return _trem(a, b, dtype)
@@ -1042,8 +1027,6 @@ class _Translator:
             return out(f"_np.fmax({t[0]}, {t[1]})")
         if fn == "fast_exp2":
             return out(f"_ftz(_np.exp2({t[0]}))")
-        if fn == "poly_exp2":
-            return out(f"_poly_exp2({t[0]})")
         if fn == "tf32":
             return out(f"_tf32({t[0]})")
         if is_int and fn in ("floor", "ceil", "round"):
@@ -1282,7 +1265,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             "_checked": checked, "_cdiv": cdiv, "_local": local, "_typed": typed,
             "_cast": _cast, "_bf16": bf16_round, "_tdiv": _tdiv, "_trem": _trem,
             "_floordiv": _floordiv, "_ceildiv": _ceildiv, "_ipow": _ipow, "_max": _max,
-            "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_ftz": _ftz, "_poly_exp2": _poly_exp2, "_tf32": tf32_round, "_fmod": _fmod,
+            "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_ftz": _ftz, "_tf32": tf32_round, "_fmod": _fmod,
             "_add": lambda a, b: a + b, "_chks": chks, "_AsyncCopies": _AsyncCopies, "_dot": _dot,
             "_WgmmaInFlight": wgmma_model.InFlight, "_wgdesc": wgmma_model.descriptor}
 

@@ -93,18 +93,9 @@ MATH = ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs
         # f32 only, where a kernel asks for them: 2^x with a result below the smallest normal
         # flushed to 0 (CUDA's ex2.approx.ftz), the larger of two where a NaN yields the other
         # (C's fmaxf: max.f32), x rounded to TF32's 10-bit mantissa (nearest, ties away from
-        # zero: cvt.rna.tf32.f32; CUDA only); 2^x on the FMA units instead of the
-        # multi-function unit, for x below 1 (poly_exp2: POLY_EXP2 below; CUDA only)
-        "fast_exp2", "fmax", "tf32", "poly_exp2",
+        # zero: cvt.rna.tf32.f32; CUDA only)
+        "fast_exp2", "fmax", "tf32",
         "dot")                      # of two vectors (below): the sum of their lanes' products
-
-
-# poly_exp2(x): x below -127 (-inf) taken as -127, so 2^x is 0; j = x rounded to the nearest
-# integer by adding and taking away 1.5 * 2^23; 2^(x - j), x - j in [-1/2, 1/2], by this cubic
-# (least relative error: 7.7e-5, below a half unit of f16's last place); times 2^j, made from
-# the exponent bits j + 127 (0 at j = -127). A NaN stays NaN. FlashAttention-4's way of
-# sharing a softmax's exponentials between the two kinds of unit
-POLY_EXP2 = (0.9999287724494934, 0.6932731866836548, 0.242605522274971, 0.055105261504650116)
 
 
 @dataclass(frozen=True)

@@ -102,11 +102,6 @@ class AttentionParams(Params):
     # a producer warpgroup of its own through mbarriers (attention_wgmma.py): `warps` are
     # then the consumers' warps, which meet no block barrier
     tma: bool = False
-    # of each 8 scores of a row a thread holds, how many weights take exp2 on the FMA units
-    # (ir.POLY_EXP2) rather than the multi-function unit, which at head_dim 64 is as busy as
-    # the tensor cores (one exponential a score against 4 head_dim FLOPs); with `fast_math`
-    # and `fold_scale`
-    poly_exp: int = 0
 
     def describe(self) -> str:
         """The fields, the products' variants only where they are not the defaults (so the
@@ -118,7 +113,7 @@ class AttentionParams(Params):
                                                          ("packed", False), ("fold_scale", False),
                                                          ("skip_rescale", False), ("fast_math", False),
                                                          ("wgmma", False), ("pingpong", False),
-                                                         ("tma", False), ("poly_exp", 0))
+                                                         ("tma", False))
                  if getattr(self, f) != d]
         return out.split(", rows=")[0] + "".join(", " + e for e in extra)
 

@@ -183,8 +183,6 @@ def why_not(target, shape, params=None) -> str | None:
     if params.block_kv not in BLOCK_KV or params.stages not in STAGES:
         return (f"{params.block_kv}-key tiles in {params.stages} buffers: the tensor-core attention "
                 f"takes {' or '.join(map(str, BLOCK_KV))} keys in {' or '.join(map(str, STAGES))}")
-    if params.poly_exp and not (params.fast_math and params.fold_scale and 0 < params.poly_exp < 8):
-        return f"{params.poly_exp} of 8 weights on the FMA units: with fast_math and fold_scale, 1 to 7"
     if params.fold_scale and not nonnegative(shape.p.scale):
         return "the scale's sign is not known: the scaled scores' maximum is not the raw ones'"
     if shared_bytes(params, shape.D) > target.shared_bytes:
@@ -209,7 +207,6 @@ def describe(params, shape) -> str:
             + (", the scale in the exponent's FMA" if params.fold_scale else "")
             + (", O rescaled only where a row's maximum grew" if params.skip_rescale else "")
             + (", exp2 by ex2.approx.ftz, maxima by max.f32" if params.fast_math else "")
-            + (f", {params.poly_exp} of 8 weights by a cubic on the FMA units" if params.poly_exp else "")
             + (", the key condition tested on the causal diagonal's tiles only" if shape.p.causal else ""))
 
 
@@ -519,12 +516,7 @@ class _MmaKernel(_Kernel):
             def weight(j, c):
                 if fold:            # s c - m c: one FMA; a masked score (-inf) weighs 0
                     e = ir.Bin("-", scaled(s(j, c)), ir.Ref("_ms", F), F)
-                    ex = exp2(e)
-                    if P.poly_exp:  # which ones, known once the target compiler unrolls
-                        share = ir.Bin("<", self.imod(self.add(self.mul(j, self.i(2)), c), 8),
-                                       self.i(P.poly_exp), "bool")
-                        ex = ir.Select(share, ir.Math("poly_exp2", (e,), F), ex, F)
-                    w = [ir.Decl("_p", F, ex)]
+                    w = [ir.Decl("_p", F, exp2(e))]
                 else:
                     w = [ir.Decl("_es", F, exp2(ir.Bin("-", s(j, c), ir.Ref("_mn", F), F))),
                          ir.Decl("_p", F, ir.Select(is_neg(s(j, c)), ZERO, ir.Ref("_es", F), F))]

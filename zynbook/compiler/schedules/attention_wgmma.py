@@ -121,9 +121,6 @@ def choices(first: AttentionParams, D: int) -> list:
                 p = replace(plain, block_q=16 * warps, warps=warps, block_kv=bk, stages=st, pingpong=False)
                 out += [p, replace(p, pingpong=True)] if warps == 8 else [p]
     out += tma_choices(plain, D)
-    # a share of the weights' exponentials on the FMA units, for the kernels that take fast_math
-    out += [replace(p, poly_exp=k) for p in out[:2] + out[-len(tma_choices(plain, D)):]
-            if p.fast_math and p.fold_scale for k in (2, 3)]
     return list(dict.fromkeys(out))
 
 

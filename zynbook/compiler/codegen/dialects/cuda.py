@@ -67,15 +67,6 @@ CUDA_HELPERS["zyn_silu"] = (
 CUDA_HELPERS["zyn_ex2_ftz"] = (
     "{q}float zyn_ex2_ftz(float x) {{\n"
     "    float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }}", ())
-# 2^x on the FMA units (ir.POLY_EXP2), for the share of a softmax's exponentials taken off the
-# multi-function unit
-CUDA_HELPERS["zyn_ex2_poly"] = (
-    "{q}float zyn_ex2_poly(float x) {{\n"
-    "    x = x < -127.0f ? -127.0f : x;\n"
-    "    float t = x + 12582912.0f, f = x - (t - 12582912.0f);\n"
-    "    float p = fmaf(fmaf(fmaf(%.9gf, f, %.9gf), f, %.9gf), f, %.9gf);\n"
-    "    return p * __int_as_float((__float_as_int(t) - 0x4B400000 + 127) << 23); }}"
-    % ir.POLY_EXP2[::-1], ())
 # a value rounded to TF32 (nearest, ties away), as the tensor cores take it
 CUDA_HELPERS["zyn_tf32"] = (
     "{q}unsigned zyn_tf32(float x) {{\n"
@@ -256,8 +247,6 @@ class CudaDialect(CFamily):
     def math(self, fn, args, dtype):
         if fn == "fast_exp2" and dtype == "f32":
             return f"{self.need('zyn_ex2_ftz')}({args[0]})"
-        if fn == "poly_exp2" and dtype == "f32":
-            return f"{self.need('zyn_ex2_poly')}({args[0]})"
         if fn == "fmax" and dtype == "f32":
             return f"fmaxf({args[0]}, {args[1]})"
         if fn == "tf32" and dtype == "f32":

@@ -640,18 +640,24 @@ class Program:
 # ------------------------------------------------------------------------- helpers
 
 
-def map_loops(program: Program, fn) -> Program:
-    """`program` with each outermost loop of its kernels (the branches of ifs walked)
-    replaced by the statements `fn(loop, inner)` gives (a list), where `inner(stmts)` maps
-    a body the same way: `fn` maps the loops inside it, or not."""
-    def body(stmts) -> tuple:
-        return tuple(out for s in stmts for out in stmt(s))
+def map_body(stmts, fn) -> tuple:
+    """`stmts` with each outermost loop (the branches of ifs walked) replaced by the
+    statements `fn(loop, inner)` gives, where `inner(stmts)` maps a body the same way: `fn`
+    maps the loops inside it, or not."""
+    def inner(body) -> tuple:
+        return map_body(body, fn)
 
-    def stmt(s) -> list:
+    def stmt(s):
         if isinstance(s, If):
-            return [replace(s, then=body(s.then), orelse=body(s.orelse))]
-        return fn(s, body) if isinstance(s, For) else [s]
-    return replace(program, kernels=tuple(replace(k, body=body(k.body)) for k in program.kernels))
+            return [replace(s, then=inner(s.then), orelse=inner(s.orelse))]
+        return fn(s, inner) if isinstance(s, For) else [s]
+    return tuple(out for s in stmts for out in stmt(s))
+
+
+def map_loops(program: Program, fn) -> Program:
+    """`program` with the loops of its kernels mapped by `fn` (`map_body`)."""
+    return replace(program, kernels=tuple(replace(k, body=map_body(k.body, fn))
+                                          for k in program.kernels))
 
 
 def walk(node):

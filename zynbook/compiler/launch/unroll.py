@@ -78,18 +78,11 @@ def writes_out(loop: ir.For, registers: set) -> bool:
 
 def all_written_out(body: tuple, registers: set) -> tuple:
     """`body` with every loop that `writes_out` written out, nested ones too."""
-    out = []
-    for s in body:
-        if isinstance(s, ir.For) and writes_out(s, registers):
-            out += all_written_out(tuple(written_out(s)), registers)
-        elif isinstance(s, ir.For):
-            out.append(replace(s, body=all_written_out(s.body, registers)))
-        elif isinstance(s, ir.If):
-            out.append(replace(s, then=all_written_out(s.then, registers),
-                               orelse=all_written_out(s.orelse, registers)))
-        else:
-            out.append(s)
-    return tuple(out)
+    def loop(s: ir.For, inner) -> tuple:
+        if writes_out(s, registers):
+            return inner(written_out(s))
+        return (replace(s, body=inner(s.body)),)
+    return ir.map_body(body, loop)
 
 
 def register_name(array: str, k: int) -> str:

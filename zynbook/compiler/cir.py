@@ -245,6 +245,19 @@ class Atomic(Stmt):
     line: int = 0
 
 
+@dataclass(frozen=True)
+class Check(Stmt):
+    """Tile extents that must agree as the kernel runs (passes/tile_loops.py writes them
+    where they are known only then): `kind` "@" (equal: the inner sizes of a matmul),
+    "broadcast" (equal, or one of them 1: tiles combined elementwise) or "store" (equal, or
+    `left`, the value's, 1: a tile stored into a slice). Where they do not, the device fails
+    an error site (errflag.TILES) with both extents, as the reference refuses the statement."""
+    kind: str
+    left: Expr
+    right: Expr
+    line: int = 0
+
+
 # --------------------------------------------------------------------------- kernels
 
 
@@ -396,6 +409,8 @@ def _format_body(body, indent: int, out: list):
             out.append(f"{pad}shared {s.name}: {s.dtype}[{', '.join(format_dim(d) for d in s.shape)}]")
         elif isinstance(s, Barrier):
             out.append(f"{pad}barrier")
+        elif isinstance(s, Check):
+            out.append(f"{pad}check {s.kind} {format_expr(s.left)}, {format_expr(s.right)}")
         elif isinstance(s, Atomic):
             out.append(f"{pad}atomic {s.buffer}[{', '.join(format_expr(i) for i in s.index)}] {s.op}= {format_expr(s.value)}")
         else:

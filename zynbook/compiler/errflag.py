@@ -33,15 +33,18 @@ DIV_OVERFLOW = "divov"          # the smallest signed integer divided by -1
 LIMIT = "limit"                 # a size past what a kernel built for every size holds
 STEPS = "steps"                 # a loop the device quit early (launch/steps.py)
 STEP = "step"                   # a loop step, known only as the kernel runs, not positive
+TILES = "tiles"                 # tile extents that do not fit together (cir.Check)
 
 WORDS = 2                       # the flag buffer: two 32-bit integers
 
 
 @dataclass(frozen=True)
 class Site:
-    kind: str                   # INDEX, DIV_ZERO, REM_ZERO, DIV_OVERFLOW, LIMIT, STEPS or STEP
+    kind: str                   # INDEX, DIV_ZERO, REM_ZERO, DIV_OVERFLOW, LIMIT, STEPS, STEP
+                                # or TILES
     line: int                   # the ZynML line
-    buffer: str = ""            # INDEX: the buffer read or written; LIMIT: the size's name
+    # INDEX: the buffer read or written; LIMIT: the size's name; TILES: the cir.Check's kind
+    buffer: str = ""
     # INDEX: the size of the axis (a number, a size name or a CIR expression over size
     # names); LIMIT: the largest the kernel takes; STEPS: the steps a thread may run
     extent: int | str | cir.Expr = 0
@@ -59,11 +62,40 @@ class Site:
                     "an error; run the block on `cpu`, `cpu:native` or a GPU")
         if self.kind == STEP:      # (value: the step less 1)
             return f"a loop step must be positive, not {value + 1}"
+        if self.kind == TILES:      # (value: both extents, packed by `tile_extents`)
+            return tiles_message(self.buffer, *unpack_extents(value))
         if self.kind == DIV_ZERO:
             return "integer division by zero"
         if self.kind == REM_ZERO:
             return "integer remainder by zero"
         return f"integer overflow: {value} / -1 does not fit its integer type"
+
+
+# TILES: the two extents in the flag's value word, 16 bits each; -1 where either passes
+# 32767 (the message then gives no numbers)
+EXTENT_BITS = 16
+EXTENT_LIMIT = 2 ** (EXTENT_BITS - 1)
+
+
+def unpack_extents(value: int) -> tuple:
+    if value < 0:
+        return None, None
+    return value >> EXTENT_BITS, value & ((1 << EXTENT_BITS) - 1)
+
+
+def tiles_message(kind: str, left=None, right=None) -> str:
+    """What a TILES site (or the reference, for the same statement) says: `kind` as in
+    cir.Check, `left` and `right` the extents (None: not known)."""
+    head = "the tiles of this statement do not fit together at these sizes: "
+    both = left is not None and right is not None
+    if kind == "@":
+        return head + ("the inner sizes of @ differ" +
+                       (f" ({left} columns on the left, {right} rows on the right)" if both else ""))
+    if kind == "store":
+        return head + (f"a tile {left} long on an axis is written into a slice {right} long"
+                       if both else "a tile is written into a slice of another length")
+    return head + (f"an axis {left} long meets one {right} long (they broadcast only where "
+                   "one of them is 1)" if both else "their axes do not broadcast")
 
 
 class ErrorSites:

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ...compiler import cir
-from ...compiler.errflag import column_of
+from ...compiler.errflag import column_of, tiles_message
 from ...compiler.types import NUMPY_NAMES, is_float
 from ...errors import Span, ZynMLRuntimeError
 
@@ -994,6 +994,8 @@ class ReferenceExecutor:
         x, y = _align([va, vb])
         lanes = _lanes_of(va, vb)
         if op == "@":
+            if np.ndim(x) >= 2 and np.ndim(y) >= 2 and np.shape(x)[-1] != np.shape(y)[-2]:
+                raise ZynMLRuntimeError(tiles_message("@", np.shape(x)[-1], np.shape(y)[-2]))
             if e.ty.dtype in _INT_BITS:     # bools multiply as i32 (numpy's @ of bools is an or)
                 x, y = _in_dtype(x, e.ty.dtype), _in_dtype(y, e.ty.dtype)
             return Val(np.matmul(x, y), lanes)

@@ -388,10 +388,30 @@ class ScalarLowering:
             with self.facts.assuming(s.cond):
                 then = self.block(s.then)
             return [ir.If(cond, then, self.block(s.orelse), ln)]
+        if isinstance(s, cir.Check):
+            return [self.check(s)]
         if isinstance(s, cir.Yield) and self.on_yield is not None:
             index = None if s.index is None else self.expr(s.index)     # the schedule's type
             return list(self.on_yield(self.expr(s.value), index, ln))
         raise NotScalar(f"{type(s).__name__} needs a block schedule")
+
+    def check(self, s: cir.Check) -> ir.Stmt:
+        """Tile extents that must agree (cir.Check): where they do not, the site fails with
+        both, packed 16 bits each (errflag.unpack_extents), or -1 past that."""
+        idx = self.idx
+        a, b = self.index(s.left), self.index(s.right)
+        one = lit(1, idx)
+        ok = ir.Bin("==", a, b, "bool")
+        if s.kind in ("broadcast", "store"):
+            ok = ir.Bin("or", ok, ir.Bin("==", a, one, "bool"), "bool")
+        if s.kind == "broadcast":
+            ok = ir.Bin("or", ok, ir.Bin("==", b, one, "bool"), "bool")
+        limit = lit(errflag.EXTENT_LIMIT, idx)
+        small = ir.Bin("and", ir.Bin("<", a, limit, "bool"), ir.Bin("<", b, limit, "bool"), "bool")
+        packed = ir.Bin("+", ir.Bin("*", a, lit(1 << errflag.EXTENT_BITS, idx), idx), b, idx)
+        value = ir.Select(ok, lit(0, idx), ir.Select(small, packed, lit(-1, idx), idx), idx)
+        site = self.sites.add(errflag.TILES, s.line or self.line, s.kind)
+        return ir.If(ir.InRange(value, one, site), (), (), s.line)
 
 
 def buffer_params(kernel: cir.Kernel, sizes: dict, index_dtype: str) -> tuple:

@@ -13,7 +13,11 @@ threads, a loop that only accumulates is a block all-reduction, an array is bloc
   extents 1 and broadcast, an axis of extent 1 broadcasts against any other;
 * a reduction of a tile to a scalar (`sum`, `reduce`, `dot`) is an accumulation loop over
   the flattened elements, hoisted before the statement that uses it;
-* a store of a tile writes each element of the (clipped) target it names.
+* a store of a tile writes each element of the (clipped) target it names;
+* extents that must agree and are known only as the kernel runs (the inner sizes of a
+  matmul, the axes of tiles combined elementwise, a tile and the slice it is stored in) are
+  checked first (`cir.Check`): where they do not, the kernel reports the error the reference
+  gives, never reading past a tile or a slice.
 
 What cannot be written this way (a tile whose extents have no bound at launch, argmax of a
 tile, a matmul of more than two axes) raises `TileRefusal` with the reason.
@@ -249,6 +253,37 @@ class _Rewriter:
                 exts[pos] = _broadcast_extent(exts[pos], x[k])
         return tuple(cap), tuple(exts)
 
+    # ---- checks: extents that must agree ------------------------------------------
+
+    @staticmethod
+    def check(kind: str, a, b, out: list, line: int):
+        """A cir.Check of extents `a` and `b` appended to `out`, unless they agree whatever
+        the sizes (the same expression, numbers that fit, a 1 that broadcasts)."""
+        if a == b or (kind != "@" and _is(a, 1)) or (kind == "broadcast" and _is(b, 1)):
+            return
+        out.append(cir.Check(kind, a, b, line))
+
+    def fits(self, e, out: list, line: int):
+        """Checks that the tiles elementwise expression `e` combines broadcast together
+        (tiles computed before, held in arrays, were checked where they were made)."""
+        if not self.is_tile(e) or isinstance(e, (cir.Load, cir.Var)) or type(e) not in _ELEMENTWISE:
+            if isinstance(e, cir.Call) and e.fn == "transpose":
+                self.fits(e.args[0], out, line)
+            return
+        tiles = [o for o in _operands(e) if self.is_tile(o)]
+        for o in tiles:
+            self.fits(o, out, line)
+        if len(tiles) < 2:
+            return
+        exts = [self.shape(o)[1] for o in tiles]
+        rank = max(len(x) for x in exts)
+        acc = [_i(1)] * rank
+        for x in exts:
+            for k in range(len(x)):
+                pos = rank - len(x) + k
+                self.check("broadcast", acc[pos], x[k], out, line)
+                acc[pos] = _broadcast_extent(acc[pos], x[k])
+
     # ---- elements ----------------------------------------------------------------
 
     def operand_at(self, operand, rank: int, idx: tuple, outer: tuple = ()) -> cir.Expr:
@@ -376,6 +411,7 @@ class _Rewriter:
 
     def reduce_all(self, op: str, src, dtype: str, out: list, line: int) -> cir.Var:
         """A local holding `op` over every element of tile `src`."""
+        self.fits(src, out, line)
         _, exts = self.shape(src)
         ex_stmts, exts = self.extent_lets(exts, line)
         out += ex_stmts
@@ -391,6 +427,7 @@ class _Rewriter:
         """A local holding the flat (row-major) position of the largest (argmax) or smallest
         element of tile `src`: the first NaN, else the first of equal extremes, as numpy's;
         -1 for an empty tile, as an empty reduction gives."""
+        self.fits(src, out, line)
         _, exts = self.shape(src)
         ex_stmts, exts = self.extent_lets(exts, line)
         out += ex_stmts
@@ -420,6 +457,7 @@ class _Rewriter:
 
     def reduce_axis(self, op, src, axis, dtype, out, line, keep=False) -> cir.Var:
         """A tile array holding `op` along `axis` of `src` (kept as extent 1 or dropped)."""
+        self.fits(src, out, line)
         cap, exts = self.shape(src)
         ax = axis % len(cap)
         rcap = cap[:ax] + ((1,) if keep else ()) + cap[ax + 1:]
@@ -435,6 +473,9 @@ class _Rewriter:
         (ca, ea), (cb, eb) = self.shape(a), self.shape(b)
         if len(ca) != 2 or len(cb) != 2:
             raise TileRefusal("a matmul of tiles of other than two axes")
+        self.fits(a, out, line)
+        self.fits(b, out, line)
+        self.check("@", ea[1], eb[0], out, line)
         ty = cir.Ty(dtype)
 
         def term(idx, k):
@@ -511,6 +552,8 @@ class _Rewriter:
         return [s]
 
     def let_tile(self, s: cir.Let, value) -> list:
+        checks: list = []
+        self.fits(value, checks, s.line)
         cap, exts = self.shape(value)
         declared = tuple(self.bound(d) for d in s.declared_ty.shape)
         if any(d is None for d in declared):
@@ -523,11 +566,13 @@ class _Rewriter:
         stmts, t = self.new_array(dtype, cap, exts, s.line, s.mutable)
         stmts += self.fill(t, value, s.line)
         self.tiles[-1][s.name] = t
-        return stmts
+        return checks + stmts
 
     def assign_tile(self, t: _Tile, value, line: int) -> list:
         """`t = value` through a second array (the value may read `t` anywhere), then the
         extents updated."""
+        checks: list = []
+        self.fits(value, checks, line)
         cap, exts = self.shape(value)
         pad = len(t.cap) - len(cap)         # a value of fewer axes broadcasts
         cap, exts = (1,) * pad + cap, (_i(1),) * pad + exts
@@ -539,7 +584,7 @@ class _Rewriter:
             tmp.array, idx, cir.Ty(t.dtype)), line)], line)
         # a tile variable's extents are locals (`let_tile`): they take the value's
         stmts += [cir.Assign(old.name, new, line) for old, new in zip(t.exts, tmp.exts)]
-        return stmts
+        return checks + stmts
 
     def store(self, buffer: str, index: tuple, value, line: int) -> list:
         shape = self.shapes.get(buffer)
@@ -556,5 +601,10 @@ class _Rewriter:
         if self.is_tile(value) and len(self.shape(value)[0]) > rank:
             raise TileRefusal(f"a tile of more axes than the part of `{buffer}` it is stored in")
         stmts, names = self.extent_lets(exts, line)
+        if self.is_tile(value):
+            self.fits(value, stmts, line)
+            vexts = self.shape(value)[1]
+            for x, n in zip(vexts, names[rank - len(vexts):]):
+                self.check("store", x, n, stmts, line)
         return stmts + self.over(names, lambda idx: [cir.Store(
             buffer, where(idx), self.operand_at(value, rank, idx), line)], line)

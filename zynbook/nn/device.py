@@ -566,10 +566,10 @@ class Device(FusedOps):
         """out[i] = matrix[i] + bias[i % dim]."""
         op = "bias_add"
         n, d = self._size(numel, "numel", op), self._size(dim, "dim", op)
-        if n % d:
-            raise ZynMLShapeError(f"{op}(): numel = {n} is not a multiple of dim = {d}")
         tm = self._need(matrix, n, "matrix", "numel", op)
         tb = self._need(bias, d, "bias", "dim", op)
+        if n % d:       # (the spec's any numel: the bias wraps around mid-row)
+            return self._wrap(self._run(K.BIAS_ADD_FLAT, m=tm, b=tb, dim=d))
         return self._wrap(self._run(K.BIAS_ADD, m=_reshape(tm, (n // d, d)), b=tb))
 
     def add_assign(self, dst: Buffer, src: Buffer) -> None:

@@ -47,6 +47,15 @@ BIAS_ADD = """let y = compute(m, b) {
 y
 """
 
+# m [numel], b [dim], numel not a multiple of dim: the bias wraps around mid-row
+BIAS_ADD_FLAT = """let y = compute(m, b) {
+    @kernel elementwise
+    for i in 0..numel:
+        out[i] = m[i] + b[i % dim]
+}
+y
+"""
+
 TRANSPOSE = """let y = compute(x) {
     @kernel elementwise
     for c in 0..cols, r in 0..rows:

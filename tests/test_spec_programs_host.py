@@ -183,6 +183,23 @@ def test_host_indexing_and_reduction_mistakes_are_zynml_errors():
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_an_int_tensor_to_a_negative_int_power_is_a_clear_error(device):
+    """numpy refuses integers to negative integer powers; that is a runtime error at the
+    expression saying what to change (it was numpy's "Integers to negative integer powers
+    are not allowed."), and the float forms give numpy's values."""
+    for src, column, low in (("let a = arange(4)\nlet b = a ** -1\n", 9, -1),
+                             ("let a = arange(4)\nlet b = 1 + 2 ** (a - 2)\n", 13, -2)):
+        err = raises("runtime", src, 2, column, device)
+        assert f"an integer to a negative power (here {low})" in err.message, err
+        assert "make the base or the exponent a float" in err.message
+        assert "Integers to negative" not in err.message
+    a = np.arange(1, 5)
+    got = run("let a = arange(1, 5)\n[a ** -1.0, 2.0 ** (a - 2), a ** 2]", device)
+    for g, w in zip(got, (a ** -1.0, 2.0 ** (a - 2), a ** 2)):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_a_host_int_past_64_bits_read_by_a_kernel_is_refused(device):
     """Host ints are unbounded; a kernel's widest integer is 64 bits. Such a value read by a
     block is a type error at the place it is read (cpu:native passed 2**70 as 0, the

@@ -744,6 +744,14 @@ class Interpreter:
                     r = xp.true_divide(x, y)
                 elif op == "%" and all(_integral(v) for v in (x, y)) and bool(xp.any(y == 0)):
                     raise ZynMLRuntimeError("integer remainder by zero", span)
+                elif op == "**" and all(_integral(v) for v in (x, y)) and \
+                        bool(xp.any(xp.asarray(y) < 0)):
+                    # (numpy's "Integers to negative integer powers are not allowed.")
+                    low = int(xp.min(xp.asarray(y)))
+                    raise ZynMLRuntimeError(
+                        f"`**` of integer tensors gives integers, and an integer to a negative "
+                        f"power (here {low}) is not one: make the base or the exponent a float "
+                        f"(`x ** {float(low)!r}`)", span)
                 else:
                     r = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
                          "%": lambda: xp.fmod(x, y), "**": lambda: x ** y,
@@ -757,7 +765,7 @@ class Interpreter:
             except ValueError:
                 raise ZynMLShapeError(f"shapes {sa or 'scalar'} and {sb or 'scalar'} do not "
                                       f"broadcast for {op}", span) from None
-            raise ZynMLRuntimeError(str(err), span) from None      # (integers to a negative power)
+            raise ZynMLRuntimeError(str(err), span) from None
         except TypeError:       # numpy's refusals of a dtype (true - tensor([true]))
             kinds = " and ".join(B._kind(v) for v in (a, b))
             raise ZynMLTypeError(f"cannot apply {op} to {kinds}", span) from None

@@ -217,11 +217,16 @@ def canon(e):
     raise _No(f"unexpected {type(e).__name__}")
 
 
-def c_nary(op, *xs):
+def _flat(tag, op, xs):
+    """(tag, op, the operands): those of the same form spliced in, sorted."""
     flat = []
     for x in xs:
-        flat.extend(x[2] if x[0] == "N" and x[1] == op else (x,))
-    return ("N", op, tuple(sorted(flat, key=repr)))
+        flat.extend(x[2] if x[0] == tag and x[1] == op else (x,))
+    return (tag, op, tuple(sorted(flat, key=repr)))
+
+
+def c_nary(op, *xs):
+    return _flat("N", op, xs)
 
 
 def c_sub(a, b):
@@ -229,12 +234,7 @@ def c_sub(a, b):
 
 
 def c_fn(fn, *args):
-    if fn in ("max", "min"):
-        flat = []
-        for a in args:
-            flat.extend(a[2] if a[0] == "F" and a[1] == fn else (a,))
-        return ("F", fn, tuple(sorted(flat, key=repr)))
-    return ("F", fn, tuple(args))
+    return _flat("F", fn, args) if fn in ("max", "min") else ("F", fn, tuple(args))
 
 
 def c_var(name):
@@ -278,14 +278,10 @@ def _is_zero_tile(e, kernel, allowed: set) -> bool:
 
 def _mul_factors(e):
     """(numerator factors, denominator factors) of a product/quotient tree."""
-    if isinstance(e, cir.Bin) and e.op == "*":
+    if isinstance(e, cir.Bin) and e.op in ("*", "/"):
         n1, d1 = _mul_factors(e.left)
         n2, d2 = _mul_factors(e.right)
-        return n1 + n2, d1 + d2
-    if isinstance(e, cir.Bin) and e.op == "/":
-        n1, d1 = _mul_factors(e.left)
-        n2, d2 = _mul_factors(e.right)
-        return n1 + d2, d1 + n2
+        return (n1 + n2, d1 + d2) if e.op == "*" else (n1 + d2, d1 + n2)
     return ([], []) if _is_const(e, 1.0) else ([e], [])
 
 
@@ -368,10 +364,18 @@ def _leading_lets(stmts: list, env: dict) -> dict:
     return state
 
 
-def _float_input(kernel, name: str, rank: int = 4, floats: bool = True) -> bool:
-    """`name` is an input of `rank` axes (of a float dtype where `floats`)."""
+def _float_input(kernel, name: str, floats: bool = True) -> bool:
+    """`name` is an input of 4 axes (of a float dtype where `floats`)."""
     b = next((x for x in kernel.inputs if x.name == name), None)
-    return b is not None and len(b.shape) == rank and (not floats or b.dtype in cir.FLOAT_DTYPES)
+    return b is not None and len(b.shape) == 4 and (not floats or b.dtype in cir.FLOAT_DTYPES)
+
+
+def _running_max(names, state: dict) -> str:
+    """The one of `names` whose initial value (`state`) is -inf: the running maximum."""
+    m = next((n for n in names if _is_const(state.get(n), -math.inf)), None)
+    if m is None:
+        raise _No("the running maximum does not start at -inf")
+    return m
 
 
 def _max_of(new, m: str):
@@ -571,9 +575,7 @@ def _attention(kernel, loops, body):
         raise _No("the loop over head_dim does not run from 0 in steps of 1")
     if not stats:
         raise _No("no key loop computes the running maximum")
-    m = next((n for n in stats[0].updates if _is_const(state.get(n), -math.inf)), None)
-    if m is None:
-        raise _No("the running maximum does not start at -inf")
+    m = _running_max(stats[0].updates, state)
     if len(stats) == 2:
         form = "three-pass"
         if set(stats[0].updates) != {m}:
@@ -700,9 +702,7 @@ def _one_pass(kernel, att, loops, d_loop, stmts, env):
     kl = _key_loop(stmts[0], set(state), env)
     if set(kl.updates) != set(state):
         raise _No("the key loop does not update the maximum, the sum and the weighted sum")
-    m = next((n for n, v in state.items() if _is_const(v, -math.inf)), None)
-    if m is None:
-        raise _No("the running maximum does not start at -inf")
+    m = _running_max(state, state)
     _max_update(att, kl, m)
     others = [n for n in state if n != m]
     if not all(_is_const(state[n], 0.0) for n in others):
@@ -795,9 +795,7 @@ def _flash(kernel, loops, body):
     st = stmts[-1]
     if len(state) != 3:
         raise _No("the body does not keep exactly a running max, a running sum and a running output")
-    m = next((n for n, v in state.items() if _is_const(v, -math.inf)), None)
-    if m is None:
-        raise _No("the running maximum does not start at -inf")
+    m = _running_max(state, state)
     if not _is_const(kv.start, 0) or not is_launch_constant(kv.stop, kernel):
         raise _No("the key-block loop does not run from 0 to a launch constant")
     BK = _int_const(kv.step)
@@ -927,13 +925,8 @@ def _widened_load(e):
 
 
 def _contraction(kernel):
-    loops, body = _chain(kernel)
-    par = []
-    for lp in loops:
-        if not lp.parallel:
-            break
-        par.append(lp)
-    if not par or len(par) != len(loops):
+    par, body = _chain(kernel)
+    if not par or not all(lp.parallel for lp in par):
         raise _No("not a nest of parallel loops around the accumulation")
     consts = _constants(kernel)
     pvars = [lp.var for lp in par]

@@ -122,6 +122,15 @@ def _integral(v) -> bool:
     return dtype.kind in "iub" if dtype is not None else isinstance(v, (int, np.integer))
 
 
+def _broadcast(x, y) -> bool:
+    """Whether host operands `x` and `y` (arrays or numbers) broadcast together."""
+    try:
+        np.broadcast_shapes(np.shape(x), np.shape(y))
+        return True
+    except ValueError:
+        return False
+
+
 class Interpreter:
     def __init__(self, session):
         self.session = session
@@ -745,7 +754,7 @@ class Interpreter:
                 elif op == "%" and all(_integral(v) for v in (x, y)) and bool(xp.any(y == 0)):
                     raise ZynMLRuntimeError("integer remainder by zero", span)
                 elif op == "**" and all(_integral(v) for v in (x, y)) and \
-                        bool(xp.any(xp.asarray(y) < 0)):
+                        _broadcast(x, y) and bool(xp.any(xp.asarray(y) < 0)):
                     # (numpy's "Integers to negative integer powers are not allowed.")
                     low = int(xp.min(xp.asarray(y)))
                     raise ZynMLRuntimeError(

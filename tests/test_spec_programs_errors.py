@@ -118,6 +118,26 @@ def test_host_builtin_mistakes_say_what_is_wrong(src, kind, column, words):
     assert words in err.message
 
 
+@pytest.mark.parametrize("src,column,words", [
+    # an input (it said "it is declared with let")
+    ("x = 5\n", 1, "`x`: it is an input of the program (bound from outside it, not by var); "
+                   "declare it again with `var x = x`"),
+    ("let y = 1\ny = 5\n", 1, "`y`: it is declared with let (use var to change it)"),
+    ("for i in range(3):\n    i = 2\n", 5, "`i`: it is a loop variable"),
+    ("pipeline f(t):\n    t = 2\n    return t\nf(1)\n", 5,
+     "`t`: it is a parameter of pipeline f; declare it again with `var t = t`"),
+    ("pipeline f(t):\n    return t\nf = 3\n", 1, "`f`: it names a pipeline"),
+])
+def test_assigning_a_name_that_is_not_a_var_says_what_the_name_is(src, column, words):
+    line = next(k for k, text in enumerate(src.splitlines(), 1) if " = " in text and
+                not text.lstrip().startswith(("let", "var", "for", "pipeline")))
+    err = raises("type", src, line, column, x=X6)
+    assert f"cannot assign to {words}" in err.message, err
+    assert "declared with let" not in err.message or src.startswith("let")
+    # what the message says to write runs
+    assert zynbook.Session("cpu").run("var x = x\nx = 5\nx\n", x=X6) == 5
+
+
 def test_program_text_of_the_wrong_type_or_unusual_characters(tmp_path, capsys):
     """zynbook.compile(5) is the type error run() gives (an AttributeError before); a lone
     surrogate in a string literal runs (the syntax cache's key raised UnicodeEncodeError);

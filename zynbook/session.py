@@ -178,6 +178,10 @@ class Session:
         with self.lock:
             if bound:
                 self.namespace.update(bound)
+                # (inputs now, whatever bound these names before)
+                given = self.interpreter.bound_as.get(id(self.namespace), {})
+                for name in bound:
+                    given.pop(name, None)
             self.last_kernels = []
             self.launches = []
             interp = self.interpreter

@@ -138,6 +138,10 @@ class Interpreter:
         # names declared with var: name -> the type written after it (None: untyped)
         self.mutable: dict = {}
         self.frames: list = []              # pipeline calls: [(locals, mutable names: type)]
+        # id of a scope (the globals, a frame's locals) -> {name: how a name that is not a
+        # var was bound there ("let", "loop", "pipeline")}; a name bound otherwise is an input
+        # of the program (or a pipeline's parameter), which assignments name as such
+        self.bound_as: dict = {}
         self.rng = np.random.default_rng(0)
         self.blocks = BlockCache()          # compute blocks lowered and planned
         self.kernel_counter = 0
@@ -223,13 +227,15 @@ class Interpreter:
         close = difflib.get_close_matches(name, pool, n=1, cutoff=0.75)
         return f"; did you mean `{close[0]}`?" if close else ""
 
-    def bind(self, name: str, value, mutable: bool, typ: A.TypeExpr | None = None):
+    def bind(self, name: str, value, mutable: bool, typ: A.TypeExpr | None = None,
+             how: str = "let"):
         scope, muts = (self.frames[-1] if self.frames else (self.globals, self.mutable))
         scope[name] = self._bound_at_top(name, value) if scope is self.globals else value
         if mutable:
             muts[name] = typ        # a typed var keeps its type: each assignment is checked
         else:
             muts.pop(name, None)
+            self.bound_as.setdefault(id(scope), {})[name] = how
 
     def _bound_at_top(self, name: str, value):
         """`value` as a top-level name holds it: computed (a boundary of the lazy graph),
@@ -261,8 +267,8 @@ class Interpreter:
             raise ZynMLNameError(f"`{name}` is not declared; declare it with "
                                  f"`var {name} = ...`{self._suggest(name)}", target.span)
         if name not in muts:
-            raise ZynMLTypeError(f"cannot assign to `{name}`: it is declared with let "
-                                 "(use var to change it)", target.span)
+            raise ZynMLTypeError(f"cannot assign to `{name}`: {self._not_var(name, scope)}",
+                                 target.span)
         typ = muts[name]
         if typ is not None:     # `var v: int = 2` then `v = 2.5`: checked as the declaration is
             try:
@@ -271,6 +277,20 @@ class Interpreter:
                 raise type(err)(f"`{name}` is declared {typ.name}: {err.message}",
                                 span or target.span) from None
         scope[name] = self._bound_at_top(name, value) if scope is self.globals else value
+
+    def _not_var(self, name: str, scope) -> str:
+        """Why `name` of `scope` cannot be assigned, and what to write instead."""
+        again = f"declare it again with `var {name} = {name}` to change it from here on"
+        how = self.bound_as.get(id(scope), {}).get(name)
+        if how == "loop":
+            return "it is a loop variable, which the loop sets; use a var of another name"
+        if how == "pipeline":
+            return "it names a pipeline; pipelines are not reassigned"
+        if how == "let":
+            return "it is declared with let (use var to change it)"
+        if scope is not self.globals:
+            return f"it is a parameter of pipeline {self.pipelines[-1].name}; {again}"
+        return f"it is an input of the program (bound from outside it, not by var); {again}"
 
     # -------------------------------------------------------------- programs
     def run_program(self, program: A.Program, source: str):
@@ -424,7 +444,7 @@ class Interpreter:
                     raise ZynMLTypeError(f"unknown type `{typ.name}`; the types are "
                                          f"{', '.join(_TYPE_NAMES)} and the dtypes", typ.span)
             p = Pipeline(s, self, self.source)
-            self.bind(s.name, p, False)
+            self.bind(s.name, p, False, how="pipeline")
             return None
         if isinstance(s, A.Return):
             if not self.frames:
@@ -548,7 +568,7 @@ class Interpreter:
                 raise ZynMLTypeError(f"cannot loop over {B._kind(seq)}", it.iterable.span)
             values = seq
         for v in values:
-            self.bind(it.var, v, False)
+            self.bind(it.var, v, False, how="loop")
             if rest:
                 self.host_loop(rest, body)
             else:
@@ -996,6 +1016,7 @@ class Interpreter:
         for name, size in dims.items():
             local.setdefault(name, size)
         self.frames.append((local, {}))
+        self.bound_as[id(local)] = {}       # (a dict of a call before may have had its id)
         self.pipelines.append(p)
         try:
             try:
@@ -1013,7 +1034,7 @@ class Interpreter:
             raise
         finally:
             self.pipelines.pop()
-            self.frames.pop()
+            self.bound_as.pop(id(self.frames.pop()[0]), None)
         return recorder.leave(result) if recorder is not None else result
 
     def check_type(self, value, typ: A.TypeExpr, dims: dict, what: str):

@@ -156,8 +156,10 @@ def default(D: int) -> AttentionParams:
     (a tile's scores issued, then the previous tile's P V, its softmax while that runs, P
     packed after it; the copies one tile ahead in a ring of three or two in one of four):
     BERT 0.089 to 0.109 (161 registers: one block a multiprocessor; 64-key tiles at 108
-    registers, two blocks: 0.089), causal bf16 0.206 to 0.250. Past 128, the cp.async
-    kernel's (`copied`)."""
+    registers, two blocks: 0.089), causal bf16 0.206 to 0.250; 2 or 3 of every 8 weights'
+    exponentials by a cubic on the FMA units (FlashAttention-4's split; 2026-11-29): BERT
+    0.114 ms (130 registers, one block a multiprocessor), on the copy engine's kernel 0.084
+    to 0.092 against 0.081 to 0.088 without. Past 128, the cp.async kernel's (`copied`)."""
     if D <= 64:
         return copied(D)
     return replace(WGMMA, block_kv=128, tma=True, occupancy=1) if D <= 128 else copied(D)

@@ -59,10 +59,9 @@ def _expr(e, top=False) -> str:
     if isinstance(e, ir.Select):
         return (f"select({_expr(e.cond, top=True)}, {_expr(e.a, top=True)}, "
                 f"{_expr(e.b, top=True)})")
-    if isinstance(e, ir.Checked):
-        return f"checked({_expr(e.index, top=True)} in 0..{_expr(e.extent)}, #{e.site})"
-    if isinstance(e, ir.InRange):
-        return f"in_range({_expr(e.index, top=True)} in 0..{_expr(e.extent)}, #{e.site})"
+    if isinstance(e, (ir.Checked, ir.InRange)):
+        what = "checked" if isinstance(e, ir.Checked) else "in_range"
+        return f"{what}({_expr(e.index, top=True)} in 0..{_expr(e.extent)}, #{e.site})"
     if isinstance(e, ir.CheckedDiv):
         sites = f"#{e.site_zero}" + (f", #{e.site_overflow}" if e.site_overflow else "")
         return (f"checked({_expr(e.a)} {e.op} {_expr(e.b)}, {sites})")
@@ -77,9 +76,9 @@ def _expr(e, top=False) -> str:
 
 
 class _Writer:
-    def __init__(self, program: ir.Program | None):
+    def __init__(self, program: ir.Program):
         self.out: list[str] = []
-        self.lines = dict(getattr(program, "lines", None) or {})
+        self.lines = dict(program.lines or {})
         self.last_line = 0
 
     def put(self, depth: int, text: str, line: int = 0):

@@ -17,10 +17,8 @@ Casts from an integer to bf16 go through f32, as the reference rounds them.
 """
 from __future__ import annotations
 
-from dataclasses import fields, replace
-
 from .. import cir
-from .simplify import _block
+from .simplify import rewrite_exprs
 
 _RANGE = {"i8": (-2 ** 7, 2 ** 7), "i16": (-2 ** 15, 2 ** 15), "i32": (-2 ** 31, 2 ** 31),
           "i64": (-2 ** 63, 2 ** 63), "u8": (0, 2 ** 8), "u16": (0, 2 ** 16),
@@ -29,26 +27,13 @@ _FLOATS = ("f16", "bf16", "f32", "f64")
 
 
 def saturate_casts(kernel: cir.Kernel) -> cir.Kernel:
-    return replace(kernel, body=_block(kernel.body, _rewrite, False))
+    # a cast this pass made already (fusion runs the passes again on fused kernels) is kept
+    return rewrite_exprs(kernel, _rule, keep=_saturating)
 
 
-def _rewrite(e):
-    """`e` with its casts from a float to an integer saturating; a cast this pass made
-    already (fusion runs the passes again on fused kernels) is left as it is."""
-    if isinstance(e, cir.Span):
-        return cir.Span(_rewrite(e.start), _rewrite(e.stop))
-    if not isinstance(e, cir.Expr) or isinstance(e, (cir.Const, cir.Var)):
-        return e
-    if _saturating(e):
-        return e
-    kw = {}
-    for f in fields(e):
-        v = getattr(e, f.name)
-        if isinstance(v, tuple):
-            kw[f.name] = tuple(_rewrite(x) for x in v)
-        elif f.name != "ty" and isinstance(v, (cir.Expr, cir.Span)):
-            kw[f.name] = _rewrite(v)
-    e = replace(e, **kw) if kw else e
+def _rule(e):
+    """`e`, whose operands are rewritten already, saturating where it is a cast from a float
+    to an integer."""
     if isinstance(e, cir.Cast) and e.ty.dtype in _RANGE and e.operand.ty.dtype in _FLOATS:
         return _saturate(e)
     if isinstance(e, cir.Cast) and e.ty.dtype == "bf16" and e.operand.ty.dtype not in _FLOATS:

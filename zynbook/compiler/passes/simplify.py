@@ -39,12 +39,13 @@ def expr(e):
     return bottom_up(e, _fold)
 
 
-def bottom_up(e, rule):
+def bottom_up(e, rule, keep=None):
     """`e` (an expression or span) with `rule` applied to each expression, operands first
-    (a rule sees its operands already rewritten); passes that rewrite expressions share it."""
+    (a rule sees its operands already rewritten), except where `keep(expression)` holds:
+    that one is left as it is; passes that rewrite expressions share it."""
     if isinstance(e, cir.Span):
-        return cir.Span(bottom_up(e.start, rule), bottom_up(e.stop, rule))
-    if not isinstance(e, cir.Expr):
+        return cir.Span(bottom_up(e.start, rule, keep), bottom_up(e.stop, rule, keep))
+    if not isinstance(e, cir.Expr) or (keep is not None and keep(e)):
         return e
     kw = {}
     for f in fields(e):
@@ -52,9 +53,9 @@ def bottom_up(e, rule):
         if f.name == "ty":
             continue
         if isinstance(v, tuple):
-            kw[f.name] = tuple(bottom_up(x, rule) for x in v)
+            kw[f.name] = tuple(bottom_up(x, rule, keep) for x in v)
         elif isinstance(v, (cir.Expr, cir.Span)):
-            kw[f.name] = bottom_up(v, rule)
+            kw[f.name] = bottom_up(v, rule, keep)
     return rule(replace(e, **kw) if kw else e)
 
 
@@ -124,7 +125,7 @@ def map_stmts(body, rule) -> tuple:
     return tuple(out)
 
 
-def rewrite_exprs(kernel: cir.Kernel, rule) -> cir.Kernel:
+def rewrite_exprs(kernel: cir.Kernel, rule, keep=None) -> cir.Kernel:
     """`kernel` with `rule` applied bottom-up to every expression of its body (statements
-    kept as they are)."""
-    return replace(kernel, body=_block(kernel.body, lambda e: bottom_up(e, rule), False))
+    kept as they are; `keep`: see `bottom_up`)."""
+    return replace(kernel, body=_block(kernel.body, lambda e: bottom_up(e, rule, keep), False))

@@ -700,6 +700,39 @@ def test_pipes():
     assert e.value.func.func.id == "f"
 
 
+def test_a_pipe_chain_continues_on_lines_that_start_with_the_pipe():
+    """A line starting with `|>` continues the statement before it, blank and comment lines
+    between, at any indentation, in a pipeline's body and after a compute block's `}` (it
+    was a syntax error at the `|>`; the chain had to sit in parentheses)."""
+    prog = P("""
+        let y = x
+            |> f()
+            // the next step
+        
+            |> g(2)
+        let z = compute(data) {
+            for i in 0..n:
+                out[i] = data[i]
+        }
+        |> sqrt()
+        pipeline h(t):
+            return t
+                |> f()
+        let w = 1 // a comment |> is not a pipe
+        w
+    """)
+    y, z, h, w, last = prog.body
+    assert isinstance(y.value, A.Pipe) and y.value.func.func.id == "g"
+    assert isinstance(y.value.value, A.Pipe) and y.value.value.value.id == "x"
+    assert (y.value.func.span.line, y.value.func.span.column) == (5, 8)
+    assert isinstance(z.value, A.Pipe) and isinstance(z.value.value, A.Compute)
+    assert isinstance(h.body[0].value, A.Pipe) and h.body[0].value.func.func.id == "f"
+    assert isinstance(w.value, A.Number) and isinstance(last, A.ExprStmt)
+    with pytest.raises(ZynMLSyntaxError) as err:
+        P("let y = x\n|>\n")
+    assert err.value.line == 2
+
+
 def test_pipe_binds_loosest():
     e = expr("a + b |> sqrt()")
     assert isinstance(e, A.Pipe) and e.value.op == "+"

@@ -9,7 +9,7 @@ import pytest
 import zynbook
 from zynbook.errors import ZynMLError
 
-from compute_testing import raises  # noqa: E402
+from compute_testing import raises, wanted_devices  # noqa: E402
 
 DEVICES = [d["id"] for d in zynbook.compute_devices() if not d["id"].startswith("browser")]
 
@@ -180,6 +180,19 @@ def test_host_indexing_and_reduction_mistakes_are_zynml_errors():
     np.testing.assert_array_equal(np.asarray(run("sum(x, axis=[0, 1])", x=x)), x.sum())
     np.testing.assert_array_equal(np.asarray(run("x[x > 2.0]", x=x)), x[x > 2.0])
     np.testing.assert_array_equal(np.asarray(run("x[tensor([1, 0])]", x=x)), x[[1, 0]])
+
+
+@pytest.mark.parametrize("device", wanted_devices())
+def test_a_pipe_chain_over_several_lines_runs(device):
+    """The spec's `compute(...) { ... } |> sqrt()`, its chain continued on lines that start
+    with `|>` (a syntax error before), gives numpy's value on every device."""
+    x = np.linspace(-1.0, 2.0, 7).astype(np.float32)
+    src = ("pipeline scale(t, a):\n    return t * a\n"
+           "let norm = compute(x) {\n    @kernel reduce(+)\n    for i in 0..n:\n"
+           "        yield x[i] * x[i]\n}\n"
+           "    |> sqrt()\n    // then scaled\n\n    |> scale(3.0)\nnorm\n")
+    got = run(src, device, x=x)
+    np.testing.assert_allclose(float(np.asarray(got)), 3.0 * np.sqrt(np.sum(x * x)), rtol=1e-5)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -76,3 +76,30 @@ def _check(got, want, tol):
 def test_variant_equals_numpy(name, device):
     src, inputs, want, tol = CASES[name]
     _check(zynbook.Session(device=device).run(src, **inputs), want, tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_integer_literal_past_i32_is_i64(device):
+    """`a[i] + 3000000000` on i32 `a`: the literal does not fit i32, so it is i64 and not
+    weak, as numpy infers it (it took a's i32 and wrapped: -1294967295 for 1; WebGPU said it
+    could not spell the i32 constant); a device without 64-bit integers says so."""
+    src = ("let y = compute(a) {\n"
+           "    for i in 0..n:\n"
+           "        out[i] = a[i] + 3000000000 - (-2147483649 + i)\n"
+           "}\ny\n")
+    a = np.int32([1, -5, 7, 2 ** 31 - 1])
+    want = a.astype(np.int64) + 3000000000 - (-2147483649 + np.arange(4))
+    if device.startswith(("vulkan", "gl")):
+        err = raises("device", src, 1, 9, device, a=a)
+        assert "64-bit integers" in err.message, err.render()
+        return
+    _check(zynbook.Session(device=device).run(src, a=a), want, 0)
+
+
+def test_an_integer_literal_past_64_bits_is_a_type_error():
+    src = ("let y = compute(x) {\n"
+           "    for i in 0..n:\n"
+           "        out[i] = x[i] + float(99999999999999999999)\n"
+           "}\ny\n")
+    err = raises("type", src, 3, 31, x=np.ones(3, np.float32))
+    assert "does not fit 64 bits" in err.message, err.render()

@@ -18,7 +18,7 @@ from ..errors import NO_SPAN, Span, ZynMLNameError, ZynMLShapeError, ZynMLTypeEr
 from . import affine, cir
 from . import ast as A
 from .passes.tiles import substitute
-from .types import arithmetic_dtype, canonical_dtype, is_float, is_int, is_weak, promote
+from .types import arithmetic_dtype, canonical_dtype, int_dtype, is_float, is_int, is_weak, promote
 
 BOOL = cir.Ty("bool")
 I32 = affine.I32
@@ -659,7 +659,13 @@ class _Lowering:
         if isinstance(e, A.Number):
             if isinstance(e.value, float):
                 return cir.Const(e.value, F32)
-            return cir.Const(e.value, I32)
+            if -2 ** 31 <= e.value < 2 ** 31:
+                return cir.Const(e.value, I32)
+            # a literal past i32 is i64 (u64 past i64), as numpy infers it, and not weak:
+            # `a[i] + 3000000000` on i32 `a` wrapped to i32 (WebGPU could not spell it)
+            if not -2 ** 63 <= e.value < 2 ** 64:
+                raise ZynMLTypeError(f"the integer {e.value} does not fit 64 bits", e.span)
+            return cir.Const(e.value, cir.Ty(int_dtype(e.value, e.value)))
         if isinstance(e, A.Bool):
             return cir.Const(e.value, BOOL)
         if isinstance(e, A.Name):

@@ -109,8 +109,9 @@ def is_weak(e, weak_names=frozenset()) -> bool:
     the locals that still hold such a value where `e` is read."""
     from . import cir
 
-    if isinstance(e, cir.Const):
-        return isinstance(e.value, (float, int)) and not isinstance(e.value, bool)
+    if isinstance(e, cir.Const):     # an integer past i32 is i64 and not weak (as numpy's)
+        return isinstance(e.value, float) or isinstance(e.value, int) and \
+            not isinstance(e.value, bool) and -2 ** 31 <= e.value < 2 ** 31
     if isinstance(e, cir.Var):
         return e.name in weak_names
     if isinstance(e, cir.Call) and e.weak:

@@ -666,7 +666,7 @@ def walk(node):
         for n in node:
             yield from walk(n)
         return
-    if node is None or not isinstance(node, (Expr, Stmt, Kernel, Program)):
+    if not isinstance(node, (Expr, Stmt, Kernel, Program)):
         return
     yield node
     if isinstance(node, Program):

@@ -112,8 +112,7 @@ class Facts:
         if self.assumed and isinstance(e, cir.Expr):
             r = self._var_interval(e, d) if isinstance(e, cir.Var) else self._interval(e, depth)
             for lo_e, hi_e in self._assumed(cir.format_expr(e)):
-                lo = self.interval(lo_e, d) if lo_e is not None else None
-                hi = self.interval(hi_e, d) if hi_e is not None else None
+                lo, hi = self.interval(lo_e, d), self.interval(hi_e, d)     # None: no bound
                 lo_v = lo[0] if lo is not None else None
                 hi_v = hi[1] - 1 if hi is not None else None
                 if r is None:

@@ -118,6 +118,12 @@ def _operands(e) -> list:
     return [o for f in _ELEMENTWISE[type(e)] for o in (e.args if f == "args" else (getattr(e, f),))]
 
 
+def _with_operands(e, fn):
+    """Elementwise expression `e` with `fn` applied to each of its operands."""
+    return replace(e, **{f: tuple(map(fn, e.args)) if f == "args" else fn(getattr(e, f))
+                         for f in _ELEMENTWISE[type(e)]})
+
+
 class _Tile:
     """A tile held in a block array: its name, dtype, capacity (ints) and extents."""
 
@@ -318,8 +324,7 @@ class _Rewriter:
             return self.elem(e.args[0], idx[:-2] + idx[-2:][::-1])
         if type(e) not in _ELEMENTWISE or (isinstance(e, cir.Call) and e.fn in cir.TILE_FUNCTIONS):
             raise TileRefusal(f"a tile expression {cir.format_expr(e)}")
-        return replace(e, ty=dt, **{f: tuple(map(at, getattr(e, f))) if f == "args" else at(getattr(e, f))
-                                    for f in _ELEMENTWISE[type(e)]})
+        return replace(_with_operands(e, at), ty=dt)
 
     # ---- element loops -------------------------------------------------------------
 
@@ -379,16 +384,15 @@ class _Rewriter:
         if isinstance(e, cir.Call) and e.fn == "sum":
             return self.reduce_all("+", self.hoist(e.args[0], out, line), e.ty.dtype, out, line)
         if isinstance(e, cir.Reduce):
-            if e.op in ("argmax", "argmin"):
-                src = self.hoist(e.input, out, line)
-                if e.axis is not None and self.is_tile(src) and len(self.shape(src)[0]) > 1:
-                    raise TileRefusal(f"{e.op} along an axis of a tile inside a kernel body")
-                if not self.is_tile(src):
-                    return cir.Const(0, e.ty)
-                return self.arg_all(e.op, src, e.ty.dtype, out, line)
             src = self.hoist(e.input, out, line)
-            if e.axis is None or not self.is_tile(src):
-                return self.reduce_all(e.op, src, e.ty.dtype, out, line) if self.is_tile(src) else src
+            if not self.is_tile(src):
+                return cir.Const(0, e.ty) if e.op in ("argmax", "argmin") else src
+            if e.op in ("argmax", "argmin"):
+                if e.axis is not None and len(self.shape(src)[0]) > 1:
+                    raise TileRefusal(f"{e.op} along an axis of a tile inside a kernel body")
+                return self.arg_all(e.op, src, e.ty.dtype, out, line)
+            if e.axis is None:
+                return self.reduce_all(e.op, src, e.ty.dtype, out, line)
             return self.reduce_axis(e.op, src, e.axis, e.ty.dtype, out, line)
         if isinstance(e, cir.Call) and e.fn in ("row_max", "row_sum"):
             src = self.hoist(e.args[0], out, line)
@@ -397,13 +401,7 @@ class _Rewriter:
         if isinstance(e, cir.Bin) and e.op == "@":
             return self.matmul(self.hoist(e.left, out, line), self.hoist(e.right, out, line),
                                e.ty.dtype, out, line)
-        kids = {}
-        for f in ("left", "right", "operand", "cond", "if_true", "if_false"):
-            if hasattr(e, f):
-                kids[f] = self.hoist(getattr(e, f), out, line)
-        if isinstance(e, cir.Call):
-            kids["args"] = tuple(self.hoist(a, out, line) for a in e.args)
-        return replace(e, **kids)
+        return _with_operands(e, lambda o: self.hoist(o, out, line))
 
     def hoist_index(self, index: tuple, out: list, line: int) -> tuple:
         return tuple(cir.Span(self.hoist(i.start, out, line), self.hoist(i.stop, out, line))

@@ -56,6 +56,37 @@ let attn = compute(Q, K, V) {
 }
 attn
 """, {"Q": _QH, "K": _KH, "V": _VH}, _attention(_QH, _KH, _VH, _BLOCK_CAUSAL), 2e-2),
+    # a workgroup of 64 loading a row of 37 under `if t < n` (Hillis-Steele scan in shared
+    # memory, double-buffered): the constant bound 0..64 indexing x directly under the `if`
+    # was held to the axis ("the loop covers 64 positions but the axis has 37")
+    "shared_scan_workgroup_wider_than_the_row": ("""
+let y = compute(x) {
+    for blk in 0..B:
+        shared var a[64]
+        shared var c[64]
+        for t in 0..64:
+            if t < n:
+                a[t] = x[blk, t]
+            else:
+                a[t] = 0.0
+        barrier()
+        var off = 1
+        for lvl in 0..6:
+            for t in 0..64:
+                if t >= off:
+                    c[t] = a[t] + a[t - off]
+                else:
+                    c[t] = a[t]
+            barrier()
+            for t in 0..64:
+                a[t] = c[t]
+            barrier()
+            off *= 2
+        for t in 0..n:
+            out[blk, t] = a[t]
+}
+y
+""", {"x": (_x := _f32(7, 37)), "n": 37}, np.cumsum(_x, 1), 1e-4),
 }
 
 
@@ -103,3 +134,26 @@ def test_an_integer_literal_past_64_bits_is_a_type_error():
            "}\ny\n")
     err = raises("type", src, 3, 31, x=np.ones(3, np.float32))
     assert "does not fit 64 bits" in err.message, err.render()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_guarded_read_past_the_axis_by_a_constant_loop_is_a_runtime_error(device):
+    """The same load with a guard that lets t reach past the row (t < 50 of 37): the reads
+    that happen are checked, a runtime error at the line on every device; without the `if`
+    the constant bound is still held to the axis (a shape error before anything runs)."""
+    src = ("let y = compute(x) {\n"
+           "    for blk in 0..B:\n"
+           "        shared var a[64]\n"
+           "        for t in 0..64:\n"
+           "            if t < 50:\n"
+           "                a[t] = x[blk, t]\n"
+           "        barrier()\n"
+           "        for t in 0..37:\n"
+           "            out[blk, t] = a[t]\n"
+           "}\ny\n")
+    x = np.ones((3, 37), np.float32)
+    err = raises("runtime", src, 6, 17, device, x=x)
+    assert "index 37 is out of range for an axis of size 37 of `x`" in err.message, err.render()
+    unguarded = src.replace("            if t < 50:\n    ", "").replace("\n                a[t]", "\n            a[t]")
+    err = raises("shape", unguarded, 5, 27, device, x=x)
+    assert "the loop covers 64 positions but the axis has 37" in err.message, err.render()

@@ -75,6 +75,12 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
     pending = []
     host_bounds = []             # loops whose bound the host gives: bounds, not equations
     for c in lowered.constraints:
+        # a loop of a constant or host bound indexing an axis under an `if` (`for t in 0..64`
+        # with `if t < n: a[t] = x[blk, t]`) ties nothing and is not held to the axis: the
+        # `if` says which positions are read, and those are checked as they are read
+        if c.loop and c.guarded and all(v.name in host for v in cir.walk(c.right)
+                                        if isinstance(v, cir.Var)):
+            continue
         if c.loop and any(isinstance(v, cir.Var) and v.name in host for v in cir.walk(c.right)):
             host_bounds.append(c)
             continue

@@ -52,6 +52,7 @@ class Constraint:
     span: Span
     what: str
     loop: bool = False         # a loop covering the axis `left` (0..right indexes it)
+    guarded: bool = False      # the index sits under an `if` (see dims.solve)
 
 
 @dataclass
@@ -850,7 +851,8 @@ class _Lowering:
                     isinstance(lstep, cir.Const) and lstep.value == 1:
                 self.constraints.append(Constraint(
                     dim, lstop, item.span,
-                    f"{what}, indexed by `{node.var}` in 0..{cir.format_expr(lstop)}", loop=True))
+                    f"{what}, indexed by `{node.var}` in 0..{cir.format_expr(lstop)}", loop=True,
+                    guarded=self.guard_depth > 0))
                 return
         if self.guard_depth:
             return      # guarded by an `if`: out-of-range values are the program's intent

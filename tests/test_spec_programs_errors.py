@@ -138,6 +138,23 @@ def test_assigning_a_name_that_is_not_a_var_says_what_the_name_is(src, column, w
     assert zynbook.Session("cpu").run("var x = x\nx = 5\nx\n", x=X6) == 5
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("stmt,words", [
+    ("s = 5.0", "`s`: it is a number of the host program, which the block reads but cannot "
+                "change; declare a var of the block from it (`var s_ = s`)"),
+    ("n = 5", "`n`: it is a size (an axis of an input or an int of the host program)"),
+    ("k += 1", "`k`: it is a size (an axis of an input or an int of the host program)"),
+])
+def test_assigning_a_host_value_inside_a_block_says_what_it_is(device, stmt, words):
+    """(It said "`s` is not declared; declare it with `var s = ...`".)"""
+    src = ("let s = 2.0\nlet k = 3\nlet y = compute(x) {\n    for i in 0..n:\n"
+           f"        {stmt}\n        out[i] = x[i] * s + k\n}}\ny\n")
+    err = raises("type", src, 5, 9, device, x=X6)
+    assert f"cannot assign to {words}" in err.message, err
+    got = zynbook.Session(device).run(src.replace(stmt, "var s_ = s\n        s_ = 5.0"), x=X6)
+    np.testing.assert_allclose(np.asarray(got), X6 * 2.0 + 3)
+
+
 def test_program_text_of_the_wrong_type_or_unusual_characters(tmp_path, capsys):
     """zynbook.compile(5) is the type error run() gives (an AttributeError before); a lone
     surrogate in a string literal runs (the syntax cache's key raised UnicodeEncodeError);

@@ -572,6 +572,15 @@ class _Lowering:
                 if target.id in [sig.label for sig in self.inputs]:
                     raise ZynMLTypeError(f"`{target.id}` is an input and cannot be assigned",
                                          target.span)
+                if target.id in self.scalar_types or target.id in self.sizes:
+                    # (it said "not declared; declare it with var": the host declared it)
+                    what = "a size (an axis of an input or an int of the host program)" \
+                        if target.id in self.sizes or is_int(self.scalar_types[target.id] or "") \
+                        else "a number of the host program"
+                    raise ZynMLTypeError(
+                        f"cannot assign to `{target.id}`: it is {what}, which the block reads "
+                        f"but cannot change; declare a var of the block from it "
+                        f"(`var {target.id}_ = {target.id}`)", target.span)
                 raise ZynMLNameError(f"`{target.id}` is not declared; declare it with "
                                      f"`var {target.id} = ...`", target.span)
             if b.kind != "local" or not b.mutable:

@@ -109,23 +109,19 @@ class Facts:
         if isinstance(e, cir.Const):
             v = e.value
             return None if isinstance(v, bool) or not isinstance(v, int) else (v, v)
-        if self.assumed and isinstance(e, cir.Expr):
-            r = self._var_interval(e, d) if isinstance(e, cir.Var) else self._interval(e, depth)
-            for lo_e, hi_e in self._assumed(cir.format_expr(e)):
-                lo, hi = self.interval(lo_e, d), self.interval(hi_e, d)     # None: no bound
-                lo_v = lo[0] if lo is not None else None
-                hi_v = hi[1] - 1 if hi is not None else None
-                if r is None:
-                    if lo_v is None or hi_v is None:
-                        continue
-                    r = (lo_v, hi_v)
-                else:
-                    r = (max(r[0], lo_v) if lo_v is not None else r[0],
-                         min(r[1], hi_v) if hi_v is not None else r[1])
+        r = self._var_interval(e, d) if isinstance(e, cir.Var) else self._interval(e, depth)
+        if not (self.assumed and isinstance(e, cir.Expr)):
             return r
-        if isinstance(e, cir.Var):
-            return self._var_interval(e, d)
-        return self._interval(e, depth)
+        for lo_e, hi_e in self._assumed(cir.format_expr(e)):
+            lo, hi = self.interval(lo_e, d), self.interval(hi_e, d)     # None: no bound
+            if r is None:
+                if lo is None or hi is None:
+                    continue
+                r = (lo[0], hi[1] - 1)
+            else:
+                r = (r[0] if lo is None else max(r[0], lo[0]),
+                     r[1] if hi is None else min(r[1], hi[1] - 1))
+        return r
 
     def _var_interval(self, e, d):
         if e.name in self.loop_ranges:

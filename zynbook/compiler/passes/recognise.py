@@ -543,18 +543,17 @@ def _attention(kernel, loops, body):
     for lp in loops:
         if not _unit_loop(lp) or not is_launch_constant(lp.stop, kernel):
             raise _No("the parallel loops do not run from 0 in steps of 1 to a launch constant")
-    chain_vars = [lp.var for lp in loops]
-    att = _Att(kernel, chain_vars)
+    att = _Att(kernel, [lp.var for lp in loops])
     out = kernel.output
     if len(out.shape) != 4 or out.dtype not in cir.FLOAT_DTYPES:
         raise _No("the output is not a 4-D float tensor")
-    env: dict = {}
-    state: dict = {}                  # mutable name -> init
     stmts = list(body)
     if len(loops) == 4:               # for b, h, i, d: one-pass online softmax per element
-        return _one_pass(kernel, att, loops, loops[3], stmts, env)
+        return _one_pass(kernel, att, loops, loops[3], stmts)
     if len(stmts) == 1 and isinstance(stmts[0], cir.Loop) and _unit_loop(stmts[0]):
-        return _one_pass(kernel, att, loops, stmts[0], list(stmts[0].body), env)
+        return _one_pass(kernel, att, loops, stmts[0], list(stmts[0].body))
+    env: dict = {}
+    state: dict = {}                  # mutable name -> init
     # three-pass / online-stats: running statistics, then for d: weighted sum
     stats: list = []
     while stmts and not (isinstance(stmts[0], cir.Loop) and any(isinstance(x, cir.Loop) for x in stmts[0].body)):
@@ -564,8 +563,7 @@ def _attention(kernel, loops, body):
         elif isinstance(s, cir.Let):
             env[s.name] = substitute(s.value, env)
         elif isinstance(s, cir.Loop):
-            kl = _key_loop(s, set(state), env)
-            stats.append(kl)
+            stats.append(_key_loop(s, set(state), env))
         else:
             raise _No("the statistics part holds a statement other than lets and key loops")
     if len(stmts) != 1:
@@ -690,10 +688,10 @@ def _check_store(st: cir.Store, out: str, bhi: list, dv: str) -> tuple:
     return tuple(names.index(n) for n in bhi)
 
 
-def _one_pass(kernel, att, loops, d_loop, stmts, env):
+def _one_pass(kernel, att, loops, d_loop, stmts):
     """for d: var m = -inf; var l = 0; var acc = 0; for key: online step; out = acc / l."""
     dv = d_loop.var
-    env = dict(env)
+    env: dict = {}
     state = _leading_lets(stmts, env)
     if len(stmts) != 2 or not isinstance(stmts[0], cir.Loop) or not isinstance(stmts[1], cir.Store):
         raise _No("the body is not `running values; for key: ...; out[...] = ...`")
@@ -784,11 +782,10 @@ def _flash(kernel, loops, body):
     if not stmts or not isinstance(stmts[0], cir.Loop):
         raise _No("no loop over key blocks follows the running values")
     kv = stmts.pop(0)
+    after_env = dict(env)
     for s in stmts[:-1]:
         if not (isinstance(s, cir.Let) and not s.mutable):
             raise _No("statements other than lets follow the key-block loop")
-    after_env = dict(env)
-    for s in stmts[:-1]:
         after_env[s.name] = substitute(s.value, after_env)
     if not stmts or not isinstance(stmts[-1], cir.Store):
         raise _No("the body does not end with the store of the result")

@@ -389,17 +389,21 @@ class ScalarLowering:
                 then = self.block(s.then)
             return [ir.If(cond, then, self.block(s.orelse), ln)]
         if isinstance(s, cir.Check):
-            return [self.check(s)]
+            return self.check(s)
         if isinstance(s, cir.Yield) and self.on_yield is not None:
             index = None if s.index is None else self.expr(s.index)     # the schedule's type
             return list(self.on_yield(self.expr(s.value), index, ln))
         raise NotScalar(f"{type(s).__name__} needs a block schedule")
 
-    def check(self, s: cir.Check) -> ir.Stmt:
-        """Tile extents that must agree (cir.Check): where they do not, the site fails with
-        both, packed 16 bits each (errflag.unpack_extents), or -1 past that."""
+    def check(self, s: cir.Check) -> list:
+        """Tile extents that must agree (cir.Check), held in two locals: where they do not,
+        the site fails with both, packed 16 bits each (errflag.unpack_extents), or -1 past
+        that."""
         idx = self.idx
-        a, b = self.index(s.left), self.index(s.right)
+        decls = []
+        for stem, e in (("%fit_a", s.left), ("%fit_b", s.right)):
+            decls.append(ir.Decl(self.bind(stem, idx), idx, self.index(e), False, s.line))
+        a, b = (ir.Ref(d.name, idx) for d in decls)
         one = lit(1, idx)
         ok = ir.Bin("==", a, b, "bool")
         if s.kind in ("broadcast", "store"):
@@ -411,7 +415,7 @@ class ScalarLowering:
         packed = ir.Bin("+", ir.Bin("*", a, lit(1 << errflag.EXTENT_BITS, idx), idx), b, idx)
         value = ir.Select(ok, lit(0, idx), ir.Select(small, packed, lit(-1, idx), idx), idx)
         site = self.sites.add(errflag.TILES, s.line or self.line, s.kind)
-        return ir.If(ir.InRange(value, one, site), (), (), s.line)
+        return decls + [ir.If(ir.InRange(value, one, site), (), (), s.line)]
 
 
 def buffer_params(kernel: cir.Kernel, sizes: dict, index_dtype: str) -> tuple:

@@ -400,7 +400,6 @@ class _KeyLoop:
     cond_expr: cir.Expr | None
     var: str
     updates: dict         # state name -> new value, key variable renamed %j
-    line: int
 
 
 def _key_loop(lp: cir.Loop, state: set, outer_env: dict) -> _KeyLoop:
@@ -415,7 +414,7 @@ def _key_loop(lp: cir.Loop, state: set, outer_env: dict) -> _KeyLoop:
         raise _No("a key loop updates no running value")
     ups = {n: _rename(env[n], lp.var, _J) for n in names}
     c = _rename(cond, lp.var, _J) if cond is not None else None
-    return _KeyLoop(lp.stop, canon(c), cond, lp.var, ups, lp.line)
+    return _KeyLoop(lp.stop, canon(c), cond, lp.var, ups)
 
 
 class _Att:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html as _html
 import math
+import re
 import sys
 import textwrap
 import time
@@ -167,9 +168,10 @@ class ZynMLRunner:
         """`%timeit [-n N] [-r R]`: the median of R runs of N loops (and their spread), then
         each kernel's median kernel time with its GFLOP/s, GB/s and share of the device's
         peak. The first run compiles and is not counted (its compile time is shown)."""
-        opts = args.split()
-        number = int(opts[opts.index("-n") + 1]) if "-n" in opts else 0
-        repeat = int(opts[opts.index("-r") + 1]) if "-r" in opts else 7
+        # `-n 3` or `-n3`, as cells.split_cell takes them; no runs at all is one
+        opts = dict(re.findall(r"-([nr])\s*(\d+)", args))
+        number = int(opts.get("n", 0))
+        repeat = max(1, int(opts.get("r", 7)))
         self.run(source)                     # compile and warm the caches
         first = list(self.session.launches or [])
         compile_s = sum(ln.times.compile or 0.0 for ln in first)
@@ -200,7 +202,8 @@ class ZynMLRunner:
                 once()
             per_loop.append((time.perf_counter() - t0) / number)
         st = sample_stats(per_loop)
-        print(f"{format_seconds(st['median'])} per loop (median of {repeat} runs, {number} "
+        print(f"{format_seconds(st['median'])} per loop (median of {repeat} "
+              f"run{'s' if repeat != 1 else ''}, {number} "
               f"loop{'s' if number != 1 else ''} each; spread {format_seconds(st['min'])} .. "
               f"{format_seconds(st['max'])})" + (f"; the first run compiled for "
                                                  f"{format_seconds(compile_s)}"

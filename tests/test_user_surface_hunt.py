@@ -1,0 +1,49 @@
+"""Mistakes a new user makes on the notebook surface (the ZynML kernel through the Jupyter
+messaging protocol, the magics in an IPython shell): each gives its ZynML error or usage
+error pointing at the place in the cell, and the state before it stays usable."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("ipykernel")
+
+from jupyter_client.manager import start_new_kernel  # noqa: E402
+
+from test_kernel_support import (errors_of, execute, install_kernelspec,  # noqa: E402
+                                 stdout_of)
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture(scope="module")
+def kc():
+    install_kernelspec()
+    km, client = start_new_kernel(kernel_name="zynml", startup_timeout=60)
+    try:
+        yield client
+    finally:
+        client.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def _error(outputs) -> tuple[dict, str]:
+    (err,) = errors_of(outputs)
+    return err, ANSI.sub("", "\n".join(err["traceback"]))
+
+
+# ------------------------------------------------------------------- %time / %timeit
+
+def test_timeit_options_without_a_space_are_read(kc):
+    reply, outputs = execute(kc, "%timeit -n3 -r2 let b = 2")
+    assert reply["status"] == "ok", outputs
+    assert "median of 2 runs, 3 loops each" in stdout_of(outputs)
+
+
+def test_timeit_with_no_repeats_runs_once_and_reports(kc):
+    reply, outputs = execute(kc, "%timeit -r 0 -n 1 let b = 2")
+    assert reply["status"] == "ok", [e["evalue"] for e in errors_of(outputs)]
+    assert "median of 1 run" in stdout_of(outputs)
+    reply, outputs = execute(kc, "%%timeit -r 0 -n 1\nlet b = 3")
+    assert reply["status"] == "ok", [e["evalue"] for e in errors_of(outputs)]

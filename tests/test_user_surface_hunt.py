@@ -35,6 +35,33 @@ def _error(outputs) -> tuple[dict, str]:
 
 # ------------------------------------------------------------------- %time / %timeit
 
+def test_time_line_error_points_at_the_column_in_the_cell(kc):
+    cell = "%time let a = undefined_q + 1"
+    reply, outputs = execute(kc, cell)
+    assert reply["status"] == "error"
+    err, text = _error(outputs)
+    column = cell.index("undefined_q") + 1
+    assert f"line 1, column {column}" in reply["evalue"]
+    # the line shown is the cell's own, with the caret under the name in it
+    shown = [ln for ln in text.splitlines() if ln.startswith("   1 | ")]
+    assert shown == ["   1 | " + cell]
+    caret = text.splitlines()[text.splitlines().index(shown[0]) + 1]
+    assert caret.index("^") - len("   1 | ") == column - 1
+    assert caret.count("^") == len("undefined_q")
+
+
+def test_timeit_line_error_on_a_later_line_points_into_that_line(kc):
+    cell = "let ok_before = 2\n%timeit -n 1 -r 1 let b = ok_before +\nok_before"
+    reply, outputs = execute(kc, cell)
+    assert reply["status"] == "error"
+    err, text = _error(outputs)
+    line2 = cell.splitlines()[1]
+    assert f"line 2, column {len(line2) + 1}" in reply["evalue"]
+    assert "   2 | " + line2 in text
+    reply, outputs = execute(kc, "ok_before")
+    assert reply["status"] == "ok"
+
+
 def test_timeit_options_without_a_space_are_read(kc):
     reply, outputs = execute(kc, "%timeit -n3 -r2 let b = 2")
     assert reply["status"] == "ok", outputs

@@ -42,6 +42,10 @@ class Part:
     args: str = ""
     line: int = 1
     timed: str = ""          # "time" / "timeit" when a ZynML part runs under that magic
+    # a `%time CODE` / `%timeit CODE` part: where CODE starts on its line (0-based) and the
+    # cell's line, so that an error points at the cell as written (`ZynMLRunner.run`)
+    column: int = 0
+    origin: str = ""
 
 
 _MAGIC_LINE = re.compile(r"^%(?!%)([A-Za-z_][\w.]*)[ \t]*(.*)$")
@@ -92,7 +96,8 @@ def split_cell(cell: str) -> list[Part]:
             opts, code = _timer_args(args)
             if code:
                 parts.append(Part("zynml", "\n" * i + code, line=i + 1, timed=name,
-                                  args=opts))
+                                  args=opts, column=len(lines[i].rstrip()) - len(code),
+                                  origin=lines[i]))
             else:
                 # the rest of the cell runs under the timer
                 chunk_start = i + 1

@@ -13,6 +13,7 @@ ZynML binds are written back to Python after each piece of ZynML.
 """
 from __future__ import annotations
 
+import dataclasses
 import html as _html
 import math
 import re
@@ -127,14 +128,20 @@ class ZynMLRunner:
             self._links[name] = (value, value)
 
     # ------------------------------------------------------------------- running
-    def run(self, source: str):
-        """Run one piece of ZynML; its value if it ends in an expression, else None."""
+    def run(self, source: str, at: tuple | None = None):
+        """Run one piece of ZynML; its value if it ends in an expression, else None. `at`:
+        (line, column, the cell's line) where `source` is the code after `%time` on that
+        line: an error in it points at the cell's line and column."""
         session = self.session
         before = dict(session.namespace)
         env = self.python_names(source)
         try:
             with cell_progress(session):
                 value, is_expr = session.run_cell(source, **env)
+        except ZynMLError as err:
+            if at is not None and err.source == source:
+                _on_cell_line(err, *at)
+            raise
         finally:
             self._remember()
             self.export_names(before, env)
@@ -152,11 +159,11 @@ class ZynMLRunner:
                 if text:
                     self.kernels_by_source[normalize_source(text)] = k
 
-    def time(self, source: str):
+    def time(self, source: str, at: tuple | None = None):
         """`%time`: run once, print the wall time and each launch's phases."""
         t0 = time.perf_counter()
         try:
-            return self.run(source)
+            return self.run(source, at)
         finally:
             wall = time.perf_counter() - t0
             print(f"Wall time: {format_seconds(wall)}")
@@ -164,7 +171,7 @@ class ZynMLRunner:
             if launches:
                 print(launch_table(launches, list(self.session.last_kernels or [])))
 
-    def timeit(self, source: str, args: str = ""):
+    def timeit(self, source: str, args: str = "", at: tuple | None = None):
         """`%timeit [-n N] [-r R]`: the median of R runs of N loops (and their spread), then
         each kernel's median kernel time with its GFLOP/s, GB/s and share of the device's
         peak. The first run compiles and is not counted (its compile time is shown)."""
@@ -172,14 +179,14 @@ class ZynMLRunner:
         opts = dict(re.findall(r"-([nr])\s*(\d+)", args))
         number = int(opts.get("n", 0))
         repeat = max(1, int(opts.get("r", 7)))
-        self.run(source)                     # compile and warm the caches
+        self.run(source, at)                 # compile and warm the caches
         first = list(self.session.launches or [])
         compile_s = sum(ln.times.compile or 0.0 for ln in first)
         kernel_samples: dict = {}
         last = {"launches": [], "kernels": []}
 
         def once():
-            self.run(source)
+            self.run(source, at)
             last["launches"] = list(self.session.launches or [])
             last["kernels"] = list(self.session.last_kernels or [])
             for ln in last["launches"]:
@@ -276,10 +283,11 @@ class ZynMLShell(ZMQInteractiveShell):
             if part.kind == "python":
                 out.append(self.python_transform(_dedent(part.text)))
             elif part.kind == "zynml":
+                at = (part.line, part.column, part.origin) if part.origin else None
                 if part.timed == "time":
-                    out.append(f"{call}.time({part.text!r})\n")
+                    out.append(f"{call}.time({part.text!r}, {at!r})\n")
                 elif part.timed == "timeit":
-                    out.append(f"{call}.timeit({part.text!r}, {part.args!r})\n")
+                    out.append(f"{call}.timeit({part.text!r}, {part.args!r}, {at!r})\n")
                 else:
                     out.append(f"{call}.run({part.text!r})\n")
             elif part.name == "device":
@@ -297,6 +305,21 @@ class ZynMLShell(ZMQInteractiveShell):
         if isinstance(evalue, ZynMLError):
             evalue = ShortValue(error_evalue(evalue))
         return super()._showtraceback(etype, evalue, stb)
+
+
+def _on_cell_line(err: ZynMLError, line: int, column: int, text: str) -> None:
+    """Point `err`, raised in the code after `%time` on `line` of a cell (which starts at
+    `column` of the cell's line `text`), at the cell: its columns on that line move by
+    `column` and its source line is the cell's."""
+    def moved(span):
+        if span.line != line:
+            return span
+        end = span.end_column + column if span.end_line == line else span.end_column
+        return dataclasses.replace(span, column=span.column + column, end_column=end)
+
+    err.span = moved(err.span)
+    err.notes = tuple((note, moved(span)) for note, span in err.notes)
+    err.source = "\n" * (line - 1) + text
 
 
 def _dedent(text: str) -> str:

@@ -445,6 +445,11 @@ class ReferenceExecutor:
                 parts = _align([as_val(term), probe] + ([active] if active is not None else []))
                 shape = np.broadcast_shapes(*[np.shape(p) for p in parts])
                 arr = np.broadcast_to(parts[0], shape)
+                acc_dtype = np_dtype(st.value.ty.dtype)
+                if kind == "+" and st.value.ty.dtype != "bf16" and arr.dtype != acc_dtype:
+                    # the terms, each in its own dtype, are summed in the accumulator's (an
+                    # i64 sum of i32 products wrapped in i32, an f32 sum of f16 terms was f16)
+                    arr = arr.astype(acc_dtype)
                 if active is not None:
                     fill = {"+": 0, "max": -np.inf, "min": np.inf}[kind]
                     arr = np.where(np.broadcast_to(parts[2], shape), arr,
@@ -463,6 +468,10 @@ class ReferenceExecutor:
         if not s.body or not all(isinstance(st, cir.Assign) and _accumulate_kind(st) == "+"
                                  and isinstance(_accumulate_term(st), cir.Bin)
                                  and _accumulate_term(st).op == "*" for st in s.body):
+            return False
+        if any(_accumulate_term(st).ty.dtype != st.value.ty.dtype for st in s.body):
+            # products of one dtype summed into a wider one (`var acc: i64` of i32 products,
+            # an f32 acc of f16 ones): einsum would sum them in the products' dtype
             return False
         axis = self.lanes
         saved_env = dict(self.env)

@@ -74,3 +74,54 @@ def test_timeit_with_no_repeats_runs_once_and_reports(kc):
     assert "median of 1 run" in stdout_of(outputs)
     reply, outputs = execute(kc, "%%timeit -r 0 -n 1\nlet b = 3")
     assert reply["status"] == "ok", [e["evalue"] for e in errors_of(outputs)]
+
+
+# ----------------------------------------------------------------------------- magics
+
+AXPY = """let z = compute(x, y) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * y[i] + 1.0
+}
+"""
+
+
+@pytest.fixture
+def shell():
+    np = pytest.importorskip("numpy")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    import zynbook
+    from zynbook.kernel import state
+
+    sh = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device="cpu"))
+    sh.run_line_magic("load_ext", "zynbook")
+    sh.user_ns.update(x=np.arange(8, dtype=np.float32), y=np.full(8, 0.5, np.float32))
+    yield sh
+    for name in ("x", "y", "z"):
+        sh.user_ns.pop(name, None)
+    state.set_notebook_session(None)
+
+
+def test_zynml_timeit_unknown_option_is_a_usage_error(shell, capsys):
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="-n"):
+        shell.run_cell_magic("zynml_timeit", "-n 3", AXPY)
+    out = capsys.readouterr()
+    assert "compute()" not in out.out + out.err
+
+
+def test_zynml_timeit_annotation_error_shows_the_magic_line(shell, capsys):
+    from zynbook.errors import ZynMLNameError
+
+    line = '-r 2 @device("cpu")  @nosuch'
+    with pytest.raises(ZynMLNameError) as info:
+        shell.run_cell_magic("zynml_timeit", line, AXPY)
+    err = info.value
+    shown = f"%%zynml_timeit {line}"
+    assert err.line == 1 and err.column == shown.index("@nosuch") + 1
+    lines = err.render().splitlines()
+    assert lines[1] == "   1 | " + shown
+    assert lines[2].index("^") - len("   1 | ") == shown.index("@nosuch")

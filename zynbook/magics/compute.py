@@ -1,6 +1,7 @@
 """`%%compute`, `%zynml_devices`, `%zynml_device`, `%zynml_inspect`."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
 import sys
@@ -141,6 +142,20 @@ def _bind_unreplaced(shell, session, kept: dict) -> None:
                     pass
 
 
+def _on_magic_line(err: ZynMLError, source: str, shift: int) -> None:
+    """Show `err`, raised on line 1 (the magic line), in `source` (the cell with its magic
+    line), its columns on that line moved by `shift`."""
+    def moved(span):
+        if span.line != 1 or not shift:
+            return span
+        end = span.end_column + shift if span.end_line == 1 else span.end_column
+        return dataclasses.replace(span, column=span.column + shift, end_column=end)
+
+    err.span = moved(err.span)
+    err.notes = tuple((note, moved(span)) for note, span in err.notes)
+    err.source = source
+
+
 # --------------------------------------------------------------------------------- magics
 
 @magics_class
@@ -226,22 +241,41 @@ class ComputeMagics(Magics):
 
         from ..kernel.display import format_seconds, kernel_rates_table, sample_stats
 
-        m = re.search(r"-r\s*(\d+)", line)
+        from IPython.core.error import UsageError
+
+        written = line.strip()
+        m = re.search(r"-r\s*(\d+)", written)
         repeat = int(m.group(1)) if m else 7
-        annotations = re.sub(r"-r\s*\d+", "", line).strip()
+        # the option blanked, not removed: the annotations keep their columns in the line
+        blanked = re.sub(r"-r\s*\d+", lambda m: " " * len(m.group()), written)
+        other = re.search(r"(?:^|\s)(-[A-Za-z]\w*)", blanked)
+        if other:
+            raise UsageError(f"%%zynml_timeit takes -r R and annotations such as "
+                             f"@device(\"cpu\"); `{other.group(1)}` is not one of them")
+        annotations = blanked.strip()
         source, _, env = self._program_and_env(cell)
         session = self.session
-        with cell_progress(session):
-            session._run_cell(source, annotations, env)
-            compile_s = sum(ln.times.compile or 0.0 for ln in session.launches)
-            walls, samples = [], {}
-            for _ in range(max(1, repeat)):
-                t0 = time.perf_counter()
+        try:
+            with cell_progress(session):
                 session._run_cell(source, annotations, env)
-                walls.append(time.perf_counter() - t0)
-                for ln in session.launches:
-                    if ln.times.kernel is not None:
-                        samples.setdefault((ln.kernel, ln.device), []).append(ln.times.kernel)
+                compile_s = sum(ln.times.compile or 0.0 for ln in session.launches)
+                walls, samples = [], {}
+                for _ in range(max(1, repeat)):
+                    t0 = time.perf_counter()
+                    session._run_cell(source, annotations, env)
+                    walls.append(time.perf_counter() - t0)
+                    for ln in session.launches:
+                        if ln.times.kernel is not None:
+                            samples.setdefault((ln.kernel, ln.device), []).append(
+                                ln.times.kernel)
+        except ZynMLError as err:
+            if err.line == 1:
+                # line 1 is the magic line: the annotations were parsed after `compute() `
+                # (as %%compute's are), here they stand after `%%zynml_timeit ` and blanks
+                start = len("%%zynml_timeit ") + len(blanked) - len(blanked.lstrip())
+                _on_magic_line(err, f"%%zynml_timeit {written}" + source,
+                               start - len("compute() "))
+            raise
         remember(session)
         st = sample_stats(walls)
         print(f"{format_seconds(st['median'])} per run (median of {st['n']}; spread "

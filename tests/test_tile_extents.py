@@ -141,3 +141,50 @@ def test_the_cuda_targets_program_reports_the_misfit(case):
     with pytest.raises(ZynMLError) as info:
         emulate_kernel(prog, kernel, ins, sizes, scalars, 32)
     assert info.value.line == line and said in info.value.message
+
+
+FLASH = """let head_dim = 16
+let attn = compute(Q, K, V) {{
+    @kernel flash_attention
+    @tile(block_q=64, block_kv=64)
+    for b in 0..batch, h in 0..heads:
+        for q_block in 0..seq_len step 64:
+            var m = -inf
+            var l = 0.0
+            var o = zeros(64, head_dim)
+            for kv_block in 0..seq_len step 64:
+                let K_block = K[b, h, kv_block:kv_block+64]
+                let V_block = V[b, h, kv_block:kv_block+{rows}]
+                let S = Q[b, h, q_block:q_block+64] @ transpose(K_block) / sqrt(head_dim)
+                let m_new = max(m, row_max(S))
+                let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
+                o = exp(m - m_new) * o + exp(S - m_new) @ V_block
+                m = m_new
+                l = l_new
+            out[b, h, q_block:q_block+64] = o / l
+}}
+attn
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_flash_attention_with_a_shorter_value_block_is_refused_on_every_device(device):
+    """The spec's flash attention with V's block 32 rows where K's is 64: the compiled
+    devices multiplied the probabilities by 64 rows of V, past its block (numbers, no
+    error); the same program with blocks alike gives numpy's attention."""
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.standard_normal((1, 2, 100, 16)).astype(np.float32) for _ in range(3))
+    session = zynbook.Session(device)
+    s = np.einsum("bhqd,bhkd->bhqk", Q, K) / 4.0
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = np.einsum("bhqk,bhkd->bhqd", p / p.sum(-1, keepdims=True), V)
+    got = session.run(FLASH.format(rows=64), Q=Q, K=K, V=V)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=2e-4, atol=2e-5)
+    with pytest.raises(ZynMLError) as info:
+        session.run(FLASH.format(rows=32), Q=Q, K=K, V=V)
+    err = info.value
+    if err.kind == "device" and "storage buffers" in err.message:
+        # (the block schedule's tile arrays, in scratch buffers, pass this adapter's bindings)
+        pytest.skip(f"{device} cannot bind the block schedule's arrays: {err.message}")
+    assert (err.kind, err.line, err.column) == ("runtime", 16, 17), err
+    assert err.message.startswith(FIT)

@@ -76,6 +76,31 @@ def test_timeit_with_no_repeats_runs_once_and_reports(kc):
     assert reply["status"] == "ok", [e["evalue"] for e in errors_of(outputs)]
 
 
+# ---------------------------------------------------------------------- is_complete
+
+def _is_complete(kc, code):
+    msg_id = kc.is_complete(code)
+    reply = kc.get_shell_msg(timeout=30)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=30)
+    return reply["content"]
+
+
+@pytest.mark.parametrize("code", ['let url = "http://example.com"',
+                                  'let s = "a // b:"',
+                                  'let t = "time:" // a comment',
+                                  "let q = 'ftp://host/x:'"])
+def test_is_complete_a_string_holding_slashes_is_complete(kc, code):
+    assert _is_complete(kc, code)["status"] == "complete"
+    reply, outputs = execute(kc, code)
+    assert reply["status"] == "ok", [e["evalue"] for e in errors_of(outputs)]
+
+
+def test_is_complete_a_comment_after_a_colon_still_asks_for_the_body(kc):
+    reply = _is_complete(kc, 'for i in 0..3:   // "loop"')
+    assert reply["status"] == "incomplete" and reply["indent"] == "    "
+
+
 # ----------------------------------------------------------------------------- magics
 
 AXPY = """let z = compute(x, y) {

@@ -167,6 +167,24 @@ def _open_brackets(text: str) -> list[str]:
     return stack
 
 
+def _code_of(line: str) -> str:
+    """`line` without its `//` comment (a `//` inside a string, as in a URL, is no
+    comment), right-stripped."""
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c in "\"'":
+            j = i + 1
+            while j < n and line[j] != c:
+                j += 2 if line[j] == "\\" else 1
+            i = j + 1
+            continue
+        if line.startswith("//", i):
+            return line[:i].rstrip()
+        i += 1
+    return line.rstrip()
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
@@ -181,7 +199,7 @@ def is_complete(cell: str) -> tuple[str, str]:
     if not lines:
         return "complete", ""
     last = lines[-1]
-    code_last = re.sub(r"//.*$", "", last).rstrip()
+    code_last = _code_of(last)
     stack = _open_brackets(text)
     if code_last.endswith(":") or code_last.endswith("\\"):
         return "incomplete", " " * (_indent(last) + 4)

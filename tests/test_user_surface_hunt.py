@@ -150,3 +150,18 @@ def test_zynml_timeit_annotation_error_shows_the_magic_line(shell, capsys):
     lines = err.render().splitlines()
     assert lines[1] == "   1 | " + shown
     assert lines[2].index("^") - len("   1 | ") == shown.index("@nosuch")
+
+
+def test_compare_result_naming_nothing_the_cell_binds_is_a_usage_error(shell):
+    from IPython.core.error import UsageError
+
+    cell = ("let v = randn([n], seed=3)\nlet y = compute(v) {\n    for i in 0..n:\n"
+            "        out[i] = v[i] * 2.0\n}\n")
+    # a misspelt name left the difference column empty ('-') with no word why
+    with pytest.raises(UsageError, match=r"--result yy: the cell binds no `yy` \(it binds: v, y\)"):
+        shell.run_cell_magic("compare", "--devices cpu --sizes n=8 --repeat 1 --no-chart "
+                                        "--result yy", cell)
+    shell.run_cell_magic("compare", "--devices cpu --sizes n=8 --repeat 1 --no-chart "
+                                    "--result y --out cmp_hunt", cell)
+    (row,) = shell.user_ns.pop("cmp_hunt").rows
+    assert row.max_diff == 0.0 and not row.error

@@ -491,6 +491,11 @@ class CompareMagics(Magics):
         user_ns = self.shell.user_ns
         hidden = set(getattr(self.shell, "user_ns_hidden", {}))
         size_name, size_values = parse_sizes(args.sizes)
+        bound = cells.bound_names(program)
+        if args.result and args.result not in bound:
+            from IPython.core.error import UsageError
+            raise UsageError(f"--result {args.result}: the cell binds no `{args.result}` "
+                             f"(it binds: {', '.join(bound) or 'nothing'})")
         env = {name: user_ns[name] for name in cells.free_names(program)
                if name in user_ns and name not in hidden and not name.startswith("_")
                and name != size_name and bindable(user_ns[name])}

@@ -1,13 +1,13 @@
 """The error flag: how a generated kernel reports a ZynML runtime error to its device.
 
 A kernel that can fail at run time (an index the bounds analysis cannot prove in range, an
-integer division whose divisor may be 0 or -1) receives one extra buffer of two 32-bit
-integers, zero before the launch:
+integer division whose divisor may be 0 or -1, tile extents that may not fit together)
+receives one extra buffer of two 32-bit integers, zero before the launch:
 
 * word 0: the *site* of the first failure (1-based; 0 = no failure). Each place in the
   generated code that checks something is a site, registered while rendering with what
   failed there and the ZynML line it came from.
-* word 1: the offending value (the index, or the dividend).
+* word 1: the offending value (the index, or the dividend; both tile extents, packed).
 
 The first failing thread wins (compare-and-swap 0 -> site; the value is written by the
 winner), the access or division is skipped (a load gives 0 without reading, or reads

@@ -270,8 +270,9 @@ class _Rewriter:
         out.append(cir.Check(kind, a, b, line))
 
     def fits(self, e, out: list, line: int):
-        """Checks that the tiles elementwise expression `e` combines broadcast together
-        (tiles computed before, held in arrays, were checked where they were made)."""
+        """Checks, appended to `out`, that the tiles elementwise expression `e` combines
+        broadcast together (tiles computed before and held in arrays were checked where
+        they were made)."""
         if not self.is_tile(e) or isinstance(e, (cir.Load, cir.Var)) or type(e) not in _ELEMENTWISE:
             if isinstance(e, cir.Call) and e.fn == "transpose":
                 self.fits(e.args[0], out, line)

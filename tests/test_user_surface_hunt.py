@@ -165,3 +165,31 @@ def test_compare_result_naming_nothing_the_cell_binds_is_a_usage_error(shell):
                                     "--result y --out cmp_hunt", cell)
     (row,) = shell.user_ns.pop("cmp_hunt").rows
     assert row.max_diff == 0.0 and not row.error
+
+
+# ------------------------------------------------------------------------- completion
+
+def _complete(kc, code):
+    msg_id = kc.complete(code, len(code))
+    reply = kc.get_shell_msg(timeout=30)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=30)
+    return reply["content"]
+
+
+def test_completion_after_a_tensor_dot_offers_what_zynml_reads(kc):
+    reply, _ = execute(kc, "let hunt_t = randn([4, 3], seed=1)\n"
+                           "%python import numpy as np\n"
+                           "%python hunt_arr = np.ones((2, 3), np.float32)")
+    assert reply["status"] == "ok"
+    want = {"shape", "dtype", "device", "ndim", "size", "T", "to_device", "reshape", "sum",
+            "mean", "max", "min", "numpy"}
+    for name in ("hunt_t", "hunt_arr"):
+        matches = _complete(kc, f"let q = {name}.")["matches"]
+        # the Python object's own attributes (nbytes, data, summary, ...) are name errors
+        # in ZynML; to_device, T and the methods were left out
+        assert set(matches) == want, (name, matches)
+        for attr in matches:
+            reply, outputs = execute(kc, f"let q = {name}.{attr}")
+            assert reply["status"] == "ok", (attr, [e["evalue"] for e in errors_of(outputs)])
+    assert _complete(kc, "let q = hunt_t.to_d")["matches"] == ["to_device"]

@@ -22,6 +22,7 @@ import textwrap
 import time
 from typing import Any
 
+import numpy as np
 from ipykernel.ipkernel import IPythonKernel
 from ipykernel.zmqshell import ZMQInteractiveShell
 from IPython.display import display
@@ -40,7 +41,9 @@ from .builtin_docs import builtin_doc
 from .progress import cell_progress
 from .state import notebook_session
 
-TENSOR_ATTRIBUTES = ("shape", "dtype", "device", "numpy", "to_device", "ndim", "size")
+# the fields `x.` may be followed by in ZynML where x is a tensor (runtime/interp.py's
+# `attr`); its methods are `_TENSOR_METHODS` there
+TENSOR_ATTRIBUTES = ("shape", "dtype", "device", "ndim", "size", "T")
 
 ANNOTATION_DOCS = {
     "kernel": "@kernel TYPE [params]: the kernel type, the schedule for a recognised shape",
@@ -546,7 +549,15 @@ def attributes(value) -> list[str]:
     """Completion candidates after `value.`: tensor attributes, record fields."""
     if isinstance(value, dict):
         return sorted(str(k) for k in value)
-    names = list(TENSOR_ATTRIBUTES) if is_tensor(value) else []
+    if is_tensor(value) or isinstance(value, np.ndarray) or not isinstance(value, np.generic) \
+            and any(hasattr(value, a) for a in ("__dlpack__", "__array_interface__",
+                                                "__cuda_array_interface__")):
+        # a tensor, or an array a cell binds as one (numpy, torch, CuPy): what ZynML reads
+        # after its dot, not the Python object's attributes (`x.nbytes` is a name error)
+        from ..runtime.interp import _TENSOR_METHODS
+
+        return sorted(TENSOR_ATTRIBUTES + _TENSOR_METHODS)
+    names = []
     keys = getattr(value, "keys", None)
     if callable(keys):
         names += [str(k) for k in keys()]

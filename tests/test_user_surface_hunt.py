@@ -193,3 +193,18 @@ def test_completion_after_a_tensor_dot_offers_what_zynml_reads(kc):
             reply, outputs = execute(kc, f"let q = {name}.{attr}")
             assert reply["status"] == "ok", (attr, [e["evalue"] for e in errors_of(outputs)])
     assert _complete(kc, "let q = hunt_t.to_d")["matches"] == ["to_device"]
+
+
+def test_completion_and_inspection_know_dtypes_and_constants(kc):
+    assert {"f16", "f32", "f64"} <= set(_complete(kc, "let z = zeros([2], dtype=f")["matches"])
+    assert _complete(kc, "let z = f3")["matches"] == ["f32"]
+    assert "pi" in _complete(kc, "let c = p")["matches"]
+    assert "bfloat16" in _complete(kc, "let d = bfl")["matches"]
+    for word, part in (("f32", "dtype"), ("half", "f16"), ("pi", "3.14159")):
+        msg_id = kc.inspect(f"let d = {word}", len(f"let d = {word}"))
+        reply = kc.get_shell_msg(timeout=30)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = kc.get_shell_msg(timeout=30)
+        content = reply["content"]
+        assert content["found"], word
+        assert part in content["data"]["text/plain"], (word, content["data"])

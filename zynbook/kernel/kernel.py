@@ -449,7 +449,8 @@ class ZynMLKernel(IPythonKernel):
             except (KeyError, AttributeError):
                 return [], start
             return _prefixed(attributes(value), m.group(2) or ""), cursor - len(m.group(2) or "")
-        words = list(KEYWORDS) + list(builtin_names()) + self.names_in_scope(code)
+        words = list(KEYWORDS) + list(builtin_names()) + list(value_names()) + \
+            self.names_in_scope(code)
         if not token:
             return [], start
         return _prefixed(list(dict.fromkeys(words)), token), start
@@ -536,6 +537,13 @@ def word_doc(word: str) -> str:
         return kernel_type
     if word in KEYWORDS:
         return f"{word}: ZynML keyword"
+    from ..runtime.builtins import CONSTANTS, DTYPE_VALUES
+
+    if word in CONSTANTS:
+        return f"{word}: the constant {CONSTANTS[word]!r}"
+    if word in DTYPE_VALUES:
+        same = "" if DTYPE_VALUES[word] == word else f" (the name of {DTYPE_VALUES[word]})"
+        return f"{word}: a dtype{same}, as in zeros([4], dtype={word})"
     return ""
 
 
@@ -570,6 +578,13 @@ def builtin_names() -> tuple:
     from ..runtime.builtins import BUILTINS
 
     return tuple(sorted(set(BUILTINS) | set(BUILTIN_FUNCTIONS)))
+
+
+def value_names() -> tuple:
+    """The names ZynML defines as values: its constants (e, pi, inf, nan) and dtypes."""
+    from ..runtime.builtins import CONSTANTS, DTYPE_VALUES
+
+    return tuple(CONSTANTS) + tuple(DTYPE_VALUES)
 
 
 def _prefixed(words, prefix: str) -> list[str]:

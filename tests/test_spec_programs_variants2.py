@@ -352,3 +352,19 @@ def test_a_guarded_read_past_the_axis_by_a_constant_loop_is_a_runtime_error(devi
     unguarded = src.replace("            if t < 50:\n    ", "").replace("\n                a[t]", "\n            a[t]")
     err = raises("shape", unguarded, 5, 27, device, x=x)
     assert "the loop covers 64 positions but the axis has 37" in err.message, err.render()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_host_int_past_i32_in_integer_arithmetic_is_i64(device):
+    """`a[i] + k` with the host's k = 3000000000 on i32 `a`: the host int keeps its value,
+    as the literal does (it was an i32 size: -1294967295 for 1 on cpu and cpu:native); a
+    WebGPU device names the host int it cannot compute with."""
+    src = "let y = compute(a) {\n    for i in 0..n:\n        out[i] = a[i] + k\n}\ny\n"
+    a = np.int32([1, -5, 7])
+    if device.startswith(("vulkan", "gl")):
+        err = raises("device", src, 1, 9, device, a=a, k=3_000_000_000)
+        assert "the host int `k` = 3000000000 is past the 32-bit integers" in err.message, \
+            err.render()
+        return
+    _check(zynbook.Session(device=device).run(src, a=a, k=3_000_000_000),
+           a.astype(np.int64) + 3_000_000_000, 0)

@@ -101,6 +101,24 @@ def test_is_complete_a_comment_after_a_colon_still_asks_for_the_body(kc):
     assert reply["status"] == "incomplete" and reply["indent"] == "    "
 
 
+
+@pytest.mark.parametrize("code,status,indent", [
+    # the docs' own example: the last line continues a bracket, it opens no block
+    ("let shape = [2,\n             3]", "complete", None),
+    ("let q = [zeros([2]),\n ones([2])]\nq", "complete", None),
+    ("let m = max(1,\n        2)", "complete", None),
+    # inside a block the statement's first line decides: the block may go on
+    ("for i in 0..3:\n    let z = [1,\n        2]", "incomplete", "    "),
+    ("for i in 0..3:\n    let z = [1,\n        2]\n\n", "complete", None),
+    ("for i in 0..3:\n    let z = i", "incomplete", "    "),
+])
+def test_is_complete_a_bracket_continued_on_an_indented_line(kc, code, status, indent):
+    reply = _is_complete(kc, code)
+    assert reply["status"] == status, reply
+    if indent is not None:
+        assert reply["indent"] == indent
+
+
 # ----------------------------------------------------------------------------- magics
 
 AXPY = """let z = compute(x, y) {

@@ -185,6 +185,21 @@ def _code_of(line: str) -> str:
     return line.rstrip()
 
 
+def _statement_head(text: str) -> str:
+    """The first line of the statement the last code line of `text` belongs to: that line,
+    or the line that opened the brackets it continues."""
+    lines = text.split("\n")
+    starts, offset = [], 0
+    for ln in lines:
+        starts.append(offset)
+        offset += len(ln) + 1
+    code = [i for i, ln in enumerate(lines) if _is_code(ln)]
+    i = code[-1]
+    while i > 0 and _open_brackets(text[:starts[i]]):
+        i -= 1
+    return lines[i]
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
@@ -207,9 +222,11 @@ def is_complete(cell: str) -> tuple[str, str]:
         extra = 4 if stack[-1] == "{" and code_last.endswith("{") else 0
         return "incomplete", " " * (_indent(last) + extra)
     # an indented last line of a `for`/`if`/`pipeline` outside brackets: the block may go on
-    # until an empty line ends it, as in Python's console
-    if _indent(last) > 0 and not cell.endswith("\n\n"):
-        return "incomplete", " " * _indent(last)
+    # until an empty line ends it, as in Python's console (a line that continues a
+    # bracket opened on a line before, `let shape = [2,\n             3]`, is no block's)
+    head = _statement_head(text)
+    if _indent(head) > 0 and not cell.endswith("\n\n"):
+        return "incomplete", " " * _indent(head)
     try:
         parse(text)
     except ZynMLSyntaxError as err:

@@ -1245,7 +1245,8 @@ class Interpreter:
                                          "not fit a 64-bit integer, the widest a kernel has; "
                                          "pass it as a float if that is what the block needs",
                                          span)
-                scalars[label] = "i32"
+                # (past i32 it is i64 in the block's arithmetic, as a literal of it is)
+                scalars[label] = "i32" if -2**31 <= int(value) < 2**31 else "i64"
                 given[label] = int(value)
             elif isinstance(value, (float, np.floating)):
                 scalars[label] = "f32"

@@ -225,6 +225,14 @@ def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:
     from .dialects.wgsl import WgslDialect
     from .printer import print_program
     sizes = _sizes(kernel, options)
+    for n in cir.walk(kernel.body):
+        # a host int past i32 is read as i64 (lower.py): name it, not the i64 it became
+        if isinstance(n, cir.Cast) and n.ty.dtype == "i64" and isinstance(n.operand, cir.Var) \
+                and n.operand.name in kernel.dims:
+            v = dict(options.launch_sizes or ()).get(n.operand.name)
+            return (f"the host int `{n.operand.name}`{'' if v is None else f' = {v}'} is past "
+                    f"the 32-bit integers kernel {kernel.name} computes with on WebGPU (-2^31 "
+                    "to 2^31 - 1); run it on `cpu`, `cpu:native` or a CUDA device")
     for target, _ in _launch_targets(options):
         prog = schedules.build(kernel, target, sizes)
         if prog is None:

@@ -769,6 +769,10 @@ class _Lowering:
             raise ZynMLTypeError(f"`{e.id}` is not a number or tensor usable in a kernel", e.span)
         self.sizes.add(e.id)
         self.size_spans.setdefault(e.id, e.span)
+        if dtype == "i64" and not size_context and not index_context:
+            # a host int past i32 in arithmetic: its value in i64, not wrapped to i32 (as the
+            # literal 3000000000 is i64: `a[i] + k` with k = 3000000000 wrapped)
+            return cir.Cast(cir.Var(e.id, I32), cir.Ty("i64"))
         return cir.Var(e.id, I32)
 
     def _scalar_arg(self, label: str, dtype: str) -> cir.Var:

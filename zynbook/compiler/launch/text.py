@@ -198,11 +198,11 @@ def _bytes(dtype: str) -> int:
 
 
 def _site(i: int, site) -> str:
-    kind = getattr(site, "kind", "?")
-    text = f"#{i} {kind}"
-    if getattr(site, "buffer", ""):
+    """Error site `i` (an errflag.Site) as text."""
+    text = f"#{i} {site.kind}"
+    if site.buffer:
         text += f" `{site.buffer}` extent {cir.format_dim(site.extent)}"
-    if getattr(site, "line", 0):
+    if site.line:
         text += f"  line {site.line}"
     return text
 

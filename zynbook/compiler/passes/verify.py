@@ -33,8 +33,6 @@ class CIRVerifyError(AssertionError):
 
     def __init__(self, after: str, kernel: cir.Kernel, problem: str):
         self.after = after
-        self.kernel_name = kernel.name
-        self.problem = problem
         super().__init__(f"internal compiler error: the CIR of kernel {kernel.name} after "
                          f"pass `{after}` is broken: {problem}")
 

@@ -226,3 +226,31 @@ def test_completion_and_inspection_know_dtypes_and_constants(kc):
         content = reply["content"]
         assert content["found"], word
         assert part in content["data"]["text/plain"], (word, content["data"])
+
+
+def _inspect(kc, code):
+    msg_id = kc.inspect(code, len(code))
+    reply = kc.get_shell_msg(timeout=30)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=30)
+    return reply["content"]
+
+
+def test_completion_after_other_values_offers_only_what_zynml_reads(kc):
+    reply, _ = execute(kc, "let hunt_dev = compute_devices()[0]\n"
+                           "let hunt_s = randn([2, 3], seed=1)\n"
+                           "let hunt_list = [1, 2]")
+    assert reply["status"] == "ok"
+    fields = _complete(kc, "let q = hunt_dev.")["matches"]
+    assert "id" in fields and "keys" not in fields and "get" not in fields
+    # a shape is a list in a cell: no Python tuple or list methods after its dot
+    assert _complete(kc, "let q = hunt_s.shape.")["matches"] == []
+    assert _complete(kc, "let q = hunt_list.")["matches"] == []
+    for field in fields:
+        reply, outputs = execute(kc, f"let q = hunt_dev.{field}")
+        assert reply["status"] == "ok", (field, [e["evalue"] for e in errors_of(outputs)])
+    # shift-tab on a shape shows what the cell gives (a list), and a record's field
+    content = _inspect(kc, "hunt_s.shape")
+    assert content["found"] and "[2, 3]" in content["data"]["text/plain"]
+    content = _inspect(kc, "hunt_dev.id")
+    assert content["found"] and "cpu" in content["data"]["text/plain"]

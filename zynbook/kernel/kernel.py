@@ -548,29 +548,43 @@ def word_doc(word: str) -> str:
 
 
 def _attr(value, name):
+    """`value.name` as a cell reads it, for the fields inspection shows (a tensor's shape is
+    a list there; a record's fields are its keys)."""
+    from ..runtime.values import Record
+
     if isinstance(value, dict):
         return value[name]
+    if isinstance(value, Record):
+        if name not in value.keys():
+            raise KeyError(name)
+        return value.get(name)
+    if name == "shape" and is_tensor(value):
+        return list(value.shape)
     return getattr(value, name)
 
 
 def attributes(value) -> list[str]:
-    """Completion candidates after `value.`: tensor attributes, record fields."""
+    """Completion candidates after `value.`: what a ZynML cell may read after the dot
+    (runtime/interp.py's `attr`), not the Python object's attributes (`x.nbytes`,
+    `rec.keys`, `x.shape.count` are name errors in a cell): record fields, a tensor's fields
+    and methods, a memory pool's and a future's."""
+    from ..runtime.interp import _TENSOR_METHODS, _FirstOf, _Gather
+    from ..runtime.values import Future, MemoryPool, Record
+
     if isinstance(value, dict):
         return sorted(str(k) for k in value)
+    if isinstance(value, Record):
+        return sorted(str(k) for k in value.keys())
     if is_tensor(value) or isinstance(value, np.ndarray) or not isinstance(value, np.generic) \
             and any(hasattr(value, a) for a in ("__dlpack__", "__array_interface__",
                                                 "__cuda_array_interface__")):
-        # a tensor, or an array a cell binds as one (numpy, torch, CuPy): what ZynML reads
-        # after its dot, not the Python object's attributes (`x.nbytes` is a name error)
-        from ..runtime.interp import _TENSOR_METHODS
-
+        # a tensor, or an array a cell binds as one (numpy, torch, CuPy)
         return sorted(TENSOR_ATTRIBUTES + _TENSOR_METHODS)
-    names = []
-    keys = getattr(value, "keys", None)
-    if callable(keys):
-        names += [str(k) for k in keys()]
-    names += [n for n in dir(value) if not n.startswith("_")]
-    return sorted(set(n for n in names if hasattr(value, n)))
+    if isinstance(value, MemoryPool):
+        return sorted(("allocate", "free", "reset", "size", "used", "free_bytes"))
+    if isinstance(value, (Future, _Gather, _FirstOf)):
+        return ["done"]
+    return []
 
 
 def builtin_names() -> tuple:

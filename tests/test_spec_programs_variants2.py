@@ -72,6 +72,38 @@ _WINDOW = (np.arange(7)[None, :] <= np.arange(7)[:, None]) & \
 _AKc, _AVc = _f32(2, 2, 11, 8), _f32(2, 2, 11, 5)
 _OFFSET = np.arange(11)[None, :] <= np.arange(7)[:, None] + 4
 
+_CONV = """
+let output = compute(input, kernel) {{
+    @kernel conv2d{params}
+    @workgroup(8, 8, 4)
+    for b in 0..batch, oc in 0..out_channels:
+        for oh in 0..out_h, ow in 0..out_w:
+            var sum = 0.0
+            for ic in 0..in_channels:
+                for kh in 0..kernel_h, kw in 0..kernel_w:
+                    let ih = oh * stride + kh - padding
+                    let iw = ow * stride + kw - padding
+                    if ih >= 0 and ih < in_h and iw >= 0 and iw < in_w:
+                        sum += input[b, ic, ih, iw] * kernel[oc, ic, kh, kw]
+            out[b, oc, oh, ow] = sum
+}}
+output
+"""
+
+
+def _conv(x, k, stride, pad):
+    b, _, h, w = x.shape
+    o, _, kh, kw = k.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
+    out = np.zeros((b, o, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.einsum("bchw,ochw->bo", win, k.astype(np.float64))
+    return out
+
+
 # name: (source, inputs, numpy's answer, tolerance)
 CASES = {
     # f16 flash attention whose key blocks stop at the query block (block-causal): the
@@ -279,6 +311,88 @@ let r = compute(logits, targets) {
 r / 7.0
 """, {"logits": (_l := _f32(7, 37)), "targets": (_i := RNG.integers(0, 37, 7).astype(np.int32))},
         (np.log(np.exp(_l.astype(np.float64)).sum(1)) - _l[np.arange(7), _i]).mean(), 1e-5),
+    # scans written as loops storing a running sum, row by row and over a whole input
+    "running_sum_of_each_row": ("""
+let r = compute(m) {
+    for i in 0..rows:
+        var s = 0.0
+        for j in 0..cols:
+            s += m[i, j]
+            out[i, j] = s
+}
+r
+""", {"m": (_m := _f32(7, 37))}, np.cumsum(_m, 1), 1e-4),
+    "running_sum_of_one_input": ("""
+let r = compute(x) {
+    var s = 0.0
+    for j in 0..n:
+        s += x[j]
+        out[j] = s
+}
+r
+""", {"x": (_x := _f32(1000))}, np.cumsum(_x.astype(np.float64)), 1e-3),
+    # shared memory: partial sums strided over a row of 1000 by 32 threads, their total in
+    # a one-element shared array, read back by every element of the row
+    "shared_partial_sums_then_broadcast": ("""
+let r = compute(x) {
+    for row in 0..R:
+        shared var part[32]
+        for t in 0..32:
+            var s = 0.0
+            for j in t..C step 32:
+                s += x[row, j]
+            part[t] = s
+        barrier()
+        shared var tot[1]
+        for t in 0..1:
+            var s = 0.0
+            for u in 0..32:
+                s += part[u]
+            tot[0] = s
+        barrier()
+        for j in 0..C:
+            out[row, j] = x[row, j] / tot[0]
+}
+r
+""", {"x": (_x := np.abs(_f32(5, 1000)) + 0.1)},
+        _x / _x.sum(1, keepdims=True, dtype=np.float64), 1e-5),
+    # tiles: a var tile accumulated over rows, int tiles multiplied, blocks of rows whose
+    # last is clipped, a whole input less its column maxima
+    "var_tile_accumulated_over_rows": ("""
+let r = compute(x) {
+    for i in 0..1:
+        var acc = zeros(1, C)
+        for r in 0..R:
+            acc = acc + x[r:r+1]
+        out = acc
+}
+r
+""", {"x": (_x := _f32(37, 7))}, _x.sum(0, keepdims=True), 1e-4),
+    "int_tiles_multiplied": ("""
+let r = compute(a, b) {
+    for i in 0..1:
+        out = a @ b
+}
+r
+""", {"a": (_a := RNG.integers(-5, 5, (7, 5)).astype(np.int32)),
+      "b": (_b := RNG.integers(-5, 5, (5, 3)).astype(np.int32))}, _a @ _b, 0),
+    "row_blocks_with_a_clipped_last_block": ("""
+let r = compute(x) {
+    for blk in 0..rows step 16:
+        out[blk:blk+16] = x[blk:blk+16] * 2.0 + row_max(x[blk:blk+16])
+}
+r
+""", {"x": (_x := _f32(37, 5))}, _x * 2 + _x.max(1, keepdims=True), 1e-5),
+    # the spec's conv2d on a 1 x 1 image padded by 2, and strided by 3 in f16
+    "conv2d_of_a_one_pixel_image_padded_by_two": (
+        _CONV.format(params="(stride=1, padding=2)"),
+        {"input": (_i := _f32(1, 2, 1, 1)), "kernel": (_k := _f32(3, 2, 3, 3))},
+        _conv(_i, _k, 1, 2), 1e-5),
+    "conv2d_f16_stride_3_padding_1": (
+        _CONV.format(params="(stride=3, padding=1)"),
+        {"input": (_i := RNG.standard_normal((1, 2, 11, 13)).astype(np.float16)),
+         "kernel": (_k := RNG.standard_normal((3, 2, 3, 3)).astype(np.float16))},
+        _conv(_i, _k, 3, 1), 3e-2),
 }
 
 

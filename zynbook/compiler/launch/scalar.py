@@ -100,7 +100,7 @@ class ScalarLowering:
     """The scalar statements of one kernel as launch IR (`stmts`, `expr`)."""
 
     def __init__(self, kernel: cir.Kernel, sizes: dict, sites: errflag.ErrorSites,
-                 index_dtype: str = "i32", *, symbolic: bool = False):
+                 index_dtype: str, *, symbolic: bool = False):
         self.kernel = kernel
         self.sizes = {k: int(v) for k, v in sizes.items()}
         self.sites = sites

@@ -35,7 +35,7 @@ def _mark(body, ancestors_parallel: bool, shared: set) -> tuple:
     return tuple(out)
 
 
-def independent(loop: cir.Loop, shared: set = frozenset()) -> bool:
+def independent(loop: cir.Loop, shared: set) -> bool:
     """Iterations of `loop` are independent: each writes its own part of out (or yields),
     and none changes a variable declared outside it. `shared`: the kernel's shared arrays."""
     declared = names_of(loop.body, cir.Let)

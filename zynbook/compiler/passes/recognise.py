@@ -664,7 +664,7 @@ def _grouped(t, kernel) -> tuple:
     return None, None
 
 
-def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str, group=None) -> tuple:
+def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str, group) -> tuple:
     """The axes of b, h and the key in `v`, a load V[b, h, key (any order), d] of a 4-D
     input, its head `h / group` where K's is (grouped-query heads)."""
     named = [_grouped(t, kernel) for t in v.index]

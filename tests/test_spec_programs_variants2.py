@@ -393,6 +393,24 @@ r
         {"input": (_i := RNG.standard_normal((1, 2, 11, 13)).astype(np.float16)),
          "kernel": (_k := RNG.standard_normal((3, 2, 3, 3)).astype(np.float16))},
         _conv(_i, _k, 3, 1), 3e-2),
+    # integer literals past i32 meeting floats: f32 arithmetic and comparisons, on WebGPU too
+    "float_times_an_integer_literal_past_i32": ("""
+let y = compute(x) {
+    for i in 0..n:
+        out[i] = x[i] * 3000000000 + float(2147483648)
+}
+y
+""", {"x": (_x := _f32(7))}, _x * np.float32(3e9) + np.float32(2147483648), 1e-6),
+    "float_compared_with_an_integer_literal_past_i32": ("""
+let y = compute(x) {
+    for i in 0..n:
+        if x[i] * 1e10 > 3000000000:
+            out[i] = 1.0
+        else:
+            out[i] = 0.0
+}
+y
+""", {"x": (_x := _f32(37))}, (_x * np.float32(1e10) > 3e9).astype(np.float32), 0),
 }
 
 

@@ -254,3 +254,37 @@ def test_completion_after_other_values_offers_only_what_zynml_reads(kc):
     assert content["found"] and "[2, 3]" in content["data"]["text/plain"]
     content = _inspect(kc, "hunt_dev.id")
     assert content["found"] and "cpu" in content["data"]["text/plain"]
+
+
+# -------------------------------------------------------------------------- %inspect
+
+TWO_BLOCKS = """let hx = randn([8, 4], seed=2)
+let hy = compute(hx) {
+    for i in 0..n, j in 0..m:
+        out[i, j] = hx[i, j] * 2.0
+}
+let hs = compute(hy) {
+    @kernel reduce(+)
+    for i in 0..n, j in 0..m:
+        yield hy[i, j]
+}
+"""
+
+
+def test_inspect_a_kernel_in_a_language_in_either_order(kc):
+    reply, _ = execute(kc, TWO_BLOCKS)
+    assert reply["status"] == "ok"
+    for args in ("reduce_l6 cir", "cir reduce_l6", "--full reduce_l6 cir"):
+        reply, outputs = execute(kc, f"%inspect {args}")
+        assert reply["status"] == "ok"
+        (bundle,) = [m["content"]["data"] for m in outputs if m["msg_type"] == "display_data"]
+        text = bundle["text/plain"]
+        # the kernel named, in the language named (the language was dropped when it came
+        # second, the kernel when the language came first)
+        assert "--- cir: the whole text ---" in text, (args, text[:300])
+        assert "reduce_l6" in text and "kernel_l2" not in text, (args, text[:300])
+    reply, outputs = execute(kc, "%inspect reduce_l6 cir wgsl")
+    assert reply["status"] == "error"
+    shown = reply.get("evalue", "") + "".join(
+        m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
+    assert "one language at a time" in shown, (reply, outputs)

@@ -317,33 +317,41 @@ class InspectUsageError(ValueError):
 
 
 def parse_inspect_args(args: str) -> tuple[str, bool]:
-    """`cuda --full` -> ("cuda", True)."""
+    """`cuda --full` -> ("cuda", True); `reduce_l7 wgsl` -> ("reduce_l7 wgsl", False) (a
+    kernel and a language, see `_choose`)."""
     words = args.split()
     full = any(w in ("--full", "-f", "--all") for w in words)
     rest = [w for w in words if w not in ("--full", "-f", "--all")]
-    return (rest[0] if rest else ""), full
+    return " ".join(rest), full
 
 
 def _choose(kernels, want: str):
-    """(kernels to show, language or '') for `%inspect want`; InspectUsageError if `want`
-    names neither a kernel nor a language of them."""
-    if not want:
-        return list(kernels), ""
-    chosen = [k for k in kernels if getattr(k, "name", "") == want]
-    if chosen:
-        return chosen, ""
-    languages = list(STAGES)
-    for k in kernels:
-        try:
-            languages += [lang for lang in k.sources() if lang not in languages]
-        except Exception:  # a renderer that fails must not hide the others
-            pass
-    if want in languages:
-        return list(kernels), want
-    names = ", ".join(getattr(k, "name", "?") for k in kernels)
-    raise InspectUsageError(
-        f"`{want}` is neither a language nor a kernel of the last compute cell; "
-        f"languages: {', '.join(languages)}; kernels: {names}")
+    """(kernels to show, language or '') for `%inspect want`: `want` is up to a kernel name
+    and a language, in either order (`reduce_l7 wgsl`); InspectUsageError if a word names
+    neither a kernel nor a language of them, or two languages."""
+    chosen, language, languages = [], "", None
+    for word in want.split():
+        picked = [k for k in kernels if getattr(k, "name", "") == word]
+        if picked:
+            chosen += [k for k in picked if k not in chosen]
+            continue
+        if languages is None:
+            languages = list(STAGES)
+            for k in kernels:
+                try:
+                    languages += [lang for lang in k.sources() if lang not in languages]
+                except Exception:  # a renderer that fails must not hide the others
+                    pass
+        if word in languages and not language:
+            language = word
+            continue
+        if word in languages:
+            raise InspectUsageError(f"one language at a time: `{language}` and `{word}`")
+        names = ", ".join(getattr(k, "name", "?") for k in kernels)
+        raise InspectUsageError(
+            f"`{word}` is neither a language nor a kernel of the last compute cell; "
+            f"languages: {', '.join(languages)}; kernels: {names}")
+    return (chosen or list(kernels)), language
 
 
 def _kernel_launches(kernel, launches):

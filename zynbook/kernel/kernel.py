@@ -239,7 +239,7 @@ class ZynMLRunner:
         return None
 
     def inspect(self, args: str = ""):
-        """`%inspect [LANGUAGE|KERNEL] [--full]`: the generated code of the last cell that
+        """`%inspect [KERNEL] [LANGUAGE] [--full]`: the generated code of the last cell that
         ran compute blocks: a summary and the kernel (`--full`: the whole text)."""
         from IPython.core.error import UsageError
 

@@ -322,7 +322,7 @@ class ComputeMagics(Magics):
 
     @line_magic
     def zynml_inspect(self, line=""):
-        """%zynml_inspect [LANGUAGE|KERNEL] [--full]: the generated code of the last
+        """%zynml_inspect [KERNEL] [LANGUAGE] [--full]: the generated code of the last
         %%compute cell that ran compute blocks: a summary, the stages there are, and the
         kernel in the language of its device (or LANGUAGE) without the helpers it does not
         use; --full shows the whole text."""

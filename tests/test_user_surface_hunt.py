@@ -288,3 +288,20 @@ def test_inspect_a_kernel_in_a_language_in_either_order(kc):
     shown = reply.get("evalue", "") + "".join(
         m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
     assert "one language at a time" in shown, (reply, outputs)
+
+
+def test_completion_of_device_ids_and_inspect_words(kc):
+    reply = _complete(kc, "%device cp")
+    assert {"cpu", "cpu:native"} <= set(reply["matches"])
+    assert reply["cursor_start"] == len("%device ")
+    reply = _complete(kc, "%device cpu:n")
+    assert reply["matches"] == ["cpu:native"] and reply["cursor_start"] == len("%device ")
+    code = 'let y = compute(x) @device("cpu:'
+    reply = _complete(kc, code)
+    assert reply["matches"] == ["cpu:native"] and reply["cursor_start"] == len(code) - 4
+    assert "auto" in _complete(kc, 'config { compute_device: "a')["matches"]
+    reply, _ = execute(kc, TWO_BLOCKS)
+    assert reply["status"] == "ok"
+    assert _complete(kc, "%inspect red")["matches"] == ["reduce_l6"]
+    assert {"cir", "cir-passes"} <= set(_complete(kc, "%inspect reduce_l6 ci")["matches"])
+    assert "wgsl" in _complete(kc, "%inspect wg")["matches"]

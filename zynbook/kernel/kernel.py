@@ -429,6 +429,15 @@ class ZynMLKernel(IPythonKernel):
         line_start = code.rfind("\n", 0, cursor) + 1
         before = code[line_start:cursor]
         token, start = cells.token_before(code, cursor)
+        # a device id: `%device cp|`, `@device("vul|`, `compute_device: "c|`
+        m = re.match(r"%device\s+(\S*)$", before) or \
+            re.search(r"(?:@device\(\s*|compute_device\s*:\s*)[\"']([^\"']*)$", before)
+        if m:
+            return _prefixed(_device_ids(), m.group(1)), cursor - len(m.group(1))
+        # `%inspect KERNEL LANG`: the last cell's kernels and the languages
+        m = re.match(r"%inspect\s+(?:\S+\s+)*(\S*)$", before)
+        if m:
+            return _prefixed(self._inspect_words(), m.group(1)), cursor - len(m.group(1))
         if token.startswith("%") and start == line_start:
             names = [f"%{m}" for m in cells.ZYNML_MAGICS]
             names += [f"%{m}" for m in sorted(self.shell.magics_manager.lsmagic()["line"])]
@@ -437,8 +446,6 @@ class ZynMLKernel(IPythonKernel):
         if token.startswith("@"):
             return _prefixed([f"@{a}" for a in ANNOTATIONS], token), start
         # `@kernel <type>`
-        import re
-
         if re.search(r"@kernel\s+[A-Za-z_]*$", before):
             return _prefixed(list(KERNEL_TYPES), token), start
         # attribute: `x.sh|`
@@ -454,6 +461,19 @@ class ZynMLKernel(IPythonKernel):
         if not token:
             return [], start
         return _prefixed(list(dict.fromkeys(words)), token), start
+
+    def _inspect_words(self) -> list[str]:
+        """What `%inspect` takes: the last cell's kernel names, the stages and languages."""
+        from .display import STAGES
+
+        kernels = self.runner.last_kernels
+        words = ["--full"] + [k.name for k in kernels] + list(STAGES)
+        for k in kernels:
+            try:
+                words += list(k.sources())
+            except Exception:  # a renderer that fails must not hide the others
+                pass
+        return list(dict.fromkeys(words))
 
     # ---------------------------------------------------------------- inspection
     def do_inspect(self, code, cursor_pos, detail_level=0, omit_sections=()):
@@ -592,6 +612,16 @@ def builtin_names() -> tuple:
     from ..runtime.builtins import BUILTINS
 
     return tuple(sorted(set(BUILTINS) | set(BUILTIN_FUNCTIONS)))
+
+
+def _device_ids() -> list[str]:
+    """The ids `%device` and `@device(...)` take: the devices present, then `auto`."""
+    from .. import compute_devices
+
+    try:
+        return [d["id"] for d in compute_devices()] + ["auto"]
+    except Exception:  # device discovery failing must not break completion
+        return ["cpu", "auto"]
 
 
 def value_names() -> tuple:

@@ -411,6 +411,36 @@ let y = compute(x) {
 }
 y
 """, {"x": (_x := _f32(37))}, (_x * np.float32(1e10) > 3e9).astype(np.float32), 0),
+    # max and min of bools are `or` and `and`, bool as numpy's maximum and minimum (they
+    # counted as i32: 1 or 0, and WebGPU could not spell max() on bool)
+    "max_of_two_comparisons": ("""
+let y = compute(a) {
+    for i in 0..n:
+        out[i] = max(a[i] > 0, a[i] < -50)
+}
+y
+""", {"a": (_a := RNG.integers(-100, 100, 37).astype(np.int32))}, (_a > 0) | (_a < -50), 0),
+    "bool_var_updated_by_max_under_a_mask": ("""
+let y = compute(a) {
+    for i in 0..r:
+        var m = false
+        for j in 0..c:
+            if j > 3:
+                m = max(m, a[i, j] > 90)
+        out[i] = m
+}
+y
+""", {"a": (_a := RNG.integers(-100, 100, (3, 37)).astype(np.int32))}, (_a[:, 4:] > 90).any(1), 0),
+    "max_and_min_of_bool_tiles": ("""
+let y = compute(x) {
+    for i in 0..r:
+        out[i, 0:C] = max(x[i] > 1.0, x[i] < -1.0, x[i] == 0.0)
+        out[i, C:2 * C] = min(x[i] > -1.0, i > 2)
+}
+y
+""", {"x": (_x := _f32(7, 37))},
+        np.concatenate([(_x > 1) | (_x < -1) | (_x == 0),
+                        (_x > -1) & (np.arange(7) > 2)[:, None]], 1), 0),
 }
 
 

@@ -10,6 +10,8 @@ kernel type, ...) makes the CIR the devices run.
 """
 from __future__ import annotations
 
+from functools import reduce
+
 import math
 import struct
 from dataclasses import dataclass, field, replace
@@ -957,6 +959,11 @@ class _Lowering:
                 weak = weak and self._is_weak(a)
             if fn not in ("min", "max", "abs", "clamp", "relu") and not is_float(dtype):
                 dtype = "f32"
+            if fn in ("min", "max") and all(a.ty.dtype == "bool" for a in args):
+                # of bools: `and`/`or`, bool as numpy's minimum and maximum give (they counted
+                # as i32, as bools in arithmetic do: max(m, x > 0) was 1 or 0)
+                return reduce(lambda a, b: cir.Bin("and" if fn == "min" else "or", a, b,
+                                                   cir.Ty("bool", shape)), args)
             if fn in ("abs", "relu") and dtype == "bool":
                 return args[0]              # a bool is its own abs and relu
             args = [self._widen_weak(a, dtype) for a in args]

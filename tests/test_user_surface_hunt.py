@@ -305,3 +305,26 @@ def test_completion_of_device_ids_and_inspect_words(kc):
     assert _complete(kc, "%inspect red")["matches"] == ["reduce_l6"]
     assert {"cir", "cir-passes"} <= set(_complete(kc, "%inspect reduce_l6 ci")["matches"])
     assert "wgsl" in _complete(kc, "%inspect wg")["matches"]
+
+
+def test_compute_writes_back_names_the_cell_assigns(shell):
+    import numpy as np
+
+    shell.run_cell_magic("compute", "", "var hunt_acc = 0\nfor k in 0..3:\n    hunt_acc += k")
+    assert shell.user_ns["hunt_acc"] == 3
+    # a later cell assigns the name an earlier one bound: the notebook sees the new value
+    assert shell.run_cell_magic("compute", "", "hunt_acc += 10\nhunt_acc") == 13
+    assert shell.user_ns["hunt_acc"] == 13
+    shell.run_cell_magic("compute", "", "for k in 0..2:\n    if k > 0:\n        hunt_acc += 100")
+    assert shell.user_ns["hunt_acc"] == 113
+    # the notebook rebinding it is what the next cell starts from
+    shell.user_ns["hunt_acc"] = 1000
+    assert shell.run_cell_magic("compute", "", "hunt_acc += 1\nhunt_acc") == 1001
+    assert shell.user_ns["hunt_acc"] == 1001
+    # a tensor assigned whole
+    shell.run_cell_magic("compute", "", "var hunt_v = x * 1.0\nhunt_v = hunt_v + 1.0")
+    np.testing.assert_allclose(shell.user_ns["hunt_v"], np.arange(8) + 1.0)
+    shell.run_cell_magic("compute", "", "hunt_v = hunt_v * 2.0")
+    np.testing.assert_allclose(shell.user_ns["hunt_v"], (np.arange(8) + 1.0) * 2)
+    for name in ("hunt_acc", "hunt_v"):
+        shell.user_ns.pop(name, None)

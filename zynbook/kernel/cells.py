@@ -398,6 +398,26 @@ def names_of(source: str) -> tuple:
     return tuple(free_names(program)), tuple(bound_names(program))
 
 
+def assigned_names(program: A.Program) -> list[str]:
+    """Names the program's host statements assign (`acc += 1`, `x = ...`: names bound
+    before, by an earlier cell or the notebook), at the top level and in host `for` and
+    `if` bodies (not in pipelines or compute blocks, whose names are their own)."""
+    names = []
+
+    def visit(stmts):
+        for stmt in stmts:
+            if isinstance(stmt, A.Assign) and isinstance(stmt.target, A.Name):
+                names.append(stmt.target.id)
+            elif isinstance(stmt, A.For):
+                visit(stmt.body)
+            elif isinstance(stmt, A.If):
+                visit(stmt.then)
+                visit(stmt.orelse)
+
+    visit(program.body)
+    return list(dict.fromkeys(names))
+
+
 def bound_names(program: A.Program) -> list[str]:
     """Names the program's top-level statements bind (`let`, `var`, pipelines)."""
     names = []

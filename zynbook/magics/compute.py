@@ -38,7 +38,11 @@ def _cell_form(cell: str) -> tuple:
     source = "\n" + cell
     free, bound = cells.names_of(source)
     free = tuple(name for name in free if not name.startswith("_"))
-    first = _bound_before_read(parse_cached(source), free)
+    program = parse_cached(source)
+    first = _bound_before_read(program, free)
+    # names the cell assigns (`acc += 1` on a name an earlier cell or the notebook bound)
+    # go back to the notebook too
+    bound = tuple(dict.fromkeys(bound + tuple(cells.assigned_names(program))))
     return source, bound, free, first
 
 

@@ -451,10 +451,19 @@ class ReferenceExecutor:
                     # i64 sum of i32 products wrapped in i32, an f32 sum of f16 terms was f16)
                     arr = arr.astype(acc_dtype)
                 if active is not None:
-                    fill = {"+": 0, "max": -np.inf, "min": np.inf}[kind]
-                    arr = np.where(np.broadcast_to(parts[2], shape), arr,
-                                   np.asarray(fill).astype(np.result_type(arr, np.float32)
-                                                           if kind != "+" else arr.dtype))
+                    if kind == "+":
+                        fill = np.zeros((), arr.dtype)
+                    elif arr.dtype.kind in "iu" and not is_float(st.value.ty.dtype):
+                        # the integer's own extreme: through a float, i64 values past 2^53
+                        # came back rounded (a masked max of 2^60 + 3 gave 2^60)
+                        info = np.iinfo(arr.dtype)
+                        fill = np.asarray(info.min if kind == "max" else info.max, arr.dtype)
+                    elif arr.dtype.kind == "b" and st.value.ty.dtype == "bool":
+                        fill = np.asarray(kind == "min")
+                    else:
+                        fill = np.asarray(-np.inf if kind == "max" else np.inf).astype(
+                            np.result_type(arr, np.float32))
+                    arr = np.where(np.broadcast_to(parts[2], shape), arr, fill)
                 red = _reduce({"+": "+", "max": "max", "min": "min"}[kind], arr, (axis,))
                 new = _wrapped(self._combine(kind, as_val(self.env[st.name]), Val(red, axis)),
                                st.value.ty.dtype)

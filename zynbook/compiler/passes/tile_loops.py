@@ -509,14 +509,12 @@ class _Rewriter:
     # ---- statements ----------------------------------------------------------------
 
     def block(self, body) -> tuple:
-        self.tiles.append({})
-        try:
-            out: list = []
-            for s in body:
-                out += self.stmt(s)
-            return tuple(out)
-        finally:
-            self.tiles.pop()
+        self.tiles.append({})          # (a refusal ends the rewriting: no pop needed then)
+        out: list = []
+        for s in body:
+            out += self.stmt(s)
+        self.tiles.pop()
+        return tuple(out)
 
     def stmt(self, s) -> list:
         line = getattr(s, "line", 0)

@@ -89,13 +89,12 @@ class _Verifier:
             self.fail("a reduce kernel writes out")
         self.block(k.body)
 
+    # (a failure ends the verification, so scopes and loops are popped only on success)
     def block(self, body):
         self.scopes.append({})
-        try:
-            for s in body:
-                self.stmt(s)
-        finally:
-            self.scopes.pop()
+        for s in body:
+            self.stmt(s)
+        self.scopes.pop()
 
     def stmt(self, s):
         line = getattr(s, "line", 0)
@@ -137,11 +136,9 @@ class _Verifier:
             self.scopes.append({})
             self.declare(s.var, "loop", line)
             self.loops.append(s)
-            try:
-                self.block(s.body)
-            finally:
-                self.loops.pop()
-                self.scopes.pop()
+            self.block(s.body)
+            self.loops.pop()
+            self.scopes.pop()
         elif isinstance(s, cir.If):
             self.expr(s.cond, line)
             if s.cond.ty != cir.Ty("bool"):

@@ -24,16 +24,13 @@ def tanh_as_sigmoid(kernel: cir.Kernel) -> cir.Kernel:
 
 def _rule(e):
     """`e`, whose operands are rewritten already, as a sigmoid where it is 1 +- tanh(z)."""
-    if isinstance(e, cir.Bin) and e.op in ("+", "-") and not e.ty.shape and _float(e.ty):
+    if isinstance(e, cir.Bin) and e.op in ("+", "-") and not e.ty.shape and \
+            e.ty.dtype in cir.FLOAT_DTYPES:
         if _one(e.left) and _tanh(e.right, e.ty):
             return _twice_sigmoid(e.right.args[0], 2.0 if e.op == "+" else -2.0, e.ty)
         if e.op == "+" and _one(e.right) and _tanh(e.left, e.ty):
             return _twice_sigmoid(e.left.args[0], 2.0, e.ty)
     return e
-
-
-def _float(ty: cir.Ty) -> bool:
-    return ty.dtype in ("f16", "bf16", "f32", "f64")
 
 
 def _one(e) -> bool:

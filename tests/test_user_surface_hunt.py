@@ -328,3 +328,10 @@ def test_compute_writes_back_names_the_cell_assigns(shell):
     np.testing.assert_allclose(shell.user_ns["hunt_v"], (np.arange(8) + 1.0) * 2)
     for name in ("hunt_acc", "hunt_v"):
         shell.user_ns.pop(name, None)
+
+
+def test_compute_writes_back_names_bound_in_host_blocks(shell):
+    shell.run_cell_magic("compute", "", "if true:\n    let hunt_z = 5\n"
+                                        "for k in 0..3:\n    var hunt_w = k * 2")
+    assert shell.user_ns.pop("hunt_z") == 5
+    assert shell.user_ns.pop("hunt_w") == 4

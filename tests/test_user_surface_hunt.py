@@ -335,3 +335,12 @@ def test_compute_writes_back_names_bound_in_host_blocks(shell):
                                         "for k in 0..3:\n    var hunt_w = k * 2")
     assert shell.user_ns.pop("hunt_z") == 5
     assert shell.user_ns.pop("hunt_w") == 4
+
+
+def test_compare_result_may_name_a_let_inside_an_if(shell):
+    cell = ("let v = randn([n], seed=3)\nif true:\n    let y = compute(v) {\n"
+            "        for i in 0..n:\n            out[i] = v[i] * 2.0\n    }\n")
+    shell.run_cell_magic("compare", "--devices cpu --sizes n=8 --repeat 1 --no-chart "
+                                    "--result y --out cmp_hunt", cell)
+    (row,) = shell.user_ns.pop("cmp_hunt").rows
+    assert row.max_diff == 0.0 and not row.error

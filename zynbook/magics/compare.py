@@ -491,7 +491,7 @@ class CompareMagics(Magics):
         user_ns = self.shell.user_ns
         hidden = set(getattr(self.shell, "user_ns_hidden", {}))
         size_name, size_values = parse_sizes(args.sizes)
-        bound = cells.bound_names(program)
+        bound = list(dict.fromkeys(cells.bound_names(program) + cells.assigned_names(program)))
         if args.result and args.result not in bound:
             from IPython.core.error import UsageError
             raise UsageError(f"--result {args.result}: the cell binds no `{args.result}` "

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .. import cir
 from ..types import WeakLocals, arithmetic_dtype, is_int, promote
-from .loops import names_of
+from .loops import has_node, names_of
 
 COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 ARITH = ("+", "-", "*", "/", "%", "**")
@@ -129,8 +129,7 @@ class _Verifier:
                 self.int_scalar(part, "a loop bound or step", line)
             if isinstance(s.step, cir.Const) and s.step.value <= 0:
                 self.fail(f"loop `{s.var}` has step {s.step.value}", line)
-            if s.parallel and any(isinstance(n, cir.Barrier) for n in cir.walk(s.body)) and \
-                    not names_of(s.body, cir.SharedAlloc):
+            if s.parallel and has_node(s.body, cir.Barrier) and not names_of(s.body, cir.SharedAlloc):
                 self.fail(f"parallel loop `{s.var}` holds a barrier but no shared array of "
                           "its own", line)
             self.scopes.append({})

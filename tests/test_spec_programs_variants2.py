@@ -467,6 +467,55 @@ let y = compute(a) {
 }
 y
 """, {"a": RNG.integers(-100, 100, (3, 37)).astype(np.int32)}, np.full(3, -np.inf, np.float32), 0),
+    # reduce kernels yielding under an `if`: the lanes the `if` leaves out are filled with
+    # the integer's own extreme (the CPU reference filled them with -inf or inf, which took
+    # u64 and i64 values through f64: a max of 2^63 + 978 came back 2^63); bools likewise
+    "masked_reduce_max_of_u64": ("""
+let r = compute(a) {
+    @kernel reduce(max)
+    for i in 0..n:
+        if a[i] % 2 == 0:
+            yield a[i]
+}
+r
+""", {"a": (_u := (2 ** 63 + RNG.integers(0, 1000, 37).astype(np.uint64)).astype(np.uint64))},
+        np.uint64(_u[_u % 2 == 0].max()), 0),
+    "masked_reduce_min_of_i64_along_rows": ("""
+let r = compute(a) {
+    @kernel reduce(min, axis=1)
+    for i in 0..r, j in 0..c:
+        if j > 0:
+            yield a[i, j]
+}
+r
+""", {"a": (_a := (2 ** 60 + RNG.integers(0, 1000, (3, 37))).astype(np.int64))},
+        _a[:, 1:].min(1), 0),
+    "masked_argmax_of_i64_over_many_chunks": ("""
+let r = compute(a) {
+    @kernel reduce(argmax)
+    for i in 0..r, j in 0..c:
+        if j % 3 != 1:
+            yield (a[i, j], i * c + j)
+}
+r
+""", {"a": (_a := (2 ** 60 + np.arange(15000).reshape(3, 5000) * 7 % 9973).astype(np.int64))},
+        np.int64(np.argmax(np.where(np.arange(5000) % 3 != 1, _a, np.iinfo(np.int64).min))), 0),
+    "masked_argmax_and_max_of_bools": ("""
+let best = compute(x) {
+    @kernel reduce(argmax, axis=1)
+    for i in 0..r, j in 0..c:
+        if j > 2:
+            yield (x[i, j] > 1.5, j)
+}
+let m = compute(x) {
+    @kernel reduce(max, axis=1)
+    for i in 0..r, j in 0..c:
+        if j > 2:
+            yield x[i, j] > 1.5
+}
+best * 2 + m
+""", {"x": (_x := _f32(7, 37))},
+        np.array([3 + np.argmax(w[3:] > 1.5) for w in _x], np.int64) * 2 + (_x[:, 3:] > 1.5).any(1), 0),
 }
 
 
@@ -484,7 +533,8 @@ def _check(got, want, tol):
 
 # kernels computing in i64, which WebGPU has not: a device error there
 _I64_KERNELS = {"typed_i64_sum_of_i32_products", "typed_i64_sum_of_wrapping_products",
-                "masked_running_max_of_i64_past_2_53"}
+                "masked_running_max_of_i64_past_2_53", "masked_reduce_max_of_u64",
+                "masked_reduce_min_of_i64_along_rows", "masked_argmax_of_i64_over_many_chunks"}
 
 
 @pytest.mark.parametrize("device", DEVICES)

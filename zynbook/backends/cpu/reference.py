@@ -847,8 +847,16 @@ class ReferenceExecutor:
             if self.mask is not None else None
         ident = _IDENTITY[op]
         if active is not None:
-            val = np.where(active, val, np.asarray(ident, dtype=np.result_type(val, type(ident))
-                                                    if op not in ("and", "or") else bool))
+            if op in ("max", "min", "argmax", "argmin") and val.dtype.kind in "iub":
+                # an integer's (or bool's) own extreme: through -inf or inf, i64 values past
+                # 2^53 were compared in f64 (a masked max of 2^63 + 978 gave 2^63)
+                low = op in ("max", "argmax")
+                fill = np.asarray(not low, bool) if val.dtype.kind == "b" else np.asarray(
+                    np.iinfo(val.dtype).min if low else np.iinfo(val.dtype).max, val.dtype)
+            else:
+                fill = np.asarray(ident, dtype=np.result_type(val, type(ident))
+                                  if op not in ("and", "or") else bool)
+            val = np.where(active, val, fill)
             if idx is not None:     # an inactive iteration's index never wins a tie
                 idx = np.where(active, idx, -1)
         # lanes of loops that are kept become output axes; the rest are reduced now
@@ -875,11 +883,13 @@ class ReferenceExecutor:
         if r["value"] is None:
             dtype = np.result_type(value) if op not in ("and", "or") else np.bool_
             shape = self.out.shape
-            if op in ("max", "min") and np.issubdtype(dtype, np.integer):
+            if op in ("max", "min", "argmax", "argmin") and np.issubdtype(dtype, np.integer):
                 # integers keep their own type, from its extreme as on the devices (in f64,
-                # max of [2**63 - 1, -2**63] and min of 2**62 + 1 lost their low bits)
+                # max of [2**63 - 1, -2**63] and min of 2**62 + 1 lost their low bits; an
+                # argmax's best value too: its index -1 says no value is held yet)
                 info = np.iinfo(dtype)
-                r["value"] = np.full(shape, info.min if op == "max" else info.max, dtype=dtype)
+                r["value"] = np.full(shape, info.min if op in ("max", "argmax") else info.max,
+                                     dtype=dtype)
             else:
                 r["value"] = np.full(shape, _IDENTITY[op], dtype=np.float64 if op in ("argmax", "argmin")
                                      else np.result_type(dtype, type(_IDENTITY[op])) if op in ("max", "min")

@@ -344,3 +344,22 @@ def test_compare_result_may_name_a_let_inside_an_if(shell):
                                     "--result y --out cmp_hunt", cell)
     (row,) = shell.user_ns.pop("cmp_hunt").rows
     assert row.max_diff == 0.0 and not row.error
+
+
+def test_compute_does_not_read_a_name_the_notebook_deleted(shell):
+    import numpy as np
+
+    from zynbook.errors import ZynMLNameError
+
+    shell.user_ns["hunt_big"] = np.ones(4, np.float32)
+    shell.run_cell_magic("compute", "", "let hunt_y = hunt_big * 2.0")
+    shell.run_cell("del hunt_big")
+    with pytest.raises(ZynMLNameError, match="hunt_big"):
+        shell.run_cell_magic("compute", "", "let hunt_y2 = hunt_big + 1.0")
+    shell.run_cell("del hunt_y")
+    with pytest.raises(ZynMLNameError, match="hunt_y"):
+        shell.run_cell_magic("compute", "", "hunt_y")
+    # bound again, it is read again
+    shell.user_ns["hunt_big"] = np.full(4, 3.0, np.float32)
+    np.testing.assert_allclose(shell.run_cell_magic("compute", "", "hunt_big + 1.0"), 4.0)
+    shell.user_ns.pop("hunt_big", None)

@@ -205,6 +205,12 @@ class ComputeMagics(Magics):
                     kept = {}
                 kept[name] = (value, namespace.get(name, _UNBOUND))
         env = _notebook_values(shell, free, kept, namespace)   # the other names it reads
+        for name in free:
+            if name in namespace and name not in user_ns:
+                # deleted from the notebook (`del x`): the cell must not read the value the
+                # session kept (every name it holds came from the notebook or went to it)
+                with session.lock:
+                    namespace.pop(name, None)
         try:
             watched = cell_progress(session)
             try:

@@ -233,15 +233,21 @@ def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:
             return (f"the host int `{n.operand.name}`{'' if v is None else f' = {v}'} is past "
                     f"the 32-bit integers kernel {kernel.name} computes with on WebGPU (-2^31 "
                     "to 2^31 - 1); run it on `cpu`, `cpu:native` or a CUDA device")
+    first = None
     for target, _ in _launch_targets(options):
         prog = schedules.build(kernel, target, sizes)
         if prog is None:
-            return schedules.why_none(kernel, target, sizes)
+            # (the target with the launch's sizes may build one the dialect refuses: that
+            # says more than why a program of every size set was not built)
+            first = first or schedules.why_none(kernel, target, sizes)
+            continue
         try:            # what the dialect refused (64-bit integer arithmetic, a dtype)
             print_program(WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
                                       f64=options.f64), prog, kernel)
         except ZynMLDeviceError as e:
             return f"{e.message}; run it on `cpu`, `cpu:native` or a CUDA device"
+    if first is not None:
+        return first
     return "the WGSL dialect cannot spell the program the schedule built" + (
         "" if options.launch_sizes else ", or it needs the sizes of the launch")
 

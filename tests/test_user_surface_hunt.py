@@ -363,3 +363,26 @@ def test_compute_does_not_read_a_name_the_notebook_deleted(shell):
     shell.user_ns["hunt_big"] = np.full(4, 3.0, np.float32)
     np.testing.assert_allclose(shell.run_cell_magic("compute", "", "hunt_big + 1.0"), 4.0)
     shell.user_ns.pop("hunt_big", None)
+
+
+@pytest.mark.parametrize("value", [range(3), {1, 2}, (lambda t: t), None, b"ab"])
+def test_compute_a_notebook_value_zynml_cannot_use_is_a_type_error(shell, value):
+    from zynbook.errors import ZynMLTypeError
+
+    # a name the session never held: the cell said `unknown name`, though the notebook
+    # binds it
+    shell.user_ns["hunt_rr"] = value
+    with pytest.raises(ZynMLTypeError, match=f"`hunt_rr` is bound to .*{type(value).__name__}") \
+            as info:
+        shell.run_cell_magic("compute", "", "let hunt_q = 1\nlet hunt_q2 = hunt_rr")
+    assert (info.value.line, info.value.column) == (3, len("let hunt_q2 = ") + 1)
+    assert "hunt_rr" in info.value.render().splitlines()[1]
+    shell.user_ns.pop("hunt_rr")
+    shell.user_ns.pop("hunt_q", None)
+
+
+def test_compute_an_unknown_name_the_notebook_lacks_is_still_a_name_error(shell):
+    from zynbook.errors import ZynMLNameError
+
+    with pytest.raises(ZynMLNameError, match="unknown name `hunt_absent`"):
+        shell.run_cell_magic("compute", "", "let hunt_q = hunt_absent")

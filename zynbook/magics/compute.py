@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import html
+import re
 import sys
 
 import numpy as np
@@ -130,6 +131,37 @@ def _notebook_values(shell, names, skip=None, held=()) -> dict:
     return env
 
 
+_UNKNOWN_NAME = re.compile(r"unknown name `([A-Za-z_]\w*)`")
+
+
+def _unusable_read(shell, err, source: str):
+    """For `unknown name x` where the notebook binds `x` to a value ZynML cannot use (a
+    range, a set, a function, None, bytes), left unbound: the type error naming the value
+    at the cell's first read of `x` (as for a name the session held), else None."""
+    from ..errors import ZynMLNameError, ZynMLTypeError
+    from ..session import _bind_env, _first_use
+
+    m = _UNKNOWN_NAME.match(err.message) if isinstance(err, ZynMLNameError) else None
+    if m is None:
+        return None
+    name = m.group(1)
+    value = shell.user_ns.get(name, _UNBOUND)
+    if value is _UNBOUND or name in getattr(shell, "user_ns_hidden", {}):
+        return None
+    program = parse_cached(source)
+    try:
+        _bind_env({name: value}, program, source)
+    except ZynMLError as typed:
+        return typed
+    span = _first_use(program, name)
+    if span is None:
+        return None
+    return ZynMLTypeError(f"`{name}` is bound to a Python value of type "
+                          f"`{type(value).__name__}`, which a ZynML program cannot use; bind "
+                          "arrays (numpy, CuPy, torch), numbers, strings, dicts or lists",
+                          span, source)
+
+
 def _bind_unreplaced(shell, session, kept: dict) -> None:
     """After a failed run: bind the notebook values left unbound because the cell replaces
     them (`kept`: name -> (the value, what the session held)) where the run did not get
@@ -221,6 +253,9 @@ class ComputeMagics(Magics):
         except BaseException as err:
             if kept:
                 _bind_unreplaced(shell, session, kept)
+            unusable = _unusable_read(shell, err, source)
+            if unusable is not None:
+                raise unusable from None
             if isinstance(err, ZynMLError) and err.line == 1:
                 # line 1 is the magic line (blank in the cell's ZynML): show it, the columns
                 # of its annotations are those of `%%compute <annotations>`

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import replace
 
 import numpy as np
@@ -24,6 +23,7 @@ from zynbook.compiler.targets import cpu_target, cuda_target, metal_target, webg
 from zynbook.errors import ZynMLError
 
 import attention_sources as A
+import nvcc_runs
 from compute_testing import emulate_kernel, lower_block
 from tolerances import assert_within
 
@@ -138,16 +138,15 @@ def test_products_variants(params, case, seq, d):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_products_variants_compile_with_nvcc(tmp_path):
+def test_products_variants_compile_with_nvcc():
     """The CUDA C of every variant (and its fallback kernel) compiles for sm_90: a causal
     mask, head_dim 48 (three 16-byte groups a row), 77 queries and keys (a partial tile)."""
     k, _, sz, _ = _inputs(A.three_pass("causal"), 77, 48)
-    for n, p in enumerate((PRODUCTS,) + PRODUCT_VARIANTS):
-        src = render_cuda(k, sz, options={"params": Choice("attention", p)}).source
-        path = tmp_path / f"v{n}.cu"
-        path.write_text(src)
-        res = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / f"v{n}.cubin"), str(path)],
-                             capture_output=True, text=True)
+    compiles = [(p, nvcc_runs.queue(render_cuda(k, sz, options={"params": Choice("attention", p)}).source,
+                                    ("-arch=sm_90", "-cubin")))
+                for p in (PRODUCTS,) + PRODUCT_VARIANTS]       # queued at once: side by side
+    for p, fut in compiles:
+        res = fut.result()
         assert res.returncode == 0, (p.describe(), res.stderr[-3000:])
 
 

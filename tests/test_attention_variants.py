@@ -8,7 +8,6 @@ the MSL through the Metal emulator; the CUDA C through nvcc where no GPU is pres
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -22,6 +21,7 @@ from zynbook.compiler.codegen import cuda, msl, wgsl
 from zynbook.errors import ZynMLDeviceError
 
 import attention_sources as A
+import nvcc_runs
 from compute_testing import lower_block
 from tolerances import assert_within
 
@@ -254,23 +254,39 @@ def test_msl_in_the_emulator(name):
 
 # ------------------------------------------------------------------------- nvcc
 
-NVCC = shutil.which("nvcc")
+NVCC = nvcc_runs.NVCC
 NVCC_CASES = ["three_pass_bool_37", "three_pass_float_100", "three_pass_causal_37",
               "three_pass_scalar_bool_37", "three_pass_d24_causal_37", "one_pass_bool_100",
               "flash_48_100", "flash_48_min_37", "flash_bshd_min_100", "flash_bshd_min_37",
               "three_pass_bshd_causal_37"]
 
 
+def _ptx_flags(prog):
+    return ("--ptx", "-arch=sm_90a" if prog.arch_specific else "-arch=sm_90")   # warpgroup MMAs: sm_90a's own
+
+
+@pytest.fixture(scope="module")
+def queued_compiles():
+    """The nvcc compiles of test_cuda_compiles queued at once (nvcc_runs.py): they run beside
+    one another and the tests, each test then waits for its own."""
+    futures = []
+    for name in NVCC_CASES:
+        try:
+            k, _, sz, _ = lowered(name)
+            prog = cuda.render_cuda(k, sz)
+        except Exception:       # noqa: BLE001 (the test itself says what went wrong)
+            continue
+        futures.append(nvcc_runs.queue(prog.source, _ptx_flags(prog)))
+    yield
+    nvcc_runs.cancel(futures)
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 @pytest.mark.parametrize("name", NVCC_CASES)
-def test_cuda_compiles(name, tmp_path):
+def test_cuda_compiles(name, queued_compiles):
     k, _, sz, _ = lowered(name)
     prog = cuda.render_cuda(k, sz)
-    path = tmp_path / f"{name}.cu"
-    path.write_text(prog.source)
-    arch = "sm_90a" if prog.arch_specific else "sm_90"      # warpgroup MMAs: sm_90a's own
-    res = subprocess.run([NVCC, "--ptx", f"-arch={arch}", "-o", str(tmp_path / "k.ptx"), str(path)],
-                         capture_output=True, text=True)
+    res = nvcc_runs.run(prog.source, _ptx_flags(prog))
     assert res.returncode == 0, res.stderr[-4000:]
 
 
@@ -306,11 +322,12 @@ def _tutorial05_kernels(monkeypatch):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-def test_tutorial05_kernels_render_and_compile_for_cuda(monkeypatch, tmp_path):
+def test_tutorial05_kernels_render_and_compile_for_cuda(monkeypatch):
     seen = _tutorial05_kernels(monkeypatch)
     kinds = {k.kernel_type.kind for k, _ in seen}
     assert "flash_attention" in kinds
     done = set()
+    compiles = []
     for kernel, sizes in seen:
         key = (kernel.stable_hash(), tuple(sorted(sizes.items())))
         if key in done:
@@ -319,11 +336,9 @@ def test_tutorial05_kernels_render_and_compile_for_cuda(monkeypatch, tmp_path):
         prog = cuda.render_cuda(kernel, sizes)
         if kernel.kernel_type.kind == "flash_attention":
             assert "attention" in prog.schedule, prog.notes
-        path = tmp_path / f"k{len(done)}.cu"
-        path.write_text(prog.source)
-        arch = "sm_90a" if prog.arch_specific else "sm_90"      # warpgroup MMAs: sm_90a's own
-        res = subprocess.run([NVCC, "--ptx", f"-arch={arch}", "-o", str(tmp_path / "k.ptx"), str(path)],
-                             capture_output=True, text=True)
+        compiles.append(nvcc_runs.queue(prog.source, _ptx_flags(prog)))      # all at once
+    for fut in compiles:
+        res = fut.result()
         assert res.returncode == 0, res.stderr[-4000:]
 
 
@@ -356,13 +371,9 @@ def test_f16_attention_equals_reference_on_device(device, name):
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 @pytest.mark.parametrize("name", sorted(F16_CASES))
-def test_f16_attention_compiles_for_cuda(name, tmp_path):
+def test_f16_attention_compiles_for_cuda(name):
     k, _, sz, _ = _f16(name)
     prog = cuda.render_cuda(k, sz)
     assert "attention" in prog.schedule
-    path = tmp_path / "k.cu"
-    path.write_text(prog.source)
-    arch = "sm_90a" if prog.arch_specific else "sm_90"      # warpgroup MMAs: sm_90a's own
-    res = subprocess.run([NVCC, "--ptx", f"-arch={arch}", "-o", str(tmp_path / "k.ptx"), str(path)],
-                         capture_output=True, text=True)
+    res = nvcc_runs.run(prog.source, _ptx_flags(prog))
     assert res.returncode == 0, res.stderr[-4000:]

@@ -8,14 +8,13 @@ nvcc for sm_90a without spills; and, on an sm_90 GPU, the kernels as the hardwar
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import attention_sources as A
+import nvcc_runs
 from compute_testing import emulate_kernel
 from test_attention_mma import CUDA, SCHED, TOL, _check, _gpu, _lower, answer, cross
 from tolerances import assert_within
@@ -155,20 +154,39 @@ def test_the_launch_ir_says_where_a_comes_from():
     assert "wgmma fence _o[..32], _pa[..64]" in text
 
 
-NVCC = shutil.which("nvcc")
+NVCC = nvcc_runs.NVCC
+
+
+NVCC_CASES = [(64, "f16", None), (128, "bf16", None), (256, "f16", None), (80, "bf16", None),
+              (64, "f16", CHOICES[-1])]
+SM_90A = ("-gencode", "arch=compute_90a,code=sm_90a", "-cubin", "-Xptxas", "-v")
+
+
+def _program_for_sm_90a(d, dtype, params):
+    k, _, sz, _ = _lower(A.three_pass("causal"), dtype, 4096, 4096, d, heads=16)
+    return render_cuda(k, sz, (9, 0), {"params": Choice("attention", params or W.default(d))})
+
+
+@pytest.fixture(scope="module")
+def queued_compiles():
+    """Every case's nvcc compile queued at once (nvcc_runs.py): they run beside one another
+    and the tests, each test then waits for its own."""
+    futures = []
+    for case in NVCC_CASES:
+        try:
+            futures.append(nvcc_runs.queue(_program_for_sm_90a(*case).source, SM_90A))
+        except Exception:       # noqa: BLE001 (the test itself says what went wrong)
+            continue
+    yield
+    nvcc_runs.cancel(futures)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("d,dtype,params", [(64, "f16", None), (128, "bf16", None), (256, "f16", None),
-                                            (80, "bf16", None), (64, "f16", CHOICES[-1])])
-def test_nvcc_compiles_for_sm_90a_without_spills(d, dtype, params, tmp_path):
-    k, _, sz, _ = _lower(A.three_pass("causal"), dtype, 4096, 4096, d, heads=16)
-    params = params or W.default(d)
-    prog = render_cuda(k, sz, (9, 0), {"params": Choice("attention", params)})
+@pytest.mark.parametrize("d,dtype,params", NVCC_CASES)
+def test_nvcc_compiles_for_sm_90a_without_spills(d, dtype, params, queued_compiles):
+    prog = _program_for_sm_90a(d, dtype, params)
     assert prog.arch_specific and "_rs<1>" in prog.source          # P V: A from registers
-    (tmp_path / "k.cu").write_text(prog.source)
-    res = subprocess.run([NVCC, "-gencode", "arch=compute_90a,code=sm_90a", "-c", "-Xptxas", "-v",
-                          "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")], capture_output=True, text=True)
+    res = nvcc_runs.run(prog.source, SM_90A)
     assert res.returncode == 0, res.stderr[-3000:]
     tc = res.stderr.split("Function properties for zyn_k_kernel_mma")[1][:400]
     assert re.search(r"\b0 bytes spill stores", tc), tc

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -21,6 +20,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+import nvcc_runs  # noqa: E402
 import zynbook  # noqa: E402
 from compute_testing import lower_block  # noqa: E402
 from kernel_sources import CONV2D  # noqa: E402
@@ -362,17 +362,33 @@ def _kernel_reference(k, ins, sz, sc):
     return _outcome(lambda: run_kernel(k, ins, sz, sc))
 
 
+PTX = ("--ptx", "-arch=sm_90")
+
+
+@pytest.fixture(scope="module")
+def queued_compiles():
+    """Every case's nvcc compile queued at once (nvcc_runs.py): they run beside one another
+    and the tests, each test then waits for its own."""
+    futures = []
+    for case in sorted(CASES):
+        try:
+            lowered = _lowered(case)
+            if lowered is not None:
+                futures.append(nvcc_runs.queue(cuda.render_cuda(lowered[0], lowered[2]).source, PTX))
+        except Exception:       # noqa: BLE001 (the test itself says what went wrong)
+            continue
+    yield
+    nvcc_runs.cancel(futures)
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_cuda_compiles(case, tmp_path):
+def test_cuda_compiles(case, queued_compiles):
     if _lowered(case) is None:
         pytest.skip("refused by the front end")
     k, ins, sz, sc = _lowered(case)
     prog = cuda.render_cuda(k, sz)
-    path = tmp_path / "k.cu"
-    path.write_text(prog.source)
-    res = subprocess.run([NVCC, "--ptx", "-arch=sm_90", "-o", str(tmp_path / "k.ptx"), str(path)],
-                         capture_output=True, text=True)
+    res = nvcc_runs.run(prog.source, PTX)
     assert res.returncode == 0, res.stderr[-3000:]
     # every kernel takes the error flag last; a program that can fail says where
     assert prog.source.count("int* __restrict__ zyn_err") == len({s.func for s in prog.steps}) \

@@ -6,8 +6,6 @@ convolution; the printed CUDA through nvcc; on a CUDA GPU, against numpy."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from dataclasses import replace
 
@@ -16,6 +14,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
+import nvcc_runs  # noqa: E402
 
 from compute_testing import emulate_kernel, lower_block  # noqa: E402
 from kernel_sources import SPEC_CONV2D, unannotated  # noqa: E402
@@ -304,23 +303,47 @@ def resnet_block(dtype: str):
     return (_allow_tf32(kernel) if dtype == "tf32" else kernel), sizes
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("dtype", ["f32", "tf32", "f16"])
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_nvcc_compiles_the_resnet_block(dtype, arch, tmp_path):
+RESNET_DTYPES, RESNET_ARCHS = ["f32", "tf32", "f16"], ["sm_80", "sm_90"]
+
+
+def _resnet_program(dtype, arch):
     from zynbook.compiler.codegen.cuda import render_cuda
     kernel, sizes = resnet_block(dtype)
-    prog = render_cuda(kernel, sizes, (int(arch[3]), int(arch[4])))
+    return render_cuda(kernel, sizes, (int(arch[3]), int(arch[4])))
+
+
+def _resnet_flags(prog, arch):
+    return (("-gencode", f"arch=compute_{arch[3:]}a,code={arch}a") if prog.arch_specific else
+            (f"-arch={arch}",)) + ("-cubin",)      # (wgmma: sm_90a)
+
+
+@pytest.fixture(scope="module")
+def queued_compiles():
+    """The six compiles queued at once (nvcc_runs.py): they run beside one another and the
+    tests, each test then waits for its own."""
+    futures = []
+    for dtype in RESNET_DTYPES:
+        for arch in RESNET_ARCHS:
+            try:
+                prog = _resnet_program(dtype, arch)
+            except Exception:       # noqa: BLE001 (the test itself says what went wrong)
+                continue
+            futures.append(nvcc_runs.queue(prog.source, _resnet_flags(prog, arch)))
+    yield
+    nvcc_runs.cancel(futures)
+
+
+@pytest.mark.skipif(nvcc_runs.NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("dtype", RESNET_DTYPES)
+@pytest.mark.parametrize("arch", RESNET_ARCHS)
+def test_nvcc_compiles_the_resnet_block(dtype, arch, queued_compiles):
+    prog = _resnet_program(dtype, arch)
     assert "implicit GEMM" in prog.schedule
     # (exact f32 on Hopper: three TF32 products, test_gemm_split.py)
     assert ("tensor cores" in prog.schedule) == (dtype != "f32" or arch == "sm_90")
     if dtype == "tf32":
         assert "cp.async" in prog.schedule and "zyn_cp_async4" in prog.source
-    (tmp_path / "k.cu").write_text(prog.source)
-    flags = ["-gencode", f"arch=compute_{arch[3:]}a,code={arch}a"] if prog.arch_specific else \
-        [f"-arch={arch}"]       # (wgmma: sm_90a)
-    res = subprocess.run(["nvcc", *flags, "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
-                         capture_output=True, text=True)
+    res = nvcc_runs.run(prog.source, _resnet_flags(prog, arch))
     assert res.returncode == 0, res.stderr[-3000:]
 
 

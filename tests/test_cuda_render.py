@@ -3,20 +3,19 @@ generated CUDA C compiles with this machine's nvcc (`--ptx -arch=sm_90`)."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
+import nvcc_runs  # noqa: E402
 
 from zynbook.compiler import cir  # noqa: E402
 from zynbook.compiler.codegen import cuda  # noqa: E402
 from kernel_sources import ATTENTION_TEMPLATE, FLASH_TEMPLATE, lower_template  # noqa: E402
 
-NVCC = shutil.which("nvcc")
+NVCC = nvcc_runs.NVCC
 
 EXPECTED_SCHEDULE = {
     "relu": "16-byte vector", "mul_add": "16-byte vector", "broadcast": "16-byte vector",
@@ -36,14 +35,31 @@ EXPECTED_SCHEDULE = {
 }
 
 
+def _flags(arch: str = "sm_90"):
+    return ("--ptx", f"-arch={arch}")
+
+
 def nvcc_compile(source: str, tmp_path, name: str, arch: str = "sm_90"):
-    path = tmp_path / f"{name}.cu"
-    path.write_text(source)
-    res = subprocess.run([NVCC, "--ptx", f"-arch={arch}", "-o", str(tmp_path / f"{name}.ptx"), str(path)],
-                         capture_output=True, text=True)
+    res = nvcc_runs.run(source, _flags(arch))
     assert res.returncode == 0, res.stderr[-4000:]
-    ptx = (tmp_path / f"{name}.ptx").read_text()
-    assert ".entry" in ptx
+    assert ".entry" in res.ptx
+
+
+@pytest.fixture(scope="module")
+def queued_compiles():
+    """Every kernel's compile of test_nvcc_compiles, queued at once: the compiles (nvcc
+    processes) run beside one another and the tests, each test then waits for its own."""
+    futures = []
+    if NVCC:
+        for name in sorted(K.ALL):
+            try:
+                kernel, sizes, _, _ = K.ALL[name]()
+                prog = cuda.render_cuda(kernel, sizes)
+            except Exception:       # noqa: BLE001 (the test itself says what went wrong)
+                continue
+            futures.append(nvcc_runs.queue(prog.source, _flags("sm_90a" if prog.arch_specific else "sm_90")))
+    yield
+    nvcc_runs.cancel(futures)
 
 
 @pytest.mark.parametrize("name", sorted(K.ALL))
@@ -60,7 +76,7 @@ def test_renders_with_schedule(name):
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 @pytest.mark.parametrize("name", sorted(K.ALL))
-def test_nvcc_compiles(name, tmp_path):
+def test_nvcc_compiles(name, tmp_path, queued_compiles):
     kernel, sizes, _, _ = K.ALL[name]()
     prog = cuda.render_cuda(kernel, sizes)
     # a program on sm_90a's warpgroup MMAs compiles for that variant, as the device does

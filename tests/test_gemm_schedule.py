@@ -579,23 +579,45 @@ def test_tensor_core_configurations_on_the_gpu(dtype, ta, tb):
                                    err_msg=str(p))
 
 
-@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("dtype,params", [
+TENSOR_CORE_CASES = [
     ("bf16", GemmParams(128, 256, 32, 64, 64, 8, True, 3, True)),     # dynamic shared memory
     ("f16", GemmParams(128, 128, 32, 64, 32, 8, True, 4, True)),
     ("tf32", GemmParams(128, 128, 16, 64, 32, 4, True, 3, True)),
-    ("tf32", GemmParams(64, 64, 16, 32, 32, 1, True))])
-def test_nvcc_compiles_the_tensor_core_configurations(dtype, params, tmp_path):
-    import subprocess
+    ("tf32", GemmParams(64, 64, 16, 32, 32, 1, True))]
+SM_90_CUBIN = ("-arch=sm_90", "-cubin")
+
+
+def _tensor_core_source(dtype, params):
     from zynbook.compiler.codegen.cuda import render_cuda
     from zynbook.compiler.schedules.base import Choice
     kernel, sizes, _, _ = K.matmul_t(1024, 1024, 1024 if params.width > 1 else 1023,
                                      "f32" if dtype == "tf32" else dtype, False, True)
     kernel = _allow_tf32(kernel) if dtype == "tf32" else kernel
-    src = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", params)}).source
-    (tmp_path / "k.cu").write_text(src)
-    res = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
-                         capture_output=True, text=True)
+    return render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", params)}).source
+
+
+@pytest.fixture(scope="module")
+def queued_compiles():
+    """The nvcc compiles of this file's two tests below queued at once (nvcc_runs.py): they
+    run beside one another and the tests, each test then waits for its own."""
+    import nvcc_runs
+    futures = []
+    for make, cases in ((_tensor_core_source, TENSOR_CORE_CASES), (_tf32_mixed_program, TF32_MIXED_CASES)):
+        for case in cases:
+            try:
+                prog = make(*case)
+            except Exception:       # noqa: BLE001 (the test itself says what went wrong)
+                continue
+            futures.append(nvcc_runs.queue(getattr(prog, "source", prog), SM_90_CUBIN))
+    yield
+    nvcc_runs.cancel(futures)
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("dtype,params", TENSOR_CORE_CASES)
+def test_nvcc_compiles_the_tensor_core_configurations(dtype, params, queued_compiles):
+    import nvcc_runs
+    res = nvcc_runs.run(_tensor_core_source(dtype, params), SM_90_CUBIN)
     assert res.returncode == 0, res.stderr[-3000:]
 
 
@@ -667,24 +689,29 @@ def test_tf32_mixed_operands_epilogue_and_batches(case):
         np.testing.assert_allclose(got, want, err_msg=params.describe(), **tolerance("f32", "contraction"))
 
 
-@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("da,db,tb,params", [
+TF32_MIXED_CASES = [
     ("f32", "f16", False, None),                                   # the default: cp.async, swizzled
     ("f16", "f32", True, GemmParams(128, 128, 16, 64, 32, 4, True, 2, False)),
     ("bf16", "f32", False, GemmParams(128, 128, 16, 64, 32, 4, True)),     # 16-byte loads
-    ("f32", "bf16", True, GemmParams(64, 64, 16, 32, 32, 1, True))])
-def test_nvcc_compiles_tf32_over_mixed_operands(da, db, tb, params, tmp_path):
-    import subprocess
+    ("f32", "bf16", True, GemmParams(64, 64, 16, 32, 32, 1, True))]
+
+
+def _tf32_mixed_program(da, db, tb, params):
     from zynbook.compiler.codegen.cuda import render_cuda
     from zynbook.compiler.schedules.base import Choice
     kernel, sizes, _, _ = K.matmul_t(1024, 1024, 1024 if params is None or params.width > 1 else 1023,
                                      da, False, tb, b_dtype=db)
     choice = {} if params is None else {"params": Choice("gemm", params)}
-    prog = render_cuda(_allow_tf32(kernel), sizes, (9, 0), choice)
+    return render_cuda(_allow_tf32(kernel), sizes, (9, 0), choice)
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("da,db,tb,params", TF32_MIXED_CASES)
+def test_nvcc_compiles_tf32_over_mixed_operands(da, db, tb, params, queued_compiles):
+    import nvcc_runs
+    prog = _tf32_mixed_program(da, db, tb, params)
     assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in prog.source
-    (tmp_path / "k.cu").write_text(prog.source)
-    res = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")],
-                         capture_output=True, text=True)
+    res = nvcc_runs.run(prog.source, SM_90_CUBIN)
     assert res.returncode == 0, res.stderr[-3000:]
 
 

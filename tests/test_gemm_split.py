@@ -13,11 +13,13 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
+import nvcc_runs  # noqa: E402
 
 from compute_testing import emulate_kernel, lower_block  # noqa: E402
 from kernel_sources import BATCHED, EPILOGUE  # noqa: E402
 from test_gemm_schedule import _tf32  # noqa: E402
-from test_gemm_wgmma import GPU, NVCC, ON_HOPPER, _rewritten, compiles_for_sm_90a  # noqa: E402
+from test_gemm_wgmma import (GPU, NVCC, ON_HOPPER, _rewritten, compiles_for_sm_90a,  # noqa: E402
+                             queue_for_sm_90a)
 from zynbook import tuning  # noqa: E402
 from zynbook.backends.cpu.reference import run_kernel  # noqa: E402
 from zynbook.compiler.launch import ir  # noqa: E402
@@ -171,11 +173,20 @@ def test_a_convolution_in_tf32_takes_one_product_a_step_on_hopper():
     assert p.mma and not p.wgmma
 
 
+NVCC_CASES = [((4096, 4096, 4096), False, False), ((301, 296, 200), False, True)]
+
+
+@pytest.fixture(scope="module")
+def queued_compiles():
+    futures = queue_for_sm_90a([("f32", mnk, ta, tb, None) for mnk, ta, tb in NVCC_CASES])
+    yield
+    nvcc_runs.cancel(futures)
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("mnk,ta,tb", [((4096, 4096, 4096), False, False),
-                                       ((301, 296, 200), False, True)])
-def test_nvcc_compiles_for_sm_90a(mnk, ta, tb, tmp_path):
-    prog = compiles_for_sm_90a("f32", mnk, ta, tb, None, tmp_path)
+@pytest.mark.parametrize("mnk,ta,tb", NVCC_CASES)
+def test_nvcc_compiles_for_sm_90a(mnk, ta, tb, queued_compiles):
+    prog = compiles_for_sm_90a("f32", mnk, ta, tb, None)
     assert "k8.f32.tf32.tf32" in prog.source and "cvt.rna.tf32.f32" in prog.source
 
 

@@ -15,9 +15,10 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
+import nvcc_runs  # noqa: E402
 
 from compute_testing import emulate_kernel, lower_block  # noqa: E402
-from test_gemm_wgmma import (NVCC, ON_HOPPER, _rewritten, compiles_for_sm_90a,  # noqa: E402
+from test_gemm_wgmma import (NVCC, ON_HOPPER, _rewritten, compiles_for_sm_90a, queue_for_sm_90a,  # noqa: E402
                              epilogue_or_batches, runs_on_the_gpu)
 from tolerances import tolerance  # noqa: E402
 from zynbook.backends import emulator as emulate  # noqa: E402
@@ -266,16 +267,26 @@ def test_the_printed_cuda_passes_its_maps_by_value():
     assert "setmaxnreg.dec" in prog.source and "cp.async.bulk.tensor.2d" in prog.source
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("dtype,mnk,ta,tb,params", [
+NVCC_CASES = [
     ("bf16", (4096, 4096, 4096), False, False, None),
     ("f16", (4096, 4096, 4096), True, True, GemmParams(128, 256, 64, 64, 256, 8, True, 4, True, True, True)),
     ("f16", (200, 296, 136), False, False, GemmParams(128, 128, 64, 64, 128, 8, True, 3, True, True, True)),
     ("bf16", (4096, 768, 768), False, True, GemmParams(128, 192, 64, 64, 192, 8, True, 4, True, True, True)),
     ("f16", (4096, 3072, 768), False, False, GemmParams(64, 256, 64, 64, 256, 8, True, 3, True, True, True, True)),
-    ("bf16", (4096, 3072, 768), False, True, GemmParams(128, 128, 64, 64, 128, 8, True, 4, True, True, True, True))])
-def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
-    assert compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path).tensor_maps
+    ("bf16", (4096, 3072, 768), False, True, GemmParams(128, 128, 64, 64, 128, 8, True, 4, True, True, True, True))]
+
+
+@pytest.fixture(scope="module")
+def queued_compiles():
+    futures = queue_for_sm_90a(NVCC_CASES)         # side by side (nvcc_runs.py)
+    yield
+    nvcc_runs.cancel(futures)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("dtype,mnk,ta,tb,params", NVCC_CASES)
+def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, queued_compiles):
+    assert compiles_for_sm_90a(dtype, mnk, ta, tb, params).tensor_maps
 
 
 @pytest.mark.gpu

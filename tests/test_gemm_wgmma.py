@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import sys
 from dataclasses import replace
 
@@ -17,6 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cuda_cir_kernels as K  # noqa: E402
+import nvcc_runs  # noqa: E402
 
 from compute_testing import cuda_device, emulate_kernel, lower_block  # noqa: E402
 from kernel_sources import BATCHED, HALF_EPILOGUE  # noqa: E402
@@ -241,28 +240,56 @@ def test_the_device_compiles_such_programs_for_sm_90a():
     assert "--gpu-architecture=compute_90" in dev._options(binary=False)
 
 
-NVCC = shutil.which("nvcc")
+NVCC = nvcc_runs.NVCC
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("dtype,mnk,ta,tb,params", [
+NVCC_CASES = [
     ("bf16", (4096, 4096, 4096), False, False, None),                   # the default
     ("f16", (4096, 4096, 4096), True, True, None),
     ("f16", (301, 296, 200), False, False, GemmParams(128, 128, 64, 64, 128, 8, True, 5, True, True)),
-    ("bf16", (256, 512, 512), True, False, GemmParams(128, 256, 64, 64, 128, 8, True, 3, True, True))])
-def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
-    compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path)
+    ("bf16", (256, 512, 512), True, False, GemmParams(128, 256, 64, 64, 128, 8, True, 3, True, True))]
 
 
-def compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path):
+@pytest.fixture(scope="module")
+def queued_compiles():
+    futures = queue_for_sm_90a(NVCC_CASES)
+    yield
+    nvcc_runs.cancel(futures)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("dtype,mnk,ta,tb,params", NVCC_CASES)
+def test_nvcc_compiles_for_sm_90a(dtype, mnk, ta, tb, params, queued_compiles):
+    compiles_for_sm_90a(dtype, mnk, ta, tb, params)
+
+
+SM_90A = ("-gencode", "arch=compute_90a,code=sm_90a", "-cubin", "-Xptxas", "-v")
+
+
+def program_for_sm_90a(dtype, mnk, ta, tb, params):
+    kernel, sizes, _, _ = K.matmul_t(*mnk, dtype, ta, tb)
+    return render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", params)} if params else None)
+
+
+def queue_for_sm_90a(cases) -> list:
+    """The nvcc compiles of `cases` (dtype, mnk, ta, tb, params) queued at once (nvcc_runs.py),
+    for a module's fixture: they run beside one another and the tests, each test then waits
+    for its own (a case that does not render is left to its test to report)."""
+    futures = []
+    for case in cases:
+        try:
+            futures.append(nvcc_runs.queue(program_for_sm_90a(*case).source, SM_90A))
+        except Exception:       # noqa: BLE001
+            continue
+    return futures
+
+
+def compiles_for_sm_90a(dtype, mnk, ta, tb, params, tmp_path=None):
     """The program of this matmul through nvcc for sm_90a, with no spills and the MMAs kept
     asynchronous (ptxas reports a "Performance Loss" where it serialises them)."""
-    kernel, sizes, _, _ = K.matmul_t(*mnk, dtype, ta, tb)
-    prog = render_cuda(kernel, sizes, (9, 0), {"params": Choice("gemm", params)} if params else None)
+    prog = program_for_sm_90a(dtype, mnk, ta, tb, params)
     assert prog.arch_specific
-    (tmp_path / "k.cu").write_text(prog.source)
-    res = subprocess.run([NVCC, "-gencode", "arch=compute_90a,code=sm_90a", "-c", "-Xptxas", "-v",
-                          "-o", str(tmp_path / "k.o"), str(tmp_path / "k.cu")], capture_output=True, text=True)
+    res = nvcc_runs.run(prog.source, SM_90A)
     assert res.returncode == 0, res.stderr[-3000:]
     assert set(re.findall(r"(\d+) bytes spill stores", res.stderr)) == {"0"}, res.stderr[-3000:]
     assert "Performance Loss" not in res.stderr, res.stderr[-3000:]

@@ -386,3 +386,13 @@ def test_compute_an_unknown_name_the_notebook_lacks_is_still_a_name_error(shell)
 
     with pytest.raises(ZynMLNameError, match="unknown name `hunt_absent`"):
         shell.run_cell_magic("compute", "", "let hunt_q = hunt_absent")
+
+
+def test_kernel_a_python_value_zynml_cannot_use_is_a_type_error(kc):
+    reply, outputs = execute(kc, "%python hunt_r = range(3)\nlet hunt_q = hunt_r")
+    assert reply["status"] == "error"
+    assert reply["ename"] == "ZynMLTypeError", reply
+    assert "`hunt_r` is bound to a Python value of type `range`" in reply["evalue"]
+    assert "(line 2, column 14)" in reply["evalue"]
+    reply, outputs = execute(kc, "%time let hunt_q = hunt_r")
+    assert reply["ename"] == "ZynMLTypeError" and "(line 1, column 20)" in reply["evalue"]

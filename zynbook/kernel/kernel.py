@@ -142,8 +142,16 @@ class ZynMLRunner:
             with cell_progress(session):
                 value, is_expr = session.run_cell(source, **env)
         except ZynMLError as err:
+            from ..magics.compute import _unusable_read
+
+            # `unknown name x` where Python binds x to a value ZynML cannot use: say so
+            unusable = _unusable_read(self.shell, err, source)
+            if unusable is not None:
+                err = unusable
             if at is not None and err.source == source:
                 _on_cell_line(err, *at)
+            if unusable is not None:
+                raise err from None
             raise
         finally:
             self._remember()

@@ -5,6 +5,7 @@ rendering of the same CIR.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -644,3 +645,23 @@ def test_integers_to_a_negative_power_is_no_broadcast_error():
         s.run("tensor([1, 2]) ** tensor([-1, 2, 3])")
     with pytest.raises(ZynMLShapeError, match=r"shapes \[2\] and \[3\] do not broadcast"):
         s.run("tensor([1, 2]) + tensor([1, 2, 3])")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/meminfo"), reason="Linux's /proc/meminfo")
+def test_host_memory_check_uses_what_the_machine_has_available():
+    """An array is refused past the memory and swap available now (MemAvailable + SwapFree),
+    not past the machine's total: past what is available, the allocation succeeds lazily
+    and the kernel process is killed when it is touched."""
+    from zynbook.runtime.builtins import host_memory_bytes
+    info = {}
+    for line in open("/proc/meminfo"):
+        key, _, rest = line.partition(":")
+        info[key] = int(rest.split()[0]) * 1024
+    available = info["MemAvailable"] + info.get("SwapFree", 0)
+    assert abs(host_memory_bytes() - available) < max(available // 10, 1 << 29)
+    total = info["MemTotal"] + info.get("SwapTotal", 0)
+    n = (available + total) // 2 // 4          # between the two, in f32 elements
+    if n * 4 > host_memory_bytes() * 1.05:     # (the other processes leave such a gap)
+        with pytest.raises(zynbook.ZynMLMemoryError) as err:
+            zynbook.Session(device="cpu").run(f"let big = zeros([{n}])")
+        assert "available" in err.value.message

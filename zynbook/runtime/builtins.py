@@ -185,31 +185,37 @@ def _arity(args, n, fn, usage):
 
 
 def host_memory_bytes() -> int | None:
-    """This machine's physical memory plus swap (None where the system does not tell)."""
+    """The memory this machine can give a process now: Linux's estimate of what is
+    available (free memory and what the kernel can reclaim) plus free swap; elsewhere its
+    physical memory plus swap (None where the system does not tell). Asking past it, the
+    allocation may succeed lazily and the process be killed later, taking the session."""
+    info = {}
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                info[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    if "MemAvailable" in info:
+        return info["MemAvailable"] + info.get("SwapFree", 0)
     try:
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("SwapTotal:"):
-                    total += int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return total
+    return total + info.get("SwapTotal", 0)
 
 
 def check_host_memory(shape, dtype: str):
-    """A ZynMLMemoryError, before anything is allocated, for host memory no machine could
-    give here (more than its memory and swap): numpy would try, lazily, and fail late."""
+    """A ZynMLMemoryError, before anything is allocated, for more host memory than the
+    machine can give now: numpy would try, lazily, and the process die late."""
     nbytes = int(np.prod([int(d) for d in shape], dtype=object)) * _np(dtype).itemsize
     limit = host_memory_bytes()
     if limit is not None and nbytes > limit:
         raise ZynMLMemoryError(
             f"out of memory: this line asked for {_size_text(nbytes)} (an array of shape "
-            f"{list(shape)} of {dtype}), more than this machine's {_size_text(limit)} of "
-            "memory and swap")
+            f"{list(shape)} of {dtype}), more than the {_size_text(limit)} of memory and swap "
+            "this machine has available")
 
 
 def _size_text(n: int) -> str:

@@ -614,3 +614,38 @@ def test_a_host_int_past_i32_in_integer_arithmetic_is_i64(device):
         return
     _check(zynbook.Session(device=device).run(src, a=a, k=3_000_000_000),
            a.astype(np.int64) + 3_000_000_000, 0)
+
+
+_BIG_SHARED = """
+let y = compute(x) {
+    for b in 0..1:
+        shared var s[N]
+        for i in 0..7:
+            s[i] = x[i]
+        barrier()
+        for i in 0..7:
+            out[i] = s[i]
+}
+"""
+
+
+def test_a_shared_array_past_2_31_elements_is_indexed_in_64_bits():
+    """cpu:native's block memory of 3e9 elements: 64-bit indices and loop counters (a 32-bit
+    counter never reached the bound: the kernel ran for ever)."""
+    from compute_testing import lower_block
+    from zynbook.compiler.codegen import c as c_codegen
+    k, _, sizes, _ = lower_block(_BIG_SHARED.replace("N", "3000000000"), {"x": np.zeros(7, np.float32)})
+    program = c_codegen.render_program(k, sizes)
+    assert "3000000000LL" in program.source and "for (int " not in program.source
+    assert program.scratch_bytes == 3000000000 * 4
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_shared_array_past_the_machines_memory_is_refused(device):
+    """Shared arrays of 1.1 TiB: a memory error on the CPU devices (before anything is
+    allocated), a device error where the target cannot hold it."""
+    x = np.arange(7, dtype=np.float32)
+    with pytest.raises((zynbook.ZynMLMemoryError, zynbook.ZynMLDeviceError)) as err:
+        zynbook.Session(device=device).run(_BIG_SHARED.replace("N", "300000000000"), x=x)
+    if device.startswith("cpu"):
+        assert isinstance(err.value, zynbook.ZynMLMemoryError) and "1.1 TiB" in err.value.message

@@ -54,7 +54,7 @@ from ...compiler.codegen import c as c_codegen
 from ...compiler.codegen.dialects.cpp import (LIBMVEC_MACRO, SERIAL_WORD, VECTOR_MATH,
                                               vector_math_declarations)
 from ...compiler.types import NUMPY_NAMES
-from ...errors import Span, ZynMLDeviceError
+from ...errors import Span, ZynMLDeviceError, ZynMLMemoryError
 from ..base import Device, Launch, LaunchPlan, LaunchTimes
 from .buffers import BufferPool
 
@@ -530,6 +530,7 @@ class NativePlan(LaunchPlan):
         ivals = [int(scalars[n]) for n in self.int_names]
         fargs = (ctypes.c_double * max(1, len(fvals)))(*fvals)
         iargs = (ctypes.c_longlong * max(1, len(ivals)))(*ivals)
+        self._check_block_memory()
         err = (ctypes.c_int * (SERIAL_WORD + 1))()
         alone = self.serial or self.alone > 0
         err[SERIAL_WORD] = alone
@@ -547,6 +548,19 @@ class NativePlan(LaunchPlan):
                             download=0.0, source="host-clock")
         self.compile_s = 0.0            # the first launch reports the build
         return out, Launch(self.kernel.name, self.device.id, times, geometry)
+
+    def _check_block_memory(self):
+        """A ZynMLMemoryError for block memory (shared arrays past the cache, one copy a
+        block, allocated by the entry point) past what the machine has available: calloc
+        would succeed lazily and the process be killed as the kernel touched it."""
+        from ...runtime.builtins import _size_text, host_memory_bytes
+        need = self.compiled.program.scratch_bytes
+        limit = host_memory_bytes() if need else None
+        if limit is not None and need > limit:
+            raise ZynMLMemoryError(
+                f"out of memory: kernel `{self.kernel.name}` needs {_size_text(need)} for its "
+                f"shared arrays (a copy for each block), more than the {_size_text(limit)} of "
+                "memory and swap this machine has available")
 
     def _contention(self, alone: bool, seconds: float):
         """Whether the next launches run alone (see _CONTENDED), after one that took

@@ -209,6 +209,8 @@ class ReferenceExecutor:
             shape = tuple(int(self.uniform(self.eval(d), s.line)) if isinstance(d, cir.Expr) else
                           (self.sizes[d] if isinstance(d, str) else int(d)) for d in s.shape)
             lane_shape = self._lane_shape()
+            from ...runtime.builtins import check_host_memory   # (runtime imports this module)
+            check_host_memory(lane_shape + shape, s.dtype)
             self.buffers[s.name] = np.zeros(lane_shape + shape, dtype=np_dtype(s.dtype))
             self.shared_defs[s.name] = len(lane_shape)
             if s.dtype == "bf16":

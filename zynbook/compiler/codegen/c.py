@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import cir, errflag, schedules
-from ..launch.scalar import user_name
+from ..launch import ir
+from ..launch.scalar import DTYPE_BYTES, user_name
 from ..targets import cpu_target
 from .dialects.cpp import CppDialect
 from .printer import print_program
@@ -34,6 +35,7 @@ class CProgram:
     line_map: dict = field(default_factory=dict)   # generated line (1-based) -> ZynML line
     openmp: bool = True
     error_sites: tuple = ()     # compiler/errflag.py: what the kernel may report
+    scratch_bytes: int = 0      # the memory the entry point allocates (block memory)
 
 
 def render_program(kernel: cir.Kernel, sizes: dict, openmp: bool = True,
@@ -49,7 +51,8 @@ def _launch_program(kernel: cir.Kernel, sizes: dict, openmp: bool, params=None) 
     prog = schedules.build(kernel, cpu_target(), sizes, params)
     if prog is None:
         return None
-    out = print_program(CppDialect(openmp), prog, kernel, {user_name(d): sizes[d] for d in kernel.dims})
+    env = {user_name(d): sizes[d] for d in kernel.dims}
+    out = print_program(CppDialect(openmp), prog, kernel, env)
     args, nf, ni = [], 0, 0
     for s in kernel.scalars:
         if s.name in sizes:
@@ -60,7 +63,10 @@ def _launch_program(kernel: cir.Kernel, sizes: dict, openmp: bool, params=None) 
         else:
             args.append((s.name, "i", ni))
             ni += 1
-    return CProgram(kernel.name, out.source, args, prog.schedule, out.line_map, openmp, prog.sites)
+    scratch = sum(max(1, ir.evaluate(sc.count, env)) * DTYPE_BYTES["f32" if sc.dtype == "bf16" else sc.dtype]
+                  for sc in prog.scratch)          # (bf16 is held as f32 here)
+    return CProgram(kernel.name, out.source, args, prog.schedule, out.line_map, openmp, prog.sites,
+                    scratch)
 
 
 def render(kernel: cir.Kernel, sizes: dict | None = None, openmp: bool = True) -> str:

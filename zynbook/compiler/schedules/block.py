@@ -106,7 +106,11 @@ class _Builder(Builder):
         kernel = without_tiles(kernel, self.sizes)[0] or kernel
         self.k, self.t, self.T = kernel, target, params.threads
         self.nest = parallel_nest(kernel.body, self.sizes)
-        self.idx = index_dtype(kernel, self.sizes)
+        # shared arrays, one copy a block where they spill to memory, index past 2^31 too
+        shared = [prod(cir.eval_dim(d, self.sizes) for d in s.shape) for s in cir.walk(self.nest.body)
+                  if isinstance(s, cir.SharedAlloc)]
+        wide = any(n * max(1, self.nest.total) >= 2 ** 31 - 1 for n in shared)
+        self.idx = "i64" if wide else index_dtype(kernel, self.sizes)
         self.sites = errflag.ErrorSites()
         self.low = ScalarLowering(kernel, self.sizes, self.sites, self.idx)
         self.shared = []

@@ -601,7 +601,7 @@ class _Rewriter:
         if self.is_tile(value):
             self.fits(value, stmts, line)
             vexts = self.shape(value)[1]
-            for x, n in zip(vexts, names[rank - len(vexts):]):
-                self.check("store", x, n, stmts, line)
+            for x, n in zip(vexts, exts[rank - len(vexts):]):    # (the expressions: equal
+                self.check("store", x, n, stmts, line)            # ones need no check)
         return stmts + self.over(names, lambda idx: [cir.Store(
             buffer, where(idx), self.operand_at(value, rank, idx), line)], line)

@@ -649,3 +649,24 @@ def test_a_shared_array_past_the_machines_memory_is_refused(device):
         zynbook.Session(device=device).run(_BIG_SHARED.replace("N", "300000000000"), x=x)
     if device.startswith("cpu"):
         assert isinstance(err.value, zynbook.ZynMLMemoryError) and "1.1 TiB" in err.value.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["<", "<=", ">", ">=", "==", "!="])
+def test_u64_compared_with_signed_integers(device, op):
+    """A u64 against an i64 or i32 as numpy compares them (no integer type holds both: a
+    negative signed value is below every u64), the u64 on either side."""
+    a = np.array([2 ** 63 + 5, 3, 2 ** 64 - 1, 0, 7], np.uint64)
+    b = np.array([-1, -7, 5, 0, 7], np.int64)
+    c = np.array([-1, 2, 5, 0, 9], np.int32)
+    for other, name in ((b, "b"), (c, "c")):
+        for left, right, l, r in (("a", name, a, other), (name, "a", other, a)):
+            src = f"let y = compute(a, {name}) {{\n    for i in 0..n:\n        out[i] = {left}[i] {op} {right}[i]\n}}"
+            session = zynbook.Session(device=device)
+            if device.startswith(("vulkan", "gl", "webgpu", "metal")):
+                with pytest.raises(zynbook.ZynMLDeviceError):
+                    session.run(src, a=a, **{name: other})
+                continue
+            session.run(src, a=a, **{name: other})
+            got = np.asarray(session.namespace["y"].numpy()).astype(bool)
+            np.testing.assert_array_equal(got, eval(f"l {op} r"), err_msg=f"{left} {op} {right}")

@@ -237,6 +237,16 @@ class ScalarLowering:
     def index(self, e) -> ir.Expr:
         return cast(self.expr(e), self.idx)
 
+    def u64_against_signed(self, op: str, e: cir.Bin, u_left: bool) -> ir.Expr:
+        """A u64 compared with a signed integer, which no integer type holds both of: a
+        negative signed side is below every u64; else both compare as u64."""
+        signed = self.operand(e.right if u_left else e.left, "i64")
+        negative = ir.Bin("<", signed, lit(0, "i64"), "bool")
+        # the u64 side is the larger: what `op` says of (u64 side > signed side)
+        larger = op in ((">", ">=", "!=") if u_left else ("<", "<=", "!="))
+        both = ir.Bin(op, self.operand(e.left, "u64"), self.operand(e.right, "u64"), "bool")
+        return ir.Select(negative, lit(larger, "bool"), both, "bool")
+
     def binary(self, e: cir.Bin) -> ir.Expr:
         op = e.op
         lt, rt = compute_dtype(e.left.ty.dtype), compute_dtype(e.right.ty.dtype)
@@ -246,6 +256,8 @@ class ScalarLowering:
         if op in ("<", "<=", ">", ">=", "==", "!="):
             floats = [t for t in (lt, rt) if t in ir.FLOAT_DTYPES]
             ct = ("f64" if "f64" in floats else floats[0]) if floats else _common_int(lt, rt)
+            if not floats and "u64" in (lt, rt) and (rt if lt == "u64" else lt).startswith("i"):
+                return self.u64_against_signed(op, e, lt == "u64")
             return ir.Bin(op, self.operand(e.left, ct), self.operand(e.right, ct), "bool")
         a, b = self.operand(e.left, dt), self.operand(e.right, dt)
         if dt in ir.FLOAT_DTYPES:

@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -51,13 +52,32 @@ def test_tutorials_are_in_order():
     assert len(names) == 8, names
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook(notebook, nbval_env):
+def _nbval(notebook, env):
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
            "--nbval-sanitize-with", str(SANITIZE), "--nbval-cell-timeout", "600",
            "--rootdir", str(REPO), "-o", "testpaths=", str(notebook)]
-    result = subprocess.run(cmd, cwd=REPO, env=nbval_env, capture_output=True, text=True,
-                            timeout=1800)
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
+
+
+@pytest.fixture(scope="module")
+def nbval_runs(nbval_env, request):
+    """The nbval run of every notebook selected, started at once on a pool as wide as the
+    machine: each is its own processes (nbval and the notebook's kernel), and the notebooks
+    share nothing but the kernel cache, whose entries are written atomically."""
+    selected = [item.callspec.params["notebook"] for item in request.session.items
+                if item.module is request.module and getattr(item, "originalname", "") == "test_notebook"]
+    pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="nbval")
+    runs = {nb: pool.submit(_nbval, nb, nbval_env) for nb in selected}
+    yield runs
+    for run in runs.values():
+        run.cancel()
+    pool.shutdown(wait=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook(notebook, nbval_runs, nbval_env):
+    run = nbval_runs.get(notebook)
+    result = run.result() if run is not None else _nbval(notebook, nbval_env)
     assert result.returncode == 0, result.stdout[-12000:] + result.stderr[-3000:]
     assert " passed" in result.stdout, result.stdout[-3000:]

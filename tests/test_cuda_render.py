@@ -47,17 +47,25 @@ def nvcc_compile(source: str, tmp_path, name: str, arch: str = "sm_90"):
 
 @pytest.fixture(scope="module")
 def queued_compiles():
-    """Every kernel's compile of test_nvcc_compiles, queued at once: the compiles (nvcc
-    processes) run beside one another and the tests, each test then waits for its own."""
+    """Every compile of this file, queued at once: the compiles (nvcc processes) run beside
+    one another and the tests, each test then waits for its own."""
+    def kernel_program(name):
+        kernel, sizes, _, _ = K.ALL[name]()
+        return cuda.render_cuda(kernel, sizes)
+    # (test_nvcc_compiles compiles for sm_90a where the program is arch-specific, the others
+    # for sm_90 always)
+    programs = ([(kernel_program, name, True) for name in sorted(K.ALL)] +
+                [(_head_dim_program, head_dim, False) for head_dim, _ in HEAD_DIMS] +
+                [(_spec_program, kind, False) for kind in sorted(SPEC_KERNELS)] +
+                [(_row_max_program, dtype, False) for dtype in NARROW])
     futures = []
-    if NVCC:
-        for name in sorted(K.ALL):
-            try:
-                kernel, sizes, _, _ = K.ALL[name]()
-                prog = cuda.render_cuda(kernel, sizes)
-            except Exception:       # noqa: BLE001 (the test itself says what went wrong)
-                continue
-            futures.append(nvcc_runs.queue(prog.source, _flags("sm_90a" if prog.arch_specific else "sm_90")))
+    for make, arg, by_arch in programs if NVCC else ():
+        try:
+            prog = make(arg)
+        except Exception:       # noqa: BLE001 (the test itself says what went wrong)
+            continue
+        flags = _flags("sm_90a" if by_arch and prog.arch_specific else "sm_90")
+        futures.append(nvcc_runs.queue(prog.source, flags))
     yield
     nvcc_runs.cancel(futures)
 
@@ -89,17 +97,29 @@ SPEC_KERNELS = {
 }
 
 
-@pytest.mark.parametrize("head_dim,schedule", [(64, "register-tiled"), (48, "register-tiled"),
-                                               (16, "register-tiled"), (40, "one thread per query"),
-                                               (128, "one thread per query")])
-def test_attention_schedule_by_head_dim(head_dim, schedule, tmp_path):
-    kernel = lower_template(ATTENTION_TEMPLATE, [4, 4, 4, 2])
-    sizes = {d: (head_dim if d.endswith("_d3") or d == "head_dim" else (100 if v == 128 else v))
-             for d, v in _spec_sizes(kernel).items()}
-    prog = cuda.render_cuda(kernel, sizes)
+HEAD_DIMS = [(64, "register-tiled"), (48, "register-tiled"), (16, "register-tiled"),
+             (40, "one thread per query"), (128, "one thread per query")]
+
+
+@pytest.mark.parametrize("head_dim,schedule", HEAD_DIMS)
+def test_attention_schedule_by_head_dim(head_dim, schedule, tmp_path, queued_compiles):
+    prog = _head_dim_program(head_dim)
     assert schedule in prog.schedule
     if NVCC:
         nvcc_compile(prog.source, tmp_path, f"attention_{head_dim}")
+
+
+def _head_dim_program(head_dim):
+    kernel = lower_template(ATTENTION_TEMPLATE, [4, 4, 4, 2])
+    sizes = {d: (head_dim if d.endswith("_d3") or d == "head_dim" else (100 if v == 128 else v))
+             for d, v in _spec_sizes(kernel).items()}
+    return cuda.render_cuda(kernel, sizes)
+
+
+def _spec_program(kind):
+    text, ranks, _ = SPEC_KERNELS[kind]
+    kernel = lower_template(text, ranks)
+    return cuda.render_cuda(kernel, _spec_sizes(kernel))
 
 
 def _spec_sizes(kernel):
@@ -117,11 +137,9 @@ def _spec_sizes(kernel):
 
 
 @pytest.mark.parametrize("kind", sorted(SPEC_KERNELS))
-def test_spec_attention_kernels_get_the_attention_schedule(kind, tmp_path):
-    text, ranks, schedule = SPEC_KERNELS[kind]
-    kernel = lower_template(text, ranks)
-    prog = cuda.render_cuda(kernel, _spec_sizes(kernel))
-    assert schedule in prog.schedule
+def test_spec_attention_kernels_get_the_attention_schedule(kind, tmp_path, queued_compiles):
+    prog = _spec_program(kind)
+    assert SPEC_KERNELS[kind][2] in prog.schedule
     if NVCC:
         nvcc_compile(prog.source, tmp_path, kind)
 
@@ -187,16 +205,23 @@ def test_discover_without_cupy_or_gpu_is_empty_or_devices():
         assert info["id"].startswith("cuda:") and "compute_capability" in info
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "uint16", "float16"])
-def test_warp_reductions_of_narrow_types_compile(dtype, tmp_path):
-    """A row max over int8, uint8, int16 or uint16 data did not compile: the warp shuffle of
-    a narrow integer gives an int, which the max functor's one type did not take."""
+NARROW = ["bool", "int8", "uint8", "int16", "uint16", "float16"]
+
+
+def _row_max_program(dtype):
     import numpy as np
     from compute_testing import lower_block
     src = ("let t = compute(x) {\n    @kernel reduce(max, axis=1)\n    for r in 0..rows, c in 0..cols:\n"
            "        yield x[r, c]\n}\nt\n")
     kernel, _, sizes, _ = lower_block(src, {"x": np.ones((6, 1000), dtype)})
-    prog = cuda.render_cuda(kernel, sizes)
+    return cuda.render_cuda(kernel, sizes)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("dtype", NARROW)
+def test_warp_reductions_of_narrow_types_compile(dtype, tmp_path, queued_compiles):
+    """A row max over int8, uint8, int16 or uint16 data did not compile: the warp shuffle of
+    a narrow integer gives an int, which the max functor's one type did not take."""
+    prog = _row_max_program(dtype)
     assert "__shfl_xor_sync" in prog.source, prog.schedule
     nvcc_compile(prog.source, tmp_path, f"row_max_{dtype}")

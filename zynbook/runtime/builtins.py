@@ -210,12 +210,17 @@ def check_host_memory(shape, dtype: str):
     """A ZynMLMemoryError, before anything is allocated, for more host memory than the
     machine can give now: numpy would try, lazily, and the process die late."""
     nbytes = int(np.prod([int(d) for d in shape], dtype=object)) * _np(dtype).itemsize
+    check_host_bytes(nbytes, lambda size: f"this line asked for {size} (an array of shape "
+                                          f"{list(shape)} of {dtype})")
+
+
+def check_host_bytes(nbytes: int, asked):
+    """A ZynMLMemoryError where `nbytes` pass what the machine has available; `asked(size
+    in words)` says what wanted them."""
     limit = host_memory_bytes()
     if limit is not None and nbytes > limit:
-        raise ZynMLMemoryError(
-            f"out of memory: this line asked for {_size_text(nbytes)} (an array of shape "
-            f"{list(shape)} of {dtype}), more than the {_size_text(limit)} of memory and swap "
-            "this machine has available")
+        raise ZynMLMemoryError(f"out of memory: {asked(_size_text(nbytes))}, more than the "
+                               f"{_size_text(limit)} of memory and swap this machine has available")
 
 
 def _size_text(n: int) -> str:

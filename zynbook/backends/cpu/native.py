@@ -54,7 +54,7 @@ from ...compiler.codegen import c as c_codegen
 from ...compiler.codegen.dialects.cpp import (LIBMVEC_MACRO, SERIAL_WORD, VECTOR_MATH,
                                               vector_math_declarations)
 from ...compiler.types import NUMPY_NAMES
-from ...errors import Span, ZynMLDeviceError, ZynMLMemoryError
+from ...errors import Span, ZynMLDeviceError
 from ..base import Device, Launch, LaunchPlan, LaunchTimes
 from .buffers import BufferPool
 
@@ -553,14 +553,11 @@ class NativePlan(LaunchPlan):
         """A ZynMLMemoryError for block memory (shared arrays past the cache, one copy a
         block, allocated by the entry point) past what the machine has available: calloc
         would succeed lazily and the process be killed as the kernel touched it."""
-        from ...runtime.builtins import _size_text, host_memory_bytes
+        from ...runtime.builtins import check_host_bytes
         need = self.compiled.program.scratch_bytes
-        limit = host_memory_bytes() if need else None
-        if limit is not None and need > limit:
-            raise ZynMLMemoryError(
-                f"out of memory: kernel `{self.kernel.name}` needs {_size_text(need)} for its "
-                f"shared arrays (a copy for each block), more than the {_size_text(limit)} of "
-                "memory and swap this machine has available")
+        if need:
+            check_host_bytes(need, lambda size: f"kernel `{self.kernel.name}` needs {size} for "
+                                                "its shared arrays (a copy for each block)")
 
     def _contention(self, alone: bool, seconds: float):
         """Whether the next launches run alone (see _CONTENDED), after one that took

@@ -396,3 +396,27 @@ def test_kernel_a_python_value_zynml_cannot_use_is_a_type_error(kc):
     assert "(line 2, column 14)" in reply["evalue"]
     reply, outputs = execute(kc, "%time let hunt_q = hunt_r")
     assert reply["ename"] == "ZynMLTypeError" and "(line 1, column 20)" in reply["evalue"]
+
+
+def test_zynml_timeit_does_not_read_a_name_the_notebook_deleted(shell):
+    import numpy as np
+
+    from zynbook.errors import ZynMLNameError
+
+    shell.user_ns["hunt_tbig"] = np.ones(4, np.float32)
+    shell.run_cell_magic("zynml_timeit", "-r 1", "let hunt_ty = hunt_tbig * 2.0")
+    shell.run_cell("del hunt_tbig")
+    with pytest.raises(ZynMLNameError, match="unknown name `hunt_tbig`"):
+        shell.run_cell_magic("zynml_timeit", "-r 1", "let hunt_ty2 = hunt_tbig + 1.0")
+
+
+@pytest.mark.parametrize("value", [range(3), (lambda t: t), None])
+def test_zynml_timeit_a_notebook_value_zynml_cannot_use_is_a_type_error(shell, value):
+    from zynbook.errors import ZynMLTypeError
+
+    shell.user_ns["hunt_tr"] = value
+    with pytest.raises(ZynMLTypeError, match=f"`hunt_tr` is bound to .*{type(value).__name__}") \
+            as info:
+        shell.run_cell_magic("zynml_timeit", "-r 1", "let hunt_tq = 1\nlet hunt_tq2 = hunt_tr")
+    assert (info.value.line, info.value.column) == (3, len("let hunt_tq2 = ") + 1)
+    shell.user_ns.pop("hunt_tr")

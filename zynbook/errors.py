@@ -132,6 +132,11 @@ class ZynMLSyntaxError(ZynMLError):
 class ZynMLNameError(ZynMLError):
     kind = "name"
 
+    def __init__(self, message: str, span: Span | None = None, source: str | None = None,
+                 notes: tuple[tuple[str, Span], ...] = (), unknown: str | None = None):
+        super().__init__(message, span, source, notes)
+        self.unknown = unknown      # the name no scope binds, for an unknown name
+
 
 class ZynMLTypeError(ZynMLError):
     kind = "type"

@@ -220,7 +220,8 @@ class Checker:
                                  f"{self.defined_later[e.id]})", e.span)
         close = difflib.get_close_matches(e.id, self.all_names(), n=1, cutoff=0.8)
         if close:
-            raise ZynMLNameError(f"unknown name `{e.id}`; did you mean `{close[0]}`?", e.span)
+            raise ZynMLNameError(f"unknown name `{e.id}`; did you mean `{close[0]}`?", e.span,
+                                 unknown=e.id)
         # a free name: an input of the program, bound when it runs
         self.result.free_names.setdefault(e.id, e.span)
         self.scopes[0][e.id] = UNKNOWN

@@ -177,7 +177,7 @@ def _unknown_size(lowered, missing):
         close = difflib.get_close_matches(name, loop_vars + list(lowered.labels.values()), n=1,
                                           cutoff=0.5)
         hint = f"; did you mean `{close[0]}`?" if close else ""
-        return ZynMLNameError(f"unknown name `{name}`{hint}", lowered.size_spans[name])
+        return ZynMLNameError(f"unknown name `{name}`{hint}", lowered.size_spans[name], unknown=name)
     name = min(missing, key=lambda n: (lowered.size_spans.get(n, _FAR).line,
                                        lowered.size_spans.get(n, _FAR).column))
     return ZynMLNameError(

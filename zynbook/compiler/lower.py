@@ -695,7 +695,8 @@ class _Lowering:
                 self.size_spans.setdefault(label, e.span)
                 return cir.Var(label, I32)
             if dotted(e) and dotted(e).split(".")[0] not in [s.label.split(".")[0] for s in self.inputs]:
-                raise ZynMLNameError(f"unknown name `{dotted(e).split('.')[0]}`", e.span)
+                root = dotted(e).split(".")[0]
+                raise ZynMLNameError(f"unknown name `{root}`", e.span, unknown=root)
             if dotted(e) is None:           # a field of a computed value: `m[i].T`
                 hint = "; a tile's transpose is transpose(t)" if e.name == "T" else ""
                 raise ZynMLTypeError(f"`.{e.name}` of a value inside a kernel: fields are read "

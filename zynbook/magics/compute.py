@@ -131,9 +131,6 @@ def _notebook_values(shell, names, skip=None, held=()) -> dict:
     return env
 
 
-_UNKNOWN_NAME = re.compile(r"unknown name `([A-Za-z_]\w*)`")
-
-
 def _unusable_read(shell, err, source: str):
     """For `unknown name x` where the notebook binds `x` to a value ZynML cannot use (a
     range, a set, a function, None, bytes), left unbound: the type error naming the value
@@ -141,10 +138,9 @@ def _unusable_read(shell, err, source: str):
     from ..errors import ZynMLNameError, ZynMLTypeError
     from ..session import _bind_env, _first_use
 
-    m = _UNKNOWN_NAME.match(err.message) if isinstance(err, ZynMLNameError) else None
-    if m is None:
+    name = err.unknown if isinstance(err, ZynMLNameError) else None
+    if name is None:
         return None
-    name = m.group(1)
     value = shell.user_ns.get(name, _UNBOUND)
     if value is _UNBOUND or name in getattr(shell, "user_ns_hidden", {}):
         return None
@@ -176,6 +172,17 @@ def _bind_unreplaced(shell, session, kept: dict) -> None:
                     namespace[name] = bind_value(value)
                 except Exception:       # (a value made from a ZynML one binds)
                     pass
+
+
+def _forget_deleted(shell, session, names) -> None:
+    """Drop from the session the `names` the notebook deleted (`del x`): a cell must not
+    read the value the session kept (every name it holds came from the notebook or went
+    to it)."""
+    namespace, user_ns = session.namespace, shell.user_ns
+    for name in names:
+        if name in namespace and name not in user_ns:
+            with session.lock:
+                namespace.pop(name, None)
 
 
 def _on_magic_line(err: ZynMLError, source: str, shift: int) -> None:
@@ -212,6 +219,7 @@ class ComputeMagics(Magics):
         """The cell's ZynML source, the names it binds and the notebook values its free
         names bind to (looked up at every run: the notebook may have rebound them)."""
         source, bound, free, _ = _cell_form(cell)
+        _forget_deleted(self.shell, self.session, free)
         return source, bound, _notebook_values(self.shell, free, held=self.session.namespace)
 
     @cell_magic
@@ -237,12 +245,7 @@ class ComputeMagics(Magics):
                     kept = {}
                 kept[name] = (value, namespace.get(name, _UNBOUND))
         env = _notebook_values(shell, free, kept, namespace)   # the other names it reads
-        for name in free:
-            if name in namespace and name not in user_ns:
-                # deleted from the notebook (`del x`): the cell must not read the value the
-                # session kept (every name it holds came from the notebook or went to it)
-                with session.lock:
-                    namespace.pop(name, None)
+        _forget_deleted(shell, session, free)
         try:
             watched = cell_progress(session)
             try:
@@ -314,6 +317,9 @@ class ComputeMagics(Magics):
                             samples.setdefault((ln.kernel, ln.device), []).append(
                                 ln.times.kernel)
         except ZynMLError as err:
+            unusable = _unusable_read(self.shell, err, source)
+            if unusable is not None:
+                raise unusable from None
             if err.line == 1:
                 # line 1 is the magic line: the annotations were parsed after `compute() `
                 # (as %%compute's are), here they stand after `%%zynml_timeit ` and blanks

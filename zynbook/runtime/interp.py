@@ -218,7 +218,7 @@ class Interpreter:
             return B.DTYPE_VALUES[name]
         if name in B.BUILTINS or name in ("all", "any"):
             return _BuiltinRef(name)
-        raise ZynMLNameError(f"unknown name `{name}`{self._suggest(name)}", span)
+        raise ZynMLNameError(f"unknown name `{name}`{self._suggest(name)}", span, unknown=name)
 
     def _suggest(self, name: str) -> str:
         pool = list(self.globals) + list(B.BUILTINS) + list(KEYWORDS)

@@ -795,10 +795,12 @@ class ReferenceExecutor:
 
     def _shared_store(self, s, target, value):
         nl = self.shared_defs[s.buffer]
-        parts = [self.uniform(self.eval(i), s.line) if not isinstance(i, cir.Span) else i
-                 for i in s.index]
-        if any(p is None for p in parts):
-            raise self.error("shared arrays are indexed by values the same in every lane", s.line)
+        raw = [self.eval(i) if not isinstance(i, cir.Span) else i for i in s.index]
+        parts = [i if isinstance(i, (cir.Span, LaneIndex)) else self.uniform(i, s.line)
+                 for i in raw]
+        if any(p is None or isinstance(p, LaneIndex) for p in parts):
+            self._shared_scatter(s, target, nl, raw, value)
+            return
         self._check_uniform(parts, target.shape[nl:], s.buffer)
         idx = tuple([slice(None)] * nl + [p if not isinstance(p, cir.Span) else
                                           slice(*self._span_bounds(p, target.shape[nl + k]))
@@ -819,6 +821,35 @@ class ReferenceExecutor:
             np.copyto(view, arr, where=np.broadcast_to(m, view.shape))
         else:
             view[...] = arr
+
+    def _shared_scatter(self, s, target, nl, parts, value):
+        """A shared array written at positions that differ between lanes (`cnt[ids[r, c]]
+        += 1`, a histogram in each iteration's own array): every active lane writes its own
+        copy at its own position, as the store of each thread does on the devices."""
+        v = as_val(value)
+        if any(isinstance(p, cir.Span) for p in parts) or len(parts) != target.ndim - nl \
+                or v.vrank:
+            raise self.error(f"`{s.buffer}` is written with a tile at positions that differ "
+                             "between parallel iterations", s.line)
+        vals = [as_val(p) for p in parts]
+        if max(_lanes_of(*vals), v.lanes, self.lanes) > nl:
+            raise self.error("a shared array is written from inside a nested parallel loop",
+                             s.line)
+        lane_shape = target.shape[:nl]
+        own = [np.asarray(a) for a in _align(vals + [Val(np.zeros((1,) * nl, bool), nl)])]
+        own = [np.broadcast_to(a.reshape(a.shape[:nl]), lane_shape) for a in own[:-1]]
+        active = np.ones(lane_shape, bool)
+        if self.mask is not None:
+            m = np.asarray(self.mask.arr)
+            active = np.broadcast_to(
+                m.reshape(m.shape[:self.mask.lanes] + (1,) * (nl - self.mask.lanes)),
+                lane_shape)
+        self._check_bounds(own, target.shape[nl:], s.buffer, s.spans)
+        arr = np.asarray(v.arr)
+        arr = np.broadcast_to(arr.reshape(arr.shape[:v.lanes] + (1,) * (nl - v.lanes)),
+                              lane_shape)
+        copies = np.nonzero(active)
+        target[copies + tuple(a[active] for a in own)] = arr[active]
 
     # --------------------------------------------------------------- reductions
     def _init_reduction(self):

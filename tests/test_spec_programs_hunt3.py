@@ -32,6 +32,12 @@ def _histogram(ids, weights, bins):
 _IDS = RNG.integers(-2, 7, (5, 33)).astype(np.int32)
 _W = _f32(5, 33)
 _PAIRS = RNG.integers(0, 3, (4, 6, 2)).astype(np.int64)
+_U8 = RNG.integers(0, 255, (4, 33)).astype(np.uint8)
+_I16 = RNG.integers(-200, 200, (6, 33)).astype(np.int16)
+_DOT16 = (_I16.astype(np.int64) ** 2).sum(1).astype(np.int16)      # wrapped in i16
+_I16S = RNG.integers(-9, 9, (6, 11)).astype(np.int16)
+_X = _f32(5, 33)
+_XH = _f32(5, 33).astype(np.float16)
 
 
 # name: (source, inputs, numpy's answer, tolerance)
@@ -87,6 +93,61 @@ let y = compute(m) {
 y
 """, {"m": _PAIRS}, np.stack([np.histogram2d(p[:, 0], p[:, 1], bins=3, range=[[0, 3], [0, 3]])[0]
                               for p in _PAIRS]).astype(np.int32), 0),
+    # the dot of two u8 rows, or the sum or product of a narrow integer tile, is of the
+    # rows' type and wraps in it, as numpy's dot and every compiled device give it: the CPU
+    # reference summed them in 64 bits (numpy's sum widens), so a cast or a division after
+    # it saw the unwrapped value
+    "dot_of_u8_rows_cast_to_i32": ("""
+let y = compute(u) {
+    for i in 0..n, j in 0..n:
+        out[i, j] = i32(dot(u[i], u[j]))
+}
+y
+""", {"u": _U8}, np.dot(_U8, _U8.T).astype(np.int32), 0),
+    "dot_of_i16_rows_divided": ("""
+let y = compute(w) {
+    for i in 0..n:
+        out[i] = dot(w[i], w[i]) / 7
+}
+y
+""", {"w": _I16}, np.fix(_DOT16 / 7).astype(np.int16), 0),
+    "sum_of_a_u8_tile_cast_to_i32": ("""
+let y = compute(u) {
+    for i in 0..n:
+        out[i] = i32(sum(u[i]))
+}
+y
+""", {"u": _U8}, _U8.sum(1, dtype=np.uint8).astype(np.int32), 0),
+    "product_of_an_i16_tile_cast_to_i64": ("""
+let y = compute(w) {
+    for i in 0..n:
+        out[i] = i64(reduce(*, w[i, 0:9]))
+}
+y
+""", {"w": _I16S}, np.prod(_I16S[:, :9], 1, dtype=np.int16).astype(np.int64), 0),
+    # a running max or sum over the tiles of a row in steps of 7 (33 is no multiple of 7):
+    # the CPU reference ran the loop's iterations side by side, each a tile at its own
+    # start, and refused it ("this value differs between parallel iterations but must not")
+    "running_max_over_tiles_of_seven": ("""
+let y = compute(x) {
+    for r in 0..R:
+        var m = -inf
+        for c in 0..C step 7:
+            m = max(m, reduce(max, x[r, c:c+7]))
+        out[r] = m
+}
+y
+""", {"x": _X}, _X.max(1), 0),
+    "f32_sum_over_f16_tiles_of_seven": ("""
+let y = compute(h) {
+    for r in 0..R:
+        var s: f32 = 0.0
+        for c in 0..C step 7:
+            s += sum(h[r, c:c+7])
+        out[r] = s
+}
+y
+""", {"h": _XH}, _XH.astype(np.float64).sum(1), 2e-2),
 }
 
 

@@ -282,7 +282,10 @@ class ReferenceExecutor:
                 self.lane_vars.pop()
                 self._restore_env(saved)
             return
-        if self._accumulation(s) and ustart is not None and ustop is not None:
+        # (run as a lane axis only where no slice moves with the loop: `m = max(m,
+        # reduce(max, x[r, c:c+7]))` over `c` in steps of 7 takes a tile at each c)
+        if self._accumulation(s) and self._vectorizable(s) and ustart is not None \
+                and ustop is not None:
             if self._run_accumulation(s, int(ustart), int(ustop), int(ustep)):
                 return
         self._serial_loop(s, start, stop, ustart, ustop, int(ustep))
@@ -1012,7 +1015,7 @@ class ReferenceExecutor:
         if isinstance(e, cir.Dot):
             a, b = as_val(self.eval(e.a)), as_val(self.eval(e.b))
             x, y = _align([a, b])
-            return Val(np.sum(x * y, axis=-1), _lanes_of(a, b))
+            return Val(_of_type(np.sum(x * y, axis=-1), e.ty), _lanes_of(a, b))
         if isinstance(e, cir.Reduce):
             v = as_val(self.eval(e.input))
             arr = np.asarray(v.arr)
@@ -1023,7 +1026,7 @@ class ReferenceExecutor:
                 if flat.shape[ax] == 0:     # of nothing: -1, as every device gives
                     return Val(np.full(np.delete(flat.shape, ax), -1, np.int64), v.lanes)
                 return Val((np.argmax if e.op == "argmax" else np.argmin)(flat, axis=ax), v.lanes)
-            return Val(_reduce(e.op, arr, axes), v.lanes)
+            return Val(_of_type(_reduce(e.op, arr, axes), e.ty), v.lanes)
         if isinstance(e, cir.Cast):
             v = as_val(self.eval(e.operand))
             # out of range: a float overflows to infinity, an integer is picked by the
@@ -1174,6 +1177,18 @@ def _enclosing_loops(body, target, stack=()):
             if r is not None:
                 return r
     return None
+
+
+def _of_type(arr, ty):
+    """A sum or product of integers in the integer type the CIR gives it: numpy sums narrow
+    integers (and bools) in 64 bits, where every device wraps in the type (the dot of two
+    u8 rows is a u8, as numpy's own `dot` gives it)."""
+    dt = np_dtype(ty.dtype)
+    a = np.asarray(arr)
+    if dt.kind in "iu" and a.dtype != dt:
+        with np.errstate(over="ignore"):
+            return a.astype(dt)
+    return arr
 
 
 def _reduce(op, arr, axes):

@@ -210,7 +210,8 @@ def test_an_output_of_negative_size_points_at_the_block(device):
 def test_a_shared_array_index_out_of_range_is_the_same_error_everywhere(device):
     """A shared array read or written past its size: the CPU reference said numpy's "index 9
     is out of bounds for axis 1 with size 4" at line 1 (or wrapped a negative index), the
-    compiled devices a runtime error at the statement; now all say the latter."""
+    compiled devices a runtime error at the statement; now all say the latter, pointing
+    at the index."""
     src = ("let y = compute(x) {{\n"
            "    for r in 0..1:\n"
            "        shared var s[4]\n"
@@ -218,9 +219,10 @@ def test_a_shared_array_index_out_of_range_is_the_same_error_everywhere(device):
            "        barrier()\n"
            "        out[r] = s[{read}]\n"
            "}}\ny\n")
-    for write, read, line, value in (("s[0] = 1.0", "9", 6, 9), ("s[0] = 1.0", "0 - 1", 6, -1),
-                                     ("s[int(x[5])] = 1.0", "0", 4, 5)):
-        err = raises("runtime", src.format(write=write, read=read), line, 9, device, x=X6)
+    for write, read, line, value, column in (("s[0] = 1.0", "9", 6, 9, 20),
+                                             ("s[0] = 1.0", "0 - 1", 6, -1, 20),
+                                             ("s[int(x[5])] = 1.0", "0", 4, 5, 11)):
+        err = raises("runtime", src.format(write=write, read=read), line, column, device, x=X6)
         assert err.message == f"index {value} is out of range for an axis of size 4 of `s`"
     got = zynbook.Session(device).run(src.format(write="s[3] = 2.0", read="3"), x=X6)
     np.testing.assert_array_equal(np.asarray(got), [2.0])
@@ -537,7 +539,7 @@ def test_compute_cells_on_every_device_over_unusual_data_and_mistakes(shell, dev
     mistakes = [
         ("name", AFFINE.replace("* a + b", "* a + bb"), base, 5, 35),
         ("runtime", "let t = compute(x) {\n    for i in 0..n:\n        out[i] = x[int(x[i]) + 5]\n"
-                    "}\nt\n", ramp, 4, 9),
+                    "}\nt\n", ramp, 4, 20),        # (the index, on line 3 of the cell)
         ("type", "let t = compute(x) {\n    for i in 0..4 step s:\n        out[i] = x[i]\n}\nt\n",
          ramp, 3, 24),
     ]

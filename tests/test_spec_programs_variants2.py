@@ -580,7 +580,7 @@ def test_an_integer_literal_past_64_bits_is_a_type_error():
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_guarded_read_past_the_axis_by_a_constant_loop_is_a_runtime_error(device):
     """The same load with a guard that lets t reach past the row (t < 50 of 37): the reads
-    that happen are checked, a runtime error at the line on every device; without the `if`
+    that happen are checked, a runtime error at the index on every device; without the `if`
     the constant bound is still held to the axis (a shape error before anything runs)."""
     src = ("let y = compute(x) {\n"
            "    for blk in 0..B:\n"
@@ -593,7 +593,7 @@ def test_a_guarded_read_past_the_axis_by_a_constant_loop_is_a_runtime_error(devi
            "            out[blk, t] = a[t]\n"
            "}\ny\n")
     x = np.ones((3, 37), np.float32)
-    err = raises("runtime", src, 6, 17, device, x=x)
+    err = raises("runtime", src, 6, 31, device, x=x)
     assert "index 37 is out of range for an axis of size 37 of `x`" in err.message, err.render()
     unguarded = src.replace("            if t < 50:\n    ", "").replace("\n                a[t]", "\n            a[t]")
     err = raises("shape", unguarded, 5, 27, device, x=x)

@@ -201,7 +201,7 @@ class Tuner:
 
     def key(self) -> kcache.CacheKey:
         return kcache.CacheKey(
-            "tuning", self.kernel.stable_hash(),
+            "tuning", self.kernel.stable_hash(placed=False),
             params=kcache.parts(bucket=bucket(self.sizes), dtypes=_dtypes(self.kernel),
                                 schedule=self.schedule.name),
             target=fingerprint(self.device, self.kernel, self.target))

@@ -84,6 +84,8 @@ class Load(Expr):
     buffer: str
     index: tuple            # of Expr | Span
     ty: Ty
+    # where each index entry is written (errors.Span), for errors about it; not meaning
+    spans: tuple = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,7 @@ class Store(Stmt):
     index: tuple            # of Expr | Span; () writes the whole buffer
     value: Expr
     line: int = 0
+    spans: tuple = field(default=(), compare=False, repr=False)    # as Load's
 
 
 @dataclass(frozen=True)
@@ -322,9 +325,15 @@ class Kernel:
     source: str = ""        # the ZynML text of the block, for comments in generated code
     first_line: int = 0     # line of the block in the program
 
-    def stable_hash(self) -> str:
-        """A hash of the meaning and the schedule (not the source text or its position)."""
+    def stable_hash(self, placed: bool = True) -> str:
+        """A hash of the meaning and the schedule, not the source text or its position;
+        `placed`: with where its accesses are written within the block, which a compiled
+        program's error sites point at (errflag), so that one built for a block is not
+        used for the same block written with other spacing."""
         text = print_kernel(self, with_source=False)
+        if placed:
+            text += repr([(s.line - self.first_line, s.column, s.end_line - self.first_line, s.end_column)
+                          for n in walk(self.body) if isinstance(n, (Load, Store)) for s in n.spans])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

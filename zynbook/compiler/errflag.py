@@ -48,6 +48,7 @@ class Site:
     # INDEX: the size of the axis (a number, a size name or a CIR expression over size
     # names); LIMIT: the largest the kernel takes; STEPS: the steps a thread may run
     extent: int | str | cir.Expr = 0
+    span: Span | None = None    # INDEX: where the index is written (else: the statement)
 
     def message(self, value: int) -> str:
         if self.kind == INDEX:
@@ -105,8 +106,8 @@ class ErrorSites:
         self.sites: list[Site] = []
         self._ids: dict = {}
 
-    def add(self, kind: str, line: int, buffer: str = "", extent=0) -> int:
-        site = Site(kind, int(line or 0), buffer, extent)
+    def add(self, kind: str, line: int, buffer: str = "", extent=0, span: Span | None = None) -> int:
+        site = Site(kind, int(line or 0), buffer, extent, span)
         hit = self._ids.get(site)
         if hit is None:
             self.sites.append(site)
@@ -147,6 +148,8 @@ def error(sites, words, kernel=None, sizes=None) -> ZynMLRuntimeError | None:
             site = replace(site, extent=cir.eval_dim(site.extent, sizes))
         except (KeyError, TypeError, ZeroDivisionError):    # a name the launch lacks
             pass
+    if site.span is not None and site.span.line:
+        return ZynMLRuntimeError(site.message(value), site.span)
     col = column_of(getattr(kernel, "source", ""), getattr(kernel, "first_line", 0), site.line)
     return ZynMLRuntimeError(site.message(value), Span(site.line, col) if site.line else None)
 

@@ -99,6 +99,11 @@ def dotted(e) -> str | None:
     return None
 
 
+def _item_spans(e: "A.Index") -> tuple:
+    """Where each index entry of `e` is written (an out-of-range one is pointed at)."""
+    return tuple(item.span for item in e.items)
+
+
 @dataclass
 class _Binding:
     kind: str                  # input | loop | local | size | scalar | shared
@@ -546,23 +551,24 @@ class _Lowering:
             index = tuple(self.index_item(it) for it in target.items)
             value = self.expr(s.value)
             if s.op != "=":
-                value = self._compound(s.op, cir.Load("out", index, value.ty), value, s.span)
+                value = self._compound(s.op, cir.Load("out", index, value.ty, _item_spans(target)),
+                                       value, s.span)
             for it, item in zip(index, target.items):
                 if not isinstance(it, cir.Span) and not is_int(it.ty.dtype):
                     raise ZynMLTypeError(f"an index must be an integer, not {it.ty}", item.span)
             self._slice_fits(index, value, s.span)
             self.out_stores.append((index, value, s.span, list(self.loop_stack),
                                     list(self.guards)))
-            return cir.Store("out", index, value, line)
+            return cir.Store("out", index, value, line, _item_spans(target))
         if isinstance(target, A.Index):
             buf = self.buffer_for(target.base)
             if buf is not None and buf in self.shared:
                 index = tuple(self.index_item(it) for it in target.items)
                 value = self.expr(s.value)
-                old = cir.Load(buf, index, cir.Ty(self.shared[buf].dtype))
+                old = cir.Load(buf, index, cir.Ty(self.shared[buf].dtype), _item_spans(target))
                 if s.op != "=":
                     value = self._compound(s.op, old, value, s.span)
-                return cir.Store(buf, index, value, line)
+                return cir.Store(buf, index, value, line, _item_spans(target))
             if buf is not None:
                 raise ZynMLTypeError(f"`{dotted(target.base)}` is an input and cannot be written; "
                                      "write the result into out[...]", target.span)
@@ -845,7 +851,7 @@ class _Lowering:
                     index[-1] = it
                 shape.append(_dim_value(affine.sub(it.stop, it.start)))
         shape.extend(axes[len(e.items):])
-        return cir.Load(buf, tuple(index), cir.Ty(dtype, tuple(shape)))
+        return cir.Load(buf, tuple(index), cir.Ty(dtype, tuple(shape)), _item_spans(e))
 
     def _constrain(self, buf, axis, it, item):
         """Tie axis `axis` of input `buf` to the loop range that indexes it."""

@@ -92,6 +92,12 @@ def _align(vals: list[Val]) -> list:
     return out
 
 
+def _span_at(spans, k):
+    """Where index `k` of an access is written, where the CIR says (else None: the error
+    points at its statement)."""
+    return spans[k] if k < len(spans) else None
+
+
 def _lanes_of(*vals) -> int:
     return max((v.lanes for v in vals if isinstance(v, Val)), default=0)
 
@@ -562,7 +568,7 @@ class ReferenceExecutor:
         if e.buffer in self.shared_defs:
             return self._shared_load(e, arr)
         parts = self._index_parts(e.index, 0)
-        return self._gather(arr, parts, e.buffer)
+        return self._gather(arr, parts, e.buffer, e.spans)
 
     def _span_bounds(self, span, size, line=0):
         start = self.uniform(self.eval(span.start), line)
@@ -612,7 +618,7 @@ class ReferenceExecutor:
             view_axis += 1
         return tuple(idx), lane_axes, value_axes
 
-    def _gather(self, arr, parts, name):
+    def _gather(self, arr, parts, name, spans=()):
         plan = self._basic_plan(arr, parts)
         if plan is not None:
             idx, lane_axes, value_axes = plan
@@ -627,16 +633,17 @@ class ReferenceExecutor:
                 shape[lane_axes[va]] = view.shape[order.index(va)]
             view = view.reshape(tuple(shape) + view.shape[len(order):])
             return Val(view, nl)
-        return self._fancy_gather(arr, parts, name)
+        return self._fancy_gather(arr, parts, name, spans)
 
-    def _fancy_gather(self, arr, parts, name):
+    def _fancy_gather(self, arr, parts, name, spans=()):
         points = [k for k, p in enumerate(parts) if not isinstance(p, cir.Span)]
         vals = [as_val(parts[k]) for k in points]
         lanes = _lanes_of(*vals)
         idx_arrays = [np.asarray(a) for a in _align(vals)] if vals else []
         if idx_arrays:
             idx_arrays = list(np.broadcast_arrays(*idx_arrays))
-        self._check_bounds(idx_arrays, [arr.shape[k] for k in points], name)
+        self._check_bounds(idx_arrays, [arr.shape[k] for k in points], name,
+                           [_span_at(spans, k) for k in points])
         idx_arrays = [np.clip(a, 0, arr.shape[k] - 1) for a, k in zip(idx_arrays, points)]
         moved = np.moveaxis(arr, points, list(range(len(points)))) if points else arr
         rest = []
@@ -646,8 +653,9 @@ class ReferenceExecutor:
         out = moved[tuple(idx_arrays) + tuple(rest)]
         return Val(out, lanes)
 
-    def _check_bounds(self, idx_arrays, sizes, name):
-        for a, size in zip(idx_arrays, sizes):
+    def _check_bounds(self, idx_arrays, sizes, name, spans=()):
+        """(`spans`: where each index is written, for the error's caret)"""
+        for axis, (a, size) in enumerate(zip(idx_arrays, sizes)):
             bad = (a < 0) | (a >= size)
             if self.mask is not None:
                 m = _align([Val(bad, self.lanes), self.mask])
@@ -656,18 +664,18 @@ class ReferenceExecutor:
                 value = int(np.asarray(a)[np.nonzero(np.broadcast_to(bad, np.shape(a)))][0]) \
                     if np.shape(a) == np.shape(bad) else "?"
                 raise ZynMLRuntimeError(f"index {value} is out of range for an axis of size "
-                                        f"{size} of `{name}`")
+                                        f"{size} of `{name}`", _span_at(spans, axis))
 
-    def _check_uniform(self, parts, sizes, name):
+    def _check_uniform(self, parts, sizes, name, spans=()):
         """An index the same in every lane (of a shared array) inside its axis, where any
         lane reaches it, as the compiled devices check it (numpy would wrap a negative one
         or fail in its own words)."""
-        for p, size in zip(parts, sizes):
+        for axis, (p, size) in enumerate(zip(parts, sizes)):
             if isinstance(p, cir.Span) or 0 <= int(p) < size:
                 continue
             if self.mask is None or np.any(self.mask.arr):
                 raise ZynMLRuntimeError(f"index {int(p)} is out of range for an axis of size "
-                                        f"{size} of `{name}`")
+                                        f"{size} of `{name}`", _span_at(spans, axis))
 
     def _shared_load(self, e, arr):
         nl = self.shared_defs[e.buffer]
@@ -676,7 +684,7 @@ class ReferenceExecutor:
                  for i in raw]
         if any(p is None or isinstance(p, LaneIndex) for p in parts):
             return self._shared_gather(e, arr, nl, raw)
-        self._check_uniform(parts, arr.shape[nl:], e.buffer)
+        self._check_uniform(parts, arr.shape[nl:], e.buffer, e.spans)
         idx = [slice(None)] * nl + [p if not isinstance(p, cir.Span) else
                                     slice(*self._span_bounds(p, arr.shape[nl + k]))
                                     for k, p in enumerate(parts)]
@@ -692,7 +700,7 @@ class ReferenceExecutor:
         vals = [as_val(p) for p in parts]
         own = [np.asarray(a) for a in _align(vals + [Val(np.zeros((1,) * lanes, bool), lanes)])]
         own = [a.reshape(a.shape[:lanes]) for a in own[:-1]]
-        self._check_bounds(own, arr.shape[nl:], e.buffer)
+        self._check_bounds(own, arr.shape[nl:], e.buffer, e.spans)
         own = [np.clip(a, 0, size - 1) for a, size in zip(own, arr.shape[nl:])]
         copies = [np.arange(arr.shape[k]).reshape((1,) * k + (-1,) + (1,) * (lanes - k - 1))
                   for k in range(nl)]
@@ -785,7 +793,7 @@ class ReferenceExecutor:
             m = m.reshape(m.shape[:self.mask.lanes] + (1,) * (lanes - self.mask.lanes))
             active = np.broadcast_to(m, lane_shape)
         self._check_bounds([np.where(active, a, 0) for a in idx], [target.shape[k] for k in points],
-                           "out")
+                           "out", [_span_at(s.spans, k) for k in points])
         if spans or target.ndim > len(parts):
             raise self.error("a store of a tile needs indices that are the loop variables "
                              "themselves", s.line)
@@ -804,7 +812,7 @@ class ReferenceExecutor:
         if any(p is None or isinstance(p, LaneIndex) for p in parts):
             self._shared_scatter(s, target, nl, raw, value)
             return
-        self._check_uniform(parts, target.shape[nl:], s.buffer)
+        self._check_uniform(parts, target.shape[nl:], s.buffer, s.spans)
         idx = tuple([slice(None)] * nl + [p if not isinstance(p, cir.Span) else
                                           slice(*self._span_bounds(p, target.shape[nl + k]))
                                           for k, p in enumerate(parts)])

@@ -175,7 +175,7 @@ class ScalarLowering:
         """`count` values of local `array` from `start` to where store `s` writes, guarded
         where its index is not provably in range."""
         ident, dtype, _ = self.buffers[s.buffer]
-        off, guard = self.flat(s.buffer, s.index, store=True)
+        off, guard = self.flat(s.buffer, s.index, True, s.spans)
         copy = ir.Copy(ident, off, array, start, count, dtype, s.line)
         return copy if guard is None else ir.If(guard, (copy,), (), s.line)
 
@@ -307,9 +307,9 @@ class ScalarLowering:
             n.name in self.sizes or n.name in self.kernel.dims)) or
             isinstance(n, (cir.Bin, cir.Unary)) for n in cir.walk(step))
 
-    def flat(self, buffer: str, index: tuple, store: bool):
+    def flat(self, buffer: str, index: tuple, store: bool, spans: tuple = ()):
         """(flat offset, store guard or None) of `buffer[index]` (every axis given, or the
-        trailing ones of size 1)."""
+        trailing ones of size 1); `spans`: where each index is written."""
         ident, dtype, shape = self.buffers[buffer]
         if any(isinstance(i, cir.Span) for i in index) or len(index) > len(shape):
             raise NotScalar(f"a slice of `{buffer}`")
@@ -320,7 +320,8 @@ class ScalarLowering:
         for k, ix in enumerate(index):
             i = self.index(ix)
             if not self.facts.index_in_range(ix, shape[k]):
-                site = self.sites.add(errflag.INDEX, self.line, buffer, shape[k])
+                site = self.sites.add(errflag.INDEX, self.line, buffer, shape[k],
+                                      spans[k] if k < len(spans) else None)
                 if store:
                     guards.append(ir.InRange(i, self.size(shape[k]), site))
                 else:
@@ -339,7 +340,7 @@ class ScalarLowering:
         if e.buffer not in self.buffers:
             raise NotScalar(f"an array `{e.buffer}` of a richer schedule")
         ident, dtype, _ = self.buffers[e.buffer]
-        off, _ = self.flat(e.buffer, e.index, store=False)
+        off, _ = self.flat(e.buffer, e.index, False, e.spans)
         return cast(ir.Load(ident, off, dtype), compute_dtype(dtype))
 
     # ---- statements -------------------------------------------------------------------
@@ -376,7 +377,7 @@ class ScalarLowering:
             if s.buffer not in self.buffers:
                 raise NotScalar(f"a store to `{s.buffer}` of a richer schedule")
             ident, dtype, _ = self.buffers[s.buffer]
-            off, guard = self.flat(s.buffer, s.index, store=True)
+            off, guard = self.flat(s.buffer, s.index, True, getattr(s, "spans", ()))
             value = cast(self.operand(s.value, compute_dtype(dtype)), dtype)
             if isinstance(s, cir.Atomic):
                 return [ir.Atomic(s.op, ident, off, value, guard, ln)]

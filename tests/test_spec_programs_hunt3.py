@@ -20,6 +20,40 @@ def _f32(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
 
+def _attention(q, k, v, mask):
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    s = np.where(mask, q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)) @ v
+
+
+_SPEC_ATTENTION = """
+let attn = compute(Q, K, V, mask) {
+    @kernel attention
+    for b in 0..batch, h in 0..heads, i in 0..seq_len:
+        var max_score = -inf
+        for j in 0..seq_len:
+            if mask[i, j]:
+                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                max_score = max(max_score, score)
+        var sum_exp = 0.0
+        for j in 0..seq_len:
+            if mask[i, j]:
+                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                sum_exp += exp(score - max_score)
+        for d in 0..head_dim:
+            var acc = 0.0
+            for j in 0..seq_len:
+                if mask[i, j]:
+                    let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
+                    let weight = exp(score - max_score) / sum_exp
+                    acc += weight * V[b, h, j, d]
+            out[b, h, i, d] = acc
+}
+attn
+"""
+
+
 def _histogram(ids, weights, bins):
     got = np.zeros((ids.shape[0], bins), np.float64)
     for r in range(ids.shape[0]):
@@ -37,6 +71,12 @@ _I16 = RNG.integers(-200, 200, (6, 33)).astype(np.int16)
 _DOT16 = (_I16.astype(np.int64) ** 2).sum(1).astype(np.int16)      # wrapped in i16
 _I16S = RNG.integers(-9, 9, (6, 11)).astype(np.int16)
 _X = _f32(5, 33)
+_X9 = _f32(9, 9)
+_M9 = RNG.integers(0, 4, (9, 9))
+_M9[:, 0] = 1
+_AQ, _AK, _AV = _f32(2, 3, 9, 5), _f32(2, 3, 9, 5), _f32(2, 3, 9, 5)
+_AMASK = RNG.random((9, 9)) > 0.5
+np.fill_diagonal(_AMASK, True)
 _XH = _f32(5, 33).astype(np.float16)
 
 
@@ -148,6 +188,33 @@ let y = compute(h) {
 }
 y
 """, {"h": _XH}, _XH.astype(np.float64).sum(1), 2e-2),
+    # 64-bit integer masks and ids compared with constants: WebGPU holds them in 32 bits
+    # (refusing data that does not fit), so the comparison in 32 bits is exact; it refused
+    # the kernel ("the WGSL dialect cannot spell 64-bit integers") though it reads i64 ids
+    "spec_attention_with_an_i64_mask": (_SPEC_ATTENTION, {
+        "Q": _AQ, "K": _AK, "V": _AV, "mask": _AMASK.astype(np.int64)},
+        _attention(_AQ, _AK, _AV, _AMASK), 1e-4),
+    "running_max_under_a_u64_mask": ("""
+let y = compute(x, m) {
+    for i in 0..R:
+        var s = -inf
+        for j in 0..C:
+            if m[i, j] != 0 and m[i, j] <= 2:
+                s = max(s, x[i, j])
+        out[i] = s
+}
+y
+""", {"x": _X9, "m": _M9.astype(np.uint64)},
+        np.where((_M9 != 0) & (_M9 <= 2), _X9, -np.inf).max(1), 0),
+    "i64_ids_compared_with_a_negative_bound": ("""
+let y = compute(ids) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = ids[i] > -3 and ids[i] < 40000
+}
+y
+""", {"ids": (_IDS64 := np.int64([-5, -3, -2, 0, 39999, 40000, 7]))},
+        (_IDS64 > -3) & (_IDS64 < 40000), 0),
 }
 
 

@@ -120,6 +120,14 @@ class WgslDialect:
     # ---- values -----------------------------------------------------------------------
 
     def lit(self, value, dtype: str) -> str:
+        if dtype in STORED_32 and not ir.lanes_of(dtype) > 1:
+            # a 64-bit integer constant that fits 32 bits, as its buffers hold them: it can
+            # only meet 64-bit values in a comparison or a store (their arithmetic is
+            # refused), where 32 bits give the same answer; one that does not fit is refused
+            info = np.iinfo(np.int32 if dtype == "i64" else np.uint32)
+            if not info.min <= int(value) <= info.max:
+                self.refuse(REFUSED[dtype])
+            dtype = STORED_32[dtype]
         t = self.type(dtype)
         if t == "bool":
             return "true" if value else "false"
@@ -204,6 +212,11 @@ class WgslDialect:
         return f"select({b}, {a}, {c})"
 
     def binary(self, op, a, b, operand_dtype, dtype):
+        if operand_dtype in STORED_32 and op in ("==", "!=", "<", "<=", ">", ">="):
+            # 64-bit integers compared: every one the dialect spells is a value of a buffer
+            # stored in 32 bits, a conversion into one or a constant that fits, so the
+            # comparison in 32 bits is exact (`if mask[i, j]` of an i64 mask)
+            operand_dtype = STORED_32[operand_dtype]
         t = self.type(operand_dtype)
         if op in ("/", "%") and t == "i32":
             # signed division and remainder through unsigned ones, truncating as C

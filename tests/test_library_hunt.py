@@ -10,6 +10,7 @@ import pytest
 
 import zynbook
 from zynbook import library
+from zynbook.errors import ZynMLTypeError
 from zynbook.session import Session
 
 torch = pytest.importorskip("torch")
@@ -37,3 +38,33 @@ def test_half_rmsnorm_of_values_whose_squares_pass_f16_range(device):
     want = torch.nn.functional.rms_norm(torch.tensor(x).float(), (70,),
                                         torch.tensor(w).float(), 1e-5).half()
     np.testing.assert_allclose(host(got), want.double().numpy(), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1, 1), (2, 3, 7, 7, 8), (1, 2, 5, 9, 4),
+                                   (2, 2, 70, 70, 64)])
+def test_attention_causal_equals_torch(device, shape):
+    """attention(q, k, v, causal=true), the spec's causal flag (query i sees keys 0..i, as
+    torch's is_causal), alone and with a bool mask; it was refused (no parameter `causal`)."""
+    B, H, SQ, SK, D = shape
+    rng = np.random.default_rng(sum(shape))
+    q = rng.standard_normal((B, H, SQ, D)).astype(np.float32)
+    k, v = (rng.standard_normal((B, H, SK, D)).astype(np.float32) for _ in range(2))
+    tq, tk, tv = (torch.tensor(t).double() for t in (q, k, v))
+    F = torch.nn.functional
+    s = Session(device)
+    got = library.call("attention", s, [q, k, v], {"causal": True})
+    np.testing.assert_allclose(host(got), F.scaled_dot_product_attention(tq, tk, tv, is_causal=True),
+                               rtol=1e-4, atol=1e-5)
+    mask = rng.random((SQ, SK)) > 0.3
+    mask[:, 0] = True
+    keep = torch.tensor(mask & np.tril(np.ones((SQ, SK), bool)))
+    got = library.call("attention", s, [q, k, v], {"causal": True, "mask": mask})
+    np.testing.assert_allclose(host(got), F.scaled_dot_product_attention(tq, tk, tv, attn_mask=keep),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_attention_causal_takes_a_bool():
+    q = np.zeros((1, 1, 2, 2), np.float32)
+    with pytest.raises(ZynMLTypeError, match="causal"):
+        library.call("attention", Session("cpu"), [q, q, q], {"causal": 1})

@@ -174,6 +174,12 @@ def _unindent_cond(body: str) -> str:
 ATTENTION_MASKED = ("let y = compute(q, k, v, mask) {\n    @kernel attention\n" +
                     _ATTENTION_BODY.replace("COND", "if mask[i, j]:"))
 ATTENTION = ("let y = compute(q, k, v) {\n    @kernel attention\n" + _unindent_cond(_ATTENTION_BODY))
+# causal (the spec's `causal` flag): query i sees keys 0..i, as torch's is_causal (its
+# upper-left corner where seq_q and seq_k differ); a query of no key gives zeros
+ATTENTION_CAUSAL = ("let y = compute(q, k, v) {\n    @kernel attention\n" +
+                    _ATTENTION_BODY.replace("COND", "if j <= i:"))
+ATTENTION_MASKED_CAUSAL = ("let y = compute(q, k, v, mask) {\n    @kernel attention\n" +
+                           _ATTENTION_BODY.replace("COND", "if mask[i, j] and j <= i:"))
 
 SINKHORN_PASSES = """let top = compute(m) {
     @kernel reduce(max)
@@ -368,10 +374,15 @@ def _rope(args, kwargs):
 
 
 def _attention(args, kwargs):
-    _kw(kwargs, ("mask",), "attention")
-    _args(args, (3, 4), "attention", "attention(q, k, v, mask=None)")
+    _kw(kwargs, ("mask", "causal"), "attention")
+    _args(args, (3, 4), "attention", "attention(q, k, v, mask=None, causal=False)")
     q, k, v = (_tensor(a, "attention", n) for a, n in zip(args[:3], "qkv"))
+    if len(args) == 4 and "mask" in kwargs:
+        raise ZynMLTypeError("attention(): the mask is given twice")
     mask = args[3] if len(args) == 4 else kwargs.get("mask")
+    causal = kwargs.get("causal", False)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise ZynMLTypeError(f"attention(): causal= takes true or false, not {causal!r}")
     if q.ndim != k.ndim or q.ndim != v.ndim or q.ndim not in (3, 4):
         raise ZynMLShapeError("attention() takes q, k, v of shape [batch, heads, seq, head_dim] "
                               "(or [batch, seq, head_dim])")
@@ -386,12 +397,13 @@ def _attention(args, kwargs):
     # differ, as in cross attention with another value width)
     sizes = {"head_dim": q.shape[-1]}
     if mask is None:
-        return ATTENTION, {"q": q, "k": k, "v": v, **sizes}, finish
+        return ATTENTION_CAUSAL if causal else ATTENTION, {"q": q, "k": k, "v": v, **sizes}, finish
     m = _tensor(mask, "attention", "mask")
     if m.shape != (q.shape[2], k.shape[2]):
         raise ZynMLShapeError(f"attention(): the mask is [seq_q, seq_k] = "
                               f"{[q.shape[2], k.shape[2]]}, not {list(m.shape)}")
-    return ATTENTION_MASKED, {"q": q, "k": k, "v": v, "mask": m, **sizes}, finish
+    return ATTENTION_MASKED_CAUSAL if causal else ATTENTION_MASKED, \
+        {"q": q, "k": k, "v": v, "mask": m, **sizes}, finish
 
 
 def _sinkhorn(args, kwargs):
@@ -418,8 +430,9 @@ KERNELS = {
                           "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"),
     "rope": LibraryKernel("rope", "rope(x, base=10000.0)", _rope,
                           "rotary embedding of x [..., seq, head_dim], interleaved pairs"),
-    "attention": LibraryKernel("attention", "attention(q, k, v, mask=None)", _attention,
-                               "softmax(q k^T / sqrt(head_dim)) v over the keys the mask keeps"),
+    "attention": LibraryKernel("attention", "attention(q, k, v, mask=None, causal=False)",
+                               _attention, "softmax(q k^T / sqrt(head_dim)) v over the keys the "
+                               "mask keeps (and, causal, keys 0..i of query i)"),
     "sinkhorn": LibraryKernel("sinkhorn", "sinkhorn(m, iterations=20)", _sinkhorn,
                               "Sinkhorn-Knopp: exp(m) made doubly stochastic"),
 }

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import zynbook
-from compute_testing import wanted_devices
+from compute_testing import raises, wanted_devices
 
 DEVICES = wanted_devices()
 
@@ -54,6 +54,14 @@ attn
 """
 
 
+def _last_rows(v, ids, n):
+    got = np.zeros((n, v.shape[1]), v.dtype)
+    for j, row in enumerate(ids):
+        if row < n:
+            got[row] = v[j]
+    return got
+
+
 def _histogram(ids, weights, bins):
     got = np.zeros((ids.shape[0], bins), np.float64)
     for r in range(ids.shape[0]):
@@ -72,6 +80,10 @@ _DOT16 = (_I16.astype(np.int64) ** 2).sum(1).astype(np.int16)      # wrapped in 
 _I16S = RNG.integers(-9, 9, (6, 11)).astype(np.int16)
 _X = _f32(5, 33)
 _X9 = _f32(9, 9)
+_V33 = _f32(33)
+_IDS33 = RNG.integers(0, 7, 33).astype(np.int32)
+_V93 = _f32(9, 3)
+_IDS9 = np.int64([0, 3, 1, 3, 7, 0, 2, 2, 1])
 _M9 = RNG.integers(0, 4, (9, 9))
 _M9[:, 0] = 1
 _AQ, _AK, _AV = _f32(2, 3, 9, 5), _f32(2, 3, 9, 5), _f32(2, 3, 9, 5)
@@ -215,6 +227,35 @@ let y = compute(ids) {
 y
 """, {"ids": (_IDS64 := np.int64([-5, -3, -2, 0, 39999, 40000, 7]))},
         (_IDS64 > -3) & (_IDS64 < 40000), 0),
+    # out indexed by a value read from data, kept below a size by an `if` around the write,
+    # as the output's shape rule says of guarded indices: out is that size (it was "cannot
+    # tell the size of out from this index"); repeated ids accumulate, or the last wins
+    "scatter_add_of_ids_kept_below_a_size": ("""
+let y = compute(v, ids) {
+    for j in 0..C:
+        if ids[j] < nb:
+            out[ids[j]] += v[j]
+}
+y
+""", {"v": _V33, "ids": _IDS33, "nb": 5},
+        np.bincount(_IDS33[_IDS33 < 5], _V33[_IDS33 < 5], minlength=5), 1e-5),
+    "counts_of_ids_between_two_bounds": ("""
+let y = compute(ids) {
+    for j in 0..C:
+        if ids[j] >= 1 and nb > ids[j]:
+            out[ids[j]] += 1
+}
+y
+""", {"ids": _IDS33, "nb": 4},
+        np.bincount(_IDS33[(_IDS33 >= 1) & (_IDS33 < 4)], minlength=4).astype(np.int32), 0),
+    "scatter_of_rows_last_write_wins": ("""
+let y = compute(v, ids) {
+    for j in 0..C, d in 0..D:
+        if ids[j] <= nb - 1:
+            out[ids[j], d] = v[j, d]
+}
+y
+""", {"v": _V93, "ids": _IDS9, "nb": 4}, _last_rows(_V93, _IDS9, 4), 0),
 }
 
 
@@ -232,3 +273,31 @@ def test_hunt_program_equals_numpy(name, device):
     else:
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
                                    rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_id_past_the_guard_of_a_scatter_is_a_runtime_error(device):
+    """`if ids[j] < n: out[ids[j]] += ...` keeps ids below n only: -1 is out of range, a
+    runtime error at the index on every device (the CPU reference said "the tiles of this
+    statement do not fit together" for any index out of range that was one value, not a
+    lane's: numpy has no nonzero() of a 0-d array)."""
+    src = ("let y = compute(v, ids) {\n"
+           "    for j in 0..C:\n"
+           "        if ids[j] < nb:\n"
+           "            out[ids[j]] += v[j]\n"
+           "}\ny\n")
+    err = raises("runtime", src, None, None, device, v=np.ones(4, np.float32),
+                 ids=np.int32([0, -1, 2, 9]), nb=5)
+    assert err.line == 4, err.render()
+    assert err.message == "index -1 is out of range for an axis of size 5 of `out`", err.render()
+    src = ("let y = compute(x, ids) {\n"
+           "    for i in 0..1:\n"
+           "        var s = 0.0\n"
+           "        for j in 0..C:\n"
+           "            s = s * 2.0 + x[ids[j]]\n"
+           "        out[i] = s\n"
+           "}\ny\n")
+    err = raises("runtime", src, None, None, device, x=np.ones(4, np.float32),
+                 ids=np.int32([0, 1, 7]))
+    assert err.line == 5, err.render()
+    assert err.message == "index 7 is out of range for an axis of size 4 of `x`", err.render()

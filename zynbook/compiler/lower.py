@@ -1173,8 +1173,14 @@ class _Lowering:
         else:
             b = affine.bounds(it, self.ranges, self._steps())
         if b is None:
+            # an index read from data (`out[ids[j]] += v[j]`) reaches as far as an `if`
+            # around the write lets it (`if ids[j] < n`), as a guarded affine index does
+            top = self._guarded_top(it, None, guards)
+            if top is not None:
+                return affine.simplify(cir.Bin("+", top, affine.const(1), I32))
             raise ZynMLShapeError("cannot tell the size of out from this index; index out with "
-                                  "loop variables (e.g. out[i, j]) or affine forms of them", span)
+                                  "loop variables (e.g. out[i, j]) or affine forms of them, or "
+                                  "keep it below a size with an `if` around the write", span)
         top = affine.simplify(substitute(b[1], self.int_lets))
         for _ in self.ranges:               # `i - 1` of `j in 0..i`: the largest over i's range
             if not affine.uses_vars(top, self.ranges):
@@ -1197,7 +1203,8 @@ class _Lowering:
     def _guarded_top(self, it, top, guards):
         """The largest value of index `it` (at most `top`, from the loop ranges) that a
         write under the enclosing `if`s can reach: `if i < M: out[i] = ...` with `i = ib * T
-        + ti` reaches M - 1 however far the blocks of T run past it."""
+        + ti` reaches M - 1 however far the blocks of T run past it. With `top` None (an
+        index the loops do not bound), the guards' limit alone, else None."""
         if isinstance(it, cir.Span):
             return top
         for cond in guards:
@@ -1205,6 +1212,9 @@ class _Lowering:
                 if any(isinstance(n, cir.Var) and n.name not in self.sizes
                        for n in cir.walk(limit)):
                     continue            # a limit over loop variables or locals: not a size
+                if top is None:
+                    top = limit
+                    continue
                 diff = affine.linear(affine.sub(limit, top))
                 if diff is not None and not diff[0]:
                     top = top if diff[1] >= 0 else limit

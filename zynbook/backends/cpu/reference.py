@@ -661,8 +661,10 @@ class ReferenceExecutor:
                 m = _align([Val(bad, self.lanes), self.mask])
                 bad = np.logical_and(*np.broadcast_arrays(m[0], m[1]))
             if np.any(bad):
-                value = int(np.asarray(a)[np.nonzero(np.broadcast_to(bad, np.shape(a)))][0]) \
-                    if np.shape(a) == np.shape(bad) else "?"
+                # (the first index out of range, a lane's or one alone: numpy has no
+                # nonzero() of a 0-d array, which made the error a ValueError about tiles)
+                at, where = np.broadcast_arrays(np.asarray(a), np.asarray(bad))
+                value = int(at[where][0])
                 raise ZynMLRuntimeError(f"index {value} is out of range for an axis of size "
                                         f"{size} of `{name}`", _span_at(spans, axis))
 

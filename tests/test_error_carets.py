@@ -1,5 +1,5 @@
 """A run-time error points at what failed: an index out of range is underlined where the
-index is written, on every device, however the block is spaced (a program compiled for
+index is written, an integer division by zero where the division is, on every device, however the block is spaced (a program compiled for
 one spacing is not reused for another with its positions)."""
 from __future__ import annotations
 
@@ -92,3 +92,18 @@ def test_in_range_the_block_gives_numpys_answer(device):
     idx = np.array([7, 0, 3, 3], np.int32)
     got = zynbook.Session(device=device).run(GATHER.format(index="idx[i]") + "y\n", x=x, idx=idx)
     np.testing.assert_allclose(np.asarray(got), 1.0 + x[idx] * 2.0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op, written, message", [
+    ("/", "a[i] / b[i]", "integer division by zero"),
+    ("%", "a[i] % (b[i] - 1)", "integer remainder by zero"),
+])
+def test_an_integer_division_by_zero_points_at_the_division(device, op, written, message):
+    src = f"let y = compute(a, b) {{\n    for i in 0..n:\n        out[i] = 1 + {written} * 2\n}}\n"
+    a, b = np.array([4, 5, 6], np.int32), np.array([1, 2, 0], np.int32)
+    if op == "%":
+        b = b + 1
+    with pytest.raises(ZynMLRuntimeError, match=message) as info:
+        zynbook.Session(device=device).run(src, a=a, b=b)
+    assert (info.value.span.line, _caret(info.value, src)) == (3, written)

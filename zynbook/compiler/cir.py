@@ -95,6 +95,8 @@ class Bin(Expr):
     left: Expr
     right: Expr
     ty: Ty
+    # where it is written (errors.Span), for an integer division's errors; not meaning
+    span: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -333,7 +335,7 @@ class Kernel:
         text = print_kernel(self, with_source=False)
         if placed:
             text += repr([(s.line - self.first_line, s.column, s.end_line - self.first_line, s.end_column)
-                          for n in walk(self.body) if isinstance(n, (Load, Store)) for s in n.spans])
+                          for n in walk(self.body) for s in _positions(n)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -463,6 +465,13 @@ def print_kernel(k: Kernel, with_source: bool = True) -> str:
 
 
 # ----------------------------------------------------------------------- utilities
+
+
+def _positions(node) -> tuple:
+    """Where the parts of `node` that a run-time error points at are written."""
+    if isinstance(node, (Load, Store)):
+        return node.spans
+    return (node.span,) if isinstance(node, Bin) and node.span is not None else ()
 
 
 def walk(node):

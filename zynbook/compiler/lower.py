@@ -899,7 +899,7 @@ class _Lowering:
             raise ZynMLTypeError(f"arithmetic on booleans; use `and`/`or`", span)
         dtype = arithmetic_dtype(op, a, b, self._is_weak(a), self._is_weak(b))
         a, b = self._widen_weak(a, dtype), self._widen_weak(b, dtype)
-        return cir.Bin(op, a, b, cir.Ty(dtype, shape))
+        return cir.Bin(op, a, b, cir.Ty(dtype, shape), span if op in ("/", "%") else None)
 
     def _widen_weak(self, e, dtype):
         """A weak value computed from literals (`sqrt(2.0 / pi)`, `1.0 / 3.0`) meeting f64 is

@@ -1078,11 +1078,12 @@ class ReferenceExecutor:
             # devices' casts wrap (p[i] + 300 on u8 p: numpy refuses the Python int 300)
             x, y = (_in_dtype(v, e.ty.dtype) for v in (x, y))
         if op in ("/", "%") and not is_float(e.ty.dtype):
-            self._check_divisor(op, x, y, lanes, e.ty.dtype)
+            self._check_divisor(op, x, y, lanes, e.ty.dtype, e.span)
         return Val(_array_op(op, x, y, e.ty.dtype), lanes)
 
-    def _check_divisor(self, op, x, y, lanes, dtype):
-        """Integer division by zero (and MIN / -1) in an active lane is an error."""
+    def _check_divisor(self, op, x, y, lanes, dtype, span=None):
+        """Integer division by zero (and MIN / -1) in an active lane is an error (at `span`,
+        where the division is written)."""
         zero = np.asarray(y) == 0
         over = np.zeros((), bool)
         if op == "/" and dtype in _SIGNED_BITS:
@@ -1097,9 +1098,9 @@ class ReferenceExecutor:
                     continue
             if what == "zero":
                 raise ZynMLRuntimeError("integer division by zero" if op == "/"
-                                        else "integer remainder by zero")
+                                        else "integer remainder by zero", span)
             value = -(1 << (_SIGNED_BITS[dtype] - 1))
-            raise ZynMLRuntimeError(f"integer overflow: {value} / -1 does not fit its integer type")
+            raise ZynMLRuntimeError(f"integer overflow: {value} / -1 does not fit its integer type", span)
 
     def call(self, e: cir.Call):
         fn = e.fn

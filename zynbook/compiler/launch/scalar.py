@@ -277,9 +277,9 @@ class ScalarLowering:
             if nonzero and (not_minus_one or dt.startswith("u")):
                 return ir.Bin(op, a, b, dt)
             if op == "/":
-                return ir.CheckedDiv("/", a, b, self.sites.add(errflag.DIV_ZERO, self.line),
-                                     self.sites.add(errflag.DIV_OVERFLOW, self.line), dt)
-            return ir.CheckedDiv("%", a, b, self.sites.add(errflag.REM_ZERO, self.line), 0, dt)
+                return ir.CheckedDiv("/", a, b, self.sites.add(errflag.DIV_ZERO, self.line, span=e.span),
+                                     self.sites.add(errflag.DIV_OVERFLOW, self.line, span=e.span), dt)
+            return ir.CheckedDiv("%", a, b, self.sites.add(errflag.REM_ZERO, self.line, span=e.span), 0, dt)
         return ir.Bin(op, a, b, dt)
 
     def call(self, e: cir.Call, dt: str) -> ir.Expr:

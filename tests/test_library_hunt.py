@@ -10,7 +10,7 @@ import pytest
 
 import zynbook
 from zynbook import library
-from zynbook.errors import ZynMLTypeError
+from zynbook.errors import ZynMLShapeError, ZynMLTypeError
 from zynbook.session import Session
 
 torch = pytest.importorskip("torch")
@@ -68,3 +68,33 @@ def test_attention_causal_takes_a_bool():
     q = np.zeros((1, 1, 2, 2), np.float32)
     with pytest.raises(ZynMLTypeError, match="causal"):
         library.call("attention", Session("cpu"), [q, q, q], {"causal": 1})
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(1, 2, 1, 1, 1, 1, False), (2, 6, 2, 7, 9, 8, False),
+                                   (1, 8, 2, 33, 33, 16, True)])
+def test_attention_of_grouped_query_heads_equals_torch(device, shape):
+    """k and v with fewer heads than q, each shared by a group of query heads (torch's
+    enable_gqa), with and without a mask; it was a shape error."""
+    B, H, KV, SQ, SK, D, causal = shape
+    rng = np.random.default_rng(H * 100 + SQ)
+    q = rng.standard_normal((B, H, SQ, D)).astype(np.float32)
+    k, v = (rng.standard_normal((B, KV, SK, D)).astype(np.float32) for _ in range(2))
+    tq, tk, tv = (torch.tensor(t).double() for t in (q, k, v))
+    F = torch.nn.functional
+    s = Session(device)
+    got = library.call("attention", s, [q, k, v], {"causal": causal})
+    want = F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, enable_gqa=True)
+    np.testing.assert_allclose(host(got), want, rtol=1e-4, atol=1e-5)
+    mask = rng.random((SQ, SK)) > 0.3
+    mask[:, 0] = True
+    got = library.call("attention", s, [q, k, v], {"mask": mask})
+    want = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=torch.tensor(mask),
+                                          enable_gqa=True)
+    np.testing.assert_allclose(host(got), want, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_heads_that_do_not_group_are_a_shape_error():
+    q, k = np.zeros((1, 4, 2, 2), np.float32), np.zeros((1, 3, 2, 2), np.float32)
+    with pytest.raises(ZynMLShapeError, match="divides"):
+        library.call("attention", Session("cpu"), [q, k, k], {})

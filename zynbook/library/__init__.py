@@ -389,21 +389,37 @@ def _attention(args, kwargs):
     shape = q.shape
     if q.ndim == 3:
         q, k, v = (reshape(t, (t.shape[0], 1) + t.shape[1:]) for t in (q, k, v))
-    if q.shape[-1] != k.shape[-1] or k.shape[:-1] != v.shape[:-1] or q.shape[:2] != k.shape[:2]:
+    # grouped-query heads: k and v may have fewer heads than q, each shared by
+    # heads(q) / heads(k) query heads in a row (as torch's enable_gqa)
+    if q.shape[-1] != k.shape[-1] or k.shape[:-1] != v.shape[:-1] or \
+            q.shape[0] != k.shape[0] or not k.shape[1] or q.shape[1] % k.shape[1]:
         raise ZynMLShapeError(f"attention(): q {list(q.shape)}, k {list(k.shape)} and v "
-                              f"{list(v.shape)} do not match")
+                              f"{list(v.shape)} do not match (k and v have the heads of q, or "
+                              f"a number of heads that divides them)")
     finish = (lambda y: reshape(y, shape[:-1] + (v.shape[-1],)))
     # the scores' scale is q's and k's head_dim; the output's last axis is v's (they may
     # differ, as in cross attention with another value width)
     sizes = {"head_dim": q.shape[-1]}
+    grouped = k.shape[1] != q.shape[1]
+    if grouped:
+        sizes["group"] = q.shape[1] // k.shape[1]
     if mask is None:
-        return ATTENTION_CAUSAL if causal else ATTENTION, {"q": q, "k": k, "v": v, **sizes}, finish
+        return _grouped(ATTENTION_CAUSAL if causal else ATTENTION, grouped), \
+            {"q": q, "k": k, "v": v, **sizes}, finish
     m = _tensor(mask, "attention", "mask")
     if m.shape != (q.shape[2], k.shape[2]):
         raise ZynMLShapeError(f"attention(): the mask is [seq_q, seq_k] = "
                               f"{[q.shape[2], k.shape[2]]}, not {list(m.shape)}")
-    return ATTENTION_MASKED_CAUSAL if causal else ATTENTION_MASKED, \
+    return _grouped(ATTENTION_MASKED_CAUSAL if causal else ATTENTION_MASKED, grouped), \
         {"q": q, "k": k, "v": v, "mask": m, **sizes}, finish
+
+
+def _grouped(source: str, grouped: bool) -> str:
+    """The attention program reading key/value head h / group for query head h."""
+    if not grouped:
+        return source
+    return source.replace("k[b, h, j]", "k[b, h / group, j]").replace(
+        "v[b, h, j, d]", "v[b, h / group, j, d]")
 
 
 def _sinkhorn(args, kwargs):

@@ -98,3 +98,19 @@ def test_attention_heads_that_do_not_group_are_a_shape_error():
     q, k = np.zeros((1, 4, 2, 2), np.float32), np.zeros((1, 3, 2, 2), np.float32)
     with pytest.raises(ZynMLShapeError, match="divides"):
         library.call("attention", Session("cpu"), [q, k, k], {})
+
+
+def test_validate_config_takes_the_shared_memory_in_bytes():
+    """The library's validateConfig(config, gpu_max_shared_memory): a number of bytes as the
+    limit (it was Python's AttributeError: 'int' object has no attribute 'shared_bytes')."""
+    from zynbook.compiler.schedules import configs
+    from zynbook.errors import ZynMLDeviceError
+    ampere = configs.CONFIGS["ampere"]
+    assert configs.required_shared_memory(ampere) == (128 + 2 * 128) * 64 * 2
+    configs.validate_config(ampere, 49152)
+    with pytest.raises(ZynMLDeviceError, match="needs 163840 bytes.*has 49152 bytes"):
+        configs.validate_config(configs.CONFIGS["hopper"], 49152)
+    with pytest.raises(ZynMLTypeError):
+        configs.validate_config(ampere, "48KB")
+    with pytest.raises(ZynMLTypeError):
+        configs.validate_config("ampere", 49152)

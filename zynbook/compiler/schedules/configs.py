@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import ZynMLDeviceError
+import numpy as np
+
+from ...errors import ZynMLDeviceError, ZynMLTypeError
 
 
 @dataclass(frozen=True)
@@ -65,16 +67,30 @@ def fits(config: FlashConfig, target) -> bool:
 
 
 def validate_config(config: FlashConfig, target, span=None, what: str = ""):
-    """Raise a ZynMLDeviceError naming both numbers when `config` does not fit `target`."""
+    """Raise a ZynMLDeviceError naming both numbers when `config` does not fit `target`: a
+    target of `zynbook.compiler.targets`, or the device's shared memory per block in bytes
+    (the library's `validateConfig(config, gpu_max_shared_memory)`)."""
+    if not isinstance(config, FlashConfig):
+        raise ZynMLTypeError(f"validate_config() takes a FlashConfig (configs.CONFIGS[name]), "
+                             f"not {type(config).__name__}")
+    if isinstance(target, (int, np.integer)) and not isinstance(target, (bool, np.bool_)):
+        if target < 0:
+            raise ZynMLTypeError(f"validate_config(): the shared memory is a number of bytes "
+                                 f"(at least 0), not {target}")
+        limit, where = int(target), "the limit given"
+    elif hasattr(target, "shared_bytes"):
+        limit, where = target.shared_bytes, f"{target.name} {target.arch}".strip()
+    else:
+        raise ZynMLTypeError(f"validate_config() takes a target or the shared memory per block "
+                             f"in bytes, not {target!r}")
     need = required_shared_memory(config)
-    if need > target.shared_bytes:
-        where = f"{target.name} {target.arch}".strip()
+    if need > limit:
         raise ZynMLDeviceError(
             f"{what or 'the configuration ' + config.describe()} needs {need} bytes of shared "
             f"memory (Q, K and V tiles of {config.block_q}, {config.block_kv} and "
             f"{config.block_kv} rows of {config.head_dim} "
             f"{'half-precision' if config.half else '4-byte'} values); the target ({where}) "
-            f"has {target.shared_bytes} bytes per block", span)
+            f"has {limit} bytes per block", span)
 
 
 def named_config(target) -> FlashConfig | None:

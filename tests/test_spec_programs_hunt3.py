@@ -80,6 +80,8 @@ _DOT16 = (_I16.astype(np.int64) ** 2).sum(1).astype(np.int16)      # wrapped in 
 _I16S = RNG.integers(-9, 9, (6, 11)).astype(np.int16)
 _X = _f32(5, 33)
 _X9 = _f32(9, 9)
+_X3 = _f32(3, 4, 300)
+_A10, _B13 = _f32(10, 13), _f32(13, 7)
 _V33 = _f32(33)
 _IDS33 = RNG.integers(0, 7, 33).astype(np.int32)
 _V93 = _f32(9, 3)
@@ -256,6 +258,67 @@ let y = compute(v, ids) {
 }
 y
 """, {"v": _V93, "ids": _IDS9, "nb": 4}, _last_rows(_V93, _IDS9, 4), 0),
+    # slices of a shared array are tiles as slices of an input are: written from a tile,
+    # read into `sum`, `reduce`, `row_max` and `@` (the compiled devices refused them: "a
+    # tile stored into shared array `buf`", "shared arrays and barriers need a block
+    # schedule", where the CPU reference ran them)
+    "tile_written_into_a_shared_array_read_reversed": ("""
+let y = compute(x) {
+    for a in 0..A:
+        shared var buf[C]
+        buf[0:C] = x[a, 0] * 3.0
+        for c in 0..C:
+            out[a, c] = buf[C - 1 - c]
+}
+y
+""", {"x": _X3, "C": 300}, (_X3[:, 0] * 3)[:, ::-1], 1e-6),
+    "sum_and_max_of_a_shared_slice_at_the_row": ("""
+let y = compute(x) {
+    for a in 0..A:
+        shared var buf[C]
+        for c in 0..C:
+            buf[c] = x[a, 0, c]
+        barrier()
+        out[a] = sum(buf[a:a + 3]) + reduce(max, buf[a:a + 3])
+}
+y
+""", {"x": _X3, "C": 300},
+        np.array([_X3[a, 0, a:a + 3].sum() + _X3[a, 0, a:a + 3].max() for a in range(3)]), 1e-5),
+    "row_max_and_row_sum_of_a_2d_shared_tile": ("""
+let y = compute(x) {
+    for a in 0..A:
+        shared var s2[B, C]
+        s2[0:B, 0:C] = x[a]
+        barrier()
+        out[a] = row_max(s2[0:B, 0:C]) - row_sum(s2[0:B, 0:C])
+}
+y
+""", {"x": _X3, "B": 4, "C": 300},
+        _X3.max(2, keepdims=True) - _X3.astype(np.float64).sum(2, keepdims=True), 1e-4),
+    "shared_tile_times_an_input": ("""
+let y = compute(a, b) {
+    for ib in 0..M / 5:
+        shared var ta[5, K]
+        ta[0:5, 0:K] = a[ib * 5:ib * 5 + 5]
+        barrier()
+        out[ib * 5:ib * 5 + 5] = ta[0:5, 0:K] @ b
+}
+y
+""", {"a": _A10, "b": _B13, "M": 10, "K": 13}, _A10 @ _B13, 1e-4),
+    "tile_written_into_part_of_a_shared_array": ("""
+let y = compute(x) {
+    for a in 0..A:
+        shared var buf[8]
+        for t in 0..8:
+            buf[t] = -1.0
+        barrier()
+        buf[2:5] = x[a, 0, 0:3]
+        barrier()
+        for t in 0..8:
+            out[a, t] = buf[t]
+}
+y
+""", {"x": _X3}, np.concatenate([-np.ones((3, 2)), _X3[:, 0, :3], -np.ones((3, 3))], 1), 0),
 }
 
 

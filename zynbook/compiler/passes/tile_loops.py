@@ -519,6 +519,13 @@ class _Rewriter:
     def stmt(self, s) -> list:
         line = getattr(s, "line", 0)
         pre: list = []
+        if isinstance(s, cir.SharedAlloc) and not s.name.startswith("%"):
+            # a shared array of the user's: its slices are tiles as an input's are
+            # (`sum(buf[a:a+3])`, `buf[0:C] = x[a, 0] * 3.0`), read and written element
+            # by element
+            self.shapes[s.name] = tuple(s.shape)
+            self.dtypes[s.name] = s.dtype
+            return [s]
         if isinstance(s, cir.Let):
             value = self.hoist(s.value, pre, line)
             if not self.is_tile(value) and not s.declared_ty.shape:

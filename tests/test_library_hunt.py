@@ -114,3 +114,23 @@ def test_validate_config_takes_the_shared_memory_in_bytes():
         configs.validate_config(ampere, "48KB")
     with pytest.raises(ZynMLTypeError):
         configs.validate_config("ampere", 49152)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sinkhorn_leaves_a_row_of_no_mass_as_the_spec_does(device):
+    """A row whose exp(m - max) underflows to zeros sums to 0: the spec's normalize_rows and
+    normalize_cols leave a row or column whose sum is 1e-10 or less as it is. Dividing by
+    it made the row NaN, and then every column, so the whole result was NaN."""
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((5, 5)).astype(np.float32)
+    m[2] -= 200.0
+    got = host(library.call("sinkhorn", Session(device), [m], {"iterations": 4}))
+    p = np.exp(m.astype(np.float64) - m.max())
+    p[p < 1e-30] = 0.0          # f32's exp underflows there
+    for _ in range(4):
+        for axis in (1, 0):
+            s = p.sum(axis, keepdims=True)
+            p = np.where(s > 1e-10, p / np.where(s > 1e-10, s, 1.0), p)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, p, rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(got[2], 0.0)

@@ -181,6 +181,8 @@ ATTENTION_CAUSAL = ("let y = compute(q, k, v) {\n    @kernel attention\n" +
 ATTENTION_MASKED_CAUSAL = ("let y = compute(q, k, v, mask) {\n    @kernel attention\n" +
                            _ATTENTION_BODY.replace("COND", "if mask[i, j] and j <= i:"))
 
+# a row or column whose sum is 1e-10 or less (exp(m - top) underflowed there) is left as
+# it is, as the spec's normalize_rows and normalize_cols leave it (0 / 0 made every value NaN)
 SINKHORN_PASSES = """let top = compute(m) {
     @kernel reduce(max)
     for i in 0..n, j in 0..n2:
@@ -199,8 +201,11 @@ for it in 0..iterations:
             var s = 0.0
             for j in 0..n2:
                 s += p[i, j]
+            var d = 1.0
+            if s > 1e-10:
+                d = s
             for j in 0..n2:
-                out[i, j] = p[i, j] / s
+                out[i, j] = p[i, j] / d
     }
     p = compute(p) {
         @kernel fused
@@ -209,8 +214,11 @@ for it in 0..iterations:
             var s = 0.0
             for i in 0..n:
                 s += p[i, j]
+            var d = 1.0
+            if s > 1e-10:
+                d = s
             for i in 0..n:
-                out[i, j] = p[i, j] / s
+                out[i, j] = p[i, j] / d
     }
 """
 SINKHORN = SINKHORN_PASSES + "p\n"

@@ -90,6 +90,15 @@ def dtype_from_numpy(np_dtype) -> str:
     raise ZynMLTypeError(f"unsupported element type {name}")
 
 
+def int_pow_exponent(k: int, dtype: str) -> int:
+    """A constant exponent `k >= 0` of an integer power in `dtype`, as one that fits the
+    dtype and gives the same wrapped result: past the width w, an even base's power is 0
+    modulo 2^w and an odd base's repeats every 2^(w-2) (the order of the odd residues), so
+    `x ** 131` on i8 is `x ** 75`, not the exponent wrapped to i8 (-125)."""
+    bits = _WIDTH[dtype]
+    return k if k < bits else bits + (k - bits) % (1 << (bits - 2))
+
+
 def int_dtype(lo: int, hi: int) -> str:
     """The dtype of integers from `lo` to `hi` written in a program (tensor(), arange()):
     i32, or i64 (u64 past it) where one does not fit 32 bits, as numpy infers them

@@ -21,7 +21,7 @@ import numpy as np
 
 from ...compiler import cir
 from ...compiler.errflag import column_of, tiles_message
-from ...compiler.types import NUMPY_NAMES, is_float
+from ...compiler.types import NUMPY_NAMES, int_pow_exponent, is_float
 from ...errors import Span, ZynMLRuntimeError
 
 _CHUNK_ELEMENTS = 1 << 23      # temporary-lane evaluation works on at most this many values
@@ -1076,6 +1076,9 @@ class ReferenceExecutor:
         if op in ("+", "-", "*", "/", "%", "**") and e.ty.dtype in _INT_BITS:
             # integer arithmetic runs in its result's dtype, a literal wrapped to it as the
             # devices' casts wrap (p[i] + 300 on u8 p: numpy refuses the Python int 300)
+            if op == "**" and isinstance(e.right, cir.Const):
+                # a constant exponent as one that fits the dtype, with the same result
+                y = int_pow_exponent(int(e.right.value), e.ty.dtype)
             x, y = (_in_dtype(v, e.ty.dtype) for v in (x, y))
         if op in ("/", "%") and not is_float(e.ty.dtype):
             self._check_divisor(op, x, y, lanes, e.ty.dtype, e.span)
@@ -1308,6 +1311,10 @@ def _scalar_op(op, a, b, dtype):
         if b == 0:
             raise ZynMLRuntimeError("integer remainder by zero")
         return int(math.fmod(int(a), int(b)))
+    if op == "**" and dtype in _INT_BITS and not (_python_number(a) and _python_number(b)):
+        # an integer power wraps at its dtype's width, as numpy's and the devices' do
+        bits, v = _INT_BITS[dtype], pow(int(a), int(b), 1 << _INT_BITS[dtype])
+        return v - (1 << bits) if dtype in _SIGNED_BITS and v >= 1 << (bits - 1) else v
     with np.errstate(all="ignore"):
         res = _array_op(op, np.asarray(a), np.asarray(b), dtype)
     res = res.item() if hasattr(res, "item") else res

@@ -23,6 +23,7 @@ from math import prod
 
 from .. import cir, errflag
 from ..passes.bounds import Facts
+from ..types import int_pow_exponent
 from . import ir
 
 USER_PREFIX = "u_"      # every user name; generated names start with `_` or `zyn_`
@@ -269,6 +270,9 @@ class ScalarLowering:
                 return ir.Math("pow", (a, b), dt)
             return ir.Bin(op, a, b, dt)
         if op == "**":
+            k = const_value(e.right, self.facts.consts)
+            if isinstance(k, int) and not isinstance(k, bool) and k >= 0:
+                b = lit(int_pow_exponent(k, dt), dt)      # not wrapped into dt
             return ir.Math("ipow", (a, b), dt)
         if dt == "bool" and op in ("+", "*"):
             return ir.Bin("or" if op == "+" else "and", a, b, "bool")

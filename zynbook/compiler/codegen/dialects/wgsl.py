@@ -667,8 +667,13 @@ def _helper(name: str) -> str:
     val = "bitcast<i32>(a)" if t == "u32" else "a"
     if kind == "ipow":
         one = "1u" if t == "u32" else "1i"
-        return (f"fn zyn_ipow_{t}(a: {t}, b: {t}) -> {t} {{\n"
-                f"    var r: {t} = {one}; for (var i: {t} = {z}; i < b; i++) {{ r = r * a; }} return r; }}")
+        two = "2u" if t == "u32" else "2i"
+        # by squaring: an exponent of 2^30 takes 31 steps (and stays far below llvmpipe's
+        # 65,535 iterations a thread may loop)
+        return (f"fn zyn_ipow_{t}(a0: {t}, b0: {t}) -> {t} {{\n"
+                f"    var r: {t} = {one}; var a = a0; var b = b0;\n"
+                f"    for (; b > {z}; b = b / {two}) {{ if (b % {two} == {one}) {{ r = r * a; }} a = a * a; }}\n"
+                f"    return r; }}")
     if kind == "idiv":
         over = "" if t == "u32" else (
             f"    if (b == {m1} && a == {_INT_MIN[dtype]}) {{ zyn_fail(sov, a); return {z}; }}\n")

@@ -1,0 +1,52 @@
+"""Programs written from docs/language.md the way an outside tester writes them: each
+construct with odd sizes, dtypes and constants, run on every device present and compared
+with numpy written here; and mistakes, each a ZynML error with its kind, line and column."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import raises, wanted_devices
+
+DEVICES = wanted_devices()
+
+
+def _wrapped_power(values, k, dtype):
+    """values ** k in `dtype`, wrapped at its width as numpy's integer power wraps."""
+    bits = np.iinfo(dtype).bits
+    m = 1 << bits
+    r = [pow(int(v) % m, k, m) for v in values]
+    if np.iinfo(dtype).min < 0:
+        r = [v - m if v >= m // 2 else v for v in r]
+    return np.array(r, dtype=dtype)
+
+
+def _on(device, src, **inputs):
+    r = zynbook.run(src, device=device, **inputs)
+    return r.numpy() if hasattr(r, "numpy") else r
+
+
+# ------------------------------------------------------------------ integer powers
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype,k", [("int8", 131), ("uint8", 200), ("int16", 70000),
+                                     ("int32", 2147483647), ("uint32", 99999)])
+def test_integer_power_by_a_constant_past_the_dtype(device, dtype, k):
+    """`x ** k` of integers wraps as numpy's power does, whatever k: an exponent past the
+    dtype's range was wrapped into it (i8 `x ** 131` was `x ** -125`: 1 on cpu:native, an
+    error on cpu), and a large one took k multiplications (a hang on cpu:native)."""
+    x = np.array([0, 1, -1, 2, 3, 5, 7, -3, 127], dtype) if dtype[0] == "i" else \
+        np.array([0, 1, 2, 3, 5, 7, 255, 254], dtype)
+    src = f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = x[i] ** {k}\n}}\ny"
+    got = _on(device, src, x=x)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, _wrapped_power(x, k, dtype))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_power_of_a_loop_variable_wraps_at_32_bits(device):
+    """A loop variable is i32: `i ** 20` wraps there before the comparison reads it."""
+    src = "let y = compute() {\n    for i in 0..6:\n        out[i] = i ** 20 > 0\n}\ny"
+    want = _wrapped_power(np.arange(6), 20, "int32") > 0
+    np.testing.assert_array_equal(_on(device, src), want)

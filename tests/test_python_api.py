@@ -56,16 +56,17 @@ y"""
 
 @pytest.mark.parametrize("device", [d["id"] for d in zynbook.compute_devices()
                                     if not d["id"].startswith("browser")])
-def test_a_bf16_torch_tensor_binds_as_f32_with_its_values(device):
-    """numpy and CuPy have no bf16, so a torch bf16 tensor binds as the f32 tensor of its
-    values (ZynML's own bf16 host tensors are held so); it used to be refused as a value
-    'of type Tensor', though torch tensors are bindable."""
+def test_a_bf16_torch_tensor_binds_as_bf16_with_its_values(device):
+    """A torch bf16 tensor binds as a bf16 tensor (its values held as f32: numpy and CuPy
+    have no bf16), so a block computes with it as torch does and writes bf16; it used to
+    bind as f32, and the block's result was not torch's."""
     torch = pytest.importorskip("torch")
-    x = torch.randn(37, dtype=torch.bfloat16, requires_grad=True)
-    want = x.detach().to(torch.float64).numpy() * 2.0 + 1.0
+    x = torch.randn(37, dtype=torch.bfloat16, requires_grad=True) / 3
+    want = (x.detach() * 2.0 + 1.0).to(torch.float64).numpy()     # torch, in bf16
+    assert not np.array_equal(want, x.detach().to(torch.float64).numpy() * 2.0 + 1.0)
     got = zynbook.Session(device).run(_DOUBLE, x=x)
-    assert got.dtype == "f32"
-    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+    assert got.dtype == "bf16"
+    np.testing.assert_array_equal(got.numpy().astype(np.float64), want)
 
 
 @pytest.mark.parametrize("value, dtype", [(np.array([1j, 2.0]), "complex128"),

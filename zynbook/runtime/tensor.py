@@ -181,16 +181,21 @@ def to_tensor(value, device: str = "cpu"):
     if module == "torch":
         if value.requires_grad:
             value = value.detach()
+        dtype = None
         if value.dtype is sys.modules["torch"].bfloat16:
             # numpy and CuPy have no bf16: held as f32 as ZynML's own bf16 host tensors are
-            # (every bf16 value is exact in f32), widened where the tensor lives
-            value = value.float()
+            # (every bf16 value is exact in f32), widened where the tensor lives; a bf16
+            # tensor still, as torch computes with it
+            value, dtype = value.float(), "bf16"
         if value.is_cuda:
             try:        # made once per tensor (a Tensor is never changed)
-                return cupy_view(value, _cuda_tensor)
+                if dtype is None:
+                    return cupy_view(value, _cuda_tensor)
+                view = cupy_view(value)
+                return Tensor(view, _CUDA_IDS[view.data.device_id], dtype=dtype)
             except ImportError:
                 pass
-        return Tensor(np.asarray(value.cpu().numpy()), "cpu")
+        return Tensor(np.asarray(value.cpu().numpy()), "cpu", dtype=dtype)
     if hasattr(value, "__array__"):
         return Tensor(_native_order(np.asarray(value)), "cpu")
     if hasattr(value, "__dlpack__"):

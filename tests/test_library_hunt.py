@@ -134,3 +134,24 @@ def test_sinkhorn_leaves_a_row_of_no_mass_as_the_spec_does(device):
     assert not np.isnan(got).any()
     np.testing.assert_allclose(got, p, rtol=1e-4, atol=1e-6)
     np.testing.assert_array_equal(got[2], 0.0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(1, 2, 1, 3, 3, 4, False, 0.7), (2, 4, 2, 33, 33, 16, True, 0.05),
+                                   (1, 2, 2, 7, 9, 8, False, -1.0)])
+def test_attention_of_a_given_scale_equals_torch(device, shape):
+    """attention(..., scale=s): the scores scaled by s (the spec's AttentionUniform.scale,
+    torch's scale=) instead of 1 / sqrt(head_dim), with and without a mask; it was refused."""
+    B, H, KV, SQ, SK, D, causal, scale = shape
+    rng = np.random.default_rng(SQ * 7 + H)
+    q = rng.standard_normal((B, H, SQ, D)).astype(np.float32)
+    k, v = (rng.standard_normal((B, KV, SK, D)).astype(np.float32) for _ in range(2))
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(t).double() for t in (q, k, v)), is_causal=causal, enable_gqa=True,
+        scale=scale)
+    s = Session(device)
+    for extra in ({}, {"mask": np.ones((SQ, SK), bool)}):
+        got = library.call("attention", s, [q, k, v], {"causal": causal, "scale": scale, **extra})
+        np.testing.assert_allclose(host(got), want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ZynMLTypeError, match="scale"):
+        library.call("attention", s, [q, k, v], {"scale": float("inf")})

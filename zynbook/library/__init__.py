@@ -382,8 +382,8 @@ def _rope(args, kwargs):
 
 
 def _attention(args, kwargs):
-    _kw(kwargs, ("mask", "causal"), "attention")
-    _args(args, (3, 4), "attention", "attention(q, k, v, mask=None, causal=False)")
+    _kw(kwargs, ("mask", "causal", "scale"), "attention")
+    _args(args, (3, 4), "attention", "attention(q, k, v, mask=None, causal=False, scale=None)")
     q, k, v = (_tensor(a, "attention", n) for a, n in zip(args[:3], "qkv"))
     if len(args) == 4 and "mask" in kwargs:
         raise ZynMLTypeError("attention(): the mask is given twice")
@@ -391,6 +391,12 @@ def _attention(args, kwargs):
     causal = kwargs.get("causal", False)
     if not isinstance(causal, (bool, np.bool_)):
         raise ZynMLTypeError(f"attention(): causal= takes true or false, not {causal!r}")
+    # the scores' scale (the spec's AttentionUniform.scale, torch's scale=): 1 / sqrt(head_dim)
+    # unless given, a finite number
+    scale = kwargs.get("scale")
+    if scale is not None and (isinstance(scale, (bool, np.bool_)) or not isinstance(
+            scale, (int, float, np.integer, np.floating)) or not np.isfinite(scale)):
+        raise ZynMLTypeError(f"attention(): scale= takes a finite number, not {scale!r}")
     if q.ndim != k.ndim or q.ndim != v.ndim or q.ndim not in (3, 4):
         raise ZynMLShapeError("attention() takes q, k, v of shape [batch, heads, seq, head_dim] "
                               "(or [batch, seq, head_dim])")
@@ -411,19 +417,24 @@ def _attention(args, kwargs):
     grouped = k.shape[1] != q.shape[1]
     if grouped:
         sizes["group"] = q.shape[1] // k.shape[1]
+    if scale is not None:
+        sizes["scale"] = float(scale)
     if mask is None:
-        return _grouped(ATTENTION_CAUSAL if causal else ATTENTION, grouped), \
+        return _grouped(ATTENTION_CAUSAL if causal else ATTENTION, grouped, scale), \
             {"q": q, "k": k, "v": v, **sizes}, finish
     m = _tensor(mask, "attention", "mask")
     if m.shape != (q.shape[2], k.shape[2]):
         raise ZynMLShapeError(f"attention(): the mask is [seq_q, seq_k] = "
                               f"{[q.shape[2], k.shape[2]]}, not {list(m.shape)}")
-    return _grouped(ATTENTION_MASKED_CAUSAL if causal else ATTENTION_MASKED, grouped), \
+    return _grouped(ATTENTION_MASKED_CAUSAL if causal else ATTENTION_MASKED, grouped, scale), \
         {"q": q, "k": k, "v": v, "mask": m, **sizes}, finish
 
 
-def _grouped(source: str, grouped: bool) -> str:
-    """The attention program reading key/value head h / group for query head h."""
+def _grouped(source: str, grouped: bool, scale=None) -> str:
+    """The attention program reading key/value head h / group for query head h (where
+    `grouped`), its scores scaled by the scalar `scale` (where one is given)."""
+    if scale is not None:
+        source = source.replace(") / sqrt(head_dim)", ") * scale")
     if not grouped:
         return source
     return source.replace("k[b, h, j]", "k[b, h / group, j]").replace(
@@ -454,7 +465,8 @@ KERNELS = {
                           "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"),
     "rope": LibraryKernel("rope", "rope(x, base=10000.0)", _rope,
                           "rotary embedding of x [..., seq, head_dim], interleaved pairs"),
-    "attention": LibraryKernel("attention", "attention(q, k, v, mask=None, causal=False)",
+    "attention": LibraryKernel("attention",
+                               "attention(q, k, v, mask=None, causal=False, scale=None)",
                                _attention, "softmax(q k^T / sqrt(head_dim)) v over the keys the "
                                "mask keeps (and, causal, keys 0..i of query i)"),
     "sinkhorn": LibraryKernel("sinkhorn", "sinkhorn(m, iterations=20)", _sinkhorn,

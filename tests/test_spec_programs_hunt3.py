@@ -319,6 +319,36 @@ let y = compute(x) {
 }
 y
 """, {"x": _X3}, np.concatenate([-np.ones((3, 2)), _X3[:, 0, :3], -np.ones((3, 3))], 1), 0),
+    # the spec's `compute(batch1) @async { ... }` written out on one line, a loop's body on
+    # the `:` line before the `}`, and a `}` right after the last line of a nested body:
+    # `}` closes every level still open (all three were syntax errors)
+    "one_line_async_blocks_awaited_together": ("""
+let fs = [
+    compute(x) @async { for i in 0..R: out[i] = x[i, 0] },
+    compute(x) @async { for i in 0..R, j in 0..C: out[i, j] = x[i, j] * 2.0 },
+    compute(x) @async { @kernel reduce(max)
+        for i in 0..R, j in 0..C: yield x[i, j] },
+]
+let rs = await all(fs)
+rs[0] + rs[1][0:9, 1] + rs[2]
+""", {"x": _X9}, _X9[:, 0] + 2 * _X9[:, 1] + _X9.max(), 1e-6),
+    "closing_brace_after_a_nested_body": ("""
+let y = compute(x) {
+    for i in 0..R:
+        for j in 0..C:
+            if x[i, j] > 0.0:
+                out[i, j] = x[i, j] }
+y
+""", {"x": _X9}, np.maximum(_X9, 0), 0),
+    "closing_brace_after_an_if_on_its_line": ("""
+let y = compute(x) {
+    for i in 0..R:
+        var s = 0.0
+        for j in 0..C:
+            s += x[i, j]
+        if s > 0.0: out[i] = s }
+y
+""", {"x": _X9}, np.maximum(_X9.sum(1), 0), 1e-5),
 }
 
 

@@ -394,3 +394,50 @@ def test_an_id_past_the_guard_of_a_scatter_is_a_runtime_error(device):
                  ids=np.int32([0, 1, 7]))
     assert err.line == 5, err.render()
     assert err.message == "index 7 is out of range for an axis of size 4 of `x`", err.render()
+
+
+_FLOATS = np.float32([-300.7, -129.5, -1.5, -0.5, 0.0, 0.9, 127.9, 128.5, 255.5, 256.0,
+                      70000.0, 5e9, 1.9e19, np.inf, -np.inf, np.nan])
+_INTS = np.int32([-129, -128, -1, 0, 127, 128, 255, 256, 65535, 65536, 2 ** 31 - 1, -2 ** 31])
+
+
+def _saturated(values, dtype):
+    """numpy's truncation toward zero, saturating at the integer's ends, NaN to 0 (as
+    CUDA's conversions, which the language takes)."""
+    info = np.iinfo(dtype)
+    out = []
+    for v in values.astype(np.float64):
+        if v != v:
+            out.append(0)
+        elif v >= info.max:
+            out.append(info.max)
+        elif v <= info.min:
+            out.append(info.min)
+        else:
+            out.append(int(np.trunc(v)))
+    return np.array(out, dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["i8", "u8", "i16", "u16", "u64"])
+def test_casts_to_every_integer_dtype(name, device):
+    """`u8(x)`, `i16(x)` ... as numpy's astype of integers and saturating of floats, for
+    every integer dtype a kernel has (only i32, i64 and u32 could be written as casts: `u8`
+    was "unknown function"); u64 of a float past 2^64 or of inf saturates on the CPU
+    reference too (a select of u64 and a Python int went through f64 there: 0)."""
+    if name == "u64" and device.startswith(("vulkan", "gl")):
+        pytest.skip("WebGPU has no 64-bit integers")
+    dtype = np.dtype(name.replace("u", "uint") if name.startswith("u") else name.replace("i", "int"))
+    session = zynbook.Session(device=device)
+    got = session.run(f"let y = compute(f) {{\n    for i in 0..n: out[i] = {name}(f[i])\n}}\ny\n",
+                      f=_FLOATS)
+    want = _saturated(_FLOATS, dtype)
+    assert np.asarray(got).dtype == dtype
+    np.testing.assert_array_equal(np.asarray(got), want)
+    got = session.run(f"let y = compute(k) {{\n    for i in 0..n: out[i] = {name}(k[i])\n}}\ny\n",
+                      k=_INTS)
+    np.testing.assert_array_equal(np.asarray(got), _INTS.astype(dtype))
+    # a typed let converts the same way
+    got = session.run(f"let y = compute(f) {{\n    for i in 0..n:\n        let v: {name} = f[i]\n"
+                      f"        out[i] = v\n}}\ny\n", f=_FLOATS)
+    np.testing.assert_array_equal(np.asarray(got), want)

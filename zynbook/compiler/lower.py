@@ -32,7 +32,8 @@ ANNOTATIONS = ("kernel", "device", "async", "parallel", "workgroup", "shared", "
                "tile", "autotune", "nofuse")
 CONSTANTS = {"inf": float("inf"), "pi": 3.141592653589793, "e": 2.718281828459045}
 CAST_NAMES = {"float": "f32", "int": "i32", "f16": "f16", "bf16": "bf16", "f32": "f32",
-              "f64": "f64", "i32": "i32", "i64": "i64", "u32": "u32", "bool": "bool"}
+              "f64": "f64", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "u8",
+              "u16": "u16", "u32": "u32", "u64": "u64", "bool": "bool"}
 KERNEL_BUILTINS = (set(cir.MATH_FUNCTIONS) | set(cir.TILE_FUNCTIONS) | set(CAST_NAMES)
                    | {"dot", "reduce", "barrier"})
 

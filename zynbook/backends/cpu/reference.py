@@ -1047,6 +1047,10 @@ class ReferenceExecutor:
         if isinstance(e, cir.Select):
             c, a, b = (as_val(self.eval(x)) for x in (e.cond, e.if_true, e.if_false))
             x, y, z = _align([c, a, b])
+            if e.ty.dtype in _INT_BITS:
+                # both sides in the select's integer type: numpy makes u64 beside the i64 of
+                # a Python int f64, which lost the saturated u64(inf) (2^64 - 1 became 0)
+                y, z = _in_dtype(y, e.ty.dtype), _in_dtype(z, e.ty.dtype)
             return Val(np.where(x, y, z), _lanes_of(c, a, b))
         raise TypeError(f"unknown CIR expression {e!r}")
 

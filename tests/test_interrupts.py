@@ -82,6 +82,41 @@ def test_interrupt_stops_a_running_kernel_and_keeps_the_session(device):
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
 
 
+# a WebGPU adapter that runs on the CPU (Mesa's llvmpipe): a kernel there takes seconds
+SLOW_ADAPTERS = [d["id"] for d in zynbook.compute_devices()
+                 if d["id"].startswith(("vulkan", "gl", "webgpu")) and "llvmpipe" in (d.get("name") or "")][:1]
+
+
+@pytest.mark.parametrize("device", SLOW_ADAPTERS)
+def test_interrupt_stops_waiting_for_a_webgpu_kernel_and_keeps_the_session(device):
+    """A dispatched WebGPU kernel cannot be stopped, but the cell waiting for it can: the
+    interrupt arrives at once (the wait blocked in wgpu until the kernel ended); the
+    session keeps its state and its next run waits for the queue, then gives numpy's
+    answer."""
+    session = zynbook.Session(device)
+    small = np.linspace(0, 1, 256, dtype=np.float32)
+    x = np.linspace(0, 1, 1 << 20, dtype=np.float32)
+    for n in (256, 256):        # (the first compiles; 64 Ki steps a thread at most)
+        start = time.monotonic()
+        session.run(LONG.format() + "slow\n", x=x[:n], m=60_000)
+    per_element = (time.monotonic() - start) / 256
+    x = x[:int(min(max(6.0 / per_element, 8192), 1 << 20))]
+    session.run("let before = 41\n")
+    timer = _interrupt_after(0.5)
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        session.run(LONG.format() + "let never = 2\n", x=x, m=60_000)
+    elapsed = time.monotonic() - start
+    timer.cancel()
+    assert elapsed < 2.5, f"the interrupt took {elapsed:.1f} s to arrive"
+    assert session.namespace["before"] == 41 and "never" not in session.namespace
+    got = session.run(LONG.format() + "slow\n", x=small[:5], m=3)
+    want = np.zeros(5)
+    for _ in range(3):
+        want = np.sin(want + small[:5].astype(np.float64))
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.skipif("cpu:native" not in DEVICES, reason="no C++ compiler")
 def test_an_abandoned_native_kernel_stops_instead_of_running_on():
     """The kernel an interrupt gave up on sees the cancel word and skips its remaining outer

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import zynbook
-from zynbook import library
+from zynbook import library, nn
 from zynbook.errors import ZynMLShapeError, ZynMLTypeError
 from zynbook.session import Session
 
@@ -155,3 +155,76 @@ def test_attention_of_a_given_scale_equals_torch(device, shape):
         np.testing.assert_allclose(host(got), want, rtol=1e-4, atol=1e-5)
     with pytest.raises(ZynMLTypeError, match="scale"):
         library.call("attention", s, [q, k, v], {"scale": float("inf")})
+
+
+# ---------------------------------------------------------------- the device interface
+
+def _zero_size_cases(d):
+    """(call, expected values of each result) for sizes of 0, as torch gives them."""
+    z = lambda n: d.upload(np.zeros(n, np.float32))     # noqa: E731
+    ones = lambda n: d.upload(np.ones(n, np.float32))   # noqa: E731
+    none = d.upload_u32([])
+    return {
+        "matmul k = 0": (lambda: d.matmul(z(0), z(0), 3, 0, 2), [np.zeros(6)]),
+        "matmul m = 0": (lambda: d.matmul(z(0), ones(6), 0, 3, 2), [np.zeros(0)]),
+        "softmax no rows": (lambda: d.softmax(z(0), 0, 5), [np.zeros(0)]),
+        "softmax rows of nothing": (lambda: d.softmax(z(0), 3, 0), [np.zeros(0)]),
+        "rms_norm no rows": (lambda: d.rms_norm(z(0), ones(4), 0, 4, 1e-5), [np.zeros(0)]),
+        "embedding no positions": (lambda: d.embedding(ones(8), none, 0, 4), [np.zeros(0)]),
+        "reduce_sum over an axis of 0": (lambda: d.reduce_sum(z(0), [0, 3], 0), [np.zeros(3)]),
+        "reduce_sum keeping an axis of 0": (lambda: d.reduce_sum(z(0), [0, 3], 1), [np.zeros(0)]),
+        "transpose_2d of no rows": (lambda: d.transpose_2d(z(0), 0, 3), [np.zeros(0)]),
+        "causal_attention of no positions": (
+            lambda: d.causal_attention(z(0), z(0), z(0), 0, 2, 1, 4), [np.zeros(0)]),
+        "kv_attention of no new positions": (
+            lambda: d.kv_attention(z(0), z(12), z(12), 3, 0, 2, 1, 4), [np.zeros(0)]),
+        "softmax_backward": (lambda: d.softmax_backward(z(0), z(0), 0, 4), [np.zeros(0)]),
+        "rms_norm_backward": (lambda: d.rms_norm_backward(z(0), ones(4), z(0), 0, 4, 1e-5),
+                              [np.zeros(0), np.zeros(4)]),
+        "embedding_backward of no positions": (
+            lambda: d.embedding_backward(z(0), none, 5, 0, 3), [np.zeros(15)]),
+        "causal_attention_backward": (
+            lambda: d.causal_attention_backward(z(0), z(0), z(0), z(0), 0, 2, 1, 4),
+            [np.zeros(0)] * 3),
+        "cross_entropy of no positions": (
+            lambda: d.cross_entropy_forward_backward(z(0), none, 0, 5, 0), [0.0, np.zeros(0)]),
+        "cross_entropy of a vocabulary of 0, every target the pad": (
+            lambda: d.cross_entropy_forward_backward(z(0), d.upload_u32([7, 7]), 2, 0, 7),
+            [0.0, np.zeros(0)]),
+        "elementwise of no elements": (
+            lambda: d.elementwise([z(0)], 0, lambda xs: xs[0] * 2.0), [np.zeros(0)]),
+        "bias_add of no elements": (lambda: d.bias_add(z(0), ones(3), 0, 3), [np.zeros(0)]),
+    }
+
+
+ZERO_CASES = list(_zero_size_cases(nn.device("cpu")))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", ZERO_CASES)
+def test_interface_operations_of_sizes_of_zero(device, case):
+    """The trait's sizes are usize: a size of 0 gives what torch gives (an empty result, or
+    zeros where a sum runs over nothing: matmul with k = 0, reduce_sum over an axis of 0, the
+    embedding gradient of no positions). Every one was a shape error (`m` must be at least
+    1), and embedding_backward of no ids numpy's ValueError."""
+    d = nn.device(device)
+    call, want = _zero_size_cases(d)[case]
+    got = call()
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if isinstance(w, float):
+            assert g == w
+        else:
+            np.testing.assert_array_equal(d.download(g), w)
+
+
+def test_sizes_an_operation_cannot_take_as_zero_are_still_refused():
+    d = nn.device("cpu")
+    a = d.upload(np.zeros(0, np.float32))
+    with pytest.raises(ZynMLShapeError, match="head_dim"):
+        d.causal_attention(a, a, a, 0, 2, 1, 0)
+    with pytest.raises(ZynMLShapeError, match="dim"):
+        d.bias_add(a, a, 0, 0)
+    with pytest.raises(ZynMLShapeError, match="step_t"):
+        d.adamw_step(a, a, d.upload([]), d.upload([]), 0.1, 0.9, 0.99, 1e-8, 0.0, 0)

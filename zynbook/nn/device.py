@@ -274,7 +274,7 @@ class Device(FusedOps):
     def elementwise(self, inputs, numel: int, f) -> Buffer:
         """`f` (a Python callable taking a list of one expression per input) traced into one
         fused kernel over `numel` elements; every input must hold `numel` elements."""
-        n = self._size(numel, "numel", "elementwise")
+        n = self._size(numel, "numel", "elementwise", positive=False)
         if not isinstance(inputs, (list, tuple)):
             raise ZynMLTypeError("elementwise(): `inputs` is a list of buffers, not "
                                  f"{type(inputs).__name__}")
@@ -308,14 +308,14 @@ class Device(FusedOps):
     def matmul(self, a: Buffer, b: Buffer, m: int, k: int, n: int) -> Buffer:
         """C[m, n] = A[m, k] B[k, n], row-major."""
         op = "matmul"
-        m, k, n = (self._size(v, w, op) for v, w in ((m, "m"), (k, "k"), (n, "n")))
+        m, k, n = (self._size(v, w, op, positive=False) for v, w in ((m, "m"), (k, "k"), (n, "n")))
         ta = self._need(a, m * k, "a", f"m * k = {m} * {k}", op)
         tb = self._need(b, k * n, "b", f"k * n = {k} * {n}", op)
         return self._wrap(self._run(K.MATMUL, a=_reshape(ta, (m, k)), b=_reshape(tb, (k, n))))
 
     def softmax(self, data: Buffer, n_rows: int, row_len: int) -> Buffer:
         op = "softmax"
-        r, c = self._size(n_rows, "n_rows", op), self._size(row_len, "row_len", op)
+        r, c = self._size(n_rows, "n_rows", op, False), self._size(row_len, "row_len", op, False)
         t = self._need(data, r * c, "data", f"n_rows * row_len = {r} * {c}", op)
         return self._wrap(self._run(K.SOFTMAX_ROWS, x=_reshape(t, (r, c))))
 
@@ -323,7 +323,7 @@ class Device(FusedOps):
                  eps: float) -> Buffer:
         """x * weight / sqrt(mean(x^2) + eps) over each of `n_groups` rows of `dim`."""
         op = "rms_norm"
-        g, d = self._size(n_groups, "n_groups", op), self._size(dim, "dim", op)
+        g, d = self._size(n_groups, "n_groups", op, False), self._size(dim, "dim", op, False)
         t = self._need(data, g * d, "data", f"n_groups * dim = {g} * {d}", op)
         w = self._need(weight, d, "weight", "dim", op)
         return self._wrap(self._run(K.RMS_NORM, x=_reshape(t, (g, d)), weight=w,
@@ -332,7 +332,7 @@ class Device(FusedOps):
     def embedding(self, weight: Buffer, ids: Buffer, seq_len: int, dim: int) -> Buffer:
         """Row `ids[t]` of the table for each of `seq_len` positions: [seq_len, dim]."""
         op = "embedding"
-        s, d = self._size(seq_len, "seq_len", op), self._size(dim, "dim", op)
+        s, d = self._size(seq_len, "seq_len", op, False), self._size(dim, "dim", op)
         ti = self._need(ids, s, "ids", "seq_len", op, dtype="u32")
         tw = self._t(weight, "weight", op, "f32")
         if tw.size % d:
@@ -345,6 +345,8 @@ class Device(FusedOps):
     def _check_ids(self, ids, rows: int, op: str):
         """A runtime error naming the largest token id where it is past a table of `rows`
         rows, on every device (the backward pass's gather dropped such ids silently)."""
+        if ids.size == 0:
+            return
         top = int(self._run(K.MAX_ID, ids=ids))
         if top >= rows:
             raise ZynMLRuntimeError(f"{op}(): token id {top} is outside the table of {rows} "
@@ -357,7 +359,7 @@ class Device(FusedOps):
             raise ZynMLTypeError(f"{op}(): `shape` is a list of sizes, not {shape!r}")
         if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
             raise ZynMLTypeError(f"{op}(): `axis` is an int, not {axis!r}")
-        shape = [self._size(v, "shape", op) for v in shape]
+        shape = [self._size(v, "shape", op, positive=False) for v in shape]
         if not shape:
             raise ZynMLShapeError(f"{op}(): `shape` needs at least one axis")
         if not -len(shape) <= axis < len(shape):
@@ -391,7 +393,7 @@ class Device(FusedOps):
         op = _op
         h, kv, d = self._heads(op, n_heads, n_kv_heads, head_dim)
         start = self._size(cache_start, "cache_start", op, positive=False)
-        s = self._size(q_len, "q_len" if op == "kv_attention" else "seq_len", op)
+        s = self._size(q_len, "q_len" if op == "kv_attention" else "seq_len", op, positive=False)
         total = start + s
         tq = self._need(q, s * h * d, _names[0], f"{'q_len' if op == 'kv_attention' else 'seq_len'}"
                         f" * n_heads * head_dim = {s} * {h} * {d}", op)
@@ -407,7 +409,7 @@ class Device(FusedOps):
 
     def transpose_2d(self, buf: Buffer, rows: int, cols: int) -> Buffer:
         op = "transpose_2d"
-        r, c = self._size(rows, "rows", op), self._size(cols, "cols", op)
+        r, c = self._size(rows, "rows", op, False), self._size(cols, "cols", op, False)
         t = self._need(buf, r * c, "buf", f"rows * cols = {r} * {c}", op)
         return self._wrap(self._run(K.TRANSPOSE, x=_reshape(t, (r, c))))
 
@@ -415,7 +417,7 @@ class Device(FusedOps):
     def softmax_backward(self, softmax_out: Buffer, grad_output: Buffer, n_rows: int,
                          row_len: int) -> Buffer:
         op = "softmax_backward"
-        r, c = self._size(n_rows, "n_rows", op), self._size(row_len, "row_len", op)
+        r, c = self._size(n_rows, "n_rows", op, False), self._size(row_len, "row_len", op, False)
         f = f"n_rows * row_len = {r} * {c}"
         sm = self._need(softmax_out, r * c, "softmax_out", f, op)
         g = self._need(grad_output, r * c, "grad_output", f, op)
@@ -426,7 +428,7 @@ class Device(FusedOps):
                           n_groups: int, dim: int, eps: float):
         """(grad_input, grad_weight) of rms_norm."""
         op = "rms_norm_backward"
-        r, d = self._size(n_groups, "n_groups", op), self._size(dim, "dim", op)
+        r, d = self._size(n_groups, "n_groups", op, False), self._size(dim, "dim", op, False)
         f = f"n_groups * dim = {r} * {d}"
         x = self._need(input, r * d, "input", f, op)
         w = self._need(weight, d, "weight", "dim", op)
@@ -439,11 +441,11 @@ class Device(FusedOps):
                            seq_len: int, dim: int) -> Buffer:
         """grad_weight[ids[t]] += grad_output[t]: [vocab_size, dim]."""
         op = "embedding_backward"
-        v = self._size(vocab_size, "vocab_size", op)
-        s, d = self._size(seq_len, "seq_len", op), self._size(dim, "dim", op)
+        v = self._size(vocab_size, "vocab_size", op, positive=False)
+        s, d = self._size(seq_len, "seq_len", op, False), self._size(dim, "dim", op, False)
         g = self._need(grad_output, s * d, "grad_output", f"seq_len * dim = {s} * {d}", op)
         ids = self._need(ids, s, "ids", "seq_len", op, dtype="u32").numpy()
-        if int(ids.max()) >= v:
+        if ids.size and int(ids.max()) >= v:
             raise ZynMLRuntimeError(f"{op}(): token id {int(ids.max())} is outside the table "
                                     f"of {v} rows")
         # the positions grouped by id, on the host: seq_len ids read back (as the id check
@@ -459,7 +461,7 @@ class Device(FusedOps):
         """(grad_q, grad_k, grad_v), recomputing the attention scores from q and k."""
         op = "causal_attention_backward"
         h, kv, d = self._heads(op, n_heads, n_kv_heads, head_dim)
-        s = self._size(seq_len, "seq_len", op)
+        s = self._size(seq_len, "seq_len", op, positive=False)
         fq = f"seq_len * n_heads * head_dim = {s} * {h} * {d}"
         fk = f"seq_len * n_kv_heads * head_dim = {s} * {kv} * {d}"
         tg = self._need(grad_output, s * h * d, "grad_output", fq, op)
@@ -478,7 +480,8 @@ class Device(FusedOps):
         """(mean loss over the positions whose target is not `pad_id`, grad_logits);
         padded positions get a zero gradient. With every position padded the loss is 0."""
         op = "cross_entropy_forward_backward"
-        n, v = self._size(n_positions, "n_positions", op), self._size(vocab_size, "vocab_size", op)
+        n, v = (self._size(n_positions, "n_positions", op, False),
+                self._size(vocab_size, "vocab_size", op, False))
         pad = self._size(pad_id, "pad_id", op, positive=False)
         if pad >= 2 ** 32:
             raise ZynMLTypeError(f"{op}(): `pad_id` is a token id (a u32, below 2^32), not {pad}")
@@ -489,7 +492,7 @@ class Device(FusedOps):
         # the kernel's own index error named an internal buffer, and a target past 2^31 as
         # a negative index
         top = int(self._run(K.CE_MAX_TARGET, targets=tt, **halves))
-        if top >= v:
+        if count > 0 and top >= v:      # (with no position kept, the max is of nothing)
             raise ZynMLRuntimeError(f"{op}(): target {top} is outside the vocabulary of "
                                     f"vocab_size = {v} (and is not pad_id = {pad})")
         loss, grad = self._run(K.CE_FORWARD_BACKWARD, logits=_reshape(tl, (n, v)), targets=tt,
@@ -565,7 +568,7 @@ class Device(FusedOps):
     def bias_add(self, matrix: Buffer, bias: Buffer, numel: int, dim: int) -> Buffer:
         """out[i] = matrix[i] + bias[i % dim]."""
         op = "bias_add"
-        n, d = self._size(numel, "numel", op), self._size(dim, "dim", op)
+        n, d = self._size(numel, "numel", op, positive=False), self._size(dim, "dim", op)
         tm = self._need(matrix, n, "matrix", "numel", op)
         tb = self._need(bias, d, "bias", "dim", op)
         if n % d:       # (the spec's any numel: the bias wraps around mid-row)

@@ -349,6 +349,23 @@ let y = compute(x) {
         if s > 0.0: out[i] = s }
 y
 """, {"x": _X9}, np.maximum(_X9.sum(1), 0), 1e-5),
+    # rows written and read backwards (`out[C - 1 - j, 0:D] = v[j]`): the CPU reference
+    # refused a tile stored at a lane index running backwards ("a store of a tile needs
+    # indices that are the loop variables themselves") where the compiled devices ran it
+    "rows_stored_backwards_as_tiles": ("""
+let y = compute(v) {
+    for j in 0..C:
+        out[C - 1 - j, 0:D] = v[j] * 2.0
+}
+y
+""", {"v": _V93, "C": 9, "D": 3}, _V93[::-1] * 2, 0),
+    "row_sums_read_and_stored_backwards": ("""
+let y = compute(v) {
+    for j in 0..C:
+        out[C - 1 - j] = sum(v[C - 1 - j]) + reduce(max, v[j, 0:2])
+}
+y
+""", {"v": _V93, "C": 9}, _V93.sum(1) + _V93[::-1, :2].max(1), 1e-6),
 }
 
 

@@ -597,10 +597,14 @@ class ReferenceExecutor:
                 value_axes.append(view_axis)
                 view_axis += 1
             elif isinstance(p, LaneIndex):
+                # (a lane index that runs backwards, `C - 1 - j`, is a view with a negative
+                # step: a tile stored or read there needs no gather)
                 last = p.b + p.a * (p.n - 1)
-                if p.a <= 0 or p.b < 0 or last >= size or p.axis in lane_axes.values():
+                if p.a == 0 or min(p.b, last) < 0 or max(p.b, last) >= size \
+                        or p.axis in lane_axes.values():
                     return None
-                idx.append(slice(p.b, last + 1, p.a))
+                stop = last + (1 if p.a > 0 else -1)
+                idx.append(slice(p.b, stop if stop >= 0 else None, p.a))
                 lane_axes[view_axis] = p.axis
                 view_axis += 1
             else:

@@ -38,6 +38,13 @@ def test_half_rmsnorm_of_values_whose_squares_pass_f16_range(device):
     want = torch.nn.functional.rms_norm(torch.tensor(x).float(), (70,),
                                         torch.tensor(w).float(), 1e-5).half()
     np.testing.assert_allclose(host(got), want.double().numpy(), rtol=2e-3, atol=2e-3)
+    # an f32 weight: the result is f32, the squares of the halves still f32's
+    w32 = w.astype(np.float32)
+    got = library.call("rmsnorm", Session(device), [x, w32], {"eps": 1e-5})
+    assert got.dtype == "f32"
+    x64 = x.astype(np.float64)
+    want = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-5) * w32
+    np.testing.assert_allclose(host(got), want, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("device", DEVICES)

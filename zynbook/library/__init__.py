@@ -343,15 +343,16 @@ def _rmsnorm(args, kwargs):
     x2, rows, n = _rows(x, "rmsnorm")
     shape = x.shape
     source = RMSNORM
+    if x.dtype in ("f16", "bf16"):
+        # the squares of a half-precision x are of f32 values, as torch's rms_norm computes
+        # them: x * x of halves is a half, which the reference rounds (a value past 256
+        # squared to inf there, and the row's norm to 0)
+        source = source.replace("ss += x[r, i] * x[r, i]", "ss += f32(x[r, i]) * f32(x[r, i])")
     if {x.dtype, w.dtype} <= {"f16", "bf16"} and len({x.dtype, w.dtype}) == 1:
         # eps is an f32 scalar, which made a half-precision norm's result f32: computed
-        # in f32 and stored in the inputs' dtype, as torch's rms_norm does. The squares
-        # are of f32 values: x * x of halves is a half, which the reference rounds (a
-        # value past 256 squared to inf there, and the row's norm to 0)
-        source = RMSNORM.replace("ss += x[r, i] * x[r, i]",
-                                 "ss += f32(x[r, i]) * f32(x[r, i])").replace(
-            "out[r, i] = x[r, i] * scale * weight[i]",
-            f"out[r, i] = {x.dtype}(f32(x[r, i]) * scale * f32(weight[i]))")
+        # in f32 and stored in the inputs' dtype, as torch's rms_norm does
+        source = source.replace("out[r, i] = x[r, i] * scale * weight[i]",
+                                f"out[r, i] = {x.dtype}(f32(x[r, i]) * scale * f32(weight[i]))")
     return source, {"x": x2, "weight": w, "eps": _number(kwargs, "eps", 1e-6, "rmsnorm")}, \
         lambda y: reshape(y, shape)
 

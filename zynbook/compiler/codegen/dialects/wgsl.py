@@ -638,6 +638,9 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
 // past f16's range an infinity, where WGSL leaves the conversion undefined
 fn zyn_f16(x: f32) -> f32 {
     if (abs(x) >= 65520.0f) { return select(bitcast<f32>(0xff800000u), bitcast<f32>(0x7f800000u), x > 0.0f); }
+    // below f16's smallest normal the multiples of 2^-24 (ties to even): quantizeToF16 may
+    // flush these subnormals to zero (WGSL allows it; llvmpipe does)
+    if (abs(x) < 0.00006103515625f) { return round(x * 16777216.0f) * 0.000000059604644775390625f; }
     return quantizeToF16(x); }""",
     "zyn_bf16": """\
 // f32 rounded to the nearest bfloat16 (ties to even), held in an f32

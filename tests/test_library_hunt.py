@@ -235,3 +235,52 @@ def test_sizes_an_operation_cannot_take_as_zero_are_still_refused():
         d.bias_add(a, a, 0, 0)
     with pytest.raises(ZynMLShapeError, match="step_t"):
         d.adamw_step(a, a, d.upload([]), d.upload([]), 0.1, 0.9, 0.99, 1e-8, 0.0, 0)
+
+
+# ---------------------------------------------------------------- half precision
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_f16_results_below_the_smallest_normal_are_kept(device):
+    """An f16 result between 2^-24 and 2^-14 is a subnormal half, rounded to the nearest
+    multiple of 2^-24 as numpy rounds it. WebGPU's quantizeToF16 flushed them to zero on
+    llvmpipe (WGSL allows it), so gelu of an f16 -4.2 was 0, not torch's -2.33e-05."""
+    x = np.array([1e-4, 6e-5, 1e-7, 2.0, -3e-8, 8.9e-8, -4.5e-6], np.float16)
+    got = zynbook.run("""let y = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * 0.5
+}
+y
+""", device=device, x=x)
+    want = (x.astype(np.float32) * np.float32(0.5)).astype(np.float16)
+    np.testing.assert_array_equal(np.asarray(got.numpy()), want)
+    h = np.array([-4.223, -3.74, -5.0, 0.75], np.float16)
+    got = library.call("gelu", Session(device), [h], {})
+    want = torch.nn.functional.gelu(torch.tensor(h).float(), approximate="tanh").half().numpy()
+    np.testing.assert_allclose(host(got), want.astype(np.float64), rtol=2e-3, atol=1.2e-7)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_half_activations_and_softmax_compute_in_f32_as_torch(device, dtype):
+    """silu, gelu and softmax of half-precision inputs compute in f32 and round once, when
+    they store, as torch's kernels do: the reference rounded every f16 step, so gelu near
+    -3 (1 + tanh(inner) of few digits) was 3.5% off and a long softmax row lost its small
+    exponentials, where the compiled devices (holding halves in f32) gave torch's answer."""
+    rng = np.random.default_rng(21)
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    x = torch.tensor(rng.standard_normal(64) * 6).to(tdt)
+    rows = torch.tensor(rng.standard_normal((2, 3000)) * 2).to(tdt)
+    F = torch.nn.functional
+    s = Session(device)
+    # one rounding of the result apart (f32's tanh-form gelu of torch and of the kernel
+    # differ in the last digits of f32 where 1 + tanh cancels)
+    tol = {"f16": dict(rtol=1.5e-3, atol=1.2e-7), "bf16": dict(rtol=8e-3, atol=1e-6)}[dtype]
+    for name, arg, want in (("silu", x, F.silu(x.float())),
+                            ("gelu", x, F.gelu(x.float(), approximate="tanh")),
+                            ("softmax", rows, torch.softmax(rows.float(), -1))):
+        got = library.call(name, s, [arg], {})
+        assert got.dtype == dtype
+        np.testing.assert_allclose(host(got), want.to(tdt).double().numpy(), **tol,
+                                   err_msg=name)

@@ -14,6 +14,7 @@ the caller's names are never touched; compiled kernels are cached as for any pro
 """
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import Callable
@@ -330,7 +331,26 @@ def _softmax(args, kwargs):
         raise ZynMLTypeError("the library's softmax() runs over the last axis (axis=-1)")
     x2, rows, n = _rows(x, "softmax")
     shape = x.shape
-    return SOFTMAX, {"x": x2}, lambda y: reshape(y, shape)
+    return _half(SOFTMAX, x.dtype), {"x": x2}, lambda y: reshape(y, shape)
+
+
+def _half(source: str, dtype: str) -> str:
+    """A library program over a half-precision x (f16, bf16) computing in f32 and storing
+    in x's dtype, as torch's kernels do: halves in f16 arithmetic are rounded at every step
+    by the reference (tanh(inner) near -1 left few digits of 1 + tanh in gelu, an f16 sum of
+    exponentials lost the small terms of a long softmax row), which the compiled devices,
+    holding them in f32, did not."""
+    if dtype not in ("f16", "bf16"):
+        return source
+    body = []
+    for line in source.splitlines():
+        if "out[" in line and " = " in line:
+            target, value = line.split(" = ", 1)
+            line = f"{target} = {dtype}({value})"
+        body.append(line)
+    text = "\n".join(body) + "\n"
+    # every read of x as an f32 value (the softmax's max is of halves: exact in f32)
+    return re.sub(r"\bx\[([^\]]*)\]", r"f32(x[\1])", text)
 
 
 def _rmsnorm(args, kwargs):
@@ -363,7 +383,7 @@ def _elementwise(src, fn):
         _args(args, 1, fn, f"{fn}(x)")
         x = _tensor(args[0], fn, "x")
         shape = x.shape
-        return src, {"x": reshape(x, (x.size,))}, lambda y: reshape(y, shape)
+        return _half(src, x.dtype), {"x": reshape(x, (x.size,))}, lambda y: reshape(y, shape)
     return prepare
 
 

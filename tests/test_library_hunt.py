@@ -284,3 +284,18 @@ def test_half_activations_and_softmax_compute_in_f32_as_torch(device, dtype):
         assert got.dtype == dtype
         np.testing.assert_allclose(host(got), want.to(tdt).double().numpy(), **tol,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_upload_takes_a_torch_bfloat16_tensor(device):
+    """upload(data) of a torch bfloat16 tensor (weights are often kept so): its values, exact
+    in f32, as a ZynML program binds it. numpy cannot read the tensor, and upload refused it
+    as not an array."""
+    d = nn.device(device)
+    t = torch.tensor([[0.5, -1.25, 3.0e38], [1.0e-20, 7.0, -0.0]]).to(torch.bfloat16)
+    got = d.download(d.upload(t))
+    np.testing.assert_array_equal(got, t.float().numpy().ravel())
+    w = torch.randn(4, 3, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    y = d.download(d.matmul(d.upload(x), d.upload(w), 2, 4, 3))
+    np.testing.assert_allclose(y, (x @ w.float().numpy()).ravel(), rtol=1e-5, atol=1e-5)

@@ -227,6 +227,16 @@ class Device(FusedOps):
             arr = np.asarray(data)
         except (ValueError, TypeError):
             arr = None
+        if arr is None or arr.dtype.kind == "O":
+            # an array numpy cannot read (a torch bfloat16 tensor, exact in f32), bound as a
+            # ZynML program binds it
+            from ..runtime.tensor import Tensor, to_tensor
+            try:
+                t = data if isinstance(data, Tensor) else to_tensor(data)
+            except ZynMLError:
+                t = None
+            if t is not None:
+                arr = np.asarray(t.numpy())
         if arr is None or arr.dtype.kind not in "biuf":
             raise ZynMLTypeError(f"{op}(): `data` takes an array or a (rectangular) list of "
                                  f"numbers, not {type(data).__name__}")

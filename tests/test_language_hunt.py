@@ -50,3 +50,25 @@ def test_integer_power_of_a_loop_variable_wraps_at_32_bits(device):
     src = "let y = compute() {\n    for i in 0..6:\n        out[i] = i ** 20 > 0\n}\ny"
     want = _wrapped_power(np.arange(6), 20, "int32") > 0
     np.testing.assert_array_equal(_on(device, src), want)
+
+
+# ------------------------------------------------------------------ host mistakes
+
+def test_host_power_too_large_is_a_memory_error_not_a_hang():
+    """`10 ** 10 ** 10` of host ints computed for minutes (and gigabytes); past 2^23 bits a
+    power is a memory error under the expression; smaller ones stay exact."""
+    import time
+    started = time.monotonic()
+    raises("memory", "let a = 1\nlet x = 10 ** 10 ** 10", 2, 9)
+    assert time.monotonic() - started < 30
+    assert zynbook.run("3 ** 200") == 3 ** 200
+    assert zynbook.run("(-1) ** (10 ** 20)") == 1
+    assert zynbook.run("let x = 2 ** 8000000\nx > 2 ** 7999999") is True
+
+
+def test_looping_over_a_0d_tensor_is_a_type_error():
+    """A host `for` over a 0-d tensor raised numpy's TypeError ("iteration over a 0-d
+    array"); it is a ZynML type error under the iterable."""
+    err = raises("type", "let t = sum(ones([3]))\nlet z = zeros([])\nfor v in z:\n    print(v)",
+                 3, 10)
+    assert "0-d" in err.message

@@ -42,6 +42,10 @@ KEYWORDS = ("let", "var", "for", "in", "if", "elif", "else", "and", "or", "not",
             "pipeline", "config", "compute", "yield", "await", "timeout", "step", "true",
             "false", "shared")
 
+# the most bits a host int computed by `**` may have (Python's ints are unbounded, but
+# 10 ** 10 ** 10 would take minutes and gigabytes before anything could fail)
+_INT_BITS_MAX = 1 << 23
+
 
 
 # the type names of lets and pipeline parameters beside the dtypes (check_type)
@@ -562,6 +566,9 @@ class Interpreter:
             values = range(start, stop, step)
         else:
             seq = self.eval(it.iterable)
+            if isinstance(seq, Tensor) and seq.ndim == 0:
+                raise ZynMLTypeError("cannot loop over a 0-d tensor: it has no first axis",
+                                     it.iterable.span)
             if isinstance(seq, Tensor):
                 seq = [B.wrap(x, seq) for x in B.host_array(seq)]
             if not isinstance(seq, (list, tuple)):
@@ -730,6 +737,11 @@ class Interpreter:
                 return math.fmod(a, b) if b != 0 and not math.isinf(a) else math.nan
             if op == "**":
                 if isinstance(a, int) and isinstance(b, int) and b >= 0:
+                    if abs(a) > 1 and (abs(a).bit_length() - 1) * b > _INT_BITS_MAX:
+                        raise ZynMLMemoryError(
+                            f"this power is an integer of more than {_INT_BITS_MAX:,} bits, "
+                            f"more than a host int may hold (a float power, `10.0 ** n`, "
+                            f"gives inf)", span)
                     return a ** b
                 return _ieee(np.power, a, b)    # -8.0 ** (1/3) is NaN, 0.0 ** -1 inf, as C's pow
             if op == "<":

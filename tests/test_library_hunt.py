@@ -299,3 +299,33 @@ def test_upload_takes_a_torch_bfloat16_tensor(device):
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     y = d.download(d.matmul(d.upload(x), d.upload(w), 2, 4, 3))
     np.testing.assert_allclose(y, (x @ w.float().numpy()).ravel(), rtol=1e-5, atol=1e-5)
+
+
+def test_tiny_gpt_takes_torch_bfloat16_weights():
+    """TinyGPT(dev, config, weights) with torch bfloat16 tensors (a state dict kept in bf16)
+    equals the model of their f32 values; it said the weights had no array `embed`."""
+    from zynbook.nn.model import GPTConfig, TinyGPT, init_weights
+    c = GPTConfig(vocab=7, dim=8, n_layers=1, n_heads=2, n_kv_heads=1, ffn=6, max_seq=8)
+    host32 = init_weights(c)
+
+    def as_bf16(o):
+        if isinstance(o, dict):
+            return {k: as_bf16(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [as_bf16(v) for v in o]
+        return torch.tensor(o).to(torch.bfloat16)
+
+    def as_f32(o):
+        if isinstance(o, dict):
+            return {k: as_f32(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [as_f32(v) for v in o]
+        return o.float().numpy()
+
+    wb = as_bf16(host32)
+    d = nn.device("cpu")
+    ids, targets = [1, 2, 3, 4], [2, 3, 4, 5]
+    a, b = TinyGPT(d, c, wb), TinyGPT(d, c, as_f32(wb))
+    for name in a.params:
+        np.testing.assert_array_equal(a.params[name].to_vec(), b.params[name].to_vec())
+    assert a.loss(ids, targets) == b.loss(ids, targets)

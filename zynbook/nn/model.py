@@ -178,8 +178,12 @@ class TinyGPT:
         try:
             for part in name.split("."):
                 node = node[int(part)] if isinstance(node, (list, tuple)) else node[part]
+            if hasattr(node, "__dlpack__") and not isinstance(node, np.ndarray):
+                # a torch tensor of any dtype (bfloat16 too, which numpy cannot read)
+                from ..runtime.tensor import to_tensor
+                node = to_tensor(node).numpy()
             return np.asarray(node, np.float32)
-        except (KeyError, IndexError, TypeError, ValueError):
+        except (KeyError, IndexError, TypeError, ValueError, ZynMLTypeError):
             raise ZynMLTypeError(f"TinyGPT: the weights have no array `{name}` (weights are "
                                  "nested as init_weights gives them: embed, final_norm, "
                                  "lm_head, layers[i].wq, ...)") from None

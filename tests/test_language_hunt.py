@@ -72,3 +72,26 @@ def test_looping_over_a_0d_tensor_is_a_type_error():
     err = raises("type", "let t = sum(ones([3]))\nlet z = zeros([])\nfor v in z:\n    print(v)",
                  3, 10)
     assert "0-d" in err.message
+
+
+# ------------------------------------------------------------------ comparisons
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("signed", ["int8", "int16", "int32"])
+def test_u32_compared_with_a_signed_integer(device, signed):
+    """A u32 against a signed integer of at most 32 bits (an input, a loop variable, a
+    literal): no 32-bit type holds both, and they were compared as i64, which the WebGPU
+    devices refuse ("cannot spell 64-bit integers") for a program with no 64-bit type in
+    it; a negative signed value is below every u32, else both compare as u32."""
+    u = np.array([0, 1, 4294967295, 2147483648, 5, 127], np.uint32)
+    s = np.array([-1, 0, 127, -128, 5, 127], signed)
+    for op in ("<", "<=", ">", ">=", "==", "!="):
+        src = (f"let z = compute(u, s) {{\n    for i in 0..n:\n"
+               f"        out[i] = u[i] {op} s[i] and not (s[i] {op} u[i])\n}}\nz")
+        want = np.array([eval(f"{int(a)} {op} {int(b)} and not ({int(b)} {op} {int(a)})")
+                         for a, b in zip(u, s)])
+        np.testing.assert_array_equal(_on(device, src, u=u, s=s), want, err_msg=op)
+    src = ("let z = compute(u) {\n    for i in 0..n:\n"
+           "        out[i] = (u[i] < 5) or (u[i] > -1 and -1 == u[i]) or u[i] > i * 1000\n}\nz")
+    want = (u < 5) | np.array([int(a) > k * 1000 for k, a in enumerate(u)])
+    np.testing.assert_array_equal(_on(device, src, u=u), want)

@@ -238,14 +238,22 @@ class ScalarLowering:
     def index(self, e) -> ir.Expr:
         return cast(self.expr(e), self.idx)
 
-    def u64_against_signed(self, op: str, e: cir.Bin, u_left: bool) -> ir.Expr:
-        """A u64 compared with a signed integer, which no integer type holds both of: a
-        negative signed side is below every u64; else both compare as u64."""
-        signed = self.operand(e.right if u_left else e.left, "i64")
-        negative = ir.Bin("<", signed, lit(0, "i64"), "bool")
-        # the u64 side is the larger: what `op` says of (u64 side > signed side)
+    def unsigned_against_signed(self, op: str, e: cir.Bin, u_left: bool, ut: str) -> ir.Expr:
+        """An unsigned integer of type `ut` (u64, or u32 against a signed integer of at most
+        32 bits) compared with a signed one, without a type that holds both (no integer
+        holds a u64 and an i64; WGSL has no i64 to hold a u32 and an i32): a negative signed
+        side is below every unsigned value; else both compare as `ut`."""
+        st = "i64" if ut == "u64" else "i32"
+        side = e.right if u_left else e.left
+        # the unsigned side is the larger: what `op` says of (unsigned side > signed side)
         larger = op in ((">", ">=", "!=") if u_left else ("<", "<=", "!="))
-        both = ir.Bin(op, self.operand(e.left, "u64"), self.operand(e.right, "u64"), "bool")
+        c = const_value(side, self.facts.consts)
+        if c is not None and not isinstance(c, bool) and c < 0:
+            return lit(larger, "bool")
+        both = ir.Bin(op, self.operand(e.left, ut), self.operand(e.right, ut), "bool")
+        if c is not None and not isinstance(c, bool):
+            return both
+        negative = ir.Bin("<", self.operand(side, st), lit(0, st), "bool")
         return ir.Select(negative, lit(larger, "bool"), both, "bool")
 
     def binary(self, e: cir.Bin) -> ir.Expr:
@@ -257,8 +265,11 @@ class ScalarLowering:
         if op in ("<", "<=", ">", ">=", "==", "!="):
             floats = [t for t in (lt, rt) if t in ir.FLOAT_DTYPES]
             ct = ("f64" if "f64" in floats else floats[0]) if floats else _common_int(lt, rt)
-            if not floats and "u64" in (lt, rt) and (rt if lt == "u64" else lt).startswith("i"):
-                return self.u64_against_signed(op, e, lt == "u64")
+            if not floats and lt != "bool" and rt != "bool" and \
+                    lt.startswith("u") != rt.startswith("u"):
+                ut, st = (lt, rt) if lt.startswith("u") else (rt, lt)
+                if ut == "u64" or (ut == "u32" and _INT_BITS[st] <= 32):
+                    return self.unsigned_against_signed(op, e, lt == ut, ut)
             return ir.Bin(op, self.operand(e.left, ct), self.operand(e.right, ct), "bool")
         a, b = self.operand(e.left, dt), self.operand(e.right, dt)
         if dt in ir.FLOAT_DTYPES:

@@ -95,3 +95,23 @@ def test_u32_compared_with_a_signed_integer(device, signed):
            "        out[i] = (u[i] < 5) or (u[i] > -1 and -1 == u[i]) or u[i] > i * 1000\n}\nz")
     want = (u < 5) | np.array([int(a) > k * 1000 for k, a in enumerate(u)])
     np.testing.assert_array_equal(_on(device, src, u=u), want)
+
+
+@pytest.mark.parametrize("src,line,column", [
+    ('let x: int32 = "a"', 1, 8), ('let x: u8 = [1]', 1, 8), ('let x: double = "s"', 1, 8),
+    ("let x: bf16 = true", 1, 8), ("let x: u32 = -1", 1, 8), ("let x: i8 = 300", 1, 8),
+    ("var x: u16 = 3\nx = 65536", 2, 5), ("pipeline f(k: u32):\n    return k\nf(-1)", 3, 3),
+    ("pipeline f(k: int64) -> uint8:\n    return k\nf(256)", 1, 25),
+])
+def test_types_named_by_any_dtype_are_checked(src, line, column):
+    """A `let`, `var` or parameter typed with a dtype other than int/i32/i64/u32 and
+    float/f16/f32/f64 (`int32`, `u8`, `double`, `bf16`) took any value (`let x: u8 = "a"`),
+    and a sized integer type any int; each is a type error under the value's place."""
+    raises("type", src, line, column)
+
+
+def test_typed_host_ints_in_range_are_kept():
+    assert zynbook.run("let x: int = 2 ** 40\nx") == 2 ** 40
+    assert zynbook.run("let x: u64 = 2 ** 64 - 1\nx") == 2 ** 64 - 1
+    assert zynbook.run("pipeline f(k: i8, d: double) -> float32:\n    return k * d\nf(-128, 0.5)") \
+        == -64.0

@@ -21,7 +21,7 @@ from ..compiler import cir
 from ..compiler.dims import solve
 from ..compiler.lower import InputSig, LoweredKernel, lower_compute
 from ..compiler.passes.pipeline import run_pipeline
-from ..compiler.types import canonical_dtype, dtype_from_numpy, is_float
+from ..compiler.types import canonical_dtype, dtype_bytes, dtype_from_numpy, is_float, is_int
 from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameError,
                       ZynMLRuntimeError, ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
 from . import builtins as B
@@ -1080,10 +1080,18 @@ class Interpreter:
                                               f"{size}", d.span)
             return
         dtype = canonical_dtype(name)
-        if name in ("int", "i32", "i64", "u32"):
+        # a dtype's name or alias (`int32`, `u8`, `double`) checks as its kind does; `int`
+        # is any host int (they are unbounded), a sized one must fit its range
+        if dtype is not None and dtype != "bool" and is_int(dtype):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ZynMLTypeError(f"`{what}` must be an int, not {B._kind(value)}", typ.span)
-        elif name in ("float", "f32", "f64", "f16"):
+            bits = dtype_bytes(dtype) * 8
+            low, high = (0, 1 << bits) if dtype.startswith("u") else \
+                (-(1 << (bits - 1)), 1 << (bits - 1))
+            if name != "int" and not low <= value < high:
+                raise ZynMLTypeError(f"`{what}` is {name}: it must be from {low} to "
+                                     f"{high - 1}, not {value}", typ.span)
+        elif dtype is not None and dtype != "bool":
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ZynMLTypeError(f"`{what}` must be a number, not {B._kind(value)}", typ.span)
         elif name == "bool":

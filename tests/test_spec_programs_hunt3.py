@@ -80,6 +80,7 @@ _DOT16 = (_I16.astype(np.int64) ** 2).sum(1).astype(np.int16)      # wrapped in 
 _I16S = RNG.integers(-9, 9, (6, 11)).astype(np.int16)
 _X = _f32(5, 33)
 _X9 = _f32(9, 9)
+_X57 = _f32(5, 7)
 _X3 = _f32(3, 4, 300)
 _A10, _B13 = _f32(10, 13), _f32(13, 7)
 _V33 = _f32(33)
@@ -366,6 +367,32 @@ let y = compute(v) {
 }
 y
 """, {"v": _V93, "C": 9}, _V93.sum(1) + _V93[::-1, :2].max(1), 1e-6),
+    # two loops writing the same positions of out (`out[j + k]` for j in 0..R, k in 0..C):
+    # each iteration of `j` writes positions the next one writes too, so the loops run in
+    # order (the CPU reference ran `j` as a vector, the GPUs as threads: the sums raced)
+    "sums_along_the_antidiagonals": ("""
+let y = compute(x) {
+    for j in 0..R, k in 0..C:
+        out[j + k] += x[j, k]
+}
+y
+""", {"x": _X57}, np.array([sum(_X57[j, t - j] for j in range(5) if 0 <= t - j < 7)
+                            for t in range(11)]), 1e-5),
+    "last_write_along_the_antidiagonals": ("""
+let y = compute(x) {
+    for j in 0..R, k in 0..C:
+        out[j + k] = x[j, k]
+}
+y
+""", {"x": _X57}, np.array([_X57[min(t, 4), t - min(t, 4)] for t in range(11)]), 0),
+    # neighbouring writes that stay apart keep the loops parallel (checked below)
+    "pairs_written_at_2j_plus_k": ("""
+let y = compute(x) {
+    for j in 0..R, k in 0..2:
+        out[2 * j + k] = x[j, k] * 2.0
+}
+y
+""", {"x": _X57[:, :2]}, (_X57[:, :2] * 2).reshape(-1), 0),
 }
 
 
@@ -458,3 +485,29 @@ def test_casts_to_every_integer_dtype(name, device):
     got = session.run(f"let y = compute(f) {{\n    for i in 0..n:\n        let v: {name} = f[i]\n"
                       f"        out[i] = v\n}}\ny\n", f=_FLOATS)
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("index, bounds, parallel", [
+    ("out[j + k]", "j in 0..R, k in 0..C", False),       # j and j + 1 write k + 1 and k
+    ("out[2 * j + k]", "j in 0..R, k in 0..2", True),    # {2j, 2j + 1}: apart
+    ("out[2 * j + k]", "j in 0..R, k in 0..3", False),   # {2j .. 2j + 2}: 2j + 2 twice
+    ("out[j * C + k]", "j in 0..R, k in 0..C", True),    # a flattened row: apart
+    ("out[j * C + k]", "j in 0..R, k in 0..C + 1", False),
+    ("out[(R - 1 - j) * C + k]", "j in 0..R, k in 0..C", True),
+    ("out[2 * j:2 * j + 2]", "j in 0..R, k in 0..1", True),      # blocks of 2 by 2
+    ("out[j:j + 3]", "j in 0..R, k in 0..1", False),             # windows overlap
+])
+def test_an_outer_loop_is_parallel_only_where_its_iterations_write_apart(index, bounds,
+                                                                        parallel):
+    """An outer loop is parallel only where the positions one iteration writes, over the
+    loops inside it, are apart from every other iteration's."""
+    src = f"""
+let y = compute(x) {{
+    for {bounds}:
+        {index} = x[j, k % 2]
+}}
+y
+"""
+    loop_j = [line.strip() for line in zynbook.compile(src).cir_text().splitlines()
+              if "for j in" in line][0]
+    assert loop_j.startswith("parallel for") == parallel, loop_j

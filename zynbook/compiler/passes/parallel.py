@@ -60,9 +60,132 @@ def independent(loop: cir.Loop, shared: set) -> bool:
     for n in cir.walk(loop.body):
         if isinstance(n, cir.Let) and not n.mutable and not n.value.ty.shape:
             lets[n.name] = substitute(n.value, lets)
+    inner = _inner(loop, lets)
     return bool(stores) and all(
         st.index and any(_own(substitute(i.start if isinstance(i, cir.Span) else i, lets),
-                              loop.var) for i in st.index) for st in stores)
+                              loop.var) and _apart(substitute(i, lets), loop, inner)
+                         for i in st.index) for st in stores)
+
+
+def _inner(loop: cir.Loop, lets: dict):
+    """({loop variable: (start, stop)}, {variable: step}, other names) of what varies inside
+    one iteration of `loop`: the loops nested in it (None for a name two loops use with
+    different ranges) and the names it declares."""
+    ranges, steps = {}, {}
+    for n in cir.walk(loop.body):
+        if isinstance(n, cir.Loop):
+            r = (substitute(n.start, lets), substitute(n.stop, lets))
+            if n.var in ranges and ranges[n.var] != r:
+                r = None
+            ranges[n.var] = r
+            steps[n.var] = substitute(n.step, lets)
+    declared = {n.name for n in cir.walk(loop.body) if isinstance(n, (cir.Let, cir.Assign))}
+    return ranges, steps, declared - set(lets)
+
+
+def _apart(item, loop: cir.Loop, inner) -> bool:
+    """Whether the positions that index entry `item` (an index or a slice) reaches in one
+    iteration of `loop`, over every loop nested in it, are apart from another iteration's:
+    `out[b * S + s]` for `s` in 0..S is, `out[j + k]` for `k` in 0..C is not (iterations of
+    `j` write the same positions: with `+=` they raced on the GPUs, and the reference
+    vectorised them as though apart)."""
+    ranges, steps, declared = inner
+    lo, hi = (item.start, cir.Bin("-", item.stop, cir.Const(1, _I32), _I32)) \
+        if isinstance(item, cir.Span) else (item, item)
+    if isinstance(item, cir.Span) and isinstance(item.stop, cir.Var) and item.stop.name == "__end__":
+        return False                    # out[i:]: to the end of the axis
+    varying = set(ranges) | declared
+    if not any(affine.uses_vars(e, varying) for e in (lo, hi)):
+        return not isinstance(item, cir.Span) or _step_apart(lo, hi, loop)
+    if any(affine.uses_vars(e, declared) for e in (lo, hi)) or any(
+            isinstance(n, (cir.Load, cir.Call, cir.Select)) and affine.uses_vars(n, varying)
+            for e in (lo, hi) for n in cir.walk(e)):
+        return False                    # a position read from data or a variable
+    usable = {v: r for v, r in ranges.items() if r is not None}
+    lo, hi = _bound(lo, usable, steps, 0), _bound(hi, usable, steps, 1)
+    if lo is None or hi is None or any(affine.uses_vars(e, varying) for e in (lo, hi)):
+        return False
+    return _step_apart(lo, hi, loop)
+
+
+def _bound(e, ranges, steps, which):
+    """The least (`which` 0) or largest (1) value of `e` over the nested loops' ranges,
+    an expression of what stays fixed in one iteration, else None."""
+    for _ in range(len(ranges) + 1):
+        if not affine.uses_vars(e, ranges):
+            return e
+        b = affine.bounds(e, ranges, steps)
+        if b is None:
+            return None
+        e = affine.simplify(b[which])
+    return e if not affine.uses_vars(e, ranges) else None
+
+
+def _step_apart(lo, hi, loop: cir.Loop) -> bool:
+    """Whether [lo, hi] (expressions of the loop variable) of one iteration and of the
+    next are apart: the next starts past this one's end, or ends before its start (the
+    variable is in them linearly, so what holds for neighbours holds for all)."""
+    var = loop.var
+    nxt = {var: cir.Bin("+", cir.Var(var, _I32), loop.step, _I32)}
+    polys = [_poly(e) for e in (lo, hi, substitute(lo, nxt), substitute(hi, nxt))]
+    if any(p is None for p in polys) or any(
+            sum(1 for x in mono if x == var) > 1 for p in polys[:2] for mono in p):
+        return False
+    p_lo, p_hi, n_lo, n_hi = polys
+    return any(_positive_const(_psub(a, b)) for a, b in ((n_lo, p_hi), (p_lo, n_hi)))
+
+
+_I32 = cir.Ty("i32")
+
+
+def _poly(e):
+    """`e` as a polynomial {sorted tuple of atoms: integer coefficient}; atoms are names
+    and the text of anything else (a load, a call, a quotient); None for a float."""
+    if isinstance(e, cir.Const):
+        if isinstance(e.value, bool) or not isinstance(e.value, int):
+            return None
+        return {(): e.value} if e.value else {}
+    if isinstance(e, cir.Var):
+        return {(e.name,): 1}
+    if isinstance(e, cir.Unary) and e.op == "neg":
+        p = _poly(e.operand)
+        return None if p is None else {k: -v for k, v in p.items()}
+    if isinstance(e, cir.Bin) and e.op in ("+", "-", "*"):
+        a, b = _poly(e.left), _poly(e.right)
+        if a is None or b is None:
+            return None
+        if e.op == "*":
+            out: dict = {}
+            for ka, va in a.items():
+                for kb, vb in b.items():
+                    k = tuple(sorted(ka + kb))
+                    out[k] = out.get(k, 0) + va * vb
+            return {k: v for k, v in out.items() if v}
+        return _padd(a, b if e.op == "+" else {k: -v for k, v in b.items()})
+    if isinstance(e, cir.Cast) and not cir_is_float(e):
+        return _poly(e.operand)
+    if not affine.cir_is_int(e):
+        return None
+    return {(cir.format_expr(e),): 1}
+
+
+def cir_is_float(e) -> bool:
+    return e.ty.dtype in ("f16", "bf16", "f32", "f64")
+
+
+def _padd(a, b):
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return {k: v for k, v in out.items() if v}
+
+
+def _psub(a, b):
+    return _padd(a, {k: -v for k, v in b.items()})
+
+
+def _positive_const(p) -> bool:
+    return set(p) <= {()} and p.get((), 0) > 0
 
 
 def _own(index, var: str) -> bool:

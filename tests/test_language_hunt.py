@@ -115,3 +115,20 @@ def test_typed_host_ints_in_range_are_kept():
     assert zynbook.run("let x: u64 = 2 ** 64 - 1\nx") == 2 ** 64 - 1
     assert zynbook.run("pipeline f(k: i8, d: double) -> float32:\n    return k * d\nf(-128, 0.5)") \
         == -64.0
+
+
+# ------------------------------------------------------------------ slices in kernels
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_negative_constant_slice_bound_is_a_shape_error(device):
+    """`x[-3:]` in a kernel meant `x[0:]` (the bound clipped to 0), where numpy counts from
+    the end: a silent wrong sum. A constant negative bound is a shape error at the bound,
+    as the element index `x[-1]` is; `x[n - 3:]` says what was meant."""
+    x = np.arange(6, dtype=np.float32)
+    src = "let n = 6\nlet y = compute(x) {{\n    for i in 0..n:\n        out[i] = sum(x[{}])\n}}\ny"
+    raises("shape", src.format("-3:"), 4, 24, device=device, x=x)
+    raises("shape", src.format("1:-1"), 4, 26, device=device, x=x)
+    np.testing.assert_array_equal(_on(device, src.format("n - 3:"), x=x), np.full(6, 12, np.float32))
+    # a window whose start is computed below 0 is clipped, as documented
+    got = _on(device, src.format("i - 2:i + 1"), x=x)
+    np.testing.assert_array_equal(got, np.array([x[max(i - 2, 0):i + 1].sum() for i in range(6)]))

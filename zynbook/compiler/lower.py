@@ -810,6 +810,14 @@ class _Lowering:
                 if part is not None and (not is_int(part.ty.dtype) or part.ty.shape):
                     raise ZynMLTypeError(f"a slice bound must be an integer, not {part.ty}",
                                          node.span)
+                negative = _negative_const(part) if node is not None else None
+                if negative is not None:
+                    # numpy's x[-3:] counts from the end; a kernel's bounds are positions
+                    # (clipped to the axis), so it would silently mean x[0:]
+                    raise ZynMLShapeError(
+                        f"a slice bound of {negative} is before the start of the axis: "
+                        f"kernel slices do not count from the end as numpy's do; write the "
+                        f"position from the axis's size (`n - {-negative}`)", node.span)
             return cir.Span(start, stop if stop is not None else cir.Var("__end__", I32))
         v = self.expr(item, index_context=True)
         if not is_int(v.ty.dtype) or v.ty.shape:
@@ -1445,3 +1453,14 @@ def lower_compute(node: A.Compute, inputs: list, scalars: dict, name: str = "ker
         if not clash:
             return lowered
         reserved = reserved | clash
+
+
+def _negative_const(e):
+    """The value of `e` where it is a negative integer constant (`-3`), else None."""
+    if isinstance(e, cir.Unary) and e.op == "neg" and isinstance(e.operand, cir.Const):
+        v = -e.operand.value
+    elif isinstance(e, cir.Const):
+        v = e.value
+    else:
+        return None
+    return v if isinstance(v, int) and not isinstance(v, bool) and v < 0 else None

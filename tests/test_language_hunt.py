@@ -132,3 +132,19 @@ def test_negative_constant_slice_bound_is_a_shape_error(device):
     # a window whose start is computed below 0 is clipped, as documented
     got = _on(device, src.format("i - 2:i + 1"), x=x)
     np.testing.assert_array_equal(got, np.array([x[max(i - 2, 0):i + 1].sum() for i in range(6)]))
+
+
+# ------------------------------------------------------------------ the device interface
+
+@pytest.mark.parametrize("call,column", [
+    ("rms_norm_backward(x, upload(ones([8])), copy_buffer(x), x, 8, 1e-5)", 65),
+    ("matmul(x, x, x, 8, 4)", 22), ("softmax(x, 4, x)", 23),
+])
+def test_buffer_given_for_a_size_is_a_type_error(call, column):
+    """A buffer passed where a size goes: the checker multiplied it into the lengths it
+    checks (a Python TypeError out of zynbook.compile); it is the call's type error, under
+    the argument, when it runs."""
+    src = f"let x = upload(randn([4, 8], seed=6))\nlet y = {call}\n"
+    zynbook.compile(src)
+    err = raises("type", src, 2, column)
+    assert "is a size (an int)" in err.message

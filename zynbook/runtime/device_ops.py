@@ -365,7 +365,8 @@ def check_call(name, args, kwargs, node):
     def evaluate(formula):
         try:
             return eval(formula, {"__builtins__": {}, "len": length_of}, known)   # noqa: S307
-        except (_NotKnown, NameError):
+        except (_NotKnown, NameError, TypeError):
+            # TypeError: a buffer given for a size (the call's own check says so when it runs)
             return None
 
     needs, result = LENGTHS[name]

@@ -148,3 +148,26 @@ def test_buffer_given_for_a_size_is_a_type_error(call, column):
     zynbook.compile(src)
     err = raises("type", src, 2, column)
     assert "is a size (an int)" in err.message
+
+
+# ------------------------------------------------------------------ host builtins
+
+@pytest.mark.parametrize("call", [
+    'split(arange(4), 2, axis="a")', "split(arange(4), 2, axis=0.0)",
+    "split(arange(4), 2, axis=true)", 'concat([arange(4)], axis="a")',
+    "concat([arange(4)], axis=0.0)", "concat([arange(4)], axis=[0])",
+    "concat([arange(4)], axis=true)", "concat([arange(4)], axis=rmsnorm)",
+    "reshape(arange(4), [true, 4])", "arange(4).reshape([2, 2.0])",
+])
+def test_axis_and_shape_arguments_that_are_not_integers(call):
+    """split()'s and concat()'s axis= and reshape()'s sizes that are not integers (a string,
+    a float, a bool, a list, a builtin) raised Python's TypeError out of numpy; each is a
+    ZynML type error at the call."""
+    err = raises("type", f"let n = 1\nlet y = {call}", 2, 9)
+    assert "integer" in err.message
+
+
+def test_axis_arguments_that_are_integers_still_work():
+    assert zynbook.run("concat([arange(2), arange(3)], axis=-1).shape") == [5]
+    np.testing.assert_array_equal(zynbook.run("split(arange(4), 2, axis=-1)[1]").numpy(), [2, 3])
+    assert zynbook.run("reshape(arange(6), [-1, 3]).shape") == [2, 3]

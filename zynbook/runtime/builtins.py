@@ -83,6 +83,10 @@ def _kind(value) -> str:
         return f"a buffer of {len(value)} {value.dtype} on {value.device}"
     if type(value).__name__ == "Expr":
         return "an elementwise expression"
+    if type(value).__name__ == "_BuiltinRef":
+        return f"the builtin function {value.name}"
+    if type(value).__name__ == "Pipeline":
+        return "a pipeline"
     futures = {"Future": "a future", "_Gather": "a future of all(...)",
                "_FirstOf": "a future of any(...)"}
     return futures.get(type(value).__name__, type(value).__name__)
@@ -404,7 +408,7 @@ def _reshape(interp, args, kwargs):
     _arity(args, 2, "reshape", "reshape(x, [d0, d1, ...])")
     t = _tensor(args[0], "first argument of reshape()")
     shape = list(args[1]) if isinstance(args[1], (list, tuple)) else None
-    if shape is None or not all(isinstance(d, int) for d in shape):
+    if shape is None or not all(_is_int(d) for d in shape):
         raise ZynMLTypeError("reshape()'s shape is a list of integers (-1 for one inferred size)")
     if any(d < -1 for d in shape):
         raise ZynMLShapeError(f"reshape(): a shape has no negative sizes but one -1: {shape}")
@@ -434,6 +438,8 @@ def _split(interp, args, kwargs):
     axis = kwargs.get("axis", 0)
     if not isinstance(n, int) or n <= 0:
         raise ZynMLTypeError("split()'s second argument is the number of equal parts")
+    if not _is_int(axis):
+        raise ZynMLTypeError(f"split(): axis= takes an integer, not {_kind(axis)}")
     if not -t.ndim <= axis < t.ndim:
         raise ZynMLShapeError(f"axis {axis} is out of range for a {t.ndim}-D tensor")
     if t.shape[axis] % n:
@@ -454,6 +460,8 @@ def _concat(interp, args, kwargs):
     _arity(args, 1, "concat", "concat([a, b], axis=0)")
     if not isinstance(args[0], (list, tuple)) or not args[0]:
         raise ZynMLTypeError("concat() takes a list of one or more tensors: concat([a, b])")
+    if not _is_int(kwargs.get("axis", 0)):
+        raise ZynMLTypeError(f"concat(): axis= takes an integer, not {_kind(kwargs['axis'])}")
     parts = interp.colocate([_tensor(t) for t in args[0]], what="the tensors of concat()")
     try:
         return wrap(xp_of(parts[0]).concatenate([host_array(p) for p in parts],

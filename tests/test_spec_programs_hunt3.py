@@ -54,6 +54,13 @@ attn
 """
 
 
+def _windows(x, width):
+    got = np.zeros(len(x), np.float64)
+    for i in range(len(x) - width + 1):
+        got[i:i + width] += x[i:i + width]
+    return got
+
+
 def _last_rows(v, ids, n):
     got = np.zeros((n, v.shape[1]), v.dtype)
     for j, row in enumerate(ids):
@@ -393,6 +400,17 @@ let y = compute(x) {
 }
 y
 """, {"x": _X57[:, :2]}, (_X57[:, :2] * 2).reshape(-1), 0),
+    # windows of 3 at every position, summed into out: out reaches the last window's end,
+    # n (it was as long as the loop's bound, n - 2, so the last windows were cut short and
+    # the block failed on every device: "the tiles of this statement do not fit together");
+    # the iterations overlap, so the loop runs in order
+    "overlapping_windows_summed": ("""
+let y = compute(x) {
+    for i in 0..n - 2:
+        out[i:i + 3] += x[i:i + 3]
+}
+y
+""", {"x": _V33, "n": 33}, _windows(_V33, 3), 1e-5),
 }
 
 

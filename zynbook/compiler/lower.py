@@ -1172,6 +1172,15 @@ class _Lowering:
             start = it.start
             if own(start):
                 lstart, lstop, lstep, node = self.loop_info[start.name]
+                # blocks (`out[q:q+64]`, q stepping by 64) are clipped to the loop's bound;
+                # windows longer than the step (`out[i:i+3]`, i stepping by 1) reach past
+                # it, to the last window's end
+                length = affine.linear(affine.sub(it.stop, it.start))
+                if isinstance(lstep, cir.Const) and length is not None and not length[0] \
+                        and length[1] > lstep.value:
+                    last = affine.bounds(start, self.ranges, self._steps())
+                    if last is not None:
+                        return affine.simplify(affine.add(last[1], affine.const(length[1])))
                 return lstop
             b = affine.bounds(it.stop, self.ranges, self._steps())
         elif own(it):

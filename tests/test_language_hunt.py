@@ -171,3 +171,32 @@ def test_axis_arguments_that_are_integers_still_work():
     assert zynbook.run("concat([arange(2), arange(3)], axis=-1).shape") == [5]
     np.testing.assert_array_equal(zynbook.run("split(arange(4), 2, axis=-1)[1]").numpy(), [2, 3])
     assert zynbook.run("reshape(arange(6), [-1, 3]).shape") == [2, 3]
+
+
+# ------------------------------------------------------------------ tiles written into out
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body,line", [
+    ("    for i in 0..rows:\n        for j in 0..cols:\n            out[i, j] = m[i, j:]\n", 4),
+    ("    for i in 0..rows:\n        out[i] = m[i, i:]\n", 3),
+    ("    for i in 0..rows:\n        shared var row[cols]\n        for j in 0..cols:\n"
+     "            row[j] = m[i, j]\n        barrier()\n        for j in 0..cols:\n"
+     "            out[i, j] = row[cols - 1 - j:]\n", 8),
+])
+def test_tile_of_a_length_that_changes_with_a_loop_is_a_shape_error(device, body, line):
+    """A tile written into out whose length follows a loop variable (`m[i, j:]`) gave out
+    an axis of no one size: a KeyError out of the output's shape. It is a shape error at
+    the write."""
+    m = np.arange(24, dtype=np.float32).reshape(4, 6)
+    column = {4: 13, 3: 9, 8: 13}[line]
+    err = raises("shape", "let y = compute(m) {\n" + body + "}\ny", line, column,
+                 device=device, m=m)
+    assert "loop variable" in err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tile_of_one_length_written_per_element(device):
+    m = np.arange(24, dtype=np.float32).reshape(4, 6)
+    src = "let y = compute(m) {\n    for i in 0..rows, j in 0..cols:\n        out[i, j] = m[i, j:j + 1] * 2.0\n}\ny"
+    want = m[:, :, None] * 2
+    np.testing.assert_array_equal(_on(device, src, m=m), want)

@@ -1124,7 +1124,17 @@ class _Lowering:
             for k, it in enumerate(index):
                 ext.append(self._extent(it, span, guards))
             if len(index) < rank:
-                ext.extend(value.ty.shape[len(value.ty.shape) - (rank - len(index)):])
+                tile = value.ty.shape[len(value.ty.shape) - (rank - len(index)):]
+                for d in tile:
+                    moving = [v.name for v in cir.walk(d) if isinstance(v, cir.Var)
+                              and v.name in self.loop_info] if isinstance(d, cir.Expr) else []
+                    if moving:
+                        raise ZynMLShapeError(
+                            f"the tile written here has a length that changes with the "
+                            f"loop variable "
+                            f"`{getattr(self.loop_info[moving[0]][3], 'var', moving[0])}`; every "
+                            f"element of out holds a tile of one shape", span)
+                ext.extend(tile)
             extents.append(ext)
         shape = []
         for axis in range(rank):

@@ -98,9 +98,19 @@ class ZynMLRunner:
         except ZynMLError:
             return {}
         user_ns, hidden = self.shell.user_ns, self._hidden()
+        namespace = self.session.namespace
         env = {}
         for name in free:
-            if name.startswith("_") or name in hidden or name not in user_ns:
+            if name.startswith("_") or name in hidden:
+                continue
+            if name not in user_ns:
+                # every other name the session holds went to Python after the cell that
+                # bound it: Python deleted it since (`del x`, `%reset`), and the cell must
+                # not read the value the session kept
+                if name in namespace:
+                    with self.session.lock:
+                        namespace.pop(name, None)
+                    self._links.pop(name, None)
                 continue
             value = user_ns[name]
             link = self._links.get(name)
@@ -119,11 +129,15 @@ class ZynMLRunner:
         the namespace as it was) into the Python namespace; names bound from Python (`env`)
         stay as Python has them."""
         user_ns, namespace = self.shell.user_ns, self.session.namespace
+        hidden = self._hidden()
         for name, pyvalue in env.items():
             if name in namespace:
                 self._links[name] = (pyvalue, namespace[name])
         for name, value in list(namespace.items()):
-            if name.startswith("_") or before.get(name) is value:
+            # IPython's own names (`get_ipython`, `In`, `Out`, `exit`) are not read from
+            # Python and not written there either: `let get_ipython = 3` would break
+            # every later cell, which calls it
+            if name.startswith("_") or name in hidden or before.get(name) is value:
                 continue
             if name in env and self._links[name][1] is value:
                 continue

@@ -267,8 +267,11 @@ class ComputeMagics(Magics):
         finally:
             after_cell(session)     # its kernels kept; the device announced if it changed
             made = made_from = _UNBOUND
+            # IPython's own names (`get_ipython`, `In`, `exit`) are neither read from the
+            # notebook nor written there: `let get_ipython = 3` would break every cell after
+            hidden = shell.user_ns_hidden
             for name in bound:
-                if name in namespace:
+                if name in namespace and name not in hidden:
                     made_from = namespace[name]
                     made = user_ns[name] = to_python(made_from)
                     written[name] = id(made)

@@ -1,0 +1,106 @@
+"""The notebook surface as a user meets it: the ZynML kernel through the Jupyter messaging
+protocol and the magics in an IPython shell, driven with the mistakes and habits of a
+notebook (deleting names, names IPython itself uses, odd magic arguments); each leaves the
+kernel usable and says what went wrong where."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ipykernel")
+
+from jupyter_client.manager import start_new_kernel  # noqa: E402
+
+from test_kernel_support import (errors_of, execute, install_kernelspec,  # noqa: E402
+                                 results_of, stdout_of)
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture(scope="module")
+def kc():
+    install_kernelspec()
+    km, client = start_new_kernel(kernel_name="zynml", startup_timeout=60)
+    try:
+        yield client
+    finally:
+        client.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def _ok(kc, code):
+    reply, outputs = execute(kc, code)
+    assert reply["status"] == "ok", (code, reply, [e["evalue"] for e in errors_of(outputs)])
+    return outputs
+
+
+def _value(kc, code) -> str:
+    (data,) = results_of(_ok(kc, code))
+    return data["text/plain"]
+
+
+@pytest.fixture
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    import zynbook
+    from zynbook.kernel import state
+
+    sh = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device="cpu"))
+    sh.run_line_magic("load_ext", "zynbook")
+    yield sh
+    state.set_notebook_session(None)
+
+
+# ------------------------------------------------------------- names Python deleted
+
+def test_kernel_a_name_python_deleted_is_unknown_to_the_next_cell(kc):
+    assert _value(kc, "let nh_keep = 7\nnh_keep") == "7"
+    reply, outputs = execute(kc, "%python del nh_keep\nlet nh_other = 1\nnh_keep")
+    # the cell read the 7 the session kept, though the notebook had deleted the name
+    assert reply["status"] == "error" and reply["ename"] == "ZynMLNameError", reply
+    assert reply["evalue"] == "unknown name `nh_keep` (line 3, column 1)"
+    # bound again from Python, it is read again
+    assert _value(kc, "%python nh_keep = 11\nnh_keep + 1") == "12"
+
+
+def test_kernel_reset_forgets_the_zynml_names(kc):
+    _ok(kc, "let nh_reset = randn([3], seed=4)")
+    _ok(kc, "%reset -f")
+    reply, _ = execute(kc, "let nh_after = nh_reset * 2.0")
+    assert reply["status"] == "error" and reply["ename"] == "ZynMLNameError", reply
+    assert reply["evalue"] == "unknown name `nh_reset` (line 1, column 16)"
+    assert _value(kc, "let nh_fresh = 2\nnh_fresh") == "2"
+
+
+# ---------------------------------------------------------- names IPython uses itself
+
+@pytest.mark.parametrize("name", ["get_ipython", "In", "exit"])
+def test_kernel_binding_an_ipython_name_leaves_the_kernel_working(kc, name):
+    assert _value(kc, f"let {name} = 3\n{name} + 1") == "4"
+    # every later cell calls get_ipython(): binding it in Python broke them all with a
+    # Python TypeError
+    x = np.arange(4, dtype=np.float32)
+    text = _value(kc, "%python import numpy as np\n%python nh_x = np.arange(4, dtype=np.float32)\n"
+                      "let nh_y = nh_x * 2.0 + 1.0\nnh_y")
+    assert str(x * 2 + 1) in text, text
+    out = stdout_of(_ok(kc, f"%python print(type({name}).__name__)"))
+    assert out.strip() != "int", out
+    # the ZynML name keeps its ZynML value
+    assert _value(kc, f"{name} * 2") == "6"
+
+
+def test_compute_binding_an_ipython_name_leaves_the_shell_working(shell):
+    x = np.linspace(-1, 1, 6).astype(np.float32)
+    shell.user_ns["nh_x"] = x
+    got = shell.run_cell_magic("compute", "", "let get_ipython = 3\nlet nh_y = nh_x * 3.0\nnh_y")
+    np.testing.assert_allclose(got, x * 3.0)
+    assert callable(shell.user_ns["get_ipython"])
+    # IPython's own transforms call get_ipython(): a later magic line still runs
+    result = shell.run_cell("%time nh_z = 1")
+    assert result.success, result.error_in_exec
+    for name in ("nh_x", "nh_y", "nh_z"):
+        shell.user_ns.pop(name, None)

@@ -104,3 +104,49 @@ def test_compute_binding_an_ipython_name_leaves_the_shell_working(shell):
     assert result.success, result.error_in_exec
     for name in ("nh_x", "nh_y", "nh_z"):
         shell.user_ns.pop(name, None)
+
+
+# ------------------------------------------------------------------ timer options
+
+def _usage(kc, code):
+    reply, outputs = execute(kc, code)
+    assert reply["status"] == "error" and reply["ename"] == "UsageError", (code, reply)
+    return reply["evalue"]
+
+
+@pytest.mark.parametrize("code,bad", [
+    # `-n 1 -r 1` after an option %%timeit does not take were ignored too: the cell ran 7
+    # runs of as many loops as fit in 0.2 s
+    ("%%timeit -q -n 1 -r 1\nlet nh_t = 1", "-q"),
+    ("%%timeit -n 1 -r 1 -o\nlet nh_t = 1", "-o"),
+    ("%%timeit -n many\nlet nh_t = 1", "-n many"),
+    ("%%timeit let nh_t = 1\nlet nh_u = 2", "let nh_t = 1"),
+])
+def test_kernel_cell_timeit_options_it_does_not_take_are_a_usage_error(kc, code, bad):
+    evalue = _usage(kc, code)
+    assert evalue == (f"%%timeit takes -n N and -r R (whole numbers) on its line; `{bad}` "
+                      "is not one of them")
+
+
+@pytest.mark.parametrize("code,message", [
+    ("%timeit -q let nh_t = 1",
+     "%timeit takes -n N and -r R (whole numbers) before the code; `-q` is not one of them"),
+    ("%timeit -n abc let nh_t = 1",
+     "%timeit takes -n N and -r R (whole numbers) before the code; `-n abc` is not one of "
+     "them"),
+    ("%time -p let nh_t = 1", "%time takes no options, only the code to time; not `-p`"),
+    ("%%time -n 3\nlet nh_t = 1",
+     "%%time takes nothing on its line, it times the cell below it; not `-n 3`"),
+])
+def test_kernel_timer_options_they_do_not_take_are_a_usage_error(kc, code, message):
+    # they were read as ZynML: `unexpected 'let'` at the code after the option
+    assert _usage(kc, code) == message
+
+
+def test_kernel_timeit_of_a_negation_is_code_not_an_option(kc):
+    x = np.array([1.5, -2.0, 3.25], np.float32)
+    _ok(kc, "%python import numpy as np\n%python nh_q = np.array([1.5, -2.0, 3.25], np.float32)")
+    out = stdout_of(_ok(kc, "%timeit -n 1 -r 1 -nh_q * 2.0"))
+    assert "median of 1 run, 1 loop each" in out
+    assert _value(kc, "%time -nh_q * 2.0").endswith(str(-x * 2.0))
+    _ok(kc, "%python del nh_q")

@@ -34,7 +34,9 @@ class Part:
     """One piece of a cell, in order.
 
     kind: "zynml" (text is ZynML, padded with blank lines so that line numbers are those
-    of the cell), "python" (Python source), or "magic" (name and args).
+    of the cell), "python" (Python source), "magic" (name and args), or "usage" (a timer
+    magic given options it does not take: text is the message, raised as IPython's
+    UsageError where the part runs).
     """
     kind: str
     text: str = ""
@@ -63,9 +65,15 @@ def split_cell(cell: str) -> list[Part]:
         if name == "python":
             return [Part("python", rest, line=first + 2)]
         if name in ("time", "timeit"):
+            opts, left = _timer_args(args)
+            bad = args.strip() if name == "time" else _bad_option(left, is_code=False)
+            if bad:
+                # an option these timers do not take (`%%timeit -q -n 1`): ignored, the cell
+                # ran 7 runs of as many loops as fit in 0.2 s instead of what was asked
+                return [Part("usage", _timer_usage("%%" + name, bad), name="%%" + name,
+                             line=first + 1)]
             body = "\n" * (first + 1) + rest
-            return [Part("zynml", body, line=first + 2, timed=name,
-                         args=_timer_args(args)[0])]
+            return [Part("zynml", body, line=first + 2, timed=name, args=opts)]
         return [Part("magic", rest, name="%%" + name, args=args.strip(), line=first + 1)]
 
     parts: list[Part] = []
@@ -94,7 +102,11 @@ def split_cell(cell: str) -> list[Part]:
             parts.append(Part("python", args, line=i + 1))
         elif name in ("time", "timeit"):
             opts, code = _timer_args(args)
-            if code:
+            bad = _bad_option(code)
+            if bad:
+                parts.append(Part("usage", _timer_usage("%" + name, bad), name="%" + name,
+                                  line=i + 1))
+            elif code:
                 parts.append(Part("zynml", "\n" * i + code, line=i + 1, timed=name,
                                   args=opts, column=len(lines[i].rstrip()) - len(code),
                                   origin=lines[i]))
@@ -115,6 +127,34 @@ def _timer_args(args: str) -> tuple[str, str]:
     """`-n 3 -r 2 let a = 1` -> ("-n 3 -r 2", "let a = 1")."""
     m = re.match(r"((?:-[nr]\s*\d+\s*)*)(.*)$", args)
     return m.group(1).strip(), m.group(2).strip()
+
+
+def _bad_option(code: str, is_code: bool = True) -> str:
+    """The option at the start of `code`, the text after a timer's options that it takes,
+    which it does not take (`-q`, `-n abc`): '' if none. `is_code`: the text may be ZynML to
+    time (after `%timeit`, not `%%timeit`), and is an option only where it does not parse
+    (`-x * 2.0` is code)."""
+    m = re.match(r"-([A-Za-z]\w*)(?:\s+(\S+))?", code)
+    if not m:
+        return code.strip() if not is_code else ""
+    if is_code:
+        try:
+            parse(code)
+            return ""
+        except ZynMLError:
+            pass
+    return m.group(0) if m.group(1) in ("n", "r") and m.group(2) else "-" + m.group(1)
+
+
+def _timer_usage(magic: str, bad: str) -> str:
+    """The usage error of `magic` (`%time`, `%%timeit`, ...) given `bad`."""
+    if magic == "%%time":
+        return f"%%time takes nothing on its line, it times the cell below it; not `{bad}`"
+    if magic == "%time":
+        return f"%time takes no options, only the code to time; not `{bad}`"
+    where = "on its line" if magic == "%%timeit" else "before the code"
+    return (f"{magic} takes -n N and -r R (whole numbers) {where}; `{bad}` is not one of "
+            "them")
 
 
 def _is_code(line: str) -> bool:

@@ -245,6 +245,12 @@ class ZynMLRunner:
         return None
 
     # -------------------------------------------------------------------- magics
+    def usage(self, message: str):
+        """A magic given arguments it does not take: IPython's usage error."""
+        from IPython.core.error import UsageError
+
+        raise UsageError(message)
+
     def device(self, args: str = ""):
         """`%device [ID]`: set (or show) the default device."""
         args = args.strip().strip("'\"")
@@ -315,6 +321,8 @@ class ZynMLShell(ZMQInteractiveShell):
                     out.append(f"{call}.timeit({part.text!r}, {part.args!r}, {at!r})\n")
                 else:
                     out.append(f"{call}.run({part.text!r})\n")
+            elif part.kind == "usage":
+                out.append(f"{call}.usage({part.text!r})\n")
             elif part.name == "device":
                 out.append(f"{call}.device({part.args!r})\n")
             elif part.name == "inspect":

@@ -150,3 +150,30 @@ def test_kernel_timeit_of_a_negation_is_code_not_an_option(kc):
     assert "median of 1 run, 1 loop each" in out
     assert _value(kc, "%time -nh_q * 2.0").endswith(str(-x * 2.0))
     _ok(kc, "%python del nh_q")
+
+
+# --------------------------------------------------------------------- completion
+
+def _shell_reply(kc, msg_id):
+    reply = kc.get_shell_msg(timeout=30)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=30)
+    return reply["content"]
+
+
+def test_kernel_completes_every_id_a_device_answers_to(kc):
+    import zynbook
+
+    aliases = [i for d in zynbook.compute_devices() for i in d.get("ids", ()) if i != d["id"]]
+    if not aliases:
+        pytest.skip("no device here answers to a second id")
+    for alias in aliases:
+        prefix = alias[:-1]
+        for code in (f"%device {prefix}", f'let y = compute(x) @device("{prefix}'):
+            content = _shell_reply(kc, kc.complete(code, len(code)))
+            # `webgpu:0` (the id `vulkan:0` also answers to) was never offered
+            assert alias in content["matches"], (code, content)
+            assert content["cursor_start"] == len(code) - len(prefix)
+        # and the completed id is one %device takes
+        _ok(kc, f"%device {alias}")
+    _ok(kc, "%device cpu")

@@ -645,11 +645,15 @@ def builtin_names() -> tuple:
 
 
 def _device_ids() -> list[str]:
-    """The ids `%device` and `@device(...)` take: the devices present, then `auto`."""
+    """The ids `%device` and `@device(...)` take: the devices present, each under every id it
+    answers to (`webgpu:0` is also `vulkan:0`), then `auto`."""
     from .. import compute_devices
 
     try:
-        return [d["id"] for d in compute_devices()] + ["auto"]
+        ids = []
+        for d in compute_devices():
+            ids += [d["id"], *d.get("ids", ())]
+        return list(dict.fromkeys(ids)) + ["auto"]
     except Exception:  # device discovery failing must not break completion
         return ["cpu", "auto"]
 

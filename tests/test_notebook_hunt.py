@@ -177,3 +177,36 @@ def test_kernel_completes_every_id_a_device_answers_to(kc):
         # and the completed id is one %device takes
         _ok(kc, f"%device {alias}")
     _ok(kc, "%device cpu")
+
+
+# ----------------------------------------------------------------------- %%compare
+
+COMPARE_CELL = ("let v = randn([n], seed=3)\nlet y = compute(v) {\n    for i in 0..n:\n"
+                "        out[i] = v[i] * 2.0\n}\n")
+
+
+@pytest.mark.parametrize("line,reason", [
+    # an unclosed quotation was a Python ValueError out of shlex, with a stack
+    ("--devices cpu --sizes n=4 --numpy 'np.asarray(v", "No closing quotation"),
+    # argparse's reason went to stderr, the usage error said only the usage
+    ("--devices cpu --sizes n=4 --bogus", "unrecognized arguments: --bogus"),
+    ("--devices cpu --repeat x", "argument --repeat/-r: invalid int value: 'x'"),
+    ("--devices cpu --numpy", "argument --numpy: expected one argument"),
+])
+def test_compare_a_bad_magic_line_is_a_usage_error_saying_why(shell, capsys, line, reason):
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError) as info:
+        shell.run_cell_magic("compare", line, COMPARE_CELL)
+    message = str(info.value)
+    assert message.startswith("%%compare: ") and reason in message, message
+    assert "usage: %%compare [--devices a,b]" in message
+    assert capsys.readouterr().err == ""
+    # the magic still runs a good line
+    shell.run_cell_magic("compare", "--devices cpu --sizes n=4 --repeat 1 --no-chart "
+                                    "--result y --numpy 'np.asarray(v) * 2' --out nh_cmp",
+                         COMPARE_CELL)
+    rows = shell.user_ns.pop("nh_cmp").rows
+    assert [r.device for r in rows] == ["cpu", "numpy"]
+    assert all(r.max_diff == 0.0 and not r.error for r in rows), rows
+

@@ -130,8 +130,22 @@ class Progress:
             sys.stderr.flush()
 
 
+_USAGE = ("usage: %%compare [--devices a,b] [--sizes n=1,2,3] [--repeat R] [--numpy EXPR] "
+          "[--torch EXPR] [--result NAME] [--out NAME] [--no-chart]")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose mistakes are IPython's usage error naming what was wrong
+    (argparse prints its own message to stderr and exits)."""
+
+    def error(self, message):
+        from IPython.core.error import UsageError
+
+        raise UsageError(f"%%compare: {message}\n{_USAGE}")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="%%compare", add_help=False)
+    p = _Parser(prog="%%compare", add_help=False)
     p.add_argument("--devices", "-d", default="")
     p.add_argument("--sizes", "-s", default="")
     p.add_argument("--repeat", "-r", type=int, default=5)
@@ -147,12 +161,13 @@ def parse_args(line: str) -> argparse.Namespace:
     from IPython.core.error import UsageError
 
     try:
-        args = _parser().parse_args(shlex.split(line))
-    except SystemExit:
-        raise UsageError("usage: %%compare [--devices a,b] [--sizes n=1,2,3] [--repeat R] "
-                         "[--numpy EXPR] [--torch EXPR] [--result NAME] [--out NAME] "
-                         "[--no-chart]") from None
-    return args
+        words = shlex.split(line)
+    except ValueError as err:       # `--numpy "np.tanh(x)` (no closing quotation)
+        raise UsageError(f"%%compare: {err} in the magic line\n{_USAGE}") from None
+    try:
+        return _parser().parse_args(words)
+    except SystemExit:              # (what argparse has not turned into a usage error)
+        raise UsageError(_USAGE) from None
 
 
 def parse_sizes(text: str) -> tuple[str, list]:

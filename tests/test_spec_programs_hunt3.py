@@ -512,6 +512,8 @@ def test_casts_to_every_integer_dtype(name, device):
     ("out[j * C + k]", "j in 0..R, k in 0..C", True),    # a flattened row: apart
     ("out[j * C + k]", "j in 0..R, k in 0..C + 1", False),
     ("out[(R - 1 - j) * C + k]", "j in 0..R, k in 0..C", True),
+    ("out[(j * H + k) * C + h]", "j in 0..R, k in 0..H, h in 0..C", True),
+    ("out[k * C + j]", "j in 0..R, k in 0..H", False),   # (j + C, k), (j, k + 1) meet if R > C
     ("out[2 * j:2 * j + 2]", "j in 0..R, k in 0..1", True),      # blocks of 2 by 2
     ("out[j:j + 3]", "j in 0..R, k in 0..1", False),             # windows overlap
 ])

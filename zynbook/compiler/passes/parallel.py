@@ -90,49 +90,81 @@ def _apart(item, loop: cir.Loop, inner) -> bool:
     `j` write the same positions: with `+=` they raced on the GPUs, and the reference
     vectorised them as though apart)."""
     ranges, steps, declared = inner
-    lo, hi = (item.start, cir.Bin("-", item.stop, cir.Const(1, _I32), _I32)) \
-        if isinstance(item, cir.Span) else (item, item)
     if isinstance(item, cir.Span) and isinstance(item.stop, cir.Var) and item.stop.name == "__end__":
         return False                    # out[i:]: to the end of the axis
+    lo, hi = (item.start, cir.Bin("-", item.stop, cir.Const(1, _I32), _I32)) \
+        if isinstance(item, cir.Span) else (item, item)
     varying = set(ranges) | declared
-    if not any(affine.uses_vars(e, varying) for e in (lo, hi)):
-        return not isinstance(item, cir.Span) or _step_apart(lo, hi, loop)
+    if not isinstance(item, cir.Span) and not affine.uses_vars(item, varying):
+        return True                     # one position per iteration, apart by `_own`
     if any(affine.uses_vars(e, declared) for e in (lo, hi)) or any(
             isinstance(n, (cir.Load, cir.Call, cir.Select)) and affine.uses_vars(n, varying)
             for e in (lo, hi) for n in cir.walk(e)):
         return False                    # a position read from data or a variable
-    usable = {v: r for v, r in ranges.items() if r is not None}
-    lo, hi = _bound(lo, usable, steps, 0), _bound(hi, usable, steps, 1)
-    if lo is None or hi is None or any(affine.uses_vars(e, varying) for e in (lo, hi)):
+    used = {v: r for v, r in ranges.items() if affine.uses_vars(lo, {v}) or
+            affine.uses_vars(hi, {v})}
+    if any(r is None for r in used.values()):
         return False
-    return _step_apart(lo, hi, loop)
-
-
-def _bound(e, ranges, steps, which):
-    """The least (`which` 0) or largest (1) value of `e` over the nested loops' ranges,
-    an expression of what stays fixed in one iteration, else None."""
-    for _ in range(len(ranges) + 1):
-        if not affine.uses_vars(e, ranges):
-            return e
-        b = affine.bounds(e, ranges, steps)
-        if b is None:
-            return None
-        e = affine.simplify(b[which])
-    return e if not affine.uses_vars(e, ranges) else None
-
-
-def _step_apart(lo, hi, loop: cir.Loop) -> bool:
-    """Whether [lo, hi] (expressions of the loop variable) of one iteration and of the
-    next are apart: the next starts past this one's end, or ends before its start (the
-    variable is in them linearly, so what holds for neighbours holds for all)."""
     var = loop.var
     nxt = {var: cir.Bin("+", cir.Var(var, _I32), loop.step, _I32)}
-    polys = [_poly(e) for e in (lo, hi, substitute(lo, nxt), substitute(hi, nxt))]
-    if any(p is None for p in polys) or any(
-            sum(1 for x in mono if x == var) > 1 for p in polys[:2] for mono in p):
+    here = _pbounds(lo, hi, used, steps)
+    there = _pbounds(substitute(lo, nxt), substitute(hi, nxt),
+                     {v: (substitute(r[0], nxt), substitute(r[1], nxt)) for v, r in used.items()},
+                     {v: substitute(st, nxt) for v, st in steps.items()})
+    if here is None or there is None:
         return False
-    p_lo, p_hi, n_lo, n_hi = polys
-    return any(_positive_const(_psub(a, b)) for a, b in ((n_lo, p_hi), (p_lo, n_hi)))
+    # the next iteration starts past this one's end, or ends before its start: then every
+    # iteration's positions are apart from every other's
+    return _positive_const(_psub(there[0], here[1])) or \
+        _positive_const(_psub(here[0], there[1]))
+
+
+def _pbounds(lo, hi, ranges, steps):
+    """(least of `lo`, largest of `hi`) over the nested loops' `ranges`, as polynomials;
+    None where it cannot tell. Sizes and the variables of the loops around are taken as 0
+    or more (a loop that runs has a bound past its start); a nested loop's variable must
+    appear in a monomial at most once, beside names only, and its bounds must not read
+    another nested loop's variable."""
+    ends = {}
+    for v, (start, stop) in ranges.items():
+        if affine.uses_vars(start, ranges) or affine.uses_vars(stop, ranges):
+            return None
+        first, last = _poly(start), _poly(affine._last_value(start, stop, steps.get(v)))
+        if first is None or last is None or not _nonnegative(first):
+            return None
+        ends[v] = (first, last)
+    out = []
+    for e, which in ((lo, 0), (hi, 1)):
+        p = _poly(e)
+        if p is None:
+            return None
+        total: dict = {}
+        for mono, coef in p.items():
+            mine = [x for x in mono if x in ranges]
+            if not mine:
+                total = _padd(total, {mono: coef})
+                continue
+            rest = tuple(x for x in mono if x not in ranges)
+            if len(mine) > 1 or not all(x.isidentifier() for x in rest):
+                return None
+            first, last = ends[mine[0]]
+            low = (coef > 0) == (which == 0)
+            total = _padd(total, _pmul(first if low else last, {rest: coef}))
+        out.append(total)
+    return tuple(out)
+
+
+def _nonnegative(p) -> bool:
+    return all(v > 0 for v in p.values()) and all(x.isidentifier() for mono in p for x in mono)
+
+
+def _pmul(a, b):
+    out: dict = {}
+    for ka, va in a.items():
+        for kb, vb in b.items():
+            k = tuple(sorted(ka + kb))
+            out[k] = out.get(k, 0) + va * vb
+    return {k: v for k, v in out.items() if v}
 
 
 _I32 = cir.Ty("i32")

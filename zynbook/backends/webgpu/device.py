@@ -20,6 +20,7 @@ from ...compiler import cir, errflag
 from ...compiler.codegen import wgsl
 from ...compiler.launch.scalar import size_pattern
 from ...errors import ZynMLDeviceError, ZynMLError
+from ...runtime.cancel import call_native
 from ..base import ChosenPlan, Device, Launch, LaunchTimes
 from . import runtime as rt
 
@@ -255,7 +256,7 @@ class WebGPUDevice(Device):
         nbytes = n * np.dtype(st).itemsize
         if nbytes == 0:
             return np.zeros(array.shape, rt.NUMPY_OF[array.dtype])
-        raw = self.device.queue.read_buffer(array.buffer, 0, (nbytes + 3) // 4 * 4)
+        raw = self.read_buffer(array.buffer, 0, (nbytes + 3) // 4 * 4)
         host = np.frombuffer(raw, dtype=st, count=n).reshape(array.shape)
         return rt.from_storage(host, array.dtype).copy()
 
@@ -265,7 +266,13 @@ class WebGPUDevice(Device):
         if self._device is not None:
             if getattr(self, "_fence", None) is None:
                 self._fence = self._buffer(16, "fence")
-            self.device.queue.read_buffer(self._fence, 0, 4)
+            self.read_buffer(self._fence, 0, 4)
+
+    def read_buffer(self, buffer, *args) -> memoryview:
+        """`buffer`'s bytes once the queue's work before the read is done, waited for where an
+        interrupt or a cancelled job stops the wait (the queue's work runs on; a later read
+        waits for it)."""
+        return call_native(self.device.queue.read_buffer, buffer, *args)
 
     # ------------------------------------------------------------------------ launch
 
@@ -405,7 +412,7 @@ class WebGPUDevice(Device):
             t2 = time.perf_counter()
             kernel_s, source = None, "host-clock"
             if tsbuf is not None:
-                raw = np.frombuffer(dev.device.queue.read_buffer(tsbuf), dtype=np.uint64)
+                raw = np.frombuffer(dev.read_buffer(tsbuf), dtype=np.uint64)
                 spans = [int(raw[2 * i + 1]) - int(raw[2 * i]) for i in range(len(todo))]
                 if all(s >= 0 for s in spans):
                     kernel_s = sum(spans) * 1e-9

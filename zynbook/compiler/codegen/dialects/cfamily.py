@@ -19,9 +19,12 @@ HELPERS = {
     "zyn_max": ("template <typename T> {q}T zyn_max(T a, T b) {{ return (a < b || b != b) ? b : a; }}", ()),
     "zyn_iabs": ("template <typename T> {q}T zyn_iabs(T a) {{ return a < 0 ? -a : a; }}", ()),
     "zyn_sq": ("template <typename T> {q}T zyn_sq(T a) {{ return a * a; }}", ()),
-    # by squaring: an exponent of 2^30 takes 31 steps, not 2^30 multiplications
-    "zyn_ipow": ("template <typename T> {q}T zyn_ipow(T a, T b) {{ T r = 1; "
-                 "for (; b > 0; b /= 2) {{ if (b % 2 == 1) r *= a; a *= a; }} return r; }}", ()),
+    # by squaring: an exponent of 2^30 takes 31 steps, not 2^30 multiplications; in 64-bit
+    # unsigned arithmetic, whose low bits are the wrapped product (a signed product that
+    # overflows is undefined in C++: NVRTC took i ** 20 of a positive i to be positive)
+    "zyn_ipow": ("template <typename T> {q}T zyn_ipow(T a, T b) {{ unsigned long long r = 1, "
+                 "x = (unsigned long long)a; for (; b > 0; b /= 2) {{ if (b % 2 == 1) r *= x; x *= x; }} "
+                 "return (T)r; }}", ()),
     "zyn_gelu": ("{q}float zyn_gelu(float x) {{ return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }}\n"
                  "{q}double zyn_gelu(double x) {{ return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }}", ()),
     "zyn_silu": ("{q}float zyn_silu(float x) {{ return x / (1.0f + expf(-x)); }}\n"

@@ -200,3 +200,22 @@ def test_tile_of_one_length_written_per_element(device):
     src = "let y = compute(m) {\n    for i in 0..rows, j in 0..cols:\n        out[i, j] = m[i, j:j + 1] * 2.0\n}\ny"
     want = m[:, :, None] * 2
     np.testing.assert_array_equal(_on(device, src, m=m), want)
+
+
+# ------------------------------------------------------------------ await
+
+_ASYNC = ("let x = randn([100], seed=1)\nlet f = compute(x) @async {\n    for i in 0..n:\n"
+          "        out[i] = x[i] * 2.0\n}\n")
+
+
+def test_await_timeout_inf_waits_without_limit():
+    """`await f timeout inf` (a duration with no limit) raised "timestamp out of range for
+    platform time_t" as a runtime error; it waits as `await f` does."""
+    x = zynbook.run("let x = randn([100], seed=1)\nx").numpy()
+    np.testing.assert_allclose(zynbook.run(_ASYNC + "await f timeout inf").numpy(), x * 2)
+    np.testing.assert_allclose(zynbook.run(_ASYNC + "await f timeout 1e300 else 0").numpy(), x * 2)
+
+
+def test_await_timeout_nan_is_a_type_error():
+    """A NaN timeout passed the `timeout < 0` check and became a timeout error "within nan s"."""
+    raises("type", _ASYNC + "await f timeout nan", 6, 17)

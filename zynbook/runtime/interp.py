@@ -1127,8 +1127,11 @@ class Interpreter:
         timeout = None
         if e.timeout is not None:
             timeout = self.eval(e.timeout)
-            if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0:
+            if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or \
+                    not timeout >= 0:           # (NaN too)
                 raise ZynMLTypeError("timeout takes a duration like 500ms or 2s", e.timeout.span)
+            if timeout >= threading.TIMEOUT_MAX:
+                timeout = None                  # `timeout inf`: no limit
         try:
             return fut.result(timeout)
         except cf.TimeoutError:

@@ -210,3 +210,35 @@ def test_compare_a_bad_magic_line_is_a_usage_error_saying_why(shell, capsys, lin
     assert [r.device for r in rows] == ["cpu", "numpy"]
     assert all(r.max_diff == 0.0 and not r.error for r in rows), rows
 
+
+
+# ------------------------------------------------- a ZynML write into a Python array
+
+def test_kernel_a_write_into_a_python_array_is_one_value_under_its_name(kc):
+    x = np.arange(4, dtype=np.float32)
+    _ok(kc, "%python import numpy as np\n%python nh_w = np.arange(4, dtype=np.float32)\n"
+            "%python nh_orig = nh_w")
+    want = x.copy()
+    want[0] = 50.0
+    assert _value(kc, "nh_w[0] = 50.0\nnh_w").endswith(str(want))
+    # Python's name holds what the cell's does (it kept the array the write copied, and
+    # no later cell saw what Python wrote into that array)
+    out = stdout_of(_ok(kc, "%python print(np.asarray(nh_w).tolist(), nh_orig.tolist())"))
+    assert out.strip() == f"{want.tolist()} {x.tolist()}", out
+    # a later ZynML write lands in the same value, seen from both sides
+    want[1] = 9.0
+    _ok(kc, "nh_w[1] = 9.0")
+    out = stdout_of(_ok(kc, "%python print(np.asarray(nh_w).tolist())"))
+    assert out.strip() == str(want.tolist()), out
+    # Python binding a new array is what the next cell reads
+    _ok(kc, "%python nh_w = np.full(4, 3.0, np.float32)")
+    assert _value(kc, "nh_w * 2.0").endswith(str(np.full(4, 6.0, np.float32)))
+
+
+def test_kernel_an_array_only_read_stays_pythons_and_its_writes_are_seen(kc):
+    _ok(kc, "%python import numpy as np\n%python nh_r = np.arange(3, dtype=np.float32)")
+    _ok(kc, "let nh_r2 = nh_r * 2.0")
+    out = stdout_of(_ok(kc, "%python print(type(nh_r).__name__)"))
+    assert out.strip() == "ndarray"
+    _ok(kc, "%python nh_r[2] = 10.0")
+    assert _value(kc, "nh_r * 1.0").endswith(str(np.array([0.0, 1.0, 10.0], np.float32)))

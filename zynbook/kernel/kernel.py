@@ -124,15 +124,30 @@ class ZynMLRunner:
                 env[name] = value
         return env
 
-    def export_names(self, before: dict, env: dict) -> None:
+    def export_names(self, before: dict, env: dict, source: str = "") -> None:
         """Write the names the ZynML just run bound or rebound (compared with `before`,
         the namespace as it was) into the Python namespace; names bound from Python (`env`)
-        stay as Python has them."""
+        stay as Python has them, unless the ZynML wrote into them (`x[0] = 5.0` on an array
+        Python bound: the tensor took a copy, the caller's array is unchanged), when the
+        tensor goes to Python: else Python and ZynML hold different values under one name
+        from then on, and what Python writes into its array no cell sees."""
         user_ns, namespace = self.shell.user_ns, self.session.namespace
         hidden = self._hidden()
         for name, pyvalue in env.items():
             if name in namespace:
                 self._links[name] = (pyvalue, namespace[name])
+        if source and self._links:
+            try:
+                read = cells.names_of(source)[0]
+            except ZynMLError:
+                read = ()
+            for name in read:
+                link = self._links.get(name)
+                if link is not None and link[0] is not link[1] and \
+                        namespace.get(name) is link[1] and user_ns.get(name) is link[0] and \
+                        _took_a_copy(link[1]):
+                    user_ns[name] = link[1]
+                    self._links[name] = (link[1], link[1])
         for name, value in list(namespace.items()):
             # IPython's own names (`get_ipython`, `In`, `Out`, `exit`) are not read from
             # Python and not written there either: `let get_ipython = 3` would break
@@ -169,7 +184,7 @@ class ZynMLRunner:
             raise
         finally:
             self._remember()
-            self.export_names(before, env)
+            self.export_names(before, env, source)
             state.announce_device(session)      # `config { compute_device }` may set it
         return value if is_expr else None
 
@@ -338,6 +353,21 @@ class ZynMLShell(ZMQInteractiveShell):
         if isinstance(evalue, ZynMLError):
             evalue = ShortValue(error_evalue(evalue))
         return super()._showtraceback(etype, evalue, stb)
+
+
+def _took_a_copy(value) -> bool:
+    """Whether `value`, a tensor bound from a Python array without a copy, has taken a copy
+    since (host code wrote into it): its array is no longer the caller's."""
+    from ..runtime import builtins as B
+    from ..runtime.tensor import Tensor
+
+    if not isinstance(value, Tensor):
+        return False
+    data = value.data
+    if type(data).__module__.split(".")[0] not in ("numpy", "cupy"):
+        return False
+    ref = B._CALLERS.get(id(data))
+    return ref is None or ref() is not data
 
 
 def _on_cell_line(err: ZynMLError, line: int, column: int, text: str) -> None:

@@ -242,3 +242,24 @@ def test_kernel_an_array_only_read_stays_pythons_and_its_writes_are_seen(kc):
     assert out.strip() == "ndarray"
     _ok(kc, "%python nh_r[2] = 10.0")
     assert _value(kc, "nh_r * 1.0").endswith(str(np.array([0.0, 1.0, 10.0], np.float32)))
+
+
+# ------------------------------------------------------------------------ widgets
+
+def test_device_picker_describes_a_default_set_under_a_second_id():
+    pytest.importorskip("ipywidgets")
+    import zynbook
+    from zynbook.widgets import DevicePicker
+
+    devices = [{"id": "cpu", "type": "cpu", "name": "x86_64", "backend": "cpu"},
+               {"id": "vulkan:0", "ids": ["webgpu:0", "vulkan:0"], "type": "gpu",
+                "name": "Test GPU", "backend": "vulkan", "driver": "d1"}]
+    session = zynbook.Session(device="cpu")
+    picker = DevicePicker(session=session, devices=devices)
+    # `%device webgpu:0` (the id vulkan:0 also answers to), as an announcement
+    picker.show_device("webgpu:0")
+    assert picker.value == "webgpu:0"
+    labels = dict((v, k) for k, v in picker.dropdown.options)
+    # the option was the bare id, and the status said nothing of the device
+    assert labels["webgpu:0"] == "webgpu:0 · Test GPU (gpu)"
+    assert "driver: d1" in picker.status.value and "ids" not in picker.status.value

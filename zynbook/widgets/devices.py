@@ -37,13 +37,14 @@ class DevicePicker(W.VBox):
             from .. import compute_devices
 
             devices = compute_devices()
-        self.devices = {d["id"]: d for d in devices}
+        # every id a device answers to (`webgpu:0` is `vulkan:0` too), for its description
+        self.devices = {i: d for d in devices for i in (*d.get("ids", ()), d["id"])}
         options = [(device_label(d), d["id"]) for d in devices]
         options.append(("auto · the best GPU, else the CPU", "auto"))
         current = self.session.default_device
         ids = [o[1] for o in options]
         if current not in ids:
-            options.insert(0, (current, current))
+            options.insert(0, (self._label(current), current))
         self._updating = True
         try:
             self.dropdown.options = options
@@ -87,16 +88,23 @@ class DevicePicker(W.VBox):
         self._updating = True
         try:
             if device not in [o[1] for o in self.dropdown.options]:
-                self.dropdown.options = [(device, device)] + list(self.dropdown.options)
+                self.dropdown.options = [(self._label(device), device)] + \
+                    list(self.dropdown.options)
             self.dropdown.value = device
         finally:
             self._updating = False
         self._show(device)
 
+    def _label(self, device: str) -> str:
+        """The option of a default device the list does not hold as such: another id of a
+        listed device (`webgpu:0`) is labelled as that device is."""
+        info = self.devices.get(device)
+        return device_label({**info, "id": device}) if info else device
+
     def _show(self, device: str) -> None:
         info = self.devices.get(device, {})
         extra = ", ".join(f"{k}: {v}" for k, v in info.items()
-                          if k not in ("id", "name", "type") and v not in (None, ""))
+                          if k not in ("id", "ids", "name", "type") and v not in (None, ""))
         self.status.value = (f"default device: <code>{html.escape(device)}</code>"
                              + (f" <span style='color:#666'>({html.escape(extra)})</span>"
                                 if extra else ""))

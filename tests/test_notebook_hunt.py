@@ -263,3 +263,40 @@ def test_device_picker_describes_a_default_set_under_a_second_id():
     # the option was the bare id, and the status said nothing of the device
     assert labels["webgpu:0"] == "webgpu:0 · Test GPU (gpu)"
     assert "driver: d1" in picker.status.value and "ids" not in picker.status.value
+
+
+# ------------------------------------------------------- a comment on the magic line
+
+TRIPLE = "let nh_q = compute(nh_x) {\n    for i in 0..n:\n        out[i] = nh_x[i] * 3.0\n}\nnh_q"
+
+
+@pytest.mark.parametrize("magic,line", [
+    ("compute", '@device("cpu")  // on the reference, to compare'),
+    ("compute", "// no annotations, only a note"),
+    ("compute", '@device("cpu:native") @nofuse // "quoted" // twice'),
+    ("zynml_timeit", '-r 2 @device("cpu") // timed on the reference'),
+])
+def test_a_comment_ends_the_magic_line(shell, capsys, magic, line):
+    x = np.linspace(-2, 2, 7).astype(np.float32)
+    shell.user_ns["nh_x"] = x
+    # the comment swallowed the brace the annotations are parsed before: a syntax error
+    got = shell.run_cell_magic(magic, line, TRIPLE)
+    if magic == "compute":
+        np.testing.assert_allclose(got, x * 3.0)
+    else:
+        assert "per run (median of 2" in capsys.readouterr().out
+    shell.user_ns.pop("nh_x")
+    shell.user_ns.pop("nh_q", None)
+
+
+def test_a_string_holding_slashes_on_the_magic_line_is_no_comment(shell):
+    from zynbook.errors import ZynMLDeviceError
+
+    shell.user_ns["nh_x"] = np.ones(3, np.float32)
+    line = '@device("web//gpu") // a typo'
+    with pytest.raises(ZynMLDeviceError) as info:
+        shell.run_cell_magic("compute", line, TRIPLE)
+    shown = "%%compute " + line
+    assert (info.value.line, info.value.column) == (1, shown.index('"web//gpu"') + 1)
+    assert "web//gpu" in info.value.message
+    shell.user_ns.pop("nh_x")

@@ -216,9 +216,11 @@ def _annotations_cached(text: str) -> tuple:
 
 
 def parse_annotations(text: str) -> list:
-    """'@device("cpu") @async' -> [Annotation, Annotation] (for magics' annotation lines)."""
+    """'@device("cpu") @async' -> [Annotation, Annotation] (for magics' annotation lines).
+    A `//` comment ends the line, as on any ZynML line (`%%compute @device("cpu")  // why`):
+    it swallowed the block's brace the annotations are parsed before."""
     from .compiler.parser import parse
-    program = parse(f"compute() {text} {{\n}}\n")
+    program = parse(f"compute() {_without_comment(text)} {{\n}}\n")
     stmt = program.body[0]
     node = stmt.expr if isinstance(stmt, A.ExprStmt) else None
     if not isinstance(node, A.Compute):
@@ -231,6 +233,23 @@ def parse_annotations(text: str) -> list:
                 f"; known annotations: {', '.join('@' + a for a in ANNOTATIONS)}"
             raise ZynMLNameError(f"unknown annotation @{ann.name}{hint}", ann.span)
     return node.annotations
+
+
+def _without_comment(line: str) -> str:
+    """`line` up to its `//` comment (a `//` inside a string is none)."""
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c in "\"'":
+            j = i + 1
+            while j < n and line[j] != c:
+                j += 2 if line[j] == "\\" else 1
+            i = j + 1
+            continue
+        if line.startswith("//", i):
+            return line[:i]
+        i += 1
+    return line
 
 
 def run(source: str, device: str = "cpu", **env):

@@ -219,3 +219,37 @@ def test_await_timeout_inf_waits_without_limit():
 def test_await_timeout_nan_is_a_type_error():
     """A NaN timeout passed the `timeout < 0` check and became a timeout error "within nan s"."""
     raises("type", _ASYNC + "await f timeout nan", 6, 17)
+
+
+# ------------------------------------------------------------------ shared arrays
+
+_SHARED = ("let y = compute(x) {{\n    for b in 0..1:\n        shared var s[n]\n"
+           "        for i in 0..n:\n            {store}\n            out[i] = x[i]\n}}\ny")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_store_into_a_shared_array_with_too_many_indices(device):
+    """`s[i, 0] = v` into a 1-D shared array: numpy's IndexError on cpu (at line 1), no
+    schedule on the others; it is the shape error a read `s[i, 0]` gives, at the extra index."""
+    x = np.arange(8, dtype=np.float32)
+    err = raises("shape", _SHARED.format(store="s[i, 0] = x[i]"), 5, 18, device=device, x=x)
+    assert "indexed with 2" in err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_store_of_a_tile_into_one_shared_element(device):
+    """`s[i] = x[i:i + 2]`: a runtime error on cpu and silently accepted elsewhere; a tile
+    has no place in one element: a shape error under the value."""
+    x = np.arange(8, dtype=np.float32)
+    raises("shape", _SHARED.format(store="s[i] = x[i:i + 2]"), 5, 20, device=device, x=x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tiles_stored_into_shared_slices(device):
+    x = np.arange(8, dtype=np.float32)
+    src = ("let y = compute(x) {\n    for b in 0..1:\n        shared var s[n, 2]\n"
+           "        for i in 0..n:\n            s[i, 0:2] = x[i:i + 2]\n        barrier()\n"
+           "        for i in 0..n:\n            out[i] = s[i, 0] + s[i, 1]\n}\ny")
+    # the last tile is clipped to one element, which broadcasts across the slice
+    want = np.array([x[i:i + 2].sum() for i in range(7)] + [2 * x[7]], np.float32)
+    np.testing.assert_array_equal(_on(device, src, x=x), want)

@@ -564,8 +564,19 @@ class _Lowering:
         if isinstance(target, A.Index):
             buf = self.buffer_for(target.base)
             if buf is not None and buf in self.shared:
+                rank = len(self.shared[buf].shape)
+                if len(target.items) > rank:     # as a read of it says
+                    raise ZynMLShapeError(f"`{dotted(target.base)}` has {rank} axes but is "
+                                          f"indexed with {len(target.items)}",
+                                          target.items[rank].span)
                 index = tuple(self.index_item(it) for it in target.items)
                 value = self.expr(s.value)
+                room = rank - len(index) + sum(isinstance(i, cir.Span) for i in index)
+                if len(value.ty.shape) > room:
+                    raise ZynMLShapeError(
+                        f"a tile of {len(value.ty.shape)} axes is stored into "
+                        f"`{dotted(target.base)}[...]`, which holds " +
+                        ("one value" if not room else f"a tile of {room} axes"), s.value.span)
                 old = cir.Load(buf, index, cir.Ty(self.shared[buf].dtype), _item_spans(target))
                 if s.op != "=":
                     value = self._compound(s.op, old, value, s.span)

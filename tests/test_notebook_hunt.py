@@ -300,3 +300,20 @@ def test_a_string_holding_slashes_on_the_magic_line_is_no_comment(shell):
     assert (info.value.line, info.value.column) == (1, shown.index('"web//gpu"') + 1)
     assert "web//gpu" in info.value.message
     shell.user_ns.pop("nh_x")
+
+
+def test_kernel_a_cell_rebinding_a_python_name_hands_python_the_new_value(kc):
+    _ok(kc, "%python import numpy as np\nvar nh_v = 1")
+    # Python rebinds it, the cell adds to it: Python kept 10 while the cell's name said 11
+    assert _value(kc, "%python nh_v = 10\nnh_v += 1\nnh_v") == "11"
+    assert stdout_of(_ok(kc, "%python print(nh_v)")).strip() == "11"
+    # `let` of a name Python bound to an array
+    a = np.arange(3, dtype=np.float32)
+    _ok(kc, "%python nh_a = np.arange(3, dtype=np.float32)\nlet nh_a = nh_a * 2.0 + 1.0")
+    out = stdout_of(_ok(kc, "%python print(np.asarray(nh_a).tolist())"))
+    assert out.strip() == str((a * 2.0 + 1.0).tolist())
+    # a rebinding the cell does not reach leaves Python's array as it was
+    _ok(kc, "%python nh_b = np.arange(3, dtype=np.float32)\n%python nh_b0 = nh_b\n"
+            "if nh_b[0] > 5.0:\n    let nh_b = nh_b * 0.0\nlet nh_c = nh_b * 1.0")
+    out = stdout_of(_ok(kc, "%python print(type(nh_b).__name__, nh_b is nh_b0)"))
+    assert out.strip() == "ndarray True"

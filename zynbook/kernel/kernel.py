@@ -133,9 +133,17 @@ class ZynMLRunner:
         from then on, and what Python writes into its array no cell sees."""
         user_ns, namespace = self.shell.user_ns, self.session.namespace
         hidden = self._hidden()
+        assigned = _assigned(source) if env and source else ()
         for name, pyvalue in env.items():
             if name in namespace:
-                self._links[name] = (pyvalue, namespace[name])
+                value = namespace[name]
+                if name in assigned and not _binding_of(value, pyvalue):
+                    # the cell gave it a value of its own (`v += 1` on Python's v): Python's
+                    # name holds it too (it kept the value it had)
+                    user_ns[name] = value
+                    self._links[name] = (value, value)
+                else:
+                    self._links[name] = (pyvalue, value)
         if source and self._links:
             try:
                 read = cells.names_of(source)[0]
@@ -353,6 +361,35 @@ class ZynMLShell(ZMQInteractiveShell):
         if isinstance(evalue, ZynMLError):
             evalue = ShortValue(error_evalue(evalue))
         return super()._showtraceback(etype, evalue, stb)
+
+
+def _assigned(source: str) -> tuple:
+    """The names ZynML `source` binds or assigns (`let`, `var`, `x = ...`, `x += ...`)."""
+    from ..session import parse_cached
+
+    try:
+        program = parse_cached(source)
+    except ZynMLError:
+        return ()
+    return tuple(cells.bound_names(program)) + tuple(cells.assigned_names(program))
+
+
+def _binding_of(value, pyvalue) -> bool:
+    """Whether `value`, what the session holds under a name Python bound to `pyvalue`, is
+    still the binding of it: `pyvalue` itself, or a tensor holding its array."""
+    if value is pyvalue:
+        return True
+    from ..runtime.tensor import Tensor
+
+    if not isinstance(value, Tensor) or _took_a_copy(value):
+        return False
+    data = value.data
+    if data is pyvalue:
+        return True
+    try:
+        return bool(np.may_share_memory(data, np.asarray(pyvalue)))
+    except Exception:  # an array numpy cannot read (on a GPU)
+        return False
 
 
 def _took_a_copy(value) -> bool:

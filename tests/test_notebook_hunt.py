@@ -317,3 +317,23 @@ def test_kernel_a_cell_rebinding_a_python_name_hands_python_the_new_value(kc):
             "if nh_b[0] > 5.0:\n    let nh_b = nh_b * 0.0\nlet nh_c = nh_b * 1.0")
     out = stdout_of(_ok(kc, "%python print(type(nh_b).__name__, nh_b is nh_b0)"))
     assert out.strip() == "ndarray True"
+
+
+def test_compare_rates_a_device_named_by_its_second_id(shell):
+    import zynbook
+    from zynbook.kernel.costs import device_info
+
+    pairs = [(d["id"], i) for d in zynbook.compute_devices() for i in d.get("ids", ())
+             if i != d["id"]]
+    if not pairs:
+        pytest.skip("no device here answers to a second id")
+    first, alias = pairs[0]
+    # the record of the device, not {'id': alias, 'type': ''}: no peak, no % peak
+    assert device_info(alias) is device_info(first) or device_info(alias) == device_info(first)
+    shell.run_cell_magic("compare", f"--devices {first},{alias} --sizes n=4096 --repeat 1 "
+                                    "--no-chart --result y --out nh_cmp", COMPARE_CELL)
+    rows = shell.user_ns.pop("nh_cmp").rows
+    assert [r.device for r in rows] == [first, alias]
+    assert all(not r.error and r.max_diff is not None and r.max_diff < 1e-5 for r in rows), rows
+    assert (rows[0].peak_share is None) == (rows[1].peak_share is None), rows
+    assert rows[1].peak_share is not None and rows[1].bound, rows[1]

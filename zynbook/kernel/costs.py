@@ -310,12 +310,17 @@ def device_peak(info: dict) -> tuple[float | None, float | None, str]:
 
 
 def device_info(device_id: str) -> dict:
-    """The compute_devices() record of a device id ({'id': id} if not listed)."""
+    """The compute_devices() record of a device id, or of another id the device answers to
+    (`webgpu:0` is `vulkan:0`): {'id': id} if not listed."""
     try:
         from .. import compute_devices
 
-        for d in compute_devices():
+        devices = compute_devices()
+        for d in devices:
             if d.get("id") == device_id:
+                return d
+        for d in devices:
+            if device_id in (d.get("ids") or ()):
                 return d
     except Exception:
         pass

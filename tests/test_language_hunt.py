@@ -253,3 +253,13 @@ def test_tiles_stored_into_shared_slices(device):
     # the last tile is clipped to one element, which broadcasts across the slice
     want = np.array([x[i:i + 2].sum() for i in range(7)] + [2 * x[7]], np.float32)
     np.testing.assert_array_equal(_on(device, src, x=x), want)
+
+
+def test_free_names_lists_the_host_inputs_and_not_body_names():
+    """docs/language.md said every free name is in Program.free_names; one only a compute
+    body reads (`scale`) is not (it may be a size), and is looked up when the block runs."""
+    src = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * scale\n}\ny"
+    assert set(zynbook.compile(src).free_names) == {"x"}
+    raises("name", src, 3, 25, x=np.ones(3, np.float32))
+    np.testing.assert_array_equal(
+        zynbook.run(src, x=np.ones(3, np.float32), scale=2.0).numpy(), [2, 2, 2])

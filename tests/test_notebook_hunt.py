@@ -337,3 +337,29 @@ def test_compare_rates_a_device_named_by_its_second_id(shell):
     assert all(not r.error and r.max_diff is not None and r.max_diff < 1e-5 for r in rows), rows
     assert (rows[0].peak_share is None) == (rows[1].peak_share is None), rows
     assert rows[1].peak_share is not None and rows[1].bound, rows[1]
+
+
+def test_timing_compare_calls_a_pipeline_the_notebook_defined():
+    pytest.importorskip("ipywidgets")
+    import zynbook
+    from zynbook.kernel import state
+    from zynbook.widgets import TimingWidget
+
+    session = zynbook.Session(device="cpu")
+    state.set_notebook_session(session)
+    try:
+        session.run("pipeline nh_dbl(v):\n    return compute(v) {\n        for i in 0..n:\n"
+                    "            out[i] = v[i] * 2.0 + 1.0\n    }\n"
+                    "let nh_x = randn([8], seed=1)")
+        x = np.asarray(session.namespace["nh_x"])
+        widget = TimingWidget.compare("let nh_y = nh_dbl(nh_x)\nnh_y", ["cpu", "cpu:native"],
+                                      repeat=1)
+        for device, result in widget.results.items():
+            # `unknown name nh_dbl`: the notebook's pipelines were left out of the names
+            assert "error" not in result, (device, result.get("error"))
+            assert [ln.device for ln in result["launches"]] == [device]
+        got = zynbook.Session("cpu:native").run("nh_dbl(nh_x)", nh_dbl=session.namespace["nh_dbl"],
+                                                nh_x=x)
+        np.testing.assert_allclose(np.asarray(got), x * 2.0 + 1.0, rtol=1e-6)
+    finally:
+        state.set_notebook_session(None)

@@ -183,8 +183,12 @@ class TimingWidget(W.VBox):
         if devices is None:
             devices = [d["id"] for d in compute_devices()]
         if env is None:
+            from ..session import _zynml_value
+
+            # the pipelines the notebook defined too (a pipeline runs on the session that
+            # calls it): `compare("let y = f(x)")` said `unknown name f`
             env = {k: v for k, v in self._session().namespace.items()
-                   if not k.startswith("_") and bindable(v)}
+                   if not k.startswith("_") and (bindable(v) or _zynml_value(v))}
         results = {}
         for device in devices:
             try:

@@ -378,8 +378,8 @@ def test_kernel_program_equals_numpy(name, device):
 
 # name: (source, inputs, kind, line, column): the same ZynML error on every device
 ERROR_CASES = {
-    # a runtime error points at the first column of its statement on the reference too
-    # (it said column 1 where the compiled devices said the statement's column)
+    # a runtime error points at what failed, the index or the division, on the reference
+    # too (it said column 1 where the compiled devices said the statement's column)
     "gather_out_of_range": ("""
 let y = compute(x, ix) {
     for i in 0..n:
@@ -387,7 +387,7 @@ let y = compute(x, ix) {
 }
 y
 """, {"x": np.arange(6, dtype=np.float32), "ix": np.array([0, 2, 1], np.int32)},
-        "runtime", 4, 9),
+        "runtime", 4, 20),
     "integer_division_by_zero": ("""
 let y = compute(ix) {
     for i in 0..n:
@@ -395,7 +395,7 @@ let y = compute(ix) {
         out[i] = 10 / d
 }
 y
-""", {"ix": np.array([0, 2, 1], np.int32)}, "runtime", 5, 9),
+""", {"ix": np.array([0, 2, 1], np.int32)}, "runtime", 5, 18),
     # every write below 0 at the launch's sizes: a shape error (numpy's "negative
     # dimensions are not allowed" on the CPU, an index error naming `n - 10` on WebGPU)
     "out_written_only_below_zero_at_these_sizes": ("""

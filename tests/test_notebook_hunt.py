@@ -363,3 +363,19 @@ def test_timing_compare_calls_a_pipeline_the_notebook_defined():
         np.testing.assert_allclose(np.asarray(got), x * 2.0 + 1.0, rtol=1e-6)
     finally:
         state.set_notebook_session(None)
+
+
+def test_compare_calls_a_pipeline_an_earlier_cell_defined(shell):
+    shell.run_cell_magic("compute", "", "pipeline nh_pdbl(v):\n    return compute(v) {\n"
+                                        "        for i in 0..n:\n"
+                                        "            out[i] = v[i] * 2.0 - 0.5\n    }")
+    cell = "let v = randn([n], seed=1)\nlet y = nh_pdbl(v)\n"
+    # `unknown name nh_pdbl`: the notebook's pipelines were not passed to the cell
+    shell.run_cell_magic("compare", "--devices cpu,cpu:native --sizes n=64 --repeat 1 "
+                                    "--no-chart --result y --numpy 'np.asarray(v) * 2.0 - 0.5' "
+                                    "--out nh_cmp", cell)
+    rows = shell.user_ns.pop("nh_cmp").rows
+    assert [r.device for r in rows] == ["cpu", "cpu:native", "numpy"]
+    for r in rows:
+        assert not r.error and r.max_diff is not None and r.max_diff < 1e-5, r
+    shell.user_ns.pop("nh_pdbl")

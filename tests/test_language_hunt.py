@@ -263,3 +263,15 @@ def test_free_names_lists_the_host_inputs_and_not_body_names():
     raises("name", src, 3, 25, x=np.ones(3, np.float32))
     np.testing.assert_array_equal(
         zynbook.run(src, x=np.ones(3, np.float32), scale=2.0).numpy(), [2, 2, 2])
+
+
+# ------------------------------------------------------------------ pipelines
+
+def test_parameter_sizes_given_as_expressions_of_size_names():
+    """`tensor[n, n * 2]` (and `u: tensor[n + 1]` after `t: tensor[n]`) was an unknown name
+    `n`: the sizes bound in the signature were not visible to its expressions."""
+    sig = "pipeline f(t: tensor[n, n * 2], u: tensor[n + 1]) -> int:\n    return n\n"
+    assert zynbook.run(sig + "f(zeros([3, 6]), zeros([4]))") == 3
+    err = raises("shape", sig + "f(zeros([3, 5]), zeros([4]))", 3, 3)
+    assert "size 6" in err.message
+    raises("shape", sig + "f(zeros([3, 6]), zeros([3]))", 3, 18)

@@ -1074,7 +1074,12 @@ class Interpreter:
                                               f"{dims[d.id]} elsewhere in this call", d.span)
                     dims.setdefault(d.id, size)
                 else:
-                    expected = self.eval(d)
+                    # an expression of the sizes bound so far (`tensor[n, n * 2]`)
+                    self.frames.append((dict(dims), {}))
+                    try:
+                        expected = self.eval(d)
+                    finally:
+                        self.frames.pop()
                     if expected != size:
                         raise ZynMLShapeError(f"`{what}` must have size {expected} here, not "
                                               f"{size}", d.span)

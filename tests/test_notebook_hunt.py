@@ -379,3 +379,25 @@ def test_compare_calls_a_pipeline_an_earlier_cell_defined(shell):
     for r in rows:
         assert not r.error and r.max_diff is not None and r.max_diff < 1e-5, r
     shell.user_ns.pop("nh_pdbl")
+
+
+def test_compute_reads_a_zynml_value_under_another_python_name(shell):
+    shell.run_cell_magic("compute", "", "let nh_rec = compute_devices()[0]\n"
+                                        "pipeline nh_pf(v):\n    return v * 2.0 + 1.0")
+    shell.user_ns["nh_rec2"] = shell.user_ns["nh_rec"]
+    shell.user_ns["nh_pf2"] = shell.user_ns["nh_pf"]
+    # `nh_rec2 is bound to a Python value of type Record, which a ZynML program cannot use`
+    assert shell.run_cell_magic("compute", "", "nh_rec2.id") == "cpu"
+    x = np.linspace(0, 1, 5).astype(np.float32)
+    shell.user_ns["nh_x"] = x
+    np.testing.assert_allclose(shell.run_cell_magic("compute", "", "nh_pf2(nh_x)"), x * 2 + 1,
+                               rtol=1e-6)
+    for name in ("nh_rec", "nh_rec2", "nh_pf", "nh_pf2", "nh_x"):
+        shell.user_ns.pop(name)
+
+
+def test_kernel_reads_a_zynml_value_under_another_python_name(kc):
+    _ok(kc, "let nh_krec = compute_devices()[0]\npipeline nh_kpf(v):\n    return v * 2.0")
+    assert _value(kc, "%python nh_krec2 = nh_krec\n%python nh_kpf2 = nh_kpf\nnh_krec2.id") \
+        == "'cpu'"
+    assert _value(kc, "nh_kpf2(3.5)") == "7.0"

@@ -109,8 +109,13 @@ def describe(value) -> str:
 
 
 def bindable(value) -> bool:
-    """Whether a Python value can become a ZynML value (the Session's env rules)."""
+    """Whether a Python value can become a ZynML value (the Session's env rules): ZynML's own
+    values too (a record, a pipeline a cell made, under another Python name: `r2 = r`)."""
     if isinstance(value, (bool, int, float, str, list, tuple, dict, np.ndarray, np.generic)):
+        return True
+    from ..session import _zynml_value
+
+    if _zynml_value(value):
         return True
     if isinstance(value, type) or callable(value) and not hasattr(value, "__dlpack__"):
         return False

@@ -511,13 +511,10 @@ class CompareMagics(Magics):
             from IPython.core.error import UsageError
             raise UsageError(f"--result {args.result}: the cell binds no `{args.result}` "
                              f"(it binds: {', '.join(bound) or 'nothing'})")
-        from ..session import _zynml_value
-
-        # ZynML values besides: the pipelines earlier cells defined (`unknown name f` else)
+        # (ZynML values besides: the pipelines earlier cells defined)
         env = {name: user_ns[name] for name in cells.free_names(program)
                if name in user_ns and name not in hidden and not name.startswith("_")
-               and name != size_name and (bindable(user_ns[name])
-                                          or _zynml_value(user_ns[name]))}
+               and name != size_name and bindable(user_ns[name])}
         devices = [d.strip() for d in args.devices.split(",") if d.strip()] or \
             [d["id"] for d in compute_devices()]
         rows = run_compare(source, devices, (size_name, size_values), env,

@@ -183,12 +183,10 @@ class TimingWidget(W.VBox):
         if devices is None:
             devices = [d["id"] for d in compute_devices()]
         if env is None:
-            from ..session import _zynml_value
-
-            # the pipelines the notebook defined too (a pipeline runs on the session that
-            # calls it): `compare("let y = f(x)")` said `unknown name f`
+            # (the pipelines the notebook defined too: a pipeline runs on the session that
+            # calls it)
             env = {k: v for k, v in self._session().namespace.items()
-                   if not k.startswith("_") and (bindable(v) or _zynml_value(v))}
+                   if not k.startswith("_") and bindable(v)}
         results = {}
         for device in devices:
             try:

@@ -275,3 +275,17 @@ def test_parameter_sizes_given_as_expressions_of_size_names():
     err = raises("shape", sig + "f(zeros([3, 5]), zeros([4]))", 3, 3)
     assert "size 6" in err.message
     raises("shape", sig + "f(zeros([3, 6]), zeros([3]))", 3, 18)
+
+
+@pytest.mark.parametrize("view", ["x[1:3]", "x.T", "x.reshape([2, 2])", "reshape(x, [4])"])
+def test_assigning_into_a_slice_or_reshape_leaves_the_tensor(view):
+    """What docs/language.md now says: slices, `.T` and reshapes bound to a name are not
+    numpy views; an assignment into one leaves `x`, and the caller's array, as they were."""
+    a = np.arange(4, dtype=np.float32)
+    index = "[0, 0]" if "2, 2" in view else "[0]"
+    got = zynbook.run(f"let v = {view}\nv{index} = 9.0\n[x, v]", x=a)
+    np.testing.assert_array_equal(got[0].numpy(), np.arange(4))
+    assert got[1].numpy().ravel()[0] == 9.0
+    np.testing.assert_array_equal(a, np.arange(4))
+    same = zynbook.run("let v = x\nv[0] = 9.0\nx", x=a)
+    assert same.numpy()[0] == 9.0 and a[0] == 0.0

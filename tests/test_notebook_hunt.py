@@ -401,3 +401,24 @@ def test_kernel_reads_a_zynml_value_under_another_python_name(kc):
     assert _value(kc, "%python nh_krec2 = nh_krec\n%python nh_kpf2 = nh_kpf\nnh_krec2.id") \
         == "'cpu'"
     assert _value(kc, "nh_kpf2(3.5)") == "7.0"
+
+
+def test_zynml_devices_marks_a_default_set_under_a_second_id(shell, capsys):
+    import zynbook
+
+    pairs = [(d["id"], i) for d in zynbook.compute_devices() for i in d.get("ids", ())
+             if i != d["id"]]
+    if not pairs:
+        pytest.skip("no device here answers to a second id")
+    first, alias = pairs[0]
+    shell.run_line_magic("zynml_device", alias)
+    try:
+        capsys.readouterr()
+        shell.run_line_magic("zynml_devices", "")
+        out = capsys.readouterr().out
+        marked = [ln for ln in out.splitlines() if ln.startswith("* ")]
+        # no row was marked: the default's id is none of the listed ones
+        assert len(marked) == 1 and marked[0].split()[1] == first, out
+        assert f"(* default device: {alias})" in out
+    finally:
+        shell.run_line_magic("zynml_device", "cpu")

@@ -347,17 +347,21 @@ class ComputeMagics(Magics):
 
         devices = compute_devices()
         default = self.session.default_device
+        # the default set under another id the device answers to (`webgpu:0`) marks it too
+        default_id = next((d.get("id") for d in devices
+                           if default == d.get("id") or default in (d.get("ids") or ())),
+                          default)
         keys = ["id", "type", "name", "backend", "memory"]
         rows = [[_cell(d.get(k)) for k in keys] for d in devices]
         widths = [max(len(k), *(len(r[i]) for r in rows)) for i, k in enumerate(keys)]
         text = ["  " + "  ".join(k.ljust(w) for k, w in zip(keys, widths)).rstrip()]
         for d, r in zip(devices, rows):
-            mark = "* " if d.get("id") == default else "  "
+            mark = "* " if d.get("id") == default_id else "  "
             text.append((mark + "  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip())
         head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
         bold = " style='font-weight:bold'"
         body = "".join(
-            f"<tr{bold if d.get('id') == default else ''}>"
+            f"<tr{bold if d.get('id') == default_id else ''}>"
             + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
             for d, r in zip(devices, rows))
         display({"text/plain": "\n".join(text) + f"\n(* default device: {default})",

@@ -289,3 +289,29 @@ def test_assigning_into_a_slice_or_reshape_leaves_the_tensor(view):
     np.testing.assert_array_equal(a, np.arange(4))
     same = zynbook.run("let v = x\nv[0] = 9.0\nx", x=a)
     assert same.numpy()[0] == 9.0 and a[0] == 0.0
+
+
+# ------------------------------------------------------------------ casts of constants
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr,want,dtype", [
+    ("i32(3000000000)", -1294967296, "int32"), ("u8(300) + 0", 44, "uint8"),
+    ("i8(-129)", 127, "int8"), ("u8(-3)", 253, "uint8"), ("int(3e9)", 2147483647, "int32"),
+    ("u32(-1.5)", 0, "uint32"), ("i8(-1000.0)", -128, "int8"), ("int(-inf)", -2147483648, "int32"),
+])
+def test_casts_of_constants_convert_as_casts_of_values(device, expr, want, dtype):
+    """A cast of a constant: an integer wraps and a float saturates, as a cast of a value
+    does on every device; the constant was written unconverted (i32(3000000000) could not be
+    spelt in WGSL: a device error on vulkan and gl)."""
+    x = np.zeros(3, np.float32)
+    src = f"let n = 3\nlet y = compute(x) {{\n    for i in 0..n:\n        out[i] = {expr}\n}}\ny"
+    got = _on(device, src, x=x)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, np.full(3, want, dtype))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_typed_let_of_an_integer_constant_past_i32(device):
+    x = np.zeros(3, np.float32)
+    src = "let n = 3\nlet y = compute(x) {\n    for i in 0..n:\n        let k: i32 = 3000000000\n        out[i] = k\n}\ny"
+    np.testing.assert_array_equal(_on(device, src, x=x), np.full(3, -1294967296, np.int32))

@@ -66,6 +66,24 @@ def const_value(e, consts: dict):
     return None
 
 
+def converted(value, dtype: str):
+    """A constant converted to `dtype` as the devices' casts convert a value: an integer
+    wraps to a narrower integer type (i32(3000000000) is -1294967296), a float becomes an
+    integer truncated toward zero and saturated, NaN 0 (int(3e9) is 2147483647)."""
+    if dtype not in _INT_BITS or isinstance(value, bool):
+        return value
+    bits = _INT_BITS[dtype]
+    low, high = (0, (1 << bits) - 1) if dtype.startswith("u") else \
+        (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    if isinstance(value, float):
+        if value != value:
+            return 0
+        return int(min(max(value, low), high)) if abs(value) != float("inf") else \
+            (high if value > 0 else low)
+    v = int(value) % (1 << bits)
+    return v - (1 << bits) if v > high else v
+
+
 def lit(value, dtype: str) -> ir.Lit:
     kind = bool if dtype == "bool" else float if dtype in ir.FLOAT_DTYPES else int
     return ir.Lit(kind(value), dtype)
@@ -216,7 +234,7 @@ class ScalarLowering:
         if isinstance(e, cir.Cast):
             c = const_value(e.operand, self.facts.consts)
             if c is not None and dt != "bool":
-                return lit(c, dt)
+                return lit(converted(c, dt), dt)
             x = self.expr(e.operand)
             if e.ty.dtype in ("f16", "bf16") and x.dtype != e.ty.dtype:
                 x = cast(x, e.ty.dtype)     # an explicit half: rounded to it, computed wider

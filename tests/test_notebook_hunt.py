@@ -422,3 +422,19 @@ def test_zynml_devices_marks_a_default_set_under_a_second_id(shell, capsys):
         assert f"(* default device: {alias})" in out
     finally:
         shell.run_line_magic("zynml_device", "cpu")
+
+
+def test_kernel_completion_and_inspection_see_what_the_next_cell_reads(kc):
+    _ok(kc, "let nh_comp_kept = 7\nlet nh_comp_gone = 8")
+    matches = _shell_reply(kc, kc.complete("nh_comp_", len("nh_comp_")))["matches"]
+    assert {"nh_comp_kept", "nh_comp_gone"} <= set(matches)
+    _ok(kc, "%python del nh_comp_gone\n%python nh_comp_kept = 11")
+    # the deleted name was still offered, and shift-tab showed the 7 the session kept
+    matches = _shell_reply(kc, kc.complete("nh_comp_", len("nh_comp_")))["matches"]
+    assert "nh_comp_gone" not in matches and "nh_comp_kept" in matches, matches
+    content = _shell_reply(kc, kc.inspect("nh_comp_kept", len("nh_comp_kept")))
+    assert content["found"] and content["data"]["text/plain"] == "nh_comp_kept: int: 11", \
+        content
+    content = _shell_reply(kc, kc.inspect("nh_comp_gone", len("nh_comp_gone")))
+    assert not content["found"], content
+    assert _value(kc, "nh_comp_kept + 1") == "12"

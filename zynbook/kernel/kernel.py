@@ -124,6 +124,19 @@ class ZynMLRunner:
                 env[name] = value
         return env
 
+    def value_of(self, name: str):
+        """The value a cell reading `name` now would see (KeyError if none): the session's,
+        unless Python rebound the name since (then Python's) or deleted it."""
+        namespace, user_ns = self.session.namespace, self.shell.user_ns
+        if name.startswith("_") or name in self._hidden():
+            return namespace[name]
+        value = user_ns[name]
+        link = self._links.get(name)
+        if name in namespace and link is not None and (
+                value is link[1] or (value is link[0] and namespace[name] is link[1])):
+            return namespace[name]
+        return value
+
     def export_names(self, before: dict, env: dict, source: str = "") -> None:
         """Write the names the ZynML just run bound or rebound (compared with `before`,
         the namespace as it was) into the Python namespace; names bound from Python (`env`)
@@ -503,7 +516,9 @@ class ZynMLKernel(IPythonKernel):
 
     def names_in_scope(self, code: str = "") -> list[str]:
         user_ns, hidden = self.shell.user_ns, set(self.shell.user_ns_hidden)
-        names = [n for n in self.runner.session.namespace if not n.startswith("_")]
+        # (not those Python deleted since: the next cell forgets them)
+        names = [n for n in self.runner.session.namespace
+                 if not n.startswith("_") and (n in user_ns or n in hidden)]
         names += [n for n, v in user_ns.items()
                   if not n.startswith("_") and n not in hidden and bindable(v)]
         names += cells.defined_names(code)
@@ -512,12 +527,7 @@ class ZynMLKernel(IPythonKernel):
     def lookup(self, dotted: str):
         """The value a dotted name refers to in the ZynML or Python namespace."""
         head, *rest = dotted.split(".")
-        if head in self.runner.session.namespace:
-            value = self.runner.session.namespace[head]
-        elif head in self.shell.user_ns and head not in self.shell.user_ns_hidden:
-            value = self.shell.user_ns[head]
-        else:
-            raise KeyError(dotted)
+        value = self.runner.value_of(head)
         for attr in rest:
             value = _attr(value, attr)
         return value

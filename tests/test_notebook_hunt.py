@@ -438,3 +438,23 @@ def test_kernel_completion_and_inspection_see_what_the_next_cell_reads(kc):
     content = _shell_reply(kc, kc.inspect("nh_comp_gone", len("nh_comp_gone")))
     assert not content["found"], content
     assert _value(kc, "nh_comp_kept + 1") == "12"
+
+
+def test_compute_a_failing_rerun_does_not_bring_back_a_deleted_name(shell):
+    from zynbook.errors import ZynMLNameError
+
+    x = np.arange(4, dtype=np.float32)
+    shell.user_ns["nh_in"] = x
+    cell = "let nh_first = nh_in * 2.0\nlet nh_bad = nh_in + nh_missing_\nlet nh_late = nh_in * 3.0"
+    shell.user_ns["nh_missing_"] = 1.0
+    shell.run_cell_magic("compute", "", cell)
+    np.testing.assert_allclose(shell.user_ns["nh_late"], x * 3.0)
+    shell.run_cell("del nh_late\ndel nh_missing_")
+    with pytest.raises(ZynMLNameError) as info:
+        shell.run_cell_magic("compute", "", cell)
+    assert (info.value.line, info.value.column) == (3, len("let nh_bad = nh_in + ") + 1)
+    # the run failed before `let nh_late`: the name the notebook deleted came back
+    assert "nh_late" not in shell.user_ns
+    np.testing.assert_allclose(shell.user_ns["nh_first"], x * 2.0)
+    for name in ("nh_in", "nh_first", "nh_bad"):
+        shell.user_ns.pop(name, None)

@@ -246,6 +246,7 @@ class ComputeMagics(Magics):
                 kept[name] = (value, namespace.get(name, _UNBOUND))
         env = _notebook_values(shell, free, kept, namespace)   # the other names it reads
         _forget_deleted(shell, session, free)
+        held = [namespace.get(name, _UNBOUND) for name in bound]
         try:
             watched = cell_progress(session)
             try:
@@ -270,8 +271,11 @@ class ComputeMagics(Magics):
             # IPython's own names (`get_ipython`, `In`, `exit`) are neither read from the
             # notebook nor written there: `let get_ipython = 3` would break every cell after
             hidden = shell.user_ns_hidden
-            for name in bound:
-                if name in namespace and name not in hidden:
+            for name, was in zip(bound, held):
+                # (a name the notebook deleted that this run did not bind again stays
+                # deleted: a cell failing before its `let` brought it back)
+                if name in namespace and name not in hidden and (
+                        name in user_ns or namespace[name] is not was):
                     made_from = namespace[name]
                     made = user_ns[name] = to_python(made_from)
                     written[name] = id(made)

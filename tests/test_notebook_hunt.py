@@ -458,3 +458,16 @@ def test_compute_a_failing_rerun_does_not_bring_back_a_deleted_name(shell):
     np.testing.assert_allclose(shell.user_ns["nh_first"], x * 2.0)
     for name in ("nh_in", "nh_first", "nh_bad"):
         shell.user_ns.pop(name, None)
+
+
+def test_zynml_timeit_reads_no_option_from_a_comment(shell, capsys):
+    from IPython.core.error import UsageError
+
+    shell.user_ns["nh_x"] = np.ones(4, np.float32)
+    # `-fast` in the note was an option it does not take; `-r 50` there set the repeats
+    shell.run_cell_magic("zynml_timeit", '-r 2 @device("cpu") // was -r 50, try -fast', TRIPLE)
+    assert "per run (median of 2;" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="`-q` is not one of them"):
+        shell.run_cell_magic("zynml_timeit", "-r 2 -q // note", TRIPLE)
+    shell.user_ns.pop("nh_x")
+    shell.user_ns.pop("nh_q", None)

@@ -315,3 +315,23 @@ def test_typed_let_of_an_integer_constant_past_i32(device):
     x = np.zeros(3, np.float32)
     src = "let n = 3\nlet y = compute(x) {\n    for i in 0..n:\n        let k: i32 = 3000000000\n        out[i] = k\n}\ny"
     np.testing.assert_array_equal(_on(device, src, x=x), np.full(3, -1294967296, np.int32))
+
+
+# ------------------------------------------------------------------ weak integers meeting unsigned
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr,want", [
+    ("max(u[i], -1)", [4294967295] * 3), ("min(u[i], -1)", [0, 5, 4294967295]),
+    ("clamp(u[i], -1, 5)", [5, 5, 5]), ("u[i] + -1", [4294967295, 4, 4294967294]),
+    ("max(u[i], i - 1)", [4294967295, 5, 4294967295]),
+])
+def test_weak_negative_integers_meeting_u32_wrap(device, expr, want):
+    """A weak integer (a literal, a loop variable's arithmetic) takes the u32 it meets and
+    wraps, as `u[i] + -1` did on cpu and cpu:native: min/max/clamp raised numpy's
+    "Python integer -1 out of bounds" on cpu, WebGPU could not spell the u32 constant -1,
+    and `max(u[i], i - 1)` compared signed on cpu and unsigned elsewhere."""
+    u = np.array([0, 5, 4294967295], np.uint32)
+    src = f"let y = compute(u) {{\n    for i in 0..n:\n        out[i] = {expr}\n}}\ny"
+    got = _on(device, src, u=u)
+    assert got.dtype == np.uint32
+    np.testing.assert_array_equal(got, np.array(want, np.uint32))

@@ -1146,6 +1146,10 @@ class ReferenceExecutor:
             vals = [as_val(a) for a in args]
             arrs = _align(vals)
             lanes = _lanes_of(*vals)
+            if fn != "pow" and e.ty.dtype in _INT_BITS:
+                # compared in the result's dtype, each value converted to it as the devices
+                # convert (max(u[i], -1) on u32: the -1 wraps; numpy refused the Python int)
+                arrs = [_in_dtype(a, e.ty.dtype) for a in arrs]
             if fn == "pow":
                 with np.errstate(all="ignore"):
                     res = np.power(np.asarray(arrs[0], dtype=np_dtype(e.ty.dtype)), arrs[1])

@@ -250,7 +250,8 @@ class ScalarLowering:
         """`e` as a value of compute dtype `dtype`; numbers are written in that type."""
         c = const_value(e, self.facts.consts)
         if c is not None and not isinstance(c, bool) and dtype != "bool":
-            return lit(c, dtype)
+            # (a weak integer literal meeting an unsigned value wraps to it: u[i] + -1)
+            return lit(converted(c, dtype) if isinstance(c, int) else c, dtype)
         return cast(self.expr(e), dtype)
 
     def index(self, e) -> ir.Expr:

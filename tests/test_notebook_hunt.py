@@ -471,3 +471,18 @@ def test_zynml_timeit_reads_no_option_from_a_comment(shell, capsys):
         shell.run_cell_magic("zynml_timeit", "-r 2 -q // note", TRIPLE)
     shell.user_ns.pop("nh_x")
     shell.user_ns.pop("nh_q", None)
+
+
+def test_kernel_device_and_inspect_magics_end_at_a_comment(kc):
+    # `no device \`cpu:native // the compiled one\` here`
+    out = stdout_of(_ok(kc, "%device cpu:native   // the compiled one"))
+    assert "default device: cpu:native" in out
+    x = np.arange(5, dtype=np.float32)
+    text = _value(kc, "%python import numpy as np\n%python nh_dx = np.arange(5, dtype=np.float32)\n"
+                      "let nh_dy = compute(nh_dx) {\n    for i in 0..n:\n"
+                      "        out[i] = nh_dx[i] * 4.0\n}\nnh_dy")
+    assert "on cpu:native" in text and str(x * 4.0) in text, text
+    outputs = _ok(kc, "%inspect cir  // the loop nest")
+    (bundle,) = results_of(outputs)
+    assert "--- cir" in bundle["text/plain"], bundle["text/plain"][:300]
+    _ok(kc, "%device cpu")

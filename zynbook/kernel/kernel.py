@@ -288,8 +288,11 @@ class ZynMLRunner:
         raise UsageError(message)
 
     def device(self, args: str = ""):
-        """`%device [ID]`: set (or show) the default device."""
-        args = args.strip().strip("'\"")
+        """`%device [ID]`: set (or show) the default device. A `//` comment ends the line,
+        as on the cell's ZynML lines."""
+        from ..session import _without_comment
+
+        args = _without_comment(args).strip().strip("'\"")
         if args:
             self.session.default_device = args
             state.announce_device(self.session)
@@ -307,10 +310,12 @@ class ZynMLRunner:
         ran compute blocks: a summary and the kernel (`--full`: the whole text)."""
         from IPython.core.error import UsageError
 
+        from ..session import _without_comment
+
         if not self.last_kernels:
             print("No compute block has run yet.")
             return None
-        want, full = parse_inspect_args(args)
+        want, full = parse_inspect_args(_without_comment(args))
         try:
             bundle = code_bundle(self.last_kernels, self.last_launches, want, full,
                                  self.session.namespace)

@@ -1015,6 +1015,8 @@ class _Translator:
             return out(f"_np.abs({t[0]})")
         if fn == "ipow":
             return out(f"_ipow({t[0]}, {t[1]}, {dt!r})")
+        if fn in ir.WRAPPING:
+            return out(f"_wrap(int({t[0]}) {ir.WRAPPING[fn]} int({t[1]}), {dt!r})")
         if fn == "floordiv":
             return out(f"_floordiv({t[0]}, {t[1]}, {dt!r})")
         if fn == "ceildiv":
@@ -1264,7 +1266,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             "_ldg": ldg, "_stg": stg, "_atomic": atomic, "_inside": inside,
             "_checked": checked, "_cdiv": cdiv, "_local": local, "_typed": typed,
             "_cast": _cast, "_bf16": bf16_round, "_tdiv": _tdiv, "_trem": _trem,
-            "_floordiv": _floordiv, "_ceildiv": _ceildiv, "_ipow": _ipow, "_max": _max,
+            "_floordiv": _floordiv, "_ceildiv": _ceildiv, "_ipow": _ipow, "_wrap": _wrap, "_max": _max,
             "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_ftz": _ftz, "_tf32": tf32_round, "_fmod": _fmod,
             "_add": lambda a, b: a + b, "_chks": chks, "_AsyncCopies": _AsyncCopies, "_dot": _dot,
             "_WgmmaInFlight": wgmma_model.InFlight, "_wgdesc": wgmma_model.descriptor}

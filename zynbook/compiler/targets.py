@@ -53,6 +53,11 @@ class Target:
     # (Mesa's llvmpipe: 65,535, all loops together): every loop's count is then checked
     # (launch/steps.py); 0: no such limit
     loop_steps: int = 0
+    # whether signed integer + - * wrap in the target's language, as ZynML's do (C++ built
+    # with -fwrapv, WGSL); where overflow is undefined (CUDA C++, MSL: NVRTC took
+    # x * 1000000 > 0 of a positive x to be true) the kernel's arithmetic is written as
+    # wrapping operations (ir.WRAPPING)
+    signed_wraps: bool = True
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:
@@ -78,7 +83,7 @@ def cuda_target(cc: tuple = (9, 0), multiprocessors: int = 0, bulk_copy: bool = 
                   async_copy=cc >= (8, 0), bulk_copy=bulk_copy and cc >= (9, 0),
                   arch=f"sm_{cc[0]}{cc[1]}", vector_bytes=16, vector_lanes=4,
                   static_shared_bytes=48 * 1024,      # more is dynamic, on request
-                  multiprocessors=multiprocessors)
+                  multiprocessors=multiprocessors, signed_wraps=False)
 
 
 def cpu_target(arch: str = "") -> Target:
@@ -101,7 +106,7 @@ def host_simd_bytes() -> int:
 
 def metal_target() -> Target:
     return Target("metal", "msl", 32, 1024, 32 * 1024, _BASE | {"f16", "bf16"},
-                  arch="apple", max_blocks=65535, vector_lanes=4)
+                  arch="apple", max_blocks=65535, vector_lanes=4, signed_wraps=False)
 
 
 # llvmpipe's budget of loop iterations per shader invocation (gallivm's loop limiter)

@@ -95,7 +95,12 @@ MATH = ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs
         # (C's fmaxf: max.f32), x rounded to TF32's 10-bit mantissa (nearest, ties away from
         # zero: cvt.rna.tf32.f32; CUDA only)
         "fast_exp2", "fmax", "tf32",
-        "dot")                      # of two vectors (below): the sum of their lanes' products
+        "dot",                      # of two vectors (below): the sum of their lanes' products
+        *("wrapping_add", "wrapping_sub", "wrapping_mul"))     # (WRAPPING)
+
+# signed integer + - * that wrap, for a target whose language leaves overflow undefined
+# (Target.signed_wraps): the function and its operator
+WRAPPING = {"wrapping_add": "+", "wrapping_sub": "-", "wrapping_mul": "*"}
 
 
 @dataclass(frozen=True)

@@ -119,8 +119,13 @@ class ScalarLowering:
     """The scalar statements of one kernel as launch IR (`stmts`, `expr`)."""
 
     def __init__(self, kernel: cir.Kernel, sizes: dict, sites: errflag.ErrorSites,
-                 index_dtype: str, *, symbolic: bool = False):
+                 index_dtype: str, *, symbolic: bool = False, signed_wraps: bool = True):
         self.kernel = kernel
+        # False: the kernel's signed + - * are written as wrapping operations (the target's
+        # language leaves overflow undefined), but in the indices it reads and writes at,
+        # which bounds checks hold below 2^31
+        self.signed_wraps = signed_wraps
+        self.indexing = 0
         self.sizes = {k: int(v) for k, v in sizes.items()}
         self.sites = sites
         self.idx = index_dtype
@@ -255,7 +260,11 @@ class ScalarLowering:
         return cast(self.expr(e), dtype)
 
     def index(self, e) -> ir.Expr:
-        return cast(self.expr(e), self.idx)
+        self.indexing += 1
+        try:
+            return cast(self.expr(e), self.idx)
+        finally:
+            self.indexing -= 1
 
     def unsigned_against_signed(self, op: str, e: cir.Bin, u_left: bool, ut: str) -> ir.Expr:
         """An unsigned integer of type `ut` (u64, or u32 against a signed integer of at most
@@ -314,6 +323,8 @@ class ScalarLowering:
                 return ir.CheckedDiv("/", a, b, self.sites.add(errflag.DIV_ZERO, self.line, span=e.span),
                                      self.sites.add(errflag.DIV_OVERFLOW, self.line, span=e.span), dt)
             return ir.CheckedDiv("%", a, b, self.sites.add(errflag.REM_ZERO, self.line, span=e.span), 0, dt)
+        if not self.signed_wraps and not self.indexing and dt in ("i32", "i64") and op in "+-*":
+            return ir.Math(next(f for f, o in ir.WRAPPING.items() if o == op), (a, b), dt)
         return ir.Bin(op, a, b, dt)
 
     def call(self, e: cir.Call, dt: str) -> ir.Expr:

@@ -692,7 +692,8 @@ class _Builder(Builder):
         self.sizes = {k: int(v) for k, v in sizes.items()}
         self.f, _ = match(kernel, self.sizes, self.sym)
         self.idx = "i32" if self.sym else index_dtype(kernel, self.sizes)
-        self.low = ScalarLowering(kernel, self.sizes, sites, self.idx, symbolic=self.sym)
+        self.low = ScalarLowering(kernel, self.sizes, sites, self.idx, symbolic=self.sym,
+                                   signed_wraps=target.signed_wraps)
         self.cd = self.f.acc
 
     def k_order(self) -> tuple | None:

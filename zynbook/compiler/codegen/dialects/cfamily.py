@@ -187,6 +187,9 @@ class CFamily:
             zero = self.lit(0.0, dtype) if floats else f"({self.type(dtype)})0"
             return f"{self.need('zyn_max')}({args[0]}, {zero})"
         if not floats:
+            if fn in ir.WRAPPING:       # in the unsigned type of its width, whose overflow wraps
+                u = self.type("u64" if dtype == "i64" else "u32")
+                return f"(({self.type(dtype)})(({u}){args[0]} {ir.WRAPPING[fn]} ({u}){args[1]}))"
             if fn == "abs":
                 return f"{self.need('zyn_iabs')}({args[0]})"
             if fn == "ipow":

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -660,3 +661,25 @@ def test_cuda_cubin_entries_are_checked_and_reused(tmp_path, monkeypatch, damage
     else:
         assert stats["discarded"] == 1 and stats["builds"] == 1 and stats["writes"] == 1
         assert kcache.unpack_entry(path.read_bytes(), full.digest())[0] is not None
+
+
+@needs_cc
+def test_a_compile_that_does_not_end_at_O3_is_made_again_at_O1(tmp_path, monkeypatch):
+    """GCC 13.3 never finished -O3 of one kernel (a running max over tiles of 7) that GCC 12
+    compiles in 0.2 s: past native.OPTIMISE_SECONDS the kernel is compiled again at -O1 and
+    runs, rather than the cell waiting 10 minutes for a compiler error. Here a compiler that
+    hangs at -O3 on kernels (its probes it answers at once)."""
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(native, "OPTIMISE_SECONDS", 2)
+    real = native.find_compiler()
+    slow = tmp_path / "slow-c++"
+    slow.write_text("#!/bin/sh\ncase \"$*\" in *-O3*kernel.cpp*) sleep 60;; esac\n"
+                    f"exec {' '.join(real)} \"$@\"\n")
+    slow.chmod(0o755)
+    dev = native.NativeCpuDevice([str(slow)])
+    x, y = randn(37), randn(37)
+    kernel, ins, sizes, scalars = lower_block(MUL_ADD, {"x": x, "y": y})
+    start = time.monotonic()
+    out, _ = dev.launch(kernel, ins, sizes, scalars)
+    assert time.monotonic() - start < 40
+    assert_close(np.asarray(out), x * y + 1.0, "f32", "elementwise")

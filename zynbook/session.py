@@ -219,8 +219,8 @@ def parse_annotations(text: str) -> list:
     """'@device("cpu") @async' -> [Annotation, Annotation] (for magics' annotation lines).
     A `//` comment ends the line, as on any ZynML line (`%%compute @device("cpu")  // why`):
     it swallowed the block's brace the annotations are parsed before."""
-    from .compiler.parser import parse
-    program = parse(f"compute() {_without_comment(text)} {{\n}}\n")
+    from .compiler.parser import code_part, parse
+    program = parse(f"compute() {code_part(text)} {{\n}}\n")
     stmt = program.body[0]
     node = stmt.expr if isinstance(stmt, A.ExprStmt) else None
     if not isinstance(node, A.Compute):
@@ -235,21 +235,6 @@ def parse_annotations(text: str) -> list:
     return node.annotations
 
 
-def _without_comment(line: str) -> str:
-    """`line` up to its `//` comment (a `//` inside a string is none)."""
-    i, n = 0, len(line)
-    while i < n:
-        c = line[i]
-        if c in "\"'":
-            j = i + 1
-            while j < n and line[j] != c:
-                j += 2 if line[j] == "\\" else 1
-            i = j + 1
-            continue
-        if line.startswith("//", i):
-            return line[:i]
-        i += 1
-    return line
 
 
 def run(source: str, device: str = "cpu", **env):

@@ -491,7 +491,7 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
                 # point just past the code of the line the statement broke on
                 line = tok.line
                 text = lines[line - 1] if 0 < line <= len(lines) else ""
-                column = len(_code_part(text).rstrip()) + 1
+                column = len(code_part(text).rstrip()) + 1
         else:
             msg = f"unexpected {tok.value!r}"
             opener = _left_open(lines, tok.line)
@@ -541,7 +541,7 @@ def _left_open(lines: list, line_no: int) -> tuple | None:
     stack = []
     for n, line in enumerate(lines[: line_no - 1], 1):
         quote = None
-        for k, ch in enumerate(_code_part(line), 1):
+        for k, ch in enumerate(code_part(line), 1):
             if quote:
                 quote = None if ch == quote and line[k - 2] != "\\" else quote
             elif ch in "\"'":
@@ -557,17 +557,20 @@ def _left_open(lines: list, line_no: int) -> tuple | None:
     return stack[-1], (word, Span(line_no, column, line_no, column + len(word)))
 
 
-def _code_part(line: str) -> str:
-    """The line without its `//` comment (outside string literals)."""
-    quote = None
-    for k, ch in enumerate(line):
-        if quote:
-            if ch == quote and line[k - 1] != "\\":
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif line.startswith("//", k):
-            return line[:k]
+def code_part(line: str) -> str:
+    """`line` up to its `//` comment (a `//` inside a string, as in a URL, is none)."""
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c in "\"'":
+            j = i + 1
+            while j < n and line[j] != c:
+                j += 2 if line[j] == "\\" else 1
+            i = j + 1
+            continue
+        if line.startswith("//", i):
+            return line[:i]
+        i += 1
     return line
 
 

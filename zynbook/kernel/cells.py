@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from ..compiler import ast as A
-from ..compiler.parser import parse
+from ..compiler.parser import code_part, parse
 from ..errors import ZynMLError, ZynMLSyntaxError
 
 ZYNML_MAGICS = ("device", "inspect", "time", "timeit", "python")
@@ -208,21 +208,8 @@ def _open_brackets(text: str) -> list[str]:
 
 
 def _code_of(line: str) -> str:
-    """`line` without its `//` comment (a `//` inside a string, as in a URL, is no
-    comment), right-stripped."""
-    i, n = 0, len(line)
-    while i < n:
-        c = line[i]
-        if c in "\"'":
-            j = i + 1
-            while j < n and line[j] != c:
-                j += 2 if line[j] == "\\" else 1
-            i = j + 1
-            continue
-        if line.startswith("//", i):
-            return line[:i].rstrip()
-        i += 1
-    return line.rstrip()
+    """`line` without its `//` comment, right-stripped."""
+    return code_part(line).rstrip()
 
 
 def _statement_head(text: str) -> str:

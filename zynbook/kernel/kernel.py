@@ -290,9 +290,9 @@ class ZynMLRunner:
     def device(self, args: str = ""):
         """`%device [ID]`: set (or show) the default device. A `//` comment ends the line,
         as on the cell's ZynML lines."""
-        from ..session import _without_comment
+        from ..compiler.parser import code_part
 
-        args = _without_comment(args).strip().strip("'\"")
+        args = code_part(args).strip().strip("'\"")
         if args:
             self.session.default_device = args
             state.announce_device(self.session)
@@ -310,12 +310,12 @@ class ZynMLRunner:
         ran compute blocks: a summary and the kernel (`--full`: the whole text)."""
         from IPython.core.error import UsageError
 
-        from ..session import _without_comment
+        from ..compiler.parser import code_part
 
         if not self.last_kernels:
             print("No compute block has run yet.")
             return None
-        want, full = parse_inspect_args(_without_comment(args))
+        want, full = parse_inspect_args(code_part(args))
         try:
             bundle = code_bundle(self.last_kernels, self.last_launches, want, full,
                                  self.session.namespace)

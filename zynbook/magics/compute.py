@@ -298,17 +298,17 @@ class ComputeMagics(Magics):
 
         from IPython.core.error import UsageError
 
-        from ..session import _without_comment
+        from ..compiler.parser import code_part
 
         written = line.strip()
         # options before a `//` comment only (`// was -r 50, -fast` is a note)
-        code = _without_comment(written)
+        code = code_part(written)
         m = re.search(r"-r\s*(\d+)", code)
         repeat = int(m.group(1)) if m else 7
         # the option blanked, not removed: the annotations keep their columns in the line
         blanked = re.sub(r"-r\s*\d+", lambda m: " " * len(m.group()), code) + \
             written[len(code):]
-        other = re.search(r"(?:^|\s)(-[A-Za-z]\w*)", _without_comment(blanked))
+        other = re.search(r"(?:^|\s)(-[A-Za-z]\w*)", code_part(blanked))
         if other:
             raise UsageError(f"%%zynml_timeit takes -r R and annotations such as "
                              f"@device(\"cpu\"); `{other.group(1)}` is not one of them")

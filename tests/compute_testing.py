@@ -53,6 +53,21 @@ def lower_block(src, arrays, scalars=None, sizes=None, name="kernel"):
         {s.name: scalars[s.name] for s in k.scalars}
 
 
+def assert_equals_numpy(got, want, tol):
+    """A run's result against numpy's: the same shape; integers equal, in the same dtype
+    (but a scalar, which comes back as a Python number); floats within `tol`, NaN where
+    numpy has NaN."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if want.dtype.kind in "biu":
+        if got.ndim:      # a scalar comes back as a Python number
+            assert got.dtype == want.dtype, (got.dtype, want.dtype)
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=tol, atol=tol, equal_nan=True)
+
+
 def float32_normals(rng):
     """randn(*shape): f32 standard normal draws from the generator `rng`."""
     return lambda *shape: rng.standard_normal(shape).astype(np.float32)

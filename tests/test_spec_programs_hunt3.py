@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import zynbook
-from compute_testing import raises, wanted_devices
+from compute_testing import assert_equals_numpy, raises, wanted_devices
+from kernel_sources import ATTENTION_TEMPLATE
 
 DEVICES = wanted_devices()
 
@@ -25,33 +26,6 @@ def _attention(q, k, v, mask):
     s = np.where(mask, q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), -np.inf)
     e = np.exp(s - s.max(-1, keepdims=True))
     return (e / e.sum(-1, keepdims=True)) @ v
-
-
-_SPEC_ATTENTION = """
-let attn = compute(Q, K, V, mask) {
-    @kernel attention
-    for b in 0..batch, h in 0..heads, i in 0..seq_len:
-        var max_score = -inf
-        for j in 0..seq_len:
-            if mask[i, j]:
-                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                max_score = max(max_score, score)
-        var sum_exp = 0.0
-        for j in 0..seq_len:
-            if mask[i, j]:
-                let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                sum_exp += exp(score - max_score)
-        for d in 0..head_dim:
-            var acc = 0.0
-            for j in 0..seq_len:
-                if mask[i, j]:
-                    let score = dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim)
-                    let weight = exp(score - max_score) / sum_exp
-                    acc += weight * V[b, h, j, d]
-            out[b, h, i, d] = acc
-}
-attn
-"""
 
 
 def _windows(x, width):
@@ -213,7 +187,7 @@ y
     # 64-bit integer masks and ids compared with constants: WebGPU holds them in 32 bits
     # (refusing data that does not fit), so the comparison in 32 bits is exact; it refused
     # the kernel ("the WGSL dialect cannot spell 64-bit integers") though it reads i64 ids
-    "spec_attention_with_an_i64_mask": (_SPEC_ATTENTION, {
+    "spec_attention_with_an_i64_mask": (ATTENTION_TEMPLATE, {
         "Q": _AQ, "K": _AK, "V": _AV, "mask": _AMASK.astype(np.int64)},
         _attention(_AQ, _AK, _AV, _AMASK), 1e-4),
     "running_max_under_a_u64_mask": ("""
@@ -418,16 +392,7 @@ y
 @pytest.mark.parametrize("name", list(CASES))
 def test_hunt_program_equals_numpy(name, device):
     src, inputs, want, tol = CASES[name]
-    got = np.asarray(zynbook.Session(device=device).run(src, **inputs))
-    want = np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if want.dtype.kind in "biu":
-        if got.ndim:      # a scalar comes back as a Python number
-            assert got.dtype == want.dtype, (got.dtype, want.dtype)
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
-                                   rtol=tol, atol=tol, equal_nan=True)
+    assert_equals_numpy(zynbook.Session(device=device).run(src, **inputs), want, tol)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import zynbook
-from compute_testing import raises, wanted_devices
+from compute_testing import assert_equals_numpy, raises, wanted_devices
 
 DEVICES = wanted_devices()
 
@@ -519,18 +519,6 @@ best * 2 + m
 }
 
 
-def _check(got, want, tol):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    if want.dtype.kind in "biu":
-        if got.ndim:      # a scalar comes back as a Python number
-            assert got.dtype == want.dtype, (got.dtype, want.dtype)
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
-                                   rtol=tol, atol=tol, equal_nan=True)
-
-
 # kernels computing in i64, which WebGPU has not: a device error there
 _I64_KERNELS = {"typed_i64_sum_of_i32_products", "typed_i64_sum_of_wrapping_products",
                 "masked_running_max_of_i64_past_2_53", "masked_reduce_max_of_u64",
@@ -547,7 +535,7 @@ def test_variant_equals_numpy(name, device):
         err = raises("device", src, None, None, device, **inputs)
         assert "64-bit integers" in err.message, err.render()
         return
-    _check(zynbook.Session(device=device).run(src, **inputs), want, tol)
+    assert_equals_numpy(zynbook.Session(device=device).run(src, **inputs), want, tol)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -565,7 +553,7 @@ def test_an_integer_literal_past_i32_is_i64(device):
         err = raises("device", src, 1, 9, device, a=a)
         assert "64-bit integers" in err.message, err.render()
         return
-    _check(zynbook.Session(device=device).run(src, a=a), want, 0)
+    assert_equals_numpy(zynbook.Session(device=device).run(src, a=a), want, 0)
 
 
 def test_an_integer_literal_past_64_bits_is_a_type_error():
@@ -612,7 +600,7 @@ def test_a_host_int_past_i32_in_integer_arithmetic_is_i64(device):
         assert "the host int `k` = 3000000000 is past the 32-bit integers" in err.message, \
             err.render()
         return
-    _check(zynbook.Session(device=device).run(src, a=a, k=3_000_000_000),
+    assert_equals_numpy(zynbook.Session(device=device).run(src, a=a, k=3_000_000_000),
            a.astype(np.int64) + 3_000_000_000, 0)
 
 

@@ -33,6 +33,20 @@ def install_kernelspec() -> Path:
     return data / "kernels" / "zynml"
 
 
+def kernel_client():
+    """A ZynML kernel of the installed kernelspec, started, its client yielded, shut down
+    after: the body of a module's kernel fixture."""
+    from jupyter_client.manager import start_new_kernel
+
+    install_kernelspec()
+    km, client = start_new_kernel(kernel_name="zynml", startup_timeout=60)
+    try:
+        yield client
+    finally:
+        client.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
 def kernel_json(spec_dir: Path) -> dict:
     return json.loads((spec_dir / "kernel.json").read_text())
 

@@ -11,9 +11,7 @@ import pytest
 
 pytest.importorskip("ipykernel")
 
-from jupyter_client.manager import start_new_kernel  # noqa: E402
-
-from test_kernel_support import (errors_of, execute, install_kernelspec,  # noqa: E402
+from test_kernel_support import (errors_of, execute, kernel_client,  # noqa: E402
                                  results_of, stdout_of)
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -21,13 +19,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 @pytest.fixture(scope="module")
 def kc():
-    install_kernelspec()
-    km, client = start_new_kernel(kernel_name="zynml", startup_timeout=60)
-    try:
-        yield client
-    finally:
-        client.stop_channels()
-        km.shutdown_kernel(now=True)
+    yield from kernel_client()
 
 
 def _ok(kc, code):

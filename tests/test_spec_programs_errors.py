@@ -470,16 +470,8 @@ def test_compute_cell_never_reads_a_value_the_notebook_replaced(shell):
 @pytest.fixture(scope="module")
 def kc():
     pytest.importorskip("ipykernel")
-    from jupyter_client.manager import start_new_kernel
-    from test_kernel_support import install_kernelspec
-
-    install_kernelspec()
-    km, client = start_new_kernel(kernel_name="zynml", startup_timeout=60)
-    try:
-        yield client
-    finally:
-        client.stop_channels()
-        km.shutdown_kernel(now=True)
+    from test_kernel_support import kernel_client
+    yield from kernel_client()
 
 
 def kernel_run(kc, code):

@@ -325,7 +325,7 @@ class Device(FusedOps):
 
     def softmax(self, data: Buffer, n_rows: int, row_len: int) -> Buffer:
         op = "softmax"
-        r, c = self._size(n_rows, "n_rows", op, False), self._size(row_len, "row_len", op, False)
+        r, c = self._size(n_rows, "n_rows", op, positive=False), self._size(row_len, "row_len", op, positive=False)
         t = self._need(data, r * c, "data", f"n_rows * row_len = {r} * {c}", op)
         return self._wrap(self._run(K.SOFTMAX_ROWS, x=_reshape(t, (r, c))))
 
@@ -333,7 +333,7 @@ class Device(FusedOps):
                  eps: float) -> Buffer:
         """x * weight / sqrt(mean(x^2) + eps) over each of `n_groups` rows of `dim`."""
         op = "rms_norm"
-        g, d = self._size(n_groups, "n_groups", op, False), self._size(dim, "dim", op, False)
+        g, d = self._size(n_groups, "n_groups", op, positive=False), self._size(dim, "dim", op, positive=False)
         t = self._need(data, g * d, "data", f"n_groups * dim = {g} * {d}", op)
         w = self._need(weight, d, "weight", "dim", op)
         return self._wrap(self._run(K.RMS_NORM, x=_reshape(t, (g, d)), weight=w,
@@ -342,7 +342,7 @@ class Device(FusedOps):
     def embedding(self, weight: Buffer, ids: Buffer, seq_len: int, dim: int) -> Buffer:
         """Row `ids[t]` of the table for each of `seq_len` positions: [seq_len, dim]."""
         op = "embedding"
-        s, d = self._size(seq_len, "seq_len", op, False), self._size(dim, "dim", op)
+        s, d = self._size(seq_len, "seq_len", op, positive=False), self._size(dim, "dim", op)
         ti = self._need(ids, s, "ids", "seq_len", op, dtype="u32")
         tw = self._t(weight, "weight", op, "f32")
         if tw.size % d:
@@ -419,7 +419,7 @@ class Device(FusedOps):
 
     def transpose_2d(self, buf: Buffer, rows: int, cols: int) -> Buffer:
         op = "transpose_2d"
-        r, c = self._size(rows, "rows", op, False), self._size(cols, "cols", op, False)
+        r, c = self._size(rows, "rows", op, positive=False), self._size(cols, "cols", op, positive=False)
         t = self._need(buf, r * c, "buf", f"rows * cols = {r} * {c}", op)
         return self._wrap(self._run(K.TRANSPOSE, x=_reshape(t, (r, c))))
 
@@ -427,7 +427,7 @@ class Device(FusedOps):
     def softmax_backward(self, softmax_out: Buffer, grad_output: Buffer, n_rows: int,
                          row_len: int) -> Buffer:
         op = "softmax_backward"
-        r, c = self._size(n_rows, "n_rows", op, False), self._size(row_len, "row_len", op, False)
+        r, c = self._size(n_rows, "n_rows", op, positive=False), self._size(row_len, "row_len", op, positive=False)
         f = f"n_rows * row_len = {r} * {c}"
         sm = self._need(softmax_out, r * c, "softmax_out", f, op)
         g = self._need(grad_output, r * c, "grad_output", f, op)
@@ -438,7 +438,7 @@ class Device(FusedOps):
                           n_groups: int, dim: int, eps: float):
         """(grad_input, grad_weight) of rms_norm."""
         op = "rms_norm_backward"
-        r, d = self._size(n_groups, "n_groups", op, False), self._size(dim, "dim", op, False)
+        r, d = self._size(n_groups, "n_groups", op, positive=False), self._size(dim, "dim", op, positive=False)
         f = f"n_groups * dim = {r} * {d}"
         x = self._need(input, r * d, "input", f, op)
         w = self._need(weight, d, "weight", "dim", op)
@@ -452,7 +452,7 @@ class Device(FusedOps):
         """grad_weight[ids[t]] += grad_output[t]: [vocab_size, dim]."""
         op = "embedding_backward"
         v = self._size(vocab_size, "vocab_size", op, positive=False)
-        s, d = self._size(seq_len, "seq_len", op, False), self._size(dim, "dim", op, False)
+        s, d = self._size(seq_len, "seq_len", op, positive=False), self._size(dim, "dim", op, positive=False)
         g = self._need(grad_output, s * d, "grad_output", f"seq_len * dim = {s} * {d}", op)
         ids = self._need(ids, s, "ids", "seq_len", op, dtype="u32").numpy()
         if ids.size and int(ids.max()) >= v:
@@ -490,8 +490,8 @@ class Device(FusedOps):
         """(mean loss over the positions whose target is not `pad_id`, grad_logits);
         padded positions get a zero gradient. With every position padded the loss is 0."""
         op = "cross_entropy_forward_backward"
-        n, v = (self._size(n_positions, "n_positions", op, False),
-                self._size(vocab_size, "vocab_size", op, False))
+        n, v = (self._size(n_positions, "n_positions", op, positive=False),
+                self._size(vocab_size, "vocab_size", op, positive=False))
         pad = self._size(pad_id, "pad_id", op, positive=False)
         if pad >= 2 ** 32:
             raise ZynMLTypeError(f"{op}(): `pad_id` is a token id (a u32, below 2^32), not {pad}")

@@ -163,6 +163,18 @@ class Session:
             raise ZynMLDeviceError(f"a device id is a string, not {device_id!r}")
         self._default_device = device_id
 
+    def forget_deleted(self, names, python_names) -> list:
+        """Drop the `names` this session holds that `python_names` (the notebook's
+        namespace) no longer has: Python deleted them (`del x`, `%reset`), and a cell must
+        not read the value kept here (every name a notebook's session holds came from
+        Python or went to it). Returns the names dropped."""
+        gone = [n for n in names if n in self.namespace and n not in python_names]
+        if gone:
+            with self.lock:
+                for name in gone:
+                    self.namespace.pop(name, None)
+        return gone
+
     def run_cell(self, source: str, compute_annotations: str = "", **env):
         """Run ZynML `source`; returns (value of the last statement, it was an expression).
         `compute_annotations` (e.g. '@device("cuda:0") @async') apply to every compute block."""

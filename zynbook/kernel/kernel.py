@@ -98,19 +98,12 @@ class ZynMLRunner:
         except ZynMLError:
             return {}
         user_ns, hidden = self.shell.user_ns, self._hidden()
-        namespace = self.session.namespace
         env = {}
+        for name in self.session.forget_deleted(
+                [n for n in free if not n.startswith("_") and n not in hidden], user_ns):
+            self._links.pop(name, None)
         for name in free:
-            if name.startswith("_") or name in hidden:
-                continue
-            if name not in user_ns:
-                # every other name the session holds went to Python after the cell that
-                # bound it: Python deleted it since (`del x`, `%reset`), and the cell must
-                # not read the value the session kept
-                if name in namespace:
-                    with self.session.lock:
-                        namespace.pop(name, None)
-                    self._links.pop(name, None)
+            if name.startswith("_") or name in hidden or name not in user_ns:
                 continue
             value = user_ns[name]
             link = self._links.get(name)

@@ -174,17 +174,6 @@ def _bind_unreplaced(shell, session, kept: dict) -> None:
                     pass
 
 
-def _forget_deleted(shell, session, names) -> None:
-    """Drop from the session the `names` the notebook deleted (`del x`): a cell must not
-    read the value the session kept (every name it holds came from the notebook or went
-    to it)."""
-    namespace, user_ns = session.namespace, shell.user_ns
-    for name in names:
-        if name in namespace and name not in user_ns:
-            with session.lock:
-                namespace.pop(name, None)
-
-
 def _on_magic_line(err: ZynMLError, source: str, shift: int) -> None:
     """Show `err`, raised on line 1 (the magic line), in `source` (the cell with its magic
     line), its columns on that line moved by `shift`."""
@@ -219,7 +208,7 @@ class ComputeMagics(Magics):
         """The cell's ZynML source, the names it binds and the notebook values its free
         names bind to (looked up at every run: the notebook may have rebound them)."""
         source, bound, free, _ = _cell_form(cell)
-        _forget_deleted(self.shell, self.session, free)
+        self.session.forget_deleted(free, self.shell.user_ns)
         return source, bound, _notebook_values(self.shell, free, held=self.session.namespace)
 
     @cell_magic
@@ -245,7 +234,7 @@ class ComputeMagics(Magics):
                     kept = {}
                 kept[name] = (value, namespace.get(name, _UNBOUND))
         env = _notebook_values(shell, free, kept, namespace)   # the other names it reads
-        _forget_deleted(shell, session, free)
+        session.forget_deleted(free, user_ns)
         held = [namespace.get(name, _UNBOUND) for name in bound]
         try:
             watched = cell_progress(session)

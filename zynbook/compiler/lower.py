@@ -35,7 +35,7 @@ CAST_NAMES = {"float": "f32", "int": "i32", "f16": "f16", "bf16": "bf16", "f32":
               "f64": "f64", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "u8",
               "u16": "u16", "u32": "u32", "u64": "u64", "bool": "bool"}
 KERNEL_BUILTINS = (set(cir.MATH_FUNCTIONS) | set(cir.TILE_FUNCTIONS) | set(CAST_NAMES)
-                   | {"dot", "reduce", "barrier"})
+                   | {"dot", "reduce", "barrier", "where"})
 
 
 @dataclass
@@ -970,6 +970,8 @@ class _Lowering:
             self._same_dim(args[0].ty.shape[0], args[1].ty.shape[0], e.args[1].span,
                            "the lengths of dot()'s vectors")
             return cir.Dot(args[0], args[1], cir.Ty(promote(args[0].ty.dtype, args[1].ty.dtype)))
+        if fn == "where":
+            return self.where_call(args, e)
         if fn in cir.MATH_FUNCTIONS:
             arity = cir.MATH_FUNCTIONS[fn]
             if (arity is None and len(args) < 2) or (arity is not None and len(args) != arity):
@@ -999,6 +1001,28 @@ class _Lowering:
             return self.tile_call(fn, args, e)
         raise ZynMLNameError(f"unknown function `{fn}`{_did_you_mean(fn, KERNEL_BUILTINS)}",
                              e.func.span)
+
+    def where_call(self, args, e):
+        """`where(cond, a, b)`: numpy's where, elementwise on numbers and tiles (they
+        broadcast); a number as the condition is true when it is not zero, and the result
+        has the promoted dtype of `a` and `b` (bool where both are)."""
+        if len(args) != 3:
+            raise ZynMLTypeError("where(cond, a, b) takes three values", e.span)
+        shape = ()
+        for a, node in zip(args, e.args):
+            shape = self._broadcast(shape, a.ty.shape, node.span)
+        cond, a, b = args
+        if cond.ty.dtype != "bool":
+            zero = 0.0 if is_float(cond.ty.dtype) else 0
+            cond = cir.Bin("!=", cond, cir.Const(zero, cir.Ty(cond.ty.dtype)),
+                           cir.Ty("bool", cond.ty.shape))
+        if a.ty.dtype == b.ty.dtype == "bool":
+            dtype = "bool"
+        else:
+            a, b = self._half_literal(a, b), self._half_literal(b, a)
+            dtype = promote(a.ty.dtype, b.ty.dtype, self._is_weak(a), self._is_weak(b))
+            a, b = self._widen_weak(a, dtype), self._widen_weak(b, dtype)
+        return cir.Select(cond, a, b, cir.Ty(dtype, shape))
 
     def tile_call(self, fn, args, e):
         if fn in ("zeros", "ones"):

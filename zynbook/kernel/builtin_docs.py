@@ -140,8 +140,9 @@ BUILTIN_DOCS.update(_device_docs())
 BUILTIN_DOCS.update({
     "memory_stats": ("memory_stats(device=, reset=false)", "live and peak bytes of the device "
                                                            "interface's buffers on a device"),
-    "where": ("where(cond, a, b)", "a where cond is true, else b (in `elementwise`'s function: "
-                                   "traced into the kernel)"),
+    "where": ("where(cond, a, b)", "a where cond is true, else b, elementwise with numpy's "
+                                   "broadcasting; on the host, inside a compute body, and in "
+                                   "`elementwise`'s function"),
 })
 
 

@@ -1,0 +1,53 @@
+"""Gaps found by writing programs from docs/language.md: each construct run on every device
+present and compared with numpy written here, or refused with a ZynML error that says why."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import assert_equals_numpy, raises, wanted_devices
+
+DEVICES = wanted_devices()
+
+
+def _on(device, src, **inputs):
+    r = zynbook.run(src, device=device, **inputs)
+    return r.numpy() if hasattr(r, "numpy") else r
+
+
+# ------------------------------------------------------------------ where() in a body
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_where_inside_a_compute_body(device):
+    """`where(cond, a, b)` is numpy's where in a body too: of numbers (a literal is weak, so
+    an f16 input stays f16), of integers, with a number as the condition (true when not
+    zero), and of tiles, which broadcast."""
+    x = np.array([-3.0, -0.5, 0.0, 0.25, 2.0, 7.5], np.float32)
+    src = ("let y = compute(x) {\n    for i in 0..n:\n"
+           "        out[i] = where(x[i] > 0.0, x[i], 0.5 * x[i])\n}\ny")
+    assert_equals_numpy(_on(device, src, x=x), np.where(x > 0, x, 0.5 * x), 1e-6)
+
+    h = x.astype(np.float16)
+    got = _on(device, src.replace("x", "h"), h=h)
+    assert got.dtype == np.float16
+    assert_equals_numpy(got, np.where(h > 0, h, np.float16(0.5) * h), 1e-3)
+
+    k = np.array([5, -7, 0, 2147483647, -2147483648], np.int32)
+    src = ("let y = compute(k) {\n    for i in 0..n:\n"
+           "        out[i] = where(k[i], k[i] - 1, 42)\n}\ny")
+    with np.errstate(over="ignore"):
+        assert_equals_numpy(_on(device, src, k=k), np.where(k != 0, k - np.int32(1), 42), 0)
+
+    m = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.0
+    src = ("let y = compute(m) {\n    for i in 0..r:\n"
+           "        out[i] = where(m[i] < 0.0, 0.0, m[i] + m[0])\n}\ny")
+    assert_equals_numpy(_on(device, src, m=m), np.where(m < 0, 0.0, m + m[0]), 1e-6)
+    src = "let y = compute(m) {\n    for i in 0..r:\n        out[i] = where(m[i] > 1.0, 1, -1)\n}\ny"
+    assert_equals_numpy(_on(device, src, m=m), np.where(m > 1, 1, -1).astype(np.int32), 0)
+
+
+def test_where_in_a_body_takes_three_values():
+    err = raises("type", "let x = ones([3])\nlet y = compute(x) {\n    for i in 0..n:\n"
+                 "        out[i] = where(x[i] > 0.0, x[i])\n}", 4, 18)
+    assert "three" in err.message

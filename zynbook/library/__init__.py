@@ -181,6 +181,13 @@ ATTENTION_CAUSAL = ("let y = compute(q, k, v) {\n    @kernel attention\n" +
                     _ATTENTION_BODY.replace("COND", "if j <= i:"))
 ATTENTION_MASKED_CAUSAL = ("let y = compute(q, k, v, mask) {\n    @kernel attention\n" +
                            _ATTENTION_BODY.replace("COND", "if mask[i, j] and j <= i:"))
+# a float mask is additive (torch's attn_mask of a float dtype): added to the scores, so a
+# key under -inf gets no weight; a bool or integer mask keeps the keys where it holds
+_ADDED = _ATTENTION_BODY.replace(") / sqrt(head_dim)", ") / sqrt(head_dim) + mask[i, j]")
+ATTENTION_ADDITIVE = ("let y = compute(q, k, v, mask) {\n    @kernel attention\n" +
+                      _unindent_cond(_ADDED))
+ATTENTION_ADDITIVE_CAUSAL = ("let y = compute(q, k, v, mask) {\n    @kernel attention\n" +
+                             _ADDED.replace("COND", "if j <= i:"))
 
 # a row or column whose sum is 1e-10 or less (exp(m - top) underflowed there) is left as
 # it is, as the spec's normalize_rows and normalize_cols leave it (0 / 0 made every value NaN)
@@ -447,8 +454,11 @@ def _attention(args, kwargs):
     if m.shape != (q.shape[2], k.shape[2]):
         raise ZynMLShapeError(f"attention(): the mask is [seq_q, seq_k] = "
                               f"{[q.shape[2], k.shape[2]]}, not {list(m.shape)}")
-    return _grouped(ATTENTION_MASKED_CAUSAL if causal else ATTENTION_MASKED, grouped, scale), \
-        {"q": q, "k": k, "v": v, "mask": m, **sizes}, finish
+    if m.dtype in ("f16", "bf16", "f32", "f64"):
+        source = ATTENTION_ADDITIVE_CAUSAL if causal else ATTENTION_ADDITIVE
+    else:
+        source = ATTENTION_MASKED_CAUSAL if causal else ATTENTION_MASKED
+    return _grouped(source, grouped, scale), {"q": q, "k": k, "v": v, "mask": m, **sizes}, finish
 
 
 def _grouped(source: str, grouped: bool, scale=None) -> str:
@@ -489,7 +499,8 @@ KERNELS = {
     "attention": LibraryKernel("attention",
                                "attention(q, k, v, mask=None, causal=False, scale=None)",
                                _attention, "softmax(q k^T / sqrt(head_dim)) v over the keys the "
-                               "mask keeps (and, causal, keys 0..i of query i)"),
+                               "mask keeps (a float mask is added to the scores) and, "
+                               "causal, keys 0..i of query i"),
     "sinkhorn": LibraryKernel("sinkhorn", "sinkhorn(m, iterations=20)", _sinkhorn,
                               "Sinkhorn-Knopp: exp(m) made doubly stochastic"),
 }

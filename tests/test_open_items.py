@@ -51,3 +51,23 @@ def test_where_in_a_body_takes_three_values():
     err = raises("type", "let x = ones([3])\nlet y = compute(x) {\n    for i in 0..n:\n"
                  "        out[i] = where(x[i] > 0.0, x[i])\n}", 4, 18)
     assert "three" in err.message
+
+
+# ------------------------------------------------------------------ `{ for ...:` bodies
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_loop_opened_on_the_brace_line_with_its_body_below(device):
+    """`compute(x) { for i in 0..n:` with the loop's body on the lines below: the loop sits
+    on the `{` line, so its body is indented past that line, as under any `for`."""
+    x = np.arange(5, dtype=np.float32)
+    src = "let y = compute(x) { for i in 0..n:\n        out[i] = x[i] * 2.0\n}\ny"
+    assert_equals_numpy(_on(device, src, x=x), x * 2, 0)
+    src = ("let y = [compute(x) { for i in 0..n:\n    if i > 1:\n        out[i] = x[i]\n"
+           "    else:\n        out[i] = 1.0\n    }, 1]\ny[0]")
+    assert_equals_numpy(_on(device, src, x=x), np.where(np.arange(5) > 1, x, 1.0), 0)
+
+
+def test_a_loop_on_the_brace_line_needs_an_indented_body():
+    err = raises("syntax", "let x = ones([3])\nlet y = compute(x) { for i in 0..n:\n"
+                 "out[i] = x[i]\n}", 3, 1)
+    assert "indented block" in err.message

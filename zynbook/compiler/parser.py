@@ -27,14 +27,18 @@ class BlockIndenter:
 
     def process(self, stream):
         # each context: [opening bracket, indentation levels or None before its first line,
-        #                a line left of the block's base waiting for its `}`]
-        contexts = [["", [0], None, None]]
+        #                a line left of the block's base waiting for its `}`, the opener,
+        #                the indentation of the line the opener is on]
+        contexts = [["", [0], None, None, 0]]
         last = None
+        line_indent = 0         # of the (physical) line being read
         for tok in stream:
             if tok.type == "_NL":
+                opens_suite = last is not None and last.type == "COLON"
+                line_indent = self._indent_of(tok)
                 if contexts[-1][0] in ("(", "["):
                     continue
-                yield from self._newline(tok, contexts)
+                yield from self._newline(tok, contexts, opens_suite)
                 last = tok
                 continue
             pending = contexts[-1][2]
@@ -48,7 +52,7 @@ class BlockIndenter:
                                 _tok_span(opener)),))
                 contexts[-1][2] = None
             if tok.type in ("LPAR", "LSQB", "LBRACE"):
-                contexts.append([tok.value, None, None, tok])
+                contexts.append([tok.value, None, None, tok, line_indent])
             elif tok.type in ("RPAR", "RSQB", "RBRACE") and len(contexts) > 1:
                 ctx = contexts.pop()
                 for _ in (ctx[1] or [0])[1:]:
@@ -74,7 +78,7 @@ class BlockIndenter:
         text = nl_token.value.rsplit("\n", 1)[-1]
         return len(text[: len(text) - len(text.lstrip(" \t"))].expandtabs(8))
 
-    def _newline(self, nl, contexts):
+    def _newline(self, nl, contexts, opens_suite=False):
         ctx = contexts[-1]
         indent = self._indent_of(nl)
         yield nl
@@ -82,9 +86,15 @@ class BlockIndenter:
         at = dict(line=line, column=indent + 1, end_line=line, end_column=indent + 1,
                   start_pos=nl.end_pos, end_pos=nl.end_pos)
         if ctx[1] is None:
-            # first line inside a `{`: it sets the block's base indentation
-            ctx[1] = [indent]
-            return
+            if opens_suite and ctx[0] == "{":
+                # `{ for i in 0..n:` with its body on the lines below: the loop's statement
+                # sits on the `{` line, so the block's base is that line's indentation and
+                # the body must be indented past it, as under any other `for`
+                ctx[1] = [ctx[4]]
+            else:
+                # first line inside a `{`: it sets the block's base indentation
+                ctx[1] = [indent]
+                return
         levels = ctx[1]
         if indent > levels[-1]:
             levels.append(indent)

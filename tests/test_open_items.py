@@ -71,3 +71,30 @@ def test_a_loop_on_the_brace_line_needs_an_indented_body():
     err = raises("syntax", "let x = ones([3])\nlet y = compute(x) { for i in 0..n:\n"
                  "out[i] = x[i]\n}", 3, 1)
     assert "indented block" in err.message
+
+
+# ------------------------------------------------------------------ out[j % c]
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_output_index_that_is_a_remainder(device):
+    """`out[j % 4, k]`: the axis is as long as the remainder can reach (4, or fewer where j
+    stops sooner); two iterations write one position, so the loop runs in order and the
+    last write stays, and `+=` sums the rows that fall together."""
+    x = np.arange(24, dtype=np.float32).reshape(8, 3)
+    src = "let y = compute(x) {\n    for j in 0..n, k in 0..m:\n        out[j % 4, k] = x[j, k]\n}\ny"
+    assert_equals_numpy(_on(device, src, x=x), x[4:], 0)
+    src = ("let y = compute(x) {\n    for j in 0..n, k in 0..m:\n"
+           "        out[(j + 1) % 3, k] += x[j, k]\n}\ny")
+    want = np.zeros((3, 3), np.float32)
+    for j in range(8):
+        want[(j + 1) % 3] += x[j]
+    assert_equals_numpy(_on(device, src, x=x), want, 1e-6)
+    src = "let y = compute(x) {\n    for j in 0..2:\n        out[j % 4] = x[j + 6, 0]\n}\ny"
+    assert_equals_numpy(_on(device, src, x=x), x[6:, 0], 0)
+
+
+def test_a_remainder_index_below_zero_is_a_runtime_error():
+    """C's `%` keeps the dividend's sign: `(j - 3) % 4` is -3 at j = 0, outside out."""
+    err = raises("runtime", "let x = ones([8])\nlet y = compute(x) {\n    for j in 0..n:\n"
+                 "        out[(j - 3) % 4] = x[j]\n}\ny", 4, 13)
+    assert "-3" in err.message

@@ -135,7 +135,8 @@ def bounds(e, ranges: dict, steps: dict | None = None):
             lo_form = _add(lo_form, _scale(linear(smallest) or _opaque(smallest), coef))
             hi_form = _add(hi_form, _scale(linear(largest) or _opaque(largest), coef))
         elif uses_vars(ex, ranges):
-            q = _quotient_bounds(ex, ranges, steps) or _product_bounds(ex, ranges, steps)
+            q = _quotient_bounds(ex, ranges, steps) or _remainder_bounds(ex, ranges, steps) \
+                or _product_bounds(ex, ranges, steps)
             if q is None:
                 return None
             smallest, largest = q if coef > 0 else (q[1], q[0])
@@ -174,6 +175,26 @@ def _quotient_bounds(e, ranges, steps):
     if inner is None:
         return None
     return tuple(_div(b, e.right) for b in inner)
+
+
+def _remainder_bounds(e, ranges, steps):
+    """Bounds of `a % c` for an affine `a` and a constant c > 0: C's remainder takes the sign
+    of `a` and is smaller than c in size, and never further from 0 than `a` is (`j % 4`
+    with j in 0..n is at most min(n - 1, 3))."""
+    if not (isinstance(e, cir.Bin) and e.op == "%" and cir_is_int(e)
+            and isinstance(e.right, cir.Const) and isinstance(e.right.value, int)
+            and e.right.value > 0):
+        return None
+    inner = bounds(e.left, ranges, steps)
+    if inner is None:
+        return None
+    lo, hi = inner
+    largest = const(e.right.value - 1)
+    if isinstance(lo, cir.Const) and lo.value >= 0:
+        # never negative: an empty range (hi < 0) keeps its empty bound
+        return const(0), _extreme("min", hi, largest)
+    return (_extreme("max", _extreme("min", lo, const(0)), const(-e.right.value + 1)),
+            _extreme("min", _extreme("max", hi, const(0)), largest))
 
 
 def _product_bounds(e, ranges, steps):

@@ -45,7 +45,7 @@ ERR = "zyn_err"
 PARAMS = "zyn_p"
 
 _UNARY_BUILTINS = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil",
-                   "round", "sinh", "cosh", "abs"}
+                   "round", "cosh", "abs"}
 
 
 # 64-bit integer buffers are stored in 32 bits (the device refuses data that does not fit):
@@ -280,7 +280,7 @@ class WgslDialect:
             return f"{self.need('zyn_sq_' + t)}({args[0]})"
         if fn == "fmod":
             return f"({args[0]} % {args[1]})"       # WGSL's float % truncates, as C's fmod
-        if fn in ("tanh", "sigmoid", "silu", "gelu", "erf", "pow"):
+        if fn in ("tanh", "sinh", "sigmoid", "silu", "gelu", "erf", "pow"):
             return f"{self.need('zyn_' + fn + '_f32')}({', '.join(args)})"
         self.refuse(f"{fn}()")
 
@@ -607,13 +607,36 @@ fn zyn_tanh_f32(x: f32) -> f32 {
     // tanh saturates to +-1 well before |x| = 15; clamping keeps exp() finite (a NaN is
     // returned as it is: clamp may not keep it)
     if (zyn_isnan_f32(x)) { return x; }
+    if (abs(x) < 0.625f) {
+        // near 0 the builtin (a quotient of exponentials) keeps only the absolute error:
+        // tanh(1e-4) was off by 2e-4 of itself; Cephes' tanhf polynomial keeps the digits
+        let z = x * x;
+        return x + x * z * ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z
+            - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z - 3.33332819422e-1f);
+    }
     return tanh(clamp(x, -15.0f, 15.0f)); }""",
+    "zyn_sinh_f32": """\
+fn zyn_sinh_f32(x: f32) -> f32 {
+    if (abs(x) < 1.0f) {
+        // the builtin, (exp(x) - exp(-x)) / 2, loses the digits of small values (Cephes'
+        // sinhf polynomial keeps them)
+        let z = x * x;
+        return x + x * z * ((2.03721912945e-4f * z + 8.33028376239e-3f) * z
+            + 1.66667160211e-1f);
+    }
+    return sinh(x); }""",
     "zyn_sigmoid_f32": "fn zyn_sigmoid_f32(x: f32) -> f32 { return 1.0f / (1.0f + exp(-x)); }",
     "zyn_silu_f32": "fn zyn_silu_f32(x: f32) -> f32 { return x / (1.0f + exp(-x)); }",
     "zyn_erf_f32": """\
 fn zyn_erf_f32(x: f32) -> f32 {
-    // Abramowitz & Stegun 7.1.26 refined: |error| < 1.5e-7
+    // Abramowitz & Stegun 7.1.26 refined: |error| < 1.5e-7, which near 0 is most of the
+    // value (erf(1e-4) was off by 1e-3 of itself): there the Taylor series
     let a = abs(x);
+    if (a < 0.5f) {
+        let z = x * x;
+        return x * (1.1283791671f + z * (-0.3761263890f + z * (0.1128379167f
+            + z * (-0.0268661707f + z * (0.0052239776f - z * 0.0008548327f)))));
+    }
     let t = 1.0f / (1.0f + 0.3275911f * a);
     let y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t
         - 0.284496736f) * t + 0.254829592f) * t * exp(-a * a);

@@ -250,7 +250,7 @@ def _clamp(x, lo, hi):
 
 def _gelu(x, dtype):
     f = float(x)
-    return _NP[dtype](0.5 * f * (1.0 + math.erf(f * 0.7071067811865476)))
+    return _NP[dtype](0.5 * f * math.erfc(-f * 0.7071067811865476))
 
 
 def _erf(x, dtype):

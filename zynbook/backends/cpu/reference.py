@@ -103,6 +103,7 @@ def _lanes_of(*vals) -> int:
 
 
 _ERF = np.frompyfunc(math.erf, 1, 1)
+_ERFC = np.frompyfunc(math.erfc, 1, 1)
 
 
 def _erf(x):
@@ -111,6 +112,13 @@ def _erf(x):
     # gelu differed from the compiled devices' in the seventh digit)
     x = np.asarray(x, dtype=np.float64)
     return _ERF(x).astype(np.float64) if x.ndim else np.float64(math.erf(float(x)))
+
+
+def _erfc(x):
+    """1 - erf(x) in f64 without the cancellation: gelu(x) of a negative x is
+    x / 2 * erfc(-x / sqrt(2)) (1 + erf(x / sqrt(2)) in f32 kept no digit of gelu(-6))."""
+    x = np.asarray(x, dtype=np.float64)
+    return _ERFC(x).astype(np.float64) if x.ndim else np.float64(math.erfc(float(x)))
 
 
 def _int_div(a, b):
@@ -128,7 +136,7 @@ _UNARY = {
     "relu": lambda x: np.maximum(x, 0),
     "silu": lambda x: x / (1.0 + np.exp(-x)),
     "erf": lambda x: _erf(x),
-    "gelu": lambda x: 0.5 * x * (1.0 + _erf(np.asarray(x) / math.sqrt(2.0)).astype(np.result_type(x, np.float32))),
+    "gelu": lambda x: 0.5 * x * _erfc(-np.asarray(x, np.float64) / math.sqrt(2.0)).astype(np.result_type(x, np.float32)),
 }
 
 _IDENTITY = {"+": 0, "*": 1, "max": -np.inf, "min": np.inf, "and": True, "or": False,

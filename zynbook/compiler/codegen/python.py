@@ -14,7 +14,7 @@ _FN = {
     "rsqrt": "(1.0 / np.sqrt({0}))", "sigmoid": "(1.0 / (1.0 + np.exp(-({0}))))",
     "relu": "np.maximum({0}, 0)", "silu": "(({0}) / (1.0 + np.exp(-({0}))))",
     "round": "np.rint({0})", "erf": "_erf({0})",
-    "gelu": "(0.5 * ({0}) * (1.0 + _erf(({0}) / np.sqrt(2.0))))",
+    "gelu": "(0.5 * ({0}) * _erfc(-({0}) / np.sqrt(2.0)))",
     "transpose": "np.swapaxes({0}, -1, -2)",
     "row_max": "np.max({0}, axis=-1, keepdims=True)",
     "row_sum": "np.sum({0}, axis=-1, keepdims=True)",
@@ -143,12 +143,13 @@ class _Renderer:
 
 
 PRELUDE = '''import numpy as np
-from math import erf as _scalar_erf
+from math import erf as _scalar_erf, erfc as _scalar_erfc
 
 _DT = {"f16": np.float16, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
        "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
        "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bool": np.bool_}
 _erf = np.vectorize(_scalar_erf, otypes=[np.float64])
+_erfc = np.vectorize(_scalar_erfc, otypes=[np.float64])
 
 
 def _idiv(a, b):

@@ -25,8 +25,9 @@ HELPERS = {
     "zyn_ipow": ("template <typename T> {q}T zyn_ipow(T a, T b) {{ unsigned long long r = 1, "
                  "x = (unsigned long long)a; for (; b > 0; b /= 2) {{ if (b % 2 == 1) r *= x; x *= x; }} "
                  "return (T)r; }}", ()),
-    "zyn_gelu": ("{q}float zyn_gelu(float x) {{ return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }}\n"
-                 "{q}double zyn_gelu(double x) {{ return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }}", ()),
+    # through erfc: 1 + erf(x / sqrt(2)) cancels for a negative x (gelu(-6) kept no digit)
+    "zyn_gelu": ("{q}float zyn_gelu(float x) {{ return 0.5f * x * erfcf(x * -0.70710678118654752f); }}\n"
+                 "{q}double zyn_gelu(double x) {{ return 0.5 * x * erfc(x * -0.70710678118654752); }}", ()),
     "zyn_silu": ("{q}float zyn_silu(float x) {{ return x / (1.0f + expf(-x)); }}\n"
                  "{q}double zyn_silu(double x) {{ return x / (1.0 + exp(-x)); }}", ()),
     "zyn_sigmoid": ("{q}float zyn_sigmoid(float x) {{ return 1.0f / (1.0f + expf(-x)); }}\n"

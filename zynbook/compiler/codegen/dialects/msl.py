@@ -32,13 +32,24 @@ MSL_HELPERS = dict(HELPERS, **{
         "        return x * (1.1283791671f + x2 * (-0.3761263890f + x2 * (0.1128379167f +\n"
         "               x2 * (-0.0268661707f + x2 * (0.0052239776f - x2 * 0.0008548327f)))));\n"
         "    }}\n"
+        "    const float y = zyn_erfc(ax);\n"
+        "    return x >= 0.0f ? 1.0f - y : y - 1.0f; }}", ("zyn_erfc",)),
+    "zyn_erfc": (
+        "// erfc, relative error about 5e-7 in float (Numerical Recipes' erfcc; exp(-x * x)\n"
+        "// split at x's multiple of 1/16 below it, whose square is exact, so a large x keeps\n"
+        "// its digits)\n"
+        "{q}float zyn_erfc(float x) {{\n"
+        "    const float ax = fabs(x);\n"
+        "    if (ax >= 10.0f) return x > 0.0f ? 0.0f : 2.0f;\n"
         "    const float t = 1.0f / (1.0f + 0.5f * ax);\n"
-        "    const float y = t * exp(-ax * ax - 1.26551223f + t * (1.00002368f + t * (0.37409196f +\n"
-        "                    t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f +\n"
-        "                    t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));\n"
-        "    return x >= 0.0f ? 1.0f - y : y - 1.0f; }}", ()),
-    "zyn_gelu": ("{q}float zyn_gelu(float x) {{ return 0.5f * x * (1.0f + zyn_erf(x * 0.7071067811865476f)); }}",
-                 ("zyn_erf",)),
+        "    const float h = floor(ax * 16.0f) * 0.0625f;\n"
+        "    const float y = t * exp(-h * h) * exp((h - ax) * (h + ax) - 1.26551223f + t * (1.00002368f +\n"
+        "                    t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f +\n"
+        "                    t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));\n"
+        "    return x >= 0.0f ? y : 2.0f - y; }}", ()),
+    # through erfc: 1 + erf(x / sqrt(2)) cancels for a negative x (gelu(-6) kept no digit)
+    "zyn_gelu": ("{q}float zyn_gelu(float x) {{ return 0.5f * x * zyn_erfc(x * -0.7071067811865476f); }}",
+                 ("zyn_erfc",)),
     "zyn_silu": ("{q}float zyn_silu(float x) {{ return x / (1.0f + exp(-x)); }}", ()),
     "zyn_sigmoid": ("{q}float zyn_sigmoid(float x) {{ return 1.0f / (1.0f + exp(-x)); }}", ()),
     "zyn_pow": (

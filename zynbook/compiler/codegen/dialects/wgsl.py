@@ -45,7 +45,7 @@ ERR = "zyn_err"
 PARAMS = "zyn_p"
 
 _UNARY_BUILTINS = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil",
-                   "round", "cosh", "abs"}
+                   "round", "abs"}
 
 
 # 64-bit integer buffers are stored in 32 bits (the device refuses data that does not fit):
@@ -279,8 +279,8 @@ class WgslDialect:
         if fn == "pow2":
             return f"{self.need('zyn_sq_' + t)}({args[0]})"
         if fn == "fmod":
-            return f"({args[0]} % {args[1]})"       # WGSL's float % truncates, as C's fmod
-        if fn in ("tanh", "sinh", "sigmoid", "silu", "gelu", "erf", "pow"):
+            return f"{self.need('zyn_fmod_' + t)}({args[0]}, {args[1]})"
+        if fn in ("tanh", "sinh", "cosh", "sigmoid", "silu", "gelu", "erf", "pow"):
             return f"{self.need('zyn_' + fn + '_f32')}({', '.join(args)})"
         self.refuse(f"{fn}()")
 
@@ -560,8 +560,10 @@ def _deps(name: str) -> tuple:
         return ("zyn_isnan_" + name[-3:],)
     if name == "zyn_isnan_f64":
         return ("zyn_isnan_f32",)
+    if name.startswith("zyn_fmod_"):
+        return ("zyn_isnan_" + name[-3:],)
     if name == "zyn_gelu_f32":
-        return ("zyn_erf_f32",)
+        return ("zyn_erfc_f32",)
     if name in ("zyn_tanh_f32", "zyn_pow_f32"):
         return ("zyn_isnan_f32",)
     return ()
@@ -624,7 +626,18 @@ fn zyn_sinh_f32(x: f32) -> f32 {
         return x + x * z * ((2.03721912945e-4f * z + 8.33028376239e-3f) * z
             + 1.66667160211e-1f);
     }
+    if (abs(x) > 9.0f) {
+        // the builtin's exp(x) is infinite past 88.7 where sinh is not (89.0 gives
+        // 2.24e38): exp(|x| / 2) squared, halved, as a product of finite factors
+        let e = exp(abs(x) * 0.5f);
+        return select(-e, e, x > 0.0f) * (0.5f * e);
+    }
     return sinh(x); }""",
+    "zyn_cosh_f32": """\
+fn zyn_cosh_f32(x: f32) -> f32 {
+    // as sinh: finite up to 89.4, where exp(x) of the builtin is infinite past 88.7
+    if (abs(x) > 9.0f) { let e = exp(abs(x) * 0.5f); return e * (0.5f * e); }
+    return cosh(x); }""",
     "zyn_sigmoid_f32": "fn zyn_sigmoid_f32(x: f32) -> f32 { return 1.0f / (1.0f + exp(-x)); }",
     "zyn_silu_f32": "fn zyn_silu_f32(x: f32) -> f32 { return x / (1.0f + exp(-x)); }",
     "zyn_erf_f32": """\
@@ -641,8 +654,21 @@ fn zyn_erf_f32(x: f32) -> f32 {
     let y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t
         - 0.284496736f) * t + 0.254829592f) * t * exp(-a * a);
     return sign(x) * y; }""",
+    "zyn_erfc_f32": """\
+fn zyn_erfc_f32(x: f32) -> f32 {
+    // relative error about 5e-7 (Numerical Recipes' erfcc; exp(-x * x) split at x's
+    // multiple of 1/16 below it, whose square is exact, so a large x keeps its digits)
+    let a = abs(x);
+    if (a >= 10.0f) { return select(2.0f, 0.0f, x > 0.0f); }
+    let t = 1.0f / (1.0f + 0.5f * a);
+    let h = floor(a * 16.0f) * 0.0625f;
+    let y = t * exp(-h * h) * exp((h - a) * (h + a) - 1.26551223f + t * (1.00002368f
+        + t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f
+        + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));
+    return select(2.0f - y, y, x >= 0.0f); }""",
+    # through erfc: 1 + erf(x / sqrt(2)) cancels for a negative x (gelu(-6) kept no digit)
     "zyn_gelu_f32": """\
-fn zyn_gelu_f32(x: f32) -> f32 { return 0.5f * x * (1.0f + zyn_erf_f32(x * 0.70710678118654752f)); }""",
+fn zyn_gelu_f32(x: f32) -> f32 { return 0.5f * x * zyn_erfc_f32(x * -0.70710678118654752f); }""",
     "zyn_pow_f32": """\
 fn zyn_pow_f32(a: f32, b: f32) -> f32 {
     // numpy's power (C's pow), where WGSL's pow is undefined: a^0 and 1^b are 1 (a NaN
@@ -678,6 +704,28 @@ fn zyn_bf16(x: f32) -> f32 {
 
 for _t in ("f32", "f64"):
     _FIXED[f"zyn_sq_{_t}"] = f"fn zyn_sq_{_t}(a: {_t}) -> {_t} {{ return a * a; }}"
+    _STEPS = 300 if _t == "f32" else 2200         # binades from the least subnormal up
+    _FIXED[f"zyn_fmod_{_t}"] = (
+        "// C's fmod, exact: WGSL's float % is x - y * trunc(x / y), which loses the remainder\n"
+        "// once the quotient has more digits than the type (8216181.5 % 18.093166 gave 2.5,\n"
+        "// not 2.287201). Long division: y scaled by powers of 2 into x's binade, subtracted\n"
+        "// where it fits (exactly: d <= r < 2d), halved back down to |y|. The loops are\n"
+        "// bounded: llvmpipe computed the lane of an infinite x as if it were finite, looped\n"
+        "// on without end and quit every lane's loop at its limit of iterations.\n"
+        f"fn zyn_fmod_{_t}(x: {_t}, y: {_t}) -> {_t} {{\n"
+        f"    let small = abs(x) < abs(y);      // x itself, y infinite too\n"
+        f"    let bad = !(abs(y) > 0.0) || zyn_isnan_{_t}(y) || zyn_isnan_{_t}(x - x);  // NaN\n"
+        f"    let b = select(abs(y), 1.0, small || bad);\n"
+        f"    var r = select(abs(x), 0.0, small || bad);\n"
+        # frexp of an f64 gives an i64 exponent, which shaders may not have: from |y| there
+        + ("    var d = ldexp(b, clamp(frexp(r).exp - frexp(b).exp, 0, 300));\n"
+           if _t == "f32" else "    var d = b;\n")
+        + f"    for (var i = 0; i < {_STEPS} && d > r && d > b; i++) {{ d = d * 0.5; }}\n"
+        f"    for (var i = 0; i < {_STEPS} && d + d <= r; i++) {{ d = d + d; }}\n"
+        f"    for (var i = 0; i < {_STEPS}; i++) {{\n        if (r >= d) {{ r = r - d; }}\n"
+        f"        if (d <= b) {{ break; }}\n        d = d * 0.5;\n    }}\n"
+        f"    let nan = {_t}(bitcast<f32>(0x7fc00000u));\n"
+        f"    return select(select(select(r, -r, x < 0.0), nan, bad), x, small); }}")
     for _fn in ("max", "min"):
         _FIXED[f"zyn_{_fn}_{_t}"] = (
             "// max and min propagate NaN, as numpy's maximum and minimum do (selects, no branch)\n"

@@ -52,7 +52,9 @@ class Site:
 
     def message(self, value: int) -> str:
         if self.kind == INDEX:
-            return (f"index {value} is out of range for an axis of size "
+            # the flag's value word holds 32 bits: a wider index is reported saturated
+            past = (" or more" if value == 2**31 - 1 else " or less" if value == -2**31 else "")
+            return (f"index {value}{past} is out of range for an axis of size "
                     f"{cir.format_dim(self.extent)} of `{self.buffer}`")
         if self.kind == LIMIT:      # (value: the last index the size reaches)
             return (f"{self.buffer} {value + 1} is past the {self.extent} that this device's "

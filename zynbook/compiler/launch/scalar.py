@@ -260,9 +260,13 @@ class ScalarLowering:
         return cast(self.expr(e), dtype)
 
     def index(self, e) -> ir.Expr:
+        return cast(self.index_value(e), self.idx)
+
+    def index_value(self, e) -> ir.Expr:
+        """Index `e` in its own integer type, not yet converted to the index type."""
         self.indexing += 1
         try:
-            return cast(self.expr(e), self.idx)
+            return self.expr(e)
         finally:
             self.indexing -= 1
 
@@ -363,12 +367,19 @@ class ScalarLowering:
             raise NotScalar(f"a row of `{buffer}`")
         off, guards = None, []
         for k, ix in enumerate(index):
-            i = self.index(ix)
+            raw = self.index_value(ix)
+            i = cast(raw, self.idx)
             if not self.facts.index_in_range(ix, shape[k]):
                 site = self.sites.add(errflag.INDEX, self.line, buffer, shape[k],
                                       spans[k] if k < len(spans) else None)
+                # an index wider than the index type (an i64 or u64 read from an input) is
+                # checked before it is narrowed: x[n[i]] with n[i] = 2^40 read x[0]
+                wide = raw.dtype if _INT_BITS.get(raw.dtype, 0) > _INT_BITS[self.idx] else None
                 if store:
-                    guards.append(ir.InRange(i, self.size(shape[k]), site))
+                    guards.append(ir.InRange(raw, cast(self.size(shape[k]), wide), site)
+                                  if wide else ir.InRange(i, self.size(shape[k]), site))
+                elif wide:
+                    i = cast(ir.Checked(raw, cast(self.size(shape[k]), wide), site, wide), self.idx)
                 else:
                     i = ir.Checked(i, self.size(shape[k]), site, self.idx)
             stride = [self.size(d) for d in shape[k + 1:]

@@ -62,7 +62,7 @@ class CppDialect(CFamily):
     TYPES = dict(C_TYPES, f16="_Float16", bf16="float")     # bf16 held as f32, as the reference
     HELPERS = CPP_HELPERS
     FAIL = ("int z = 0; if (__atomic_compare_exchange_n(e, &z, site, false, __ATOMIC_RELAXED, "
-            "__ATOMIC_RELAXED)) __atomic_store_n(e + 1, (int)v, __ATOMIC_RELAXED);")
+            "__ATOMIC_RELAXED)) __atomic_store_n(e + 1, (int)(v > 2147483647 ? 2147483647 : v < -2147483647 - 1 ? -2147483647 - 1 : v), __ATOMIC_RELAXED);")
 
     def __init__(self, openmp: bool = True):
         super().__init__()

@@ -198,7 +198,7 @@ class CudaDialect(CFamily):
     HELPERS = CUDA_HELPERS
     VEC4 = "float4"
     _dynamic = None             # the next free byte of zyn_smem while a kernel uses it
-    FAIL = "if (atomicCAS(e, 0, site) == 0) atomicExch(e + 1, (int)v);"
+    FAIL = "if (atomicCAS(e, 0, site) == 0) atomicExch(e + 1, (int)(v > 2147483647 ? 2147483647 : v < -2147483647 - 1 ? -2147483647 - 1 : v));"
     IDENTITY = {"+": "0", "*": "1", "and": "true", "or": "false"}
 
     def thread(self, axis):

@@ -94,7 +94,7 @@ class MslDialect(CFamily):
     HELPERS = MSL_HELPERS
     FAIL = ("int z = 0; while (!atomic_compare_exchange_weak_explicit(e, &z, site, "
             "memory_order_relaxed, memory_order_relaxed)) { if (z != 0) return; } "
-            "atomic_store_explicit(e + 1, (int)v, memory_order_relaxed);")
+            "atomic_store_explicit(e + 1, (int)(v > 2147483647 ? 2147483647 : v < -2147483647 - 1 ? -2147483647 - 1 : v), memory_order_relaxed);")
 
     def type(self, dtype):
         if dtype == "f64":

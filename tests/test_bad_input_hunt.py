@@ -1,0 +1,292 @@
+"""Bad input, systematically: valid kernels (tests/kernel_sources.py and the reference's
+examples) mutated in their source (tokens deleted, doubled and swapped, dtypes changed,
+literals made huge, negative, float or NaN, names renamed to undefined ones or to keywords and
+builtins of C, CUDA, WGSL and MSL, indices of the wrong rank or out of range) and in their
+inputs (lists, strings, None, object and complex arrays, int64 past 2^31, zero-size, 0-d,
+mismatched, non-contiguous and read-only arrays), run on every device present. Each outcome
+is the reference's answer or a ZynML error with a line, a column and a caret: never another
+Python exception, a crash, a hang or a compiler's raw message. Then the regressions of what
+the hunt found, one test each."""
+from __future__ import annotations
+
+import random
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import kernel_sources as K
+import zynbook
+from compute_testing import raises, wanted_devices
+from zynbook.errors import ZynMLError
+
+DEVICES = wanted_devices()
+
+
+def _f(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _programs():
+    """(source, inputs) of valid programs whose inputs are small."""
+    r = np.random.default_rng(0)
+    f = lambda *s: _f(r, *s)   # noqa: E731
+    return [
+        (K.SPEC_RELU, dict(x=f(8))),
+        (K.SPEC_MUL_ADD, dict(x=f(8), y=f(8))),
+        (K.SPEC_BROADCAST, dict(matrix=f(3, 4), vector=f(4))),
+        (K.SPEC_REDUCE_SUM, dict(data=f(8))),
+        (K.SPEC_REDUCE_MAX, dict(data=f(8))),
+        (K.SPEC_NORM, dict(data=f(8))),
+        (K.SPEC_ROW_SUMS, dict(matrix=f(3, 4))),
+        (K.SPEC_ARGMAX, dict(data=f(8))),
+        (K.SPEC_MATMUL, dict(A=f(3, 4), B=f(4, 5))),
+        (K.SPEC_BATCHED_MATMUL, dict(A=f(2, 3, 4), B=f(2, 4, 5))),
+        (K.SPEC_SOFTMAX, dict(logits=f(8))),
+        (K.SPEC_LAYER_NORM, dict(x=f(2, 8), gamma=f(8), beta=f(8), eps=1e-5)),
+        (K.SPEC_GELU, dict(x=f(8))),
+        (K.SPEC_ROPE, dict(x=f(1, 2, 3, 4), cos_cache=f(3, 2), sin_cache=f(3, 2))),
+        (K.program(K.SOFTMAX_ROWS), dict(x=f(2, 5))),
+        (K.program(K.RMS_NORM), dict(x=f(2, 5), weight=f(5), eps=1e-5)),
+        (K.program(K.ACTIVATIONS), dict(x=f(8))),
+        (K.program(K.MATH), dict(x=f(8), y=f(8))),
+        (K.program(K.SCALE_INT), dict(x=np.arange(8, dtype=np.int32),
+                                      n=np.arange(8, dtype=np.int32) - 3)),
+        (K.program(K.ARGMIN_ROWS), dict(matrix=f(3, 4))),
+        (K.program(K.COL_MAX), dict(matrix=f(3, 4))),
+        (K.EPILOGUE, dict(A=f(3, 4), B=f(4, 5), bias=f(5))),
+        (K.GUARDED, dict(A=f(3, 4), B=f(4, 5))),
+        (K.SCALE, dict(x=f(8), a=2.0)),
+        (K.program(K.SHARED_FFN), dict(x=f(2, 3), up_w=f(3, 4), down_w=f(4, 3))),
+    ]
+
+
+PROGRAMS = _programs()
+
+# what a renamed name becomes: undefined names, ZynML's own, and keywords and builtins of the
+# languages the backends write (C++, CUDA, WGSL, MSL)
+NAMES = ["int", "float", "min", "max", "select", "threadIdx", "blockIdx", "NULL", "INFINITY",
+         "acc", "out", "undefined_name", "return", "void", "var", "let", "fn", "loop", "struct",
+         "i32", "f32", "bool", "true", "sizeof", "uint", "half", "__global__", "kernel",
+         "device", "workgroup", "private", "storage", "uniform", "main", "vec4", "std", "inf",
+         "nan", "len", "in", "self", "None", "class", "namespace", "auto", "double", "char",
+         "const", "static", "mat4x4", "array", "ptr", "discard", "switch", "continue",
+         "break", "while", "goto", "enable", "override", "sum", "zyn_err", "zyn_chk"]
+LITERALS = ["0", "-1", "2147483647", "2147483648", "-2147483649", "4294967296",
+            "99999999999999999999", "1e39", "-1e39", "nan", "inf", "-inf", "0.0", "1e-45",
+            "3.5", "-0.0", "1e308", "9223372036854775808"]
+DTYPES = ["f16", "bf16", "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64",
+          "bool", "float", "int"]
+_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+\.\d*(?:e-?\d+)?|\d+(?:e-?\d+)?|\.\.|[-+*/=<>!]=|\S")
+
+
+def mutate_source(src: str, rng: random.Random) -> str:
+    """`src` with one mutation (the same for the same state of `rng`)."""
+    toks = list(_TOKEN.finditer(src))
+    idents = [m for m in toks if m.group()[0].isalpha() or m.group()[0] == "_"]
+    nums = [m for m in toks if m.group()[0].isdigit()]
+    reads = list(re.finditer(r"\b\w+\[([^\]]*)\]", src))
+    lets = list(re.finditer(r"\b(?:let|var) \w+", src))
+
+    def put(m, text):
+        return src[:m.start()] + text + src[m.end():]
+
+    op = rng.choice(["delete", "duplicate", "swap", "rename", "rename_all", "literal",
+                     "cast", "declare", "rank", "index", "shift"])
+    if op == "delete":
+        return put(rng.choice(toks), "")
+    if op == "duplicate":
+        m = rng.choice(toks)
+        return put(m, f"{m.group()} {m.group()}")
+    if op == "swap":
+        a, b = sorted(rng.sample(range(len(toks)), 2))
+        ma, mb = toks[a], toks[b]
+        return (src[:ma.start()] + mb.group() + src[ma.end():mb.start()] + ma.group()
+                + src[mb.end():])
+    if op == "rename":
+        return put(rng.choice(idents), rng.choice(NAMES))
+    if op == "rename_all":
+        name = rng.choice(idents).group()
+        return re.sub(rf"\b{re.escape(name)}\b", rng.choice(NAMES), src)
+    if op == "literal" and nums:
+        return put(rng.choice(nums), rng.choice(LITERALS))
+    if op == "declare" and lets:
+        m = rng.choice(lets)
+        return put(m, f"{m.group()}: {rng.choice(DTYPES)}")
+    if not reads:
+        return put(rng.choice(toks), "")
+    m = rng.choice(reads)
+    head, items = m.group()[:m.start(1) - m.start()], m.group(1).split(",")
+    if op == "cast":
+        return put(m, f"{rng.choice(DTYPES)}({m.group()})")
+    if op == "rank":
+        items = items[:-1] if len(items) > 1 and rng.random() < 0.5 else items + [" 0"]
+    elif op == "index":
+        k = rng.randrange(len(items))
+        items[k] = " " + rng.choice(["100", "-1", "7", "2147483647", "1.5", "true", "i + 100",
+                                     "i - 1", "-2147483648"])
+    else:   # shift
+        items[-1] += " + 1"
+    return put(m, head + ",".join(items).lstrip() + "]")
+
+
+def mutate_inputs(inputs: dict, rng: random.Random) -> dict:
+    """`inputs` with one input replaced by something a user might pass instead (or left out)."""
+    inputs = dict(inputs)
+    name = rng.choice(sorted(inputs))
+    a = np.asarray(inputs[name])
+    zero_axis = rng.randrange(max(a.ndim, 1))
+    bad = {
+        "list": lambda: a.tolist(),
+        "string": lambda: "abc",
+        "none": lambda: None,
+        "object": lambda: a.astype(object),
+        "complex": lambda: a.astype(np.complex64),
+        "int64_past_2_31": lambda: np.full(a.shape, 2**31 + 5, np.int64),
+        "strided": lambda: np.repeat(a, 2, axis=-1)[..., ::2] if a.ndim else a,
+        "reversed": lambda: a[::-1] if a.ndim else a,
+        "zero_d": lambda: np.array(1.5, np.float32),
+        "numpy_scalar": lambda: np.float32(1.5),
+        "empty": lambda: np.zeros(tuple(0 if k == zero_axis else s
+                                        for k, s in enumerate(a.shape)), a.dtype),
+        "bigger": lambda: np.ones(tuple(s + 1 for s in a.shape), a.dtype),
+        "f64": lambda: a.astype(np.float64),
+        "f16": lambda: a.astype(np.float16),
+        "i32": lambda: a.astype(np.int32),
+        "bool": lambda: a > 0,
+        "u8": lambda: a.astype(np.uint8),
+        "transposed": lambda: a.T,
+        "fortran": lambda: np.asfortranarray(a),
+        "int": lambda: 3,
+        "huge_int": lambda: 2**40,
+        "nan": lambda: float("nan"),
+        "ragged": lambda: [[1, 2], [3]],
+        "extra_axis": lambda: a[None],
+        "broadcast_view": lambda: np.broadcast_to(a.ravel()[:1], a.shape),
+    }
+    what = rng.choice(sorted(bad) + ["missing"])
+    if what == "missing":
+        del inputs[name]
+    else:
+        value = bad[what]()
+        if what == "bigger" and rng.random() < 0.5:
+            value.flags.writeable = False
+        inputs[name] = value
+    return inputs
+
+
+def outcome(device: str, src: str, inputs: dict):
+    """('ok', value) or ('error', ZynMLError) of running `src` on a fresh session of
+    `device`; any other exception propagates."""
+    session = zynbook.Session(device)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "ok", session.run(src, **inputs)
+    except ZynMLError as err:
+        return "error", err
+
+
+RAW_COMPILER = re.compile(r"error: |\berror\[|Traceback|naga|tint|nvrtc|clang|g\+\+|\.cpp:\d")
+
+
+def check_error(err: ZynMLError, src: str):
+    """A ZynML error the user can act on: a kind, a line inside the source, a caret, and no
+    compiler's or Python's raw text."""
+    rendered = err.render()
+    assert err.kind and err.message, rendered
+    assert 1 <= err.line <= len(src.split("\n")) and err.column >= 1, rendered
+    assert "^" in rendered, rendered
+    assert not RAW_COMPILER.search(err.message), rendered
+
+
+def same_answer(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if want.dtype.kind in "fc" or got.dtype.kind in "fc":
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=2e-3, atol=2e-3, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def check_everywhere(src: str, inputs: dict):
+    """Run on every device: each outcome is an acceptable one, and a device's answer is the
+    reference's (a device may refuse, with a ZynML error, what it cannot run)."""
+    ref = outcome("cpu", src, inputs)
+    if ref[0] == "error":
+        check_error(ref[1], src)
+    for device in DEVICES:
+        if device == "cpu":
+            continue
+        got = outcome(device, src, inputs)
+        if got[0] == "error":
+            check_error(got[1], src)
+            if ref[0] == "ok":
+                # an answer on the reference: the device may only say it cannot run it
+                assert got[1].kind == "device", (device, got[1].render())
+        elif ref[0] == "ok":
+            same_answer(got[1], ref[1])
+        else:
+            raise AssertionError(f"{device} answered what cpu refused:\n{ref[1].render()}")
+    return ref
+
+
+SOURCE_MUTANTS = 60
+INPUT_MUTANTS = 50
+
+
+@pytest.mark.parametrize("seed", range(SOURCE_MUTANTS))
+def test_mutated_sources(seed):
+    rng = random.Random(1000 + seed)
+    src, inputs = rng.choice(PROGRAMS)
+    check_everywhere(mutate_source(src, rng), inputs)
+
+
+@pytest.mark.parametrize("seed", range(INPUT_MUTANTS))
+def test_mutated_inputs(seed):
+    rng = random.Random(5000 + seed)
+    src, inputs = rng.choice(PROGRAMS)
+    check_everywhere(src, mutate_inputs(inputs, rng))
+
+
+def test_the_mutants_explore_both_sides():
+    """Some mutants still run, most are refused (so the harness tests what it claims)."""
+    kinds = []
+    for seed in range(SOURCE_MUTANTS):
+        rng = random.Random(1000 + seed)
+        src, inputs = rng.choice(PROGRAMS)
+        kinds.append(outcome("cpu", mutate_source(src, rng), inputs)[0])
+    assert 5 <= kinds.count("ok") <= SOURCE_MUTANTS - 20, kinds
+
+
+# ------------------------------------------------------------------------ regressions
+
+GATHER = """let y = compute(x, n) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[n[i]]
+}
+y"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("bad", [2**40, 2**32 + 3, -2**32])
+def test_an_i64_index_past_32_bits_is_out_of_range_on_every_device(device, bad):
+    """An i64 index was narrowed to the 32-bit index type before its bounds check: on
+    cpu:native x[n[i]] with n[i] = 2^40 read x[0], with 2^32 + 3 read x[3]."""
+    x = np.arange(8, dtype=np.float32)
+    n = np.array([0, 1, 2, 3, 4, 5, 6, bad], np.int64)
+    session = zynbook.Session(device)
+    with pytest.raises(ZynMLError) as info:
+        session.run(GATHER, x=x, n=n)
+    err = info.value
+    if err.kind == "device":        # WebGPU has no 64-bit integers
+        assert "64" in err.message
+        return
+    assert (err.kind, err.line, err.column) == ("runtime", 4, 20), err.render()
+    assert "is out of range for an axis of size 8 of `x`" in err.message
+    assert not err.message.startswith(("index 0 ", "index 3 "))
+    n[7] = 7
+    np.testing.assert_array_equal(np.asarray(session.run(GATHER, x=x, n=n)), x)

@@ -290,3 +290,28 @@ def test_an_i64_index_past_32_bits_is_out_of_range_on_every_device(device, bad):
     assert not err.message.startswith(("index 0 ", "index 3 "))
     n[7] = 7
     np.testing.assert_array_equal(np.asarray(session.run(GATHER, x=x, n=n)), x)
+
+
+SCALE_BY_A = """let y = compute(x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = x[i] * a
+}
+y"""
+
+
+@pytest.mark.parametrize("src,where", [(SCALE_BY_A, (4, 25)), ("let z = a + 1\nz", (1, 9))])
+def test_a_numpy_longdouble_is_a_type_error_where_it_is_read(src, where):
+    """np.longdouble(2) was bound as itself (its .item() is no Python number): a kernel said
+    `unsupported element type float128` at line 1, column 1, and host code computed in
+    float128, a dtype ZynML has not."""
+    err = raises("type", src, *where, x=np.arange(4, dtype=np.float32), a=np.longdouble(2))
+    assert "`a` is bound to a `longdouble` of dtype `float128`" in err.message
+
+
+def test_an_unusable_array_inside_a_list_is_named_by_its_position():
+    """The position of the bad element in a list read `(at 0])`."""
+    err = raises("type", "let z = a[0] + 1\nz", 1, 9, a=[np.array([1j])])
+    assert "(at [0])" in err.message, err.message
+    err = raises("type", "let z = a.k + 1\nz", 1, 9, a={"k": np.array([1j])})
+    assert "(at k)" in err.message, err.message

@@ -60,7 +60,10 @@ def bind_value(value, _path: str = ""):
     if type(value) in _ARRAY_TYPES:
         return _tensor_of(value, _path)
     if isinstance(value, (np.bool_, np.integer, np.floating)):
-        return value.item()         # a numpy number is a number (np.float64 is a float too)
+        number = value.item()       # a numpy number is a number (np.float64 is a float too)
+        if isinstance(number, np.generic):      # np.longdouble, which no Python number holds
+            raise _Unusable(value, _path, value.dtype)
+        return number
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
     if isinstance(value, np.ndarray):
@@ -125,7 +128,7 @@ def _bind_env(env: dict, program: A.Program, source: str) -> dict:
                 continue        # a name the program never reads: nothing to bind
             what = type(bad.value).__name__
             raise ZynMLTypeError(
-                f"`{name}` is bound to " + _no_dtype(bad.value, bad.path[1:], bad.dtype)
+                f"`{name}` is bound to " + _no_dtype(bad.value, bad.path.removeprefix("."), bad.dtype)
                 if bad.dtype is not None else
                 f"`{name}{bad.path}` is bound to a Python value of type `{what}`, which a ZynML "
                 "program cannot use; bind arrays (numpy, CuPy, torch), numbers, strings, dicts or lists",

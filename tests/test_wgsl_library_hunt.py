@@ -104,3 +104,39 @@ def test_sinh_and_cosh_past_where_exp_overflows(device, fn):
         want = getattr(np, fn)(x.astype(np.float64)).astype(np.float32)
     got = zynbook.run(_unary(fn), device=device, x=x)
     assert_equals_numpy(_host(got), want.astype(np.float64), 1e-5)
+
+
+_F = np.array([0.0, -1.5, 2.0, np.inf, -np.inf, np.nan], np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, numpy_expr", [
+    ("f[k] + exp(1000.0)", "f + np.exp(np.float32(1000.0))"),
+    ("min(f[k], 1e38 * -10.0)", "np.minimum(f, np.float32(1e38) * np.float32(-10.0))"),
+    ("f[k] + sqrt(-1.0)", "f + np.sqrt(np.float32(-1.0))"),
+    ("f[k] - log(0.0)", "f - np.log(np.float32(0.0))"),
+    ("f[k] * (1.0 / 0.0)", "f * (np.float32(1.0) / np.float32(0.0))"),
+    ("f[k] + inf * 0.0", "f + np.float32(np.inf) * np.float32(0.0)"),
+    ("max(f[k], pow(10.0, 50.0))", "np.maximum(f, np.float32(10.0) ** np.float32(50.0))"),
+    ("f[k] / 0.0", "f / np.float32(0.0)"),
+    ("f[k] / -0.0", "f / np.float32(-0.0)"),
+    ("f[k] / (2.0 - 2.0)", "f / np.float32(0.0)"),
+])
+def test_constant_expressions_past_f32_and_divisions_by_constant_zero(device, expr, numpy_expr):
+    """An expression of literals whose value is not finite (exp(1000.0), 1e38 * 10.0,
+    sqrt(-1.0), log(0.0), 1.0 / 0.0) is the reference's infinity or NaN: WGSL evaluates
+    constant expressions as it makes the shader and refused these ("Float literal is
+    infinite", "exp operation overflowed"), a device error. x / 0.0 gave 0 on llvmpipe
+    (a driver that assumes finite values folded it): it is x times the infinity of the
+    zero's sign, the same value."""
+    src = f"""let y = compute(f) {{
+    @kernel elementwise
+    for k in 0..n:
+        out[k] = {expr}
+}}
+y
+"""
+    with np.errstate(all="ignore"):
+        want = eval(numpy_expr, {"np": np, "f": _F}).astype(np.float32)
+    got = zynbook.run(src, device=device, f=_F)
+    assert_equals_numpy(_host(got), want.astype(np.float64), 1e-6)

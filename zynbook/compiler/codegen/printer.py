@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..launch import ir
 from ..launch.unroll import (all_written_out, named_registers, register_name, writes_out,
                              written_out)
@@ -25,6 +27,45 @@ def comment_safe(text: str) -> str:
     if text.endswith("\\"):
         text += " (the line ends with a backslash)"
     return text
+
+
+_FLOATS = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+_BINARY = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "pow": np.power,
+           "min": np.minimum, "max": np.maximum, "fmod": np.fmod}
+
+
+def constant_value(e):
+    """The value of launch-IR float expression `e` made only of literals, in its dtype, as
+    the reference computes it (numpy), else None."""
+    t = _FLOATS.get(e.dtype)
+    if t is None:
+        return None
+    with np.errstate(all="ignore"):
+        if isinstance(e, ir.Lit):
+            return t(e.value)
+        if isinstance(e, ir.Cast):
+            if isinstance(e.a, ir.Lit) and not isinstance(e.a.value, bool):
+                return t(e.a.value)
+            v = constant_value(e.a)
+            return None if v is None else t(v)
+        if isinstance(e, ir.Un) and e.op == "neg":
+            v = constant_value(e.a)
+            return None if v is None else t(-v)
+        args = (e.a, e.b) if isinstance(e, ir.Bin) else e.args if isinstance(e, ir.Math) else ()
+        fn = e.op if isinstance(e, ir.Bin) else e.fn if isinstance(e, ir.Math) else None
+        vals = [constant_value(a) for a in args]
+        if not vals or any(v is None for v in vals):
+            return None
+        if fn in _BINARY and len(vals) == 2:
+            return t(_BINARY[fn](*vals))
+        if fn == "pow2":
+            return t(vals[0] * vals[0])
+        if fn == "clamp":
+            return t(np.minimum(np.maximum(vals[0], vals[1]), vals[2]))
+        from ...backends.cpu.reference import _UNARY
+        if fn in _UNARY and len(vals) == 1:
+            return t(_UNARY[fn](vals[0]))
+    return None
 
 
 @dataclass
@@ -76,6 +117,22 @@ class Printer:
 
     def expr(self, e) -> str:
         d = self.d
+        if getattr(d, "evaluates_constants", False) and e.__class__ in (ir.Bin, ir.Un, ir.Math) \
+                and e.dtype in _FLOATS:
+            # a language that evaluates expressions of constants as it compiles (WGSL) and
+            # refuses one whose value is not finite (exp(1000.0), 1.0 / 0.0, sqrt(-1.0)):
+            # that value is spelled instead, as the reference has it; a division by a
+            # constant zero is the product with the infinity of its sign, the same value
+            # (a driver assuming finite values folded x / 0.0 to 0)
+            v = constant_value(e)
+            if v is not None and not np.isfinite(v):
+                return d.lit(float(v), e.dtype)
+            if isinstance(e, ir.Bin) and e.op == "/":
+                z = constant_value(e.b)
+                if z is not None and z == 0:
+                    inf = ir.Lit(float(np.copysign(np.inf, z)), e.b.dtype)
+                    return d.binary("*", self.expr(e.a), d.lit(inf.value, inf.dtype), e.a.dtype,
+                                    e.dtype)
         if isinstance(e, ir.Lit):
             return d.lit(e.value, e.dtype)
         if isinstance(e, ir.Ref):

@@ -68,6 +68,9 @@ def storage(dtype: str) -> str:
 
 class WgslDialect:
     name = "wgsl"
+    # WGSL evaluates an expression of constants when the shader is made, and refuses one
+    # whose value is not finite: the printer spells such values itself
+    evaluates_constants = True
     def __init__(self, f16: bool = False, max_storage_buffers: int = 8, f64: bool = False,
                  write_out: bool = True):
         # WGSL has no unroll hint: the printer writes register loops out (constant indices)

@@ -140,3 +140,27 @@ y
         want = eval(numpy_expr, {"np": np, "f": _F}).astype(np.float32)
     got = zynbook.run(src, device=device, f=_F)
     assert_equals_numpy(_host(got), want.astype(np.float64), 1e-6)
+
+
+# ---------------------------------------------------------------- names
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inputs_named_self_and_source(device):
+    """A program's inputs may be named `self` or `source` (a tensor of source terms):
+    zynbook.run, Session.run, run_cell and Program.run took them for their own parameters
+    (Python's TypeError: got multiple values for argument 'self')."""
+    src = """let y = compute(self, source) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = self[i] * 2.0 + source[i]
+}
+y
+"""
+    a, b = _f32(7), _f32(7)
+    want = a.astype(np.float64) * 2 + b
+    assert_equals_numpy(_host(zynbook.run(src, device=device, self=a, source=b)), want, 1e-6)
+    s = Session(device)
+    assert_equals_numpy(_host(s.run(src, self=a, source=b)), want, 1e-6)
+    assert_equals_numpy(_host(s.run_cell(src, self=a, source=b)[0]), want, 1e-6)
+    assert_equals_numpy(_host(zynbook.compile(src).run(device, self=a, source=b)), want, 1e-6)

@@ -46,7 +46,7 @@ class Program:
         """The generated source of every compute block in one language."""
         return [k.sources().get(language, "") for k in self.kernels]
 
-    def run(self, device: str = "cpu", **env):
+    def run(self, /, device: str = "cpu", **env):
         """Run in a fresh session (names bound here only); a run with inputs of the same
         signature as an earlier one reuses its lowered blocks and launch plans."""
         session = Session(device)

@@ -178,7 +178,7 @@ class Session:
                     self.namespace.pop(name, None)
         return gone
 
-    def run_cell(self, source: str, compute_annotations: str = "", **env):
+    def run_cell(self, source: str, /, compute_annotations: str = "", **env):
         """Run ZynML `source`; returns (value of the last statement, it was an expression).
         `compute_annotations` (e.g. '@device("cuda:0") @async') apply to every compute block."""
         return self._run_cell(source, compute_annotations, env)
@@ -212,8 +212,9 @@ class Session:
             finally:
                 interp.extra_annotations, interp.extra_key = [], ""
 
-    def run(self, source: str, **env):
-        """Run ZynML `source`; returns the value of its last statement."""
+    def run(self, source: str, /, **env):
+        """Run ZynML `source`; returns the value of its last statement. (`self` and `source`
+        are positional, so a program's input may have either name.)"""
         return self._run_cell(source, "", env)[0]
 
 
@@ -252,7 +253,7 @@ def parse_annotations(text: str) -> list:
 
 
 
-def run(source: str, device: str = "cpu", **env):
+def run(source: str, /, device: str = "cpu", **env):
     """Run a ZynML program (or one expression) and return the value of its last statement.
     Keyword arguments are bound as names: arrays (numpy, anything with __array__ or
     __dlpack__) become tensors, ints and floats scalars, dicts records, lists lists."""

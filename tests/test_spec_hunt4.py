@@ -67,3 +67,36 @@ def test_float_remainder_is_exact_as_c_fmod(dtype, device):
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got[~np.isnan(want)]),
                                   np.signbit(want[~np.isnan(want)]))
+
+
+_X7 = np.arange(7, dtype=np.float32)
+_BLOCK = "compute(x) {\n        for i in 0..n: out[i] = x[i] * 2.0\n    }"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("src, want", [
+    # writing into the tensor a slice, .T or reshape was taken of leaves the view
+    ("var t = x + 1.0\nlet v = t[0:3]\nt[0] = -5.0\nv\n", _X7[:3] + 1),
+    ("var t = x + 1.0\nlet v = t.T\nt[1] = -5.0\nv\n", _X7 + 1),
+    ("pipeline p(x: tensor[n]):\n    var t = zeros([7])\n    let v = t[0:3]\n    t[0] = -5.0\n"
+     "    return v\np(x)\n", np.zeros(3)),
+    # and writing into the view leaves the tensor
+    ("var t = x + 1.0\nvar v = t[0:3]\nv[0] = -5.0\nt\n", _X7 + 1),
+    ("pipeline p(x: tensor[n]):\n    var t = x + 1.0\n    var v = t.reshape([7, 1])\n"
+     "    v[0, 0] = -5.0\n    return t\np(x)\n", _X7 + 1),
+    # reshapes and split parts of a compute block's result, computed or still recorded
+    (f"let y = {_BLOCK}\nvar r = reshape(y, [7, 1])\nr[0, 0] = 50.0\ny\n", _X7 * 2),
+    (f"pipeline p(x: tensor[n]):\n    let y = {_BLOCK}\n    var r = reshape(y, [7, 1])\n"
+     "    r[0, 0] = 50.0\n    return y\np(x)\n", _X7 * 2),
+    (f"pipeline p(x: tensor[n]):\n    var y = {_BLOCK}\n    let (a, b) = split(y[0:6], 2)\n"
+     "    y[0] = 50.0\n    return a\np(x)\n", _X7[:3] * 2),
+    (f"pipeline p(x: tensor[n]):\n    var y = {_BLOCK}\n    let r = reshape(y, [7, 1])\n"
+     "    y[0] = 50.0\n    return r\np(x)\n", (_X7 * 2).reshape(7, 1)),
+])
+def test_views_bound_to_names_are_tensors_of_their_own(src, want, device):
+    """docs/language.md: "a slice, `x.T` and `reshape(...)` bound to a name are tensors of
+    their own, not views". They were numpy views of a tensor the program made (only a
+    caller's array was copied before a write), so `t[0] = -5.0` changed `v = t[0:3]`,
+    `v[0] = -5.0` changed `t`, and `r[0, 0] = 50.0` changed the block's result `y`."""
+    got = zynbook.Session(device).run(src, x=_X7.copy())
+    assert_equals_numpy(got, want, 0)

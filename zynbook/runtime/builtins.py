@@ -121,19 +121,59 @@ def borrowed(array) -> None:
         pass
 
 
+# The views host code made of a program's tensors (a slice, `x.T`, `reshape`, `split`, as
+# numpy arrays, and the LazyViews of results not yet computed): id -> a weak reference to
+# each. They are tensors of their own: writing into one, or into the tensor it views, copies
+# the written one first (`own`).
+_VIEWS: dict = {}
+
+
+def viewed(view) -> None:
+    """Note that `view` (a numpy or CuPy array, or a LazyView) shares another tensor's
+    memory."""
+    key = id(view)
+    try:
+        _VIEWS[key] = weakref.ref(view, lambda _r, key=key: _VIEWS.pop(key, None))
+    except TypeError:
+        pass
+
+
+def _array_of_view(view):
+    """The array a registered view holds now; None for a LazyView of a result not yet
+    computed (which shares nothing yet)."""
+    if isinstance(view, Tensor):
+        return view.data if view.done else None
+    return view
+
+
 def own(t: Tensor) -> None:
-    """Before host code writes into `t`: where its array is (or views) a caller's, `t`
-    takes a copy of it."""
+    """Before host code writes into `t`: where its array is (or views) a caller's, is a view
+    of another array, or another tensor views it, `t` takes a copy of it (slices, `.T` and
+    reshapes bound to a name are tensors of their own, not views)."""
     data = t.data
     module = type(data).__module__.split(".")[0]
-    if module not in ("numpy", "cupy") or not _CALLERS:
+    if module not in ("numpy", "cupy"):
         return
     shares = (np if module == "numpy" else __import__("cupy")).may_share_memory
-    for ref in list(_CALLERS.values()):
-        caller = ref()
-        if caller is not None and type(caller) is type(data) and shares(data, caller):
-            t.data = data.copy()
-            return
+    copy = getattr(data, "base", None) is not None
+    for registry in (_CALLERS, _VIEWS):
+        for ref in list(registry.values()):
+            other = ref()
+            if other is None or other is t or (copy and not isinstance(other, Tensor)):
+                continue
+            array = _array_of_view(other)
+            if array is not None and type(array) is type(data) and shares(data, array):
+                copy = True
+                if isinstance(other, Tensor):
+                    # a LazyView reads its root's array at every read: it keeps the one it
+                    # views now, which the write below leaves as it is
+                    other.data = array
+    if copy:
+        data = data.copy()
+        result = getattr(t, "result", None)     # a recorded block's result: its data
+        if isinstance(result, Tensor):
+            result.data = data
+        t.data = data
 
 
 def host_array(t: Tensor):
@@ -145,6 +185,8 @@ def host_array(t: Tensor):
 def wrap(array, like: Tensor | None = None, device: str | None = None):
     if np.ndim(array) == 0 and not hasattr(array, "device"):
         return array.item() if hasattr(array, "item") else array
+    if getattr(array, "base", None) is not None:
+        viewed(array)       # a view of another tensor's array (a slice, .T, a reshape)
     dev = device or (like.device if like is not None and
                      type(array).__module__.split(".")[0] == "cupy" else "cpu")
     return Tensor(array, dev)

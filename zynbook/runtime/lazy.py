@@ -194,15 +194,20 @@ class LazyView(Tensor):
     block reading it is recorded in the same run of the graph as the block it views (no
     boundary at the view); its data is the view of the root's once that is computed."""
 
-    __slots__ = ("root", "view")
+    __slots__ = ("root", "view", "__weakref__")
 
     def __init__(self, root: Lazy, view: ViewOf):
         Tensor.__init__(self, None, root.device, view.shape, root.dtype,
                         committed=root.committed)
         self.root, self.view = root, view
+        from .builtins import viewed
+        viewed(self)        # a tensor of its own: writing into it or its root copies first
 
     @property
     def data(self):
+        own = Tensor.data.__get__(self)
+        if own is not None:         # host code wrote into it: a copy of its own
+            return own
         result = self.root.graph.force(self.root)
         data = _value_data(result)
         if not isinstance(data, np.ndarray) and type(data).__module__.split(".")[0] != "cupy":

@@ -100,3 +100,15 @@ def test_views_bound_to_names_are_tensors_of_their_own(src, want, device):
     `v[0] = -5.0` changed `t`, and `r[0, 0] = 50.0` changed the block's result `y`."""
     got = zynbook.Session(device).run(src, x=_X7.copy())
     assert_equals_numpy(got, want, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("made", ["t.numpy()", "transpose(t)", "t.T", "reshape(t, [7])"])
+def test_a_copy_or_transpose_of_a_vector_is_its_own(made, device):
+    """`numpy()` is "a copy on the host" (docs/language.md) and `transpose(x)` of a vector
+    a tensor of its own as `x.T` is: both held the CPU tensor's own array, so writing into
+    them changed `t`."""
+    src = f"var t = x * 1.0\nvar y = {made}\ny[0] = 99.0\n[t, y]\n"
+    t, y = zynbook.Session(device).run(src, x=_X7.copy())
+    assert_equals_numpy(t, _X7, 0)
+    assert_equals_numpy(y, np.r_[99.0, _X7[1:]].astype(np.float32), 0)

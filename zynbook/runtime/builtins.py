@@ -525,7 +525,8 @@ def _transpose(interp, args, kwargs):
                                   f"{t.ndim} axes of a {list(t.shape)} tensor (each of "
                                   f"0..{t.ndim - 1} once)")
         return wrap(xp_of(t).transpose(arr, axes), t)
-    return wrap(xp_of(t).swapaxes(arr, -1, -2) if t.ndim >= 2 else arr, t)
+    # (of one axis, a view of the same elements: a tensor of its own, as the others)
+    return wrap(xp_of(t).swapaxes(arr, -1, -2) if t.ndim >= 2 else arr[...], t)
 
 
 @builtin("len")

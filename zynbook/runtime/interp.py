@@ -1552,8 +1552,9 @@ class _Method:
                     # two devices of host memory (cpu, cpu:native) share the array: a copy
                     moved = Tensor(moved.data.copy(), moved.device, committed=True)
                 return moved
-            if self.name == "numpy":
-                return Tensor(obj.numpy(), "cpu")
+            if self.name == "numpy":       # a copy on the host (the CPU's array too)
+                return Tensor(obj.numpy().copy() if isinstance(obj.data, np.ndarray)
+                              else obj.numpy(), "cpu")
             fn = B.BUILTINS[self.name]
             return fn(interp, [obj] + list(args), kwargs)
         if isinstance(obj, MemoryPool):

@@ -311,7 +311,9 @@ let dw = compute(x, dn, rstd) {
 _ACTS = {
     "silu": ("gv / (1.0 + exp(-gv))",
              "(1.0 / (1.0 + exp(-gv))) * (1.0 + gv * (1.0 - 1.0 / (1.0 + exp(-gv))))"),
-    "gelu": ("0.5 * gv * (1.0 + erf(gv * 0.7071067811865476))",
+    # the kernels' exact gelu (through erfc): 0.5 * gv * (1 + erf(gv / sqrt(2))) cancelled
+    # for a negative gate, 0.06% off at -3.8 on WebGPU
+    "gelu": ("gelu(gv)",
              "0.5 * (1.0 + erf(gv * 0.7071067811865476)) + gv * 0.3989422804014327 * exp(-0.5 * gv * gv)"),
 }
 

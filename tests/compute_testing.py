@@ -78,7 +78,8 @@ def emulate_kernel(prog, kernel, ins, sizes, scalars=None, warp=32):
     inputs `ins` (in kernel.inputs order); a check that failed raises its ZynML error."""
     from zynbook.compiler import errflag
     from zynbook.backends import emulator as emulate
-    shape = tuple(d if isinstance(d, int) else sizes[d] for d in kernel.output.shape)
+    from zynbook.compiler import cir
+    shape = cir.output_shape(kernel, sizes)
     dtype = emulate.numpy_dtype(kernel.output.dtype)
     # a program that says it stores every element (no device zeroes its output) starts from
     # NaN, so an element it leaves shows in the comparison

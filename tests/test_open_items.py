@@ -98,3 +98,29 @@ def test_a_remainder_index_below_zero_is_a_runtime_error():
     err = raises("runtime", "let x = ones([8])\nlet y = compute(x) {\n    for j in 0..n:\n"
                  "        out[(j - 3) % 4] = x[j]\n}\ny", 4, 13)
     assert "-3" in err.message
+
+
+# ------------------------------------------------------------------ tiles of named sizes
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("p,q", [(1, 4), (4, 1), (3, 3)])
+def test_tiles_of_named_sizes_broadcast_where_one_is_1(device, p, q):
+    """`m[i, 0:p] + m[i, 0:q]` broadcasts as numpy's slices do when p or q is 1 (the two
+    sizes were tied as equal), and so does a slice against a constant length."""
+    m = np.arange(20, dtype=np.float32).reshape(4, 5) - 7.0
+    src = "let z = compute(m) {\n    for i in 0..r:\n        out[i] = m[i, 0:p] * 2.0 + m[i, 0:q]\n}\nz"
+    want = m[:, 0:p] * 2 + m[:, 0:q]
+    assert_equals_numpy(_on(device, src, m=m, p=p, q=q), want, 1e-6)
+    src = "let z = compute(m) {\n    for i in 0..r:\n        out[i, 0:3] = m[i, 0:p] - m[i, 1:4]\n}\nz"
+    if p in (1, 3):
+        assert_equals_numpy(_on(device, src, m=m, p=p), m[:, 0:p] - m[:, 1:4], 1e-6)
+
+
+def test_tiles_of_named_sizes_that_do_not_broadcast():
+    err = raises("shape", "let m = ones([4, 5])\nlet p = 3\nlet q = 4\nlet z = compute(m) {\n"
+                 "    for i in 0..r:\n        out[i] = m[i, 0:p] + m[i, 0:q]\n}\nz", 6, 18)
+    assert "`p` is 3" in err.message and "one of them is 1" in err.message
+    # an input's whole axis is the size it meets: the message says so
+    err = raises("shape", "let m = ones([4, 5])\nlet p = 1\nlet z = compute(m) {\n"
+                 "    for i in 0..r:\n        out[i] = m[i, 0:p] + m[i]\n}\nz", 5, 18)
+    assert "whole axis" in err.message

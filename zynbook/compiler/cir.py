@@ -514,7 +514,10 @@ def eval_expr_static(e, sizes: dict):
         if e.op == "/":
             return a // b if isinstance(a, int) and isinstance(b, int) else a / b
         return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-                "%": lambda: a % b, "**": lambda: a ** b}[e.op]()
+                "%": lambda: a % b, "**": lambda: a ** b, "==": lambda: a == b}[e.op]()
+    if isinstance(e, Select):       # a broadcast extent: the other where one is 1
+        return eval_expr_static(e.if_true if eval_expr_static(e.cond, sizes)
+                                else e.if_false, sizes)
     if isinstance(e, Call) and e.fn in ("min", "max"):
         vals = [eval_expr_static(a, sizes) for a in e.args]
         return min(vals) if e.fn == "min" else max(vals)

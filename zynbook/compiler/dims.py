@@ -74,7 +74,11 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
     spans: dict = {}             # class member -> (span, what) that tied it
     pending = []
     host_bounds = []             # loops whose bound the host gives: bounds, not equations
+    broadcasts = []              # axes combined elementwise: equal, or one of them 1
     for c in lowered.constraints:
+        if c.broadcast:
+            broadcasts.append(c)
+            continue
         # a loop of a constant or host bound indexing an axis under an `if` (`for t in 0..64`
         # with `if t < n: a[t] = x[blk, t]`) ties nothing and is not held to the axis: the
         # `if` says which positions are read, and those are checked as they are read
@@ -124,6 +128,8 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
             else:
                 for n in root_names:
                     values[n] = int(v)
+        for c in broadcasts:
+            _broadcast_one(c, values, origin, members, classes)
         for name, expr in list(defaults.items()):
             if name in values:
                 defaults.pop(name)
@@ -214,6 +220,32 @@ def _mismatch(lowered, names, values, origin, spans, a, b):
            f"for {what_b} ({said(b)})")
     notes = (("the other side is here", span_a),) if span_a is not None else ()
     return ZynMLShapeError(msg, span_b, notes=notes)
+
+
+def _broadcast_one(c, values, origin, members, classes):
+    """Axes combined elementwise (`c.left` and `c.right`): where both sizes are known they
+    must be equal or one of them 1, as numpy broadcasts; where only one is, the other is
+    taken to be equal to it (the tie that infers a size the loops leave open)."""
+    left, right = values.get(c.left), _try_eval(c.right, values)
+    if left is not None and right is not None:
+        if left != right and 1 not in (left, right):
+            said = lambda n, v: origin.get(n, (v, None, ""))[2]
+            names = [v.name for v in cir.walk(c.right) if isinstance(v, cir.Var)]
+            right_said = said(names[0], right) if len(names) == 1 and \
+                isinstance(c.right, cir.Var) else ""
+            parts = [f"`{c.left}` is {left}" + (f" ({said(c.left, left)})" if said(c.left, left)
+                                                else ""),
+                     f"`{cir.format_expr(c.right)}` is {right}" +
+                     (f" ({right_said})" if right_said else "")]
+            raise ZynMLShapeError(f"shape mismatch at {c.what}: {parts[0]} and {parts[1]}; "
+                                  "they broadcast only when equal or when one of them is 1",
+                                  c.span)
+    elif right is not None:
+        for n in members.get(classes.find(c.left), [c.left]):
+            values[n] = int(right)
+    elif left is not None and isinstance(c.right, cir.Var):
+        for n in members.get(classes.find(c.right.name), [c.right.name]):
+            values.setdefault(n, left)
 
 
 def _is_placeholder(name, lowered) -> bool:

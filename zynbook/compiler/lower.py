@@ -56,6 +56,7 @@ class Constraint:
     what: str
     loop: bool = False         # a loop covering the axis `left` (0..right indexes it)
     guarded: bool = False      # the index sits under an `if` (see dims.solve)
+    broadcast: bool = False    # axes combined elementwise: equal, or either of them 1
 
 
 @dataclass
@@ -1113,9 +1114,29 @@ class _Lowering:
             if isinstance(da, int) and isinstance(db, int) and da != db:
                 raise ZynMLShapeError(f"tiles of shapes {_shape_text(a)} and {_shape_text(b)} "
                                       "do not broadcast", span)
-            self._same_dim(da, db, span, "the sizes of two tiles combined here")
+            what = "the sizes of two tiles combined here"
+            if da != db and self._named_extent(da) and self._named_extent(db) and \
+                    (isinstance(da, str) or isinstance(db, str)):
+                # sizes the program names (`m[i, 0:p] + m[i, 0:q]`) broadcast as numpy's
+                # extents do, equal or one of them 1: dims.solve checks them at the launch,
+                # and the extent is the other where one is 1. An input's whole axis stays
+                # tied to the size it meets (the spec's kernels index out by it)
+                left, right = (da, db) if isinstance(da, str) else (db, da)
+                self.constraints.append(Constraint(left, _dim_expr(right), span, what,
+                                                   broadcast=True))
+                out.append(_broadcast_dim(da, db))
+                continue
+            if not (self._named_extent(da) and self._named_extent(db)):
+                what += " (an input's whole axis must equal the size it meets)"
+            self._same_dim(da, db, span, what)
             out.append(da)
         return tuple(reversed(out))
+
+    def _named_extent(self, d) -> bool:
+        """Whether tile extent `d` is a number or a size the program names, not the size of
+        an input's axis (`A_d1`) nor an expression."""
+        return isinstance(d, int) or isinstance(d, str) and \
+            not any(d in axes for _label, _dtype, _rank, axes in self.buffers.values())
 
     # ---------------------------------------------------------------- the output
     def _output(self, kt: cir.KernelType) -> cir.Buffer:
@@ -1402,6 +1423,18 @@ def _dim_value(d):
     if isinstance(d, cir.Const):
         return d.value
     return d
+
+
+def _dim_expr(d) -> cir.Expr:
+    """A size name or a number as a CIR size expression."""
+    return affine.var(d) if isinstance(d, str) else affine.const(d)
+
+
+def _broadcast_dim(a, b) -> cir.Expr:
+    """numpy's extent of two axes of sizes `a` and `b` (names or numbers) combined
+    elementwise: the other where one is 1."""
+    ea, eb = _dim_expr(a), _dim_expr(b)
+    return cir.Select(cir.Bin("==", ea, affine.const(1), cir.Ty("bool")), eb, ea, I32)
 
 
 def _shape_text(shape) -> str:

@@ -732,11 +732,14 @@ def evaluate(e: Expr, env: dict):
     if isinstance(e, Math) and e.fn == "ceildiv":
         a, b = (evaluate(x, env) for x in e.args)
         return -(-a // b)
+    if isinstance(e, Select):       # a broadcast extent: the other where one is 1
+        return evaluate(e.a if evaluate(e.cond, env) else e.b, env)
     raise TypeError(f"not a host expression: {e!r}")
 
 
 _HOST_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-             "/": lambda a, b: a / b, "%": lambda a, b: math.fmod(a, b)}
+             "/": lambda a, b: a / b, "%": lambda a, b: math.fmod(a, b),
+             "==": lambda a, b: a == b}
 
 
 def ceildiv(a: Expr, b: int) -> Expr:

@@ -554,9 +554,9 @@ def map_nodes(node, fn):
 
 def host_expr(e: ir.Expr) -> bool:
     """Whether `e` is a host expression (`ir.evaluate` computes it from the sizes)."""
-    return all(isinstance(n, (ir.Lit, ir.Ref, ir.Cast, ir.Bin, ir.Math)) and
+    return all(isinstance(n, (ir.Lit, ir.Ref, ir.Cast, ir.Bin, ir.Math, ir.Select)) and
                (not isinstance(n, ir.Math) or n.fn in ("min", "max", "ceildiv")) and
-               (not isinstance(n, ir.Bin) or n.op in ("+", "-", "*", "/", "%"))
+               (not isinstance(n, ir.Bin) or n.op in ("+", "-", "*", "/", "%", "=="))
                for n in ir.walk(e))
 
 

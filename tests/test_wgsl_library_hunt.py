@@ -58,6 +58,24 @@ def test_attention_float_mask_is_added_to_the_scores(device, causal, kind):
     assert_equals_numpy(_host(got), _attention(q, k, v, added), 1e-5)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_attention_query_whose_float_mask_is_all_minus_inf_gives_zeros(device):
+    """A query whose additive mask is -inf at every key attends to nothing: zeros, as
+    torch's scaled_dot_product_attention gives and as a bool mask of no key gives (the
+    softmax of only -inf scores was NaN)."""
+    q, k, v = _f32(1, 2, 4, 3), _f32(1, 2, 4, 3), _f32(1, 2, 4, 3)
+    mask = np.zeros((4, 4), np.float32)
+    mask[1, :] = -np.inf
+    mask[2, 1:] = -np.inf
+    for causal in (False, True):
+        got = _host(library.call("attention", Session(device), [q, k, v],
+                                 {"mask": mask, "causal": causal}))
+        added = mask + (np.where(np.tril(np.ones((4, 4), bool)), 0.0, -np.inf) if causal else 0)
+        want = _attention(q, k, v, np.where(np.isinf(added).all(-1, keepdims=True), 0.0, added))
+        want[:, :, 1] = 0.0
+        assert_equals_numpy(got, want, 1e-5)
+
+
 # ---------------------------------------------------------------- math in kernels
 
 

@@ -205,3 +205,20 @@ def test_geglu_of_negative_gates_keeps_its_digits(device):
     d = nn.device(device)
     got = d.download(d.geglu(d.upload(x), d.upload(wg), d.upload(wu), rows, dim, hidden))
     np.testing.assert_allclose(got.reshape(rows, hidden), want, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sinkhorn_takes_a_numpy_integer_count(device):
+    """sinkhorn(m, iterations=np.int64(3)) (a count read from an array) runs 3 iterations;
+    it was refused as not a positive integer. A bool is still refused."""
+    m = _f32(7, 7)
+    got = _host(library.call("sinkhorn", Session(device), [m], {"iterations": np.int64(3)}))
+    p = np.exp(m.astype(np.float64) - m.max())
+    for _ in range(3):
+        p = p / p.sum(1, keepdims=True)
+        p = p / p.sum(0, keepdims=True)
+    np.testing.assert_allclose(got, p, rtol=1e-4, atol=1e-6)
+    from zynbook.errors import ZynMLTypeError
+    for bad in (np.bool_(True), True, np.int32(0), 2.0):
+        with pytest.raises(ZynMLTypeError, match="iterations"):
+            library.call("sinkhorn", Session(device), [m], {"iterations": bad})

@@ -480,8 +480,10 @@ def _sinkhorn(args, kwargs):
     if m.ndim != 2 or m.shape[0] != m.shape[1]:
         raise ZynMLShapeError(f"sinkhorn() takes a square matrix, not {list(m.shape)}")
     it = kwargs.get("iterations", 20)
-    if not isinstance(it, int) or isinstance(it, bool) or it < 1:
+    # (a numpy integer too: a count read from an array or a config)
+    if not isinstance(it, (int, np.integer)) or isinstance(it, (bool, np.bool_)) or it < 1:
         raise ZynMLTypeError("iterations= takes a positive integer")
+    it = int(it)
     source = SINKHORN_HALF.replace("XDT", m.dtype) if m.dtype in ("f16", "bf16") else SINKHORN
     return source, {"m": m, "iterations": it}, None
 

@@ -124,3 +124,48 @@ def test_tiles_of_named_sizes_that_do_not_broadcast():
     err = raises("shape", "let m = ones([4, 5])\nlet p = 1\nlet z = compute(m) {\n"
                  "    for i in 0..r:\n        out[i] = m[i, 0:p] + m[i]\n}\nz", 5, 18)
     assert "whole axis" in err.message
+
+
+# ------------------------------------------------------------------ bf16 host tensors
+
+def _bf16(a):
+    """numpy's float32 `a` rounded to bfloat16 (ties to even), held as float32."""
+    u = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+
+
+def test_bf16_host_tensors_are_bf16():
+    """`ones`/`zeros`/`randn`/`tensor`/`arange` with dtype=bf16 make bf16 tensors (f32 before),
+    their values rounded to bf16; host arithmetic on them rounds each result to bf16 and stays
+    bf16 beside a number, another bf16 or an integer tensor, as torch's does, and gives f32
+    beside f32 or f16."""
+    got = zynbook.run("let a = ones([3], dtype=bf16)\nlet z = zeros([2], dtype=bf16)\n"
+                      "let r = randn([5], dtype=bf16, seed=4)\nlet t = tensor([0.1, 3.3], dtype=bf16)\n"
+                      "let x = tensor([1.0, 2.0, 3.0])\nlet i = tensor([1, 2, 3])\n"
+                      "let h = ones([3], dtype=f16)\n"
+                      "[a, z, r, t, a * 0.1 + a, a / 3.0 + i, a + x, a + h, -t, sqrt(t), t > 1.0]")
+    a, z, r, t, p, q, ax, ah, neg, root, cmp = got
+    assert [v.dtype for v in got] == ["bf16"] * 4 + ["bf16", "bf16", "f32", "f32", "bf16",
+                                                     "bf16", "bool"]
+    np.testing.assert_array_equal(a.numpy(), np.ones(3, np.float32))
+    np.testing.assert_array_equal(z.numpy(), np.zeros(2, np.float32))
+    drawn = np.random.default_rng(4).standard_normal(5).astype(np.float32)
+    np.testing.assert_array_equal(r.numpy(), _bf16(drawn))
+    np.testing.assert_array_equal(t.numpy(), _bf16(np.array([0.1, 3.3], np.float32)))
+    one = np.float32(1)
+    np.testing.assert_array_equal(p.numpy(), _bf16(_bf16(one * np.float32(0.1)) + one) * np.ones(3))
+    np.testing.assert_array_equal(q.numpy(), _bf16(_bf16(np.float32(1 / 3)) + np.arange(1, 4)))
+    np.testing.assert_array_equal(ax.numpy(), np.array([2, 3, 4], np.float32))
+    np.testing.assert_array_equal(neg.numpy(), -t.numpy())
+    np.testing.assert_array_equal(root.numpy(), _bf16(np.sqrt(t.numpy())))
+    np.testing.assert_array_equal(cmp.numpy(), t.numpy() > 1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_bf16_host_tensor_into_a_block(device):
+    """A bf16 host tensor is a bf16 input: the block computes with it and writes bf16."""
+    got = zynbook.run("let a = randn([9], dtype=bf16, seed=2)\nlet y = compute(a) {\n"
+                      "    for i in 0..n:\n        out[i] = a[i] * 3.0 + 1.0\n}\n[a, y]", device=device)
+    a, y = got
+    assert y.dtype == "bf16"
+    np.testing.assert_array_equal(y.numpy(), _bf16(a.numpy() * np.float32(3) + np.float32(1)))

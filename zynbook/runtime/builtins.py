@@ -16,6 +16,7 @@ from ..backends.registry import compute_devices, get_device
 from ..compiler.types import NUMPY_NAMES, canonical_dtype, int_dtype
 from ..errors import (ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLShapeError,
                       ZynMLTypeError)
+from . import bf16
 from .placement import HOST, memory_of
 from .sharded import ShardedTensor
 from .tensor import Tensor
@@ -60,6 +61,13 @@ def _dtype(value, default="f32") -> str:
 
 def _np(dtype: str):
     return np.dtype(NUMPY_NAMES[dtype])
+
+
+def _host_tensor(arr, dtype: str) -> Tensor:
+    """A host tensor of `dtype` holding `arr`'s values; a bf16 one holds them as f32, each
+    rounded to bf16 (runtime/bf16.py)."""
+    arr = arr.astype(_np(dtype), copy=False)
+    return Tensor(bf16.rounded(arr) if dtype == "bf16" else arr, "cpu", dtype=dtype)
 
 
 def _kind(value) -> str:
@@ -182,13 +190,15 @@ def host_array(t: Tensor):
     return t.numpy()
 
 
-def wrap(array, like: Tensor | None = None, device: str | None = None):
+def wrap(array, like: Tensor | None = None, device: str | None = None, keep_bf16=True):
     if np.ndim(array) == 0 and not hasattr(array, "device"):
         return array.item() if hasattr(array, "item") else array
     if getattr(array, "base", None) is not None:
         viewed(array)       # a view of another tensor's array (a slice, .T, a reshape)
     dev = device or (like.device if like is not None and
                      type(array).__module__.split(".")[0] == "cupy" else "cpu")
+    if keep_bf16 and like is not None and like.dtype == "bf16":     # a float result stays bf16
+        return bf16.tagged(Tensor(array, dev), (like,))
     return Tensor(array, dev)
 
 
@@ -290,8 +300,7 @@ def _fill(fn_name, value_fn):
         if device is not None:
             device_argument(device)
         check_host_memory(shape, dtype)
-        arr = value_fn(interp, shape, dtype, kwargs.get("seed"))
-        t = Tensor(arr, "cpu")
+        t = _host_tensor(value_fn(interp, shape, dtype, kwargs.get("seed")), dtype)
         return interp.move(t, device) if device else t
     return make
 
@@ -345,7 +354,7 @@ def _arange(interp, args, kwargs):
     check_host_memory((max(0, math.ceil((stop - start) / step)),), "f32" if floats else "i64")
     values = np.arange(*args)
     dtype = _dtype(kwargs.get("dtype"), "f32" if floats else _int_dtype(values))
-    return Tensor(values.astype(_np(dtype)), "cpu")
+    return _host_tensor(values, dtype)
 
 
 def _int_dtype(values) -> str:
@@ -359,7 +368,7 @@ def _tensor_fn(interp, args, kwargs):
     arr = _numbers_array(args[0], "tensor")
     dtype = _dtype(kwargs.get("dtype"), "f32" if arr.dtype.kind == "f" else
                    "bool" if arr.dtype.kind == "b" else _int_dtype(arr))
-    t = Tensor(arr.astype(_np(dtype)), "cpu")
+    t = _host_tensor(arr, dtype)
     return interp.move(t, device_argument(kwargs["device"]).id) if "device" in kwargs else t
 
 

@@ -24,6 +24,7 @@ from ..compiler.passes.pipeline import run_pipeline
 from ..compiler.types import canonical_dtype, dtype_bytes, dtype_from_numpy, is_float, is_int
 from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameError,
                       ZynMLRuntimeError, ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
+from . import bf16
 from . import builtins as B
 from . import device_ops as D
 from . import placement
@@ -810,7 +811,7 @@ class Interpreter:
         except TypeError:       # numpy's refusals of a dtype (true - tensor([true]))
             kinds = " and ".join(B._kind(v) for v in (a, b))
             raise ZynMLTypeError(f"cannot apply {op} to {kinds}", span) from None
-        return B.wrap(r, t)
+        return bf16.tagged(B.wrap(r, t, keep_bf16=False), (a, b))
 
     def colocate(self, values, span=None, what="operands") -> list:
         """`values` with every tensor where host arithmetic on them runs (the placement rule,

@@ -222,3 +222,40 @@ def test_sinkhorn_takes_a_numpy_integer_count(device):
     for bad in (np.bool_(True), True, np.int32(0), 2.0):
         with pytest.raises(ZynMLTypeError, match="iterations"):
             library.call("sinkhorn", Session(device), [m], {"iterations": bad})
+
+
+# ---------------------------------------------------------------- the spec's kernels
+
+_SPEC_SOFTMAX = """let y = compute(x) {
+    @kernel softmax
+    @workgroup(256)
+    for r in 0..rows:
+        var local_max = -3.402823e+38
+        for i in 0..n:
+            local_max = max(local_max, x[r, i])
+        var s = 0.0
+        for i in 0..n:
+            s += exp(x[r, i] - local_max)
+        let inv_sum = 1.0 / s
+        for i in 0..n:
+            out[r, i] = exp(x[r, i] - local_max) * inv_sum
+}
+y
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype, n, tol", [(np.float32, 1, 1e-6), (np.float32, 1000, 1e-5),
+                                           (np.float16, 7, 5e-3), (np.float16, 100, 5e-3)])
+def test_spec_softmax_starting_from_minus_flt_max(device, dtype, n, tol):
+    """The spec's softmax starts its running max at -3.402823e+38 (-FLT_MAX): beside f16
+    values that literal is f16's -inf, and the reference printed numpy's RuntimeWarning
+    (overflow encountered in cast) into the cell's output at every run."""
+    import warnings
+    x = (np.random.default_rng(n).standard_normal((3, n)) * 3).astype(dtype)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(1, keepdims=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = zynbook.run(_SPEC_SOFTMAX, device=device, x=x)
+    assert_equals_numpy(_host(got), e / e.sum(1, keepdims=True), tol)

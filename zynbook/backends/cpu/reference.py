@@ -538,12 +538,15 @@ class ReferenceExecutor:
     def _combine(self, kind, old, red):
         a, b = _align([old, red])
         lanes = _lanes_of(old, red)
-        if kind == "+":
-            res = a + b
-        elif kind == "max":
-            res = np.maximum(a, b)
-        else:
-            res = np.minimum(a, b)
+        # (a weak literal past the terms' range, -3.402823e+38 beside f16 terms, is their
+        # infinity, as on the devices: numpy's warning about it is no news to the user)
+        with np.errstate(over="ignore"):
+            if kind == "+":
+                res = a + b
+            elif kind == "max":
+                res = np.maximum(a, b)
+            else:
+                res = np.minimum(a, b)
         if not _python_number(old.arr) and np.issubdtype(np.result_type(old.arr), np.floating):
             # (an accumulator still holding its weak initial literal takes the terms' dtype)
             dtype = np.result_type(old.arr, np.asarray(red.arr).dtype)

@@ -259,3 +259,34 @@ def test_spec_softmax_starting_from_minus_flt_max(device, dtype, n, tol):
         warnings.simplefilter("error")
         got = zynbook.run(_SPEC_SOFTMAX, device=device, x=x)
     assert_equals_numpy(_host(got), e / e.sum(1, keepdims=True), tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["+", "*", "max"])
+def test_reductions_of_infinities_give_nan_without_warnings(device, op):
+    """A row reduction meeting inf and -inf (or 0 and inf) is NaN, as numpy's: the
+    reference gave it with numpy's RuntimeWarning (invalid value encountered in reduce)
+    printed into the cell's output."""
+    import warnings
+    x = np.array([[0.0, -1.5, 2.0, np.inf, -np.inf, np.nan, 60000.0],
+                  [1.0, np.inf, -np.inf, 2.0, 3.0, 0.0, 1.0],
+                  [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]], np.float32)
+    src = f"""let y = compute(x) {{
+    @kernel reduce({op}, axis=1)
+    for r in 0..R, c in 0..C:
+        yield x[r, c]
+}}
+let t = compute(x) {{
+    for r in 0..R:
+        out[r] = sum(x[r]) + reduce(*, x[r])
+}}
+(y, t)
+"""
+    with np.errstate(all="ignore"):
+        want = {"+": np.sum, "*": np.prod, "max": np.max}[op](x.astype(np.float64), axis=1)
+        want_t = x.astype(np.float64).sum(1) + x.astype(np.float64).prod(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got, got_t = zynbook.run(src, device=device, x=x)
+    assert_equals_numpy(_host(got), want, 1e-6)
+    assert_equals_numpy(_host(got_t), want_t, 1e-6)

@@ -44,8 +44,7 @@ BIN_OPS = {"and": "&&", "or": "||"}
 ERR = "zyn_err"
 PARAMS = "zyn_p"
 
-_UNARY_BUILTINS = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "floor", "ceil",
-                   "round", "abs"}
+_UNARY_BUILTINS = {"sin", "cos", "tan", "exp", "exp2", "sqrt", "floor", "ceil", "round", "abs"}
 
 
 # 64-bit integer buffers are stored in 32 bits (the device refuses data that does not fit):
@@ -283,7 +282,8 @@ class WgslDialect:
             return f"{self.need('zyn_sq_' + t)}({args[0]})"
         if fn == "fmod":
             return f"{self.need('zyn_fmod_' + t)}({args[0]}, {args[1]})"
-        if fn in ("tanh", "sinh", "cosh", "sigmoid", "silu", "gelu", "erf", "pow"):
+        if fn in ("tanh", "sinh", "cosh", "log", "log2", "sigmoid", "silu", "gelu", "erf",
+                  "pow"):
             return f"{self.need('zyn_' + fn + '_f32')}({', '.join(args)})"
         self.refuse(f"{fn}()")
 
@@ -567,6 +567,8 @@ def _deps(name: str) -> tuple:
         return ("zyn_isnan_" + name[-3:],)
     if name == "zyn_gelu_f32":
         return ("zyn_erfc_f32",)
+    if name == "zyn_log2_f32":
+        return ("zyn_log_f32",)
     if name in ("zyn_tanh_f32", "zyn_pow_f32"):
         return ("zyn_isnan_f32",)
     return ()
@@ -641,6 +643,22 @@ fn zyn_cosh_f32(x: f32) -> f32 {
     // as sinh: finite up to 89.4, where exp(x) of the builtin is infinite past 88.7
     if (abs(x) > 9.0f) { let e = exp(abs(x) * 0.5f); return e * (0.5f * e); }
     return cosh(x); }""",
+    "zyn_log_f32": """\
+fn zyn_log_f32(x: f32) -> f32 {
+    // near 1 the builtin keeps only an absolute error (log(0.9999767) was off by 2.5e-3 of
+    // itself): there log(1 + u) = 2 atanh(u / (2 + u)), u = x - 1 exact
+    let u = x - 1.0f;
+    if (abs(u) < 0.0625f) {
+        let s = u / (2.0f + u);
+        let z = s * s;
+        return 2.0f * s * (1.0f + z * (0.33333333333f + z * (0.2f + z * (0.14285714286f
+            + z * 0.11111111111f))));
+    }
+    return log(x); }""",
+    "zyn_log2_f32": """\
+fn zyn_log2_f32(x: f32) -> f32 {
+    if (abs(x - 1.0f) < 0.0625f) { return zyn_log_f32(x) * 1.44269504088896341f; }
+    return log2(x); }""",
     "zyn_sigmoid_f32": "fn zyn_sigmoid_f32(x: f32) -> f32 { return 1.0f / (1.0f + exp(-x)); }",
     "zyn_silu_f32": "fn zyn_silu_f32(x: f32) -> f32 { return x / (1.0f + exp(-x)); }",
     "zyn_erf_f32": """\

@@ -34,7 +34,9 @@ PARAMS = {
              GemmParams(32, 16, 16, 8, 4, 4)],
     "metal": [GemmParams(16, 16, 8, 4, 4, 1), GemmParams(32, 16, 4, 8, 4, 1)],
     "cpp": [GemmParams(16, 16, 16, 16, 16, 1), GemmParams(8, 4, 4, 8, 4, 1)],
-    "webgpu": [GemmParams(16, 16, 8, 4, 4, 1), GemmParams(16, 32, 8, 4, 8, 1)],
+    "webgpu": [GemmParams(16, 16, 8, 4, 4, 1), GemmParams(16, 32, 8, 4, 8, 1),
+               # the wide tiles' thread shapes (WIDE_FMA_TILES), 4-deep slices
+               GemmParams(16, 64, 4, 4, 16, 1), GemmParams(64, 16, 4, 16, 4, 1)],
 }
 
 
@@ -162,6 +164,27 @@ def test_webgpu_program_serves_every_size():
     a = Gemm().build(kernel, tgt, sizes, p)
     b = Gemm().build(kernel, tgt, {"M": 1001, "N": 1002, "K": 1003}, p)
     assert a == b and "every size" in a.schedule
+
+
+def test_the_wide_tile_is_baked_for_many_tiles_on_threads_that_hold_it():
+    from zynbook.compiler.codegen import wgsl
+    kernel, _, _, _ = K.matmul(8, 8, 8)
+    nvidia = wgsl.launch_target(wgsl.WGSLOptions(adapter="NVIDIA H200"))
+    baked = replace(nvidia, symbolic_sizes=False)
+    big, mid = {"M": 4096, "N": 4096, "K": 300}, {"M": 2048, "N": 2048, "K": 2048}
+    # a program for every size set keeps 128 x 128; the launch's own sizes take the wide tile
+    assert Gemm().default(kernel, nvidia, big).tn == 8
+    assert not Gemm().wants_launch_sizes(kernel, baked, mid)
+    assert Gemm().wants_launch_sizes(kernel, baked, big)
+    p = Gemm().default(kernel, baked, big)
+    assert (p.bm, p.bn, p.bk, p.tm, p.tn) == (128, 256, 4, 8, 16)
+    # threads not known to hold 128 sums (another adapter), or 8-byte sums, keep 8 x 8
+    other = replace(webgpu_target(), symbolic_sizes=False)
+    assert not Gemm().wants_launch_sizes(kernel, other, big)
+    assert Gemm().default(kernel, other, big).tn == 8
+    assert Gemm().default(kernel, replace(baked, fma_sums=64), big).tn == 8
+    # sizes that are not whole tiles keep 128 x 128 (its bounds tests cost the wide one most)
+    assert not Gemm().wants_launch_sizes(kernel, baked, {"M": 4100, "N": 4000, "K": 300})
 
 
 def test_hints_set_the_tile():

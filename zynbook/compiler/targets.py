@@ -58,6 +58,9 @@ class Target:
     # x * 1000000 > 0 of a positive x to be true) the kernel's arithmetic is written as
     # wrapping operations (ir.WRAPPING)
     signed_wraps: bool = True
+    # the 4-byte sums one thread of an FMA GEMM tile may hold: 128 (half of the 255 registers
+    # an NVIDIA thread may have) measured on WebGPU on an NVIDIA adapter; 64 elsewhere
+    fma_sums: int = 64
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:

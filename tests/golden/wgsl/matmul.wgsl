@@ -60,140 +60,14 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
     var _b: array<f32, 8>;
     let _tx: i32 = zyn_trem(zyn_thread, 16i);
     let _ty: i32 = zyn_tdiv(zyn_thread, 16i);
-    var _acc_0: f32;
-    var _acc_1: f32;
-    var _acc_2: f32;
-    var _acc_3: f32;
-    var _acc_4: f32;
-    var _acc_5: f32;
-    var _acc_6: f32;
-    var _acc_7: f32;
-    var _acc_8: f32;
-    var _acc_9: f32;
-    var _acc_10: f32;
-    var _acc_11: f32;
-    var _acc_12: f32;
-    var _acc_13: f32;
-    var _acc_14: f32;
-    var _acc_15: f32;
-    var _acc_16: f32;
-    var _acc_17: f32;
-    var _acc_18: f32;
-    var _acc_19: f32;
-    var _acc_20: f32;
-    var _acc_21: f32;
-    var _acc_22: f32;
-    var _acc_23: f32;
-    var _acc_24: f32;
-    var _acc_25: f32;
-    var _acc_26: f32;
-    var _acc_27: f32;
-    var _acc_28: f32;
-    var _acc_29: f32;
-    var _acc_30: f32;
-    var _acc_31: f32;
-    var _acc_32: f32;
-    var _acc_33: f32;
-    var _acc_34: f32;
-    var _acc_35: f32;
-    var _acc_36: f32;
-    var _acc_37: f32;
-    var _acc_38: f32;
-    var _acc_39: f32;
-    var _acc_40: f32;
-    var _acc_41: f32;
-    var _acc_42: f32;
-    var _acc_43: f32;
-    var _acc_44: f32;
-    var _acc_45: f32;
-    var _acc_46: f32;
-    var _acc_47: f32;
-    var _acc_48: f32;
-    var _acc_49: f32;
-    var _acc_50: f32;
-    var _acc_51: f32;
-    var _acc_52: f32;
-    var _acc_53: f32;
-    var _acc_54: f32;
-    var _acc_55: f32;
-    var _acc_56: f32;
-    var _acc_57: f32;
-    var _acc_58: f32;
-    var _acc_59: f32;
-    var _acc_60: f32;
-    var _acc_61: f32;
-    var _acc_62: f32;
-    var _acc_63: f32;
+    var _acc: array<f32, 64>;
     // line 4: for i in 0..M, j in 0..N:
     for (var _tile: i32 = zyn_block; _tile < _tb6; _tile += zyn_blocks) {
         let _tb: i32 = zyn_trem(_tile, _tb6);
         let _m0: i32 = (zyn_tdiv(_tb, _tn5) * 128i);
         let _n0: i32 = (zyn_trem(_tb, _tn5) * 128i);
-        {
-            _acc_0 = 0.0f;
-            _acc_1 = 0.0f;
-            _acc_2 = 0.0f;
-            _acc_3 = 0.0f;
-            _acc_4 = 0.0f;
-            _acc_5 = 0.0f;
-            _acc_6 = 0.0f;
-            _acc_7 = 0.0f;
-            _acc_8 = 0.0f;
-            _acc_9 = 0.0f;
-            _acc_10 = 0.0f;
-            _acc_11 = 0.0f;
-            _acc_12 = 0.0f;
-            _acc_13 = 0.0f;
-            _acc_14 = 0.0f;
-            _acc_15 = 0.0f;
-            _acc_16 = 0.0f;
-            _acc_17 = 0.0f;
-            _acc_18 = 0.0f;
-            _acc_19 = 0.0f;
-            _acc_20 = 0.0f;
-            _acc_21 = 0.0f;
-            _acc_22 = 0.0f;
-            _acc_23 = 0.0f;
-            _acc_24 = 0.0f;
-            _acc_25 = 0.0f;
-            _acc_26 = 0.0f;
-            _acc_27 = 0.0f;
-            _acc_28 = 0.0f;
-            _acc_29 = 0.0f;
-            _acc_30 = 0.0f;
-            _acc_31 = 0.0f;
-            _acc_32 = 0.0f;
-            _acc_33 = 0.0f;
-            _acc_34 = 0.0f;
-            _acc_35 = 0.0f;
-            _acc_36 = 0.0f;
-            _acc_37 = 0.0f;
-            _acc_38 = 0.0f;
-            _acc_39 = 0.0f;
-            _acc_40 = 0.0f;
-            _acc_41 = 0.0f;
-            _acc_42 = 0.0f;
-            _acc_43 = 0.0f;
-            _acc_44 = 0.0f;
-            _acc_45 = 0.0f;
-            _acc_46 = 0.0f;
-            _acc_47 = 0.0f;
-            _acc_48 = 0.0f;
-            _acc_49 = 0.0f;
-            _acc_50 = 0.0f;
-            _acc_51 = 0.0f;
-            _acc_52 = 0.0f;
-            _acc_53 = 0.0f;
-            _acc_54 = 0.0f;
-            _acc_55 = 0.0f;
-            _acc_56 = 0.0f;
-            _acc_57 = 0.0f;
-            _acc_58 = 0.0f;
-            _acc_59 = 0.0f;
-            _acc_60 = 0.0f;
-            _acc_61 = 0.0f;
-            _acc_62 = 0.0f;
-            _acc_63 = 0.0f;
+        for (var _z: i32 = 0i; _z < 64i; _z++) {
+            _acc[_z] = 0.0f;
         }
         let _nk7: i32 = zyn_tdiv((_nK3 + 7i), 8i);
         {
@@ -400,84 +274,84 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 _b[(4i + 3i)] = _shn[((((zyn_trem(_kt, 2i) * 1024i) + (_kk * 128i)) + (64i + (_tx * 4i))) + 3i)];
                 {
                     {
-                        _acc_0 = (_acc_0 + (_a[0i] * _b[0i]));
-                        _acc_1 = (_acc_1 + (_a[0i] * _b[1i]));
-                        _acc_2 = (_acc_2 + (_a[0i] * _b[2i]));
-                        _acc_3 = (_acc_3 + (_a[0i] * _b[3i]));
-                        _acc_4 = (_acc_4 + (_a[0i] * _b[4i]));
-                        _acc_5 = (_acc_5 + (_a[0i] * _b[5i]));
-                        _acc_6 = (_acc_6 + (_a[0i] * _b[6i]));
-                        _acc_7 = (_acc_7 + (_a[0i] * _b[7i]));
+                        _acc[0i] = (_acc[0i] + (_a[0i] * _b[0i]));
+                        _acc[1i] = (_acc[1i] + (_a[0i] * _b[1i]));
+                        _acc[2i] = (_acc[2i] + (_a[0i] * _b[2i]));
+                        _acc[3i] = (_acc[3i] + (_a[0i] * _b[3i]));
+                        _acc[4i] = (_acc[4i] + (_a[0i] * _b[4i]));
+                        _acc[5i] = (_acc[5i] + (_a[0i] * _b[5i]));
+                        _acc[6i] = (_acc[6i] + (_a[0i] * _b[6i]));
+                        _acc[7i] = (_acc[7i] + (_a[0i] * _b[7i]));
                     }
                     {
-                        _acc_8 = (_acc_8 + (_a[1i] * _b[0i]));
-                        _acc_9 = (_acc_9 + (_a[1i] * _b[1i]));
-                        _acc_10 = (_acc_10 + (_a[1i] * _b[2i]));
-                        _acc_11 = (_acc_11 + (_a[1i] * _b[3i]));
-                        _acc_12 = (_acc_12 + (_a[1i] * _b[4i]));
-                        _acc_13 = (_acc_13 + (_a[1i] * _b[5i]));
-                        _acc_14 = (_acc_14 + (_a[1i] * _b[6i]));
-                        _acc_15 = (_acc_15 + (_a[1i] * _b[7i]));
+                        _acc[8i] = (_acc[8i] + (_a[1i] * _b[0i]));
+                        _acc[9i] = (_acc[9i] + (_a[1i] * _b[1i]));
+                        _acc[10i] = (_acc[10i] + (_a[1i] * _b[2i]));
+                        _acc[11i] = (_acc[11i] + (_a[1i] * _b[3i]));
+                        _acc[12i] = (_acc[12i] + (_a[1i] * _b[4i]));
+                        _acc[13i] = (_acc[13i] + (_a[1i] * _b[5i]));
+                        _acc[14i] = (_acc[14i] + (_a[1i] * _b[6i]));
+                        _acc[15i] = (_acc[15i] + (_a[1i] * _b[7i]));
                     }
                     {
-                        _acc_16 = (_acc_16 + (_a[2i] * _b[0i]));
-                        _acc_17 = (_acc_17 + (_a[2i] * _b[1i]));
-                        _acc_18 = (_acc_18 + (_a[2i] * _b[2i]));
-                        _acc_19 = (_acc_19 + (_a[2i] * _b[3i]));
-                        _acc_20 = (_acc_20 + (_a[2i] * _b[4i]));
-                        _acc_21 = (_acc_21 + (_a[2i] * _b[5i]));
-                        _acc_22 = (_acc_22 + (_a[2i] * _b[6i]));
-                        _acc_23 = (_acc_23 + (_a[2i] * _b[7i]));
+                        _acc[16i] = (_acc[16i] + (_a[2i] * _b[0i]));
+                        _acc[17i] = (_acc[17i] + (_a[2i] * _b[1i]));
+                        _acc[18i] = (_acc[18i] + (_a[2i] * _b[2i]));
+                        _acc[19i] = (_acc[19i] + (_a[2i] * _b[3i]));
+                        _acc[20i] = (_acc[20i] + (_a[2i] * _b[4i]));
+                        _acc[21i] = (_acc[21i] + (_a[2i] * _b[5i]));
+                        _acc[22i] = (_acc[22i] + (_a[2i] * _b[6i]));
+                        _acc[23i] = (_acc[23i] + (_a[2i] * _b[7i]));
                     }
                     {
-                        _acc_24 = (_acc_24 + (_a[3i] * _b[0i]));
-                        _acc_25 = (_acc_25 + (_a[3i] * _b[1i]));
-                        _acc_26 = (_acc_26 + (_a[3i] * _b[2i]));
-                        _acc_27 = (_acc_27 + (_a[3i] * _b[3i]));
-                        _acc_28 = (_acc_28 + (_a[3i] * _b[4i]));
-                        _acc_29 = (_acc_29 + (_a[3i] * _b[5i]));
-                        _acc_30 = (_acc_30 + (_a[3i] * _b[6i]));
-                        _acc_31 = (_acc_31 + (_a[3i] * _b[7i]));
+                        _acc[24i] = (_acc[24i] + (_a[3i] * _b[0i]));
+                        _acc[25i] = (_acc[25i] + (_a[3i] * _b[1i]));
+                        _acc[26i] = (_acc[26i] + (_a[3i] * _b[2i]));
+                        _acc[27i] = (_acc[27i] + (_a[3i] * _b[3i]));
+                        _acc[28i] = (_acc[28i] + (_a[3i] * _b[4i]));
+                        _acc[29i] = (_acc[29i] + (_a[3i] * _b[5i]));
+                        _acc[30i] = (_acc[30i] + (_a[3i] * _b[6i]));
+                        _acc[31i] = (_acc[31i] + (_a[3i] * _b[7i]));
                     }
                     {
-                        _acc_32 = (_acc_32 + (_a[4i] * _b[0i]));
-                        _acc_33 = (_acc_33 + (_a[4i] * _b[1i]));
-                        _acc_34 = (_acc_34 + (_a[4i] * _b[2i]));
-                        _acc_35 = (_acc_35 + (_a[4i] * _b[3i]));
-                        _acc_36 = (_acc_36 + (_a[4i] * _b[4i]));
-                        _acc_37 = (_acc_37 + (_a[4i] * _b[5i]));
-                        _acc_38 = (_acc_38 + (_a[4i] * _b[6i]));
-                        _acc_39 = (_acc_39 + (_a[4i] * _b[7i]));
+                        _acc[32i] = (_acc[32i] + (_a[4i] * _b[0i]));
+                        _acc[33i] = (_acc[33i] + (_a[4i] * _b[1i]));
+                        _acc[34i] = (_acc[34i] + (_a[4i] * _b[2i]));
+                        _acc[35i] = (_acc[35i] + (_a[4i] * _b[3i]));
+                        _acc[36i] = (_acc[36i] + (_a[4i] * _b[4i]));
+                        _acc[37i] = (_acc[37i] + (_a[4i] * _b[5i]));
+                        _acc[38i] = (_acc[38i] + (_a[4i] * _b[6i]));
+                        _acc[39i] = (_acc[39i] + (_a[4i] * _b[7i]));
                     }
                     {
-                        _acc_40 = (_acc_40 + (_a[5i] * _b[0i]));
-                        _acc_41 = (_acc_41 + (_a[5i] * _b[1i]));
-                        _acc_42 = (_acc_42 + (_a[5i] * _b[2i]));
-                        _acc_43 = (_acc_43 + (_a[5i] * _b[3i]));
-                        _acc_44 = (_acc_44 + (_a[5i] * _b[4i]));
-                        _acc_45 = (_acc_45 + (_a[5i] * _b[5i]));
-                        _acc_46 = (_acc_46 + (_a[5i] * _b[6i]));
-                        _acc_47 = (_acc_47 + (_a[5i] * _b[7i]));
+                        _acc[40i] = (_acc[40i] + (_a[5i] * _b[0i]));
+                        _acc[41i] = (_acc[41i] + (_a[5i] * _b[1i]));
+                        _acc[42i] = (_acc[42i] + (_a[5i] * _b[2i]));
+                        _acc[43i] = (_acc[43i] + (_a[5i] * _b[3i]));
+                        _acc[44i] = (_acc[44i] + (_a[5i] * _b[4i]));
+                        _acc[45i] = (_acc[45i] + (_a[5i] * _b[5i]));
+                        _acc[46i] = (_acc[46i] + (_a[5i] * _b[6i]));
+                        _acc[47i] = (_acc[47i] + (_a[5i] * _b[7i]));
                     }
                     {
-                        _acc_48 = (_acc_48 + (_a[6i] * _b[0i]));
-                        _acc_49 = (_acc_49 + (_a[6i] * _b[1i]));
-                        _acc_50 = (_acc_50 + (_a[6i] * _b[2i]));
-                        _acc_51 = (_acc_51 + (_a[6i] * _b[3i]));
-                        _acc_52 = (_acc_52 + (_a[6i] * _b[4i]));
-                        _acc_53 = (_acc_53 + (_a[6i] * _b[5i]));
-                        _acc_54 = (_acc_54 + (_a[6i] * _b[6i]));
-                        _acc_55 = (_acc_55 + (_a[6i] * _b[7i]));
+                        _acc[48i] = (_acc[48i] + (_a[6i] * _b[0i]));
+                        _acc[49i] = (_acc[49i] + (_a[6i] * _b[1i]));
+                        _acc[50i] = (_acc[50i] + (_a[6i] * _b[2i]));
+                        _acc[51i] = (_acc[51i] + (_a[6i] * _b[3i]));
+                        _acc[52i] = (_acc[52i] + (_a[6i] * _b[4i]));
+                        _acc[53i] = (_acc[53i] + (_a[6i] * _b[5i]));
+                        _acc[54i] = (_acc[54i] + (_a[6i] * _b[6i]));
+                        _acc[55i] = (_acc[55i] + (_a[6i] * _b[7i]));
                     }
                     {
-                        _acc_56 = (_acc_56 + (_a[7i] * _b[0i]));
-                        _acc_57 = (_acc_57 + (_a[7i] * _b[1i]));
-                        _acc_58 = (_acc_58 + (_a[7i] * _b[2i]));
-                        _acc_59 = (_acc_59 + (_a[7i] * _b[3i]));
-                        _acc_60 = (_acc_60 + (_a[7i] * _b[4i]));
-                        _acc_61 = (_acc_61 + (_a[7i] * _b[5i]));
-                        _acc_62 = (_acc_62 + (_a[7i] * _b[6i]));
-                        _acc_63 = (_acc_63 + (_a[7i] * _b[7i]));
+                        _acc[56i] = (_acc[56i] + (_a[7i] * _b[0i]));
+                        _acc[57i] = (_acc[57i] + (_a[7i] * _b[1i]));
+                        _acc[58i] = (_acc[58i] + (_a[7i] * _b[2i]));
+                        _acc[59i] = (_acc[59i] + (_a[7i] * _b[3i]));
+                        _acc[60i] = (_acc[60i] + (_a[7i] * _b[4i]));
+                        _acc[61i] = (_acc[61i] + (_a[7i] * _b[5i]));
+                        _acc[62i] = (_acc[62i] + (_a[7i] * _b[6i]));
+                        _acc[63i] = (_acc[63i] + (_a[7i] * _b[7i]));
                     }
                 }
             }
@@ -519,49 +393,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_0_0: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_0_0: f32 = (0.0f + _acc_0);
+                    let u_sum_0_0: f32 = (0.0f + _acc[0i]);
                     u_out[((u_i_2_0_0 * u_N) + u_j_2_0_0)] = u_sum_0_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_0_1: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_0_1: f32 = (0.0f + _acc_1);
+                    let u_sum_0_1: f32 = (0.0f + _acc[1i]);
                     u_out[((u_i_2_0_1 * u_N) + u_j_2_0_1)] = u_sum_0_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_0_2: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_0_2: f32 = (0.0f + _acc_2);
+                    let u_sum_0_2: f32 = (0.0f + _acc[2i]);
                     u_out[((u_i_2_0_2 * u_N) + u_j_2_0_2)] = u_sum_0_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_0_3: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_0_3: f32 = (0.0f + _acc_3);
+                    let u_sum_0_3: f32 = (0.0f + _acc[3i]);
                     u_out[((u_i_2_0_3 * u_N) + u_j_2_0_3)] = u_sum_0_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_0_4: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_0_4: f32 = (0.0f + _acc_4);
+                    let u_sum_0_4: f32 = (0.0f + _acc[4i]);
                     u_out[((u_i_2_0_4 * u_N) + u_j_2_0_4)] = u_sum_0_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_0_5: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_0_5: f32 = (0.0f + _acc_5);
+                    let u_sum_0_5: f32 = (0.0f + _acc[5i]);
                     u_out[((u_i_2_0_5 * u_N) + u_j_2_0_5)] = u_sum_0_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_0_6: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_0_6: f32 = (0.0f + _acc_6);
+                    let u_sum_0_6: f32 = (0.0f + _acc[6i]);
                     u_out[((u_i_2_0_6 * u_N) + u_j_2_0_6)] = u_sum_0_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_0_7: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_0_7: f32 = (0.0f + _acc_7);
+                    let u_sum_0_7: f32 = (0.0f + _acc[7i]);
                     u_out[((u_i_2_0_7 * u_N) + u_j_2_0_7)] = u_sum_0_7;
                 }
             }
@@ -569,49 +443,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_1_0: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_1_0: f32 = (0.0f + _acc_8);
+                    let u_sum_1_0: f32 = (0.0f + _acc[8i]);
                     u_out[((u_i_2_1_0 * u_N) + u_j_2_1_0)] = u_sum_1_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_1_1: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_1_1: f32 = (0.0f + _acc_9);
+                    let u_sum_1_1: f32 = (0.0f + _acc[9i]);
                     u_out[((u_i_2_1_1 * u_N) + u_j_2_1_1)] = u_sum_1_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_1_2: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_1_2: f32 = (0.0f + _acc_10);
+                    let u_sum_1_2: f32 = (0.0f + _acc[10i]);
                     u_out[((u_i_2_1_2 * u_N) + u_j_2_1_2)] = u_sum_1_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_1_3: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_1_3: f32 = (0.0f + _acc_11);
+                    let u_sum_1_3: f32 = (0.0f + _acc[11i]);
                     u_out[((u_i_2_1_3 * u_N) + u_j_2_1_3)] = u_sum_1_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_1_4: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_1_4: f32 = (0.0f + _acc_12);
+                    let u_sum_1_4: f32 = (0.0f + _acc[12i]);
                     u_out[((u_i_2_1_4 * u_N) + u_j_2_1_4)] = u_sum_1_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_1_5: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_1_5: f32 = (0.0f + _acc_13);
+                    let u_sum_1_5: f32 = (0.0f + _acc[13i]);
                     u_out[((u_i_2_1_5 * u_N) + u_j_2_1_5)] = u_sum_1_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_1_6: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_1_6: f32 = (0.0f + _acc_14);
+                    let u_sum_1_6: f32 = (0.0f + _acc[14i]);
                     u_out[((u_i_2_1_6 * u_N) + u_j_2_1_6)] = u_sum_1_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_1_7: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_1_7: f32 = (0.0f + _acc_15);
+                    let u_sum_1_7: f32 = (0.0f + _acc[15i]);
                     u_out[((u_i_2_1_7 * u_N) + u_j_2_1_7)] = u_sum_1_7;
                 }
             }
@@ -619,49 +493,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_2_0: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_2_0: f32 = (0.0f + _acc_16);
+                    let u_sum_2_0: f32 = (0.0f + _acc[16i]);
                     u_out[((u_i_2_2_0 * u_N) + u_j_2_2_0)] = u_sum_2_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_2_1: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_2_1: f32 = (0.0f + _acc_17);
+                    let u_sum_2_1: f32 = (0.0f + _acc[17i]);
                     u_out[((u_i_2_2_1 * u_N) + u_j_2_2_1)] = u_sum_2_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_2_2: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_2_2: f32 = (0.0f + _acc_18);
+                    let u_sum_2_2: f32 = (0.0f + _acc[18i]);
                     u_out[((u_i_2_2_2 * u_N) + u_j_2_2_2)] = u_sum_2_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_2_3: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_2_3: f32 = (0.0f + _acc_19);
+                    let u_sum_2_3: f32 = (0.0f + _acc[19i]);
                     u_out[((u_i_2_2_3 * u_N) + u_j_2_2_3)] = u_sum_2_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_2_4: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_2_4: f32 = (0.0f + _acc_20);
+                    let u_sum_2_4: f32 = (0.0f + _acc[20i]);
                     u_out[((u_i_2_2_4 * u_N) + u_j_2_2_4)] = u_sum_2_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_2_5: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_2_5: f32 = (0.0f + _acc_21);
+                    let u_sum_2_5: f32 = (0.0f + _acc[21i]);
                     u_out[((u_i_2_2_5 * u_N) + u_j_2_2_5)] = u_sum_2_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_2_6: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_2_6: f32 = (0.0f + _acc_22);
+                    let u_sum_2_6: f32 = (0.0f + _acc[22i]);
                     u_out[((u_i_2_2_6 * u_N) + u_j_2_2_6)] = u_sum_2_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_2_7: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_2_7: f32 = (0.0f + _acc_23);
+                    let u_sum_2_7: f32 = (0.0f + _acc[23i]);
                     u_out[((u_i_2_2_7 * u_N) + u_j_2_2_7)] = u_sum_2_7;
                 }
             }
@@ -669,49 +543,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_3_0: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_3_0: f32 = (0.0f + _acc_24);
+                    let u_sum_3_0: f32 = (0.0f + _acc[24i]);
                     u_out[((u_i_2_3_0 * u_N) + u_j_2_3_0)] = u_sum_3_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_3_1: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_3_1: f32 = (0.0f + _acc_25);
+                    let u_sum_3_1: f32 = (0.0f + _acc[25i]);
                     u_out[((u_i_2_3_1 * u_N) + u_j_2_3_1)] = u_sum_3_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_3_2: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_3_2: f32 = (0.0f + _acc_26);
+                    let u_sum_3_2: f32 = (0.0f + _acc[26i]);
                     u_out[((u_i_2_3_2 * u_N) + u_j_2_3_2)] = u_sum_3_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_3_3: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_3_3: f32 = (0.0f + _acc_27);
+                    let u_sum_3_3: f32 = (0.0f + _acc[27i]);
                     u_out[((u_i_2_3_3 * u_N) + u_j_2_3_3)] = u_sum_3_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_3_4: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_3_4: f32 = (0.0f + _acc_28);
+                    let u_sum_3_4: f32 = (0.0f + _acc[28i]);
                     u_out[((u_i_2_3_4 * u_N) + u_j_2_3_4)] = u_sum_3_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_3_5: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_3_5: f32 = (0.0f + _acc_29);
+                    let u_sum_3_5: f32 = (0.0f + _acc[29i]);
                     u_out[((u_i_2_3_5 * u_N) + u_j_2_3_5)] = u_sum_3_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_3_6: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_3_6: f32 = (0.0f + _acc_30);
+                    let u_sum_3_6: f32 = (0.0f + _acc[30i]);
                     u_out[((u_i_2_3_6 * u_N) + u_j_2_3_6)] = u_sum_3_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_3_7: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_3_7: f32 = (0.0f + _acc_31);
+                    let u_sum_3_7: f32 = (0.0f + _acc[31i]);
                     u_out[((u_i_2_3_7 * u_N) + u_j_2_3_7)] = u_sum_3_7;
                 }
             }
@@ -719,49 +593,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_4_0: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_4_0: f32 = (0.0f + _acc_32);
+                    let u_sum_4_0: f32 = (0.0f + _acc[32i]);
                     u_out[((u_i_2_4_0 * u_N) + u_j_2_4_0)] = u_sum_4_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_4_1: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_4_1: f32 = (0.0f + _acc_33);
+                    let u_sum_4_1: f32 = (0.0f + _acc[33i]);
                     u_out[((u_i_2_4_1 * u_N) + u_j_2_4_1)] = u_sum_4_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_4_2: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_4_2: f32 = (0.0f + _acc_34);
+                    let u_sum_4_2: f32 = (0.0f + _acc[34i]);
                     u_out[((u_i_2_4_2 * u_N) + u_j_2_4_2)] = u_sum_4_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_4_3: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_4_3: f32 = (0.0f + _acc_35);
+                    let u_sum_4_3: f32 = (0.0f + _acc[35i]);
                     u_out[((u_i_2_4_3 * u_N) + u_j_2_4_3)] = u_sum_4_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_4_4: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_4_4: f32 = (0.0f + _acc_36);
+                    let u_sum_4_4: f32 = (0.0f + _acc[36i]);
                     u_out[((u_i_2_4_4 * u_N) + u_j_2_4_4)] = u_sum_4_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_4_5: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_4_5: f32 = (0.0f + _acc_37);
+                    let u_sum_4_5: f32 = (0.0f + _acc[37i]);
                     u_out[((u_i_2_4_5 * u_N) + u_j_2_4_5)] = u_sum_4_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_4_6: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_4_6: f32 = (0.0f + _acc_38);
+                    let u_sum_4_6: f32 = (0.0f + _acc[38i]);
                     u_out[((u_i_2_4_6 * u_N) + u_j_2_4_6)] = u_sum_4_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_4_7: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_4_7: f32 = (0.0f + _acc_39);
+                    let u_sum_4_7: f32 = (0.0f + _acc[39i]);
                     u_out[((u_i_2_4_7 * u_N) + u_j_2_4_7)] = u_sum_4_7;
                 }
             }
@@ -769,49 +643,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_5_0: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_5_0: f32 = (0.0f + _acc_40);
+                    let u_sum_5_0: f32 = (0.0f + _acc[40i]);
                     u_out[((u_i_2_5_0 * u_N) + u_j_2_5_0)] = u_sum_5_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_5_1: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_5_1: f32 = (0.0f + _acc_41);
+                    let u_sum_5_1: f32 = (0.0f + _acc[41i]);
                     u_out[((u_i_2_5_1 * u_N) + u_j_2_5_1)] = u_sum_5_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_5_2: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_5_2: f32 = (0.0f + _acc_42);
+                    let u_sum_5_2: f32 = (0.0f + _acc[42i]);
                     u_out[((u_i_2_5_2 * u_N) + u_j_2_5_2)] = u_sum_5_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_5_3: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_5_3: f32 = (0.0f + _acc_43);
+                    let u_sum_5_3: f32 = (0.0f + _acc[43i]);
                     u_out[((u_i_2_5_3 * u_N) + u_j_2_5_3)] = u_sum_5_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_5_4: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_5_4: f32 = (0.0f + _acc_44);
+                    let u_sum_5_4: f32 = (0.0f + _acc[44i]);
                     u_out[((u_i_2_5_4 * u_N) + u_j_2_5_4)] = u_sum_5_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_5_5: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_5_5: f32 = (0.0f + _acc_45);
+                    let u_sum_5_5: f32 = (0.0f + _acc[45i]);
                     u_out[((u_i_2_5_5 * u_N) + u_j_2_5_5)] = u_sum_5_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_5_6: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_5_6: f32 = (0.0f + _acc_46);
+                    let u_sum_5_6: f32 = (0.0f + _acc[46i]);
                     u_out[((u_i_2_5_6 * u_N) + u_j_2_5_6)] = u_sum_5_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_5_7: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_5_7: f32 = (0.0f + _acc_47);
+                    let u_sum_5_7: f32 = (0.0f + _acc[47i]);
                     u_out[((u_i_2_5_7 * u_N) + u_j_2_5_7)] = u_sum_5_7;
                 }
             }
@@ -819,49 +693,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_6_0: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_6_0: f32 = (0.0f + _acc_48);
+                    let u_sum_6_0: f32 = (0.0f + _acc[48i]);
                     u_out[((u_i_2_6_0 * u_N) + u_j_2_6_0)] = u_sum_6_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_6_1: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_6_1: f32 = (0.0f + _acc_49);
+                    let u_sum_6_1: f32 = (0.0f + _acc[49i]);
                     u_out[((u_i_2_6_1 * u_N) + u_j_2_6_1)] = u_sum_6_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_6_2: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_6_2: f32 = (0.0f + _acc_50);
+                    let u_sum_6_2: f32 = (0.0f + _acc[50i]);
                     u_out[((u_i_2_6_2 * u_N) + u_j_2_6_2)] = u_sum_6_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_6_3: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_6_3: f32 = (0.0f + _acc_51);
+                    let u_sum_6_3: f32 = (0.0f + _acc[51i]);
                     u_out[((u_i_2_6_3 * u_N) + u_j_2_6_3)] = u_sum_6_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_6_4: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_6_4: f32 = (0.0f + _acc_52);
+                    let u_sum_6_4: f32 = (0.0f + _acc[52i]);
                     u_out[((u_i_2_6_4 * u_N) + u_j_2_6_4)] = u_sum_6_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_6_5: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_6_5: f32 = (0.0f + _acc_53);
+                    let u_sum_6_5: f32 = (0.0f + _acc[53i]);
                     u_out[((u_i_2_6_5 * u_N) + u_j_2_6_5)] = u_sum_6_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_6_6: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_6_6: f32 = (0.0f + _acc_54);
+                    let u_sum_6_6: f32 = (0.0f + _acc[54i]);
                     u_out[((u_i_2_6_6 * u_N) + u_j_2_6_6)] = u_sum_6_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_6_7: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_6_7: f32 = (0.0f + _acc_55);
+                    let u_sum_6_7: f32 = (0.0f + _acc[55i]);
                     u_out[((u_i_2_6_7 * u_N) + u_j_2_6_7)] = u_sum_6_7;
                 }
             }
@@ -869,49 +743,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_7_0: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_7_0: f32 = (0.0f + _acc_56);
+                    let u_sum_7_0: f32 = (0.0f + _acc[56i]);
                     u_out[((u_i_2_7_0 * u_N) + u_j_2_7_0)] = u_sum_7_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_7_1: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_7_1: f32 = (0.0f + _acc_57);
+                    let u_sum_7_1: f32 = (0.0f + _acc[57i]);
                     u_out[((u_i_2_7_1 * u_N) + u_j_2_7_1)] = u_sum_7_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_7_2: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_7_2: f32 = (0.0f + _acc_58);
+                    let u_sum_7_2: f32 = (0.0f + _acc[58i]);
                     u_out[((u_i_2_7_2 * u_N) + u_j_2_7_2)] = u_sum_7_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_7_3: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_7_3: f32 = (0.0f + _acc_59);
+                    let u_sum_7_3: f32 = (0.0f + _acc[59i]);
                     u_out[((u_i_2_7_3 * u_N) + u_j_2_7_3)] = u_sum_7_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_7_4: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_7_4: f32 = (0.0f + _acc_60);
+                    let u_sum_7_4: f32 = (0.0f + _acc[60i]);
                     u_out[((u_i_2_7_4 * u_N) + u_j_2_7_4)] = u_sum_7_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_7_5: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_7_5: f32 = (0.0f + _acc_61);
+                    let u_sum_7_5: f32 = (0.0f + _acc[61i]);
                     u_out[((u_i_2_7_5 * u_N) + u_j_2_7_5)] = u_sum_7_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_7_6: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_7_6: f32 = (0.0f + _acc_62);
+                    let u_sum_7_6: f32 = (0.0f + _acc[62i]);
                     u_out[((u_i_2_7_6 * u_N) + u_j_2_7_6)] = u_sum_7_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_7_7: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_7_7: f32 = (0.0f + _acc_63);
+                    let u_sum_7_7: f32 = (0.0f + _acc[63i]);
                     u_out[((u_i_2_7_7 * u_N) + u_j_2_7_7)] = u_sum_7_7;
                 }
             }

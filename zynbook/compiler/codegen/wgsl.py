@@ -207,7 +207,8 @@ def launch_target(options: WGSLOptions):
         "max_compute_invocations_per_workgroup": min(options.workgroup_size, options.max_invocations),
         "max_compute_workgroup_storage_size": options.max_workgroup_storage}),
         arch=options.adapter,
-        loop_steps=LLVMPIPE_LOOP_STEPS if "llvmpipe" in options.adapter.lower() else 0)
+        loop_steps=LLVMPIPE_LOOP_STEPS if "llvmpipe" in options.adapter.lower() else 0,
+        fma_sums=128 if "nvidia" in options.adapter.lower() else 64)
 
 
 def _sizes(kernel: cir.Kernel, options: WGSLOptions) -> dict:

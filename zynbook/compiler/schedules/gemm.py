@@ -107,6 +107,11 @@ FMA_PAD = 4
 FMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 4, 8), (64, 64, 4, 4),
              (64, 64, 8, 8), (32, 32, 4, 4), (16, 16, 4, 4), (64, 256, 8, 8))
 _FMA_SUMS = max(tm * tn for _bm, _bn, tm, tn in FMA_TILES)     # a thread's sums, at most
+# where a target's threads hold 128 sums (Target.fma_sums) and a launch has many tiles: 8 x 16
+# a thread in 4-deep slices (WebGPU on an H200, matmul 4096: 3.49 ms against 4.13 for 128 x
+# 128 x 8; 256 x 128 at 16 x 8: 3.78; 8-deep slices of either: 3.98 to 4.16)
+WIDE_FMA_TILES = ((128, 256, 8, 16), (256, 128, 16, 8))
+WIDE_FMA_BK = 4
 
 
 @dataclass(frozen=True)
@@ -389,8 +394,9 @@ class Gemm(Schedule):
         # printers) no larger than the automatic tiles' (8 x 8, 16 deep): a hint of 16 x 16 x
         # 16 took minutes to compile on Mesa's llvmpipe and spills on a GPU (a CPU's one
         # thread a block holds larger tiles)
+        sums = target.fma_sums if _BYTES[form.acc] <= 4 else _FMA_SUMS
         if target.max_threads > 1 and not p.mma and \
-                (p.tm * p.tn > _FMA_SUMS or p.tm * p.tn * p.bk > _FMA_SUMS * 16):
+                (p.tm * p.tn > sums or p.tm * p.tn * p.bk > _FMA_SUMS * 16):
             return False
         return p.valid() and p.threads <= target.max_threads and \
             p.shared_bytes(ib, _BYTES[form.acc], (form.m.kcontig, form.n.kcontig)) + \
@@ -556,6 +562,8 @@ class Gemm(Schedule):
         # needs 16-deep slices to give every thread whole vectors to load
         bk = 8 if (bm == 128 and bn == 128) or not vec or K < 64 else 16
         first = GemmParams(bm, bn, bk, tm, tn, w)
+        if self._wide(target, form, M, N, K):
+            first = GemmParams(*WIDE_FMA_TILES[0][:2], WIDE_FMA_BK, *WIDE_FMA_TILES[0][2:], w)
         if _gathered(form) and M <= 64 and N > 128:      # a convolution's few filters (before
             first = GemmParams(**CONV_FMA_TILE, width=w)    # Hopper: SPLIT_CONV_TILE)
         for p in [first] + [GemmParams(a, b, 8, c, d, w) for a, b, c, d in FMA_TILES]:
@@ -564,6 +572,23 @@ class Gemm(Schedule):
                     if self._fits(r, target, form):
                         return r
         return None
+
+    @staticmethod
+    def _wide(target, form: _Form, M: int, N: int, K: int) -> bool:
+        """Whether the automatic FMA tile is the wide one: a launch's sizes known, whole
+        tiles and slices (no bounds tests: with them the wide tile ran at 5.31 ms), 4-byte
+        sums, threads that hold 128 of them, and at least 256 tiles (two for each
+        multiprocessor of the largest GPUs; fewer, and 128 x 128 tiles keep more of them busy)."""
+        bm, bn = WIDE_FMA_TILES[0][:2]
+        return not target.symbolic_sizes and target.max_threads >= 256 and \
+            target.fma_sums >= 128 and _BYTES[form.acc] <= 4 and \
+            M % bm == 0 and N % bn == 0 and K % WIDE_FMA_BK == 0 and (M // bm) * (N // bn) >= 256
+
+    def wants_launch_sizes(self, kernel, target, sizes):
+        form, _ = match(kernel, sizes, target.symbolic_sizes)
+        if form is None or self._mma_kind(kernel, target, sizes, form):
+            return False
+        return self._wide(target, form, *_side_sizes(form, sizes))
 
     def default(self, kernel, target, sizes):
         """The automatic choice; `@tile(bm=, bn=, bk=, tm=, tn=)` sets those fields and a
@@ -593,9 +618,9 @@ class Gemm(Schedule):
         form, _ = match(kernel, sizes, target.symbolic_sizes)
         first = self.default(kernel, target, sizes)
         out = [first]
-        cands = [GemmParams(a, b, bk, c, d, w, pad=pad) for a, b, c, d in FMA_TILES
-                 for bk in (8, 16) for w in sorted({1, self._width(target, form)})
-                 for pad in (FMA_PAD, 0)]
+        cands = [GemmParams(a, b, bk, c, d, w, pad=pad) for a, b, c, d in FMA_TILES + WIDE_FMA_TILES
+                 for bk in ((WIDE_FMA_BK, 8) if c * d > _FMA_SUMS else (8, 16))
+                 for w in sorted({1, self._width(target, form)}) for pad in (FMA_PAD, 0)]
         kind = self._mma_kind(kernel, target, sizes, form)
         if kind:
             w = 8 if kind == "half" else 4
@@ -877,8 +902,10 @@ class _Builder(Builder):
 
         def tile_body():
             out = self.decompose(ir.Ref("_bz", self.idx), bloops, bexts) + self.hoist()
-            out.append(self.unrolled("_z", self.acc_count, lambda v: [
-                ir.Store("_acc", v, _zero(self.cd))]))
+            zero = self.unrolled("_z", self.acc_count, lambda v: [ir.Store("_acc", v, _zero(self.cd))])
+            # an FMA tile's sums zeroed by a loop the shader compiler sees, not written out
+            # (WebGPU on an H200, 128 x 256 tiles at 4096: 3.47 ms against 4.66)
+            out.append(zero if p.mma else dataclasses.replace(zero, unroll=False))
             out += self.mainloop()
             if self.staged and self.c_alias:    # C is staged over the operand tiles, which
                 out.append(self.sync())         # slower warps may still be reading
@@ -1103,11 +1130,12 @@ class _Builder(Builder):
     def in_matrix(self, s: str, gx: ir.Expr, gk: ir.Expr) -> ir.Expr | None:
         """Whether element (gx, gk) of side `s` lies in the matrix: in a gathered contraction
         None where every tile and slice does (sizes fixed, multiples of the tile's side and
-        of BK); a plain GEMM keeps its bounds test (ptxas allocates the warpgroup tiles'
-        registers better with it)."""
+        of BK), and so in an FMA tile's (WebGPU on an H200, 128 x 256 tiles at 4096: the
+        tests took a fifth of the time); a plain GEMM on tensor cores keeps its bounds test
+        (ptxas allocates the warpgroup tiles' registers better with it)."""
         p = self.p
         X, bx = (self.M, p.bm) if s == "m" else (self.N, p.bn)
-        fixed = not self.sym and _gathered(self.f)
+        fixed = not self.sym and (_gathered(self.f) or not p.mma)
         M, N, K = _side_sizes(self.f, self.sizes) if fixed else (None,) * 3
         whole = lambda n, b: n is not None and n % b == 0
         return self.all_of(*(t for t, ok in ((self.op("<", gx, X), whole(M if s == "m" else N, bx)),

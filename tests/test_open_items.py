@@ -169,3 +169,56 @@ def test_a_bf16_host_tensor_into_a_block(device):
     a, y = got
     assert y.dtype == "bf16"
     np.testing.assert_array_equal(y.numpy(), _bf16(a.numpy() * np.float32(3) + np.float32(1)))
+
+
+# ------------------------------------------------------------------ -INT_MIN wraps
+
+_NEG = {"negated": ("-x[i]", lambda x: -x), "negated_compared": ("-x[i] < 0", lambda x: -x < 0),
+        "abs_compared": ("abs(x[i]) < 0", lambda x: np.abs(x) < 0), "abs": ("abs(x[i])", np.abs)}
+_SMALLEST = {"i32": np.array([5, -2147483648, 2147483647, 0, -7], np.int32),
+             "i64": np.array([5, -(1 << 63), (1 << 63) - 1, 0, -7], np.int64)}
+
+
+def _negation_src(expr):
+    return f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = {expr}\n}}\n"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", list(_NEG))
+@pytest.mark.parametrize("dtype", list(_SMALLEST))
+def test_negating_the_smallest_integer_wraps(device, case, dtype):
+    """`-x` and `abs(x)` of the smallest integer are that integer, as numpy's wrap (CUDA C++
+    and MSL left it undefined), so `-x < 0` holds for it on every device."""
+    if dtype == "i64" and device.startswith(("vulkan", "gl", "webgpu", "metal")):
+        pytest.skip("WebGPU holds no 64-bit integer arithmetic")
+    expr, fn = _NEG[case]
+    x = _SMALLEST[dtype]
+    with np.errstate(over="ignore"):
+        want = fn(x)
+    assert_equals_numpy(zynbook.run(_negation_src(expr) + "y", x=x, device=device), want, 0)
+
+
+@pytest.mark.parametrize("case", list(_NEG))
+@pytest.mark.parametrize("dtype", list(_SMALLEST))
+def test_cuda_and_msl_negate_in_unsigned_types(case, dtype):
+    """The CUDA and Metal targets write a signed negation as `0 - x` in the unsigned type of
+    its width (ir.WRAPPING_NEG), and their programs wrap on the launch-IR emulator."""
+    from compute_testing import emulate_kernel, lower_block
+    from zynbook.compiler import schedules
+    from zynbook.compiler.codegen.dialects.cuda import CudaDialect
+    from zynbook.compiler.codegen.dialects.msl import MslDialect
+    from zynbook.compiler.codegen.printer import print_program
+    from zynbook.compiler.targets import cuda_target, metal_target
+    expr, fn = _NEG[case]
+    x = _SMALLEST[dtype]
+    with np.errstate(over="ignore"):
+        want = fn(x)
+    kernel, ins, sizes, scalars = lower_block(_negation_src(expr), {"x": x})
+    for target, dialect, unsigned in ((cuda_target(), CudaDialect, "unsigned "),
+                                      (metal_target(), MslDialect, "u")):
+        prog = schedules.build(kernel, target, sizes)
+        source = print_program(dialect(), prog, kernel).source
+        u = unsigned + ("long long" if unsigned == "unsigned " and dtype == "i64" else
+                        "long" if dtype == "i64" else "int")
+        assert f"({u})0 - ({u})" in source, source
+        np.testing.assert_array_equal(emulate_kernel(prog, kernel, ins, sizes, scalars, 32), want)

@@ -1017,6 +1017,8 @@ class _Translator:
             return out(f"_ipow({t[0]}, {t[1]}, {dt!r})")
         if fn in ir.WRAPPING:
             return out(f"_wrap(int({t[0]}) {ir.WRAPPING[fn]} int({t[1]}), {dt!r})")
+        if fn == ir.WRAPPING_NEG:
+            return out(f"_wrap(-int({t[0]}), {dt!r})")
         if fn == "floordiv":
             return out(f"_floordiv({t[0]}, {t[1]}, {dt!r})")
         if fn == "ceildiv":

@@ -96,11 +96,14 @@ MATH = ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs
         # zero: cvt.rna.tf32.f32; CUDA only)
         "fast_exp2", "fmax", "tf32",
         "dot",                      # of two vectors (below): the sum of their lanes' products
-        *("wrapping_add", "wrapping_sub", "wrapping_mul"))     # (WRAPPING)
+        *("wrapping_add", "wrapping_sub", "wrapping_mul"),     # (WRAPPING)
+        "wrapping_neg")             # (WRAPPING_NEG)
 
 # signed integer + - * that wrap, for a target whose language leaves overflow undefined
 # (Target.signed_wraps): the function and its operator
 WRAPPING = {"wrapping_add": "+", "wrapping_sub": "-", "wrapping_mul": "*"}
+# and a signed negation that wraps there (-INT_MIN is INT_MIN, as numpy's)
+WRAPPING_NEG = "wrapping_neg"
 
 
 @dataclass(frozen=True)

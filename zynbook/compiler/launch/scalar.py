@@ -235,7 +235,11 @@ class ScalarLowering:
             return self.binary(e)
         if isinstance(e, cir.Unary):
             x = self.expr(e.operand)
-            return ir.Un("neg", cast(x, dt), dt) if e.op == "neg" else ir.Un("not", cast(x, "bool"), "bool")
+            if e.op == "not":
+                return ir.Un("not", cast(x, "bool"), "bool")
+            if not self.signed_wraps and not self.indexing and dt in ("i32", "i64"):
+                return ir.Math(ir.WRAPPING_NEG, (cast(x, dt),), dt)     # as + - * (binary)
+            return ir.Un("neg", cast(x, dt), dt)
         if isinstance(e, cir.Cast):
             c = const_value(e.operand, self.facts.consts)
             if c is not None and dt != "bool":
@@ -341,6 +345,10 @@ class ScalarLowering:
         args = tuple(self.operand(a, dt) for a in e.args)
         if e.fn in ("floor", "ceil", "round"):
             return args[0]
+        if e.fn == "abs" and not self.signed_wraps and dt in ("i32", "i64"):
+            # -x of a negative x, wrapping: abs of the smallest integer is itself, as numpy's
+            negative = ir.Bin("<", args[0], lit(0, dt), "bool")
+            return ir.Select(negative, ir.Math(ir.WRAPPING_NEG, args, dt), args[0], dt)
         if e.fn in ("min", "max", "abs", "clamp", "relu"):
             return ir.Math(e.fn, args, dt)
         # other math on integers computes in f32, as a float result would

@@ -191,6 +191,9 @@ class CFamily:
             if fn in ir.WRAPPING:       # in the unsigned type of its width, whose overflow wraps
                 u = self.type("u64" if dtype == "i64" else "u32")
                 return f"(({self.type(dtype)})(({u}){args[0]} {ir.WRAPPING[fn]} ({u}){args[1]}))"
+            if fn == ir.WRAPPING_NEG:
+                u = self.type("u64" if dtype == "i64" else "u32")
+                return f"(({self.type(dtype)})(({u})0 - ({u}){args[0]}))"
             if fn == "abs":
                 return f"{self.need('zyn_iabs')}({args[0]})"
             if fn == "ipow":

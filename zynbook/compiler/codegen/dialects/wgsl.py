@@ -251,6 +251,8 @@ class WgslDialect:
         t = self.type(dtype)
         if fn in ir.WRAPPING:       # (WGSL's integers wrap)
             return f"({args[0]} {ir.WRAPPING[fn]} {args[1]})"
+        if fn == ir.WRAPPING_NEG:
+            return f"(-{args[0]})"
         if fn in ("min", "max", "clamp", "relu") and t in ("i32", "u32", "f32", "f64"):
             # integers: WGSL's own; floats: the helpers that propagate NaN
             spell = (lambda f: f) if t in ("i32", "u32") else (lambda f: self.need(f"zyn_{f}_{t}"))

@@ -290,3 +290,27 @@ let t = compute(x) {{
         got, got_t = zynbook.run(src, device=device, x=x)
     assert_equals_numpy(_host(got), want, 1e-6)
     assert_equals_numpy(_host(got_t), want_t, 1e-6)
+
+
+# ---------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, column, words", [
+    ("x[k] + 1 / 0", 25, "division by zero"),
+    ("x[k] + (5 % 0)", 26, "remainder by zero"),
+    ("x[k] + n / (n - n)", 25, "division by zero"),
+])
+def test_integer_division_of_constants_by_zero_points_at_the_division(device, expr, column, words):
+    """An integer division by zero of constants (and sizes) is a runtime error whose caret
+    is under the division on every device: the reference pointed at the statement's start
+    (column 9) where the compiled devices point at `1 / 0`."""
+    src = f"""let y = compute(x) {{
+    @kernel elementwise
+    for k in 0..n:
+        out[k] = {expr}
+}}
+y
+"""
+    err = raises("runtime", src, 4, column, device=device, x=np.arange(3, dtype=np.int32))
+    assert words in err.message

@@ -1082,7 +1082,7 @@ class ReferenceExecutor:
             x, y = _align([va, vb])
             return Val((np.logical_and if op == "and" else np.logical_or)(x, y), _lanes_of(va, vb))
         if not isinstance(a, (Val, LaneIndex)) and not isinstance(b, (Val, LaneIndex)):
-            return _scalar_op(op, a, b, e.ty.dtype)
+            return _scalar_op(op, a, b, e.ty.dtype, e.span)
         va, vb = as_val(a), as_val(b)
         x, y = _align([va, vb])
         lanes = _lanes_of(va, vb)
@@ -1321,18 +1321,21 @@ def _in_dtype(v, dtype):
     return v if a.dtype == dt else a.astype(dt)
 
 
-def _scalar_op(op, a, b, dtype):
+def _scalar_op(op, a, b, dtype, span=None):
+    """`a op b` of two scalars; an integer division's error points at `span` (where it is
+    written, as on the compiled devices)."""
     if op == "/" and not is_float(dtype):
         if b == 0:
-            raise ZynMLRuntimeError("integer division by zero")
+            raise ZynMLRuntimeError("integer division by zero", span)
         if dtype in _SIGNED_BITS and b == -1 and a == -(1 << (_SIGNED_BITS[dtype] - 1)) \
                 and not (_python_number(a) and _python_number(b)):
-            raise ZynMLRuntimeError(f"integer overflow: {int(a)} / -1 does not fit its integer type")
+            raise ZynMLRuntimeError(f"integer overflow: {int(a)} / -1 does not fit its integer "
+                                    f"type", span)
         q = abs(int(a)) // abs(int(b))
         return q if (a >= 0) == (b >= 0) else -q
     if op == "%" and not is_float(dtype):
         if b == 0:
-            raise ZynMLRuntimeError("integer remainder by zero")
+            raise ZynMLRuntimeError("integer remainder by zero", span)
         return int(math.fmod(int(a), int(b)))
     if op == "**" and dtype in _INT_BITS and not (_python_number(a) and _python_number(b)):
         # an integer power wraps at its dtype's width, as numpy's and the devices' do

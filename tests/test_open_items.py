@@ -222,3 +222,38 @@ def test_cuda_and_msl_negate_in_unsigned_types(case, dtype):
                         "long" if dtype == "i64" else "int")
         assert f"({u})0 - ({u})" in source, source
         np.testing.assert_array_equal(emulate_kernel(prog, kernel, ins, sizes, scalars, 32), want)
+
+
+# ------------------------------------------------------------------ rows of shared arrays
+
+_SHARED_ROWS = {
+    # each: the statements that fill `tile` (4 x 8) in iteration i, and numpy's tile for x[i]
+    "number_across_a_row": ("        for r in 0..4:\n            tile[r] = 0.5\n",
+                            lambda xi: np.full((4, 8), 0.5, np.float32)),
+    "number_in_a_loop": ("        for r in 0..4:\n            for c in 0..8:\n"
+                         "                tile[r, c] = 0.25\n",
+                         lambda xi: np.full((4, 8), 0.25, np.float32)),
+    "row_then_added": ("        for r in 0..4:\n            tile[r] = float(r)\n"
+                       "        for r in 0..4:\n            tile[r] += 1.5\n",
+                       lambda xi: np.arange(4, dtype=np.float32)[:, None] + np.full((4, 8), 1.5)),
+    "sum_across_a_row": ("        var s = 0.0\n        for c in 0..8:\n            s += x[i, c]\n"
+                         "        for r in 0..4:\n            tile[r] = s * float(r)\n",
+                         lambda xi: np.repeat(xi.sum() * np.arange(4.0)[:, None], 8, 1)),
+    "input_row_across_rows": ("        tile[0:4] = x[i]\n",
+                              lambda xi: np.repeat(xi[None, :], 4, 0)),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", list(_SHARED_ROWS))
+def test_a_number_stored_across_a_row_of_a_shared_array(device, case):
+    """`tile[r] = v` writes the whole row (as `tile[r, 0:8] = v`), a number or a row; on
+    cpu:native and WebGPU no schedule took it, and the reference refused a value that differs
+    between iterations (a `var`) across a row."""
+    fill, tile_of = _SHARED_ROWS[case]
+    x = (np.arange(16, dtype=np.float32).reshape(2, 8) - 5.0) / 4.0
+    src = ("let y = compute(x) {\n    for i in 0..2:\n        shared var tile[4, 8]\n" + fill +
+           "        barrier()\n        for r in 0..4, c in 0..8:\n"
+           "            out[i, r, c] = tile[r, c] + x[i, c]\n}\ny")
+    want = np.stack([tile_of(x[i]) + x[i][None, :] for i in range(2)])
+    assert_equals_numpy(_on(device, src, x=x), want, 1e-5)

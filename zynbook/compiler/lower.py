@@ -578,7 +578,15 @@ class _Lowering:
                         f"a tile of {len(value.ty.shape)} axes is stored into "
                         f"`{dotted(target.base)}[...]`, which holds " +
                         ("one value" if not room else f"a tile of {room} axes"), s.value.span)
-                old = cir.Load(buf, index, cir.Ty(self.shared[buf].dtype), _item_spans(target))
+                # `tile[r] = v` writes the whole row, as `tile[r, 0:cols] = v` does: the axes
+                # left out are spans, so a number stored across them is a tile store (the
+                # block schedules write each element; they took a short index for one element)
+                index += tuple(cir.Span(affine.const(0), _dim_expr(d))
+                               for d in self.shared[buf].shape[len(index):])
+                span_shape = tuple(_dim_value(affine.sub(i.stop, i.start)) for i in index
+                                   if isinstance(i, cir.Span))
+                old = cir.Load(buf, index, cir.Ty(self.shared[buf].dtype, span_shape),
+                               _item_spans(target))
                 if s.op != "=":
                     value = self._compound(s.op, old, value, s.span)
                 return cir.Store(buf, index, value, line, _item_spans(target))
@@ -1426,8 +1434,8 @@ def _dim_value(d):
 
 
 def _dim_expr(d) -> cir.Expr:
-    """A size name or a number as a CIR size expression."""
-    return affine.var(d) if isinstance(d, str) else affine.const(d)
+    """A size name, a number or a size expression as a CIR size expression."""
+    return affine.var(d) if isinstance(d, str) else affine.const(d) if isinstance(d, int) else d
 
 
 def _broadcast_dim(a, b) -> cir.Expr:

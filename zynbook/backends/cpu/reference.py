@@ -841,6 +841,11 @@ class ReferenceExecutor:
             raise self.error("a shared array is written from inside a nested parallel loop",
                              s.line)
         arr = arr.reshape(arr.shape[:v.lanes] + (1,) * (nl - v.lanes) + arr.shape[v.lanes:])
+        # a value of fewer axes than the slice it is stored in (a number across a row)
+        # broadcasts against the slice's trailing axes, after the lanes
+        pad = view.ndim - arr.ndim
+        if pad > 0:
+            arr = arr.reshape(arr.shape[:nl] + (1,) * pad + arr.shape[nl:])
         arr = np.broadcast_to(arr, lanes_shape + view.shape[nl:]) if arr.ndim else arr
         if self.mask is not None:
             m = np.asarray(self.mask.arr)

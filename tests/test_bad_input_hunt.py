@@ -315,3 +315,41 @@ def test_an_unusable_array_inside_a_list_is_named_by_its_position():
     assert "(at [0])" in err.message, err.message
     err = raises("type", "let z = a.k + 1\nz", 1, 9, a={"k": np.array([1j])})
     assert "(at k)" in err.message, err.message
+
+
+CAST_OF_CONSTANT = """let r = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] + CAST
+}
+r"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("cast,dtype,want", [
+    ("i16(10.5)", np.int16, np.arange(6, dtype=np.int16) + 260),
+    ("u32(-3.5)", np.uint32, np.arange(6, dtype=np.uint32) + 250),
+    # (u8 with i8 is i8, the signed of equal widths; the sum wraps)
+    ("i8(-200.0)", np.int8, (np.arange(6) + 250).astype(np.uint8).astype(np.int8).astype(np.int32) - 128),
+])
+def test_a_float_constant_cast_to_an_integer_keeps_the_cast_dtype(device, cast, dtype, want):
+    """The casts pass folded i16(10.5) to the constant 10, a weak literal again: x[i] +
+    i16(10.5) on u8 x was an internal compiler error (`typed i16; u8 + i32 gives u8`) on
+    every device, as was (x[i] < 1.0) * i64(0.5)."""
+    x = np.arange(6, dtype=np.uint8) + 250
+    got = zynbook.Session(device).run(CAST_OF_CONSTANT.replace("CAST", cast), x=x)
+    got = np.asarray(got)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want.astype(dtype))   # (wrapping as the devices do)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_bool_times_an_i64_cast_of_a_float_constant(device):
+    x = np.arange(6, dtype=np.float32)
+    src = CAST_OF_CONSTANT.replace("x[i] + CAST", "(x[i] < 1.0) * i64(2.5)")
+    try:
+        got = zynbook.Session(device).run(src, x=x)
+    except ZynMLError as err:
+        assert err.kind == "device" and "64-bit" in err.message, err.render()
+        return
+    np.testing.assert_array_equal(np.asarray(got), np.array([2, 0, 0, 0, 0, 0], np.int64))

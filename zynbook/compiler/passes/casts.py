@@ -18,6 +18,7 @@ Casts from an integer to bf16 go through f32, as the reference rounds them.
 from __future__ import annotations
 
 from .. import cir
+from ..types import is_weak
 from .simplify import rewrite_exprs
 
 _RANGE = {"i8": (-2 ** 7, 2 ** 7), "i16": (-2 ** 15, 2 ** 15), "i32": (-2 ** 31, 2 ** 31),
@@ -46,7 +47,11 @@ def _rule(e):
 def _saturate(e):
     x = e.operand
     if isinstance(x, cir.Const) and not x.ty.shape:
-        return _const(x.value, e.ty)
+        c = _const(x.value, e.ty)
+        # a constant in i32's range stands alone as a weak literal, which would take the dtype
+        # of what it meets: a cast keeps it of the dtype asked for (x[i] + i16(10.5) on u8 x
+        # is i16, as x[i] + i16(10) is)
+        return cir.Cast(cir.Const(c.value, cir.Ty("i32")), e.ty) if is_weak(c) else c
     if x.ty.dtype in ("f16", "bf16"):
         x = cir.Cast(x, cir.Ty("f32", x.ty.shape))
     lo, past = _RANGE[e.ty.dtype]

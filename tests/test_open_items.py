@@ -241,13 +241,16 @@ _SHARED_ROWS = {
                          lambda xi: np.repeat(xi.sum() * np.arange(4.0)[:, None], 8, 1)),
     "input_row_across_rows": ("        tile[0:4] = x[i]\n",
                               lambda xi: np.repeat(xi[None, :], 4, 0)),
+    "whole_array": ("        tile = 0.5\n        tile += x[i]\n",
+                    lambda xi: np.repeat(xi[None, :] + np.float32(0.5), 4, 0)),
 }
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("case", list(_SHARED_ROWS))
 def test_a_number_stored_across_a_row_of_a_shared_array(device, case):
-    """`tile[r] = v` writes the whole row (as `tile[r, 0:8] = v`), a number or a row; on
+    """`tile[r] = v` writes the whole row (as `tile[r, 0:8] = v`), a number or a row, and
+    `tile = v` the whole array (it was "not a variable"); on
     cpu:native and WebGPU no schedule took it, and the reference refused a value that differs
     between iterations (a `var`) across a row."""
     fill, tile_of = _SHARED_ROWS[case]

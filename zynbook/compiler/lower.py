@@ -548,6 +548,9 @@ class _Lowering:
             value = self.expr(s.value)
             self.whole_out.append((value, s.span))
             return cir.Store("out", (), value, line)
+        if isinstance(target, A.Name) and getattr(self.lookup(target.id), "kind", None) == "shared":
+            # `tile = v` writes the whole shared array, as `tile[0:rows, 0:cols] = v` does
+            target = A.Index(target, [], span=target.span)
         if isinstance(target, A.Index) and isinstance(target.base, A.Name) and \
                 target.base.id == "out" and self.lookup("out") is None:
             index = tuple(self.index_item(it) for it in target.items)

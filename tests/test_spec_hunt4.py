@@ -129,3 +129,32 @@ def test_logarithms_near_one_keep_their_digits(fn, ref, device):
         x=_NEAR_ONE)
     np.testing.assert_allclose(np.asarray(got, np.float64), ref(_NEAR_ONE.astype(np.float64)),
                                rtol=1e-6, atol=0)
+
+
+_WIDE = np.float32(np.r_[np.linspace(-86.9, 88.7, 301), [0.0, -0.0, 1e-8]])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fn, ref", [
+    ("exp", np.exp), ("sigmoid", lambda v: 1 / (1 + np.exp(-v))),
+    ("silu", lambda v: v / (1 + np.exp(-v))), ("sinh", np.sinh), ("cosh", np.cosh)])
+def test_exponentials_keep_their_digits_far_from_zero(fn, ref, device):
+    """exp, and the functions made of it, to f32's precision across its range: WebGPU's
+    builtin exp has an error of 3 + 2|x| ulp, so exp(-79.3) was off by 3.7e-6 of itself,
+    and so were sigmoid, silu, sinh and cosh far from 0 (hundreds of these values past
+    1e-6)."""
+    got = zynbook.Session(device).run(
+        f"let y = compute(x) {{\n    for k in 0..n:\n        out[k] = {fn}(x[k])\n}}\ny\n", x=_WIDE)
+    want = ref(_WIDE.astype(np.float64))
+    normal = np.abs(want) > 1.2e-38
+    np.testing.assert_allclose(np.asarray(got, np.float64)[normal], want[normal], rtol=1e-6,
+                               atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_exp_at_the_ends_of_its_range(device):
+    x = np.float32([np.nan, np.inf, -np.inf, 88.8, 89.0, -104.0, 0.0])
+    got = zynbook.Session(device).run(
+        "let y = compute(x) {\n    for k in 0..n:\n        out[k] = exp(x[k])\n}\ny\n", x=x)
+    np.testing.assert_array_equal(np.asarray(got), np.float32([np.nan, np.inf, 0, np.inf, np.inf,
+                                                                0, 1]))

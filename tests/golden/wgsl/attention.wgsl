@@ -44,6 +44,15 @@ fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f
 // max and min propagate NaN, as numpy's maximum and minimum do (selects, no branch)
 fn zyn_max_f32(a: f32, b: f32) -> f32 {
     return select(select(max(a, b), b, zyn_isnan_f32(b)), a, zyn_isnan_f32(a)); }
+fn zyn_exp_f32(x: f32) -> f32 {
+    // the builtin's error grows with |x| (3 + 2 |x| ulp: exp(-79.3) was off by 3.7e-6 of
+    // itself): Cody-Waite's reduction to |r| <= ln 2 / 2, Cephes' expf polynomial, 2^n
+    if (!(x > -87.0f && x < 88.72f)) { return exp(x); }  // NaN, infinities, the ends
+    let n = floor(x * 1.44269504088896341f + 0.5f);
+    let r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+    let y = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
+        + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * r * r + r + 1.0f;
+    return ldexp(ldexp(y, i32(n) / 2), i32(n) - i32(n) / 2); }
 // the error flag (zynbook/compiler/errflag.py): the first failing site and its value win
 fn zyn_fail(site: i32, v: i32) {
     loop {
@@ -218,7 +227,7 @@ fn zyn_k_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                 _mt = zyn_max_f32(_mt, _s_3);
             }
             if ((!(_mt <= bitcast<f32>(0xff800000u)))) {
-                let _alpha: f32 = exp((_m - _mt));
+                let _alpha: f32 = zyn_exp_f32((_m - _mt));
                 _l = (_l * _alpha);
                 {
                     _o_0 = (_o_0 * vec4<f32>(_alpha));
@@ -231,7 +240,7 @@ fn zyn_k_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                     _o_7 = (_o_7 * vec4<f32>(_alpha));
                 }
                 {
-                    let _p_0: f32 = select(0.0f, exp((_s_0 - _mt)), (!(_s_0 <= bitcast<f32>(0xff800000u))));
+                    let _p_0: f32 = select(0.0f, zyn_exp_f32((_s_0 - _mt)), (!(_s_0 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_0);
                     let _jj_0: i32 = _r;
                     {
@@ -244,7 +253,7 @@ fn zyn_k_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                         _o_6 = (_o_6 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 150i)]));
                         _o_7 = (_o_7 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 9i) + 151i)]));
                     }
-                    let _p_1: f32 = select(0.0f, exp((_s_1 - _mt)), (!(_s_1 <= bitcast<f32>(0xff800000u))));
+                    let _p_1: f32 = select(0.0f, zyn_exp_f32((_s_1 - _mt)), (!(_s_1 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_1);
                     let _jj_1: i32 = (4i + _r);
                     {
@@ -257,7 +266,7 @@ fn zyn_k_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                         _o_6 = (_o_6 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 150i)]));
                         _o_7 = (_o_7 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 9i) + 151i)]));
                     }
-                    let _p_2: f32 = select(0.0f, exp((_s_2 - _mt)), (!(_s_2 <= bitcast<f32>(0xff800000u))));
+                    let _p_2: f32 = select(0.0f, zyn_exp_f32((_s_2 - _mt)), (!(_s_2 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_2);
                     let _jj_2: i32 = (8i + _r);
                     {
@@ -270,7 +279,7 @@ fn zyn_k_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                         _o_6 = (_o_6 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 150i)]));
                         _o_7 = (_o_7 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 9i) + 151i)]));
                     }
-                    let _p_3: f32 = select(0.0f, exp((_s_3 - _mt)), (!(_s_3 <= bitcast<f32>(0xff800000u))));
+                    let _p_3: f32 = select(0.0f, zyn_exp_f32((_s_3 - _mt)), (!(_s_3 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_3);
                     let _jj_3: i32 = (12i + _r);
                     {
@@ -298,9 +307,9 @@ fn zyn_k_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
     var _L: f32 = 0.0f;
     for (var _x: i32 = 0i; _x < 4i; _x++) {
         let _mx: f32 = _ml[((_q * 4i) + _x)];
-        _L = (_L + (_ml[(((_q * 4i) + _x) + 128i)] * select(exp((_mx - _M)), 0.0f, (_mx <= bitcast<f32>(0xff800000u)))));
+        _L = (_L + (_ml[(((_q * 4i) + _x) + 128i)] * select(zyn_exp_f32((_mx - _M)), 0.0f, (_mx <= bitcast<f32>(0xff800000u)))));
     }
-    let _f: f32 = select(exp((_m - _M)), 0.0f, (_m <= bitcast<f32>(0xff800000u)));
+    let _f: f32 = select(zyn_exp_f32((_m - _M)), 0.0f, (_m <= bitcast<f32>(0xff800000u)));
     {
         _o_0 = (_o_0 * vec4<f32>(_f));
         _o_1 = (_o_1 * vec4<f32>(_f));
@@ -605,7 +614,7 @@ fn zyn_k_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                 _mt = zyn_max_f32(_mt, _s_3);
             }
             if ((!(_mt <= bitcast<f32>(0xff800000u)))) {
-                let _alpha: f32 = exp((_m - _mt));
+                let _alpha: f32 = zyn_exp_f32((_m - _mt));
                 _l = (_l * _alpha);
                 {
                     _o_0 = (_o_0 * vec4<f32>(_alpha));
@@ -626,7 +635,7 @@ fn zyn_k_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                     _o_15 = (_o_15 * vec4<f32>(_alpha));
                 }
                 {
-                    let _p_0: f32 = select(0.0f, exp((_s_0 - _mt)), (!(_s_0 <= bitcast<f32>(0xff800000u))));
+                    let _p_0: f32 = select(0.0f, zyn_exp_f32((_s_0 - _mt)), (!(_s_0 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_0);
                     let _jj_0: i32 = _r;
                     {
@@ -647,7 +656,7 @@ fn zyn_k_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                         _o_14 = (_o_14 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 286i)]));
                         _o_15 = (_o_15 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 17i) + 287i)]));
                     }
-                    let _p_1: f32 = select(0.0f, exp((_s_1 - _mt)), (!(_s_1 <= bitcast<f32>(0xff800000u))));
+                    let _p_1: f32 = select(0.0f, zyn_exp_f32((_s_1 - _mt)), (!(_s_1 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_1);
                     let _jj_1: i32 = (4i + _r);
                     {
@@ -668,7 +677,7 @@ fn zyn_k_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                         _o_14 = (_o_14 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 286i)]));
                         _o_15 = (_o_15 + (vec4<f32>(_p_1) * _kv[((_jj_1 * 17i) + 287i)]));
                     }
-                    let _p_2: f32 = select(0.0f, exp((_s_2 - _mt)), (!(_s_2 <= bitcast<f32>(0xff800000u))));
+                    let _p_2: f32 = select(0.0f, zyn_exp_f32((_s_2 - _mt)), (!(_s_2 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_2);
                     let _jj_2: i32 = (8i + _r);
                     {
@@ -689,7 +698,7 @@ fn zyn_k_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
                         _o_14 = (_o_14 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 286i)]));
                         _o_15 = (_o_15 + (vec4<f32>(_p_2) * _kv[((_jj_2 * 17i) + 287i)]));
                     }
-                    let _p_3: f32 = select(0.0f, exp((_s_3 - _mt)), (!(_s_3 <= bitcast<f32>(0xff800000u))));
+                    let _p_3: f32 = select(0.0f, zyn_exp_f32((_s_3 - _mt)), (!(_s_3 <= bitcast<f32>(0xff800000u))));
                     _l = (_l + _p_3);
                     let _jj_3: i32 = (12i + _r);
                     {
@@ -725,9 +734,9 @@ fn zyn_k_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_wo
     var _L: f32 = 0.0f;
     for (var _x: i32 = 0i; _x < 4i; _x++) {
         let _mx: f32 = _ml[((_q * 4i) + _x)];
-        _L = (_L + (_ml[(((_q * 4i) + _x) + 128i)] * select(exp((_mx - _M)), 0.0f, (_mx <= bitcast<f32>(0xff800000u)))));
+        _L = (_L + (_ml[(((_q * 4i) + _x) + 128i)] * select(zyn_exp_f32((_mx - _M)), 0.0f, (_mx <= bitcast<f32>(0xff800000u)))));
     }
-    let _f: f32 = select(exp((_m - _M)), 0.0f, (_m <= bitcast<f32>(0xff800000u)));
+    let _f: f32 = select(zyn_exp_f32((_m - _M)), 0.0f, (_m <= bitcast<f32>(0xff800000u)));
     {
         _o_0 = (_o_0 * vec4<f32>(_f));
         _o_1 = (_o_1 * vec4<f32>(_f));
@@ -1137,7 +1146,7 @@ fn zyn_k_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                     _mt = zyn_max_f32(_mt, _s_1);
                 }
                 if ((!(_mt <= bitcast<f32>(0xff800000u)))) {
-                    let _alpha: f32 = exp((_m - _mt));
+                    let _alpha: f32 = zyn_exp_f32((_m - _mt));
                     _l = (_l * _alpha);
                     {
                         _o_0 = (_o_0 * vec4<f32>(_alpha));
@@ -1174,7 +1183,7 @@ fn zyn_k_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                         _o_31 = (_o_31 * vec4<f32>(_alpha));
                     }
                     {
-                        let _p_0: f32 = select(0.0f, exp((_s_0 - _mt)), (!(_s_0 <= bitcast<f32>(0xff800000u))));
+                        let _p_0: f32 = select(0.0f, zyn_exp_f32((_s_0 - _mt)), (!(_s_0 <= bitcast<f32>(0xff800000u))));
                         _l = (_l + _p_0);
                         let _jj_0: i32 = _r;
                         {
@@ -1211,7 +1220,7 @@ fn zyn_k_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
                             _o_30 = (_o_30 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 294i)]));
                             _o_31 = (_o_31 + (vec4<f32>(_p_0) * _kv[((_jj_0 * 33i) + 295i)]));
                         }
-                        let _p_1: f32 = select(0.0f, exp((_s_1 - _mt)), (!(_s_1 <= bitcast<f32>(0xff800000u))));
+                        let _p_1: f32 = select(0.0f, zyn_exp_f32((_s_1 - _mt)), (!(_s_1 <= bitcast<f32>(0xff800000u))));
                         _l = (_l + _p_1);
                         let _jj_1: i32 = (4i + _r);
                         {
@@ -1263,9 +1272,9 @@ fn zyn_k_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_w
         var _L: f32 = 0.0f;
         for (var _x: i32 = 0i; _x < 4i; _x++) {
             let _mx: f32 = _ml[((_q * 4i) + _x)];
-            _L = (_L + (_ml[(((_q * 4i) + _x) + 64i)] * select(exp((_mx - _M)), 0.0f, (_mx <= bitcast<f32>(0xff800000u)))));
+            _L = (_L + (_ml[(((_q * 4i) + _x) + 64i)] * select(zyn_exp_f32((_mx - _M)), 0.0f, (_mx <= bitcast<f32>(0xff800000u)))));
         }
-        let _f: f32 = select(exp((_m - _M)), 0.0f, (_m <= bitcast<f32>(0xff800000u)));
+        let _f: f32 = select(zyn_exp_f32((_m - _M)), 0.0f, (_m <= bitcast<f32>(0xff800000u)));
         {
             _o_0 = (_o_0 * vec4<f32>(_f));
             _o_1 = (_o_1 * vec4<f32>(_f));

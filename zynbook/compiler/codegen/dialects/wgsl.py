@@ -44,7 +44,7 @@ BIN_OPS = {"and": "&&", "or": "||"}
 ERR = "zyn_err"
 PARAMS = "zyn_p"
 
-_UNARY_BUILTINS = {"sin", "cos", "tan", "exp", "exp2", "sqrt", "floor", "ceil", "round", "abs"}
+_UNARY_BUILTINS = {"sin", "cos", "tan", "exp2", "sqrt", "floor", "ceil", "round", "abs"}
 
 
 # 64-bit integer buffers are stored in 32 bits (the device refuses data that does not fit):
@@ -284,8 +284,8 @@ class WgslDialect:
             return f"{self.need('zyn_sq_' + t)}({args[0]})"
         if fn == "fmod":
             return f"{self.need('zyn_fmod_' + t)}({args[0]}, {args[1]})"
-        if fn in ("tanh", "sinh", "cosh", "log", "log2", "sigmoid", "silu", "gelu", "erf",
-                  "pow"):
+        if fn in ("tanh", "sinh", "cosh", "exp", "log", "log2", "sigmoid", "silu", "gelu",
+                  "erf", "pow"):
             return f"{self.need('zyn_' + fn + '_f32')}({', '.join(args)})"
         self.refuse(f"{fn}()")
 
@@ -571,6 +571,8 @@ def _deps(name: str) -> tuple:
         return ("zyn_erfc_f32",)
     if name == "zyn_log2_f32":
         return ("zyn_log_f32",)
+    if name in ("zyn_sigmoid_f32", "zyn_silu_f32", "zyn_sinh_f32", "zyn_cosh_f32"):
+        return ("zyn_exp_f32",)
     if name in ("zyn_tanh_f32", "zyn_pow_f32"):
         return ("zyn_isnan_f32",)
     return ()
@@ -636,14 +638,14 @@ fn zyn_sinh_f32(x: f32) -> f32 {
     if (abs(x) > 9.0f) {
         // the builtin's exp(x) is infinite past 88.7 where sinh is not (89.0 gives
         // 2.24e38): exp(|x| / 2) squared, halved, as a product of finite factors
-        let e = exp(abs(x) * 0.5f);
+        let e = zyn_exp_f32(abs(x) * 0.5f);
         return select(-e, e, x > 0.0f) * (0.5f * e);
     }
     return sinh(x); }""",
     "zyn_cosh_f32": """\
 fn zyn_cosh_f32(x: f32) -> f32 {
     // as sinh: finite up to 89.4, where exp(x) of the builtin is infinite past 88.7
-    if (abs(x) > 9.0f) { let e = exp(abs(x) * 0.5f); return e * (0.5f * e); }
+    if (abs(x) > 9.0f) { let e = zyn_exp_f32(abs(x) * 0.5f); return e * (0.5f * e); }
     return cosh(x); }""",
     "zyn_log_f32": """\
 fn zyn_log_f32(x: f32) -> f32 {
@@ -661,8 +663,18 @@ fn zyn_log_f32(x: f32) -> f32 {
 fn zyn_log2_f32(x: f32) -> f32 {
     if (abs(x - 1.0f) < 0.0625f) { return zyn_log_f32(x) * 1.44269504088896341f; }
     return log2(x); }""",
-    "zyn_sigmoid_f32": "fn zyn_sigmoid_f32(x: f32) -> f32 { return 1.0f / (1.0f + exp(-x)); }",
-    "zyn_silu_f32": "fn zyn_silu_f32(x: f32) -> f32 { return x / (1.0f + exp(-x)); }",
+    "zyn_exp_f32": """\
+fn zyn_exp_f32(x: f32) -> f32 {
+    // the builtin's error grows with |x| (3 + 2 |x| ulp: exp(-79.3) was off by 3.7e-6 of
+    // itself): Cody-Waite's reduction to |r| <= ln 2 / 2, Cephes' expf polynomial, 2^n
+    if (!(x > -87.0f && x < 88.72f)) { return exp(x); }  // NaN, infinities, the ends
+    let n = floor(x * 1.44269504088896341f + 0.5f);
+    let r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+    let y = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
+        + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * r * r + r + 1.0f;
+    return ldexp(ldexp(y, i32(n) / 2), i32(n) - i32(n) / 2); }""",     # (2^128 overflows)
+    "zyn_sigmoid_f32": "fn zyn_sigmoid_f32(x: f32) -> f32 { return 1.0f / (1.0f + zyn_exp_f32(-x)); }",
+    "zyn_silu_f32": "fn zyn_silu_f32(x: f32) -> f32 { return x / (1.0f + zyn_exp_f32(-x)); }",
     "zyn_erf_f32": """\
 fn zyn_erf_f32(x: f32) -> f32 {
     // Abramowitz & Stegun 7.1.26 refined: |error| < 1.5e-7, which near 0 is most of the

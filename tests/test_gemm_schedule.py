@@ -187,6 +187,22 @@ def test_the_wide_tile_is_baked_for_many_tiles_on_threads_that_hold_it():
     assert not Gemm().wants_launch_sizes(kernel, baked, {"M": 4100, "N": 4000, "K": 300})
 
 
+@pytest.mark.webgpu
+def test_the_wide_tile_runs_on_a_webgpu_adapter(monkeypatch):
+    from zynbook.backends.webgpu import discover
+    devices = discover()
+    if not devices:
+        pytest.skip("no wgpu adapter")
+    dev = devices[0]
+    # the adapter taken for one whose threads hold 128 sums (the choice reads its name)
+    monkeypatch.setattr(dev, "name", f"{dev.name} (NVIDIA)")
+    kernel, sizes, make, want = K.matmul(2048, 4096, 8)
+    ins = make(np.random.default_rng(5))
+    got, _ = dev.launch(kernel, ins, sizes, {})
+    assert "8x16 per thread" in dev.program(kernel, sizes).schedule
+    np.testing.assert_allclose(np.asarray(got), want(ins, sizes), rtol=1e-5, atol=1e-5)
+
+
 def test_hints_set_the_tile():
     kernel, sizes, _, _ = K.matmul(256, 256, 64)
     hinted = replace(kernel, schedule=replace(kernel.schedule, workgroup=None,

@@ -353,3 +353,82 @@ def test_a_bool_times_an_i64_cast_of_a_float_constant(device):
         assert err.kind == "device" and "64-bit" in err.message, err.render()
         return
     np.testing.assert_array_equal(np.asarray(got), np.array([2, 0, 0, 0, 0, 0], np.int64))
+
+
+# ------------------------------------------------------------------- notebook surface
+
+NOTEBOOK_GOOD = """let nb_y = compute(nb_x) {
+    @kernel elementwise
+    for i in 0..len:
+        out[i] = nb_x[i] + 1.0
+}
+nb_y"""
+
+
+def _bad_cells(count: int, seed: int) -> list:
+    """Mutants of the kernel sources that the reference refuses, as notebook cells."""
+    rng, cells = random.Random(seed), []
+    while len(cells) < count:
+        src, inputs = rng.choice(PROGRAMS)
+        mutant = mutate_source(src, rng)
+        if outcome("cpu", mutant, inputs)[0] == "error":
+            cells.append((mutant, inputs))
+    return cells
+
+
+@pytest.fixture
+def shell():
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from zynbook.kernel import state
+
+    sh = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device="cpu"))
+    sh.run_line_magic("load_ext", "zynbook")
+    yield sh
+    state.set_notebook_session(None)
+
+
+def test_compute_magic_bad_cells_then_a_good_one(shell, capsys):
+    """Each bad %%compute cell fails with a ZynML error (in the notebook's Python names,
+    which it reads), and the good cell after it gives the right answer."""
+    x = np.arange(4, dtype=np.float32)
+    lines = ["", '@device("nope")', "@workgroup(0)", "@", '@device("cpu:native")']
+    for k, (cell, inputs) in enumerate(_bad_cells(8, 77)):
+        shell.user_ns.update(inputs)
+        result = shell.run_cell(f"%%compute {lines[k % len(lines)]}\n{cell}")
+        err = result.error_in_exec or result.error_before_exec
+        assert isinstance(err, ZynMLError), (cell, err)
+        assert err.line >= 1 and "^" in err.render(), err.render()
+        shell.user_ns["nb_x"] = x
+        good = shell.run_cell("%%compute\n" + NOTEBOOK_GOOD)
+        assert good.success, good.error_in_exec
+        np.testing.assert_array_equal(np.asarray(good.result), x + 1)
+
+
+def test_kernel_bad_cells_then_a_good_one():
+    """The ZynML kernel: a bad cell is an error reply naming a ZynML error, and the next
+    good cell runs."""
+    pytest.importorskip("ipykernel")
+    from test_kernel_support import execute, kernel_client, results_of
+
+    clients = kernel_client()
+    kc = next(clients)
+    try:
+        execute(kc, "%python import numpy as np\n"
+                    "%python nb_x = np.arange(4, dtype=np.float32)")
+        for cell, inputs in _bad_cells(4, 78):
+            names = "\n".join(f"%python {k} = np.ones({np.shape(v)!r}, np.float32)"
+                              if isinstance(v, np.ndarray) else f"%python {k} = {v!r}"
+                              for k, v in inputs.items())
+            reply, _ = execute(kc, names + "\n" + cell)
+            assert reply["status"] == "error", cell
+            assert reply["ename"].startswith("ZynML"), (reply["ename"], reply["evalue"])
+            reply, outputs = execute(kc, NOTEBOOK_GOOD)
+            assert reply["status"] == "ok", reply
+            (data,) = results_of(outputs)
+            assert "[1. 2. 3. 4.]" in data["text/plain"], data
+    finally:
+        for _ in clients:
+            pass

@@ -432,3 +432,20 @@ def test_kernel_bad_cells_then_a_good_one():
     finally:
         for _ in clients:
             pass
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8])
+def test_abs_of_the_smallest_integer_is_itself_in_comparisons(device, dtype):
+    """abs(x[i]) < 1 is true for the smallest integer (abs wraps to it, as numpy's): cpu:native
+    said false for i32 and i64, GCC having folded abs(x) < 1 to x == 0 (its abs of INT_MIN
+    is undefined even under -fwrapv)."""
+    info = np.iinfo(dtype)
+    x = np.array([0, 1, -1, info.min, 7, info.max], dtype)
+    src = CAST_OF_CONSTANT.replace("x[i] + CAST", "abs(x[i]) < 1")
+    try:
+        got = zynbook.Session(device).run(src, x=x)
+    except ZynMLError as err:
+        assert err.kind == "device" and dtype == np.int64, err.render()
+        return
+    np.testing.assert_array_equal(np.asarray(got), np.abs(x) < 1)

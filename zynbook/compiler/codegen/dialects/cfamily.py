@@ -17,7 +17,10 @@ HELPERS = {
     # NaN propagates, as numpy's minimum/maximum (the reference) do
     "zyn_min": ("template <typename T> {q}T zyn_min(T a, T b) {{ return (b < a || b != b) ? b : a; }}", ()),
     "zyn_max": ("template <typename T> {q}T zyn_max(T a, T b) {{ return (a < b || b != b) ? b : a; }}", ()),
-    "zyn_iabs": ("template <typename T> {q}T zyn_iabs(T a) {{ return a < 0 ? -a : a; }}", ()),
+    # negated in unsigned arithmetic: abs(INT_MIN) is INT_MIN, as numpy's; GCC took `a < 0 ? -a
+    # : a` for its abs, undefined there even under -fwrapv, and folded abs(x) < 1 to x == 0
+    "zyn_iabs": ("template <typename T> {q}T zyn_iabs(T a) {{ "
+                 "return a < 0 ? (T)(0 - (unsigned {long})a) : a; }}", ()),
     "zyn_sq": ("template <typename T> {q}T zyn_sq(T a) {{ return a * a; }}", ()),
     # by squaring: an exponent of 2^30 takes 31 steps, not 2^30 multiplications; in 64-bit
     # unsigned arithmetic, whose low bits are the wrapped product (a signed product that

@@ -158,3 +158,41 @@ def test_exp_at_the_ends_of_its_range(device):
         "let y = compute(x) {\n    for k in 0..n:\n        out[k] = exp(x[k])\n}\ny\n", x=x)
     np.testing.assert_array_equal(np.asarray(got), np.float32([np.nan, np.inf, 0, np.inf, np.inf,
                                                                 0, 1]))
+
+
+_A23 = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_shared_array_read_past_its_loop_is_a_name_error(device):
+    """A shared array is one per iteration of the loop it is declared in: read after that
+    loop it names nothing (an internal compiler error: "`s` is neither a buffer nor a
+    shared array in scope")."""
+    src = ("let z = compute(a) {\n    for i in 0..2, j in 0..3:\n        shared var s[3]\n"
+           "        s[j] = a[i, j]\n        barrier()\n    out[0, 0] = s[2]\n}\nz\n")
+    err = raises("name", src, 6, 17, device, a=_A23)
+    assert "`s`" in err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_loop_variable_used_past_its_loop_suggests_no_internal_name(device):
+    """`i` read after its loop is an unknown name; it suggested `i_2`, the name the
+    compiler gave the loop's variable, which the program never wrote."""
+    src = ("let z = compute(a) {\n    for i in 0..2, j in 0..3:\n        let t = a[i, j]\n"
+           "    out[i, 0] = 1.0\n}\nz\n")
+    err = raises("name", src, 4, 9, device, a=_A23)
+    assert err.message == "unknown name `i`", err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_tile_as_long_as_the_loop_variable_is_a_shape_error(device):
+    """`out[i, j] = b[i, :j]` writes a tile whose length changes with `j`: a shape error
+    at the store, as for `b[i, 0:j]` (the slice without its start made the output's size
+    depend on `j`: a KeyError)."""
+    src = "let z = compute(b) {\n    for i in 0..2, j in 0..3:\n        out[i, j] = b[i, :j]\n}\nz\n"
+    err = raises("shape", src, 3, 9, device, b=_A23)
+    assert "loop variable `j`" in err.message
+    got = zynbook.Session(device).run(
+        "let z = compute(b) {\n    for i in 0..2, j in 0..3:\n        out[i, j] = sum(b[i, :j])\n}\nz\n",
+        b=_A23)
+    assert_equals_numpy(got, np.cumsum(np.c_[np.zeros(2), _A23[:, :2]], 1), 0)

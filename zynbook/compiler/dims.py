@@ -9,6 +9,7 @@ known (checking a program before its inputs are bound) it refuses what is alread
 from __future__ import annotations
 
 import difflib
+import re
 
 from ..errors import Span, ZynMLNameError, ZynMLShapeError
 from . import cir
@@ -180,8 +181,11 @@ def _unknown_size(lowered, missing):
     typos = [n for n in missing if n not in bounds and n in lowered.size_spans]
     if typos:
         name = min(typos, key=lambda n: (lowered.size_spans[n].line, lowered.size_spans[n].column))
-        close = difflib.get_close_matches(name, loop_vars + list(lowered.labels.values()), n=1,
-                                          cutoff=0.5)
+        # (not a loop variable of the same name renamed apart, `i_2` for an `i` used past
+        # its loop: the program never wrote that name)
+        known = [v for v in loop_vars + list(lowered.labels.values())
+                 if not re.fullmatch(re.escape(name) + r"_\d+", v)]
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
         hint = f"; did you mean `{close[0]}`?" if close else ""
         return ZynMLNameError(f"unknown name `{name}`{hint}", lowered.size_spans[name], unknown=name)
     name = min(missing, key=lambda n: (lowered.size_spans.get(n, _FAR).line,
@@ -229,17 +233,14 @@ def _broadcast_one(c, values, origin, members, classes):
     left, right = values.get(c.left), _try_eval(c.right, values)
     if left is not None and right is not None:
         if left != right and 1 not in (left, right):
-            said = lambda n, v: origin.get(n, (v, None, ""))[2]
-            names = [v.name for v in cir.walk(c.right) if isinstance(v, cir.Var)]
-            right_said = said(names[0], right) if len(names) == 1 and \
-                isinstance(c.right, cir.Var) else ""
-            parts = [f"`{c.left}` is {left}" + (f" ({said(c.left, left)})" if said(c.left, left)
-                                                else ""),
-                     f"`{cir.format_expr(c.right)}` is {right}" +
-                     (f" ({right_said})" if right_said else "")]
-            raise ZynMLShapeError(f"shape mismatch at {c.what}: {parts[0]} and {parts[1]}; "
-                                  "they broadcast only when equal or when one of them is 1",
-                                  c.span)
+            def size(text, name, value):
+                said = origin.get(name, (value, None, ""))[2]
+                return f"`{text}` is {value}" + (f" ({said})" if said else "")
+            right_name = c.right.name if isinstance(c.right, cir.Var) else None
+            raise ZynMLShapeError(
+                f"shape mismatch at {c.what}: {size(c.left, c.left, left)} and "
+                f"{size(cir.format_expr(c.right), right_name, right)}; they broadcast only "
+                "when equal or when one of them is 1", c.span)
     elif right is not None:
         for n in members.get(classes.find(c.left), [c.left]):
             values[n] = int(right)

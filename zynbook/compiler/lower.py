@@ -186,8 +186,8 @@ class _Lowering:
             if info[0] == label:
                 return cname
         cname = identifier(label)
-        if cname in self.shared:
-            return cname
+        if cname in self.shared and not isinstance(e, A.Name):
+            return cname        # (a shared array's own name is bound while it is in scope)
         return None
 
     # ----------------------------------------------------------- annotations
@@ -1194,7 +1194,8 @@ class _Lowering:
                 tile = value.ty.shape[len(value.ty.shape) - (rank - len(index)):]
                 for d in tile:
                     moving = [v.name for v in cir.walk(d) if isinstance(v, cir.Var)
-                              and v.name in self.loop_info] if isinstance(d, cir.Expr) else []
+                              and v.name in self.loop_info] if isinstance(d, cir.Expr) else \
+                        [d] if isinstance(d, str) and d in self.loop_info else []   # b[i, :j]
                     if moving:
                         raise ZynMLShapeError(
                             f"the tile written here has a length that changes with the "

@@ -120,6 +120,9 @@ def test_tiles_of_named_sizes_that_do_not_broadcast():
     err = raises("shape", "let m = ones([4, 5])\nlet p = 3\nlet q = 4\nlet z = compute(m) {\n"
                  "    for i in 0..r:\n        out[i] = m[i, 0:p] + m[i, 0:q]\n}\nz", 6, 18)
     assert "`p` is 3" in err.message and "one of them is 1" in err.message
+    err = raises("shape", "let m = ones([4, 5])\nlet p = 3\nlet z = compute(m) {\n    for i in 0..r:\n"
+                 "        out[i, 0:4] = m[i, 0:p] - m[i, 0:4]\n}\nz", 5, 23)
+    assert "the other is 4" in err.message
     # an input's whole axis is the size it meets: the message says so
     err = raises("shape", "let m = ones([4, 5])\nlet p = 1\nlet z = compute(m) {\n"
                  "    for i in 0..r:\n        out[i] = m[i, 0:p] + m[i]\n}\nz", 5, 18)

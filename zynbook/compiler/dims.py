@@ -236,11 +236,11 @@ def _broadcast_one(c, values, origin, members, classes):
             def size(text, name, value):
                 said = origin.get(name, (value, None, ""))[2]
                 return f"`{text}` is {value}" + (f" ({said})" if said else "")
-            right_name = c.right.name if isinstance(c.right, cir.Var) else None
+            other = size(c.right.name, c.right.name, right) if isinstance(c.right, cir.Var) \
+                else f"the other is {right}"
             raise ZynMLShapeError(
-                f"shape mismatch at {c.what}: {size(c.left, c.left, left)} and "
-                f"{size(cir.format_expr(c.right), right_name, right)}; they broadcast only "
-                "when equal or when one of them is 1", c.span)
+                f"shape mismatch at {c.what}: {size(c.left, c.left, left)} and {other}; they "
+                "broadcast only when equal or when one of them is 1", c.span)
     elif right is not None:
         for n in members.get(classes.find(c.left), [c.left]):
             values[n] = int(right)

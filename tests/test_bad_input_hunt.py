@@ -449,3 +449,31 @@ def test_abs_of_the_smallest_integer_is_itself_in_comparisons(device, dtype):
         assert err.kind == "device" and dtype == np.int64, err.render()
         return
     np.testing.assert_array_equal(np.asarray(got), np.abs(x) < 1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body,want", [
+    ("x[i] * 0.0 + f16(2049)", 2048.0),
+    ("x[i] * 0.0 + f16(0.1)", float(np.float16(0.1))),
+    ("x[i] * 0.0 + f16(100000.0)", np.inf),
+    ("x[i] * 0.0 + bf16(383)", 384.0),
+    ("x[i] * 0.0 + bf16(0.1)", 0.10009765625),
+])
+def test_a_constant_cast_to_a_half_type_is_rounded_to_it(device, body, want):
+    """The devices wrote f16(2049), bf16(383) and `var c: f16 = 2049` unrounded (2049, 383)
+    where the reference, as numpy, rounds them (2048, 384)."""
+    x = np.arange(3, dtype=np.float32)
+    got = zynbook.Session(device).run(CAST_OF_CONSTANT.replace("x[i] + CAST", body), x=x, n=3)
+    np.testing.assert_array_equal(np.asarray(got), np.full(3, want, np.float32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body,want", [
+    ("var c: f16 = 2049\n        out[i] = c + x[i]", [2048.0, 2048.0, 2050.0, 2056.0]),
+    ("var v = max(x[i], 0)\n        v += bf16(383)\n        out[i] = v", [384.0, 384.0, 386.0, 392.0]),
+])
+def test_a_half_local_initialised_by_a_constant_is_rounded(device, body, want):
+    x = np.array([0, 1, 2, 7], np.uint8)
+    src = CAST_OF_CONSTANT.replace("out[i] = x[i] + CAST", body)
+    got = np.asarray(zynbook.Session(device).run(src, x=x, n=4))
+    np.testing.assert_array_equal(got, want)

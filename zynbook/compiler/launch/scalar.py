@@ -84,6 +84,20 @@ def converted(value, dtype: str):
     return v - (1 << bits) if v > high else v
 
 
+def half_rounded(value, dtype: str) -> float:
+    """A constant rounded to the half type `dtype` (f16 or bf16, ties to even, through f32 as
+    the reference rounds it), as a cast of a value is: f16(2049) is 2048, f16(1e5) inf."""
+    import numpy as np
+    with np.errstate(over="ignore"):
+        x = np.float32(value)
+        if dtype == "f16":
+            return float(np.float16(x))
+    u = int(x.view(np.uint32))
+    if x != x:
+        return float(x)
+    return float(np.uint32(((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000) % 2**32).view(np.float32))
+
+
 def lit(value, dtype: str) -> ir.Lit:
     kind = bool if dtype == "bool" else float if dtype in ir.FLOAT_DTYPES else int
     return ir.Lit(kind(value), dtype)
@@ -93,6 +107,8 @@ def cast(e: ir.Expr, dtype: str) -> ir.Expr:
     if e.dtype == dtype:
         return e
     if isinstance(e, ir.Lit) and not (dtype == "bool") and e.dtype != "bool":
+        if dtype in ("f16", "bf16"):
+            return lit(half_rounded(e.value, dtype), dtype)
         if dtype in ir.FLOAT_DTYPES or isinstance(e.value, int):
             return lit(e.value, dtype)
     return ir.Bin("!=", e, lit(0, e.dtype), "bool") if dtype == "bool" else ir.Cast(e, dtype)
@@ -243,6 +259,8 @@ class ScalarLowering:
         if isinstance(e, cir.Cast):
             c = const_value(e.operand, self.facts.consts)
             if c is not None and dt != "bool":
+                if e.ty.dtype in ("f16", "bf16"):
+                    c = half_rounded(c, e.ty.dtype)     # f16(0.1), `var c: bf16 = 383.0`
                 return lit(converted(c, dt), dt)
             x = self.expr(e.operand)
             if e.ty.dtype in ("f16", "bf16") and x.dtype != e.ty.dtype:

@@ -61,6 +61,9 @@ class Target:
     # the 4-byte sums one thread of an FMA GEMM tile may hold: 128 (half of the 255 registers
     # an NVIDIA thread may have) measured on WebGPU on an NVIDIA adapter; 64 elsewhere
     fma_sums: int = 64
+    # whether i64 and u64 values are 64 bits wide (WebGPU: its buffers of them hold 32 bits
+    # and only values that fit are computed with; compiler/codegen/dialects/wgsl.py)
+    int64: bool = True
     notes: tuple = field(default=())
 
     def has(self, dtype: str) -> bool:
@@ -127,5 +130,5 @@ def webgpu_target(features=(), limits: dict | None = None, subgroup: int = 32) -
                   int(limits.get("max_compute_workgroup_storage_size", 16384)), dtypes,
                   collectives="subgroup" in features,
                   max_blocks=int(limits.get("max_compute_workgroups_per_dimension", 65535)),
-                  symbolic_sizes=True, vector_lanes=4,
+                  symbolic_sizes=True, vector_lanes=4, int64=False,
                   block_collectives=("f32", "i32", "u32") if "subgroup" in features else ())

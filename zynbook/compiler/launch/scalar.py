@@ -135,12 +135,14 @@ class ScalarLowering:
     """The scalar statements of one kernel as launch IR (`stmts`, `expr`)."""
 
     def __init__(self, kernel: cir.Kernel, sizes: dict, sites: errflag.ErrorSites,
-                 index_dtype: str, *, symbolic: bool = False, signed_wraps: bool = True):
+                 index_dtype: str, *, symbolic: bool = False, target=None):
         self.kernel = kernel
         # False: the kernel's signed + - * are written as wrapping operations (the target's
         # language leaves overflow undefined), but in the indices it reads and writes at,
         # which bounds checks hold below 2^31
-        self.signed_wraps = signed_wraps
+        self.signed_wraps = target is None or target.signed_wraps
+        # whether 64-bit integers are 64 bits wide on the target (WebGPU holds them in 32)
+        self.int64 = target is None or target.int64
         self.indexing = 0
         self.sizes = {k: int(v) for k, v in sizes.items()}
         self.sites = sites
@@ -400,7 +402,8 @@ class ScalarLowering:
                                       spans[k] if k < len(spans) else None)
                 # an index wider than the index type (an i64 or u64 read from an input) is
                 # checked before it is narrowed: x[n[i]] with n[i] = 2^40 read x[0]
-                wide = raw.dtype if _INT_BITS.get(raw.dtype, 0) > _INT_BITS[self.idx] else None
+                wide = raw.dtype if self.int64 and _INT_BITS.get(raw.dtype, 0) > _INT_BITS[self.idx] \
+                    else None
                 if store:
                     guards.append(ir.InRange(raw, cast(self.size(shape[k]), wide), site)
                                   if wide else ir.InRange(i, self.size(shape[k]), site))

@@ -449,7 +449,7 @@ class _Kernel:
         self.bq, self.bk, self.chunk = bq, bk, chunk
         self.kv_count, self.ml_count, self.suffix = kv_count, ml_count, suffix
         self.low = ScalarLowering(kernel, sizes, sites, idx, symbolic=target.symbolic_sizes,
-                                   signed_wraps=target.signed_wraps)
+                                   target=target)
         self.low.line = kernel.first_line
         self.sites = sites
         self.exact = baked(target, shape)

@@ -112,7 +112,7 @@ class _Builder(Builder):
         wide = any(n * max(1, self.nest.total) >= 2 ** 31 - 1 for n in shared)
         self.idx = "i64" if wide else index_dtype(kernel, self.sizes)
         self.sites = errflag.ErrorSites()
-        self.low = ScalarLowering(kernel, self.sizes, self.sites, self.idx, signed_wraps=target.signed_wraps)
+        self.low = ScalarLowering(kernel, self.sizes, self.sites, self.idx, target=target)
         self.shared = []
         self.counts: dict = {}          # shared array -> elements
 

@@ -718,7 +718,7 @@ class _Builder(Builder):
         self.f, _ = match(kernel, self.sizes, self.sym)
         self.idx = "i32" if self.sym else index_dtype(kernel, self.sizes)
         self.low = ScalarLowering(kernel, self.sizes, sites, self.idx, symbolic=self.sym,
-                                   signed_wraps=target.signed_wraps)
+                                   target=target)
         self.cd = self.f.acc
 
     def k_order(self) -> tuple | None:

@@ -95,7 +95,7 @@ class GenericThread(Schedule):
         nest = parallel_nest(kernel.body, sizes, sym)
         idx = flat_index_dtype(kernel, sizes, sym, nest.total)
         sites = errflag.ErrorSites()
-        low = ScalarLowering(kernel, sizes, sites, idx, symbolic=sym, signed_wraps=target.signed_wraps)
+        low = ScalarLowering(kernel, sizes, sites, idx, symbolic=sym, target=target)
         body = list(low.stmts(nest.prologue))
         line = nest.loops[0].line
         exts = extents(low, nest.loops) if sym else [lit(e, idx) for e in nest.extents]

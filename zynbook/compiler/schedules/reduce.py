@@ -304,7 +304,7 @@ class _Builder(Builder):
         """One thread's lowering; `yield` combines into (_acc, _acci), the default index of
         argmin/argmax being the flat position `flat`."""
         low = ScalarLowering(self.k, self.sizes, self.sites, self.idx, symbolic=self.sym,
-                             signed_wraps=self.t.signed_wraps)
+                             target=self.t)
 
         def on_yield(value, index, line):
             if index is None:

@@ -1,0 +1,139 @@
+"""Differential testing over a wider part of ZynML (tests/random_programs_wide.py): integer
+dtypes (i32, u32, i64, u8) with `/`, `%` and casts, mixed float/int arithmetic, `where`,
+comparisons and bool logic, `min`/`max`/`abs`/`clamp`, math builtins on safe ranges, shared
+arrays with barriers, row reductions (`+ max min argmax argmin`) with masks, loops with steps
+over odd trip counts, and tiles. Every program runs on every device present and must equal
+the CPU reference: integers exactly (dtype too), floats to a tolerance. Seeded;
+ZYNBOOK_WIDE_PROGRAMS and ZYNBOOK_WIDE_SEED pick others.
+
+A device may refuse a program clearly (WebGPU refuses f64 and 64-bit integers with a device
+error); it may not give another answer or raise anything else."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import functools
+import os
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLDeviceError, ZynMLError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from random_programs_wide import random_wide_program  # noqa: E402
+
+N_PROGRAMS = int(os.environ.get("ZYNBOOK_WIDE_PROGRAMS", "60"))
+SEED = int(os.environ.get("ZYNBOOK_WIDE_SEED", "7"))
+_WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
+ALL_DEVICES = [d["id"] for d in zynbook.compute_devices()
+               if not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu"]
+DEVICES = [d for d in ALL_DEVICES if d != "cpu"]
+PARALLEL = {"cpu:native"}
+TOLERANCE = {"int": 0.0, "f32": 1e-4, "f64": 1e-4}
+
+
+@functools.lru_cache(maxsize=1)
+def programs() -> list:
+    rng = random.Random(SEED)
+    return [random_wide_program(rng) for _ in range(N_PROGRAMS)]
+
+
+@functools.lru_cache(maxsize=1)
+def references() -> list:
+    out = []
+    for p in programs():
+        try:
+            out.append(np.asarray(zynbook.run(p.source, device="cpu", **p.inputs)))
+        except ZynMLError as err:      # the generator made an invalid program: its bug
+            raise AssertionError(f"{p!r}\n{err.render()}") from None
+    return out
+
+
+def _compare(p, want, got) -> str | None:
+    got = np.asarray(got)
+    if got.shape != want.shape:
+        return f"shape {got.shape}, reference {want.shape}"
+    if p.dtype == "int" and got.dtype != want.dtype:
+        return f"dtype {got.dtype}, reference {want.dtype}"
+    tol = TOLERANCE[p.dtype]
+    w, g = want.astype(np.float64), got.astype(np.float64)
+    if tol == 0.0:
+        ok = np.array_equal(w, g)
+        bad = np.argwhere(w != g) if w.ndim else []
+    else:
+        ok = np.allclose(g, w, rtol=tol, atol=tol, equal_nan=True)
+        bad = np.argwhere(~np.isclose(g, w, rtol=tol, atol=tol, equal_nan=True)) \
+            if w.ndim else []
+    if ok:
+        return None
+    at = tuple(bad[0]) if len(bad) else ()
+    return f"differs at {at}: {g[at] if w.ndim else g} vs reference {w[at] if w.ndim else w}"
+
+
+def _refusal_allowed(err: ZynMLDeviceError) -> bool:
+    return "f64" in err.message or "64-bit" in err.message
+
+
+def test_generator_covers_what_it_claims():
+    kinds = {p.kind for p in programs()}
+    features = set().union(*(p.features for p in programs()))
+    assert kinds == {"int", "float", "shared", "rowreduce", "steps", "tile"}
+    assert {"int /", "int %", "where", "comparison", "and/or", "clamp", "exp", "log",
+            "shared", "barrier", "step loops", "mask", "input u8", "input i64",
+            "input u32", "int in float"} <= features, features
+    assert len(references()) == N_PROGRAMS
+
+
+@pytest.mark.skipif(not DEVICES, reason="no device here but the reference")
+@pytest.mark.parametrize("device", DEVICES)
+def test_wide_random_programs_equal_the_reference(device):
+    progs, refs = programs(), references()
+
+    def run(p):
+        try:
+            return zynbook.run(p.source, device=device, **p.inputs)
+        except ZynMLDeviceError as err:
+            return err
+
+    if device in PARALLEL:
+        with cf.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+            results = list(pool.map(run, progs))
+    else:
+        results = [run(p) for p in progs]
+    compared, refused, failures = 0, 0, []
+    for p, want, got in zip(progs, refs, results):
+        if isinstance(got, ZynMLDeviceError):
+            if _refusal_allowed(got):
+                refused += 1
+                continue
+            failures.append(f"{p!r}\n{got.render()}")
+            continue
+        compared += 1
+        why = _compare(p, want, got)
+        if why:
+            failures.append(f"{p!r}\n{why}")
+    print(f"\n{device}: {compared} programs equal the reference, {refused} refused")
+    assert not failures, f"{len(failures)} of {len(progs)} differ on {device}:\n\n" + \
+        "\n\n".join(failures[:5])
+    assert compared >= N_PROGRAMS * 0.5
+
+
+# Focused regressions: programs the generator found, reduced.
+
+def _on_every_device(source: str, **inputs):
+    want = np.asarray(zynbook.run(source, device="cpu", **inputs))
+    for device in DEVICES:
+        try:
+            got = np.asarray(zynbook.run(source, device=device, **inputs))
+        except ZynMLDeviceError as err:
+            if _refusal_allowed(err):
+                continue
+            raise
+        assert got.dtype == want.dtype, (device, got.dtype, want.dtype)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=1e-5, atol=1e-6, err_msg=device)
+    return want

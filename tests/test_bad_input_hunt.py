@@ -477,3 +477,20 @@ def test_a_half_local_initialised_by_a_constant_is_rounded(device, body, want):
     src = CAST_OF_CONSTANT.replace("out[i] = x[i] + CAST", body)
     got = np.asarray(zynbook.Session(device).run(src, x=x, n=4))
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body", ["where(x[i] != 0, 10 / x[i], 0)", "where(1, x[i], x[i] % 0)"])
+def test_where_evaluates_both_sides_on_every_device(device, body):
+    """where() evaluates both sides, as numpy's does: an integer division by zero in the side
+    not taken is the reference's and WebGPU's error; cpu:native (C's lazy `?:`) answered."""
+    src = CAST_OF_CONSTANT.replace("x[i] + CAST", body)
+    err = raises("runtime", src, device=device, x=np.arange(4, dtype=np.int32), n=4)
+    assert err.line == 4 and "by zero" in err.message, err.render()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_where_without_a_failing_side_still_selects(device):
+    src = CAST_OF_CONSTANT.replace("x[i] + CAST", "where(x[i] != 5, 10 / (x[i] + 1), 0)")
+    got = zynbook.Session(device).run(src, x=np.arange(4, dtype=np.int32), n=4)
+    np.testing.assert_array_equal(np.asarray(got), [10, 5, 3, 2])

@@ -154,7 +154,13 @@ class Printer:
         if isinstance(e, ir.Cast):
             return d.cast(self.expr(e.a), e.a.dtype, e.dtype)
         if isinstance(e, ir.Select):
-            return d.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b), e.dtype)
+            args = (self.expr(e.cond), self.expr(e.a), self.expr(e.b), e.dtype)
+            if any(isinstance(n, (ir.Checked, ir.InRange, ir.CheckedDiv))
+                   for n in ir.walk((e.a, e.b))):
+                # both sides are evaluated, as numpy's where and WGSL's select evaluate them:
+                # where(x[i] != 0, 10 / x[i], 0) is a division by zero on every device
+                return getattr(d, "eager_select", d.select)(*args)
+            return d.select(*args)
         if isinstance(e, ir.Checked):
             return d.checked(self.expr(e.index), self.expr(e.extent), e.site, e.dtype)
         if isinstance(e, ir.InRange):

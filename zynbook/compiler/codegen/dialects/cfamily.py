@@ -35,6 +35,8 @@ HELPERS = {
                  "{q}double zyn_silu(double x) {{ return x / (1.0 + exp(-x)); }}", ()),
     "zyn_sigmoid": ("{q}float zyn_sigmoid(float x) {{ return 1.0f / (1.0f + expf(-x)); }}\n"
                     "{q}double zyn_sigmoid(double x) {{ return 1.0 / (1.0 + exp(-x)); }}", ()),
+    # a select whose sides are both evaluated (the arguments of a call are)
+    "zyn_sel": ("template <typename T> {q}T zyn_sel(bool c, T a, T b) {{ return c ? a : b; }}", ()),
     # the error flag (compiler/errflag.py): the first failing site wins
     "zyn_chk": ("// an index outside 0..n-1 fails the site and reads element 0 instead\n"
                 "template <typename T> {q}T zyn_chk(T i, T n, {err} e, int site) {{\n"
@@ -160,6 +162,10 @@ class CFamily:
 
     def select(self, c, a, b, dtype):
         return f"({c} ? {a} : {b})"
+
+    def eager_select(self, c, a, b, dtype):
+        """`c ? a : b` with both `a` and `b` evaluated (their checks made) whatever `c` is."""
+        return f"{self.need('zyn_sel')}<{self.type(dtype)}>({c}, {a}, {b})"
 
     def binary(self, op, a, b, operand_dtype, dtype):
         if dtype in NARROW_INTS and op in "+-*":

@@ -1347,7 +1347,8 @@ def _scalar_op(op, a, b, dtype, span=None):
         bits, v = _INT_BITS[dtype], pow(int(a), int(b), 1 << _INT_BITS[dtype])
         return v - (1 << bits) if dtype in _SIGNED_BITS and v >= 1 << (bits - 1) else v
     with np.errstate(all="ignore"):
-        res = _array_op(op, np.asarray(a), np.asarray(b), dtype)
+        res = _array_op(op, np.asarray(a), np.asarray(b), dtype,
+                        weak=_python_number(a) and _python_number(b))
     res = res.item() if hasattr(res, "item") else res
     if op in ("<", "<=", ">", ">=", "==", "!="):
         return bool(res)
@@ -1372,7 +1373,19 @@ def _scalar_unary(fn, v, dtype):
     return _cast_scalar(np.asarray(res).item(), dtype) if is_float(dtype) else np.asarray(res).item()
 
 
-def _array_op(op, x, y, dtype):
+def _float_operand(v, dtype):
+    """An integer or bool operand of float arithmetic converted to the float dtype first, as
+    the devices convert it: numpy would compute i32 with f32 in f64 and round once more
+    (16777217 + 1.0 gave 16777218, and i32 % f32 the f64 remainder, not f32's)."""
+    arr = np.asarray(v)
+    if arr.dtype.kind in "biu":
+        return arr.astype(np_dtype(dtype))
+    return v
+
+
+def _array_op(op, x, y, dtype, weak=False):
+    if op in ("+", "-", "*", "%") and is_float(dtype) and not weak:
+        x, y = _float_operand(x, dtype), _float_operand(y, dtype)
     with np.errstate(all="ignore"):
         if op == "+":
             return x + y

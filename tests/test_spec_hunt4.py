@@ -196,3 +196,14 @@ def test_a_tile_as_long_as_the_loop_variable_is_a_shape_error(device):
         "let z = compute(b) {\n    for i in 0..2, j in 0..3:\n        out[i, j] = sum(b[i, :j])\n}\nz\n",
         b=_A23)
     assert_equals_numpy(got, np.cumsum(np.c_[np.zeros(2), _A23[:, :2]], 1), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("made", ["+t", "tensor(t)", "tensor(t, dtype=f32)"])
+def test_unary_plus_and_tensor_of_a_tensor_are_their_own(made, device):
+    """`+t` is numpy's +t and `tensor(t)` a new tensor, as numpy's array(t): both held
+    `t`'s own array, so writing into them changed `t`."""
+    src = f"var t = x * 1.0\nvar y = {made}\ny[0] = 99.0\n[t, y]\n"
+    t, y = zynbook.Session(device).run(src, x=_X7.copy())
+    assert_equals_numpy(t, _X7, 0)
+    assert_equals_numpy(y, np.r_[99.0, _X7[1:]].astype(np.float32), 0)

@@ -376,7 +376,7 @@ def _numbers_array(data, name: str) -> np.ndarray:
     """Nested lists (or tuples, tensors) of numbers as a numpy array: lists of unequal
     lengths are a shape error, anything but numbers and bools a type error."""
     try:
-        arr = np.asarray(_plain(data))
+        arr = np.array(_plain(data))    # a copy: tensor(t) is a tensor of its own, not t
     except ValueError:
         raise ZynMLShapeError(f"{name}() takes nested lists of equal lengths (a rectangular "
                               "array of numbers)") from None

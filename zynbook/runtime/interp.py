@@ -688,6 +688,8 @@ class Interpreter:
         if e.op == "not":
             return not self.truth(v, e.operand)
         if e.op == "pos":
+            if isinstance(v, Tensor) and isinstance(v.data, np.ndarray):
+                return B.wrap(v.data.copy(), v)     # numpy's +x: a tensor of its own
             return v
         if isinstance(v, Tensor) and v.dtype != "bool":     # (numpy refuses -bools)
             return B.wrap(-B.host_array(v), v)

@@ -153,3 +153,20 @@ def test_integer_with_float_arithmetic_rounds_the_integer_to_the_float_first():
         got = _on_every_device(src, a=a, b=b)
         assert got.dtype == np.float32
         np.testing.assert_array_equal(got, want, err_msg=op)
+
+
+def test_integer_compared_with_float_and_where_of_both_convert_the_integer_first():
+    """A comparison of an integer with an f32 compares in f32, and `where` of an integer
+    and an f32 converts the integer to f32 (as the devices do): the reference compared and
+    selected in numpy's f64, so 16777217 == f32(16777216) was false there and true on the
+    devices, and where(a > 0, a, b) - b was 1 for a = 16777217, b = 16777216."""
+    a = np.array([16777217, 2147483647, -2147483647, 7], dtype=np.int32)
+    b = np.array([16777216.0, 2147483648.0, -2147483648.0, 7.0], dtype=np.float32)
+    cases = {"a[i] == b[i]": [True] * 4, "a[i] < b[i]": [False] * 4,
+             "i64(a[i]) >= b[i]": [True] * 4,
+             "where(a[i] > 0, a[i], b[i]) - b[i]": [0.0] * 4}
+    for expr, want in cases.items():
+        src = ("let r = compute(a, b) {\n    @kernel elementwise\n    for i in 0..n:\n"
+               f"        out[i] = {expr}\n}}\nr\n")
+        got = _on_every_device(src, a=a, b=b)
+        np.testing.assert_array_equal(got, np.array(want), err_msg=expr)

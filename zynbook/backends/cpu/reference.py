@@ -1071,12 +1071,30 @@ class ReferenceExecutor:
                 # both sides in the select's integer type: numpy makes u64 beside the i64 of
                 # a Python int f64, which lost the saturated u64(inf) (2^64 - 1 became 0)
                 y, z = _in_dtype(y, e.ty.dtype), _in_dtype(z, e.ty.dtype)
+            elif is_float(e.ty.dtype):
+                # an integer side converted to the float type, not through numpy's f64
+                y, z = _float_operand(y, e.ty.dtype), _float_operand(z, e.ty.dtype)
             return Val(np.where(x, y, z), _lanes_of(c, a, b))
         raise TypeError(f"unknown CIR expression {e!r}")
 
     def binary(self, e: cir.Bin):
-        a, b = self.eval(e.left), self.eval(e.right)
         op = e.op
+        a = self.eval(e.left)
+        if op in ("and", "or"):
+            # the right side counts only in the lanes the left does not decide: a failing
+            # check there is no error, as the devices' && and || do not evaluate it
+            # (x[i] == 0.0 or 10 / n[i] > 0)
+            left = as_val(a)
+            deciding = np.asarray(left.arr, dtype=bool)
+            saved = self.mask
+            self.mask = self._and_mask(saved, Val(deciding if op == "and" else ~deciding,
+                                                  left.lanes))
+            try:
+                b = self.eval(e.right)
+            finally:
+                self.mask = saved
+        else:
+            b = self.eval(e.right)
         # keep affine index forms symbolic so loads stay views
         if isinstance(a, LaneIndex) or isinstance(b, LaneIndex):
             r = _affine_op(op, a, b)
@@ -1086,11 +1104,16 @@ class ReferenceExecutor:
             va, vb = as_val(a), as_val(b)
             x, y = _align([va, vb])
             return Val((np.logical_and if op == "and" else np.logical_or)(x, y), _lanes_of(va, vb))
+        cmp = _comparison_float(op, e)
         if not isinstance(a, (Val, LaneIndex)) and not isinstance(b, (Val, LaneIndex)):
+            if cmp is not None:
+                a, b = (_float_operand(v, cmp).item() for v in (a, b))
             return _scalar_op(op, a, b, e.ty.dtype, e.span)
         va, vb = as_val(a), as_val(b)
         x, y = _align([va, vb])
         lanes = _lanes_of(va, vb)
+        if cmp is not None:
+            x, y = _float_operand(x, cmp), _float_operand(y, cmp)
         if op == "@":
             if np.ndim(x) >= 2 and np.ndim(y) >= 2 and np.shape(x)[-1] != np.shape(y)[-2]:
                 raise ZynMLRuntimeError(tiles_message("@", np.shape(x)[-1], np.shape(y)[-2]))
@@ -1381,6 +1404,19 @@ def _float_operand(v, dtype):
     if arr.dtype.kind in "biu":
         return arr.astype(np_dtype(dtype))
     return v
+
+
+def _comparison_float(op, e):
+    """The float dtype an integer side of a comparison converts to (f32 or f64, the other
+    side's), as the devices compare: numpy compared i32 with f32 in f64, so 16777217 ==
+    f32(16777216) was false. None where no side converts."""
+    if op not in ("<", "<=", ">", ">=", "==", "!="):
+        return None
+    lt, rt = e.left.ty.dtype, e.right.ty.dtype
+    if is_float(lt) == is_float(rt):
+        return None
+    f = lt if is_float(lt) else rt
+    return f if f in ("f32", "f64") else None
 
 
 def _array_op(op, x, y, dtype, weak=False):

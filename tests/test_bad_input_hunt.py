@@ -494,3 +494,33 @@ def test_where_without_a_failing_side_still_selects(device):
     src = CAST_OF_CONSTANT.replace("x[i] + CAST", "where(x[i] != 5, 10 / (x[i] + 1), 0)")
     got = zynbook.Session(device).run(src, x=np.arange(4, dtype=np.int32), n=4)
     np.testing.assert_array_equal(np.asarray(got), [10, 5, 3, 2])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body,want", [
+    ("(x[i] == 0.0) or (10 / i32(x[i]) > 0)", [True, True, True, True]),
+    ("(x[i] != 0.0) and (10 / i32(x[i]) > 0)", [False, True, True, True]),
+])
+def test_and_or_guard_their_right_side_on_every_device(device, body, want):
+    """`and` and `or` do not evaluate their right side where the left decides, as the
+    devices' && and || do: the reference raised the division by zero that the guard
+    excludes, where cpu:native and WebGPU answered."""
+    src = CAST_OF_CONSTANT.replace("x[i] + CAST", body)
+    got = zynbook.Session(device).run(src, x=np.arange(4, dtype=np.float32), n=4)
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+REDUCE_OR = """let r = compute(x) {
+    @kernel reduce(or)
+    for i in 0..n:
+        yield (121 / (x[i] == 0.0)) > 0
+}
+r"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_every_yielded_value_is_evaluated_under_reduce_or(device):
+    """reduce(or) on cpu:native combined with `acc || v`, skipping v (and its division by
+    zero) once the accumulator held true; the reference and WebGPU raise."""
+    err = raises("runtime", REDUCE_OR, device=device, x=np.arange(4, dtype=np.float32), n=4)
+    assert err.line == 4 and "division by zero" in err.message, err.render()

@@ -245,7 +245,14 @@ class _Builder(Builder):
         """Statements that combine (v, vi) into the locals (acc, acci)."""
         a = ir.Ref(acc, self.acc)
         if not self.arg:
-            return [ir.Set(acc, combine_expr(self.op, a, cast(v, self.acc), self.acc), line)]
+            value = cast(v, self.acc)
+            if any(isinstance(n, (ir.Checked, ir.InRange, ir.CheckedDiv)) for n in ir.walk(value)):
+                # the value is computed before it is combined: `acc || v` (reduce(or)) would
+                # skip its checks once acc holds, where every yielded value is evaluated
+                tv = self.new("v")
+                return [ir.Decl(tv, self.acc, value, False, line),
+                        ir.Set(acc, combine_expr(self.op, a, ir.Ref(tv, self.acc), self.acc), line)]
+            return [ir.Set(acc, combine_expr(self.op, a, value, self.acc), line)]
         tv, ti = self.new("v"), self.new("i")
         out = [ir.Decl(tv, self.acc, cast(v, self.acc), False, line),
                ir.Decl(ti, self.ai, cast(vi, self.ai), False, line)]

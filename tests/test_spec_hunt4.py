@@ -207,3 +207,11 @@ def test_unary_plus_and_tensor_of_a_tensor_are_their_own(made, device):
     t, y = zynbook.Session(device).run(src, x=_X7.copy())
     assert_equals_numpy(t, _X7, 0)
     assert_equals_numpy(y, np.r_[99.0, _X7[1:]].astype(np.float32), 0)
+
+
+def test_var_does_not_unpack_and_says_so():
+    """`var (a, b) = pair` reads as an assignment to a call of a name `var` (which is also
+    a name): the error said only "cannot assign to this expression"; it names `let`."""
+    err = raises("type", "var (a, b) = [1, 2]\na\n", 1, 1)
+    assert "let (a, b) = pair" in err.message
+    assert raises("type", "f(1) = 2\n", 1, 1).message == "cannot assign to this expression"

@@ -524,7 +524,13 @@ class Interpreter:
                     base.written()      # its shards hold the new elements too
                 return value
             raise ZynMLTypeError(f"cannot assign into {B._kind(base)}", s.target.span)
-        raise ZynMLTypeError("cannot assign to this expression", s.target.span)
+        t = s.target
+        if isinstance(t, A.Call) and isinstance(t.func, A.Name) and t.func.id == "var" and \
+                len(t.args) > 1 and all(isinstance(a, A.Name) for a in t.args):
+            # `var (a, b) = pair` reads as an assignment to a call of a name `var`
+            raise ZynMLTypeError("only `let` unpacks: `let (a, b) = pair` (then `var a = ...` "
+                                 "for a name to assign again)", t.span)
+        raise ZynMLTypeError("cannot assign to this expression", t.span)
 
     @staticmethod
     def _assigned_badly(value, arr, key, base, span):

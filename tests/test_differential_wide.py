@@ -170,3 +170,16 @@ def test_integer_compared_with_float_and_where_of_both_convert_the_integer_first
                f"        out[i] = {expr}\n}}\nr\n")
         got = _on_every_device(src, a=a, b=b)
         np.testing.assert_array_equal(got, np.array(want), err_msg=expr)
+
+
+def test_integer_compared_with_float_in_a_sequential_loop():
+    """The same conversions where the reference runs a loop one iteration at a time (scalar
+    values, not lanes): a[k] == f of an i32 and an f32 local compares in f32."""
+    a = np.array([16777217, 16777219, 5], dtype=np.int32)
+    b = np.array([16777216.0, 16777220.0, 5.0], dtype=np.float32)
+    src = ("let r = compute(a, b) {\n    for i in 0..1:\n        var c = 0\n"
+           "        var s = 0.0\n        for k in 0..n:\n            let f = b[k] * 1.0\n"
+           "            if a[k] == f:\n                c += 1\n"
+           "            s += a[k] - f\n            s += where(a[k] > 0, a[k], f) - f\n"
+           "        out[i] = c * 1000 + i32(s)\n}\nr\n")
+    assert _on_every_device(src, a=a, b=b).tolist() == [3000]

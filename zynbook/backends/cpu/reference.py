@@ -1107,7 +1107,7 @@ class ReferenceExecutor:
         cmp = _comparison_float(op, e)
         if not isinstance(a, (Val, LaneIndex)) and not isinstance(b, (Val, LaneIndex)):
             if cmp is not None:
-                a, b = (_float_operand(v, cmp).item() for v in (a, b))
+                a, b = (np.asarray(_float_operand(v, cmp)).item() for v in (a, b))
             return _scalar_op(op, a, b, e.ty.dtype, e.span)
         va, vb = as_val(a), as_val(b)
         x, y = _align([va, vb])

@@ -143,13 +143,14 @@ def test_integer_with_float_arithmetic_rounds_the_integer_to_the_float_first():
     """i32 with f32 computes in f32, the integer converted first (as the devices do): the
     reference computed in f64 (numpy's promotion) and rounded once more, so 16777217 + 1.0
     was 16777218 (f32: 16777216) and -2147483647 % 300.7 the f64 remainder -230.02 (f32's
-    fmod of -2147483648 is -231.02)."""
-    a = np.array([16777217, 16777219, -2147483647, 2147483647, 5], dtype=np.int32)
-    b = np.array([1.0, 1.0, 300.7, -3.7, 2.5], dtype=np.float32)
+    fmod of -2147483648 is -231.02), and 3.0 / 16777217 was not f32's quotient."""
+    a = np.array([16777217, 16777219, -2147483647, 2147483647, 5, 16777217], dtype=np.int32)
+    b = np.array([1.0, 1.0, 300.7, -3.7, 2.5, 3.0], dtype=np.float32)
     af, bf = a.astype(np.float32), b
-    for op, want in (("+", af + bf), ("-", af - bf), ("%", np.fmod(af, bf))):
+    for op, want in (("a[i] + b[i]", af + bf), ("a[i] - b[i]", af - bf),
+                     ("a[i] % b[i]", np.fmod(af, bf)), ("b[i] / a[i]", bf / af)):
         src = ("let r = compute(a, b) {\n    @kernel elementwise\n    for i in 0..n:\n"
-               f"        out[i] = a[i] {op} b[i]\n}}\nr\n")
+               f"        out[i] = {op}\n}}\nr\n")
         got = _on_every_device(src, a=a, b=b)
         assert got.dtype == np.float32
         np.testing.assert_array_equal(got, want, err_msg=op)

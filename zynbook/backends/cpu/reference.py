@@ -1399,7 +1399,8 @@ def _scalar_unary(fn, v, dtype):
 def _float_operand(v, dtype):
     """An integer or bool operand of float arithmetic converted to the float dtype first, as
     the devices convert it: numpy would compute i32 with f32 in f64 and round once more
-    (16777217 + 1.0 gave 16777218, and i32 % f32 the f64 remainder, not f32's)."""
+    (16777217 + 1.0 gave 16777218, 3.0 / 16777217 was not f32's quotient, and i32 % f32
+    the f64 remainder, not f32's)."""
     arr = np.asarray(v)
     if arr.dtype.kind in "biu":
         return arr.astype(np_dtype(dtype))
@@ -1420,7 +1421,7 @@ def _comparison_float(op, e):
 
 
 def _array_op(op, x, y, dtype, weak=False):
-    if op in ("+", "-", "*", "%") and is_float(dtype) and not weak:
+    if op in ("+", "-", "*", "/", "%") and is_float(dtype) and not weak:
         x, y = _float_operand(x, dtype), _float_operand(y, dtype)
     with np.errstate(all="ignore"):
         if op == "+":

@@ -219,6 +219,9 @@ class WgslDialect:
             # stored in 32 bits, a conversion into one or a constant that fits, so the
             # comparison in 32 bits is exact (`if mask[i, j]` of an i64 mask)
             operand_dtype = STORED_32[operand_dtype]
+        if operand_dtype == "bool" and op in ("<", "<=", ">", ">="):
+            # WGSL orders no bools: false < true compared as 0 < 1, as numpy compares them
+            a, b, operand_dtype = f"select(0i, 1i, {a})", f"select(0i, 1i, {b})", "i32"
         t = self.type(operand_dtype)
         if op in ("/", "%") and t == "i32":
             # signed division and remainder through unsigned ones, truncating as C

@@ -175,16 +175,25 @@ def _elementwise(rng, np_rng, kind: str) -> tuple:
     loops = ["i", "j"][:rank]
     sizes = [rng.choice(SIZES) for _ in loops]
     inputs, loads = {}, {}
+    # integers near 2^24 beside floats near it: where an integer meets a float, it must be
+    # rounded to the float's dtype first (16777217 == f32(16777216))
+    big = kind == "float" and rng.random() < 0.25
+    if big:
+        features.add("integers past f32's precision")
     for name in "abcd"[:rng.randint(1, 4)]:
         if kind == "int" or rng.random() < 0.4:
             dt = rng.choice(INT_DTYPES)
             inputs[name] = _int_array(np_rng, dt, sizes)
+            if big and dt != "u8":
+                inputs[name] = (2**24 + np_rng.integers(-6, 7, size=sizes)).astype(NP[dt])
             loads.setdefault("int", []).append(f"{name}[{', '.join(loops)}]")
             loads.setdefault(dt, []).append(f"{name}[{', '.join(loops)}]")
             features.add(f"input {dt}")
         else:
             dt = "f64" if rng.random() < 0.15 else "f32"
             inputs[name] = np_rng.uniform(-3, 3, size=sizes).astype(NP[dt])
+            if big:
+                inputs[name] = (2**24 + np_rng.integers(-6, 7, size=sizes)).astype(NP[dt])
             loads.setdefault("float", []).append(f"{name}[{', '.join(loops)}]")
             features.add(f"input {dt}")
     if kind == "float" and "float" not in loads:

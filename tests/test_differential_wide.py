@@ -185,3 +185,17 @@ def test_integer_compared_with_float_in_a_sequential_loop():
            "            s += a[k] - f\n            s += where(a[k] > 0, a[k], f) - f\n"
            "        out[i] = c * 1000 + i32(s)\n}\nr\n")
     assert _on_every_device(src, a=a, b=b).tolist() == [3000]
+
+
+def test_pow_of_a_base_near_one_to_a_large_exponent():
+    """pow(a, b) with a near 1 and a large b: WebGPU's builtin is exp2(b * log2(a)), whose
+    log2 near 1 keeps only an absolute error, so 0.9999999^16777219 was 0.177 there (e^-2,
+    0.135, everywhere else)."""
+    a = np.array([0.9999999, 1.0000001, 0.99, 1.5, 3.0], dtype=np.float32)
+    b = np.array([16777219.0, 16777217.0, 300.0, -40.0, 5.5], dtype=np.float32)
+    src = ("let r = compute(a, b) {\n    @kernel elementwise\n    for i in 0..n:\n"
+           "        out[i] = pow(a[i], b[i])\n}\nr\n")
+    want = np.power(a.astype(np.float64), b.astype(np.float64))
+    for device in ALL_DEVICES:
+        got = np.asarray(zynbook.run(src, device=device, a=a, b=b))
+        np.testing.assert_allclose(got, want, rtol=5e-5, err_msg=device)

@@ -576,7 +576,9 @@ def _deps(name: str) -> tuple:
         return ("zyn_log_f32",)
     if name in ("zyn_sigmoid_f32", "zyn_silu_f32", "zyn_sinh_f32", "zyn_cosh_f32"):
         return ("zyn_exp_f32",)
-    if name in ("zyn_tanh_f32", "zyn_pow_f32"):
+    if name == "zyn_pow_f32":
+        return ("zyn_isnan_f32", "zyn_isfinite_f32", "zyn_log_f32", "zyn_exp_f32")
+    if name == "zyn_tanh_f32":
         return ("zyn_isnan_f32",)
     return ()
 
@@ -721,7 +723,14 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
         let r = pow(-a, b);
         return select(r, -r, abs(b) < 16777216.0f && (i32(b) & 1i) == 1i);
     }
+    // the builtin is exp2(b * log2(a)), whose log2 keeps only an absolute error near 1
+    // (0.9999999^16777219 was 0.177, not 0.135): log and exp to f32's precision instead
+    if (abs(b) > 2.0f && zyn_isfinite_f32(a) && zyn_isfinite_f32(b)) {
+        return zyn_exp_f32(b * zyn_log_f32(a));
+    }
     return pow(a, b); }""",
+    "zyn_isfinite_f32": """\
+fn zyn_isfinite_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u; }""",
     "zyn_f16": """\
 // f32 rounded to the nearest f16 (f16 held in f32 where the adapter has no `shader-f16`);
 // past f16's range an infinity, where WGSL leaves the conversion undefined

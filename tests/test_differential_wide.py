@@ -199,3 +199,22 @@ def test_pow_of_a_base_near_one_to_a_large_exponent():
     for device in ALL_DEVICES:
         got = np.asarray(zynbook.run(src, device=device, a=a, b=b))
         np.testing.assert_allclose(got, want, rtol=5e-5, err_msg=device)
+
+
+def test_i64_smallest_divided_by_minus_one_names_its_value():
+    """The i64 minimum divided by -1 is the overflow error on every device, naming the
+    dividend: the compiled devices' 32-bit error word gave -2147483648."""
+    a = np.array([np.iinfo(np.int64).min, 5], dtype=np.int64)
+    b = np.array([-1, 2], dtype=np.int64)
+    src = ("let r = compute(a, b) {\n    @kernel elementwise\n    for i in 0..n:\n"
+           "        out[i] = a[i] / b[i]\n}\nr\n")
+    for device in ALL_DEVICES:
+        try:
+            zynbook.run(src, device=device, a=a, b=b)
+        except ZynMLDeviceError as err:
+            assert _refusal_allowed(err), err.render()
+            continue
+        except ZynMLError as err:
+            assert "-9223372036854775808 / -1 does not fit" in err.message, (device, err.message)
+            continue
+        raise AssertionError(f"{device}: no error")

@@ -43,7 +43,8 @@ class Site:
     kind: str                   # INDEX, DIV_ZERO, REM_ZERO, DIV_OVERFLOW, LIMIT, STEPS, STEP
                                 # or TILES
     line: int                   # the ZynML line
-    # INDEX: the buffer read or written; LIMIT: the size's name; TILES: the cir.Check's kind
+    # INDEX: the buffer read or written; LIMIT: the size's name; TILES: the cir.Check's kind;
+    # DIV_OVERFLOW: the dtype divided
     buffer: str = ""
     # INDEX: the size of the axis (a number, a size name or a CIR expression over size
     # names); LIMIT: the largest the kernel takes; STEPS: the steps a thread may run
@@ -71,6 +72,11 @@ class Site:
             return "integer division by zero"
         if self.kind == REM_ZERO:
             return "integer remainder by zero"
+        # DIV_OVERFLOW (buffer: the dividend's dtype): the dividend is its smallest value,
+        # which the 32-bit value word cannot hold for i64
+        bits = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}.get(self.buffer)
+        if bits:
+            value = -(1 << (bits - 1))
         return f"integer overflow: {value} / -1 does not fit its integer type"
 
 

@@ -349,7 +349,7 @@ class ScalarLowering:
                 return ir.Bin(op, a, b, dt)
             if op == "/":
                 return ir.CheckedDiv("/", a, b, self.sites.add(errflag.DIV_ZERO, self.line, span=e.span),
-                                     self.sites.add(errflag.DIV_OVERFLOW, self.line, span=e.span), dt)
+                                     self.sites.add(errflag.DIV_OVERFLOW, self.line, dt, span=e.span), dt)
             return ir.CheckedDiv("%", a, b, self.sites.add(errflag.REM_ZERO, self.line, span=e.span), 0, dt)
         if not self.signed_wraps and not self.indexing and dt in ("i32", "i64") and op in "+-*":
             return ir.Math(next(f for f, o in ir.WRAPPING.items() if o == op), (a, b), dt)

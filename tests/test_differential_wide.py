@@ -218,3 +218,13 @@ def test_i64_smallest_divided_by_minus_one_names_its_value():
             assert "-9223372036854775808 / -1 does not fit" in err.message, (device, err.message)
             continue
         raise AssertionError(f"{device}: no error")
+
+
+def test_integer_with_f16_keeps_the_compiled_devices_value():
+    """An integer beside f16 is not rounded to f16 first in the reference (the compiled
+    devices hold f16 in f32): 2049 - f16(2048) is 1 on every device, not 0."""
+    a = np.array([2049, 2051, 5], dtype=np.int32)
+    h = np.array([2048, 2052, 5], dtype=np.float16)
+    src = ("let r = compute(a, h) {\n    @kernel elementwise\n    for i in 0..n:\n"
+           "        out[i] = a[i] - h[i]\n}\nr\n")
+    assert _on_every_device(src, a=a, h=h).tolist() == [1.0, -1.0, 0.0]

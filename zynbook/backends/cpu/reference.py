@@ -1402,7 +1402,8 @@ def _float_operand(v, dtype):
     (16777217 + 1.0 gave 16777218, 3.0 / 16777217 was not f32's quotient, and i32 % f32
     the f64 remainder, not f32's)."""
     arr = np.asarray(v)
-    if arr.dtype.kind in "biu":
+    # (f16 and bf16 keep numpy's promotion: the compiled devices hold them in f32)
+    if arr.dtype.kind in "biu" and dtype in ("f32", "f64"):
         return arr.astype(np_dtype(dtype))
     return v
 

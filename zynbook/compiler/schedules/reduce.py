@@ -282,30 +282,33 @@ class _Builder(Builder):
             return cast(v, out_dt)
         return cast(cast(ir.Ref("_acc", self.acc), "f32" if out_dt in ("f16", "bf16") else out_dt), out_dt)
 
-    def block_reduce(self, threads: int) -> list:
-        """Every thread of the block ends with the block's reduction in (_acc, _acci)."""
+    def block_reduce(self, threads: int, tag: str = "") -> list:
+        """Every thread of the block ends with the block's reduction in (_acc, _acci); `tag`
+        names its shared arrays apart from those of another block size in the same module
+        (WGSL's workgroup arrays are the module's)."""
         if threads == 1:
             return []
         if not self.arg:
-            return block_allreduce(self.t, self.op, "_acc", self.acc, threads)
+            return block_allreduce(self.t, self.op, "_acc", self.acc, threads, tag)
         # (value, index) pairs: a tree in shared memory
         th, acc, ai = ir.Thread("thread"), self.acc, self.ai
+        rv, ri = "_rv" + tag, "_ri" + tag
 
         def step(th, other):
-            return [ir.Decl("_x", acc, ir.Load("_rv", th, acc), True),
-                    ir.Decl("_xi", ai, ir.Load("_ri", th, ai), True),
-                    *self.combine("_x", "_xi", ir.Load("_rv", other, acc),
-                                  ir.Load("_ri", other, ai)),
-                    ir.Store("_rv", th, ir.Ref("_x", acc)),
-                    ir.Store("_ri", th, ir.Ref("_xi", ai))]
-        return [ir.Array("_rv", acc, threads, "shared"),
-                ir.Store("_rv", th, ir.Ref("_acc", acc)),
-                ir.Array("_ri", ai, threads, "shared"),
-                ir.Store("_ri", th, ir.Ref("_acci", ai)),
+            return [ir.Decl("_x", acc, ir.Load(rv, th, acc), True),
+                    ir.Decl("_xi", ai, ir.Load(ri, th, ai), True),
+                    *self.combine("_x", "_xi", ir.Load(rv, other, acc),
+                                  ir.Load(ri, other, ai)),
+                    ir.Store(rv, th, ir.Ref("_x", acc)),
+                    ir.Store(ri, th, ir.Ref("_xi", ai))]
+        return [ir.Array(rv, acc, threads, "shared"),
+                ir.Store(rv, th, ir.Ref("_acc", acc)),
+                ir.Array(ri, ai, threads, "shared"),
+                ir.Store(ri, th, ir.Ref("_acci", ai)),
                 ir.Barrier(),
                 *tree_rounds(threads, step),
-                ir.Set("_acc", ir.Load("_rv", lit(0, "i32"), acc)),
-                ir.Set("_acci", ir.Load("_ri", lit(0, "i32"), ai))]
+                ir.Set("_acc", ir.Load(rv, lit(0, "i32"), acc)),
+                ir.Set("_acci", ir.Load(ri, lit(0, "i32"), ai))]
 
     def lowering(self, flat: str) -> ScalarLowering:
         """One thread's lowering; `yield` combines into (_acc, _acci), the default index of
@@ -385,7 +388,7 @@ class _Builder(Builder):
             fin.append(ir.For(b, ir.Thread("thread"), bound, ir.Thread("threads"), tuple(
                 self.combine("_acc", "_acci" if self.arg else None, ir.Load("_part", ir.Ref(b, "i32"), self.acc),
                              ir.Load("_parti", ir.Ref(b, "i32"), self.ai) if self.arg else None)), "i32"))
-            fin += self.block_reduce(t2)
+            fin += self.block_reduce(t2, "" if t2 == p.threads else f"_{t2}")
             fin.append(ir.If(first, (ir.Store(self.out_ident(), lit(0, self.idx), self.result()),)))
             kernels.append(ir.Kernel(name + "_final", kparams, tuple(fin), t2, self.idx,
                                      "the block partials, combined in order"))

@@ -282,9 +282,16 @@ def _rowreduce(rng, np_rng) -> tuple:
             val = f"where(mask[r, c] != 0, x[r, c], {'-100.0' if dt == 'f32' else 'x[r, 0]'})"
         else:
             val = f"where(mask[r, c] == 0, x[r, 0], x[r, c])"
-    yld = f"({val}, c)" if op.startswith("arg") else val
+    axis = rng.choice([", axis=1", ", axis=1", ""])
+    if not axis:
+        features.add("whole reduce")
+    yld = (f"({val}, {'c' if axis else 'r * cols + c'})" if op.startswith("arg") else val)
+    wg = ""
+    if rng.random() < 0.3:
+        wg = f"    @workgroup({rng.choice([32, 64, 128])})\n"   # a hint: never the result
+        features.add("workgroup hint")
     src = ("let y = compute(" + ", ".join(inputs) + ") {\n"
-           f"    @kernel reduce({op}, axis=1)\n"
+           f"    @kernel reduce({op}{axis})\n" + wg +
            "    for r in 0..rows, c in 0..cols:\n"
            f"        yield {yld}\n}}\ny\n")
     return src, inputs, ("int" if dt != "f32" or op.startswith("arg") else "f32"), features

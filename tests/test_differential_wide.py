@@ -241,3 +241,16 @@ def test_whole_argmax_with_a_workgroup_size_runs_everywhere():
                "    for r in 0..rows, c in 0..cols:\n        yield (v[r, c], r * cols + c)\n}\ny\n")
         got = _on_every_device(src, v=x)
         assert int(got) == int((np.argmax if op == "argmax" else np.argmin)(x)), op
+
+
+def test_max_of_u8_arithmetic_compiles_in_c():
+    """reduce(max, xu[i] / 3) and max/min/clamp of u8 arithmetic: C computes u8 / 3 as an
+    int, and cpu:native could not compile zyn_max(unsigned char, int)."""
+    xu = (np.arange(7 * 10) % 256).astype(np.uint8).reshape(7, 10)
+    src = ("let r = compute(xu) {\n    @kernel fused\n    for i in 0..rows:\n"
+           "        out[i] = sum(xu[i]) + reduce(max, xu[i] / 3)\n}\nr\n")
+    _on_every_device(src, xu=xu)
+    src = ("let r = compute(xu) {\n    @kernel elementwise\n    for i in 0..rows, j in 0..cols:\n"
+           "        out[i, j] = max(xu[i, j] / 3, xu[i, j]) + min(xu[i, j] * 2, u8(9))"
+           " + clamp(xu[i, j] + 1, u8(3), u8(200))\n}\nr\n")
+    _on_every_device(src, xu=xu)

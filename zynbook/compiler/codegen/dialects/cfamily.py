@@ -189,13 +189,20 @@ class CFamily:
 
     def math(self, fn, args, dtype):
         floats = dtype in ir.FLOAT_DTYPES
+        # an integer narrower than int is an int once C computes with it (u8 / 3): the
+        # templates take their type explicitly, or zyn_max(unsigned char, int) matches none
+        t = f"<{self.type(dtype)}>" if dtype in ("i8", "u8", "i16", "u16") else ""
         if fn in ("min", "max"):
-            return self.fold(f"zyn_{fn}", args)
+            if not t:
+                return self.fold(f"zyn_{fn}", args)
+            name = self.need(f"zyn_{fn}") + t
+            return reduce(lambda a, b: f"{name}({a}, {b})", args)
         if fn == "clamp":
-            return f"{self.need('zyn_min')}({self.need('zyn_max')}({args[0]}, {args[1]}), {args[2]})"
+            return (f"{self.need('zyn_min')}{t}({self.need('zyn_max')}{t}({args[0]}, {args[1]}), "
+                    f"{args[2]})")
         if fn == "relu":
             zero = self.lit(0.0, dtype) if floats else f"({self.type(dtype)})0"
-            return f"{self.need('zyn_max')}({args[0]}, {zero})"
+            return f"{self.need('zyn_max')}{t}({args[0]}, {zero})"
         if not floats:
             if fn in ir.WRAPPING:       # in the unsigned type of its width, whose overflow wraps
                 u = self.type("u64" if dtype == "i64" else "u32")

@@ -254,3 +254,18 @@ def test_max_of_u8_arithmetic_compiles_in_c():
            "        out[i, j] = max(xu[i, j] / 3, xu[i, j]) + min(xu[i, j] * 2, u8(9))"
            " + clamp(xu[i, j] + 1, u8(3), u8(200))\n}\nr\n")
     _on_every_device(src, xu=xu)
+
+
+def test_tiles_that_do_not_broadcast_say_so_alike_everywhere():
+    """Tiles of 2 and 4 columns added (the last block clipped) are the same error on every
+    device, naming both extents: the reference gave numpy's own text."""
+    xi = np.arange(7 * 10, dtype=np.int32).reshape(7, 10)
+    src = ("let r = compute(xi) {\n    @kernel fused\n    for i in 0..rows:\n"
+           "        for k in 0..cols step 4:\n"
+           "            out[i, k:k + 4] = xi[i, k:k + 4] + xi[i, 0:4]\n}\nr\n")
+    for device in ALL_DEVICES:
+        with pytest.raises(ZynMLError) as info:
+            zynbook.run(src, device=device, xi=xi)
+        assert info.value.message.endswith("an axis 2 long meets one 4 long (they broadcast "
+                                           "only where one of them is 1)"), \
+            (device, info.value.message)

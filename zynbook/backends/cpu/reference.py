@@ -202,8 +202,7 @@ class ReferenceExecutor:
         except ValueError as err:
             # numpy refusing tiles whose sizes disagree at this launch (`m[0:2] @ m[0:2]`):
             # said at the statement, not the host line that launched the block
-            raise ZynMLRuntimeError(f"the tiles of this statement do not fit together at "
-                                    f"these sizes: {err}",
+            raise ZynMLRuntimeError(_tiles_error_text(str(err)),
                                     self._span(s.line) if s.line else None) from None
 
     def _stmt(self, s):
@@ -1394,6 +1393,20 @@ def _scalar_unary(fn, v, dtype):
     with np.errstate(all="ignore"):
         res = _UNARY[fn](np.asarray(v, dtype=np_dtype(dtype) if is_float(dtype) else None))
     return _cast_scalar(np.asarray(res).item(), dtype) if is_float(dtype) else np.asarray(res).item()
+
+
+def _tiles_error_text(numpy_text: str) -> str:
+    """numpy's refusal of tiles that do not broadcast, said as the compiled devices say it
+    (errflag.tiles_message: the two extents of the first axis that disagrees)."""
+    import re
+    shapes = [tuple(int(d) for d in m.split(",") if d.strip())
+              for m in re.findall(r"\(([\d,\s]*)\)", numpy_text)]
+    if "broadcast together" in numpy_text and len(shapes) >= 2:
+        a, b = shapes[0], shapes[1]
+        for x, y in zip(reversed(a), reversed(b)):
+            if x != y and x != 1 and y != 1:
+                return tiles_message("+", x, y)
+    return f"the tiles of this statement do not fit together at these sizes: {numpy_text}"
 
 
 def _float_operand(v, dtype):

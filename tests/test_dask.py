@@ -146,7 +146,10 @@ def test_a_lost_worker_shard_runs_again_elsewhere(client):
     cluster = zdask._clients["local"][1]
     x = np.linspace(0, 1, 8).astype(np.float32)
     steps = 1_500_000           # about a second per shard on the reference executor
-    want = np.array([np.sin(xi + np.arange(steps) * 0.001).sum() for xi in x.astype(np.float64)])
+    # k * 0.001 and x[i] + ... are f32 arithmetic, as on every device (an integer beside an
+    # f32 is converted to it); the sines and their sum in f64
+    args = np.arange(steps).astype(np.float32) * np.float32(0.001)
+    want = np.array([np.sin((xi + args).astype(np.float64)).sum() for xi in x])
     session = zynbook.Session()
     result = {}
 

@@ -129,3 +129,43 @@ def raises(kind, src, line=None, column=None, device="cpu", **inputs):
     assert "^" in err.render()
     assert session.run("1 + 1") == 2         # the session keeps working
     return err
+
+
+def programs_equal_references(device, progs, refs, compare, refusal_allowed, least_share):
+    """Differential testing: run each generated program (`.source`, `.inputs`) on `device`
+    and compare it with its reference result by `compare(p, want, got)` (a reason, or None
+    where equal). A device error passes only where `refusal_allowed(p, err)`; at least
+    `least_share` of the programs must be compared. `cpu:native`'s programs run in threads:
+    their compiles are processes of their own."""
+    import concurrent.futures as cf
+
+    import zynbook
+    from zynbook.errors import ZynMLDeviceError
+
+    def run(p):
+        try:
+            return zynbook.run(p.source, device=device, **p.inputs)
+        except ZynMLDeviceError as err:
+            return err
+
+    if device == "cpu:native":
+        with cf.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+            results = list(pool.map(run, progs))
+    else:
+        results = [run(p) for p in progs]
+    compared, refused, failures = 0, 0, []
+    for p, want, got in zip(progs, refs, results):
+        if isinstance(got, ZynMLDeviceError):
+            if refusal_allowed(p, got):
+                refused += 1
+            else:
+                failures.append(f"{p!r}\n{got.render()}")
+            continue
+        compared += 1
+        why = compare(p, want, got)
+        if why:
+            failures.append(f"{p!r}\n{why}")
+    print(f"\n{device}: {compared} programs equal the reference, {refused} refused")
+    assert not failures, f"{len(failures)} of {len(progs)} differ on {device}:\n\n" + \
+        "\n\n".join(failures[:5])
+    assert compared >= len(progs) * least_share

@@ -7,7 +7,6 @@ A device may refuse a program clearly (WebGPU refuses f64 with a device error); 
 give another answer or raise anything else."""
 from __future__ import annotations
 
-import concurrent.futures as cf
 import functools
 import os
 import random
@@ -19,20 +18,19 @@ import numpy as np
 import pytest
 
 import zynbook
-from zynbook.errors import ZynMLDeviceError, ZynMLError
+from zynbook.errors import ZynMLError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from random_programs import oracle, random_program  # noqa: E402
+from compute_testing import programs_equal_references  # noqa: E402
 
 N_PROGRAMS = int(os.environ.get("ZYNBOOK_DIFF_PROGRAMS", "300"))
 SEED = int(os.environ.get("ZYNBOOK_DIFF_SEED", "16"))
 _WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
 DEVICES = [d["id"] for d in zynbook.compute_devices()
            if d["id"] != "cpu" and (not _WANTED or d["id"] in _WANTED.split(","))]
-# devices whose per-kernel compile is a process of its own: run several programs at once
-PARALLEL = {"cpu:native"}
 
 TOLERANCE = {"f16": 2e-2, "f32": 1e-4, "mixed": 1e-4, "f64": 1e-9, "i32": 0.0}
 
@@ -107,36 +105,8 @@ def _compare(p, want, got) -> str | None:
 @pytest.mark.skipif(not DEVICES, reason="no device here but the reference")
 @pytest.mark.parametrize("device", DEVICES)
 def test_random_programs_equal_the_reference(device):
-    progs, refs = programs(), references()
-
-    def run(p):
-        try:
-            return zynbook.run(p.source, device=device, **p.inputs)
-        except ZynMLDeviceError as err:
-            return err
-
-    if device in PARALLEL:
-        with cf.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-            results = list(pool.map(run, progs))
-    else:
-        results = [run(p) for p in progs]
-    compared, refused, failures = 0, 0, []
-    for p, want, got in zip(progs, refs, results):
-        if isinstance(got, ZynMLDeviceError):
-            # a clear refusal is allowed only for what the device cannot compute exactly
-            if "f64" in got.message and (p.dtype == "f64"):
-                refused += 1
-                continue
-            failures.append(f"{p!r}\n{got.render()}")
-            continue
-        why = _compare(p, want, got)
-        compared += 1
-        if why:
-            failures.append(f"{p!r}\n{why}")
-    print(f"\n{device}: {compared} programs equal the reference, {refused} refused (f64)")
-    assert not failures, f"{len(failures)} of {len(progs)} differ on {device}:\n\n" + \
-        "\n\n".join(failures[:5])
-    assert compared >= N_PROGRAMS * 0.8
+    programs_equal_references(device, programs(), references(), _compare,
+                              lambda p, err: "f64" in err.message and p.dtype == "f64", 0.8)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True,

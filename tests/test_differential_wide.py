@@ -10,7 +10,6 @@ A device may refuse a program clearly (WebGPU refuses f64 and 64-bit integers wi
 error); it may not give another answer or raise anything else."""
 from __future__ import annotations
 
-import concurrent.futures as cf
 import functools
 import os
 import random
@@ -25,6 +24,7 @@ from zynbook.errors import ZynMLDeviceError, ZynMLError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from random_programs_wide import random_wide_program  # noqa: E402
+from compute_testing import programs_equal_references  # noqa: E402
 
 N_PROGRAMS = int(os.environ.get("ZYNBOOK_WIDE_PROGRAMS", "90"))
 SEED = int(os.environ.get("ZYNBOOK_WIDE_SEED", "4"))
@@ -32,7 +32,6 @@ _WANTED = os.environ.get("ZYNBOOK_TEST_DEVICES")
 ALL_DEVICES = [d["id"] for d in zynbook.compute_devices()
                if not _WANTED or d["id"] in _WANTED.split(",") or d["id"] == "cpu"]
 DEVICES = [d for d in ALL_DEVICES if d != "cpu"]
-PARALLEL = {"cpu:native"}
 TOLERANCE = {"int": 0.0, "f32": 1e-4, "f64": 1e-4}
 
 
@@ -93,35 +92,8 @@ def test_generator_covers_what_it_claims():
 @pytest.mark.skipif(not DEVICES, reason="no device here but the reference")
 @pytest.mark.parametrize("device", DEVICES)
 def test_wide_random_programs_equal_the_reference(device):
-    progs, refs = programs(), references()
-
-    def run(p):
-        try:
-            return zynbook.run(p.source, device=device, **p.inputs)
-        except ZynMLDeviceError as err:
-            return err
-
-    if device in PARALLEL:
-        with cf.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-            results = list(pool.map(run, progs))
-    else:
-        results = [run(p) for p in progs]
-    compared, refused, failures = 0, 0, []
-    for p, want, got in zip(progs, refs, results):
-        if isinstance(got, ZynMLDeviceError):
-            if _refusal_allowed(got):
-                refused += 1
-                continue
-            failures.append(f"{p!r}\n{got.render()}")
-            continue
-        compared += 1
-        why = _compare(p, want, got)
-        if why:
-            failures.append(f"{p!r}\n{why}")
-    print(f"\n{device}: {compared} programs equal the reference, {refused} refused")
-    assert not failures, f"{len(failures)} of {len(progs)} differ on {device}:\n\n" + \
-        "\n\n".join(failures[:5])
-    assert compared >= N_PROGRAMS * 0.5
+    programs_equal_references(device, programs(), references(), _compare,
+                              lambda p, err: _refusal_allowed(err), 0.5)
 
 
 # Focused regressions: programs the generator found, reduced.

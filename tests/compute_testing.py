@@ -131,6 +131,20 @@ def raises(kind, src, line=None, column=None, device="cpu", **inputs):
     return err
 
 
+
+def reference_results(progs) -> list:
+    """The reference executor's answer for every generated program (each must be valid:
+    an error is the generator's bug)."""
+    import zynbook
+    from zynbook.errors import ZynMLError
+    out = []
+    for p in progs:
+        try:
+            out.append(np.asarray(zynbook.run(p.source, device="cpu", **p.inputs)))
+        except ZynMLError as err:
+            raise AssertionError(f"{p!r}\n{err.render()}") from None
+    return out
+
 def programs_equal_references(device, progs, refs, compare, refusal_allowed, least_share):
     """Differential testing: run each generated program (`.source`, `.inputs`) on `device`
     and compare it with its reference result by `compare(p, want, got)` (a reason, or None

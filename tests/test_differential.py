@@ -18,13 +18,12 @@ import numpy as np
 import pytest
 
 import zynbook
-from zynbook.errors import ZynMLError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from random_programs import oracle, random_program  # noqa: E402
-from compute_testing import programs_equal_references  # noqa: E402
+from compute_testing import programs_equal_references, reference_results  # noqa: E402
 
 N_PROGRAMS = int(os.environ.get("ZYNBOOK_DIFF_PROGRAMS", "300"))
 SEED = int(os.environ.get("ZYNBOOK_DIFF_SEED", "16"))
@@ -43,14 +42,7 @@ def programs() -> list:
 
 @functools.lru_cache(maxsize=1)
 def references() -> list:
-    """The reference executor's answer for every program (each must be valid)."""
-    out = []
-    for p in programs():
-        try:
-            out.append(np.asarray(zynbook.run(p.source, device="cpu", **p.inputs)))
-        except ZynMLError as err:      # the generator made an invalid program: its bug
-            raise AssertionError(f"{p!r}\n{err.render()}") from None
-    return out
+    return reference_results(programs())
 
 
 def test_generator_covers_what_it_claims():

@@ -24,7 +24,7 @@ from zynbook.errors import ZynMLDeviceError, ZynMLError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from random_programs_wide import random_wide_program  # noqa: E402
-from compute_testing import programs_equal_references  # noqa: E402
+from compute_testing import programs_equal_references, reference_results  # noqa: E402
 
 N_PROGRAMS = int(os.environ.get("ZYNBOOK_WIDE_PROGRAMS", "90"))
 SEED = int(os.environ.get("ZYNBOOK_WIDE_SEED", "4"))
@@ -43,13 +43,7 @@ def programs() -> list:
 
 @functools.lru_cache(maxsize=1)
 def references() -> list:
-    out = []
-    for p in programs():
-        try:
-            out.append(np.asarray(zynbook.run(p.source, device="cpu", **p.inputs)))
-        except ZynMLError as err:      # the generator made an invalid program: its bug
-            raise AssertionError(f"{p!r}\n{err.render()}") from None
-    return out
+    return reference_results(programs())
 
 
 def _compare(p, want, got) -> str | None:

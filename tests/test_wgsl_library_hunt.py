@@ -112,6 +112,29 @@ def test_exact_gelu_of_negative_values_keeps_its_digits(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_exact_gelu_across_the_f32_range(device):
+    """GELU over every binade that matters, to where gelu(x) underflows, and its special
+    values: within 1e-5 of x / 2 * erfc(-x / sqrt(2)) computed in f64 (the C++ and CUDA
+    form computes erfc(|x| / sqrt(2)) by a rational and one exp2, its exponent summed
+    exactly: its rounding of x * x cost 5e-6 at x = -9)."""
+    import math
+    x = np.concatenate([np.linspace(-13.0, 10.0, 4603), -np.geomspace(1e-30, 13.0, 300),
+                        np.geomspace(1e-30, 1e6, 300)]).astype(np.float32)
+    want = np.array([0.5 * v * math.erfc(-v / math.sqrt(2.0)) for v in x.astype(np.float64)])
+    got = _host(zynbook.run(_unary("gelu"), device=device, x=x)).astype(np.float64)
+    big, tail = np.abs(want) > 1e-20, np.abs(want) > 1e-30    # near FLT_MIN fewer digits stay
+    np.testing.assert_allclose(got[big], want[big], rtol=1e-5, atol=0)
+    np.testing.assert_allclose(got[tail], want[tail], rtol=5e-5, atol=0)
+    assert np.all(np.abs(got[~tail]) <= 2e-30)
+    s = np.array([np.inf, -np.inf, np.nan, -14.5, -20.0, -1e30, 1e30, 0.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        want = [0.5 * v * math.erfc(-v / math.sqrt(2.0)) if np.isfinite(v) else
+                (v if v > 0 else np.nan) for v in s.astype(np.float64)]
+    np.testing.assert_array_equal(_host(zynbook.run(_unary("gelu"), device=device, x=s)),
+                                  np.array(want, np.float32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("fn", ["sinh", "cosh"])
 def test_sinh_and_cosh_past_where_exp_overflows(device, fn):
     """sinh(89) and cosh(89) are 2.24e38, within f32's range, though exp(89) is not: WebGPU's

@@ -1014,7 +1014,8 @@ class ReferenceExecutor:
                 self.out[...] = ident
             return
         result = r["index"] if r["op"] in ("argmax", "argmin") else r["value"]
-        self.out[...] = result
+        # a bf16 result is held as f32: rounded once where it is stored, as on the devices
+        self.out[...] = bf16_rounded(result) if self.kernel.output.dtype == "bf16" else result
 
     # -------------------------------------------------------------- expressions
     def eval(self, e):

@@ -272,7 +272,8 @@ CE_FORWARD_BACKWARD = f"""let loss_rows = compute(logits, targets) {{
         for c in 0..vocab:
             s += exp(logits[r, c] - m)
         if {CE_KEEP}:
-            out[r] = (m + log(s) - logits[r, int(targets[r])]) / count
+            // m - logit first: m + log(s) rounds log(s) away where the logits are large
+            out[r] = (m - logits[r, int(targets[r])] + log(s)) / count
 }}
 let grad = compute(logits, targets) {{
     for r in 0..rows:

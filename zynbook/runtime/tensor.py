@@ -174,7 +174,10 @@ def to_tensor(value, device: str = "cpu"):
     if isinstance(value, Tensor):
         return value
     if isinstance(value, np.ndarray):
-        return Tensor(_native_order(value), "cpu")
+        # a subclass (np.matrix, a masked array) as its plain array: host arithmetic on the
+        # tensor is ZynML's (`*` elementwise, `x[0]` a row), not the subclass's
+        return Tensor(_native_order(value if type(value) is np.ndarray else
+                                    value.view(np.ndarray)), "cpu")
     module = _module_of(value)
     if module == "cupy":
         return Tensor(value, _CUDA_IDS[value.data.device_id])

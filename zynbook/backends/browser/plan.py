@@ -111,12 +111,12 @@ def build(program: wgsl.Program, kernel: cir.Kernel, inputs: list, sizes: dict,
     buffers["@params"] = {"size": len(params), "data": 0}
     data.append(params)
     for b, a in zip(kernel.inputs, inputs):
-        storage = wgsl.storage_type(b.dtype, False, False)
+        storage = wgsl.storage_type(b.dtype, False)
         host = rt.to_storage(np.asarray(a), storage, b.name)
         buffers[b.name] = {"size": host.nbytes, "data": len(data)}
         data.append(host.tobytes())
     out = kernel.output
-    out_storage = wgsl.storage_type(out.dtype, False, False)
+    out_storage = wgsl.storage_type(out.dtype, False)
     out_count = int(np.prod(out_shape)) if out_shape else 1
     buffers[out.name] = {"size": out_count * np.dtype(rt.STORAGE_NUMPY[out_storage]).itemsize,
                          "data": None}

@@ -241,7 +241,7 @@ class WebGPUDevice(Device):
         a = np.asarray(array)
         if dtype is None:
             dtype = _cir_dtype(a.dtype)
-        storage = wgsl.storage_type(dtype, "shader-f16" in self.features, "shader-f64" in self.features)
+        storage = wgsl.storage_type(dtype, "shader-f16" in self.features)
         data = rt.to_storage(a, storage)
         buf = self._buffer(data.nbytes, "tensor")
         if data.nbytes:
@@ -336,7 +336,7 @@ class WebGPUDevice(Device):
         buffers = {}
         for b, a in zip(kernel.inputs, inputs):
             if isinstance(a, WebGPUArray) and a.device is self:
-                st = wgsl.storage_type(b.dtype, "shader-f16" in self.features, "shader-f64" in self.features)
+                st = wgsl.storage_type(b.dtype, "shader-f16" in self.features)
                 if a.storage != st:
                     a = self.from_host(a.numpy(), b.dtype)
                 buffers[b.name] = a.buffer
@@ -344,7 +344,7 @@ class WebGPUDevice(Device):
                 host = np.asarray(a.numpy() if isinstance(a, WebGPUArray) else a)
                 buffers[b.name] = self.from_host(host, b.dtype).buffer
         out_b = kernel.output
-        out_storage = wgsl.storage_type(out_b.dtype, "shader-f16" in self.features, "shader-f64" in self.features)
+        out_storage = wgsl.storage_type(out_b.dtype, "shader-f16" in self.features)
         out_n = int(np.prod(out_shape)) if out_shape else 1
         out_bytes = out_n * np.dtype(rt.STORAGE_NUMPY[out_storage]).itemsize
         out_buf = self._buffer(out_bytes, "out")

@@ -121,15 +121,14 @@ class Program:
 
 # ----------------------------------------------------------------------------- dtypes
 
-_STORAGE = {"f32": "f32", "f16": "f16", "bf16": "f32", "f64": "f32", "i32": "i32", "u32": "u32",
+_STORAGE = {"f32": "f32", "f16": "f16", "bf16": "f32", "f64": "f64", "i32": "i32", "u32": "u32",
             "i8": "i32", "i16": "i32", "i64": "i32", "u8": "u32", "u16": "u32", "u64": "u32",
             "bool": "u32"}
 
-def storage_type(dtype: str, f16: bool = True, f64: bool = False) -> str:
-    """The WGSL element type a buffer of `dtype` is stored as (f64 only with the adapter's
-    `shader-f64`; without it f64 kernels are refused, see _refuse_f64)."""
-    if dtype == "f64" and f64:
-        return "f64"
+def storage_type(dtype: str, f16: bool = True) -> str:
+    """The WGSL element type a buffer of `dtype` is stored as. f64 is kept as 64 bits on
+    every adapter, so f64 data moved through a device without `shader-f64` keeps its
+    digits; kernels computing in f64 there are refused (_refuse_f64)."""
     s = _STORAGE.get(dtype)
     if s is None:
         raise ZynMLDeviceError(f"dtype {dtype} has no WGSL storage type")

@@ -1,0 +1,26 @@
+"""The runtime features of the spec (devices, async, memory, tuning, fusion, placement, the
+kernel library, the Jupyter kernel) on every local device, against numpy written here."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import wanted_devices
+
+DEVICES = wanted_devices()
+
+
+# ---------------------------------------------------------------- transfers
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_f64_data_moved_through_a_device_keeps_its_digits(device):
+    # an adapter without shader-f64 held f64 buffers as f32: a round trip lost digits,
+    # and host arithmetic on the tensor computed with them, reported as f64
+    x = np.random.default_rng(1).standard_normal((3, 7)) + 1e-9
+    back = zynbook.run('x.to_device(d).to_device("cpu")', x=x, d=device)
+    assert np.asarray(back).dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(back), x)
+    scaled = zynbook.run("x.to_device(d).T * 3.0 + x.to_device(d).T", x=x, d=device)
+    np.testing.assert_array_equal(np.asarray(scaled), x.T * 3.0 + x.T)

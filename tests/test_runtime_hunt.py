@@ -24,3 +24,18 @@ def test_f64_data_moved_through_a_device_keeps_its_digits(device):
     np.testing.assert_array_equal(np.asarray(back), x)
     scaled = zynbook.run("x.to_device(d).T * 3.0 + x.to_device(d).T", x=x, d=device)
     np.testing.assert_array_equal(np.asarray(scaled), x.T * 3.0 + x.T)
+
+
+# ------------------------------------------------------------------ tuning
+
+
+@pytest.mark.parametrize("text, seconds", [("nan", 60.0), ("NaN", 60.0), ("2.5", 2.5),
+                                           ("soon", 60.0)])
+def test_the_tuning_budget_variable_that_is_not_a_number_is_the_default(monkeypatch, text,
+                                                                          seconds):
+    # NaN compared false with the time spent, so it stopped no candidate at all
+    from zynbook import tuning
+    monkeypatch.setenv("ZYNBOOK_TUNE_BUDGET_S", text)
+    assert tuning.DEFAULT_BUDGET_S == 60.0
+    assert tuning.budget(None) == seconds
+    assert tuning.budget(tuning.Settings(budget_s=3.0)) == 3.0

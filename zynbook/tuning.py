@@ -92,9 +92,11 @@ def budget(settings: Settings | None) -> float:
     if settings is not None and settings.budget_s is not None:
         return float(settings.budget_s)
     try:
-        return float(os.environ.get("ZYNBOOK_TUNE_BUDGET_S", DEFAULT_BUDGET_S))
+        value = float(os.environ.get("ZYNBOOK_TUNE_BUDGET_S", DEFAULT_BUDGET_S))
     except ValueError:
         return DEFAULT_BUDGET_S
+    # NaN compares false with every time spent: no candidate would ever be stopped
+    return DEFAULT_BUDGET_S if np.isnan(value) else value
 
 
 def takes_params(device) -> bool:

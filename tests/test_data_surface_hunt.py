@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import zynbook
-from compute_testing import wanted_devices
+from compute_testing import raises, wanted_devices
 
 DEVICES = [d for d in wanted_devices() if not d.startswith("browser")]
 
@@ -62,3 +62,35 @@ def test_an_ndarray_subclass_binds_as_its_plain_array(device):
     total = session.run("x.sum() + compute(x) {\n @kernel reduce(+)\n for i in 0..n:\n"
                         "  yield x[i]\n}", x=masked)
     assert total == 2 * plain[0].sum()
+
+
+DOUBLE = """let y = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * 2.0
+}
+y"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_torch_view_with_its_negative_bit_set_binds_as_its_values(device):
+    """`c.conj().imag` of a complex torch tensor is a view whose negation is pending (its
+    negative bit): it binds as its values; it was refused, its dtype f32 said to be one
+    ZynML has no type for."""
+    torch = pytest.importorskip("torch")
+    c = torch.tensor([1 + 2j, 3 - 4j, -5 + 0.5j]).conj()
+    assert c.imag.is_neg()
+    got = zynbook.Session(device).run(DOUBLE, x=c.imag)
+    np.testing.assert_array_equal(np.asarray(got), (c.imag * 2.0).numpy())
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda torch: torch.eye(3).to_sparse(), "Sparse layout"),
+    (lambda torch: torch.empty(3, device="meta"), "meta tensor")], ids=["sparse", "meta"])
+def test_a_torch_tensor_that_cannot_be_read_is_a_type_error_saying_why(make, words):
+    """A sparse or meta torch tensor is refused with torch's reason, at the name's first
+    read; the error said its dtype f32 was one ZynML has no type for."""
+    torch = pytest.importorskip("torch")
+    err = raises("type", "let a = 1\n" + DOUBLE, 2, 17, x=make(torch))
+    assert "cannot be read as an array" in err.message and words in err.message
+    assert "no type for" not in err.message

@@ -20,14 +20,22 @@ from .runtime.values import Record
 class _Unusable(ZynMLTypeError):
     """A bound Python value (or a part of it) that no ZynML value stands for."""
 
-    def __init__(self, value, path: str = "", dtype=None):
-        super().__init__(f"a Python value of type `{type(value).__name__}`"
+    def __init__(self, value, path: str = "", dtype=None, why: str = ""):
+        super().__init__(_unreadable(value, path, why) if why else
+                         f"a Python value of type `{type(value).__name__}`"
                          f"{f' (at {path})' if path else ''} cannot become a ZynML value; "
                          + _USABLE if dtype is None else _no_dtype(value, path, dtype))
-        self.value, self.path, self.dtype = value, path, dtype
+        self.value, self.path, self.dtype, self.why = value, path, dtype, why
 
 
 _USABLE = "pass arrays (numpy, CuPy, torch), numbers, strings, dicts or lists"
+
+
+def _unreadable(value, path: str, why: str) -> str:
+    """What is wrong with an array its own library cannot hand over (a sparse or meta torch
+    tensor), in that library's words."""
+    return (f"a `{type(value).__name__}`{f' (at {path})' if path else ''} that cannot be read "
+            f"as an array: {why}")
 
 
 def _no_dtype(value, path: str, dtype) -> str:
@@ -87,12 +95,26 @@ def bind_value(value, _path: str = ""):
 def _tensor_of(value, path: str) -> Tensor:
     try:
         t = to_tensor(value)
-    except Exception:       # an object whose __array__ or __dlpack__ fails, an array of text
+    except Exception as err:    # an array of text, __array__ or __dlpack__ failing
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and _has_type(dtype) and not isinstance(err, ZynMLTypeError):
+            # (a sparse or meta torch tensor): why, in its library's words
+            raise _Unusable(value, path, why=str(err).strip() or type(err).__name__) from None
         t = None
     if t is None:
         raise _Unusable(value, path, getattr(value, "dtype", None))
     B.borrowed(t.data)      # the caller's: host code writing into it copies it first
     return t
+
+
+def _has_type(dtype) -> bool:
+    """Whether ZynML has a type for an array's dtype (numpy's, or torch's `torch.f32`)."""
+    from .compiler.types import dtype_from_numpy
+    try:
+        dtype_from_numpy(str(dtype).removeprefix("torch."))
+    except ZynMLTypeError:
+        return False
+    return True
 
 
 def _first_use(program: A.Program, name: str):
@@ -128,6 +150,8 @@ def _bind_env(env: dict, program: A.Program, source: str) -> dict:
                 continue        # a name the program never reads: nothing to bind
             what = type(bad.value).__name__
             raise ZynMLTypeError(
+                f"`{name}` is bound to " + _unreadable(bad.value, bad.path.removeprefix("."), bad.why)
+                if bad.why else
                 f"`{name}` is bound to " + _no_dtype(bad.value, bad.path.removeprefix("."), bad.dtype)
                 if bad.dtype is not None else
                 f"`{name}{bad.path}` is bound to a Python value of type `{what}`, which a ZynML "

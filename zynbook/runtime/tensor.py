@@ -198,7 +198,8 @@ def to_tensor(value, device: str = "cpu"):
                 return Tensor(view, _CUDA_IDS[view.data.device_id], dtype=dtype)
             except ImportError:
                 pass
-        return Tensor(np.asarray(value.cpu().numpy()), "cpu", dtype=dtype)
+        # (a lazily negated view, `-t` of some ops, is its values: numpy() refuses it)
+        return Tensor(np.asarray(value.cpu().resolve_neg().numpy()), "cpu", dtype=dtype)
     if hasattr(value, "__array__"):
         return Tensor(_native_order(np.asarray(value)), "cpu")
     if hasattr(value, "__dlpack__"):

@@ -39,3 +39,26 @@ def test_the_tuning_budget_variable_that_is_not_a_number_is_the_default(monkeypa
     assert tuning.DEFAULT_BUDGET_S == 60.0
     assert tuning.budget(None) == seconds
     assert tuning.budget(tuning.Settings(budget_s=3.0)) == 3.0
+
+
+# ------------------------------------------------------------------ memory
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_pool_a_few_bytes_short_says_how_many(device):
+    from compute_testing import raises
+    # 251 f32 are 1004 bytes; the pool has 1000: both rounded read "1.0 KB"
+    err = raises("memory", f'let pool = memory_pool(device="{device}", size=1KB)\n'
+                           "let t = pool.allocate(shape=[251])\n", 2, 9)
+    assert f"{251 * 4} bytes asked, {1000} free" in err.message
+
+
+@pytest.mark.parametrize("source, column", [("zeros([2.5, 3])", 1),
+                                            ("allocate(shape=[2, true])", 16),
+                                            ('let p = memory_pool(device="cpu", size=1KB)\n'
+                                             "p.allocate(shape=[4, 1.0])", 1)])
+def test_a_shape_with_a_size_that_is_not_an_integer_names_it(source, column):
+    from compute_testing import raises
+    err = raises("type", source, source.count("\n") + 1, column)
+    kind = "a bool" if "true" in source else "a float"
+    assert err.message.endswith(f"one of its sizes is {kind}"), err.message

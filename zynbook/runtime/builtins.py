@@ -48,6 +48,10 @@ def _shape(value, what="shape") -> tuple:
         if any(d < 0 for d in value):
             raise ZynMLShapeError(f"a {what} has no negative sizes: {list(value)}")
         return tuple(int(d) for d in value)
+    if isinstance(value, (list, tuple)):      # name the size that is not an integer
+        bad = next(d for d in value if not _is_int(d))
+        raise ZynMLTypeError(f"a {what} is a list of integers like [2, 3]; one of its "
+                             f"sizes is {_kind(bad)}")
     raise ZynMLTypeError(f"a {what} is a list of integers like [2, 3], not {_kind(value)}")
 
 

@@ -174,7 +174,10 @@ class MemoryPool:
         if nbytes > self.free_bytes:
             raise ZynMLMemoryError(
                 f"out of memory in the pool on {self.device.id}: asked for {_bytes(nbytes)}, "
-                f"{_bytes(self.free_bytes)} of {_bytes(self.size)} free")
+                f"{_bytes(self.free_bytes)} of {_bytes(self.size)} free" +
+                # (rounded, the two may read alike)
+                (f" ({nbytes} bytes asked, {self.free_bytes} free)"
+                 if _bytes(nbytes) == _bytes(self.free_bytes) else ""))
         tensor = self._allocate(shape, dtype, self.device.id)
         self.live[id(tensor)] = (tensor, nbytes)
         return tensor

@@ -62,3 +62,31 @@ def test_a_shape_with_a_size_that_is_not_an_integer_names_it(source, column):
     err = raises("type", source, source.count("\n") + 1, column)
     kind = "a bool" if "true" in source else "a float"
     assert err.message.endswith(f"one of its sizes is {kind}"), err.message
+
+
+# ------------------------------------------------------------------ devices
+
+BLOCK_ON = """let y = compute(x) @device(DEVICES) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * 2.0
+}
+"""
+
+
+@pytest.mark.parametrize("devices, what", [("[]", "an empty list"),
+                                           ('["cpu", 3]', "a list holding an int"),
+                                           ("compute_devices()[0]", "a record")])
+def test_a_device_list_or_value_that_is_no_id_says_what_it_is(devices, what):
+    from compute_testing import raises
+    err = raises("type", BLOCK_ON.replace("DEVICES", devices), 1, 20,
+                 x=np.arange(3, dtype=np.float32))
+    assert err.message.endswith(f"(or a list of them), not {what}"), err.message
+
+
+def test_a_pool_in_a_compute_block_is_named_as_a_memory_pool():
+    from compute_testing import raises
+    err = raises("type", 'let pool = memory_pool(device="cpu", size=1KB)\n'
+                         "let y = compute(pool) {\n    for i in 0..n:\n        out[i] = pool[i]\n}\n",
+                 2, 17)
+    assert err.message.endswith("`pool` is a memory pool"), err.message

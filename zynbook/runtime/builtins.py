@@ -100,7 +100,8 @@ def _kind(value) -> str:
     if type(value).__name__ == "Pipeline":
         return "a pipeline"
     futures = {"Future": "a future", "_Gather": "a future of all(...)",
-               "_FirstOf": "a future of any(...)"}
+               "_FirstOf": "a future of any(...)", "Record": "a record",
+               "MemoryPool": "a memory pool"}
     return futures.get(type(value).__name__, type(value).__name__)
 
 

@@ -1370,8 +1370,12 @@ class Interpreter:
         elif isinstance(value, str):
             ids = [value]
         else:
+            what = B._kind(value)
+            if isinstance(value, list):     # say what is wrong with the list
+                bad = next((v for v in value if not isinstance(v, str)), None)
+                what = "an empty list" if not value else f"a list holding {B._kind(bad)}"
             raise ZynMLTypeError(f"@device takes a device id string like \"cuda:0\" (or a "
-                                 f"list of them), not {B._kind(value)}", ann.span)
+                                 f"list of them), not {what}", ann.span)
         for v in ids:
             try:
                 get_device(v)

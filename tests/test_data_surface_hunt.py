@@ -94,3 +94,23 @@ def test_a_torch_tensor_that_cannot_be_read_is_a_type_error_saying_why(make, wor
     err = raises("type", "let a = 1\n" + DOUBLE, 2, 17, x=make(torch))
     assert "cannot be read as an array" in err.message and words in err.message
     assert "no type for" not in err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_np_array_of_a_tensor_is_a_copy_as_numpy_s_protocol_says(device):
+    """`np.array(t)` (copy=True) gives memory of its own, as for a numpy array: writing
+    into it changed the tensor, and with it the session's name and the caller's input;
+    `np.asarray(t)` still reads the tensor without a copy."""
+    x = np.arange(6, dtype=np.float32)
+    session = zynbook.Session(device)
+    y = session.run(DOUBLE, x=x)
+    same = session.run("x")
+    for t, want in ((y, x * 2.0), (same, x.copy())):
+        c = np.array(t)
+        c[:] = -1.0
+        np.testing.assert_array_equal(np.asarray(t), want)
+        assert not np.shares_memory(np.array(t, dtype=np.float64), np.asarray(t))
+    np.testing.assert_array_equal(x, np.arange(6, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(session.run("y + x")), x * 3.0)
+    with pytest.raises(ValueError):
+        np.array(y, dtype=np.float64, copy=False)

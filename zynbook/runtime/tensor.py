@@ -80,10 +80,17 @@ class Tensor:
         return get_device(self.device).to_host(self.data)
 
     def __array__(self, dtype=None, copy=None):
+        # numpy's protocol: copy=True (np.array's default) gives memory of its own, never
+        # the tensor's (writing into it would change the tensor); copy=False never copies
+        fresh = type(self) is Tensor and not isinstance(self.data, np.ndarray)
+        if copy is False and fresh:
+            raise ValueError(f"a tensor on {self.device} is read into host memory by a copy")
         arr = self.numpy()
-        if dtype is not None:
-            arr = arr.astype(dtype, copy=False)
-        return arr
+        if dtype is not None and arr.dtype != np.dtype(dtype):
+            if copy is False:
+                raise ValueError(f"a {self.dtype} tensor becomes {np.dtype(dtype)} by a copy")
+            return arr.astype(dtype)
+        return arr.copy() if copy and not fresh else arr
 
     def __dlpack__(self, *args, **kwargs):
         data = self.data

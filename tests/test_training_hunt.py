@@ -42,3 +42,19 @@ def test_cross_entropy_loss_of_large_logits_keeps_the_log_sum(offset, device):
     assert abs(loss - want.item()) <= 1e-5 * abs(want.item())
     np.testing.assert_allclose(dev.download(grad).reshape(n, v), lt.grad.numpy(), rtol=1e-4,
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_elementwise_power_of_signed_zero_and_negative_bases_equals_numpy(device):
+    # 1 / x written x ** -1 (a gradient of log |x|): -0 to an odd negative power is -inf,
+    # as numpy's (C's) pow; WebGPU gave +inf
+    from zynbook.nn import expr as E
+    x = np.array([-0.0, 0.0, -0.0, -2.0, -0.5, 3.0, -0.0], np.float32)
+    b = np.array([-1.0, -1.0, -2.0, -3.0, 3.0, -1.0, 3.0], np.float32)
+    dev = zynbook.device(device)
+    got = dev.download(dev.elementwise([dev.upload(x), dev.upload(b)], len(x),
+                                       lambda v: E.pow(v[0], v[1])))
+    with np.errstate(divide="ignore"):
+        want = np.power(x, b)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert (np.signbit(got) == np.signbit(want)).all(), (got, want)

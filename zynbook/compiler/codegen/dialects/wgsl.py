@@ -718,7 +718,10 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
     // whole exponent defined (an odd one negative) and with another NaN
     if (b == 0.0f || a == 1.0f) { return 1.0f; }
     if (zyn_isnan_f32(a) || zyn_isnan_f32(b)) { return a + b; }
-    if (a == 0.0f) { return select(0.0f, bitcast<f32>(0x7f800000u), b < 0.0f); }
+    if (a == 0.0f) {
+        // -0 to an odd whole power keeps its sign (-0^-1 is -inf)
+        let z = select(0.0f, bitcast<f32>(0x7f800000u), b < 0.0f);
+        return select(z, -z, bitcast<u32>(a) != 0u && b == floor(b) && abs(b) < 16777216.0f && (i32(b) & 1i) == 1i); }
     if (a < 0.0f) {
         if (b != floor(b)) { return bitcast<f32>(0x7fc00000u); }
         if (a == -1.0f && abs(b) == bitcast<f32>(0x7f800000u)) { return 1.0f; }

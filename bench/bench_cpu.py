@@ -4,19 +4,17 @@ expression on the same machine.
 
 Each row times a whole `session.run` of the compute block (binding, the cached lowering,
 the launch and the result) and, separately, the kernel launch alone as the device reports
-it; numpy is timed on the same arrays, its runs alternating with ZynBook's so that both see
-the same load of a shared machine. Medians of repeated runs after warm-up. Prints a table
+it; numpy is timed on the same arrays. Medians of repeated runs after warm-up. Prints a table
 and writes JSON. `ratio` is numpy time / ZynBook time, as in every benchmark of the project
 (above 1: ZynBook is faster). Goals of `cpu:native` (issue 14): elementwise, GELU, softmax
 and layer norm >= 1.0; matmul 1024 >= 0.5 (numpy's matmul is a tuned BLAS).
 
-The alternation has a cost for the matmul rows: numpy's BLAS (OpenBLAS) leaves its worker
-threads spinning for about a tenth of a second after each call, so ZynBook's matmul, run
-right after numpy's, shares the cores with them (on a 2-core machine the 1024 one took
-5.3 ms in a loop of its own and about 10 ms between numpy's). The rows show what a program
-that interleaves the two sees; `cpu:native`'s plans run alone where every core is slower
-(backends/cpu/native.py, _CONTENDED). Each row starts after a pause (ROW_PAUSE), so the
-spinning threads of one row's numpy matmul do not slow the next row's first runs.
+Each side is warmed up and timed in a loop of its own, after a pause (ROW_PAUSE): numpy's
+BLAS (OpenBLAS) leaves its worker threads spinning for about a tenth of a second after each
+call, and OpenMP's threads spin too, so runs alternating measured each side sharing the
+cores with the other's idle threads (on 16 cores `cpu:native`'s 1024 matmul then took
+17 ms, its plan falling back to one thread, backends/cpu/native.py, _CONTENDED, against
+about 5 ms in a loop of its own).
 
     python bench/bench_cpu.py [--reps 7] [--small] [--devices cpu,cpu:native]
                               [--json bench/results/cpu.json]
@@ -87,17 +85,21 @@ ROW_PAUSE = 0.25
 
 
 def median_times(fns, reps: int, warmup: int = 2) -> list:
-    """The median time of each of `fns`, their runs alternating."""
-    for _ in range(warmup):
-        for fn in fns:
+    """The median time of each of `fns`, each warmed up and timed on its own, a pause
+    between them: runs alternating measured each side's thread pool spinning on the cores
+    the other's threads wanted (numpy's BLAS or OpenMP's, both about 2x slower on 16 cores)."""
+    out = []
+    for fn in fns:
+        time.sleep(ROW_PAUSE)
+        for _ in range(warmup):
             fn()
-    times = [[] for _ in fns]
-    for _ in range(reps):
-        for fn, ts in zip(fns, times):
+        ts = []
+        for _ in range(reps):
             start = time.perf_counter()
             fn()
             ts.append(time.perf_counter() - start)
-    return [statistics.median(ts) for ts in times]
+        out.append(statistics.median(ts))
+    return out
 
 
 def bench_case(name, src, env, shape, numpy_fn, reps, device="cpu"):

@@ -1149,16 +1149,19 @@ class Interpreter:
         try:
             return fut.result(timeout)
         except cf.TimeoutError:
-            fut.cancel()        # an expired wait cancels its job (docs/api.md)
+            # an expired wait cancels its job (docs/api.md)
+            fut.cancel("an earlier wait for it timed out")
             if e.default is None:
                 raise ZynMLTimeoutError(f"the future did not finish within {timeout:g} s "
                                         "(it was cancelled)", e.span) from None
             return self.eval(e.default)
         except KeyboardInterrupt:
-            fut.cancel()
+            fut.cancel("an interrupt stopped an earlier wait for it")
             raise
         except (JobCancelled, cf.CancelledError):
-            raise ZynMLRuntimeError("this job was cancelled (an earlier wait for it timed out) "
+            members = fut.futures if isinstance(fut, (_Gather, _FirstOf)) else [fut]
+            why = next((f.cancelled_by for f in members if f.cancelled_by), "")
+            raise ZynMLRuntimeError(f"this job was cancelled{f' ({why})' if why else ''} "
                                     "before it finished", e.span) from None
 
     def combine_futures(self, name, args, kwargs, node):
@@ -1603,9 +1606,9 @@ class _Gather:
     def done(self):
         return all(f.done() for f in self.futures)
 
-    def cancel(self):
+    def cancel(self, why: str = ""):
         for f in self.futures:
-            f.cancel()
+            f.cancel(why)
 
     def result(self, timeout=None):
         done, pending = cf.wait([f.inner for f in self.futures], timeout=timeout)
@@ -1626,9 +1629,9 @@ class _FirstOf:
     def done(self):
         return any(f.done() for f in self.futures)
 
-    def cancel(self):
+    def cancel(self, why: str = ""):
         for f in self.futures:
-            f.cancel()
+            f.cancel(why)
 
     def result(self, timeout=None):
         inner = [f.inner for f in self.futures]

@@ -53,6 +53,7 @@ class Future:
     def __init__(self, inner: cf.Future, label: str = "compute"):
         self.inner = inner
         self.label = label
+        self.cancelled_by = ""      # why it was cancelled, for a later await's error
 
     def done(self) -> bool:
         return self.inner.done()
@@ -60,9 +61,12 @@ class Future:
     def result(self, timeout=None):
         return self.inner.result(timeout)
 
-    def cancel(self) -> bool:
+    def cancel(self, why: str = "") -> bool:
         """Stop the job: one still queued never starts, a running one is told to stop."""
-        return self.inner.cancel()
+        stopped = self.inner.cancel()
+        if stopped and not self.cancelled_by:
+            self.cancelled_by = why
+        return stopped
 
     def __repr__(self):
         state = "done" if self.inner.done() else "running"

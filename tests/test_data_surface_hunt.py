@@ -114,3 +114,20 @@ def test_np_array_of_a_tensor_is_a_copy_as_numpy_s_protocol_says(device):
     np.testing.assert_array_equal(np.asarray(session.run("y + x")), x * 3.0)
     with pytest.raises(ValueError):
         np.array(y, dtype=np.float64, copy=False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "uint8", "int32"])
+def test_a_block_over_0d_inputs_runs_on_every_device(device, dtype):
+    """A block over 0-d tensors (a number np.array(3.0) stands for) has no size to infer:
+    WebGPU built only its program of every size set, which no schedule gives a serial body,
+    and refused it ("block: shared arrays need the sizes of the launch")."""
+    x, y = np.array(7, dtype), np.array(3, dtype)
+    src = "compute(x, y) {\n    out = x * y - max(x, y)\n}"
+    with np.errstate(over="ignore"):
+        want = x * y - np.maximum(x, y)
+    got = zynbook.Session(device).run(src, x=x, y=y)
+    assert np.asarray(got).shape == ()
+    assert float(got) == float(want)
+    flags = zynbook.Session(device).run("compute(x, y) {\n    out = x > y\n}", x=x, y=y)
+    assert bool(flags) is True

@@ -93,7 +93,7 @@ def test_webgpu_rows_through_the_launch_ir(case, subgroups):
     program = wgsl.launch_program(kernel, sized)
     assert program is not None and program.schedule.startswith("block: one block of")
     assert ("subgroupAdd" in program.source) == subgroups
-    target, baked = wgsl._launch_targets(sized)[-1]
+    target, baked = wgsl._launch_targets(kernel, sized)[-1]
     assert baked and not target.symbolic_sizes
     prog = schedules.build(kernel, target, sizes)
     got = emulate_kernel(prog, kernel, ins, sizes, scalars, 4 if subgroups else 1)

@@ -234,7 +234,7 @@ def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:
                     f"the 32-bit integers kernel {kernel.name} computes with on WebGPU (-2^31 "
                     "to 2^31 - 1); run it on `cpu`, `cpu:native` or a CUDA device")
     first = None
-    for target, _ in _launch_targets(options):
+    for target, _ in _launch_targets(kernel, options):
         prog = schedules.build(kernel, target, sizes)
         if prog is None:
             # (the target with the launch's sizes may build one the dialect refuses: that
@@ -264,7 +264,7 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
         return None
     _refuse_f64(kernel, options)
     got = None
-    for target, baked in _launch_targets(options):
+    for target, baked in _launch_targets(kernel, options):
         got = _printed(kernel, target, sizes, baked, options)
         # a program of every size set whose limits the launch's sizes pass, or whose
         # schedule has a better algorithm for them, gives way to one built for them
@@ -325,19 +325,20 @@ def schedule_targets(kernel: cir.Kernel, options: WGSLOptions) -> list:
     """(target, sizes) that `launch_program` builds `kernel` with, in the order it tries
     them (a tuner searches the space of the first whose schedule applies)."""
     sizes = _sizes(kernel, options)
-    targets = [(target, sizes) for target, _ in _launch_targets(options)]
+    targets = [(target, sizes) for target, _ in _launch_targets(kernel, options)]
     if options.launch_sizes and _wants_launch_sizes(kernel, options, sizes):
         targets.reverse()       # the program built for these sizes is the one launched
     return targets
 
 
-def _launch_targets(options: WGSLOptions):
+def _launch_targets(kernel: cir.Kernel, options: WGSLOptions):
     """(target, sizes baked) to build for, best first: one program for every size set, then
     (given the launch's sizes) one for these sizes, which a schedule that lays work out by
-    a size (rows, block arrays) needs."""
+    a size (rows, block arrays) needs. A kernel of no sizes (0-d tensors only) has one size
+    set, so the program for it serves every launch."""
     target = _target(options)
     every = [(target, False)]
-    if options.launch_sizes:
+    if options.launch_sizes or not kernel.dims:
         every.append((_baked(target), True))
     return every
 

@@ -358,9 +358,11 @@ def _leading_lets(stmts: list, env: dict) -> dict:
     while stmts and isinstance(stmts[0], cir.Let):
         s = stmts.pop(0)
         if s.mutable:
-            state[s.name] = s.value
+            state[s.name] = substitute(s.value, env)
         else:
-            env[s.name] = substitute(s.value, env)
+            # a let before the loop that updates the running values reads their initial
+            # values (`let l0 = l` is 0, not the running sum)
+            env[s.name] = substitute(s.value, {**env, **state})
     return state
 
 
@@ -555,14 +557,20 @@ def _attention(kernel, loops, body):
     state: dict = {}                  # mutable name -> init
     # three-pass / online-stats: running statistics, then for d: weighted sum
     stats: list = []
+    updated: set = set()              # running values a key loop before this point updates
     while stmts and not (isinstance(stmts[0], cir.Loop) and any(isinstance(x, cir.Loop) for x in stmts[0].body)):
         s = stmts.pop(0)
         if isinstance(s, cir.Let) and s.mutable:
-            state[s.name] = s.value
+            state[s.name] = substitute(s.value, env)
         elif isinstance(s, cir.Let):
-            env[s.name] = substitute(s.value, env)
+            # a running value no key loop has updated yet is still its initial value
+            env[s.name] = substitute(s.value, {**env, **{n: v for n, v in state.items()
+                                                        if n not in updated}})
         elif isinstance(s, cir.Loop):
             stats.append(_key_loop(s, set(state), env))
+            if set(stats[-1].updates) & updated:
+                raise _No("two key loops update the same running value")
+            updated |= set(stats[-1].updates)
         else:
             raise _No("the statistics part holds a statement other than lets and key loops")
     if len(stmts) != 1:

@@ -158,17 +158,19 @@ class Rows(Schedule):
         plan, why = match_rows(kernel, sizes)
         if plan is None:
             return why
-        if self._fit(kernel, plan, target) is None:
+        if self._fit(kernel, plan, target, sizes) is None:
             return f"rows of {plan.cols} elements are too long to hold in registers"
         return None
 
-    def _fit(self, kernel, plan, target):
+    def _fit(self, kernel, plan, target, sizes):
         every = {b.name: b for b in list(kernel.inputs) + [kernel.output]}
         rows = [every[b] for b in {k[0] for k in plan.keys} | {kernel.output.name}]
         widths = [DTYPE_BYTES[b.dtype] for b in rows]
         w = 16 // max(widths)
+        # a row of a buffer whose last axis is not a multiple of w starts at an offset that is
+        # not (x[b, j] for j in 0..256 of x [B, 257]): its vectors would be misaligned
         if w < 2 or w * min(widths) < 2 or plan.cols % w or any(
-                isinstance(b.shape[-1], int) and b.shape[-1] % w for b in rows):
+                _row_length(b, sizes) is None or _row_length(b, sizes) % w for b in rows):
             w = 1
         return next(filter(None, (_layout(plan.cols, width, len(plan.keys), target.warp, target.max_threads)
                                   for width in _halvings(w))), None)
@@ -177,7 +179,7 @@ class Rows(Schedule):
         """The layout by row length; a `@workgroup` of a power of two sets the threads of a
         row's block where the row still fits its registers."""
         plan, _ = match_rows(kernel, sizes)
-        p = self._fit(kernel, plan, target)
+        p = self._fit(kernel, plan, target, sizes)
         hint = workgroup_threads(kernel)
         if hint >= 64 and not hint & (hint - 1) and hint <= target.max_threads:
             e = _per_thread(plan.cols, p.width, hint, len(plan.keys))
@@ -214,6 +216,15 @@ class Rows(Schedule):
             prog.fallback = _Builder(kernel, target, sizes, narrow, sites, "_w1").program()
         prog.sites = sites.as_tuple()
         return prog
+
+
+def _row_length(b, sizes: dict):
+    """The length of the last axis of buffer `b` at these sizes, or None where they do not
+    give it."""
+    try:
+        return cir.eval_dim(b.shape[-1], sizes)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 class _RowLowering(ScalarLowering):

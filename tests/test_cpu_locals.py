@@ -1,6 +1,6 @@
-"""cpu:native keeps a block's large local arrays (past the stack's 16 KiB) in buffers each
-thread reuses between blocks and launches: each block must still find them zeroed, as a
-fresh array is."""
+"""cpu:native puts a block's large local arrays (past the stack's 16 KiB) on the heap: over
+many blocks on the host's threads, and over launches, each block's shared array starts at
+zero as it does on every device."""
 from __future__ import annotations
 
 import numpy as np

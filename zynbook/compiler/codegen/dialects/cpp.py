@@ -14,7 +14,6 @@ _REDUCTIONS = {
         f"#pragma omp declare reduction(zyn_{op}_{dt}_reduction : {t} : omp_out = zyn_{op}(omp_out, "
         "omp_in)) initializer(omp_priv = omp_orig)", (f"zyn_{op}",))
     for op in ("max", "min") for dt, t in (("f32", "float"), ("f64", "double"))}
-LOCAL_KEPT, LOCAL_KEPT_BYTES = 16, 16 << 20     # a block's local arrays kept by each thread
 CANCEL_WORD = 2         # the word past the error flag that asks a running kernel to stop
 SERIAL_WORD = 3         # the next: the caller asks for the blocks on its own thread (a small
                         # launch, where forking over the cores costs more than it saves)
@@ -31,19 +30,6 @@ CPP_HELPERS = dict(HELPERS, **{
         "// the remaining blocks are skipped (zynbook/runtime/cancel.py)\n"
         "{q}bool zyn_cancelled(const int* e) {{ return __atomic_load_n(&e[" + str(CANCEL_WORD)
         + "], __ATOMIC_RELAXED) != 0; }}", ()),
-    # a block's large local array, zeroed as a new one is, in a buffer each thread keeps per
-    # array between blocks and launches: allocating it a block faulted its pages in each time
-    # and freeing it interrupted every core (a 1024 GEMM used 16 cores at a sixth of their
-    # speed); past LOCAL_KEPT_BYTES, or past LOCAL_KEPT arrays, allocated a block
-    "zyn_local": (
-        "namespace {{ template <typename T> struct zyn_local {{\n"
-        "    std::unique_ptr<T[]> fresh; T* p;\n"
-        "    zyn_local(int slot, size_t n) {{\n"
-        f"        static thread_local std::unique_ptr<T[]> kept[{LOCAL_KEPT}]; static thread_local size_t cap[{LOCAL_KEPT}];\n"
-        f"        if (slot >= {LOCAL_KEPT} || n * sizeof(T) > {LOCAL_KEPT_BYTES}u) {{{{ fresh.reset(new T[n]()); p = fresh.get(); return; }}}}\n"
-        "        if (cap[slot] < n) {{ kept[slot].reset(new T[n]); cap[slot] = n; }}\n"
-        "        p = kept[slot].get(); __builtin_memset((void*)p, 0, n * sizeof(T)); }}\n"
-        "}}; }}", ()),
 })
 
 # glibc's vector math (libmvec): declared `simd`, these let GCC call a vector variant
@@ -81,7 +67,6 @@ class CppDialect(CFamily):
     def __init__(self, openmp: bool = True):
         super().__init__()
         self.openmp = openmp
-        self.locals = 0         # the block's local arrays kept by each thread (zyn_local)
 
     def thread(self, axis):
         return _THREAD[axis]
@@ -105,8 +90,8 @@ class CppDialect(CFamily):
         if n * _BYTES[ir.element_of(dtype)] * ir.lanes_of(dtype) <= self.STACK_BYTES:
             return f"{t} {name}[{n}] = {{}};"
         self.heap = True
-        self.locals += 1
-        return f"{self.need('zyn_local')}<{t}> {name}_heap({self.locals - 1}, {n}); {t}* const {name} = {name}_heap.p;"
+        return (f"std::unique_ptr<{t}[]> {name}_heap(new {t}[{n}]()); "
+                f"{t}* const {name} = {name}_heap.get();")
 
     def reduction_loop(self, reductions) -> str:
         """A loop whose iterations only update sums, maxima and minima (ir.For.reduce):

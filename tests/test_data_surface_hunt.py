@@ -131,3 +131,17 @@ def test_a_block_over_0d_inputs_runs_on_every_device(device, dtype):
     assert float(got) == float(want)
     flags = zynbook.Session(device).run("compute(x, y) {\n    out = x > y\n}", x=x, y=y)
     assert bool(flags) is True
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_host_float_past_f32_is_its_infinity_without_a_warning(device):
+    """A host float is an f32 argument: 1e300 is f32's infinity there, as numpy's cast
+    makes it, on every device and without numpy's overflow warning (WebGPU's uniform
+    packing printed one into the cell's output)."""
+    x = np.array([1.0, -2.0, 0.0], np.float32)
+    src = "compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * s\n}"
+    got = zynbook.Session(device).run(src, x=x, s=1e300)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = x * np.float32(1e300)
+    np.testing.assert_array_equal(np.asarray(got), want)

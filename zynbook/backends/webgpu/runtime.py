@@ -213,7 +213,8 @@ def pack_uniform(values: list, names: list | None = None) -> bytes:
                                        f"{lim[1]}); run it on `cpu`, `cpu:native` or a CUDA "
                                        "device")
             v = iv
-        arr = np.array([v], dtype=dt)
+        with np.errstate(over="ignore"):    # a float past f32 is its infinity, as on `cpu`
+            arr = np.array([v], dtype=dt)
         buf[off:off + arr.nbytes] = arr.tobytes()
     return bytes(buf)
 

@@ -58,3 +58,233 @@ def test_elementwise_power_of_signed_zero_and_negative_bases_equals_numpy(device
         want = np.power(x, b)
     np.testing.assert_allclose(got, want, rtol=1e-6)
     assert (np.signbit(got) == np.signbit(want)).all(), (got, want)
+
+
+# ------------------------------------------------------------------ backward passes in ZynML
+# gradients a user writes as compute blocks, at odd sizes, against torch's autograd: each
+# case is (source, inputs, the torch function of the inputs named in `wrt`, its upstream
+# gradient's name, the input whose gradient the program computes)
+
+def _grad_of(fn, inputs, wrt, upstream):
+    leaves = {k: _leaf(v) for k, v in inputs.items() if k != upstream}
+    fn(leaves).backward(torch.tensor(np.asarray(inputs[upstream], np.float64)))
+    return leaves[wrt].grad.numpy()
+
+
+_C, _H, _W, _O = 3, 13, 11, 5                      # conv2d: stride 2, padding 1, 3 x 3
+_OH, _OW = (_H - 1) // 2 + 1, (_W - 1) // 2 + 1
+_CONV = dict(x=_f32(1, _C, _H, _W), w=_f32(_O, _C, 3, 3), g=_f32(1, _O, _OH, _OW))
+
+
+def _conv(t):
+    return torch.nn.functional.conv2d(t["x"], t["w"], stride=2, padding=1)
+
+
+BACKWARD = {
+    # y = a b: da = g b^T over batch dims, db = sum over the batch of a^T g
+    "matmul da": ("""let y = compute(g, b) {
+    for n in 0..batch, i in 0..m, k in 0..kk:
+        var s = 0.0
+        for j in 0..cols:
+            s += g[n, i, j] * b[k, j]
+        out[n, i, k] = s
+}
+y
+""", dict(a=_f32(3, 33, 13), b=_f32(13, 7), g=_f32(3, 33, 7)),
+        lambda t: t["a"] @ t["b"], "g", "a"),
+    "matmul db": ("""let y = compute(a, g) {
+    for k in 0..kk, j in 0..cols:
+        var s = 0.0
+        for n in 0..batch, i in 0..m:
+            s += a[n, i, k] * g[n, i, j]
+        out[k, j] = s
+}
+y
+""", dict(a=_f32(3, 33, 13), b=_f32(13, 7), g=_f32(3, 33, 7)),
+        lambda t: t["a"] @ t["b"], "g", "b"),
+    # a bias broadcast over rows: its gradient accumulated into out across every row
+    "broadcast bias": ("""let y = compute(g) {
+    for n in 0..batch, i in 0..m, j in 0..cols:
+        out[j] += g[n, i, j]
+}
+y
+""", dict(x=_f32(3, 13, 33), bias=_f32(33), g=_f32(3, 13, 33)),
+        lambda t: t["x"] + t["bias"], "g", "bias"),
+    "log_softmax": ("""let y = compute(x, g) {
+    @kernel fused
+    for r in 0..rows:
+        var m = -inf
+        for c in 0..n:
+            m = max(m, x[r, c])
+        var s = 0.0
+        var gs = 0.0
+        for c in 0..n:
+            s += exp(x[r, c] - m)
+            gs += g[r, c]
+        for c in 0..n:
+            out[r, c] = g[r, c] - exp(x[r, c] - m) / s * gs
+}
+y
+""", dict(x=_f32(13, 33, scale=3.0), g=_f32(13, 33)),
+        lambda t: torch.log_softmax(t["x"], -1), "g", "x"),
+    "layer_norm": ("""let y = compute(x, gamma, g) {
+    @kernel fused
+    for r in 0..rows:
+        var mean = 0.0
+        for i in 0..n:
+            mean += x[r, i]
+        mean /= n
+        var v = 0.0
+        for i in 0..n:
+            v += (x[r, i] - mean) * (x[r, i] - mean)
+        let inv = rsqrt(v / n + 0.00001)
+        var a = 0.0
+        var b = 0.0
+        for i in 0..n:
+            a += g[r, i] * gamma[i]
+            b += g[r, i] * gamma[i] * (x[r, i] - mean) * inv
+        for i in 0..n:
+            out[r, i] = inv * (g[r, i] * gamma[i] - a / n - (x[r, i] - mean) * inv * b / n)
+}
+y
+""", dict(x=_f32(7, 33, offset=20.0), gamma=_f32(33), beta=_f32(33), g=_f32(7, 33)),
+        lambda t: torch.nn.functional.layer_norm(t["x"], (33,), t["gamma"], t["beta"], 1e-5),
+        "g", "x"),
+    "gelu tanh": ("""let y = compute(x, g) {
+    @kernel elementwise
+    for i in 0..r, j in 0..c:
+        let v = x[i, j]
+        let t = tanh(0.7978845608 * (v + 0.044715 * v * v * v))
+        out[i, j] = g[i, j] * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * 0.7978845608 * (1.0 + 0.134145 * v * v))
+}
+y
+""", dict(x=_f32(7, 13, scale=3.0), g=_f32(7, 13)),
+        lambda t: torch.nn.functional.gelu(t["x"], approximate="tanh"), "g", "x"),
+    "conv2d dw": ("""let y = compute(x, g) {
+    for o in 0..oc, c in 0..ic, kh in 0..3, kw in 0..3:
+        var s = 0.0
+        for oh in 0..OH, ow in 0..OW:
+            let h = oh * 2 + kh - 1
+            let w = ow * 2 + kw - 1
+            if h >= 0 and h < H and w >= 0 and w < W:
+                s += x[0, c, h, w] * g[0, o, oh, ow]
+        out[o, c, kh, kw] = s
+}
+y
+""", _CONV, _conv, "g", "w"),
+    # the input's gradient scattered from every output position it fed
+    "conv2d dx": ("""let y = compute(g, w) {
+    for c in 0..ic, o in 0..oc, oh in 0..OH, ow in 0..OW, kh in 0..3, kw in 0..3:
+        let h = oh * 2 + kh - 1
+        let x = ow * 2 + kw - 1
+        if h >= 0 and h < H and x >= 0 and x < W:
+            out[0, c, h, x] += g[0, o, oh, ow] * w[o, c, kh, kw]
+}
+y
+""", _CONV, _conv, "g", "x"),
+}
+_SIZES = {"conv2d dw": dict(oc=_O, ic=_C, H=_H, W=_W), "conv2d dx": dict(ic=_C, H=_H, W=_W)}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(BACKWARD))
+def test_backward_written_in_zynml_equals_torch_autograd(name, device):
+    source, inputs, fn, upstream, wrt = BACKWARD[name]
+    want = _grad_of(fn, inputs, wrt, upstream)
+    got = zynbook.run(source, device=device, **inputs, **_SIZES.get(name, {}))
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-4,
+                               atol=1e-4 * max(1.0, np.abs(want).max()))
+
+
+def _half(a, dtype):
+    a = np.asarray(a, np.float32)
+    return a.astype(np.float16) if dtype == "f16" else torch.tensor(a).to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("name", ["matmul db", "log_softmax", "layer_norm", "conv2d dx"])
+def test_half_precision_backward_equals_torch_on_the_rounded_inputs(name, dtype, device):
+    source, inputs, fn, upstream, wrt = BACKWARD[name]
+    halves = {k: _half(v, dtype) for k, v in inputs.items()}
+    want = _grad_of(fn, {k: np.asarray(v.float() if torch.is_tensor(v) else v, np.float64)
+                         for k, v in halves.items()}, wrt, upstream)
+    got = zynbook.run(source, device=device, **halves, **_SIZES.get(name, {}))
+    assert got.dtype == dtype
+    err = np.abs(np.asarray(got.numpy(), np.float64) - want).max()
+    assert err <= (1e-2 if dtype == "f16" else 4e-2) * max(1.0, np.abs(want).max()), err
+
+
+# ------------------------------------------------------------------ a model trained in ZynML
+
+MLP_PROGRAM = """pipeline relu_grad(xs):
+    return where(xs[1] > 0.0, xs[0], 0.0)
+pipeline relu_f(xs):
+    return relu(xs[0])
+let w1 = upload(W1)
+let b1 = upload(B1)
+let w2 = upload(W2)
+let params = [w1, b1, w2]
+let ms = [alloc(len(w1)), alloc(len(b1)), alloc(len(w2))]
+let vs = [alloc(len(w1)), alloc(len(b1)), alloc(len(w2))]
+let accs = [alloc(len(w1)), alloc(len(b1)), alloc(len(w2))]
+var losses = []
+for step in 1..steps + 1:
+    for a in accs:
+        zero_buffer(a)
+    var total = 0.0
+    for mb in 0..2:
+        let x = upload(X[mb])
+        let pre = bias_add(matmul(x, w1, nb, ni, nh), b1, nb * nh, nh)
+        let h = elementwise([pre], nb * nh, relu_f)
+        let logits = matmul(h, w2, nb, nh, no)
+        let (loss, dl) = cross_entropy_forward_backward(logits, upload_u32(Y[mb]), nb, no, pad)
+        total = total + loss
+        let dh = matmul(dl, transpose_2d(w2, nh, no), nb, no, nh)
+        let dpre = elementwise([dh, pre], nb * nh, relu_grad)
+        add_assign(accs[0], matmul(transpose_2d(x, nb, ni), dpre, ni, nb, nh))
+        add_assign(accs[1], reduce_sum(dpre, [nb, nh], 0))
+        add_assign(accs[2], matmul(transpose_2d(h, nb, nh), dl, nh, nb, no))
+    // cosine decay of the learning rate over the steps
+    let lr = 0.05 * 0.5 * (1.0 + cos(3.141592653589793 * (step - 1) / steps))
+    for p in 0..3:
+        adamw_step(params[p], accs[p], ms[p], vs[p], lr, 0.9, 0.98, 1e-6, 0.1, step)
+    losses = losses + [total / 2.0]
+[losses, download(w1), download(b1), download(w2)]
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mlp_trained_in_zynml_with_accumulation_and_a_schedule_equals_torch(device):
+    """Two micro-batches (a padded target among them) accumulated per step, AdamW with weight
+    decay and a cosine learning-rate schedule, against torch.optim.AdamW and LambdaLR."""
+    import math
+    nb, ni, nh, no, steps, pad = 13, 7, 33, 5, 4, 7
+    x = _f32(2, nb, ni)
+    y = RNG.integers(0, no, (2, nb)).astype(np.uint32)
+    y[0, 3] = pad
+    init = [_f32(ni, nh, scale=0.4), _f32(nh, scale=0.1), _f32(nh, no, scale=0.3)]
+    tw = [_leaf(a) for a in init]
+    opt = torch.optim.AdamW(tw, lr=0.05, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: 0.5 * (1 + math.cos(math.pi * s / steps)))
+    want = []
+    for _ in range(steps):
+        opt.zero_grad()
+        total = 0.0
+        for mb in range(2):
+            h = torch.relu(torch.tensor(x[mb], dtype=torch.float64) @ tw[0] + tw[1])
+            t = torch.tensor(y[mb].astype(np.int64))
+            loss = torch.nn.functional.cross_entropy(h @ tw[2], t, ignore_index=pad)
+            loss.backward()
+            total += loss.item()
+        opt.step()
+        sched.step()
+        want.append(total / 2)
+    losses, *weights = zynbook.run(MLP_PROGRAM, device=device, W1=init[0], B1=init[1],
+                                   W2=init[2], X=x, Y=y, steps=steps, nb=nb, ni=ni, nh=nh,
+                                   no=no, pad=pad)
+    np.testing.assert_allclose(np.asarray(losses, np.float64), want, rtol=1e-5)
+    for got, t in zip(weights, tw):
+        np.testing.assert_allclose(np.asarray(got, np.float64), t.detach().numpy().ravel(),
+                                   rtol=1e-4, atol=1e-5)

@@ -142,3 +142,30 @@ def test_a_job_cancelled_by_an_earlier_wait_says_how(device, stop, python_handle
     assert info.value.message == f"this job was cancelled ({why}) before it finished"
     assert (info.value.line, info.value.column) == (2, 1)
     assert session.run("1 + 1") == 2
+
+
+# ------------------------------------------------------------------ host reductions
+
+
+@pytest.mark.parametrize("source, shape", [("mean(zeros([0]))", ()),
+                                           ("mean(zeros([0, 3]), axis=0)", (3,)),
+                                           ("x.mean()", ())])
+def test_the_mean_of_nothing_is_nan_without_numpy_warnings(source, shape):
+    import warnings
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = np.asarray(zynbook.run(source, x=np.zeros((0,), np.float32)))
+    assert got.shape == shape and np.isnan(got).all()
+    assert not [w for w in seen if issubclass(w.category, RuntimeWarning)], \
+        [str(w.message) for w in seen]
+
+
+@pytest.mark.parametrize("source, shape", [("max(zeros([0]))", [0]),
+                                           ("argmin(zeros([2, 0]), axis=1)", [2, 0]),
+                                           ("max([])", [0])])
+def test_the_extreme_of_an_empty_tensor_is_a_shape_error_in_zynml_words(source, shape):
+    from compute_testing import raises
+    name = source.split("(")[0]
+    err = raises("shape", source, 1, 1)
+    assert err.message == f"{name}() of an empty tensor ({shape}) has no value: nothing " \
+                          "to compare", err.message

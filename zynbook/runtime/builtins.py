@@ -8,6 +8,7 @@ from __future__ import annotations
 import decimal
 import math
 import os
+import warnings
 import weakref
 
 import numpy as np
@@ -678,8 +679,14 @@ def _reduction(name, method):
                 raise ZynMLShapeError(f"{name}(): axis {a} is outside a tensor of {t.ndim} "
                                       f"axes")
         try:
-            return wrap(getattr(xp_of(t), method)(host_array(t), axis=axis), t)
+            # the mean of nothing is NaN, as numpy's, without numpy's warning on stderr
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return wrap(getattr(xp_of(t), method)(host_array(t), axis=axis), t)
         except ValueError as err:       # a repeated axis; an empty tensor's max, argmax
+            if t.size == 0:
+                raise ZynMLShapeError(f"{name}() of an empty tensor ({list(t.shape)}) has no "
+                                      "value: nothing to compare") from None
             raise ZynMLShapeError(f"{name}(): {err}") from None
     BUILTINS[name] = fn
 

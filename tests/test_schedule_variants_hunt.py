@@ -573,3 +573,45 @@ def test_rows_of_a_wider_buffer_read_no_misaligned_vectors(name, target):
     assert prog.schedule.startswith("rows"), prog.schedule
     got = emulate_kernel(prog, k, arrays, sz, sc)
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=TOL, atol=TOL)
+
+
+# --------------------------------------------- the GPU schedules through the emulator
+
+def _emulated(src, ins, target, sizes=None):
+    """(schedule, output) of the launch IR the schedules build for `target` (the CUDA or
+    Metal target), run on the emulator."""
+    from compute_testing import emulate_kernel
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import cuda_target, metal_target
+    k, arrays, sz, sc = _kernel(src, ins, sizes)
+    prog = schedules.build(k, {"cuda": cuda_target, "metal": metal_target}[target](), sz)
+    return prog.schedule, emulate_kernel(prog, k, arrays, sz, sc)
+
+
+_FV16 = _f32(2, 2, 70, 16)
+
+
+@pytest.mark.parametrize("target", ["cuda", "metal"])
+@pytest.mark.parametrize("name", sorted(ATTENTION_VARIANTS) + ["flash_48_80", "flash_80_48"])
+def test_gpu_attention_schedules_of_the_variants(name, target):
+    if name.startswith("flash"):
+        bq, bk = map(int, name.split("_")[1:])
+        src = flash(bq, bk, kh="h / 2").replace("seq_q - qb), vd)", "seq_q - qb), head_dim)")
+        ins, tol = {"Q": _FQ, "K": _FK, "V": _FV16}, TOL
+        want = np_attention(_FQ, _FK, _FV16, 0.125, group=2)
+    else:
+        src, ins, want, tol = ATTENTION_VARIANTS[name]
+    schedule, got = _emulated(src, ins, target)
+    assert "attention" in schedule, schedule
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("target", ["cuda", "metal"])
+@pytest.mark.parametrize("name", ["init_from_an_input", "k_in_steps_of_2", "rows_in_steps_of_2",
+                                  "scaled_bias_relu_epilogue", "strided_operand", "transposed_output"])
+def test_gpu_gemm_schedule_of_the_variants(name, target):
+    src, ins, want = CONTRACTIONS[name]
+    sizes = {"k_in_steps_of_2": {"K": 29}, "rows_in_steps_of_2": {"M": 37}}.get(name)
+    schedule, got = _emulated(src, ins, target, sizes)
+    assert "GEMM" in schedule, schedule
+    np.testing.assert_allclose(got.astype(np.float64), want(), rtol=TOL, atol=TOL)

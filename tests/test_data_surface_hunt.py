@@ -145,3 +145,20 @@ def test_a_host_float_past_f32_is_its_infinity_without_a_warning(device):
     with np.errstate(over="ignore", invalid="ignore"):
         want = x * np.float32(1e300)
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_tensor_is_true_float_or_int_as_numpy_reads_its_array(device):
+    """bool(), float() and int() of a tensor read it as numpy reads its array: bool() was
+    len() > 0, so a tensor holding 0.0 was true and a 0-d one raised TypeError."""
+    session = zynbook.Session(device)
+    for value in (np.array([0.0], np.float32), np.array(0.0, np.float32),
+                  np.array([2.5], np.float32), np.array(-3, np.int32)):
+        t = session.run(DOUBLE if value.ndim else "x", x=value)
+        arr = value * 2.0 if value.ndim else value
+        assert isinstance(t, zynbook.Tensor)
+        assert bool(t) == bool(arr)
+        if not value.ndim:
+            assert float(t) == float(arr) and int(t) == int(arr)
+    with pytest.raises(ValueError):        # numpy's: the truth of several values
+        bool(session.run(DOUBLE, x=np.zeros(2, np.float32)))

@@ -109,6 +109,16 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._shape[0]
 
+    # a number as numpy's array reads one (without these, bool() was len() > 0: `[0.0]` true)
+    def __bool__(self):
+        return bool(self.numpy())
+
+    def __float__(self):
+        return float(self.numpy())
+
+    def __int__(self):
+        return int(self.numpy())
+
     # ---------------------------------------------------------------- display
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), precision=4, threshold=64, edgeitems=3,

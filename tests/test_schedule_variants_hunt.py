@@ -615,3 +615,78 @@ def test_gpu_gemm_schedule_of_the_variants(name, target):
     schedule, got = _emulated(src, ins, target, sizes)
     assert "GEMM" in schedule, schedule
     np.testing.assert_allclose(got.astype(np.float64), want(), rtol=TOL, atol=TOL)
+
+
+# ------------------------------- stores that use the loop variable on different axes
+
+_XS = _f32(70, 70)
+# iteration i writes row i and column i: iteration k overwrites what iteration i wrote at
+# (i, k) and (k, i), so the order of the iterations decides the result (in order: the lower
+# triangle of x, mirrored). Both loops were marked parallel (each store alone is apart
+# along its own axis of the loop variable), so the GPUs raced; with them serial, the block
+# schedule split the outer loop over its threads (classify_loop: "independent") and raced.
+MIRROR = """
+let y = compute(x) {
+    for i in 0..n:
+        for k in 0..n:
+            out[i, k] = x[i, k]
+            out[k, i] = x[i, k]
+}
+y
+"""
+# the same written twice along one axis: two stores apart from other iterations together
+# (out[i, 2 k] and out[i, 2 k + 1]), and stores of one iteration's row that do overlap
+# another's (out[i, k] and out[i + 1, k])
+PAIRS = """
+let y = compute(x) {
+    for i in 0..n:
+        for k in 0..m:
+            out[i, 2 * k] = x[i, k]
+            out[i, 2 * k + 1] = -x[i, k]
+}
+y
+"""
+OVERLAP = """let n = 70
+let y = compute(x) {
+    for i in 0..n - 1:
+        for k in 0..n:
+            out[i, k] = x[i, k]
+            out[i + 1, k] = 2.0 * x[i, k]
+}
+y
+"""
+
+
+def _mirror(x):
+    x = x.astype(np.float64)
+    return np.tril(x) + np.tril(x, -1).T
+
+
+def _overlap(x):
+    x = x.astype(np.float64)
+    out = np.zeros((x.shape[0] + 1, x.shape[1]))
+    for i in range(x.shape[0]):
+        out[i] = x[i]
+        out[i + 1] = 2 * x[i]
+    return out
+
+
+@pytest.mark.parametrize("name", ["mirror", "pairs", "overlap"])
+def test_stores_on_different_axes_of_the_loop_variable(name):
+    x = _XS[:69].copy() if name == "overlap" else _XS
+    src, want, parallel = {
+        "mirror": (MIRROR, _mirror, False),
+        "pairs": (PAIRS, lambda x: np.stack([x, -x], -1).reshape(70, 140).astype(np.float64), True),
+        "overlap": (OVERLAP, _overlap, False),
+    }[name]
+    want = want(x)
+    k, _, _, _ = _kernel(src, {"x": x}, {"n": 70} if name == "overlap" else None)
+    outer = k.body[0]
+    assert outer.parallel == parallel, R.cir.print_kernel(k)
+    _check_everywhere(src, {"x": x}, want)
+
+
+@pytest.mark.parametrize("target", ["cuda", "metal"])
+def test_mirrored_stores_do_not_race_on_the_gpus(target):
+    _, got = _emulated(MIRROR, {"x": _XS}, target)
+    np.testing.assert_array_equal(got, _mirror(_XS).astype(np.float32))

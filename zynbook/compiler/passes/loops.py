@@ -121,10 +121,15 @@ def classify_loop(loop: cir.Loop, outer_mutable: set):
     if not outer_assigns:
         if not stores and not has_node(body, cir.Atomic):
             return None
-        for s in stores:
-            if not any(isinstance(i, cir.Var) and i.name == loop.var for i in s.index):
-                return None
         written = {s.buffer for s in stores}
+        # per buffer, one axis that every store indexes with the loop variable: out[i, k]
+        # and out[k, i] over k each do, but iteration i writes what iteration k does
+        for b in written:
+            idx = [s.index for s in stores if s.buffer == b]
+            if len({len(i) for i in idx}) != 1 or not any(
+                    all(isinstance(i[a], cir.Var) and i[a].name == loop.var for i in idx)
+                    for a in range(len(idx[0]))):
+                return None
         for ld in (n for n in cir.walk(body) if isinstance(n, cir.Load)):
             if ld.buffer in written and not any(ld.index == s.index for s in stores
                                                 if s.buffer == ld.buffer):

@@ -61,10 +61,35 @@ def independent(loop: cir.Loop, shared: set) -> bool:
         if isinstance(n, cir.Let) and not n.mutable and not n.value.ty.shape:
             lets[n.name] = substitute(n.value, lets)
     inner = _inner(loop, lets)
-    return bool(stores) and all(
-        st.index and any(_own(substitute(i.start if isinstance(i, cir.Span) else i, lets),
-                              loop.var) and _apart(substitute(i, lets), loop, inner)
-                         for i in st.index) for st in stores)
+    if not stores or not all(st.index for st in stores):
+        return False
+    # one axis along which every store's positions are apart from another iteration's, each
+    # store's from every store's (out[i, k] and out[k, i] over k are each apart along their
+    # own axis of i, but iteration i writes what iteration k does: they raced on the GPUs)
+    ranks = {len(st.index) for st in stores}
+    if len(ranks) != 1:
+        return False
+    items = [[substitute(i, lets) for i in st.index] for st in stores]
+    return any(_axis_apart([it[a] for it in items], loop, inner) for a in range(ranks.pop()))
+
+
+def _axis_apart(entries: list, loop: cir.Loop, inner) -> bool:
+    """Whether the index entries `entries` (one per store, of one axis) each use the loop
+    variable as their own and, together, reach positions in one iteration apart from those
+    they reach in any other."""
+    if not all(_own(e.start if isinstance(e, cir.Span) else e, loop.var) for e in entries):
+        return False
+    if len(entries) == 1:
+        return _apart(entries[0], loop, inner)
+    if len({cir.format_expr(e.start) + ":" + cir.format_expr(e.stop) if isinstance(e, cir.Span)
+            else cir.format_expr(e) for e in entries}) == 1:
+        return _apart(entries[0], loop, inner)
+    bounds = [_iteration_bounds(e, loop, inner) for e in entries]
+    if any(b is None for b in bounds):
+        return False
+    # the next iteration's positions all past this one's, or all before them
+    return all(_positive_const(_psub(there[0], here[1])) for here, _ in bounds for _, there in bounds) \
+        or all(_positive_const(_psub(here[0], there[1])) for here, _ in bounds for _, there in bounds)
 
 
 def _inner(loop: cir.Loop, lets: dict):
@@ -105,18 +130,46 @@ def _apart(item, loop: cir.Loop, inner) -> bool:
             affine.uses_vars(hi, {v})}
     if any(r is None for r in used.values()):
         return False
+    b = _neighbour_bounds(lo, hi, used, loop, steps)
+    if b is None:
+        return False
+    here, there = b
+    # the next iteration starts past this one's end, or ends before its start: then every
+    # iteration's positions are apart from every other's
+    return _positive_const(_psub(there[0], here[1])) or \
+        _positive_const(_psub(here[0], there[1]))
+
+
+def _neighbour_bounds(lo, hi, used: dict, loop: cir.Loop, steps: dict):
+    """((least, largest) of the positions of [lo, hi] in one iteration of `loop`, the same in
+    the next iteration), as polynomials, over the nested loops' ranges `used`; or None."""
     var = loop.var
     nxt = {var: cir.Bin("+", cir.Var(var, _I32), loop.step, _I32)}
     here = _pbounds(lo, hi, used, steps)
     there = _pbounds(substitute(lo, nxt), substitute(hi, nxt),
                      {v: (substitute(r[0], nxt), substitute(r[1], nxt)) for v, r in used.items()},
                      {v: substitute(st, nxt) for v, st in steps.items()})
-    if here is None or there is None:
-        return False
-    # the next iteration starts past this one's end, or ends before its start: then every
-    # iteration's positions are apart from every other's
-    return _positive_const(_psub(there[0], here[1])) or \
-        _positive_const(_psub(here[0], there[1]))
+    return None if here is None or there is None else (here, there)
+
+
+def _iteration_bounds(item, loop: cir.Loop, inner):
+    """`_neighbour_bounds` of index entry `item` (an index or a slice), or None where the
+    positions are read from data, a variable declared inside, or an open slice."""
+    ranges, steps, declared = inner
+    if isinstance(item, cir.Span) and isinstance(item.stop, cir.Var) and item.stop.name == "__end__":
+        return None
+    lo, hi = (item.start, cir.Bin("-", item.stop, cir.Const(1, _I32), _I32)) \
+        if isinstance(item, cir.Span) else (item, item)
+    varying = set(ranges) | declared
+    if any(affine.uses_vars(e, declared) for e in (lo, hi)) or any(
+            isinstance(n, (cir.Load, cir.Call, cir.Select)) and affine.uses_vars(n, varying)
+            for e in (lo, hi) for n in cir.walk(e)):
+        return None
+    used = {v: r for v, r in ranges.items() if affine.uses_vars(lo, {v}) or
+            affine.uses_vars(hi, {v})}
+    if any(r is None for r in used.values()):
+        return None
+    return _neighbour_bounds(lo, hi, used, loop, steps)
 
 
 def _pbounds(lo, hi, ranges, steps):

@@ -162,3 +162,34 @@ def test_a_tensor_is_true_float_or_int_as_numpy_reads_its_array(device):
             assert float(t) == float(arr) and int(t) == int(arr)
     with pytest.raises(ValueError):        # numpy's: the truth of several values
         bool(session.run(DOUBLE, x=np.zeros(2, np.float32)))
+
+
+SCALE = """pipeline scale(x: tensor[n], k: float) -> tensor[n]:
+    let y = compute(x) {
+        for i in 0..n:
+            out[i] = x[i] * k
+    }
+    return y
+scale"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("args, kwargs, param, what", [
+    ((np.ones(2, np.float32), 1j), {}, "k", "type `complex`"),
+    ((np.ones(2, np.float32),), {"k": object()}, "k", "type `object`"),
+    ((np.array(["a", "b"]), 2.0), {}, "x", "dtype `<U1`")])
+def test_a_pipeline_argument_no_zynml_value_stands_for_is_named(device, args, kwargs, param,
+                                                                 what):
+    """A Python argument a pipeline cannot take is a type error naming its parameter, the
+    caret under that parameter; it named no parameter, the caret under `pipeline`. A
+    good call still runs after it."""
+    scale = zynbook.Session(device).run(SCALE)
+    with pytest.raises(zynbook.ZynMLTypeError) as info:
+        scale(*args, **kwargs)
+    err = info.value
+    column = SCALE.index(f"{param}: ") + 1
+    assert (err.line, err.column) == (1, column), err.render()
+    assert err.message.startswith(f"argument `{param}` of pipeline scale: ") and what in err.message
+    assert "^" in err.render()
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(scale(x, 1.5)), x * np.float32(1.5))

@@ -108,8 +108,11 @@ class Pipeline:
         session = self.interpreter.session
         lock = getattr(session, "lock", None)
         try:
-            args = [bind_value(a) for a in args]
-            kwargs = {k: bind_value(v) for k, v in kwargs.items()}
+            try:
+                args = [bind_value(a) for a in args]
+                kwargs = {k: bind_value(v) for k, v in kwargs.items()}
+            except ZynMLError as err:
+                raise self._unbound_argument(err, bind_value, args, kwargs) from None
             if lock is None:
                 return self._call(args, kwargs)
             with lock:          # one call at a time per session (Session's docstring)
@@ -124,6 +127,22 @@ class Pipeline:
                 # caret goes under the pipeline's definition
                 err.span = self.node.span
             raise err.with_source(self.source) from None
+
+    def _unbound_argument(self, err, bind_value, args, kwargs) -> ZynMLError:
+        """`err`, raised binding a Python argument no ZynML value stands for, said of the
+        parameter it was for, with the caret under that parameter."""
+        params = self.node.params
+        given = [(params[k] if k < len(params) else None, a) for k, a in enumerate(args)]
+        given += [(next((p for p in params if p.name == k), None), v) for k, v in kwargs.items()]
+        for param, value in given:
+            try:
+                bind_value(value)
+            except ZynMLError:
+                if param is not None:
+                    return ZynMLTypeError(f"argument `{param.name}` of pipeline {self.name}: "
+                                     f"{err.message}", param.span)
+                break
+        return err
 
     def _call(self, args, kwargs):
         """The call's result, computed (returning to Python is a boundary, runtime/lazy.py),

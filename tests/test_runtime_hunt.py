@@ -169,3 +169,33 @@ def test_the_extreme_of_an_empty_tensor_is_a_shape_error_in_zynml_words(source, 
     err = raises("shape", source, 1, 1)
     assert err.message == f"{name}() of an empty tensor ({shape}) has no value: nothing " \
                           "to compare", err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_to_device_keeps_a_bf16_tensor_bf16_on_its_own_device_and_between_host_devices(device):
+    # a copy on the tensor's own device (and cpu <-> cpu:native) was made from its f32
+    # array and so became f32; on WebGPU it was a host array labelled with the device
+    torch = pytest.importorskip("torch")
+    h = torch.randn(5, generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)
+    source = """let c = h.to_device(d)
+let again = c.to_device(d)
+let native = c.to_device(other)
+again[0] = 100.0
+let y = compute(again) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = again[i] * 3.0
+}
+[c, again, native, y]
+"""
+    other = "cpu:native" if "cpu:native" in DEVICES else "cpu"
+    c, again, native, y = zynbook.run(source, h=h, d=device, other=other)
+    want = h.float().numpy()
+    assert (c.dtype, again.dtype, native.dtype, y.dtype) == ("bf16",) * 4
+    assert again.device == device and type(again.data) is type(c.data)
+    np.testing.assert_array_equal(np.asarray(c), want)
+    np.testing.assert_array_equal(np.asarray(native), want)
+    changed = h.clone()
+    changed[0] = 100.0
+    np.testing.assert_array_equal(np.asarray(again), changed.float().numpy())
+    np.testing.assert_array_equal(np.asarray(y), (changed * 3.0).float().numpy())

@@ -1557,16 +1557,21 @@ class _Method:
                                          f"{B._kind(copy)}")
                     err.argument = ("copy", None)
                     raise err
-                if copy and obj.device == B.device_argument(args[0], (0, None)).id:
-                    return Tensor(B.xp_of(obj).array(B.host_array(obj), copy=True)
-                                  if isinstance(obj.data, np.ndarray) or B.xp_of(obj) is not np
-                                  else obj.numpy().copy(), obj.device, committed=True)
-                moved = interp.move(obj, B.device_argument(args[0], (0, None)).id)
+                target = B.device_argument(args[0], (0, None)).id
+                if copy and obj.device == target:
+                    # a copy on the tensor's own device (a WebGPU or Metal buffer: a new
+                    # one there), of its dtype (a bf16 tensor's array is f32)
+                    data = B.xp_of(obj).array(B.host_array(obj), copy=True) \
+                        if isinstance(obj.data, np.ndarray) or B.xp_of(obj) is not np \
+                        else get_device(target).from_host(obj.numpy())
+                    return Tensor(data, obj.device, obj.shape, obj.dtype, committed=True)
+                moved = interp.move(obj, target)
                 if copy and isinstance(moved.data, np.ndarray) and \
                         isinstance(obj.data, np.ndarray) and \
                         np.may_share_memory(moved.data, obj.data):
                     # two devices of host memory (cpu, cpu:native) share the array: a copy
-                    moved = Tensor(moved.data.copy(), moved.device, committed=True)
+                    moved = Tensor(moved.data.copy(), moved.device, moved.shape, moved.dtype,
+                                   committed=True)
                 return moved
             if self.name == "numpy":       # a copy on the host (the CPU's array too)
                 return Tensor(obj.numpy().copy() if isinstance(obj.data, np.ndarray)

@@ -199,3 +199,16 @@ let y = compute(again) {
     changed[0] = 100.0
     np.testing.assert_array_equal(np.asarray(again), changed.float().numpy())
     np.testing.assert_array_equal(np.asarray(y), (changed * 3.0).float().numpy())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_host_where_of_bf16_values_is_bf16_as_torch(device):
+    # the result took the dtype of the condition's promotion: f32
+    torch = pytest.importorskip("torch")
+    h = torch.randn(3, 4, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16)
+    got = zynbook.run('let d = h.to_device(dev)\n'
+                      '[where(d > 0.0, d, d * 3.0), where(d > 0.0, 0.3, d)]', h=h, dev=device)
+    cond = h > 0
+    for g, want in zip(got, (torch.where(cond, h, h * 3.0), torch.where(cond, 0.3, h))):
+        assert g.dtype == "bf16" and want.dtype == torch.bfloat16
+        np.testing.assert_array_equal(np.asarray(g), want.float().numpy())

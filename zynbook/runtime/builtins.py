@@ -747,9 +747,10 @@ def _where(interp, args, kwargs):
     xp = xp_of(t)
     pick = lambda v: host_array(v) if isinstance(v, Tensor) else v      # noqa: E731
     try:
-        return wrap(xp.where(pick(cond), pick(a), pick(b)), t)
+        picked = wrap(xp.where(pick(cond), pick(a), pick(b)), t, keep_bf16=False)
     except ValueError as err:
         raise ZynMLShapeError(f"where(): {err}") from None
+    return bf16.tagged(picked, (a, b))      # the values' dtype, not the condition's
 
 
 @builtin("range")

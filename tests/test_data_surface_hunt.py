@@ -193,3 +193,42 @@ def test_a_pipeline_argument_no_zynml_value_stands_for_is_named(device, args, kw
     assert "^" in err.render()
     x = np.arange(3, dtype=np.float32)
     np.testing.assert_array_equal(np.asarray(scale(x, 1.5)), x * np.float32(1.5))
+
+
+@pytest.fixture
+def shell():
+    IPython = pytest.importorskip("IPython")    # noqa: F841
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from zynbook.kernel import state
+    sh = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device="cpu"))
+    sh.run_line_magic("load_ext", "zynbook")
+    yield sh
+    for name in ("hunt_x", "hunt_z", "hunt_w"):
+        sh.user_ns.pop(name, None)
+    state.set_notebook_session(None)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_bf16_result_stays_bf16_in_the_next_compute_cell(shell, device):
+    """%%compute writes a bf16 result back as f32 numpy (numpy has no bf16); the next cell
+    reading it bound that array again, an f32 tensor, so its block computed in f32 where
+    torch computes in bf16."""
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(np.random.default_rng(4).standard_normal(64), dtype=torch.bfloat16)
+    shell.user_ns["hunt_x"] = x
+    line = f'@device("{device}")'
+    shell.run_cell_magic("compute", line, "let hunt_z = compute(hunt_x) {\n"
+                         "    for i in 0..n:\n        out[i] = hunt_x[i] * 2.0 + 1.0\n}")
+    got = shell.run_cell_magic("compute", line, "let hunt_w = compute(hunt_z) {\n"
+                               "    for i in 0..n:\n        out[i] = hunt_z[i] * 3.0 - 0.7\n}\n"
+                               "[hunt_z.dtype, hunt_w.dtype, hunt_w]")
+    # each block computes in f32 and rounds to bf16 where it stores, as torch's fused
+    # kernels do
+    z = (x.float() * 2.0 + 1.0).bfloat16()
+    in_f32 = z.float() * 3.0 - 0.7
+    want = in_f32.bfloat16()
+    assert got[:2] == ["bf16", "bf16"]
+    assert not torch.equal(want.float(), in_f32)
+    np.testing.assert_array_equal(np.asarray(got[2], np.float64), want.double().numpy())

@@ -19,6 +19,7 @@ from ..kernel.display import (InspectUsageError, bindable, code_bundle, is_tenso
 from ..kernel.progress import cell_progress
 from ..kernel.state import after_cell, announce_device, last_run, notebook_session, remember
 from ..runtime.tensor import Tensor
+from ..runtime.builtins import borrowed
 from ..session import _ARRAY_TYPES, bind_value, parse_cached
 
 # where IPython expands `$name` and `{expr}` in a magic's line: the frame that called
@@ -118,7 +119,9 @@ def _notebook_values(shell, names, skip=None, held=()) -> dict:
     `bindable` accepts; not IPython's hidden names), but for the names in `skip`. A name
     the session already holds (`held`) is passed whatever the notebook now holds there
     (None, a function): the cell must not run on the value the notebook replaced, and
-    the session says why it cannot use the new one."""
+    the session says why it cannot use the new one. A name holding the very array of the
+    tensor the session holds there, in a dtype numpy has none of (a bf16 result %%compute
+    wrote back as f32), is not passed: the session's tensor is read, still bf16."""
     user_ns = shell.user_ns
     hidden = getattr(shell, "user_ns_hidden", {})
     env = {}
@@ -127,6 +130,10 @@ def _notebook_values(shell, names, skip=None, held=()) -> dict:
         if value is not _UNBOUND and (skip is None or name not in skip) and \
                 name not in hidden and (type(value) in _ARRAY_TYPES or bindable(value)
                                         or name in held):
+            mine = held.get(name) if held else None
+            if type(mine) is Tensor and mine.data is value and mine.dtype == "bf16":
+                borrowed(value)     # (still the notebook's: host code writing copies first)
+                continue
             env[name] = value
     return env
 

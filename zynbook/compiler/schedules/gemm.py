@@ -760,7 +760,7 @@ class _Builder(Builder):
             return a
         if isinstance(a, ir.Lit) and ((o == "*" and a.value == 1) or (o == "+" and a.value == 0)):
             return b
-        return ir.Bin(o, a, b, "bool" if o in ("<", "and") else self.idx)
+        return ir.Bin(o, a, b, "bool" if o in ("<", "<=", "and") else self.idx)
 
     def axis(self, name: str) -> ir.Expr:
         e = ir.Thread(name)

@@ -212,3 +212,50 @@ def test_host_where_of_bf16_values_is_bf16_as_torch(device):
     for g, want in zip(got, (torch.where(cond, h, h * 3.0), torch.where(cond, 0.3, h))):
         assert g.dtype == "bf16" and want.dtype == torch.bfloat16
         np.testing.assert_array_equal(np.asarray(g), want.float().numpy())
+
+
+# ------------------------------------------------------------------ element assignment
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_elements_assigned_into_a_bf16_tensor_are_bf16_values(device):
+    # its f32 array took 0.3 as it was: a bf16 tensor holding a value bf16 has not
+    torch = pytest.importorskip("torch")
+    h = torch.zeros(4, dtype=torch.bfloat16)
+    got = zynbook.run("let t = h.to_device(d)\nt[0] = 0.3\nt[1:3] = tensor([1.001, 3.14159])\n"
+                      "t[2] += 0.001\nt[t > 3.0] = 7.77\nt", h=h, d=device)
+    want = h.clone()
+    want[0] = 0.3
+    want[1:3] = torch.tensor([1.001, 3.14159])
+    want[2] += 0.001
+    want[want > 3.0] = 7.77
+    assert got.dtype == "bf16"
+    np.testing.assert_array_equal(np.asarray(got), want.float().numpy())
+
+
+@pytest.mark.parametrize("dtype, value, message", [
+    ("u8", "300", "300 does not fit u8 (0 to 255)"),
+    ("i32", "-2**40", "-1099511627776 does not fit i32 (-2147483648 to 2147483647)"),
+    ("i64", "2**70", "1180591620717411303424 does not fit i64"),
+    ("i32", "nan", "NaN has no i32 value"),
+    ("u16", "-inf", "an infinity has no u16 value")])
+def test_a_number_the_elements_cannot_hold_is_a_zynml_error_under_it(dtype, value, message):
+    # numpy's "Python integer 300 out of bounds for uint8"; NaN gave "cannot assign values of
+    # shape [] into the elements []"
+    from compute_testing import raises
+    err = raises("runtime", f"let t = zeros([3], dtype={dtype})\nt[1] = {value}\n", 2, 8)
+    assert err.message.startswith(message) and f"tensor[3] {dtype}" in err.message, err.message
+
+
+def test_a_value_past_f16_range_assigned_is_inf_without_numpy_warnings():
+    import warnings
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = zynbook.run("let t = zeros([3], dtype=f16)\nt[0] = 1e6\nt[1:] = tensor([7e4, 2.0])\nt")
+    want = np.zeros(3, np.float16)
+    with np.errstate(over="ignore"):
+        want[0], want[1:] = np.float16(1e6), np.array([7e4, 2.0], np.float32)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    assert np.isinf(want[:2]).all()
+    assert not [w for w in seen if issubclass(w.category, RuntimeWarning)], \
+        [str(w.message) for w in seen]

@@ -12,6 +12,7 @@ import concurrent.futures as cf
 import difflib
 import sys
 import threading
+import warnings
 
 import numpy as np
 
@@ -507,13 +508,19 @@ class Interpreter:
                 if s.op != "=":
                     value = self.binary(s.op[0], B.wrap(arr[key], base), value, s.span)
                 try:
-                    arr[key] = value.numpy() if isinstance(value, Tensor) and \
-                        isinstance(arr, np.ndarray) else \
-                        (value.data if isinstance(value, Tensor) else value)
-                except (TypeError, ValueError):
+                    # past f16's range is inf, as numpy stores it, without its warning
+                    with np.errstate(all="ignore"), warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                        arr[key] = value.numpy() if isinstance(value, Tensor) and \
+                            isinstance(arr, np.ndarray) else \
+                            (value.data if isinstance(value, Tensor) else value)
+                except (TypeError, ValueError, OverflowError) as err:
                     # a pipeline, a record, text, a list of the wrong length: numpy's int(),
                     # float() or broadcast refused it, in its words, as a Python or runtime error
-                    raise self._assigned_badly(value, arr, key, base, s.value.span) from None
+                    raise self._assigned_badly(value, arr, key, base, s.value.span,
+                                               err) from None
+                if base.dtype == "bf16":    # its f32 array holds bf16 values only
+                    arr[key] = bf16.rounded(arr[key])
                 if arr is not base.data:
                     # a device buffer (WebGPU): the element was set in a host copy, which
                     # becomes the tensor's contents
@@ -533,17 +540,33 @@ class Interpreter:
         raise ZynMLTypeError("cannot assign to this expression", t.span)
 
     @staticmethod
-    def _assigned_badly(value, arr, key, base, span):
+    def _assigned_badly(value, arr, key, base, span, err=None):
         """The error of `base[key] = value` that numpy refused: a value that is not numbers
-        is a type error, numbers of another shape than the elements a shape error."""
+        is a type error, numbers of another shape than the elements a shape error, a number
+        the elements' dtype cannot hold (300 into u8, NaN into i32) a runtime error."""
         try:
-            got = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+            got = np.asarray(0) if isinstance(value, int) else \
+                np.asarray(value.numpy() if isinstance(value, Tensor) else value)
         except (TypeError, ValueError):
             got = None
         if got is None or got.dtype.kind not in "biuf":
             return ZynMLTypeError(f"cannot assign {B._kind(value)} into an element of "
                                   f"{B._kind(base)}", span)
         want = list(np.shape(arr[key]))
+        try:
+            fits = np.broadcast_shapes(got.shape, tuple(want)) == tuple(want)
+        except ValueError:
+            fits = False
+        if fits and err is not None:        # the value, not its shape
+            dt, of = base.dtype, B._kind(base)
+            if isinstance(value, int) and dt[0] in "iu":
+                lo, hi = np.iinfo(B.NUMPY_NAMES[dt]).min, np.iinfo(B.NUMPY_NAMES[dt]).max
+                why = f"{B.int_text(value)} does not fit {dt} ({lo} to {hi})"
+            elif isinstance(value, float) and not np.isfinite(value):
+                why = f"{'NaN' if value != value else 'an infinity'} has no {dt} value"
+            else:
+                why = f"{B._kind(value)} does not fit {dt}"
+            return ZynMLRuntimeError(f"{why}: the dtype of the elements of {of}", span)
         return ZynMLShapeError(f"cannot assign values of shape {list(got.shape)} into the "
                                f"elements {want} of {B._kind(base)}", span)
 

@@ -232,3 +232,22 @@ def test_a_bf16_result_stays_bf16_in_the_next_compute_cell(shell, device):
     assert got[:2] == ["bf16", "bf16"]
     assert not torch.equal(want.float(), in_f32)
     np.testing.assert_array_equal(np.asarray(got[2], np.float64), want.double().numpy())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["max", "sum", "f32", "float", "exp", "where"])
+def test_a_host_value_named_like_a_kernel_builtin_is_read_by_the_body(device, name):
+    """A value bound under a builtin's name (`max = 2.5`) is that value where a compute body
+    reads the name, as in host code and as `inf`, `pi` and `e` are shadowed; the body said
+    "`max` is a function; call it". A call of the builtin still calls it."""
+    y = np.arange(5, dtype=np.float32) - 2
+    src = (f"compute(y) {{\n    for i in 0..n:\n"
+           f"        out[i] = max(y[i], 0.0) * {name} + {name}\n}}")
+    session = zynbook.Session(device)
+    for value in (2.5, 3):
+        got = session.run(src, y=y, **{name: value})
+        want = np.maximum(y, 0) * np.float32(value) + np.float32(value)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        assert session.run(f"{name} * 2", **{name: value}) == value * 2     # as in host code
+    err = raises("type", src, 3, 35, device, y=y)             # unbound: still the builtin
+    assert f"`{name}` is a function" in err.message

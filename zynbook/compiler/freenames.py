@@ -3,7 +3,7 @@ host scalars, and sizes to infer."""
 from __future__ import annotations
 
 from . import ast as A
-from .lower import KERNEL_BUILTINS, dotted
+from .lower import dotted
 
 
 def compute_free_names(node: A.Compute) -> dict:
@@ -68,8 +68,9 @@ def _expr(e, scopes, listed, free):
         root = label.split(".")[0]
         if _bound(root, scopes) or label in listed or root in listed and label == root:
             return
-        # (`inf`, `pi` and `e` are free: a host name of theirs shadows the constant)
-        if isinstance(e, A.Name) and (e.id in KERNEL_BUILTINS or e.id == "out"):
+        # (`inf`, `pi`, `e` and a builtin's name read as a value are free: a host name of
+        # theirs shadows them; a call of a builtin is not a read of its name)
+        if isinstance(e, A.Name) and e.id == "out":
             return
         if isinstance(e, A.Attr) and any(label.startswith(lbl + ".") for lbl in listed):
             return

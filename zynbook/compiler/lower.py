@@ -792,7 +792,7 @@ class _Lowering:
             return cir.Const(CONSTANTS[e.id], F32)
         if e.id == "out":
             raise ZynMLTypeError("`out` is written, not read, except as out[...] += ...", e.span)
-        if e.id in KERNEL_BUILTINS:
+        if e.id in KERNEL_BUILTINS and e.id not in self.scalar_types:  # (as constants)
             raise ZynMLTypeError(f"`{e.id}` is a function; call it: {e.id}(...)", e.span)
         # a free name: a host scalar argument or a size (given or inferred from shapes)
         dtype = self.scalar_types.get(e.id)

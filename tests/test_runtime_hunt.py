@@ -259,3 +259,49 @@ def test_a_value_past_f16_range_assigned_is_inf_without_numpy_warnings():
     assert np.isinf(want[:2]).all()
     assert not [w for w in seen if issubclass(w.category, RuntimeWarning)], \
         [str(w.message) for w in seen]
+
+
+@pytest.mark.skipif("cpu:native" not in DEVICES, reason="no C++ compiler for cpu:native")
+def test_a_checksummed_tuning_record_with_fields_of_other_types_is_searched_again(
+        tmp_path, monkeypatch):
+    # a record whose checksum holds but whose `ms` is not a number (written by another
+    # version of the record) was read into Python's format error
+    import json
+    from zynbook import cache as kcache
+    from zynbook import tuning
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ZYNBOOK_AUTOTUNE", raising=False)
+    source = """config { tune_budget: 0.000001 }
+let C = compute(A, B) @device("cpu:native") {
+    @kernel matmul
+    @autotune
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[i, k] * B[k, j]
+        out[i, j] = sum
+}
+C"""
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((37, 19), np.float32), rng.standard_normal((19, 23), np.float32)
+
+    def run():
+        session = zynbook.Session("cpu")
+        got = session.run(source, A=a, B=b)
+        np.testing.assert_allclose(np.asarray(got), a @ b, rtol=1e-4, atol=1e-4)
+        return session.launches[-1].geometry["tuning"]
+
+    assert run().startswith("tuned:")
+    [path] = (tmp_path / "tuning").glob("*.json")
+    data = path.read_bytes()
+    n, _ = kcache._TRAILER.unpack_from(data, len(data) - kcache._TRAILER.size)
+    trailer = json.loads(data[len(data) - kcache._TRAILER.size - n:len(data) - kcache._TRAILER.size])
+    payload, why = kcache.unpack_entry(data, trailer["key"])
+    assert why is None
+    record = json.loads(payload)
+    record["ms"] = "fast"
+    path.write_bytes(kcache.pack_entry(trailer["key"], json.dumps(record).encode()))
+    searches = tuning.STATS["searches"]
+    assert run().startswith("tuned:")
+    assert tuning.STATS["searches"] == searches + 1
+    assert run().startswith("from the tuning cache:")

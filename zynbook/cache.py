@@ -491,9 +491,17 @@ def store_json(cache: KernelCache, key: CacheKey, record: dict) -> Path | None:
     return cache.store(key, json.dumps(record, sort_keys=True, default=repr).encode())
 
 
+def _tuning_record(record: dict) -> bool:
+    """Whether a checksummed record has the fields tuning reads, of their types (one written
+    otherwise is discarded and searched again, never read into a crash)."""
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
+    return isinstance(record.get("params"), dict) and \
+        all(number(record.get(k, 0)) for k in ("ms", "tune_s", "candidates"))
+
+
 def load_record(key: CacheKey) -> dict | None:
     """The tuning record of `key` from disk, or None (see load_json)."""
-    return load_json(TUNING, key)
+    return load_json(TUNING, key, _tuning_record)
 
 
 def store_record(key: CacheKey, record: dict) -> Path | None:

@@ -251,3 +251,25 @@ def test_a_host_value_named_like_a_kernel_builtin_is_read_by_the_body(device, na
         assert session.run(f"{name} * 2", **{name: value}) == value * 2     # as in host code
     err = raises("type", src, 3, 35, device, y=y)             # unbound: still the builtin
     assert f"`{name}` is a function" in err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_command_line_binds_a_bf16_input_as_bf16(device, tmp_path, capsys):
+    """`zynbook run --shape x=64:bf16` binds a bf16 tensor (its values rounded to bf16), as
+    torch makes one; it bound f32 values, so the block computed and wrote f32."""
+    import ast
+
+    torch = pytest.importorskip("torch")
+    from zynbook import cli
+    path = tmp_path / "scale.zyn"
+    path.write_text("let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 3.0 - 1.0\n}\n"
+                    "[x.dtype, y.dtype, compute(y) {\n    @kernel reduce(+)\n"
+                    "    for i in 0..n:\n        yield y[i]\n}]\n")
+    assert cli.main(["run", str(path), "--device", device, "--shape", "x=64:bf16"]) in (0, None)
+    got = ast.literal_eval(capsys.readouterr().out.strip())
+    # the command line's data: seeded standard normal draws, as torch rounds them to bf16
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal(64, dtype=np.float32))
+    y = (x.bfloat16().float() * 3.0 - 1.0).bfloat16()
+    assert got[:2] == ["bf16", "bf16"]
+    assert got[2] == pytest.approx(float(y.float().sum()), rel=1e-2)
+    assert got[2] != pytest.approx(float((x * 3.0 - 1.0).sum()), rel=1e-6)

@@ -37,9 +37,15 @@ def _weights_arg(text: str):
 def _bound_inputs(shapes, weights=()) -> dict:
     import numpy as np
     from .compiler.types import NUMPY_NAMES
+    from .runtime.bf16 import rounded
+    from .runtime.tensor import Tensor
     rng = np.random.default_rng(0)
-    bound = {name: rng.standard_normal(shape, dtype=np.float32).astype(NUMPY_NAMES[dtype])
-             for name, shape, dtype in shapes}
+    bound = {}
+    for name, shape, dtype in shapes:
+        values = rng.standard_normal(shape, dtype=np.float32)
+        # (numpy has no bf16: a bf16 tensor holds its bf16 values in f32)
+        bound[name] = Tensor(rounded(values), dtype="bf16") if dtype == "bf16" else \
+            values.astype(NUMPY_NAMES[dtype])
     if weights:
         from .nn.weights import load_weights
         bound.update({name: load_weights(path) for name, path in weights})

@@ -495,7 +495,7 @@ def _tuning_record(record: dict) -> bool:
     """Whether a checksummed record has the fields tuning reads, of their types (one written
     otherwise is discarded and searched again, never read into a crash)."""
     number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
-    return isinstance(record.get("params"), dict) and \
+    return isinstance(record.get("params", {}), dict) and \
         all(number(record.get(k, 0)) for k in ("ms", "tune_s", "candidates"))
 
 

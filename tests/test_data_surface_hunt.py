@@ -273,3 +273,30 @@ def test_the_command_line_binds_a_bf16_input_as_bf16(device, tmp_path, capsys):
     assert got[:2] == ["bf16", "bf16"]
     assert got[2] == pytest.approx(float(y.float().sum()), rel=1e-2)
     assert got[2] != pytest.approx(float((x * 3.0 - 1.0).sum()), rel=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_integer_element_of_a_tensor_is_an_integer_for_shapes_ranges_and_indices(device):
+    """An element of an integer tensor (`s[0]`, np.array(3) or torch.tensor(3) bound from
+    Python) is an integer wherever host code needs one, as numpy reads a 0-d array: a
+    shape, arange, reshape, a range bound, a slice bound, a list index. Each was a type
+    error ("one of its sizes is tensor[] i32")."""
+    torch = pytest.importorskip("torch")
+    session = zynbook.Session(device)
+    src = """let a = zeros([s[0], n]).shape
+let b = arange(s[1])
+let c = arange(12).reshape([s[0], -1]).shape
+var t = 0
+for i in 0..s[0]:
+    t = t + i
+let d = arange(10)[s[0]:s[1] + n]
+[a, b, c, t, d, [10, 20, 30][s[0]]]"""
+    s = np.array([2, 5])
+    got = session.run(src, s=s, n=np.array(3))
+    assert got[0] == list(np.zeros((s[0], 3)).shape) and got[2] == [2, 6] and got[3] == 1
+    np.testing.assert_array_equal(np.asarray(got[1]), np.arange(s[1]))
+    np.testing.assert_array_equal(np.asarray(got[4]), np.arange(10)[s[0]:s[1] + 3])
+    assert got[5] == [10, 20, 30][s[0]]
+    assert session.run("zeros(n).shape", n=torch.tensor(4)) == [4]
+    err = raises("type", "let a = 1\nzeros([n]).shape", 2, 1, device, n=np.array(2.5))
+    assert "f64" in err.message                  # a float is still not a size

@@ -41,9 +41,25 @@ def _is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
+def as_int(v):
+    """`v` as a Python int where it is one integer however it came: an element of an
+    integer tensor (`s[0]`, np.array(3) bound from Python) counts, as numpy's 0-d arrays
+    do; any other value as it is."""
+    if isinstance(v, Tensor):
+        if v.ndim or v.dtype[0] not in "iu":
+            return v
+        v = v.numpy()
+    if isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "iu":
+        return int(v)
+    return v
+
+
 def _shape(value, what="shape") -> tuple:
+    value = as_int(value)
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = [value]         # zeros(3) is zeros([3])
+    if isinstance(value, (list, tuple)):
+        value = [as_int(d) for d in value]
     if isinstance(value, (list, tuple)) and all(
             isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
         if any(d < 0 for d in value):
@@ -349,6 +365,7 @@ BUILTINS["rand"] = _fill("rand", lambda i, s, d, seed:
 @builtin("arange")
 def _arange(interp, args, kwargs):
     _unexpected(kwargs, ("dtype",), "arange")
+    args = [as_int(a) for a in args]
     if not 1 <= len(args) <= 3 or not all(isinstance(a, (int, float)) for a in args):
         raise ZynMLTypeError("arange(n) or arange(start, stop[, step])")
     if any(isinstance(a, int) and not -2**63 <= a < 2**63 for a in args):
@@ -464,7 +481,7 @@ def _compute_devices(interp, args, kwargs):
 def _reshape(interp, args, kwargs):
     _arity(args, 2, "reshape", "reshape(x, [d0, d1, ...])")
     t = _tensor(args[0], "first argument of reshape()")
-    shape = list(args[1]) if isinstance(args[1], (list, tuple)) else None
+    shape = [as_int(d) for d in args[1]] if isinstance(args[1], (list, tuple)) else None
     if shape is None or not all(_is_int(d) for d in shape):
         raise ZynMLTypeError("reshape()'s shape is a list of integers (-1 for one inferred size)")
     if any(d < -1 for d in shape):

@@ -586,8 +586,8 @@ class Interpreter:
     def host_loop(self, iters, body):
         it, rest = iters[0], iters[1:]
         if isinstance(it, A.RangeIter):
-            start, stop = self.eval(it.start), self.eval(it.stop)
-            step = self.eval(it.step) if it.step is not None else 1
+            start, stop = B.as_int(self.eval(it.start)), B.as_int(self.eval(it.stop))
+            step = B.as_int(self.eval(it.step)) if it.step is not None else 1
             for v, node in ((start, it.start), (stop, it.stop), (step, it.step or it.start)):
                 if not isinstance(v, int) or isinstance(v, bool):
                     raise ZynMLTypeError("range bounds are integers", node.span)
@@ -895,8 +895,8 @@ class Interpreter:
         key = []
         for it in items:
             if isinstance(it, A.SliceItem):
-                lo = self.eval(it.start) if it.start is not None else None
-                hi = self.eval(it.stop) if it.stop is not None else None
+                lo = B.as_int(self.eval(it.start)) if it.start is not None else None
+                hi = B.as_int(self.eval(it.stop)) if it.stop is not None else None
                 for bound, node in ((lo, it.start), (hi, it.stop)):
                     if bound is not None and not _integer(bound):
                         raise ZynMLTypeError(f"a slice bound is an integer, not "
@@ -944,11 +944,12 @@ class Interpreter:
         if isinstance(base, (list, tuple)):
             if len(key) != 1:
                 raise ZynMLTypeError("a list is indexed by one integer", e.span)
-            k = key[0]
+            k = B.as_int(key[0])
             if isinstance(k, slice):
                 return base[k]
             if not isinstance(k, int) or isinstance(k, bool):
-                raise ZynMLTypeError(f"a list index is an integer, not {B._kind(k)}",
+                raise ZynMLTypeError(f"a list index is an integer, not "
+                                     f"{B._kind(Tensor(k) if isinstance(k, np.ndarray) else k)}",
                                      e.items[0].span)
             if not -len(base) <= k < len(base):
                 raise ZynMLShapeError(f"index {k} is out of range for a list of {len(base)}",

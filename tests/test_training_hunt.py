@@ -288,3 +288,47 @@ def test_mlp_trained_in_zynml_with_accumulation_and_a_schedule_equals_torch(devi
     for got, t in zip(weights, tw):
         np.testing.assert_allclose(np.asarray(got, np.float64), t.detach().numpy().ravel(),
                                    rtol=1e-4, atol=1e-5)
+
+
+def _attention_ref(q, k, v, start, heads, kv_heads, head_dim):
+    """Grouped-query attention of q [q_len, heads * head_dim] over k and v [start + q_len,
+    kv_heads * head_dim], query i seeing keys 0..start + i."""
+    q_len, total, group = len(q), len(k), heads // kv_heads
+    qh = q.view(q_len, heads, head_dim).transpose(0, 1)
+    kh = k.view(total, kv_heads, head_dim).transpose(0, 1).repeat_interleave(group, 0)
+    vh = v.view(total, kv_heads, head_dim).transpose(0, 1).repeat_interleave(group, 0)
+    scores = qh @ kh.transpose(1, 2) / head_dim ** 0.5
+    future = torch.arange(total)[None, :] > start + torch.arange(q_len)[:, None]
+    p = torch.softmax(scores.masked_fill(future, float("-inf")), -1)
+    return (p @ vh).transpose(0, 1).reshape(q_len, heads * head_dim)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("start, q_len, heads, kv_heads, head_dim",
+                         [(0, 20, 2, 1, 64), (7, 13, 2, 2, 33), (12, 1, 6, 3, 4)])
+def test_attention_and_its_backward_of_wide_heads_equal_torch(start, q_len, heads, kv_heads,
+                                                              head_dim, device):
+    # a thread computed every score again for each of head_dim outputs: seq_k * head_dim^2
+    # steps, past llvmpipe's loop budget (vulkan:0, gl:0) from 16 keys of 64 dimensions
+    total = start + q_len
+    q, g = _f32(q_len, heads * head_dim), _f32(q_len, heads * head_dim)
+    k, v = _f32(total, kv_heads * head_dim), _f32(total, kv_heads * head_dim)
+    lq, lk, lv = _leaf(q), _leaf(k), _leaf(v)
+    want = _attention_ref(lq, lk, lv, start, heads, kv_heads, head_dim)
+    want.backward(torch.tensor(g, dtype=torch.float64))
+    dev = zynbook.device(device)
+    bq, bk, bv = dev.upload(q), dev.upload(k), dev.upload(v)
+    got = dev.kv_attention(bq, bk, bv, start, q_len, heads, kv_heads, head_dim)
+    tol = dict(rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dev.download(got), want.detach().numpy().ravel(), **tol)
+    cap = total + 3     # the fixed-capacity cache: rows past the filled ones are not read
+    pad = np.full((3, kv_heads * head_dim), 1e3, np.float32)
+    fixed = dev.kv_attention_fixed(bq, dev.upload(np.concatenate([k, pad])),
+                                   dev.upload(np.concatenate([v, pad])), start, q_len, cap,
+                                   heads, kv_heads, head_dim)
+    np.testing.assert_allclose(dev.download(fixed), want.detach().numpy().ravel(), **tol)
+    if start == 0:
+        grads = dev.causal_attention_backward(dev.upload(g), bq, bk, bv, q_len, heads,
+                                              kv_heads, head_dim)
+        for b, leaf in zip(grads, (lq, lk, lv)):
+            np.testing.assert_allclose(dev.download(b), leaf.grad.numpy().ravel(), **tol)

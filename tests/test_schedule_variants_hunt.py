@@ -690,3 +690,71 @@ def test_stores_on_different_axes_of_the_loop_variable(name):
 def test_mirrored_stores_do_not_race_on_the_gpus(target):
     _, got = _emulated(MIRROR, {"x": _XS}, target)
     np.testing.assert_array_equal(got, _mirror(_XS).astype(np.float32))
+
+
+# ------------------------------------------------ integer arithmetic in the scale
+
+# `1 / 8` of two integers truncates (0, as C's); `vd / 3` is 5 for vd = 16. The recogniser
+# flattened the products and quotients of the score into float factors whatever their
+# type, so the attention schedules scaled by 1.0 / 8 and 3 / vd: off by 1.76 and 0.088
+INT_SCALES = {
+    "one_over_8_is_0": ("* (1 / 8)", 0.0),
+    "over_vd_over_3": ("/ (vd / 3)", 1 / 5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INT_SCALES))
+def test_an_integer_quotient_in_the_scale_truncates(name):
+    text, scale = INT_SCALES[name]
+    src = GQA_THREE_PASS.format(extra="", cond="j <= i").replace("* 0.125", text)
+    k, _, sz, _ = _kernel(src, _GQA)
+    p = R.attention(k)
+    assert isinstance(p, R.Attention), p
+    assert R.launch_value(p.scale, sz) == pytest.approx(scale)
+    want = np_attention(_GQ, _GK, _GV, scale, _CAUSAL, 2)
+    _check_everywhere(src, _GQA, want)
+    for target in ("cuda", "metal"):
+        _, got = _emulated(src, _GQA, target)
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=TOL, atol=TOL, err_msg=target)
+
+
+def test_an_integer_quotient_in_the_flash_scale_truncates():
+    src = flash(48, 48, kh="h / 2", sc=" * (1 / 8)").replace("seq_q - qb), vd)", "seq_q - qb), head_dim)")
+    ins = {"Q": _FQ, "K": _FK, "V": _FV16}
+    want = np_attention(_FQ, _FK, _FV16, 0.0, group=2)        # every key weighs the same
+    _check_everywhere(src, ins, want)
+    for target in ("cuda", "metal"):
+        _, got = _emulated(src, ins, target)
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=TOL, atol=TOL, err_msg=target)
+
+
+# block-causal keys by an integer quotient, j / 4 <= i / 4: attention; the same with the
+# denominator's keys by a float quotient (j / 4.0 <= i / 4, a different set of keys) was
+# read as the same condition (canonical forms compared quotients up to types) and ran as
+# attention over the first loop's keys: off by 10.7
+_BLOCK4 = (np.arange(29)[None, :] // 4) <= (np.arange(29)[:, None] // 4)
+
+
+def test_block_causal_keys_by_an_integer_quotient_are_attention():
+    src = GQA_THREE_PASS.format(extra="", cond="j / 4 <= i / 4")
+    k, _, _, _ = _kernel(src, _GQA)
+    p = R.attention(k)
+    assert isinstance(p, R.Attention) and p.masked and not p.causal, p
+    _check_everywhere(src, _GQA, np_attention(_GQ, _GK, _GV, 0.125, _BLOCK4, 2))
+
+
+def test_an_integer_and_a_float_quotient_are_different_key_conditions():
+    base = GQA_THREE_PASS.format(extra="", cond="j / 4 <= i / 4")
+    src = base.replace("        for j in 0..kv:\n            if j / 4 <= i / 4:\n                den",
+                       "        for j in 0..kv:\n            if j / 4.0 <= i / 4:\n                den")
+    assert src != base
+    k, _, _, _ = _kernel(src, _GQA)
+    assert not R.attention(k)
+    s = np.einsum("bhid,bhjd->bhij", _GQ.astype(np.float64), np.repeat(_GK, 2, 1).astype(np.float64)) * 0.125
+    num_keys = _BLOCK4
+    den_keys = np.arange(29)[None, :] / 4.0 <= np.arange(29)[:, None] // 4
+    mx = np.where(num_keys, s, -np.inf).max(-1, keepdims=True)
+    p = np.exp(s - mx)
+    want = np.einsum("bhij,bhjd->bhid", np.where(num_keys, p, 0), np.repeat(_GV, 2, 1).astype(np.float64)) \
+        / np.where(den_keys, p, 0).sum(-1, keepdims=True)
+    _check_everywhere(src, _GQA, want)

@@ -177,8 +177,9 @@ _FLIP = {">": "<", ">=": "<="}
 
 
 def canon(e):
-    """`e` up to types, the order of the operands of commutative operators, associativity of
-    + and *, and a > b written b < a. Equal canonical forms compute the same value."""
+    """`e` up to types (but an integer quotient or remainder is not a float one), the order
+    of the operands of commutative operators, associativity of + and *, and a > b written
+    b < a. Equal canonical forms compute the same value."""
     if e is None:
         return None
     if isinstance(e, _FromCanon):
@@ -201,6 +202,9 @@ def canon(e):
             return c_nary(e.op, a, b)
         if e.op in _COMM:
             return ("B", e.op) + tuple(sorted((a, b), key=repr))
+        if e.op in ("/", "%") and e.ty.dtype not in cir.FLOAT_DTYPES:
+            # an integer quotient truncates: `j / 2` is not `j / 2.0`
+            return ("B", e.op + "int", a, b)
         return ("B", e.op, a, b)
     if isinstance(e, cir.Unary):
         return ("U", e.op, canon(e.operand))
@@ -277,8 +281,9 @@ def _is_zero_tile(e, kernel, allowed: set) -> bool:
 
 
 def _mul_factors(e):
-    """(numerator factors, denominator factors) of a product/quotient tree."""
-    if isinstance(e, cir.Bin) and e.op in ("*", "/"):
+    """(numerator factors, denominator factors) of a product/quotient tree of floats (an
+    integer product or quotient is one factor: `(1 / 8)` truncates to 0, it is not 1 / 8)."""
+    if isinstance(e, cir.Bin) and e.op in ("*", "/") and e.ty.dtype in cir.FLOAT_DTYPES:
         n1, d1 = _mul_factors(e.left)
         n2, d2 = _mul_factors(e.right)
         return (n1 + n2, d1 + d2) if e.op == "*" else (n1 + d2, d1 + n2)

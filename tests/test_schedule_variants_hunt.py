@@ -10,7 +10,12 @@ copies a running value BEFORE the loop that updates it (`let l0 = l`, then `l0` 
 loop or in the store) was read by the recogniser as the running value itself, so a flash
 body whose sum restarts from `l0` each key block, a one-pass body that divides by `l0` (0)
 and a three-pass body whose weights divide by `l0` all ran as attention (flash: off by 57
-on cpu:native, Vulkan and GL).
+on cpu:native, Vulkan and GL). Also found and fixed: an integer quotient in the score's
+scale (`* (1 / 8)`, `/ (vd / 3)`) was taken as a float one; an integer and a float
+quotient were one key condition (`j / 4`, `j / 4.0`); stores of one iteration on different
+axes of the loop variable (`out[i, k]` and `out[k, i]`) made both loops parallel, and the
+block schedule split such a loop over its threads (races); the rows schedule read rows
+16 bytes at a time where the buffer's rows were not a multiple of 4 long (misaligned).
 
 Every program runs on each local device (`cpu`, `cpu:native`, Vulkan, GL: whatever
 `wanted_devices` lists) and is compared with numpy written here; a device may refuse a

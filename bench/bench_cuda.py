@@ -3,8 +3,10 @@
 Every row: the ZynML kernel (lowered and compiled by ZynBook, launched on the same stream
 as PyTorch) and its peers (PyTorch eager: cuBLAS, cuDNN, SDPA; torch.compile where it
 applies), timed with CUDA events after warm-up, L2 flushed before every repetition,
-medians reported. Memory-bound rows also give achieved bandwidth as a share of the copy
-bandwidth measured in the same run. Writes a table to stdout and JSON to --json.
+medians reported. Memory-bound rows (softmax, layer norm, RMS norm, residual + layer norm,
+bias + GELU) also give achieved bandwidth as a share of the copy bandwidth measured in the
+same run (a 1 GiB copy) and of a copy moving the same bytes. Writes a table to stdout and
+JSON to --json.
 
     python bench/bench_cuda.py [--json bench/results/cuda.json] [--reps 20] [--rows a,b]
                                [--tune [--tune-budget 60]] [--gemm-sweep N] [--mma-choices]
@@ -144,6 +146,35 @@ RESIDUAL_LN = """let normed = compute(x, projected, w, bias) {
         for h in 0..hidden:
             let val = x[r, h] + projected[r, h]
             out[r, h] = (val - mean) * inv_std * w[h] + bias[h]
+}
+"""
+
+LAYER_NORM = """let normed = compute(x, w, bias) {
+    @kernel fused
+    for r in 0..rows:
+        var mean = 0.0
+        for h in 0..hidden:
+            mean += x[r, h]
+        mean /= hidden
+        var var = 0.0
+        for h in 0..hidden:
+            let d = x[r, h] - mean
+            var += d * d
+        let inv_std = rsqrt(var / hidden + 1e-5)
+        for h in 0..hidden:
+            out[r, h] = (x[r, h] - mean) * inv_std * w[h] + bias[h]
+}
+"""
+
+RMS_NORM = """let normed = compute(x, w) {
+    @kernel fused
+    for r in 0..rows:
+        var ss = 0.0
+        for h in 0..hidden:
+            ss += x[r, h] * x[r, h]
+        let inv = rsqrt(ss / hidden + 1e-6)
+        for h in 0..hidden:
+            out[r, h] = x[r, h] * inv * w[h]
 }
 """
 
@@ -477,6 +508,22 @@ def main():
         conv_sweep("conv2d_resnet_f16", "f16", k16, sizes, [xh, wh, bh], yh,
                    ("torch eager (cuDNN f16, NCHW)", cv16), 2e-2)
         del xh, yh
+
+    # ---- layer norm and RMS norm over rows of 4096 (8192 rows)
+    for row, text, with_bias in (("layer_norm", LAYER_NORM, True), ("rms_norm", RMS_NORM, False)):
+        if want and row not in want:
+            continue
+        x, w, bb = rnd(8192, 4096), rnd(4096), rnd(4096)
+        y = torch.empty_like(x)
+        ins = [x, w, bb] if with_bias else [x, w]
+        names = ("x", "w", "bias") if with_bias else ("x", "w")
+        k, sizes = lower_program(text, {n: t.shape for n, t in zip(names, ins)})
+        fn, comp = zyn_callable(dev, k, sizes, ins, y)
+        eager = (lambda: F.layer_norm(x, (4096,), w, bb, 1e-5)) if with_bias else \
+            (lambda: F.rms_norm(x, (4096,), w, 1e-6))
+        add(row, [8192, 4096], "f32", fn, [("torch eager", eager)], nbytes=2 * x.numel() * 4,
+            schedule=comp.program.schedule, check=check_close(lambda: (fn(), y)[1], eager, 1e-4))
+        del x, y
 
     # ---- residual + layer norm, bias + GELU over 8192 x 4096
     if not want or "residual_layernorm" in want:

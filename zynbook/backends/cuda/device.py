@@ -283,8 +283,8 @@ class CudaDevice(Device):
         instructions of this architecture only (sm_90a's wgmma), its specific variant."""
         kind, suffix = ("sm" if binary else "compute"), ("a" if arch_specific else "")
         arch = f"{kind}_{self.cc[0]}{self.cc[1]}{suffix}"
-        opts = ["--std=c++17", f"--gpu-architecture={arch}",
-                "--use_fast_math" if False else "--fmad=true", "-default-device"]
+        # no --use_fast_math: exp, division and sqrt keep IEEE results; multiply-adds contract
+        opts = ["--std=c++17", f"--gpu-architecture={arch}", "--fmad=true", "-default-device"]
         if self._includes is None:
             self._includes = _include_dirs()
         opts += [f"-I{p}" for p in self._includes]

@@ -6,7 +6,7 @@ from .compiler.check import check_program
 from .errors import ZynMLTypeError
 from .runtime.interp import CompiledKernel
 from .runtime.plans import BlockCache
-from .session import Session, parse_cached
+from .session import Session, parse_cached, session_device
 
 
 class Program:
@@ -46,10 +46,12 @@ class Program:
         """The generated source of every compute block in one language."""
         return [k.sources().get(language, "") for k in self.kernels]
 
-    def run(self, /, device: str = "cpu", **env):
+    def run(self, device: str | None = None, /, **env):
         """Run in a fresh session (names bound here only); a run with inputs of the same
-        signature as an earlier one reuses its lowered blocks and launch plans."""
-        session = Session(device)
+        signature as an earlier one reuses its lowered blocks and launch plans. `device=`
+        names the device (default "cpu") unless it is given by position, as in
+        `zynbook.run`: `run("cpu", device=x)` binds an input named `device`."""
+        session = Session(session_device(device, env))
         session.interpreter.blocks = self._blocks
         return session.run(self.source, **env)
 

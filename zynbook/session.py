@@ -9,7 +9,7 @@ import numpy as np
 from .backends.registry import get_device
 from .compiler import ast as A
 from .compiler.syntax_cache import parse as parse_kept
-from .errors import ZynMLDeviceError, ZynMLError, ZynMLNameError, ZynMLTypeError
+from .errors import ZynMLError, ZynMLNameError, ZynMLTypeError
 from .runtime import builtins as B
 from .runtime.interp import Interpreter
 from .backends.cuda.views import torch_stream
@@ -184,10 +184,8 @@ class Session:
 
     @default_device.setter
     def default_device(self, device_id: str):
-        if device_id != "auto":
+        if not isinstance(device_id, str) or device_id != "auto":
             get_device(device_id)        # raises ZynMLDeviceError for unknown ids
-        elif not isinstance(device_id, str):
-            raise ZynMLDeviceError(f"a device id is a string, not {device_id!r}")
         self._default_device = device_id
 
     def forget_deleted(self, names, python_names) -> list:
@@ -277,8 +275,23 @@ def parse_annotations(text: str) -> list:
 
 
 
-def run(source: str, /, device: str = "cpu", **env):
+def run(source: str, device: str | None = None, /, **env):
     """Run a ZynML program (or one expression) and return the value of its last statement.
     Keyword arguments are bound as names: arrays (numpy, anything with __array__ or
-    __dlpack__) become tensors, ints and floats scalars, dicts records, lists lists."""
-    return Session(device).run(source, **env)
+    __dlpack__) become tensors, ints and floats scalars, dicts records, lists lists.
+    `device=` names the device (default "cpu") unless the device is given by position:
+    `run(source, "cpu", device=x)` binds an input named `device`."""
+    return Session(session_device(device, env)).run(source, **env)
+
+
+def session_device(device, env: dict) -> str:
+    """The device of `run(source, device, **env)`: the one given by position, else the
+    keyword `device` taken out of `env`, else "cpu"."""
+    if device is not None:
+        return device
+    device = env.pop("device", "cpu")
+    if not isinstance(device, str):
+        raise ZynMLTypeError(f"device= names the device to run on (a string such as \"cpu\"), "
+                             f"not {type(device).__name__}; to bind an input named `device`, "
+                             f"give the device first: run(source, \"cpu\", device=...)")
+    return device

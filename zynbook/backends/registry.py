@@ -119,8 +119,10 @@ def _plain_id(device_id: str) -> str:
 
 def get_device(device_id: str):
     if not isinstance(device_id, str):
+        what = repr(device_id) if isinstance(device_id, (int, float, type(None))) \
+            else type(device_id).__name__          # (not an array's every value)
         raise ZynMLTypeError(f"a device id is a string like \"cpu\" or \"cuda:0\", "
-                             f"not {device_id!r}")
+                             f"not {what}")
     found = _devices
     if found is not None and device_id in found:
         return found[device_id]     # a device found here wins over a page's of that id

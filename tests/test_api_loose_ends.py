@@ -1,0 +1,111 @@
+"""Loose ends of the Python and notebook surface: a program input named `device`, 0-d
+tensors as pipeline numbers, `to_device(..., copy=false)`, placement through %%compute,
+interrupting an `await`, and `memory_stats()` in a loop. Each is compared with numpy or
+torch written here, on every device present."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import wanted_devices
+
+DEVICES = [d for d in wanted_devices() if not d.startswith("browser")]
+
+BLOCK = """compute(device, x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = device[i] * 2.0 + x[i]
+}"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_program_input_named_device_binds_when_the_device_is_given_by_position(device):
+    """`zynbook.run(src, dev, device=a)` and `Program.run(dev, device=a)` bind an input named
+    `device`, as `Session(dev).run(src, device=a)` does; Python refused the keyword given
+    twice. `device=` alone still names the device the blocks run on."""
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 9)).astype(np.float32)
+    want = a * np.float32(2) + b
+    for got in (zynbook.run(BLOCK, device, device=a, x=b),
+                zynbook.compile(BLOCK).run(device, device=a, x=b),
+                zynbook.Session(device).run(BLOCK, device=a, x=b)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+        assert got.device == device
+    double = "compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0\n}"
+    for got in (zynbook.run(double, device=device, x=b),
+                zynbook.compile(double).run(device=device, x=b)):
+        assert got.device == device
+        np.testing.assert_allclose(np.asarray(got), b * 2, rtol=1e-6)
+    with pytest.raises(zynbook.ZynMLTypeError) as info:       # meant as the input
+        zynbook.run(BLOCK, device=a, x=b)
+    assert "to bind an input named `device`" in info.value.message
+
+
+def test_a_device_that_is_not_a_string_is_a_type_error_naming_its_type():
+    """Session(array) raised numpy's ValueError (an array's truth value) and a device id
+    of another type printed its repr, every element of an array."""
+    with pytest.raises(zynbook.ZynMLTypeError):
+        zynbook.run("1", np.ones(3))
+    with pytest.raises(zynbook.ZynMLTypeError) as info:
+        zynbook.Session(np.zeros(1000))
+    assert "ndarray" in info.value.message and len(info.value.message) < 200
+
+
+PIPELINES = """pipeline scale(x: tensor, k: int):
+    return x * k + zeros([k]).shape[0]
+pipeline small(x: tensor, k: u8):
+    return x * k
+pipeline ratio(x: tensor, f: float):
+    return x * f
+[scale, small, ratio]"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_0d_tensor_is_a_pipeline_s_int_or_float_argument(device):
+    """A 0-d integer tensor (np.array(2), torch.tensor(2), `s[0]`) is an argument for a
+    parameter typed `int` or `u8` (its range still checked), and a 0-d float tensor for one
+    typed `float`, as kernels and host builtins take them; each was a type error
+    ("must be an int, not tensor[] i64")."""
+    torch = pytest.importorskip("torch")
+    scale, small, ratio = zynbook.Session(device).run(PIPELINES)
+    x = np.arange(5, dtype=np.float32)
+    for k in (np.array(2), torch.tensor(3), np.array(4, np.uint8), torch.tensor(2, dtype=torch.int8)):
+        n = int(k)
+        np.testing.assert_array_equal(np.asarray(scale(x, k)), x * n + n)
+        np.testing.assert_array_equal(np.asarray(small(x, k)), x * n)
+    for f in (np.array(0.5), torch.tensor(1.5, dtype=torch.float32), np.array(3)):
+        np.testing.assert_allclose(np.asarray(ratio(x, f)), x * float(f), rtol=1e-6)
+    with pytest.raises(zynbook.ZynMLTypeError) as info:
+        small(x, np.array(300))
+    assert "from 0 to 255" in info.value.message
+    with pytest.raises(zynbook.ZynMLTypeError):
+        scale(x, np.array(2.5))                # a float is still not an int
+    with pytest.raises(zynbook.ZynMLTypeError):
+        scale(x, np.array([2]))                # nor a 1-element array
+    session = zynbook.Session(device)
+    got = session.run("let k: int = s[1]\nvar m: u8 = s[0]\nm = s[1]\n[k, m, zeros([k]).shape]",
+                      s=np.array([3, 7]))
+    assert got == [7, 7, [7]]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_to_device_without_a_copy_returns_the_tensor_itself(device):
+    """`x.to_device(its device, copy=false)` is `x` itself, committed there, wherever `x`
+    came from: for a tensor bound from a Python array or made by host code it was a second
+    tensor, so an assignment through it left `x` as it was (bound from Python) and the
+    caller's array is never written."""
+    a = np.arange(4, dtype=np.float32)
+    caller = a.copy()
+    session = zynbook.Session(device)
+    for make in ("x", "ones([4]) * x", f'x.to_device("{device}")'):
+        got = session.run(f"let t = {make}\nlet v = t.to_device(t.device, copy=false)\n"
+                          f"v[0] = 9.0\n[t, v, v.device == t.device]", x=a)
+        t, v, same = got
+        assert v is t and t.committed and same
+        want = np.ones(4, np.float32) * a if make.startswith("ones") else a.copy()
+        want[0] = 9.0
+        np.testing.assert_array_equal(np.asarray(t), want)
+        np.testing.assert_array_equal(a, caller)
+    t, v = session.run('[x, x.to_device(x.device, copy=true)]', x=a)
+    assert v is not t

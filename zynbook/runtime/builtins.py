@@ -54,6 +54,15 @@ def as_int(v):
     return v
 
 
+def as_number(v):
+    """`v` as a Python int or float where it is one number: as `as_int`, a 0-d tensor of a
+    float dtype counting as its float too."""
+    v = as_int(v)
+    if isinstance(v, Tensor) and not v.ndim and v.dtype[0] in "fb" and v.dtype != "bool":
+        return float(v.numpy())
+    return v
+
+
 def _shape(value, what="shape") -> tuple:
     value = as_int(value)
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):

@@ -278,7 +278,7 @@ class Interpreter:
         typ = muts[name]
         if typ is not None:     # `var v: int = 2` then `v = 2.5`: checked as the declaration is
             try:
-                self.check_type(value, typ, {}, name)
+                value = self.check_type(value, typ, {}, name)
             except ZynMLError as err:
                 raise type(err)(f"`{name}` is declared {typ.name}: {err.message}",
                                 span or target.span) from None
@@ -407,7 +407,7 @@ class Interpreter:
             self.bound_local = s.value if self._holds(s) else None
             value = self.eval(s.value)
             if s.type is not None:
-                self.check_type(value, s.type, {}, s.names[0])
+                value = self.check_type(value, s.type, {}, s.names[0])
             if s.destructure:
                 if not isinstance(value, (tuple, list)):
                     raise ZynMLTypeError(f"cannot unpack {B._kind(value)} into "
@@ -424,7 +424,7 @@ class Interpreter:
             self.bound_local = s.value if self._holds(s) else None
             value = self.eval(s.value)
             if s.type is not None:          # checked as a let's type is
-                self.check_type(value, s.type, {}, s.name)
+                value = self.check_type(value, s.type, {}, s.name)
             self.bind(s.name, value, True, s.type)
             return value
         if isinstance(s, A.Assign):
@@ -1053,7 +1053,7 @@ class Interpreter:
         for k, (q, v) in enumerate(zip(params, args)):
             if q.type is not None:
                 try:
-                    self.check_type(v, q.type, dims, q.name)
+                    v = self.check_type(v, q.type, dims, q.name)
                 except ZynMLError as err:
                     raise self._at_argument(err, p, node, n_positional,
                                             k if k < n_positional else q.name) from None
@@ -1072,7 +1072,8 @@ class Interpreter:
             if p.node.returns is not None:
                 # a pipeline declared `-> int` that returns nothing is refused too (the
                 # types ZynML leaves unchecked, `any`, `list`, ..., take nothing)
-                self.check_type(result, p.node.returns, dims, f"the result of {p.name}")
+                result = self.check_type(result, p.node.returns, dims,
+                                         f"the result of {p.name}")
         except ZynMLError as err:
             if p.source != self.source:     # a pipeline of an earlier cell: its own text
                 err.with_source(p.source)
@@ -1083,12 +1084,14 @@ class Interpreter:
         return recorder.leave(result) if recorder is not None else result
 
     def check_type(self, value, typ: A.TypeExpr, dims: dict, what: str):
+        """`value` if it is of type `typ` (a 0-d tensor checked as `int` or `float` is its
+        Python number), else a type error."""
         name = typ.name
         if name == "tensor":
             if not isinstance(value, Tensor):
                 raise ZynMLTypeError(f"`{what}` must be a tensor, not {B._kind(value)}", typ.span)
             if typ.dims is None:
-                return
+                return value
             dtype_dims = [d for d in typ.dims if isinstance(d, A.Name) and canonical_dtype(d.id)
                           and d.id not in dims and d.id not in self.globals]
             shape_dims = [d for d in typ.dims if d not in dtype_dims]
@@ -1116,11 +1119,12 @@ class Interpreter:
                     if expected != size:
                         raise ZynMLShapeError(f"`{what}` must have size {expected} here, not "
                                               f"{size}", d.span)
-            return
+            return value
         dtype = canonical_dtype(name)
         # a dtype's name or alias (`int32`, `u8`, `double`) checks as its kind does; `int`
         # is any host int (they are unbounded), a sized one must fit its range
         if dtype is not None and dtype != "bool" and is_int(dtype):
+            value = B.as_int(value)        # a 0-d integer tensor is its int, as in numpy
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ZynMLTypeError(f"`{what}` must be an int, not {B._kind(value)}", typ.span)
             bits = dtype_bytes(dtype) * 8
@@ -1130,6 +1134,7 @@ class Interpreter:
                 raise ZynMLTypeError(f"`{what}` is {name}: it must be from {low} to "
                                      f"{high - 1}, not {value}", typ.span)
         elif dtype is not None and dtype != "bool":
+            value = B.as_number(value)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ZynMLTypeError(f"`{what}` must be a number, not {B._kind(value)}", typ.span)
         elif name == "bool":
@@ -1140,6 +1145,7 @@ class Interpreter:
                 raise ZynMLTypeError(f"`{what}` must be a string, not {B._kind(value)}", typ.span)
         elif dtype is None and name not in ("any", "record", "list", "future"):
             raise ZynMLTypeError(f"unknown type `{name}`", typ.span)
+        return value
 
     # ------------------------------------------------------------------ async
     def await_(self, e: A.Await):

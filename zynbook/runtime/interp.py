@@ -1588,6 +1588,9 @@ class _Method:
                     err.argument = ("copy", None)
                     raise err
                 target = B.device_argument(args[0], (0, None)).id
+                if not copy and obj.device == target:
+                    obj.committed = True    # the tensor itself, now placed on purpose
+                    return obj
                 if copy and obj.device == target:
                     # a copy on the tensor's own device (a WebGPU or Metal buffer: a new
                     # one there), of its dtype (a bf16 tensor's array is f32)

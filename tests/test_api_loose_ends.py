@@ -109,3 +109,48 @@ def test_to_device_without_a_copy_returns_the_tensor_itself(device):
         np.testing.assert_array_equal(a, caller)
     t, v = session.run('[x, x.to_device(x.device, copy=true)]', x=a)
     assert v is not t
+
+
+@pytest.fixture
+def shell():
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from zynbook.kernel import state
+    sh = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device="cpu"))
+    sh.run_line_magic("load_ext", "zynbook")
+    yield sh
+    for name in ("le_x", "le_p", "le_q"):
+        sh.user_ns.pop(name, None)
+    state.set_notebook_session(None)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_placement_survives_a_trip_through_the_notebook_as_numpy(shell, device):
+    """A tensor committed to `cpu` goes to the notebook as its numpy array; the next
+    %%compute cell bound that array again, an uncommitted tensor, so its block ran on the
+    default device and host arithmetic with a tensor placed elsewhere was not refused. A
+    placement on another device stays too, with the default `cpu`."""
+    from zynbook.kernel import state
+    x = np.random.default_rng(5).standard_normal(16).astype(np.float32)
+    shell.user_ns["le_x"] = x
+    block = ("let le_q = compute(le_p) {\n    for i in 0..n:\n        out[i] = le_p[i] * 3.0 - 1.0\n}\n"
+             "[le_p.device, le_q.device, le_q]")
+    for default, placed in ((device, "cpu"), ("cpu", device)):
+        state.notebook_session().default_device = default
+        shell.run_cell_magic("compute", "", f'let le_p = le_x.to_device("{placed}")')
+        if placed == "cpu":
+            assert type(shell.user_ns["le_p"]) is np.ndarray
+        got = shell.run_cell_magic("compute", "", block)
+        assert got[:2] == [placed, placed]
+        np.testing.assert_allclose(np.asarray(got[2]), x * np.float32(3) - np.float32(1),
+                                   rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(np.asarray(shell.user_ns["le_p"]), x)
+        other = next((d for d in DEVICES if not d.startswith("cpu")), None)
+        if placed == "cpu" and other is not None:
+            with pytest.raises(zynbook.ZynMLDeviceError):
+                shell.run_cell_magic("compute", "", f'le_p + ones([16], device="{other}")')
+    shell.user_ns["le_p"] = x * 2          # rebound in Python: a new, uncommitted input
+    state.notebook_session().default_device = device
+    assert shell.run_cell_magic("compute", "", block)[:2] == ["cpu", device]

@@ -121,7 +121,8 @@ def _notebook_values(shell, names, skip=None, held=()) -> dict:
     (None, a function): the cell must not run on the value the notebook replaced, and
     the session says why it cannot use the new one. A name holding the very array of the
     tensor the session holds there, in a dtype numpy has none of (a bf16 result %%compute
-    wrote back as f32), is not passed: the session's tensor is read, still bf16."""
+    wrote back as f32) or committed to its device, is not passed: the session's tensor is
+    read, still bf16 and still placed."""
     user_ns = shell.user_ns
     hidden = getattr(shell, "user_ns_hidden", {})
     env = {}
@@ -131,7 +132,8 @@ def _notebook_values(shell, names, skip=None, held=()) -> dict:
                 name not in hidden and (type(value) in _ARRAY_TYPES or bindable(value)
                                         or name in held):
             mine = held.get(name) if held else None
-            if type(mine) is Tensor and mine.data is value and mine.dtype == "bf16":
+            if type(mine) is Tensor and mine.data is value and (mine.dtype == "bf16" or
+                                                                mine.committed):
                 borrowed(value)     # (still the notebook's: host code writing copies first)
                 continue
             env[name] = value

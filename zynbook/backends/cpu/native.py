@@ -2,7 +2,8 @@
 
 * Compiler: `$CXX`, else `$CC`, else the first of c++, g++, clang++, cc, gcc, clang on the
   PATH; the source is compiled as C++17 (`-x c++`), with `-O3 -march=native -fPIC -shared`
-  and `-fopenmp` where the compiler takes them (probed once), and `-fwrapv` (signed integers
+  (with AVX-512, `-mprefer-vector-width=512`: WIDE_VECTORS) and `-fopenmp` where the
+  compiler takes them (probed once), and `-fwrapv` (signed integers
   wrap, as on every other device). `-fno-math-errno` (no kernel
   reads errno) lets loops of math functions vectorise, and where glibc's vector math library
   links (a probe) the kernels call it (`ZYN_LIBMVEC`: codegen/dialects/cpp.py). No
@@ -53,6 +54,7 @@ from ...compiler import cir, errflag
 from ...compiler.codegen import c as c_codegen
 from ...compiler.codegen.dialects.cpp import (LIBMVEC_MACRO, SERIAL_WORD, VECTOR_MATH,
                                               vector_math_declarations)
+from ...compiler.targets import host_simd_bytes
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError
 from ..base import Device, Launch, LaunchPlan, LaunchTimes
@@ -202,13 +204,18 @@ OPTIMISE_SECONDS = 60
 
 BASE_FLAGS = ("-x", "c++", "-std=c++17", "-O3", "-fPIC", "-shared", "-fno-exceptions",
               "-fno-rtti", "-fno-math-errno", "-fwrapv", "-w")
+# with AVX-512, its 64-byte vectors, which the schedules size their register tiles for
+# (Target.simd_bytes): GCC's -march=native on Intel server CPUs prefers 32-byte ones, so the
+# GEMM micro-kernel's 8 x 32 sums took 32 registers of 32 bytes and spilled (a 16-core
+# Sapphire Rapids, f32 1024^3: 7.6 ms, 2.5 ms with 64-byte vectors)
+WIDE_VECTORS = "-mprefer-vector-width=512"
 
 
 def probe_key(compiler: list) -> kcache.CacheKey:
     """The probe cache's key of `compiler` on this machine: its command, each executable's
     resolved path, size and mtime (a `ccache g++` command names both), the probes'
     sources and the CPU."""
-    sources = _PROBE + _vector_math_probe() + " ".join(BASE_FLAGS)
+    sources = _PROBE + _vector_math_probe() + " ".join(BASE_FLAGS + (WIDE_VECTORS,))
     return kcache.CacheKey(
         "probe", hashlib.sha256(sources.encode()).hexdigest(),
         params=kcache.parts(command=compiler),
@@ -302,6 +309,8 @@ class NativeCpuDevice(Device):
         flags, openmp, libs = list(BASE_FLAGS), False, []
         if self._probe(flags + ["-march=native"]):
             flags.append("-march=native")
+            if host_simd_bytes() == 64 and self._probe(flags + [WIDE_VECTORS]):
+                flags.append(WIDE_VECTORS)
         if self._probe(flags + ["-fopenmp"]):
             flags.append("-fopenmp")
             openmp = True

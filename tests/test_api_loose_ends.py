@@ -154,3 +154,74 @@ def test_a_placement_survives_a_trip_through_the_notebook_as_numpy(shell, device
     shell.user_ns["le_p"] = x * 2          # rebound in Python: a new, uncommitted input
     state.notebook_session().default_device = device
     assert shell.run_cell_magic("compute", "", block)[:2] == ["cpu", device]
+
+
+@pytest.fixture
+def python_handles_sigint():
+    """A real SIGINT raises KeyboardInterrupt only where Python handles it (a process a
+    non-interactive shell started in the background ignores it, a notebook's kernel not)."""
+    import signal
+    old = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def _interrupted(session, source, after=0.3, **inputs):
+    """Run `source`, a real SIGINT (as Jupyter sends) arriving after `after` seconds."""
+    import os
+    import signal
+    import threading
+    timer = threading.Timer(after, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            session.run(source, **inputs)
+    finally:
+        timer.cancel()
+        timer.join()
+
+
+# seconds of work on every device (a recurrence no executor folds), converging to 2 * x;
+# WebGPU on llvmpipe runs at most ~65535 loop steps a thread, so it gets more threads
+HALVING = """compute(x) @async {
+    for i in 0..n:
+        var acc = 0.0
+        for k in 0..m:
+            acc = acc * 0.5 + x[i]
+        out[i] = acc
+}"""
+WORK = {"cpu": (4, 60_000), "cpu:native": (4, 400_000_000)}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_interrupted_await_leaves_a_job_of_an_earlier_statement_running(
+        device, python_handles_sigint):
+    """Interrupting `await f` stops the wait and leaves the session as it was: the job an
+    earlier statement started runs on and `await f` gives its value (numpy's); it was
+    cancelled, and every later `await f` a runtime error."""
+    n, m = WORK.get(device, (32768, 60_000))
+    x = np.linspace(0, 1, n, dtype=np.float32)
+    session = zynbook.Session(device)
+    session.run(f"let f = {HALVING}", x=x, m=m)
+    _interrupted(session, "let r = await f")
+    assert "r" not in session.namespace
+    got = session.run("await f")
+    np.testing.assert_allclose(np.asarray(got), 2 * x, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", [d for d in ("cpu", "cpu:native") if d in DEVICES])
+def test_an_interrupted_await_cancels_the_job_its_own_statement_started(
+        device, python_handles_sigint):
+    """A job the interrupted statement started itself can be awaited by nothing after it:
+    it is cancelled, and the device's next job does not wait for it (tens of seconds)."""
+    import time
+    n, m = {"cpu": (4, 400_000), "cpu:native": (64, 50_000_000)}[device]
+    x = np.linspace(0, 1, n, dtype=np.float32)
+    session = zynbook.Session(device)
+    session.run(f"await {HALVING}", x=x, m=1)          # (compiled before)
+    _interrupted(session, f"let r = await {HALVING}", x=x, m=m)
+    start = time.monotonic()
+    got = session.run(f"await {HALVING}", x=x[:3], m=40)
+    assert time.monotonic() - start < 8.0
+    np.testing.assert_allclose(np.asarray(got), 2 * x[:3], rtol=1e-6, atol=1e-6)

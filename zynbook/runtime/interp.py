@@ -158,6 +158,7 @@ class Interpreter:
         self.lazy = LazyGraph(self)         # blocks recorded, launched at a boundary
         self.alone = None                   # the block that is a whole top-level statement
         self.bound_local = None             # the block a `let` of a pipeline's local binds
+        self.statement = 0                  # counts top-level statements and Python calls
         self.cells: dict = {}               # id(program) -> [program, _one_block form, _WarmCell]
         self._cell_node = None              # the block of the one-block program being run
         self._direct = None                 # (node, key, ...) of its launch where it was met
@@ -305,6 +306,7 @@ class Interpreter:
         without interpreting its statements."""
         self.source = source
         self.named_results = {}
+        self.statement += 1
         entry = self._cell_entry(program)
         _, form, cell = entry
         value, is_expr = None, False
@@ -366,6 +368,7 @@ class Interpreter:
         """(the statement's value, whether it is an expression a notebook should show); the
         end of a top-level statement is a boundary of the lazy graph"""
         self.top_line = stmt.span.line
+        self.statement += 1
         # a compute block that is the whole statement has nothing to fuse with: launched
         # where it is met, without recording it
         self.alone = stmt.value if isinstance(stmt, A.Let) else \
@@ -1186,7 +1189,12 @@ class Interpreter:
                                         "(it was cancelled)", e.span) from None
             return self.eval(e.default)
         except KeyboardInterrupt:
-            fut.cancel("an interrupt stopped an earlier wait for it")
+            # the session stays as it was before the statement (docs/api.md): a job an
+            # earlier statement started runs on, its future still bound; one this statement
+            # started is cancelled, as nothing can await it any more
+            for f in fut.futures if isinstance(fut, (_Gather, _FirstOf)) else [fut]:
+                if f.statement == self.statement:
+                    f.cancel("an interrupt stopped an earlier wait for it")
             raise
         except (JobCancelled, cf.CancelledError):
             members = fut.futures if isinstance(fut, (_Gather, _FirstOf)) else [fut]
@@ -1257,6 +1265,7 @@ class Interpreter:
                                        fusion=apart, source=source)
         if run_async:
             future = Future(DeviceQueue.for_device(device.id).submit(job), lowered.kernel.name)
+            future.statement = self.statement
             self.in_flight = [f for f in self.in_flight if not f[0].done()]
             self.in_flight.append((future, inputs))
             return future

@@ -54,6 +54,7 @@ class Future:
         self.inner = inner
         self.label = label
         self.cancelled_by = ""      # why it was cancelled, for a later await's error
+        self.statement = 0          # the statement that started it (Interpreter.statement)
 
     def done(self) -> bool:
         return self.inner.done()
@@ -155,6 +156,7 @@ class Pipeline:
 
     def _run(self, args, kwargs):
         lazy = self.interpreter.lazy
+        self.interpreter.statement += 1
         try:
             result = self.interpreter.call_pipeline(self, args, kwargs, None)
             lazy.finish(roots=[result])

@@ -8,7 +8,8 @@ sizes may be called anything, statements may come in any order that computes the
 values, `let`s may be inlined or not, and sums and products are compared up to the order of
 their operands. What is checked is the algebra:
 
-* **attention** (one query per iteration of a parallel (b, h, i) nest): the score
+* **attention** (one query per iteration of a parallel (b, h, i) nest, in any order, b or h
+  absent for 3-D or 2-D tensors): the score
   `dot(Q[b, h, i], K[b, h, j]) * c` for any launch-constant `c` (`/ sqrt(head_dim)`,
   `* 0.125`, a scalar argument), the same key range and the same key condition (any
   condition over b, h, i, j: a mask of any dtype, `j <= i`, ...) in every key loop, and the
@@ -62,14 +63,15 @@ class NoMatch:
 @dataclass(frozen=True, kw_only=True)
 class _AttentionPattern:
     """What both attention forms name: the buffers, the kernel's own loop variables of
-    batch, head, query and key, the CIR expressions of their ranges (launch constants) and
-    `scale`, a launch-constant CIR expression with score = dot(Q row, K row) * scale."""
+    batch, head, query and key (batch and head None where the tensors lack the axis: their
+    range is then 1), the CIR expressions of their ranges (launch constants) and `scale`, a
+    launch-constant CIR expression with score = dot(Q row, K row) * scale."""
     q: str
     k: str
     v: str
     out: str
-    batch_var: str
-    head_var: str
+    batch_var: str | None
+    head_var: str | None
     query_var: str
     key_var: str
     n_batch: cir.Expr
@@ -79,7 +81,8 @@ class _AttentionPattern:
     scale: cir.Expr
     mask: cir.Expr | None = None
     causal: bool = False
-    # the axes of (batch, head, sequence) in Q, K, V and out; head_dim is the last axis
+    # the axes of (batch, head, sequence) in Q, K, V and out (None: no such axis); head_dim
+    # is the last axis
     q_axes: tuple = (0, 1, 2)
     k_axes: tuple = (0, 1, 2)
     v_axes: tuple = (0, 1, 2)
@@ -371,10 +374,23 @@ def _leading_lets(stmts: list, env: dict) -> dict:
     return state
 
 
-def _float_input(kernel, name: str, floats: bool = True) -> bool:
-    """`name` is an input of 4 axes (of a float dtype where `floats`)."""
+def _float_input(kernel, name: str, rank: int, floats: bool = True) -> bool:
+    """`name` is an input of `rank` axes (of a float dtype where `floats`)."""
     b = next((x for x in kernel.inputs if x.name == name), None)
-    return b is not None and len(b.shape) == 4 and (not floats or b.dtype in cir.FLOAT_DTYPES)
+    return b is not None and len(b.shape) == rank and (not floats or b.dtype in cir.FLOAT_DTYPES)
+
+
+def _roles(rows: list, k_groups: list) -> tuple:
+    """(batch, head) of the variables a Q row shares with its K row (`rows`, in Q's order),
+    None for an axis the tensors lack: one shared axis is the head's, of two the head is
+    the one K divides by a group (grouped-query heads), else the second."""
+    if len(rows) == 1:
+        return None, rows[0]
+    if len(rows) == 2:
+        grouped = [n for n, g in zip(rows, k_groups) if g is not None]
+        h = grouped[0] if len(grouped) == 1 else rows[1]
+        return next(n for n in rows if n != h), h
+    return None, None
 
 
 def _running_max(names, state: dict) -> str:
@@ -448,7 +464,7 @@ class _Att:
                 raise _No("the score's scale is not a launch constant")
         d = dots[0]
         qk = [d.a, d.b]
-        if not all(isinstance(x, cir.Load) and len(x.index) == 3 and
+        if not all(isinstance(x, cir.Load) and 1 <= len(x.index) <= 3 and
                    all(_grouped(t, self.k)[0] for t in x.index) for x in qk):
             raise _No("the score is not dot(Q[b, h, i], K[b, h, j])")
         kl = [x for x in qk if _J in [_grouped(t, self.k)[0] for t in x.index]]
@@ -460,20 +476,24 @@ class _Att:
             raise _No("the score is not dot(Q[b, h, i], K[b, h, j])")
         qn, kn = [t.name for t in qload.index], [_grouped(t, self.k)[0] for t in kload.index]
         only_q = [n for n in qn if n not in kn]
-        if len(set(qn)) != 3 or len(set(kn)) != 3 or len(only_q) != 1 or \
-                not set(qn) <= set(self.chain_vars) or set(kn) - {_J} != set(qn) - set(only_q):
+        if len(set(qn)) != len(qn) or len(set(kn)) != len(kn) or len(qn) != len(kn) or \
+                len(only_q) != 1 or not set(qn) <= set(self.chain_vars) or \
+                set(kn) - {_J} != set(qn) - set(only_q):
             raise _No("the score's Q and K rows are not [b, h, query] and [b, h, key] of the parallel loops")
         i = only_q[0]
-        b, h = [n for n in qn if n != i]
-        self.q_axes = (qn.index(b), qn.index(h), qn.index(i))
-        self.k_axes = (kn.index(b), kn.index(h), kn.index(_J))
+        shared = [n for n in qn if n != i]
+        b, h = _roles(shared, [_grouped(kload.index[kn.index(n)], self.k)[1] for n in shared])
+        pos = lambda names, n: None if n is None else names.index(n)
+        self.q_axes = (pos(qn, b), pos(qn, h), qn.index(i))
+        self.k_axes = (pos(kn, b), pos(kn, h), kn.index(_J))
         groups = [t for t in kload.index if _grouped(t, self.k)[1] is not None]
-        head_group = _grouped(kload.index[self.k_axes[1]], self.k)[1]
+        head_group = None if h is None else _grouped(kload.index[self.k_axes[1]], self.k)[1]
         if len(groups) != (head_group is not None):
             raise _No("the score's K row divides another index than the head's")
         self.kv_group = head_group
-        if not (_float_input(self.k, qload.buffer) and _float_input(self.k, kload.buffer)):
-            raise _No("Q and K are not 4-D float inputs")
+        self.rank = len(qn) + 1
+        if not (_float_input(self.k, qload.buffer, self.rank) and _float_input(self.k, kload.buffer, self.rank)):
+            raise _No(f"Q and K are not {self.rank}-D float inputs")
         parts = (qload.buffer, kload.buffer, b, h, i, canon(_product(rest, dens)), self.q_axes,
                  self.k_axes, canon(head_group))
         if self.parts is not None and self.parts != parts:
@@ -538,24 +558,32 @@ def attention(kernel: cir.Kernel):
 
 def _any_attention(kernel):
     loops, body = _chain(kernel)
-    if len(loops) >= 3 and not (isinstance(loops[-1].step, cir.Const) and loops[-1].step.value == 1):
+    if any(not _is_const(lp.step, 1) for lp in loops):
         return _flash(kernel, loops, body)
     return _attention(kernel, loops, body)
 
 
 def _attention(kernel, loops, body):
-    if len(loops) not in (3, 4):
+    # the parallel loops run over (batch, head, query) in any order, either missing (3-D
+    # or 2-D tensors), and over head_dim too where each thread computes one output value
+    if not 1 <= len(loops) <= 4:
         raise _No("not a parallel (batch, head, query) loop nest")
     for lp in loops:
         if not _unit_loop(lp) or not is_launch_constant(lp.stop, kernel):
             raise _No("the parallel loops do not run from 0 in steps of 1 to a launch constant")
-    att = _Att(kernel, [lp.var for lp in loops])
     out = kernel.output
-    if len(out.shape) != 4 or out.dtype not in cir.FLOAT_DTYPES:
-        raise _No("the output is not a 4-D float tensor")
+    if out.dtype not in cir.FLOAT_DTYPES:
+        raise _No("the output is not a float tensor")
     stmts = list(body)
-    if len(loops) == 4:               # for b, h, i, d: one-pass online softmax per element
-        return _one_pass(kernel, att, loops, loops[3], stmts)
+    if stmts and isinstance(stmts[-1], cir.Store):
+        # for b, h, i, d (any order): one-pass online softmax per element, d the store's last index
+        d = stmts[-1].index[-1] if stmts[-1].index else None
+        d_loop = next((lp for lp in loops if isinstance(d, cir.Var) and lp.var == d.name), None)
+        if d_loop is None:
+            raise _No("the result is not stored at the head_dim index of a parallel loop")
+        par = [lp for lp in loops if lp is not d_loop]
+        return _one_pass(kernel, _Att(kernel, [lp.var for lp in par]), par, d_loop, stmts)
+    att = _Att(kernel, [lp.var for lp in loops])
     if len(stmts) == 1 and isinstance(stmts[0], cir.Loop) and _unit_loop(stmts[0]):
         return _one_pass(kernel, att, loops, stmts[0], list(stmts[0].body))
     env: dict = {}
@@ -678,26 +706,31 @@ def _grouped(t, kernel) -> tuple:
 
 
 def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str, group) -> tuple:
-    """The axes of b, h and the key in `v`, a load V[b, h, key (any order), d] of a 4-D
-    input, its head `h / group` where K's is (grouped-query heads)."""
+    """The axes of b, h and the key in `v`, a load V[b, h, key (any order, b or h absent
+    where Q's row lacks them), d] of an input, its head `h / group` where K's is
+    (grouped-query heads)."""
     named = [_grouped(t, kernel) for t in v.index]
     names = [n for n, _ in named]
-    if len(names) != 4 or names[3] != dv or sorted(map(str, names[:3])) != sorted([b, h, _J]):
+    rows = [x for x in (b, h, _J) if x is not None]
+    if len(names) != len(rows) + 1 or names[-1] != dv or sorted(map(str, names[:-1])) != sorted(rows):
         raise _No("the value is not V[b, h, key, d]")
     if any(g is not None for n, g in named if n != h) or \
-            canon(named[names.index(h)][1]) != canon(group):
+            (h is not None and canon(named[names.index(h)][1]) != canon(group)):
         raise _No("the value's head is not the key's (h, or h / the same group)")
-    if not _float_input(kernel, v.buffer, floats=False):
-        raise _No("V is not a 4-D input")
-    return names.index(b), names.index(h), names.index(_J)
+    if not _float_input(kernel, v.buffer, len(names), floats=False):
+        raise _No(f"V is not a {len(names)}-D input")
+    return tuple(None if n is None else names.index(n) for n in (b, h, _J))
 
 
 def _check_store(st: cir.Store, out: str, bhi: list, dv: str) -> tuple:
-    """st stores to out[b, h, i (any order), d]; returns the axes of b, h, i."""
+    """st stores to out[b, h, i (any order, b or h None where absent), d]; returns the axes
+    of b, h, i (None for an absent one)."""
     names = [t.name if isinstance(t, cir.Var) else None for t in st.index]
-    if st.buffer != out or len(names) != 4 or names[3] != dv or sorted(map(str, names[:3])) != sorted(bhi):
-        raise _No(f"the result is not stored to {out}[{', '.join(bhi)}, {dv}]")
-    return tuple(names.index(n) for n in bhi)
+    rows = [n for n in bhi if n is not None]
+    if st.buffer != out or len(names) != len(rows) + 1 or names[-1] != dv or \
+            sorted(map(str, names[:-1])) != sorted(rows):
+        raise _No(f"the result is not stored to {out}[{', '.join(rows)}, {dv}]")
+    return tuple(None if n is None else names.index(n) for n in bhi)
 
 
 def _one_pass(kernel, att, loops, d_loop, stmts):
@@ -732,7 +765,7 @@ def _one_pass(kernel, att, loops, d_loop, stmts):
     _online(att, kl, m, l, (acc, canon(vl[0])))
     att.key_range(kl)
     o_axes = _check_store(st, kernel.output.name, [b, h, i], dv)
-    return _result(kernel, att, "one-pass", loops[:3], (vl[0].buffer, False, v_axes),
+    return _result(kernel, att, "one-pass", loops, (vl[0].buffer, False, v_axes),
                    d_loop.stop, "nan", o_axes)
 
 
@@ -741,9 +774,11 @@ def _result(kernel, att, form, loops, vinfo, head_dim, empty_row, o_axes):
     kl = att.key_loop
     stops = {lp.var: lp.stop for lp in loops}
     mask = kl.cond_expr
-    for name in (b, h, i):
-        if name not in stops:
-            raise _No("the query row is not indexed by the parallel loops")
+    if set(stops) != {b, h, i} - {None}:
+        raise _No("the parallel loops are not the query row's (batch, head, query)")
+    one = cir.Const(1, cir.Ty("i32"))
+    if len(kernel.output.shape) != att.rank:
+        raise _No(f"the output is not a {att.rank}-D tensor as Q is")
     if not is_launch_constant(kl.stop, kernel):
         raise _No("the key range is not a launch constant")
     causal = False
@@ -755,12 +790,12 @@ def _result(kernel, att, form, loops, vinfo, head_dim, empty_row, o_axes):
         cm = canon(_rename(mask, kl.var, _J))
         causal = cm == ("B", "<=", c_var(_J), c_var(i)) or cm == ("B", "<", c_var(_J),
                                                                      c_nary("+", c_var(i), ("C", 1.0)))
-    if not _float_input(kernel, vinfo[0]):
+    if not _float_input(kernel, vinfo[0], att.rank):
         raise _No("V is not a float input")
     return Attention(form=form, q=q, k=k_, v=vinfo[0], out=kernel.output.name,
                      batch_var=b, head_var=h, query_var=i, key_var=kl.var,
-                     n_batch=stops[b], n_heads=stops[h], n_queries=stops[i], n_keys=kl.stop,
-                     head_dim=head_dim, scale=att.scale, mask=mask, causal=causal,
+                     n_batch=stops.get(b, one), n_heads=stops.get(h, one), n_queries=stops[i],
+                     n_keys=kl.stop, head_dim=head_dim, scale=att.scale, mask=mask, causal=causal,
                      empty_row=empty_row, q_axes=att.q_axes, k_axes=att.k_axes,
                      v_axes=vinfo[2], out_axes=o_axes, kv_group=att.kv_group)
 
@@ -776,18 +811,21 @@ def _span_of(e, var: str, width: int) -> bool:
 
 
 def _flash(kernel, loops, body):
-    if len(loops) != 3:
+    # (batch, head, query block) in any order, batch or head absent for 3-D or 2-D tensors
+    blocked = [lp for lp in loops if not _is_const(lp.step, 1)]
+    if len(loops) > 3 or len(blocked) != 1:
         raise _No("not a parallel (batch, head, query block) loop nest")
-    lb, lh, lq = loops
+    lq = blocked[0]
+    rows = [lp for lp in loops if lp is not lq]
     for lp in loops:
         if not _is_const(lp.start, 0) or not is_launch_constant(lp.stop, kernel):
             raise _No("the parallel loops do not start at 0 and end at a launch constant")
-    if not (_unit_loop(lb) and _unit_loop(lh)):
+    if not all(_unit_loop(lp) for lp in rows):
         raise _No("the batch and head loops do not run in steps of 1")
     BQ = _int_const(lq.step)
     if BQ is None or BQ <= 0:
         raise _No("the query blocks are not a positive constant size")
-    b, h, qb = lb.var, lh.var, lq.var
+    qb = lq.var
     env: dict = {}
     stmts = list(body)
     state = _leading_lets(stmts, env)
@@ -841,29 +879,40 @@ def _flash(kernel, loops, body):
     if not (isinstance(kt, cir.Call) and kt.fn == "transpose"):
         raise _No("the scores are not Q_block @ transpose(K_block)")
     kt = kt.args[0]
+    # the batch and head of the tiles: the row loops' variables Q's and K's tiles both index
+    named_of = lambda ld: [_grouped(t, kernel) for t in ld.index] if isinstance(ld, cir.Load) else []
+    qn = [n for n, _ in named_of(qt) if n is not None]
+    kg = {n: g for n, g in named_of(kt) if n is not None}
+    if sorted(qn) != sorted(lp.var for lp in rows):
+        raise _No("the query tile is not indexed by the parallel loops")
+    b, h = _roles(qn, [kg.get(n) for n in qn])
+    bh = [x for x in (b, h) if x is not None]
+    rank = len(bh) + 2
 
     axes, groups = {}, {}
 
     def tile_axes(index, var, width, role="out"):
-        """(axis of b, of h, of the block) of a [b, h, var:var + width] index in any order;
-        K's and V's head may be h / group (grouped-query heads)."""
-        if len(index) != 3:
+        """(axis of b, of h, of the block) of a [b, h, var:var + width] index in any order
+        (None for an absent b or h); K's and V's head may be h / group (grouped-query heads)."""
+        if len(index) != len(bh) + 1:
             return None
         named = [_grouped(t, kernel) for t in index]
         names = [n for n, _ in named]
         spans = [n for n, t in enumerate(index) if _span_of(t, var, width)]
-        if len(spans) != 1 or b not in names or h not in names or named[names.index(b)][1] is not None:
+        if len(spans) != 1 or any(x not in names for x in bh) or \
+                (b is not None and named[names.index(b)][1] is not None):
             return None
-        group = named[names.index(h)][1]
+        group = None if h is None else named[names.index(h)][1]
         if group is not None and role not in ("k", "v"):
             return None
         groups[role] = group
-        return names.index(b), names.index(h), spans[0]
+        return tuple(None if x is None else names.index(x) for x in (b, h)) + (spans[0],)
 
     def block(ld, var, width, what, role):
         ax = tile_axes(ld.index, var, width, role) if isinstance(ld, cir.Load) else None
-        if ax is None or not _float_input(kernel, ld.buffer):
-            raise _No(f"{what} is not a block [{b}, {h}, {var}:{var} + {width}] of a 4-D float input")
+        if ax is None or not _float_input(kernel, ld.buffer, rank):
+            raise _No(f"{what} is not a block [{', '.join(bh + [f'{var}:{var} + {width}'])}] "
+                      f"of a {rank}-D float input")
         axes[role] = ax
         return ld.buffer
     Q = block(qt, qb, BQ, "the query tile", "q")
@@ -898,17 +947,19 @@ def _flash(kernel, loops, body):
         raise _No("the key and value tiles are of different heads")
     axes["out"] = tile_axes(st.index, qb, BQ) if st.buffer == kernel.output.name else None
     if axes["out"] is None:
-        raise _No(f"the result is not stored to out[{b}, {h}, {qb}:{qb} + {BQ}]")
+        raise _No(f"the result is not stored to out[{', '.join(bh + [f'{qb}:{qb} + {BQ}'])}]")
     sn, sd = _mul_factors(substitute(st.value, after_env))
     if canon(tuple(sn)) != (c_var(o),) or canon(tuple(sd)) != (c_var(l),):
         raise _No("the stored result is not o / l")
     out = kernel.output
-    if len(out.shape) != 4 or out.dtype not in cir.FLOAT_DTYPES:
-        raise _No("the output is not a 4-D float tensor")
+    if len(out.shape) != rank or out.dtype not in cir.FLOAT_DTYPES:
+        raise _No(f"the output is not a {rank}-D float tensor")
+    stops, one = {lp.var: lp.stop for lp in rows}, cir.Const(1, cir.Ty("i32"))
     clipped = isinstance(state[o], cir.Call) and any(
         isinstance(n, cir.Call) and n.fn == "min" for n in cir.walk(state[o].args))
     return FlashAttention(q=Q, k=K, v=V, out=out.name, batch_var=b, head_var=h, query_var=qb,
-                          key_var=kv.var, n_batch=lb.stop, n_heads=lh.stop, n_queries=lq.stop,
+                          key_var=kv.var, n_batch=stops.get(b, one), n_heads=stops.get(h, one),
+                          n_queries=lq.stop,
                           n_keys=kv.stop, block_q=BQ, block_kv=BK, scale=_product(rest, dens),
                           clipped_tile=clipped, q_axes=axes["q"], k_axes=axes["k"],
                           v_axes=axes["v"], out_axes=axes["out"], kv_group=groups["k"])

@@ -153,17 +153,18 @@ def match(kernel: cir.Kernel, target, sizes: dict):
     axes = {"q": p.q_axes, "k": p.k_axes, "v": p.v_axes, "out": p.out_axes}
     kv_heads = (H - 1) // group + 1 if H else 0     # grouped-query heads: those h / group reaches
     want = {"q": (B, H, S), "k": (B, kv_heads, SK), "v": (B, kv_heads, SK), "out": (B, H, S)}
-    D = {cir.eval_dim(b.shape[3], sizes) for b in bufs.values()}
+    D = {cir.eval_dim(b.shape[-1], sizes) for b in bufs.values()}
     if len(D) != 1 or (hd is not None and hd not in D):
         return None, "Q, K, V and out differ in head_dim (or the loop over it does not cover it)"
     for role, b in bufs.items():
-        got = tuple(cir.eval_dim(b.shape[a], sizes) for a in axes[role])
+        # an axis the tensors lack (3-D or 2-D) is one of size 1
+        got = tuple(1 if a is None else cir.eval_dim(b.shape[a], sizes) for a in axes[role])
         # K and V may hold more heads than the groups read (the rows are found by their own shape)
         if got != want[role] and not (role in ("k", "v") and got[0::2] == want[role][0::2]
                                       and got[1] >= want[role][1]):
             return None, (f"`{b.name}` is not [{', '.join(map(str, want[role]))}] in the axes the "
                           "loops index")
-    return Shape(p, bufs, axes, bufs["out"].shape[3], D.pop()), None
+    return Shape(p, bufs, axes, bufs["out"].shape[-1], D.pop()), None
 
 
 def baked(target, shape: Shape) -> bool:
@@ -501,6 +502,8 @@ class _Kernel:
             h = ir.Bin("/", h, self.low.index(group), self.idx)
         terms = []
         for var, axis in zip((b, h, s), self.shape.axes[role]):
+            if axis is None:            # no such axis: its index is 0
+                continue
             st = [self.i(buf.strides[axis])] if buf.strides is not None else \
                 [self.low.size(d) for d in buf.shape[axis + 1:] if not (isinstance(d, int) and d == 1)]
             t = var
@@ -678,8 +681,9 @@ class _Kernel:
         if p.mask is None:
             return ok
         low = self.low
-        low.scopes.append({p.batch_var: ("_b", self.idx), p.head_var: ("_h", self.idx),
-                           p.query_var: ("_qc", self.idx), p.key_var: ("_jc", self.idx)})
+        scope = {p.batch_var: ("_b", self.idx), p.head_var: ("_h", self.idx),
+                 p.query_var: ("_qc", self.idx), p.key_var: ("_jc", self.idx)}
+        low.scopes.append({n: v for n, v in scope.items() if n is not None})
         try:
             cond = cast(low.expr(p.mask), "bool")
         finally:

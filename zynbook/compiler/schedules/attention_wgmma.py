@@ -96,12 +96,13 @@ def tma_layout(shape, role: str, sizes: dict | None = None):
     ab, ah, asq = shape.axes[role]
     if el[-1] != 1:
         return None
-    B, H, S = dims[ab], dims[ah], dims[asq]
-    out_dims, out_strides, which = [dims[-1], S], [el[asq]], ["col", "row"]
-    if H > 1 and B > 1 and el[ab] == el[ah] * H:
-        out_dims.append(H * B), out_strides.append(el[ah]), which.append("bh")
+    # an axis the tensor lacks is one of size 1 (its stride never used)
+    (B, sb), (H, sh), (S, ss) = ((1, 0) if a is None else (dims[a], el[a]) for a in (ab, ah, asq))
+    out_dims, out_strides, which = [dims[-1], S], [ss], ["col", "row"]
+    if H > 1 and B > 1 and sb == sh * H:
+        out_dims.append(H * B), out_strides.append(sh), which.append("bh")
     else:
-        for n, st, w in ((H, el[ah], "h"), (B, el[ab], "b")):
+        for n, st, w in ((H, sh, "h"), (B, sb, "b")):
             if n > 1:
                 out_dims.append(n), out_strides.append(st), which.append(w)
     if any(st * 2 % 16 or st < 1 or st * 2 >= 1 << 40 for st in out_strides) or any(d >= 1 << 31 for d in out_dims):
@@ -329,7 +330,8 @@ class TmaKernel(WgmmaKernel):
         rows = self.BQ if role == "q" else self.BK
         _, _, which = self.layout(role)
         buf = self.shape.bufs[role]
-        heads = int(cir.eval_dim(buf.shape[self.shape.axes[role][1]], self.low.sizes))
+        ah = self.shape.axes[role][1]
+        heads = 1 if ah is None else int(cir.eval_dim(buf.shape[ah], self.low.sizes))
         h = self.ref("_h")
         group = self.shape.p.kv_group
         if role in ("k", "v") and group is not None:

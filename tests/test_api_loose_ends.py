@@ -225,3 +225,27 @@ def test_an_interrupted_await_cancels_the_job_its_own_statement_started(
     got = session.run(f"await {HALVING}", x=x[:3], m=40)
     assert time.monotonic() - start < 8.0
     np.testing.assert_allclose(np.asarray(got), 2 * x[:3], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_memory_stats_counts_the_buffers_the_program_holds(device):
+    """`memory_stats().live_bytes` counts what the program holds: the value of the statement
+    before (`var acc = upload(x)`, a discarded `upload(x)`) was kept alive while the next one
+    ran, one buffer more in a loop's body and after a top-level statement."""
+    x = np.random.default_rng(6).standard_normal(1000).astype(np.float32)
+    session = zynbook.Session(device)
+    got = session.run("""let base = memory_stats().live_bytes
+var seen = []
+var acc = upload(x)
+for i in 0..3:
+    acc = copy_buffer(acc)
+    seen = seen + [memory_stats().live_bytes - base]
+for i in 0..2:
+    upload(x)
+    seen = seen + [memory_stats().live_bytes - base]
+upload(x)
+seen = seen + [memory_stats().live_bytes - base]
+[seen, acc]""", x=x)
+    held = x.nbytes                 # acc alone: each copy replaces the one before
+    assert got[0] == [held] * 6
+    np.testing.assert_array_equal(np.asarray(got[1]), x)

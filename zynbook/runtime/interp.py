@@ -318,6 +318,7 @@ class Interpreter:
                     return hit
             self._cell_node, self._direct = (form[1] if form is not None else None), None
             for stmt in program.body:
+                value = None    # (not held while the next statement runs: memory_stats)
                 value, is_expr = self.exec_top(stmt)
             direct = self._direct
             entry[2] = _WarmCell(form, *direct[1:]) if direct is not None and \
@@ -378,6 +379,7 @@ class Interpreter:
     def exec_block(self, body):
         value = None
         for s in body:
+            value = None    # (not held while the next statement runs: memory_stats)
             value = self.exec(s)
         return value
 

@@ -58,17 +58,19 @@ pipeline small(x: tensor, k: u8):
     return x * k
 pipeline ratio(x: tensor, f: float):
     return x * f
-[scale, small, ratio]"""
+pipeline flag(x: tensor, b: bool):
+    return where(b, x, -x)
+[scale, small, ratio, flag]"""
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_0d_tensor_is_a_pipeline_s_int_or_float_argument(device):
     """A 0-d integer tensor (np.array(2), torch.tensor(2), `s[0]`) is an argument for a
     parameter typed `int` or `u8` (its range still checked), and a 0-d float tensor for one
-    typed `float`, as kernels and host builtins take them; each was a type error
-    ("must be an int, not tensor[] i64")."""
+    typed `float`, a 0-d bool tensor for one typed `bool`, as kernels and host builtins take
+    them; each was a type error ("must be an int, not tensor[] i64")."""
     torch = pytest.importorskip("torch")
-    scale, small, ratio = zynbook.Session(device).run(PIPELINES)
+    scale, small, ratio, flag = zynbook.Session(device).run(PIPELINES)
     x = np.arange(5, dtype=np.float32)
     for k in (np.array(2), torch.tensor(3), np.array(4, np.uint8), torch.tensor(2, dtype=torch.int8)):
         n = int(k)
@@ -76,6 +78,8 @@ def test_a_0d_tensor_is_a_pipeline_s_int_or_float_argument(device):
         np.testing.assert_array_equal(np.asarray(small(x, k)), x * n)
     for f in (np.array(0.5), torch.tensor(1.5, dtype=torch.float32), np.array(3)):
         np.testing.assert_allclose(np.asarray(ratio(x, f)), x * float(f), rtol=1e-6)
+    for b in (np.array(True), torch.tensor(False), np.bool_(True)):
+        np.testing.assert_array_equal(np.asarray(flag(x, b)), np.where(bool(b), x, -x))
     with pytest.raises(zynbook.ZynMLTypeError) as info:
         small(x, np.array(300))
     assert "from 0 to 255" in info.value.message

@@ -1089,8 +1089,8 @@ class Interpreter:
         return recorder.leave(result) if recorder is not None else result
 
     def check_type(self, value, typ: A.TypeExpr, dims: dict, what: str):
-        """`value` if it is of type `typ` (a 0-d tensor checked as `int` or `float` is its
-        Python number), else a type error."""
+        """`value` if it is of type `typ` (a 0-d tensor checked as `int`, `float` or `bool`
+        is its Python value), else a type error."""
         name = typ.name
         if name == "tensor":
             if not isinstance(value, Tensor):
@@ -1143,6 +1143,8 @@ class Interpreter:
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ZynMLTypeError(f"`{what}` must be a number, not {B._kind(value)}", typ.span)
         elif name == "bool":
+            if isinstance(value, Tensor) and not value.ndim and value.dtype == "bool":
+                value = bool(value.numpy())
             if not isinstance(value, bool):
                 raise ZynMLTypeError(f"`{what}` must be a bool, not {B._kind(value)}", typ.span)
         elif name in ("str", "string"):

@@ -25,8 +25,8 @@ HELPERS = {
     # by squaring: an exponent of 2^30 takes 31 steps, not 2^30 multiplications; in 64-bit
     # unsigned arithmetic, whose low bits are the wrapped product (a signed product that
     # overflows is undefined in C++: NVRTC took i ** 20 of a positive i to be positive)
-    "zyn_ipow": ("template <typename T> {q}T zyn_ipow(T a, T b) {{ unsigned long long r = 1, "
-                 "x = (unsigned long long)a; for (; b > 0; b /= 2) {{ if (b % 2 == 1) r *= x; x *= x; }} "
+    "zyn_ipow": ("template <typename T> {q}T zyn_ipow(T a, T b) {{ unsigned {long} r = 1, "
+                 "x = (unsigned {long})a; for (; b > 0; b /= 2) {{ if (b % 2 == 1) r *= x; x *= x; }} "
                  "return (T)r; }}", ()),
     # x * Phi(x) through q = Phi(-|x|) = erfc(|x| / sqrt(2)) / 2, kept to 3e-6 of itself (1 + erf
     # cancelled for a negative x: gelu(-6) kept no digit). q is Numerical Recipes' erfcc, t 2^(P(t)

@@ -1,0 +1,89 @@
+"""Programs whose generated Metal (MSL on the Metal model, tests/metal_emu) or CUDA source
+(nvcc for sm_80 and sm_90, the CUDA target's launch IR on the emulator) was wrong, each
+compared with numpy written here:
+
+- `**` of integers in MSL spelled its helper in `unsigned long long`, which Metal lacks (its
+  64-bit integer is `long`)."""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.backends import registry
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import nvcc_runs  # noqa: E402
+from compute_testing import emulate_kernel, lower_block  # noqa: E402
+from metal_emu import emulator as emu  # noqa: E402
+from metal_emu.device import EmulatedMetalDevice  # noqa: E402
+
+RNG = np.random.default_rng(2207)
+
+
+@pytest.fixture
+def metal(monkeypatch):
+    if shutil.which(emu.CXX) is None:
+        pytest.skip("no C++ compiler")
+    dev = EmulatedMetalDevice()
+    monkeypatch.setitem(registry._discover(), dev.id, dev)
+    return dev
+
+
+def run_metal(dev, src, **inputs):
+    got = zynbook.run(src, device=dev.id, **inputs)
+    assert dev.launches, "no kernel ran on the Metal model"
+    assert not dev.mismatches, dev.mismatches
+    return np.asarray(got.numpy() if hasattr(got, "numpy") else got)
+
+
+def cuda_checks(src, inputs, want, rtol=1e-5, atol=1e-6):
+    """The block's kernel rendered for sm_80 and sm_90 compiles with nvcc, and the CUDA
+    target's launch IR run on the emulator equals `want`."""
+    from zynbook.compiler import schedules
+    from zynbook.compiler.codegen import cuda
+    from zynbook.compiler.codegen.cstyle import scheduled
+    from zynbook.compiler.targets import cuda_target
+    arrays = {k: v for k, v in inputs.items() if isinstance(v, np.ndarray)}
+    scalars = {k: v for k, v in inputs.items() if not isinstance(v, np.ndarray)}
+    kernel, ins, sizes, sc = lower_block(src, arrays, scalars)
+    for arch in ((8, 0), (9, 0)):
+        prog = cuda.render_cuda(kernel, sizes, arch)
+        if nvcc_runs.NVCC:
+            a = f"sm_{arch[0]}{arch[1]}" + ("a" if prog.arch_specific else "")
+            res = nvcc_runs.run(prog.source, ("--ptx", f"-arch={a}"))
+            assert res.returncode == 0, res.stderr[-3000:]
+        target = cuda_target(arch, 0, True)
+        ip = scheduled(kernel, target, sizes, {}, lambda notes, **how: schedules.build(
+            kernel, target, sizes, how.get("params"), only=how.get("only"),
+            exclude=how.get("exclude", ())), gemm_first=True)
+        got = emulate_kernel(ip, kernel, ins, sizes, sc)
+        np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64),
+                                   rtol=rtol, atol=atol)
+
+
+INT_POW = """let y = compute(k) {
+    for i in 0..n:
+        out[i] = k[i] ** 3 + i64(k[i]) ** 5 - u8(abs(k[i])) ** 2
+}
+y
+"""
+
+
+def _int_pow(k):
+    k64 = k.astype(np.int64)
+    return (k ** 3).astype(np.int64) + k64 ** 5 - (np.abs(k).astype(np.uint8) ** 2).astype(np.int64)
+
+
+def test_integer_power_on_metal(metal):
+    k = RNG.integers(-40, 40, 37).astype(np.int32)
+    np.testing.assert_array_equal(run_metal(metal, INT_POW, k=k), _int_pow(k))
+
+
+def test_integer_power_on_cuda():
+    k = RNG.integers(-40, 40, 37).astype(np.int32)
+    cuda_checks(INT_POW, {"k": k}, _int_pow(k), 0, 0)

@@ -253,3 +253,27 @@ seen = seen + [memory_stats().live_bytes - base]
     held = x.nbytes                 # acc alone: each copy replaces the one before
     assert got[0] == [held] * 6
     np.testing.assert_array_equal(np.asarray(got[1]), x)
+
+
+def test_a_notebook_name_called_compute_annotations_is_an_input_of_every_cell_kind(shell):
+    """A Python name `compute_annotations` that a cell reads is an input: the ZynML kernel
+    and %%compare passed the notebook's names as keywords of Session.run_cell, whose
+    `compute_annotations=` took it for the annotation text (numpy's ValueError for an
+    array). Session.run_cell takes the annotations by position for the same reason."""
+    x = np.arange(5, dtype=np.float32)
+    shell.user_ns["compute_annotations"] = x
+    try:
+        shell.run_cell_magic("compare", "--devices cpu --repeat 1 --out le_cmp "
+                             "--numpy 'compute_annotations * 2'", "compute_annotations * 2.0")
+        row = shell.user_ns["le_cmp"].rows[-1]
+        assert row.device == "numpy" and row.max_diff == 0.0
+    finally:
+        shell.user_ns.pop("compute_annotations", None)
+        shell.user_ns.pop("le_cmp", None)
+    session = zynbook.Session("cpu")
+    got, shown = session.run_cell("compute_annotations * 2.0", "", compute_annotations=x)
+    assert shown
+    np.testing.assert_array_equal(np.asarray(got), x * 2)
+    block = "compute(x) {\n    for i in 0..n:\n        out[i] = x[i] + 1.0\n}"
+    fut, _ = session.run_cell(block, compute_annotations="@async", x=x)     # as before
+    np.testing.assert_array_equal(np.asarray(session.run("await f", f=fut)), x + 1)

@@ -200,9 +200,12 @@ class Session:
                     self.namespace.pop(name, None)
         return gone
 
-    def run_cell(self, source: str, /, compute_annotations: str = "", **env):
+    def run_cell(self, source: str, compute_annotations: str | None = None, /, **env):
         """Run ZynML `source`; returns (value of the last statement, it was an expression).
-        `compute_annotations` (e.g. '@device("cuda:0") @async') apply to every compute block."""
+        `compute_annotations` (e.g. '@device("cuda:0") @async') apply to every compute block;
+        given by position, the keyword `compute_annotations=` is an input of that name."""
+        if compute_annotations is None:
+            compute_annotations = env.pop("compute_annotations", "")
         return self._run_cell(source, compute_annotations, env)
 
     def _run_cell(self, source: str, compute_annotations: str, env: dict):

@@ -183,7 +183,8 @@ class ZynMLRunner:
         env = self.python_names(source)
         try:
             with cell_progress(session):
-                value, is_expr = session.run_cell(source, **env)
+                # env as a dict: a Python name such as `compute_annotations` is no keyword
+                value, is_expr = session._run_cell(source, "", env)
         except ZynMLError as err:
             from ..magics.compute import _unusable_read
 

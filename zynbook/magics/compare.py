@@ -248,7 +248,7 @@ def run_compare(source: str, devices: list, sizes: tuple, env: dict, repeat: int
             label = f"{size_name}={size}" if size_name else ""
             progress.update(f"reference (cpu) {label}")
             ref_session = Session(device="cpu")
-            value, is_expr = ref_session.run_cell(source, **cell_env)
+            value, is_expr = ref_session._run_cell(source, "", cell_env)
             reference = _result_of(ref_session, value, is_expr, names, result)
             cost = Cost(0.0, 0.0)
             for k, ln in zip(ref_session.last_kernels, ref_session.launches):
@@ -263,14 +263,14 @@ def run_compare(source: str, devices: list, sizes: tuple, env: dict, repeat: int
                 try:
                     session = Session(device=device)
                     progress.update(f"{device} {label} compile")
-                    session.run_cell(source, **cell_env)
+                    session._run_cell(source, "", cell_env)
                     row.compile = sum(ln.times.compile or 0.0 for ln in session.launches) or None
                     progress.update(f"{device} {label}", 1)
                     got = None
                     for r in range(repeat):
                         progress.update(f"{device} {label} run {r + 1}/{repeat}")
                         t0 = time.perf_counter()
-                        value, is_expr = session.run_cell(source, **cell_env)
+                        value, is_expr = session._run_cell(source, "", cell_env)
                         wall = time.perf_counter() - t0
                         kt = [ln.times.kernel for ln in session.launches]
                         if kt and all(t is not None for t in kt):

@@ -277,3 +277,28 @@ def test_a_notebook_name_called_compute_annotations_is_an_input_of_every_cell_ki
     block = "compute(x) {\n    for i in 0..n:\n        out[i] = x[i] + 1.0\n}"
     fut, _ = session.run_cell(block, compute_annotations="@async", x=x)     # as before
     np.testing.assert_array_equal(np.asarray(session.run("await f", f=fut)), x + 1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_0d_integer_tensor_is_an_integer_argument_of_host_builtins(device):
+    """axis=, seed=, split's parts, transpose's axes, range() and memory_pool's size= take a
+    0-d integer tensor (np.array(1), torch.tensor(2), `s[0]`) as its int, as numpy does; each
+    was a type error ("axis= takes an integer ..., not tensor[] i64"), softmax's a shape
+    error printing the tensor."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(7).standard_normal((3, 4)).astype(np.float32)
+    session = zynbook.Session(device)
+    for k, two in ((np.array(1), torch.tensor(2)), (np.array(1, np.uint8), np.array(2, np.int8))):
+        got = session.run("""[x.sum(axis=k), mean(x, axis=[k]), x.max(axis=k), argmax(x, axis=k),
+ softmax(x, axis=k), concat([x, x], axis=k), split(x, two, axis=k)[1], transpose(x, [k, 0]),
+ range(two), memory_pool(device="cpu", size=s[1]).size,
+ randn([5], seed=s[0]), randn([5], seed=3)]""", x=x, k=k, two=two, s=np.array([3, 2000]))
+        e = np.exp(x - x.max(1, keepdims=True))
+        want = [x.sum(1), x.mean(1), x.max(1), x.argmax(1), e / e.sum(1, keepdims=True),
+                np.concatenate([x, x], 1), np.split(x, 2, 1)[1], x.T]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)
+        assert got[8] == [0, 1] and got[9] == 2000
+        np.testing.assert_array_equal(np.asarray(got[10]), np.asarray(got[11]))
+    with pytest.raises(zynbook.ZynMLTypeError):
+        session.run("softmax(x, axis=a)", x=x, a=np.array(1.0))       # a float is no axis

@@ -339,6 +339,7 @@ def _fill(fn_name, value_fn):
 def _rng(interp, seed):
     if seed is None:
         return interp.rng
+    seed = as_int(seed)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ZynMLTypeError("seed= takes a non-negative integer")
     return np.random.default_rng(seed)
@@ -461,7 +462,7 @@ def _memory_pool(interp, args, kwargs):
                              "size=1GB)")
     if "size" not in kwargs:
         raise ZynMLTypeError("memory_pool() needs size= in bytes, e.g. size=1GB")
-    size = kwargs["size"]
+    size = as_int(kwargs["size"])
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
         # it was "needs size=" where a size was given (0, -5, 1.5, true)
         shown = size if isinstance(size, (int, float)) and not isinstance(size, bool) else \
@@ -517,8 +518,8 @@ def _split(interp, args, kwargs):
     _unexpected(kwargs, ("axis",), "split")
     _arity(args, 2, "split", "split(x, parts, axis=-1)")
     t = _tensor(args[0])
-    n = args[1]
-    axis = kwargs.get("axis", 0)
+    n = as_int(args[1])
+    axis = as_int(kwargs.get("axis", 0))
     if not isinstance(n, int) or n <= 0:
         raise ZynMLTypeError("split()'s second argument is the number of equal parts")
     if not _is_int(axis):
@@ -543,12 +544,13 @@ def _concat(interp, args, kwargs):
     _arity(args, 1, "concat", "concat([a, b], axis=0)")
     if not isinstance(args[0], (list, tuple)) or not args[0]:
         raise ZynMLTypeError("concat() takes a list of one or more tensors: concat([a, b])")
-    if not _is_int(kwargs.get("axis", 0)):
-        raise ZynMLTypeError(f"concat(): axis= takes an integer, not {_kind(kwargs['axis'])}")
+    axis = as_int(kwargs.get("axis", 0))
+    if not _is_int(axis):
+        raise ZynMLTypeError(f"concat(): axis= takes an integer, not {_kind(axis)}")
     parts = interp.colocate([_tensor(t) for t in args[0]], what="the tensors of concat()")
     try:
         return wrap(xp_of(parts[0]).concatenate([host_array(p) for p in parts],
-                                                axis=kwargs.get("axis", 0)), parts[0])
+                                                axis=axis), parts[0])
     except ValueError as err:
         raise ZynMLShapeError(f"concat(): {err}") from None
 
@@ -559,7 +561,8 @@ def _transpose(interp, args, kwargs):
     t = _tensor(args[0])
     arr = host_array(t)
     if len(args) == 2:
-        axes = list(args[1]) if isinstance(args[1], (list, tuple)) else [args[1]]
+        axes = [as_int(a) for a in
+                (args[1] if isinstance(args[1], (list, tuple)) else [args[1]])]
         if sorted(a % t.ndim if _is_int(a) and -t.ndim <= a < t.ndim else -1
                   for a in axes) != list(range(t.ndim)):
             raise ZynMLShapeError(f"transpose(): axes {axes} are not an order of the "
@@ -693,9 +696,9 @@ def _reduction(name, method):
         if isinstance(v, list):
             v = Tensor(_numbers_array(v, name))
         t = _tensor(v)
-        axis = kwargs.get("axis")
+        axis = as_int(kwargs.get("axis"))
         if isinstance(axis, (list, tuple)) and name not in ("argmax", "argmin"):
-            axis = tuple(axis)          # several axes, as numpy takes them
+            axis = tuple(as_int(a) for a in axis)      # several axes, as numpy takes them
         for a in axis if isinstance(axis, tuple) else (axis,):
             if a is not None and (not isinstance(a, int) or isinstance(a, bool)):
                 raise ZynMLTypeError(f"{name}(): axis= takes an integer"
@@ -731,8 +734,10 @@ def _softmax(interp, args, kwargs):
     _arity(args, 1, "softmax", "softmax(x, axis=-1)")
     t = _tensor(args[0])
     xp, a = xp_of(t), host_array(t)
-    axis = kwargs.get("axis", -1)
-    if not _is_int(axis) or not -t.ndim <= axis < max(t.ndim, 1):
+    axis = as_int(kwargs.get("axis", -1))
+    if not _is_int(axis):
+        raise ZynMLTypeError(f"softmax(): axis= takes an integer, not {_kind(axis)}")
+    if not -t.ndim <= axis < max(t.ndim, 1):
         raise ZynMLShapeError(f"softmax(): axis {axis} is outside a tensor of {t.ndim} axes")
     if a.size == 0:     # rows of no values (numpy's max of an empty axis raised): no values
         return wrap(xp.exp(a), t)
@@ -781,6 +786,7 @@ def _where(interp, args, kwargs):
 
 @builtin("range")
 def _range(interp, args, kwargs):
+    args = [as_int(a) for a in args]
     if not 1 <= len(args) <= 3 or not all(isinstance(a, int) for a in args):
         raise ZynMLTypeError("range(n) or range(start, stop[, step]) with integers")
     return list(range(*args))

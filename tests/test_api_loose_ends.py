@@ -302,3 +302,26 @@ def test_a_0d_integer_tensor_is_an_integer_argument_of_host_builtins(device):
         np.testing.assert_array_equal(np.asarray(got[10]), np.asarray(got[11]))
     with pytest.raises(zynbook.ZynMLTypeError):
         session.run("softmax(x, axis=a)", x=x, a=np.array(1.0))       # a float is no axis
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_0d_tensor_is_a_size_or_number_of_the_device_interface(device):
+    """The device interface's sizes and hyperparameters (matmul's m, k, n, alloc's length,
+    softmax's rows) take a 0-d tensor as the number it holds, in ZynML and from Python;
+    each was a type error printing the tensor's every value."""
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 2)).astype(np.float32)
+    session = zynbook.Session(device)
+    got = session.run("""[download(matmul(upload(a), upload(b), s[0], s[1], s[2])),
+ len(alloc(s[1] * 2)), download(softmax(upload(a), m, s[1]))]""",
+                      a=a, b=b, s=np.array([3, 4, 2]), m=np.array(3, np.int32))
+    np.testing.assert_allclose(np.asarray(got[0]), (a @ b).ravel(), rtol=1e-5, atol=1e-5)
+    assert got[1] == 8
+    e = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(got[2]), (e / e.sum(1, keepdims=True)).ravel(),
+                               rtol=1e-5, atol=1e-6)
+    dev = zynbook.device(device)
+    np.testing.assert_array_equal(dev.download(dev.alloc(np.array(5))), np.zeros(5, np.float32))
+    with pytest.raises(zynbook.ZynMLTypeError) as info:
+        session.run("alloc(x)", x=np.ones(1000))
+    assert "not Tensor" in info.value.message and len(info.value.message) < 100

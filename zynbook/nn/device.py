@@ -25,6 +25,22 @@ from . import kernels as K
 from .fused import FusedOps
 
 
+def _held_number(v):
+    """A 0-d array or tensor of numbers (np.array(3), `s[0]` in ZynML) as the number it
+    holds, as numpy reads one; anything else as it is."""
+    if getattr(v, "ndim", None) == 0 and not isinstance(v, (np.generic, Buffer)) and \
+            hasattr(v, "__array__"):
+        a = np.asarray(v)
+        if a.dtype.kind in "iuf":
+            return a.item()
+    return v
+
+
+def _shown(v) -> str:
+    """`v` in an error: a number as it is, anything else by its type (not every value)."""
+    return repr(v) if isinstance(v, (int, float, str, type(None))) else type(v).__name__
+
+
 class Buffer:
     """A flat buffer of `len()` elements on one device (`.device`), f32 or u32."""
 
@@ -170,8 +186,9 @@ class Device(FusedOps):
 
     @staticmethod
     def _size(v, what: str, op: str, positive=True) -> int:
+        v = _held_number(v)
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise ZynMLTypeError(f"{op}(): `{what}` is a size (an int), not {v!r}")
+            raise ZynMLTypeError(f"{op}(): `{what}` is a size (an int), not {_shown(v)}")
         v = int(v)
         if v < (1 if positive else 0):
             raise ZynMLShapeError(f"{op}(): `{what}` must be {'at least 1' if positive else 'at least 0'}, not {v}")
@@ -184,8 +201,9 @@ class Device(FusedOps):
     def _number(v, what: str, op: str, below_one=False, positive=False) -> float:
         """A hyperparameter: a number at least 0 (and below 1 where `below_one`, above 0
         where `positive`: RoPE's base)."""
+        v = _held_number(v)
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise ZynMLTypeError(f"{op}(): `{what}` is a number, not {v!r}")
+            raise ZynMLTypeError(f"{op}(): `{what}` is a number, not {_shown(v)}")
         v = float(v)
         if not (0.0 <= v < 1.0 if below_one else 0.0 <= v < math.inf) or (positive and v == 0):
             raise ZynMLTypeError(f"{op}(): `{what}` must be " +

@@ -325,3 +325,17 @@ def test_a_0d_tensor_is_a_size_or_number_of_the_device_interface(device):
     with pytest.raises(zynbook.ZynMLTypeError) as info:
         session.run("alloc(x)", x=np.ones(1000))
     assert "not Tensor" in info.value.message and len(info.value.message) < 100
+
+
+def test_an_interrupted_host_loop_keeps_its_finished_iterations(python_handles_sigint):
+    """As docs/api.md says (it said the interrupted statement binds nothing): a host loop
+    keeps what its finished iterations did, as Python's loop does; a later statement binds
+    nothing."""
+    session = zynbook.Session("cpu")
+    session.run("var t = 0")
+    _interrupted(session, "for i in 0..1000000000:\n    t = t + 1\n    let last = i\n"
+                 "let never = 1", after=0.5)
+    ns = session.namespace
+    assert ns["t"] > 0 and ns["t"] in (ns["last"] + 1, ns["last"] + 2)
+    assert "never" not in ns
+    assert session.run("t + 1") == ns["t"] + 1

@@ -339,3 +339,14 @@ def test_an_interrupted_host_loop_keeps_its_finished_iterations(python_handles_s
     assert ns["t"] > 0 and ns["t"] in (ns["last"] + 1, ns["last"] + 2)
     assert "never" not in ns
     assert session.run("t + 1") == ns["t"] + 1
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_pipeline_parameter_named_self_is_given_by_name_from_python(device):
+    """A pipeline called from Python takes any parameter by name, `self` too (Python said
+    "got multiple values for argument 'self'"), as Session.run binds an input of any name."""
+    p = zynbook.Session(device).run("pipeline p(self: tensor, args: float):\n"
+                                    "    return self * args\np")
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(p(self=x, args=1.5)), x * np.float32(1.5))
+    np.testing.assert_array_equal(np.asarray(p(x, args=3.0)), x * np.float32(3))

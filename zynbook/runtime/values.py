@@ -101,8 +101,9 @@ class Pipeline:
         self.name = node.name
         self.source = source            # the text it was defined in, for its errors
 
-    def __call__(self, *args, **kwargs):
-        """Call from Python: arrays become tensors, dicts records, as `zynbook.run` binds them."""
+    def __call__(self, /, *args, **kwargs):
+        """Call from Python: arrays become tensors, dicts records, as `zynbook.run` binds them
+        (`self` is positional: a parameter may have that name)."""
         # (no import statement on this path: a model calls it per layer and step, and one
         # costs as much as binding an argument; the session module imports this one)
         bind_value = sys.modules[_SESSION].bind_value

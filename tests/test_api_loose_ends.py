@@ -350,3 +350,20 @@ def test_a_pipeline_parameter_named_self_is_given_by_name_from_python(device):
     x = np.arange(5, dtype=np.float32)
     np.testing.assert_array_equal(np.asarray(p(self=x, args=1.5)), x * np.float32(1.5))
     np.testing.assert_array_equal(np.asarray(p(x, args=3.0)), x * np.float32(3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_0d_tensor_is_a_timeout_and_a_memory_budget(device):
+    """`await f timeout d` and `config { memory_budget: m }` take a 0-d tensor as the number
+    it holds (np.array(2.0), s[0]); each was a type error ("timeout takes a duration")."""
+    x = np.random.default_rng(9).standard_normal(6).astype(np.float32)
+    session = zynbook.Session(device)
+    got = session.run("let f = compute(x) @async {\n    for i in 0..n:\n"
+                      "        out[i] = x[i] * 2.0\n}\nawait f timeout d", x=x, d=np.array(30.0))
+    np.testing.assert_allclose(np.asarray(got), x * 2, rtol=1e-6)
+    try:
+        budget = session.run("config { memory_budget: s[0] }\nmemory_stats().budget_bytes",
+                             s=np.array([1 << 20, 0]))
+        assert budget == 1 << 20
+    finally:
+        session.run("config { memory_budget: inf }")

@@ -239,6 +239,8 @@ def set_memory_budget(interp, value, span):
     their activations within, recomputing the rest in the backward pass."""
     import math
     from ..nn.device import device
+    from .builtins import as_number
+    value = as_number(value)        # (a 0-d tensor, np.array(2**20), is its number)
     if isinstance(value, float) and math.isinf(value) and value > 0:
         value = None
     elif isinstance(value, bool) or not isinstance(value, int) or value < 0:

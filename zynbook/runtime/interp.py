@@ -1177,7 +1177,7 @@ class Interpreter:
                                  f"{B._kind(fut)}", e.future.span)
         timeout = None
         if e.timeout is not None:
-            timeout = self.eval(e.timeout)
+            timeout = B.as_number(self.eval(e.timeout))
             if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or \
                     not timeout >= 0:           # (NaN too)
                 raise ZynMLTypeError("timeout takes a duration like 500ms or 2s", e.timeout.span)

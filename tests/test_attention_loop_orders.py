@@ -10,18 +10,23 @@ near misses (a loop no tensor indexes, V's width not Q's and K's) are not attent
 still equal numpy."""
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
+import nvcc_runs
 from compute_testing import emulate_kernel, lower_block, lower_signatures, wanted_devices
 from cuda_cir_kernels import _representable
 from tolerances import assert_within
 from zynbook.backends.registry import get_device
 from zynbook.compiler import dims, schedules
+from zynbook.compiler.codegen.cuda import render_cuda
 from zynbook.compiler.passes import recognise
 from zynbook.compiler.schedules import attention_wgmma as W
 from zynbook.compiler.schedules.attention import PRODUCTS, Attention, AttentionParams
 from zynbook.compiler.schedules.attention_mma import MMA
+from zynbook.compiler.schedules.base import Choice
 from zynbook.compiler.targets import cpu_target, cuda_target, metal_target, webgpu_target
 
 SCHED = Attention()
@@ -353,3 +358,19 @@ def test_v_wider_than_head_dim_runs_generic_and_equals_numpy(form):
         prog = schedules.build(k, t, sz)
         assert "(attention: " not in prog.schedule
         assert_within(emulate_kernel(prog, k, ins, sz, sc, warp=warp).astype(np.float64), want, 2e-4, 2e-5)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_cuda_source_compiles_with_nvcc():
+    """The CUDA C of kv_attention's nest (one thread a query) and of a 3-D f16 attention
+    (mma.sync on sm_80, warpgroup MMAs on sm_90), as the CUDA printer renders them."""
+    k, _, sz, _, _ = _kv_case()
+    sources = [(render_cuda(k, sz).source, "sm_80")]
+    k, _, sz, _ = _half("three_pass_3d_sh_ih", "f16", 70, 64)
+    sources += [(render_cuda(k, sz, options={"params": Choice("attention", p)}).source, arch)
+                for p, arch in ((MMA, "sm_80"), (W.default(64), "sm_90a"))]
+    flags = lambda arch: ("-gencode", f"arch=compute_{arch[3:]},code={arch}", "-cubin")
+    runs = [(arch, nvcc_runs.queue(src, flags(arch))) for src, arch in sources]
+    for arch, fut in runs:
+        res = fut.result()
+        assert res.returncode == 0, (arch, res.stderr[-3000:])

@@ -367,3 +367,15 @@ def test_a_0d_tensor_is_a_timeout_and_a_memory_budget(device):
         assert budget == 1 << 20
     finally:
         session.run("config { memory_budget: inf }")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_0d_integer_tensor_indexes_a_list_it_assigns_into(device):
+    """`l[k] = v` and `l[s[0]] += v` take a 0-d integer tensor as the index, as reading
+    `l[k]` does; each was a type error ("a list is indexed by one integer")."""
+    got = zynbook.Session(device).run("var l = [1, 2, 3]\nl[k] = 9\nl[s[0]] += 5\n[l, l[k]]",
+                                      k=np.array(1), s=np.array([2]))
+    want = [1, 2, 3]
+    want[int(np.array(1))] = 9
+    want[2] += 5
+    assert got == [want, want[1]]

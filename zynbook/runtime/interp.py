@@ -495,6 +495,7 @@ class Interpreter:
             key = self.index_key(s.target.items)
             value = self.eval(s.value)
             if isinstance(base, list):
+                key = [B.as_int(k) for k in key]    # (s[0], np.array(1): as in reading)
                 if len(key) != 1 or not _integer(key[0]):
                     raise ZynMLTypeError("a list is indexed by one integer", s.target.span)
                 if not -len(base) <= key[0] < len(base):

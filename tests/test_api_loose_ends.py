@@ -1,7 +1,11 @@
-"""Loose ends of the Python and notebook surface: a program input named `device`, 0-d
-tensors as pipeline numbers, `to_device(..., copy=false)`, placement through %%compute,
-interrupting an `await`, and `memory_stats()` in a loop. Each is compared with numpy or
-torch written here, on every device present."""
+"""Loose ends of the Python and notebook surface, each the regression of a bug found: a
+program input named `device` (zynbook.run, Program.run) and `compute_annotations` (the
+ZynML kernel, %%compare, Session.run_cell), a pipeline parameter named `self`, a device that
+is not a string; 0-d tensors as the numbers of pipeline parameters, host builtins (axis=,
+seed=, range, ...), the device interface's sizes, timeouts, memory budgets and list
+indices; `to_device(..., copy=false)` returning the tensor itself; a placement surviving
+%%compute's numpy; an interrupted `await` and host loop; `memory_stats()` counting what the
+program holds. Each is compared with numpy or torch written here, on every device present."""
 from __future__ import annotations
 
 import numpy as np

@@ -241,7 +241,7 @@ class Printer:
                 self.emit(d.convert(s.dst, self.expr(s.dst_index), s.src, self.expr(s.src_index),
                                     s.count, s.dtype), line)
         elif isinstance(s, ir.Barrier):
-            self.emit(d.barrier(), line)
+            self.emit(d.barrier(device=s.device), line)
         elif isinstance(s, ir.NamedBarrier):
             if not hasattr(d, "named_barrier"):
                 raise TypeError(f"the {d.name} dialect has no named barriers")

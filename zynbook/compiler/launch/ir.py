@@ -276,8 +276,10 @@ class If(Stmt):
 
 @dataclass(frozen=True)
 class Barrier(Stmt):
-    """Every thread of the block waits here; shared arrays written before are visible after."""
+    """Every thread of the block waits here; shared arrays written before are visible after
+    (`device`: shared arrays spilled to a scratch buffer, which the barrier orders too)."""
     line: int = 0
+    device: bool = False
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,11 @@ class Block(Schedule):
 
 
 class _Builder(Builder):
+    spill = False                       # shared arrays in scratch (device) memory
+
+    def barrier(self, ln) -> ir.Barrier:
+        return ir.Barrier(ln, self.spill)
+
     def __init__(self, kernel, target, sizes, params: BlockParams):
         self.sizes = {k: int(v) for k, v in sizes.items()}
         kernel = without_tiles(kernel, self.sizes)[0] or kernel
@@ -121,7 +126,7 @@ class _Builder(Builder):
 
     def program(self) -> ir.Program:
         nest, idx = self.nest, self.idx
-        spill = _spills(nest.body, self.t, self.sizes, self.T)
+        spill = self.spill = _spills(nest.body, self.t, self.sizes, self.T)
         blocks = max(1, min(nest.total, self.t.max_blocks, SPILL_BLOCKS if spill else nest.total))
         # shared arrays: block memory declared once at the top of the kernel, or (past the
         # target's shared memory) a slice of a scratch buffer per block
@@ -184,15 +189,15 @@ class _Builder(Builder):
             fill = ir.For(e, self.at("thread"), self.i(self.counts[s.name]), self.i(self.T),
                           (ir.Store(ident, at, lit(0, dtype) if dtype != "bool"
                                     else lit(False, "bool"), None, ln),), self.idx, ln)
-            return [fill, ir.Barrier(ln)]
+            return [fill, self.barrier(ln)]
         if isinstance(s, cir.Barrier):
-            return [ir.Barrier(ln)]
+            return [self.barrier(ln)]
         if isinstance(s, cir.Let):
             if s.mutable:
                 mutable.add(s.name)
             return list(low.stmts((s,)))
         if isinstance(s, (cir.Store, cir.Atomic)):
-            return [ir.If(first_thread(), tuple(low.stmts((s,))), (), ln), ir.Barrier(ln)]
+            return [ir.If(first_thread(), tuple(low.stmts((s,))), (), ln), self.barrier(ln)]
         if isinstance(s, cir.If):
             cond = low.expr(s.cond)
             with low.facts.assuming(s.cond):
@@ -204,7 +209,7 @@ class _Builder(Builder):
                 and not (assigned_vars(s.body) - declared_vars(s.body))
             kind = "independent" if independent else classify_loop(s, mutable)
             if kind == "independent":
-                return [self.split(s, {}), ir.Barrier(ln)]
+                return [self.split(s, {}), self.barrier(ln)]
             if isinstance(kind, tuple):
                 return self.accumulate(s, kind[1])
             start, stop, step = low.index(s.start), low.index(s.stop), low.index(s.step)

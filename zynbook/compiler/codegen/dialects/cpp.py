@@ -80,7 +80,7 @@ class CppDialect(CFamily):
     def collective(self, op, value, scope, dtype, width=0):
         return value                # one thread per block: the group is the thread itself
 
-    def barrier(self):
+    def barrier(self, device=False):
         return "/* barrier: one thread per block */"
 
     STACK_BYTES = 16 * 1024     # larger arrays go on the heap (a thread's stack is small)

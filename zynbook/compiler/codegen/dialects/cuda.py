@@ -299,8 +299,8 @@ class CudaDialect(CFamily):
     def async_wait(self, pending):
         return f'asm volatile("cp.async.wait_group {int(pending)};\\n" ::: "memory");'
 
-    def barrier(self):
-        return "__syncthreads();"
+    def barrier(self, device=False):
+        return "__syncthreads();"          # orders global memory among the block's threads too
 
     def named_barrier(self, id_, threads, arrive):
         op = "bar.arrive" if arrive else "bar.sync"

@@ -145,7 +145,9 @@ class MslDialect(CFamily):
             return f"{self.need('zyn_simd_' + op)}({value})"
         return f"{_SIMD[op]}({value})"
 
-    def barrier(self):
+    def barrier(self, device=False):
+        if device:
+            return "threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);"
         return "threadgroup_barrier(mem_flags::mem_threadgroup);"
 
     def array(self, name, dtype, count, space):

@@ -411,8 +411,8 @@ class WgslDialect:
         inc = f"{var}++" if step in ("1i", "1u") else f"{var} += {step}"
         return f"for (var {var}: {t} = {start}; {var} < {stop}; {inc})"
 
-    def barrier(self):
-        return "workgroupBarrier();"
+    def barrier(self, device=False):
+        return "storageBarrier(); workgroupBarrier();" if device else "workgroupBarrier();"
 
     def array(self, name, dtype, count, space):
         # bools in workgroup memory are u32s, as in buffers: Naga gives a workgroup array

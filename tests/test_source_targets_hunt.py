@@ -8,7 +8,9 @@ compared with numpy written here:
   32 KiB, synchronised them with `threadgroup_barrier(mem_flags::mem_threadgroup)` in MSL and
   `workgroupBarrier()` in WGSL, which order threadgroup memory only: a thread could read a
   slot another had written before the barrier but not made visible (the barrier now says
-  so in the launch IR, `Barrier.device`, and each dialect spells it).
+  so in the launch IR, `Barrier.device`, and each dialect spells it);
+- `MSLProgram.threadgroup_bytes` was always 0, so the 32 KiB limit that tests check of it
+  held of every program.
 
 Run: .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_source_targets_hunt.py"""
 from __future__ import annotations
@@ -24,6 +26,7 @@ import zynbook
 from zynbook.backends import registry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import attention_sources as A  # noqa: E402
 import nvcc_runs  # noqa: E402
 from compute_testing import emulate_kernel, lower_block, wanted_devices  # noqa: E402
 from metal_emu import emulator as emu  # noqa: E402
@@ -142,3 +145,31 @@ def test_spilled_shared_array_barrier_orders_storage_on_webgpu(device):
 def test_spilled_shared_array_on_cuda():
     x, want = _spilled_inputs()
     cuda_checks(SPILLED, {"x": x}, want, 0, 0)
+
+
+def _declared_threadgroup_bytes(source: str) -> int:
+    """The bytes of the `threadgroup T name[n];` declarations in MSL text."""
+    import re
+    size = {"float": 4, "half": 2, "bfloat": 2, "int": 4, "uint": 4, "long": 8, "ulong": 8,
+            "char": 1, "uchar": 1, "short": 2, "ushort": 2, "bool": 1}
+    total = 0
+    for base, lanes, n in re.findall(r"^\s*threadgroup (\w+?)(\d?) \w+\[(\d+)\];", source, re.M):
+        total += size[base] * int(lanes or 1) * int(n)
+    return total
+
+
+FLASH_256 = A.flash(32, 32, "min") + "attn\n"        # K/V tiles in threadgroup memory
+
+
+def test_threadgroup_bytes_are_what_the_msl_declares(metal):
+    from zynbook.compiler.codegen import msl
+    q, k, v = (RNG.standard_normal((1, 1, 40, 256)).astype(np.float32) for _ in range(3))
+    s = np.einsum("bhid,bhjd->bhij", q.astype(np.float64), k) / 16
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ v
+    np.testing.assert_allclose(run_metal(metal, FLASH_256, Q=q, K=k, V=v), want, rtol=1e-4, atol=1e-5)
+    kernel, _, sizes, _ = lower_block(FLASH_256, {"Q": q, "K": k, "V": v})
+    prog = msl.render_program(kernel, sizes)
+    declared = _declared_threadgroup_bytes(prog.source)
+    assert declared > 0 and prog.threadgroup_bytes == declared <= 32768, \
+        (prog.threadgroup_bytes, declared)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .. import cir, schedules
 from ..launch import ir
-from ..launch.scalar import user_name
+from ..launch.scalar import DTYPE_BYTES, user_name
 from ..targets import metal_target
 from .dialects.msl import ARG_TYPES as MSL_ARG_TYPES
 from .dialects.msl import MslDialect, Refused
@@ -107,4 +107,11 @@ def _launch_program(kernel, sizes, notes, only=None, exclude=(), params=None) ->
     slots.append(BufferSlot(len(slots), "error", "zyn_err", "i32", 2))
     dispatches = [Dispatch(l.kernel, int(ir.evaluate(l.grid, sizes)), l.block) for l in prog.launches]
     return MSLProgram(prog.kernels[0].name, out.source, dispatches, slots, args, prog.schedule,
-                      notes + prog.notes, 0, prog.sites)
+                      notes + prog.notes, max(_threadgroup_bytes(k) for k in prog.kernels), prog.sites)
+
+
+def _threadgroup_bytes(k: ir.Kernel) -> int:
+    """The threadgroup memory kernel `k` declares (Metal allows 32 KiB)."""
+    return k.dynamic_shared + sum(
+        DTYPE_BYTES[ir.element_of(a.dtype)] * ir.lanes_of(a.dtype) * max(a.count, 1)
+        for a in ir.walk(k.body) if isinstance(a, ir.Array) and a.space == "shared")

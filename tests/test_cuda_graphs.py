@@ -299,7 +299,7 @@ def test_a_straight_line_pipeline_call_replays_without_running_its_body(cuda, mo
         y = s.run("q(x, idx)", x=x, idx=good, scale=scale)
         close(y, want(scale, good.host))
         assert len(s.last_kernels) == len(s.launches) == 2      # b fused into c
-        kept = kept or y
+        kept = y if kept is None else kept
     # blocks evaluated: the first two calls of each scale (then the trace replays)
     assert len(evaluated) == 3 * 4
     close(kept, want(2.0, good.host))

@@ -137,11 +137,15 @@ def test_a_name_the_cell_binds_before_reading_it_is_bound_only_when_the_notebook
         for _ in range(2):
             np.testing.assert_allclose(host(run(shell, line)), x * 2 + 1)
     assert envs[3:] == [["a", "x", "y"], ["a", "x"]] * 2
-    # read before the cell binds it (here in the statement that binds it): bound every run
+    # read before the cell binds it (here in the statement that binds it): the `y` the
+    # notebook holds is the one the magic wrote back, so the cell reads the session's own
+    # tensor (its dtype and placement kept) and binds nothing new; a rebound `y` is bound
     cell = CELL.replace("out[i] = x[i] * a", "out[i] = x[i] * a + y[i] * 0.0")
     for _ in range(2):
         np.testing.assert_allclose(host(run(shell, line, cell)), x * 2 + 1)
-    assert envs[7:] == [["a", "x", "y"]] * 2
+    shell.user_ns["y"] = on(device, np.zeros(4, np.float32))
+    np.testing.assert_allclose(host(run(shell, line, cell)), x * 2 + 1)
+    assert envs[7:] == [["a", "x"], ["a", "x"], ["a", "x", "y"]]
 
 
 def test_a_cell_failing_before_it_binds_a_name_leaves_the_notebook_value_bound(

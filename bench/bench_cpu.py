@@ -14,7 +14,7 @@ BLAS (OpenBLAS) leaves its worker threads spinning for about a tenth of a second
 call, and OpenMP's threads spin too, so runs alternating measured each side sharing the
 cores with the other's idle threads (on 16 cores `cpu:native`'s 1024 matmul then took
 17 ms, its plan falling back to one thread, backends/cpu/native.py, _CONTENDED, against
-about 5 ms in a loop of its own).
+7 ms in a loop of its own with the same kernel).
 
     python bench/bench_cpu.py [--reps 7] [--small] [--devices cpu,cpu:native]
                               [--json bench/results/cpu.json]

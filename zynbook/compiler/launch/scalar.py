@@ -255,7 +255,7 @@ class ScalarLowering:
             x = self.expr(e.operand)
             if e.op == "not":
                 return ir.Un("not", cast(x, "bool"), "bool")
-            if not self.signed_wraps and not self.indexing and dt in ("i32", "i64"):
+            if not self.signed_wraps and dt in ("i32", "i64") and self.may_wrap(e):
                 return ir.Math(ir.WRAPPING_NEG, (cast(x, dt),), dt)     # as + - * (binary)
             return ir.Un("neg", cast(x, dt), dt)
         if isinstance(e, cir.Cast):
@@ -285,6 +285,12 @@ class ScalarLowering:
 
     def index(self, e) -> ir.Expr:
         return cast(self.index_value(e), self.idx)
+
+    def may_wrap(self, e) -> bool:
+        """Whether signed `e` needs wrapping arithmetic: a value, or an index whose
+        interval may leave its type (`x[i * 1000000000 / 1000000000]`: the compiler of an
+        overflow it may assume away would read x[i] where every device checks x[-1])."""
+        return not self.indexing or self.facts.interval(e) is None
 
     def index_value(self, e) -> ir.Expr:
         """Index `e` in its own integer type, not yet converted to the index type."""
@@ -351,7 +357,7 @@ class ScalarLowering:
                 return ir.CheckedDiv("/", a, b, self.sites.add(errflag.DIV_ZERO, self.line, span=e.span),
                                      self.sites.add(errflag.DIV_OVERFLOW, self.line, dt, span=e.span), dt)
             return ir.CheckedDiv("%", a, b, self.sites.add(errflag.REM_ZERO, self.line, span=e.span), 0, dt)
-        if not self.signed_wraps and not self.indexing and dt in ("i32", "i64") and op in "+-*":
+        if not self.signed_wraps and dt in ("i32", "i64") and op in "+-*" and self.may_wrap(e):
             return ir.Math(next(f for f, o in ir.WRAPPING.items() if o == op), (a, b), dt)
         return ir.Bin(op, a, b, dt)
 

@@ -110,6 +110,9 @@ class Facts:
             v = e.value
             return None if isinstance(v, bool) or not isinstance(v, int) else (v, v)
         r = self._var_interval(e, d) if isinstance(e, cir.Var) else self._interval(e, depth)
+        if r is not None and not isinstance(e, cir.Var) and r[0] <= r[1] and \
+                not _fits(r, e.ty.dtype):
+            r = None    # it wraps in its type: `i * 1000000000 / 1000000000` is not i
         if not (self.assumed and isinstance(e, cir.Expr)):
             return r
         for lo_e, hi_e in self._assumed(cir.format_expr(e)):
@@ -271,6 +274,15 @@ def _bounds_of(cond, out: dict):
 
 def _is_int_dtype(dtype: str) -> bool:
     return dtype in cir.INT_DTYPES
+
+
+def _fits(r, dtype: str) -> bool:
+    """Whether every integer in the interval r is a value of the integer dtype."""
+    if not _is_int_dtype(dtype):
+        return True
+    bits = int(dtype[1:])
+    lo, hi = (0, 1 << bits) if dtype[0] == "u" else (-(1 << bits - 1), 1 << bits - 1)
+    return lo <= r[0] and r[1] < hi
 
 
 def _trunc_div(a: int, b: int) -> int:

@@ -117,17 +117,17 @@ class Printer:
 
     def expr(self, e) -> str:
         d = self.d
-        if getattr(d, "evaluates_constants", False) and e.__class__ in (ir.Bin, ir.Un, ir.Math) \
-                and e.dtype in _FLOATS:
-            # a language that evaluates expressions of constants as it compiles (WGSL) and
-            # refuses one whose value is not finite (exp(1000.0), 1.0 / 0.0, sqrt(-1.0)):
-            # that value is spelled instead, as the reference has it; a division by a
-            # constant zero is the product with the infinity of its sign, the same value
-            # (a driver assuming finite values folded x / 0.0 to 0)
+        if e.__class__ in (ir.Bin, ir.Un, ir.Math) and e.dtype in _FLOATS:
+            # an expression of constants whose value is not finite (exp(1000.0), 1.0 / 0.0,
+            # 3e38 * 3.0) is spelled as that value, as the reference has it: WGSL evaluates
+            # such expressions as it compiles and refuses these, and a C++ compiler fused
+            # x + 3e38f * 3.0f into one fma, finite in its product (-inf + 9e38 for NaN)
             v = constant_value(e)
             if v is not None and not np.isfinite(v):
                 return d.lit(float(v), e.dtype)
-            if isinstance(e, ir.Bin) and e.op == "/":
+            # a division by a constant zero is the product with the infinity of its sign,
+            # the same value (a driver assuming finite values folded x / 0.0 to 0)
+            if getattr(d, "evaluates_constants", False) and isinstance(e, ir.Bin) and e.op == "/":
                 z = constant_value(e.b)
                 if z is not None and z == 0:
                     inf = ir.Lit(float(np.copysign(np.inf, z)), e.b.dtype)

@@ -426,16 +426,21 @@ def names_of(source: str) -> tuple:
 
 
 def assigned_names(program: A.Program) -> list[str]:
-    """Names the program's host statements assign (`acc += 1`, `x = ...`: names bound
-    before, by an earlier cell or the notebook) or bind in a host `for` or `if` body (a
-    `let` there binds at the top level), at the top level and in those bodies (not in
-    pipelines or compute blocks, whose names are their own)."""
+    """Names the program's host statements assign (`acc += 1`, `x = ...`, and the root of
+    `x[i] = ...` or `r.a = ...`, which change what the name holds: names bound before, by
+    an earlier cell or the notebook) or bind in a host `for` or `if` body (a `let` there
+    binds at the top level), at the top level and in those bodies (not in pipelines or
+    compute blocks, whose names are their own)."""
     names = []
 
     def visit(stmts):
         for stmt in stmts:
-            if isinstance(stmt, A.Assign) and isinstance(stmt.target, A.Name):
-                names.append(stmt.target.id)
+            if isinstance(stmt, A.Assign):
+                target = stmt.target
+                while isinstance(target, (A.Index, A.Attr)):
+                    target = target.base
+                if isinstance(target, A.Name):
+                    names.append(target.id)
             elif isinstance(stmt, A.Let):
                 names.extend(stmt.names)
             elif isinstance(stmt, A.VarDecl):

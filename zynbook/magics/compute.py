@@ -20,7 +20,8 @@ from ..kernel.progress import cell_progress
 from ..kernel.state import after_cell, announce_device, last_run, notebook_session, remember
 from ..runtime.tensor import Tensor
 from ..runtime.builtins import borrowed
-from ..session import _ARRAY_TYPES, bind_value, parse_cached
+from ..runtime.values import Record
+from ..session import _ARRAY_TYPES, _bind_env, bind_value, parse_cached
 
 # where IPython expands `$name` and `{expr}` in a magic's line: the frame that called
 # `run_cell_magic`'s caller, seen from `var_expand` called by the magic itself
@@ -244,12 +245,23 @@ class ComputeMagics(Magics):
                 kept[name] = (value, namespace.get(name, _UNBOUND))
         env = _notebook_values(shell, free, kept, namespace)   # the other names it reads
         session.forget_deleted(free, user_ns)
+        for name in bound:
+            # a value the session kept under a name the notebook has rebound since, which
+            # the cell binds before it reads: stale, a run not getting that far must not
+            # write it back over the notebook's
+            if name not in env and name in namespace and name not in shell.user_ns_hidden \
+                    and id(user_ns.get(name, namespace)) != written.get(name, id(namespace)):
+                del namespace[name]
         held = [namespace.get(name, _UNBOUND) for name in bound]
+        given = {}
         try:
             watched = cell_progress(session)
             try:
+                # bound here to tell after the run which of them the cell changed
+                given = _bind_env(env, parse_cached(source), source) if env else {}
+                datas = {name: getattr(v, "data", None) for name, v in given.items()}
                 # env as a dict: a notebook name such as `source` is no keyword clash
-                value, is_expr = session._run_cell(source, line.strip(), env)
+                value, is_expr = session._run_cell(source, line.strip(), given)
             finally:
                 watched.close()
         except BaseException as err:
@@ -272,11 +284,20 @@ class ComputeMagics(Magics):
             for name, was in zip(bound, held):
                 # (a name the notebook deleted that this run did not bind again stays
                 # deleted: a cell failing before its `let` brought it back)
-                if name in namespace and name not in hidden and (
-                        name in user_ns or namespace[name] is not was):
-                    made_from = namespace[name]
-                    made = user_ns[name] = to_python(made_from)
-                    written[name] = id(made)
+                if name not in namespace or name in hidden:
+                    continue
+                now = namespace[name]
+                if name in given:
+                    # the notebook's value, unless the cell rebound it or wrote into it (a
+                    # tensor then holds a copy): a torch tensor stays one
+                    if now is given[name] and getattr(now, "data", None) is datas[name] \
+                            and not isinstance(now, (list, Record)):
+                        continue
+                elif name not in user_ns and now is was:
+                    continue
+                made_from = now
+                made = user_ns[name] = to_python(now)
+                written[name] = id(made)
         if not is_expr:
             return None
         if value is made_from and (made is value or type(value) is Tensor and made is value.data):

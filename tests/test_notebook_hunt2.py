@@ -1,0 +1,164 @@
+"""%%compute cells as a notebook user writes them: writes into the notebook's arrays, cells
+that fail midway, names the notebook rebinds between cells; each checked against numpy
+computed here, on every local device."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("IPython")
+torch = pytest.importorskip("torch")
+
+import zynbook  # noqa: E402
+from compute_testing import wanted_devices  # noqa: E402
+from zynbook.errors import ZynMLError  # noqa: E402
+from zynbook.kernel import state  # noqa: E402
+
+DEVICES = [d for d in wanted_devices() if not d.startswith(("browser", "cuda", "metal"))]
+NAMES = ("x", "y", "z", "w", "acc", "r")
+
+
+@pytest.fixture
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    sh = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device="cpu"))
+    sh.run_line_magic("load_ext", "zynbook")
+    for name in NAMES:
+        sh.user_ns.pop(name, None)
+    yield sh
+    for name in NAMES:
+        sh.user_ns.pop(name, None)
+    state.set_notebook_session(None)
+
+
+def cell(shell, text):
+    result = shell.run_cell(text)
+    assert result.success, result.error_in_exec
+    return result.result
+
+
+def host(value):
+    """A notebook value as float64 numpy (a torch bf16 tensor has no numpy dtype)."""
+    if isinstance(value, torch.Tensor):
+        return value.float().numpy().astype(np.float64)
+    return np.asarray(value).astype(np.float64)
+
+
+# (library, dtype name): numpy has no bf16, torch's is what a notebook holds
+KINDS = [("numpy", "f32"), ("numpy", "i32"), ("numpy", "f16"),
+         ("torch", "f32"), ("torch", "i32"), ("torch", "f16"), ("torch", "bf16")]
+
+
+def make(library, dtype, values):
+    if library == "numpy":
+        return np.asarray(values, {"f32": np.float32, "i32": np.int32, "f16": np.float16}[dtype])
+    return torch.tensor(values, dtype={"f32": torch.float32, "i32": torch.int32,
+                                       "f16": torch.float16, "bf16": torch.bfloat16}[dtype])
+
+
+# ------------------------------------------------- writes into a notebook array persist
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("library,dtype", KINDS)
+def test_element_writes_into_a_notebook_array_reach_the_next_cells(shell, device, library,
+                                                                    dtype):
+    """`x[i] = ...` in a %%compute cell on an array the notebook defined is seen by the next
+    cell and by Python (it was lost: the next cell read the notebook's array again), and
+    the notebook's original array is left as it was."""
+    start = [3, -1, 4, 1, -5, 9]
+    x = make(library, dtype, start)
+    original = host(x).copy()
+    shell.user_ns["x"] = x
+    at = f'%%compute @device("{device}")\n'
+    # a host write, a kernel reading the written array, a write in a host loop
+    cell(shell, at + "x[1] = 7\nlet y = compute(x) {\n    for i in 0..n:\n"
+                     "        out[i] = x[i] * 2\n}\nfor k in 0..2:\n    x[4 + k] = x[k] + 1\n")
+    want = np.array(start, np.float64)
+    want[1] = 7
+    want_y = want * 2
+    want[4:6] = want[0:2] + 1
+    np.testing.assert_array_equal(host(shell.user_ns["y"]), want_y)
+    np.testing.assert_array_equal(host(shell.user_ns["x"]), want)
+    # the next cell reads what the last one wrote, and writes again
+    got = cell(shell, at + "x[0] = x[0] + x[5]\nlet z = compute(x) {\n    for i in 0..n:\n"
+                           "        out[i] = x[i] + 1\n}\nz\n")
+    want[0] += want[5]
+    np.testing.assert_array_equal(host(got), want + 1)
+    np.testing.assert_array_equal(host(shell.user_ns["x"]), want)
+    np.testing.assert_array_equal(host(x), original)        # the notebook's own array
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("library,dtype", [("numpy", "f32"), ("numpy", "i32"),
+                                           ("torch", "f32"), ("torch", "bf16")])
+def test_rebinding_a_notebook_name_reaches_the_next_cell(shell, device, library, dtype):
+    x = make(library, dtype, [1, 2, 3, 4])
+    shell.user_ns["x"] = x
+    at = f'%%compute @device("{device}")\n'
+    cell(shell, at + "let x = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 3\n}\n")
+    np.testing.assert_array_equal(host(shell.user_ns["x"]), [3, 6, 9, 12])
+    # (an input is assigned to after `var`)
+    got = cell(shell, at + "var x = x\nx = compute(x) {\n    for i in 0..n:\n"
+                           "        out[i] = x[i] - 1\n}\nx\n")
+    np.testing.assert_array_equal(host(got), [2, 5, 8, 11])
+    np.testing.assert_array_equal(host(shell.user_ns["x"]), [2, 5, 8, 11])
+    np.testing.assert_array_equal(host(x), [1, 2, 3, 4])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_cell_failing_after_a_write_keeps_the_write(shell, device):
+    """Nothing is lost: the statements before the failing one keep their effect, in the
+    notebook as in the next cell."""
+    x = np.arange(5, dtype=np.float32)
+    shell.user_ns["x"] = x
+    result = shell.run_cell(f'%%compute @device("{device}")\nx[2] = 40.0\n'
+                            "let y = compute(x) {\n    for i in 0..n:\n"
+                            "        out[i] = x[i] + 0.5\n}\nlet w = y + nope_\n")
+    assert isinstance(result.error_in_exec, ZynMLError)
+    assert (result.error_in_exec.line, result.error_in_exec.column) == (7, 13)
+    want = np.arange(5, dtype=np.float32)
+    want[2] = 40.0
+    np.testing.assert_array_equal(shell.user_ns["x"], want)
+    np.testing.assert_array_equal(host(shell.user_ns["y"]), want + np.float32(0.5))
+    assert "w" not in shell.user_ns
+    np.testing.assert_array_equal(x, np.arange(5))
+
+
+def test_a_write_the_cell_does_not_reach_leaves_a_torch_tensor_as_it_is(shell):
+    """A cell that may write into a torch tensor but does not (the branch is not taken) leaves
+    the notebook's name the torch tensor itself, not a numpy copy of it."""
+    t = torch.arange(4, dtype=torch.float32)
+    shell.user_ns["x"] = t
+    got = cell(shell, "%%compute\nif x[0] > 100.0:\n    x[0] = 1.0\nlet y = x * 2.0\ny\n")
+    np.testing.assert_array_equal(got, np.arange(4) * 2.0)
+    assert shell.user_ns["x"] is t
+
+
+# -------------------------------------------- names the notebook rebound between cells
+
+def test_a_failing_cell_does_not_bring_back_a_value_the_notebook_replaced(shell):
+    """A name an earlier cell bound, that Python rebound since, and that a failing cell
+    binds after its failure: the notebook keeps Python's value (the session's old one was
+    written back over it)."""
+    cell(shell, "%%compute\nlet y = 1.5\nlet w = randn([3], seed=2)\n")
+    shell.run_cell("y = 5\nw = 'text'")
+    result = shell.run_cell("%%compute\nlet z = nope_\nlet y = 3\nlet w = 2\n")
+    assert isinstance(result.error_in_exec, ZynMLError)
+    assert shell.user_ns["y"] == 5 and shell.user_ns["w"] == "text"
+    # and the cell run when it can binds them
+    shell.user_ns["nope_"] = 1.0
+    try:
+        cell(shell, "%%compute\nlet z = nope_\nlet y = 3\nlet w = 2\n")
+    finally:
+        shell.user_ns.pop("nope_")
+    assert (shell.user_ns["y"], shell.user_ns["w"], shell.user_ns["z"]) == (3, 2, 1.0)
+
+
+def test_a_failing_cell_keeps_the_cells_own_value_of_an_ipython_name(shell):
+    cell(shell, "%%compute\nlet get_ipython = 3\n")
+    result = shell.run_cell("%%compute\nlet z = nope_\nlet get_ipython = 4\n")
+    assert isinstance(result.error_in_exec, ZynMLError)
+    assert cell(shell, "%%compute\nget_ipython + 1\n") == 4
+    assert callable(shell.user_ns["get_ipython"])

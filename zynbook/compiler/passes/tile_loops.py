@@ -19,8 +19,8 @@ threads, a loop that only accumulates is a block all-reduction, an array is bloc
   checked first (`cir.Check`): where they do not, the kernel reports the error the reference
   gives, never reading past a tile or a slice.
 
-What cannot be written this way (a tile whose extents have no bound at launch, argmax of a
-tile, a matmul of more than two axes) raises `TileRefusal` with the reason.
+What cannot be written this way (a tile whose extents have no bound at launch, a matmul of
+more than two axes) raises `TileRefusal` with the reason.
 """
 from __future__ import annotations
 
@@ -103,6 +103,18 @@ def _const(value, dtype: str) -> cir.Const:
 
 def _identity(op: str, dtype: str) -> cir.Const:
     return _const(identity_value(op, dtype), dtype)
+
+
+def _arg_step(op: str, best: str, at: str, vty: cir.Ty, v, pos, line: int) -> cir.If:
+    """One step of an argmax (argmin): `v` at `pos` becomes the running best where it is
+    the first value, the first NaN, or beyond the best, as numpy's."""
+    bool_, b = cir.Ty("bool"), cir.Var(best, vty)
+    better = cir.Bin("or", cir.Bin("and", cir.Bin("!=", v, v, bool_), cir.Bin("==", b, b, bool_),
+                                   bool_),
+                     cir.Bin(">" if op == "argmax" else "<", v, b, bool_), bool_)
+    first = cir.Bin("==", cir.Var(at, I32), cir.Const(-1, I32), bool_)
+    return cir.If(cir.Bin("or", first, better, bool_),
+                  (cir.Assign(best, v, line), cir.Assign(at, pos, line)), (), line)
 
 
 def _combine(op: str, acc: cir.Expr, v: cir.Expr) -> cir.Expr:
@@ -390,7 +402,7 @@ class _Rewriter:
                 return cir.Const(0, e.ty) if e.op in ("argmax", "argmin") else src
             if e.op in ("argmax", "argmin"):
                 if e.axis is not None and len(self.shape(src)[0]) > 1:
-                    raise TileRefusal(f"{e.op} along an axis of a tile inside a kernel body")
+                    return self.arg_axis(e.op, src, e.axis, e.ty.dtype, out, line)
                 return self.arg_all(e.op, src, e.ty.dtype, out, line)
             if e.axis is None:
                 return self.reduce_all(e.op, src, e.ty.dtype, out, line)
@@ -435,24 +447,39 @@ class _Rewriter:
         out += [cir.Let(best, _identity("max" if op == "argmax" else "min", vty.dtype), True,
                         line),
                 cir.Let(at, cir.Const(-1, I32), True, line)]     # -1: of nothing
-        rank, b = len(exts), cir.Var(best, vty)
-        bool_ = cir.Ty("bool")
+        rank = len(exts)
 
         def body(idx):
-            v = self.operand_at(src, rank, idx)
             flat = idx[0]
             for k in range(1, rank):
                 flat = cir.Bin("+", cir.Bin("*", flat, exts[k], I32), idx[k], I32)
-            best_num = cir.Bin("==", b, b, bool_)
-            better = cir.Bin("or", cir.Bin("and", cir.Bin("!=", v, v, bool_), best_num, bool_),
-                             cir.Bin(">" if op == "argmax" else "<", v, b, bool_), bool_)
-            first = cir.Bin("==", cir.Var(at, I32), cir.Const(-1, I32), bool_)
-            better = cir.Bin("or", first, better, bool_)
-            return [cir.If(better, (cir.Assign(best, v, line),
-                                    cir.Assign(at, flat, line)), (), line)]
+            return [_arg_step(op, best, at, vty, self.operand_at(src, rank, idx), flat, line)]
         out += self.over(exts, body, line, parallel=False)
         # counted in i32 (a tile's positions fit), which every device spells
         return cir.Cast(cir.Var(at, I32), cir.Ty(dtype))
+
+    def arg_axis(self, op, src, axis, dtype, out, line) -> cir.Expr:
+        """A tile array holding, for each position of the other axes, the position along
+        `axis` of `src`'s largest (argmax) or smallest element, by arg_all's rule."""
+        self.fits(src, out, line)
+        cap, exts = self.shape(src)
+        ax = axis % len(cap)
+        stmts, t = self.new_array("i32", cap[:ax] + cap[ax + 1:], exts[:ax] + exts[ax + 1:],
+                                  line)
+        out += stmts
+        vty, rank = cir.Ty(src.ty.dtype), len(cap)
+
+        def body(idx):
+            best, at, k = self.fresh("best"), self.fresh("at"), self.fresh("k")
+            v = self.operand_at(src, rank, idx[:ax] + (_v(k),) + idx[ax:])
+            return [cir.Let(best, _identity("max" if op == "argmax" else "min", vty.dtype),
+                            True, line),
+                    cir.Let(at, cir.Const(-1, I32), True, line),
+                    cir.Loop(k, _i(0), exts[ax], _i(1), (_arg_step(op, best, at, vty, v, _v(k),
+                                                                   line),), False, line),
+                    cir.Store(t.array, idx, cir.Var(at, I32), line)]
+        out += self.over(t.exts, body, line)
+        return cir.Cast(self.hold(t, "i32"), cir.Ty(dtype, tuple(t.cap)))
 
     def reduce_axis(self, op, src, axis, dtype, out, line, keep=False) -> cir.Var:
         """A tile array holding `op` along `axis` of `src` (kept as extent 1 or dropped)."""

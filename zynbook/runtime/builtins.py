@@ -640,9 +640,11 @@ def _math(name, np_fn, scalar_fn):
         _arity(args, 1, name, f"{name}(x)")
         v = args[0]
         if isinstance(v, Tensor):
-            xp = xp_of(v)
+            xp, a = xp_of(v), host_array(v)
             with np.errstate(all="ignore"):
-                return wrap(np_fn(xp, host_array(v)), v)
+                if a.dtype == np.float16:       # in f32, rounded once, as in compute blocks
+                    return wrap(np_fn(xp, a.astype(np.float32)).astype(np.float16), v)
+                return wrap(np_fn(xp, a), v)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             try:
                 return scalar_fn(v)

@@ -1037,7 +1037,8 @@ class ReferenceExecutor:
                     return LaneIndex(v.axis, -v.a, -v.b, v.n)
                 if isinstance(v, Val):
                     return Val(-np.asarray(v.arr), v.lanes)
-                return -v
+                return _wrap_int(-v, e.ty.dtype) if e.ty.dtype in _INT_BITS and \
+                    not isinstance(v, bool) else -v
             v = as_val(v)
             return Val(np.logical_not(v.arr), v.lanes)
         if isinstance(e, cir.Call):
@@ -1098,7 +1099,7 @@ class ReferenceExecutor:
         # keep affine index forms symbolic so loads stay views
         if isinstance(a, LaneIndex) or isinstance(b, LaneIndex):
             r = _affine_op(op, a, b)
-            if r is not None:
+            if r is not None and _lanes_fit(r, e.ty.dtype):
                 return r
         if op in ("and", "or"):
             va, vb = as_val(a), as_val(b)
@@ -1176,8 +1177,7 @@ class ReferenceExecutor:
             arr = np.asarray(v.arr)
             if is_float(e.ty.dtype) and not np.issubdtype(arr.dtype, np.floating):
                 arr = arr.astype(np_dtype(e.ty.dtype))
-            with np.errstate(all="ignore"):
-                res = _UNARY[fn](arr)
+            res = _unary(fn, arr)
             if is_float(e.ty.dtype):
                 res = np.asarray(res).astype(np_dtype(e.ty.dtype), copy=False)
             return Val(res, v.lanes)
@@ -1355,8 +1355,7 @@ def _scalar_op(op, a, b, dtype, span=None):
     if op == "/" and not is_float(dtype):
         if b == 0:
             raise ZynMLRuntimeError("integer division by zero", span)
-        if dtype in _SIGNED_BITS and b == -1 and a == -(1 << (_SIGNED_BITS[dtype] - 1)) \
-                and not (_python_number(a) and _python_number(b)):
+        if dtype in _SIGNED_BITS and b == -1 and a == -(1 << (_SIGNED_BITS[dtype] - 1)):
             raise ZynMLRuntimeError(f"integer overflow: {int(a)} / -1 does not fit its integer "
                                     f"type", span)
         q = abs(int(a)) // abs(int(b))
@@ -1375,15 +1374,37 @@ def _scalar_op(op, a, b, dtype, span=None):
     res = res.item() if hasattr(res, "item") else res
     if op in ("<", "<=", ">", ">=", "==", "!="):
         return bool(res)
-    if dtype in _INT_BITS and _INT_BITS[dtype] < 32 and not isinstance(res, bool):
-        # a narrow integer wraps at its width, as on the devices (`var s: u8 = 250;
-        # s += 10` is 4); i32 and wider stay exact here, where index arithmetic runs
-        bits, v = _INT_BITS[dtype], int(res)
-        res = v % (1 << bits) if dtype.startswith("u") else \
-            (v + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+    if dtype in _INT_BITS and not isinstance(res, bool):
+        # an integer wraps at its type's width, as on the devices (`var s: u8 = 250;
+        # s += 10` is 4; the i32 of sizes and literals `n * 1000000000` too)
+        res = _wrap_int(res, dtype)
     if _python_number(a) and _python_number(b):
         return res      # arithmetic on weak values stays weak (a Python number)
     return _cast_scalar(res, dtype) if is_float(dtype) else res
+
+
+def _wrap_int(v, dtype):
+    """The integer v as a value of integer dtype, wrapped at its width."""
+    bits, v = _INT_BITS[dtype], int(v)
+    return v % (1 << bits) if dtype.startswith("u") else \
+        (v + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+
+
+def _lanes_fit(r: LaneIndex, dtype) -> bool:
+    """Whether every value of `a * lane + b` is one of the integer dtype (else it wraps)."""
+    if dtype not in _INT_BITS:
+        return True
+    ends = (r.b, r.b + r.a * max(r.n - 1, 0))
+    return all(_wrap_int(v, dtype) == v for v in ends)
+
+
+def _unary(fn, arr):
+    """Function `fn` of array `arr`; of halves computed in f32 and rounded once, as on the
+    devices (in f16 steps silu(-12) was 0, exp(12) past a half's range, for -7.4e-5)."""
+    with np.errstate(all="ignore"):
+        if arr.dtype == np.float16:
+            return _UNARY[fn](arr.astype(np.float32)).astype(np.float16)
+        return _UNARY[fn](arr)
 
 
 def _scalar_unary(fn, v, dtype):
@@ -1391,8 +1412,7 @@ def _scalar_unary(fn, v, dtype):
         # math on sizes (`sqrt(head_dim)`) is weakly typed: exact, then it meets a dtype
         with np.errstate(all="ignore"):
             return float(np.asarray(_UNARY[fn](np.float64(v))))
-    with np.errstate(all="ignore"):
-        res = _UNARY[fn](np.asarray(v, dtype=np_dtype(dtype) if is_float(dtype) else None))
+    res = _unary(fn, np.asarray(v, dtype=np_dtype(dtype) if is_float(dtype) else None))
     return _cast_scalar(np.asarray(res).item(), dtype) if is_float(dtype) else np.asarray(res).item()
 
 

@@ -162,3 +162,26 @@ def test_a_failing_cell_keeps_the_cells_own_value_of_an_ipython_name(shell):
     assert isinstance(result.error_in_exec, ZynMLError)
     assert cell(shell, "%%compute\nget_ipython + 1\n") == 4
     assert callable(shell.user_ns["get_ipython"])
+
+
+# ------------------------------------------------------------ errors on the magic line
+
+BLOCK = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0\n}\ny\n"
+
+
+@pytest.mark.parametrize("first,bad", [
+    ('%%compute   @device("cpu")   @bogus', "@bogus"),
+    ('%%compute \t @nofuse @device("nosuch:3")', '"nosuch:3"'),
+    ('%%compute    @device("nosuch:3")  // a note', '"nosuch:3"'),
+])
+def test_an_error_on_the_magic_line_points_at_the_cells_own_column(shell, first, bad):
+    """Blanks after `%%compute` stay in the line shown and in the column (the shown line
+    was `%%compute @...` with the blanks dropped, and the column counted in it)."""
+    shell.user_ns["x"] = np.ones(3, np.float32)
+    result = shell.run_cell(first + "\n" + BLOCK)
+    err = result.error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind in ("name", "device"), err
+    assert (err.line, err.column) == (1, first.index(bad) + 1)
+    shown, caret = err.render().splitlines()[1:3]
+    assert shown == "   1 | " + first
+    assert caret.index("^") == shown.index(bad)

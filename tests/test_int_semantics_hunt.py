@@ -81,3 +81,57 @@ def test_an_index_that_wraps_back_into_range_reads_as_numpy(device):
     with np.errstate(over="ignore"):
         idx = (np.arange(4, dtype=np.int32) + np.int32(2147483647)) - np.int32(2147483647)
     np.testing.assert_array_equal(np.asarray(zynbook.Session(device).run(src, x=x)), x[idx])
+
+
+# ---- i32 arithmetic of sizes, literals and host ints wraps on the reference as well
+
+K = 70000          # k * k = 4900000000 is 605032704 in i32
+# body -> numpy of (x: int32 [4], n = 4, k = K), every operand int32 as the language types it
+SCALAR_WRAPS = {
+    "host_int_squared_widened": ("i64(k * k) + i64(x[i])",
+                                 lambda x, n, k: (k * k).astype(np.int64) + x.astype(np.int64)),
+    "host_int_squared_to_float": ("float(k * k) + float(x[i])",
+                                  lambda x, n, k: np.float32(k * k) + x.astype(np.float32)),
+    "size_product_compared": ("where(n * 1000000000 > 0, 1, 0) + x[i]",
+                              lambda x, n, k: np.where(n * np.int32(1000000000) > 0, 1, 0).astype(np.int32) + x),
+    "literal_sum_compared": ("where(2147483647 + 1 > 0, 1, 0) + x[i]",
+                             lambda x, n, k: np.where(np.int32(2147483647) + np.int32(1) > 0, 1, 0).astype(np.int32) + x),
+    "literal_sum_widened": ("i64(2147483647 + 1) + i64(x[i])",
+                            lambda x, n, k: (np.int32(2147483647) + np.int32(1)).astype(np.int64) + x.astype(np.int64)),
+    "loop_variable_product_widened": ("i64(i * 1000000000) + i64(x[i])",
+                                      lambda x, n, k: (np.arange(4, dtype=np.int32) * np.int32(1000000000)).astype(np.int64) + x.astype(np.int64)),
+    "negated_smallest_literal_compared": ("where(-(-2147483647 - 1) < 0, 1, 0) + x[i]",
+                                          lambda x, n, k: np.where(-(np.int32(-2147483647) - np.int32(1)) < 0, 1, 0).astype(np.int32) + x),
+}
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES])
+@pytest.mark.parametrize("case", list(SCALAR_WRAPS))
+def test_i32_arithmetic_of_sizes_literals_and_host_ints_wraps_as_numpy(device, case):
+    body, fn = SCALAR_WRAPS[case]
+    if device.startswith(("vulkan", "gl", "webgpu", "metal")) and "i64(" in body:
+        pytest.skip("WebGPU holds no 64-bit integers")
+    x = np.arange(4, dtype=np.int32)
+    src = f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = {body}\n}}\ny\n"
+    with np.errstate(over="ignore"):
+        want = fn(x, np.int32(4), np.int32(K))
+    got = np.asarray(zynbook.Session(device).run(src, x=x, k=K))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+# ---- the smallest i32 divided by -1 is an error wherever its operands come from
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, host", [
+    ("x[i] * 0 + (-2147483647 - 1) / -1", {}),          # literals only
+    ("x[i] * 0 + k / -1", {"k": -2 ** 31}),             # a host int
+    ("x[i] * 0 + (k - 1) / -1", {"k": -2 ** 31 + 1}),   # a host int's arithmetic
+], ids=["literals", "host_int", "host_int_arithmetic"])
+def test_the_smallest_i32_divided_by_minus_one_is_an_overflow_error(device, body, host):
+    with pytest.raises(FloatingPointError):      # numpy's int32 overflows too
+        with np.errstate(over="raise"):
+            np.int32(-2 ** 31) // np.int32(-1)
+    src = f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = {body}\n}}\ny\n"
+    err = raises("runtime", src, 3, 29, device=device, x=np.arange(4, dtype=np.int32), **host)
+    assert "integer overflow: -2147483648 / -1" in str(err), err

@@ -173,6 +173,7 @@ BLOCK = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0\n
     ('%%compute   @device("cpu")   @bogus', "@bogus"),
     ('%%compute \t @nofuse @device("nosuch:3")', '"nosuch:3"'),
     ('%%compute    @device("nosuch:3")  // a note', '"nosuch:3"'),
+    ("%%compute  --bogus-flag", "--bogus-flag"),
 ])
 def test_an_error_on_the_magic_line_points_at_the_cells_own_column(shell, first, bad):
     """Blanks after `%%compute` stay in the line shown and in the column (the shown line
@@ -180,7 +181,7 @@ def test_an_error_on_the_magic_line_points_at_the_cells_own_column(shell, first,
     shell.user_ns["x"] = np.ones(3, np.float32)
     result = shell.run_cell(first + "\n" + BLOCK)
     err = result.error_in_exec
-    assert isinstance(err, ZynMLError) and err.kind in ("name", "device"), err
+    assert isinstance(err, ZynMLError) and err.kind in ("name", "device", "syntax"), err
     assert (err.line, err.column) == (1, first.index(bad) + 1)
     shown, caret = err.render().splitlines()[1:3]
     assert shown == "   1 | " + first

@@ -270,7 +270,7 @@ class ComputeMagics(Magics):
             unusable = _unusable_read(shell, err, source)
             if unusable is not None:
                 raise unusable from None
-            if isinstance(err, ZynMLError) and err.line == 1 and err.source in (None, source):
+            if isinstance(err, ZynMLError) and err.line == 1:
                 # line 1 is the magic line (blank in the cell's ZynML): show it as the cell
                 # has it, the annotations (parsed stripped, after `compute() `) after blanks
                 _on_magic_line(err, f"%%compute {line.rstrip()}" + source,

@@ -87,3 +87,123 @@ def test_argmax_and_argmin_along_an_axis_of_a_tile(name, device):
 def test_argmax_along_an_axis_of_a_tile_for_cuda_and_metal(name):
     src, inputs, want = _ARG_AXIS[name]
     _emulated_and_compiled(src, inputs, want.astype(np.int64))
+
+
+# ------------------------------------------------ programs of the spec's kernel kinds
+
+_X = _f32(7, 1003)
+_XI = RNG.integers(-100, 100, (7, 1003)).astype(np.int32)
+_I8 = RNG.integers(-128, 128, 1003).astype(np.int8)
+_U32 = RNG.integers(0, 2 ** 32, 1003, dtype=np.uint64).astype(np.uint32)
+_B = RNG.random((5, 7)) > 0.8
+_T = _f32(3, 5, 4)
+_XS = _f32(5, 48)
+_TIES = RNG.integers(0, 4, 1003).astype(np.int32)
+_V = _f32(1003)
+_V[[5, 600]] = np.nan
+
+
+def _segmented(xi, seg):
+    return np.concatenate([np.cumsum(xi[:, k:k + seg], 1) for k in range(0, xi.shape[1], seg)],
+                          1).astype(np.int32)
+
+
+def _shared_2d_want(xs):
+    xh = xs.astype(np.float16).astype(np.float32).reshape(len(xs), 6, 8)
+    j = np.arange(48)
+    return xh[:, j % 6, j // 6] + 1
+
+
+PROGRAMS = {
+    # reductions: every operator, integer widths that wrap, ties read from the far end
+    "argmin along the first axis of i16": (
+        "let r = compute(m) {\n    @kernel reduce(argmin, axis=0)\n"
+        "    for i in 0..rows, j in 0..cols:\n        yield (m[i, j], i)\n}\nr\n",
+        {"m": _XI[:, :33].astype(np.int16) % 3}, np.argmin(_XI[:, :33].astype(np.int16) % 3, 0),
+        0),
+    "argmax of reversed positions keeps the smallest index yielded": (
+        "let n = 1003\nlet r = compute(x) {\n    @kernel reduce(argmax)\n    for i in 0..n:\n"
+        "        yield (x[i], n - 1 - i)\n}\nr\n", {"x": _TIES},
+        np.int64(min(1002 - i for i in np.flatnonzero(_TIES == _TIES.max()))), 0),
+    "argmax with NaN is the first NaN": (
+        "let r = compute(v) {\n    @kernel reduce(argmax)\n    for i in 0..n:\n"
+        "        yield (v[i], i)\n}\nr\n", {"v": _V}, np.int64(5), 0),
+    "sum of u32 wraps": (
+        "let r = compute(u) {\n    @kernel reduce(+)\n    for i in 0..n:\n        yield u[i]\n}\nr\n",
+        {"u": _U32}, _U32.sum(dtype=np.uint32), 0),
+    "sum of i8 wraps": (
+        "let r = compute(a) {\n    @kernel reduce(+)\n    for i in 0..n:\n        yield a[i]\n}\nr\n",
+        {"a": _I8}, _I8.sum(dtype=np.int8), 0),
+    "max of bools along an axis is or": (
+        "let r = compute(b) {\n    @kernel reduce(max, axis=1)\n"
+        "    for i in 0..rows, j in 0..cols:\n        yield b[i, j]\n}\nr\n", {"b": _B}, _B.any(1), 0),
+    "sum along the middle of three loops": (
+        "let r = compute(t) {\n    @kernel reduce(+, axis=1)\n"
+        "    for a in 0..A, b in 0..B, c in 0..C:\n        yield t[a, b, c]\n}\nr\n", {"t": _T},
+        _T.sum(1), 1e-5),
+    "or of a computed mask along the first axis": (
+        "let r = compute(t) {\n    @kernel reduce(or, axis=0)\n    for i in 0..rows, j in 0..cols:\n"
+        "        yield t[i, j] > 1.5 and i % 2 == 0\n}\nr\n", {"t": _X[:, :33].copy()},
+        ((_X[:, :33] > 1.5) & (np.arange(7)[:, None] % 2 == 0)).any(0), 0),
+    "masked sum under an if of data and position": (
+        "let r = compute(z) {\n    @kernel reduce(+)\n    for i in 0..n:\n"
+        "        if z[i] > 0.5 or i % 7 == 3:\n            yield z[i] * 2.0\n}\nr\n",
+        {"z": _X[0]}, np.float32((_X[0][(_X[0] > 0.5) | (np.arange(1003) % 7 == 3)] * 2).sum()),
+        1e-4),
+    # scans written as loops carrying a running value
+    "inclusive prefix sum of rows": (
+        "let y = compute(x) {\n    for i in 0..rows:\n        var s = 0.0\n        for j in 0..cols:\n"
+        "            s += x[i, j]\n            out[i, j] = s\n}\ny\n", {"x": _X},
+        np.cumsum(_X.astype(np.float64), 1), 1e-3),
+    "exclusive prefix sum of i32 columns": (
+        "let y = compute(xi) {\n    for j in 0..cols:\n        var s = 0\n        for i in 0..rows:\n"
+        "            out[i, j] = s\n            s += xi[i, j]\n}\ny\n", {"xi": _XI},
+        (np.cumsum(_XI, 0) - _XI).astype(np.int32), 0),
+    "running max from the end": (
+        "let cols = 1003\nlet y = compute(xi) {\n    for i in 0..rows:\n"
+        "        var m = xi[i, cols - 1]\n        for j in 0..cols:\n"
+        "            m = max(m, xi[i, cols - 1 - j])\n            out[i, cols - 1 - j] = m\n}\ny\n",
+        {"xi": _XI}, np.maximum.accumulate(_XI[:, ::-1], 1)[:, ::-1], 0),
+    "segmented scan restarting every 10": (
+        "let y = compute(xi) {\n    for i in 0..rows:\n        var s = 0\n        for j in 0..cols:\n"
+        "            if j % 10 == 0:\n                s = 0\n            s += xi[i, j]\n"
+        "            out[i, j] = s\n}\ny\n", {"xi": _XI}, _segmented(_XI, 10), 0),
+    # shared arrays of other dtypes and shapes, odd workgroups
+    "2-D f16 shared array read transposed": (
+        "let y = compute(xs) {\n    @workgroup(48)\n    for i in 0..rows:\n"
+        "        shared var t[6, 8]: f16\n        for j in 0..cols:\n"
+        "            t[j / 8, j % 8] = f16(xs[i, j])\n        barrier()\n        for j in 0..cols:\n"
+        "            out[i, j] = f32(t[j % 6, j / 6]) + 1.0\n}\ny\n", {"xs": _XS},
+        _shared_2d_want(_XS), 0),
+    "bool shared array of a workgroup of one": (
+        "let y = compute(xs) {\n    @workgroup(1)\n    for i in 0..rows:\n"
+        "        shared var t[cols]: bool\n        for j in 0..cols:\n"
+        "            t[j] = xs[i, j] > 0.0\n        barrier()\n        for j in 0..cols:\n"
+        "            if t[(j + 1) % cols]:\n                out[i, j] = 1\n}\ny\n", {"xs": _XS},
+        (np.roll(_XS, -1, 1) > 0).astype(np.int32), 0),
+    "two shared arrays over two barriers": (
+        "let y = compute(xs) {\n    @workgroup(16)\n    for i in 0..rows:\n        shared var a[cols]\n"
+        "        shared var b[cols]\n        for j in 0..cols:\n            a[j] = xs[i, j]\n"
+        "        barrier()\n        for j in 0..cols:\n            b[j] = a[j] + a[(j + 1) % cols]\n"
+        "        barrier()\n        for j in 0..cols:\n            out[i, j] = b[j] * a[cols - 1 - j]\n"
+        "}\ny\n", {"xs": _XS}, (_XS + np.roll(_XS, -1, 1)) * _XS[:, ::-1], 1e-6),
+    # tiles
+    "blocked matmul of clipped tiles": (
+        "let r = compute(m, w) {\n    for i in 0..rows step 3:\n        var acc = zeros(3, 5)\n"
+        "        for k in 0..33 step 4:\n            acc = acc + m[i:i+3, k:k+4] @ w[k:k+4]\n"
+        "        out[i:i+3] = acc\n}\nr\n", {"m": _X[:, :33].copy(), "w": _X[:5, :33].T.copy()},
+        _X[:, :33] @ _X[:5, :33].T, 1e-4),
+    "integer tile arithmetic and reductions": (
+        "let r = compute(mi) {\n    for i in 0..rows:\n"
+        "        out[i] = mi[i] * 3 % 4 + reduce(min, mi[i]) - reduce(*, mi[i, 0:3])\n}\nr\n",
+        {"mi": _XI[:, :33] % 9},
+        (np.fmod(_XI[:, :33] % 9 * 3, 4) + (_XI[:, :33] % 9).min(1, keepdims=True)
+         - np.prod(_XI[:, :3] % 9, 1, keepdims=True)).astype(np.int32), 0),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_equals_numpy(name, device):
+    src, inputs, want, tol = PROGRAMS[name]
+    assert_equals_numpy(_run(device, src, **inputs), np.asarray(want), tol)

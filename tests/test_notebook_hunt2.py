@@ -186,3 +186,41 @@ def test_an_error_on_the_magic_line_points_at_the_cells_own_column(shell, first,
     shown, caret = err.render().splitlines()[1:3]
     assert shown == "   1 | " + first
     assert caret.index("^") == shown.index(bad)
+
+
+# --------------------------------------------------------------- names with underscores
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_notebook_name_with_a_leading_underscore_is_read(shell, device):
+    """`_scale` is a notebook name like any other (it was never passed: the cell failed
+    saying a float is a value ZynML cannot use)."""
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    shell.user_ns.update(x=x, _scale=2.5)
+    try:
+        got = cell(shell, f'%%compute @device("{device}")\nlet y = compute(x) {{\n'
+                          "    for i in 0..n:\n        out[i] = x[i] * _scale\n}\ny\n")
+        np.testing.assert_allclose(host(got), x * np.float32(2.5), rtol=1e-6)
+    finally:
+        shell.user_ns.pop("_scale")
+
+
+def test_a_cell_reads_the_notebooks_value_of_an_underscore_name_it_wrote_before(shell):
+    """A `_name` a cell bound and Python rebound since: the next cell reads Python's value
+    (it read the session's old one, silently)."""
+    x = np.arange(4, dtype=np.float32)
+    shell.user_ns["x"] = x
+    try:
+        cell(shell, "%%compute\nlet _y = x * 3.0\n")
+        np.testing.assert_array_equal(shell.user_ns["_y"], x * 3)
+        shell.run_cell("_y = 100.0")
+        assert cell(shell, "%%compute\n_y + 1.0\n") == 101.0
+    finally:
+        shell.user_ns.pop("_y", None)
+
+
+def test_ipythons_output_history_is_not_read(shell):
+    shell.run_cell("1 + 1")             # IPython's `_` is now 2
+    result = shell.run_cell("%%compute\nlet q = _ + 1\n")
+    err = result.error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind == "name", err
+    assert (err.line, err.column) == (2, 9) and "unknown name `_`" in err.message

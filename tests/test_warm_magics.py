@@ -95,15 +95,20 @@ def test_rebound_notebook_names_are_looked_up_at_every_run(shell, device):
     np.testing.assert_allclose(host(run(shell, line)), x[::-1] * 0.5 + 1)
 
 
-def test_underscore_names_are_not_bound_and_no_name_clashes_with_the_call(shell, device):
+def test_ipythons_history_names_are_not_bound_and_no_name_clashes_with_the_call(shell, device):
     x = np.arange(4, dtype=np.float32)
     # notebook names the call's own parameters once had: bound as any other name
     shell.user_ns.update(x=on(device, x), a=2.0, source=1.0, compute_annotations=2.0)
     cell = CELL.replace("* a", "* a + source * compute_annotations")
     np.testing.assert_allclose(host(run(shell, f'@device("{device}")', cell)), x * 2 + 3)
+    # a notebook's `_x` is a name like any other; IPython's `_` (the last output) is not read
     shell.user_ns["_x"] = on(device, x)
-    with pytest.raises(ZynMLError, match="_x"):
-        run(shell, "", CELL.replace("x[i]", "_x[i]").replace("compute(x)", "compute(_x)"))
+    got = run(shell, "", CELL.replace("x[i]", "_x[i]").replace("compute(x)", "compute(_x)"))
+    np.testing.assert_allclose(host(got), x * 2 + 1)
+    shell.user_ns.pop("_x")
+    shell.user_ns["_"] = on(device, x)
+    with pytest.raises(ZynMLError, match="unknown name `_`"):
+        run(shell, "", CELL.replace("x[i]", "_[i]").replace("compute(x)", "compute(_)"))
 
 
 @pytest.fixture

@@ -425,6 +425,15 @@ def names_of(source: str) -> tuple:
     return tuple(free_names(program)), tuple(bound_names(program))
 
 
+# IPython's own underscore names: output history (`_`, `__`, `_3`), input history (`_i`,
+# `_ii`, `_i3`) and dunders; a notebook's other `_name` is a name like any other
+_IPYTHON_NAME = re.compile(r"_+|_i{1,3}\d*|_\d+|__\w*__")
+
+
+def ipython_name(name: str) -> bool:
+    return _IPYTHON_NAME.fullmatch(name) is not None
+
+
 def assigned_names(program: A.Program) -> list[str]:
     """Names the program's host statements assign (`acc += 1`, `x = ...`, and the root of
     `x[i] = ...` or `r.a = ...`, which change what the name holds: names bound before, by

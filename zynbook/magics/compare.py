@@ -513,7 +513,7 @@ class CompareMagics(Magics):
                              f"(it binds: {', '.join(bound) or 'nothing'})")
         # (ZynML values besides: the pipelines earlier cells defined)
         env = {name: user_ns[name] for name in cells.free_names(program)
-               if name in user_ns and name not in hidden and not name.startswith("_")
+               if name in user_ns and name not in hidden and not cells.ipython_name(name)
                and name != size_name and bindable(user_ns[name])}
         devices = [d.strip() for d in args.devices.split(",") if d.strip()] or \
             [d["id"] for d in compute_devices()]

@@ -40,7 +40,7 @@ def _cell_form(cell: str) -> tuple:
     generated code) count it, as the notebook shows them."""
     source = "\n" + cell
     free, bound = cells.names_of(source)
-    free = tuple(name for name in free if not name.startswith("_"))
+    free = tuple(name for name in free if not cells.ipython_name(name))
     program = parse_cached(source)
     first = _bound_before_read(program, free)
     # names the cell assigns (`acc += 1` on a name an earlier cell or the notebook bound)
@@ -152,7 +152,8 @@ def _unusable_read(shell, err, source: str):
     if name is None:
         return None
     value = shell.user_ns.get(name, _UNBOUND)
-    if value is _UNBOUND or name in getattr(shell, "user_ns_hidden", {}):
+    if value is _UNBOUND or name in getattr(shell, "user_ns_hidden", {}) or \
+            cells.ipython_name(name):
         return None
     program = parse_cached(source)
     try:

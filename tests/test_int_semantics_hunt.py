@@ -135,3 +135,20 @@ def test_the_smallest_i32_divided_by_minus_one_is_an_overflow_error(device, body
     src = f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = {body}\n}}\ny\n"
     err = raises("runtime", src, 3, 29, device=device, x=np.arange(4, dtype=np.int32), **host)
     assert "integer overflow: -2147483648 / -1" in str(err), err
+
+
+# ---- a row gathered by data out of range points at its index on every device
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, column", [
+    ("        out[i] = sum(x2[idx[i], :])\n", 25),
+    ("        out[i] = sum(x2[idx[i]] * 2.0)\n", 25),
+    ("        let r = x2[idx[i], :]\n        out[i] = sum(r * r)\n", 20),
+], ids=["sum_of_row", "sum_of_row_expression", "row_bound_to_a_name"])
+def test_a_row_gathered_out_of_range_is_an_error_at_its_index(device, body, column):
+    x2 = np.arange(32, dtype=np.float32).reshape(8, 4)
+    idx = np.array([0, 3, -1, 2, 1, 2, 3, 4], np.int32)
+    bad = idx[(idx < 0) | (idx >= len(x2))][0]
+    src = f"let y = compute(x2, idx) {{\n    for i in 0..n:\n{body}}}\ny\n"
+    err = raises("runtime", src, 3, column, device=device, x2=x2, idx=idx)
+    assert f"index {bad} is out of range for an axis of size 8 of `x2`" in str(err), err

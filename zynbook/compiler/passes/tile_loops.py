@@ -327,7 +327,9 @@ class _Rewriter:
         at = lambda o: self.operand_at(o, rank, idx, exts)
         if isinstance(e, cir.Load):
             _, _, where = self.view(e.buffer, e.index)
-            return cir.Load(e.buffer, where(idx), cir.Ty(self.dtypes[e.buffer]))
+            at_idx = where(idx)     # (where each index is written: an error points there)
+            return cir.Load(e.buffer, at_idx, cir.Ty(self.dtypes[e.buffer]),
+                            e.spans[:len(at_idx)])
         if isinstance(e, cir.Var):
             t = self.tile(e.name)
             return cir.Load(t.array, idx, cir.Ty(t.dtype))
@@ -389,7 +391,7 @@ class _Rewriter:
         if isinstance(e, (cir.Const, cir.Var)) or not isinstance(e, cir.Expr):
             return e
         if isinstance(e, cir.Load):
-            return cir.Load(e.buffer, self.hoist_index(e.index, out, line), e.ty)
+            return cir.Load(e.buffer, self.hoist_index(e.index, out, line), e.ty, e.spans)
         if isinstance(e, cir.Dot):
             a, b = self.hoist(e.a, out, line), self.hoist(e.b, out, line)
             prod = cir.Bin("*", a, b, cir.Ty(e.ty.dtype, a.ty.shape or b.ty.shape or ("?",)))

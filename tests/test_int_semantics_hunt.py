@@ -152,3 +152,28 @@ def test_a_row_gathered_out_of_range_is_an_error_at_its_index(device, body, colu
     src = f"let y = compute(x2, idx) {{\n    for i in 0..n:\n{body}}}\ny\n"
     err = raises("runtime", src, 3, column, device=device, x2=x2, idx=idx)
     assert f"index {bad} is out of range for an axis of size 8 of `x2`" in str(err), err
+
+
+# ---- a divisor whose arithmetic wraps to 0 is checked, not proved nonzero with exact numbers
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op, what", [("/", "division"), ("%", "remainder")])
+def test_a_divisor_that_wraps_to_zero_is_a_division_by_zero(device, op, what):
+    # (i + 1) * 2^30 is 2^32 at i = 3: 0 in numpy's int32 (cpu:native died of SIGFPE)
+    with np.errstate(over="ignore"):
+        divisors = np.arange(4, dtype=np.int32) * np.int32(1073741824) + np.int32(1073741824)
+    assert divisors[3] == 0 and np.all(divisors[:3] != 0)
+    src = (f"let n = 4\nlet y = compute(x) {{\n    for i in 0..n:\n"
+           f"        out[i] = x[i] + 100 {op} (i * 1073741824 + 1073741824)\n}}\ny\n")
+    err = raises("runtime", src, 4, 25, device=device, x=np.arange(4, dtype=np.int32))
+    assert f"integer {what} by zero" in str(err), err
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=["cuda", "metal"])
+def test_a_divisor_that_wraps_to_zero_is_checked_on_the_cuda_and_metal_targets(target):
+    src = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] + 100 / (i * 1073741824 + 1073741824)\n}\n"
+    x = np.arange(4, dtype=np.int32)
+    kernel, ins, sizes, scalars = lower_block(src, {"x": x}, sizes={"n": 4})
+    prog = schedules.build(kernel, target, sizes)
+    with pytest.raises(zynbook.errors.ZynMLRuntimeError, match="integer division by zero"):
+        emulate_kernel(prog, kernel, ins, sizes, scalars, 32)

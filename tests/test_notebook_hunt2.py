@@ -224,3 +224,24 @@ def test_ipythons_output_history_is_not_read(shell):
     err = result.error_in_exec
     assert isinstance(err, ZynMLError) and err.kind == "name", err
     assert (err.line, err.column) == (2, 9) and "unknown name `_`" in err.message
+
+
+@pytest.mark.parametrize("body", ["t[0] = 1\n", "let t = t * 2\n", "if t[0] > 5:\n    t[1] = 0\n"])
+@pytest.mark.parametrize("bad", ["torch.ones(4, dtype=torch.complex64)",
+                                 "np.ones(4, np.complex64)", "torch.ones(4, device='meta')"])
+def test_a_value_the_cell_cannot_bind_stays_the_notebooks(shell, body, bad):
+    """The session still holds an earlier cell's `t`; the notebook rebinds `t` to a value
+    ZynML has no type for, and a cell writing into or rebinding `t` fails saying so: the
+    notebook keeps its value (the session's earlier `t` was written back over it)."""
+    shell.user_ns["t"] = np.arange(4, dtype=np.float32)
+    cell(shell, "%%compute\nlet w = t * 2.0\n")
+    value = eval(bad, {"np": np, "torch": torch})
+    shell.user_ns["t"] = value
+    try:
+        result = shell.run_cell("%%compute\n" + body)
+        err = result.error_in_exec
+        assert isinstance(err, ZynMLError) and err.kind == "type", err
+        assert err.line == 2 and "^" in err.render()
+        assert shell.user_ns["t"] is value
+    finally:
+        shell.user_ns.pop("t", None)

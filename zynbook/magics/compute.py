@@ -289,11 +289,14 @@ class ComputeMagics(Magics):
                 if name not in namespace or name in hidden:
                     continue
                 now = namespace[name]
-                if name in given:
+                if name in env:
                     # the notebook's value, unless the cell rebound it or wrote into it (a
-                    # tensor then holds a copy): a torch tensor stays one
-                    if now is given[name] and getattr(now, "data", None) is datas[name] \
-                            and not isinstance(now, (list, Record)):
+                    # tensor then holds a copy): a torch tensor stays one. Not bound (the
+                    # binding failed, or the cell never reads it): the run did not start
+                    # from it, and what the session held before is not written back
+                    if now is given.get(name, was) and (name not in given or (
+                            getattr(now, "data", None) is datas[name]
+                            and not isinstance(now, (list, Record)))):
                         continue
                 elif name not in user_ns and now is was:
                     continue

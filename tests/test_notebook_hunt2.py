@@ -245,3 +245,50 @@ def test_a_value_the_cell_cannot_bind_stays_the_notebooks(shell, body, bad):
         assert shell.user_ns["t"] is value
     finally:
         shell.user_ns.pop("t", None)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_async_block_reads_the_array_as_it_was_when_it_started(shell, device):
+    """An `@async` block launched before a later cell writes into its input computes from
+    the input as it was; the write reaches the cell after."""
+    x = np.arange(4, dtype=np.float32)
+    shell.user_ns["x"] = x
+    at = f'%%compute @device("{device}")'
+    cell(shell, at + " @async\nlet f = compute(x) {\n    for i in 0..n:\n"
+                     "        out[i] = x[i] * 2.0\n}\n")
+    cell(shell, at + "\nx[0] = 100.0\n")
+    got = cell(shell, at + "\nlet r = await f\nlet s = compute(x) {\n    for i in 0..n:\n"
+                           "        out[i] = x[i] + r[i]\n}\ns\n")
+    written = np.array([100.0, 1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(host(got), written + x * 2)
+    np.testing.assert_array_equal(host(shell.user_ns["x"]), written)
+
+
+def test_an_interrupted_cell_keeps_what_its_earlier_statements_wrote(shell):
+    import _thread
+    import signal
+    import threading
+
+    old = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)    # as a kernel has it
+    x = np.arange(4, dtype=np.float32)
+    shell.user_ns["x"] = x
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    try:
+        result = shell.run_cell("%%compute\nx[0] = 9.0\nlet after = 1\nvar steps = 0\n"
+                                "for i in 0..2000000:\n    steps += 1\nlet never = 2\n")
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+    try:
+        assert isinstance(result.error_in_exec, KeyboardInterrupt)
+        np.testing.assert_array_equal(shell.user_ns["x"], [9.0, 1.0, 2.0, 3.0])
+        assert shell.user_ns["after"] == 1 and 0 < shell.user_ns["steps"] < 2000000
+        assert "never" not in shell.user_ns
+        got = cell(shell, "%%compute\nlet y = compute(x) {\n    for i in 0..n:\n"
+                          "        out[i] = x[i] + 1.0\n}\ny\n")
+        np.testing.assert_array_equal(got, [10.0, 2.0, 3.0, 4.0])
+    finally:
+        for name in ("after", "steps"):
+            shell.user_ns.pop(name, None)

@@ -21,7 +21,7 @@ def _f32(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
 
-def _run(device, src, **inputs):
+def _run(device, src, /, **inputs):
     return zynbook.Session(device).run(src, **inputs)
 
 
@@ -207,3 +207,71 @@ PROGRAMS = {
 def test_program_equals_numpy(name, device):
     src, inputs, want, tol = PROGRAMS[name]
     assert_equals_numpy(_run(device, src, **inputs), np.asarray(want), tol)
+
+
+# ------------------------------------------------ names the target languages reserve
+
+# C, C++, CUDA, MSL, WGSL and GLSL keywords, builtins and types, names with digits and
+# underscores, the names generated code uses for its own values
+_NAMES = ("int float half double long static const auto register volatile signed unsigned "
+          "struct union class template typename namespace using switch default case goto "
+          "sizeof alignof constexpr nullptr NULL asm inline extern main this new delete "
+          "private threadIdx blockIdx blockDim gridDim warpSize __global__ __device__ "
+          "__shared__ __syncthreads __half __x _ a1_2 atomicAdd printf kernel device thread "
+          "threadgroup constant uint uchar bfloat float4 half2 simd_sum as_type "
+          "threadgroup_barrier mem_flags fn loop select bitcast vec4 mat2x2 ptr array "
+          "workgroup storage uniform override discard enable requires sampler texture "
+          "out_ gid lid tid acc max min exp sqrt fma isnan abs rint FLT_MAX INFINITY NAN "
+          "M_PI_F HUGE_VALF INT_MAX std metal").split()
+_NAMES_SRC = ("let y = compute(x) {\n    for i in 0..n:\n" +
+              "".join(f"        let {n} = x[i] * {k + 1}.0\n" for k, n in enumerate(_NAMES)) +
+              f"        out[i] = {' + '.join(_NAMES)}\n}}\ny\n")
+_NAMES_X = _f32(9)
+_NAMES_WANT = _NAMES_X * np.float32(len(_NAMES) * (len(_NAMES) + 1) // 2)
+
+_SPELT_SRC = """let y = compute(kernel, device) {
+    for thread in 0..n:
+        shared var threadgroup[4]
+        for constant in 0..4:
+            threadgroup[constant] = kernel[thread] + float(constant)
+        barrier()
+        var half = 0.0
+        for uint in 0..4:
+            half += threadgroup[uint] * device[thread]
+        out[thread] = half
+}
+y
+"""
+_SPELT_IN = {"kernel": _f32(33), "device": _f32(33)}
+_SPELT_WANT = (4 * _SPELT_IN["kernel"] + 6) * _SPELT_IN["device"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_names_the_target_languages_reserve(device):
+    assert_equals_numpy(_run(device, _NAMES_SRC, x=_NAMES_X), _NAMES_WANT, 1e-5)
+    assert_equals_numpy(_run(device, _SPELT_SRC, **_SPELT_IN), _SPELT_WANT, 1e-5)
+
+
+@pytest.mark.parametrize("src, inputs, want", [(_NAMES_SRC, {"x": _NAMES_X}, _NAMES_WANT),
+                                               (_SPELT_SRC, _SPELT_IN, _SPELT_WANT)])
+def test_names_the_target_languages_reserve_in_msl_and_cuda(monkeypatch, src, inputs, want):
+    """The MSL of these names runs on the Metal model and the CUDA C compiles: the model
+    took `double` in a comment quoting the ZynML line (`// line 72: let double = ...`) and
+    the name `u___global__` for Metal's refused words and failed the program."""
+    import shutil
+
+    from metal_emu import emulator as emu
+    from metal_emu.device import EmulatedMetalDevice
+    from zynbook.backends import registry
+    from zynbook.compiler.codegen import cuda
+    if shutil.which(emu.CXX) is None:
+        pytest.skip("no C++ compiler")
+    dev = EmulatedMetalDevice()
+    monkeypatch.setitem(registry._discover(), dev.id, dev)
+    got = zynbook.Session(device=dev.id).run(src, **inputs)
+    assert dev.launches and not dev.mismatches, dev.mismatches
+    assert_equals_numpy(got, want, 1e-5)
+    if nvcc_runs.NVCC is not None:
+        k, _, sizes, _ = lower_block(src, inputs)
+        res = nvcc_runs.run(cuda.render_cuda(k, sizes).source, ("--ptx", "-arch=sm_90"))
+        assert res.returncode == 0, res.stderr[-4000:]

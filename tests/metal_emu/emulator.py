@@ -53,7 +53,7 @@ BUILTIN_IDS = {
 # C and CUDA habits that Metal refuses, checked on the text (the header poisons the rest)
 FORBIDDEN = [(r"\blong\s+long\b", "`long long` (Metal's 64-bit integer is `long`)"),
              (r"\bdouble\b", "`double` (Metal has no 64-bit floats)"),
-             (r"__\w+__\b|\b__(syncthreads|shfl\w*)\b", "a CUDA keyword"),
+             (r"\b__\w+__\b|\b__(syncthreads|shfl\w*)\b", "a CUDA keyword"),
              (r"\bstatic\b", "`static` (not allowed in Metal kernels)"),
              (r"#include\s*<(?!metal_stdlib>)", "an include other than <metal_stdlib>")]
 
@@ -63,8 +63,10 @@ class EmulatorError(Exception):
 
 
 def lint(source: str):
+    # comments quote the ZynML source; blanked, so positions stay those of `source`
+    code = re.sub(r"//[^\n]*", lambda m: " " * len(m.group()), source)
     for pattern, what in FORBIDDEN:
-        m = re.search(pattern, source)
+        m = re.search(pattern, code)
         if m:
             line = source[:m.start()].count("\n") + 1
             raise EmulatorError(f"the MSL uses {what} at line {line}: "

@@ -292,3 +292,36 @@ def test_an_interrupted_cell_keeps_what_its_earlier_statements_wrote(shell):
     finally:
         for name in ("after", "steps"):
             shell.user_ns.pop(name, None)
+
+
+# ------------------------------------------------ pipelines reading the notebook's names
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_pipeline_reads_the_notebooks_value_of_a_global_now(shell, device):
+    """A pipeline an earlier cell defined reads a global (`scale`) that Python rebinds: a
+    later call reads Python's value (it read the session's old one, silently), also through
+    a pipeline that calls it."""
+    x = np.linspace(-2, 2, 6).astype(np.float32)
+    shell.user_ns.update(x=x)
+    try:
+        cell(shell, f'%%compute @device("{device}")\nlet scale = 2.0\nlet bias = 0.5\n'
+                    "pipeline f(v):\n    return compute(v) {\n        for i in 0..n:\n"
+                    "            out[i] = v[i] * scale\n    }\n"
+                    "pipeline g(v):\n    return f(v) + bias\n")
+        np.testing.assert_allclose(host(cell(shell, "%%compute\nf(x)\n")), x * 2, rtol=1e-6)
+        shell.run_cell("scale = 3.0\nbias = -1.0")
+        np.testing.assert_allclose(host(cell(shell, "%%compute\nf(x)\n")), x * 3, rtol=1e-6)
+        np.testing.assert_allclose(host(cell(shell, "%%compute\ng(x)\n")), x * 3 - 1,
+                                   rtol=1e-6)
+        # a failing cell that would have bound `scale` leaves the notebook's
+        assert not shell.run_cell("%%compute\nlet z = nope_\nlet scale = 5.0\n").success
+        np.testing.assert_allclose(host(cell(shell, "%%compute\nf(x)\n")), x * 3, rtol=1e-6)
+        shell.run_cell("del scale")
+        result = shell.run_cell("%%compute\ng(x)\n")
+        err = result.error_in_exec
+        assert isinstance(err, ZynMLError) and err.kind == "name", err
+        # the caret in the defining cell, at its own line and column
+        assert (err.line, err.column) == (7, 29) and "unknown name `scale`" in err.message
+    finally:
+        for name in ("scale", "bias", "f", "g"):
+            shell.user_ns.pop(name, None)

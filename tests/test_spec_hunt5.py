@@ -275,3 +275,108 @@ def test_names_the_target_languages_reserve_in_msl_and_cuda(monkeypatch, src, in
         k, _, sizes, _ = lower_block(src, inputs)
         res = nvcc_runs.run(cuda.render_cuda(k, sizes).source, ("--ptx", "-arch=sm_90"))
         assert res.returncode == 0, res.stderr[-4000:]
+
+
+# ------------------------------------------------ several yields, fusion, several devices
+
+_YA = RNG.integers(0, 5, 1003).astype(np.int32)
+_YB = RNG.integers(0, 5, 1003).astype(np.int32)
+_YM = _YA.reshape(17, 59)
+_INTERLEAVED = np.stack([_YA, _YB], 1).ravel()
+_FX = _f32(1003)
+_FM = _f32(33, 7)
+_MA, _MB, _MBIAS = _f32(33, 17), _f32(17, 7), _f32(7)
+
+_FUSE = "pipeline p(x: tensor[n]):\n    return compute(x) {\n        @kernel elementwise\n" \
+        "        for i in 0..n: out[i] = x[i] * 2.0 + 1.0\n    }\n"
+
+MORE = {
+    "two yields an iteration, ties to the smallest position": (
+        "let r = compute(a, b) {\n    @kernel reduce(argmax)\n    for i in 0..n:\n"
+        "        yield (b[i], 2 * i + 1)\n        yield (a[i], 2 * i)\n}\nr\n",
+        {"a": _YA, "b": _YB}, np.int64(np.argmax(_INTERLEAVED)), 0),
+    "a yield under an if beside one outside": (
+        "let r = compute(m) {\n    @kernel reduce(+, axis=1)\n    for i in 0..rows, j in 0..cols:\n"
+        "        yield m[i, j]\n        if j == 0:\n            yield 100\n}\nr\n", {"m": _YM},
+        (_YM.sum(1) + 100).astype(np.int32), 0),
+    "yields under if, elif and else along the first axis": (
+        "let r = compute(m) {\n    @kernel reduce(min, axis=0)\n    for i in 0..rows, j in 0..cols:\n"
+        "        if m[i, j] == 0:\n            yield 50\n        elif m[i, j] == 1:\n"
+        "            yield -i\n        else:\n            yield m[i, j] * j\n}\nr\n", {"m": _YM},
+        np.where(_YM == 0, 50, np.where(_YM == 1, -np.arange(17)[:, None],
+                                        _YM * np.arange(59))).min(0).astype(np.int32), 0),
+    # fusion of pipelines: reductions read by name, producers read at other positions
+    "min and max read by name by an elementwise block": (
+        "pipeline rescale(x: tensor[n]):\n    let lo = compute(x) {\n        @kernel reduce(min)\n"
+        "        for i in 0..n: yield x[i]\n    }\n    let hi = compute(x) {\n"
+        "        @kernel reduce(max)\n        for i in 0..n: yield x[i] * 1.0\n    }\n"
+        "    return compute(x) {\n        @kernel elementwise\n"
+        "        for i in 0..n: out[i] = (x[i] - lo) / (hi - lo)\n    }\nrescale(x)\n",
+        {"x": _FX}, (_FX - _FX.min()) / (_FX.max() - _FX.min()), 1e-6),
+    "a producer read reversed": (
+        _FUSE + "pipeline q(p: tensor[m]):\n    return compute(p) {\n"
+        "        for i in 0..m: out[i] = p[m - 1 - i]\n    }\nq(p(x))\n", {"x": _FX},
+        (_FX * 2 + 1)[::-1], 1e-6),
+    "a producer read at two positions": (
+        _FUSE + "pipeline q(p: tensor[m]):\n    return compute(p) {\n"
+        "        for i in 0..m: out[i] = p[i] * p[(i + 1) % m]\n    }\nq(p(x))\n", {"x": _FX},
+        (_FX * 2 + 1) * np.roll(_FX * 2 + 1, -1), 1e-5),
+    "a producer read by an argmax of reversed positions": (
+        _FUSE + "pipeline q(p: tensor[m]):\n    return compute(p) {\n        @kernel reduce(argmax)\n"
+        "        for i in 0..m: yield (p[m - 1 - i], i)\n    }\nq(p(x))\n", {"x": _FX},
+        np.int64(np.argmax(_FX[::-1])), 0),
+    "a row mean then its use over the columns": (
+        "pipeline center(m: tensor[r, c], g: tensor[c]):\n    let mean = compute(m) {\n"
+        "        for i in 0..r:\n            var s = 0.0\n            for j in 0..c:\n"
+        "                s += m[i, j]\n            out[i] = s / c\n    }\n"
+        "    return compute(m, mean, g) {\n        @kernel elementwise\n"
+        "        for i in 0..r, j in 0..c:\n            out[i, j] = (m[i, j] - mean[i]) * g[j]\n"
+        "    }\ncenter(m, g)\n", {"m": _FM, "g": np.arange(7, dtype=np.float32)},
+        (_FM - _FM.mean(1, keepdims=True)) * np.arange(7, dtype=np.float32), 1e-5),
+    "a matmul with a bias and relu epilogue": (
+        "pipeline mm(A: tensor[M, K], B: tensor[K, N]):\n    return compute(A, B) {\n"
+        "        @kernel matmul\n        for i in 0..M, j in 0..N:\n            var acc = 0.0\n"
+        "            for k in 0..K:\n                acc += A[i, k] * B[k, j]\n"
+        "            out[i, j] = acc\n    }\npipeline br(h: tensor[M, N], bias: tensor[N]):\n"
+        "    return compute(h, bias) {\n        @kernel elementwise\n"
+        "        for i in 0..M, j in 0..N: out[i, j] = max(h[i, j] + bias[j], 0.0)\n    }\n"
+        "br(mm(A, B), bias)\n", {"A": _MA, "B": _MB, "bias": _MBIAS},
+        np.maximum(_MA @ _MB + _MBIAS, 0), 1e-4),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(MORE))
+def test_more_programs_equal_numpy(name, device):
+    src, inputs, want, tol = MORE[name]
+    assert_equals_numpy(_run(device, src, **inputs), np.asarray(want), tol)
+
+
+def test_one_program_on_every_device():
+    """A matmul on one device, tanh on another, a column sum on a third, host arithmetic on
+    the first and the result back on the host: numpy's answer."""
+    devices = [d for d in DEVICES if d != "cpu"] or ["cpu"]
+    d = [devices[k % len(devices)] for k in range(3)]
+    src = f"""let h = compute(x, w) @device("{d[0]}") {{
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var acc = 0.0
+        for k in 0..K:
+            acc += x[i, k] * w[k, j]
+        out[i, j] = acc
+}}
+let g = compute(h) @device("{d[1]}") {{
+    @kernel elementwise
+    for i in 0..M, j in 0..N:
+        out[i, j] = tanh(h[i, j])
+}}
+let s = compute(g) @device("{d[2]}") {{
+    @kernel reduce(+, axis=0)
+    for i in 0..M, j in 0..N:
+        yield g[i, j]
+}}
+let t = s.to_device("{d[0]}") * 2.0
+t.to_device("cpu")
+"""
+    got = _run("cpu", src, x=_MA, w=_MB)
+    assert_equals_numpy(got, np.tanh(_MA.astype(np.float64) @ _MB).sum(0) * 2, 1e-4)

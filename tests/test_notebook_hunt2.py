@@ -325,3 +325,28 @@ def test_a_pipeline_reads_the_notebooks_value_of_a_global_now(shell, device):
     finally:
         for name in ("scale", "bias", "f", "g"):
             shell.user_ns.pop(name, None)
+
+
+@pytest.fixture(scope="module")
+def kc():
+    pytest.importorskip("ipykernel")
+    from test_kernel_support import kernel_client
+
+    yield from kernel_client()
+
+
+def test_kernel_a_pipeline_reads_pythons_value_of_a_global_now(kc):
+    from test_kernel_support import errors_of, execute, results_of
+
+    def value(code):
+        reply, outputs = execute(kc, code)
+        assert reply["status"] == "ok", (code, [e["evalue"] for e in errors_of(outputs)])
+        (data,) = results_of(outputs)
+        return data["text/plain"]
+
+    value("let nh2_scale = 2.0\npipeline nh2_f(v):\n    return v * nh2_scale\nnh2_f(1.5)")
+    # Python rebinds the global: the pipeline read the 2.0 the session kept
+    assert value("%python nh2_scale = 3.0\nnh2_f(1.5)") == str(1.5 * 3.0)
+    reply, outputs = execute(kc, "%python del nh2_scale\nnh2_f(1.5)")
+    assert reply["status"] == "error" and reply["ename"] == "ZynMLNameError", reply
+    assert reply["evalue"] == "unknown name `nh2_scale` (line 3, column 16)"

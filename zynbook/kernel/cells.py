@@ -434,6 +434,36 @@ def ipython_name(name: str) -> bool:
     return _IPYTHON_NAME.fullmatch(name) is not None
 
 
+@functools.lru_cache(maxsize=256)
+def _globals_of(node: A.Pipeline) -> tuple:
+    """The names pipeline `node` reads besides its parameters (its globals, read from the
+    session when it is called), but those the language defines."""
+    params = {p.name for p in node.params}
+    return tuple(name for name in free_names(A.Program(node.body))
+                 if name not in params and not ipython_name(name))
+
+
+def with_pipeline_globals(free: tuple, namespace: dict) -> tuple:
+    """`free` and the globals of the pipelines among them (as the session holds them) and of
+    the pipelines those read: a call reads them from the session, which must hold what the
+    notebook holds now, as for a name the cell reads itself."""
+    from ..runtime.values import Pipeline
+
+    names, seen = dict.fromkeys(free), set()
+    todo = [namespace.get(name) for name in free]
+    while todo:
+        value = todo.pop()
+        node = getattr(value, "node", None)
+        if type(value) is not Pipeline or node in seen:
+            continue
+        seen.add(node)
+        for name in _globals_of(node):
+            if name not in names:
+                names[name] = None
+                todo.append(namespace.get(name))
+    return tuple(names) if seen else free
+
+
 def assigned_names(program: A.Program) -> list[str]:
     """Names the program's host statements assign (`acc += 1`, `x = ...`, and the root of
     `x[i] = ...` or `r.a = ...`, which change what the name holds: names bound before, by

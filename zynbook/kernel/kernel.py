@@ -97,6 +97,8 @@ class ZynMLRunner:
             free, _ = cells.names_of(source)
         except ZynMLError:
             return {}
+        # (and the globals of the pipelines it calls, read from the session then)
+        free = cells.with_pipeline_globals(free, self.session.namespace)
         user_ns, hidden = self.shell.user_ns, self._hidden()
         env = {}
         for name in self.session.forget_deleted(

@@ -20,7 +20,7 @@ from ..kernel.progress import cell_progress
 from ..kernel.state import after_cell, announce_device, last_run, notebook_session, remember
 from ..runtime.tensor import Tensor
 from ..runtime.builtins import borrowed
-from ..runtime.values import Pipeline, Record
+from ..runtime.values import Record
 from ..session import _ARRAY_TYPES, _bind_env, bind_value, parse_cached
 
 # where IPython expands `$name` and `{expr}` in a magic's line: the frame that called
@@ -47,34 +47,6 @@ def _cell_form(cell: str) -> tuple:
     # go back to the notebook too
     bound = tuple(dict.fromkeys(bound + tuple(cells.assigned_names(program))))
     return source, bound, free, first
-
-
-@functools.lru_cache(maxsize=256)
-def _globals_of(node: A.Pipeline) -> tuple:
-    """The names pipeline `node` reads besides its parameters (its globals, read from the
-    session when it is called), but those the language defines."""
-    params = {p.name for p in node.params}
-    return tuple(name for name in cells.free_names(A.Program(node.body))
-                 if name not in params and not cells.ipython_name(name))
-
-
-def _with_pipeline_globals(free: tuple, namespace: dict) -> tuple:
-    """`free` and the globals of the pipelines among them (as the session holds them) and of
-    the pipelines those read: a call reads them from the session, which must hold what the
-    notebook holds now, as for a name the cell reads itself."""
-    names, seen = dict.fromkeys(free), set()
-    todo = [namespace.get(name) for name in free]
-    while todo:
-        value = todo.pop()
-        node = getattr(value, "node", None)
-        if type(value) is not Pipeline or node in seen:
-            continue
-        seen.add(node)
-        for name in _globals_of(node):
-            if name not in names:
-                names[name] = None
-                todo.append(namespace.get(name))
-    return tuple(names) if seen else free
 
 
 def _bound_before_read(program, names) -> tuple:
@@ -247,7 +219,7 @@ class ComputeMagics(Magics):
         """The cell's ZynML source, the names it binds and the notebook values its free
         names bind to (looked up at every run: the notebook may have rebound them)."""
         source, bound, free, _ = _cell_form(cell)
-        free = _with_pipeline_globals(free, self.session.namespace)
+        free = cells.with_pipeline_globals(free, self.session.namespace)
         self.session.forget_deleted(free, self.shell.user_ns)
         return source, bound, _notebook_values(self.shell, free, held=self.session.namespace)
 
@@ -263,7 +235,7 @@ class ComputeMagics(Magics):
         written = self._written
         session = notebook_session()
         namespace = session.namespace
-        free = _with_pipeline_globals(free, namespace)
+        free = cells.with_pipeline_globals(free, namespace)
         # a name the cell binds before it reads it, holding what this magic last wrote
         # there, is not bound: the run replaces it unread (a run that fails before it does
         # binds it then, see `_bind_unreplaced`)

@@ -63,3 +63,52 @@ def test_half_activations_past_where_exp_leaves_the_half_range(device, fn, numpy
     got = zynbook.run(f"{fn}(f)", device=device, f=_HALF)
     assert got.dtype == "f16"
     np.testing.assert_allclose(_host(got).astype(np.float64), want, rtol=1e-3, atol=6e-8)
+
+
+# ---------------------------------------------------------------- llvmpipe's loop budget
+
+_GATHERED_RECURRENCE = """let y = compute(x, idx) {
+    for i in 0..m:
+        var s = 0.0
+        for k in 0..n:
+            s = s * 0.5 + x[i, idx[k]]
+        out[i] = s
+}
+y
+"""
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu"])
+def test_a_thread_loop_of_gathered_steps_past_65535(device):
+    """A thread's sequential loop of 100,000 steps, each reading through two checked
+    indices: llvmpipe quits a thread's loops after 65,535 iterations in all, and a loop in
+    a branch not taken counts too (the error flag's compare-exchange loop under every check),
+    so such a loop stopped after 21,845 steps (a runtime error). An innermost loop now runs
+    8 iterations at a time and the flag is set without a loop there. (The reference takes
+    minutes at this length: numpy's recurrence is the truth.)"""
+    n = 100_000
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 7)).astype(np.float32)
+    idx = rng.integers(0, 7, n).astype(np.int32)
+    want = np.zeros(2, np.float32)
+    for k in idx[-40:]:         # 0.5 ** 40 leaves nothing of the earlier steps in f32
+        want = want * np.float32(0.5) + x[:, k]
+    got = _host(zynbook.run(_GATHERED_RECURRENCE, device=device, x=x, idx=idx))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu"])
+def test_embedding_backward_of_a_long_sequence(device):
+    """nn's embedding_backward sums each token's gradient rows in one thread's loop over its
+    positions: 150,000 positions of one token stopped short on llvmpipe (a runtime error)."""
+    from zynbook import nn
+    seq, vocab, dim = 150_000, 3, 2
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal((seq, dim)).astype(np.float32)
+    ids = np.zeros(seq, np.uint32)
+    ids[::7] = 2
+    want = np.zeros((vocab, dim))
+    np.add.at(want, ids, g.astype(np.float64))
+    d = nn.device(device)
+    got = d.download(d.embedding_backward(d.upload(g), d.upload_u32(ids), vocab, seq, dim))
+    np.testing.assert_allclose(np.asarray(got).reshape(vocab, dim), want, rtol=1e-4, atol=1e-3)

@@ -243,7 +243,8 @@ def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:
             continue
         try:            # what the dialect refused (64-bit integer arithmetic, a dtype)
             print_program(WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
-                                      f64=options.f64), prog, kernel)
+                                      f64=options.f64, loop_budget=bool(target.loop_steps)),
+                          prog, kernel)
         except ZynMLDeviceError as e:
             return f"{e.message}; run it on `cpu`, `cpu:native` or a CUDA device"
     if first is not None:
@@ -398,7 +399,8 @@ def _printed(kernel: cir.Kernel, target, sizes: dict, baked: bool, options: WGSL
         if schedules.build(kernel, target, other, options.params) != prog:
             return None
     dialect = WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,
-                          f64=options.f64, write_out=options.write_out_registers)
+                          f64=options.f64, write_out=options.write_out_registers,
+                          loop_budget=bool(target.loop_steps))
     try:
         out = print_program(dialect, prog, kernel)
     except AdapterLimit:

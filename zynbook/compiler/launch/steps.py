@@ -7,6 +7,8 @@ wrong result. On a target with `loop_steps`, every loop counts its iterations an
 compares the count with its trip count; a loop quit early fails an error-flag site
 (compiler/errflag.py), so the launch raises a ZynML error instead of returning what the
 driver left. One increment an iteration; loops written out (`unroll`) are no loops there.
+A loop in a branch the thread does not take spends one iteration too (the driver runs
+branches masked): the WGSL dialect sets the error flag without a loop there.
 """
 from __future__ import annotations
 
@@ -14,6 +16,44 @@ from dataclasses import replace
 
 from .. import errflag
 from . import ir
+from .unroll import _substitute, constant_bounds
+
+
+# the copies of an innermost loop's body one iteration of it runs on such a target: its
+# budget is spent by iterations, so a dot product over 65,536 terms and more still runs
+UNROLL = 8
+_UNROLLED_NODES = 400       # larger bodies are left as they are (the shader would grow past it)
+
+
+def unroll_inner_loops(program: ir.Program, factor: int = UNROLL) -> ir.Program:
+    """`program` with each innermost loop of bounds not all constant run `factor`
+    iterations at a time (the body copied, its loop variable advanced by the step, its
+    locals renamed), then the iterations left one at a time: the same work in fewer
+    iterations of loops."""
+    count = [0]
+
+    def loop(s: ir.For, inner) -> list:
+        s = replace(s, body=inner(s.body))
+        nodes = sum(1 for _ in ir.walk(s.body))
+        innermost = not any(isinstance(n, ir.For) for n in ir.walk(s.body))
+        if s.unroll or constant_bounds(s) or not innermost or nodes > _UNROLLED_NODES:
+            return [s]
+        count[0] += 1
+        dt, var = s.dtype, ir.Ref(s.var, s.dtype)
+        end = ir.Ref(f"_unrolled{count[0]}", dt)
+        trips = ir.Math("max", (ir.Bin("/", ir.Bin("+", ir.Bin("-", s.stop, s.start, dt),
+                                                   ir.Bin("-", s.step, ir.Lit(1, dt), dt), dt),
+                                       s.step, dt), ir.Lit(0, dt)), dt)
+        stride = ir.Bin("*", s.step, ir.Lit(factor, dt), dt)
+        whole = ir.Bin("+", s.start, ir.Bin("*", ir.Bin("/", trips, ir.Lit(factor, dt), dt),
+                                            stride, dt), dt)
+        declared = {n.name for n in ir.walk(s.body) if isinstance(n, ir.Decl)}
+        copies = tuple(_substitute(st, {s.var: ir.Bin("+", var, ir.Bin("*", s.step, ir.Lit(
+            u, dt), dt), dt)} if u else {}, {d: f"{d}_u{u}" for d in declared} if u else {})
+            for u in range(factor) for st in s.body)
+        return [ir.Decl(end.name, dt, whole), replace(s, stop=end, step=stride, body=copies),
+                replace(s, start=end)]
+    return ir.map_loops(program, loop)
 
 
 def check_loop_counts(program: ir.Program, limit: int, line: int) -> ir.Program:

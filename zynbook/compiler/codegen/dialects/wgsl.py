@@ -71,7 +71,12 @@ class WgslDialect:
     # whose value is not finite: the printer spells such values itself
     evaluates_constants = True
     def __init__(self, f16: bool = False, max_storage_buffers: int = 8, f64: bool = False,
-                 write_out: bool = True):
+                 write_out: bool = True, loop_budget: bool = False):
+        # a driver that budgets a thread's loop iterations (llvmpipe) spends one on the
+        # error flag's loop at every check a thread passes (its branches run masked): there
+        # the flag is set by one compare-exchange, which is strong on its backends (SPIR-V,
+        # GLSL)
+        self.loop_budget = loop_budget
         # WGSL has no unroll hint: the printer writes register loops out (constant indices)
         self.writes_out_unrolled = write_out
         self.f16 = f16
@@ -116,7 +121,8 @@ class WgslDialect:
         return name
 
     def helpers_text(self) -> str:
-        out = [_helper(n) for n in self.needed] + list(self.block_fns.values())
+        out = [_FAIL_ONCE if n == "zyn_fail" and self.loop_budget else _helper(n)
+               for n in self.needed] + list(self.block_fns.values())
         return "\n".join(out) + ("\n\n" if out else "")
 
     # ---- values -----------------------------------------------------------------------
@@ -584,6 +590,12 @@ def _deps(name: str) -> tuple:
 
 
 _INT_MIN = {"i32": "i32(-2147483647 - 1)", "i16": "(-32768i)", "i8": "(-128i)"}
+
+_FAIL_ONCE = """\
+// the error flag (zynbook/compiler/errflag.py): the first failing site and its value win
+fn zyn_fail(site: i32, v: i32) {
+    if (atomicCompareExchangeWeak(&zyn_err[0], 0i, site).exchanged) { atomicStore(&zyn_err[1], v); }
+}"""
 
 _FIXED = {
     "zyn_fail": """\

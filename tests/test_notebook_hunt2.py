@@ -350,3 +350,44 @@ def test_kernel_a_pipeline_reads_pythons_value_of_a_global_now(kc):
     reply, outputs = execute(kc, "%python del nh2_scale\nnh2_f(1.5)")
     assert reply["status"] == "error" and reply["ename"] == "ZynMLNameError", reply
     assert reply["evalue"] == "unknown name `nh2_scale` (line 3, column 16)"
+
+
+# --------------------------------------------------------- names that shadow builtins
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_builtin_a_cell_shadowed_comes_back_when_python_deletes_the_name(shell, device):
+    """`let sum = ...` binds a notebook name; `del sum` in Python makes `sum` the builtin
+    again (the session kept the tensor: `sum(x)` stayed `tensor is not a function`), and
+    Python rebinding it is what the next cell reads (it read the session's old tensor)."""
+    x = np.arange(1, 6, dtype=np.float32)
+    shell.user_ns["x"] = x
+    at = f'%%compute @device("{device}")\n'
+    try:
+        cell(shell, at + "let sum = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0\n}\n")
+        np.testing.assert_array_equal(host(shell.user_ns["sum"]), x * 2)
+        shell.run_cell("sum = 7.5")
+        assert cell(shell, at + "sum + 1.0\n") == 8.5
+        shell.run_cell("del sum")
+        got = cell(shell, at + "let s = compute(x) {\n    @kernel reduce(+)\n    for i in 0..n:\n"
+                               "        yield x[i]\n}\n[s, sum(x)]\n")
+        assert float(host(got[0])) == float(host(got[1])) == float(x.sum())
+        # a notebook name the language also defines, never bound by a cell, stays unread
+        shell.run_cell("sum = 'not a function'")
+        assert float(host(cell(shell, at + "sum(x)\n"))) == float(x.sum())
+    finally:
+        shell.user_ns.pop("sum", None)
+        shell.user_ns.pop("s", None)
+
+
+def test_kernel_a_builtin_a_cell_shadowed_comes_back_when_python_deletes_it(kc):
+    from test_kernel_support import errors_of, execute, results_of
+
+    def value(code):
+        reply, outputs = execute(kc, code)
+        assert reply["status"] == "ok", (code, [e["evalue"] for e in errors_of(outputs)])
+        (data,) = results_of(outputs)
+        return data["text/plain"]
+
+    assert value("let max = 3\nmax + 1") == "4"
+    assert value("%python max = 10\nmax + 1") == "11"
+    assert value("%python del max\nmax(2, 9)") == "9"

@@ -443,12 +443,28 @@ def _globals_of(node: A.Pipeline) -> tuple:
                  if name not in params and not ipython_name(name))
 
 
-def with_pipeline_globals(free: tuple, namespace: dict) -> tuple:
-    """`free` and the globals of the pipelines among them (as the session holds them) and of
-    the pipelines those read: a call reads them from the session, which must hold what the
+@functools.lru_cache(maxsize=256)
+def language_names_read(source: str) -> tuple:
+    """The names the language defines (builtins, constants, dtype names) that ZynML `source`
+    reads."""
+    from ..session import parse_cached
+    language = _language_names()
+    return tuple(name for name in dict.fromkeys(names_read(parse_cached(source).body))
+                 if name in language)
+
+
+def with_pipeline_globals(free: tuple, namespace: dict, source: str = "") -> tuple:
+    """`free` (the free names of `source`) and the names of the language `source` reads
+    that the session binds (a cell's `let sum = ...`: a name of the notebook from then on),
+    and the globals of the pipelines among them (as the session holds them) and of the
+    pipelines those read: a call reads them from the session, which must hold what the
     notebook holds now, as for a name the cell reads itself."""
     from ..runtime.values import Pipeline
 
+    if source:
+        shadowed = [name for name in language_names_read(source) if name in namespace]
+        if shadowed:
+            free = tuple(free) + tuple(shadowed)
     names, seen = dict.fromkeys(free), set()
     todo = [namespace.get(name) for name in free]
     while todo:

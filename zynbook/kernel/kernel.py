@@ -98,7 +98,7 @@ class ZynMLRunner:
         except ZynMLError:
             return {}
         # (and the globals of the pipelines it calls, read from the session then)
-        free = cells.with_pipeline_globals(free, self.session.namespace)
+        free = cells.with_pipeline_globals(free, self.session.namespace, source)
         user_ns, hidden = self.shell.user_ns, self._hidden()
         env = {}
         for name in self.session.forget_deleted(

@@ -219,7 +219,7 @@ class ComputeMagics(Magics):
         """The cell's ZynML source, the names it binds and the notebook values its free
         names bind to (looked up at every run: the notebook may have rebound them)."""
         source, bound, free, _ = _cell_form(cell)
-        free = cells.with_pipeline_globals(free, self.session.namespace)
+        free = cells.with_pipeline_globals(free, self.session.namespace, source)
         self.session.forget_deleted(free, self.shell.user_ns)
         return source, bound, _notebook_values(self.shell, free, held=self.session.namespace)
 
@@ -235,7 +235,7 @@ class ComputeMagics(Magics):
         written = self._written
         session = notebook_session()
         namespace = session.namespace
-        free = cells.with_pipeline_globals(free, namespace)
+        free = cells.with_pipeline_globals(free, namespace, source)
         # a name the cell binds before it reads it, holding what this magic last wrote
         # there, is not bound: the run replaces it unread (a run that fails before it does
         # binds it then, see `_bind_unreplaced`)

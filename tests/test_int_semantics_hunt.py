@@ -177,3 +177,62 @@ def test_a_divisor_that_wraps_to_zero_is_checked_on_the_cuda_and_metal_targets(t
     prog = schedules.build(kernel, target, sizes)
     with pytest.raises(zynbook.errors.ZynMLRuntimeError, match="integer division by zero"):
         emulate_kernel(prog, kernel, ins, sizes, scalars, 32)
+
+
+# ---- sizes computed on the host divide as the kernels do (C's truncation)
+
+def _trunc_div(a, b):
+    return np.trunc(np.asarray(a) / b).astype(np.int64)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("bound, want_len", [
+    ("(n - 11) / 3 + 5", int(_trunc_div(4 - 11, 3)) + 5),           # -7 / 3 is -2: 3 iterations
+    ("(n - 11) % 3 + 5", int(np.fmod(4 - 11, 3)) + 5),               # -7 % 3 is -1: 4
+], ids=["quotient", "remainder"])
+def test_a_loop_bound_of_negative_size_arithmetic_divides_as_c(device, bound, want_len):
+    x = np.arange(10, 14, dtype=np.float32)
+    src = f"let n = 4\nlet y = compute(x) {{\n    for i in 0..{bound}:\n        out[i] = x[i]\n}}\ny\n"
+    np.testing.assert_array_equal(np.asarray(zynbook.Session(device).run(src, x=x)), x[:want_len])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_indexed_by_a_negative_quotient_is_as_long_as_its_largest_index(device):
+    # out's length was floor((n - 12) / 3) + 6 = 3 on the host while the kernel's C
+    # arithmetic wrote out[3]: past the end of the buffer
+    idx = _trunc_div(np.arange(4) - 11, 3) + 5
+    want = np.zeros(idx.max() + 1, np.float32)
+    want[idx] = 1.0
+    src = "let n = 4\nlet y = compute(x) {\n    for i in 0..n:\n        out[(i - 11) / 3 + 5] = 1.0\n}\ny\n"
+    got = np.asarray(zynbook.Session(device).run(src, x=np.zeros(4, np.float32)))
+    np.testing.assert_array_equal(got, want)
+
+
+# ---- size arithmetic of a loop bound or of out's length that leaves i32 is refused
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_loop_bound_whose_size_arithmetic_leaves_i32_is_an_error_at_it(device):
+    # the kernels compute the bound in i32, where 4 * 10^9 wraps (numpy's int32 says so);
+    # it ran 0 iterations on some devices and 4 on cpu:native
+    with np.errstate(over="ignore"):
+        assert np.int32(4) * np.int32(1000000000) < 0
+    src = "let n = 4\nlet y = compute(x) {\n    for i in 0..n * 1000000000 / 1000000000:\n        out[i] = x[i]\n}\ny\n"
+    err = raises("runtime", src, 3, 17, device=device, x=np.arange(4, dtype=np.float32))
+    assert "`n * 1000000000` is 4000000000" in str(err), err
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_whose_length_leaves_i32_is_an_error(device):
+    src = ("let n = 4\nlet y = compute(x) {\n    for i in 0..n:\n"
+           "        for j in 0..i * 1000000000 / 1000000000:\n            out[i, j] = x[j]\n}\ny\n")
+    err = raises("runtime", src, 2, 9, device=device, x=np.arange(4, dtype=np.float32))
+    assert "out's axis 1" in str(err) and "leaves i32" in str(err), err
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_loop_bound_computed_in_i64_runs_to_its_value(device):
+    # i64(n) * 10^9 / 10^9 is n: numpy's int64 holds 4 * 10^9 (it was a Python TypeError)
+    x = np.arange(10, 14, dtype=np.float32)
+    n = int(np.int64(4) * np.int64(1000000000) // np.int64(1000000000))
+    src = "let n = 4\nlet y = compute(x) {\n    for i in 0..i64(n) * 1000000000 / 1000000000:\n        out[i] = x[i]\n}\ny\n"
+    np.testing.assert_array_equal(np.asarray(zynbook.Session(device).run(src, x=x)), x[:n])

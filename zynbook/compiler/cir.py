@@ -511,13 +511,24 @@ def eval_expr_static(e, sizes: dict):
         return -eval_expr_static(e.operand, sizes)
     if isinstance(e, Bin):
         a, b = eval_expr_static(e.left, sizes), eval_expr_static(e.right, sizes)
+        if e.op in ("/", "%") and isinstance(a, int) and isinstance(b, int):
+            # C's, as the kernels compute them: truncating, the remainder of the dividend's
+            # sign (numbers floored here made out 3 long where the kernel wrote 4)
+            if b == 0:
+                raise ZeroDivisionError(format_expr(e))
+            q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+            return q if e.op == "/" else a - b * q
         if e.op == "/":
-            return a // b if isinstance(a, int) and isinstance(b, int) else a / b
+            return a / b
         return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
                 "%": lambda: a % b, "**": lambda: a ** b, "==": lambda: a == b}[e.op]()
     if isinstance(e, Select):       # a broadcast extent: the other where one is 1
         return eval_expr_static(e.if_true if eval_expr_static(e.cond, sizes)
                                 else e.if_false, sizes)
+    if isinstance(e, Cast) and e.ty.dtype in INT_DTYPES:      # i64(n): an integer's value
+        v = eval_expr_static(e.operand, sizes)
+        if isinstance(v, int):
+            return v
     if isinstance(e, Call) and e.fn in ("min", "max"):
         vals = [eval_expr_static(a, sizes) for a in e.args]
         return min(vals) if e.fn == "min" else max(vals)
@@ -555,6 +566,59 @@ def check_loop_steps(kernel: "Kernel", sizes: dict) -> None:
             raise ZynMLTypeError(f"a loop step must be positive, not {step} "
                                  f"(`{format_expr(loop.step)}` at these sizes)",
                                  Span(loop.line, col) if loop.line else None)
+
+
+def _past_its_type(e, sizes: dict):
+    """(sub-expression, value) of the first operation of size expression `e` whose value at
+    these sizes leaves its integer type (where the kernel's arithmetic wraps), else None."""
+    if not isinstance(e, (Bin, Unary, Cast)):
+        return None
+    for part in ((e.left, e.right) if isinstance(e, Bin) else (e.operand,)):
+        hit = _past_its_type(part, sizes)
+        if hit is not None:
+            return hit
+    v = eval_expr_static(e, sizes)
+    dt = e.ty.dtype
+    if dt in INT_DTYPES and isinstance(v, int) and not isinstance(v, bool):
+        bits = int(dt[1:])
+        lo, hi = (0, 1 << bits) if dt[0] == "u" else (-(1 << bits - 1), 1 << bits - 1)
+        if not lo <= v < hi:
+            return e, v
+    return None
+
+
+def check_loop_bounds(kernel: "Kernel", sizes: dict) -> None:
+    """A loop bound or out's length computed from sizes must not leave its integer type at
+    the launch's sizes: the kernel computes it in that type, where it wraps
+    (`n * 1000000000 / 1000000000` ran 0 iterations on some devices and n on others)."""
+    from ..errors import Span, ZynMLRuntimeError
+    for loop in walk(kernel.body):
+        if not isinstance(loop, Loop):
+            continue
+        for bound, mark, skip in ((loop.start, " in ", 4), (loop.stop, "..", 2)):
+            try:
+                hit = _past_its_type(bound, sizes)
+            except (KeyError, TypeError, ZeroDivisionError):   # over loop variables: as it runs
+                continue
+            if hit is not None:
+                part, v = hit
+                text = kernel.source.splitlines()
+                rel = loop.line - kernel.first_line
+                at = text[rel].find(mark) if 0 <= rel < len(text) else -1
+                raise ZynMLRuntimeError(
+                    f"the loop bound `{format_expr(bound)}` leaves {part.ty.dtype} at these sizes "
+                    f"(`{format_expr(part)}` is {v}); compute it wider, e.g. with i64(...)",
+                    Span(loop.line, at + skip + 1 if at >= 0 else 1) if loop.line else None)
+    for axis, d in enumerate(kernel.output.shape):
+        try:
+            hit = _past_its_type(d, sizes) if isinstance(d, Expr) else None
+        except (KeyError, TypeError, ZeroDivisionError):    # output_shape says what is wrong
+            continue
+        if hit is not None:
+            raise ZynMLRuntimeError(
+                f"out's axis {axis}, `{format_expr(d)}` long, leaves {hit[0].ty.dtype} at these "
+                f"sizes (`{format_expr(hit[0])}` is {hit[1]}); compute its indices wider, e.g. "
+                f"with i64(...)", block_span(kernel))
 
 
 def output_shape(kernel: "Kernel", sizes: dict) -> tuple:

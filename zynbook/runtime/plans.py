@@ -116,6 +116,7 @@ class BlockPlan:
         self.scalar_labels = tuple((s.name, lowered.scalar_labels.get(s.name, s.name))
                                    for s in kernel.scalars)
         cir.check_loop_steps(kernel, sizes)
+        cir.check_loop_bounds(kernel, sizes)
         self.out_shape = cir.output_shape(kernel, sizes)
         self._prepared: dict = {}
         self._last = None           # (device, tuning, plan) of the last `prepared`

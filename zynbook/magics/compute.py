@@ -248,13 +248,16 @@ class ComputeMagics(Magics):
                 kept[name] = (value, namespace.get(name, _UNBOUND))
         env = _notebook_values(shell, free, kept, namespace)   # the other names it reads
         session.forget_deleted(free, user_ns)
-        for name in bound:
-            # a value the session kept under a name the notebook has rebound since, which
-            # the cell binds before it reads: stale, a run not getting that far must not
-            # write it back over the notebook's
-            if name not in env and name in namespace and name not in shell.user_ns_hidden \
-                    and id(user_ns.get(name, namespace)) != written.get(name, id(namespace)):
-                del namespace[name]
+        # a value the session kept under a name the notebook has rebound since, which the
+        # cell binds before it reads: stale, a run not getting that far must not write it
+        # back over the notebook's
+        stale = [name for name in bound if name not in env and name in namespace and
+                 name not in shell.user_ns_hidden and
+                 id(user_ns.get(name, namespace)) != written.get(name, id(namespace))]
+        if stale:
+            with session.lock:
+                for name in stale:
+                    namespace.pop(name, None)
         held = [namespace.get(name, _UNBOUND) for name in bound]
         given = {}
         try:

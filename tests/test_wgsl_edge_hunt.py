@@ -1,6 +1,7 @@
-"""Edge values of float arithmetic on every device present (WebGPU on llvmpipe, the C++
-device, the reference): expressions of constants that overflow, next to values that are
-infinite or NaN, compared with numpy written here."""
+"""Edges on every device present (WebGPU on llvmpipe, the C++ device, the reference),
+compared with numpy written here: expressions of constants that overflow next to values
+that are infinite or NaN, f16 activations where exp leaves the half range, and thread
+loops longer than llvmpipe's budget of 65,535 loop iterations."""
 from __future__ import annotations
 
 import numpy as np

@@ -36,7 +36,9 @@ def unroll_inner_loops(program: ir.Program, factor: int = UNROLL) -> ir.Program:
         s = replace(s, body=inner(s.body))
         nodes = sum(1 for _ in ir.walk(s.body))
         innermost = not any(isinstance(n, ir.For) for n in ir.walk(s.body))
-        if s.unroll or constant_bounds(s) or not innermost or nodes > _UNROLLED_NODES:
+        # (a loop strided by the grid runs a few iterations a thread: copies only grow it)
+        if s.unroll or constant_bounds(s) or not innermost or nodes > _UNROLLED_NODES or \
+                any(isinstance(n, ir.Thread) for n in ir.walk(s.step)):
             return [s]
         count[0] += 1
         dt, var = s.dtype, ir.Ref(s.var, s.dtype)

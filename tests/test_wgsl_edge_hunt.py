@@ -113,3 +113,35 @@ def test_embedding_backward_of_a_long_sequence(device):
     d = nn.device(device)
     got = d.download(d.embedding_backward(d.upload(g), d.upload_u32(ids), vocab, seq, dim))
     np.testing.assert_allclose(np.asarray(got).reshape(vocab, dim), want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_loop_run_8_iterations_at_a_time_keeps_its_order_and_locals(device):
+    """The loops llvmpipe runs 8 iterations at a time (locals of their own, a step of 3, a
+    start that differs between threads, trip counts 0 to 14 leaving every remainder) give
+    numpy's sequential recurrence."""
+    x = (np.arange(40, dtype=np.float32) * 0.25).astype(np.float32)
+    w = np.linspace(-1, 1, 13).astype(np.float32)
+    src = """let y = compute(x, w) {
+    for i in 0..m:
+        var s = w[i]
+        for k in i..n step 3:
+            let t = x[k] * 2.0
+            var u = t + 1.0
+            u = u * 0.5
+            s = s * 0.9 + u
+        out[i] = s
+}
+y
+"""
+    n = 40
+    want = []
+    for i in range(13):
+        s = np.float64(w[i])
+        for k in range(i, n, 3):
+            s = s * 0.9 + (x[k] * 2.0 + 1.0) * 0.5
+        want.append(s)
+    got = _host(zynbook.run(src, device=device, x=x, w=w, n=n))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    empty = _host(zynbook.run(src, device=device, x=x, w=w, n=0))
+    np.testing.assert_array_equal(empty, w)

@@ -65,7 +65,7 @@ class _AttentionPattern:
     """What both attention forms name: the buffers, the kernel's own loop variables of
     batch, head, query and key (batch and head None where the tensors lack the axis: their
     range is then 1), the CIR expressions of their ranges (launch constants) and `scale`, a
-    launch-constant CIR expression with score = dot(Q row, K row) * scale."""
+    launch-constant CIR expression with score = dot(Q row, K row) * scale [+ bias]."""
     q: str
     k: str
     v: str
@@ -89,6 +89,9 @@ class _AttentionPattern:
     out_axes: tuple = (0, 1, 2)
     # grouped-query heads: K and V rows of head `head_var / kv_group` (a launch constant)
     kv_group: cir.Expr | None = None
+    # an additive score term (a relative-position bias, a float mask of 0 and -inf): a CIR
+    # expression over the same names as `mask`
+    bias: cir.Expr | None = None
 
     @property
     def masked(self) -> bool:
@@ -293,6 +296,28 @@ def _mul_factors(e):
     return ([], []) if _is_const(e, 1.0) else ([e], [])
 
 
+def _sum_terms(e, sign: int = 1) -> list:
+    """[(sign, term)] of a float sum/difference tree."""
+    if isinstance(e, cir.Bin) and e.op in ("+", "-") and e.ty.dtype in cir.FLOAT_DTYPES:
+        return _sum_terms(e.left, sign) + _sum_terms(e.right, sign if e.op == "+" else -sign)
+    return [(sign, e)]
+
+
+def _sum_of(terms: list):
+    """The CIR sum of `_sum_terms`' (sign, term) pairs, None for none."""
+    out = None
+    for sign, t in terms:
+        if out is None:
+            out = t if sign > 0 else cir.Unary("-", t, t.ty)
+        else:
+            out = cir.Bin("+" if sign > 0 else "-", out, t, F32)
+    return out
+
+
+def _has_dot(e) -> bool:
+    return any(isinstance(n, cir.Dot) for n in cir.walk(e))
+
+
 def _product(nums, dens):
     out = reduce(lambda a, x: cir.Bin("*", a, x, F32), nums) if nums else cir.Const(1.0, F32)
     return reduce(lambda a, x: cir.Bin("/", a, x, F32), dens, out)
@@ -451,10 +476,17 @@ class _Att:
         self.parts = None           # (Q, K, b, h, i, scale)
         self.key = None             # (stop canon, cond canon)
         self.key_loop = None
+        self.bias = None            # the score's added term (key var %j), if any
 
     def check_score(self, s):
-        """`s` (key variable %j) is dot(Q[b, h, i], K[b, h, %j]) * launch constant."""
-        nums, dens = _mul_factors(s)
+        """`s` (key variable %j) is dot(Q[b, h, i], K[b, h, %j]) * launch constant, plus
+        any terms without a dot product (the bias)."""
+        terms = _sum_terms(s)
+        with_dot = [t for t in terms if _has_dot(t[1])]
+        if len(with_dot) != 1 or with_dot[0][0] != 1:
+            raise _No("the score is not one dot(Q row, K row) times a constant")
+        bias = [t for t in terms if t is not with_dot[0]]
+        nums, dens = _mul_factors(with_dot[0][1])
         dots = [x for x in nums if isinstance(x, cir.Dot)]
         if len(dots) != 1:
             raise _No("the score is not one dot(Q row, K row) times a constant")
@@ -494,12 +526,19 @@ class _Att:
         self.rank = len(qn) + 1
         if not (_float_input(self.k, qload.buffer, self.rank) and _float_input(self.k, kload.buffer, self.rank)):
             raise _No(f"Q and K are not {self.rank}-D float inputs")
+        bias_expr = _sum_of(bias)
+        if bias_expr is not None:
+            names = free_vars(bias_expr)
+            if not names <= _constants(self.k) | {b, h, i, _J} - {None} or \
+                    any(ld.buffer == self.k.output.name for ld in loads(bias_expr)):
+                raise _No("the score's added term depends on more than b, h, query, key and inputs")
         parts = (qload.buffer, kload.buffer, b, h, i, canon(_product(rest, dens)), self.q_axes,
-                 self.k_axes, canon(head_group))
+                 self.k_axes, canon(head_group), canon(bias_expr))
         if self.parts is not None and self.parts != parts:
             raise _No("the key loops compute different scores")
         if self.parts is None:
             self.scale = _product(rest, dens)
+            self.bias = bias_expr
         self.parts = parts
         self.score = canon(s)
 
@@ -758,7 +797,8 @@ def _one_pass(kernel, att, loops, d_loop, stmts):
             and {sn[0].name, sd[0].name} == set(others)):
         raise _No("the stored value is not the weighted sum divided by the sum")
     acc, l = sn[0].name, sd[0].name
-    vl = [x for x in loads(kl.updates[acc]) if x.buffer not in (att.parts[0], att.parts[1])]
+    scored = {att.parts[0], att.parts[1]} | {x.buffer for x in loads(att.bias)}
+    vl = [x for x in loads(kl.updates[acc]) if x.buffer not in scored]
     if len(vl) != 1:
         raise _No("the value is not V[b, h, key, d]")
     v_axes = _value_axes(kernel, vl[0], b, h, dv, att.kv_group)
@@ -792,12 +832,16 @@ def _result(kernel, att, form, loops, vinfo, head_dim, empty_row, o_axes):
                                                                      c_nary("+", c_var(i), ("C", 1.0)))
     if not _float_input(kernel, vinfo[0], att.rank):
         raise _No("V is not a float input")
+    bias = None if att.bias is None else _rename(att.bias, _J, kl.var)
+    if bias is not None and mask is None:
+        # a row whose every score is -inf: exp(-inf - -inf) makes the reference's sums NaN
+        empty_row = "nan"
     return Attention(form=form, q=q, k=k_, v=vinfo[0], out=kernel.output.name,
                      batch_var=b, head_var=h, query_var=i, key_var=kl.var,
                      n_batch=stops.get(b, one), n_heads=stops.get(h, one), n_queries=stops[i],
                      n_keys=kl.stop, head_dim=head_dim, scale=att.scale, mask=mask, causal=causal,
                      empty_row=empty_row, q_axes=att.q_axes, k_axes=att.k_axes,
-                     v_axes=vinfo[2], out_axes=o_axes, kv_group=att.kv_group)
+                     v_axes=vinfo[2], out_axes=o_axes, kv_group=att.kv_group, bias=bias)
 
 
 # ------------------------------------------------------------------ flash attention

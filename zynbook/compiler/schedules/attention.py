@@ -677,18 +677,29 @@ class _Kernel:
         every key is; the bound is left out where the sizes are baked in and the keys fill
         whole tiles, `full`)."""
         ok = None if self.full else ir.Bin("<", self.ref("_j"), self.ref("_SK"), "bool")
-        p = self.shape.p
-        if p.mask is None:
+        if self.shape.p.mask is None:
             return ok
-        low = self.low
+        cond = cast(self.at_key(self.shape.p.mask), "bool")
+        return cond if ok is None else ir.Bin("and", ok, cond, "bool")
+
+    def scored(self, s, unit: float = 1.0) -> ir.Expr:
+        """Score `s` of key _jc plus the pattern's added term (times `unit`: log2(e) where
+        the scores are in base 2)."""
+        if self.shape.p.bias is None:
+            return s
+        bias = cast(self.at_key(self.shape.p.bias), F)
+        return ir.Bin("+", s, bias if unit == 1.0 else ir.Bin("*", bias, lit(unit, F), F), F)
+
+    def at_key(self, e) -> ir.Expr:
+        """The pattern's expression `e` over (batch, head, query, key) at (_b, _h, _qc, _jc)."""
+        p, low = self.shape.p, self.low
         scope = {p.batch_var: ("_b", self.idx), p.head_var: ("_h", self.idx),
                  p.query_var: ("_qc", self.idx), p.key_var: ("_jc", self.idx)}
         low.scopes.append({n: v for n, v in scope.items() if n is not None})
         try:
-            cond = cast(low.expr(p.mask), "bool")
+            return low.expr(e)
         finally:
             low.scopes.pop()
-        return cond if ok is None else ir.Bin("and", ok, cond, "bool")
 
     def step(self) -> list:
         """Score `chunk` keys, then one online-softmax update of (m, l, o)."""
@@ -700,7 +711,7 @@ class _Kernel:
             "+", ir.Ref("_dot", F), product(c), F))], 1)
         score = self.key_index() + [
             ir.Decl("_dot", F, product(self.i(0)), True), *dot,
-            ir.Store("_s", self.ref("_u"), ir.Select(self.admitted(), ir.Ref("_dot", F), NEG, F)),
+            ir.Store("_s", self.ref("_u"), ir.Select(self.admitted(), self.scored(ir.Ref("_dot", F)), NEG, F)),
             ir.Set("_mt", ir.Math("max", (ir.Ref("_mt", F), s_u), F))]
         # `!(x <= -inf)` rather than `x > -inf`: a NaN score goes on into the sums, as the
         # reference's softmax takes it
@@ -985,7 +996,9 @@ class _Products(_Kernel):
         keys = [ir.Decl("_j", idx, self.add(r("_k0"), self.mul(r("_tx"), self.i(C)), r("_jj"))),
                 ir.Decl("_jc", idx, ir.Math("min", (r("_j"), ir.Bin("-", r("_SK"), self.i(1), idx)), idx))]
         ok = self.admitted()
-        mask = [] if ok is None else [put(ir.Select(ok, s(), NEG, F))]
+        raw = s()
+        biased = self.scored(raw, LOG2E if self.P.exp2 else 1.0)
+        mask = [] if ok is None and biased is raw else [put(biased if ok is None else ir.Select(ok, biased, NEG, F))]
         exp = lambda x: ir.Math(self.exp, (x,), F)
         mx = ir.Ref("_mx", F)
         mn = ir.Ref("_mn", F)

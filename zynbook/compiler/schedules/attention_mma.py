@@ -166,6 +166,8 @@ def why_not(target, shape, params=None) -> str | None:
     block_q, warps = params.block_q, params.warps
     if target.symbolic_sizes:
         return "the tensor-core attention is written for sizes known when compiled"
+    if shape.p.bias is not None:
+        return "the score has an added term: the tensor-core attention takes dot(Q, K) * scale"
     if target.warp != 32 or "mma.sync" not in target.tensor_cores or not target.async_copy:
         return f"the {target.name} target has no mma.sync tensor cores with cp.async"
     dts = {shape.bufs[r].dtype for r in ("q", "k", "v")}

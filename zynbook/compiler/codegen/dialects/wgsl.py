@@ -583,7 +583,8 @@ def _deps(name: str) -> tuple:
     if name in ("zyn_sigmoid_f32", "zyn_silu_f32", "zyn_sinh_f32", "zyn_cosh_f32"):
         return ("zyn_exp_f32",)
     if name == "zyn_pow_f32":
-        return ("zyn_isnan_f32", "zyn_isfinite_f32", "zyn_log_f32", "zyn_exp_f32")
+        return ("zyn_isnan_f32", "zyn_isfinite_f32", "zyn_log_f32", "zyn_exp_f32",
+                "zyn_powi_f32")
     if name == "zyn_tanh_f32":
         return ("zyn_isnan_f32",)
     return ()
@@ -723,6 +724,19 @@ fn zyn_erfc_f32(x: f32) -> f32 {
     # through erfc: 1 + erf(x / sqrt(2)) cancels for a negative x (gelu(-6) kept no digit)
     "zyn_gelu_f32": """\
 fn zyn_gelu_f32(x: f32) -> f32 { return 0.5f * x * zyn_erfc_f32(x * -0.70710678118654752f); }""",
+    "zyn_powi_f32": """\
+// a^n, n below 32, by squaring (no loop: llvmpipe budgets a thread's loop iterations)
+fn zyn_powi_f32(a: f32, n: u32) -> f32 {
+    var r = select(1.0f, a, (n & 1u) != 0u);
+    var p = a * a;
+    if ((n & 2u) != 0u) { r = r * p; }
+    p = p * p;
+    if ((n & 4u) != 0u) { r = r * p; }
+    p = p * p;
+    if ((n & 8u) != 0u) { r = r * p; }
+    p = p * p;
+    if ((n & 16u) != 0u) { r = r * p; }
+    return r; }""",
     "zyn_pow_f32": """\
 fn zyn_pow_f32(a: f32, b: f32) -> f32 {
     // numpy's power (C's pow), where WGSL's pow is undefined: a^0 and 1^b are 1 (a NaN
@@ -734,6 +748,17 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
         // -0 to an odd whole power keeps its sign (-0^-1 is -inf)
         let z = select(0.0f, bitcast<f32>(0x7f800000u), b < 0.0f);
         return select(z, -z, bitcast<u32>(a) != 0u && b == floor(b) && abs(b) < 16777216.0f && (i32(b) & 1i) == 1i); }
+    // a whole power below 32 by products where they are exact (3^4 was 81.000008, 10^-2
+    // two ulps off): the odd part of a's significand to that power fits 24 bits (else the
+    // products' roundings add up past the logarithm's); a negative one where its
+    // reciprocal is of a normal number
+    let m = (bitcast<u32>(a) & 0x7fffffu) | 0x800000u;
+    if (b == floor(b) && abs(b) < 32.0f && zyn_isfinite_f32(a) && abs(a) >= 1.17549435e-38f
+            && zyn_powi_f32(f32(m >> countTrailingZeros(m)), u32(abs(b))) < 16777216.0f) {
+        let r = zyn_powi_f32(a, u32(abs(b)));
+        if (b > 0.0f) { return r; }
+        if (abs(r) > 1.17549435e-38f && abs(r) < 3.40282347e+38f) { return 1.0f / r; }
+    }
     if (a < 0.0f) {
         if (b != floor(b)) { return bitcast<f32>(0x7fc00000u); }
         if (a == -1.0f && abs(b) == bitcast<f32>(0x7f800000u)) { return 1.0f; }

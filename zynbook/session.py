@@ -273,6 +273,18 @@ def parse_annotations(text: str) -> list:
             hint = f" (did you mean @{close[0]}?)" if close else \
                 f"; known annotations: {', '.join('@' + a for a in ANNOTATIONS)}"
             raise ZynMLNameError(f"unknown annotation @{ann.name}{hint}", ann.span)
+        if ann.name == "device" and len(ann.args) == 1:
+            # an id written out names a device or is an error here, in a cell with no
+            # compute block too (an id held in a name is looked up at the block)
+            arg = ann.args[0]
+            for item in arg.items if isinstance(arg, A.ListLit) else (arg,):
+                if isinstance(item, A.String):
+                    try:
+                        get_device(item.value)
+                    except ZynMLError as err:
+                        if err.span.line <= 0:
+                            err.span = item.span
+                        raise
     return node.annotations
 
 

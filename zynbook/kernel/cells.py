@@ -480,6 +480,19 @@ def with_pipeline_globals(free: tuple, namespace: dict, source: str = "") -> tup
     return tuple(names) if seen else free
 
 
+def notebook_values(source: str, namespace: dict, user_ns: dict, hidden=(), skip=()) -> dict:
+    """The notebook's (`user_ns`) values ZynML can bind of the names `source` reads and of
+    the globals of the pipelines it calls (the walk above, through the session's
+    `namespace`): what a fresh session running `source` must be given, as Python holds
+    them now."""
+    from .display import bindable
+
+    free = with_pipeline_globals(names_of(source)[0], namespace, source)
+    return {name: user_ns[name] for name in free
+            if name in user_ns and name not in hidden and name not in skip
+            and not ipython_name(name) and bindable(user_ns[name])}
+
+
 def assigned_names(program: A.Program) -> list[str]:
     """Names the program's host statements assign (`acc += 1`, `x = ...`, and the root of
     `x[i] = ...` or `r.a = ...`, which change what the name holds: names bound before, by

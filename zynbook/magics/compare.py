@@ -35,7 +35,8 @@ import numpy as np
 from IPython.core.magic import Magics, cell_magic, magics_class
 
 from ..kernel import cells
-from ..kernel.display import bindable, format_seconds, sample_stats
+from ..kernel.display import format_seconds, sample_stats
+from ..kernel.state import notebook_session
 
 
 @dataclass
@@ -511,10 +512,9 @@ class CompareMagics(Magics):
             from IPython.core.error import UsageError
             raise UsageError(f"--result {args.result}: the cell binds no `{args.result}` "
                              f"(it binds: {', '.join(bound) or 'nothing'})")
-        # (ZynML values besides: the pipelines earlier cells defined)
-        env = {name: user_ns[name] for name in cells.free_names(program)
-               if name in user_ns and name not in hidden and not cells.ipython_name(name)
-               and name != size_name and bindable(user_ns[name])}
+        # (ZynML values besides: the pipelines earlier cells defined, and their globals)
+        env = cells.notebook_values(source, notebook_session().namespace, user_ns, hidden,
+                                    (size_name,))
         devices = [d.strip() for d in args.devices.split(",") if d.strip()] or \
             [d["id"] for d in compute_devices()]
         rows = run_compare(source, devices, (size_name, size_values), env,

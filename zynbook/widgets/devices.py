@@ -7,13 +7,7 @@ import ipywidgets as W
 
 from ..errors import ZynMLError
 from ..kernel.state import announce_device, notebook_session, register_picker
-
-
-def device_label(info: dict) -> str:
-    """`cuda:0 · NVIDIA H100 (gpu)`"""
-    name = info.get("name") or info.get("backend") or ""
-    kind = info.get("type", "")
-    return f"{info['id']} · {name}" + (f" ({kind})" if kind else "")
+from .views import device_label
 
 
 class DevicePicker(W.VBox):

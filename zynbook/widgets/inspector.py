@@ -1,52 +1,13 @@
 """The shader inspector: a compute block's ZynML, CIR and generated code, side by side."""
 from __future__ import annotations
 
-import html
-
 import ipywidgets as W
 
 from ..highlight import highlight_css
 from ..kernel.codeview import mapped_html, plain_html
 from ..kernel.display import STAGES, default_language, kernel_label, kernel_sections
 from ..kernel.state import last_run, notebook_session
-
-TAB_TITLES = {"fusion": "Fusion", "zynml": "ZynML", "cir": "CIR", "cir-passes": "CIR after passes",
-              "launch-ir": "Launch IR",
-              "python": "CPU (Python)", "c": "CPU (C)",
-              "numba": "CPU (Numba)", "cuda": "CUDA C", "ptx": "PTX", "wgsl": "WGSL",
-              "msl": "MSL", "spirv": "SPIR-V"}
-
-
-def tab_title(language: str) -> str:
-    return TAB_TITLES.get(language, language.upper())
-
-
-def launch_info_html(kernel, launches, devices: dict | None = None) -> str:
-    """Kernel type, device, arch and launch geometry of `kernel`'s last launch."""
-    ktype = getattr(getattr(kernel, "kernel", None), "kernel_type", None)
-    rows = [("kernel", kernel.name)]
-    if ktype is not None:
-        params = ", ".join(f"{k}={v}" for k, v in ktype.params)
-        rows.append(("type", ktype.kind + (f"({params})" if params else "")))
-    mine = [ln for ln in launches if ln.kernel == kernel.name]
-    if mine:
-        last = mine[-1]
-        rows.append(("device", last.device))
-        info = (devices or {}).get(last.device, {})
-        arch = last.geometry.get("arch") or info.get("arch") or info.get("compute_capability")
-        if arch:
-            rows.append(("arch", str(arch)))
-        geometry = {k: v for k, v in last.geometry.items() if k != "arch"}
-        if geometry:
-            rows.append(("launch", ", ".join(f"{k}={v}" for k, v in geometry.items())))
-        rows.append(("launches", str(len(mine))))
-    else:
-        rows.append(("device", "not launched"))
-    cells = "".join(f"<tr><th style='text-align:left;padding-right:12px;color:#666'>"
-                    f"{html.escape(k)}</th><td><code>{html.escape(str(v))}</code></td></tr>"
-                    for k, v in rows)
-    return f"<table class='zynml-launch-info'>{cells}</table>"
-
+from .views import TAB_TITLES, launch_info_html, tab_title  # noqa: F401
 
 class ShaderInspector(W.VBox):
     """Tabs for ZynML source, CIR and every generated source of a compiled kernel.

@@ -6,6 +6,7 @@ the CLI, the Jupyter kernel and the magics print instead of a Python traceback.
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 
@@ -44,6 +45,11 @@ def display_line(text: str) -> str:
     return text.translate(_OTHER_BREAKS)
 
 
+def _cells(char: str) -> int:
+    """The terminal cells `char` takes: two for an East Asian wide or full-width one."""
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
 class ZynMLError(Exception):
     """Base of all ZynML errors. `kind` names the family member."""
 
@@ -57,6 +63,9 @@ class ZynMLError(Exception):
         self.source = source
         # extra places worth pointing at ("the other side of the mismatch is here")
         self.notes = tuple(notes)
+        # (message, span, source) of the calls that led here from other texts (a pipeline
+        # an earlier cell defined), innermost first, as a traceback's frames
+        self.calls: tuple = ()
 
     @property
     def line(self) -> int:
@@ -69,6 +78,7 @@ class ZynMLError(Exception):
     # the source of one of ZynBook's own programs (a kernel of the library or of the
     # compute-device interface) the error was raised in, where it was
     inner_program: str | None = None
+    calls: tuple = ()
 
     def at_call(self, operation: str) -> "ZynMLError":
         """This error, raised inside one of ZynBook's own programs, pointed at the user's call
@@ -78,6 +88,7 @@ class ZynMLError(Exception):
             self.message = f"{operation}(): {self.message}"
             self.args = (self.message,)
         self.span, self.source, self.notes, self.inner_program = NO_SPAN, None, (), None
+        self.calls = ()
         return self
 
     def with_source(self, source: str) -> "ZynMLError":
@@ -92,10 +103,11 @@ class ZynMLError(Exception):
         lines = source_lines(self.source)
         return lines[self.line - 1] if self.line <= len(lines) else ""
 
-    def _excerpt(self, span: Span) -> list[str]:
-        if not self.source or span.line <= 0:
+    def _excerpt(self, span: Span, source: str | None = None) -> list[str]:
+        source = source or self.source
+        if not source or span.line <= 0:
             return []
-        lines = source_lines(self.source)
+        lines = source_lines(source)
         if span.line > len(lines):
             return []
         text = lines[span.line - 1]
@@ -106,10 +118,14 @@ class ZynMLError(Exception):
         text = display_line(text)
         gutter = f"{span.line:>4} | "
         # a tab before the column stays a tab under it, so the caret lines up whatever
-        # width the terminal or notebook gives tabs
-        under = "".join("\t" if c == "\t" else " " for c in text[:span.column - 1])
-        under += " " * (span.column - 1 - len(under))
-        return [gutter + text, " " * len(gutter) + under + "^" * width]
+        # width the terminal or notebook gives tabs; a wide character (CJK, emoji) takes
+        # two cells, under it and under the caret
+        before = text[:span.column - 1]
+        under = "".join("\t" if c == "\t" else " " * _cells(c) for c in before)
+        under += " " * (span.column - 1 - len(before))
+        marked = text[span.column - 1:span.column - 1 + width]
+        carets = sum(_cells(c) for c in marked) + width - len(marked)
+        return [gutter + text, " " * len(gutter) + under + "^" * carets]
 
     def render(self) -> str:
         where = f" at line {self.line}, column {self.column}" if self.line > 0 else ""
@@ -119,6 +135,9 @@ class ZynMLError(Exception):
             out.append(f"  note: {note}" + (f" (line {span.line}, column {span.column})"
                                               if span.line > 0 else ""))
             out += ["  " + s for s in self._excerpt(span)]
+        for note, span, source in self.calls:
+            out.append(f"  {note} (line {span.line}, column {span.column})")
+            out += ["  " + s for s in self._excerpt(span, source)]
         return "\n".join(out)
 
     def __str__(self) -> str:

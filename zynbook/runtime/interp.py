@@ -1081,8 +1081,13 @@ class Interpreter:
                 result = self.check_type(result, p.node.returns, dims,
                                          f"the result of {p.name}")
         except ZynMLError as err:
-            if p.source != self.source:     # a pipeline of an earlier cell: its own text
+            caller = self.pipelines[-2].source if len(self.pipelines) > 1 else self.source
+            if p.source != caller:      # a pipeline of an earlier cell: its own text
                 err.with_source(p.source)
+                if node is not None and node.span.line > 0:
+                    # and where the calling text called it, as a traceback's next frame
+                    err.calls += ((f"in the call of pipeline {p.name} here", node.span,
+                                   caller),)
             raise
         finally:
             self.pipelines.pop()

@@ -167,3 +167,26 @@ y
     b = np.array([3, 7, 31, -31, 3, 2.5, -7], np.float32)
     got = _host(zynbook.run(src, device=device, a=a, b=b))
     np.testing.assert_allclose(got, np.power(a.astype(np.float64), b), rtol=1e-6)
+
+
+_H = np.array([1.0, -np.inf, 0.0, np.nan, 2.5, -3.0], np.float16)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, value", [
+    ("h[k] + exp(20.0)", "np.exp(20.0)"),
+    ("h[k] + 3e5 * 1.0", "3e5"),
+    ("h[k] + 2.0 ** 20.0", "2.0 ** 20"),
+    ("h[k] + exp(0.5)", "np.exp(0.5)"),
+])
+def test_an_expression_of_literals_beside_halves_takes_f16(device, expr, value):
+    """An expression of literals is weakly typed, as a literal is: beside f16 values it is
+    f16's value (numpy's h + f16(v)), so exp(20.0) is f16's infinity and -inf + exp(20.0)
+    is NaN. The compiled devices added its f32 value (-inf + 4.9e8 = -inf) where a single
+    literal (70000.0) already took f16's."""
+    with np.errstate(all="ignore"):
+        want = _H + np.float16(eval(value, {"np": np}))
+    got = zynbook.run(_elementwise(expr).replace("compute(f)", "compute(h)"), device=device,
+                      h=_H)
+    assert got.dtype == "f16"
+    np.testing.assert_array_equal(_host(got), want)

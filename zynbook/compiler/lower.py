@@ -945,6 +945,12 @@ class _Lowering:
         """A float literal meeting an f16 value takes f16's precision (it is weak, so the
         operation is f16's: `h[i] == 0.1` compares with f16(0.1), as numpy does); devices
         that compute f16 in f32 would otherwise use the f32 literal."""
+        if not isinstance(c, cir.Const) and is_float(c.ty.dtype) and other.ty.dtype == "f16" \
+                and not c.ty.shape and self._is_weak(c) and not self._is_weak(other):
+            # an expression of literals (exp(20.0), 3e5 * 1.0) likewise: its value, as the
+            # reference computes it, then f16's (past its range an infinity)
+            v = _literal_value(c)
+            c = c if v is None else cir.Const(float(v), c.ty)
         if isinstance(c, cir.Const) and isinstance(c.value, float) and not c.ty.shape and \
                 other.ty.dtype == "f16" and c.ty.dtype != "f16" and self._is_weak(c) and \
                 not self._is_weak(other):
@@ -1390,6 +1396,34 @@ def _in_f64(e):
     if isinstance(e, cir.Call) and not e.weak and e.fn in cir.MATH_FUNCTIONS:
         return cir.Call(e.fn, tuple(_in_f64(a) for a in e.args), ty)
     return e
+
+
+def _literal_value(e):
+    """The value of CIR scalar `e` made only of literals and math on them, computed in
+    float64 as the reference computes weak values (infinities and NaN where they arise),
+    else None."""
+    import numpy as np
+    from ..backends.cpu.reference import _UNARY
+    ops = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "**": np.power,
+           "min": np.minimum, "max": np.maximum, "pow": np.power}
+    if isinstance(e, cir.Const):
+        ok = isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
+        return np.float64(e.value) if ok else None
+    if isinstance(e, cir.Unary) and e.op == "neg":
+        v = _literal_value(e.operand)
+        return None if v is None else -v
+    args = (e.left, e.right) if isinstance(e, cir.Bin) else \
+        e.args if isinstance(e, cir.Call) and not e.weak else ()
+    fn = e.op if isinstance(e, cir.Bin) else getattr(e, "fn", None)
+    vals = [_literal_value(a) for a in args]
+    if not vals or any(v is None for v in vals):
+        return None
+    with np.errstate(all="ignore"):
+        if fn in ops and len(vals) == 2:
+            return np.float64(ops[fn](*vals))
+        if fn in _UNARY and len(vals) == 1:
+            return np.float64(_UNARY[fn](vals[0]))
+    return None
 
 
 def _store_dtype(a, b, weak_b=False):

@@ -100,6 +100,8 @@ SCALAR_WRAPS = {
                             lambda x, n, k: (np.int32(2147483647) + np.int32(1)).astype(np.int64) + x.astype(np.int64)),
     "loop_variable_product_widened": ("i64(i * 1000000000) + i64(x[i])",
                                       lambda x, n, k: (np.arange(4, dtype=np.int32) * np.int32(1000000000)).astype(np.int64) + x.astype(np.int64)),
+    "abs_of_smallest_literal_compared": ("where(abs(-2147483647 - 1) < 0, 1, 0) + x[i]",
+                                         lambda x, n, k: np.where(np.abs(np.int32(-2147483647) - np.int32(1)) < 0, 1, 0).astype(np.int32) + x),
     "negated_smallest_literal_compared": ("where(-(-2147483647 - 1) < 0, 1, 0) + x[i]",
                                           lambda x, n, k: np.where(-(np.int32(-2147483647) - np.int32(1)) < 0, 1, 0).astype(np.int32) + x),
 }

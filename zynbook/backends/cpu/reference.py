@@ -1408,6 +1408,11 @@ def _unary(fn, arr):
 
 
 def _scalar_unary(fn, v, dtype):
+    if dtype in _INT_BITS and isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        # an integer result in its type, wrapped as on the devices (abs of the smallest
+        # integer is itself, as numpy's)
+        with np.errstate(all="ignore"):
+            return _wrap_int(np.asarray(_UNARY[fn](np.asarray(int(v), np.int64))).item(), dtype)
     if _python_number(v):
         # math on sizes (`sqrt(head_dim)`) is weakly typed: exact, then it meets a dtype
         with np.errstate(all="ignore"):

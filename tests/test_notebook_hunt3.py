@@ -274,3 +274,39 @@ def test_kernel_an_error_in_a_pipeline_of_another_cell_says_where_it_was_called(
     i = text.index(f"  in the call of pipeline nh3_f here (line 2, column {col})")
     assert text[i + 1] == "     2 | " + call
     assert text[i + 2].index("^") == text[i + 1].index("nh3_f(")
+
+
+def test_kernel_a_call_after_time_is_shown_at_the_cells_column(kc):
+    """`%time` runs the code after it: the call frame points at the cell's line and column
+    (as the error itself does for an error in that code)."""
+    from test_kernel_support import errors_of, execute
+
+    reply, _ = execute(kc, "pipeline nh3_g(v):\n    return v[5]\n")
+    assert reply["status"] == "ok", reply
+    line = "%time let nh3_z = nh3_g(randn([2], seed=1))"
+    reply, outputs = execute(kc, "let nh3_b = 2\n" + line + "\n")
+    assert reply["status"] == "error" and reply["ename"] == "ZynMLShapeError", reply
+    (error,) = errors_of(outputs)
+    text = "\n".join(re.sub(r"\x1b\[[0-9;]*m", "", ln) for ln in error["traceback"])
+    text = text.splitlines()
+    assert text[1] == "   2 |     return v[5]"
+    col = line.index("nh3_g(") + 1
+    i = text.index(f"  in the call of pipeline nh3_g here (line 2, column {col})")
+    assert text[i + 1] == "     2 | " + line
+    assert text[i + 2].index("^") == text[i + 1].index("nh3_g(")
+
+
+@pytest.mark.parametrize("magic", ["compute", "zynml_timeit -r 1"])
+def test_an_error_on_line_1_of_a_pipelines_text_is_shown_there(shell, magic):
+    """A pipeline defined in a text whose line 1 is code (the notebook session's `run`):
+    its error on that line was shown on the calling cell's magic line."""
+    shell.user_ns["x"] = np.arange(4, dtype=np.float32)
+    text = "pipeline pf3(v) -> int:\n    return v\npf3"
+    shell.user_ns["f"] = state.notebook_session().run(text)
+    call = "let y = f(x)"
+    result = shell.run_cell(f"%%{magic}\n{call}\n")
+    err = result.error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind == "type", err
+    assert (err.line, err.column) == (1, text.index("int") + 1)
+    assert err.render().splitlines()[1] == "   1 | pipeline pf3(v) -> int:"
+    assert frames(err)[1:] == [(2, call.index("f(") + 1, "2 | " + call)]

@@ -194,8 +194,8 @@ class ZynMLRunner:
             unusable = _unusable_read(self.shell, err, source)
             if unusable is not None:
                 err = unusable
-            if at is not None and err.source == source:
-                _on_cell_line(err, *at)
+            if at is not None:
+                _on_cell_line(err, source, *at)
             if unusable is not None:
                 raise err from None
             raise
@@ -421,19 +421,24 @@ def _took_a_copy(value) -> bool:
     return ref is None or ref() is not data
 
 
-def _on_cell_line(err: ZynMLError, line: int, column: int, text: str) -> None:
-    """Point `err`, raised in the code after `%time` on `line` of a cell (which starts at
-    `column` of the cell's line `text`), at the cell: its columns on that line move by
-    `column` and its source line is the cell's."""
+def _on_cell_line(err: ZynMLError, source: str, line: int, column: int, text: str) -> None:
+    """Point `err`, raised in `source`, the code after `%time` on `line` of a cell (which
+    starts at `column` of the cell's line `text`), at the cell: its columns on that line
+    move by `column` and its source line is the cell's; so do those of a call in `source`
+    that led to an error in a pipeline of another cell."""
     def moved(span):
         if span.line != line:
             return span
         end = span.end_column + column if span.end_line == line else span.end_column
         return dataclasses.replace(span, column=span.column + column, end_column=end)
 
-    err.span = moved(err.span)
-    err.notes = tuple((note, moved(span)) for note, span in err.notes)
-    err.source = "\n" * (line - 1) + text
+    cell = "\n" * (line - 1) + text
+    if err.source == source:
+        err.span = moved(err.span)
+        err.notes = tuple((note, moved(span)) for note, span in err.notes)
+        err.source = cell
+    err.calls = tuple((note, moved(span), cell) if text_ == source else (note, span, text_)
+                      for note, span, text_ in err.calls)
 
 
 def _dedent(text: str) -> str:

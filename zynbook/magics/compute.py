@@ -276,9 +276,10 @@ class ComputeMagics(Magics):
             unusable = _unusable_read(shell, err, source)
             if unusable is not None:
                 raise unusable from None
-            if isinstance(err, ZynMLError) and err.line == 1:
+            if isinstance(err, ZynMLError) and err.line == 1 and err.source in (None, source):
                 # line 1 is the magic line (blank in the cell's ZynML): show it as the cell
                 # has it, the annotations (parsed stripped, after `compute() `) after blanks
+                # (not line 1 of the text of a pipeline the cell called)
                 _on_magic_line(err, f"%%compute {line.rstrip()}" + source,
                                len(line) - len(line.lstrip()))
             raise
@@ -361,7 +362,7 @@ class ComputeMagics(Magics):
             unusable = _unusable_read(self.shell, err, source)
             if unusable is not None:
                 raise unusable from None
-            if err.line == 1:
+            if err.line == 1 and err.source in (None, source):
                 # line 1 is the magic line: the annotations were parsed after `compute() `
                 # (as %%compute's are), here they stand after `%%zynml_timeit ` and blanks
                 start = len("%%zynml_timeit ") + len(blanked) - len(blanked.lstrip())

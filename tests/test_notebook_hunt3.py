@@ -310,3 +310,51 @@ def test_an_error_on_line_1_of_a_pipelines_text_is_shown_there(shell, magic):
     assert (err.line, err.column) == (1, text.index("int") + 1)
     assert err.render().splitlines()[1] == "   1 | pipeline pf3(v) -> int:"
     assert frames(err)[1:] == [(2, call.index("f(") + 1, "2 | " + call)]
+
+
+@pytest.mark.parametrize("first,bad,kind,said", [
+    ('%%compute @device("cpu", "gl:0")', '@device("cpu", "gl:0")', "type", "one device id"),
+    ("%%compute  @device(3)", "@device(3)", "type", "not an int"),
+    ("%%compute @device([])", "@device([])", "type", "not an empty list"),
+    ('%%compute @device(["cpu", true])', '@device(["cpu", true])', "type", "holding a bool"),
+])
+def test_a_device_annotation_of_the_wrong_form_is_an_error_with_no_block(shell, first, bad,
+                                                                          kind, said):
+    """What the block's @device refuses is refused on the magic line of a cell with no block
+    (it was accepted), by the same check."""
+    result = shell.run_cell(first + "\nlet y = 2.0\n")
+    err = result.error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind == kind and said in err.message, err
+    assert (err.line, err.column) == (1, first.index(bad) + 1)
+    assert "y" not in shell.user_ns
+    # and the same cell with a block says the same
+    shell.user_ns["x"] = np.ones(3, np.float32)
+    result = shell.run_cell(first + "\n" + "let y = compute(x) {\n    for i in 0..n:\n"
+                            "        out[i] = x[i] * 2.0\n}\n")
+    assert (result.error_in_exec.kind, result.error_in_exec.message) == (err.kind, err.message)
+
+
+def test_a_device_of_a_list_in_a_block_is_pointed_at_in_the_list(shell):
+    x = np.arange(3, dtype=np.float32)
+    shell.user_ns["x"] = x
+    line = '    @device(["cpu", "nosuch:4"])'
+    result = shell.run_cell("%%compute\nlet y = compute(x) {\n" + line + "\n    for i in 0..n:\n"
+                            "        out[i] = x[i] * 2.0\n}\n")
+    err = result.error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind == "device", err
+    assert (err.line, err.column) == (3, line.index('"nosuch:4"') + 1)
+
+
+@pytest.mark.parametrize("option,what", [("-r 0", "not 0"), ("-r -3", "not `-3`"),
+                                         ("-r 2 -r 3", "given twice"), ("-r", "given no number"),
+                                         ("-r 2.5", "not `2.5`")])
+def test_zynml_timeit_a_repeat_that_is_not_a_count_is_a_usage_error(shell, capsys, option,
+                                                                     what):
+    """`-r 0` ran once and said `median of 1`; `-r -3` said `-r` is not an option."""
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError) as info:
+        shell.run_cell_magic("zynml_timeit", option, "let y = 1.0\n")
+    assert "a whole number from 1 up" in str(info.value) and str(info.value).endswith(what)
+    shell.run_cell_magic("zynml_timeit", "-r 3", "let y = 1.0\n")
+    assert "(median of 3;" in capsys.readouterr().out

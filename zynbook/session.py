@@ -11,7 +11,7 @@ from .compiler import ast as A
 from .compiler.syntax_cache import parse as parse_kept
 from .errors import ZynMLError, ZynMLNameError, ZynMLTypeError
 from .runtime import builtins as B
-from .runtime.interp import Interpreter
+from .runtime.interp import Interpreter, annotated_devices
 from .backends.cuda.views import torch_stream
 from .runtime.tensor import Tensor, to_tensor
 from .runtime.values import Record
@@ -273,19 +273,27 @@ def parse_annotations(text: str) -> list:
             hint = f" (did you mean @{close[0]}?)" if close else \
                 f"; known annotations: {', '.join('@' + a for a in ANNOTATIONS)}"
             raise ZynMLNameError(f"unknown annotation @{ann.name}{hint}", ann.span)
-        if ann.name == "device" and len(ann.args) == 1:
+        if ann.name == "device":
             # an id written out names a device or is an error here, in a cell with no
             # compute block too (an id held in a name is looked up at the block)
-            arg = ann.args[0]
-            for item in arg.items if isinstance(arg, A.ListLit) else (arg,):
-                if isinstance(item, A.String):
-                    try:
-                        get_device(item.value)
-                    except ZynMLError as err:
-                        if err.span.line <= 0:
-                            err.span = item.span
-                        raise
+            try:
+                annotated_devices(ann, _literal)
+            except _NotLiteral:
+                pass
     return node.annotations
+
+
+class _NotLiteral(Exception):
+    pass
+
+
+def _literal(node):
+    """The value of a literal (a string, number, bool, or a list of them)."""
+    if isinstance(node, (A.String, A.Number, A.Bool)):
+        return node.value
+    if isinstance(node, A.ListLit):
+        return [_literal(item) for item in node.items]
+    raise _NotLiteral
 
 
 

@@ -276,7 +276,7 @@ class ComputeMagics(Magics):
             unusable = _unusable_read(shell, err, source)
             if unusable is not None:
                 raise unusable from None
-            if isinstance(err, ZynMLError) and err.line == 1 and err.source in (None, source):
+            if isinstance(err, ZynMLError) and err.line == 1 and not err.calls:
                 # line 1 is the magic line (blank in the cell's ZynML): show it as the cell
                 # has it, the annotations (parsed stripped, after `compute() `) after blanks
                 # (not line 1 of the text of a pipeline the cell called)
@@ -333,8 +333,13 @@ class ComputeMagics(Magics):
         written = line.strip()
         # options before a `//` comment only (`// was -r 50, -fast` is a note)
         code = code_part(written)
-        m = re.search(r"-r\s*(\d+)", code)
-        repeat = int(m.group(1)) if m else 7
+        given = re.findall(r"(?:^|(?<=\s))-r(?:\s*(\d+)(?!\S)|\s*(\S*))", code)
+        if len(given) > 1 or given and not (given[0][0] and int(given[0][0]) > 0):
+            what = "given twice" if len(given) > 1 else f"not `{given[0][1]}`" \
+                if given[0][1] else "given no number" if not given[0][0] else "not 0"
+            raise UsageError(f"%%zynml_timeit -r R: R is how many times to run the cell, a "
+                             f"whole number from 1 up; {what}")
+        repeat = int(given[0][0]) if given else 7
         # the option blanked, not removed: the annotations keep their columns in the line
         blanked = re.sub(r"-r\s*\d+", lambda m: " " * len(m.group()), code) + \
             written[len(code):]
@@ -362,7 +367,7 @@ class ComputeMagics(Magics):
             unusable = _unusable_read(self.shell, err, source)
             if unusable is not None:
                 raise unusable from None
-            if err.line == 1 and err.source in (None, source):
+            if err.line == 1 and not err.calls:
                 # line 1 is the magic line: the annotations were parsed after `compute() `
                 # (as %%compute's are), here they stand after `%%zynml_timeit ` and blanks
                 start = len("%%zynml_timeit ") + len(blanked) - len(blanked.lstrip())

@@ -137,6 +137,36 @@ def _broadcast(x, y) -> bool:
         return False
 
 
+def annotated_devices(ann, evaluate) -> list:
+    """The device ids of a `@device(...)` annotation, its argument's value given by
+    `evaluate`: a type error for anything but an id string or a list of them, a device
+    error at the argument for an id no device has."""
+    if len(ann.args) != 1 or ann.kwargs:
+        raise ZynMLTypeError("@device takes one device id: @device(\"cuda:0\")", ann.span)
+    value = evaluate(ann.args[0])
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        ids = value
+    elif isinstance(value, str):
+        ids = [value]
+    else:
+        what = B._kind(value)
+        if isinstance(value, list):     # say what is wrong with the list
+            bad = next((v for v in value if not isinstance(v, str)), None)
+            what = "an empty list" if not value else f"a list holding {B._kind(bad)}"
+        raise ZynMLTypeError(f"@device takes a device id string like \"cuda:0\" (or a "
+                             f"list of them), not {what}", ann.span)
+    arg = ann.args[0]
+    for k, v in enumerate(ids):
+        try:
+            get_device(v)
+        except ZynMLError as err:       # an id no device has: the caret under it
+            if err.span.line <= 0:
+                err.span = arg.items[k].span if isinstance(arg, A.ListLit) and \
+                    len(arg.items) == len(ids) else arg.span
+            raise
+    return value if isinstance(value, list) else [value]
+
+
 class Interpreter:
     def __init__(self, session):
         self.session = session
@@ -1414,28 +1444,7 @@ class Interpreter:
         return self._annotated_devices(ann), True
 
     def _annotated_devices(self, ann) -> list:
-        if len(ann.args) != 1 or ann.kwargs:
-            raise ZynMLTypeError("@device takes one device id: @device(\"cuda:0\")", ann.span)
-        value = self.eval(ann.args[0])
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            ids = value
-        elif isinstance(value, str):
-            ids = [value]
-        else:
-            what = B._kind(value)
-            if isinstance(value, list):     # say what is wrong with the list
-                bad = next((v for v in value if not isinstance(v, str)), None)
-                what = "an empty list" if not value else f"a list holding {B._kind(bad)}"
-            raise ZynMLTypeError(f"@device takes a device id string like \"cuda:0\" (or a "
-                                 f"list of them), not {what}", ann.span)
-        for v in ids:
-            try:
-                get_device(v)
-            except ZynMLError as err:       # an id no device has: the caret under it
-                if err.span.line <= 0:
-                    err.span = ann.args[0].span
-                raise
-        return value if isinstance(value, list) else [value]
+        return annotated_devices(ann, self.eval)
 
     def _launch_split(self, devices, lowered, inputs, sizes, given, scalars, mode, node,
                       source=None):

@@ -380,3 +380,68 @@ t.to_device("cpu")
 """
     got = _run("cpu", src, x=_MA, w=_MB)
     assert_equals_numpy(got, np.tanh(_MA.astype(np.float64) @ _MB).sum(0) * 2, 1e-4)
+
+
+# ------------------------------------------------ tiles spilled to scratch memory
+
+def _block_causal_attention(Q, K, V, block):
+    S, D = Q.shape[2], Q.shape[3]
+    scores = np.einsum("bhid,bhjd->bhij", Q.astype(np.float64), K.astype(np.float64)) / np.sqrt(D)
+    keep = (np.arange(S)[None, :] // block) <= (np.arange(S)[:, None] // block)
+    scores = np.where(keep, scores, -np.inf)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ V.astype(np.float64)
+
+
+_BLOCK_CAUSAL_FLASH = """let head_dim = 16
+let attn = compute(Q, K, V) {
+    @kernel flash_attention
+    for b in 0..batch, h in 0..heads:
+        for q_block in 0..seq_len step 64:
+            var m = -inf
+            var l = 0.0
+            var o = zeros(64, head_dim)
+            for kv_block in 0..seq_len step 64:
+                if kv_block <= q_block:
+                    let K_block = K[b, h, kv_block:kv_block+64]
+                    let V_block = V[b, h, kv_block:kv_block+64]
+                    let S = Q[b, h, q_block:q_block+64] @ transpose(K_block) / sqrt(head_dim)
+                    let m_new = max(m, row_max(S))
+                    let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
+                    o = exp(m - m_new) * o + exp(S - m_new) @ V_block
+                    m = m_new
+                    l = l_new
+            out[b, h, q_block:q_block+64] = o / l
+}
+attn
+"""
+_QKV = {n: _f32(1, 2, 150, 16) for n in "QKV"}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_flash_attention_skipping_key_blocks_under_an_if(device):
+    """Flash attention whose key blocks past the query block are skipped by an `if` (no
+    attention schedule takes it: the block schedule runs its tiles) equals numpy: on `gl:0`
+    its fourteen tile arrays, past the shared memory, each took a scratch buffer of its
+    own, and the kernel needed 19 storage buffers where the adapter binds 16; the arrays of
+    one dtype now share one scratch buffer."""
+    got = _run(device, _BLOCK_CAUSAL_FLASH, **_QKV)
+    assert_equals_numpy(got, _block_causal_attention(_QKV["Q"], _QKV["K"], _QKV["V"], 64), 1e-4)
+
+
+def test_spilled_tile_arrays_share_one_scratch_buffer_a_dtype():
+    """The block schedule's program for that kernel, where its arrays spill: one scratch
+    buffer of f32, and numpy's values from its launch IR (emulated)."""
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import cuda_target, metal_target, webgpu_target
+    qkv = {n: v[:, :1, :70] for n, v in _QKV.items()}
+    k, ins, sizes, scalars = lower_block(_BLOCK_CAUSAL_FLASH, qkv)
+    progs = [schedules.build(k, tgt, sizes) for tgt in
+             (cuda_target(), metal_target(), webgpu_target(("shader-f16",)))]
+    spilled = [p for p in progs if p is not None and p.scratch]
+    assert spilled
+    for prog in spilled:
+        assert [s.dtype for s in prog.scratch] == ["f32"], prog.scratch
+    want = _block_causal_attention(qkv["Q"], qkv["K"], qkv["V"], 64)
+    got = emulate_kernel(spilled[0], k, ins, sizes, scalars)
+    assert_equals_numpy(got.reshape(want.shape), want, 1e-4)

@@ -111,10 +111,11 @@ class _Builder(Builder):
         kernel = without_tiles(kernel, self.sizes)[0] or kernel
         self.k, self.t, self.T = kernel, target, params.threads
         self.nest = parallel_nest(kernel.body, self.sizes)
-        # shared arrays, one copy a block where they spill to memory, index past 2^31 too
+        # shared arrays, one copy a block where they spill to memory (all of them one after
+        # another in a block's slice), index past 2^31 too
         shared = [prod(cir.eval_dim(d, self.sizes) for d in s.shape) for s in cir.walk(self.nest.body)
                   if isinstance(s, cir.SharedAlloc)]
-        wide = any(n * max(1, self.nest.total) >= 2 ** 31 - 1 for n in shared)
+        wide = sum(shared) * max(1, self.nest.total) >= 2 ** 31 - 1
         self.idx = "i64" if wide else index_dtype(kernel, self.sizes)
         self.sites = errflag.ErrorSites()
         self.low = ScalarLowering(kernel, self.sizes, self.sites, self.idx, target=target)
@@ -129,22 +130,30 @@ class _Builder(Builder):
         spill = self.spill = _spills(nest.body, self.t, self.sizes, self.T)
         blocks = max(1, min(nest.total, self.t.max_blocks, SPILL_BLOCKS if spill else nest.total))
         # shared arrays: block memory declared once at the top of the kernel, or (past the
-        # target's shared memory) a slice of a scratch buffer per block
+        # target's shared memory) a slice per block of one scratch buffer per dtype, the
+        # block's arrays one after another in it (an adapter binds few storage buffers)
         scratch, params = [], list(buffer_params(self.k, self.sizes, idx))
-        for s in cir.walk(nest.body):
-            if isinstance(s, cir.SharedAlloc):
-                if s.name in self.low.buffers:
-                    raise NotScalar(f"shared array `{s.name}` declared twice")
-                count = prod(cir.eval_dim(d, self.sizes) for d in s.shape)
-                ident = user_name(s.name)
-                self.low.buffers[s.name] = (ident, s.dtype, tuple(s.shape))
-                self.counts[s.name] = count
-                if spill:
-                    self.low.bases[s.name] = ir.Bin("*", self.at("block"), self.i(count), idx)
-                    scratch.append(ir.Scratch(ident, s.dtype, lit(count * blocks, "i64")))
-                    params.append(ir.Param(ident, "scratch", s.dtype, True))
-                else:
-                    self.shared.append(ir.Array(ident, s.dtype, count, "shared", s.line))
+        allocs = [s for s in cir.walk(nest.body) if isinstance(s, cir.SharedAlloc)]
+        per_block: dict = {}            # dtype -> (scratch name, elements a block)
+        offsets: dict = {}              # spilled array -> its offset in the block's slice
+        for s in allocs:
+            if s.name in self.low.buffers:
+                raise NotScalar(f"shared array `{s.name}` declared twice")
+            count = self.counts[s.name] = prod(cir.eval_dim(d, self.sizes) for d in s.shape)
+            ident = user_name(s.name)
+            if spill:
+                ident, offsets[s.name] = per_block.get(s.dtype, (f"_spill_{s.dtype}", 0))
+                per_block[s.dtype] = (ident, offsets[s.name] + count)
+            else:
+                self.shared.append(ir.Array(ident, s.dtype, count, "shared", s.line))
+            self.low.buffers[s.name] = (ident, s.dtype, tuple(s.shape))
+        for s in allocs if spill else ():
+            total = per_block[s.dtype][1]
+            self.low.bases[s.name] = ir.Bin("+", ir.Bin("*", self.at("block"), self.i(total), idx),
+                                            self.i(offsets[s.name]), idx)
+        for dtype, (name, total) in per_block.items():
+            scratch.append(ir.Scratch(name, dtype, lit(total * blocks, "i64")))
+            params.append(ir.Param(name, "scratch", dtype, True))
         body = list(self.shared) + list(self.low.stmts(nest.prologue))
         threads = f"{self.T} thread{'s' if self.T > 1 else ''}"
         if nest.loops:

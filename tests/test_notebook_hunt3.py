@@ -358,3 +358,30 @@ def test_zynml_timeit_a_repeat_that_is_not_a_count_is_a_usage_error(shell, capsy
     assert "a whole number from 1 up" in str(info.value) and str(info.value).endswith(what)
     shell.run_cell_magic("zynml_timeit", "-r 3", "let y = 1.0\n")
     assert "(median of 3;" in capsys.readouterr().out
+
+
+def _inspect(kc, code, cursor):
+    kc.inspect(code, cursor)
+    reply = kc.get_shell_msg(timeout=30)["content"]
+    assert reply["status"] == "ok", reply
+    return reply["found"], reply["data"].get("text/plain", "")
+
+
+def test_kernel_inspecting_a_pipelines_parameter_does_not_show_the_global(kc):
+    """Inside a pipeline, a parameter or a name its body binds that shadows a notebook name
+    is described as what it is there (the notebook's tensor of that name was shown); a word
+    in a comment shows no value; the notebook's name elsewhere shows its value."""
+    from test_kernel_support import execute
+
+    reply, _ = execute(kc, "let nh3_t = randn([3], seed=1)\nnh3_t")
+    assert reply["status"] == "ok", reply
+    code = ("pipeline nh3_q(nh3_t: tensor[n], k):\n    for nh3_i in 0..k:\n"
+            "        let nh3_u = nh3_t * 2.0\n    return nh3_t + nh3_u\n"
+            "let r = nh3_t  // nh3_t here\n")
+    at = code.index("return nh3_t") + len("return nh")
+    assert _inspect(kc, code, at) == (True, "nh3_t: a parameter of pipeline nh3_q: tensor[n]")
+    at = code.index("+ nh3_u") + 4
+    assert _inspect(kc, code, at) == (True, "nh3_u: a name pipeline nh3_q binds (line 3)")
+    found, text = _inspect(kc, code, code.index("let r = nh3_t") + 10)
+    assert found and text.startswith("nh3_t: Tensor f32[3] on cpu"), text
+    assert _inspect(kc, code, code.index("// nh3_t") + 5) == (False, "")

@@ -367,6 +367,31 @@ def compute_at(program: A.Program, line: int, col: int):
     return best
 
 
+def local_meaning(code: str, cursor: int, name: str) -> str | None:
+    """What `name` at `cursor` is where the pipeline the cursor is in binds it (a parameter,
+    with its declared type, or a name its body binds): the session's value of that name is
+    not what the code there reads. None elsewhere."""
+    text = zynml_text(code)
+    try:
+        program = parse(text)
+    except ZynMLError:
+        return None
+    line, col = line_col(code, cursor)
+    for node in program.body:
+        if not (isinstance(node, A.Pipeline) and _contains(node.span, line, col)):
+            continue
+        for q in node.params:
+            if q.name == name:
+                typ = span_text(text, q.type.span) if q.type is not None else ""
+                return f"a parameter of pipeline {node.name}" + (f": {typ}" if typ else "")
+        for n in walk(node.body):
+            names = n.names if isinstance(n, A.Let) else (n.name,) if isinstance(
+                n, A.VarDecl) else (n.var,) if isinstance(n, (A.RangeIter, A.EachIter)) else ()
+            if name in names:
+                return f"a name pipeline {node.name} binds (line {n.span.line})"
+    return None
+
+
 def compute_blocks(program: A.Program) -> list:
     """Every compute block of the program, in source order."""
     blocks = [n for n in walk(program.body) if isinstance(n, A.Compute)]

@@ -28,7 +28,7 @@ from ipykernel.zmqshell import ZMQInteractiveShell
 from IPython.display import display
 from traitlets import Type
 
-from ..compiler.parser import parse
+from ..compiler.parser import code_part, parse
 from ..errors import ZynMLError
 from ..highlight import ANNOTATIONS, BUILTIN_FUNCTIONS, KERNEL_TYPES, KEYWORDS
 from . import LANGUAGE_INFO, cells
@@ -602,7 +602,15 @@ class ZynMLKernel(IPythonKernel):
     def zynml_inspection(self, code: str, cursor: int, detail_level: int = 0) -> dict | None:
         """A value's type, shape and device; inside a compute block, its generated code
         (after a line on the word under the cursor, if it is a ZynML word)."""
-        word, _, _ = cells.word_at(code, cursor)
+        word, start, _ = cells.word_at(code, cursor)
+        line_start = code.rfind("\n", 0, start) + 1
+        line_end = code.find("\n", start)
+        if start - line_start >= len(code_part(code[line_start:line_end if line_end >= 0
+                                                   else len(code)])):
+            word = ""               # a word in a comment names nothing
+        local = cells.local_meaning(code, cursor, word.split(".")[0]) if word else None
+        if local is not None:
+            return {"text/plain": f"{word}: {local}"}
         if word:
             try:
                 value = self.lookup(word)

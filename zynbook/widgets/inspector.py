@@ -9,6 +9,7 @@ from ..kernel.display import STAGES, default_language, kernel_label, kernel_sect
 from ..kernel.state import last_run, notebook_session
 from .views import TAB_TITLES, launch_info_html, tab_title  # noqa: F401
 
+
 class ShaderInspector(W.VBox):
     """Tabs for ZynML source, CIR and every generated source of a compiled kernel.
 

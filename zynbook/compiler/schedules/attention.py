@@ -30,6 +30,11 @@ computes with vectors and head_dim (or its class) is a multiple of four, scalars
 Where the sizes are baked in the kernel is written for the launch's head_dim; where they
 are not (WebGPU: one program for every size set) there is one kernel per class of head_dim
 (up to 32, 64, 128), each launched only when the launch's head_dim is in its class.
+
+V (and the output) may have a head_dim other than Q's and K's (multi-head latent attention):
+the first algorithm's query row and scores run over Q's, its output row and V's tile over
+V's (a class kernel holds both rows at the class's length, launched where the larger is in
+it); the products and the tensor-core kernels, cut for one head_dim, say they take one.
 """
 from __future__ import annotations
 
@@ -124,8 +129,19 @@ class Shape:
     p: object                   # recognise.Attention or FlashAttention
     bufs: dict                  # role (q, k, v, out) -> cir buffer
     axes: dict                  # role -> axes of (batch, head, sequence)
-    head_dim: object            # the last axis of the tensors (a number or a size name)
+    head_dim: object            # the last axis of Q and K (a number or a size name)
     D: int                      # its value at these sizes
+    head_dim_v: object = None   # the last axis of V and out (multi-head latent attention's
+    Dv: int = 0                 # differs from Q's and K's), its value; None, 0: head_dim's
+
+    def __post_init__(self):
+        if self.head_dim_v is None:
+            object.__setattr__(self, "head_dim_v", self.head_dim)
+            object.__setattr__(self, "Dv", self.D)
+
+    @property
+    def one_width(self) -> bool:
+        return self.D == self.Dv
 
 
 def match(kernel: cir.Kernel, target, sizes: dict):
@@ -153,9 +169,12 @@ def match(kernel: cir.Kernel, target, sizes: dict):
     axes = {"q": p.q_axes, "k": p.k_axes, "v": p.v_axes, "out": p.out_axes}
     kv_heads = (H - 1) // group + 1 if H else 0     # grouped-query heads: those h / group reaches
     want = {"q": (B, H, S), "k": (B, kv_heads, SK), "v": (B, kv_heads, SK), "out": (B, H, S)}
-    D = {cir.eval_dim(b.shape[-1], sizes) for b in bufs.values()}
-    if len(D) != 1 or (hd is not None and hd not in D):
-        return None, "Q, K, V and out differ in head_dim (or the loop over it does not cover it)"
+    # Q and K share one head_dim, V and out another (the loop over it, where there is one)
+    D, Dv = ({cir.eval_dim(bufs[r].shape[-1], sizes) for r in roles} for roles in (("q", "k"), ("v", "out")))
+    if len(D) != 1:
+        return None, "Q and K differ in head_dim"
+    if len(Dv) != 1 or (hd is not None and hd not in Dv):
+        return None, "V and out differ in head_dim (or the loop over it does not cover it)"
     for role, b in bufs.items():
         # an axis the tensors lack (3-D or 2-D) is one of size 1
         got = tuple(1 if a is None else cir.eval_dim(b.shape[a], sizes) for a in axes[role])
@@ -164,23 +183,24 @@ def match(kernel: cir.Kernel, target, sizes: dict):
                                       and got[1] >= want[role][1]):
             return None, (f"`{b.name}` is not [{', '.join(map(str, want[role]))}] in the axes the "
                           "loops index")
-    return Shape(p, bufs, axes, bufs["out"].shape[-1], D.pop()), None
+    return Shape(p, bufs, axes, bufs["q"].shape[-1], D.pop(), bufs["out"].shape[-1], Dv.pop()), None
 
 
 def baked(target, shape: Shape) -> bool:
-    """Whether the kernel is written for the launch's head_dim (else one per class)."""
-    return not target.symbolic_sizes or isinstance(shape.head_dim, int)
+    """Whether the kernel is written for the launch's head_dims (else one per class)."""
+    return not target.symbolic_sizes or all(isinstance(d, int) for d in (shape.head_dim, shape.head_dim_v))
 
 
-def shared_bytes(bq: int, bk: int, dcap: int, params: AttentionParams) -> int:
-    """The shared memory of a kernel: the K and V tiles (rows padded, `row_pad`), which the
-    lanes' merge reuses for the output rows, and the lanes' (m, l)."""
+def shared_bytes(bq: int, bk: int, dcap: int, params: AttentionParams, vcap: int | None = None) -> int:
+    """The shared memory of a kernel: the K and V tiles (rows of `dcap` and `vcap`, padded,
+    `row_pad`), which the lanes' merge reuses for the output rows, and the lanes' (m, l)."""
     if not params.tiles:
         return 0
+    vcap = dcap if vcap is None else vcap
     pad = row_pad(params)
-    merge = bq * dcap if params.lanes > 1 else 0
+    merge = bq * vcap if params.lanes > 1 else 0
     stats = 2 * bq * params.lanes if params.lanes > 1 else 0
-    return 4 * (max(2 * bk * (dcap + pad), merge) + stats)
+    return 4 * (max(bk * (dcap + pad) + bk * (vcap + pad), merge) + stats)
 
 
 def row_pad(params: AttentionParams) -> int:
@@ -189,12 +209,13 @@ def row_pad(params: AttentionParams) -> int:
     return 4 if params.lanes > 1 else 0
 
 
-def fit(params: AttentionParams, dcap: int, target):
-    """(block_q, block_kv, chunk) for head_dim up to `dcap` within the shared memory: the
-    key tile halves first, then the query block; None where nothing fits."""
+def fit(params: AttentionParams, dcap: int, target, vcap: int | None = None):
+    """(block_q, block_kv, chunk) for head_dims up to `dcap` (Q, K) and `vcap` (V, by
+    default `dcap`) within the shared memory: the key tile halves first, then the query
+    block; None where nothing fits."""
     bq, bk, R = params.block_q, params.block_kv, params.lanes
     limit = min(target.shared_bytes, STATIC_SHARED)
-    while shared_bytes(bq, bk, dcap, params) > limit:
+    while shared_bytes(bq, bk, dcap, params, vcap) > limit:
         if bk > max(R, 8):
             bk //= 2
         elif bq > 8:
@@ -223,15 +244,29 @@ PRODUCT_VARIANTS = tuple(replace(_PRODUCTS_4X4, rows=r, cols=c, prefetch=f, exp2
 LOG2E = 1.4426950408889634
 
 
-def products_fit(target, shape: Shape, params: AttentionParams = PRODUCTS) -> bool:
-    """Whether the register-tiled products of `params` run this attention on `target`:
-    head_dim 16..64 in steps of 16 known when compiled, collectives over the 64 / cols lanes
-    that share a query row, 256 threads, the Q, K (then P) and V tiles in shared memory."""
+def products_why_not(target, shape: Shape, params: AttentionParams = PRODUCTS) -> str | None:
+    """None where the register-tiled products of `params` run this attention on `target`:
+    one head_dim of 16..64 in steps of 16 known when compiled, collectives over the 64 / cols
+    lanes that share a query row, 256 threads, the Q, K (then P) and V tiles in shared
+    memory; else the reason."""
     D = shape.D
-    need = 4 * (D * 64 + max(D * 64, 64 * 64) + 64 * D)
-    return (baked(target, shape) and not target.symbolic_sizes and D % 16 == 0 and 16 <= D <= 64
-            and lane_collectives(target) >= 64 // params.cols and target.max_threads >= 256
-            and need <= min(target.shared_bytes, STATIC_SHARED))
+    if not shape.one_width:
+        # their shared tiles and output columns a thread are cut for one head_dim
+        return f"V's head_dim {shape.Dv} is not Q's and K's {D}: the register-tiled products take one"
+    if not baked(target, shape) or target.symbolic_sizes:
+        return "the register-tiled products are written for sizes known when compiled"
+    if D % 16 or not 16 <= D <= 64:
+        return f"head_dim {D}: the register-tiled products take 16 to 64 in steps of 16"
+    if lane_collectives(target) < 64 // params.cols or target.max_threads < 256:
+        return f"the {target.name} target has no collectives over {64 // params.cols} lanes or 256 threads a block"
+    if 4 * (D * 64 + max(D * 64, 64 * 64) + 64 * D) > min(target.shared_bytes, STATIC_SHARED):
+        return f"head_dim {D}: the Q, K and V tiles outgrow the shared memory"
+    return None
+
+
+def products_fit(target, shape: Shape, params: AttentionParams = PRODUCTS) -> bool:
+    """Whether the register-tiled products of `params` run this attention on `target`."""
+    return products_why_not(target, shape, params) is None
 
 
 def fitting_products(target, shape: Shape) -> list:
@@ -243,6 +278,11 @@ def fitting_products(target, shape: Shape) -> list:
 def lane_collectives(target) -> int:
     """The widest group of consecutive lanes a collective may span on `target` (1: none)."""
     return max(target.warp if target.collectives else 1, target.lane_groups)
+
+
+def _widths(shape: Shape) -> str:
+    """Q's and K's head_dim, and V's where it differs."""
+    return str(shape.D) if shape.one_width else f"{shape.D} (V's {shape.Dv})"
 
 
 def _is_lit(e, value) -> bool:
@@ -262,7 +302,7 @@ class Attention(Schedule):
         if shape is None:
             return why
         if not self.space(kernel, target, sizes):
-            return f"head_dim {shape.D}: no tiles fit the target's shared memory"
+            return f"head_dim {_widths(shape)}: no tiles fit the target's shared memory"
         return None
 
     def default(self, kernel, target, sizes):
@@ -292,7 +332,7 @@ class Attention(Schedule):
         shape, _ = match(kernel, target, sizes)
         if shape is None:
             return []
-        first = self._first(target, shape.D)
+        first = self._first(target, max(shape.D, shape.Dv))
         if not first.tiles:
             return [first, replace(first, chunk=8), replace(first, chunk=32, block_kv=32)]
         from . import attention_mma     # (it builds on this module's kernel)
@@ -317,15 +357,17 @@ class Attention(Schedule):
                 continue
             if not all(_pow2(x) for x in (c.block_q, c.block_kv, c.lanes, c.chunk)):
                 continue
-            if all(fit(c, d, target) is not None for d in self.head_dims(target, shape)):
+            if all(fit(c, d, target, v) is not None for d, v in self.head_dims(target, shape)):
                 out.append(c)
         return out
 
     @staticmethod
     def head_dims(target, shape: Shape) -> tuple:
+        """(Q's and K's head_dim, V's) of each kernel: the launch's where baked, else one
+        class a kernel, both rows that long (launched where the larger is in the class)."""
         if baked(target, shape):
-            return (shape.D,)
-        return HEAD_DIM_CLASSES
+            return ((shape.D, shape.Dv),)
+        return tuple((c, c) for c in HEAD_DIM_CLASSES)
 
     def build(self, kernel, target, sizes, params: AttentionParams) -> ir.Program:
         # `match` found the output [B, H, S, D] in the axes the loops index, and every kernel
@@ -347,25 +389,27 @@ class Attention(Schedule):
         if params.mma:
             return self._mma(kernel, target, sizes, shape, params, sites, idx)
         if params.products:
-            if not products_fit(target, shape, params):
-                raise NotScalar("the register-tiled products do not fit this attention")
+            why = products_why_not(target, shape, params)
+            if why:
+                raise NotScalar(why)
             return self._products(kernel, target, sizes, shape, params, sites, idx)
         dcaps = self.head_dims(target, shape)
-        fits = {d: fit(params, d, target) for d in dcaps}
+        fits = {d: fit(params, d[0], target, d[1]) for d in dcaps}
         if any(f is None for f in fits.values()):
             raise NotScalar(f"{params.describe()} does not fit the shared memory")
         # every class kernel declares the same shared arrays (one module holds them all)
         pad = row_pad(params)
-        kv = max(max(2 * f[1] * (d + pad), f[0] * d if params.lanes > 1 else 0)
-                 for d, f in fits.items())
+        kv = max(max(f[1] * (d + pad) + f[1] * (v + pad), f[0] * v if params.lanes > 1 else 0)
+                 for (d, v), f in fits.items())
         ml = max(2 * f[0] * params.lanes for f in fits.values())
         built, lines = [], []
-        for n, dcap in enumerate(dcaps):
-            bq, bk, chunk = fits[dcap]
-            lo = dcaps[n - 1] if n else 0
+        for n, (dcap, vcap) in enumerate(dcaps):
+            bq, bk, chunk = fits[dcap, vcap]
+            lo = dcaps[n - 1][0] if n else 0
             built.append(_Kernel(kernel, target, sizes, shape, params, sites, idx, dcap, lo, bq, bk,
-                                 chunk, kv, ml, None if len(dcaps) == 1 else f"d{dcap}").kernel())
-            lines.append(f"head_dim {'up to ' + str(dcap) if len(dcaps) > 1 else dcap}: "
+                                 chunk, kv, ml, None if len(dcaps) == 1 else f"d{dcap}", vcap).kernel())
+            width = dcap if dcap == vcap else f"{dcap}, V's {vcap}"
+            lines.append(f"head_dim {'up to ' + str(width) if len(dcaps) > 1 else width}: "
                          f"{bq} queries x {bk}-key tiles, {chunk} keys per step")
         return self._program(kernel, shape, params, sites, built, lines, target, sizes)
 
@@ -439,14 +483,16 @@ class Attention(Schedule):
 
 
 class _Kernel:
-    """The launch IR of one kernel of the schedule (head_dim up to `dcap`)."""
+    """The launch IR of one kernel of the schedule (Q's and K's head_dim up to `dcap`, V's
+    up to `vcap`, by default `dcap`)."""
 
     full = False                # the keys fill whole tiles (a subclass that bakes sizes in)
 
     def __init__(self, kernel, target, sizes, shape: Shape, params, sites, idx, dcap, lo,
-                 bq, bk, chunk, kv_count, ml_count, suffix):
+                 bq, bk, chunk, kv_count, ml_count, suffix, vcap=None):
         self.k, self.shape, self.P = kernel, shape, params
         self.idx, self.dcap, self.lo = idx, dcap, lo
+        self.vcap = dcap if vcap is None else vcap
         self.bq, self.bk, self.chunk = bq, bk, chunk
         self.kv_count, self.ml_count, self.suffix = kv_count, ml_count, suffix
         self.low = ScalarLowering(kernel, sizes, sites, idx, symbolic=target.symbolic_sizes,
@@ -456,11 +502,13 @@ class _Kernel:
         self.exact = baked(target, shape)
         self.stride = dcap + row_pad(params)        # of a row of a shared tile
         # the rows (q, o, the K/V tiles) are held as slots of W lanes: vectors of four where
-        # the target computes with them and head_dim (its class) is a multiple of four
-        self.W = 4 if target.vector_lanes >= 4 and dcap % 4 == 0 else 1
-        self.C = dcap // self.W                     # slots of a row
+        # the target computes with them and both head_dims (classes) are multiples of four
+        self.W = 4 if target.vector_lanes >= 4 and dcap % 4 == 0 and self.vcap % 4 == 0 else 1
+        self.C = dcap // self.W                     # slots of a row of Q or K
+        self.Cv = self.vcap // self.W               # of V or out
         self.FV = ir.vector_dtype(F, self.W)
-        self.sstride = self.stride // self.W        # slots of a row of a shared tile
+        self.sstride = self.stride // self.W        # slots of a row of a shared tile (K)
+        self.vstride = (self.vcap + row_pad(params)) // self.W      # (V)
 
     # ---- small expression helpers -----------------------------------------------------
 
@@ -519,13 +567,22 @@ class _Kernel:
         buf = self.shape.bufs[role]
         if self.exact or inside:
             return cast(ir.Load(user_name(buf.name), self.add(row, col), buf.dtype), F)
-        c = ir.Math("min", (col, ir.Bin("-", self.D, self.i(1), self.idx)), self.idx)
+        D = self.width(role)
+        c = ir.Math("min", (col, ir.Bin("-", D, self.i(1), self.idx)), self.idx)
         v = cast(ir.Load(user_name(buf.name), self.add(row, c), buf.dtype), F)
-        return ir.Select(ir.Bin("<", col, self.D, "bool"), v, ZERO, F)
+        return ir.Select(ir.Bin("<", col, D, "bool"), v, ZERO, F)
 
-    def each_slot(self, var: str, body_of, start: int = 0) -> list:
-        """for var in start..C (the slots of a row), unrolled (the rows are registers)."""
-        return self.unrolled(ir.For(var, self.i(start), self.i(self.C), self.i(1),
+    def width(self, role: str) -> ir.Expr:
+        """The head_dim of the tensor of `role` (Q's and K's, or V's and out's)."""
+        return self.D if role in ("q", "k") else self.Dv
+
+    def slots(self, role: str) -> int:
+        """Slots of a row of the tensor of `role`."""
+        return self.C if role in ("q", "k") else self.Cv
+
+    def each_slot(self, var: str, body_of, start: int = 0, role: str = "q") -> list:
+        """for var in start..slots of a row of `role`, unrolled (the rows are registers)."""
+        return self.unrolled(ir.For(var, self.i(start), self.i(self.slots(role)), self.i(1),
                                     tuple(body_of(self.ref(var))), self.idx, unroll=True))
 
     # ---- slots: W lanes of a row (a vector, or one element where W is 1) ---------------
@@ -567,6 +624,9 @@ class _Kernel:
         T = bq * R
         idx = self.idx
         self.D = self.low.size(self.shape.head_dim)
+        self.Dv = self.low.size(self.shape.head_dim_v)
+        # the kernel of a class runs where the larger head_dim is in it
+        Dm = self.D if self.shape.head_dim == self.shape.head_dim_v else ir.Math("max", (self.D, self.Dv), idx)
         B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
         nqb = ir.Bin("/", self.add(S, self.i(bq - 1)), self.i(bq), idx)
         body = [ir.Decl("_S", idx, S), ir.Decl("_SK", idx, SK),
@@ -587,67 +647,89 @@ class _Kernel:
                  ir.Decl("_vbase", idx, self.row_offset("v", *bh, self.i(0))),
                  ir.Decl("_orow", idx, self.row_offset("out", *bh, self.ref("_qc"))),
                  ir.Decl("_scale", F, low.operand(p.scale, F)),
-                 ir.Array("_qr", self.FV, self.C), ir.Array("_o", self.FV, self.C),
+                 ir.Array("_qr", self.FV, self.C), ir.Array("_o", self.FV, self.Cv),
                  *self.each_slot("_d", lambda c: [
                      ir.Store("_qr", c, self.mul(self.slot_of(lambda w: self.element(
-                         "q", self.ref("_qrow"), self.col(c, w))), self.vec(ir.Ref("_scale", F)))),
-                     ir.Store("_o", c, self.vec(ZERO))]),
+                         "q", self.ref("_qrow"), self.col(c, w))), self.vec(ir.Ref("_scale", F))))]
+                     + ([ir.Store("_o", c, self.vec(ZERO))] if self.Cv == self.C else [])),
+                 *([] if self.Cv == self.C else self.each_slot("_d", lambda c: [
+                     ir.Store("_o", c, self.vec(ZERO))], role="v")),
                  ir.Decl("_m", F, NEG, True), ir.Decl("_l", F, ZERO, True)]
         if P.tiles:
             body.append(ir.Array("_kv", self.FV, self.kv_count // self.W, "shared"))
         steps = ir.For("_j0", self.i(0), self.i(self.bk), self.i(self.chunk * R),
                        tuple(self.step()), idx)
-        tile = ([ir.Barrier(), self.fill(), ir.Barrier()] if P.tiles else []) + [steps]
+        tile = ([ir.Barrier(), *self.fill(), ir.Barrier()] if P.tiles else []) + [steps]
         body.append(ir.For("_k0", self.i(0), SK, self.i(self.bk), tuple(tile), idx))
         body += self.merge() if R > 1 else [ir.Decl("_L", F, ir.Ref("_l", F))]
         body += self.store()
         if not self.exact and self.dcap == HEAD_DIM_CLASSES[-1]:
-            # a head_dim past the largest class: the row the registers hold is too short
-            site = self.sites.add(errflag.LIMIT, self.k.first_line, "head_dim", self.dcap)
-            body = [ir.If(ir.InRange(ir.Bin("-", self.D, self.i(1), idx), self.i(self.dcap), site),
-                          tuple(body))]
+            # a head_dim past the largest class: the row the registers hold is too short (the
+            # site named by the size, which a launch past it is built for: wgsl.past_limits)
+            for dim, D in {self.shape.head_dim: self.D, self.shape.head_dim_v: self.Dv}.items():
+                site = self.sites.add(errflag.LIMIT, self.k.first_line,
+                                      dim if isinstance(dim, str) else "head_dim", self.dcap)
+                body = [ir.If(ir.InRange(ir.Bin("-", D, self.i(1), idx), self.i(self.dcap), site),
+                              tuple(body))]
         name = kernel_name(self.k, self.suffix or "")
+        width = self.dcap if self.dcap == self.vcap else f"{self.dcap}, V's {self.vcap}"
         k = ir.Kernel(name, buffer_params(self.k, self.low.sizes, idx), tuple(body), T, idx,
-                      f"attention, head_dim {'up to ' if not self.exact else ''}{self.dcap}: "
+                      f"attention, head_dim {'up to ' if not self.exact else ''}{width}: "
                       f"{bq} queries per block, {R} thread{'s' if R > 1 else ''} each")
         blocks = ir.Bin("*", ir.Bin("*", B, H, idx), ir.ceildiv(self.size(p.n_queries), bq), idx)
         if not self.exact:          # launched only for the head_dims of its class
             one = self.i(1)
             clip = lambda e: ir.Math("min", (ir.Math("max", (e, self.i(0)), idx), one), idx)
-            blocks = self.mul(self.mul(blocks, clip(ir.Bin("-", self.D, self.i(self.lo), idx))),
-                              clip(ir.Bin("-", self.i(self.dcap + 1), self.D, idx))
+            blocks = self.mul(self.mul(blocks, clip(ir.Bin("-", Dm, self.i(self.lo), idx))),
+                              clip(ir.Bin("-", self.i(self.dcap + 1), Dm, idx))
                               if self.dcap != HEAD_DIM_CLASSES[-1] else one)
         return k, blocks
 
-    def fill(self) -> ir.For:
+    def fill(self) -> list:
         """K and V rows _k0 .. _k0 + block_kv into the shared tile (0 past the keys), a slot
         at a time: thread t takes slots t, t + T, ... of the tile in one flat loop (on an H100
         through Vulkan 4.5% faster at head_dim 64 than a loop over rows and one over a row's
-        slots, each started at the thread's own row and slot)."""
-        idx, dc, T = self.idx, self.C, self.bq * self.P.lanes
+        slots, each started at the thread's own row and slot); one loop for K and one for V
+        where their rows differ in length."""
+        idx, T = self.idx, self.bq * self.P.lanes
         row, col = self.ref("_row"), self.ref("_col")
         j = self.add(self.ref("_k0"), row)
         jc = ir.Math("min", (j, ir.Bin("-", self.ref("_SK"), self.i(1), idx)), idx)
         ok = ir.Bin("<", j, self.ref("_SK"), "bool")
-        at = self.add(self.mul(row, self.i(self.sstride)), col)
 
-        def slot(role, inside):
+        def store(role, inside):
             base = self.add(self.ref(f"_{role}base"), self.mul(self.ref("_jf"), self.seq_stride(role)))
-            return ir.Select(ok, self.slot_of(lambda w: self.element(role, base, self.col(col, w), inside)),
-                             self.vec(ZERO), self.FV)
+            at = self.add(self.tile_at(role), self.mul(row, self.i(self.row_slots(role))), col)
+            return ir.Store("_kv", at, ir.Select(
+                ok, self.slot_of(lambda w: self.element(role, base, self.col(col, w), inside)),
+                self.vec(ZERO), self.FV))
 
-        def both(inside):
-            return (ir.Store("_kv", at, slot("k", inside)),
-                    ir.Store("_kv", self.add(at, self.i(self.bk * self.sstride)), slot("v", inside)))
-        stores = (ir.Decl("_jf", idx, jc),) + both(False)
-        if not self.exact and self.W > 1:
-            # a slot wholly inside head_dim (every slot where head_dim is a multiple of
-            # the lanes) is read without a test and a clamp per element
-            stores = (ir.Decl("_jf", idx, jc), ir.If(ir.Bin("<", self.col(col, self.W - 1), self.D, "bool"),
-                                                      both(True), both(False)))
-        body = (ir.Decl("_row", idx, ir.Bin("/", self.ref("_e"), self.i(dc), idx)),
-                ir.Decl("_col", idx, ir.Bin("%", self.ref("_e"), self.i(dc), idx))) + stores
-        return ir.For("_e", self.ref("_t"), self.i(self.bk * dc), self.i(T), body, idx)
+        def loop(roles):
+            dc = self.slots(roles[0])
+            stores = (ir.Decl("_jf", idx, jc),) + tuple(store(r, False) for r in roles)
+            if not self.exact and self.W > 1:
+                # a slot wholly inside head_dim (every slot where head_dim is a multiple of
+                # the lanes) is read without a test and a clamp per element; one test for K
+                # and V where they share the head_dim's size
+                dims = {self.shape.head_dim if r == "k" else self.shape.head_dim_v for r in roles}
+                stores = stores[:1] + tuple(
+                    ir.If(ir.Bin("<", self.col(col, self.W - 1), self.width(g[0]), "bool"),
+                          tuple(store(r, True) for r in g), tuple(store(r, False) for r in g))
+                    for g in ([roles] if len(dims) == 1 else [(r,) for r in roles]))
+            body = (ir.Decl("_row", idx, ir.Bin("/", self.ref("_e"), self.i(dc), idx)),
+                    ir.Decl("_col", idx, ir.Bin("%", self.ref("_e"), self.i(dc), idx))) + stores
+            return ir.For("_e", self.ref("_t"), self.i(self.bk * dc), self.i(T), body, idx)
+        if self.C == self.Cv and self.sstride == self.vstride:
+            return [loop(("k", "v"))]
+        return [loop(("k",)), loop(("v",))]
+
+    def tile_at(self, role: str) -> ir.Expr:
+        """The first slot of the shared tile of `role` (V's after K's)."""
+        return self.i(0 if role == "k" else self.bk * self.sstride)
+
+    def row_slots(self, role: str) -> int:
+        """Slots from one row of a shared tile of `role` to the next."""
+        return self.sstride if role == "k" else self.vstride
 
     def seq_stride(self, role: str) -> ir.Expr:
         """From one key (or query) row of `role` to the next."""
@@ -657,8 +739,8 @@ class _Kernel:
         """Slot c of the current key's row of K or V (`_jj` in the tile, `_jc` overall)."""
         if self.P.tiles:
             if role == "v":     # the V tile after the K tile: one constant with the slot's
-                c = self.add(c, self.i(self.bk * self.sstride))
-            return ir.Load("_kv", self.add(self.mul(self.ref("_jj"), self.i(self.sstride)), c), self.FV)
+                c = self.add(c, self.tile_at("v"))
+            return ir.Load("_kv", self.add(self.mul(self.ref("_jj"), self.i(self.row_slots(role))), c), self.FV)
         base = self.add(self.ref("_kbase" if role == "k" else "_vbase"),
                         self.mul(self.ref("_jc"), self.seq_stride(role)))
         return self.slot_of(lambda w: self.element(role, base, self.col(c, w)))
@@ -720,13 +802,14 @@ class _Kernel:
         update = [
             ir.Decl("_alpha", F, ir.Math("exp", (ir.Bin("-", ir.Ref("_m", F), ir.Ref("_mt", F), F),), F)),
             ir.Set("_l", self.mul(ir.Ref("_l", F), ir.Ref("_alpha", F))),
-            *self.each_slot("_d", lambda c: [ir.Store("_o", c, self.mul(self.reg("_o", c), self.vec(ir.Ref("_alpha", F))))]),
+            *self.each_slot("_d", lambda c: [ir.Store("_o", c, self.mul(self.reg("_o", c), self.vec(ir.Ref("_alpha", F))))],
+                            role="v"),
             *self.unrolled(ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(
                 [ir.Decl("_p", F, weight), ir.Set("_l", ir.Bin("+", ir.Ref("_l", F), ir.Ref("_p", F), F))]
                 + self.key_index()[:1] + ([] if self.P.tiles else self.key_index()[1:])
                 + self.each_slot("_d", lambda c: [ir.Store("_o", c, ir.Bin(
                     "+", self.reg("_o", c), self.mul(self.vec(ir.Ref("_p", F)), self.key_value("v", c)),
-                    self.FV))])),
+                    self.FV))], role="v")),
                 idx, unroll=True)),
             ir.Set("_m", ir.Ref("_mt", F))]
         return [ir.Array("_s", F, ch), ir.Decl("_mt", F, ir.Ref("_m", F), True),
@@ -738,7 +821,7 @@ class _Kernel:
         """The lanes of a query combine their (m, l, o) through shared memory: the largest
         maximum M, each lane's l and o scaled by e^(m - M) and summed (o lane by lane into
         lane 0, over the K/V tile, which every thread is done with)."""
-        idx, R, T, dc = self.idx, self.P.lanes, self.bq * self.P.lanes, self.C
+        idx, R, T, dc = self.idx, self.P.lanes, self.bq * self.P.lanes, self.Cv
         q, t = self.ref("_q"), self.ref("_t")
         slot = self.add(self.mul(q, self.i(R)), self.ref("_x"))
         stat = lambda off: ir.Load("_ml", self.add(slot, self.i(off)) if off else slot, F)
@@ -756,14 +839,15 @@ class _Kernel:
             each_lane([ir.Decl("_mx", F, stat(0)),
                        ir.Set("_L", ir.Bin("+", ir.Ref("_L", F), self.mul(stat(T), scale(ir.Ref("_mx", F))), F))]),
             ir.Decl("_f", F, scale(ir.Ref("_m", F))),
-            *self.each_slot("_d", lambda c: [ir.Store("_o", c, self.mul(self.reg("_o", c), self.vec(ir.Ref("_f", F))))]),
+            *self.each_slot("_d", lambda c: [ir.Store("_o", c, self.mul(self.reg("_o", c), self.vec(ir.Ref("_f", F))))],
+                            role="v"),
             each_lane([
                 ir.If(ir.Bin("==", self.ref("_r"), self.ref("_x"), "bool"),
-                      tuple(self.each_slot("_d", lambda c: [ir.Store("_kv", row(c), self.reg("_o", c))]))),
+                      tuple(self.each_slot("_d", lambda c: [ir.Store("_kv", row(c), self.reg("_o", c))], role="v"))),
                 ir.Barrier(),
                 ir.If(ir.Bin("==", self.ref("_r"), self.i(0), "bool"),
                       tuple(self.each_slot("_d", lambda c: [ir.Store("_o", c, ir.Bin(
-                          "+", self.reg("_o", c), ir.Load("_kv", row(c), self.FV), self.FV))]))),
+                          "+", self.reg("_o", c), ir.Load("_kv", row(c), self.FV), self.FV))], role="v"))),
                 ir.Barrier()], 1)]
 
     def reciprocal(self, L) -> ir.Expr:
@@ -787,10 +871,10 @@ class _Kernel:
         def put(c, w):
             d = self.col(c, w)
             v = cast(self.mul(self.lane(self.reg("_o", c), w), ir.Ref("_inv", F)), out.dtype)
-            guard = None if self.exact else ir.Bin("<", d, self.D, "bool")
+            guard = None if self.exact else ir.Bin("<", d, self.Dv, "bool")
             return ir.Store(user_name(out.name), self.add(self.ref("_orow"), d), v, guard)
         return [ir.If(ok, (ir.Decl("_inv", F, inv), *self.each_slot(
-            "_d", lambda c: [put(c, w) for w in range(self.W)])))]
+            "_d", lambda c: [put(c, w) for w in range(self.W)], role="v")))]
 
 
 class _Products(_Kernel):

@@ -174,6 +174,9 @@ def why_not(target, shape, params=None) -> str | None:
     if len(dts) != 1 or not dts <= set(HALVES):
         return (f"Q, K, V are {', '.join(shape.bufs[r].dtype for r in ('q', 'k', 'v'))}: the "
                 "tensor-core attention takes all f16 or all bf16")
+    if not shape.one_width:
+        # P V's fragments and the output's are cut for Q's head_dim
+        return f"V's head_dim {shape.Dv} is not Q's and K's {shape.D}: the tensor-core attention takes one"
     if shape.D % 16 or shape.D > MAX_HEAD_DIM:
         return f"head_dim {shape.D}: the tensor-core attention takes multiples of 16 up to {MAX_HEAD_DIM}"
     rows = block_q // warps

@@ -111,12 +111,12 @@ def hinted_config(kernel, target, sizes: dict) -> FlashConfig | None:
     if "block_q" not in hint and "block_kv" not in hint:
         return None
     shape, _ = attention.match(kernel, target, sizes)
-    if shape is None or (target.symbolic_sizes and not isinstance(shape.head_dim, int)):
+    if shape is None or (target.symbolic_sizes and not attention.baked(target, shape)):
         return None
     base = named_config(target) or CONFIGS["fallback"]
     half = shape.bufs["q"].dtype in ("f16", "bf16")
     return FlashConfig("@tile", int(hint.get("block_q", base.block_q)),
-                       int(hint.get("block_kv", base.block_kv)), shape.D, half)
+                       int(hint.get("block_kv", base.block_kv)), max(shape.D, shape.Dv), half)
 
 
 def check_config(schedule: str, kernel, target, sizes: dict):

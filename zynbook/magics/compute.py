@@ -334,11 +334,12 @@ class ComputeMagics(Magics):
         # options before a `//` comment only (`// was -r 50, -fast` is a note)
         code = code_part(written)
         given = re.findall(r"(?:^|(?<=\s))-r(?:\s*(\d+)(?!\S)|\s*(\S*))", code)
-        if len(given) > 1 or given and not (given[0][0] and int(given[0][0]) > 0):
+        if len(given) > 1 or given and not given[0][0]:
             what = "given twice" if len(given) > 1 else f"not `{given[0][1]}`" \
-                if given[0][1] else "given no number" if not given[0][0] else "not 0"
+                if given[0][1] else "given no number"
+            # (as the kernel's %timeit, -r 0 runs once)
             raise UsageError(f"%%zynml_timeit -r R: R is how many times to run the cell, a "
-                             f"whole number from 1 up; {what}")
+                             f"whole number; {what}")
         repeat = int(given[0][0]) if given else 7
         # the option blanked, not removed: the annotations keep their columns in the line
         blanked = re.sub(r"-r\s*\d+", lambda m: " " * len(m.group()), code) + \
@@ -416,9 +417,19 @@ class ComputeMagics(Magics):
     @line_magic
     def zynml_device(self, line=""):
         """%zynml_device ID: set the default device of %%compute cells (no ID: show it)."""
-        device = line.strip().strip("'\"")
+        text = line.strip()
+        device = text.strip("'\"")
         if device:
-            self.session.default_device = device
+            try:
+                self.session.default_device = device
+            except ZynMLError as err:     # the caret under the id on the magic's line
+                if err.line <= 0:
+                    shown = f"%zynml_device {line.rstrip()}"
+                    column = shown.find(text, len("%zynml_device")) + 1
+                    err.span = dataclasses.replace(err.span, line=1, column=column,
+                                                   end_line=1, end_column=column + len(text))
+                    err.source = shown
+                raise
             announce_device(self.session)
         print(f"default device: {self.session.default_device}")
 

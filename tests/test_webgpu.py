@@ -198,7 +198,9 @@ EXPECTED_SCHEDULE = {
     "linear_bias_relu": GEMM, "matmul_bias_init": GEMM,
     "matmul_f16": GEMM,             # f16 buffers without `shader-f16`: held in f32
     "conv2d": "contraction as implicit GEMM", "attention_d64_masked_row": ATTENTION,
-    "attention_causal_d100": ATTENTION, "attention_not_flash": "thread",
+    "attention_causal_d100": ATTENTION,
+    # a score with an added term (here V's first column): attention with a bias
+    "attention_not_flash": ATTENTION,
 }
 
 

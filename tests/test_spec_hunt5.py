@@ -445,3 +445,13 @@ def test_spilled_tile_arrays_share_one_scratch_buffer_a_dtype():
     want = _block_causal_attention(qkv["Q"], qkv["K"], qkv["V"], 64)
     got = emulate_kernel(spilled[0], k, ins, sizes, scalars)
     assert_equals_numpy(got.reshape(want.shape), want, 1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_half_flash_attention_skipping_key_blocks_under_an_if(device):
+    """The same in f16, its tiles spilled to an f16 scratch buffer: where the adapter has no
+    shader-f16 (gl:0) the scratch buffer was declared `array<f16>`, a shader that did not
+    compile; its elements are f32 there, as an f16 input's are."""
+    qkv = {n: v.astype(np.float16) for n, v in _QKV.items()}
+    want = _block_causal_attention(*(qkv[n].astype(np.float32) for n in "QKV"), 64)
+    assert_equals_numpy(_run(device, _BLOCK_CAUSAL_FLASH, **qkv), want.astype(np.float16), 2e-2)

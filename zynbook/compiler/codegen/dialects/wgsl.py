@@ -478,14 +478,15 @@ class WgslDialect:
         """(binding, name, role, access, WGSL element type, dtype) of the module, in order;
         role: the buffer parameter's name, "@error" or "@params"."""
         out = []
+        # f16 elements are f32 where the adapter has no shader-f16 (self.type says which)
+        elem = lambda dtype: storage(dtype) if dtype != "f16" else self.type("f16")  # noqa: E731
         for p in program.kernels[0].params:
             if p.kind == "buffer":
-                elem = storage(p.dtype) if p.dtype != "f16" else self.type("f16")
                 out.append((len(out), p.name, p.name, "read_write" if p.writable else "read",
-                            elem, p.dtype))
+                            elem(p.dtype), p.dtype))
         for sc in program.scratch:
             self.type(sc.dtype)
-            out.append((len(out), sc.name, "@scratch:" + sc.name, "read_write", storage(sc.dtype),
+            out.append((len(out), sc.name, "@scratch:" + sc.name, "read_write", elem(sc.dtype),
                         sc.dtype))
         if program.sites:
             out.append((len(out), ERR, "@error", "read_write", "i32", "i32"))

@@ -416,3 +416,29 @@ def test_zynml_device_naming_no_device_points_at_the_id(shell):
     assert shown == "   1 | %zynml_device   vulkan:7"
     assert caret.index("^") == shown.index("vulkan:7") and caret.count("^") == 8
     assert state.notebook_session().default_device == "cpu"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_error_of_a_block_run_after_its_pipeline_returned_says_where_it_was_called(
+        shell, device):
+    """A pipeline's block that runs only when the calling cell reads its result (fused with
+    the cell's own block) fails after the call returned: its error still names the call
+    (it had no frame); with a divisor that is never 0 the cell computes numpy's values."""
+    x = np.arange(8, dtype=np.int32)
+    shell.user_ns.update(x=x, z=np.zeros(8, np.int32), w=np.arange(1, 9, dtype=np.int32))
+    try:
+        cell(shell, "%%compute\npipeline f(v, d):\n    return compute(v, d) {\n"
+                    "        for i in 0..n:\n            out[i] = v[i] / d[i]\n    }\n")
+        body = ("let y = f(x, {d})\nlet r = compute(y) {{\n    for i in 0..n:\n"
+                "        out[i] = y[i] + 1\n}}\nr\n")
+        at = f'%%compute @device("{device}")\nlet q = 0\n'
+        result = shell.run_cell(at + body.format(d="z"))
+        err = result.error_in_exec
+        assert isinstance(err, ZynMLError) and err.kind == "runtime", err
+        assert frames(err) == [(5, 22, "   5 |             out[i] = v[i] / d[i]"),
+                               (3, 9, "3 | let y = f(x, z)")]
+        got = cell(shell, at + body.format(d="w"))
+        np.testing.assert_array_equal(np.asarray(got), x // np.arange(1, 9) + 1)
+    finally:
+        for name in ("z", "w", "r", "q"):
+            shell.user_ns.pop(name, None)

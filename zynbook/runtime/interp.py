@@ -183,6 +183,9 @@ class Interpreter:
         self.kernel_counter = 0
         self.source = ""
         self.pipelines: list = []           # pipelines being called (their text is their blocks')
+        # per call in self.pipelines: (message, span, source) of the call where its text is
+        # not the caller's (an error's frame, see ZynMLError.calls), else None
+        self.call_frames: list = []
         self.extra_annotations: list = []
         self.extra_key = ""                 # the text extra_annotations were parsed from
         self.lazy = LazyGraph(self)         # blocks recorded, launched at a boundary
@@ -1098,7 +1101,11 @@ class Interpreter:
             local.setdefault(name, size)
         self.frames.append((local, {}))
         self.bound_as[id(local)] = {}       # (a dict of a call before may have had its id)
+        caller = self.pipelines[-1].source if self.pipelines else self.source
+        frame = (f"in the call of pipeline {p.name} here", node.span, caller) if \
+            p.source != caller and node is not None and node.span.line > 0 else None
         self.pipelines.append(p)
+        self.call_frames.append(frame)
         try:
             try:
                 self.exec_block(p.node.body)
@@ -1111,16 +1118,14 @@ class Interpreter:
                 result = self.check_type(result, p.node.returns, dims,
                                          f"the result of {p.name}")
         except ZynMLError as err:
-            caller = self.pipelines[-2].source if len(self.pipelines) > 1 else self.source
             if p.source != caller:      # a pipeline of an earlier cell: its own text
                 err.with_source(p.source)
-                if node is not None and node.span.line > 0:
-                    # and where the calling text called it, as a traceback's next frame
-                    err.calls += ((f"in the call of pipeline {p.name} here", node.span,
-                                   caller),)
+            if frame is not None:       # and where the calling text called it
+                err.calls += (frame,)
             raise
         finally:
             self.pipelines.pop()
+            self.call_frames.pop()
             self.bound_as.pop(id(self.frames.pop()[0]), None)
         return recorder.leave(result) if recorder is not None else result
 

@@ -63,7 +63,7 @@ class Lazy(Tensor):
     """A compute block's result, computed when its data is first read."""
 
     __slots__ = ("graph", "node", "lowered", "plan", "inputs", "scalars", "source", "result",
-                 "runs_on", "notes", "__weakref__")
+                 "runs_on", "notes", "calls", "__weakref__")
 
     def __init__(self, graph, node, lowered, plan, inputs, scalars, device, commit, source):
         Tensor.__init__(self, None, device.id, plan.out_shape, lowered.kernel.output.dtype,
@@ -73,6 +73,7 @@ class Lazy(Tensor):
         self.inputs, self.scalars, self.source = list(inputs), dict(scalars), source
         self.result = _NOT_YET
         self.notes = ()             # what the inspector tells of a phase of a split block
+        self.calls = tuple(graph.interp.call_frames)    # the pipeline calls it was made in
 
     @property
     def data(self):
@@ -251,6 +252,17 @@ class Fusion:
                                                     for n, ln, _ in self.origins))
         lines += self.notes
         return "\n".join(lines)
+
+
+def _with_calls(err, site: Lazy, interp):
+    """`err`, of a block recorded inside pipeline calls that have returned since, with
+    those calls' frames (the calls still running add theirs as the error leaves them)."""
+    now, then = interp.call_frames, site.calls
+    k = 0
+    while k < min(len(now), len(then)) and now[k] is then[k]:
+        k += 1
+    err.calls += tuple(f for f in reversed(then[k:]) if f is not None)
+    return err
 
 
 class _Group:
@@ -575,13 +587,15 @@ class LazyGraph:
             if len(group.members) > 1:      # the names the user wrote, not the fused kernel's
                 err.message = fusion.user_names(err.message, group.block.renamed)
                 err.args = (err.message,)
-            raise
+            raise _with_calls(err, site, interp)
         except (ValueError, ArithmeticError, IndexError) as err:
             # as a statement's launch fails (Interpreter.exec), named by the block's line
-            raise ZynMLRuntimeError(str(err), site.node.span, site.source) from None
+            raise _with_calls(ZynMLRuntimeError(str(err), site.node.span, site.source), site,
+                              interp) from None
         except MemoryError as err:
             from .interp import _memory_message
-            raise ZynMLMemoryError(_memory_message(err), site.node.span, site.source) from None
+            raise _with_calls(ZynMLMemoryError(_memory_message(err), site.node.span,
+                                               site.source), site, interp) from None
         finally:
             interp.source = saved
         lz.settle(out)

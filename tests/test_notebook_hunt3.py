@@ -442,3 +442,13 @@ def test_an_error_of_a_block_run_after_its_pipeline_returned_says_where_it_was_c
     finally:
         for name in ("z", "w", "r", "q"):
             shell.user_ns.pop(name, None)
+
+
+def test_kernel_inspecting_a_pipeline_shows_its_signature_as_written(kc):
+    """(it showed `<pipeline nh3_sig(v, k)>`, the declared types left out)"""
+    from test_kernel_support import execute
+
+    sig = "nh3_sig(v: tensor[n, m], k: int, s) -> tensor"
+    reply, _ = execute(kc, f"pipeline {sig}:\n    return v * k\n")
+    assert reply["status"] == "ok", reply
+    assert _inspect(kc, "nh3_sig(", 3) == (True, f"nh3_sig: Pipeline: <pipeline {sig}>")

@@ -169,8 +169,17 @@ class Pipeline:
         return lazy.plain(result)
 
     def __repr__(self):
-        params = ", ".join(p.name for p in self.node.params)
-        return f"<pipeline {self.name}({params})>"
+        def typed(name, typ):       # (the type as written, from the text it was defined in)
+            span = getattr(typ, "span", None)
+            lines = self.source.split("\n")
+            if span is None or not 0 < span.line <= len(lines) or span.end_line != span.line:
+                return name
+            text = lines[span.line - 1][span.column - 1:span.end_column - 1].strip()
+            return f"{name}: {text}" if name else f" -> {text}"
+
+        params = ", ".join(typed(q.name, q.type) for q in self.node.params)
+        returns = typed("", self.node.returns) if self.node.returns is not None else ""
+        return f"<pipeline {self.name}({params}){returns}>"
 
 
 class MemoryPool:

@@ -452,3 +452,23 @@ def test_kernel_inspecting_a_pipeline_shows_its_signature_as_written(kc):
     reply, _ = execute(kc, f"pipeline {sig}:\n    return v * k\n")
     assert reply["status"] == "ok", reply
     assert _inspect(kc, "nh3_sig(", 3) == (True, f"nh3_sig: Pipeline: <pipeline {sig}>")
+
+
+def test_kernel_compare_reads_pythons_value_of_a_pipelines_global(kc):
+    from test_kernel_support import errors_of, execute
+
+    reply, _ = execute(kc, "let nh3_s = 2.0\npipeline nh3_h(v):\n    return v * nh3_s\n"
+                           "let nh3_x = randn([16], seed=3)")
+    assert reply["status"] == "ok", reply
+    reply, _ = execute(kc, "%python nh3_s = -1.5")
+    assert reply["status"] == "ok", reply
+    reply, outputs = execute(kc, "%%compare --devices cpu,cpu:native "
+                                 "--repeat 1 --no-chart --result y --out nh3_cmp "
+                                 "--numpy 'np.asarray(nh3_x, np.float64) * -1.5'\n"
+                                 "let y = nh3_h(nh3_x)\n")
+    assert reply["status"] == "ok", (reply, [e["evalue"] for e in errors_of(outputs)])
+    reply, outputs = execute(kc, "%%python\nrows = nh3_cmp.rows\n"
+                                 "assert [r.device for r in rows] == ['cpu', 'cpu:native', "
+                                 "'numpy'], rows\n"
+                                 "assert all(not r.error and r.max_diff < 1e-5 for r in rows), rows")
+    assert reply["status"] == "ok", reply.get("evalue")

@@ -472,3 +472,38 @@ def test_kernel_compare_reads_pythons_value_of_a_pipelines_global(kc):
                                  "'numpy'], rows\n"
                                  "assert all(not r.error and r.max_diff < 1e-5 for r in rows), rows")
     assert reply["status"] == "ok", reply.get("evalue")
+
+
+@pytest.mark.parametrize("bad", ["print", "range(3)", "{1, 2}"])
+def test_a_pipelines_global_python_rebound_to_a_value_zynml_cannot_use(shell, bad):
+    """Python rebinds a pipeline's global to a function, a range, a set: the call is a type
+    error at the pipeline's read of it, with the call's frame (it ran silently on the
+    session's old 2.0); rebound to a number again, it computes with it."""
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    shell.user_ns["x"] = x
+    cell(shell, "%%compute\nlet scale = 2.0\npipeline f(v):\n    return v * scale\n")
+    shell.run_cell(f"scale = {bad}")
+    result = shell.run_cell("%%compute\nlet y = f(x)\n")
+    err = result.error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind == "type", err
+    assert "`scale` is bound to a Python value of type" in err.message
+    assert frames(err) == [(4, 16, "   4 |     return v * scale"), (2, 9, "2 | let y = f(x)")]
+    assert "y" not in shell.user_ns
+    shell.run_cell("scale = -3.0")
+    np.testing.assert_allclose(np.asarray(cell(shell, "%%compute\nf(x)\n")), x * -3.0,
+                               rtol=1e-6)
+
+
+def test_kernel_a_pipelines_global_python_rebound_to_a_value_zynml_cannot_use(kc):
+    from test_kernel_support import execute, results_of
+
+    reply, _ = execute(kc, "let nh3_k = 2.0\npipeline nh3_m(v):\n    return v * nh3_k\n")
+    assert reply["status"] == "ok", reply
+    reply, _ = execute(kc, "%python nh3_k = print\nlet nh3_o = nh3_m(1.5)")
+    assert reply["status"] == "error" and reply["ename"] == "ZynMLTypeError", reply
+    assert reply["evalue"].startswith("`nh3_k` is bound to a Python value of type")
+    assert reply["evalue"].endswith("(line 3, column 16)"), reply["evalue"]
+    reply, outputs = execute(kc, "%python nh3_k = 4.0\nnh3_m(1.5)")
+    assert reply["status"] == "ok", reply
+    (data,) = results_of(outputs)
+    assert data["text/plain"] == str(1.5 * 4.0)

@@ -200,6 +200,16 @@ class Session:
                     self.namespace.pop(name, None)
         return gone
 
+    def forget_unusable(self, env: dict, bound: dict) -> None:
+        """Drop the names this session holds that `env` rebinds to a value ZynML cannot use
+        and the program does not read itself (`_bind_env` leaves them out): a pipeline it
+        calls must not read the value kept here, it says the name is unknown."""
+        gone = [n for n in env if n not in bound and n in self.namespace]
+        if gone:
+            with self.lock:
+                for name in gone:
+                    self.namespace.pop(name, None)
+
     def run_cell(self, source: str, compute_annotations: str | None = None, /, **env):
         """Run ZynML `source`; returns (value of the last statement, it was an expression).
         `compute_annotations` (e.g. '@device("cuda:0") @async') apply to every compute block;
@@ -215,6 +225,8 @@ class Session:
         program = parse_cached(source)
         extra = _annotations_cached(compute_annotations) if compute_annotations else ()
         bound = _bind_env(env, program, source) if env else None
+        if env and len(bound) < len(env):
+            self.forget_unusable(env, bound)
         with self.lock:
             if bound:
                 self.namespace.update(bound)

@@ -161,12 +161,15 @@ def _unusable_read(shell, err, source: str):
     except ZynMLError as typed:
         return typed
     span = _first_use(program, name)
-    if span is None:
+    if span is None and err.span.line <= 0:
         return None
-    return ZynMLTypeError(f"`{name}` is bound to a Python value of type "
-                          f"`{type(value).__name__}`, which a ZynML program cannot use; bind "
-                          "arrays (numpy, CuPy, torch), numbers, strings, dicts or lists",
-                          span, source)
+    typed = ZynMLTypeError(f"`{name}` is bound to a Python value of type "
+                           f"`{type(value).__name__}`, which a ZynML program cannot use; bind "
+                           "arrays (numpy, CuPy, torch), numbers, strings, dicts or lists",
+                           *((span, source) if span is not None else (err.span, err.source)))
+    if span is None:                # read by a pipeline the cell called, where it says
+        typed.calls = err.calls
+    return typed
 
 
 def _bind_unreplaced(shell, session, kept: dict) -> None:
@@ -265,6 +268,8 @@ class ComputeMagics(Magics):
             try:
                 # bound here to tell after the run which of them the cell changed
                 given = _bind_env(env, parse_cached(source), source) if env else {}
+                if len(given) < len(env):
+                    session.forget_unusable(env, given)
                 datas = {name: getattr(v, "data", None) for name, v in given.items()}
                 # env as a dict: a notebook name such as `source` is no keyword clash
                 value, is_expr = session._run_cell(source, line.strip(), given)

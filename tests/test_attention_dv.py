@@ -8,18 +8,23 @@ several parameter choices; the register-tiled products and the tensor-core kerne
 one head_dim, say so and leave it to the kernel that takes both."""
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
+import nvcc_runs
 from compute_testing import emulate_kernel, lower_block, lower_signatures, wanted_devices
 from cuda_cir_kernels import _representable
 from tolerances import assert_within
 from zynbook.backends.registry import get_device
 from zynbook.compiler import dims, schedules
+from zynbook.compiler.codegen.cuda import render_cuda
 from zynbook.compiler.launch.scalar import NotScalar
 from zynbook.compiler.schedules import attention_mma
 from zynbook.compiler.schedules.attention import (PRODUCTS, Attention, match, products_fit,
                                                   products_why_not)
+from zynbook.compiler.schedules.base import Choice
 from zynbook.compiler.targets import cpu_target, cuda_target, metal_target, webgpu_target
 
 SCHED = Attention()
@@ -267,3 +272,17 @@ def test_tensor_cores_refuse_two_head_dims(dtype, dqk, dv):
     assert "(attention: " in prog.schedule and "tensor cores" not in prog.schedule
     got = emulate_kernel(prog, k, ins, sz, {"scale": SCALE}, warp=32).astype(np.float64)
     assert_within(got, numpy_attention(a, "sh", True), 2e-2, 2e-2)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_cuda_source_compiles_with_nvcc():
+    """The CUDA C of two head_dims (a thread a query; four lanes a query, their merge over
+    V's width) as the CUDA printer renders it."""
+    k, _, sz, _, _ = case("three_pass_causal_40_24", seq=70)
+    space = SCHED.space(k, cuda_target(), sz)
+    runs = [nvcc_runs.queue(render_cuda(k, sz, options={"params": Choice("attention", p)}).source,
+                            ("-gencode", "arch=compute_90,code=sm_90", "-cubin"))
+            for p in (space[0], next(p for p in space if p.lanes == 4))]
+    for fut in runs:
+        res = fut.result()
+        assert res.returncode == 0, res.stderr[-3000:]

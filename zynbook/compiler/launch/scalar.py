@@ -12,7 +12,9 @@ This is where the typing rules of generated code live, once, for every language:
 * `bool + bool` is `or`, `bool * bool` is `and`; integer division truncates as the reference
   does, checked (`CheckedDiv`) unless the divisor is provably neither 0 nor -1;
 * an index the bounds analysis (passes/bounds.py) cannot prove in range is `Checked` (loads)
-  or guards its store (`InRange`), reporting through the error flag (compiler/errflag.py).
+  or guards its store (`InRange`), reporting through the error flag (compiler/errflag.py);
+* on a target without 64-bit integers (WebGPU), i64 arithmetic whose values provably fit 32
+  bits (argmax + 1) is computed in i32; other i64 arithmetic is an error at its line.
 """
 from __future__ import annotations
 
@@ -117,6 +119,20 @@ def cast(e: ir.Expr, dtype: str) -> ir.Expr:
 _INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
+_INT_RANGE = {"bool": (0, 1), "i8": (-2 ** 7, 2 ** 7 - 1), "i16": (-2 ** 15, 2 ** 15 - 1),
+              "i32": (-2 ** 31, 2 ** 31 - 1), "u8": (0, 2 ** 8 - 1), "u16": (0, 2 ** 16 - 1),
+              "u32": (0, 2 ** 32 - 1), "i64": (-2 ** 63, 2 ** 63 - 1), "u64": (0, 2 ** 64 - 1)}
+
+
+def _hull(parts: list) -> tuple:
+    parts = [p for p in parts if p[0] <= p[1]]
+    return (min(p[0] for p in parts), max(p[1] for p in parts)) if parts else (1, 0)
+
+
+def _fits32(r) -> bool:
+    return r is not None and (r[0] > r[1] or (-2 ** 31 <= r[0] and r[1] <= 2 ** 31 - 1))
+
+
 def _common_int(a: str, b: str) -> str:
     """The type two integers are compared in: the narrowest that holds both exactly (at
     least 32 bits; u8 against an i32 literal in i32, not i64, which WGSL lacks)."""
@@ -143,6 +159,11 @@ class ScalarLowering:
         self.signed_wraps = target is None or target.signed_wraps
         # whether 64-bit integers are 64 bits wide on the target (WebGPU holds them in 32)
         self.int64 = target is None or target.int64
+        if not self.int64:      # every value each local is given: see `span32`
+            self.values: dict = {}
+            for n in cir.walk(kernel.body):
+                if isinstance(n, (cir.Let, cir.Assign)):
+                    self.values.setdefault(n.name, []).append(n.value)
         self.indexing = 0
         self.sizes = {k: int(v) for k, v in sizes.items()}
         self.sites = sites
@@ -249,6 +270,9 @@ class ScalarLowering:
             raise NotScalar(f"unknown name `{e.name}`")
         if isinstance(e, cir.Load):
             return self.load(e)
+        n = self.narrowed(e)
+        if n is not None:
+            return n
         if isinstance(e, cir.Bin):
             return self.binary(e)
         if isinstance(e, cir.Unary):
@@ -360,6 +384,97 @@ class ScalarLowering:
         if not self.signed_wraps and dt in ("i32", "i64") and op in "+-*" and self.may_wrap(e):
             return ir.Math(next(f for f, o in ir.WRAPPING.items() if o == op), (a, b), dt)
         return ir.Bin(op, a, b, dt)
+
+    def narrowed(self, e) -> ir.Expr | None:
+        """On a target without 64-bit integers, i64 arithmetic `e` computed in i32 where
+        its operands and its value provably fit (argmax + 1, i64(k) - 1); None where `e` is
+        no such arithmetic; else an error, never a wrapped value."""
+        if self.int64 or e.ty.dtype != "i64" or e.ty.shape or not (
+                isinstance(e, cir.Bin) and e.op in ("+", "-", "*", "/", "%")
+                or isinstance(e, cir.Unary) and e.op == "neg"):
+            return None
+        parts = (e.operand,) if isinstance(e, cir.Unary) else (e.left, e.right)
+        if all(_fits32(self.span32(x)) for x in parts + (e,)):
+            x = replace(e, ty=cir.Ty("i32"))
+            x = replace(x, operand=cir.Cast(e.operand, x.ty)) if isinstance(e, cir.Unary) else \
+                replace(x, left=cir.Cast(e.left, x.ty), right=cir.Cast(e.right, x.ty))
+            return cast(self.expr(x), "i64")
+        from ...errors import Span, ZynMLDeviceError
+        span = getattr(e, "span", None)
+        if span is None and self.line:      # a value the passes built: the statement's line
+            lines = (self.kernel.source or "").split("\n")
+            at = self.line - self.kernel.first_line
+            text = lines[at] if 0 <= at < len(lines) else ""
+            col = len(text) - len(text.lstrip()) + 1
+            span = Span(self.line, col, self.line, max(len(text.rstrip()) + 1, col + 1))
+        raise ZynMLDeviceError(
+            "64-bit integer arithmetic whose values may not fit 32 bits: this device has no "
+            "64-bit integers; convert the operands with i32(...) where their values fit, or "
+            "run it on `cpu`, `cpu:native` or a CUDA device", span)
+
+    def span32(self, e, within=frozenset(), seen=frozenset()):
+        """(low, high) every value of integer `e` lies in, from the types and loops of what
+        it reads, whatever the sizes; None where nothing bounds it (i64 data). `within`:
+        the locals whose values are being bounded (a value that only keeps one adds no
+        bound: `at = k` or at as it was); `seen`: every local being bounded."""
+        dt = e.ty.dtype
+        if isinstance(e, cir.Const):
+            v = e.value
+            return (int(v), int(v)) if isinstance(v, (int, bool)) else None
+        own = _INT_RANGE.get(dt)
+        if isinstance(e, cir.Var):
+            if e.name in within:
+                return (1, 0)                   # empty: nothing new
+            vals = self.values.get(e.name)
+            if vals is not None:
+                if e.name in seen:              # grown by arithmetic on itself: `s = s + 1`
+                    return own if dt != "i64" else None
+                got = [self.span32(v, within | {e.name}, seen | {e.name}) for v in vals]
+                if any(g is None for g in got):
+                    return own if dt != "i64" else None
+                return _hull(got)
+            rs = self.facts.loop_ranges.get(e.name)
+            if rs:
+                got = [(a and b) and (a[0], b[1] - 1) for a, b in
+                       ((self.span32(lo, seen=seen), self.span32(hi, seen=seen)) for lo, hi in rs)]
+                return None if any(g is None for g in got) else _hull(got)
+            return own if dt != "i64" else None         # sizes, scalars: their type's
+        if isinstance(e, cir.Cast) and _INT_RANGE.get(e.operand.ty.dtype):
+            r = self.span32(e.operand, within, seen)
+            return r if r is not None and own and own[0] <= r[0] and r[1] <= own[1] else \
+                (own if dt != "i64" else None)
+        if isinstance(e, cir.Select):
+            a, b = self.span32(e.if_true, within, seen), self.span32(e.if_false, within, seen)
+            return None if a is None or b is None else _hull([a, b])
+        if isinstance(e, cir.Reduce) and e.op in ("argmax", "argmin"):
+            return (-1, 2 ** 31 - 2)            # a position along an i32 axis, -1 of none
+        within = frozenset()                    # arithmetic on a local bounds nothing
+        if isinstance(e, cir.Unary) and e.op == "neg":
+            r = self.span32(e.operand, within, seen)
+            return None if r is None else (-r[1], -r[0])
+        if isinstance(e, cir.Bin) and e.op in ("+", "-", "*", "/", "%"):
+            a, b = self.span32(e.left, within, seen), self.span32(e.right, within, seen)
+            if a is None or b is None or a[0] > a[1] or b[0] > b[1]:
+                return None if a is None or b is None else (1, 0)
+            if e.op == "+":
+                return a[0] + b[0], a[1] + b[1]
+            if e.op == "-":
+                return a[0] - b[1], a[1] - b[0]
+            if e.op == "*":
+                ps = [x * y for x in a for y in b]
+                return min(ps), max(ps)
+            if e.op == "/" and (b[0] > 0 or b[1] < 0):
+                qs = [abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+                      for x in a for y in b]     # truncating, at the corners
+                return min(qs), max(qs)
+            m = max(abs(a[0]), abs(a[1]))       # truncating: |a / b| and |a % b| <= |a|
+            if e.op == "%":
+                m = min(m, max(abs(b[0]), abs(b[1])) - 1)
+            return (-m, m)
+        if isinstance(e, cir.Call) and e.fn in ("min", "max"):
+            got = [self.span32(x, within, seen) for x in e.args]
+            return None if any(g is None for g in got) else _hull(got)
+        return own if dt != "i64" else None
 
     def call(self, e: cir.Call, dt: str) -> ir.Expr:
         if e.fn in ("zeros", "ones"):

@@ -6,8 +6,8 @@ device interface's kv_attention as first written: `for i, h` over [seq, heads, d
 equals numpy written here on every local device with the attention schedule chosen there,
 and on the launch-IR emulator for the CUDA (one thread a query, register-tiled products,
 mma.sync, warpgroup MMAs), Metal, C++ and WebGPU schedules with several parameter choices;
-near misses (a loop no tensor indexes, V's width not Q's and K's) are not attention and
-still equal numpy."""
+a near miss (a loop no tensor indexes) is not attention and still equals numpy, and V
+wider than Q and K is attention with two head_dims."""
 from __future__ import annotations
 
 import shutil

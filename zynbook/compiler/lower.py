@@ -14,7 +14,7 @@ from functools import reduce
 
 import math
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 
 from ..errors import NO_SPAN, Span, ZynMLNameError, ZynMLShapeError, ZynMLTypeError
 from . import affine, cir
@@ -104,6 +104,18 @@ def dotted(e) -> str | None:
 def _item_spans(e: "A.Index") -> tuple:
     """Where each index entry of `e` is written (an out-of-range one is pointed at)."""
     return tuple(item.span for item in e.items)
+
+
+def _names_in(node):
+    """The A.Name nodes inside an AST expression."""
+    if isinstance(node, A.Name):
+        yield node
+    elif is_dataclass(node):
+        for f in fields(node):
+            yield from _names_in(getattr(node, f.name))
+    elif isinstance(node, (list, tuple)):
+        for x in node:
+            yield from _names_in(x)
 
 
 @dataclass
@@ -455,6 +467,13 @@ class _Lowering:
         if isinstance(s, A.Yield):
             return self.yield_(s)
         if isinstance(s, A.SharedVar):
+            for node in s.dims:
+                for n in _names_in(node):
+                    b = self.lookup(n.id)
+                    if b is not None and b.kind in ("loop", "local"):
+                        # one allocation serves every iteration: its size cannot vary
+                        raise ZynMLTypeError(f"a shared array's size must be fixed for the "
+                                             f"kernel, not depend on `{n.id}`", n.span)
             dims = tuple(self.size_expr(d) for d in s.dims)
             for d, node in zip(dims, s.dims):
                 d = affine.simplify(d) if isinstance(d, cir.Expr) else d

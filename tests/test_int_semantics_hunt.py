@@ -237,4 +237,9 @@ def test_a_loop_bound_computed_in_i64_runs_to_its_value(device):
     x = np.arange(10, 14, dtype=np.float32)
     n = int(np.int64(4) * np.int64(1000000000) // np.int64(1000000000))
     src = "let n = 4\nlet y = compute(x) {\n    for i in 0..i64(n) * 1000000000 / 1000000000:\n        out[i] = x[i]\n}\ny\n"
+    if device.split(":")[0] in ("vulkan", "gl", "metal", "webgpu"):
+        # no 64-bit integers there: i64 arithmetic that may not fit 32 bits is refused clearly
+        err = raises("device", src, 3, 17, device=device, x=x)
+        assert "i32(...)" in str(err), err
+        return
     np.testing.assert_array_equal(np.asarray(zynbook.Session(device).run(src, x=x)), x[:n])

@@ -45,6 +45,15 @@ def _try_eval(e, values):
         return None
 
 
+def _runs_empty(loops, values) -> bool:
+    """Whether one of the loops (start, stop) runs no iteration at these sizes."""
+    for start, stop in loops:
+        a, b = _try_eval(start, values), _try_eval(stop, values)
+        if a is not None and b is not None and b <= a:
+            return True
+    return False
+
+
 def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = False,
           host_names=()) -> dict:
     """Sizes for every name in lowered.kernel.dims. `shapes`: buffer name -> shape (or None
@@ -154,7 +163,7 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
     for check in lowered.bound_checks:
         low, high = _try_eval(check.low, values), _try_eval(check.high, values)
         size = values.get(check.dim)
-        if size is None or high is None:
+        if size is None or high is None or _runs_empty(check.loops, values):
             continue
         if high >= size or (low is not None and low < 0):
             bad = high if high >= size else low

@@ -67,6 +67,9 @@ class BoundCheck:
     high: cir.Expr
     span: Span
     what: str
+    # (start, stop) of the loops the index reads: where one runs no iteration at a launch's
+    # sizes, the index is never computed (its `high` is then no bound at all)
+    loops: tuple = ()
 
 
 @dataclass
@@ -931,7 +934,9 @@ class _Lowering:
             return      # guarded by an `if`: out-of-range values are the program's intent
         b = affine.bounds(it, self.ranges, self._steps())
         if b is not None:
-            self.bound_checks.append(BoundCheck(dim, b[0], b[1], item.span, what))
+            loops = tuple(self.ranges[n.name] for n in cir.walk(it)
+                          if isinstance(n, cir.Var) and n.name in self.ranges)
+            self.bound_checks.append(BoundCheck(dim, b[0], b[1], item.span, what, loops))
 
     def binary(self, op, a, b, span):
         if op == "@":

@@ -106,8 +106,16 @@ class TimingWidget(W.VBox):
             return {}
         shell = _ipython() if self.session is None else None
         if shell is not None:
-            python = cells.notebook_values(source, namespace, shell.user_ns,
-                                           getattr(shell, "user_ns_hidden", {}))
+            user_ns, hidden = shell.user_ns, getattr(shell, "user_ns_hidden", {})
+            python = cells.notebook_values(source, namespace, user_ns, hidden)
+            for name in [n for n in env if n not in python and not n.startswith("_")
+                         and n not in hidden and not cells.ipython_name(n)]:
+                # Python deleted it (`del x`): the name is unknown, as in the next cell; or
+                # rebound it to a value ZynML cannot use: the run says why
+                if name in user_ns:
+                    env[name] = user_ns[name]
+                else:
+                    del env[name]
             # (but the array of the session's own tensor: a bf16 one Python holds as f32)
             env.update({k: v for k, v in python.items()
                         if getattr(namespace.get(k), "data", None) is not v})

@@ -2,8 +2,7 @@
 
 Every row: the ZynML kernel (lowered and compiled by ZynBook, launched on the same stream
 as PyTorch) and its peers (PyTorch eager: cuBLAS, cuDNN, SDPA; torch.compile where it
-applies), timed with CUDA events after warm-up, L2 flushed before every repetition and the
-GPU kept busy while the host enqueues (so host dispatch is not timed; `--no-pad` times it),
+applies), timed with CUDA events after warm-up, L2 flushed before every repetition,
 medians reported. Memory-bound rows (softmax, layer norm, RMS norm, residual + layer norm,
 bias + GELU) also give achieved bandwidth as a share of the copy bandwidth measured in the
 same run (a 1 GiB copy) and of a copy moving the same bytes. Writes a table to stdout and
@@ -87,16 +86,9 @@ def peak_tflops(name: str, dtype: str) -> float | None:
 
 
 class Timer:
-    """CUDA-event medians of one launch each, L2 flushed before every repetition. A spin of
-    `PAD_CYCLES` on the GPU after the flush keeps the stream busy while the host enqueues the
-    timed call, so a peer's or our host-side dispatch (SDPA's backend choice, a Python
-    launch) is not counted as GPU time when it outlasts the flush."""
-    PAD_CYCLES = 400_000           # about 0.2 ms at 2 GHz: past any dispatch timed here
-
-    def __init__(self, torch, l2_bytes, pad=True):
+    def __init__(self, torch, l2_bytes):
         self.torch = torch
         self.flush = torch.empty(max(l2_bytes * 2, 64 << 20), dtype=torch.uint8, device="cuda")
-        self.pad = pad and hasattr(torch.cuda, "_sleep")
 
     def median(self, fn, reps, warmup=3):
         torch = self.torch
@@ -106,8 +98,6 @@ class Timer:
         times = []
         for _ in range(reps):
             self.flush.zero_()
-            if self.pad:
-                torch.cuda._sleep(self.PAD_CYCLES)
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             fn()
@@ -202,8 +192,6 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--rows", default="")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile peers")
-    ap.add_argument("--no-pad", action="store_true",
-                    help="time without the GPU spin that hides host dispatch (Timer.PAD_CYCLES)")
     ap.add_argument("--tune", action="store_true", help="add a tuned row after each row")
     ap.add_argument("--tune-budget", type=float, default=60.0, help="seconds per search")
     ap.add_argument("--mma-choices", nargs="?", const="all", default="", choices=("all", "wgmma"),
@@ -227,7 +215,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = CudaDevice(0)
-    T = Timer(torch, dev.l2_bytes, pad=not args.no_pad)
+    T = Timer(torch, dev.l2_bytes)
     reps = args.reps
     want = set(args.rows.split(",")) if args.rows else None
     rows = []

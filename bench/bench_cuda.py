@@ -383,18 +383,21 @@ def main():
         tuned(row, [n, n, n], kind, k, sizes, [A, B], C, [(peer, mm)], flops=2 * n ** 3)
         del A, B, C
 
-    # ---- softmax over rows of 2048
-    if not want or "softmax_2048" in want:
-        x = rnd(8192, 2048)
+    # ---- softmax over rows of 2048: 64 MiB, and 1 GiB, the copy bandwidth's own size (at 64
+    # MiB a kernel's launch and ramp are a tenth of its time, as a same-size copy shows)
+    for row, n_rows in (("softmax_2048", 8192), ("softmax_2048_1gib", 131072)):
+        if want and row not in want:
+            continue
+        x = rnd(n_rows, 2048)
         y = torch.empty_like(x)
         k, sizes = lower_program(SOFTMAX_ROWS, {"x": x.shape})
         fn, comp = zyn_callable(dev, k, sizes, [x], y)
         sm = lambda: torch.softmax(x, -1)
-        add("softmax_2048", [8192, 2048], "f32", fn,
+        add(row, [n_rows, 2048], "f32", fn,
             [("torch eager", sm), ("torch.compile", compiled_peer(lambda: torch.softmax(x, -1)))],
             nbytes=2 * x.numel() * 4, schedule=comp.program.schedule,
             check=check_close(lambda: (fn(), y)[1], sm, 1e-5))
-        tuned("softmax_2048", [8192, 2048], "f32", k, sizes, [x], y, [("torch eager", sm)],
+        tuned(row, [n_rows, 2048], "f32", k, sizes, [x], y, [("torch eager", sm)],
               nbytes=2 * x.numel() * 4)
         del x, y
 

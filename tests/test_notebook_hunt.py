@@ -333,6 +333,8 @@ def test_compare_rates_a_device_named_by_its_second_id(shell):
 
 def test_timing_compare_calls_a_pipeline_the_notebook_defined():
     pytest.importorskip("ipywidgets")
+    from IPython.core.interactiveshell import InteractiveShell
+
     import zynbook
     from zynbook.kernel import state
     from zynbook.widgets import TimingWidget
@@ -344,6 +346,10 @@ def test_timing_compare_calls_a_pipeline_the_notebook_defined():
                     "            out[i] = v[i] * 2.0 + 1.0\n    }\n"
                     "let nh_x = randn([8], seed=1)")
         x = np.asarray(session.namespace["nh_x"])
+        # (in a notebook the names a cell binds go to Python: a name Python lacks was
+        # deleted there, and is unknown to the runs)
+        user_ns = InteractiveShell.instance().user_ns
+        user_ns.update(nh_dbl=session.namespace["nh_dbl"], nh_x=session.namespace["nh_x"])
         widget = TimingWidget.compare("let nh_y = nh_dbl(nh_x)\nnh_y", ["cpu", "cpu:native"],
                                       repeat=1)
         for device, result in widget.results.items():
@@ -355,6 +361,8 @@ def test_timing_compare_calls_a_pipeline_the_notebook_defined():
         np.testing.assert_allclose(np.asarray(got), x * 2.0 + 1.0, rtol=1e-6)
     finally:
         state.set_notebook_session(None)
+        for name in ("nh_dbl", "nh_x"):
+            InteractiveShell.instance().user_ns.pop(name, None)
 
 
 def test_compare_calls_a_pipeline_an_earlier_cell_defined(shell):

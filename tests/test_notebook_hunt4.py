@@ -94,3 +94,58 @@ def test_timing_compare_a_name_python_deleted_is_an_unknown_name(shell):
     session = zynbook.Session("cpu")
     got = session.run("f(x)", **widget._notebook_env("f(x)"))
     np.testing.assert_array_equal(np.asarray(got), np.arange(4, dtype=np.float32) * 3.0)
+
+
+# ------------------------------------------------------ completion inside a string
+
+def _complete(kc, code, cursor=None):
+    cursor = len(code) if cursor is None else cursor
+    msg_id = kc.complete(code, cursor)
+    reply = kc.get_shell_msg(timeout=30)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=30)
+    content = reply["content"]
+    return content["matches"], content["cursor_start"], content["cursor_end"]
+
+
+@pytest.mark.parametrize("code", [
+    'let nh4_s = "nh4_v',
+    "let nh4_s = 'a b nh4_v",
+    'let nh4_s = "it\\"s nh4_v',
+    'let nh4_s = "a" + "nh4_v',
+    'let nh4_s = "a // nh4_v',
+    '%time let nh4_s = "nh4_v',
+    'let nh4_s = "le',
+])
+def test_kernel_completes_no_names_inside_a_string(kc, code):
+    """Inside `"..."` the kernel offered ZynML's names (`nh4_value`, keywords such as
+    `let`): the text of a string is not code."""
+    from test_kernel_support import execute
+
+    reply, _ = execute(kc, "let nh4_value = 1.5\nlet nh4_view = 2")
+    assert reply["status"] == "ok", reply
+    assert _complete(kc, code) == ([], len(code), len(code))
+
+
+@pytest.mark.parametrize("code,want", [
+    ('let nh4_s = "ab" + nh4_v', ["nh4_value", "nh4_view"]),
+    ("let nh4_s = 'x' + nh4_va", ["nh4_value"]),
+    ('let nh4_s = "a//b"\nnh4_vi', ["nh4_view"]),
+])
+def test_kernel_completes_names_after_a_closed_string(kc, code, want):
+    from test_kernel_support import execute
+
+    reply, _ = execute(kc, "let nh4_value = 1.5\nlet nh4_view = 2")
+    assert reply["status"] == "ok", reply
+    prefix = code.split("+ ")[-1].split("\n")[-1]
+    assert _complete(kc, code) == (want, len(code) - len(prefix), len(code))
+
+
+@pytest.mark.parametrize("code", ['let y = compute(x) @device("c',
+                                  'let y = compute(x) @device(["vulkan:0", "c',
+                                  "    @device(['c"])
+def test_kernel_completes_device_ids_in_a_device_annotations_string(kc, code):
+    """Still offered there (in the list form too, where names were offered)."""
+    matches, start, end = _complete(kc, code)
+    assert "cpu" in matches and all(m.startswith("c") for m in matches), matches
+    assert (start, end) == (len(code) - 1, len(code))

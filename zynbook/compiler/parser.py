@@ -569,6 +569,17 @@ def _left_open(lines: list, line_no: int) -> tuple | None:
 
 def code_part(line: str) -> str:
     """`line` up to its `//` comment (a `//` inside a string, as in a URL, is none)."""
+    return line[:_code_end(line)[0]]
+
+
+def in_string(line: str) -> bool:
+    """Whether `line` (the text of a line before a cursor) ends inside a string literal."""
+    return _code_end(line)[1]
+
+
+def _code_end(line: str) -> tuple[int, bool]:
+    """Where `line`'s `//` comment starts (its length if none), and whether its code ends
+    inside a string it does not close (strings are one line long)."""
     i, n = 0, len(line)
     while i < n:
         c = line[i]
@@ -576,12 +587,14 @@ def code_part(line: str) -> str:
             j = i + 1
             while j < n and line[j] != c:
                 j += 2 if line[j] == "\\" else 1
+            if j >= n:
+                return n, True
             i = j + 1
             continue
         if line.startswith("//", i):
-            return line[:i]
+            return i, False
         i += 1
-    return line
+    return n, False
 
 
 def parse(source: str) -> A.Program:

@@ -28,7 +28,7 @@ from ipykernel.zmqshell import ZMQInteractiveShell
 from IPython.display import display
 from traitlets import Type
 
-from ..compiler.parser import code_part, parse
+from ..compiler.parser import code_part, in_string, parse
 from ..errors import ZynMLError
 from ..highlight import ANNOTATIONS, BUILTIN_FUNCTIONS, KERNEL_TYPES, KEYWORDS
 from . import LANGUAGE_INFO, cells
@@ -553,11 +553,15 @@ class ZynMLKernel(IPythonKernel):
         line_start = code.rfind("\n", 0, cursor) + 1
         before = code[line_start:cursor]
         token, start = cells.token_before(code, cursor)
-        # a device id: `%device cp|`, `@device("vul|`, `compute_device: "c|`
+        # a device id: `%device cp|`, `@device("vul|`, `@device(["cpu", "vul|`,
+        # `compute_device: "c|`
         m = re.match(r"%device\s+(\S*)$", before) or \
-            re.search(r"(?:@device\(\s*|compute_device\s*:\s*)[\"']([^\"']*)$", before)
+            re.search(r"(?:@device\(\s*(?:\[(?:\s*(?:\"[^\"]*\"|'[^']*')\s*,)*\s*)?|"
+                      r"compute_device\s*:\s*)[\"']([^\"']*)$", before)
         if m:
             return _prefixed(_device_ids(), m.group(1)), cursor - len(m.group(1))
+        if in_string(before):
+            return [], cursor           # text, not code: no name of ZynML's is meant there
         # `%inspect KERNEL LANG`: the last cell's kernels and the languages
         m = re.match(r"%inspect\s+(?:\S+\s+)*(\S*)$", before)
         if m:

@@ -149,3 +149,39 @@ def test_kernel_completes_device_ids_in_a_device_annotations_string(kc, code):
     matches, start, end = _complete(kc, code)
     assert "cpu" in matches and all(m.startswith("c") for m in matches), matches
     assert (start, end) == (len(code) - 1, len(code))
+
+
+# ----------------------------------------------------------- %time given -n or -r
+
+@pytest.mark.parametrize("code,bad", [
+    ("%time -n 3 let nh4_t = nh4_t + 1", "-n 3"),
+    ("%time -n3 let nh4_t = nh4_t + 1", "-n3"),
+    ("%time -r 2 -n 5 let nh4_t = nh4_t + 1", "-r 2"),
+    ("%time -n 3\nlet nh4_t = nh4_t + 1", "-n 3"),
+])
+def test_kernel_time_refuses_timeits_options(kc, code, bad):
+    """`%time -n 3 CODE` dropped `-n 3` and ran CODE once (the count asked for was not
+    honoured, and nothing said so): %time takes no options, as `%time -p` is told."""
+    from test_kernel_support import execute
+
+    reply, _ = execute(kc, "let nh4_t = 10")
+    assert reply["status"] == "ok", reply
+    reply, _ = execute(kc, code)
+    assert reply["status"] == "error" and reply["ename"] == "UsageError", reply
+    assert reply["evalue"] == f"%time takes no options, only the code to time; not `{bad}`"
+    # the code did not run: nh4_t is as it was
+    reply, outputs = execute(kc, "nh4_t")
+    (result,) = [m for m in outputs if m["msg_type"] == "execute_result"]
+    assert result["content"]["data"]["text/plain"] == "10"
+
+
+def test_kernel_time_of_code_starting_with_a_negation_runs_it(kc):
+    """`-n3` where it parses as code (a negated name) is code, as for %timeit."""
+    from test_kernel_support import execute
+
+    reply, _ = execute(kc, "let n3 = 4.5")
+    assert reply["status"] == "ok", reply
+    reply, outputs = execute(kc, "%time -n3 * 2.0")
+    assert reply["status"] == "ok", reply
+    (result,) = [m for m in outputs if m["msg_type"] == "execute_result"]
+    assert result["content"]["data"]["text/plain"] == str(-4.5 * 2.0)

@@ -101,7 +101,8 @@ def split_cell(cell: str) -> list[Part]:
         if name == "python":
             parts.append(Part("python", args, line=i + 1))
         elif name in ("time", "timeit"):
-            opts, code = _timer_args(args)
+            # (%time takes no options: its `-n 3` was dropped and the code run once)
+            opts, code = _timer_args(args) if name == "timeit" else ("", args.strip())
             bad = _bad_option(code)
             if bad:
                 parts.append(Part("usage", _timer_usage("%" + name, bad), name="%" + name,

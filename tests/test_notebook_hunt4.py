@@ -185,3 +185,31 @@ def test_kernel_time_of_code_starting_with_a_negation_runs_it(kc):
     assert reply["status"] == "ok", reply
     (result,) = [m for m in outputs if m["msg_type"] == "execute_result"]
     assert result["content"]["data"]["text/plain"] == str(-4.5 * 2.0)
+
+
+# ------------------------------------------------------ the device picker's value
+
+def test_device_picker_takes_a_second_id_and_shows_an_unknown_one_in_red():
+    """`picker.value = "webgpu:0"` (an id `vulkan:0` answers to, which `%device` takes) and
+    `picker.value = "vulkan:7"` raised the dropdown's TraitError `Invalid selection`: the
+    first is now the default device, the second is refused as a choice that fails is."""
+    pytest.importorskip("ipywidgets")
+    from zynbook.widgets import DevicePicker
+
+    session = zynbook.Session(device="cpu")
+    picker = DevicePicker(session=session)
+    aliases = [(d["id"], i) for d in zynbook.compute_devices() for i in d.get("ids", ())
+               if i != d["id"]]
+    x = np.linspace(-1, 1, 9).astype(np.float32)
+    block = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0 - 1.0\n}\ny"
+    for device, alias in aliases[:1]:
+        picker.value = alias
+        assert session.default_device == alias and picker.value == alias
+        got = session.run(block, x=x)
+        assert [ln.device for ln in session.launches] == [device]
+        np.testing.assert_allclose(np.asarray(got, np.float64),
+                                   x.astype(np.float64) * 2.0 - 1.0, rtol=1e-6)
+    picker.value = "cpu"
+    picker.value = "vulkan:7"
+    assert session.default_device == "cpu" and picker.value == "cpu"
+    assert "no device `vulkan:7`" in picker.status.value and "b00020" in picker.status.value

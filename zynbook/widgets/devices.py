@@ -53,7 +53,12 @@ class DevicePicker(W.VBox):
 
     @value.setter
     def value(self, device: str) -> None:
-        self.dropdown.value = device
+        if device in [o[1] for o in self.dropdown.options]:
+            self.dropdown.value = device
+            return
+        # another id of a listed device (`webgpu:0`) or one the list lacks (a TraitError
+        # of the dropdown's): set as a choice is, a device the session has not shown in red
+        self._on_change({"old": self.dropdown.value, "new": device})
 
     def _on_change(self, change) -> None:
         if self._updating:
@@ -70,7 +75,7 @@ class DevicePicker(W.VBox):
             finally:
                 self._updating = False
             return
-        self._show(self.session.default_device)
+        self.show_device(self.session.default_device)
         announce_device(self.session)
 
     def show_device(self, device: str) -> None:

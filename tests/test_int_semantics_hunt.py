@@ -233,13 +233,10 @@ def test_out_whose_length_leaves_i32_is_an_error(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_loop_bound_computed_in_i64_runs_to_its_value(device):
-    # i64(n) * 10^9 / 10^9 is n: numpy's int64 holds 4 * 10^9 (it was a Python TypeError)
+    # i64(n) * 10^9 / 10^9 is n: numpy's int64 holds 4 * 10^9 (it was a Python TypeError);
+    # WebGPU, which has no 64-bit integers, computes a bound of sizes on the host for the
+    # launch's sizes (a program for every size set refused it)
     x = np.arange(10, 14, dtype=np.float32)
     n = int(np.int64(4) * np.int64(1000000000) // np.int64(1000000000))
     src = "let n = 4\nlet y = compute(x) {\n    for i in 0..i64(n) * 1000000000 / 1000000000:\n        out[i] = x[i]\n}\ny\n"
-    if device.split(":")[0] in ("vulkan", "gl", "metal", "webgpu"):
-        # no 64-bit integers there: i64 arithmetic that may not fit 32 bits is refused clearly
-        err = raises("device", src, 3, 17, device=device, x=x)
-        assert "i32(...)" in str(err), err
-        return
     np.testing.assert_array_equal(np.asarray(zynbook.Session(device).run(src, x=x)), x[:n])

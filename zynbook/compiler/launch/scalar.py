@@ -13,8 +13,9 @@ This is where the typing rules of generated code live, once, for every language:
   does, checked (`CheckedDiv`) unless the divisor is provably neither 0 nor -1;
 * an index the bounds analysis (passes/bounds.py) cannot prove in range is `Checked` (loads)
   or guards its store (`InRange`), reporting through the error flag (compiler/errflag.py);
-* on a target without 64-bit integers (WebGPU), i64 arithmetic whose values provably fit 32
-  bits (argmax + 1) is computed in i32; other i64 arithmetic is an error at its line.
+* on a target without 64-bit integers (WebGPU), i64 arithmetic and i64 locals whose values
+  provably fit 32 bits (argmax + 1; argmax * 2 at the launch's sizes) are computed in i32;
+  other i64 arithmetic is an error at its line.
 """
 from __future__ import annotations
 
@@ -171,6 +172,9 @@ class ScalarLowering:
         # symbolic: the code is for every launch whose sizes are equal (and negative) where
         # these are; no value of a size is used, so the bounds analysis works on symbols
         self.symbolic = symbolic
+        # whether the program is for these sizes only: `launch_sizes`
+        self.sized = target is None or not target.symbolic_sizes
+        self.unsized = False
         if symbolic:
             equal, nonneg = size_pattern(kernel, self.sizes)
             self.facts = Facts(kernel.body, None, nonneg, equal)
@@ -185,6 +189,7 @@ class ScalarLowering:
         # a reduce schedule's combine: (value, index or None, line) -> statements
         self.on_yield = None
         self.taken: set = set()
+        self.narrow_locals: set = set()     # identifiers of i64 locals `held` in i32
         # buffer name -> the offset of its part (an array a schedule keeps in a slice of a
         # scratch buffer, one slice per block)
         self.bases: dict = {}
@@ -261,8 +266,9 @@ class ScalarLowering:
             return lit(e.value, dt)
         if isinstance(e, cir.Var):
             hit = self.lookup(e.name)
-            if hit is not None:
-                return ir.Ref(hit[0], hit[1])
+            if hit is not None:     # (an i64 local `held` in i32 read as the i64 it is)
+                return cast(ir.Ref(hit[0], hit[1]), dt) if hit[0] in self.narrow_locals \
+                    else ir.Ref(hit[0], hit[1])
             if e.name in self.sizes or e.name in self.kernel.dims:
                 return cast(ir.Ref(user_name(e.name), self.idx), dt)
             if e.name in self.scalars:
@@ -394,11 +400,16 @@ class ScalarLowering:
                 or isinstance(e, cir.Unary) and e.op == "neg"):
             return None
         parts = (e.operand,) if isinstance(e, cir.Unary) else (e.left, e.right)
+        self.unsized = False
         if all(_fits32(self.span32(x)) for x in parts + (e,)):
             x = replace(e, ty=cir.Ty("i32"))
             x = replace(x, operand=cir.Cast(e.operand, x.ty)) if isinstance(e, cir.Unary) else \
                 replace(x, left=cir.Cast(e.left, x.ty), right=cir.Cast(e.right, x.ty))
             return cast(self.expr(x), "i64")
+        if self.unsized:
+            # the launch's sizes may bound it (a size, the extent argmax chooses among): the
+            # program for every size set gives way to one for the launch's sizes
+            raise NotScalar("i64 arithmetic whose values the launch's sizes may bound")
         from ...errors import Span, ZynMLDeviceError
         span = getattr(e, "span", None)
         if span is None and self.line:      # a value the passes built: the statement's line
@@ -414,7 +425,8 @@ class ScalarLowering:
 
     def span32(self, e, within=frozenset(), seen=frozenset()):
         """(low, high) every value of integer `e` lies in, from the types and loops of what
-        it reads, whatever the sizes; None where nothing bounds it (i64 data). `within`:
+        it reads, whatever the sizes (but where the program is for these sizes only:
+        `launch_sizes`); None where nothing bounds it (i64 data). `within`:
         the locals whose values are being bounded (a value that only keeps one adds no
         bound: `at = k` or at as it was); `seen`: every local being bounded."""
         dt = e.ty.dtype
@@ -438,6 +450,8 @@ class ScalarLowering:
                 got = [(a and b) and (a[0], b[1] - 1) for a, b in
                        ((self.span32(lo, seen=seen), self.span32(hi, seen=seen)) for lo, hi in rs)]
                 return None if any(g is None for g in got) else _hull(got)
+            if e.name in self.sizes and self.launch_sizes() is not None:
+                return (self.sizes[e.name],) * 2
             return own if dt != "i64" else None         # sizes, scalars: their type's
         if isinstance(e, cir.Cast) and _INT_RANGE.get(e.operand.ty.dtype):
             r = self.span32(e.operand, within, seen)
@@ -447,7 +461,7 @@ class ScalarLowering:
             a, b = self.span32(e.if_true, within, seen), self.span32(e.if_false, within, seen)
             return None if a is None or b is None else _hull([a, b])
         if isinstance(e, cir.Reduce) and e.op in ("argmax", "argmin"):
-            return (-1, 2 ** 31 - 2)            # a position along an i32 axis, -1 of none
+            return (-1, self.positions(e) - 1)  # a position in the tile, -1 of none
         within = frozenset()                    # arithmetic on a local bounds nothing
         if isinstance(e, cir.Unary) and e.op == "neg":
             r = self.span32(e.operand, within, seen)
@@ -475,6 +489,33 @@ class ScalarLowering:
             got = [self.span32(x, within, seen) for x in e.args]
             return None if any(g is None for g in got) else _hull(got)
         return own if dt != "i64" else None
+
+    def held(self, name: str, dt: str) -> str:
+        """The dtype local `name` of compute dtype `dt` is held in: on a target without
+        64-bit integers, an i64 local is an i32 where every value it is given provably fits
+        (`let p = reduce(argmax, m[i])`); it is read as the i64 it stands for."""
+        if self.int64 or dt != "i64" or not _fits32(self.span32(cir.Var(name, cir.Ty(dt)))):
+            return dt
+        return "i32"
+
+    def launch_sizes(self) -> dict | None:
+        """The sizes where the program is for these sizes only (a target that compiles per
+        launch, WebGPU's program for one launch), else None, noted in `unsized` (a program
+        for the launch's sizes may bound what one for every size set cannot)."""
+        if not self.symbolic and self.sized:
+            return self.sizes
+        self.unsized = True
+        return None
+
+    def positions(self, e: cir.Reduce) -> int:
+        """How many positions argmax/argmin `e` chooses among: the extent of its tile at
+        the launch's sizes, else at most 2^31 - 1 (an i32 axis)."""
+        shape = e.input.ty.shape if e.axis is None else e.input.ty.shape[e.axis:e.axis + 1]
+        sizes = self.launch_sizes()
+        try:
+            return 2 ** 31 - 1 if sizes is None else prod(cir.eval_dim(d, sizes) for d in shape)
+        except (KeyError, TypeError, ZeroDivisionError):
+            return 2 ** 31 - 1
 
     def call(self, e: cir.Call, dt: str) -> ir.Expr:
         if e.fn in ("zeros", "ones"):
@@ -571,9 +612,12 @@ class ScalarLowering:
             ty = s.declared_ty
             if ty.shape or s.value.ty.shape:
                 raise NotScalar(f"tile `{s.name}`")
-            dt = compute_dtype(ty.dtype)
+            dt = self.held(s.name, compute_dtype(ty.dtype))
             value = self.operand(s.value, dt)
-            return [ir.Decl(self.bind(s.name, dt), dt, value, s.mutable, ln)]
+            ident = self.bind(s.name, dt)
+            if dt != compute_dtype(ty.dtype):
+                self.narrow_locals.add(ident)
+            return [ir.Decl(ident, dt, value, s.mutable, ln)]
         if isinstance(s, cir.Assign):
             hit = self.lookup(s.name)
             if hit is None:

@@ -1,0 +1,76 @@
+"""WebGPU (llvmpipe's `vulkan:0`) against numpy, next to the reference and the C++ device:
+i64 arithmetic on argmax positions bounded by the launch's sizes, GEMMs whose K passes
+llvmpipe's budget of 65,535 loop iterations, and host ints past 32 bits."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLError
+from compute_testing import assert_equals_numpy, wanted_devices
+
+DEVICES = wanted_devices()
+_RNG = np.random.default_rng(61)
+_M = _RNG.standard_normal((6, 9)).astype(np.float32)
+_V = _RNG.standard_normal(11).astype(np.float32)
+
+
+def _host(v):
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+
+
+def _block(body, inputs="m, v", loop="for i in 0..r:"):
+    return f"""let y = compute({inputs}) {{
+    {loop}
+        {body}
+}}
+y
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, want", [
+    ("out[i] = reduce(argmax, m[i]) * 2", lambda: _M.argmax(1) * 2),
+    ("out[i] = reduce(argmax, m[i]) * reduce(argmin, m[i])", lambda: _M.argmax(1) * _M.argmin(1)),
+    ("let p = reduce(argmax, m[i])\n        out[i] = p * 2 + 1", lambda: _M.argmax(1) * 2 + 1),
+    ("let p = reduce(argmin, m[i])\n        out[i] = p", lambda: _M.argmin(1)),
+    ("let p = reduce(argmax, m[i]) + 1\n        out[i] = p * p", lambda: (_M.argmax(1) + 1) ** 2),
+])
+def test_arithmetic_on_a_row_argmax(device, body, want):
+    """A position along a row of 9 is below 9: its arithmetic fits 32 bits at these sizes
+    and is computed, an i64 as numpy's (WebGPU refused it: a position along some i32 axis
+    may be 2^31 - 2, and an i64 local was no WGSL)."""
+    got = zynbook.run(_block(body), device=device, m=_M, v=_V)
+    w = want()
+    assert_equals_numpy(_host(got), w, 0)
+    assert str(got.dtype) in ("i64", "int64")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, want", [
+    ("reduce(argmax, v) * 2", lambda: _V.argmax() * 2),
+    ("reduce(argmax, m) + 1", lambda: _M.argmax() + 1),
+    ("reduce(argmin, m) * 3 - 1", lambda: _M.argmin() * 3 - 1),
+    ("reduce(argmax, v) + reduce(argmin, m)", lambda: _V.argmax() + _M.argmin()),
+])
+def test_arithmetic_on_a_whole_tile_argmax(device, expr, want):
+    """The flat position in a whole 6 x 9 tile is below 54."""
+    got = zynbook.run(_block(f"out[i] = {expr}", loop="for i in 0..1:"), device=device,
+                      m=_M, v=_V)
+    assert_equals_numpy(_host(got), np.array([want()], np.int64), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_argmax_product_past_32_bits_at_these_sizes(device):
+    """A position below 11 times 3 * 10^8 may leave 32 bits: numpy's value where 64-bit
+    integers exist, else the ZynML error at its line."""
+    src = _block("out[i] = reduce(argmax, v) * 300000000", loop="for i in 0..1:")
+    want = np.array([_V.argmax() * 300000000], np.int64)
+    if device not in ("vulkan:0", "gl:0"):
+        assert_equals_numpy(_host(zynbook.run(src, device=device, m=_M, v=_V)), want, 0)
+        return
+    with pytest.raises(ZynMLError) as err:
+        _host(zynbook.run(src, device=device, m=_M, v=_V))
+    assert "line 3" in str(err.value) and "i32(" in str(err.value), str(err.value)
+

@@ -213,3 +213,22 @@ def test_device_picker_takes_a_second_id_and_shows_an_unknown_one_in_red():
     picker.value = "vulkan:7"
     assert session.default_device == "cpu" and picker.value == "cpu"
     assert "no device `vulkan:7`" in picker.status.value and "b00020" in picker.status.value
+
+
+# ------------------------------------------- a magic line of options, not annotations
+
+@pytest.mark.parametrize("first,bad", [("%%compute --device vulkan:0", "-"),
+                                       ("%%compute vulkan:0", "vulkan"),
+                                       ('%%compute @nofuse cpu', "cpu")])
+def test_a_magic_line_of_words_not_annotations_says_an_annotation_was_expected(shell, first,
+                                                                              bad):
+    """The syntax error named the grammar's rule: `expected '{', annot, end of line`."""
+    result = shell.run_cell(first + "\nlet y = 2.0\n")
+    err = result.error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind == "syntax", err
+    assert (err.line, err.column) == (1, first.index(bad, len("%%compute")) + 1)
+    assert err.message.startswith(f"unexpected {bad!r}; expected ") and \
+        "an annotation" in err.message and "annot," not in err.message, err.message
+    shown, caret = err.render().splitlines()[1:3]
+    assert shown == "   1 | " + first and caret.index("^") == shown.index(bad, 15)
+    assert "y" not in shell.user_ns

@@ -451,6 +451,7 @@ _TOKEN_WORDS = {
     "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'",
     "RBRACE": "'}'", "COLON": "':'", "COMMA": "','", "EQUAL": "'='", "NAME": "a name",
     "INT": "a number", "FLOAT": "a number", "STRING": "a string", "$END": "end of input",
+    "ANNOT": "an annotation",
 }
 
 

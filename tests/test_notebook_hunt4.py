@@ -232,3 +232,41 @@ def test_a_magic_line_of_words_not_annotations_says_an_annotation_was_expected(s
     shown, caret = err.render().splitlines()[1:3]
     assert shown == "   1 | " + first and caret.index("^") == shown.index(bad, 15)
     assert "y" not in shell.user_ns
+
+
+# ---------------------------------------------- %%compare's difference of NaN and inf
+
+def test_compare_rows_agreeing_on_nan_and_inf_differ_by_nothing(shell):
+    """sqrt of a negative is NaN on every device and in numpy: each row said the largest
+    difference was `nan` (NaN - NaN); a torch expression of bf16 said none at all (numpy
+    cannot read bf16)."""
+    torch = pytest.importorskip("torch")
+    x = np.array([-1.0, 0.0, 4.0, np.inf, -np.inf, 2.25], np.float32)
+    shell.user_ns["x"] = x
+    devices = [d for d in DEVICES if d in ("cpu", "cpu:native", "vulkan:0")]
+    with np.errstate(invalid="ignore"):
+        want = np.sqrt(x.astype(np.float64)) * 2.0
+    assert np.isnan(want[0]) and np.isnan(want[4]) and want[3] == np.inf
+    cell(shell, f"%%compare --devices {','.join(devices)} --repeat 1 --no-chart "
+                "--numpy 'np.sqrt(x) * 2.0' "
+                "--torch 'torch.sqrt(torch.as_tensor(x)).to(torch.bfloat16) * 2' --out z\n"
+                "let y = compute(x) {\n    for i in 0..n:\n        out[i] = sqrt(x[i]) * 2.0\n}\n")
+    rows = shell.user_ns["z"].rows
+    assert [r.device for r in rows] == devices + ["numpy", "torch"]
+    for r in rows:
+        assert not r.error and r.max_diff == 0.0, r
+    assert torch is not None
+
+
+@pytest.mark.parametrize("got,ref,want", [
+    ([np.nan, 1.0], [np.nan, 1.5], 0.5),
+    ([np.nan, 1.0], [2.0, 1.0], np.inf),            # a NaN where the reference has a value
+    ([np.inf, -np.inf], [np.inf, -np.inf], 0.0),
+    ([np.inf, 0.0], [-np.inf, 0.0], np.inf),
+    (np.float32(np.nan), np.float64(np.nan), 0.0),  # 0-d
+    ([1.0, 2.0], [1.0, 2.0, 3.0], np.inf),          # shapes differ
+])
+def test_compare_max_diff_treats_nan_and_inf_as_numpy_equal_nan_does(got, ref, want):
+    from zynbook.magics.compare import _max_diff
+
+    assert _max_diff(np.asarray(got), np.asarray(ref)) == want

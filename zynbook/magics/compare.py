@@ -188,29 +188,36 @@ def parse_sizes(text: str) -> tuple[str, list]:
 
 
 def _to_numpy(value):
+    """`value`'s elements as a numpy array (a torch bf16 or grad tensor, a device's tensor
+    too, read as the session reads them), None if it has none."""
     if value is None:
         return None
+    from ..runtime.tensor import to_tensor
+
     try:
-        if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
-            return np.asarray(value.numpy())
-        if hasattr(value, "get") and hasattr(value, "__cuda_array_interface__"):
-            return value.get()
-        return np.asarray(value)
+        tensor = to_tensor(value)
+        return tensor.numpy() if tensor is not None else np.asarray(value)
     except Exception:
         return None
 
 
 def _max_diff(got, ref) -> float | None:
+    """The largest difference of `got` from `ref`: none where both hold NaN or the same
+    infinity (NaN - NaN is NaN, and every row said `nan`), infinite where one holds NaN."""
     a, b = _to_numpy(got), _to_numpy(ref)
     if a is None or b is None:
         return None
     try:
         a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-        if a.shape != b.shape:
-            return float("inf")
-        return float(np.max(np.abs(a - b))) if a.size else 0.0
     except (TypeError, ValueError):
         return None
+    if a.shape != b.shape:
+        return float("inf")
+    if not a.size:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        diff = np.where((a == b) | (np.isnan(a) & np.isnan(b)), 0.0, np.abs(a - b))
+    return float(np.nan_to_num(diff, nan=np.inf, posinf=np.inf).max())
 
 
 def _result_of(session, value, is_expr, names, want: str):

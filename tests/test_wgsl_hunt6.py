@@ -74,3 +74,26 @@ def test_an_argmax_product_past_32_bits_at_these_sizes(device):
         _host(zynbook.run(src, device=device, m=_M, v=_V))
     assert "line 3" in str(err.value) and "i32(" in str(err.value), str(err.value)
 
+
+_MATMUL = """let C = compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[i, k] * B[k, j]
+        out[i, j] = sum
+}
+C
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("m, k, n", [(5, 65537, 2), (3, 131075, 1)])
+def test_a_matmul_whose_k_passes_the_loop_budget(device, m, k, n):
+    """llvmpipe quits a thread's loops after 65,535 iterations in all: the GEMM's K tile
+    loop spent 9 a tile of 8 (its 8 steps a loop of their own), so K >= 65,536 failed the
+    loop check. Small integers: every sum is exact in f32."""
+    a = _RNG.integers(-2, 3, (m, k)).astype(np.float32)
+    b = _RNG.integers(-2, 3, (k, n)).astype(np.float32)
+    got = _host(zynbook.run(_MATMUL, device=device, A=a, B=b))
+    assert_equals_numpy(got, a.astype(np.float64) @ b.astype(np.float64), 0)

@@ -16,13 +16,49 @@ from dataclasses import replace
 
 from .. import errflag
 from . import ir
-from .unroll import _substitute, constant_bounds
+from .unroll import _substitute, constant_bounds, writes_out, written_out
 
 
 # the copies of an innermost loop's body one iteration of it runs on such a target: its
 # budget is spent by iterations, so a dot product over 65,536 terms and more still runs
 UNROLL = 8
 _UNROLLED_NODES = 400       # larger bodies are left as they are (the shader would grow past it)
+
+
+# the statements and expressions a loop's body may grow to where the loops of constant
+# bounds inside it are written out (a GEMM's step of K: 8 rows of an 8-wide tile)
+_WRITTEN_NODES = 4000
+
+
+def write_out_constant_loops(program: ir.Program) -> ir.Program:
+    """`program` with the loops of constant bounds inside each loop of other bounds (a
+    GEMM's K tile and its 8 steps) written out where that body stays small, but those a
+    printer writes out itself (`unroll.writes_out`): each of their iterations spent the
+    budget, 9 a K tile of 8, and K >= 65,536 did not run; written out, the K tile loop
+    spends one an iteration and, innermost now, may be unrolled."""
+    def kernel(k: ir.Kernel) -> ir.Kernel:
+        registers = {n.name for n in ir.walk(k.body) if isinstance(n, ir.Array) and n.space == "local"}
+
+        def write(s: ir.For, inner) -> list:
+            if writes_out(s, registers):        # the printer's to write out
+                return [replace(s, body=inner(s.body))]
+            return list(inner(tuple(written_out(s))))
+
+        def loop(s: ir.For, inner) -> list:
+            s = replace(s, body=inner(s.body))
+            loops = [n for n in ir.walk(s.body) if isinstance(n, ir.For)]
+            if constant_bounds(s) or not loops or not all(map(constant_bounds, loops)) or \
+                    _grid_strided(s):
+                return [s]
+            body = ir.map_body(s.body, write)
+            return [s if sum(1 for _ in ir.walk(body)) > _WRITTEN_NODES else replace(s, body=body)]
+        return replace(k, body=ir.map_body(k.body, loop))
+    return replace(program, kernels=tuple(kernel(k) for k in program.kernels))
+
+
+def _grid_strided(s: ir.For) -> bool:
+    """A loop strided by the grid: it runs a few iterations a thread."""
+    return any(isinstance(n, ir.Thread) for n in ir.walk(s.step))
 
 
 def unroll_inner_loops(program: ir.Program, factor: int = UNROLL) -> ir.Program:
@@ -38,7 +74,7 @@ def unroll_inner_loops(program: ir.Program, factor: int = UNROLL) -> ir.Program:
         innermost = not any(isinstance(n, ir.For) for n in ir.walk(s.body))
         # (a loop strided by the grid runs a few iterations a thread: copies only grow it)
         if s.unroll or constant_bounds(s) or not innermost or nodes > _UNROLLED_NODES or \
-                any(isinstance(n, ir.Thread) for n in ir.walk(s.step)):
+                _grid_strided(s):
             return [s]
         count[0] += 1
         dt, var = s.dtype, ir.Ref(s.var, s.dtype)

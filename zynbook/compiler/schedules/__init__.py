@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import cir
 from ..launch import ir
 from ..launch.scalar import NotScalar
-from ..launch.steps import check_loop_counts, unroll_inner_loops
+from ..launch.steps import check_loop_counts, unroll_inner_loops, write_out_constant_loops
 from ..launch.wide_sums import widen_sums
 from ..targets import Target
 from .attention import Attention
@@ -61,8 +61,8 @@ def build(kernel: cir.Kernel, target: Target, sizes: dict, params=None,
                 if target.wide_sums:
                     prog = widen_sums(prog, sizes)
                 if target.loop_steps:
-                    prog = check_loop_counts(unroll_inner_loops(prog), target.loop_steps,
-                                             kernel.first_line)
+                    prog = unroll_inner_loops(write_out_constant_loops(prog))
+                    prog = check_loop_counts(prog, target.loop_steps, kernel.first_line)
                 return prog
         notes.append(f"{sched.name}: {reason}")
     return None

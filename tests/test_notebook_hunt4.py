@@ -270,3 +270,30 @@ def test_compare_max_diff_treats_nan_and_inf_as_numpy_equal_nan_does(got, ref, w
     from zynbook.magics.compare import _max_diff
 
     assert _max_diff(np.asarray(got), np.asarray(ref)) == want
+
+
+# ------------------------------------------------ the timing widget's devices as text
+
+@pytest.mark.parametrize("devices", ["cpu", "cpu, cpu:native", "cpu:native,vulkan:0"])
+def test_timing_compare_takes_device_ids_as_text(devices):
+    """`TimingWidget.compare(src, "cpu")` ran on devices `c`, `p` and `u` (each failing):
+    a string is one id, or ids between commas as %%compare's --devices takes them."""
+    pytest.importorskip("ipywidgets")
+    from zynbook.widgets import TimingWidget
+
+    want = [d.strip() for d in devices.split(",")]
+    if not set(want) <= set(DEVICES):
+        pytest.skip("a device of these is not here")
+    session = zynbook.Session("cpu")
+    x = np.linspace(-3, 3, 16).astype(np.float32)
+    session.run("let x = xs", xs=x)
+    source = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * x[i]\n}\ny"
+    widget = TimingWidget.compare(source, devices, repeat=1, session=session)
+    assert list(widget.results) == want
+    for device in want:
+        result = widget.results[device]
+        assert "error" not in result, result
+        assert [ln.device for ln in result["launches"]] == [device]
+    got = zynbook.Session(want[-1]).run(source, x=x)
+    np.testing.assert_allclose(np.asarray(got, np.float64), x.astype(np.float64) ** 2,
+                               rtol=1e-6)

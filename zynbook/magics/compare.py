@@ -171,6 +171,11 @@ def parse_args(line: str) -> argparse.Namespace:
         raise UsageError(_USAGE) from None
 
 
+def device_list(text: str) -> list[str]:
+    """`cpu, vulkan:0` -> ["cpu", "vulkan:0"]."""
+    return [d.strip() for d in text.split(",") if d.strip()]
+
+
 def parse_sizes(text: str) -> tuple[str, list]:
     """`n=256,1024` -> ("n", [256, 1024]); `256,1024` -> ("n", ...); '' -> ("", [None])."""
     if not text:
@@ -522,8 +527,7 @@ class CompareMagics(Magics):
         # (ZynML values besides: the pipelines earlier cells defined, and their globals)
         env = cells.notebook_values(source, notebook_session().namespace, user_ns, hidden,
                                     (size_name,))
-        devices = [d.strip() for d in args.devices.split(",") if d.strip()] or \
-            [d["id"] for d in compute_devices()]
+        devices = device_list(args.devices) or [d["id"] for d in compute_devices()]
         rows = run_compare(source, devices, (size_name, size_values), env,
                            max(1, args.repeat), args.numpy, args.torch, args.result, user_ns)
         result = Comparison(rows, size_name)

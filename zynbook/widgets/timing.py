@@ -59,13 +59,18 @@ class TimingWidget(W.VBox):
             self.chart.value = timing_html(self.launches, kernels, self.labels)
 
     def run_compare(self, source: str, devices=None, env=None, repeat: int = 5) -> dict:
-        """Run `source` on every device (default: all of compute_devices()) once to compile,
-        then `repeat` times, in a fresh session each; keep every wall time and the launches
-        of the run with the median one. `env`: names the source reads (default: the notebook session's values)."""
+        """Run `source` on every device (a list, or ids between commas; default: all of
+        compute_devices()) once to compile, then `repeat` times, in a fresh session each;
+        keep every wall time and the launches of the run with the median one. `env`: names the source reads (default: the notebook session's values)."""
         from .. import Session, compute_devices
 
         if devices is None:
             devices = [d["id"] for d in compute_devices()]
+        elif isinstance(devices, str):
+            # one id, or several as %%compare takes them (each letter was taken for an id)
+            from ..magics.compare import device_list
+
+            devices = device_list(devices)
         if env is None:
             env = self._notebook_env(source)
         results = {}

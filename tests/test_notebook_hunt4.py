@@ -297,3 +297,23 @@ def test_timing_compare_takes_device_ids_as_text(devices):
     got = zynbook.Session(want[-1]).run(source, x=x)
     np.testing.assert_allclose(np.asarray(got, np.float64), x.astype(np.float64) ** 2,
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("option,said", [("--repeat -3", "a whole number; not `-3`"),
+                                         ("-r -1", "a whole number; not `-1`"),
+                                         ("--repeat 2.5", "invalid int value: '2.5'")])
+def test_compare_a_repeat_that_is_not_a_count_is_a_usage_error(shell, option, said):
+    """`--repeat -3` ran the cell once on each device, as if it were a count."""
+    from IPython.core.error import UsageError
+
+    shell.user_ns["x"] = np.ones(3, np.float32)
+    with pytest.raises(UsageError) as info:
+        shell.run_cell_magic("compare", f"--devices cpu {option} --no-chart --out z",
+                             "let y = x * 2.0\n")
+    assert said in str(info.value)
+    assert "z" not in shell.user_ns
+    # 0 runs once, as %timeit -r 0 does
+    shell.run_cell_magic("compare", "--devices cpu --repeat 0 --no-chart --result y "
+                                    "--numpy 'x * 2.0' --out z", "let y = x * 2.0\n")
+    rows = shell.user_ns["z"].rows
+    assert [len(r.times) for r in rows] == [1, 1] and [r.max_diff for r in rows] == [0.0, 0.0]

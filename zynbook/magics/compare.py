@@ -514,6 +514,11 @@ class CompareMagics(Magics):
         from ..compiler.parser import parse
 
         args = parse_args(line)
+        if args.repeat < 0:
+            # (a count: -3 ran once, as if it were one; 0 runs once, as %timeit -r 0 does)
+            from IPython.core.error import UsageError
+            raise UsageError(f"%%compare --repeat R: R is how many times to run the cell on "
+                             f"each device, a whole number; not `{args.repeat}`")
         source = "\n" + cell                 # line 1 is the magic line, as the notebook shows
         program = parse(source)
         user_ns = self.shell.user_ns

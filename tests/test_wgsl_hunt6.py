@@ -97,3 +97,22 @@ def test_a_matmul_whose_k_passes_the_loop_budget(device, m, k, n):
     b = _RNG.integers(-2, 3, (k, n)).astype(np.float32)
     got = _host(zynbook.run(_MATMUL, device=device, A=a, B=b))
     assert_equals_numpy(got, a.astype(np.float64) @ b.astype(np.float64), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr", ["a[i] + k", "k * a[i]", "a[i] - k + 1"])
+def test_a_host_int_past_i32_beside_a_tensor_is_named(device, expr):
+    """k = 3 * 10^9 from the host is i64: numpy's sum where 64-bit integers exist; on
+    WebGPU the refusal at the statement's line names `k` and its value (it said only
+    "64-bit integer arithmetic")."""
+    src = f"let y = compute(a) {{\n    for i in 0..n:\n        out[i] = {expr}\n}}\ny\n"
+    a = np.int32([1, -5, 7, 2 ** 31 - 1])
+    k = 3_000_000_000
+    if device not in ("vulkan:0", "gl:0"):
+        want = eval(expr.replace("a[i]", "a.astype(np.int64)"), {"np": np, "a": a, "k": k})
+        assert_equals_numpy(_host(zynbook.run(src, device=device, a=a, k=k)), want, 0)
+        return
+    with pytest.raises(ZynMLError) as err:
+        _host(zynbook.run(src, device=device, a=a, k=k))
+    text = str(err.value)
+    assert "line 3" in text and "`k` = 3000000000" in text, text

@@ -418,10 +418,24 @@ class ScalarLowering:
             text = lines[at] if 0 <= at < len(lines) else ""
             col = len(text) - len(text.lstrip()) + 1
             span = Span(self.line, col, self.line, max(len(text.rstrip()) + 1, col + 1))
+        host = self.host_ints_past_i32(e)
+        if host:            # a host int read as i64 (lower.py): named, not the i64 it became
+            raise ZynMLDeviceError(
+                f"64-bit integer arithmetic with the host int {host}, past the 32-bit integers "
+                "this device computes with (-2^31 to 2^31 - 1): it has no 64-bit integers; "
+                "run it on `cpu`, `cpu:native` or a CUDA device", span)
         raise ZynMLDeviceError(
             "64-bit integer arithmetic whose values may not fit 32 bits: this device has no "
             "64-bit integers; convert the operands with i32(...) where their values fit, or "
             "run it on `cpu`, `cpu:native` or a CUDA device", span)
+
+    def host_ints_past_i32(self, e) -> str:
+        """The host ints (sizes) `e` reads whose values at the launch's sizes are past
+        i32, as `k` = 3000000000, joined by `and`; '' where none."""
+        sizes = self.launch_sizes() or {}
+        names = dict.fromkeys(n.name for n in cir.walk(e) if isinstance(n, cir.Var)
+                              and n.name in sizes and not -2 ** 31 <= sizes[n.name] < 2 ** 31)
+        return " and ".join(f"`{n}` = {sizes[n]}" for n in names)
 
     def span32(self, e, within=frozenset(), seen=frozenset()):
         """(low, high) every value of integer `e` lies in, from the types and loops of what

@@ -317,3 +317,28 @@ def test_compare_a_repeat_that_is_not_a_count_is_a_usage_error(shell, option, sa
                                     "--numpy 'x * 2.0' --out z", "let y = x * 2.0\n")
     rows = shell.user_ns["z"].rows
     assert [len(r.times) for r in rows] == [1, 1] and [r.max_diff for r in rows] == [0.0, 0.0]
+
+
+def _inspect(kc, code, cursor):
+    msg_id = kc.inspect(code, cursor)
+    reply = kc.get_shell_msg(timeout=30)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=30)
+    content = reply["content"]
+    assert content["status"] == "ok", content
+    return content["found"], content["data"].get("text/plain", "")
+
+
+def test_kernel_inspecting_a_word_inside_a_string_shows_no_value(kc):
+    """Shift-Tab on `nh4_value` inside `"..."` showed the notebook's value of that name (a
+    word in a comment already showed none); outside the string it still does."""
+    from test_kernel_support import execute
+
+    reply, _ = execute(kc, "let nh4_value = 1.5\nlet nh4_view = 2")
+    assert reply["status"] == "ok", reply
+    code = 'let nh4_s = "see nh4_value" + \'nh4_view\'\nlet nh4_r = nh4_value'
+    for word in ('see nh4_value"', "'nh4_view'"):
+        at = code.index(word) + len(word) // 2
+        assert _inspect(kc, code, at) == (False, "")
+    found, text = _inspect(kc, code, code.rindex("nh4_value") + 3)
+    assert found and text == "nh4_value: float: 1.5", text

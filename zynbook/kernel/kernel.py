@@ -620,9 +620,9 @@ class ZynMLKernel(IPythonKernel):
         word, start, _ = cells.word_at(code, cursor)
         line_start = code.rfind("\n", 0, start) + 1
         line_end = code.find("\n", start)
-        if start - line_start >= len(code_part(code[line_start:line_end if line_end >= 0
-                                                   else len(code)])):
-            word = ""               # a word in a comment names nothing
+        text = code[line_start:line_end if line_end >= 0 else len(code)]
+        if start - line_start >= len(code_part(text)) or in_string(code[line_start:start]):
+            word = ""               # a word in a comment or a string names nothing
         local = cells.local_meaning(code, cursor, word.split(".")[0]) if word else None
         if local is not None:
             return {"text/plain": f"{word}: {local}"}

@@ -116,3 +116,23 @@ def test_a_host_int_past_i32_beside_a_tensor_is_named(device, expr):
         _host(zynbook.run(src, device=device, a=a, k=k))
     text = str(err.value)
     assert "line 3" in text and "`k` = 3000000000" in text, text
+
+
+_SUBNORMAL = np.array([1e-40, 1e-45, 5e-39, 3e-39, 2e-38, 1.0, 0.0], np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, want", [
+    ("log(f[k])", np.log), ("log2(f[k])", np.log2),
+    ("f[k] ** 0.5", lambda x: x ** 0.5), ("f[k] ** -0.25", lambda x: x ** -0.25),
+    ("f[k] ** -1.0", lambda x: x ** -1.0), ("f[k] ** 1.5", lambda x: x ** 1.5),
+])
+def test_logarithms_and_powers_of_subnormal_numbers(device, expr, want):
+    """llvmpipe's log, log2 and pow read a subnormal number as a normal one: log(1e-40)
+    was -88.02 (numpy: -92.10), 1e-40 ** 0.5 was 7.7e-20 (numpy: 1e-20). Computed in
+    float64 here and rounded to f32."""
+    src = f"let y = compute(f) {{\n    for k in 0..n:\n        out[k] = {expr}\n}}\ny\n"
+    with np.errstate(all="ignore"):
+        w = want(_SUBNORMAL.astype(np.float64)).astype(np.float32)
+    got = _host(zynbook.run(src, device=device, f=_SUBNORMAL))
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=0)     # relative: the values are tiny

@@ -342,3 +342,33 @@ def test_kernel_inspecting_a_word_inside_a_string_shows_no_value(kc):
         assert _inspect(kc, code, at) == (False, "")
     found, text = _inspect(kc, code, code.rindex("nh4_value") + 3)
     assert found and text == "nh4_value: float: 1.5", text
+
+
+# ------------------------------------------------ a comment after a line magic's words
+
+@pytest.mark.parametrize("comment", ["  # the fast one", " // the fast one"])
+def test_zynml_device_and_inspect_end_at_a_comment(shell, capsys, comment):
+    """`%zynml_device cpu:native  # why` looked for a device `cpu:native  # why` (IPython
+    passes a Python comment on to a line magic); the kernel's %device ends at `//`."""
+    want = [d for d in DEVICES if d != "cpu"][:1] or ["cpu"]
+    device = want[0]
+    x = np.arange(5, dtype=np.float32)
+    shell.user_ns["x"] = x
+    cell(shell, f"%zynml_device {device}{comment}")
+    assert state.notebook_session().default_device == device
+    cell(shell, "%%compute\nlet y = compute(x) {\n    for i in 0..n:\n"
+                "        out[i] = x[i] * 2.0 + 1.0\n}\n")
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"], np.float64), x * 2.0 + 1.0)
+    assert [ln.device for ln in state.notebook_session().launches] == [device]
+    capsys.readouterr()
+    cell(shell, f"%zynml_inspect zynml{comment}")
+    out = capsys.readouterr().out
+    assert "--- zynml: the whole text ---" in out and "x[i] * 2.0 + 1.0" in out, out
+    # an id no device has, before a comment: the caret under the id alone
+    line = f"%zynml_device vulkan:9{comment}"
+    err = shell.run_cell(line).error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind == "device", err
+    assert "no device `vulkan:9`" in err.message and (err.line, err.column) == (1, 15)
+    shown, caret = err.render().splitlines()[1:3]
+    assert shown == "   1 | " + line and caret == " " * (7 + 14) + "^" * len("vulkan:9")
+    assert state.notebook_session().default_device == device

@@ -188,6 +188,14 @@ def _bind_unreplaced(shell, session, kept: dict) -> None:
                     pass
 
 
+def _line_words(line: str) -> str:
+    """A line magic's text up to its comment: Python's `#` (the magic stands in a Python
+    cell, and IPython passes the comment on) or ZynML's `//`, as the kernel's `%device`."""
+    from ..compiler.parser import code_part
+
+    return code_part(line).partition("#")[0].strip()
+
+
 def _on_magic_line(err: ZynMLError, source: str, shift: int) -> None:
     """Show `err`, raised on line 1 (the magic line), in `source` (the cell with its magic
     line), its columns on that line moved by `shift`."""
@@ -422,7 +430,7 @@ class ComputeMagics(Magics):
     @line_magic
     def zynml_device(self, line=""):
         """%zynml_device ID: set the default device of %%compute cells (no ID: show it)."""
-        text = line.strip()
+        text = _line_words(line)
         device = text.strip("'\"")
         if device:
             try:
@@ -450,7 +458,7 @@ class ComputeMagics(Magics):
         if not kernels:
             print("No compute block has run yet.")
             return
-        want, full = parse_inspect_args(line)
+        want, full = parse_inspect_args(_line_words(line))
         try:
             bundle = code_bundle(kernels, launches, want, full, self.session.namespace)
         except InspectUsageError as err:

@@ -162,7 +162,7 @@ def parse_args(line: str) -> argparse.Namespace:
     from IPython.core.error import UsageError
 
     try:
-        words = shlex.split(line)
+        words = shlex.split(line, comments=True)     # (`# why`, outside quotes, is a note)
     except ValueError as err:       # `--numpy "np.tanh(x)` (no closing quotation)
         raise UsageError(f"%%compare: {err} in the magic line\n{_USAGE}") from None
     try:

@@ -3,9 +3,12 @@ distance, a float mask of 0 and -inf (a padding mask as additive masks are writt
 without a key condition beside it. The three-pass, online-statistics and one-pass forms are
 recognised with the term; each equals numpy written here on every local device with the
 attention schedule chosen, and on the launch-IR emulator for CUDA (one thread a query and
-the register-tiled products), Metal, C++ and WebGPU with several parameter choices. A term
-that reads the running values or the output is not attention and still equals numpy."""
+the register-tiled products and the tensor-core kernels), Metal, C++ and WebGPU with several
+parameter choices. A term that reads the running values or the output is not attention and
+still equals numpy."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -154,12 +157,68 @@ def test_register_tiled_products_on_the_emulator(term):
     assert_within(emulate_kernel(prog, k, ins, sz, sc, warp=32).astype(np.float64), want, 2e-4, 2e-5)
 
 
-def test_the_tensor_core_kernels_refuse_the_term():
-    """The tensor-core kernels take dot(Q, K) * scale only: with a term they say why not, and
-    the attention schedule's other kernels run it."""
-    k, _, sz, _, _ = case("three_pass", "relative", S=40, D=32)
-    shape, _ = match(k, cuda_target(), sz)
-    assert "added term" in attention_mma.why_not(cuda_target(), shape)
+def half_case(term, causal, B=1, H=2, S=45, D=32, seed=0):
+    """`case` with f16 Q, K and V (an f32 term), the form the tensor-core kernels take."""
+    r = np.random.default_rng(seed)
+    text, make, ref = TERMS[term]
+    a = {n: r.standard_normal((B, H, S, D)).astype(np.float16) for n in "QKV"}
+    made = make(r, B, H, S)
+    a.update(made)
+    scale = float(np.float32(D ** -0.5))
+    q, kk, v = (a[n].astype(np.float64) for n in "QKV")
+    s = np.einsum("bhid,bhjd->bhij", q, kk) * scale + ref(a, B, H, S)
+    if causal:
+        s = np.where(np.arange(S)[None, :] <= np.arange(S)[:, None], s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = np.einsum("bhij,bhjd->bhid", p / p.sum(-1, keepdims=True), v)
+    k, ins, sz, sc = lower_block(source("three_pass", text, list(made), causal), a, {"scale": scale})
+    return k, ins, sz, sc, want
+
+
+TC_CASES = [(t, c) for t in TERMS for c in (False, True) if not (t == "padding" and c)]
+
+
+@pytest.mark.parametrize("arch", [(9, 0), (8, 0)], ids=["sm_90", "sm_80"])
+@pytest.mark.parametrize("term,causal", TC_CASES, ids=[f"{t}{'-causal' if c else ''}" for t, c in TC_CASES])
+def test_tensor_core_kernels_take_the_term(arch, term, causal):
+    """The warpgroup (sm_90) and mma.sync (sm_80) kernels add the term to each score in
+    base 2, the scale applied to each score (its maximum is not the raw dot products'):
+    their default and their plainest candidate on the emulator, against numpy."""
+    target = cuda_target(arch)
+    k, ins, sz, sc, want = half_case(term, causal)
+    shape, _ = match(k, target, sz)
+    space = [p for p in SCHED.space(k, target, sz) if p.mma]
+    assert space and not any(p.fold_scale for p in space)
+    assert "added term" in attention_mma.why_not(target, shape, replace(space[0], fold_scale=True))
+    assert schedules.build(k, target, sz).schedule == SCHED.build(k, target, sz, space[0]).schedule
+    for params in dict.fromkeys([space[0], space[-1]]):
+        prog = SCHED.build(k, target, sz, params)
+        assert "tensor cores" in prog.schedule
+        got = emulate_kernel(prog, k, ins, sz, sc, warp=32).astype(np.float64)
+        assert_within(got, want, 2e-2, 2e-2)
+
+
+def test_the_copy_engines_kernel_takes_the_term():
+    """The warpgroup kernel fed by TMA, over 64-key tiles with turns and without."""
+    target = cuda_target((9, 0))
+    k, ins, sz, sc, want = half_case("alibi", True, S=70, D=64)
+    tma = [p for p in SCHED.space(k, target, sz) if p.tma]
+    assert tma
+    for params in dict.fromkeys([tma[0], tma[-1]]):
+        got = emulate_kernel(SCHED.build(k, target, sz, params), k, ins, sz, sc, warp=32)
+        assert_within(got.astype(np.float64), want, 2e-2, 2e-2)
+
+
+def test_tensor_core_source_with_the_term_compiles_with_nvcc():
+    import nvcc_runs
+    if nvcc_runs.NVCC is None:
+        pytest.skip("nvcc is not installed")
+    from zynbook.compiler.codegen.cuda import render_cuda
+    k, _, sz, _, _ = half_case("relative", True)
+    prog = render_cuda(k, sz)
+    assert "tensor cores" in prog.schedule
+    res = nvcc_runs.run(prog.source, ("--ptx", "-arch=sm_90a" if prog.arch_specific else "-arch=sm_90"))
+    assert res.returncode == 0, res.stderr[-4000:]
 
 
 def test_a_term_reading_the_running_maximum_is_not_attention():
@@ -184,8 +243,8 @@ def test_a_term_reading_the_running_maximum_is_not_attention():
 @pytest.mark.parametrize("device", wanted_devices())
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_half_precision_inputs_with_a_term_equal_numpy(device, dtype):
-    """f16 and bf16 Q, K, V with an f32 bias (where the tensor-core kernels say no, CUDA runs
-    the scalar attention kernels), against numpy on the rounded inputs."""
+    """f16 and bf16 Q, K, V with an f32 bias (on CUDA the tensor-core kernels), against numpy
+    on the rounded inputs."""
     torch = pytest.importorskip("torch")
     r = np.random.default_rng(5)
     B, H, S, D = 2, 2, 45, 32

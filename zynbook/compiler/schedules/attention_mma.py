@@ -15,11 +15,12 @@ warp:
 * S = Q K^T: B fragments from the K rows by ldmatrix (the rows are K's columns: no
   transpose), the tile's keys as n8 accumulator tiles;
 * each accumulator element (query g + 8 (e // 2), key 2 t + e % 2 of its tile: `ir.Mma`)
-  scaled by the launch's scale times log2(e), the key condition applied and keys past the
+  scaled by the launch's scale times log2(e), the score's added term (a bias, ALiBi, an
+  additive mask) added times log2(e), the key condition applied and keys past the
   end masked (under no condition or a causal one, only in the tiles that may hold a key they
   exclude); the row's maximum reduced over the four lanes of a quad, exp2, and each lane's
   share of the row sum kept (summed over the quad once, at the end). With `fold_scale` (a
-  scale known not negative) the maximum is the raw scores' and each weight one FMA and exp2,
+  scale known not negative, no added term) the maximum is the raw scores' and each weight one FMA and exp2,
   exp2(s c - m c); with `skip_rescale` O is rescaled only where a row of the warp found a
   larger maximum (a warp-uniform branch; a factor of 1 elsewhere is exact anyway); with
   `fast_math` exp2 is one ex2.approx.ftz and the running maximum one max.f32;
@@ -96,7 +97,9 @@ def variants(base) -> list:
 
 def choices(target, shape, sizes) -> list:
     """The tensor-core parameters that run this attention on `target`, the default first."""
-    fits = [p for p in CHOICES if why_not(target, shape, p) is None]
+    fitting = lambda ps: list(dict.fromkeys(q for q in (unfolded(shape, p) for p in ps)
+                                            if why_not(target, shape, q) is None))
+    fits = fitting(CHOICES)
     if not fits:
         return []
     # measured (H100, bench_cuda --mma-choices): BERT-base f16 (head_dim 64) 0.138 ms with
@@ -110,17 +113,16 @@ def choices(target, shape, sizes) -> list:
     # every variant over a ring of three 64-key tiles (H100, bench_cuda --mma-choices):
     # BERT-base f16 (head_dim 64) 0.108 ms against 0.142 for the plain kernel, causal bf16 at
     # head_dim 128 0.316 against 0.358; head_dim past 128 (Q read at each tile) not measured
-    tuned = replace(first, stages=3, **EVERY)
-    extra = [p for p in variants(first) if why_not(target, shape, p) is None]
+    tuned = unfolded(shape, replace(first, stages=3, **EVERY))
+    extra = fitting(variants(first))
     if shape.D <= 128 and tuned in extra:
         out = [tuned] + fits + [p for p in extra if p != tuned]
     else:
         out = [first] + [p for p in fits if p != first] + extra
     # on Hopper the warpgroup kernel first (H100, bench_cuda --mma-choices: BERT-base f16
     # 0.083 ms against 0.108 above, causal bf16 at head_dim 128 0.195 against 0.327)
-    wide = [p for p in attention_wgmma.choices(attention_wgmma.default(shape.D), shape.D)
-            if why_not(target, shape, p) is None]
-    return wide + out
+    wide = fitting(attention_wgmma.choices(attention_wgmma.default(shape.D), shape.D))
+    return list(dict.fromkeys(wide + out))
 
 
 def shared_bytes(params, D: int) -> int:
@@ -159,6 +161,18 @@ def nonnegative(e) -> bool:
     return False
 
 
+def foldable(shape) -> bool:
+    """Whether the scale may be folded into the exponent's FMA (`fold_scale`): the raw
+    scores' maximum is the scores' where the scale is not negative and nothing is added."""
+    return shape.p.bias is None and nonnegative(shape.p.scale)
+
+
+def unfolded(shape, params):
+    """`params` without `fold_scale` where this attention cannot fold its scale: the same
+    kernel with the scale applied to each score."""
+    return params if not params.fold_scale or foldable(shape) else replace(params, fold_scale=False)
+
+
 def why_not(target, shape, params=None) -> str | None:
     """None where the tensor-core schedule runs this attention (`match`'s Shape) on `target`
     with `params` (by default: 4 warps of 16 queries, Q read at each tile), else the reason."""
@@ -166,8 +180,6 @@ def why_not(target, shape, params=None) -> str | None:
     block_q, warps = params.block_q, params.warps
     if target.symbolic_sizes:
         return "the tensor-core attention is written for sizes known when compiled"
-    if shape.p.bias is not None:
-        return "the score has an added term: the tensor-core attention takes dot(Q, K) * scale"
     if target.warp != 32 or "mma.sync" not in target.tensor_cores or not target.async_copy:
         return f"the {target.name} target has no mma.sync tensor cores with cp.async"
     dts = {shape.bufs[r].dtype for r in ("q", "k", "v")}
@@ -188,8 +200,10 @@ def why_not(target, shape, params=None) -> str | None:
     if params.block_kv not in BLOCK_KV or params.stages not in STAGES:
         return (f"{params.block_kv}-key tiles in {params.stages} buffers: the tensor-core attention "
                 f"takes {' or '.join(map(str, BLOCK_KV))} keys in {' or '.join(map(str, STAGES))}")
-    if params.fold_scale and not nonnegative(shape.p.scale):
-        return "the scale's sign is not known: the scaled scores' maximum is not the raw ones'"
+    if params.fold_scale and not foldable(shape):
+        return ("the score has an added term: the scores' maximum is not the raw dot products'"
+                if shape.p.bias is not None else
+                "the scale's sign is not known: the scaled scores' maximum is not the raw ones'")
     if shared_bytes(params, shape.D) > target.shared_bytes:
         return f"head_dim {shape.D}: the Q, K and V tiles outgrow the shared memory"
     return attention_wgmma.why_not(target, shape, params) if params.wgmma else None
@@ -490,7 +504,7 @@ class _MmaKernel(_Kernel):
         """Per row the lane holds (query g + 8 rh of each m16 tile): scale and mask (where
         `ok`, the key condition and bound, is not None), the row's maximum over the quad,
         the rescale of l and O, P into A fragments."""
-        r, idx, NT, KS, P = self.ref, self.idx, self.NT, self.KS, self.P
+        r, idx, NT, KS, P, p = self.ref, self.idx, self.NT, self.KS, self.P, self.shape.p
         larger = lambda a, b: ir.Select(ir.Bin("<", a, b, "bool"), b, a, F)
         is_neg = lambda x: ir.Bin("==", x, NEG, "bool")
         scaled = lambda x: ir.Bin("*", x, ir.Ref("_scale", F), F)
@@ -507,14 +521,15 @@ class _MmaKernel(_Kernel):
             s = lambda j, c: ir.Load("_sc", at(j, c), F)
 
             def mask(j, c):
-                v = s(j, c) if fold else scaled(s(j, c))
-                if ok is not None:
+                # the added term, in base 2 as the scaled score (at the key clamped in range)
+                v = s(j, c) if fold else self.scored(scaled(s(j, c)), LOG2E)
+                pre = []
+                if ok is not None or p.bias is not None:
                     key = self.add(r("_k0"), self.mul(j, self.i(8)), self.mul(r("_t4"), self.i(2)), c)
-                    v = ir.Select(ok, v, NEG, F)
                     pre = [ir.Decl("_j", idx, key),
                            ir.Decl("_jc", idx, ir.Math("min", (r("_j"), ir.Bin("-", r("_SK"), self.i(1), idx)), idx))]
-                else:
-                    pre = []
+                if ok is not None:
+                    v = ir.Select(ok, v, NEG, F)
                 put = [] if fold and ok is None else [ir.Store("_sc", at(j, c), v)]
                 return pre + put + [ir.Set("_mx", running(ir.Ref("_mx", F), s(j, c)))]
 

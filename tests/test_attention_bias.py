@@ -260,3 +260,18 @@ def test_half_precision_inputs_with_a_term_equal_numpy(device, dtype):
     got = zynbook.run(source("online", "rel[h, i, j]", ["rel"], causal=True), device=device,
                       rel=rel, scale=0.25, **inputs)
     assert_within(np.asarray(got.numpy(), np.float64), want, 3e-2, 3e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("term,causal", TC_CASES, ids=[f"{t}{'-causal' if c else ''}" for t, c in TC_CASES])
+def test_tensor_cores_with_the_term_on_the_gpu(term, causal):
+    """On a CUDA GPU the default (on Hopper the warpgroup kernel) with the term, at sizes
+    that fill no tile, against numpy."""
+    from test_attention_mma import _gpu
+    dev = _gpu()
+    if dev is None:
+        pytest.skip("no CUDA GPU (or no CuPy)")
+    k, ins, sz, sc, want = half_case(term, causal, B=2, H=3, S=300, D=64)
+    assert "tensor cores" in dev.compile(k, sz).program.schedule
+    out, _ = dev.launch(k, ins, sz, sc)
+    assert_within(np.asarray(dev.to_host(out), np.float64), want, 2e-2, 2e-2)

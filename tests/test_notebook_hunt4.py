@@ -384,3 +384,26 @@ def test_compare_ends_its_line_at_a_comment(shell):
     rows = shell.user_ns["z"].rows
     assert [r.device for r in rows] == ["cpu", "numpy"]
     assert all(not r.error and r.max_diff == 0.0 for r in rows), rows
+
+
+# --------------------------------------------- indentation errors on tab-indented lines
+
+@pytest.mark.parametrize("body,line,said", [
+    ("let a = 1\n\tlet b = 2\n", 3, "unexpected indentation"),
+    ("for i in 0..2:\n\t\tlet a = i\n\tlet b = 2\n", 4, "matches no enclosing block"),
+    ("let y = compute(x) {\n\t\tfor i in 0..n:\n\t\t\tout[i] = x[i]\n\tlet q = 1\n}\n", 5,
+     "indented left of its block"),
+])
+def test_an_indentation_error_on_a_tab_indented_line_points_at_its_first_character(
+        shell, body, line, said):
+    """The column counted a tab as the 8 columns of indentation it stands for: the caret
+    sat far right of the line's first character (column 9 of `\\tlet b = 2`)."""
+    shell.user_ns["x"] = np.ones(3, np.float32)
+    err = shell.run_cell("%%compute\n" + body).error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind == "syntax" and said in err.message, err
+    text = body.splitlines()[line - 2]
+    tabs = len(text) - len(text.lstrip("\t"))
+    assert (err.line, err.column) == (line, tabs + 1)
+    shown, caret = err.render().splitlines()[1:3]
+    assert shown == f"{line:>4} | " + text
+    assert caret == " " * 7 + "\t" * tabs + "^"

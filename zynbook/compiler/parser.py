@@ -75,15 +75,23 @@ class BlockIndenter:
 
     @staticmethod
     def _indent_of(nl_token) -> int:
+        return len(BlockIndenter._leading(nl_token).expandtabs(8))
+
+    @staticmethod
+    def _leading(nl_token) -> str:
+        """The blanks that start the line after `nl_token`."""
         text = nl_token.value.rsplit("\n", 1)[-1]
-        return len(text[: len(text) - len(text.lstrip(" \t"))].expandtabs(8))
+        return text[: len(text) - len(text.lstrip(" \t"))]
 
     def _newline(self, nl, contexts, opens_suite=False):
         ctx = contexts[-1]
         indent = self._indent_of(nl)
         yield nl
         line = (nl.line or 1) + nl.value.count("\n")
-        at = dict(line=line, column=indent + 1, end_line=line, end_column=indent + 1,
+        # (the column of the line's first character: a tab is 8 wide to the indentation,
+        # one character to the column a caret is put under)
+        column = len(self._leading(nl)) + 1
+        at = dict(line=line, column=column, end_line=line, end_column=column,
                   start_pos=nl.end_pos, end_pos=nl.end_pos)
         if ctx[1] is None:
             if opens_suite and ctx[0] == "{":
@@ -105,10 +113,10 @@ class BlockIndenter:
             yield Token("_DEDENT", "", **at)
         if indent != levels[-1]:
             if ctx[0] == "{" and indent < levels[0]:
-                ctx[2] = Span(line, indent + 1)     # only its closing `}` may sit here
+                ctx[2] = Span(line, column)     # only its closing `}` may sit here
                 return
             raise ZynMLSyntaxError("this line's indentation matches no enclosing block",
-                                   Span(line, indent + 1))
+                                   Span(line, column))
 
 
 def _span(meta) -> A.Span:

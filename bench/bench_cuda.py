@@ -2,8 +2,8 @@
 
 Every row: the ZynML kernel (lowered and compiled by ZynBook, launched on the same stream
 as PyTorch) and its peers (PyTorch eager: cuBLAS, cuDNN, SDPA; torch.compile where it
-applies), timed with CUDA events after warm-up, L2 flushed before every repetition,
-medians reported. Memory-bound rows (softmax, layer norm, RMS norm, residual + layer norm,
+applies), timed with CUDA events after warm-up, L2 emptied before every repetition (by a
+read: `Timer`), medians reported. Memory-bound rows (softmax, layer norm, RMS norm, residual + layer norm,
 bias + GELU) also give achieved bandwidth as a share of the copy bandwidth measured in the
 same run (a 1 GiB copy) and of a copy moving the same bytes. Writes a table to stdout and
 JSON to --json.
@@ -86,9 +86,16 @@ def peak_tflops(name: str, dtype: str) -> float | None:
 
 
 class Timer:
-    def __init__(self, torch, l2_bytes):
+    """CUDA-event medians of one call each, L2 emptied of the call's data before every
+    repetition by a pass over twice its size: by default a read, which leaves L2 holding
+    clean lines; `flush="write"` zeroes the buffer instead, leaving up to L2's size of dirty
+    lines that the timed call then writes back to memory (a cost of the flush, not of the
+    call, and a large share of a call moving tens of MiB)."""
+
+    def __init__(self, torch, l2_bytes, flush: str = "read"):
         self.torch = torch
-        self.flush = torch.empty(max(l2_bytes * 2, 64 << 20), dtype=torch.uint8, device="cuda")
+        self.flush = torch.zeros(max(l2_bytes * 2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
+        self.empty_l2 = self.flush.sum if flush == "read" else self.flush.zero_
 
     def median(self, fn, reps, warmup=3):
         torch = self.torch
@@ -97,7 +104,7 @@ class Timer:
         torch.cuda.synchronize()
         times = []
         for _ in range(reps):
-            self.flush.zero_()
+            self.empty_l2()
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             fn()
@@ -192,6 +199,9 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--rows", default="")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile peers")
+    ap.add_argument("--flush", choices=("read", "write"), default="read",
+                    help="empty L2 before each repetition by reading a buffer (clean lines) or "
+                         "by zeroing it (dirty lines the timed call writes back)")
     ap.add_argument("--tune", action="store_true", help="add a tuned row after each row")
     ap.add_argument("--tune-budget", type=float, default=60.0, help="seconds per search")
     ap.add_argument("--mma-choices", nargs="?", const="all", default="", choices=("all", "wgmma"),
@@ -215,7 +225,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = CudaDevice(0)
-    T = Timer(torch, dev.l2_bytes)
+    T = Timer(torch, dev.l2_bytes, args.flush)
     reps = args.reps
     want = set(args.rows.split(",")) if args.rows else None
     rows = []

@@ -40,7 +40,9 @@ def write_out_constant_loops(program: ir.Program) -> ir.Program:
         registers = {n.name for n in ir.walk(k.body) if isinstance(n, ir.Array) and n.space == "local"}
 
         def write(s: ir.For, inner) -> list:
-            if writes_out(s, registers):        # the printer's to write out
+            # (the printer's to write out; an array declared in the body would be declared
+            # once a copy)
+            if writes_out(s, registers) or any(isinstance(n, ir.Array) for n in ir.walk(s.body)):
                 return [replace(s, body=inner(s.body))]
             return list(inner(tuple(written_out(s))))
 

@@ -90,10 +90,14 @@ class Timer:
     repetition by a pass over twice its size: by default a read, which leaves L2 holding
     clean lines; `flush="write"` zeroes the buffer instead, leaving up to L2's size of dirty
     lines that the timed call then writes back to memory (a cost of the flush, not of the
-    call, and a large share of a call moving tens of MiB)."""
+    call, and a large share of a call moving tens of MiB). Then a spin of `PAD_CYCLES` keeps
+    the GPU busy while the host queues the call: a dispatch slower than the flush (SDPA's
+    under a backend pinned took 0.05 ms) is not timed as the call's."""
+    PAD_CYCLES = 400_000           # about 0.2 ms at 2 GHz
 
     def __init__(self, torch, l2_bytes, flush: str = "read"):
         self.torch = torch
+        self.pad = hasattr(torch.cuda, "_sleep")
         self.flush = torch.zeros(max(l2_bytes * 2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
         self.empty_l2 = self.flush.sum if flush == "read" else self.flush.zero_
 
@@ -105,6 +109,8 @@ class Timer:
         times = []
         for _ in range(reps):
             self.empty_l2()
+            if self.pad:
+                torch.cuda._sleep(self.PAD_CYCLES)
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             fn()

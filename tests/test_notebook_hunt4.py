@@ -407,3 +407,35 @@ def test_an_indentation_error_on_a_tab_indented_line_points_at_its_first_charact
     shown, caret = err.render().splitlines()[1:3]
     assert shown == f"{line:>4} | " + text
     assert caret == " " * 7 + "\t" * tabs + "^"
+
+
+# ------------------------------------------------------ a `//` note after a timer
+
+def test_kernel_timers_followed_by_a_note_time_the_rest_of_the_cell(kc):
+    """`%timeit -n 1 -r 2  // why` timed the note (an empty program) and ran the rest of
+    the cell once, untimed; `%time // why` likewise; `%%time // why` was a usage error
+    (`not // why`). A note ends the magic's line, as on ZynML's lines."""
+    from test_kernel_support import execute, stdout_of
+
+    def value(code):
+        reply, outputs = execute(kc, code)
+        assert reply["status"] == "ok", reply
+        (result,) = [m for m in outputs if m["msg_type"] == "execute_result"]
+        return result["content"]["data"]["text/plain"], stdout_of(outputs)
+
+    bump = "nh4_k[0] = nh4_k[0] + 1.0\nnh4_k[0]"
+    reply, _ = execute(kc, "var nh4_k = zeros([2])")
+    assert reply["status"] == "ok", reply
+    # the warm-up run and 2 runs of 1 loop: three times
+    reply, outputs = execute(kc, "%timeit -n 1 -r 2  // bump it\n" + bump)
+    assert reply["status"] == "ok", reply
+    assert "(median of 2 runs, 1 loop each" in stdout_of(outputs), outputs
+    got, _ = value("nh4_k[0]")
+    assert float(got.split()[-1].strip("[]")) == 3.0, got
+    block = ("let nh4_y = compute(nh4_k) {\n    for i in 0..n:\n        out[i] = nh4_k[i] * 2.0\n}\n"
+             "nh4_y")
+    for timer in ("%time // the block below", "%%time // the whole cell"):
+        got, out = value(timer + "\n" + block)
+        # the block's launch is in the timer's table
+        assert out.startswith("Wall time:") and "\nkernel_l" in out, out
+        assert got.splitlines()[-1].split() == ["[6.", "0.]"], got

@@ -65,6 +65,7 @@ def split_cell(cell: str) -> list[Part]:
         if name == "python":
             return [Part("python", rest, line=first + 2)]
         if name in ("time", "timeit"):
+            args = code_part(args)          # (a `//` note ends the line)
             opts, left = _timer_args(args)
             bad = args.strip() if name == "time" else _bad_option(left, is_code=False)
             if bad:
@@ -103,6 +104,8 @@ def split_cell(cell: str) -> list[Part]:
         elif name in ("time", "timeit"):
             # (%time takes no options: its `-n 3` was dropped and the code run once)
             opts, code = _timer_args(args) if name == "timeit" else ("", args.strip())
+            if not code_part(code).strip():
+                code = ""           # a `//` note alone: the rest of the cell is timed
             bad = _bad_option(code)
             if bad:
                 parts.append(Part("usage", _timer_usage("%" + name, bad), name="%" + name,

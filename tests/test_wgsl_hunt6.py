@@ -136,3 +136,35 @@ def test_logarithms_and_powers_of_subnormal_numbers(device, expr, want):
         w = want(_SUBNORMAL.astype(np.float64)).astype(np.float32)
     got = _host(zynbook.run(src, device=device, f=_SUBNORMAL))
     np.testing.assert_allclose(got, w, rtol=1e-5, atol=0)     # relative: the values are tiny
+
+
+_RECURRENCE = """let y = compute(x) {
+    for b in 0..bs:
+        var s = 0.0
+        var t = 0.0
+        for j in 0..n:
+            for c in 0..3:
+                s = s * 0.5 + x[b, j, c]
+            t += s
+        out[b] = t
+}
+y
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_long_sequential_loop_around_a_constant_one(device):
+    """70,001 steps of a loop whose body is a loop of 3: 4 iterations of llvmpipe's budget
+    a step, so it stopped at 65,535 in all; written out, the 3 are none and the long loop
+    runs 8 steps at a time. Numpy's f32 steps (s * 0.5 is exact: fused or not, equal)."""
+    x = _RNG.integers(-3, 4, (2, 70001, 3)).astype(np.float32)
+    want = []
+    for row in x:
+        s, t = np.float32(0), np.float32(0)
+        for v in row:
+            for c in range(3):
+                s = np.float32(s * np.float32(0.5) + v[c])
+            t = np.float32(t + s)
+        want.append(t)
+    got = _host(zynbook.run(_RECURRENCE, device=device, x=x))
+    assert_equals_numpy(got, np.array(want, np.float32), 1e-6)

@@ -374,13 +374,14 @@ def test_zynml_device_and_inspect_end_at_a_comment(shell, capsys, comment):
     assert state.notebook_session().default_device == device
 
 
-def test_compare_ends_its_line_at_a_comment(shell):
+@pytest.mark.parametrize("note", ["  # a quick look", "  // a quick look"])
+def test_compare_ends_its_line_at_a_comment(shell, note):
     """`%%compare ... # note` was a usage error (`unrecognized arguments: # note`); a `#`
-    inside a quoted expression is the expression's."""
-    x = np.linspace(0, 1, 8).astype(np.float32)
+    or `//` inside a quoted expression is the expression's."""
+    x = np.arange(8, dtype=np.float32)          # (x * 4 // 2 is x * 2)
     shell.user_ns["x"] = x
     cell(shell, "%%compare --devices cpu --repeat 1 --no-chart --result y --out z "
-                "--numpy 'x * 2.0 # in numpy'  # a quick look\nlet y = x * 2.0\n")
+                "--numpy 'x * 4.0 // 2.0 # in numpy'" + note + "\nlet y = x * 2.0\n")
     rows = shell.user_ns["z"].rows
     assert [r.device for r in rows] == ["cpu", "numpy"]
     assert all(not r.error and r.max_diff == 0.0 for r in rows), rows

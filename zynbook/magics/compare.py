@@ -161,8 +161,11 @@ def _parser() -> argparse.ArgumentParser:
 def parse_args(line: str) -> argparse.Namespace:
     from IPython.core.error import UsageError
 
+    from ..compiler.parser import code_part
+
     try:
-        words = shlex.split(line, comments=True)     # (`# why`, outside quotes, is a note)
+        # (`# why` or `// why`, outside quotes, is a note)
+        words = shlex.split(code_part(line), comments=True)
     except ValueError as err:       # `--numpy "np.tanh(x)` (no closing quotation)
         raise UsageError(f"%%compare: {err} in the magic line\n{_USAGE}") from None
     try:

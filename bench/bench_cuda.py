@@ -15,8 +15,9 @@ Matmul rows: f32 (exact), TF32 (`config { allow_tf32: true }` beside cuBLAS with
 `torch.backends.cuda.matmul.allow_tf32`), bf16 and f16 at 4096 and 8192; conv2d also in
 TF32 beside cuDNN's. Compute rows give TFLOP/s and the share of the GPU's dense peak for
 their dtype (`PEAK_TFLOPS`, by device name). Attention rows: BERT-base in f32, and in f16 and
-bf16 (tensor cores) beside SDPA's flash kernel in the same type; bf16 at 4096 with a causal
-condition beside SDPA with is_causal; `--mma-choices` (only those whose label holds one of the
+bf16 (tensor cores) beside SDPA in the same type with each fused backend pinned (flash, cuDNN,
+memory-efficient: `sdpa_backends`); bf16 at 4096 with a causal condition beside SDPA with
+is_causal; `--mma-choices` (only those whose label holds one of the
 words of `--mma-match w1,w2`, where given) adds to those a row per tensor-core
 block shape (attention_mma.CHOICES), per structural variant of the default's shape
 (attention_mma.variants) and per warpgroup (wgmma) candidate, each checked against SDPA and

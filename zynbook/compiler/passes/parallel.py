@@ -126,11 +126,7 @@ def _apart(item, loop: cir.Loop, inner) -> bool:
             isinstance(n, (cir.Load, cir.Call, cir.Select)) and affine.uses_vars(n, varying)
             for e in (lo, hi) for n in cir.walk(e)):
         return False                    # a position read from data or a variable
-    used = {v: r for v, r in ranges.items() if affine.uses_vars(lo, {v}) or
-            affine.uses_vars(hi, {v})}
-    if any(r is None for r in used.values()):
-        return False
-    b = _neighbour_bounds(lo, hi, used, loop, steps)
+    b = _bounds_over(lo, hi, ranges, loop, steps)
     if b is None:
         return False
     here, there = b
@@ -165,11 +161,68 @@ def _iteration_bounds(item, loop: cir.Loop, inner):
             isinstance(n, (cir.Load, cir.Call, cir.Select)) and affine.uses_vars(n, varying)
             for e in (lo, hi) for n in cir.walk(e)):
         return None
+    return _bounds_over(lo, hi, ranges, loop, steps)
+
+
+def _bounds_over(lo, hi, ranges: dict, loop: cir.Loop, steps: dict):
+    """`_neighbour_bounds` of positions [lo, hi] over the nested loops' `ranges`, a quotient
+    or remainder of their variables taken as a name over the values it can take (or None)."""
+    lo, hi, ranges, steps = _quotients(lo, hi, ranges, steps)
+    if lo is None:
+        return None
     used = {v: r for v, r in ranges.items() if affine.uses_vars(lo, {v}) or
             affine.uses_vars(hi, {v})}
     if any(r is None for r in used.values()):
         return None
     return _neighbour_bounds(lo, hi, used, loop, steps)
+
+
+def _quotients(lo, hi, ranges: dict, steps: dict):
+    """(lo, hi, ranges, steps) with each `e % c` and `e / c` over the nested loops' variables
+    (c a positive constant, e at least 0) replaced by a name ranging over the values it takes
+    (0..c for the remainder, 0 to the largest e / c for the quotient), so that `out[i + j % 3]`
+    is seen to reach three positions an iteration (its atom `j % 3` was taken as one value,
+    the same in every iteration: iterations that overlap ran as though apart); (None, ...)
+    where one cannot be bounded."""
+    names: dict = {}
+    for n in [n for e in (lo, hi) for n in cir.walk(e)]:
+        if not (isinstance(n, cir.Bin) and n.op in ("/", "%") and affine.uses_vars(n, ranges)):
+            continue
+        key = cir.format_expr(n)
+        if key in names:
+            continue
+        c = n.right
+        inner = {v: r for v, r in ranges.items() if affine.uses_vars(n.left, {v})}
+        if not (isinstance(c, cir.Const) and isinstance(c.value, int) and c.value > 0) or \
+                any(r is None for r in inner.values()) or any(
+                    isinstance(m, cir.Bin) and m.op in ("/", "%") for m in cir.walk(n.left)):
+            return None, None, ranges, steps
+        b = _pbounds(n.left, n.left, inner, steps)
+        if b is None or not _nonnegative(b[0]):
+            return None, None, ranges, steps
+        if n.op == "%":
+            top = c.value
+        elif set(b[1]) <= {()}:
+            top = b[1].get((), 0) // c.value + 1
+        else:
+            return None, None, ranges, steps
+        names[key] = f"__q{len(names)}"
+        ranges = {**ranges, names[key]: (cir.Const(0, _I32), cir.Const(top, _I32))}
+        steps = {**steps, names[key]: cir.Const(1, _I32)}
+    return _swap(lo, names), _swap(hi, names), ranges, steps
+
+
+def _swap(e, names: dict):
+    """`e` with the subexpressions whose text `names` holds replaced by those names."""
+    if not names:
+        return e
+    if cir.format_expr(e) in names:
+        return cir.Var(names[cir.format_expr(e)], _I32)
+    if isinstance(e, cir.Bin):
+        return replace(e, left=_swap(e.left, names), right=_swap(e.right, names))
+    if isinstance(e, (cir.Unary, cir.Cast)):
+        return replace(e, operand=_swap(e.operand, names))
+    return e
 
 
 def _pbounds(lo, hi, ranges, steps):

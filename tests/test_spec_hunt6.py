@@ -1,0 +1,186 @@
+"""Programs written from the spec's text (zynml-compute-system.md, gpu-kernel-library.md) and
+docs/language.md as an outside tester writes them: attention under float masks that cover a
+whole row, the library's fused operations written as one block (layer norm and a linear
+layer, RMSNorm and RoPE, residual and layer norm, SwiGLU, GeGLU, softmax and dropout), a
+feed-forward block staged in shared memory, scans in shared memory, triangular loops, and
+integer and float edge values. Each runs on every device present and is compared with numpy
+written here."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import assert_equals_numpy, wanted_devices
+
+DEVICES = wanted_devices()
+RNG = np.random.default_rng(6160)
+
+
+def _f32(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _run(device, src, /, **inputs):
+    return zynbook.Session(device).run(src, **inputs)
+
+
+# ------------------------------------------------ the kernel library's fused operations as blocks
+
+_X, _W, _G, _BETA = _f32(17, 33), _f32(33, 13), _f32(33), _f32(33)
+_RES = _f32(17, 33)
+_XR, _WR = _f32(17, 6), _f32(6)
+_GATE, _UP = _f32(17, 1000), _f32(17, 1000)
+_KEEP = RNG.random((17, 1000)) > 0.1
+
+
+def _layer_norm(x, g, b, eps=1e-5):
+    x = x.astype(np.float64)
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + eps) * g + b
+
+
+def _rms_rope(x, w):
+    """RMSNorm then RoPE over the two halves of each row (head_dim 6, base 10000)."""
+    x = x.astype(np.float64)
+    r = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-6) * w
+    angle = np.arange(len(x))[:, None] * 10000.0 ** (-np.arange(3) * 2.0 / 6)
+    a, b = r[:, :3], r[:, 3:]
+    return np.concatenate([a * np.cos(angle) - b * np.sin(angle),
+                           a * np.sin(angle) + b * np.cos(angle)], -1)
+
+
+def _softmax_rows(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+_erf = np.vectorize(math.erf)
+
+FUSED = {
+    "layer norm and a linear layer": ("""let eps = 1e-5
+let y = compute(x, g, b, W) {
+    @kernel fused
+    for r in 0..rows:
+        var mean = 0.0
+        for i in 0..hidden:
+            mean += x[r, i]
+        mean /= hidden
+        var v = 0.0
+        for i in 0..hidden:
+            v += (x[r, i] - mean) * (x[r, i] - mean)
+        let inv = rsqrt(v / hidden + eps)
+        for o in 0..outs:
+            var acc = 0.0
+            for i in 0..hidden:
+                acc += ((x[r, i] - mean) * inv * g[i] + b[i]) * W[i, o]
+            out[r, o] = acc
+}
+y
+""", {"x": _X, "g": _G, "b": _BETA, "W": _W}, _layer_norm(_X, _G, _BETA) @ _W, 1e-4),
+    "a residual and layer norm of tiles": ("""let cols = 33
+let y = compute(x, res, g, b) {
+    @kernel fused
+    @workgroup(33)
+    for r in 0..rows:
+        let h = x[r] + res[r]
+        let d = h - sum(h) / cols
+        out[r] = d * rsqrt(sum(d * d) / cols + 0.00001) * g + b
+}
+y
+""", {"x": _X, "res": _RES, "g": _G, "b": _BETA}, _layer_norm(_X + _RES, _G, _BETA), 1e-4),
+    "rmsnorm and rope": ("""let half = 3
+let y = compute(xs, wr) {
+    @kernel fused
+    for s in 0..seq:
+        var ss = 0.0
+        for d in 0..head_dim:
+            ss += xs[s, d] * xs[s, d]
+        let inv = rsqrt(ss / head_dim + 0.000001)
+        for d in 0..half:
+            let theta = float(s) * pow(10000.0, -2.0 * float(d) / float(head_dim))
+            let a = xs[s, d] * inv * wr[d]
+            let b2 = xs[s, d + half] * inv * wr[d + half]
+            out[s, d] = a * cos(theta) - b2 * sin(theta)
+            out[s, d + half] = a * sin(theta) + b2 * cos(theta)
+}
+y
+""", {"xs": _XR, "wr": _WR}, _rms_rope(_XR, _WR), 1e-4),
+    "swiglu": ("let y = compute(gt, up) {\n    @kernel elementwise\n    for i in 0..r, j in 0..c:\n"
+               "        out[i, j] = silu(gt[i, j]) * up[i, j]\n}\ny\n", {"gt": _GATE, "up": _UP},
+               _GATE / (1 + np.exp(-_GATE.astype(np.float64))) * _UP, 1e-5),
+    "geglu of halves": ("let y = compute(gt, up) {\n    @kernel elementwise\n    for i in 0..r, j in 0..c:\n"
+                        "        out[i, j] = gelu(gt[i, j]) * up[i, j]\n}\ny\n",
+                        {"gt": _GATE.astype(np.float16), "up": _UP.astype(np.float16)},
+                        (lambda g, u: (g * 0.5 * (1 + _erf(g / np.sqrt(2))) * u).astype(np.float16))(
+                            _GATE.astype(np.float16).astype(np.float64),
+                            _UP.astype(np.float16).astype(np.float64)), 3e-3),
+    "softmax and dropout by a mask": ("""let p = 0.1
+let y = compute(gt, keep) {
+    for r in 0..rows:
+        var mx = -inf
+        for c in 0..cols:
+            mx = max(mx, gt[r, c])
+        var s = 0.0
+        for c in 0..cols:
+            s += exp(gt[r, c] - mx)
+        for c in 0..cols:
+            if keep[r, c]:
+                out[r, c] = exp(gt[r, c] - mx) / s / (1.0 - p)
+}
+y
+""", {"gt": _GATE, "keep": _KEEP}, np.where(_KEEP, _softmax_rows(_GATE.astype(np.float64)) / 0.9, 0), 1e-5),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(FUSED))
+def test_library_fusions_written_as_one_block(name, device):
+    src, inputs, want, tol = FUSED[name]
+    assert_equals_numpy(_run(device, src, **inputs), want, tol)
+
+
+# ------------------------------------------------ loops whose iterations overlap through % and /
+
+def _in_order(rows, cols, index, shape):
+    """numpy's `out` of `out[index(i, j)] = 10 * i + j` run in loop order (the last write
+    stays)."""
+    out = np.zeros(shape, np.int32)
+    for i in range(rows):
+        for j in range(cols):
+            out[index(i, j)] = 10 * i + j
+    return out
+
+
+OVERLAPS = {
+    "i + j % 3, j / 2": (5, 6, lambda i, j: (i + j % 3, j // 2), (7, 3)),
+    "i + j % 3": (5, 8, lambda i, j: i + j % 3, (7,)),
+    "i * 3 + j / 2": (5, 8, lambda i, j: i * 3 + j // 2, (16,)),
+    "i * 4 + j / 2": (5, 8, lambda i, j: i * 4 + j // 2, (20,)),
+    "i * 4 + j % 4": (5, 8, lambda i, j: i * 4 + j % 4, (20,)),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("index", list(OVERLAPS))
+def test_writes_that_overlap_through_a_remainder_run_in_order(index, device):
+    """`out[i + j % 3, j / 2]`: iterations of `i` write the same positions (i = 1, j = 0 and
+    i = 0, j = 1 both write out[1, 0]), so the loop runs in order and the last write stays.
+    The parallel-loop analysis took `j % 3` as one value, the same in every iteration, and
+    marked `i` parallel: the reference and WebGPU kept the first write."""
+    rows, cols, at, shape = OVERLAPS[index]
+    src = (f"let y = compute() {{\n    for i in 0..{rows}, j in 0..{cols}:\n"
+           f"        out[{index}] = i * 10 + j\n}}\ny\n")
+    assert_equals_numpy(_run(device, src), _in_order(rows, cols, at, shape), 0)
+
+
+@pytest.mark.parametrize("index, parallel", [("i * 4 + j % 4", True), ("i * 4 + j / 2", True),
+                                             ("i + j % 3", False), ("i * 3 + j / 2", False)])
+def test_a_remainder_of_an_inner_variable_counts_its_values(index, parallel):
+    """The loop over `i` stays parallel where the remainder's or quotient's values keep the
+    iterations apart (j % 4 or j / 2 within 0..3 beside i * 4), and runs in order where they
+    do not."""
+    src = f"let y = compute() {{\n    for i in 0..5, j in 0..8:\n        out[{index}] = i * 10 + j\n}}\ny\n"
+    assert ("parallel for i" in zynbook.compile(src).cir_text()) == parallel

@@ -440,3 +440,42 @@ def test_kernel_timers_followed_by_a_note_time_the_rest_of_the_cell(kc):
         # the block's launch is in the timer's table
         assert out.startswith("Wall time:") and "\nkernel_l" in out, out
         assert got.splitlines()[-1].split() == ["[6.", "0.]"], got
+
+
+# ------------------------------------- a Python name in the magic line's annotations
+
+DOUBLE_Y = ("let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0 - 0.5\n}\n"
+            "y\n")
+
+
+@pytest.mark.parametrize("magic", ["compute", "zynml_timeit -r 1"])
+def test_a_device_held_in_a_python_name_on_the_magic_line_is_used(shell, magic):
+    """`%%compute @device(dev)` with `dev = "vulkan:0"` in Python: the name was not given
+    to the run, and the error said a `str` cannot be used, under an empty line 1."""
+    x = np.linspace(-2, 2, 11).astype(np.float32)
+    shell.user_ns["x"] = x
+    first = f"%%{magic} @device(dev)"
+    for device in [d for d in DEVICES if d in ("cpu", "cpu:native", "vulkan:0")]:
+        shell.user_ns["dev"] = device
+        shell.user_ns.pop("y", None)
+        cell(shell, first + "\n" + DOUBLE_Y)
+        assert [ln.device for ln in state.notebook_session().launches] == [device]
+        # (%%zynml_timeit writes nothing back to Python: the session's value)
+        got = state.notebook_session().namespace["y"]
+        np.testing.assert_allclose(np.asarray(got, np.float64),
+                                   x.astype(np.float64) * 2.0 - 0.5, rtol=1e-6)
+    # an id no device has, a value ZynML cannot use, a name not bound: on the magic line
+    at = first.index("dev)") + 1
+    for value, kind, said in [("vulkan:9", "device", "no device `vulkan:9`"),
+                              (print, "type", "`dev` is bound to a Python value of type "
+                                              "`builtin_function_or_method`")]:
+        shell.user_ns["dev"] = value
+        err = shell.run_cell(first + "\n" + DOUBLE_Y).error_in_exec
+        assert isinstance(err, ZynMLError) and err.kind == kind and said in err.message, err
+        assert err.line == 1 and err.column in (at, first.index("@device") + 1), err
+        assert err.render().splitlines()[1] == "   1 | " + first
+    shell.user_ns.pop("dev")
+    err = shell.run_cell(first + "\n" + DOUBLE_Y).error_in_exec
+    assert isinstance(err, ZynMLError) and err.kind == "name", err
+    assert "unknown name `dev`" in err.message and (err.line, err.column) == (1, at)
+    assert err.render().splitlines()[1] == "   1 | " + first

@@ -49,6 +49,23 @@ def _cell_form(cell: str) -> tuple:
     return source, bound, free, first
 
 
+@functools.lru_cache(maxsize=64)
+def _line_names(line: str) -> tuple:
+    """The names the annotations of a magic's line read (`@device(dev)`): the notebook's
+    values of them go to the run as those of the cell's names do (they were left out, and
+    a device held in a Python name was `unknown`)."""
+    from ..compiler.parser import code_part
+
+    text = code_part(line).strip()
+    if not text:
+        return ()
+    try:
+        free, _ = cells.names_of(f"compute() {text} {{\n}}\n")
+    except ZynMLError:
+        return ()           # (the run says what is wrong with the line)
+    return tuple(name for name in free if not cells.ipython_name(name))
+
+
 def _bound_before_read(program, names) -> tuple:
     """Those of `names` that a top-level `let`, `var` or `pipeline` of `program` binds
     before any statement reads them (not in the statement that binds them either): a run
@@ -226,11 +243,13 @@ class ComputeMagics(Magics):
     def session(self):
         return notebook_session()
 
-    def _program_and_env(self, cell: str):
+    def _program_and_env(self, cell: str, line: str = ""):
         """The cell's ZynML source, the names it binds and the notebook values its free
-        names bind to (looked up at every run: the notebook may have rebound them)."""
+        names and those of the annotations on its magic `line` bind to (looked up at every
+        run: the notebook may have rebound them)."""
         source, bound, free, _ = _cell_form(cell)
-        free = cells.with_pipeline_globals(free, self.session.namespace, source)
+        free = cells.with_pipeline_globals(free + _line_names(line), self.session.namespace,
+                                           source)
         self.session.forget_deleted(free, self.shell.user_ns)
         return source, bound, _notebook_values(self.shell, free, held=self.session.namespace)
 
@@ -246,7 +265,7 @@ class ComputeMagics(Magics):
         written = self._written
         session = notebook_session()
         namespace = session.namespace
-        free = cells.with_pipeline_globals(free, namespace, source)
+        free = cells.with_pipeline_globals(free + _line_names(line), namespace, source)
         # a name the cell binds before it reads it, holding what this magic last wrote
         # there, is not bound: the run replaces it unread (a run that fails before it does
         # binds it then, see `_bind_unreplaced`)
@@ -287,14 +306,15 @@ class ComputeMagics(Magics):
             if kept:
                 _bind_unreplaced(shell, session, kept)
             unusable = _unusable_read(shell, err, source)
-            if unusable is not None:
-                raise unusable from None
-            if isinstance(err, ZynMLError) and err.line == 1 and not err.calls:
+            shown = err if unusable is None else unusable
+            if isinstance(shown, ZynMLError) and shown.line == 1 and not shown.calls:
                 # line 1 is the magic line (blank in the cell's ZynML): show it as the cell
                 # has it, the annotations (parsed stripped, after `compute() `) after blanks
                 # (not line 1 of the text of a pipeline the cell called)
-                _on_magic_line(err, f"%%compute {line.rstrip()}" + source,
+                _on_magic_line(shown, f"%%compute {line.rstrip()}" + source,
                                len(line) - len(line.lstrip()))
+            if unusable is not None:
+                raise unusable from None
             raise
         finally:
             after_cell(session)     # its kernels kept; the device announced if it changed
@@ -362,7 +382,7 @@ class ComputeMagics(Magics):
             raise UsageError(f"%%zynml_timeit takes -r R and annotations such as "
                              f"@device(\"cpu\"); `{other.group(1)}` is not one of them")
         annotations = blanked.strip()
-        source, _, env = self._program_and_env(cell)
+        source, _, env = self._program_and_env(cell, annotations)
         session = self.session
         try:
             with cell_progress(session):
@@ -379,14 +399,15 @@ class ComputeMagics(Magics):
                                 ln.times.kernel)
         except ZynMLError as err:
             unusable = _unusable_read(self.shell, err, source)
-            if unusable is not None:
-                raise unusable from None
-            if err.line == 1 and not err.calls:
+            shown = err if unusable is None else unusable
+            if shown.line == 1 and not shown.calls:
                 # line 1 is the magic line: the annotations were parsed after `compute() `
                 # (as %%compute's are), here they stand after `%%zynml_timeit ` and blanks
                 start = len("%%zynml_timeit ") + len(blanked) - len(blanked.lstrip())
-                _on_magic_line(err, f"%%zynml_timeit {written}" + source,
+                _on_magic_line(shown, f"%%zynml_timeit {written}" + source,
                                start - len("compute() "))
+            if unusable is not None:
+                raise unusable from None
             raise
         remember(session)
         st = sample_stats(walls)

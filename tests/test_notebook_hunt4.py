@@ -479,3 +479,27 @@ def test_a_device_held_in_a_python_name_on_the_magic_line_is_used(shell, magic):
     assert isinstance(err, ZynMLError) and err.kind == "name", err
     assert "unknown name `dev`" in err.message and (err.line, err.column) == (1, at)
     assert err.render().splitlines()[1] == "   1 | " + first
+
+
+# ----------------------------------------------- a stage one of the kernels does not have
+
+def test_inspect_a_stage_a_kernel_lacks_says_so(shell, capsys):
+    """`%zynml_inspect fusion` with a kernel the fusion pass never met printed its heading
+    `--- fusion: the whole text ---` over nothing; the kernel that has it shows it."""
+    x = np.arange(8, dtype=np.float32)
+    shell.user_ns["x"] = x
+    got = cell(shell, "%%compute\nlet y = compute(x) {\n    for i in 0..n:\n"
+                      "        out[i] = x[i] * 2.0\n}\nlet z = compute(y) {\n    for i in 0..n:\n"
+                      "        out[i] = y[i] + 1.0\n}\nz\n")
+    np.testing.assert_array_equal(np.asarray(got), x * 2.0 + 1.0)
+    first, second = [k.name for k in state.notebook_session().last_kernels]
+    capsys.readouterr()
+    cell(shell, "%zynml_inspect fusion")
+    out = capsys.readouterr().out
+    assert f"--- fusion: none for {first} (its stages are listed above) ---" in out, out
+    shown = out.split(f"{second} = z")[1]
+    assert "--- fusion: the whole text ---" in shown and f"{first} -> {second}" in shown, out
+    from zynbook.kernel.display import code_bundle
+
+    bundle = code_bundle(state.notebook_session().last_kernels, (), f"{first} fusion")
+    assert "<i>fusion: none for " + first in bundle["text/html"]

@@ -442,7 +442,12 @@ def code_bundle(kernels, launches=(), want: str = "", full: bool = False,
         head = kernel_summary(k, launches, namespace)
         plain.append(head)
         plain.append(f"stages: {stage_list}")
-        if full or lang in STAGES:
+        if lang not in sections:
+            # (a stage some kernels have: `fusion` where a block met another; it showed
+            # as an empty text)
+            shown = ""
+            note = f"--- {lang}: none for {k.name} (its stages are listed above) ---"
+        elif full or lang in STAGES:
             shown = text
             note = f"--- {lang}: the whole text ---"
         else:
@@ -459,8 +464,9 @@ def code_bundle(kernels, launches=(), want: str = "", full: bool = False,
                     f"<h4 style='margin:6px 0 2px'>{html.escape(head)}</h4>"
                     f"<div style='font-size:12px;color:#555'>stages: "
                     f"{html.escape(stage_list)}</div>"
-                    + mapped_html("" if lang == "zynml" else zynml, first, text, lang,
-                                  title=lang, fold_helpers=not full)
+                    + (mapped_html("" if lang == "zynml" else zynml, first, text, lang,
+                                   title=lang, fold_helpers=not full) if lang in sections
+                       else f"<p><i>{html.escape(note.strip('- '))}</i></p>")
                     + "</div>")
     return {"text/plain": "\n".join(plain), "text/html": "\n".join(rich)}
 

@@ -503,3 +503,28 @@ def test_inspect_a_stage_a_kernel_lacks_says_so(shell, capsys):
 
     bundle = code_bundle(state.notebook_session().last_kernels, (), f"{first} fusion")
     assert "<i>fusion: none for " + first in bundle["text/html"]
+
+
+def test_compare_torch_expressions_see_bf16_tensors_as_bf16(shell):
+    """The torch expression reads a notebook's bf16 tensor and the cell's bf16 result as
+    bf16 tensors, as torch computes with them (the cell's was widened to f32, and reading
+    the notebook's through numpy widened it too)."""
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([1.0, 1.00390625, 3.0, -2.5], dtype=torch.bfloat16)
+    shell.user_ns["x"] = x
+    seen = {}
+    shell.user_ns["seen"] = seen
+    cell(shell, "%%compare --devices cpu --repeat 1 --no-chart --result y --out z "
+                "--torch 'seen.setdefault(\"dtypes\", (x.dtype, y.dtype)) and x * 3'\n"
+                "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 3.0\n}\n")
+    assert seen["dtypes"] == (torch.bfloat16, torch.bfloat16)
+    want = (x.float().numpy().astype(np.float64) * 3.0)
+    want_bf16 = torch.tensor(want, dtype=torch.bfloat16).float().numpy()
+    rows = shell.user_ns["z"].rows
+    assert [r.device for r in rows] == ["cpu", "torch"]
+    assert all(not r.error and r.max_diff == 0.0 for r in rows), rows
+    # the reference both rows matched: bf16's rounding of x * 3
+    got = zynbook.Session("cpu").run("let y = compute(x) {\n    for i in 0..n:\n"
+                                     "        out[i] = x[i] * 3.0\n}\ny", x=x)
+    np.testing.assert_array_equal(np.asarray(got, np.float64), want_bf16)
+    shell.user_ns.pop("seen")

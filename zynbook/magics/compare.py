@@ -368,13 +368,21 @@ def _python_namespace(kind: str, session, cell_env: dict, user_ns) -> dict:
         ns.setdefault("torch", torch)
         device = "cuda" if torch.cuda.is_available() else "cpu"
     for name, v in values.items():
+        if kind == "torch" and isinstance(v, torch.Tensor):
+            ns[name] = v.to(device)         # (a bf16 one stays bf16, as torch computes it)
+            continue
         arr = _to_numpy(v) if hasattr(v, "shape") else None
         if arr is None:
             if isinstance(v, (int, float)):
                 ns[name] = v
             continue
-        ns[name] = torch.from_numpy(np.ascontiguousarray(arr)).to(device) \
-            if kind == "torch" else arr
+        if kind == "torch":
+            t = torch.from_numpy(np.ascontiguousarray(arr))
+            # a ZynML bf16 tensor's values, held as f32 on the host
+            ns[name] = (t.to(torch.bfloat16) if getattr(v, "dtype", None) == "bf16"
+                        else t).to(device)
+        else:
+            ns[name] = arr
     return ns
 
 

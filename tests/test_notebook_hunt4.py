@@ -528,3 +528,23 @@ def test_compare_torch_expressions_see_bf16_tensors_as_bf16(shell):
                                      "        out[i] = x[i] * 3.0\n}\ny", x=x)
     np.testing.assert_array_equal(np.asarray(got, np.float64), want_bf16)
     shell.user_ns.pop("seen")
+
+
+def test_kernel_inspecting_a_field_of_a_python_array_shows_what_a_cell_reads(kc):
+    """`xa.shape` of a numpy array Python holds was shown as numpy's tuple and `xa.dtype`
+    as dtype('float32'); a cell reads the list [2, 3] and `f32` (as for a ZynML tensor)."""
+    from test_kernel_support import execute
+
+    reply, _ = execute(kc, "%python import numpy as np, torch\n"
+                           "%python nh4_a = np.zeros((2, 3), np.float32)\n"
+                           "%python nh4_t = torch.ones(4, 2, dtype=torch.bfloat16).T")
+    assert reply["status"] == "ok", reply
+    want = {"nh4_a.shape": "list: [2, 3]", "nh4_a.dtype": "str: 'f32'", "nh4_a.ndim": "int: 2",
+            "nh4_t.shape": "list: [2, 4]", "nh4_t.dtype": "str: 'bf16'",
+            "nh4_t.size": "int: 8", "nh4_t.device": "str: 'cpu'"}
+    for code, text in want.items():
+        assert _inspect(kc, code, len(code)) == (True, f"{code}: {text}")
+    # what a cell reads there
+    reply, outputs = execute(kc, "[nh4_a.shape, nh4_t.shape, nh4_t.dtype]")
+    (result,) = [m for m in outputs if m["msg_type"] == "execute_result"]
+    assert result["content"]["data"]["text/plain"] == "[[2, 3], [2, 4], 'bf16']"

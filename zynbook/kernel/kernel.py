@@ -714,6 +714,13 @@ def _attr(value, name):
         if name not in value.keys():
             raise KeyError(name)
         return value.get(name)
+    if name in TENSOR_ATTRIBUTES and not is_tensor(value) and attributes(value):
+        # an array Python holds (numpy, torch) is read by a cell as its tensor: `.shape` a
+        # list, `.dtype` `f32` (numpy's tuple and dtype('float32') were shown)
+        from ..runtime.tensor import to_tensor
+
+        tensor = to_tensor(value)
+        value = value if tensor is None else tensor
     if name == "shape" and is_tensor(value):
         return list(value.shape)
     return getattr(value, name)

@@ -168,3 +168,23 @@ def test_a_long_sequential_loop_around_a_constant_one(device):
         want.append(t)
     got = _host(zynbook.run(_RECURRENCE, device=device, x=x))
     assert_equals_numpy(got, np.array(want, np.float32), 1e-6)
+
+
+_EDGES = np.array([1.0, np.nan, -np.inf, np.inf, 0.0, -0.0, -3.0], np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, want", [
+    ("a[k] * 0.0", lambda a: a * np.float32(0)), ("0.0 * a[k]", lambda a: np.float32(0) * a),
+    ("a[k] * -0.0", lambda a: a * np.float32(-0.0)), ("0.0 / a[k]", lambda a: np.float32(0) / a),
+    ("a[k] - a[k]", lambda a: a - a), ("a[k] * 0.0 + 1.0", lambda a: a * np.float32(0) + 1),
+])
+def test_products_with_zero_keep_nan_and_infinities(device, expr, want):
+    """llvmpipe's shader compiler folded x * 0, 0 / x and x - x to 0 (WGSL lets it assume
+    no NaN or infinity): numpy's NaN for a NaN or infinite x, and the zero's sign."""
+    src = f"let y = compute(a) {{\n    for k in 0..n:\n        out[k] = {expr}\n}}\ny\n"
+    with np.errstate(all="ignore"):
+        w = want(_EDGES)
+    got = _host(zynbook.run(src, device=device, a=_EDGES))
+    assert_equals_numpy(got, w, 0)
+    np.testing.assert_array_equal(np.signbit(got[~np.isnan(w)]), np.signbit(w[~np.isnan(w)]))

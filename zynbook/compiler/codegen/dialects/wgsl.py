@@ -19,7 +19,9 @@ u32 is spelled with them, `_block_collective`). Types WGSL does hold narrower th
 are stored widened (i8, i16 as i32; u8, u16 as u32; bool as u32; bf16 as f32, rounded to
 bfloat16 where the program casts to it; f16 as f32 without `shader-f16`, rounded to f16
 likewise), and their arithmetic wraps at their own width, as the reference's does. Float
-min and max propagate NaN, as numpy's do.
+min and max propagate NaN, as numpy's do, and so do x * 0, 0 / x and x - x (`unfolded`),
+which a shader compiler may fold to 0. (Other identities it may apply, (a + b) - a to b,
+are not spelled around: a compensated sum loses its compensation there.)
 """
 from __future__ import annotations
 
@@ -242,12 +244,31 @@ class WgslDialect:
             # true for NaN, as IEEE's (and numpy's) !=: some backends compile a float !=
             # to an ordered comparison, false for NaN
             return f"(!({a} == {b}))"
+        folded = self.unfolded(op, a, b, t)
+        if folded is not None:
+            return folded
         if op in ("<<", ">>") and t != "u32":
             b = f"u32({b})"         # WGSL shifts by a u32 count
         text = f"({a} {BIN_OPS.get(op, op)} {b})"
         if dtype in NARROW and op in ("+", "-", "*"):
             return self.narrow(text, dtype)
         return text
+
+    def unfolded(self, op, a, b, t):
+        """x * 0, 0 * x, 0 / x and x - x of f32 through helpers: a shader compiler may
+        fold them to 0 (WGSL lets it assume no NaN or infinity; llvmpipe's did), where
+        numpy's are NaN for a NaN or infinite x (0 / x for a zero x too). None for others."""
+        if t != "f32" or op not in ("*", "/", "-"):
+            return None
+        zeros = (self.lit(0.0, "f32"), self.lit(-0.0, "f32"))
+        if op == "*" and (a in zeros or b in zeros):
+            x, z = (b, a) if a in zeros else (a, b)
+            return f"{self.need('zyn_mulz_f32')}({x}, {z})"
+        if op == "/" and a in zeros:
+            return f"{self.need('zyn_zdiv_f32')}({a}, {b})"
+        if op == "-" and a == b:
+            return f"{self.need('zyn_mulz_f32')}(abs({a}), 0.0f)"   # +0, or NaN as x * 0
+        return None
 
     def unary(self, op, a, dtype):
         t = self.type(dtype)
@@ -588,6 +609,8 @@ def _deps(name: str) -> tuple:
                 "zyn_powi_f32")
     if name == "zyn_tanh_f32":
         return ("zyn_isnan_f32",)
+    if name == "zyn_mulz_f32":
+        return ("zyn_isfinite_f32",)
     return ()
 
 
@@ -779,6 +802,19 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
     // by 2^24 into the normals, 2^(-24 b) put back
     if (a < 1.17549435e-38f) { return pow(a * 16777216.0f, b) * exp2(-24.0f * b); }
     return pow(a, b); }""",
+    "zyn_mulz_f32": """\
+// x times a zero constant z from the bits (a shader compiler may fold x * 0 to 0): NaN for
+// a NaN or infinite x, else a zero of the product's sign
+fn zyn_mulz_f32(x: f32, z: f32) -> f32 {
+    if (!zyn_isfinite_f32(x)) { return bitcast<f32>(0x7fc00000u); }
+    return bitcast<f32>((bitcast<u32>(x) ^ bitcast<u32>(z)) & 0x80000000u); }""",
+    "zyn_zdiv_f32": """\
+// a zero constant z over x from the bits (a shader compiler may fold 0 / x to 0): NaN for
+// a NaN or zero x, else a zero of the quotient's sign
+fn zyn_zdiv_f32(z: f32, x: f32) -> f32 {
+    let m = bitcast<u32>(x) & 0x7fffffffu;
+    if (m > 0x7f800000u || m == 0u) { return bitcast<f32>(0x7fc00000u); }
+    return bitcast<f32>((bitcast<u32>(x) ^ bitcast<u32>(z)) & 0x80000000u); }""",
     "zyn_isfinite_f32": """\
 fn zyn_isfinite_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u; }""",
     "zyn_f16": """\

@@ -548,3 +548,38 @@ def test_kernel_inspecting_a_field_of_a_python_array_shows_what_a_cell_reads(kc)
     reply, outputs = execute(kc, "[nh4_a.shape, nh4_t.shape, nh4_t.dtype]")
     (result,) = [m for m in outputs if m["msg_type"] == "execute_result"]
     assert result["content"]["data"]["text/plain"] == "[[2, 3], [2, 4], 'bf16']"
+
+
+# ------------------------- comparing a cell that reads a tensor a block placed on a device
+
+def test_compare_runs_each_row_on_its_device_when_an_input_was_placed_on_another(shell):
+    """`v` computed by an earlier `@device("vulkan:0")` block is placed there: each fresh
+    session of %%compare and of the timing widget ran the cell's block on vulkan:0 (where
+    its input was placed), under the rows and bars of `cpu` and `cpu:native`."""
+    pytest.importorskip("ipywidgets")
+    from zynbook.widgets import TimingWidget
+
+    if "vulkan:0" not in DEVICES:
+        pytest.skip("no vulkan:0 here")
+    x = np.linspace(-1, 1, 12).astype(np.float32)
+    shell.user_ns["x"] = x
+    cell(shell, '%%compute @device("vulkan:0")\nlet v = compute(x) {\n    for i in 0..n:\n'
+                "        out[i] = x[i] * 2.0\n}\n")
+    assert shell.user_ns["v"].device == "vulkan:0"
+    block = "let y = compute(v) {\n    for i in 0..n:\n        out[i] = v[i] + 1.0\n}\n"
+    devices = [d for d in DEVICES if d in ("cpu", "cpu:native", "vulkan:0")]
+    widget = TimingWidget.compare(block + "y", devices, repeat=1)
+    for device in devices:
+        result = widget.results[device]
+        assert "error" not in result, result
+        assert [ln.device for ln in result["launches"]] == [device]
+    cell(shell, f"%%compare --devices {','.join(devices)} --repeat 1 --no-chart --result y "
+                "--numpy 'np.asarray(x, np.float64) * 2.0 + 1.0' --out z\n" + block)
+    rows = shell.user_ns["z"].rows
+    assert [r.device for r in rows] == devices + ["numpy"]
+    for r in rows:
+        assert not r.error and r.max_diff is not None and r.max_diff < 1e-6, r
+    # a host clock timed the CPU rows (the GPU's timestamps did)
+    assert {r.device: r.clock for r in rows if r.device.startswith("cpu")} == \
+        {d: "host-clock" for d in devices if d.startswith("cpu")}
+    shell.user_ns.pop("v")

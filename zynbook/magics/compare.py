@@ -228,6 +228,16 @@ def _max_diff(got, ref) -> float | None:
     return float(np.nan_to_num(diff, nan=np.inf, posinf=np.inf).max())
 
 
+def unplaced(env: dict) -> dict:
+    """`env` with each tensor placed on a device on purpose (an earlier cell's block under
+    `@device("vulkan:0")`, `to_device`) as a host copy placed nowhere: a block reading it
+    ran where it was placed, whichever device the row or bar was said to be."""
+    from ..runtime.tensor import Tensor
+
+    return {name: Tensor(np.array(v.numpy()), "cpu", dtype=v.dtype)
+            if isinstance(v, Tensor) and v.committed else v for name, v in env.items()}
+
+
 def _result_of(session, value, is_expr, names, want: str):
     if want:
         return session.namespace.get(want)
@@ -250,6 +260,7 @@ def run_compare(source: str, devices: list, sizes: tuple, env: dict, repeat: int
     from ..compiler.parser import parse
 
     names = cells.bound_names(parse(source))
+    env = unplaced(env)
     size_name, size_values = sizes
     exprs = [("numpy", numpy_expr), ("torch", torch_expr)]
     exprs = [(k, e) for k, e in exprs if e]

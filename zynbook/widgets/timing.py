@@ -63,16 +63,14 @@ class TimingWidget(W.VBox):
         compute_devices()) once to compile, then `repeat` times, in a fresh session each;
         keep every wall time and the launches of the run with the median one. `env`: names the source reads (default: the notebook session's values)."""
         from .. import Session, compute_devices
+        from ..magics.compare import device_list, unplaced
 
         if devices is None:
             devices = [d["id"] for d in compute_devices()]
         elif isinstance(devices, str):
             # one id, or several as %%compare takes them (each letter was taken for an id)
-            from ..magics.compare import device_list
-
             devices = device_list(devices)
-        if env is None:
-            env = self._notebook_env(source)
+        env = unplaced(self._notebook_env(source) if env is None else env)
         results = {}
         for device in devices:
             try:

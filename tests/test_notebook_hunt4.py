@@ -583,3 +583,14 @@ def test_compare_runs_each_row_on_its_device_when_an_input_was_placed_on_another
     assert {r.device: r.clock for r in rows if r.device.startswith("cpu")} == \
         {d: "host-clock" for d in devices if d.startswith("cpu")}
     shell.user_ns.pop("v")
+
+
+def test_kernel_inspecting_a_torch_tensor_names_torch(kc):
+    """A torch tensor Python holds was described as `Tensor: tensor([...])`, the word the
+    kernel shows ZynML's own tensors with; now as a numpy array is: library, dtype, shape."""
+    from test_kernel_support import execute
+
+    reply, _ = execute(kc, "%python import torch\n"
+                           "%python nh4_u = torch.zeros(3, 5, dtype=torch.float16)[:, 1:]")
+    assert reply["status"] == "ok", reply
+    assert _inspect(kc, "nh4_u", 5) == (True, "nh4_u: torch.Tensor torch.float16[3, 4] on cpu")

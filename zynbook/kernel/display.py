@@ -101,6 +101,12 @@ def describe(value) -> str:
         dev = getattr(getattr(value, "device", None), "id", 0)
         return f"{type(value).__module__}.{type(value).__name__} {value.dtype}" \
             f"{shape_text(value.shape)} on cuda:{dev}"
+    if hasattr(value, "__dlpack__") and hasattr(value, "shape") and hasattr(value, "dtype"):
+        # a torch (or other DLPack) array, as numpy's is (it was `Tensor: tensor([...])`,
+        # the word ZynML's tensors are shown with)
+        module = type(value).__module__.split(".")[0]
+        return f"{module}.{type(value).__name__} {value.dtype}{shape_text(value.shape)} " \
+            f"on {getattr(value, 'device', 'cpu')}"
     kind = type(value).__name__
     text = repr(value)
     if len(text) > 200:

@@ -594,3 +594,33 @@ def test_kernel_inspecting_a_torch_tensor_names_torch(kc):
                            "%python nh4_u = torch.zeros(3, 5, dtype=torch.float16)[:, 1:]")
     assert reply["status"] == "ok", reply
     assert _inspect(kc, "nh4_u", 5) == (True, "nh4_u: torch.Tensor torch.float16[3, 4] on cpu")
+
+
+def test_kernel_inspecting_a_compute_blocks_own_name_does_not_show_the_notebooks(kc):
+    """Inside a compute block, its accumulator `nh4_acc` and loop variable `nh4_i` were
+    shown as the notebook's values of those names (an int 5, an int 7); the block binds
+    them (as a pipeline's own names were already told apart). Outside it, the notebook's."""
+    from test_kernel_support import execute
+
+    reply, _ = execute(kc, "let nh4_x = randn([4], seed=1)\nlet nh4_i = 7\nlet nh4_acc = 5")
+    assert reply["status"] == "ok", reply
+    code = ("let nh4_y = compute(nh4_x) {\n    var nh4_acc = 0.0\n    for nh4_i in 0..n:\n"
+            "        nh4_acc += nh4_x[nh4_i]\n    out[0] = nh4_acc\n}\n"
+            "let nh4_z = nh4_acc + nh4_i\n")
+    block = "a name the compute block of line 1 binds"
+    for at, want in [(code.index("var nh4_acc") + 6, f"nh4_acc: {block} (line 2)"),
+                     (code.index("nh4_acc +=") + 2, f"nh4_acc: {block} (line 2)"),
+                     (code.index("[nh4_i]") + 3, f"nh4_i: {block} (line 3)"),
+                     (code.index("= nh4_acc\n}") + 4, f"nh4_acc: {block} (line 2)"),
+                     (code.index("nh4_z = nh4_acc") + 10, "nh4_acc: int: 5"),
+                     (code.index("+ nh4_i") + 4, "nh4_i: int: 7")]:
+        assert _inspect(kc, code, at) == (True, want), code[at - 5:at + 5]
+    # and what the block computes is the sum of the notebook's nh4_x
+    from test_kernel_support import stdout_of
+
+    reply, _ = execute(kc, code)
+    assert reply["status"] == "ok", reply
+    reply, outputs = execute(kc, "%python import numpy as np\n%python print(float(np.asarray("
+                                 "nh4_y)[0]), float(np.asarray(nh4_x, np.float64).sum()), nh4_z)")
+    got, want, z = stdout_of(outputs).split()
+    assert abs(float(got) - float(want)) < 1e-5 and z == "12"

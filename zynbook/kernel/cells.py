@@ -372,9 +372,10 @@ def compute_at(program: A.Program, line: int, col: int):
 
 
 def local_meaning(code: str, cursor: int, name: str) -> str | None:
-    """What `name` at `cursor` is where the pipeline the cursor is in binds it (a parameter,
-    with its declared type, or a name its body binds): the session's value of that name is
-    not what the code there reads. None elsewhere."""
+    """What `name` at `cursor` is where the pipeline or the compute block the cursor is in
+    binds it (a parameter, with its declared type, or a name its body binds: a `var`, a
+    loop's variable): the session's value of that name is not what the code there reads.
+    None elsewhere."""
     text = zynml_text(code)
     try:
         program = parse(text)
@@ -388,11 +389,26 @@ def local_meaning(code: str, cursor: int, name: str) -> str | None:
             if q.name == name:
                 typ = span_text(text, q.type.span) if q.type is not None else ""
                 return f"a parameter of pipeline {node.name}" + (f": {typ}" if typ else "")
-        for n in walk(node.body):
-            names = n.names if isinstance(n, A.Let) else (n.name,) if isinstance(
-                n, A.VarDecl) else (n.var,) if isinstance(n, (A.RangeIter, A.EachIter)) else ()
-            if name in names:
-                return f"a name pipeline {node.name} binds (line {n.span.line})"
+        at = _bound_in(node.body, name)
+        if at is not None:
+            return f"a name pipeline {node.name} binds (line {at})"
+    block = compute_at(program, line, col)
+    at = _bound_in(block.body, name) if block is not None else None
+    if at is not None:
+        # (an accumulator or a loop's `i` of the block, not the notebook's `acc` or `i`)
+        return f"a name the compute block of line {block.span.line} binds (line {at})"
+    return None
+
+
+def _bound_in(body, name: str) -> int | None:
+    """The line where a statement of `body` binds `name` (`let`, `var`, a loop's variable,
+    a shared array), None if none does."""
+    for n in walk(body):
+        names = n.names if isinstance(n, A.Let) else (n.name,) if isinstance(
+            n, (A.VarDecl, A.SharedVar)) else (n.var,) if isinstance(
+            n, (A.RangeIter, A.EachIter)) else ()
+        if name in names:
+            return n.span.line
     return None
 
 

@@ -624,3 +624,30 @@ def test_kernel_inspecting_a_compute_blocks_own_name_does_not_show_the_notebooks
                                  "nh4_y)[0]), float(np.asarray(nh4_x, np.float64).sum()), nh4_z)")
     got, want, z = stdout_of(outputs).split()
     assert abs(float(got) - float(want)) < 1e-5 and z == "12"
+
+
+# ------------------------------------------------- a write into an array of a dict
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_write_into_an_array_of_a_notebook_dict_leaves_python_a_dict(shell, device):
+    """`p.w[0] = 50.0` on a dict of arrays (weights, a state dict) replaced Python's `p`
+    with ZynML's read-only record of tensors; Python keeps a dict of arrays holding the
+    write, as a list stays a list, and the next cell reads it."""
+    torch = pytest.importorskip("torch")
+    w = np.arange(4, dtype=np.float32)
+    params = {"w": w, "b": 1.5, "inner": {"t": torch.ones(3)}}
+    shell.user_ns["p"] = params
+    at = f'%%compute @device("{device}")\n'
+    cell(shell, at + "p.w[0] = 50.0\np.inner.t[2] = -2.0\n")
+    got = shell.user_ns["p"]
+    assert type(got) is dict and list(got) == ["w", "b", "inner"] and got["b"] == 1.5
+    assert type(got["inner"]) is dict
+    want = w.astype(np.float64)
+    want[0] = 50.0
+    np.testing.assert_array_equal(np.asarray(got["w"], np.float64), want)
+    np.testing.assert_array_equal(np.asarray(got["inner"]["t"], np.float64), [1.0, 1.0, -2.0])
+    np.testing.assert_array_equal(w, np.arange(4))         # the notebook's own array
+    y = cell(shell, at + "let y = compute(p.w) {\n    for i in 0..n:\n"
+                         "        out[i] = p.w[i] * 2.0 + p.b\n}\ny\n")
+    np.testing.assert_array_equal(np.asarray(y, np.float64), want * 2.0 + 1.5)
+    shell.user_ns.pop("p")

@@ -123,6 +123,15 @@ def to_python(value):
     return value
 
 
+def _to_notebook(value, was):
+    """`to_python(value)`, and a record as a dict where the notebook's value was one: a cell
+    writing into an array of a dict (`params.w[0] = 0.0`) leaves Python a dict of arrays,
+    as a list stays a list (it held ZynML's read-only record of tensors from then on)."""
+    if isinstance(value, Record) and isinstance(was, dict):
+        return {k: _to_notebook(value[k], was.get(k)) for k in value.keys()}
+    return to_python(value)
+
+
 def _cell(value) -> str:
     """A device property for the table: memory in GiB, nothing for a missing one."""
     if value is None:
@@ -340,7 +349,7 @@ class ComputeMagics(Magics):
                 elif name not in user_ns and now is was:
                     continue
                 made_from = now
-                made = user_ns[name] = to_python(now)
+                made = user_ns[name] = _to_notebook(now, env.get(name))
                 written[name] = id(made)
         if not is_expr:
             return None

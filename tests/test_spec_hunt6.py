@@ -27,6 +27,71 @@ def _run(device, src, /, **inputs):
     return zynbook.Session(device).run(src, **inputs)
 
 
+# ------------------------------------------------ attention under a float mask of -inf
+
+_S, _D = 17, 8
+_QKV = {n: _f32(1, 2, _S, _D) for n in "QKV"}
+_FLOAT_MASK = np.where(RNG.random((_S, _S)) > 0.5, 0.0, -np.inf).astype(np.float32)
+_FLOAT_MASK[:, 0] = 0.0
+_FLOAT_MASK[3] = -np.inf                # query 3 sees no key
+
+_THREE_PASS_BIAS = """let head_dim = 8
+let y = compute(Q, K, V, fm) {
+    @kernel attention
+    for b in 0..batch, h in 0..heads, i in 0..seq:
+        var mx = -inf
+        for j in 0..seq:
+            mx = max(mx, dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim) + fm[i, j])
+        var den = 0.0
+        for j in 0..seq:
+            den += exp(dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim) + fm[i, j] - mx)
+        for d in 0..head_dim:
+            var acc = 0.0
+            for j in 0..seq:
+                acc += exp(dot(Q[b, h, i], K[b, h, j]) / sqrt(head_dim) + fm[i, j] - mx) / den * V[b, h, j, d]
+            out[b, h, i, d] = acc
+}
+y
+"""
+
+
+def _softmax_attention(q, k, v, added):
+    """numpy's softmax(q k^T / sqrt(D) + added) v, as the loops compute it: a row whose every
+    score is -inf is NaN (exp(-inf - -inf))."""
+    s = np.einsum("bhid,bhjd->bhij", q.astype(np.float64), k) / np.sqrt(q.shape[-1]) + added
+    with np.errstate(invalid="ignore"):
+        p = np.exp(s - s.max(-1, keepdims=True))
+        return np.einsum("bhij,bhjd->bhid", p / p.sum(-1, keepdims=True), v)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_float_mask_of_minus_inf_over_a_whole_row_is_nan(device):
+    """Attention with an added float mask of 0 and -inf (torch's additive mask), one query's
+    row all -inf: the loops make that row NaN (its maximum is -inf, and exp(-inf - -inf) is
+    NaN), as numpy and torch do; the attention schedule stored 0 there on `cpu:native` and
+    WebGPU, where the recognised pattern had said NaN."""
+    want = _softmax_attention(_QKV["Q"], _QKV["K"], _QKV["V"], _FLOAT_MASK)
+    assert np.isnan(want[:, :, 3]).all() and not np.isnan(np.delete(want, 3, 2)).any()
+    assert_equals_numpy(_run(device, _THREE_PASS_BIAS, fm=_FLOAT_MASK, **_QKV), want, 1e-5)
+
+
+_SHIFTED_CAUSAL = _THREE_PASS_BIAS.replace(", fm)", ")").replace(" + fm[i, j]", "").replace(
+    "        for j in 0..seq:\n            mx", "        for j in 0..seq:\n            if j + 5 <= i:\n                mx").replace(
+    "        for j in 0..seq:\n            den", "        for j in 0..seq:\n            if j + 5 <= i:\n                den").replace(
+    "            for j in 0..seq:\n                acc", "            for j in 0..seq:\n                if j + 5 <= i:\n                    acc")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_key_condition_that_admits_no_key_gives_zeros(device):
+    """The same attention with a key condition (`if j + 5 <= i`) in place of the float mask:
+    queries 0 to 4 see no key, and the loops leave their rows 0 (the sum is never divided
+    by), beside numpy's softmax over the keys each other query sees."""
+    keep = np.arange(_S)[None, :] + 5 <= np.arange(_S)[:, None]
+    want = _softmax_attention(_QKV["Q"], _QKV["K"], _QKV["V"], np.where(keep, 0.0, -np.inf))
+    want[:, :, :5] = 0.0
+    assert_equals_numpy(_run(device, _SHIFTED_CAUSAL, **_QKV), want, 1e-5)
+
+
 # ------------------------------------------------ the kernel library's fused operations as blocks
 
 _X, _W, _G, _BETA = _f32(17, 33), _f32(33, 13), _f32(33), _f32(33)
@@ -184,3 +249,4 @@ def test_a_remainder_of_an_inner_variable_counts_its_values(index, parallel):
     do not."""
     src = f"let y = compute() {{\n    for i in 0..5, j in 0..8:\n        out[{index}] = i * 10 + j\n}}\ny\n"
     assert ("parallel for i" in zynbook.compile(src).cir_text()) == parallel
+

@@ -852,11 +852,13 @@ class _Kernel:
 
     def reciprocal(self, L) -> ir.Expr:
         """1 / L, the factor of a query's output; 0 for a query no key is admitted to (L = 0),
-        except where the body divides by the sum inside its key loop: 0 / 0 then, as the
-        reference computes it."""
+        except where the body divides by the sum outside its key loop (`empty_row` "nan"):
+        0 / 0 then, as the reference computes it. There, with no key condition, L = 0 is also
+        a row whose every score is -inf (a float mask of -inf over the whole row), which the
+        body makes NaN (exp(-inf - -inf)): 1 / L times the zero output is NaN too."""
         p = self.shape.p
         inv = ir.Bin("/", lit(1.0, F), L, F)
-        if not (p.empty_row == "nan" and p.mask is not None):
+        if p.empty_row != "nan":
             inv = ir.Select(ir.Bin("==", L, ZERO, "bool"), ZERO, inv, F)
         return inv
 

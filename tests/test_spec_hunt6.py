@@ -250,3 +250,32 @@ def test_a_remainder_of_an_inner_variable_counts_its_values(index, parallel):
     src = f"let y = compute() {{\n    for i in 0..5, j in 0..8:\n        out[{index}] = i * 10 + j\n}}\ny\n"
     assert ("parallel for i" in zynbook.compile(src).cir_text()) == parallel
 
+
+def _accumulated(k, rows=5):
+    out = np.zeros(4 * k + 1, np.int32)
+    for i in range(rows):
+        out[i * k] += i + 1
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_a_stride_of_a_host_int_that_is_zero_writes_one_position(k, device):
+    """`out[i * k] += i + 1` with the host int k = 0: every iteration adds into out[0] (15);
+    the analysis took k as a factor that is never 0, marked `i` parallel, and the reference
+    and WebGPU kept one iteration's value (5)."""
+    src = f"let k = {k}\nlet y = compute() {{\n    for i in 0..5:\n        out[i * k] += i + 1\n}}\ny\n"
+    assert_equals_numpy(_run(device, src), _accumulated(k), 0)
+
+
+@pytest.mark.parametrize("src, parallel", [
+    ("let k = 2\nlet y = compute(x) {\n    for i in 0..n:\n        out[i * k] = x[i]\n}\ny\n", False),
+    ("let y = compute(x) {\n    for i in 0..n:\n        out[i * n] = x[i]\n}\ny\n", True),
+    ("let y = compute(x) {\n    for b in 0..B, s in 0..S:\n        out[b * S + s] = x[b, s]\n}\ny\n", True),
+    ("let y = compute(x) {\n    for r in 0..R:\n        for c in 0..C:\n            out[r * C + c] = x[r, c]\n"
+     "        for c in 0..C:\n            out[r * C + c] += 1.0\n}\ny\n", True)])
+def test_a_stride_is_a_size_of_a_loop_around_the_store(src, parallel):
+    """A size that bounds a loop around the store (from 0) is at least 1 where it runs, so
+    `out[b * S + s]` and `out[i * n]` stay parallel; a host int may be 0."""
+    first = next(ln for ln in zynbook.compile(src).cir_text().splitlines() if " in 0.." in ln)
+    assert first.strip().startswith("parallel for") == parallel, first

@@ -70,14 +70,42 @@ def independent(loop: cir.Loop, shared: set) -> bool:
     if len(ranks) != 1:
         return False
     items = [[substitute(i, lets) for i in st.index] for st in stores]
-    return any(_axis_apart([it[a] for it in items], loop, inner) for a in range(ranks.pop()))
+    sizes = _positive_sizes(loop)
+    positive = [sizes.get(id(st), set()) for st in stores]
+    return any(_axis_apart([it[a] for it in items], loop, inner, positive)
+               for a in range(ranks.pop()))
 
 
-def _axis_apart(entries: list, loop: cir.Loop, inner) -> bool:
+def _positive_sizes(loop: cir.Loop) -> dict:
+    """{id of each store into out in `loop`: the names at least 1 wherever it runs}: the
+    stops of the loops around it, `loop` included, that start at a constant 0 or more."""
+    def stop_of(lp):
+        start = lp.start
+        ok = isinstance(lp.stop, cir.Var) and isinstance(start, cir.Const) and \
+            isinstance(start.value, int) and start.value >= 0
+        return {lp.stop.name} if ok else set()
+
+    out = {}
+
+    def visit(body, names):
+        for n in body:
+            if isinstance(n, cir.Store) and n.buffer == "out":
+                out[id(n)] = names
+            elif isinstance(n, cir.Loop):
+                visit(n.body, names | stop_of(n))
+            elif isinstance(n, cir.If):
+                visit(n.then, names)
+                visit(n.orelse, names)
+    visit(loop.body, stop_of(loop))
+    return out
+
+
+def _axis_apart(entries: list, loop: cir.Loop, inner, positive: list) -> bool:
     """Whether the index entries `entries` (one per store, of one axis) each use the loop
-    variable as their own and, together, reach positions in one iteration apart from those
-    they reach in any other."""
-    if not all(_own(e.start if isinstance(e, cir.Span) else e, loop.var) for e in entries):
+    variable as their own (`positive`: each store's sizes that are not 0) and, together,
+    reach positions in one iteration apart from those they reach in any other."""
+    if not all(_own(e.start if isinstance(e, cir.Span) else e, loop.var, names)
+               for e, names in zip(entries, positive)):
         return False
     if len(entries) == 1:
         return _apart(entries[0], loop, inner)
@@ -326,15 +354,25 @@ def _positive_const(p) -> bool:
     return set(p) <= {()} and p.get((), 0) > 0
 
 
-def _own(index, var: str) -> bool:
+def _own(index, var: str, positive: set) -> bool:
     """Whether different values of `var` give different values of `index`: it uses `var`,
     not through `/`, `%` or a function (`out[i / 2]` is written by two iterations), and not
-    so that it cancels (`i - i`)."""
+    so that it cancels (`i - i`), times a factor that cannot be 0 (a constant, or sizes in
+    `positive`: `out[i * k]` with a host int k of 0 is written by every iteration)."""
     if not affine.uses_vars(index, {var}) or _hidden(index, var):
         return False
     form = affine.linear(index)
-    return form is None or any(c != 0 and affine.uses_vars(e, {var})
-                               for c, e in form[0].values())
+    if form is not None and not any(c != 0 and affine.uses_vars(e, {var})
+                                    for c, e in form[0].values()):
+        return False
+    p = _poly(index)
+    if p is None:
+        return form is None
+    factor = {tuple(x for x in mono if x != var): c for mono, c in p.items() if var in mono}
+    # the loop variable's coefficient: one sign, every term a product of positive sizes
+    return all(mono.count(var) == 1 for mono in p if var in mono) and bool(factor) and (
+        all(c > 0 for c in factor.values()) or all(c < 0 for c in factor.values())) and \
+        all(x in positive for mono in factor for x in mono)
 
 
 def _hidden(e, var: str) -> bool:

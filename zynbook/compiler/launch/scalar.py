@@ -120,6 +120,11 @@ def cast(e: ir.Expr, dtype: str) -> ir.Expr:
 _INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
+# f16 operations whose f32 result is an f16 value already (half_step)
+_EXACT_ON_HALVES = frozenset(("abs", "min", "max", "clamp", "relu", "floor", "ceil", "round",
+                              "%"))
+
+
 _INT_RANGE = {"bool": (0, 1), "i8": (-2 ** 7, 2 ** 7 - 1), "i16": (-2 ** 15, 2 ** 15 - 1),
               "i32": (-2 ** 31, 2 ** 31 - 1), "u8": (0, 2 ** 8 - 1), "u16": (0, 2 ** 16 - 1),
               "u32": (0, 2 ** 32 - 1), "i64": (-2 ** 63, 2 ** 63 - 1), "u64": (0, 2 ** 64 - 1)}
@@ -280,7 +285,7 @@ class ScalarLowering:
         if n is not None:
             return n
         if isinstance(e, cir.Bin):
-            return self.binary(e)
+            return self.half_step(e, self.binary(e))
         if isinstance(e, cir.Unary):
             x = self.expr(e.operand)
             if e.op == "not":
@@ -302,8 +307,18 @@ class ScalarLowering:
             return ir.Select(cast(self.expr(e.cond), "bool"), self.operand(e.if_true, dt),
                              self.operand(e.if_false, dt), dt)
         if isinstance(e, cir.Call):
-            return self.call(e, dt)
+            return self.half_step(e, self.call(e, dt))
         raise NotScalar(f"{type(e).__name__} needs a tile schedule")
+
+    def half_step(self, e, x: ir.Expr) -> ir.Expr:
+        """Arithmetic `e` of f16, computed as `x` in f32, rounded to f16 as each f16 operation
+        of the reference (numpy's) is: a chain of them rounded once at its store differed
+        in the last place. (bf16 arithmetic stays f32 until a cast or store rounds it, as the
+        reference holds bf16 values in f32.) Exact operations need no rounding."""
+        if e.ty.dtype != "f16" or x.dtype != "f32" or \
+                (e.fn if isinstance(e, cir.Call) else e.op) in _EXACT_ON_HALVES:
+            return x
+        return cast(cast(x, "f16"), "f32")
 
     def operand(self, e, dtype: str) -> ir.Expr:
         """`e` as a value of compute dtype `dtype`; numbers are written in that type."""
@@ -636,6 +651,12 @@ class ScalarLowering:
             hit = self.lookup(s.name)
             if hit is None:
                 raise NotScalar(f"assignment to `{s.name}` outside its scope")
+            v = s.value
+            if v.ty.dtype == "f16" and isinstance(v, cir.Bin) and v.op == "+" and \
+                    isinstance(v.left, cir.Var) and v.left.name == s.name:
+                # `acc += x` of an f16 acc sums in f32, rounded where acc is stored or cast,
+                # as the reference sums f16 terms (numpy's f16 sum): no half_step
+                return [ir.Set(hit[0], cast(self.binary(v), hit[1]), ln)]
             return [ir.Set(hit[0], self.operand(s.value, hit[1]), ln)]
         if isinstance(s, (cir.Store, cir.Atomic)):
             if s.buffer not in self.buffers:

@@ -285,19 +285,24 @@ def test_the_cir_stages_before_and_after_the_passes(kernels):
 
 
 def test_the_launch_ir_stage_shows_the_schedule_the_device_target_gets(kernels):
+    from zynbook.compiler.codegen import launch_ir_text
     from zynbook.kernel.display import kernel_sections
     _, ks = kernels
-    sections = dict(kernel_sections(ks[1][0]))          # the reduce block
-    text = sections["launch-ir"]
+    reduce_k = ks[1][0]                                 # the reduce block, run on cpu
+    # the reference executor runs no launch IR: its stage says so, not CUDA's program
+    assert dict(kernel_sections(reduce_k))["launch-ir"].startswith(
+        "// cpu (the reference executor) runs no launch IR")
+    # no device: the CUDA target's view (as `zynbook source --lang launch-ir`)
+    text = launch_ir_text(reduce_k.kernel, None, reduce_k.sizes)
     assert text.startswith("// target: cuda sm_90")
     assert "schedule: reduce(max)" in text and "launch zyn_k_reduce_l9<<<" in text
     assert "warp_reduce(max, _acc)" in text
     # the small matmul: the GEMM schedule
-    sections = dict(kernel_sections(ks[2][0]))
-    assert "schedule: contraction as GEMM: M=24 N=16 K=20" in sections["launch-ir"]
+    gemm = ks[2][0]
+    assert "schedule: contraction as GEMM: M=24 N=16 K=20" in launch_ir_text(
+        gemm.kernel, None, gemm.sizes)
     # a kernel no schedule takes says why: a tile without a bound at the launch's sizes
     from compute_testing import lower_block
-    from zynbook.compiler.codegen import launch_ir_text
     src = """let y = compute(x, n) {
     @kernel fused
     for i in 0..rows:

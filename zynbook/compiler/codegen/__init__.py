@@ -84,9 +84,14 @@ def schedule_view(device, kernel, sizes: dict) -> tuple:
 
 def launch_ir_text(kernel, device=None, sizes=None) -> str:
     """The launch IR the schedules build for `kernel` on `device`'s target, as text (or why
-    there is none: sizes not known yet, or no schedule of the new form takes the kernel)."""
+    there is none: sizes not known yet, or no schedule of the new form takes the kernel).
+    `device=None` gives the CUDA target's (the view a GPU would get); the reference CPU,
+    which interprets the CIR, says it has none rather than show another device's."""
     from .. import schedules
     from ..launch.text import format_program
+    if getattr(device, "backend", "") == "cpu":
+        return (f"// {device.id} (the reference executor) runs no launch IR: it interprets "
+                f"the CIR after the passes")
     if sizes is None and kernel.dims:
         return "// the launch IR is built for the sizes of a launch: run the kernel first"
     sizes = dict(sizes or {})

@@ -1,0 +1,76 @@
+"""The notebook surface, a fifth pass: the inspector's launch IR of a CPU run, completion
+inside comments, `#` comments on the %%compute line, `%%compare --devices ,`, and the
+spelling of booleans and of rates of empty inputs; values checked against numpy computed
+here."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("IPython")
+
+import zynbook  # noqa: E402
+from compute_testing import wanted_devices  # noqa: E402
+from zynbook.kernel import state  # noqa: E402
+
+DEVICES = [d for d in wanted_devices() if not d.startswith(("browser", "cuda", "metal"))]
+CPUS = [d for d in DEVICES if d in ("cpu", "cpu:native")]
+NAMES = ("x", "y", "z", "flags")
+
+
+@pytest.fixture
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    sh = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device="cpu"))
+    sh.run_line_magic("load_ext", "zynbook")
+    for name in NAMES:
+        sh.user_ns.pop(name, None)
+    yield sh
+    for name in NAMES:
+        sh.user_ns.pop(name, None)
+    state.set_notebook_session(None)
+
+
+def cell(shell, text):
+    result = shell.run_cell(text)
+    assert result.success, result.error_in_exec
+    return result.result
+
+
+@pytest.fixture(scope="module")
+def kc():
+    pytest.importorskip("ipykernel")
+    from test_kernel_support import kernel_client
+
+    yield from kernel_client()
+
+
+DOUBLE = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0 + 1.0\n}\n"
+
+
+# ------------------------------------------------ the launch IR of a kernel run on a CPU
+
+@pytest.mark.parametrize("device", CPUS)
+def test_inspect_launch_ir_of_a_cpu_run_is_that_devices(shell, capsys, device):
+    """`%zynml_inspect launch-ir` after a run on `cpu` showed the CUDA target's program
+    (`// target: cuda sm_90`): the reference executor has no launch IR and says so;
+    cpu:native shows its C++ target's."""
+    x = np.arange(8, dtype=np.float32)
+    shell.user_ns["x"] = x
+    cell(shell, f'%%compute @device("{device}")\n' + DOUBLE)
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"], np.float64), x * 2.0 + 1.0)
+    capsys.readouterr()
+    cell(shell, "%zynml_inspect launch-ir")
+    out = capsys.readouterr().out
+    text = out.split("--- launch-ir: the whole text ---")[1]
+    assert "cuda" not in text and "sm_90" not in text, text
+    if device == "cpu":
+        assert "cpu (the reference executor) runs no launch IR" in text, text
+        assert "launch zyn_k_" not in text
+    else:
+        assert text.lstrip().startswith("// target: cpu\n"), text
+        assert "launch zyn_k_" in text

@@ -74,3 +74,38 @@ def test_inspect_launch_ir_of_a_cpu_run_is_that_devices(shell, capsys, device):
     else:
         assert text.lstrip().startswith("// target: cpu\n"), text
         assert "launch zyn_k_" in text
+
+
+# ------------------------------------------------ completion inside a `//` comment
+
+@pytest.mark.parametrize("code", [
+    "let nh5_a = 1  // nh5_",
+    "// nh5_",
+    "// see @dev",
+    "// %ti",
+    'let nh5_b = 2 // @device("cp',
+    "let nh5_c = x.sh // nh5_v.sh",
+])
+def test_kernel_completes_nothing_inside_a_comment(kc, code):
+    """Completion offered the notebook's names (and annotations, magics, device ids) after
+    `//`, where inspection already saw no name: a comment names nothing."""
+    from test_kernel_support import execute
+    from test_notebook_hunt4 import _complete
+
+    reply, _ = execute(kc, "let nh5_value = 1.5\nlet nh5_view = 2")
+    assert reply["status"] == "ok", reply
+    assert _complete(kc, code) == ([], len(code), len(code))
+
+
+def test_kernel_completes_code_before_a_comment_and_after_a_url_string(kc):
+    """The code before a comment, and after a string holding `//`, still completes."""
+    from test_kernel_support import execute
+    from test_notebook_hunt4 import _complete
+
+    reply, _ = execute(kc, "let nh5_value = 1.5\nlet nh5_view = 2")
+    assert reply["status"] == "ok", reply
+    code = "let q = nh5_v"
+    assert _complete(kc, code + " // a note", len(code)) == (
+        ["nh5_value", "nh5_view"], len(code) - len("nh5_v"), len(code))
+    code = 'let u = "http://x" + nh5_val'
+    assert _complete(kc, code) == (["nh5_value"], len(code) - len("nh5_val"), len(code))

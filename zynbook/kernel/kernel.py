@@ -553,6 +553,8 @@ class ZynMLKernel(IPythonKernel):
         line_start = code.rfind("\n", 0, cursor) + 1
         before = code[line_start:cursor]
         token, start = cells.token_before(code, cursor)
+        if len(code_part(before)) < len(before):
+            return [], cursor           # a comment: no name of ZynML's is meant there
         # a device id: `%device cp|`, `@device("vul|`, `@device(["cpu", "vul|`,
         # `compute_device: "c|`
         m = re.match(r"%device\s+(\S*)$", before) or \

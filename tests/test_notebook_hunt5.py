@@ -109,3 +109,28 @@ def test_kernel_completes_code_before_a_comment_and_after_a_url_string(kc):
         ["nh5_value", "nh5_view"], len(code) - len("nh5_v"), len(code))
     code = 'let u = "http://x" + nh5_val'
     assert _complete(kc, code) == (["nh5_value"], len(code) - len("nh5_val"), len(code))
+
+
+# ------------------------------------------------ a `#` comment on the %%compute line
+
+@pytest.mark.parametrize("note", ["  # the fast one", "  // the fast one",
+                                  "# a note with @device(\"vulkan:9\")"])
+@pytest.mark.parametrize("magic", ["compute", "zynml_timeit -r 1"])
+def test_compute_line_ends_at_a_hash_comment(shell, capsys, note, magic):
+    """`%%compute @device("cpu")  # why` was a ZynML syntax error (only `//` ended the
+    line) while `%zynml_device cpu  # why` ended at `#`: every magic line ends at either."""
+    device = CPUS[-1]
+    x = np.arange(6, dtype=np.float32)
+    shell.user_ns["x"] = x
+    cell(shell, f'%%{magic} @device("{device}"){note}\n' + DOUBLE)
+    y = state.notebook_session().namespace["y"]         # (%%zynml_timeit binds it there)
+    np.testing.assert_array_equal(np.asarray(y.numpy(), np.float64), x * 2.0 + 1.0)
+    assert {ln.device for ln in state.notebook_session().launches} == {device}
+
+
+def test_a_hash_inside_a_quoted_annotation_argument_is_not_a_comment(shell):
+    """`#` inside quotes is the string's: `@device("cpu#1")` names the id `cpu#1` (no
+    device has it), not `@device("cpu` and a comment."""
+    shell.user_ns["x"] = np.ones(3, np.float32)
+    err = shell.run_cell('%%compute @device("cpu#1")  # note\n' + DOUBLE).error_in_exec
+    assert err is not None and "cpu#1" in str(err), err

@@ -576,9 +576,10 @@ def _left_open(lines: list, line_no: int) -> tuple | None:
     return stack[-1], (word, Span(line_no, column, line_no, column + len(word)))
 
 
-def code_part(line: str) -> str:
-    """`line` up to its `//` comment (a `//` inside a string, as in a URL, is none)."""
-    return line[:_code_end(line)[0]]
+def code_part(line: str, comments: tuple = ("//",)) -> str:
+    """`line` up to its `//` comment (a `//` inside a string, as in a URL, is none); a
+    magic's line in a Python cell also ends at `#` (`comments=("//", "#")`)."""
+    return line[:_code_end(line, comments)[0]]
 
 
 def in_string(line: str) -> bool:
@@ -586,9 +587,9 @@ def in_string(line: str) -> bool:
     return _code_end(line)[1]
 
 
-def _code_end(line: str) -> tuple[int, bool]:
-    """Where `line`'s `//` comment starts (its length if none), and whether its code ends
-    inside a string it does not close (strings are one line long)."""
+def _code_end(line: str, comments: tuple = ("//",)) -> tuple[int, bool]:
+    """Where `line`'s comment (one of `comments`) starts (its length if none), and whether
+    its code ends inside a string it does not close (strings are one line long)."""
     i, n = 0, len(line)
     while i < n:
         c = line[i]
@@ -600,7 +601,7 @@ def _code_end(line: str) -> tuple[int, bool]:
                 return n, True
             i = j + 1
             continue
-        if line.startswith("//", i):
+        if line.startswith(comments, i):
             return i, False
         i += 1
     return n, False

@@ -161,11 +161,11 @@ def _parser() -> argparse.ArgumentParser:
 def parse_args(line: str) -> argparse.Namespace:
     from IPython.core.error import UsageError
 
-    from ..compiler.parser import code_part
+    from .compute import magic_code
 
     try:
         # (`# why` or `// why`, outside quotes, is a note)
-        words = shlex.split(code_part(line), comments=True)
+        words = shlex.split(magic_code(line))
     except ValueError as err:       # `--numpy "np.tanh(x)` (no closing quotation)
         raise UsageError(f"%%compare: {err} in the magic line\n{_USAGE}") from None
     try:

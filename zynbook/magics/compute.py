@@ -54,9 +54,7 @@ def _line_names(line: str) -> tuple:
     """The names the annotations of a magic's line read (`@device(dev)`): the notebook's
     values of them go to the run as those of the cell's names do (they were left out, and
     a device held in a Python name was `unknown`)."""
-    from ..compiler.parser import code_part
-
-    text = code_part(line).strip()
+    text = _line_words(line)
     if not text:
         return ()
     try:
@@ -214,12 +212,17 @@ def _bind_unreplaced(shell, session, kept: dict) -> None:
                     pass
 
 
-def _line_words(line: str) -> str:
-    """A line magic's text up to its comment: Python's `#` (the magic stands in a Python
-    cell, and IPython passes the comment on) or ZynML's `//`, as the kernel's `%device`."""
+def magic_code(line: str) -> str:
+    """A magic's line up to its comment outside quotes: Python's `#` (the magic stands in
+    a Python cell, and IPython passes the comment on) or ZynML's `//`, as the kernel's
+    `%device`. Not stripped: what is left keeps its columns in the line."""
     from ..compiler.parser import code_part
 
-    return code_part(line).partition("#")[0].strip()
+    return code_part(line, ("//", "#"))
+
+
+def _line_words(line: str) -> str:
+    return magic_code(line).strip()
 
 
 def _on_magic_line(err: ZynMLError, source: str, shift: int) -> None:
@@ -308,7 +311,7 @@ class ComputeMagics(Magics):
                     session.forget_unusable(env, given)
                 datas = {name: getattr(v, "data", None) for name, v in given.items()}
                 # env as a dict: a notebook name such as `source` is no keyword clash
-                value, is_expr = session._run_cell(source, line.strip(), given)
+                value, is_expr = session._run_cell(source, _line_words(line), given)
             finally:
                 watched.close()
         except BaseException as err:
@@ -370,11 +373,9 @@ class ComputeMagics(Magics):
 
         from IPython.core.error import UsageError
 
-        from ..compiler.parser import code_part
-
         written = line.strip()
-        # options before a `//` comment only (`// was -r 50, -fast` is a note)
-        code = code_part(written)
+        # options before a comment only (`// was -r 50, -fast` is a note)
+        code = magic_code(written)
         given = re.findall(r"(?:^|(?<=\s))-r(?:\s*(\d+)(?!\S)|\s*(\S*))", code)
         if len(given) > 1 or given and not given[0][0]:
             what = "given twice" if len(given) > 1 else f"not `{given[0][1]}`" \
@@ -384,9 +385,8 @@ class ComputeMagics(Magics):
                              f"whole number; {what}")
         repeat = int(given[0][0]) if given else 7
         # the option blanked, not removed: the annotations keep their columns in the line
-        blanked = re.sub(r"-r\s*\d+", lambda m: " " * len(m.group()), code) + \
-            written[len(code):]
-        other = re.search(r"(?:^|\s)(-[A-Za-z]\w*)", code_part(blanked))
+        blanked = re.sub(r"-r\s*\d+", lambda m: " " * len(m.group()), code)
+        other = re.search(r"(?:^|\s)(-[A-Za-z]\w*)", blanked)
         if other:
             raise UsageError(f"%%zynml_timeit takes -r R and annotations such as "
                              f"@device(\"cpu\"); `{other.group(1)}` is not one of them")

@@ -134,3 +134,28 @@ def test_a_hash_inside_a_quoted_annotation_argument_is_not_a_comment(shell):
     shell.user_ns["x"] = np.ones(3, np.float32)
     err = shell.run_cell('%%compute @device("cpu#1")  # note\n' + DOUBLE).error_in_exec
     assert err is not None and "cpu#1" in str(err), err
+
+
+# ------------------------------------------------ %%compare --devices with no id
+
+@pytest.mark.parametrize("given", ["--devices ,", "--devices ' , '", '-d ""', "--devices=,"])
+def test_compare_an_empty_device_list_is_a_usage_error(shell, given):
+    """`%%compare --devices ,` ran on every device (the empty list read as none given)."""
+    from IPython.core.error import UsageError
+
+    shell.user_ns["x"] = np.ones(4, np.float32)
+    err = shell.run_cell(f"%%compare {given} --repeat 1 --no-chart --out z\n"
+                         "let y = x * 2.0\n").error_in_exec
+    assert isinstance(err, UsageError), err
+    assert "--devices" in str(err) and "names none" in str(err), err
+    assert "z" not in shell.user_ns
+
+
+def test_compare_a_device_list_still_runs_those_devices(shell):
+    x = np.arange(4, dtype=np.float32)
+    shell.user_ns["x"] = x
+    cell(shell, f"%%compare --devices {','.join(CPUS)}, --repeat 1 --no-chart --result y "
+                f"--out z\nlet y = x * 2.0\n")
+    rows = shell.user_ns["z"].rows
+    assert [r.device for r in rows] == CPUS
+    assert all(not r.error and r.max_diff == 0.0 for r in rows), rows

@@ -147,7 +147,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="%%compare", add_help=False)
-    p.add_argument("--devices", "-d", default="")
+    p.add_argument("--devices", "-d", default=None)      # (None: every device)
     p.add_argument("--sizes", "-s", default="")
     p.add_argument("--repeat", "-r", type=int, default=5)
     p.add_argument("--numpy", default="")
@@ -536,6 +536,12 @@ class CompareMagics(Magics):
         from ..compiler.parser import parse
 
         args = parse_args(line)
+        devices = None if args.devices is None else device_list(args.devices)
+        if devices == []:
+            # (`--devices ,` ran on every device, as if no list were given)
+            from IPython.core.error import UsageError
+            raise UsageError(f"%%compare --devices a,b: device ids, such as cpu,vulkan:0; "
+                             f"`{args.devices}` names none")
         if args.repeat < 0:
             # (a count: -3 ran once, as if it were one; 0 runs once, as %timeit -r 0 does)
             from IPython.core.error import UsageError
@@ -554,7 +560,7 @@ class CompareMagics(Magics):
         # (ZynML values besides: the pipelines earlier cells defined, and their globals)
         env = cells.notebook_values(source, notebook_session().namespace, user_ns, hidden,
                                     (size_name,))
-        devices = device_list(args.devices) or [d["id"] for d in compute_devices()]
+        devices = devices or [d["id"] for d in compute_devices()]
         rows = run_compare(source, devices, (size_name, size_values), env,
                            max(1, args.repeat), args.numpy, args.torch, args.result, user_ns)
         result = Comparison(rows, size_name)

@@ -159,3 +159,31 @@ def test_compare_a_device_list_still_runs_those_devices(shell):
     rows = shell.user_ns["z"].rows
     assert [r.device for r in rows] == CPUS
     assert all(not r.error and r.max_diff == 0.0 for r in rows), rows
+
+
+# ------------------------------------------------ booleans, and rates of empty inputs
+
+def test_tensor_text_and_html_spell_booleans_as_zynml_does(shell):
+    """The HTML table showed `true`/`false`, the text view numpy's `True`/`False`: both
+    now show ZynML's `true`/`false` (docs/language.md), the long HTML preview too."""
+    from zynbook.kernel.display import tensor_html, tensor_text
+
+    for n in (4, 300):              # a table, then a preview numpy summarises
+        x = np.arange(n, dtype=np.float32)
+        shell.user_ns["x"] = x
+        cell(shell, "%%compute\nlet flags = x > 1.5\n")
+        flags = state.notebook_session().namespace["flags"]
+        want = x > 1.5
+        np.testing.assert_array_equal(np.asarray(flags.numpy()), want)
+        text, page = tensor_text(flags), tensor_html(flags)
+        body = text.split("\n", 1)[1]
+        assert "True" not in text and "False" not in text, text
+        assert "True" not in page and "False" not in page
+        words = re.findall(r"true|false", body)
+        if n == 4:
+            assert words == ["true" if v else "false" for v in want], body
+            cells = re.findall(r"<td>(\w+)</td>", page)
+            assert cells == ["true" if v else "false" for v in want], page
+        else:
+            assert words[:3] == ["false", "false", "true"] and words[-1] == "true", body
+

@@ -41,11 +41,15 @@ def _host(t) -> np.ndarray:
     return np.asarray(t.numpy())
 
 
+def _preview(data: np.ndarray) -> str:
+    """numpy's text of `data`, its booleans spelt as ZynML spells them (`true`, as the
+    HTML table's cells are, not Python's `True`)."""
+    return np.array2string(data, threshold=PREVIEW_THRESHOLD, edgeitems=3, max_line_width=100,
+                           precision=6, formatter={"bool": lambda v: "true" if v else "false"})
+
+
 def tensor_text(t) -> str:
-    data = _host(t)
-    body = np.array2string(data, threshold=PREVIEW_THRESHOLD, edgeitems=3,
-                           max_line_width=100, precision=6)
-    return f"Tensor {tensor_summary(t)}\n{body}"
+    return f"Tensor {tensor_summary(t)}\n{_preview(_host(t))}"
 
 
 def _cell(v) -> str:
@@ -86,8 +90,7 @@ def tensor_html(t) -> str:
                 + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>"
                 for i, row in enumerate(rows))
             return f"<div class='zynml-tensor'>{_STYLE}{meta}<table>{head}{body}</table></div>"
-    pre = html.escape(np.array2string(data, threshold=PREVIEW_THRESHOLD, edgeitems=3,
-                                      max_line_width=100, precision=6))
+    pre = html.escape(_preview(data))
     return f"<div class='zynml-tensor'>{_STYLE}{meta}<pre>{pre}</pre></div>"
 
 

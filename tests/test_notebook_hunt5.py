@@ -187,3 +187,22 @@ def test_tensor_text_and_html_spell_booleans_as_zynml_does(shell):
         else:
             assert words[:3] == ["false", "false", "true"] and words[-1] == "true", body
 
+
+def test_timeit_rates_of_an_empty_input_are_dashes_as_compares(shell, capsys):
+    """`%%zynml_timeit` of a kernel on an empty array showed `0%` of peak (and 0 GFLOP/s)
+    where `%%compare` shows `-`: no work is no rate."""
+    shell.user_ns["x"] = np.zeros(0, np.float32)
+    capsys.readouterr()
+    cell(shell, "%%zynml_timeit -r 2\n" + DOUBLE)
+    out = capsys.readouterr().out
+    assert np.asarray(state.notebook_session().namespace["y"].numpy()).shape == (0,)
+    lines = out.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("kernel "))
+    rows = lines[head + 1:]
+    assert rows, out
+    for row in rows:
+        gflops, gbytes, share = row.split()[-3:]
+        assert (gflops, gbytes, share) == ("-", "-", "-"), row
+    cell(shell, "%%compare --devices cpu --repeat 1 --no-chart --out z\n" + DOUBLE)
+    row = shell.user_ns["z"].rows[0]
+    assert not row.error and (row.gflops, row.gbytes, row.peak_share) == (None, None, None)

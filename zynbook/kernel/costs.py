@@ -339,8 +339,9 @@ class Rates:
 
 def rates(cost: Cost | None, seconds: float | None, info: dict) -> Rates:
     """GFLOP/s, GB/s and the share of the roofline: achieved FLOP/s over
-    min(peak FLOP/s, intensity x peak bandwidth), that is the larger of the two shares."""
-    if cost is None or not seconds or seconds <= 0:
+    min(peak FLOP/s, intensity x peak bandwidth), that is the larger of the two shares.
+    None for a launch that did no work (empty inputs): no rate, rather than 0."""
+    if cost is None or not (cost.flops or cost.bytes) or not seconds or seconds <= 0:
         return Rates(None, None, None)
     fps, bps = cost.flops / seconds, cost.bytes / seconds
     pf, pb, source = device_peak(info)

@@ -310,8 +310,7 @@ def run_compare(source: str, devices: list, sizes: tuple, env: dict, repeat: int
                         progress.update(f"{device} {label}", 1)
                     row.max_diff = _max_diff(got, reference)
                     row.flops, row.bytes = cost.flops, cost.bytes
-                    rt = rates(cost if cost.flops or cost.bytes else None, row.median,
-                               device_info(device))
+                    rt = rates(cost, row.median, device_info(device))
                     row.gflops, row.gbytes = rt.gflops, rt.gbytes
                     row.peak_share, row.bound = rt.peak_share, rt.bound
                 except ZynMLError as err:
@@ -338,8 +337,7 @@ def run_compare(source: str, devices: list, sizes: tuple, env: dict, repeat: int
                     row.clock = "wall"
                     row.max_diff = _max_diff(got, reference)
                     row.flops, row.bytes = cost.flops, cost.bytes
-                    rt = rates(cost if cost.flops or cost.bytes else None, row.median,
-                               device_info(_expr_device(kind, got)))
+                    rt = rates(cost, row.median, device_info(_expr_device(kind, got)))
                     row.gflops, row.gbytes = rt.gflops, rt.gbytes
                     row.peak_share, row.bound = rt.peak_share, rt.bound
                 except Exception as err:

@@ -250,7 +250,8 @@ let y = compute(A, B) {
         out[i, j] = f32(bf16(acc))
 }
 y
-""", {"A": A, "B": B}, _bf16(A @ B), "f32", "contraction", "gemm")
+""", {"A": A, "B": B}, _bf16(A @ B), "f16", "contraction", "gemm")   # a bf16 step: the
+    # f32 sum's rounding to bf16 turns on its order (numpy's BLAS's, the devices' own)
     c["matmul_accumulator_added_last"] = ("""
 let y = compute(A, B) {
     @kernel matmul

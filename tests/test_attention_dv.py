@@ -4,8 +4,9 @@ scores over Q's and K's head_dim and accumulates over V's, in the three-pass,
 online-statistics, one-pass and flash forms, causal or not. Each equals numpy written here
 on every local device with the attention schedule chosen, and on the launch-IR emulator
 for the CUDA, Metal, C++ and WebGPU schedules (one kernel per class of head_dim there) with
-several parameter choices; the register-tiled products and the tensor-core kernels, cut for
-one head_dim, say so and leave it to the kernel that takes both."""
+several parameter choices; the mma.sync tensor-core kernel takes both too (f16, bf16); the
+register-tiled products and the warpgroup kernels, cut for one head_dim, say so and leave it
+to the kernels that take both."""
 from __future__ import annotations
 
 import shutil
@@ -21,7 +22,7 @@ from zynbook.backends.registry import get_device
 from zynbook.compiler import dims, schedules
 from zynbook.compiler.codegen.cuda import render_cuda
 from zynbook.compiler.launch.scalar import NotScalar
-from zynbook.compiler.schedules import attention_mma
+from zynbook.compiler.schedules import attention_mma, attention_wgmma
 from zynbook.compiler.schedules.attention import (PRODUCTS, Attention, match, products_fit,
                                                   products_why_not)
 from zynbook.compiler.schedules.base import Choice
@@ -251,38 +252,74 @@ def test_register_tiled_products_refuse_two_head_dims():
                   numpy_attention(a, "sh", True), 2e-4, 2e-5)
 
 
-@pytest.mark.parametrize("dtype,dqk,dv", [("f16", 64, 32), ("bf16", 32, 48)])
-def test_tensor_cores_refuse_two_head_dims(dtype, dqk, dv):
-    """f16 / bf16 on CUDA: mma.sync and the warpgroup kernels say why not; the attention
-    schedule's kernel (f32 arithmetic over half inputs) runs it."""
-    a = {n: _representable(x, dtype) for n, x in arrays("sh", 53, dqk, dv).items()}
+def half_case(dtype, dqk, dv, seq=53):
+    """The causal one-pass form over f16 or bf16 tensors (their values representable)."""
+    a = {n: _representable(x, dtype) for n, x in arrays("sh", seq, dqk, dv).items()}
     text = source("one_pass", "sh", "ih", True)
     lk = lower_signatures(text, {n: (dtype, x.ndim) for n, x in a.items()}, {"scale": "f32"})
     k = lk.kernel
     sz = dims.solve(lk, {b.name: a[lk.labels[b.name]].shape for b in k.inputs}, {})
-    ins = [a[lk.labels[b.name]] for b in k.inputs]
-    cuda = cuda_target()
+    return k, [a[lk.labels[b.name]] for b in k.inputs], sz, numpy_attention(a, "sh", True)
+
+
+@pytest.mark.parametrize("arch", [(8, 0), (9, 0)], ids=["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype,dqk,dv", [("f16", 64, 32), ("bf16", 32, 48), ("f16", 192, 128)])
+def test_tensor_cores_take_two_head_dims(arch, dtype, dqk, dv):
+    """f16 / bf16 on CUDA: the mma.sync kernel scores over Q's and K's head_dim and
+    accumulates O over V's (the shared rows the longer's); the warpgroup kernels, cut for one
+    head_dim, say why not. Its default and plainest candidate on the emulator."""
+    k, ins, sz, want = half_case(dtype, dqk, dv)
+    cuda = cuda_target(arch)
     shape, _ = match(k, cuda, sz)
-    for params in (None, attention_mma.MMA):
-        why = attention_mma.why_not(cuda, shape, params)
-        assert why and f"V's head_dim {dv} is not Q's and K's {dqk}" in why
-    space = SCHED.space(k, cuda, sz)
-    assert space and not any(p.mma or p.wgmma or p.products for p in space)
+    why = attention_wgmma.why_not(cuda, shape, attention_wgmma.WGMMA)
+    assert why and ("wgmma" in why if arch < (9, 0) else f"V's head_dim {dv} is not Q's and K's {dqk}" in why)
+    space = [p for p in SCHED.space(k, cuda, sz) if p.mma]
+    assert space and not any(p.wgmma for p in space)
+    prog = schedules.build(k, cuda, sz)
+    assert "tensor cores" in prog.schedule
+    for params in dict.fromkeys([space[0], space[-1]]):
+        got = emulate_kernel(SCHED.build(k, cuda, sz, params), k, ins, sz, {"scale": SCALE}, warp=32)
+        assert_within(got.astype(np.float64), want, 2e-2, 2e-2)
+
+
+def test_tensor_cores_refuse_a_v_head_dim_off_sixteen():
+    """V's head_dim must be a multiple of 16 as Q's: 24 is left to the scalar kernel."""
+    k, ins, sz, want = half_case("f16", 32, 24)
+    cuda = cuda_target()
+    why = attention_mma.why_not(cuda, match(k, cuda, sz)[0])
+    assert why and "V's head_dim 24" in why
     prog = schedules.build(k, cuda, sz)
     assert "(attention: " in prog.schedule and "tensor cores" not in prog.schedule
     got = emulate_kernel(prog, k, ins, sz, {"scale": SCALE}, warp=32).astype(np.float64)
-    assert_within(got, numpy_attention(a, "sh", True), 2e-2, 2e-2)
+    assert_within(got, want, 2e-2, 2e-2)
+
+
+@pytest.mark.gpu
+def test_tensor_cores_with_two_head_dims_on_the_gpu():
+    """Q and K of 192, V of 128 (multi-head latent attention's) in f16 on a CUDA GPU."""
+    from test_attention_mma import _gpu
+    dev = _gpu()
+    if dev is None:
+        pytest.skip("no CUDA GPU (or no CuPy)")
+    k, ins, sz, want = half_case("f16", 192, 128, seq=300)
+    assert "tensor cores" in dev.compile(k, sz).program.schedule
+    out, _ = dev.launch(k, ins, sz, {"scale": SCALE})
+    assert_within(np.asarray(dev.to_host(out), np.float64), want, 2e-2, 2e-2)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_cuda_source_compiles_with_nvcc():
     """The CUDA C of two head_dims (a thread a query; four lanes a query, their merge over
-    V's width) as the CUDA printer renders it."""
+    V's width; the mma.sync kernel in f16) as the CUDA printer renders it."""
     k, _, sz, _, _ = case("three_pass_causal_40_24", seq=70)
     space = SCHED.space(k, cuda_target(), sz)
     runs = [nvcc_runs.queue(render_cuda(k, sz, options={"params": Choice("attention", p)}).source,
                             ("-gencode", "arch=compute_90,code=sm_90", "-cubin"))
             for p in (space[0], next(p for p in space if p.lanes == 4))]
+    k, _, sz, _ = half_case("f16", 192, 128)        # and the tensor-core kernel's
+    prog = render_cuda(k, sz)
+    assert "tensor cores" in prog.schedule
+    runs.append(nvcc_runs.queue(prog.source, ("-gencode", "arch=compute_90,code=sm_90", "-cubin")))
     for fut in runs:
         res = fut.result()
         assert res.returncode == 0, res.stderr[-3000:]

@@ -35,7 +35,9 @@ Shared rows are padded by 16 bytes, so that the eight rows an ldmatrix phase rea
 different bank groups. Where the condition is causal (key <= query) the key loop ends at the
 block's last query, and the blocks with the most keys are launched first. The sizes are
 baked in; where the keys fill whole tiles no key bound is tested. `occupancy`, where not 0,
-is the blocks a multiprocessor should hold (the register cap of __launch_bounds__).
+is the blocks a multiprocessor should hold (the register cap of __launch_bounds__). V's
+head_dim may differ from Q's and K's (multi-head latent attention): V's copies, O's tiles and
+the stores take V's, and the shared rows of every tile the longer of the two.
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ from .. import cir
 from ..launch import ir
 from ..launch.scalar import NotScalar, buffer_params, cast, lit, user_name
 from ..passes import recognise
-from .attention import AttentionParams, _Kernel
+from .attention import AttentionParams, _Kernel, _widths
 from .base import kernel_name
 
 F = "f32"
@@ -105,7 +107,7 @@ def choices(target, shape, sizes) -> list:
     # measured (H100, bench_cuda --mma-choices): BERT-base f16 (head_dim 64) 0.138 ms with
     # 4 warps of 32 queries against 0.148 with 4 of 16; causal bf16 at head_dim 128 0.356 ms
     # with 4 warps of 16 (Q held) against 0.53 with 4 of 32 (Q read at each tile)
-    if int(recognise.launch_value(shape.p.n_queries, sizes)) <= 64 or shape.D > 64:
+    if int(recognise.launch_value(shape.p.n_queries, sizes)) <= 64 or width(shape) > 64:
         first = MMA
     else:
         first = replace(MMA, block_q=128)
@@ -115,7 +117,7 @@ def choices(target, shape, sizes) -> list:
     # head_dim 128 0.316 against 0.358; head_dim past 128 (Q read at each tile) not measured
     tuned = unfolded(shape, replace(first, stages=3, **EVERY))
     extra = fitting(variants(first))
-    if shape.D <= 128 and tuned in extra:
+    if width(shape) <= 128 and tuned in extra:
         out = [tuned] + fits + [p for p in extra if p != tuned]
     else:
         out = [first] + [p for p in fits if p != first] + extra
@@ -161,6 +163,11 @@ def nonnegative(e) -> bool:
     return False
 
 
+def width(shape) -> int:
+    """The longer of Q's and V's head_dim: the shared rows' (K's and V's share a stride)."""
+    return max(shape.D, shape.Dv)
+
+
 def foldable(shape) -> bool:
     """Whether the scale may be folded into the exponent's FMA (`fold_scale`): the raw
     scores' maximum is the scores' where the scale is not negative and nothing is added."""
@@ -186,16 +193,14 @@ def why_not(target, shape, params=None) -> str | None:
     if len(dts) != 1 or not dts <= set(HALVES):
         return (f"Q, K, V are {', '.join(shape.bufs[r].dtype for r in ('q', 'k', 'v'))}: the "
                 "tensor-core attention takes all f16 or all bf16")
-    if not shape.one_width:
-        # P V's fragments and the output's are cut for Q's head_dim
-        return f"V's head_dim {shape.Dv} is not Q's and K's {shape.D}: the tensor-core attention takes one"
-    if shape.D % 16 or shape.D > MAX_HEAD_DIM:
-        return f"head_dim {shape.D}: the tensor-core attention takes multiples of 16 up to {MAX_HEAD_DIM}"
+    for name, d in (("head_dim", shape.D), ("V's head_dim", shape.Dv)):
+        if d % 16 or d > MAX_HEAD_DIM:
+            return f"{name} {d}: the tensor-core attention takes multiples of 16 up to {MAX_HEAD_DIM}"
     rows = block_q // warps
     if block_q % warps or rows not in (16, 32) or warps * 32 > target.max_threads:
         return f"{block_q} queries over {warps} warps: each warp takes 16 or 32"
-    if shape.D > HELD_HEAD_DIM and (rows != 16 or params.hold_q):
-        return (f"head_dim {shape.D}: past {HELD_HEAD_DIM} a warp takes 16 queries and reads Q "
+    if width(shape) > HELD_HEAD_DIM and (rows != 16 or params.hold_q):
+        return (f"head_dim {_widths(shape)}: past {HELD_HEAD_DIM} a warp takes 16 queries and reads Q "
                 "at each tile (the registers)")
     if params.block_kv not in BLOCK_KV or params.stages not in STAGES:
         return (f"{params.block_kv}-key tiles in {params.stages} buffers: the tensor-core attention "
@@ -204,8 +209,8 @@ def why_not(target, shape, params=None) -> str | None:
         return ("the score has an added term: the scores' maximum is not the raw dot products'"
                 if shape.p.bias is not None else
                 "the scale's sign is not known: the scaled scores' maximum is not the raw ones'")
-    if shared_bytes(params, shape.D) > target.shared_bytes:
-        return f"head_dim {shape.D}: the Q, K and V tiles outgrow the shared memory"
+    if shared_bytes(params, width(shape)) > target.shared_bytes:
+        return f"head_dim {_widths(shape)}: the Q, K and V tiles outgrow the shared memory"
     return attention_wgmma.why_not(target, shape, params) if params.wgmma else None
 
 
@@ -254,8 +259,10 @@ class _MmaKernel(_Kernel):
         self.MT = self.BQ // self.NW // 16              # m16 tiles a warp
         self.BK, self.NS = P.block_kv, P.stages
         BK = self.BK
-        self.NT, self.KS, self.ND = BK // 8, BK // 16, D // 8
-        self.ST = D + PAD                               # elements of a shared row
+        # V's head_dim (multi-head latent attention's differs from Q's and K's) sets O's
+        self.DV = self.shape.Dv
+        self.NT, self.KS, self.ND = BK // 8, BK // 16, self.DV // 8
+        self.ST = max(D, self.DV) + PAD                 # elements of a shared row
         self.tile_elems = self.tile_size(BK)            # elements of a K or V buffer
         self.dt = self.shape.bufs["q"].dtype
         self.T = 32 * self.NW
@@ -414,7 +421,7 @@ class _MmaKernel(_Kernel):
     def issue(self, role, first, rows, count, dst, dst_base) -> list:
         """Rows first .. first + rows of `role` (zeros past `count`) into shared array `dst`
         from `dst_base`, 16 bytes (8 elements) a copy, thread t taking copies t, t + T, ..."""
-        r, C = self.ref, self.dcap // 8
+        r, C = self.ref, (self.DV if role == "v" else self.dcap) // 8
         n = rows * C
         buf = self.shape.bufs[role]
         var = f"_c{role}"

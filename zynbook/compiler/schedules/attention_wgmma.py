@@ -58,6 +58,8 @@ def why_not(target, shape, params) -> str | None:
     tensor-core kernel shares are attention_mma.why_not's)."""
     if "wgmma" not in target.tensor_cores:
         return f"the {target.name} target has no warpgroup MMAs (wgmma)"
+    if not shape.one_width:       # its swizzled tiles and P V's n are cut for Q's head_dim
+        return f"V's head_dim {shape.Dv} is not Q's and K's {shape.D}: the warpgroup kernel takes one"
     if params.warps % 4 or params.block_q != 16 * params.warps or params.hold_q:
         return (f"{params.block_q} queries over {params.warps} warps: the warpgroup kernel takes 64 "
                 "queries a warpgroup, Q read by the MMAs from shared memory")

@@ -135,7 +135,16 @@ def test_logarithms_and_powers_of_subnormal_numbers(device, expr, want):
     with np.errstate(all="ignore"):
         w = want(_SUBNORMAL.astype(np.float64)).astype(np.float32)
     got = _host(zynbook.run(src, device=device, f=_SUBNORMAL))
-    np.testing.assert_allclose(got, w, rtol=1e-5, atol=0)     # relative: the values are tiny
+    keep = np.ones(_SUBNORMAL.shape, bool)
+    if _flushes_subnormals(device):     # WGSL lets an adapter read them as 0 (NVIDIA's does)
+        keep = ~((_SUBNORMAL > 0) & (_SUBNORMAL < np.finfo(np.float32).tiny))
+    np.testing.assert_allclose(got[keep], w[keep], rtol=1e-5, atol=0)     # relative: tiny values
+
+
+def _flushes_subnormals(device) -> bool:
+    """Whether `device` reads a subnormal f32 as 0 in arithmetic (1e-40 * 2 gives 0)."""
+    src = "let y = compute(f) {\n    for k in 0..n:\n        out[k] = f[k] * 2.0\n}\ny\n"
+    return float(_host(zynbook.run(src, device=device, f=np.array([1e-40], np.float32)))[0]) == 0.0
 
 
 _RECURRENCE = """let y = compute(x) {

@@ -349,7 +349,7 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
         workgroupBarrier();
     }
     if (((_qi < _S) && (_r == 0i))) {
-        let _inv: f32 = select((1.0f / _L), 0.0f, (_L == 0.0f));
+        let _inv: f32 = (1.0f / _L);
         {
             if ((0i < u_head_dim)) { u_out[_orow] = (_o_0[0] * _inv); }
             if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o_0[1] * _inv); }
@@ -801,7 +801,7 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
         workgroupBarrier();
     }
     if (((_qi < _S) && (_r == 0i))) {
-        let _inv: f32 = select((1.0f / _L), 0.0f, (_L == 0.0f));
+        let _inv: f32 = (1.0f / _L);
         {
             if ((0i < u_head_dim)) { u_out[_orow] = (_o_0[0] * _inv); }
             if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o_0[1] * _inv); }
@@ -1389,7 +1389,7 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
                 workgroupBarrier();
             }
             if (((_qi < _S) && (_r == 0i))) {
-                let _inv: f32 = select((1.0f / _L), 0.0f, (_L == 0.0f));
+                let _inv: f32 = (1.0f / _L);
                 {
                     if ((0i < u_head_dim)) { u_out[_orow] = (_o_0[0] * _inv); }
                     if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o_0[1] * _inv); }

@@ -9,34 +9,12 @@ import pytest
 pytest.importorskip("IPython")
 torch = pytest.importorskip("torch")
 
-import zynbook  # noqa: E402
 from compute_testing import wanted_devices  # noqa: E402
+from notebook_shell import cell, kc, shell_fixture  # noqa: E402,F401  (kc: a fixture)
 from zynbook.errors import ZynMLError  # noqa: E402
-from zynbook.kernel import state  # noqa: E402
 
 DEVICES = [d for d in wanted_devices() if not d.startswith(("browser", "cuda", "metal"))]
-NAMES = ("x", "y", "z", "w", "acc", "r")
-
-
-@pytest.fixture
-def shell():
-    from IPython.core.interactiveshell import InteractiveShell
-
-    sh = InteractiveShell.instance()
-    state.set_notebook_session(zynbook.Session(device="cpu"))
-    sh.run_line_magic("load_ext", "zynbook")
-    for name in NAMES:
-        sh.user_ns.pop(name, None)
-    yield sh
-    for name in NAMES:
-        sh.user_ns.pop(name, None)
-    state.set_notebook_session(None)
-
-
-def cell(shell, text):
-    result = shell.run_cell(text)
-    assert result.success, result.error_in_exec
-    return result.result
+shell = shell_fixture(("x", "y", "z", "w", "acc", "r"))
 
 
 def host(value):
@@ -325,14 +303,6 @@ def test_a_pipeline_reads_the_notebooks_value_of_a_global_now(shell, device):
     finally:
         for name in ("scale", "bias", "f", "g"):
             shell.user_ns.pop(name, None)
-
-
-@pytest.fixture(scope="module")
-def kc():
-    pytest.importorskip("ipykernel")
-    from test_kernel_support import kernel_client
-
-    yield from kernel_client()
 
 
 def test_kernel_a_pipeline_reads_pythons_value_of_a_global_now(kc):

@@ -16,32 +16,12 @@ pytest.importorskip("IPython")
 
 import zynbook  # noqa: E402
 from compute_testing import wanted_devices  # noqa: E402
+from notebook_shell import cell, kc, shell_fixture  # noqa: E402,F401  (kc: a fixture)
 from zynbook.errors import ZynMLError  # noqa: E402
 from zynbook.kernel import state  # noqa: E402
 
 DEVICES = [d for d in wanted_devices() if not d.startswith(("browser", "cuda", "metal"))]
-NAMES = ("x", "y", "scale", "bias", "f", "g", "cmp3")
-
-
-@pytest.fixture
-def shell():
-    from IPython.core.interactiveshell import InteractiveShell
-
-    sh = InteractiveShell.instance()
-    state.set_notebook_session(zynbook.Session(device="cpu"))
-    sh.run_line_magic("load_ext", "zynbook")
-    for name in NAMES:
-        sh.user_ns.pop(name, None)
-    yield sh
-    for name in NAMES:
-        sh.user_ns.pop(name, None)
-    state.set_notebook_session(None)
-
-
-def cell(shell, text):
-    result = shell.run_cell(text)
-    assert result.success, result.error_in_exec
-    return result.result
+shell = shell_fixture(("x", "y", "scale", "bias", "f", "g", "cmp3"))
 
 
 def cells_wide(text: str) -> int:
@@ -248,14 +228,6 @@ def test_an_error_in_a_pipeline_of_the_same_cell_has_one_frame(shell):
     err = result.error_in_exec
     assert isinstance(err, ZynMLError) and (err.line, err.column) == (3, 14), err
     assert "in the call of" not in err.render()
-
-
-@pytest.fixture(scope="module")
-def kc():
-    pytest.importorskip("ipykernel")
-    from test_kernel_support import kernel_client
-
-    yield from kernel_client()
 
 
 def test_kernel_an_error_in_a_pipeline_of_another_cell_says_where_it_was_called(kc):

@@ -10,40 +10,12 @@ pytest.importorskip("IPython")
 
 import zynbook  # noqa: E402
 from compute_testing import wanted_devices  # noqa: E402
+from notebook_shell import cell, kc, shell_fixture  # noqa: E402,F401  (kc: a fixture)
 from zynbook.errors import ZynMLError  # noqa: E402
 from zynbook.kernel import state  # noqa: E402
 
 DEVICES = [d for d in wanted_devices() if not d.startswith(("browser", "cuda", "metal"))]
-NAMES = ("x", "y", "z", "scale", "f", "g")
-
-
-@pytest.fixture
-def shell():
-    from IPython.core.interactiveshell import InteractiveShell
-
-    sh = InteractiveShell.instance()
-    state.set_notebook_session(zynbook.Session(device="cpu"))
-    sh.run_line_magic("load_ext", "zynbook")
-    for name in NAMES:
-        sh.user_ns.pop(name, None)
-    yield sh
-    for name in NAMES:
-        sh.user_ns.pop(name, None)
-    state.set_notebook_session(None)
-
-
-def cell(shell, text):
-    result = shell.run_cell(text)
-    assert result.success, result.error_in_exec
-    return result.result
-
-
-@pytest.fixture(scope="module")
-def kc():
-    pytest.importorskip("ipykernel")
-    from test_kernel_support import kernel_client
-
-    yield from kernel_client()
+shell = shell_fixture(("x", "y", "z", "scale", "f", "g"))
 
 
 # ------------------------------------------------ the timing widget after `del x`

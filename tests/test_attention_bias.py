@@ -91,10 +91,11 @@ def source(form: str, term: str, extra: list, causal: bool = False) -> str:
 y"""
 
 
-def case(form, term, causal=False, B=2, H=3, S=37, D=24, seed=0):
+def case(form, term, causal=False, B=2, H=3, S=37, D=24, seed=0, dtype=np.float32):
+    """(kernel, inputs, sizes, scalars, numpy's answer) over Q, K, V of `dtype` (the term f32)."""
     r = np.random.default_rng(seed)
     text, make, ref = TERMS[term]
-    a = {n: r.standard_normal((B, H, S, D)).astype(np.float32) for n in "QKV"}
+    a = {n: r.standard_normal((B, H, S, D)).astype(dtype) for n in "QKV"}
     made = make(r, B, H, S)
     a.update(made)
     scale = float(np.float32(D ** -0.5))
@@ -157,22 +158,9 @@ def test_register_tiled_products_on_the_emulator(term):
     assert_within(emulate_kernel(prog, k, ins, sz, sc, warp=32).astype(np.float64), want, 2e-4, 2e-5)
 
 
-def half_case(term, causal, B=1, H=2, S=45, D=32, seed=0):
-    """`case` with f16 Q, K and V (an f32 term), the form the tensor-core kernels take."""
-    r = np.random.default_rng(seed)
-    text, make, ref = TERMS[term]
-    a = {n: r.standard_normal((B, H, S, D)).astype(np.float16) for n in "QKV"}
-    made = make(r, B, H, S)
-    a.update(made)
-    scale = float(np.float32(D ** -0.5))
-    q, kk, v = (a[n].astype(np.float64) for n in "QKV")
-    s = np.einsum("bhid,bhjd->bhij", q, kk) * scale + ref(a, B, H, S)
-    if causal:
-        s = np.where(np.arange(S)[None, :] <= np.arange(S)[:, None], s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    want = np.einsum("bhij,bhjd->bhid", p / p.sum(-1, keepdims=True), v)
-    k, ins, sz, sc = lower_block(source("three_pass", text, list(made), causal), a, {"scale": scale})
-    return k, ins, sz, sc, want
+def half_case(term, causal, B=1, H=2, S=45, D=32):
+    """`case` with f16 Q, K and V, the form the tensor-core kernels take."""
+    return case("three_pass", term, causal, B, H, S, D, dtype=np.float16)
 
 
 TC_CASES = [(t, c) for t in TERMS for c in (False, True) if not (t == "padding" and c)]

@@ -25,7 +25,7 @@ from functools import reduce
 from math import prod
 
 from .. import cir, errflag
-from ..passes.bounds import Facts
+from ..passes.bounds import Facts, arith_interval
 from ..types import int_pow_exponent
 from . import ir
 
@@ -499,17 +499,9 @@ class ScalarLowering:
             a, b = self.span32(e.left, within, seen), self.span32(e.right, within, seen)
             if a is None or b is None or a[0] > a[1] or b[0] > b[1]:
                 return None if a is None or b is None else (1, 0)
-            if e.op == "+":
-                return a[0] + b[0], a[1] + b[1]
-            if e.op == "-":
-                return a[0] - b[1], a[1] - b[0]
-            if e.op == "*":
-                ps = [x * y for x in a for y in b]
-                return min(ps), max(ps)
-            if e.op == "/" and (b[0] > 0 or b[1] < 0):
-                qs = [abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
-                      for x in a for y in b]     # truncating, at the corners
-                return min(qs), max(qs)
+            r = arith_interval(e.op, a, b)
+            if r is not None:
+                return r
             m = max(abs(a[0]), abs(a[1]))       # truncating: |a / b| and |a % b| <= |a|
             if e.op == "%":
                 m = min(m, max(abs(b[0]), abs(b[1])) - 1)

@@ -160,18 +160,11 @@ class Facts:
                 return None
             if a[0] > a[1] or b[0] > b[1]:
                 return 1, 0                 # empty: the code never runs
-            if e.op == "+":
-                return a[0] + b[0], a[1] + b[1]
-            if e.op == "-":
-                return a[0] - b[1], a[1] - b[0]
-            if e.op == "*":
-                ps = [x * y for x in a for y in b]
-                return min(ps), max(ps)
+            r = arith_interval(e.op, a, b)
+            if r is not None:
+                return r
             if b[0] <= 0 <= b[1]:
                 return None
-            if e.op == "/":
-                qs = [_trunc_div(x, y) for x in a for y in b]
-                return min(qs), max(qs)
             # truncating remainder: |r| < |divisor|, sign of the dividend
             m = max(abs(b[0]), abs(b[1])) - 1
             lo = 0 if a[0] >= 0 else -m
@@ -283,6 +276,19 @@ def _fits(r, dtype: str) -> bool:
     bits = int(dtype[1:])
     lo, hi = (0, 1 << bits) if dtype[0] == "u" else (-(1 << bits - 1), 1 << bits - 1)
     return lo <= r[0] and r[1] < hi
+
+
+def arith_interval(op: str, a: tuple, b: tuple):
+    """(low, high) of `a op b` over the non-empty integer intervals a and b for +, - and *,
+    and for / (C's, truncating) where b does not hold 0; None for the others."""
+    if op == "+":
+        return a[0] + b[0], a[1] + b[1]
+    if op == "-":
+        return a[0] - b[1], a[1] - b[0]
+    if op == "*" or op == "/" and (b[0] > 0 or b[1] < 0):
+        at = [x * y if op == "*" else _trunc_div(x, y) for x in a for y in b]     # the corners
+        return min(at), max(at)
+    return None
 
 
 def _trunc_div(a: int, b: int) -> int:

@@ -255,19 +255,19 @@ class WgslDialect:
         return text
 
     def unfolded(self, op, a, b, t):
-        """x * 0, 0 * x, 0 / x and x - x of f32 through helpers: a shader compiler may
-        fold them to 0 (WGSL lets it assume no NaN or infinity; llvmpipe's did), where
+        """x * 0, 0 * x, 0 / x and x - x of f32 and f64 through helpers: a shader compiler
+        may fold them to 0 (WGSL lets it assume no NaN or infinity; llvmpipe's did), where
         numpy's are NaN for a NaN or infinite x (0 / x for a zero x too). None for others."""
-        if t != "f32" or op not in ("*", "/", "-"):
+        if t not in ("f32", "f64") or op not in ("*", "/", "-"):
             return None
-        zeros = (self.lit(0.0, "f32"), self.lit(-0.0, "f32"))
+        zeros = (self.lit(0.0, t), self.lit(-0.0, t))
         if op == "*" and (a in zeros or b in zeros):
             x, z = (b, a) if a in zeros else (a, b)
-            return f"{self.need('zyn_mulz_f32')}({x}, {z})"
+            return f"{self.need('zyn_mulz_' + t)}({x}, {z})"
         if op == "/" and a in zeros:
-            return f"{self.need('zyn_zdiv_f32')}({a}, {b})"
+            return f"{self.need('zyn_zdiv_' + t)}({a}, {b})"
         if op == "-" and a == b:
-            return f"{self.need('zyn_mulz_f32')}(abs({a}), 0.0f)"   # +0, or NaN as x * 0
+            return f"{self.need('zyn_mulz_' + t)}(abs({a}), {zeros[0]})"   # +0, or NaN as x * 0
         return None
 
     def unary(self, op, a, dtype):
@@ -611,6 +611,8 @@ def _deps(name: str) -> tuple:
         return ("zyn_isnan_f32",)
     if name == "zyn_mulz_f32":
         return ("zyn_isfinite_f32",)
+    if name in ("zyn_mulz_f64", "zyn_zdiv_f64"):
+        return ("zyn_isfinite_f32", "zyn_isnan_f32")
     return ()
 
 
@@ -815,6 +817,19 @@ fn zyn_zdiv_f32(z: f32, x: f32) -> f32 {
     let m = bitcast<u32>(x) & 0x7fffffffu;
     if (m > 0x7f800000u || m == 0u) { return bitcast<f32>(0x7fc00000u); }
     return bitcast<f32>((bitcast<u32>(x) ^ bitcast<u32>(z)) & 0x80000000u); }""",
+    "zyn_mulz_f64": """\
+// zyn_mulz_f32 for f64, which WGSL cannot bitcast: an f64 scaled by 2^-1000 converts to a
+// finite f32 where it is finite (keeping its sign, a zero's too), else to an infinity or NaN
+fn zyn_mulz_f64(x: f64, z: f64) -> f64 {
+    let s = f32(x * 9.332636185032189e-302);
+    if (!zyn_isfinite_f32(s)) { return f64(bitcast<f32>(0x7fc00000u)); }
+    return f64(bitcast<f32>((bitcast<u32>(s) ^ bitcast<u32>(f32(z))) & 0x80000000u)); }""",
+    "zyn_zdiv_f64": """\
+// zyn_zdiv_f32 for f64, through the f32 of x scaled as zyn_mulz_f64's (a zero stays zero)
+fn zyn_zdiv_f64(z: f64, x: f64) -> f64 {
+    let s = f32(x * 9.332636185032189e-302);
+    if (zyn_isnan_f32(s) || x == f64(0.0)) { return f64(bitcast<f32>(0x7fc00000u)); }
+    return f64(bitcast<f32>((bitcast<u32>(s) ^ bitcast<u32>(f32(z))) & 0x80000000u)); }""",
     "zyn_isfinite_f32": """\
 fn zyn_isfinite_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u; }""",
     "zyn_f16": """\

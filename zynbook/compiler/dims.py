@@ -54,6 +54,27 @@ def _runs_empty(loops, values) -> bool:
     return False
 
 
+def _reads(expr, names) -> bool:
+    """Whether size expression `expr` reads one of `names`."""
+    return any(isinstance(v, cir.Var) and v.name in names for v in cir.walk(expr))
+
+
+def short_host_bounds(lowered: LoweredKernel, sizes: dict, names) -> list:
+    """(constraint, the names of `names` it reads, positions covered, the axis's size) of
+    each loop of `lowered` whose bound reads one of the host sizes `names` and, at a launch's
+    solved `sizes`, covers fewer positions than the axis its variable indexes directly (not
+    under an `if`). Legal (a bound the host gives is a bound, see `solve`); a notebook says
+    so where the int came from Python, unseen in the cell."""
+    short = []
+    for c in lowered.constraints:
+        if c.loop and not c.guarded and not c.broadcast and _reads(c.right, names):
+            covered, size = _try_eval(c.right, sizes), sizes.get(c.left)
+            if covered is not None and size is not None and covered < size:
+                read = [n for n in names if _reads(c.right, (n,))]
+                short.append((c, read, covered, size))
+    return short
+
+
 def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = False,
           host_names=()) -> dict:
     """Sizes for every name in lowered.kernel.dims. `shapes`: buffer name -> shape (or None
@@ -95,7 +116,7 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
         if c.loop and c.guarded and all(v.name in host for v in cir.walk(c.right)
                                         if isinstance(v, cir.Var)):
             continue
-        if c.loop and any(isinstance(v, cir.Var) and v.name in host for v in cir.walk(c.right)):
+        if c.loop and _reads(c.right, host):
             host_bounds.append(c)
             continue
         if isinstance(c.right, cir.Var):

@@ -212,6 +212,47 @@ def _bind_unreplaced(shell, session, kept: dict) -> None:
                     pass
 
 
+def _int_of(value):
+    """A bound Python int (or 0-d integer tensor) as an int; None for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, Tensor) and value.shape == () and value.dtype[0] in "iu":
+        return int(value.numpy())
+    return None
+
+
+def _note_python_bounds(session, given: dict, source: str) -> None:
+    """Warn (a `ZynMLWarning`: the line and a caret) where an int the cell read from Python
+    bounds a loop short of the axis its variable indexes: legal, a bound the host gives
+    being a bound (docs/language.md), but not in the cell's text, and most likely a
+    notebook's `n` the cell meant as the size solved from the data."""
+    import warnings
+
+    from ..compiler.dims import short_host_bounds
+    from ..errors import ZynMLWarning
+
+    ints = {name: _int_of(v) for name, v in given.items()}
+    ints = {name: v for name, v in ints.items() if v is not None}
+    if not ints:
+        return
+    said = set()
+    for kernel in session.last_kernels:
+        sizes = kernel.sizes
+        for c, read, covered, size in short_host_bounds(kernel.lowered, sizes, ints):
+            # (a pipeline's own argument of that name holds another value)
+            names = [n for n in read if sizes.get(n) == ints[n]]
+            if not names or (c.span, c.what) in said:
+                continue
+            said.add((c.span, c.what))
+            values = ", ".join(f"`{n}` = {ints[n]}" for n in names)
+            message = (f"{c.what}: the loop covers {covered} of the axis's {size} positions, "
+                       f"{values} being read from Python (a bound Python gives is a bound, not "
+                       f"a size solved from the shapes; `del {names[0]}` in Python or another "
+                       f"name there covers the axis)")
+            warnings.warn_explicit(ZynMLWarning(message, c.span, source), ZynMLWarning,
+                                   "<zynml>", c.span.line)
+
+
 def magic_code(line: str) -> str:
     """A magic's line up to its comment outside quotes: Python's `#` (the magic stands in
     a Python cell, and IPython passes the comment on) or ZynML's `//`, as the kernel's
@@ -312,6 +353,7 @@ class ComputeMagics(Magics):
                 datas = {name: getattr(v, "data", None) for name, v in given.items()}
                 # env as a dict: a notebook name such as `source` is no keyword clash
                 value, is_expr = session._run_cell(source, _line_words(line), given)
+                _note_python_bounds(session, given, source)
             finally:
                 watched.close()
         except BaseException as err:
@@ -396,6 +438,9 @@ class ComputeMagics(Magics):
         try:
             with cell_progress(session):
                 session._run_cell(source, annotations, env)
+                if env:
+                    _note_python_bounds(session, _bind_env(env, parse_cached(source), source),
+                                        source)
                 compile_s = sum(ln.times.compile or 0.0 for ln in session.launches)
                 walls, samples = [], {}
                 for _ in range(max(1, repeat)):

@@ -1,0 +1,99 @@
+"""The notebook surface, a sixth pass: a Python int read as a loop bound, comments on the
+magic line, and what a user meets with numpy and torch data of every layout; values
+checked against numpy computed here."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("IPython")
+
+from compute_testing import wanted_devices  # noqa: E402
+from notebook_shell import cell, kc, shell_fixture  # noqa: E402,F401  (kc: a fixture)
+from zynbook.errors import ZynMLShapeError, ZynMLWarning  # noqa: E402
+
+DEVICES = [d for d in wanted_devices() if not d.startswith(("browser", "cuda", "metal"))]
+shell = shell_fixture(("x", "y", "z", "n", "m", "a", "b"))
+
+
+DOUBLE = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0 + 1.0\n}\n"
+
+
+def _run_noting(shell, text):
+    """(the cell's result, the ZynMLWarning notes it issued)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = shell.run_cell(text)
+    return result, [w.message for w in caught if isinstance(w.message, ZynMLWarning)]
+
+
+# ------------------------------------------------ a Python int as a loop bound
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [5, np.int64(3), np.array(2), 0])
+def test_a_python_int_bounding_a_loop_short_of_the_axis_is_noted(shell, device, n):
+    """`n = 5` in Python and `for i in 0..n: out[i] = x[i]` over an `x` of 8 ran over 5
+    positions without a word (docs/api.md: a Python int is a host int, its bound a bound):
+    the cell still runs over n positions, and says so at the index, naming Python's n."""
+    x = np.arange(8, dtype=np.float32)
+    shell.user_ns.update(x=x, n=n)
+    result, notes = _run_noting(shell, f'%%compute @device("{device}")\n' + DOUBLE)
+    assert result.success, result.error_in_exec
+    k = int(n)
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"], np.float64), x[:k] * 2.0 + 1.0)
+    assert len(notes) == 1, notes
+    note = notes[0]
+    assert (note.span.line, note.span.column) == (4, 20), note
+    assert f"`n` = {k} being read from Python" in note.message, note.message
+    assert f"covers {k} of the axis's 8 positions" in note.message, note.message
+    assert "^" in str(note)
+
+
+def test_a_python_int_equal_to_the_axis_or_not_a_bound_says_nothing(shell):
+    """A bound that covers the axis, and a Python int that bounds no loop over an input (an
+    output's size), are quiet."""
+    x = np.arange(8, dtype=np.float32)
+    shell.user_ns.update(x=x, n=8)
+    result, notes = _run_noting(shell, "%%compute\n" + DOUBLE)
+    assert result.success and not notes, notes
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"], np.float64), x * 2.0 + 1.0)
+    shell.user_ns["n"] = 3
+    result, notes = _run_noting(shell, "%%compute\nlet y = compute() {\n    for i in 0..n:\n"
+                                       "        out[i] = 2.0\n}\n")
+    assert result.success and not notes, notes
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"]), np.full(3, 2.0))
+
+
+def test_a_python_int_past_the_axis_is_a_shape_error_at_the_index(shell):
+    x = np.arange(8, dtype=np.float32)
+    shell.user_ns.update(x=x, n=12)
+    result = shell.run_cell("%%compute\n" + DOUBLE)
+    err = result.error_in_exec
+    assert isinstance(err, ZynMLShapeError), err
+    assert (err.line, err.column) == (4, 20) and "12" in err.message and "8" in err.message
+    assert "y" not in shell.user_ns
+    # the kernel goes on: with n deleted in Python, the cell solves n from x
+    del shell.user_ns["n"]
+    result, notes = _run_noting(shell, "%%compute\n" + DOUBLE)
+    assert result.success and not notes, (result.error_in_exec, notes)
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"], np.float64), x * 2.0 + 1.0)
+
+
+def test_a_pipeline_argument_of_the_same_name_is_not_pythons(shell):
+    """A pipeline's own `n` (given n + 1) is not the notebook's `n`: no note names it."""
+    x = np.arange(8, dtype=np.float32)
+    shell.user_ns.update(x=x, n=3)
+    result, notes = _run_noting(shell, "%%compute\npipeline f(x, n):\n    return compute(x) {\n"
+                                       "        for i in 0..n:\n            out[i] = x[i]\n"
+                                       "    }\nlet y = f(x, n + 1)\n")
+    assert result.success and not notes, (result.error_in_exec, notes)
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"]), x[:4])
+
+
+def test_timeit_notes_a_python_bound_once(shell, capsys):
+    shell.user_ns.update(x=np.arange(8, dtype=np.float32), n=5)
+    result, notes = _run_noting(shell, "%%zynml_timeit -r 2\n" + DOUBLE)
+    assert result.success, result.error_in_exec
+    assert len(notes) == 1 and "`n` = 5 being read from Python" in notes[0].message, notes

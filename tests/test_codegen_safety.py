@@ -642,11 +642,11 @@ def test_fields_are_names_of_their_own(case, device):
 @pytest.mark.parametrize("dtype", ["i64", "u8", "i16"])
 def test_integer_literals_keep_the_tensors_integer_type(dtype, device):
     """An integer literal is weak beside an integer read from a tensor: `x[i] * 3 - 1` keeps
-    x's type and wraps as numpy's does (a size or loop variable alone is what makes a chain
-    of literals weak); every device gives numpy's answer or refuses a type it lacks."""
+    x's type and wraps as numpy's does (a size keeps a chain of literals weak, as numpy's
+    Python ints are); every device gives numpy's answer or refuses a type it lacks."""
     npt = {"i64": np.int64, "u8": np.uint8, "i16": np.int16}[dtype]
     x = np.array([2**40 if dtype == "i64" else 2, 0, 100, 1], npt)
-    src = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 3 - 1 + i * 0\n}\ny\n"
+    src = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 3 - 1 + n * 0\n}\ny\n"
     try:
         got = np.asarray(zynbook.run(src, device=device, x=x).numpy())
     except ZynMLDeviceError:

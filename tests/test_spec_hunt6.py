@@ -289,10 +289,10 @@ _H8 = np.int8([126, -128, 100])
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("index", ["(i + 0)", "(0 + i)", "(i * 1)", "(i - 0)"])
 def test_a_loop_variable_plus_zero_beside_i8(index, device):
-    """`(i + 0) + h[j]` on i8 `h` is i8 arithmetic, as `i * 2 + h[j]` is (arithmetic of a loop
-    variable and literals is weak, as numpy's Python ints are): numpy's wrapped i8 values.
-    Simplify folded `i + 0` to the bare `i`, which is not weak, under an addition typed i8:
-    an internal compiler error ("`i + h[j]` is typed i8; i32 + i8 gives i32")."""
+    """`(i + 0) + h[j]` on i8 `h` is i32 arithmetic, as `i + h[j]` is (a loop variable is an
+    i32 value, not a literal, and arithmetic on it with literals is too). Simplify folds
+    `i + 0` to the bare `i` under the addition, which must keep its type (it was an internal
+    compiler error: "`i + h[j]` is typed i8; i32 + i8 gives i32")."""
     src = f"let y = compute(h) {{\n    for i in 0..4, j in 0..3:\n        out[i, j] = {index} + h[j]\n}}\ny\n"
-    want = (np.arange(4, dtype=np.int8)[:, None] + _H8[None, :]).astype(np.int8)
+    want = np.arange(4, dtype=np.int32)[:, None] + _H8[None, :].astype(np.int32)
     assert_equals_numpy(_run(device, src, h=_H8), want, 0)

@@ -837,9 +837,9 @@ class _Lowering:
         return cir.Var(cname, cir.Ty(dtype))
 
     def _is_weak(self, e) -> bool:
-        """A value typed only by a literal (types.is_weak), given the locals that still
-        hold one."""
-        return is_weak(e, self.weak_vars)
+        """A value typed only by literals and sizes (types.is_weak), given the locals that
+        still hold one."""
+        return is_weak(e, self.weak_vars | self.sizes)
 
     def whole(self, buf):
         if buf in self.shared:

@@ -113,9 +113,12 @@ def canonical_dtype(name: str) -> str | None:
 
 
 def is_weak(e, weak_names=frozenset()) -> bool:
-    """A CIR value typed only by a literal (or by math on sizes, `sqrt(head_dim)`): it takes
-    the dtype of what it meets, so f16 and f64 kernels keep their precision. `weak_names`:
-    the locals that still hold such a value where `e` is read."""
+    """A CIR value typed only by literals and sizes (`2 * n`, `sqrt(head_dim)`): it takes
+    the dtype of what it meets, as numpy's Python numbers do, so f16 and f64 kernels keep
+    their precision. `weak_names`: the sizes, and the locals that still hold such a value
+    where `e` is read. A loop variable is an i32 value, not a literal: `i * 2 + h[j]` on i8
+    `h` is i32, as `i + h[j]` is; so is an integer read from a tensor (`x[i] * 3 - 1` on
+    i64 `x` stays i64)."""
     from . import cir
 
     if isinstance(e, cir.Const):     # an integer past i32 is i64 and not weak (as numpy's)
@@ -131,10 +134,7 @@ def is_weak(e, weak_names=frozenset()) -> bool:
         args = (e.left, e.right) if isinstance(e, cir.Bin) else e.args
         if isinstance(e, cir.Bin) and e.op not in ("+", "-", "*", "/", "**", "%"):
             return False
-        # (a size or loop variable counts as weak, an integer read from a tensor does not:
-        # `x[i] * 3 - 1` on i64 x stays i64)
-        return all(is_weak(a, weak_names) or (isinstance(a, cir.Var) and a.ty.dtype == "i32"
-                                               and not a.ty.shape) for a in args)
+        return all(is_weak(a, weak_names) for a in args)
     return False
 
 
@@ -149,15 +149,17 @@ def arithmetic_dtype(op: str, a, b, weak_a: bool, weak_b: bool) -> str:
 
 
 class WeakLocals:
-    """Which locals hold a weakly typed value, followed statement by statement in program
-    order (the order lowering types a body in)."""
+    """Which names hold a weakly typed value: the sizes, and the locals followed statement by
+    statement in program order (the order lowering types a body in)."""
 
-    def __init__(self):
-        self.names: set = set()
+    def __init__(self, sizes=()):
+        self.names: set = set(sizes)
 
     def declare(self, name: str, value) -> None:
         if is_weak(value, self.names):
             self.names.add(name)
+        else:                        # (a local that shadows a size)
+            self.names.discard(name)
 
     def assign(self, name: str, value) -> None:
         if not is_weak(value, self.names):

@@ -3,9 +3,8 @@
 Only rewrites that cannot change a value on any device are made:
 
 * integer arithmetic on two constants (`+ - *`) folds when the result fits the dtype;
-* `x + 0`, `0 + x`, `x - 0`, `x * 1`, `1 * x` on integers of one dtype become `x` (but
-  beside another dtype, where arithmetic of a loop variable or size is weak and the bare
-  variable is not: `(i + 0) + h[j]` on i8 `h` is i8, `i + h[j]` i32);
+* `x + 0`, `0 + x`, `x - 0`, `x * 1`, `1 * x` on integers of one dtype become `x` (the
+  literal is weak, so `x` alone is as weak as `x + 0` was: the dtype of what it meets stays);
 * `if true:` / `if false:` keep the branch that runs (CIR names are unique per kernel, so
   its statements can join the enclosing block); `select` on a constant likewise.
 
@@ -17,7 +16,6 @@ from __future__ import annotations
 from dataclasses import fields, replace
 
 from .. import cir
-from ..types import arithmetic_dtype, is_weak
 
 _BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
@@ -76,30 +74,12 @@ def _fold(e):
             return a
         if e.op != "-" and _int_const(a, unit) and b.ty == e.ty:
             return b
-    if isinstance(e, cir.Bin) and e.op in ("+", "-", "*", "/", "%", "**") and not e.ty.shape:
-        e = _weak_again(e)
     if isinstance(e, cir.Select) and isinstance(e.cond, cir.Const) and \
             isinstance(e.cond.value, bool):
         pick = e.if_true if e.cond.value else e.if_false
         if pick.ty == e.ty:
             return pick
     return e
-
-
-def _weak_again(e: cir.Bin) -> cir.Bin:
-    """`e` whose operand, a loop variable or size left bare by the fold above (`i + 0` to
-    `i`), no longer gives e's dtype beside the other operand: that operand as `i + 0` again,
-    weak as it was when `e` was typed."""
-    typed = lambda x: arithmetic_dtype(e.op, x.left, x.right, is_weak(x.left), is_weak(x.right))
-    if e.ty == _I32 or typed(e) == e.ty.dtype:
-        return e
-    again = lambda x: cir.Bin("+", x, cir.Const(0, x.ty), x.ty) \
-        if isinstance(x, cir.Var) and x.ty == _I32 else x
-    fixed = replace(e, left=again(e.left), right=again(e.right))
-    return fixed if typed(fixed) == e.ty.dtype else e
-
-
-_I32 = cir.Ty("i32")
 
 
 def _block(body, ex=expr, fold_ifs: bool = True) -> tuple:

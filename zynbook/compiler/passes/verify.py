@@ -54,7 +54,7 @@ class _Verifier:
         self.buffers["out"] = kernel.output
         self.scopes: list = []
         self.declared: set = set()
-        self.weak = WeakLocals()
+        self.weak = WeakLocals(kernel.dims)
         self.loops: list = []           # enclosing loops
         self.yield_loops = None
 

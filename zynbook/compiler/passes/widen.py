@@ -17,7 +17,7 @@ from .simplify import map_stmts
 
 def widen_vars(kernel: cir.Kernel) -> cir.Kernel:
     final: dict = {}                 # mutable local -> its type after every assignment
-    weak = WeakLocals()
+    weak = WeakLocals(kernel.dims)
     for s in cir.walk(kernel.body):     # in program order
         if isinstance(s, cir.Let):
             weak.declare(s.name, s.value)

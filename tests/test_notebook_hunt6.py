@@ -97,3 +97,76 @@ def test_timeit_notes_a_python_bound_once(shell, capsys):
     result, notes = _run_noting(shell, "%%zynml_timeit -r 2\n" + DOUBLE)
     assert result.success, result.error_in_exec
     assert len(notes) == 1 and "`n` = 5 being read from Python" in notes[0].message, notes
+
+
+# ------------------------------------------------ `#` on a magic's line, in both kernels
+
+def _kernel_ok(kc, code):
+    """The cell's printed and displayed text (it must run without an error)."""
+    from test_kernel_support import errors_of, execute, results_of, stdout_of
+
+    reply, outputs = execute(kc, code)
+    assert reply["status"] == "ok", (code, errors_of(outputs), outputs)
+    return stdout_of(outputs) + "".join(d.get("text/plain", "") for d in results_of(outputs))
+
+
+def _kernel_value(kc, name):
+    """A ZynML name's value, through %python."""
+    out = _kernel_ok(kc, f"%python import numpy as _np; print(_np.asarray({name}).tolist())")
+    return np.asarray(eval(out.strip()), np.float64)
+
+
+def test_kernel_magic_lines_end_at_a_hash_comment(kc):
+    """In the ZynML kernel `%device cpu  # note` was `no device \\`cpu  # note\\``, and
+    `%timeit -r 2 # note`, `%time # note` timed `# note` (a syntax error), while the Python
+    magics' lines (`%%compute`, `%zynml_device`, `%%compare`) end at `#`: every magic's line
+    now ends at `#` or `//` outside quotes."""
+    x = [1.0, 2.0, 3.0, 4.0]
+    want = np.asarray(x) * 3.0
+    _kernel_ok(kc, "%device cpu:native  # the fast one\nlet nh6_x = upload([1.0, 2.0, 3.0, 4.0])")
+    assert "default device: cpu:native" in _kernel_ok(kc, "%device  # which one?")
+    body = "let nh6_y = compute(nh6_x) {\n    for i in 0..k:\n        out[i] = nh6_x[i] * 3.0\n}\n"
+    for head in ("%%timeit -r 2 # was -r 50", "%%time # why", "%timeit -r 1 # note",
+                 "%time // note"):
+        _kernel_ok(kc, "%python nh6_y = None")
+        _kernel_ok(kc, head + "\n" + body)
+        np.testing.assert_array_equal(_kernel_value(kc, "nh6_y"), want)
+    out = _kernel_ok(kc, "%inspect launch-ir  # the C++ target's")
+    assert "launch zyn_k_" in out and "// target: cpu" in out, out
+    _kernel_ok(kc, "%device cpu  // back")
+
+
+def test_kernel_a_hash_in_zynml_code_is_a_syntax_error_saying_so(kc):
+    """`#` is no comment in ZynML code (a cell's line, the code after `%time`): a syntax
+    error at the `#` that says comments start with `//`; the kernel goes on."""
+    from test_kernel_support import errors_of, execute
+
+    for code, column in (("let nh6_a = 1  # one", 16), ("%time let nh6_a = 1 # one", 21)):
+        reply, outputs = execute(kc, code)
+        assert reply["status"] == "error", outputs
+        errs = errors_of(outputs)
+        assert errs and errs[0]["ename"] == "ZynMLSyntaxError", errs
+        assert "ZynML comments start with //" in errs[0]["evalue"], errs
+        assert f"(line 1, column {column})" in errs[0]["evalue"], errs
+    _kernel_ok(kc, "let nh6_a = 1  // one")
+    assert _kernel_value(kc, "nh6_a").tolist() == 1.0
+
+
+@pytest.mark.parametrize("code", ["%device cpu  # vul", "%inspect # cu", "%%timeit -r 1 # nh6_"])
+def test_kernel_completes_nothing_inside_a_magic_lines_hash_comment(kc, code):
+    from test_notebook_hunt4 import _complete
+
+    _kernel_ok(kc, "let nh6_value = 1.5")
+    assert _complete(kc, code) == ([], len(code), len(code))
+
+
+def test_python_inspect_line_ends_at_a_hash_comment(shell, capsys):
+    x = np.arange(5, dtype=np.float32)
+    shell.user_ns["x"] = x
+    cell(shell, '%%compute @device("cpu:native")  # note\nlet y = compute(x) {\n'
+                "    for i in 0..m:\n        out[i] = x[i] + 1.0\n}\n")
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"]), x + 1.0)
+    capsys.readouterr()
+    cell(shell, "%zynml_inspect launch-ir  # the C++ target's")
+    out = capsys.readouterr().out
+    assert "launch zyn_k_" in out, out

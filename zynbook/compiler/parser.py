@@ -531,6 +531,8 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
                 "(or \\r\\n)"
         elif ch in "\"'" and ch not in text[column:]:
             msg = f"unterminated string: no closing {ch} on this line"
+        elif ch == "#":             # (a Python habit; the same line of a magic ends there)
+            msg = "unexpected character '#': ZynML comments start with //"
         elif ch:
             msg = f"unexpected character {ch!r}"
         else:

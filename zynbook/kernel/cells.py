@@ -29,6 +29,21 @@ from ..errors import ZynMLError, ZynMLSyntaxError
 ZYNML_MAGICS = ("device", "inspect", "time", "timeit", "python")
 
 
+def magic_code(line: str) -> str:
+    """A magic's line (its options, annotations, device id) up to its comment outside
+    quotes: `//` as on a ZynML line, or `#` (a Python notebook's magic stands in a Python
+    cell, and a ZynML cell's `%device cpu  # note` is the same line), in both kernels. Not
+    stripped: what is left keeps its columns in the line. (ZynML code is not a magic's
+    line: there `#` is no comment, a syntax error saying so.)"""
+    return code_part(line, ("//", "#"))
+
+
+def line_code(line: str) -> str:
+    """A cell line up to its comment: a magic's line (`%name`, `%%name`) ends at `#` or
+    `//` (`magic_code`), a ZynML line at `//`."""
+    return magic_code(line) if line.lstrip().startswith("%") else code_part(line)
+
+
 @dataclass
 class Part:
     """One piece of a cell, in order.
@@ -65,7 +80,7 @@ def split_cell(cell: str) -> list[Part]:
         if name == "python":
             return [Part("python", rest, line=first + 2)]
         if name in ("time", "timeit"):
-            args = code_part(args)          # (a `//` note ends the line)
+            args = magic_code(args)         # (a `//` or `#` note ends the line)
             opts, left = _timer_args(args)
             bad = args.strip() if name == "time" else _bad_option(left, is_code=False)
             if bad:
@@ -104,8 +119,8 @@ def split_cell(cell: str) -> list[Part]:
         elif name in ("time", "timeit"):
             # (%time takes no options: its `-n 3` was dropped and the code run once)
             opts, code = _timer_args(args) if name == "timeit" else ("", args.strip())
-            if not code_part(code).strip():
-                code = ""           # a `//` note alone: the rest of the cell is timed
+            if not magic_code(code).strip():
+                code = ""           # a `//` or `#` note alone: the rest of the cell is timed
             bad = _bad_option(code)
             if bad:
                 parts.append(Part("usage", _timer_usage("%" + name, bad), name="%" + name,

@@ -28,7 +28,7 @@ from ipykernel.zmqshell import ZMQInteractiveShell
 from IPython.display import display
 from traitlets import Type
 
-from ..compiler.parser import code_part, in_string, parse
+from ..compiler.parser import in_string, parse
 from ..errors import ZynMLError
 from ..highlight import ANNOTATIONS, BUILTIN_FUNCTIONS, KERNEL_TYPES, KEYWORDS
 from . import LANGUAGE_INFO, cells
@@ -284,13 +284,12 @@ class ZynMLRunner:
         raise UsageError(message)
 
     def device(self, args: str = "", at: tuple | None = None):
-        """`%device [ID]`: set (or show) the default device. A `//` comment ends the line,
-        as on the cell's ZynML lines. `at`: (the cell's line number, its text), where an
-        id no device has is pointed at."""
-        from ..compiler.parser import code_part
+        """`%device [ID]`: set (or show) the default device. A `//` or `#` comment ends the
+        line, as on every magic's line (`cells.magic_code`). `at`: (the cell's line number,
+        its text), where an id no device has is pointed at."""
         from ..errors import Span
 
-        text = code_part(args).strip()
+        text = cells.magic_code(args).strip()
         args = text.strip("'\"")
         if args:
             try:
@@ -317,12 +316,10 @@ class ZynMLRunner:
         ran compute blocks: a summary and the kernel (`--full`: the whole text)."""
         from IPython.core.error import UsageError
 
-        from ..compiler.parser import code_part
-
         if not self.last_kernels:
             print("No compute block has run yet.")
             return None
-        want, full = parse_inspect_args(code_part(args))
+        want, full = parse_inspect_args(cells.magic_code(args))
         try:
             bundle = code_bundle(self.last_kernels, self.last_launches, want, full,
                                  self.session.namespace)
@@ -553,7 +550,7 @@ class ZynMLKernel(IPythonKernel):
         line_start = code.rfind("\n", 0, cursor) + 1
         before = code[line_start:cursor]
         token, start = cells.token_before(code, cursor)
-        if len(code_part(before)) < len(before):
+        if len(cells.line_code(before)) < len(before):
             return [], cursor           # a comment: no name of ZynML's is meant there
         # a device id: `%device cp|`, `@device("vul|`, `@device(["cpu", "vul|`,
         # `compute_device: "c|`
@@ -623,7 +620,8 @@ class ZynMLKernel(IPythonKernel):
         line_start = code.rfind("\n", 0, start) + 1
         line_end = code.find("\n", start)
         text = code[line_start:line_end if line_end >= 0 else len(code)]
-        if start - line_start >= len(code_part(text)) or in_string(code[line_start:start]):
+        if start - line_start >= len(cells.line_code(text)) or \
+                in_string(code[line_start:start]):
             word = ""               # a word in a comment or a string names nothing
         local = cells.local_meaning(code, cursor, word.split(".")[0]) if word else None
         if local is not None:

@@ -161,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
 def parse_args(line: str) -> argparse.Namespace:
     from IPython.core.error import UsageError
 
-    from .compute import magic_code
+    from ..kernel.cells import magic_code
 
     try:
         # (`# why` or `// why`, outside quotes, is a note)

@@ -253,17 +253,8 @@ def _note_python_bounds(session, given: dict, source: str) -> None:
                                    "<zynml>", c.span.line)
 
 
-def magic_code(line: str) -> str:
-    """A magic's line up to its comment outside quotes: Python's `#` (the magic stands in
-    a Python cell, and IPython passes the comment on) or ZynML's `//`, as the kernel's
-    `%device`. Not stripped: what is left keeps its columns in the line."""
-    from ..compiler.parser import code_part
-
-    return code_part(line, ("//", "#"))
-
-
 def _line_words(line: str) -> str:
-    return magic_code(line).strip()
+    return cells.magic_code(line).strip()
 
 
 def _on_magic_line(err: ZynMLError, source: str, shift: int) -> None:
@@ -417,7 +408,7 @@ class ComputeMagics(Magics):
 
         written = line.strip()
         # options before a comment only (`// was -r 50, -fast` is a note)
-        code = magic_code(written)
+        code = cells.magic_code(written)
         given = re.findall(r"(?:^|(?<=\s))-r(?:\s*(\d+)(?!\S)|\s*(\S*))", code)
         if len(given) > 1 or given and not given[0][0]:
             what = "given twice" if len(given) > 1 else f"not `{given[0][1]}`" \

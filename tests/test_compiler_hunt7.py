@@ -57,3 +57,53 @@ def test_a_let_of_loop_variable_arithmetic_is_i32(device):
     src = _block("let k = i * 3\n        out[i] = u[i] + k", inputs="u")
     want = u.astype(np.int32) + np.arange(5, dtype=np.int32) * 3
     assert_equals_numpy(_run(device, src, u=u), want, 0)
+
+
+# ------------------------------------------------ a window's size is solved from its reads
+
+def _taps3(x):
+    return x[:-2] + x[1:-1] + x[2:]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("size", [3, 7, 13])
+@pytest.mark.parametrize("src, want", [
+    ("for i in 0..n - 2:\n        out[i] = x[i] + x[i + 1] + x[i + 2]", _taps3),
+    ("for i in 0..n - 2:\n        out[i] = x[i + 2] + x[i] + x[i + 1]", _taps3),
+    ("for i in 0..n:\n        out[i] = x[i] - x[i + 1]", lambda x: x[:-1] - x[1:]),
+    ("for i in 0..n - 1:\n        out[i] = x[i + 1] * 2.0 - x[i]", lambda x: x[1:] * 2 - x[:-1]),
+])
+def test_a_window_covers_its_axis(device, size, src, want):
+    """`x[i] + x[i+1] + x[i+2]` in `0..n - 2` solved `n - 2 = len(x)` from the direct read
+    and then read past the end (a shape error, index len(x) outside the axis): the window's
+    furthest read bounds the loop."""
+    x = (np.arange(1, size + 1, dtype=np.float32) ** 2) % 11
+    got = _run(device, f"let y = compute(x) {{\n    {src}\n}}\ny\n", x=x)
+    assert_equals_numpy(got, want(x), 1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_two_dimensional_window(device):
+    """Each axis solves its own window: rows - 1 and cols - 2 loops over a 5 x 7 input."""
+    m = RNG.standard_normal((5, 7)).astype(np.float32)
+    src = ("let y = compute(m) {\n    for r in 0..rows - 1, c in 0..cols - 2:\n"
+           "        out[r, c] = m[r, c] + m[r + 1, c + 2]\n}\ny\n")
+    assert_equals_numpy(_run(device, src, m=m), m[:-1, :-2] + m[1:, 2:], 1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("bound, fits", [("7", True), ("8", False), ("k", True)])
+def test_a_window_over_a_given_bound(device, bound, fits):
+    """A constant or host bound is held to the axis with its window: `0..7` reading c and
+    c + 1 fits an axis of 8, `0..8` does not (a shape error); a host k = 5 reading up to
+    c + 1 fits too."""
+    x = RNG.standard_normal((3, 8)).astype(np.float32)
+    src = (f"let k = 5\nlet y = compute(x) {{\n    for r in 0..rows, c in 0..{bound}:\n"
+           "        out[r, c] = x[r, c] + x[r, c + 1]\n}\ny\n")
+    if not fits:
+        with pytest.raises(zynbook.ZynMLError) as info:
+            _run(device, src, x=x)
+        assert info.value.kind == "shape"
+        return
+    n = 5 if bound == "k" else 7
+    assert_equals_numpy(_run(device, src, x=x), x[:, :n] + x[:, 1:n + 1], 1e-6)

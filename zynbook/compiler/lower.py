@@ -143,6 +143,8 @@ class _Lowering:
         self.scalar_types = scalars        # free name -> dtype of a host scalar (ints = sizes)
         self.constraints: list = []
         self.bound_checks: list = []
+        self.window_ties: dict = {}        # (axis, loop var) -> its loop constraints (x[i])
+        self.window_reach: dict = {}       # (axis, loop var) -> largest c of a read x[i + c]
         self.size_spans: dict = {}
         self.sizes: set = set()
         self.scalar_args: dict = {}        # name -> dtype (non-size scalars)
@@ -256,6 +258,7 @@ class _Lowering:
         defaults = self._defaults(kernel_type)
         labels = {c: v[0] for c, v in self.buffers.items()}
         placeholders = {c: v[3] for c, v in self.buffers.items()}
+        self._reach_windows()
         return LoweredKernel(kernel, self.constraints, self.bound_checks, self.size_spans,
                              labels, defaults, self.annotations, placeholders,
                              dict(self.scalar_labels), list(self.notes))
@@ -921,22 +924,47 @@ class _Lowering:
                         dim, lstop, item.span, f"{what}, sliced by `{node.var}` in "
                         f"{cir.format_expr(lstart)}..{cir.format_expr(lstop)}", loop=True))
             return
-        if isinstance(it, cir.Var) and it.name in self.loop_info:
+        if isinstance(it, cir.Var) and self._covering_loop(it.name):
             lstart, lstop, lstep, node = self.loop_info[it.name]
-            if isinstance(lstart, cir.Const) and lstart.value == 0 and \
-                    isinstance(lstep, cir.Const) and lstep.value == 1:
-                self.constraints.append(Constraint(
-                    dim, lstop, item.span,
-                    f"{what}, indexed by `{node.var}` in 0..{cir.format_expr(lstop)}", loop=True,
-                    guarded=self.guard_depth > 0))
-                return
+            tie = Constraint(dim, lstop, item.span,
+                             f"{what}, indexed by `{node.var}` in 0..{cir.format_expr(lstop)}",
+                             loop=True, guarded=self.guard_depth > 0)
+            self.constraints.append(tie)
+            self.window_ties.setdefault((dim, it.name), []).append(tie)
+            return
         if self.guard_depth:
             return      # guarded by an `if`: out-of-range values are the program's intent
+        form = affine.linear(it)
+        if form is not None and len(form[0]) == 1 and form[1] > 0:
+            (name, (coef, _)), = form[0].items()
+            if coef == 1 and self._covering_loop(name):      # a window's read x[i + c]
+                key = (dim, name)
+                self.window_reach[key] = max(self.window_reach.get(key, 0), form[1])
         b = affine.bounds(it, self.ranges, self._steps())
         if b is not None:
             loops = tuple(self.ranges[n.name] for n in cir.walk(it)
                           if isinstance(n, cir.Var) and n.name in self.ranges)
             self.bound_checks.append(BoundCheck(dim, b[0], b[1], item.span, what, loops))
+
+    def _covering_loop(self, name) -> bool:
+        """Whether `name` is the variable of a loop `0..stop` by 1, which covers the axis it
+        indexes directly."""
+        if name not in self.loop_info:
+            return False
+        lstart, _, lstep, _ = self.loop_info[name]
+        return isinstance(lstart, cir.Const) and lstart.value == 0 and \
+            isinstance(lstep, cir.Const) and lstep.value == 1
+
+    def _reach_windows(self):
+        """A loop that indexes an axis directly (`x[i]`) and also reads it further on
+        (`x[i + 2]`, not under an `if`) covers the axis with that window: its bound plus 2
+        is the axis's size, so `0..n - 2` over x gives n = len(x), as numpy's
+        `x[:-2] + x[1:-1] + x[2:]`."""
+        for (dim, var), ties in self.window_ties.items():
+            reach = self.window_reach.get((dim, var))
+            for tie in ties if reach else ():
+                tie.right = affine.add(tie.right, affine.const(reach))
+                tie.what += f" and read up to `{self.loop_info[var][3].var} + {reach}`"
 
     def binary(self, op, a, b, span):
         if op == "@":

@@ -170,3 +170,25 @@ def test_python_inspect_line_ends_at_a_hash_comment(shell, capsys):
     cell(shell, "%zynml_inspect launch-ir  # the C++ target's")
     out = capsys.readouterr().out
     assert "launch zyn_k_" in out, out
+
+
+# ------------------------------------------------ %%compare: results of another shape
+
+def test_compare_a_result_of_another_shape_says_both_shapes(shell):
+    """A numpy expression whose result has another shape than the cell's (here the cell's
+    loop is bounded by Python's `n` = 2, numpy reads all of `x`) showed a difference of
+    `inf` and nothing else: the row says both shapes."""
+    x = np.arange(4, dtype=np.float32)
+    shell.user_ns.update(x=x, n=2)
+    cell(shell, "%%compare --devices cpu,cpu:native --repeat 1 --no-chart "
+                "--numpy 'np.tanh(x) * 2.0' --out z\n"
+                "let y = compute(x) {\n    for i in 0..n:\n        out[i] = tanh(x[i]) * 2.0\n}\n")
+    rows = {r.device: r for r in shell.user_ns["z"].rows}
+    assert not rows["cpu"].error and rows["cpu:native"].max_diff == 0.0, rows
+    assert rows["numpy"].error == "a result of shape [4] where the CPU reference's is [2]"
+    del shell.user_ns["n"]          # the cell solves n from x: numpy agrees
+    cell(shell, "%%compare --devices cpu --repeat 1 --no-chart --numpy 'np.tanh(x) * 2.0' "
+                "--out z\nlet y = compute(x) {\n    for i in 0..n:\n"
+                "        out[i] = tanh(x[i]) * 2.0\n}\n")
+    row = shell.user_ns["z"].rows[-1]
+    assert row.device == "numpy" and not row.error and row.max_diff < 1e-6, row

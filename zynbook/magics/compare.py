@@ -228,6 +228,18 @@ def _max_diff(got, ref) -> float | None:
     return float(np.nan_to_num(diff, nan=np.inf, posinf=np.inf).max())
 
 
+def _difference(row: Row, got, ref) -> None:
+    """`row.max_diff` from the reference, and `row.error` saying both shapes where they
+    differ (the difference alone, infinite, said nothing of why: a Python `n` bounding
+    the cell's loop short of the array the numpy expression reads)."""
+    row.max_diff = _max_diff(got, ref)
+    if row.max_diff == float("inf"):
+        a, b = _to_numpy(got), _to_numpy(ref)
+        if np.shape(a) != np.shape(b):
+            row.error = (f"a result of shape {list(np.shape(a))} where the CPU reference's "
+                         f"is {list(np.shape(b))}")
+
+
 def unplaced(env: dict) -> dict:
     """`env` with each tensor placed on a device on purpose (an earlier cell's block under
     `@device("vulkan:0")`, `to_device`) as a host copy placed nowhere: a block reading it
@@ -308,7 +320,7 @@ def run_compare(source: str, devices: list, sizes: tuple, env: dict, repeat: int
                             row.clock = "wall"
                         got = _result_of(session, value, is_expr, names, result)
                         progress.update(f"{device} {label}", 1)
-                    row.max_diff = _max_diff(got, reference)
+                    _difference(row, got, reference)
                     row.flops, row.bytes = cost.flops, cost.bytes
                     rt = rates(cost, row.median, device_info(device))
                     row.gflops, row.gbytes = rt.gflops, rt.gbytes
@@ -335,7 +347,7 @@ def run_compare(source: str, devices: list, sizes: tuple, env: dict, repeat: int
                         row.times.append(time.perf_counter() - t0)
                         progress.update(f"{kind} {label}", 1)
                     row.clock = "wall"
-                    row.max_diff = _max_diff(got, reference)
+                    _difference(row, got, reference)
                     row.flops, row.bytes = cost.flops, cost.bytes
                     rt = rates(cost, row.median, device_info(_expr_device(kind, got)))
                     row.gflops, row.gbytes = rt.gflops, rt.gbytes

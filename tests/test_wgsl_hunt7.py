@@ -46,3 +46,49 @@ def test_f64_products_with_zero_keep_nan_and_infinities(device, expr, want):
     assert got.dtype == np.float64
     assert_equals_numpy(got, w, 0)
     np.testing.assert_array_equal(np.signbit(got[~np.isnan(w)]), np.signbit(w[~np.isnan(w)]))
+
+
+_X = np.float32([1.5, -2.0, 3.0, 1.1])
+_K = 3_000_000_001          # past i32: a host int read as i64
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, dtype, want", [
+    ("x[i] * k", np.float32, lambda x, k: x * np.float32(k)),
+    ("x[i] * k", np.float64, lambda x, k: x * np.float64(k)),
+    ("x[i] * k", np.float16, lambda x, k: x * np.float16(k)),       # inf: past f16
+    ("x[i] / k - 1.0", np.float32, lambda x, k: x / np.float32(k) - np.float32(1)),
+    ("f32(k) + x[i]", np.float32, lambda x, k: np.float32(k) + x),
+    ("f64(k) - x[i]", np.float32, lambda x, k: np.float64(k) - x.astype(np.float64)),
+    ("(x[i] * 1e9 < k) * 1.0", np.float32,
+     lambda x, k: (x * np.float32(1e9) < np.float32(k)).astype(np.float32)),
+])
+def test_a_host_int_past_i32_used_as_a_float(device, expr, dtype, want):
+    """k = 3 * 10^9 + 1 converted to the float it meets, as numpy converts it (f32 rounds it
+    to 3 * 10^9): WebGPU takes it as that float (it refused the host int past its 32-bit
+    integers, though the program needs no integer)."""
+    src = f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = {expr}\n}}\ny\n"
+    x = _X.astype(dtype)
+    with np.errstate(over="ignore"):
+        w = want(x, _K)
+    if device == "gl:0" and w.dtype == np.float64:
+        with pytest.raises(ZynMLError, match="shader-f64"):
+            _host(zynbook.run(src, device=device, x=x, k=_K))
+        return
+    got = _host(zynbook.run(src, device=device, x=x, k=_K))
+    assert got.dtype == w.dtype, (got.dtype, w.dtype)
+    assert_equals_numpy(got, w, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_host_int_past_i32_used_as_an_integer_too_is_still_refused(device):
+    """k also in i64 arithmetic (k % 7): numpy's value where 64-bit integers exist, else
+    the refusal naming k. (Products exact in f32: fused into the sum or not, equal.)"""
+    src = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * k + i64(k % 7)\n}\ny\n"
+    x = np.float32([1.0, -2.0, 0.5])
+    if device not in ("vulkan:0", "gl:0"):
+        w = x * np.float32(_K) + np.float32(_K % 7)
+        assert_equals_numpy(_host(zynbook.run(src, device=device, x=x, k=_K)), w, 0)
+        return
+    with pytest.raises(ZynMLError, match="`k` = 3000000001"):
+        _host(zynbook.run(src, device=device, x=x, k=_K))

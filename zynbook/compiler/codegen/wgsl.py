@@ -210,12 +210,75 @@ def launch_target(options: WGSLOptions):
         fma_sums=128 if "nvidia" in options.adapter.lower() else 64)
 
 
+_AS_FLOAT = ("f16", "f32", "f64")       # (bf16's value is its f32's, not spelled apart)
+
+
+def host_ints_as_floats(kernel: cir.Kernel) -> tuple:
+    """(`kernel`, {name: dtype}): the host ints past i32 (read as i64, lower.py) that the
+    kernel uses only as floats of one dtype (`x[i] * k` of f32 x, `f32(k)`, `k < x[i]`)
+    made scalar arguments of that dtype, their values converted on the host as the
+    program converts them (`host_float`): WGSL has no i64 to hold them, and a float needs
+    none. Those used as integers stay sizes (and are refused: `_i32_check`)."""
+    wide = {d for d in kernel.dims if any(
+        isinstance(n, cir.Cast) and n.ty.dtype == "i64" and n.operand == cir.Var(d, cir.Ty("i32"))
+        for n in cir.walk(kernel.body))}
+    moved, seen = _floats_of(kernel, wide)
+    left = {n.name for n in cir.walk(moved.body) if isinstance(n, cir.Var) and
+            n.name in wide and n.ty.dtype == "i32"}
+    floats = {d: next(iter(ts)) for d, ts in seen.items() if len(ts) == 1 and d not in left}
+    if not floats:
+        return kernel, {}
+    if set(seen) != set(floats):
+        moved, _ = _floats_of(kernel, set(floats))
+    return dc.replace(moved, dims=tuple(d for d in moved.dims if d not in floats), scalars=(
+        moved.scalars + tuple(cir.Scalar(d, t) for d, t in sorted(floats.items())))), floats
+
+
+def _floats_of(kernel: cir.Kernel, names: set) -> tuple:
+    """(`kernel` with the host ints `names` read as i64 replaced by a float Var where the
+    expression around converts them to a float, {name: the float dtypes it is read as})."""
+    from ..passes.simplify import rewrite_exprs
+    seen: dict = {}
+
+    def as_float(e, dtype):
+        if not (isinstance(e, cir.Cast) and e.ty.dtype == "i64" and isinstance(e.operand, cir.Var)
+                and e.operand.name in names and dtype in _AS_FLOAT):
+            return e
+        seen.setdefault(e.operand.name, set()).add(dtype)
+        return cir.Var(e.operand.name, cir.Ty(dtype))
+
+    def rule(e):
+        if e.ty.shape:
+            return e
+        if isinstance(e, cir.Cast):
+            got = as_float(e.operand, e.ty.dtype)
+            return got if got is not e.operand else e
+        if isinstance(e, cir.Bin):
+            floats = [x.ty.dtype for x in (e.left, e.right) if x.ty.dtype in _AS_FLOAT]
+            dt = e.ty.dtype if e.ty.dtype != "bool" else \
+                ("f64" if "f64" in floats else floats[0]) if floats else None
+            return dc.replace(e, left=as_float(e.left, dt), right=as_float(e.right, dt))
+        if isinstance(e, cir.Select):
+            return dc.replace(e, if_true=as_float(e.if_true, e.ty.dtype),
+                              if_false=as_float(e.if_false, e.ty.dtype))
+        return e
+    return rewrite_exprs(kernel, rule), seen
+
+
+def host_float(value, dtype: str) -> float:
+    """Host int `value` converted to float `dtype` as numpy converts an int64 (rounded once)."""
+    import numpy as np
+    with np.errstate(over="ignore"):
+        return float(np.array(value, np.int64).astype({"f16": np.float16, "f32": np.float32,
+                                                       "f64": np.float64}[dtype]))
+
+
 def _sizes(kernel: cir.Kernel, options: WGSLOptions) -> dict:
     """The sizes a program is built for: the launch's (`sized_for`), else sizes of the
     options' pattern of equal and negative sizes."""
     from ..launch.scalar import pattern_sizes
     if options.launch_sizes:
-        return {k: int(v) for k, v in options.launch_sizes}
+        return {k: int(v) for k, v in options.launch_sizes if k in kernel.dims}
     return pattern_sizes(kernel.dims, options.equal_sizes, options.negative_sizes)
 
 
@@ -260,6 +323,7 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     without `shader-f16`...)."""
     from ..launch import ir as lir
     from ..launch.scalar import user_name
+    kernel, floats = host_ints_as_floats(kernel)
     sizes = _sizes(kernel, options)
     if any(d not in sizes for d in kernel.dims):
         return None
@@ -283,6 +347,8 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     for field_name, wgsl_type, p in dialect.uniforms:
         where, name = ("sizes", dims[p.name]) if p.kind == "size" else ("scalars", scalars[p.name])
         num = float if p.kind != "size" and wgsl_type in ("f32", "f64") else int
+        if name in floats:          # a host int the program reads as a float
+            where, num = "sizes", (lambda v, t=floats[name]: host_float(v, t))
         params.append(ParamField(field_name, wgsl_type,
                                  lambda env, w=where, n=name, num=num: num(env[w][n]), name))
     program_bindings = [ProgramBinding(n, name, names.get(role, role), access, elem,
@@ -504,6 +570,8 @@ def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
 
     def check(env):
         for name, v in env["sizes"].items():
+            if name not in kernel.dims:
+                continue        # a host int the program reads as a float (host_ints_as_floats)
             if name not in axes:
                 if not -I32_LIMIT - 1 <= int(v) <= I32_LIMIT:
                     return (f"the host int `{name}` = {v} is past the 32-bit integers kernel "

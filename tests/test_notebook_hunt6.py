@@ -99,6 +99,27 @@ def test_timeit_notes_a_python_bound_once(shell, capsys):
     assert len(notes) == 1 and "`n` = 5 being read from Python" in notes[0].message, notes
 
 
+
+def test_kernel_a_python_int_bounding_a_loop_short_of_the_axis_is_noted(kc):
+    """The ZynML kernel reads Python's names too: a Python `n` bounding a loop short of the
+    axis is noted on stderr when the cell reads it from Python; a ZynML `let` is not."""
+    from test_kernel_support import execute
+
+    _kernel_ok(kc, "%python import numpy as np; nh6_x = np.arange(8, dtype=np.float32); "
+                   "nh6_n = 5")
+    body = "let nh6_y = compute(nh6_x) {\n    for i in 0..{n}:\n        out[i] = nh6_x[i] * 2.0\n}\n"
+    reply, outputs = execute(kc, body.replace("{n}", "nh6_n"))
+    assert reply["status"] == "ok", outputs
+    err = "".join(m["content"]["text"] for m in outputs
+                  if m["msg_type"] == "stream" and m["content"]["name"] == "stderr")
+    assert "ZynML note at line 3, column 24" in err and "`nh6_n` = 5 being read from Python" \
+        in err, err
+    np.testing.assert_array_equal(_kernel_value(kc, "nh6_y"), np.arange(5) * 2.0)
+    reply, outputs = execute(kc, "let nh6_k = 3\n" + body.replace("{n}", "nh6_k"))
+    assert reply["status"] == "ok" and not [m for m in outputs if m["msg_type"] == "stream"
+                                            and "ZynML note" in m["content"]["text"]], outputs
+    np.testing.assert_array_equal(_kernel_value(kc, "nh6_y"), np.arange(3) * 2.0)
+
 # ------------------------------------------------ `#` on a magic's line, in both kernels
 
 def _kernel_ok(kc, code):

@@ -180,6 +180,8 @@ class ZynMLRunner:
         """Run one piece of ZynML; its value if it ends in an expression, else None. `at`:
         (line, column, the cell's line) where `source` is the code after `%time` on that
         line: an error in it points at the cell's line and column."""
+        from ..magics.compute import note_python_bounds
+
         session = self.session
         before = dict(session.namespace)
         env = self.python_names(source)
@@ -187,6 +189,7 @@ class ZynMLRunner:
             with cell_progress(session):
                 # env as a dict: a Python name such as `compute_annotations` is no keyword
                 value, is_expr = session._run_cell(source, "", env)
+            note_python_bounds(session, env, source)
         except ZynMLError as err:
             from ..magics.compute import _unusable_read
 

@@ -213,19 +213,27 @@ def _bind_unreplaced(shell, session, kept: dict) -> None:
 
 
 def _int_of(value):
-    """A bound Python int (or 0-d integer tensor) as an int; None for anything else."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, Tensor) and value.shape == () and value.dtype[0] in "iu":
-        return int(value.numpy())
+    """A Python or numpy int, or a 0-d integer array or tensor (a host int to ZynML), as an
+    int; None for anything else."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if getattr(value, "ndim", None) == 0:
+        try:
+            value = np.asarray(value)
+        except Exception:           # (a GPU array: not worth a copy to the host here)
+            return None
+        return int(value) if value.dtype.kind in "iu" else None
     return None
 
 
-def _note_python_bounds(session, given: dict, source: str) -> None:
+def note_python_bounds(session, given: dict, source: str) -> None:
     """Warn (a `ZynMLWarning`: the line and a caret) where an int the cell read from Python
-    bounds a loop short of the axis its variable indexes: legal, a bound the host gives
-    being a bound (docs/language.md), but not in the cell's text, and most likely a
-    notebook's `n` the cell meant as the size solved from the data."""
+    (`given`: the Python values the run bound) bounds a loop short of the axis its
+    variable indexes: legal, a bound the host gives being a bound (docs/language.md), but
+    not in the cell's text, and most likely a notebook's `n` the cell meant as the size
+    solved from the data. For `%%compute`, `%%zynml_timeit` and the ZynML kernel."""
     import warnings
 
     from ..compiler.dims import short_host_bounds
@@ -344,7 +352,7 @@ class ComputeMagics(Magics):
                 datas = {name: getattr(v, "data", None) for name, v in given.items()}
                 # env as a dict: a notebook name such as `source` is no keyword clash
                 value, is_expr = session._run_cell(source, _line_words(line), given)
-                _note_python_bounds(session, given, source)
+                note_python_bounds(session, given, source)
             finally:
                 watched.close()
         except BaseException as err:
@@ -429,9 +437,7 @@ class ComputeMagics(Magics):
         try:
             with cell_progress(session):
                 session._run_cell(source, annotations, env)
-                if env:
-                    _note_python_bounds(session, _bind_env(env, parse_cached(source), source),
-                                        source)
+                note_python_bounds(session, env, source)
                 compile_s = sum(ln.times.compile or 0.0 for ln in session.launches)
                 walls, samples = [], {}
                 for _ in range(max(1, repeat)):

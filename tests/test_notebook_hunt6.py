@@ -66,6 +66,16 @@ def test_a_python_int_equal_to_the_axis_or_not_a_bound_says_nothing(shell):
     np.testing.assert_array_equal(np.asarray(shell.user_ns["y"]), np.full(3, 2.0))
 
 
+
+def test_a_python_int_a_stencil_needs_says_nothing(shell):
+    """`n = len(x) - 1` for `x[i] + x[i + 1]`: the loop reads the whole axis, no note."""
+    x = np.arange(8, dtype=np.float32) ** 2
+    shell.user_ns.update(x=x, n=7)
+    result, notes = _run_noting(shell, "%%compute\nlet y = compute(x) {\n    for i in 0..n:\n"
+                                       "        out[i] = x[i] + x[i + 1]\n}\n")
+    assert result.success and not notes, (result.error_in_exec, notes)
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"]), x[:-1] + x[1:])
+
 def test_a_python_int_past_the_axis_is_a_shape_error_at_the_index(shell):
     x = np.arange(8, dtype=np.float32)
     shell.user_ns.update(x=x, n=12)

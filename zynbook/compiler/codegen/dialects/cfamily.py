@@ -12,6 +12,27 @@ C_TYPES = {"f32": "float", "f64": "double", "i8": "signed char", "i16": "short",
 C_OPS = {"and": "&&", "or": "||"}
 NARROW_INTS = ("i8", "i16", "u8", "u16")
 
+def gelu_helper(recip: str) -> tuple:
+    """The GELU helper, `recip` ("...{}...") spelling the f32 reciprocal of a number of at
+    least 1: each dialect its cheapest within an ulp.
+
+    x * Phi(x) through q = Phi(-|x|) = erfc(|x| / sqrt(2)) / 2, kept to 3e-6 of itself (1 + erf
+    cancelled for a negative x: gelu(-6) kept no digit). q is Numerical Recipes' erfcc, t 2^(P(t)
+    - x^2 log2(e) / 2), its exponent summed exactly but for the last rounding; a rational and
+    one exp2, where erfcf's two divisions and split exp made bias + GELU compute-bound on a GPU."""
+    return (
+        "{q}float zyn_gelu(float x) {{\n"
+        "    const float a = fabsf(x), t = " + recip.format("1.0f + a * 0.353553391f") + ";\n"
+        "    const float p = -2.825748205f + t * (1.442729235f + t * (0.5397006273f + t * (0.1396300495f +\n"
+        "                    t * (-0.2687568665f + t * (0.4023215771f + t * (-1.637753129f + t * (2.147474527f +\n"
+        "                    t * (-1.186114907f + t * 0.2465173006f))))))));\n"
+        "    const float h = a * a, l = fmaf(a, a, -h), m = h * 0.7213475108f;\n"
+        "    const float e = fmaf(h, 9.629815168e-09f, fmaf(l, 0.7213475108f, fmaf(h, 0.7213475108f, -m)));\n"
+        "    const float q = a < 14.0f ? t * exp2f((p - e) - m) : 0.0f;\n"
+        "    return x * (x < 0.0f ? q : 1.0f - q); }}\n"
+        "{q}double zyn_gelu(double x) {{ return 0.5 * x * erfc(x * -0.70710678118654752); }}", ())
+
+
 # helper name -> (text with {q} for the function qualifier, helpers it needs)
 HELPERS = {
     # NaN propagates, as numpy's minimum/maximum (the reference) do
@@ -28,21 +49,7 @@ HELPERS = {
     "zyn_ipow": ("template <typename T> {q}T zyn_ipow(T a, T b) {{ unsigned {long} r = 1, "
                  "x = (unsigned {long})a; for (; b > 0; b /= 2) {{ if (b % 2 == 1) r *= x; x *= x; }} "
                  "return (T)r; }}", ()),
-    # x * Phi(x) through q = Phi(-|x|) = erfc(|x| / sqrt(2)) / 2, kept to 3e-6 of itself (1 + erf
-    # cancelled for a negative x: gelu(-6) kept no digit). q is Numerical Recipes' erfcc, t 2^(P(t)
-    # - x^2 log2(e) / 2), its exponent summed exactly but for the last rounding; a rational and
-    # one exp2, where erfcf's two divisions and split exp made bias + GELU compute-bound on a GPU
-    "zyn_gelu": (
-        "{q}float zyn_gelu(float x) {{\n"
-        "    const float a = fabsf(x), t = 1.0f / (1.0f + a * 0.353553391f);\n"
-        "    const float p = -2.825748205f + t * (1.442729235f + t * (0.5397006273f + t * (0.1396300495f +\n"
-        "                    t * (-0.2687568665f + t * (0.4023215771f + t * (-1.637753129f + t * (2.147474527f +\n"
-        "                    t * (-1.186114907f + t * 0.2465173006f))))))));\n"
-        "    const float h = a * a, l = fmaf(a, a, -h), m = h * 0.7213475108f;\n"
-        "    const float e = fmaf(h, 9.629815168e-09f, fmaf(l, 0.7213475108f, fmaf(h, 0.7213475108f, -m)));\n"
-        "    const float q = a < 14.0f ? t * exp2f((p - e) - m) : 0.0f;\n"
-        "    return x * (x < 0.0f ? q : 1.0f - q); }}\n"
-        "{q}double zyn_gelu(double x) {{ return 0.5 * x * erfc(x * -0.70710678118654752); }}", ()),
+    "zyn_gelu": gelu_helper("1.0f / ({})"),
     "zyn_silu": ("{q}float zyn_silu(float x) {{ return x / (1.0f + expf(-x)); }}\n"
                  "{q}double zyn_silu(double x) {{ return x / (1.0 + exp(-x)); }}", ()),
     "zyn_sigmoid": ("{q}float zyn_sigmoid(float x) {{ return 1.0f / (1.0f + expf(-x)); }}\n"

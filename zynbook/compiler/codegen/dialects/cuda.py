@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...launch import ir
 from ...launch.scalar import DTYPE_BYTES as _BYTES
-from .cfamily import C_TYPES, HELPERS, CFamily, vector_helpers
+from .cfamily import C_TYPES, HELPERS, CFamily, gelu_helper, vector_helpers
 
 _THREAD = {"thread": "(int)threadIdx.x", "block": "(int)blockIdx.x", "threads": "(int)blockDim.x",
            "blocks": "(int)gridDim.x", "lane": "((int)threadIdx.x & 31)", "warp": "((int)threadIdx.x >> 5)"}
@@ -64,6 +64,9 @@ CUDA_HELPERS["zyn_sigmoid"] = (
 CUDA_HELPERS["zyn_silu"] = (
     "{q}float zyn_silu(float x) {{ return __fdividef(x, 1.0f + __expf(-x)); }}\n"
     "{q}double zyn_silu(double x) {{ return x / (1.0 + exp(-x)); }}", ())
+# the reciprocal by the hardware's approximation (an ulp; 0 past 2^126, where q is 0 anyway):
+# IEEE division's refinement made bias + GELU compute-bound at 87% of the copy bandwidth
+CUDA_HELPERS["zyn_gelu"] = gelu_helper("__fdividef(1.0f, {})")
 CUDA_HELPERS["zyn_ex2_ftz"] = (
     "{q}float zyn_ex2_ftz(float x) {{\n"
     "    float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }}", ())

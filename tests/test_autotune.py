@@ -372,7 +372,8 @@ def test_a_candidate_whose_result_differs_or_that_fails_is_skipped(cuda, monkeyp
     assert why["64"] == "its result differs from the default's"
     assert why["128"] == "does not compile or run: refused"
     assert record["params"]["threads"] not in (64, 128)
-    assert "skipped 2" in s.launches[-1].geometry["tuning"]
+    assert len(record["skipped"]) == 4           # 64 and 128 threads, one and two vectors each
+    assert "skipped 4" in s.launches[-1].geometry["tuning"]
 
 
 def test_sizes_of_one_bucket_share_a_search_and_another_bucket_searches(cuda):

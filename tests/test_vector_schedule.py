@@ -18,15 +18,21 @@ from zynbook.compiler.schedules.vector import VectorThread  # noqa: E402
 from zynbook.compiler.targets import cuda_target, metal_target  # noqa: E402
 
 
-@pytest.mark.parametrize("name", ["relu", "mul_add", "broadcast", "gelu", "relu_f16"])
+CASES = dict(K.ALL, gelu_odd=lambda: K.gelu_tanh(4 * 301))     # 301 vectors: a last partial block
+
+
+@pytest.mark.parametrize("name", ["relu", "mul_add", "broadcast", "gelu", "relu_f16", "gelu_odd"])
 def test_vector_schedule_every_choice(name):
-    kernel, sizes, make, _ = K.ALL[name]()
+    """The default, and one and two vectors a thread over blocks of 64 and 256 threads."""
+    kernel, sizes, make, _ = CASES[name]()
     ins = make(np.random.default_rng(1))
     scalars = {s.name: 0.5 for s in kernel.scalars}
     want = np.asarray(run_kernel(kernel, ins, sizes, scalars)).astype(np.float64)
     sched = VectorThread()
     assert sched.why_not(kernel, cuda_target(), sizes) is None
-    for params in sched.space(kernel, cuda_target(), sizes)[:3]:
+    space = sched.space(kernel, cuda_target(), sizes)
+    assert {p.per_thread for p in space} == {1, 2}
+    for params in [space[0]] + [p for p in space[1:] if p.threads in (64, 256)]:
         prog = sched.build(kernel, cuda_target(), sizes, params)
         assert prog.aligned and prog.fallback is not None
         for p in (prog, prog.fallback):
@@ -37,6 +43,13 @@ def test_vector_schedule_every_choice(name):
             tol = 2e-3 if kernel.output.dtype == "f16" else 1e-6
             np.testing.assert_allclose(out.astype(np.float64), want, rtol=tol, atol=tol,
                                        err_msg=f"{name} {params}")
+
+
+def test_two_vectors_a_thread_where_the_body_calls_a_costly_function():
+    target = cuda_target()
+    for name, want in (("gelu", 2), ("relu", 1), ("mul_add", 1)):
+        kernel, sizes, _, _ = K.ALL[name]()
+        assert VectorThread().default(kernel, target, sizes).per_thread == want, name
 
 
 def test_vector_schedule_says_why_not():

@@ -306,6 +306,8 @@ class WgslDialect:
             self.refuse(f"{fn}() in 64 bits")
         if t not in ("f32", "f64"):
             self.refuse(f"{fn}() on {dtype}")
+        if fn in ("sin", "cos", "tan") and t == "f32":
+            return f"{self.need('zyn_' + fn + '_f32')}({args[0]})"
         if fn in _UNARY_BUILTINS:
             return f"{fn}({args[0]})"
         if fn == "rsqrt":
@@ -611,6 +613,10 @@ def _deps(name: str) -> tuple:
         return ("zyn_isnan_f32",)
     if name == "zyn_mulz_f32":
         return ("zyn_isfinite_f32",)
+    if name in ("zyn_sin_f32", "zyn_cos_f32", "zyn_tan_f32"):
+        return ("zyn_reduce_pio2", "zyn_isfinite_f32")
+    if name == "zyn_reduce_pio2":
+        return ("zyn_mul32",)
     if name in ("zyn_mulz_f64", "zyn_zdiv_f64"):
         return ("zyn_isfinite_f32", "zyn_isnan_f32")
     return ()
@@ -830,6 +836,68 @@ fn zyn_zdiv_f64(z: f64, x: f64) -> f64 {
     let s = f32(x * 9.332636185032189e-302);
     if (zyn_isnan_f32(s) || x == f64(0.0)) { return f64(bitcast<f32>(0x7fc00000u)); }
     return f64(bitcast<f32>((bitcast<u32>(s) ^ bitcast<u32>(f32(z))) & 0x80000000u)); }""",
+    "zyn_mul32": """\
+// the 64-bit product of two u32s as (low word, high word), from 16-bit halves
+fn zyn_mul32(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu; let a1 = a >> 16u; let b0 = b & 0xffffu; let b1 = b >> 16u;
+    let p00 = a0 * b0; let p01 = a0 * b1; let p10 = a1 * b0;
+    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+    return vec2<u32>((p00 & 0xffffu) | (mid << 16u),
+                     a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u)); }""",
+    "zyn_reduce_pio2": """\
+// a finite f32 ax >= 2^20 as (4k + q + r / (pi/2)) * pi/2, r in [-pi/4, pi/4], by Payne
+// and Hanek's reduction: its 24-bit mantissa times the 96 bits of 2/pi that give the two
+// lowest integer bits and 64 fractional bits of the product (a shader's sin and cos reduce
+// in f32: llvmpipe's lost every digit from about 1.3e7 on)
+struct ZynReduced { r: f32, q: u32 }
+fn zyn_bits_from(a: u32, b: u32, s: u32) -> u32 {
+    return select((a << s) | (b >> (32u - s)), a, s == 0u); }
+fn zyn_reduce_pio2(ax: f32) -> ZynReduced {
+    // 2/pi in 32-bit words, after a zero word: bit s of it on, s = exponent - 150 + 32 - 2
+    var w = array<u32, 8>(0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u,
+                          0xdb629599u, 0x3c439041u, 0xfe5163abu);
+    let bits = bitcast<u32>(ax);
+    let m = (bits & 0x7fffffu) | 0x800000u;
+    let s = ((bits >> 23u) & 0xffu) - 120u;
+    let j = s >> 5u;
+    let b = s & 31u;
+    let p0 = zyn_mul32(m, zyn_bits_from(w[j], w[j + 1u], b));
+    let p1 = zyn_mul32(m, zyn_bits_from(w[j + 1u], w[j + 2u], b));
+    let p2 = zyn_mul32(m, zyn_bits_from(w[j + 2u], w[j + 3u], b));
+    // the product's low 96 bits (what lies above them is a multiple of 4); its binary
+    // point below bit 94
+    let r1 = p2.y + p1.x;
+    let r2 = p1.y + p0.x + select(0u, 1u, r1 < p2.y);
+    var q = r2 >> 30u;
+    var hi = (r2 << 2u) | (r1 >> 30u);
+    var lo = (r1 << 2u) | (p2.x >> 30u);
+    var sign = 1.0f;
+    if (hi >= 0x80000000u) {        // past half a quadrant: the next quadrant, less
+        q = (q + 1u) & 3u;
+        hi = ~hi + select(0u, 1u, lo == 0u);
+        lo = 0u - lo;
+        sign = -1.0f;
+    }
+    let f = (f32(hi) + f32(lo) * 2.3283064e-10f) * 2.3283064e-10f;
+    return ZynReduced(sign * f * 1.5707964f, q); }""",
+    "zyn_sin_f32": """\
+fn zyn_sin_f32(x: f32) -> f32 {
+    if (abs(x) < 1048576.0f || !zyn_isfinite_f32(x)) { return sin(x); }
+    let a = zyn_reduce_pio2(abs(x));
+    let v = select(sin(a.r), cos(a.r), (a.q & 1u) == 1u);
+    return select(v, -v, (a.q >= 2u) != (x < 0.0f)); }""",
+    "zyn_cos_f32": """\
+fn zyn_cos_f32(x: f32) -> f32 {
+    if (abs(x) < 1048576.0f || !zyn_isfinite_f32(x)) { return cos(x); }
+    let a = zyn_reduce_pio2(abs(x));
+    let v = select(cos(a.r), sin(a.r), (a.q & 1u) == 1u);
+    return select(v, -v, a.q == 1u || a.q == 2u); }""",
+    "zyn_tan_f32": """\
+fn zyn_tan_f32(x: f32) -> f32 {
+    if (abs(x) < 1048576.0f || !zyn_isfinite_f32(x)) { return tan(x); }
+    let a = zyn_reduce_pio2(abs(x));
+    let v = select(tan(a.r), -cos(a.r) / sin(a.r), (a.q & 1u) == 1u);
+    return select(v, -v, x < 0.0f); }""",
     "zyn_isfinite_f32": """\
 fn zyn_isfinite_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u; }""",
     "zyn_f16": """\

@@ -121,3 +121,56 @@ def test_trigonometry_of_large_arguments(device, fn):
     scale = np.maximum(1, np.abs(w[ok])) if fn == "tan" else 1
     tol = 4e-7 if fn == "tan" else 2e-7
     assert np.max(np.abs(got[ok].astype(np.float64) - w[ok]) / scale) < tol
+
+
+_I64 = np.array([2 ** 31 - 1, 2 ** 31 - 1, -2 ** 31, 7, -2 ** 31 + 5, 12, -9], np.int64)
+_ROWS = _RNG.integers(-2 ** 31, 2 ** 31, (3, 40)).astype(np.int64)
+_ROWS[:, 0] = [2 ** 31 - 1, -2 ** 31, 0]
+_ROWS[:, 1:] //= 40             # each row's sum fits 32 bits, its running sums may not
+
+
+def _i64_block(body, inputs="x"):
+    return f"let y = compute({inputs}) {{\n    for i in 0..r:\n        {body}\n}}\ny\n"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, arg, want", [
+    ("out[i] = reduce(+, x)", _I64, lambda x: np.array([x.sum()] * 3)),
+    ("out[i] = reduce(+, x[i])", _ROWS, lambda x: x.sum(1)),
+    ("out[i] = reduce(max, x[i])", _ROWS, lambda x: x.max(1)),
+    ("out[i] = reduce(min, x[i])", _ROWS, lambda x: x.min(1)),
+    ("out[i] = reduce(+, x[i]) / 7 - 1", _ROWS, lambda x: np.trunc(x.sum(1) / 7).astype(np.int64) - 1),
+    ("var s: i64 = 5\n        for j in 0..k:\n            s -= x[i, j]\n        out[i] = s",
+     _ROWS, lambda x: 5 - x.sum(1)),
+    ("var s: i64 = 0\n        for j in 0..k:\n            s += x[i, j] * 2\n        out[i] = s",
+     _ROWS.astype(np.int32), lambda x: (x * np.int32(2)).astype(np.int64).sum(1)),  # (i32 wraps)
+])
+def test_i64_sums_maxima_and_minima(device, body, arg, want):
+    """An i64 sum, maximum or minimum of values that fit 32 bits, whose result fits them
+    too, is numpy's on WebGPU: two 32-bit words, added with carry (the running sum of
+    2^31 - 1 and 2^31 - 1 passes 32 bits), compared high word first (it was refused: an
+    i64 local, or arithmetic that may leave 32 bits)."""
+    r = 3
+    k = arg.shape[-1]
+    got = _host(zynbook.run(_i64_block(body), device=device, x=arg, r=r, k=k))
+    assert_equals_numpy(got, want(arg).astype(np.int64), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, arg, want", [
+    ("out[i] = reduce(+, x[i])", np.full((3, 4), 2 ** 31 - 1, np.int64), None),
+    ("out[i] = reduce(max, x[i])", np.zeros((3, 0), np.int64), None),
+])
+def test_i64_results_past_32_bits(device, body, arg, want):
+    """A sum past 32 bits (4 (2^31 - 1)), and the maximum of no values (-2^63): numpy's (the
+    reference's) where 64-bit integers exist; on WebGPU, whose buffers hold 32 bits of an
+    i64, the runtime error naming the line, never the low word."""
+    src = _i64_block(body)
+    if device not in ("vulkan:0", "gl:0"):
+        ref = _host(zynbook.run(src, device="cpu", x=arg, r=3))
+        w = arg.sum(1) if "+" in body else np.full(3, np.iinfo(np.int64).min)
+        assert_equals_numpy(ref, w, 0)
+        assert_equals_numpy(_host(zynbook.run(src, device=device, x=arg, r=3)), w, 0)
+        return
+    with pytest.raises(ZynMLError, match="line 3[\\s\\S]*past the 32 bits"):
+        _host(zynbook.run(src, device=device, x=arg, r=3))

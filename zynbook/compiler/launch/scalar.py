@@ -195,6 +195,7 @@ class ScalarLowering:
         self.on_yield = None
         self.taken: set = set()
         self.narrow_locals: set = set()     # identifiers of i64 locals `held` in i32
+        self.wide: dict = {}                # i64 sums held in two i32 words: low -> high
         # buffer name -> the offset of its part (an array a schedule keeps in a slice of a
         # scratch buffer, one slice per block)
         self.bases: dict = {}
@@ -271,6 +272,8 @@ class ScalarLowering:
             return lit(e.value, dt)
         if isinstance(e, cir.Var):
             hit = self.lookup(e.name)
+            if hit is not None and hit[0] in self.wide:
+                return cast(self.wide_value(hit[0]), dt)
             if hit is not None:     # (an i64 local `held` in i32 read as the i64 it is)
                 return cast(ir.Ref(hit[0], hit[1]), dt) if hit[0] in self.narrow_locals \
                     else ir.Ref(hit[0], hit[1])
@@ -466,6 +469,9 @@ class ScalarLowering:
         if isinstance(e, cir.Var):
             if e.name in within:
                 return (1, 0)                   # empty: nothing new
+            hit = self.lookup(e.name)
+            if hit is not None and hit[0] in self.wide:
+                return _INT_RANGE["i32"]        # (read as the 32 bits it is stored in)
             vals = self.values.get(e.name)
             if vals is not None:
                 if e.name in seen:              # grown by arithmetic on itself: `s = s + 1`
@@ -491,6 +497,8 @@ class ScalarLowering:
             return None if a is None or b is None else _hull([a, b])
         if isinstance(e, cir.Reduce) and e.op in ("argmax", "argmin"):
             return (-1, self.positions(e) - 1)  # a position in the tile, -1 of none
+        if isinstance(e, cir.Load) and dt == "i64":
+            return _INT_RANGE["i32"]            # (the buffers hold 32 bits of it)
         within = frozenset()                    # arithmetic on a local bounds nothing
         if isinstance(e, cir.Unary) and e.op == "neg":
             r = self.span32(e.operand, within, seen)
@@ -510,6 +518,101 @@ class ScalarLowering:
             got = [self.span32(x, within, seen) for x in e.args]
             return None if any(g is None for g in got) else _hull(got)
         return own if dt != "i64" else None
+
+    # ---- i64 sums, maxima and minima on a target without 64-bit integers --------------
+
+    def summand(self, name: str, v) -> tuple | None:
+        """(op, the value combined) where `v`, assigned to `name`, is name + value, value +
+        name, name - value, max(name, value) or min(name, value) (either order), else None."""
+        if v.ty.shape:
+            return None
+        if isinstance(v, cir.Call) and v.fn in ("max", "min") and len(v.args) == 2:
+            a, b = v.args
+            mine = [isinstance(x, cir.Var) and x.name == name for x in (a, b)]
+            return (v.fn, b) if mine[0] else (v.fn, a) if mine[1] else None
+        if not isinstance(v, cir.Bin) or v.op not in "+-":
+            return None
+        if isinstance(v.left, cir.Var) and v.left.name == name:
+            return v.op, v.right
+        if v.op == "+" and isinstance(v.right, cir.Var) and v.right.name == name:
+            return v.op, v.left
+        return None
+
+    def is_wide_sum(self, s: cir.Let, dt: str) -> bool:
+        """Whether i64 `var` `s` is a sum, a maximum or a minimum of values that fit 32 bits
+        (reduce(+, x) of i64 x, `acc += x[j]`, reduce(max, m[i])), on a target without
+        64-bit integers: it starts at such a value or a constant (max's -2^63), and every
+        value it is given later combines one with it."""
+        if self.int64 or dt != "i64" or not s.mutable or s.declared_ty.shape or not (
+                _fits32(self.span32(s.value)) or
+                isinstance(const_value(s.value, self.facts.consts), int)):
+            return False
+        later = self.values.get(s.name, [])[1:]
+        terms = [self.summand(s.name, v) for v in later]
+        return bool(terms) and all(t is not None and self.fits32(t[1]) for t in terms)
+
+    def fits32(self, e) -> bool:
+        """Whether every value of integer `e` fits i32: that of a narrower type (wrapped in
+        it: x[i] * 2 of i32 x), or what its span says."""
+        own = _INT_RANGE.get(e.ty.dtype)
+        return (own is not None and _fits32(own)) or _fits32(self.span32(e))
+
+    def wide_sum(self, s: cir.Let, ln: int) -> list:
+        """An i64 sum (`is_wide_sum`) held in two i32 words, its value the low word plus
+        2^32 times the high one: a constant's words, or a value's and its sign."""
+        lo = self.bind(s.name, "i32")
+        hi = self.bind(s.name + "%hi", "i32")
+        self.wide[lo] = hi
+        c = const_value(s.value, self.facts.consts)
+        if isinstance(c, int) and not isinstance(c, bool):
+            low = (c & 0xFFFFFFFF) - ((c & 0x80000000) << 1)       # the low word, signed
+            return [ir.Decl(lo, "i32", lit(low, "i32"), True, ln),
+                    ir.Decl(hi, "i32", lit(c >> 32, "i32"), True, ln)]
+        first = self.operand(s.value, "i32")
+        sign = ir.Bin(">>", ir.Ref(lo, "i32"), lit(31, "i32"), "i32")
+        return [ir.Decl(lo, "i32", first, True, ln), ir.Decl(hi, "i32", sign, True, ln)]
+
+    def wide_add(self, lo: str, s: cir.Assign, ln: int) -> list:
+        """`s` combining a value into the wide sum `lo`: added (subtracted), the low words
+        wrap and their carry (borrow) and the value's sign go to the high word; a maximum
+        (minimum) takes the value's words where it is larger (smaller), high words compared
+        signed, low words unsigned."""
+        op, v = self.summand(s.name, s.value)
+        hi, i32, u32 = self.wide[lo], "i32", "u32"
+        t = self.bind("%term", i32)
+        L, H, T = ir.Ref(lo, i32), ir.Ref(hi, i32), ir.Ref(t, i32)
+
+        def below(a, b, dt):
+            return ir.Bin("<", cast(a, dt), cast(b, dt), "bool")
+
+        def unsigned_below(a, b):   # the carry out of (or borrow into) the low word
+            return ir.Select(below(a, b, u32), lit(1, i32), lit(0, i32), i32)
+        high = ir.Bin(">>", T, lit(31, i32), i32)     # the value's high word: 0 or -1
+        out = [ir.Decl(t, i32, self.operand(v, i32), False, ln)]
+        if op == "+":
+            return out + [ir.Set(lo, self.wrapping("+", L, T), ln), ir.Set(hi, self.wrapping(
+                "+", self.wrapping("+", H, high), unsigned_below(L, T)), ln)]
+        if op == "-":
+            return out + [ir.Set(hi, self.wrapping("-", self.wrapping("-", H, high),
+                                                   unsigned_below(L, T)), ln),
+                          ir.Set(lo, self.wrapping("-", L, T), ln)]
+        a, b = ((H, high), (L, T)) if op == "max" else ((high, H), (T, L))   # a < b: take it
+        takes = ir.Bin("or", below(*a, i32), ir.Bin("and", ir.Bin("==", H, high, "bool"),
+                                                      below(*b, u32), "bool"), "bool")
+        return out + [ir.If(takes, (ir.Set(lo, T, ln), ir.Set(hi, high, ln)), (), ln)]
+
+    def wrapping(self, op: str, a: ir.Expr, b: ir.Expr) -> ir.Expr:
+        if self.signed_wraps:
+            return ir.Bin(op, a, b, "i32")
+        return ir.Math(next(f for f, o in ir.WRAPPING.items() if o == op), (a, b), "i32")
+
+    def wide_value(self, lo: str) -> ir.Expr:
+        """The wide sum `lo` as the 32 bits its i64 is stored in: its low word, where the
+        high word is the low word's sign; else the site fails (a value past 32 bits)."""
+        L, H = ir.Ref(lo, "i32"), ir.Ref(self.wide[lo], "i32")
+        past = ir.Bin("-", H, ir.Bin(">>", L, lit(31, "i32"), "i32"), "i32")    # 0 where it fits
+        site = self.sites.add(errflag.WIDE, self.line)
+        return ir.Bin("+", L, ir.Checked(past, lit(1, "i32"), site, "i32"), "i32")
 
     def held(self, name: str, dt: str) -> str:
         """The dtype local `name` of compute dtype `dt` is held in: on a target without
@@ -634,6 +737,8 @@ class ScalarLowering:
             if ty.shape or s.value.ty.shape:
                 raise NotScalar(f"tile `{s.name}`")
             dt = self.held(s.name, compute_dtype(ty.dtype))
+            if self.is_wide_sum(s, dt):
+                return self.wide_sum(s, ln)
             value = self.operand(s.value, dt)
             ident = self.bind(s.name, dt)
             if dt != compute_dtype(ty.dtype):
@@ -643,6 +748,8 @@ class ScalarLowering:
             hit = self.lookup(s.name)
             if hit is None:
                 raise NotScalar(f"assignment to `{s.name}` outside its scope")
+            if hit[0] in self.wide:
+                return self.wide_add(hit[0], s, ln)
             v = s.value
             if v.ty.dtype == "f16" and isinstance(v, cir.Bin) and v.op == "+" and \
                     isinstance(v.left, cir.Var) and v.left.name == s.name:

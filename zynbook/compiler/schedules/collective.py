@@ -5,7 +5,7 @@ the local it passed."""
 from __future__ import annotations
 
 from ..launch import ir
-from ..launch.scalar import lit
+from ..launch.scalar import NotScalar, lit
 from ..passes.loops import identity_value
 from ..targets import Target
 
@@ -72,6 +72,8 @@ def partials(low, accs: dict, new, line: int = 0) -> tuple:
     decls, parts = [], {}
     for acc, op in accs.items():
         ident, dt = low.lookup(acc)
+        if ident in low.wide:       # (its two words are combined by no collective)
+            raise NotScalar(f"the 64-bit sum `{acc}` in two 32-bit words, split over threads")
         part = new("part")
         decls.append(ir.Decl(part, dt, identity(op, dt), True, line))
         parts[acc] = (part, op, dt, ident)

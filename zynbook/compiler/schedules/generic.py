@@ -52,9 +52,14 @@ class GenericThread(Schedule):
         nest = parallel_nest(kernel.body, sizes, sym)
         if has_node(nest.body, (cir.SharedAlloc, cir.Barrier, cir.Yield)):
             return "shared arrays and barriers (tiles held in block memory) need a block schedule"
-        if sym and kernel.kernel_type.kind not in THREAD_KINDS and self._long_inner(nest, None):
+        # (a 64-bit sum where the target has no 64-bit integers is one thread's: two words
+        # that no block's collective combines, launch/scalar.py `wide_sum`)
+        wide = not target.int64 and any(isinstance(n, cir.Assign) and n.value.ty.dtype == "i64"
+                                        for n in cir.walk(nest.body))
+        if sym and kernel.kernel_type.kind not in THREAD_KINDS and not wide and \
+                self._long_inner(nest, None):
             return "inner loops over a size: one block per iteration pays"
-        if not sym and target.max_threads > 1 and nest.total <= 65536 \
+        if not sym and target.max_threads > 1 and nest.total <= 65536 and not wide \
                 and self._long_inner(nest, sizes):
             return "few iterations with long inner loops: one block per iteration pays"
         return None

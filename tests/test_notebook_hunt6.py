@@ -83,6 +83,8 @@ def test_a_python_int_past_the_axis_is_a_shape_error_at_the_index(shell):
     err = result.error_in_exec
     assert isinstance(err, ZynMLShapeError), err
     assert (err.line, err.column) == (4, 20) and "12" in err.message and "8" in err.message
+    # (it said "`n` = 12 in the program", of a value the notebook gave)
+    assert "(`n` = 12, given: a bound, not a size solved from the shapes)" in err.message
     assert "y" not in shell.user_ns
     # the kernel goes on: with n deleted in Python, the cell solves n from x
     del shell.user_ns["n"]

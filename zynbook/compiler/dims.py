@@ -178,8 +178,8 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
         given_text = ", ".join(f"`{v.name}` = {given[v.name]}" for v in cir.walk(c.right)
                                if isinstance(v, cir.Var) and v.name in given)
         raise ZynMLShapeError(
-            f"{c.what}: the loop covers {covered} positions ({given_text} in the program) but "
-            f"the axis has only {size}", c.span)
+            f"{c.what}: the loop covers {covered} positions ({given_text}, given: a bound, "
+            f"not a size solved from the shapes) but the axis has only {size}", c.span)
 
     for check in lowered.bound_checks:
         low, high = _try_eval(check.low, values), _try_eval(check.high, values)

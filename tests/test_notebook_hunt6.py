@@ -67,6 +67,25 @@ def test_a_python_int_equal_to_the_axis_or_not_a_bound_says_nothing(shell):
 
 
 
+
+def test_a_python_int_bounding_two_axes_short_is_noted_once(shell):
+    """Python's `K` bounding both `A`'s columns and `B`'s rows short: one note for `K`
+    (it was one per axis), one for `M`; the product over the first K of each."""
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((2, 3)).astype(np.float32)
+    b = rng.standard_normal((3, 4)).astype(np.float32)
+    shell.user_ns.update(a=a, b=b, m=1, n=2)
+    result, notes = _run_noting(shell, "%%compute\nlet y = compute(a, b) {\n"
+                                       "    for i in 0..m, j in 0..c:\n        var acc = 0.0\n"
+                                       "        for k in 0..n:\n"
+                                       "            acc += a[i, k] * b[k, j]\n"
+                                       "        out[i, j] = acc\n}\n")
+    assert result.success, result.error_in_exec
+    want = a[:1, :2].astype(np.float64) @ b[:2].astype(np.float64)
+    np.testing.assert_allclose(np.asarray(shell.user_ns["y"], np.float64), want, rtol=1e-6)
+    named = sorted(note.message.split(" being read")[0].rsplit(", ", 1)[-1] for note in notes)
+    assert named == ["`m` = 1", "`n` = 2"], [n.message for n in notes]
+
 def test_a_python_int_a_stencil_needs_says_nothing(shell):
     """`n = len(x) - 1` for `x[i] + x[i + 1]`: the loop reads the whole axis, no note."""
     x = np.arange(8, dtype=np.float32) ** 2

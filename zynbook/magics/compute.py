@@ -243,15 +243,15 @@ def note_python_bounds(session, given: dict, source: str) -> None:
     ints = {name: v for name, v in ints.items() if v is not None}
     if not ints:
         return
-    said = set()
+    said = set()                    # (one note a name: the first axis it bounds short)
     for kernel in session.last_kernels:
         sizes = kernel.sizes
         for c, read, covered, size in short_host_bounds(kernel.lowered, sizes, ints):
             # (a pipeline's own argument of that name holds another value)
-            names = [n for n in read if sizes.get(n) == ints[n]]
-            if not names or (c.span, c.what) in said:
+            names = [n for n in read if sizes.get(n) == ints[n] and n not in said]
+            if not names:
                 continue
-            said.add((c.span, c.what))
+            said.update(names)
             values = ", ".join(f"`{n}` = {ints[n]}" for n in names)
             message = (f"{c.what}: the loop covers {covered} of the axis's {size} positions, "
                        f"{values} being read from Python (a bound Python gives is a bound, not "

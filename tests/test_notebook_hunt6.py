@@ -244,3 +244,19 @@ def test_compare_a_result_of_another_shape_says_both_shapes(shell):
                 "        out[i] = tanh(x[i]) * 2.0\n}\n")
     row = shell.user_ns["z"].rows[-1]
     assert row.device == "numpy" and not row.error and row.max_diff < 1e-6, row
+
+
+# ------------------------------------------------ the inspector's stage list
+
+def test_inspect_counts_a_one_line_stage_as_one_line(shell, capsys):
+    """`launch-ir (1 lines)` in the stage list of a kernel run on the reference cpu."""
+    x = np.arange(5, dtype=np.float32)
+    shell.user_ns["x"] = x
+    cell(shell, "%%compute\n" + DOUBLE)
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"]), x * 2.0 + 1.0)
+    capsys.readouterr()
+    cell(shell, "%zynml_inspect zynml")
+    out = capsys.readouterr().out
+    stages = next(ln for ln in out.splitlines() if ln.startswith("stages: "))
+    assert "launch-ir (1 line)," in stages and "zynml (4 lines)" in stages, stages
+    assert "1 lines" not in out, out

@@ -429,6 +429,10 @@ def default_language(kernel, launches, sources: dict) -> str:
     return next(iter(sources), "cir")
 
 
+def _lines(n: int) -> str:
+    return f"{n} line" if n == 1 else f"{n} lines"
+
+
 def code_bundle(kernels, launches=(), want: str = "", full: bool = False,
                 namespace: dict | None = None) -> dict:
     """A display bundle (text/plain and text/html) of kernels' generated code: for each
@@ -447,7 +451,8 @@ def code_bundle(kernels, launches=(), want: str = "", full: bool = False,
         lang = language or default_language(k, launches, generated)
         text = sections.get(lang, "")
         sp = split_source(text, lang)
-        stage_list = ", ".join(f"{t} ({len(v.splitlines())} lines)" for t, v in sections.items())
+        stage_list = ", ".join(f"{t} ({_lines(len(v.splitlines()))})"
+                               for t, v in sections.items())
         head = kernel_summary(k, launches, namespace)
         plain.append(head)
         plain.append(f"stages: {stage_list}")
@@ -463,7 +468,7 @@ def code_bundle(kernels, launches=(), want: str = "", full: bool = False,
             shown = sp.kernel_text()
             left = len(text.splitlines()) - len(shown.splitlines())
             note = f"--- {lang}: the kernel" + (
-                f" ({left} lines of helpers it does not use left out; --full shows all)"
+                f" ({_lines(left)} of helpers it does not use left out; --full shows all)"
                 if left > 0 else "") + " ---"
         plain.append(note)
         plain.append(shown.rstrip("\n"))

@@ -260,3 +260,35 @@ def test_inspect_counts_a_one_line_stage_as_one_line(shell, capsys):
     stages = next(ln for ln in out.splitlines() if ln.startswith("stages: "))
     assert "launch-ir (1 line)," in stages and "zynml (4 lines)" in stages, stages
     assert "1 lines" not in out, out
+
+
+# ------------------------------------------------ layouts of the notebook's arrays
+
+def _layouts():
+    torch = pytest.importorskip("torch")
+    base = np.arange(24, dtype=np.float32).reshape(4, 6) - 7.5
+    wide = np.zeros((8, 18), np.float32)
+    wide[::2, ::3] = base
+    return {
+        "fortran": np.asfortranarray(base),
+        "transposed": np.ascontiguousarray(base.T).T,
+        "strided": wide[::2, ::3],
+        "reversed": base[::-1, ::-1].copy()[::-1, ::-1],
+        "broadcast": np.broadcast_to(base[:1], (4, 6)),
+        "torch_t": torch.from_numpy(np.ascontiguousarray(base.T)).t(),
+        "empty": np.zeros((0, 6), np.float32),
+    }
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["fortran", "transposed", "strided", "reversed",
+                                    "broadcast", "torch_t", "empty"])
+def test_compute_reads_every_layout_as_numpy_does(shell, device, layout):
+    x = _layouts()[layout]
+    want = np.asarray(x, np.float64) * 2.0 + 1.0
+    shell.user_ns["x"] = x
+    cell(shell, f'%%compute @device("{device}")\nlet y = compute(x) {{\n'
+                "    for i in 0..r, j in 0..c:\n        out[i, j] = x[i, j] * 2.0 + 1.0\n}\n")
+    got = np.asarray(shell.user_ns["y"], np.float64)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)

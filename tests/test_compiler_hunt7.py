@@ -107,3 +107,55 @@ def test_a_window_over_a_given_bound(device, bound, fits):
         return
     n = 5 if bound == "k" else 7
     assert_equals_numpy(_run(device, src, x=x), x[:, :n] + x[:, 1:n + 1], 1e-6)
+
+
+# ------------------------------------------------ a padded convolution's skipped taps
+
+_CONV = """let y = compute(input, kernel) {
+    @kernel conv2d(stride=STRIDE, padding=1)
+    for b in 0..batch, oc in 0..out_channels:
+        for oh in 0..out_h, ow in 0..out_w:
+            var sum = 0.0
+            for ic in 0..in_channels:
+                for kh in 0..kernel_h, kw in 0..kernel_w:
+                    let ih = oh * stride + kh - padding
+                    let iw = ow * stride + kw - padding
+                    if ih >= 0 and ih < in_h and iw >= 0 and iw < in_w:
+                        sum += input[b, ic, ih, iw] * kernel[oc, ic, kh, kw]
+            out[b, oc, oh, ow] = sum
+}
+y
+"""
+
+
+def _guarded_conv(x, w, stride):
+    """The program's loops in numpy: a tap on the padding is skipped, not multiplied."""
+    n, c, h, wd = x.shape
+    oc, _, kh, kw = w.shape
+    oh, ow = (h + 2 - kh) // stride + 1, (wd + 2 - kw) // stride + 1
+    out = np.zeros((n, oc, oh, ow), np.float64)
+    for a in range(kh):
+        for b in range(kw):
+            rows = np.arange(oh) * stride + a - 1
+            cols = np.arange(ow) * stride + b - 1
+            r_ok, c_ok = (rows >= 0) & (rows < h), (cols >= 0) & (cols < wd)
+            patch = x[:, :, rows.clip(0, h - 1)][:, :, :, cols.clip(0, wd - 1)].astype(np.float64)
+            term = np.einsum("nchw,oc->nohw", patch, w[:, :, a, b].astype(np.float64))
+            with np.errstate(invalid="ignore"):
+                out += np.where(r_ok[:, None] & c_ok[None, :], term, 0.0)
+    return out.astype(np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("stride", [1, 2])
+def test_an_inf_filter_tap_on_the_padding_adds_nothing(device, stride):
+    """The guard skips a tap that falls on the padding: an inf weight there adds nothing, as
+    the reference computes the loops. The implicit GEMM (WebGPU, and cpu:native from 16
+    filters) zero-filled the padding and multiplied it by the inf: NaN."""
+    x = RNG.standard_normal((1, 2, 7, 7)).astype(np.float32)
+    w = RNG.standard_normal((16, 2, 3, 3)).astype(np.float32)
+    w[1, 0, 0, 0], w[5, 1, 2, 2], w[9, 0, 1, 0] = np.inf, -np.inf, np.nan
+    want = _guarded_conv(x, w, stride)
+    got = _run(device, _CONV.replace("STRIDE", str(stride)), input=x, kernel=w)
+    assert np.isnan(want).sum() < want.size // 4        # the NaN filter's outputs only
+    assert_equals_numpy(got, want, 1e-4)

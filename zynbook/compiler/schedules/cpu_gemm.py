@@ -227,8 +227,8 @@ class _PanelBuilder(_Builder):
             self.idx, self.f.c.rloops[-1].line))
         gm = lambda i: self.op("+", self.op("*", sm, mr), i)      # in the block's tile
         gn = lambda j: self.op("+", self.op("*", sn, nr), j)
-        final = [self.unrolled("_ei", mr, lambda i: [self.unrolled("_ej", nr, lambda j: self.store(
-            gm(i), gn(j), ir.Load("_acc", acc(i, j), cd)))])]
+        final = self.stored((mr, nr), lambda i, j: self.store(
+            gm(i), gn(j), ir.Load("_acc", acc(i, j), cd)))
         if slices > 1:
             keep = [self.unrolled("_z", mr * nr, lambda e: [
                 ir.Store("_cb", self.op("+", kept, e), ir.Load("_acc", e, cd))])]

@@ -244,6 +244,9 @@ def _zero(dtype: str) -> ir.Expr:
     return ir.Cast(lit(0, "f32"), dtype) if dtype in ("f16", "bf16") else lit(0, dtype)
 
 
+_NAN = "_nan"       # whether one of a thread's guarded sums is NaN (_Builder.stored)
+
+
 def _gathered(form: _Form) -> bool:
     """Whether the contraction reads an operand gathered (a convolution's input: several
     reduction loops, or a guard)."""
@@ -680,6 +683,7 @@ class Gemm(Schedule):
 
 
 class _Builder(Builder):
+    again = False       # while building the sums' second stores (see `stored`)
     def __init__(self, kernel, target, sizes, params: GemmParams, sites, suffix: str = ""):
         self.begin(kernel, target, sizes, params, sites, suffix)
         self.tf32 = params.mma and _tf32(self.f.dtypes)
@@ -1440,8 +1444,16 @@ class _Builder(Builder):
             total = value
             for op, factor in c.scale:      # the products' constant factors, on the sum
                 total = ir.Bin(op, total, low.operand(factor, cd), cd)
-            out.append(ir.Decl(low.bind(c.acc, cd), cd, ir.Bin("+", init, total, cd), False,
-                               c.store.line))
+            if self.again:      # (see `stored`): the program's own loops sum it again
+                out.append(ir.Decl(low.bind(c.acc, cd), cd, init, True, c.store.line))
+                out += low.block(c.rloops[:1])
+            else:
+                out.append(ir.Decl(low.bind(c.acc, cd), cd, ir.Bin("+", init, total, cd),
+                                   False, c.store.line))
+            if c.cond is not None and not self.again:
+                acc = ir.Ref(low.lookup(c.acc)[0], cd)
+                out.append(ir.Set(_NAN, ir.Bin("or", ir.Ref(_NAN, "bool"),
+                                               ir.Bin("!=", acc, acc, "bool"), "bool")))
             stmts = list(low.stmts((c.store,)))
             if self.staged:
                 at = self.op("+", self.c_base(), self.op("+", self.op("*", lm, self.ldc), ln))
@@ -1451,6 +1463,29 @@ class _Builder(Builder):
         if inside is None:
             return self.scoped(body)
         return [ir.If(inside, tuple(self.scoped(body)), (), c.store.line)]
+
+    def stored(self, counts: tuple, one, names=("_ei", "_ej")) -> list:
+        """The stores of a thread's sums, `one(*position)` over positions `counts` (unrolled:
+        registers are indexed by constants). A guarded accumulation's skipped products are
+        zeros of the gathered side in the tiles, and 0 times an inf or NaN of the other side
+        is NaN where the program adds nothing (a padded convolution's filter holding inf at
+        a tap on the padding): where one of the thread's sums is NaN, every one of them is
+        summed again by the program's own guarded loops (`again`), as the reference sums."""
+        def nest(names, unroll, k=0, at=()):
+            if k == len(counts):
+                return list(one(*at))
+            v = ir.Ref(names[k], self.idx)
+            return [ir.For(v.name, self.i(0), self.i(counts[k]), self.i(1),
+                           tuple(nest(names, unroll, k + 1, at + (v,))), self.idx, unroll=unroll)]
+        if self.f.c.cond is None:
+            return nest(names, True)
+        first = [ir.Decl(_NAN, "bool", lit(False, "bool"), True)] + nest(names, True)
+        self.again = True
+        try:
+            again = nest(tuple("_r" + n for n in names), False)
+        finally:
+            self.again = False
+        return first + [ir.If(ir.Ref(_NAN, "bool"), tuple(again), ())]
 
     def in_c(self, gm: ir.Expr, gn: ir.Expr) -> ir.Expr | None:
         """Whether row gm, column gn of the tile is in C, or None where every element of
@@ -1509,5 +1544,4 @@ class _Builder(Builder):
             def one(i, j):
                 gm, gn = place(i, ty_n, self.ref("_ty")), place(j, tx_n, self.ref("_tx"))
                 return self.store(gm, gn, ir.Load("_acc", self.op("+", self.op("*", i, p.tn), j), self.cd))
-        n_i, n_j = (self.fm, self.fn) if p.mma else (p.tm, p.tn)
-        return [self.unrolled("_ei", n_i, lambda i: [self.unrolled("_ej", n_j, lambda j: one(i, j))])]
+        return self.stored((self.fm, self.fn) if p.mma else (p.tm, p.tn), one)

@@ -125,7 +125,7 @@ class WgmmaBuilder(_Builder):
                     at = op("+", op("*", j, 4), h * self.wn // 2 + e)
                     out += self.store(*self.of_d(gm, gn), ir.Load("_acc", at, self.cd))
             return out
-        return [self.unrolled("_ej", self.fn, one)]
+        return self.stored((self.fn,), one, ("_ej",))
 
     def of_d(self, row: ir.Expr, col: ir.Expr) -> tuple:
         """(row, column) of C of element (row, col) of the steps' D."""

@@ -174,3 +174,16 @@ def test_i64_results_past_32_bits(device, body, arg, want):
         return
     with pytest.raises(ZynMLError, match="line 3[\\s\\S]*past the 32 bits"):
         _host(zynbook.run(src, device=device, x=arg, r=3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_an_argmax_along_a_row_past_the_loop_budget(device, op):
+    """One thread finds a row's argmax along 600,000 columns: 75,000 steps of 8, past
+    llvmpipe's budget of 65,535 iterations (a runtime error); the program built for the
+    launch's sizes runs it 16 at a time."""
+    m = _RNG.standard_normal((2, 600_000)).astype(np.float32)
+    m[1, 599_990] = 9.0 if op == "argmax" else -9.0        # near the end
+    src = f"let y = compute(m) {{\n    for i in 0..r:\n        out[i] = reduce({op}, m[i])\n}}\ny\n"
+    got = _host(zynbook.run(src, device=device, m=m))
+    assert_equals_numpy(got, getattr(m, op)(1), 0)

@@ -110,6 +110,8 @@ class Program:
     scratch_bytes: dict = field(default_factory=dict)
     # env -> why a launch cannot run (its indices would pass i32), or None
     check: Callable | None = None
+    # sizes -> whether a loop passes the driver's loop budget at them (`past_budget`)
+    past_budget: Callable | None = None
 
     def param_values(self, env) -> list:
         return [(f.wgsl_type, f.value(env)) for f in self.params]
@@ -328,15 +330,21 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     if any(d not in sizes for d in kernel.dims):
         return None
     _refuse_f64(kernel, options)
-    got = None
+    got = spare = None
     for target, baked in _launch_targets(kernel, options):
         got = _printed(kernel, target, sizes, baked, options)
         # a program of every size set whose limits the launch's sizes pass, or whose
         # schedule has a better algorithm for them, gives way to one built for them
         if got is not None and (baked or not options.launch_sizes or not (
                 past_limits(got[0].sites, sizes) or _wants_launch_sizes(kernel, options, sizes))):
-            break
+            if baked or not options.launch_sizes or not past_budget(got[0], target, sizes):
+                break
+            # its loops pass the driver's budget at these sizes: one built for them
+            # unrolls them further, and where none is, this one runs (and checks them)
+            spare = (got, target)
         got = None
+    if got is None and spare is not None:
+        got, target = spare
     if got is None:
         return None
     prog, dialect, out, bindings = got
@@ -372,7 +380,8 @@ def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
     return Program(kernel.name, prog.schedule, source, program_bindings, passes, params,
                    dialect.workgroup_bytes, (first.block, 1, 1), list(prog.notes),
                    dialect.uses_f16, prog.sites, scratch_bytes,
-                   _i32_check(kernel, prog, env_sizes))
+                   _i32_check(kernel, prog, env_sizes),
+                   lambda sizes, prog=prog, target=target: past_budget(prog, target, sizes))
 
 
 def _check_tile(kernel: cir.Kernel, options: WGSLOptions, sizes: dict):
@@ -495,16 +504,27 @@ def past_limits(sites, sizes: dict) -> bool:
     return any(s.kind == LIMIT and int(sizes.get(s.buffer, 0)) > s.extent for s in sites)
 
 
+def past_budget(prog, target, sizes: dict) -> bool:
+    """Whether a loop of launch IR `prog` passes the loop budget of `target`'s driver
+    (llvmpipe's) at `sizes` more than the unrolled steps of a program of every size set
+    take (a row of 600,000 along which one thread finds the argmax): one built for these
+    sizes unrolls it further (launch/steps.py)."""
+    from ..launch.steps import longest_loop
+    return bool(target.loop_steps) and longest_loop(prog, sizes) >= target.loop_steps
+
+
 def _past_limits(kernel: cir.Kernel, options: WGSLOptions, sizes: dict) -> bool:
-    """Whether a launch of `sizes` passes a limit of the program of every size set: a
-    program built for these sizes runs it instead of that one refusing it."""
+    """Whether a launch of `sizes` passes a limit of the program of every size set (or
+    its loops the driver's budget): a program built for these sizes runs it instead of
+    that one refusing it."""
     if options.launch_sizes:
         return False
     key = (kernel.stable_hash(), options.key())
     if key not in _LIMITS:
         prog = launch_program(kernel, options)
-        _LIMITS[key] = prog.error_sites if prog else ()
-    return past_limits(_LIMITS[key], sizes)
+        _LIMITS[key] = (prog.error_sites, prog.past_budget) if prog else ((), None)
+    sites, budget = _LIMITS[key]
+    return past_limits(sites, sizes) or (budget is not None and budget(sizes))
 
 
 _LIMITS: dict = {}

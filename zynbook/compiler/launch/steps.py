@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from .. import errflag
 from . import ir
+from .scalar import user_name
 from .unroll import _substitute, constant_bounds, writes_out, written_out
 
 
@@ -63,12 +64,16 @@ def _grid_strided(s: ir.For) -> bool:
     return any(isinstance(n, ir.Thread) for n in ir.walk(s.step))
 
 
-def unroll_inner_loops(program: ir.Program, factor: int = UNROLL) -> ir.Program:
+def unroll_inner_loops(program: ir.Program, factor: int = UNROLL, sizes: dict | None = None,
+                       budget: int = 0) -> ir.Program:
     """`program` with each innermost loop of bounds not all constant run `factor`
     iterations at a time (the body copied, its loop variable advanced by the step, its
     locals renamed), then the iterations left one at a time: the same work in fewer
-    iterations of loops."""
+    iterations of loops. A program for the launch's `sizes` runs a loop longer than
+    `budget` times `factor` (a row of 600,000) as many more at a time as keep it in the
+    budget, where its body stays small."""
     count = [0]
+    env = host_values(program, sizes) if sizes is not None and budget else None
 
     def loop(s: ir.For, inner) -> list:
         s = replace(s, body=inner(s.body))
@@ -79,6 +84,8 @@ def unroll_inner_loops(program: ir.Program, factor: int = UNROLL) -> ir.Program:
                 _grid_strided(s):
             return [s]
         count[0] += 1
+        n = loop_trips(s, env) if env is not None else None
+        factor = UNROLL if n is None else _factor(n, nodes, budget)
         dt, var = s.dtype, ir.Ref(s.var, s.dtype)
         end = ir.Ref(f"_unrolled{count[0]}", dt)
         trips = ir.Math("max", (ir.Bin("/", ir.Bin("+", ir.Bin("-", s.stop, s.start, dt),
@@ -94,6 +101,46 @@ def unroll_inner_loops(program: ir.Program, factor: int = UNROLL) -> ir.Program:
         return [ir.Decl(end.name, dt, whole), replace(s, stop=end, step=stride, body=copies),
                 replace(s, start=end)]
     return ir.map_loops(program, loop)
+
+
+def _factor(n: int, nodes: int, budget: int) -> int:
+    """The copies a step of a loop of `n` iterations and a body of `nodes` runs: UNROLL,
+    or twice that and more while the loop's steps and the leftover ones pass the budget
+    (and the copies stay under _WRITTEN_NODES)."""
+    f = UNROLL
+    while n // f + f >= budget and 2 * f * nodes <= _WRITTEN_NODES:
+        f *= 2
+    return f
+
+
+def host_values(program: ir.Program, sizes: dict) -> dict:
+    """What the host can tell at `sizes` (CIR size name -> value): the sizes, by the
+    program's names, and each constant the program declares from them alone."""
+    env = {user_name(k): int(v) for k, v in sizes.items()}
+    for n in ir.walk(program):
+        if isinstance(n, ir.Decl) and not n.mutable and n.value is not None:
+            try:
+                env[n.name] = ir.evaluate(n.value, env)
+            except (TypeError, KeyError, ZeroDivisionError):
+                pass        # it reads a loop variable, a thread's position or data
+    return env
+
+
+def loop_trips(loop: ir.For, env: dict) -> int | None:
+    """The iterations of `loop` where `env` (host_values) gives its bounds, else None."""
+    try:
+        start, stop, step = (ir.evaluate(b, env) for b in (loop.start, loop.stop, loop.step))
+    except (TypeError, KeyError, ZeroDivisionError):
+        return None
+    return max(-(-(stop - start) // step), 0) if step > 0 else None
+
+
+def longest_loop(program: ir.Program, sizes: dict) -> int:
+    """The most iterations a loop of `program` runs at `sizes`, of the loops whose
+    bounds the host can tell (not one over a thread's share of a grid or over data)."""
+    env = host_values(program, sizes)
+    return max((t for t in (loop_trips(n, env) for n in ir.walk(program)
+                            if isinstance(n, ir.For) and not n.unroll) if t is not None), default=0)
 
 
 def check_loop_counts(program: ir.Program, limit: int, line: int) -> ir.Program:

@@ -61,7 +61,9 @@ def build(kernel: cir.Kernel, target: Target, sizes: dict, params=None,
                 if target.wide_sums:
                     prog = widen_sums(prog, sizes)
                 if target.loop_steps:
-                    prog = unroll_inner_loops(write_out_constant_loops(prog))
+                    prog = unroll_inner_loops(write_out_constant_loops(prog), sizes=None if
+                                              target.symbolic_sizes else sizes,
+                                              budget=target.loop_steps)
                     prog = check_loop_counts(prog, target.loop_steps, kernel.first_line)
                 return prog
         notes.append(f"{sched.name}: {reason}")

@@ -187,3 +187,14 @@ def test_an_argmax_along_a_row_past_the_loop_budget(device, op):
     src = f"let y = compute(m) {{\n    for i in 0..r:\n        out[i] = reduce({op}, m[i])\n}}\ny\n"
     got = _host(zynbook.run(src, device=device, m=m))
     assert_equals_numpy(got, getattr(m, op)(1), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tanh_keeps_the_sign_of_zero(device):
+    """tanh(-0.0) is -0.0 (numpy's): the WGSL polynomial near 0 added x to a product of
+    the other sign, -0 + 0 = +0."""
+    x = np.float32([-0.0, 0.0, -1e-30, 1e-30, -1e-40, 0.3, -0.3, np.nan])
+    got = _host(zynbook.run(_elementwise("tanh(a[k])"), device=device, a=x))
+    w = np.tanh(x)
+    assert_equals_numpy(got, w, 1e-6)
+    np.testing.assert_array_equal(np.signbit(got[~np.isnan(w)]), np.signbit(w[~np.isnan(w)]))

@@ -671,9 +671,11 @@ fn zyn_tanh_f32(x: f32) -> f32 {
     if (abs(x) < 0.625f) {
         // near 0 the builtin (a quotient of exponentials) keeps only the absolute error:
         // tanh(1e-4) was off by 2e-4 of itself; Cephes' tanhf polynomial keeps the digits
+        // (but -0 + 0, +0: a zero is returned as it is)
         let z = x * x;
-        return x + x * z * ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z
-            - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z - 3.33332819422e-1f);
+        return select(x + x * z * ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z
+            - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z - 3.33332819422e-1f), x,
+            x == 0.0f);
     }
     return tanh(clamp(x, -15.0f, 15.0f)); }""",
     "zyn_sinh_f32": """\

@@ -129,3 +129,13 @@ def test_the_cubin_runs_and_the_inspectors_ptx_is_made_only_when_asked_for(cuda)
     assert shown["ptx"].startswith("// stand-in PTX of ") and log.nvrtc == ["cubin", "ptx"]
     dev.generated_source(kernel)
     assert log.nvrtc == ["cubin", "ptx"]            # made once
+
+
+def test_a_step_of_an_empty_grid_is_not_launched():
+    """No block to run (an attention of no queries: 0 query blocks): the driver refuses an
+    empty grid, and the launch of one left the context unusable (an illegal address)."""
+    from zynbook.backends.cuda.device import CompiledCuda
+    launched = []
+    step = lambda grid: (lambda *a: launched.append(grid), grid, (64, 1, 1), 0, f"k{grid[0]}", ("buffers",))
+    CompiledCuda.run_bound((step((0, 1, 1)), step((3, 1, 1))), (np.zeros(1),), ())
+    assert launched == [(3, 1, 1)]

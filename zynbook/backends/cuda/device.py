@@ -165,7 +165,8 @@ class CompiledCuda:
                                           if s.name not in self.program_sizes)
         if not passed:
             return ()
-        return tuple([c_type(scalars[name]) for name, c_type in passed])
+        with np.errstate(over="ignore"):    # a host float past f32 is its infinity, as numpy
+            return tuple([c_type(scalars[name]) for name, c_type in passed])    # casts it
 
     def bound_steps(self, steps, scratch: dict, err) -> tuple:
         """`steps` with their functions found and their fixed arguments (scratch buffers,
@@ -198,6 +199,8 @@ class CompiledCuda:
     def run_bound(bound, buffers: tuple, scalar_args: tuple, stream=None):
         """Queue the steps of `bound_steps` on `stream` for these buffers and scalars."""
         for f, grid, block, smem, name, parts in bound:
+            if not all(grid):       # no block to run (no queries, rows or elements): the
+                continue            # driver refuses an empty grid, or worse
             args = ()
             try:
                 for p in parts:     # (a tensor map is made here: the driver may refuse it)

@@ -55,15 +55,6 @@ for _t in ("f16", "bf16"):
         "        \"{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\"\n"
         "        : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
         "        : \"r\"(A[0]), \"r\"(A[1]), \"r\"(A[2]), \"r\"(A[3]), \"r\"(B[0]), \"r\"(B[1])); }}", ())
-# the f32 sigmoid and SiLU from the hardware's exp2 and reciprocal (a few ulp, as `__expf`
-# is): their math is what an epilogue of a GEMM adds to its tile's time (passes/activations.py
-# makes the tanh form of GELU one); limits and NaN as IEEE division gives them
-CUDA_HELPERS["zyn_sigmoid"] = (
-    "{q}float zyn_sigmoid(float x) {{ return __fdividef(1.0f, 1.0f + __expf(-x)); }}\n"
-    "{q}double zyn_sigmoid(double x) {{ return 1.0 / (1.0 + exp(-x)); }}", ())
-CUDA_HELPERS["zyn_silu"] = (
-    "{q}float zyn_silu(float x) {{ return __fdividef(x, 1.0f + __expf(-x)); }}\n"
-    "{q}double zyn_silu(double x) {{ return x / (1.0 + exp(-x)); }}", ())
 # the reciprocal by the hardware's approximation (an ulp; 0 past 2^126, where q is 0 anyway):
 # IEEE division's refinement made bias + GELU compute-bound at 87% of the copy bandwidth
 CUDA_HELPERS["zyn_gelu"] = gelu_helper("__fdividef(1.0f, {})")

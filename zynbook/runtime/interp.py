@@ -167,6 +167,21 @@ def annotated_devices(ann, evaluate) -> list:
     return value if isinstance(value, list) else [value]
 
 
+
+def _elements_for(arr, value):
+    """What `arr[key] = value` stores: a tensor's elements on `arr`'s side (numpy for a host
+    array; for a CuPy one, a host tensor's elements copied over: CuPy takes no numpy array)."""
+    xp = bf16._xp(arr)
+    if not isinstance(value, Tensor):
+        if xp is np or not isinstance(value, (list, tuple)):
+            return value
+        host = np.asarray(value)        # a list of numbers; anything else numpy's refusal
+        return xp.asarray(host) if host.dtype.kind in "biuf" else value
+    if xp is np:
+        return value.numpy()
+    return value.data if bf16._xp(value.data) is xp else xp.asarray(value.numpy())
+
+
 class Interpreter:
     def __init__(self, session):
         self.session = session
@@ -550,9 +565,7 @@ class Interpreter:
                     # past f16's range is inf, as numpy stores it, without its warning
                     with np.errstate(all="ignore"), warnings.catch_warnings():
                         warnings.simplefilter("ignore", RuntimeWarning)
-                        arr[key] = value.numpy() if isinstance(value, Tensor) and \
-                            isinstance(arr, np.ndarray) else \
-                            (value.data if isinstance(value, Tensor) else value)
+                        arr[key] = _elements_for(arr, value)
                 except (TypeError, ValueError, OverflowError) as err:
                     # a pipeline, a record, text, a list of the wrong length: numpy's int(),
                     # float() or broadcast refused it, in its words, as a Python or runtime error

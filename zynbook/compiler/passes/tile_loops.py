@@ -429,12 +429,15 @@ class _Rewriter:
         ex_stmts, exts = self.extent_lets(exts, line)
         out += ex_stmts
         acc = self.fresh("acc")
-        ty = cir.Ty(dtype)
-        out.append(cir.Let(acc, _identity(op, dtype), True, line))
+        # an f16 product is taken in f32 and rounded once, as the reference's (numpy's
+        # prod of f16); each step rounded to f16 lost digits past the normal range (an f16
+        # sum is summed in f32 where it is lowered: `acc += x`)
+        ty = cir.Ty("f32" if op == "*" and dtype == "f16" else dtype)
+        out.append(cir.Let(acc, _identity(op, ty.dtype), True, line))
         rank = len(exts)
         out += self.over(exts, lambda idx: [cir.Assign(acc, _combine(op, cir.Var(acc, ty), cir.Cast(
             self.operand_at(src, rank, idx), ty)), line)], line, parallel=False)
-        return cir.Var(acc, ty)
+        return cir.Var(acc, ty) if ty.dtype == dtype else cir.Cast(cir.Var(acc, ty), cir.Ty(dtype))
 
     def arg_all(self, op: str, src, dtype: str, out: list, line: int) -> cir.Var:
         """A local holding the flat (row-major) position of the largest (argmax) or smallest

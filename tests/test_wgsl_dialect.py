@@ -712,11 +712,14 @@ def test_attention_past_the_largest_head_dim_class_runs_a_program_built_for_it(d
     rng = np.random.default_rng(132)
     small = {n: rng.standard_normal((1, 1, 7, 64)).astype(np.float32) for n in "QKV"}
     kernel, _, sz, _ = lower_block(three_pass(), small)
-    assert not device.specialised(kernel, sz).launch_sizes      # the program of every size set
+    # where the adapter's attention is built for each launch's sizes (register-tiled
+    # products on an NVIDIA adapter) no program of every size set has a limit to pass
+    every_size = not device.specialised(kernel, sz).launch_sizes
     limits = device.compile(kernel, sz).program.error_sites
     q, k, v = (rng.standard_normal((1, 1, 7, 132)).astype(np.float32) for _ in range(3))
     kernel, ins, sz, sc = lower_block(three_pass(), {"Q": q, "K": k, "V": v})
-    assert wgsl.past_limits(limits, sz) and device.specialised(kernel, sz).launch_sizes
+    assert device.specialised(kernel, sz).launch_sizes
+    assert wgsl.past_limits(limits, sz) or not every_size
     got, _ = device.launch(kernel, ins, sz, sc)
     s = q[0, 0].astype(np.float64) @ k[0, 0].T.astype(np.float64) / np.sqrt(132)
     w = np.exp(s - s.max(1, keepdims=True))

@@ -604,7 +604,9 @@ def _deps(name: str) -> tuple:
         return ("zyn_erfc_f32",)
     if name == "zyn_log2_f32":
         return ("zyn_log_f32",)
-    if name in ("zyn_sigmoid_f32", "zyn_silu_f32", "zyn_sinh_f32", "zyn_cosh_f32"):
+    if name in ("zyn_sinh_f32", "zyn_cosh_f32"):
+        return ("zyn_exp_f32", "zyn_half_f32")
+    if name in ("zyn_sigmoid_f32", "zyn_silu_f32"):
         return ("zyn_exp_f32",)
     if name == "zyn_pow_f32":
         return ("zyn_isnan_f32", "zyn_isfinite_f32", "zyn_log_f32", "zyn_exp_f32",
@@ -689,15 +691,18 @@ fn zyn_sinh_f32(x: f32) -> f32 {
     }
     if (abs(x) > 9.0f) {
         // the builtin's exp(x) is infinite past 88.7 where sinh is not (89.0 gives
-        // 2.24e38): exp(|x| / 2) squared, halved, as a product of finite factors
+        // 2.24e38): exp(|x| / 2) times its half, finite factors (zyn_half_f32)
         let e = zyn_exp_f32(abs(x) * 0.5f);
-        return select(-e, e, x > 0.0f) * (0.5f * e);
+        return select(-e, e, x > 0.0f) * zyn_half_f32(e);
     }
     return sinh(x); }""",
+    # half of a normal x > 1 by its exponent's bits: a compiler reassociated e * (0.5 * e)
+    # into (e * e) * 0.5, infinite past 88.7 (NVIDIA's Vulkan driver: cosh(89.0) was inf)
+    "zyn_half_f32": "fn zyn_half_f32(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) - 0x00800000u); }",
     "zyn_cosh_f32": """\
 fn zyn_cosh_f32(x: f32) -> f32 {
     // as sinh: finite up to 89.4, where exp(x) of the builtin is infinite past 88.7
-    if (abs(x) > 9.0f) { let e = zyn_exp_f32(abs(x) * 0.5f); return e * (0.5f * e); }
+    if (abs(x) > 9.0f) { let e = zyn_exp_f32(abs(x) * 0.5f); return e * zyn_half_f32(e); }
     return cosh(x); }""",
     "zyn_log_f32": """\
 fn zyn_log_f32(x: f32) -> f32 {

@@ -92,6 +92,34 @@ def test_a_two_dimensional_window(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("cols", [6, 14])
+def test_a_read_a_size_further_on_covers_the_axis(device, cols):
+    """RoPE's halves: `m[r, d] * m[r, d + half]` with d in 0..half solves half + half = cols
+    (it solved half = cols and read past the end); `x[i] + x[i + n / 2]` in 0..n / 2 gives
+    n = len(x)."""
+    m = RNG.standard_normal((3, cols)).astype(np.float32)
+    h = cols // 2
+    src = ("let y = compute(m) {\n    for r in 0..rows, d in 0..half:\n"
+           "        out[r, d] = m[r, d] * m[r, d + half] - m[r, d + half - 1]\n}\ny\n")
+    assert_equals_numpy(_run(device, src, m=m), m[:, :h] * m[:, h:] - m[:, h - 1:-1], 1e-6)
+    src = ("let y = compute(x) {\n    for i in 0..n / 2:\n"
+           "        out[i] = x[i] + x[i + n / 2]\n}\ny\n")
+    x = m[0]
+    assert_equals_numpy(_run(device, src, x=x), x[:h] + x[h:], 1e-6)
+
+
+def test_a_window_no_size_fits_is_a_shape_error():
+    """`x[i] + x[i + n]` in 0..n over 7 elements: no n covers the axis (a shape error at the
+    read, not "cannot tell the size")."""
+    src = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] + x[i + n]\n}\ny\n"
+    with pytest.raises(zynbook.ZynMLError) as info:
+        _run("cpu", src, x=np.zeros(7, np.float32))
+    assert info.value.kind == "shape" and "no value of `n`" in str(info.value)
+    got = _run("cpu", src, x=np.arange(8, dtype=np.float32))
+    assert_equals_numpy(got, np.arange(4, dtype=np.float32) * 2 + 4, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("bound, fits", [("7", True), ("8", False), ("k", True)])
 def test_a_window_over_a_given_bound(device, bound, fits):
     """A constant or host bound is held to the axis with its window: `0..7` reading c and

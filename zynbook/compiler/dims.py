@@ -171,6 +171,12 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
                     values.setdefault(n, int(v))
                 defaults.pop(name)
 
+    for c in pending:
+        unknown = {v.name for v in cir.walk(c.right) if isinstance(v, cir.Var)} - set(values)
+        if c.loop and c.left in values and len(unknown) == 1:
+            raise ZynMLShapeError(f"{c.what}: no value of `{unknown.pop()}` makes the loop "
+                                  f"cover the axis's {values[c.left]} positions", c.span)
+
     for c in host_bounds:
         covered, size = _try_eval(c.right, values), values.get(c.left)
         if covered is None or size is None or covered <= size:

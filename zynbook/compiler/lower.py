@@ -934,12 +934,11 @@ class _Lowering:
             return
         if self.guard_depth:
             return      # guarded by an `if`: out-of-range values are the program's intent
-        form = affine.linear(it)
-        if form is not None and len(form[0]) == 1 and form[1] > 0:
-            (name, (coef, _)), = form[0].items()
-            if coef == 1 and self._covering_loop(name):      # a window's read x[i + c]
-                key = (dim, name)
-                self.window_reach[key] = max(self.window_reach.get(key, 0), form[1])
+        window = self._window_read(it)
+        if window is not None:
+            key = (dim, window[0])
+            prev = self.window_reach.get(key)
+            self.window_reach[key] = window[1] if prev is None else affine.maximum(prev, window[1])
         b = affine.bounds(it, self.ranges, self._steps())
         if b is not None:
             loops = tuple(self.ranges[n.name] for n in cir.walk(it)
@@ -955,16 +954,39 @@ class _Lowering:
         return isinstance(lstart, cir.Const) and lstart.value == 0 and \
             isinstance(lstep, cir.Const) and lstep.value == 1
 
+    def _window_read(self, it):
+        """(loop variable, offset) of an index `i + offset` past a covering loop's variable,
+        the offset a positive constant or sizes that cannot make it negative (`x[i + 2]`,
+        `m[r, d + half]`), else None."""
+        form = affine.linear(it)
+        if form is None:
+            return None
+        loops = [(k, c) for k, (c, e) in form[0].items()
+                 if isinstance(e, cir.Var) and self._covering_loop(e.name)]
+        if len(loops) != 1 or loops[0][1] != 1:
+            return None
+        offset = affine.sub(it, affine.var(loops[0][0]))
+        for n in cir.walk(offset):
+            if isinstance(n, cir.Var) and n.name not in self.sizes or \
+                    isinstance(n, cir.Const) and not (isinstance(n.value, int) and n.value >= 0) or \
+                    isinstance(n, cir.Bin) and n.op not in ("+", "*", "/") or \
+                    not isinstance(n, (cir.Var, cir.Const, cir.Bin)):
+                return None
+        if isinstance(offset, cir.Const) and offset.value == 0:
+            return None
+        return loops[0][0], offset
+
     def _reach_windows(self):
         """A loop that indexes an axis directly (`x[i]`) and also reads it further on
         (`x[i + 2]`, not under an `if`) covers the axis with that window: its bound plus 2
         is the axis's size, so `0..n - 2` over x gives n = len(x), as numpy's
-        `x[:-2] + x[1:-1] + x[2:]`."""
+        `x[:-2] + x[1:-1] + x[2:]`. (A slice `x[i:i+3]` is clipped to the axis instead.)"""
         for (dim, var), ties in self.window_ties.items():
             reach = self.window_reach.get((dim, var))
-            for tie in ties if reach else ():
-                tie.right = affine.add(tie.right, affine.const(reach))
-                tie.what += f" and read up to `{self.loop_info[var][3].var} + {reach}`"
+            for tie in ties if reach is not None else ():
+                tie.right = affine.add(tie.right, reach)
+                tie.what += f" and read up to `{self.loop_info[var][3].var} + " \
+                            f"{cir.format_expr(reach)}`"
 
     def binary(self, op, a, b, span):
         if op == "@":

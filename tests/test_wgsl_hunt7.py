@@ -210,3 +210,18 @@ def test_an_f16_product_is_rounded_once(device):
     got = _host(zynbook.run(src, device=device, m=m))
     assert got.dtype == np.float16
     assert_equals_numpy(got, np.prod(m, axis=1), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argmax_of_64_bit_integers(device, dtype, op):
+    """The argmax of i64 and u64 rows (values their 32-bit buffers hold on WebGPU, ties
+    first): the running best started at the i64's identity, -2^63, which no 32-bit local
+    holds, and a u64 best had no 32-bit local at all ("cannot spell 64-bit integers")."""
+    lo, hi = (-2 ** 31, 2 ** 31) if dtype == np.int64 else (0, 2 ** 32)
+    m = _RNG.integers(lo, hi, (4, 9)).astype(dtype)
+    m[1, 2] = m[1, 7] = m[1].max() if op == "argmax" else m[1].min()
+    src = f"let y = compute(m) {{\n    for i in 0..r:\n        out[i] = reduce({op}, m[i])\n}}\ny\n"
+    got = _host(zynbook.run(src, device=device, m=m))
+    assert_equals_numpy(got, getattr(m, op)(1), 0)

@@ -497,8 +497,8 @@ class ScalarLowering:
             return None if a is None or b is None else _hull([a, b])
         if isinstance(e, cir.Reduce) and e.op in ("argmax", "argmin"):
             return (-1, self.positions(e) - 1)  # a position in the tile, -1 of none
-        if isinstance(e, cir.Load) and dt == "i64":
-            return _INT_RANGE["i32"]            # (the buffers hold 32 bits of it)
+        if isinstance(e, cir.Load) and dt in ("i64", "u64"):
+            return _INT_RANGE[dt.replace("64", "32")]   # (the buffers hold 32 bits of it)
         within = frozenset()                    # arithmetic on a local bounds nothing
         if isinstance(e, cir.Unary) and e.op == "neg":
             r = self.span32(e.operand, within, seen)
@@ -617,10 +617,15 @@ class ScalarLowering:
     def held(self, name: str, dt: str) -> str:
         """The dtype local `name` of compute dtype `dt` is held in: on a target without
         64-bit integers, an i64 local is an i32 where every value it is given provably fits
-        (`let p = reduce(argmax, m[i])`); it is read as the i64 it stands for."""
-        if self.int64 or dt != "i64" or not _fits32(self.span32(cir.Var(name, cir.Ty(dt)))):
+        (`let p = reduce(argmax, m[i])`), and a u64 local a u32 likewise (an argmax's best
+        of u64 data, which its buffer holds in 32 bits); it is read as the i64 (u64) it
+        stands for."""
+        if self.int64 or dt not in ("i64", "u64"):
             return dt
-        return "i32"
+        r = self.span32(cir.Var(name, cir.Ty(dt)))
+        if dt == "i64":
+            return "i32" if _fits32(r) else dt
+        return "u32" if r is not None and (r[0] > r[1] or 0 <= r[0] and r[1] < 2 ** 32) else dt
 
     def launch_sizes(self) -> dict | None:
         """The sizes where the program is for these sizes only (a target that compiles per

@@ -105,6 +105,15 @@ def _identity(op: str, dtype: str) -> cir.Const:
     return _const(identity_value(op, dtype), dtype)
 
 
+def _best_start(op: str, dtype: str) -> cir.Const:
+    """An argmax's (argmin's) running best before its first value, which `_arg_step` always
+    takes: the op's identity for floats, 0 for integers (an i64's identity, -2^63, is no
+    value a device holding 64-bit integers in 32 bits, WebGPU, can keep)."""
+    if dtype in cir.FLOAT_DTYPES:
+        return _identity("max" if op == "argmax" else "min", dtype)
+    return _const(0 if dtype != "bool" else False, dtype)
+
+
 def _arg_step(op: str, best: str, at: str, vty: cir.Ty, v, pos, line: int) -> cir.If:
     """One step of an argmax (argmin): `v` at `pos` becomes the running best where it is
     the first value, the first NaN, or beyond the best, as numpy's."""
@@ -449,8 +458,7 @@ class _Rewriter:
         out += ex_stmts
         vty = cir.Ty(src.ty.dtype)
         best, at = self.fresh("best"), self.fresh("at")
-        out += [cir.Let(best, _identity("max" if op == "argmax" else "min", vty.dtype), True,
-                        line),
+        out += [cir.Let(best, _best_start(op, vty.dtype), True, line),
                 cir.Let(at, cir.Const(-1, I32), True, line)]     # -1: of nothing
         rank = len(exts)
 
@@ -477,8 +485,7 @@ class _Rewriter:
         def body(idx):
             best, at, k = self.fresh("best"), self.fresh("at"), self.fresh("k")
             v = self.operand_at(src, rank, idx[:ax] + (_v(k),) + idx[ax:])
-            return [cir.Let(best, _identity("max" if op == "argmax" else "min", vty.dtype),
-                            True, line),
+            return [cir.Let(best, _best_start(op, vty.dtype), True, line),
                     cir.Let(at, cir.Const(-1, I32), True, line),
                     cir.Loop(k, _i(0), exts[ax], _i(1), (_arg_step(op, best, at, vty, v, _v(k),
                                                                    line),), False, line),

@@ -615,7 +615,9 @@ def _deps(name: str) -> tuple:
         return ("zyn_isnan_f32",)
     if name == "zyn_mulz_f32":
         return ("zyn_isfinite_f32",)
-    if name in ("zyn_sin_f32", "zyn_cos_f32", "zyn_tan_f32"):
+    if name in ("zyn_sin_f32", "zyn_cos_f32"):
+        return ("zyn_reduce_pio2", "zyn_isfinite_f32", "zyn_sin_poly")
+    if name == "zyn_tan_f32":
         return ("zyn_reduce_pio2", "zyn_isfinite_f32")
     if name == "zyn_reduce_pio2":
         return ("zyn_mul32",)
@@ -852,7 +854,7 @@ fn zyn_mul32(a: u32, b: u32) -> vec2<u32> {
     return vec2<u32>((p00 & 0xffffu) | (mid << 16u),
                      a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u)); }""",
     "zyn_reduce_pio2": """\
-// a finite f32 ax >= 2^20 as (4k + q + r / (pi/2)) * pi/2, r in [-pi/4, pi/4], by Payne
+// a finite f32 ax >= 2^-7 as (4k + q + r / (pi/2)) * pi/2, r in [-pi/4, pi/4], by Payne
 // and Hanek's reduction: its 24-bit mantissa times the 96 bits of 2/pi that give the two
 // lowest integer bits and 64 fractional bits of the product (a shader's sin and cos reduce
 // in f32: llvmpipe's lost every digit from about 1.3e7 on)
@@ -887,23 +889,42 @@ fn zyn_reduce_pio2(ax: f32) -> ZynReduced {
     }
     let f = (f32(hi) + f32(lo) * 2.3283064e-10f) * 2.3283064e-10f;
     return ZynReduced(sign * f * 1.5707964f, q); }""",
+    # sin, cos and tan by Cephes' sinf, cosf and tanf polynomials on [-pi/4, pi/4], past it
+    # on the argument reduced by zyn_reduce_pio2: the same digits on every adapter (NVIDIA's
+    # Vulkan driver reduced in f32 and was off by 0.1 from 2^14 on; llvmpipe's from 1.3e7)
+    "zyn_sin_poly": """\
+fn zyn_sin_poly(r: f32) -> f32 {
+    let z = r * r;
+    return ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r; }
+fn zyn_cos_poly(r: f32) -> f32 {
+    let z = r * r;
+    return ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z
+        - 0.5f * z + 1.0f; }""",
     "zyn_sin_f32": """\
 fn zyn_sin_f32(x: f32) -> f32 {
-    if (abs(x) < 1048576.0f || !zyn_isfinite_f32(x)) { return sin(x); }
+    if (!zyn_isfinite_f32(x)) { return sin(x); }
+    if (abs(x) <= 0.7853982f) { return zyn_sin_poly(x); }
     let a = zyn_reduce_pio2(abs(x));
-    let v = select(sin(a.r), cos(a.r), (a.q & 1u) == 1u);
+    let v = select(zyn_sin_poly(a.r), zyn_cos_poly(a.r), (a.q & 1u) == 1u);
     return select(v, -v, (a.q >= 2u) != (x < 0.0f)); }""",
     "zyn_cos_f32": """\
 fn zyn_cos_f32(x: f32) -> f32 {
-    if (abs(x) < 1048576.0f || !zyn_isfinite_f32(x)) { return cos(x); }
+    if (!zyn_isfinite_f32(x)) { return cos(x); }
+    if (abs(x) <= 0.7853982f) { return zyn_cos_poly(x); }
     let a = zyn_reduce_pio2(abs(x));
-    let v = select(cos(a.r), sin(a.r), (a.q & 1u) == 1u);
+    let v = select(zyn_cos_poly(a.r), zyn_sin_poly(a.r), (a.q & 1u) == 1u);
     return select(v, -v, a.q == 1u || a.q == 2u); }""",
     "zyn_tan_f32": """\
+fn zyn_tan_poly(r: f32) -> f32 {
+    let z = r * r;
+    return (((((9.38540185543e-3f * z + 3.11992232697e-3f) * z + 2.44301354525e-2f) * z
+        + 5.34112807005e-2f) * z + 1.33387994085e-1f) * z + 3.33331568548e-1f) * z * r + r; }
 fn zyn_tan_f32(x: f32) -> f32 {
-    if (abs(x) < 1048576.0f || !zyn_isfinite_f32(x)) { return tan(x); }
+    if (!zyn_isfinite_f32(x)) { return tan(x); }
+    if (abs(x) <= 0.7853982f) { return zyn_tan_poly(x); }
     let a = zyn_reduce_pio2(abs(x));
-    let v = select(tan(a.r), -cos(a.r) / sin(a.r), (a.q & 1u) == 1u);
+    let t = zyn_tan_poly(a.r);
+    let v = select(t, -1.0f / t, (a.q & 1u) == 1u);
     return select(v, -v, x < 0.0f); }""",
     "zyn_isfinite_f32": """\
 fn zyn_isfinite_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u; }""",

@@ -499,6 +499,9 @@ class ScalarLowering:
             return (-1, self.positions(e) - 1)  # a position in the tile, -1 of none
         if isinstance(e, cir.Load) and dt in ("i64", "u64"):
             return _INT_RANGE[dt.replace("64", "32")]   # (the buffers hold 32 bits of it)
+        if isinstance(e, cir.Call) and e.fn in ("min", "max"):    # one of its arguments
+            got = [self.span32(x, within, seen) for x in e.args]
+            return None if any(g is None for g in got) else _hull(got)
         within = frozenset()                    # arithmetic on a local bounds nothing
         if isinstance(e, cir.Unary) and e.op == "neg":
             r = self.span32(e.operand, within, seen)
@@ -514,9 +517,6 @@ class ScalarLowering:
             if e.op == "%":
                 m = min(m, max(abs(b[0]), abs(b[1])) - 1)
             return (-m, m)
-        if isinstance(e, cir.Call) and e.fn in ("min", "max"):
-            got = [self.span32(x, within, seen) for x in e.args]
-            return None if any(g is None for g in got) else _hull(got)
         return own if dt != "i64" else None
 
     # ---- i64 sums, maxima and minima on a target without 64-bit integers --------------
@@ -756,6 +756,11 @@ class ScalarLowering:
             if hit[0] in self.wide:
                 return self.wide_add(hit[0], s, ln)
             v = s.value
+            if hit[0] in self.narrow_locals and isinstance(v, cir.Call) and \
+                    v.fn in ("min", "max") and not v.ty.shape:
+                # a running max of a local held narrower (its values fit, `held`): in that type
+                args = tuple(self.operand(a, hit[1]) for a in v.args)
+                return [ir.Set(hit[0], ir.Math(v.fn, args, hit[1]), ln)]
             if v.ty.dtype == "f16" and isinstance(v, cir.Bin) and v.op == "+" and \
                     isinstance(v.left, cir.Var) and v.left.name == s.name:
                 # `acc += x` of an f16 acc sums in f32, rounded where acc is stored or cast,

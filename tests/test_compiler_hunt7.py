@@ -59,6 +59,29 @@ def test_a_let_of_loop_variable_arithmetic_is_i32(device):
     assert_equals_numpy(_run(device, src, u=u), want, 0)
 
 
+_H9 = np.int8([-128, -5, 0, 7, 100, 127, 64, -1, 33])
+_I9 = np.arange(9, dtype=np.int32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, want", [
+    ("let k = n * 2\n        out[i] = h[i] + k", lambda: _H9 + np.int8(18)),
+    ("let k = n\n        out[i] = h[i] * k", lambda: _H9 * np.int8(9)),
+    ("var acc = 0\n        acc += h[i]\n        acc += h[i]\n        out[i] = acc",
+     lambda: _H9 + _H9),
+    ("var acc = 0\n        for j in 0..i:\n            acc += j\n        out[i] = acc + h[i]",
+     lambda: _I9 * (_I9 - 1) // 2 + _H9.astype(np.int32)),
+    ("out[i] = max(h[i], n)", lambda: np.maximum(_H9, np.int8(9))),
+    ("out[i] = where(h[i] > 0, h[i], n)", lambda: np.where(_H9 > 0, _H9, np.int8(9))),
+])
+def test_locals_keep_the_weakness_of_what_they_hold(device, body, want):
+    """A local of sizes and literals is weak as they are (i8 beside `h`, wrapping as numpy's
+    int8 beside a Python int); a `var` that sums loop variables is i32."""
+    with np.errstate(over="ignore"):
+        w = want()
+    assert_equals_numpy(_run(device, _block(body), h=_H9), w, 0)
+
+
 # ------------------------------------------------ a window's size is solved from its reads
 
 def _taps3(x):

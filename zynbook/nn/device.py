@@ -240,10 +240,11 @@ class Device(FusedOps):
     # -------------------------------------------------------- buffer lifecycle
     @staticmethod
     def _numbers(data, op: str) -> np.ndarray:
-        # strings, None and ragged lists are the caller's mistake, not numpy's to report
+        # strings, None and ragged lists are the caller's mistake, not numpy's to report;
+        # a torch tensor that requires grad (RuntimeError) is read as a program binds it
         try:
             arr = np.asarray(data)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RuntimeError):
             arr = None
         if arr is None or arr.dtype.kind == "O":
             # an array numpy cannot read (a torch bfloat16 tensor, exact in f32), bound as a

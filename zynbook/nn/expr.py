@@ -134,7 +134,8 @@ def _const(v: float) -> str:
     return f"({text})" if v < 0 else text
 
 
-_INFIX = {"+", "-", "*", "/", "<", "<=", ">", ">=", "==", "!="}
+_COMPARE = {"<", "<=", ">", ">=", "==", "!="}
+_INFIX = {"+", "-", "*", "/"} | _COMPARE
 
 
 def render(out: Expr, names: list) -> tuple[list, str]:
@@ -156,7 +157,17 @@ def render(out: Expr, names: list) -> tuple[list, str]:
             return f"{names[e.value]}[i]"
         if e.op == "const":
             return _const(e.value)
-        args = [text(a) for a in e.args]
+        # a comparison is a number, 1 or 0, wherever it is an operand (`g * (x > 0.0)`, as
+        # the interface's f32 expressions are); where's condition is a truth value, a
+        # number's being that it is not 0
+        args = []
+        for k, a in enumerate(e.args):
+            t = text(a)
+            if e.op == "where" and k == 0:
+                t = t if a.op in _COMPARE else f"({t} != 0.0)"
+            elif a.op in _COMPARE:
+                t = f"float({t})"
+            args.append(t)
         if e.op in _INFIX:
             s = f"({args[0]} {e.op} {args[1]})"
         elif e.op == "neg":

@@ -1,0 +1,53 @@
+"""The compute-device interface as a user writes it from the trait's text, at the edges the
+other training tests leave, on every device: references are torch (autograd,
+torch.optim.AdamW) or numpy written here."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import zynbook
+from zynbook.nn import expr as E
+
+from compute_testing import wanted_devices
+
+DEVICES = [d for d in wanted_devices() if not d.startswith(("browser", "gl:"))]
+RNG = np.random.default_rng(20261130)
+
+
+def _f32(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+# ------------------------------------------------------------------ elementwise
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_comparisons_are_ones_and_zeros_in_traced_arithmetic(device):
+    # the trait's expressions are all f32: `g * (x > 0)` (ReLU's gradient) and a number
+    # as where's condition; both were ZynML type errors on the generated source
+    x = np.array([-2.0, -0.0, 0.0, 1.5, 3.0, 0.5, -1.0], np.float32)
+    y = np.array([1.0, 0.0, 0.0, 1.5, -3.0, 2.0, 0.0], np.float32)
+    dev = zynbook.device(device)
+    bx, by = dev.upload(x), dev.upload(y)
+    got = dev.elementwise([bx, by], 7, lambda v: E.equal(v[0], v[1]) + (v[0] >= 0.0) * 2.0
+                          - (v[1] < v[0]) + E.exp(-(v[0] > 0.0)))
+    f = lambda b: b.astype(np.float64)      # noqa: E731
+    want = f(x == y) + f(x >= 0) * 2 - f(y < x) + np.exp(-f(x > 0))
+    np.testing.assert_allclose(dev.download(got), want, rtol=1e-6)
+    got = dev.elementwise([bx, by], 7, lambda v: E.where(v[1], v[0], -1.0)
+                          + E.where(v[0] > 0.0, v[0] > 1.0, 7.0) + ((v[0] > 0.0) < 0.5))
+    want = np.where(y != 0, x, -1.0) + np.where(x > 0, f(x > 1), 7.0) + f(f(x > 0) < 0.5)
+    np.testing.assert_allclose(dev.download(got), want, rtol=1e-6)
+
+
+# ------------------------------------------------------------------ upload
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_upload_takes_a_torch_parameter_that_requires_grad(device):
+    # torch's numpy() refuses such a tensor: a RuntimeError reached the caller
+    w = torch.nn.Parameter(torch.tensor(_f32(3, 5)))
+    dev = zynbook.device(device)
+    np.testing.assert_array_equal(dev.download(dev.upload(w)), w.detach().numpy().ravel())
+    ids = torch.tensor([3, 1, 4], dtype=torch.float32, requires_grad=True).long()
+    np.testing.assert_array_equal(dev.download(dev.upload_u32(ids)), [3, 1, 4])

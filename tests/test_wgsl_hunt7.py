@@ -228,17 +228,17 @@ def test_argmax_of_64_bit_integers(device, dtype, op):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("op", ["max", "min"])
-def test_maxima_of_u64_rows(device, op):
-    """reduce(max) of u64 rows: every value fits the 32 bits WebGPU's buffers hold, so the
-    running maximum is a u32 (it was 'cannot spell 64-bit integers': a u64 max of the u64
-    local). A minimum starts at 2^64 - 1 (the minimum of no values), which no 32-bit
-    local holds: still refused there, by name."""
+@pytest.mark.parametrize("op", ["max", "min", "+"])
+def test_maxima_minima_and_sums_of_u64_rows(device, op):
+    """reduce(max), reduce(min) and reduce(+) of u64 rows whose values fit the 32 bits
+    WebGPU's buffers hold: a running maximum is a u32; a minimum (from 2^64 - 1, the
+    minimum of no values) and a sum are held in two words, as an i64's (all three were
+    'cannot spell 64-bit integers')."""
     m = _RNG.integers(0, 2 ** 32, (4, 9), dtype=np.uint64)
+    if op == "+":
+        m //= 16            # each row's sum fits 32 bits: 2^32 - 1
+        m[:, 0] = 2 ** 32 - 1 - m[:, 1:].sum(1)
     src = f"let y = compute(m) {{\n    for i in 0..r:\n        out[i] = reduce({op}, m[i])\n}}\ny\n"
-    if op == "min" and device in ("vulkan:0", "gl:0"):
-        with pytest.raises(ZynMLError, match="64-bit integers"):
-            _host(zynbook.run(src, device=device, m=m))
-        return
     got = _host(zynbook.run(src, device=device, m=m))
-    assert_equals_numpy(got, getattr(m, op)(1), 0)
+    want = m.sum(1) if op == "+" else getattr(m, op)(1)
+    assert_equals_numpy(got, want, 0)

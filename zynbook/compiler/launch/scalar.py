@@ -135,6 +135,11 @@ def _hull(parts: list) -> tuple:
     return (min(p[0] for p in parts), max(p[1] for p in parts)) if parts else (1, 0)
 
 
+def _signed32(v: int) -> int:
+    """The low 32 bits of integer `v` as an i32."""
+    return (v & 0xFFFFFFFF) - ((v & 0x80000000) << 1)
+
+
 def _fits32(r) -> bool:
     return r is not None and (r[0] > r[1] or (-2 ** 31 <= r[0] and r[1] <= 2 ** 31 - 1))
 
@@ -195,7 +200,7 @@ class ScalarLowering:
         self.on_yield = None
         self.taken: set = set()
         self.narrow_locals: set = set()     # identifiers of i64 locals `held` in i32
-        self.wide: dict = {}                # i64 sums held in two i32 words: low -> high
+        self.wide: dict = {}                # i64 (u64) sums in two i32 words: low -> (high, u64?)
         # buffer name -> the offset of its part (an array a schedule keeps in a slice of a
         # scratch buffer, one slice per block)
         self.bases: dict = {}
@@ -539,46 +544,51 @@ class ScalarLowering:
         return None
 
     def is_wide_sum(self, s: cir.Let, dt: str) -> bool:
-        """Whether i64 `var` `s` is a sum, a maximum or a minimum of values that fit 32 bits
-        (reduce(+, x) of i64 x, `acc += x[j]`, reduce(max, m[i])), on a target without
-        64-bit integers: it starts at such a value or a constant (max's -2^63), and every
-        value it is given later combines one with it."""
-        if self.int64 or dt != "i64" or not s.mutable or s.declared_ty.shape or not (
-                _fits32(self.span32(s.value)) or
-                isinstance(const_value(s.value, self.facts.consts), int)):
+        """Whether i64 (u64) `var` `s` is a sum, a maximum or a minimum of values that fit
+        32 bits (reduce(+, x) of i64 x, `acc += x[j]`, reduce(max, m[i])), on a target
+        without 64-bit integers: it starts at such a value or a constant (max's -2^63), and
+        every value it is given later combines one with it."""
+        if self.int64 or dt not in ("i64", "u64") or not s.mutable or s.declared_ty.shape or \
+                not (self.fits32(s.value, dt) or
+                     isinstance(const_value(s.value, self.facts.consts), int)):
             return False
         later = self.values.get(s.name, [])[1:]
         terms = [self.summand(s.name, v) for v in later]
-        return bool(terms) and all(t is not None and self.fits32(t[1]) for t in terms)
+        return bool(terms) and all(t is not None and self.fits32(t[1], dt) for t in terms)
 
-    def fits32(self, e) -> bool:
-        """Whether every value of integer `e` fits i32: that of a narrower type (wrapped in
-        it: x[i] * 2 of i32 x), or what its span says."""
-        own = _INT_RANGE.get(e.ty.dtype)
-        return (own is not None and _fits32(own)) or _fits32(self.span32(e))
+    def fits32(self, e, dt: str = "i64") -> bool:
+        """Whether every value of integer `e` fits i32 (for a u64 `dt`, u32): that of a
+        narrower type (wrapped in it: x[i] * 2 of i32 x), or what its span says."""
+        lo, hi = _INT_RANGE["u32" if dt == "u64" else "i32"]
+        r = _INT_RANGE.get(e.ty.dtype)
+        if r is not None and lo <= r[0] and r[1] <= hi:
+            return True
+        r = self.span32(e)
+        return r is not None and (r[0] > r[1] or lo <= r[0] and r[1] <= hi)
 
     def wide_sum(self, s: cir.Let, ln: int) -> list:
-        """An i64 sum (`is_wide_sum`) held in two i32 words, its value the low word plus
-        2^32 times the high one: a constant's words, or a value's and its sign."""
+        """An i64 (u64) sum (`is_wide_sum`) held in two i32 words, its value the low word
+        (unsigned) plus 2^32 times the high one (signed for i64): a constant's words, or a
+        value's and its sign (0 for u64)."""
+        unsigned = compute_dtype(s.declared_ty.dtype) == "u64"
         lo = self.bind(s.name, "i32")
         hi = self.bind(s.name + "%hi", "i32")
-        self.wide[lo] = hi
+        self.wide[lo] = (hi, unsigned)
         c = const_value(s.value, self.facts.consts)
         if isinstance(c, int) and not isinstance(c, bool):
-            low = (c & 0xFFFFFFFF) - ((c & 0x80000000) << 1)       # the low word, signed
-            return [ir.Decl(lo, "i32", lit(low, "i32"), True, ln),
-                    ir.Decl(hi, "i32", lit(c >> 32, "i32"), True, ln)]
+            return [ir.Decl(lo, "i32", lit(_signed32(c), "i32"), True, ln),
+                    ir.Decl(hi, "i32", lit(_signed32(c >> 32), "i32"), True, ln)]
         first = self.operand(s.value, "i32")
-        sign = ir.Bin(">>", ir.Ref(lo, "i32"), lit(31, "i32"), "i32")
+        sign = lit(0, "i32") if unsigned else ir.Bin(">>", ir.Ref(lo, "i32"), lit(31, "i32"), "i32")
         return [ir.Decl(lo, "i32", first, True, ln), ir.Decl(hi, "i32", sign, True, ln)]
 
     def wide_add(self, lo: str, s: cir.Assign, ln: int) -> list:
         """`s` combining a value into the wide sum `lo`: added (subtracted), the low words
         wrap and their carry (borrow) and the value's sign go to the high word; a maximum
         (minimum) takes the value's words where it is larger (smaller), high words compared
-        signed, low words unsigned."""
+        signed (u64: unsigned), low words unsigned."""
         op, v = self.summand(s.name, s.value)
-        hi, i32, u32 = self.wide[lo], "i32", "u32"
+        (hi, unsigned), i32, u32 = self.wide[lo], "i32", "u32"
         t = self.bind("%term", i32)
         L, H, T = ir.Ref(lo, i32), ir.Ref(hi, i32), ir.Ref(t, i32)
 
@@ -587,7 +597,8 @@ class ScalarLowering:
 
         def unsigned_below(a, b):   # the carry out of (or borrow into) the low word
             return ir.Select(below(a, b, u32), lit(1, i32), lit(0, i32), i32)
-        high = ir.Bin(">>", T, lit(31, i32), i32)     # the value's high word: 0 or -1
+        # the value's high word: 0 or -1 (a u64's: 0)
+        high = lit(0, i32) if unsigned else ir.Bin(">>", T, lit(31, i32), i32)
         out = [ir.Decl(t, i32, self.operand(v, i32), False, ln)]
         if op == "+":
             return out + [ir.Set(lo, self.wrapping("+", L, T), ln), ir.Set(hi, self.wrapping(
@@ -597,8 +608,8 @@ class ScalarLowering:
                                                    unsigned_below(L, T)), ln),
                           ir.Set(lo, self.wrapping("-", L, T), ln)]
         a, b = ((H, high), (L, T)) if op == "max" else ((high, H), (T, L))   # a < b: take it
-        takes = ir.Bin("or", below(*a, i32), ir.Bin("and", ir.Bin("==", H, high, "bool"),
-                                                      below(*b, u32), "bool"), "bool")
+        takes = ir.Bin("or", below(*a, u32 if unsigned else i32), ir.Bin(
+            "and", ir.Bin("==", H, high, "bool"), below(*b, u32), "bool"), "bool")
         return out + [ir.If(takes, (ir.Set(lo, T, ln), ir.Set(hi, high, ln)), (), ln)]
 
     def wrapping(self, op: str, a: ir.Expr, b: ir.Expr) -> ir.Expr:
@@ -607,12 +618,14 @@ class ScalarLowering:
         return ir.Math(next(f for f, o in ir.WRAPPING.items() if o == op), (a, b), "i32")
 
     def wide_value(self, lo: str) -> ir.Expr:
-        """The wide sum `lo` as the 32 bits its i64 is stored in: its low word, where the
-        high word is the low word's sign; else the site fails (a value past 32 bits)."""
-        L, H = ir.Ref(lo, "i32"), ir.Ref(self.wide[lo], "i32")
-        past = ir.Bin("-", H, ir.Bin(">>", L, lit(31, "i32"), "i32"), "i32")    # 0 where it fits
+        """The wide sum `lo` as the 32 bits its i64 (u64) is stored in: its low word, where
+        the high word is the low word's sign (0); else the site fails (a value past them)."""
+        (hi, unsigned) = self.wide[lo]
+        L, H = ir.Ref(lo, "i32"), ir.Ref(hi, "i32")
+        past = H if unsigned else ir.Bin("-", H, ir.Bin(">>", L, lit(31, "i32"), "i32"), "i32")
         site = self.sites.add(errflag.WIDE, self.line)
-        return ir.Bin("+", L, ir.Checked(past, lit(1, "i32"), site, "i32"), "i32")
+        low = ir.Bin("+", L, ir.Checked(past, lit(1, "i32"), site, "i32"), "i32")   # 0 where it fits
+        return cast(low, "u32") if unsigned else low
 
     def held(self, name: str, dt: str) -> str:
         """The dtype local `name` of compute dtype `dt` is held in: on a target without

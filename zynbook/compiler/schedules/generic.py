@@ -54,7 +54,8 @@ class GenericThread(Schedule):
             return "shared arrays and barriers (tiles held in block memory) need a block schedule"
         # (a 64-bit sum where the target has no 64-bit integers is one thread's: two words
         # that no block's collective combines, launch/scalar.py `wide_sum`)
-        wide = not target.int64 and any(isinstance(n, cir.Assign) and n.value.ty.dtype == "i64"
+        wide = not target.int64 and any(isinstance(n, cir.Assign) and
+                                        n.value.ty.dtype in ("i64", "u64")
                                         for n in cir.walk(nest.body))
         if sym and kernel.kernel_type.kind not in THREAD_KINDS and not wide and \
                 self._long_inner(nest, None):

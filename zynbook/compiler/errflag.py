@@ -34,7 +34,7 @@ LIMIT = "limit"                 # a size past what a kernel built for every size
 STEPS = "steps"                 # a loop the device quit early (launch/steps.py)
 STEP = "step"                   # a loop step, known only as the kernel runs, not positive
 TILES = "tiles"                 # tile extents that do not fit together (cir.Check)
-WIDE = "wide"                   # an i64 sum past the 32 bits a device stores i64 in (WebGPU)
+WIDE = "wide"                   # a 64-bit sum past the 32 bits WebGPU stores it in
 
 WORDS = 2                       # the flag buffer: two 32-bit integers
 
@@ -66,8 +66,8 @@ class Site:
                     f"quits a thread's loops past about {self.extent} iterations in all, without "
                     "an error; run the block on `cpu`, `cpu:native` or a GPU")
         if self.kind == WIDE:
-            return ("an i64 sum, maximum or minimum (of no values: its identity, -2^63 or "
-                    "2^63 - 1) is past the 32 bits this device stores 64-bit integers in "
+            return ("a 64-bit integer sum, maximum or minimum (of no values: its identity, "
+                    "as -2^63) is past the 32 bits this device stores 64-bit integers in "
                     "(WebGPU has none): run it on `cpu`, `cpu:native` or a CUDA device")
         if self.kind == STEP:      # (value: the step less 1)
             return f"a loop step must be positive, not {value + 1}"

@@ -129,6 +129,10 @@ def test_a_read_a_size_further_on_covers_the_axis(device, cols):
            "        out[i] = x[i] + x[i + n / 2]\n}\ny\n")
     x = m[0]
     assert_equals_numpy(_run(device, src, x=x), x[:h] + x[h:], 1e-6)
+    src = ("let y = compute(m) {\n    for r in 0..rows:\n        let h = cols / 2\n"
+           "        var s = 0.0\n        for d in 0..h:\n            s += m[r, d] * m[r, d + h]\n"
+           "        out[r] = s\n}\ny\n")
+    assert_equals_numpy(_run(device, src, m=m), (m[:, :h] * m[:, h:]).sum(1), 1e-5)
 
 
 def test_a_window_no_size_fits_is_a_shape_error():

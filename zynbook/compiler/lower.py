@@ -957,7 +957,8 @@ class _Lowering:
     def _window_read(self, it):
         """(loop variable, offset) of an index `i + offset` past a covering loop's variable,
         the offset a positive constant or sizes that cannot make it negative (`x[i + 2]`,
-        `m[r, d + half]`), else None."""
+        `m[r, d + half]`, `m[i, j + h]` with `let h = cols / 2`), else None."""
+        it = substitute(it, self.int_lets)
         form = affine.linear(it)
         if form is None:
             return None
@@ -984,7 +985,7 @@ class _Lowering:
         for (dim, var), ties in self.window_ties.items():
             reach = self.window_reach.get((dim, var))
             for tie in ties if reach is not None else ():
-                tie.right = affine.add(tie.right, reach)
+                tie.right = affine.add(substitute(tie.right, self.int_lets), reach)
                 tie.what += f" and read up to `{self.loop_info[var][3].var} + " \
                             f"{cir.format_expr(reach)}`"
 

@@ -135,6 +135,35 @@ def test_a_read_a_size_further_on_covers_the_axis(device, cols):
     assert_equals_numpy(_run(device, src, m=m), (m[:, :h] * m[:, h:]).sum(1), 1e-5)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("src, want", [
+    ("for i in 1..n - 1:\n        out[i - 1] = x[i - 1] - 2.0 * x[i] + x[i + 1]",
+     lambda x: x[:-2] - 2 * x[1:-1] + x[2:]),
+    ("for i in 1..n:\n        out[i - 1] = x[i] - x[i - 1]", np.diff),
+    ("for i in 2..n - 2:\n        out[i - 2] = x[i - 2] + x[i + 2] - x[i]",
+     lambda x: x[:-4] + x[4:] - x[2:-2]),
+    # a constant bound reads a part of the axis; a host one is a bound
+    ("for i in 1..4:\n        out[i - 1] = x[i - 1] + x[i + 1]", lambda x: x[0:3] + x[2:5]),
+    ("for i in 1..k:\n        out[i - 1] = x[i - 1] + x[i + 1]", lambda x: x[0:5] + x[2:7]),
+])
+def test_a_stencil_from_one_covers_the_axis(device, src, want):
+    """A loop from 1 reading x[i - 1] had no size (`cannot tell the size n`): its reads from
+    0 to i + 1 cover the axis, as numpy's slices do."""
+    x = (np.arange(1, 12, dtype=np.float32) ** 2) % 7
+    got = _run(device, f"let k = 6\nlet y = compute(x) {{\n    {src}\n}}\ny\n", x=x)
+    assert_equals_numpy(got, want(x), 1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_laplacian_stencil(device):
+    m = RNG.standard_normal((5, 7)).astype(np.float32)
+    src = ("let y = compute(m) {\n    for r in 1..rows - 1, c in 1..cols - 1:\n"
+           "        out[r - 1, c - 1] = m[r - 1, c] + m[r + 1, c] + m[r, c - 1] + m[r, c + 1]"
+           " - 4.0 * m[r, c]\n}\ny\n")
+    want = m[:-2, 1:-1] + m[2:, 1:-1] + m[1:-1, :-2] + m[1:-1, 2:] - 4 * m[1:-1, 1:-1]
+    assert_equals_numpy(_run(device, src, m=m), want, 1e-5)
+
+
 def test_a_window_no_size_fits_is_a_shape_error():
     """`x[i] + x[i + n]` in 0..n over 7 elements: no n covers the axis (a shape error at the
     read, not "cannot tell the size")."""

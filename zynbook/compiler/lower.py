@@ -145,6 +145,7 @@ class _Lowering:
         self.bound_checks: list = []
         self.window_ties: dict = {}        # (axis, loop var) -> its loop constraints (x[i])
         self.window_reach: dict = {}       # (axis, loop var) -> largest c of a read x[i + c]
+        self.stencils: dict = {}           # (axis, var of a loop from s > 0) -> its reads' offsets
         self.size_spans: dict = {}
         self.sizes: set = set()
         self.scalar_args: dict = {}        # name -> dtype (non-size scalars)
@@ -934,6 +935,7 @@ class _Lowering:
             return
         if self.guard_depth:
             return      # guarded by an `if`: out-of-range values are the program's intent
+        self._stencil_read(dim, it, item.span, what)
         window = self._window_read(it)
         if window is not None:
             key = (dim, window[0])
@@ -977,6 +979,21 @@ class _Lowering:
             return None
         return loops[0][0], offset
 
+    def _stencil_read(self, dim, it, span, what):
+        """Note a read `x[i + c]` (c a constant of any sign) of a loop from a constant start
+        s > 0 by 1, for `_reach_windows`."""
+        form = affine.linear(it)
+        if form is None or len(form[0]) != 1:
+            return
+        (name, (coef, var)), = form[0].items()
+        info = self.loop_info.get(name)
+        if coef != 1 or not isinstance(var, cir.Var) or info is None or \
+                not (isinstance(info[0], cir.Const) and info[0].value > 0) or \
+                not (isinstance(info[2], cir.Const) and info[2].value == 1):
+            return
+        lo, hi, first = self.stencils.get((dim, name), (form[1], form[1], (span, what)))
+        self.stencils[(dim, name)] = (min(lo, form[1]), max(hi, form[1]), first)
+
     def _reach_windows(self):
         """A loop that indexes an axis directly (`x[i]`) and also reads it further on
         (`x[i + 2]`, not under an `if`) covers the axis with that window: its bound plus 2
@@ -988,6 +1005,16 @@ class _Lowering:
                 tie.right = affine.add(substitute(tie.right, self.int_lets), reach)
                 tie.what += f" and read up to `{self.loop_info[var][3].var} + " \
                             f"{cir.format_expr(reach)}`"
+        # a stencil `for i in 1..n - 1` reading x[i - 1] .. x[i + 1] covers the axis from 0:
+        # its stop plus the largest offset is the axis's size (a constant stop is no size:
+        # such a loop may read a part of the axis)
+        for (dim, var), (lo, hi, (span, what)) in self.stencils.items():
+            start, stop, _, node = self.loop_info[var]
+            if lo + start.value == 0 and any(isinstance(n, cir.Var) for n in cir.walk(stop)):
+                self.constraints.append(Constraint(
+                    dim, affine.add(substitute(stop, self.int_lets), affine.const(hi)), span,
+                    f"{what}, read from `{node.var} - {start.value}` to `{node.var} + {hi}` "
+                    f"with `{node.var}` in {start.value}..{cir.format_expr(stop)}", loop=True))
 
     def binary(self, op, a, b, span):
         if op == "@":

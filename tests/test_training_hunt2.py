@@ -51,3 +51,23 @@ def test_upload_takes_a_torch_parameter_that_requires_grad(device):
     np.testing.assert_array_equal(dev.download(dev.upload(w)), w.detach().numpy().ravel())
     ids = torch.tensor([3, 1, 4], dtype=torch.float32, requires_grad=True).long()
     np.testing.assert_array_equal(dev.download(dev.upload_u32(ids)), [3, 1, 4])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_long_traced_chain_is_one_kernel(device):
+    # y = y * a + b step after step (an unrolled recurrence): 300 steps nested past what the
+    # parser takes (a syntax error telling the user to split what they never wrote), 1200
+    # past Python's stack (RecursionError)
+    x = _f32(7)
+    want = x.astype(np.float64)
+
+    def chain(v, steps):
+        y = v[0]
+        for s in range(steps):
+            y = E.tanh(y) * 0.9 + 0.01 * (s % 7) if s % 100 == 0 else y * 0.999 + 0.001
+        return y
+    for s in range(1200):
+        want = np.tanh(want) * 0.9 + 0.01 * (s % 7) if s % 100 == 0 else want * 0.999 + 0.001
+    dev = zynbook.device(device)
+    got = dev.elementwise([dev.upload(x)], 7, lambda v: chain(v, 1200))
+    np.testing.assert_allclose(dev.download(got), want, rtol=1e-4)

@@ -136,56 +136,73 @@ def _const(v: float) -> str:
 
 _COMPARE = {"<", "<=", ">", ">=", "==", "!="}
 _INFIX = {"+", "-", "*", "/"} | _COMPARE
+_MAX_NESTING = 16
+
+
+def _post_order(out: Expr) -> list:
+    """Every node of the graph once, each after its arguments (without recursion: a chain
+    of thousands of steps is deeper than Python's stack)."""
+    order, seen, stack = [], set(), [(out, False)]
+    while stack:
+        e, done = stack.pop()
+        if done:
+            order.append(e)
+        elif e.id not in seen:
+            seen.add(e.id)
+            stack.append((e, True))
+            stack.extend((a, False) for a in reversed(e.args))
+    return order
 
 
 def render(out: Expr, names: list) -> tuple[list, str]:
     """(let lines, the final expression) for `out` over inputs `names[k][i]`."""
-    uses: dict = {}
+    order = _post_order(out)
+    uses = {out.id: 1}
+    for e in order:
+        for a in e.args:
+            uses[a.id] = uses.get(a.id, 0) + 1
+    lets, texts = [], {}
+    depth: dict = {}        # how deeply each expression's text nests (0: a name)
 
-    def count(e):
-        uses[e.id] = uses.get(e.id, 0) + 1
-        if uses[e.id] == 1:
-            for a in e.args:
-                count(a)
-    count(out)
-    lets, bound = [], {}
+    def bind(e, line: str) -> str:
+        name = f"t{len(lets)}"
+        lets.append(line.format(name))
+        depth[e.id] = 0
+        return name
 
-    def text(e, top=False) -> str:
-        if e.id in bound:
-            return bound[e.id]
+    for e in order:
         if e.op == "input":
-            return f"{names[e.value]}[i]"
+            texts[e.id], depth[e.id] = f"{names[e.value]}[i]", 0
+            continue
         if e.op == "const":
-            return _const(e.value)
+            texts[e.id], depth[e.id] = _const(e.value), 0
+            continue
         # a comparison is a number, 1 or 0, wherever it is an operand (`g * (x > 0.0)`, as
         # the interface's f32 expressions are); where's condition is a truth value, a
         # number's being that it is not 0
         args = []
         for k, a in enumerate(e.args):
-            t = text(a)
+            t = texts[a.id]
             if e.op == "where" and k == 0:
                 t = t if a.op in _COMPARE else f"({t} != 0.0)"
             elif a.op in _COMPARE:
                 t = f"float({t})"
             args.append(t)
+        if e.op == "where":
+            # ZynML has no conditional expression: a var and an `if`
+            texts[e.id] = bind(e, f"var {{}} = {args[2]}")
+            lets.append(f"if {args[0]}:\n    {texts[e.id]} = {args[1]}")
+            continue
         if e.op in _INFIX:
             s = f"({args[0]} {e.op} {args[1]})"
         elif e.op == "neg":
             s = f"(-{args[0]})"
-        elif e.op == "where":
-            # ZynML has no conditional expression: a var and an `if`
-            name = f"t{len(lets)}"
-            lets.append(f"var {name} = {args[2]}")
-            lets.append(f"if {args[0]}:\n    {name} = {args[1]}")
-            bound[e.id] = name
-            return name
         else:
             s = f"{e.op}({', '.join(args)})"
-        if uses.get(e.id, 0) > 1 and not top:
-            name = f"t{len(lets)}"
-            lets.append(f"let {name} = {s}")
-            bound[e.id] = name
-            return name
-        return s
-    final = text(out, top=True)
-    return lets, final
+        depth[e.id] = 1 + max(depth[a.id] for a in e.args)
+        # a long chain (y = y * a + b, step after step) is bound a few levels at a time: the
+        # parser refuses a program that nests too deeply
+        if (uses[e.id] > 1 or depth[e.id] >= _MAX_NESTING) and e is not out:
+            s = bind(e, "let {} = " + s.replace("{", "{{").replace("}", "}}"))
+        texts[e.id] = s
+    return lets, texts[out.id]

@@ -243,3 +243,17 @@ def test_an_inf_filter_tap_on_the_padding_adds_nothing(device, stride):
     got = _run(device, _CONV.replace("STRIDE", str(stride)), input=x, kernel=w)
     assert np.isnan(want).sum() < want.size // 4        # the NaN filter's outputs only
     assert_equals_numpy(got, want, 1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_inf_row_a_triangular_guard_skips_adds_nothing(device):
+    """`if k <= i: sum += A[i, k] * B[k, j]`: rows i < 15 never read B's inf row 15; the GEMM
+    zeroed A past the diagonal and multiplied the zeros by it (NaN)."""
+    a = RNG.standard_normal((20, 18)).astype(np.float32)
+    b = RNG.standard_normal((18, 24)).astype(np.float32)
+    b[15] = np.inf
+    want = np.stack([a[i, :i + 1] @ b[:i + 1] for i in range(20)])
+    src = ("let y = compute(A, B) {\n    @kernel matmul\n    for i in 0..M, j in 0..N:\n"
+           "        var sum = 0.0\n        for k in 0..K:\n            if k <= i:\n"
+           "                sum += A[i, k] * B[k, j]\n        out[i, j] = sum\n}\ny\n")
+    assert_equals_numpy(_run(device, src, A=a, B=b), want, 1e-4)

@@ -71,3 +71,47 @@ def test_a_long_traced_chain_is_one_kernel(device):
     dev = zynbook.device(device)
     got = dev.elementwise([dev.upload(x)], 7, lambda v: chain(v, 1200))
     np.testing.assert_allclose(dev.download(got), want, rtol=1e-4)
+
+
+# ------------------------------------------------------------------ sizes of zero
+
+def _zero_row_cases(d):
+    """(call, each result's values) for no rows (positions, elements), as torch gives them:
+    empty results and zero weight gradients (a sum over no rows)."""
+    z = lambda n: d.upload(np.zeros(n, np.float32))     # noqa: E731
+    ones = lambda n: d.upload(np.ones(n, np.float32))   # noqa: E731
+    e = np.zeros(0)
+    return {
+        "philox_uniform": (lambda: d.philox_uniform(0, 1), [e]),
+        "softmax_dropout": (lambda: d.softmax_dropout(z(0), 0, 3, 0.1, 1), [e]),
+        "softmax_dropout_backward": (
+            lambda: d.softmax_dropout_backward(z(0), z(0), 0, 3, 0.1, 1), [e]),
+        "layernorm_linear_backward": (
+            lambda: d.layernorm_linear_backward(z(0), ones(3), ones(3), ones(6), z(0), 0, 3, 2),
+            [e, np.zeros(3), np.zeros(3), np.zeros(6)]),
+        "residual_layernorm": (lambda: d.residual_layernorm(z(0), z(0), ones(3), ones(3), 0, 3),
+                               [e]),
+        "rms_norm_rope_backward": (lambda: d.rms_norm_rope_backward(z(0), ones(4), z(0), 0, 2, 2),
+                                   [e, np.zeros(4)]),
+        "swiglu_backward": (lambda: d.swiglu_backward(z(0), ones(6), ones(6), z(0), 0, 3, 2),
+                            [e, np.zeros(6), np.zeros(6)]),
+        "geglu": (lambda: d.geglu(z(0), ones(6), ones(6), 0, 3, 2), [e]),
+        "rope": (lambda: d.rope(z(0), 0, 1, 6), [e]),
+        "append_rows of no new rows": (lambda: d.append_rows(ones(6), z(0), 2, 0, 3),
+                                       [np.ones(6)]),
+        "write_rows of no rows": (lambda: d.write_rows(ones(6), z(0), 1, 2, 0, 3), [np.ones(6)]),
+    }
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", list(_zero_row_cases(zynbook.device("cpu"))))
+def test_fused_ops_of_no_rows(device, case):
+    # the interface's own operations take sizes of 0; the fused ops, RoPE and the cache's
+    # rows refused them (`rows` must be at least 1)
+    d = zynbook.device(device)
+    call, want = _zero_row_cases(d)[case]
+    got = call()
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(d.download(g), w)

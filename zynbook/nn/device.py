@@ -197,6 +197,11 @@ class Device(FusedOps):
                                   "a device takes")
         return v
 
+    @classmethod
+    def _rows(cls, v, what: str, op: str) -> int:
+        """A count of rows (positions, elements): 0 of them gives no values, as torch."""
+        return cls._size(v, what, op, positive=False)
+
     @staticmethod
     def _number(v, what: str, op: str, below_one=False, positive=False) -> float:
         """A hyperparameter: a number at least 0 (and below 1 where `below_one`, above 0
@@ -534,8 +539,8 @@ class Device(FusedOps):
         """Rotary position embedding of x [seq_len, n_heads * head_dim] for positions
         pos0, pos0 + 1, ... (interleaved pairs); `inverse` turns back (its backward pass)."""
         op = "rope"
-        s, h, d = (self._size(v, w, op) for v, w in ((seq_len, "seq_len"), (n_heads, "n_heads"),
-                                                     (head_dim, "head_dim")))
+        s = self._rows(seq_len, "seq_len", op)
+        h, d = self._size(n_heads, "n_heads", op), self._size(head_dim, "head_dim", op)
         if d % 2:
             raise ZynMLShapeError(f"{op}(): head_dim = {d} must be even")
         p0 = self._size(pos0, "pos0", op, positive=False)
@@ -548,7 +553,7 @@ class Device(FusedOps):
     def append_rows(self, a: Buffer, b: Buffer, rows_a: int, rows_b: int, dim: int) -> Buffer:
         """The rows of `b` after those of `a` ([rows_a + rows_b, dim]): a growing KV cache."""
         op = "append_rows"
-        ra, rb = self._size(rows_a, "rows_a", op, positive=False), self._size(rows_b, "rows_b", op)
+        ra, rb = self._rows(rows_a, "rows_a", op), self._rows(rows_b, "rows_b", op)
         d = self._size(dim, "dim", op)
         ta = self._need(a, ra * d, "a", f"rows_a * dim = {ra} * {d}", op)
         tb = self._need(b, rb * d, "b", f"rows_b * dim = {rb} * {d}", op)
@@ -562,8 +567,8 @@ class Device(FusedOps):
         """`cache` [rows, dim] with rows at..at + q_len - 1 replaced by `new` [q_len, dim];
         `at` is a scalar argument, so every position launches the same kernel."""
         op = "write_rows"
-        r, q, d = (self._size(v, w, op) for v, w in ((rows, "rows"), (q_len, "q_len"),
-                                                     (dim, "dim")))
+        r, q = self._rows(rows, "rows", op), self._rows(q_len, "q_len", op)
+        d = self._size(dim, "dim", op)
         a = self._size(at, "at", op, positive=False)
         if a + q > r:
             raise ZynMLShapeError(f"{op}(): rows at + q_len = {a} + {q} do not fit in {r} rows")

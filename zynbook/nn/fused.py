@@ -391,7 +391,7 @@ class FusedOps:
     def philox_uniform(self, n: int, seed: int, offset: int = 0):
         """n uniform values in [0, 1): word 0 of Philox-4x32-10 at counter (i, offset, 0, 0)
         with key (seed mod 2^32, seed / 2^32), its top 24 bits scaled by 2^-24."""
-        n = self._size(n, "n", "philox_uniform")
+        n = self._size(n, "n", "philox_uniform", positive=False)
         return self._wrap(self._run(PHILOX_UNIFORM, rng=self._rng(seed, offset, "philox_uniform"), n=n))
 
     def softmax_dropout(self, data, n_rows: int, row_len: int, p: float, seed: int,
@@ -400,7 +400,7 @@ class FusedOps:
         1 / (1 - p)); element e = row * row_len + col is dropped when
         philox_uniform(seed, offset)[e] < p, on every device alike."""
         op = "softmax_dropout"
-        r, c = self._size(n_rows, "n_rows", op), self._size(row_len, "row_len", op)
+        r, c = self._rows(n_rows, "n_rows", op), self._rows(row_len, "row_len", op)
         t = self._need(data, r * c, "data", f"n_rows * row_len = {r} * {c}", op)
         p = self._p(p, op)
         return self._wrap(self._run(SOFTMAX_DROPOUT, x=self._rs(t, (r, c)),
@@ -411,7 +411,7 @@ class FusedOps:
                                  seed: int, offset: int = 0):
         """d loss / d data of softmax_dropout, recomputing the softmax and the mask."""
         op = "softmax_dropout_backward"
-        r, c = self._size(n_rows, "n_rows", op), self._size(row_len, "row_len", op)
+        r, c = self._rows(n_rows, "n_rows", op), self._rows(row_len, "row_len", op)
         f = f"n_rows * row_len = {r} * {c}"
         t = self._need(data, r * c, "data", f, op)
         g = self._need(grad_output, r * c, "grad_output", f, op)
@@ -421,7 +421,7 @@ class FusedOps:
                                     g=self._rs(g, (r, c)), u=u, p=p, inv_keep=1.0 / (1.0 - p)))
 
     def _ln_args(self, op, x, gamma, beta, rows, dim):
-        r, d = self._size(rows, "rows", op), self._size(dim, "dim", op)
+        r, d = self._rows(rows, "rows", op), self._size(dim, "dim", op)
         tx = self._need(x, r * d, "x", f"rows * dim = {r} * {d}", op)
         tg = self._need(gamma, d, "gamma", "dim", op)
         tb = self._need(beta, d, "beta", "dim", op)
@@ -472,8 +472,8 @@ class FusedOps:
         return tuple(self._wrap(t) for t in out)
 
     def _rope_args(self, op, x, weight, seq_len, n_heads, head_dim, pos0, base):
-        s, h, d = (self._size(v, w, op) for v, w in ((seq_len, "seq_len"), (n_heads, "n_heads"),
-                                                     (head_dim, "head_dim")))
+        s = self._rows(seq_len, "seq_len", op)
+        h, d = self._size(n_heads, "n_heads", op), self._size(head_dim, "head_dim", op)
         if d % 2:
             raise ZynMLShapeError(f"{op}(): head_dim = {d} must be even")
         p0 = self._size(pos0, "pos0", op, positive=False)
@@ -507,8 +507,8 @@ class FusedOps:
         return self._wrap(dx), self._wrap(dw)
 
     def _glu_args(self, op, x, w_gate, w_up, rows, dim, hidden):
-        r, d, f = (self._size(v, w, op) for v, w in ((rows, "rows"), (dim, "dim"),
-                                                     (hidden, "hidden")))
+        r = self._rows(rows, "rows", op)
+        d, f = self._size(dim, "dim", op), self._size(hidden, "hidden", op)
         tx = self._need(x, r * d, "x", f"rows * dim = {r} * {d}", op)
         tg = self._need(w_gate, d * f, "w_gate", f"dim * hidden = {d} * {f}", op)
         tu = self._need(w_up, d * f, "w_up", f"dim * hidden = {d} * {f}", op)

@@ -257,3 +257,25 @@ def test_an_inf_row_a_triangular_guard_skips_adds_nothing(device):
            "        var sum = 0.0\n        for k in 0..K:\n            if k <= i:\n"
            "                sum += A[i, k] * B[k, j]\n        out[i, j] = sum\n}\ny\n")
     assert_equals_numpy(_run(device, src, A=a, B=b), want, 1e-4)
+
+
+# ------------------------------------------------ a literal past i32 beside a type that holds it
+
+_U32 = np.uint32([0, 5, 2147483647, 2147483648, 3000000000, 4294967295])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, want", [
+    ("out[i] = u[i] > 2147483648", lambda: _U32 > 2147483648),
+    ("out[i] = u[i] + 3000000000", lambda: _U32 + np.uint32(3000000000)),
+    ("out[i] = where(u[i] > 5, u[i], 4000000000)",
+     lambda: np.where(_U32 > 5, _U32, np.uint32(4000000000))),
+    ("out[i] = max(u[i], 3000000000)", lambda: np.maximum(_U32, np.uint32(3000000000))),
+])
+def test_a_wide_literal_beside_u32_is_u32(device, body, want):
+    """A literal past i32 was i64 beside u32 data: u[i] + 3000000000 did not wrap as numpy's
+    uint32 does, and WebGPU refused the kernel (no 64-bit integers). Beside a type that holds
+    it, it takes that type, as numpy reads a Python int beside an array."""
+    with np.errstate(over="ignore"):
+        w = want()
+    assert_equals_numpy(_run(device, _block(body, inputs="u"), u=_U32), w, 0)

@@ -20,7 +20,8 @@ from ..errors import NO_SPAN, Span, ZynMLNameError, ZynMLShapeError, ZynMLTypeEr
 from . import affine, cir
 from . import ast as A
 from .passes.tiles import substitute
-from .types import arithmetic_dtype, canonical_dtype, int_dtype, is_float, is_int, is_weak, promote
+from .types import (arithmetic_dtype, canonical_dtype, holds, int_dtype, is_float, is_int, is_weak,
+                    promote)
 
 BOOL = cir.Ty("bool")
 I32 = affine.I32
@@ -1025,6 +1026,7 @@ class _Lowering:
             return cir.Bin("@", a, b, cir.Ty(dtype, (a.ty.shape[0], b.ty.shape[1])))
         shape = self._broadcast(a.ty.shape, b.ty.shape, span)
         a, b = self._half_literal(a, b), self._half_literal(b, a)
+        a, b = _held_literal(a, b), _held_literal(b, a)
         if op in ("<", "<=", ">", ">=", "==", "!="):
             return cir.Bin(op, a, b, cir.Ty("bool", shape))
         if op not in ("+", "-", "*", "/", "%", "**"):
@@ -1099,6 +1101,9 @@ class _Lowering:
                 raise ZynMLTypeError(f"{fn}() takes {want} argument{'s' if want != '1' else ''}",
                                      e.span)
             shape = ()
+            held = next((a for a in args if is_int(a.ty.dtype) and not isinstance(a, cir.Const)),
+                        None)
+            args = args if held is None else [_held_literal(a, held) for a in args]
             dtype = args[0].ty.dtype
             for a, node in zip(args, e.args):
                 shape = self._broadcast(shape, a.ty.shape, node.span)
@@ -1140,6 +1145,7 @@ class _Lowering:
             dtype = "bool"
         else:
             a, b = self._half_literal(a, b), self._half_literal(b, a)
+            a, b = _held_literal(a, b), _held_literal(b, a)
             dtype = promote(a.ty.dtype, b.ty.dtype, self._is_weak(a), self._is_weak(b))
             a, b = self._widen_weak(a, dtype), self._widen_weak(b, dtype)
         return cir.Select(cond, a, b, cir.Ty(dtype, shape))
@@ -1526,6 +1532,17 @@ def _literal_value(e):
         if fn in _UNARY and len(vals) == 1:
             return np.float64(_UNARY[fn](vals[0]))
     return None
+
+
+def _held_literal(c, other):
+    """An integer literal past i32 (i64 or u64, not weak) beside an integer value whose dtype
+    holds it takes that dtype, as numpy reads a Python int beside an array: `u[i] >
+    3000000000` and `u[i] + 3000000000` on u32 `u` are u32's (the sum wraps), not i64's."""
+    if isinstance(c, cir.Const) and type(c.value) is int and not is_weak(c) and \
+            is_int(other.ty.dtype) and other.ty.dtype != c.ty.dtype and \
+            holds(other.ty.dtype, c.value):
+        return cir.Const(c.value, cir.Ty(other.ty.dtype, c.ty.shape))
+    return c
 
 
 def _store_dtype(a, b, weak_b=False):

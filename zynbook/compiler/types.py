@@ -75,6 +75,14 @@ def promote(a: str, b: str, weak_a: bool = False, weak_b: bool = False) -> str:
     return a if a.startswith("i") else b
 
 
+def holds(dtype: str, value: int) -> bool:
+    """Whether integer dtype `dtype` holds `value`."""
+    bits = _WIDTH[dtype]
+    if dtype.startswith("u"):
+        return 0 <= value < 2 ** bits
+    return -2 ** (bits - 1) <= value < 2 ** (bits - 1)
+
+
 def dtype_bytes(dtype: str) -> int:
     """Bytes of one element of `dtype` (bf16 is 2, though the host holds it as f32)."""
     return max(1, _WIDTH[dtype] // 8)

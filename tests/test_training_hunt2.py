@@ -115,3 +115,15 @@ def test_fused_ops_of_no_rows(device, case):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(d.download(g), w)
+
+
+def test_an_empty_prompt_or_sequence_is_named_as_having_no_tokens():
+    # [] is numpy's float64: it was "the prompt are integer token ids"
+    from zynbook.errors import ZynMLShapeError
+    from zynbook.nn.model import GPTConfig, TinyGPT
+    model = TinyGPT(zynbook.device("cpu"), GPTConfig(vocab=11, dim=8, n_layers=1, n_heads=2,
+                                                     n_kv_heads=1, ffn=16, max_seq=8))
+    with pytest.raises(ZynMLShapeError, match="the prompt holds 0 tokens"):
+        model.generate([], 2)
+    with pytest.raises(ZynMLShapeError, match="ids holds 0 tokens"):
+        model.train_step([], [])

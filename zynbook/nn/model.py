@@ -503,6 +503,8 @@ def _token_array(ids, what) -> np.ndarray:
         arr = np.asarray(ids)
     except (ValueError, TypeError):
         arr = None
+    if arr is not None and arr.size == 0:      # [] is numpy's float64: no ids, not floats
+        arr = arr.astype(np.int64)
     if arr is None or arr.dtype.kind not in "iu":
         raise ZynMLTypeError(f"TinyGPT: {what} are integer token ids (an array or a "
                              "rectangular list)")

@@ -416,18 +416,24 @@ class ScalarLowering:
 
     def narrowed(self, e) -> ir.Expr | None:
         """On a target without 64-bit integers, i64 arithmetic `e` computed in i32 where
-        its operands and its value provably fit (argmax + 1, i64(k) - 1); None where `e` is
-        no such arithmetic; else an error, never a wrapped value."""
+        its operands and its value provably fit (argmax + 1, i64(k) - 1, max(sum, 0)); None
+        where `e` is no such arithmetic; else an error, never a wrapped value."""
         if self.int64 or e.ty.dtype != "i64" or e.ty.shape or not (
                 isinstance(e, cir.Bin) and e.op in ("+", "-", "*", "/", "%")
-                or isinstance(e, cir.Unary) and e.op == "neg"):
+                or isinstance(e, cir.Unary) and e.op == "neg"
+                or isinstance(e, cir.Call) and e.fn in ("min", "max")):
             return None
-        parts = (e.operand,) if isinstance(e, cir.Unary) else (e.left, e.right)
+        parts = (e.operand,) if isinstance(e, cir.Unary) else \
+            tuple(e.args) if isinstance(e, cir.Call) else (e.left, e.right)
         self.unsized = False
         if all(_fits32(self.span32(x)) for x in parts + (e,)):
             x = replace(e, ty=cir.Ty("i32"))
-            x = replace(x, operand=cir.Cast(e.operand, x.ty)) if isinstance(e, cir.Unary) else \
-                replace(x, left=cir.Cast(e.left, x.ty), right=cir.Cast(e.right, x.ty))
+            if isinstance(e, cir.Call):
+                x = replace(x, args=tuple(cir.Cast(a, x.ty) for a in e.args))
+            elif isinstance(e, cir.Unary):
+                x = replace(x, operand=cir.Cast(e.operand, x.ty))
+            else:
+                x = replace(x, left=cir.Cast(e.left, x.ty), right=cir.Cast(e.right, x.ty))
             return cast(self.expr(x), "i64")
         if self.unsized:
             # the launch's sizes may bound it (a size, the extent argmax chooses among): the

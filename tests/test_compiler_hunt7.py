@@ -279,3 +279,34 @@ def test_a_wide_literal_beside_u32_is_u32(device, body, want):
     with np.errstate(over="ignore"):
         w = want()
     assert_equals_numpy(_run(device, _block(body, inputs="u"), u=_U32), w, 0)
+
+
+@pytest.mark.parametrize("dtype, params", [
+    ("f32", "fma"), ("f32", "staged"), ("f32", "pipelined"), ("f16", "half")])
+def test_the_cuda_convolution_skips_an_inf_tap_on_the_padding(dtype, params):
+    """The CUDA target's implicit GEMM (FMA, tensor cores staged through registers or by
+    cp.async, halves) on the launch-IR emulator (no GPU here): an inf filter tap on the
+    padding adds nothing, as the reference's loops."""
+    import sys
+    import os
+    sys.path.insert(0, os.path.dirname(__file__))
+    from compute_testing import emulate_kernel, lower_block
+    from zynbook.compiler.schedules.gemm import Gemm, GemmParams
+    from zynbook.compiler.targets import cuda_target
+    chosen = {"fma": GemmParams(16, 16, 8, 4, 4, 1),
+              "staged": GemmParams(32, 32, 16, 16, 16, 1, True),
+              "pipelined": GemmParams(32, 32, 16, 16, 16, 4, True, 2, False),
+              "half": GemmParams(32, 32, 16, 16, 16, 8, True)}[params]
+    npt = np.float32 if dtype == "f32" else np.float16
+    x = RNG.standard_normal((1, 3, 7, 7)).astype(npt)
+    w = RNG.standard_normal((16, 3, 3, 3)).astype(npt)
+    w[3, 0, 0, 0], w[7, 1, 2, 2] = np.inf, -np.inf
+    src = _CONV.replace("STRIDE", "1")
+    kernel, ins, sizes, _ = lower_block(src, {"input": x, "kernel": w})
+    prog = Gemm().build(kernel, cuda_target(), sizes, chosen)
+    assert "implicit GEMM" in prog.schedule
+    got = emulate_kernel(prog, kernel, ins, sizes)
+    want = _guarded_conv(x.astype(np.float32), w.astype(np.float32), 1)
+    assert np.isinf(want).any() and not np.isnan(want).any()
+    # (the tensor cores multiply f32 as TF32 here: 10 bits of mantissa)
+    assert_equals_numpy(np.asarray(got, np.float32), want, 1e-4 if params == "fma" else 3e-2)

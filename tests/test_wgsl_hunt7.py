@@ -141,6 +141,8 @@ def _i64_block(body, inputs="x"):
     ("out[i] = reduce(min, x[i])", _ROWS, lambda x: x.min(1)),
     ("out[i] = reduce(+, x[i]) / 7 - 1", _ROWS, lambda x: np.trunc(x.sum(1) / 7).astype(np.int64) - 1),
     ("out[i] = max(reduce(+, x[i]), 0)", _ROWS, lambda x: np.maximum(x.sum(1), 0)),
+    ("var s: i64 = 0\n        for j in 0..k:\n            s += x[i, j]\n            out[i, j] = s",
+     _ROWS // 8, lambda x: np.cumsum(x, 1)),           # each running sum read, and fitting
     ("out[i] = min(reduce(max, x[i]), x[i, 1])", _ROWS, lambda x: np.minimum(x.max(1), x[:, 1])),
     ("var s: i64 = 5\n        for j in 0..k:\n            s -= x[i, j]\n        out[i] = s",
      _ROWS, lambda x: 5 - x.sum(1)),

@@ -833,9 +833,6 @@ def _result(kernel, att, form, loops, vinfo, head_dim, empty_row, o_axes):
     if not _float_input(kernel, vinfo[0], att.rank):
         raise _No("V is not a float input")
     bias = None if att.bias is None else _rename(att.bias, _J, kl.var)
-    if bias is not None and mask is None:
-        # a row whose every score is -inf: exp(-inf - -inf) makes the reference's sums NaN
-        empty_row = "nan"
     return Attention(form=form, q=q, k=k_, v=vinfo[0], out=kernel.output.name,
                      batch_var=b, head_var=h, query_var=i, key_var=kl.var,
                      n_batch=stops.get(b, one), n_heads=stops.get(h, one), n_queries=stops[i],

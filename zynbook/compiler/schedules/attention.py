@@ -14,7 +14,11 @@ Three algorithms. The first, for every target, an online softmax per query:
   (m' = max(m, s), l = l e^(m - m') + sum e^(s - m'), o = o e^(m - m') + sum e^(s - m') V);
 * the lanes of a query merge their (m, l, o) through shared memory; the query stores o / l,
   and a query no key is admitted to stores 0 (or 0 / 0 where the body divides by the sum
-  inside its key loop, as the reference then does).
+  after its key loop, as the reference then does); where the loops' result turns on it
+  (`_Kernel.tracks_first`), each thread also keeps its first admitted key and its first
+  admitted key of a score above -inf, merged as the smallest of the lanes', which tell a
+  row whose admitted scores are all -inf (NaN, exp(-inf - -inf)) from one with no key, and
+  an online form's row whose first admitted score is -inf (NaN whatever keys follow).
 
 The second (`products`, where head_dim is 16 to 64 in steps of 16 and the target has
 half-warp collectives: CUDA) computes Q K^T and P V of 64 queries x 64 keys as register
@@ -53,6 +57,8 @@ ZERO = lit(0.0, F)
 HEAD_DIM_CLASSES = (32, 64, 128)
 # the shared arrays are declared statically: CUDA takes at most 48 KiB of them
 STATIC_SHARED = 48 * 1024
+# the forms whose key loop updates a running maximum from -inf one key at a time
+ONLINE_FORMS = ("online-stats", "one-pass")
 FORMS = {"flash": "flash attention", "three-pass": "attention (three passes)",
          "online-stats": "attention (online statistics)", "one-pass": "attention (one pass)"}
 
@@ -193,14 +199,15 @@ def baked(target, shape: Shape) -> bool:
 
 def shared_bytes(bq: int, bk: int, dcap: int, params: AttentionParams, vcap: int | None = None) -> int:
     """The shared memory of a kernel: the K and V tiles (rows of `dcap` and `vcap`, padded,
-    `row_pad`), which the lanes' merge reuses for the output rows, and the lanes' (m, l)."""
+    `row_pad`), which the lanes' merge reuses for the output rows, the lanes' (m, l) and
+    their first keys (two indices of up to 8 bytes, `_Kernel.tracks_first`)."""
     if not params.tiles:
         return 0
     vcap = dcap if vcap is None else vcap
     pad = row_pad(params)
     merge = bq * vcap if params.lanes > 1 else 0
     stats = 2 * bq * params.lanes if params.lanes > 1 else 0
-    return 4 * (max(bk * (dcap + pad) + bk * (vcap + pad), merge) + stats)
+    return 4 * (max(bk * (dcap + pad) + bk * (vcap + pad), merge) + stats) + 4 * stats
 
 
 def row_pad(params: AttentionParams) -> int:
@@ -291,6 +298,12 @@ def _is_lit(e, value) -> bool:
 
 def _pow2(n: int) -> bool:
     return n > 0 and not n & (n - 1)
+
+
+def _alive(x) -> ir.Expr:
+    """`!(x <= -inf)` rather than `x > -inf`: a NaN score goes on into the sums, as the
+    reference's softmax takes it."""
+    return ir.Un("not", ir.Bin("<=", x, NEG, "bool"), "bool")
 
 
 class Attention(Schedule):
@@ -655,6 +668,8 @@ class _Kernel:
                  *([] if self.Cv == self.C else self.each_slot("_d", lambda c: [
                      ir.Store("_o", c, self.vec(ZERO))], role="v")),
                  ir.Decl("_m", F, NEG, True), ir.Decl("_l", F, ZERO, True)]
+        if self.tracks_first:       # no key yet: both at the key count
+            body += [ir.Decl("_fa", idx, SK, True), ir.Decl("_fn", idx, SK, True)]
         if P.tiles:
             body.append(ir.Array("_kv", self.FV, self.kv_count // self.W, "shared"))
         steps = ir.For("_j0", self.i(0), self.i(self.bk), self.i(self.chunk * R),
@@ -783,6 +798,24 @@ class _Kernel:
         finally:
             low.scopes.pop()
 
+    @property
+    def tracks_first(self) -> bool:
+        """Whether each query keeps its first admitted key (`_fa`) and its first admitted key
+        whose score is not -inf (`_fn`), where the loops' result turns on them: an online
+        form makes a row NaN whose first admitted score is -inf (its first update takes
+        exp(-inf - -inf), NaN, into the sum however many keys follow), and under a key
+        condition a row whose every admitted score is -inf is NaN (exp(-inf - -inf)) where a
+        row with no admitted key stores 0, the sum (0 both) telling them apart nowhere."""
+        p = self.shape.p
+        return p.form in ONLINE_FORMS or (p.mask is not None and p.empty_row != "nan")
+
+    def note_first(self, ok, score) -> list:
+        """Key _j into `_fa` where admitted (`ok`), into `_fn` where its `score` is not -inf too."""
+        idx, j = self.idx, self.ref("_j")
+        first = lambda var, cond: ir.Set(var, ir.Select(
+            cond, ir.Math("min", (self.ref(var), j), idx), self.ref(var), idx))
+        return [first("_fa", ok), first("_fn", ir.Bin("and", ok, _alive(score), "bool"))]
+
     def step(self) -> list:
         """Score `chunk` keys, then one online-softmax update of (m, l, o)."""
         idx, ch = self.idx, self.chunk
@@ -791,13 +824,15 @@ class _Kernel:
         product = lambda c: self.dot(self.reg("_qr", c), self.key_value("k", c))
         dot = self.each_slot("_d", lambda c: [ir.Set("_dot", ir.Bin(
             "+", ir.Ref("_dot", F), product(c), F))], 1)
+        ok, sc, noted = self.admitted(), self.scored(ir.Ref("_dot", F)), []
+        if self.tracks_first:
+            noted = [ir.Decl("_sc", F, sc), *self.note_first(ok, ir.Ref("_sc", F))]
+            sc = ir.Ref("_sc", F)
         score = self.key_index() + [
-            ir.Decl("_dot", F, product(self.i(0)), True), *dot,
-            ir.Store("_s", self.ref("_u"), ir.Select(self.admitted(), self.scored(ir.Ref("_dot", F)), NEG, F)),
+            ir.Decl("_dot", F, product(self.i(0)), True), *dot, *noted,
+            ir.Store("_s", self.ref("_u"), ir.Select(ok, sc, NEG, F)),
             ir.Set("_mt", ir.Math("max", (ir.Ref("_mt", F), s_u), F))]
-        # `!(x <= -inf)` rather than `x > -inf`: a NaN score goes on into the sums, as the
-        # reference's softmax takes it
-        alive = lambda x: ir.Un("not", ir.Bin("<=", x, NEG, "bool"), "bool")
+        alive = _alive
         weight = ir.Select(alive(s_u), ir.Math("exp", (ir.Bin("-", s_u, ir.Ref("_mt", F), F),), F), ZERO, F)
         update = [
             ir.Decl("_alpha", F, ir.Math("exp", (ir.Bin("-", ir.Ref("_m", F), ir.Ref("_mt", F), F),), F)),
@@ -820,7 +855,8 @@ class _Kernel:
     def merge(self) -> list:
         """The lanes of a query combine their (m, l, o) through shared memory: the largest
         maximum M, each lane's l and o scaled by e^(m - M) and summed (o lane by lane into
-        lane 0, over the K/V tile, which every thread is done with)."""
+        lane 0, over the K/V tile, which every thread is done with); the first keys, the
+        smallest of the lanes'."""
         idx, R, T, dc = self.idx, self.P.lanes, self.bq * self.P.lanes, self.Cv
         q, t = self.ref("_q"), self.ref("_t")
         slot = self.add(self.mul(q, self.i(R)), self.ref("_x"))
@@ -829,10 +865,19 @@ class _Kernel:
                                     ir.Math("exp", (ir.Bin("-", m, ir.Ref("_M", F), F),), F), F)
         row = lambda d: self.add(self.mul(q, self.i(dc)), d)
         each_lane = lambda body, start=0: ir.For("_x", self.i(start), self.i(R), self.i(1), tuple(body), idx)
+        first = ([], [])
+        if self.tracks_first:
+            keys = lambda off: ir.Load("_fk", self.add(slot, self.i(off)) if off else slot, idx)
+            first = ([ir.Array("_fk", idx, self.ml_count, "shared"), ir.Store("_fk", t, self.ref("_fa")),
+                      ir.Store("_fk", self.add(t, self.i(T)), self.ref("_fn"))],
+                     [each_lane([ir.Set(v, ir.Math("min", (self.ref(v), keys(off)), idx))
+                                 for v, off in (("_fa", 0), ("_fn", T))])])
         return [
             ir.Array("_ml", F, self.ml_count, "shared"),
             ir.Store("_ml", t, ir.Ref("_m", F)), ir.Store("_ml", self.add(t, self.i(T)), ir.Ref("_l", F)),
+            *first[0],
             ir.Barrier(),
+            *first[1],
             ir.Decl("_M", F, NEG, True),
             each_lane([ir.Set("_M", ir.Math("max", (ir.Ref("_M", F), stat(0)), F))]),
             ir.Decl("_L", F, ZERO, True),
@@ -850,22 +895,32 @@ class _Kernel:
                           "+", self.reg("_o", c), ir.Load("_kv", row(c), self.FV), self.FV))], role="v"))),
                 ir.Barrier()], 1)]
 
-    def reciprocal(self, L) -> ir.Expr:
-        """1 / L, the factor of a query's output; 0 for a query no key is admitted to (L = 0),
-        except where the body divides by the sum outside its key loop (`empty_row` "nan"):
-        0 / 0 then, as the reference computes it. There, with no key condition, L = 0 is also
-        a row whose every score is -inf (a float mask of -inf over the whole row), which the
-        body makes NaN (exp(-inf - -inf)): 1 / L times the zero output is NaN too."""
-        p = self.shape.p
+    def reciprocal(self, L, first: bool = False) -> ir.Expr:
+        """1 / L, the factor of a query's zero output where L = 0, which is a query no key
+        is admitted to, or one whose every admitted score is -inf. The loops make the
+        second NaN (exp(-inf - -inf)), 1 / L times 0 here; the first 0 / 0 where the body
+        divides by the sum outside its key loop (`empty_row` "nan"), else 0. Which of the
+        two a query is: with no key condition, whether there are keys; with one, whether
+        the query's first admitted key `_fa` is a key (where the kernel keeps it, `first`;
+        else it is taken as none). An online form's row whose first admitted score is -inf
+        (`_fa` before `_fn`) is NaN whatever follows (`tracks_first`)."""
+        p, SK = self.shape.p, self.ref("_SK")
         inv = ir.Bin("/", lit(1.0, F), L, F)
         if p.empty_row != "nan":
-            inv = ir.Select(ir.Bin("==", L, ZERO, "bool"), ZERO, inv, F)
+            had_key = (ir.Bin("<", self.ref("_fa"), SK, "bool") if first
+                       else ir.Bin(">", SK, self.i(0), "bool") if p.mask is None else None)
+            empty = ir.Bin("==", L, ZERO, "bool")
+            if had_key is not None:
+                empty = ir.Bin("and", empty, ir.Un("not", had_key, "bool"), "bool")
+            inv = ir.Select(empty, ZERO, inv, F)
+        if first and p.form in ONLINE_FORMS:
+            inv = ir.Select(ir.Bin("<", self.ref("_fa"), self.ref("_fn"), "bool"), lit(float("nan"), F), inv, F)
         return inv
 
     def store(self) -> list:
         """Lane 0 of each query in range stores o / L."""
         out = self.shape.bufs["out"]
-        inv = self.reciprocal(ir.Ref("_L", F))
+        inv = self.reciprocal(ir.Ref("_L", F), self.tracks_first)
         ok = ir.Bin("<", self.ref("_qi"), self.ref("_S"), "bool")
         if self.P.lanes > 1:
             ok = ir.Bin("and", ok, ir.Bin("==", self.ref("_r"), self.i(0), "bool"), "bool")

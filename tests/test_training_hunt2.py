@@ -127,3 +127,38 @@ def test_an_empty_prompt_or_sequence_is_named_as_having_no_tokens():
         model.generate([], 2)
     with pytest.raises(ZynMLShapeError, match="ids holds 0 tokens"):
         model.train_step([], [])
+
+
+# ------------------------------------------------------------------ weights
+
+def _safetensors_entries(path):
+    """{name: (dtype code, shape, raw bytes)} of a safetensors file, read here."""
+    import json
+    import struct
+    raw = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    header.pop("__metadata__", None)
+    data = raw[8 + n:]
+    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in header.items()}
+
+
+def test_save_weights_takes_torch_parameters_bf16_tensors_and_scalars(tmp_path):
+    # a torch parameter and a bf16 tensor were refused ("`w` is a Tensor, not a tensor"), a
+    # ZynML bf16 tensor was written as F32, and a 0-d value with shape [1]
+    bf = torch.tensor([[1.5, -3.0e-3, 7.0], [2.0 ** -130, -0.0, 300.0]], dtype=torch.bfloat16)
+    zbf = zynbook.run("let y = compute(x) {\n    for i in 0..n:\n        out[i] = bf16(x[i])\n}\n"
+                      "y\n", device="cpu", x=np.array([1.1, -2.7, 1e-3], np.float32))
+    param = torch.nn.Parameter(torch.tensor(_f32(2, 3)))
+    path = tmp_path / "w.safetensors"
+    zynbook.save_weights(path, {"bf": bf, "zbf": zbf, "param": param, "scale": np.float32(0.5),
+                                "step": 7})
+    got = _safetensors_entries(path)
+    bits = bf.view(torch.int16).numpy().astype("<i2").tobytes()
+    assert got["bf"] == ("BF16", [2, 3], bits)
+    want = torch.tensor([1.1, -2.7, 1e-3]).to(torch.bfloat16).view(torch.int16).numpy()
+    assert got["zbf"] == ("BF16", [3], want.astype("<i2").tobytes())
+    assert got["param"] == ("F32", [2, 3], param.detach().numpy().astype("<f4").tobytes())
+    assert got["scale"] == ("F32", [], np.float32(0.5).astype("<f4").tobytes())
+    assert got["step"][:2] == ("I64", [])

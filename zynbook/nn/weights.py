@@ -146,8 +146,15 @@ def _flatten(value, prefix: str, out: dict):
         for i, v in enumerate(value):
             _flatten(v, f"{prefix}{i}.", out)
         return
+    from ..runtime.tensor import Tensor, to_tensor
     if hasattr(value, "to_vec") and hasattr(value, "tensor"):      # a device Buffer
         value = value.tensor
+    # ZynML's own reading of arrays and tensors: a torch parameter (which numpy refuses for
+    # its grad) and a bf16 tensor (which numpy has no dtype for) included
+    t = to_tensor(value)
+    if t is not None:
+        out[prefix[:-1]] = _BF16(t.numpy()) if t.dtype == "bf16" else np.asarray(t.numpy())
+        return
     try:
         arr = np.asarray(value)
     except Exception:
@@ -158,6 +165,16 @@ def _flatten(value, prefix: str, out: dict):
     out[prefix[:-1]] = arr
 
 
+class _BF16:
+    """bf16 values (held in f32, as ZynML holds them) written as BF16."""
+
+    def __init__(self, values):
+        self.shape = np.shape(values)
+        bits = np.asarray(values, np.float32, order="C").view(np.uint32)
+        # the nearest bf16, ties to even (the values of a bf16 tensor are exact already)
+        self.bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
+
+
 def save_weights(path, weights, metadata: dict | None = None) -> None:
     """Write `weights` (a record, dict or list nesting tensors, arrays or device buffers) to
     a safetensors file, each tensor under its dotted name."""
@@ -165,13 +182,17 @@ def save_weights(path, weights, metadata: dict | None = None) -> None:
     _flatten(weights, "", flat)
     header, chunks, offset = {}, [], 0
     for name in sorted(flat):
-        arr = np.ascontiguousarray(flat[name])
-        code = _NAMES.get(arr.dtype.newbyteorder("<").str.replace("|", ""))
-        if code is None:
-            raise ZynMLTypeError(f"weights: `{name}` has dtype {arr.dtype}, which safetensors "
-                                 "does not hold")
-        data = arr.astype(_DTYPES[code], copy=False).tobytes()
-        header[name] = {"dtype": code, "shape": list(arr.shape),
+        value = flat[name]
+        if isinstance(value, _BF16):
+            code, shape, data = "BF16", value.shape, value.bits.tobytes()
+        else:
+            arr = np.asarray(value, order="C")     # (ascontiguousarray made a 0-d one 1-d)
+            code = _NAMES.get(arr.dtype.newbyteorder("<").str.replace("|", ""))
+            if code is None:
+                raise ZynMLTypeError(f"weights: `{name}` has dtype {arr.dtype}, which "
+                                     "safetensors does not hold")
+            shape, data = arr.shape, arr.astype(_DTYPES[code], copy=False).tobytes()
+        header[name] = {"dtype": code, "shape": list(shape),
                         "data_offsets": [offset, offset + len(data)]}
         chunks.append(data)
         offset += len(data)

@@ -41,6 +41,35 @@ def test_comparisons_are_ones_and_zeros_in_traced_arithmetic(device):
     np.testing.assert_allclose(dev.download(got), want, rtol=1e-6)
 
 
+CLIP_PROGRAM = """pipeline clip(xs):
+    return xs[0] * scale
+let g = upload(G)
+let sq = elementwise([g, g], n, square)
+let norm = sqrt(download(reduce_sum(sq, [n], 0))[0])
+var scale = 1.0
+if norm > max_norm:
+    scale = max_norm / norm
+download(elementwise([g], n, clip))
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_scale_computed_on_the_device_is_a_constant_of_a_traced_expression(device):
+    # clipping a gradient to a global norm: the norm, a 0-d tensor (or array), was refused
+    # ("combines expressions and numbers, not Tensor")
+    g = _f32(13, scale=3.0)
+    want = g * min(1.0, 2.0 / np.linalg.norm(g.astype(np.float64)))
+    square = "pipeline square(xs):\n    return xs[0] * xs[1]\n"
+    got = zynbook.run(square + CLIP_PROGRAM, device=device, G=g, n=13, max_norm=2.0)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+    dev = zynbook.device(device)
+    b = dev.upload(g)
+    for s in (np.array(0.25), torch.tensor(0.25)):
+        for f in (lambda v: v[0] * s, lambda v: s * v[0]):
+            np.testing.assert_allclose(dev.download(dev.elementwise([b], 13, f)), g * 0.25,
+                                       rtol=1e-6)
+
+
 # ------------------------------------------------------------------ upload
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -76,6 +76,10 @@ class Expr:
 def lift(v) -> Expr:
     if isinstance(v, Expr):
         return v
+    # a 0-d array or tensor (a scale computed on the device, `download(total)[0]` in ZynML)
+    # is the number it holds
+    from .device import _held_number
+    v = _held_number(v)
     # numpy's numbers too (np.float32(2.5) was refused), never a truth value
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
                                                              np.floating)):

@@ -129,6 +129,8 @@ def _zero_row_cases(d):
         "append_rows of no new rows": (lambda: d.append_rows(ones(6), z(0), 2, 0, 3),
                                        [np.ones(6)]),
         "write_rows of no rows": (lambda: d.write_rows(ones(6), z(0), 1, 2, 0, 3), [np.ones(6)]),
+        "kv_attention_fixed of no queries": (
+            lambda: d.kv_attention_fixed(z(0), ones(40), ones(40), 3, 0, 5, 2, 2, 4), [e]),
     }
 
 

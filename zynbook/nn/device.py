@@ -585,7 +585,7 @@ class Device(FusedOps):
         op = "kv_attention_fixed"
         h, kv, d = self._heads(op, n_heads, n_kv_heads, head_dim)
         start = self._size(cache_start, "cache_start", op, positive=False)
-        s, cap = self._size(q_len, "q_len", op), self._size(capacity, "capacity", op)
+        s, cap = self._rows(q_len, "q_len", op), self._size(capacity, "capacity", op)
         if start + s > cap:
             raise ZynMLShapeError(f"{op}(): cache_start + q_len = {start} + {s} is more than "
                                   f"capacity = {cap}")

@@ -70,6 +70,17 @@ def test_a_scale_computed_on_the_device_is_a_constant_of_a_traced_expression(dev
                                        rtol=1e-6)
 
 
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_function_returning_a_numpy_number_fills_every_element(device):
+    # a Python number did; np.float32(2.5) and a 0-d array were "must return an expression"
+    dev = zynbook.device(device)
+    b = dev.upload(_f32(5))
+    for value in (np.float32(2.5), np.array(2.5), torch.tensor(2.5)):
+        np.testing.assert_array_equal(dev.download(dev.elementwise([b], 5, lambda v: value)),
+                                      np.full(5, 2.5, np.float32))
+
+
 # ------------------------------------------------------------------ upload
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -320,8 +320,11 @@ class Device(FusedOps):
               for k, b in enumerate(inputs)]
         leaves = [E.Expr("input", (), k) for k in range(len(ts))]
         result = f(leaves)
-        if isinstance(result, (int, float)) and not isinstance(result, bool):
-            result = E.lift(result)
+        if result is not None and not isinstance(result, E.Expr):
+            try:        # a number, numpy's and a 0-d array's too: every element that value
+                result = E.lift(result)
+            except ZynMLTypeError:
+                pass
         if not isinstance(result, E.Expr):
             raise ZynMLTypeError("elementwise(): the function must return an expression built "
                                  "from its inputs, not "

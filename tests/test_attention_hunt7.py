@@ -281,3 +281,65 @@ def test_half_inputs_with_a_bool_mask(device, form):
     want = loops_numpy(form, s, np.broadcast_to(a["mask"], s.shape), a["V"].astype(np.float64))
     src = source(form, "dot(Q[b, h, i], K[b, h, j]) * 0.125", "mask[i, j]", "Q, K, V, mask")
     check(device, src, a, want, tol=4e-3)
+
+
+# ---------------------------------------------------------------- flash attention
+
+def flash_source(bq, bk):
+    """Flash attention over `bq`-query and `bk`-key blocks, min(...) output tiles."""
+    return f"""let attn = compute(Q, K, V) {{
+    @kernel flash_attention
+    for b in 0..batch, h in 0..heads:
+        for qb in 0..seq step {bq}:
+            var m = -inf
+            var l = 0.0
+            var o = zeros(min({bq}, seq - qb), D)
+            for kb in 0..seq step {bk}:
+                let S = Q[b, h, qb:qb+{bq}] @ transpose(K[b, h, kb:kb+{bk}]) * 0.125
+                let m_new = max(m, row_max(S))
+                l = exp(m - m_new) * l + row_sum(exp(S - m_new))
+                o = exp(m - m_new) * o + exp(S - m_new) @ V[b, h, kb:kb+{bk}]
+                m = m_new
+            out[b, h, qb:qb+{bq}] = o / l
+}}
+attn"""
+
+
+def flash_numpy(s, V, bk):
+    """The flash loops over key blocks of `bk` (their first update of a block of -inf
+    scores is NaN, exp(-inf - -inf))."""
+    m = np.full(s.shape[:-1] + (1,), -np.inf)
+    l = np.zeros_like(m)
+    o = np.zeros(s.shape[:-1] + V.shape[-1:])
+    with _quiet():
+        for k0 in range(0, s.shape[-1], bk):
+            S = s[..., k0:k0 + bk]
+            mn = np.maximum(m, S.max(-1, keepdims=True))
+            l = np.exp(m - mn) * l + np.exp(S - mn).sum(-1, keepdims=True)
+            o = np.exp(m - mn) * o + np.einsum("bhij,bhjd->bhid", np.exp(S - mn), V[:, :, k0:k0 + bk])
+            m = mn
+        return o / l
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("bq,bk,S,D,dtype", [(48, 48, 70, 24, np.float32), (40, 24, 37, 40, np.float32),
+                                             (24, 40, 70, 24, np.float16)])
+def test_flash_blocks_that_fill_no_tile(device, bq, bk, S, D, dtype):
+    a = qkv(1, 1, 2, S, D, dtype)
+    want = flash_numpy(dots(a["Q"], a["K"]) * 0.125, a["V"].astype(np.float64), bk)
+    check(device, flash_source(bq, bk), a, want, tol=4e-3 if dtype == np.float16 else 2e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("minus_inf_keys", [3, 24, 37])
+def test_flash_with_a_first_key_block_of_minus_inf(device, minus_inf_keys):
+    """K's first keys make -inf scores (an -inf element where Q's is positive): a first
+    block of 24 all -inf makes the rows NaN (the loops' first update), fewer do not."""
+    a = qkv(2, 1, 2, 37, 24)
+    a["Q"][..., 0] = np.abs(a["Q"][..., 0]) + 0.5
+    a["K"][:, :, :minus_inf_keys, 0] = -np.inf
+    with _quiet():
+        s = dots(a["Q"], a["K"]) * 0.125
+    want = flash_numpy(s, a["V"].astype(np.float64), 24)
+    assert np.isnan(want).all() if minus_inf_keys >= 24 else np.isfinite(want).all()
+    check(device, flash_source(16, 24), a, want)

@@ -28,6 +28,7 @@ struct ZynParams {
 
 var<workgroup> _kv: array<vec4<f32>, 544>;
 var<workgroup> _ml: array<f32, 256>;
+var<workgroup> _fk: array<i32, 256>;
 
 // signed division and remainder truncating as C, through unsigned ones
 fn zyn_tdiv(a: i32, b: i32) -> i32 {
@@ -88,6 +89,7 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     let u_seq_len: i32 = zyn_p.u_seq_len;
     // _kv: workgroup memory, declared above
     // _ml: workgroup memory, declared above
+    // _fk: workgroup memory, declared above
     let _S: i32 = u_seq_len;
     let _SK: i32 = u_seq_len;
     let _nqb: i32 = zyn_tdiv((u_seq_len + 31i), 32i);
@@ -140,6 +142,8 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     }
     var _m: f32 = bitcast<f32>(0xff800000u);
     var _l: f32 = 0.0f;
+    var _fa: i32 = _SK;
+    var _fn: i32 = _SK;
     for (var _k0: i32 = 0i; _k0 < _SK; _k0 += 16i) {
         workgroupBarrier();
         for (var _e: i32 = _t; _e < 128i; _e += 128i) {
@@ -178,7 +182,11 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
                     _dot_0 = (_dot_0 + dot(_qr_6, _kv[((_jj_0 * 9i) + 6i)]));
                     _dot_0 = (_dot_0 + dot(_qr_7, _kv[((_jj_0 * 9i) + 7i)]));
                 }
-                _s_0 = select(bitcast<f32>(0xff800000u), _dot_0, (_j_0 < _SK));
+                let _ok_0: bool = (_j_0 < _SK);
+                let _sc_0: f32 = _dot_0;
+                _fa = select(_fa, min(_fa, _j_0), _ok_0);
+                _fn = select(_fn, min(_fn, _j_0), (_ok_0 && (!(_sc_0 <= bitcast<f32>(0xff800000u)))));
+                _s_0 = select(bitcast<f32>(0xff800000u), _sc_0, _ok_0);
                 _mt = zyn_max_f32(_mt, _s_0);
                 let _jj_1: i32 = (4i + _r);
                 let _j_1: i32 = (_k0 + _jj_1);
@@ -193,7 +201,11 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
                     _dot_1 = (_dot_1 + dot(_qr_6, _kv[((_jj_1 * 9i) + 6i)]));
                     _dot_1 = (_dot_1 + dot(_qr_7, _kv[((_jj_1 * 9i) + 7i)]));
                 }
-                _s_1 = select(bitcast<f32>(0xff800000u), _dot_1, (_j_1 < _SK));
+                let _ok_1: bool = (_j_1 < _SK);
+                let _sc_1: f32 = _dot_1;
+                _fa = select(_fa, min(_fa, _j_1), _ok_1);
+                _fn = select(_fn, min(_fn, _j_1), (_ok_1 && (!(_sc_1 <= bitcast<f32>(0xff800000u)))));
+                _s_1 = select(bitcast<f32>(0xff800000u), _sc_1, _ok_1);
                 _mt = zyn_max_f32(_mt, _s_1);
                 let _jj_2: i32 = (8i + _r);
                 let _j_2: i32 = (_k0 + _jj_2);
@@ -208,7 +220,11 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
                     _dot_2 = (_dot_2 + dot(_qr_6, _kv[((_jj_2 * 9i) + 6i)]));
                     _dot_2 = (_dot_2 + dot(_qr_7, _kv[((_jj_2 * 9i) + 7i)]));
                 }
-                _s_2 = select(bitcast<f32>(0xff800000u), _dot_2, (_j_2 < _SK));
+                let _ok_2: bool = (_j_2 < _SK);
+                let _sc_2: f32 = _dot_2;
+                _fa = select(_fa, min(_fa, _j_2), _ok_2);
+                _fn = select(_fn, min(_fn, _j_2), (_ok_2 && (!(_sc_2 <= bitcast<f32>(0xff800000u)))));
+                _s_2 = select(bitcast<f32>(0xff800000u), _sc_2, _ok_2);
                 _mt = zyn_max_f32(_mt, _s_2);
                 let _jj_3: i32 = (12i + _r);
                 let _j_3: i32 = (_k0 + _jj_3);
@@ -223,7 +239,11 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
                     _dot_3 = (_dot_3 + dot(_qr_6, _kv[((_jj_3 * 9i) + 6i)]));
                     _dot_3 = (_dot_3 + dot(_qr_7, _kv[((_jj_3 * 9i) + 7i)]));
                 }
-                _s_3 = select(bitcast<f32>(0xff800000u), _dot_3, (_j_3 < _SK));
+                let _ok_3: bool = (_j_3 < _SK);
+                let _sc_3: f32 = _dot_3;
+                _fa = select(_fa, min(_fa, _j_3), _ok_3);
+                _fn = select(_fn, min(_fn, _j_3), (_ok_3 && (!(_sc_3 <= bitcast<f32>(0xff800000u)))));
+                _s_3 = select(bitcast<f32>(0xff800000u), _sc_3, _ok_3);
                 _mt = zyn_max_f32(_mt, _s_3);
             }
             if ((!(_mt <= bitcast<f32>(0xff800000u)))) {
@@ -299,7 +319,13 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     }
     _ml[_t] = _m;
     _ml[(_t + 128i)] = _l;
+    _fk[_t] = _fa;
+    _fk[(_t + 128i)] = _fn;
     workgroupBarrier();
+    for (var _x: i32 = 0i; _x < 4i; _x++) {
+        _fa = min(_fa, _fk[((_q * 4i) + _x)]);
+        _fn = min(_fn, _fk[(((_q * 4i) + _x) + 128i)]);
+    }
     var _M: f32 = bitcast<f32>(0xff800000u);
     for (var _x: i32 = 0i; _x < 4i; _x++) {
         _M = zyn_max_f32(_M, _ml[((_q * 4i) + _x)]);
@@ -349,7 +375,7 @@ fn zyn_k_flash_attention_d32(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
         workgroupBarrier();
     }
     if (((_qi < _S) && (_r == 0i))) {
-        let _inv: f32 = (1.0f / _L);
+        let _inv: f32 = select((1.0f / _L), bitcast<f32>(0x7fc00000u), ((_fa < _fn) && ((_fn == _SK) || (_fn >= 64i))));
         {
             if ((0i < u_head_dim)) { u_out[_orow] = (_o_0[0] * _inv); }
             if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o_0[1] * _inv); }
@@ -412,6 +438,7 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     let u_seq_len: i32 = zyn_p.u_seq_len;
     // _kv: workgroup memory, declared above
     // _ml: workgroup memory, declared above
+    // _fk: workgroup memory, declared above
     let _S: i32 = u_seq_len;
     let _SK: i32 = u_seq_len;
     let _nqb: i32 = zyn_tdiv((u_seq_len + 31i), 32i);
@@ -496,6 +523,8 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     }
     var _m: f32 = bitcast<f32>(0xff800000u);
     var _l: f32 = 0.0f;
+    var _fa: i32 = _SK;
+    var _fn: i32 = _SK;
     for (var _k0: i32 = 0i; _k0 < _SK; _k0 += 16i) {
         workgroupBarrier();
         for (var _e: i32 = _t; _e < 256i; _e += 128i) {
@@ -542,7 +571,11 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
                     _dot_0 = (_dot_0 + dot(_qr_14, _kv[((_jj_0 * 17i) + 14i)]));
                     _dot_0 = (_dot_0 + dot(_qr_15, _kv[((_jj_0 * 17i) + 15i)]));
                 }
-                _s_0 = select(bitcast<f32>(0xff800000u), _dot_0, (_j_0 < _SK));
+                let _ok_0: bool = (_j_0 < _SK);
+                let _sc_0: f32 = _dot_0;
+                _fa = select(_fa, min(_fa, _j_0), _ok_0);
+                _fn = select(_fn, min(_fn, _j_0), (_ok_0 && (!(_sc_0 <= bitcast<f32>(0xff800000u)))));
+                _s_0 = select(bitcast<f32>(0xff800000u), _sc_0, _ok_0);
                 _mt = zyn_max_f32(_mt, _s_0);
                 let _jj_1: i32 = (4i + _r);
                 let _j_1: i32 = (_k0 + _jj_1);
@@ -565,7 +598,11 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
                     _dot_1 = (_dot_1 + dot(_qr_14, _kv[((_jj_1 * 17i) + 14i)]));
                     _dot_1 = (_dot_1 + dot(_qr_15, _kv[((_jj_1 * 17i) + 15i)]));
                 }
-                _s_1 = select(bitcast<f32>(0xff800000u), _dot_1, (_j_1 < _SK));
+                let _ok_1: bool = (_j_1 < _SK);
+                let _sc_1: f32 = _dot_1;
+                _fa = select(_fa, min(_fa, _j_1), _ok_1);
+                _fn = select(_fn, min(_fn, _j_1), (_ok_1 && (!(_sc_1 <= bitcast<f32>(0xff800000u)))));
+                _s_1 = select(bitcast<f32>(0xff800000u), _sc_1, _ok_1);
                 _mt = zyn_max_f32(_mt, _s_1);
                 let _jj_2: i32 = (8i + _r);
                 let _j_2: i32 = (_k0 + _jj_2);
@@ -588,7 +625,11 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
                     _dot_2 = (_dot_2 + dot(_qr_14, _kv[((_jj_2 * 17i) + 14i)]));
                     _dot_2 = (_dot_2 + dot(_qr_15, _kv[((_jj_2 * 17i) + 15i)]));
                 }
-                _s_2 = select(bitcast<f32>(0xff800000u), _dot_2, (_j_2 < _SK));
+                let _ok_2: bool = (_j_2 < _SK);
+                let _sc_2: f32 = _dot_2;
+                _fa = select(_fa, min(_fa, _j_2), _ok_2);
+                _fn = select(_fn, min(_fn, _j_2), (_ok_2 && (!(_sc_2 <= bitcast<f32>(0xff800000u)))));
+                _s_2 = select(bitcast<f32>(0xff800000u), _sc_2, _ok_2);
                 _mt = zyn_max_f32(_mt, _s_2);
                 let _jj_3: i32 = (12i + _r);
                 let _j_3: i32 = (_k0 + _jj_3);
@@ -611,7 +652,11 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
                     _dot_3 = (_dot_3 + dot(_qr_14, _kv[((_jj_3 * 17i) + 14i)]));
                     _dot_3 = (_dot_3 + dot(_qr_15, _kv[((_jj_3 * 17i) + 15i)]));
                 }
-                _s_3 = select(bitcast<f32>(0xff800000u), _dot_3, (_j_3 < _SK));
+                let _ok_3: bool = (_j_3 < _SK);
+                let _sc_3: f32 = _dot_3;
+                _fa = select(_fa, min(_fa, _j_3), _ok_3);
+                _fn = select(_fn, min(_fn, _j_3), (_ok_3 && (!(_sc_3 <= bitcast<f32>(0xff800000u)))));
+                _s_3 = select(bitcast<f32>(0xff800000u), _sc_3, _ok_3);
                 _mt = zyn_max_f32(_mt, _s_3);
             }
             if ((!(_mt <= bitcast<f32>(0xff800000u)))) {
@@ -727,7 +772,13 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
     }
     _ml[_t] = _m;
     _ml[(_t + 128i)] = _l;
+    _fk[_t] = _fa;
+    _fk[(_t + 128i)] = _fn;
     workgroupBarrier();
+    for (var _x: i32 = 0i; _x < 4i; _x++) {
+        _fa = min(_fa, _fk[((_q * 4i) + _x)]);
+        _fn = min(_fn, _fk[(((_q * 4i) + _x) + 128i)]);
+    }
     var _M: f32 = bitcast<f32>(0xff800000u);
     for (var _x: i32 = 0i; _x < 4i; _x++) {
         _M = zyn_max_f32(_M, _ml[((_q * 4i) + _x)]);
@@ -801,7 +852,7 @@ fn zyn_k_flash_attention_d64(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(
         workgroupBarrier();
     }
     if (((_qi < _S) && (_r == 0i))) {
-        let _inv: f32 = (1.0f / _L);
+        let _inv: f32 = select((1.0f / _L), bitcast<f32>(0x7fc00000u), ((_fa < _fn) && ((_fn == _SK) || (_fn >= 64i))));
         {
             if ((0i < u_head_dim)) { u_out[_orow] = (_o_0[0] * _inv); }
             if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o_0[1] * _inv); }
@@ -896,6 +947,7 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
     let u_seq_len: i32 = zyn_p.u_seq_len;
     // _kv: workgroup memory, declared above
     // _ml: workgroup memory, declared above
+    // _fk: workgroup memory, declared above
     if (zyn_in((u_head_dim - 1i), 128i, 2i)) {
         if (zyn_in((u_Q_d3 - 1i), 128i, 1i)) {
             let _S: i32 = u_seq_len;
@@ -1046,6 +1098,8 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
             }
             var _m: f32 = bitcast<f32>(0xff800000u);
             var _l: f32 = 0.0f;
+            var _fa: i32 = _SK;
+            var _fn: i32 = _SK;
             for (var _k0: i32 = 0i; _k0 < _SK; _k0 += 8i) {
                 workgroupBarrier();
                 for (var _e: i32 = _t; _e < 256i; _e += 64i) {
@@ -1106,7 +1160,11 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
                             _dot_0 = (_dot_0 + dot(_qr_30, _kv[((_jj_0 * 33i) + 30i)]));
                             _dot_0 = (_dot_0 + dot(_qr_31, _kv[((_jj_0 * 33i) + 31i)]));
                         }
-                        _s_0 = select(bitcast<f32>(0xff800000u), _dot_0, (_j_0 < _SK));
+                        let _ok_0: bool = (_j_0 < _SK);
+                        let _sc_0: f32 = _dot_0;
+                        _fa = select(_fa, min(_fa, _j_0), _ok_0);
+                        _fn = select(_fn, min(_fn, _j_0), (_ok_0 && (!(_sc_0 <= bitcast<f32>(0xff800000u)))));
+                        _s_0 = select(bitcast<f32>(0xff800000u), _sc_0, _ok_0);
                         _mt = zyn_max_f32(_mt, _s_0);
                         let _jj_1: i32 = (4i + _r);
                         let _j_1: i32 = (_k0 + _jj_1);
@@ -1145,7 +1203,11 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
                             _dot_1 = (_dot_1 + dot(_qr_30, _kv[((_jj_1 * 33i) + 30i)]));
                             _dot_1 = (_dot_1 + dot(_qr_31, _kv[((_jj_1 * 33i) + 31i)]));
                         }
-                        _s_1 = select(bitcast<f32>(0xff800000u), _dot_1, (_j_1 < _SK));
+                        let _ok_1: bool = (_j_1 < _SK);
+                        let _sc_1: f32 = _dot_1;
+                        _fa = select(_fa, min(_fa, _j_1), _ok_1);
+                        _fn = select(_fn, min(_fn, _j_1), (_ok_1 && (!(_sc_1 <= bitcast<f32>(0xff800000u)))));
+                        _s_1 = select(bitcast<f32>(0xff800000u), _sc_1, _ok_1);
                         _mt = zyn_max_f32(_mt, _s_1);
                     }
                     if ((!(_mt <= bitcast<f32>(0xff800000u)))) {
@@ -1267,7 +1329,13 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
             }
             _ml[_t] = _m;
             _ml[(_t + 64i)] = _l;
+            _fk[_t] = _fa;
+            _fk[(_t + 64i)] = _fn;
             workgroupBarrier();
+            for (var _x: i32 = 0i; _x < 4i; _x++) {
+                _fa = min(_fa, _fk[((_q * 4i) + _x)]);
+                _fn = min(_fn, _fk[(((_q * 4i) + _x) + 64i)]);
+            }
             var _M: f32 = bitcast<f32>(0xff800000u);
             for (var _x: i32 = 0i; _x < 4i; _x++) {
                 _M = zyn_max_f32(_M, _ml[((_q * 4i) + _x)]);
@@ -1389,7 +1457,7 @@ fn zyn_k_flash_attention_d128(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin
                 workgroupBarrier();
             }
             if (((_qi < _S) && (_r == 0i))) {
-                let _inv: f32 = (1.0f / _L);
+                let _inv: f32 = select((1.0f / _L), bitcast<f32>(0x7fc00000u), ((_fa < _fn) && ((_fn == _SK) || (_fn >= 64i))));
                 {
                     if ((0i < u_head_dim)) { u_out[_orow] = (_o_0[0] * _inv); }
                     if ((1i < u_head_dim)) { u_out[(_orow + 1i)] = (_o_0[1] * _inv); }

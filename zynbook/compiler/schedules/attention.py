@@ -54,6 +54,9 @@ from .base import Params, Schedule, kernel_name
 F = "f32"
 NEG = lit(float("-inf"), F)
 ZERO = lit(0.0, F)
+# one object, so that programs holding it compare equal (NaN is no NaN's equal, but a
+# dataclass compares its fields as tuples do: the same object first)
+NAN = lit(float("nan"), F)
 HEAD_DIM_CLASSES = (32, 64, 128)
 # the shared arrays are declared statically: CUDA takes at most 48 KiB of them
 STATIC_SHARED = 48 * 1024
@@ -803,11 +806,12 @@ class _Kernel:
         """Whether each query keeps its first admitted key (`_fa`) and its first admitted key
         whose score is not -inf (`_fn`), where the loops' result turns on them: an online
         form makes a row NaN whose first admitted score is -inf (its first update takes
-        exp(-inf - -inf), NaN, into the sum however many keys follow), and under a key
-        condition a row whose every admitted score is -inf is NaN (exp(-inf - -inf)) where a
-        row with no admitted key stores 0, the sum (0 both) telling them apart nowhere."""
+        exp(-inf - -inf), NaN, into the sum however many keys follow; flash attention's
+        first update is of its first key block, so there a first block of -inf), and under a
+        key condition a row whose every admitted score is -inf is NaN (exp(-inf - -inf))
+        where a row with no admitted key stores 0, the sum (0 both) telling them apart nowhere."""
         p = self.shape.p
-        return p.form in ONLINE_FORMS or (p.mask is not None and p.empty_row != "nan")
+        return p.form in ONLINE_FORMS + ("flash",) or (p.mask is not None and p.empty_row != "nan")
 
     def note_first(self, ok, score) -> list:
         """Key _j into `_fa` where admitted (`ok`), into `_fn` where its `score` is not -inf too."""
@@ -825,9 +829,10 @@ class _Kernel:
         dot = self.each_slot("_d", lambda c: [ir.Set("_dot", ir.Bin(
             "+", ir.Ref("_dot", F), product(c), F))], 1)
         ok, sc, noted = self.admitted(), self.scored(ir.Ref("_dot", F)), []
-        if self.tracks_first:
-            noted = [ir.Decl("_sc", F, sc), *self.note_first(ok, ir.Ref("_sc", F))]
-            sc = ir.Ref("_sc", F)
+        if self.tracks_first:       # the condition and the score named, each read thrice
+            noted = [ir.Decl("_ok", "bool", ok), ir.Decl("_sc", F, sc)]
+            ok, sc = ir.Ref("_ok", "bool"), ir.Ref("_sc", F)
+            noted += self.note_first(ok, sc)
         score = self.key_index() + [
             ir.Decl("_dot", F, product(self.i(0)), True), *dot, *noted,
             ir.Store("_s", self.ref("_u"), ir.Select(ok, sc, NEG, F)),
@@ -903,7 +908,8 @@ class _Kernel:
         two a query is: with no key condition, whether there are keys; with one, whether
         the query's first admitted key `_fa` is a key (where the kernel keeps it, `first`;
         else it is taken as none). An online form's row whose first admitted score is -inf
-        (`_fa` before `_fn`) is NaN whatever follows (`tracks_first`)."""
+        (`_fa` before `_fn`) is NaN whatever follows, flash attention's whose first key block
+        of the program's is all -inf (`tracks_first`)."""
         p, SK = self.shape.p, self.ref("_SK")
         inv = ir.Bin("/", lit(1.0, F), L, F)
         if p.empty_row != "nan":
@@ -913,8 +919,13 @@ class _Kernel:
             if had_key is not None:
                 empty = ir.Bin("and", empty, ir.Un("not", had_key, "bool"), "bool")
             inv = ir.Select(empty, ZERO, inv, F)
-        if first and p.form in ONLINE_FORMS:
-            inv = ir.Select(ir.Bin("<", self.ref("_fa"), self.ref("_fn"), "bool"), lit(float("nan"), F), inv, F)
+        if first and p.form in ONLINE_FORMS + ("flash",):
+            fn = self.ref("_fn")
+            dead = ir.Bin("<", self.ref("_fa"), fn, "bool")
+            if p.form == "flash":           # (no key condition: _fa is key 0)
+                whole = ir.Bin("or", ir.Bin("==", fn, SK, "bool"), ir.Bin(">=", fn, self.i(p.block_kv), "bool"), "bool")
+                dead = ir.Bin("and", dead, whole, "bool")
+            inv = ir.Select(dead, NAN, inv, F)
         return inv
 
     def store(self) -> list:

@@ -343,3 +343,36 @@ def test_flash_with_a_first_key_block_of_minus_inf(device, minus_inf_keys):
     want = flash_numpy(s, a["V"].astype(np.float64), 24)
     assert np.isnan(want).all() if minus_inf_keys >= 24 else np.isfinite(want).all()
     check(device, flash_source(16, 24), a, want)
+
+
+# ---------------------------------------------------------------- more probes
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("form", FORMS)
+def test_a_key_of_plus_inf(device, form):
+    """A term of +inf at key 5 of batch 0 under a causal condition: the rows that admit it
+    are NaN (exp(inf - inf)), beside the first keys' tracking of -inf."""
+    B, H, S, D = 2, 1, 13, 16
+    a = qkv(8, B, H, S, D)
+    a["pad"] = np.zeros((B, S), np.float32)
+    a["pad"][0, 5] = np.inf
+    s = dots(a["Q"], a["K"]) * 0.125 + a["pad"][:, None, None, :]
+    ok = np.broadcast_to(np.arange(S)[None, :] <= np.arange(S)[:, None], s.shape)
+    want = loops_numpy(form, s, ok, a["V"].astype(np.float64))
+    assert np.isnan(want[0, :, 5:]).all() and np.isfinite(want[0, :, :5]).all() and np.isfinite(want[1]).all()
+    src = source(form, "dot(Q[b, h, i], K[b, h, j]) * 0.125 + pad[b, j]", "j <= i", "Q, K, V, pad")
+    check(device, src, a, want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cross_attention_with_more_queries_than_keys(device):
+    """23 queries over 11 keys under `j <= i`, a scalar scale and a per-head term over
+    (query, key)."""
+    B, H, S, SK, D = 1, 2, 23, 11, 24
+    a = qkv(5, B, H, S, D, SK=SK)
+    a["rel"] = np.random.default_rng(6).standard_normal((H, S, SK)).astype(np.float32)
+    s = dots(a["Q"], a["K"]) * np.float32(0.3) + a["rel"][None]
+    ok = np.broadcast_to(np.arange(SK)[None, :] <= np.arange(S)[:, None], s.shape)
+    src = source("online", "dot(Q[b, h, i], K[b, h, j]) * temp + rel[h, i, j]", "j <= i", "Q, K, V, rel",
+                 sizes=("B", "H", "S", "SK", "D"))
+    check(device, src, a, loops_numpy("online", s, ok, a["V"].astype(np.float64)), {"temp": 0.3})

@@ -30,7 +30,9 @@ def _held_number(v):
     holds, as numpy reads one; anything else as it is."""
     if getattr(v, "ndim", None) == 0 and not isinstance(v, (np.generic, Buffer)) and \
             hasattr(v, "__array__"):
-        a = np.asarray(v)
+        from ..runtime.tensor import to_tensor
+        t = to_tensor(v)        # as a program binds it: a torch parameter (numpy refuses it)
+        a = np.asarray(v if t is None else t.numpy())
         if a.dtype.kind in "iuf":
             return a.item()
     return v
@@ -652,8 +654,9 @@ class Device(FusedOps):
         if n == 0:
             return
         p_new, m_new, v_new = self._run(
-            K.ADAMW, p=tp, g=tg, m=tm, v=tv, lr=lr, beta1=b1, beta2=b2, eps=eps,
-            wd=weight_decay, bc1=1.0 - b1 ** t, bc2=1.0 - b2 ** t)
+            K.ADAMW, p=tp, g=tg, m=tm, v=tv, beta1=b1, beta2=b2, one_b1=1.0 - b1,
+            one_b2=1.0 - b2, eps=eps, decay=1.0 - lr * weight_decay,
+            step_size=lr / (1.0 - b1 ** t), sqrt_bc2=math.sqrt(1.0 - b2 ** t))
         param.tensor, m.tensor, v.tensor = p_new, m_new, v_new
 
 

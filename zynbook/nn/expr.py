@@ -168,9 +168,9 @@ def render(out: Expr, names: list) -> tuple[list, str]:
     lets, texts = [], {}
     depth: dict = {}        # how deeply each expression's text nests (0: a name)
 
-    def bind(e, line: str) -> str:
+    def bind(e, kind: str, value: str) -> str:
         name = f"t{len(lets)}"
-        lets.append(line.format(name))
+        lets.append(f"{kind} {name} = {value}")
         depth[e.id] = 0
         return name
 
@@ -182,8 +182,8 @@ def render(out: Expr, names: list) -> tuple[list, str]:
             texts[e.id], depth[e.id] = _const(e.value), 0
             continue
         # a comparison is a number, 1 or 0, wherever it is an operand (`g * (x > 0.0)`, as
-        # the interface's f32 expressions are); where's condition is a truth value, a
-        # number's being that it is not 0
+        # the interface's f32 expressions are); where's condition is a truth value, which
+        # a number is where it is not 0
         args = []
         for k, a in enumerate(e.args):
             t = texts[a.id]
@@ -194,7 +194,7 @@ def render(out: Expr, names: list) -> tuple[list, str]:
             args.append(t)
         if e.op == "where":
             # ZynML has no conditional expression: a var and an `if`
-            texts[e.id] = bind(e, f"var {{}} = {args[2]}")
+            texts[e.id] = bind(e, "var", args[2])
             lets.append(f"if {args[0]}:\n    {texts[e.id]} = {args[1]}")
             continue
         if e.op in _INFIX:
@@ -207,6 +207,6 @@ def render(out: Expr, names: list) -> tuple[list, str]:
         # a long chain (y = y * a + b, step after step) is bound a few levels at a time: the
         # parser refuses a program that nests too deeply
         if (uses[e.id] > 1 or depth[e.id] >= _MAX_NESTING) and e is not out:
-            s = bind(e, "let {} = " + s.replace("{", "{{").replace("}", "}}"))
+            s = bind(e, "let", s)
         texts[e.id] = s
     return lets, texts[out.id]

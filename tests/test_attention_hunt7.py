@@ -376,3 +376,32 @@ def test_cross_attention_with_more_queries_than_keys(device):
     src = source("online", "dot(Q[b, h, i], K[b, h, j]) * temp + rel[h, i, j]", "j <= i", "Q, K, V, rel",
                  sizes=("B", "H", "S", "SK", "D"))
     check(device, src, a, loops_numpy("online", s, ok, a["V"].astype(np.float64)), {"temp": 0.3})
+
+
+# ---------------------------------------------------------------- the register-tiled products
+
+@pytest.mark.parametrize("target", ["cuda", "metal"])
+@pytest.mark.parametrize("form,cond", [("three_inline", "j <= i"), ("online", None), ("one_pass", "j <= i")])
+def test_register_tiled_products_keep_the_first_keys(target, form, cond):
+    """The CUDA and Metal kernels of register-tiled products on the emulator: a row whose
+    admitted scores are all -inf, and an online form's whose first is, are NaN there too
+    (the first keys merged over the row's threads by a collective)."""
+    from compute_testing import emulate_kernel
+    from zynbook.compiler.schedules.attention import Attention
+    from zynbook.compiler.targets import cuda_target, metal_target
+    t = cuda_target() if target == "cuda" else metal_target()
+    B, H, S, D = 2, 2, 37, 32
+    a = qkv(3, B, H, S, D)
+    a["pad"] = _padding(B, S, 2)
+    s = dots(a["Q"], a["K"]) * np.float32(0.2) + a["pad"][:, None, None, :]
+    ok = np.broadcast_to(np.tril(np.ones((S, S), bool)) if cond else np.ones((S, S), bool), s.shape)
+    want = loops_numpy(form, s, ok, a["V"])
+    assert np.isnan(want).any() and np.isfinite(want).any()
+    k, ins, sz, sc = lower_block(source(form, "dot(Q[b, h, i], K[b, h, j]) * 0.2 + pad[b, j]", cond,
+                                        "Q, K, V, pad"), a)
+    sched = Attention()
+    products = [p for p in sched.space(k, t, sz) if p.products]
+    assert products
+    for params in dict.fromkeys([products[0], products[-1]]):
+        got = emulate_kernel(sched.build(k, t, sz, params), k, ins, sz, sc, warp=32)
+        assert_equals_numpy(got, want, 2e-4)

@@ -1002,6 +1002,7 @@ class _Products(_Kernel):
                  ir.Array("_kr", F, kv_regs), ir.Array("_vr", F, kv_regs),
                  ir.Array("_o", F, R * TD), ir.Array("_mi", F, R), ir.Array("_li", F, R),
                  self.loop("_i", R, lambda i: [ir.Store("_mi", i, NEG), ir.Store("_li", i, ZERO)]),
+                 *self.first_rows(),
                  self.loop("_i", R * TD, lambda i: [ir.Store("_o", i, ZERO)]),
                  ir.Decl("_next", idx, self.i(0), True)]
         if P.prefetch:
@@ -1151,6 +1152,8 @@ class _Products(_Kernel):
         raw = s()
         biased = self.scored(raw, LOG2E if self.P.exp2 else 1.0)
         mask = [] if ok is None and biased is raw else [put(biased if ok is None else ir.Select(ok, biased, NEG, F))]
+        if self.tracks_first:       # (a key not admitted scores -inf by now)
+            mask += [self.note_row("_fai", ok), self.note_row("_fni", _alive(s()))]
         exp = lambda x: ir.Math(self.exp, (x,), F)
         mx = ir.Ref("_mx", F)
         mn = ir.Ref("_mn", F)
@@ -1182,6 +1185,21 @@ class _Products(_Kernel):
                    self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F),
                             ir.Ref("_alpha", F)))])]
         return [self.loop("_i", R, lambda _: row)]
+
+    def first_rows(self) -> list:
+        """A thread's first keys (`tracks_first`) of each of its rows, none yet."""
+        if not self.tracks_first:
+            return []
+        SK = self.ref("_SK")
+        return [ir.Array("_fai", self.idx, self.R), ir.Array("_fni", self.idx, self.R),
+                self.loop("_i", self.R, lambda i: [ir.Store("_fai", i, SK), ir.Store("_fni", i, SK)])]
+
+    def note_row(self, arr, cond) -> ir.Store:
+        """Key _j into row _i's first key `arr` where `cond` (None: always)."""
+        at, idx = self.ref("_i"), self.idx
+        old = ir.Load(arr, at, idx)
+        new = ir.Math("min", (old, self.ref("_j")), idx)
+        return ir.Store(arr, at, new if cond is None else ir.Select(cond, new, old, idx))
 
     def rotation(self, group) -> ir.Expr:
         """(ty + group) mod (threads down a tile): where key group `group` (key / 4) keeps a
@@ -1219,10 +1237,14 @@ class _Products(_Kernel):
         """Each query in range stores its row piece o / l."""
         r, idx, TD = self.ref, self.idx, self.TD
         out = self.shape.bufs["out"]
-        inv = self.reciprocal(ir.Load("_li", r("_i"), F))
+        inv = self.reciprocal(ir.Load("_li", r("_i"), F), self.tracks_first)
+        # the row's first keys, the smallest of its threads'
+        first = lambda i: [ir.Decl(v, idx, ir.Collective("min", ir.Load(a, i, idx), "warp", idx, self.NTX))
+                           for v, a in (("_fa", "_fai"), ("_fn", "_fni"))] if self.tracks_first else []
         row = self.add(r("_obase"), self.mul(r("_qi"), self.seq_stride("out")), self.mul(r("_tx"), self.i(TD)))
         put = self.loop("_dd", TD, lambda dd: [ir.Store(user_name(out.name), self.add(row, dd), cast(
             self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F), ir.Ref("_inv", F)), out.dtype))])
         return [self.loop("_i", self.R, lambda i: [
+            *first(i),
             ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(self.R)), i)),
             ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (ir.Decl("_inv", F, inv), put))])]

@@ -1,0 +1,75 @@
+"""The compiler and language against numpy written here, on every device present: programs
+of the language reference at odd sizes, with names, dtypes and conditions that earlier tests
+did not vary."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import assert_equals_numpy, raises, wanted_devices
+
+DEVICES = wanted_devices()
+
+
+def _run(device, src, /, **inputs):
+    got = zynbook.Session(device).run(src, **inputs)
+    return np.asarray(got.numpy() if hasattr(got, "numpy") else got)
+
+
+def _block(body, inputs="x", loop="for i in 0..n:", head=""):
+    return f"{head}let y = compute({inputs}) {{\n    {loop}\n        {body}\n}}\ny\n"
+
+
+# ------------------------------------------------ `and` / `or` guard their right side
+
+_X7 = np.float32([np.nan, -0.0, 0.0, 2.0, -1.0, np.inf, 0.5])
+
+
+def _short_circuit(cond):
+    return lambda x, n: np.array([1.0 if cond(x, i, n) else -5.0 for i in range(n)], np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("cond, want", [
+    ("i < n - 1 and x[i + 1] > 0.0", _short_circuit(lambda x, i, n: i < n - 1 and x[i + 1] > 0)),
+    ("i == 0 or x[i - 1] > 0.0", _short_circuit(lambda x, i, n: i == 0 or x[i - 1] > 0)),
+    ("not (i < 1 or x[i - 1] >= 0.0)", _short_circuit(lambda x, i, n: not (i < 1 or x[i - 1] >= 0))),
+    ("i > 1 and i < n - 2 and x[i - 2] + x[i + 2] != 0.0",
+     _short_circuit(lambda x, i, n: 1 < i < n - 2 and x[i - 2] + x[i + 2] != 0)),
+])
+def test_the_right_side_of_and_or_reads_only_where_the_left_lets_it(device, cond, want):
+    """`if i < n - 1 and x[i + 1] > 0.0` was a shape error before the launch ("index 7 is
+    outside axis 0 of `x`"): the read was checked as if it always ran, though every device
+    (the reference too) evaluates the right side of `and`/`or` only where the left does not
+    decide, as an `if` around it would."""
+    src = _block(f"if {cond}:\n            out[i] = 1.0\n        else:\n            out[i] = -5.0",
+                 head="let n = 7\n")
+    assert_equals_numpy(_run(device, src, x=_X7), want(_X7, 7), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_let_of_a_short_circuit_condition(device):
+    src = _block("let ok = i > 0 and x[i - 1] < 1.0\n        out[i] = where(ok, 1.0, 0.0)",
+                 head="let n = 7\n")
+    want = np.float32([1.0 if i > 0 and _X7[i - 1] < 1 else 0.0 for i in range(7)])
+    assert_equals_numpy(_run(device, src, x=_X7), want, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_short_circuit_condition_over_columns_of_odd_rows(device):
+    m = (np.arange(33 * 7, dtype=np.float32).reshape(33, 7) * 7.0) % 13.0
+    src = ("let y = compute(m) {\n    for r in 0..rows, c in 0..cols:\n"
+           "        if c + 1 < cols and m[r, c + 1] > 8.0:\n            out[r, c] = m[r, c + 1]\n"
+           "        else:\n            out[r, c] = m[r, c]\n}\ny\n")
+    want = m.copy()
+    want[:, :-1] = np.where(m[:, 1:] > 8, m[:, 1:], m[:, :-1])
+    assert_equals_numpy(_run(device, src, m=m), want, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_right_side_that_does_read_past_the_axis_is_a_runtime_error(device):
+    """Guarded, the read is checked where it happens: `i >= 0` lets x[7] be read."""
+    src = _block("if i >= 0 and x[i + 1] > 0.0:\n            out[i] = 1.0", head="let n = 7\n")
+    err = raises("runtime", src, 4, 25, device=device, x=_X7)
+    assert "index 7" in err.message

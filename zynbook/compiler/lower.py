@@ -74,34 +74,6 @@ class BoundCheck:
 
 
 @dataclass
-class WeakCheck:
-    """A weak integer (literals, sizes, host ints) meeting an integer of the narrower `dtype`:
-    its value must be one of that dtype's, as numpy refuses a Python int out of an array's
-    bounds (`u8 + 256`, `i8 + 200`: OverflowError) rather than wrap it."""
-    value: cir.Expr
-    dtype: str
-    span: Span
-
-    def refuse_outside(self, sizes: dict) -> None:
-        """A type error where the value at these sizes is outside `dtype` (none where it
-        reads a name they do not give)."""
-        try:
-            v = cir.eval_expr_static(self.value, sizes)
-        except (KeyError, TypeError, ZeroDivisionError):
-            return
-        if not isinstance(v, int) or isinstance(v, bool):
-            return
-        v = (v + 2 ** 31) % 2 ** 32 - 2 ** 31        # weak integers are i32's
-        if holds(self.dtype, v):
-            return
-        text = cir.format_expr(self.value)
-        what = f"`{text}` is {v} here," if text != str(v) else f"the integer {v} is"
-        raise ZynMLTypeError(f"{what} out of bounds for {self.dtype}, the type it meets (numpy "
-                             f"refuses it too); convert the {self.dtype} operand to a wider "
-                             "type, as i32(...), to compute in that type", self.span)
-
-
-@dataclass
 class LoweredKernel:
     kernel: cir.Kernel
     constraints: list
@@ -115,7 +87,6 @@ class LoweredKernel:
     notes: list = field(default_factory=list)          # (message, span): told, not refused
     # the CIR as lowered, once the pass pipeline (passes/pipeline.py) has made `kernel`
     before_passes: cir.Kernel | None = None
-    weak_checks: list = field(default_factory=list)    # WeakChecks of sizes (dims.solve)
 
 
 def identifier(label: str) -> str:
@@ -173,7 +144,6 @@ class _Lowering:
         self.scalar_types = scalars        # free name -> dtype of a host scalar (ints = sizes)
         self.constraints: list = []
         self.bound_checks: list = []
-        self.weak_checks: list = []        # weak integers reading sizes, checked at launch
         self.window_ties: dict = {}        # (axis, loop var) -> its loop constraints (x[i])
         self.window_reach: dict = {}       # (axis, loop var) -> largest c of a read x[i + c]
         self.stencils: dict = {}           # (axis, var of a loop from s > 0) -> its reads' offsets
@@ -293,8 +263,7 @@ class _Lowering:
         self._reach_windows()
         return LoweredKernel(kernel, self.constraints, self.bound_checks, self.size_spans,
                              labels, defaults, self.annotations, placeholders,
-                             dict(self.scalar_labels), list(self.notes),
-                             weak_checks=list(self.weak_checks))
+                             dict(self.scalar_labels), list(self.notes))
 
     def _kernel_type(self) -> cir.KernelType:
         ann = self.annotations.get("kernel")
@@ -615,7 +584,7 @@ class _Lowering:
             value = self.expr(s.value)
             if s.op != "=":
                 value = self._compound(s.op, cir.Load("out", index, value.ty, _item_spans(target)),
-                                       value, s.span, s.value.span)
+                                       value, s.span)
             for it, item in zip(index, target.items):
                 if not isinstance(it, cir.Span) and not is_int(it.ty.dtype):
                     raise ZynMLTypeError(f"an index must be an integer, not {it.ty}", item.span)
@@ -649,7 +618,7 @@ class _Lowering:
                 old = cir.Load(buf, index, cir.Ty(self.shared[buf].dtype, span_shape),
                                _item_spans(target))
                 if s.op != "=":
-                    value = self._compound(s.op, old, value, s.span, s.value.span)
+                    value = self._compound(s.op, old, value, s.span)
                 return cir.Store(buf, index, value, line, _item_spans(target))
             if buf is not None:
                 raise ZynMLTypeError(f"`{dotted(target.base)}` is an input and cannot be written; "
@@ -679,8 +648,7 @@ class _Lowering:
                 raise ZynMLTypeError(f"cannot assign to `{target.id}`: it is {what}", target.span)
             value = self.expr(s.value)
             if s.op != "=":
-                value = self._compound(s.op, cir.Var(b.name, b.ty), value, s.span,
-                                       s.value.span)
+                value = self._compound(s.op, cir.Var(b.name, b.ty), value, s.span)
             if b.pinned:
                 # a declared type stays: the value converts to it, as `let v: f16` does
                 if value.ty.shape and value.ty.shape != b.ty.shape:
@@ -699,8 +667,8 @@ class _Lowering:
             return cir.Assign(b.name, value, line)
         raise ZynMLTypeError("cannot assign to this expression", target.span)
 
-    def _compound(self, op, old, value, span, value_span):
-        return self.binary(op[0], old, value, span, (span, value_span))
+    def _compound(self, op, old, value, span):
+        return self.binary(op[0], old, value, span)
 
     def loop(self, iters, body, line):
         it, rest = iters[0], iters[1:]
@@ -807,7 +775,7 @@ class _Lowering:
                 return cir.Bin(e.op, a, b, BOOL)
             a = self.expr(e.left, size_context)
             b = self.expr(e.right, size_context)
-            return self.binary(e.op, a, b, e.span, (e.left.span, e.right.span))
+            return self.binary(e.op, a, b, e.span)
         if isinstance(e, A.UnaryOp):
             if e.op == "not":
                 return cir.Unary("not", self.condition(e.operand), BOOL)
@@ -1056,9 +1024,7 @@ class _Lowering:
                     f"{what}, read from `{node.var} - {start.value}` to `{node.var} + {hi}` "
                     f"with `{node.var}` in {start.value}..{cir.format_expr(stop)}", loop=True))
 
-    def binary(self, op, a, b, span, spans=None):
-        """`a op b`; `spans`: where a and b are written (a weak one out of bounds for the
-        other's dtype is pointed at), else `span`."""
+    def binary(self, op, a, b, span):
         if op == "@":
             if len(a.ty.shape) != 2 or len(b.ty.shape) != 2:
                 raise ZynMLShapeError("@ multiplies two 2-D tiles (rows x cols)", span)
@@ -1075,39 +1041,8 @@ class _Lowering:
         if a.ty.dtype == "bool" and b.ty.dtype == "bool":
             raise ZynMLTypeError(f"arithmetic on booleans; use `and`/`or`", span)
         dtype = arithmetic_dtype(op, a, b, self._is_weak(a), self._is_weak(b))
-        self._weak_in_bounds((a, b), dtype, spans or (span, span))
         a, b = self._widen_weak(a, dtype), self._widen_weak(b, dtype)
         return cir.Bin(op, a, b, cir.Ty(dtype, shape), span if op in ("/", "%") else None)
-
-    def _weak_in_bounds(self, args, dtype, spans):
-        """A weak integer among `args` (beside one that is not) meeting integer `dtype` must
-        be one of its values (WeakCheck): refused here where literals give it, at launch
-        where it reads sizes or host ints."""
-        if not is_int(dtype) or dtype in ("i32", "i64") or all(self._is_weak(a) for a in args):
-            return
-        for a, span in zip(args, spans):
-            if is_int(a.ty.dtype) and self._is_weak(a):
-                check = WeakCheck(substitute(a, self.int_lets), dtype, span)
-                if any(isinstance(v, cir.Var) for v in cir.walk(check.value)):
-                    self.weak_checks.append(check)
-                else:
-                    check.refuse_outside({})
-
-    def _saturated(self, bound, dtype):
-        """A weak clamp bound of literals past integer `dtype`, at that end of `dtype`:
-        numpy's clip takes any Python int as a bound (`clip(u8, 0, 300)` keeps 255), where
-        the bound converted to u8 (44) clamped every value above it."""
-        if not self._is_weak(bound):
-            return bound
-        try:
-            v = cir.eval_expr_static(substitute(bound, self.int_lets), {})
-        except (KeyError, TypeError, ZeroDivisionError):
-            return bound
-        if not isinstance(v, int) or holds(dtype, v):
-            return bound
-        bits = int(dtype[1:])          # (a weak value is i32's, so ends past it are not met)
-        low = 0 if dtype.startswith("u") else -2 ** (bits - 1)
-        return cir.Const(min(max(v, low), low + 2 ** bits - 1), bound.ty)
 
     def _widen_weak(self, e, dtype):
         """A weak value computed from literals (`sqrt(2.0 / pi)`, `1.0 / 3.0`) meeting f64 is
@@ -1192,10 +1127,6 @@ class _Lowering:
                                                    cir.Ty("bool", shape)), args)
             if fn in ("abs", "relu") and dtype == "bool":
                 return args[0]              # a bool is its own abs and relu
-            if fn in ("min", "max"):
-                self._weak_in_bounds(args, dtype, [node.span for node in e.args])
-            if fn == "clamp" and is_int(dtype):
-                args = [args[0]] + [self._saturated(a, dtype) for a in args[1:]]
             args = [self._widen_weak(a, dtype) for a in args]
             return cir.Call(fn, tuple(args), cir.Ty(dtype, shape))
         if fn in cir.TILE_FUNCTIONS:

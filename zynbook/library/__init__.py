@@ -183,12 +183,13 @@ ATTENTION_MASKED_CAUSAL = ("let y = compute(q, k, v, mask) {\n    @kernel attent
                            _ATTENTION_BODY.replace("COND", "if mask[i, j] and j <= i:"))
 # a float mask is additive (torch's attn_mask of a float dtype): added to the scores, so a
 # key under -inf gets no weight (and a query whose keys are all -inf gives zeros, as torch's
-# and as one of no key under a bool mask); a bool or integer mask keeps the keys where it holds
+# and as one of no key under a bool mask), one under NaN makes its query's row NaN, as torch's
+# (`> -inf` dropped it as if masked); a bool or integer mask keeps the keys where it holds
 _ADDED = _ATTENTION_BODY.replace(") / sqrt(head_dim)", ") / sqrt(head_dim) + mask[i, j]")
 ATTENTION_ADDITIVE = ("let y = compute(q, k, v, mask) {\n    @kernel attention\n" +
-                      _ADDED.replace("COND", "if mask[i, j] > -inf:"))
+                      _ADDED.replace("COND", "if mask[i, j] != -inf:"))
 ATTENTION_ADDITIVE_CAUSAL = ("let y = compute(q, k, v, mask) {\n    @kernel attention\n" +
-                             _ADDED.replace("COND", "if mask[i, j] > -inf and j <= i:"))
+                             _ADDED.replace("COND", "if mask[i, j] != -inf and j <= i:"))
 
 # a row or column whose sum is 1e-10 or less (exp(m - top) underflowed there) is left as
 # it is, as the spec's normalize_rows and normalize_cols leave it (0 / 0 made every value NaN)

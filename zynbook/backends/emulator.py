@@ -49,6 +49,8 @@ from __future__ import annotations
 
 import linecache
 import math
+import struct
+from fractions import Fraction
 
 import numpy as np
 
@@ -266,6 +268,33 @@ def _fmod(a, b, dtype):
     if dtype in _INT:
         return _trem(a, b, dtype)
     return np.fmod(a, b)
+
+
+def _fma(a, b, c):
+    """a * b + c rounded once to their dtype. Narrower than f64: the product is exact in f64
+    and the sum rounded to odd there (TwoSum's error breaks an even result's tie), which
+    rounds to the nearest in the narrower type exactly; f64: as a fraction."""
+    t = type(a)
+    p, z = float(a) * float(b), float(c)
+    if not (math.isfinite(p) and math.isfinite(z)):
+        return a * b + c
+    if t is not np.float64:
+        s = p + z
+        back = s - p
+        err = (p - (s - back)) + (z - back)
+        if err != 0 and _F64_BITS.unpack(_F64.pack(s))[0] % 2 == 0:
+            s = math.nextafter(s, math.copysign(math.inf, err))
+        return t(s)
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(z)
+    if exact == 0:      # a * b is -c exactly: the product and sum give the zero's sign
+        return a * b + c
+    try:
+        return t(float(exact))      # (int / int: rounded to the nearest f64)
+    except OverflowError:           # past the largest f64
+        return a * b + c
+
+
+_F64, _F64_BITS = struct.Struct("<d"), struct.Struct("<Q")
 
 
 def _differ(a, b) -> bool:
@@ -1027,6 +1056,8 @@ class _Translator:
             return out(f"_fmod({t[0]}, {t[1]}, {dt!r})")
         if fn == "pow2":
             return out(f"({t[0]} * {t[0]})")
+        if fn == "fma":
+            return out(f"_fma({t[0]}, {t[1]}, {t[2]})")
         if fn == "fmax":
             return out(f"_np.fmax({t[0]}, {t[1]})")
         if fn == "fast_exp2":
@@ -1269,7 +1300,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
             "_checked": checked, "_cdiv": cdiv, "_local": local, "_typed": typed,
             "_cast": _cast, "_bf16": bf16_round, "_tdiv": _tdiv, "_trem": _trem,
             "_floordiv": _floordiv, "_ceildiv": _ceildiv, "_ipow": _ipow, "_wrap": _wrap, "_max": _max,
-            "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_ftz": _ftz, "_tf32": tf32_round, "_fmod": _fmod,
+            "_min": _min, "_clamp": _clamp, "_gelu": _gelu, "_erf": _erf, "_ftz": _ftz, "_tf32": tf32_round, "_fmod": _fmod, "_fma": _fma,
             "_add": lambda a, b: a + b, "_chks": chks, "_AsyncCopies": _AsyncCopies, "_dot": _dot,
             "_WgmmaInFlight": wgmma_model.InFlight, "_wgdesc": wgmma_model.descriptor}
 

@@ -4,7 +4,9 @@
   PATH; the source is compiled as C++17 (`-x c++`), with `-O3 -march=native -fPIC -shared`
   (with AVX-512, `-mprefer-vector-width=512`: WIDE_VECTORS) and `-fopenmp` where the
   compiler takes them (probed once), and `-fwrapv` (signed integers
-  wrap, as on every other device). `-fno-math-errno` (no kernel
+  wrap, as on every other device). `-ffp-contract=off`: no product and sum is fused into
+  an fma the source does not ask for (the GEMM micro-kernel's are asked for), so elementwise
+  arithmetic rounds as numpy's. `-fno-math-errno` (no kernel
   reads errno) lets loops of math functions vectorise, and where glibc's vector math library
   links (a probe) the kernels call it (`ZYN_LIBMVEC`: codegen/dialects/cpp.py). No
   -ffast-math: a loop that only updates sums, maxima or minima (ir.For.reduce) keeps a
@@ -202,8 +204,11 @@ def _vector_math_probe() -> str:
 # 0.2 s (every kernel here compiles in seconds)
 OPTIMISE_SECONDS = 60
 
+# -ffp-contract=off: each product and sum rounded on its own, as numpy's: GCC fuses a * b + c
+# into one fma wherever -march=native has FMA, even under -std=c++17 (x * x - y * y of x == y
+# was 1e-8, not 0); the GEMM micro-kernel asks for its fmas by name (schedules/cpu_gemm.py)
 BASE_FLAGS = ("-x", "c++", "-std=c++17", "-O3", "-fPIC", "-shared", "-fno-exceptions",
-              "-fno-rtti", "-fno-math-errno", "-fwrapv", "-w")
+              "-fno-rtti", "-fno-math-errno", "-fwrapv", "-ffp-contract=off", "-w")
 # with AVX-512, its 64-byte vectors, which the schedules size their register tiles for
 # (Target.simd_bytes): GCC's -march=native on Intel server CPUs prefers 32-byte ones, so the
 # GEMM micro-kernel's 8 x 32 sums took 32 registers of 32 bytes and spilled (a 16-core

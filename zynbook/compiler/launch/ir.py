@@ -96,6 +96,9 @@ MATH = ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs
         # zero: cvt.rna.tf32.f32; CUDA only)
         "fast_exp2", "fmax", "tf32",
         "dot",                      # of two vectors (below): the sum of their lanes' products
+        # fma(a, b, c): a * b + c of f32 or f64, rounded once where the target has fused
+        # multiply-adds, else twice (C++ only: the CPU GEMM's accumulation, schedules/cpu_gemm.py)
+        "fma",
         *("wrapping_add", "wrapping_sub", "wrapping_mul"),     # (WRAPPING)
         "wrapping_neg")             # (WRAPPING_NEG)
 

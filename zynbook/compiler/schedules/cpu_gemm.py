@@ -14,7 +14,8 @@ activation, a conversion); only the loops around them differ, as in BLIS:
   gathered once through the operand's own index;
 * the micro-kernel keeps MR x NR sums in a local array indexed only by constants of
   unrolled loops, so the C++ compiler holds them in vector registers and turns the
-  `acc[i][j] += a[i] * b[j]` step into MR x (NR / lanes) fused multiply-adds per k;
+  `acc[i][j] = fma(a[i], b[j], acc[i][j])` step (f32 and f64: fused by name, as the
+  compiler fuses nothing by itself) into MR x (NR / lanes) vector fused multiply-adds per k;
 * between slices the sums wait in the tile's own buffer; after the last one each element
   in range goes through the epilogue.
 
@@ -219,9 +220,12 @@ class _PanelBuilder(_Builder):
         b0 = self.op("+", self.op("*", sn, self.kc_cap * nr), self.op("*", k, nr))
 
         def fma(i, j):
-            prod = ir.Bin("*", ir.Load("_pa", self.op("+", a0, i), cd),
-                          ir.Load("_pb", self.op("+", b0, j), cd), cd)
-            return [ir.Store("_acc", acc(i, j), ir.Bin("+", ir.Load("_acc", acc(i, j), cd), prod, cd))]
+            a, b = ir.Load("_pa", self.op("+", a0, i), cd), ir.Load("_pb", self.op("+", b0, j), cd)
+            s = ir.Load("_acc", acc(i, j), cd)
+            # fused by name: the compiler fuses no product and sum by itself (native.py)
+            step = ir.Math("fma", (a, b, s), cd) if cd in ("f32", "f64") else \
+                ir.Bin("+", s, ir.Bin("*", a, b, cd), cd)
+            return [ir.Store("_acc", acc(i, j), step)]
         body.append(ir.For(k.name, self.i(0), ir.Ref("_kc", self.idx), self.i(1), (
             self.unrolled("_i", mr, lambda i: [self.unrolled("_j", nr, lambda j: fma(i, j))]),),
             self.idx, self.f.c.rloops[-1].line))

@@ -25,6 +25,15 @@ CPP_HELPERS = dict(HELPERS, **{
                  "    u = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x400000u) & 0xffff0000u\n"
                  "        : (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;\n"
                  "    __builtin_memcpy(&x, &u, 4); return x; }}", ()),
+    # a * b + c rounded once where the CPU has fused multiply-adds (the GEMM micro-kernel's
+    # accumulation, as a GPU's), else as a product and a sum (fmaf is then a libm call many
+    # times slower); nothing else is fused (-ffp-contract=off: backends/cpu/native.py)
+    "zyn_fma": ("#if defined(__FMA__) || defined(__aarch64__)\n"
+                "{q}float zyn_fma(float a, float b, float c) {{ return fmaf(a, b, c); }}\n"
+                "{q}double zyn_fma(double a, double b, double c) {{ return fma(a, b, c); }}\n"
+                "#else\n"
+                "template <typename T> {q}T zyn_fma(T a, T b, T c) {{ return a * b + c; }}\n"
+                "#endif", ()),
     "zyn_cancelled": (
         "// the device sets the word after the error flag when the caller gave up on the launch:\n"
         "// the remaining blocks are skipped (zynbook/runtime/cancel.py)\n"
@@ -76,6 +85,11 @@ class CppDialect(CFamily):
             return f"{self.need('zyn_bf16')}({super().cast(text, src, 'f32')})"
         src, dst = ("f32" if t == "bf16" else t for t in (src, dst))
         return text if src == dst else super().cast(text, src, dst)
+
+    def math(self, fn, args, dtype):
+        if fn == "fma":
+            return f"{self.need('zyn_fma')}({', '.join(args)})"
+        return super().math(fn, args, dtype)
 
     def collective(self, op, value, scope, dtype, width=0):
         return value                # one thread per block: the group is the thread itself

@@ -1,0 +1,119 @@
+"""Float exactness against numpy: products and sums that `cpu:native` rounds one by one (no
+fma the kernel does not ask for) while its GEMM accumulates in fused multiply-adds."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.backends.cpu import native
+from compute_testing import assert_equals_numpy, lower_block, wanted_devices
+
+DEVICES = wanted_devices()
+_RNG = np.random.default_rng(88)
+needs_cc = pytest.mark.skipif(native.find_compiler() is None, reason="no C/C++ compiler")
+
+
+def _host(v):
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+
+
+def _elementwise(expr, inputs):
+    return f"let y = compute({inputs}) {{\n    for k in 0..n:\n        out[k] = {expr}\n}}\ny\n"
+
+
+def _normals(n):
+    return _RNG.standard_normal(n).astype(np.float32)
+
+
+# ---------------------------------------------------------------- no contraction to fma
+
+_A, _B = _normals(997), _normals(997)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, inputs, arrays, want", [
+    # c = -(a * b) rounded: numpy's a * b + c is 0; an fma leaves the product's rounding error
+    ("a[k] * b[k] + c[k]", "a, b, c", dict(a=_A, b=_B, c=-(_A * _B)), lambda a, b, c: a * b + c),
+    ("a[k] * b[k] - a[k] * b[k]", "a, b", dict(a=_A, b=_B), lambda a, b: a * b - a * b),
+    ("x[k] * x[k] - y[k] * y[k]", "x, y", dict(x=_A, y=_A.copy()), lambda x, y: x * x - y * y),
+    ("x[k] * x[k] - y[k] * y[k]", "x, y", dict(x=_A, y=_A * np.float32(1.0000001)),
+     lambda x, y: x * x - y * y),
+    ("a[k] * 3.0 - b[k]", "a, b", dict(a=_A, b=_A * np.float32(3)),
+     lambda a, b: a * np.float32(3) - b),
+])
+def test_products_and_sums_round_one_by_one(device, expr, inputs, arrays, want):
+    """GCC contracted a * b + c into one fma under -march=native (a CPU with FMA) even with
+    -std=c++17: x * x - y * y of x == y was 1e-8 where numpy has 0."""
+    got = _host(zynbook.run(_elementwise(expr, inputs), device=device, **arrays))
+    assert_equals_numpy(got, want(*arrays.values()), 0)
+
+
+@needs_cc
+def test_native_flags_and_key_hold_no_contraction(tmp_path, monkeypatch):
+    """-ffp-contract=off is among the flags, and the library's cache key holds the flags: a
+    device compiling without it keys its libraries apart."""
+    monkeypatch.setenv("ZYNBOOK_CACHE_DIR", str(tmp_path))
+    x = _normals(8)
+    k, _, sizes = lower_block(_elementwise("a[k] * b[k] + c[k]", "a, b, c"),
+                              {"a": x, "b": x, "c": x})[:3]
+    dev = native.NativeCpuDevice(native.find_compiler())
+    assert "-ffp-contract=off" in dev.flags()
+    other = native.NativeCpuDevice(native.find_compiler())
+    other._flags = [f for f in dev.flags() if f != "-ffp-contract=off"]
+    assert other.cache_key(k, sizes) != dev.cache_key(k, sizes)
+
+
+# ---------------------------------------------------------------- the GEMM's fused steps
+
+def _round_f32(q: Fraction) -> np.float32:
+    """The f32 nearest the rational q (ties to even)."""
+    f = np.float32(float(q))
+    near = [np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf))]
+    return min(near, key=lambda c: (abs(Fraction(float(c)) - q), int(c.view(np.uint32)) % 2))
+
+
+def _fma_chain(A, B):
+    """Each C element as a sum over k in order, each step a * b + s rounded once."""
+    out = np.zeros((A.shape[0], B.shape[1]), np.float32)
+    for i, j in np.ndindex(out.shape):
+        s = np.float32(0)
+        for k in range(A.shape[1]):
+            s = _round_f32(Fraction(float(A[i, k])) * Fraction(float(B[k, j])) + Fraction(float(s)))
+        out[i, j] = s
+    return out
+
+
+def _cpu_has_fma() -> bool:
+    import platform
+    if platform.machine() in ("aarch64", "arm64"):
+        return True
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " fma " in f.read().replace("\n", " ")
+    except OSError:
+        return False
+
+
+_GEMM = ("let C = compute(A, B) {\n    for i in 0..M, j in 0..N:\n        var s = 0.0\n"
+         "        for k in 0..K:\n            s += A[i, k] * B[k, j]\n        out[i, j] = s\n}\nC\n")
+
+
+@needs_cc
+@pytest.mark.skipif(not _cpu_has_fma(), reason="a CPU without fused multiply-adds")
+def test_native_gemm_accumulates_in_fused_multiply_adds():
+    """The CPU GEMM schedule (a micro-kernel over two K slices) asks for its fmas by name,
+    as the compiler fuses nothing by itself: each sum is the fma chain over k, as a GPU's,
+    where separately rounded steps differ in most elements."""
+    A, B = _RNG.standard_normal((16, 260)).astype(np.float32), \
+        _RNG.standard_normal((260, 16)).astype(np.float32)
+    want = _fma_chain(A, B)
+    separate = np.zeros_like(want)
+    for k in range(A.shape[1]):
+        separate = separate + A[:, k:k + 1] * B[k:k + 1, :]
+    assert np.count_nonzero(separate != want) > 10        # the data tells them apart
+    got = _host(zynbook.run(_GEMM, device="cpu:native", A=A, B=B))
+    np.testing.assert_array_equal(got, want)
+

@@ -117,3 +117,55 @@ def test_native_gemm_accumulates_in_fused_multiply_adds():
     got = _host(zynbook.run(_GEMM, device="cpu:native", A=A, B=B))
     np.testing.assert_array_equal(got, want)
 
+
+# ---------------------------------------------------------------- fmod of subnormals
+
+_TINY = np.finfo(np.float32).tiny
+_SUB = np.float32(_TINY) / np.float32(2) ** np.arange(0, 23, 3).astype(np.float32)   # subnormals
+
+
+def _fmod_cases():
+    """x, y: subnormal divisors of normal and subnormal x, subnormal x of normal y,
+    remainders that are subnormal and zero, signed zeros and the values fmod makes NaN."""
+    rng = np.random.default_rng(8)
+    subs = lambda n: rng.integers(1, 2 ** 23, n, dtype=np.uint32).view(np.float32)
+    s1, s2 = subs(500), subs(500)
+    normal = (s1.view(np.uint32) | np.uint32(0x3f000000)).view(np.float32)
+    lifted = (s2.view(np.uint32) | np.uint32(0x20000000)).view(np.float32)
+    special = np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-40, 3.4e38,
+                          1.0, -2.5, _TINY])
+    sx, sy = (g.ravel() for g in np.meshgrid(special, special))
+    x = np.concatenate([_SUB, 3 * _SUB, np.float32([1e-40, 3e-39, 1.0, 7e-45, 1e-38, -3e-39]),
+                        s1, s1, normal, -s1, sx])
+    y = np.concatenate([_SUB[::-1], np.full(len(_SUB), np.float32(1e-45)),
+                        np.float32([3e-45, 1e-40, 1e-39, 3e-45, 3e-39, 7e-45]),
+                        s2, lifted, s2, s2, sy])
+    return x.astype(np.float32), y.astype(np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float_remainder_of_subnormals_is_c_fmod(device):
+    """`%` of f32 is np.fmod bit for bit (the zero's sign too) where x, y or the remainder
+    is subnormal: on gl:0 the WGSL helper's ldexp of a subnormal divisor gave 0, and
+    x % 6e-45 was x."""
+    x, y = _fmod_cases()
+    with np.errstate(all="ignore"):
+        want = np.fmod(x, y)
+    got = _host(zynbook.run(_elementwise("x[k] % y[k]", "x, y"), device=device, x=x, y=y))
+    assert got.dtype == np.float32
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float_remainder_of_any_bits_is_c_fmod(device):
+    """f32 of every exponent, as bits drawn at random, against np.fmod bit for bit."""
+    bits = np.random.default_rng(9).integers(0, 2 ** 32, (2, 4000), dtype=np.uint64)
+    x, y = bits.astype(np.uint32).view(np.float32)
+    with np.errstate(all="ignore"):
+        want = np.fmod(x, y)
+    got = _host(zynbook.run(_elementwise("x[k] % y[k]", "x, y"), device=device, x=x, y=y))
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))

@@ -598,8 +598,8 @@ def _deps(name: str) -> tuple:
         return ("zyn_isnan_" + name[-3:],)
     if name == "zyn_isnan_f64":
         return ("zyn_isnan_f32",)
-    if name.startswith("zyn_fmod_"):
-        return ("zyn_isnan_" + name[-3:],)
+    if name == "zyn_fmod_f64":
+        return ("zyn_isnan_f64",)
     if name == "zyn_gelu_f32":
         return ("zyn_erfc_f32",)
     if name == "zyn_log2_f32":
@@ -946,30 +946,56 @@ fn zyn_bf16(x: f32) -> f32 {
 }
 
 
+_FIXED["zyn_fmod_f32"] = """\
+// C's fmod, exact, in integers: WGSL's float % is x - y * trunc(x / y), which loses the
+// remainder once the quotient has more digits than f32 (8216181.5 % 18.093166 gave 2.5, not
+// 2.287201), and float steps on subnormals depend on the adapter (GL's ldexp of one gave 0:
+// x % 6e-45 was x). Long division of the significands, a subnormal's normalised (its
+// exponent below 1): y's in x's binade, subtracted where it fits, one bit a step (at most
+// 277: bounded, as llvmpipe ran an infinite x's lane of a float loop to its limit).
+fn zyn_fmod_f32(x: f32, y: f32) -> f32 {
+    let ax = bitcast<u32>(x) & 0x7fffffffu;
+    let ay = bitcast<u32>(y) & 0x7fffffffu;
+    let sign = bitcast<u32>(x) & 0x80000000u;
+    if (ay == 0u || ay > 0x7f800000u || ax >= 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
+    if (ax < ay) { return x; }              // y infinite too
+    var mx = (ax & 0x7fffffu) | select(0x800000u, 0u, ax < 0x800000u);
+    var my = (ay & 0x7fffffu) | select(0x800000u, 0u, ay < 0x800000u);
+    var ex = select(i32(ax >> 23u), 9 - i32(countLeadingZeros(mx)), ax < 0x800000u);
+    let ey = select(i32(ay >> 23u), 9 - i32(countLeadingZeros(my)), ay < 0x800000u);
+    mx = mx << (countLeadingZeros(mx) - 8u);
+    my = my << (countLeadingZeros(my) - 8u);
+    for (var i = 0; i < 280 && ex > ey; i++) {
+        if (mx >= my) { mx = mx - my; }
+        mx = mx << 1u;
+        ex = ex - 1;
+    }
+    if (mx >= my) { mx = mx - my; }
+    if (mx == 0u) { return bitcast<f32>(sign); }
+    let shift = countLeadingZeros(mx) - 8u;         // back to 24 significant bits
+    mx = mx << shift;
+    ex = ex - i32(shift);
+    let bits = select(mx >> u32(1 - ex), (mx & 0x7fffffu) | (u32(ex) << 23u), ex > 0);
+    return bitcast<f32>(bits | sign); }"""
+
 for _t in ("f32", "f64"):
     _FIXED[f"zyn_sq_{_t}"] = f"fn zyn_sq_{_t}(a: {_t}) -> {_t} {{ return a * a; }}"
-    _STEPS = 300 if _t == "f32" else 2200         # binades from the least subnormal up
-    _FIXED[f"zyn_fmod_{_t}"] = (
-        "// C's fmod, exact: WGSL's float % is x - y * trunc(x / y), which loses the remainder\n"
-        "// once the quotient has more digits than the type (8216181.5 % 18.093166 gave 2.5,\n"
-        "// not 2.287201). Long division: y scaled by powers of 2 into x's binade, subtracted\n"
-        "// where it fits (exactly: d <= r < 2d), halved back down to |y|. The loops are\n"
-        "// bounded: llvmpipe computed the lane of an infinite x as if it were finite, looped\n"
-        "// on without end and quit every lane's loop at its limit of iterations.\n"
-        f"fn zyn_fmod_{_t}(x: {_t}, y: {_t}) -> {_t} {{\n"
-        f"    let small = abs(x) < abs(y);      // x itself, y infinite too\n"
-        f"    let bad = !(abs(y) > 0.0) || zyn_isnan_{_t}(y) || zyn_isnan_{_t}(x - x);  // NaN\n"
-        f"    let b = select(abs(y), 1.0, small || bad);\n"
-        f"    var r = select(abs(x), 0.0, small || bad);\n"
-        # frexp of an f64 gives an i64 exponent, which shaders may not have: from |y| there
-        + ("    var d = ldexp(b, clamp(frexp(r).exp - frexp(b).exp, 0, 300));\n"
-           if _t == "f32" else "    var d = b;\n")
-        + f"    for (var i = 0; i < {_STEPS} && d > r && d > b; i++) {{ d = d * 0.5; }}\n"
-        f"    for (var i = 0; i < {_STEPS} && d + d <= r; i++) {{ d = d + d; }}\n"
-        f"    for (var i = 0; i < {_STEPS}; i++) {{\n        if (r >= d) {{ r = r - d; }}\n"
-        f"        if (d <= b) {{ break; }}\n        d = d * 0.5;\n    }}\n"
-        f"    let nan = {_t}(bitcast<f32>(0x7fc00000u));\n"
-        f"    return select(select(select(r, -r, x < 0.0), nan, bad), x, small); }}")
+_FIXED["zyn_fmod_f64"] = (
+    "// C's fmod, exact: long division (as zyn_fmod_f32, in floats: WGSL has no 64-bit\n"
+    "// integers): |y| doubled up to x's binade, subtracted where it fits (exactly: d <= r <\n"
+    "// 2d), halved back down to |y|; bounded loops (llvmpipe ran an infinite lane to the limit)\n"
+    "fn zyn_fmod_f64(x: f64, y: f64) -> f64 {\n"
+    "    let small = abs(x) < abs(y);      // x itself, y infinite too\n"
+    "    let bad = !(abs(y) > 0.0) || zyn_isnan_f64(y) || zyn_isnan_f64(x - x);  // NaN\n"
+    "    let b = select(abs(y), 1.0, small || bad);\n"
+    "    var r = select(abs(x), 0.0, small || bad);\n"
+    "    var d = b;\n"
+    "    for (var i = 0; i < 2200 && d + d <= r; i++) { d = d + d; }\n"
+    "    for (var i = 0; i < 2200; i++) {\n        if (r >= d) { r = r - d; }\n"
+    "        if (d <= b) { break; }\n        d = d * 0.5;\n    }\n"
+    "    let nan = f64(bitcast<f32>(0x7fc00000u));\n"
+    "    return select(select(select(r, -r, x < 0.0), nan, bad), x, small); }")
+for _t in ("f32", "f64"):
     for _fn in ("max", "min"):
         _FIXED[f"zyn_{_fn}_{_t}"] = (
             "// max and min propagate NaN, as numpy's maximum and minimum do (selects, no branch)\n"

@@ -76,7 +76,10 @@ class _Expr:
             return f"({a} {o} {b})"
         if op < 0.4:
             self.features.add("int *")
-            return f"({a} * {r.randint(-3, 3)})"
+            # a negative factor negates the product: a negative literal beside an unsigned
+            # value is out of its bounds (numpy's OverflowError, a ZynML type error)
+            k = r.randint(-3, 3)
+            return f"({a} * {k})" if k >= 0 else f"(-({a} * {-k}))"
         if op < 0.55:
             b = self.ints(depth - 1)
             o = r.choice(["/", "%"])

@@ -187,6 +187,9 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
             f"{c.what}: the loop covers {covered} positions ({given_text}, given: a bound, "
             f"not a size solved from the shapes) but the axis has only {size}", c.span)
 
+    for weak in lowered.weak_checks:
+        weak.refuse_outside(values)
+
     for check in lowered.bound_checks:
         low, high = _try_eval(check.low, values), _try_eval(check.high, values)
         size = values.get(check.dim)

@@ -74,6 +74,34 @@ class BoundCheck:
 
 
 @dataclass
+class WeakCheck:
+    """A weak integer (literals, sizes, host ints) meeting an integer of the narrower `dtype`:
+    its value must be one of that dtype's, as numpy refuses a Python int out of an array's
+    bounds (`u8 + 256`, `i8 + 200`: OverflowError) rather than wrap it."""
+    value: cir.Expr
+    dtype: str
+    span: Span
+
+    def refuse_outside(self, sizes: dict) -> None:
+        """A type error where the value at these sizes is outside `dtype` (none where it
+        reads a name they do not give)."""
+        try:
+            v = cir.eval_expr_static(self.value, sizes)
+        except (KeyError, TypeError, ZeroDivisionError):
+            return
+        if not isinstance(v, int) or isinstance(v, bool):
+            return
+        v = (v + 2 ** 31) % 2 ** 32 - 2 ** 31        # weak integers are i32's
+        if holds(self.dtype, v):
+            return
+        text = cir.format_expr(self.value)
+        what = f"`{text}` is {v} here," if text != str(v) else f"the integer {v} is"
+        raise ZynMLTypeError(f"{what} out of bounds for {self.dtype}, the type it meets (numpy "
+                             f"refuses it too); convert the {self.dtype} operand to a wider "
+                             "type, as i32(...), to compute in that type", self.span)
+
+
+@dataclass
 class LoweredKernel:
     kernel: cir.Kernel
     constraints: list
@@ -87,6 +115,7 @@ class LoweredKernel:
     notes: list = field(default_factory=list)          # (message, span): told, not refused
     # the CIR as lowered, once the pass pipeline (passes/pipeline.py) has made `kernel`
     before_passes: cir.Kernel | None = None
+    weak_checks: list = field(default_factory=list)    # WeakChecks of sizes (dims.solve)
 
 
 def identifier(label: str) -> str:
@@ -144,6 +173,7 @@ class _Lowering:
         self.scalar_types = scalars        # free name -> dtype of a host scalar (ints = sizes)
         self.constraints: list = []
         self.bound_checks: list = []
+        self.weak_checks: list = []        # weak integers reading sizes, checked at launch
         self.window_ties: dict = {}        # (axis, loop var) -> its loop constraints (x[i])
         self.window_reach: dict = {}       # (axis, loop var) -> largest c of a read x[i + c]
         self.stencils: dict = {}           # (axis, var of a loop from s > 0) -> its reads' offsets
@@ -163,6 +193,7 @@ class _Lowering:
         self.annotations: dict = {}
         self.weak_vars: set = set()        # locals still holding a weakly typed literal
         self.int_lets: dict = {}           # let-bound integer scalars -> their values, for out's size
+        self.weak_lets: dict = {}          # immutable weak float lets of sizes and literals -> values
         self.scalar_labels: dict = {}      # cir name of a scalar argument -> label as written
         self.loop_info: dict = {}          # loop var -> (start, stop, step, RangeIter)
         self.notes: list = []              # (message, span) worth telling, never refusing
@@ -263,7 +294,8 @@ class _Lowering:
         self._reach_windows()
         return LoweredKernel(kernel, self.constraints, self.bound_checks, self.size_spans,
                              labels, defaults, self.annotations, placeholders,
-                             dict(self.scalar_labels), list(self.notes))
+                             dict(self.scalar_labels), list(self.notes),
+                             weak_checks=list(self.weak_checks))
 
     def _kernel_type(self) -> cir.KernelType:
         ann = self.annotations.get("kernel")
@@ -439,6 +471,10 @@ class _Lowering:
             self.bind(name, _Binding("local", value.ty, cname, False, line, shadow))
             if self._is_weak(value):
                 self.weak_vars.add(cname)
+                if is_float(value.ty.dtype) and not value.ty.shape and s.type is None and all(
+                        n.name in self.sizes or n.name in self.weak_lets or n.name in self.int_lets
+                        for n in cir.walk(value) if isinstance(n, cir.Var)):
+                    self.weak_lets[cname] = value
             if not value.ty.shape and is_int(value.ty.dtype):
                 self.int_lets[cname] = substitute(value, self.int_lets)
             return cir.Let(cname, value, False, line)
@@ -584,7 +620,7 @@ class _Lowering:
             value = self.expr(s.value)
             if s.op != "=":
                 value = self._compound(s.op, cir.Load("out", index, value.ty, _item_spans(target)),
-                                       value, s.span)
+                                       value, s.span, s.value.span)
             for it, item in zip(index, target.items):
                 if not isinstance(it, cir.Span) and not is_int(it.ty.dtype):
                     raise ZynMLTypeError(f"an index must be an integer, not {it.ty}", item.span)
@@ -618,7 +654,7 @@ class _Lowering:
                 old = cir.Load(buf, index, cir.Ty(self.shared[buf].dtype, span_shape),
                                _item_spans(target))
                 if s.op != "=":
-                    value = self._compound(s.op, old, value, s.span)
+                    value = self._compound(s.op, old, value, s.span, s.value.span)
                 return cir.Store(buf, index, value, line, _item_spans(target))
             if buf is not None:
                 raise ZynMLTypeError(f"`{dotted(target.base)}` is an input and cannot be written; "
@@ -648,7 +684,8 @@ class _Lowering:
                 raise ZynMLTypeError(f"cannot assign to `{target.id}`: it is {what}", target.span)
             value = self.expr(s.value)
             if s.op != "=":
-                value = self._compound(s.op, cir.Var(b.name, b.ty), value, s.span)
+                value = self._compound(s.op, cir.Var(b.name, b.ty), value, s.span,
+                                       s.value.span)
             if b.pinned:
                 # a declared type stays: the value converts to it, as `let v: f16` does
                 if value.ty.shape and value.ty.shape != b.ty.shape:
@@ -667,8 +704,8 @@ class _Lowering:
             return cir.Assign(b.name, value, line)
         raise ZynMLTypeError("cannot assign to this expression", target.span)
 
-    def _compound(self, op, old, value, span):
-        return self.binary(op[0], old, value, span)
+    def _compound(self, op, old, value, span, value_span):
+        return self.binary(op[0], old, value, span, (span, value_span))
 
     def loop(self, iters, body, line):
         it, rest = iters[0], iters[1:]
@@ -775,7 +812,7 @@ class _Lowering:
                 return cir.Bin(e.op, a, b, BOOL)
             a = self.expr(e.left, size_context)
             b = self.expr(e.right, size_context)
-            return self.binary(e.op, a, b, e.span)
+            return self.binary(e.op, a, b, e.span, (e.left.span, e.right.span))
         if isinstance(e, A.UnaryOp):
             if e.op == "not":
                 return cir.Unary("not", self.condition(e.operand), BOOL)
@@ -1024,7 +1061,9 @@ class _Lowering:
                     f"{what}, read from `{node.var} - {start.value}` to `{node.var} + {hi}` "
                     f"with `{node.var}` in {start.value}..{cir.format_expr(stop)}", loop=True))
 
-    def binary(self, op, a, b, span):
+    def binary(self, op, a, b, span, spans=None):
+        """`a op b`; `spans`: where a and b are written (a weak one out of bounds for the
+        other's dtype is pointed at), else `span`."""
         if op == "@":
             if len(a.ty.shape) != 2 or len(b.ty.shape) != 2:
                 raise ZynMLShapeError("@ multiplies two 2-D tiles (rows x cols)", span)
@@ -1041,8 +1080,41 @@ class _Lowering:
         if a.ty.dtype == "bool" and b.ty.dtype == "bool":
             raise ZynMLTypeError(f"arithmetic on booleans; use `and`/`or`", span)
         dtype = arithmetic_dtype(op, a, b, self._is_weak(a), self._is_weak(b))
+        self._weak_in_bounds((a, b), dtype, spans or (span, span))
         a, b = self._widen_weak(a, dtype), self._widen_weak(b, dtype)
         return cir.Bin(op, a, b, cir.Ty(dtype, shape), span if op in ("/", "%") else None)
+
+    def _weak_in_bounds(self, args, dtype, spans):
+        """A weak integer among `args` (beside one that is not) meeting integer `dtype` must
+        be one of its values (WeakCheck): refused here where literals give it, at launch
+        where it reads sizes or host ints."""
+        if not is_int(dtype) or dtype in ("i32", "i64") or all(self._is_weak(a) for a in args):
+            return
+        for a, span in zip(args, spans):
+            if is_int(a.ty.dtype) and self._is_weak(a):
+                check = WeakCheck(substitute(a, self.int_lets), dtype, span)
+                if any(isinstance(v, cir.Var) for v in cir.walk(check.value)):
+                    self.weak_checks.append(check)
+                else:
+                    check.refuse_outside({})
+
+    def _saturated(self, bound, dtype):
+        """A weak integer clamp bound past integer `dtype` at that end of `dtype`: numpy's
+        clip takes any Python int as a bound (`clip(u8, 0, 300)` keeps 255), where the bound
+        converted to u8 (44) clamped every value above it. A bound of literals is replaced;
+        one of sizes is clamped in i32 (its type) where it runs."""
+        if not is_int(bound.ty.dtype) or not self._is_weak(bound):
+            return bound
+        bits = int(dtype[1:])
+        low = 0 if dtype.startswith("u") else -2 ** (bits - 1)
+        low, high = max(low, -2 ** 31), min(low + 2 ** bits - 1, 2 ** 31 - 1)
+        if (low, high) == (-2 ** 31, 2 ** 31 - 1):
+            return bound                    # (a weak value is i32's: it fits)
+        try:
+            v = cir.eval_expr_static(substitute(bound, self.int_lets), {})
+        except (KeyError, TypeError, ZeroDivisionError):
+            return cir.Call("clamp", (bound, cir.Const(low, I32), cir.Const(high, I32)), I32)
+        return cir.Const(min(max(v, low), high), bound.ty) if isinstance(v, int) else bound
 
     def _widen_weak(self, e, dtype):
         """A weak value computed from literals (`sqrt(2.0 / pi)`, `1.0 / 3.0`) meeting f64 is
@@ -1050,12 +1122,17 @@ class _Lowering:
         f32 and widened the result, 1e-8 from the reference."""
         if dtype != "f64" or e.ty.dtype == "f64" or e.ty.shape or not self._is_weak(e):
             return e
-        return _in_f64(e)
+        return _in_f64(e, self.weak_lets)
 
     def _half_literal(self, c, other):
         """A float literal meeting an f16 value takes f16's precision (it is weak, so the
         operation is f16's: `h[i] == 0.1` compares with f16(0.1), as numpy does); devices
-        that compute f16 in f32 would otherwise use the f32 literal."""
+        that compute f16 in f32 would otherwise use the f32 literal. A weak integer (`h[i] +
+        2049`, a size) is converted to f16 likewise, as numpy converts a Python int: 2048."""
+        if is_int(c.ty.dtype) and c.ty.dtype != "bool" and not c.ty.shape and \
+                other.ty.dtype == "f16" and self._is_weak(c) and not self._is_weak(other):
+            v = _int_literal_value(substitute(c, self.int_lets))
+            c = cir.Cast(c, cir.Ty("f16")) if v is None else cir.Const(float(v), cir.Ty("f32"))
         if not isinstance(c, cir.Const) and is_float(c.ty.dtype) and other.ty.dtype == "f16" \
                 and not c.ty.shape and self._is_weak(c) and not self._is_weak(other):
             # an expression of literals (exp(20.0), 3e5 * 1.0) likewise: its value, as the
@@ -1127,6 +1204,10 @@ class _Lowering:
                                                    cir.Ty("bool", shape)), args)
             if fn in ("abs", "relu") and dtype == "bool":
                 return args[0]              # a bool is its own abs and relu
+            if fn in ("min", "max"):
+                self._weak_in_bounds(args, dtype, [node.span for node in e.args])
+            if fn == "clamp" and is_int(dtype):
+                args = [args[0]] + [self._saturated(a, dtype) for a in args[1:]]
             args = [self._widen_weak(a, dtype) for a in args]
             return cir.Call(fn, tuple(args), cir.Ty(dtype, shape))
         if fn in cir.TILE_FUNCTIONS:
@@ -1496,20 +1577,27 @@ class _Lowering:
         return cir.Buffer("out", dtype, tuple(shape), "write")
 
 
-def _in_f64(e):
+def _in_f64(e, lets=None):
     """`e`, a weak scalar expression, with its float literals and float arithmetic in f64
-    (integer parts, `7 / 2`, keep their own type and meaning)."""
+    (integer parts, `7 / 2`, keep their own type and meaning); `lets`: the weak float lets
+    it may read (`let c = 0.1 * 3.0`), computed in f64 where it reads them. An expression of
+    literals alone is its value (`sqrt(2.0)`: WGSL's constant evaluation has no 64-bit
+    math)."""
     if not is_float(e.ty.dtype) or e.ty.shape:
         return e
     ty = cir.Ty("f64", ())
-    if isinstance(e, cir.Const):
-        return cir.Const(float(e.value), ty)
+    lets = lets or {}
+    if isinstance(e, cir.Var) and e.name in lets:
+        return _in_f64(lets[e.name], lets)
+    value = _literal_value(e)
+    if value is not None:
+        return cir.Const(float(value), ty)
     if isinstance(e, cir.Bin) and e.op in ("+", "-", "*", "/", "**", "%"):
-        return cir.Bin(e.op, _in_f64(e.left), _in_f64(e.right), ty)
+        return cir.Bin(e.op, _in_f64(e.left, lets), _in_f64(e.right, lets), ty)
     if isinstance(e, cir.Unary) and e.op == "neg":
-        return cir.Unary("neg", _in_f64(e.operand), ty)
+        return cir.Unary("neg", _in_f64(e.operand, lets), ty)
     if isinstance(e, cir.Call) and not e.weak and e.fn in cir.MATH_FUNCTIONS:
-        return cir.Call(e.fn, tuple(_in_f64(a) for a in e.args), ty)
+        return cir.Call(e.fn, tuple(_in_f64(a, lets) for a in e.args), ty)
     return e
 
 
@@ -1524,6 +1612,11 @@ def _literal_value(e):
     if isinstance(e, cir.Const):
         ok = isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
         return np.float64(e.value) if ok else None
+    if is_int(e.ty.dtype) and not e.ty.shape:
+        # integer literal arithmetic is the kernel's: C's `/` and `%`, wrapping in its type
+        # (`7 / 2 * 1.0` is 3.0, not 3.5)
+        v = _int_literal_value(e)
+        return None if v is None else np.float64(v)
     if isinstance(e, cir.Unary) and e.op == "neg":
         v = _literal_value(e.operand)
         return None if v is None else -v
@@ -1539,6 +1632,22 @@ def _literal_value(e):
         if fn in _UNARY and len(vals) == 1:
             return np.float64(_UNARY[fn](vals[0]))
     return None
+
+
+def _int_literal_value(e):
+    """The value of integer CIR scalar `e` made only of literals, as the kernel computes it
+    (wrapped to its dtype), else None."""
+    if any(isinstance(n, cir.Var) for n in cir.walk(e)):
+        return None
+    try:
+        v = cir.eval_expr_static(e, {})
+    except (KeyError, TypeError, ZeroDivisionError, OverflowError):
+        return None
+    if not isinstance(v, int) or isinstance(v, bool):
+        return None
+    bits = int(e.ty.dtype[1:])
+    low = 0 if e.ty.dtype.startswith("u") else -2 ** (bits - 1)
+    return (v - low) % 2 ** bits + low
 
 
 def _held_literal(c, other):

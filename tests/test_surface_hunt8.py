@@ -5,6 +5,9 @@ fields come back as the caller's array type; the note on a Python int named like
 fires in every kind of compute cell."""
 from __future__ import annotations
 
+import json
+import struct
+
 import numpy as np
 import pytest
 
@@ -161,3 +164,54 @@ def test_the_wider_narrow_types_take_their_own_bounds(dtype, literal):
         want = b + edge
     np.testing.assert_array_equal(np.asarray(zynbook.run(_kernel(f"b[i] + ({edge})"), b=b)),
                                   want)
+
+
+# ----------------------------------------------------------------------- BF16 weights
+
+def _safetensors(path, entries: dict) -> None:
+    """A safetensors file of (code, shape, raw bytes) entries, in the format's own layout."""
+    header, blob = {}, b""
+    for name, (code, shape, raw) in entries.items():
+        header[name] = {"dtype": code, "shape": list(shape),
+                        "data_offsets": [len(blob), len(blob) + len(raw)]}
+        blob += raw
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + blob)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bf16_weights_load_as_bf16_tensors_of_torchs_values(tmp_path, device):
+    torch = pytest.importorskip("torch")
+    w = torch.tensor(np.random.default_rng(1).standard_normal((3, 5)) * 100,
+                     dtype=torch.bfloat16)
+    path = tmp_path / "w.safetensors"
+    _safetensors(path, {"layers.0.w": ("BF16", (3, 5), w.view(torch.int16).numpy().tobytes()),
+                        "f": ("F32", (2,), np.array([1.5, 2.5], np.float32).tobytes())})
+    model = zynbook.load_weights(path, device=device)
+    t = model.layers[0].w
+    assert t.dtype == "bf16" and t.shape == (3, 5)
+    np.testing.assert_array_equal(np.asarray(t, np.float64), w.double().numpy())
+    assert model.f.dtype == "f32"
+    # a kernel reading it computes with bf16 values (stored back as bf16, torch's rounding)
+    got = zynbook.run("let y = compute(w) {\n    for i in 0..m, j in 0..k:\n"
+                      "        out[i, j] = w[i, j] * 3.0\n}\ny\n", device=device, w=t)
+    assert got.dtype == "bf16"
+    np.testing.assert_array_equal(np.asarray(got, np.float64), (w * 3).double().numpy())
+
+
+def test_bf16_weights_saved_and_loaded_keep_their_bits(tmp_path):
+    torch = pytest.importorskip("torch")
+    w = torch.tensor([[1.0, -2.5e-3, 3.0e38], [0.1, 65504.0, -7.0]], dtype=torch.bfloat16)
+    zynbook.save_weights(tmp_path / "w.safetensors", {"w": w})
+    raw = (tmp_path / "w.safetensors").read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    assert json.loads(raw[8:8 + n])["w"]["dtype"] == "BF16"
+    back = zynbook.load_weights(tmp_path / "w.safetensors")
+    assert back.w.dtype == "bf16"
+    bits = np.asarray(back.w, np.float32).view(np.uint32)
+    np.testing.assert_array_equal(bits & 0xFFFF, 0)
+    np.testing.assert_array_equal((bits >> 16).astype(np.uint16),
+                                  w.view(torch.int16).numpy().view(np.uint16))
+    # saving what was loaded gives the same file
+    zynbook.save_weights(tmp_path / "again.safetensors", back)
+    assert (tmp_path / "again.safetensors").read_bytes() == raw

@@ -31,7 +31,7 @@ def _bad(path, why):
 
 
 def read_safetensors(path) -> tuple[dict, dict]:
-    """({name: numpy array}, metadata) of a safetensors file."""
+    """({name: numpy array, or _BF16 for a BF16 entry}, metadata) of a safetensors file."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
@@ -73,11 +73,9 @@ def read_safetensors(path) -> tuple[dict, dict]:
             raise _bad(path, f"`{name}` holds {end - begin} bytes, its shape {shape} of "
                              f"{dtype} needs {int(np.prod(shape)) * itemsize}")
         if dtype == "BF16":
-            bits = np.frombuffer(data[begin:end], "<u2").astype(np.uint32) << 16
-            arr = bits.view(np.float32)
+            out[name] = _BF16(np.frombuffer(data[begin:end], "<u2").reshape(shape))
         else:
-            arr = np.frombuffer(data[begin:end], _DTYPES[dtype]).copy()
-        out[name] = arr.reshape(shape)
+            out[name] = np.frombuffer(data[begin:end], _DTYPES[dtype]).reshape(shape).copy()
     return out, meta
 
 
@@ -119,10 +117,12 @@ def load_weights(path, device: str = "cpu"):
     flat, _meta = read_safetensors(path)
     dev = get_device(device)
 
-    def tensor(arr):
+    def tensor(entry):
+        # a BF16 entry is a bf16 tensor, held in f32 as ZynML holds bf16
+        arr = entry.values() if isinstance(entry, _BF16) else entry
+        dtype = "bf16" if isinstance(entry, _BF16) else dtype_from_numpy(arr.dtype)
         data = arr if dev.id == "cpu" else dev.from_host(np.ascontiguousarray(arr))
-        return Tensor(data, dev.id, arr.shape, dtype_from_numpy(arr.dtype),
-                      committed=dev.id != "cpu")
+        return Tensor(data, dev.id, arr.shape, dtype, committed=dev.id != "cpu")
 
     def build(node):
         if isinstance(node, dict):
@@ -153,7 +153,7 @@ def _flatten(value, prefix: str, out: dict):
     # its grad) and a bf16 tensor (which numpy has no dtype for) included
     t = to_tensor(value)
     if t is not None:
-        out[prefix[:-1]] = _BF16(t.numpy()) if t.dtype == "bf16" else np.asarray(t.numpy())
+        out[prefix[:-1]] = _BF16.nearest(t.numpy()) if t.dtype == "bf16" else np.asarray(t.numpy())
         return
     try:
         arr = np.asarray(value)
@@ -166,13 +166,22 @@ def _flatten(value, prefix: str, out: dict):
 
 
 class _BF16:
-    """bf16 values (held in f32, as ZynML holds them) written as BF16."""
+    """A BF16 entry: its bits (uint16, the high half of each value's f32 bits)."""
 
-    def __init__(self, values):
-        self.shape = np.shape(values)
+    def __init__(self, bits):
+        self.shape = bits.shape
+        self.bits = bits
+
+    @classmethod
+    def nearest(cls, values) -> "_BF16":
+        """bf16 values (held in f32, as ZynML holds them) as BF16."""
         bits = np.asarray(values, np.float32, order="C").view(np.uint32)
         # the nearest bf16, ties to even (the values of a bf16 tensor are exact already)
-        self.bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
+        return cls(((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2"))
+
+    def values(self) -> np.ndarray:
+        """The values, in f32 (where every bf16 value is exact)."""
+        return (self.bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def save_weights(path, weights, metadata: dict | None = None) -> None:

@@ -169,3 +169,70 @@ def test_float_remainder_of_any_bits_is_c_fmod(device):
     nan = np.isnan(want)
     np.testing.assert_array_equal(np.isnan(got), nan)
     np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
+
+
+# ---------------------------------------------------------------- compensated sums
+
+_KAHAN = """let total = compute(x) {
+    for r in 0..R:
+        var s = 0.0
+        var c = 0.0
+        for k in 0..n:
+            let y = x[r, k] - c
+            let t = s + y
+            c = (t - s) - y
+            s = t
+        out[r] = s
+}
+total
+"""
+
+
+def _kahan_rows(x):
+    """Kahan's sum of each row in f32, step by step."""
+    out = []
+    for row in x:
+        s = c = np.float32(0)
+        for v in row:
+            y = v - c
+            t = s + y
+            c = (t - s) - y
+            s = t
+        out.append(s)
+    return np.array(out, np.float32)
+
+
+def _kahan_data():
+    x = np.full((3, 2000), np.float32(1e-8), np.float32)
+    x[:, 0] = 1.0
+    x[1] = _RNG.standard_normal(2000).astype(np.float32)
+    x[2, ::2], x[2, 1::2] = 1e8, 1.0
+    return x
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d.startswith("cpu")])
+def test_user_kahan_sum_keeps_its_compensation(device):
+    """A compensated sum written in ZynML is computed as written: (t - s) - y is not folded
+    to 0 (no -ffast-math, no contraction), so 1 + 1999 x 1e-8 is 1.00002, not 1.
+    (WebGPU: the WGSL is as written, test below, but a Vulkan driver may reassociate float
+    operations that SPIR-V leaves undecorated (NoContraction), and naga decorates none:
+    llvmpipe folds (s + y) - s to y there.)"""
+    x = _kahan_data()
+    want = _kahan_rows(x)
+    assert want[0] != np.float32(1) and not np.array_equal(want, x.sum(1, dtype=np.float32))
+    got = _host(zynbook.run(_KAHAN, device=device, x=x))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_webgpu_program_keeps_a_user_kahan_sum():
+    """ZynBook's own WebGPU program of the sum (launch IR on the emulator) and its WGSL keep
+    the compensation: no ZynBook pass folds float arithmetic."""
+    from compute_testing import emulate_kernel
+    from zynbook.compiler import schedules
+    from zynbook.compiler.codegen import render_text
+    from zynbook.compiler.targets import webgpu_target
+    x = _kahan_data()
+    k, ins, sz, sc = lower_block(_KAHAN, {"x": x})
+    prog = schedules.build(k, webgpu_target(), sz)
+    np.testing.assert_array_equal(emulate_kernel(prog, k, ins, sz, sc), _kahan_rows(x))
+    assert "((u_t - u_s) - u_y)" in render_text("wgsl", k, sz)

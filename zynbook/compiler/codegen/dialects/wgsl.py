@@ -20,8 +20,11 @@ are stored widened (i8, i16 as i32; u8, u16 as u32; bool as u32; bf16 as f32, ro
 bfloat16 where the program casts to it; f16 as f32 without `shader-f16`, rounded to f16
 likewise), and their arithmetic wraps at their own width, as the reference's does. Float
 min and max propagate NaN, as numpy's do, and so do x * 0, 0 / x and x - x (`unfolded`),
-which a shader compiler may fold to 0. (Other identities it may apply, (a + b) - a to b,
-are not spelled around: a compensated sum loses its compensation there.)
+which a shader compiler may fold to 0. (Other identities it may apply are not spelled
+around: SPIR-V lets a driver reassociate float operations not decorated NoContraction, and
+naga decorates none, so llvmpipe folds (a + b) - a to b, (x + 1e8) - 1e8 to x and
+(x * 3.0) * 0.1 to x * 0.3: a compensated sum loses its compensation there, though the WGSL
+keeps it as written.)
 """
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import pytest
 
 import zynbook
 from compute_testing import raises, wanted_devices
+from notebook_shell import cell, shell_fixture
 
 DEVICES = wanted_devices()
 
@@ -215,3 +216,52 @@ def test_bf16_weights_saved_and_loaded_keep_their_bits(tmp_path):
     # saving what was loaded gives the same file
     zynbook.save_weights(tmp_path / "again.safetensors", back)
     assert (tmp_path / "again.safetensors").read_bytes() == raw
+
+
+# ------------------------------------------------------------- records returned to Python
+
+_shell = shell_fixture(("p", "q", "s", "x", "y", "n", "cmp", "h8_model"))
+
+
+@pytest.fixture
+def shell(request):
+    """The notebook shell (tests/notebook_shell.py), where IPython is installed."""
+    pytest.importorskip("IPython")
+    return request.getfixturevalue("_shell")
+
+
+def test_a_record_a_cell_shows_has_numpy_fields_as_a_tensor_comes_back(shell):
+    from zynbook.runtime.values import Record
+    w = np.arange(4, dtype=np.float32)
+    shell.user_ns["p"] = {"w": w, "k": 3, "inner": {"b": np.ones(2, np.int32)}}
+    got = cell(shell, "%%compute\npipeline same(r):\n    return r\nsame(p)")
+    assert isinstance(got, Record)
+    assert type(got.w) is np.ndarray and type(got.inner.b) is np.ndarray
+    np.testing.assert_array_equal(got.w, w)
+    np.testing.assert_array_equal(got.inner.b, np.ones(2, np.int32))
+    assert got.k == 3
+    # the plain return of one field is numpy too, as it was
+    assert type(cell(shell, "%%compute\np.w")) is np.ndarray
+
+
+def test_a_record_a_cell_binds_reaches_python_with_numpy_fields_and_reads_back(shell):
+    w = np.linspace(-1, 1, 5).astype(np.float32)
+    shell.user_ns["p"] = {"w": w}
+    cell(shell, "%%compute\npipeline same(r):\n    return r\nlet q = same(p)")
+    q = shell.user_ns["q"]
+    assert type(q.w) is np.ndarray
+    np.testing.assert_array_equal(q.w, w)
+    # the record Python now holds is read by the next cell as the record it was
+    got = cell(shell, "%%compute\nlet s = compute(q.w) {\n    for i in 0..n:\n"
+                      "        out[i] = q.w[i] * 3.0\n}\ns")
+    assert type(got) is np.ndarray
+    np.testing.assert_array_equal(got, w * np.float32(3.0))
+
+
+def test_weights_loaded_in_python_and_shown_by_a_cell_come_back_as_numpy(shell, tmp_path):
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    zynbook.save_weights(tmp_path / "m.safetensors", {"layers": [{"w": w}]})
+    shell.user_ns["h8_model"] = zynbook.load_weights(tmp_path / "m.safetensors")
+    got = cell(shell, "%%compute\npipeline same(r):\n    return r\nsame(h8_model)")
+    assert type(got.layers[0].w) is np.ndarray
+    np.testing.assert_array_equal(got.layers[0].w, w)

@@ -76,6 +76,9 @@ def bind_value(value, _path: str = ""):
         return value
     if isinstance(value, np.ndarray):
         return _tensor_of(value, _path)
+    if isinstance(value, Record):   # (one %%compute gave Python: its fields are arrays)
+        fields = {k: bind_value(value[k], f"{_path}.{k}") for k in value.keys()}
+        return value if all(fields[k] is value[k] for k in fields) else Record(fields)
     if _zynml_value(value):
         return value
     if isinstance(value, dict):

@@ -4,7 +4,8 @@
     let z = compute(x, y) { ... }
 
 runs a ZynML cell whose free names come from the Python namespace and whose `let` bindings
-go back into it (numpy for `cpu`, CuPy for `cuda:N`, a ZynBook tensor elsewhere); annotations
+go back into it (numpy for `cpu`, CuPy for `cuda:N`, a ZynBook tensor elsewhere; a record's
+fields likewise); annotations
 on the magic line apply to every compute block of the cell. `%zynml_devices` lists devices,
 `%zynml_device ID` sets the default device, `%zynml_inspect` shows the generated code of the
 last cell's compute blocks. `%%compare --devices a,b --sizes n=1,2,3 [--numpy EXPR]` runs

@@ -89,7 +89,8 @@ def to_python(value):
     """A ZynML value as Python code wants it: numpy for a tensor on `cpu`, CuPy (no copy,
     through DLPack) for `cuda:N`, the ZynBook tensor itself on other devices and when it is
     sharded across several (numpy reads it through __array__); lists and
-    tuples element by element; everything else as it is."""
+    tuples element by element, a record field by field (still a record); everything else
+    as it is."""
     if type(value) is Tensor:       # the usual case: a tensor holding its device's array
         data, device = value.data, value.device
         if device == "cpu":
@@ -118,6 +119,8 @@ def to_python(value):
         return [to_python(v) for v in value]
     if isinstance(value, tuple):
         return tuple(to_python(v) for v in value)
+    if isinstance(value, Record):
+        return Record({k: to_python(value[k]) for k in value.keys()})
     return value
 
 

@@ -50,3 +50,69 @@ def test_attention_float_mask_of_nan_makes_its_row_nan_as_torch(device, causal):
                                                   dtype=torch.float64), 1) if causal else 0))
     assert np.isnan(got[:, :, 3]).all()
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _sdpa(q, k, v, mask=None, causal=False, scale=None):
+    """Attention in float64 written here: grouped heads repeated, a bool mask keeping keys, a
+    float mask added, a query of no key giving zeros (as the library defines it)."""
+    q, k, v = (torch.tensor(np.asarray(t, np.float64)) for t in (q, k, v))
+    g = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    s = (q @ k.transpose(-1, -2)) * (scale if scale is not None else 1 / math.sqrt(q.shape[-1]))
+    keep = torch.ones(s.shape[-2:], dtype=torch.bool)
+    if causal:
+        keep &= torch.tril(keep)
+    if mask is not None:
+        m = torch.tensor(np.asarray(mask))
+        if m.dtype == torch.bool:
+            keep &= m
+        else:
+            s = s + m.double()
+    p = torch.softmax(s.masked_fill(~keep, -math.inf), -1).nan_to_num(0.0)
+    return (p @ v).numpy()
+
+
+_ATT_SHAPES = [(1, 1, 1, 1, 1, 1, 1), (2, 4, 2, 3, 33, 5, 3), (1, 6, 3, 33, 7, 4, 4),
+               (1, 2, 1, 0, 5, 4, 4), (1, 2, 1, 5, 0, 4, 4)]
+_ATT_KW = ["none", "causal", "bool", "bool+causal", "float", "float+causal", "scale",
+           "float+scale"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", _ATT_SHAPES)
+def test_attention_of_grouped_heads_masks_and_empty_sides_equals_torch(device, shape):
+    """[batch, heads, seq, head_dim] attention with fewer key/value heads, a value width
+    other than the keys', a bool or additive mask with -inf, causal, a scale, and no
+    queries or no keys (zeros)."""
+    b, hq, hk, sq, sk, d, dv = shape
+    rng = np.random.default_rng(sum(shape))
+    q = (rng.standard_normal((b, hq, sq, d)) * 2).astype(np.float32)
+    k = (rng.standard_normal((b, hk, sk, d)) * 2).astype(np.float32)
+    v = rng.standard_normal((b, hk, sk, dv)).astype(np.float32)
+    bmask = rng.random((sq, sk)) < 0.6
+    fmask = np.where(rng.random((sq, sk)) < 0.3, -np.inf,
+                     rng.standard_normal((sq, sk))).astype(np.float32)
+    for kind in _ATT_KW:
+        kw = {"causal": "causal" in kind}
+        if "bool" in kind:
+            kw["mask"] = bmask
+        if "float" in kind:
+            kw["mask"] = fmask
+        if "scale" in kind:
+            kw["scale"] = 0.3
+        got = _host(_call("attention", device, q, k, v, **kw))
+        np.testing.assert_allclose(got, _sdpa(q, k, v, **kw), rtol=1e-4, atol=1e-5,
+                                   err_msg=kind)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_attention_of_strided_inputs_and_large_scores(device):
+    """q, k, v as views [batch, seq, heads, d] with the heads axis swapped in (strided), and
+    scores near 10^4 (the softmax's running maximum keeps exp from overflowing)."""
+    q, k, v = (_rand(s, 1, 9, 2, 8) for s in (4, 5, 6))
+    views = [np.swapaxes(t, 1, 2) for t in (q, k, v)]
+    got = _host(_call("attention", device, *views, causal=True))
+    np.testing.assert_allclose(got, _sdpa(*views, causal=True), rtol=1e-4, atol=1e-5)
+    big = [_rand(7, 1, 1, 6, 4, scale=300), _rand(8, 1, 1, 6, 4, scale=300), _rand(9, 1, 1, 6, 4)]
+    got = _host(_call("attention", device, *big))
+    np.testing.assert_allclose(got, _sdpa(*big), rtol=1e-3, atol=1e-4)

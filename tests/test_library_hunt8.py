@@ -116,3 +116,22 @@ def test_attention_of_strided_inputs_and_large_scores(device):
     big = [_rand(7, 1, 1, 6, 4, scale=300), _rand(8, 1, 1, 6, 4, scale=300), _rand(9, 1, 1, 6, 4)]
     got = _host(_call("attention", device, *big))
     np.testing.assert_allclose(got, _sdpa(*big), rtol=1e-3, atol=1e-4)
+
+
+# ------------------------------------------------------------------ the tiny model
+
+@pytest.mark.parametrize("temperature", [1e-310, 5e-324])
+def test_generation_at_a_temperature_near_zero_takes_the_likeliest_token(temperature):
+    """A positive temperature so small that logit / temperature overflows: the likeliest
+    token (numpy's argmax of the full forward pass's last logits), as the limit of
+    sampling; the weights were inf - inf and numpy's choice() raised on NaN."""
+    from zynbook.nn.model import GPTConfig, TinyGPT
+    dev = zynbook.device("cpu")
+    cfg = GPTConfig(vocab=11, dim=8, n_heads=2, n_kv_heads=1, ffn=8, n_layers=1, max_seq=8)
+    model = TinyGPT(dev, cfg)
+    tokens = model.generate([1, 2], 3, temperature=temperature, top_k=4)
+    assert tokens[:2] == [1, 2] and len(tokens) == 5
+    for n in range(2, 5):
+        logits, _ = model.forward(dev.upload_u32(tokens[:n]), n)
+        last = dev.download(logits).reshape(n, cfg.vocab)[-1]
+        assert tokens[n] == int(np.argmax(last))

@@ -486,10 +486,13 @@ class TinyGPT:
             if temperature <= 0:
                 nxt = int(np.argmax(last))
             else:
-                z = last / temperature
+                # shifted by the largest logit before the division: a temperature so small
+                # (1e-310) that logit / temperature overflows made inf - inf, NaN weights
+                with np.errstate(over="ignore"):
+                    z = (last - last.max()) / temperature
                 if top_k:
                     z[z < np.sort(z)[-top_k]] = -np.inf
-                p = np.exp(z - z.max())
+                p = np.exp(z)
                 nxt = int(rng.choice(c.vocab, p=p / p.sum()))
             start += q_len
             tokens.append(nxt)

@@ -265,3 +265,64 @@ def test_weights_loaded_in_python_and_shown_by_a_cell_come_back_as_numpy(shell, 
     got = cell(shell, "%%compute\npipeline same(r):\n    return r\nsame(h8_model)")
     assert type(got.layers[0].w) is np.ndarray
     np.testing.assert_array_equal(got.layers[0].w, w)
+
+
+# ------------------------------------------------ the note on a Python int bounding a loop
+
+BODY = "    for i in 0..n:\n        out[i] = x[i] * 2.0 + 1.0\n}\n"
+
+
+def _notes(shell, magic: str, line: str, text: str) -> list:
+    """The ZynMLWarning notes running `text` under `%%magic line` issued."""
+    import warnings
+
+    from zynbook.errors import ZynMLWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        shell.run_cell_magic(magic, line, text)
+    return [w.message for w in caught if isinstance(w.message, ZynMLWarning)]
+
+
+def _says_pythons_n(notes, line: int) -> None:
+    assert len(notes) == 1, [str(n) for n in notes]
+    note = notes[0]
+    assert (note.span.line, note.span.column) == (line, 20), note
+    assert "`n` = 5 being read from Python" in note.message, note.message
+    assert "covers 5 of the axis's 8 positions" in note.message, note.message
+
+
+X8 = np.arange(8, dtype=np.float32)
+
+
+def test_the_python_n_note_fires_for_an_async_block_not_yet_awaited(shell):
+    shell.user_ns.update(x=X8, n=5)
+    notes = _notes(shell, "compute", "", "let y = compute(x) @async {\n" + BODY)
+    _says_pythons_n(notes, 4)
+    got = cell(shell, "%%compute\nawait y")
+    np.testing.assert_array_equal(got, X8[:5] * np.float32(2.0) + np.float32(1.0))
+
+
+def test_the_python_n_note_fires_for_a_block_split_across_devices(shell):
+    shell.user_ns.update(x=X8, n=5)
+    notes = _notes(shell, "compute", "",
+                   'let y = compute(x) @device(["cpu", "cpu"]) @parallel(data) {\n' + BODY)
+    _says_pythons_n(notes, 4)
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"]),
+                                  X8[:5] * np.float32(2.0) + np.float32(1.0))
+
+
+def test_the_python_n_note_fires_for_compare(shell):
+    shell.user_ns.update(x=X8, n=5)
+    notes = _notes(shell, "compare", "--devices cpu --repeat 1 --no-chart --result y --out cmp "
+                   "--numpy 'x[:5] * 2.0 + 1.0'", "let y = compute(x) {\n" + BODY)
+    _says_pythons_n(notes, 4)           # (line 1 is the magic line)
+    rows = shell.user_ns["cmp"].rows
+    assert [r.device for r in rows] == ["cpu", "numpy"]
+    assert all(not r.error and r.max_diff == 0.0 for r in rows), rows
+
+
+def test_the_python_n_note_stays_quiet_where_n_covers_the_axis(shell):
+    shell.user_ns.update(x=X8, n=8)
+    assert not _notes(shell, "compute", "", "let y = compute(x) @async {\n" + BODY)
+    assert not _notes(shell, "compare", "--devices cpu --repeat 1 --no-chart --result y",
+                      "let y = compute(x) {\n" + BODY)

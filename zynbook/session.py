@@ -178,6 +178,7 @@ class Session:
         self.default_device = device
         self.last_kernels: list = []
         self.launches: list = []
+        self.last_plans: dict = {}  # the last run's blocks' plans (Interpreter.planned)
         self.fuse = True            # compute blocks launched lazily and fused (runtime/lazy.py)
         self.interpreter = Interpreter(self)
 
@@ -239,6 +240,7 @@ class Session:
                     given.pop(name, None)
             self.last_kernels = []
             self.launches = []
+            self.last_plans = {}
             interp = self.interpreter
             interp.extra_annotations, interp.extra_key = extra, compute_annotations
             try:

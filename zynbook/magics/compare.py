@@ -270,6 +270,7 @@ def run_compare(source: str, devices: list, sizes: tuple, env: dict, repeat: int
     from ..kernel.costs import Cost, device_info, launch_cost, rates
 
     from ..compiler.parser import parse
+    from .compute import note_python_bounds
 
     names = cells.bound_names(parse(source))
     env = unplaced(env)
@@ -288,6 +289,8 @@ def run_compare(source: str, devices: list, sizes: tuple, env: dict, repeat: int
             progress.update(f"reference (cpu) {label}")
             ref_session = Session(device="cpu")
             value, is_expr = ref_session._run_cell(source, "", cell_env)
+            if size == size_values[0]:      # (Python's ints are the same at every size)
+                note_python_bounds(ref_session, env, source)
             reference = _result_of(ref_session, value, is_expr, names, result)
             cost = Cost(0.0, 0.0)
             for k, ln in zip(ref_session.last_kernels, ref_session.launches):

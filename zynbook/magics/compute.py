@@ -236,7 +236,8 @@ def note_python_bounds(session, given: dict, source: str) -> None:
     (`given`: the Python values the run bound) bounds a loop short of the axis its
     variable indexes: legal, a bound the host gives being a bound (docs/language.md), but
     not in the cell's text, and most likely a notebook's `n` the cell meant as the size
-    solved from the data. For `%%compute`, `%%zynml_timeit` and the ZynML kernel."""
+    solved from the data. For `%%compute`, `%%zynml_timeit`, `%%compare` and the ZynML
+    kernel."""
     import warnings
 
     from ..compiler.dims import short_host_bounds
@@ -247,9 +248,12 @@ def note_python_bounds(session, given: dict, source: str) -> None:
     if not ints:
         return
     said = set()                    # (one note a name: the first axis it bounds short)
-    for kernel in session.last_kernels:
-        sizes = kernel.sizes
-        for c, read, covered, size in short_host_bounds(kernel.lowered, sizes, ints):
+    # the blocks the run planned (an @async one still running, one split across devices or
+    # fused), and those it launched by other ways (a replayed graph)
+    blocks = [(p.lowered, p.sizes) for p in list(session.last_plans)] + \
+        [(k.lowered, k.sizes) for k in session.last_kernels]
+    for lowered, sizes in blocks:
+        for c, read, covered, size in short_host_bounds(lowered, sizes, ints):
             # (a pipeline's own argument of that name holds another value)
             names = [n for n in read if sizes.get(n) == ints[n] and n not in said]
             if not names:

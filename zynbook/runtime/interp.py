@@ -397,6 +397,7 @@ class Interpreter:
                 get_device(cell.device.id) is not cell.device:
             return None
         plan = cell.plan
+        self.planned(plan)
         value = self._launch(cell.device, cell.lowered, inputs, plan.sizes,
                              plan.scalar_values(given), node, commit=cell.commit, plan=plan)
         if cell.name is not None:
@@ -1281,6 +1282,7 @@ class Interpreter:
         block = self._lowered_block(node, inputs, labels, spans, scalars)
         lowered = block.lowered
         plan = block.plan(inputs, given)
+        self.planned(plan)
         sizes, sizes_given = plan.sizes, plan.sizes_given
         scalar_values = plan.scalar_values(given)
         device_ids, commit = self._devices_for(lowered, inputs, node)
@@ -1328,6 +1330,17 @@ class Interpreter:
             self.in_flight.append((future, inputs))
             return future
         return job()
+
+    def planned(self, plan) -> None:
+        """Keep the plan of a block this run evaluates, whether it is launched now, later
+        (`@async`), split across devices or fused with others: the notes on a run's host
+        ints (magics.compute.note_python_bounds) read its sizes. The latest 64 are kept
+        (a model calling pipelines from Python runs no cell that starts the list again)."""
+        plans = self.session.last_plans
+        plans.pop(plan, None)
+        plans[plan] = None
+        if len(plans) > 64:
+            del plans[next(iter(plans))]
 
     def _launched_now(self, lowered, device, run_async, mode) -> str:
         """Why the block is launched now rather than recorded in the lazy graph

@@ -135,3 +135,178 @@ def test_generation_at_a_temperature_near_zero_takes_the_likeliest_token(tempera
         logits, _ = model.forward(dev.upload_u32(tokens[:n]), n)
         last = dev.download(logits).reshape(n, cfg.vocab)[-1]
         assert tokens[n] == int(np.argmax(last))
+
+
+# ------------------------------------------------------------------ the device interface
+
+def _t(a, grad=False):
+    return torch.tensor(np.asarray(a, np.float64), requires_grad=grad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_softmax_and_its_backward_at_extremes_equal_torch(device):
+    """Rows of 1 and 1000 values, rows of 1e30, of -inf, with one NaN or +inf: torch's
+    softmax (NaN where it gives NaN) and its gradient."""
+    dev = zynbook.device(device)
+    x = _rand(11, 5, 1000, scale=30)
+    x[0] = 1e30
+    x[1, 5] = -np.inf
+    x[2] = -np.inf
+    x[3, 7] = np.nan
+    x[4, 9] = np.inf
+    got = dev.download(dev.softmax(dev.upload(x), 5, 1000))
+    np.testing.assert_allclose(got.reshape(5, 1000), torch.softmax(_t(x), -1).numpy(),
+                               rtol=1e-4, atol=1e-7)
+    for rows, cols in ((1, 1), (33, 1), (3, 1000)):
+        x, g = _rand(rows, rows, cols, scale=5), _rand(cols, rows, cols)
+        tx = _t(x, True)
+        torch.softmax(tx, -1).backward(_t(g))
+        s = dev.softmax(dev.upload(x), rows, cols)
+        got = dev.download(dev.softmax_backward(s, dev.upload(g), rows, cols))
+        np.testing.assert_allclose(got.reshape(rows, cols), tx.grad.numpy(), rtol=1e-4,
+                                   atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rows, dim, eps", [(1, 1, 1e-6), (3, 33, 1e-5), (2, 1000, 0.0),
+                                            (4, 3, 1.0)])
+def test_rms_norm_and_its_backward_of_odd_sizes_equal_torch(device, rows, dim, eps):
+    dev = zynbook.device(device)
+    x, w, g = _rand(rows, rows, dim), _rand(dim, dim), _rand(rows + dim, rows, dim)
+    tx, tw = _t(x, True), _t(w, True)
+    y = F.rms_norm(tx, (dim,), tw, eps)
+    y.backward(_t(g))
+    got = dev.download(dev.rms_norm(dev.upload(x), dev.upload(w), rows, dim, eps))
+    np.testing.assert_allclose(got.reshape(rows, dim), y.detach().numpy(), rtol=1e-4, atol=1e-5)
+    dx, dw = dev.rms_norm_backward(dev.upload(x), dev.upload(w), dev.upload(g), rows, dim, eps)
+    np.testing.assert_allclose(dev.download(dx).reshape(rows, dim), tx.grad.numpy(),
+                               rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(dev.download(dw), tw.grad.numpy(), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_embedding_backward_of_repeated_ids_and_reduce_sum_of_every_axis(device):
+    """The scatter-add sums every position of an id (a table of one row, 1000 rows); reduce_sum
+    over each axis, a negative one and an axis of no values, against numpy."""
+    dev = zynbook.device(device)
+    rng = np.random.default_rng(5)
+    for vocab, seq, dim in ((1, 7, 1), (5, 33, 3), (1000, 7, 2)):
+        table, g = _rand(vocab, vocab, dim), _rand(seq, seq, dim)
+        ids = rng.integers(0, vocab, seq).astype(np.uint32)
+        got = dev.download(dev.embedding(dev.upload(table), dev.upload_u32(ids), seq, dim))
+        np.testing.assert_array_equal(got.reshape(seq, dim), table[ids])
+        want = np.zeros((vocab, dim))
+        np.add.at(want, ids, g.astype(np.float64))
+        got = dev.embedding_backward(dev.upload(g), dev.upload_u32(ids), vocab, seq, dim)
+        np.testing.assert_allclose(dev.download(got).reshape(vocab, dim), want, rtol=1e-5,
+                                   atol=1e-6)
+    for shape, axis in (([1], 0), ([3, 33, 4], 0), ([3, 33, 4], 1), ([3, 33, 4], -1),
+                        ([2, 0, 3], 1), ([2, 0, 3], 0), ([1000], 0)):
+        x = _rand(len(shape), *shape)
+        got = dev.download(dev.reduce_sum(dev.upload(x), shape, axis))
+        np.testing.assert_allclose(got, x.astype(np.float64).sum(axis).reshape(-1),
+                                   rtol=1e-4, atol=1e-4)
+
+
+def _causal_ref(q, k, v, s, h, kv, d, start=0):
+    total = start + s
+    tq = _t(q).reshape(s, h, d).transpose(0, 1)
+    tk, tv = (_t(t[:total]).reshape(total, kv, d).transpose(0, 1).repeat_interleave(h // kv, 0)
+              for t in (k, v))
+    keep = torch.arange(total)[None, :] <= (start + torch.arange(s))[:, None]
+    return F.scaled_dot_product_attention(tq, tk, tv, attn_mask=keep).transpose(0, 1) \
+        .reshape(-1).numpy()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("start, q_len, heads, kv_heads, head_dim",
+                         [(0, 1, 2, 1, 4), (5, 1, 4, 2, 3), (32, 33, 3, 1, 4), (3, 0, 2, 1, 4)])
+def test_kv_attention_and_its_fixed_capacity_form_equal_torch(device, start, q_len, heads,
+                                                              kv_heads, head_dim):
+    dev = zynbook.device(device)
+    total, cap = start + q_len, start + q_len + 3
+    q = _rand(1, q_len, heads * head_dim)
+    k, v = _rand(2, cap, kv_heads * head_dim), _rand(3, cap, kv_heads * head_dim)
+    want = _causal_ref(q, k, v, q_len, heads, kv_heads, head_dim, start)
+    got = dev.kv_attention(dev.upload(q), dev.upload(k[:total]), dev.upload(v[:total]), start,
+                           q_len, heads, kv_heads, head_dim)
+    np.testing.assert_allclose(dev.download(got), want, rtol=1e-4, atol=1e-5)
+    got = dev.kv_attention_fixed(dev.upload(q), dev.upload(k), dev.upload(v), start, q_len, cap,
+                                 heads, kv_heads, head_dim)
+    np.testing.assert_allclose(dev.download(got), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cross_entropy_of_extreme_logits_equals_torch(device):
+    """Logits of 1e38 and -1e38, -inf off the target, a whole row of NaN under the pad id
+    (left out: neither the loss nor the gradient sees it), the pad id u32::MAX."""
+    dev = zynbook.device(device)
+    pad = 2 ** 32 - 1
+    logits = np.array([[1e38, -1e38, 0, 1], [-np.inf, 0, 1, 2], [np.nan] * 4,
+                       [3, -np.inf, -np.inf, 5]], np.float32)
+    targets = np.array([1, 2, pad, 3], np.uint32)
+    loss, grad = dev.cross_entropy_forward_backward(dev.upload(logits), dev.upload_u32(targets),
+                                                    4, 4, pad)
+    keep = [0, 1, 3]
+    tl = _t(logits[keep], True)
+    want = F.cross_entropy(tl, torch.tensor(targets[keep].astype(np.int64)))
+    want.backward()
+    assert loss == pytest.approx(want.item(), rel=1e-5)
+    wgrad = np.zeros((4, 4))
+    wgrad[keep] = tl.grad.numpy()
+    np.testing.assert_allclose(dev.download(grad).reshape(4, 4), wgrad, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n, lr, betas, eps, wd, steps", [
+    (1, 1e-3, (0.9, 0.999), 1e-8, 0.01, 5), (33, 0.1, (0.0, 0.0), 1e-8, 0.1, 4),
+    (1000, 1e-2, (0.5, 0.99), 1e-3, 1.0, 6), (7, 0.0, (0.9, 0.999), 1e-8, 0.5, 3)])
+def test_adamw_steps_equal_torch_over_hyperparameters_at_their_edges(device, n, lr, betas, eps,
+                                                                      wd, steps):
+    """Several AdamW steps (weight decay up to 1, beta1 = beta2 = 0, lr = 0) against
+    torch.optim.AdamW, the moments too."""
+    dev = zynbook.device(device)
+    p0 = _rand(n, n)
+    tp = torch.nn.Parameter(torch.tensor(p0))
+    opt = torch.optim.AdamW([tp], lr=lr, betas=betas, eps=eps, weight_decay=wd)
+    p, m, v = dev.upload(p0), dev.alloc(n), dev.alloc(n)
+    for t in range(1, steps + 1):
+        g = _rand(100 + t, n)
+        tp.grad = torch.tensor(g)
+        opt.step()
+        dev.adamw_step(p, dev.upload(g), m, v, lr, betas[0], betas[1], eps, wd, t)
+    state = opt.state[tp]
+    np.testing.assert_allclose(dev.download(p), tp.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dev.download(m), state["exp_avg"].numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(dev.download(v), state["exp_avg_sq"].numpy(), rtol=1e-5,
+                               atol=1e-9)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_adamw_of_huge_and_zero_gradients_equals_torch(device):
+    dev = zynbook.device(device)
+    p0 = _rand(3, 4)
+    g = np.array([1e30, -1e30, 1e-30, 0.0], np.float32)
+    tp = torch.nn.Parameter(torch.tensor(p0))
+    opt = torch.optim.AdamW([tp], lr=0.1, weight_decay=0.01)
+    p, m, v = dev.upload(p0), dev.alloc(4), dev.alloc(4)
+    for t in (1, 2):
+        tp.grad = torch.tensor(g)
+        opt.step()
+        dev.adamw_step(p, dev.upload(g), m, v, 0.1, 0.9, 0.999, 1e-8, 0.01, t)
+    np.testing.assert_allclose(dev.download(p), tp.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dev.download(v), opt.state[tp]["exp_avg_sq"].numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_matmul_of_odd_sizes_and_of_inf_and_nan_equals_torch(device):
+    dev = zynbook.device(device)
+    for m, k, n in ((1, 1, 1), (3, 33, 1), (33, 3, 1000), (1, 1000, 3), (3, 0, 4)):
+        a, b = _rand(m, m, k), _rand(k + 7, k, n)
+        got = dev.download(dev.matmul(dev.upload(a), dev.upload(b), m, k, n))
+        np.testing.assert_allclose(got.reshape(m, n), a.astype(np.float64) @ b, rtol=1e-4,
+                                   atol=1e-4)
+    a = np.array([[np.inf, 1], [0, np.nan], [3e38, 3e38]], np.float32)
+    b = np.array([[0, 1, 2], [1, 2, 3]], np.float32)
+    got = dev.download(dev.matmul(dev.upload(a), dev.upload(b), 3, 2, 3))
+    np.testing.assert_array_equal(got.reshape(3, 3), (torch.tensor(a) @ torch.tensor(b)).numpy())

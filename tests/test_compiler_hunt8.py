@@ -10,6 +10,8 @@ import zynbook
 from compute_testing import assert_equals_numpy, raises, wanted_devices
 
 DEVICES = wanted_devices()
+# (an adapter without `shader-f64`, gl:0 here, refuses f64 kernels: test_wgsl_hunt7)
+F64_DEVICES = [d for d in DEVICES if d != "gl:0"]
 
 
 def _run(device, src, /, **inputs):
@@ -73,3 +75,52 @@ def test_a_right_side_that_does_read_past_the_axis_is_a_runtime_error(device):
     src = _block("if i >= 0 and x[i + 1] > 0.0:\n            out[i] = 1.0", head="let n = 7\n")
     err = raises("runtime", src, 4, 25, device=device, x=_X7)
     assert "index 7" in err.message
+
+
+# ------------------------------------------------ weak integers and lets beside f16 and f64
+
+_H4 = np.float16([1.0, 2.0, 3.0, -1.0])
+_D4 = np.float64([1.0, -3.0, 1e-300, 7.0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, want", [
+    # C's integer division and remainder, then the float: 3.0, not 3.5
+    ("x[i] + 7 / 2 * 1.0", lambda h: h + np.float16(3.0)),
+    ("x[i] + (-7) / 2 * 1.0", lambda h: h + np.float16(-3.0)),
+    ("x[i] + 7 % -2 * 1.0", lambda h: h + np.float16(1.0)),
+    # an integer literal or a size meeting f16 is converted to f16 first, as numpy converts a
+    # Python int: f16(2049) is 2048
+    ("x[i] + 2049", lambda h: h + np.float16(2049)),
+    ("x[i] + (2000 + 49)", lambda h: h + np.float16(2049)),
+    ("x[i] + k", lambda h: h + np.float16(2049)),
+    ("x[i] * 2049", lambda h: h * np.float16(2049)),
+    ("x[i] + 2048.0 == 2049", lambda h: (h + np.float16(2048)) == np.float16(2049)),
+])
+def test_weak_integers_beside_halves(device, body, want):
+    """`h[i] + 2049` added 2049 on the compiled devices (2050 where the reference, as numpy,
+    gives 2048), and `7 / 2 * 1.0` beside f16 was 3.5 everywhere: the literal folded to f16
+    divided as Python does."""
+    got = _run(device, _block(f"out[i] = {body}", head="let k = 2049\n"), x=_H4)
+    assert_equals_numpy(got, want(_H4), 0)
+
+
+@pytest.mark.parametrize("device", F64_DEVICES)
+@pytest.mark.parametrize("body, want", [
+    ("out[i] = x[i] + 7 / 2 * 1.0", lambda d: d + 3.0),
+    ("out[i] = x[i] * sqrt(2.0)", lambda d: d * np.sqrt(2.0)),
+    ("out[i] = x[i] * exp(1.0)", lambda d: d * np.e),
+    ("let c = 0.1 * 3.0\n        out[i] = x[i] + c", lambda d: d + 0.1 * 3.0),
+    ("let a = 0.1\n        let c = a / 3.0\n        out[i] = x[i] + c", lambda d: d + 0.1 / 3.0),
+    ("let c = sqrt(2.0) / n\n        out[i] = x[i] * c", lambda d: d * (np.sqrt(2.0) / 4)),
+    ("var c = 0.1 * 3.0\n        out[i] = x[i] + c", lambda d: d + 0.1 * 3.0),
+    ("var c = 0.1\n        for k in 0..2:\n            c = c * 3.0\n        out[i] = x[i] + c",
+     lambda d: d + 0.1 * 3.0 * 3.0),
+    ("var c = 0.1\n        c = c / 3.0\n        c += x[i]\n        out[i] = c", lambda d: 0.1 / 3.0 + d),
+])
+def test_weak_values_meeting_f64_are_computed_in_f64(device, body, want):
+    """The reference computes literals, and lets and vars of them, in f64 where they meet
+    f64, as numpy's Python floats: the compiled devices computed `let c = 0.1 * 3.0`, a
+    `var` scaled by literals before it summed f64 values, in f32 (1e-8 off), and WebGPU
+    refused `sqrt(2.0)` in 64 bits (its constant evaluation has no 64-bit math)."""
+    assert_equals_numpy(_run(device, _block(body), x=_D4), want(_D4), 0)

@@ -124,3 +124,19 @@ def test_weak_values_meeting_f64_are_computed_in_f64(device, body, want):
     `var` scaled by literals before it summed f64 values, in f32 (1e-8 off), and WebGPU
     refused `sqrt(2.0)` in 64 bits (its constant evaluation has no 64-bit math)."""
     assert_equals_numpy(_run(device, _block(body), x=_D4), want(_D4), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, want", [
+    ("x[i] ** 2 ** 2", lambda a: a ** 4),
+    ("x[i] ** (1 + 2)", lambda a: a ** 3),
+    ("x[i] ** (7 / 2)", lambda a: a ** 3),
+    ("x[i] ** (2 - 3)", lambda a: a.astype(np.float32) ** -1),
+])
+def test_an_integer_power_by_literal_arithmetic(device, body, want):
+    """An exponent of literals is the constant it computes: `x ** 2 ** 2` on i32 was f32
+    (an exponent that is not a constant gives f32), where `x ** 4` is i32."""
+    a = np.int32([1, -2, 3, 5, 0, -7, 33])
+    with np.errstate(divide="ignore"):
+        w = want(a)
+    assert_equals_numpy(_run(device, _block(f"out[i] = {body}"), x=a), w, 1e-6)

@@ -1079,6 +1079,11 @@ class _Lowering:
             raise ZynMLTypeError(f"unsupported operator {op}", span)
         if a.ty.dtype == "bool" and b.ty.dtype == "bool":
             raise ZynMLTypeError(f"arithmetic on booleans; use `and`/`or`", span)
+        if op == "**" and is_int(b.ty.dtype) and not b.ty.shape and not isinstance(b, cir.Const):
+            # an exponent of literals is the constant it computes (x[i] ** 2 ** 2 is x ** 4,
+            # an integer power, as x[i] ** 4 is)
+            power = _int_literal_value(b)
+            b = b if power is None else cir.Const(power, b.ty)
         dtype = arithmetic_dtype(op, a, b, self._is_weak(a), self._is_weak(b))
         self._weak_in_bounds((a, b), dtype, spans or (span, span))
         a, b = self._widen_weak(a, dtype), self._widen_weak(b, dtype)

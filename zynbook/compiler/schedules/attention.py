@@ -813,6 +813,30 @@ class _Kernel:
         p = self.shape.p
         return p.form in ONLINE_FORMS + ("flash",) or (p.mask is not None and p.empty_row != "nan")
 
+    def first_rows(self, rows: int, kept=("_fai", "_fni")) -> list:
+        """A thread's first keys (`tracks_first`) of each of its `rows` rows, none yet:
+        `_fai` admitted, `_fni` admitted and not -inf (those `kept`)."""
+        if not self.tracks_first or not kept:
+            return []
+        SK = self.ref("_SK")
+        return [*(ir.Array(a, self.idx, rows) for a in kept),
+                self.loop("_i", rows, lambda i: [ir.Store(a, i, SK) for a in kept])]
+
+    def note_row(self, arr, row, key, cond) -> ir.Store:
+        """`key` into the first key `arr` of the thread's row `row` where `cond` (None: always)."""
+        old = ir.Load(arr, row, self.idx)
+        new = ir.Math("min", (old, key), self.idx)
+        return ir.Store(arr, row, new if cond is None else ir.Select(cond, new, old, self.idx))
+
+    def first_of_row(self, row, lanes: int, kept=("_fai", "_fni")) -> list:
+        """`_fa` and `_fn` of the thread's row `row`: the smallest of the `lanes` lanes sharing
+        it, of those `kept`; `_fa` not kept is key 0 (admitted to every query)."""
+        if not self.tracks_first:
+            return []
+        return [ir.Decl(v, self.idx, ir.Collective("min", ir.Load(a, row, self.idx), "warp", self.idx, lanes)
+                        if a in kept else self.i(0))
+                for v, a in (("_fa", "_fai"), ("_fn", "_fni")) if a in kept or v == "_fa"]
+
     def note_first(self, ok, score) -> list:
         """Key _j into `_fa` where admitted (`ok`), into `_fn` where its `score` is not -inf too."""
         idx, j = self.idx, self.ref("_j")
@@ -1002,7 +1026,7 @@ class _Products(_Kernel):
                  ir.Array("_kr", F, kv_regs), ir.Array("_vr", F, kv_regs),
                  ir.Array("_o", F, R * TD), ir.Array("_mi", F, R), ir.Array("_li", F, R),
                  self.loop("_i", R, lambda i: [ir.Store("_mi", i, NEG), ir.Store("_li", i, ZERO)]),
-                 *self.first_rows(),
+                 *self.first_rows(R),
                  self.loop("_i", R * TD, lambda i: [ir.Store("_o", i, ZERO)]),
                  ir.Decl("_next", idx, self.i(0), True)]
         if P.prefetch:
@@ -1153,7 +1177,8 @@ class _Products(_Kernel):
         biased = self.scored(raw, LOG2E if self.P.exp2 else 1.0)
         mask = [] if ok is None and biased is raw else [put(biased if ok is None else ir.Select(ok, biased, NEG, F))]
         if self.tracks_first:       # (a key not admitted scores -inf by now)
-            mask += [self.note_row("_fai", ok), self.note_row("_fni", _alive(s()))]
+            i, j = self.ref("_i"), self.ref("_j")
+            mask += [self.note_row("_fai", i, j, ok), self.note_row("_fni", i, j, _alive(s()))]
         exp = lambda x: ir.Math(self.exp, (x,), F)
         mx = ir.Ref("_mx", F)
         mn = ir.Ref("_mn", F)
@@ -1185,21 +1210,6 @@ class _Products(_Kernel):
                    self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F),
                             ir.Ref("_alpha", F)))])]
         return [self.loop("_i", R, lambda _: row)]
-
-    def first_rows(self) -> list:
-        """A thread's first keys (`tracks_first`) of each of its rows, none yet."""
-        if not self.tracks_first:
-            return []
-        SK = self.ref("_SK")
-        return [ir.Array("_fai", self.idx, self.R), ir.Array("_fni", self.idx, self.R),
-                self.loop("_i", self.R, lambda i: [ir.Store("_fai", i, SK), ir.Store("_fni", i, SK)])]
-
-    def note_row(self, arr, cond) -> ir.Store:
-        """Key _j into row _i's first key `arr` where `cond` (None: always)."""
-        at, idx = self.ref("_i"), self.idx
-        old = ir.Load(arr, at, idx)
-        new = ir.Math("min", (old, self.ref("_j")), idx)
-        return ir.Store(arr, at, new if cond is None else ir.Select(cond, new, old, idx))
 
     def rotation(self, group) -> ir.Expr:
         """(ty + group) mod (threads down a tile): where key group `group` (key / 4) keeps a
@@ -1238,13 +1248,10 @@ class _Products(_Kernel):
         r, idx, TD = self.ref, self.idx, self.TD
         out = self.shape.bufs["out"]
         inv = self.reciprocal(ir.Load("_li", r("_i"), F), self.tracks_first)
-        # the row's first keys, the smallest of its threads'
-        first = lambda i: [ir.Decl(v, idx, ir.Collective("min", ir.Load(a, i, idx), "warp", idx, self.NTX))
-                           for v, a in (("_fa", "_fai"), ("_fn", "_fni"))] if self.tracks_first else []
         row = self.add(r("_obase"), self.mul(r("_qi"), self.seq_stride("out")), self.mul(r("_tx"), self.i(TD)))
         put = self.loop("_dd", TD, lambda dd: [ir.Store(user_name(out.name), self.add(row, dd), cast(
             self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F), ir.Ref("_inv", F)), out.dtype))])
         return [self.loop("_i", self.R, lambda i: [
-            *first(i),
+            *self.first_of_row(i, self.NTX),
             ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(self.R)), i)),
             ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (ir.Decl("_inv", F, inv), put))])]

@@ -47,7 +47,7 @@ from .. import cir
 from ..launch import ir
 from ..launch.scalar import NotScalar, buffer_params, cast, lit, user_name
 from ..passes import recognise
-from .attention import AttentionParams, _Kernel, _widths
+from .attention import ONLINE_FORMS, AttentionParams, _alive, _Kernel, _widths
 from .base import kernel_name
 
 F = "f32"
@@ -268,6 +268,12 @@ class _MmaKernel(_Kernel):
         self.T = 32 * self.NW
         self.D = lit(D, idx)
         self.full = int(recognise.launch_value(p.n_keys, self.low.sizes)) % BK == 0
+        # the first keys kept (`tracks_first`): the first admitted one only under a key
+        # condition other than a causal one (key 0 is every query's first otherwise), the
+        # first not -inf only where an online form's or flash's result turns on it
+        self.firsts = () if not self.tracks_first else tuple(a for a, kept in (
+            ("_fai", p.mask is not None and not p.causal),
+            ("_fni", p.form in ONLINE_FORMS + ("flash",))) if kept)
         r = self.ref
         B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
         scale = ir.Bin("*", low.operand(p.scale, F), lit(LOG2E, F), F)
@@ -299,6 +305,7 @@ class _MmaKernel(_Kernel):
                 ir.Array("_mrow", F, 2 * self.MT), ir.Array("_lrow", F, 2 * self.MT),
                 *([ir.Array("_al", F, 2 * self.MT)] if P.skip_rescale else []),
                 self.loop("_i", 2 * self.MT, lambda i: [ir.Store("_mrow", i, NEG), ir.Store("_lrow", i, ZERO)]),
+                *self.first_rows(2 * self.MT, self.firsts),
                 self.loop("_i", self.MT * self.ND * 4, lambda i: [ir.Store("_o", i, ZERO)])]
         body += self.main(regs)
         arrays = [s for s in body if isinstance(s, ir.Array) and s.space == "shared"]
@@ -538,7 +545,20 @@ class _MmaKernel(_Kernel):
                 if ok is not None:
                     v = ir.Select(ok, v, NEG, F)
                 put = [] if fold and ok is None else [ir.Store("_sc", at(j, c), v)]
+                if "_fai" in self.firsts:   # a key condition (a key not admitted scores -inf now)
+                    put += [self.note_row(a, slot, r("_j"), cond) for a, cond in (
+                        ("_fai", ok), ("_fni", _alive(s(j, c)))) if a in self.firsts]
                 return pre + put + [ir.Set("_mx", running(ir.Ref("_mx", F), s(j, c)))]
+
+            def first_alive() -> list:
+                # key 0 is every query's first (no condition, or a causal one): only the
+                # keys of the first tile (online forms) or flash's first block matter
+                if self.firsts != ("_fni",):
+                    return []
+                key = lambda j, c: self.add(r("_k0"), self.mul(j, self.i(8)), self.mul(r("_t4"), self.i(2)), c)
+                limit = p.block_kv if p.form == "flash" else 1
+                return [ir.If(ir.Bin("<", r("_k0"), self.i(limit), "bool"), (
+                    each(lambda j, c: [self.note_row("_fni", slot, key(j, c), _alive(s(j, c)))]),))]
 
             def weight(j, c):
                 if fold:            # s c - m c: one FMA; a masked score (-inf) weighs 0
@@ -570,7 +590,7 @@ class _MmaKernel(_Kernel):
                 ir.Decl("_qi", idx, self.add(r("_q0"), r("_wq"), self.mul(mi, self.i(16)), r("_g"),
                                              self.mul(rh, self.i(8)))),
                 ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
-                ir.Decl("_mx", F, NEG, True), each(mask),
+                ir.Decl("_mx", F, NEG, True), each(mask), *first_alive(),
                 ir.Set("_mx", ir.Collective("max", ir.Ref("_mx", F), "warp", F, 4)),
                 ir.Decl("_mn", F, larger(old, ir.Ref("_mx", F))), *factor,
                 ir.Decl("_rs", F, ZERO, True), each(weight), *pack,
@@ -656,9 +676,10 @@ class _MmaKernel(_Kernel):
             stores = (self.loop("_n", self.ND, put_pair) if self.P.packed else
                       self.loop("_n", self.ND, lambda n: [self.loop("_c", 2, lambda c: put(n, c))]))
             return [ir.Decl("_L", F, ir.Collective("+", ir.Load("_lrow", slot, F), "warp", F, 4)),
+                    *self.first_of_row(slot, 4, self.firsts),
                     ir.Decl("_qi", idx, qi),
                     ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (
-                        ir.Decl("_inv", F, self.reciprocal(ir.Ref("_L", F))), stores))]
+                        ir.Decl("_inv", F, self.reciprocal(ir.Ref("_L", F), self.tracks_first)), stores))]
         return [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]
 
 

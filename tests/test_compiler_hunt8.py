@@ -96,6 +96,9 @@ _D4 = np.float64([1.0, -3.0, 1e-300, 7.0])
     ("x[i] + k", lambda h: h + np.float16(2049)),
     ("x[i] * 2049", lambda h: h * np.float16(2049)),
     ("x[i] + 2048.0 == 2049", lambda h: (h + np.float16(2048)) == np.float16(2049)),
+    # a float expression of literals: its value, then f16's
+    ("x[i] + 2049.0 % 4096.0", lambda h: h + np.float16(2049)),
+    ("x[i] + clamp(2049.0, 0.0, 5000.0)", lambda h: h + np.float16(2049)),
 ])
 def test_weak_integers_beside_halves(device, body, want):
     """`h[i] + 2049` added 2049 on the compiled devices (2050 where the reference, as numpy,

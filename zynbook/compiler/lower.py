@@ -1613,7 +1613,7 @@ def _literal_value(e):
     import numpy as np
     from ..backends.cpu.reference import _UNARY
     ops = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "**": np.power,
-           "min": np.minimum, "max": np.maximum, "pow": np.power}
+           "%": np.fmod, "min": np.minimum, "max": np.maximum, "pow": np.power}
     if isinstance(e, cir.Const):
         ok = isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
         return np.float64(e.value) if ok else None
@@ -1636,6 +1636,8 @@ def _literal_value(e):
             return np.float64(ops[fn](*vals))
         if fn in _UNARY and len(vals) == 1:
             return np.float64(_UNARY[fn](vals[0]))
+        if fn == "clamp" and len(vals) == 3:
+            return np.float64(np.minimum(np.maximum(vals[0], vals[1]), vals[2]))
     return None
 
 

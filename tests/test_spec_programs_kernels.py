@@ -224,19 +224,20 @@ y
         np.stack([h.astype(np.float32) * np.float32(0.1) + 3,
                   h.astype(np.float32) == np.float32(0.1)], 1).astype(np.float32), 0),
     # narrow integers wrap at their own width wherever their arithmetic is used (cpu:native
-    # computed u8 in int and wrapped only when storing), a literal out of their range wraps
-    # too (the reference leaked numpy's OverflowError), and comparing them with an i32
-    # literal is exact in i32 (WebGPU refused an i64 comparison)
+    # computed u8 in int and wrapped only when storing), a value converted to their type
+    # wraps too (a bare literal out of their range is a type error, as numpy's OverflowError:
+    # test_surface_hunt8), and comparing them with an i32 literal is exact in i32 (WebGPU
+    # refused an i64 comparison)
     "narrow_integer_arithmetic_wraps": ("""
 let y = compute(p, q) {
     for i in 0..n:
-        out[i, 0] = i32(p[i] + 300)
+        out[i, 0] = i32(p[i] + u8(300))
         out[i, 1] = i32(p[i] < 300)
         out[i, 2] = i32(p[i] * 2)
         out[i, 3] = i32(p[i] + p[i]) / 2
         out[i, 4] = i32(p[i] - 1)
         out[i, 5] = i32(q[i] * 3)
-        out[i, 6] = i32(-q[i]) + i32(q[i] + 40000)
+        out[i, 6] = i32(-q[i]) + i32(q[i] + i16(40000))
 }
 y
 """, {"p": (p := np.uint8([0, 1, 44, 200, 255])), "q": (q := np.int16([0, 1, -32768, 32767, 12000]))},

@@ -447,10 +447,15 @@ def _attention(args, kwargs):
     grouped = k.shape[1] != q.shape[1]
     if grouped:
         sizes["group"] = q.shape[1] // k.shape[1]
+    half = _half_attention(q, k, v)
+    if half and scale is None:
+        # the scores in f32, as torch's kernels take them: an f16 score made every sum of
+        # the row f16, which the reference rounds at each key (0.1 off over 1500 keys)
+        scale = 1.0 / np.sqrt(q.shape[-1])
     if scale is not None:
         sizes["scale"] = float(scale)
     if mask is None:
-        return _grouped(ATTENTION_CAUSAL if causal else ATTENTION, grouped, scale), \
+        return _grouped(ATTENTION_CAUSAL if causal else ATTENTION, grouped, scale, half), \
             {"q": q, "k": k, "v": v, **sizes}, finish
     m = _tensor(mask, "attention", "mask")
     if m.shape != (q.shape[2], k.shape[2]):
@@ -460,12 +465,34 @@ def _attention(args, kwargs):
         source = ATTENTION_ADDITIVE_CAUSAL if causal else ATTENTION_ADDITIVE
     else:
         source = ATTENTION_MASKED_CAUSAL if causal else ATTENTION_MASKED
-    return _grouped(source, grouped, scale), {"q": q, "k": k, "v": v, "mask": m, **sizes}, finish
+    return _grouped(source, grouped, scale, half), {"q": q, "k": k, "v": v, "mask": m, **sizes}, \
+        finish
 
 
-def _grouped(source: str, grouped: bool, scale=None) -> str:
+def _half_attention(q, k, v):
+    """The half-precision dtype q, k and v share (f16, bf16), else None."""
+    dtypes = {q.dtype, k.dtype, v.dtype}
+    return q.dtype if len(dtypes) == 1 and q.dtype in ("f16", "bf16") else None
+
+
+# the attention's f32 output `y` stored in the inputs' half-precision dtype, by a block of its
+# own (a conversion inside the attention's store is a body the attention schedule does not take)
+ATTENTION_TO_HALF = """let z = compute(y) {
+    @kernel elementwise
+    for b in 0..batch, h in 0..heads, i in 0..seq_q, d in 0..v_dim:
+        out[b, h, i, d] = XDT(y[b, h, i, d])
+}
+z
+"""
+
+
+def _grouped(source: str, grouped: bool, scale=None, half=None) -> str:
     """The attention program reading key/value head h / group for query head h (where
-    `grouped`), its scores scaled by the scalar `scale` (where one is given)."""
+    `grouped`), its scores scaled by the scalar `scale` (where one is given), its result
+    stored in `half` (a dtype, where given)."""
+    if half:
+        assert source.endswith("}\ny\n")
+        source = source[:-2] + ATTENTION_TO_HALF.replace("XDT", half)
     if scale is not None:
         source = source.replace(") / sqrt(head_dim)", ") * scale")
     if not grouped:

@@ -108,6 +108,23 @@ def test_weak_integers_beside_halves(device, body, want):
     assert_equals_numpy(got, want(_H4), 0)
 
 
+_H5 = np.float16([0.1, 2.0, 3.0, -1.0, 1024.0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, want", [
+    ("let c = 0.1\n        out[i] = x[i] == c", lambda h: h == np.float16(0.1)),
+    ("let c = 2049.0\n        out[i] = x[i] + c", lambda h: h + np.float16(2049)),
+    ("let a = 0.1\n        let c = a * 1.0\n        out[i] = x[i] == c",
+     lambda h: h == np.float16(0.1)),
+    ("let k = 7 / 2\n        let c = k * 1.0 + 2046.0\n        out[i] = x[i] + c",
+     lambda h: h + np.float16(2049)),
+])
+def test_a_let_of_literals_beside_halves_is_the_literal(device, body, want):
+    """`let c = 0.1` then `h[i] == c` compared with f32(0.1) on the compiled devices (never
+    equal), where `h[i] == 0.1` and the reference compare with f16(0.1)."""
+    assert_equals_numpy(_run(device, _block(body), x=_H5), want(_H5), 0)
+
 @pytest.mark.parametrize("device", F64_DEVICES)
 @pytest.mark.parametrize("body, want", [
     ("out[i] = x[i] + 7 / 2 * 1.0", lambda d: d + 3.0),

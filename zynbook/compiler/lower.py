@@ -474,7 +474,7 @@ class _Lowering:
                 if is_float(value.ty.dtype) and not value.ty.shape and s.type is None and all(
                         n.name in self.sizes or n.name in self.weak_lets or n.name in self.int_lets
                         for n in cir.walk(value) if isinstance(n, cir.Var)):
-                    self.weak_lets[cname] = value
+                    self.weak_lets[cname] = substitute(value, {**self.int_lets, **self.weak_lets})
             if not value.ty.shape and is_int(value.ty.dtype):
                 self.int_lets[cname] = substitute(value, self.int_lets)
             return cir.Let(cname, value, False, line)
@@ -1140,9 +1140,9 @@ class _Lowering:
             c = cir.Cast(c, cir.Ty("f16")) if v is None else cir.Const(float(v), cir.Ty("f32"))
         if not isinstance(c, cir.Const) and is_float(c.ty.dtype) and other.ty.dtype == "f16" \
                 and not c.ty.shape and self._is_weak(c) and not self._is_weak(other):
-            # an expression of literals (exp(20.0), 3e5 * 1.0) likewise: its value, as the
-            # reference computes it, then f16's (past its range an infinity)
-            v = _literal_value(c)
+            # an expression of literals (exp(20.0), 3e5 * 1.0, a let of one) likewise: its
+            # value, as the reference computes it, then f16's (past its range an infinity)
+            v = _literal_value(substitute(c, self.weak_lets))
             c = c if v is None else cir.Const(float(v), c.ty)
         if isinstance(c, cir.Const) and isinstance(c.value, float) and not c.ty.shape and \
                 other.ty.dtype == "f16" and c.ty.dtype != "f16" and self._is_weak(c) and \

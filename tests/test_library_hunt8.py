@@ -339,3 +339,18 @@ def test_half_attention_computes_in_f32_and_keeps_the_inputs_dtype(device, dtype
     # the result's own rounding (f16: 2^-11, bf16: 2^-8 of values near 3), the f16 scores'
     tol = 2e-3 if dtype == "f16" else 8e-3
     np.testing.assert_allclose(_host(got), want.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_of_a_head_dim_of_zero_weighs_the_keys_alike(device, dtype, causal):
+    """q and k of head_dim 0, v of 3 values: every score is the empty dot, 0, so each query
+    averages the values of its keys (torch's answer); the reference divided 0 by sqrt(0)
+    and gave NaN where cpu:native gave the average."""
+    q = np.zeros((1, 2, 4, 0), dtype)
+    v = np.arange(24, dtype=np.float64).reshape(1, 2, 4, 3).astype(dtype)
+    got = _call("attention", device, q, q, v, causal=causal)
+    count = np.arange(1, 5)[:, None] if causal else 4
+    want = (np.cumsum(v, 2) if causal else v.sum(2, keepdims=True)) / count
+    np.testing.assert_allclose(_host(got), np.broadcast_to(want, v.shape), rtol=1e-3)

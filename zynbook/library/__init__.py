@@ -14,6 +14,7 @@ the caller's names are never touched; compiled kernels are cached as for any pro
 """
 from __future__ import annotations
 
+import math
 import re
 import threading
 from dataclasses import dataclass
@@ -448,10 +449,11 @@ def _attention(args, kwargs):
     if grouped:
         sizes["group"] = q.shape[1] // k.shape[1]
     half = _half_attention(q, k, v)
-    if half and scale is None:
+    if scale is None and (half or not q.shape[-1]):
         # the scores in f32, as torch's kernels take them: an f16 score made every sum of
-        # the row f16, which the reference rounds at each key (0.1 off over 1500 keys)
-        scale = 1.0 / np.sqrt(q.shape[-1])
+        # the row f16, which the reference rounds at each key (0.1 off over 1500 keys). A
+        # head_dim of 0 scores every key 0, as torch (0 / sqrt(0) was NaN on the reference)
+        scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
     if scale is not None:
         sizes["scale"] = float(scale)
     if mask is None:

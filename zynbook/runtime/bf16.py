@@ -10,7 +10,7 @@ from .tensor import Tensor
 
 def rounded(arr):
     """`arr` (f32, numpy or CuPy) rounded to the nearest bf16, ties to even; NaN stays NaN."""
-    xp = _xp(arr)
+    xp = array_module(arr)
     a = xp.asarray(arr, dtype=xp.float32)
     u = a.view(xp.uint32).astype(xp.uint64)
     r = ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(xp.uint32)
@@ -32,14 +32,15 @@ def tagged(result, operands):
     if not isinstance(result, Tensor) or result.dtype not in ("f32", "f64") or \
             not keeps_bf16(*operands):
         return result
-    xp = _xp(result.data)
+    xp = array_module(result.data)
     if not hasattr(result.data, "view"):        # a device buffer: read back by the caller
         return result
     return Tensor(rounded(xp.asarray(result.data, dtype=xp.float32)), result.device,
                   result.shape, "bf16", result.committed)
 
 
-def _xp(arr):
+def array_module(arr):
+    """numpy or CuPy: the module that holds `arr`."""
     if type(arr).__module__.split(".")[0] == "cupy":
         import cupy
         return cupy

@@ -171,7 +171,7 @@ def annotated_devices(ann, evaluate) -> list:
 def _elements_for(arr, value):
     """What `arr[key] = value` stores: a tensor's elements on `arr`'s side (numpy for a host
     array; for a CuPy one, a host tensor's elements copied over: CuPy takes no numpy array)."""
-    xp = bf16._xp(arr)
+    xp = bf16.array_module(arr)
     if not isinstance(value, Tensor):
         if xp is np or not isinstance(value, (list, tuple)):
             return value
@@ -179,7 +179,7 @@ def _elements_for(arr, value):
         return xp.asarray(host) if host.dtype.kind in "biuf" else value
     if xp is np:
         return value.numpy()
-    return value.data if bf16._xp(value.data) is xp else xp.asarray(value.numpy())
+    return value.data if bf16.array_module(value.data) is xp else xp.asarray(value.numpy())
 
 
 class Interpreter:

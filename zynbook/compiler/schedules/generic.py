@@ -130,7 +130,8 @@ class GenericThread(Schedule):
         body.append(spread("_g", total, params.threads, params.chunk, inner, idx, line))
         what = (f"one thread per iteration of ({', '.join(l.var for l in nest.loops)})"
                 if not params.chunk else
-                f"blocks of {params.chunk} iterations of ({', '.join(l.var for l in nest.loops)})")
+                f"blocks of {params.chunk} iteration{'s' if params.chunk > 1 else ''} of "
+                f"({', '.join(l.var for l in nest.loops)})")
         return one_kernel(kernel, buffer_params(kernel, sizes, idx), body, params.threads, idx, what,
                           grid, sites.as_tuple(), f"thread: {what} (generic: {params.describe()}"
                           + (", every size)" if sym else ")"), sym)

@@ -354,3 +354,101 @@ def test_attention_of_a_head_dim_of_zero_weighs_the_keys_alike(device, dtype, ca
     count = np.arange(1, 5)[:, None] if causal else 4
     want = (np.cumsum(v, 2) if causal else v.sum(2, keepdims=True)) / count
     np.testing.assert_allclose(_host(got), np.broadcast_to(want, v.shape), rtol=1e-3)
+
+
+# ------------------------------------------------------------------ the fused ops
+
+def _rope_torch(x, seq, heads, head_dim, pos0, base):
+    x = x.reshape(seq, heads, head_dim // 2, 2)
+    angle = (torch.arange(seq, dtype=torch.float64)[:, None] + pos0) * \
+        base ** (-2 * torch.arange(head_dim // 2, dtype=torch.float64) / head_dim)
+    c, s = torch.cos(angle)[:, None], torch.sin(angle)[:, None]
+    a, b = x[..., 0], x[..., 1]
+    return torch.stack([a * c - b * s, a * s + b * c], -1).reshape(seq, heads * head_dim)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rows, dim, n_out", [(1, 1, 1), (33, 3, 5), (2, 1000, 3)])
+def test_layer_norm_fusions_and_their_backward_of_odd_sizes_equal_torch(device, rows, dim,
+                                                                        n_out):
+    """LayerNorm + Linear and Residual + LayerNorm (rows offset by 5 from 0: the two-pass
+    variance), forward and backward, against torch autograd."""
+    dev = zynbook.device(device)
+    up = dev.upload
+    x = _rand(rows, rows, dim, scale=3) + 5
+    res, gamma, beta = _rand(1, rows, dim), _rand(2, dim), _rand(3, dim)
+    w, gy, gr = _rand(4, dim, n_out), _rand(5, rows, n_out), _rand(6, rows, dim)
+    tx, tg, tb, tw, tr = (_t(a, True) for a in (x, gamma, beta, w, res))
+    y = F.layer_norm(tx, (dim,), tg, tb, 1e-5) @ tw
+    y.backward(_t(gy))
+    got = dev.layernorm_linear(up(x), up(gamma), up(beta), up(w), rows, dim, n_out)
+    np.testing.assert_allclose(dev.download(got).reshape(rows, n_out), y.detach().numpy(),
+                               rtol=1e-3, atol=1e-4)
+    grads = dev.layernorm_linear_backward(up(x), up(gamma), up(beta), up(w), up(gy), rows, dim,
+                                          n_out)
+    for g, t in zip(grads, (tx, tg, tb, tw)):
+        np.testing.assert_allclose(dev.download(g), t.grad.numpy().ravel(), rtol=1e-3, atol=1e-3)
+    for t in (tx, tg, tb):
+        t.grad = None
+    y = F.layer_norm(tx + tr, (dim,), tg, tb, 1e-5)
+    y.backward(_t(gr))
+    got = dev.residual_layernorm(up(x), up(res), up(gamma), up(beta), rows, dim)
+    np.testing.assert_allclose(dev.download(got), y.detach().numpy().ravel(), rtol=1e-3,
+                               atol=1e-4)
+    grads = dev.residual_layernorm_backward(up(x), up(res), up(gamma), up(beta), up(gr), rows,
+                                            dim)
+    for g, t in zip(grads, (tx, tg, tb)):
+        np.testing.assert_allclose(dev.download(g), t.grad.numpy().ravel(), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("seq, heads, head_dim, pos0, base", [(1, 1, 2, 0, 10000.0),
+                                                               (33, 3, 6, 5, 10000.0),
+                                                               (7, 2, 64, 1000, 500000.0)])
+def test_rms_norm_rope_and_its_backward_equal_torch(device, seq, heads, head_dim, pos0, base):
+    dev = zynbook.device(device)
+    n = heads * head_dim
+    # angles of f32 positions: about 1e-7 of the position off, radians
+    atol = 1e-4 + 2e-6 * (pos0 + seq)
+    x, w, g = _rand(seq, seq, n), _rand(n, n), _rand(seq + n, seq, n)
+    tx, tw = _t(x, True), _t(w, True)
+    y = _rope_torch(F.rms_norm(tx, (n,), tw, 1e-5), seq, heads, head_dim, pos0, base)
+    y.backward(_t(g))
+    got = dev.rms_norm_rope(dev.upload(x), dev.upload(w), seq, heads, head_dim, 1e-5, pos0, base)
+    np.testing.assert_allclose(dev.download(got), y.detach().numpy().ravel(), rtol=1e-4,
+                               atol=atol)
+    dx, dw = dev.rms_norm_rope_backward(dev.upload(x), dev.upload(w), dev.upload(g), seq, heads,
+                                        head_dim, 1e-5, pos0, base)
+    np.testing.assert_allclose(dev.download(dx), tx.grad.numpy().ravel(), rtol=1e-3, atol=atol)
+    np.testing.assert_allclose(dev.download(dw), tw.grad.numpy().ravel(), rtol=1e-3, atol=atol)
+    # the rotation alone and its inverse, R^T x (the backward pass of rope)
+    xr = x.reshape(seq, heads, head_dim // 2, 2).astype(np.float64)
+    angle = (np.arange(seq)[:, None] + pos0) * base ** (-2 * np.arange(head_dim // 2) / head_dim)
+    c, s = np.cos(angle)[:, None], np.sin(angle)[:, None]
+    for inverse, sign in ((False, 1.0), (True, -1.0)):
+        want = np.stack([xr[..., 0] * c - sign * xr[..., 1] * s,
+                         sign * xr[..., 0] * s + xr[..., 1] * c], -1)
+        got = dev.rope(dev.upload(x), seq, heads, head_dim, pos0, base, inverse=inverse)
+        np.testing.assert_allclose(dev.download(got), want.ravel(), rtol=1e-4, atol=atol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("act", ["swiglu", "geglu"])
+@pytest.mark.parametrize("rows, dim, hidden", [(1, 1, 1), (3, 33, 5), (5, 7, 1000)])
+def test_gated_units_and_their_backward_of_odd_sizes_equal_torch(device, act, rows, dim,
+                                                                 hidden):
+    dev = zynbook.device(device)
+    x, wg, wu, g = (_rand(s, *shape, scale=2) for s, shape in
+                    enumerate(((rows, dim), (dim, hidden), (dim, hidden), (rows, hidden))))
+    tx, tg, tu = _t(x, True), _t(wg, True), _t(wu, True)
+    f = F.silu if act == "swiglu" else F.gelu
+    y = f(tx @ tg) * (tx @ tu)
+    y.backward(_t(g))
+    ups = [dev.upload(a) for a in (x, wg, wu)]
+    got = getattr(dev, act)(*ups, rows, dim, hidden)
+    np.testing.assert_allclose(dev.download(got), y.detach().numpy().ravel(), rtol=1e-4,
+                               atol=1e-4)
+    grads = getattr(dev, act + "_backward")(*ups, dev.upload(g), rows, dim, hidden)
+    for got, t in zip(grads, (tx, tg, tu)):
+        np.testing.assert_allclose(dev.download(got), t.grad.numpy().ravel(), rtol=1e-3,
+                                   atol=1e-3)

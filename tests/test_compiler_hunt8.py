@@ -160,3 +160,32 @@ def test_an_integer_power_by_literal_arithmetic(device, body, want):
     with np.errstate(divide="ignore"):
         w = want(a)
     assert_equals_numpy(_run(device, _block(f"out[i] = {body}"), x=a), w, 1e-6)
+
+
+# ------------------------------------------------ names that look like generated ones
+
+_X7B = np.float32([1.5, -2.0, 3.25, 0.0, 7.0, 9.0, -1.0])
+_M34 = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("src, inputs, want", [
+    ("let x_d0 = 2.5\n" + _block("out[i] = x[i] * x_d0"), {"x": _X7B}, _X7B * 2.5),
+    ("let x_d0 = 3\n" + _block("out[i] = x[i] * x_d0 + i"), {"x": _X7B},
+     _X7B * 3 + np.arange(7)),
+    ("let x_d0 = 2.5\nlet x_d0_2 = 1.0\n" + _block("out[i] = x[i] * x_d0 + x_d0_2"),
+     {"x": _X7B}, _X7B * 2.5 + 1),
+    (_block("out[i] = x_d0[i] + x[i]", inputs="x_d0, x"), {"x": _X7B, "x_d0": _X7B[::-1].copy()},
+     _X7B + _X7B[::-1]),
+    ("let y = compute(m_d1, m) {\n    for r in 0..rows, c in 0..cols:\n"
+     "        out[r, c] = m_d1[c] + m[r, c]\n}\ny\n",
+     {"m": _M34, "m_d1": np.float32([5, 6, 7, 8])}, _M34 + np.float32([5, 6, 7, 8])),
+    ("let m_d1 = 2\nlet y = compute(m) {\n    for r in 0..rows, c in 0..m_d1:\n"
+     "        out[r, c] = m[r, c]\n}\ny\n", {"m": _M34}, _M34[:, :2]),
+])
+def test_a_name_like_an_axis_size_is_the_program_s_own(device, src, inputs, want):
+    """The size of an input's axis was named `x_d0` in the one namespace of the block: a host
+    float or int `x_d0` read there was x's length (7, on every device for an int, on the
+    compiled ones for a float) and an input named `x_d0` beside `x` did not compile on
+    WebGPU."""
+    assert_equals_numpy(_run(device, src, **inputs), want, 0)

@@ -139,6 +139,16 @@ def _item_spans(e: "A.Index") -> tuple:
     return tuple(item.span for item in e.items)
 
 
+def _fresh_name(name: str, taken: set) -> str:
+    """`name`, or `name_2`, `name_3`, ... where it is taken; the one returned is taken now."""
+    fresh, n = name, 1
+    while fresh in taken:
+        n += 1
+        fresh = f"{name}_{n}"
+    taken.add(fresh)
+    return fresh
+
+
 def _names_in(node):
     """The A.Name nodes inside an AST expression."""
     if isinstance(node, A.Name):
@@ -200,6 +210,9 @@ class _Lowering:
         for ann in list(node.annotations) + list(extra_annotations):
             self._annotation(ann)
         self.scopes: list = [{}]
+        # an axis's size name is none the block writes: a host int or float `x_d0` (or an
+        # input of that name) was read as the length of `x`
+        taken = {n.id for n in _names_in(node)} | {identifier(s.label) for s in inputs}
         for sig in inputs:
             if sig.label == "out":
                 raise ZynMLNameError("`out` names the kernel's output and cannot be an input",
@@ -208,7 +221,7 @@ class _Lowering:
             while cname in self.buffers:        # `w.a` beside `w_a`: a name of its own
                 n += 1
                 cname = f"{identifier(sig.label)}_{n}"
-            axes = [f"{cname}_d{k}" for k in range(sig.rank)]
+            axes = [_fresh_name(f"{cname}_d{k}", taken) for k in range(sig.rank)]
             self.buffers[cname] = (sig.label, sig.dtype, sig.rank, axes)
             self.sizes.update(axes)
 

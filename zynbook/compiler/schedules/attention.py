@@ -924,7 +924,7 @@ class _Kernel:
                           "+", self.reg("_o", c), ir.Load("_kv", row(c), self.FV), self.FV))], role="v"))),
                 ir.Barrier()], 1)]
 
-    def reciprocal(self, L, first: bool = False) -> ir.Expr:
+    def reciprocal(self, L, first: bool = False, dead_in_sum: bool = False) -> ir.Expr:
         """1 / L, the factor of a query's zero output where L = 0, which is a query no key
         is admitted to, or one whose every admitted score is -inf. The loops make the
         second NaN (exp(-inf - -inf)), 1 / L times 0 here; the first 0 / 0 where the body
@@ -933,7 +933,8 @@ class _Kernel:
         the query's first admitted key `_fa` is a key (where the kernel keeps it, `first`;
         else it is taken as none). An online form's row whose first admitted score is -inf
         (`_fa` before `_fn`) is NaN whatever follows, flash attention's whose first key block
-        of the program's is all -inf (`tracks_first`)."""
+        of the program's is all -inf (`tracks_first`; unless the kernel made such a row's
+        L NaN, `dead_in_sum`)."""
         p, SK = self.shape.p, self.ref("_SK")
         inv = ir.Bin("/", lit(1.0, F), L, F)
         if p.empty_row != "nan":
@@ -943,7 +944,7 @@ class _Kernel:
             if had_key is not None:
                 empty = ir.Bin("and", empty, ir.Un("not", had_key, "bool"), "bool")
             inv = ir.Select(empty, ZERO, inv, F)
-        if first and p.form in ONLINE_FORMS + ("flash",):
+        if first and p.form in ONLINE_FORMS + ("flash",) and not dead_in_sum:
             fn = self.ref("_fn")
             dead = ir.Bin("<", self.ref("_fa"), fn, "bool")
             if p.form == "flash":           # (no key condition: _fa is key 0)

@@ -47,7 +47,7 @@ from .. import cir
 from ..launch import ir
 from ..launch.scalar import NotScalar, buffer_params, cast, lit, user_name
 from ..passes import recognise
-from .attention import ONLINE_FORMS, AttentionParams, _alive, _Kernel, _widths
+from .attention import NAN, ONLINE_FORMS, AttentionParams, _alive, _Kernel, _widths
 from .base import kernel_name
 
 F = "f32"
@@ -268,12 +268,14 @@ class _MmaKernel(_Kernel):
         self.T = 32 * self.NW
         self.D = lit(D, idx)
         self.full = int(recognise.launch_value(p.n_keys, self.low.sizes)) % BK == 0
-        # the first keys kept (`tracks_first`): the first admitted one only under a key
-        # condition other than a causal one (key 0 is every query's first otherwise), the
-        # first not -inf only where an online form's or flash's result turns on it
-        self.firsts = () if not self.tracks_first else tuple(a for a, kept in (
-            ("_fai", p.mask is not None and not p.causal),
-            ("_fni", p.form in ONLINE_FORMS + ("flash",))) if kept)
+        # the first keys kept (`tracks_first`) under a key condition other than a causal
+        # one: the first admitted, and where an online form's or flash's result turns on
+        # it the first not -inf. Otherwise key 0 is every query's first, and such a row's
+        # NaN goes into its sum in the tile that decides it (`poisons`)
+        keyed = self.tracks_first and p.mask is not None and not p.causal
+        online = p.form in ONLINE_FORMS + ("flash",)
+        self.firsts = ("_fai", "_fni") if keyed and online else ("_fai",) if keyed else ()
+        self.poisons = self.tracks_first and online and not keyed
         r = self.ref
         B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
         scale = ir.Bin("*", low.operand(p.scale, F), lit(LOG2E, F), F)
@@ -506,13 +508,48 @@ class _MmaKernel(_Kernel):
         ok = self.admitted()
         p, r = self.shape.p, self.ref
         if ok is None or (p.mask is not None and not p.causal):
-            return self.softmax(ok)
+            return self.poison() + self.softmax(ok)
         last = self.add(r("_k0"), self.i(self.BK - 1))
         test = None if self.full else ir.Bin(">=", last, r("_SK"), "bool")
         if p.causal:
             diagonal = ir.Bin(">", last, r("_q0"), "bool")
             test = diagonal if test is None else ir.Bin("or", diagonal, test, "bool")
-        return [ir.If(test, tuple(self.softmax(ok)), tuple(self.softmax(None)))]
+        return self.poison() + [ir.If(test, tuple(self.softmax(ok)), tuple(self.softmax(None)))]
+
+    def poison(self) -> list:
+        """An online form's row whose key 0 scores -inf, flash's whose first key block does
+        throughout (where key 0 is every query's first, `poisons`), is NaN as the loops'
+        first update exp(-inf - -inf) makes it: in the tile where those keys end, before
+        its softmax, its sum is made NaN (the NaN stays in it)."""
+        if not self.poisons:
+            return []
+        r, idx, p = self.ref, self.idx, self.shape.p
+        limit = self.i(p.block_kv if p.form == "flash" else 1)
+        mf = ir.Ref("_mf", F)
+
+        def row(mi, rh):
+            slot = self.add(self.mul(mi, self.i(2)), rh)
+            qi = self.add(r("_q0"), r("_wq"), self.mul(mi, self.i(16)), r("_g"), self.mul(rh, self.i(8)))
+
+            def first(j, c):        # a key of the first block, in range and admitted
+                key = self.add(r("_k0"), self.mul(j, self.i(8)), self.mul(r("_t4"), self.i(2)), c)
+                at = self.add(self.mul(self.add(self.mul(mi, self.i(self.NT)), j), self.i(4)), self.mul(rh, self.i(2)), c)
+                ok = ir.Bin("and", ir.Bin("<", key, limit, "bool"), ir.Bin("<", key, r("_SK"), "bool"), "bool")
+                if p.causal:
+                    ok = ir.Bin("and", ok, ir.Bin("<=", key, qi, "bool"), "bool")
+                score = ir.Bin("*", ir.Load("_sc", at, F), ir.Ref("_scale", F), F)
+                return [ir.Set("_mf", ir.Select(ok, ir.Math("max", (mf, score), F), mf, F))]
+            # (the maximum of the earlier tiles, all of the block, is -inf too)
+            dead = ir.Bin("and", ir.Un("not", _alive(ir.Collective("max", mf, "warp", F, 4)), "bool"),
+                          ir.Un("not", _alive(ir.Load("_mrow", slot, F)), "bool"), "bool")
+            return [ir.Decl("_mf", F, NEG, True),
+                    self.loop("_nt", self.NT, lambda j: [self.loop("_c", 2, lambda c: first(j, c))]),
+                    ir.If(dead, (ir.Store("_lrow", slot, NAN),))]
+        # the tile where the block ends (it may span several)
+        end = self.add(r("_k0"), self.i(self.BK))
+        last = ir.Bin("or", ir.Bin(">=", end, limit, "bool"), ir.Bin(">=", end, r("_SK"), "bool"), "bool")
+        return [ir.If(ir.Bin("and", ir.Bin("<", r("_k0"), limit, "bool"), last, "bool"), (
+            self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))]),))]
 
     def softmax(self, ok) -> list:
         """Per row the lane holds (query g + 8 rh of each m16 tile): scale and mask (where
@@ -550,16 +587,6 @@ class _MmaKernel(_Kernel):
                         ("_fai", ok), ("_fni", _alive(s(j, c)))) if a in self.firsts]
                 return pre + put + [ir.Set("_mx", running(ir.Ref("_mx", F), s(j, c)))]
 
-            def first_alive() -> list:
-                # key 0 is every query's first (no condition, or a causal one): only the
-                # keys of the first tile (online forms) or flash's first block matter
-                if self.firsts != ("_fni",):
-                    return []
-                key = lambda j, c: self.add(r("_k0"), self.mul(j, self.i(8)), self.mul(r("_t4"), self.i(2)), c)
-                limit = p.block_kv if p.form == "flash" else 1
-                return [ir.If(ir.Bin("<", r("_k0"), self.i(limit), "bool"), (
-                    each(lambda j, c: [self.note_row("_fni", slot, key(j, c), _alive(s(j, c)))]),))]
-
             def weight(j, c):
                 if fold:            # s c - m c: one FMA; a masked score (-inf) weighs 0
                     e = ir.Bin("-", scaled(s(j, c)), ir.Ref("_ms", F), F)
@@ -590,7 +617,7 @@ class _MmaKernel(_Kernel):
                 ir.Decl("_qi", idx, self.add(r("_q0"), r("_wq"), self.mul(mi, self.i(16)), r("_g"),
                                              self.mul(rh, self.i(8)))),
                 ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
-                ir.Decl("_mx", F, NEG, True), each(mask), *first_alive(),
+                ir.Decl("_mx", F, NEG, True), each(mask),
                 ir.Set("_mx", ir.Collective("max", ir.Ref("_mx", F), "warp", F, 4)),
                 ir.Decl("_mn", F, larger(old, ir.Ref("_mx", F))), *factor,
                 ir.Decl("_rs", F, ZERO, True), each(weight), *pack,
@@ -679,7 +706,7 @@ class _MmaKernel(_Kernel):
                     *self.first_of_row(slot, 4, self.firsts),
                     ir.Decl("_qi", idx, qi),
                     ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (
-                        ir.Decl("_inv", F, self.reciprocal(ir.Ref("_L", F), self.tracks_first)), stores))]
+                        ir.Decl("_inv", F, self.reciprocal(ir.Ref("_L", F), self.tracks_first, self.poisons)), stores))]
         return [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]
 
 

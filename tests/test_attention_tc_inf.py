@@ -121,17 +121,19 @@ def test_every_admitted_score_minus_inf_under_a_mask(kind):
 
 
 @pytest.mark.parametrize("kind", KERNELS)
-@pytest.mark.parametrize("bk,minus_inf,S", [(24, 24, 70), (24, 23, 70), (64, 64, 150), (128, 128, 150),
+@pytest.mark.parametrize("bk,minus_inf,S", [(24, 24, 70), (24, 23, 70), (20, 20, 70), (20, 19, 70),
+                                             (64, 37, 37), (64, 36, 37), (64, 64, 150), (128, 128, 150),
                                              (128, 100, 150)])
 def test_flash_first_block_of_minus_inf(kind, bk, minus_inf, S):
-    """Flash blocks of `bk` keys (less than a tile, one tile, two of 64): the first
-    `minus_inf` keys -inf make every row NaN where they fill the first block."""
+    """Flash blocks of `bk` keys (less than a tile, not a multiple of 8, more than the
+    keys, one tile, two of 64): the first `minus_inf` keys -inf make every row NaN where
+    they fill the first block."""
     D = 64
     a = inputs(1, S, D, (list(range(minus_inf)),))
     with _quiet():
         s = dots(a["Q"], a["K"]) * 0.125
     want = flash_numpy(s, a["V"].astype(np.float64), bk)
-    assert np.isnan(want).all() if minus_inf >= bk else not np.isnan(want).any()
+    assert np.isnan(want).all() if minus_inf >= min(bk, S) else not np.isnan(want).any()
     src = flash_source(64, bk)
     same(emulated(kind, src, a, D), want)
 

@@ -523,9 +523,14 @@ class _MmaKernel(_Kernel):
         its softmax, its sum is made NaN (the NaN stays in it)."""
         if not self.poisons:
             return []
-        r, idx, p = self.ref, self.idx, self.shape.p
-        limit = self.i(p.block_kv if p.form == "flash" else 1)
+        r, p = self.ref, self.shape.p
+        # the first block's keys, in range (the sizes are baked in)
+        block = min(p.block_kv if p.form == "flash" else 1,
+                    int(recognise.launch_value(p.n_keys, self.low.sizes)))
+        one_tile = block <= self.BK
         mf = ir.Ref("_mf", F)
+        # the raw scores where the scale is known not negative
+        score = (lambda x: x) if self.P.fold_scale else (lambda x: ir.Bin("*", x, ir.Ref("_scale", F), F))
 
         def row(mi, rh):
             slot = self.add(self.mul(mi, self.i(2)), rh)
@@ -534,22 +539,27 @@ class _MmaKernel(_Kernel):
             def first(j, c):        # a key of the first block, in range and admitted
                 key = self.add(r("_k0"), self.mul(j, self.i(8)), self.mul(r("_t4"), self.i(2)), c)
                 at = self.add(self.mul(self.add(self.mul(mi, self.i(self.NT)), j), self.i(4)), self.mul(rh, self.i(2)), c)
-                ok = ir.Bin("and", ir.Bin("<", key, limit, "bool"), ir.Bin("<", key, r("_SK"), "bool"), "bool")
+                ok = None if one_tile and (j.value + 1) * 8 <= block else ir.Bin("<", key, self.i(block), "bool")
                 if p.causal:
-                    ok = ir.Bin("and", ok, ir.Bin("<=", key, qi, "bool"), "bool")
-                score = ir.Bin("*", ir.Load("_sc", at, F), ir.Ref("_scale", F), F)
-                return [ir.Set("_mf", ir.Select(ok, ir.Math("max", (mf, score), F), mf, F))]
+                    causal = ir.Bin("<=", key, qi, "bool")
+                    ok = causal if ok is None else ir.Bin("and", ok, causal, "bool")
+                larger = ir.Math("max", (mf, score(ir.Load("_sc", at, F))), F)
+                return [ir.Set("_mf", larger if ok is None else ir.Select(ok, larger, mf, F))]
             # (the maximum of the earlier tiles, all of the block, is -inf too)
-            dead = ir.Bin("and", ir.Un("not", _alive(ir.Collective("max", mf, "warp", F, 4)), "bool"),
-                          ir.Un("not", _alive(ir.Load("_mrow", slot, F)), "bool"), "bool")
+            dead = ir.Un("not", _alive(ir.Collective("max", mf, "warp", F, 4)), "bool")
+            if not one_tile:
+                dead = ir.Bin("and", dead, ir.Un("not", _alive(ir.Load("_mrow", slot, F)), "bool"), "bool")
+            n8 = -(-block // 8) if one_tile else self.NT       # the n8 tiles that hold those keys
             return [ir.Decl("_mf", F, NEG, True),
-                    self.loop("_nt", self.NT, lambda j: [self.loop("_c", 2, lambda c: first(j, c))]),
+                    *[st for j in range(n8) for c in (0, 1) for st in first(self.i(j), self.i(c))],
                     ir.If(dead, (ir.Store("_lrow", slot, NAN),))]
-        # the tile where the block ends (it may span several)
+        rows = self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])
+        if one_tile:
+            return [ir.If(ir.Bin("==", r("_k0"), self.i(0), "bool"), (rows,))]
+        # the tile where the block ends
         end = self.add(r("_k0"), self.i(self.BK))
-        last = ir.Bin("or", ir.Bin(">=", end, limit, "bool"), ir.Bin(">=", end, r("_SK"), "bool"), "bool")
-        return [ir.If(ir.Bin("and", ir.Bin("<", r("_k0"), limit, "bool"), last, "bool"), (
-            self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))]),))]
+        return [ir.If(ir.Bin("and", ir.Bin("<", r("_k0"), self.i(block), "bool"),
+                             ir.Bin(">=", end, self.i(block), "bool"), "bool"), (rows,))]
 
     def softmax(self, ok) -> list:
         """Per row the lane holds (query g + 8 rh of each m16 tile): scale and mask (where

@@ -208,8 +208,12 @@ class WgslDialect:
             return self.binary("!=", text, self.zero(src), src, "bool")
         if src == "bool":
             return f"select({self.zero(dst)}, {self.lit(1, dst)}, {text})"
+        if dst == "f16" and src == "f64":
+            # through f32 rounded to odd, so that the second rounding is numpy's one
+            text, src = f"{self.need('zyn_f32_odd')}({text})", "f32"
         if dst == "bf16":
-            return f"{self.need('zyn_bf16')}({text})" if src != "bf16" else text
+            # from f64 through f32 (rounded twice, as torch's conversion is)
+            return f"{self.need('zyn_bf16')}({self.cast(text, src, 'f32')})" if src != "bf16" else text
         if dst == "f16" and src != "f16":
             # rounded by the helper first: a driver may fold f32(f16(x)) back into x
             rounded = f"{self.need('zyn_f16')}({self.cast(text, src, 'f32')})"
@@ -599,7 +603,7 @@ def _deps(name: str) -> tuple:
         return ("zyn_fail",)
     if name in ("zyn_max_f32", "zyn_min_f32", "zyn_max_f64", "zyn_min_f64"):
         return ("zyn_isnan_" + name[-3:],)
-    if name == "zyn_isnan_f64":
+    if name in ("zyn_isnan_f64", "zyn_f32_odd"):
         return ("zyn_isnan_f32",)
     if name == "zyn_fmod_f64":
         return ("zyn_isnan_f64",)
@@ -940,6 +944,16 @@ fn zyn_f16(x: f32) -> f32 {
     // flush these subnormals to zero (WGSL allows it; llvmpipe does)
     if (abs(x) < 0.00006103515625f) { return round(x * 16777216.0f) * 0.000000059604644775390625f; }
     return quantizeToF16(x); }""",
+    "zyn_f32_odd": """\
+// f64 to f32 rounded to odd (an inexact result's last bit set): rounded again to f16 it
+// is x's nearest, where two roundings to nearest are not (1 + 2^-11 + 2^-40 went
+// to 1 + 2^-11, a tie, then to 1: numpy's f16 is 1 + 2^-10). Past f32 an infinity.
+fn zyn_f32_odd(x: f64) -> f32 {
+    if (abs(x) > f64(3.4028234663852886e38)) { return select(bitcast<f32>(0xff800000u), bitcast<f32>(0x7f800000u), x > f64(0.0)); }
+    let f = f32(x);
+    let u = bitcast<u32>(f);
+    if (zyn_isnan_f32(f) || (u & 1u) == 1u || f64(f) == x) { return f; }
+    return bitcast<f32>(select(u + 1u, u - 1u, abs(f64(f)) > abs(x))); }""",
     "zyn_bf16": """\
 // f32 rounded to the nearest bfloat16 (ties to even), held in an f32
 fn zyn_bf16(x: f32) -> f32 {

@@ -1,0 +1,63 @@
+"""WebGPU (llvmpipe's `vulkan:0` and `gl:0`) against numpy, next to the reference and the
+C++ device: conversions of f64 to f16 and bf16."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLError
+from compute_testing import assert_equals_numpy, wanted_devices
+
+DEVICES = wanted_devices()
+
+
+def _host(v):
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+
+
+def _elementwise(expr, inputs="a"):
+    return f"let y = compute({inputs}) {{\n    for k in 0..n:\n        out[k] = {expr}\n}}\ny\n"
+
+
+def _run_f64(src, device, **inputs):
+    """The block's value; None where the adapter has no `shader-f64` and says so."""
+    if device == "gl:0":
+        with pytest.raises(ZynMLError, match="shader-f64"):
+            _host(zynbook.run(src, device=device, **inputs))
+        return None
+    return _host(zynbook.run(src, device=device, **inputs))
+
+
+_F64_TO_HALF = np.float64([
+    1 + 2.0 ** -11 + 2.0 ** -40, -(1 + 2.0 ** -11 + 2.0 ** -40), 1 + 2.0 ** -11,
+    2.0 ** -25 + 2.0 ** -60, 1.5 * 2.0 ** -24, 65519.99, 65520.0, 1e300, -1e40, -1e-300,
+    np.nan, -np.inf, 3.0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_f64_to_f16_is_rounded_once(device):
+    """numpy rounds an f64 to the nearest f16: WebGPU went through the nearest f32, where a
+    value just past a tie of f16's became the tie and then went to even (1 + 2^-11 + 2^-40
+    gave 1, 2^-25 + 2^-60 gave 0). Now through f32 rounded to odd."""
+    got = _run_f64(_elementwise("f16(a[k])"), device, a=_F64_TO_HALF)
+    if got is not None:
+        assert got.dtype == np.float16
+        with np.errstate(over="ignore"):
+            assert_equals_numpy(got, _F64_TO_HALF.astype(np.float16), 0)
+
+
+def _torch_bf16(x):
+    """torch's bf16 of an f64: through f32, as ZynBook's is."""
+    torch = pytest.importorskip("torch")
+    return torch.tensor(x).to(torch.bfloat16).to(torch.float32).numpy()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_f64_to_bf16_compiles(device):
+    """bf16(x) of an f64 x passed the f64 to the f32 rounding helper: the WGSL did not
+    validate."""
+    x = np.float64([1 + 2.0 ** -8 + 2.0 ** -40, 3.0, -2.5e-3, 1e300, 2.0 ** -130, np.nan])
+    got = _run_f64(_elementwise("bf16(a[k])"), device, a=x)
+    if got is not None:
+        assert_equals_numpy(got, _torch_bf16(x), 0)

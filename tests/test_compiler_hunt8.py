@@ -189,3 +189,27 @@ def test_a_name_like_an_axis_size_is_the_program_s_own(device, src, inputs, want
     compiled ones for a float) and an input named `x_d0` beside `x` did not compile on
     WebGPU."""
     assert_equals_numpy(_run(device, src, **inputs), want, 0)
+
+
+# ------------------------------------------------ out[...] += reads out in out's dtype
+
+_X5 = np.float32([1.5, -2.0, 3.25, 0.0, 7.0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, inputs, want", [
+    ("out[i] += x[i]\n        out[i] += 1", {"x": _X5}, _X5 + 1),
+    ("out[i] += x[i]\n        out[i] -= 2\n        out[i] *= 3", {"x": _X5}, (_X5 - 2) * 3),
+    ("out[i] += x[i]\n        out[i] += 2049", {"x": _X5.astype(np.float16)},
+     _X5.astype(np.float16) + np.float16(2049)),
+    ("out[i] = k[i]\n        out[i] += x[i]",
+     {"x": _X5, "k": np.int32([1, 2, 3, 4, 5])}, np.float32([1, 2, 3, 4, 5]) + _X5),
+    ("if x[i] > 0.0:\n            out[i] += x[i] * 0.5\n        out[i] += 1",
+     {"x": _X5}, np.where(_X5 > 0, _X5 * 0.5, 0).astype(np.float32) + 1),
+])
+def test_an_accumulation_into_out_reads_out_in_its_dtype(device, body, inputs, want):
+    """`out[i] += 1` read out as an i32 (the type of the value added), so after `out[i] +=
+    x[i]` of f32 values 1.5 + 1 was 2 on every device: out is read in its own dtype, the
+    promoted dtype of everything written to it."""
+    names = ", ".join(inputs)
+    assert_equals_numpy(_run(device, _block(body, inputs=names), **inputs), want, 0)

@@ -174,9 +174,12 @@ class _Binding:
 
 class _Lowering:
     def __init__(self, node: A.Compute, inputs: list, scalars: dict, name: str, source: str,
-                 extra_annotations: list, reserved: frozenset = frozenset()):
+                 extra_annotations: list, reserved: frozenset = frozenset(),
+                 out_dtype: str | None = None):
         self.node = node
         self.reserved = reserved           # names of sizes and scalars no local may take
+        self.out_dtype = out_dtype         # out's dtype, which `out[...] += v` reads out in
+        self.out_reads: set = set()        # the dtypes `out[...] += v` read out in
         self.kernel_name = name
         self.source = source
         self.inputs = inputs
@@ -632,7 +635,9 @@ class _Lowering:
             index = tuple(self.index_item(it) for it in target.items)
             value = self.expr(s.value)
             if s.op != "=":
-                value = self._compound(s.op, cir.Load("out", index, value.ty, _item_spans(target)),
+                old = cir.Ty(self.out_dtype or value.ty.dtype, value.ty.shape)
+                self.out_reads.add(old.dtype)
+                value = self._compound(s.op, cir.Load("out", index, old, _item_spans(target)),
                                        value, s.span, s.value.span)
             for it, item in zip(index, target.items):
                 if not isinstance(it, cir.Span) and not is_int(it.ty.dtype):
@@ -1828,11 +1833,17 @@ def lower_compute(node: A.Compute, inputs: list, scalars: dict, name: str = "ker
                   source: str = "", extra_annotations: list = ()) -> LoweredKernel:
     """Lower a compute block given its inputs' signatures and the dtypes of host scalars
     its body may name (free names absent from `scalars` are sizes to infer)."""
-    reserved = frozenset()
+    reserved, out_dtype = frozenset(), None
     while True:
         lowering = _Lowering(node, inputs, scalars, name, source, list(extra_annotations),
-                             reserved)
+                             reserved, out_dtype)
         lowered = lowering.run()
+        # `out[i] += v` reads out in its dtype, which every write gives (out[i] += x[i] then
+        # out[i] += 1 on f32 x added 1 to out truncated to i32): lowered again with it
+        final = lowered.kernel.output.dtype
+        if lowering.out_reads - {final}:
+            out_dtype = final
+            continue
         # a local or loop variable named as a size or scalar the body also reads (`for K in
         # 0..K`, a size met only after a local took its name): renderers see one flat
         # namespace, so the locals are renamed apart and the block lowered again

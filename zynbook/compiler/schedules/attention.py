@@ -813,6 +813,23 @@ class _Kernel:
         p = self.shape.p
         return p.form in ONLINE_FORMS + ("flash",) or (p.mask is not None and p.empty_row != "nan")
 
+    @property
+    def kept_firsts(self) -> tuple:
+        """Which first keys a query needs (`tracks_first`): its first admitted one (`_fai`)
+        only under a key condition other than a causal one (key 0 is every query's first
+        otherwise), its first not -inf (`_fni`) only where an online form's or flash's
+        result turns on it."""
+        p = self.shape.p
+        if not self.tracks_first:
+            return ()
+        return ((("_fai",) if p.mask is not None and not p.causal else ())
+                + (("_fni",) if p.form in ONLINE_FORMS + ("flash",) else ()))
+
+    def first_limit(self) -> int:
+        """Where key 0 is every query's first, the keys past which none decides `_fni`'s
+        test: an online form's first, flash's first block."""
+        return self.shape.p.block_kv if self.shape.p.form == "flash" else 1
+
     def first_rows(self, rows: int, kept=("_fai", "_fni")) -> list:
         """A thread's first keys (`tracks_first`) of each of its `rows` rows, none yet:
         `_fai` admitted, `_fni` admitted and not -inf (those `kept`)."""
@@ -1027,7 +1044,7 @@ class _Products(_Kernel):
                  ir.Array("_kr", F, kv_regs), ir.Array("_vr", F, kv_regs),
                  ir.Array("_o", F, R * TD), ir.Array("_mi", F, R), ir.Array("_li", F, R),
                  self.loop("_i", R, lambda i: [ir.Store("_mi", i, NEG), ir.Store("_li", i, ZERO)]),
-                 *self.first_rows(R),
+                 *self.first_rows(R, self.kept_firsts),
                  self.loop("_i", R * TD, lambda i: [ir.Store("_o", i, ZERO)]),
                  ir.Decl("_next", idx, self.i(0), True)]
         if P.prefetch:
@@ -1177,9 +1194,14 @@ class _Products(_Kernel):
         raw = s()
         biased = self.scored(raw, LOG2E if self.P.exp2 else 1.0)
         mask = [] if ok is None and biased is raw else [put(biased if ok is None else ir.Select(ok, biased, NEG, F))]
-        if self.tracks_first:       # (a key not admitted scores -inf by now)
-            i, j = self.ref("_i"), self.ref("_j")
-            mask += [self.note_row("_fai", i, j, ok), self.note_row("_fni", i, j, _alive(s()))]
+        kept, i, j = self.kept_firsts, self.ref("_i"), self.ref("_j")
+        alive_first = [self.note_row("_fni", i, j, _alive(s()))]
+        first_alive = []
+        if "_fai" in kept:          # (a key not admitted scores -inf by now)
+            mask += [self.note_row("_fai", i, j, ok)] + (alive_first if "_fni" in kept else [])
+        elif kept:                  # key 0 every query's first: the first tiles alone decide
+            first_alive = [ir.If(ir.Bin("<", r("_k0"), self.i(self.first_limit()), "bool"), (
+                self.loop("_jj", C, lambda _: keys + alive_first),))]
         exp = lambda x: ir.Math(self.exp, (x,), F)
         mx = ir.Ref("_mx", F)
         mn = ir.Ref("_mn", F)
@@ -1191,6 +1213,7 @@ class _Products(_Kernel):
                ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
                ir.Decl("_mx", F, NEG, True),
                self.loop("_jj", C, lambda _: keys + mask + [ir.Set("_mx", larger(mx, s()))]),
+               *first_alive,
                ir.Set("_mx", ir.Collective("max", mx, "warp", F, W)),
                # each exponential computed before its select (a select of a value, not a
                # branch around the exponential: the row's exponentials then interleave)
@@ -1253,6 +1276,6 @@ class _Products(_Kernel):
         put = self.loop("_dd", TD, lambda dd: [ir.Store(user_name(out.name), self.add(row, dd), cast(
             self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F), ir.Ref("_inv", F)), out.dtype))])
         return [self.loop("_i", self.R, lambda i: [
-            *self.first_of_row(i, self.NTX),
+            *self.first_of_row(i, self.NTX, self.kept_firsts),
             ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(self.R)), i)),
             ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (ir.Decl("_inv", F, inv), put))])]

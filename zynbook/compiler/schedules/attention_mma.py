@@ -47,7 +47,7 @@ from .. import cir
 from ..launch import ir
 from ..launch.scalar import NotScalar, buffer_params, cast, lit, user_name
 from ..passes import recognise
-from .attention import NAN, ONLINE_FORMS, AttentionParams, _alive, _Kernel, _widths
+from .attention import NAN, AttentionParams, _alive, _Kernel, _widths
 from .base import kernel_name
 
 F = "f32"
@@ -268,14 +268,12 @@ class _MmaKernel(_Kernel):
         self.T = 32 * self.NW
         self.D = lit(D, idx)
         self.full = int(recognise.launch_value(p.n_keys, self.low.sizes)) % BK == 0
-        # the first keys kept (`tracks_first`) under a key condition other than a causal
-        # one: the first admitted, and where an online form's or flash's result turns on
-        # it the first not -inf. Otherwise key 0 is every query's first, and such a row's
-        # NaN goes into its sum in the tile that decides it (`poisons`)
-        keyed = self.tracks_first and p.mask is not None and not p.causal
-        online = p.form in ONLINE_FORMS + ("flash",)
-        self.firsts = ("_fai", "_fni") if keyed and online else ("_fai",) if keyed else ()
-        self.poisons = self.tracks_first and online and not keyed
+        # the first keys kept where the key condition is one other than a causal one;
+        # otherwise key 0 is every query's first, and a row that `_fni` would make NaN has
+        # its NaN put into its sum in the tile that decides it (`poisons`)
+        kept = self.kept_firsts
+        self.firsts = kept if "_fai" in kept else ()
+        self.poisons = kept == ("_fni",)
         r = self.ref
         B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
         scale = ir.Bin("*", low.operand(p.scale, F), lit(LOG2E, F), F)
@@ -525,8 +523,7 @@ class _MmaKernel(_Kernel):
             return []
         r, p = self.ref, self.shape.p
         # the first block's keys, in range (the sizes are baked in)
-        block = min(p.block_kv if p.form == "flash" else 1,
-                    int(recognise.launch_value(p.n_keys, self.low.sizes)))
+        block = min(self.first_limit(), int(recognise.launch_value(p.n_keys, self.low.sizes)))
         one_tile = block <= self.BK
         mf = ir.Ref("_mf", F)
         # the raw scores where the scale is known not negative

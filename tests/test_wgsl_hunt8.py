@@ -61,3 +61,33 @@ def test_f64_to_bf16_compiles(device):
     got = _run_f64(_elementwise("bf16(a[k])"), device, a=x)
     if got is not None:
         assert_equals_numpy(got, _torch_bf16(x), 0)
+
+
+_NEG_INF_BASES = np.float32([-np.inf] * 8 + [-2.0, -0.5, np.inf, np.inf, -np.inf, -np.inf])
+_EXPONENTS = np.float32([0.5, -0.5, 2.5, -1.5, 3.0, -3.0, 2.0, 1e30, 0.5, -2.5, 0.5, -0.5,
+                         np.inf, -np.inf])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_minus_infinity_to_a_power_that_is_not_whole(device, dtype):
+    """numpy's power (C's pow) of -inf to a power that is not a whole number is inf, or 0
+    for a negative one; WebGPU gave NaN, as for a finite negative base."""
+    with np.errstate(over="ignore"):      # 1e30 is inf in f16
+        a, b = _NEG_INF_BASES.astype(dtype), _EXPONENTS.astype(dtype)
+    src = "let y = compute(a, b) {\n    for k in 0..n:\n        out[k] = a[k] ** b[k]\n}\ny\n"
+    with np.errstate(all="ignore"):
+        w = np.power(a, b)
+    got = _host(zynbook.run(src, device=device, a=a, b=b))
+    assert got.dtype == dtype
+    assert_equals_numpy(got, w, 0)
+    np.testing.assert_array_equal(np.signbit(got[~np.isnan(w)]), np.signbit(w[~np.isnan(w)]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("exponent", ["2.5", "-0.5", "-1.5"])
+def test_minus_infinity_to_a_literal_power(device, exponent):
+    a = np.float32([-np.inf, -2.0, np.inf, 4.0])
+    with np.errstate(all="ignore"):
+        w = np.power(a, np.full(a.shape, float(exponent), np.float32))
+    assert_equals_numpy(_host(zynbook.run(_elementwise(f"a[k] ** {exponent}"), device=device, a=a)), w, 0)

@@ -812,7 +812,10 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
         if (abs(r) > 1.17549435e-38f && abs(r) < 3.40282347e+38f) { return 1.0f / r; }
     }
     if (a < 0.0f) {
-        if (b != floor(b)) { return bitcast<f32>(0x7fc00000u); }
+        if (b != floor(b)) {
+            // -inf to a power that is not whole is inf or 0 (a finite base: NaN)
+            let ninf = a == bitcast<f32>(0xff800000u);
+            return select(bitcast<f32>(0x7fc00000u), select(0.0f, bitcast<f32>(0x7f800000u), b > 0.0f), ninf); }
         if (a == -1.0f && abs(b) == bitcast<f32>(0x7f800000u)) { return 1.0f; }
         let r = pow(-a, b);
         return select(r, -r, abs(b) < 16777216.0f && (i32(b) & 1i) == 1i);

@@ -213,3 +213,22 @@ def test_an_accumulation_into_out_reads_out_in_its_dtype(device, body, inputs, w
     promoted dtype of everything written to it."""
     names = ", ".join(inputs)
     assert_equals_numpy(_run(device, _block(body, inputs=names), **inputs), want, 0)
+
+
+_H5B = np.float16([1.0, 2.0, 3.0, -1.0, 2048.0])
+_A5 = np.int8([1, -128, 127, 5, 0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, inputs, want", [
+    ("out[i] = x[i]\n        out[i] += 1.0", {"x": _H5B}, _H5B + np.float16(1)),
+    ("out[i] += x[i]\n        out[i] += 1.0", {"x": _H5B}, _H5B + np.float16(1)),
+    ("out[i] = x[i]\n        out[i] += 1", {"x": _A5}, _A5 + np.int8(1)),
+    ("out[i] += x[i]\n        out[i] *= 2", {"x": _A5}, _A5 * np.int8(2)),
+    ("out[i] = x[i] > 0\n        out[i] += 1", {"x": _A5}, (_A5 > 0).astype(np.int32) + 1),
+])
+def test_a_literal_added_to_out_takes_out_s_dtype(device, body, inputs, want):
+    """`out[i] += 1.0` after f16 writes made out f32 (and `out[i] += 1` after i8 ones i32):
+    the literal is weak, so out keeps the dtype of its other writes and the sum wraps or
+    rounds there, as numpy's `out += 1.0` on an f16 array does; a bool out counts as i32."""
+    assert_equals_numpy(_run(device, _block(body), **inputs), want, 0)

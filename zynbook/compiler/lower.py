@@ -180,6 +180,7 @@ class _Lowering:
         self.reserved = reserved           # names of sizes and scalars no local may take
         self.out_dtype = out_dtype         # out's dtype, which `out[...] += v` reads out in
         self.out_reads: set = set()        # the dtypes `out[...] += v` read out in
+        self.weak_out_stores: set = set()  # ids of the values `out[...] += weak` stores
         self.kernel_name = name
         self.source = source
         self.inputs = inputs
@@ -635,10 +636,13 @@ class _Lowering:
             index = tuple(self.index_item(it) for it in target.items)
             value = self.expr(s.value)
             if s.op != "=":
+                weak = self._is_weak(value)
                 old = cir.Ty(self.out_dtype or value.ty.dtype, value.ty.shape)
                 self.out_reads.add(old.dtype)
                 value = self._compound(s.op, cir.Load("out", index, old, _item_spans(target)),
                                        value, s.span, s.value.span)
+                if weak:        # (out[i] += 1.0 takes out's dtype, as a literal does)
+                    self.weak_out_stores.add(id(value))
             for it, item in zip(index, target.items):
                 if not isinstance(it, cir.Span) and not is_int(it.ty.dtype):
                     raise ZynMLTypeError(f"an index must be an integer, not {it.ty}", item.span)
@@ -1403,6 +1407,9 @@ class _Lowering:
         rank = None
         extents: list = []
         dtype = None
+        # (a bool out counts as i32 when a number is added to it, as arithmetic does)
+        typed = [v for _, v, *_ in self.out_stores
+                 if id(v) not in self.weak_out_stores and v.ty.dtype != "bool"]
         for index, value, span, loops, guards in self.out_stores:
             width = len(index) + len(value.ty.shape) - sum(isinstance(i, cir.Span) for i in index)
             if rank is None:
@@ -1410,8 +1417,9 @@ class _Lowering:
             elif width != rank:
                 raise ZynMLShapeError(f"out is written with {width} axes here but {rank} "
                                       "elsewhere", span)
-            dtype = value.ty.dtype if dtype is None else _store_dtype(dtype, value.ty.dtype,
-                                                                      self._is_weak(value))
+            if not (typed and id(value) in self.weak_out_stores):   # (that takes out's)
+                dtype = value.ty.dtype if dtype is None else \
+                    _store_dtype(dtype, value.ty.dtype, self._is_weak(value))
             ext = []
             for k, it in enumerate(index):
                 ext.append(self._extent(it, span, guards))

@@ -12,7 +12,11 @@ pair; NaN wins, then the smaller index on ties); the threads' accumulators then 
   stride along the row, a warp collective;
 * **block_rows** (longer rows, or argmin/argmax rows): one block per output;
 * **thread_rows** (`axis=` an outer loop, or the CPU): one thread per output, in order along
-  the axis (neighbouring threads read neighbouring elements).
+  the axis (neighbouring threads read neighbouring elements);
+* **positions** (`axis=` an outer loop whose kept loops run inside it behind statements the
+  nest does not reach, a `var` they carry): one thread per output runs the whole body as
+  written and combines only the yields at its own kept position (each output pays for
+  every yield, where no schedule can run one output's yields apart from the others').
 
 Sums of floats on the CPU accumulate in f64: as accurate as a GPU's tree at the speed of an
 in-order loop.
@@ -26,6 +30,7 @@ from .. import cir, errflag
 from ..launch import ir
 from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, host_expr, lit,
                               product_expr, user_name)
+from ..passes.loops import trip_count
 from ..targets import Target
 from .base import Builder, Params, Schedule, kernel_name, one_kernel, workgroup_threads
 from .collective import block_allreduce, combine_expr, identity, tree_rounds
@@ -38,7 +43,7 @@ _ARG = ("argmax", "argmin")
 
 @dataclass(frozen=True)
 class ReduceParams(Params):
-    layout: str = "whole"       # whole, warp_rows, block_rows, thread_rows
+    layout: str = "whole"       # whole, warp_rows, block_rows, thread_rows, positions
     threads: int = 256          # per block
     blocks: int = 1             # whole: blocks of the first launch (partials); 0: by the
                                 #   size, min(ceil(total / (threads * 4)), 1024), at launch
@@ -53,6 +58,16 @@ def _reduced_as_written(kernel, nest) -> bool:
     around = _loops_around_yield(nest.body, tuple(nest.loops))
     return around is not None and axis == len(nest.loops) == len(around) - 1 and \
         all(a is b for a, b in zip(around, nest.loops))
+
+
+def _by_position(kernel, nest) -> bool:
+    """Whether a yield sits under a loop the nest does not reach (`var run` before it), so
+    `axis=k` counts loops the nest does not have: each output then runs the body as written
+    and takes the yields at its own kept position."""
+    axis = kernel.kernel_type.param("axis")
+    return axis is not None and not _reduced_as_written(kernel, nest) and any(
+        isinstance(n, cir.Loop) and any(isinstance(y, cir.Yield) for y in cir.walk(n))
+        for n in cir.walk(nest.body))
 
 
 def _loops_around_yield(body, outer=()):
@@ -99,15 +114,10 @@ class Reduce(Schedule):
             return "a reduce kernel needs a `yield`"
         nest = yield_nest(kernel.body, sizes, target.symbolic_sizes)
         axis = kernel.kernel_type.param("axis")
-        if axis is not None and not (nest.loops and 0 <= int(axis) < len(nest.loops)) \
+        around = _loops_around_yield(kernel.body) or ()
+        if axis is not None and not 0 <= int(axis) < len(around) \
                 and not _reduced_as_written(kernel, nest):
             return f"reduce axis={axis} does not name one of the loops around the yield"
-        if axis is not None and not _reduced_as_written(kernel, nest) and any(
-                isinstance(n, cir.Loop) and any(isinstance(y, cir.Yield) for y in cir.walk(n))
-                for n in cir.walk(nest.body)):
-            # the kept and reduced loops are the nest's: a yield under a loop the nest does
-            # not reach would be reduced as if that loop were not there
-            return "a yield inside a loop the nest of loops around it does not reach"
         if any(isinstance(n, (cir.SharedAlloc, cir.Barrier)) for n in cir.walk(kernel.body)):
             return "shared arrays in a reduce kernel"
         return None
@@ -133,6 +143,11 @@ class Reduce(Schedule):
         cpu = target.max_threads == 1 and not target.symbolic_sizes
         if target.wide_sums and op == "+" and acc == "f32":
             acc = "f64"
+        if axis is not None and _by_position(kernel, nest):
+            if cpu:
+                blocks = max(1, min(8 * target.cores, 64))
+                return ReduceParams("positions", 1, blocks, 0, acc)
+            return ReduceParams("positions", min(256, target.max_threads), 0, 0, acc)
         if axis is not None and int(axis) >= len(nest.loops):
             # the reduced loop's bounds follow the kept loops (`for i, j in i..n`): one
             # thread per output runs it as written
@@ -171,6 +186,8 @@ class Reduce(Schedule):
             return [first]
         ts = [t for t in (32, 64, 128, 256, 512, 1024) if t <= target.max_threads]
         sym = target.symbolic_sizes
+        if first.layout == "positions":
+            return [first]
         if first.layout == "whole" and sym:
             out = [ReduceParams("whole", t, b, 0, first.acc) for t in ts for b in (0, 1, 3)]
         elif first.layout == "whole":
@@ -422,6 +439,44 @@ class _Builder(Builder):
         return one_kernel(self.k, params, body, p.threads, self.idx, what, grid,
                           self.sites.as_tuple(), f"{what} (reduce: {p.describe()})", self.sym)
 
+    def rows_by_position(self, params, line) -> ir.Program:
+        """One thread per output (the kept loops around the yields, flattened), running the
+        whole body as written and combining only the yields at its own kept position: the
+        kept loops sit behind statements the nest does not reach (a `var` carried along
+        them), so no output's yields can be run apart from the others'."""
+        p = self.p
+        around = _loops_around_yield(self.k.body)
+        kept = [lp for k, lp in enumerate(around) if k != self.axis]
+        low = self.lowering("_row")
+        head: list = []
+        exts = extents(low, kept) if self.sym else \
+            [self.i(trip_count(lp, self.sizes)) for lp in kept]
+        n_out = self.local("_nout", self.product(exts) if self.sym else
+                           prod(trip_count(lp, self.sizes) for lp in kept), head)
+        row = ir.Ref("_row", self.idx)
+        combine = low.on_yield
+
+        def on_yield(value, index, ln):
+            pos = self.i(0)
+            for lp, e in zip(kept, exts):
+                var = ir.Ref(*low.lookup(lp.var))
+                pos = ir.Bin("+", ir.Bin("*", pos, e, self.idx), cast(var, self.idx), self.idx)
+            mine = ir.Bin("==", pos, row, "bool")
+            return [ir.If(mine, tuple(combine(value, index, ln)), (), ln)]
+        low.on_yield = on_yield
+        inner = self.declare_acc() + list(low.stmts(self.k.body)) \
+            + [ir.Store(self.out_ident(), row, self.result())]
+        chunk = -(-n_out // p.blocks) if p.blocks and isinstance(n_out, int) else 0
+        head.append(spread("_row", n_out, p.threads, chunk, inner, self.idx, line))
+        host_n = self.product(self.host_counts(low, kept)) if self.sym else n_out
+        grid = p.blocks if chunk else ir.Math("max", (ir.Math("min", (
+            ir.ceildiv(self.i(host_n), p.threads), lit(self.t.max_blocks, self.idx)), self.idx),
+            lit(1, self.idx)), self.idx)
+        what = (f"reduce({self.op}, axis={self.axis}): one thread per output, the whole body "
+                "as written, its own yields combined")
+        return one_kernel(self.k, params, head, p.threads, self.idx, what, grid,
+                          self.sites.as_tuple(), f"{what} (reduce: {p.describe()})", self.sym)
+
     def local(self, name: str, value, head: list):
         """`value` (a number, or an expression declared once in `head` as `name`)."""
         if not isinstance(value, ir.Expr) or isinstance(value, (ir.Lit, ir.Ref)):
@@ -431,6 +486,8 @@ class _Builder(Builder):
 
     def rows(self, name, params, line) -> ir.Program:
         p, nest, ax = self.p, self.nest, self.axis
+        if p.layout == "positions":
+            return self.rows_by_position(params, line)
         if ax >= len(nest.loops):
             return self.rows_as_written(params, line)
         keep = [k for k in range(len(nest.loops)) if k != ax]

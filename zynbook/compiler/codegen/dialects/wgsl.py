@@ -737,14 +737,18 @@ fn zyn_log2_f32(x: f32) -> f32 {
 fn zyn_exp_f32(x: f32) -> f32 {
     // the builtin's error grows with |x| (3 + 2 |x| ulp: exp(-79.3) was off by 3.7e-6 of
     // itself): Cody-Waite's reduction to |r| <= ln 2 / 2, Cephes' expf polynomial, 2^n
-    if (!(x > -87.0f && x < 88.72f)) { return exp(x); }  // NaN, infinities, the ends
+    if (!(x > -104.0f && x < 88.8f)) { return exp(x); }  // NaN, infinities, 0 and inf
     let n = floor(x * 1.44269504088896341f + 0.5f);
     let r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
     let y = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
         + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * r * r + r + 1.0f;
     // 2^n as 2 * 2^(n - 1), its exponent bits set directly (n - 1 in -126..127; two
-    // ldexp calls made the WebGPU softmax on an H200 twice as slow)
-    return y * bitcast<f32>(u32(i32(n) + 126i) << 23u) * 2.0f; }""",
+    // ldexp calls made the WebGPU softmax on an H200 twice as slow); below (n from -150,
+    // a subnormal result, which llvmpipe's builtin flushed to 0, as it did exp(-86.99)
+    // where this cut off at -87 and 2^(n - 1) was 0) as 2^-63 * 2^(n + 63)
+    let low = n < -125.0f;
+    let e = u32(i32(n) + select(126i, 190i, low)) << 23u;
+    return y * bitcast<f32>(e) * select(2.0f, 1.0842021724855044e-19f, low); }""",
     "zyn_sigmoid_f32": "fn zyn_sigmoid_f32(x: f32) -> f32 { return 1.0f / (1.0f + zyn_exp_f32(-x)); }",
     "zyn_silu_f32": "fn zyn_silu_f32(x: f32) -> f32 { return x / (1.0f + zyn_exp_f32(-x)); }",
     "zyn_erf_f32": """\

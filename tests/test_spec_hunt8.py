@@ -91,3 +91,42 @@ def test_reduce_past_a_carried_var_on_the_gpu_targets(target):
     prog = schedules.build(k, {"cuda": cuda_target, "metal": metal_target}[target](), sz)
     assert prog.schedule.startswith("reduce"), prog.schedule
     assert_equals_numpy(emulate_kernel(prog, k, arrays, sz, sc), want, 0)
+
+
+# ------------------------------------ reduce kernels that yield numbers made from tiles
+
+_A, _B = _f32(33, 7), _f32(33, 7)
+
+_TILE_YIELDS = {
+    "sum_of_a_row": ("""let r = compute(a) {
+    @kernel reduce(+)
+    for i in 0..n:
+        let t = a[i] * 2.0
+        yield sqrt(sum(t * t))
+}
+r""", np.sqrt(((2 * _A.astype(np.float64)) ** 2).sum(1)).sum(), 1e-4),
+    "argmax_of_row_dots": ("""let r = compute(a, b) {
+    @kernel reduce(argmax)
+    for i in 0..n:
+        yield (dot(a[i], b[i]), i)
+}
+r""", np.int64((_A.astype(np.float64) * _B).sum(1).argmax()), 0),
+    "min_along_an_axis_of_row_maxima": ("""let r = compute(a) {
+    @kernel reduce(min, axis=0)
+    for i in 0..n, k in 0..3:
+        yield reduce(max, a[i]) * k
+}
+r""", (_A.max(1)[:, None] * np.arange(3)).min(0), 1e-5),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(_TILE_YIELDS))
+def test_a_reduce_kernel_yields_a_reduction_of_a_tile(name, device):
+    """`yield sum(x[i])`, `yield (dot(a[i], b[i]), i)`: one number a yield, as the reduce
+    kernel type asks, made from a row. The reference ran them; `cpu:native` and WebGPU
+    refused the kernel, listing every schedule's reason (the reduce schedule lowers scalars
+    only, and the pass writing tiles as loops refused any yield). The tiles are now loops
+    before the yield."""
+    src, want, tol = _TILE_YIELDS[name]
+    assert_equals_numpy(_run(device, src, a=_A, b=_B), want, tol)

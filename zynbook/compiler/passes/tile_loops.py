@@ -591,7 +591,12 @@ class _Rewriter:
                 raise TileRefusal("an atomic update with a tile value")
             return pre + [replace(s, value=value)]
         if isinstance(s, cir.Yield):
-            raise TileRefusal("a yield of a tile")
+            # a number made from tiles (`yield sum(x[i])`) is yielded after its loops
+            value = self.hoist(s.value, pre, line)
+            index = None if s.index is None else self.hoist(s.index, pre, line)
+            if self.is_tile(value) or (index is not None and self.is_tile(index)):
+                raise TileRefusal("a yield of a tile")
+            return pre + [replace(s, value=value, index=index)]
         return [s]
 
     def let_tile(self, s: cir.Let, value) -> list:

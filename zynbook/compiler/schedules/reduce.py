@@ -35,7 +35,7 @@ from ..targets import Target
 from .base import Builder, Params, Schedule, kernel_name, one_kernel, workgroup_threads
 from .collective import block_allreduce, combine_expr, identity, tree_rounds
 from .nest import (decompose, extents, first_thread, flat_index_dtype, loop_value, spread, thread,
-                   yield_nest)
+                   without_tiles, yield_nest)
 
 I64_MAX = 2 ** 63 - 1
 _ARG = ("argmax", "argmin")
@@ -85,6 +85,12 @@ def _loops_around_yield(body, outer=()):
     return None
 
 
+def _scalar(kernel, sizes):
+    """`kernel` with its tile values (`yield sum(x[i])`) written as scalar loops, where
+    `why_not` found that they can be."""
+    return without_tiles(kernel, {k: int(v) for k, v in sizes.items()})[0] or kernel
+
+
 def pow2_at_least(n: int, lo: int, hi: int) -> int:
     p = lo
     while p < n and p < hi:
@@ -112,6 +118,9 @@ class Reduce(Schedule):
             return "not a reduce kernel"
         if not any(isinstance(n, cir.Yield) for n in cir.walk(kernel.body)):
             return "a reduce kernel needs a `yield`"
+        kernel, why = without_tiles(kernel, sizes)
+        if why:
+            return why
         nest = yield_nest(kernel.body, sizes, target.symbolic_sizes)
         axis = kernel.kernel_type.param("axis")
         around = _loops_around_yield(kernel.body) or ()
@@ -125,6 +134,7 @@ class Reduce(Schedule):
     def default(self, kernel, target, sizes):
         """The layout by shape; a `@workgroup` of a power of two (a whole number of warps)
         sets the threads of a block."""
+        kernel = _scalar(kernel, sizes)
         p = self._by_shape(kernel, target, sizes)
         hint = workgroup_threads(kernel)
         if p.threads == 1 or hint < 32 or hint & (hint - 1) or hint > target.max_threads \
@@ -181,6 +191,7 @@ class Reduce(Schedule):
         return ReduceParams("block_rows", threads, 0, 0, acc)
 
     def space(self, kernel, target, sizes):
+        kernel = _scalar(kernel, sizes)
         first = self.default(kernel, target, sizes)
         if target.max_threads == 1:
             return [first]
@@ -207,7 +218,7 @@ class Reduce(Schedule):
         return [first] + [p for p in out if p != first]
 
     def build(self, kernel, target, sizes, params: ReduceParams) -> ir.Program:
-        return _Builder(kernel, target, sizes, params).program()
+        return _Builder(_scalar(kernel, sizes), target, sizes, params).program()
 
 
 class _Builder(Builder):

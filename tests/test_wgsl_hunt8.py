@@ -117,3 +117,22 @@ def test_exp_near_and_below_the_smallest_normal(device):
     assert _ulps(got[normal], w[normal]).max() <= 3
     tiny = np.isfinite(w) & ~normal
     assert _ulps(got[tiny], w[tiny]).max() <= 1
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_exp2_of_subnormal_results(device):
+    """exp2(x) for x below -126 is subnormal: llvmpipe's builtin flushed it to 0 (exp2(-140)
+    was 0, not 7.2e-43). Against exp2 in f64 rounded once to f32 (from -149.4: numpy's f32
+    exp2 gives 0 for 2^-149.99, whose nearest f32 is 2^-149, as the compiled devices')."""
+    x = np.concatenate([np.linspace(-149.4, -120.0, 2941),
+                        [-149.0, -150.1, -151.0, -126.0, 127.9, 128.0, -np.inf, np.inf, np.nan,
+                         0.0]]).astype(np.float32)
+    with np.errstate(over="ignore"):
+        w = np.exp2(x.astype(np.float64)).astype(np.float32)
+    got = _host(zynbook.run(_elementwise("exp2(a[k])"), device=device, a=x))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(w))
+    np.testing.assert_array_equal(got == 0, w == 0)
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(w))
+    finite = np.isfinite(w)
+    assert _ulps(got[finite], w[finite]).max() <= 3       # the builtin's own error

@@ -49,7 +49,7 @@ BIN_OPS = {"and": "&&", "or": "||"}
 ERR = "zyn_err"
 PARAMS = "zyn_p"
 
-_UNARY_BUILTINS = {"sin", "cos", "tan", "exp2", "sqrt", "floor", "ceil", "round", "abs"}
+_UNARY_BUILTINS = {"sin", "cos", "tan", "sqrt", "floor", "ceil", "round", "abs"}
 
 
 # 64-bit integer buffers are stored in 32 bits (the device refuses data that does not fit):
@@ -323,8 +323,8 @@ class WgslDialect:
             return f"{self.need('zyn_sq_' + t)}({args[0]})"
         if fn == "fmod":
             return f"{self.need('zyn_fmod_' + t)}({args[0]}, {args[1]})"
-        if fn in ("tanh", "sinh", "cosh", "exp", "log", "log2", "sigmoid", "silu", "gelu",
-                  "erf", "pow"):
+        if fn in ("tanh", "sinh", "cosh", "exp", "exp2", "log", "log2", "sigmoid", "silu",
+                  "gelu", "erf", "pow"):
             return f"{self.need('zyn_' + fn + '_f32')}({', '.join(args)})"
         self.refuse(f"{fn}()")
 
@@ -749,6 +749,12 @@ fn zyn_exp_f32(x: f32) -> f32 {
     let low = n < -125.0f;
     let e = u32(i32(n) + select(126i, 190i, low)) << 23u;
     return y * bitcast<f32>(e) * select(2.0f, 1.0842021724855044e-19f, low); }""",
+    "zyn_exp2_f32": """\
+// llvmpipe's builtin flushes subnormal results to 0 (exp2(-140) was 0, not 7.2e-43): those
+// as 2^-64 * exp2(x + 64), x + 64 exact there
+fn zyn_exp2_f32(x: f32) -> f32 {
+    if (x < -126.0f) { return exp2(x + 64.0f) * 5.421010862427522e-20f; }
+    return exp2(x); }""",
     "zyn_sigmoid_f32": "fn zyn_sigmoid_f32(x: f32) -> f32 { return 1.0f / (1.0f + zyn_exp_f32(-x)); }",
     "zyn_silu_f32": "fn zyn_silu_f32(x: f32) -> f32 { return x / (1.0f + zyn_exp_f32(-x)); }",
     "zyn_erf_f32": """\

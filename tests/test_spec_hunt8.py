@@ -130,3 +130,72 @@ def test_a_reduce_kernel_yields_a_reduction_of_a_tile(name, device):
     before the yield."""
     src, want, tol = _TILE_YIELDS[name]
     assert_equals_numpy(_run(device, src, a=_A, b=_B), want, tol)
+
+
+# ------------------------------------ reduce kernels with shared arrays
+
+_S = _f32(7, 33)
+_BIG = _f32(3, 5000)
+
+_SHARED_REDUCES = {
+    "sum_along_rows_of_a_reversed_row": ("""let r = compute(x) {
+    @kernel reduce(+, axis=0)
+    for i in 0..rows:
+        shared var t[cols]
+        for j in 0..cols:
+            if j % 3 == 0:
+                t[j] = x[i, j] * 2.0
+        barrier()
+        for j in 0..cols:
+            yield t[cols - 1 - j]
+}
+r""", {"x": _S}, np.where(np.arange(33) % 3 == 0, 2 * _S, 0)[:, ::-1].astype(np.float64).sum(0), 1e-4),
+    "argmax_through_an_f16_pair": ("""let r = compute(x) {
+    @kernel reduce(argmax, axis=1)
+    for i in 0..rows, j in 0..cols:
+        shared var t[2]: f16
+        t[0] = x[i, j]
+        t[1] = x[i, cols - 1 - j]
+        barrier()
+        yield (f32(t[0]) + f32(t[1]), j)
+}
+r""", {"x": _S}, (_S.astype(np.float16).astype(np.float32)
+                  + _S[:, ::-1].astype(np.float16).astype(np.float32)).argmax(1), 0),
+    "max_of_long_rows": ("""let r = compute(x) {
+    @kernel reduce(max, axis=1)
+    for i in 0..rows, j in 0..cols:
+        shared var t[3]
+        t[0] = x[i, j]
+        t[1] = t[0] * 2.0
+        yield t[1] - t[2]
+}
+r""", {"x": _BIG}, _BIG.max(1) * 2, 1e-5),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(_SHARED_REDUCES))
+def test_a_reduce_kernel_with_a_shared_array(name, device):
+    """A reduce kernel that stages values in a `shared var` (zero-filled where it is
+    declared) ran on the reference and was refused on `cpu:native` ("shared arrays in a
+    reduce kernel"): one thread runs each iteration that declares the array, so it is that
+    thread's own array there (and on CUDA and Metal). WebGPU, whose programs serve every
+    size, still refuses it with a device error."""
+    src, ins, want, tol = _SHARED_REDUCES[name]
+    if device.startswith(("vulkan", "gl")):
+        with pytest.raises(zynbook.errors.ZynMLDeviceError, match="shared arrays in a reduce"):
+            _run(device, src, **ins)
+        return
+    assert_equals_numpy(_run(device, src, **ins), want, tol)
+
+
+@pytest.mark.parametrize("target", ["cuda", "metal"])
+@pytest.mark.parametrize("name", ["sum_along_rows_of_a_reversed_row", "max_of_long_rows"])
+def test_a_reduce_kernel_with_a_shared_array_on_the_gpu_targets(name, target):
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import cuda_target, metal_target
+    src, ins, want, tol = _SHARED_REDUCES[name]
+    k, arrays, sz, sc = lower_block(src, ins)
+    prog = schedules.build(k, {"cuda": cuda_target, "metal": metal_target}[target](), sz)
+    assert prog.schedule.startswith("reduce"), prog.schedule
+    assert_equals_numpy(emulate_kernel(prog, k, arrays, sz, sc), want, tol)

@@ -85,6 +85,15 @@ def _loops_around_yield(body, outer=()):
     return None
 
 
+def _private_shared(target) -> bool:
+    """Whether a reduce kernel's shared arrays can be the threads' own: the nest of loops
+    stops at a `shared var`, so each is declared inside the iterations one thread runs from
+    start to end, and one thread runs the loops that share it in order, as the reference
+    does (the barriers have nothing left to order); its size must be known when the program
+    is built (WebGPU builds one for every size, and its sized programs are not offered)."""
+    return not target.symbolic_sizes and target.lang != "wgsl"
+
+
 def _scalar(kernel, sizes):
     """`kernel` with its tile values (`yield sum(x[i])`) written as scalar loops, where
     `why_not` found that they can be."""
@@ -127,7 +136,8 @@ class Reduce(Schedule):
         if axis is not None and not 0 <= int(axis) < len(around) \
                 and not _reduced_as_written(kernel, nest):
             return f"reduce axis={axis} does not name one of the loops around the yield"
-        if any(isinstance(n, (cir.SharedAlloc, cir.Barrier)) for n in cir.walk(kernel.body)):
+        if any(isinstance(n, (cir.SharedAlloc, cir.Barrier)) for n in cir.walk(kernel.body)) \
+                and not _private_shared(target):
             return "shared arrays in a reduce kernel"
         return None
 
@@ -219,6 +229,27 @@ class Reduce(Schedule):
 
     def build(self, kernel, target, sizes, params: ReduceParams) -> ir.Program:
         return _Builder(_scalar(kernel, sizes), target, sizes, params).program()
+
+
+class _Lowering(ScalarLowering):
+    """A thread's lowering, where a shared array is the thread's own (`_private_shared`):
+    declared zero-filled where the body declares it, barriers dropped."""
+
+    def stmt(self, s) -> list:
+        if isinstance(s, cir.Barrier):
+            return []
+        if not isinstance(s, cir.SharedAlloc):
+            return super().stmt(s)
+        if s.name in self.buffers:
+            raise NotScalar(f"shared array `{s.name}` declared twice")
+        count = prod(cir.eval_dim(d, self.sizes) for d in s.shape)
+        ident = user_name(s.name)
+        self.buffers[s.name] = (ident, s.dtype, tuple(s.shape))
+        e = ir.Ref(ident + "_e", self.idx)
+        zero = lit(False, "bool") if s.dtype == "bool" else lit(0, s.dtype)
+        return [ir.Array(ident, s.dtype, count, "local", s.line),
+                ir.For(e.name, lit(0, self.idx), lit(count, self.idx), lit(1, self.idx),
+                       (ir.Store(ident, e, zero, None, s.line),), self.idx, s.line)]
 
 
 class _Builder(Builder):
@@ -341,8 +372,8 @@ class _Builder(Builder):
     def lowering(self, flat: str) -> ScalarLowering:
         """One thread's lowering; `yield` combines into (_acc, _acci), the default index of
         argmin/argmax being the flat position `flat`."""
-        low = ScalarLowering(self.k, self.sizes, self.sites, self.idx, symbolic=self.sym,
-                             target=self.t)
+        low = _Lowering(self.k, self.sizes, self.sites, self.idx, symbolic=self.sym,
+                        target=self.t)
 
         def on_yield(value, index, line):
             if index is None:

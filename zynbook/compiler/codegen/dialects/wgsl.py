@@ -616,8 +616,9 @@ def _deps(name: str) -> tuple:
     if name in ("zyn_sigmoid_f32", "zyn_silu_f32"):
         return ("zyn_exp_f32",)
     if name == "zyn_pow_f32":
-        return ("zyn_isnan_f32", "zyn_isfinite_f32", "zyn_log_f32", "zyn_exp_f32",
-                "zyn_powi_f32")
+        return ("zyn_isnan_f32", "zyn_isfinite_f32", "zyn_pow_pos_f32", "zyn_powi_f32")
+    if name == "zyn_pow_pos_f32":
+        return ("zyn_isfinite_f32", "zyn_log_f32", "zyn_exp_f32", "zyn_pow2i_f32")
     if name == "zyn_tanh_f32":
         return ("zyn_isnan_f32",)
     if name == "zyn_mulz_f32":
@@ -832,18 +833,38 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
             let ninf = a == bitcast<f32>(0xff800000u);
             return select(bitcast<f32>(0x7fc00000u), select(0.0f, bitcast<f32>(0x7f800000u), b > 0.0f), ninf); }
         if (a == -1.0f && abs(b) == bitcast<f32>(0x7f800000u)) { return 1.0f; }
-        let r = pow(-a, b);
+        let r = zyn_pow_pos_f32(-a, b);
         return select(r, -r, abs(b) < 16777216.0f && (i32(b) & 1i) == 1i);
     }
-    // the builtin is exp2(b * log2(a)), whose log2 keeps only an absolute error near 1
-    // (0.9999999^16777219 was 0.177, not 0.135): log and exp to f32's precision instead
-    if (abs(b) > 2.0f && zyn_isfinite_f32(a) && zyn_isfinite_f32(b)) {
-        return zyn_exp_f32(b * zyn_log_f32(a));
-    }
-    // a subnormal base, which the builtin reads as a normal one (as zyn_log_f32's): scaled
-    // by 2^24 into the normals, 2^(-24 b) put back
-    if (a < 1.17549435e-38f) { return pow(a * 16777216.0f, b) * exp2(-24.0f * b); }
-    return pow(a, b); }""",
+    return zyn_pow_pos_f32(a, b); }""",
+    "zyn_pow_pos_f32": """\
+// a^b of a > 0 as 2^i * exp(t): the builtin, exp2(b * log2(a)), and exp(b * log(a)) lose
+// the digits of the product's rounding (0.0167^14.75 was 86 ulp off). With a = 2^e m
+// (m from 1/sqrt 2 to sqrt 2, a subnormal a scaled into the normals) and b = bh + bl (bh
+// b's leading 12 bits), e * bh is exact: its whole part i is kept apart, and t, the rest,
+// is small. Infinities and NaN by the builtin.
+fn zyn_pow_pos_f32(a: f32, b: f32) -> f32 {
+    if (!zyn_isfinite_f32(a) || !zyn_isfinite_f32(b)) { return pow(a, b); }
+    let sub = a < 1.17549435e-38f;
+    let u = bitcast<u32>(select(a, a * 16777216.0f, sub));
+    var e = f32(i32(u >> 23u) - 127i) - select(0.0f, 24.0f, sub);
+    var m = bitcast<f32>((u & 0x7fffffu) | 0x3f800000u);
+    if (m > 1.41421356f) { m = m * 0.5f; e = e + 1.0f; }
+    let bh = bitcast<f32>(bitcast<u32>(b) & 0xfffff000u);
+    let p = e * bh;
+    let i = round(p);
+    let t = ((p - i) + e * (b - bh)) * 0.693147180559945309f + b * zyn_log_f32(m);
+    // exp(t)'s own power of 2, n, joins i (t may pass exp's range where a^b does not)
+    let n = round(t * 1.44269504088896341f);
+    let k = i + n;
+    if (abs(k) > 300.0f) { return select(0.0f, bitcast<f32>(0x7f800000u), k > 0.0f); }
+    let r = (t - n * 0.693359375f) + n * 2.12194440e-4f;
+    // 2^k in three normal factors, multiplied in after exp(r), so that only the last rounds
+    let k1 = floor(k / 3.0f);
+    let k2 = floor((k - k1) * 0.5f);
+    return zyn_exp_f32(r) * zyn_pow2i_f32(k1) * zyn_pow2i_f32(k2) * zyn_pow2i_f32(k - k1 - k2); }""",
+    "zyn_pow2i_f32": """\
+fn zyn_pow2i_f32(k: f32) -> f32 { return bitcast<f32>(u32(i32(k) + 127i) << 23u); }""",
     "zyn_mulz_f32": """\
 // x times a zero constant z from the bits (a shader compiler may fold x * 0 to 0): NaN for
 // a NaN or infinite x, else a zero of the product's sign

@@ -191,3 +191,15 @@ def test_powers_of_positive_bases_keep_their_digits(device):
     ulps = _ulps(got[fin], w[fin])
     assert ulps.max() <= 24 and ulps.mean() <= 1.5
     assert got[-8] == w[-8]                                  # 2^0.5
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_sine_keeps_the_sign_of_zero(device, dtype):
+    """numpy's sin(-0.0) is -0.0; WebGPU's polynomial gave +0.0."""
+    x = np.array([-0.0, 0.0, -1e-30, 1e-30, -0.5], dtype)
+    with np.errstate(under="ignore"):
+        w = np.sin(x)
+    got = _host(zynbook.run(_elementwise("sin(a[k])"), device=device, a=x))
+    assert_equals_numpy(got, w, 0)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(w))

@@ -949,7 +949,8 @@ fn zyn_cos_poly(r: f32) -> f32 {
     "zyn_sin_f32": """\
 fn zyn_sin_f32(x: f32) -> f32 {
     if (!zyn_isfinite_f32(x)) { return sin(x); }
-    if (abs(x) <= 0.7853982f) { return zyn_sin_poly(x); }
+    // a zero is itself: the polynomial's x + (...) * x gave +0 for -0
+    if (abs(x) <= 0.7853982f) { return select(zyn_sin_poly(x), x, x == 0.0f); }
     let a = zyn_reduce_pio2(abs(x));
     let v = select(zyn_sin_poly(a.r), zyn_cos_poly(a.r), (a.q & 1u) == 1u);
     return select(v, -v, (a.q >= 2u) != (x < 0.0f)); }""",

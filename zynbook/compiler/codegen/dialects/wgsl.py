@@ -609,6 +609,8 @@ def _deps(name: str) -> tuple:
         return ("zyn_isnan_f64",)
     if name == "zyn_gelu_f32":
         return ("zyn_erfc_f32",)
+    if name in ("zyn_erf_f32", "zyn_erfc_f32"):
+        return ("zyn_exp_f32",)
     if name == "zyn_log2_f32":
         return ("zyn_log_f32",)
     if name in ("zyn_sinh_f32", "zyn_cosh_f32"):
@@ -775,7 +777,7 @@ fn zyn_erf_f32(x: f32) -> f32 {
     }
     let t = 1.0f / (1.0f + 0.3275911f * a);
     let y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t
-        - 0.284496736f) * t + 0.254829592f) * t * exp(-a * a);
+        - 0.284496736f) * t + 0.254829592f) * t * zyn_exp_f32(-a * a);
     return sign(x) * y; }""",
     "zyn_erfc_f32": """\
 fn zyn_erfc_f32(x: f32) -> f32 {
@@ -785,7 +787,8 @@ fn zyn_erfc_f32(x: f32) -> f32 {
     if (a >= 10.0f) { return select(2.0f, 0.0f, x > 0.0f); }
     let t = 1.0f / (1.0f + 0.5f * a);
     let h = floor(a * 16.0f) * 0.0625f;
-    let y = t * exp(-h * h) * exp((h - a) * (h + a) - 1.26551223f + t * (1.00002368f
+    // (zyn_exp_f32: llvmpipe's builtin flushed a subnormal exp(-h * h) to 0)
+    let y = t * zyn_exp_f32(-h * h) * zyn_exp_f32((h - a) * (h + a) - 1.26551223f + t * (1.00002368f
         + t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f
         + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));
     return select(2.0f - y, y, x >= 0.0f); }""",

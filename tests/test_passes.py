@@ -289,7 +289,7 @@ def test_a_pass_that_breaks_the_cir_is_an_internal_error_naming_it():
 # ------------------------------------------------------------------------ the pipeline
 
 def test_the_passes_are_listed_once_in_order():
-    assert [name for name, _ in pipeline.PASSES] == ["widen", "parallel", "kernel_type",
+    assert [name for name, _ in pipeline.PASSES] == ["whole", "widen", "parallel", "kernel_type",
                                                       "simplify", "scalars", "casts",
                                                       "activations"]
     assert all(callable(fn) for _, fn in pipeline.PASSES)
@@ -299,7 +299,7 @@ def test_trace_sees_every_stage(monkeypatch, capsys):
     k = lowered(ROW_STATS, {"x": ("f32", 2)}).before_passes
     seen = []
     out = pipeline.run_passes(k, trace=lambda name, kernel: seen.append((name, kernel)))
-    assert [name for name, _ in seen] == ["lower", "widen", "parallel", "kernel_type",
+    assert [name for name, _ in seen] == ["lower", "whole", "widen", "parallel", "kernel_type",
                                           "simplify", "scalars", "casts", "activations"]
     assert seen[0][1] is k and seen[-1][1] == out
     monkeypatch.setenv("ZYNBOOK_TRACE_PASSES", "1")
@@ -456,7 +456,7 @@ def test_the_passes_after_marking_never_change_a_result(launches):
     sigmoid) keeps them within the rounding of their dtype."""
     from tolerances import assert_close
 
-    marked_only = pipeline.PASSES[:2]
+    marked_only = pipeline.PASSES[1:3]
     assert [n for n, _ in marked_only] == ["widen", "parallel"]
     for name, before, passed, arrays, sizes, scalars in launches:
         marked = pipeline.run_passes(before, passes=marked_only)

@@ -148,6 +148,16 @@ class Select(Expr):
     ty: Ty
 
 
+def fresh_name(name: str, taken: set) -> str:
+    """`name`, or `name_2`, `name_3`, ... where it is taken; the one returned is taken now."""
+    fresh, n = name, 1
+    while fresh in taken:
+        n += 1
+        fresh = f"{name}_{n}"
+    taken.add(fresh)
+    return fresh
+
+
 MATH_FUNCTIONS = {
     # name: arity (None = variadic min 2)
     "sin": 1, "cos": 1, "tan": 1, "exp": 1, "exp2": 1, "log": 1, "log2": 1, "sqrt": 1,

@@ -139,16 +139,6 @@ def _item_spans(e: "A.Index") -> tuple:
     return tuple(item.span for item in e.items)
 
 
-def _fresh_name(name: str, taken: set) -> str:
-    """`name`, or `name_2`, `name_3`, ... where it is taken; the one returned is taken now."""
-    fresh, n = name, 1
-    while fresh in taken:
-        n += 1
-        fresh = f"{name}_{n}"
-    taken.add(fresh)
-    return fresh
-
-
 def _names_in(node):
     """The A.Name nodes inside an AST expression."""
     if isinstance(node, A.Name):
@@ -225,7 +215,7 @@ class _Lowering:
             while cname in self.buffers:        # `w.a` beside `w_a`: a name of its own
                 n += 1
                 cname = f"{identifier(sig.label)}_{n}"
-            axes = [_fresh_name(f"{cname}_d{k}", taken) for k in range(sig.rank)]
+            axes = [cir.fresh_name(f"{cname}_d{k}", taken) for k in range(sig.rank)]
             self.buffers[cname] = (sig.label, sig.dtype, sig.rank, axes)
             self.sizes.update(axes)
 
@@ -608,16 +598,10 @@ class _Lowering:
 
     def _fresh_local(self, name: str) -> str:
         # renderers see one flat namespace per kernel; rename shadowing locals apart
-        base = identifier(name)
         used = getattr(self, "_used_locals", None)
         if used is None:
             used = self._used_locals = set(self.buffers) | {"out"} | set(self.reserved)
-        cname, n = base, 1
-        while cname in used:
-            n += 1
-            cname = f"{base}_{n}"
-        used.add(cname)
-        return cname
+        return cir.fresh_name(identifier(name), used)
 
     def assign(self, s: A.Assign):
         line = s.span.line

@@ -6,13 +6,14 @@ an optional trace sees the CIR after each: `run_passes(kernel, trace=callback)` 
 `callback(pass_name, kernel)`, and `ZYNBOOK_TRACE_PASSES=1` in the environment prints
 `cir.print_kernel` of each stage with its name (to stderr).
 
-1. `widen`        widen.py        each `var` declared with the type its assignments gave it
-2. `parallel`     parallel.py     loops whose iterations are independent marked parallel
-3. `kernel_type`  kernel_type.py  the body has the shape its `@kernel` type names (or an error)
-4. `simplify`     simplify.py     exact integer folds, constant conditions
-5. `scalars`      scalars.py      a host float meeting f64 read as f64
-6. `casts`        casts.py        casts from a float to an integer saturate (NaN gives 0)
-7. `activations`  activations.py  `1 +- tanh(z)` as `2 sigmoid(+-2 z)` (the same function, kept exact)
+1. `whole`        whole_stores.py `out = <whole tensors combined>` as a loop nest over out
+2. `widen`        widen.py        each `var` declared with the type its assignments gave it
+3. `parallel`     parallel.py     loops whose iterations are independent marked parallel
+4. `kernel_type`  kernel_type.py  the body has the shape its `@kernel` type names (or an error)
+5. `simplify`     simplify.py     exact integer folds, constant conditions
+6. `scalars`      scalars.py      a host float meeting f64 read as f64
+7. `casts`        casts.py        casts from a float to an integer saturate (NaN gives 0)
+8. `activations`  activations.py  `1 +- tanh(z)` as `2 sigmoid(+-2 z)` (the same function, kept exact)
 
 Analyses that schedules and printers ask, not run here: `recognise.py` (attention, flash
 attention, contractions by structure), `bounds.py` (which indices need guards) and
@@ -32,9 +33,11 @@ from .parallel import mark_parallel
 from .scalars import f64_scalars
 from .simplify import simplify
 from .verify import verify
+from .whole_stores import whole_stores
 from .widen import widen_vars
 
 PASSES = (
+    ("whole", whole_stores),
     ("widen", widen_vars),
     ("parallel", mark_parallel),
     ("kernel_type", check_kernel_type),

@@ -50,13 +50,14 @@ fn zyn_exp_f32(x: f32) -> f32 {
     let r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
     let y = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r
         + 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f) * r * r + r + 1.0f;
-    // 2^n as 2 * 2^(n - 1), its exponent bits set directly (n - 1 in -126..127; two
-    // ldexp calls made the WebGPU softmax on an H200 twice as slow); below (n from -150,
-    // a subnormal result, which llvmpipe's builtin flushed to 0, as it did exp(-86.99)
-    // where this cut off at -87 and 2^(n - 1) was 0) as 2^-63 * 2^(n + 63)
-    let low = n < -125.0f;
-    let e = u32(i32(n) + select(126i, 190i, low)) << 23u;
-    return y * bitcast<f32>(e) * select(2.0f, 1.0842021724855044e-19f, low); }
+    // times 2^n by adding n to y's exponent bits (y in [0.7, 1.42]: exact while the result
+    // is normal, and no float product a driver could reorder or flush; two ldexp calls made
+    // the WebGPU softmax on an H200 twice as slow); below (n from -150, a subnormal result,
+    // which llvmpipe's builtin flushed to 0, as it did exp(-86.99)) as 2^-63 * 2^(n + 63)
+    // (n = 128: 2^127, then times 2, overflowing as it should)
+    let m = min(n, 127.0f);
+    if (n >= -125.0f) { return bitcast<f32>(bitcast<i32>(y) + (i32(m) << 23u)) * select(1.0f, 2.0f, n > m); }
+    return y * 1.0842021724855044e-19f * bitcast<f32>(u32(i32(n) + 190i) << 23u); }
 // the error flag (zynbook/compiler/errflag.py): the first failing site and its value win
 fn zyn_fail(site: i32, v: i32) {
     loop {

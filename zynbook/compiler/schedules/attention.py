@@ -317,6 +317,8 @@ class Attention(Schedule):
         shape, why = match(kernel, target, sizes)
         if shape is None:
             return why
+        if 0 in (shape.D, shape.Dv):
+            return "head_dim 0: no products to tile (the loops run as written)"
         if not self.space(kernel, target, sizes):
             return f"head_dim {_widths(shape)}: no tiles fit the target's shared memory"
         return None

@@ -203,8 +203,8 @@ class CudaDialect(CFamily):
             return self.cast(f"__half2float({text})", "f32", dst)
         if src == "bf16":
             return self.cast(f"__bfloat162float({text})", "f32", dst)
-        if dst in ("f16", "bf16") and src == "f64":     # rounded once, as numpy's
-            return f"__double2{'half' if dst == 'f16' else 'bfloat16'}({text})"
+        if dst == "f16" and src == "f64":       # rounded once, as numpy's (bf16: through
+            return f"__double2half({text})"     # f32, as torch's)
         if dst == "f16":
             return f"__float2half_rn((float)({text}))"
         if dst == "bf16":

@@ -975,6 +975,12 @@ class _Lowering:
                     self.constraints.append(Constraint(
                         dim, lstop, item.span, f"{what}, sliced by `{node.var}` in "
                         f"{cir.format_expr(lstart)}..{cir.format_expr(lstop)}", loop=True))
+            elif not self.guard_depth and not (isinstance(it.stop, cir.Var)
+                                               and it.stop.name == "__end__"):
+                # a stencil's window as a slice (`x[i - 2:i + 1]`, i in 2..n) reads from
+                # its start to its stop - 1, as the reads x[i - 2] .. x[i] do
+                self._stencil_read(dim, start, item.span, what)
+                self._stencil_read(dim, affine.sub(it.stop, affine.const(1)), item.span, what)
             return
         if isinstance(it, cir.Var) and self._covering_loop(it.name):
             lstart, lstop, lstep, node = self.loop_info[it.name]

@@ -66,3 +66,33 @@ def test_centred_stencil_slice_of_rows(device):
                        "        out[r - 1, c] = sum(m[r - 1:r + 2, c])\n}\ny\n", m=m)
     want = m[:-2].astype(np.float64) + m[1:-1] + m[2:]
     assert_equals_numpy(got, want.astype(np.float32), 1e-6)
+
+
+# ----------------------------------------------------- a loop whose bound is read from data
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("count", [0, 2, 3, 7])
+def test_loop_bound_read_from_data_under_a_size_guard(device, count):
+    # `for i in 0..i32(x[0])` with `if i < n`: out is n long (a Python TypeError, "not a
+    # static size expression", on every device)
+    x = np.float32([count, 5, -1, 2.5])
+    got = _run(device, "let y = compute(x) {\n    for i in 0..i32(x[0]):\n        if i < n:\n"
+                       "            out[i] = x[i] + 1.0\n}\ny\n", x=x, n=4)
+    want = np.zeros(4, np.float32)
+    want[:min(count, 4)] = x[:min(count, 4)] + 1
+    assert_equals_numpy(got, want, 0)
+
+
+def test_loop_bound_read_from_data_without_a_guard_is_a_shape_error():
+    err = raises("shape", "let y = compute(x) {\n    for i in 0..i32(x[0]):\n        out[i] = x[i]\n}\ny",
+                 3, 9, x=np.float32([2, 1, 0]))
+    assert "if" in str(err)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_guard_against_data_leaves_the_size_guard(device):
+    # `if i < i32(x[1])` limits nothing the launch knows: the loop's range 0..n is out's axis
+    x = np.float32([3, 2, 0, 2])
+    got = _run(device, "let y = compute(x) {\n    for i in 0..n:\n        if i < i32(x[1]):\n"
+                       "            out[i] = x[i]\n}\ny\n", x=x, n=4)
+    assert_equals_numpy(got, np.float32([3, 2, 0, 0]), 0)

@@ -1467,8 +1467,7 @@ class _Lowering:
         # a loop whose bound is an outer loop's variable (`for j in 0..i`) reaches as far as
         # that variable's range lets it: bounded below, never the variable itself as a size
         own = lambda v: isinstance(v, cir.Var) and v.name in getattr(self, "loop_info", {}) \
-            and all(n.name in self.sizes for n in cir.walk(self.loop_info[v.name][1])
-                    if isinstance(n, cir.Var))
+            and self._static(self.loop_info[v.name][1])
         if isinstance(it, cir.Span):
             start = it.start
             if own(start):
@@ -1508,16 +1507,24 @@ class _Lowering:
             if outer is None:
                 break
             top = affine.simplify(substitute(outer[1], self.int_lets))
-        top = self._guarded_top(it, top, guards)
-        if any(isinstance(n, cir.Var) and n.name not in self.sizes for n in cir.walk(top)):
-            # a bound over a `var` or another value the launch does not know
+        # a loop bound read from data (`for i in 0..i32(x[0])`) bounds nothing the launch
+        # knows: an `if` around the write may (`if i < n`)
+        top = self._guarded_top(it, top if self._static(top) else None, guards)
+        if top is None or not self._static(top):
+            # a bound over a `var`, data or another value the launch does not know
             raise ZynMLShapeError("cannot tell the size of out from this index; index out with "
-                                  "loop variables (e.g. out[i, j]) or affine forms of them", span)
+                                  "loop variables (e.g. out[i, j]) or affine forms of them, or "
+                                  "keep it below a size with an `if` around the write", span)
         if isinstance(top, cir.Const) and top.value < 0:
             raise ZynMLShapeError(f"out is indexed at {top.value} at most: out's size comes from "
                                   "its indices, and an index that is never 0 or more leaves it "
                                   "no element (out[-1] does not count from the end)", span)
         return affine.simplify(cir.Bin("+", top, affine.const(0 if isinstance(it, cir.Span) else 1), I32))
+
+    def _static(self, e) -> bool:
+        """Whether `e` is computed from sizes alone (no loop variable, local or data read)."""
+        return not any(isinstance(n, cir.Load) or isinstance(n, cir.Var) and n.name not in self.sizes
+                       for n in cir.walk(e))
 
     def _guarded_top(self, it, top, guards):
         """The largest value of index `it` (at most `top`, from the loop ranges) that a
@@ -1528,9 +1535,8 @@ class _Lowering:
             return top
         for cond in guards:
             for limit in _upper_limits(cond, it, self.int_lets):
-                if any(isinstance(n, cir.Var) and n.name not in self.sizes
-                       for n in cir.walk(limit)):
-                    continue            # a limit over loop variables or locals: not a size
+                if not self._static(limit):
+                    continue            # a limit over loop variables, locals or data: not a size
                 if top is None:
                     top = limit
                     continue

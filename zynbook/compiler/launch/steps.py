@@ -94,7 +94,9 @@ def unroll_inner_loops(program: ir.Program, factor: int = UNROLL, sizes: dict | 
         stride = ir.Bin("*", s.step, ir.Lit(factor, dt), dt)
         whole = ir.Bin("+", s.start, ir.Bin("*", ir.Bin("/", trips, ir.Lit(factor, dt), dt),
                                             stride, dt), dt)
-        declared = {n.name for n in ir.walk(s.body) if isinstance(n, ir.Decl)}
+        # (a thread's array declared in the body is declared once a copy: renamed too)
+        declared = {n.name for n in ir.walk(s.body) if isinstance(n, ir.Decl)
+                    or isinstance(n, ir.Array) and n.space != "shared"}
         copies = tuple(_substitute(st, {s.var: ir.Bin("+", var, ir.Bin("*", s.step, ir.Lit(
             u, dt), dt), dt)} if u else {}, {d: f"{d}_u{u}" for d in declared} if u else {})
             for u in range(factor) for st in s.body)

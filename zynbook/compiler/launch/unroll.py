@@ -41,9 +41,12 @@ def _substitute(node, values: dict, rename: dict):
     def one(n):
         if isinstance(n, ir.Ref) and n.name in values:
             return values[n.name]
-        if isinstance(n, (ir.Ref, ir.Decl, ir.Set)) and n.name in rename:
+        if isinstance(n, (ir.Ref, ir.Decl, ir.Set, ir.Array)) and n.name in rename:
             n = replace(n, name=rename[n.name])
-        return _folded(n)
+        # (an array's loads, stores and copies name it in these fields)
+        moved = {f: rename[getattr(n, f)] for f in ("array", "dst", "src")
+                 if isinstance(getattr(n, f, None), str) and getattr(n, f) in rename}
+        return _folded(replace(n, **moved) if moved else n)
     return map_nodes(node, one)
 
 

@@ -90,8 +90,8 @@ def _private_shared(target) -> bool:
     stops at a `shared var`, so each is declared inside the iterations one thread runs from
     start to end, and one thread runs the loops that share it in order, as the reference
     does (the barriers have nothing left to order); its size must be known when the program
-    is built (WebGPU builds one for every size, and its sized programs are not offered)."""
-    return not target.symbolic_sizes and target.lang != "wgsl"
+    is built (on WebGPU: its program for the launch's sizes)."""
+    return not target.symbolic_sizes
 
 
 def _scalar(kernel, sizes):
@@ -265,10 +265,11 @@ class _Builder(Builder):
         self.nest = yield_nest(kernel.body, self.sizes, self.sym)
         self.idx = flat_index_dtype(kernel, self.sizes, self.sym,
                                     self.nest.total if self.nest.loops else 1)
-        # argmin/argmax positions: i32 where every index is (one program for every size),
-        # an index past every position meaning none yet
-        self.ai = "i32" if self.sym else "i64"
-        self.no_index = 2 ** 31 - 1 if self.sym else I64_MAX
+        # argmin/argmax positions: i32 where every index is (one program for every size, or
+        # a target without 64-bit integers, whose sizes fit 32 bits), an index past every
+        # position meaning none yet
+        self.ai = "i32" if self.sym or not target.int64 else "i64"
+        self.no_index = 2 ** 31 - 1 if self.ai == "i32" else I64_MAX
         self.sites = errflag.ErrorSites()
         self.acc = params.acc
         self.ident = identity(self.op, self.acc)

@@ -514,28 +514,33 @@ class _Rewriter:
         self.fits(a, out, line)
         self.fits(b, out, line)
         self.check("@", ea[1], eb[0], out, line)
-        ty = cir.Ty(dtype)
+        # half precision as numpy's matmul: f32 products summed in f32, rounded once where
+        # stored (products rounded to f16 were up to 4 ulp off)
+        ty = cir.Ty("f32" if dtype in ("f16", "bf16") else dtype)
 
         def term(idx, k):
             return cir.Bin("*", cir.Cast(self.operand_at(a, 2, (idx[0], k)), ty),
                            cir.Cast(self.operand_at(b, 2, (k, idx[1])), ty), ty)
         return self.accumulated("+", dtype, (ca[0], cb[1]), (ea[0], eb[1]), ea[1], term, out,
-                                line)
+                                line, ty.dtype)
 
-    def accumulated(self, op, dtype, cap, exts, length, term, out, line) -> cir.Var:
+    def accumulated(self, op, dtype, cap, exts, length, term, out, line,
+                    acc_dtype=None) -> cir.Var:
         """A tile array (capacity `cap`, extents `exts`) whose element at idx is `op` over
-        k in 0..length of `term(idx, k)`."""
+        k in 0..length of `term(idx, k)`, combined in `acc_dtype` (default `dtype`)."""
         stmts, t = self.new_array(dtype, cap, exts, line)
         out += stmts
-        ty = cir.Ty(dtype)
+        ty = cir.Ty(acc_dtype or dtype)
 
         def body(idx):
             acc, k = self.fresh("acc"), self.fresh("k")
             step = _combine(op, cir.Var(acc, ty), term(idx, _v(k)))
-            return [cir.Let(acc, _identity(op, dtype), True, line),
+            total = cir.Var(acc, ty)
+            return [cir.Let(acc, _identity(op, ty.dtype), True, line),
                     cir.Loop(k, _i(0), length, _i(1), (cir.Assign(acc, step, line),), False,
                              line),
-                    cir.Store(t.array, idx, cir.Var(acc, ty), line)]
+                    cir.Store(t.array, idx, total if ty.dtype == dtype else
+                              cir.Cast(total, cir.Ty(dtype)), line)]
         out += self.over(t.exts, body, line)
         return self.hold(t, dtype)
 

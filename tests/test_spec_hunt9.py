@@ -1,0 +1,59 @@
+"""Programs written from the spec's kernel types and tile bodies (zynml-compute-system.md,
+docs/language.md) with unusual but legal variations: odd sizes, f16 and bf16 tiles, masks
+written as floats, bools or index arithmetic, names the generated code also uses. Every
+device present, against numpy written here."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import assert_equals_numpy, wanted_devices
+
+DEVICES = wanted_devices()
+RNG = np.random.default_rng(9909)
+
+
+def _run(device, src, /, **inputs):
+    return zynbook.Session(device).run(src, **inputs)
+
+
+# ------------------------------------ f16 `@` of tiles that stay tiles (the block schedule)
+
+_HA = RNG.standard_normal((9, 257)).astype(np.float16)
+_HB = RNG.standard_normal((257, 5)).astype(np.float16)
+
+_HALF_PRODUCTS = {
+    "row_blocks_of_3": ("""let c = compute(a, b) {
+    @kernel fused
+    for r in 0..rows step 3:
+        out[r:r+3] = a[r:r+3] @ b
+}
+c""", lambda p: p),
+    "row_blocks_of_4_held_then_scaled": ("""let c = compute(a, b) {
+    @kernel fused
+    for r in 0..rows step 4:
+        let t = a[r:r+4] @ b
+        out[r:r+4] = t * 2.0 - 1.0
+}
+c""", lambda p: p * np.float16(2) - np.float16(1)),
+    "transposed_operand": ("""let c = compute(a, bt) {
+    @kernel fused
+    for r in 0..rows step 7:
+        out[r:r+7] = a[r:r+7] @ transpose(bt)
+}
+c""", lambda p: p),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(_HALF_PRODUCTS))
+def test_an_f16_product_of_tiles_rounds_once_as_numpy(name, device):
+    """`a[r:r+3] @ b` of f16 tiles in a block body: numpy's f16 matmul sums f32 products in
+    f32 and rounds once. The block schedule (cpu:native, WebGPU) multiplied in f16, rounding
+    every product, and was up to 4 ulp off at K = 257; now exact."""
+    src, epilogue = _HALF_PRODUCTS[name]
+    got = np.asarray(_run(device, src, a=_HA, b=_HB, bt=np.ascontiguousarray(_HB.T)))
+    want = epilogue(_HA @ _HB)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, want)

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, magics_class, no_var_expand
 
 from ..kernel import cells
 from ..kernel.display import format_seconds, sample_stats
@@ -539,6 +539,7 @@ class CompareMagics(Magics):
     """`%%compare`: see the module docstring."""
 
     @cell_magic
+    @no_var_expand
     def compare(self, line, cell):
         """%%compare [--devices a,b] [--sizes n=1,2,3] [--repeat R] [--numpy EXPR]
         [--torch EXPR] [--result NAME] [--out NAME] [--no-chart]: run the ZynML cell on
@@ -548,7 +549,9 @@ class CompareMagics(Magics):
         from .. import compute_devices
         from ..compiler.parser import parse
 
-        args = parse_args(line)
+        from .compute import expand_line
+
+        args = parse_args(expand_line(self.shell, line))
         devices = None if args.devices is None else device_list(args.devices)
         if devices == []:
             # (`--devices ,` ran on every device, as if no list were given)

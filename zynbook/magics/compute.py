@@ -23,9 +23,20 @@ from ..runtime.builtins import borrowed
 from ..runtime.values import Record
 from ..session import _ARRAY_TYPES, _bind_env, bind_value, parse_cached
 
-# where IPython expands `$name` and `{expr}` in a magic's line: the frame that called
-# `run_cell_magic`'s caller, seen from `var_expand` called by the magic itself
+# where `$name` and `{expr}` in a cell magic's line are expanded: the frame that called
+# `run_cell_magic` (the cell's code, or a function calling it), seen from `var_expand`
+# called by `expand_line` called by the magic. (IPython's own expansion of a cell magic's
+# line looks one frame further, into its `run_code`, whose locals `result`, `self` and
+# `code_obj` then stood for the notebook's names of those names.)
 _EXPAND_DEPTH = 3
+
+
+def expand_line(shell, line: str) -> str:
+    """A cell magic's `line` with the notebook's `$name` and `{expr}` expanded, as IPython
+    expands a line magic's (for magics marked `no_var_expand`)."""
+    if "$" in line or "{" in line or "}" in line:       # else expanding changes nothing
+        return shell.var_expand(line, _EXPAND_DEPTH)
+    return line
 
 
 _UNBOUND = object()
@@ -317,8 +328,7 @@ class ComputeMagics(Magics):
     def compute(self, line, cell):
         """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
         shell = self.shell
-        if "$" in line or "{" in line or "}" in line:       # else expanding changes nothing
-            line = shell.var_expand(line, _EXPAND_DEPTH)
+        line = expand_line(shell, line)
         source, bound, free, first = _cell_form(cell)
         user_ns = shell.user_ns
         written = self._written
@@ -409,6 +419,7 @@ class ComputeMagics(Magics):
         return to_python(value)
 
     @cell_magic
+    @no_var_expand
     def zynml_timeit(self, line, cell):
         """%%zynml_timeit [-r R] [@annotation ...]: run the cell as %%compute does, once to
         compile and then R times (default 7); print the median wall time with its spread
@@ -421,7 +432,7 @@ class ComputeMagics(Magics):
 
         from IPython.core.error import UsageError
 
-        written = line.strip()
+        written = expand_line(self.shell, line).strip()
         # options before a comment only (`// was -r 50, -fast` is a note)
         code = cells.magic_code(written)
         given = re.findall(r"(?:^|(?<=\s))-r(?:\s*(\d+)(?!\S)|\s*(\S*))", code)

@@ -1,0 +1,55 @@
+"""The notebook surface, a ninth pass: what a cell magic's line expands `$name` and
+`{expr}` to; values checked against numpy computed here."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("IPython")
+
+from notebook_shell import cell, shell_fixture  # noqa: E402
+
+shell = shell_fixture(("x", "y", "result", "self", "dev", "reps", "cmp", "C", "f"))
+
+DOUBLE = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0 + 1.0\n}\n"
+X = np.linspace(-2.0, 3.0, 7, dtype=np.float32)
+
+
+def _doubled(shell):
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"], np.float64),
+                                  X.astype(np.float64) * 2.0 + 1.0)
+
+
+# ------------------------------------------------------- `$name` on a cell magic's line
+
+@pytest.mark.parametrize("line", ['@device("$result")', '@device("{result}")',
+                                  '@device("{self}")'])
+def test_the_compute_line_expands_the_notebooks_names_not_ipythons_locals(shell, line):
+    """`$result` expanded to IPython's ExecutionResult (the locals of its `run_code`, a frame
+    past the cell), `{self}` to the shell: the notebook's `result` and `self` are meant."""
+    shell.user_ns.update(x=X, result="cpu:native", self="cpu:native")
+    assert cell(shell, f"%%compute {line}\n" + DOUBLE + "y.device\n") == "cpu:native"
+    _doubled(shell)
+
+
+def test_the_compute_line_called_from_a_function_expands_its_locals(shell):
+    """`run_cell_magic` called by a function sees the function's names, as IPython's line
+    magics do (the notebook's `dev` was read)."""
+    shell.user_ns.update(x=X, dev="cpu", C=DOUBLE + "y.device\n")
+    cell(shell, 'def f():\n    dev = "cpu:native"\n'
+                '    return get_ipython().run_cell_magic("compute", \'@device("$dev")\', C)\n')
+    assert cell(shell, "f()") == "cpu:native"
+    _doubled(shell)
+    assert cell(shell, '%%compute @device("$dev")\n' + DOUBLE + "y.device\n") == "cpu"
+
+
+def test_timeit_and_compare_lines_expand_the_notebooks_names(shell, capsys):
+    shell.user_ns.update(x=X, result="cpu:native", reps=2)
+    cell(shell, '%%zynml_timeit -r $reps @device("$result")\n' + DOUBLE)
+    out = capsys.readouterr().out
+    assert "(median of 2;" in out and "cpu:native" in out, out
+    cell(shell, "%%compare --devices $result --repeat 1 --no-chart --out cmp "
+                "--numpy 'x * 2.0 + 1.0'\n" + DOUBLE)
+    rows = shell.user_ns["cmp"].rows
+    assert [r.device for r in rows] == ["cpu:native", "numpy"], rows
+    assert all(not r.error and r.max_diff == 0.0 for r in rows), rows

@@ -96,3 +96,40 @@ def test_guard_against_data_leaves_the_size_guard(device):
     got = _run(device, "let y = compute(x) {\n    for i in 0..n:\n        if i < i32(x[1]):\n"
                        "            out[i] = x[i]\n}\ny\n", x=x, n=4)
     assert_equals_numpy(got, np.float32([3, 2, 0, 0]), 0)
+
+
+# --------------------------------------------------- 64-bit unsigned sums past 2^63 (wrapping)
+
+_NO_INT64 = ("vulkan", "gl", "webgpu")     # WebGPU has no 64-bit integers: a device error
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body", ["out[j % 3] += v[j]",
+                                  "if ids[j] < 3:\n            out[ids[j]] += v[j]"])
+def test_u64_accumulation_wraps_exactly(device, body):
+    # the reference summed a u64 past 2^63 beside a Python int 0 through float64 ([1, 2, 3]
+    # for the values below; numpy wraps, as cpu:native does)
+    v = (np.arange(6) - 2).astype(np.uint64)
+    ids = np.int32([0, 1, 2, 0, 1, 2])
+    src = f"let y = compute(v, ids) {{\n    for j in 0..m:\n        {body}\n}}\ny\n"
+    if device.startswith(_NO_INT64):
+        raises("device", src, device=device, v=v, ids=ids)
+        return
+    want = np.zeros(3, np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(6):
+            want[j % 3] += v[j]
+    assert_equals_numpy(_run(device, src, v=v, ids=ids), want, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_u64_serial_var_sum_wraps_exactly(device):
+    v = np.array([2**64 - 2, 1, 2**63, 2**63 + 5], np.uint64)
+    src = ("let y = compute(v) {\n    for i in 0..1:\n        var s = v[0]\n        for j in 1..m:\n"
+           "            s = s + v[j] * v[j]\n        out[i] = s\n}\ny\n")
+    if device.startswith(_NO_INT64):
+        raises("device", src, device=device, v=v, m=4)
+        return
+    with np.errstate(over="ignore"):
+        want = np.array([v[0] + (v[1:] * v[1:]).sum(dtype=np.uint64)], np.uint64)
+    assert_equals_numpy(_run(device, src, v=v, m=4), want, 0)

@@ -1368,6 +1368,12 @@ def _scalar_op(op, a, b, dtype, span=None):
         # an integer power wraps at its dtype's width, as numpy's and the devices' do
         bits, v = _INT_BITS[dtype], pow(int(a), int(b), 1 << _INT_BITS[dtype])
         return v - (1 << bits) if dtype in _SIGNED_BITS and v >= 1 << (bits - 1) else v
+    if op in ("+", "-", "*") and dtype in _INT_BITS and all(
+            isinstance(v, (int, np.integer, np.bool_)) for v in (a, b)):
+        # exactly, then wrapped: numpy made u64 past 2^63 beside an i64 0 a float64 (a u64
+        # sum of 2^64 - 2 and 1 in `out[0] += v[j]` was 1)
+        return _wrap_int({"+": int.__add__, "-": int.__sub__, "*": int.__mul__}[op](
+            int(a), int(b)), dtype)
     with np.errstate(all="ignore"):
         res = _array_op(op, np.asarray(a), np.asarray(b), dtype,
                         weak=_python_number(a) and _python_number(b))

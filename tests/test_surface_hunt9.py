@@ -53,3 +53,37 @@ def test_timeit_and_compare_lines_expand_the_notebooks_names(shell, capsys):
     rows = shell.user_ns["cmp"].rows
     assert [r.device for r in rows] == ["cpu:native", "numpy"], rows
     assert all(not r.error and r.max_diff == 0.0 for r in rows), rows
+
+
+# ------------------------------------------------------------------ %%compare's options
+
+NEGATED = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = -x[i] * 2.0\n}\n"
+
+
+@pytest.mark.parametrize("option", ["--numpy", "--torch"])
+def test_compare_takes_an_expression_that_starts_with_a_minus(shell, option):
+    """`--numpy "-x*2.0"` was a usage error (argparse took `-x*2.0` for an option)."""
+    if option == "--torch":
+        pytest.importorskip("torch")
+    shell.user_ns.update(x=X)
+    cell(shell, f"%%compare --devices cpu --repeat 1 --no-chart {option} '-x*2.0' "
+                f"--out cmp\n" + NEGATED)
+    rows = shell.user_ns["cmp"].rows
+    assert [r.device for r in rows] == ["cpu", option[2:]], rows
+    assert all(not r.error and r.max_diff == 0.0 for r in rows), rows
+    # a missing value is still said to be missing
+    result = shell.run_cell("%%compare --devices cpu --numpy --repeat 1\n" + NEGATED)
+    assert "argument --numpy: expected one argument" in str(result.error_in_exec)
+
+
+@pytest.mark.parametrize("name", ["'a b'", "3x", "class", "x.y"])
+def test_compare_out_is_a_python_name(shell, name):
+    """`--out "a b"` bound the comparison under a name no code can read, without a word."""
+    from IPython.core.error import UsageError
+    shell.user_ns.update(x=X)
+    before = set(shell.user_ns)
+    result = shell.run_cell(f"%%compare --devices cpu --repeat 1 --no-chart --out {name}\n"
+                            + NEGATED)
+    assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
+    assert "--out NAME" in str(result.error_in_exec)
+    assert not {k for k in set(shell.user_ns) - before if not k.startswith("_")}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import keyword
 import shlex
 import sys
 import time
@@ -168,10 +169,32 @@ def parse_args(line: str) -> argparse.Namespace:
         words = shlex.split(magic_code(line))
     except ValueError as err:       # `--numpy "np.tanh(x)` (no closing quotation)
         raise UsageError(f"%%compare: {err} in the magic line\n{_USAGE}") from None
+    parser = _parser()
     try:
-        return _parser().parse_args(words)
+        args = parser.parse_args(_values_joined(parser, words))
     except SystemExit:              # (what argparse has not turned into a usage error)
         raise UsageError(_USAGE) from None
+    if args.out and not (args.out.isidentifier() and not keyword.iskeyword(args.out)):
+        # (it was written into the notebook's namespace under a name no code can read)
+        raise UsageError(f"%%compare --out NAME: a Python name to bind the comparison to, "
+                         f"not `{args.out}`\n{_USAGE}")
+    return args
+
+
+def _values_joined(parser, words: list) -> list:
+    """`words` with an option's value that starts with `-` joined to it (`--numpy -x.sum()`
+    as `--numpy=-x.sum()`): argparse took it for an option, and the option for one without
+    its value. A word that is one of the options is left to say that the value is missing."""
+    options = parser._option_string_actions
+    out = []
+    for word in words:
+        prev = out[-1] if out else ""
+        if word.startswith("-") and word.split("=")[0] not in options and \
+                prev in options and options[prev].nargs is None and options[prev].const is None:
+            out[-1] = f"{prev}={word}"
+        else:
+            out.append(word)
+    return out
 
 
 def device_list(text: str) -> list[str]:

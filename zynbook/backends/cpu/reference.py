@@ -1191,7 +1191,7 @@ class ReferenceExecutor:
                 arrs = [_in_dtype(a, e.ty.dtype) for a in arrs]
             if fn == "pow":
                 with np.errstate(all="ignore"):
-                    res = np.power(np.asarray(arrs[0], dtype=np_dtype(e.ty.dtype)), arrs[1])
+                    res = _float_power(np.asarray(arrs[0], dtype=np_dtype(e.ty.dtype)), arrs[1])
             elif fn == "clamp":
                 res = np.minimum(np.maximum(arrs[0], arrs[1]), arrs[2])
             else:
@@ -1466,6 +1466,14 @@ def _comparison_float(op, e):
     return f if f in ("f32", "f64") else None
 
 
+def _float_power(x, y):
+    """A power of floats, by 0.5 sqrt, as numpy's `x ** 0.5` is (its np.power is too for f32
+    and f64, not f16): -inf ** 0.5 is NaN and -0.0 ** 0.5 is -0.0, as the devices give."""
+    if np.ndim(y) == 0:
+        return np.sqrt(x) if y == 0.5 else np.power(x, y)
+    return np.where(np.asarray(y) == 0.5, np.sqrt(x), np.power(x, y))
+
+
 def _array_op(op, x, y, dtype, weak=False):
     if op in ("+", "-", "*", "/", "%") and is_float(dtype) and not weak:
         x, y = _float_operand(x, dtype), _float_operand(y, dtype)
@@ -1490,6 +1498,7 @@ def _array_op(op, x, y, dtype, weak=False):
                 x = np.asarray(x)
                 if not np.issubdtype(x.dtype, np.floating):
                     x = x.astype(np_dtype(dtype))
+                return _float_power(x, y)
             return np.power(x, y)
         if op == "<":
             return x < y

@@ -391,9 +391,7 @@ class ScalarLowering:
             if op == "%":
                 return ir.Math("fmod", (a, b), dt)
             if op == "**":
-                if const_value(e.right, self.facts.consts) == 2:
-                    return ir.Math("pow2", (a,), dt)
-                return ir.Math("pow", (a, b), dt)
+                return self.float_power(a, b, e.right, dt)
             return ir.Bin(op, a, b, dt)
         if op == "**":
             k = const_value(e.right, self.facts.consts)
@@ -665,12 +663,28 @@ class ScalarLowering:
         except (KeyError, TypeError, ZeroDivisionError):
             return 2 ** 31 - 1
 
+    def float_power(self, a: ir.Expr, b: ir.Expr, exponent, dt: str) -> ir.Expr:
+        """`a ** b` (and pow) in float dtype `dt`, as numpy's power: by 0.5 it is sqrt, so
+        -inf gives NaN and -0.0 stays -0.0 where C's pow gives inf and 0 (`exponent`: the
+        CIR of b, a constant decided here, else at run time)."""
+        k = const_value(exponent, self.facts.consts)
+        if k == 2:
+            return ir.Math("pow2", (a,), dt)
+        if k == 0.5:
+            return ir.Math("sqrt", (a,), dt)
+        if k is not None:
+            return ir.Math("pow", (a, b), dt)
+        return ir.Select(ir.Bin("==", b, lit(0.5, dt), "bool"), ir.Math("sqrt", (a,), dt),
+                         ir.Math("pow", (a, b), dt), dt)
+
     def call(self, e: cir.Call, dt: str) -> ir.Expr:
         if e.fn in ("zeros", "ones"):
             return lit(0 if e.fn == "zeros" else 1, dt)
         if e.fn in cir.TILE_FUNCTIONS:
             raise NotScalar(f"{e.fn}() of a tile")
         if dt in ir.FLOAT_DTYPES:
+            if e.fn == "pow":
+                return self.float_power(*(self.operand(a, dt) for a in e.args), e.args[1], dt)
             return ir.Math(e.fn, tuple(self.operand(a, dt) for a in e.args), dt)
         args = tuple(self.operand(a, dt) for a in e.args)
         if e.fn in ("floor", "ceil", "round"):

@@ -274,6 +274,7 @@ class _MmaKernel(_Kernel):
         kept = self.kept_firsts
         self.firsts = kept if "_fai" in kept else ()
         self.poisons = kept == ("_fni",)
+        self.first_n8 = self.first_tiles()
         r = self.ref
         B, H, S, SK = (self.size(e) for e in (p.n_batch, p.n_heads, p.n_queries, p.n_keys))
         scale = ir.Bin("*", low.operand(p.scale, F), lit(LOG2E, F), F)
@@ -514,12 +515,25 @@ class _MmaKernel(_Kernel):
             test = diagonal if test is None else ir.Bin("or", diagonal, test, "bool")
         return self.poison() + [ir.If(test, tuple(self.softmax(ok)), tuple(self.softmax(None)))]
 
+    def first_tiles(self) -> int:
+        """Where the softmax's own maximum decides `poisons` (no condition on the keys, the
+        first block whole n8 tiles of the first key tile): those n8 tiles, else 0. Their
+        maximum is taken apart from the other tiles' (`_mf`) and tested in the first tile: a
+        row whose first block is all -inf is dead. Its maximum drops NaN, as `fmax` does: a
+        NaN score there makes the row NaN through its weight anyway."""
+        p = self.shape.p
+        if not self.poisons or p.causal:
+            return 0
+        block = min(self.first_limit(), int(recognise.launch_value(p.n_keys, self.low.sizes)))
+        return block // 8 if block % 8 == 0 and block <= self.BK else 0
+
     def poison(self) -> list:
         """An online form's row whose key 0 scores -inf, flash's whose first key block does
         throughout (where key 0 is every query's first, `poisons`), is NaN as the loops'
         first update exp(-inf - -inf) makes it: in the tile where those keys end, before
-        its softmax, its sum is made NaN (the NaN stays in it)."""
-        if not self.poisons:
+        its softmax, its sum is made NaN (the NaN stays in it). Where the softmax's maximum
+        decides it (`first_tiles`), the softmax tests it."""
+        if not self.poisons or self.first_n8:
             return []
         r, p = self.ref, self.shape.p
         # the first block's keys, in range (the sizes are baked in)
@@ -578,7 +592,7 @@ class _MmaKernel(_Kernel):
                                        self.mul(rh, self.i(2)), c)
             s = lambda j, c: ir.Load("_sc", at(j, c), F)
 
-            def mask(j, c):
+            def mask(j, c, into="_mx"):
                 # the added term, in base 2 as the scaled score (at the key clamped in range)
                 v = s(j, c) if fold else self.scored(scaled(s(j, c)), LOG2E)
                 pre = []
@@ -592,7 +606,7 @@ class _MmaKernel(_Kernel):
                 if "_fai" in self.firsts:   # a key condition (a key not admitted scores -inf now)
                     put += [self.note_row(a, slot, r("_j"), cond) for a, cond in (
                         ("_fai", ok), ("_fni", _alive(s(j, c)))) if a in self.firsts]
-                return pre + put + [ir.Set("_mx", running(ir.Ref("_mx", F), s(j, c)))]
+                return pre + put + [ir.Set(into, running(ir.Ref(into, F), s(j, c)))]
 
             def weight(j, c):
                 if fold:            # s c - m c: one FMA; a masked score (-inf) weighs 0
@@ -606,6 +620,17 @@ class _MmaKernel(_Kernel):
                     return w + [ir.Store("_sc", at(j, c), ir.Ref("_p", F))]
                 return w + [ir.Store("_pa", self.pa_at(mi, rh, j, c), cast(ir.Ref("_p", F), self.dt))]
             each = lambda fn: self.loop("_nt", NT, lambda j: [self.loop("_c", 2, lambda c: fn(j, c))])
+            scan, dead = [each(mask)], []
+            if self.first_n8:       # the first block's maximum apart (`first_tiles`)
+                nb = self.first_n8
+                tiles = lambda lo, hi, into: ir.For("_nt", self.i(lo), self.i(hi), self.i(1), (
+                    self.loop("_c", 2, lambda c: mask(r("_nt"), c, into)),), idx, unroll=True)
+                mf = ir.Ref("_mf", F)
+                scan = [ir.Decl("_mf", F, NEG, True), tiles(0, nb, "_mf"), tiles(nb, NT, "_mx"),
+                        ir.Set("_mx", running(ir.Ref("_mx", F), mf))]
+                gone = ir.Un("not", _alive(ir.Collective("max", mf, "warp", F, 4)), "bool")
+                dead = [ir.If(ir.Bin("==", r("_k0"), self.i(0), "bool"), (
+                    ir.If(gone, (ir.Store("_lrow", slot, NAN),)),))]
             old = ir.Load("_mrow", slot, F)
             mn = ir.Ref("_mn", F)
             if fold:                # the maxima are the raw scores'; -inf (no key yet) stays 0
@@ -624,13 +649,13 @@ class _MmaKernel(_Kernel):
                 ir.Decl("_qi", idx, self.add(r("_q0"), r("_wq"), self.mul(mi, self.i(16)), r("_g"),
                                              self.mul(rh, self.i(8)))),
                 ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
-                ir.Decl("_mx", F, NEG, True), each(mask),
+                ir.Decl("_mx", F, NEG, True), *scan,
                 ir.Set("_mx", ir.Collective("max", ir.Ref("_mx", F), "warp", F, 4)),
                 ir.Decl("_mn", F, larger(old, ir.Ref("_mx", F))), *factor,
                 ir.Decl("_rs", F, ZERO, True), each(weight), *pack,
                 ir.Store("_lrow", slot, ir.Bin("+", ir.Bin("*", ir.Load("_lrow", slot, F), ir.Ref("_alpha", F), F),
                                               ir.Ref("_rs", F), F)),
-                ir.Store("_mrow", slot, ir.Ref("_mn", F)), *rescale]
+                ir.Store("_mrow", slot, ir.Ref("_mn", F)), *dead, *rescale]
         out = [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]
         return out + (self.rescale_where_grew() if P.skip_rescale else [])
 

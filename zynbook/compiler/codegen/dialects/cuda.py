@@ -98,11 +98,14 @@ for _n in (1, 2, 4):
 # running along M or N, 16-bit types only), and
 # an empty asm on the accumulators that keeps the compiler from moving their reads and
 # writes across the fence and the wait
+# of element `at` of a shared array: the array's descriptor (the same for every step, so
+# computed once) plus the element's byte offset >> 4 (shared addresses stay below 2^18)
 CUDA_HELPERS["zyn_wgmma_desc"] = (
-    "{q}unsigned long long zyn_wgmma_desc(const void* p, unsigned lbo, unsigned sbo) {{\n"
-    "    const unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
-    "    return (unsigned long long)((a & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16)\n"
-    "        | ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62); }}", ())
+    "template <typename T> {q}unsigned long long zyn_wgmma_desc(const T* base, int at, unsigned lbo, unsigned sbo) {{\n"
+    "    const unsigned a = (unsigned)__cvta_generic_to_shared(base);\n"
+    "    return ((unsigned long long)((a & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16)\n"
+    "        | ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62))\n"
+    "        + ((unsigned)at * (unsigned)sizeof(T) >> 4); }}", ())
 CUDA_HELPERS["zyn_wgmma_regs"] = (
     "template <int R> {q}void zyn_wgmma_regs(float* c) {{\n"
     "#pragma unroll\n"
@@ -212,7 +215,10 @@ class CudaDialect(CFamily):
         return super().cast(text, src, dst)
 
     def collective(self, op, value, scope, dtype, width=0):
-        if dtype == "bool":         # shuffles move ints
+        if dtype == "bool":
+            if scope == "warp" and not width and op in ("or", "and"):     # one vote, not five shuffles
+                return f"({'__any_sync' if op == 'or' else '__all_sync'}(0xffffffffu, {value}) != 0)"
+            # shuffles move ints
             return f"({self.collective(op, f'(int)({value})', scope, 'i32', width)} != 0)"
         f = f"{self.need(_FUNCTOR[op])}()"
         if width:
@@ -263,7 +269,7 @@ class CudaDialect(CFamily):
         return f"{{ const bool _ok = {guard}; {helper}(&{dst}[{di}], _ok ? &{src}[{si}] : {src}, _ok); }}"
 
     def wgmma(self, s, a_index, b_index, c_index, fresh=None):
-        desc = lambda arr, at, lbo, sbo: f"{self.need('zyn_wgmma_desc')}(&{arr}[{at}], {lbo}u, {sbo}u)"
+        desc = lambda arr, at, lbo, sbo: f"{self.need('zyn_wgmma_desc')}({arr}, {at}, {lbo}u, {sbo}u)"
         b = desc(s.b, b_index, s.b_lbo, s.b_sbo)
         d = "1" if fresh is None else f"!({fresh})"
         if s.a_regs:

@@ -229,11 +229,16 @@ def test_integer_division_is_checked():
 def test_what_wgsl_lacks_is_refused_or_held_as_the_device_holds_it():
     # 64-bit integer buffers are held in 32 bits (the device refuses data that does not
     # fit): read into floats they are exact; 64-bit integer arithmetic on values not
-    # provably within 32 bits (i64 data) is refused at its line
+    # provably within 32 bits (i64 data) is computed in 32 bits, a value past them failing
+    # a site at its line; with a constant past them it is refused at its line
     i64 = {"x": np.ones((3, 4), np.int64), "y": np.ones(4, np.int64)}
     assert "var<storage, read> u_x: array<i32>;" in program(ELEMENTWISE, i64)[1].source
+    ints = {"a": np.ones(4, np.int64), "b": np.ones(4, np.int64)}
+    checked = program(DIVIDE, ints)[1]
+    assert "zyn_iadd_past32(" in checked.source and "zyn_imul_past32(" in checked.source
+    assert "past32" in {s.kind for s in checked.error_sites}
     with pytest.raises(ZynMLDeviceError, match="line 4, column 9: 64-bit integer arithmetic"):
-        program(DIVIDE, {"a": np.ones(4, np.int64), "b": np.ones(4, np.int64)})
+        program(DIVIDE.replace("1000000", "10000000000"), ints)
     # f16 without the adapter's shader-f16: held in f32, rounded where converted to f16;
     # with it, `enable f16;`
     half = {"x": np.ones(9, np.float16)}
@@ -688,14 +693,17 @@ def test_registers_indexed_by_constants_are_variables_and_one_trip_loops_go():
 @webgpu
 @needs_adapter
 def test_64_bit_integers_are_refused_saying_so(device):
-    """WGSL has no 64-bit integers: i64 arithmetic, and i64 data past i32, are device
-    errors that say so and name the devices that run them."""
+    """WGSL has no 64-bit integers: i64 arithmetic past i32 is a runtime error, and i64
+    data past i32 a device error, that say so and name the devices that run them."""
     import zynbook
+    from zynbook.errors import ZynMLRuntimeError
     s = zynbook.Session(device.id)
-    with pytest.raises(ZynMLDeviceError,
-                       match=r"line 4, .*no 64-bit integers; .*i32\(.*run it on `cpu`"):
-        s.run("let y = compute(a) {\n    @kernel elementwise\n    for i in 0..n:\n"
-              "        out[i] = a[i] * 3 + a[i] / 2\n}\ny", a=np.array([40, -5, 7], np.int64))
+    src = ("let y = compute(a) {\n    @kernel elementwise\n    for i in 0..n:\n"
+           "        out[i] = a[i] * 3 + a[i] / 2\n}\ny")
+    a = np.array([40, -5, 7], np.int64)
+    np.testing.assert_array_equal(np.asarray(s.run(src, a=a).numpy()), a * 3 + np.trunc(a / 2))
+    with pytest.raises(ZynMLRuntimeError, match=r"line 4, .*past the 32 bits.*run it on `cpu`"):
+        s.run(src, a=np.array([40, 2 ** 30], np.int64))
     with pytest.raises(ZynMLDeviceError, match=r"int64 values from -5 to 1099511627776 do not "
                                                r"fit the device's i32 storage \(WebGPU has no"):
         s.run("let y = compute(a) {\n    @kernel elementwise\n    for i in 0..n:\n"

@@ -35,6 +35,7 @@ STEPS = "steps"                 # a loop the device quit early (launch/steps.py)
 STEP = "step"                   # a loop step, known only as the kernel runs, not positive
 TILES = "tiles"                 # tile extents that do not fit together (cir.Check)
 WIDE = "wide"                   # a 64-bit sum past the 32 bits WebGPU stores it in
+PAST32 = "past32"               # 64-bit arithmetic past the 32 bits WebGPU computes it in
 
 WORDS = 2                       # the flag buffer: two 32-bit integers
 
@@ -69,6 +70,10 @@ class Site:
             return ("a 64-bit integer sum, maximum or minimum (of no values: its identity, "
                     "as -2^63) is past the 32 bits this device stores 64-bit integers in "
                     "(WebGPU has none): run it on `cpu`, `cpu:native` or a CUDA device")
+        if self.kind == PAST32:
+            return ("a 64-bit integer value is past the 32 bits this device computes 64-bit "
+                    "integers in (WebGPU has none): run it on `cpu`, `cpu:native` or a CUDA "
+                    "device")
         if self.kind == STEP:      # (value: the step less 1)
             return f"a loop step must be positive, not {value + 1}"
         if self.kind == TILES:      # (value: both extents, packed by `tile_extents`)

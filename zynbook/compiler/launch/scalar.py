@@ -15,7 +15,8 @@ This is where the typing rules of generated code live, once, for every language:
   or guards its store (`InRange`), reporting through the error flag (compiler/errflag.py);
 * on a target without 64-bit integers (WebGPU), i64 arithmetic and i64 locals whose values
   provably fit 32 bits (argmax + 1; argmax * 2 at the launch's sizes) are computed in i32;
-  other i64 arithmetic is an error at its line.
+  other i64 arithmetic (of i64 data), and i64(x) of a float or unsigned x, are computed in
+  i32 checked: a value past 32 bits is a runtime error at its line.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from math import prod
 
 from .. import cir, errflag
 from ..passes.bounds import Facts, arith_interval
+from ..passes.casts import _saturating as saturating
 from ..types import int_pow_exponent
 from . import ir
 
@@ -310,7 +312,12 @@ class ScalarLowering:
             x = self.expr(e.operand)
             if e.ty.dtype in ("f16", "bf16") and x.dtype != e.ty.dtype:
                 x = cast(x, e.ty.dtype)     # an explicit half: rounded to it, computed wider
+            if dt == "i64" and not self.int64 and x.dtype in ("u32", "u64"):
+                return self.checked_i64(x, getattr(e, "span", None))
             return cast(x, dt)
+        if isinstance(e, cir.Select) and dt == "i64" and not self.int64 and saturating(e):
+            # i64(x) of a float x (passes/casts.py): past 32 bits, saturated or not, an error
+            return self.checked_i64(self.expr(e.cond.left), getattr(e, "span", None))
         if isinstance(e, cir.Select):
             return ir.Select(cast(self.expr(e.cond), "bool"), self.operand(e.if_true, dt),
                              self.operand(e.if_false, dt), dt)
@@ -414,8 +421,9 @@ class ScalarLowering:
 
     def narrowed(self, e) -> ir.Expr | None:
         """On a target without 64-bit integers, i64 arithmetic `e` computed in i32 where
-        its operands and its value provably fit (argmax + 1, i64(k) - 1, max(sum, 0)); None
-        where `e` is no such arithmetic; else an error, never a wrapped value."""
+        its operands and its value provably fit (argmax + 1, i64(k) - 1, max(sum, 0)), else
+        checked (`checked32`); None where `e` is no such arithmetic; an error where an
+        operand is past 32 bits, never a wrapped value."""
         if self.int64 or e.ty.dtype != "i64" or e.ty.shape or not (
                 isinstance(e, cir.Bin) and e.op in ("+", "-", "*", "/", "%")
                 or isinstance(e, cir.Unary) and e.op == "neg"
@@ -451,10 +459,48 @@ class ScalarLowering:
                 f"64-bit integer arithmetic with the host int {host}, past the 32-bit integers "
                 "this device computes with (-2^31 to 2^31 - 1): it has no 64-bit integers; "
                 "run it on `cpu`, `cpu:native` or a CUDA device", span)
+        if not any(isinstance(c, int) and not -2 ** 31 <= c < 2 ** 31
+                   for c in (const_value(x, self.facts.consts) for x in parts)):
+            return self.checked32(e, parts, span)
         raise ZynMLDeviceError(
-            "64-bit integer arithmetic whose values may not fit 32 bits: this device has no "
-            "64-bit integers; convert the operands with i32(...) where their values fit, or "
-            "run it on `cpu`, `cpu:native` or a CUDA device", span)
+            "64-bit integer arithmetic with a constant past 32 bits: this device has no "
+            "64-bit integers (it computes them in 32 bits); run it on `cpu`, `cpu:native` or "
+            "a CUDA device", span)
+
+    def checked32(self, e, parts: tuple, span) -> ir.Expr:
+        """i64 arithmetic `e` of `parts`, each held in 32 bits (as every i64 value is on a
+        target without 64-bit integers), computed in i32: + - * (and -x as 0 - x) fail an
+        error site at the line where the exact value passes i32 (the i64 buffers hold 32
+        bits); / % min max of such values cannot pass it but for MIN / -1, checked as i32's."""
+        i32 = cir.Ty("i32")
+        if isinstance(e, cir.Call) or isinstance(e, cir.Bin) and e.op in ("/", "%"):
+            args = tuple(cir.Cast(a, i32) for a in parts)
+            x = replace(e, ty=i32, args=args) if isinstance(e, cir.Call) else \
+                replace(e, ty=i32, left=args[0], right=args[1])
+            return cast(self.expr(x), "i64")
+        op, (a, b) = ("-", (lit(0, "i32"), self.operand(e.operand, "i32"))) \
+            if isinstance(e, cir.Unary) else (e.op, tuple(self.operand(x, "i32") for x in parts))
+        site = self.sites.add(errflag.PAST32, self.line, span=span)
+        return cast(ir.CheckedDiv(op, a, b, 0, site, "i32"), "i64")
+
+    def checked_i64(self, x: ir.Expr, span) -> ir.Expr:
+        """i64(x) of a float or an unsigned `x` on a target without 64-bit integers: the
+        i32 it is held in (a float truncated, NaN 0), an error site at the line failing
+        where the value is past i32 (a float's saturated value is too)."""
+        i32 = "i32"
+        site = self.sites.add(errflag.PAST32, self.line, span=span)
+        if x.dtype in ("u32", "u64"):
+            v = ir.Cast(cast(x, "u32"), i32)            # its bits: negative past 2^31 - 1
+            past = ir.Bin(">>", v, lit(31, i32), i32)   # 0, or -1
+        else:
+            v = ir.Cast(x, i32)         # (truncated toward zero, saturating)
+            # past: at 2^31 and up, at -2^31 - 1 and down (f32 holds none between it and -2^31)
+            low = ir.Bin("<=", x, lit(-2 ** 31 - 1, x.dtype), "bool") if x.dtype == "f64" \
+                else ir.Bin("<", x, lit(-2.0 ** 31, x.dtype), "bool")
+            high = ir.Bin(">=", x, lit(2.0 ** 31, x.dtype), "bool")
+            past = ir.Select(ir.Bin("or", low, high, "bool"), lit(1, i32), lit(0, i32), i32)
+            v = ir.Select(ir.Bin("!=", x, x, "bool"), lit(0, i32), v, i32)
+        return cast(ir.Bin("+", v, ir.Checked(past, lit(1, i32), site, i32), i32), "i64")
 
     def host_ints_past_i32(self, e) -> str:
         """The host ints (sizes) `e` reads whose values at the launch's sizes are past
@@ -777,6 +823,8 @@ class ScalarLowering:
             dt = self.held(s.name, compute_dtype(ty.dtype))
             if self.is_wide_sum(s, dt):
                 return self.wide_sum(s, ln)
+            if dt == "i64" and not self.int64:
+                dt = "i32"      # as every i64 value is there (`checked32`)
             value = self.operand(s.value, dt)
             ident = self.bind(s.name, dt)
             if dt != compute_dtype(ty.dtype):

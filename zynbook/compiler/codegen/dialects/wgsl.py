@@ -11,8 +11,9 @@ workgroup, `block` the linear workgroup id of a 1-D, 2-D or 3-D dispatch (the de
 large grids, runtime.split_workgroups) and `blocks` their count.
 
 What WGSL cannot hold is refused with a `ZynMLDeviceError` (the kernel then has no WebGPU
-program and the device says why): 64-bit integer arithmetic (64-bit integer buffers are
-held in 32 bits, as the device holds them, and take 32-bit values), f64 without the
+program and the device says why): 64-bit integer values past 32 bits (their buffers are
+held in 32 bits, as the device holds them, and take 32-bit values: their arithmetic is
+i32's, checked where the lowering could not prove it in range), f64 without the
 adapter's `shader-f64` (and, with it, the math 64-bit shaders lack), warp collectives and
 lanes (subgroups have the width the adapter chooses; a block all-reduction of f32, i32 or
 u32 is spelled with them, `_block_collective`). Types WGSL does hold narrower than 32 bits
@@ -51,10 +52,14 @@ PARAMS = "zyn_p"
 
 _UNARY_BUILTINS = {"sin", "cos", "tan", "sqrt", "floor", "ceil", "round", "abs"}
 
+# i64 + - * of values held in i32 (launch IR's CheckedDiv): the wrapped value, a site failing
+# where the exact one is past i32
+_CHECKED_ARITH = {"+": "zyn_iadd_past32", "-": "zyn_isub_past32", "*": "zyn_imul_past32"}
+
 
 # 64-bit integer buffers are stored in 32 bits (the device refuses data that does not fit):
-# a value converted to them from a 32-bit integer is stored as it is; 64-bit arithmetic is
-# refused
+# a value converted to them from a 32-bit integer is stored as it is; 64-bit arithmetic
+# comes as i32 arithmetic (launch/scalar.py: `narrowed`)
 STORED_32 = {"i64": "i32", "u64": "u32"}
 _FITS = {"i64": ("i32", "i16", "i8", "u16", "u8", "bool"), "u64": ("u32", "u16", "u8", "bool")}
 
@@ -430,6 +435,8 @@ class WgslDialect:
 
     def checked_div(self, op, a, b, s0, sov, dtype):
         self.type(dtype)
+        if op in _CHECKED_ARITH:
+            return f"{self.need(_CHECKED_ARITH[op])}({a}, {b}, {sov}i)"
         if op == "/":
             return f"{self.need('zyn_idiv_' + dtype)}({a}, {b}, {s0}i, {sov}i)"
         return f"{self.need('zyn_irem_' + dtype)}({a}, {b}, {s0}i)"
@@ -599,7 +606,9 @@ def _compute(dtype: str) -> str:
 def _deps(name: str) -> tuple:
     if name.startswith(("zyn_idiv_i", "zyn_irem_i")):
         return ("zyn_fail", "zyn_tdiv" if "idiv" in name else "zyn_trem")
-    if name.startswith(("zyn_chk", "zyn_in", "zyn_idiv", "zyn_irem")):
+    if name == "zyn_imul_past32":
+        return ("zyn_fail", "zyn_tdiv")
+    if name.startswith(("zyn_chk", "zyn_in", "zyn_idiv", "zyn_irem", "zyn_iadd", "zyn_isub")):
         return ("zyn_fail",)
     if name in ("zyn_max_f32", "zyn_min_f32", "zyn_max_f64", "zyn_min_f64"):
         return ("zyn_isnan_" + name[-3:],)
@@ -670,6 +679,22 @@ fn zyn_trem(a: i32, b: i32) -> i32 {
     "zyn_in": """\
 fn zyn_in(i: i32, n: i32, site: i32) -> bool {
     if (i < 0i || i >= n) { zyn_fail(site, i); return false; } return true; }""",
+    # (wrapping through u32; the exact value is past i32 where the wrapped one is on the
+    # wrong side of a, or, for a product, does not divide back to b)
+    "zyn_iadd_past32": """\
+// 64-bit integer arithmetic held in 32 bits: a value past them fails the site
+fn zyn_iadd_past32(a: i32, b: i32, site: i32) -> i32 {
+    let r = bitcast<i32>(bitcast<u32>(a) + bitcast<u32>(b));
+    if ((r < a) != (b < 0i)) { zyn_fail(site, 0i); } return r; }""",
+    "zyn_isub_past32": """\
+fn zyn_isub_past32(a: i32, b: i32, site: i32) -> i32 {
+    let r = bitcast<i32>(bitcast<u32>(a) - bitcast<u32>(b));
+    if ((r > a) != (b < 0i)) { zyn_fail(site, 0i); } return r; }""",
+    "zyn_imul_past32": """\
+fn zyn_imul_past32(a: i32, b: i32, site: i32) -> i32 {
+    let r = bitcast<i32>(bitcast<u32>(a) * bitcast<u32>(b));
+    let past = select(a != 0i && zyn_tdiv(r, a) != b, b == i32(-2147483647 - 1), a == -1i);
+    if (past) { zyn_fail(site, 0i); } return r; }""",
     "zyn_isnan_f32": """\
 // on the bits: a shader compiler may assume x == x
 fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }""",

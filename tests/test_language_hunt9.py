@@ -179,3 +179,31 @@ def test_power_by_an_exponent_that_varies_is_pow_but_at_one_half(device):
     got = np.asarray(_run(device, src, x=x, p=p))
     np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+# ------------------------------- a weak value known only as the kernel runs, beside f16 data
+
+_H = (np.random.default_rng(99).standard_normal(400) * 8).astype(np.float16)
+_S3 = 0.1 * 3.0         # the var below: Python's f64 arithmetic, as the reference computes it
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, want", [
+    ("x[i] * s", lambda h, s: h * s),
+    ("s - x[i]", lambda h, s: s - h),
+    ("x[i] < s", lambda h, s: h < s),
+    ("pow(abs(x[i]), s)", lambda h, s: np.power(np.abs(h), s)),
+    ("abs(x[i]) ** s", lambda h, s: np.abs(h) ** s),
+    ("max(x[i], s)", lambda h, s: np.maximum(h, s)),
+])
+def test_weak_var_beside_f16_is_rounded_to_f16_first(device, expr, want):
+    # `var s = 0.1` then `s = s * 3.0` is weak (f16 beside f16 data) and numpy rounds the
+    # Python float to f16 before the operation: the compiled devices used its f32 value
+    # (x[i] * s 1 ulp off numpy in a third of the values)
+    src = ("let y = compute(x) {\n    for i in 0..n:\n        var s = 0.1\n        s = s * 3.0\n"
+           f"        out[i] = {expr}\n}}\ny\n")
+    with np.errstate(all="ignore"):
+        w = want(_H, _S3)
+    got = np.asarray(_run(device, src, x=_H))
+    assert got.dtype == w.dtype
+    np.testing.assert_array_equal(got, w)

@@ -1153,9 +1153,13 @@ class _Lowering:
         if not isinstance(c, cir.Const) and is_float(c.ty.dtype) and other.ty.dtype == "f16" \
                 and not c.ty.shape and self._is_weak(c) and not self._is_weak(other):
             # an expression of literals (exp(20.0), 3e5 * 1.0, a let of one) likewise: its
-            # value, as the reference computes it, then f16's (past its range an infinity)
+            # value, as the reference computes it, then f16's (past its range an infinity);
+            # one known only as it runs (a `var` of them changed in a loop) rounded to f16
+            # there, as numpy rounds a Python float (the devices multiplied by its f32)
             v = _literal_value(substitute(c, self.weak_lets))
-            c = c if v is None else cir.Const(float(v), c.ty)
+            if v is None:
+                return cir.Cast(c, cir.Ty("f16"))
+            c = cir.Const(float(v), c.ty)
         if isinstance(c, cir.Const) and isinstance(c.value, float) and not c.ty.shape and \
                 other.ty.dtype == "f16" and c.ty.dtype != "f16" and self._is_weak(c) and \
                 not self._is_weak(other):
@@ -1225,6 +1229,9 @@ class _Lowering:
                 self._weak_in_bounds(args, dtype, [node.span for node in e.args])
             if fn == "clamp" and is_int(dtype):
                 args = [args[0]] + [self._saturated(a, dtype) for a in args[1:]]
+            strong = next((a for a in args if not self._is_weak(a)), None)
+            if dtype == "f16" and strong is not None:     # pow(h[i], s): s is f16's, as in h[i] ** s
+                args = [self._half_literal(a, strong) for a in args]
             args = [self._widen_weak(a, dtype) for a in args]
             return cir.Call(fn, tuple(args), cir.Ty(dtype, shape))
         if fn in cir.TILE_FUNCTIONS:

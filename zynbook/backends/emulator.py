@@ -319,6 +319,8 @@ def _combine(op: str):
         return _max
     if op == "min":
         return _min
+    if op == "fmax":
+        return np.fmax
     if op == "and":
         return lambda a, b: bool(a) and bool(b)
     if op == "or":
@@ -334,7 +336,7 @@ def _identity(op: str, dtype: str):
     if op == "*":
         return typed(1, dtype)
     if dtype in _FLOAT:
-        return typed(float("-inf") if op == "max" else float("inf"), dtype)
+        return typed(float("-inf") if op in ("max", "fmax") else float("inf"), dtype)
     lo, hi = _int_range(dtype)
     return typed(lo if op == "max" else hi, dtype)
 

@@ -166,7 +166,8 @@ class CheckedDiv(Expr):
     dtype: str
 
 
-COLLECTIVE_OPS = ("+", "*", "max", "min", "and", "or")
+# fmax: the larger where one is NaN being the other (IEEE maxNum; floats)
+COLLECTIVE_OPS = ("+", "*", "max", "min", "and", "or", "fmax")
 
 
 @dataclass(frozen=True)

@@ -329,7 +329,9 @@ class _MmaKernel(_Kernel):
         Q's copy in a group of its own, then the first tiles' (one a group), Q's fragments
         once its group is complete, the key loop and the stores."""
         r = self.ref
-        body = regs + self.issue("q", r("_q0"), self.BQ, r("_S"), *self.q_rows()) + [ir.AsyncCommit()]
+        queries = int(recognise.launch_value(self.shape.p.n_queries, self.low.sizes))
+        body = regs + self.issue("q", r("_q0"), self.BQ, r("_S"), *self.q_rows(),
+                                 whole=queries % self.BQ == 0) + [ir.AsyncCommit()]
         for t in range(self.NS - 1):
             body += [self.issue_tile(self.i(t)), ir.AsyncCommit()]
         return body + self.q_ready() + self.key_loop() + self.finish()
@@ -426,9 +428,10 @@ class _MmaKernel(_Kernel):
 
     # ---- copies into shared memory ----------------------------------------------------
 
-    def issue(self, role, first, rows, count, dst, dst_base) -> list:
-        """Rows first .. first + rows of `role` (zeros past `count`) into shared array `dst`
-        from `dst_base`, 16 bytes (8 elements) a copy, thread t taking copies t, t + T, ..."""
+    def issue(self, role, first, rows, count, dst, dst_base, whole=False) -> list:
+        """Rows first .. first + rows of `role` (zeros past `count`, unless the rows are
+        known `whole`: in range) into shared array `dst` from `dst_base`, 16 bytes (8
+        elements) a copy, thread t taking copies t, t + T, ..."""
         r, C = self.ref, (self.DV if role == "v" else self.dcap) // 8
         n = rows * C
         buf = self.shape.bufs[role]
@@ -441,7 +444,7 @@ class _MmaKernel(_Kernel):
             at = self.shared_at(dst_base, r("_row"), r("_col"), rows)
             out = (ir.Decl("_row", self.idx, self.idiv(e, C)), ir.Decl("_col", self.idx, self.imod(e, C)),
                    ir.AsyncCopy(dst, at, user_name(buf.name), src, 8, buf.dtype,
-                                ir.Bin("<", j, count, "bool")))
+                                None if whole else ir.Bin("<", j, count, "bool")))
             return list(out) if n % self.T == 0 else [ir.If(ir.Bin("<", e, self.i(n), "bool"), out)]
         return [self.loop(var, -(-n // self.T), one)]
 
@@ -451,8 +454,8 @@ class _MmaKernel(_Kernel):
         slot = self.i(kt.value % self.NS) if isinstance(kt, ir.Lit) else self.imod(kt, self.NS)
         base = self.mul(slot, self.i(self.tile_elems))
         return ir.If(ir.Bin("<", kt, self.ref("_nk"), "bool"), tuple(
-            self.issue("k", k0, BK, self.ref("_SK"), "_ks", base)
-            + self.issue("v", k0, BK, self.ref("_SK"), "_vs", base)))
+            self.issue("k", k0, BK, self.ref("_SK"), "_ks", base, self.full)
+            + self.issue("v", k0, BK, self.ref("_SK"), "_vs", base, self.full)))
 
     # ---- fragments and products -------------------------------------------------------
 
@@ -650,7 +653,7 @@ class _MmaKernel(_Kernel):
                                              self.mul(rh, self.i(8)))),
                 ir.Decl("_qc", idx, ir.Math("min", (r("_qi"), ir.Bin("-", r("_S"), self.i(1), idx)), idx)),
                 ir.Decl("_mx", F, NEG, True), *scan,
-                ir.Set("_mx", ir.Collective("max", ir.Ref("_mx", F), "warp", F, 4)),
+                ir.Set("_mx", ir.Collective("fmax" if P.fast_math else "max", ir.Ref("_mx", F), "warp", F, 4)),
                 ir.Decl("_mn", F, larger(old, ir.Ref("_mx", F))), *factor,
                 ir.Decl("_rs", F, ZERO, True), each(weight), *pack,
                 ir.Store("_lrow", slot, ir.Bin("+", ir.Bin("*", ir.Load("_lrow", slot, F), ir.Ref("_alpha", F), F),

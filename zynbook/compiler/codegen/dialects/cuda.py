@@ -7,7 +7,8 @@ from .cfamily import C_TYPES, HELPERS, CFamily, gelu_helper, vector_helpers
 
 _THREAD = {"thread": "(int)threadIdx.x", "block": "(int)blockIdx.x", "threads": "(int)blockDim.x",
            "blocks": "(int)gridDim.x", "lane": "((int)threadIdx.x & 31)", "warp": "((int)threadIdx.x >> 5)"}
-_FUNCTOR = {"+": "ZynAdd", "*": "ZynMul", "max": "ZynMax", "min": "ZynMin", "and": "ZynAnd", "or": "ZynOr"}
+_FUNCTOR = {"+": "ZynAdd", "*": "ZynMul", "max": "ZynMax", "min": "ZynMin", "and": "ZynAnd", "or": "ZynOr",
+            "fmax": "ZynFmax"}
 
 CUDA_HELPERS = dict(HELPERS, **{
     "zyn_warp_allreduce": (
@@ -99,13 +100,13 @@ for _n in (1, 2, 4):
 # an empty asm on the accumulators that keeps the compiler from moving their reads and
 # writes across the fence and the wait
 # of element `at` of a shared array: the array's descriptor (the same for every step, so
-# computed once) plus the element's byte offset >> 4 (shared addresses stay below 2^18)
+# computed once) plus the element's byte offset >> 4, in the low word (shared addresses stay
+# below 2^18: no carry into the leading byte offset)
 CUDA_HELPERS["zyn_wgmma_desc"] = (
     "template <typename T> {q}unsigned long long zyn_wgmma_desc(const T* base, int at, unsigned lbo, unsigned sbo) {{\n"
     "    const unsigned a = (unsigned)__cvta_generic_to_shared(base);\n"
-    "    return ((unsigned long long)((a & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16)\n"
-    "        | ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62))\n"
-    "        + ((unsigned)at * (unsigned)sizeof(T) >> 4); }}", ())
+    "    const unsigned lo = ((a & 0x3FFFFu) >> 4 | ((lbo >> 4) & 0x3FFFu) << 16) + ((unsigned)at * (unsigned)sizeof(T) >> 4);\n"
+    "    return (unsigned long long)(((sbo >> 4) & 0x3FFFu) | 1u << 30) << 32 | lo; }}", ())
 CUDA_HELPERS["zyn_wgmma_regs"] = (
     "template <int R> {q}void zyn_wgmma_regs(float* c) {{\n"
     "#pragma unroll\n"
@@ -178,7 +179,8 @@ CUDA_HELPERS.update(vector_helpers("float4"))      # CUDA's float4 has no arithm
 
 
 for _name, _body in (("ZynAdd", "a + b"), ("ZynMul", "a * b"), ("ZynMax", "(a < b || b != b) ? b : a"),
-                     ("ZynMin", "(b < a || b != b) ? b : a"), ("ZynAnd", "a && b"), ("ZynOr", "a || b")):
+                     ("ZynMin", "(b < a || b != b) ? b : a"), ("ZynAnd", "a && b"), ("ZynOr", "a || b"),
+                     ("ZynFmax", "fmaxf(a, b)")):
     CUDA_HELPERS[_name] = ("struct " + _name + " {{ template <typename T> {q}T operator()(T a, T b) const {{ return "
                            + _body + "; }} }};", ())
 

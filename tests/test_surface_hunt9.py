@@ -1,5 +1,6 @@
 """The notebook surface, a ninth pass: what a cell magic's line expands `$name` and
-`{expr}` to; values checked against numpy computed here."""
+`{expr}` to, %%compare's options, and the ZynML kernel reading Python values that Python
+changed in place; values checked against numpy computed here."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 
 pytest.importorskip("IPython")
 
-from notebook_shell import cell, shell_fixture  # noqa: E402
+from notebook_shell import cell, kc, shell_fixture  # noqa: E402,F401  (kc: a fixture)
 
 shell = shell_fixture(("x", "y", "result", "self", "dev", "reps", "cmp", "C", "f"))
 
@@ -87,3 +88,53 @@ def test_compare_out_is_a_python_name(shell, name):
     assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
     assert "--out NAME" in str(result.error_in_exec)
     assert not {k for k in set(shell.user_ns) - before if not k.startswith("_")}
+
+
+# -------------------------------------- the ZynML kernel reads Python's in-place changes
+
+def _kernel_ok(kc, code):
+    """The cell's printed and displayed text (it must run without an error)."""
+    from test_kernel_support import errors_of, execute, results_of, stdout_of
+
+    reply, outputs = execute(kc, code)
+    assert reply["status"] == "ok", (code, errors_of(outputs), outputs)
+    return stdout_of(outputs) + "".join(d.get("text/plain", "") for d in results_of(outputs))
+
+
+def _kernel_value(kc, name):
+    """A ZynML name's value, through %python."""
+    out = _kernel_ok(kc, f"%python import numpy as _np; print(_np.asarray({name}, "
+                         f"_np.float64).tolist())")
+    return np.asarray(eval(out.strip()), np.float64)
+
+
+READS = ("let sh9_a = sh9_d.w * 2.0\nlet sh9_b = sh9_d.k + 0\nlet sh9_c = len(sh9_l)\n"
+         "let sh9_e = sh9_n[0] * 2.0\nlet sh9_f = compute(sh9_t) {\n    for i in 0..n:\n"
+         "        out[i] = sh9_t[i] * 2.0\n}\n")
+
+
+def test_kernel_reads_a_dict_list_or_bf16_tensor_python_changed_in_place(kc):
+    """A dict, a list or a bf16 torch tensor is bound as a copy (a record, a list, f32
+    values): after Python changed it in place, the next cell read the first cell's copy."""
+    pytest.importorskip("torch")
+    _kernel_ok(kc, "%python import numpy as np, torch\n"
+                   "%python sh9_d = {'w': np.ones(3, np.float32), 'k': 2}; sh9_l = [1, 2, 3]\n"
+                   "%python sh9_n = [np.ones(2, np.float32)]\n"
+                   "%python sh9_t = torch.arange(4, dtype=torch.bfloat16)\n" + READS)
+    np.testing.assert_array_equal(_kernel_value(kc, "sh9_f"), np.arange(4) * 2.0)
+    _kernel_ok(kc, "%python sh9_d['w'] = np.full(3, 4.0, np.float32); sh9_d['k'] = 7\n"
+                   "%python sh9_l.append(4); sh9_n[0] = np.full(2, 5.0, np.float32)\n"
+                   "%python sh9_t.mul_(3)\n" + READS)
+    np.testing.assert_array_equal(_kernel_value(kc, "sh9_a"), np.full(3, 8.0))
+    np.testing.assert_array_equal(_kernel_value(kc, "sh9_b"), 7.0)
+    np.testing.assert_array_equal(_kernel_value(kc, "sh9_c"), 4.0)
+    np.testing.assert_array_equal(_kernel_value(kc, "sh9_e"), np.full(2, 10.0))
+    np.testing.assert_array_equal(_kernel_value(kc, "sh9_f"), np.arange(4) * 3.0 * 2.0)
+
+
+def test_kernel_reads_a_numpy_array_python_changed_in_place(kc):
+    """(An array is bound without a copy: the session's tensor reads Python's array.)"""
+    _kernel_ok(kc, "%python import numpy as np; sh9_x = np.arange(4, dtype=np.float32)\n"
+                   "let sh9_y = sh9_x * 2.0")
+    _kernel_ok(kc, "%python sh9_x[0] = 100.0\nlet sh9_y = sh9_x * 2.0")
+    np.testing.assert_array_equal(_kernel_value(kc, "sh9_y"), [200.0, 2.0, 4.0, 6.0])

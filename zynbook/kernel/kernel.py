@@ -108,9 +108,7 @@ class ZynMLRunner:
             if name.startswith("_") or name in hidden or name not in user_ns:
                 continue
             value = user_ns[name]
-            link = self._links.get(name)
-            if link is not None and (value is link[1] or (
-                    value is link[0] and self.session.namespace.get(name) is link[1])):
+            if self._session_reads(name, value):
                 continue
             # a name the session holds is passed whatever Python now holds there (None, a
             # function): the ZynML must not run on the value Python replaced, and the
@@ -126,11 +124,20 @@ class ZynMLRunner:
         if name.startswith("_") or name in self._hidden():
             return namespace[name]
         value = user_ns[name]
-        link = self._links.get(name)
-        if name in namespace and link is not None and (
-                value is link[1] or (value is link[0] and namespace[name] is link[1])):
+        if name in namespace and self._session_reads(name, value):
             return namespace[name]
         return value
+
+    def _session_reads(self, name: str, value) -> bool:
+        """Whether the session's value of `name` is what a cell reads for Python's `value`:
+        the session's own value, which Python holds, or its binding of Python's array. A
+        dict, a list or a bf16 torch tensor was bound as a copy (a record, a list, f32
+        values): Python changing it in place (`d["w"] = w2`, `lst.append(4)`, `t.mul_(2)`)
+        is read again (the cell read the copy of the earlier cell)."""
+        link = self._links.get(name)
+        return link is not None and (value is link[1] or (
+            value is link[0] and self.session.namespace.get(name) is link[1]
+            and _binding_of(link[1], value)))
 
     def export_names(self, before: dict, env: dict, source: str = "") -> None:
         """Write the names the ZynML just run bound or rebound (compared with `before`,

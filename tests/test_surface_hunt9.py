@@ -138,3 +138,33 @@ def test_kernel_reads_a_numpy_array_python_changed_in_place(kc):
                    "let sh9_y = sh9_x * 2.0")
     _kernel_ok(kc, "%python sh9_x[0] = 100.0\nlet sh9_y = sh9_x * 2.0")
     np.testing.assert_array_equal(_kernel_value(kc, "sh9_y"), [200.0, 2.0, 4.0, 6.0])
+
+
+# ------------------------------------------- host math of integer and bool tensors
+
+def _numpy_softmax(a, axis=-1):
+    e = np.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+INTEGERS = [np.array([0, 1, 2, 7], np.uint8), np.array([[0, 1], [250, 255]], np.uint8),
+            np.array([-100, 100, 3], np.int8), np.array([0, 1, 2, 40000], np.uint16),
+            np.array([0, 1, 2, 3_000_000_000], np.uint32), np.array([5, -3, 0], np.int32),
+            np.array([True, False, True])]
+
+
+@pytest.mark.parametrize("a", INTEGERS, ids=lambda a: f"{a.dtype}{list(a.shape)}")
+@pytest.mark.parametrize("name", ["sigmoid", "softmax"])
+def test_sigmoid_and_softmax_of_integers_and_bools_are_numpys_of_their_floats(a, name):
+    """`sigmoid(u8)` negated the unsigned values (sigmoid of u8 [0, 1, 2] was [0.5, 0, 0]),
+    `softmax(u8)` subtracted the maximum in u8 (NaN), both were Python's TypeError for bools:
+    they are the functions of the values, in the float type numpy's exp gives them."""
+    import zynbook
+    want_dtype = np.exp(a[:0]).dtype
+    values = a.astype(np.float64)
+    with np.errstate(over="ignore"):
+        want = 1.0 / (1.0 + np.exp(-values)) if name == "sigmoid" else _numpy_softmax(values)
+    got = zynbook.run(f"let r = {name}(a)\nr\n", a=a)
+    assert np.asarray(got).dtype == want_dtype, (got.dtype, want_dtype)
+    tol = 2e-3 if want_dtype == np.float16 else 1e-6
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=tol, atol=tol)

@@ -635,12 +635,23 @@ def int_text(n: int, digits_shown: int = 100_000) -> str:
 # --------------------------------------------------------------------- math
 
 
-def _math(name, np_fn, scalar_fn):
+def _as_floats(xp, a):
+    """An integer or bool array as the floats numpy's math functions give it (8-bit and
+    bool as f16, 16-bit as f32, wider as f64), a float array as it is: an unsigned array
+    negated, or less its maximum, wrapped around (sigmoid and softmax of u8 [0, 1, 2] were
+    [0.5, 0, 0] and NaN; of bools, Python's TypeError)."""
+    return a.astype(xp.result_type(a.dtype, xp.float16)) if a.dtype.kind in "biu" else a
+
+
+def _math(name, np_fn, scalar_fn, floats=True):
+    """A math builtin; `floats`: its values are floats (ints and bools are converted
+    first), else it keeps an integer dtype (abs, floor, ceil, relu)."""
     def fn(interp, args, kwargs):
         _arity(args, 1, name, f"{name}(x)")
         v = args[0]
         if isinstance(v, Tensor):
             xp, a = xp_of(v), host_array(v)
+            a = _as_floats(xp, a) if floats else a
             with np.errstate(all="ignore"):
                 if a.dtype == np.float16:       # in f32, rounded once, as in compute blocks
                     return wrap(np_fn(xp, a.astype(np.float32)).astype(np.float16), v)
@@ -661,13 +672,13 @@ _math("sqrt", lambda xp, a: xp.sqrt(a), math.sqrt)
 _math("rsqrt", lambda xp, a: 1 / xp.sqrt(a), lambda x: 1 / math.sqrt(x))
 _math("exp", lambda xp, a: xp.exp(a), math.exp)
 _math("log", lambda xp, a: xp.log(a), math.log)
-_math("abs", lambda xp, a: xp.abs(a), abs)
+_math("abs", lambda xp, a: xp.abs(a), abs, floats=False)
 _math("tanh", lambda xp, a: xp.tanh(a), math.tanh)
 _math("sin", lambda xp, a: xp.sin(a), math.sin)
 _math("cos", lambda xp, a: xp.cos(a), math.cos)
-_math("floor", lambda xp, a: xp.floor(a), math.floor)
-_math("ceil", lambda xp, a: xp.ceil(a), math.ceil)
-_math("relu", lambda xp, a: xp.maximum(a, 0), lambda x: max(x, 0))
+_math("floor", lambda xp, a: xp.floor(a), math.floor, floats=False)
+_math("ceil", lambda xp, a: xp.ceil(a), math.ceil, floats=False)
+_math("relu", lambda xp, a: xp.maximum(a, 0), lambda x: max(x, 0), floats=False)
 _math("sigmoid", lambda xp, a: 1 / (1 + xp.exp(-a)), lambda x: 1 / (1 + math.exp(-x)))
 
 
@@ -735,7 +746,8 @@ def _softmax(interp, args, kwargs):
     _unexpected(kwargs, ("axis",), "softmax")
     _arity(args, 1, "softmax", "softmax(x, axis=-1)")
     t = _tensor(args[0])
-    xp, a = xp_of(t), host_array(t)
+    xp = xp_of(t)
+    a = _as_floats(xp, host_array(t))
     axis = as_int(kwargs.get("axis", -1))
     if not _is_int(axis):
         raise ZynMLTypeError(f"softmax(): axis= takes an integer, not {_kind(axis)}")

@@ -1046,6 +1046,9 @@ class ReferenceExecutor:
         if isinstance(e, cir.Dot):
             a, b = as_val(self.eval(e.a)), as_val(self.eval(e.b))
             x, y = _align([a, b])
+            if e.ty.dtype == "f16":     # as numpy's dot: f32 products summed in f32, rounded once
+                total = np.sum(np.multiply(x, y, dtype=np.float32), axis=-1)
+                return Val(np.asarray(total).astype(np.float16), _lanes_of(a, b))
             return Val(_of_type(np.sum(x * y, axis=-1), e.ty), _lanes_of(a, b))
         if isinstance(e, cir.Reduce):
             v = as_val(self.eval(e.input))

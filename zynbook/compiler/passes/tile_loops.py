@@ -403,8 +403,13 @@ class _Rewriter:
             return cir.Load(e.buffer, self.hoist_index(e.index, out, line), e.ty, e.spans)
         if isinstance(e, cir.Dot):
             a, b = self.hoist(e.a, out, line), self.hoist(e.b, out, line)
-            prod = cir.Bin("*", a, b, cir.Ty(e.ty.dtype, a.ty.shape or b.ty.shape or ("?",)))
-            return self.reduce_all("+", prod, e.ty.dtype, out, line)
+            # an f16 dot as numpy's: f32 products summed in f32, rounded once
+            dt = "f32" if e.ty.dtype == "f16" else e.ty.dtype
+            shape = a.ty.shape or b.ty.shape or ("?",)
+            if dt != e.ty.dtype:
+                a, b = cir.Cast(a, cir.Ty(dt, a.ty.shape)), cir.Cast(b, cir.Ty(dt, b.ty.shape))
+            total = self.reduce_all("+", cir.Bin("*", a, b, cir.Ty(dt, shape)), dt, out, line)
+            return total if dt == e.ty.dtype else cir.Cast(total, e.ty)
         if isinstance(e, cir.Call) and e.fn == "sum":
             return self.reduce_all("+", self.hoist(e.args[0], out, line), e.ty.dtype, out, line)
         if isinstance(e, cir.Reduce):

@@ -207,3 +207,34 @@ def test_weak_var_beside_f16_is_rounded_to_f16_first(device, expr, want):
     got = np.asarray(_run(device, src, x=_H))
     assert got.dtype == w.dtype
     np.testing.assert_array_equal(got, w)
+
+
+# ---------------------------------- a host int past i32 beside u32 or u64 data (numpy: weak)
+
+_U32 = np.array([1, 2, 3, 4_000_000_000, 0], np.uint32)
+_U64 = np.array([1, 2**64 - 1, 2**63, 7, 0], np.uint64)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("data", ["u32", "u64"])
+@pytest.mark.parametrize("k", [2**31, 3_000_000_000, 2**32 - 1, 5_000_000_000])
+@pytest.mark.parametrize("expr, want", [
+    ("x[i] + k", lambda x, k: x + k), ("x[i] * k", lambda x, k: x * k),
+    ("x[i] - k", lambda x, k: x - k), ("max(x[i], k)", lambda x, k: np.maximum(x, k)),
+    ("x[i] < k", lambda x, k: x < k), ("where(x[i] > 2, k, x[i])", lambda x, k: np.where(x > 2, k, x)),
+])
+def test_host_int_past_i32_beside_unsigned_data(device, data, k, expr, want):
+    # numpy reads the Python int as the array's dtype (u32 + 3000000000 wraps in u32); it
+    # was an i64 result on every device
+    x = _U32 if data == "u32" else _U64
+    src = f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = {expr}\n}}\ny\n"
+    if data == "u32" and k >= 2**32:       # numpy: OverflowError
+        err = raises("type", src, 3, 18 + expr.index("k"), device=device, x=x, k=k)
+        assert f"`k` is {k} here" in str(err) and "u32" in str(err)
+        return
+    if device.startswith(_NO_INT64):       # a host int past i32 on WebGPU: a device error
+        raises("device", src, device=device, x=x, k=k)
+        return
+    with np.errstate(over="ignore"):
+        w = want(x, k)
+    assert_equals_numpy(_run(device, src, x=x, k=k), w, 0)

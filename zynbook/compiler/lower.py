@@ -91,14 +91,17 @@ class WeakCheck:
             return
         if not isinstance(v, int) or isinstance(v, bool):
             return
-        v = (v + 2 ** 31) % 2 ** 32 - 2 ** 31        # weak integers are i32's
+        if self.value.ty.dtype == "i32":
+            v = (v + 2 ** 31) % 2 ** 32 - 2 ** 31    # weak integers are i32's
         if holds(self.dtype, v):
             return
-        text = cir.format_expr(self.value)
+        value = self.value.operand if isinstance(self.value, cir.Cast) else self.value
+        text = cir.format_expr(value)           # (a host int past i32 as its name, not i64(k))
         what = f"`{text}` is {v} here," if text != str(v) else f"the integer {v} is"
+        wider = "i64" if self.dtype in ("u32", "u64") else "i32"
         raise ZynMLTypeError(f"{what} out of bounds for {self.dtype}, the type it meets (numpy "
                              f"refuses it too); convert the {self.dtype} operand to a wider "
-                             "type, as i32(...), to compute in that type", self.span)
+                             f"type, as {wider}(...), to compute in that type", self.span)
 
 
 @dataclass
@@ -1084,7 +1087,8 @@ class _Lowering:
             return cir.Bin("@", a, b, cir.Ty(dtype, (a.ty.shape[0], b.ty.shape[1])))
         shape = self._broadcast(a.ty.shape, b.ty.shape, span)
         a, b = self._half_literal(a, b), self._half_literal(b, a)
-        a, b = _held_literal(a, b), _held_literal(b, a)
+        sa, sb = spans or (span, span)
+        a, b = self._held(a, b, sa), self._held(b, a, sb)
         if op in ("<", "<=", ">", ">=", "==", "!="):
             return cir.Bin(op, a, b, cir.Ty("bool", shape))
         if op not in ("+", "-", "*", "/", "%", "**"):
@@ -1141,6 +1145,20 @@ class _Lowering:
             return e
         return _in_f64(e, self.weak_lets)
 
+    def _host_i64(self, e) -> bool:
+        """Whether `e` is a host int past i32, read as i64 (`name`)."""
+        return isinstance(e, cir.Cast) and e.ty.dtype == "i64" and not e.ty.shape and \
+            isinstance(e.operand, cir.Var) and e.operand.name in self.sizes
+
+    def _held(self, c, other, span):
+        """`_held_literal`, and likewise a host int past i32 beside u32 or u64 data: that
+        dtype, as numpy reads a Python int (`u[i] + k` with k = 3000000000 is u32, wrapping;
+        it was i64), its value checked at launch to be one of the dtype's."""
+        if self._host_i64(c) and other.ty.dtype in ("u32", "u64") and not self._is_weak(other):
+            self.weak_checks.append(WeakCheck(c, other.ty.dtype, span))
+            return cir.Cast(c, cir.Ty(other.ty.dtype))
+        return _held_literal(c, other)
+
     def _half_literal(self, c, other):
         """A float literal meeting an f16 value takes f16's precision (it is weak, so the
         operation is f16's: `h[i] == 0.1` compares with f16(0.1), as numpy does); devices
@@ -1154,12 +1172,9 @@ class _Lowering:
                 and not c.ty.shape and self._is_weak(c) and not self._is_weak(other):
             # an expression of literals (exp(20.0), 3e5 * 1.0, a let of one) likewise: its
             # value, as the reference computes it, then f16's (past its range an infinity);
-            # one known only as it runs (a `var` of them changed in a loop) rounded to f16
-            # there, as numpy rounds a Python float (the devices multiplied by its f32)
+            # one known only as it runs is rounded as it runs (launch/scalar.py, `operand`)
             v = _literal_value(substitute(c, self.weak_lets))
-            if v is None:
-                return cir.Cast(c, cir.Ty("f16"))
-            c = cir.Const(float(v), c.ty)
+            c = c if v is None else cir.Const(float(v), c.ty)
         if isinstance(c, cir.Const) and isinstance(c.value, float) and not c.ty.shape and \
                 other.ty.dtype == "f16" and c.ty.dtype != "f16" and self._is_weak(c) and \
                 not self._is_weak(other):
@@ -1206,9 +1221,10 @@ class _Lowering:
                 raise ZynMLTypeError(f"{fn}() takes {want} argument{'s' if want != '1' else ''}",
                                      e.span)
             shape = ()
-            held = next((a for a in args if is_int(a.ty.dtype) and not isinstance(a, cir.Const)),
-                        None)
-            args = args if held is None else [_held_literal(a, held) for a in args]
+            held = next((a for a in args if is_int(a.ty.dtype) and not isinstance(a, cir.Const)
+                         and not self._host_i64(a)), None)
+            args = args if held is None else [self._held(a, held, node.span)
+                                              for a, node in zip(args, e.args)]
             dtype = args[0].ty.dtype
             for a, node in zip(args, e.args):
                 shape = self._broadcast(shape, a.ty.shape, node.span)
@@ -1257,7 +1273,7 @@ class _Lowering:
             dtype = "bool"
         else:
             a, b = self._half_literal(a, b), self._half_literal(b, a)
-            a, b = _held_literal(a, b), _held_literal(b, a)
+            a, b = self._held(a, b, e.args[1].span), self._held(b, a, e.args[2].span)
             dtype = promote(a.ty.dtype, b.ty.dtype, self._is_weak(a), self._is_weak(b))
             a, b = self._widen_weak(a, dtype), self._widen_weak(b, dtype)
         return cir.Select(cond, a, b, cir.Ty(dtype, shape))

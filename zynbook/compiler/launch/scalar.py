@@ -319,8 +319,8 @@ class ScalarLowering:
             # i64(x) of a float x (passes/casts.py): past 32 bits, saturated or not, an error
             return self.checked_i64(self.expr(e.cond.left), getattr(e, "span", None))
         if isinstance(e, cir.Select):
-            return ir.Select(cast(self.expr(e.cond), "bool"), self.operand(e.if_true, dt),
-                             self.operand(e.if_false, dt), dt)
+            return ir.Select(cast(self.expr(e.cond), "bool"), self.operand(e.if_true, dt, e.ty.dtype),
+                             self.operand(e.if_false, dt, e.ty.dtype), dt)
         if isinstance(e, cir.Call):
             return self.half_step(e, self.call(e, dt))
         raise NotScalar(f"{type(e).__name__} needs a tile schedule")
@@ -335,13 +335,19 @@ class ScalarLowering:
             return x
         return cast(cast(x, "f16"), "f32")
 
-    def operand(self, e, dtype: str) -> ir.Expr:
-        """`e` as a value of compute dtype `dtype`; numbers are written in that type."""
+    def operand(self, e, dtype: str, within: str = "") -> ir.Expr:
+        """`e` as a value of compute dtype `dtype`; numbers are written in that type. An
+        operand of an f16 operation (`within`) that is a wider float is a weak value known
+        only as it runs (`var s = 0.1` then `s = s * 3.0`): rounded to f16 first, as numpy
+        rounds a Python float beside f16 data (h[i] * s was 1 ulp off it)."""
         c = const_value(e, self.facts.consts)
         if c is not None and not isinstance(c, bool) and dtype != "bool":
             # (a weak integer literal meeting an unsigned value wraps to it: u[i] + -1)
             return lit(converted(c, dtype) if isinstance(c, int) else c, dtype)
-        return cast(self.expr(e), dtype)
+        v = self.expr(e)
+        if within == "f16" and e.ty.dtype in ("f32", "f64") and not e.ty.shape:
+            v = cast(v, "f16")
+        return cast(v, dtype)
 
     def index(self, e) -> ir.Expr:
         return cast(self.index_value(e), self.idx)
@@ -393,7 +399,7 @@ class ScalarLowering:
                 if ut == "u64" or (ut == "u32" and _INT_BITS[st] <= 32):
                     return self.unsigned_against_signed(op, e, lt == ut, ut)
             return ir.Bin(op, self.operand(e.left, ct), self.operand(e.right, ct), "bool")
-        a, b = self.operand(e.left, dt), self.operand(e.right, dt)
+        a, b = self.operand(e.left, dt, e.ty.dtype), self.operand(e.right, dt, e.ty.dtype)
         if dt in ir.FLOAT_DTYPES:
             if op == "%":
                 return ir.Math("fmod", (a, b), dt)
@@ -729,9 +735,10 @@ class ScalarLowering:
         if e.fn in cir.TILE_FUNCTIONS:
             raise NotScalar(f"{e.fn}() of a tile")
         if dt in ir.FLOAT_DTYPES:
+            args = tuple(self.operand(a, dt, e.ty.dtype) for a in e.args)
             if e.fn == "pow":
-                return self.float_power(*(self.operand(a, dt) for a in e.args), e.args[1], dt)
-            return ir.Math(e.fn, tuple(self.operand(a, dt) for a in e.args), dt)
+                return self.float_power(*args, e.args[1], dt)
+            return ir.Math(e.fn, args, dt)
         args = tuple(self.operand(a, dt) for a in e.args)
         if e.fn in ("floor", "ceil", "round"):
             return args[0]

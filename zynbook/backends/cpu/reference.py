@@ -1171,7 +1171,7 @@ class ReferenceExecutor:
                 return Val(np.swapaxes(arr, -1, -2), v.lanes)
             if fn == "row_max":
                 return Val(np.max(arr, axis=-1, keepdims=True), v.lanes)
-            return Val(np.sum(arr, axis=-1, keepdims=True), v.lanes)
+            return Val(np.expand_dims(_reduce("+", arr, (arr.ndim - 1,)), -1), v.lanes)
         if fn in _UNARY:
             v = args[0]
             if not isinstance(v, (Val, LaneIndex)):
@@ -1262,10 +1262,13 @@ def _of_type(arr, ty):
 def _reduce(op, arr, axes):
     if not axes:
         return arr
-    if op == "+":
-        return np.add.reduce(arr, axis=axes)
-    if op == "*":
-        return np.multiply.reduce(arr, axis=axes)
+    if op in ("+", "*"):
+        ufunc = np.add if op == "+" else np.multiply
+        if np.asarray(arr).dtype == np.float16:
+            # in f32, rounded once, along every axis as the devices do (numpy's f16 sum is
+            # so only along the last: along another it rounds each step to f16)
+            return np.asarray(ufunc.reduce(arr, axis=axes, dtype=np.float32)).astype(np.float16)
+        return ufunc.reduce(arr, axis=axes)
     if op in ("max", "min"):
         a = np.asarray(arr)
         if any(a.shape[ax] == 0 for ax in axes):

@@ -168,3 +168,42 @@ def test_sigmoid_and_softmax_of_integers_and_bools_are_numpys_of_their_floats(a,
     assert np.asarray(got).dtype == want_dtype, (got.dtype, want_dtype)
     tol = 2e-3 if want_dtype == np.float16 else 1e-6
     np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=tol, atol=tol)
+
+
+# ------------------------------------------- host constructors and library calls
+
+@pytest.mark.parametrize("call, want", [
+    ("zeros(t[2], t[3])", np.zeros((2, 3), np.float32)),
+    ("ones(2, n)", np.ones((2, 3), np.float32)),
+    ("ones(k, k, dtype=f16)", np.ones((3, 3), np.float16)),
+    ("zeros(n, 2, dtype=i32)", np.zeros((3, 2), np.int32)),
+])
+def test_sizes_given_one_by_one_may_be_elements_of_integer_tensors(call, want):
+    """`zeros(n, 2)` with `n` an element of an integer tensor (`t[2]`, `sum(mask)`, or
+    np.array(3) from Python, an integer wherever host code needs one, docs/language.md) was
+    `zeros([n])`: the later sizes were dropped."""
+    import zynbook
+    got = zynbook.run(f"let t = arange(5)\nlet n = sum(arange(3))\nlet r = {call}\nr\n",
+                      k=np.array(3, np.int64))
+    assert np.asarray(got).dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), want)
+    rand = zynbook.run("let n = sum(arange(3))\nrandn(2, n, seed=4).shape\n")
+    assert list(rand) == [2, 3]
+
+
+@pytest.mark.parametrize("call, kind, what", [
+    ("zeros(2, 2.5)", "type", "a float"), ("zeros([2, 3], 4)", "type", "a list"),
+    ("ones(2, -1)", "shape", "no negative sizes")])
+def test_a_size_given_one_by_one_that_is_not_one_is_an_error(call, kind, what):
+    """(`zeros(2, 2.5)` was `zeros([2])`, `zeros([2, 3], 4)` `zeros([2, 3])`.)"""
+    from compute_testing import raises
+    err = raises(kind, f"let r = {call}\n", 1, 9)
+    assert what in err.message, err.message
+
+
+def test_rmsnorm_of_a_number_tensor_is_a_shape_error_at_the_call():
+    """rmsnorm of a 0-d tensor was a runtime error 'tuple index out of range' at column 1."""
+    from compute_testing import raises
+    err = raises("shape", "let r = rmsnorm(x, w)\n", 1, 9, x=np.array(1.5, np.float32),
+                 w=np.ones(1, np.float32))
+    assert "at least one axis" in err.message, err.message

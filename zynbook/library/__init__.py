@@ -367,10 +367,10 @@ def _rmsnorm(args, kwargs):
     _kw(kwargs, ("eps",), "rmsnorm")
     _args(args, 2, "rmsnorm", "rmsnorm(x, weight, eps=1e-6)")
     x, w = _tensor(args[0], "rmsnorm", "x"), _tensor(args[1], "rmsnorm", "weight")
+    x2, rows, n = _rows(x, "rmsnorm")      # (first: a 0-d x has no last axis to match)
     if w.ndim != 1 or w.shape[0] != x.shape[-1]:
         raise ZynMLShapeError(f"rmsnorm(): weight {list(w.shape)} does not match the last "
                               f"axis of x {list(x.shape)}")
-    x2, rows, n = _rows(x, "rmsnorm")
     shape = x.shape
     source = RMSNORM
     if x.dtype in ("f16", "bf16"):

@@ -323,7 +323,9 @@ def _fill(fn_name, value_fn):
         shape = kwargs.get("shape", args[0] if args else None)
         if shape is None:
             raise ZynMLTypeError(f"{fn_name}() needs a shape: {fn_name}([2, 3])")
-        if len(args) > 1 and all(isinstance(a, int) for a in args):
+        if len(args) > 1:
+            # zeros(2, 3) is zeros([2, 3]), its sizes read as a shape's are (an element of
+            # an integer tensor too: zeros(n, 2) with `n = sum(mask)` was zeros([n]))
             shape = list(args)
         shape = _shape(shape)
         dtype = _dtype(kwargs.get("dtype"))

@@ -207,3 +207,11 @@ def test_rmsnorm_of_a_number_tensor_is_a_shape_error_at_the_call():
     err = raises("shape", "let r = rmsnorm(x, w)\n", 1, 9, x=np.array(1.5, np.float32),
                  w=np.ones(1, np.float32))
     assert "at least one axis" in err.message, err.message
+
+
+@pytest.mark.parametrize("call", ["zeros([2], f16)", "ones(2, 3, f16)", 'randn([2], "f64")'])
+def test_a_dtype_given_by_position_is_an_error_saying_to_name_it(call):
+    """`zeros([2], f16)` gave f32 zeros: the dtype was dropped with the later sizes."""
+    from compute_testing import raises
+    err = raises("type", f"let r = {call}\n", 1, 9)
+    assert "takes its dtype by name" in err.message, err.message

@@ -324,6 +324,9 @@ def _fill(fn_name, value_fn):
         if shape is None:
             raise ZynMLTypeError(f"{fn_name}() needs a shape: {fn_name}([2, 3])")
         if len(args) > 1:
+            if any(isinstance(a, str) and canonical_dtype(a) for a in args[1:]):
+                raise ZynMLTypeError(f"{fn_name}() takes its dtype by name: "
+                                     f"{fn_name}([2, 3], dtype=f16)")
             # zeros(2, 3) is zeros([2, 3]), its sizes read as a shape's are (an element of
             # an integer tensor too: zeros(n, 2) with `n = sum(mask)` was zeros([n]))
             shape = list(args)
@@ -518,7 +521,7 @@ def _reshape(interp, args, kwargs):
 @builtin("split")
 def _split(interp, args, kwargs):
     _unexpected(kwargs, ("axis",), "split")
-    _arity(args, 2, "split", "split(x, parts, axis=-1)")
+    _arity(args, 2, "split", "split(x, parts, axis=0)")
     t = _tensor(args[0])
     n = as_int(args[1])
     axis = as_int(kwargs.get("axis", 0))

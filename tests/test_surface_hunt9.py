@@ -215,3 +215,33 @@ def test_a_dtype_given_by_position_is_an_error_saying_to_name_it(call):
     from compute_testing import raises
     err = raises("type", f"let r = {call}\n", 1, 9)
     assert "takes its dtype by name" in err.message, err.message
+
+
+# ------------------------------------------------------------------------- the cache
+
+def test_a_cache_dir_under_home_written_with_a_tilde_is_the_home_folder(tmp_path):
+    """ZYNBOOK_CACHE_DIR=~/zcache set from Python (no shell expands the `~`) made a folder
+    named `~` in the working directory."""
+    import os
+    import subprocess
+    import sys
+
+    from compute_testing import wanted_devices
+    if "cpu:native" not in wanted_devices():
+        pytest.skip("no cpu:native here (its compiled kernels are what the cache keeps)")
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    code = ("import numpy as np, zynbook\n"
+            "x = np.arange(7, dtype=np.float32)\n"
+            "y = zynbook.run('let y = compute(x) {\\n    for i in 0..n:\\n"
+            "        out[i] = x[i] * 3.0 + 1.0\\n}\\ny\\n', device='cpu:native', x=x)\n"
+            "assert np.array_equal(np.asarray(y), x * 3.0 + 1.0), y\n")
+    env = dict(os.environ, HOME=str(home), ZYNBOOK_CACHE_DIR="~/zcache",
+               PYTHONPATH=os.pathsep.join([str(os.path.dirname(os.path.dirname(
+                   os.path.abspath(__file__))))] + [os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not (cwd / "~").exists()
+    assert list((home / "zcache" / "cpu").iterdir()), list((home / "zcache").iterdir())

@@ -117,9 +117,10 @@ class EntryUnusable(Exception):
 
 
 def cache_root() -> Path:
-    base = os.environ.get("ZYNBOOK_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "zynbook")
-    return Path(base)
+    # `~` expanded: set from Python or a .env file (no shell to expand it), `~/cache` made
+    # a folder named `~` in the working directory
+    base = os.environ.get("ZYNBOOK_CACHE_DIR") or os.path.join("~", ".cache", "zynbook")
+    return Path(os.path.expanduser(base))
 
 
 _WARNED: set = set()

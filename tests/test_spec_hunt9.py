@@ -140,3 +140,44 @@ def test_an_f16_sum_along_the_first_axis_rounds_once(name, device):
     want = _HM.astype(np.float32).sum(0).astype(np.float16)
     assert got.dtype == np.float16
     np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------ an untyped var summing f16 values
+
+_HR = (RNG.integers(-2000, 2000, (7, 257)) / 16).astype(np.float16)
+
+_UNTYPED_SUMS = {
+    "row_sum": ("""let r = compute(x) {
+    for i in 0..rows:
+        var s = 0.0
+        for j in 0..cols:
+            s += x[i, j]
+        out[i] = s
+}
+r""", lambda x: x.astype(np.float32).sum(1).astype(np.float16)),
+    "mean_of_a_row_then_centred": ("""let r = compute(x) {
+    @kernel fused
+    for b in 0..batch:
+        var mean = 0.0
+        for i in 0..hidden:
+            mean += x[b, i]
+        mean /= hidden
+        for i in 0..hidden:
+            out[b, i] = x[b, i] - mean
+}
+r""", lambda x: x - (x.astype(np.float32).sum(1, keepdims=True).astype(np.float16)
+                     / np.float16(257))),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(_UNTYPED_SUMS))
+def test_an_untyped_var_summing_f16_sums_in_f32_as_a_typed_one(name, device):
+    """`var s = 0.0` summing f16 values is an f16 accumulator (the literal is weak), which
+    sums in f32 and is rounded where it is stored, as `var s: f16 = 0.0` does. The read of
+    `s` in `s + x[i, j]` kept the f32 type it was lowered with, so the compiled devices
+    rounded the running sum to f16 at every step (off by up to 4 at sums near 1000)."""
+    src, want = _UNTYPED_SUMS[name]
+    got = np.asarray(_run(device, src, x=_HR))
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, want(_HR))

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from .. import cir
 from ..types import WeakLocals, is_float, promote
-from .simplify import bottom_up, map_stmts
+from .simplify import bottom_up, map_stmts, rewrite_exprs
 
 
 def widen_vars(kernel: cir.Kernel) -> cir.Kernel:
@@ -55,7 +55,19 @@ def widen_vars(kernel: cir.Kernel) -> cir.Kernel:
             return cir.Let(s.name, cir.Const(s.value.value, ty), True, s.line)
         return cir.Let(s.name, s.value, True, s.line, ty)
 
-    return replace(kernel, body=map_stmts(kernel.body, declared))
+    body = map_stmts(kernel.body, declared)
+    return rewrite_exprs(replace(kernel, body=body), lambda e: _read_as_declared(e, final))
+
+
+def _read_as_declared(e, final):
+    """A read of a float local in its declared (final) type: a read lowered before the local
+    took it (`s + x[i]` of `var s = 0.0` summing f16 x read `s` as f32, so the compiled
+    devices rounded the running sum to f16 at every step)."""
+    ty = final.get(e.name) if isinstance(e, cir.Var) else None
+    if ty is None or ty.shape or e.ty.shape or ty.dtype == e.ty.dtype or \
+            not (is_float(ty.dtype) and is_float(e.ty.dtype)):
+        return e
+    return cir.Var(e.name, ty)
 
 
 def _weak_reads_beside_f64(e, final, weak):

@@ -245,3 +245,15 @@ def test_a_cache_dir_under_home_written_with_a_tilde_is_the_home_folder(tmp_path
     assert done.returncode == 0, done.stderr
     assert not (cwd / "~").exists()
     assert list((home / "zcache" / "cpu").iterdir()), list((home / "zcache").iterdir())
+
+
+def test_kernel_reads_a_numpy_array_python_reshaped_in_place(kc):
+    """`x.shape = (2, 3)` in Python: the next cell read x in its old shape ([6], and a
+    2-D index of it was a shape error)."""
+    _kernel_ok(kc, "%python import numpy as np; sh9_r = np.arange(6, dtype=np.float32)\n"
+                   "let sh9_s = sh9_r * 1.0")
+    _kernel_ok(kc, "%python sh9_r.shape = (2, 3)\n"
+                   "let sh9_s = compute(sh9_r) {\n    for i in 0..m, j in 0..n:\n"
+                   "        out[i, j] = sh9_r[i, j] * 2.0 + float(j)\n}\n")
+    want = np.arange(6, dtype=np.float64).reshape(2, 3) * 2.0 + np.arange(3)
+    np.testing.assert_array_equal(_kernel_value(kc, "sh9_s"), want)

@@ -416,10 +416,12 @@ def _binding_of(value, pyvalue) -> bool:
     if not isinstance(value, Tensor) or _took_a_copy(value):
         return False
     data = value.data
-    if data is pyvalue:
-        return True
     try:
-        return bool(np.may_share_memory(data, np.asarray(pyvalue)))
+        array = pyvalue if data is pyvalue else np.asarray(pyvalue)
+        # its memory, in the shape and dtype the tensor took (Python may have reshaped its
+        # array in place since, `x.shape = (2, 3)`: the cell read it as the old shape)
+        return (data is pyvalue or bool(np.may_share_memory(data, array))) and \
+            tuple(value.shape) == array.shape and value.numpy_dtype == array.dtype
     except Exception:  # an array numpy cannot read (on a GPU)
         return False
 

@@ -32,7 +32,7 @@ their operands. What is checked is the algebra:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from functools import reduce
 
 from .. import cir
@@ -341,16 +341,33 @@ def _unit_loop(lp: cir.Loop) -> bool:
     return _is_const(lp.start, 0) and _is_const(lp.step, 1)
 
 
+def _uncast(e, state: set):
+    """`e` with its casts of the running values in `state` from one float type to another
+    dropped: the lowering rounds a weak running value (`var m = -inf`) to f16 beside f16
+    scores, as numpy rounds a Python float; the schedules keep the running values in f32."""
+    if isinstance(e, cir.Cast) and isinstance(e.operand, cir.Var) and e.operand.name in state \
+            and e.ty.dtype in cir.FLOAT_DTYPES and e.operand.ty.dtype in cir.FLOAT_DTYPES:
+        return e.operand
+    if isinstance(e, tuple):
+        return tuple(_uncast(x, state) for x in e)
+    if not isinstance(e, cir.Expr):
+        return e
+    changes = {f.name: _uncast(getattr(e, f.name), state) for f in fields(e) if f.name != "ty"}
+    changes = {k: v for k, v in changes.items() if v is not getattr(e, k)}
+    return replace(e, **changes) if changes else e
+
+
 def _exec(stmts, env: dict, state: set, what: str):
     """Symbolic execution of straight-line statements: immutable lets are inlined into
     `env`, assignments to the names in `state` become their new values (in terms of the
-    values before the statements). Returns the assigned names in order."""
+    values before the statements, casts of them between floats dropped: `_uncast`).
+    Returns the assigned names in order."""
     assigned = []
     for s in stmts:
         if isinstance(s, cir.Let) and not s.mutable:
-            env[s.name] = substitute(s.value, env)
+            env[s.name] = _uncast(substitute(s.value, env), state)
         elif isinstance(s, cir.Assign) and s.name in state:
-            env[s.name] = substitute(s.value, env)
+            env[s.name] = _uncast(substitute(s.value, env), state)
             if s.name not in assigned:
                 assigned.append(s.name)
         elif (new := _max_by_if(s, env, state)) is not None:

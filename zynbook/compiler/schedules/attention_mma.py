@@ -160,6 +160,8 @@ def nonnegative(e) -> bool:
         return e.fn in ("sqrt", "exp", "exp2", "rsqrt")
     if isinstance(e, cir.Bin) and e.op in ("*", "/"):
         return nonnegative(e.left) and nonnegative(e.right)
+    if isinstance(e, cir.Cast):     # rounding keeps the sign (f16(sqrt(head_dim)))
+        return e.ty.dtype in cir.FLOAT_DTYPES and nonnegative(e.operand)
     return False
 
 

@@ -257,3 +257,18 @@ def test_kernel_reads_a_numpy_array_python_reshaped_in_place(kc):
                    "        out[i, j] = sh9_r[i, j] * 2.0 + float(j)\n}\n")
     want = np.arange(6, dtype=np.float64).reshape(2, 3) * 2.0 + np.arange(3)
     np.testing.assert_array_equal(_kernel_value(kc, "sh9_s"), want)
+
+
+def test_compute_reads_a_placed_result_python_reshaped_in_place(shell):
+    """A result of `@device("cpu")` is the session's placed tensor, read again by the next
+    cell; after `y.shape = (2, 3)` in Python the cell read it as [6]."""
+    shell.user_ns.update(x=X[:6])
+    cell(shell, '%%compute @device("cpu")\n' + DOUBLE)
+    y = shell.user_ns["y"]
+    assert type(y) is np.ndarray
+    y.shape = (2, 3)
+    got = cell(shell, "%%compute\nlet z = compute(y) {\n    for i in 0..m, j in 0..n:\n"
+                      "        out[i, j] = y[i, j] + float(j)\n}\nz\n")
+    want = (X[:6] * np.float32(2.0) + np.float32(1.0)).reshape(2, 3) + \
+        np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(got), want)

@@ -171,8 +171,10 @@ def _notebook_values(shell, names, skip=None, held=()) -> dict:
                 name not in hidden and (type(value) in _ARRAY_TYPES or bindable(value)
                                         or name in held):
             mine = held.get(name) if held else None
+            # (in the tensor's shape still: `y.shape = (2, 3)` in Python binds it again)
             if type(mine) is Tensor and mine.data is value and (mine.dtype == "bf16" or
-                                                                mine.committed):
+                                                                mine.committed) and \
+                    mine.shape == value.shape:
                 borrowed(value)     # (still the notebook's: host code writing copies first)
                 continue
             env[name] = value

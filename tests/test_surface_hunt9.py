@@ -10,7 +10,7 @@ pytest.importorskip("IPython")
 
 from notebook_shell import cell, kc, shell_fixture  # noqa: E402,F401  (kc: a fixture)
 
-shell = shell_fixture(("x", "y", "result", "self", "dev", "reps", "cmp", "C", "f"))
+shell = shell_fixture(("x", "y", "result", "self", "dev", "reps", "cmp", "C", "f", "config", "q"))
 
 DOUBLE = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0 + 1.0\n}\n"
 X = np.linspace(-2.0, 3.0, 7, dtype=np.float32)
@@ -272,3 +272,27 @@ def test_compute_reads_a_placed_result_python_reshaped_in_place(shell):
     want = (X[:6] * np.float32(2.0) + np.float32(1.0)).reshape(2, 3) + \
         np.arange(3, dtype=np.float32)
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+# ----------------------------------------------------------- binding Python values
+
+def test_a_list_or_dict_holding_itself_is_a_type_error_where_it_is_read(shell):
+    """A list or dict that contains itself was Python's RecursionError, even where the
+    program never reads the name (docs/api.md: such a name is not bound at all)."""
+    import zynbook
+    from compute_testing import raises
+    loop = [1.0]
+    loop.append(loop)
+    config = {"w": np.arange(3, dtype=np.float32)}
+    config["self"] = config
+    err = raises("type", "let a = 1\nlet q = v\n", 2, 9, v=loop)
+    assert "contains itself" in err.message, err.message
+    assert zynbook.run("let q = 2\nq\n", v=config) == 2
+    # a list shared, not nested in itself, is two lists
+    shared = [np.float32(1.5)]
+    got = zynbook.run("v[0][0] + v[1][0]\n", v=[shared, shared])
+    assert got == 3.0
+    shell.user_ns.update(config=config)
+    result = shell.run_cell("%%compute\nlet q = config.w * 2.0\n")
+    assert isinstance(result.error_in_exec, zynbook.ZynMLTypeError), result.error_in_exec
+    assert (result.error_in_exec.line, result.error_in_exec.column) == (2, 9)

@@ -62,9 +62,10 @@ _ARRAY_TYPES: set = {np.ndarray}
 _ARRAY_MODULES = ("cupy", "torch")
 
 
-def bind_value(value, _path: str = ""):
+def bind_value(value, _path: str = "", _within: tuple = ()):
     """A Python value as ZynML sees it: arrays become tensors, dicts records. A value no
-    ZynML value stands for (a Python object, a function, a class) raises `_Unusable`."""
+    ZynML value stands for (a Python object, a function, a class, a list or dict holding
+    itself: `_within`, the containers it is inside) raises `_Unusable`."""
     if type(value) in _ARRAY_TYPES:
         return _tensor_of(value, _path)
     if isinstance(value, (np.bool_, np.integer, np.floating)):
@@ -81,12 +82,14 @@ def bind_value(value, _path: str = ""):
         return value if all(fields[k] is value[k] for k in fields) else Record(fields)
     if _zynml_value(value):
         return value
-    if isinstance(value, dict):
-        return Record({k: bind_value(v, f"{_path}.{k}") for k, v in value.items()})
-    if isinstance(value, list):
-        return [bind_value(v, f"{_path}[{k}]") for k, v in enumerate(value)]
-    if isinstance(value, tuple):
-        return tuple(bind_value(v, f"{_path}[{k}]") for k, v in enumerate(value))
+    if isinstance(value, (dict, list, tuple)):
+        if id(value) in _within:        # (Python's RecursionError, even for a name not read)
+            raise _Unusable(value, _path, why="it contains itself")
+        inside = _within + (id(value),)
+        if isinstance(value, dict):
+            return Record({k: bind_value(v, f"{_path}.{k}", inside) for k, v in value.items()})
+        items = [bind_value(v, f"{_path}[{k}]", inside) for k, v in enumerate(value)]
+        return items if isinstance(value, list) else tuple(items)
     if isinstance(value, type) or callable(value) and not hasattr(value, "__dlpack__"):
         raise _Unusable(value, _path)
     t = _tensor_of(value, _path)

@@ -181,3 +181,167 @@ def test_an_untyped_var_summing_f16_sums_in_f32_as_a_typed_one(name, device):
     got = np.asarray(_run(device, src, x=_HR))
     assert got.dtype == np.float16
     np.testing.assert_array_equal(got, want(_HR))
+
+
+# ------------------------------------ the device interface: a tiny transformer trained
+
+_S, _E, _H, _KV, _D, _VOC, _PAD = 7, 6, 3, 1, 2, 5, 3
+_IDS, _TARGETS = [3, 1, 4, 1, 0, 2, 4], [1, 4, 1, 0, 2, 4, 3]
+_LR, _B1, _B2, _EPS_A, _WD, _EPS = 0.05, 0.8, 0.95, 1e-6, 0.1, 1e-5
+_STEPS = 2
+_PARAMS = {"table": RNG.standard_normal((_VOC, _E)).astype(np.float32),
+           "g": (1 + 0.1 * RNG.standard_normal(_E)).astype(np.float32),
+           "wq": (0.5 * RNG.standard_normal((_E, _H * _D))).astype(np.float32),
+           "wk": (0.5 * RNG.standard_normal((_E, _KV * _D))).astype(np.float32),
+           "wv": (0.5 * RNG.standard_normal((_E, _KV * _D))).astype(np.float32),
+           "wo": (0.5 * RNG.standard_normal((_H * _D, _VOC))).astype(np.float32)}
+
+_TRAIN = f"""let P = [upload(table), upload(g), upload(wq), upload(wk), upload(wv), upload(wo)]
+let M = [alloc(len(P[0])), alloc(len(P[1])), alloc(len(P[2])), alloc(len(P[3])), alloc(len(P[4])), alloc(len(P[5]))]
+let V = [alloc(len(P[0])), alloc(len(P[1])), alloc(len(P[2])), alloc(len(P[3])), alloc(len(P[4])), alloc(len(P[5]))]
+let ids = upload_u32({_IDS})
+let tg = upload_u32({_TARGETS})
+let S = {_S}
+let E = {_E}
+let HD = {_H * _D}
+let KD = {_KV * _D}
+var losses = []
+for step in 1..{_STEPS + 1}:
+    let x = embedding(P[0], ids, S, E)
+    let h = rms_norm(x, P[1], S, E, {_EPS})
+    let q = matmul(h, P[2], S, E, HD)
+    let k = matmul(h, P[3], S, E, KD)
+    let v = matmul(h, P[4], S, E, KD)
+    let a = causal_attention(q, k, v, S, {_H}, {_KV}, {_D})
+    let logits = matmul(a, P[5], S, HD, {_VOC})
+    let (loss, dl) = cross_entropy_forward_backward(logits, tg, S, {_VOC}, {_PAD})
+    let dwo = matmul(transpose_2d(a, S, HD), dl, HD, S, {_VOC})
+    let da = matmul(dl, transpose_2d(P[5], HD, {_VOC}), S, {_VOC}, HD)
+    let (dq, dk, dv) = causal_attention_backward(da, q, k, v, S, {_H}, {_KV}, {_D})
+    let ht = transpose_2d(h, S, E)
+    let dh = matmul(dq, transpose_2d(P[2], E, HD), S, HD, E)
+    add_assign(dh, matmul(dk, transpose_2d(P[3], E, KD), S, KD, E))
+    add_assign(dh, matmul(dv, transpose_2d(P[4], E, KD), S, KD, E))
+    let (dx, dg) = rms_norm_backward(x, P[1], dh, S, E, {_EPS})
+    let G = [embedding_backward(dx, ids, {_VOC}, S, E), dg, matmul(ht, dq, E, S, HD),
+             matmul(ht, dk, E, S, KD), matmul(ht, dv, E, S, KD), dwo]
+    for p in 0..6:
+        adamw_step(P[p], G[p], M[p], V[p], {_LR}, {_B1}, {_B2}, {_EPS_A}, {_WD}, step)
+    losses = losses + [loss]
+[losses, download(P[0]), download(P[1]), download(P[2]), download(P[3]), download(P[4]), download(P[5])]"""
+
+
+def _torch_training():
+    """The losses and the parameters after _STEPS AdamW steps, by torch's autograd in f64."""
+    import torch
+    tp = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in _PARAMS.values()]
+    opt = torch.optim.AdamW(tp, lr=_LR, betas=(_B1, _B2), eps=_EPS_A, weight_decay=_WD)
+    ids, targets, losses = torch.tensor(_IDS), torch.tensor(_TARGETS), []
+    group = _H // _KV
+    for _ in range(_STEPS):
+        opt.zero_grad()
+        x = tp[0][ids]
+        h = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + _EPS) * tp[1]
+        q = (h @ tp[2]).view(_S, _H, _D).transpose(0, 1)
+        k = (h @ tp[3]).view(_S, _KV, _D).transpose(0, 1).repeat_interleave(group, 0)
+        v = (h @ tp[4]).view(_S, _KV, _D).transpose(0, 1).repeat_interleave(group, 0)
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        logits = a.transpose(0, 1).reshape(_S, _H * _D) @ tp[5]
+        loss = torch.nn.functional.cross_entropy(logits, targets, ignore_index=_PAD)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().numpy() for p in tp]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_tiny_transformer_trained_with_the_device_builtins_equals_torch(device):
+    """Embedding, RMSNorm, grouped-query causal attention (3 heads over 1 key/value head of
+    2), a vocabulary projection and cross-entropy with a padded target, backward through
+    each with the builtins' backward passes and matmuls of transposes, then AdamW with weight
+    decay on every parameter, two steps: the losses and parameters equal torch's."""
+    pytest.importorskip("torch")
+    got = _run(device, _TRAIN, **_PARAMS)
+    losses, params = _torch_training()
+    assert_equals_numpy(np.asarray(got[0], np.float64), losses, 1e-5)
+    for g, w in zip(got[1:], params):
+        assert_equals_numpy(np.asarray(g), w.reshape(-1), 1e-5)
+
+
+# ------------------------------------ tile bodies: attention by query blocks, a tiled GEMM
+
+_TQ, _TK, _TV = (RNG.standard_normal((1, 2, 33, 7)).astype(np.float32) for _ in range(3))
+_TMASK = (RNG.random((33, 33)) > 0.3).astype(np.float32)
+_TMASK[:, 5] = 1
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rows", [1, 7])
+def test_attention_by_query_blocks_of_tiles_with_a_float_mask(rows, device):
+    """Scores of a block of queries against every key as tiles, masked by `where` on a
+    float mask's rows, softmax by `row_max`/`row_sum`, then `@ V`: blocks of 1 and 7 (the
+    last clipped to 5) of 33 queries, a scale held in a let."""
+    src = f"""let scale = 1.0 / sqrt(7.0)
+let a = compute(Q, K, V, mask) {{
+    @kernel fused
+    for b in 0..batch, h in 0..heads:
+        for i in 0..seq step {rows}:
+            let S = where(mask[i:i+{rows}] > 0.5, Q[b, h, i:i+{rows}] @ transpose(K[b, h]) * scale, -inf)
+            let P = exp(S - row_max(S))
+            out[b, h, i:i+{rows}] = (P / row_sum(P)) @ V[b, h]
+}}
+a"""
+    s = np.einsum("bhid,bhjd->bhij", _TQ.astype(np.float64), _TK) / np.sqrt(7.0)
+    s = np.where(_TMASK > 0.5, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = np.einsum("bhij,bhjd->bhid", p / p.sum(-1, keepdims=True), _TV)
+    assert_equals_numpy(_run(device, src, Q=_TQ, K=_TK, V=_TV, mask=_TMASK), want, 1e-5)
+
+
+_GA, _GB = RNG.standard_normal((33, 257)).astype(np.float32), \
+    RNG.standard_normal((257, 7)).astype(np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_gemm_tiled_by_hand_in_shared_arrays_of_5(device):
+    """The spec's matmul written as workgroup tiles: 5 x 5 tiles of A and B loaded into
+    shared arrays (zero past the edges) between barriers, partial products kept in a shared
+    accumulator, M = 33, K = 257, N = 7 (no size a multiple of the tile)."""
+    src = """let T = 5
+let C = compute(A, B) {
+    @kernel matmul
+    @workgroup(5, 5)
+    for bi in 0..(M + T - 1) / T, bj in 0..(N + T - 1) / T:
+        shared var acc[T, T]
+        for ti in 0..T, tj in 0..T:
+            acc[ti, tj] = 0.0
+        for kb in 0..(K + T - 1) / T:
+            shared var As[T, T]
+            shared var Bs[T, T]
+            for ti in 0..T, tj in 0..T:
+                let r = bi * T + ti
+                let c = kb * T + tj
+                As[ti, tj] = 0.0
+                if r < M and c < K:
+                    As[ti, tj] = A[r, c]
+                let r2 = kb * T + ti
+                let c2 = bj * T + tj
+                Bs[ti, tj] = 0.0
+                if r2 < K and c2 < N:
+                    Bs[ti, tj] = B[r2, c2]
+            barrier()
+            for ti in 0..T, tj in 0..T:
+                var s = 0.0
+                for kk in 0..T:
+                    s += As[ti, kk] * Bs[kk, tj]
+                acc[ti, tj] += s
+            barrier()
+        for ti in 0..T, tj in 0..T:
+            let r = bi * T + ti
+            let c = bj * T + tj
+            if r < M and c < N:
+                out[r, c] = acc[ti, tj]
+}
+C"""
+    got = _run(device, src, A=_GA, B=_GB, M=33, K=257, N=7)
+    assert_equals_numpy(got, _GA.astype(np.float64) @ _GB, 1e-4)

@@ -631,8 +631,31 @@ def check_loop_bounds(kernel: "Kernel", sizes: dict) -> None:
                 f"with i64(...)", block_span(kernel))
 
 
+def _writes_out(body, sizes: dict) -> bool:
+    """Whether a write of out in `body` may run at these sizes: not when every one sits in a
+    loop whose bounds, known from the sizes, leave it no iteration (`0..n - 2` at n = 1)."""
+    for s in body:
+        if isinstance(s, (Store, Atomic)) and s.buffer == "out":
+            return True
+        if isinstance(s, Loop):
+            try:
+                if eval_expr_static(s.start, sizes) >= eval_expr_static(s.stop, sizes):
+                    continue
+            except (KeyError, TypeError, ZeroDivisionError):    # bounds over loop variables
+                pass
+            if _writes_out(s.body, sizes):
+                return True
+        elif isinstance(s, If) and (_writes_out(s.then, sizes) or _writes_out(s.orelse, sizes)):
+            return True
+    return False
+
+
 def output_shape(kernel: "Kernel", sizes: dict) -> tuple:
     shape = tuple(eval_dim(d, sizes) for d in kernel.output.shape)
+    if any(n < 0 for n in shape) and not _writes_out(kernel.body, sizes):
+        # no iteration writes out (a window `0..n - 2` over 1 element): it is empty, as
+        # numpy's x[:-2] + x[1:-1] + x[2:] is
+        return tuple(max(n, 0) for n in shape)
     for axis, (n, d) in enumerate(zip(shape, kernel.output.shape)):
         if n < 0:
             # every write lands below 0 at these sizes (out[i - 10] with i in 0..6)

@@ -1,0 +1,56 @@
+"""Programs at the edges of the documented surface (docs/language.md, docs/api.md): windows
+over fewer elements than they span, sizes only an offset index reads, device names, the
+Python API's error positions; compared with numpy written here, or checked for the ZynML
+error's kind, line and column."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import assert_equals_numpy, raises, wanted_devices
+
+DEVICES = wanted_devices()
+
+
+def _run(device, src, /, **inputs):
+    return zynbook.Session(device).run(src, **inputs)
+
+
+# ------------------------------------ a window loop whose bound is below 0 runs no iteration
+
+_WINDOW = """let r = compute(x) {
+    for i in 0..n - 2:
+        out[i] = x[i] + x[i + 1] + x[i + 2]
+}
+r"""
+
+_WINDOW_ROWS = """let r = compute(x) {
+    for i in 0..rows - 2, j in 0..cols:
+        out[i, j] = x[i, j] + x[i + 2, j]
+}
+r"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7])
+def test_window_over_fewer_elements_than_it_spans_is_empty(device, n):
+    x = np.arange(n, dtype=np.float32) * 1.5
+    got = _run(device, _WINDOW, x=x)
+    assert_equals_numpy(got, x[:-2] + x[1:-1] + x[2:] if n >= 2 else x[:0], 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rows", [1, 4])
+def test_window_over_rows_keeps_the_other_axis(device, rows):
+    x = np.arange(rows * 3, dtype=np.float32).reshape(rows, 3)
+    assert_equals_numpy(_run(device, _WINDOW_ROWS, x=x), x[:-2] + x[2:], 0)
+
+
+def test_writes_that_all_land_below_zero_are_still_a_shape_error():
+    err = raises("shape", """let r = compute(x) {
+    for i in 0..n:
+        out[i - 10] = x[i]
+}
+r""", 1, 9, x=np.ones(6, np.float32))
+    assert "-4 elements" in str(err)

@@ -196,14 +196,17 @@ def test_a_loop_step_given_by_the_host_must_be_positive(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_an_output_of_negative_size_points_at_the_block(device):
-    """A host int bound below 0 gives `out` a negative axis: a shape error with the caret
-    under the block's `compute` (it was under the `let`)."""
-    src = ("let y = compute(x) {\n"
+    """Writes that all land below 0 give `out` a negative axis: a shape error with the caret
+    under the block's `compute` (it was under the `let`). A host int bound below 0 runs no
+    iteration, as Python's range(-2) does: out is empty."""
+    src = ("let y = compute(x) {{\n"
            "    for i in 0..k:\n"
-           "        out[i] = x[i]\n"
-           "}\ny\n")
-    err = raises("shape", src, 1, 9, device, x=np.ones(3, np.float32), k=-2)
+           "        out[i{shift}] = x[i]\n"
+           "}}\ny\n")
+    err = raises("shape", src.format(shift=" - 5"), 1, 9, device, x=np.ones(3, np.float32), k=3)
     assert "-2 elements" in err.message
+    got = zynbook.Session(device).run(src.format(shift=""), x=np.ones(3, np.float32), k=-2)
+    assert np.asarray(got).shape == (0,)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -54,3 +54,24 @@ def test_writes_that_all_land_below_zero_are_still_a_shape_error():
 }
 r""", 1, 9, x=np.ones(6, np.float32))
     assert "-4 elements" in str(err)
+
+
+# ------------------------------ a size a loop reads an input at only an offset of cannot be told
+
+def test_size_read_only_at_an_offset_names_the_read():
+    err = raises("name", """let r = compute(x) {
+    for i in 0..n:
+        out[i] = x[i + 10]
+}
+r""", 2, 17, x=np.ones(12, np.float32))
+    assert "`x[i + 10]`" in str(err) and "`i` alone" in str(err)
+    assert "bounds no loop that indexes an input" not in str(err)
+
+
+def test_size_of_a_loop_that_reads_nothing_keeps_its_message():
+    err = raises("name", """let r = compute(x) {
+    for i in 0..n:
+        out[i] = 1.0
+}
+r""", 2, 17, x=np.ones(3, np.float32))
+    assert "bounds no loop that indexes an input" in str(err)

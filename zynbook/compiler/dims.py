@@ -229,9 +229,29 @@ def _unknown_size(lowered, missing):
         return ZynMLNameError(f"unknown name `{name}`{hint}", lowered.size_spans[name], unknown=name)
     name = min(missing, key=lambda n: (lowered.size_spans.get(n, _FAR).line,
                                        lowered.size_spans.get(n, _FAR).column))
+    offset, offset_var = _offset_read(lowered, name)
+    why = (f"its loop reads `{offset.buffer}` only as `{cir.format_expr(offset)}`, and an index "
+           f"computed from `{offset_var}` ties no size; index `{offset.buffer}` with "
+           f"`{offset_var}` alone in the loop, or " if offset is not None else
+           "it bounds no loop that indexes an input; ")
     return ZynMLNameError(
-        f"cannot tell the size `{name}`: it bounds no loop that indexes an input; "
-        f"define it before the compute block (let {name} = ...)", lowered.size_spans.get(name))
+        f"cannot tell the size `{name}`: {why}define it before the compute block "
+        f"(let {name} = ...)", lowered.size_spans.get(name))
+
+
+def _offset_read(lowered, name):
+    """The first read of an input, in a loop that `name` bounds, whose index is an
+    expression of the loop's variable (`x[i + 10]`): one that ties no size."""
+    inputs = {b.name for b in lowered.kernel.inputs}
+    for loop in cir.walk(lowered.kernel.body):
+        if not isinstance(loop, cir.Loop) or name not in {
+                v.name for v in cir.walk(loop.stop) if isinstance(v, cir.Var)}:
+            continue
+        for load in cir.walk(loop.body):
+            if isinstance(load, cir.Load) and load.buffer in inputs and any(
+                    isinstance(v, cir.Var) and v.name == loop.var for v in cir.walk(load.index)):
+                return load, loop.var
+    return None, None
 
 
 def _mismatch(lowered, names, values, origin, spans, a, b):

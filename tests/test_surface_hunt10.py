@@ -75,3 +75,23 @@ def test_size_of_a_loop_that_reads_nothing_keeps_its_message():
 }
 r""", 2, 17, x=np.ones(3, np.float32))
     assert "bounds no loop that indexes an input" in str(err)
+
+
+# ------------------------------------------------------- a device id typed without its index
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if ":" in d and d.split(":")[1].isdigit()])
+def test_a_device_family_without_its_index_suggests_the_first_device(device):
+    from zynbook.errors import ZynMLDeviceError
+    family = device.split(":")[0]
+    with pytest.raises(ZynMLDeviceError) as info:
+        zynbook.run("1 + 1", device=family)
+    assert f"did you mean `{family}:0`?" in str(info.value)
+
+
+def test_a_family_with_no_device_here_says_ids_take_an_index():
+    from zynbook.errors import ZynMLDeviceError
+    present = {d.split(":")[0] for d in DEVICES}
+    family = next(f for f in ("metal", "cuda", "dx12") if f not in present)
+    with pytest.raises(ZynMLDeviceError) as info:
+        zynbook.Session(family)
+    assert f"as `{family}:0`" in str(info.value)

@@ -117,6 +117,15 @@ def _plain_id(device_id: str) -> str:
         family + (":" + number if number else "")
 
 
+def _first_of_family(devices: dict, device_id: str) -> str | None:
+    """For an id without its index (`vulkan`, `CUDA`), the family's first device here."""
+    family = _plain_id(device_id)
+    if ":" in family:
+        return None
+    ids = [d for d in devices if d.startswith(family + ":") and d.split(":", 1)[1].isdigit()]
+    return min(ids, key=lambda d: int(d.split(":", 1)[1]), default=None)
+
+
 def get_device(device_id: str):
     if not isinstance(device_id, str):
         what = repr(device_id) if isinstance(device_id, (int, float, type(None))) \
@@ -145,8 +154,11 @@ def get_device(device_id: str):
         known = ", ".join(sorted(devices)) or "none"
         # ids are lower case without spaces: `CPU`, ` cpu` and `vulkan:01` name a device
         meant = next((d for d in sorted(devices) if _plain_id(d) == _plain_id(device_id)),
-                     None)
-        hint = f" (did you mean `{meant}`?)" if meant else ""
+                     None) or _first_of_family(devices, device_id)
+        bare = _plain_id(device_id)
+        hint = f" (did you mean `{meant}`?)" if meant else \
+            f" (ids take an index, as `{bare}:0`, and no {bare} device is here)" \
+            if bare in _FAMILIES and bare != "cpu" else ""
         raise ZynMLDeviceError(f"no device `{device_id}` here{hint}; available: {known}, auto")
     return dev
 

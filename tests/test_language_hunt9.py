@@ -238,3 +238,74 @@ def test_host_int_past_i32_beside_unsigned_data(device, data, k, expr, want):
     with np.errstate(over="ignore"):
         w = want(x, k)
     assert_equals_numpy(_run(device, src, x=x, k=k), w, 0)
+
+
+# ------------------------------------------- where cpu:native's refusals of a kernel point
+
+@pytest.mark.skipif("cpu:native" not in DEVICES, reason="no C++ compiler")
+def test_a_native_refusal_points_at_the_statement(monkeypatch):
+    # no schedule building the kernel was a device error at the block's line, column 1
+    # (line 1, column 1 for a block on the first line); a statement that none can lower is
+    # where it points now, with what the schedule met
+    from zynbook.compiler.launch import scalar
+    call = scalar.ScalarLowering.call
+
+    def refuse_exp(self, e, dt):
+        if e.fn == "exp":
+            raise scalar.NotScalar("exp() refused here")
+        return call(self, e, dt)
+
+    monkeypatch.setattr(scalar.ScalarLowering, "call", refuse_exp)
+    src = ("let y = compute(x) {\n    for i in 0..n:\n        let a = x[i] * 2.0\n"
+           "        let b = exp(a) + 1.0\n        out[i] = b\n}\ny\n")
+    err = raises("device", src, 4, 9, device="cpu:native", x=np.float32([1, 2, 3]))
+    assert "exp() refused here" in str(err)
+
+
+# ------------------------- an expression of a var that becomes a row of a tile (flash attention)
+
+_FLASH = """let attn = compute(Q, K, V) {
+    @kernel flash_attention
+    for b in 0..batch, h in 0..heads:
+        for q_block in 0..seq_len step 4:
+            var m = -inf
+            var l = 0.0
+            var o = zeros(4, head_dim)
+            for kv_block in 0..q_block + 4 step 4:
+                let S = Q[b, h, q_block:q_block+4] @ transpose(K[b, h, kv_block:kv_block+4]) / sqrt(head_dim)
+                let m_new = max(MM, row_max(S))
+                let l_new = exp(m - m_new) * l + row_sum(exp(S - m_new))
+                o = exp(m - m_new) * o + exp(S - m_new) @ V[b, h, kv_block:kv_block+4]
+                m = m_new
+                l = l_new
+            out[b, h, q_block:q_block+4] = o / l
+}
+attn
+"""
+
+
+def _block_causal_attention(q, k, v, block):
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    out = np.zeros_like(q)
+    seq, d = q.shape[2], q.shape[3]
+    for qb in range(0, seq, block):
+        keys = min(seq, qb + block)
+        s = q[:, :, qb:qb + block] @ np.swapaxes(k[:, :, :keys], 2, 3) / np.sqrt(d)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        out[:, :, qb:qb + block] = p / p.sum(-1, keepdims=True) @ v[:, :, :keys]
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("mm", ["f32(m)", "m * 1.0"])
+def test_flash_attention_reading_the_running_max_through_an_expression(device, dtype, mm):
+    # `max(f32(m), row_max(S))` of `var m = -inf`: the cast was typed as the number m
+    # started as, so the block schedule left it a scalar of a name it had made a row
+    # ("unknown name `m`", refused on cpu:native at line 1, column 1)
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((1, 2, 10, 8)).astype(dtype) for _ in range(3))
+    got = _run(device, _FLASH.replace("MM", mm), Q=q, K=k, V=v)
+    want = _block_causal_attention(q, k, v, 4)
+    tol = 2e-2 if dtype == "float16" else 1e-5
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=tol, atol=tol)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import cir
 from ...errors import ZynMLDeviceError, Span
+from ..errflag import column_of
 
 
 class Unsupported(Exception):
@@ -18,7 +19,7 @@ class Unsupported(Exception):
 def no_schedule(kernel, target, sizes):
     """Raise the reason no schedule of compiler/schedules/ takes `kernel` on `target`."""
     from .. import schedules
-    raise Unsupported(schedules.why_none(kernel, target, sizes))
+    raise Unsupported(*schedules.refusal(kernel, target, sizes))
 
 
 def rendered(kernel: cir.Kernel, sizes: dict, lang: str, render):
@@ -31,9 +32,11 @@ def rendered(kernel: cir.Kernel, sizes: dict, lang: str, render):
             raise Unsupported(f"sizes not bound: {', '.join(missing)}")
         return render(sizes)
     except Unsupported as err:
-        line = err.line or kernel.first_line
+        # at the statement it refused where known (its first character), else the block
+        span = Span(err.line, column_of(kernel.source, kernel.first_line, err.line)) \
+            if err.line else cir.block_span(kernel)
         raise ZynMLDeviceError(f"the {lang} renderer cannot compile kernel `{kernel.name}`: {err}",
-                               Span(line, 1) if line else None) from None
+                               span) from None
 
 
 def scheduled(kernel: cir.Kernel, target, sizes: dict, options: dict, launch,

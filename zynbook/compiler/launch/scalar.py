@@ -56,7 +56,12 @@ def compute_dtype(dtype: str) -> str:
 
 
 class NotScalar(Exception):
-    """The body holds something only a richer schedule handles (tiles, shared arrays...)."""
+    """The body holds something only a richer schedule handles (tiles, shared arrays...);
+    `line`: the ZynML line of the statement that holds it (0 where none is known)."""
+
+    def __init__(self, message: str, line: int = 0):
+        super().__init__(message)
+        self.line = line
 
 
 def const_value(e, consts: dict):
@@ -811,7 +816,11 @@ class ScalarLowering:
         out: list = []
         for s in body:
             self.line = getattr(s, "line", 0) or self.line
-            out.extend(self.stmt(s))
+            try:
+                out.extend(self.stmt(s))
+            except NotScalar as err:    # the innermost statement's line: where it is written
+                err.line = err.line or getattr(s, "line", 0)
+                raise
         return tuple(out)
 
     def block(self, body) -> tuple:

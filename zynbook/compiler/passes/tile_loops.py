@@ -205,7 +205,11 @@ class _Rewriter:
                 any(isinstance(i, cir.Span) for i in e.index))
         if isinstance(e, cir.Var):
             return self.tile(e.name) is not None
-        return bool(e.ty.shape)
+        # an expression of a var typed as the number it started as (`f16(m)` of `var m =
+        # -inf`, a row once `m = max(m, row_max(S))`) is a tile where the var is one
+        return bool(e.ty.shape) or type(e) in _ELEMENTWISE and \
+            not (isinstance(e, cir.Call) and e.fn in cir.TILE_FUNCTIONS) and \
+            any(self.is_tile(o) for o in _operands(e))
 
     def span_parts(self, span: cir.Span, size):
         """(clipped start, extent) of a slice of an axis of `size`, as numpy clips."""
@@ -246,7 +250,7 @@ class _Rewriter:
         if isinstance(e, cir.Var):
             t = self.tile(e.name)
             return ((), ()) if t is None else (t.cap, t.exts)
-        if not e.ty.shape:
+        if not self.is_tile(e):
             return (), ()
         if isinstance(e, cir.Call) and e.fn in ("zeros", "ones"):
             return (1,) * len(e.args), (_i(1),) * len(e.args)
@@ -383,8 +387,11 @@ class _Rewriter:
         """(statements, _Tile) of a block array of capacity `cap` holding extents `exts`."""
         stmts, names = self.extent_lets(exts, line, mutable)
         arr = self.fresh("tile")
-        stmts.insert(0, cir.SharedAlloc(arr, tuple(max(c, 1) for c in cap), dtype, line))
-        return stmts, _Tile(arr, dtype, cap, names)
+        # bf16 values are held in f32 until stored into a tensor or converted: a tile of
+        # them (a flash attention's running output) is not rounded at each step
+        held = "f32" if dtype == "bf16" else dtype
+        stmts.insert(0, cir.SharedAlloc(arr, tuple(max(c, 1) for c in cap), held, line))
+        return stmts, _Tile(arr, held, cap, names)
 
     def fill(self, t: _Tile, value, line: int) -> list:
         """`t`'s elements (over its extents) set to `value` broadcast."""

@@ -33,6 +33,19 @@ def why_none(kernel: cir.Kernel, target: Target, sizes: dict) -> str:
     return "; ".join(f"{name}: {why}" for name, why in reasons.items() if why)
 
 
+def refusal(kernel: cir.Kernel, target: Target, sizes: dict) -> tuple[str, int]:
+    """(why no schedule builds `kernel` on `target`, the ZynML line to point at, or 0): a
+    schedule that applies but could not build it says what it met and where (a tile the
+    block schedule could not hold), else `why_none`."""
+    for sched in SCHEDULES:
+        if sched.why_not(kernel, target, sizes) is None:
+            try:
+                sched.build(kernel, target, sizes, sched.default(kernel, target, sizes))
+            except NotScalar as err:
+                return f"{why_none(kernel, target, sizes)}; {sched.name}: {err}", err.line
+    return why_none(kernel, target, sizes), 0
+
+
 def chosen(kernel: cir.Kernel, target: Target, sizes: dict):
     """The schedule `build` tries first for `kernel` on `target` (the one whose space a
     tuner searches), or None."""

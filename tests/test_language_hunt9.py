@@ -309,3 +309,32 @@ def test_flash_attention_reading_the_running_max_through_an_expression(device, d
     want = _block_causal_attention(q, k, v, 4)
     tol = 2e-2 if dtype == "float16" else 1e-5
     np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=tol, atol=tol)
+
+
+# ------------------------------------- Python expressions ZynML has not: what to write instead
+
+@pytest.mark.parametrize("src, line, column, says", [
+    ("let y = compute(x) {\n    for i in 0..n:\n        out[i] = 0.0 < x[i] < 3.0\n}\ny", 3, 29,
+     "comparisons do not chain"),
+    ("let b = 1 < 2 <= 3", 1, 15, "comparisons do not chain"),
+    ("let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] if x[i] > 0.0 else 0.0\n}\ny",
+     3, 23, "where(c, a, b)"),
+    ("let a = 1 if true else 2", 1, 11, "no conditional expression"),
+])
+def test_chained_comparison_and_conditional_expression_say_what_to_write(src, line, column, says):
+    err = raises("syntax", src, line, column, x=np.float32([1, 2]))
+    assert says in str(err)
+
+
+def test_a_missing_operand_is_not_called_a_chain():
+    err = raises("syntax", "let e = 2 < < 3", 1, 13)
+    assert "chain" not in str(err) and "expected" in str(err)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_written_forms_equal_numpy(device):
+    x = np.float32([-1, 0.5, 1, 2.5, 3, 4, np.nan])
+    src = ("let y = compute(x) {\n    for i in 0..n:\n        out[i, 0] = where(x[i] > 0.0, x[i], 0.0)\n"
+           "        out[i, 1] = f32(0.0 < x[i] and x[i] < 3.0)\n}\ny\n")
+    want = np.stack([np.where(x > 0, x, 0), ((0 < x) & (x < 3)).astype(np.float32)], 1)
+    assert_equals_numpy(_run(device, src, x=x), want, 0)

@@ -8,6 +8,7 @@ whose base is the indentation of its first line, so compute bodies may sit at an
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
@@ -495,6 +496,24 @@ def _end_position(source: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
+_COMPARISON = re.compile(r"[<>]=?|==|!=")
+
+
+def _expression_hint(tok, lines) -> str:
+    """What to write instead of a Python expression ZynML has not: a chained comparison
+    (`a < b < c`) or a conditional expression (`a if c else b`), where `tok` is the token
+    the parse broke on; '' where it is neither."""
+    text = lines[tok.line - 1] if 0 < tok.line <= len(lines) else ""
+    before = code_part(text)[:tok.column - 1]
+    if tok.value in ("<", "<=", ">", ">=", "==", "!=") and _COMPARISON.search(before) and \
+            not _COMPARISON.search(before.rstrip()[-2:]):      # (`a < < b` lacks an operand)
+        return "comparisons do not chain; write `a < b and b < c`"
+    if tok.value == "if" and before.strip():
+        return ("there is no conditional expression (`a if c else b`); write `where(c, a, "
+                "b)` or an `if` statement")
+    return ""
+
+
 def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
     line, column = getattr(err, "line", 0) or 0, getattr(err, "column", 0) or 0
     lines = source_lines(source)
@@ -513,6 +532,9 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
                 column = len(code_part(text).rstrip()) + 1
         else:
             msg = f"unexpected {tok.value!r}"
+            hint = _expression_hint(tok, lines)
+            if hint:
+                return ZynMLSyntaxError(f"{msg}: {hint}", Span(tok.line, tok.column), source)
             opener = _left_open(lines, tok.line)
             if opener is not None:      # said at the new statement, where the parse broke
                 (bracket, at), (word, here) = opener

@@ -95,3 +95,45 @@ def test_a_family_with_no_device_here_says_ids_take_an_index():
     with pytest.raises(ZynMLDeviceError) as info:
         zynbook.Session(family)
     assert f"as `{family}:0`" in str(info.value)
+
+
+# ------------------------------------ Session.run_cell: errors in the annotations point there
+
+_BLOCK = """let x = ones([3])
+let y = compute(x) {
+    for i in 0..n:
+        out[i] = x[i] * 2.0
+}
+y"""
+
+
+@pytest.mark.parametrize("annotations, kind, column, width", [
+    ('@device("cpu") @device("cpu")', "type", 16, 14),
+    ("@workgroup(0)", "type", 1, 13),
+    ('  @devic("cpu")', "name", 3, 13),
+    ('@async @kernel foo', "syntax", 16, 1),
+])
+def test_run_cell_errors_in_the_annotations_point_into_them(annotations, kind, column, width):
+    from zynbook.errors import ZynMLError
+    session = zynbook.Session("cpu")
+    with pytest.raises(ZynMLError) as info:
+        session.run_cell(_BLOCK, annotations)
+    err = info.value
+    assert (err.kind, err.line, err.column) == (kind, 1, column), err
+    shown = err.render().splitlines()
+    assert shown[1] == "   1 | " + annotations
+    assert shown[2] == " " * (6 + column) + "^" * width
+    assert session.run("1 + 1") == 2
+
+
+def test_run_cell_errors_in_the_program_stay_there_beside_annotations():
+    from zynbook.errors import ZynMLError
+    session = zynbook.Session("cpu")
+    with pytest.raises(ZynMLError) as info:
+        session.run_cell("let y = nope + 1\ny", "@async")
+    err = info.value
+    assert (err.kind, err.line, err.column) == ("name", 1, 9), err
+    assert "   1 | let y = nope + 1" in err.render()
+    value, is_expr = session.run_cell(_BLOCK, '@device("cpu")')
+    assert is_expr
+    assert_equals_numpy(value, np.full(3, 2.0, np.float32), 0)

@@ -1,6 +1,7 @@
 """Sessions: the state one notebook (or one `zynbook.run`) keeps between cells."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 
@@ -9,7 +10,7 @@ import numpy as np
 from .backends.registry import get_device
 from .compiler import ast as A
 from .compiler.syntax_cache import parse as parse_kept
-from .errors import ZynMLError, ZynMLNameError, ZynMLTypeError
+from .errors import ZynMLError, ZynMLNameError, ZynMLTypeError, source_lines
 from .runtime import builtins as B
 from .runtime.interp import Interpreter, annotated_devices
 from .backends.cuda.views import torch_stream
@@ -223,14 +224,28 @@ class Session:
         given by position, the keyword `compute_annotations=` is an input of that name."""
         if compute_annotations is None:
             compute_annotations = env.pop("compute_annotations", "")
-        return self._run_cell(source, compute_annotations, env)
+        if not compute_annotations or not isinstance(source, str):
+            return self._run_cell(source, compute_annotations, env)
+        # the annotations are parsed on the line after the program, so that an error in them
+        # is told from one on the program's line 1 and shown in their own text, as a
+        # magic's are on its line
+        line = len(source_lines(source)) + 1
+        try:
+            return self._run_cell(source, compute_annotations, env, line)
+        except ZynMLError as err:
+            if err.line == line and not err.calls:
+                on_annotation_line(err, compute_annotations, -len(_BEFORE_ANNOTATIONS), line,
+                                   source)
+            raise
 
-    def _run_cell(self, source: str, compute_annotations: str, env: dict):
+    def _run_cell(self, source: str, compute_annotations: str, env: dict, line: int = 1):
+        """`line`: the line the annotations are parsed on (a magic's: 1, the blank line its
+        magic line leaves in `source`)."""
         if not isinstance(source, str):
             raise ZynMLTypeError(f"a ZynML program is text (a str), not "
                                  f"{type(source).__name__}")
         program = parse_cached(source)
-        extra = _annotations_cached(compute_annotations) if compute_annotations else ()
+        extra = _annotations_cached(compute_annotations, line) if compute_annotations else ()
         bound = _bind_env(env, program, source) if env else None
         if env and len(bound) < len(env):
             self.forget_unusable(env, bound)
@@ -245,7 +260,9 @@ class Session:
             self.launches = []
             self.last_plans = {}
             interp = self.interpreter
-            interp.extra_annotations, interp.extra_key = extra, compute_annotations
+            # (the key holds a line other than 1: a kernel's errors point into its annotations)
+            interp.extra_annotations, interp.extra_key = extra, \
+                compute_annotations if line == 1 else (compute_annotations, line)
             try:
                 stream = torch_stream()     # the caller's torch stream, where it made one current
                 if stream is None:
@@ -272,16 +289,20 @@ def parse_cached(source: str):
 
 
 @functools.lru_cache(maxsize=64)
-def _annotations_cached(text: str) -> tuple:
-    return tuple(parse_annotations(text))
+def _annotations_cached(text: str, line: int = 1) -> tuple:
+    return tuple(parse_annotations(text, line))
 
 
-def parse_annotations(text: str) -> list:
-    """'@device("cpu") @async' -> [Annotation, Annotation] (for magics' annotation lines).
+_BEFORE_ANNOTATIONS = "compute() "     # what annotations are parsed after
+
+
+def parse_annotations(text: str, line: int = 1) -> list:
+    """'@device("cpu") @async' -> [Annotation, Annotation] (for magics' annotation lines),
+    parsed on line `line`, after `compute() ` (a magic's `%%compute ` is as long).
     A `//` comment ends the line, as on any ZynML line (`%%compute @device("cpu")  // why`):
     it swallowed the block's brace the annotations are parsed before."""
     from .compiler.parser import code_part, parse
-    program = parse(f"compute() {code_part(text)} {{\n}}\n")
+    program = parse("\n" * (line - 1) + f"{_BEFORE_ANNOTATIONS}{code_part(text)} {{\n}}\n")
     stmt = program.body[0]
     node = stmt.expr if isinstance(stmt, A.ExprStmt) else None
     if not isinstance(node, A.Compute):
@@ -301,6 +322,27 @@ def parse_annotations(text: str) -> list:
             except _NotLiteral:
                 pass
     return node.annotations
+
+
+def on_annotation_line(err: ZynMLError, text: str, shift: int, line: int = 1,
+                       program: str | None = None) -> None:
+    """Show `err`, raised on line `line` where annotations were parsed (after `compute() `),
+    on line 1 of `text` (a magic's cell with its magic line in place, or run_cell's
+    annotations), its columns there moved by `shift`; notes on the lines of `program`, where
+    given, are shown in it."""
+    def moved(span):
+        if span.line != line:
+            return span
+        end = span.end_column + shift if span.end_line == line else span.end_column
+        return dataclasses.replace(span, line=1, column=span.column + shift, end_column=end,
+                                   end_line=1 if span.end_line == line else span.end_line)
+
+    err.span = moved(err.span)
+    if program is not None:
+        err.calls += tuple((note, span, program) for note, span in err.notes if span.line != line)
+        err.notes = tuple((note, span) for note, span in err.notes if span.line == line)
+    err.notes = tuple((note, moved(span)) for note, span in err.notes)
+    err.source = text
 
 
 class _NotLiteral(Exception):

@@ -21,7 +21,7 @@ from ..kernel.state import after_cell, announce_device, last_run, notebook_sessi
 from ..runtime.tensor import Tensor
 from ..runtime.builtins import borrowed
 from ..runtime.values import Record
-from ..session import _ARRAY_TYPES, _bind_env, bind_value, parse_cached
+from ..session import _ARRAY_TYPES, _bind_env, bind_value, on_annotation_line, parse_cached
 
 # where `$name` and `{expr}` in a cell magic's line are expanded: the frame that called
 # `run_cell_magic` (the cell's code, or a function calling it), seen from `var_expand`
@@ -285,20 +285,6 @@ def _line_words(line: str) -> str:
     return cells.magic_code(line).strip()
 
 
-def _on_magic_line(err: ZynMLError, source: str, shift: int) -> None:
-    """Show `err`, raised on line 1 (the magic line), in `source` (the cell with its magic
-    line), its columns on that line moved by `shift`."""
-    def moved(span):
-        if span.line != 1 or not shift:
-            return span
-        end = span.end_column + shift if span.end_line == 1 else span.end_column
-        return dataclasses.replace(span, column=span.column + shift, end_column=end)
-
-    err.span = moved(err.span)
-    err.notes = tuple((note, moved(span)) for note, span in err.notes)
-    err.source = source
-
-
 # --------------------------------------------------------------------------------- magics
 
 @magics_class
@@ -383,8 +369,8 @@ class ComputeMagics(Magics):
                 # line 1 is the magic line (blank in the cell's ZynML): show it as the cell
                 # has it, the annotations (parsed stripped, after `compute() `) after blanks
                 # (not line 1 of the text of a pipeline the cell called)
-                _on_magic_line(shown, f"%%compute {line.rstrip()}" + source,
-                               len(line) - len(line.lstrip()))
+                on_annotation_line(shown, f"%%compute {line.rstrip()}" + source,
+                                   len(line) - len(line.lstrip()))
             if unusable is not None:
                 raise unusable from None
             raise
@@ -475,8 +461,8 @@ class ComputeMagics(Magics):
                 # line 1 is the magic line: the annotations were parsed after `compute() `
                 # (as %%compute's are), here they stand after `%%zynml_timeit ` and blanks
                 start = len("%%zynml_timeit ") + len(blanked) - len(blanked.lstrip())
-                _on_magic_line(shown, f"%%zynml_timeit {written}" + source,
-                               start - len("compute() "))
+                on_annotation_line(shown, f"%%zynml_timeit {written}" + source,
+                                   start - len("compute() "))
             if unusable is not None:
                 raise unusable from None
             raise

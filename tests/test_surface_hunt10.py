@@ -137,3 +137,14 @@ def test_run_cell_errors_in_the_program_stay_there_beside_annotations():
     value, is_expr = session.run_cell(_BLOCK, '@device("cpu")')
     assert is_expr
     assert_equals_numpy(value, np.full(3, 2.0, np.float32), 0)
+
+
+@pytest.mark.parametrize("annotations", [5, ["@async"], b"@async"])
+def test_run_cell_annotations_that_are_not_text_are_a_type_error(annotations):
+    from zynbook.errors import ZynMLTypeError
+    session = zynbook.Session("cpu")
+    with pytest.raises(ZynMLTypeError, match="compute annotations are text"):
+        session.run_cell(_BLOCK, annotations)
+    with pytest.raises(ZynMLTypeError, match="compute annotations are text"):
+        session.run_cell(_BLOCK, compute_annotations=annotations)
+    assert session.run("1 + 1") == 2

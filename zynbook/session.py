@@ -224,6 +224,9 @@ class Session:
         given by position, the keyword `compute_annotations=` is an input of that name."""
         if compute_annotations is None:
             compute_annotations = env.pop("compute_annotations", "")
+        if not isinstance(compute_annotations, str):
+            raise ZynMLTypeError(f"compute annotations are text such as '@device(\"cpu\") "
+                                 f"@async', not {type(compute_annotations).__name__}")
         if not compute_annotations or not isinstance(source, str):
             return self._run_cell(source, compute_annotations, env)
         # the annotations are parsed on the line after the program, so that an error in them

@@ -148,3 +148,14 @@ def test_run_cell_annotations_that_are_not_text_are_a_type_error(annotations):
     with pytest.raises(ZynMLTypeError, match="compute annotations are text"):
         session.run_cell(_BLOCK, compute_annotations=annotations)
     assert session.run("1 + 1") == 2
+
+
+# --------------------------------------------------------------- zynbook.compile(...).sources
+
+def test_program_sources_of_an_unknown_language_name_the_languages():
+    from zynbook.errors import ZynMLNameError
+    program = zynbook.compile(_BLOCK)
+    assert "def " in program.sources("python")[0]
+    with pytest.raises(ZynMLNameError, match=r"`klingon`; languages: .*python"):
+        program.sources("klingon")
+    assert zynbook.compile("1 + 1").sources("klingon") == []

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .compiler import cir
 from .compiler.check import check_program
-from .errors import ZynMLTypeError
+from .errors import ZynMLNameError, ZynMLTypeError
 from .runtime.interp import CompiledKernel
 from .runtime.plans import BlockCache
 from .session import Session, parse_cached, session_device
@@ -44,7 +44,13 @@ class Program:
 
     def sources(self, language: str) -> list:
         """The generated source of every compute block in one language."""
-        return [k.sources().get(language, "") for k in self.kernels]
+        every = [k.sources() for k in self.kernels]
+        known = sorted({lang for got in every for lang in got})
+        if every and language not in known:
+            # (an empty text for each block read as a renderer that wrote nothing)
+            raise ZynMLNameError(f"no renderer writes `{language}`; languages: "
+                                 f"{', '.join(known)}")
+        return [got.get(language, "") for got in every]
 
     def run(self, device: str | None = None, /, **env):
         """Run in a fresh session (names bound here only); a run with inputs of the same

@@ -338,3 +338,24 @@ def test_the_written_forms_equal_numpy(device):
            "        out[i, 1] = f32(0.0 < x[i] and x[i] < 3.0)\n}\ny\n")
     want = np.stack([np.where(x > 0, x, 0), ((0 < x) & (x < 3)).astype(np.float32)], 1)
     assert_equals_numpy(_run(device, src, x=x), want, 0)
+
+
+# -------------------------------------------- a kernel type's parameters are the ones it takes
+
+@pytest.mark.parametrize("ann, column, says", [
+    ("@kernel conv2d(strides=2)", 20, "it takes stride=, padding="),
+    ("@kernel elementwise(x=1)", 25, "it takes none"),
+    ("@kernel reduce(+, axes=1)", 23, "only axis="),
+])
+def test_an_unknown_kernel_parameter_is_a_type_error(ann, column, says):
+    # a misspelt `strides=` ran with the default stride of 1, silently
+    src = f"let y = compute(x) {{\n    {ann}\n    for i in 0..n:\n        out[i] = x[i]\n}}\ny\n"
+    err = raises("type", src, 2, column, x=np.float32([1, 2]))
+    assert says in str(err)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_custom_kernel_type_keeps_its_parameters(device):
+    x = np.float32([1, -2, 3])
+    src = "let y = compute(x) {\n    @kernel expensive(cost=3)\n    for i in 0..n:\n        out[i] = x[i] * 2.0\n}\ny\n"
+    assert_equals_numpy(_run(device, src, x=x), x * 2, 0)

@@ -345,6 +345,13 @@ class _Lowering:
             value = kw.value.value if isinstance(kw.value, A.Number) else -kw.value.operand.value
             if kind == "reduce" and kw.name != "axis":
                 raise ZynMLTypeError(f"reduce has no parameter `{kw.name}` (only axis=)", kw.span)
+            takes = _KERNEL_PARAMS.get(kind, ())
+            if kind in KERNEL_TYPES and kw.name not in takes:
+                # (a misspelt `strides=` ran with the default stride, silently)
+                raise ZynMLTypeError(
+                    f"@kernel {kind} has no parameter `{kw.name}`" + (
+                        f"; it takes {', '.join(t + '=' for t in takes)}" if takes else
+                        " (it takes none)"), kw.span)
             least = _INT_KERNEL_PARAMS.get((kind, kw.name))
             if least is not None and (not isinstance(value, int) or value < least):
                 raise ZynMLTypeError(f"{kw.name}= of @kernel {kind} is an integer"
@@ -1777,6 +1784,8 @@ def _shape_text(shape) -> str:
 
 # kernel parameters that are integers, with their least value (axis counts from the end
 # when negative)
+_KERNEL_PARAMS = {"reduce": ("axis",), "conv2d": ("stride", "padding"),
+                  "conv2d_depthwise": ("stride", "padding")}
 _INT_KERNEL_PARAMS = {("reduce", "axis"): -2**31, ("conv2d", "stride"): 1,
                       ("conv2d", "padding"): 0, ("conv2d_depthwise", "stride"): 1,
                       ("conv2d_depthwise", "padding"): 0}

@@ -68,6 +68,19 @@ r""", 2, 17, x=np.ones(12, np.float32))
     assert "bounds no loop that indexes an input" not in str(err)
 
 
+@pytest.mark.parametrize("loop, body, said", [
+    ("0..n - 1 step 2", "x[i] + x[i + 1]", "runs from 0 by steps of 2"),
+    ("1..n", "x[i]", "runs from 1 by steps of 1"),
+])
+def test_size_of_a_loop_not_from_0_by_1_says_so(loop, body, said):
+    err = raises("name", f"""let r = compute(x) {{
+    for i in {loop}:
+        out[i] = {body}
+}}
+r""", 2, 17, x=np.ones(6, np.float32))
+    assert f"its loop indexes `x` with `i` but {said}" in str(err)
+
+
 def test_size_of_a_loop_that_reads_nothing_keeps_its_message():
     err = raises("name", """let r = compute(x) {
     for i in 0..n:

@@ -222,36 +222,48 @@ def _unknown_size(lowered, missing):
         name = min(typos, key=lambda n: (lowered.size_spans[n].line, lowered.size_spans[n].column))
         # (not a loop variable of the same name renamed apart, `i_2` for an `i` used past
         # its loop: the program never wrote that name)
-        known = [v for v in loop_vars + list(lowered.labels.values())
-                 if not re.fullmatch(re.escape(name) + r"_\d+", v)]
+        known = [v for v in loop_vars + list(lowered.labels.values()) + ["true", "false"]
+                 if not re.fullmatch(re.escape(name) + r"_\d+", v)]      # (True: true)
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
         hint = f"; did you mean `{close[0]}`?" if close else ""
         return ZynMLNameError(f"unknown name `{name}`{hint}", lowered.size_spans[name], unknown=name)
     name = min(missing, key=lambda n: (lowered.size_spans.get(n, _FAR).line,
                                        lowered.size_spans.get(n, _FAR).column))
-    offset, offset_var = _offset_read(lowered, name)
-    why = (f"its loop reads `{offset.buffer}` only as `{cir.format_expr(offset)}`, and an index "
-           f"computed from `{offset_var}` ties no size; index `{offset.buffer}` with "
-           f"`{offset_var}` alone in the loop, or " if offset is not None else
-           "it bounds no loop that indexes an input; ")
+    why, alternative = _why_untied(lowered, name) or ("it bounds no loop that indexes an "
+                                                      "input", "")
     return ZynMLNameError(
-        f"cannot tell the size `{name}`: {why}define it before the compute block "
-        f"(let {name} = ...)", lowered.size_spans.get(name))
+        f"cannot tell the size `{name}`: {why}; {alternative}define it before the compute "
+        f"block (let {name} = ...)", lowered.size_spans.get(name))
 
 
-def _offset_read(lowered, name):
-    """The first read of an input, in a loop that `name` bounds, whose index is an
-    expression of the loop's variable (`x[i + 10]`): one that ties no size."""
+def _why_untied(lowered, name):
+    """Why the loops that `name` bounds tie it to no axis, where they read an input: an
+    index computed from the loop's variable (`x[i + 10]`, `x[2 * i]`) ties no size, and
+    a loop that indexes an input directly ties one only from 0 by steps of 1 (or as a
+    stencil whose reads reach back to 0). None where no such loop reads an input."""
     inputs = {b.name for b in lowered.kernel.inputs}
     for loop in cir.walk(lowered.kernel.body):
         if not isinstance(loop, cir.Loop) or name not in {
                 v.name for v in cir.walk(loop.stop) if isinstance(v, cir.Var)}:
             continue
-        for load in cir.walk(loop.body):
-            if isinstance(load, cir.Load) and load.buffer in inputs and any(
-                    isinstance(v, cir.Var) and v.name == loop.var for v in cir.walk(load.index)):
-                return load, loop.var
-    return None, None
+        loads = [n for n in cir.walk(loop.body) if isinstance(n, cir.Load) and n.buffer in inputs]
+        var = loop.var
+        direct = next((load for load in loads for it in load.index
+                       if isinstance(it, cir.Var) and it.name == var), None)
+        from_0_by_1 = cir.format_expr(loop.start) == "0" and cir.format_expr(loop.step) == "1"
+        if direct is not None and from_0_by_1:
+            continue        # (something else keeps it from a size: say nothing wrong)
+        if direct is not None:
+            return (f"its loop indexes `{direct.buffer}` with `{var}` but runs from "
+                    f"{cir.format_expr(loop.start)} by steps of {cir.format_expr(loop.step)}, "
+                    f"and only a loop from 0 by steps of 1 (or a stencil whose reads reach "
+                    f"back to 0) ties a size", "")
+        for load in loads:
+            if any(isinstance(v, cir.Var) and v.name == var for v in cir.walk(load.index)):
+                return (f"its loop reads `{load.buffer}` only as `{cir.format_expr(load)}`, "
+                        f"and an index computed from `{var}` ties no size",
+                        f"index `{load.buffer}` with `{var}` alone in the loop, or ")
+    return None
 
 
 def _mismatch(lowered, names, values, origin, spans, a, b):

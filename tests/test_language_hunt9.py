@@ -359,3 +359,9 @@ def test_a_custom_kernel_type_keeps_its_parameters(device):
     x = np.float32([1, -2, 3])
     src = "let y = compute(x) {\n    @kernel expensive(cost=3)\n    for i in 0..n:\n        out[i] = x[i] * 2.0\n}\ny\n"
     assert_equals_numpy(_run(device, src, x=x), x * 2, 0)
+
+
+def test_python_true_in_a_kernel_suggests_true():
+    src = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = where(x[i] > 0.0, True, False)\n}\ny\n"
+    err = raises("name", src, 3, 36, x=np.float32([1, -1]))
+    assert "did you mean `true`" in str(err)

@@ -172,3 +172,16 @@ def test_program_sources_of_an_unknown_language_name_the_languages():
     with pytest.raises(ZynMLNameError, match=r"`klingon`; languages: .*python"):
         program.sources("klingon")
     assert zynbook.compile("1 + 1").sources("klingon") == []
+
+
+# ------------------------------------------- @parallel of a loop that runs to an expression
+
+def test_parallel_split_of_a_window_loop_names_its_bound():
+    err = raises("device", """let y = compute(x) {
+    @device(["cpu", "cpu"])
+    @parallel(data)
+    for i in 0..n - 2:
+        out[i] = x[i] + x[i + 2]
+}
+y""", x=np.arange(7, dtype=np.float32))
+    assert "it runs to `n - 2`, not to a size" in str(err)

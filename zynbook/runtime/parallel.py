@@ -157,7 +157,9 @@ def _plan_for(kernel, nest, loop, mode, contraction) -> SplitPlan:
         raise ZynMLDeviceError(f"@parallel({mode}) splits the loop over `{var}`, which must run "
                                "0..n in steps of 1")
     if not isinstance(loop.stop, cir.Var):
-        raise _cannot(mode, var, "it runs to a constant, not to a size")
+        to = "a constant" if isinstance(loop.stop, cir.Const) else \
+            f"`{cir.format_expr(loop.stop)}`"      # (0..n - 2 is no constant)
+        raise _cannot(mode, var, f"it runs to {to}, not to a size")
     stop = loop.stop.name
     stop_uses = sum(1 for n in cir.walk(kernel.body) if isinstance(n, cir.Var) and n.name == stop)
     if stop_uses != 1:

@@ -365,3 +365,15 @@ def test_python_true_in_a_kernel_suggests_true():
     src = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = where(x[i] > 0.0, True, False)\n}\ny\n"
     err = raises("name", src, 3, 36, x=np.float32([1, -1]))
     assert "did you mean `true`" in str(err)
+
+
+@pytest.mark.parametrize("src, column, says", [
+    ("let y = compute(x) {\n    for i in 0..n step 2.0:\n        out[i] = x[i]\n}\ny", 24, "a loop step must be an integer"),
+    ("let y = compute(x) {\n    for i in 0.0..n:\n        out[i] = x[i]\n}\ny", 14, "a range bound must be an integer"),
+    ("let y = compute(x) {\n    for i in 0..n:\n        shared var t[2.5]\n        out[i] = x[i]\n}\ny", 0,
+     "a shared array's size must be an integer"),
+])
+def test_a_float_loop_step_or_shared_size_is_named_as_such(src, column, says):
+    # the step and a shared array's size were called "a range bound"
+    err = raises("type", src, x=np.float32([1, 2]))
+    assert says in str(err) and (not column or err.column == column)

@@ -535,7 +535,7 @@ class _Lowering:
                         # one allocation serves every iteration: its size cannot vary
                         raise ZynMLTypeError(f"a shared array's size must be fixed for the "
                                              f"kernel, not depend on `{n.id}`", n.span)
-            dims = tuple(self.size_expr(d) for d in s.dims)
+            dims = tuple(self.size_expr(d, "a shared array's size") for d in s.dims)
             for d, node in zip(dims, s.dims):
                 d = affine.simplify(d) if isinstance(d, cir.Expr) else d
                 value = d.value if isinstance(d, cir.Const) else d
@@ -729,7 +729,7 @@ class _Lowering:
             raise ZynMLTypeError("kernel loops run over ranges: `for i in 0..n:`", it.span)
         start = self.size_expr(it.start)
         stop = self.size_expr(it.stop)
-        step = self.size_expr(it.step) if it.step is not None else affine.const(1)
+        step = self.size_expr(it.step, "a loop step") if it.step is not None else affine.const(1)
         if isinstance(step, cir.Const) and step.value <= 0:
             raise ZynMLTypeError("a loop step must be positive", it.step.span)
         self.scopes.append({})
@@ -770,11 +770,11 @@ class _Lowering:
             c = cir.Bin("!=", c, cir.Const(0, cir.Ty(c.ty.dtype)), BOOL)
         return c
 
-    def size_expr(self, e):
+    def size_expr(self, e, what="a range bound"):
         """A loop bound or shared size: an integer expression over sizes and loop vars."""
         v = self.expr(e, size_context=True)
         if not is_int(v.ty.dtype) or v.ty.shape:
-            raise ZynMLTypeError(f"a range bound must be an integer, not {v.ty}", e.span)
+            raise ZynMLTypeError(f"{what} must be an integer, not {v.ty}", e.span)
         return affine.simplify(v)
 
     def expr(self, e, size_context=False, index_context=False) -> cir.Expr:

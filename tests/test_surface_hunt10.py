@@ -47,6 +47,22 @@ def test_window_over_rows_keeps_the_other_axis(device, rows):
     assert_equals_numpy(_run(device, _WINDOW_ROWS, x=x), x[:-2] + x[2:], 0)
 
 
+_GUARDED_WINDOW = """let r = compute(x) {
+    for i in 0..n:
+        if i < n - 2:
+            out[i] = x[i] + x[i + 2]
+}
+r"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_window_under_a_guard_no_iteration_passes_is_empty(device, n):
+    x = np.arange(n, dtype=np.float32) - 0.5
+    got = _run(device, _GUARDED_WINDOW, x=x)
+    assert_equals_numpy(got, x[:-2] + x[2:] if n >= 2 else x[:0], 0)
+
+
 def test_writes_that_all_land_below_zero_are_still_a_shape_error():
     err = raises("shape", """let r = compute(x) {
     for i in 0..n:

@@ -631,22 +631,41 @@ def check_loop_bounds(kernel: "Kernel", sizes: dict) -> None:
                 f"with i64(...)", block_span(kernel))
 
 
-def _writes_out(body, sizes: dict) -> bool:
+def _static_or_none(e, sizes: dict):
+    try:
+        return eval_expr_static(e, sizes)
+    except (KeyError, TypeError, ZeroDivisionError):    # over loop variables, locals, data
+        return None
+
+
+def _never_true(cond, starts: dict, sizes: dict) -> bool:
+    """Whether `i < E` (or `i <= E`) is false from the start of `i`'s loop on."""
+    if not (isinstance(cond, Bin) and cond.op in ("<", "<=") and isinstance(cond.left, Var)
+            and starts.get(cond.left.name) is not None):
+        return False
+    limit = _static_or_none(cond.right, sizes)
+    return limit is not None and (starts[cond.left.name] >= limit if cond.op == "<"
+                                  else starts[cond.left.name] > limit)
+
+
+def _writes_out(body, sizes: dict, starts: dict | None = None) -> bool:
     """Whether a write of out in `body` may run at these sizes: not when every one sits in a
-    loop whose bounds, known from the sizes, leave it no iteration (`0..n - 2` at n = 1)."""
+    loop whose bounds, known from the sizes, leave it no iteration (`0..n - 2` at n = 1),
+    or under an `if i < n - 2` that no value of the loop's `i` passes there."""
+    starts = starts or {}
     for s in body:
         if isinstance(s, (Store, Atomic)) and s.buffer == "out":
             return True
         if isinstance(s, Loop):
-            try:
-                if eval_expr_static(s.start, sizes) >= eval_expr_static(s.stop, sizes):
-                    continue
-            except (KeyError, TypeError, ZeroDivisionError):    # bounds over loop variables
-                pass
-            if _writes_out(s.body, sizes):
+            start, stop = _static_or_none(s.start, sizes), _static_or_none(s.stop, sizes)
+            if start is not None and stop is not None and start >= stop:
+                continue
+            if _writes_out(s.body, sizes, {**starts, s.var: start}):
                 return True
-        elif isinstance(s, If) and (_writes_out(s.then, sizes) or _writes_out(s.orelse, sizes)):
-            return True
+        elif isinstance(s, If):
+            taken = (s.orelse,) if _never_true(s.cond, starts, sizes) else (s.then, s.orelse)
+            if any(_writes_out(branch, sizes, starts) for branch in taken):
+                return True
     return False
 
 

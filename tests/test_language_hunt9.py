@@ -377,3 +377,23 @@ def test_a_float_loop_step_or_shared_size_is_named_as_such(src, column, says):
     # the step and a shared array's size were called "a range bound"
     err = raises("type", src, x=np.float32([1, 2]))
     assert says in str(err) and (not column or err.column == column)
+
+
+# ------------------------------------------------ Python's floor division is a ZynML comment
+
+def test_floor_division_written_as_in_python_warns():
+    from zynbook.errors import ZynMLWarning
+    x = np.float32([3, 5])
+    src = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] // 2\n}\ny\n"
+    with pytest.warns(ZynMLWarning, match="floor division") as got:
+        y = zynbook.Session("cpu").run(src, x=x)
+    assert (got[0].message.span.line, got[0].message.span.column) == (3, 23)
+    np.testing.assert_array_equal(np.asarray(y), x)     # the line is x[i]: // starts a comment
+
+
+def test_a_comment_of_words_does_not_warn():
+    import warnings
+    from zynbook.errors import ZynMLWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ZynMLWarning)
+        assert zynbook.Session("cpu").run("let a = 7 // 2 heads\nlet b = 1 // 3.5x\na + b") == 8

@@ -651,7 +651,24 @@ def parse(source: str) -> A.Program:
     except RecursionError:
         raise _too_deep(source) from None
     program.source = source
+    _warn_floor_division(source)
     return program
+
+
+def _warn_floor_division(source: str) -> None:
+    """Warn where a `//` comment that is only a number follows an operand (`x[i] // 2`):
+    Python's floor division, which ZynML reads as `x[i]` and a comment."""
+    import warnings
+    from ..errors import ZynMLWarning
+    for number, line in enumerate(source_lines(source), 1):
+        end, _ = _code_end(line)
+        code, comment = line[:end].rstrip(), line[end + 2:].strip()
+        if end < len(line) and re.fullmatch(r"\d+(\.\d*)?", comment) and \
+                re.search(r"[\w)\]]$", code):
+            warnings.warn_explicit(ZynMLWarning(
+                f"`//` starts a comment in ZynML, so this line ends before `// {comment}`; "
+                f"for floor division write floor(a / {comment})", Span(number, end + 1), source),
+                ZynMLWarning, "<zynml>", number)
 
 
 def _too_deep(source: str) -> ZynMLSyntaxError:

@@ -201,3 +201,15 @@ def test_parallel_split_of_a_window_loop_names_its_bound():
 }
 y""", x=np.arange(7, dtype=np.float32))
     assert "it runs to `n - 2`, not to a size" in str(err)
+
+
+# ------------------------------------- an unbound scalar a body reads is not taken for `false`
+
+def test_an_unbound_scale_suggests_no_literal():
+    err = raises("name", """let y = compute(x) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] * scale
+}
+y""", 4, 25, x=np.ones(3, np.float32))
+    assert "unknown name `scale`" in str(err) and "did you mean" not in str(err)

@@ -222,9 +222,11 @@ def _unknown_size(lowered, missing):
         name = min(typos, key=lambda n: (lowered.size_spans[n].line, lowered.size_spans[n].column))
         # (not a loop variable of the same name renamed apart, `i_2` for an `i` used past
         # its loop: the program never wrote that name)
-        known = [v for v in loop_vars + list(lowered.labels.values()) + ["true", "false"]
-                 if not re.fullmatch(re.escape(name) + r"_\d+", v)]      # (True: true)
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+        known = [v for v in loop_vars + list(lowered.labels.values())
+                 if not re.fullmatch(re.escape(name) + r"_\d+", v)]
+        # Python's True is `true`; no other name is taken for a literal (`scale`: `false`)
+        close = [name.lower()] if name.lower() in ("true", "false") else \
+            difflib.get_close_matches(name, known, n=1, cutoff=0.5)
         hint = f"; did you mean `{close[0]}`?" if close else ""
         return ZynMLNameError(f"unknown name `{name}`{hint}", lowered.size_spans[name], unknown=name)
     name = min(missing, key=lambda n: (lowered.size_spans.get(n, _FAR).line,

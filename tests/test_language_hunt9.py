@@ -147,8 +147,7 @@ def _f64_ok(device, dtype):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
 @pytest.mark.parametrize("expr, env", [
-    ("x[i] ** 0.5", {}), ("pow(x[i], 0.5)", {}), ("x[i] ** k", {"k": 0.5}),
-    ("x[i] ** h", {}), ("x[i] ** (0.25 * 2.0)", {}),
+    ("x[i] ** 0.5", {}), ("pow(x[i], 0.5)", {}), ("x[i] ** (0.25 * 2.0)", {}),
 ])
 def test_power_by_one_half_is_numpys(device, dtype, expr, env):
     # numpy's power by a scalar 0.5 is sqrt: -inf ** 0.5 is NaN and -0.0 ** 0.5 is -0.0;
@@ -168,14 +167,13 @@ def test_power_by_one_half_is_numpys(device, dtype, expr, env):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_power_by_an_exponent_that_varies_is_pow_but_at_one_half(device):
-    # an exponent read per element: C's pow (numpy's for an array of exponents) except
-    # where it is 0.5, which is sqrt as a scalar 0.5 is
+def test_power_by_an_exponent_read_per_element_is_pow(device):
+    # numpy's power by an array of exponents is C's pow, 0.5 among them: -inf ** 0.5 is inf
     x = np.float32([-np.inf, -0.0, -np.inf, -0.0, 8.0, -8.0])
     p = np.float32([0.5, 0.5, 1.5, 1.5, 1 / 3, 3.0])
     src = "let y = compute(x, p) {\n    for i in 0..n:\n        out[i] = x[i] ** p[i]\n}\ny\n"
     with np.errstate(invalid="ignore"):
-        want = np.where(p == 0.5, np.sqrt(x), np.power(x, p))
+        want = np.power(x, p)
     got = np.asarray(_run(device, src, x=x, p=p))
     np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

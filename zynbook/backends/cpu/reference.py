@@ -1473,11 +1473,12 @@ def _comparison_float(op, e):
 
 
 def _float_power(x, y):
-    """A power of floats, by 0.5 sqrt, as numpy's `x ** 0.5` is (its np.power is too for f32
-    and f64, not f16): -inf ** 0.5 is NaN and -0.0 ** 0.5 is -0.0, as the devices give."""
-    if np.ndim(y) == 0:
-        return np.sqrt(x) if y == 0.5 else np.power(x, y)
-    return np.where(np.asarray(y) == 0.5, np.sqrt(x), np.power(x, y))
+    """A power of floats, by a scalar 0.5 sqrt, as numpy's `x ** 0.5` is (its np.power is
+    too for f32 and f64, not f16): -inf ** 0.5 is NaN and -0.0 ** 0.5 is -0.0, as the
+    devices give; by an array of exponents, C's pow, as numpy's."""
+    if np.ndim(y) == 0 and y == 0.5:
+        return np.sqrt(x)
+    return np.power(x, y)
 
 
 def _array_op(op, x, y, dtype, weak=False):

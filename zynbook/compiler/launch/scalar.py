@@ -721,18 +721,21 @@ class ScalarLowering:
             return 2 ** 31 - 1
 
     def float_power(self, a: ir.Expr, b: ir.Expr, exponent, dt: str) -> ir.Expr:
-        """`a ** b` (and pow) in float dtype `dt`, as numpy's power: by 0.5 it is sqrt, so
-        -inf gives NaN and -0.0 stays -0.0 where C's pow gives inf and 0 (`exponent`: the
-        CIR of b, a constant decided here, else at run time)."""
+        """`a ** b` (and pow) in float dtype `dt`, as numpy's: by a constant 0.5 it is sqrt
+        (numpy's power by a scalar 0.5), so -inf gives NaN and -0.0 stays -0.0 where C's pow
+        gives inf and 0; by exponents read per element, C's pow, as numpy's of an array
+        (`exponent`: the CIR of b)."""
         k = const_value(exponent, self.facts.consts)
+        if k is None:
+            try:                # an expression of literals (0.25 * 2.0), as the reference's
+                k = cir.eval_expr_static(exponent, {})
+            except (KeyError, TypeError, ValueError, ZeroDivisionError):
+                pass
         if k == 2:
             return ir.Math("pow2", (a,), dt)
         if k == 0.5:
             return ir.Math("sqrt", (a,), dt)
-        if k is not None:
-            return ir.Math("pow", (a, b), dt)
-        return ir.Select(ir.Bin("==", b, lit(0.5, dt), "bool"), ir.Math("sqrt", (a,), dt),
-                         ir.Math("pow", (a, b), dt), dt)
+        return ir.Math("pow", (a, b), dt)
 
     def call(self, e: cir.Call, dt: str) -> ir.Expr:
         if e.fn in ("zeros", "ones"):

@@ -47,19 +47,21 @@ def test_window_over_rows_keeps_the_other_axis(device, rows):
     assert_equals_numpy(_run(device, _WINDOW_ROWS, x=x), x[:-2] + x[2:], 0)
 
 
-_GUARDED_WINDOW = """let r = compute(x) {
+_GUARDED_WINDOW = """let r = compute(x) {{
     for i in 0..n:
-        if i < n - 2:
+        if {guard}:
             out[i] = x[i] + x[i + 2]
-}
+}}
 r"""
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("guard", ["i < n - 2", "i + 2 < n", "i + 3 <= n"])
 @pytest.mark.parametrize("n", [1, 2, 5])
-def test_window_under_a_guard_no_iteration_passes_is_empty(device, n):
+def test_window_under_a_guard_no_iteration_passes_is_empty(device, guard, n):
+    # (`i + 2 < n` gave out n elements, the last two zeros, as a guard it did not read)
     x = np.arange(n, dtype=np.float32) - 0.5
-    got = _run(device, _GUARDED_WINDOW, x=x)
+    got = _run(device, _GUARDED_WINDOW.format(guard=guard), x=x)
     assert_equals_numpy(got, x[:-2] + x[2:] if n >= 2 else x[:0], 0)
 
 

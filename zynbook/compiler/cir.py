@@ -639,13 +639,17 @@ def _static_or_none(e, sizes: dict):
 
 
 def _never_true(cond, starts: dict, sizes: dict) -> bool:
-    """Whether `i < E` (or `i <= E`) is false from the start of `i`'s loop on."""
-    if not (isinstance(cond, Bin) and cond.op in ("<", "<=") and isinstance(cond.left, Var)
-            and starts.get(cond.left.name) is not None):
+    """Whether `i < E` (or `i + c < E`, `<=`) is false from the start of `i`'s loop on."""
+    if not (isinstance(cond, Bin) and cond.op in ("<", "<=")):
         return False
-    limit = _static_or_none(cond.right, sizes)
-    return limit is not None and (starts[cond.left.name] >= limit if cond.op == "<"
-                                  else starts[cond.left.name] > limit)
+    left, shift = cond.left, 0
+    if isinstance(left, Bin) and left.op in ("+", "-") and isinstance(left.right, Const) \
+            and isinstance(left.right.value, int):
+        left, shift = left.left, left.right.value if left.op == "+" else -left.right.value
+    if not (isinstance(left, Var) and starts.get(left.name) is not None):
+        return False
+    least, limit = starts[left.name] + shift, _static_or_none(cond.right, sizes)
+    return limit is not None and (least >= limit if cond.op == "<" else least > limit)
 
 
 def _writes_out(body, sizes: dict, starts: dict | None = None) -> bool:

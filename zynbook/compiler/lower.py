@@ -1751,8 +1751,12 @@ def _upper_limits(cond, index, lets: dict):
     op = cond.op
     if op in (">", ">="):               # M > i is i < M
         left, right, op = right, left, "<" if op == ">" else "<="
-    if not (affine.cir_is_int(left) and affine.cir_is_int(right)) or \
-            not affine.same(left, index):
+    if not (affine.cir_is_int(left) and affine.cir_is_int(right)):
+        return []
+    offset = affine.linear(affine.sub(left, index))
+    if offset is not None and not any(c for c, _ in offset[0].values()):
+        right = affine.sub(right, affine.const(offset[1]))  # `i + 2 < n`: i < n - 2
+    elif not affine.same(left, index):
         return []
     return [affine.sub(right, affine.const(1)) if op == "<" else affine.simplify(right)]
 

@@ -651,11 +651,10 @@ def parse(source: str) -> A.Program:
     except RecursionError:
         raise _too_deep(source) from None
     program.source = source
-    _warn_floor_division(source)
     return program
 
 
-def _warn_floor_division(source: str) -> None:
+def warn_floor_division(source: str) -> None:
     """Warn where a `//` comment that is only a number follows an operand (`x[i] // 2`):
     Python's floor division, which ZynML reads as `x[i]` and a comment."""
     import warnings

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import pickle
+import re
 from pathlib import Path
 
 from .. import cache as kcache
@@ -54,9 +55,13 @@ def parse(source: str) -> A.Program:
             raise kcache.EntryUnusable("the tree of another program")
         return tree
     try:
-        return _trees().fetch(key, build, use)[0]
+        tree = _trees().fetch(key, build, use)[0]
     except _Unkept as unkept:
-        return unkept.tree
+        tree = unkept.tree
+    if re.search(r"//[ \t]*\d", source):      # (lark is imported only where it may warn)
+        from .parser import warn_floor_division
+        warn_floor_division(source)     # each time: a kept tree is not parsed again
+    return tree
 
 
 class _Unkept(Exception):

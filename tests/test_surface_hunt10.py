@@ -215,3 +215,9 @@ def test_an_unbound_scale_suggests_no_literal():
 }
 y""", 4, 25, x=np.ones(3, np.float32))
     assert "unknown name `scale`" in str(err) and "did you mean" not in str(err)
+
+
+def test_run_cell_annotations_may_end_with_a_newline():
+    session = zynbook.Session("cpu")
+    value, _ = session.run_cell(_BLOCK, '@device("cpu")\n')
+    assert_equals_numpy(value, np.full(3, 2.0, np.float32), 0)

@@ -227,6 +227,7 @@ class Session:
         if not isinstance(compute_annotations, str):
             raise ZynMLTypeError(f"compute annotations are text such as '@device(\"cpu\") "
                                  f"@async', not {type(compute_annotations).__name__}")
+        compute_annotations = compute_annotations.rstrip()      # a text's last newline too
         if not compute_annotations or not isinstance(source, str):
             return self._run_cell(source, compute_annotations, env)
         # the annotations are parsed on the line after the program, so that an error in them

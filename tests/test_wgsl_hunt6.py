@@ -64,15 +64,15 @@ def test_arithmetic_on_a_whole_tile_argmax(device, expr, want):
 @pytest.mark.parametrize("device", DEVICES)
 def test_an_argmax_product_past_32_bits_at_these_sizes(device):
     """A position below 11 times 3 * 10^8 may leave 32 bits: numpy's value where 64-bit
-    integers exist, else the ZynML error at its line."""
+    integers exist, and on WebGPU where it fits 32 bits, else the ZynML error at its line."""
     src = _block("out[i] = reduce(argmax, v) * 300000000", loop="for i in 0..1:")
     want = np.array([_V.argmax() * 300000000], np.int64)
-    if device not in ("vulkan:0", "gl:0"):
+    if device not in ("vulkan:0", "gl:0") or want[0] < 2 ** 31:
         assert_equals_numpy(_host(zynbook.run(src, device=device, m=_M, v=_V)), want, 0)
         return
     with pytest.raises(ZynMLError) as err:
         _host(zynbook.run(src, device=device, m=_M, v=_V))
-    assert "line 3" in str(err.value) and "i32(" in str(err.value), str(err.value)
+    assert "line 3" in str(err.value) and "32 bits" in str(err.value), str(err.value)
 
 
 _MATMUL = """let C = compute(A, B) {

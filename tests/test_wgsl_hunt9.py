@@ -213,3 +213,106 @@ def test_checked_i64_arithmetic_on_the_emulator():
     k, arrays, sz, sc = lower_block(src, {"a": a, "b": b + 1})
     with pytest.raises(zynbook.errors.ZynMLRuntimeError, match="past the 32 bits"):
         emulate_kernel(schedules.build(k, webgpu_target(), sz), k, arrays, sz, sc)
+
+
+_I64_ROWS = np.array([[5, -7, 100000, 2 ** 29, 5], [-2 ** 30, 3, 3, 1, -2 ** 31 + 2],
+                      [0, 0, 0, 0, 0]], np.int64)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argmin_and_argmax_of_i64_values_in_a_reduce_kernel(op, device):
+    """Refused on WebGPU ("cannot spell 64-bit integers"): the values are held in 32 bits
+    there, and so is the best of them."""
+    src = f"""let y = compute(m) {{
+    @kernel reduce({op}, axis=1)
+    for i in 0..r, j in 0..c:
+        yield (m[i, j] * 2 - 1, j)
+}}
+y"""
+    assert_equals_numpy(_run(device, src, m=_I64_ROWS // 2),
+                        getattr(np, op)(_I64_ROWS // 2 * 2 - 1, axis=1), 0)
+
+
+_I64_ELEMENTWISE = {
+    "where": ("out[k] = where(a[k] > 0, a[k], b[k])", lambda a, b: np.where(a > 0, a, b)),
+    "abs": ("out[k] = abs(a[k]) - 1", lambda a, b: np.abs(a) - 1),
+    "clamp": ("out[k] = clamp(a[k], -10, b[k] + 20)", lambda a, b: np.minimum(np.maximum(a, -10), b + 20)),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(_I64_ELEMENTWISE))
+def test_where_abs_and_clamp_of_i64(name, device):
+    """Refused on WebGPU ("cannot spell 64-bit integers") though each value is one held in
+    32 bits (abs(-2^31) excepted: past them, an error at the line)."""
+    body, want = _I64_ELEMENTWISE[name]
+    assert_equals_numpy(_run(device, _i64_block(body), a=_I64, b=_J64 // 4), want(_I64, _J64 // 4), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_abs_of_the_smallest_i32_held_as_i64(device):
+    a = np.array([3, -2 ** 31], np.int64)
+    src = _i64_block("out[k] = abs(a[k])", "a")
+    if device.startswith(_WEBGPU):
+        with pytest.raises(zynbook.errors.ZynMLRuntimeError, match="past the 32 bits"):
+            _run(device, src, a=a)
+        return
+    assert_equals_numpy(_run(device, src, a=a), np.abs(a), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_reduce_kernel_summing_i64_says_why_on_webgpu(device):
+    src = """let y = compute(a) {
+    @kernel reduce(+)
+    for j in 0..n:
+        yield a[j]
+}
+y"""
+    if device.startswith(_WEBGPU):
+        with pytest.raises(zynbook.errors.ZynMLDeviceError, match=r"reduce\(\+\) of 64-bit"):
+            _run(device, src, a=_I64)
+        return
+    assert_equals_numpy(_run(device, src, a=_I64), _I64.sum(), 0)
+
+
+_POWERS = [(-2, 31), (2, 31), (46340, 2), (46341, 2), (-1, 33), (-1, 40), (0, 40), (1, 99),
+           (3, 19), (3, 20), (-7, 11), (-7, 12), (5, 0)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_i64_power(device):
+    """`x ** k` of i64 x was refused on WebGPU ("cannot spell 64-bit integers"): numpy's
+    value where it fits 32 bits, else a runtime error at the line there."""
+    for base, k in _POWERS:
+        src = _i64_block(f"out[k] = a[k] ** {k}", "a")
+        a = np.array([base], np.int64)
+        want = a ** k
+        if device.startswith(_WEBGPU) and not -2 ** 31 <= int(want[0]) < 2 ** 31:
+            with pytest.raises(zynbook.errors.ZynMLRuntimeError, match="past the 32 bits") as e:
+                _run(device, src, a=a)
+            assert e.value.line == 3
+            continue
+        assert_equals_numpy(_run(device, src, a=a), want, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_reduce_kernels_shared_array_past_what_wgsl_gives_a_thread(device):
+    """Each thread's own there: WGSL gives a thread 8192 bytes (llvmpipe ran a `shared var
+    t[100000]` for minutes); past them a device error that says so."""
+    src = """let y = compute(x) {
+    @kernel reduce(+, axis=0)
+    for i in 0..r:
+        shared var t[3000]
+        for j in 0..c:
+            t[j] = x[i, j]
+        for j in 0..c:
+            yield t[j]
+}
+y"""
+    x = RNG.standard_normal((4, 9)).astype(np.float32)
+    if device.startswith(_WEBGPU):
+        with pytest.raises(zynbook.errors.ZynMLDeviceError, match="12000 bytes .* 8192 bytes"):
+            _run(device, src, x=x)
+        return
+    assert_equals_numpy(_run(device, src, x=x), x.astype(np.float64).sum(0), 1e-5)

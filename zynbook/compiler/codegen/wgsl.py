@@ -303,8 +303,9 @@ def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:
         prog = schedules.build(kernel, target, sizes)
         if prog is None:
             # (the target with the launch's sizes may build one the dialect refuses: that
-            # says more than why a program of every size set was not built)
-            first = first or schedules.why_none(kernel, target, sizes)
+            # says more than why a program of every size set was not built, and so does
+            # why it builds none: a reduce kernel's shared arrays too large for a thread)
+            first = schedules.why_none(kernel, target, sizes)
             continue
         try:            # what the dialect refused (64-bit integer arithmetic, a dtype)
             print_program(WgslDialect(f16=options.f16, max_storage_buffers=options.max_storage_buffers,

@@ -156,8 +156,9 @@ class InRange(Expr):
 @dataclass(frozen=True)
 class CheckedDiv(Expr):
     """Integer `a / b` or `a % b` truncating as C; by 0 (and MIN / -1) a site fails, 0.
-    On a target whose 64-bit integers are held in 32 bits, also i32 `a + b`, `a - b` and
-    `a * b` of i64 values: an exact value past i32 fails `site_overflow` (no zero site)."""
+    On a target whose 64-bit integers are held in 32 bits, also i32 `a + b`, `a - b`,
+    `a * b` and `a ** b` (b >= 0) of i64 values: an exact value past i32 fails
+    `site_overflow` (no zero site)."""
     op: str
     a: Expr
     b: Expr

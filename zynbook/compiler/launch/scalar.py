@@ -436,16 +436,20 @@ class ScalarLowering:
         checked (`checked32`); None where `e` is no such arithmetic; an error where an
         operand is past 32 bits, never a wrapped value."""
         if self.int64 or e.ty.dtype != "i64" or e.ty.shape or not (
-                isinstance(e, cir.Bin) and e.op in ("+", "-", "*", "/", "%")
+                isinstance(e, cir.Bin) and e.op in ("+", "-", "*", "/", "%", "**")
                 or isinstance(e, cir.Unary) and e.op == "neg"
-                or isinstance(e, cir.Call) and e.fn in ("min", "max")):
+                or isinstance(e, cir.Call) and e.fn in ("min", "max", "clamp", "abs")
+                or isinstance(e, cir.Select) and not saturating(e)):
             return None
         parts = (e.operand,) if isinstance(e, cir.Unary) else \
-            tuple(e.args) if isinstance(e, cir.Call) else (e.left, e.right)
+            tuple(e.args) if isinstance(e, cir.Call) else \
+            (e.if_true, e.if_false) if isinstance(e, cir.Select) else (e.left, e.right)
         self.unsized = False
         if all(_fits32(self.span32(x)) for x in parts + (e,)):
             x = replace(e, ty=cir.Ty("i32"))
-            if isinstance(e, cir.Call):
+            if isinstance(e, cir.Select):
+                x = replace(x, if_true=cir.Cast(e.if_true, x.ty), if_false=cir.Cast(e.if_false, x.ty))
+            elif isinstance(e, cir.Call):
                 x = replace(x, args=tuple(cir.Cast(a, x.ty) for a in e.args))
             elif isinstance(e, cir.Unary):
                 x = replace(x, operand=cir.Cast(e.operand, x.ty))
@@ -480,10 +484,19 @@ class ScalarLowering:
 
     def checked32(self, e, parts: tuple, span) -> ir.Expr:
         """i64 arithmetic `e` of `parts`, each held in 32 bits (as every i64 value is on a
-        target without 64-bit integers), computed in i32: + - * (and -x as 0 - x) fail an
-        error site at the line where the exact value passes i32 (the i64 buffers hold 32
-        bits); / % min max of such values cannot pass it but for MIN / -1, checked as i32's."""
+        target without 64-bit integers), computed in i32: + - *, ** by a constant (and -x as
+        0 - x) fail an error site at the line where the exact value passes i32 (the i64
+        buffers hold 32 bits), abs(x) too where x is -2^31; / % min max clamp and a select of
+        such values cannot pass it but for MIN / -1, checked as i32's."""
         i32 = cir.Ty("i32")
+        if isinstance(e, cir.Select):
+            return cast(self.expr(replace(e, ty=i32, if_true=cir.Cast(e.if_true, i32),
+                                          if_false=cir.Cast(e.if_false, i32))), "i64")
+        if isinstance(e, cir.Call) and e.fn == "abs":
+            v = ir.Math("abs", (self.operand(parts[0], "i32"),), "i32")    # -2^31: itself
+            site = self.sites.add(errflag.PAST32, self.line, span=span)
+            past = ir.Checked(ir.Bin(">>", v, lit(31, "i32"), "i32"), lit(1, "i32"), site, "i32")
+            return cast(ir.Bin("+", v, past, "i32"), "i64")
         if isinstance(e, cir.Call) or isinstance(e, cir.Bin) and e.op in ("/", "%"):
             args = tuple(cir.Cast(a, i32) for a in parts)
             x = replace(e, ty=i32, args=args) if isinstance(e, cir.Call) else \
@@ -491,6 +504,15 @@ class ScalarLowering:
             return cast(self.expr(x), "i64")
         op, (a, b) = ("-", (lit(0, "i32"), self.operand(e.operand, "i32"))) \
             if isinstance(e, cir.Unary) else (e.op, tuple(self.operand(x, "i32") for x in parts))
+        if op == "**":
+            k = const_value(e.right, self.facts.consts)
+            if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+                from ...errors import ZynMLDeviceError
+                raise ZynMLDeviceError(
+                    "a 64-bit integer power by an exponent known only as the kernel runs: this "
+                    "device has no 64-bit integers; run it on `cpu`, `cpu:native` or a CUDA "
+                    "device", span)
+            b = lit(k if k < 32 else 32 + k % 2, "i32")     # past 31: past i32 but for 0, 1, -1
         site = self.sites.add(errflag.PAST32, self.line, span=span)
         return cast(ir.CheckedDiv(op, a, b, 0, site, "i32"), "i64")
 

@@ -39,6 +39,8 @@ from .nest import (decompose, extents, first_thread, flat_index_dtype, loop_valu
 
 I64_MAX = 2 ** 63 - 1
 _ARG = ("argmax", "argmin")
+# a 64-bit integer argmin/argmax's values on a target that holds them in 32 bits
+_WIDE = {"i64": "i32", "u64": "u32"}
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,18 @@ def _private_shared(target) -> bool:
     return not target.symbolic_sizes
 
 
+# WGSL's limit on a thread's own (function address space) memory: llvmpipe took minutes to
+# run a reduce kernel holding a `shared var t[100000]` there
+WGSL_PRIVATE_BYTES = 8192
+
+
+def _private_bytes(kernel, sizes) -> int:
+    """The bytes of the shared arrays a reduce kernel declares (each a thread's own)."""
+    return sum(prod(cir.eval_dim(d, sizes) for d in n.shape) * (2 if n.dtype in ("f16", "bf16")
+               else 8 if n.dtype in ("f64", "i64", "u64") else 4)
+               for n in cir.walk(kernel.body) if isinstance(n, cir.SharedAlloc))
+
+
 def _scalar(kernel, sizes):
     """`kernel` with its tile values (`yield sum(x[i])`) written as scalar loops, where
     `why_not` found that they can be."""
@@ -139,6 +153,15 @@ class Reduce(Schedule):
         if any(isinstance(n, (cir.SharedAlloc, cir.Barrier)) for n in cir.walk(kernel.body)) \
                 and not _private_shared(target):
             return "shared arrays in a reduce kernel"
+        if target.lang == "wgsl" and _private_bytes(kernel, sizes) > WGSL_PRIVATE_BYTES:
+            return (f"shared arrays of {_private_bytes(kernel, sizes)} bytes in a reduce kernel, "
+                    f"each a thread's own: past the {WGSL_PRIVATE_BYTES} bytes WGSL gives a "
+                    "thread; run it on `cpu`, `cpu:native` or a CUDA device")
+        op = kernel.kernel_type.param("op", "+")
+        if op not in _ARG and _accumulator_dtype(kernel, op) in _WIDE and not target.int64:
+            return (f"a reduce({op}) of 64-bit integers: this device has no 64-bit integers "
+                    "(an i64 `var` a loop sums, or `sum(x[i])`, is held in two 32-bit words); "
+                    "run it on `cpu`, `cpu:native` or a CUDA device")
         return None
 
     def default(self, kernel, target, sizes):
@@ -160,6 +183,8 @@ class Reduce(Schedule):
         axis = kernel.kernel_type.param("axis")
         nest = yield_nest(kernel.body, sizes, target.symbolic_sizes)
         acc = _accumulator_dtype(kernel, op)
+        if acc in _WIDE and not target.int64:
+            acc = _WIDE[acc]    # (argmin/argmax: the values are held there in 32 bits)
         cpu = target.max_threads == 1 and not target.symbolic_sizes
         if target.wide_sums and op == "+" and acc == "f32":
             acc = "f64"

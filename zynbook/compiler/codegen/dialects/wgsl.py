@@ -54,7 +54,8 @@ _UNARY_BUILTINS = {"sin", "cos", "tan", "sqrt", "floor", "ceil", "round", "abs"}
 
 # i64 + - * of values held in i32 (launch IR's CheckedDiv): the wrapped value, a site failing
 # where the exact one is past i32
-_CHECKED_ARITH = {"+": "zyn_iadd_past32", "-": "zyn_isub_past32", "*": "zyn_imul_past32"}
+_CHECKED_ARITH = {"+": "zyn_iadd_past32", "-": "zyn_isub_past32", "*": "zyn_imul_past32",
+                  "**": "zyn_ipow_past32"}
 
 
 # 64-bit integer buffers are stored in 32 bits (the device refuses data that does not fit):
@@ -608,6 +609,8 @@ def _deps(name: str) -> tuple:
         return ("zyn_fail", "zyn_tdiv" if "idiv" in name else "zyn_trem")
     if name == "zyn_imul_past32":
         return ("zyn_fail", "zyn_tdiv")
+    if name == "zyn_ipow_past32":
+        return ("zyn_imul_past32",)
     if name.startswith(("zyn_chk", "zyn_in", "zyn_idiv", "zyn_irem", "zyn_iadd", "zyn_isub")):
         return ("zyn_fail",)
     if name in ("zyn_max_f32", "zyn_min_f32", "zyn_max_f64", "zyn_min_f64"):
@@ -695,6 +698,15 @@ fn zyn_imul_past32(a: i32, b: i32, site: i32) -> i32 {
     let r = bitcast<i32>(bitcast<u32>(a) * bitcast<u32>(b));
     let past = select(a != 0i && zyn_tdiv(r, a) != b, b == i32(-2147483647 - 1), a == -1i);
     if (past) { zyn_fail(site, 0i); } return r; }""",
+    # (by squaring: a square past i32 is one the power passes too, as its base is not 0)
+    "zyn_ipow_past32": """\
+fn zyn_ipow_past32(a0: i32, b0: i32, site: i32) -> i32 {
+    var r = 1i; var a = a0;
+    for (var b = b0; b > 0i; b = b / 2i) {
+        if (b % 2i == 1i) { r = zyn_imul_past32(r, a, site); }
+        if (b > 1i) { a = zyn_imul_past32(a, a, site); }
+    }
+    return r; }""",
     "zyn_isnan_f32": """\
 // on the bits: a shader compiler may assume x == x
 fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }""",

@@ -163,7 +163,9 @@ def test_power_by_one_half_is_numpys(device, dtype, expr, env):
     got = np.asarray(_run(device, src, x=x, **env))
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    # the zeros' signs (a NaN's sign is the hardware's: x86's default NaN is negative, GPUs' not)
+    num = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[num]), np.signbit(want[num]))
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -493,10 +493,14 @@ class ScalarLowering:
             return cast(self.expr(replace(e, ty=i32, if_true=cir.Cast(e.if_true, i32),
                                           if_false=cir.Cast(e.if_false, i32))), "i64")
         if isinstance(e, cir.Call) and e.fn == "abs":
-            v = ir.Math("abs", (self.operand(parts[0], "i32"),), "i32")    # -2^31: itself
+            x = self.operand(parts[0], "i32")
+            v = ir.Math("abs", (x,), "i32")
             site = self.sites.add(errflag.PAST32, self.line, span=span)
-            past = ir.Checked(ir.Bin(">>", v, lit(31, "i32"), "i32"), lit(1, "i32"), site, "i32")
-            return cast(ir.Bin("+", v, past, "i32"), "i64")
+            # the operand tested, not abs's result: SPIR-V leaves abs(-2^31) undefined, and
+            # NVIDIA's Vulkan driver takes the result as never negative (a test of its sign
+            # was folded away)
+            smallest = ir.Select(ir.Bin("==", x, lit(-2 ** 31, "i32"), "bool"), lit(1, "i32"), lit(0, "i32"), "i32")
+            return cast(ir.Bin("+", v, ir.Checked(smallest, lit(1, "i32"), site, "i32"), "i32"), "i64")
         if isinstance(e, cir.Call) or isinstance(e, cir.Bin) and e.op in ("/", "%"):
             args = tuple(cir.Cast(a, i32) for a in parts)
             x = replace(e, ty=i32, args=args) if isinstance(e, cir.Call) else \

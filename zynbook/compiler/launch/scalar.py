@@ -28,6 +28,7 @@ from math import prod
 from .. import cir, errflag
 from ..passes.bounds import Facts, arith_interval
 from ..passes.casts import _saturating as saturating
+from ..passes.recognise import is_launch_constant
 from ..types import int_pow_exponent
 from . import ir
 
@@ -747,10 +748,10 @@ class ScalarLowering:
             return 2 ** 31 - 1
 
     def float_power(self, a: ir.Expr, b: ir.Expr, exponent, dt: str) -> ir.Expr:
-        """`a ** b` (and pow) in float dtype `dt`, as numpy's: by a constant 0.5 it is sqrt
-        (numpy's power by a scalar 0.5), so -inf gives NaN and -0.0 stays -0.0 where C's pow
-        gives inf and 0; by exponents read per element, C's pow, as numpy's of an array
-        (`exponent`: the CIR of b)."""
+        """`a ** b` (and pow) in float dtype `dt`, as numpy's: by a scalar 0.5 (a constant,
+        or a host float that is 0.5) it is sqrt (numpy's power by a scalar 0.5), so -inf
+        gives NaN and -0.0 stays -0.0 where C's pow gives inf and 0; by exponents read per
+        element, C's pow, as numpy's of an array (`exponent`: the CIR of b)."""
         k = const_value(exponent, self.facts.consts)
         if k is None:
             try:                # an expression of literals (0.25 * 2.0), as the reference's
@@ -761,6 +762,11 @@ class ScalarLowering:
             return ir.Math("pow2", (a,), dt)
         if k == 0.5:
             return ir.Math("sqrt", (a,), dt)
+        if is_launch_constant(exponent, self.kernel):
+            # one exponent for the whole launch (a host float): numpy's power by a scalar is
+            # sqrt where that scalar is 0.5
+            half = ir.Bin("==", b, lit(0.5, dt), "bool")
+            return ir.Select(half, ir.Math("sqrt", (a,), dt), ir.Math("pow", (a, b), dt), dt)
         return ir.Math("pow", (a, b), dt)
 
     def call(self, e: cir.Call, dt: str) -> ir.Expr:

@@ -526,11 +526,14 @@ class _MmaKernel(_Kernel):
         maximum is taken apart from the other tiles' (`_mf`) and tested in the first tile: a
         row whose first block is all -inf is dead. Its maximum drops NaN, as `fmax` does: a
         NaN score there makes the row NaN through its weight anyway."""
-        p = self.shape.p
-        if not self.poisons or p.causal:
+        if not self.poisons or self.shape.p.causal:
             return 0
-        block = min(self.first_limit(), int(recognise.launch_value(p.n_keys, self.low.sizes)))
+        block = self.first_keys()
         return block // 8 if block % 8 == 0 and block <= self.BK else 0
+
+    def first_keys(self) -> int:
+        """The first block's keys, in range (the sizes are baked in)."""
+        return min(self.first_limit(), int(recognise.launch_value(self.shape.p.n_keys, self.low.sizes)))
 
     def poison(self) -> list:
         """An online form's row whose key 0 scores -inf, flash's whose first key block does
@@ -541,8 +544,7 @@ class _MmaKernel(_Kernel):
         if not self.poisons or self.first_n8:
             return []
         r, p = self.ref, self.shape.p
-        # the first block's keys, in range (the sizes are baked in)
-        block = min(self.first_limit(), int(recognise.launch_value(p.n_keys, self.low.sizes)))
+        block = self.first_keys()
         one_tile = block <= self.BK
         mf = ir.Ref("_mf", F)
         # the raw scores where the scale is known not negative

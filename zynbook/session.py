@@ -184,6 +184,10 @@ class Session:
         self.launches: list = []
         self.last_plans: dict = {}  # the last run's blocks' plans (Interpreter.planned)
         self.fuse = True            # compute blocks launched lazily and fused (runtime/lazy.py)
+        # None, or a function binding here, before a pipeline is called from Python, the
+        # values outside ZynML of the names it reads (%%compute: the notebook's, as Python
+        # holds them at the call)
+        self.outside_names = None
         self.interpreter = Interpreter(self)
 
     @property

@@ -519,25 +519,40 @@ def with_pipeline_globals(free: tuple, namespace: dict, source: str = "") -> tup
     and the globals of the pipelines among them (as the session holds them) and of the
     pipelines those read: a call reads them from the session, which must hold what the
     notebook holds now, as for a name the cell reads itself."""
-    from ..runtime.values import Pipeline
-
     if source:
         shadowed = [name for name in language_names_read(source) if name in namespace]
         if shadowed:
             free = tuple(free) + tuple(shadowed)
-    names, seen = dict.fromkeys(free), set()
-    todo = [namespace.get(name) for name in free]
+    names = dict.fromkeys(free)
+    found = _add_globals(names, [namespace.get(name) for name in free], namespace)
+    return tuple(names) if found else free
+
+
+def pipeline_globals(pipeline, namespace: dict) -> dict:
+    """{pipeline: the names it reads besides its parameters} of `pipeline` and of the
+    pipelines its globals hold (as the session holds them), those a call may run: what a
+    call of it from Python reads from outside ZynML."""
+    return {p: _globals_of(p.node) for p in _add_globals({}, [pipeline], namespace)}
+
+
+def _add_globals(names: dict, todo: list, namespace: dict) -> list:
+    """Add to `names` the globals of the pipelines among the values `todo` and of the
+    pipelines those read; those pipelines."""
+    from ..runtime.values import Pipeline
+
+    seen, pipelines = set(), []
     while todo:
         value = todo.pop()
         node = getattr(value, "node", None)
         if type(value) is not Pipeline or node in seen:
             continue
         seen.add(node)
+        pipelines.append(value)
         for name in _globals_of(node):
             if name not in names:
                 names[name] = None
                 todo.append(namespace.get(name))
-    return tuple(names) if seen else free
+    return pipelines
 
 
 def notebook_values(source: str, namespace: dict, user_ns: dict, hidden=(), skip=()) -> dict:

@@ -228,6 +228,33 @@ def _bind_unreplaced(shell, session, kept: dict) -> None:
                     pass
 
 
+def _read_pipeline_globals(shell, session, pipeline) -> None:
+    """Before `pipeline` is called from Python: bind in `session` the notebook's values of
+    the names it and the pipelines it calls read, as Python holds them now (a value
+    rebound in Python after the cell that defined it ran is the one the call reads), as a
+    cell calling it binds them. A name Python deleted is dropped, as for a cell."""
+    namespace = session.namespace
+    reads = cells.pipeline_globals(pipeline, namespace)
+    names = tuple(dict.fromkeys(name for names in reads.values() for name in names))
+    if not names:
+        return
+    session.forget_deleted(names, shell.user_ns)
+    env = {name: value for name, value in
+           _notebook_values(shell, names, held=namespace).items()
+           if not _holds(namespace.get(name, _UNBOUND), value)}
+    for p, names in reads.items():
+        # (a value ZynML cannot use is a type error at the first read of it)
+        mine = {name: env.pop(name) for name in names if name in env}
+        if mine:
+            namespace.update(_bind_env(mine, A.Program([p.node]), p.source))
+
+
+def _holds(held, value) -> bool:
+    """The session's value `held` is the notebook's `value` (or a tensor of that very
+    array): nothing to bind again."""
+    return held is value or type(held) is Tensor and held.data is value
+
+
 def _int_of(value):
     """A Python or numpy int, or a 0-d integer array or tensor (a host int to ZynML), as an
     int; None for anything else."""
@@ -299,7 +326,12 @@ class ComputeMagics(Magics):
 
     @property
     def session(self):
-        return notebook_session()
+        session = notebook_session()
+        # a pipeline a cell gives Python reads the notebook's names when Python calls it
+        if session.outside_names is None:
+            session.outside_names = functools.partial(_read_pipeline_globals, self.shell,
+                                                      session)
+        return session
 
     def _program_and_env(self, cell: str, line: str = ""):
         """The cell's ZynML source, the names it binds and the notebook values its free
@@ -320,7 +352,7 @@ class ComputeMagics(Magics):
         source, bound, free, first = _cell_form(cell)
         user_ns = shell.user_ns
         written = self._written
-        session = notebook_session()
+        session = self.session
         namespace = session.namespace
         free = cells.with_pipeline_globals(free + _line_names(line), namespace, source)
         # a name the cell binds before it reads it, holding what this magic last wrote

@@ -118,6 +118,9 @@ class Pipeline:
             if lock is None:
                 return self._call(args, kwargs)
             with lock:          # one call at a time per session (Session's docstring)
+                outside = getattr(session, "outside_names", None)
+                if outside is not None:
+                    outside(self)
                 # the session lists what this call launched, as it lists a cell's (a model
                 # calling a pipeline per layer and step would otherwise pile them up)
                 session.last_kernels, session.launches = [], []

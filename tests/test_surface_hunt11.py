@@ -86,3 +86,74 @@ def test_a_pipeline_called_from_python_after_python_dropped_a_name(shell):
     assert (info.value.kind, info.value.line, info.value.column) == ("name", 3, 16)
     shell.user_ns["k"] = 0.5
     assert_equals_numpy(f(np.full(3, 4.0, np.float32)), np.full(3, 2.0, np.float32), 0)
+
+
+def test_a_pipeline_the_zynml_kernel_gave_python_reads_python_values_of_now(shell):
+    # (the ZynML kernel's `%python` cells call it: it read the session's w)
+    from zynbook.kernel.kernel import ZynMLRunner
+
+    runner = ZynMLRunner(shell)
+    shell.user_ns["w"] = 2.0
+    runner.run("pipeline g(x):\n    return x * w\n")
+    shell.user_ns["w"] = 5.0
+    x = np.array([1.0, -3.0], np.float32)
+    assert_equals_numpy(shell.user_ns["g"](x), x * 5.0, 0)
+    assert_equals_numpy(runner.run("g(ones([2]))"), np.full(2, 5.0, np.float32), 0)
+
+
+# ------------------------------- %zynml_inspect after an @async cell whose block has not run yet
+
+_ASYNC_CELL = """let fut = compute(x) {
+    for i in 0..n:
+        out[i] = x[i] * 3.0
+}
+"""
+
+
+@pytest.fixture
+def busy_cpu_queue():
+    """The cpu device's queue held by a job until the test lets it go: an @async block
+    submitted meanwhile has not launched."""
+    import threading
+
+    from zynbook.runtime.values import DeviceQueue
+
+    gate = threading.Event()
+    DeviceQueue.for_device("cpu").submit(gate.wait)
+    yield gate
+    gate.set()
+
+
+def test_inspect_after_an_unfinished_async_cell_shows_its_block(shell, busy_cpu_queue, capsys):
+    # (it showed the previous cell's kernel, `a`, as if it were the last cell's)
+    shell.user_ns["x"] = np.arange(4, dtype=np.float32)
+    _cell(shell, "let a = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] + 1.0\n}\n")
+    _cell(shell, _ASYNC_CELL, "@async")
+    shell.run_line_magic("zynml_inspect", "")
+    shown = capsys.readouterr().out
+    assert "kernel_l2 = fut" in shown and "still running: not launched yet" in shown
+    assert "x[i] * 3.0" in shown and "x[i] + 1.0" not in shown
+    busy_cpu_queue.set()
+    assert_equals_numpy(_cell(shell, "await fut\n"), np.arange(4, dtype=np.float32) * 3.0, 0)
+    shell.run_line_magic("zynml_inspect", "")
+    shown = capsys.readouterr().out
+    assert "kernel_l2 = fut" in shown and "still running" not in shown
+
+
+def test_kernel_inspect_after_an_unfinished_async_cell_shows_its_block(shell, busy_cpu_queue,
+                                                                       capsys):
+    from zynbook.kernel.kernel import ZynMLRunner
+
+    runner = ZynMLRunner(shell)
+    shell.user_ns["x"] = np.arange(4, dtype=np.float32)
+    runner.run("let a = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] + 1.0\n}\n")
+    runner.run("\n" + _ASYNC_CELL.replace("compute(x)", "compute(x) @async"))
+    runner.inspect("")
+    shown = capsys.readouterr().out
+    assert "= fut" in shown and "still running: not launched yet" in shown
+    assert "x[i] * 3.0" in shown and "x[i] + 1.0" not in shown
+    busy_cpu_queue.set()
+    assert_equals_numpy(runner.run("await fut"), np.arange(4, dtype=np.float32) * 3.0, 0)
+    runner.inspect("")
+    shown = capsys.readouterr().out
+    assert "= fut" in shown and "still running" not in shown and "x[i] + 1.0" not in shown

@@ -183,6 +183,7 @@ class Session:
         self.last_kernels: list = []
         self.launches: list = []
         self.last_plans: dict = {}  # the last run's blocks' plans (Interpreter.planned)
+        self.last_async: list = []  # (future, CompiledKernel) of the last run's @async blocks
         self.fuse = True            # compute blocks launched lazily and fused (runtime/lazy.py)
         # None, or a function binding here, before a pipeline is called from Python, the
         # values outside ZynML of the names it reads (%%compute: the notebook's, as Python
@@ -267,6 +268,7 @@ class Session:
             self.last_kernels = []
             self.launches = []
             self.last_plans = {}
+            self.last_async = []
             interp = self.interpreter
             # (the key holds a line other than 1: a kernel's errors point into its annotations)
             interp.extra_annotations, interp.extra_key = extra, \

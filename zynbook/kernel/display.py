@@ -407,7 +407,9 @@ def kernel_summary(kernel, launches=(), namespace: dict | None = None) -> str:
     if kt is not None:
         head += f" ({kt.kind})"
     mine = _kernel_launches(kernel, launches)
-    if mine:
+    if getattr(kernel, "running", False):
+        head += f" on {kernel.device.id} (@async, still running: not launched yet)"
+    elif mine:
         head += f" on {mine[-1].device}"
         if mine[-1].geometry:
             head += " " + ", ".join(f"{a}={b}" for a, b in mine[-1].geometry.items())
@@ -422,10 +424,10 @@ def kernel_summary(kernel, launches=(), namespace: dict | None = None) -> str:
 def default_language(kernel, launches, sources: dict) -> str:
     """The language of the device the kernel last ran on, else the first generated one."""
     mine = _kernel_launches(kernel, launches)
-    if mine:
-        lang = device_language(mine[-1].device)
-        if lang in sources:
-            return lang
+    device = mine[-1].device if mine else getattr(getattr(kernel, "device", None), "id", "")
+    lang = device_language(device) if device else ""
+    if lang in sources:
+        return lang
     return next(iter(sources), "cir")
 
 

@@ -14,6 +14,7 @@ ZynML binds are written back to Python after each piece of ZynML.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html as _html
 import math
 import re
@@ -77,6 +78,9 @@ class ZynMLRunner:
     def session(self):
         """The notebook session (made on first use, so the kernel starts fast)."""
         session = notebook_session()
+        if session.outside_names is None:
+            # a pipeline a cell gave Python reads Python's names when a %python cell calls it
+            session.outside_names = functools.partial(self._read_pipeline_globals, session)
         if not self._formatters:
             from ..runtime.builtins import int_text
             register_formatters(self.shell)
@@ -100,11 +104,26 @@ class ZynMLRunner:
         # (and the globals of the pipelines it calls, read from the session then)
         free = cells.with_pipeline_globals(free, self.session.namespace, source)
         user_ns, hidden = self.shell.user_ns, self._hidden()
-        env = {}
         for name in self.session.forget_deleted(
                 [n for n in free if not n.startswith("_") and n not in hidden], user_ns):
             self._links.pop(name, None)
-        for name in free:
+        return self._python_values(free)
+
+    def _read_pipeline_globals(self, session, pipeline) -> None:
+        """Before a `%python` cell calls `pipeline`: Python's values of the names it reads
+        bound in `session` (cells.bind_pipeline_globals)."""
+        user_ns = self.shell.user_ns
+        for name in list(self._links):
+            if name not in user_ns:         # (deleted in Python: forgotten there too)
+                self._links.pop(name, None)
+        cells.bind_pipeline_globals(session, pipeline, user_ns, self._python_values)
+
+    def _python_values(self, names) -> dict:
+        """Python's values of `names` the session must bind: those ZynML has not seen yet
+        (`python_names`)."""
+        user_ns, hidden = self.shell.user_ns, self._hidden()
+        env = {}
+        for name in names:
             if name.startswith("_") or name in hidden or name not in user_ns:
                 continue
             value = user_ns[name]
@@ -326,13 +345,13 @@ class ZynMLRunner:
         ran compute blocks: a summary and the kernel (`--full`: the whole text)."""
         from IPython.core.error import UsageError
 
-        if not self.last_kernels:
+        kernels, launches = state.last_run(self.session)
+        if not kernels:
             print("No compute block has run yet.")
             return None
         want, full = parse_inspect_args(cells.magic_code(args))
         try:
-            bundle = code_bundle(self.last_kernels, self.last_launches, want, full,
-                                 self.session.namespace)
+            bundle = code_bundle(kernels, launches, want, full, self.session.namespace)
         except InspectUsageError as err:
             raise UsageError(str(err)) from None
         display(bundle, raw=True)

@@ -34,28 +34,45 @@ def set_notebook_session(session) -> None:
 def remember(session) -> None:
     """Keep `session`'s last kernels and launches if its last cell compiled any (the lists
     themselves: each cell, and each call of a pipeline from Python, starts new ones)."""
-    kernels = getattr(session, "last_kernels", None)
-    if kernels:
-        _last[id(session)] = (kernels, getattr(session, "launches", None) or [])
+    if getattr(session, "last_kernels", None) or getattr(session, "last_async", None):
+        _keep(session)
+
+
+def _keep(session) -> None:
+    """Keep the session's lists themselves: an @async block of the cell adds its launch
+    to them when it runs (runtime/interp.py, `_recorded_in`)."""
+    _last[id(session)] = (session.last_kernels, session.launches,
+                          getattr(session, "last_async", None) or [])
 
 
 def after_cell(session) -> None:
     """What follows every ZynML cell of `session`: `remember` its kernels, and
     `announce_device` if the cell changed the default device (`config { compute_device }`);
     a cell that changed neither costs two look-ups."""
-    kernels = session.last_kernels
-    if kernels:
-        _last[id(session)] = (kernels, session.launches or [])
+    if session.last_kernels or getattr(session, "last_async", None):
+        _keep(session)
     if _announced.get(id(session)) is not session.default_device:
         announce_device(session)
 
 
 def last_run(session=None) -> tuple[list, list]:
     """(kernels, launches) of the last cell of `session` (default: the notebook's) that
-    compiled a compute block; ([], []) when none has."""
+    compiled a compute block; ([], []) when none has. A last cell whose `@async` blocks
+    have not launched yet is that cell: its kernels so far and those blocks' (marked
+    `running`), not an earlier cell's."""
     session = session if session is not None else notebook_session()
     remember(session)
-    return _last.get(id(session), ([], []))
+    kernels, launches, started = _last.get(id(session), ([], [], []))
+    return list(kernels) + running_kernels(kernels, started), list(launches)
+
+
+def running_kernels(kernels, started) -> list:
+    """The kernels of the `@async` blocks `started` ((future, CompiledKernel) each) that
+    have not launched yet (CompiledKernels without a launch; `kernels`: those launched)."""
+    if not started:
+        return []
+    launched = {k.name for k in kernels}
+    return [k for future, k in started if not future.done() and k.name not in launched]
 
 
 # --------------------------------------------------------------------- one device state

@@ -229,24 +229,12 @@ def _bind_unreplaced(shell, session, kept: dict) -> None:
 
 
 def _read_pipeline_globals(shell, session, pipeline) -> None:
-    """Before `pipeline` is called from Python: bind in `session` the notebook's values of
-    the names it and the pipelines it calls read, as Python holds them now (a value
-    rebound in Python after the cell that defined it ran is the one the call reads), as a
-    cell calling it binds them. A name Python deleted is dropped, as for a cell."""
+    """Before `pipeline` is called from Python: the notebook's values of the names it
+    reads bound in `session` (cells.bind_pipeline_globals)."""
     namespace = session.namespace
-    reads = cells.pipeline_globals(pipeline, namespace)
-    names = tuple(dict.fromkeys(name for names in reads.values() for name in names))
-    if not names:
-        return
-    session.forget_deleted(names, shell.user_ns)
-    env = {name: value for name, value in
-           _notebook_values(shell, names, held=namespace).items()
-           if not _holds(namespace.get(name, _UNBOUND), value)}
-    for p, names in reads.items():
-        # (a value ZynML cannot use is a type error at the first read of it)
-        mine = {name: env.pop(name) for name in names if name in env}
-        if mine:
-            namespace.update(_bind_env(mine, A.Program([p.node]), p.source))
+    cells.bind_pipeline_globals(session, pipeline, shell.user_ns, lambda names: {
+        name: value for name, value in _notebook_values(shell, names, held=namespace).items()
+        if not _holds(namespace.get(name, _UNBOUND), value)})
 
 
 def _holds(held, value) -> bool:

@@ -48,6 +48,10 @@ KEYWORDS = ("let", "var", "for", "in", "if", "elif", "else", "and", "or", "not",
 # 10 ** 10 ** 10 would take minutes and gigabytes before anything could fail)
 _INT_BITS_MAX = 1 << 23
 
+# the (kernels, launches) lists an @async block's job records its launch in: those of the
+# run that started it, not of whichever cell runs when the job does
+_RECORDING = threading.local()
+
 
 
 # the type names of lets and pipeline parameters beside the dtypes (check_type)
@@ -83,6 +87,7 @@ class CompiledKernel:
         self.device = device
         self.launch = launch
         self.sizes = dict(sizes or {})
+        self.running = False        # an @async block's, shown before its launch (kernel/state.py)
 
     @property
     def cir_text(self) -> str:
@@ -1324,8 +1329,12 @@ class Interpreter:
                                        in_background=run_async, commit=commit, plan=plan,
                                        fusion=apart, source=source)
         if run_async:
+            job = _recorded_in(job, (self.session.last_kernels, self.session.launches))
             future = Future(DeviceQueue.for_device(device.id).submit(job), lowered.kernel.name)
             future.statement = self.statement
+            waiting = CompiledKernel(lowered, device, None, sizes, apart)
+            waiting.running = True
+            self.session.last_async.append((future, waiting))
             self.in_flight = [f for f in self.in_flight if not f[0].done()]
             self.in_flight.append((future, inputs))
             return future
@@ -1535,9 +1544,11 @@ class Interpreter:
         """A launch's output as a ZynML value (a number for a reduction to one value), the
         launch recorded for the inspector."""
         compiled = CompiledKernel(lowered, device, launch, plan.sizes, fusion)
+        kernels, launches = getattr(_RECORDING, "lists", None) or \
+            (self.session.last_kernels, self.session.launches)
         with self._lock:
-            self.session.last_kernels.append(compiled)
-            self.session.launches.append(launch)
+            kernels.append(compiled)
+            launches.append(launch)
         if not plan.out_shape:
             host = out if device.kind == "cpu" else device.to_host(out)
             return np.asarray(host).reshape(()).item()
@@ -1545,6 +1556,17 @@ class Interpreter:
         made = Tensor(out, device.id, plan.out_shape, lowered.kernel.output.dtype, commit)
         self.last_made = (made, lowered.kernel.name, lowered.kernel.first_line)
         return made
+
+
+def _recorded_in(job, lists):
+    """`job`, recording its launches in `lists` (_RECORDING)."""
+    def run():
+        _RECORDING.lists = lists
+        try:
+            return job()
+        finally:
+            _RECORDING.lists = None
+    return run
 
 
 # Interpreter.eval's handler of each expression class (methods called through the instance,

@@ -157,3 +157,34 @@ def test_kernel_inspect_after_an_unfinished_async_cell_shows_its_block(shell, bu
     runner.inspect("")
     shown = capsys.readouterr().out
     assert "= fut" in shown and "still running" not in shown and "x[i] + 1.0" not in shown
+
+
+# ----------------------------------------------------- a masked array is refused, not unmasked
+
+_DOUBLE = """let y = compute(x) {
+    for i in 0..n:
+        out[i] = x[i] * 2.0
+}
+y"""
+
+
+def test_a_masked_array_with_masked_elements_is_a_type_error():
+    # (its mask was dropped: the values under it were used as data)
+    x = np.ma.masked_array(np.arange(5, dtype=np.float32), mask=[0, 1, 0, 0, 1])
+    err = raises("type", _DOUBLE, 1, 17, x=x)
+    assert "2 of its 5 elements are masked" in str(err) and "a.filled(v)" in str(err)
+    err = raises("type", "x.w", 1, 1, x={"w": x})
+    assert "(at w)" in str(err) and "masked" in str(err)
+    session = zynbook.Session("cpu")
+    session.run("pipeline f(x):\n    return x * 2.0\n")
+    with pytest.raises(ZynMLError) as info:
+        session.namespace["f"](x)
+    assert (info.value.kind, info.value.line, info.value.column) == ("type", 1, 12)
+    assert "masked" in str(info.value)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_masked_array_with_nothing_masked_is_its_data(device):
+    data = np.array([1.5, -2.0, 0.25], np.float32)
+    for x in (np.ma.masked_array(data), np.ma.masked_array(data, mask=[0, 0, 0])):
+        assert_equals_numpy(_run(device, _DOUBLE, x=x), data * 2.0, 0)

@@ -186,13 +186,26 @@ def _native_order(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _unmasked(value) -> None:
+    """Refuse a masked array with an element masked: a tensor has no mask, and the values
+    under it are no data (what a masked element stands for is the caller's to say)."""
+    masked = int(np.ma.count_masked(value))
+    if masked:
+        raise ValueError(f"{masked} of its {value.size} elements are masked, and a ZynML "
+                         "tensor has no mask; pass `a.filled(v)` (the masked elements "
+                         "as v) or `a.data` (the values under the mask)")
+
+
 def to_tensor(value, device: str = "cpu"):
     """A Tensor for numpy arrays, anything with __array__ or __dlpack__; None otherwise."""
     if isinstance(value, Tensor):
         return value
     if isinstance(value, np.ndarray):
-        # a subclass (np.matrix, a masked array) as its plain array: host arithmetic on the
-        # tensor is ZynML's (`*` elementwise, `x[0]` a row), not the subclass's
+        if isinstance(value, np.ma.MaskedArray):
+            _unmasked(value)
+        # a subclass (np.matrix, a masked array with no element masked) as its plain
+        # array: host arithmetic on the tensor is ZynML's (`*` elementwise, `x[0]` a row),
+        # not the subclass's
         return Tensor(_native_order(value if type(value) is np.ndarray else
                                     value.view(np.ndarray)), "cpu")
     module = _module_of(value)

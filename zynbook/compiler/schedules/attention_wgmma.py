@@ -170,7 +170,15 @@ def default(D: int) -> AttentionParams:
     Tried then and not kept: P V left running into the next tile, whose scores' wait
     covers it (128-key tiles: 155 registers, one block a multiprocessor, 0.105 ms; capped at
     128, ptxas serialises the products; 64-key tiles: 0.083), and the next tiles' copies
-    issued while P V runs (0.075, no change)."""
+    issued while P V runs (0.075, no change). 2026-11-30, against SDPA's cuDNN kernel at
+    0.071 to 0.072: the gap is the key loop's, not the blocks' start (head_dim 64, f16: 0.94
+    of cuDNN at seq 2048, 0.93 at 8192, 0.96 at 1024); not kept: the rows' sums on the
+    tensor cores (P times a tile of ones, m64n8k16, in P V's group: 64 additions a thread a
+    tile fewer, but 139 registers; capped at 128, 52 bytes spilled: 0.084 ms over three
+    buffers, the ones' tile pushing the shared memory past two blocks without the alignment
+    slack, 0.086 over two), 256 or 192 queries a block (four or three warpgroups sharing the
+    K and V tiles, one block a multiprocessor: 0.090 and 0.107), and the register cap of two
+    blocks said (0.075, as without)."""
     if D <= 64:
         return copied(D)
     return replace(WGMMA, block_kv=128, tma=True, occupancy=1) if D <= 128 else copied(D)

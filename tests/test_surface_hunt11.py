@@ -188,3 +188,32 @@ def test_a_masked_array_with_nothing_masked_is_its_data(device):
     data = np.array([1.5, -2.0, 0.25], np.float32)
     for x in (np.ma.masked_array(data), np.ma.masked_array(data, mask=[0, 0, 0])):
         assert_equals_numpy(_run(device, _DOUBLE, x=x), data * 2.0, 0)
+
+
+# --------------------------------------- a reversed index `n - 1 - j` sizes its axis as `j` does
+
+_REVERSED = """let r = compute(x) {{
+    for i in 0..m, j in 0..n:
+        out[i, j] = x[i, {index}] * 2.0
+}}
+r"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("index", ["n - 1 - j", "n - j - 1", "(n - 1) - j", "-j + n - 1"])
+@pytest.mark.parametrize("cols", [0, 1, 5])
+def test_a_reversed_index_ties_its_size_to_the_axis(device, index, cols):
+    # (`cannot tell the size n`: an index computed from `j` tied no size)
+    x = np.arange(3 * cols, dtype=np.float32).reshape(3, cols) - 4.5
+    assert_equals_numpy(_run(device, _REVERSED.format(index=index), x=x), x[:, ::-1] * 2.0, 0)
+
+
+def test_a_reversed_index_is_held_to_its_axis_as_the_loop_variable_is():
+    x = np.arange(6, dtype=np.float32)
+    src = "let r = compute(x) {\n    for j in 0..4:\n        out[j] = x[3 - j]\n}\nr"
+    err = raises("shape", src, 3, 20, x=x)
+    assert "the loop covers 4 positions but the axis has 6" in str(err)
+    src = "let r = compute(x) {\n    for j in 0..n:\n        out[j] = x[n - 1 - j]\n}\nr"
+    assert_equals_numpy(_run("cpu", src, x=x, n=4), x[3::-1], 0)
+    err = raises("shape", src, 3, 20, x=x, n=8)
+    assert "covers 8 positions" in str(err)

@@ -1000,6 +1000,16 @@ class _Lowering:
             self.constraints.append(tie)
             self.window_ties.setdefault((dim, it.name), []).append(tie)
             return
+        backwards = self._reversed_loop(it)
+        if backwards is not None:
+            # `x[n - 1 - j]`, j in 0..n: the axis's n positions read backwards, as `x[j]`
+            # reads them forwards
+            lstart, lstop, lstep, node = self.loop_info[backwards]
+            self.constraints.append(Constraint(
+                dim, lstop, item.span, f"{what}, indexed by `{cir.format_expr(it)}` with "
+                f"`{node.var}` in 0..{cir.format_expr(lstop)}", loop=True,
+                guarded=self.guard_depth > 0))
+            return
         if self.guard_depth:
             return      # guarded by an `if`: out-of-range values are the program's intent
         self._stencil_read(dim, it, item.span, what)
@@ -1022,6 +1032,21 @@ class _Lowering:
         lstart, _, lstep, _ = self.loop_info[name]
         return isinstance(lstart, cir.Const) and lstart.value == 0 and \
             isinstance(lstep, cir.Const) and lstep.value == 1
+
+    def _reversed_loop(self, it):
+        """The variable `j` of a covering loop `0..S` that index `it` runs backwards over
+        the same positions, `S - 1 - j` (`n - j - 1`, `(n - 1) - j`), else None."""
+        it = substitute(it, self.int_lets)
+        form = affine.linear(it)
+        if form is None:
+            return None
+        loops = [name for name, (_, e) in form[0].items()
+                 if isinstance(e, cir.Var) and name in self.loop_info]
+        if len(loops) != 1 or form[0][loops[0]][0] != -1 or not self._covering_loop(loops[0]):
+            return None
+        stop = substitute(self.loop_info[loops[0]][1], self.int_lets)
+        last = affine.add(it, affine.var(loops[0]))
+        return loops[0] if affine.same(last, affine.sub(stop, affine.const(1))) else None
 
     def _window_read(self, it):
         """(loop variable, offset) of an index `i + offset` past a covering loop's variable,

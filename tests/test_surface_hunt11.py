@@ -217,3 +217,17 @@ def test_a_reversed_index_is_held_to_its_axis_as_the_loop_variable_is():
     assert_equals_numpy(_run("cpu", src, x=x, n=4), x[3::-1], 0)
     err = raises("shape", src, 3, 20, x=x, n=8)
     assert "covers 8 positions" in str(err)
+
+
+# ------------------------------------------------------------- a numpy string is a string
+
+def test_a_numpy_string_is_a_string():
+    # (it was bound as a 0-d array of text: "unsupported element type <U2" at line 1,
+    # column 1, with no word of `x`)
+    err = raises("type", "let r = compute(x) {\n    for i in 0..n:\n        out[i] = 1.0\n}\nr",
+                 1, 17, x=np.str_("hi"))
+    assert "`x` is a string" in str(err)
+    assert zynbook.run('x + "!"', x=np.str_("hi")) == "hi!"
+    session = zynbook.Session("cpu")
+    session.run("pipeline f(a: str):\n    return a + a\n")
+    assert session.namespace["f"](np.str_("yo")) == "yoyo"

@@ -69,8 +69,9 @@ def bind_value(value, _path: str = "", _within: tuple = ()):
     itself: `_within`, the containers it is inside) raises `_Unusable`."""
     if type(value) in _ARRAY_TYPES:
         return _tensor_of(value, _path)
-    if isinstance(value, (np.bool_, np.integer, np.floating)):
-        number = value.item()       # a numpy number is a number (np.float64 is a float too)
+    if isinstance(value, (np.bool_, np.integer, np.floating, np.str_)):
+        # a numpy number is a number (np.float64 is a float too), np.str_ a string
+        number = value.item()
         if isinstance(number, np.generic):      # np.longdouble, which no Python number holds
             raise _Unusable(value, _path, value.dtype)
         return number

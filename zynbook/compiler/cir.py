@@ -477,6 +477,35 @@ def print_kernel(k: Kernel, with_source: bool = True) -> str:
 # ----------------------------------------------------------------------- utilities
 
 
+def accumulated(st: Assign):
+    """(op, term) of a scalar accumulator's update `acc = acc + term`, `acc = term + acc`
+    (op "+") or `acc = acc - term` (op "-"), else None."""
+    v = st.value
+    if not (isinstance(v, Bin) and v.op in ("+", "-") and not v.ty.shape):
+        return None
+    is_acc = lambda e: isinstance(e, Var) and e.name == st.name and not e.ty.shape
+    if is_acc(v.left):
+        return v.op, v.right
+    if v.op == "+" and is_acc(v.right):
+        return "+", v.left
+    return None
+
+
+def unrounded_product(st: Assign):
+    """The product `x * y` of two f16 values that the update `st` adds to (or subtracts
+    from) its local, else None. The rule of every device and the reference: where `st` is an
+    accumulator's, in a loop that its local is declared outside (the caller knows), the
+    product is added as it is, not rounded to f16: it is exact in f32 (11-bit significands),
+    and numpy's matmul and dot, tensor cores and the GEMM schedules add it so. An f16 `x * y`
+    anywhere else is rounded as f16 arithmetic is (numpy's `w - a * c`)."""
+    acc = accumulated(st)
+    term = acc[1] if acc else None
+    if isinstance(term, Bin) and term.op == "*" and not term.ty.shape and \
+            term.left.ty == term.right.ty == Ty("f16"):
+        return term
+    return None
+
+
 def _positions(node) -> tuple:
     """Where the parts of `node` that a run-time error points at are written."""
     if isinstance(node, (Load, Store)):

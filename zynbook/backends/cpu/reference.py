@@ -158,6 +158,13 @@ class ReferenceExecutor:
         self.out = np.zeros(shape, dtype=self.out_dtype)
         self.buffers["out"] = self.out
         self.env: dict = dict(sizes)
+        # loops running, and each local's count at its declaration: an update below more
+        # loops than its local's declaration is an accumulator's (cir.unrounded_product)
+        self.loop_depth = 0
+        self.declared_depth: dict = {}
+        # f16 accumulator -> its running sum in f32 (the local holds it rounded), as the
+        # devices hold one: `_f32_sum`
+        self.f32_sums: dict = {}
         # a scalar argument has its declared dtype (a host float is f32, not a weak Python
         # float: h[i] * scale on f16 h is f32, as on the compiled devices)
         types = {sc.name: sc.dtype for sc in kernel.scalars}
@@ -208,12 +215,18 @@ class ReferenceExecutor:
     def _stmt(self, s):
         if isinstance(s, cir.Let):
             self.env[s.name] = self._masked_value(s.name, self.eval(s.value), declare=True)
+            self.declared_depth[s.name] = self.loop_depth
+            self.f32_sums.pop(s.name, None)
         elif isinstance(s, cir.Assign):
-            self.env[s.name] = self._masked_value(s.name, self.eval(s.value))
+            self.env[s.name] = self._masked_value(s.name, self._assigned(s))
         elif isinstance(s, cir.Store):
             self.store(s)
         elif isinstance(s, cir.Loop):
-            self.loop(s)
+            self.loop_depth += 1
+            try:
+                self.loop(s)
+            finally:
+                self.loop_depth -= 1
         elif isinstance(s, cir.If):
             self.if_(s)
         elif isinstance(s, cir.Yield):
@@ -241,11 +254,43 @@ class ReferenceExecutor:
     def _lane_sizes(self):
         return [n for (_var, n) in self.lane_vars]
 
-    def _masked_value(self, name, value, declare=False):
-        if self.mask is None or declare:
-            return value
-        old = self.env.get(name)
+    def _assigned(self, s: cir.Assign):
+        """The value `s` assigns. An accumulator's update (`acc += x` in a loop its local is
+        declared outside) adds a product of f16 values unrounded (cir.unrounded_product),
+        and an f16 accumulator sums in f32 (`_f32_sum`)."""
+        carried = self.loop_depth > self.declared_depth.get(s.name, 0)
+        acc = cir.accumulated(s) if carried else None
+        if acc is None or not is_float(s.value.ty.dtype):
+            self.f32_sums.pop(s.name, None)
+            return self.eval(s.value)
+        term = as_val(self.eval(_accumulate_term(s)))
+        if s.value.ty.dtype == "f16":
+            return self._f32_sum(s, Val(np.asarray(term.arr, np.float32), term.lanes))
+        if cir.unrounded_product(s) is None:
+            return self.eval(s.value)
+        return self._combine(acc[0], as_val(self.env[s.name]), term)
+
+    def _f32_sum(self, st: cir.Assign, red: Val):
+        """f16 accumulator `st.name` plus (minus) `red`, a sum of its terms in f32: its
+        running sum stays f32 and it holds that rounded to f16, as the devices hold an f16
+        accumulator in f32 and round it where it is stored (summing 2048 and forty ones in
+        f16 steps gave 2048, 2088 on the devices)."""
+        old = self.f32_sums.get(st.name)
         if old is None:
+            held = as_val(self.env[st.name])
+            old = Val(np.asarray(held.arr, np.float32), held.lanes)
+        new = self._under_mask(self._combine(cir.accumulated(st)[0], old, red), old)
+        self.f32_sums[st.name] = new
+        return Val(np.asarray(new.arr).astype(np.float16), new.lanes)
+
+    def _masked_value(self, name, value, declare=False):
+        if declare:
+            return value
+        return self._under_mask(value, self.env.get(name))
+
+    def _under_mask(self, value, old):
+        """`value` in the lanes the mask holds, `old` in the others."""
+        if self.mask is None or old is None:
             return value
         a, b, m = _align([as_val(value), as_val(old), self.mask])
         return Val(np.where(m, a, b), _lanes_of(as_val(value), as_val(old), self.mask))
@@ -463,13 +508,13 @@ class ReferenceExecutor:
                 parts = _align([as_val(term), probe] + ([active] if active is not None else []))
                 shape = np.broadcast_shapes(*[np.shape(p) for p in parts])
                 arr = np.broadcast_to(parts[0], shape)
-                acc_dtype = np_dtype(st.value.ty.dtype)
-                if kind == "+" and st.value.ty.dtype != "bf16" and arr.dtype != acc_dtype:
+                sum_dtype = np_dtype(_summed_in(st))
+                if kind in ("+", "-") and st.value.ty.dtype != "bf16" and arr.dtype != sum_dtype:
                     # the terms, each in its own dtype, are summed in the accumulator's (an
                     # i64 sum of i32 products wrapped in i32, an f32 sum of f16 terms was f16)
-                    arr = arr.astype(acc_dtype)
+                    arr = arr.astype(sum_dtype)
                 if active is not None:
-                    if kind == "+":
+                    if kind in ("+", "-"):
                         fill = np.zeros((), arr.dtype)
                     elif arr.dtype.kind in "iu" and not is_float(st.value.ty.dtype):
                         # the integer's own extreme: through a float, i64 values past 2^53
@@ -482,21 +527,19 @@ class ReferenceExecutor:
                         fill = np.asarray(-np.inf if kind == "max" else np.inf).astype(
                             np.result_type(arr, np.float32))
                     arr = np.where(np.broadcast_to(parts[2], shape), arr, fill)
-                red = _reduce({"+": "+", "max": "max", "min": "min"}[kind], arr, (axis,))
-                new = _wrapped(self._combine(kind, as_val(self.env[st.name]), Val(red, axis)),
-                               st.value.ty.dtype)
-                self.env[st.name] = self._masked_value(st.name, new)
+                red = _reduce({"+": "+", "-": "+", "max": "max", "min": "min"}[kind], arr, (axis,))
+                self.env[st.name] = self._masked_value(st.name, self._added(st, Val(red, axis)))
         return True
 
     def _contract(self, s: cir.Loop, start, step, n) -> bool:
         """`acc += X * Y` summed over the loop, as one einsum over the lane axes (a matmul
         or a convolution's inner product runs as a BLAS contraction). Only for bodies made
         of such sums of products of per-lane scalars; anything else takes the general path."""
-        if not s.body or not all(isinstance(st, cir.Assign) and _accumulate_kind(st) == "+"
+        if not s.body or not all(isinstance(st, cir.Assign) and _accumulate_kind(st) in ("+", "-")
                                  and isinstance(_accumulate_term(st), cir.Bin)
                                  and _accumulate_term(st).op == "*" for st in s.body):
             return False
-        if any(_accumulate_term(st).ty.dtype != st.value.ty.dtype for st in s.body):
+        if any(_accumulate_term(st).ty.dtype != _summed_in(st) for st in s.body):
             # products of one dtype summed into a wider one (`var acc: i64` of i32 products,
             # an f32 acc of f16 ones): einsum would sum them in the products' dtype
             return False
@@ -529,10 +572,16 @@ class ReferenceExecutor:
             else:
                 red = np.einsum(a, labels if a.ndim else [], b, labels if b.ndim else [],
                                 labels[:axis], optimize=True)
-            new = _wrapped(self._combine("+", as_val(self.env[st.name]), Val(red, axis)),
-                           st.value.ty.dtype)
-            self.env[st.name] = self._masked_value(st.name, new)
+            self.env[st.name] = self._masked_value(st.name, self._added(st, Val(red, axis)))
         return True
+
+    def _added(self, st: cir.Assign, red: Val):
+        """Accumulator `st.name` with `red`, its terms summed (or their max or min), added;
+        an f16 sum in f32 (`_f32_sum`)."""
+        kind = _accumulate_kind(st)
+        if kind in ("+", "-") and st.value.ty.dtype == "f16":
+            return self._f32_sum(st, red)
+        return _wrapped(self._combine(kind, as_val(self.env[st.name]), red), st.value.ty.dtype)
 
     def _combine(self, kind, old, red):
         a, b = _align([old, red])
@@ -542,6 +591,8 @@ class ReferenceExecutor:
         with np.errstate(over="ignore"):
             if kind == "+":
                 res = a + b
+            elif kind == "-":
+                res = a - b
             elif kind == "max":
                 res = np.maximum(a, b)
             else:
@@ -1218,9 +1269,9 @@ def _uses(e, name) -> bool:
 
 def _accumulate_kind(st: cir.Assign):
     v = st.value
-    if isinstance(v, cir.Bin) and v.op == "+" and isinstance(v.left, cir.Var) and \
-            v.left.name == st.name and not v.ty.shape:
-        return "+"
+    acc = cir.accumulated(st)
+    if acc is not None:
+        return acc[0]
     if isinstance(v, cir.Call) and v.fn in ("max", "min") and len(v.args) == 2 and \
             isinstance(v.args[0], cir.Var) and v.args[0].name == st.name and not v.ty.shape:
         return v.fn
@@ -1228,8 +1279,20 @@ def _accumulate_kind(st: cir.Assign):
 
 
 def _accumulate_term(st: cir.Assign):
-    v = st.value
-    return v.right if isinstance(v, cir.Bin) else v.args[1]
+    """What `st` adds to, subtracts from or compares with its accumulator; a product of f16
+    values added straight in is computed in f32, unrounded (cir.unrounded_product)."""
+    prod = cir.unrounded_product(st)
+    if prod is not None:
+        f32 = cir.Ty("f32")
+        return cir.Bin("*", cir.Cast(prod.left, f32), cir.Cast(prod.right, f32), f32)
+    acc = cir.accumulated(st)
+    return acc[1] if acc else st.value.args[1]
+
+
+def _summed_in(st: cir.Assign) -> str:
+    """The dtype `st`'s terms are summed in: f32 for an f16 accumulator, else the
+    accumulator's."""
+    return "f32" if st.value.ty.dtype == "f16" else st.value.ty.dtype
 
 
 def _enclosing_loops(body, target, stack=()):

@@ -204,6 +204,10 @@ class ScalarLowering:
                         for b in list(kernel.inputs) + [kernel.output]}
         self.scalars = {s.name: s.dtype for s in kernel.scalars if s.name not in self.sizes}
         self.scopes: list = [{}]            # CIR name -> (identifier, dtype)
+        # loops entered (in_loop), and each identifier's count where it was bound: an update
+        # below more loops than its local's binding is an accumulator's (accumulation)
+        self.loop_level = 0
+        self.bound_level: dict = {}
         # a reduce schedule's combine: (value, index or None, line) -> statements
         self.on_yield = None
         self.taken: set = set()
@@ -224,6 +228,7 @@ class ScalarLowering:
             n += 1
         self.taken.add(ident)
         self.scopes[-1][name] = (ident, dtype)
+        self.bound_level[ident] = self.loop_level
         return ident
 
     def lookup(self, name: str):
@@ -234,7 +239,12 @@ class ScalarLowering:
         starts with `names` (CIR name -> (identifier, dtype))."""
         self.scopes.append(dict(names or {}))
         try:
-            return self.bind(var, self.idx), fn()
+            ident = self.bind(var, self.idx)
+            self.loop_level += 1
+            try:
+                return ident, fn()
+            finally:
+                self.loop_level -= 1
         finally:
             self.scopes.pop()
 
@@ -340,6 +350,24 @@ class ScalarLowering:
                 (e.fn if isinstance(e, cir.Call) else e.op) in _EXACT_ON_HALVES:
             return x
         return cast(cast(x, "f16"), "f32")
+
+    def accumulation(self, s: cir.Assign, hit) -> ir.Expr:
+        """An update `acc += x` / `acc -= x` of float local `hit`: an f16 one sums in f32,
+        rounded where it is stored or cast, as the reference sums f16 terms (numpy's f16
+        sum): no half_step; in a loop below its binding (an accumulator), a product of f16
+        values added straight in is not rounded either (cir.unrounded_product)."""
+        op, term = cir.accumulated(s)
+        prod = cir.unrounded_product(s) if self.loop_level > self.bound_level.get(hit[0], 0) \
+            else None
+        x = self.exact_product(prod) if prod is not None else self.operand(term, hit[1], s.value.ty.dtype)
+        return ir.Bin(op, ir.Ref(hit[0], hit[1]), cast(x, hit[1]), hit[1])
+
+    def exact_product(self, e: cir.Bin) -> ir.Expr:
+        """`x * y` of f16 values in f32, unrounded (exact); a literal factor is f16's."""
+        def factor(f):
+            c = const_value(f, self.facts.consts)
+            return lit(half_rounded(c, "f16"), "f32") if c is not None else self.operand(f, "f32")
+        return ir.Bin("*", factor(e.left), factor(e.right), "f32")
 
     def operand(self, e, dtype: str, within: str = "") -> ir.Expr:
         """`e` as a value of compute dtype `dtype`; numbers are written in that type. An
@@ -893,11 +921,9 @@ class ScalarLowering:
                 # a running max of a local held narrower (its values fit, `held`): in that type
                 args = tuple(self.operand(a, hit[1]) for a in v.args)
                 return [ir.Set(hit[0], ir.Math(v.fn, args, hit[1]), ln)]
-            if v.ty.dtype == "f16" and isinstance(v, cir.Bin) and v.op == "+" and \
-                    isinstance(v.left, cir.Var) and v.left.name == s.name:
-                # `acc += x` of an f16 acc sums in f32, rounded where acc is stored or cast,
-                # as the reference sums f16 terms (numpy's f16 sum): no half_step
-                return [ir.Set(hit[0], cast(self.binary(v), hit[1]), ln)]
+            if cir.accumulated(s) is not None and v.ty.dtype in cir.FLOAT_DTYPES and \
+                    compute_dtype(v.ty.dtype) == hit[1]:
+                return [ir.Set(hit[0], self.accumulation(s, hit), ln)]
             return [ir.Set(hit[0], self.operand(s.value, hit[1]), ln)]
         if isinstance(s, (cir.Store, cir.Atomic)):
             if s.buffer not in self.buffers:

@@ -62,7 +62,13 @@ def widen_vars(kernel: cir.Kernel) -> cir.Kernel:
 def _read_as_declared(e, final):
     """A read of a float local in its declared (final) type: a read lowered before the local
     took it (`s + x[i]` of `var s = 0.0` summing f16 x read `s` as f32, so the compiled
-    devices rounded the running sum to f16 at every step)."""
+    devices rounded the running sum to f16 at every step). An integer local that became a
+    float (`var s = 0` summing f16 values) read through a cast to that float reads the float:
+    lowering's `f16(s)` of an i32 `s` made the reference round the sum at every step."""
+    if isinstance(e, cir.Cast) and isinstance(e.operand, cir.Var) and is_float(e.ty.dtype):
+        ty = final.get(e.operand.name)
+        if ty is not None and ty == e.ty and not is_float(e.operand.ty.dtype):
+            return cir.Var(e.operand.name, ty)
     ty = final.get(e.name) if isinstance(e, cir.Var) else None
     if ty is None or ty.shape or e.ty.shape or ty.dtype == e.ty.dtype or \
             not (is_float(ty.dtype) and is_float(e.ty.dtype)):

@@ -1,0 +1,179 @@
+"""One rounding rule for half precision on every device (docs/language.md, half precision):
+an f16 product added straight into an accumulator (`acc += a * b`, `acc = acc + a * b`,
+`acc = a * b + acc`, `acc -= a * b`) is not rounded to f16 (it is exact in f32), and the
+accumulator sums in f32 and is rounded once, as numpy's f16 `A @ B` (f32 products of the
+halves summed in f32, rounded once). The generic schedules rounded each product to f16 where
+the reference and the GEMM schedules did not (22 of 45 outputs of a 9 x 257 x 5 matmul one
+place apart), `acc -= a * b` and `acc = a * b + acc` rounded every step, and so did `var s = 0`
+(an integer literal) summing f16 values where `var s = 0.0` rounded once."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import wanted_devices
+
+F16 = np.float16
+RNG = np.random.default_rng(50)
+
+
+def _halves(*shape):
+    """f16 values +-(1 + m / 128): their products have 16 significant bits (more than f16's
+    11, so rounding one to f16 shows) and every f32 sum of a few hundred of them is exact, so
+    the result rounded once is the same in whatever order a device adds."""
+    m = RNG.integers(0, 128, shape)
+    return (RNG.choice([-1.0, 1.0], shape) * (1 + m / 128)).astype(F16)
+
+
+def _exact(x):
+    """An exact sum of products (f64 holds it) rounded once to f16."""
+    return np.asarray(x, np.float64).astype(np.float32).astype(F16)
+
+
+A, B = _halves(9, 257), _halves(257, 5)
+AB = A.astype(np.float64) @ B.astype(np.float64)
+AB_ROUNDED_PRODUCTS = np.sum((A[:, :, None] * B[None]).astype(np.float64), 1)
+
+
+def _matmul(decl, update, kernel=""):
+    return f"""let y = compute(A, B) {{
+    {kernel}
+    for i in 0..M, j in 0..N:
+        {decl}
+        for k in 0..K:
+            {update}
+        out[i, j] = sum
+}}
+y"""
+
+
+MATMULS = {
+    "sum += a * b": ("var sum = 0.0", "sum += A[i, k] * B[k, j]", 1),
+    "an int literal's sum": ("var sum = 0", "sum += A[i, k] * B[k, j]", 1),
+    "an f16 sum": ("var sum: f16 = 0.0", "sum += A[i, k] * B[k, j]", 1),
+    "sum = sum + a * b": ("var sum = 0.0", "sum = sum + A[i, k] * B[k, j]", 1),
+    "sum = b * a + sum": ("var sum = 0.0", "sum = B[k, j] * A[i, k] + sum", 1),
+    "sum -= a * b": ("var sum = 0.0", "sum -= A[i, k] * B[k, j]", -1),
+    "a masked sum": ("var sum = 0.0", "if k % 3 != 1:\n                sum += A[i, k] * B[k, j]",
+                     "masked"),
+}
+
+
+def test_the_data_tells_rounded_products_apart():
+    assert (_exact(AB) != _exact(AB_ROUNDED_PRODUCTS)).sum() > 10
+
+
+@pytest.mark.parametrize("kernel", ["", "@kernel matmul"])
+@pytest.mark.parametrize("name", list(MATMULS))
+@pytest.mark.parametrize("device", wanted_devices())
+def test_f16_products_into_an_accumulator_are_exact(device, name, kernel):
+    decl, update, sign = MATMULS[name]
+    if kernel and sign == "masked":
+        pytest.skip("a matmul kernel has no if")
+    if sign == "masked":
+        keep = (np.arange(257) % 3 != 1)[:, None]
+        want = _exact(A.astype(np.float64) @ (B.astype(np.float64) * keep))
+    else:
+        want = _exact(sign * AB)
+    got = np.asarray(zynbook.Session(device).run(_matmul(decl, update, kernel), A=A, B=B))
+    assert got.dtype == F16 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("acc", ["f32", "f64"])
+@pytest.mark.parametrize("device", wanted_devices())
+def test_a_wider_sum_of_f16_products_is_exact(device, acc):
+    """An f32 or f64 accumulator adds the f16 products unrounded too (exact in f32)."""
+    if acc == "f64" and device.split(":")[0] in ("vulkan", "gl", "webgpu"):
+        pytest.skip("the adapters here have no shader-f64")
+    got = np.asarray(zynbook.Session(device).run(
+        _matmul(f"var sum: {acc} = 0.0", "sum += A[i, k] * B[k, j]"), A=A, B=B))
+    assert got.dtype == np.dtype(acc.replace("f", "float"))
+    np.testing.assert_array_equal(got, AB.astype(got.dtype))
+
+
+ROWS = (RNG.integers(-8, 9, (6, 300)) / 4).astype(F16)
+ROWS[:, 0] = 2048       # 2048 + 0.25 is 2048 in f16: f16 steps lose every small term
+
+
+def _row_sum(decl, body):
+    return f"""let y = compute(x) {{
+    for i in 0..rows:
+        {decl}
+        var n = 0
+        for k in 0..cols:
+{body}
+        out[i] = s
+}}
+y"""
+
+
+ROW_SUMS = {
+    "var s = 0.0": ("var s = 0.0", "            s += x[i, k]"),
+    "var s = 0": ("var s = 0", "            s += x[i, k]"),
+    "var s: f16 = 0": ("var s: f16 = 0", "            s = x[i, k] + s"),
+    # a counter beside the sum: the reference runs the loop step by step (it held the sum
+    # in f16 there, 2048 + 2048 * ... where the devices gave the f32 sum)
+    "stepped beside a counter": (
+        "var s = 0.0", "            s += x[i, k]\n            n = n + 1\n"
+                       "            if n > 1000:\n                n = 0"),
+    "stepped, subtracting products": (
+        "var s = 0.0", "            s -= x[i, k] * x[i, cols - 1 - k]\n            n = n + 1\n"
+                       "            if n > 1000:\n                n = 0"),
+}
+
+
+@pytest.mark.parametrize("name", list(ROW_SUMS))
+@pytest.mark.parametrize("device", wanted_devices())
+def test_an_f16_accumulator_sums_in_f32_and_rounds_once(device, name):
+    """numpy's f16 sum along a row: f32, rounded once (the sums here are exact in f32)."""
+    decl, body = ROW_SUMS[name]
+    x = ROWS.astype(np.float64)
+    want = _exact(-np.sum(x * x[:, ::-1], 1) if "products" in name else np.sum(x, 1))
+    got = np.asarray(zynbook.Session(device).run(_row_sum(decl, body), x=ROWS))
+    assert got.dtype == F16
+    np.testing.assert_array_equal(got, want)
+
+
+def test_straight_line_f16_products_round():
+    """`w -= a * c` outside a loop is f16 arithmetic, as numpy's: the product rounds."""
+    a, c = _halves(50), _halves(50)
+    src = """let y = compute(a, c) {
+    for i in 0..len:
+        var w = a[i] + c[i]
+        w -= a[i] * c[i]
+        out[i] = w
+}
+y"""
+    want = (a + c) - a * c
+    assert (want != _exact((a + c).astype(np.float64) - a.astype(np.float64) * c)).any()
+    for device in wanted_devices():
+        np.testing.assert_array_equal(zynbook.Session(device).run(src, a=a, c=c), want)
+
+
+CONV = """let y = compute(img, w) {
+    @kernel conv2d
+    for oc in 0..OC, oh in 0..OH, ow in 0..OW:
+        var sum = 0.0
+        for ic in 0..IC:
+            for kh in 0..3, kw in 0..3:
+                let ih = oh + kh - 1
+                let iw = ow + kw - 1
+                if ih >= 0 and ih < H and iw >= 0 and iw < W:
+                    sum += img[ic, ih, iw] * w[oc, ic, kh, kw]
+        out[oc, oh, ow] = sum
+}
+y"""
+
+
+@pytest.mark.parametrize("device", wanted_devices())
+def test_an_f16_conv2d_adds_exact_products(device):
+    img, w = _halves(3, 7, 6), _halves(5, 3, 3, 3)
+    pad = np.pad(img.astype(np.float64), ((0, 0), (1, 1), (1, 1)))
+    want = np.zeros((5, 7, 6))
+    for kh in range(3):
+        for kw in range(3):
+            want += np.einsum("chw,oc->ohw", pad[:, kh:kh + 7, kw:kw + 6], w[:, :, kh, kw])
+    got = np.asarray(zynbook.Session(device).run(CONV, img=img, w=w, OH=7, OW=6, H=7, W=6))
+    np.testing.assert_array_equal(got, _exact(want))

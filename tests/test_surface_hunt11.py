@@ -190,6 +190,39 @@ def test_a_masked_array_with_nothing_masked_is_its_data(device):
         assert_equals_numpy(_run(device, _DOUBLE, x=x), data * 2.0, 0)
 
 
+# --------------------------- a window under a guard on a tiled index no tile passes is empty
+
+_TILED_WINDOW = """let r = compute(x) {{
+    for b in 0..(n + 3) / 4, t in 0..4:
+        let i = b * 4 + t
+        if {guard}:
+            out[i] = x[i] + x[i + 2]
+}}
+r"""
+
+_TILED_INLINE = """let r = compute(x) {{
+    for b in 0..(n + 2) / 3, t in 0..3:
+        if {guard}:
+            out[b * 3 + t] = x[b * 3 + t] - x[b * 3 + t + 2]
+}}
+r"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("guard", ["i < n - 2", "i + 2 < n", "n - 2 > i", "i + 3 <= n",
+                                   "i < n - 2 and i >= 0"])
+@pytest.mark.parametrize("n", [1, 2, 3, 9])
+def test_window_under_a_guard_on_a_tiled_index_is_empty_where_no_tile_passes(device, guard, n):
+    # (n = 1 was a shape error: out's axis "would have -1 elements"; only a guard on a
+    # loop's own variable was read)
+    x = np.arange(n, dtype=np.float32) * 0.5 - 1.0
+    got = _run(device, _TILED_WINDOW.format(guard=guard), x=x, n=n)
+    assert_equals_numpy(got, x[:-2] + x[2:] if n >= 2 else x[:0], 0)
+    inline = guard.replace("i", "(b * 3 + t)").replace("(b * 3 + t) >=", "b * 3 + t >=")
+    got = _run(device, _TILED_INLINE.format(guard=inline), x=x, n=n)
+    assert_equals_numpy(got, x[:-2] - x[2:] if n >= 2 else x[:0], 0)
+
+
 # --------------------------------------- a reversed index `n - 1 - j` sizes its axis as `j` does
 
 _REVERSED = """let r = compute(x) {{

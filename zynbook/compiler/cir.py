@@ -667,25 +667,54 @@ def _static_or_none(e, sizes: dict):
         return None
 
 
-def _never_true(cond, starts: dict, sizes: dict) -> bool:
-    """Whether `i < E` (or `i + c < E`, `<=`) is false from the start of `i`'s loop on."""
-    if not (isinstance(cond, Bin) and cond.op in ("<", "<=")):
-        return False
-    left, shift = cond.left, 0
-    if isinstance(left, Bin) and left.op in ("+", "-") and isinstance(left.right, Const) \
-            and isinstance(left.right.value, int):
-        left, shift = left.left, left.right.value if left.op == "+" else -left.right.value
-    if not (isinstance(left, Var) and starts.get(left.name) is not None):
-        return False
-    least, limit = starts[left.name] + shift, _static_or_none(cond.right, sizes)
-    return limit is not None and (least >= limit if cond.op == "<" else least > limit)
+def _range_of(e, ranges: dict, sizes: dict) -> tuple:
+    """(least, greatest) integer value of `e` over the values the loop variables and the
+    locals in `ranges` (name -> (least, greatest)) take, at these sizes; None for a side
+    not known (data, a float, a division of a loop variable)."""
+    static = _static_or_none(e, sizes)
+    if isinstance(static, int) and not isinstance(static, bool):
+        return static, static
+    if isinstance(e, Var):
+        return ranges.get(e.name, (None, None))
+    if isinstance(e, Unary) and e.op == "neg":
+        lo, hi = _range_of(e.operand, ranges, sizes)
+        return (None if hi is None else -hi), (None if lo is None else -lo)
+    if not isinstance(e, Bin) or e.op not in ("+", "-", "*"):
+        return None, None
+    (a, b), (c, d) = _range_of(e.left, ranges, sizes), _range_of(e.right, ranges, sizes)
+    known = lambda *v: None not in v
+    if e.op == "+":
+        return (a + c if known(a, c) else None), (b + d if known(b, d) else None)
+    if e.op == "-":
+        return (a - d if known(a, d) else None), (b - c if known(b, c) else None)
+    if not known(a, b, c, d):
+        return None, None
+    products = (a * c, a * d, b * c, b * d)
+    return min(products), max(products)
 
 
-def _writes_out(body, sizes: dict, starts: dict | None = None) -> bool:
+def _never_true(cond, ranges: dict, sizes: dict) -> bool:
+    """Whether `cond` (`i < E`, `b * 64 + t + 2 < n`, `n > i`, `and`s of them) is false for
+    every value the loop variables and locals in `ranges` take at these sizes."""
+    if isinstance(cond, Bin) and cond.op == "and":
+        return _never_true(cond.left, ranges, sizes) or _never_true(cond.right, ranges, sizes)
+    if not (isinstance(cond, Bin) and cond.op in ("<", "<=", ">", ">=")):
+        return False
+    small, large = (cond.left, cond.right) if cond.op in ("<", "<=") else \
+        (cond.right, cond.left)
+    least, greatest = _range_of(small, ranges, sizes)[0], _range_of(large, ranges, sizes)[1]
+    if least is None or greatest is None:
+        return False
+    return least >= greatest if cond.op in ("<", ">") else least > greatest
+
+
+def _writes_out(body, sizes: dict, ranges: dict | None = None) -> bool:
     """Whether a write of out in `body` may run at these sizes: not when every one sits in a
     loop whose bounds, known from the sizes, leave it no iteration (`0..n - 2` at n = 1),
-    or under an `if i < n - 2` that no value of the loop's `i` passes there."""
-    starts = starts or {}
+    or under an `if` that no value of the loops' variables passes there (`if i < n - 2`,
+    also of a tiled index: `let i = b * 64 + t` then `if i + 2 < n`). `ranges`: the least
+    and greatest value of each loop variable and local around `body`."""
+    ranges = dict(ranges or {})
     for s in body:
         if isinstance(s, (Store, Atomic)) and s.buffer == "out":
             return True
@@ -693,11 +722,18 @@ def _writes_out(body, sizes: dict, starts: dict | None = None) -> bool:
             start, stop = _static_or_none(s.start, sizes), _static_or_none(s.stop, sizes)
             if start is not None and stop is not None and start >= stop:
                 continue
-            if _writes_out(s.body, sizes, {**starts, s.var: start}):
+            step = _static_or_none(s.step, sizes)
+            # (a loop stepping up runs from its start to below its stop)
+            up = isinstance(step, int) and step > 0
+            inner = (start if up else None, stop - 1 if up and stop is not None else None)
+            if _writes_out(s.body, sizes, {**ranges, s.var: inner}):
                 return True
+        elif isinstance(s, Let):
+            # a `let` holds its value's range; a `var` may change, its range is not known
+            ranges[s.name] = (None, None) if s.mutable else _range_of(s.value, ranges, sizes)
         elif isinstance(s, If):
-            taken = (s.orelse,) if _never_true(s.cond, starts, sizes) else (s.then, s.orelse)
-            if any(_writes_out(branch, sizes, starts) for branch in taken):
+            taken = (s.orelse,) if _never_true(s.cond, ranges, sizes) else (s.then, s.orelse)
+            if any(_writes_out(branch, sizes, ranges) for branch in taken):
                 return True
     return False
 

@@ -33,7 +33,7 @@ from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, hos
 from ..passes.loops import trip_count
 from ..targets import Target
 from .base import Builder, Params, Schedule, kernel_name, one_kernel, workgroup_threads
-from .collective import block_allreduce, combine_expr, identity, tree_rounds
+from .collective import block_allreduce, combine_expr, identity, identity_value, tree_rounds
 from .nest import (decompose, extents, first_thread, flat_index_dtype, loop_value, spread, thread,
                    without_tiles, yield_nest)
 
@@ -41,6 +41,10 @@ I64_MAX = 2 ** 63 - 1
 _ARG = ("argmax", "argmin")
 # a 64-bit integer argmin/argmax's values on a target that holds them in 32 bits
 _WIDE = {"i64": "i32", "u64": "u32"}
+# the threads that run a reduce kernel's body by positions on a GPU (`rows_by_position`)
+POSITION_THREADS = 4096
+# the reductions of such values kept in two 32-bit words there (`_Builder.wide`)
+_WIDE_OPS = ("+", "max", "min")
 
 
 @dataclass(frozen=True)
@@ -158,7 +162,8 @@ class Reduce(Schedule):
                     f"each a thread's own: past the {WGSL_PRIVATE_BYTES} bytes WGSL gives a "
                     "thread; run it on `cpu`, `cpu:native` or a CUDA device")
         op = kernel.kernel_type.param("op", "+")
-        if op not in _ARG and _accumulator_dtype(kernel, op) in _WIDE and not target.int64:
+        if op not in _ARG + _WIDE_OPS and _accumulator_dtype(kernel, op) in _WIDE and \
+                not target.int64:
             return (f"a reduce({op}) of 64-bit integers: this device has no 64-bit integers "
                     "(an i64 `var` a loop sums, or `sum(x[i])`, is held in two 32-bit words); "
                     "run it on `cpu`, `cpu:native` or a CUDA device")
@@ -219,7 +224,8 @@ class Reduce(Schedule):
             return ReduceParams("thread_rows", 1, blocks, -(-max(n_out, 1) // blocks), acc)
         if not innermost:
             return ReduceParams("thread_rows", min(256, target.max_threads), 0, 0, acc)
-        warp_ok = target.collectives and target.warp > 1 and op not in _ARG
+        warp_ok = target.collectives and target.warp > 1 and op not in _ARG and \
+            (target.int64 or _accumulator_dtype(kernel, op) not in _WIDE)
         if ext <= 2048 and warp_ok:
             return ReduceParams("warp_rows", min(256, target.max_threads), 0, 0, acc)
         threads = min(pow2_at_least(max(ext // 8, 1), 128, 1024), target.max_threads)
@@ -298,6 +304,19 @@ class _Builder(Builder):
         self.sites = errflag.ErrorSites()
         self.acc = params.acc
         self.ident = identity(self.op, self.acc)
+        # a sum, maximum or minimum of i64 (u64) values on a target that holds them in 32
+        # bits: in two words, (_acc, _acci) = (the low word, u32; the high word, i32 for
+        # i64, u32 for u64), combined as the pairs of argmin/argmax are; the result is a
+        # runtime error where it is past the 32 bits it is stored in (a sum's partials may
+        # pass them: the words do not)
+        wide = _accumulator_dtype(kernel, self.op)
+        self.wide = not target.int64 and self.op in _WIDE_OPS and wide in _WIDE
+        if self.wide:
+            self.acc, self.ai = "u32", "i32" if wide == "i64" else "u32"
+            v = identity_value(self.op, wide)
+            self.ident = lit(v & 0xFFFFFFFF, "u32")
+            self.no_index = (v >> 32) & 0xFFFFFFFF if wide == "u64" else v >> 32
+        self.pair = self.arg or self.wide
 
     # ---- small pieces -----------------------------------------------------------------
 
@@ -329,6 +348,8 @@ class _Builder(Builder):
     def combine(self, acc: str, acci: str | None, v: ir.Expr, vi: ir.Expr | None, line=0) -> list:
         """Statements that combine (v, vi) into the locals (acc, acci)."""
         a = ir.Ref(acc, self.acc)
+        if self.wide:
+            return self.combine_words(acc, acci, v, vi, line)
         if not self.arg:
             value = cast(v, self.acc)
             if any(isinstance(n, (ir.Checked, ir.InRange, ir.CheckedDiv)) for n in ir.walk(value)):
@@ -353,14 +374,57 @@ class _Builder(Builder):
                          (ir.Set(acc, x, line), ir.Set(acci, xi, line)), (), line))
         return out
 
+    def combine_words(self, acc: str, acci: str, v: ir.Expr, vi: ir.Expr | None, line) -> list:
+        """Statements that combine the two words (v, vi) of a wide value (`wide`) into the
+        locals (acc, acci); a yielded value `v` (vi None) is one held in 32 bits, its high
+        word its sign (0 for u64). A sum adds the words, the low words' carry into the high
+        word; a maximum (minimum) takes the other words where they are larger (smaller),
+        high words compared as their type, low words unsigned."""
+        u32, hdt = "u32", self.ai
+        x, xi = self.new("v"), self.new("i")
+        if vi is None:
+            held = "i32" if hdt == "i32" else "u32"
+            v32 = self.new("y")
+            out = [ir.Decl(v32, held, cast(v, held), False, line)]
+            hi = ir.Bin(">>", ir.Ref(v32, held), lit(31, held), held) if held == "i32" \
+                else lit(0, u32)
+            v, vi = cast(ir.Ref(v32, held), u32), hi
+        else:
+            out = []
+        out += [ir.Decl(x, u32, cast(v, u32), False, line),
+                ir.Decl(xi, hdt, cast(vi, hdt), False, line)]
+        L, H, X, XI = ir.Ref(acc, u32), ir.Ref(acci, hdt), ir.Ref(x, u32), ir.Ref(xi, hdt)
+        if self.op == "+":
+            carry = ir.Select(ir.Bin("<", ir.Bin("+", L, X, u32), X, "bool"), lit(1, hdt),
+                              lit(0, hdt), hdt)
+            return out + [ir.Set(acci, ir.Bin("+", ir.Bin("+", H, XI, hdt), carry, hdt), line),
+                          ir.Set(acc, ir.Bin("+", L, X, u32), line)]
+        more = ">" if self.op == "max" else "<"
+        takes = ir.Bin("or", ir.Bin(more, XI, H, "bool"), ir.Bin(
+            "and", ir.Bin("==", XI, H, "bool"), ir.Bin(more, X, L, "bool"), "bool"), "bool")
+        return out + [ir.If(takes, (ir.Set(acc, X, line), ir.Set(acci, XI, line)), (), line)]
+
     def declare_acc(self) -> list:
         out = [ir.Decl("_acc", self.acc, self.ident, True)]
-        if self.arg:
+        if self.pair:
             out.append(ir.Decl("_acci", self.ai, lit(self.no_index, self.ai), True))
         return out
 
     def result(self) -> ir.Expr:
         out_dt = self.k.output.dtype
+        if self.wide:
+            # the 32 bits it is stored in, where the high word is the low word's sign (0);
+            # else the site fails
+            L, H = ir.Ref("_acc", "u32"), ir.Ref("_acci", self.ai)
+            if self.ai == "i32":
+                low = cast(L, "i32")
+                past = ir.Bin("-", H, ir.Bin(">>", low, lit(31, "i32"), "i32"), "i32")
+            else:
+                low, past = L, cast(H, "i32")
+            line = next(n.line for n in cir.walk(self.k.body) if isinstance(n, cir.Yield))
+            site = self.sites.add(errflag.WIDE, line)     # (the first yield's line)
+            fails = cast(ir.Checked(past, lit(1, "i32"), site, "i32"), low.dtype)
+            return cast(ir.Bin("+", low, fails, low.dtype), out_dt)
         if self.arg:
             ai = ir.Ref("_acci", self.ai)
             v = ir.Select(ir.Bin("==", ai, lit(self.no_index, self.ai), "bool"), lit(-1, self.ai), ai, self.ai)
@@ -373,7 +437,7 @@ class _Builder(Builder):
         (WGSL's workgroup arrays are the module's)."""
         if threads == 1:
             return []
-        if not self.arg:
+        if not self.pair:
             return block_allreduce(self.t, self.op, "_acc", self.acc, threads, tag)
         # (value, index) pairs: a tree in shared memory
         th, acc, ai = ir.Thread("thread"), self.acc, self.ai
@@ -402,9 +466,9 @@ class _Builder(Builder):
                         target=self.t)
 
         def on_yield(value, index, line):
-            if index is None:
+            if index is None and self.arg:
                 index = cast(ir.Ref(flat, self.idx), self.ai)
-            return self.combine("_acc", "_acci" if self.arg else None, value, index, line)
+            return self.combine("_acc", "_acci" if self.pair else None, value, index, line)
         low.on_yield = on_yield
         return low
 
@@ -450,7 +514,7 @@ class _Builder(Builder):
             parts = lit(p.blocks, self.idx)
         first = first_thread()
         # the partials: (scratch buffer, dtype, the local it keeps), the index's too for arg
-        partials = [("_part", self.acc, "_acc")] + ([("_parti", self.ai, "_acci")] if self.arg
+        partials = [("_part", self.acc, "_acc")] + ([("_parti", self.ai, "_acci")] if self.pair
                                                     else [])
         if two:
             keep = [ir.Store(buf, ir.Thread("block"), ir.Ref(local, dt))
@@ -471,8 +535,8 @@ class _Builder(Builder):
             fin = self.declare_acc()
             bound = parts if p.blocks == 0 else lit(p.blocks, "i32")
             fin.append(ir.For(b, ir.Thread("thread"), bound, ir.Thread("threads"), tuple(
-                self.combine("_acc", "_acci" if self.arg else None, ir.Load("_part", ir.Ref(b, "i32"), self.acc),
-                             ir.Load("_parti", ir.Ref(b, "i32"), self.ai) if self.arg else None)), "i32"))
+                self.combine("_acc", "_acci" if self.pair else None, ir.Load("_part", ir.Ref(b, "i32"), self.acc),
+                             ir.Load("_parti", ir.Ref(b, "i32"), self.ai) if self.pair else None)), "i32"))
             fin += self.block_reduce(t2, "" if t2 == p.threads else f"_{t2}")
             fin.append(ir.If(first, (ir.Store(self.out_ident(), lit(0, self.idx), self.result()),)))
             kernels.append(ir.Kernel(name + "_final", kparams, tuple(fin), t2, self.idx,
@@ -508,11 +572,15 @@ class _Builder(Builder):
                           self.sites.as_tuple(), f"{what} (reduce: {p.describe()})", self.sym)
 
     def rows_by_position(self, params, line) -> ir.Program:
-        """One thread per output (the kept loops around the yields, flattened), running the
-        whole body as written and combining only the yields at its own kept position: the
-        kept loops sit behind statements the nest does not reach (a `var` carried along
-        them), so no output's yields can be run apart from the others'."""
-        p = self.p
+        """The kept loops around the yields sit behind statements the nest does not reach
+        (a `var` carried along them), so no output's yields can be run apart from the
+        others': each thread owns a contiguous range of outputs (the kept loops around the
+        yields, flattened), their accumulators in scratch arrays, runs the whole body as
+        written once and combines the yields at its own positions. At most
+        POSITION_THREADS threads (on the CPU, `blocks`; on llvmpipe, one block) run it: one
+        thread per output reran the body for every output (100,000 columns of a running sum
+        took 20 s)."""
+        p, idx = self.p, self.idx
         around = _loops_around_yield(self.k.body)
         kept = [lp for k, lp in enumerate(around) if k != self.axis]
         low = self.lowering("_row")
@@ -521,29 +589,54 @@ class _Builder(Builder):
             [self.i(trip_count(lp, self.sizes)) for lp in kept]
         n_out = self.local("_nout", self.product(exts) if self.sym else
                            prod(trip_count(lp, self.sizes) for lp in kept), head)
-        row = ir.Ref("_row", self.idx)
+        host_n = self.product(self.host_counts(low, kept)) if self.sym else n_out
+        # (llvmpipe runs a few threads at once on the host's cores: one block of them)
+        workers = p.blocks * p.threads if p.blocks else \
+            p.threads if self.t.loop_steps else POSITION_THREADS
+
+        def div_up(a, b):
+            return ir.Bin("/", ir.Bin("+", self.i(a), ir.Bin("-", self.i(b), self.i(1), idx), idx),
+                          self.i(b), idx)
+
+        def owned(n):       # the outputs a thread owns: ceil(n / workers), at least 1
+            return ir.Math("max", (div_up(n, workers), self.i(1)), idx)
+        chunk = self.local("_chunk", owned(n_out), head)
+        me = ir.Bin("+", ir.Bin("*", self.thread("block"), self.i(p.threads), idx),
+                    self.thread("thread"), idx)
+        lo = self.local("_lo", ir.Bin("*", me, chunk, idx), head)
+        hi = self.local("_hi", ir.Math("min", (ir.Bin("+", lo, chunk, idx), self.i(n_out)), idx), head)
+        accs = [("_pacc", self.acc, "_acc")] + ([("_pacci", self.ai, "_acci")] if self.pair else [])
+        at = ir.Ref("_row", idx)
+        load = [ir.Set(local, ir.Load(buf, at, dt)) for buf, dt, local in accs]
+        keep = [ir.Store(buf, at, ir.Ref(local, dt)) for buf, dt, local in accs]
         combine = low.on_yield
 
         def on_yield(value, index, ln):
             pos = self.i(0)
             for lp, e in zip(kept, exts):
                 var = ir.Ref(*low.lookup(lp.var))
-                pos = ir.Bin("+", ir.Bin("*", pos, e, self.idx), cast(var, self.idx), self.idx)
-            mine = ir.Bin("==", pos, row, "bool")
-            return [ir.If(mine, tuple(combine(value, index, ln)), (), ln)]
+                pos = ir.Bin("+", ir.Bin("*", pos, e, idx), cast(var, idx), idx)
+            mine = ir.Bin("and", ir.Bin(">=", pos, lo, "bool"), ir.Bin("<", pos, hi, "bool"), "bool")
+            return [ir.If(mine, (ir.Decl("_row", idx, pos, False, ln), *load,
+                                 *combine(value, index, ln), *keep), (), ln)]
         low.on_yield = on_yield
-        inner = self.declare_acc() + list(low.stmts(self.k.body)) \
-            + [ir.Store(self.out_ident(), row, self.result())]
-        chunk = -(-n_out // p.blocks) if p.blocks and isinstance(n_out, int) else 0
-        head.append(spread("_row", n_out, p.threads, chunk, inner, self.idx, line))
-        host_n = self.product(self.host_counts(low, kept)) if self.sym else n_out
-        grid = p.blocks if chunk else ir.Math("max", (ir.Math("min", (
-            ir.ceildiv(self.i(host_n), p.threads), lit(self.t.max_blocks, self.idx)), self.idx),
-            lit(1, self.idx)), self.idx)
-        what = (f"reduce({self.op}, axis={self.axis}): one thread per output, the whole body "
-                "as written, its own yields combined")
-        return one_kernel(self.k, params, head, p.threads, self.idx, what, grid,
-                          self.sites.as_tuple(), f"{what} (reduce: {p.describe()})", self.sym)
+        each = lambda body: ir.For("_row", lo, hi, self.i(1), tuple(body), idx, line)  # noqa: E731
+        start = self.declare_acc()
+        inner = start + [each(keep)] + list(low.stmts(self.k.body)) + [
+            each(load + [ir.Store(self.out_ident(), at, self.result())])]
+        head.append(ir.If(ir.Bin("<", lo, self.i(n_out), "bool"), tuple(inner), (), line))
+        # the threads that own outputs, in blocks
+        users = div_up(host_n, owned(host_n))
+        grid = ir.Math("max", (ir.Math("min", (div_up(users, p.threads),
+                                               lit(self.t.max_blocks, idx)), idx), lit(1, idx)), idx)
+        scratch = tuple(ir.Scratch(buf, dt, cast(ir.Math("max", (self.i(host_n), self.i(1)), idx), "i64"))
+                        for buf, dt, _ in accs)
+        params = params + tuple(ir.Param(buf, "scratch", dt, True) for buf, dt, _ in accs)
+        what = (f"reduce({self.op}, axis={self.axis}): a range of outputs a thread, the whole "
+                "body as written once, its own yields combined")
+        return one_kernel(self.k, params, head, p.threads, idx, what, grid,
+                          self.sites.as_tuple(), f"{what} (reduce: {p.describe()})", self.sym,
+                          scratch=scratch)
 
     def local(self, name: str, value, head: list):
         """`value` (a number, or an expression declared once in `head` as `name`)."""

@@ -264,3 +264,16 @@ def test_a_numpy_string_is_a_string():
     session = zynbook.Session("cpu")
     session.run("pipeline f(a: str):\n    return a + a\n")
     assert session.namespace["f"](np.str_("yo")) == "yoyo"
+
+
+def test_a_pipeline_the_zynml_kernel_gave_python_keeps_the_names_zynml_keeps(shell):
+    # (a `_name` ZynML binds is not written to Python: a call from Python must not drop it
+    # as deleted there)
+    from zynbook.kernel.kernel import ZynMLRunner
+
+    runner = ZynMLRunner(shell)
+    runner.run("let _w = 4.0\npipeline h(x):\n    return x * _w\n")
+    assert "_w" not in shell.user_ns
+    x = np.array([1.0, 0.5], np.float32)
+    assert_equals_numpy(shell.user_ns["h"](x), x * 4.0, 0)
+    assert_equals_numpy(runner.run("h(ones([2]))"), np.full(2, 4.0, np.float32), 0)

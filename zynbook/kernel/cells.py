@@ -535,20 +535,19 @@ def pipeline_globals(pipeline, namespace: dict) -> dict:
     return {p: _globals_of(p.node) for p in _add_globals({}, [pipeline], namespace)}
 
 
-def bind_pipeline_globals(session, pipeline, python_names: dict, values) -> None:
+def bind_pipeline_globals(session, pipeline, values) -> None:
     """Before `pipeline` is called from Python (a notebook's, the ZynML kernel's `%python`
     cell): bind in `session` Python's values of the names it and the pipelines it calls
-    read, as Python (`python_names`) holds them now, not as they were when the cell that
-    defined it ran; `values(names)`: those of them the session must bind again. A name
-    Python deleted is dropped, as for a cell; a value ZynML cannot use is a type error at
-    the first read of it."""
+    read, as Python holds them now, not as they were when the cell that defined it ran.
+    `values(names)`: those of them the session must bind again, the names Python deleted
+    dropped from the session, by the front end's rules for a cell. A value ZynML cannot use
+    is a type error at the first read of it."""
     from ..session import _bind_env
 
     reads = pipeline_globals(pipeline, session.namespace)
     names = tuple(dict.fromkeys(name for names in reads.values() for name in names))
     if not names:
         return
-    session.forget_deleted(names, python_names)
     env = values(names)
     for p, names in reads.items():
         mine = {name: env.pop(name) for name in names if name in env}

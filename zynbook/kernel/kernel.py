@@ -103,20 +103,26 @@ class ZynMLRunner:
             return {}
         # (and the globals of the pipelines it calls, read from the session then)
         free = cells.with_pipeline_globals(free, self.session.namespace, source)
-        user_ns, hidden = self.shell.user_ns, self._hidden()
-        for name in self.session.forget_deleted(
-                [n for n in free if not n.startswith("_") and n not in hidden], user_ns):
-            self._links.pop(name, None)
+        self._forget_deleted(self.session, free)
         return self._python_values(free)
+
+    def _forget_deleted(self, session, names) -> None:
+        """Drop from `session` those of `names` Python deleted (not its own `_` names or
+        IPython's, which ZynML keeps to itself)."""
+        hidden = self._hidden()
+        for name in session.forget_deleted(
+                [n for n in names if not n.startswith("_") and n not in hidden],
+                self.shell.user_ns):
+            self._links.pop(name, None)
 
     def _read_pipeline_globals(self, session, pipeline) -> None:
         """Before a `%python` cell calls `pipeline`: Python's values of the names it reads
         bound in `session` (cells.bind_pipeline_globals)."""
-        user_ns = self.shell.user_ns
-        for name in list(self._links):
-            if name not in user_ns:         # (deleted in Python: forgotten there too)
-                self._links.pop(name, None)
-        cells.bind_pipeline_globals(session, pipeline, user_ns, self._python_values)
+        def values(names) -> dict:
+            self._forget_deleted(session, names)
+            return self._python_values(names)
+
+        cells.bind_pipeline_globals(session, pipeline, values)
 
     def _python_values(self, names) -> dict:
         """Python's values of `names` the session must bind: those ZynML has not seen yet

@@ -232,9 +232,14 @@ def _read_pipeline_globals(shell, session, pipeline) -> None:
     """Before `pipeline` is called from Python: the notebook's values of the names it
     reads bound in `session` (cells.bind_pipeline_globals)."""
     namespace = session.namespace
-    cells.bind_pipeline_globals(session, pipeline, shell.user_ns, lambda names: {
-        name: value for name, value in _notebook_values(shell, names, held=namespace).items()
-        if not _holds(namespace.get(name, _UNBOUND), value)})
+
+    def values(names) -> dict:
+        session.forget_deleted(names, shell.user_ns)
+        return {name: value for name, value in
+                _notebook_values(shell, names, held=namespace).items()
+                if not _holds(namespace.get(name, _UNBOUND), value)}
+
+    cells.bind_pipeline_globals(session, pipeline, values)
 
 
 def _holds(held, value) -> bool:

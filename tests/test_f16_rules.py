@@ -177,3 +177,23 @@ def test_an_f16_conv2d_adds_exact_products(device):
             want += np.einsum("chw,oc->ohw", pad[:, kh:kh + 7, kw:kw + 6], w[:, :, kh, kw])
     got = np.asarray(zynbook.Session(device).run(CONV, img=img, w=w, OH=7, OW=6, H=7, W=6))
     np.testing.assert_array_equal(got, _exact(want))
+
+
+@pytest.mark.parametrize("shape", [(9, 257, 5), (128, 200, 96)], ids=["generic", "gemm"])
+@pytest.mark.parametrize("name", ["sum += a * b", "an int literal's sum", "sum -= a * b"])
+def test_cuda_and_metal_add_exact_f16_products(name, shape):
+    """The launch IR for CUDA (a block per output, tensor-core GEMMs on sm_80 and sm_90) and
+    Metal on the emulator follow the same rule."""
+    from compute_testing import emulate_kernel, lower_block
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import cuda_target, metal_target
+    m, k, n = shape
+    a, b = _halves(m, k), _halves(k, n)
+    decl, update, sign = MATMULS[name]
+    want = _exact(sign * (a.astype(np.float64) @ b.astype(np.float64)))
+    kern, ins, sizes, scalars = lower_block(_matmul(decl, update), {"A": a, "B": b})
+    for tgt in (cuda_target(), cuda_target((8, 0)), metal_target()):
+        prog = schedules.build(kern, tgt, sizes)
+        assert prog is not None, schedules.why_none(kern, tgt, sizes)
+        got = emulate_kernel(prog, kern, ins, sizes, scalars).reshape(want.shape)
+        np.testing.assert_array_equal(got, want, err_msg=prog.schedule)

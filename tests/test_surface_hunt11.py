@@ -277,3 +277,67 @@ def test_a_pipeline_the_zynml_kernel_gave_python_keeps_the_names_zynml_keeps(she
     x = np.array([1.0, 0.5], np.float32)
     assert_equals_numpy(shell.user_ns["h"](x), x * 4.0, 0)
     assert_equals_numpy(runner.run("h(ones([2]))"), np.full(2, 4.0, np.float32), 0)
+
+
+# ------------------------------- Python inputs of every kind, on every device, against numpy
+
+_AXPB = """let r = compute(x) {
+    for i in 0..m, j in 0..n:
+        out[i, j] = x[i, j] * 3 + 1
+}
+r"""
+
+_GRID = np.arange(-6, 18).reshape(4, 6)
+
+
+def _inputs():
+    """(name, the bound value, numpy's array of it)."""
+    torch = pytest.importorskip("torch")
+    f = _GRID.astype(np.float32)
+    out = [("rows step 2", f[::2], f[::2]), ("columns reversed", f[:, ::-1], f[:, ::-1]),
+           ("transposed", f.T, f.T), ("fortran", np.asfortranarray(f), f),
+           ("broadcast", np.broadcast_to(f[:1], (3, 6)), np.broadcast_to(f[:1], (3, 6)))]
+    for dt in (">f4", ">f8", ">i4", ">i2", ">u2"):
+        a = np.abs(_GRID).astype(dt)[:, 1::2]
+        out.append((f"big-endian {dt}", a, a.astype(a.dtype.newbyteorder("="))))
+    for dt in ("f2", "f8", "i1", "i2", "i8", "u1", "u4"):
+        a = np.abs(_GRID).astype(dt)
+        out.append((dt, a, a))
+    t = torch.from_numpy(f.copy())
+    out += [("torch", t, f), ("torch transposed", t.T, f.T), ("torch sliced", t[:, 1::2], f[:, 1::2]),
+            ("torch requires grad", t.clone().requires_grad_(), f),
+            ("torch i16", torch.from_numpy(_GRID.astype(np.int16)), _GRID.astype(np.int16))]
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_python_inputs_of_every_kind_equal_numpy(device):
+    from zynbook.errors import ZynMLDeviceError
+
+    for name, value, want in _inputs():
+        try:
+            got = _run(device, _AXPB, x=value)
+        except ZynMLDeviceError as err:     # an adapter without f64 says so
+            assert want.dtype == np.float64 and "shader-f64" in str(err), (name, err)
+            continue
+        three, one = np.array(3, want.dtype), np.array(1, want.dtype)
+        try:
+            assert_equals_numpy(got, want * three + one, 0)
+        except AssertionError as err:
+            raise AssertionError(f"{name}: {err}") from None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bool_arrays_and_zero_d_scalars_equal_numpy(device):
+    b = np.array([[True, False, True], [False, False, True]])[:, ::2]
+    got = _run(device, """let r = compute(b) {
+    for i in 0..m, j in 0..n:
+        out[i, j] = b[i, j] and not b[i, 0]
+}
+r""", b=b)
+    assert_equals_numpy(got, b & ~b[:, :1], 0)
+    x = np.linspace(-1, 1, 5, dtype=np.float32)
+    src = "let r = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * k\n}\nr"
+    for k in (np.array(2.5), np.array(2.5, ">f4"), np.float16(0.5), np.int8(-3), np.uint8(200),
+              True, 7, -0.0):
+        assert_equals_numpy(_run(device, src, x=x, k=k), x * np.float32(k), 1e-7)

@@ -341,3 +341,17 @@ r""", b=b)
     for k in (np.array(2.5), np.array(2.5, ">f4"), np.float16(0.5), np.int8(-3), np.uint8(200),
               True, 7, -0.0):
         assert_equals_numpy(_run(device, src, x=x, k=k), x * np.float32(k), 1e-7)
+
+
+# ---------------------------------------------------- %%compare --sizes of a name the cell reads
+
+def test_compare_sizes_of_a_name_the_cell_never_reads_is_a_usage_error(shell):
+    # (`--sizes N=...` for a cell reading `n` ran every row at x's one size, as if sized)
+    from IPython.core.error import UsageError
+
+    shell.user_ns["x"] = np.arange(4, dtype=np.float32)
+    body = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0\n}\ny\n"
+    with pytest.raises(UsageError, match="the cell reads no `N`"):
+        shell.run_cell_magic("compare", "--sizes N=2,3 --devices cpu --no-chart", body)
+    shell.run_cell_magic("compare", "--sizes n=2,3 --devices cpu --no-chart --out cmp", body)
+    assert [row.size for row in shell.user_ns["cmp"].rows] == [2, 3]

@@ -591,14 +591,21 @@ class CompareMagics(Magics):
         user_ns = self.shell.user_ns
         hidden = set(getattr(self.shell, "user_ns_hidden", {}))
         size_name, size_values = parse_sizes(args.sizes)
+        namespace = notebook_session().namespace
+        if size_name and size_name not in cells.with_pipeline_globals(
+                cells.names_of(source)[0], namespace, source):
+            # (every row would run at the same size: a table of one size, told as several)
+            from IPython.core.error import UsageError
+            raise UsageError(f"--sizes {args.sizes.strip()}: the cell reads no "
+                             f"`{size_name}`; give the sizes to a name it reads (the `n` of "
+                             f"`randn([n])` or of a loop's `0..n`)")
         bound = list(dict.fromkeys(cells.bound_names(program) + cells.assigned_names(program)))
         if args.result and args.result not in bound:
             from IPython.core.error import UsageError
             raise UsageError(f"--result {args.result}: the cell binds no `{args.result}` "
                              f"(it binds: {', '.join(bound) or 'nothing'})")
         # (ZynML values besides: the pipelines earlier cells defined, and their globals)
-        env = cells.notebook_values(source, notebook_session().namespace, user_ns, hidden,
-                                    (size_name,))
+        env = cells.notebook_values(source, namespace, user_ns, hidden, (size_name,))
         devices = devices or [d["id"] for d in compute_devices()]
         rows = run_compare(source, devices, (size_name, size_values), env,
                            max(1, args.repeat), args.numpy, args.torch, args.result, user_ns)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..compiler import cir
 
 
@@ -122,3 +124,18 @@ class Device:
 
     def synchronize(self):
         pass
+
+
+class HostMemory:
+    """Arrays of a device that computes in the host's memory (the CPU devices, Metal's
+    stand-in): numpy arrays, a CuPy array brought over."""
+
+    def to_host(self, array):
+        return np.asarray(array)
+
+    def from_host(self, array):
+        if isinstance(array, np.ndarray):
+            return array
+        if hasattr(array, "get"):            # CuPy
+            return array.get()
+        return np.asarray(array)

@@ -513,6 +513,24 @@ def _positions(node) -> tuple:
     return (node.span,) if isinstance(node, Bin) and node.span is not None else ()
 
 
+def stores_into(body, buffer: str) -> list:
+    """(store, loops, guarded) of each Store into `buffer` in the statements `body`: the
+    loops around it by variable, and whether a condition (either branch) is around it."""
+    found = []
+
+    def visit(stmts, loops: dict, guarded: bool):
+        for s in stmts:
+            if isinstance(s, Loop):
+                visit(s.body, {**loops, s.var: s}, guarded)
+            elif isinstance(s, If):
+                visit(s.then, loops, True)
+                visit(s.orelse, loops, True)
+            elif isinstance(s, Store) and s.buffer == buffer:
+                found.append((s, loops, guarded))
+    visit(body, {}, False)
+    return found
+
+
 def walk(node):
     """Yield every CIR statement and expression below `node` (a Kernel, Stmt, Expr or tuple)."""
     if isinstance(node, (tuple, list)):

@@ -160,18 +160,7 @@ def _stored(stmts) -> set:
 def _written_once(stmts, a: cir.SharedAlloc, sizes: dict) -> str:
     """Why the staging array `a` is not written, every element, once, by one unconditional
     store at loop positions covering it."""
-    stores = []
-
-    def visit(body, loops: dict, guarded: bool):
-        for s in body:
-            if isinstance(s, cir.Loop):
-                visit(s.body, {**loops, s.var: s}, guarded)
-            elif isinstance(s, cir.If):
-                visit(s.then, loops, True)
-                visit(s.orelse, loops, True)
-            elif isinstance(s, cir.Store) and s.buffer == a.name:
-                stores.append((s, loops, guarded))
-    visit(stmts, {}, False)
+    stores = cir.stores_into(stmts, a.name)
     why = f"{a.name} is not written once per element at its own loop position"
     if len(stores) != 1:
         return why

@@ -517,18 +517,8 @@ def _stores_once(k: cir.Kernel, sizes: dict) -> str:
                 isinstance(n, cir.Load) and n.buffer == out:
             return "the first block reads or accumulates into its output"
     extents = [cir.eval_dim(d, sizes) for d in k.output.shape]
-    found = []
-
-    def visit(body, loops: dict, guarded: bool):
-        for s in body:
-            if isinstance(s, cir.Loop):
-                visit(s.body, {**loops, s.var: s}, guarded)
-            elif isinstance(s, cir.If):
-                visit(s.then, loops, True)
-                visit(s.orelse, loops, True)
-            elif isinstance(s, cir.Store) and s.buffer == out:
-                found.append(_covers(s, loops, extents, sizes) and not guarded)
-    visit(k.body, {}, False)
+    found = [_covers(s, loops, extents, sizes) and not guarded
+             for s, loops, guarded in cir.stores_into(k.body, out)]
     if not found or not all(found):
         return "the first block does not store every output element once, unconditionally"
     return ""

@@ -5,15 +5,13 @@ import os
 import platform
 import time
 
-import numpy as np
-
 from ...compiler import cir
 from ...compiler.codegen import python as python_codegen
-from ..base import Device, Launch, LaunchTimes
+from ..base import Device, HostMemory, Launch, LaunchTimes
 from .reference import run_kernel
 
 
-class CpuDevice(Device):
+class CpuDevice(HostMemory, Device):
     id = "cpu"
     kind = "cpu"
     backend = "cpu"
@@ -43,12 +41,3 @@ class CpuDevice(Device):
     def generated_source(self, kernel: cir.Kernel, sizes: dict | None = None) -> dict:
         return {"python": python_codegen.render(kernel)}
 
-    def to_host(self, array):
-        return np.asarray(array)
-
-    def from_host(self, array):
-        if isinstance(array, np.ndarray):
-            return array
-        if hasattr(array, "get"):            # CuPy
-            return array.get()
-        return np.asarray(array)

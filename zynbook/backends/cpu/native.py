@@ -59,7 +59,7 @@ from ...compiler.codegen.dialects.cpp import (LIBMVEC_MACRO, SERIAL_WORD, VECTOR
 from ...compiler.targets import host_simd_bytes
 from ...compiler.types import NUMPY_NAMES
 from ...errors import Span, ZynMLDeviceError
-from ..base import Device, Launch, LaunchPlan, LaunchTimes
+from ..base import Device, HostMemory, Launch, LaunchPlan, LaunchTimes
 from .buffers import BufferPool
 
 _CANDIDATES = ("c++", "g++", "clang++", "cc", "gcc", "clang")
@@ -248,7 +248,7 @@ class CompiledC:
         self.compile_s = compile_s
 
 
-class NativeCpuDevice(Device):
+class NativeCpuDevice(HostMemory, Device):
     id = "cpu:native"
     kind = "cpu"
     backend = "c"
@@ -455,15 +455,6 @@ class NativeCpuDevice(Device):
             return False
         return self._openmp
 
-    def to_host(self, array):
-        return np.asarray(array)
-
-    def from_host(self, array):
-        if isinstance(array, np.ndarray):
-            return array
-        if hasattr(array, "get"):            # CuPy
-            return array.get()
-        return np.asarray(array)
 
 
 # a kernel that finished within this the last time runs on the calling thread: an interrupt

@@ -15,7 +15,7 @@ from ... import cache as kcache
 from ...compiler import cir, errflag
 from ...compiler.codegen import msl
 from ...errors import ZynMLDeviceError, ZynMLRuntimeError
-from ..base import ChosenPlan, Device, Launch, LaunchTimes
+from ..base import ChosenPlan, Device, HostMemory, Launch, LaunchTimes
 
 NP_DTYPES = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32, "i8": np.int8,
              "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
@@ -39,7 +39,7 @@ def _from_bytes(data: bytes, dtype: str, shape) -> np.ndarray:
     return np.frombuffer(data, NP_DTYPES[dtype]).reshape(shape).copy()
 
 
-class MetalDevice(Device):
+class MetalDevice(HostMemory, Device):
     kind = "gpu"
     backend = "metal"
 
@@ -173,15 +173,6 @@ class MetalDevice(Device):
                 return {"msl": hit.source}
         return {"msl": msl.render(kernel, sizes)}
 
-    def to_host(self, array):
-        return np.asarray(array)
-
-    def from_host(self, array):
-        if isinstance(array, np.ndarray):
-            return array
-        if hasattr(array, "get"):
-            return array.get()
-        return np.asarray(array)
 
 
 _DEVICES: list | None = None

@@ -321,12 +321,7 @@ def _poly(e):
         if a is None or b is None:
             return None
         if e.op == "*":
-            out: dict = {}
-            for ka, va in a.items():
-                for kb, vb in b.items():
-                    k = tuple(sorted(ka + kb))
-                    out[k] = out.get(k, 0) + va * vb
-            return {k: v for k, v in out.items() if v}
+            return _pmul(a, b)
         return _padd(a, b if e.op == "+" else {k: -v for k, v in b.items()})
     if isinstance(e, cir.Cast) and not cir_is_float(e):
         return _poly(e.operand)

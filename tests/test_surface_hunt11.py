@@ -252,6 +252,39 @@ def test_a_reversed_index_is_held_to_its_axis_as_the_loop_variable_is():
     assert "covers 8 positions" in str(err)
 
 
+
+_ROTATED = """let r = compute(x) {{
+    for i in 0..n:
+        out[i] = x[{index}]
+}}
+r"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("index, shift", [("(i + 1) % n", -1), ("(1 + i) % n", -1),
+                                          ("(i + n - 1) % n", 1), ("(i + 2 * n - 2) % n", 2),
+                                          ("(i + 7) % n", -7), ("i % n", 0)])
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_a_rotated_index_ties_its_size_to_the_axis(device, index, shift, n):
+    # (`cannot tell the size n`, as for the reversed index)
+    x = np.arange(n, dtype=np.float32) * 1.5 - 2.0
+    got = _run(device, _ROTATED.format(index=index), x=x)
+    assert_equals_numpy(got, np.roll(x, shift) if n else x, 0)
+
+
+@pytest.mark.parametrize("index", ["(i - 1) % n", "(n + i - 3) % n"])
+def test_a_rotation_that_may_go_below_zero_still_ties_nothing(index):
+    err = raises("name", _ROTATED.format(index=index), 2, 17, x=np.ones(5, np.float32))
+    assert "ties no size" in str(err)
+
+
+def test_a_rotation_modulo_another_size_is_checked_not_tied():
+    src = "let r = compute(x) {\n    for i in 0..n:\n        out[i] = x[(i + 1) % m]\n}\nr"
+    x = np.arange(6, dtype=np.float32)
+    assert_equals_numpy(_run("cpu", src, x=x, n=6, m=3), x[(np.arange(6) + 1) % 3], 0)
+    raises("name", src, 2, 17, x=x, m=3)        # n is not told by x[(i + 1) % m]
+
+
 # ------------------------------------------------------------- a numpy string is a string
 
 def test_a_numpy_string_is_a_string():

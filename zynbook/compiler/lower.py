@@ -1000,10 +1000,10 @@ class _Lowering:
             self.constraints.append(tie)
             self.window_ties.setdefault((dim, it.name), []).append(tie)
             return
-        backwards = self._reversed_loop(it)
+        backwards = self._reversed_loop(it) or self._rotated_loop(it)
         if backwards is not None:
-            # `x[n - 1 - j]`, j in 0..n: the axis's n positions read backwards, as `x[j]`
-            # reads them forwards
+            # `x[n - 1 - j]` or `x[(j + 1) % n]`, j in 0..n: the axis's n positions read in
+            # another order, as `x[j]` reads them in theirs
             lstart, lstop, lstep, node = self.loop_info[backwards]
             self.constraints.append(Constraint(
                 dim, lstop, item.span, f"{what}, indexed by `{cir.format_expr(it)}` with "
@@ -1047,6 +1047,32 @@ class _Lowering:
         stop = substitute(self.loop_info[loops[0]][1], self.int_lets)
         last = affine.add(it, affine.var(loops[0]))
         return loops[0] if affine.same(last, affine.sub(stop, affine.const(1))) else None
+
+    def _rotated_loop(self, it):
+        """The variable `j` of a covering loop `0..S` that index `it` rotates over the same
+        positions, `(j + c) % S` with `j + c` never negative (`c` a constant 0 or more, or
+        `k * S + d` with d >= -k: `(j + n - 1) % n`), else None."""
+        it = substitute(it, self.int_lets)
+        if not (isinstance(it, cir.Bin) and it.op == "%"):
+            return None
+        form = affine.linear(it.left)
+        if form is None:
+            return None
+        loops = [name for name, (_, e) in form[0].items()
+                 if isinstance(e, cir.Var) and name in self.loop_info]
+        if len(loops) != 1 or form[0][loops[0]][0] != 1 or not self._covering_loop(loops[0]):
+            return None
+        stop = substitute(self.loop_info[loops[0]][1], self.int_lets)
+        if not affine.same(it.right, stop):
+            return None
+        # the shift as k * S + d (k = 0, 1 or 2): never negative where d >= -k, S being at
+        # least 1 where the loop runs
+        shift = affine.sub(it.left, affine.var(loops[0]))
+        for k in range(3):
+            rest = affine.linear(affine.sub(shift, cir.Bin("*", affine.const(k), stop, I32)))
+            if rest is not None and not rest[0]:
+                return loops[0] if rest[1] >= -k else None
+        return None
 
     def _window_read(self, it):
         """(loop variable, offset) of an index `i + offset` past a covering loop's variable,

@@ -208,6 +208,10 @@ class ScalarLowering:
         # below more loops than its local's binding is an accumulator's (accumulation)
         self.loop_level = 0
         self.bound_level: dict = {}
+        # f16 locals updated as sums (`accumulation`, held in f32 as they sum): any other
+        # read sees the f16 value they hold, as the reference's (`s / n` after the loop)
+        self.f16_sums = {s.name for s in cir.walk(kernel.body) if isinstance(s, cir.Assign)
+                         and s.value.ty.dtype == "f16" and cir.accumulated(s)}
         # a reduce schedule's combine: (value, index or None, line) -> statements
         self.on_yield = None
         self.taken: set = set()
@@ -297,6 +301,8 @@ class ScalarLowering:
             hit = self.lookup(e.name)
             if hit is not None and hit[0] in self.wide:
                 return cast(self.wide_value(hit[0]), dt)
+            if hit is not None and e.name in self.f16_sums and hit[1] == "f32":
+                return cast(cast(ir.Ref(hit[0], hit[1]), "f16"), "f32")
             if hit is not None:     # (an i64 local `held` in i32 read as the i64 it is)
                 return cast(ir.Ref(hit[0], hit[1]), dt) if hit[0] in self.narrow_locals \
                     else ir.Ref(hit[0], hit[1])

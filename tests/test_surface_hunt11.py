@@ -388,3 +388,23 @@ def test_compare_sizes_of_a_name_the_cell_never_reads_is_a_usage_error(shell):
         shell.run_cell_magic("compare", "--sizes N=2,3 --devices cpu --no-chart", body)
     shell.run_cell_magic("compare", "--sizes n=2,3 --devices cpu --no-chart --out cmp", body)
     assert [row.size for row in shell.user_ns["cmp"].rows] == [2, 3]
+
+
+# --------------------------- %zynml_inspect after a cell whose launch failed shows that block
+
+def test_inspect_after_a_failed_launch_shows_the_failed_block(shell, capsys):
+    # (it showed the previous cell's kernel, `a`, as the last cell's)
+    shell.user_ns.update(x=np.arange(4, dtype=np.float32), idx=np.array([0, 9], np.int32))
+    _cell(shell, "let a = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] + 1.0\n}\n")
+    result = shell.run_cell("%%compute\nlet b = compute(x, idx) {\n    for i in 0..m:\n"
+                            "        out[i] = x[idx[i]] * 5.0\n}\n")
+    assert (result.error_in_exec.kind, result.error_in_exec.line) == ("runtime", 4)
+    capsys.readouterr()
+    shell.run_line_magic("zynml_inspect", "")
+    shown = capsys.readouterr().out
+    assert "= b" in shown and "its launch failed: ZynML runtime error" in shown
+    assert "x[idx[i]] * 5.0" in shown and "x[i] + 1.0" not in shown
+    # a cell failing before any block compiles leaves the last one that compiled
+    assert not shell.run_cell("%%compute\nlet c = nope\n").success
+    shell.run_line_magic("zynml_inspect", "")
+    assert "= b" in capsys.readouterr().out

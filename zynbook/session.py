@@ -185,6 +185,7 @@ class Session:
         self.launches: list = []
         self.last_plans: dict = {}  # the last run's blocks' plans (Interpreter.planned)
         self.last_async: list = []  # (future, CompiledKernel) of the last run's @async blocks
+        self.last_failed: list = []     # CompiledKernels of the last run's failed launches
         self.fuse = True            # compute blocks launched lazily and fused (runtime/lazy.py)
         # None, or a function binding here, before a pipeline is called from Python, the
         # values outside ZynML of the names it reads (%%compute: the notebook's, as Python
@@ -270,6 +271,7 @@ class Session:
             self.launches = []
             self.last_plans = {}
             self.last_async = []
+            self.last_failed = []
             interp = self.interpreter
             # (the key holds a line other than 1: a kernel's errors point into its annotations)
             interp.extra_annotations, interp.extra_key = extra, \

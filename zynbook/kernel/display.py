@@ -407,8 +407,8 @@ def kernel_summary(kernel, launches=(), namespace: dict | None = None) -> str:
     if kt is not None:
         head += f" ({kt.kind})"
     mine = _kernel_launches(kernel, launches)
-    if getattr(kernel, "running", False):
-        head += f" on {kernel.device.id} (@async, still running: not launched yet)"
+    if getattr(kernel, "note", ""):       # no launch: why
+        head += f" on {kernel.device.id} ({kernel.note})"
     elif mine:
         head += f" on {mine[-1].device}"
         if mine[-1].geometry:

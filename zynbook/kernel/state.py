@@ -34,22 +34,30 @@ def set_notebook_session(session) -> None:
 def remember(session) -> None:
     """Keep `session`'s last kernels and launches if its last cell compiled any (the lists
     themselves: each cell, and each call of a pipeline from Python, starts new ones)."""
-    if getattr(session, "last_kernels", None) or getattr(session, "last_async", None):
+    if _compiled(session):
         _keep(session)
+
+
+def _compiled(session) -> bool:
+    """Whether the last run of `session` compiled a block: launched it, started it
+    (`@async`) or failed in its launch."""
+    return bool(getattr(session, "last_kernels", None) or getattr(session, "last_async", None)
+                or getattr(session, "last_failed", None))
 
 
 def _keep(session) -> None:
     """Keep the session's lists themselves: an @async block of the cell adds its launch
     to them when it runs (runtime/interp.py, `_recorded_in`)."""
     _last[id(session)] = (session.last_kernels, session.launches,
-                          getattr(session, "last_async", None) or [])
+                          getattr(session, "last_async", None) or [],
+                          getattr(session, "last_failed", None) or [])
 
 
 def after_cell(session) -> None:
     """What follows every ZynML cell of `session`: `remember` its kernels, and
     `announce_device` if the cell changed the default device (`config { compute_device }`);
     a cell that changed neither costs two look-ups."""
-    if session.last_kernels or getattr(session, "last_async", None):
+    if session.last_kernels or _compiled(session):
         _keep(session)
     if _announced.get(id(session)) is not session.default_device:
         announce_device(session)
@@ -58,12 +66,12 @@ def after_cell(session) -> None:
 def last_run(session=None) -> tuple[list, list]:
     """(kernels, launches) of the last cell of `session` (default: the notebook's) that
     compiled a compute block; ([], []) when none has. A last cell whose `@async` blocks
-    have not launched yet is that cell: its kernels so far and those blocks' (marked
-    `running`), not an earlier cell's."""
+    have not launched yet, or whose launch failed, is that cell: its kernels so far and
+    those blocks' (each with a `note` saying why it has no launch), not an earlier cell's."""
     session = session if session is not None else notebook_session()
     remember(session)
-    kernels, launches, started = _last.get(id(session), ([], [], []))
-    return list(kernels) + running_kernels(kernels, started), list(launches)
+    kernels, launches, started, failed = _last.get(id(session), ([], [], [], []))
+    return list(kernels) + running_kernels(kernels, started) + list(failed), list(launches)
 
 
 def running_kernels(kernels, started) -> list:

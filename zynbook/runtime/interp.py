@@ -87,7 +87,9 @@ class CompiledKernel:
         self.device = device
         self.launch = launch
         self.sizes = dict(sizes or {})
-        self.running = False        # an @async block's, shown before its launch (kernel/state.py)
+        # why it has no launch, shown by the inspector (kernel/state.py): an @async block's
+        # not run yet, or its launch failed
+        self.note = ""
 
     @property
     def cir_text(self) -> str:
@@ -1333,7 +1335,7 @@ class Interpreter:
             future = Future(DeviceQueue.for_device(device.id).submit(job), lowered.kernel.name)
             future.statement = self.statement
             waiting = CompiledKernel(lowered, device, None, sizes, apart)
-            waiting.running = True
+            waiting.note = "@async, still running: not launched yet"
             self.session.last_async.append((future, waiting))
             self.in_flight = [f for f in self.in_flight if not f[0].done()]
             self.in_flight.append((future, inputs))
@@ -1537,6 +1539,10 @@ class Interpreter:
         except ZynMLError as err:
             if err.span is NO_SPAN or err.span.line <= 0:
                 err.span = node.span
+            if not in_background:       # (an @async block's error is its future's)
+                failed = CompiledKernel(lowered, device, None, plan.sizes, fusion)
+                failed.note = f"its launch failed: ZynML {err.kind} error"
+                self.session.last_failed.append(failed)
             raise err.with_source(self.source if source is None else source)
         return self.launched(device, lowered, plan, out, launch, commit, fusion)
 

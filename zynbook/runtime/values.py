@@ -124,7 +124,7 @@ class Pipeline:
                 # the session lists what this call launched, as it lists a cell's (a model
                 # calling a pipeline per layer and step would otherwise pile them up)
                 session.last_kernels, session.launches = [], []
-                session.last_async = []
+                session.last_async, session.last_failed = [], []
                 return self._call(args, kwargs)
         except ZynMLError as err:
             if err.span.line <= 0:

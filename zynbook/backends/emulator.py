@@ -958,7 +958,7 @@ class _Translator:
         if isinstance(e, CheckedDiv):
             self.check(e.dtype in _INT and e.a.dtype == e.b.dtype == e.dtype,
                        f"a {e.dtype} CheckedDiv of {e.a.dtype} and {e.b.dtype}")
-            self.check(e.op in ("/", "%") or e.op in ("+", "-", "*", "**") and e.dtype == "i32"
+            self.check(e.op in ("/", "%") or e.op in ("+", "-", "*", "**") and e.dtype in ("i32", "u32")
                        and not e.site_zero, f"a CheckedDiv {e.op!r}")
             a, da = self.x(e.a, pre)
             b, db = self.x(e.b, pre)
@@ -1285,7 +1285,7 @@ def _helpers(flag: _Flag, poison: bool, kernel_name: str) -> dict:
 
     def cdiv(op, a, b, site_zero, site_overflow, dtype):
         ai, bi = int(a), int(b)
-        if op in ("+", "-", "*", "**"):     # i64 arithmetic held in i32: past it, the site fails
+        if op in ("+", "-", "*", "**"):     # i64 (u64) arithmetic held in i32 (u32): past it, the site fails
             exact = ai + bi if op == "+" else ai - bi if op == "-" else ai * bi if op == "*" \
                 else ai ** bi
             if _wrap(exact, dtype) != exact:

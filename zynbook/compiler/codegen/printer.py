@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...errors import Span, ZynMLDeviceError
+from ..errflag import column_of
 from ..launch import ir
 from ..launch.unroll import (all_written_out, named_registers, register_name, writes_out,
                              written_out)
@@ -189,6 +191,16 @@ class Printer:
             self.stmt(s)
 
     def stmt(self, s):
+        try:
+            self._stmt(s)
+        except ZynMLDeviceError as e:
+            # what the dialect cannot spell (WebGPU's 64-bit integers) at the statement's line
+            line = getattr(s, "line", 0)
+            if line and not e.span.line:
+                e.span = Span(line, column_of("\n".join(self.src_lines), self.first_line, line))
+            raise
+
+    def _stmt(self, s):
         d = self.d
         line = getattr(s, "line", 0)
         self.comment(line)

@@ -146,8 +146,8 @@ def render(kernel: cir.Kernel, options: WGSLOptions | None = None) -> Program:
     options = options or WGSLOptions()
     prog = launch_program(kernel, options)
     if prog is None:
-        raise ZynMLDeviceError(f"no WebGPU program for kernel {kernel.name}: "
-                               f"{_why_not_launch(kernel, options)}")
+        why, span = _why_not_launch(kernel, options)
+        raise ZynMLDeviceError(f"no WebGPU program for kernel {kernel.name}: {why}", span)
     return prog
 
 
@@ -213,6 +213,7 @@ def launch_target(options: WGSLOptions):
 
 
 _AS_FLOAT = ("f16", "f32", "f64")       # (bf16's value is its f32's, not spelled apart)
+_UNSIGNED = ("u32", "u64")
 
 
 def host_ints_as_floats(kernel: cir.Kernel) -> tuple:
@@ -220,7 +221,9 @@ def host_ints_as_floats(kernel: cir.Kernel) -> tuple:
     kernel uses only as floats of one dtype (`x[i] * k` of f32 x, `f32(k)`, `k < x[i]`)
     made scalar arguments of that dtype, their values converted on the host as the
     program converts them (`host_float`): WGSL has no i64 to hold them, and a float needs
-    none. Those used as integers stay sizes (and are refused: `_i32_check`)."""
+    none. Those used only beside u32 (u64) data, as that dtype (`u[i] + k`: lower.py), are
+    u32 scalar arguments likewise (a u64's value checked to fit them: `_i32_check`). Those
+    used as other integers stay sizes (and are refused: `_i32_check`)."""
     wide = {d for d in kernel.dims if any(
         isinstance(n, cir.Cast) and n.ty.dtype == "i64" and n.operand == cir.Var(d, cir.Ty("i32"))
         for n in cir.walk(kernel.body))}
@@ -233,7 +236,8 @@ def host_ints_as_floats(kernel: cir.Kernel) -> tuple:
     if set(seen) != set(floats):
         moved, _ = _floats_of(kernel, set(floats))
     return dc.replace(moved, dims=tuple(d for d in moved.dims if d not in floats), scalars=(
-        moved.scalars + tuple(cir.Scalar(d, t) for d, t in sorted(floats.items())))), floats
+        moved.scalars + tuple(cir.Scalar(d, "u32" if t in _UNSIGNED else t)
+                              for d, t in sorted(floats.items())))), floats
 
 
 def _floats_of(kernel: cir.Kernel, names: set) -> tuple:
@@ -242,18 +246,21 @@ def _floats_of(kernel: cir.Kernel, names: set) -> tuple:
     from ..passes.simplify import rewrite_exprs
     seen: dict = {}
 
-    def as_float(e, dtype):
+    def as_float(e, dtype, unsigned=False):
         if not (isinstance(e, cir.Cast) and e.ty.dtype == "i64" and isinstance(e.operand, cir.Var)
-                and e.operand.name in names and dtype in _AS_FLOAT):
+                and e.operand.name in names and (dtype in _AS_FLOAT or
+                                                 unsigned and dtype in _UNSIGNED)):
             return e
         seen.setdefault(e.operand.name, set()).add(dtype)
+        if dtype == "u64":      # (held in a u32, as u64 data is)
+            return cir.Cast(cir.Var(e.operand.name, cir.Ty("u32")), cir.Ty(dtype))
         return cir.Var(e.operand.name, cir.Ty(dtype))
 
     def rule(e):
         if e.ty.shape:
             return e
         if isinstance(e, cir.Cast):
-            got = as_float(e.operand, e.ty.dtype)
+            got = as_float(e.operand, e.ty.dtype, unsigned=True)
             return got if got is not e.operand else e
         if isinstance(e, cir.Bin):
             floats = [x.ty.dtype for x in (e.left, e.right) if x.ty.dtype in _AS_FLOAT]
@@ -268,7 +275,10 @@ def _floats_of(kernel: cir.Kernel, names: set) -> tuple:
 
 
 def host_float(value, dtype: str) -> float:
-    """Host int `value` converted to float `dtype` as numpy converts an int64 (rounded once)."""
+    """Host int `value` converted to float `dtype` as numpy converts an int64 (rounded once);
+    to u32 or u64 it is itself (the launch checks it fits)."""
+    if dtype in _UNSIGNED:
+        return int(value)
     import numpy as np
     with np.errstate(over="ignore"):
         return float(np.array(value, np.int64).astype({"f16": np.float16, "f32": np.float32,
@@ -284,8 +294,9 @@ def _sizes(kernel: cir.Kernel, options: WGSLOptions) -> dict:
     return pattern_sizes(kernel.dims, options.equal_sizes, options.negative_sizes)
 
 
-def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:
-    """Why no schedule of compiler/schedules/ gives `kernel` a program on this adapter."""
+def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> tuple:
+    """(why no schedule of compiler/schedules/ gives `kernel` a program on this adapter,
+    the span of the statement the dialect could not spell, or None)."""
     from .. import schedules
     from .dialects.wgsl import WgslDialect
     from .printer import print_program
@@ -297,7 +308,7 @@ def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:
             v = dict(options.launch_sizes or ()).get(n.operand.name)
             return (f"the host int `{n.operand.name}`{'' if v is None else f' = {v}'} is past "
                     f"the 32-bit integers kernel {kernel.name} computes with on WebGPU (-2^31 "
-                    "to 2^31 - 1); run it on `cpu`, `cpu:native` or a CUDA device")
+                    "to 2^31 - 1); run it on `cpu`, `cpu:native` or a CUDA device"), None
     first = None
     for target, _ in _launch_targets(kernel, options):
         prog = schedules.build(kernel, target, sizes)
@@ -312,11 +323,12 @@ def _why_not_launch(kernel: cir.Kernel, options: WGSLOptions) -> str:
                                       f64=options.f64, loop_budget=bool(target.loop_steps)),
                           prog, kernel)
         except ZynMLDeviceError as e:
-            return f"{e.message}; run it on `cpu`, `cpu:native` or a CUDA device"
+            return (f"{e.message}; run it on `cpu`, `cpu:native` or a CUDA device",
+                    e.span if e.span.line else None)
     if first is not None:
-        return first
+        return first, None
     return "the WGSL dialect cannot spell the program the schedule built" + (
-        "" if options.launch_sizes else ", or it needs the sizes of the launch")
+        "" if options.launch_sizes else ", or it needs the sizes of the launch"), None
 
 
 def launch_program(kernel: cir.Kernel, options: WGSLOptions) -> Program | None:
@@ -589,10 +601,17 @@ def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
                 f"and this launch passes them ({what} reaches 2^31); run it on `cpu`, "
                 "`cpu:native` or a CUDA device, or split it")
 
+    unsigned = {s.name: s.dtype for s in kernel.scalars}
+
     def check(env):
         for name, v in env["sizes"].items():
             if name not in kernel.dims:
-                continue        # a host int the program reads as a float (host_ints_as_floats)
+                # a host int the program reads as a float or a u32 (host_ints_as_floats)
+                if unsigned.get(name) == "u32" and not 0 <= int(v) < 2 ** 32:
+                    return (f"the host int `{name}` = {v} is past the 32-bit integers kernel "
+                            f"{kernel.name} holds u64 values in on WebGPU (0 to 2^32 - 1); "
+                            "run it on `cpu`, `cpu:native` or a CUDA device")
+                continue
             if name not in axes:
                 if not -I32_LIMIT - 1 <= int(v) <= I32_LIMIT:
                     return (f"the host int `{name}` = {v} is past the 32-bit integers kernel "

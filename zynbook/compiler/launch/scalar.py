@@ -16,7 +16,7 @@ This is where the typing rules of generated code live, once, for every language:
 * on a target without 64-bit integers (WebGPU), i64 arithmetic and i64 locals whose values
   provably fit 32 bits (argmax + 1; argmax * 2 at the launch's sizes) are computed in i32;
   other i64 arithmetic (of i64 data), and i64(x) of a float or unsigned x, are computed in
-  i32 checked: a value past 32 bits is a runtime error at its line.
+  i32 checked: a value past 32 bits is a runtime error at its line; u64 likewise in u32.
 """
 from __future__ import annotations
 
@@ -149,7 +149,17 @@ def _signed32(v: int) -> int:
 
 
 def _fits32(r) -> bool:
-    return r is not None and (r[0] > r[1] or (-2 ** 31 <= r[0] and r[1] <= 2 ** 31 - 1))
+    return _fits(r, "i32")
+
+
+def _fits(r, dtype: str) -> bool:
+    """Whether the span `r` (None: unbounded) lies in the range of integer `dtype`."""
+    lo, hi = _INT_RANGE[dtype]
+    return r is not None and (r[0] > r[1] or (lo <= r[0] and r[1] <= hi))
+
+
+# on a target without 64-bit integers, the 32-bit type each is held (and computed) in
+_HELD_IN = {"i64": "i32", "u64": "u32"}
 
 
 def _common_int(a: str, b: str) -> str:
@@ -334,12 +344,13 @@ class ScalarLowering:
             x = self.expr(e.operand)
             if e.ty.dtype in ("f16", "bf16") and x.dtype != e.ty.dtype:
                 x = cast(x, e.ty.dtype)     # an explicit half: rounded to it, computed wider
-            if dt == "i64" and not self.int64 and x.dtype in ("u32", "u64"):
-                return self.checked_i64(x, getattr(e, "span", None))
+            if not self.int64 and (dt == "i64" and x.dtype in ("u32", "u64") or dt == "u64"
+                                   and x.dtype in ("i8", "i16", "i32", "i64")):
+                return self.checked_i64(x, getattr(e, "span", None), dt)
             return cast(x, dt)
-        if isinstance(e, cir.Select) and dt == "i64" and not self.int64 and saturating(e):
+        if isinstance(e, cir.Select) and dt in _HELD_IN and not self.int64 and saturating(e):
             # i64(x) of a float x (passes/casts.py): past 32 bits, saturated or not, an error
-            return self.checked_i64(self.expr(e.cond.left), getattr(e, "span", None))
+            return self.checked_i64(self.expr(e.cond.left), getattr(e, "span", None), dt)
         if isinstance(e, cir.Select):
             return ir.Select(cast(self.expr(e.cond), "bool"), self.operand(e.if_true, dt, e.ty.dtype),
                              self.operand(e.if_false, dt, e.ty.dtype), dt)
@@ -384,6 +395,11 @@ class ScalarLowering:
         if c is not None and not isinstance(c, bool) and dtype != "bool":
             # (a weak integer literal meeting an unsigned value wraps to it: u[i] + -1)
             return lit(converted(c, dtype) if isinstance(c, int) else c, dtype)
+        if not self.int64 and dtype in _HELD_IN and e.ty.dtype in _INT_RANGE and \
+                e.ty.dtype != dtype and not _fits(_INT_RANGE[e.ty.dtype], _HELD_IN[dtype]):
+            # an integer of the other signedness (i32 stored to u64): converted checked,
+            # as its bits would be another value of the 32 bits a 64-bit one is held in
+            e = cir.Cast(e, cir.Ty(dtype))
         v = self.expr(e)
         if within == "f16" and e.ty.dtype in ("f32", "f64") and not e.ty.shape:
             v = cast(v, "f16")
@@ -412,6 +428,8 @@ class ScalarLowering:
         holds a u64 and an i64; WGSL has no i64 to hold a u32 and an i32): a negative signed
         side is below every unsigned value; else both compare as `ut`."""
         st = "i64" if ut == "u64" else "i32"
+        if not self.int64:      # every 64-bit value held in 32 bits: compared in those
+            ut, st = ut.replace("64", "32"), st.replace("64", "32")
         side = e.right if u_left else e.left
         # the unsigned side is the larger: what `op` says of (unsigned side > signed side)
         larger = op in ((">", ">=", "!=") if u_left else ("<", "<=", "!="))
@@ -466,11 +484,11 @@ class ScalarLowering:
         return ir.Bin(op, a, b, dt)
 
     def narrowed(self, e) -> ir.Expr | None:
-        """On a target without 64-bit integers, i64 arithmetic `e` computed in i32 where
-        its operands and its value provably fit (argmax + 1, i64(k) - 1, max(sum, 0)), else
-        checked (`checked32`); None where `e` is no such arithmetic; an error where an
-        operand is past 32 bits, never a wrapped value."""
-        if self.int64 or e.ty.dtype != "i64" or e.ty.shape or not (
+        """On a target without 64-bit integers, i64 (u64) arithmetic `e` computed in i32
+        (u32) where its operands and its value provably fit (argmax + 1, i64(k) - 1,
+        max(sum, 0)), else checked (`checked32`); None where `e` is no such arithmetic; an
+        error where an operand is past 32 bits, never a wrapped value."""
+        if self.int64 or e.ty.dtype not in _HELD_IN or e.ty.shape or not (
                 isinstance(e, cir.Bin) and e.op in ("+", "-", "*", "/", "%", "**")
                 or isinstance(e, cir.Unary) and e.op == "neg"
                 or isinstance(e, cir.Call) and e.fn in ("min", "max", "clamp", "abs")
@@ -480,8 +498,9 @@ class ScalarLowering:
             tuple(e.args) if isinstance(e, cir.Call) else \
             (e.if_true, e.if_false) if isinstance(e, cir.Select) else (e.left, e.right)
         self.unsized = False
-        if all(_fits32(self.span32(x)) for x in parts + (e,)):
-            x = replace(e, ty=cir.Ty("i32"))
+        held = _HELD_IN[e.ty.dtype]
+        if all(_fits(self.span32(x), held) for x in parts + (e,)):
+            x = replace(e, ty=cir.Ty(held))
             if isinstance(e, cir.Select):
                 x = replace(x, if_true=cir.Cast(e.if_true, x.ty), if_false=cir.Cast(e.if_false, x.ty))
             elif isinstance(e, cir.Call):
@@ -490,7 +509,7 @@ class ScalarLowering:
                 x = replace(x, operand=cir.Cast(e.operand, x.ty))
             else:
                 x = replace(x, left=cir.Cast(e.left, x.ty), right=cir.Cast(e.right, x.ty))
-            return cast(self.expr(x), "i64")
+            return cast(self.expr(x), e.ty.dtype)
         if self.unsized:
             # the launch's sizes may bound it (a size, the extent argmax chooses among): the
             # program for every size set gives way to one for the launch's sizes
@@ -509,7 +528,7 @@ class ScalarLowering:
                 f"64-bit integer arithmetic with the host int {host}, past the 32-bit integers "
                 "this device computes with (-2^31 to 2^31 - 1): it has no 64-bit integers; "
                 "run it on `cpu`, `cpu:native` or a CUDA device", span)
-        if not any(isinstance(c, int) and not -2 ** 31 <= c < 2 ** 31
+        if not any(isinstance(c, int) and not _fits((c, c), held)
                    for c in (const_value(x, self.facts.consts) for x in parts)):
             return self.checked32(e, parts, span)
         raise ZynMLDeviceError(
@@ -518,16 +537,23 @@ class ScalarLowering:
             "a CUDA device", span)
 
     def checked32(self, e, parts: tuple, span) -> ir.Expr:
-        """i64 arithmetic `e` of `parts`, each held in 32 bits (as every i64 value is on a
-        target without 64-bit integers), computed in i32: + - *, ** by a constant (and -x as
-        0 - x) fail an error site at the line where the exact value passes i32 (the i64
-        buffers hold 32 bits), abs(x) too where x is -2^31; / % min max clamp and a select of
-        such values cannot pass it but for MIN / -1, checked as i32's."""
-        i32 = cir.Ty("i32")
+        """i64 (u64) arithmetic `e` of `parts`, each held in 32 bits (as every i64 value is
+        on a target without 64-bit integers, in an i32, and every u64 value in a u32),
+        computed in those: + - *, ** by a constant (and -x as 0 - x) fail an error site at
+        the line where the exact value passes them (the 64-bit buffers hold 32 bits), abs(x)
+        of i64 too where x is -2^31; / % min max clamp and a select of such values cannot
+        pass them but for MIN / -1, checked as i32's."""
+        wide = e.ty.dtype
+        h = _HELD_IN[wide]
+        ht = cir.Ty(h)
+        # a part of the other signedness (u32 beside i64, i32 beside u64) converted to the
+        # wide type first, checked there (`checked_i64`): its bits would be another value
+        parts = tuple(x if _fits(_INT_RANGE.get(x.ty.dtype), h) or x.ty.dtype == wide
+                      else cir.Cast(x, e.ty) for x in parts)
         if isinstance(e, cir.Select):
-            return cast(self.expr(replace(e, ty=i32, if_true=cir.Cast(e.if_true, i32),
-                                          if_false=cir.Cast(e.if_false, i32))), "i64")
-        if isinstance(e, cir.Call) and e.fn == "abs":
+            return cast(self.expr(replace(e, ty=ht, if_true=cir.Cast(parts[0], ht),
+                                          if_false=cir.Cast(parts[1], ht))), wide)
+        if isinstance(e, cir.Call) and e.fn == "abs" and wide == "i64":
             x = self.operand(parts[0], "i32")
             v = ir.Math("abs", (x,), "i32")
             site = self.sites.add(errflag.PAST32, self.line, span=span)
@@ -537,12 +563,12 @@ class ScalarLowering:
             smallest = ir.Select(ir.Bin("==", x, lit(-2 ** 31, "i32"), "bool"), lit(1, "i32"), lit(0, "i32"), "i32")
             return cast(ir.Bin("+", v, ir.Checked(smallest, lit(1, "i32"), site, "i32"), "i32"), "i64")
         if isinstance(e, cir.Call) or isinstance(e, cir.Bin) and e.op in ("/", "%"):
-            args = tuple(cir.Cast(a, i32) for a in parts)
-            x = replace(e, ty=i32, args=args) if isinstance(e, cir.Call) else \
-                replace(e, ty=i32, left=args[0], right=args[1])
-            return cast(self.expr(x), "i64")
-        op, (a, b) = ("-", (lit(0, "i32"), self.operand(e.operand, "i32"))) \
-            if isinstance(e, cir.Unary) else (e.op, tuple(self.operand(x, "i32") for x in parts))
+            args = tuple(cir.Cast(a, ht) for a in parts)
+            x = replace(e, ty=ht, args=args) if isinstance(e, cir.Call) else \
+                replace(e, ty=ht, left=args[0], right=args[1])
+            return cast(self.expr(x), wide)
+        op, (a, b) = ("-", (lit(0, h), self.operand(parts[0], h))) \
+            if isinstance(e, cir.Unary) else (e.op, tuple(self.operand(x, h) for x in parts))
         if op == "**":
             k = const_value(e.right, self.facts.consts)
             if not isinstance(k, int) or isinstance(k, bool) or k < 0:
@@ -551,16 +577,29 @@ class ScalarLowering:
                     "a 64-bit integer power by an exponent known only as the kernel runs: this "
                     "device has no 64-bit integers; run it on `cpu`, `cpu:native` or a CUDA "
                     "device", span)
-            b = lit(k if k < 32 else 32 + k % 2, "i32")     # past 31: past i32 but for 0, 1, -1
+            b = lit(k if k < 32 else 32 + k % 2, h)     # past 31: past 32 bits but for 0, 1, -1
         site = self.sites.add(errflag.PAST32, self.line, span=span)
-        return cast(ir.CheckedDiv(op, a, b, 0, site, "i32"), "i64")
+        return cast(ir.CheckedDiv(op, a, b, 0, site, h), wide)
 
-    def checked_i64(self, x: ir.Expr, span) -> ir.Expr:
-        """i64(x) of a float or an unsigned `x` on a target without 64-bit integers: the
-        i32 it is held in (a float truncated, NaN 0), an error site at the line failing
-        where the value is past i32 (a float's saturated value is too)."""
+    def checked_i64(self, x: ir.Expr, span, dt: str = "i64") -> ir.Expr:
+        """i64(x) of a float or an unsigned `x` (`dt` u64: u64(x) of a float or a signed
+        `x`) on a target without 64-bit integers: the i32 (u32) it is held in (a float
+        truncated, NaN 0, u64 of a negative float 0), an error site at the line failing
+        where the value is past it (a float's saturated value is too)."""
         i32 = "i32"
         site = self.sites.add(errflag.PAST32, self.line, span=span)
+        if dt == "u64":
+            if x.dtype in ir.FLOAT_DTYPES:
+                inside = ir.Bin("and", ir.Bin(">=", x, lit(0.0, x.dtype), "bool"),
+                                ir.Bin("<", x, lit(2.0 ** 32, x.dtype), "bool"), "bool")
+                v = ir.Select(inside, ir.Cast(x, "u32"), lit(0, "u32"), "u32")
+                past = ir.Select(ir.Bin(">=", x, lit(2.0 ** 32, x.dtype), "bool"),
+                                 lit(1, i32), lit(0, i32), i32)
+            else:
+                v = cast(cast(x, i32), "u32")       # its bits: past 2^32 - 1 where negative
+                past = ir.Bin(">>", cast(x, i32), lit(31, i32), i32)   # 0, or -1
+            return cast(ir.Bin("+", v, ir.Cast(ir.Checked(past, lit(1, i32), site, i32), "u32"),
+                               "u32"), "u64")
         if x.dtype in ("u32", "u64"):
             v = ir.Cast(cast(x, "u32"), i32)            # its bits: negative past 2^31 - 1
             past = ir.Bin(">>", v, lit(31, i32), i32)   # 0, or -1
@@ -908,8 +947,8 @@ class ScalarLowering:
             dt = self.held(s.name, compute_dtype(ty.dtype))
             if self.is_wide_sum(s, dt):
                 return self.wide_sum(s, ln)
-            if dt == "i64" and not self.int64:
-                dt = "i32"      # as every i64 value is there (`checked32`)
+            if dt in _HELD_IN and not self.int64:
+                dt = _HELD_IN[dt]       # as every i64 (u64) value is there (`checked32`)
             value = self.operand(s.value, dt)
             ident = self.bind(s.name, dt)
             if dt != compute_dtype(ty.dtype):

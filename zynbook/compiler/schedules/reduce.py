@@ -14,9 +14,12 @@ pair; NaN wins, then the smaller index on ties); the threads' accumulators then 
 * **thread_rows** (`axis=` an outer loop, or the CPU): one thread per output, in order along
   the axis (neighbouring threads read neighbouring elements);
 * **positions** (`axis=` an outer loop whose kept loops run inside it behind statements the
-  nest does not reach, a `var` they carry): one thread per output runs the whole body as
-  written and combines only the yields at its own kept position (each output pays for
-  every yield, where no schedule can run one output's yields apart from the others').
+  nest does not reach, a `var` they carry): each thread owns a range of outputs, runs the
+  whole body as written once and combines only the yields at its own kept positions (no
+  schedule can run one output's yields apart from the others').
+
+On a target without 64-bit integers (WebGPU) a sum, maximum or minimum of i64 (u64) values
+is held in two 32-bit words, combined as argmin/argmax's (value, index) pairs are.
 
 Sums of floats on the CPU accumulate in f64: as accurate as a GPU's tree at the speed of an
 in-order loop.

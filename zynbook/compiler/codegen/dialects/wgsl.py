@@ -13,7 +13,7 @@ large grids, runtime.split_workgroups) and `blocks` their count.
 What WGSL cannot hold is refused with a `ZynMLDeviceError` (the kernel then has no WebGPU
 program and the device says why): 64-bit integer values past 32 bits (their buffers are
 held in 32 bits, as the device holds them, and take 32-bit values: their arithmetic is
-i32's, checked where the lowering could not prove it in range), f64 without the
+i32's (u64's u32's), checked where the lowering could not prove it in range), f64 without the
 adapter's `shader-f64` (and, with it, the math 64-bit shaders lack), warp collectives and
 lanes (subgroups have the width the adapter chooses; a block all-reduction of f32, i32 or
 u32 is spelled with them, `_block_collective`). Types WGSL does hold narrower than 32 bits
@@ -52,10 +52,9 @@ PARAMS = "zyn_p"
 
 _UNARY_BUILTINS = {"sin", "cos", "tan", "sqrt", "floor", "ceil", "round", "abs"}
 
-# i64 + - * of values held in i32 (launch IR's CheckedDiv): the wrapped value, a site failing
-# where the exact one is past i32
-_CHECKED_ARITH = {"+": "zyn_iadd_past32", "-": "zyn_isub_past32", "*": "zyn_imul_past32",
-                  "**": "zyn_ipow_past32"}
+# i64 (u64) + - * ** of values held in i32 (u32) (launch IR's CheckedDiv): the wrapped
+# value, a site failing where the exact one is past 32 bits
+_CHECKED_ARITH = {"+": "add_past32", "-": "sub_past32", "*": "mul_past32", "**": "pow_past32"}
 
 
 # 64-bit integer buffers are stored in 32 bits (the device refuses data that does not fit):
@@ -437,7 +436,8 @@ class WgslDialect:
     def checked_div(self, op, a, b, s0, sov, dtype):
         self.type(dtype)
         if op in _CHECKED_ARITH:
-            return f"{self.need(_CHECKED_ARITH[op])}({a}, {b}, {sov}i)"
+            fn = ("zyn_u" if dtype == "u32" else "zyn_i") + _CHECKED_ARITH[op]
+            return f"{self.need(fn)}({a}, {b}, {sov}i)"
         if op == "/":
             return f"{self.need('zyn_idiv_' + dtype)}({a}, {b}, {s0}i, {sov}i)"
         return f"{self.need('zyn_irem_' + dtype)}({a}, {b}, {s0}i)"
@@ -609,9 +609,10 @@ def _deps(name: str) -> tuple:
         return ("zyn_fail", "zyn_tdiv" if "idiv" in name else "zyn_trem")
     if name == "zyn_imul_past32":
         return ("zyn_fail", "zyn_tdiv")
-    if name == "zyn_ipow_past32":
-        return ("zyn_imul_past32",)
-    if name.startswith(("zyn_chk", "zyn_in", "zyn_idiv", "zyn_irem", "zyn_iadd", "zyn_isub")):
+    if name in ("zyn_ipow_past32", "zyn_upow_past32"):
+        return (name.replace("pow", "mul"),)
+    if name.startswith(("zyn_chk", "zyn_in", "zyn_idiv", "zyn_irem", "zyn_iadd", "zyn_isub",
+                        "zyn_uadd", "zyn_usub", "zyn_umul")):
         return ("zyn_fail",)
     if name in ("zyn_max_f32", "zyn_min_f32", "zyn_max_f64", "zyn_min_f64"):
         return ("zyn_isnan_" + name[-3:],)
@@ -705,6 +706,26 @@ fn zyn_ipow_past32(a0: i32, b0: i32, site: i32) -> i32 {
     for (var b = b0; b > 0i; b = b / 2i) {
         if (b % 2i == 1i) { r = zyn_imul_past32(r, a, site); }
         if (b > 1i) { a = zyn_imul_past32(a, a, site); }
+    }
+    return r; }""",
+    "zyn_uadd_past32": """\
+// u64 arithmetic held in 32 bits: a value past them (or below 0) fails the site
+fn zyn_uadd_past32(a: u32, b: u32, site: i32) -> u32 {
+    let r = a + b;
+    if (r < a) { zyn_fail(site, 0i); } return r; }""",
+    "zyn_usub_past32": """\
+fn zyn_usub_past32(a: u32, b: u32, site: i32) -> u32 {
+    if (b > a) { zyn_fail(site, 0i); } return a - b; }""",
+    "zyn_umul_past32": """\
+fn zyn_umul_past32(a: u32, b: u32, site: i32) -> u32 {
+    let r = a * b;
+    if (a != 0u && r / a != b) { zyn_fail(site, 0i); } return r; }""",
+    "zyn_upow_past32": """\
+fn zyn_upow_past32(a0: u32, b0: u32, site: i32) -> u32 {
+    var r = 1u; var a = a0;
+    for (var b = b0; b > 0u; b = b / 2u) {
+        if (b % 2u == 1u) { r = zyn_umul_past32(r, a, site); }
+        if (b > 1u) { a = zyn_umul_past32(a, a, site); }
     }
     return r; }""",
     "zyn_isnan_f32": """\

@@ -442,6 +442,26 @@ class ScalarLowering:
         negative = ir.Bin("<", self.operand(side, st), lit(0, st), "bool")
         return ir.Select(negative, lit(larger, "bool"), both, "bool")
 
+    def past_held(self, op: str, e: cir.Bin, ct: str):
+        """On a target without 64-bit integers, the answer of comparison `e` in i64 (u64)
+        `ct` of a value held in 32 bits (`span32`: no arithmetic that may pass them, whose
+        check must run) with a constant past them (`a[i] == -2^63`, `a[i] < 5000000000`):
+        the value lies below (above) it; else None."""
+        if self.int64 or ct not in _HELD_IN:
+            return None
+        lo, hi = _INT_RANGE[_HELD_IN[ct]]
+        for c, value_left in ((const_value(e.right, self.facts.consts), True),
+                              (const_value(e.left, self.facts.consts), False)):
+            value = e.left if value_left else e.right
+            if isinstance(c, int) and not isinstance(c, bool) and not lo <= c <= hi and \
+                    _fits(self.span32(value), _HELD_IN[ct]):
+                below = c > hi       # the value lies below the constant
+                if not value_left:
+                    below = not below
+                return {"==": False, "!=": True, "<": below, "<=": below,
+                        ">": not below, ">=": not below}[op]
+        return None
+
     def binary(self, e: cir.Bin) -> ir.Expr:
         op = e.op
         lt, rt = compute_dtype(e.left.ty.dtype), compute_dtype(e.right.ty.dtype)
@@ -456,6 +476,9 @@ class ScalarLowering:
                 ut, st = (lt, rt) if lt.startswith("u") else (rt, lt)
                 if ut == "u64" or (ut == "u32" and _INT_BITS[st] <= 32):
                     return self.unsigned_against_signed(op, e, lt == ut, ut)
+            known = self.past_held(op, e, ct)
+            if known is not None:
+                return lit(known, "bool")
             return ir.Bin(op, self.operand(e.left, ct), self.operand(e.right, ct), "bool")
         a, b = self.operand(e.left, dt, e.ty.dtype), self.operand(e.right, dt, e.ty.dtype)
         if dt in ir.FLOAT_DTYPES:

@@ -391,7 +391,9 @@ class WgslDialect:
     # ---- memory and checks ------------------------------------------------------------
 
     def load(self, array, index, dtype, space):
-        self.type(STORED_32.get(dtype, dtype) if space == "global" else dtype)
+        # (64-bit integers are held in 32 bits in every space: buffers, and the arrays a
+        # thread or a block declares)
+        self.type(STORED_32.get(dtype, dtype))
         if array in self.atomics:
             raw = f"atomicLoad(&{array}[{index}])"
             return f"bitcast<f32>({raw})" if dtype == "f32" else raw
@@ -400,7 +402,7 @@ class WgslDialect:
         return f"{array}[{index}]"
 
     def store(self, array, index, value, dtype, space):
-        dtype = STORED_32.get(dtype, dtype) if space == "global" else dtype
+        dtype = STORED_32.get(dtype, dtype)
         self.type(dtype)
         if array in self.atomics:
             v = f"bitcast<u32>({value})" if dtype == "f32" else value
@@ -445,7 +447,7 @@ class WgslDialect:
     # ---- statements -------------------------------------------------------------------
 
     def decl(self, name, dtype, value, mutable):
-        t = self.type(dtype)
+        t = self.type(STORED_32.get(dtype, dtype))     # (an element of a 64-bit array)
         if value is None:
             return f"var {name}: {t};"
         return f"{'var' if mutable else 'let'} {name}: {t} = {value};"
@@ -461,7 +463,7 @@ class WgslDialect:
     def array(self, name, dtype, count, space):
         # bools in workgroup memory are u32s, as in buffers: Naga gives a workgroup array
         # of bool a 1-byte stride, which NVIDIA's Vulkan driver got wrong (reduce(and))
-        el = "u32" if dtype == "bool" and space == "shared" else self.type(dtype)
+        el = "u32" if dtype == "bool" and space == "shared" else self.type(STORED_32.get(dtype, dtype))
         decl = f"array<{el}, {max(count, 1)}>"
         if space == "shared":
             text = f"var<workgroup> {name}: {decl};"

@@ -490,3 +490,20 @@ def test_a_host_int_past_u32_beside_u64_data(device):
             _run(device, src, u=u, k0=5_000_000_000)
         return
     assert_equals_numpy(_run(device, src, u=u, k0=5_000_000_000), u + np.uint64(5_000_000_000), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_smallest_i32_held_as_i64_divided_by_minus_one(device):
+    """-2^31 / -1 of i64 is 2^31: on WebGPU past the 32 bits it is held in, where the error
+    said "integer overflow: -2147483648 / -1 does not fit its integer type" (i64's does)."""
+    src = _block("out[k] = a[k] / b[k]")
+    a, b = np.array([-2 ** 31, 7, -9], np.int64), np.array([-1, -2, 2], np.int64)
+    if _webgpu(device):
+        with pytest.raises(zynbook.errors.ZynMLRuntimeError, match="past the 32 bits") as e:
+            _run(device, src, a=a, b=b)
+        assert e.value.line == 3
+        assert_equals_numpy(_run(device, src, a=a[1:], b=b[1:]), np.array([-3, -4], np.int64), 0)
+    else:
+        assert_equals_numpy(_run(device, src, a=a, b=b), np.array([2 ** 31, -3, -4], np.int64), 0)
+    with pytest.raises(zynbook.errors.ZynMLRuntimeError, match="division by zero"):
+        _run(device, src, a=a, b=np.array([1, 0, 1], np.int64))

@@ -585,6 +585,11 @@ class ScalarLowering:
             # was folded away)
             smallest = ir.Select(ir.Bin("==", x, lit(-2 ** 31, "i32"), "bool"), lit(1, "i32"), lit(0, "i32"), "i32")
             return cast(ir.Bin("+", v, ir.Checked(smallest, lit(1, "i32"), site, "i32"), "i32"), "i64")
+        if isinstance(e, cir.Bin) and e.op == "/" and wide == "i64":
+            # -2^31 / -1 is 2^31: past the 32 bits, not an overflow of i64 (its message)
+            a, b = (self.operand(x, h) for x in parts)
+            return cast(ir.CheckedDiv("/", a, b, self.sites.add(errflag.DIV_ZERO, self.line, span=e.span),
+                                      self.sites.add(errflag.PAST32, self.line, span=span), h), wide)
         if isinstance(e, cir.Call) or isinstance(e, cir.Bin) and e.op in ("/", "%"):
             args = tuple(cir.Cast(a, ht) for a in parts)
             x = replace(e, ty=ht, args=args) if isinstance(e, cir.Call) else \

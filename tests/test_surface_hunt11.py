@@ -408,3 +408,31 @@ def test_inspect_after_a_failed_launch_shows_the_failed_block(shell, capsys):
     assert not shell.run_cell("%%compute\nlet c = nope\n").success
     shell.run_line_magic("zynml_inspect", "")
     assert "= b" in capsys.readouterr().out
+
+
+# ------------------------------ an annotation line cut short or holding a brace says so there
+
+@pytest.mark.parametrize("annotations, column, said", [
+    ('@device("cpu"', 14, "unexpected end of the line; expected"),
+    ("@tile(block_q=", 15, "unexpected end of the line; expected"),
+    ("{undefined_name}", 1, "unexpected '{': annotations take no braces"),
+    ("@async }", 8, "unexpected '}': annotations take no braces"),
+])
+def test_run_cell_annotation_errors_at_the_end_or_a_brace(annotations, column, said):
+    # (they said "unexpected '{'" of the block's brace the annotations are parsed before,
+    # past the end of the line, or took `{name}` for that block)
+    session = zynbook.Session("cpu")
+    with pytest.raises(ZynMLError) as info:
+        session.run_cell("1 + 1", annotations)
+    err = info.value
+    assert (err.kind, err.line, err.column) == ("syntax", 1, column), err
+    assert said in str(err) and "^" in err.render()
+    assert session.run_cell("1 + 1", '@device("{cpu}")'.replace("{cpu}", "cpu")) == (2, True)
+
+
+def test_compute_magic_line_with_an_unexpanded_brace_points_at_it(shell):
+    shell.user_ns["x"] = np.ones(2, np.float32)
+    result = shell.run_cell("%%compute {not_a_python_name}\nlet y = x * 2.0\n")
+    err = result.error_in_exec
+    assert (err.kind, err.line, err.column) == ("syntax", 1, 11)
+    assert "annotations take no braces" in str(err)

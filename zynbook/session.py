@@ -10,7 +10,8 @@ import numpy as np
 from .backends.registry import get_device
 from .compiler import ast as A
 from .compiler.syntax_cache import parse as parse_kept
-from .errors import ZynMLError, ZynMLNameError, ZynMLTypeError, source_lines
+from .errors import (Span, ZynMLError, ZynMLNameError, ZynMLSyntaxError, ZynMLTypeError,
+                     source_lines)
 from .runtime import builtins as B
 from .runtime.interp import Interpreter, annotated_devices
 from .backends.cuda.views import torch_stream
@@ -314,8 +315,26 @@ def parse_annotations(text: str, line: int = 1) -> list:
     parsed on line `line`, after `compute() ` (a magic's `%%compute ` is as long).
     A `//` comment ends the line, as on any ZynML line (`%%compute @device("cpu")  // why`):
     it swallowed the block's brace the annotations are parsed before."""
-    from .compiler.parser import code_part, parse
-    program = parse("\n" * (line - 1) + f"{_BEFORE_ANNOTATIONS}{code_part(text)} {{\n}}\n")
+    from .compiler.parser import code_part, in_string, parse
+    code = code_part(text)
+    brace = min((k for k in (code.find("{"), code.find("}")) if k >= 0), default=-1)
+    if brace >= 0 and not in_string(code[:brace]):
+        # (the block's own brace follows them: `{name}` would open it)
+        column = len(_BEFORE_ANNOTATIONS) + brace + 1
+        raise ZynMLSyntaxError(f"unexpected '{code[brace]}': annotations take no braces (a "
+                               "magic's `{name}` is expanded only where Python defines "
+                               "`name`)", Span(line, column, line, column + 1))
+    try:
+        program = parse("\n" * (line - 1) + f"{_BEFORE_ANNOTATIONS}{code} {{\n}}\n")
+    except ZynMLError as err:
+        # at the block's brace the annotations are parsed before: the line ended there
+        brace = len(_BEFORE_ANNOTATIONS) + len(code) + 2
+        if err.line == line and err.column == brace and \
+                err.message.startswith("unexpected '{'"):
+            err.message = "unexpected end of the line" + err.message[len("unexpected '{'"):]
+            err.args = (err.message,)
+            err.span = dataclasses.replace(err.span, column=brace - 1, end_column=brace)
+        raise
     stmt = program.body[0]
     node = stmt.expr if isinstance(stmt, A.ExprStmt) else None
     if not isinstance(node, A.Compute):

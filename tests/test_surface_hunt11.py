@@ -436,3 +436,21 @@ def test_compute_magic_line_with_an_unexpanded_brace_points_at_it(shell):
     err = result.error_in_exec
     assert (err.kind, err.line, err.column) == ("syntax", 1, 11)
     assert "annotations take no braces" in str(err)
+
+
+# --------------------------------- host arithmetic of a narrow tensor and an int past its range
+
+@pytest.mark.parametrize("src, k, column, said", [
+    ("x + k", np.int16(300), 1, "300 is out of bounds for i8"),
+    ("let y = 2 * (k * x)", 300, 14, "300 is out of bounds for i8"),
+    ("x - 1000", 0, 1, "1000 is out of bounds for i8"),
+])
+def test_a_host_int_past_a_narrow_tensor_is_a_type_error_at_the_operation(src, k, column, said):
+    # (numpy's "Python integer 300 out of bounds for int8", a runtime error under the
+    # statement's first column)
+    x = np.arange(3, dtype=np.int8)
+    with pytest.raises(OverflowError):
+        x + 300
+    err = raises("type", src, 1, column, x=x, k=k)
+    assert said in str(err) and "the type it meets" in str(err)
+    assert_equals_numpy(zynbook.run("x + k", x=x, k=100), x + 100, 0)

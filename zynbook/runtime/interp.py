@@ -902,6 +902,11 @@ class Interpreter:
         except TypeError:       # numpy's refusals of a dtype (true - tensor([true]))
             kinds = " and ".join(B._kind(v) for v in (a, b))
             raise ZynMLTypeError(f"cannot apply {op} to {kinds}", span) from None
+        except OverflowError:   # a host int past the tensor's integers (i8 + 300), as numpy
+            n, dtype = (b, a.dtype) if isinstance(a, Tensor) else (a, b.dtype)
+            raise ZynMLTypeError(f"{n} is out of bounds for {dtype}, the type it meets (numpy "
+                                 f"refuses it too); convert the {dtype} operand to a wider "
+                                 f"type, as i64(...), to compute in that type", span) from None
         return bf16.tagged(B.wrap(r, t, keep_bf16=False), (a, b))
 
     def colocate(self, values, span=None, what="operands") -> list:

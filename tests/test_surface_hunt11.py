@@ -454,3 +454,14 @@ def test_a_host_int_past_a_narrow_tensor_is_a_type_error_at_the_operation(src, k
     err = raises("type", src, 1, column, x=x, k=k)
     assert said in str(err) and "the type it meets" in str(err)
     assert_equals_numpy(zynbook.run("x + k", x=x, k=100), x + 100, 0)
+
+
+@pytest.mark.parametrize("dtype, k, said", [
+    (np.float32, 10**400, "an int of 401 digits is too large for a float"),
+    (np.int8, 10**400, "an int of 401 digits is out of bounds for i8"),
+    (np.uint64, 2**64, "18446744073709551616 is out of bounds for u64"),
+])
+def test_a_host_int_past_every_type_says_what_to_do(dtype, k, said):
+    err = raises("type", "x + k", 1, 1, x=np.ones(2, dtype), k=k)
+    assert said in str(err)
+    assert ("compute in floats" in str(err)) == (dtype is not np.float32)

@@ -902,11 +902,9 @@ class Interpreter:
         except TypeError:       # numpy's refusals of a dtype (true - tensor([true]))
             kinds = " and ".join(B._kind(v) for v in (a, b))
             raise ZynMLTypeError(f"cannot apply {op} to {kinds}", span) from None
-        except OverflowError:   # a host int past the tensor's integers (i8 + 300), as numpy
+        except OverflowError:   # a host int past the tensor's numbers (i8 + 300), as numpy
             n, dtype = (b, a.dtype) if isinstance(a, Tensor) else (a, b.dtype)
-            raise ZynMLTypeError(f"{n} is out of bounds for {dtype}, the type it meets (numpy "
-                                 f"refuses it too); convert the {dtype} operand to a wider "
-                                 f"type, as i64(...), to compute in that type", span) from None
+            raise ZynMLTypeError(_past_range(n, dtype), span) from None
         return bf16.tagged(B.wrap(r, t, keep_bf16=False), (a, b))
 
     def colocate(self, values, span=None, what="operands") -> list:
@@ -1567,6 +1565,18 @@ class Interpreter:
         made = Tensor(out, device.id, plan.out_shape, lowered.kernel.output.dtype, commit)
         self.last_made = (made, lowered.kernel.name, lowered.kernel.first_line)
         return made
+
+
+def _past_range(n: int, dtype: str) -> str:
+    """Why host int `n` cannot meet a tensor of `dtype` (numpy refuses it too)."""
+    what = n if abs(n) < 10**20 else f"an int of {len(str(abs(n)))} digits"
+    if not is_int(dtype):
+        return f"{what} is too large for a float (numpy refuses it too)"
+    wider = "compute in floats, as f64(...)" if dtype in ("i64", "u64") or \
+        n.bit_length() > 63 else \
+        f"convert the {dtype} operand to a wider type, as i64(...), to compute in that type"
+    return f"{what} is out of bounds for {dtype}, the type it meets (numpy refuses it too); " \
+        + wider
 
 
 def _recorded_in(job, lists):

@@ -599,9 +599,12 @@ class _Kernel:
         return self.C if role in ("q", "k") else self.Cv
 
     def each_slot(self, var: str, body_of, start: int = 0, role: str = "q") -> list:
-        """for var in start..slots of a row of `role`, unrolled (the rows are registers)."""
+        """for var in start..slots of a row of `role`, unrolled (the rows are registers) up
+        to the largest head_dim class; a longer row is an array the loop indexes (llvmpipe
+        took 7 s to compile head_dim 256 written out, minutes at 512)."""
+        short = self.slots(role) * self.W <= HEAD_DIM_CLASSES[-1]
         return self.unrolled(ir.For(var, self.i(start), self.i(self.slots(role)), self.i(1),
-                                    tuple(body_of(self.ref(var))), self.idx, unroll=True))
+                                    tuple(body_of(self.ref(var))), self.idx, unroll=short))
 
     # ---- slots: W lanes of a row (a vector, or one element where W is 1) ---------------
 

@@ -111,6 +111,39 @@ def test_a_reduce_kernel_of_64_bit_integers_past_32_bits(name, device):
     assert_equals_numpy(_run(device, src, a=a), int(a.astype(object).sum()), 0)
 
 
+_PRODUCTS = {
+    "small": np.array([3, -7, 11], np.int64),
+    "smallest_i32": np.array([-65536, 32768], np.int64),
+    "u64_largest": np.array([65535, 65537], np.uint64),
+    # a 0 after the product passed 32 bits (and 64): 0
+    "zero_after_it_passed": np.concatenate([np.full(70, 2, np.int64), [0], np.ones(3000, np.int64)]),
+    "ones_and_minus_ones": RNG.choice([-1, 1, 1, 1], 5001).astype(np.int64),
+    "nothing": np.zeros(0, np.int64),
+    # past 32 bits (on WebGPU a runtime error at the yield's line)
+    "past": np.array([65536, 32768], np.int64),
+    "past_by_minus_one": np.array([-2 ** 31, -1], np.int64),
+    "u64_past": np.array([65536, 65536], np.uint64),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("data", sorted(_PRODUCTS))
+def test_a_reduce_kernel_multiplying_64_bit_integers(data, device):
+    """Refused on WebGPU ("a reduce(*) of 64-bit integers"): the product of the values not
+    0 is held in 32 bits there with a state (passed them, a 0 seen), so that a 0 after a
+    product past 32 bits gives 0 whatever order the threads combine in."""
+    a = _PRODUCTS[data]
+    src = _WHOLE.format(op="*")
+    exact = int(np.prod(a.astype(object))) if a.size else 1
+    held = (-2 ** 31, 2 ** 31 - 1) if a.dtype == np.int64 else (0, 2 ** 32 - 1)
+    if _webgpu(device) and not held[0] <= exact <= held[1]:
+        with pytest.raises(zynbook.errors.ZynMLRuntimeError, match="past the 32 bits") as e:
+            _run(device, src, a=a)
+        assert e.value.line == 4
+        return
+    assert_equals_numpy(_run(device, src, a=a), a.prod(), 0)
+
+
 def test_a_wide_sum_on_the_emulator():
     """The launch IR WebGPU's program is built from (two words a value) on the emulator."""
     from zynbook.compiler import schedules
@@ -122,6 +155,11 @@ def test_a_wide_sum_on_the_emulator():
     k, arrays, sz, sc = lower_block(_WHOLE.format(op="+"), {"a": a[:2]})
     with pytest.raises(zynbook.errors.ZynMLRuntimeError, match="past the 32 bits"):
         emulate_kernel(schedules.build(k, webgpu_target(), sz), k, arrays, sz, sc)
+    # a product: past 32 bits, then a 0
+    p = _PRODUCTS["zero_after_it_passed"]
+    k, arrays, sz, sc = lower_block(_WHOLE.format(op="*"), {"a": p})
+    assert_equals_numpy(emulate_kernel(schedules.build(k, webgpu_target(), sz), k, arrays, sz, sc),
+                        np.array(0, np.int64), 0)
 
 
 # ------------------------------------ a running value in the kept loop

@@ -19,7 +19,8 @@ pair; NaN wins, then the smaller index on ties); the threads' accumulators then 
   schedule can run one output's yields apart from the others').
 
 On a target without 64-bit integers (WebGPU) a sum, maximum or minimum of i64 (u64) values
-is held in two 32-bit words, combined as argmin/argmax's (value, index) pairs are.
+is held in two 32-bit words, combined as argmin/argmax's (value, index) pairs are; a product
+in one, with a word saying whether it passed 32 bits or met a 0.
 
 Sums of floats on the CPU accumulate in f64: as accurate as a GPU's tree at the speed of an
 in-order loop.
@@ -47,7 +48,7 @@ _WIDE = {"i64": "i32", "u64": "u32"}
 # the threads that run a reduce kernel's body by positions on a GPU (`rows_by_position`)
 POSITION_THREADS = 4096
 # the reductions of such values kept in two 32-bit words there (`_Builder.wide`)
-_WIDE_OPS = ("+", "max", "min")
+_WIDE_OPS = ("+", "max", "min", "*")
 
 
 @dataclass(frozen=True)
@@ -314,7 +315,12 @@ class _Builder(Builder):
         # pass them: the words do not)
         wide = _accumulator_dtype(kernel, self.op)
         self.wide = not target.int64 and self.op in _WIDE_OPS and wide in _WIDE
-        if self.wide:
+        if self.wide and self.op == "*":
+            # a product: (the product of the values not 0, held in 32 bits; its state, the
+            # larger of each's: 0, 1 where it passed them, 2 where a value was 0)
+            self.acc, self.ai = _WIDE[wide], "i32"
+            self.ident, self.no_index = lit(1, self.acc), 0
+        elif self.wide:
             self.acc, self.ai = "u32", "i32" if wide == "i64" else "u32"
             v = identity_value(self.op, wide)
             self.ident = lit(v & 0xFFFFFFFF, "u32")
@@ -383,6 +389,8 @@ class _Builder(Builder):
         word its sign (0 for u64). A sum adds the words, the low words' carry into the high
         word; a maximum (minimum) takes the other words where they are larger (smaller),
         high words compared as their type, low words unsigned."""
+        if self.op == "*":
+            return self.combine_product(acc, acci, v, vi, line)
         u32, hdt = "u32", self.ai
         x, xi = self.new("v"), self.new("i")
         if vi is None:
@@ -407,6 +415,37 @@ class _Builder(Builder):
             "and", ir.Bin("==", XI, H, "bool"), ir.Bin(more, X, L, "bool"), "bool"), "bool")
         return out + [ir.If(takes, (ir.Set(acc, X, line), ir.Set(acci, XI, line)), (), line)]
 
+    def combine_product(self, acc: str, acci: str, v: ir.Expr, vi: ir.Expr | None, line) -> list:
+        """Statements that combine (v, vi) into a wide product (`wide`): a yielded value
+        (vi None) is itself and state 0, or 1 and state 2 where it is 0; the values
+        multiply (wrapping) and the states take the larger, 1 where the product passed 32
+        bits: a product of values not 0 only grows, so the whole one is past them too,
+        unless a 0 (state 2) comes."""
+        held, i32 = self.acc, "i32"
+        out = []
+        if vi is None:
+            y = self.new("y")
+            out.append(ir.Decl(y, held, cast(v, held), False, line))
+            zero = ir.Bin("==", ir.Ref(y, held), lit(0, held), "bool")
+            v = ir.Select(zero, lit(1, held), ir.Ref(y, held), held)
+            vi = ir.Select(zero, lit(2, i32), lit(0, i32), i32)
+        x, xi, r = self.new("v"), self.new("i"), self.new("p")
+        L, X, R = ir.Ref(acc, held), ir.Ref(x, held), ir.Ref(r, held)
+        out += [ir.Decl(x, held, cast(v, held), False, line),
+                ir.Decl(xi, i32, cast(vi, i32), False, line),
+                ir.Decl(r, held, ir.Bin("*", L, X, held), False, line)]
+        # (no value is 0: the product divides back to L unless it wrapped, or is
+        # -2^31 * -1, which wraps to itself)
+        past = ir.Bin("!=", ir.Bin("/", R, X, held), L, "bool")
+        if held == i32:
+            past = ir.Bin("or", past, ir.Bin("and", ir.Bin("==", X, lit(-1, i32), "bool"),
+                                              ir.Bin("==", L, lit(-2 ** 31, i32), "bool"), "bool"), "bool")
+        state = ir.Math("max", (ir.Math("max", (ir.Ref(acci, i32), ir.Ref(xi, i32)), i32),
+                                ir.Select(past, lit(1, i32), lit(0, i32), i32)), i32)
+        # (past them or at 0 the value says nothing: 1, never a wrapped 0 to divide by)
+        return out + [ir.Set(acci, state, line), ir.Set(acc, ir.Select(
+            ir.Bin("==", ir.Ref(acci, i32), lit(0, i32), "bool"), R, lit(1, held), held), line)]
+
     def declare_acc(self) -> list:
         out = [ir.Decl("_acc", self.acc, self.ident, True)]
         if self.pair:
@@ -415,6 +454,16 @@ class _Builder(Builder):
 
     def result(self) -> ir.Expr:
         out_dt = self.k.output.dtype
+        line = next((n.line for n in cir.walk(self.k.body) if isinstance(n, cir.Yield)), 0)
+        if self.wide and self.op == "*":
+            # 0 where a value was 0; else the product, the site failing where it passed 32 bits
+            held, S = self.acc, ir.Ref("_acci", "i32")
+            site = self.sites.add(errflag.PAST32, line)
+            fails = cast(ir.Checked(ir.Select(ir.Bin("==", S, lit(1, "i32"), "bool"), lit(1, "i32"),
+                                              lit(0, "i32"), "i32"), lit(1, "i32"), site, "i32"), held)
+            v = ir.Select(ir.Bin("==", S, lit(2, "i32"), "bool"), lit(0, held),
+                          ir.Bin("+", ir.Ref("_acc", held), fails, held), held)
+            return cast(v, out_dt)
         if self.wide:
             # the 32 bits it is stored in, where the high word is the low word's sign (0);
             # else the site fails
@@ -424,7 +473,6 @@ class _Builder(Builder):
                 past = ir.Bin("-", H, ir.Bin(">>", low, lit(31, "i32"), "i32"), "i32")
             else:
                 low, past = L, cast(H, "i32")
-            line = next(n.line for n in cir.walk(self.k.body) if isinstance(n, cir.Yield))
             site = self.sites.add(errflag.WIDE, line)     # (the first yield's line)
             fails = cast(ir.Checked(past, lit(1, "i32"), site, "i32"), low.dtype)
             return cast(ir.Bin("+", low, fails, low.dtype), out_dt)

@@ -601,13 +601,13 @@ def _i32_check(kernel: cir.Kernel, prog, env_sizes) -> Callable:
                 f"and this launch passes them ({what} reaches 2^31); run it on `cpu`, "
                 "`cpu:native` or a CUDA device, or split it")
 
-    unsigned = {s.name: s.dtype for s in kernel.scalars}
+    scalar_dtypes = {s.name: s.dtype for s in kernel.scalars}
 
     def check(env):
         for name, v in env["sizes"].items():
             if name not in kernel.dims:
                 # a host int the program reads as a float or a u32 (host_ints_as_floats)
-                if unsigned.get(name) == "u32" and not 0 <= int(v) < 2 ** 32:
+                if scalar_dtypes.get(name) == "u32" and not 0 <= int(v) < 2 ** 32:
                     return (f"the host int `{name}` = {v} is past the 32-bit integers kernel "
                             f"{kernel.name} holds u64 values in on WebGPU (0 to 2^32 - 1); "
                             "run it on `cpu`, `cpu:native` or a CUDA device")

@@ -1093,6 +1093,11 @@ def _contraction(kernel):
         raise _No("the reduction is not acc += a * b")
     prod = substitute(v.right if is_acc(v.left) else v.left, env)
     factors, scale = _factors(prod, kernel)
+    if scale and prod.ty.dtype == "f16":
+        # f16 arithmetic rounds the scaled product (`A * B * 0.1`) where a GEMM would scale
+        # the exact sum: one place apart in half the outputs (the scale after the loop,
+        # `out = acc * 0.1`, is numpy's (A @ B) * 0.1 and runs as a GEMM)
+        raise _No("a constant factor of f16 products rounds with each product, not the sum")
     if v.op == "-":
         scale.append(("*", cir.Const(-1.0, cir.Ty(prod.ty.dtype))))
     if len(factors) != 2:

@@ -272,3 +272,32 @@ def test_a_constant_factor_of_f16_products_rounds_with_them(name, shape):
         prog = schedules.build(kern, tgt, sizes)
         got = emulate_kernel(prog, kern, ins, sizes, scalars).reshape(want.shape)
         np.testing.assert_array_equal(got, want, err_msg=prog.schedule)
+
+
+def _bf16(a):
+    """f32 `a` rounded to bf16 (ties to even), held in f32."""
+    u = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("device", wanted_devices())
+def test_a_bf16_matmul_stays_f32_until_its_store(device):
+    """bf16 values are held in f32 (exact products, an f32 sum, the quotient too) and rounded
+    to bf16 where out is stored, on every device."""
+    src = """let A = randn([9, 257], dtype=bf16, seed=1)
+let B = randn([257, 5], dtype=bf16, seed=2)
+let C = compute(A, B) {
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[i, k] * B[k, j]
+        out[i, j] = sum / 3.0
+}
+[A.numpy(), B.numpy(), C.numpy(), C.dtype]"""
+    a, b, c, dtype = zynbook.Session(device).run(src)
+    a, b, c = (np.asarray(v, np.float32) for v in (a, b, c))
+    assert dtype == "bf16" and (a == _bf16(a)).all()
+    want = _bf16((a.astype(np.float64) @ b).astype(np.float32) / np.float32(3))
+    # (the f32 sum's order may move a rounding to bf16 by one place, rarely)
+    np.testing.assert_allclose(c, want, rtol=2 ** -7, atol=0)
+    assert (c == want).mean() > 0.95

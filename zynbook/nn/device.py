@@ -321,12 +321,21 @@ class Device(FusedOps):
         ts = [self._need(b, n, f"inputs[{k}]", "numel", "elementwise")
               for k, b in enumerate(inputs)]
         leaves = [E.Expr("input", (), k) for k in range(len(ts))]
-        result = f(leaves)
+        try:
+            result = f(leaves)
+        except ZynMLError:
+            raise
+        except Exception as err:    # another library's function of a traced value (torch.exp)
+            raise ZynMLTypeError(
+                f"elementwise(): the function failed on its traced inputs ({type(err).__name__}: "
+                f"{err}); build the result with + - * / **, comparisons and zynbook.nn.expr's "
+                "functions") from err
         if result is not None and not isinstance(result, E.Expr):
             try:        # a number, numpy's and a 0-d array's too: every element that value
                 result = E.lift(result)
             except ZynMLTypeError:
-                pass
+                if isinstance(result, (int, float, np.number)):     # one past every float
+                    raise
         if not isinstance(result, E.Expr):
             raise ZynMLTypeError("elementwise(): the function must return an expression built "
                                  "from its inputs, not "

@@ -53,6 +53,20 @@ class Expr:
 
     __mod__ = __rmod__ = __floordiv__ = __rfloordiv__ = __matmul__ = __rmatmul__ = _no_meaning
 
+    def _no_logic(self, *_):
+        raise ZynMLTypeError("an elementwise expression has no `&`, `|`, `^`, `~` or shifts: "
+                             "combine conditions with where(a, b, 0.0), negate one with "
+                             "where(a, 0.0, 1.0)")
+
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __invert__ = _no_logic
+    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = _no_logic
+
+    def __round__(self, *_):
+        raise ZynMLTypeError("an elementwise expression is not a number while it is traced: "
+                             "round(x) has no traced form; use zynbook.nn.expr's functions")
+
+    __trunc__ = __floor__ = __ceil__ = __round__
+
     def __float__(self):
         # math.exp(x) and float(x) ask for a number the traced x does not have yet
         raise ZynMLTypeError("an elementwise expression is not a number while it is traced; "
@@ -85,7 +99,10 @@ def lift(v) -> Expr:
                                                              np.floating)):
         raise ZynMLTypeError(f"an elementwise expression combines expressions and numbers, "
                              f"not {type(v).__name__}")
-    return Expr("const", (), float(v))
+    try:
+        return Expr("const", (), float(v))
+    except OverflowError:       # an int past every float (10**400)
+        raise ZynMLTypeError(f"the number {v} is too large for a float") from None
 
 
 def _unary(name):

@@ -301,3 +301,78 @@ let C = compute(A, B) {
     # (the f32 sum's order may move a rounding to bf16 by one place, rarely)
     np.testing.assert_allclose(c, want, rtol=2 ** -7, atol=0)
     assert (c == want).mean() > 0.95
+
+
+def _reduction_data():
+    """Multiples of 1/16 below 4, a 2048 first in each row (2048 + 0.0625 is 2048 in f16,
+    so f16 steps would lose the rest): every f32 sum is exact."""
+    x = (RNG.integers(-64, 64, (37, 301)) / 16).astype(F16)
+    x[:, 0] = 2048
+    return x
+
+
+RX = _reduction_data()
+
+
+def _f16_sum(x, axis=None):
+    """numpy's f16 sum taken in f32 and rounded once (numpy's own does so along the last
+    axis only; 37 rows of 2048 pass f16's largest: inf, as on the devices)."""
+    with np.errstate(over="ignore"):
+        return np.asarray(np.sum(x, axis=axis, dtype=np.float32)).astype(F16)
+
+
+REDUCTIONS = {
+    "reduce(+, axis=1)": ("@kernel reduce(+, axis=1)\n    for r in 0..rows, c in 0..cols:\n"
+                          "        yield x[r, c]", _f16_sum(RX, 1)),
+    "reduce(+, axis=0)": ("@kernel reduce(+, axis=0)\n    for r in 0..rows, c in 0..cols:\n"
+                          "        yield x[r, c]", _f16_sum(RX, 0)),
+    "sum of a row": ("for r in 0..rows:\n        out[r] = sum(x[r])", _f16_sum(RX, 1)),
+    "reduce(+) of a row": ("for r in 0..rows:\n        out[r] = reduce(+, x[r])", _f16_sum(RX, 1)),
+    "a row's mean": ("for r in 0..rows:\n        out[r] = sum(x[r]) / 301",
+                     _f16_sum(RX, 1) / F16(RX.shape[1])),
+    "a loop's mean": ("for r in 0..rows:\n        var s = 0\n        for c in 0..cols:\n"
+                      "            s += x[r, c]\n        out[r] = s / cols",
+                      _f16_sum(RX, 1) / F16(RX.shape[1])),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+@pytest.mark.parametrize("device", wanted_devices())
+def test_f16_reductions_sum_in_f32_and_round_once(device, name):
+    body, want = REDUCTIONS[name]
+    got = np.asarray(zynbook.Session(device).run(
+        f"let y = compute(x) {{\n    {body}\n}}\ny", x=RX))
+    assert got.dtype == F16
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("device", wanted_devices())
+def test_f16_sums_of_normal_data_are_within_a_place(device):
+    """Normal data (inexact f32 sums, any order): the whole sum and the row sums within one
+    f16 place of numpy's f32 sum rounded once."""
+    x = (np.random.default_rng(7).standard_normal((33, 517)) * 8).astype(F16)
+    src = """let y = compute(x) {
+    @kernel reduce(+, axis=AXIS)
+    for r in 0..rows, c in 0..cols:
+        yield x[r, c]
+}
+y"""
+    for axis in (0, 1):
+        want = _f16_sum(x, axis)
+        got = np.asarray(zynbook.Session(device).run(src.replace("AXIS", str(axis)), x=x))
+        ulp = np.spacing(np.abs(want)).astype(np.float32)
+        assert (np.abs(got.astype(np.float32) - want) <= ulp).all(), axis
+
+
+@pytest.mark.parametrize("device", wanted_devices())
+def test_host_f16_sum_and_mean_are_numpys(device):
+    """A tensor's sum() and mean() (and sum(x, axis=)) of f16 values placed on a device are
+    numpy's: f16 results, the mean through f32."""
+    x = _halves(11, 40)
+    got = zynbook.Session(device).run(
+        f'let t = x.to_device("{device}")\n[t.sum(), t.mean(), sum(t, axis=0), mean(t, axis=1)]',
+        x=x)
+    for g, w in zip(got, (x.sum(), x.mean(), x.sum(axis=0), x.mean(axis=1))):
+        g = np.asarray(g.numpy() if hasattr(g, "numpy") else g)
+        assert g.dtype == F16
+        np.testing.assert_array_equal(g, w)

@@ -712,8 +712,11 @@ def _range_of(e, ranges: dict, sizes: dict) -> tuple:
 
 
 def _never_true(cond, ranges: dict, sizes: dict) -> bool:
-    """Whether `cond` (`i < E`, `b * 64 + t + 2 < n`, `n > i`, `and`s of them) is false for
-    every value the loop variables and locals in `ranges` take at these sizes."""
+    """Whether `cond` (`i < E`, `b * 64 + t + 2 < n`, `n > i`, `and`s of them, `not`s) is
+    false for every value the loop variables and locals in `ranges` take at these sizes."""
+    if isinstance(cond, Unary) and cond.op == "not":
+        neg = negated(cond.operand)
+        return neg is not None and _never_true(neg, ranges, sizes)
     if isinstance(cond, Bin) and cond.op == "and":
         return _never_true(cond.left, ranges, sizes) or _never_true(cond.right, ranges, sizes)
     if not (isinstance(cond, Bin) and cond.op in ("<", "<=", ">", ">=")):
@@ -724,6 +727,23 @@ def _never_true(cond, ranges: dict, sizes: dict) -> bool:
     if least is None or greatest is None:
         return False
     return least >= greatest if cond.op in ("<", ">") else least > greatest
+
+
+_OPPOSITE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+def negated(cond):
+    """`not cond` as comparisons where it is one or a conjunction of them (`not (i >= n)` is
+    `i < n`; `not (a or b)` is `not a and not b`), for reasoning about integer indices (a
+    float comparison's NaN is not considered); None where it is neither (`not (a and b)`)."""
+    if isinstance(cond, Unary) and cond.op == "not":
+        return cond.operand
+    if isinstance(cond, Bin) and cond.op in _OPPOSITE:
+        return Bin(_OPPOSITE[cond.op], cond.left, cond.right, cond.ty)
+    if isinstance(cond, Bin) and cond.op == "or":
+        left, right = negated(cond.left), negated(cond.right)
+        return None if left is None or right is None else Bin("and", left, right, cond.ty)
+    return None
 
 
 def _writes_out(body, sizes: dict, ranges: dict | None = None) -> bool:
@@ -750,7 +770,10 @@ def _writes_out(body, sizes: dict, ranges: dict | None = None) -> bool:
             # a `let` holds its value's range; a `var` may change, its range is not known
             ranges[s.name] = (None, None) if s.mutable else _range_of(s.value, ranges, sizes)
         elif isinstance(s, If):
-            taken = (s.orelse,) if _never_true(s.cond, ranges, sizes) else (s.then, s.orelse)
+            # a branch whose condition (the else's: the negation) no value passes never runs
+            opposite = negated(s.cond)
+            taken = [branch for branch, cond in ((s.then, s.cond), (s.orelse, opposite))
+                     if cond is None or not _never_true(cond, ranges, sizes)]
             if any(_writes_out(branch, sizes, ranges) for branch in taken):
                 return True
     return False

@@ -515,12 +515,10 @@ class _Lowering:
                           self.sizes and n.name not in self.scalar_args for n in cir.walk(cond))
             self.varying_ifs.append(s.cond.span if varying else None)
             try:
-                self.guards.append(cond)
-                try:
-                    then = self.block(s.then)
-                finally:
-                    self.guards.pop()
-                orelse = self.block(s.orelse) if s.orelse else []
+                then = self.guarded_block(s.then, cond)
+                # the else-branch runs where the condition fails: `if i + 2 >= n: ... else:
+                # out[i] = ...` writes out as far as `if i + 2 < n` would
+                orelse = self.guarded_block(s.orelse, cir.negated(cond)) if s.orelse else []
             finally:
                 self.guard_depth -= 1
                 self.varying_ifs.pop()
@@ -1607,6 +1605,16 @@ class _Lowering:
         return not any(isinstance(n, cir.Load) or isinstance(n, cir.Var) and n.name not in self.sizes
                        for n in cir.walk(e))
 
+    def guarded_block(self, stmts, cond) -> list:
+        """`stmts` lowered with `cond` (where known) among the guards of the writes in them."""
+        if cond is None:
+            return self.block(stmts)
+        self.guards.append(cond)
+        try:
+            return self.block(stmts)
+        finally:
+            self.guards.pop()
+
     def _guarded_top(self, it, top, guards):
         """The largest value of index `it` (at most `top`, from the loop ranges) that a
         write under the enclosing `if`s can reach: `if i < M: out[i] = ...` with `i = ib * T
@@ -1793,7 +1801,11 @@ def _bool_as_i32(op, value):
 
 def _upper_limits(cond, index, lets: dict):
     """The largest values `index` may take where `cond` holds, as size expressions: one per
-    comparison of the index with a bound in the conjunction (`i < M and j < N`)."""
+    comparison of the index with a bound in the conjunction (`i < M and j < N`, `not (i >=
+    M)`)."""
+    if isinstance(cond, cir.Unary) and cond.op == "not":
+        neg = cir.negated(cond.operand)
+        return [] if neg is None else _upper_limits(neg, index, lets)
     if isinstance(cond, cir.Bin) and cond.op == "and":
         return _upper_limits(cond.left, index, lets) + _upper_limits(cond.right, index, lets)
     if not isinstance(cond, cir.Bin) or cond.op not in ("<", "<=", ">", ">="):

@@ -12,6 +12,7 @@ import concurrent.futures as cf
 import difflib
 import sys
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..compiler import cir
 from ..compiler.dims import solve
 from ..compiler.lower import InputSig, LoweredKernel, lower_compute
 from ..compiler.passes.pipeline import run_pipeline
-from ..compiler.types import canonical_dtype, dtype_bytes, dtype_from_numpy, is_float, is_int
+from ..compiler.types import canonical_dtype, dtype_bytes, dtype_from_numpy, is_int
 from ..errors import (NO_SPAN, ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLNameError,
                       ZynMLRuntimeError, ZynMLShapeError, ZynMLTimeoutError, ZynMLTypeError)
 from . import bf16
@@ -1758,7 +1759,10 @@ class _Gather:
 
 
 class _FirstOf:
-    """`any(futures)`: (result, index) of the first to finish."""
+    """`any(futures)`: (result, index) of the first to finish without an error (of those
+    found finished at once, the lowest index); where every one fails, the lowest index's
+    error. A failure is kept while another may still succeed, so which comes first in time
+    does not decide between an error and a value."""
 
     def __init__(self, futures):
         self.futures = futures
@@ -1775,11 +1779,18 @@ class _FirstOf:
 
     def result(self, timeout=None):
         inner = [f.inner for f in self.futures]
-        done, _ = cf.wait(inner, timeout=timeout, return_when=cf.FIRST_COMPLETED)
-        if not done:
-            raise cf.TimeoutError()
-        first = min(inner.index(f) for f in done)
-        return (inner[first].result(), first)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pending, failed = set(inner), []
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done, pending = cf.wait(pending, timeout=left, return_when=cf.FIRST_COMPLETED)
+            if not done:
+                raise cf.TimeoutError()
+            ok = [f for f in done if not f.cancelled() and f.exception() is None]
+            if ok or not pending:
+                first = min(inner.index(f) for f in (ok or failed + list(done)))
+                return (inner[first].result(), first)       # (the error, where all failed)
+            failed += done
 
 
 def _same_memory(a: Tensor, b: Tensor) -> bool:

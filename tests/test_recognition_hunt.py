@@ -407,8 +407,9 @@ y
 DOT = "dot(Q[b, h, i], K[b, h, %j])"
 # condition: (numpy of it, recognised as causal: the key loop may end at the query)
 CAUSAL = {"j <= i": (lambda i, j: j <= i, True), "i >= j": (lambda i, j: j <= i, True),
-          "j < i + 1": (lambda i, j: j <= i, True), "not (j > i)": (lambda i, j: j <= i, False),
-          "j < i": (lambda i, j: j < i, False)}
+          "j < i + 1": (lambda i, j: j <= i, True), "not (j > i)": (lambda i, j: j <= i, True),
+          "j - i <= 0": (lambda i, j: j <= i, True), "i + 1 > j": (lambda i, j: j <= i, True),
+          "j < i": (lambda i, j: j < i, False), "j <= i + 1": (lambda i, j: j <= i + 1, False)}
 
 
 @pytest.mark.parametrize("cond", sorted(CAUSAL))

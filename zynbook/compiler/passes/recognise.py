@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from functools import reduce
 
-from .. import cir
+from .. import affine, cir
 from ..types import EXACT_WIDENING
 from .loops import free_vars
 from .tiles import substitute
@@ -844,9 +844,7 @@ def _result(kernel, att, form, loops, vinfo, head_dim, empty_row, o_axes):
             raise _No("the key condition depends on more than b, h, query and key")
         if any(ld.buffer == kernel.output.name for ld in loads(mask)):
             raise _No("the key condition reads the output")
-        cm = canon(_rename(mask, kl.var, _J))
-        causal = cm == ("B", "<=", c_var(_J), c_var(i)) or cm == ("B", "<", c_var(_J),
-                                                                     c_nary("+", c_var(i), ("C", 1.0)))
+        causal = _key_at_most_query(mask, kl.var, i)
     if not _float_input(kernel, vinfo[0], att.rank):
         raise _No("V is not a float input")
     bias = None if att.bias is None else _rename(att.bias, _J, kl.var)
@@ -856,6 +854,28 @@ def _result(kernel, att, form, loops, vinfo, head_dim, empty_row, o_axes):
                      n_keys=kl.stop, head_dim=head_dim, scale=att.scale, mask=mask, causal=causal,
                      empty_row=empty_row, q_axes=att.q_axes, k_axes=att.k_axes,
                      v_axes=vinfo[2], out_axes=o_axes, kv_group=att.kv_group, bias=bias)
+
+
+def _key_at_most_query(cond, key: str, query: str) -> bool:
+    """Whether `cond` is key <= query in any integer form: j <= i, i >= j, j < i + 1,
+    j - i <= 0, 2 * j <= 2 * i, not (j > i). As a(j - i) + c <= 0 (a < or a > moved to
+    <= by one), that is a > 0 with the largest j - i allowed, floor(-c / a), 0."""
+    if isinstance(cond, cir.Unary) and cond.op == "not":
+        cond = cir.negated(cond.operand)
+    if not (isinstance(cond, cir.Bin) and cond.op in ("<", "<=", ">", ">=")) or \
+            not (affine.cir_is_int(cond.left) and affine.cir_is_int(cond.right)):
+        return False
+    lin = affine.linear(cir.Bin("-", cond.left, cond.right, cond.left.ty))
+    if lin is None or set(lin[0]) != {key, query}:
+        return False
+    a, c = lin[0][key][0], lin[1]
+    if lin[0][query][0] != -a:
+        return False
+    if cond.op in (">", ">="):         # L - R >= 0 is R - L <= 0
+        a, c = -a, -c
+    if cond.op in ("<", ">"):          # d < 0 is d + 1 <= 0 for integers
+        c += 1
+    return a > 0 and -c // a == 0
 
 
 # ------------------------------------------------------------------ flash attention

@@ -508,3 +508,19 @@ def test_flash_without_the_rescale_is_not_attention():
     src = _flash(16, 16, "* 0.25", "o + exp(S - m_new) @ V_block", kind="")
     k = _everywhere(src, a, want, 2e-4)
     assert not recognise.attention(k)
+
+
+@pytest.mark.parametrize("cond", ["not (j > i)", "j - i <= 0"])
+def test_causal_forms_on_the_tensor_core_kernels(cond):
+    """A causal condition in another spelling takes the tensor-core kernels' causal path
+    (mma.sync and wgmma, f16, on the emulator) and gives the causal answer, numpy's."""
+    import attention_sources as A
+    from test_attention_mma import CUDA, SCHED, _check, _lower
+    from zynbook.compiler.schedules import attention_mma, attention_wgmma
+    from zynbook.compiler.schedules.attention import match
+    text = A.three_pass("causal", "const")          # the numpy answer reads `j <= i` from it
+    k, ins, sz, sc = _lower(text.replace("j <= i", cond), "f16", 70, 70, 16)
+    shape = match(k, CUDA, sz)[0]
+    assert shape.p.causal
+    for p in (attention_wgmma.default(16), attention_mma.choices(CUDA, shape, sz)[-1]):
+        _check(text, SCHED.build(k, CUDA, sz, p), k, ins, sz, sc)

@@ -659,6 +659,19 @@ fn zyn_fail(site: i32, v: i32) {
     if (atomicCompareExchangeWeak(&zyn_err[0], 0i, site).exchanged) { atomicStore(&zyn_err[1], v); }
 }"""
 
+def _pow_past32(k: str) -> str:
+    """The checked power of i32 (`k` "i") or u32 ("u") values held in 32 bits: by squaring,
+    each product checked (zyn_imul_past32, zyn_umul_past32)."""
+    t = k + "32"
+    return (f"fn zyn_{k}pow_past32(a0: {t}, b0: {t}, site: i32) -> {t} {{\n"
+            f"    var r = 1{k}; var a = a0;\n"
+            f"    for (var b = b0; b > 0{k}; b = b / 2{k}) {{\n"
+            f"        if (b % 2{k} == 1{k}) {{ r = zyn_{k}mul_past32(r, a, site); }}\n"
+            f"        if (b > 1{k}) {{ a = zyn_{k}mul_past32(a, a, site); }}\n"
+            "    }\n"
+            "    return r; }")
+
+
 _FIXED = {
     "zyn_fail": """\
 // the error flag (zynbook/compiler/errflag.py): the first failing site and its value win
@@ -701,15 +714,8 @@ fn zyn_imul_past32(a: i32, b: i32, site: i32) -> i32 {
     let r = bitcast<i32>(bitcast<u32>(a) * bitcast<u32>(b));
     let past = select(a != 0i && zyn_tdiv(r, a) != b, b == i32(-2147483647 - 1), a == -1i);
     if (past) { zyn_fail(site, 0i); } return r; }""",
-    # (by squaring: a square past i32 is one the power passes too, as its base is not 0)
-    "zyn_ipow_past32": """\
-fn zyn_ipow_past32(a0: i32, b0: i32, site: i32) -> i32 {
-    var r = 1i; var a = a0;
-    for (var b = b0; b > 0i; b = b / 2i) {
-        if (b % 2i == 1i) { r = zyn_imul_past32(r, a, site); }
-        if (b > 1i) { a = zyn_imul_past32(a, a, site); }
-    }
-    return r; }""",
+    # (by squaring: a square past 32 bits is one the power passes too, as its base is not 0)
+    "zyn_ipow_past32": _pow_past32("i"),
     "zyn_uadd_past32": """\
 // u64 arithmetic held in 32 bits: a value past them (or below 0) fails the site
 fn zyn_uadd_past32(a: u32, b: u32, site: i32) -> u32 {
@@ -722,14 +728,7 @@ fn zyn_usub_past32(a: u32, b: u32, site: i32) -> u32 {
 fn zyn_umul_past32(a: u32, b: u32, site: i32) -> u32 {
     let r = a * b;
     if (a != 0u && r / a != b) { zyn_fail(site, 0i); } return r; }""",
-    "zyn_upow_past32": """\
-fn zyn_upow_past32(a0: u32, b0: u32, site: i32) -> u32 {
-    var r = 1u; var a = a0;
-    for (var b = b0; b > 0u; b = b / 2u) {
-        if (b % 2u == 1u) { r = zyn_umul_past32(r, a, site); }
-        if (b > 1u) { a = zyn_umul_past32(a, a, site); }
-    }
-    return r; }""",
+    "zyn_upow_past32": _pow_past32("u"),
     "zyn_isnan_f32": """\
 // on the bits: a shader compiler may assume x == x
 fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }""",

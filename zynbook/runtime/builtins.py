@@ -729,7 +729,12 @@ def _reduction(name, method):
             # the mean of nothing is NaN, as numpy's, without numpy's warning on stderr
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)
-                return wrap(getattr(xp_of(t), method)(host_array(t), axis=axis), t)
+                xp, data = xp_of(t), host_array(t)
+                if xp is not np and method in ("sum", "mean") and data.dtype == np.float16:
+                    # numpy sums f16 in f32 and rounds once; CuPy's f16 mean sums in f16
+                    return wrap(getattr(xp, method)(data, axis=axis, dtype=np.float32)
+                                .astype(np.float16), t)
+                return wrap(getattr(xp, method)(data, axis=axis), t)
         except ValueError as err:       # a repeated axis; an empty tensor's max, argmax
             if t.size == 0:
                 raise ZynMLShapeError(f"{name}() of an empty tensor ({list(t.shape)}) has no "

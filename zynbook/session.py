@@ -169,6 +169,40 @@ def _bind_env(env: dict, program: A.Program, source: str) -> dict:
     return bound
 
 
+_PLAIN = frozenset({bool, int, float, str, type(None), Tensor})
+
+
+def _unbound(value, within: tuple = ()) -> bool:
+    """Whether `value`, put into a session's namespace directly (`session.namespace["x"] =
+    array`) rather than bound by `run(**env)`, is not yet as ZynML holds it: an array, a
+    numpy number, a dict, or a list, tuple or record holding one."""
+    if type(value) in _PLAIN:
+        return False
+    if isinstance(value, (list, tuple, Record)):
+        if id(value) in within:         # (bind_value says it contains itself)
+            return True
+        items = [value[k] for k in value.keys()] if isinstance(value, Record) else value
+        return any(_unbound(v, within + (id(value),)) for v in items)
+    if _zynml_value(value):
+        return False
+    return isinstance(value, (np.generic, dict)) or hasattr(value, "__array__") or \
+        hasattr(value, "__dlpack__")
+
+
+def bind_namespace(namespace: dict, program: A.Program, source: str, skip=()) -> None:
+    """Bind the values put into `namespace` directly as `run(**env)` binds them (a numpy
+    array a tensor, a dict a record, a numpy number a number), so that `program` reads
+    them as it reads its inputs; one no ZynML value stands for is a type error where
+    `program` (or a pipeline's definition called from Python) reads it. Names in `skip`
+    (the run's inputs) are bound anew anyway."""
+    raw = {name: value for name, value in namespace.items()
+           if name not in skip and _unbound(value)}
+    if raw:
+        if not isinstance(program, A.Program):
+            program = A.Program([program])
+        namespace.update(_bind_env(raw, program, source))
+
+
 class Session:
     """Names, the default device, and what the last cell compiled and launched.
 
@@ -262,6 +296,7 @@ class Session:
         if env and len(bound) < len(env):
             self.forget_unusable(env, bound)
         with self.lock:
+            bind_namespace(self.namespace, program, source, env)
             if bound:
                 self.namespace.update(bound)
                 # (inputs now, whatever bound these names before)

@@ -10,9 +10,10 @@ import sys
 import numpy as np
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.display import display
+from IPython.utils.text import DollarFormatter
 
 from ..compiler import ast as A
-from ..errors import ZynMLError
+from ..errors import ZynMLError, ZynMLSyntaxError, source_lines
 from ..kernel import cells
 from ..kernel.display import (InspectUsageError, bindable, code_bundle, is_tensor,
                               parse_inspect_args)
@@ -33,10 +34,71 @@ _EXPAND_DEPTH = 3
 
 def expand_line(shell, line: str) -> str:
     """A cell magic's `line` with the notebook's `$name` and `{expr}` expanded, as IPython
-    expands a line magic's (for magics marked `no_var_expand`)."""
+    expands a line magic's (for magics marked `no_var_expand`). An array there is a usage
+    error: its printed text is not its value (numpy's is cut short with `...` and rounded),
+    and a cell reads the notebook's arrays by their names."""
     if "$" in line or "{" in line or "}" in line:       # else expanding changes nothing
-        return shell.var_expand(line, _EXPAND_DEPTH)
+        formatter = _LineFormatter()
+        line = shell.var_expand(line, _EXPAND_DEPTH, formatter)
+        if formatter.refused is not None:
+            from IPython.core.error import UsageError
+            field, value = formatter.refused
+            raise UsageError(
+                f"`{field}` on the magic line is {_array_words(value)}, whose printed text is "
+                f"not its value; a cell reads the notebook's arrays by their names (write "
+                f"the name in the cell), and a line takes numbers, strings and lists")
     return line
+
+
+class _LineFormatter(DollarFormatter):
+    """IPython's expansion of `$name` and `{expr}`, refusing an array (what `refused` holds:
+    the field and its value; IPython's `var_expand` keeps the line as it was on any error)."""
+
+    def __init__(self):
+        super().__init__()
+        self.refused = self.field = None
+
+    def parse(self, fmt_string):
+        for literal, field, spec, conversion in super().parse(fmt_string):
+            self.field = field
+            yield literal, field, spec, conversion
+
+    def format_field(self, value, format_spec):
+        if _array_text_is_not_value(value):
+            self.refused = (self.field, value)
+            raise ValueError("an array on a magic line")
+        return super().format_field(value, format_spec)
+
+
+def _array_text_is_not_value(value) -> bool:
+    """An array whose `str` is not its value: every one but a numpy number or 0-d numpy
+    array (printed in the fewest digits that read back exactly)."""
+    if isinstance(value, np.generic) or type(value) is np.ndarray and value.ndim == 0:
+        return False
+    return hasattr(value, "__array__") or hasattr(value, "__dlpack__")
+
+
+def _array_words(value) -> str:
+    shape = getattr(value, "shape", None)
+    shape = "" if shape is None else f" of shape {tuple(shape)}"
+    kind = type(value)
+    return f"a `{kind.__module__.split('.')[0]}.{kind.__name__}`{shape}"
+
+
+def _say_not_expanded(err, source: str, user_ns: dict) -> None:
+    """A syntax error at `{name}` in a cell, where the notebook binds `name`: say that a
+    cell's text is not expanded (only its magic line is) and that the cell reads `name`
+    itself, as data (an array expanded to its printed text would be cut short)."""
+    if not (isinstance(err, ZynMLSyntaxError) and err.message.startswith("unexpected '{'")):
+        return
+    lines = source_lines(source)
+    text = lines[err.line - 1][err.column - 1:] if 0 < err.line <= len(lines) else ""
+    name = re.match(r"\{\s*([A-Za-z_]\w*)\s*\}", text)
+    if name and name.group(1) in user_ns and "is not expanded" not in err.message:
+        name = name.group(1)
+        err.message += (f" (a cell's text is not expanded as its magic line is: write "
+                        f"`{name}`, and the cell reads the notebook's `{name}` as data)")
+        err.args = (err.message,)
 
 
 _UNBOUND = object()
@@ -342,7 +404,11 @@ class ComputeMagics(Magics):
         """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
         shell = self.shell
         line = expand_line(shell, line)
-        source, bound, free, first = _cell_form(cell)
+        try:
+            source, bound, free, first = _cell_form(cell)
+        except ZynMLError as err:
+            _say_not_expanded(err, "\n" + cell, shell.user_ns)
+            raise
         user_ns = shell.user_ns
         written = self._written
         session = self.session

@@ -121,6 +121,9 @@ class Pipeline:
                 outside = getattr(session, "outside_names", None)
                 if outside is not None:
                     outside(self)
+                # (values put into the namespace directly, as the call's arguments are)
+                sys.modules[_SESSION].bind_namespace(self.interpreter.globals, self.node,
+                                                     self.source)
                 # the session lists what this call launched, as it lists a cell's (a model
                 # calling a pipeline per layer and step would otherwise pile them up)
                 session.last_kernels, session.launches = [], []

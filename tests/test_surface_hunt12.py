@@ -1,0 +1,125 @@
+"""The Python and notebook surface, a twelfth pass: values put into `session.namespace`
+directly, `{x}` and `$x` on a cell magic's line and `{x}` in its cell, and Python values of
+every kind bound by `%%compute` and written back. Compared with numpy written here, or
+checked for the error's kind, line and column."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import assert_equals_numpy
+from zynbook.errors import ZynMLError
+
+
+@pytest.fixture
+def shell():
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from zynbook.kernel import state
+
+    sh = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device="cpu"))
+    sh.run_line_magic("load_ext", "zynbook")
+    names = set(sh.user_ns)
+    yield sh
+    for name in set(sh.user_ns) - names:
+        sh.user_ns.pop(name, None)
+    state.set_notebook_session(None)
+
+
+def _cell(shell, cell, line=""):
+    result = shell.run_cell(f"%%compute {line}\n" + cell)
+    assert result.success, result.error_in_exec
+    return result.result
+
+
+def _fails(shell, text):
+    result = shell.run_cell(text)
+    assert not result.success
+    return result.error_in_exec
+
+
+# ------------------------------------------ values put into session.namespace directly
+
+_SCALE = "compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * k\n}\n"
+
+
+def test_values_put_into_the_namespace_are_bound_as_run_binds_them():
+    s = zynbook.Session("cpu")
+    x = np.arange(5, dtype=np.float32)
+    s.namespace.update(x=x, k=np.float32(2.5), lst=[1.0, np.float64(2.0), 3.0],
+                       d={"a": np.ones(3, np.float32), "b": [np.int32(4)]})
+    assert_equals_numpy(s.run("x * 2.0"), x * 2.0, 0)
+    assert_equals_numpy(s.run("sum(x)"), np.float32(10.0), 0)
+    assert_equals_numpy(s.run(_SCALE), x * np.float32(2.5), 0)
+    assert s.run("lst[1] + 1.0") == 3.0
+    assert_equals_numpy(s.run("d.a + 1.0"), np.full(3, 2.0, np.float32), 0)
+    assert s.run("d.b[0] * 2") == 8
+    x[0] = 7.0              # the caller's array, bound without a copy as run's inputs are
+    assert_equals_numpy(s.run("x + 0.0"), x, 0)
+
+
+def test_a_torch_tensor_put_into_the_namespace_is_bound():
+    torch = pytest.importorskip("torch")
+    s = zynbook.Session("cpu")
+    s.namespace["t"] = torch.arange(4, dtype=torch.float32)
+    assert_equals_numpy(s.run("t + 1.0"), np.arange(4, dtype=np.float32) + 1.0, 0)
+
+
+def test_a_pipeline_called_from_python_reads_values_put_into_the_namespace():
+    s = zynbook.Session("cpu")
+    s.run("pipeline f(a):\n    return a * w\n")
+    w = np.array([1.0, 2.0, 3.0], np.float32)
+    s.namespace["w"] = w
+    assert_equals_numpy(s.namespace["f"](np.full(3, 2.0, np.float32)), w * 2.0, 0)
+
+
+def test_an_unusable_value_put_into_the_namespace_is_a_type_error_where_read():
+    s = zynbook.Session("cpu")
+    s.namespace.update(z=np.zeros(2, np.complex64), x=np.ones(2, np.float32))
+    assert_equals_numpy(s.run("x * 3.0"), np.full(2, 3.0, np.float32), 0)   # z not read
+    with pytest.raises(ZynMLError) as info:
+        s.run("let y = 1\nlet w = z * 2.0\n")
+    assert (info.value.kind, info.value.line, info.value.column) == ("type", 2, 9)
+    assert "complex64" in str(info.value)
+
+
+# ------------------------------------------------- `{x}` on a magic line and in its cell
+
+def test_an_array_round_trips_exactly_through_a_cell(shell):
+    x = np.random.default_rng(3).standard_normal(2000).astype(np.float32)
+    shell.user_ns["x"] = x
+    _cell(shell, "let y = x\nlet s = sum(x)\n")
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["y"]), x)
+    assert shell.user_ns["y"].dtype == np.float32 and shell.user_ns["y"].shape == (2000,)
+
+
+@pytest.mark.parametrize("line", ["{x}", "$x", '@device("cpu") {x[:3]}'])
+def test_an_array_on_the_magic_line_is_a_usage_error_not_its_printed_text(shell, line):
+    from IPython.core.error import UsageError
+
+    shell.user_ns["x"] = np.arange(2000, dtype=np.float32)
+    err = _fails(shell, f"%%compute {line}\nlet s = sum(x)\n")
+    assert isinstance(err, UsageError), err
+    assert "printed text is not its value" in str(err) and "numpy.ndarray" in str(err)
+    assert "s" not in shell.user_ns
+    for magic in ("%%zynml_timeit -r 1", "%%compare --sizes n="):
+        err = _fails(shell, f"{magic}{line}\nlet s = sum(x)\n")
+        assert isinstance(err, UsageError) and "printed text" in str(err), err
+
+
+def test_scalars_and_strings_on_the_magic_line_still_expand(shell):
+    shell.user_ns.update(x=np.ones(3, np.float32), dev=np.str_("cpu"), n0=np.int64(2),
+                         z=np.array(3))
+    assert _cell(shell, "sum(x)\n", '@device("{dev}")') == 3.0
+    assert _cell(shell, "sum(x)\n", '@device("cpu") // {n0} {z}') == 3.0
+
+
+def test_braces_in_the_cell_are_not_expanded_and_say_so(shell):
+    shell.user_ns["x"] = np.arange(2000, dtype=np.float32)
+    err = _fails(shell, "%%compute\nlet s = sum({x})\n")
+    assert (err.kind, err.line, err.column) == ("syntax", 2, 13)
+    assert "write `x`" in str(err) and "^" in err.render()
+    assert float(_cell(shell, "sum(x)\n")) == float(np.arange(2000).sum())

@@ -115,6 +115,8 @@ def test_scalars_and_strings_on_the_magic_line_still_expand(shell):
                          z=np.array(3))
     assert _cell(shell, "sum(x)\n", '@device("{dev}")') == 3.0
     assert _cell(shell, "sum(x)\n", '@device("cpu") // {n0} {z}') == 3.0
+    # a comment is not expanded: an array named there is no error
+    assert _cell(shell, "sum(x)\n", '@device("{dev}")  # {x} was ones') == 3.0
 
 
 def test_braces_in_the_cell_are_not_expanded_and_say_so(shell):

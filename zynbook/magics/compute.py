@@ -36,10 +36,12 @@ def expand_line(shell, line: str) -> str:
     """A cell magic's `line` with the notebook's `$name` and `{expr}` expanded, as IPython
     expands a line magic's (for magics marked `no_var_expand`). An array there is a usage
     error: its printed text is not its value (numpy's is cut short with `...` and rounded),
-    and a cell reads the notebook's arrays by their names."""
-    if "$" in line or "{" in line or "}" in line:       # else expanding changes nothing
+    and a cell reads the notebook's arrays by their names. The line's comment is kept as
+    it is (`# {x} was 64`): nothing reads it."""
+    code = cells.magic_code(line)
+    if "$" in code or "{" in code or "}" in code:       # else expanding changes nothing
         formatter = _LineFormatter()
-        line = shell.var_expand(line, _EXPAND_DEPTH, formatter)
+        line = shell.var_expand(code, _EXPAND_DEPTH, formatter) + line[len(code):]
         if formatter.refused is not None:
             from IPython.core.error import UsageError
             field, value = formatter.refused

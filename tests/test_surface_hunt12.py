@@ -125,3 +125,28 @@ def test_braces_in_the_cell_are_not_expanded_and_say_so(shell):
     assert (err.kind, err.line, err.column) == ("syntax", 2, 13)
     assert "write `x`" in str(err) and "^" in err.render()
     assert float(_cell(shell, "sum(x)\n")) == float(np.arange(2000).sum())
+
+
+# ------------------------------------------------ a future a cell gives Python, awaited there
+
+_ASYNC = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] * 2.0 + 1.0\n}\n"
+
+
+def test_python_awaits_the_future_of_an_async_cell(shell):
+    # (`await y` in a Python cell was a TypeError: a future was not awaitable)
+    x = np.linspace(-1.0, 1.0, 7, dtype=np.float32)
+    shell.user_ns["x"] = x
+    _cell(shell, _ASYNC, "@async")
+    result = shell.run_cell("z = await y")
+    assert result.success, result.error_in_exec
+    assert_equals_numpy(shell.user_ns["z"], x * np.float32(2.0) + np.float32(1.0), 0)
+
+
+def test_awaiting_a_failed_async_block_in_python_is_its_zynml_error(shell):
+    shell.user_ns.update(x=np.arange(4, dtype=np.float32), idx=np.array([0, 9, 1], np.int32))
+    _cell(shell, "let y = compute(x, idx) {\n    for i in 0..n:\n        out[i] = x[idx[i]]\n}\n",
+          "@async")
+    err = _fails(shell, "z = await y")
+    assert (err.kind, err.line, err.column) == ("runtime", 4, 20), err
+    assert "index 9" in str(err)
+    assert _cell(shell, "sum(x)\n") == 6.0      # the shell still runs cells

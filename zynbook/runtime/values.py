@@ -62,6 +62,13 @@ class Future:
     def result(self, timeout=None):
         return self.inner.result(timeout)
 
+    def __await__(self):
+        """`await future` in Python (a notebook's top-level `await`, an async function):
+        its value, as `result()` gives it, the event loop running meanwhile."""
+        import asyncio
+
+        return asyncio.wrap_future(self.inner).__await__()
+
     def cancel(self, why: str = "") -> bool:
         """Stop the job: one still queued never starts, a running one is told to stop."""
         stopped = self.inner.cancel()

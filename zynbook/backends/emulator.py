@@ -229,7 +229,7 @@ def _max(*xs):
     for x in xs[1:]:
         if x != x:
             return x
-        if x > r:
+        if not r > x:       # of equal values the second, as numpy's maximum
             r = x
     return r
 
@@ -241,13 +241,13 @@ def _min(*xs):
     for x in xs[1:]:
         if x != x:
             return x
-        if x < r:
+        if not r < x:
             r = x
     return r
 
 
 def _clamp(x, lo, hi):
-    return _min(_max(x, lo), hi)
+    return _min(hi, _max(lo, x))      # numpy's clip: x itself where it equals a bound
 
 
 def _gelu(x, dtype):

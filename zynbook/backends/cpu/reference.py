@@ -133,7 +133,7 @@ _UNARY = {
     "round": np.rint, "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh,
     "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-    "relu": lambda x: np.maximum(x, 0),
+    "relu": lambda x: _extreme("max", x, np.zeros((), np.asarray(x).dtype)),
     "silu": lambda x: x / (1.0 + np.exp(-x)),
     "erf": lambda x: _erf(x),
     "gelu": lambda x: 0.5 * x * _erfc(-np.asarray(x, np.float64) / math.sqrt(2.0)).astype(np.result_type(x, np.float32)),
@@ -1246,13 +1246,12 @@ class ReferenceExecutor:
             if fn == "pow":
                 with np.errstate(all="ignore"):
                     res = _float_power(np.asarray(arrs[0], dtype=np_dtype(e.ty.dtype)), arrs[1])
-            elif fn == "clamp":
-                res = np.minimum(np.maximum(arrs[0], arrs[1]), arrs[2])
+            elif fn == "clamp":     # numpy's clip: x itself where it equals a bound
+                res = _extreme("min", arrs[2], _extreme("max", arrs[1], arrs[0]))
             else:
-                f = np.maximum if fn == "max" else np.minimum
                 res = arrs[0]
                 for x in arrs[1:]:
-                    res = f(res, x)
+                    res = _extreme(fn, res, x)
             if lanes == 0 and np.ndim(res) == 0:
                 return _cast_scalar(res, e.ty.dtype)
             return Val(np.asarray(res).astype(np_dtype(e.ty.dtype), copy=False)
@@ -1261,6 +1260,14 @@ class ReferenceExecutor:
 
 
 # ------------------------------------------------------------------------- helpers
+
+
+def _extreme(fn, a, b):
+    """numpy's maximum (or minimum) of f32: NaN propagates, and of equal values the second
+    (max(0.0, -0.0) is -0.0), in every dtype (numpy's f16 maximum gives the first)."""
+    with np.errstate(invalid="ignore"):
+        first = (np.greater(a, b) if fn == "max" else np.less(a, b)) | np.not_equal(a, a)
+    return np.where(first, a, b)
 
 
 def _uses(e, name) -> bool:

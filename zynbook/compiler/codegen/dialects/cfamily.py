@@ -36,8 +36,10 @@ def gelu_helper(recip: str) -> tuple:
 # helper name -> (text with {q} for the function qualifier, helpers it needs)
 HELPERS = {
     # NaN propagates, as numpy's minimum/maximum (the reference) do
-    "zyn_min": ("template <typename T> {q}T zyn_min(T a, T b) {{ return (b < a || b != b) ? b : a; }}", ()),
-    "zyn_max": ("template <typename T> {q}T zyn_max(T a, T b) {{ return (a < b || b != b) ? b : a; }}", ()),
+    # numpy's maximum and minimum: NaN propagates, and of equal values the second (-0.0 and
+    # 0.0: max(0.0, -0.0) is -0.0, max(-0.0, 0.0) is 0.0)
+    "zyn_min": ("template <typename T> {q}T zyn_min(T a, T b) {{ return (a < b || a != a) ? a : b; }}", ()),
+    "zyn_max": ("template <typename T> {q}T zyn_max(T a, T b) {{ return (a > b || a != a) ? a : b; }}", ()),
     # negated in unsigned arithmetic: abs(INT_MIN) is INT_MIN, as numpy's; GCC took `a < 0 ? -a
     # : a` for its abs, undefined there even under -fwrapv, and folded abs(x) < 1 to x == 0
     "zyn_iabs": ("template <typename T> {q}T zyn_iabs(T a) {{ "
@@ -216,9 +218,9 @@ class CFamily:
                 return self.fold(f"zyn_{fn}", args)
             name = self.need(f"zyn_{fn}") + t
             return reduce(lambda a, b: f"{name}({a}, {b})", args)
-        if fn == "clamp":
-            return (f"{self.need('zyn_min')}{t}({self.need('zyn_max')}{t}({args[0]}, {args[1]}), "
-                    f"{args[2]})")
+        if fn == "clamp":       # numpy's clip: x itself where it equals a bound (-0.0 at 0.0)
+            return (f"{self.need('zyn_min')}{t}({args[2]}, {self.need('zyn_max')}{t}({args[1]}, "
+                    f"{args[0]}))")
         if fn == "relu":
             zero = self.lit(0.0, dtype) if floats else f"({self.type(dtype)})0"
             return f"{self.need('zyn_max')}{t}({args[0]}, {zero})"

@@ -298,8 +298,8 @@ class WgslDialect:
         if fn in ("min", "max", "clamp", "relu") and t in ("i32", "u32", "f32", "f64"):
             # integers: WGSL's own; floats: the helpers that propagate NaN
             spell = (lambda f: f) if t in ("i32", "u32") else (lambda f: self.need(f"zyn_{f}_{t}"))
-            if fn == "clamp":
-                return f"{spell('min')}({spell('max')}({args[0]}, {args[1]}), {args[2]})"
+            if fn == "clamp":   # numpy's clip: x itself where it equals a bound (-0.0 at 0.0)
+                return f"{spell('min')}({args[2]}, {spell('max')}({args[1]}, {args[0]}))"
             if fn == "relu":
                 return f"{spell('max')}({args[0]}, {self.zero(dtype)})"
             return self.fold(spell(fn), args)
@@ -1118,10 +1118,13 @@ _FIXED["zyn_fmod_f64"] = (
 for _t in ("f32", "f64"):
     for _fn in ("max", "min"):
         _FIXED[f"zyn_{_fn}_{_t}"] = (
-            "// max and min propagate NaN, as numpy's maximum and minimum do (selects, no branch)\n"
+            "// max and min are numpy's maximum and minimum: NaN propagates, and of equal values the\n"
+            "// second (max(0.0, -0.0) is -0.0); each case its own select, or a shader compiler takes\n"
+            "// the first for its own max, which may give either zero and drop a NaN (OpenGL's did)\n"
             if (_t, _fn) == ("f32", "max") else "") + (
-            f"fn zyn_{_fn}_{_t}(a: {_t}, b: {_t}) -> {_t} {{\n    return select(select({_fn}(a, b), b, "
-            f"zyn_isnan_{_t}(b)), a, zyn_isnan_{_t}(a)); }}")
+            f"fn zyn_{_fn}_{_t}(a: {_t}, b: {_t}) -> {_t} {{\n"
+            f"    let r = select(select(b, a, a {'>' if _fn == 'max' else '<'} b), b, a == b);\n"
+            f"    return select(select(r, b, zyn_isnan_{_t}(b)), a, zyn_isnan_{_t}(a)); }}")
 
 
 def _helper(name: str) -> str:

@@ -86,6 +86,19 @@ def test_an_unusable_value_put_into_the_namespace_is_a_type_error_where_read():
     assert "complex64" in str(info.value)
 
 
+@pytest.mark.parametrize("value, what", [(np.sum, "_ArrayFunctionDispatcher"),
+                                         (lambda a: a, "function"), (dict, "type")])
+def test_a_function_put_into_the_namespace_is_the_type_error_run_gives(value, what):
+    # (`function is not a function` at the call, where run(**env) named the value)
+    s = zynbook.Session("cpu")
+    s.namespace["sum"] = value
+    with pytest.raises(ZynMLError) as info:
+        s.run("let y = 2\nlet z = sum(x) + 1.0\n", x=np.ones(3, np.float32))
+    assert (info.value.kind, info.value.line, info.value.column) == ("type", 2, 9)
+    assert f"`sum` is bound to a Python value of type `{what}`" in str(info.value)
+    assert s.run("1 + 1") == 2      # a program not reading it runs
+
+
 # ------------------------------------------------- `{x}` on a magic line and in its cell
 
 def test_an_array_round_trips_exactly_through_a_cell(shell):

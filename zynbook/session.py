@@ -175,7 +175,8 @@ _PLAIN = frozenset({bool, int, float, str, type(None), Tensor})
 def _unbound(value, within: tuple = ()) -> bool:
     """Whether `value`, put into a session's namespace directly (`session.namespace["x"] =
     array`) rather than bound by `run(**env)`, is not yet as ZynML holds it: an array, a
-    numpy number, a dict, or a list, tuple or record holding one."""
+    numpy number, a dict, or a list, tuple or record holding one; or a Python function or
+    class, which no ZynML value stands for (binding says so where a program reads it)."""
     if type(value) in _PLAIN:
         return False
     if isinstance(value, (list, tuple, Record)):
@@ -185,8 +186,8 @@ def _unbound(value, within: tuple = ()) -> bool:
         return any(_unbound(v, within + (id(value),)) for v in items)
     if _zynml_value(value):
         return False
-    return isinstance(value, (np.generic, dict)) or hasattr(value, "__array__") or \
-        hasattr(value, "__dlpack__")
+    return isinstance(value, (np.generic, dict, type)) or callable(value) or \
+        hasattr(value, "__array__") or hasattr(value, "__dlpack__")
 
 
 def bind_namespace(namespace: dict, program: A.Program, source: str, skip=()) -> None:

@@ -138,6 +138,10 @@ def test_braces_in_the_cell_are_not_expanded_and_say_so(shell):
     assert (err.kind, err.line, err.column) == ("syntax", 2, 13)
     assert "write `x`" in str(err) and "^" in err.render()
     assert float(_cell(shell, "sum(x)\n")) == float(np.arange(2000).sum())
+    for magic in ("%%zynml_timeit -r 1", "%%compare --repeat 1 --no-chart"):
+        err = _fails(shell, f"{magic}\nlet s = sum({{x}})\n")
+        assert (err.kind, err.line, err.column) == ("syntax", 2, 13), err
+        assert "write `x`" in str(err)
 
 
 # ------------------------------------------------ a future a cell gives Python, awaited there

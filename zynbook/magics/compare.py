@@ -572,7 +572,8 @@ class CompareMagics(Magics):
         from .. import compute_devices
         from ..compiler.parser import parse
 
-        from .compute import expand_line
+        from ..errors import ZynMLError
+        from .compute import _say_not_expanded, expand_line
 
         args = parse_args(expand_line(self.shell, line))
         devices = None if args.devices is None else device_list(args.devices)
@@ -587,8 +588,12 @@ class CompareMagics(Magics):
             raise UsageError(f"%%compare --repeat R: R is how many times to run the cell on "
                              f"each device, a whole number; not `{args.repeat}`")
         source = "\n" + cell                 # line 1 is the magic line, as the notebook shows
-        program = parse(source)
         user_ns = self.shell.user_ns
+        try:
+            program = parse(source)
+        except ZynMLError as err:
+            _say_not_expanded(err, source, user_ns)
+            raise
         hidden = set(getattr(self.shell, "user_ns_hidden", {}))
         size_name, size_values = parse_sizes(args.sizes)
         namespace = notebook_session().namespace

@@ -390,11 +390,19 @@ class ComputeMagics(Magics):
                                                       session)
         return session
 
+    def _cell_form(self, cell: str) -> tuple:
+        """`_cell_form(cell)`; a syntax error at `{name}` says the cell is not expanded."""
+        try:
+            return _cell_form(cell)
+        except ZynMLError as err:
+            _say_not_expanded(err, "\n" + cell, self.shell.user_ns)
+            raise
+
     def _program_and_env(self, cell: str, line: str = ""):
         """The cell's ZynML source, the names it binds and the notebook values its free
         names and those of the annotations on its magic `line` bind to (looked up at every
         run: the notebook may have rebound them)."""
-        source, bound, free, _ = _cell_form(cell)
+        source, bound, free, _ = self._cell_form(cell)
         free = cells.with_pipeline_globals(free + _line_names(line), self.session.namespace,
                                            source)
         self.session.forget_deleted(free, self.shell.user_ns)
@@ -406,11 +414,7 @@ class ComputeMagics(Magics):
         """%%compute [@annotation ...]: run the cell as ZynML (see `zynbook.magics`)."""
         shell = self.shell
         line = expand_line(shell, line)
-        try:
-            source, bound, free, first = _cell_form(cell)
-        except ZynMLError as err:
-            _say_not_expanded(err, "\n" + cell, shell.user_ns)
-            raise
+        source, bound, free, first = self._cell_form(cell)
         user_ns = shell.user_ns
         written = self._written
         session = self.session

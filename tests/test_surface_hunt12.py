@@ -167,3 +167,34 @@ def test_awaiting_a_failed_async_block_in_python_is_its_zynml_error(shell):
     assert (err.kind, err.line, err.column) == ("runtime", 4, 20), err
     assert "index 9" in str(err)
     assert _cell(shell, "sum(x)\n") == 6.0      # the shell still runs cells
+
+
+# ------------------------------------------------- an array given by numpy's array interface
+
+class _Interface:
+    """An array numpy reads through `__array_interface__` alone (as a PIL image is)."""
+
+    def __init__(self, array):
+        self.array = array
+        self.__array_interface__ = array.__array_interface__
+
+
+def test_an_array_interface_is_bound_as_its_array():
+    # (it was `a Python value of type _Interface, which a ZynML program cannot use`)
+    a = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    got = zynbook.run("let y = compute(x) {\n    for i in 0..r, j in 0..c:\n"
+                      "        out[i, j] = f32(x[i, j]) * 0.5\n}\ny\n", x=_Interface(a))
+    assert_equals_numpy(got, a.astype(np.float32) * np.float32(0.5), 0)
+    s = zynbook.Session("cpu")
+    s.namespace["x"] = _Interface(a)
+    assert_equals_numpy(s.run("sum(x)"), np.uint64(a.sum()), 0)
+
+
+def test_a_pil_image_is_read_by_a_cell(shell):
+    Image = pytest.importorskip("PIL.Image")
+    pixels = np.random.default_rng(5).integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    shell.user_ns["img"] = Image.fromarray(pixels)
+    _cell(shell, "let g = compute(img) {\n    for i in 0..h, j in 0..w:\n"
+                 "        out[i, j] = f32(img[i, j, 1])\n}\n")
+    assert_equals_numpy(shell.user_ns["g"], pixels[:, :, 1].astype(np.float32), 0)
+    np.testing.assert_array_equal(np.asarray(shell.user_ns["img"]), pixels)

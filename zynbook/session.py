@@ -187,7 +187,8 @@ def _unbound(value, within: tuple = ()) -> bool:
     if _zynml_value(value):
         return False
     return isinstance(value, (np.generic, dict, type)) or callable(value) or \
-        hasattr(value, "__array__") or hasattr(value, "__dlpack__")
+        hasattr(value, "__array__") or hasattr(value, "__array_interface__") or \
+        hasattr(value, "__dlpack__")
 
 
 def bind_namespace(namespace: dict, program: A.Program, source: str, skip=()) -> None:

@@ -197,7 +197,8 @@ def _unmasked(value) -> None:
 
 
 def to_tensor(value, device: str = "cpu"):
-    """A Tensor for numpy arrays, anything with __array__ or __dlpack__; None otherwise."""
+    """A Tensor for numpy arrays, anything with __array__, __array_interface__ or
+    __dlpack__; None otherwise."""
     if isinstance(value, Tensor):
         return value
     if isinstance(value, np.ndarray):
@@ -230,7 +231,8 @@ def to_tensor(value, device: str = "cpu"):
                 pass
         # (a lazily negated view, `-t` of some ops, is its values: numpy() refuses it)
         return Tensor(np.asarray(value.cpu().resolve_neg().numpy()), "cpu", dtype=dtype)
-    if hasattr(value, "__array__"):
+    if hasattr(value, "__array__") or hasattr(value, "__array_interface__"):
+        # (numpy's array interface alone: a PIL image, what a C extension hands over)
         return Tensor(_native_order(np.asarray(value)), "cpu")
     if hasattr(value, "__dlpack__"):
         return Tensor(np.from_dlpack(value), "cpu")

@@ -198,3 +198,14 @@ def test_a_pil_image_is_read_by_a_cell(shell):
                  "        out[i, j] = f32(img[i, j, 1])\n}\n")
     assert_equals_numpy(shell.user_ns["g"], pixels[:, :, 1].astype(np.float32), 0)
     np.testing.assert_array_equal(np.asarray(shell.user_ns["img"]), pixels)
+
+
+@pytest.mark.parametrize("value, dtype", [(np.timedelta64(5, "s"), "timedelta64[s]"),
+                                          (np.timedelta64("NaT"), "timedelta64")])
+def test_a_numpy_timedelta_is_a_type_error_naming_its_dtype(value, dtype):
+    # (np.timedelta64 is an integer to numpy: it was bound as a datetime.timedelta, or
+    # as None for NaT, and failed later or not at all)
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run("let a = 1\nlet b = x\n", x=value)
+    assert (info.value.kind, info.value.line, info.value.column) == ("type", 2, 9)
+    assert f"of dtype `{dtype}`" in str(info.value)

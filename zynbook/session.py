@@ -73,7 +73,9 @@ def bind_value(value, _path: str = "", _within: tuple = ()):
     if isinstance(value, (np.bool_, np.integer, np.floating, np.str_)):
         # a numpy number is a number (np.float64 is a float too), np.str_ a string
         number = value.item()
-        if isinstance(number, np.generic):      # np.longdouble, which no Python number holds
+        if isinstance(number, np.generic) or not isinstance(number, (bool, int, float, str)):
+            # np.longdouble, which no Python number holds; np.timedelta64 (an integer to
+            # numpy), whose item is a datetime.timedelta
             raise _Unusable(value, _path, value.dtype)
         return number
     if isinstance(value, (bool, int, float, str)) or value is None:

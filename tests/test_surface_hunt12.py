@@ -209,3 +209,28 @@ def test_a_numpy_timedelta_is_a_type_error_naming_its_dtype(value, dtype):
         zynbook.run("let a = 1\nlet b = x\n", x=value)
     assert (info.value.kind, info.value.line, info.value.column) == ("type", 2, 9)
     assert f"of dtype `{dtype}`" in str(info.value)
+
+
+# ------------------------------------------------ the inspector after a cell whose launch failed
+
+_GATHER = "let y = compute(x, idx) {\n    for i in 0..n:\n        out[i] = x[idx[i]]\n}\n"
+
+
+@pytest.mark.parametrize("device", ["cpu", "cpu:native"])
+def test_the_inspector_says_a_failed_launch_failed_on_its_device(shell, device):
+    # (it said `device: not launched`, where %zynml_inspect says the launch failed)
+    from zynbook.kernel.state import last_run
+    from zynbook.widgets.views import launch_info_html
+
+    shell.user_ns.update(x=np.arange(4, dtype=np.float32), idx=np.array([0, 9], np.int32))
+    err = _fails(shell, f'%%compute @device("{device}")\n' + _GATHER)
+    assert (err.kind, err.line, err.column) == ("runtime", 4, 20), err
+    kernels, launches = last_run()
+    info = launch_info_html(kernels[-1], launches)
+    assert f"{device} (its launch failed: ZynML runtime error)" in info, info
+    assert "not launched" not in info
+    shell.user_ns["idx"] = np.array([3, 0], np.int32)     # the cell runs again, and right
+    _cell(shell, _GATHER, f'@device("{device}")')
+    assert_equals_numpy(shell.user_ns["y"], np.array([3.0, 0.0], np.float32), 0)
+    kernels, launches = last_run()
+    assert "launches" in launch_info_html(kernels[-1], launches)

@@ -148,7 +148,10 @@ def launch_info_html(kernel, launches, devices: dict | None = None) -> str:
         params = ", ".join(f"{k}={v}" for k, v in ktype.params)
         rows.append(("type", ktype.kind + (f"({params})" if params else "")))
     mine = [ln for ln in launches if ln.kernel == kernel.name]
-    if mine:
+    note = getattr(kernel, "note", "")
+    if note:        # no launch: where it was to run and why not (as %inspect says)
+        rows.append(("device", f"{kernel.device.id} ({note})"))
+    elif mine:
         last = mine[-1]
         rows.append(("device", last.device))
         info = (devices or {}).get(last.device, {})

@@ -92,6 +92,14 @@ class _AttentionPattern:
     # an additive score term (a relative-position bias, a float mask of 0 and -inf): a CIR
     # expression over the same names as `mask`
     bias: cir.Expr | None = None
+    # the score's kept condition, over the names of `mask`: a key where it fails is admitted
+    # with the score -inf (`where(keep, score, -inf)`), unlike a key `mask` leaves out
+    keep: cir.Expr | None = None
+
+    @property
+    def rescored(self) -> bool:
+        """Whether the score is more than the scaled dot product (a bias, a kept condition)."""
+        return self.bias is not None or self.keep is not None
 
     @property
     def masked(self) -> bool:
@@ -494,11 +502,14 @@ class _Att:
         self.key = None             # (stop canon, cond canon)
         self.key_loop = None
         self.bias = None            # the score's added term (key var %j), if any
+        self.keep = None            # the score's kept condition (key var %j), if any
 
     def check_score(self, s):
         """`s` (key variable %j) is dot(Q[b, h, i], K[b, h, %j]) * launch constant, plus
-        any terms without a dot product (the bias)."""
-        terms = _sum_terms(s)
+        any terms without a dot product (the bias), where a kept condition holds and -inf
+        elsewhere where it is `where(cond, ..., -inf)`."""
+        keep, kept = _kept_score(s)
+        terms = _sum_terms(kept)
         with_dot = [t for t in terms if _has_dot(t[1])]
         if len(with_dot) != 1 or with_dot[0][0] != 1:
             raise _No("the score is not one dot(Q row, K row) times a constant")
@@ -549,13 +560,17 @@ class _Att:
             if not names <= _constants(self.k) | {b, h, i, _J} - {None} or \
                     any(ld.buffer == self.k.output.name for ld in loads(bias_expr)):
                 raise _No("the score's added term depends on more than b, h, query, key and inputs")
+        if keep is not None and (not free_vars(keep) <= _constants(self.k) | {b, h, i, _J} - {None} or
+                                 any(ld.buffer == self.k.output.name for ld in loads(keep))):
+            raise _No("the score's condition depends on more than b, h, query, key and inputs")
         parts = (qload.buffer, kload.buffer, b, h, i, canon(_product(rest, dens)), self.q_axes,
-                 self.k_axes, canon(head_group), canon(bias_expr))
+                 self.k_axes, canon(head_group), canon(bias_expr), canon(keep))
         if self.parts is not None and self.parts != parts:
             raise _No("the key loops compute different scores")
         if self.parts is None:
             self.scale = _product(rest, dens)
             self.bias = bias_expr
+            self.keep = keep
         self.parts = parts
         self.score = canon(s)
 
@@ -566,6 +581,18 @@ class _Att:
         if self.key is None:
             self.key_loop = kl
         self.key = key
+
+
+def _kept_score(s) -> tuple:
+    """(cond, x) where `s` is where(cond, x, -inf), or where(c, -inf, x) with cond `not c`
+    (nested ones joined by `and`): x where cond holds, -inf elsewhere; (None, s) otherwise."""
+    if isinstance(s, cir.Select):
+        for x, other, flip in ((s.if_true, s.if_false, False), (s.if_false, s.if_true, True)):
+            if _is_const(other, -math.inf) and _has_dot(x):
+                cond = cir.Unary("not", s.cond, s.cond.ty) if flip else s.cond
+                inner, x = _kept_score(x)
+                return (cond if inner is None else cir.Bin("and", cond, inner, s.cond.ty)), x
+    return None, s
 
 
 def _max_update(att: _Att, kl: _KeyLoop, m: str):
@@ -814,7 +841,7 @@ def _one_pass(kernel, att, loops, d_loop, stmts):
             and {sn[0].name, sd[0].name} == set(others)):
         raise _No("the stored value is not the weighted sum divided by the sum")
     acc, l = sn[0].name, sd[0].name
-    scored = {att.parts[0], att.parts[1]} | {x.buffer for x in loads(att.bias)}
+    scored = {att.parts[0], att.parts[1]} | {x.buffer for x in loads(att.bias) + loads(att.keep)}
     vl = [x for x in loads(kl.updates[acc]) if x.buffer not in scored]
     if len(vl) != 1:
         raise _No("the value is not V[b, h, key, d]")
@@ -848,12 +875,14 @@ def _result(kernel, att, form, loops, vinfo, head_dim, empty_row, o_axes):
     if not _float_input(kernel, vinfo[0], att.rank):
         raise _No("V is not a float input")
     bias = None if att.bias is None else _rename(att.bias, _J, kl.var)
+    keep = None if att.keep is None else _rename(att.keep, _J, kl.var)
     return Attention(form=form, q=q, k=k_, v=vinfo[0], out=kernel.output.name,
                      batch_var=b, head_var=h, query_var=i, key_var=kl.var,
                      n_batch=stops.get(b, one), n_heads=stops.get(h, one), n_queries=stops[i],
                      n_keys=kl.stop, head_dim=head_dim, scale=att.scale, mask=mask, causal=causal,
                      empty_row=empty_row, q_axes=att.q_axes, k_axes=att.k_axes,
-                     v_axes=vinfo[2], out_axes=o_axes, kv_group=att.kv_group, bias=bias)
+                     v_axes=vinfo[2], out_axes=o_axes, kv_group=att.kv_group, bias=bias,
+                     keep=keep)
 
 
 def _key_at_most_query(cond, key: str, query: str) -> bool:

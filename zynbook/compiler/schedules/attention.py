@@ -789,11 +789,14 @@ class _Kernel:
 
     def scored(self, s, unit: float = 1.0) -> ir.Expr:
         """Score `s` of key _jc plus the pattern's added term (times `unit`: log2(e) where
-        the scores are in base 2)."""
-        if self.shape.p.bias is None:
-            return s
-        bias = cast(self.at_key(self.shape.p.bias), F)
-        return ir.Bin("+", s, bias if unit == 1.0 else ir.Bin("*", bias, lit(unit, F), F), F)
+        the scores are in base 2), -inf where the score's kept condition fails."""
+        p = self.shape.p
+        if p.bias is not None:
+            bias = cast(self.at_key(p.bias), F)
+            s = ir.Bin("+", s, bias if unit == 1.0 else ir.Bin("*", bias, lit(unit, F), F), F)
+        if p.keep is not None:
+            s = ir.Select(cast(self.at_key(p.keep), "bool"), s, NEG, F)
+        return s
 
     def at_key(self, e) -> ir.Expr:
         """The pattern's expression `e` over (batch, head, query, key) at (_b, _h, _qc, _jc)."""

@@ -173,7 +173,7 @@ def width(shape) -> int:
 def foldable(shape) -> bool:
     """Whether the scale may be folded into the exponent's FMA (`fold_scale`): the raw
     scores' maximum is the scores' where the scale is not negative and nothing is added."""
-    return shape.p.bias is None and nonnegative(shape.p.scale)
+    return not shape.p.rescored and nonnegative(shape.p.scale)
 
 
 def unfolded(shape, params):
@@ -209,7 +209,7 @@ def why_not(target, shape, params=None) -> str | None:
                 f"takes {' or '.join(map(str, BLOCK_KV))} keys in {' or '.join(map(str, STAGES))}")
     if params.fold_scale and not foldable(shape):
         return ("the score has an added term: the scores' maximum is not the raw dot products'"
-                if shape.p.bias is not None else
+                if shape.p.rescored else
                 "the scale's sign is not known: the scaled scores' maximum is not the raw ones'")
     if shared_bytes(params, width(shape)) > target.shared_bytes:
         return f"head_dim {_widths(shape)}: the Q, K and V tiles outgrow the shared memory"
@@ -603,7 +603,7 @@ class _MmaKernel(_Kernel):
                 # the added term, in base 2 as the scaled score (at the key clamped in range)
                 v = s(j, c) if fold else self.scored(scaled(s(j, c)), LOG2E)
                 pre = []
-                if ok is not None or p.bias is not None:
+                if ok is not None or p.rescored:
                     key = self.add(r("_k0"), self.mul(j, self.i(8)), self.mul(r("_t4"), self.i(2)), c)
                     pre = [ir.Decl("_j", idx, key),
                            ir.Decl("_jc", idx, ir.Math("min", (r("_j"), ir.Bin("-", r("_SK"), self.i(1), idx)), idx))]

@@ -234,3 +234,16 @@ def test_the_inspector_says_a_failed_launch_failed_on_its_device(shell, device):
     assert_equals_numpy(shell.user_ns["y"], np.array([3.0, 0.0], np.float32), 0)
     kernels, launches = last_run()
     assert "launches" in launch_info_html(kernels[-1], launches)
+
+
+def test_the_zynml_kernel_says_its_cells_are_not_expanded(shell):
+    from zynbook.kernel.kernel import ZynMLRunner
+
+    runner = ZynMLRunner(shell)
+    x = np.arange(2000, dtype=np.float32)
+    shell.user_ns["x"] = x
+    with pytest.raises(ZynMLError) as info:
+        runner.run("let a = 1\nlet s = sum({x})\n")
+    assert (info.value.kind, info.value.line, info.value.column) == ("syntax", 2, 13)
+    assert "write `x`" in str(info.value)
+    assert_equals_numpy(runner.run("sum(x)"), np.float32(x.sum()), 0)

@@ -223,8 +223,9 @@ class ZynMLRunner:
                 value, is_expr = session._run_cell(source, "", env)
             note_python_bounds(session, env, source)
         except ZynMLError as err:
-            from ..magics.compute import _unusable_read
+            from ..magics.compute import _say_not_expanded, _unusable_read
 
+            _say_not_expanded(err, source, self.shell.user_ns)     # `{x}`: write `x`
             # `unknown name x` where Python binds x to a value ZynML cannot use: say so
             unusable = _unusable_read(self.shell, err, source)
             if unusable is not None:

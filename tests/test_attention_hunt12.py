@@ -150,3 +150,21 @@ def test_query_with_every_key_masked_is_nan_as_numpy(form):
     want = _softmax_av(a, 0.125, mask)
     assert np.isnan(want[:, :, 5]).all() and not np.isnan(np.delete(want, 5, 2)).any()
     _everywhere(src, {**a, "M": mask}, want)
+
+
+@pytest.mark.parametrize("form", ["three", "one"])
+def test_minus_inf_mask_on_the_tensor_core_kernels(form):
+    """f16 on the mma.sync and wgmma kernels (the emulator): the kept condition scores -inf,
+    the query with no key kept is NaN."""
+    from test_attention_mma import CUDA, SCHED, mma_sync_default
+    from zynbook.compiler.schedules import attention_mma, attention_wgmma
+    from zynbook.compiler.schedules.attention import match
+    a = _qkv(40, 16, dtype=np.float16)
+    mask = _bool_mask(40, 40, empty_row=7)
+    src = (_three_pass if form == "three" else _one_pass)(f"where(M[i, j], {DOT}, -inf)", "Q, K, V, M")
+    k, ins, sz, sc = lower_block(src, {**a, "M": mask}, None, None)
+    shape = match(k, CUDA, sz)[0]
+    want = _softmax_av(a, 0.125, mask)
+    for p in (mma_sync_default(k, sz), attention_mma.unfolded(shape, attention_wgmma.default(16))):
+        got = emulate_kernel(SCHED.build(k, CUDA, sz, p), k, ins, sz, sc, warp=32).astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2, equal_nan=True)

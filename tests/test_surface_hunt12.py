@@ -59,6 +59,9 @@ def test_values_put_into_the_namespace_are_bound_as_run_binds_them():
     assert s.run("d.b[0] * 2") == 8
     x[0] = 7.0              # the caller's array, bound without a copy as run's inputs are
     assert_equals_numpy(s.run("x + 0.0"), x, 0)
+    s.namespace["w"] = w = np.ones(3, np.float32)
+    assert_equals_numpy(s.run("w[0] = 9.0\nw"), np.array([9.0, 1.0, 1.0], np.float32), 0)
+    assert_equals_numpy(w, np.ones(3, np.float32), 0)     # written into a copy, as run's
 
 
 def test_a_torch_tensor_put_into_the_namespace_is_bound():

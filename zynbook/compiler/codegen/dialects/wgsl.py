@@ -634,6 +634,8 @@ def _deps(name: str) -> tuple:
         return ("zyn_exp_f32",)
     if name == "zyn_pow_f32":
         return ("zyn_isnan_f32", "zyn_isfinite_f32", "zyn_pow_pos_f32", "zyn_powi_f32")
+    if name == "zyn_powi_f32":
+        return ("zyn_pow2i_f32",)
     if name == "zyn_pow_pos_f32":
         return ("zyn_isfinite_f32", "zyn_log_f32", "zyn_exp_f32", "zyn_pow2i_f32")
     if name == "zyn_tanh_f32":
@@ -856,18 +858,60 @@ fn zyn_erfc_f32(x: f32) -> f32 {
     "zyn_gelu_f32": """\
 fn zyn_gelu_f32(x: f32) -> f32 { return 0.5f * x * zyn_erfc_f32(x * -0.70710678118654752f); }""",
     "zyn_powi_f32": """\
-// a^n, n below 32, by squaring (no loop: llvmpipe budgets a thread's loop iterations)
-fn zyn_powi_f32(a: f32, n: u32) -> f32 {
-    var r = select(1.0f, a, (n & 1u) != 0u);
-    var p = a * a;
-    if ((n & 2u) != 0u) { r = r * p; }
-    p = p * p;
-    if ((n & 4u) != 0u) { r = r * p; }
-    p = p * p;
-    if ((n & 8u) != 0u) { r = r * p; }
-    p = p * p;
-    if ((n & 16u) != 0u) { r = r * p; }
-    return r; }""",
+// a^n of a whole n (|n| < 2^24, a > 0 finite) by squaring in double-f32, values (hi + lo) *
+// 2^e with hi in [1, 2): each product exact to 2^-44 or so, so the result rounds once, as
+// numpy's (C's) powf (the logarithm's rounding times n left 7^11 and 3^20 3 and 4 ulp off)
+fn zyn_split_f32(v: f32) -> vec2<f32> {
+    // v's leading 12 bits and the rest, exactly, from the bits (no fma, which WGSL may leave
+    // unfused, nor Dekker's c - (c - v), which a shader compiler may fold to v)
+    let h = bitcast<f32>(bitcast<u32>(v) & 0xfffff000u);
+    return vec2<f32>(h, v - h); }
+fn zyn_ddmul_f32(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let p = a.x * b.x;
+    let x = zyn_split_f32(a.x);
+    let y = zyn_split_f32(b.x);
+    let e = ((x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y;   // a.x * b.x - p
+    let lo = e + (a.x * b.y + a.y * b.x);
+    // renormalised (else lo doubles against p with each square), p + lo behind a select on
+    // its bits, or a shader compiler folds (p + lo) - p to lo, and the correction to 0
+    let s = select(p + lo, p, (bitcast<u32>(lo) & 0x7fffffffu) > 0x7f800000u);
+    return vec2<f32>(s, lo - (s - p)); }
+// x (hi in [1/8, 8)) as (hi, lo) * 2^z, hi in [1, 2): (hi, lo, z)
+fn zyn_ddnorm_f32(x: vec2<f32>) -> vec3<f32> {
+    let z = i32(bitcast<u32>(x.x) >> 23u) - 127i;
+    let s = bitcast<f32>(u32(127i - z) << 23u);
+    return vec3<f32>(x.x * s, x.y * s, f32(z)); }
+fn zyn_powi_f32(a: f32, n: i32) -> f32 {
+    let sub = a < 1.17549435e-38f;
+    let u = bitcast<u32>(select(a, a * 16777216.0f, sub));
+    var pz = f32(i32(u >> 23u) - 127i) - select(0.0f, 24.0f, sub);
+    var p = vec2<f32>(bitcast<f32>((u & 0x7fffffu) | 0x3f800000u), 0.0f);
+    if (n < 0) {        // 1 / a: the residual 1 - hi * (1 / hi) is exact
+        let q = 1.0f / p.x;
+        let pq = zyn_ddmul_f32(p, vec2<f32>(q, 0.0f));
+        p = vec2<f32>(q * 2.0f, q * 2.0f * ((1.0f - pq.x) - pq.y));
+        pz = -pz - 1.0f;
+    }
+    var r = vec3<f32>(1.0f, 0.0f, 0.0f);
+    var k = u32(abs(n));
+    for (var i = 0; i < 25; i++) {
+        if ((k & 1u) != 0u) {
+            let m = zyn_ddnorm_f32(zyn_ddmul_f32(r.xy, p));
+            r = vec3<f32>(m.xy, m.z + r.z + pz);
+        }
+        k = k >> 1u;
+        // past 2^+-300 with more factors to come: the power is inf or 0
+        if (k == 0u || abs(r.z) > 300.0f || abs(pz) > 300.0f) { break; }
+        let m = zyn_ddnorm_f32(zyn_ddmul_f32(p, p));
+        p = m.xy;
+        pz = m.z + pz * 2.0f;
+    }
+    let z = select(r.z, pz, k != 0u);
+    if (abs(z) > 300.0f) { return select(0.0f, bitcast<f32>(0x7f800000u), z > 0.0f); }
+    // 2^z in three normal factors, multiplied in after hi + lo, so that only the last rounds
+    let z1 = floor(z / 3.0f);
+    let z2 = floor((z - z1) * 0.5f);
+    return (r.x + r.y) * zyn_pow2i_f32(z1) * zyn_pow2i_f32(z2) * zyn_pow2i_f32(z - z1 - z2); }""",
     "zyn_pow_f32": """\
 fn zyn_pow_f32(a: f32, b: f32) -> f32 {
     // numpy's power (C's pow), where WGSL's pow is undefined: a^0 and 1^b are 1 (a NaN
@@ -879,16 +923,10 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
         // -0 to an odd whole power keeps its sign (-0^-1 is -inf)
         let z = select(0.0f, bitcast<f32>(0x7f800000u), b < 0.0f);
         return select(z, -z, bitcast<u32>(a) != 0u && b == floor(b) && abs(b) < 16777216.0f && (i32(b) & 1i) == 1i); }
-    // a whole power below 32 by products where they are exact (3^4 was 81.000008, 10^-2
-    // two ulps off): the odd part of a's significand to that power fits 24 bits (else the
-    // products' roundings add up past the logarithm's); a negative one where its
-    // reciprocal is of a normal number
-    let m = (bitcast<u32>(a) & 0x7fffffu) | 0x800000u;
-    if (b == floor(b) && abs(b) < 32.0f && zyn_isfinite_f32(a) && abs(a) >= 1.17549435e-38f
-            && zyn_powi_f32(f32(m >> countTrailingZeros(m)), u32(abs(b))) < 16777216.0f) {
-        let r = zyn_powi_f32(a, u32(abs(b)));
-        if (b > 0.0f) { return r; }
-        if (abs(r) > 1.17549435e-38f && abs(r) < 3.40282347e+38f) { return 1.0f / r; }
+    // a whole power by products (3^4 was 81.000008, 10^-2 two ulps off by the logarithm)
+    if (b == floor(b) && abs(b) < 16777216.0f && zyn_isfinite_f32(a)) {
+        let r = zyn_powi_f32(abs(a), i32(b));
+        return select(r, -r, a < 0.0f && (i32(b) & 1i) == 1i);
     }
     if (a < 0.0f) {
         if (b != floor(b)) {

@@ -250,3 +250,17 @@ def test_the_zynml_kernel_says_its_cells_are_not_expanded(shell):
     assert (info.value.kind, info.value.line, info.value.column) == ("syntax", 2, 13)
     assert "write `x`" in str(info.value)
     assert_equals_numpy(runner.run("sum(x)"), np.float32(x.sum()), 0)
+
+
+@pytest.mark.parametrize("devices", ["", " , ", []])
+def test_timing_compare_on_no_device_says_so(shell, devices):
+    # (an empty chart, as %%compare --devices , is a usage error)
+    pytest.importorskip("ipywidgets")
+    from zynbook.widgets import TimingWidget
+
+    with pytest.raises(ZynMLError) as info:
+        TimingWidget.compare("x * 2.0", devices, env={"x": np.ones(2, np.float32)}, repeat=1)
+    assert info.value.kind == "device" and "names no device" in str(info.value)
+    widget = TimingWidget.compare("x * 2.0", "cpu", env={"x": np.ones(2, np.float32)},
+                                  repeat=1)
+    assert list(widget.results) == ["cpu"] and "error" not in widget.results["cpu"]

@@ -70,6 +70,10 @@ class TimingWidget(W.VBox):
         elif isinstance(devices, str):
             # one id, or several as %%compare takes them (each letter was taken for an id)
             devices = device_list(devices)
+        if not devices:     # (an empty chart, said nothing)
+            from ..errors import ZynMLDeviceError
+            raise ZynMLDeviceError("TimingWidget.compare: `devices` names no device; give "
+                                   "ids such as 'cpu,vulkan:0', or None for every device")
         env = unplaced(self._notebook_env(source) if env is None else env)
         results = {}
         for device in devices:

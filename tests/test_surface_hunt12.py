@@ -264,3 +264,21 @@ def test_timing_compare_on_no_device_says_so(shell, devices):
     widget = TimingWidget.compare("x * 2.0", "cpu", env={"x": np.ones(2, np.float32)},
                                   repeat=1)
     assert list(widget.results) == ["cpu"] and "error" not in widget.results["cpu"]
+
+
+def test_a_namespace_assigned_anew_is_the_one_a_run_reads():
+    # (the interpreter kept the dict the session was made with: `unknown name x`)
+    s = zynbook.Session("cpu")
+    s.run("var a = 1\nlet old = 2\n")
+    x = np.arange(3, dtype=np.float32)
+    s.namespace = {"x": x, "a": 5}
+    assert_equals_numpy(s.run("x * 2.0"), x * 2.0, 0)
+    assert "old" not in s.namespace and isinstance(s.namespace["x"], zynbook.Tensor)
+    with pytest.raises(ZynMLError) as info:     # `a` is an input now, not the old var
+        s.run("a = 2")
+    assert (info.value.kind, info.value.line, info.value.column) == ("type", 1, 1)
+    with pytest.raises(ZynMLError) as info:
+        s.run("old")
+    assert info.value.kind == "name"
+    with pytest.raises(ZynMLError):
+        s.namespace = [("x", 1)]

@@ -233,6 +233,23 @@ class Session:
         self.interpreter = Interpreter(self)
 
     @property
+    def namespace(self) -> dict:
+        return self._namespace
+
+    @namespace.setter
+    def namespace(self, names: dict):
+        """`session.namespace = {...}`: the next run reads these names (the interpreter
+        kept reading the dict it was made with), their `var`s declared anew."""
+        if not isinstance(names, dict):
+            raise ZynMLTypeError(f"a session's namespace is a dict of names, not "
+                                 f"{type(names).__name__}")
+        with self.lock:
+            self._namespace = names
+            interp = getattr(self, "interpreter", None)
+            if interp is not None:
+                interp.globals, interp.mutable = names, {}
+
+    @property
     def default_device(self) -> str:
         return self._default_device
 

@@ -185,7 +185,8 @@ def _unbound(value, within: tuple = ()) -> bool:
         if id(value) in within:         # (bind_value says it contains itself)
             return True
         items = [value[k] for k in value.keys()] if isinstance(value, Record) else value
-        return any(_unbound(v, within + (id(value),)) for v in items)
+        inside = within + (id(value),)
+        return any(type(v) not in _PLAIN and _unbound(v, inside) for v in items)
     if _zynml_value(value):
         return False
     return isinstance(value, (np.generic, dict, type)) or callable(value) or \
@@ -199,8 +200,8 @@ def bind_namespace(namespace: dict, program: A.Program, source: str, skip=()) ->
     them as it reads its inputs; one no ZynML value stands for is a type error where
     `program` (or a pipeline's definition called from Python) reads it. Names in `skip`
     (the run's inputs) are bound anew anyway."""
-    raw = {name: value for name, value in namespace.items()
-           if name not in skip and _unbound(value)}
+    raw = {name: value for name, value in namespace.items()     # (a run's every call)
+           if type(value) not in _PLAIN and name not in skip and _unbound(value)}
     if raw:
         if not isinstance(program, A.Program):
             program = A.Program([program])

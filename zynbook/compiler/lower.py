@@ -1480,7 +1480,9 @@ class _Lowering:
         typed = [v for _, v, *_ in self.out_stores
                  if id(v) not in self.weak_out_stores and v.ty.dtype != "bool"]
         for index, value, span, loops, guards in self.out_stores:
-            width = len(index) + len(value.ty.shape) - sum(isinstance(i, cir.Span) for i in index)
+            # a slice's axis is the tile's, or a number's stored across it (`out[i:i+3] = v`)
+            width = len(index) + max(0, len(value.ty.shape)
+                                     - sum(isinstance(i, cir.Span) for i in index))
             if rank is None:
                 rank = width
             elif width != rank:

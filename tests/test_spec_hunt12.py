@@ -1,0 +1,82 @@
+"""Programs written from the spec's and docs/language.md's text (slices of out, shared
+arrays, histograms, scans, gathers and scatters, casts, reductions at odd sizes) on every
+device present, compared with numpy written here; user mistakes at run time (an index out of
+range, an integer division by zero) are ZynML runtime errors at their line on every device."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import assert_equals_numpy, wanted_devices
+from zynbook.errors import ZynMLError
+
+DEVICES = wanted_devices()
+RNG = np.random.default_rng(1212)
+
+
+def _run(device, src, /, **inputs):
+    return zynbook.Session(device).run(src, **inputs)
+
+
+def _runtime_error(device, src, line, /, **inputs):
+    with pytest.raises(ZynMLError) as info:
+        _run(device, src, **inputs)
+    assert (info.value.kind, info.value.line) == ("runtime", line), info.value
+    return info.value
+
+
+# ------------------------------------ a number stored across a slice of out
+
+_X = RNG.standard_normal(29).astype(np.float32)
+
+
+def _windows(x, length, acc):
+    want = np.zeros(len(x) + length - 1, np.float32)
+    for i, v in enumerate(x):
+        if acc:
+            want[i:i + length] += v
+        else:
+            want[i:i + length] = v
+    return want
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("acc", [False, True])
+def test_a_number_stored_across_overlapping_windows_of_out(device, acc):
+    """`out[i:i + 3] = x[i]` (a number across a window, numpy's broadcasting) gave out no axis
+    (the slice's axis was taken for the tile's, and a number has none): the reference failed
+    with Python's "tuple index out of range" at line 1, every device with it. The window's
+    axis is out's; the windows overlap, so the loop runs in order and the last write stays."""
+    op = "+=" if acc else "="
+    src = f"""let r = compute(x) {{
+    for i in 0..n:
+        out[i:i + 3] {op} x[i] * 2.0
+}}
+r"""
+    assert_equals_numpy(_run(device, src, x=_X), _windows(_X * 2, 3, acc), 1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_number_stored_across_a_slice_of_a_row_and_blocks(device):
+    """The same in a row of a 2-D out beside an element write, and across blocks of 12 of a
+    host bound that is no multiple of 12 (the last block clipped)."""
+    m = _X[:28].reshape(4, 7)
+    want = np.zeros((4, 7), np.float32)
+    want[:, 1:4] = m[:, :1]
+    src = """let r = compute(m) {
+    @kernel elementwise
+    for i in 0..a:
+        out[i, 1:4] = m[i, 0]
+        out[i, 6] = 0.0
+}
+r"""
+    assert_equals_numpy(_run(device, src, m=m), want, 0)
+    want = np.repeat(_X[::12], 12)[:29]
+    src = """let r = compute(x) {
+    @workgroup(3)
+    for b in 0..n step 12:
+        out[b:b + 12] = x[b]
+}
+r"""
+    assert_equals_numpy(_run(device, src, x=_X, n=29), want, 0)

@@ -80,3 +80,36 @@ r"""
 }
 r"""
     assert_equals_numpy(_run(device, src, x=_X, n=29), want, 0)
+
+
+# ------------------------------------ a loop bound read from data
+
+_LENS = np.array([0, 3, 7, -2, 1], np.int32)
+_RAGGED = """let r = compute(v, lens) {
+    for i in 0..n:
+        var s = 0.0
+        for j in 0..lens[i]:
+            s += v[i, j]
+        out[i] = s
+}
+r"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_loop_bound_read_from_data_ties_no_size(device):
+    """`for j in 0..lens[i]` reading `v[i, j]` (ragged rows): the loop was taken to cover
+    v's axis, `lens[i]` an equation with it, and every device refused the program with a
+    shape error ("no value of `i` makes the loop cover the axis's 7 positions"). A bound read
+    from data reaches as far as the data says (a negative one runs no iteration)."""
+    v = RNG.standard_normal((5, 7)).astype(np.float32)
+    want = np.array([row[:k].astype(np.float64).sum() if k > 0 else 0.0
+                     for row, k in zip(v, _LENS)], np.float32)
+    assert_equals_numpy(_run(device, _RAGGED, v=v, lens=_LENS), want, 1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_loop_bound_read_from_data_past_the_axis_is_a_runtime_error(device):
+    """A length past the row is an index out of range at the read's line on every device."""
+    v = np.ones((5, 7), np.float32)
+    err = _runtime_error(device, _RAGGED, 5, v=v, lens=np.array([0, 3, 8, 1, 1], np.int32))
+    assert "index 7 is out of range" in err.message, err

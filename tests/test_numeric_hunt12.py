@@ -106,3 +106,20 @@ def test_float_power_by_whole_exponents_read_per_element(device):
         want = np.power(x, e)
     far = _ulps(_power(device, x, e), want)
     assert far.max() <= 1, (x[far > 1], e[far > 1])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("expr, want", [
+    ("x[i] + 0.0", lambda x: x + x.dtype.type(0)),
+    ("0.0 + x[i]", lambda x: x.dtype.type(0) + x),
+    ("0.0 - x[i]", lambda x: x.dtype.type(0) - x),
+    ("-(0.0 - x[i])", lambda x: -(x.dtype.type(0) - x)),
+    ("x[i] * 1.0 + 0.0", lambda x: x * x.dtype.type(1) + x.dtype.type(0)),
+])
+def test_adding_a_zero_gives_numpys_zero(device, dtype, expr, want):
+    """x + 0.0 of -0.0 is 0.0 and 0.0 - x of 0.0 is 0.0, as numpy's: WebGPU's shader
+    compiler folded x + 0.0 to x and 0.0 - x to -x, keeping -0.0 and giving it."""
+    _no_f64(device, dtype)
+    x = np.array([-0.0, 0.0, -0.0, np.nan, np.inf, -1.0, 2.5], dtype)
+    _same_bits(_host(zynbook.run(_elementwise(expr, "x"), device=device, x=x)), want(x))

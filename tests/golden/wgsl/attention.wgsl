@@ -42,9 +42,12 @@ fn zyn_trem(a: i32, b: i32) -> i32 {
     return select(r, -r, a < 0i); }
 // on the bits: a shader compiler may assume x == x
 fn zyn_isnan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
-// max and min propagate NaN, as numpy's maximum and minimum do (selects, no branch)
+// max and min are numpy's maximum and minimum: NaN propagates, and of equal values the
+// second (max(0.0, -0.0) is -0.0); each case its own select, or a shader compiler takes
+// the first for its own max, which may give either zero and drop a NaN (OpenGL's did)
 fn zyn_max_f32(a: f32, b: f32) -> f32 {
-    return select(select(max(a, b), b, zyn_isnan_f32(b)), a, zyn_isnan_f32(a)); }
+    let r = select(select(b, a, a > b), b, a == b);
+    return select(select(r, b, zyn_isnan_f32(b)), a, zyn_isnan_f32(a)); }
 fn zyn_exp_f32(x: f32) -> f32 {
     // the builtin's error grows with |x| (3 + 2 |x| ulp: exp(-79.3) was off by 3.7e-6 of
     // itself): Cody-Waite's reduction to |r| <= ln 2 / 2, Cephes' expf polynomial, 2^n

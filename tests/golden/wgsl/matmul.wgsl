@@ -25,6 +25,9 @@ fn zyn_tdiv(a: i32, b: i32) -> i32 {
 fn zyn_trem(a: i32, b: i32) -> i32 {
     let r = bitcast<i32>(bitcast<u32>(abs(a)) % bitcast<u32>(abs(b)));
     return select(r, -r, a < 0i); }
+// x + 0.0, a zero's sign from the bits (a shader compiler may fold x + 0.0 to x): 0.0 for a
+// zero x, as -0.0 + 0.0 is
+fn zyn_addz_f32(x: f32) -> f32 { return select(x, 0.0f, (bitcast<u32>(x) << 1u) == 0u); }
 
 // contraction as GEMM: every size; 128x128x8 tiles in two shared-memory buffers, 8x8 per thread
 @compute @workgroup_size(256)
@@ -393,49 +396,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_0_0: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_0_0: f32 = (0.0f + _acc[0i]);
+                    let u_sum_0_0: f32 = zyn_addz_f32(_acc[0i]);
                     u_out[((u_i_2_0_0 * u_N) + u_j_2_0_0)] = u_sum_0_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_0_1: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_0_1: f32 = (0.0f + _acc[1i]);
+                    let u_sum_0_1: f32 = zyn_addz_f32(_acc[1i]);
                     u_out[((u_i_2_0_1 * u_N) + u_j_2_0_1)] = u_sum_0_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_0_2: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_0_2: f32 = (0.0f + _acc[2i]);
+                    let u_sum_0_2: f32 = zyn_addz_f32(_acc[2i]);
                     u_out[((u_i_2_0_2 * u_N) + u_j_2_0_2)] = u_sum_0_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_0_3: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_0_3: f32 = (0.0f + _acc[3i]);
+                    let u_sum_0_3: f32 = zyn_addz_f32(_acc[3i]);
                     u_out[((u_i_2_0_3 * u_N) + u_j_2_0_3)] = u_sum_0_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_0_4: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_0_4: f32 = (0.0f + _acc[4i]);
+                    let u_sum_0_4: f32 = zyn_addz_f32(_acc[4i]);
                     u_out[((u_i_2_0_4 * u_N) + u_j_2_0_4)] = u_sum_0_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_0_5: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_0_5: f32 = (0.0f + _acc[5i]);
+                    let u_sum_0_5: f32 = zyn_addz_f32(_acc[5i]);
                     u_out[((u_i_2_0_5 * u_N) + u_j_2_0_5)] = u_sum_0_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_0_6: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_0_6: f32 = (0.0f + _acc[6i]);
+                    let u_sum_0_6: f32 = zyn_addz_f32(_acc[6i]);
                     u_out[((u_i_2_0_6 * u_N) + u_j_2_0_6)] = u_sum_0_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_0_7: i32 = (_m0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(0i, 4i))));
                     let u_j_2_0_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_0_7: f32 = (0.0f + _acc[7i]);
+                    let u_sum_0_7: f32 = zyn_addz_f32(_acc[7i]);
                     u_out[((u_i_2_0_7 * u_N) + u_j_2_0_7)] = u_sum_0_7;
                 }
             }
@@ -443,49 +446,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_1_0: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_1_0: f32 = (0.0f + _acc[8i]);
+                    let u_sum_1_0: f32 = zyn_addz_f32(_acc[8i]);
                     u_out[((u_i_2_1_0 * u_N) + u_j_2_1_0)] = u_sum_1_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_1_1: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_1_1: f32 = (0.0f + _acc[9i]);
+                    let u_sum_1_1: f32 = zyn_addz_f32(_acc[9i]);
                     u_out[((u_i_2_1_1 * u_N) + u_j_2_1_1)] = u_sum_1_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_1_2: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_1_2: f32 = (0.0f + _acc[10i]);
+                    let u_sum_1_2: f32 = zyn_addz_f32(_acc[10i]);
                     u_out[((u_i_2_1_2 * u_N) + u_j_2_1_2)] = u_sum_1_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_1_3: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_1_3: f32 = (0.0f + _acc[11i]);
+                    let u_sum_1_3: f32 = zyn_addz_f32(_acc[11i]);
                     u_out[((u_i_2_1_3 * u_N) + u_j_2_1_3)] = u_sum_1_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_1_4: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_1_4: f32 = (0.0f + _acc[12i]);
+                    let u_sum_1_4: f32 = zyn_addz_f32(_acc[12i]);
                     u_out[((u_i_2_1_4 * u_N) + u_j_2_1_4)] = u_sum_1_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_1_5: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_1_5: f32 = (0.0f + _acc[13i]);
+                    let u_sum_1_5: f32 = zyn_addz_f32(_acc[13i]);
                     u_out[((u_i_2_1_5 * u_N) + u_j_2_1_5)] = u_sum_1_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_1_6: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_1_6: f32 = (0.0f + _acc[14i]);
+                    let u_sum_1_6: f32 = zyn_addz_f32(_acc[14i]);
                     u_out[((u_i_2_1_6 * u_N) + u_j_2_1_6)] = u_sum_1_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_1_7: i32 = (_m0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(1i, 4i))));
                     let u_j_2_1_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_1_7: f32 = (0.0f + _acc[15i]);
+                    let u_sum_1_7: f32 = zyn_addz_f32(_acc[15i]);
                     u_out[((u_i_2_1_7 * u_N) + u_j_2_1_7)] = u_sum_1_7;
                 }
             }
@@ -493,49 +496,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_2_0: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_2_0: f32 = (0.0f + _acc[16i]);
+                    let u_sum_2_0: f32 = zyn_addz_f32(_acc[16i]);
                     u_out[((u_i_2_2_0 * u_N) + u_j_2_2_0)] = u_sum_2_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_2_1: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_2_1: f32 = (0.0f + _acc[17i]);
+                    let u_sum_2_1: f32 = zyn_addz_f32(_acc[17i]);
                     u_out[((u_i_2_2_1 * u_N) + u_j_2_2_1)] = u_sum_2_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_2_2: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_2_2: f32 = (0.0f + _acc[18i]);
+                    let u_sum_2_2: f32 = zyn_addz_f32(_acc[18i]);
                     u_out[((u_i_2_2_2 * u_N) + u_j_2_2_2)] = u_sum_2_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_2_3: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_2_3: f32 = (0.0f + _acc[19i]);
+                    let u_sum_2_3: f32 = zyn_addz_f32(_acc[19i]);
                     u_out[((u_i_2_2_3 * u_N) + u_j_2_2_3)] = u_sum_2_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_2_4: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_2_4: f32 = (0.0f + _acc[20i]);
+                    let u_sum_2_4: f32 = zyn_addz_f32(_acc[20i]);
                     u_out[((u_i_2_2_4 * u_N) + u_j_2_2_4)] = u_sum_2_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_2_5: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_2_5: f32 = (0.0f + _acc[21i]);
+                    let u_sum_2_5: f32 = zyn_addz_f32(_acc[21i]);
                     u_out[((u_i_2_2_5 * u_N) + u_j_2_2_5)] = u_sum_2_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_2_6: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_2_6: f32 = (0.0f + _acc[22i]);
+                    let u_sum_2_6: f32 = zyn_addz_f32(_acc[22i]);
                     u_out[((u_i_2_2_6 * u_N) + u_j_2_2_6)] = u_sum_2_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_2_7: i32 = (_m0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(2i, 4i))));
                     let u_j_2_2_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_2_7: f32 = (0.0f + _acc[23i]);
+                    let u_sum_2_7: f32 = zyn_addz_f32(_acc[23i]);
                     u_out[((u_i_2_2_7 * u_N) + u_j_2_2_7)] = u_sum_2_7;
                 }
             }
@@ -543,49 +546,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_3_0: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_3_0: f32 = (0.0f + _acc[24i]);
+                    let u_sum_3_0: f32 = zyn_addz_f32(_acc[24i]);
                     u_out[((u_i_2_3_0 * u_N) + u_j_2_3_0)] = u_sum_3_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_3_1: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_3_1: f32 = (0.0f + _acc[25i]);
+                    let u_sum_3_1: f32 = zyn_addz_f32(_acc[25i]);
                     u_out[((u_i_2_3_1 * u_N) + u_j_2_3_1)] = u_sum_3_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_3_2: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_3_2: f32 = (0.0f + _acc[26i]);
+                    let u_sum_3_2: f32 = zyn_addz_f32(_acc[26i]);
                     u_out[((u_i_2_3_2 * u_N) + u_j_2_3_2)] = u_sum_3_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_3_3: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_3_3: f32 = (0.0f + _acc[27i]);
+                    let u_sum_3_3: f32 = zyn_addz_f32(_acc[27i]);
                     u_out[((u_i_2_3_3 * u_N) + u_j_2_3_3)] = u_sum_3_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_3_4: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_3_4: f32 = (0.0f + _acc[28i]);
+                    let u_sum_3_4: f32 = zyn_addz_f32(_acc[28i]);
                     u_out[((u_i_2_3_4 * u_N) + u_j_2_3_4)] = u_sum_3_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_3_5: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_3_5: f32 = (0.0f + _acc[29i]);
+                    let u_sum_3_5: f32 = zyn_addz_f32(_acc[29i]);
                     u_out[((u_i_2_3_5 * u_N) + u_j_2_3_5)] = u_sum_3_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_3_6: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_3_6: f32 = (0.0f + _acc[30i]);
+                    let u_sum_3_6: f32 = zyn_addz_f32(_acc[30i]);
                     u_out[((u_i_2_3_6 * u_N) + u_j_2_3_6)] = u_sum_3_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_3_7: i32 = (_m0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(3i, 4i))));
                     let u_j_2_3_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_3_7: f32 = (0.0f + _acc[31i]);
+                    let u_sum_3_7: f32 = zyn_addz_f32(_acc[31i]);
                     u_out[((u_i_2_3_7 * u_N) + u_j_2_3_7)] = u_sum_3_7;
                 }
             }
@@ -593,49 +596,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_4_0: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_4_0: f32 = (0.0f + _acc[32i]);
+                    let u_sum_4_0: f32 = zyn_addz_f32(_acc[32i]);
                     u_out[((u_i_2_4_0 * u_N) + u_j_2_4_0)] = u_sum_4_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_4_1: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_4_1: f32 = (0.0f + _acc[33i]);
+                    let u_sum_4_1: f32 = zyn_addz_f32(_acc[33i]);
                     u_out[((u_i_2_4_1 * u_N) + u_j_2_4_1)] = u_sum_4_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_4_2: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_4_2: f32 = (0.0f + _acc[34i]);
+                    let u_sum_4_2: f32 = zyn_addz_f32(_acc[34i]);
                     u_out[((u_i_2_4_2 * u_N) + u_j_2_4_2)] = u_sum_4_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_4_3: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_4_3: f32 = (0.0f + _acc[35i]);
+                    let u_sum_4_3: f32 = zyn_addz_f32(_acc[35i]);
                     u_out[((u_i_2_4_3 * u_N) + u_j_2_4_3)] = u_sum_4_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_4_4: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_4_4: f32 = (0.0f + _acc[36i]);
+                    let u_sum_4_4: f32 = zyn_addz_f32(_acc[36i]);
                     u_out[((u_i_2_4_4 * u_N) + u_j_2_4_4)] = u_sum_4_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_4_5: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_4_5: f32 = (0.0f + _acc[37i]);
+                    let u_sum_4_5: f32 = zyn_addz_f32(_acc[37i]);
                     u_out[((u_i_2_4_5 * u_N) + u_j_2_4_5)] = u_sum_4_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_4_6: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_4_6: f32 = (0.0f + _acc[38i]);
+                    let u_sum_4_6: f32 = zyn_addz_f32(_acc[38i]);
                     u_out[((u_i_2_4_6 * u_N) + u_j_2_4_6)] = u_sum_4_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_4_7: i32 = (_m0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(4i, 4i))));
                     let u_j_2_4_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_4_7: f32 = (0.0f + _acc[39i]);
+                    let u_sum_4_7: f32 = zyn_addz_f32(_acc[39i]);
                     u_out[((u_i_2_4_7 * u_N) + u_j_2_4_7)] = u_sum_4_7;
                 }
             }
@@ -643,49 +646,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_5_0: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_5_0: f32 = (0.0f + _acc[40i]);
+                    let u_sum_5_0: f32 = zyn_addz_f32(_acc[40i]);
                     u_out[((u_i_2_5_0 * u_N) + u_j_2_5_0)] = u_sum_5_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_5_1: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_5_1: f32 = (0.0f + _acc[41i]);
+                    let u_sum_5_1: f32 = zyn_addz_f32(_acc[41i]);
                     u_out[((u_i_2_5_1 * u_N) + u_j_2_5_1)] = u_sum_5_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_5_2: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_5_2: f32 = (0.0f + _acc[42i]);
+                    let u_sum_5_2: f32 = zyn_addz_f32(_acc[42i]);
                     u_out[((u_i_2_5_2 * u_N) + u_j_2_5_2)] = u_sum_5_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_5_3: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_5_3: f32 = (0.0f + _acc[43i]);
+                    let u_sum_5_3: f32 = zyn_addz_f32(_acc[43i]);
                     u_out[((u_i_2_5_3 * u_N) + u_j_2_5_3)] = u_sum_5_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_5_4: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_5_4: f32 = (0.0f + _acc[44i]);
+                    let u_sum_5_4: f32 = zyn_addz_f32(_acc[44i]);
                     u_out[((u_i_2_5_4 * u_N) + u_j_2_5_4)] = u_sum_5_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_5_5: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_5_5: f32 = (0.0f + _acc[45i]);
+                    let u_sum_5_5: f32 = zyn_addz_f32(_acc[45i]);
                     u_out[((u_i_2_5_5 * u_N) + u_j_2_5_5)] = u_sum_5_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_5_6: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_5_6: f32 = (0.0f + _acc[46i]);
+                    let u_sum_5_6: f32 = zyn_addz_f32(_acc[46i]);
                     u_out[((u_i_2_5_6 * u_N) + u_j_2_5_6)] = u_sum_5_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_5_7: i32 = (_m0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(5i, 4i))));
                     let u_j_2_5_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_5_7: f32 = (0.0f + _acc[47i]);
+                    let u_sum_5_7: f32 = zyn_addz_f32(_acc[47i]);
                     u_out[((u_i_2_5_7 * u_N) + u_j_2_5_7)] = u_sum_5_7;
                 }
             }
@@ -693,49 +696,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_6_0: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_6_0: f32 = (0.0f + _acc[48i]);
+                    let u_sum_6_0: f32 = zyn_addz_f32(_acc[48i]);
                     u_out[((u_i_2_6_0 * u_N) + u_j_2_6_0)] = u_sum_6_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_6_1: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_6_1: f32 = (0.0f + _acc[49i]);
+                    let u_sum_6_1: f32 = zyn_addz_f32(_acc[49i]);
                     u_out[((u_i_2_6_1 * u_N) + u_j_2_6_1)] = u_sum_6_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_6_2: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_6_2: f32 = (0.0f + _acc[50i]);
+                    let u_sum_6_2: f32 = zyn_addz_f32(_acc[50i]);
                     u_out[((u_i_2_6_2 * u_N) + u_j_2_6_2)] = u_sum_6_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_6_3: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_6_3: f32 = (0.0f + _acc[51i]);
+                    let u_sum_6_3: f32 = zyn_addz_f32(_acc[51i]);
                     u_out[((u_i_2_6_3 * u_N) + u_j_2_6_3)] = u_sum_6_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_6_4: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_6_4: f32 = (0.0f + _acc[52i]);
+                    let u_sum_6_4: f32 = zyn_addz_f32(_acc[52i]);
                     u_out[((u_i_2_6_4 * u_N) + u_j_2_6_4)] = u_sum_6_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_6_5: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_6_5: f32 = (0.0f + _acc[53i]);
+                    let u_sum_6_5: f32 = zyn_addz_f32(_acc[53i]);
                     u_out[((u_i_2_6_5 * u_N) + u_j_2_6_5)] = u_sum_6_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_6_6: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_6_6: f32 = (0.0f + _acc[54i]);
+                    let u_sum_6_6: f32 = zyn_addz_f32(_acc[54i]);
                     u_out[((u_i_2_6_6 * u_N) + u_j_2_6_6)] = u_sum_6_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_6_7: i32 = (_m0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(6i, 4i))));
                     let u_j_2_6_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_6_7: f32 = (0.0f + _acc[55i]);
+                    let u_sum_6_7: f32 = zyn_addz_f32(_acc[55i]);
                     u_out[((u_i_2_6_7 * u_N) + u_j_2_6_7)] = u_sum_6_7;
                 }
             }
@@ -743,49 +746,49 @@ fn zyn_k_matmul(@builtin(workgroup_id) zyn_wg: vec3<u32>, @builtin(num_workgroup
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i)))) < _nN2))) {
                     let u_i_2_7_0: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_0: i32 = (_n0 + ((zyn_tdiv(0i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(0i, 4i))));
-                    let u_sum_7_0: f32 = (0.0f + _acc[56i]);
+                    let u_sum_7_0: f32 = zyn_addz_f32(_acc[56i]);
                     u_out[((u_i_2_7_0 * u_N) + u_j_2_7_0)] = u_sum_7_0;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i)))) < _nN2))) {
                     let u_i_2_7_1: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_1: i32 = (_n0 + ((zyn_tdiv(1i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(1i, 4i))));
-                    let u_sum_7_1: f32 = (0.0f + _acc[57i]);
+                    let u_sum_7_1: f32 = zyn_addz_f32(_acc[57i]);
                     u_out[((u_i_2_7_1 * u_N) + u_j_2_7_1)] = u_sum_7_1;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i)))) < _nN2))) {
                     let u_i_2_7_2: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_2: i32 = (_n0 + ((zyn_tdiv(2i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(2i, 4i))));
-                    let u_sum_7_2: f32 = (0.0f + _acc[58i]);
+                    let u_sum_7_2: f32 = zyn_addz_f32(_acc[58i]);
                     u_out[((u_i_2_7_2 * u_N) + u_j_2_7_2)] = u_sum_7_2;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i)))) < _nN2))) {
                     let u_i_2_7_3: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_3: i32 = (_n0 + ((zyn_tdiv(3i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(3i, 4i))));
-                    let u_sum_7_3: f32 = (0.0f + _acc[59i]);
+                    let u_sum_7_3: f32 = zyn_addz_f32(_acc[59i]);
                     u_out[((u_i_2_7_3 * u_N) + u_j_2_7_3)] = u_sum_7_3;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i)))) < _nN2))) {
                     let u_i_2_7_4: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_4: i32 = (_n0 + ((zyn_tdiv(4i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(4i, 4i))));
-                    let u_sum_7_4: f32 = (0.0f + _acc[60i]);
+                    let u_sum_7_4: f32 = zyn_addz_f32(_acc[60i]);
                     u_out[((u_i_2_7_4 * u_N) + u_j_2_7_4)] = u_sum_7_4;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i)))) < _nN2))) {
                     let u_i_2_7_5: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_5: i32 = (_n0 + ((zyn_tdiv(5i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(5i, 4i))));
-                    let u_sum_7_5: f32 = (0.0f + _acc[61i]);
+                    let u_sum_7_5: f32 = zyn_addz_f32(_acc[61i]);
                     u_out[((u_i_2_7_5 * u_N) + u_j_2_7_5)] = u_sum_7_5;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i)))) < _nN2))) {
                     let u_i_2_7_6: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_6: i32 = (_n0 + ((zyn_tdiv(6i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(6i, 4i))));
-                    let u_sum_7_6: f32 = (0.0f + _acc[62i]);
+                    let u_sum_7_6: f32 = zyn_addz_f32(_acc[62i]);
                     u_out[((u_i_2_7_6 * u_N) + u_j_2_7_6)] = u_sum_7_6;
                 }
                 if ((((_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i)))) < _nM1) && ((_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i)))) < _nN2))) {
                     let u_i_2_7_7: i32 = (_m0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_ty * 4i) + zyn_trem(7i, 4i))));
                     let u_j_2_7_7: i32 = (_n0 + ((zyn_tdiv(7i, 4i) * 64i) + ((_tx * 4i) + zyn_trem(7i, 4i))));
-                    let u_sum_7_7: f32 = (0.0f + _acc[63i]);
+                    let u_sum_7_7: f32 = zyn_addz_f32(_acc[63i]);
                     u_out[((u_i_2_7_7 * u_N) + u_j_2_7_7)] = u_sum_7_7;
                 }
             }

@@ -269,10 +269,17 @@ class WgslDialect:
     def unfolded(self, op, a, b, t):
         """x * 0, 0 * x, 0 / x and x - x of f32 and f64 through helpers: a shader compiler
         may fold them to 0 (WGSL lets it assume no NaN or infinity; llvmpipe's did), where
-        numpy's are NaN for a NaN or infinite x (0 / x for a zero x too). None for others."""
-        if t not in ("f32", "f64") or op not in ("*", "/", "-"):
+        numpy's are NaN for a NaN or infinite x (0 / x for a zero x too); x + 0.0, x - -0.0
+        and 0.0 - x too, which it may fold to x and -x, where numpy's are 0.0 for a zero x
+        (-0.0 + 0.0 is 0.0). None for others."""
+        if t not in ("f32", "f64") or op not in ("*", "/", "-", "+"):
             return None
         zeros = (self.lit(0.0, t), self.lit(-0.0, t))
+        if op == "+" and zeros[0] in (a, b) or op == "-" and b == zeros[1]:
+            x = b if op == "+" and a == zeros[0] else a
+            return f"{self.need('zyn_addz_' + t)}({x})"
+        if op == "-" and a == zeros[0]:
+            return f"{self.need('zyn_addz_' + t)}(-{b})"
         if op == "*" and (a in zeros or b in zeros):
             x, z = (b, a) if a in zeros else (a, b)
             return f"{self.need('zyn_mulz_' + t)}({x}, {z})"
@@ -972,6 +979,12 @@ fn zyn_pow2i_f32(k: f32) -> f32 { return bitcast<f32>(u32(i32(k) + 127i) << 23u)
 fn zyn_mulz_f32(x: f32, z: f32) -> f32 {
     if (!zyn_isfinite_f32(x)) { return bitcast<f32>(0x7fc00000u); }
     return bitcast<f32>((bitcast<u32>(x) ^ bitcast<u32>(z)) & 0x80000000u); }""",
+    "zyn_addz_f32": """\
+// x + 0.0, a zero's sign from the bits (a shader compiler may fold x + 0.0 to x): 0.0 for a
+// zero x, as -0.0 + 0.0 is
+fn zyn_addz_f32(x: f32) -> f32 { return select(x, 0.0f, (bitcast<u32>(x) << 1u) == 0u); }""",
+    "zyn_addz_f64": """\
+fn zyn_addz_f64(x: f64) -> f64 { return select(x, f64(0.0), x == f64(0.0)); }""",
     "zyn_zdiv_f32": """\
 // a zero constant z over x from the bits (a shader compiler may fold 0 / x to 0): NaN for
 // a NaN or zero x, else a zero of the quotient's sign

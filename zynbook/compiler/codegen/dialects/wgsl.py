@@ -927,9 +927,10 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
     if (b == 0.0f || a == 1.0f) { return 1.0f; }
     if (zyn_isnan_f32(a) || zyn_isnan_f32(b)) { return a + b; }
     if (a == 0.0f) {
-        // -0 to an odd whole power keeps its sign (-0^-1 is -inf)
+        // -0 to an odd whole power keeps its sign (-0^-1 is -inf); a subnormal a that the
+        // device flushes to 0 is a zero of its own sign
         let z = select(0.0f, bitcast<f32>(0x7f800000u), b < 0.0f);
-        return select(z, -z, bitcast<u32>(a) != 0u && b == floor(b) && abs(b) < 16777216.0f && (i32(b) & 1i) == 1i); }
+        return select(z, -z, (bitcast<u32>(a) & 0x80000000u) != 0u && b == floor(b) && abs(b) < 16777216.0f && (i32(b) & 1i) == 1i); }
     // a whole power by products (3^4 was 81.000008, 10^-2 two ulps off by the logarithm)
     if (b == floor(b) && abs(b) < 16777216.0f && zyn_isfinite_f32(a)) {
         let r = zyn_powi_f32(abs(a), i32(b));

@@ -113,3 +113,31 @@ def test_a_loop_bound_read_from_data_past_the_axis_is_a_runtime_error(device):
     v = np.ones((5, 7), np.float32)
     err = _runtime_error(device, _RAGGED, 5, v=v, lens=np.array([0, 3, 8, 1, 1], np.int32))
     assert "index 7 is out of range" in err.message, err
+
+
+_M = RNG.standard_normal((4, 7)).astype(np.float32)
+_TRIANGLE = """let r = compute(m) {
+    for i in 0..a:
+        var s = 0.0
+        for j in 0..%s:
+            s += m[i, j]
+        out[i] = s
+}
+r"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("bound, stop", [("2 * i", lambda i: 2 * i), ("i + 1", lambda i: i + 1)])
+def test_a_loop_bound_of_an_outer_loop_variable_ties_no_size(device, bound, stop):
+    """`for j in 0..2 * i` reading `m[i, j]` (a triangle): the bound was an equation with
+    the axis, `2 * i = 7`, which no `i` solves: a shape error on every device (and `i + 1`
+    ran only because `i = 6` solved it). It is a bound, the reads checked as they run."""
+    want = np.array([_M[i, :stop(i)].astype(np.float64).sum() for i in range(4)], np.float32)
+    assert_equals_numpy(_run(device, _TRIANGLE % bound, m=_M), want, 1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_triangle_past_the_axis_is_a_runtime_error(device):
+    """`0..3 * i` reaches past the row's 7 at i = 3: a runtime error at the read's line."""
+    err = _runtime_error(device, _TRIANGLE % "3 * i", 5, m=_M)
+    assert "index 7 is out of range" in err.message, err

@@ -1024,14 +1024,14 @@ class _Lowering:
 
     def _covering_loop(self, name) -> bool:
         """Whether `name` is the variable of a loop `0..stop` by 1, which covers the axis it
-        indexes directly; not one whose bound is read from data (`0..k[i]`), which
-        reaches as far as the data says, checked as it reads."""
+        indexes directly; not one whose bound reads data or another loop's variable
+        (`0..k[i]`, `0..2 * i`), which reaches as far as they say, checked as it reads."""
         if name not in self.loop_info:
             return False
         lstart, lstop, lstep, _ = self.loop_info[name]
         return isinstance(lstart, cir.Const) and lstart.value == 0 and \
             isinstance(lstep, cir.Const) and lstep.value == 1 and \
-            not any(isinstance(n, cir.Load) for n in cir.walk(lstop))
+            self._static(substitute(lstop, self.int_lets))
 
     def _reversed_loop(self, it):
         """The variable `j` of a covering loop `0..S` that index `it` runs backwards over

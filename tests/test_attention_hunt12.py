@@ -168,3 +168,26 @@ def test_minus_inf_mask_on_the_tensor_core_kernels(form):
     for p in (mma_sync_default(k, sz), attention_mma.unfolded(shape, attention_wgmma.default(16))):
         got = emulate_kernel(SCHED.build(k, CUDA, sz, p), k, ins, sz, sc, warp=32).astype(np.float64)
         np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2, equal_nan=True)
+
+
+@pytest.mark.parametrize("score", ["where(M[i, j], S_, -inf)", "S_ + Bm[i, j]"])
+def test_online_row_whose_first_key_scores_minus_inf_on_the_tensor_core_kernels(score):
+    """An online step whose first key scores -inf (masked by a where, or a bias of -inf)
+    makes the row NaN (exp(-inf - -inf) in its sum), whatever keys follow: on the mma.sync
+    and wgmma kernels too, whose test of that first key read the raw dot product."""
+    from test_attention_mma import CUDA, SCHED, mma_sync_default
+    from zynbook.compiler.schedules import attention_mma, attention_wgmma
+    from zynbook.compiler.schedules.attention import match
+    a = _qkv(40, 16, dtype=np.float16)
+    mask = _bool_mask(40, 40)
+    mask[3, 0], mask[8, :5] = False, False      # row 3: only key 0 masked
+    bias = np.where(mask, 0.0, -np.inf).astype(np.float32)
+    src = _one_pass(score.replace("S_", DOT), "Q, K, V, M" if "M[" in score else "Q, K, V, Bm")
+    k, ins, sz, sc = lower_block(src, {**a, "M": mask, "Bm": bias}, None, None)
+    want = _softmax_av(a, 0.125, mask)
+    want[:, :, [3, 8]] = np.nan
+    _on_devices(src, {**a, "M": mask} if "M[" in score else {**a, "Bm": bias}, want, 2e-2)
+    shape = match(k, CUDA, sz)[0]
+    for p in (mma_sync_default(k, sz), attention_mma.unfolded(shape, attention_wgmma.default(16))):
+        got = emulate_kernel(SCHED.build(k, CUDA, sz, p), k, ins, sz, sc, warp=32).astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2, equal_nan=True)

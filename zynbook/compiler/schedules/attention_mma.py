@@ -549,10 +549,15 @@ class _MmaKernel(_Kernel):
         mf = ir.Ref("_mf", F)
         # the raw scores where the scale is known not negative
         score = (lambda x: x) if self.P.fold_scale else (lambda x: ir.Bin("*", x, ir.Ref("_scale", F), F))
+        idx, last = self.idx, lambda n: ir.Bin("-", r(n), self.i(1), self.idx)
 
         def row(mi, rh):
             slot = self.add(self.mul(mi, self.i(2)), rh)
             qi = self.add(r("_q0"), r("_wq"), self.mul(mi, self.i(16)), r("_g"), self.mul(rh, self.i(8)))
+            # a bias or kept condition reads the query and key (`scored`), kept in range
+            keyed = [ir.Decl("_qc", idx, ir.Math("min", (qi, last("_S")), idx)),
+                     ir.Decl("_j", idx, self.i(0), True), ir.Decl("_jc", idx, self.i(0), True)] \
+                if p.rescored else []
 
             def first(j, c):        # a key of the first block, in range and admitted
                 key = self.add(r("_k0"), self.mul(j, self.i(8)), self.mul(r("_t4"), self.i(2)), c)
@@ -561,14 +566,20 @@ class _MmaKernel(_Kernel):
                 if p.causal:
                     causal = ir.Bin("<=", key, qi, "bool")
                     ok = causal if ok is None else ir.Bin("and", ok, causal, "bool")
-                larger = ir.Math("max", (mf, score(ir.Load("_sc", at, F))), F)
-                return [ir.Set("_mf", larger if ok is None else ir.Select(ok, larger, mf, F))]
+                x, pre = ir.Load("_sc", at, F), []
+                if p.rescored:      # the score as the softmax's `mask` makes it
+                    pre = [ir.Set("_j", key), ir.Set("_jc", ir.Math("min", (r("_j"), last("_SK")), idx))]
+                    v = self.scored(ir.Bin("*", x, ir.Ref("_scale", F), F), LOG2E)
+                else:
+                    v = score(x)
+                larger = ir.Math("max", (mf, v), F)
+                return pre + [ir.Set("_mf", larger if ok is None else ir.Select(ok, larger, mf, F))]
             # (the maximum of the earlier tiles, all of the block, is -inf too)
             dead = ir.Un("not", _alive(ir.Collective("max", mf, "warp", F, 4)), "bool")
             if not one_tile:
                 dead = ir.Bin("and", dead, ir.Un("not", _alive(ir.Load("_mrow", slot, F)), "bool"), "bool")
             n8 = -(-block // 8) if one_tile else self.NT       # the n8 tiles that hold those keys
-            return [ir.Decl("_mf", F, NEG, True),
+            return [*keyed, ir.Decl("_mf", F, NEG, True),
                     *[st for j in range(n8) for c in (0, 1) for st in first(self.i(j), self.i(c))],
                     ir.If(dead, (ir.Store("_lrow", slot, NAN),))]
         rows = self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])

@@ -88,10 +88,12 @@ def _on_devices(src, inputs, want, tol):
 
 
 def _on_cuda(src, inputs, want, tol, schedule="attention"):
-    """The CUDA target's chosen schedule equals `want` on the launch-IR emulator."""
+    """The CUDA target's chosen schedule (an attention one, or "generic": none) equals
+    `want` on the launch-IR emulator."""
     k, ins, sz, sc = lower_block(src, inputs, None, None)
     prog = schedules.build(k, cuda_target(), sz)
-    assert f"({schedule}:" in prog.schedule, prog.schedule
+    assert ("attention" not in prog.schedule) if schedule == "generic" else \
+        f"({schedule}:" in prog.schedule, prog.schedule
     got = emulate_kernel(prog, k, ins, sz, sc, warp=32).astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
     return k
@@ -191,3 +193,68 @@ def test_online_row_whose_first_key_scores_minus_inf_on_the_tensor_core_kernels(
     for p in (mma_sync_default(k, sz), attention_mma.unfolded(shape, attention_wgmma.default(16))):
         got = emulate_kernel(SCHED.build(k, CUDA, sz, p), k, ins, sz, sc, warp=32).astype(np.float64)
         np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2, equal_nan=True)
+
+
+# ------------------------------------------------------------------ other conditions
+
+def test_sliding_window_where_with_a_host_value():
+    a = _qkv(13, 8)
+    i, j = np.arange(13)[:, None], np.arange(13)[None]
+    src = _three_pass(f"where(j <= i and j > i - W, {DOT}, -inf)")
+    want = _softmax_av(a, 0.125, (j <= i) & (j > i - 3))
+    _on_devices(src, {**a, "W": 3}, want, 2e-4)
+    k, ins, sz, sc = lower_block(src, a, None, {"W": 3})
+    prog = schedules.build(k, cuda_target(), sz)
+    assert "(attention:" in prog.schedule
+    got = emulate_kernel(prog, k, ins, sz, sc, warp=32).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4, equal_nan=True)
+
+
+def test_int_and_float_tensor_masks_as_conditions_of_a_where():
+    """`mask == 0` of an int mask; `f <= 0.5` of a float mask with a NaN, whose negation
+    is not `f > 0.5` (a NaN fails both): the where keeps the score where f > 0.5 fails."""
+    a = _qkv(9, 8)
+    mi = (RNG.random((9, 9)) < 0.6).astype(np.int32)
+    mi[:, 0] = 1
+    _everywhere(_three_pass(f"where(Mi[i, j] == 0, -inf, {DOT})", "Q, K, V, Mi"), {**a, "Mi": mi},
+                _softmax_av(a, 0.125, mi != 0))
+    mf = mi.astype(np.float32)
+    mf[2, 3] = np.nan
+    _everywhere(_three_pass(f"where(Mf[i, j] > 0.5, -inf, {DOT})", "Q, K, V, Mf"), {**a, "Mf": mf},
+                _softmax_av(a, 0.125, ~(mf > 0.5)))
+
+
+# ------------------------------------------------------------------ near misses
+
+def test_denominator_over_transposed_scores_is_not_attention():
+    a = _qkv(9, 8)
+    src = _three_pass(DOT).replace("l += exp(dot(Q[b, h, i], K[b, h, j])", "l += exp(dot(Q[b, h, j], K[b, h, i])")
+    Q, K, V = (a[n].astype(np.float64) for n in "QKV")
+    s = np.einsum("bhid,bhjd->bhij", Q, K) * 0.125
+    m = s.max(-1, keepdims=True)
+    l = np.exp(np.swapaxes(s, -1, -2) - m).sum(-1, keepdims=True)
+    k = _everywhere(src, a, np.exp(s - m) @ V / l, schedule="generic")
+    assert not recognise.attention(k)
+
+
+def test_one_pass_without_the_rescale_is_not_attention():
+    a = _qkv(9, 8)
+    src = _one_pass(DOT).replace("acc = acc * exp(m - mn) +", "acc = acc +")
+    Q, K, V = (a[n].astype(np.float64) for n in "QKV")
+    s = np.einsum("bhid,bhjd->bhij", Q, K) * 0.125
+    running = np.maximum.accumulate(s, -1)            # m after each key
+    acc = np.exp(s - running) @ V
+    want = acc / np.exp(s - s.max(-1, keepdims=True)).sum(-1, keepdims=True)
+    k = _everywhere(src, a, want, schedule="generic")
+    assert not recognise.attention(k)
+
+
+def test_a_large_negative_fill_or_a_scale_outside_the_where_runs_as_written():
+    """-1e9 is no -inf (a masked key's weight is exp(-1e9 - m), 0 here, but its score is
+    not -inf); the scale applied to the where is not the recognised form: both give
+    numpy's causal answer on the generic schedule."""
+    a = _qkv(9, 8)
+    ok = np.arange(9)[None] <= np.arange(9)[:, None]
+    for score in (f"where(j <= i, {DOT}, -1e9)", "where(j <= i, dot(Q[b, h, i], K[b, h, j]), -inf) * 0.125"):
+        k = _everywhere(_three_pass(score), a, _softmax_av(a, 0.125, ok), schedule="generic")
+        assert not recognise.attention(k)

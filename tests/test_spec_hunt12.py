@@ -141,3 +141,28 @@ def test_a_triangle_past_the_axis_is_a_runtime_error(device):
     """`0..3 * i` reaches past the row's 7 at i = 3: a runtime error at the read's line."""
     err = _runtime_error(device, _TRIANGLE % "3 * i", 5, m=_M)
     assert "index 7 is out of range" in err.message, err
+
+
+# ------------------------------------ what the language does not have, said so
+
+@pytest.mark.parametrize("src, line, column, words", [
+    ("let x = zeros([3])\nlet y = compute(x) {\n    for i in 0..n:\n        var k = 0\n"
+     "        while k < 3:\n            k += 1\n        out[i] = x[i] + k\n}\n", 5, 15,
+     "there is no `while` loop"),
+    ("let x = zeros([3])\nlet y = compute(x) {\n    for i in 0..n:\n        if i > 1:\n"
+     "            break\n        out[i] = x[i]\n}\n", 5, 13, "there is no `break`"),
+    ("let l = [1, 2]\nfor v in l:\n    continue\n", 3, 5, "there is no `continue`"),
+    ("fn sq(a) { return a * a }\n", 1, 4, "there is no `fn`"),
+    ("def sq(a):\n    return a * a\n", 1, 5, "there is no `def`"),
+])
+def test_while_break_continue_and_functions_are_syntax_errors_that_say_so(src, line, column,
+                                                                          words):
+    """The spec's readers write Python's loops and functions; ZynML has none of them (docs:
+    not implemented). `break` and `continue` were a type error, "this expression's value is
+    unused", and `while k < 3:` and `fn f(x)` "unexpected 'k'" with a list of tokens; each
+    is a syntax error at its place that names what ZynML has instead."""
+    with pytest.raises(ZynMLError) as info:
+        zynbook.compile(src)
+    err = info.value
+    assert (err.kind, err.line, err.column) == ("syntax", line, column), err
+    assert words in err.message and "^" in err.render(), err

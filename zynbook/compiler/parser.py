@@ -183,6 +183,9 @@ class ToAst(Transformer):
         return c[0].value
 
     def expr_stmt(self, meta, c):
+        if isinstance(c[0], A.Name) and c[0].id in ("break", "continue"):
+            raise ZynMLSyntaxError(f"there is no `{c[0].id}`: a loop runs its whole range; "
+                                   "put the steps to skip under an `if`", _span(meta))
         return A.ExprStmt(c[0], span=_span(meta))
 
     def yield_stmt(self, meta, c):
@@ -511,7 +514,17 @@ def _expression_hint(tok, lines) -> str:
     if tok.value == "if" and before.strip():
         return ("there is no conditional expression (`a if c else b`); write `where(c, a, "
                 "b)` or an `if` statement")
+    if before.strip() in _MISSING_WORDS:        # `while k < 3:`, `fn f(x)`, `def f(x):`
+        return _MISSING_WORDS[before.strip()]
     return ""
+
+
+_MISSING_WORDS = {
+    "while": "there is no `while` loop; write a `for` loop over a range, with an `if` around "
+             "the steps to skip",
+    "fn": "there is no `fn`; write a pipeline: `pipeline name(x: tensor[n]):`",
+    "def": "there is no `def`; write a pipeline: `pipeline name(x: tensor[n]):`",
+}
 
 
 def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:

@@ -644,7 +644,7 @@ def _deps(name: str) -> tuple:
     if name == "zyn_powi_f32":
         return ("zyn_pow2i_f32",)
     if name == "zyn_pow_pos_f32":
-        return ("zyn_isfinite_f32", "zyn_log_f32", "zyn_exp_f32", "zyn_pow2i_f32")
+        return ("zyn_isfinite_f32", "zyn_exp_f32", "zyn_pow2i_f32", "zyn_powi_f32")
     if name == "zyn_tanh_f32":
         return ("zyn_isnan_f32",)
     if name == "zyn_mulz_f32":
@@ -951,7 +951,14 @@ fn zyn_pow_f32(a: f32, b: f32) -> f32 {
 // the digits of the product's rounding (0.0167^14.75 was 86 ulp off). With a = 2^e m
 // (m from 1/sqrt 2 to sqrt 2, a subnormal a scaled into the normals) and b = bh + bl (bh
 // b's leading 12 bits), e * bh is exact: its whole part i is kept apart, and t, the rest,
-// is small. Infinities and NaN by the builtin.
+// is small, taken as th + tl in double-f32 (log m too: its f32 rounding times b left
+// 0.696^-26.8 24 ulp off), exp(th) (1 + tl). Infinities and NaN by the builtin.
+fn zyn_twosum_f32(a: f32, b: f32) -> vec2<f32> {
+    // a + b and its rounding error; the sum behind a select on b's bits, or a shader
+    // compiler folds (a + b) - a to b
+    let s = select(a + b, a, (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u);
+    let bb = s - a;
+    return vec2<f32>(s, (a - (s - bb)) + (b - bb)); }
 fn zyn_pow_pos_f32(a: f32, b: f32) -> f32 {
     if (!zyn_isfinite_f32(a) || !zyn_isfinite_f32(b)) { return pow(a, b); }
     let sub = a < 1.17549435e-38f;
@@ -959,10 +966,25 @@ fn zyn_pow_pos_f32(a: f32, b: f32) -> f32 {
     var e = f32(i32(u >> 23u) - 127i) - select(0.0f, 24.0f, sub);
     var m = bitcast<f32>((u & 0x7fffffu) | 0x3f800000u);
     if (m > 1.41421356f) { m = m * 0.5f; e = e + 1.0f; }
+    // log m = 2 atanh(s), s = f / (2 + f), f = m - 1 exact; s as sh + sl
+    let f = m - 1.0f;
+    let d = zyn_twosum_f32(2.0f, f);
+    let sh = f / d.x;
+    let q = zyn_ddmul_f32(vec2<f32>(sh, 0.0f), d);
+    let sl = ((f - q.x) - q.y) / d.x;
+    let z = sh * sh;
+    let tail = 2.0f * sh * z * (0.33333333333f + z * (0.2f + z * (0.14285714286f + z * (0.11111111111f
+        + z * (0.09090909091f + z * 0.07692307692f)))));
+    // t = (p - i + e bl) ln 2 + b log m, each product exact in two parts
     let bh = bitcast<f32>(bitcast<u32>(b) & 0xfffff000u);
     let p = e * bh;
     let i = round(p);
-    let t = ((p - i) + e * (b - bh)) * 0.693147180559945309f + b * zyn_log_f32(m);
+    let x = zyn_twosum_f32(p - i, e * (b - bh));      // each part exact
+    let t1 = zyn_ddmul_f32(x, vec2<f32>(0.693147182f, -1.90465430e-09f));
+    let t2 = zyn_ddmul_f32(vec2<f32>(b, 0.0f), vec2<f32>(2.0f * sh, 2.0f * sl + tail));
+    let th = zyn_twosum_f32(t1.x, t2.x);
+    let tl = th.y + t1.y + t2.y;
+    let t = th.x;
     // exp(t)'s own power of 2, n, joins i (t may pass exp's range where a^b does not)
     let n = round(t * 1.44269504088896341f);
     let k = i + n;
@@ -971,7 +993,8 @@ fn zyn_pow_pos_f32(a: f32, b: f32) -> f32 {
     // 2^k in three normal factors, multiplied in after exp(r), so that only the last rounds
     let k1 = floor(k / 3.0f);
     let k2 = floor((k - k1) * 0.5f);
-    return zyn_exp_f32(r) * zyn_pow2i_f32(k1) * zyn_pow2i_f32(k2) * zyn_pow2i_f32(k - k1 - k2); }""",
+    let y = zyn_exp_f32(r);
+    return (y + y * tl) * zyn_pow2i_f32(k1) * zyn_pow2i_f32(k2) * zyn_pow2i_f32(k - k1 - k2); }""",
     "zyn_pow2i_f32": """\
 fn zyn_pow2i_f32(k: f32) -> f32 { return bitcast<f32>(u32(i32(k) + 127i) << 23u); }""",
     "zyn_mulz_f32": """\

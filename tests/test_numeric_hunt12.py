@@ -3,6 +3,8 @@ clamp, integer and float powers by exponents read per element, and the elementwi
 builtins at their edges."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -142,3 +144,28 @@ def test_float_power_by_fractional_exponents_read_per_element(device):
         want = np.power(x, e)
     far = _ulps(_power(device, x, e), want)
     assert far.max() <= 1, (x[far > 1], e[far > 1])
+
+
+def _fold(op, v):
+    """A fold of numpy's maximum (minimum) in iteration order: of equal values the later."""
+    return functools.reduce(np.maximum if op == "max" else np.minimum, v)
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d.startswith("cpu")])
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("n, plus", [(2, [0]), (2, [1]), (7, [2, 5]), (17, [4]), (33, [20]),
+                                      (1000, [3, 700])])
+def test_max_and_min_reductions_of_zeros_keep_the_last_sign(device, op, n, plus):
+    """A reduce(max) or reduce(min) of 0.0 and -0.0 is the loop as written, a fold of max:
+    the last zero's sign. The reference took numpy's max, whose SIMD lanes give another
+    (17 values, -0.0 but a 0.0 at 4: 0.0; the C++ device's loops -0.0). WebGPU's threads
+    and subgroups combine in another order and may give either zero."""
+    v = -np.zeros(n, np.float32)
+    v[plus] = 0.0
+    want = _fold(op, v)
+    src = f"let r = compute(x) {{\n    @kernel reduce({op})\n    for i in 0..n:\n        yield x[i]\n}}\nr\n"
+    loop = (f"let r = compute(x) {{\n    var m = {'-inf' if op == 'max' else 'inf'}\n"
+            f"    for i in 0..n:\n        m = {op}(m, x[i])\n    out[0] = m\n}}\nr\n")
+    for s in (src, loop):
+        got = np.float32(_host(zynbook.run(s, device=device, x=v)).reshape(-1)[0])
+        assert np.signbit(got) == np.signbit(want), (s, got, want)

@@ -1349,12 +1349,27 @@ def _reduce(op, arr, axes):
                 (bool(not low) if dt.kind == "b" else
                  (np.iinfo(dt).min if low else np.iinfo(dt).max))
             return (np.max if low else np.min)(a, axis=axes, initial=ident)
-        return (np.max if op == "max" else np.min)(a, axis=axes)
+        res = (np.max if op == "max" else np.min)(a, axis=axes)
+        return _last_zero(a, axes, res) if a.dtype.kind == "f" else res
     if op == "and":
         return np.all(arr, axis=axes)
     if op == "or":
         return np.any(arr, axis=axes)
     raise ValueError(op)
+
+
+def _last_zero(a, axes, res):
+    """A float maximum or minimum `res` of `a` along `axes` that is zero, with the sign of the
+    last zero in iteration order, as a fold of numpy's maximum (of equal values the second)
+    gives it, and the compiled CPU's loops (numpy's own max takes its SIMD lanes' order)."""
+    zero = np.asarray(res == 0)
+    if not zero.any():
+        return res
+    flat = np.moveaxis(a, axes, tuple(range(-len(axes), 0)))
+    flat = flat.reshape(flat.shape[:flat.ndim - len(axes)] + (-1,))
+    last = flat.shape[-1] - 1 - np.argmax((flat == 0)[..., ::-1], axis=-1)
+    signed = np.take_along_axis(flat, last[..., None], -1)[..., 0]
+    return np.where(zero, signed, res).astype(a.dtype)
 
 
 def _arg_reduce(op, val, idx, axes):

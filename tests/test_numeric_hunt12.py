@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import zynbook
-from compute_testing import assert_equals_numpy, wanted_devices
+from compute_testing import wanted_devices
 
 DEVICES = wanted_devices()
 

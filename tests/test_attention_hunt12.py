@@ -258,3 +258,30 @@ def test_a_large_negative_fill_or_a_scale_outside_the_where_runs_as_written():
     for score in (f"where(j <= i, {DOT}, -1e9)", "where(j <= i, dot(Q[b, h, i], K[b, h, j]), -inf) * 0.125"):
         k = _everywhere(_three_pass(score), a, _softmax_av(a, 0.125, ok), schedule="generic")
         assert not recognise.attention(k)
+
+
+# ------------------------------------------------------------------ scales
+
+SCALES = {"-dot(Q[b, h, i], K[b, h, j]) * 0.5": -0.5,
+          "dot(Q[b, h, i] * 0.125, K[b, h, j])": 0.125,
+          "dot(K[b, h, j], Q[b, h, i] / sqrt(D))": 1 / np.sqrt(12),
+          "dot(Q[b, h, i], K[b, h, j]) / D ** 0.5": 1 / np.sqrt(12),
+          "dot(Q[b, h, i], K[b, h, j]) * pow(D, -0.5)": 1 / np.sqrt(12)}
+
+
+@pytest.mark.parametrize("score", sorted(SCALES))
+def test_scales_written_several_ways(score):
+    """A negated score and a scale on a row inside the dot are the scale too."""
+    a = _qkv(9, 12)
+    k = _everywhere(_three_pass(score), a, _softmax_av(a, SCALES[score]))
+    assert recognise.attention(k)
+
+
+def test_a_subtracted_bias():
+    a = _qkv(9, 8)
+    bias = RNG.standard_normal((9, 9)).astype(np.float32)
+    Q, K, V = (a[n].astype(np.float64) for n in "QKV")
+    s = np.einsum("bhid,bhjd->bhij", Q, K) * 0.125 - bias
+    p = np.exp(s - s.max(-1, keepdims=True))
+    k = _everywhere(_one_pass(DOT + " - Bm[i, j]", "Q, K, V, Bm"), {**a, "Bm": bias}, p @ V / p.sum(-1, keepdims=True))
+    assert recognise.attention(k).bias is not None

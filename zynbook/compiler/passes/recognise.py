@@ -301,6 +301,9 @@ def _mul_factors(e):
         n1, d1 = _mul_factors(e.left)
         n2, d2 = _mul_factors(e.right)
         return (n1 + n2, d1 + d2) if e.op == "*" else (n1 + d2, d1 + n2)
+    if isinstance(e, cir.Unary) and e.op == "neg" and e.ty.dtype in cir.FLOAT_DTYPES:
+        n, d = _mul_factors(e.operand)        # -x is x * -1
+        return n + [cir.Const(-1.0, e.ty)], d
     return ([], []) if _is_const(e, 1.0) else ([e], [])
 
 
@@ -316,7 +319,7 @@ def _sum_of(terms: list):
     out = None
     for sign, t in terms:
         if out is None:
-            out = t if sign > 0 else cir.Unary("-", t, t.ty)
+            out = t if sign > 0 else cir.Unary("neg", t, t.ty)
         else:
             out = cir.Bin("+" if sign > 0 else "-", out, t, F32)
     return out
@@ -519,11 +522,19 @@ class _Att:
         if len(dots) != 1:
             raise _No("the score is not one dot(Q row, K row) times a constant")
         rest = [x for x in nums if x is not dots[0]]
+        d = dots[0]
+        # a row scaled inside the dot (`dot(Q[b, h, i] * 0.125, K[b, h, j])`) scales the score
+        qk = []
+        for row in (d.a, d.b):
+            row_n, row_d = _mul_factors(row)
+            loaded = [x for x in row_n if isinstance(x, cir.Load)]
+            qk.append(loaded[0] if len(loaded) == 1 else row)
+            if len(loaded) == 1:
+                rest += [x for x in row_n if x is not loaded[0]]
+                dens = dens + row_d
         for x in rest + dens:
             if not is_launch_constant(x, self.k):
                 raise _No("the score's scale is not a launch constant")
-        d = dots[0]
-        qk = [d.a, d.b]
         if not all(isinstance(x, cir.Load) and 1 <= len(x.index) <= 3 and
                    all(_grouped(t, self.k)[0] for t in x.index) for x in qk):
             raise _No("the score is not dot(Q[b, h, i], K[b, h, j])")

@@ -10,6 +10,7 @@ import numpy as np
 from .backends.registry import get_device
 from .compiler import ast as A
 from .compiler.syntax_cache import parse as parse_kept
+from .compiler.types import dtype_list
 from .errors import (Span, ZynMLError, ZynMLNameError, ZynMLSyntaxError, ZynMLTypeError,
                      source_lines)
 from .runtime import builtins as B
@@ -43,7 +44,7 @@ def _unreadable(value, path: str, why: str) -> str:
 def _no_dtype(value, path: str, dtype) -> str:
     """What is wrong with an array whose elements ZynML has no type for (complex, text, fp8)."""
     return (f"a `{type(value).__name__}`{f' (at {path})' if path else ''} of dtype `{dtype}`, "
-            "which ZynML has no type for (its dtypes: f16 bf16 f32 f64, i8 to i64, u8 to u64, bool)")
+            f"which ZynML has no type for (its dtypes: {dtype_list()})")
 
 
 @functools.lru_cache(maxsize=None)

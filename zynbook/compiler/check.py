@@ -20,7 +20,7 @@ from .dims import solve
 from .freenames import compute_free_names
 from .lower import InputSig, dotted, lower_compute
 from .passes.pipeline import run_pipeline
-from .types import canonical_dtype, int_dtype
+from .types import DTYPE_ALIASES, canonical_dtype, int_dtype
 from ..runtime.device_ops import DEVICE_OPS, BufferShape, check_call as check_device_call
 
 def _host_builtins() -> set:
@@ -30,9 +30,7 @@ def _host_builtins() -> set:
 
 
 HOST_BUILTINS = _host_builtins()
-HOST_CONSTANTS = {"inf", "pi", "e", "nan", "f16", "bf16", "f32", "f64", "i8", "i16", "i32",
-                  "i64", "u8", "u16", "u32", "u64", "float16", "float32", "float64", "int32",
-                  "int64", "uint32", "bfloat16", "half"}
+HOST_CONSTANTS = set(DTYPE_ALIASES) | {"inf", "pi", "e", "nan"}
 _CONSTRUCTORS = {"zeros", "ones", "randn", "rand"}
 
 

@@ -772,8 +772,25 @@ class _Lowering:
         """A loop bound or shared size: an integer expression over sizes and loop vars."""
         v = self.expr(e, size_context=True)
         if not is_int(v.ty.dtype) or v.ty.shape:
-            raise ZynMLTypeError(f"{what} must be an integer, not {v.ty}", e.span)
+            raise ZynMLTypeError(f"{what} must be an integer, not {self._spoken(e, v)}", e.span)
         return affine.simplify(v)
+
+    def _spoken(self, e, v) -> str:
+        """What the value of `e` is, in the user's words (never its axes' internal names),
+        with what to write instead where it is a whole integer array."""
+        dtype, axes = v.ty.dtype, len(v.ty.shape)
+        what = f"{'a' if dtype[0] in 'ub' else 'an'} {dtype}"
+        if not axes:
+            return f"{what} value"
+        what += f" array of {axes} axis{'es' if axes > 1 else ''}"
+        label = dotted(e)
+        if label is None or self.buffer_for(e) is None:
+            return what
+        if not is_int(dtype):
+            return f"`{label}`, {what}"
+        return (f"`{label}`, {what} (an array like np.array([2])); write "
+                f"{label}[{', '.join(['0'] * axes)}] for its first element, or pass `{label}` "
+                f"as a Python int")
 
     def expr(self, e, size_context=False, index_context=False) -> cir.Expr:
         if isinstance(e, A.Number):
@@ -916,7 +933,8 @@ class _Lowering:
             stop = self.expr(item.stop, index_context=True) if item.stop is not None else None
             for part, node in ((start, item.start), (stop, item.stop)):
                 if part is not None and (not is_int(part.ty.dtype) or part.ty.shape):
-                    raise ZynMLTypeError(f"a slice bound must be an integer, not {part.ty}",
+                    raise ZynMLTypeError(f"a slice bound must be an integer, not "
+                                         f"{self._spoken(node, part)}",
                                          node.span)
                 negative = _negative_const(part) if node is not None else None
                 if negative is not None:
@@ -1161,7 +1179,9 @@ class _Lowering:
         dtype = arithmetic_dtype(op, a, b, self._is_weak(a), self._is_weak(b))
         self._weak_in_bounds((a, b), dtype, spans or (span, span))
         a, b = self._widen_weak(a, dtype), self._widen_weak(b, dtype)
-        return cir.Bin(op, a, b, cir.Ty(dtype, shape), span if op in ("/", "%") else None)
+        result = cir.Bin(op, a, b, cir.Ty(dtype, shape), span if op in ("/", "%") else None)
+        _literals_fit(result, span)
+        return result
 
     def _weak_in_bounds(self, args, dtype, spans):
         """A weak integer among `args` (beside one that is not) meeting integer `dtype` must
@@ -1770,6 +1790,22 @@ def _int_literal_value(e):
     bits = int(e.ty.dtype[1:])
     low = 0 if e.ty.dtype.startswith("u") else -2 ** (bits - 1)
     return (v - low) % 2 ** bits + low
+
+
+def _literals_fit(e, span):
+    """Integer arithmetic of literals only (2 ** 31, 65536 * 65536) must fit its dtype: it
+    wrapped (to -2147483648, 0) where the same text on the host, and numpy's Python ints,
+    give the exact number."""
+    if not is_int(e.ty.dtype) or e.ty.shape or _int_literal_value(e) is None:
+        return
+    exact = cir.eval_expr_static(e, {})
+    if not holds(e.ty.dtype, exact):
+        text = cir.format_expr(e)
+        floated = f"{e.left.value}.0 {e.op} {cir.format_expr(e.right)}" \
+            if isinstance(e.left, cir.Const) else "a float operand"
+        raise ZynMLTypeError(
+            f"{text} is {exact}, past {e.ty.dtype}, the type of this integer arithmetic in a "
+            f"kernel (it would wrap); write {floated}, or the number itself", span)
 
 
 def _held_literal(c, other):

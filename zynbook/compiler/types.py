@@ -15,6 +15,7 @@ from ..errors import ZynMLTypeError
 
 FLOATS = ("f16", "bf16", "f32", "f64")
 INTS = ("i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64")
+DTYPES = FLOATS + INTS + ("bool",)
 
 _WIDTH = {"bool": 1, "i8": 8, "u8": 8, "i16": 16, "u16": 16, "f16": 16, "bf16": 16,
           "i32": 32, "u32": 32, "f32": 32, "i64": 64, "u64": 64, "f64": 64}
@@ -32,6 +33,12 @@ DTYPE_ALIASES = {
 NUMPY_NAMES = {"f16": "float16", "bf16": "float32", "f32": "float32", "f64": "float64",
                "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
                "u16": "uint16", "u32": "uint32", "u64": "uint64", "bool": "bool"}
+
+
+def dtype_list(names=DTYPES) -> str:
+    """`names` as a message lists them ("f16, bf16, ... or bool"): messages read the table,
+    so none leaves out a dtype the language has."""
+    return f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 # (narrow, wide): every value of the first dtype is one of the second

@@ -14,7 +14,8 @@ import weakref
 import numpy as np
 
 from ..backends.registry import compute_devices, get_device
-from ..compiler.types import NUMPY_NAMES, canonical_dtype, int_dtype
+from ..compiler.types import (DTYPE_ALIASES, FLOATS, NUMPY_NAMES, canonical_dtype, dtype_list,
+                              int_dtype)
 from ..errors import (ZynMLDeviceError, ZynMLError, ZynMLMemoryError, ZynMLShapeError,
                       ZynMLTypeError)
 from . import bf16
@@ -86,7 +87,7 @@ def _dtype(value, default="f32") -> str:
         return default
     if isinstance(value, str) and canonical_dtype(value):
         return canonical_dtype(value)
-    raise ZynMLTypeError(f"unknown dtype {value!r}; use f16, f32, f64, i32, i64, u32 or bool")
+    raise ZynMLTypeError(f"unknown dtype {value!r}; use {dtype_list()}")
 
 
 def _np(dtype: str):
@@ -360,8 +361,7 @@ def _random(draw, shape, dtype, name="randn"):
     those one draw of the whole shape gives, with no f64 temporary of the whole size."""
     out = np.empty(shape, _np(dtype))
     if out.dtype.kind != "f":       # values in [0, 1) or around 0 would truncate to 0 or so
-        raise ZynMLTypeError(f"{name}() makes floats: dtype= is f16, bf16, f32 or f64, "
-                             f"not {dtype}")
+        raise ZynMLTypeError(f"{name}() makes floats: dtype= is {dtype_list(FLOATS)}, not {dtype}")
     if out.dtype == np.float64:
         return draw(shape)
     flat = out.reshape(-1)
@@ -818,10 +818,7 @@ def _range(interp, args, kwargs):
 
 # dtype names are values too: allocate(dtype=float32)
 # every dtype name and alias of the language reference ("Dtypes and promotion")
-DTYPE_VALUES = {name: canonical_dtype(name) for name in (
-    "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool",
-    "float16", "half", "float32", "float", "float64", "double", "int8", "int16", "int32",
-    "int", "int64", "uint8", "uint16", "uint32", "uint64", "bfloat16")}
+DTYPE_VALUES = dict(DTYPE_ALIASES)
 CONSTANTS = {"inf": float("inf"), "pi": math.pi, "e": math.e, "nan": float("nan")}
 
 

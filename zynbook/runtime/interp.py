@@ -284,7 +284,8 @@ class Interpreter:
         raise ZynMLNameError(f"unknown name `{name}`{self._suggest(name)}", span, unknown=name)
 
     def _suggest(self, name: str) -> str:
-        pool = list(self.globals) + list(B.BUILTINS) + list(KEYWORDS)
+        pool = list(self.globals) + list(B.BUILTINS) + list(KEYWORDS) + list(B.DTYPE_VALUES) + \
+            list(B.CONSTANTS)
         if self.frames:
             pool += list(self.frames[-1][0])
         close = difflib.get_close_matches(name, pool, n=1, cutoff=0.75)

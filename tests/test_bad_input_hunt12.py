@@ -1,0 +1,106 @@
+"""User mistakes end as ZynML errors naming their kind, line and column, with a message
+that says what to write instead: never a Python traceback, a crash or a wrong value."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.compiler.types import DTYPES, FLOATS
+from zynbook.errors import ZynMLError
+from compute_testing import wanted_devices
+
+
+def _error(src, **inputs) -> ZynMLError:
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run(src, **inputs)
+    return info.value
+
+
+def _at(err, kind, line, column, *words):
+    assert (err.kind, err.line, err.column) == (kind, line, column), err.render()
+    for w in words:
+        assert w in err.message, err.message
+
+
+# ------------------------------------------------- dtype lists read the one table of dtypes
+
+def test_unknown_dtype_lists_every_dtype():
+    err = _error("let f32 = 2\nlet z = zeros([2], dtype=f32)\nz")
+    _at(err, "type", 2, 9, "unknown dtype 2")
+    for name in ("f16", "bf16", "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64",
+                 "u64", "bool"):
+        assert name in err.message
+    assert len(DTYPES) == 13
+
+
+def test_randn_of_an_integer_dtype_lists_the_floats():
+    err = _error("let z = randn([2], dtype=i8)\nz")
+    _at(err, "type", 1, 9, "f16, bf16, f32 or f64")
+    assert FLOATS == ("f16", "bf16", "f32", "f64")
+
+
+@pytest.mark.parametrize("name, dtype", [("int8", np.int8), ("uint16", np.uint16),
+                                         ("uint64", np.uint64), ("double", np.float64)])
+def test_every_dtype_alias_is_a_value(name, dtype):
+    got = zynbook.run(f"let z = ones([3], dtype={name})\nz")
+    np.testing.assert_array_equal(got.numpy(), np.ones(3, dtype))
+    assert got.numpy().dtype == dtype
+
+
+@pytest.mark.parametrize("typo, near", [("uint6", "uint64"), ("flaot32", "float32"),
+                                        ("bfloat61", "bfloat16")])
+def test_a_misspelled_dtype_suggests_the_near_name(typo, near):
+    err = _error(f"let z = zeros([2], dtype={typo})\nz")
+    _at(err, "name", 1, 26, f"`{typo}`", f"did you mean `{near}`?")
+
+
+# ------------------------------------------ a range bound given an array names what it is
+
+_BOUND = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i]\n}\ny"
+
+
+def test_a_range_bound_given_a_one_element_array_says_what_to_write():
+    err = _error(_BOUND, x=np.ones(3, np.float32), n=np.array([2]))
+    _at(err, "type", 2, 17, "`n`, an i64 array of 1 axis", "n[0]", "Python int")
+    assert "_d0" not in err.message
+
+
+def test_a_range_bound_given_an_int_runs():
+    got = zynbook.run(_BOUND, x=np.arange(3, dtype=np.float32), n=2)
+    np.testing.assert_array_equal(got.numpy(), np.arange(2, dtype=np.float32))
+
+
+def test_a_range_bound_given_a_float_array_or_a_slice():
+    err = _error(_BOUND.replace("0..n", "0..x"), x=np.ones(3, np.float32))
+    _at(err, "type", 2, 17, "`x`, an f32 array of 1 axis")
+    assert "x[0]" not in err.message           # x[0] is no integer either
+    err = _error(_BOUND.replace("0..n", "0..x[0:2]"), x=np.ones(3, np.int32))
+    _at(err, "type", 2, 17, "an i32 array of 1 axis")
+    assert "_d0" not in err.message
+    err = _error(_BOUND.replace("0..n", "0..3.5"), x=np.ones(3, np.int32))
+    _at(err, "type", 2, 17, "an f32 value")
+
+
+# ------------------- integer arithmetic of literals in a kernel that would wrap is refused
+
+_LIT = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] + EXPR\n}\ny"
+
+
+@pytest.mark.parametrize("expr, exact, hint", [
+    ("2**31", 2 ** 31, "write 2.0 ** 31"),
+    ("65536*65536", 2 ** 32, "write 65536.0 * 65536"),
+    ("(1+2)*2147483647", 3 * 2147483647, "a float operand"),
+])
+def test_literal_integer_arithmetic_past_i32_is_an_error(expr, exact, hint):
+    err = _error(_LIT.replace("EXPR", expr), x=np.ones(3, np.float32))
+    _at(err, "type", 3, 25, str(exact), "past i32", hint)
+
+
+@pytest.mark.parametrize("device", wanted_devices())
+def test_literal_integer_arithmetic_that_fits_is_exact(device):
+    x = np.arange(5, dtype=np.float32)
+    src = _LIT.replace("EXPR", "2**30 + 7 / 2 - 2147483647 % 10 + 2.0 ** 31")
+    got = zynbook.Session(device).run(src, x=x)
+    want = x + np.float32(2 ** 30 + 3 - 7) + np.float32(2.0 ** 31)
+    np.testing.assert_array_equal(got.numpy(), want)

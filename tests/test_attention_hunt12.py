@@ -285,3 +285,17 @@ def test_a_subtracted_bias():
     p = np.exp(s - s.max(-1, keepdims=True))
     k = _everywhere(_one_pass(DOT + " - Bm[i, j]", "Q, K, V, Bm"), {**a, "Bm": bias}, p @ V / p.sum(-1, keepdims=True))
     assert recognise.attention(k).bias is not None
+
+
+@pytest.mark.parametrize("form", ["three", "one"])
+def test_padding_mask_of_per_batch_lengths(form):
+    """`where(j < lens[b], s, -inf)`: keys past each batch's length scored -inf; the batch of
+    length 0 is NaN throughout, as numpy's softmax of rows of -inf."""
+    lens = np.array([5, 0, 17], np.int32)
+    a = {n: RNG.standard_normal((3, 2, 17, 8)).astype(np.float32) for n in "QKV"}
+    src = (_three_pass if form == "three" else _one_pass)(f"where(j < lens[b], {DOT}, -inf)", "Q, K, V, lens")
+    ok = (np.arange(17)[None, :] < lens[:, None])[:, None, None, :]
+    want = _softmax_av(a, 0.125, ok)
+    assert np.isnan(want[1]).all() and not np.isnan(want[[0, 2]]).any()
+    k = _everywhere(src, {**a, "lens": lens}, want)
+    assert recognise.attention(k).keep is not None

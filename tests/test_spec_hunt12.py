@@ -166,3 +166,35 @@ def test_while_break_continue_and_functions_are_syntax_errors_that_say_so(src, l
     err = info.value
     assert (err.kind, err.line, err.column) == ("syntax", line, column), err
     assert words in err.message and "^" in err.render(), err
+
+
+# ------------------------------------ recurrences over a `var` that a narrower value types
+
+def _ema(x, dtype):
+    a, out = dtype(0), np.zeros(len(x), dtype)
+    for i, v in enumerate(x.astype(dtype)):
+        a = dtype(dtype(dtype(0.9) * a) + dtype(dtype(0.1) * v))
+        out[i] = a
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype, tol", [(np.float16, 2e-3), (np.float64, 1e-12),
+                                        (np.float32, 1e-6)])
+def test_a_moving_average_of_a_weak_var_runs_in_the_data_s_dtype(device, dtype, tol):
+    """`var a = 0.0` then `a = 0.9 * a + 0.1 * x[c]` over f16 x: `a` is f16 (a literal is
+    weak), but `0.9 * a` stayed typed f32 from before `a` took f16, and every device failed
+    with an internal compiler error ("the CIR ... after pass `widen` is broken"). The
+    product is f16 arithmetic, as numpy's f16 EMA. Over f64 x the weak `0.9 * a` is f64
+    arithmetic on `a` still f32 when lowered, which the CIR's checker refused the same way."""
+    if dtype is np.float64 and device == "gl:0":
+        pytest.skip("the OpenGL adapter has no shader-f64")
+    x = RNG.standard_normal(37).astype(dtype)
+    src = """let s = compute(x) {
+    var a = 0.0
+    for c in 0..n:
+        a = 0.9 * a + 0.1 * x[c]
+        out[c] = a
+}
+s"""
+    assert_equals_numpy(_run(device, src, x=x), _ema(x, dtype), tol)

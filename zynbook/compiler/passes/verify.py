@@ -21,7 +21,7 @@ A failure is an internal error (`CIRVerifyError`) that names the pass whose outp
 from __future__ import annotations
 
 from .. import cir
-from ..types import WeakLocals, arithmetic_dtype, is_int, promote
+from ..types import WeakLocals, arithmetic_dtype, is_float, is_int, promote
 from .loops import has_node, names_of
 
 COMPARE = ("<", "<=", ">", ">=", "==", "!=")
@@ -219,7 +219,11 @@ class _Verifier:
                 self.fail(f"unknown operator {e.op}", line)
             if e.ty.dtype != want and not (
                     e.op in ("+", "-", "*") and e.ty.dtype == "i32" and not e.ty.shape
-                    and all(is_int(x.ty.dtype) and not x.ty.shape for x in (a, b))):
+                    and all(is_int(x.ty.dtype) and not x.ty.shape for x in (a, b))) and not (
+                    # of two weak floats either dtype is right: `0.5 * c` of a weak `var c`
+                    # that meets f64 is computed in f64 (see lower._in_f64)
+                    e.ty.dtype in (a.ty.dtype, b.ty.dtype) and is_float(e.ty.dtype)
+                    and self.weak.weak(a) and self.weak.weak(b)):
                 # sizes, bounds and indices simplified by affine.py are i32 forms
                 self.fail(f"`{cir.format_expr(e)}` is typed {e.ty.dtype}; {a.ty.dtype} {e.op} "
                           f"{b.ty.dtype} gives {want}", line)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import cir
-from ..types import WeakLocals, is_float, promote
+from ..types import WeakLocals, arithmetic_dtype, is_float, promote
 from .simplify import bottom_up, map_stmts, rewrite_exprs
 
 
@@ -56,7 +56,28 @@ def widen_vars(kernel: cir.Kernel) -> cir.Kernel:
         return cir.Let(s.name, s.value, True, s.line, ty)
 
     body = map_stmts(kernel.body, declared)
-    return rewrite_exprs(replace(kernel, body=body), lambda e: _read_as_declared(e, final))
+    narrowed: dict = {}             # id -> the reads rewritten below and the arithmetic on them
+
+    def as_declared(e):
+        new = _read_as_declared(e, final)
+        if new is e and isinstance(e, cir.Bin) and (id(e.left) in narrowed
+                                                    or id(e.right) in narrowed):
+            new = _in_operands_dtype(e, weak)
+        if new is not e:
+            narrowed[id(new)] = new
+        return new
+    return rewrite_exprs(replace(kernel, body=body), as_declared)
+
+
+def _in_operands_dtype(e, weak):
+    """Arithmetic over a float local read in a narrower declared type, in the dtype its
+    operands now give: `0.9 * a` of `var a = 0.0` that an f16 value made f16 was lowered
+    f32, beside a weak literal, before `a` took f16. (`weak` holds the names weak after the
+    whole body, a subset of those weak at any read, so this never narrows what was wide.)"""
+    if e.op not in ("+", "-", "*", "/", "%", "**") or e.ty.shape or not is_float(e.ty.dtype):
+        return e
+    want = arithmetic_dtype(e.op, e.left, e.right, weak.weak(e.left), weak.weak(e.right))
+    return replace(e, ty=cir.Ty(want, e.ty.shape)) if want != e.ty.dtype and is_float(want) else e
 
 
 def _read_as_declared(e, final):

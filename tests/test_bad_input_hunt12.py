@@ -104,3 +104,21 @@ def test_literal_integer_arithmetic_that_fits_is_exact(device):
     got = zynbook.Session(device).run(src, x=x)
     want = x + np.float32(2 ** 30 + 3 - 7) + np.float32(2.0 ** 31)
     np.testing.assert_array_equal(got.numpy(), want)
+
+
+# --------------------------------------------------------------- the text of the program
+
+@pytest.mark.parametrize("literal", ["1e400", "1e309", "1234567890e300", "1.5E400"])
+def test_a_float_literal_past_the_largest_float_is_an_error(literal):
+    err = _error(f"let a = 2\nlet y = a * {literal}\ny")
+    _at(err, "syntax", 2, 13, literal, "write inf")
+
+
+def test_the_largest_float_literals_stay_numbers():
+    assert zynbook.run("let y = 1.7e308 * 1e-308\ny") == pytest.approx(1.7)
+    assert zynbook.run("let y = 1e-400\ny") == 0.0     # underflow is 0, as numpy's
+
+
+@pytest.mark.parametrize("src, column", [("let ü = 1\nü", 5), ("let aé = 1\naé", 6)])
+def test_a_non_ascii_name_says_what_names_are(src, column):
+    _at(_error(src), "syntax", 1, column, "ASCII letters, digits and _")

@@ -370,7 +370,11 @@ class ToAst(Transformer):
         return A.Number(int(c[0].value), span=_span(meta))
 
     def float_lit(self, meta, c):
-        return A.Number(float(c[0].value), span=_span(meta))
+        value = float(c[0].value)
+        if value == float("inf"):       # (1e400: Python's float() gives inf, silently)
+            raise ZynMLSyntaxError(f"the number {c[0].value} is past the largest float "
+                                   f"(about 1.8e308); write inf for infinity", _span(meta))
+        return A.Number(value, span=_span(meta))
 
     def string_lit(self, meta, c):
         return A.String(_unescape(c[0]), span=_span(meta))
@@ -568,6 +572,8 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
             msg = f"unterminated string: no closing {ch} on this line"
         elif ch == "#":             # (a Python habit; the same line of a magic ends there)
             msg = "unexpected character '#': ZynML comments start with //"
+        elif ch.isidentifier() or ch.isalnum():
+            msg = f"unexpected character {ch!r}: names are ASCII letters, digits and _"
         elif ch:
             msg = f"unexpected character {ch!r}"
         else:

@@ -299,3 +299,39 @@ def test_padding_mask_of_per_batch_lengths(form):
     assert np.isnan(want[1]).all() and not np.isnan(want[[0, 2]]).any()
     k = _everywhere(src, {**a, "lens": lens}, want)
     assert recognise.attention(k).keep is not None
+
+
+def test_flash_without_the_sums_rescale_is_not_attention():
+    """`l_new = l + row_sum(...)` (the output rescaled, the sum not): what the loops say."""
+    S = 37
+    a = _qkv(S, 8)
+    src = f"""let attn = compute(Q, K, V) {{
+    @kernel flash_attention
+    for b in 0..batch, h in 0..heads:
+        for q_block in 0..seq_len step 16:
+            var m = -inf
+            var l = 0.0
+            var o = zeros(min(16, seq_len - q_block), head_dim)
+            for kv_block in 0..seq_len step 16:
+                let S = Q[b, h, q_block:q_block+16] @ transpose(K[b, h, kv_block:kv_block+16]) * 0.125
+                let m_new = max(m, row_max(S))
+                l = l + row_sum(exp(S - m_new))
+                o = exp(m - m_new) * o + exp(S - m_new) @ V[b, h, kv_block:kv_block+16]
+                m = m_new
+            out[b, h, q_block:q_block+16] = o / l
+}}
+attn
+"""
+    Q, K, V = (a[n].astype(np.float64) for n in "QKV")
+    want = np.zeros_like(Q)
+    for q0 in range(0, S, 16):
+        q = Q[:, :, q0:q0 + 16]
+        m, l, o = np.full(q.shape[:3] + (1,), -np.inf), np.zeros(q.shape[:3] + (1,)), np.zeros(q.shape)
+        for k0 in range(0, S, 16):
+            s = q @ np.swapaxes(K[:, :, k0:k0 + 16], -1, -2) * 0.125
+            mn = np.maximum(m, s.max(-1, keepdims=True))
+            l = l + np.exp(s - mn).sum(-1, keepdims=True)
+            o, m = np.exp(m - mn) * o + np.exp(s - mn) @ V[:, :, k0:k0 + 16], mn
+        want[:, :, q0:q0 + 16] = o / l
+    k = _everywhere(src, a, want, schedule="generic")
+    assert not recognise.attention(k)

@@ -122,3 +122,15 @@ def test_the_largest_float_literals_stay_numbers():
 @pytest.mark.parametrize("src, column", [("let ü = 1\nü", 5), ("let aé = 1\naé", 6)])
 def test_a_non_ascii_name_says_what_names_are(src, column):
     _at(_error(src), "syntax", 1, column, "ASCII letters, digits and _")
+
+
+@pytest.mark.parametrize("src, line, column, word, near", [
+    ("let y = compute(x) {\n    fro i in 0..n:\n        out[i] = x[i]\n}\ny", 2, 5, "fro", "for"),
+    ("lett y = x\ny", 1, 1, "lett", "let"),
+    ("let y = x\nretrun y", 2, 1, "retrun", "return"),
+    ("let y = x\nif y[0] > 0:\n    print(1)\nels:\n    print(2)", 4, 1, "els", "else"),
+])
+def test_a_misspelled_keyword_is_named_at_its_place(src, line, column, word, near):
+    err = _error(src, x=np.ones(3, np.float32))
+    _at(err, "syntax", line, column, f"`{word}`", f"did you mean `{near}`?")
+    assert err.span.end_column == column + len(word)

@@ -7,6 +7,7 @@ whose base is the indentation of its first line, so compute bodies may sit at an
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from pathlib import Path
@@ -523,6 +524,27 @@ def _expression_hint(tok, lines) -> str:
     return ""
 
 
+# the words a statement starts with, for `fro i in 0..n:` (did you mean `for`?)
+_STATEMENT_WORDS = ("let", "var", "for", "if", "elif", "else", "return", "pipeline", "config",
+                    "yield", "shared", "compute")
+
+
+def _misspelled_keyword(tok, lines):
+    """(message, span) where the parse broke just after a statement's first word, a near
+    miss of a keyword (`lett y = x`, `retrun y`): said at that word, not the next token."""
+    text = lines[tok.line - 1] if 0 < tok.line <= len(lines) else ""
+    before = code_part(text)[:tok.column - 1]
+    word = before.strip()
+    if not word.isidentifier() or word in _STATEMENT_WORDS or word in _MISSING_WORDS:
+        return None
+    close = difflib.get_close_matches(word, _STATEMENT_WORDS, n=1, cutoff=0.6)
+    if not close:
+        return None
+    column = len(before) - len(before.lstrip()) + 1
+    return (f"unknown word `{word}` starting a statement; did you mean `{close[0]}`?",
+            Span(tok.line, column, tok.line, column + len(word)))
+
+
 _MISSING_WORDS = {
     "while": "there is no `while` loop; write a `for` loop over a range, with an `if` around "
              "the steps to skip",
@@ -549,6 +571,9 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
                 column = len(code_part(text).rstrip()) + 1
         else:
             msg = f"unexpected {tok.value!r}"
+            typo = _misspelled_keyword(tok, lines)
+            if typo is not None:
+                return ZynMLSyntaxError(typo[0], typo[1], source)
             hint = _expression_hint(tok, lines)
             if hint:
                 return ZynMLSyntaxError(f"{msg}: {hint}", Span(tok.line, tok.column), source)

@@ -335,3 +335,16 @@ attn
         want[:, :, q0:q0 + 16] = o / l
     k = _everywhere(src, a, want, schedule="generic")
     assert not recognise.attention(k)
+
+
+@pytest.mark.parametrize("form", ["three", "one"])
+def test_a_nan_value_behind_a_minus_inf_score_reaches_every_query_as_numpy(form):
+    """A key masked by its -inf score is still weighed (weight 0): its NaN value makes every
+    query NaN in that column, as numpy's softmax(...) @ V does; a mask that left the key
+    out (`if j <= i:`) would not, so the where is no key condition."""
+    a = _qkv(13, 8)
+    a["V"][0, 0, 9, 3] = np.nan
+    ok = np.arange(13)[None] <= np.arange(13)[:, None]
+    want = _softmax_av(a, 0.125, ok)
+    assert np.isnan(want[0, 0, :, 3]).all() and np.isnan(want).sum() == 13
+    _everywhere((_three_pass if form == "three" else _one_pass)(f"where(j > i, -inf, {DOT})"), a, want)

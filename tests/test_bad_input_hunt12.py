@@ -134,3 +134,22 @@ def test_a_misspelled_keyword_is_named_at_its_place(src, line, column, word, nea
     err = _error(src, x=np.ones(3, np.float32))
     _at(err, "syntax", line, column, f"`{word}`", f"did you mean `{near}`?")
     assert err.span.end_column == column + len(word)
+
+
+# ------------------------------------------------------------------ config { ... } keys
+
+@pytest.mark.parametrize("entry", ["fuse: false", "allow_tf32: true", "autotune: false",
+                                   'cuda_graph: "auto"', "seed: 3"])
+def test_compile_takes_every_config_key_the_interpreter_sets(entry):
+    x = np.arange(4, dtype=np.float32)
+    program = zynbook.compile(f"config {{ {entry} }}\nlet y = x * 2.0 + 1.0\ny")
+    np.testing.assert_array_equal(program.run(x=x).numpy(), x * 2 + 1)
+
+
+@pytest.mark.parametrize("typo, near", [("allow_tf33", "allow_tf32"), ("sed", "seed")])
+def test_a_misspelled_config_key_suggests_the_near_one(typo, near):
+    for compile_first in (False, True):
+        src = f"config {{ {typo}: 1 }}\nlet y = 1\ny"
+        with pytest.raises(ZynMLError) as info:
+            zynbook.compile(src) if compile_first else zynbook.run(src)
+        _at(info.value, "name", 1, 10, f"`{typo}`", f"did you mean `{near}`?")

@@ -168,11 +168,10 @@ class Checker:
             if s.value is not None:
                 self.expr(s.value)
         elif isinstance(s, A.Config):
+            from ..runtime.interp import CONFIG_KEYS, unknown_config_key
             for kw in s.entries:
-                if kw.name not in ("compute_device", "seed", "cluster", "model_split",
-                                   "memory_budget"):
-                    raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
-                                         "seed, cluster, model_split, memory_budget", kw.span)
+                if kw.name not in CONFIG_KEYS:      # (the keys the interpreter sets)
+                    raise unknown_config_key(kw)
                 self.expr(kw.value)
         elif isinstance(s, A.Yield):
             raise ZynMLTypeError("`yield` belongs inside a reduce kernel's compute body", s.span)

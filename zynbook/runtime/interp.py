@@ -45,6 +45,18 @@ KEYWORDS = ("let", "var", "for", "in", "if", "elif", "else", "and", "or", "not",
             "pipeline", "config", "compute", "yield", "await", "timeout", "step", "true",
             "false", "shared")
 
+# the keys `config { ... }` takes (Interpreter.config sets each)
+CONFIG_KEYS = ("compute_device", "seed", "cluster", "model_split", "memory_budget", "autotune",
+               "tune_budget", "flash_config", "allow_tf32", "fuse", "cuda_graph")
+
+
+def unknown_config_key(kw) -> ZynMLNameError:
+    close = difflib.get_close_matches(kw.name, CONFIG_KEYS, n=1, cutoff=0.6)
+    near = f"did you mean `{close[0]}`? " if close else ""
+    return ZynMLNameError(f"unknown config key `{kw.name}`; {near}known: {', '.join(CONFIG_KEYS)}",
+                          kw.span)
+
+
 # the most bits a host int computed by `**` may have (Python's ints are unbounded, but
 # 10 ** 10 ** 10 would take minutes and gigabytes before anything could fail)
 _INT_BITS_MAX = 1 << 23
@@ -711,10 +723,7 @@ class Interpreter:
                 # runtime/replay.py
                 self.session.cuda_graph = value if value == "auto" else bool(value)
             else:
-                raise ZynMLNameError(f"unknown config key `{kw.name}`; known: compute_device, "
-                                     "seed, cluster, model_split, memory_budget, autotune, "
-                                     "tune_budget, flash_config, allow_tf32, fuse, cuda_graph",
-                                     kw.span)
+                raise unknown_config_key(kw)
         return None
 
     def _tuning(self, key: str, value, span):

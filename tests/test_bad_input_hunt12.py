@@ -153,3 +153,11 @@ def test_a_misspelled_config_key_suggests_the_near_one(typo, near):
         with pytest.raises(ZynMLError) as info:
             zynbook.compile(src) if compile_first else zynbook.run(src)
         _at(info.value, "name", 1, 10, f"`{typo}`", f"did you mean `{near}`?")
+
+
+@pytest.mark.parametrize("sizes, threads", [("100000", 100000), ("64, 64, 64", 262144)])
+def test_a_workgroup_past_1024_threads_is_written_as_the_user_wrote_it(sizes, threads):
+    src = f"let y = compute(x) {{\n    @workgroup({sizes})\n    for i in 0..n:\n" \
+          f"        out[i] = x[i]\n}}\ny"
+    err = _error(src, x=np.ones(3, np.float32))
+    _at(err, "type", 2, 5, f"@workgroup({sizes}) has {threads} threads; at most 1024")

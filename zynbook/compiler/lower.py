@@ -378,8 +378,8 @@ class _Lowering:
                                      ann.span)
             wg = tuple(self._positive_const(a, "@workgroup", at=ann) for a in ann.args)
             if _prod(wg) > 1024:
-                raise ZynMLTypeError(f"@workgroup{wg} has {_prod(wg)} threads; at most 1024",
-                                     ann.span)
+                raise ZynMLTypeError(f"@workgroup({', '.join(map(str, wg))}) has {_prod(wg)} "
+                                     f"threads; at most 1024", ann.span)
         if "shared" in self.annotations:
             ann = self.annotations["shared"]
             if len(ann.args) != 1:
@@ -627,6 +627,7 @@ class _Lowering:
                 target.base.id == "out" and self.lookup("out") is None:
             index = tuple(self.index_item(it) for it in target.items)
             value = self.expr(s.value)
+            index = _closed_slices(index, value)
             if s.op != "=":
                 weak = self._is_weak(value)
                 old = cir.Ty(self.out_dtype or value.ty.dtype, value.ty.shape)
@@ -1715,6 +1716,22 @@ class _Lowering:
                     self.loop_info[var][3].stop.span)
             shape.append(_dim_value(stop))
         return cir.Buffer("out", dtype, tuple(shape), "write")
+
+
+def _closed_slices(index, value):
+    """A store's index with each slice open at its end (`out[i, 2:] = x[i, 2:]`) ending
+    where the tile written into it does: out's size comes from its indices, and no axis of
+    out is known to end it."""
+    axes = iter(value.ty.shape)         # the tile's axes, one for each slice in order
+    closed = []
+    for it in index:
+        axis = next(axes, None) if isinstance(it, cir.Span) else None
+        if axis is not None and isinstance(it.stop, cir.Var) and it.stop.name == "__end__":
+            length = affine.const(axis) if isinstance(axis, int) else \
+                affine.var(axis) if isinstance(axis, str) else axis
+            it = cir.Span(it.start, affine.simplify(affine.add(it.start, length)))
+        closed.append(it)
+    return tuple(closed)
 
 
 def _in_f64(e, lets=None):

@@ -161,3 +161,12 @@ def test_a_workgroup_past_1024_threads_is_written_as_the_user_wrote_it(sizes, th
           f"        out[i] = x[i]\n}}\ny"
     err = _error(src, x=np.ones(3, np.float32))
     _at(err, "type", 2, 5, f"@workgroup({sizes}) has {threads} threads; at most 1024")
+
+
+@pytest.mark.parametrize("shape, index, column, said", [
+    ((3,), "x[i, 0]", 23, "`x` has 1 axis but"),
+    ((3, 2), "x[i, 0, 1]", 26, "`x` has 2 axes but")])
+def test_too_many_indices_point_at_the_first_extra_one(shape, index, column, said):
+    src = f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = {index}\n}}\ny"
+    err = _error(src, x=np.ones(shape, np.float32))
+    _at(err, "shape", 3, column, said)

@@ -972,8 +972,8 @@ class _Lowering:
         else:
             label, dtype, rank, axes = self.buffers[buf]
         if len(e.items) > len(axes):
-            raise ZynMLShapeError(f"`{dotted(e.base)}` has {len(axes)} axes but is indexed with "
-                                  f"{len(e.items)}", e.items[len(axes)].span)
+            raise ZynMLShapeError(f"`{dotted(e.base)}` has {_count(len(axes), 'axis', 'axes')} "
+                                  f"but is indexed with {len(e.items)}", e.items[len(axes)].span)
         index = []
         shape = []
         for k, item in enumerate(e.items):
@@ -1716,6 +1716,10 @@ class _Lowering:
                     self.loop_info[var][3].stop.span)
             shape.append(_dim_value(stop))
         return cir.Buffer("out", dtype, tuple(shape), "write")
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _closed_slices(index, value):

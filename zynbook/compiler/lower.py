@@ -783,7 +783,7 @@ class _Lowering:
         what = f"{'a' if dtype[0] in 'ub' else 'an'} {dtype}"
         if not axes:
             return f"{what} value"
-        what += f" array of {axes} axis{'es' if axes > 1 else ''}"
+        what += f" array of {_count(axes, 'axis', 'axes')}"
         label = dotted(e)
         if label is None or self.buffer_for(e) is None:
             return what

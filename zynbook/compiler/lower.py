@@ -1180,9 +1180,7 @@ class _Lowering:
         dtype = arithmetic_dtype(op, a, b, self._is_weak(a), self._is_weak(b))
         self._weak_in_bounds((a, b), dtype, spans or (span, span))
         a, b = self._widen_weak(a, dtype), self._widen_weak(b, dtype)
-        result = cir.Bin(op, a, b, cir.Ty(dtype, shape), span if op in ("/", "%") else None)
-        _literals_fit(result, span)
-        return result
+        return cir.Bin(op, a, b, cir.Ty(dtype, shape), span if op in ("/", "%") else None)
 
     def _weak_in_bounds(self, args, dtype, spans):
         """A weak integer among `args` (beside one that is not) meeting integer `dtype` must
@@ -1811,22 +1809,6 @@ def _int_literal_value(e):
     bits = int(e.ty.dtype[1:])
     low = 0 if e.ty.dtype.startswith("u") else -2 ** (bits - 1)
     return (v - low) % 2 ** bits + low
-
-
-def _literals_fit(e, span):
-    """Integer arithmetic of literals only (2 ** 31, 65536 * 65536) must fit its dtype: it
-    wrapped (to -2147483648, 0) where the same text on the host, and numpy's Python ints,
-    give the exact number."""
-    if not is_int(e.ty.dtype) or e.ty.shape or _int_literal_value(e) is None:
-        return
-    exact = cir.eval_expr_static(e, {})
-    if not holds(e.ty.dtype, exact):
-        text = cir.format_expr(e)
-        floated = f"{e.left.value}.0 {e.op} {cir.format_expr(e.right)}" \
-            if isinstance(e.left, cir.Const) else "a float operand"
-        raise ZynMLTypeError(
-            f"{text} is {exact}, past {e.ty.dtype}, the type of this integer arithmetic in a "
-            f"kernel (it would wrap); write {floated}, or the number itself", span)
 
 
 def _held_literal(c, other):

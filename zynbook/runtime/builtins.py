@@ -87,7 +87,7 @@ def _dtype(value, default="f32") -> str:
         return default
     if isinstance(value, str) and canonical_dtype(value):
         return canonical_dtype(value)
-    raise ZynMLTypeError(f"unknown dtype {value!r}; use {dtype_list()}")
+    raise _placed(ZynMLTypeError(f"unknown dtype {value!r}; use {dtype_list()}"), "dtype")
 
 
 def _np(dtype: str):
@@ -249,6 +249,12 @@ def argument(place, fn, *args):
     except ZynMLError as err:
         err.argument = place
         raise
+
+
+def _placed(err: ZynMLError, where, item=None) -> ZynMLError:
+    """`err` said under the argument at fault (a keyword or position, as `argument`)."""
+    err.argument = (where, item)
+    return err
 
 
 def device_argument(value, place=("device", None)):
@@ -528,9 +534,11 @@ def _split(interp, args, kwargs):
     if not isinstance(n, int) or n <= 0:
         raise ZynMLTypeError("split()'s second argument is the number of equal parts")
     if not _is_int(axis):
-        raise ZynMLTypeError(f"split(): axis= takes an integer, not {_kind(axis)}")
+        raise _placed(ZynMLTypeError(f"split(): axis= takes an integer, not {_kind(axis)}"),
+                      "axis")
     if not -t.ndim <= axis < t.ndim:
-        raise ZynMLShapeError(f"axis {axis} is out of range for a {t.ndim}-D tensor")
+        raise _placed(ZynMLShapeError(f"axis {axis} is out of range for a {t.ndim}-D tensor"),
+                      "axis")
     if t.shape[axis] % n:
         raise ZynMLShapeError(f"cannot split an axis of {t.shape[axis]} into {n} equal parts")
     kept = t.split_parts(n, axis) if isinstance(t, ShardedTensor) else None
@@ -551,7 +559,8 @@ def _concat(interp, args, kwargs):
         raise ZynMLTypeError("concat() takes a list of one or more tensors: concat([a, b])")
     axis = as_int(kwargs.get("axis", 0))
     if not _is_int(axis):
-        raise ZynMLTypeError(f"concat(): axis= takes an integer, not {_kind(axis)}")
+        raise _placed(ZynMLTypeError(f"concat(): axis= takes an integer, not {_kind(axis)}"),
+                      "axis")
     parts = interp.colocate([_tensor(t) for t in args[0]], what="the tensors of concat()")
     try:
         return wrap(xp_of(parts[0]).concatenate([host_array(p) for p in parts],
@@ -719,12 +728,13 @@ def _reduction(name, method):
             axis = tuple(as_int(a) for a in axis)      # several axes, as numpy takes them
         for a in axis if isinstance(axis, tuple) else (axis,):
             if a is not None and (not isinstance(a, int) or isinstance(a, bool)):
-                raise ZynMLTypeError(f"{name}(): axis= takes an integer"
-                                     + ("" if name.startswith("arg") else " or a list of them")
-                                     + f", not {_kind(a)}")
+                raise _placed(ZynMLTypeError(
+                    f"{name}(): axis= takes an integer"
+                    + ("" if name.startswith("arg") else " or a list of them")
+                    + f", not {_kind(a)}"), "axis")
             if a is not None and not -t.ndim <= a < max(t.ndim, 1):
-                raise ZynMLShapeError(f"{name}(): axis {a} is outside a tensor of {t.ndim} "
-                                      f"axes")
+                raise _placed(ZynMLShapeError(f"{name}(): axis {a} is outside a tensor of "
+                                              f"{t.ndim} axes"), "axis")
         try:
             # the mean of nothing is NaN, as numpy's, without numpy's warning on stderr
             with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -760,9 +770,11 @@ def _softmax(interp, args, kwargs):
     a = _as_floats(xp, host_array(t))
     axis = as_int(kwargs.get("axis", -1))
     if not _is_int(axis):
-        raise ZynMLTypeError(f"softmax(): axis= takes an integer, not {_kind(axis)}")
+        raise _placed(ZynMLTypeError(f"softmax(): axis= takes an integer, not {_kind(axis)}"),
+                      "axis")
     if not -t.ndim <= axis < max(t.ndim, 1):
-        raise ZynMLShapeError(f"softmax(): axis {axis} is outside a tensor of {t.ndim} axes")
+        raise _placed(ZynMLShapeError(f"softmax(): axis {axis} is outside a tensor of {t.ndim} "
+                                      f"axes"), "axis")
     if a.size == 0:     # rows of no values (numpy's max of an empty axis raised): no values
         return wrap(xp.exp(a), t)
     e = xp.exp(a - a.max(axis=axis, keepdims=True))

@@ -157,3 +157,10 @@ def test_too_many_indices_point_at_the_first_extra_one(shape, index, column, sai
 def test_a_bad_axis_or_dtype_is_pointed_at_where_it_is_written(call, kind, column):
     err = _error(f"let y = {call}\ny", x=np.ones((2, 3), np.float32))
     _at(err, kind, 1, column)
+
+
+@pytest.mark.parametrize("value, what", [('"a"', "a string"), ("[1, 2]", "a list")])
+def test_a_host_value_in_a_kernel_is_named(value, what):
+    src = f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = x[i] + {value}\n}}\ny"
+    err = _error(src, x=np.ones(3, np.float32))
+    _at(err, "type", 3, 25, f"{what} is a value of host code")

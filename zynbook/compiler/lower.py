@@ -872,7 +872,10 @@ class _Lowering:
             raise ZynMLTypeError(f"`{e.op}` as a value only makes sense in reduce({e.op}, x)",
                                  e.span)
         if isinstance(e, (A.String, A.ListLit, A.TupleLit, A.Await, A.Duration, A.Size)):
-            raise ZynMLTypeError("this kind of value is host code; not inside a kernel", e.span)
+            what = {A.String: "a string", A.ListLit: "a list", A.TupleLit: "a tuple"}.get(
+                type(e), "this kind of value")
+            raise ZynMLTypeError(f"{what} is a value of host code; a kernel computes with "
+                                 "numbers, indices of its inputs and its loop variables", e.span)
         raise ZynMLTypeError("unsupported expression in a kernel", e.span)
 
     def name(self, e: A.Name, size_context=False, index_context=False):

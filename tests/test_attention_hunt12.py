@@ -367,3 +367,19 @@ def test_a_nan_value_behind_a_minus_inf_score_on_the_webgpu_lanes_schedule():
     prog = schedules.build(k, webgpu_target(), sz)
     got = emulate_kernel(prog, k, ins, sz, sc).astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("form", ["three_pass", "one_pass"])
+def test_a_nan_value_at_a_key_the_mask_leaves_out_reaches_no_query(form):
+    """`if j <= i:` leaves key 9 out of queries 0..8: its NaN value is in none of them, as
+    the loops never read it (the attention schedule weighed it 0 and added 0 * NaN)."""
+    import attention_sources as A
+    a = _qkv(13, 8)
+    a["V"][0, 0, 9, 3] = np.nan
+    ok = np.arange(13)[None] <= np.arange(13)[:, None]
+    Q, K, V = (a[n].astype(np.float64) for n in "QKV")
+    s = np.where(ok, np.einsum("bhid,bhjd->bhij", Q, K) * 0.125, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = np.einsum("bhij,bhjd->bhid", p, np.nan_to_num(V)) / p.sum(-1, keepdims=True)
+    want[0, 0, 9:, 3] = np.nan                      # the queries that admit key 9
+    _everywhere(getattr(A, form)("causal", "const"), a, want)

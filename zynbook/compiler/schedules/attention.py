@@ -882,8 +882,11 @@ class _Kernel:
             noted = [ir.Decl("_ok", "bool", ok), ir.Decl("_sc", F, sc)]
             ok, sc = ir.Ref("_ok", "bool"), ir.Ref("_sc", F)
             noted += self.note_first(ok, sc)
+        # a key the condition leaves out adds nothing to o (0 * its value would: NaN for inf)
+        gated = ok is not None
         score = self.key_index() + [
             ir.Decl("_dot", F, product(self.i(0)), True), *dot, *noted,
+            *([ir.Store("_ka", self.ref("_u"), ir.Select(ok, self.i(1), self.i(0), idx))] if gated else []),
             ir.Store("_s", self.ref("_u"), ir.Select(ok, sc, NEG, F)),
             ir.Set("_mt", ir.Math("max", (ir.Ref("_mt", F), s_u), F))]
         alive = _alive
@@ -896,15 +899,22 @@ class _Kernel:
             *self.unrolled(ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(
                 [ir.Decl("_p", F, weight), ir.Set("_l", ir.Bin("+", ir.Ref("_l", F), ir.Ref("_p", F), F))]
                 + self.key_index()[:1] + ([] if self.P.tiles else self.key_index()[1:])
-                + self.each_slot("_d", lambda c: [ir.Store("_o", c, ir.Bin(
+                + self.admitted_only(self.each_slot("_d", lambda c: [ir.Store("_o", c, ir.Bin(
                     "+", self.reg("_o", c), self.mul(self.vec(ir.Ref("_p", F)), self.key_value("v", c)),
-                    self.FV))], role="v")),
+                    self.FV))], role="v"), gated)),
                 idx, unroll=True)),
             ir.Set("_m", ir.Ref("_mt", F))]
-        return [ir.Array("_s", F, ch), ir.Decl("_mt", F, ir.Ref("_m", F), True),
+        return [ir.Array("_s", F, ch), *([ir.Array("_ka", idx, ch)] if gated else []),
+                ir.Decl("_mt", F, ir.Ref("_m", F), True),
                 *self.unrolled(ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(score), idx,
                                       unroll=True)),
                 ir.If(alive(ir.Ref("_mt", F)), tuple(update))]
+
+    def admitted_only(self, stmts: list, gated: bool) -> list:
+        """`stmts` run for key _u of the step only where it is admitted (`gated`)."""
+        if not gated:
+            return stmts
+        return [ir.If(ir.Bin("!=", ir.Load("_ka", self.ref("_u"), self.idx), self.i(0), "bool"), tuple(stmts))]
 
     def merge(self) -> list:
         """The lanes of a query combine their (m, l, o) through shared memory: the largest

@@ -198,3 +198,30 @@ def test_a_moving_average_of_a_weak_var_runs_in_the_data_s_dtype(device, dtype, 
 }
 s"""
     assert_equals_numpy(_run(device, src, x=x), _ema(x, dtype), tol)
+
+
+# ------------------------------------ a slice of out open at its end
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_slice_of_out_open_at_its_end_is_as_long_as_its_tile(device):
+    """`out[i, 2:] = x[i, 2:] + 1.0` and `out[i, 0:] = x[i] * 2.0`: a slice of out without
+    an end was "cannot tell the size of out from this index" on every device (no axis of
+    out is known to end it); it ends where the tile written into it does, as numpy's
+    `out[i, 2:] = t` fills the rest of a row as long as t."""
+    x = RNG.standard_normal((5, 7)).astype(np.float32)
+    src = """let r = compute(x) {
+    for i in 0..a:
+        out[i, 2:] = x[i, 2:] + 1.0
+        out[i, 0:2] = x[i, 0:2] * 0.0
+}
+r"""
+    want = x + 1
+    want[:, :2] = 0
+    assert_equals_numpy(_run(device, src, x=x), want, 1e-6)
+    src = """let r = compute(x) {
+    @kernel elementwise
+    for i in 0..a:
+        out[i, 0:] = x[i] * 2.0
+}
+r"""
+    assert_equals_numpy(_run(device, src, x=x), x * 2, 1e-6)

@@ -225,3 +225,68 @@ r"""
 }
 r"""
     assert_equals_numpy(_run(device, src, x=x), x * 2, 1e-6)
+
+
+# ------------------------------------ run-time mistakes: an error at the line, every device
+
+_I = np.array([0, 2, 7], np.int32)
+_MISTAKES = {
+    "division_by_zero_in_a_scan": ("""let r = compute(x) {
+    var acc = 0
+    for i in 0..n:
+        acc += 100 / x[i]
+        out[i] = acc
+}
+r""", 4, {"x": np.array([1, 2, 0, 4], np.int32)}, "division by zero"),
+    "smallest_i32_over_minus_one": ("""let y = compute(x, d) {
+    @kernel elementwise
+    for i in 0..n:
+        out[i] = x[i] / d[i]
+}
+y""", 4, {"x": np.array([3, -2 ** 31], np.int32), "d": np.array([1, -1], np.int32)},
+        "-2147483648 / -1"),
+    "u8_remainder_by_zero_in_a_reduce": ("""let y = compute(x) {
+    @kernel reduce(+, axis=0)
+    for i in 0..a, j in 0..b:
+        yield x[i, j] % x[j, i]
+}
+y""", 4, {"x": np.array([[1, 2], [0, 3]], np.uint8)}, "remainder by zero"),
+    "gathered_row_of_a_matmul": ("""let C = compute(A, B, idx) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var s = 0.0
+        for k in 0..K:
+            s += A[idx[i], k] * B[k, j]
+        out[i, j] = s
+}
+C""", 6, {"A": np.ones((7, 5), np.float32), "B": np.ones((5, 3), np.float32), "idx": _I},
+        "index 7 is out of range"),
+    "shared_array_read_by_data": ("""let r = compute(x, idx) {
+    for z in 0..1:
+        shared var t[4]
+        for k in 0..4:
+            t[k] = x[k]
+        barrier()
+        for k in 0..m:
+            out[k] = t[idx[k]]
+}
+r""", 8, {"x": np.ones(4, np.float32), "idx": _I}, "index 7 is out of range"),
+    "negative_scatter_into_out": ("""let y = compute(v, idx) {
+    for i in 0..n:
+        if idx[i] < 3:
+            out[idx[i]] += v[i]
+}
+y""", 4, {"v": np.ones(2, np.float32), "idx": np.array([0, -2], np.int32)},
+        "index -2 is out of range"),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(_MISTAKES))
+def test_run_time_mistakes_are_errors_at_their_line(device, name):
+    """An integer division by zero, the smallest integer over -1 and indices read from data
+    past an input, a shared array or out: a ZynML runtime error naming the line on every
+    device, never a crash or a value."""
+    src, line, inputs, words = _MISTAKES[name]
+    err = _runtime_error(device, src, line, **inputs)
+    assert words in err.message, err

@@ -164,3 +164,21 @@ def test_a_host_value_in_a_kernel_is_named(value, what):
     src = f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = x[i] + {value}\n}}\ny"
     err = _error(src, x=np.ones(3, np.float32))
     _at(err, "type", 3, 25, f"{what} is a value of host code")
+
+
+@pytest.mark.parametrize("device", wanted_devices())
+def test_a_tile_mismatch_in_an_inlined_let_is_reported_at_the_let(device):
+    """A tile let the C-like printers inline into the statements that read it keeps its own
+    line for its checks: the inner sizes of `@` that differ in `let S = Q @ transpose(K)`
+    were reported at the next statement (`let m_new`) on cpu:native and Vulkan."""
+    from kernel_sources import FLASH_TEMPLATE
+    src = (FLASH_TEMPLATE.replace("BLOCK", "16")
+           .replace("K[b, h, kv_block:kv_block+16]", "K[b, h, kv_block:kv_block+16, 0:4]")
+           + "attn\n")
+    at = next(k for k, text in enumerate(src.splitlines(), 1) if "let S =" in text)
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((1, 1, 20, 8)).astype(np.float32)
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run(src, device=device, Q=q, K=q, V=q)
+    assert info.value.kind == "runtime" and info.value.line == at, str(info.value)
+    assert "inner sizes of @ differ" in str(info.value)

@@ -48,7 +48,9 @@ def has_tile_values(body) -> bool:
 
 def tile_loops(kernel: cir.Kernel, sizes: dict) -> cir.Kernel:
     """`kernel` with every tile value written as scalar loops over block arrays."""
-    return replace(kernel, body=_Rewriter(kernel, sizes).block(inline_tile_lets(kernel.body)))
+    lines: dict = {}
+    body = inline_tile_lets(kernel.body, lines=lines)
+    return replace(kernel, body=_Rewriter(kernel, sizes, lines).block(body))
 
 
 # ------------------------------------------------------------------ small CIR helpers
@@ -156,8 +158,9 @@ class _Tile:
 
 
 class _Rewriter:
-    def __init__(self, kernel: cir.Kernel, sizes: dict):
+    def __init__(self, kernel: cir.Kernel, sizes: dict, lines: dict):
         self.sizes = {k: int(v) for k, v in sizes.items()}
+        self.lines = lines              # id(inlined value) -> (value, its let's line)
         self.shapes = {b.name: tuple(b.shape) for b in list(kernel.inputs) + [kernel.output]}
         self.dtypes = {b.name: b.dtype for b in list(kernel.inputs) + [kernel.output]}
         self.tiles: list = [{}]         # scopes: CIR name -> _Tile
@@ -294,10 +297,16 @@ class _Rewriter:
             return
         out.append(cir.Check(kind, a, b, line))
 
+    def line_of(self, e, line: int) -> int:
+        """The line that wrote `e`: its let's where `e` is an inlined let's value."""
+        hit = self.lines.get(id(e))
+        return hit[1] if hit is not None and hit[0] is e else line
+
     def fits(self, e, out: list, line: int):
         """Checks, appended to `out`, that the tiles elementwise expression `e` combines
         broadcast together (tiles computed before and held in arrays were checked where
         they were made)."""
+        line = self.line_of(e, line)
         if not self.is_tile(e) or isinstance(e, (cir.Load, cir.Var)) or type(e) not in _ELEMENTWISE:
             if isinstance(e, cir.Call) and e.fn == "transpose":
                 self.fits(e.args[0], out, line)
@@ -406,6 +415,7 @@ class _Rewriter:
         statements appended to `out`."""
         if isinstance(e, (cir.Const, cir.Var)) or not isinstance(e, cir.Expr):
             return e
+        line = self.line_of(e, line)
         if isinstance(e, cir.Load):
             return cir.Load(e.buffer, self.hoist_index(e.index, out, line), e.ty, e.spans)
         if isinstance(e, cir.Dot):

@@ -36,8 +36,11 @@ def substitute(e, env: dict):
     return replace(e, **changes) if changes else e
 
 
-def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) -> tuple:
-    """`body` with its immutable tile lets that read no mutable variable inlined."""
+def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None,
+                     lines: dict | None = None) -> tuple:
+    """`body` with its immutable tile lets that read no mutable variable inlined. `lines`,
+    where given, gets id(value) -> (value, the let's line) of each value inlined, so that a
+    check of that value points at the line that wrote it, not at the one that reads it."""
     if mutable is None:
         mutable = {n.name for n in cir.walk(body) if isinstance(n, cir.Let) and n.mutable}
     env = dict(env or {})
@@ -47,6 +50,8 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
             v = substitute(s.value, env)
             if not s.mutable and v.ty.shape and not (free_vars(v) & mutable):
                 env[s.name] = v
+                if lines is not None:
+                    lines[id(v)] = (v, s.line)
                 continue
             env.pop(s.name, None)
             out.append(replace(s, value=v))
@@ -58,11 +63,11 @@ def inline_tile_lets(body, mutable: set | None = None, env: dict | None = None) 
             inner = {k: v for k, v in env.items() if k != s.var}
             out.append(replace(s, start=substitute(s.start, env), stop=substitute(s.stop, env),
                                step=substitute(s.step, env),
-                               body=inline_tile_lets(s.body, mutable, inner)))
+                               body=inline_tile_lets(s.body, mutable, inner, lines)))
         elif isinstance(s, cir.If):
             out.append(replace(s, cond=substitute(s.cond, env),
-                               then=inline_tile_lets(s.then, mutable, env),
-                               orelse=inline_tile_lets(s.orelse, mutable, env)))
+                               then=inline_tile_lets(s.then, mutable, env, lines),
+                               orelse=inline_tile_lets(s.orelse, mutable, env, lines)))
         elif isinstance(s, cir.Yield):
             out.append(replace(s, value=substitute(s.value, env), index=substitute(s.index, env)))
         else:

@@ -162,8 +162,10 @@ def test_buffer_given_for_a_size_is_a_type_error(call, column):
 def test_axis_and_shape_arguments_that_are_not_integers(call):
     """split()'s and concat()'s axis= and reshape()'s sizes that are not integers (a string,
     a float, a bool, a list, a builtin) raised Python's TypeError out of numpy; each is a
-    ZynML type error at the call."""
-    err = raises("type", f"let n = 1\nlet y = {call}", 2, 9)
+    ZynML type error at the value written (at the call for reshape's sizes)."""
+    line = f"let y = {call}"
+    column = line.index("axis=") + 6 if "axis=" in line else 9
+    err = raises("type", f"let n = 1\n{line}", 2, column)
     assert "integer" in err.message
 
 

@@ -251,7 +251,7 @@ def test_var_named_var():
     assert isinstance(body[4], A.Let) and body[4].names == ["var"]
 
 
-@pytest.mark.parametrize("op", ["=", "+=", "-=", "*=", "/="])
+@pytest.mark.parametrize("op", ["=", "+=", "-=", "*=", "/=", "%="])
 def test_assignment_operators(op):
     node = stmt(f"x {op} y * 2")
     assert isinstance(node, A.Assign) and node.op == op

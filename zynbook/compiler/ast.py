@@ -179,7 +179,7 @@ class VarDecl(Stmt):
 @dataclass(eq=False)
 class Assign(Stmt):
     target: Expr              # Name, Index or Attr
-    op: str                   # = += -= *= /=
+    op: str                   # = += -= *= /= %=
     value: Expr
 
 

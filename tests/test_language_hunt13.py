@@ -45,3 +45,30 @@ def test_remainder_assignment_in_a_kernel(device, body, data, want):
 ])
 def test_remainder_assignment_on_the_host(src, want):
     assert_equals_numpy(_run("cpu", src), np.asarray(want), 0)
+
+
+# ------------------------------------------------------------ out[...] += a comparison counts
+
+_IDS = np.array([0, 1, 1, 2, 4, 4, 4, 3, 9], np.int32)
+_W = np.float32([1, -1, 2, 3, 5, 6, -7, 0, 1])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_accumulates_a_comparison_as_a_count(device):
+    # a bool in arithmetic counts as i32 (docs/language.md), as reduce(+) of bools does and
+    # numpy's True is 1: out, written only so, was bool and `out + bool` arithmetic on booleans
+    src = ("let y = compute(ids, w) {\n    for j in 0..m:\n        if ids[j] < n:\n"
+           "            out[ids[j]] += w[j] > 0.0\n}\ny\n")
+    want = np.zeros(6, np.int32)
+    keep = _IDS < 6
+    np.add.at(want, _IDS[keep], (_W > 0)[keep])
+    assert_equals_numpy(_run(device, src, ids=_IDS, w=_W, n=6), want, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, want", [
+    ("out[i] -= x[i] > 0.0", lambda x: 0 - (x > 0).astype(np.int32)),
+    ("out[i] = x[i]\n        out[i] += x[i] > 0.0", lambda x: x + (x > 0)),
+])
+def test_out_compound_with_a_comparison(device, body, want):
+    assert_equals_numpy(_run(device, _kernel(body), x=_W), want(_W), 0)

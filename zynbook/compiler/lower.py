@@ -630,7 +630,9 @@ class _Lowering:
             index = _closed_slices(index, value)
             if s.op != "=":
                 weak = self._is_weak(value)
-                old = cir.Ty(self.out_dtype or value.ty.dtype, value.ty.shape)
+                # (out[i] += x[i] > 0.0 counts: a bool in arithmetic is i32, as in reduce(+))
+                own = "i32" if value.ty.dtype == "bool" else value.ty.dtype
+                old = cir.Ty(self.out_dtype or own, value.ty.shape)
                 self.out_reads.add(old.dtype)
                 value = self._compound(s.op, cir.Load("out", index, old, _item_spans(target)),
                                        value, s.span, s.value.span)

@@ -72,3 +72,44 @@ def test_out_accumulates_a_comparison_as_a_count(device):
 ])
 def test_out_compound_with_a_comparison(device, body, want):
     assert_equals_numpy(_run(device, _kernel(body), x=_W), want(_W), 0)
+
+
+# ------------------------------------- an integer of literals beside data is its exact value
+
+_I32 = np.array([1, -5, 2**31 - 1, -2**31], np.int32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, data, want", [
+    # past i32: as the literal written out, i64 (WebGPU has none: a device error)
+    ("x[i] + 2 ** 31", _I32, lambda x: x.astype(np.int64) + 2**31),
+    ("x[i] * (2147483647 + 1)", _I32.astype(np.int64), lambda x: x * 2**31),
+    ("x[i] - -(-2147483647 - 1)", _I32.astype(np.int64), lambda x: x - 2**31),
+    ("x[i] + 2 ** 2 ** 5", _I32.astype(np.int64), lambda x: x + 2**32),
+    # a type that holds it: that type's arithmetic (numpy's too)
+    ("x[i] + 2 ** 31", np.array([1, 4_000_000_000], np.uint32),
+     lambda x: x + np.uint32(2**31)),
+    ("x[i] < 2 ** 31", _I32, lambda x: x < 2**31),
+    ("x[i] + 2 ** 31", np.float32([1.5, -2.0]), lambda x: x + np.float32(2**31)),
+])
+def test_literal_arithmetic_beside_data_is_exact(device, expr, data, want):
+    # i32 arithmetic of the literals wrapped 2 ** 31 to -2147483648 silently: x[i] + 2 ** 31
+    # subtracted 2^31, and x[i] < 2 ** 31 was false everywhere
+    src = _kernel(f"out[i] = {expr}")
+    w = want(data)
+    if w.dtype == np.int64 and device.startswith(("vulkan", "gl", "webgpu")):
+        raises("device", src, device=device, x=data)
+        return
+    with np.errstate(over="ignore"):
+        assert_equals_numpy(_run(device, src, x=data), w, 0)
+
+
+def test_literal_arithmetic_past_64_bits_is_a_type_error_at_it():
+    raises("type", _kernel("out[i] = x[i] + 2 ** 64"), 3, 25, x=_I32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_literal_arithmetic_alone_still_wraps_in_i32(device):
+    # where no data meets them, literals are i32's (docs/language.md: 2147483647 + 1)
+    src = _kernel("out[i] = where(2147483647 + 1 < 0, 1, 0) + x[i]")
+    assert_equals_numpy(_run(device, src, x=_I32[:2]), _I32[:2] + 1, 0)

@@ -1170,6 +1170,7 @@ class _Lowering:
         shape = self._broadcast(a.ty.shape, b.ty.shape, span)
         a, b = self._half_literal(a, b), self._half_literal(b, a)
         sa, sb = spans or (span, span)
+        a, b = self._exact_literals(a, b, sa), self._exact_literals(b, a, sb)
         a, b = self._held(a, b, sa), self._held(b, a, sb)
         if op in ("<", "<=", ">", ">=", "==", "!="):
             return cir.Bin(op, a, b, cir.Ty("bool", shape))
@@ -1226,6 +1227,26 @@ class _Lowering:
         if dtype != "f64" or e.ty.dtype == "f64" or e.ty.shape or not self._is_weak(e):
             return e
         return _in_f64(e, self.weak_lets)
+
+    def _exact_literals(self, c, other, span):
+        """An integer computed from literals alone (`2 ** 31`, `-(-2147483647 - 1)`) beside a
+        value that is not weak is its exact value, as if written out (an integer literal past
+        i32 is i64): numpy computes it with Python ints, where i32 arithmetic wrapped it
+        silently (`x[i] + 2 ** 31` added -2147483648). Alone it stays i32's, wrapping."""
+        if c.ty.shape or not is_int(c.ty.dtype) or c.ty.dtype == "bool" or \
+                isinstance(c, cir.Const) or not self._is_weak(c) or self._is_weak(other):
+            return c
+        value = substitute(c, self.int_lets)
+        wrapped = _int_literal_value(value)
+        if wrapped is None:
+            return c
+        exact = cir.eval_expr_static(value, {})
+        if exact == wrapped:
+            return c
+        if not -2 ** 63 <= exact < 2 ** 64:
+            raise ZynMLTypeError(f"`{cir.format_expr(value)}` is {exact}, which does not fit "
+                                 "64 bits", span)
+        return cir.Const(exact, cir.Ty(int_dtype(exact, exact)))
 
     def _host_i64(self, e) -> bool:
         """Whether `e` is a host int past i32, read as i64 (`name`)."""

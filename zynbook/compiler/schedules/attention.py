@@ -891,8 +891,12 @@ class _Kernel:
             ir.Set("_mt", ir.Math("max", (ir.Ref("_mt", F), s_u), F))]
         alive = _alive
         weight = ir.Select(alive(s_u), ir.Math("exp", (ir.Bin("-", s_u, ir.Ref("_mt", F), F),), F), ZERO, F)
+        # the update runs while every score so far is -inf too (no maximum yet: a factor of 1),
+        # so that an admitted key of -inf score adds 0 * its value as the loops do (NaN for a
+        # NaN or inf value)
         update = [
-            ir.Decl("_alpha", F, ir.Math("exp", (ir.Bin("-", ir.Ref("_m", F), ir.Ref("_mt", F), F),), F)),
+            ir.Decl("_alpha", F, ir.Select(alive(ir.Ref("_mt", F)), ir.Math(
+                "exp", (ir.Bin("-", ir.Ref("_m", F), ir.Ref("_mt", F), F),), F), lit(1.0, F), F)),
             ir.Set("_l", self.mul(ir.Ref("_l", F), ir.Ref("_alpha", F))),
             *self.each_slot("_d", lambda c: [ir.Store("_o", c, self.mul(self.reg("_o", c), self.vec(ir.Ref("_alpha", F))))],
                             role="v"),
@@ -908,7 +912,7 @@ class _Kernel:
                 ir.Decl("_mt", F, ir.Ref("_m", F), True),
                 *self.unrolled(ir.For("_u", self.i(0), self.i(ch), self.i(1), tuple(score), idx,
                                       unroll=True)),
-                ir.If(alive(ir.Ref("_mt", F)), tuple(update))]
+                *update]
 
     def admitted_only(self, stmts: list, gated: bool) -> list:
         """`stmts` run for key _u of the step only where it is admitted (`gated`)."""

@@ -613,51 +613,33 @@ def _compute(dtype: str) -> str:
 # ------------------------------------------------------------------------- helpers
 
 
+# the helpers a helper calls, emitted before it in this order (zyn_idiv_*, zyn_irem_*: _deps)
+_DEPS = {
+    **dict.fromkeys(("zyn_chk", "zyn_in", "zyn_iadd_past32", "zyn_isub_past32", "zyn_uadd_past32",
+                     "zyn_usub_past32", "zyn_umul_past32"), ("zyn_fail",)),
+    "zyn_imul_past32": ("zyn_fail", "zyn_tdiv"),
+    "zyn_ipow_past32": ("zyn_imul_past32",), "zyn_upow_past32": ("zyn_umul_past32",),
+    **dict.fromkeys(("zyn_max_f32", "zyn_min_f32", "zyn_isnan_f64", "zyn_f32_odd", "zyn_tanh_f32"),
+                    ("zyn_isnan_f32",)),
+    **dict.fromkeys(("zyn_max_f64", "zyn_min_f64", "zyn_fmod_f64"), ("zyn_isnan_f64",)),
+    **dict.fromkeys(("zyn_erf_f32", "zyn_erfc_f32", "zyn_sigmoid_f32", "zyn_silu_f32"), ("zyn_exp_f32",)),
+    **dict.fromkeys(("zyn_sinh_f32", "zyn_cosh_f32"), ("zyn_exp_f32", "zyn_half_f32")),
+    "zyn_gelu_f32": ("zyn_erfc_f32",), "zyn_log2_f32": ("zyn_log_f32",),
+    "zyn_pow_f32": ("zyn_isnan_f32", "zyn_isfinite_f32", "zyn_pow_pos_f32", "zyn_powi_f32"),
+    "zyn_powi_f32": ("zyn_pow2i_f32",),
+    "zyn_pow_pos_f32": ("zyn_isfinite_f32", "zyn_exp_f32", "zyn_pow2i_f32", "zyn_powi_f32"),
+    "zyn_mulz_f32": ("zyn_isfinite_f32",),
+    **dict.fromkeys(("zyn_mulz_f64", "zyn_zdiv_f64"), ("zyn_isfinite_f32", "zyn_isnan_f32")),
+    **dict.fromkeys(("zyn_sin_f32", "zyn_cos_f32"), ("zyn_reduce_pio2", "zyn_isfinite_f32", "zyn_sin_poly")),
+    "zyn_tan_f32": ("zyn_reduce_pio2", "zyn_isfinite_f32"),
+    "zyn_reduce_pio2": ("zyn_mul32",),
+}
+
+
 def _deps(name: str) -> tuple:
-    if name.startswith(("zyn_idiv_i", "zyn_irem_i")):
-        return ("zyn_fail", "zyn_tdiv" if "idiv" in name else "zyn_trem")
-    if name == "zyn_imul_past32":
-        return ("zyn_fail", "zyn_tdiv")
-    if name in ("zyn_ipow_past32", "zyn_upow_past32"):
-        return (name.replace("pow", "mul"),)
-    if name.startswith(("zyn_chk", "zyn_in", "zyn_idiv", "zyn_irem", "zyn_iadd", "zyn_isub",
-                        "zyn_uadd", "zyn_usub", "zyn_umul")):
-        return ("zyn_fail",)
-    if name in ("zyn_max_f32", "zyn_min_f32", "zyn_max_f64", "zyn_min_f64"):
-        return ("zyn_isnan_" + name[-3:],)
-    if name in ("zyn_isnan_f64", "zyn_f32_odd"):
-        return ("zyn_isnan_f32",)
-    if name == "zyn_fmod_f64":
-        return ("zyn_isnan_f64",)
-    if name == "zyn_gelu_f32":
-        return ("zyn_erfc_f32",)
-    if name in ("zyn_erf_f32", "zyn_erfc_f32"):
-        return ("zyn_exp_f32",)
-    if name == "zyn_log2_f32":
-        return ("zyn_log_f32",)
-    if name in ("zyn_sinh_f32", "zyn_cosh_f32"):
-        return ("zyn_exp_f32", "zyn_half_f32")
-    if name in ("zyn_sigmoid_f32", "zyn_silu_f32"):
-        return ("zyn_exp_f32",)
-    if name == "zyn_pow_f32":
-        return ("zyn_isnan_f32", "zyn_isfinite_f32", "zyn_pow_pos_f32", "zyn_powi_f32")
-    if name == "zyn_powi_f32":
-        return ("zyn_pow2i_f32",)
-    if name == "zyn_pow_pos_f32":
-        return ("zyn_isfinite_f32", "zyn_exp_f32", "zyn_pow2i_f32", "zyn_powi_f32")
-    if name == "zyn_tanh_f32":
-        return ("zyn_isnan_f32",)
-    if name == "zyn_mulz_f32":
-        return ("zyn_isfinite_f32",)
-    if name in ("zyn_sin_f32", "zyn_cos_f32"):
-        return ("zyn_reduce_pio2", "zyn_isfinite_f32", "zyn_sin_poly")
-    if name == "zyn_tan_f32":
-        return ("zyn_reduce_pio2", "zyn_isfinite_f32")
-    if name == "zyn_reduce_pio2":
-        return ("zyn_mul32",)
-    if name in ("zyn_mulz_f64", "zyn_zdiv_f64"):
-        return ("zyn_isfinite_f32", "zyn_isnan_f32")
-    return ()
+    if name.startswith(("zyn_idiv_", "zyn_irem_")):   # a signed one truncates through zyn_tdiv/trem
+        return ("zyn_fail",) + (("zyn_tdiv" if "idiv" in name else "zyn_trem",) if name[9] == "i" else ())
+    return _DEPS.get(name, ())
 
 
 _INT_MIN = {"i32": "i32(-2147483647 - 1)", "i16": "(-32768i)", "i8": "(-128i)"}

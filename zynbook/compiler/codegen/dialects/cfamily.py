@@ -4,6 +4,7 @@ from __future__ import annotations
 from functools import reduce
 
 from ...launch import ir
+from ...launch.scalar import compute_dtype
 
 C_TYPES = {"f32": "float", "f64": "double", "i8": "signed char", "i16": "short", "i32": "int",
            "i64": "long long", "u8": "unsigned char", "u16": "unsigned short",
@@ -301,14 +302,10 @@ class CFamily:
         if p.kind in ("buffer", "scratch"):
             const = "" if p.writable or p.kind == "scratch" else "const "
             return f"{const}{self.type(p.dtype)}* {restrict}{p.name}".replace("  ", " ")
-        return f"{self.type(p.dtype if p.kind == 'size' else _compute(p.dtype))} {p.name}"
+        return f"{self.type(p.dtype if p.kind == 'size' else compute_dtype(p.dtype))} {p.name}"
 
     def kernel_close(self, k):
         return "}"
 
     def program_tail(self, program, sizes) -> str:
         return ""
-
-
-def _compute(dtype: str) -> str:
-    return "f32" if dtype in ("f16", "bf16") else dtype

@@ -35,6 +35,7 @@ import numpy as np
 
 from ....errors import ZynMLDeviceError
 from ...launch import ir
+from ...launch.scalar import compute_dtype
 
 # launch-IR dtype -> the WGSL type it is computed in (and stored as, but bool: u32)
 TYPES = {"f32": "f32", "f16": "f16", "bf16": "f32", "i32": "i32", "u32": "u32", "i8": "i32",
@@ -509,7 +510,7 @@ class WgslDialect:
                   "    let zyn_thread: i32 = i32(zyn_lid.x);"]
         for p in params:
             if p.kind in ("scalar", "size"):
-                ct = p.dtype if p.kind == "size" else _compute(p.dtype)
+                ct = p.dtype if p.kind == "size" else compute_dtype(p.dtype)
                 t = self.type(ct)
                 field = f"{PARAMS}.{p.name}"
                 value = f"({field} != 0u)" if ct == "bool" else field
@@ -604,10 +605,6 @@ def _block_collective(fn: str, op: str, t: str, n: int, need) -> str:
             f"        if (cnt <= 1u) {{ break; }}\n"
             f"        x = select({ident}, {arr}[min(lid, cnt - 1u)], lid < cnt);\n    }}\n"
             f"    return {arr}[0];\n}}")
-
-
-def _compute(dtype: str) -> str:
-    return "f32" if dtype in ("f16", "bf16") else dtype
 
 
 # ------------------------------------------------------------------------- helpers

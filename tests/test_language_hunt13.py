@@ -113,3 +113,30 @@ def test_literal_arithmetic_alone_still_wraps_in_i32(device):
     # where no data meets them, literals are i32's (docs/language.md: 2147483647 + 1)
     src = _kernel("out[i] = where(2147483647 + 1 < 0, 1, 0) + x[i]")
     assert_equals_numpy(_run(device, src, x=_I32[:2]), _I32[:2] + 1, 0)
+
+
+# ------------------------------------------------------ argmin/argmax of nothing has no index
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reduction_of_nothing_is_an_error_at_the_empty_loop(device, op):
+    # numpy: "attempt to get argmax of an empty sequence"; every device gave the index -1
+    src = (f"let y = compute(x) {{\n    @kernel reduce({op})\n    for i in 2..n:\n"
+           f"        yield (x[i], i)\n}}\ny\n")
+    err = raises("shape", src, 3, 9, device=device, x=np.float32([3, 1]), n=2)
+    assert f"{op} of an empty sequence" in str(err)
+    x = np.float32([3, 1, 5, -2])
+    want = (np.argmax if op == "argmax" else np.argmin)(x[2:]) + 2
+    assert_equals_numpy(_run(device, src, x=x, n=4), want, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_arg_reduction_of_an_empty_tile(device):
+    src = ("let y = compute(x) {\n    for r in 0..rows:\n"
+           "        out[r] = reduce(argmin, x[r, 1:])\n}\ny\n")
+    raises("shape", src, 3, 18, device=device, x=np.zeros((3, 1), np.float32))
+    # no row: no argmin is taken (numpy's argmin along a full axis of no rows is empty too)
+    got = _run(device, src, x=np.zeros((0, 1), np.float32))
+    assert np.asarray(got).shape == (0,)
+    x = np.float32([[0, 4, -1, 2], [9, 8, 7, 7]])
+    assert_equals_numpy(_run(device, src, x=x), np.argmin(x[:, 1:], axis=1), 0)

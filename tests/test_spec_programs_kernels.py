@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import zynbook
-from compute_testing import assert_equals_numpy, wanted_devices
+from compute_testing import assert_equals_numpy, raises, wanted_devices
 
 DEVICES = wanted_devices()
 
@@ -483,26 +483,29 @@ y
 
 
 def test_reductions_of_empty_tiles_give_the_identity():
-    """max/min of an empty tile give the identity and argmax of one -1 (docs/api.md, "Empty
-    reductions"): the reference leaked numpy's "zero-size array to reduction operation",
-    cpu:native's tile argmax gave 0."""
+    """max/min of an empty tile give the identity (docs/api.md, "Empty reductions"): the
+    reference leaked numpy's "zero-size array to reduction operation"; argmax of one is a
+    shape error, as numpy's (cpu:native's gave 0, then every device -1)."""
     src = """
 let y = compute(m, v) {
     for i in 0..n:
         out[i, 0] = v[i] + reduce(max, m[i, 4:])
         out[i, 1] = v[i] + reduce(min, m[i, 2:2])
-        out[i, 2] = float(reduce(argmax, m[i, 4:]))
+        out[i, 2] = float(reduce(argmax, m[i, 3:]))
         out[i, 3] = float(reduce(argmax, m[i]))
 }
 y
 """
     m = np.float32([[-np.inf] * 4, [1, np.nan, 3, np.nan], [2, 2, 1, 1]])
     v = np.zeros(3, np.float32)
-    want = np.float32([[-np.inf, np.inf, -1, 0], [-np.inf, np.inf, -1, 1],
-                       [-np.inf, np.inf, -1, 0]])
+    want = np.float32([[-np.inf, np.inf, 0, 0], [-np.inf, np.inf, 0, 1],
+                       [-np.inf, np.inf, 0, 0]])
+    empty = src.replace("m[i, 3:]", "m[i, 4:]")
     for device in DEVICES:
         got = zynbook.Session(device=device).run(src, m=m, v=v)
         np.testing.assert_array_equal(np.asarray(got), want, err_msg=device)
+        err = raises("shape", empty, 6, 27, device=device, m=m, v=v)
+        assert "reduce(argmax) over nothing" in str(err)
 
 
 @pytest.mark.parametrize("device", [d for d in DEVICES if d.startswith(("cpu", "cuda"))])

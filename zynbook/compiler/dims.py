@@ -190,6 +190,13 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
     for weak in lowered.weak_checks:
         weak.refuse_outside(values)
 
+    for arg in lowered.arg_loops:
+        if _runs_empty([(arg.start, arg.stop)], values) and \
+                not any(_runs_empty([loop], values) for loop in arg.outer):
+            raise ZynMLShapeError(f"reduce({arg.op}) over nothing: {arg.what}, and {arg.op} "
+                                  "of an empty sequence has no index (numpy refuses it too)",
+                                  arg.span)
+
     for check in lowered.bound_checks:
         low, high = _try_eval(check.low, values), _try_eval(check.high, values)
         size = values.get(check.dim)

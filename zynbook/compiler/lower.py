@@ -74,6 +74,18 @@ class BoundCheck:
 
 
 @dataclass
+class ArgExtent:
+    """An extent start..stop that an argmin/argmax reduces over, met where the loops `outer`
+    (start, stop) all run."""
+    op: str
+    start: cir.Expr
+    stop: cir.Expr
+    span: Span
+    what: str                  # what is empty: "this loop runs no iteration"
+    outer: tuple = ()
+
+
+@dataclass
 class WeakCheck:
     """A weak integer (literals, sizes, host ints) meeting an integer of the narrower `dtype`:
     its value must be one of that dtype's, as numpy refuses a Python int out of an array's
@@ -119,6 +131,9 @@ class LoweredKernel:
     # the CIR as lowered, once the pass pipeline (passes/pipeline.py) has made `kernel`
     before_passes: cir.Kernel | None = None
     weak_checks: list = field(default_factory=list)    # WeakChecks of sizes (dims.solve)
+    # ArgExtents of the reduce(argmin/argmax)s: one over nothing at a launch's sizes is an
+    # error there (dims.solve), as numpy's argmax of an empty sequence is (it gave -1)
+    arg_loops: list = field(default_factory=list)
 
 
 def identifier(label: str) -> str:
@@ -181,6 +196,7 @@ class _Lowering:
         self.constraints: list = []
         self.bound_checks: list = []
         self.weak_checks: list = []        # weak integers reading sizes, checked at launch
+        self.arg_loops: list = []          # LoweredKernel.arg_loops
         self.window_ties: dict = {}        # (axis, loop var) -> its loop constraints (x[i])
         self.window_reach: dict = {}       # (axis, loop var) -> largest c of a read x[i + c]
         self.stencils: dict = {}           # (axis, var of a loop from s > 0) -> its reads' offsets
@@ -305,7 +321,8 @@ class _Lowering:
         return LoweredKernel(kernel, self.constraints, self.bound_checks, self.size_spans,
                              labels, defaults, self.annotations, placeholders,
                              dict(self.scalar_labels), list(self.notes),
-                             weak_checks=list(self.weak_checks))
+                             weak_checks=list(self.weak_checks),
+                             arg_loops=list(self.arg_loops))
 
     def _kernel_type(self) -> cir.KernelType:
         ann = self.annotations.get("kernel")
@@ -1446,6 +1463,11 @@ class _Lowering:
             shape = tuple(d for k, d in enumerate(x.ty.shape) if k != axis)
         dtype = "i64" if opname in ("argmin", "argmax") else \
             ("bool" if opname in ("and", "or") else x.ty.dtype)
+        if opname in ("argmin", "argmax") and not self.guards:
+            outer = tuple(self.ranges[v] for v in self.loop_stack)
+            self.arg_loops += [ArgExtent(opname, affine.const(0), _dim_expr(d), e.span,
+                                         "this tile is empty", outer)
+                               for k, d in enumerate(x.ty.shape) if axis in (None, k)]
         return cir.Reduce(opname, x, axis, cir.Ty(dtype, shape))
 
     def _same_dim(self, a, b, span, what):
@@ -1709,6 +1731,9 @@ class _Lowering:
             raise ZynMLShapeError("yield one value per iteration, not a tile", self.yields[0][2])
         if op in ("argmin", "argmax"):
             dtype = "i64"
+            reduced = first_loops if axis is None else first_loops[axis:axis + 1 or None]
+            self.arg_loops += [ArgExtent(op, *self.ranges[v], self.loop_info[v][3].span,
+                                         "this loop runs no iteration") for v in reduced]
         elif op in ("and", "or"):
             dtype = "bool"
         else:

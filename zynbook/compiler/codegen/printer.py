@@ -76,6 +76,17 @@ class Printed:
     line_map: dict = field(default_factory=dict)    # generated line (1-based) -> ZynML line
 
 
+# statements only some dialects spell: (IR classes, the dialect method, what they are)
+_DIALECT_ONLY = (
+    (ir.NamedBarrier, "named_barrier", "named barriers"),
+    (ir.MatrixLoad, "matrix_load", "tensor-core matrix loads"),
+    (ir.Mma, "mma", "tensor-core MMA"),
+    ((ir.AsyncCopy, ir.AsyncCommit, ir.AsyncWait), "async_copy", "asynchronous copies (cp.async)"),
+    ((ir.WarpgroupMma, ir.WarpgroupFence, ir.WarpgroupCommit, ir.WarpgroupWait, ir.ProxyFence), "wgmma",
+     "warpgroup MMA (wgmma)"),
+    ((ir.Mbarrier, ir.TensorLoad, ir.SetMaxRegisters), "tensor_load", "mbarriers or tensor memory copies"),
+)
+
 class Printer:
     def __init__(self, dialect, program: ir.Program, source: str = "", first_line: int = 1,
                  sizes: dict | None = None):
@@ -204,6 +215,9 @@ class Printer:
         d = self.d
         line = getattr(s, "line", 0)
         self.comment(line)
+        for kinds, method, what in _DIALECT_ONLY:
+            if isinstance(s, kinds) and not hasattr(d, method):
+                raise TypeError(f"the {d.name} dialect has no {what}")
         if isinstance(s, ir.Decl):
             self.emit(d.decl(s.name, s.dtype, None if s.value is None else self.expr(s.value),
                              s.mutable), line)
@@ -255,22 +269,14 @@ class Printer:
         elif isinstance(s, ir.Barrier):
             self.emit(d.barrier(device=s.device), line)
         elif isinstance(s, ir.NamedBarrier):
-            if not hasattr(d, "named_barrier"):
-                raise TypeError(f"the {d.name} dialect has no named barriers")
             self.emit(d.named_barrier(self.expr(s.id), s.threads, s.arrive), line)
         elif isinstance(s, ir.MatrixLoad):
-            if not hasattr(d, "matrix_load"):
-                raise TypeError(f"the {d.name} dialect has no tensor-core matrix loads")
             self.emit(d.matrix_load(s.dst, self.expr(s.dst_index), s.src, self.expr(s.src_index),
                                     s.count, s.trans, s.dtype), line)
         elif isinstance(s, ir.Mma):
-            if not hasattr(d, "mma"):
-                raise TypeError(f"the {d.name} dialect has no tensor-core MMA")
             self.emit(d.mma(s.a, self.expr(s.a_index), s.b, self.expr(s.b_index), s.c,
                             self.expr(s.c_index), s.dtype, s.shape), line)
         elif isinstance(s, (ir.AsyncCopy, ir.AsyncCommit, ir.AsyncWait)):
-            if not hasattr(d, "async_copy"):
-                raise TypeError(f"the {d.name} dialect has no asynchronous copies (cp.async)")
             if isinstance(s, ir.AsyncCopy):
                 guard = None if s.guard is None else self.expr(s.guard)
                 self.emit(d.async_copy(s.dst, self.expr(s.dst_index), s.src, self.expr(s.src_index),
@@ -280,8 +286,6 @@ class Printer:
                           else d.async_wait(s.pending), line)
         elif isinstance(s, (ir.WarpgroupMma, ir.WarpgroupFence, ir.WarpgroupCommit, ir.WarpgroupWait,
                             ir.ProxyFence)):
-            if not hasattr(d, "wgmma"):
-                raise TypeError(f"the {d.name} dialect has no warpgroup MMA (wgmma)")
             if isinstance(s, ir.WarpgroupMma):
                 text = d.wgmma(s, self.expr(s.a_index), self.expr(s.b_index), self.expr(s.c_index),
                                None if s.fresh is None else self.expr(s.fresh))
@@ -293,8 +297,6 @@ class Printer:
                 text = d.wgmma_commit() if isinstance(s, ir.WarpgroupCommit) else d.proxy_fence()
             self.emit(text, line)
         elif isinstance(s, (ir.Mbarrier, ir.TensorLoad, ir.SetMaxRegisters)):
-            if not hasattr(d, "tensor_load"):
-                raise TypeError(f"the {d.name} dialect has no mbarriers or tensor memory copies")
             if isinstance(s, ir.Mbarrier):
                 text = d.mbarrier(s.op, s.array, self.expr(s.index), s.count, s.tx,
                                   None if s.parity is None else self.expr(s.parity))

@@ -1508,8 +1508,10 @@ class Interpreter:
         source = self.source if source is None else source
 
         def launch(device, parts, chunk_sizes, plan=None):
-            out = self._launch(device, lowered, parts, chunk_sizes, scalars, node,
-                               plan=plan or chunk_plan(lowered, chunk_sizes), source=source)
+            # (the chunk's plan may be of the block with a wider output: f32 partial sums)
+            plan = plan or chunk_plan(lowered, chunk_sizes)
+            out = self._launch(device, plan.lowered, parts, chunk_sizes, scalars, node,
+                               plan=plan, source=source)
             return out.data if isinstance(out, Tensor) else out
 
         def solve_chunk(shapes, chunk_given):

@@ -17,13 +17,16 @@ that do not divide evenly give chunks one apart), one per device:
   `reduce` kernel, a contraction) leaves partial results that a collective combines on the
   devices: an all-reduce for reductions, a reduce-scatter (the result sharded by rows) for
   contractions. On CUDA devices these are NCCL collectives; on any other group they sum
-  through the host, with the same results.
+  through the host, with the same results. A sum or product of halves (f16, bf16) keeps
+  its partial results in f32 and is rounded once, after they are combined, as one device
+  rounds its f32 sum once.
 
 Kernels whose loop is used in any other way cannot be split and say why (a device error).
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses as dc
 import threading
 from dataclasses import dataclass
 
@@ -32,8 +35,8 @@ import numpy as np
 from ..backends.registry import get_device
 from ..compiler import cir
 from ..errors import ZynMLDeviceError
-from .sharded import (_NP_REDUCE, ShardedTensor, chunk_bounds, group_for, is_cuda, move,
-                      recording, take)
+from .sharded import (_NP_REDUCE, ShardedTensor, chunk_bounds, group_for, is_cuda, is_host,
+                      move, recording, take)
 from .tensor import Tensor
 
 MODEL_SPLITS = ("features", "contraction")
@@ -264,7 +267,7 @@ class SplitLayout:
     with no re-splitting of shapes, no re-solving and no plan look-ups."""
 
     __slots__ = ("lowered", "plan", "work", "ids", "chunk_sizes", "chunk_plans", "out_bounds",
-                 "shape", "rows", "group", "queued")
+                 "shape", "rows", "group", "queued", "half")
 
     def __init__(self, devices, lowered, inputs, sizes, given, mode, solve, model_split):
         kernel = lowered.kernel
@@ -283,7 +286,10 @@ class SplitLayout:
                           _shape_with(t.shape, plan.axes[n], hi - lo))
                       for n, t in zip(names, inputs)}
             self.chunk_sizes.append(_solve_once(kernel, solve, shapes, chunk_given))
-        self.chunk_plans = [chunk_plan(lowered, s) for s in self.chunk_sizes]
+        # the dtype partial results are rounded to once combined (None: they are not widened)
+        self.half = _widened_half(kernel, plan)
+        chunks = lowered if self.half is None else _with_f32_output(lowered, plan.contraction)
+        self.chunk_plans = [chunk_plan(chunks, s) for s in self.chunk_sizes]
         self.group = group_for([d for d, _ in self.work])
         self.shape = cir.output_shape(kernel, sizes)
         self.out_bounds, self.rows = None, None
@@ -384,6 +390,64 @@ class SplitRun:
         self.result, self.scalars, self.site = result, scalars, site
 
 
+def _widened_half(kernel, plan):
+    """The half dtype (f16, bf16) of a kernel whose partial results are sums or products of
+    halves, else None. Such partials are kept in f32 and rounded once combined: one device
+    sums halves in f32 and rounds once, where partials rounded first made an f16 sum past
+    65504 inf, and a bf16 sum of bf16 partials a value no bf16 holds."""
+    dtype = kernel.output.dtype
+    if plan.combine == "reduce" and plan.op in ("+", "*") and dtype in ("f16", "bf16"):
+        return dtype
+    return None
+
+
+def _with_f32_output(lowered, contraction: bool):
+    """`lowered` storing its partial result in f32: each value it yields widened to f32, or
+    a contraction's accumulator (`var acc = 0; for k: acc = acc + term; out[...] = acc`, a
+    half `var` rounded where it is stored) an f32 one. A term that multiplies two halves
+    multiplies their f32 values, exact, as one device takes such a product; any other term
+    is its half value widened, as one device adds it."""
+    from ..compiler.passes.simplify import map_stmts
+    kernel = lowered.kernel
+    acc = _outer_nest(kernel)[-1].body[0].name if contraction else None
+
+    def widened(s):
+        if isinstance(s, cir.Yield):
+            return dc.replace(s, value=cir.Cast(s.value, _F32))
+        if isinstance(s, cir.Let) and s.name == acc:
+            return dc.replace(s, value=cir.Const(0.0, _F32), ty=_F32)
+        if isinstance(s, cir.Assign) and s.name == acc:
+            term = s.value.right
+            term = cir.Bin("*", cir.Cast(term.left, _F32), cir.Cast(term.right, _F32), _F32) \
+                if isinstance(term, cir.Bin) and term.op == "*" else cir.Cast(term, _F32)
+            return dc.replace(s, value=cir.Bin("+", cir.Var(acc, _F32), term, _F32))
+        if isinstance(s, cir.Store) and isinstance(s.value, cir.Var) and s.value.name == acc:
+            return dc.replace(s, value=cir.Var(acc, _F32))
+        return s
+    return dc.replace(lowered, kernel=dc.replace(
+        kernel, body=map_stmts(kernel.body, widened),
+        output=dc.replace(kernel.output, dtype="f32")))
+
+
+_F32 = cir.Ty("f32")
+
+
+def _rounded(array, device, dtype):
+    """An f32 array of `device` rounded to `dtype` (f16; or bf16, held as f32)."""
+    from .bf16 import rounded
+
+    def cast(a):
+        with np.errstate(over="ignore"):       # (past 65504 is inf, as on one device)
+            return rounded(a) if dtype == "bf16" else a.astype("float16")
+    if is_cuda(device):
+        import cupy
+        with cupy.cuda.Device(device.index):
+            return cast(array)
+    if is_host(device):
+        return cast(np.asarray(array))
+    return device.from_host(np.ascontiguousarray(cast(device.to_host(array))))
+
+
 def _combined(layout, outs):
     """The chunks' outputs as the block's result: sharded, or partial results combined."""
     plan, work = layout.plan, layout.work
@@ -392,18 +456,28 @@ def _combined(layout, outs):
     if plan.combine == "concat":
         shards = [(dev.id, out, b) for (dev, _), out, b in zip(work, outs, layout.out_bounds)]
         return ShardedTensor(shards, plan.out_axis, layout.shape, dtype, group)
-    # partial results combined by plan.op
+    # partial results combined by plan.op (in f32 where they are widened halves, then
+    # rounded once)
+    half = layout.half
     if isinstance(outs[0], (int, float, bool, np.generic)):      # scalar outputs
-        return combine_scalars(plan.op, outs, dtype)
+        value = combine_scalars(plan.op, outs, "f32" if half else dtype)
+        if half is not None:
+            value = _rounded(np.asarray(value, np.float32), get_device("cpu"), half).item()
+        return value
     shape = layout.shape
     if len(outs) == 1:
-        return Tensor(outs[0], work[0][0].id, shape, dtype, committed=True)
-    if layout.rows is not None:
+        parts = outs
+    elif layout.rows is not None:
         parts = group.reduce_scatter(outs, plan.op, 0, layout.rows)
-        shards = [(d.id, a, b) for (d, _), a, b in zip(work, parts, layout.rows) if b[1] > b[0]]
+    else:
+        parts = group.all_reduce(outs, plan.op)[:1]
+    devices = [d for d, _ in work]
+    if half is not None:
+        parts = [_rounded(a, d, half) for a, d in zip(parts, devices)]
+    if len(outs) > 1 and layout.rows is not None:
+        shards = [(d.id, a, b) for d, a, b in zip(devices, parts, layout.rows) if b[1] > b[0]]
         return ShardedTensor(shards, 0, shape, dtype, group)
-    reduced = group.all_reduce(outs, plan.op)
-    return Tensor(reduced[0], work[0][0].id, shape, dtype, committed=True)
+    return Tensor(parts[0], work[0][0].id, shape, dtype, committed=True)
 
 
 _CHUNK_PLANS: dict = {}

@@ -1,0 +1,94 @@
+"""Programs written from the spec's sections on multi-device execution, fusion, async work,
+memory and the compute-device interface, on every device present, compared with numpy (or
+torch CPU) written here."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import zynbook
+from compute_testing import assert_equals_numpy, wanted_devices
+
+DEVICES = wanted_devices()
+# a device group of the reference and each device present (two chunks of every split)
+GROUPS = [["cpu", d] for d in DEVICES]
+
+
+def _run(device, src, /, **inputs):
+    return zynbook.Session(device).run(src, **inputs)
+
+
+def _group(devices) -> str:
+    return "[" + ", ".join(f'"{d}"' for d in devices) + "]"
+
+
+# ------------------------------------- sums of halves split over a device group
+
+_SUM = """let t = compute(x) @device(GROUP) @parallel(data) {
+    @kernel reduce(OP)
+    for i in 0..n:
+        yield x[i]
+}
+t"""
+
+_ROW_SUMS = """let t = compute(x) @device(GROUP) @parallel(model) {
+    @kernel reduce(+, axis=1)
+    for i in 0..r, j in 0..c:
+        yield x[i, j]
+}
+t"""
+
+_MATMUL_K = """config { model_split: "contraction" }
+let c = compute(A, B) @device(GROUP) @parallel(model) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[i, k] * B[k, j]
+        out[i, j] = sum
+}
+c"""
+
+
+def _half_sum(x, axis=None):
+    """numpy's f32 sum of f16 values, rounded once to f16 (docs: "Half-precision")."""
+    return x.astype(np.float32).sum(axis).astype(np.float16)
+
+
+@pytest.mark.parametrize("devices", GROUPS, ids="+".join)
+def test_a_half_sum_split_over_devices_is_rounded_once(devices):
+    """A sum of f16 values is taken in f32 and rounded once on one device; split over a
+    group, each chunk rounded its partial sum to f16 first, so 60000 + 60000 in one chunk
+    was inf and the whole sum inf where one device gives 60000. The same for a product
+    (300 * 300 past 65504 in one chunk), row sums split along the row, and a matmul split
+    along its contraction. Partial results of halves are kept in f32 and rounded once."""
+    group = _group(devices)
+    x = np.array([60000, 60000, -60000, 1.5], np.float16)
+    got = _run("cpu", _SUM.replace("GROUP", group).replace("OP", "+"), x=x)
+    assert np.float16(got) == _half_sum(x) == np.float16(60000)
+    p = np.array([300, 300, 1 / 300, 1 / 300], np.float16)
+    got = _run("cpu", _SUM.replace("GROUP", group).replace("OP", "*"), x=p)
+    want = np.float16(np.prod(p.astype(np.float32)))
+    assert np.float16(got) == want and np.isfinite(want)
+    rows = np.stack([x, x[::-1], x * np.float16(0.5)])
+    assert_equals_numpy(_run("cpu", _ROW_SUMS.replace("GROUP", group), x=rows),
+                        _half_sum(rows, 1), 0)
+    a = np.array([[300, 300, -300, 1], [1, 2, 3, 4]], np.float16)
+    b = np.array([[200], [200], [200], [0.5]], np.float16)
+    assert_equals_numpy(_run("cpu", _MATMUL_K.replace("GROUP", group), A=a, B=b),
+                        (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16), 0)
+
+
+@pytest.mark.parametrize("devices", GROUPS, ids="+".join)
+def test_a_bf16_sum_split_over_devices_is_a_bf16_value(devices):
+    """bf16 partial sums combined in f32 gave 1 + 2^-7 + 1 = 2.0078125, a value no bf16
+    holds, labelled bf16; one device (and torch) rounds the f32 sum once: 2.0."""
+    x = torch.tensor([1.0, 2 ** -7, 0.0, 1.0], dtype=torch.bfloat16)
+    want = float(x.float().sum().bfloat16())
+    got = _run("cpu", _SUM.replace("GROUP", _group(devices)).replace("OP", "+"), x=x)
+    assert got == want == 2.0
+    rows = x.reshape(1, 4).repeat(3, 1)
+    got = _run("cpu", _ROW_SUMS.replace("GROUP", _group(devices)), x=rows)
+    assert got.dtype == "bf16"
+    assert_equals_numpy(np.asarray(got), rows.float().sum(1).bfloat16().float().numpy(), 0)

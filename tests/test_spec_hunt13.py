@@ -92,3 +92,24 @@ def test_a_bf16_sum_split_over_devices_is_a_bf16_value(devices):
     got = _run("cpu", _ROW_SUMS.replace("GROUP", _group(devices)), x=rows)
     assert got.dtype == "bf16"
     assert_equals_numpy(np.asarray(got), rows.float().sum(1).bfloat16().float().numpy(), 0)
+
+
+def test_a_half_sum_split_over_dask_workers_is_rounded_once():
+    """The same on a local Dask cluster of two workers: each worker's partial sum was an f16,
+    60000 + 60000 = inf."""
+    pytest.importorskip("distributed")
+    import os
+    from zynbook.backends import dask as zdask
+    saved = {k: os.environ.get(k) for k in ("ZYNBOOK_WORKER_DEVICE", "ZYNBOOK_DASK_WORKERS")}
+    os.environ.update(ZYNBOOK_WORKER_DEVICE="cpu", ZYNBOOK_DASK_WORKERS="2")
+    try:
+        x = np.array([60000, 60000, -60000, 1.5], np.float16)
+        got = _run("cpu", _SUM.replace("GROUP", '"dask:local"').replace("OP", "+"), x=x)
+        assert np.float16(got) == _half_sum(x)
+        rows = np.stack([x, x[::-1]])
+        assert_equals_numpy(_run("cpu", _ROW_SUMS.replace("GROUP", '"dask:local"'), x=rows),
+                            _half_sum(rows, 1), 0)
+    finally:
+        zdask.shutdown()
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)

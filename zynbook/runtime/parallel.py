@@ -287,8 +287,9 @@ class SplitLayout:
                       for n, t in zip(names, inputs)}
             self.chunk_sizes.append(_solve_once(kernel, solve, shapes, chunk_given))
         # the dtype partial results are rounded to once combined (None: they are not widened)
-        self.half = _widened_half(kernel, plan)
-        chunks = lowered if self.half is None else _with_f32_output(lowered, plan.contraction)
+        self.half = widened_half(kernel, plan)
+        chunks = lowered if self.half is None else \
+            dc.replace(lowered, kernel=f32_partials(kernel, plan))
         self.chunk_plans = [chunk_plan(chunks, s) for s in self.chunk_sizes]
         self.group = group_for([d for d, _ in self.work])
         self.shape = cir.output_shape(kernel, sizes)
@@ -390,7 +391,7 @@ class SplitRun:
         self.result, self.scalars, self.site = result, scalars, site
 
 
-def _widened_half(kernel, plan):
+def widened_half(kernel, plan):
     """The half dtype (f16, bf16) of a kernel whose partial results are sums or products of
     halves, else None. Such partials are kept in f32 and rounded once combined: one device
     sums halves in f32 and rounds once, where partials rounded first made an f16 sum past
@@ -401,15 +402,14 @@ def _widened_half(kernel, plan):
     return None
 
 
-def _with_f32_output(lowered, contraction: bool):
-    """`lowered` storing its partial result in f32: each value it yields widened to f32, or
+def f32_partials(kernel, plan):
+    """`kernel` storing its partial result in f32: each value it yields widened to f32, or
     a contraction's accumulator (`var acc = 0; for k: acc = acc + term; out[...] = acc`, a
     half `var` rounded where it is stored) an f32 one. A term that multiplies two halves
     multiplies their f32 values, exact, as one device takes such a product; any other term
     is its half value widened, as one device adds it."""
     from ..compiler.passes.simplify import map_stmts
-    kernel = lowered.kernel
-    acc = _outer_nest(kernel)[-1].body[0].name if contraction else None
+    acc = _outer_nest(kernel)[-1].body[0].name if plan.contraction else None
 
     def widened(s):
         if isinstance(s, cir.Yield):
@@ -424,28 +424,29 @@ def _with_f32_output(lowered, contraction: bool):
         if isinstance(s, cir.Store) and isinstance(s.value, cir.Var) and s.value.name == acc:
             return dc.replace(s, value=cir.Var(acc, _F32))
         return s
-    return dc.replace(lowered, kernel=dc.replace(
-        kernel, body=map_stmts(kernel.body, widened),
-        output=dc.replace(kernel.output, dtype="f32")))
+    return dc.replace(kernel, body=map_stmts(kernel.body, widened),
+                      output=dc.replace(kernel.output, dtype="f32"))
 
 
 _F32 = cir.Ty("f32")
 
 
-def _rounded(array, device, dtype):
-    """An f32 array of `device` rounded to `dtype` (f16; or bf16, held as f32)."""
+def rounded_half(array, dtype):
+    """An f32 array (numpy or CuPy) rounded to `dtype` (f16; or bf16, held as f32)."""
     from .bf16 import rounded
+    with np.errstate(over="ignore"):       # (past 65504 is inf, as on one device)
+        return rounded(array) if dtype == "bf16" else array.astype("float16")
 
-    def cast(a):
-        with np.errstate(over="ignore"):       # (past 65504 is inf, as on one device)
-            return rounded(a) if dtype == "bf16" else a.astype("float16")
+
+def _rounded(array, device, dtype):
+    """An f32 array of `device` rounded to `dtype` there."""
     if is_cuda(device):
         import cupy
         with cupy.cuda.Device(device.index):
-            return cast(array)
+            return rounded_half(array, dtype)
     if is_host(device):
-        return cast(np.asarray(array))
-    return device.from_host(np.ascontiguousarray(cast(device.to_host(array))))
+        return rounded_half(np.asarray(array), dtype)
+    return device.from_host(np.ascontiguousarray(rounded_half(device.to_host(array), dtype)))
 
 
 def _combined(layout, outs):
@@ -461,9 +462,7 @@ def _combined(layout, outs):
     half = layout.half
     if isinstance(outs[0], (int, float, bool, np.generic)):      # scalar outputs
         value = combine_scalars(plan.op, outs, "f32" if half else dtype)
-        if half is not None:
-            value = _rounded(np.asarray(value, np.float32), get_device("cpu"), half).item()
-        return value
+        return value if half is None else rounded_half(np.float32(value), half).item()
     shape = layout.shape
     if len(outs) == 1:
         parts = outs

@@ -137,7 +137,7 @@ class DaskCluster(Device):
     # ---------------------------------------------------------------- running
     def run(self, interp, lowered, inputs, sizes, given, scalars, mode, solve, options):
         """Run a compute block on the cluster (split when `mode` is data or model)."""
-        from ...runtime.parallel import split_plan
+        from ...runtime.parallel import f32_partials, split_plan, widened_half
         distributed = _import_distributed()
         kernel = lowered.kernel
         client = self.client(options)
@@ -152,6 +152,9 @@ class DaskCluster(Device):
             length = int(sizes[plan.stop])
             work = [(w, b) for w, b in zip(workers, chunk_bounds(length, len(workers)))
                     if b[1] > b[0]] or [(workers[0], (0, 0))]
+        # partial sums of halves are kept in f32 and rounded once (runtime/parallel.py)
+        half = widened_half(kernel, plan) if plan is not None else None
+        shard_kernel = kernel if half is None else f32_partials(kernel, plan)
         names = [b.name for b in kernel.inputs]
         tag = uuid.uuid4().hex[:8]
         futures, chunk_sizes = [], []
@@ -170,7 +173,7 @@ class DaskCluster(Device):
             with warnings.catch_warnings():     # large arrays in the graph are meant
                 warnings.simplefilter("ignore")
                 futures.append(client.submit(
-                    _run_shard, kernel, args, csizes, scalars,
+                    _run_shard, shard_kernel, args, csizes, scalars,
                     key=f"zynml-{kernel.name}-{tag}-{k}", workers=[worker],
                     allow_other_workers=True, pure=False))
         distributed.wait(futures)
@@ -196,15 +199,16 @@ class DaskCluster(Device):
             shape = list(cir.output_shape(kernel, sizes))
             shape[plan.out_axis] = offset
             return DistributedTensor(shards, plan.out_axis, shape, dtype, client, self.id)
-        from ...runtime.parallel import combine_scalars
+        from ...runtime.parallel import combine_scalars, rounded_half
         from ...runtime.sharded import _NP_REDUCE
         parts = _results(client, futures)
         if kernel.output.shape == ():
-            return combine_scalars(plan.op, parts, dtype)
+            value = combine_scalars(plan.op, parts, "f32" if half else dtype)
+            return value if half is None else rounded_half(np.float32(value), half).item()
         acc = np.asarray(parts[0]).copy()
         for p in parts[1:]:
             acc = _NP_REDUCE[plan.op](acc, p)
-        return Tensor(acc, "cpu", acc.shape, dtype)
+        return Tensor(acc if half is None else rounded_half(acc, half), "cpu", acc.shape, dtype)
 
 
 def _run_shard(kernel, arrays, sizes, scalars):

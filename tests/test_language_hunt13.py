@@ -140,3 +140,37 @@ def test_arg_reduction_of_an_empty_tile(device):
     assert np.asarray(got).shape == (0,)
     x = np.float32([[0, 4, -1, 2], [9, 8, 7, 7]])
     assert_equals_numpy(_run(device, src, x=x), np.argmin(x[:, 1:], axis=1), 0)
+
+
+# ------------------------------- a tile stored at an index computed per iteration, and into
+# more slices than it has axes
+
+_X8 = np.arange(64, dtype=np.float32).reshape(8, 8)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, x, want", [
+    # rows repeated: what numpy's broadcast of a row into out[i0:i0+4, 0:8] gives
+    ("for i0 in 0..8 step 4:\n        for r in 0..4:\n            out[i0 + r, 0:8] = x[i0, 0:8]",
+     _X8, lambda x: np.repeat(x[0::4], 4, axis=0)),
+    ("for i in 0..3:\n        out[2 * i + 1, 0:4] = x[i, 0:4] * 2.0",
+     _X8[:3, :4].copy(), lambda x: np.insert(x * 2, [0, 1, 2], 0, axis=0)),
+    ("for i in 0..3:\n        out[5 - i, 1:3] = x[i, 0:2]",
+     _X8[:3, :2].copy(), lambda x: np.pad(x[::-1], ((3, 0), (1, 0)))),
+])
+def test_tile_stored_at_an_index_computed_per_iteration(device, body, x, want):
+    # the CPU reference refused `out[i0 + r, 0:8] = row` ("a store of a tile needs indices
+    # that are the loop variables themselves") where the compiled devices ran it
+    src = f"let y = compute(x) {{\n    {body}\n}}\ny\n"
+    assert_equals_numpy(_run(device, src, x=x), want(x), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tile_into_more_slices_than_its_axes_says_how_to_repeat_it(device):
+    # numpy broadcasts the row over the 4 rows; it was "the length of out's slice and of the
+    # tile written into it differ: 4 and 8", the row's length set against the rows'
+    src = ("let y = compute(x) {\n    for i0 in 0..8 step 4:\n"
+           "        out[i0:i0+4, 0:8] = x[i0, 0:8]\n}\ny\n")
+    err = raises("shape", src, 3, 9, device=device, x=_X8)
+    assert "a tile of one axis ([8]) is stored into 2 slices of out" in str(err)
+    assert "for r in 0..4: out[i + r, 0:8] = row" in str(err)

@@ -1592,6 +1592,15 @@ class _Lowering:
         m[r]` of a row of 4 ran on the CPU reference into numpy's broadcasting error and
         was cut to 2 elsewhere): equal constants, or a size tied to the slice's length."""
         slices = [it for it in index if isinstance(it, cir.Span)]
+        if 0 < len(value.ty.shape) < len(slices):
+            # numpy would broadcast the tile over the leading slices; ZynML stores a tile into
+            # slices of its own axes, so the repetition is written as a loop
+            tile = f"{_axes_text(len(value.ty.shape))} ({_shape_text(value.ty.shape)})"
+            raise ZynMLShapeError(
+                f"a tile of {tile} is stored into {len(slices)} slices of out: a tile is not "
+                "repeated across the slices it lacks; store it once per position of them, in a "
+                "loop (`for r in 0..4: out[i + r, 0:8] = row`), or index out there (`out[i, "
+                "0:8] = row`)", span)
         for it, dim in zip(slices, value.ty.shape):
             if isinstance(it.stop, cir.Var) and it.stop.name == "__end__":
                 continue            # out[i, 2:]: as long as the tile makes it
@@ -1936,6 +1945,10 @@ def _broadcast_dim(a, b) -> cir.Expr:
     elementwise: the other where one is 1."""
     ea, eb = _dim_expr(a), _dim_expr(b)
     return cir.Select(cir.Bin("==", ea, affine.const(1), cir.Ty("bool")), eb, ea, I32)
+
+
+def _axes_text(n: int) -> str:
+    return "one axis" if n == 1 else f"{n} axes"
 
 
 def _shape_text(shape) -> str:

@@ -861,15 +861,24 @@ class ReferenceExecutor:
             active = np.broadcast_to(m, lane_shape)
         self._check_bounds([np.where(active, a, 0) for a in idx], [target.shape[k] for k in points],
                            "out", [_span_at(s.spans, k) for k in points])
-        if spans or target.ndim > len(parts):
-            raise self.error("a store of a tile needs indices that are the loop variables "
-                             "themselves", s.line)
+        # a tile stored at indices computed per lane (`out[i0 + r, 0:8] = row`): the slices
+        # (the same in every lane) and the axes left out follow the points, in order
+        rest = tuple(slice(*self._span_bounds(parts[k], target.shape[k], s.line)) for k in spans)
         arr = np.asarray(v.arr)
         arr = arr.reshape(arr.shape[:v.lanes] + (1,) * (lanes - v.lanes) + arr.shape[v.lanes:])
         arr = np.broadcast_to(arr, lane_shape + arr.shape[lanes:])
         sel = tuple(a[active] for a in idx)
         moved = np.moveaxis(target, points, list(range(len(points))))
-        moved[sel] = arr[active]
+        place = moved[sel + rest]
+        values = arr[active]
+        # (fewer axes than the place: they broadcast against its trailing axes)
+        values = values.reshape(values.shape[:1] + (1,) * (place.ndim - values.ndim) +
+                                values.shape[1:])
+        try:
+            moved[sel + rest] = values
+        except ValueError:
+            raise self.error(f"a tile of shape {list(values.shape[1:])} is stored into a "
+                             f"place of shape {list(place.shape[1:])}", s.line) from None
 
     def _shared_store(self, s, target, value):
         nl = self.shared_defs[s.buffer]

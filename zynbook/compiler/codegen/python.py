@@ -105,11 +105,8 @@ class _Renderer:
             if isinstance(s, (cir.Let, cir.Assign)):
                 self.emit(f"{_name(s.name)} = {self.expr(s.value)}", depth, s.line)
             elif isinstance(s, cir.Store):
-                if s.index:
-                    target = f"{_name(s.buffer)}[{', '.join(self.index(i) for i in s.index)}]"
-                else:
-                    target = f"{_name(s.buffer)}[...]"
-                self.emit(f"{target} = {self.expr(s.value)}", depth, s.line)
+                index = ", ".join(self.index(i) for i in s.index) or "..."
+                self.emit(f"{_name(s.buffer)}[{index}] = {self.expr(s.value)}", depth, s.line)
             elif isinstance(s, cir.Loop):
                 self.emit(f"for {_name(s.var)} in range({self.expr(s.start)}, {self.expr(s.stop)}, "
                           f"{self.expr(s.step)}):{'  # parallel' if s.parallel else ''}", depth, s.line)

@@ -174,3 +174,27 @@ def test_tile_into_more_slices_than_its_axes_says_how_to_repeat_it(device):
     err = raises("shape", src, 3, 9, device=device, x=_X8)
     assert "a tile of one axis ([8]) is stored into 2 slices of out" in str(err)
     assert "for r in 0..4: out[i + r, 0:8] = row" in str(err)
+
+
+# -------------------------------------------- Python number literals ZynML does not read
+
+@pytest.mark.parametrize("src, column, literal, value", [
+    ("let a = 2 + 0xFF\na", 14, "0xFF", "255"),
+    ("let a = 1_000\na", 10, "1_000", "1000"),
+    ("let a = 1_000.5\na", 10, "1_000.5", "1000.5"),
+    ("let a = 0b101\na", 10, "0b101", "5"),
+    ("let a = 0o17\na", 10, "0o17", "15"),
+])
+def test_python_number_literal_says_what_to_write(src, column, literal, value):
+    # docs/language.md: no `_` separators, no hex; it was "unexpected 'xFF'; expected '!=',
+    # '%', ..." with no word of what to write
+    err = raises("syntax", src, 1, column)
+    assert f"`{literal}` is not a ZynML number" in str(err) and f"write {value}" in str(err)
+    python = float(literal) if "." in literal else int(literal, 0)     # Python's reading
+    assert python == float(value)
+
+
+def test_python_number_literal_in_a_kernel():
+    src = _kernel("out[i] = x[i] * 1_000")
+    err = raises("syntax", src, 3, 26, x=np.float32([1, 2]))
+    assert "write 1000" in str(err)

@@ -516,12 +516,39 @@ def _expression_hint(tok, lines) -> str:
     if tok.value in ("<", "<=", ">", ">=", "==", "!=") and _COMPARISON.search(before) and \
             not _COMPARISON.search(before.rstrip()[-2:]):      # (`a < < b` lacks an operand)
         return "comparisons do not chain; write `a < b and b < c`"
+    number = _python_number(before, code_part(text))
+    if number:
+        return number
     if tok.value == "if" and before.strip():
         return ("there is no conditional expression (`a if c else b`); write `where(c, a, "
                 "b)` or an `if` statement")
     if before.strip() in _MISSING_WORDS:        # `while k < 3:`, `fn f(x)`, `def f(x):`
         return _MISSING_WORDS[before.strip()]
     return ""
+
+
+# a Python number ZynML does not read: hex, octal, binary, or digits with `_` between them
+_PY_NUMBER = re.compile(r"0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|"
+                        r"\d[\d_]*(\.[\d_]*)?([eE][+-]?\d[\d_]*)?")
+
+
+def _python_number(before: str, code: str) -> str:
+    """What to write for a Python number literal (`0x10`, `1_000`) that the parse broke
+    inside of, just after its first digits; '' where it broke elsewhere."""
+    digits = re.search(r"(?<![\w.])\d+$", before)
+    if digits is None:
+        return ""
+    literal = _PY_NUMBER.match(code, digits.start())
+    text = literal.group() if literal else ""
+    if len(text) <= len(digits.group()):
+        return ""
+    try:
+        value = int(text, 0) if text[:2].lower() in ("0x", "0o", "0b") or \
+            not any(c in text for c in ".eE") else float(text)
+    except ValueError:
+        return ""
+    return (f"`{text}` is not a ZynML number (it has no hex, octal or binary numbers, nor `_` "
+            f"between digits): write {value}")
 
 
 # the words a statement starts with, for `fro i in 0..n:` (did you mean `for`?)

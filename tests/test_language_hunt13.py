@@ -198,3 +198,14 @@ def test_python_number_literal_in_a_kernel():
     src = _kernel("out[i] = x[i] * 1_000")
     err = raises("syntax", src, 3, 26, x=np.float32([1, 2]))
     assert "write 1000" in str(err)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_two_booleans_in_arithmetic_say_how_to_count_them(device):
+    # numpy's bool + bool is `or` (not a count) and bool - bool an error: refused, and the
+    # message now says how to count as well as `and`/`or`
+    src = _kernel("out[i] = (x[i] > 0.0) + (x[i] > 1.0)")
+    err = raises("type", src, 3, 18, device=device, x=_W)
+    assert "convert one to count them (`i32(a) + b`)" in str(err)
+    counted = _run(device, _kernel("out[i] = i32(x[i] > 0.0) + (x[i] > 1.0)"), x=_W)
+    assert_equals_numpy(counted, (_W > 0).astype(np.int32) + (_W > 1), 0)

@@ -1194,7 +1194,9 @@ class _Lowering:
         if op not in ("+", "-", "*", "/", "%", "**"):
             raise ZynMLTypeError(f"unsupported operator {op}", span)
         if a.ty.dtype == "bool" and b.ty.dtype == "bool":
-            raise ZynMLTypeError(f"arithmetic on booleans; use `and`/`or`", span)
+            # (numpy's bool + bool is `or`, its bool - bool an error: neither counts)
+            raise ZynMLTypeError("arithmetic on two booleans; use `and`/`or`, or convert one "
+                                 "to count them (`i32(a) + b`)", span)
         if op == "**" and is_int(b.ty.dtype) and not b.ty.shape and not isinstance(b, cir.Const):
             # an exponent of literals is the constant it computes (x[i] ** 2 ** 2 is x ** 4,
             # an integer power, as x[i] ** 4 is)

@@ -161,6 +161,21 @@ def _fits(r, dtype: str) -> bool:
 # on a target without 64-bit integers, the 32-bit type each is held (and computed) in
 _HELD_IN = {"i64": "i32", "u64": "u32"}
 
+# the operand fields of the integer arithmetic `narrowed` computes in 32 bits
+_OPERANDS = {cir.Unary: ("operand",), cir.Select: ("if_true", "if_false"), cir.Bin: ("left", "right")}
+
+
+def _operands(e) -> tuple:
+    return tuple(e.args) if isinstance(e, cir.Call) else tuple(getattr(e, f) for f in _OPERANDS[type(e)])
+
+
+def _in_type(e, parts: tuple, ty: cir.Ty):
+    """`e` of type `ty` on `parts` (its operands, `_operands`), each converted to `ty`."""
+    parts = tuple(cir.Cast(x, ty) for x in parts)
+    if isinstance(e, cir.Call):
+        return replace(e, ty=ty, args=parts)
+    return replace(e, ty=ty, **dict(zip(_OPERANDS[type(e)], parts)))
+
 
 def _common_int(a: str, b: str) -> str:
     """The type two integers are compared in: the narrowest that holds both exactly (at
@@ -517,22 +532,11 @@ class ScalarLowering:
                 or isinstance(e, cir.Call) and e.fn in ("min", "max", "clamp", "abs")
                 or isinstance(e, cir.Select) and not saturating(e)):
             return None
-        parts = (e.operand,) if isinstance(e, cir.Unary) else \
-            tuple(e.args) if isinstance(e, cir.Call) else \
-            (e.if_true, e.if_false) if isinstance(e, cir.Select) else (e.left, e.right)
+        parts = _operands(e)
         self.unsized = False
         held = _HELD_IN[e.ty.dtype]
         if all(_fits(self.span32(x), held) for x in parts + (e,)):
-            x = replace(e, ty=cir.Ty(held))
-            if isinstance(e, cir.Select):
-                x = replace(x, if_true=cir.Cast(e.if_true, x.ty), if_false=cir.Cast(e.if_false, x.ty))
-            elif isinstance(e, cir.Call):
-                x = replace(x, args=tuple(cir.Cast(a, x.ty) for a in e.args))
-            elif isinstance(e, cir.Unary):
-                x = replace(x, operand=cir.Cast(e.operand, x.ty))
-            else:
-                x = replace(x, left=cir.Cast(e.left, x.ty), right=cir.Cast(e.right, x.ty))
-            return cast(self.expr(x), e.ty.dtype)
+            return cast(self.expr(_in_type(e, parts, cir.Ty(held))), e.ty.dtype)
         if self.unsized:
             # the launch's sizes may bound it (a size, the extent argmax chooses among): the
             # program for every size set gives way to one for the launch's sizes
@@ -573,9 +577,6 @@ class ScalarLowering:
         # wide type first, checked there (`checked_i64`): its bits would be another value
         parts = tuple(x if _fits(_INT_RANGE.get(x.ty.dtype), h) or x.ty.dtype == wide
                       else cir.Cast(x, e.ty) for x in parts)
-        if isinstance(e, cir.Select):
-            return cast(self.expr(replace(e, ty=ht, if_true=cir.Cast(parts[0], ht),
-                                          if_false=cir.Cast(parts[1], ht))), wide)
         if isinstance(e, cir.Call) and e.fn == "abs" and wide == "i64":
             x = self.operand(parts[0], "i32")
             v = ir.Math("abs", (x,), "i32")
@@ -590,11 +591,8 @@ class ScalarLowering:
             a, b = (self.operand(x, h) for x in parts)
             return cast(ir.CheckedDiv("/", a, b, self.sites.add(errflag.DIV_ZERO, self.line, span=e.span),
                                       self.sites.add(errflag.PAST32, self.line, span=span), h), wide)
-        if isinstance(e, cir.Call) or isinstance(e, cir.Bin) and e.op in ("/", "%"):
-            args = tuple(cir.Cast(a, ht) for a in parts)
-            x = replace(e, ty=ht, args=args) if isinstance(e, cir.Call) else \
-                replace(e, ty=ht, left=args[0], right=args[1])
-            return cast(self.expr(x), wide)
+        if isinstance(e, (cir.Select, cir.Call)) or isinstance(e, cir.Bin) and e.op in ("/", "%"):
+            return cast(self.expr(_in_type(e, parts, ht)), wide)
         op, (a, b) = ("-", (lit(0, h), self.operand(parts[0], h))) \
             if isinstance(e, cir.Unary) else (e.op, tuple(self.operand(x, h) for x in parts))
         if op == "**":

@@ -209,3 +209,22 @@ def test_two_booleans_in_arithmetic_say_how_to_count_them(device):
     assert "convert one to count them (`i32(a) + b`)" in str(err)
     counted = _run(device, _kernel("out[i] = i32(x[i] > 0.0) + (x[i] > 1.0)"), x=_W)
     assert_equals_numpy(counted, (_W > 0).astype(np.int32) + (_W > 1), 0)
+
+
+# ------------------------------------------------ Python's floor division is a ZynML comment
+
+def test_floor_division_with_more_arithmetic_warns():
+    from zynbook.errors import ZynMLWarning
+    x = np.int32([7, -7, -3, 4, 0])
+    with pytest.warns(ZynMLWarning, match=r"floor\(a / 2\.0\)") as got:
+        y = _run("cpu", _kernel("out[i] = x[i] // 2 + 1"), x=x)
+    assert (got[0].message.span.line, got[0].message.span.column) == (3, 23)
+    assert_equals_numpy(y, x, 0)        # (the line is x[i])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_floor_division_advice_floors_as_numpy(device):
+    # floor(x[i] / 2), the advice before, is an integer / (truncating): -1 for -3
+    x = np.int32([7, -7, -3, 4, 0])
+    advised = _run(device, _kernel("out[i] = i32(floor(x[i] / 2.0)) + 1"), x=x)
+    assert_equals_numpy(advised, x // 2 + 1, 0)

@@ -726,18 +726,21 @@ def parse(source: str) -> A.Program:
 
 
 def warn_floor_division(source: str) -> None:
-    """Warn where a `//` comment that is only a number follows an operand (`x[i] // 2`):
-    Python's floor division, which ZynML reads as `x[i]` and a comment."""
+    """Warn where a `//` comment that is a number, or a number and more arithmetic, follows
+    an operand (`x[i] // 2`, `x[i] // 2 + 1`): Python's floor division, which ZynML reads as
+    `x[i]` and a comment."""
     import warnings
     from ..errors import ZynMLWarning
     for number, line in enumerate(source_lines(source), 1):
         end, _ = _code_end(line)
         code, comment = line[:end].rstrip(), line[end + 2:].strip()
-        if end < len(line) and re.fullmatch(r"\d+(\.\d*)?", comment) and \
-                re.search(r"[\w)\]]$", code):
+        divisor = re.fullmatch(r"(\d+(\.\d*)?)(\s*[-+*/%)\]]\s*[\w(.]*.*)?", comment)
+        if end < len(line) and divisor and re.search(r"[\w)\]]$", code):
+            # (a float divisor: `/` of two integers truncates toward zero, floor(-3 / 2) -1)
+            d = divisor.group(1) if "." in divisor.group(1) else divisor.group(1) + ".0"
             warnings.warn_explicit(ZynMLWarning(
                 f"`//` starts a comment in ZynML, so this line ends before `// {comment}`; "
-                f"for floor division write floor(a / {comment})", Span(number, end + 1), source),
+                f"for floor division write floor(a / {d})", Span(number, end + 1), source),
                 ZynMLWarning, "<zynml>", number)
 
 

@@ -98,6 +98,15 @@ def vector_helpers(v: str) -> dict:
 HELPERS.update(vector_helpers("zyn_f32x4"))
 
 
+def banner(lang: str, program, sizes, how: str = "") -> list:
+    """The first lines of a program's text (every dialect's): the language, the kernel, `how`
+    it runs and its schedule, then the sizes compiled in."""
+    head = [f"// ZynBook {lang} for kernel `{program.name}` ({how}{program.schedule})"]
+    if sizes:
+        head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
+    return head
+
+
 class CFamily:
     """The C spelling; subclasses set `q` (function qualifier), `err` (the flag's type),
     TYPES and the hooks marked below."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...launch import ir
 from ...launch.scalar import DTYPE_BYTES
-from .cfamily import C_TYPES, HELPERS, CFamily
+from .cfamily import C_TYPES, HELPERS, CFamily, banner
 
 ENTRY = "zyn_kernel"
 _REDUCTIONS = {
@@ -134,10 +134,7 @@ class CppDialect(CFamily):
             f"static void {k.name}(" + ", ".join(ps) + ") {\n    (void)zyn_blocks; (void)zyn_err;"
 
     def program_head(self, program, sizes) -> str:
-        head = [f"// ZynBook C++ for kernel `{program.name}` (CPU, "
-                f"{'OpenMP' if self.openmp else 'serial'}; {program.schedule})"]
-        if sizes:
-            head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
+        head = banner("C++", program, sizes, f"CPU, {'OpenMP' if self.openmp else 'serial'}; ")
         head += ["#include <math.h>", "#include <stdint.h>", "#include <stdlib.h>"]
         head.append(vector_math_declarations())
         if getattr(self, "heap", False):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...launch import ir
 from ...launch.scalar import DTYPE_BYTES as _BYTES
-from .cfamily import C_TYPES, HELPERS, CFamily, gelu_helper, vector_helpers
+from .cfamily import C_TYPES, HELPERS, CFamily, banner, gelu_helper, vector_helpers
 
 _THREAD = {"thread": "(int)threadIdx.x", "block": "(int)blockIdx.x", "threads": "(int)blockDim.x",
            "blocks": "(int)gridDim.x", "lane": "((int)threadIdx.x & 31)", "warp": "((int)threadIdx.x >> 5)"}
@@ -367,9 +367,7 @@ class CudaDialect(CFamily):
         return (f"// {k.comment}\n" if k.comment else "") + head + ",\n    ".join(ps) + ") {" + dyn
 
     def program_head(self, program, sizes) -> str:
-        head = [f"// ZynBook CUDA C for kernel `{program.name}` ({program.schedule})"]
-        if sizes:
-            head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
+        head = banner("CUDA C", program, sizes)
         types = {p.dtype for k in program.kernels for p in k.params} | {
             n.dtype for n in ir.walk(program) if isinstance(n, ir.Cast)}
         if "f16" in types:

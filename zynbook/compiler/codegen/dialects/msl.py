@@ -4,7 +4,7 @@ functions for warp collectives. Metal has no `double`: f64 is refused, never com
 from __future__ import annotations
 
 from ...launch import ir
-from .cfamily import C_TYPES, HELPERS, CFamily
+from .cfamily import C_TYPES, HELPERS, CFamily, banner
 
 MSL_TYPES = dict(C_TYPES, f16="half", bf16="bfloat", i8="char", u8="uchar", u16="ushort",
                  u32="uint", i64="long", u64="ulong")
@@ -179,9 +179,7 @@ class MslDialect(CFamily):
                 + ",\n    ".join(ps) + ") {\n" + "\n".join(unpack)).rstrip("\n")
 
     def program_head(self, program, sizes) -> str:
-        head = [f"// ZynBook MSL for kernel `{program.name}` ({program.schedule})"]
-        if sizes:
-            head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
+        head = banner("MSL", program, sizes)
         head += ["#include <metal_stdlib>", "using namespace metal;"]
         fields = getattr(self, "arg_fields", [])
         if fields:

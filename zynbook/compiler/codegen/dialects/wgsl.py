@@ -36,6 +36,7 @@ import numpy as np
 from ....errors import ZynMLDeviceError
 from ...launch import ir
 from ...launch.scalar import compute_dtype
+from .cfamily import banner
 
 # launch-IR dtype -> the WGSL type it is computed in (and stored as, but bool: u32)
 TYPES = {"f32": "f32", "f16": "f16", "bf16": "f32", "i32": "i32", "u32": "u32", "i8": "i32",
@@ -550,9 +551,7 @@ class WgslDialect:
         for p in program.kernels[0].params:
             if p.kind == "buffer":
                 self.type(STORED_32.get(p.dtype, p.dtype))
-        head = [f"// ZynBook WGSL for kernel `{program.name}` ({program.schedule})"]
-        if sizes:
-            head.append("// sizes: " + ", ".join(f"{k[2:]}={v}" for k, v in sorted(sizes.items())))
+        head = banner("WGSL", program, sizes)
         if self.uses_f16:
             head.insert(0, "enable f16;")
         if self.uniforms:

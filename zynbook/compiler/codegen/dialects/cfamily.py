@@ -107,7 +107,19 @@ def banner(lang: str, program, sizes, how: str = "") -> list:
     return head
 
 
-class CFamily:
+class Helpers:
+    """The helper functions a program's text calls, emitted before it in first-use order,
+    each after those it calls (`deps`)."""
+
+    def need(self, name: str) -> str:
+        if name not in self.needed:
+            for dep in self.deps(name):
+                self.need(dep)
+            self.needed.append(name)
+        return name
+
+
+class CFamily(Helpers):
     """The C spelling; subclasses set `q` (function qualifier), `err` (the flag's type),
     TYPES and the hooks marked below."""
     q = "static inline "
@@ -122,13 +134,8 @@ class CFamily:
     def __init__(self):
         self.needed: list = []
 
-    def need(self, name: str) -> str:
-        if name not in self.needed:
-            text, deps = self.HELPERS[name] if name in self.HELPERS else ("", ())
-            for dep in deps:
-                self.need(dep)
-            self.needed.append(name)
-        return name
+    def deps(self, name: str) -> tuple:
+        return self.HELPERS[name][1] if name in self.HELPERS else ()
 
     def helpers_text(self) -> str:
         out = []

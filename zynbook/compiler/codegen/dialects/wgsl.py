@@ -36,7 +36,7 @@ import numpy as np
 from ....errors import ZynMLDeviceError
 from ...launch import ir
 from ...launch.scalar import compute_dtype
-from .cfamily import banner
+from .cfamily import Helpers, banner
 
 # launch-IR dtype -> the WGSL type it is computed in (and stored as, but bool: u32)
 TYPES = {"f32": "f32", "f16": "f16", "bf16": "f32", "i32": "i32", "u32": "u32", "i8": "i32",
@@ -77,7 +77,7 @@ def storage(dtype: str) -> str:
     return "f64" if dtype == "f64" else TYPES[STORED_32.get(dtype, dtype)]
 
 
-class WgslDialect:
+class WgslDialect(Helpers):
     name = "wgsl"
     # WGSL evaluates an expression of constants when the shader is made, and refuses one
     # whose value is not finite: the printer spells such values itself
@@ -125,12 +125,8 @@ class WgslDialect:
 
     # ---- helpers, emitted only when used ----------------------------------------------
 
-    def need(self, name: str) -> str:
-        if name not in self.needed:
-            for dep in _deps(name):
-                self.need(dep)
-            self.needed.append(name)
-        return name
+    def deps(self, name: str) -> tuple:
+        return _deps(name)
 
     def helpers_text(self) -> str:
         out = [_FAIL_ONCE if n == "zyn_fail" and self.loop_budget else _helper(n)

@@ -32,17 +32,13 @@ CUDA_HELPERS = dict(HELPERS, **{
         "    __syncthreads();\n"
         "    T r = lane < nw ? zyn_red[lane] : identity;\n"
         "    return zyn_warp_allreduce(r, op); }}", ("zyn_warp_allreduce",)),
-    "zyn_atomic_max": (
-        "{q}void zyn_atomic_max(float* p, float v) {{\n"
-        "    int* ip = (int*)p; int old = *ip, assumed;\n"
-        "    do {{ assumed = old; if (__int_as_float(assumed) >= v) break;\n"
-        "         old = atomicCAS(ip, assumed, __float_as_int(v)); }} while (assumed != old); }}", ()),
-    "zyn_atomic_min": (
-        "{q}void zyn_atomic_min(float* p, float v) {{\n"
-        "    int* ip = (int*)p; int old = *ip, assumed;\n"
-        "    do {{ assumed = old; if (__int_as_float(assumed) <= v) break;\n"
-        "         old = atomicCAS(ip, assumed, __float_as_int(v)); }} while (assumed != old); }}", ()),
 })
+for _op, _stop in (("max", ">="), ("min", "<=")):     # (stops where the value already wins)
+    CUDA_HELPERS["zyn_atomic_" + _op] = (
+        "{q}void zyn_atomic_" + _op + "(float* p, float v) {{\n"
+        "    int* ip = (int*)p; int old = *ip, assumed;\n"
+        "    do {{ assumed = old; if (__int_as_float(assumed) " + _stop + " v) break;\n"
+        "         old = atomicCAS(ip, assumed, __float_as_int(v)); }} while (assumed != old); }}", ())
 
 # tensor cores: one m16n8k16 step of a warp, each lane's A (8) and B (4) halves and C (4
 # floats) in its registers; ldmatrix: a warp's 8 x 8 tiles of 16-bit elements from shared

@@ -113,3 +113,35 @@ def test_a_half_sum_split_over_dask_workers_is_rounded_once():
         zdask.shutdown()
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
+# ------------------------------------- a scaled product of integers summed in floats
+
+_SCALED_PRODUCTS = """let c = compute(A, B) {
+    @kernel matmul
+    for i in 0..M, j in 0..N:
+        var sum = 0.0
+        for k in 0..K:
+            sum += A[i, k] * B[k, j] * 0.5
+        out[i, j] = sum
+}
+c"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(1, 3, 1), (40, 33, 36)])
+def test_a_scaled_product_of_u8_values_wraps_before_it_is_scaled(device, shape):
+    """`sum += A[i, k] * B[k, j] * 0.5` of u8 A and B: the u8 product wraps at 256 (numpy's
+    u8 arithmetic), then is scaled and summed in f32. The contraction recogniser took the
+    u8 loads as the GEMM's factors and 0.5 as its scale, so cpu:native's and WebGPU's GEMMs
+    multiplied the f32 values (20300 for 76); the reference summed the wrapped products
+    along k in u8 before scaling them (einsum sums a factor in its own dtype)."""
+    m, k, n = shape
+    rng = np.random.default_rng(13)
+    a = rng.integers(0, 256, (m, k)).astype(np.uint8)
+    b = rng.integers(0, 256, (k, n)).astype(np.uint8)
+    if shape == (1, 3, 1):
+        a, b = np.array([[200, 100, 3]], np.uint8), np.array([[200], [3], [100]], np.uint8)
+    products = (a[:, :, None] * b[None]).astype(np.float32)     # u8 products, wrapped
+    want = (products * np.float32(0.5)).sum(1, dtype=np.float32)
+    assert_equals_numpy(_run(device, _SCALED_PRODUCTS, A=a, B=b), want, 1e-6)

@@ -563,7 +563,11 @@ class ReferenceExecutor:
         for st, x, y in pairs:
             probe = Val(np.zeros((1,) * (axis + 1), dtype=bool), axis + 1)
             a, b, _ = _align([x, y, probe])
-            a, b = np.asarray(a), np.asarray(b)
+            # both factors in the product's dtype: einsum sums one factor along the loop in
+            # its own dtype before scaling it by the other (`acc += a * b * 0.5` of u8 a * b
+            # summed the u8 products in u8, wrapping at 256)
+            dtype = np_dtype(_accumulate_term(st).ty.dtype)
+            a, b = np.asarray(a, dtype), np.asarray(b, dtype)
             labels = list(range(axis + 1))
             if all(np.ndim(v) == 0 or v.shape[axis] == 1 for v in (a, b)):
                 # the product does not vary along the loop: it is added n times

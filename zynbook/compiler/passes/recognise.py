@@ -1207,8 +1207,10 @@ def _contraction(kernel):
 
 def _factors(e, kernel) -> tuple:
     """(the factors of the product `e` that vary, [(op, launch-constant factor)]): a scale
-    multiplied anywhere in the product or dividing it (`alpha * a * b`, `a * b / 8.0`)."""
-    if isinstance(e, cir.Bin) and e.op == "*":
+    multiplied anywhere in the product or dividing it (`alpha * a * b`, `a * b / 8.0`). An
+    integer product is one factor: `a * b * 0.5` of u8 a, b wraps a * b at 256 before it
+    is scaled, which a GEMM multiplying the f32 values of a and b did not."""
+    if isinstance(e, cir.Bin) and e.op == "*" and e.ty.dtype in cir.FLOAT_DTYPES:
         (lf, ls), (rf, rs) = _factors(e.left, kernel), _factors(e.right, kernel)
         return lf + rf, ls + rs
     if isinstance(e, cir.Bin) and e.op == "/" and e.ty.dtype in cir.FLOAT_DTYPES and \

@@ -228,3 +228,31 @@ def test_the_floor_division_advice_floors_as_numpy(device):
     x = np.int32([7, -7, -3, 4, 0])
     advised = _run(device, _kernel("out[i] = i32(floor(x[i] / 2.0)) + 1"), x=x)
     assert_equals_numpy(advised, x // 2 + 1, 0)
+
+
+# --------------------------------------------- a bool in arithmetic takes the number's type
+
+_B8 = np.uint8([1, 255, 0, 128])
+_I8 = np.int8([127, -128, 0, 5])
+_H16 = np.float16([1.5, -2.0, 0.0, 65504])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, data, want", [
+    ("x[i] + (x[i] > 1)", _B8, lambda x: x + (x > 1)),
+    ("x[i] - (x[i] > 1)", _I8, lambda x: x - (x > 1)),
+    ("(x[i] == 0) * x[i]", _I8, lambda x: (x == 0) * x),
+    ("x[i] + (x[i] > 1.0)", _H16, lambda x: x + (x > 1)),
+])
+def test_bool_with_a_narrow_number_keeps_the_number_type(device, expr, data, want):
+    # numpy's bool is the lowest type: u8 + bool is u8 (255 + True wraps to 0); a bool
+    # counted as i32 made it i32 (256)
+    with np.errstate(over="ignore"):
+        w = want(data)
+    assert_equals_numpy(_run(device, _kernel(f"out[i] = {expr}"), x=data), w, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_host_bool_beside_u8_data(device):
+    got = _run(device, _kernel("out[i] = x[i] + flag"), x=_B8, flag=True)
+    assert_equals_numpy(got, _B8 + True, 0)

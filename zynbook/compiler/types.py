@@ -7,7 +7,8 @@ Rules, in order:
 * an integer with a float gives the float;
 * two floats give the wider float; a float *literal* is weak: `x * 0.5` keeps x's dtype,
   so f16 code stays f16;
-* bool in arithmetic counts as i32.
+* bool in arithmetic takes the other operand's type (numpy's bool is below every number),
+  and counts as i32 beside a weak one (a literal, a size) or another bool.
 """
 from __future__ import annotations
 
@@ -55,6 +56,9 @@ def is_int(dtype: str) -> bool:
 
 def promote(a: str, b: str, weak_a: bool = False, weak_b: bool = False) -> str:
     """The dtype of an arithmetic result on operands of dtypes a and b."""
+    if (a == "bool") != (b == "bool") and not (weak_a or weak_b):
+        # numpy's bool is below every number: u8 + bool is u8, f16 + bool f16
+        return b if a == "bool" else a
     a = "i32" if a == "bool" else a
     b = "i32" if b == "bool" else b
     if a == b:

@@ -256,3 +256,25 @@ def test_bool_with_a_narrow_number_keeps_the_number_type(device, expr, data, wan
 def test_host_bool_beside_u8_data(device):
     got = _run(device, _kernel("out[i] = x[i] + flag"), x=_B8, flag=True)
     assert_equals_numpy(got, _B8 + True, 0)
+
+
+# ------------------------------------------------- and / or / not of tiles say what to write
+
+_XT = np.float32([[1, -2, 0, 3], [7, 5, -1, 0]])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("bad, column, advice, good, want", [
+    ("x[i, 0:4] > 0.0 and x[i, 0:4] < 4.0", 23, "where(a, b, false)",
+     "where(x[i, 0:4] > 0.0, x[i, 0:4] < 4.0, false)", lambda x: (x > 0) & (x < 4)),
+    ("x[i, 0:4] > 0.0 or x[i, 0:4] < -1.5", 23, "where(a, true, b)",
+     "where(x[i, 0:4] > 0.0, true, x[i, 0:4] < -1.5)", lambda x: (x > 0) | (x < -1.5)),
+    ("not (x[i, 0:4] > 0.0)", 28, "where(a, false, true)",
+     "where(x[i, 0:4] > 0.0, false, true)", lambda x: ~(x > 0)),
+])
+def test_logic_of_tiles_says_how_to_write_it(device, bad, column, advice, good, want):
+    # it was "a condition must be one value, not a tile": there is no `&` to turn to
+    src = "let y = compute(x) {{\n    for i in 0..2:\n        out[i, 0:4] = {}\n}}\ny\n"
+    err = raises("type", src.format(bad), 3, column, device=device, x=_XT)
+    assert f"write `{advice}`" in str(err)
+    assert_equals_numpy(_run(device, src.format(good), x=_XT), want(_XT), 0)

@@ -780,8 +780,12 @@ class _Lowering:
         return cir.Yield(value, index, line)
 
     # ------------------------------------------------------------- expressions
-    def condition(self, e):
+    def condition(self, e, op=None):
+        """`e` as one bool; `op`: the `and`, `or` or `not` it is an operand of."""
         c = self.expr(e)
+        if c.ty.shape and op is not None:
+            raise ZynMLTypeError(f"`{op}` takes single values, not tiles; for tiles of bools, "
+                                 f"element by element, {_TILE_LOGIC[op]}", e.span)
         if c.ty.shape:
             raise ZynMLTypeError("a condition must be one value, not a tile", e.span)
         if c.ty.dtype != "bool":
@@ -852,12 +856,12 @@ class _Lowering:
             return self.index(e)
         if isinstance(e, A.BinOp):
             if e.op in ("and", "or"):
-                a = self.condition(e.left)
+                a = self.condition(e.left, e.op)
                 # the right side runs only where the left does not decide (every device's
                 # && and ||): its reads are guarded by the left, as under an `if`
                 self.guard_depth += 1
                 try:
-                    b = self.condition(e.right)
+                    b = self.condition(e.right, e.op)
                 finally:
                     self.guard_depth -= 1
                 return cir.Bin(e.op, a, b, BOOL)
@@ -866,7 +870,7 @@ class _Lowering:
             return self.binary(e.op, a, b, e.span, (e.left.span, e.right.span))
         if isinstance(e, A.UnaryOp):
             if e.op == "not":
-                return cir.Unary("not", self.condition(e.operand), BOOL)
+                return cir.Unary("not", self.condition(e.operand, "not"), BOOL)
             v = self.expr(e.operand, size_context)
             if e.op == "pos":
                 return v
@@ -1947,6 +1951,12 @@ def _broadcast_dim(a, b) -> cir.Expr:
     elementwise: the other where one is 1."""
     ea, eb = _dim_expr(a), _dim_expr(b)
     return cir.Select(cir.Bin("==", ea, affine.const(1), cir.Ty("bool")), eb, ea, I32)
+
+
+# what `a and b`, `a or b`, `not a` are written as where a and b are tiles of bools
+_TILE_LOGIC = {"and": "write `where(a, b, false)` for `a and b`",
+               "or": "write `where(a, true, b)` for `a or b`",
+               "not": "write `where(a, false, true)` for `not a`"}
 
 
 def _axes_text(n: int) -> str:

@@ -145,3 +145,42 @@ def test_a_scaled_product_of_u8_values_wraps_before_it_is_scaled(device, shape):
     products = (a[:, :, None] * b[None]).astype(np.float32)     # u8 products, wrapped
     want = (products * np.float32(0.5)).sum(1, dtype=np.float32)
     assert_equals_numpy(_run(device, _SCALED_PRODUCTS, A=a, B=b), want, 1e-6)
+
+
+# ------------------------------------- async work and sharded halves, as the spec writes them
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_error_in_an_async_block_of_a_pipeline_is_raised_by_a_later_await(device):
+    """A failing `@async` block inside a pipeline is raised by the `await` of a later run,
+    at the block's own line and column (its cell's text), on every device."""
+    session = zynbook.Session(device)
+    session.run("""pipeline p(x: tensor[n]):
+    return compute(x) @async {
+        for i in 0..n:
+            out[i] = 10 / x[i]
+    }
+let f = p(x)
+""", x=np.array([1, 0, 2], np.int32))
+    with pytest.raises(zynbook.ZynMLError) as info:
+        session.run("let a = 1\nlet b = await f\n")
+    err = info.value
+    assert (err.kind, err.line, err.column) == ("runtime", 4, 22), err
+    assert "out[i] = 10 / x[i]" in err.render() and "division by zero" in err.message
+
+
+@pytest.mark.parametrize("devices", GROUPS, ids="+".join)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_host_arithmetic_on_a_sharded_half_result_rounds_as_torch(devices, dtype):
+    """A half-precision block split over a group stays sharded; host arithmetic on it (and
+    a sum of it) keeps its dtype and rounds each result as torch's does."""
+    x = (torch.arange(15, dtype=torch.float32).reshape(5, 3) / 7 + 1).to(dtype)
+    src = f"""let y = compute(x) @device({_group(devices)}) @parallel(data) {{
+    @kernel elementwise
+    for i in 0..r, j in 0..c:
+        out[i, j] = x[i, j] * 3.0
+}}
+[y, y + 1.0, y * y, y[1:3] / 3.0]"""
+    y = x * 3
+    for got, want in zip(_run("cpu", src, x=x), [y, y + 1, y * y, y[1:3] / 3]):
+        assert got.dtype == {torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
+        assert_equals_numpy(np.asarray(got, np.float64), want.double().numpy(), 0)

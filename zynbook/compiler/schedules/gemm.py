@@ -1274,28 +1274,31 @@ class _Builder(Builder):
         groups are, and the barrier after the wait also tells every warp that the buffer
         the next copies refill was multiplied in the previous step."""
         p, S = self.p, self.p.stages
-        head, nk, fill = self.prefetch(S - 1, p.bk, literal=True)
+        head, nk, refill = self.prefetch(S - 1, p.bk, literal=True)
         kt = self.ref("_kt")
-        ahead = self.op("+", kt, S - 1)
-        body = [ir.AsyncWait(S - 2), ir.Barrier(),
-                ir.If(self.op("<", ahead, nk), tuple(fill(self.op("*", ahead, p.bk), self.op("%", ahead, S)))),
-                ir.AsyncCommit()]
+        body = [ir.AsyncWait(S - 2), ir.Barrier(), refill(self.op("+", kt, S - 1)), ir.AsyncCommit()]
         body += self.multiply(self.op("%", kt, S))
-        return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
-                              self.f.c.rloops[0].line)]
+        return head + [self.k_loop(nk, body)]
 
     def prefetch(self, ahead: int, bk: int, literal: bool = False) -> tuple:
-        """(statements, nk, fill): the start of a tile's pipelined K loop, a barrier (the
+        """(statements, nk, refill): the start of a tile's pipelined K loop, a barrier (the
         previous tile's slices are read by now), the count nk of its slices and the copies of
         the first `ahead` of them, a committed group each (from a literal K index where
-        `literal`); fill(k0, slot) copies both sides' slice from K index k0 into buffer slot."""
+        `literal`); refill(kt) copies both sides' slice kt, where there is one, into its buffer
+        of the ring of `stages`."""
         head = [ir.Barrier()]
         nk = self.name(head, "nk", self.slices())
         fill = lambda k0, slot: self.issue("m", k0, slot) + self.issue("n", k0, slot)
         for st in range(ahead):
             k0 = self.i(st * bk) if literal else self.op("*", self.i(st), bk)
             head += [ir.If(self.op("<", self.i(st), nk), tuple(fill(k0, self.i(st)))), ir.AsyncCommit()]
-        return head, nk, fill
+        S = self.p.stages
+        return head, nk, lambda kt: ir.If(self.op("<", kt, nk), tuple(fill(
+            self.op("*", kt, bk), self.op("%", kt, S))))
+
+    def k_loop(self, nk: ir.Expr, body: list) -> ir.For:
+        """The loop over the `nk` slices of K (`_kt`), at the contraction's line."""
+        return ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx, self.f.c.rloops[0].line)
 
     def mainloop(self) -> list:
         p = self.p
@@ -1307,14 +1310,13 @@ class _Builder(Builder):
         nxt = self.op("+", kt, 1)
         more = self.op("<", nxt, nk)
         other = self.op("%", nxt, 2)
-        line = self.f.c.rloops[0].line
         body = [ir.If(more, tuple(self.stage("m", self.op("*", nxt, p.bk)) +
                                   self.stage("n", self.op("*", nxt, p.bk))))]
         body += self.multiply(self.op("%", kt, 2))
         body += [ir.If(more, tuple(self.fill("m", other) + self.fill("n", other))), ir.Barrier()]
         return head + self.stage("m", self.i(0)) + self.stage("n", self.i(0)) + \
             self.fill("m", self.i(0)) + self.fill("n", self.i(0)) + [
-                ir.Barrier(), ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx, line)]
+                ir.Barrier(), self.k_loop(nk, body)]
 
     def multiply(self, buf: ir.Expr) -> list:
         return self.mma_step(buf) if self.p.mma else self.fma_step(buf)

@@ -117,21 +117,18 @@ class SplitBuilder(WgmmaBuilder):
 
     def pipelined(self) -> list:
         S, op = self.p.stages, self.op
-        head, nk, fill = self.prefetch(S - 1, BK)
+        head, nk, refill = self.prefetch(S - 1, BK)
         kt = self.ref("_kt")
-        ahead = op("+", kt, S - 1)
         buf = op("%", kt, S)
         n = self.acc_count
-        body = [ir.AsyncWait(S - 2), ir.Barrier(),
-                ir.If(op("<", ahead, nk), tuple(fill(op("*", ahead, BK), op("%", ahead, S)))), ir.AsyncCommit()]
+        body = [ir.AsyncWait(S - 2), ir.Barrier(), refill(op("+", kt, S - 1)), ir.AsyncCommit()]
         body += self.split_shared(buf) + [ir.ProxyFence(), ir.Barrier()]
         body += self.split_registers(buf) + [ir.WarpgroupFence(self.sums, n, 0, "_fr", 8 * BK // 8)]
         body += self.multiply(buf) + [ir.WarpgroupCommit(), ir.WarpgroupWait(0, self.sums, n)]
         if self.exact:
             body.append(self.unrolled("_pj", n, lambda j: [ir.Store("_acc", j, ir.Bin(
                 "+", ir.Load("_acc", j, self.cd), ir.Load("_part", j, "f32"), self.cd))]))
-        return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
-                              self.f.c.rloops[0].line)]
+        return head + [self.k_loop(nk, body)]
 
     def split_shared(self, buf: ir.Expr) -> list:
         """The s tile of buffer `buf` as its big halves, in place, and (exact) its small

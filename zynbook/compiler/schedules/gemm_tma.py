@@ -188,8 +188,7 @@ class TmaBuilder(WgmmaBuilder):
         for s in "mn":
             body += self.boxes(s, slot, k0)
         body.append(ir.Set("_ks", self.op("+", ks, 1)))
-        return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
-                              self.f.c.rloops[0].line)]
+        return head + [self.k_loop(nk, body)]
 
     def boxes(self, s: str, slot: ir.Expr, k0: ir.Expr) -> list:
         """Side s's boxes of the slice at k0 into buffer `slot` (the tile layout of

@@ -82,16 +82,13 @@ class WgmmaBuilder(_Builder):
 
     def pipelined(self) -> list:
         p, S, n = self.p, self.p.stages, self.acc_count
-        head, nk, fill = self.prefetch(S - 2, p.bk)
+        head, nk, refill = self.prefetch(S - 2, p.bk)
         kt = self.ref("_kt")
-        ahead = self.op("+", kt, S - 2)
         body = [ir.AsyncWait(S - 3), ir.ProxyFence(), ir.Barrier(), ir.WarpgroupFence("_acc", n)]
         body += self.multiply(self.op("%", kt, S))
         body += [ir.WarpgroupCommit(),      # the copies are issued while the MMAs run
-                 ir.If(self.op("<", ahead, nk), tuple(fill(self.op("*", ahead, p.bk), self.op("%", ahead, S)))),
-                 ir.AsyncCommit(), ir.WarpgroupWait(1, "_acc", n)]
-        return head + [ir.For("_kt", self.i(0), nk, self.i(1), tuple(body), self.idx,
-                              self.f.c.rloops[0].line), ir.WarpgroupWait(0, "_acc", n)]
+                 refill(self.op("+", kt, S - 2)), ir.AsyncCommit(), ir.WarpgroupWait(1, "_acc", n)]
+        return head + [self.k_loop(nk, body), ir.WarpgroupWait(0, "_acc", n)]
 
     def multiply(self, buf: ir.Expr) -> list:
         """The slice's m64nTNk16 steps of this thread's warpgroup: A from its 64 rows, B from

@@ -64,13 +64,12 @@ def _grid_strided(s: ir.For) -> bool:
     return any(isinstance(n, ir.Thread) for n in ir.walk(s.step))
 
 
-def unroll_inner_loops(program: ir.Program, factor: int = UNROLL, sizes: dict | None = None,
-                       budget: int = 0) -> ir.Program:
-    """`program` with each innermost loop of bounds not all constant run `factor`
+def unroll_inner_loops(program: ir.Program, sizes: dict | None = None, budget: int = 0) -> ir.Program:
+    """`program` with each innermost loop of bounds not all constant run UNROLL
     iterations at a time (the body copied, its loop variable advanced by the step, its
     locals renamed), then the iterations left one at a time: the same work in fewer
     iterations of loops. A program for the launch's `sizes` runs a loop longer than
-    `budget` times `factor` (a row of 600,000) as many more at a time as keep it in the
+    `budget` times UNROLL (a row of 600,000) as many more at a time as keep it in the
     budget, where its body stays small."""
     count = [0]
     env = host_values(program, sizes) if sizes is not None and budget else None

@@ -166,11 +166,28 @@ def test_tile_stored_at_an_index_computed_per_iteration(device, body, x, want):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_tile_into_more_slices_than_its_axes_says_how_to_repeat_it(device):
-    # numpy broadcasts the row over the 4 rows; it was "the length of out's slice and of the
-    # tile written into it differ: 4 and 8", the row's length set against the rows'
+@pytest.mark.parametrize("loop, store, want", [
+    ("for i0 in 0..8 step 4:", "out[i0:i0+4, 0:8] = x[i0, 0:8]",
+     lambda x: np.repeat(x[0::4], 4, axis=0)),
+    ("for i0 in 0..8 step 4:", "out[i0:i0+4, 0:8] += x[i0, 0:8] * 2.0",
+     lambda x: np.repeat(x[0::4] * 2, 4, axis=0)),
+    ("for i in 0..8:", "out[0:2, i, 0:8] = x[i, 0:8]",
+     lambda x: np.broadcast_to(x, (2, 8, 8))),
+    ("for i in 0..8:", "out[i, 0:2, 0:3, 0:8] = x[i, 0:8]",
+     lambda x: np.broadcast_to(x[:, None, None, :], (8, 2, 3, 8))),
+])
+def test_tile_into_more_slices_than_its_axes_is_repeated_as_numpy(device, loop, store, want):
+    # numpy broadcasts the row across the leading slices it lacks; it was "the length of
+    # out's slice and of the tile written into it differ: 4 and 8" (the row's length set
+    # against the rows')
+    src = f"let y = compute(x) {{\n    {loop}\n        {store}\n}}\ny\n"
+    assert_equals_numpy(_run(device, src, x=_X8), want(_X8), 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tile_into_a_lacking_slice_open_at_its_end_says_how_to_repeat_it(device):
     src = ("let y = compute(x) {\n    for i0 in 0..8 step 4:\n"
-           "        out[i0:i0+4, 0:8] = x[i0, 0:8]\n}\ny\n")
+           "        out[i0:, 0:8] = x[i0, 0:8]\n}\ny\n")
     err = raises("shape", src, 3, 9, device=device, x=_X8)
     assert "a tile of one axis ([8]) is stored into 2 slices of out" in str(err)
     assert "for r in 0..4: out[i + r, 0:8] = row" in str(err)
@@ -278,3 +295,26 @@ def test_logic_of_tiles_says_how_to_write_it(device, bad, column, advice, good, 
     err = raises("type", src.format(bad), 3, column, device=device, x=_XT)
     assert f"write `{advice}`" in str(err)
     assert_equals_numpy(_run(device, src.format(good), x=_XT), want(_XT), 0)
+
+
+# ------------------------------------------------ C and Python operators ZynML has not
+
+@pytest.mark.parametrize("expr, column, says", [
+    ("x[i] & 1", 23, "no `&` or `&&` (no bitwise operators): `and` combines bools"),
+    ("x[i] > 0 && x[i] < 5", 27, "no `&` or `&&`"),
+    ("x[i] | 1", 23, "`or` combines bools"),
+    ("~x[i]", 18, "`not` negates a bool"),
+    ("!(x[i] > 0)", 18, "ZynML writes `not x`"),
+    ("x[i] << 2", 24, "no `<<` (no bitwise operators): `x * 2 ** k` shifts an integer left"),
+    ("x[i] >> 2", 24, "no `>>`"),
+])
+def test_operators_zynml_has_not_say_what_to_write(expr, column, says):
+    # they were "unexpected character '&'" and "unexpected '<'; expected '(', '+', ..."
+    err = raises("syntax", _kernel(f"out[i] = {expr}"), 3, column, x=_K)
+    assert says in str(err)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_shift_written_as_the_advice_says(device):
+    x = np.int32([1, -3, 5, 0])
+    assert_equals_numpy(_run(device, _kernel("out[i] = x[i] * 2 ** 3"), x=x), x << 3, 0)

@@ -644,6 +644,9 @@ class _Lowering:
                 target.base.id == "out" and self.lookup("out") is None:
             index = tuple(self.index_item(it) for it in target.items)
             value = self.expr(s.value)
+            repeated = self._repeated_rows(target, index, value, s)
+            if repeated is not None:
+                return repeated
             index = _closed_slices(index, value)
             if s.op != "=":
                 weak = self._is_weak(value)
@@ -1593,14 +1596,38 @@ class _Lowering:
             shape.append(_dim_value(dim))
         return cir.Buffer("out", dtype, tuple(shape), "write")
 
+    def _repeated_rows(self, target, index, value, s):
+        """`out[i:i + 4, 0:8] = row`, a tile of fewer axes than the slices of out it is
+        stored into: numpy repeats it across the leading slices it lacks, as the loop
+        `for r in 0..4: out[i + r, 0:8] = row` does, which this lowers instead (None where the
+        tile has the slices' axes, or a lacking slice is open at an end)."""
+        slices = [k for k, it in enumerate(index) if isinstance(it, cir.Span)]
+        missing = len(slices) - len(value.ty.shape)
+        if not value.ty.shape or missing <= 0:
+            return None
+        items, iters = list(target.items), []
+        for n, k in enumerate(slices[:missing]):
+            item = items[k]
+            if item.start is None or item.stop is None:
+                return None
+            var = f"_row{n}"
+            while self.lookup(var) is not None or var in self.scalar_types:
+                var += "_"                  # (a name the program does not use)
+            length = A.BinOp("-", item.stop, item.start, span=item.span)
+            iters.append(A.RangeIter(var, A.Number(0, span=item.span), length, span=item.span))
+            items[k] = A.BinOp("+", item.start, A.Name(var, span=item.span), span=item.span)
+        row = A.Assign(A.Index(target.base, items, span=target.span), s.op, s.value,
+                       span=s.span)
+        return self.loop(iters, [row], s.span.line)
+
     def _slice_fits(self, index, value, span):
         """A tile written into slices of out is as long as each slice (`out[r, 0:2] =
         m[r]` of a row of 4 ran on the CPU reference into numpy's broadcasting error and
         was cut to 2 elsewhere): equal constants, or a size tied to the slice's length."""
         slices = [it for it in index if isinstance(it, cir.Span)]
         if 0 < len(value.ty.shape) < len(slices):
-            # numpy would broadcast the tile over the leading slices; ZynML stores a tile into
-            # slices of its own axes, so the repetition is written as a loop
+            # (a lacking slice open at an end, `out[i:, 0:8] = row`, whose length
+            # _repeated_rows cannot tell)
             tile = f"{_axes_text(len(value.ty.shape))} ({_shape_text(value.ty.shape)})"
             raise ZynMLShapeError(
                 f"a tile of {tile} is stored into {len(slices)} slices of out: a tile is not "

@@ -519,6 +519,10 @@ def _expression_hint(tok, lines) -> str:
     number = _python_number(before, code_part(text))
     if number:
         return number
+    if tok.value in ("<", ">") and before.rstrip().endswith(tok.value) and \
+            not before.rstrip().endswith(tok.value * 2):
+        return (f"ZynML has no `{tok.value * 2}` (no bitwise operators): `x * 2 ** k` shifts "
+                "an integer left")
     if tok.value == "if" and before.strip():
         return ("there is no conditional expression (`a if c else b`); write `where(c, a, "
                 "b)` or an `if` statement")
@@ -580,6 +584,14 @@ _MISSING_WORDS = {
 }
 
 
+# characters of C and Python operators ZynML has not
+_NOT_OPERATORS = {"&": "ZynML has no `&` or `&&` (no bitwise operators): `and` combines bools",
+                  "|": "ZynML has no `|` or `||` (no bitwise operators; `|>` is its pipe): "
+                       "`or` combines bools",
+                  "~": "ZynML has no `~` (no bitwise operators): `not` negates a bool",
+                  "!": "ZynML writes `not x` (`!=` is its only `!`)"}
+
+
 def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
     line, column = getattr(err, "line", 0) or 0, getattr(err, "column", 0) or 0
     lines = source_lines(source)
@@ -624,6 +636,8 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
             msg = f"unterminated string: no closing {ch} on this line"
         elif ch == "#":             # (a Python habit; the same line of a magic ends there)
             msg = "unexpected character '#': ZynML comments start with //"
+        elif ch in _NOT_OPERATORS:
+            msg = f"unexpected character {ch!r}: {_NOT_OPERATORS[ch]}"
         elif ch.isidentifier() or ch.isalnum():
             msg = f"unexpected character {ch!r}: names are ASCII letters, digits and _"
         elif ch:

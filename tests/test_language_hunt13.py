@@ -318,3 +318,23 @@ def test_operators_zynml_has_not_say_what_to_write(expr, column, says):
 def test_the_shift_written_as_the_advice_says(device):
     x = np.int32([1, -3, 5, 0])
     assert_equals_numpy(_run(device, _kernel("out[i] = x[i] * 2 ** 3"), x=x), x << 3, 0)
+
+
+# ------------------------------------------- compound assignments ZynML has not (//= **= ^=)
+
+@pytest.mark.parametrize("src, line, column, says", [
+    # `a //= 2` was `a` and a comment: on the host a statement doing nothing, silently
+    ("var a = 7\na //= 2\na", 2, 3, "write `a = floor(a / 2.0)`"),
+    (_kernel("var c = x[i]\n        c //= 2\n        out[i] = c"), 4, 11,
+     "write `c = floor(c / 2.0)`"),
+    ("var t = tensor([5])\nt[0] //= 2\nt", 2, 6, "write `t[0] = floor(t[0] / 2.0)`"),
+    ("var a = 2\na **= 3\na", 2, 5, "ZynML has no `**=`; write `a = a ** b`"),
+    ("var a = 2\na ^= 3\na", 2, 4, "ZynML has no `^=`"),
+])
+def test_compound_assignment_zynml_has_not(src, line, column, says):
+    err = raises("syntax", src, line, column, x=_K)
+    assert says in str(err) and "= += -= *= /= %=" in str(err)
+
+
+def test_a_comment_of_equals_signs_is_a_comment():
+    assert _run("cpu", "let x = 1 // === header ===\nlet s = \"a //= b\"\nx") == 1

@@ -523,6 +523,10 @@ def _expression_hint(tok, lines) -> str:
             not before.rstrip().endswith(tok.value * 2):
         return (f"ZynML has no `{tok.value * 2}` (no bitwise operators): `x * 2 ** k` shifts "
                 "an integer left")
+    if tok.value == "=" and re.search(r"(\*\*|\^|@)$", before):
+        op = re.search(r"(\*\*|\^|@)$", before).group()
+        return (f"ZynML has no `{op}=`; write `a = a {op} b` (its compound assignments are "
+                "= += -= *= /= %=)")
     if tok.value == "if" and before.strip():
         return ("there is no conditional expression (`a if c else b`); write `where(c, a, "
                 "b)` or an `if` statement")
@@ -719,6 +723,7 @@ def _code_end(line: str, comments: tuple = ("//",)) -> tuple[int, bool]:
 def parse(source: str) -> A.Program:
     """Parse a ZynML program. Raises ZynMLSyntaxError with line and column."""
     text = source if source.endswith("\n") else source + "\n"
+    _refuse_floor_assignment(source)
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as err:
@@ -737,6 +742,21 @@ def parse(source: str) -> A.Program:
         raise _too_deep(source) from None
     program.source = source
     return program
+
+
+def _refuse_floor_assignment(source: str) -> None:
+    """Python's `a //= 2` is `a` and the comment `= 2` to ZynML: a statement that does
+    nothing on the host, silently. Refused at the `//`."""
+    for number, line in enumerate(source_lines(source), 1):
+        end, _ = _code_end(line)
+        code, comment = line[:end].rstrip(), line[end + 2:]
+        if re.match(r"=(?!=)", comment) and re.search(r"[\w)\]]$", code):
+            named = re.search(r"(?<![\w.\]])[A-Za-z_][\w.]*(\[[^\[\]]*\])?$", code)
+            target = named.group() if named else "a"
+            raise ZynMLSyntaxError(
+                f"`//=` is not ZynML: `//` starts a comment, so this line ends before it; for "
+                f"floor division write `{target} = floor({target} / 2.0)` (its compound "
+                "assignments are = += -= *= /= %=)", Span(number, end + 1), source)
 
 
 def warn_floor_division(source: str) -> None:

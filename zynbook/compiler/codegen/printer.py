@@ -329,8 +329,7 @@ class Printer:
             # registers indexed only by constants once written out: one variable per element
             local = {n.name for n in ir.walk(k.body) if isinstance(n, ir.Array) and n.space == "local"}
             self.named = named_registers(all_written_out(k.body, local))
-        uses_flag = bool(self.p.sites)
-        for line in d_lines(self.d.kernel_open(k, params, uses_flag)):
+        for line in d_lines(self.d.kernel_open(k, params)):
             self.emit(line)
         self.level += 1
         # block memory is declared once, at the top of the kernel (Metal and WGSL want it

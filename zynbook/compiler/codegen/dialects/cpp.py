@@ -127,7 +127,7 @@ class CppDialect(CFamily):
         return (f"{{ _Pragma(\"omp critical(zyn_atomic)\") {array}[{index}] = "
                 f"{self.need('zyn_' + op)}({array}[{index}], ({self.type(dtype)})({value})); }}")
 
-    def kernel_open(self, k, params, uses_flag):
+    def kernel_open(self, k, params):
         ps = ["const long long zyn_block", "const long long zyn_blocks"] + \
              [self.param(p, "__restrict__ ") for p in params] + ["int* zyn_err"]
         return (f"// {k.comment}\n" if k.comment else "") + \

@@ -348,7 +348,7 @@ class CudaDialect(CFamily):
             return f"{self.need('zyn_atomic_' + op)}({addr}, {value});"
         return f"atomic{op.capitalize()}({addr}, {value});"
 
-    def kernel_open(self, k, params, uses_flag):
+    def kernel_open(self, k, params):
         ps = [self.param(p, "__restrict__ ") for p in params] + ["int* __restrict__ zyn_err"]
         bounds = f"{k.block}, {k.min_blocks}" if k.min_blocks else f"{k.block}"
         head = f'extern "C" __global__ void __launch_bounds__({bounds}) {k.name}(\n    '

@@ -157,7 +157,7 @@ class MslDialect(CFamily):
     def atomic(self, op, array, index, value, dtype):
         raise Refused("atomic updates on Metal are spelled by the block schedules")
 
-    def kernel_open(self, k, params, uses_flag):
+    def kernel_open(self, k, params):
         ps, unpack, n = [], [], 0
         for p in params:
             if p.kind in ("buffer", "scratch"):

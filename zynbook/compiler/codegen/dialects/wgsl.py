@@ -484,7 +484,7 @@ class WgslDialect(Helpers):
 
     # ---- kernels and the program ------------------------------------------------------
 
-    def kernel_open(self, k, params, uses_flag):
+    def kernel_open(self, k, params):
         self.kernel_block = k.block
         self.type(k.index_dtype)
         for p in k.params:

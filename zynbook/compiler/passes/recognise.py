@@ -757,13 +757,13 @@ def _attention(kernel, loops, body):
         raise _No("the weighted sum is not acc += weight * V")
     b, h, i = att.parts[2:5]
     st = db[1]
-    vload = _check_value_sum(att, kernel, term, substitute(st.value, denv), acc, b, h, i, dv, m, l)
+    vload = _check_value_sum(att, kernel, term, substitute(st.value, denv), acc, b, h, dv, m, l)
     o_axes = _check_store(st, out.name, [b, h, i], dv)
     return _result(kernel, att, form, loops, vload, d_loop.stop, "zero" if vload[1] else "nan",
                    o_axes)
 
 
-def _check_value_sum(att, kernel, term, stored, acc, b, h, i, dv, m, l):
+def _check_value_sum(att, kernel, term, stored, acc, b, h, dv, m, l):
     """term * (stored / acc) == exp(score - m) * V[b, h, j, d] / l."""
     tn, td = _mul_factors(term)
     sn, sd = _mul_factors(stored)

@@ -538,7 +538,7 @@ class _Builder(Builder):
         line = self.nest.loops[0].line if self.nest.loops else 0
         if p.layout == "whole":
             return self.whole(name, params, line)
-        return self.rows(name, params, line)
+        return self.rows(params, line)
 
     def whole(self, name, params, line) -> ir.Program:
         p = self.p
@@ -696,7 +696,7 @@ class _Builder(Builder):
         head.append(ir.Decl(name, self.idx, value, False))
         return ir.Ref(name, self.idx)
 
-    def rows(self, name, params, line) -> ir.Program:
+    def rows(self, params, line) -> ir.Program:
         p, nest, ax = self.p, self.nest, self.axis
         if p.layout == "positions":
             return self.rows_by_position(params, line)

@@ -338,3 +338,28 @@ def test_compound_assignment_zynml_has_not(src, line, column, says):
 
 def test_a_comment_of_equals_signs_is_a_comment():
     assert _run("cpu", "let x = 1 // === header ===\nlet s = \"a //= b\"\nx") == 1
+
+
+# ------------------------------------ an integer past i64 beside signed data has no type
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expr, data", [
+    ("x[i] + 9223372036854775808", np.int64([1, -5])),
+    ("x[i] - 2 ** 63", np.int64([1, -5])),
+    ("x[i] * 18446744073709551615", np.int32([1, -5])),
+])
+def test_integer_past_i64_beside_signed_data_is_a_type_error(device, expr, data):
+    # numpy: OverflowError; i64 (or u64) arithmetic wrapped it silently (-5 + 2^63 gave
+    # 9223372036854775803)
+    err = raises("type", _kernel(f"out[i] = {expr}"), 3, 25, device=device, x=data)
+    assert "is past i64, and no integer type holds it" in str(err)
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if not d.startswith(("vulkan", "gl"))])
+def test_integer_past_i64_beside_u64_data_and_in_comparisons(device):
+    u = np.uint64([1, 2**63 - 1])
+    got = _run(device, _kernel("out[i] = x[i] + 9223372036854775808"), x=u)
+    assert_equals_numpy(got, u + np.uint64(2**63), 0)
+    s = np.int64([1, -5])
+    got = _run(device, _kernel("out[i] = x[i] < 9223372036854775808"), x=s)
+    assert_equals_numpy(got, s < 2**63, 0)

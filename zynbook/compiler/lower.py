@@ -1198,6 +1198,8 @@ class _Lowering:
         a, b = self._held(a, b, sa), self._held(b, a, sb)
         if op in ("<", "<=", ">", ">=", "==", "!="):
             return cir.Bin(op, a, b, cir.Ty("bool", shape))
+        self._past_i64_beside_signed(a, b, sa)
+        self._past_i64_beside_signed(b, a, sb)
         if op not in ("+", "-", "*", "/", "%", "**"):
             raise ZynMLTypeError(f"unsupported operator {op}", span)
         if a.ty.dtype == "bool" and b.ty.dtype == "bool":
@@ -1273,6 +1275,17 @@ class _Lowering:
             raise ZynMLTypeError(f"`{cir.format_expr(value)}` is {exact}, which does not fit "
                                  "64 bits", span)
         return cir.Const(exact, cir.Ty(int_dtype(exact, exact)))
+
+    def _past_i64_beside_signed(self, c, other, span):
+        """An integer past i64 (a u64) in arithmetic with a signed integer value: no integer
+        type holds both, and numpy refuses the Python int (its arrays give f64); i64 or u64
+        arithmetic wrapped it silently (`x[i] + 9223372036854775808` on i64 `x`)."""
+        if isinstance(c, cir.Const) and type(c.value) is int and c.value >= 2 ** 63 and \
+                other.ty.dtype in ("i8", "i16", "i32", "i64") and not self._is_weak(other):
+            raise ZynMLTypeError(
+                f"the integer {c.value} is past i64, and no integer type holds it and "
+                f"{other.ty.dtype} values (numpy refuses it too); convert the {other.ty.dtype} "
+                "operand, as u64(...) or f64(...), to compute in that type", span)
 
     def _host_i64(self, e) -> bool:
         """Whether `e` is a host int past i32, read as i64 (`name`)."""

@@ -53,16 +53,10 @@ def _launch_program(kernel: cir.Kernel, sizes: dict, openmp: bool, params=None) 
         return None
     env = {user_name(d): sizes[d] for d in kernel.dims}
     out = print_program(CppDialect(openmp), prog, kernel, env)
-    args, nf, ni = [], 0, 0
-    for s in kernel.scalars:
-        if s.name in sizes:
-            continue
-        if s.dtype in cir.FLOAT_DTYPES:
-            args.append((s.name, "f", nf))
-            nf += 1
-        else:
-            args.append((s.name, "i", ni))
-            ni += 1
+    # (name, "f" or "i", its place among the float or the integer scalars that are not sizes)
+    scalars = [s for s in kernel.scalars if s.name not in sizes]
+    kinds = ["f" if s.dtype in cir.FLOAT_DTYPES else "i" for s in scalars]
+    args = [(s.name, k, kinds[:n].count(k)) for n, (s, k) in enumerate(zip(scalars, kinds))]
     scratch = sum(max(1, ir.evaluate(sc.count, env)) * DTYPE_BYTES["f32" if sc.dtype == "bf16" else sc.dtype]
                   for sc in prog.scratch)          # (bf16 is held as f32 here)
     return CProgram(kernel.name, out.source, args, prog.schedule, out.line_map, openmp, prog.sites,

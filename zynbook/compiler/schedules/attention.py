@@ -1008,6 +1008,56 @@ class _Kernel:
         return [ir.If(ok, (ir.Decl("_inv", F, inv), *self.each_slot(
             "_d", lambda c: [put(c, w) for w in range(self.W)], role="v")))]
 
+    # ---- a key the condition leaves out, in a tiled P V ----------------------------------
+    # P V as a product over a tile weighs a key the condition leaves out 0, and 0 * a NaN or
+    # inf value is NaN where the loops never read the value. Such a NaN is rare (a value that
+    # is not finite) and stays NaN to the end, so the products keep their speed: a row whose
+    # output has a NaN (`_bad`) stores the loops' value of each NaN element again, summed
+    # over the keys the condition admits alone (`mend`).
+
+    def nan_flag(self, values) -> list:
+        """`_bad`: whether any of `values` (f32) is NaN; nothing without a key condition."""
+        if self.shape.p.mask is None:
+            return []
+        bad = ir.Decl("_bad", "bool", lit(False, "bool"), True)
+        return [bad] + [ir.Set("_bad", ir.Bin("or", ir.Ref("_bad", "bool"), ir.Bin("!=", v, v, "bool"), "bool"))
+                        for v in values]
+
+    def mend(self, orow, cols: int, col_of, m, unit: float, exp: str) -> list:
+        """Where `_bad`, each of the thread's `cols` columns col_of(_mc) of the output row that
+        starts at `orow` (query _qi, factor _inv) that holds NaN again as the loops make it: the sum
+        over the admitted keys of exp(score - m) V (scores as the softmax makes them: times
+        `_scale`, the added term times `unit`, in base `exp`)."""
+        if self.shape.p.mask is None:
+            return []
+        r, idx, out = self.ref, self.idx, self.shape.bufs["out"]
+        dst, at = user_name(out.name), self.add(orow, r("_oc"))
+        bh = (r("_b"), r("_h"))
+        qrow, krow = self.row_offset("q", *bh, r("_qc")), self.row_offset("k", *bh, r("_j"))
+        dot = ir.Ref("_dt", F)
+        s = ir.Ref("_ds", F)
+        key = [ir.Decl("_dt", F, ZERO, True),
+               ir.For("_rd", self.i(0), self.i(self.dcap), self.i(1), (ir.Set("_dt", ir.Bin("+", dot, ir.Bin(
+                   "*", self.element("q", qrow, r("_rd"), True), self.element("k", krow, r("_rd"), True), F), F)),),
+                   idx),
+               ir.Decl("_ds", F, self.scored(ir.Bin("*", dot, ir.Ref("_scale", F), F), unit)),
+               ir.Decl("_dw", F, ir.Select(ir.Bin("==", s, NEG, "bool"), ZERO,
+                                          ir.Math(exp, (ir.Bin("-", s, m, F),), F), F)),
+               ir.Set("_ev", ir.Bin("+", ir.Ref("_ev", F), ir.Bin(
+                   "*", ir.Ref("_dw", F), self.element("v", self.row_offset("v", *bh, r("_j")), r("_oc"), True), F),
+                   F))]
+        ok = self.admitted()
+        keys = ir.For("_rj", self.i(0), r("_SK"), self.i(1), (
+            ir.Decl("_j", idx, r("_rj")), ir.Decl("_jc", idx, r("_rj")),
+            *(key if ok is None else [ir.If(ok, tuple(key))])), idx)
+        again = (ir.Decl("_ev", F, ZERO, True), keys,
+                 ir.Store(dst, at, cast(ir.Bin("*", ir.Ref("_ev", F), ir.Ref("_inv", F), F), out.dtype)))
+        is_nan = ir.Bin("!=", ir.Ref("_ov", F), ir.Ref("_ov", F), "bool")
+        each = ir.For("_mc", self.i(0), self.i(cols), self.i(1), (
+            ir.Decl("_oc", idx, col_of(r("_mc"))), ir.Decl("_ov", F, cast(ir.Load(dst, at, out.dtype), F)),
+            ir.If(is_nan, again)), idx)
+        return [ir.If(ir.Ref("_bad", "bool"), (ir.Decl("_qc", idx, r("_qi")), each))]
+
 
 class _Products(_Kernel):
     """Q K^T and P V as register-tiled products, for a head_dim of 16 to 64 in steps of 16.
@@ -1295,9 +1345,15 @@ class _Products(_Kernel):
         out = self.shape.bufs["out"]
         inv = self.reciprocal(ir.Load("_li", r("_i"), F), self.tracks_first)
         row = self.add(r("_obase"), self.mul(r("_qi"), self.seq_stride("out")), self.mul(r("_tx"), self.i(TD)))
+        o = lambda i, dd: ir.Load("_o", self.add(self.mul(i, self.i(TD)), dd), F)
         put = self.loop("_dd", TD, lambda dd: [ir.Store(user_name(out.name), self.add(row, dd), cast(
-            self.mul(ir.Load("_o", self.add(self.mul(r("_i"), self.i(TD)), dd), F), ir.Ref("_inv", F)), out.dtype))])
+            self.mul(o(r("_i"), dd), ir.Ref("_inv", F)), out.dtype))])
+        # (a key left out weighed 0 in P V: `mend`)
+        mend = self.mend(self.add(r("_obase"), self.mul(r("_qi"), self.seq_stride("out"))), TD,
+                         lambda c: self.add(self.mul(r("_tx"), self.i(TD)), c), ir.Load("_mi", r("_i"), F),
+                         LOG2E if self.P.exp2 else 1.0, self.exp)
         return [self.loop("_i", self.R, lambda i: [
             *self.first_of_row(i, self.NTX, self.kept_firsts),
             ir.Decl("_qi", idx, self.add(r("_q0"), self.mul(r("_ty"), self.i(self.R)), i)),
-            ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (ir.Decl("_inv", F, inv), put))])]
+            ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (
+                ir.Decl("_inv", F, inv), *self.nan_flag([o(i, self.i(dd)) for dd in range(TD)]), put, *mend))])]

@@ -752,11 +752,21 @@ class _MmaKernel(_Kernel):
                 return scaled + [ir.Convert(dst, self.add(orow, col), "_o", at, 2, out.dtype)]
             stores = (self.loop("_n", self.ND, put_pair) if self.P.packed else
                       self.loop("_n", self.ND, lambda n: [self.loop("_c", 2, lambda c: put(n, c))]))
+            # (a key left out weighed 0 in P V: `mend`; the maximum in the weights' base-2 scale)
+            m = ir.Load("_mrow", slot, F)
+            if self.P.fold_scale:
+                m = ir.Select(ir.Bin("==", m, NEG, "bool"), ZERO, ir.Bin("*", m, ir.Ref("_scale", F), F), F)
+            nan = self.nan_flag([ir.Load("_o", self.o_at(mi, rh, self.i(n), self.i(c)), F)
+                                 for n in range(self.ND) for c in (0, 1)])
+            mend = self.mend(orow, 2 * self.ND, lambda c: self.add(
+                self.mul(self.idiv(c, 2), self.i(8)), self.mul(r("_t4"), self.i(2)), self.imod(c, 2)), m, LOG2E,
+                             "fast_exp2" if self.P.fast_math else "exp2")
             return [ir.Decl("_L", F, ir.Collective("+", ir.Load("_lrow", slot, F), "warp", F, 4)),
                     *self.first_of_row(slot, 4, self.firsts),
                     ir.Decl("_qi", idx, qi),
                     ir.If(ir.Bin("<", r("_qi"), r("_S"), "bool"), (
-                        ir.Decl("_inv", F, self.reciprocal(ir.Ref("_L", F), self.tracks_first, self.poisons)), stores))]
+                        ir.Decl("_inv", F, self.reciprocal(ir.Ref("_L", F), self.tracks_first, self.poisons)),
+                        *nan, stores, *mend))]
         return [self.loop("_mt", self.MT, lambda mi: [self.loop("_rh", 2, lambda rh: row(mi, rh))])]
 
 

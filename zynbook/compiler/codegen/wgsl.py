@@ -123,17 +123,15 @@ class Program:
 
 # ----------------------------------------------------------------------------- dtypes
 
-_STORAGE = {"f32": "f32", "f16": "f16", "bf16": "f32", "f64": "f64", "i32": "i32", "u32": "u32",
-            "i8": "i32", "i16": "i32", "i64": "i32", "u8": "u32", "u16": "u32", "u64": "u32",
-            "bool": "u32"}
-
 def storage_type(dtype: str, f16: bool = True) -> str:
-    """The WGSL element type a buffer of `dtype` is stored as. f64 is kept as 64 bits on
-    every adapter, so f64 data moved through a device without `shader-f64` keeps its
-    digits; kernels computing in f64 there are refused (_refuse_f64)."""
-    s = _STORAGE.get(dtype)
-    if s is None:
-        raise ZynMLDeviceError(f"dtype {dtype} has no WGSL storage type")
+    """The WGSL element type a buffer of `dtype` is stored as (the dialect's `storage`). f64
+    is kept as 64 bits on every adapter, so f64 data moved through a device without
+    `shader-f64` keeps its digits; kernels computing in f64 there are refused (_refuse_f64)."""
+    from .dialects.wgsl import storage
+    try:
+        s = storage(dtype)
+    except KeyError:
+        raise ZynMLDeviceError(f"dtype {dtype} has no WGSL storage type") from None
     return "f32" if s == "f16" and not f16 else s
 
 

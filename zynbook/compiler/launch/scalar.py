@@ -27,8 +27,9 @@ from math import prod
 
 from .. import cir, errflag
 from ..passes.bounds import Facts, arith_interval
-from ..passes.casts import _saturating as saturating
+from ..passes.casts import INT_RANGES, _saturating as saturating
 from ..passes.recognise import is_launch_constant
+from ..passes.simplify import INT_BITS
 from ..types import int_pow_exponent
 from . import ir
 
@@ -81,9 +82,9 @@ def converted(value, dtype: str):
     """A constant converted to `dtype` as the devices' casts convert a value: an integer
     wraps to a narrower integer type (i32(3000000000) is -1294967296), a float becomes an
     integer truncated toward zero and saturated, NaN 0 (int(3e9) is 2147483647)."""
-    if dtype not in _INT_BITS or isinstance(value, bool):
+    if dtype not in INT_BITS or isinstance(value, bool):
         return value
-    bits = _INT_BITS[dtype]
+    bits = INT_BITS[dtype]
     low, high = (0, (1 << bits) - 1) if dtype.startswith("u") else \
         (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
     if isinstance(value, float):
@@ -125,17 +126,12 @@ def cast(e: ir.Expr, dtype: str) -> ir.Expr:
     return ir.Bin("!=", e, lit(0, e.dtype), "bool") if dtype == "bool" else ir.Cast(e, dtype)
 
 
-_INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
-
-
 # f16 operations whose f32 result is an f16 value already (half_step)
 _EXACT_ON_HALVES = frozenset(("abs", "min", "max", "clamp", "relu", "floor", "ceil", "round",
                               "%"))
 
 
-_INT_RANGE = {"bool": (0, 1), "i8": (-2 ** 7, 2 ** 7 - 1), "i16": (-2 ** 15, 2 ** 15 - 1),
-              "i32": (-2 ** 31, 2 ** 31 - 1), "u8": (0, 2 ** 8 - 1), "u16": (0, 2 ** 16 - 1),
-              "u32": (0, 2 ** 32 - 1), "i64": (-2 ** 63, 2 ** 63 - 1), "u64": (0, 2 ** 64 - 1)}
+_INT_RANGE = {"bool": (0, 1), **{d: (lo, past - 1) for d, (lo, past) in INT_RANGES.items()}}
 
 
 def _hull(parts: list) -> tuple:
@@ -185,9 +181,9 @@ def _common_int(a: str, b: str) -> str:
     if a == "bool" or b == "bool":
         return b if a == "bool" else a
     if a.startswith("u") == b.startswith("u"):
-        return a if _INT_BITS[a] >= _INT_BITS[b] else b
+        return a if INT_BITS[a] >= INT_BITS[b] else b
     signed, unsigned = (a, b) if b.startswith("u") else (b, a)
-    bits = max(_INT_BITS[signed], 2 * _INT_BITS[unsigned], 32)
+    bits = max(INT_BITS[signed], 2 * INT_BITS[unsigned], 32)
     return "i32" if bits <= 32 else "i64"
 
 
@@ -489,7 +485,7 @@ class ScalarLowering:
             if not floats and lt != "bool" and rt != "bool" and \
                     lt.startswith("u") != rt.startswith("u"):
                 ut, st = (lt, rt) if lt.startswith("u") else (rt, lt)
-                if ut == "u64" or (ut == "u32" and _INT_BITS[st] <= 32):
+                if ut == "u64" or (ut == "u32" and INT_BITS[st] <= 32):
                     return self.unsigned_against_signed(op, e, lt == ut, ut)
             known = self.past_held(op, e, ct)
             if known is not None:
@@ -918,7 +914,7 @@ class ScalarLowering:
                                       spans[k] if k < len(spans) else None)
                 # an index wider than the index type (an i64 or u64 read from an input) is
                 # checked before it is narrowed: x[n[i]] with n[i] = 2^40 read x[0]
-                wide = raw.dtype if self.int64 and _INT_BITS.get(raw.dtype, 0) > _INT_BITS[self.idx] \
+                wide = raw.dtype if self.int64 and INT_BITS.get(raw.dtype, 0) > INT_BITS[self.idx] \
                     else None
                 if store:
                     guards.append(ir.InRange(raw, cast(self.size(shape[k]), wide), site)

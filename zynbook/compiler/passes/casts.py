@@ -19,12 +19,10 @@ from __future__ import annotations
 
 from .. import cir
 from ..types import is_weak
-from .simplify import rewrite_exprs
+from .simplify import INT_BITS, rewrite_exprs
 
-_RANGE = {"i8": (-2 ** 7, 2 ** 7), "i16": (-2 ** 15, 2 ** 15), "i32": (-2 ** 31, 2 ** 31),
-          "i64": (-2 ** 63, 2 ** 63), "u8": (0, 2 ** 8), "u16": (0, 2 ** 16),
-          "u32": (0, 2 ** 32), "u64": (0, 2 ** 64)}       # [lowest, past the largest)
-_FLOATS = ("f16", "bf16", "f32", "f64")
+# [lowest, past the largest) of each integer dtype
+INT_RANGES = {d: (-2 ** (b - 1), 2 ** (b - 1)) if d[0] == "i" else (0, 2 ** b) for d, b in INT_BITS.items()}
 
 
 def saturate_casts(kernel: cir.Kernel) -> cir.Kernel:
@@ -35,9 +33,9 @@ def saturate_casts(kernel: cir.Kernel) -> cir.Kernel:
 def _rule(e):
     """`e`, whose operands are rewritten already, saturating where it is a cast from a float
     to an integer."""
-    if isinstance(e, cir.Cast) and e.ty.dtype in _RANGE and e.operand.ty.dtype in _FLOATS:
+    if isinstance(e, cir.Cast) and e.ty.dtype in INT_RANGES and e.operand.ty.dtype in cir.FLOAT_DTYPES:
         return _saturate(e)
-    if isinstance(e, cir.Cast) and e.ty.dtype == "bf16" and e.operand.ty.dtype not in _FLOATS:
+    if isinstance(e, cir.Cast) and e.ty.dtype == "bf16" and e.operand.ty.dtype not in cir.FLOAT_DTYPES:
         # an integer (or bool) becomes bf16 through f32, as the reference rounds it
         # (WGSL's bf16 rounding takes an f32)
         return cir.Cast(cir.Cast(e.operand, cir.Ty("f32", e.operand.ty.shape)), e.ty)
@@ -54,7 +52,7 @@ def _saturate(e):
         return cir.Cast(cir.Const(c.value, cir.Ty("i32")), e.ty) if is_weak(c) else c
     if x.ty.dtype in ("f16", "bf16"):
         x = cir.Cast(x, cir.Ty("f32", x.ty.shape))
-    lo, past = _RANGE[e.ty.dtype]
+    lo, past = INT_RANGES[e.ty.dtype]
     cmp_ty = cir.Ty("bool", x.ty.shape)
     fty = cir.Ty(x.ty.dtype)
     ity = cir.Ty(e.ty.dtype)
@@ -77,7 +75,7 @@ def _saturating(e) -> bool:
 
 
 def _const(value, ty):
-    lo, past = _RANGE[ty.dtype]
+    lo, past = INT_RANGES[ty.dtype]
     if value != value:
         return cir.Const(0, ty)
     if value >= past:

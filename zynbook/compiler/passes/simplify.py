@@ -17,7 +17,7 @@ from dataclasses import fields, replace
 
 from .. import cir
 
-_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
+INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 
 
 def simplify(kernel: cir.Kernel) -> cir.Kernel:
@@ -25,7 +25,7 @@ def simplify(kernel: cir.Kernel) -> cir.Kernel:
 
 
 def _fits(value: int, dtype: str) -> bool:
-    b = _BITS[dtype]
+    b = INT_BITS[dtype]
     return 0 <= value < (1 << b) if dtype[0] == "u" else -(1 << (b - 1)) <= value < (1 << (b - 1))
 
 
@@ -63,7 +63,7 @@ def bottom_up(e, rule, keep=None):
 def _fold(e):
     """Integer folds and a `select` on a constant, on `e` whose operands are folded."""
     if isinstance(e, cir.Bin) and e.op in ("+", "-", "*") and not e.ty.shape and \
-            e.ty.dtype in _BITS:
+            e.ty.dtype in INT_BITS:
         a, b = e.left, e.right
         if _int_const(a) and _int_const(b) and a.ty == b.ty == e.ty:
             v = {"+": a.value + b.value, "-": a.value - b.value, "*": a.value * b.value}[e.op]

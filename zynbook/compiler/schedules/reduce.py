@@ -32,8 +32,8 @@ from math import prod
 
 from .. import cir, errflag
 from ..launch import ir
-from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, host_expr, lit,
-                              product_expr, user_name)
+from ..launch.scalar import (NotScalar, ScalarLowering, buffer_params, cast, compute_dtype, host_expr,
+                              lit, product_expr, user_name)
 from ..passes.loops import trip_count
 from ..targets import Target
 from .base import Builder, Params, Schedule, kernel_name, one_kernel, workgroup_threads
@@ -138,7 +138,7 @@ def _accumulator_dtype(kernel, op: str) -> str:
         ydt = kernel.output.dtype
     if op in ("and", "or"):
         ydt = "bool"
-    return "f32" if ydt in ("f16", "bf16") else ydt
+    return compute_dtype(ydt)
 
 
 class Reduce(Schedule):
@@ -480,7 +480,7 @@ class _Builder(Builder):
             ai = ir.Ref("_acci", self.ai)
             v = ir.Select(ir.Bin("==", ai, lit(self.no_index, self.ai), "bool"), lit(-1, self.ai), ai, self.ai)
             return cast(v, out_dt)
-        return cast(cast(ir.Ref("_acc", self.acc), "f32" if out_dt in ("f16", "bf16") else out_dt), out_dt)
+        return cast(cast(ir.Ref("_acc", self.acc), compute_dtype(out_dt)), out_dt)
 
     def block_reduce(self, threads: int, tag: str = "") -> list:
         """Every thread of the block ends with the block's reduction in (_acc, _acci); `tag`

@@ -5,7 +5,7 @@ come free (a core another process holds does not hold back the launch); the entr
 from __future__ import annotations
 
 from ...launch import ir
-from ...launch.scalar import DTYPE_BYTES
+from ...launch.scalar import DTYPE_BYTES, compute_dtype
 from .cfamily import C_TYPES, HELPERS, CFamily, banner
 
 ENTRY = "zyn_kernel"
@@ -164,7 +164,7 @@ class CppDialect(CFamily):
                 lines.append(f"    {const}{t}* {p.name} = ({const}{t}*)zyn_bufs[{nb}];")
                 nb += 1
             elif p.dtype in ir.FLOAT_DTYPES:
-                t = self.type("f32" if p.dtype in ("f16", "bf16") else p.dtype)
+                t = self.type(compute_dtype(p.dtype))
                 lines.append(f"    const {t} {p.name} = ({t})zyn_fargs[{nf}];")
                 nf += 1
             else:

@@ -4,6 +4,7 @@ functions for warp collectives. Metal has no `double`: f64 is refused, never com
 from __future__ import annotations
 
 from ...launch import ir
+from ...launch.scalar import compute_dtype
 from .cfamily import C_TYPES, HELPERS, CFamily, banner
 
 MSL_TYPES = dict(C_TYPES, f16="half", bf16="bfloat", i8="char", u8="uchar", u16="ushort",
@@ -169,7 +170,7 @@ class MslDialect(CFamily):
             ps.append(f"constant ZynArgs& zyn_args [[buffer({n})]]")
             n += 1
             for p in args:
-                t = self.type("f32" if p.dtype in ("f16", "bf16") else p.dtype)
+                t = self.type(compute_dtype(p.dtype))
                 val = f"(zyn_args.{p.name} != 0)" if p.dtype == "bool" else f"{t}(zyn_args.{p.name})"
                 unpack.append(f"    const {t} {p.name} = {val};")
         ps.append(f"device atomic_int* zyn_err [[buffer({n})]]")

@@ -323,15 +323,11 @@ def _poly(e):
         if e.op == "*":
             return _pmul(a, b)
         return _padd(a, b if e.op == "+" else {k: -v for k, v in b.items()})
-    if isinstance(e, cir.Cast) and not cir_is_float(e):
+    if isinstance(e, cir.Cast) and e.ty.dtype not in cir.FLOAT_DTYPES:
         return _poly(e.operand)
     if not affine.cir_is_int(e):
         return None
     return {(cir.format_expr(e),): 1}
-
-
-def cir_is_float(e) -> bool:
-    return e.ty.dtype in ("f16", "bf16", "f32", "f64")
 
 
 def _padd(a, b):

@@ -115,6 +115,10 @@ class Call(Expr):
     args: tuple
     ty: Ty
     weak: bool = False      # zeros/ones without dtype=: typed by what they meet (types.is_weak)
+    # where it is written (errors.Span), and the function written there where a pass put
+    # another in its place (`1 + tanh(z)` as a sigmoid), for errors about it; not meaning
+    span: Any = field(default=None, compare=False, repr=False)
+    written: str = field(default="", compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -1391,7 +1391,7 @@ class _Lowering:
             if dtype == "f16" and strong is not None:     # pow(h[i], s): s is f16's, as in h[i] ** s
                 args = [self._half_literal(a, strong) for a in args]
             args = [self._widen_weak(a, dtype) for a in args]
-            return cir.Call(fn, tuple(args), cir.Ty(dtype, shape))
+            return cir.Call(fn, tuple(args), cir.Ty(dtype, shape), span=e.span)
         if fn in cir.TILE_FUNCTIONS:
             return self.tile_call(fn, args, e)
         raise ZynMLNameError(f"unknown function `{fn}`{_did_you_mean(fn, KERNEL_BUILTINS)}",

@@ -27,9 +27,9 @@ def _rule(e):
     if isinstance(e, cir.Bin) and e.op in ("+", "-") and not e.ty.shape and \
             e.ty.dtype in cir.FLOAT_DTYPES:
         if _one(e.left) and _tanh(e.right, e.ty):
-            return _twice_sigmoid(e.right.args[0], 2.0 if e.op == "+" else -2.0, e.ty)
+            return _twice_sigmoid(e.right, 2.0 if e.op == "+" else -2.0, e.ty)
         if e.op == "+" and _one(e.right) and _tanh(e.left, e.ty):
-            return _twice_sigmoid(e.left.args[0], 2.0, e.ty)
+            return _twice_sigmoid(e.left, 2.0, e.ty)
     return e
 
 
@@ -43,7 +43,9 @@ def _tanh(e, ty: cir.Ty) -> bool:
         e.args[0].ty == ty
 
 
-def _twice_sigmoid(z, scale: float, ty: cir.Ty):
-    """2 * sigmoid(scale * z)."""
-    inner = cir.Bin("*", cir.Const(scale, ty), z, ty)
-    return cir.Bin("*", cir.Const(2.0, ty), cir.Call("sigmoid", (inner,), ty), ty)
+def _twice_sigmoid(tanh: cir.Call, scale: float, ty: cir.Ty):
+    """2 * sigmoid(scale * z) for tanh(z), the sigmoid keeping where the tanh is written
+    (errors about it name the tanh: WebGPU's f64 refusal)."""
+    inner = cir.Bin("*", cir.Const(scale, ty), tanh.args[0], ty)
+    sigmoid = cir.Call("sigmoid", (inner,), ty, span=tanh.span, written=tanh.written or "tanh")
+    return cir.Bin("*", cir.Const(2.0, ty), sigmoid, ty)

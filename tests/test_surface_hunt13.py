@@ -1,0 +1,54 @@
+"""Errors that name what the user wrote: the f64 refusal of WebGPU after `1 + tanh(z)` is a
+sigmoid, `to_device(id=...)` as documented, and Python comparisons of traced values."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLError
+from compute_testing import assert_equals_numpy, wanted_devices
+
+DEVICES = wanted_devices()
+WEBGPU = [d for d in DEVICES if d == "vulkan:0"]
+
+
+def _host(v):
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+
+
+_TANH_GELU = """let y = compute(x) {
+    for i in 0..n:
+        out[i] = x[i] * 0.5 * (1.0 + tanh(0.79 * x[i]))
+}
+y
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_f64_tanh_refusal_names_tanh_where_written(device):
+    """`1 + tanh(z)` is computed as a sigmoid (passes/activations.py); WebGPU's f64 refusal
+    said "it needs sigmoid()" at the block's `compute`, a function the user never wrote."""
+    x = np.linspace(-3.0, 3.0, 7)
+    want = x * 0.5 * (1.0 + np.tanh(0.79 * x))
+    if device.startswith(("vulkan", "gl")):
+        with pytest.raises(ZynMLError) as info:
+            zynbook.run(_TANH_GELU, device=device, x=x)
+        if device == "gl:0":
+            return
+        assert "tanh()" in info.value.message and "sigmoid" not in info.value.message
+        assert (info.value.span.line, info.value.span.column) == (3, 38)
+        return
+    assert_equals_numpy(_host(zynbook.run(_TANH_GELU, device=device, x=x)), want, 1e-12)
+
+
+@pytest.mark.parametrize("device", WEBGPU)
+def test_f64_library_gelu_refusal_names_gelu(device):
+    """The library's gelu (written with tanh) on f64: the refusal names gelu() at the
+    user's call, and the tanh it needs, not a sigmoid."""
+    src = "let y = x * 1.0\ngelu(y)\n"
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run(src, device=device, x=np.linspace(-3.0, 3.0, 7))
+    msg = info.value.message
+    assert msg.startswith("gelu():") and "tanh()" in msg and "sigmoid" not in msg
+    assert info.value.span.line == 2

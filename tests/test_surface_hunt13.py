@@ -52,3 +52,19 @@ def test_f64_library_gelu_refusal_names_gelu(device):
     msg = info.value.message
     assert msg.startswith("gelu():") and "tanh()" in msg and "sigmoid" not in msg
     assert info.value.span.line == 2
+
+
+@pytest.mark.parametrize("target", [d for d in DEVICES if d in ("cpu", "cpu:native", "vulkan:0")])
+@pytest.mark.parametrize("copy", ["", ", copy=false", ", copy=true"])
+def test_to_device_takes_id_by_keyword(target, copy):
+    """The docs write `x.to_device(id, copy=true)`; `to_device(id="cpu")` was refused with
+    "has no parameter `id`; it takes copy"."""
+    x = np.array([1.5, -0.0, np.nan, np.inf, -3.25])
+    got = zynbook.run(f'x.to_device(id="{target}"{copy})', x=x)
+    assert got.device == target
+    assert_equals_numpy(_host(got), x, 0)
+
+
+def test_to_device_id_given_twice_is_refused():
+    with pytest.raises(ZynMLError, match="`id` is given twice"):
+        zynbook.run('x.to_device("cpu", id="cpu")', x=np.ones(3))

@@ -1694,7 +1694,12 @@ class _Method:
         obj = self.obj
         if isinstance(obj, Tensor):
             if self.name == "to_device":
-                B._unexpected(kwargs, ("copy",), "to_device")
+                B._unexpected(kwargs, ("id", "copy"), "to_device")
+                place = (0, None)
+                if "id" in kwargs:      # the documented signature, to_device(id, copy=true)
+                    if args:
+                        raise ZynMLTypeError("to_device(): `id` is given twice")
+                    args, place = [kwargs["id"]], ("id", None)
                 B._arity(args, 1, "to_device", "x.to_device(\"cuda:0\", copy=true)")
                 copy = kwargs.get("copy", True)
                 if not isinstance(copy, (bool, np.bool_)):
@@ -1702,7 +1707,7 @@ class _Method:
                                          f"{B._kind(copy)}")
                     err.argument = ("copy", None)
                     raise err
-                target = B.device_argument(args[0], (0, None)).id
+                target = B.device_argument(args[0], place).id
                 if not copy and obj.device == target:
                     obj.committed = True    # the tensor itself, now placed on purpose
                     return obj

@@ -68,3 +68,25 @@ def test_to_device_takes_id_by_keyword(target, copy):
 def test_to_device_id_given_twice_is_refused():
     with pytest.raises(ZynMLError, match="`id` is given twice"):
         zynbook.run('x.to_device("cpu", id="cpu")', x=np.ones(3))
+
+
+_TRACED = [d for d in DEVICES if not d.startswith(("browser", "gl:"))]
+
+
+@pytest.mark.parametrize("device", _TRACED)
+@pytest.mark.parametrize("fn", [lambda xs: xs[0] != xs[0], lambda xs: xs[0] * (xs[0] == 2.0)],
+                         ids=["ne", "eq_in_product"])
+def test_python_equality_of_traced_values_names_equal_and_not_equal(device, fn):
+    """Python's `!=` of traced values is their identity, a bool: the message said only
+    "combines expressions and numbers, not bool"; it says why and what to write, and what
+    it names computes numpy's x != x."""
+    from zynbook.nn import expr as E
+    x = np.array([1.0, np.nan, -np.inf, -0.0, 2.0], np.float32)
+    dev = zynbook.device(device)
+    b = dev.upload(x)
+    with pytest.raises(ZynMLError) as info:
+        dev.elementwise([b], 5, fn)
+    msg = info.value.message
+    assert "`!=`" in msg and "not traced" in msg and "not_equal(a, b)" in msg
+    got = dev.download(dev.elementwise([b], 5, lambda xs: E.not_equal(xs[0], xs[0])))
+    assert_equals_numpy(_host(got), (x != x).astype(np.float32), 0)

@@ -94,9 +94,14 @@ def lift(v) -> Expr:
     # is the number it holds
     from .device import _held_number
     v = _held_number(v)
-    # numpy's numbers too (np.float32(2.5) was refused), never a truth value
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
-                                                             np.floating)):
+    # numpy's numbers too (np.float32(2.5) was refused), never a truth value: the usual one
+    # is Python's `==` or `!=` of a traced value, which compares the Python objects
+    if isinstance(v, (bool, np.bool_)):
+        raise ZynMLTypeError("an elementwise expression combines expressions and numbers, not "
+                             "bool: Python's `==` and `!=` of traced values are not traced (they "
+                             "compare the Python objects); use zynbook.nn.expr's equal(a, b) "
+                             "and not_equal(a, b)")
+    if not isinstance(v, (int, float, np.integer, np.floating)):
         raise ZynMLTypeError(f"an elementwise expression combines expressions and numbers, "
                              f"not {type(v).__name__}")
     try:

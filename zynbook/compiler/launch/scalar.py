@@ -552,7 +552,9 @@ class ScalarLowering:
                 "this device computes with (-2^31 to 2^31 - 1): it has no 64-bit integers; "
                 "run it on `cpu`, `cpu:native` or a CUDA device", span)
         if not any(isinstance(c, int) and not _fits((c, c), held)
-                   for c in (const_value(x, self.facts.consts) for x in parts)):
+                   for c in (const_value(x, self.facts.consts) for x in parts)) and \
+                not any(r and r[0] == r[1] and not _fits(r, held)
+                        for r in map(self.span32, parts)):     # i64(3000000000): one value
             return self.checked32(e, parts, span)
         raise ZynMLDeviceError(
             "64-bit integer arithmetic with a constant past 32 bits: this device has no "

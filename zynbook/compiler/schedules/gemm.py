@@ -371,9 +371,11 @@ def why_not_contraction(kernel, target, sizes, tile: str = "tile"):
         if not target.has(dt):
             return None, f"{dt} is not a type of the {target.name} target"
     if not target.symbolic_sizes:
-        M, N, _ = _side_sizes(form, sizes)
+        M, N, K = _side_sizes(form, sizes)
         if min(M, N) < MIN_SIDE:
             return None, f"M={M}, N={N}: a side under {MIN_SIDE} leaves most of a {tile} idle"
+        if K == 0:
+            return None, "K=0: no product to sum, only zeros to store"
     return form, None
 
 

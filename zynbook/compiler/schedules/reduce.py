@@ -759,9 +759,11 @@ class _Builder(Builder):
                 mine = ir.Bin("and", mine, ir.Bin("<", self.thread("block"), self.i(n_out), "bool"),
                               "bool")
             body.append(ir.Decl("_row", idx, row_at))
-            body += self.declare_acc() + per_row(self.thread("thread"), p.threads)
+            # no output (rows of none, sizes baked in): the one block launched reads nothing
+            empty = not self.sym and host_n_out == 0
+            body += self.declare_acc() + ([] if empty else per_row(self.thread("thread"), p.threads))
             body += self.block_reduce(p.threads)
-            body.append(ir.If(mine, (store,)))
+            body += [] if empty else [ir.If(mine, (store,))]
             grid = self.i(host_n_out)
             what = f"reduce({self.op}, axis={ax}): one block per output"
         if p.layout != "block_rows" or not self.sym:    # (symbolic: no output, no block)

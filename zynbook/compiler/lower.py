@@ -513,7 +513,10 @@ class _Lowering:
                 self.int_lets[cname] = substitute(value, self.int_lets)
             return cir.Let(cname, value, False, line)
         if isinstance(s, A.VarDecl):
-            value = self._annotated(self.expr(s.value), s.type)
+            value = self.expr(s.value)
+            if s.type is None:      # `var c = 2 ** 31` holds 2147483648, as `let` reads it
+                value = self._exact_int(value, s.value.span)
+            value = self._annotated(value, s.type)
             cname = self._fresh_local(s.name)
             binding = _Binding("local", value.ty, cname, True, line, pinned=s.type is not None)
             self.bind(s.name, binding)
@@ -1261,8 +1264,15 @@ class _Lowering:
         value that is not weak is its exact value, as if written out (an integer literal past
         i32 is i64): numpy computes it with Python ints, where i32 arithmetic wrapped it
         silently (`x[i] + 2 ** 31` added -2147483648). Alone it stays i32's, wrapping."""
+        if self._is_weak(other):
+            return c
+        return self._exact_int(c, span)
+
+    def _exact_int(self, c, span):
+        """Weak integer scalar `c` of literals alone (and lets of them) as its exact value,
+        as if written out (i64 or u64 past i32), else `c`; past 64 bits a type error."""
         if c.ty.shape or not is_int(c.ty.dtype) or c.ty.dtype == "bool" or \
-                isinstance(c, cir.Const) or not self._is_weak(c) or self._is_weak(other):
+                isinstance(c, cir.Const) or not self._is_weak(c):
             return c
         value = substitute(c, self.int_lets)
         wrapped = _int_literal_value(value)

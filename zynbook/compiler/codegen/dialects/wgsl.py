@@ -1092,6 +1092,9 @@ fn zyn_isfinite_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) < 0
 // past f16's range an infinity, where WGSL leaves the conversion undefined
 fn zyn_f16(x: f32) -> f32 {
     if (abs(x) >= 65520.0f) { return select(bitcast<f32>(0xff800000u), bitcast<f32>(0x7f800000u), x > 0.0f); }
+    // between the largest f16 and the overflow tie, the largest (NVIDIA's quantizeToF16 gives
+    // an infinity past 65504, which WGSL leaves undefined)
+    if (abs(x) > 65504.0f) { return select(-65504.0f, 65504.0f, x > 0.0f); }
     // below f16's smallest normal the multiples of 2^-24 (ties to even): quantizeToF16 may
     // flush these subnormals to zero (WGSL allows it; llvmpipe does)
     if (abs(x) < 0.00006103515625f) { return round(x * 16777216.0f) * 0.000000059604644775390625f; }

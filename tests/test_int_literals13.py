@@ -71,3 +71,21 @@ def test_var_of_literals_past_64_bits_is_a_type_error(device):
     with pytest.raises(ZynMLError, match=r"does not fit 64 bits") as err:
         zynbook.run(_kernel("var c = 2 ** 64\n        out[i] = x[i] + c"), device=device, x=_X)
     assert "line 3" in str(err.value) and "^" in str(err.value)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, want", [
+    ("i64(2 ** 31) + i64(x[i])", lambda: np.int64(2 ** 31) + _X.astype(np.int64)),
+    ("f32(2 ** 31) + f32(x[i] % 3)", lambda: np.float32(2 ** 31) + np.fmod(_X, 3).astype(np.float32)),
+    ("u8(2 ** 8 + 3) + u8(x[i] % 4)", lambda: np.uint8(3) + np.fmod(_X, 4).astype(np.uint8)),
+])
+def test_conversion_of_literals_converts_their_exact_value(device, body, want):
+    """i64(2 ** 31) was i64 of i32's wrapped -2147483648; numpy's np.int64(2 ** 31) is exact."""
+    w = want()
+    try:
+        got = zynbook.run(_kernel(f"out[i] = {body}"), device=device, x=_X)
+    except ZynMLError as err:
+        assert device.startswith(("vulkan", "gl")) and w.dtype == np.int64, err
+        assert "64-bit integer" in str(err), err
+        return
+    assert_equals_numpy(_host(got), w, 0)

@@ -96,8 +96,9 @@ SCALAR_WRAPS = {
                               lambda x, n, k: np.where(n * np.int32(1000000000) > 0, 1, 0).astype(np.int32) + x),
     "literal_sum_compared": ("where(2147483647 + 1 > 0, 1, 0) + x[i]",
                              lambda x, n, k: np.where(np.int32(2147483647) + np.int32(1) > 0, 1, 0).astype(np.int32) + x),
+    # converted, literals alone are their exact value, as numpy's np.int64(2147483647 + 1)
     "literal_sum_widened": ("i64(2147483647 + 1) + i64(x[i])",
-                            lambda x, n, k: (np.int32(2147483647) + np.int32(1)).astype(np.int64) + x.astype(np.int64)),
+                            lambda x, n, k: np.int64(2147483647 + 1) + x.astype(np.int64)),
     "loop_variable_product_widened": ("i64(i * 1000000000) + i64(x[i])",
                                       lambda x, n, k: (np.arange(4, dtype=np.int32) * np.int32(1000000000)).astype(np.int64) + x.astype(np.int64)),
     "abs_of_smallest_literal_compared": ("where(abs(-2147483647 - 1) < 0, 1, 0) + x[i]",

@@ -1354,7 +1354,9 @@ class _Lowering:
         if fn in CAST_NAMES:
             if len(args) != 1:
                 raise ZynMLTypeError(f"{fn}() takes one value", e.span)
-            return cir.Cast(args[0], cir.Ty(CAST_NAMES[fn], args[0].ty.shape))
+            # i64(2 ** 31) is 2147483648, as numpy's np.int64(2 ** 31), not i32's wrapped value
+            value = self._exact_int(args[0], e.args[0].span)
+            return cir.Cast(value, cir.Ty(CAST_NAMES[fn], value.ty.shape))
         if fn == "dot":
             if len(args) != 2:
                 raise ZynMLTypeError("dot(a, b) takes two vectors", e.span)

@@ -89,3 +89,23 @@ def test_conversion_of_literals_converts_their_exact_value(device, body, want):
         assert "64-bit integer" in str(err), err
         return
     assert_equals_numpy(_host(got), w, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("decl, want", [
+    ("let c: i64 = 2 ** 31", lambda: np.int64(2 ** 31) + _X.astype(np.int64)),
+    ("var c: i64 = 2147483647 + 1", lambda: np.int64(2 ** 31) + _X.astype(np.int64)),
+    ("let c: f64 = 2 ** 31", lambda: np.float64(2 ** 31) + _X.astype(np.float64)),
+    ("var c: f32 = -(2 ** 31) - 1", lambda: np.float32(-2 ** 31 - 1) + _X.astype(np.float32)),
+])
+def test_declared_type_converts_the_exact_value_of_literals(device, decl, want):
+    """`let c: i64 = 2 ** 31` converted i32's wrapped -2147483648."""
+    w = want()
+    src = _kernel(f"{decl}\n        out[i] = {w.dtype.name[0]}{w.dtype.itemsize * 8}(x[i]) + c")
+    try:
+        got = zynbook.run(src, device=device, x=_X)
+    except ZynMLError as err:
+        assert device.startswith(("vulkan", "gl")) and w.dtype.kind == "i" or \
+            device.startswith("gl") and w.dtype == np.float64, err
+        return
+    assert_equals_numpy(_host(got), w, 0)

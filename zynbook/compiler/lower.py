@@ -497,7 +497,7 @@ class _Lowering:
                 raise ZynMLTypeError("tuple destructuring is host code; not inside a kernel",
                                      s.span)
             value = self.expr(s.value)
-            value = self._annotated(value, s.type)
+            value = self._annotated(value, s.type, s.value.span)
             name = s.names[0]
             prev = self.lookup(name)
             shadow = prev if prev is not None and prev.kind == "loop" else None
@@ -516,7 +516,7 @@ class _Lowering:
             value = self.expr(s.value)
             if s.type is None:      # `var c = 2 ** 31` holds 2147483648, as `let` reads it
                 value = self._exact_int(value, s.value.span)
-            value = self._annotated(value, s.type)
+            value = self._annotated(value, s.type, s.value.span)
             cname = self._fresh_local(s.name)
             binding = _Binding("local", value.ty, cname, True, line, pinned=s.type is not None)
             self.bind(s.name, binding)
@@ -601,12 +601,13 @@ class _Lowering:
             raise ZynMLTypeError("not allowed inside a compute body", s.span)
         raise ZynMLTypeError(f"unsupported statement in a compute body", s.span)
 
-    def _annotated(self, value, typ):
+    def _annotated(self, value, typ, span):
         if typ is None:
             return value
         dtype = canonical_dtype(typ.name)
         if dtype is None:
             raise ZynMLTypeError(f"unknown type `{typ.name}`", typ.span)
+        value = self._exact_int(value, span)   # `let c: i64 = 2 ** 31` converts 2147483648
         if value.ty.dtype == dtype and not (is_float(dtype) and self._is_weak(value)):
             return value
         # a float literal given a type is no longer weak: `var acc: f32 = 0.0` summing f16

@@ -158,6 +158,8 @@ class Rows(Schedule):
         plan, why = match_rows(kernel, sizes)
         if plan is None:
             return why
+        if plan.nest.total == 0:    # (its one block would read row 0)
+            return "no rows"
         if self._fit(kernel, plan, target, sizes) is None:
             return f"rows of {plan.cols} elements are too long to hold in registers"
         return None

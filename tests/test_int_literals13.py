@@ -109,3 +109,24 @@ def test_declared_type_converts_the_exact_value_of_literals(device, decl, want):
             device.startswith("gl") and w.dtype == np.float64, err
         return
     assert_equals_numpy(_host(got), w, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("body, want", [
+    ("min(x[i], 2 ** 31)", lambda: np.minimum(_X, np.int64(2 ** 31))),
+    ("max(i64(x[i]), 2 ** 31)", lambda: np.maximum(_X.astype(np.int64), np.int64(2 ** 31))),
+    ("where(x[i] > 0, x[i], 2 ** 31)", lambda: np.where(_X > 0, _X, np.int64(2 ** 31))),
+    ("where(x[i] > 0, -(2 ** 31) - 1, x[i])", lambda: np.where(_X > 0, np.int64(-2 ** 31 - 1), _X)),
+    ("clamp(i64(x[i]), 0, 2 ** 32)", lambda: np.clip(_X.astype(np.int64), 0, np.int64(2 ** 32))),
+])
+def test_literals_beside_data_in_calls_are_exact(device, body, want):
+    """min(x[i], 2 ** 31) was min(x[i], -2147483648): i32 wrapped the literals silently."""
+    w = want()
+    assert w.dtype == np.int64
+    try:
+        got = zynbook.run(_kernel(f"out[i] = {body}"), device=device, x=_X)
+    except ZynMLError as err:
+        assert device.startswith(("vulkan", "gl")) and "64-bit integer" in str(err), err
+        return
+    assert_equals_numpy(_host(got), w, 0)
+    assert str(got.dtype) in ("i64", "int64")

@@ -1376,6 +1376,8 @@ class _Lowering:
                 raise ZynMLTypeError(f"{fn}() takes {want} argument{'s' if want != '1' else ''}",
                                      e.span)
             shape = ()
+            if not all(map(self._is_weak, args)):     # min(x[i], 2 ** 31): 2147483648
+                args = [self._exact_int(a, node.span) for a, node in zip(args, e.args)]
             held = next((a for a in args if is_int(a.ty.dtype) and not isinstance(a, cir.Const)
                          and not self._host_i64(a)), None)
             args = args if held is None else [self._held(a, held, node.span)
@@ -1428,6 +1430,8 @@ class _Lowering:
             dtype = "bool"
         else:
             a, b = self._half_literal(a, b), self._half_literal(b, a)
+            sa, sb = e.args[1].span, e.args[2].span     # where(.., x[i], 2 ** 31): 2147483648
+            a, b = self._exact_literals(a, b, sa), self._exact_literals(b, a, sb)
             a, b = self._held(a, b, e.args[1].span), self._held(b, a, e.args[2].span)
             dtype = promote(a.ty.dtype, b.ty.dtype, self._is_weak(a), self._is_weak(b))
             a, b = self._widen_weak(a, dtype), self._widen_weak(b, dtype)

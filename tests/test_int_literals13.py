@@ -130,3 +130,17 @@ def test_literals_beside_data_in_calls_are_exact(device, body, want):
         return
     assert_equals_numpy(_host(got), w, 0)
     assert str(got.dtype) in ("i64", "int64")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("added", ["2 ** 31", "2147483647 + 1", "3000000000"])
+def test_compound_store_of_literals_into_out_adds_their_exact_value(device, added):
+    """out[i] += 2 ** 31 added -2147483648 to i32 out, where out[i] += 3000000000 widened out."""
+    want = _X.astype(np.int64) + np.int64(eval(added))
+    try:
+        got = zynbook.run(_kernel(f"out[i] = x[i]\n        out[i] += {added}"), device=device, x=_X)
+    except ZynMLError as err:
+        assert device.startswith(("vulkan", "gl")) and "64-bit integer" in str(err), err
+        return
+    assert_equals_numpy(_host(got), want, 0)
+    assert str(got.dtype) in ("i64", "int64")

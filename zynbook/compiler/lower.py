@@ -653,6 +653,8 @@ class _Lowering:
                 return repeated
             index = _closed_slices(index, value)
             if s.op != "=":
+                # beside out's value: out[i] += 2 ** 31 adds 2147483648, as out[i] += 2147483648
+                value = self._exact_int(value, s.value.span)
                 weak = self._is_weak(value)
                 # (out[i] += x[i] > 0.0 counts: a bool in arithmetic is i32, as in reduce(+))
                 own = "i32" if value.ty.dtype == "bool" else value.ty.dtype

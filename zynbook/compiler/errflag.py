@@ -66,10 +66,14 @@ class Site:
             return (f"a loop stopped {-value} iterations short: this device (Mesa's llvmpipe) "
                     f"quits a thread's loops past about {self.extent} iterations in all, without "
                     "an error; run the block on `cpu`, `cpu:native` or a GPU")
-        if self.kind == WIDE:
-            return ("a 64-bit integer sum, maximum or minimum (of no values: its identity, "
-                    "as -2^63) is past the 32 bits this device stores 64-bit integers in "
-                    "(WebGPU has none): run it on `cpu`, `cpu:native` or a CUDA device")
+        if self.kind == WIDE:      # (buffer: the local read, where one is)
+            what = (f"the 64-bit integer `{self.buffer}`" if self.buffer else
+                    "a 64-bit integer sum, maximum or minimum (of no values: its identity, as "
+                    "-2^63)")
+            return (f"{what} is past the 32 bits this device stores 64-bit integers in (WebGPU "
+                    "has none): run it on `cpu`, `cpu:native` or a CUDA device"
+                    + (f", or declare it a float (`var {self.buffer}: f64 = ...`)"
+                       if self.buffer else ""))
         if self.kind == PAST32:
             return ("a 64-bit integer value is past the 32 bits this device computes 64-bit "
                     "integers in (WebGPU has none): run it on `cpu`, `cpu:native` or a CUDA "

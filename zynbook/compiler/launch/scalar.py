@@ -321,7 +321,7 @@ class ScalarLowering:
         if isinstance(e, cir.Var):
             hit = self.lookup(e.name)
             if hit is not None and hit[0] in self.wide:
-                return cast(self.wide_value(hit[0]), dt)
+                return cast(self.wide_value(hit[0], e.name), dt)
             if hit is not None and e.name in self.f16_sums and hit[1] == "f32":
                 return cast(cast(ir.Ref(hit[0], hit[1]), "f16"), "f32")
             if hit is not None:     # (an i64 local `held` in i32 read as the i64 it is)
@@ -453,24 +453,32 @@ class ScalarLowering:
         negative = ir.Bin("<", self.operand(side, st), lit(0, st), "bool")
         return ir.Select(negative, lit(larger, "bool"), both, "bool")
 
-    def past_held(self, op: str, e: cir.Bin, ct: str):
-        """On a target without 64-bit integers, the answer of comparison `e` in i64 (u64)
-        `ct` of a value held in 32 bits (`span32`: no arithmetic that may pass them, whose
-        check must run) with a constant past them (`a[i] == -2^63`, `a[i] < 5000000000`):
-        the value lies below (above) it; else None."""
+    def past_held(self, op: str, e: cir.Bin, ct: str) -> ir.Expr | None:
+        """On a target without 64-bit integers, comparison `e` in i64 (u64) `ct` of a value
+        with a constant past 32 bits (`a[i] == -2^63`, `i64(-3e9) < i64(x[i])`): every value
+        is held in them (or fails its check), so it lies below (above) the constant; the
+        answer, or, where the value may fail a check (arithmetic that may pass 32 bits, i64
+        of a float), a comparison of it with the held range's end that gives the answer
+        and runs the check; else None."""
         if self.int64 or ct not in _HELD_IN:
             return None
-        lo, hi = _INT_RANGE[_HELD_IN[ct]]
-        for c, value_left in ((const_value(e.right, self.facts.consts), True),
-                              (const_value(e.left, self.facts.consts), False)):
+        held = _HELD_IN[ct]
+        lo, hi = _INT_RANGE[held]
+        for side, value_left in ((e.right, True), (e.left, False)):
             value = e.left if value_left else e.right
-            if isinstance(c, int) and not isinstance(c, bool) and not lo <= c <= hi and \
-                    _fits(self.span32(value), _HELD_IN[ct]):
+            c = const_value(side, self.facts.consts)
+            if c is None:       # a constant under a cast: i64(-3000000000)
+                r = self.span32(side)
+                c = r[0] if r and r[0] == r[1] else None
+            if isinstance(c, int) and not isinstance(c, bool) and not lo <= c <= hi:
                 below = c > hi       # the value lies below the constant
                 if not value_left:
                     below = not below
-                return {"==": False, "!=": True, "<": below, "<=": below,
-                        ">": not below, ">=": not below}[op]
+                known = {"==": False, "!=": True, "<": below, "<=": below,
+                         ">": not below, ">=": not below}[op]
+                if _fits(self.span32(value), held):
+                    return lit(known, "bool")
+                return ir.Bin(">=" if known else "<", self.operand(value, ct), lit(lo, ct), "bool")
         return None
 
     def binary(self, e: cir.Bin) -> ir.Expr:
@@ -489,7 +497,7 @@ class ScalarLowering:
                     return self.unsigned_against_signed(op, e, lt == ut, ut)
             known = self.past_held(op, e, ct)
             if known is not None:
-                return lit(known, "bool")
+                return known
             return ir.Bin(op, self.operand(e.left, ct), self.operand(e.right, ct), "bool")
         a, b = self.operand(e.left, dt, e.ty.dtype), self.operand(e.right, dt, e.ty.dtype)
         if dt in ir.FLOAT_DTYPES:
@@ -802,13 +810,14 @@ class ScalarLowering:
             return ir.Bin(op, a, b, "i32")
         return ir.Math(next(f for f, o in ir.WRAPPING.items() if o == op), (a, b), "i32")
 
-    def wide_value(self, lo: str) -> ir.Expr:
-        """The wide sum `lo` as the 32 bits its i64 (u64) is stored in: its low word, where
-        the high word is the low word's sign (0); else the site fails (a value past them)."""
+    def wide_value(self, lo: str, name: str) -> ir.Expr:
+        """The wide sum `lo` (the user's `name`) as the 32 bits its i64 (u64) is stored in:
+        its low word, where the high word is the low word's sign (0); else the site fails
+        (a value past them)."""
         (hi, unsigned) = self.wide[lo]
         L, H = ir.Ref(lo, "i32"), ir.Ref(hi, "i32")
         past = H if unsigned else ir.Bin("-", H, ir.Bin(">>", L, lit(31, "i32"), "i32"), "i32")
-        site = self.sites.add(errflag.WIDE, self.line)
+        site = self.sites.add(errflag.WIDE, self.line, name if name.isidentifier() else "")
         low = ir.Bin("+", L, ir.Checked(past, lit(1, "i32"), site, "i32"), "i32")   # 0 where it fits
         return cast(low, "u32") if unsigned else low
 

@@ -90,7 +90,26 @@ def rebuild(form) -> cir.Expr:
 
 def simplify(e) -> cir.Expr:
     form = linear(e)
-    return e if form is None else rebuild(form)
+    if form is None:
+        return e
+    return _into_extreme(form) or rebuild(form)
+
+
+def _into_extreme(form):
+    """A form `±min(a, b) + r` (or max) as `min(a + r, b + r)` (`-min(a, b) + r` as
+    `max(r - a, r - b)`), r nonzero: exact on integers, and it makes the length of a slice
+    `q:min(q + 32, n)` the bounded `min(32, n - q)` a tile's size can be read from."""
+    terms, c = form
+    ext = [(k, coef, ex) for k, (coef, ex) in terms.items()
+           if abs(coef) == 1 and isinstance(ex, cir.Call) and ex.fn in ("min", "max")]
+    if len(ext) != 1 or (len(terms) == 1 and not c):
+        return None
+    key, coef, ex = ext[0]
+    rest = rebuild(({k: v for k, v in terms.items() if k != key}, c))
+    fn = ex.fn if coef > 0 else {"min": "max", "max": "min"}[ex.fn]
+    args = tuple(simplify(cir.Bin("+" if coef > 0 else "-", rest, a, I32) if coef < 0
+                          else cir.Bin("+", a, rest, I32)) for a in ex.args)
+    return cir.Call(fn, args, ex.ty)
 
 
 def same(a, b) -> bool:

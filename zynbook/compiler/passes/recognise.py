@@ -921,11 +921,16 @@ def _key_at_most_query(cond, key: str, query: str) -> bool:
 # ------------------------------------------------------------------ flash attention
 
 
-def _span_of(e, var: str, width: int) -> bool:
-    """e is Span(var, var + width)."""
+def _span_of(e, var: str, width: int, stop=None) -> bool:
+    """e is Span(var, var + width), or Span(var, min(var + width, stop)) for the `stop` of
+    var's loop: the same block, since a slice is clipped to its axis and `match` checks that
+    the loop covers the axis."""
     if not isinstance(e, cir.Span) or not (isinstance(e.start, cir.Var) and e.start.name == var):
         return False
-    return canon(e.stop) == c_nary("+", c_var(var), ("C", float(width)))
+    end = c_nary("+", c_var(var), ("C", float(width)))
+    if stop is not None and isinstance(e.stop, cir.Call) and e.stop.fn == "min" and len(e.stop.args) == 2:
+        return sorted(map(canon, e.stop.args), key=repr) == sorted([end, canon(stop)], key=repr)
+    return canon(e.stop) == end
 
 
 def _flash(kernel, loops, body):
@@ -1008,6 +1013,7 @@ def _flash(kernel, loops, body):
     rank = len(bh) + 2
 
     axes, groups = {}, {}
+    loop_stop = {qb: lq.stop, kv.var: kv.stop}
 
     def tile_axes(index, var, width, role="out"):
         """(axis of b, of h, of the block) of a [b, h, var:var + width] index in any order
@@ -1016,7 +1022,7 @@ def _flash(kernel, loops, body):
             return None
         named = [_grouped(t, kernel) for t in index]
         names = [n for n, _ in named]
-        spans = [n for n, t in enumerate(index) if _span_of(t, var, width)]
+        spans = [n for n, t in enumerate(index) if _span_of(t, var, width, loop_stop.get(var))]
         if len(spans) != 1 or any(x not in names for x in bh) or \
                 (b is not None and named[names.index(b)][1] is not None):
             return None

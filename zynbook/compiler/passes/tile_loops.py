@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import reduce
 
-from .. import cir
+from .. import affine, cir
 from .loops import identity_value, static_value
 from .tiles import inline_tile_lets
 
@@ -195,11 +195,9 @@ class _Rewriter:
         return None
 
     def span_length(self, span: cir.Span) -> int | None:
-        """The most elements slice `span` names at these sizes: `a:a+c` names c."""
-        stop = span.stop
-        if isinstance(stop, cir.Bin) and stop.op == "+" and stop.left == span.start:
-            return static_value(stop.right, self.sizes)
-        return self.bound(cir.Bin("-", stop, span.start, I32))
+        """The most elements slice `span` names at these sizes: `a:a+c` and `a:min(a+c, n)`
+        name c."""
+        return self.bound(affine.sub(span.stop, span.start))
 
     def is_tile(self, e) -> bool:
         if isinstance(e, cir.Load):

@@ -100,3 +100,113 @@ def test_a_64_bit_local_from_a_constant_past_32_bits(device):
     if _has_f64(device):        # what it names runs
         src = _LOCAL.replace("var c = ", "var c: f64 = ")
         np.testing.assert_array_equal(_run(device, src, x=x), want.astype(np.float64))
+
+
+# ------------------------------------------------------------------- ulps against numpy
+
+def _ulps(got, want):
+    """The distance in units in the last place of `got` from `want` (same float dtype),
+    0 where both are NaN; zeros of the two signs one apart."""
+    bits = {4: np.int32, 8: np.int64}[got.dtype.itemsize]
+    magnitude = (1 << (8 * got.dtype.itemsize - 1)) - 1
+
+    def ordered(a):     # (Python ints: their differences are exact)
+        i = a.view(bits).astype(np.int64)
+        return np.where(i < 0, -(i & magnitude) - 1, i).astype(object)
+    d = np.abs(ordered(got) - ordered(want)).astype(np.float64)
+    d[np.isnan(got) & np.isnan(want)] = 0
+    return d
+
+
+def _assert_ulps(got, want, most, x):
+    d = _ulps(got, want)
+    k = int(np.argmax(d))
+    assert d[k] <= most, f"{d[k]:.0f} ulp at x = {x[k]!r}: {got[k]!r}, numpy {want[k]!r}"
+    zero = want == 0        # (a zero's sign as numpy's)
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]), err_msg=str(x[zero]))
+
+
+# --------------------------------------------------------------------------- f32 gelu
+
+_GELU = """let y = compute(x) {
+    for i in 0..n:
+        out[i] = gelu(x[i])
+}
+y"""
+
+
+# (not cpu:native: its gelu is a faster approximation, kept to some 1e-6 of itself)
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu:native"])
+def test_f32_gelu_within_a_few_ulp(device):
+    """gelu(x) = x / 2 * erfc(-x / sqrt(2)) (docs/language.md), numpy's float64 rounded to
+    f32: WebGPU's erfc took -x / sqrt(2) rounded to f32, an error its slope 2 |x| multiplied
+    (154 ulp near -13); now x / sqrt(2) has a low part."""
+    rng = np.random.default_rng(13)
+    x = np.concatenate([np.linspace(-12.5, 6, 40001), rng.standard_normal(4000) * 3,
+                        [0.0, -0.0, 1e-30, -1e-30, 1e-3, 3e38, -3e38, -20.0, np.inf, -np.inf,
+                         np.nan]]).astype(np.float32)
+    x64 = x.astype(np.float64)
+    erfc = np.frompyfunc(math.erfc, 1, 1)
+    with np.errstate(invalid="ignore"):
+        want = (0.5 * x64 * erfc(-x64 / math.sqrt(2.0)).astype(np.float64)).astype(np.float32)
+    got = _run(device, _GELU, x=x)
+    assert got.dtype == np.float32
+    _assert_ulps(got, want, 8, x)
+
+
+# ---------------------------------------------------------- f64 math on WebGPU's shader-f64
+
+_F64 = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "tanh": np.tanh,
+    "sinh": np.sinh, "cosh": np.cosh,
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "silu": lambda x: x / (1.0 + np.exp(-x)),
+}
+_ONE = """let y = compute(x) {{
+    for i in 0..n:
+        out[i] = {fn}(x[i])
+}}
+y"""
+
+
+def _f64_values(fn):
+    rng = np.random.default_rng(64)
+    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, 1e-310, 2.2250738585072014e-308,
+             1.7976931348623157e308, 1.0, 2.0, 0.5, 1e-300, 1e-20, 1e-8, 0.625, 20.0, 22.0,
+             354.0, 709.78, 709.79, 710.4, 710.5, 745.1, 745.2, 1023.5, 1074.0, 1075.0, 1e300]
+    if fn in ("log", "log2"):
+        return np.concatenate([np.exp(rng.uniform(-744, 709, 3000)), rng.uniform(0.5, 2, 3000),
+                               1 + rng.standard_normal(500) * 1e-9, 2.0 ** np.arange(-1074, 1024, 7),
+                               rng.uniform(0, 1e-305, 200), edges, np.negative(edges)])
+    return np.concatenate([rng.uniform(-750, 750, 3000), rng.uniform(-2, 2, 3000),
+                           rng.uniform(-1080, 1030, 500), rng.standard_normal(500) * 1e-8,
+                           edges, np.negative(edges)])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fn", sorted(_F64))
+def test_f64_math_within_three_ulp_of_numpy(fn, device):
+    """Refused on WebGPU with `shader-f64` (GLSL.std.450 has no 64-bit exp, log or tanh):
+    fdlibm's exp and log as helpers, and what builds on them, within 3 ulp of numpy's
+    float64, with subnormals, infinities, NaN and the zeros' signs; an adapter without
+    `shader-f64` refuses f64."""
+    x = _f64_values(fn)
+    with np.errstate(all="ignore"):
+        want = _F64[fn](x)
+    src = _ONE.format(fn=fn)
+    if device.startswith(_WEBGPU) and not _has_f64(device):
+        assert "shader-f64" in str(raises("device", src, device=device, x=x))
+        return
+    got = _run(device, src, x=x)
+    assert got.dtype == np.float64
+    _assert_ulps(got, want, 3, x)
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d.startswith(_WEBGPU)])
+@pytest.mark.parametrize("call", ["sin(x[i])", "erf(x[i])", "gelu(x[i])", "pow(x[i], 2.5)"])
+def test_f64_math_webgpu_lacks_is_refused_by_name(call, device):
+    """What f64 shaders still lack is refused at the call, by its name, never computed in
+    f32."""
+    src = _ONE.format(fn=call.split("(")[0]).replace(f"{call.split('(')[0]}(x[i])", call)
+    err = raises("device", src, device=device, x=np.array([0.5, 2.0]))
+    assert ("shader-f64" in str(err) if not _has_f64(device)
+            else f"{call.split('(')[0]}() in 64 bits" in str(err) and err.column == 18), err

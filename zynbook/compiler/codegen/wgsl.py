@@ -25,6 +25,7 @@ from typing import Callable
 
 from .. import cir
 from ...errors import ZynMLDeviceError
+from .dialects.wgsl import F64_MATH
 
 # ----------------------------------------------------------------------------- options
 
@@ -149,10 +150,9 @@ def render(kernel: cir.Kernel, options: WGSLOptions | None = None) -> Program:
     return prog
 
 
-# what 64-bit floats can do in a shader (Vulkan's GLSL.std.450 has no 64-bit exp, log or
-# trigonometry): anything else in an f64 kernel is refused
-_F64_FUNCTIONS = {"sqrt", "abs", "floor", "ceil", "round", "min", "max", "clamp", "relu",
-                  "zeros", "ones", "sum", "row_max", "row_sum", "transpose"}
+# what 64-bit floats can do in a shader (the dialect's F64_MATH): anything else in an f64
+# kernel is refused
+_F64_FUNCTIONS = F64_MATH | {"zeros", "ones", "sum", "row_max", "row_sum", "transpose"}
 
 
 def _refuse_f64(kernel: cir.Kernel, options: WGSLOptions) -> bool:

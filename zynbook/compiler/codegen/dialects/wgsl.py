@@ -45,9 +45,10 @@ NARROW = {"i8": 8, "i16": 16, "u8": 8, "u16": 16}
 REFUSED = {"i64": "64-bit integers", "u64": "64-bit integers",
            "f64": "f64 without the adapter's `shader-f64`"}
 # what 64-bit float shaders compute (Vulkan's GLSL.std.450 has no 64-bit exp, log or
-# trigonometry); the renderer entry refuses kernels needing more before printing
+# trigonometry: exp, log and what builds on them are helpers); the renderer entry refuses
+# kernels needing more before printing
 F64_MATH = {"min", "max", "clamp", "relu", "abs", "floor", "ceil", "round", "sqrt", "rsqrt",
-            "pow2", "fmod"}
+            "pow2", "fmod", "exp", "exp2", "log", "log2", "tanh", "sigmoid", "silu", "sinh", "cosh"}
 BIN_OPS = {"and": "&&", "or": "||"}
 ERR = "zyn_err"
 PARAMS = "zyn_p"
@@ -335,7 +336,7 @@ class WgslDialect(Helpers):
             return f"{self.need('zyn_fmod_' + t)}({args[0]}, {args[1]})"
         if fn in ("tanh", "sinh", "cosh", "exp", "exp2", "log", "log2", "sigmoid", "silu",
                   "gelu", "erf", "pow"):
-            return f"{self.need('zyn_' + fn + '_f32')}({', '.join(args)})"
+            return f"{self.need('zyn_' + fn + '_' + t)}({', '.join(args)})"
         self.refuse(f"{fn}()")
 
     def fold(self, fn: str, args: list) -> str:
@@ -616,15 +617,19 @@ _DEPS = {
     **dict.fromkeys(("zyn_max_f64", "zyn_min_f64", "zyn_fmod_f64"), ("zyn_isnan_f64",)),
     **dict.fromkeys(("zyn_erf_f32", "zyn_erfc_f32", "zyn_sigmoid_f32", "zyn_silu_f32"), ("zyn_exp_f32",)),
     **dict.fromkeys(("zyn_sinh_f32", "zyn_cosh_f32"), ("zyn_exp_f32", "zyn_half_f32")),
-    "zyn_gelu_f32": ("zyn_erfc_f32",), "zyn_log2_f32": ("zyn_log_f32",),
+    "zyn_gelu_f32": ("zyn_erfc_f32", "zyn_ddmul_f32"), "zyn_log2_f32": ("zyn_log_f32",),
     "zyn_pow_f32": ("zyn_isnan_f32", "zyn_isfinite_f32", "zyn_pow_pos_f32", "zyn_powi_f32"),
-    "zyn_powi_f32": ("zyn_pow2i_f32",),
+    "zyn_powi_f32": ("zyn_ddmul_f32", "zyn_pow2i_f32"),
     "zyn_pow_pos_f32": ("zyn_isfinite_f32", "zyn_exp_f32", "zyn_pow2i_f32", "zyn_powi_f32"),
     "zyn_mulz_f32": ("zyn_isfinite_f32",),
     **dict.fromkeys(("zyn_mulz_f64", "zyn_zdiv_f64"), ("zyn_isfinite_f32", "zyn_isnan_f32")),
     **dict.fromkeys(("zyn_sin_f32", "zyn_cos_f32"), ("zyn_reduce_pio2", "zyn_isfinite_f32", "zyn_sin_poly")),
     "zyn_tan_f32": ("zyn_reduce_pio2", "zyn_isfinite_f32"),
     "zyn_reduce_pio2": ("zyn_mul32",),
+    **dict.fromkeys(("zyn_exp_f64", "zyn_log_parts_f64"), ("zyn_isnan_f64",)),
+    **dict.fromkeys(("zyn_exp2_f64", "zyn_tanh_f64", "zyn_sigmoid_f64", "zyn_silu_f64", "zyn_sinh_f64",
+                     "zyn_cosh_f64"), ("zyn_exp_f64",)),
+    **dict.fromkeys(("zyn_log_f64", "zyn_log2_f64"), ("zyn_log_parts_f64",)),
 }
 
 
@@ -823,25 +828,27 @@ fn zyn_erf_f32(x: f32) -> f32 {
         - 0.284496736f) * t + 0.254829592f) * t * zyn_exp_f32(-a * a);
     return sign(x) * y; }""",
     "zyn_erfc_f32": """\
-fn zyn_erfc_f32(x: f32) -> f32 {
-    // relative error about 5e-7 (Numerical Recipes' erfcc; exp(-x * x) split at x's
-    // multiple of 1/16 below it, whose square is exact, so a large x keeps its digits)
+fn zyn_erfc_f32(x: f32, lo: f32) -> f32 {
+    // erfc(x + lo), lo x's low part: relative error about 1e-7 (Numerical Recipes' erfcc;
+    // exp(-x * x) split at x's multiple of 1/16 below it, whose square is exact, and
+    // -2 x lo, so a large x keeps its digits)
     let a = abs(x);
     if (a >= 10.0f) { return select(2.0f, 0.0f, x > 0.0f); }
     let t = 1.0f / (1.0f + 0.5f * a);
     let h = floor(a * 16.0f) * 0.0625f;
     // (zyn_exp_f32: llvmpipe's builtin flushed a subnormal exp(-h * h) to 0)
-    let y = t * zyn_exp_f32(-h * h) * zyn_exp_f32((h - a) * (h + a) - 1.26551223f + t * (1.00002368f
+    let y = t * zyn_exp_f32(-h * h) * zyn_exp_f32((h - a) * (h + a) - 2.0f * x * lo - 1.26551223f + t * (1.00002368f
         + t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f
         + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));
     return select(2.0f - y, y, x >= 0.0f); }""",
-    # through erfc: 1 + erf(x / sqrt(2)) cancels for a negative x (gelu(-6) kept no digit)
+    # through erfc: 1 + erf(x / sqrt(2)) cancels for a negative x (gelu(-6) kept no digit);
+    # x / sqrt(2) in two parts: its rounding, times erfc's slope 2 |x|, was 160 ulp at -13
     "zyn_gelu_f32": """\
-fn zyn_gelu_f32(x: f32) -> f32 { return 0.5f * x * zyn_erfc_f32(x * -0.70710678118654752f); }""",
-    "zyn_powi_f32": """\
-// a^n of a whole n (|n| < 2^24, a > 0 finite) by squaring in double-f32, values (hi + lo) *
-// 2^e with hi in [1, 2): each product exact to 2^-44 or so, so the result rounds once, as
-// numpy's (C's) powf (the logarithm's rounding times n left 7^11 and 3^20 3 and 4 ulp off)
+fn zyn_gelu_f32(x: f32) -> f32 {
+    let a = zyn_ddmul_f32(vec2<f32>(x, 0.0f), vec2<f32>(-0.70710677f, -1.21016175e-08f));
+    return 0.5f * x * zyn_erfc_f32(a.x, a.y); }""",
+    "zyn_ddmul_f32": """\
+// double-f32 (hi, lo) products, exact to 2^-44 or so
 fn zyn_split_f32(v: f32) -> vec2<f32> {
     // v's leading 12 bits and the rest, exactly, from the bits (no fma, which WGSL may leave
     // unfused, nor Dekker's c - (c - v), which a shader compiler may fold to v)
@@ -856,7 +863,11 @@ fn zyn_ddmul_f32(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     // renormalised (else lo doubles against p with each square), p + lo behind a select on
     // its bits, or a shader compiler folds (p + lo) - p to lo, and the correction to 0
     let s = select(p + lo, p, (bitcast<u32>(lo) & 0x7fffffffu) > 0x7f800000u);
-    return vec2<f32>(s, lo - (s - p)); }
+    return vec2<f32>(s, lo - (s - p)); }""",
+    "zyn_powi_f32": """\
+// a^n of a whole n (|n| < 2^24, a > 0 finite) by squaring in double-f32, values (hi + lo) *
+// 2^e with hi in [1, 2): each product exact to 2^-44 or so, so the result rounds once, as
+// numpy's (C's) powf (the logarithm's rounding times n left 7^11 and 3^20 3 and 4 ulp off)
 // x (hi in [1/8, 8)) as (hi, lo) * 2^z, hi in [1, 2): (hi, lo, z)
 fn zyn_ddnorm_f32(x: vec2<f32>) -> vec3<f32> {
     let z = i32(bitcast<u32>(x.x) >> 23u) - 127i;
@@ -1117,6 +1128,91 @@ fn zyn_bf16(x: f32) -> f32 {
     return bitcast<f32>((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u); }""",
 }
 
+
+# f64 math (GLSL.std.450 has no 64-bit exp, log or tanh): fdlibm's exp and log, within an
+# ulp or two of numpy's; exp2, log2, tanh, sigmoid, silu, sinh and cosh built on them
+_STEPS = "".join(
+    f"    if (m >= {2.0 ** s!r}) {{ m = ldexp(m, -{s}i); k += {s}i; }}\n"
+    f"    if (m < {2.0 ** -s!r}) {{ m = ldexp(m, {s}i); k -= {s}i; }}\n" for s in (512, 256, 128, 64))
+_TANH_P = """(((((((((-1.724229434740653e-05 * z + 7.959476025492855e-05) * z +
+            -0.00023077238182345804) * z + 0.0005874356408905726) * z + -0.0014553088663318695)
+            * z + 0.003592058907770886) * z + -0.008863229824094) * z + 0.021869488260176276) *
+            z + -0.053968253961384736) * z + 0.13333333333326647) * z + -0.3333333333333332"""
+_INF64, _NAN64 = "f64(bitcast<f32>(0x7f800000u))", "f64(bitcast<f32>(0x7fc00000u))"
+_FIXED["zyn_exp_f64"] = f"""\
+// x = k ln 2 + r, |r| <= ln 2 / 2 (ln 2 in two parts, k ln 2's first exact), exp(r) by a
+// rational of r, times 2^k by ldexp (a subnormal result rounded once)
+fn zyn_exp_f64(x: f64) -> f64 {{
+    if (!(abs(x) < 746.0)) {{ return select(select({_INF64}, 0.0, x < 0.0), x, zyn_isnan_f64(x)); }}
+    let k = round(x * 1.4426950408889634);
+    let hi = x - k * 6.93147180369123816490e-01;
+    let lo = k * 1.90821492927058770002e-10;
+    let r = hi - lo;
+    let t = r * r;
+    let c = r - t * (1.66666666666666019037e-01 + t * (-2.77777777770155933842e-03 + t * (
+        6.61375632143793436117e-05 + t * (-1.65339022054652515390e-06 + t * 4.13813679705723846039e-08))));
+    return ldexp(1.0 - ((lo - (r * c) / (2.0 - c)) - hi), i32(k)); }}"""
+_FIXED["zyn_exp2_f64"] = """\
+fn zyn_exp2_f64(x: f64) -> f64 {
+    if (!(abs(x) < 1080.0)) { return zyn_exp_f64(x); }     // NaN, 0 or an infinity
+    let k = round(x);
+    return ldexp(zyn_exp_f64((x - k) * 0.6931471805599453), i32(k)); }"""
+_FIXED["zyn_log_parts_f64"] = f"""\
+// log(x) as (k, log(m)), x = m 2^k, m in [sqrt(1/2), sqrt(2)): k read from an f32's exponent
+// bits (WGSL has no 64-bit bitcast), x first brought into f32's range by powers of 2
+fn zyn_log_parts_f64(x: f64) -> vec2<f64> {{
+    if (!(x > 0.0 && x <= 1.7976931348623157e308) || zyn_isnan_f64(x)) {{
+        return vec2<f64>(0.0, select(select({_NAN64}, -{_INF64}, x == 0.0), x, x > 0.0 || zyn_isnan_f64(x)));
+    }}
+    var k = 0i; var m = x;
+{_STEPS}    let e = i32((bitcast<u32>(f32(m)) >> 23u) & 0xffu) - 127i;
+    m = ldexp(m, -e); k += e;
+    if (m > 1.4142135623730951) {{ m = m * 0.5; k += 1i; }}
+    if (m < 0.7071067811865476) {{ m = m * 2.0; k -= 1i; }}
+    // log(1 + f) = 2 atanh(s), s = f / (2 + f), fdlibm's rational
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let w = z * z;
+    let r = z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01 + w * (1.818357216161805012e-01
+        + w * 1.479819860511658591e-01))) + w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01
+        + w * 1.531383769920937332e-01));
+    let hfsq = 0.5 * f * f;
+    return vec2<f64>(f64(k), f - (hfsq - s * (hfsq + r))); }}"""
+_FIXED["zyn_log_f64"] = """\
+fn zyn_log_f64(x: f64) -> f64 {
+    let p = zyn_log_parts_f64(x);
+    return p.x * 6.93147180369123816490e-01 + (p.y + p.x * 1.90821492927058770002e-10); }"""
+_FIXED["zyn_log2_f64"] = """\
+fn zyn_log2_f64(x: f64) -> f64 { let p = zyn_log_parts_f64(x); return p.x + p.y * 1.4426950408889634; }"""
+_FIXED["zyn_tanh_f64"] = f"""\
+fn zyn_tanh_f64(x: f64) -> f64 {{
+    if (abs(x) < 0.625) {{       // x + x z P(z), z = x^2: a Chebyshev fit (a zero is itself)
+        let z = x * x;
+        return select(x + x * z * ({_TANH_P}), x, x == 0.0);
+    }}
+    let t = 1.0 - 2.0 / (zyn_exp_f64(abs(x) * 2.0) + 1.0);
+    return select(t, -t, x < 0.0); }}"""
+_FIXED["zyn_sigmoid_f64"] = "fn zyn_sigmoid_f64(x: f64) -> f64 { return 1.0 / (1.0 + zyn_exp_f64(-x)); }"
+_FIXED["zyn_silu_f64"] = "fn zyn_silu_f64(x: f64) -> f64 { return x / (1.0 + zyn_exp_f64(-x)); }"
+_FIXED["zyn_sinh_f64"] = """\
+fn zyn_sinh_f64(x: f64) -> f64 {
+    let a = abs(x);
+    if (a <= 1.0) {     // Cephes' sinh rational: (e - 1 / e) / 2 cancels (a zero is itself)
+        let z = x * x;
+        return select(x + x * z * (((-7.89474443963537015605e-1 * z - 1.63725857525983828727e2) * z
+            - 1.15614435765005216044e4) * z - 3.51754964808151394800e5) / (((z - 2.77711081420602794433e2) * z
+            + 3.61578279834431989373e4) * z - 2.11052978884890840399e6), x, x == 0.0);
+    }
+    // past 20, exp(a / 2) times its half: finite up to 710.4, where exp(a) is infinite past 709.8
+    let e = zyn_exp_f64(select(a, a * 0.5, a > 20.0));
+    let v = select((e - 1.0 / e) * 0.5, ldexp(e, -1) * e, a > 20.0);
+    return select(v, -v, x < 0.0); }"""
+_FIXED["zyn_cosh_f64"] = """\
+fn zyn_cosh_f64(x: f64) -> f64 {
+    let a = abs(x);         // as sinh past 20
+    let e = zyn_exp_f64(select(a, a * 0.5, a > 20.0));
+    return select((e + 1.0 / e) * 0.5, ldexp(e, -1) * e, a > 20.0); }"""
 
 _FIXED["zyn_fmod_f32"] = """\
 // C's fmod, exact, in integers: WGSL's float % is x - y * trunc(x / y), which loses the

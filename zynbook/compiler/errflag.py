@@ -36,6 +36,7 @@ STEP = "step"                   # a loop step, known only as the kernel runs, no
 TILES = "tiles"                 # tile extents that do not fit together (cir.Check)
 WIDE = "wide"                   # a 64-bit sum past the 32 bits WebGPU stores it in
 PAST32 = "past32"               # 64-bit arithmetic past the 32 bits WebGPU computes it in
+NO_INDEX = "noindex"            # an argmin/argmax (buffer: which) that no yield reached
 
 WORDS = 2                       # the flag buffer: two 32-bit integers
 
@@ -46,7 +47,7 @@ class Site:
                                 # or TILES
     line: int                   # the ZynML line
     # INDEX: the buffer read or written; LIMIT: the size's name; TILES: the cir.Check's kind;
-    # DIV_OVERFLOW: the dtype divided
+    # DIV_OVERFLOW: the dtype divided; NO_INDEX: the operator
     buffer: str = ""
     # INDEX: the size of the axis (a number, a size name or a CIR expression over size
     # names); LIMIT: the largest the kernel takes; STEPS: the steps a thread may run
@@ -78,6 +79,8 @@ class Site:
             return ("a 64-bit integer value is past the 32 bits this device computes 64-bit "
                     "integers in (WebGPU has none): run it on `cpu`, `cpu:native` or a CUDA "
                     "device")
+        if self.kind == NO_INDEX:
+            return no_index_message(self.buffer)
         if self.kind == STEP:      # (value: the step less 1)
             return f"a loop step must be positive, not {value + 1}"
         if self.kind == TILES:      # (value: both extents, packed by `tile_extents`)
@@ -92,6 +95,12 @@ class Site:
         if bits:
             value = -(1 << (bits - 1))
         return f"integer overflow: {value} / -1 does not fit its integer type"
+
+
+def no_index_message(op: str) -> str:
+    """What a NO_INDEX site (or the reference, for the same kernel) says."""
+    return (f"reduce({op}) of nothing: no yield was reached (for an output), and {op} of an "
+            "empty sequence has no index (numpy refuses it too)")
 
 
 # TILES: the two extents in the flag's value word, 16 bits each; -1 where either passes

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ...compiler import cir
-from ...compiler.errflag import column_of, tiles_message
+from ...compiler.errflag import column_of, no_index_message, tiles_message
 from ...compiler.types import NUMPY_NAMES, int_pow_exponent, is_float
 from ...errors import Span, ZynMLRuntimeError
 
@@ -993,8 +993,11 @@ class ReferenceExecutor:
         red_axes = tuple(k for k in range(lanes) if k not in kept_lanes)
         if op in ("argmax", "argmin"):
             part_v, part_i = _arg_reduce(op, val, idx, red_axes)
+            # the outputs a yield reached now (one none reaches has no index)
+            part_r = np.ones(np.shape(part_v), bool) if active is None else \
+                np.any(active, axis=red_axes) if red_axes else np.asarray(active)
         else:
-            part_v, part_i = _reduce(op, val, red_axes), None
+            part_v, part_i, part_r = _reduce(op, val, red_axes), None, None
         # place into the accumulator: kept serial loops index it, kept lanes span it
         out_index = []
         for v in kept:
@@ -1005,7 +1008,13 @@ class ReferenceExecutor:
         order = [loops.index(v) for v in kept if v in loops]
         if order and order != sorted(order):
             part_v = np.moveaxis(part_v, list(range(len(order))), np.argsort(np.argsort(order)))
+            if part_i is not None:
+                part_i, part_r = (np.moveaxis(a, list(range(len(order))), np.argsort(np.argsort(order)))
+                                  for a in (part_i, part_r))
         self._accumulate(op, tuple(out_index), part_v, part_i)
+        if part_r is not None:
+            where = tuple(out_index)
+            self.reduction["reached"][where] |= part_r
 
     def _accumulate(self, op, where, value, index):
         r = self.reduction
@@ -1025,6 +1034,7 @@ class ReferenceExecutor:
                                      else dtype)
             if op in ("argmax", "argmin"):
                 r["index"] = np.full(shape, -1, dtype=np.int64)
+                r["reached"] = np.zeros(shape, bool)
         cur = r["value"][where] if where else r["value"]
         if op == "+":
             new = cur + value
@@ -1063,19 +1073,22 @@ class ReferenceExecutor:
 
     def _finish_reduction(self):
         r = self.reduction
+        if r["op"] in ("argmax", "argmin") and self.out.size and \
+                (r["value"] is None or not r["reached"].all()):
+            # an output no yield reached has no index, as numpy's argmax of nothing (at the
+            # first yield, as the devices say)
+            raise self.error(no_index_message(r["op"]), next(
+                n.line for n in cir.walk(self.kernel.body) if isinstance(n, cir.Yield)))
         if r["value"] is None:
             # nothing was reduced: the operator's identity (docs/language.md, "Empty
             # reductions"), the dtype's lowest/highest value for an integer max/min
-            if r["op"] in ("argmax", "argmin"):
-                self.out[...] = -1
-            else:
-                ident = _IDENTITY[r["op"]]
-                if not np.isfinite(ident) and self.out.dtype.kind in "iu":
-                    info = np.iinfo(self.out.dtype)
-                    ident = info.min if ident < 0 else info.max
-                elif not np.isfinite(ident) and self.out.dtype.kind == "b":
-                    ident = ident > 0
-                self.out[...] = ident
+            ident = _IDENTITY[r["op"]]
+            if not np.isfinite(ident) and self.out.dtype.kind in "iu":
+                info = np.iinfo(self.out.dtype)
+                ident = info.min if ident < 0 else info.max
+            elif not np.isfinite(ident) and self.out.dtype.kind == "b":
+                ident = ident > 0
+            self.out[...] = ident
             return
         result = r["index"] if r["op"] in ("argmax", "argmin") else r["value"]
         # a bf16 result is held as f32: rounded once where it is stored, as on the devices

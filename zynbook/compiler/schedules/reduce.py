@@ -95,6 +95,25 @@ def _loops_around_yield(body, outer=()):
     return None
 
 
+def _yields_surely(kernel) -> bool:
+    """Whether every output of an argmin/argmax kernel surely meets a yield: none sits under
+    an `if`, and the loops around them run from bounds over sizes alone (dims.solve refuses
+    one of no iteration at the launch)."""
+    def sure(body, ok):
+        for s in body:
+            if isinstance(s, cir.Yield) and not ok:
+                return False
+            if isinstance(s, cir.If) and not sure(s.then + s.orelse, False):
+                return False
+            if isinstance(s, cir.Loop) and not sure(s.body, ok and all(
+                    isinstance(n, cir.Const) or isinstance(n, cir.Var) and n.name in kernel.dims
+                    or not isinstance(n, (cir.Var, cir.Load))
+                    for e in (s.start, s.stop, s.step) for n in cir.walk(e))):
+                return False
+        return True
+    return sure(kernel.body, True)
+
+
 def _private_shared(target) -> bool:
     """Whether a reduce kernel's shared arrays can be the threads' own: the nest of loops
     stops at a `shared var`, so each is declared inside the iterations one thread runs from
@@ -478,7 +497,14 @@ class _Builder(Builder):
             return cast(ir.Bin("+", low, fails, low.dtype), out_dt)
         if self.arg:
             ai = ir.Ref("_acci", self.ai)
-            v = ir.Select(ir.Bin("==", ai, lit(self.no_index, self.ai), "bool"), lit(-1, self.ai), ai, self.ai)
+            none = ir.Bin("==", ai, lit(self.no_index, self.ai), "bool")
+            v = ir.Select(none, lit(-1, self.ai), ai, self.ai)
+            if not _yields_surely(self.k):
+                # no yield reached: no index, the site fails (as numpy's argmax of nothing)
+                site = self.sites.add(errflag.NO_INDEX, line, self.op)
+                fails = ir.Checked(ir.Select(none, lit(1, "i32"), lit(0, "i32"), "i32"),
+                                   lit(1, "i32"), site, "i32")
+                v = ir.Bin("+", v, cast(fails, self.ai), self.ai)
             return cast(v, out_dt)
         return cast(cast(ir.Ref("_acc", self.acc), compute_dtype(out_dt)), out_dt)
 

@@ -958,7 +958,7 @@ class Interpreter:
                 return _Method(base, name)
             if name in ("size", "used", "free_bytes"):
                 return getattr(base, name)
-        if isinstance(base, (Future, _Gather, _FirstOf)) and name == "done":
+        if isinstance(base, (Future, _Futures)) and name == "done":
             return _Method(base, name)      # all(fs) and any(fs) too, futures of several
         if isinstance(base, dict):
             if name in base:
@@ -1248,7 +1248,7 @@ class Interpreter:
             fut = self.eval(f)
         if isinstance(fut, list) and all(isinstance(f, Future) for f in fut):
             fut = _Gather(fut)
-        if not isinstance(fut, (Future, _Gather, _FirstOf)):
+        if not isinstance(fut, (Future, _Futures)):
             raise ZynMLTypeError(f"await takes a future (from compute(...) @async), not "
                                  f"{B._kind(fut)}", e.future.span)
         timeout = None
@@ -1272,12 +1272,12 @@ class Interpreter:
             # the session stays as it was before the statement (docs/api.md): a job an
             # earlier statement started runs on, its future still bound; one this statement
             # started is cancelled, as nothing can await it any more
-            for f in fut.futures if isinstance(fut, (_Gather, _FirstOf)) else [fut]:
+            for f in fut.futures if isinstance(fut, _Futures) else [fut]:
                 if f.statement == self.statement:
                     f.cancel("an interrupt stopped an earlier wait for it")
             raise
         except (JobCancelled, cf.CancelledError):
-            members = fut.futures if isinstance(fut, (_Gather, _FirstOf)) else [fut]
+            members = fut.futures if isinstance(fut, _Futures) else [fut]
             why = next((f.cancelled_by for f in members if f.cancelled_by), "")
             raise ZynMLRuntimeError(f"this job was cancelled{f' ({why})' if why else ''} "
                                     "before it finished", e.span) from None
@@ -1745,28 +1745,40 @@ class _Method:
                 B._unexpected(kwargs, (), "reset")
                 B._arity(args, 0, "reset", "pool.reset()")
                 return obj.reset()
-        if isinstance(obj, (Future, _Gather, _FirstOf)) and self.name == "done":
+        if isinstance(obj, (Future, _Futures)) and self.name == "done":
             B._unexpected(kwargs, (), "done")
             B._arity(args, 0, "done", "f.done()")
             return obj.done()
         raise ZynMLTypeError(f"cannot call {self.name}", node.span)
 
 
-class _Gather:
-    """`all(futures)`: every result, in order."""
+class _Futures:
+    """`all(futures)` or `any(futures)` of `@async` blocks, as a cell gives it to Python too:
+    `await g` there gives its `result()`, the event loop running meanwhile, as `await f`
+    of one future does."""
 
     def __init__(self, futures):
         self.futures = futures
 
     def __repr__(self):
-        return f"all({len(self.futures)} futures)"
-
-    def done(self):
-        return all(f.done() for f in self.futures)
+        return f"{self.name}({len(self.futures)} futures)"
 
     def cancel(self, why: str = ""):
         for f in self.futures:
             f.cancel(why)
+
+    def __await__(self):
+        import asyncio
+
+        return asyncio.get_running_loop().run_in_executor(None, self.result).__await__()
+
+
+class _Gather(_Futures):
+    """`all(futures)`: every result, in order."""
+    name = "all"
+
+    def done(self):
+        return all(f.done() for f in self.futures)
 
     def result(self, timeout=None):
         done, pending = cf.wait([f.inner for f in self.futures], timeout=timeout)
@@ -1775,24 +1787,15 @@ class _Gather:
         return [f.result() for f in self.futures]
 
 
-class _FirstOf:
+class _FirstOf(_Futures):
     """`any(futures)`: (result, index) of the first to finish without an error (of those
     found finished at once, the lowest index); where every one fails, the lowest index's
     error. A failure is kept while another may still succeed, so which comes first in time
     does not decide between an error and a value."""
-
-    def __init__(self, futures):
-        self.futures = futures
-
-    def __repr__(self):
-        return f"any({len(self.futures)} futures)"
+    name = "any"
 
     def done(self):
         return any(f.done() for f in self.futures)
-
-    def cancel(self, why: str = ""):
-        for f in self.futures:
-            f.cancel(why)
 
     def result(self, timeout=None):
         inner = [f.inner for f in self.futures]

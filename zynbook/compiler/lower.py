@@ -134,6 +134,7 @@ class LoweredKernel:
     # ArgExtents of the reduce(argmin/argmax)s: one over nothing at a launch's sizes is an
     # error there (dims.solve), as numpy's argmax of an empty sequence is (it gave -1)
     arg_loops: list = field(default_factory=list)
+    bound_spans: dict = field(default_factory=dict)    # loop var -> span of its stop
 
 
 def identifier(label: str) -> str:
@@ -322,7 +323,9 @@ class _Lowering:
                              labels, defaults, self.annotations, placeholders,
                              dict(self.scalar_labels), list(self.notes),
                              weak_checks=list(self.weak_checks),
-                             arg_loops=list(self.arg_loops))
+                             arg_loops=list(self.arg_loops),
+                             bound_spans={v: info[3].stop.span
+                                          for v, info in self.loop_info.items()})
 
     def _kernel_type(self) -> cir.KernelType:
         ann = self.annotations.get("kernel")

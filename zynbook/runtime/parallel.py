@@ -109,21 +109,23 @@ def _contraction_loop(nest):
 _PLANS: dict = {}
 
 
-def split_plan(kernel: cir.Kernel, mode: str, model_split: str = "features") -> SplitPlan:
+def split_plan(kernel: cir.Kernel, mode: str, model_split: str = "features",
+               bound_spans=None) -> SplitPlan:
     """How `@parallel(mode)` splits `kernel`, or a ZynMLDeviceError saying why it cannot
-    (worked out once per kernel)."""
+    (worked out once per kernel); `bound_spans`: {loop var: span of its stop}, where the
+    lowering kept them, for an error at a loop's bound."""
     key = (id(kernel), mode, model_split)
     hit = _PLANS.get(key)
     if hit is not None and hit[0] is kernel:
         return hit[1]
-    plan = _split_plan(kernel, mode, model_split)
+    plan = _split_plan(kernel, mode, model_split, bound_spans or {})
     if len(_PLANS) > 512:
         _PLANS.clear()
     _PLANS[key] = (kernel, plan)
     return plan
 
 
-def _split_plan(kernel: cir.Kernel, mode: str, model_split: str) -> SplitPlan:
+def _split_plan(kernel: cir.Kernel, mode: str, model_split: str, spans) -> SplitPlan:
     nest = _outer_nest(kernel)
     if not nest:
         raise ZynMLDeviceError("@parallel splits a kernel's outer parallel loop across "
@@ -134,18 +136,18 @@ def _split_plan(kernel: cir.Kernel, mode: str, model_split: str) -> SplitPlan:
             raise ZynMLDeviceError("model_split \"contraction\" splits the loop that sums into "
                                    "`out` (var acc = 0.0; for k ...: acc += ...; out[...] = "
                                    "acc); this kernel has none")
-        return _plan_for(kernel, nest, loop, mode, contraction=True)
+        return _plan_for(kernel, nest, loop, mode, True, spans)
     # data: the outermost loop of the nest that can be split; model: the innermost one
     first_error = None
     for loop in (nest if mode == "data" else list(reversed(nest))):
         try:
-            return _plan_for(kernel, nest, loop, mode, contraction=False)
+            return _plan_for(kernel, nest, loop, mode, False, spans)
         except ZynMLDeviceError as err:
             first_error = first_error or err
     raise first_error
 
 
-def _plan_for(kernel, nest, loop, mode, contraction) -> SplitPlan:
+def _plan_for(kernel, nest, loop, mode, contraction, spans) -> SplitPlan:
     var = loop.var
     reduced = False
     if kernel.kernel_type.kind == "reduce":
@@ -159,10 +161,16 @@ def _plan_for(kernel, nest, loop, mode, contraction) -> SplitPlan:
             isinstance(loop.step, cir.Const) and loop.step.value == 1):
         raise ZynMLDeviceError(f"@parallel({mode}) splits the loop over `{var}`, which must run "
                                "0..n in steps of 1")
-    if not isinstance(loop.stop, cir.Var):
-        to = "a constant" if isinstance(loop.stop, cir.Const) else \
-            f"`{cir.format_expr(loop.stop)}`"      # (0..n - 2 is no constant)
-        raise _cannot(mode, var, f"it runs to {to}, not to a size")
+    if isinstance(loop.stop, cir.Const):
+        # each device runs the kernel to its part's length, which a number written in it
+        # cannot be
+        raise _cannot(mode, var, f"it runs to {loop.stop.value}, a number written in the "
+                      f"kernel; write a size or a host value there (`for {var} in 0..n`, "
+                      "`n` bound by the axis it indexes or given by the host)",
+                      spans.get(var))
+    if not isinstance(loop.stop, cir.Var):          # (0..n - 2)
+        raise _cannot(mode, var, f"it runs to `{cir.format_expr(loop.stop)}`, not to a size",
+                      spans.get(var))
     stop = loop.stop.name
     stop_uses = sum(1 for n in cir.walk(kernel.body) if isinstance(n, cir.Var) and n.name == stop)
     if stop_uses != 1:
@@ -215,9 +223,9 @@ def _plan_for(kernel, nest, loop, mode, contraction) -> SplitPlan:
     return SplitPlan(var, stop, axes, "concat", out_axis)
 
 
-def _cannot(mode, var, why):
+def _cannot(mode, var, why, span=None):
     return ZynMLDeviceError(f"cannot split this kernel for @parallel({mode}) along `{var}`: "
-                            f"{why}; run it on one device")
+                            f"{why}" + ("" if span else "; run it on one device"), span)
 
 
 # ------------------------------------------------------------------------ inputs
@@ -272,7 +280,7 @@ class SplitLayout:
     def __init__(self, devices, lowered, inputs, sizes, given, mode, solve, model_split):
         kernel = lowered.kernel
         self.lowered = lowered
-        self.plan = plan = split_plan(kernel, mode, model_split)
+        self.plan = plan = split_plan(kernel, mode, model_split, lowered.bound_spans)
         length = int(sizes[plan.stop])
         work = [(d, b) for d, b in zip(devices, chunk_bounds(length, len(devices)))
                 if b[1] > b[0]]

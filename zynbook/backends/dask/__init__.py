@@ -148,7 +148,8 @@ class DaskCluster(Device):
             plan = None
             work = [(workers[0], None)]
         else:
-            plan = split_plan(kernel, mode, options.get("model_split", "features"))
+            plan = split_plan(kernel, mode, options.get("model_split", "features"),
+                              lowered.bound_spans)
             length = int(sizes[plan.stop])
             work = [(w, b) for w, b in zip(workers, chunk_bounds(length, len(workers)))
                     if b[1] > b[0]] or [(workers[0], (0, 0))]

@@ -309,9 +309,13 @@ def _mismatch(lowered, names, values, origin, spans, a, b):
 def _broadcast_one(c, values, origin, members, classes):
     """Axes combined elementwise (`c.left` and `c.right`): where both sizes are known they
     must be equal or one of them 1, as numpy broadcasts; where only one is, the other is
-    taken to be equal to it (the tie that infers a size the loops leave open)."""
+    taken to be equal to it (the tie that infers a size the loops leave open). A tile's axis
+    stored into a slice (`c.broadcast` "store") is as long as the slice (`c.right`), or 1."""
     left, right = values.get(c.left), _try_eval(c.right, values)
     if left is not None and right is not None:
+        if c.broadcast == "store" and left not in (right, 1):
+            raise ZynMLShapeError(f"{c.what} differ: {right} and {left} (`{c.left}` is {left}; a "
+                                  "tile is stored into a slice as long as it, or of 1)", c.span)
         if left != right and 1 not in (left, right):
             def size(text, name, value):
                 said = origin.get(name, (value, None, ""))[2]

@@ -57,7 +57,9 @@ class Constraint:
     what: str
     loop: bool = False         # a loop covering the axis `left` (0..right indexes it)
     guarded: bool = False      # the index sits under an `if` (see dims.solve)
-    broadcast: bool = False    # axes combined elementwise: equal, or either of them 1
+    # axes combined elementwise: equal, or either of them 1; "store": a tile's axis
+    # (`left`) stored into a slice as long as `right`: equal, or the tile's 1
+    broadcast: bool | str = False
 
 
 @dataclass
@@ -1549,7 +1551,7 @@ class _Lowering:
                 out.append(_broadcast_dim(da, db))
                 continue
             if not (self._named_extent(da) and self._named_extent(db)):
-                what += " (an input's whole axis must equal the size it meets)"
+                what += _WHOLE_AXIS
             self._same_dim(da, db, span, what)
             out.append(da)
         return tuple(reversed(out))
@@ -1658,7 +1660,9 @@ class _Lowering:
     def _slice_fits(self, index, value, span):
         """A tile written into slices of out is as long as each slice (`out[r, 0:2] =
         m[r]` of a row of 4 ran on the CPU reference into numpy's broadcasting error and
-        was cut to 2 elsewhere): equal constants, or a size tied to the slice's length."""
+        was cut to 2 elsewhere), or 1, which numpy repeats along the slice (`out[i, 0:n] =
+        m[i, 0:1]`): constants, or a size the program names held to it at the launch; an
+        input's whole axis is tied to the slice's length."""
         slices = [it for it in index if isinstance(it, cir.Span)]
         if 0 < len(value.ty.shape) < len(slices):
             # (a lacking slice open at an end, `out[i:, 0:8] = row`, whose length
@@ -1675,13 +1679,15 @@ class _Lowering:
             length = _dim_value(affine.simplify(cir.Bin("-", it.stop, it.start, I32)))
             what = "the length of out's slice and of the tile written into it"
             if isinstance(dim, int) and isinstance(length, int):
-                if dim != length:
-                    raise ZynMLShapeError(f"{what} differ: {length} and {dim}", span)
+                if dim not in (length, 1):
+                    raise ZynMLShapeError(f"{what} differ: {length} and {dim} (a tile is "
+                                          "stored into a slice as long as it, or of 1)", span)
             elif isinstance(dim, str) and dim != length:
+                named = self._named_extent(dim)
                 self.constraints.append(Constraint(
-                    dim, affine.var(length) if isinstance(length, str) else
-                    affine.const(length) if isinstance(length, int) else length, span, what))
-            elif isinstance(length, str) and isinstance(dim, int):
+                    dim, _dim_expr(length), span, what + ("" if named else _WHOLE_AXIS),
+                    broadcast=named and "store"))
+            elif isinstance(length, str) and isinstance(dim, int) and dim != 1:
                 self.constraints.append(Constraint(length, affine.const(dim), span, what))
 
     def _steps(self) -> dict:
@@ -2001,6 +2007,10 @@ def _dim_value(d):
     if isinstance(d, cir.Const):
         return d.value
     return d
+
+
+_WHOLE_AXIS = (" (an input's whole axis must equal the size it meets; a slice of 1 "
+               "broadcasts: `m[0:1]`, `m[i, 0:1]`)")
 
 
 def _dim_expr(d) -> cir.Expr:

@@ -62,6 +62,16 @@ def test_an_i64_comparison_with_a_constant_past_32_bits(sides, op, dtype, device
     np.testing.assert_array_equal(got, np.broadcast_to(want, x.shape))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["<", "==", "!="])
+def test_an_i64_comparison_of_two_constants_past_32_bits(op, device):
+    """Both sides constants, one past 32 bits: numpy's answer (WebGPU refused the constants)."""
+    x = np.array([3, -4, 0], np.int32)
+    src = _CMP.format(left="i64(-3e9)", op=op, right="i64(5000000000) and x[i] > 0")
+    want = {"<": True, "==": False, "!=": True}[op] & (x > 0)
+    np.testing.assert_array_equal(_run(device, src, x=x), want)
+
+
 @pytest.mark.parametrize("device", [d for d in DEVICES if d.startswith(_WEBGPU)])
 def test_an_i64_comparison_runs_the_check_of_its_value(device):
     """i64 of a float past 32 bits is a runtime error on WebGPU (it holds 64-bit integers in

@@ -20,6 +20,7 @@ This is where the typing rules of generated code live, once, for every language:
 """
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import fields, replace
 from functools import reduce
@@ -64,6 +65,10 @@ class NotScalar(Exception):
     def __init__(self, message: str, line: int = 0):
         super().__init__(message)
         self.line = line
+
+
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+            "!=": operator.ne}
 
 
 def const_value(e, consts: dict):
@@ -464,13 +469,17 @@ class ScalarLowering:
             return None
         held = _HELD_IN[ct]
         lo, hi = _INT_RANGE[held]
-        for side, value_left in ((e.right, True), (e.left, False)):
-            value = e.left if value_left else e.right
+
+        def constant(side):     # (under a cast too: i64(-3000000000))
             c = const_value(side, self.facts.consts)
-            if c is None:       # a constant under a cast: i64(-3000000000)
-                r = self.span32(side)
-                c = r[0] if r and r[0] == r[1] else None
-            if isinstance(c, int) and not isinstance(c, bool) and not lo <= c <= hi:
+            r = self.span32(side) if c is None else (c, c)
+            return r[0] if r and r[0] == r[1] and isinstance(r[0], int) and not isinstance(r[0], bool) else None
+        left, right = constant(e.left), constant(e.right)
+        if left is not None and right is not None:
+            return lit(_COMPARE[op](left, right), "bool")
+        for c, value_left in ((right, True), (left, False)):
+            value = e.left if value_left else e.right
+            if c is not None and not lo <= c <= hi:
                 below = c > hi       # the value lies below the constant
                 if not value_left:
                     below = not below

@@ -112,6 +112,31 @@ def test_a_64_bit_local_from_a_constant_past_32_bits(device):
         np.testing.assert_array_equal(_run(device, src, x=x), want.astype(np.float64))
 
 
+_SERIAL = """let y = compute(x) {
+    var c = 3000000000
+    for i in 0..n:
+        c += x[i]
+    out[0] = c
+}
+y"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_64_bit_sum_from_a_constant_past_32_bits_in_one_block(device):
+    """The block's loop adding into var c = 3000000000 is numpy's int64 sum; WebGPU, which
+    holds the sum in two 32-bit words that no collective combines, runs the loop as written
+    (it had no program: 'generic: no parallel loop to spread over threads'), a sum past 32
+    bits a runtime error naming `c`."""
+    for x in (np.array([-2 ** 31, -2 ** 31 + 7, 5], np.int32), np.full(1000, -3000000, np.int32)):
+        want = np.int64(3000000000) + x.astype(np.int64).sum()
+        np.testing.assert_array_equal(_run(device, _SERIAL, x=x), [want])
+    x = np.array([1, 2], np.int32)
+    if device.startswith(_WEBGPU):
+        assert "the 64-bit integer `c` is past" in str(raises("runtime", _SERIAL, 5, 5, device=device, x=x))
+    else:
+        np.testing.assert_array_equal(_run(device, _SERIAL, x=x), [3000000003])
+
+
 # ------------------------------------------------------------------- ulps against numpy
 
 def _ulps(got, want):

@@ -219,7 +219,8 @@ class _Builder(Builder):
             kind = "independent" if independent else classify_loop(s, mutable)
             if kind == "independent":
                 return [self.split(s, {}), self.barrier(ln)]
-            if isinstance(kind, tuple):
+            # (a 64-bit sum held in two 32-bit words has no collective: its loop runs as written)
+            if isinstance(kind, tuple) and not any(low.lookup(a)[0] in low.wide for a in kind[1]):
                 return self.accumulate(s, kind[1])
             start, stop, step = low.index(s.start), low.index(s.stop), low.index(s.step)
             var, inner = low.in_loop(s.var, lambda: self.stmts(s.body, mutable))

@@ -218,12 +218,17 @@ def solve(lowered: LoweredKernel, shapes: dict, given: dict, partial: bool = Fal
 def _unknown_size(lowered, missing):
     """A name nothing defines. One that bounds no loop is most likely a typo (`m[i, jj]`),
     so it is reported first, as an unknown name; a loop bound is a size we could not infer."""
-    bounds, loop_vars = set(), []
+    bounds, loop_vars, shared = set(), [], set()
     for n in cir.walk(lowered.kernel.body):
         if isinstance(n, cir.Loop):
             loop_vars.append(n.var)
             for e in (n.start, n.stop, n.step):
                 bounds |= {v.name for v in cir.walk(e) if isinstance(v, cir.Var)}
+        elif isinstance(n, cir.SharedAlloc):     # `shared var t[cols]`: a size, not a typo
+            for d in n.shape:
+                shared |= {d} if isinstance(d, str) else \
+                    {v.name for v in cir.walk(d) if isinstance(v, cir.Var)}
+    bounds |= shared
     typos = [n for n in missing if n not in bounds and n in lowered.size_spans]
     if typos:
         name = min(typos, key=lambda n: (lowered.size_spans[n].line, lowered.size_spans[n].column))
@@ -238,8 +243,9 @@ def _unknown_size(lowered, missing):
         return ZynMLNameError(f"unknown name `{name}`{hint}", lowered.size_spans[name], unknown=name)
     name = min(missing, key=lambda n: (lowered.size_spans.get(n, _FAR).line,
                                        lowered.size_spans.get(n, _FAR).column))
-    why, alternative = _why_untied(lowered, name) or ("it bounds no loop that indexes an "
-                                                      "input", "")
+    why, alternative = _why_untied(lowered, name) or (
+        ("it sizes a shared array and " if name in shared else "it ")
+        + "bounds no loop that indexes an input", "")
     return ZynMLNameError(
         f"cannot tell the size `{name}`: {why}; {alternative}define it before the compute "
         f"block (let {name} = ...)", lowered.size_spans.get(name))

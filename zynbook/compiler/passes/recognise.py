@@ -1159,7 +1159,7 @@ def _contraction(kernel):
         raise _No("the reduction is not acc += a * b")
     prod = substitute(v.right if is_acc(v.left) else v.left, env)
     factors, scale = _factors(prod, kernel)
-    if scale and prod.ty.dtype == "f16":
+    if prod.ty.dtype == "f16" and any(not _is_const(f, -1.0) for _, f in scale):
         # f16 arithmetic rounds the scaled product (`A * B * 0.1`) where a GEMM would scale
         # the exact sum: one place apart in half the outputs (the scale after the loop,
         # `out = acc * 0.1`, is numpy's (A @ B) * 0.1 and runs as a GEMM)
@@ -1213,7 +1213,8 @@ def _contraction(kernel):
 
 def _factors(e, kernel) -> tuple:
     """(the factors of the product `e` that vary, [(op, launch-constant factor)]): a scale
-    multiplied anywhere in the product or dividing it (`alpha * a * b`, `a * b / 8.0`). An
+    multiplied anywhere in the product or dividing it (`alpha * a * b`, `a * b / 8.0`), a
+    negation (`-a * b`) a factor -1. An
     integer product is one factor: `a * b * 0.5` of u8 a, b wraps a * b at 256 before it
     is scaled, which a GEMM multiplying the f32 values of a and b did not."""
     if isinstance(e, cir.Bin) and e.op == "*" and e.ty.dtype in cir.FLOAT_DTYPES:
@@ -1223,6 +1224,9 @@ def _factors(e, kernel) -> tuple:
             is_launch_constant(e.right, kernel):
         f, sc = _factors(e.left, kernel)
         return f, sc + [("/", e.right)]
+    if isinstance(e, cir.Unary) and e.op == "neg" and e.ty.dtype in cir.FLOAT_DTYPES:
+        f, sc = _factors(e.operand, kernel)         # -a is a * -1, on the sum (exactly)
+        return f, sc + [("*", cir.Const(-1.0, e.ty))]
     if is_launch_constant(e, kernel):
         return [], [("*", e)]
     return [e], []

@@ -270,7 +270,8 @@ class Device(FusedOps):
 
     def upload(self, data) -> Buffer:
         """f32 values (any array or list) onto the device, flattened."""
-        arr = self._numbers(data, "upload").astype(np.float32).reshape(-1)
+        with np.errstate(over="ignore"):    # past f32's range: inf, as numpy casts it
+            arr = self._numbers(data, "upload").astype(np.float32).reshape(-1)
         return self._on_device(arr, "f32")
 
     def upload_u32(self, data) -> Buffer:

@@ -777,8 +777,9 @@ def _softmax(interp, args, kwargs):
                                       f"axes"), "axis")
     if a.size == 0:     # rows of no values (numpy's max of an empty axis raised): no values
         return wrap(xp.exp(a), t)
-    e = xp.exp(a - a.max(axis=axis, keepdims=True))
-    return wrap(e / e.sum(axis=axis, keepdims=True), t)
+    with np.errstate(all="ignore"):     # (inf - inf is NaN, as torch gives it, silently)
+        e = xp.exp(a - a.max(axis=axis, keepdims=True))
+        return wrap(e / e.sum(axis=axis, keepdims=True), t)
 
 
 def _library(name):

@@ -75,3 +75,43 @@ def test_host_builtins_at_the_edges_of_f32_equal_numpy_without_a_python_warning(
         warnings.simplefilter("error")
         got = zynbook.run(src, device=device, x=x)
     assert_equals_numpy(got, want(x), 0)
+
+
+# ------------------------------------------ tensor(..., dtype=) of numbers it cannot hold
+
+@pytest.mark.parametrize("src, said, column", [
+    ("tensor([1, 300], dtype=u8)", "300 does not fit u8 (0 to 255)", 24),
+    ("tensor([-1], dtype=u8)", "-1 does not fit u8 (0 to 255)", 20),
+    ("tensor([1.5e10], dtype=i32)", "does not fit i32 (-2147483648 to 2147483647)", 24),
+    ("tensor([-1.0], dtype=u16)", "-1.0 does not fit u16", 22),
+    ("tensor([2 ** 63], dtype=i64)", "9223372036854775808 does not fit i64", 25),
+    ("tensor([1.0, nan], dtype=i32)", "NaN has no i32 value", 26),
+    ("tensor([inf], dtype=i8)", "an infinity has no i8 value", 21),
+])
+def test_tensor_of_numbers_its_integer_dtype_cannot_hold_is_refused(src, said, column):
+    """numpy refuses np.array([300], dtype=np.uint8) (OverflowError), and `t[i] = 300` into a
+    u8 tensor is refused; tensor([300], dtype=u8) was 44, tensor([1.5e10], dtype=i32) and
+    tensor([nan], dtype=i32) -2147483648 (with numpy's RuntimeWarning), silently."""
+    from zynbook.errors import ZynMLTypeError
+    with pytest.raises(ZynMLTypeError) as info:
+        zynbook.run(src)
+    assert info.value.message.startswith("tensor(): ") and said in info.value.message
+    assert (info.value.span.line, info.value.span.column) == (1, column)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tensor_of_numbers_its_integer_dtype_holds_equals_numpy(device):
+    """Floats that fit are truncated toward zero, as numpy's astype; the extremes of each
+    integer type are kept; a bool dtype takes any number."""
+    src = ("[tensor([2.7, -2.7, 255.9], dtype=u8 ), tensor([-128, 127], dtype=i8), "
+           "tensor([2 ** 64 - 1], dtype=u64), tensor([-1.5, 0.0], dtype=bool), "
+           "tensor(x, dtype=i16)]")
+    src = src.replace("dtype=u8 ", "dtype=i16").replace("255.9", "32767.9")
+    x = np.array([-32768.5, 3.9, 0.0], np.float64)
+    got = zynbook.run(src, device=device, x=x)
+    want = [np.array([2, -2, 32767], np.int16), np.array([-128, 127], np.int8),
+            np.array([2 ** 64 - 1], np.uint64), np.array([True, False]),
+            x.astype(np.int16)]
+    for g, w in zip(got, want):
+        g = np.asarray(g.numpy())
+        assert g.dtype == w.dtype and np.array_equal(g, w), (g, w)

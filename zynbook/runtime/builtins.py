@@ -97,7 +97,8 @@ def _np(dtype: str):
 def _host_tensor(arr, dtype: str) -> Tensor:
     """A host tensor of `dtype` holding `arr`'s values; a bf16 one holds them as f32, each
     rounded to bf16 (runtime/bf16.py)."""
-    arr = arr.astype(_np(dtype), copy=False)
+    with np.errstate(over="ignore"):    # a float past the dtype's range: inf, as numpy's
+        arr = arr.astype(_np(dtype), copy=False)
     return Tensor(bf16.rounded(arr) if dtype == "bf16" else arr, "cpu", dtype=dtype)
 
 
@@ -412,8 +413,30 @@ def _tensor_fn(interp, args, kwargs):
     arr = _numbers_array(args[0], "tensor")
     dtype = _dtype(kwargs.get("dtype"), "f32" if arr.dtype.kind == "f" else
                    "bool" if arr.dtype.kind == "b" else _int_dtype(arr))
+    _refuse_unheld(arr, dtype, "tensor")
     t = _host_tensor(arr, dtype)
     return interp.move(t, device_argument(kwargs["device"]).id) if "device" in kwargs else t
+
+
+def _refuse_unheld(arr, dtype: str, fn: str):
+    """Numbers an integer dtype cannot hold (300 for u8, NaN or 1.5e10 for i32) are a type
+    error, as numpy's np.array([300], dtype=np.uint8) and `t[i] = 300` refuse them; a float
+    that can is truncated toward zero, as numpy converts it."""
+    if dtype[0] not in "iu" or arr.dtype.kind not in "iuf" or arr.size == 0:
+        return
+    info = np.iinfo(_np(dtype))
+    if arr.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            whole = np.trunc(arr)
+            bad = ~np.isfinite(arr) | (whole < float(info.min)) | (whole >= float(info.max + 1))
+    else:
+        bad = (arr < info.min) | (arr > info.max) if arr.dtype.kind == "i" else arr > info.max
+    if bad.any():
+        v = arr[bad].flat[0]
+        why = (f"{'NaN' if v != v else 'an infinity'} has no {dtype} value" if
+               arr.dtype.kind == "f" and not np.isfinite(v) else
+               f"{v.item()!r} does not fit {dtype} ({info.min} to {info.max})")
+        raise _placed(ZynMLTypeError(f"{fn}(): {why}"), "dtype")
 
 
 def _numbers_array(data, name: str) -> np.ndarray:

@@ -1,0 +1,73 @@
+"""f32 gelu within a few ulp of numpy's float64 gelu rounded to f32, the tail included: the
+exponent of erfc near -100 rounded in f32 was 40 ulp (gelu(-11.813188)), and -14 * q with a
+subnormal q flushed gelu(-14.0) to -0.0 (numpy: -1.1e-43)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import zynbook
+from compute_testing import wanted_devices
+
+DEVICES = wanted_devices()
+
+SRC = """let y = compute(x) {
+    for i in 0..len:
+        out[i] = gelu(x[i])
+}
+y
+"""
+
+X = np.concatenate([np.linspace(-20, 20, 8001), -np.logspace(-30, 1.3, 1500), np.logspace(-30, 38, 1500),
+                    np.linspace(-14.3, -9, 1000), [0.0, -0.0, np.inf, -np.inf, np.nan, -11.813188, -14.0,
+                                                   3e38, -3e38, 1e-45, -1e-45]]).astype(np.float32)
+
+
+def _want(x):
+    """numpy's float64 gelu, 0.5 x erfc(-x / sqrt(2)), rounded to f32 (NaN at -inf: -inf * 0)."""
+    with np.errstate(all="ignore"):
+        return np.array([0.5 * v * (math.erfc(-v / math.sqrt(2)) if v == v else v)
+                         for v in x.astype(np.float64)]).astype(np.float32)
+
+
+def _ulps(a, b):
+    """How many f32 values lie between a and b (across zero too)."""
+    a, b = (np.where(v < 0, -(v & 0x7fffffff), v) for v in
+            (a.view(np.int32).astype(np.int64), b.view(np.int32).astype(np.int64)))
+    return np.abs(a - b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gelu_within_a_few_ulp_over_the_range(device):
+    got = np.asarray(zynbook.run(SRC, device=device, x=X))
+    want = _want(X)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    fin = ~np.isnan(want)
+    assert np.array_equal(np.signbit(got[fin]), np.signbit(want[fin]))   # -0.0 where numpy's is
+    u = _ulps(got[fin], want[fin])
+    # WebGPU's erfc stops at 10 (|x| 14.14) and its tail passes through subnormals: ulps there
+    # are of values below 2^-126
+    tiny = np.abs(want[fin]) < 2.0 ** -126
+    limit = 16 if device.startswith(("vulkan", "gl")) else 8
+    assert u[~tiny].max() <= 8, (X[fin][~tiny][np.argmax(u[~tiny])], u[~tiny].max())
+    assert u[tiny].max() <= limit, (X[fin][tiny][np.argmax(u[tiny])], u[tiny].max())
+    # the far tail: as numpy's, not a few ulp of it
+    for v in (-11.813188, -14.0):
+        i = np.flatnonzero(X == np.float32(v))[0]
+        assert _ulps(got[i:i + 1], want[i:i + 1])[0] <= (limit if device.startswith(("vulkan", "gl")) else 4)
+
+
+def test_gelu_cuda_source_compiles_with_nvcc():
+    import nvcc_runs
+    if nvcc_runs.NVCC is None:
+        pytest.skip("nvcc is not installed")
+    from compute_testing import lower_block
+
+    from zynbook.compiler.codegen.cuda import render_cuda
+    k, _, sz, _ = lower_block(SRC, {"x": X})
+    prog = render_cuda(k, sz)
+    assert "zyn_gelu" in prog.source
+    res = nvcc_runs.run(prog.source, ("--ptx", "-arch=sm_90"))
+    assert res.returncode == 0, res.stderr[-4000:]

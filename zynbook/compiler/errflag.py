@@ -69,8 +69,8 @@ class Site:
                     "an error; run the block on `cpu`, `cpu:native` or a GPU")
         if self.kind == WIDE:      # (buffer: the local read, where one is)
             what = (f"the 64-bit integer `{self.buffer}`" if self.buffer else
-                    "a 64-bit integer sum, maximum or minimum (of no values: its identity, as "
-                    "-2^63)")
+                    "a 64-bit integer sum, maximum or minimum (or, over no values, its "
+                    "identity: -2^63 for a maximum)")
             return (f"{what} is past the 32 bits this device stores 64-bit integers in (WebGPU "
                     "has none): run it on `cpu`, `cpu:native` or a CUDA device"
                     + (f", or declare it a float (`var {self.buffer}: f64 = ...`)"

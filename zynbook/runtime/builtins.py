@@ -399,6 +399,7 @@ def _arange(interp, args, kwargs):
     check_host_memory((max(0, math.ceil((stop - start) / step)),), "f32" if floats else "i64")
     values = np.arange(*args)
     dtype = _dtype(kwargs.get("dtype"), "f32" if floats else _int_dtype(values))
+    _refuse_unheld(values, dtype, "arange")
     return _host_tensor(values, dtype)
 
 

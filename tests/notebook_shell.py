@@ -8,23 +8,46 @@ import pytest
 import zynbook
 
 
+def _start():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from zynbook.kernel import state
+    sh = InteractiveShell.instance()
+    state.set_notebook_session(zynbook.Session(device="cpu"))
+    sh.run_line_magic("load_ext", "zynbook")
+    return sh
+
+
+def _stop():
+    from zynbook.kernel import state
+    state.set_notebook_session(None)
+
+
 def shell_fixture(names: tuple):
     """A pytest fixture of the shell, clearing `names` from the user namespace."""
     @pytest.fixture
     def shell():
-        from IPython.core.interactiveshell import InteractiveShell
-
-        from zynbook.kernel import state
-        sh = InteractiveShell.instance()
-        state.set_notebook_session(zynbook.Session(device="cpu"))
-        sh.run_line_magic("load_ext", "zynbook")
+        sh = _start()
         for name in names:
             sh.user_ns.pop(name, None)
         yield sh
         for name in names:
             sh.user_ns.pop(name, None)
-        state.set_notebook_session(None)
+        _stop()
     return shell
+
+
+@pytest.fixture
+def shell():
+    """The shell, the names a test's cells bind removed after it (`from notebook_shell import
+    shell` in a test file)."""
+    pytest.importorskip("IPython")
+    sh = _start()
+    names = set(sh.user_ns)
+    yield sh
+    for name in set(sh.user_ns) - names:
+        sh.user_ns.pop(name, None)
+    _stop()
 
 
 def cell(shell, text):

@@ -119,20 +119,7 @@ def test_to_device_without_a_copy_returns_the_tensor_itself(device):
     assert v is not t
 
 
-@pytest.fixture
-def shell():
-    pytest.importorskip("IPython")
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from zynbook.kernel import state
-    sh = InteractiveShell.instance()
-    state.set_notebook_session(zynbook.Session(device="cpu"))
-    sh.run_line_magic("load_ext", "zynbook")
-    yield sh
-    for name in ("le_x", "le_p", "le_q"):
-        sh.user_ns.pop(name, None)
-    state.set_notebook_session(None)
-
+from notebook_shell import shell  # noqa: E402,F401  (the fixture)
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_placement_survives_a_trip_through_the_notebook_as_numpy(shell, device):

@@ -376,19 +376,7 @@ def _bad_cells(count: int, seed: int) -> list:
     return cells
 
 
-@pytest.fixture
-def shell():
-    pytest.importorskip("IPython")
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from zynbook.kernel import state
-
-    sh = InteractiveShell.instance()
-    state.set_notebook_session(zynbook.Session(device="cpu"))
-    sh.run_line_magic("load_ext", "zynbook")
-    yield sh
-    state.set_notebook_session(None)
-
+from notebook_shell import shell  # noqa: E402,F401  (the fixture)
 
 def test_compute_magic_bad_cells_then_a_good_one(shell, capsys):
     """Each bad %%compute cell fails with a ZynML error (in the notebook's Python names,

@@ -196,20 +196,7 @@ def test_a_pipeline_argument_no_zynml_value_stands_for_is_named(device, args, kw
     np.testing.assert_array_equal(np.asarray(scale(x, 1.5)), x * np.float32(1.5))
 
 
-@pytest.fixture
-def shell():
-    IPython = pytest.importorskip("IPython")    # noqa: F841
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from zynbook.kernel import state
-    sh = InteractiveShell.instance()
-    state.set_notebook_session(zynbook.Session(device="cpu"))
-    sh.run_line_magic("load_ext", "zynbook")
-    yield sh
-    for name in ("hunt_x", "hunt_z", "hunt_w"):
-        sh.user_ns.pop(name, None)
-    state.set_notebook_session(None)
-
+from notebook_shell import shell  # noqa: E402,F401  (the fixture)
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_bf16_result_stays_bf16_in_the_next_compute_cell(shell, device):

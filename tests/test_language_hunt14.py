@@ -229,22 +229,7 @@ def test_python_awaiting_all_with_a_failing_future_is_its_zynml_error():
     assert "index 9" in str(info.value)
 
 
-@pytest.fixture
-def shell():
-    pytest.importorskip("IPython")
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from zynbook.kernel import state
-
-    sh = InteractiveShell.instance()
-    state.set_notebook_session(zynbook.Session(device="cpu"))
-    sh.run_line_magic("load_ext", "zynbook")
-    names = set(sh.user_ns)
-    yield sh
-    for name in set(sh.user_ns) - names:
-        sh.user_ns.pop(name, None)
-    state.set_notebook_session(None)
-
+from notebook_shell import shell  # noqa: E402,F401  (the fixture)
 
 def test_a_python_cell_awaits_all_of_a_cells_futures(shell):
     x = np.linspace(-1, 1, 5, dtype=np.float32)

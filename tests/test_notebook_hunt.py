@@ -33,19 +33,7 @@ def _value(kc, code) -> str:
     return data["text/plain"]
 
 
-@pytest.fixture
-def shell():
-    from IPython.core.interactiveshell import InteractiveShell
-
-    import zynbook
-    from zynbook.kernel import state
-
-    sh = InteractiveShell.instance()
-    state.set_notebook_session(zynbook.Session(device="cpu"))
-    sh.run_line_magic("load_ext", "zynbook")
-    yield sh
-    state.set_notebook_session(None)
-
+from notebook_shell import shell  # noqa: E402,F401  (the fixture)
 
 # ------------------------------------------------------------- names Python deleted
 

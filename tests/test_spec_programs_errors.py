@@ -417,21 +417,7 @@ def test_barrier_used_as_a_value_says_it_is_a_statement():
 
 # --------------------------------------------------------------------------- %%compute
 
-@pytest.fixture
-def shell():
-    pytest.importorskip("IPython")
-    from IPython.core.interactiveshell import InteractiveShell
-    from zynbook.kernel import state
-
-    sh = InteractiveShell.instance()
-    state.set_notebook_session(zynbook.Session(device="cpu"))
-    sh.run_line_magic("load_ext", "zynbook")
-    before = set(sh.user_ns)
-    yield sh
-    for name in set(sh.user_ns) - before:
-        sh.user_ns.pop(name, None)
-    state.set_notebook_session(None)
-
+from notebook_shell import shell  # noqa: E402,F401  (the fixture)
 
 def cell(shell, line, body, **names):
     """Run `%%compute line` over `body` with `names` in the notebook: (value, error)."""

@@ -18,22 +18,7 @@ def _run(device, src, /, **inputs):
     return zynbook.Session(device).run(src, **inputs)
 
 
-@pytest.fixture
-def shell():
-    IPython = pytest.importorskip("IPython")
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from zynbook.kernel import state
-
-    sh = InteractiveShell.instance()
-    state.set_notebook_session(zynbook.Session(device="cpu"))
-    sh.run_line_magic("load_ext", "zynbook")
-    names = set(sh.user_ns)
-    yield sh
-    for name in set(sh.user_ns) - names:
-        sh.user_ns.pop(name, None)
-    state.set_notebook_session(None)
-
+from notebook_shell import shell  # noqa: E402,F401  (the fixture)
 
 def _cell(shell, cell, line=""):
     result = shell.run_cell(f"%%compute {line}\n" + cell)

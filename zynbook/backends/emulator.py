@@ -222,28 +222,22 @@ def _ipow(a, b, dtype):
     return _wrap(pow(int(a), b, 1 << _BITS[dtype]), dtype)
 
 
-def _max(*xs):
-    r = xs[0]
-    if r != r:
+def _extreme(beats):
+    """numpy's maximum (beats: >) or minimum (<) folded over its arguments: NaN wins, and of
+    equal values the second."""
+    def fold(*xs):
+        r = xs[0]
+        for x in xs[1:]:
+            if r != r:
+                return r
+            if x != x or not beats(r, x):
+                r = x
         return r
-    for x in xs[1:]:
-        if x != x:
-            return x
-        if not r > x:       # of equal values the second, as numpy's maximum
-            r = x
-    return r
+    return fold
 
 
-def _min(*xs):
-    r = xs[0]
-    if r != r:
-        return r
-    for x in xs[1:]:
-        if x != x:
-            return x
-        if not r < x:
-            r = x
-    return r
+_max = _extreme(lambda a, b: a > b)
+_min = _extreme(lambda a, b: a < b)
 
 
 def _clamp(x, lo, hi):

@@ -136,3 +136,87 @@ r
     raises("runtime", src, 5, 13, device=device, x=x, m=np.zeros(4, np.int32))
     m = np.int32([1, 0, 2, 0])
     assert_equals_numpy(zynbook.run(src, device=device, x=x, m=m), np.argmin(np.where(m > 0, x, np.inf)), 0)
+
+
+TILE = """let r = compute(x) {
+    for a in 0..rows:
+        if x[a, 0] > 0.0:
+            out[a] = reduce(OP, x[a, 1:])
+}
+r
+"""
+
+TILE_AXIS = """let r = compute(x) {
+    for a in 0..rows:
+        if x[a, 0, 0] > 0.0:
+            out[a, 0:cols] = reduce(OP, x[a, 1:, :], axis=0)
+}
+r
+"""
+
+
+def _check_tiles(run, fails, op):
+    """`reduce(argmax, t)` of a tile under an `if`: an empty one fails at the statement (line
+    4, column 13); non-empty ones give numpy's index, rows the if skips 0."""
+    arg = _arg(op)
+    src = TILE.replace("OP", op)
+    assert "the tile is empty" in str(fails(src, 4, 13, np.ones((3, 1), np.float32)))
+    run(src, -np.ones((3, 1), np.float32))         # the if passes for none: no error
+    for shape in [(3, 1 + 5), (4, 1 + 700)]:
+        x = _data(shape, shape[1]) - 100.0
+        x[1, 0] = -1.0                             # a row the if skips
+        x[2, 3] = np.nan if shape[1] > 6 else x[2, 3]
+        want = np.where(x[:, 0] > 0, arg(x[:, 1:], axis=1), 0)
+        assert_equals_numpy(run(src, x), want, 0)
+    src = TILE_AXIS.replace("OP", op)
+    assert "the tile is empty" in str(fails(src, 4, 13, np.ones((2, 1, 3), np.float32)))
+    x = _data((2, 5, 3), 7) - 100.0
+    x[0, 0, 0] = 1.0
+    x[1, 0, 0] = -1.0
+    want = np.where(x[:, :1, 0] > 0, arg(x[:, 1:, :], axis=1), 0)
+    assert_equals_numpy(run(src, x), want, 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reduction_of_an_empty_tile_under_an_if(device, op):
+    _check_tiles(lambda src, x: zynbook.run(src, device=device, x=x),
+                 lambda src, line, col, x: raises("runtime", src, line, col, device=device, x=x),
+                 op)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reduction_of_an_empty_tile_on_the_launch_ir(monkeypatch, target, op):
+    from test_empty_launches import _emulated
+
+    from zynbook.backends.cpu import reference
+    from zynbook.errors import ZynMLRuntimeError
+    dev = _emulated(target, monkeypatch)
+
+    def fails(src, line, col, x):
+        with monkeypatch.context() as m, pytest.raises(ZynMLRuntimeError) as info:
+            m.setattr(reference, "run_kernel", None)
+            zynbook.Session(device=dev.id).run(src, x=x)
+        assert (info.value.line, info.value.column) == (line, col)
+        return info.value
+    _check_tiles(lambda src, x: zynbook.Session(device=dev.id).run(src, x=x), fails, op)
+    assert dev.launches and not dev.mismatches, dev.mismatches
+
+
+def test_tiles_surely_not_empty_carry_no_check():
+    # a tile of sizes alone where no if guards it (an empty one is refused at the launch):
+    # no error site; one under an if: one
+    from compute_testing import lower_block
+
+    from zynbook.compiler import errflag, schedules
+    from zynbook.compiler.targets import cuda_target
+    x = _data((3, 7), 1)
+
+    def sites(src):
+        kernel, _, sizes, _ = lower_block(src, {"x": x}, {}, {})
+        return [s for s in schedules.build(kernel, cuda_target((9, 0)), sizes).sites
+                if s.kind == errflag.NO_INDEX]
+    guarded = TILE.replace("OP", "argmax")
+    assert not sites(guarded.replace("        if x[a, 0] > 0.0:\n    ", ""))
+    assert [s.line for s in sites(guarded)] == [4]

@@ -79,8 +79,9 @@ class Site:
             return ("a 64-bit integer value is past the 32 bits this device computes 64-bit "
                     "integers in (WebGPU has none): run it on `cpu`, `cpu:native` or a CUDA "
                     "device")
-        if self.kind == NO_INDEX:
-            return no_index_message(self.buffer)
+        if self.kind == NO_INDEX:      # (buffer: "argmax", or "argmax tile" of a tile's)
+            op, _, tile = self.buffer.partition(" ")
+            return no_index_message(op, bool(tile))
         if self.kind == STEP:      # (value: the step less 1)
             return f"a loop step must be positive, not {value + 1}"
         if self.kind == TILES:      # (value: both extents, packed by `tile_extents`)
@@ -97,10 +98,11 @@ class Site:
         return f"integer overflow: {value} / -1 does not fit its integer type"
 
 
-def no_index_message(op: str) -> str:
+def no_index_message(op: str, tile: bool = False) -> str:
     """What a NO_INDEX site (or the reference, for the same kernel) says."""
-    return (f"reduce({op}) of nothing: no yield was reached (for an output), and {op} of an "
-            "empty sequence has no index (numpy refuses it too)")
+    what = "the tile is empty" if tile else "no yield was reached (for an output)"
+    return (f"reduce({op}) of nothing: {what}, and {op} of an empty sequence has no index "
+            "(numpy refuses it too)")
 
 
 # TILES: the two extents in the flag's value word, 16 bits each; -1 where either passes

@@ -1134,8 +1134,8 @@ class ReferenceExecutor:
             if e.op in ("argmax", "argmin"):
                 flat = arr.reshape(arr.shape[:v.lanes] + (-1,)) if e.axis is None else arr
                 ax = v.lanes if e.axis is None else v.lanes + e.axis
-                if flat.shape[ax] == 0:     # of nothing: -1, as every device gives
-                    return Val(np.full(np.delete(flat.shape, ax), -1, np.int64), v.lanes)
+                if flat.shape[ax] == 0:     # of nothing: no index, as numpy's
+                    raise ZynMLRuntimeError(no_index_message(e.op, True))
                 return Val((np.argmax if e.op == "argmax" else np.argmin)(flat, axis=ax), v.lanes)
             return Val(_of_type(_reduce(e.op, arr, axes), e.ty), v.lanes)
         if isinstance(e, cir.Cast):

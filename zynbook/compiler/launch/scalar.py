@@ -1057,6 +1057,10 @@ class ScalarLowering:
             decls.append(ir.Decl(self.bind(stem, idx), idx, self.index(e), False, s.line))
         a, b = (ir.Ref(d.name, idx) for d in decls)
         one = lit(1, idx)
+        if s.kind in ("argmax", "argmin"):     # an extent of at least 1 (`right`: 1)
+            site = self.sites.add(errflag.NO_INDEX, s.line or self.line, s.kind + " tile")
+            empty = ir.Select(ir.Bin("<", a, b, "bool"), one, lit(0, idx), idx)
+            return decls + [ir.If(ir.InRange(empty, one, site), (), (), s.line)]
         ok = ir.Bin("==", a, b, "bool")
         if s.kind in ("broadcast", "store"):
             ok = ir.Bin("or", ok, ir.Bin("==", a, one, "bool"), "bool")

@@ -165,6 +165,8 @@ class _Rewriter:
         self.dtypes = {b.name: b.dtype for b in list(kernel.inputs) + [kernel.output]}
         self.tiles: list = [{}]         # scopes: CIR name -> _Tile
         self.n = 0
+        self.dims = set(kernel.dims)
+        self.guarded = 0                # how many ifs the statement rewritten sits under
 
     def fresh(self, stem: str) -> str:
         self.n += 1
@@ -294,6 +296,18 @@ class _Rewriter:
         if a == b or (kind != "@" and _is(a, 1)) or (kind == "broadcast" and _is(b, 1)):
             return
         out.append(cir.Check(kind, a, b, line))
+
+    def nonempty(self, op: str, exts, out: list, line: int):
+        """Checks, appended to `out`, that an argmin/argmax's extents `exts` are not 0 (of
+        nothing there is no index, as numpy's argmax of an empty sequence): unless it is a
+        number, or of sizes alone where no `if` guards it (dims.solve refused an empty one at
+        the launch). (`sizes` may be a pattern's, not the launch's.)"""
+        for ext in exts:
+            if isinstance(ext, cir.Const) and ext.value >= 1 or not self.guarded and all(
+                    isinstance(n, cir.Const) or isinstance(n, cir.Var) and n.name in self.dims
+                    or not isinstance(n, (cir.Var, cir.Load)) for n in cir.walk(ext)):
+                continue
+            out.append(cir.Check(op, ext, _i(1), line))
 
     def line_of(self, e, line: int) -> int:
         """The line that wrote `e`: its let's where `e` is an inlined let's value."""
@@ -470,10 +484,11 @@ class _Rewriter:
 
     def arg_all(self, op: str, src, dtype: str, out: list, line: int) -> cir.Var:
         """A local holding the flat (row-major) position of the largest (argmax) or smallest
-        element of tile `src`: the first NaN, else the first of equal extremes, as numpy's;
-        -1 for an empty tile, as an empty reduction gives."""
+        element of tile `src`: the first NaN, else the first of equal extremes, as numpy's
+        (of an empty tile none: `nonempty` checks first)."""
         self.fits(src, out, line)
         _, exts = self.shape(src)
+        self.nonempty(op, exts, out, line)
         ex_stmts, exts = self.extent_lets(exts, line)
         out += ex_stmts
         vty = cir.Ty(src.ty.dtype)
@@ -497,6 +512,7 @@ class _Rewriter:
         self.fits(src, out, line)
         cap, exts = self.shape(src)
         ax = axis % len(cap)
+        self.nonempty(op, exts[ax:ax + 1], out, line)
         stmts, t = self.new_array("i32", cap[:ax] + cap[ax + 1:], exts[:ax] + exts[ax + 1:],
                                   line)
         out += stmts
@@ -609,7 +625,10 @@ class _Rewriter:
             return pre + [cir.Loop(s.var, start, stop, step, self.block(s.body), s.parallel, line)]
         if isinstance(s, cir.If):
             cond = self.hoist(s.cond, pre, line)
-            return pre + [cir.If(cond, self.block(s.then), self.block(s.orelse), line)]
+            self.guarded += 1
+            then, orelse = self.block(s.then), self.block(s.orelse)
+            self.guarded -= 1
+            return pre + [cir.If(cond, then, orelse, line)]
         if isinstance(s, cir.Atomic):
             value = self.hoist(s.value, pre, line)
             if self.is_tile(value):

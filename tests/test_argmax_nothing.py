@@ -220,3 +220,18 @@ def test_tiles_surely_not_empty_carry_no_check():
     guarded = TILE.replace("OP", "argmax")
     assert not sites(guarded.replace("        if x[a, 0] > 0.0:\n    ", ""))
     assert [s.line for s in sites(guarded)] == [4]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_tile_a_loop_leaves_empty(device):
+    # x[r, 0:r] is empty at r = 0 only, known as the block runs
+    src = """let y = compute(x) {
+    for r in 0..rows:
+        out[r] = reduce(argmin, x[r, 0:r + D])
+}
+y
+"""
+    x = _data((3, 4), 3)
+    raises("runtime", src.replace("D", "0"), 3, 9, device=device, x=x)
+    want = [np.argmin(x[r, :r + 1]) for r in range(3)]
+    assert_equals_numpy(zynbook.run(src.replace("D", "1"), device=device, x=x), np.array(want), 0)

@@ -13,9 +13,10 @@ C_TYPES = {"f32": "float", "f64": "double", "i8": "signed char", "i16": "short",
 C_OPS = {"and": "&&", "or": "||"}
 NARROW_INTS = ("i8", "i16", "u8", "u16")
 
-def gelu_helper(recip: str) -> tuple:
+def gelu_helper(recip: str, f: str = "f", double: bool = True) -> tuple:
     """The GELU helper, `recip` ("...{}...") spelling the f32 reciprocal of a number of at
-    least 1: each dialect its cheapest within an ulp.
+    least 1: each dialect its cheapest within an ulp; `f` the suffix of C's float math
+    functions (Metal's overloads have none), `double` whether an f64 one goes with it.
 
     x * Phi(x) through q = Phi(-|x|) = erfc(|x| / sqrt(2)) / 2 (1 + erf cancelled for a
     negative x: gelu(-6) kept no digit). q is Numerical Recipes' erfcc, t 2^(P(t) - x^2
@@ -23,18 +24,21 @@ def gelu_helper(recip: str) -> tuple:
     exp2, where erfcf's two divisions and split exp made bias + GELU compute-bound on a GPU.
     The exponent's whole part k is taken out first (rounding an exponent near -100 was 40 ulp)
     and 2^-k put on last, a subnormal result rounded once (-14 * q underflowed through q)."""
-    return (
+    text = (
         "{q}float zyn_gelu(float x) {{\n"
-        "    const float a = fabsf(x), t = " + recip.format("1.0f + a * 0.353553391f") + ";\n"
+        "    const float a = fabsF(x), t = " + recip.format("1.0f + a * 0.353553391f") + ";\n"
         "    if (!(a < 15.0f)) return x * (x < 0.0f ? 0.0f : 1.0f);\n"
         "    const float p = -2.825748205f + t * (1.442729235f + t * (0.5397006273f + t * (0.1396300495f +\n"
         "                    t * (-0.2687568665f + t * (0.4023215771f + t * (-1.637753129f + t * (2.147474527f +\n"
         "                    t * (-1.186114907f + t * 0.2465173006f))))))));\n"
-        "    const float h = a * a, l = fmaf(a, a, -h), m = h * 0.7213475108f, k = rintf(m);\n"
-        "    const float e = fmaf(h, 9.629815168e-09f, fmaf(l, 0.7213475108f, fmaf(h, 0.7213475108f, -m)));\n"
-        "    const float g = t * exp2f((p - e) - (m - k));\n"
-        "    return x < 0.0f ? ldexpf(x * g, -(int)k) : x * (1.0f - ldexpf(g, -(int)k)); }}\n"
-        "{q}double zyn_gelu(double x) {{ return 0.5 * x * erfc(x * -0.70710678118654752); }}", ())
+        "    const float h = a * a, l = fmaF(a, a, -h), m = h * 0.7213475108f, k = rintF(m);\n"
+        "    const float e = fmaF(h, 9.629815168e-09f, fmaF(l, 0.7213475108f, fmaF(h, 0.7213475108f, -m)));\n"
+        "    const float g = t * exp2F((p - e) - (m - k));\n"
+        "    return x < 0.0f ? ldexpF(x * g, -(int)k) : x * (1.0f - ldexpF(g, -(int)k)); }}")
+    text = text.replace("F(", f + "(")
+    if double:
+        text += "\n{q}double zyn_gelu(double x) {{ return 0.5 * x * erfc(x * -0.70710678118654752); }}"
+    return text, ()
 
 
 # helper name -> (text with {q} for the function qualifier, helpers it needs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...launch import ir
 from ...launch.scalar import compute_dtype
-from .cfamily import C_TYPES, HELPERS, CFamily, banner
+from .cfamily import C_TYPES, HELPERS, CFamily, banner, gelu_helper
 
 MSL_TYPES = dict(C_TYPES, f16="half", bf16="bfloat", i8="char", u8="uchar", u16="ushort",
                  u32="uint", i64="long", u64="ulong")
@@ -48,9 +48,7 @@ MSL_HELPERS = dict(HELPERS, **{
         "                    t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f +\n"
         "                    t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));\n"
         "    return x >= 0.0f ? y : 2.0f - y; }}", ()),
-    # through erfc: 1 + erf(x / sqrt(2)) cancels for a negative x (gelu(-6) kept no digit)
-    "zyn_gelu": ("{q}float zyn_gelu(float x) {{ return 0.5f * x * zyn_erfc(x * -0.7071067811865476f); }}",
-                 ("zyn_erfc",)),
+    "zyn_gelu": gelu_helper("1.0f / ({})", f="", double=False),
     "zyn_silu": ("{q}float zyn_silu(float x) {{ return x / (1.0f + exp(-x)); }}", ()),
     "zyn_sigmoid": ("{q}float zyn_sigmoid(float x) {{ return 1.0f / (1.0f + exp(-x)); }}", ()),
     "zyn_pow": (

@@ -669,6 +669,9 @@ def _attention(kernel, loops, body):
     if out.dtype not in cir.FLOAT_DTYPES:
         raise _No("the output is not a float tensor")
     stmts = list(body)
+    if stmts and isinstance(stmts[-1], cir.Store) and len(stmts[-1].index) == len(out.shape) - 1:
+        # for b, h, i: one-pass online softmax over a row tile, out[b, h, i] = acc / l
+        return _one_pass(kernel, _Att(kernel, [lp.var for lp in loops]), loops, None, stmts)
     if stmts and isinstance(stmts[-1], cir.Store):
         # for b, h, i, d (any order): one-pass online softmax per element, d the store's last index
         d = stmts[-1].index[-1] if stmts[-1].index else None
@@ -799,11 +802,11 @@ def _grouped(t, kernel) -> tuple:
     return None, None
 
 
-def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str, group) -> tuple:
+def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str | None, group) -> tuple:
     """The axes of b, h and the key in `v`, a load V[b, h, key (any order, b or h absent
-    where Q's row lacks them), d] of an input, its head `h / group` where K's is
-    (grouped-query heads)."""
-    named = [_grouped(t, kernel) for t in v.index]
+    where Q's row lacks them), d] of an input (its row V[b, h, key] where `dv` is None),
+    its head `h / group` where K's is (grouped-query heads)."""
+    named = [_grouped(t, kernel) for t in v.index] + ([] if dv else [(None, None)])
     names = [n for n, _ in named]
     rows = [x for x in (b, h, _J) if x is not None]
     if len(names) != len(rows) + 1 or names[-1] != dv or sorted(map(str, names[:-1])) != sorted(rows):
@@ -816,10 +819,10 @@ def _value_axes(kernel, v: cir.Load, b: str, h: str, dv: str, group) -> tuple:
     return tuple(None if n is None else names.index(n) for n in (b, h, _J))
 
 
-def _check_store(st: cir.Store, out: str, bhi: list, dv: str) -> tuple:
-    """st stores to out[b, h, i (any order, b or h None where absent), d]; returns the axes
-    of b, h, i (None for an absent one)."""
-    names = [t.name if isinstance(t, cir.Var) else None for t in st.index]
+def _check_store(st: cir.Store, out: str, bhi: list, dv: str | None) -> tuple:
+    """st stores to out[b, h, i (any order, b or h None where absent), d] (the row
+    out[b, h, i] where `dv` is None); returns the axes of b, h, i (None for an absent one)."""
+    names = [t.name if isinstance(t, cir.Var) else None for t in st.index] + ([] if dv else [None])
     rows = [n for n in bhi if n is not None]
     if st.buffer != out or len(names) != len(rows) + 1 or names[-1] != dv or \
             sorted(map(str, names[:-1])) != sorted(rows):
@@ -828,8 +831,9 @@ def _check_store(st: cir.Store, out: str, bhi: list, dv: str) -> tuple:
 
 
 def _one_pass(kernel, att, loops, d_loop, stmts):
-    """for d: var m = -inf; var l = 0; var acc = 0; for key: online step; out = acc / l."""
-    dv = d_loop.var
+    """for d: var m = -inf; var l = 0; var acc = 0; for key: online step; out = acc / l.
+    Without `d_loop` acc is a row, `zeros(head_dim)`, of V's rows, stored to out[b, h, i]."""
+    dv = d_loop and d_loop.var
     env: dict = {}
     state = _leading_lets(stmts, env)
     if len(stmts) != 2 or not isinstance(stmts[0], cir.Loop) or not isinstance(stmts[1], cir.Store):
@@ -842,8 +846,6 @@ def _one_pass(kernel, att, loops, d_loop, stmts):
     m = _running_max(state, state)
     _max_update(att, kl, m)
     others = [n for n in state if n != m]
-    if not all(_is_const(state[n], 0.0) for n in others):
-        raise _No("the running sums do not start at 0")
     b, h, i = att.parts[2:5]
     st = stmts[1]
     sv = substitute(st.value, env)
@@ -852,6 +854,10 @@ def _one_pass(kernel, att, loops, d_loop, stmts):
             and {sn[0].name, sd[0].name} == set(others)):
         raise _No("the stored value is not the weighted sum divided by the sum")
     acc, l = sn[0].name, sd[0].name
+    a0 = state[acc]
+    row = d_loop is None and isinstance(a0, cir.Call) and len(a0.args) == 1 and len(a0.ty.shape) == 1
+    if not _is_const(state[l], 0.0) or not (_is_zero_tile(a0, kernel, set()) if row else dv and _is_const(a0, 0.0)):
+        raise _No("the running sums do not start at 0" + (" and a zero row" if d_loop is None else ""))
     scored = {att.parts[0], att.parts[1]} | {x.buffer for x in loads(att.bias) + loads(att.keep)}
     vl = [x for x in loads(kl.updates[acc]) if x.buffer not in scored]
     if len(vl) != 1:
@@ -861,7 +867,7 @@ def _one_pass(kernel, att, loops, d_loop, stmts):
     att.key_range(kl)
     o_axes = _check_store(st, kernel.output.name, [b, h, i], dv)
     return _result(kernel, att, "one-pass", loops, (vl[0].buffer, False, v_axes),
-                   d_loop.stop, "nan", o_axes)
+                   a0.args[0] if row else d_loop.stop, "nan", o_axes)
 
 
 def _result(kernel, att, form, loops, vinfo, head_dim, empty_row, o_axes):

@@ -86,6 +86,13 @@ def test_arg_reduction_no_yield_reaches(device, op):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_arg_reduction_no_yield_reaches_on_the_launch_ir(monkeypatch, target, op):
+    _on_launch_ir(monkeypatch, target, _check_device, op)
+
+
+def _on_launch_ir(monkeypatch, target, check, op):
+    """`check(run, fails, op)` on the emulated launch IR of `target`, where `fails` sees the
+    error from the launch IR's own flag (the reference, which the device compares with, is
+    taken away while it runs)."""
     from test_empty_launches import _emulated
 
     from zynbook.backends.cpu import reference
@@ -93,13 +100,12 @@ def test_arg_reduction_no_yield_reaches_on_the_launch_ir(monkeypatch, target, op
     dev = _emulated(target, monkeypatch)
 
     def fails(src, line, col, x):
-        # the launch IR's error flag says it, before the device checks against the reference
         with monkeypatch.context() as m, pytest.raises(ZynMLRuntimeError) as info:
             m.setattr(reference, "run_kernel", None)
             zynbook.Session(device=dev.id).run(src, x=x)
         assert (info.value.line, info.value.column) == (line, col)
         return info.value
-    _check_device(lambda src, x: zynbook.Session(device=dev.id).run(src, x=x), fails, op)
+    check(lambda src, x: zynbook.Session(device=dev.id).run(src, x=x), fails, op)
     assert dev.launches and not dev.mismatches, dev.mismatches
 
 
@@ -188,20 +194,7 @@ def test_arg_reduction_of_an_empty_tile_under_an_if(device, op):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_arg_reduction_of_an_empty_tile_on_the_launch_ir(monkeypatch, target, op):
-    from test_empty_launches import _emulated
-
-    from zynbook.backends.cpu import reference
-    from zynbook.errors import ZynMLRuntimeError
-    dev = _emulated(target, monkeypatch)
-
-    def fails(src, line, col, x):
-        with monkeypatch.context() as m, pytest.raises(ZynMLRuntimeError) as info:
-            m.setattr(reference, "run_kernel", None)
-            zynbook.Session(device=dev.id).run(src, x=x)
-        assert (info.value.line, info.value.column) == (line, col)
-        return info.value
-    _check_tiles(lambda src, x: zynbook.Session(device=dev.id).run(src, x=x), fails, op)
-    assert dev.launches and not dev.mismatches, dev.mismatches
+    _on_launch_ir(monkeypatch, target, _check_tiles, op)
 
 
 def test_tiles_surely_not_empty_carry_no_check():

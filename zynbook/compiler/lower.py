@@ -219,6 +219,8 @@ class _Lowering:
         self.annotations: dict = {}
         self.weak_vars: set = set()        # locals still holding a weakly typed literal
         self.int_lets: dict = {}           # let-bound integer scalars -> their values, for out's size
+        self.tile_lets: dict = {}          # immutable tile lets reading no var -> their values
+        self.var_names: set = set()        # the cir names of the block's `var`s
         self.weak_lets: dict = {}          # immutable weak float lets of sizes and literals -> values
         self.scalar_labels: dict = {}      # cir name of a scalar argument -> label as written
         self.loop_info: dict = {}          # loop var -> (start, stop, step, RangeIter)
@@ -516,6 +518,9 @@ class _Lowering:
                     self.weak_lets[cname] = substitute(value, {**self.int_lets, **self.weak_lets})
             if not value.ty.shape and is_int(value.ty.dtype):
                 self.int_lets[cname] = substitute(value, self.int_lets)
+            if value.ty.shape and not any(isinstance(n, cir.Var) and n.name in self.var_names
+                                          for n in cir.walk(value)):
+                self.tile_lets[cname] = value
             return cir.Let(cname, value, False, line)
         if isinstance(s, A.VarDecl):
             value = self.expr(s.value)
@@ -523,6 +528,7 @@ class _Lowering:
                 value = self._exact_int(value, s.value.span)
             value = self._annotated(value, s.type, s.value.span)
             cname = self._fresh_local(s.name)
+            self.var_names.add(cname)
             binding = _Binding("local", value.ty, cname, True, line, pinned=s.type is not None)
             self.bind(s.name, binding)
             if self._is_weak(value) and not binding.pinned:
@@ -652,7 +658,7 @@ class _Lowering:
         if isinstance(target, A.Index) and isinstance(target.base, A.Name) and \
                 target.base.id == "out" and self.lookup("out") is None:
             index = tuple(self.index_item(it) for it in target.items)
-            value = self.expr(s.value)
+            value = self._element_stored(index, self.expr(s.value), s.value.span)
             repeated = self._repeated_rows(target, index, value, s)
             if repeated is not None:
                 return repeated
@@ -687,6 +693,8 @@ class _Lowering:
                 index = tuple(self.index_item(it) for it in target.items)
                 value = self.expr(s.value)
                 room = rank - len(index) + sum(isinstance(i, cir.Span) for i in index)
+                if not room:
+                    value = self._element_stored(index, value, s.value.span)
                 if len(value.ty.shape) > room:
                     raise ZynMLShapeError(
                         f"a tile of {len(value.ty.shape)} axes is stored into "
@@ -734,6 +742,10 @@ class _Lowering:
             if s.op != "=":
                 value = self._compound(s.op, cir.Var(b.name, b.ty), value, s.span,
                                        s.value.span)
+            if not b.ty.shape and _one_element(value):
+                # a number's var given a tile of one element (`acc += b[0:1, k]`) holds that
+                # element, as it would store into out[i, j]
+                value = _element_of(value, self.tile_lets) or value
             if b.pinned:
                 # a declared type stays: the value converts to it, as `let v: f16` does
                 if value.ty.shape and value.ty.shape != b.ty.shape:
@@ -751,6 +763,20 @@ class _Lowering:
                 self.weak_vars.discard(b.name)
             return cir.Assign(b.name, value, line)
         raise ZynMLTypeError("cannot assign to this expression", target.span)
+
+    def _element_stored(self, index, value, span):
+        """`value` stored into one element (`out[i, j] = x[i, j] + b[0:1, j]`): a tile of
+        one element (each extent a constant 1) is that element, as numpy stores it; out
+        does not gain its axes of 1. Another tile is returned as it is (it adds its axes)."""
+        if any(isinstance(it, cir.Span) for it in index) or not _one_element(value):
+            return value
+        element = _element_of(value, self.tile_lets)
+        if element is None:
+            raise ZynMLShapeError(
+                f"a tile of one element ({_shape_text(value.ty.shape)}) is stored into one "
+                "element here, but it is made in a way that cannot be read as that element; "
+                "index the element itself (`b[0, j]` for `b[0:1, j]`)", span)
+        return element
 
     def _compound(self, op, old, value, span, value_span):
         return self.binary(op[0], old, value, span, (span, value_span))
@@ -1852,6 +1878,51 @@ class _Lowering:
 
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
+
+
+def _one_element(e) -> bool:
+    """Whether `e` is a tile whose extents are all the constant 1."""
+    return bool(e.ty.shape) and all(_dim_value(d) == 1 for d in e.ty.shape)
+
+
+def _element_of(e, lets: dict):
+    """The one element of `e`, a tile whose extents are all 1, as a scalar expression:
+    each slice read at its start, elementwise operations on those elements, tile lets in
+    `lets` read through; None for what is not elementwise (`@`, reductions, a `var`)."""
+    if not e.ty.shape:
+        return e
+    scalar = replace(e.ty, shape=())
+    at = lambda x: _element_of(x, lets)   # noqa: E731
+    if isinstance(e, cir.Var):
+        return at(lets[e.name]) if e.name in lets else None
+    if isinstance(e, cir.Load):
+        index = tuple(it.start if isinstance(it, cir.Span) else it for it in e.index)
+        index += (affine.const(0),) * (len(e.ty.shape) - sum(isinstance(it, cir.Span) for it in e.index))
+        return cir.Load(e.buffer, index, scalar, e.spans)
+    parts = []
+    if isinstance(e, cir.Bin) and e.op != "@":
+        parts = [e.left, e.right]
+    elif isinstance(e, (cir.Unary, cir.Cast)):
+        parts = [e.operand]
+    elif isinstance(e, cir.Select):
+        parts = [e.cond, e.if_true, e.if_false]
+    elif isinstance(e, cir.Call) and (e.fn in cir.MATH_FUNCTIONS or e.fn == "transpose"):
+        parts = list(e.args)
+    elif isinstance(e, cir.Call) and e.fn in ("zeros", "ones"):
+        return cir.Const(0 if e.fn == "zeros" else 1, scalar) if is_int(scalar.dtype) else \
+            cir.Const(0.0 if e.fn == "zeros" else 1.0, scalar)
+    else:
+        return None
+    elements = [at(p) for p in parts]
+    if any(x is None for x in elements):
+        return None
+    if isinstance(e, cir.Call) and e.fn == "transpose":
+        return elements[0]
+    names = {cir.Bin: ("left", "right"), cir.Unary: ("operand",), cir.Cast: ("operand",),
+             cir.Select: ("cond", "if_true", "if_false")}.get(type(e))
+    if names is None:
+        return replace(e, args=tuple(elements), ty=scalar)
+    return replace(e, ty=scalar, **dict(zip(names, elements)))
 
 
 def _closed_slices(index, value):

@@ -18,6 +18,10 @@ _UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "silu", "gel
           "sin", "cos", "erf", "floor", "ceil")
 
 
+_NOT_TRACED = ("Python's `==` and `!=` of traced values are not traced (they compare the "
+               "Python objects); use zynbook.nn.expr's equal(a, b) and not_equal(a, b)")
+
+
 class Expr:
     """A node of a traced elementwise expression."""
 
@@ -78,6 +82,12 @@ class Expr:
         raise ZynMLTypeError("an elementwise expression has no truth value while it is "
                              "traced; use where(cond, a, b) instead of `if`")
 
+    # Python's `==` and `!=` would compare the Python objects: a bool that Python arithmetic
+    # then takes as a number ((x != 0.0) * 3.0 was 3.0 everywhere), so they refuse at once
+    def _no_equality(self, _other):
+        raise ZynMLTypeError(_NOT_TRACED)
+
+    __eq__ = __ne__ = _no_equality
     __hash__ = object.__hash__
 
     # methods: x.exp(), x.tanh(), ...
@@ -98,9 +108,7 @@ def lift(v) -> Expr:
     # is Python's `==` or `!=` of a traced value, which compares the Python objects
     if isinstance(v, (bool, np.bool_)):
         raise ZynMLTypeError("an elementwise expression combines expressions and numbers, not "
-                             "bool: Python's `==` and `!=` of traced values are not traced (they "
-                             "compare the Python objects); use zynbook.nn.expr's equal(a, b) "
-                             "and not_equal(a, b)")
+                             "bool: " + _NOT_TRACED)
     if not isinstance(v, (int, float, np.integer, np.floating)):
         raise ZynMLTypeError(f"an elementwise expression combines expressions and numbers, "
                              f"not {type(v).__name__}")

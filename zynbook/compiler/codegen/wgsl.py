@@ -176,9 +176,6 @@ def _refuse_f64(kernel: cir.Kernel, options: WGSLOptions) -> bool:
         if isinstance(n, cir.Call) and n.ty.dtype == "f64" and n.fn not in _F64_FUNCTIONS:
             if not why:     # the function as written, where it is written
                 why, span = f"{n.written or n.fn}() in 64 bits", n.span or span
-        if isinstance(n, cir.Bin) and n.ty.dtype == "f64" and n.op == "**" and not (
-                isinstance(n.right, cir.Const) and n.right.value == 2):
-            why = why or "** in 64 bits"
         if isinstance(n, cir.Atomic):
             why = why or "atomics"
     if why:

@@ -14,7 +14,7 @@ What WGSL cannot hold is refused with a `ZynMLDeviceError` (the kernel then has 
 program and the device says why): 64-bit integer values past 32 bits (their buffers are
 held in 32 bits, as the device holds them, and take 32-bit values: their arithmetic is
 i32's (u64's u32's), checked where the lowering could not prove it in range), f64 without the
-adapter's `shader-f64` (and, with it, the math 64-bit shaders lack), warp collectives and
+adapter's `shader-f64` (and, with it, f64 atomics), warp collectives and
 lanes (subgroups have the width the adapter chooses; a block all-reduction of f32, i32 or
 u32 is spelled with them, `_block_collective`). Types WGSL does hold narrower than 32 bits
 are stored widened (i8, i16 as i32; u8, u16 as u32; bool as u32; bf16 as f32, rounded to
@@ -44,16 +44,17 @@ TYPES = {"f32": "f32", "f16": "f16", "bf16": "f32", "i32": "i32", "u32": "u32", 
 NARROW = {"i8": 8, "i16": 16, "u8": 8, "u16": 16}
 REFUSED = {"i64": "64-bit integers", "u64": "64-bit integers",
            "f64": "f64 without the adapter's `shader-f64`"}
-# what 64-bit float shaders compute (Vulkan's GLSL.std.450 has no 64-bit exp, log or
-# trigonometry: exp, log and what builds on them are helpers); the renderer entry refuses
-# kernels needing more before printing
+# what 64-bit float shaders compute (Vulkan's GLSL.std.450 has no 64-bit exp, log, erf or
+# trigonometry: those are helpers); the renderer entry refuses kernels needing more before
+# printing
 F64_MATH = {"min", "max", "clamp", "relu", "abs", "floor", "ceil", "round", "sqrt", "rsqrt",
-            "pow2", "fmod", "exp", "exp2", "log", "log2", "tanh", "sigmoid", "silu", "sinh", "cosh"}
+            "pow2", "fmod", "exp", "exp2", "log", "log2", "tanh", "sigmoid", "silu", "sinh", "cosh",
+            "sin", "cos", "tan", "erf", "gelu", "pow"}
 BIN_OPS = {"and": "&&", "or": "||"}
 ERR = "zyn_err"
 PARAMS = "zyn_p"
 
-_UNARY_BUILTINS = {"sin", "cos", "tan", "sqrt", "floor", "ceil", "round", "abs"}
+_UNARY_BUILTINS = {"sqrt", "floor", "ceil", "round", "abs"}
 
 # i64 (u64) + - * ** of values held in i32 (u32) (launch IR's CheckedDiv): the wrapped
 # value, a site failing where the exact one is past 32 bits
@@ -324,8 +325,8 @@ class WgslDialect(Helpers):
             self.refuse(f"{fn}() in 64 bits")
         if t not in ("f32", "f64"):
             self.refuse(f"{fn}() on {dtype}")
-        if fn in ("sin", "cos", "tan") and t == "f32":
-            return f"{self.need('zyn_' + fn + '_f32')}({args[0]})"
+        if fn in ("sin", "cos", "tan"):
+            return f"{self.need('zyn_' + fn + '_' + t)}({args[0]})"
         if fn in _UNARY_BUILTINS:
             return f"{fn}({args[0]})"
         if fn == "rsqrt":
@@ -625,11 +626,21 @@ _DEPS = {
     **dict.fromkeys(("zyn_mulz_f64", "zyn_zdiv_f64"), ("zyn_isfinite_f32", "zyn_isnan_f32")),
     **dict.fromkeys(("zyn_sin_f32", "zyn_cos_f32"), ("zyn_reduce_pio2", "zyn_isfinite_f32", "zyn_sin_poly")),
     "zyn_tan_f32": ("zyn_reduce_pio2", "zyn_isfinite_f32"),
-    "zyn_reduce_pio2": ("zyn_mul32",),
-    **dict.fromkeys(("zyn_exp_f64", "zyn_log_parts_f64"), ("zyn_isnan_f64",)),
+    "zyn_reduce_pio2": ("zyn_mul32", "zyn_bits_from"),
+    "zyn_exp_f64": ("zyn_isnan_f64",), "zyn_log_parts_f64": ("zyn_isnan_f64", "zyn_frexp_f64"),
     **dict.fromkeys(("zyn_exp2_f64", "zyn_tanh_f64", "zyn_sigmoid_f64", "zyn_silu_f64", "zyn_sinh_f64",
                      "zyn_cosh_f64"), ("zyn_exp_f64",)),
     **dict.fromkeys(("zyn_log_f64", "zyn_log2_f64"), ("zyn_log_parts_f64",)),
+    "zyn_twoprod_f64": (), "zyn_twosum_f64": ("zyn_isnan_f64",),
+    "zyn_reduce_pio2_f64": ("zyn_isnan_f64", "zyn_frexp_f64", "zyn_mul32", "zyn_bits_from", "zyn_twoprod_f64"),
+    **dict.fromkeys(("zyn_sin_f64", "zyn_cos_f64", "zyn_tan_f64"), ("zyn_reduce_pio2_f64", "zyn_trig_k_f64")),
+    "zyn_erfc_tail_f64": ("zyn_exp_f64", "zyn_twoprod_f64"),
+    **dict.fromkeys(("zyn_erf_f64", "zyn_erfc_f64"), ("zyn_erfc_tail_f64",)),
+    "zyn_gelu_f64": ("zyn_erfc_f64", "zyn_twoprod_f64"),
+    "zyn_powi_f64": ("zyn_frexp_f64", "zyn_twoprod_f64", "zyn_isnan_f64"),
+    "zyn_log_dd_f64": ("zyn_frexp_f64", "zyn_twosum_f64", "zyn_twoprod_f64"),
+    "zyn_pow_pos_f64": ("zyn_log_dd_f64", "zyn_exp_f64"),
+    "zyn_pow_f64": ("zyn_powi_f64", "zyn_pow_pos_f64"),
 }
 
 
@@ -1022,14 +1033,16 @@ fn zyn_mul32(a: u32, b: u32) -> vec2<u32> {
     let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
     return vec2<u32>((p00 & 0xffffu) | (mid << 16u),
                      a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u)); }""",
+    "zyn_bits_from": """\
+// the 32 bits from bit s (from the top) of a on, b's after them
+fn zyn_bits_from(a: u32, b: u32, s: u32) -> u32 {
+    return select((a << s) | (b >> (32u - s)), a, s == 0u); }""",
     "zyn_reduce_pio2": """\
 // a finite f32 ax >= 2^-7 as (4k + q + r / (pi/2)) * pi/2, r in [-pi/4, pi/4], by Payne
 // and Hanek's reduction: its 24-bit mantissa times the 96 bits of 2/pi that give the two
 // lowest integer bits and 64 fractional bits of the product (a shader's sin and cos reduce
 // in f32: llvmpipe's lost every digit from about 1.3e7 on)
 struct ZynReduced { r: f32, q: u32 }
-fn zyn_bits_from(a: u32, b: u32, s: u32) -> u32 {
-    return select((a << s) | (b >> (32u - s)), a, s == 0u); }
 fn zyn_reduce_pio2(ax: f32) -> ZynReduced {
     // 2/pi in 32-bit words, after a zero word: bit s of it on, s = exponent - 150 + 32 - 2
     var w = array<u32, 8>(0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u,
@@ -1140,35 +1153,46 @@ _TANH_P = """(((((((((-1.724229434740653e-05 * z + 7.959476025492855e-05) * z +
             z + -0.053968253961384736) * z + 0.13333333333326647) * z + -0.3333333333333332"""
 _INF64, _NAN64 = "f64(bitcast<f32>(0x7f800000u))", "f64(bitcast<f32>(0x7fc00000u))"
 _FIXED["zyn_exp_f64"] = f"""\
-// x = k ln 2 + r, |r| <= ln 2 / 2 (ln 2 in two parts, k ln 2's first exact), exp(r) by a
-// rational of r, times 2^k by ldexp (a subnormal result rounded once)
-fn zyn_exp_f64(x: f64) -> f64 {{
+// exp(x + l) 2^s, l a part below x's last digit (pow's product in two parts), s a scale
+// that keeps a subnormal factor's digits (gelu's): x = k ln 2 + r, |r| <= ln 2 / 2 (ln 2 in
+// two parts, k ln 2's first exact), exp(r) by a rational of r, times 2^(k + s) by ldexp (a
+// subnormal result rounded once)
+fn zyn_expl_f64(x: f64, l: f64, s: i32) -> f64 {{
     if (!(abs(x) < 746.0)) {{ return select(select({_INF64}, 0.0, x < 0.0), x, zyn_isnan_f64(x)); }}
     let k = round(x * 1.4426950408889634);
     let hi = x - k * 6.93147180369123816490e-01;
-    let lo = k * 1.90821492927058770002e-10;
+    let lo = k * 1.90821492927058770002e-10 - l;
     let r = hi - lo;
     let t = r * r;
     let c = r - t * (1.66666666666666019037e-01 + t * (-2.77777777770155933842e-03 + t * (
         6.61375632143793436117e-05 + t * (-1.65339022054652515390e-06 + t * 4.13813679705723846039e-08))));
-    return ldexp(1.0 - ((lo - (r * c) / (2.0 - c)) - hi), i32(k)); }}"""
+    return ldexp(1.0 - ((lo - (r * c) / (2.0 - c)) - hi), i32(k) + s); }}
+fn zyn_exp_f64(x: f64) -> f64 {{ return zyn_expl_f64(x, 0.0, 0i); }}"""
 _FIXED["zyn_exp2_f64"] = """\
 fn zyn_exp2_f64(x: f64) -> f64 {
     if (!(abs(x) < 1080.0)) { return zyn_exp_f64(x); }     // NaN, 0 or an infinity
     let k = round(x);
     return ldexp(zyn_exp_f64((x - k) * 0.6931471805599453), i32(k)); }"""
+_FIXED["zyn_frexp_f64"] = f"""\
+// a finite x > 0 as (m, e), x = m 2^e, m in [1, 2): e read from an f32's exponent bits (WGSL
+// has no 64-bit bitcast; naga refuses frexp's i64 exponent), x first brought into f32's
+// range by powers of 2
+fn zyn_frexp_f64(x: f64) -> vec2<f64> {{
+    var k = 0i; var m = x;
+{_STEPS}    let e = i32((bitcast<u32>(f32(m)) >> 23u) & 0xffu) - 127i;
+    m = ldexp(m, -e); k += e;
+    if (m >= 2.0) {{ m = m * 0.5; k += 1i; }}
+    if (m < 1.0) {{ m = m * 2.0; k -= 1i; }}
+    return vec2<f64>(m, f64(k)); }}"""
 _FIXED["zyn_log_parts_f64"] = f"""\
-// log(x) as (k, log(m)), x = m 2^k, m in [sqrt(1/2), sqrt(2)): k read from an f32's exponent
-// bits (WGSL has no 64-bit bitcast), x first brought into f32's range by powers of 2
+// log(x) as (k, log(m)), x = m 2^k, m in [sqrt(1/2), sqrt(2))
 fn zyn_log_parts_f64(x: f64) -> vec2<f64> {{
     if (!(x > 0.0 && x <= 1.7976931348623157e308) || zyn_isnan_f64(x)) {{
         return vec2<f64>(0.0, select(select({_NAN64}, -{_INF64}, x == 0.0), x, x > 0.0 || zyn_isnan_f64(x)));
     }}
-    var k = 0i; var m = x;
-{_STEPS}    let e = i32((bitcast<u32>(f32(m)) >> 23u) & 0xffu) - 127i;
-    m = ldexp(m, -e); k += e;
+    let fe = zyn_frexp_f64(x);
+    var m = fe.x; var k = i32(fe.y);
     if (m > 1.4142135623730951) {{ m = m * 0.5; k += 1i; }}
-    if (m < 0.7071067811865476) {{ m = m * 2.0; k -= 1i; }}
     // log(1 + f) = 2 atanh(s), s = f / (2 + f), fdlibm's rational
     let f = m - 1.0;
     let s = f / (2.0 + f);
@@ -1213,6 +1237,314 @@ fn zyn_cosh_f64(x: f64) -> f64 {
     let a = abs(x);         // as sinh past 20
     let e = zyn_exp_f64(select(a, a * 0.5, a > 20.0));
     return select((e + 1.0 / e) * 0.5, ldexp(e, -1) * e, a > 20.0); }"""
+
+
+# f64 trigonometry, erf and pow (GLSL.std.450 has none in 64 bits). Products exact in two
+# parts split each factor at an f32's bits (WGSL has no 64-bit bitcast, and a shader compiler
+# may fold Dekker's c - (c - v) to v); sums in two parts behind a select, as zyn_twosum_f32
+def _horner(z: str, coeffs) -> str:
+    """c0 + z * (c1 + z * (...)) of the coefficients, lowest first."""
+    return "".join(f"{c!r} + {z} * (" for c in coeffs[:-1]) + repr(coeffs[-1]) + ")" * (len(coeffs) - 1)
+
+
+def _pi_words(n: int) -> list:
+    """The first n 32-bit words of 2/pi's fraction, from pi by Machin's formula in integers."""
+    bits = 32 * n + 96
+    one = 1 << bits
+
+    def atan_inv(k):
+        total, term, i, sign = 0, one // k, 1, 1
+        while term:
+            total, term, i, sign = total + sign * (term // i), term // (k * k), i + 2, -sign
+        return total
+    v = (1 << (32 * n + 1 + bits)) // (16 * atan_inv(5) - 4 * atan_inv(239))
+    return [(v >> (32 * (n - 1 - i))) & 0xffffffff for i in range(n)]
+
+
+def _log_table() -> tuple:
+    """log(j / 32), j = 23..45, each as an f64 and the f64 of its remainder."""
+    import decimal
+    with decimal.localcontext() as ctx:
+        ctx.prec = 50
+        logs = [(decimal.Decimal(j) / 32).ln() for j in range(23, 46)]
+        hi = [float(v) for v in logs]
+        return hi, [float(v - decimal.Decimal(h)) for v, h in zip(logs, hi)]
+
+
+_LOG_HI, _LOG_LO = _log_table()
+_FIXED["zyn_twoprod_f64"] = """\
+// v as h + l, h v's f32 with its last bit off (23 bits: h h, h l exact), l exact (30 bits)
+fn zyn_split_f64(v: f64) -> vec2<f64> {
+    let h = f64(bitcast<f32>(bitcast<u32>(f32(v)) & 0xfffffffeu));
+    return vec2<f64>(h, v - h); }
+// a * b as p + e (|a|, |b| within f32's normal range, or the product not needed exactly)
+fn zyn_twoprod_f64(a: f64, b: f64) -> vec2<f64> {
+    let p = a * b;
+    let x = zyn_split_f64(a);
+    let y = zyn_split_f64(b);
+    return vec2<f64>(p, ((x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y); }"""
+_FIXED["zyn_twosum_f64"] = """\
+fn zyn_twosum_f64(a: f64, b: f64) -> vec2<f64> {
+    let s = select(a + b, a, zyn_isnan_f64(b));
+    let bb = s - a;
+    return vec2<f64>(s, (a - (s - bb)) + (b - bb)); }"""
+# |x| <= pi/4 as it is; past it Payne and Hanek's reduction in integers, as zyn_reduce_pio2's,
+# for every finite x: x = M 2^E (M 53 bits, two words) times 192 bits of 2/pi from bit E - 2
+# on (those before give multiples of 4), the fraction's 128 bits carried in f64 digits
+_FIXED["zyn_reduce_pio2_f64"] = f"""\
+// a finite ax > pi/4 as (4k + q + (h + l) / (pi/2)) pi/2, h + l in [-pi/4, pi/4]
+struct ZynReduced64 {{ h: f64, l: f64, q: u32 }}
+fn zyn_reduce_pio2_f64(ax: f64) -> ZynReduced64 {{
+    // 2/pi in 32-bit words after two zero words
+    var w = array<u32, 40>(0u, 0u, {", ".join(f"0x{v:08x}u" for v in _pi_words(38))});
+    let fe = zyn_frexp_f64(ax);
+    let m = ldexp(fe.x, 52i);
+    let mh = floor(m * 2.3283064365386963e-10);
+    let ml = u32(m - mh * 4294967296.0);
+    let t = u32(i32(fe.y) + 10i);       // (E - 2) + 64, E = e - 52
+    let j = t >> 5u;
+    let b = t & 31u;
+    var g: array<u32, 6>;
+    for (var i = 0u; i < 6u; i++) {{ g[i] = zyn_bits_from(w[j + i], w[j + i + 1u], b); }}
+    // digit k (weight 2^-32k) of M g: u32(mh) g[k] low and g[k + 1] high, ml g[k - 1] low
+    // and g[k] high; carried from the last
+    var d: array<u32, 5>;
+    var carry: f64 = 0.0;
+    for (var k = 5; k >= 1; k--) {{
+        var s = carry + f64(zyn_mul32(u32(mh), g[k]).x) + f64(zyn_mul32(ml, g[k - 1]).x)
+            + f64(zyn_mul32(ml, g[k]).y);
+        if (k < 5) {{ s += f64(zyn_mul32(u32(mh), g[k + 1]).y); }}
+        carry = floor(s * 2.3283064365386963e-10);
+        d[k - 1] = u32(s - carry * 4294967296.0);
+    }}
+    var q = d[0] >> 30u;
+    var n = vec4<u32>(d[0] & 0x3fffffffu, d[1], d[2], d[3]);
+    var sign: f64 = 1.0;
+    if (n.x >= 0x20000000u) {{       // past half a quadrant: the next one, less
+        q = (q + 1u) & 3u;
+        n = vec4<u32>(~n.x & 0x3fffffffu, ~n.y, ~n.z, ~n.w);
+        sign = -1.0;
+    }}
+    // the fraction F = n / 2^126, normalised (x near a multiple of pi/2 starts with zeros)
+    var z = 0i;
+    for (var i = 0; i < 3 && n.x == 0u; i++) {{ n = vec4<u32>(n.yzw, 0u); z += 32i; }}
+    let c = countLeadingZeros(n.x);
+    let hi = zyn_bits_from(n.x, n.y, c);
+    let mid = zyn_bits_from(n.y, n.z, c);
+    let lo = zyn_bits_from(n.z, n.w, c);
+    z += i32(c);
+    let fh = ldexp(f64(hi) * 4294967296.0 + f64(mid & 0xfffff800u), -62i - z);
+    let fl = ldexp(f64(mid & 0x7ffu) * 4294967296.0 + f64(lo), -94i - z);
+    // times pi/2 in two parts
+    let p = zyn_twoprod_f64(fh, 1.5707963267948966);
+    let e = p.y + (fh * 6.123233995736766e-17 + fl * 1.5707963267948966);
+    let r = select(p.x + e, p.x, zyn_isnan_f64(e));
+    return ZynReduced64(sign * r, sign * (e - (r - p.x)), q); }}"""
+# fdlibm's kernels: sin(x + y) and cos(x + y) for |x| <= pi/4, y below x's last digit
+_FIXED["zyn_trig_k_f64"] = f"""\
+fn zyn_sin_k_f64(x: f64, y: f64) -> f64 {{
+    let z = x * x;
+    let v = z * x;
+    let r = {_horner("z", [8.33333333332248946124e-03, -1.98412698298579493134e-04,
+                          2.75573137070700676789e-06, -2.50507602534068634195e-08,
+                          1.58969099521155010221e-10])};
+    return x - ((z * (0.5 * y - v * r) - y) - v * -1.66666666666666324348e-01); }}
+fn zyn_cos_k_f64(x: f64, y: f64) -> f64 {{
+    let z = x * x;
+    let r = z * ({_horner("z", [4.16666666666666019037e-02, -1.38888888888741095749e-03,
+                               2.48015872894767294178e-05, -2.75573143513906633035e-07,
+                               2.08757232129817482790e-09, -1.13596475577881948265e-11])});
+    let hz = 0.5 * z;
+    let w = 1.0 - hz;
+    return w + (((1.0 - w) - hz) + (z * r - x * y)); }}"""
+_TRIG_HEAD = """\
+    let a = abs(x);
+    if (!(a <= 1.7976931348623157e308) || zyn_isnan_f64(x)) { return %s; }
+    var h = x; var l: f64 = 0.0; var q = 0u;
+    if (a > 0.7853981633974483) {      // -x: the quadrant -q, the rest -(h + l)
+        let r = zyn_reduce_pio2_f64(a);
+        h = select(r.h, -r.h, x < 0.0); l = select(r.l, -r.l, x < 0.0);
+        q = select(r.q, (4u - r.q) & 3u, x < 0.0);
+    }
+""" % _NAN64
+_FIXED["zyn_sin_f64"] = f"""\
+fn zyn_sin_f64(x: f64) -> f64 {{
+{_TRIG_HEAD}    let v = select(zyn_sin_k_f64(h, l), zyn_cos_k_f64(h, l), (q & 1u) == 1u);
+    // (a zero is itself: the kernel's x - (...) gave +0 for -0)
+    return select(select(v, -v, q >= 2u), x, x == 0.0); }}"""
+_FIXED["zyn_cos_f64"] = f"""\
+fn zyn_cos_f64(x: f64) -> f64 {{
+{_TRIG_HEAD}    let v = select(zyn_cos_k_f64(h, l), zyn_sin_k_f64(h, l), (q & 1u) == 1u);
+    return select(v, -v, q == 1u || q == 2u); }}"""
+_FIXED["zyn_tan_f64"] = f"""\
+fn zyn_tan_f64(x: f64) -> f64 {{
+{_TRIG_HEAD}    let s = zyn_sin_k_f64(h, l);
+    let c = zyn_cos_k_f64(h, l);
+    return select(select(s / c, -c / s, (q & 1u) == 1u), x, x == 0.0); }}"""
+# fdlibm's erf and erfc (FreeBSD's s_erf.c): rationals in x^2 below 0.84375 and in |x| - 1 below
+# 1.25; past them erfc(a) = exp(-a^2 - 0.5625 + R(1/a^2) / S(1/a^2)) / a, a^2 taken as z^2 +
+# (a - z)(a + z), z a's leading 23 bits (z^2 exact)
+_ERF = {
+    "PP": [1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
+           -5.77027029648944159157e-03, -2.37630166566501626084e-05],
+    "QQ": [1.0, 3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+           1.32494738004321644526e-04, -3.96022827877536812320e-06],
+    "PA": [-2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01,
+           3.18346619901161753674e-01, -1.10894694282396677476e-01, 3.54783043256182359371e-02,
+           -2.16637559486879084300e-03],
+    "QA": [1.0, 1.06420880400844228286e-01, 5.40397917702171048937e-01, 7.18286544141962662868e-02,
+           1.26171219808761642112e-01, 1.36370839120290507362e-02, 1.19844998467991074170e-02],
+    "RA": [-9.86494403484714822705e-03, -6.93858572707181764372e-01, -1.05586262253232909814e+01,
+           -6.23753324503260060396e+01, -1.62396669462573470355e+02, -1.84605092906711035994e+02,
+           -8.12874355063065934246e+01, -9.81432934416914548592e+00],
+    "SA": [1.0, 1.96512716674392571292e+01, 1.37657754143519042600e+02, 4.34565877475229228821e+02,
+           6.45387271733267880336e+02, 4.29008140027567833386e+02, 1.08635005541779435134e+02,
+           6.57024977031928170135e+00, -6.04244152148580987438e-02],
+    "RB": [-9.86494292470009928597e-03, -7.99283237680523006574e-01, -1.77579549177547519889e+01,
+           -1.60636384855821916062e+02, -6.37566443368389627722e+02, -1.02509513161107724954e+03,
+           -4.83519191608651397019e+02],
+    "SB": [1.0, 3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03,
+           3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02,
+           -2.24409524465858183362e+01],
+}
+_ERX = 8.45062911510467529297e-01       # erf(1) rounded to 24 bits
+_FIXED["zyn_erfc_tail_f64"] = f"""\
+// erfc(a + l) 2^s for 1.25 <= a < 28, l below a's last digit (gelu's): l moves the exponent
+// by its slope -2a - 1/a
+fn zyn_erfc_tail_f64(a: f64, l: f64, s: i32) -> f64 {{
+    let w = 1.0 / (a * a);
+    var r: f64;
+    if (a < 2.857142857142857) {{ r = ({_horner("w", _ERF["RA"])}) / ({_horner("w", _ERF["SA"])}); }}
+    else {{ r = ({_horner("w", _ERF["RB"])}) / ({_horner("w", _ERF["SB"])}); }}
+    let z = zyn_split_f64(a).x;
+    return zyn_expl_f64(-z * z - 0.5625, 0.0, s) * zyn_exp_f64((z - a) * (z + a) - (2.0 * a + 1.0 / a) * l + r) / a; }}"""
+_ERF_SMALL = f"""\
+    let z = x * x;
+    let y = x * (({_horner("z", _ERF["PP"])}) / ({_horner("z", _ERF["QQ"])}));
+    let p = ({_horner("(a - 1.0)", _ERF["PA"])}) / ({_horner("(a - 1.0)", _ERF["QA"])});
+"""
+_FIXED["zyn_erf_f64"] = f"""\
+fn zyn_erf_f64(x: f64) -> f64 {{
+    let a = abs(x);
+{_ERF_SMALL}    if (a < 0.84375) {{ return x + y; }}     // (-0.0 + -0.0: a zero keeps its sign)
+    if (zyn_isnan_f64(x)) {{ return x; }}
+    var v: f64 = 1.0;
+    if (a < 1.25) {{ v = {_ERX!r} + p; }} else if (a < 6.0) {{ v = 1.0 - zyn_erfc_tail_f64(a, 0.0, 0i); }}
+    return select(v, -v, x < 0.0); }}"""
+_FIXED["zyn_erfc_f64"] = f"""\
+// erfc(x + l), l below x's last digit
+fn zyn_erfc_f64(x: f64, l: f64) -> f64 {{
+    let a = abs(x);
+    if (zyn_isnan_f64(x)) {{ return x; }}
+    if (a >= 1.25) {{
+        if (a >= 28.0) {{ return select(f64(0.0), 2.0, x < 0.0); }}
+        let t = zyn_erfc_tail_f64(a, select(l, -l, x < 0.0), 0i);
+        return select(t, 2.0 - t, x < 0.0);
+    }}
+{_ERF_SMALL}    // (erfc's slope -2 / sqrt(pi) e^-x^2 times l)
+    let d = l * 1.1283791670955126 * zyn_exp_f64(-z);
+    if (a < 0.84375) {{ return select(0.5 - ((x - 0.5) + (y + d)), 1.0 - (x + (y + d)), x < 0.25); }}
+    return select(1.0 + ({_ERX!r} + p), {1.0 - _ERX!r} - p, x > 0.0) - d; }}"""
+_FIXED["zyn_gelu_f64"] = """\
+// x / 2 erfc(-x / sqrt(2)) (docs/language.md), -x / sqrt(2) in two parts: its rounding, times
+// erfc's slope 2 |x|, was 13 ulp at -5 and some 900 at -30. Past -36 (a subnormal result)
+// erfc times 2^64, the product rounded once
+fn zyn_gelu_f64(x: f64) -> f64 {
+    let u = zyn_twoprod_f64(x, -0.7071067811865476);
+    let l = u.y + x * 4.833646656726457e-17;
+    if (x < -36.0 && x > -40.0) { return ldexp(0.5 * x * zyn_erfc_tail_f64(u.x, l, 64i), -64i); }
+    return 0.5 * x * zyn_erfc_f64(u.x, l); }"""
+_FIXED["zyn_powi_f64"] = f"""\
+// a^n of a whole 0 < |n| < 2^31 (a > 0 finite) by squaring in two parts, values (hi + lo) 2^e
+// with hi in [1, 2]: each product exact to 2^-100 or so, the result rounded once (a
+// subnormal one twice), so that a whole power f64 holds is exact, as numpy's
+fn zyn_ddmul_f64(a: vec2<f64>, b: vec2<f64>) -> vec2<f64> {{
+    let p = zyn_twoprod_f64(a.x, b.x);
+    let e = p.y + (a.x * b.y + a.y * b.x);
+    let s = select(p.x + e, p.x, zyn_isnan_f64(e));
+    return vec2<f64>(s, e - (s - p.x)); }}
+fn zyn_ddnorm_f64(v: vec2<f64>, e: f64) -> vec3<f64> {{
+    let big = v.x >= 2.0;
+    return vec3<f64>(select(v, v * 0.5, big), e + select(f64(0.0), 1.0, big)); }}
+fn zyn_powi_f64(a: f64, n: f64) -> f64 {{
+    let fe = zyn_frexp_f64(a);
+    var p = vec2<f64>(fe.x, 0.0);
+    var pz = fe.y;
+    if (n < 0.0) {{        // 2 / m in two parts: the residual 1 - q m is exact
+        let q = 1.0 / p.x;
+        let e = zyn_twoprod_f64(q, p.x);
+        p = vec2<f64>(q * 2.0, ((1.0 - e.x) - e.y) * q * 2.0);
+        pz = -pz - 1.0;
+    }}
+    var r = vec3<f64>(1.0, 0.0, 0.0);
+    var k = u32(abs(n));
+    for (var i = 0; i < 32; i++) {{
+        if ((k & 1u) != 0u) {{ r = zyn_ddnorm_f64(zyn_ddmul_f64(r.xy, p), r.z + pz); }}
+        k = k >> 1u;
+        // past 2^+-1100 with factors to come: inf or 0 as the base is above 1 or below
+        if (k == 0u || abs(r.z) > 1100.0 || abs(pz) > 1100.0) {{ break; }}
+        let s = zyn_ddnorm_f64(zyn_ddmul_f64(p, p), pz * 2.0);
+        p = s.xy;
+        pz = s.z;
+    }}
+    if (k != 0u || r.z > 1024.0 || r.z < -1080.0) {{ return select(0.0, {_INF64}, pz >= 0.0); }}
+    return ldexp(r.x + r.y, i32(r.z)); }}"""
+_FIXED["zyn_log_dd_f64"] = f"""\
+// log(a) of a finite a > 0 in two parts, to 2^-66 or so of itself: a = m 2^k, m in
+// [sqrt(1/2), sqrt(2)), c = j / 32 m's nearest, log m = log c (a table in two parts) +
+// 2 atanh(s), s = (m - c) / (m + c) in two parts, |s| < 0.011, its series' tail in f64
+fn zyn_log_dd_f64(a: f64) -> vec2<f64> {{
+    var th = array<f64, 23>({", ".join(map(repr, _LOG_HI))});
+    var tl = array<f64, 23>({", ".join(map(repr, _LOG_LO))});
+    let fe = zyn_frexp_f64(a);
+    let big = fe.x > 1.4142135623730951;
+    let m = select(fe.x, fe.x * 0.5, big);
+    let k = fe.y + select(f64(0.0), 1.0, big);
+    let j = round(m * 32.0);
+    let c = j * 0.03125;
+    let d = zyn_twosum_f64(m, c);
+    let sh = (m - c) / d.x;
+    let e = zyn_twoprod_f64(sh, d.x);
+    let sl = ((((m - c) - e.x) - e.y) - sh * d.y) / d.x;
+    let z = sh * sh;
+    let i = i32(j) - 23i;
+    let u = zyn_twosum_f64(k * 6.93147180369123816490e-01, th[i]);
+    let v = zyn_twosum_f64(u.x, 2.0 * sh);
+    let lo = (u.y + v.y) + (tl[i] + k * 1.90821492927058770002e-10) + 2.0 * (sl + sh * z * ({_horner("z", [1 / 3, 1 / 5, 1 / 7, 1 / 9, 1 / 11])}));
+    return zyn_twosum_f64(v.x, lo); }}"""
+_FIXED["zyn_pow_pos_f64"] = f"""\
+// a^b of a > 0 finite, b finite, as exp(b log a) with log a and the product in two parts
+// (a one-part log's rounding, times b, was most of the error)
+fn zyn_pow_pos_f64(a: f64, b: f64) -> f64 {{
+    if (b == 0.5) {{ return sqrt(a); }}
+    // |b| past 2^64: |b log a| > 2000 (|log a| > 2^-53)
+    if (abs(b) > 1.8446744073709552e19) {{ return select(0.0, {_INF64}, (a > 1.0) == (b > 0.0)); }}
+    let l = zyn_log_dd_f64(a);
+    let p = zyn_twoprod_f64(b, l.x);
+    return zyn_expl_f64(p.x, p.y + b * l.y, 0i); }}"""
+_FIXED["zyn_pow_f64"] = f"""\
+fn zyn_pow_f64(a: f64, b: f64) -> f64 {{
+    // numpy's power (C's pow): a^0 and 1^b are 1 (a NaN too), a NaN otherwise NaN, 0 and
+    // infinite bases and exponents by their signs, a negative base with a whole exponent
+    // defined (an odd one negative) and with another NaN
+    if (b == 0.0 || a == 1.0) {{ return 1.0; }}
+    if (zyn_isnan_f64(a) || zyn_isnan_f64(b)) {{ return {_NAN64}; }}
+    let ab = abs(b);
+    let aa = abs(a);
+    if (!(ab <= 1.7976931348623157e308)) {{
+        return select(select(0.0, {_INF64}, (aa < 1.0) == (b < 0.0)), 1.0, a == -1.0);
+    }}
+    let whole = floor(b) == b;
+    let odd = whole && ab < 9007199254740992.0 && floor(b * 0.5) * 2.0 != b;
+    let neg = (bitcast<u32>(f32(a)) & 0x80000000u) != 0u;       // (-0.0 too)
+    var r: f64;
+    if (aa == 0.0) {{ r = select(0.0, {_INF64}, b < 0.0); }}
+    else if (!(aa <= 1.7976931348623157e308)) {{ r = select(0.0, {_INF64}, b > 0.0); }}
+    else if (neg && !whole) {{ return {_NAN64}; }}
+    else if (aa == 1.0) {{ r = 1.0; }}
+    else if (whole && ab < 2147483648.0) {{ r = zyn_powi_f64(aa, b); }}
+    else {{ r = zyn_pow_pos_f64(aa, b); }}
+    return select(r, -r, neg && odd); }}"""
 
 _FIXED["zyn_fmod_f32"] = """\
 // C's fmod, exact, in integers: WGSL's float % is x - y * trunc(x / y), which loses the

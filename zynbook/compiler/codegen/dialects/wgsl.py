@@ -633,7 +633,8 @@ _DEPS = {
     **dict.fromkeys(("zyn_log_f64", "zyn_log2_f64"), ("zyn_log_parts_f64",)),
     "zyn_twoprod_f64": (), "zyn_twosum_f64": ("zyn_isnan_f64",),
     "zyn_reduce_pio2_f64": ("zyn_isnan_f64", "zyn_frexp_f64", "zyn_mul32", "zyn_bits_from", "zyn_twoprod_f64"),
-    **dict.fromkeys(("zyn_sin_f64", "zyn_cos_f64", "zyn_tan_f64"), ("zyn_reduce_pio2_f64", "zyn_trig_k_f64")),
+    **dict.fromkeys(("zyn_sin_f64", "zyn_cos_f64"), ("zyn_reduce_pio2_f64", "zyn_trig_k_f64")),
+    "zyn_tan_f64": ("zyn_reduce_pio2_f64", "zyn_tan_k_f64"), "zyn_tan_k_f64": ("zyn_twoprod_f64",),
     "zyn_erfc_tail_f64": ("zyn_exp_f64", "zyn_twoprod_f64"),
     **dict.fromkeys(("zyn_erf_f64", "zyn_erfc_f64"), ("zyn_erfc_tail_f64",)),
     "zyn_gelu_f64": ("zyn_erfc_f64", "zyn_twoprod_f64"),
@@ -1376,11 +1377,41 @@ _FIXED["zyn_cos_f64"] = f"""\
 fn zyn_cos_f64(x: f64) -> f64 {{
 {_TRIG_HEAD}    let v = select(zyn_cos_k_f64(h, l), zyn_sin_k_f64(h, l), (q & 1u) == 1u);
     return select(v, -v, q == 1u || q == 2u); }}"""
+_TAN = [3.33333333333334091986e-01, 1.33333333333201242699e-01, 5.39682539762260521377e-02,
+        2.18694882948595424599e-02, 8.86323982359930005737e-03, 3.59207910759131235356e-03,
+        1.45620945432529025516e-03, 5.88041240820264096874e-04, 2.46463134818469906812e-04,
+        7.81794442939557092300e-05, 7.14072491382608190305e-05, -1.85586374855275456654e-05,
+        2.59073051863633712884e-05]
+_FIXED["zyn_tan_k_f64"] = f"""\
+// fdlibm's kernel: tan(x + y), or -1 / tan(x + y) (odd), for |x| <= pi/4; past 0.6744 from
+// tan(pi/4 - |x|); -1 / tan as a quotient corrected by split parts (a sine over a cosine was
+// 3 ulp off)
+fn zyn_tan_k_f64(x0: f64, y0: f64, odd: bool) -> f64 {{
+    let big = abs(x0) >= 0.6744;
+    var x = x0; var y = y0;
+    if (big) {{
+        x = (7.85398163397448278999e-01 - abs(x0)) + (3.06161699786838301793e-17 - select(y0, -y0, x0 < 0.0));
+        y = 0.0;
+    }}
+    let z = x * x;
+    let w = z * z;
+    let s = z * x;
+    let r = y + z * (s * (({_horner("w", _TAN[1::2])}) + z * ({_horner("w", _TAN[2::2])})) + y)
+        + {_TAN[0]!r} * s;
+    let t = x + r;
+    if (big) {{
+        let v = select(f64(1.0), -1.0, odd);
+        let u = v - 2.0 * (x - (t * t / (t + v) - r));
+        return select(u, -u, x0 < 0.0);
+    }}
+    if (!odd) {{ return t; }}
+    let th = zyn_split_f64(t).x;
+    let a = -1.0 / t;
+    let ah = zyn_split_f64(a).x;
+    return ah + a * ((1.0 + ah * th) + ah * (r - (th - x))); }}"""
 _FIXED["zyn_tan_f64"] = f"""\
 fn zyn_tan_f64(x: f64) -> f64 {{
-{_TRIG_HEAD}    let s = zyn_sin_k_f64(h, l);
-    let c = zyn_cos_k_f64(h, l);
-    return select(select(s / c, -c / s, (q & 1u) == 1u), x, x == 0.0); }}"""
+{_TRIG_HEAD}    return select(zyn_tan_k_f64(h, l, (q & 1u) == 1u), x, x == 0.0); }}"""
 # fdlibm's erf and erfc (FreeBSD's s_erf.c): rationals in x^2 below 0.84375 and in |x| - 1 below
 # 1.25; past them erfc(a) = exp(-a^2 - 0.5625 + R(1/a^2) / S(1/a^2)) / a, a^2 taken as z^2 +
 # (a - z)(a + z), z a's leading 23 bits (z^2 exact)

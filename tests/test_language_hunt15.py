@@ -95,3 +95,96 @@ y
     with pytest.raises(ZynMLShapeError) as err:
         _run("cpu", src, b=np.ones((4, 4), np.float32))
     assert err.value.span.line == 4 and "b[0, j]" in str(err.value)
+
+
+# ------------------------- a product negated by a subtraction from zero is a contraction
+
+_GEMM_SRC = """let y = compute(A, B, bias) {
+    for i in 0..M, j in 0..N:
+        var acc = INIT
+        for k in 0..K:
+            UPDATE
+        out[i, j] = acc
+}
+y
+"""
+
+# update: (start, sign of the products, multiple of the bias that starts the sum)
+_ZERO_MINUS = {
+    "acc = 0.0 - A[i, k] * B[k, j] + acc": ("0.0", -1, 0),
+    "acc += (0.0 - A[i, k]) * B[k, j]": ("0.0", -1, 0),
+    "acc += -A[i, k] * B[k, j]": ("0.0", -1, 0),
+    "acc = acc + A[i, k] * (0.0 - B[k, j])": ("bias[j]", -1, 1),
+    "acc = acc - (0.0 - A[i, k] * B[k, j])": ("bias[j]", 1, 1),
+    "acc = (A[i, k] + 0.0) * B[k, j] - 0.0 + acc": ("-bias[j]", 1, -1),
+}
+
+
+def _gemm_case(update, m, k, n, seed=0):
+    init, sign, with_bias = _ZERO_MINUS[update]
+    rng = np.random.default_rng(seed)
+    ins = {"A": rng.standard_normal((m, k)).astype(np.float32),
+           "B": rng.standard_normal((k, n)).astype(np.float32),
+           "bias": rng.standard_normal(n).astype(np.float32)}
+    want = with_bias * ins["bias"].astype(np.float64) + \
+        sign * (ins["A"].astype(np.float64) @ ins["B"].astype(np.float64))
+    return _GEMM_SRC.replace("INIT", init).replace("UPDATE", update), ins, want
+
+
+def _relative(got, want):
+    return float(np.abs(np.asarray(got, np.float64) - want).max() / np.abs(want).max())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dims", [(70, 40, 66), (37, 19, 53)], ids=str)
+@pytest.mark.parametrize("update", list(_ZERO_MINUS), ids=range(len(_ZERO_MINUS)))
+def test_products_subtracted_from_zero_run_as_a_gemm(device, dims, update):
+    src, ins, want = _gemm_case(update, *dims)
+    session = zynbook.Session(device=device)
+    got = session.run(src, **ins)
+    assert np.asarray(got).shape == want.shape
+    assert _relative(got, want) < 1e-5
+    schedule = session.launches[-1].geometry.get("schedule")
+    assert schedule is None or "GEMM" in schedule, schedule     # (cpu: the reference)
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_80", "metal"])
+@pytest.mark.parametrize("update", list(_ZERO_MINUS)[:2] + list(_ZERO_MINUS)[4:5])
+def test_products_subtracted_from_zero_on_the_launch_ir(target, update):
+    from zynbook.compiler import schedules
+    from zynbook.compiler.targets import cuda_target, metal_target
+    from compute_testing import emulate_kernel, lower_block
+    tgt = {"sm_90": cuda_target((9, 0)), "sm_80": cuda_target((8, 0)), "metal": metal_target()}[target]
+    src, ins, want = _gemm_case(update, 128, 96, 128)
+    kernel, arrays, sizes, _ = lower_block(src, ins)
+    prog = schedules.build(kernel, tgt, sizes)
+    assert "GEMM" in prog.schedule, prog.schedule
+    assert _relative(emulate_kernel(prog, kernel, arrays, sizes).reshape(want.shape), want) < 2e-6
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("update,extra", [
+    ("acc = 0.5 - A[i, k] * B[k, j] + acc", lambda A, B: 0.5 * A.shape[1] - A @ B),
+    ("acc += (1.0 - A[i, k]) * B[k, j]", lambda A, B: (1.0 - A) @ B),
+    ("acc = 0.0 - acc + A[i, k] * B[k, j]", None),
+])
+def test_a_nonzero_start_or_a_negated_accumulator_is_no_contraction(device, update, extra):
+    """Near misses: what is subtracted from is not zero, or the running sum is negated; the
+    answer is numpy's, and the recogniser does not take them for a GEMM."""
+    from zynbook.compiler.passes.recognise import contraction
+    from compute_testing import lower_block
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((9, 7)).astype(np.float32)
+    B = rng.standard_normal((7, 11)).astype(np.float32)
+    src = _GEMM_SRC.replace("INIT", "0.0").replace("UPDATE", update)
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    if extra is None:           # acc_k = p_k - acc_(k-1), written out
+        want = np.zeros((9, 11))
+        for k in range(7):
+            want = np.outer(A64[:, k], B64[k]) - want
+    else:
+        want = extra(A64, B64)
+    kernel, *_ = lower_block(src, {"A": A, "B": B, "bias": B[0]})
+    assert not contraction(kernel)
+    got = zynbook.Session(device=device).run(src, A=A, B=B, bias=B[0])
+    assert_equals_numpy(got, want, 1e-5)

@@ -314,6 +314,12 @@ def _sum_terms(e, sign: int = 1) -> list:
     return [(sign, e)]
 
 
+def _nonzero_terms(e) -> list:
+    """`_sum_terms` of `e` without its constant zeros: adding or subtracting a zero leaves a
+    float as it is (but for the sign of a zero)."""
+    return [(sign, t) for sign, t in _sum_terms(e) if not _is_const(t, 0.0)]
+
+
 def _sum_of(terms: list):
     """The CIR sum of `_sum_terms`' (sign, term) pairs, None for none."""
     out = None
@@ -1157,20 +1163,19 @@ def _contraction(kernel):
             raise _No("the reduction loop does more than accumulate")
     if upd is None:
         raise _No("the reduction loop does not accumulate")
-    v = upd.value
     is_acc = lambda e: isinstance(e, cir.Var) and e.name == acc
-    # acc += a * b, in either order, or acc -= a * b (a sum of the products negated)
-    if not (isinstance(v, cir.Bin) and (v.op == "+" and (is_acc(v.left) or is_acc(v.right))
-                                        or v.op == "-" and is_acc(v.left))):
+    # acc plus or minus one product, in any order, beside zeros (`acc = 0.0 - a * b + acc`)
+    terms = _nonzero_terms(upd.value)
+    if [sign for sign, t in terms if is_acc(t)] != [1] or len(terms) != 2:
         raise _No("the reduction is not acc += a * b")
-    prod = substitute(v.right if is_acc(v.left) else v.left, env)
+    sign, prod = next((sign, substitute(t, env)) for sign, t in terms if not is_acc(t))
     factors, scale = _factors(prod, kernel)
     if prod.ty.dtype == "f16" and any(not _is_const(f, -1.0) for _, f in scale):
         # f16 arithmetic rounds the scaled product (`A * B * 0.1`) where a GEMM would scale
         # the exact sum: one place apart in half the outputs (the scale after the loop,
         # `out = acc * 0.1`, is numpy's (A @ B) * 0.1 and runs as a GEMM)
         raise _No("a constant factor of f16 products rounds with each product, not the sum")
-    if v.op == "-":
+    if sign < 0:
         scale.append(("*", cir.Const(-1.0, cir.Ty(prod.ty.dtype))))
     if len(factors) != 2:
         raise _No("the reduction is not acc += a * b")
@@ -1233,6 +1238,10 @@ def _factors(e, kernel) -> tuple:
     if isinstance(e, cir.Unary) and e.op == "neg" and e.ty.dtype in cir.FLOAT_DTYPES:
         f, sc = _factors(e.operand, kernel)         # -a is a * -1, on the sum (exactly)
         return f, sc + [("*", cir.Const(-1.0, e.ty))]
+    terms = _nonzero_terms(e)
+    if len(terms) == 1 and terms[0][1] is not e:    # 0.0 - a is -a, a + 0.0 is a
+        f, sc = _factors(terms[0][1], kernel)
+        return f, sc + ([("*", cir.Const(-1.0, e.ty))] if terms[0][0] < 0 else [])
     if is_launch_constant(e, kernel):
         return [], [("*", e)]
     return [e], []

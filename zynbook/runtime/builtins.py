@@ -399,6 +399,15 @@ def _arange(interp, args, kwargs):
     check_host_memory((max(0, math.ceil((stop - start) / step)),), "f32" if floats else "i64")
     values = np.arange(*args)
     dtype = _dtype(kwargs.get("dtype"), "f32" if floats else _int_dtype(values))
+    if "dtype" in kwargs and dtype not in ("bf16", "bool"):
+        # numpy's arange(..., dtype=) steps by the difference of the first two values in
+        # that dtype (arange(0, 5, 1.5, dtype=i32) is [0, 1, 2, 3], as torch's), computed
+        # here with integers of 64 bits so that a value the dtype cannot hold is refused
+        values = np.arange(*args, dtype=np.int64 if dtype[0] in "iu" else _np(dtype))
+    if dtype == "bool" and values.size > 2:
+        # numpy's rule: bools step from False to True, so at most two values
+        raise _placed(ZynMLTypeError(f"arange(): a bool arange has at most 2 values (False, "
+                                     f"True), not {values.size}"), "dtype")
     _refuse_unheld(values, dtype, "arange")
     return _host_tensor(values, dtype)
 

@@ -1,0 +1,56 @@
+"""Programs written from the spec and docs/language.md, run on every device present and
+compared with numpy written here."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zynbook
+from zynbook.errors import ZynMLTypeError
+from compute_testing import assert_equals_numpy, wanted_devices
+
+DEVICES = wanted_devices()
+
+
+def _host(v):
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+
+
+# --------------------------------------------------------------- arange(..., dtype=)
+
+_ARANGES = [
+    ("0, 5, 1.5, dtype=i32", lambda: np.arange(0, 5, 1.5, dtype=np.int32)),
+    ("5, 0, -1.5, dtype=i32", lambda: np.arange(5, 0, -1.5, dtype=np.int32)),
+    ("-2.5, 3, 1.5, dtype=i64", lambda: np.arange(-2.5, 3, 1.5, dtype=np.int64)),
+    ("0.5, 3, dtype=u8", lambda: np.arange(0.5, 3, dtype=np.uint8)),
+    ("0, 1, 0.1, dtype=f16", lambda: np.arange(0, 1, 0.1, dtype=np.float16)),
+    ("0, 1, 0.1, dtype=f32", lambda: np.arange(0, 1, 0.1, dtype=np.float32)),
+    ("1, 2, 0.125, dtype=f64", lambda: np.arange(1, 2, 0.125, dtype=np.float64)),
+    ("0.5, 2, dtype=bool", lambda: np.arange(0.5, 2, dtype=bool)),
+    ("250, 256, dtype=u8", lambda: np.arange(250, 256, dtype=np.uint8)),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("args, want", _ARANGES, ids=[a for a, _ in _ARANGES])
+def test_arange_with_a_dtype_equals_numpy(device, args, want):
+    """arange(0, 5, 1.5, dtype=i32) was [0, 1, 3, 4], the f64 values truncated; numpy's (and
+    torch's) is [0, 1, 2, 3]: the values are stepped in the dtype by the difference of the
+    first two. arange(0, 1, 0.1, dtype=f16) was 0.3 where numpy has 0.2998."""
+    got = zynbook.run(f"arange({args})", device=device)
+    assert_equals_numpy(_host(got), want(), 0)
+    assert _host(got).dtype == want().dtype
+
+
+@pytest.mark.parametrize("args, msg, col", [
+    ("5, 0, -1.5, dtype=u8", "-1 does not fit u8", 26),
+    ("3, dtype=bool", "a bool arange has at most 2 values", 17),
+])
+def test_arange_values_its_dtype_cannot_hold_are_refused_at_the_dtype(args, msg, col):
+    """numpy's arange(5, 0, -1.5, dtype=np.uint8) wraps its last value -1 to 255, and
+    arange(3, dtype=bool) is numpy's TypeError; both were silently a tensor here."""
+    with pytest.raises(ZynMLTypeError) as info:
+        zynbook.run(f"arange({args})")
+    assert msg in info.value.message
+    assert (info.value.line, info.value.column) == (1, col)
+    assert "^" in info.value.render()

@@ -45,6 +45,7 @@ def test_arange_with_a_dtype_equals_numpy(device, args, want):
 @pytest.mark.parametrize("args, msg, col", [
     ("5, 0, -1.5, dtype=u8", "-1 does not fit u8", 26),
     ("3, dtype=bool", "a bool arange has at most 2 values", 17),
+    ("0, 1e30, 1e29, dtype=i64", "1e+29 does not fit i64", 29),
 ])
 def test_arange_values_its_dtype_cannot_hold_are_refused_at_the_dtype(args, msg, col):
     """numpy's arange(5, 0, -1.5, dtype=np.uint8) wraps its last value -1 to 255, and

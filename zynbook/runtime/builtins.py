@@ -403,7 +403,11 @@ def _arange(interp, args, kwargs):
         # numpy's arange(..., dtype=) steps by the difference of the first two values in
         # that dtype (arange(0, 5, 1.5, dtype=i32) is [0, 1, 2, 3], as torch's), computed
         # here with integers of 64 bits so that a value the dtype cannot hold is refused
-        values = np.arange(*args, dtype=np.int64 if dtype[0] in "iu" else _np(dtype))
+        _refuse_unheld(values, dtype, "arange")
+        try:
+            values = np.arange(*args, dtype=np.int64 if dtype[0] in "iu" else _np(dtype))
+        except OverflowError:       # u64 values past i64: the float values, truncated
+            pass
     if dtype == "bool" and values.size > 2:
         # numpy's rule: bools step from False to True, so at most two values
         raise _placed(ZynMLTypeError(f"arange(): a bool arange has at most 2 values (False, "

@@ -28,6 +28,7 @@ _ARANGES = [
     ("1, 2, 0.125, dtype=f64", lambda: np.arange(1, 2, 0.125, dtype=np.float64)),
     ("0.5, 2, dtype=bool", lambda: np.arange(0.5, 2, dtype=bool)),
     ("250, 256, dtype=u8", lambda: np.arange(250, 256, dtype=np.uint8)),
+    ("0, 10, inf", lambda: np.arange(0, 10, np.inf).astype(np.float32)),
 ]
 
 
@@ -46,10 +47,14 @@ def test_arange_with_a_dtype_equals_numpy(device, args, want):
     ("5, 0, -1.5, dtype=u8", "-1 does not fit u8", 26),
     ("3, dtype=bool", "a bool arange has at most 2 values", 17),
     ("0, 1e30, 1e29, dtype=i64", "1e+29 does not fit i64", 29),
+    ("0, inf, 1, dtype=i32", "inf is not a finite number", 11),
+    ("-inf", "-inf is not a finite number", 8),
+    ("0, 5, nan", "nan is not a finite number", 14),
 ])
 def test_arange_values_its_dtype_cannot_hold_are_refused_at_the_dtype(args, msg, col):
     """numpy's arange(5, 0, -1.5, dtype=np.uint8) wraps its last value -1 to 255, and
-    arange(3, dtype=bool) is numpy's TypeError; both were silently a tensor here."""
+    arange(3, dtype=bool) is numpy's TypeError; both were silently a tensor here. An
+    infinite bound or a NaN was Python's 'cannot convert float infinity to integer'."""
     with pytest.raises(ZynMLTypeError) as info:
         zynbook.run(f"arange({args})")
     assert msg in info.value.message

@@ -396,6 +396,11 @@ def _arange(interp, args, kwargs):
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3]
     if step == 0:
         raise ZynMLTypeError("arange(): the step must not be 0")
+    # an infinite bound or a NaN has no length (math.ceil's 'cannot convert float infinity
+    # to integer'); an infinite step gives the start alone, as numpy's
+    bad = next((k for k, a in enumerate(args) if a != a or k < 2 and math.isinf(a)), None)
+    if bad is not None:
+        raise _placed(ZynMLTypeError(f"arange(): {args[bad]} is not a finite number"), bad)
     check_host_memory((max(0, math.ceil((stop - start) / step)),), "f32" if floats else "i64")
     values = np.arange(*args)
     dtype = _dtype(kwargs.get("dtype"), "f32" if floats else _int_dtype(values))

@@ -188,3 +188,65 @@ def test_a_nonzero_start_or_a_negated_accumulator_is_no_contraction(device, upda
     assert not contraction(kernel)
     got = zynbook.Session(device=device).run(src, A=A, B=B, bias=B[0])
     assert_equals_numpy(got, want, 1e-5)
+
+
+# --------------------------- buffers of cpu and cpu:native share the host's memory
+
+_HOST = [d for d in DEVICES if d in ("cpu", "cpu:native")]
+_OTHER = [d for d in DEVICES if d not in ("cpu", "cpu:native")]
+_HOST_PAIRS = [(a, b) for a in _HOST for b in _HOST if a != b]
+
+
+@pytest.mark.parametrize("dst,src", _HOST_PAIRS, ids="-".join)
+@pytest.mark.parametrize("session_device", DEVICES)
+def test_add_assign_between_host_devices_adds_as_numpy(dst, src, session_device):
+    rng = np.random.default_rng(6)
+    a, b = (rng.standard_normal(37).astype(np.float32) for _ in range(2))
+    prog = f"""let d = upload(a, device="{dst}")
+let s = upload(b, device="{src}")
+add_assign(d, s)
+add_assign(d, s)
+download(d)"""
+    got = _run(session_device, prog, a=a, b=b)
+    assert_equals_numpy(got, a + b + b, 1e-6)
+
+
+@pytest.mark.parametrize("dst,src", _HOST_PAIRS, ids="-".join)
+def test_the_device_interface_takes_either_host_devices_buffers(dst, src):
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    dd, ds = zynbook.device(dst), zynbook.device(src)
+    bx, bw = dd.upload(x.ravel()), ds.upload(w.ravel())
+    np.testing.assert_allclose(dd.download(dd.matmul(bx, bw, 5, 3, 4)).reshape(5, 4), x @ w,
+                               rtol=1e-5, atol=1e-5)
+    acc = dd.upload(np.ones(20, np.float32))
+    ds.add_assign(acc, dd.matmul(bx, bw, 5, 3, 4))
+    np.testing.assert_allclose(dd.download(acc), 1 + (x @ w).ravel(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dst,src", _HOST_PAIRS, ids="-".join)
+def test_in_place_sum_of_tensors_on_the_host_devices(dst, src):
+    a = np.arange(6, dtype=np.float32)
+    prog = f"""var d = a.to_device("{dst}")
+let s = (a * 2.0).to_device("{src}")
+d += s
+d[1:3] += s[0:2]
+d"""
+    want = a + a * 2
+    want[1:3] += (a * 2)[0:2]
+    assert_equals_numpy(_run("cpu", prog, a=a), want, 0)
+
+
+@pytest.mark.parametrize("host", _HOST)
+@pytest.mark.parametrize("other", _OTHER)
+def test_add_assign_between_host_and_another_devices_memory_is_a_device_error(host, other):
+    from compute_testing import raises
+    ones = np.ones(4, np.float32)
+    prog = f"""let d = upload(a, device="{host}")
+let s = upload(a, device="{other}")
+add_assign(d, s)"""
+    err = raises("device", prog, 3, 15, a=ones)
+    assert host in err.message and other in err.message
+    err = raises("device", f'var d = a.to_device("{host}")\nd += a.to_device("{other}")\nd', 2, 1,
+                 a=ones)
+    assert host in err.message and other in err.message

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import (ZynMLDeviceError, ZynMLError, ZynMLRuntimeError, ZynMLShapeError,
                       ZynMLTypeError)
+from ..runtime.placement import same_memory
 from . import expr as E
 from . import kernels as K
 from .fused import FusedOps
@@ -171,7 +172,8 @@ class Device(FusedOps):
         if not isinstance(buf, Buffer):
             raise ZynMLTypeError(f"{op}(): `{what}` must be a buffer of this device (from "
                                  f"upload, alloc or an operation), not {type(buf).__name__}")
-        if buf.tensor.device != self.id and self.backend.id != buf.tensor.device:
+        # (`cpu` and `cpu:native` share the host's memory: either's buffers serve the other)
+        if not same_memory(buf.tensor.device, self.id) and self.backend.id != buf.tensor.device:
             raise ZynMLDeviceError(f"{op}(): `{what}` lives on {buf.tensor.device}, this "
                                    f"device is {self.id}")
         if dtype is not None and buf.dtype != dtype:

@@ -60,3 +60,48 @@ def test_arange_values_its_dtype_cannot_hold_are_refused_at_the_dtype(args, msg,
     assert msg in info.value.message
     assert (info.value.line, info.value.column) == (1, col)
     assert "^" in info.value.render()
+
+
+# ------------------------------------------------- annotations a user gets slightly wrong
+
+_ROW = """let y = compute(m, v) HEAD{
+    BODY
+    for i in 0..rows, j in 0..cols:
+        out[i, j] = m[i, j] * v[j]
+}
+y
+"""
+
+
+def test_a_broadcast_axis_below_zero_says_0_or_more_under_the_axis():
+    """@broadcast(v, axis=-1) said 'must be positive' (axis 0 is the default and allowed),
+    with the caret under the whole annotation."""
+    from zynbook.errors import ZynMLError
+    src = _ROW.replace("HEAD", "").replace("BODY", "@broadcast(v, axis=-1)")
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run(src, m=np.ones((3, 4), np.float32), v=np.ones(4, np.float32))
+    err = info.value
+    assert err.kind == "type" and "must be 0 or more, not -1" in err.message, err
+    assert (err.line, err.column) == (2, 24)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_broadcast_axis_of_0_runs_and_equals_numpy(device):
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    v = np.arange(4, dtype=np.float32)
+    src = _ROW.replace("HEAD", "").replace("BODY", "@broadcast(v, axis=0)")
+    assert_equals_numpy(_host(zynbook.run(src, device=device, m=m, v=v)), m * v, 0)
+
+
+@pytest.mark.parametrize("kernel", ["elementwise", "reduce(+)"])
+def test_kernel_written_after_compute_says_it_goes_in_the_body(kernel):
+    """compute(m, v) @kernel elementwise { was 'unexpected elementwise; expected (, {, an
+    annotation, end of line'."""
+    from zynbook.errors import ZynMLSyntaxError
+    src = _ROW.replace("HEAD", f"@kernel {kernel} ").replace("BODY\n", "")
+    with pytest.raises(ZynMLSyntaxError) as info:
+        zynbook.compile(src)
+    err = info.value
+    assert "`@kernel type` is written in the body" in err.message, err
+    assert (err.line, err.column) == (1, 31)
+    assert "^" in err.render()

@@ -439,7 +439,7 @@ class _Lowering:
             for kw in ann.kwargs:
                 if kw.name != "axis":
                     raise ZynMLTypeError(f"@broadcast has no parameter `{kw.name}`", kw.span)
-                axis = self._positive_const(kw.value, "@broadcast axis", allow_zero=True, at=ann)
+                axis = self._positive_const(kw.value, "@broadcast axis", allow_zero=True)
                 if axis >= max(depth, 1):
                     raise ZynMLShapeError(
                         f"@broadcast axis {axis} is out of range: this loop nest has {depth} "
@@ -460,7 +460,9 @@ class _Lowering:
         if value is None:
             raise ZynMLTypeError(f"{what} must be a constant integer", span)
         if value < 0 or (value == 0 and not allow_zero):
-            raise ZynMLTypeError(f"{what} must be positive, not {value}", span)
+            # an axis may be 0: "positive" would refuse the value the message suggests
+            raise ZynMLTypeError(f"{what} must be {'0 or more' if allow_zero else 'positive'}, "
+                                 f"not {value}", span)
         return value
 
     def _defaults(self, kt: cir.KernelType) -> dict:

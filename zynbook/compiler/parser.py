@@ -530,6 +530,9 @@ def _expression_hint(tok, lines) -> str:
     if tok.value == "if" and before.strip():
         return ("there is no conditional expression (`a if c else b`); write `where(c, a, "
                 "b)` or an `if` statement")
+    if re.search(r"@kernel\s*$", before):       # compute(x) @kernel elementwise {
+        return ("`@kernel type` is written in the body, on a line of its own "
+                "(`compute(x) {`, then `@kernel elementwise`)")
     if before.strip() in _MISSING_WORDS:        # `while k < 3:`, `fn f(x)`, `def f(x):`
         return _MISSING_WORDS[before.strip()]
     return ""

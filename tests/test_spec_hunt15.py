@@ -105,3 +105,53 @@ def test_kernel_written_after_compute_says_it_goes_in_the_body(kernel):
     assert "`@kernel type` is written in the body" in err.message, err
     assert (err.line, err.column) == (1, 31)
     assert "^" in err.render()
+
+
+# ------------------------------------------------------ C and Python habits in a kernel
+
+_CHAINED = """let y = compute(m) {
+    for i in 0..r, j in 0..c:
+        BODY
+}
+y
+"""
+
+
+@pytest.mark.parametrize("body, col, name, fix", [
+    ("out[i, j] = m[i][j]", 21, "m", "m[i, j]"),
+    ("out[i][j] = m[i, j]", 9, "out", "out[i, j]"),
+    ("out[i, j] = m[i][j + 1]", 21, "m", "m[i, ...]"),
+])
+def test_an_index_written_twice_says_to_write_one_pair_of_brackets(body, col, name, fix):
+    """out[i][j] = ... said '`this` is not out, a shared array or an input' and m[i][j]
+    'only inputs and shared arrays can be indexed'."""
+    from zynbook.errors import ZynMLError
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run(_CHAINED.replace("BODY", body), m=np.ones((3, 4), np.float32))
+    err = info.value
+    assert err.kind == "type", err
+    assert err.message == (f"`{name}[...][...]` indexes twice: write every index in one pair "
+                           f"of brackets, `{fix}`"), err.message
+    assert (err.line, err.column) == (3, col)
+    assert "this" not in err.message
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_index_the_message_suggests_equals_numpy(device):
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got = zynbook.run(_CHAINED.replace("BODY", "out[i, j] = m[i, j] * 2.0"), device=device, m=m)
+    assert_equals_numpy(_host(got), m * 2, 0)
+
+
+@pytest.mark.parametrize("src, line, col", [
+    ("let y = compute(x) {\n    for i in 0..n:\n        if x[i] > 0.0:\n            out[i] = 1.0\n"
+     "        else if x[i] < 0.0:\n            out[i] = 2.0\n}\ny\n", 5, 14),
+    ("var a = 0\nif a > 1:\n    a = 2\nelse if a < 0:\n    a = 3\na\n", 4, 6),
+])
+def test_else_if_says_elif(src, line, col):
+    """`else if` was 'there is no conditional expression (a if c else b)'."""
+    from zynbook.errors import ZynMLSyntaxError
+    with pytest.raises(ZynMLSyntaxError) as info:
+        zynbook.compile(src)
+    assert "ZynML writes `else if` as `elif`" in info.value.message
+    assert (info.value.line, info.value.column) == (line, col)

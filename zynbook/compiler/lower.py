@@ -155,6 +155,17 @@ def dotted(e) -> str | None:
     return None
 
 
+def _refuse_chained_index(e: "A.Index"):
+    """`m[i][j]`, Python's and C's way, is a type error that says to write `m[i, j]`."""
+    inner = e.base
+    if not isinstance(inner, A.Index) or dotted(inner.base) is None:
+        return
+    items = [it.id if isinstance(it, A.Name) else "..." for it in inner.items + e.items]
+    raise ZynMLTypeError(f"`{dotted(inner.base)}[...][...]` indexes twice: write every index in "
+                         f"one pair of brackets, `{dotted(inner.base)}[{', '.join(items)}]`",
+                         e.span)
+
+
 def _item_spans(e: "A.Index") -> tuple:
     """Where each index entry of `e` is written (an out-of-range one is pointed at)."""
     return tuple(item.span for item in e.items)
@@ -717,6 +728,7 @@ class _Lowering:
             if buf is not None:
                 raise ZynMLTypeError(f"`{dotted(target.base)}` is an input and cannot be written; "
                                      "write the result into out[...]", target.span)
+            _refuse_chained_index(target)
             raise ZynMLNameError(f"`{dotted(target.base) or 'this'}` is not out, a shared array "
                                  "or an input", target.base.span)
         if isinstance(target, A.Name):
@@ -1032,6 +1044,7 @@ class _Lowering:
                                          "indexed", e.span)
                 raise ZynMLNameError(f"`{base_name}` is not an input of this compute block",
                                      e.base.span)
+            _refuse_chained_index(e)
             raise ZynMLTypeError("only inputs and shared arrays can be indexed", e.span)
         if buf in self.shared:
             ty = self.shared[buf]

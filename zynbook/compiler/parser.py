@@ -527,6 +527,8 @@ def _expression_hint(tok, lines) -> str:
         op = re.search(r"(\*\*|\^|@)$", before).group()
         return (f"ZynML has no `{op}=`; write `a = a {op} b` (its compound assignments are "
                 "= += -= *= /= %=)")
+    if tok.value == "if" and before.strip() == "else":
+        return "ZynML writes `else if` as `elif`"
     if tok.value == "if" and before.strip():
         return ("there is no conditional expression (`a if c else b`); write `where(c, a, "
                 "b)` or an `if` statement")

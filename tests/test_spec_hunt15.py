@@ -155,3 +155,28 @@ def test_else_if_says_elif(src, line, col):
         zynbook.compile(src)
     assert "ZynML writes `else if` as `elif`" in info.value.message
     assert (info.value.line, info.value.column) == (line, col)
+
+
+@pytest.mark.parametrize("header, col, hint", [
+    ("for i in 0:n:", 17, "a range is written `start..stop`: `for i in 0..n:`"),
+    ("for j in 0..1, i in 0:n:", 27, "a range is written `start..stop`: `for i in 0..n:`"),
+    ("for i in 0...n:", 17, "a range is `start..stop`, the stop left out"),
+    ("for i in 0..=n:", 17, "a range is `start..stop`, the stop left out"),
+])
+def test_python_and_rust_ranges_say_how_zynml_writes_one(header, col, hint):
+    """Each was 'unexpected :' (or '.', '=') and a list of tokens."""
+    from zynbook.errors import ZynMLSyntaxError
+    src = f"let y = compute(x) {{\n    {header}\n        out[i] = x[i]\n}}\ny\n"
+    with pytest.raises(ZynMLSyntaxError) as info:
+        zynbook.compile(src)
+    assert hint in info.value.message, info.value.message
+    assert (info.value.line, info.value.column) == (2, col)
+
+
+def test_c_conditional_operator_says_where():
+    from zynbook.errors import ZynMLSyntaxError
+    src = "let y = compute(x) {\n    for i in 0..n:\n        out[i] = x[i] > 0.0 ? 1.0 : 0.0\n}\n"
+    with pytest.raises(ZynMLSyntaxError) as info:
+        zynbook.compile(src)
+    assert "write `where(c, a, b)`" in info.value.message
+    assert (info.value.line, info.value.column) == (3, 29)

@@ -527,6 +527,12 @@ def _expression_hint(tok, lines) -> str:
         op = re.search(r"(\*\*|\^|@)$", before).group()
         return (f"ZynML has no `{op}=`; write `a = a {op} b` (its compound assignments are "
                 "= += -= *= /= %=)")
+    if tok.value in (".", "=") and before.endswith(".."):      # 0...n, 0..=n
+        return ("a range is `start..stop`, the stop left out; to take n too, write "
+                "`0..n + 1`")
+    # `for i in 0:n:` parses as `for i in 0:` and a statement `n`, breaking at the last `:`
+    if tok.value == ":" and re.match(r"\s*for\b[^:]*\bin\b[^:]*:[^:]*$", before):
+        return "a range is written `start..stop`: `for i in 0..n:`"
     if tok.value == "if" and before.strip() == "else":
         return "ZynML writes `else if` as `elif`"
     if tok.value == "if" and before.strip():
@@ -598,7 +604,8 @@ _NOT_OPERATORS = {"&": "ZynML has no `&` or `&&` (no bitwise operators): `and` c
                   "|": "ZynML has no `|` or `||` (no bitwise operators; `|>` is its pipe): "
                        "`or` combines bools",
                   "~": "ZynML has no `~` (no bitwise operators): `not` negates a bool",
-                  "!": "ZynML writes `not x` (`!=` is its only `!`)"}
+                  "!": "ZynML writes `not x` (`!=` is its only `!`)",
+                  "?": "ZynML has no `c ? a : b`: write `where(c, a, b)` or an `if` statement"}
 
 
 def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:

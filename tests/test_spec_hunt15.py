@@ -159,7 +159,7 @@ def test_else_if_says_elif(src, line, col):
 
 @pytest.mark.parametrize("header, col, hint", [
     ("for i in 0:n:", 17, "a range is written `start..stop`: `for i in 0..n:`"),
-    ("for j in 0..1, i in 0:n:", 27, "a range is written `start..stop`: `for i in 0..n:`"),
+    ("for j in 0..1, i in 0:n:", 28, "a range is written `start..stop`: `for i in 0..n:`"),
     ("for i in 0...n:", 17, "a range is `start..stop`, the stop left out"),
     ("for i in 0..=n:", 17, "a range is `start..stop`, the stop left out"),
 ])

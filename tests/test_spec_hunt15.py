@@ -180,3 +180,42 @@ def test_c_conditional_operator_says_where():
         zynbook.compile(src)
     assert "write `where(c, a, b)`" in info.value.message
     assert (info.value.line, info.value.column) == (3, 29)
+
+
+def test_a_parameter_reduce_has_not_is_named_before_its_value_is_read():
+    """@kernel reduce(+, axis=0, keepdims=true) said 'kernel parameter `keepdims` must be
+    a number', as if reduce took one."""
+    from zynbook.errors import ZynMLTypeError as TypeErr
+    src = ("let s = compute(x) {\n    @kernel reduce(+, axis=0, keepdims=true)\n"
+           "    for i in 0..n:\n        yield x[i]\n}\ns\n")
+    with pytest.raises(TypeErr) as info:
+        zynbook.run(src, x=np.ones(7, np.float32))
+    assert info.value.message == "reduce has no parameter `keepdims` (only axis=)"
+    assert (info.value.line, info.value.column) == (2, 31)
+
+
+@pytest.mark.parametrize("src, name, line, col", [
+    ("barrier()\n", "barrier", 1, 1),
+    ("let a = 2.0\nrow_max(a)\n", "row_max", 2, 1),
+    ("let p = pow(2.0, 3.0)\np\n", "pow", 1, 9),
+    ("pipeline f(x):\n    return clamp(x, 0, 1)\nf(3)\n", "clamp", 2, 12),
+])
+def test_a_kernel_function_called_on_the_host_says_where_it_belongs(src, name, line, col):
+    """barrier() on the host was 'unknown name `barrier`', the message of a misspelling
+    (and compile() took it as an input of the program)."""
+    from zynbook.errors import ZynMLNameError
+    for run in (zynbook.compile, zynbook.run):
+        with pytest.raises(ZynMLNameError) as info:
+            run(src)
+        assert info.value.message == (f"{name}() is a function of compute bodies: it belongs "
+                                      "inside compute(...) { ... }"), info.value.message
+        assert (info.value.line, info.value.column) == (line, col)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pow_and_clamp_inside_a_body_equal_numpy(device):
+    x = np.array([-2.0, -0.5, 0.0, 0.5, 1.5, 3.0, 7.0], np.float32)
+    src = ("let y = compute(x) {\n    for i in 0..n:\n"
+           "        out[i] = clamp(pow(x[i], 2.0), 0.25, 9.0)\n}\ny\n")
+    got = zynbook.run(src, device=device, x=x)
+    assert_equals_numpy(_host(got), np.clip(x ** 2, 0.25, 9.0), 1e-6)

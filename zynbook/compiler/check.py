@@ -30,6 +30,14 @@ def _host_builtins() -> set:
 
 
 HOST_BUILTINS = _host_builtins()
+# functions only a compute body has: a host program calling one is told where it belongs
+# (it read as a misspelling, 'unknown name `barrier`')
+KERNEL_ONLY = {"barrier", "dot", "row_max", "row_sum", *cir.MATH_FUNCTIONS} - HOST_BUILTINS
+
+
+def kernel_only(name: str, span) -> ZynMLNameError:
+    return ZynMLNameError(f"{name}() is a function of compute bodies: it belongs inside "
+                          "compute(...) { ... }", span)
 HOST_CONSTANTS = set(DTYPE_ALIASES) | {"inf", "pi", "e", "nan"}
 _CONSTRUCTORS = {"zeros", "ones", "randn", "rand"}
 
@@ -325,6 +333,8 @@ class Checker:
                     return UNKNOWN
                 raise ZynMLNameError(f"`{func.id}` is used before it is defined (line "
                                      f"{self.defined_later[func.id]})", func.span)
+            if func.id in KERNEL_ONLY:
+                raise kernel_only(func.id, func.span)
             close = difflib.get_close_matches(func.id, self.all_names(), n=1, cutoff=0.6)
             hint = f"; did you mean `{close[0]}`?" if close else ""
             raise ZynMLNameError(f"unknown function `{func.id}`{hint}", func.span)

@@ -374,10 +374,8 @@ class _Lowering:
         elif ann.kernel_args:
             raise ZynMLTypeError(f"{kind} takes only keyword parameters", ann.kernel_args[0].span)
         for kw in ann.kernel_kwargs:
-            if not isinstance(kw.value, A.Number) and not (
-                    isinstance(kw.value, A.UnaryOp) and isinstance(kw.value.operand, A.Number)):
-                raise ZynMLTypeError(f"kernel parameter `{kw.name}` must be a number", kw.value.span)
-            value = kw.value.value if isinstance(kw.value, A.Number) else -kw.value.operand.value
+            # a parameter the type has not is named first (`keepdims=true` said it must be a
+            # number, as if reduce took it)
             if kind == "reduce" and kw.name != "axis":
                 raise ZynMLTypeError(f"reduce has no parameter `{kw.name}` (only axis=)", kw.span)
             takes = _KERNEL_PARAMS.get(kind, ())
@@ -387,6 +385,10 @@ class _Lowering:
                     f"@kernel {kind} has no parameter `{kw.name}`" + (
                         f"; it takes {', '.join(t + '=' for t in takes)}" if takes else
                         " (it takes none)"), kw.span)
+            if not isinstance(kw.value, A.Number) and not (
+                    isinstance(kw.value, A.UnaryOp) and isinstance(kw.value.operand, A.Number)):
+                raise ZynMLTypeError(f"kernel parameter `{kw.name}` must be a number", kw.value.span)
+            value = kw.value.value if isinstance(kw.value, A.Number) else -kw.value.operand.value
             least = _INT_KERNEL_PARAMS.get((kind, kw.name))
             if least is not None and (not isinstance(value, int) or value < least):
                 raise ZynMLTypeError(f"{kw.name}= of @kernel {kind} is an integer"

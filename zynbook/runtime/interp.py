@@ -293,6 +293,9 @@ class Interpreter:
             return B.DTYPE_VALUES[name]
         if name in B.BUILTINS or name in ("all", "any"):
             return _BuiltinRef(name)
+        from ..compiler.check import KERNEL_ONLY, kernel_only
+        if name in KERNEL_ONLY:
+            raise kernel_only(name, span)
         raise ZynMLNameError(f"unknown name `{name}`{self._suggest(name)}", span, unknown=name)
 
     def _suggest(self, name: str) -> str:

@@ -219,3 +219,21 @@ def test_pow_and_clamp_inside_a_body_equal_numpy(device):
            "        out[i] = clamp(pow(x[i], 2.0), 0.25, 9.0)\n}\ny\n")
     got = zynbook.run(src, device=device, x=x)
     assert_equals_numpy(_host(got), np.clip(x ** 2, 0.25, 9.0), 1e-6)
+
+
+@pytest.mark.parametrize("src, line, col, tab", [
+    ("let y = compute(x) {\n\tfor i in 0..n:\n        out[i] = x[i]\n}\ny\n", 3, 9, True),
+    ("let y = compute(x) {\n    for i in 0..n:\n    out[i] = x[i]\n}\ny\n", 3, 5, False),
+    ("for i in 0..3:\n// a comment\n\nprint(i)\n", 4, 1, False),
+])
+def test_a_block_not_indented_past_its_colon_says_so(src, line, col, tab):
+    """It was "unexpected 'out'; expected end of line, indented block"; a tab before `for`
+    (8 columns) and eight spaces before its body are one level."""
+    from zynbook.errors import ZynMLSyntaxError
+    with pytest.raises(ZynMLSyntaxError) as info:
+        zynbook.compile(src)
+    msg = info.value.message
+    opener = 1 if line == 4 else 2
+    assert f"the block after the `:` on line {opener} must be indented past that line" in msg
+    assert ("a tab counts as 8 columns" in msg) == tab
+    assert (info.value.line, info.value.column) == (line, col)

@@ -599,6 +599,19 @@ _MISSING_WORDS = {
 }
 
 
+def _unindented_block(err, tok, lines) -> str:
+    """Why a block's first line is refused where one is wanted after a `:` (it is not
+    indented past the line that opens it); '' where the parse wanted something else."""
+    if "_INDENT" not in (err.expected or ()) or not 1 < tok.line <= len(lines):
+        return ""
+    above = next((k for k in range(tok.line - 1, 0, -1) if code_part(lines[k - 1]).strip()), 0)
+    if not above or not code_part(lines[above - 1]).rstrip().endswith(":"):
+        return ""
+    tabs = any("\t" in t[:len(t) - len(t.lstrip())] for t in (lines[above - 1], lines[tok.line - 1]))
+    return (f"the block after the `:` on line {above} must be indented past that line" +
+            (" (a tab counts as 8 columns)" if tabs else ""))
+
+
 # characters of C and Python operators ZynML has not
 _NOT_OPERATORS = {"&": "ZynML has no `&` or `&&` (no bitwise operators): `and` combines bools",
                   "|": "ZynML has no `|` or `||` (no bitwise operators; `|>` is its pipe): "
@@ -632,6 +645,10 @@ def _syntax_error(err: UnexpectedInput, source: str) -> ZynMLSyntaxError:
             hint = _expression_hint(tok, lines)
             if hint:
                 return ZynMLSyntaxError(f"{msg}: {hint}", Span(tok.line, tok.column), source)
+            unindented = _unindented_block(err, tok, lines)
+            if unindented:
+                return ZynMLSyntaxError(f"{msg}: {unindented}", Span(tok.line, tok.column),
+                                        source)
             opener = _left_open(lines, tok.line)
             if opener is not None:      # said at the new statement, where the parse broke
                 (bracket, at), (word, here) = opener

@@ -237,3 +237,20 @@ def test_a_block_not_indented_past_its_colon_says_so(src, line, col, tab):
     assert f"the block after the `:` on line {opener} must be indented past that line" in msg
     assert ("a tab counts as 8 columns" in msg) == tab
     assert (info.value.line, info.value.column) == (line, col)
+
+
+@pytest.mark.parametrize("call, fix", [
+    ("x[i].abs()", "abs(x[i])"),
+    ("math.exp(x[i])", "exp(x[i])"),
+    ("np.maximum(x[i], 0.0)", "max(x[i], 0.0)"),
+    ("torch.clip(x[i], 0, 1)", "clamp(x[i], 0, 1)"),
+    ("np.sqrt(x[i] * 2.0)", "sqrt(...)"),
+])
+def test_a_builtin_called_as_a_method_or_through_a_module_says_how_to_call_it(call, fix):
+    """Each said only 'only builtin functions can be called inside a kernel'."""
+    from zynbook.errors import ZynMLTypeError as TypeErr
+    src = f"let y = compute(x) {{\n    for i in 0..n:\n        out[i] = {call}\n}}\ny\n"
+    with pytest.raises(TypeErr) as info:
+        zynbook.run(src, x=np.ones(3, np.float32))
+    assert info.value.message == f"a kernel calls its builtins by name: write `{fix}`"
+    assert (info.value.line, info.value.column) == (3, 18)

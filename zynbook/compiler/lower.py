@@ -155,6 +155,18 @@ def dotted(e) -> str | None:
     return None
 
 
+def _simple_text(e) -> str:
+    """`x[i, 0]` for a name or an element read by names and numbers, else `...` (for a
+    message that shows what to write)."""
+    if isinstance(e, A.Name):
+        return e.id
+    if isinstance(e, A.Number):
+        return repr(e.value)
+    if isinstance(e, A.Index) and isinstance(e.base, A.Name):
+        return f"{e.base.id}[{', '.join(_simple_text(it) for it in e.items)}]"
+    return "..."
+
+
 def _refuse_chained_index(e: "A.Index"):
     """`m[i][j]`, Python's and C's way, is a type error that says to write `m[i, j]`."""
     inner = e.base
@@ -1390,6 +1402,16 @@ class _Lowering:
 
     def call(self, e: A.Call):
         if not isinstance(e.func, A.Name):
+            name = e.func.name if isinstance(e.func, A.Attr) else None
+            name = {"maximum": "max", "minimum": "min", "clip": "clamp", "power": "pow"}.get(
+                name, name)      # numpy's names of them
+            if name in cir.MATH_FUNCTIONS or name in cir.TILE_FUNCTIONS or name == "dot":
+                # x[i].abs(), math.exp(x[i]), np.sqrt(v): the builtin is called by its name
+                args = ([] if isinstance(e.func.base, A.Name) and e.func.base.id in
+                        ("math", "np", "numpy", "torch") else [_simple_text(e.func.base)]) + \
+                    [_simple_text(a) for a in e.args]
+                raise ZynMLTypeError(f"a kernel calls its builtins by name: write "
+                                     f"`{name}({', '.join(args)})`", e.span)
             raise ZynMLTypeError("only builtin functions can be called inside a kernel", e.span)
         fn = e.func.id
         if self.lookup(fn) is not None:

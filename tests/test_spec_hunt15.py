@@ -254,3 +254,25 @@ def test_a_builtin_called_as_a_method_or_through_a_module_says_how_to_call_it(ca
         zynbook.run(src, x=np.ones(3, np.float32))
     assert info.value.message == f"a kernel calls its builtins by name: write `{fix}`"
     assert (info.value.line, info.value.column) == (3, 18)
+
+
+# ------------------------------------------------------------------------------ range()
+
+@pytest.mark.parametrize("args", ["7", "2, 9", "2, 10, 3", "5, 0, -2", "3, 3", "-4, 2"])
+def test_range_equals_python(args):
+    assert zynbook.run(f"range({args})") == list(eval(f"range({args})"))
+
+
+@pytest.mark.parametrize("src, kind, col, msg", [
+    ("range(0, 10, 0)", "type", 14, "range(): the step must not be 0"),
+    ("range(3, step=2)", "type", 1, "range() has no parameter `step`"),
+    ("range(10 ** 15)", "memory", 1, "range() of 1000000000000000 values asked for"),
+])
+def test_range_refusals_name_the_mistake(src, kind, col, msg):
+    """range(0, 10, 0) was Python's 'range() arg 3 must not be zero' as a runtime error,
+    range(3, step=2) ignored the step, and range(10 ** 15) took the machine's memory."""
+    from zynbook.errors import ZynMLError
+    with pytest.raises(ZynMLError) as info:
+        zynbook.run(src)
+    assert info.value.kind == kind and msg in info.value.message, info.value
+    assert (info.value.line, info.value.column) == (1, col)

@@ -865,10 +865,18 @@ def _where(interp, args, kwargs):
 
 @builtin("range")
 def _range(interp, args, kwargs):
+    _unexpected(kwargs, (), "range")        # (range(3, step=2) ignored the step)
     args = [as_int(a) for a in args]
     if not 1 <= len(args) <= 3 or not all(isinstance(a, int) for a in args):
         raise ZynMLTypeError("range(n) or range(start, stop[, step]) with integers")
-    return list(range(*args))
+    if len(args) == 3 and args[2] == 0:     # (Python's 'range() arg 3 must not be zero')
+        raise _placed(ZynMLTypeError("range(): the step must not be 0"), 2)
+    values = range(*args)
+    # a list of Python ints: a pointer and an int object each (range(10 ** 10) took the
+    # machine's memory before failing)
+    check_host_bytes(len(values) * 40, lambda size: f"range() of {len(values)} values asked "
+                                                    f"for {size}")
+    return list(values)
 
 
 # dtype names are values too: allocate(dtype=float32)

@@ -276,3 +276,33 @@ def test_range_refusals_name_the_mistake(src, kind, col, msg):
         zynbook.run(src)
     assert info.value.kind == kind and msg in info.value.message, info.value
     assert (info.value.line, info.value.column) == (1, col)
+
+
+# ------------------------------------------------ host builtins given numpy's keywords
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_transpose_with_numpys_axes_keyword_equals_numpy(device):
+    """transpose(x, axes=[2, 0, 1]) ignored the keyword and swapped the last two axes."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    got = zynbook.run("transpose(x, axes=[2, 0, 1])", device=device, x=x)
+    assert_equals_numpy(_host(got), np.transpose(x, axes=[2, 0, 1]), 0)
+
+
+@pytest.mark.parametrize("src, name", [
+    ("reshape(x, [24], order=\"F\")", "reshape() has no parameter `order`"),
+    ("sqrt(x, out=x)", "sqrt() has no parameter `out`"),
+    ("exp(x, where=x > 0.0)", "exp() has no parameter `where`"),
+    ("where(x > 1.0, x, 0.0, out=x)", "where() has no parameter `out`"),
+    ("len(x, axis=1)", "len() has no parameter `axis`"),
+    ("shape(x, axis=1)", "shape() has no parameter `axis`"),
+    ("compute_devices(kind=\"gpu\")", "compute_devices() has no parameter `kind`"),
+    ("transpose(x, [1, 0, 2], axes=[0, 1, 2])", "transpose(): the axes are given twice"),
+])
+def test_a_keyword_a_host_builtin_has_not_is_refused(src, name):
+    """Each was silently ignored: reshape(order="F") reshaped in C order, sqrt(x, out=x)
+    left x as it was."""
+    from zynbook.errors import ZynMLTypeError as TypeErr
+    with pytest.raises(TypeErr) as info:
+        zynbook.run(src, x=np.ones((2, 3, 4), np.float32))
+    assert info.value.message.startswith(name), info.value.message
+    assert "^" in info.value.render()

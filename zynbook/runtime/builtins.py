@@ -533,6 +533,7 @@ def _memory_pool(interp, args, kwargs):
 
 @builtin("compute_devices")
 def _compute_devices(interp, args, kwargs):
+    _unexpected(kwargs, (), "compute_devices")
     _arity(args, 0, "compute_devices", "compute_devices()")
     return [Record(d) for d in compute_devices()]
 
@@ -542,6 +543,7 @@ def _compute_devices(interp, args, kwargs):
 
 @builtin("reshape")
 def _reshape(interp, args, kwargs):
+    _unexpected(kwargs, (), "reshape")        # (order="F" was ignored)
     _arity(args, 2, "reshape", "reshape(x, [d0, d1, ...])")
     t = _tensor(args[0], "first argument of reshape()")
     shape = [as_int(d) for d in args[1]] if isinstance(args[1], (list, tuple)) else None
@@ -613,6 +615,12 @@ def _concat(interp, args, kwargs):
 
 @builtin("transpose")
 def _transpose(interp, args, kwargs):
+    # numpy's transpose(x, axes=[...]) too: the keyword was ignored, the last two axes swapped
+    _unexpected(kwargs, ("axes",), "transpose")
+    if "axes" in kwargs:
+        if len(args) != 1:
+            raise ZynMLTypeError("transpose(): the axes are given twice")
+        args = [*args, kwargs["axes"]]
     _arity(args, (1, 2), "transpose", "transpose(x) or transpose(x, [axes])")
     t = _tensor(args[0])
     arr = host_array(t)
@@ -631,6 +639,7 @@ def _transpose(interp, args, kwargs):
 
 @builtin("len")
 def _len(interp, args, kwargs):
+    _unexpected(kwargs, (), "len")
     _arity(args, 1, "len", "len(x)")
     v = args[0]
     if isinstance(v, (list, tuple, str)) or type(v).__name__ == "Buffer":
@@ -644,6 +653,7 @@ def _len(interp, args, kwargs):
 
 @builtin("shape")
 def _shape_fn(interp, args, kwargs):
+    _unexpected(kwargs, (), "shape")
     _arity(args, 1, "shape", "shape(x)")
     return list(_tensor(args[0]).shape)
 
@@ -703,6 +713,7 @@ def _math(name, np_fn, scalar_fn, floats=True):
     """A math builtin; `floats`: its values are floats (ints and bools are converted
     first), else it keeps an integer dtype (abs, floor, ceil, relu)."""
     def fn(interp, args, kwargs):
+        _unexpected(kwargs, (), name)          # (numpy's out= and where= were ignored)
         _arity(args, 1, name, f"{name}(x)")
         v = args[0]
         if isinstance(v, Tensor):
@@ -845,6 +856,7 @@ for _name in ("sinkhorn", "rmsnorm", "silu", "gelu", "rope"):
 
 @builtin("where")
 def _where(interp, args, kwargs):
+    _unexpected(kwargs, (), "where")
     _arity(args, 3, "where", "where(cond, a, b)")
     cond, a, b = args
     t = next((v for v in args if isinstance(v, Tensor)), None)

@@ -306,3 +306,25 @@ def test_a_keyword_a_host_builtin_has_not_is_refused(src, name):
         zynbook.run(src, x=np.ones((2, 3, 4), np.float32))
     assert info.value.message.startswith(name), info.value.message
     assert "^" in info.value.render()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("src, want", [
+    ("x.sum(1)", lambda x: x.sum(1)), ("x.mean(0)", lambda x: x.mean(0)),
+    ("x.max(-1)", lambda x: x.max(-1)), ("x.min(0)", lambda x: x.min(0)),
+    ("x.reshape(3, 2)", lambda x: x.reshape(3, 2)), ("x.reshape(-1, 1)", lambda x: x.reshape(-1, 1)),
+    ("x.reshape(6)", lambda x: x.reshape(6)),
+])
+def test_numpys_method_forms_equal_numpy(device, src, want):
+    """x.sum(1) said 'sum() is called as sum(x, axis=k)' and x.reshape(3, 2) 'reshape() is
+    called as reshape(x, [d0, d1, ...])'."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    got = zynbook.run(src, device=device, x=x)
+    assert_equals_numpy(_host(got), want(x), 1e-6)
+
+
+def test_numpy_method_takes_no_argument():
+    """x.numpy(1) ignored the 1."""
+    from zynbook.errors import ZynMLTypeError as TypeErr
+    with pytest.raises(TypeErr, match=r"numpy\(\) is called as x.numpy\(\)"):
+        zynbook.run("x.numpy(1)", x=np.ones(3, np.float32))

@@ -1730,8 +1730,17 @@ class _Method:
                                    committed=True)
                 return moved
             if self.name == "numpy":       # a copy on the host (the CPU's array too)
+                B._unexpected(kwargs, (), "numpy")
+                B._arity(args, 0, "numpy", "x.numpy()")     # (x.numpy(1) ignored the 1)
                 return Tensor(obj.numpy().copy() if isinstance(obj.data, np.ndarray)
                               else obj.numpy(), "cpu")
+            # numpy's method forms: x.sum(1) is x.sum(axis=1), x.reshape(3, 2) is
+            # x.reshape([3, 2]) (both were refused with the function's usage)
+            if self.name in ("sum", "mean", "max", "min") and len(args) == 1 and \
+                    "axis" not in kwargs:
+                args, kwargs = (), {**kwargs, "axis": args[0]}
+            if self.name == "reshape" and (len(args) > 1 or args and B._is_int(args[0])):
+                args = ([*args],)
             fn = B.BUILTINS[self.name]
             return fn(interp, [obj] + list(args), kwargs)
         if isinstance(obj, MemoryPool):

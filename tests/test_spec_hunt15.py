@@ -328,3 +328,18 @@ def test_numpy_method_takes_no_argument():
     from zynbook.errors import ZynMLTypeError as TypeErr
     with pytest.raises(TypeErr, match=r"numpy\(\) is called as x.numpy\(\)"):
         zynbook.run("x.numpy(1)", x=np.ones(3, np.float32))
+
+
+@pytest.mark.parametrize("head, body, msg, col", [
+    ("", "@shared(16, foo=1)", "@shared has no parameter `foo`", (2, 17)),
+    ("@parallel(data, foo=1) ", "", "@parallel has no parameter `foo`", (1, 36)),
+])
+def test_an_annotation_keyword_it_has_not_is_refused(head, body, msg, col):
+    """Both were accepted and the keyword ignored, as no other annotation does."""
+    from zynbook.errors import ZynMLTypeError as TypeErr
+    src = (f"let y = compute(x) {head}{{\n    {body}\n    for i in 0..n:\n        "
+           "out[i] = x[i]\n}\ny\n")
+    with pytest.raises(TypeErr) as info:
+        zynbook.run(src, x=np.ones(3, np.float32))
+    assert info.value.message == msg
+    assert (info.value.line, info.value.column) == col

@@ -431,6 +431,9 @@ class _Lowering:
                                      f"threads; at most 1024", ann.span)
         if "shared" in self.annotations:
             ann = self.annotations["shared"]
+            if ann.kwargs:          # (@shared(16, foo=1) ignored foo=)
+                raise ZynMLTypeError(f"@shared has no parameter `{ann.kwargs[0].name}`",
+                                     ann.kwargs[0].span)
             if len(ann.args) != 1:
                 raise ZynMLTypeError("@shared takes one size in bytes: @shared(16 * 16 * 4)",
                                      ann.span)
@@ -473,6 +476,9 @@ class _Lowering:
             bcast += ((target, axis),)
         if "parallel" in self.annotations:
             ann = self.annotations["parallel"]
+            if ann.kwargs:
+                raise ZynMLTypeError(f"@parallel has no parameter `{ann.kwargs[0].name}`",
+                                     ann.kwargs[0].span)
             if len(ann.args) != 1 or not isinstance(ann.args[0], A.Name) or \
                     ann.args[0].id not in ("data", "model"):
                 raise ZynMLTypeError("@parallel takes `data` or `model`", ann.span)
